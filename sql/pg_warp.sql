@@ -1,0 +1,18 @@
+/*
+ * pg_warp: SQL objects of the extension (version @EXTVERSION@).
+ * The install script sql/pg_warp--@EXTVERSION@.sql is generated from this file
+ * by make; upgrade scripts sql/pg_warp--A--B.sql are kept beside it.
+ */
+\echo Use "CREATE EXTENSION pg_warp" to load this file. \quit
+
+CREATE FUNCTION pg_warp.version()
+RETURNS text
+AS 'MODULE_PATHNAME', 'pg_warp_version'
+LANGUAGE C STRICT IMMUTABLE PARALLEL SAFE;
+COMMENT ON FUNCTION pg_warp.version() IS 'version of the loaded pg_warp library';
+
+CREATE FUNCTION pg_warp.preloaded()
+RETURNS bool
+AS 'MODULE_PATHNAME', 'pg_warp_preloaded_fn'
+LANGUAGE C STRICT STABLE PARALLEL SAFE;
+COMMENT ON FUNCTION pg_warp.preloaded() IS 'whether pg_warp was loaded by shared_preload_libraries';

@@ -1,0 +1,561 @@
+/*-------------------------------------------------------------------------
+ *
+ * arrow.h
+ *		Public interface of pg_warp's Apache Arrow IPC library.
+ *
+ * A small library in plain C99 (no postgres.h) shared by the extension
+ * (arrow_fdw, the executor) and the command-line tools (pg2arrow,
+ * arrow-inspect).  It reads the Arrow IPC file and stream formats and writes
+ * the file format.
+ *
+ * Ground rules for every function declared here:
+ *	- Every offset, length, count and nesting depth read from a file is checked
+ *	  against the file size (or the enclosing structure) before use.  Malformed
+ *	  input gives ARROW_ERR_INVALID with a message, never a crash.
+ *	- Functions that can fail return an ArrowErrorCode (ARROW_OK == 0) and fill
+ *	  the caller's ArrowError.  They never print and never exit.
+ *	- All memory comes from an ArrowAllocator.  Objects remember the allocator
+ *	  they were created with and free through it.  The extension passes one
+ *	  that uses palloc in a memory context; the tools use malloc.
+ *
+ * The JSON form of schemas and values used by arrow-inspect and by the test
+ * tools is specified in doc/arrow-json.md.
+ *
+ * Source files:
+ *	arrow_util.c	allocator, errors, metadata, schema copy/compare/free,
+ *					float16 and decimal128 helpers
+ *	fb_read.c		bounds-checked flatbuffer reading (internal, arrow_fb.h)
+ *	arrow_read.c	file and stream reader, batch loading and validation
+ *	arrow_codec.c	LZ4_FRAME and ZSTD body decompression
+ *	arrow_json.c	schema and values as JSON
+ *	fb_build.c		flatbuffer builder (internal, arrow_fb.h)
+ *	arrow_build.c	column builders
+ *	arrow_write.c	file writer, append, concurrent batch writes
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef PG_WARP_ARROW_H
+#define PG_WARP_ARROW_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ------------------------------------------------------------------------
+ * Errors and allocation
+ * ------------------------------------------------------------------------
+ */
+typedef enum ArrowErrorCode
+{
+	ARROW_OK = 0,
+	ARROW_ERR_IO,				/* open/read/write/rename failed; sys_errno set */
+	ARROW_ERR_INVALID,			/* malformed, truncated or inconsistent input */
+	ARROW_ERR_UNSUPPORTED,		/* valid Arrow we do not handle (codec, type) */
+	ARROW_ERR_NOMEM,			/* the allocator returned NULL */
+	ARROW_ERR_SCHEMA_MISMATCH,	/* append to a file with another schema */
+	ARROW_ERR_ARGUMENT			/* the caller broke a documented contract */
+} ArrowErrorCode;
+
+typedef struct ArrowError
+{
+	ArrowErrorCode code;
+	int			sys_errno;		/* errno of the failed system call, else 0 */
+	char		message[512];	/* lower case, no trailing period */
+} ArrowError;
+
+/* Sets err (if not NULL) and returns code.  printf-style message. */
+extern int	arrow_set_error(ArrowError *err, ArrowErrorCode code,
+							const char *fmt,...)
+			__attribute__((format(printf, 3, 4)));
+extern const char *arrow_error_code_name(ArrowErrorCode code);
+
+typedef struct ArrowAllocator
+{
+	/* malloc_fn/realloc_fn may return NULL (-> ARROW_ERR_NOMEM). */
+	void	   *(*malloc_fn) (void *ctx, size_t size);
+	void	   *(*realloc_fn) (void *ctx, void *ptr, size_t size);
+	void		(*free_fn) (void *ctx, void *ptr);
+	void	   *ctx;
+} ArrowAllocator;
+
+/* malloc/realloc/free.  Passing NULL as an allocator means this one. */
+extern const ArrowAllocator arrow_default_allocator;
+
+/* ------------------------------------------------------------------------
+ * Schema
+ * ------------------------------------------------------------------------
+ */
+typedef enum ArrowTypeId
+{
+	ARROW_TYPE_NULL = 1,
+	ARROW_TYPE_BOOL,
+	ARROW_TYPE_INT8,
+	ARROW_TYPE_INT16,
+	ARROW_TYPE_INT32,
+	ARROW_TYPE_INT64,
+	ARROW_TYPE_UINT8,
+	ARROW_TYPE_UINT16,
+	ARROW_TYPE_UINT32,
+	ARROW_TYPE_UINT64,
+	ARROW_TYPE_FLOAT16,
+	ARROW_TYPE_FLOAT32,
+	ARROW_TYPE_FLOAT64,
+	ARROW_TYPE_DECIMAL128,		/* precision, scale */
+	ARROW_TYPE_DATE32,			/* days since 1970-01-01 */
+	ARROW_TYPE_DATE64,			/* milliseconds since 1970-01-01 */
+	ARROW_TYPE_TIME32,			/* unit: SECOND or MILLI */
+	ARROW_TYPE_TIME64,			/* unit: MICRO or NANO */
+	ARROW_TYPE_TIMESTAMP,		/* unit, timezone (NULL: none) */
+	ARROW_TYPE_INTERVAL_YM,		/* int32 months */
+	ARROW_TYPE_INTERVAL_DT,		/* int32 days, int32 milliseconds */
+	ARROW_TYPE_INTERVAL_MDN,	/* int32 months, int32 days, int64 nanos */
+	ARROW_TYPE_DURATION,		/* unit */
+	ARROW_TYPE_UTF8,
+	ARROW_TYPE_LARGE_UTF8,
+	ARROW_TYPE_BINARY,
+	ARROW_TYPE_LARGE_BINARY,
+	ARROW_TYPE_FIXED_SIZE_BINARY,	/* byte_width */
+	ARROW_TYPE_LIST,			/* one child */
+	ARROW_TYPE_LARGE_LIST,		/* one child */
+	ARROW_TYPE_FIXED_SIZE_LIST, /* one child, list_size */
+	ARROW_TYPE_STRUCT			/* n children */
+} ArrowTypeId;
+
+/* Same values as TimeUnit in Schema.fbs */
+typedef enum ArrowTimeUnit
+{
+	ARROW_UNIT_SECOND = 0,
+	ARROW_UNIT_MILLI = 1,
+	ARROW_UNIT_MICRO = 2,
+	ARROW_UNIT_NANO = 3
+} ArrowTimeUnit;
+
+typedef struct ArrowType
+{
+	ArrowTypeId id;
+	ArrowTimeUnit unit;			/* TIME32, TIME64, TIMESTAMP, DURATION */
+	char	   *timezone;		/* TIMESTAMP only; NULL when absent */
+	int32_t		precision;		/* DECIMAL128 */
+	int32_t		scale;			/* DECIMAL128 */
+	int32_t		byte_width;		/* FIXED_SIZE_BINARY */
+	int32_t		list_size;		/* FIXED_SIZE_LIST */
+} ArrowType;
+
+typedef struct ArrowKeyValue
+{
+	char	   *key;
+	char	   *value;
+} ArrowKeyValue;
+
+typedef struct ArrowMetadata
+{
+	int32_t		count;
+	ArrowKeyValue *items;
+} ArrowMetadata;
+
+typedef struct ArrowDictionaryInfo
+{
+	int64_t		id;
+	ArrowTypeId index_type;		/* ARROW_TYPE_INT8 .. ARROW_TYPE_UINT64 */
+	bool		ordered;
+} ArrowDictionaryInfo;
+
+typedef struct ArrowField
+{
+	char	   *name;			/* never NULL; "" when the file has none */
+	bool		nullable;
+	ArrowType	type;			/* dictionary-encoded: the type of the values */
+	bool		has_dictionary;
+	ArrowDictionaryInfo dictionary;
+	int32_t		n_children;
+	struct ArrowField *children;
+	ArrowMetadata metadata;
+} ArrowField;
+
+typedef struct ArrowSchema
+{
+	int32_t		n_fields;
+	ArrowField *fields;
+	ArrowMetadata metadata;
+} ArrowSchema;
+
+/* Maximum nesting depth of fields accepted on read and on write. */
+#define ARROW_MAX_NESTING	64
+
+/* Deep copy / free / compare.  Copies and frees use the given allocator. */
+extern int	arrow_schema_copy(const ArrowAllocator *alloc, ArrowSchema *dst,
+							  const ArrowSchema *src, ArrowError *err);
+extern void arrow_schema_free(const ArrowAllocator *alloc, ArrowSchema *schema);
+/*
+ * True when both describe the same columns: names, types, nullability,
+ * children and dictionary encoding (metadata is not compared).  On a
+ * difference, writes a description such as 'field "x": int32 vs int64' into
+ * why (if not NULL).
+ */
+extern bool arrow_schema_equal(const ArrowSchema *a, const ArrowSchema *b,
+							   char *why, size_t whylen);
+/* "int32", "timestamp[us, tz=UTC]", "decimal128(10, 2)" ... (doc/arrow-json.md) */
+extern void arrow_type_format(const ArrowType *type, char *buf, size_t len);
+/* Value of key in md, or NULL */
+extern const char *arrow_metadata_get(const ArrowMetadata *md, const char *key);
+/* Adds (or replaces) key=value; copies both strings. */
+extern int	arrow_metadata_set(const ArrowAllocator *alloc, ArrowMetadata *md,
+							   const char *key, const char *value,
+							   ArrowError *err);
+
+/*
+ * Number of IPC buffers a field itself owns (not counting children):
+ * NULL 0; STRUCT, FIXED_SIZE_LIST 1 (validity); LIST, LARGE_LIST 2;
+ * UTF8/BINARY and large variants 3; every other type 2; a
+ * dictionary-encoded field 2 (validity, indices).
+ */
+extern int	arrow_field_buffer_count(const ArrowField *field);
+/* Byte width of one value of a fixed-width type; 0 for the others, BOOL too */
+extern int	arrow_type_value_width(const ArrowType *type);
+
+/* ------------------------------------------------------------------------
+ * Small value helpers
+ * ------------------------------------------------------------------------
+ */
+extern float arrow_half_to_float(uint16_t h);
+extern uint16_t arrow_float_to_half(float f);	/* round to nearest even */
+/* Decimal128 as two's complement little-endian (lo, hi) */
+typedef struct ArrowDecimal128
+{
+	uint64_t	lo;
+	int64_t		hi;
+} ArrowDecimal128;
+/* "-123.45" for value -12345, scale 2; buf needs 44 bytes at most + scale */
+extern void arrow_decimal128_format(ArrowDecimal128 v, int32_t scale,
+									char *buf, size_t len);
+/* Parses "[-]digits[.digits]" with at most 'scale' fraction digits. */
+extern int	arrow_decimal128_parse(const char *s, int32_t precision,
+								   int32_t scale, ArrowDecimal128 *out,
+								   ArrowError *err);
+
+/* ------------------------------------------------------------------------
+ * Reading
+ * ------------------------------------------------------------------------
+ */
+
+/* Random-access byte source (a file descriptor, memory, ...). */
+typedef struct ArrowSource
+{
+	/*
+	 * Reads exactly len bytes at offset into dst; returns ARROW_OK, or an
+	 * error (ARROW_ERR_INVALID when the range is past the end).
+	 */
+	int			(*read_at) (void *ctx, int64_t offset, void *dst, size_t len,
+							ArrowError *err);
+	int64_t		size;			/* total size in bytes */
+	void	   *ctx;
+} ArrowSource;
+
+/* Source over a memory buffer (not copied; must outlive the ArrowFile). */
+extern void arrow_source_from_memory(ArrowSource *src, const void *data,
+									 size_t len);
+
+typedef enum ArrowCodec
+{
+	ARROW_CODEC_NONE = -1,
+	ARROW_CODEC_LZ4_FRAME = 0,	/* values of CompressionType in Message.fbs */
+	ARROW_CODEC_ZSTD = 1
+} ArrowCodec;
+
+typedef struct ArrowNode
+{
+	int64_t		length;
+	int64_t		null_count;
+} ArrowNode;
+
+typedef struct ArrowBufferRef
+{
+	int64_t		offset;			/* relative to the batch body */
+	int64_t		length;			/* as stored (compressed size if compressed) */
+} ArrowBufferRef;
+
+/* One RecordBatch or DictionaryBatch message in a file. */
+typedef struct ArrowBatchInfo
+{
+	int64_t		message_offset; /* file offset of the message (prefix incl.) */
+	int64_t		body_offset;	/* file offset of the body */
+	int64_t		body_length;
+	int64_t		n_rows;
+	ArrowCodec	codec;
+	int32_t		n_nodes;
+	ArrowNode  *nodes;			/* depth-first pre-order over the fields */
+	int32_t		n_buffers;
+	ArrowBufferRef *buffers;
+	ArrowMetadata metadata;		/* the message's custom_metadata */
+} ArrowBatchInfo;
+
+typedef struct ArrowDictionaryBatchInfo
+{
+	int64_t		id;
+	bool		is_delta;
+	ArrowBatchInfo batch;		/* one node tree: the dictionary's values */
+} ArrowDictionaryBatchInfo;
+
+/* Where a top-level column's nodes and buffers sit in each batch. */
+typedef struct ArrowColumnLayout
+{
+	int32_t		first_node;
+	int32_t		n_nodes;
+	int32_t		first_buffer;
+	int32_t		n_buffers;
+} ArrowColumnLayout;
+
+typedef struct ArrowFile
+{
+	const ArrowAllocator *alloc;
+	ArrowSource source;
+	bool		is_stream;		/* read as the stream format */
+	int16_t		metadata_version;	/* 4 or 5 (V4, V5) */
+	ArrowSchema schema;
+	ArrowColumnLayout *columns; /* schema.n_fields entries */
+	int32_t		n_batches;
+	ArrowBatchInfo *batches;
+	int32_t		n_dictionaries;
+	ArrowDictionaryBatchInfo *dictionaries;
+	int64_t		total_rows;		/* sum of n_rows over batches */
+	/* private to the reader */
+	int			fd;				/* -1 unless opened by arrow_file_open */
+	void	   *priv;
+} ArrowFile;
+
+/*
+ * Opens a file by path: file format when it starts with the magic, else the
+ * stream format.  Reads and validates the footer (file format), the schema,
+ * and the metadata (not the bodies) of every dictionary and record batch.
+ */
+extern int	arrow_file_open(const char *path, const ArrowAllocator *alloc,
+							ArrowFile **out, ArrowError *err);
+/* The same over any source; the source must outlive the ArrowFile. */
+extern int	arrow_file_open_source(const ArrowSource *src,
+								   const ArrowAllocator *alloc,
+								   ArrowFile **out, ArrowError *err);
+extern void arrow_file_close(ArrowFile *file);
+
+/*
+ * Byte extents (absolute file offsets and stored lengths) of the buffers of
+ * top-level column 'column' in record batch 'batch', children included, in
+ * IPC order.  Returns the number of extents written (at most max_extents) or
+ * -1 with err set.  Dictionary-encoded columns also need their dictionary
+ * batches; see ArrowFile.dictionaries.
+ */
+typedef struct ArrowExtent
+{
+	int64_t		offset;
+	int64_t		length;
+} ArrowExtent;
+extern int	arrow_column_extents(const ArrowFile *file, int32_t batch,
+								 int32_t column, ArrowExtent *extents,
+								 int max_extents, ArrowError *err);
+
+/*
+ * A decoded, validated column of one batch.  Buffers are decompressed and
+ * point into memory owned by the ArrowBatch.  offset is always 0.
+ */
+typedef struct ArrowArray
+{
+	const ArrowField *field;
+	int64_t		length;
+	int64_t		null_count;
+	const uint8_t *validity;	/* NULL: no value is null */
+	const uint8_t *values;		/* fixed-width values, bits (BOOL), indices */
+	const void *offsets;		/* int32_t[] or int64_t[] (LARGE_*), length+1 */
+	const uint8_t *data;		/* UTF8/BINARY bytes */
+	int64_t		data_length;
+	int32_t		n_children;
+	struct ArrowArray *children;
+	const struct ArrowArray *dictionary;	/* dictionary-encoded: values */
+} ArrowArray;
+
+typedef struct ArrowBatch
+{
+	const ArrowFile *file;
+	int32_t		index;			/* record batch number */
+	int64_t		n_rows;
+	int32_t		n_columns;		/* == file->schema.n_fields */
+	ArrowArray *columns;		/* length n_columns; unloaded: field == NULL */
+	void	   *priv;
+} ArrowBatch;
+
+/*
+ * Reads the buffers of the columns with want[i] true (all when want is NULL)
+ * of record batch 'batch', decompresses them, loads dictionaries they need,
+ * and validates everything a value accessor relies on: buffer sizes for the
+ * node lengths, monotonic offsets within the data, child lengths, dictionary
+ * indices within the dictionary.
+ */
+extern int	arrow_batch_load(ArrowFile *file, int32_t batch, const bool *want,
+							 ArrowBatch **out, ArrowError *err);
+extern void arrow_batch_free(ArrowBatch *batch);
+
+static inline bool
+arrow_array_is_null(const ArrowArray *a, int64_t row)
+{
+	if (a->field != NULL && a->field->type.id == ARROW_TYPE_NULL)
+		return true;
+	return a->validity != NULL && !(a->validity[row >> 3] & (1u << (row & 7)));
+}
+
+/*
+ * Appends the JSON form (doc/arrow-json.md) of row 'row' of array a to buf.
+ * arrow_schema_to_json writes the schema's JSON form.
+ */
+typedef struct ArrowStrBuf
+{
+	const ArrowAllocator *alloc;
+	char	   *data;
+	size_t		len;
+	size_t		cap;
+} ArrowStrBuf;
+extern int	arrow_strbuf_append(ArrowStrBuf *buf, const char *s, size_t len,
+								ArrowError *err);
+extern void arrow_strbuf_free(ArrowStrBuf *buf);
+extern int	arrow_value_to_json(const ArrowArray *a, int64_t row,
+								ArrowStrBuf *buf, ArrowError *err);
+extern int	arrow_schema_to_json(const ArrowSchema *schema, ArrowStrBuf *buf,
+								 ArrowError *err);
+
+/* ------------------------------------------------------------------------
+ * Building columns
+ * ------------------------------------------------------------------------
+ */
+typedef struct ArrowBuilder ArrowBuilder;
+
+/*
+ * A builder for values of 'field' (children built recursively).  The field
+ * must outlive the builder.  Dictionary-encoded fields build indices; their
+ * values are built by a separate builder for the dictionary.
+ */
+extern int	arrow_builder_create(const ArrowField *field,
+								 const ArrowAllocator *alloc,
+								 ArrowBuilder **out, ArrowError *err);
+extern void arrow_builder_free(ArrowBuilder *b);
+extern ArrowBuilder *arrow_builder_child(ArrowBuilder *b, int32_t i);
+extern int64_t arrow_builder_length(const ArrowBuilder *b);
+/* Bytes the built buffers would take in a batch body (for batch sizing) */
+extern int64_t arrow_builder_body_size(const ArrowBuilder *b);
+/*
+ * Append functions; each appends one value (one row) to b.
+ *	null: any type (for STRUCT also appends a null to every child, for
+ *		FIXED_SIZE_LIST list_size nulls to the child)
+ *	bool: BOOL
+ *	int: INT*, UINT* (range checked), DATE32/64, TIME32/64, TIMESTAMP,
+ *		DURATION, INTERVAL_YM, dictionary indices
+ *	float: FLOAT16 (rounded), FLOAT32, FLOAT64
+ *	decimal: DECIMAL128
+ *	bytes: UTF8, LARGE_UTF8, BINARY, LARGE_BINARY, FIXED_SIZE_BINARY (len
+ *		must equal byte_width)
+ *	interval_dt / interval_mdn
+ *	valid: STRUCT (then append one value to each child), LIST/LARGE_LIST
+ *		(call list_end after appending the elements to the child),
+ *		FIXED_SIZE_LIST (then append list_size values to the child)
+ * A value out of range of the type gives ARROW_ERR_ARGUMENT.
+ */
+extern int	arrow_append_null(ArrowBuilder *b, ArrowError *err);
+extern int	arrow_append_bool(ArrowBuilder *b, bool v, ArrowError *err);
+extern int	arrow_append_int(ArrowBuilder *b, int64_t v, ArrowError *err);
+extern int	arrow_append_uint(ArrowBuilder *b, uint64_t v, ArrowError *err);
+extern int	arrow_append_float(ArrowBuilder *b, double v, ArrowError *err);
+extern int	arrow_append_decimal(ArrowBuilder *b, ArrowDecimal128 v,
+								 ArrowError *err);
+extern int	arrow_append_bytes(ArrowBuilder *b, const void *v, size_t len,
+							   ArrowError *err);
+extern int	arrow_append_interval_dt(ArrowBuilder *b, int32_t days,
+									 int32_t msecs, ArrowError *err);
+extern int	arrow_append_interval_mdn(ArrowBuilder *b, int32_t months,
+									  int32_t days, int64_t nanos,
+									  ArrowError *err);
+extern int	arrow_append_valid(ArrowBuilder *b, ArrowError *err);
+extern int	arrow_list_end(ArrowBuilder *b, ArrowError *err);
+/* Forget the values (keep capacity), after a batch was written */
+extern void arrow_builder_reset(ArrowBuilder *b);
+
+/* ------------------------------------------------------------------------
+ * Writing
+ * ------------------------------------------------------------------------
+ */
+typedef struct ArrowWriter ArrowWriter;
+
+/*
+ * Creates (truncates) path and writes the magic and the schema.  Buffers in
+ * record batches are 64-byte aligned.  No compression is written.
+ */
+extern int	arrow_writer_create(const char *path, const ArrowSchema *schema,
+								const ArrowAllocator *alloc,
+								ArrowWriter **out, ArrowError *err);
+/*
+ * Opens an existing Arrow file to add record batches.  The file's schema
+ * must equal 'schema' (ARROW_ERR_SCHEMA_MISMATCH, with the difference, if
+ * not); schema == NULL accepts the file's own (see arrow_writer_schema).
+ * Existing batches are not rewritten.  Until arrow_writer_close succeeds, a
+ * failure or arrow_writer_abort puts the file back as it was.
+ */
+extern int	arrow_writer_open_append(const char *path, const ArrowSchema *schema,
+									 const ArrowAllocator *alloc,
+									 ArrowWriter **out, ArrowError *err);
+extern const ArrowSchema *arrow_writer_schema(const ArrowWriter *w);
+
+/*
+ * Writes a dictionary batch for dictionary id 'id' from a builder of the
+ * dictionary's values (is_delta: adds to the earlier ones).  Must precede
+ * the record batches that use it.
+ */
+extern int	arrow_writer_write_dictionary(ArrowWriter *w, int64_t id,
+										  ArrowBuilder *values, bool is_delta,
+										  ArrowError *err);
+
+/*
+ * Writes one record batch from one builder per top-level field (all with
+ * n_rows values) and resets the builders.  metadata (may be NULL) becomes the
+ * message's custom_metadata.
+ */
+extern int	arrow_writer_write_batch(ArrowWriter *w, ArrowBuilder **columns,
+									 const ArrowMetadata *metadata,
+									 ArrowError *err);
+
+/*
+ * Concurrent writing: serialize a batch in the calling thread, then hand it
+ * to arrow_writer_put_serialized, which is thread-safe (it reserves a file
+ * range atomically, writes it with pwrite and records the block).
+ */
+typedef struct ArrowSerializedBatch
+{
+	uint8_t    *data;			/* message (prefix, metadata, padding) + body */
+	int64_t		length;
+	int32_t		metadata_length;	/* bytes before the body */
+	int64_t		body_length;
+	int64_t		n_rows;
+	const ArrowAllocator *alloc;
+} ArrowSerializedBatch;
+extern int	arrow_batch_serialize(const ArrowSchema *schema,
+								  ArrowBuilder **columns,
+								  const ArrowMetadata *metadata,
+								  const ArrowAllocator *alloc,
+								  ArrowSerializedBatch *out, ArrowError *err);
+extern void arrow_serialized_batch_free(ArrowSerializedBatch *sb);
+extern int	arrow_writer_put_serialized(ArrowWriter *w,
+										const ArrowSerializedBatch *sb,
+										ArrowError *err);
+
+/* Writes the footer and closes.  The writer is freed in every case. */
+extern int	arrow_writer_close(ArrowWriter *w, ArrowError *err);
+/*
+ * Gives up and frees the writer: a file made by arrow_writer_create is
+ * removed; a file opened by arrow_writer_open_append is restored to its
+ * original bytes and size.
+ */
+extern void arrow_writer_abort(ArrowWriter *w);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif							/* PG_WARP_ARROW_H */
