@@ -23,12 +23,12 @@
  *
  * Source files:
  *	arrow_util.c	allocator, errors, metadata, schema copy/compare/free,
- *					float16 and decimal128 helpers
- *	fb_read.c		bounds-checked flatbuffer reading (internal, arrow_fb.h)
+ *					float16 and decimal128 helpers (internal: arrow_internal.h)
+ *	fb_read.c		bounds-checked flatbuffer reading (internal, fb_read.h)
  *	arrow_read.c	file and stream reader, batch loading and validation
  *	arrow_codec.c	LZ4_FRAME and ZSTD body decompression
  *	arrow_json.c	schema and values as JSON
- *	fb_build.c		flatbuffer builder (internal, arrow_fb.h)
+ *	fb_build.c		flatbuffer builder (internal, fb_build.h)
  *	arrow_build.c	column builders
  *	arrow_write.c	file writer, append, concurrent batch writes
  *
@@ -253,9 +253,13 @@ typedef struct ArrowSource
 							ArrowError *err);
 	int64_t		size;			/* total size in bytes */
 	void	   *ctx;
+	uint64_t	mem_ctx_storage[2]; /* used by arrow_source_from_memory */
 } ArrowSource;
 
-/* Source over a memory buffer (not copied; must outlive the ArrowFile). */
+/*
+ * Source over a memory buffer.  Neither the buffer nor *src is copied: both
+ * must outlive the ArrowFile opened on it.
+ */
 extern void arrow_source_from_memory(ArrowSource *src, const void *data,
 									 size_t len);
 

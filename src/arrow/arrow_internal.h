@@ -1,0 +1,68 @@
+/*-------------------------------------------------------------------------
+ *
+ * arrow_internal.h
+ *		Helpers shared by the Arrow library's source files; not part of the
+ *		public interface (arrow.h).
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef PG_WARP_ARROW_INTERNAL_H
+#define PG_WARP_ARROW_INTERNAL_H
+
+#include "arrow.h"
+
+#define ARROW_ALIGNMENT		64	/* buffer alignment we write */
+
+/* NULL allocator means the default one */
+static inline const ArrowAllocator *
+arrow_alloc_or_default(const ArrowAllocator *alloc)
+{
+	return alloc ? alloc : &arrow_default_allocator;
+}
+
+/* Allocation through an allocator; NULL (and err set) on failure */
+extern void *arrow_malloc(const ArrowAllocator *alloc, size_t size,
+						  ArrowError *err);
+extern void *arrow_calloc(const ArrowAllocator *alloc, size_t n, size_t size,
+						  ArrowError *err);
+extern void *arrow_realloc(const ArrowAllocator *alloc, void *ptr,
+						   size_t size, ArrowError *err);
+extern void arrow_free(const ArrowAllocator *alloc, void *ptr);
+extern char *arrow_strdup(const ArrowAllocator *alloc, const char *s,
+						  ArrowError *err);
+extern char *arrow_strndup(const ArrowAllocator *alloc, const char *s,
+						   size_t len, ArrowError *err);
+
+/* Deep copy and free of metadata and fields */
+extern int	arrow_metadata_copy(const ArrowAllocator *alloc, ArrowMetadata *dst,
+								const ArrowMetadata *src, ArrowError *err);
+extern void arrow_metadata_free(const ArrowAllocator *alloc, ArrowMetadata *md);
+extern int	arrow_field_copy(const ArrowAllocator *alloc, ArrowField *dst,
+							 const ArrowField *src, int depth,
+							 ArrowError *err);
+extern void arrow_field_free(const ArrowAllocator *alloc, ArrowField *field);
+
+/* printf into an ArrowStrBuf */
+extern int	arrow_strbuf_printf(ArrowStrBuf *buf, ArrowError *err,
+								const char *fmt,...)
+			__attribute__((format(printf, 3, 4)));
+
+/* a + b and a * b without signed overflow; false on overflow */
+static inline bool
+arrow_add_overflow(int64_t a, int64_t b, int64_t *r)
+{
+	return __builtin_add_overflow(a, b, r);
+}
+static inline bool
+arrow_mul_overflow(int64_t a, int64_t b, int64_t *r)
+{
+	return __builtin_mul_overflow(a, b, r);
+}
+
+static inline int64_t
+arrow_align64(int64_t n)
+{
+	return (n + (ARROW_ALIGNMENT - 1)) & ~((int64_t) ARROW_ALIGNMENT - 1);
+}
+
+#endif							/* PG_WARP_ARROW_INTERNAL_H */
