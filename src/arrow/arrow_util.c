@@ -695,7 +695,7 @@ arrow_float_to_half(float f)
 void
 arrow_decimal128_format(ArrowDecimal128 v, int32_t scale, char *buf, size_t len)
 {
-	__int128	x = ((__int128) v.hi << 64) | (unsigned __int128) v.lo;
+	__int128	x = (__int128) (((unsigned __int128) (uint64_t) v.hi << 64) | v.lo);
 	unsigned __int128 u;
 	char		digits[64];
 	int			nd = 0;
