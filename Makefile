@@ -15,7 +15,8 @@ OBJS         = $(patsubst %.c,%.o,$(sort $(wildcard src/*.c)) $(ARROW_SRCS))
 DATA_built   = sql/$(EXTENSION)--$(EXTVERSION).sql
 DATA         = $(filter-out $(DATA_built),$(wildcard sql/$(EXTENSION)--*--*.sql))
 
-REGRESS      = $(sort $(notdir $(basename $(wildcard test/sql/*.sql))))
+# init (CREATE EXTENSION) first, then every other suite in test/sql
+REGRESS      = init $(filter-out init,$(sort $(notdir $(basename $(wildcard test/sql/*.sql)))))
 REGRESS_OPTS = --inputdir=test --outputdir=test --load-extension=plpgsql
 
 PG_CONFIG   ?= pg_config

@@ -5,14 +5,14 @@
  */
 \echo Use "CREATE EXTENSION pg_warp" to load this file. \quit
 
-CREATE FUNCTION pg_warp.version()
+CREATE FUNCTION pgwarp.version()
 RETURNS text
 AS 'MODULE_PATHNAME', 'pg_warp_version'
 LANGUAGE C STRICT IMMUTABLE PARALLEL SAFE;
-COMMENT ON FUNCTION pg_warp.version() IS 'version of the loaded pg_warp library';
+COMMENT ON FUNCTION pgwarp.version() IS 'version of the loaded pg_warp library';
 
-CREATE FUNCTION pg_warp.preloaded()
+CREATE FUNCTION pgwarp.preloaded()
 RETURNS bool
 AS 'MODULE_PATHNAME', 'pg_warp_preloaded_fn'
 LANGUAGE C STRICT STABLE PARALLEL SAFE;
-COMMENT ON FUNCTION pg_warp.preloaded() IS 'whether pg_warp was loaded by shared_preload_libraries';
+COMMENT ON FUNCTION pgwarp.preloaded() IS 'whether pg_warp was loaded by shared_preload_libraries';

@@ -51,7 +51,7 @@ _PG_init(void)
 PG_FUNCTION_INFO_V1(pg_warp_version);
 
 /*
- * pg_warp.version() returns text
+ * pgwarp.version() returns text
  *		The version of the loaded library (which may differ from the version
  *		of the installed SQL objects after an upgrade of the binaries).
  */
@@ -64,7 +64,7 @@ pg_warp_version(PG_FUNCTION_ARGS)
 PG_FUNCTION_INFO_V1(pg_warp_preloaded_fn);
 
 /*
- * pg_warp.preloaded() returns bool
+ * pgwarp.preloaded() returns bool
  *		Whether this backend loaded pg_warp through shared_preload_libraries.
  */
 Datum

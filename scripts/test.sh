@@ -1,0 +1,107 @@
+#!/usr/bin/env bash
+# Runs every pg_warp test on this machine and ends with one line
+# "N passed, N failed" (non-zero exit on any failure).
+#
+# On a fresh Debian 12 machine, as root: installs what it needs (setup-deps.sh),
+# builds with assertions, installs into the system PostgreSQL 15, starts a
+# throwaway cluster (cluster.sh) with shared_preload_libraries = 'pg_warp', runs
+# the pg_regress suites (make installcheck), the C unit tests (test/c), the pytest
+# suites (test/python), and stops the cluster.
+#
+# Environment: PGPORT (default 54329) for the cluster; PG_WARP_SKIP_DEPS=1 skips
+# setup-deps.sh; PYTEST_ARGS passes extra arguments to pytest (e.g. "-k fdw").
+set -uo pipefail
+cd "$(dirname "$0")/.."
+root=$PWD
+work=$(mktemp -d /tmp/pg_warp_test.XXXXXX)
+chmod 755 "$work"
+export PGPORT=${PGPORT:-54329}
+export PG_WARP_CLUSTER=$work/cluster
+export PG_WARP_TOOLS=$root/tools/bin
+passed=0
+failed=0
+failures=()
+
+note_fail() { failed=$((failed + 1)); failures+=("$1"); echo "FAILED: $1"; }
+finish() {
+    scripts/cluster.sh stop "$PG_WARP_CLUSTER" >/dev/null 2>&1 || true
+    echo
+    for f in "${failures[@]+"${failures[@]}"}"; do echo "failed: $f"; done
+    echo "$passed passed, $failed failed"
+    [ "$failed" -eq 0 ]
+    exit $?
+}
+trap 'note_fail "interrupted"; finish' INT TERM
+
+echo "== dependencies"
+if [ "${PG_WARP_SKIP_DEPS:-0}" != 1 ]; then
+    scripts/setup-deps.sh || { note_fail "setup-deps.sh"; finish; }
+fi
+
+echo "== build (assertions on) and install"
+make clean >/dev/null 2>&1
+if ! { make -j2 ASSERT=1 >"$work/build.log" 2>&1 && make install >>"$work/build.log" 2>&1; }; then
+    tail -40 "$work/build.log"
+    note_fail "build"
+    finish
+fi
+grep -E "warning|nvcc" "$work/build.log" | head -20
+
+echo "== cluster"
+if ! eval "$(scripts/cluster.sh start "$PG_WARP_CLUSTER")"; then
+    note_fail "cluster start"
+    finish
+fi
+echo "PostgreSQL $(psql -XAtc 'SHOW server_version') on port $PGPORT, data in $PG_WARP_CLUSTER"
+
+echo "== pg_regress (make installcheck)"
+make installcheck >"$work/regress.log" 2>&1
+grep -E '^(test|     ) |^ok|^not ok|^\s*[a-z_0-9]+\s+\.\.\.' "$work/regress.log" || cat "$work/regress.log"
+n_ok=$(grep -cE '\.\.\. ok' "$work/regress.log")
+n_bad=$(grep -cE '\.\.\. FAILED' "$work/regress.log")
+passed=$((passed + n_ok))
+if [ "$n_bad" -gt 0 ] || [ "$n_ok" -eq 0 ]; then
+    [ -f test/regression.diffs ] && head -100 test/regression.diffs
+    [ "$n_bad" -gt 0 ] || n_bad=1
+    for _ in $(seq "$n_bad"); do note_fail "pg_regress (see test/regression.diffs)"; done
+fi
+
+echo "== C unit tests (test/c, ASan + UBSan)"
+if make -C test/c >"$work/ctest-build.log" 2>&1; then
+    for t in test/c/bin/test_*; do
+        [ -x "$t" ] || continue
+        out=$("$t" 2>&1); rc=$?
+        ok=$(grep -c '^ok ' <<<"$out"); bad=$(grep -c '^not ok ' <<<"$out")
+        passed=$((passed + ok))
+        grep '^not ok ' <<<"$out" | head -20
+        [ "$bad" -gt 0 ] && for _ in $(seq "$bad"); do note_fail "$(basename "$t")"; done
+        if [ "$rc" -ne 0 ] && [ "$bad" -eq 0 ]; then
+            tail -20 <<<"$out"; note_fail "$(basename "$t") exited with $rc"
+        fi
+        echo "$(basename "$t"): $ok passed, $bad failed"
+    done
+else
+    tail -30 "$work/ctest-build.log"; note_fail "C unit test build"
+fi
+
+echo "== pytest (test/python)"
+# shellcheck disable=SC2086
+python3 -m pytest test/python -q -p no:cacheprovider --junitxml="$work/pytest.xml" ${PYTEST_ARGS:-} 2>&1 | tail -40
+if [ -f "$work/pytest.xml" ]; then
+    read -r t f e s < <(python3 - "$work/pytest.xml" <<'PY'
+import sys, xml.etree.ElementTree as ET
+r = ET.parse(sys.argv[1]).getroot()
+suites = [r] if r.tag == "testsuite" else list(r)
+g = lambda k: sum(int(x.get(k, 0)) for x in suites)
+print(g("tests"), g("failures"), g("errors"), g("skipped"))
+PY
+)
+    passed=$((passed + t - f - e - s))
+    for _ in $(seq $((f + e))); do failed=$((failed + 1)); done
+    [ $((f + e)) -gt 0 ] && failures+=("pytest: $((f + e)) failed")
+    [ "$t" -eq 0 ] && note_fail "pytest ran no test"
+else
+    note_fail "pytest did not run"
+fi
+
+finish
