@@ -16,3 +16,28 @@ RETURNS bool
 AS 'MODULE_PATHNAME', 'pg_warp_preloaded_fn'
 LANGUAGE C STRICT STABLE PARALLEL SAFE;
 COMMENT ON FUNCTION pgwarp.preloaded() IS 'whether pg_warp was loaded by shared_preload_libraries';
+
+CREATE FUNCTION pgwarp.gpu_devices(
+    OUT device_index int,
+    OUT name text,
+    OUT total_memory bigint,
+    OUT multiprocessors int,
+    OUT compute_capability text,
+    OUT pci_bus_id text)
+RETURNS SETOF record
+AS 'MODULE_PATHNAME', 'pg_warp_gpu_devices'
+LANGUAGE C STRICT VOLATILE PARALLEL RESTRICTED ROWS 8;
+COMMENT ON FUNCTION pgwarp.gpu_devices() IS 'the GPUs that the CUDA driver reports (no rows without a GPU)';
+
+-- The self-test creates a CUDA context in the calling backend (hundreds of
+-- MB of GPU memory while it runs): superusers only, unless granted.
+CREATE FUNCTION pgwarp.gpu_selftest(
+    OUT device_index int,
+    OUT name text,
+    OUT result text,
+    OUT elapsed_ms float8)
+RETURNS SETOF record
+AS 'MODULE_PATHNAME', 'pg_warp_gpu_selftest'
+LANGUAGE C STRICT VOLATILE PARALLEL UNSAFE ROWS 8;
+COMMENT ON FUNCTION pgwarp.gpu_selftest() IS 'runs the installed GPU code on every GPU and checks its result';
+REVOKE ALL ON FUNCTION pgwarp.gpu_selftest() FROM PUBLIC;

@@ -17,4 +17,10 @@
 extern bool pg_warp_enabled;
 extern bool pg_warp_preloaded;
 
+/* in gpu_device.c */
+struct XpuError;
+extern char *pg_warp_fatbin_path;
+extern void pg_warp_gpu_init(void);
+extern void pg_warp_report_xpu_error(const struct XpuError *err);
+
 #endif							/* PG_WARP_H */
