@@ -1,0 +1,196 @@
+#!/usr/bin/env bash
+# pg_warp bundle: tests pg_warp on this machine with nothing but the bundle.
+#
+# Creates a throwaway PostgreSQL cluster from the bundle in a temporary
+# directory owned by an unprivileged OS user (as root: $PG_WARP_OSUSER, default
+# pgwarp, created if missing; otherwise the calling user), starts it with
+# shared_preload_libraries = 'pg_warp', runs the bundled pg_regress suites
+# (test/sql, test/expected), prints pgwarp.gpu_devices() and
+# pgwarp.gpu_selftest(), runs test/python with pytest when python3 has pytest,
+# stops the cluster and ends with one line "N passed, N failed" (exit status 1
+# on any failure).
+#
+# Environment: PGPORT (default: the first free port from 54339),
+# PG_WARP_OSUSER, PG_WARP_KEEP=1 keeps the temporary directory,
+# PYTEST_ARGS extra pytest arguments.
+set -uo pipefail
+
+top=$(cd "$(dirname "$(readlink -f "$0")")" && pwd)
+passed=0
+failed=0
+failures=()
+pgrunning=0
+
+note_pass() { passed=$((passed + 1)); }
+note_fail() { failed=$((failed + 1)); failures+=("$1"); echo "FAILED: $1"; }
+
+work=$(mktemp -d /tmp/pg_warp_bundle_test.XXXXXX) || exit 1
+chmod 755 "$work"
+
+# who owns the cluster
+if [ "$(id -u)" -eq 0 ]; then
+    osuser=${PG_WARP_OSUSER:-pgwarp}
+    if ! id "$osuser" >/dev/null 2>&1; then
+        useradd --system --no-create-home --shell /usr/sbin/nologin "$osuser" \
+            || { echo "could not create OS user $osuser" >&2; exit 1; }
+    fi
+else
+    osuser=$(id -un)
+fi
+
+# run a command as the cluster's owner
+as_owner() {
+    if [ "$(id -u)" -ne 0 ]; then
+        "$@"
+    elif command -v runuser >/dev/null 2>&1; then
+        runuser -u "$osuser" -- "$@"
+    else
+        su -s /bin/sh "$osuser" -c "$(printf '%q ' "$@")"
+    fi
+}
+
+# The owner must reach the bundle's programs (e.g. not when the bundle lies
+# under /root): then work from a copy.
+if ! as_owner test -x "$top/usr/lib/postgresql/15/bin/postgres" || ! as_owner test -r "$top/lib"; then
+    echo "== $osuser cannot read $top; copying the bundle to $work/bundle"
+    mkdir "$work/bundle"
+    cp -a "$top/." "$work/bundle/"
+    top=$work/bundle
+fi
+bin=$top/bin
+export PATH="$bin:$PATH" PG_WARP_PGBIN="$bin" PG_WARP_TOOLS="$bin"
+
+finish() {
+    if [ "$pgrunning" = 1 ]; then
+        as_owner "$bin/pg_ctl" -D "$work/cluster/data" -m fast -w stop >/dev/null 2>&1
+        pgrunning=0
+    fi
+    echo
+    for f in "${failures[@]+"${failures[@]}"}"; do echo "failed: $f"; done
+    if [ "$failed" -eq 0 ] && [ "${PG_WARP_KEEP:-0}" != 1 ]; then
+        rm -rf "$work"
+    else
+        echo "logs and results: $work"
+    fi
+    echo "$passed passed, $failed failed"
+    [ "$failed" -eq 0 ]
+    exit $?
+}
+trap 'note_fail "interrupted"; finish' INT TERM
+
+echo "== host"
+echo "$(uname -srm); $(. /etc/os-release 2>/dev/null && echo "$PRETTY_NAME"); $(ldd --version 2>/dev/null | head -1)"
+if command -v nvidia-smi >/dev/null 2>&1; then
+    nvidia-smi --query-gpu=index,name,driver_version,memory.total --format=csv,noheader 2>&1
+else
+    echo "nvidia-smi: not found"
+fi
+[ -d /usr/share/zoneinfo ] || echo "note: /usr/share/zoneinfo is missing; the cluster runs in GMT, and named time zones other than POSIX-style ones are unavailable"
+echo "bundle: $top"
+[ -f "$top/BUILDINFO" ] && sed 's/^/  /' "$top/BUILDINFO"
+
+# pick a port
+port=${PGPORT:-}
+if [ -z "$port" ]; then
+    port=54339
+    while (echo >"/dev/tcp/127.0.0.1/$port") 2>/dev/null; do port=$((port + 1)); done
+fi
+sock=$work/cluster
+export PGHOST=$sock PGPORT=$port PGUSER=postgres PGDATABASE=postgres
+
+echo "== cluster (port $port, owner $osuser)"
+mkdir -p "$work/cluster"
+[ "$(id -u)" -eq 0 ] && chown "$osuser" "$work/cluster"
+if ! TZ=GMT as_owner "$bin/initdb" -D "$work/cluster/data" -U postgres --auth=trust \
+        --encoding=UTF8 --locale=C >"$work/initdb.log" 2>&1; then
+    cat "$work/initdb.log"
+    note_fail "initdb"
+    finish
+fi
+cat >>"$work/cluster/data/postgresql.conf" <<CONF
+port = $port
+listen_addresses = '127.0.0.1'
+unix_socket_directories = '$sock'
+shared_preload_libraries = 'pg_warp'
+timezone = 'GMT'
+log_timezone = 'GMT'
+jit = off
+fsync = off
+max_worker_processes = 16
+max_parallel_workers = 8
+max_parallel_workers_per_gather = 4
+CONF
+if ! as_owner "$bin/pg_ctl" -D "$work/cluster/data" -l "$work/cluster/server.log" \
+        -w -t 60 start >/dev/null; then
+    tail -30 "$work/cluster/server.log"
+    note_fail "cluster start"
+    finish
+fi
+pgrunning=1
+echo "$(psql -XAtc 'SELECT version()')"
+
+echo "== pg_regress (test/sql)"
+tests=()
+[ -f "$top/test/sql/init.sql" ] && tests+=(init)
+for f in "$top"/test/sql/*.sql; do
+    t=$(basename "$f" .sql)
+    [ "$t" = init ] || tests+=("$t")
+done
+mkdir -p "$work/regress"
+(cd "$work/regress" && "$bin/pg_regress" --inputdir="$top/test" --outputdir="$work/regress" \
+    --bindir="$bin" --host="$sock" --port="$port" --user=postgres \
+    --dbname=contrib_regression --load-extension=plpgsql "${tests[@]}") \
+    >"$work/regress.log" 2>&1
+grep -E '\.\.\. ' "$work/regress.log" || cat "$work/regress.log"
+n_ok=$(grep -cE '\.\.\. ok' "$work/regress.log")
+n_bad=$(grep -cE '\.\.\. FAILED' "$work/regress.log")
+passed=$((passed + n_ok))
+if [ "$n_bad" -gt 0 ] || [ "$n_ok" -eq 0 ]; then
+    [ -f "$work/regress/regression.diffs" ] && head -200 "$work/regress/regression.diffs"
+    [ "$n_bad" -gt 0 ] || n_bad=1
+    for _ in $(seq "$n_bad"); do note_fail "pg_regress (see $work/regress/regression.diffs)"; done
+fi
+
+echo "== GPUs"
+psql -Xq -v ON_ERROR_STOP=1 -c "CREATE EXTENSION IF NOT EXISTS pg_warp" >/dev/null 2>&1
+if psql -X -v ON_ERROR_STOP=1 -c "SELECT * FROM pgwarp.gpu_devices()"; then
+    note_pass
+else
+    note_fail "pgwarp.gpu_devices()"
+fi
+if out=$(psql -X -v ON_ERROR_STOP=1 -c "SELECT * FROM pgwarp.gpu_selftest()" 2>&1); then
+    echo "$out"
+    bad=$(psql -XAt -c "SELECT count(*) FROM pgwarp.gpu_selftest() WHERE result <> 'ok'" 2>/dev/null)
+    if [ "$bad" = 0 ]; then note_pass; else note_fail "pgwarp.gpu_selftest(): result not ok"; fi
+else
+    echo "$out"
+    note_fail "pgwarp.gpu_selftest()"
+fi
+
+echo "== pytest (test/python)"
+if [ -d "$top/test/python" ] && python3 -c "import pytest" 2>/dev/null; then
+    # shellcheck disable=SC2086
+    (cd "$work" && python3 -m pytest "$top/test/python" -q -p no:cacheprovider \
+        --junitxml="$work/pytest.xml" ${PYTEST_ARGS:-}) 2>&1 | tail -40
+    if [ -f "$work/pytest.xml" ]; then
+        read -r t f e s < <(python3 - "$work/pytest.xml" <<'PY'
+import sys, xml.etree.ElementTree as ET
+r = ET.parse(sys.argv[1]).getroot()
+suites = [r] if r.tag == "testsuite" else list(r)
+g = lambda k: sum(int(x.get(k, 0)) for x in suites)
+print(g("tests"), g("failures"), g("errors"), g("skipped"))
+PY
+)
+        passed=$((passed + t - f - e - s))
+        for _ in $(seq $((f + e))); do note_fail "pytest"; done
+        [ "$t" -eq 0 ] && note_fail "pytest ran no test"
+    else
+        note_fail "pytest did not run"
+    fi
+elif [ -d "$top/test/python" ]; then
+    echo "skipped: python3 has no pytest"
+else
+    echo "skipped: no test/python in the bundle"
+fi
+
+finish
