@@ -30,9 +30,10 @@ chmod 755 "$work"
 # who owns the cluster
 if [ "$(id -u)" -eq 0 ]; then
     osuser=${PG_WARP_OSUSER:-pgwarp}
-    if ! id "$osuser" >/dev/null 2>&1; then
-        useradd --system --no-create-home --shell /usr/sbin/nologin "$osuser" \
-            || { echo "could not create OS user $osuser" >&2; exit 1; }
+    if ! id "$osuser" >/dev/null 2>&1 \
+        && ! useradd --system --no-create-home --shell /usr/sbin/nologin "$osuser"; then
+        echo "could not create the OS user $osuser; using nobody"
+        osuser=nobody
     fi
 else
     osuser=$(id -un)
@@ -157,6 +158,16 @@ if psql -X -v ON_ERROR_STOP=1 -c "SELECT * FROM pgwarp.gpu_devices()"; then
     note_pass
 else
     note_fail "pgwarp.gpu_devices()"
+fi
+# where nvidia-smi sees GPUs, pg_warp must see them too
+ngpu_smi=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU ')
+ngpu_pg=$(psql -XAt -c "SELECT count(*) FROM pgwarp.gpu_devices()" 2>/dev/null)
+if [ "${ngpu_smi:-0}" -gt 0 ]; then
+    if [ "${ngpu_pg:-0}" -gt 0 ]; then
+        note_pass
+    else
+        note_fail "nvidia-smi lists $ngpu_smi GPUs, pgwarp.gpu_devices() none"
+    fi
 fi
 if out=$(psql -X -v ON_ERROR_STOP=1 -c "SELECT * FROM pgwarp.gpu_selftest()" 2>&1); then
     echo "$out"
