@@ -1,6 +1,7 @@
 """The extension outside the shared cluster: CREATE EXTENSION must work in a
 cluster that does not preload pg_warp (features that need preloading say so)."""
 import os
+import shutil
 import socket
 import subprocess
 import tempfile
@@ -34,6 +35,7 @@ def plain_cluster():
         yield env
     finally:
         subprocess.run(["bash", CLUSTER, "destroy", d], env=env, check=False)
+        shutil.rmtree(base, ignore_errors=True)
 
 
 def psql(env, sql):
