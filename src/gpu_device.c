@@ -2,8 +2,8 @@
  *
  * gpu_device.c
  *		Access to NVIDIA GPUs through the CUDA driver API, loaded at run
- *		time: GPU discovery (pg_warp.gpu_devices()) and the self-test that
- *		runs the installed fatbin on every GPU (pg_warp.gpu_selftest()).
+ *		time: GPU discovery (pgwarp.gpu_devices()) and the self-test that
+ *		runs the installed fatbin on every GPU (pgwarp.gpu_selftest()).
  *
  * The extension is never linked with libcuda: it must load on machines that
  * have no NVIDIA driver, where it uses its CPU engine.  The first function
@@ -399,7 +399,7 @@ pg_warp_report_xpu_error(const XpuError *err)
 PG_FUNCTION_INFO_V1(pg_warp_gpu_devices);
 
 /*
- * pg_warp.gpu_devices()
+ * pgwarp.gpu_devices()
  *		One row per GPU that the CUDA driver reports: index, name, memory,
  *		multiprocessors, compute capability ("9.0") and PCI bus id
  *		("0000:1b:00.0", lower case).  No rows where there is no driver or no
@@ -683,7 +683,7 @@ selftest_error_callback(void *arg)
 PG_FUNCTION_INFO_V1(pg_warp_gpu_selftest);
 
 /*
- * pg_warp.gpu_selftest()
+ * pgwarp.gpu_selftest()
  *		For each GPU: loads the installed fatbin in the device's primary
  *		context, runs the self-test kernel over about a million elements and
  *		checks the result on the host.  One row per device with result "ok"

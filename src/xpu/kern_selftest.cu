@@ -1,7 +1,7 @@
 /*-------------------------------------------------------------------------
  *
  * kern_selftest.cu
- *		The self-test kernel that pg_warp.gpu_selftest() runs on every GPU to
+ *		The self-test kernel that pgwarp.gpu_selftest() runs on every GPU to
  *		prove that the installed fatbin loads and computes on that device.
  *		xpu_selftest.h states its contract.
  *
