@@ -1164,16 +1164,12 @@ arrow_writer_schema(const ArrowWriter *w)
  * ------------------------------------------------------------------------
  */
 
-/*
- * Serializes a record batch of 'schema' from one builder per top-level
- * field, all of the same length; on success the builders are reset.  The
- * result is independent of any writer (see arrow_writer_put_serialized).
- */
-int
-arrow_batch_serialize(const ArrowSchema *schema, ArrowBuilder **columns,
-					  const ArrowMetadata *metadata,
-					  const ArrowAllocator *alloc,
-					  ArrowSerializedBatch *out, ArrowError *err)
+/* arrow_batch_serialize without resetting the builders */
+static int
+serialize_record_batch(const ArrowSchema *schema, ArrowBuilder **columns,
+					   const ArrowMetadata *metadata,
+					   const ArrowAllocator *alloc,
+					   ArrowSerializedBatch *out, ArrowError *err)
 {
 	int64_t		n_rows = 0;
 	int			rc;
@@ -1194,13 +1190,32 @@ arrow_batch_serialize(const ArrowSchema *schema, ArrowBuilder **columns,
 								   (long long) arrow_builder_length(columns[i]),
 								   schema->fields[0].name, (long long) n_rows);
 	}
-	rc = serialize_batch(arrow_alloc_or_default(alloc), columns, schema->n_fields,
-						 n_rows, NULL, metadata, out, err);
+	return serialize_batch(arrow_alloc_or_default(alloc), columns, schema->n_fields,
+						   n_rows, NULL, metadata, out, err);
+}
+
+static void
+reset_columns(const ArrowSchema *schema, ArrowBuilder **columns)
+{
+	for (int32_t i = 0; i < schema->n_fields; i++)
+		arrow_builder_reset(columns[i]);
+}
+
+/*
+ * Serializes a record batch of 'schema' from one builder per top-level
+ * field, all of the same length; on success the builders are reset.  The
+ * result is independent of any writer (see arrow_writer_put_serialized).
+ */
+int
+arrow_batch_serialize(const ArrowSchema *schema, ArrowBuilder **columns,
+					  const ArrowMetadata *metadata,
+					  const ArrowAllocator *alloc,
+					  ArrowSerializedBatch *out, ArrowError *err)
+{
+	int			rc = serialize_record_batch(schema, columns, metadata, alloc, out, err);
+
 	if (rc == ARROW_OK)
-	{
-		for (int32_t i = 0; i < schema->n_fields; i++)
-			arrow_builder_reset(columns[i]);
-	}
+		reset_columns(schema, columns);
 	return rc;
 }
 
@@ -1239,11 +1254,13 @@ arrow_writer_write_batch(ArrowWriter *w, ArrowBuilder **columns,
 		return arrow_set_error(err, ARROW_ERR_ARGUMENT, "no writer");
 	if (w->failed)
 		return failed_error(w, err);
-	rc = arrow_batch_serialize(&w->schema, columns, metadata, w->alloc, &sb, err);
+	rc = serialize_record_batch(&w->schema, columns, metadata, w->alloc, &sb, err);
 	if (rc != ARROW_OK)
 		return rc;
 	rc = writer_put(w, sb.data, sb.length, sb.metadata_length, NULL, err);
 	arrow_serialized_batch_free(&sb);
+	if (rc == ARROW_OK)
+		reset_columns(&w->schema, columns);
 	return rc;
 }
 
@@ -1318,7 +1335,8 @@ encode_blocks(FbBuilder *fb, BlockList *l)
 	uint8_t    *le;
 	FbRef		vec;
 
-	qsort(l->items, l->n, sizeof(WriterBlock), block_cmp);
+	if (l->n > 1)
+		qsort(l->items, l->n, sizeof(WriterBlock), block_cmp);
 	le = arrow_calloc(fb->alloc, l->n + 1, 24, NULL);
 	if (le == NULL)
 	{
