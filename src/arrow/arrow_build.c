@@ -936,7 +936,10 @@ arrow_append_decimal(ArrowBuilder *b, ArrowDecimal128 v, ArrowError *err)
 	return push_fixed(b, &v, true, err);
 }
 
-/* Strict UTF-8: no overlong forms, no surrogates, nothing above U+10FFFF */
+/*
+ * Strict UTF-8: no overlong forms, no surrogates, nothing above U+10FFFF.
+ * Runs of ASCII are checked 8 bytes at a time.
+ */
 static bool
 utf8_valid(const uint8_t *s, size_t len)
 {
@@ -948,7 +951,17 @@ utf8_valid(const uint8_t *s, size_t len)
 		size_t		n;
 		uint32_t	cp;
 		uint32_t	min;
+		uint64_t	word;
 
+		if (len - i >= 8)
+		{
+			memcpy(&word, s + i, 8);
+			if ((word & 0x8080808080808080ULL) == 0)
+			{
+				i += 8;
+				continue;
+			}
+		}
 		if (c < 0x80)
 		{
 			i++;
