@@ -734,12 +734,6 @@ message_free(const ArrowFile *file, Message *m)
 	m->data = NULL;
 }
 
-static const char *
-version_name(int16_t v)
-{
-	return v == METADATA_V4 ? "V4" : v == METADATA_V5 ? "V5" : "older than V4";
-}
-
 /*
  * Reads the message at 'offset'.  block_meta_len is the metadata length a
  * file block gives (the message must fit in it and the body follows it), or
@@ -805,8 +799,8 @@ read_message(const ArrowFile *file, int64_t offset, int64_t block_meta_len,
 	if (m->version != METADATA_V4 && m->version != METADATA_V5)
 	{
 		arrow_set_error(err, ARROW_ERR_UNSUPPORTED,
-						"unsupported metadata version %d (%s) of the message at offset %lld",
-						m->version + 1, version_name(m->version), (long long) offset);
+						"unsupported metadata version V%d of the message at offset %lld",
+						m->version + 1, (long long) offset);
 		goto fail;
 	}
 	m->body_offset = offset + meta_len;
@@ -822,6 +816,17 @@ read_message(const ArrowFile *file, int64_t offset, int64_t block_meta_len,
 fail:
 	message_free(file, m);
 	return err->code;
+}
+
+/*
+ * ArrowFile.metadata_version is the lowest version of the footer and the
+ * messages: pyarrow, asked for V4, writes V4 messages under a V5 footer.
+ */
+static void
+note_version(ArrowFile *file, const Message *m)
+{
+	if (file->metadata_version == 0 || m->version + 1 < file->metadata_version)
+		file->metadata_version = m->version + 1;
 }
 
 static void
@@ -1082,6 +1087,7 @@ read_block(ArrowFile *file, const uint8_t *block, bool dictionary, int32_t index
 							   kind, index, (long long) offset, meta_len, (long long) body_len);
 	if (read_message(file, offset, meta_len, &m, &eos, err) != ARROW_OK)
 		return err->code;
+	note_version(file, &m);
 	if (m.body_length != body_len)
 		rc = arrow_set_error(err, ARROW_ERR_INVALID,
 							 "%s block %d says the body has %lld bytes, its message %lld",
@@ -1150,8 +1156,8 @@ read_file_format(ArrowFile *file, ArrowError *err)
 		goto fail;
 	if (version != METADATA_V4 && version != METADATA_V5)
 	{
-		arrow_set_error(err, ARROW_ERR_UNSUPPORTED, "unsupported metadata version %d (%s) in the footer",
-						version + 1, version_name(version));
+		arrow_set_error(err, ARROW_ERR_UNSUPPORTED, "unsupported metadata version V%d in the footer",
+						version + 1);
 		goto fail;
 	}
 	file->metadata_version = version + 1;
@@ -1202,6 +1208,7 @@ read_stream_format(ArrowFile *file, ArrowError *err)
 			return err->code;
 		if (eos)
 			break;
+		note_version(file, &m);
 		if (!have_schema)
 		{
 			if (m.header_type != HEADER_SCHEMA)
@@ -1210,7 +1217,6 @@ read_stream_format(ArrowFile *file, ArrowError *err)
 									 m.header_type);
 			else
 			{
-				file->metadata_version = m.version + 1;
 				rc = parse_schema(file, &m.header, err);
 				if (rc == ARROW_OK)
 					rc = prepare_schema(file, err);
