@@ -1335,8 +1335,8 @@ test_json(void)
 	"1.0000000000000001e+300", "0.10000000000000001", "4.9406564584124654e-324", "1.2345678901234568e+17"};
 	ArrowField	fd = {.name = "f", .type = {.id = ARROW_TYPE_FLOAT64}};
 	ArrowArray	ad = {.field = &fd, .length = 9, .values = (const uint8_t *) dv};
-	/* strings: ASCII controls, quote, backslash, valid and invalid UTF-8 */
-	static const char text[] = "a\"\\\x1f\x7f" "\xc3\xa9" "\xe2\x82\xac" "\xf0\x9f\x98\x80"
+	/* strings: controls, separators, quote, backslash, valid and invalid UTF-8 */
+	static const char text[] = "a\"\\\x1f\x7f" "\xc2\x85" "\xe2\x80\xa8" "\xe2\x80\xa9" "\xc3\xa9" "\xe2\x82\xac" "\xf0\x9f\x98\x80"
 		"\xc0\xaf" "\xed\xa0\x80" "\xf4\x90\x80\x80" "\xe2\x82" "z";
 	int32_t		offsets[] = {0, (int32_t) sizeof(text) - 1};
 	ArrowField	fs = {.name = "s", .type = {.id = ARROW_TYPE_UTF8}};
@@ -1360,7 +1360,7 @@ test_json(void)
 
 	for (int i = 0; i < 9; i++)
 		check_json(&ad, i, dexp[i], "float64");
-	check_json(&as, 0, "\"a\\\"\\\\\\u001f\x7f\xc3\xa9\xe2\x82\xac\xf0\x9f\x98\x80"
+	check_json(&as, 0, "\"a\\\"\\\\\\u001f\\u007f\\u0085\\u2028\\u2029\xc3\xa9\xe2\x82\xac\xf0\x9f\x98\x80"
 			   "\\ufffd\\ufffd\\ufffd\\ufffd\\ufffd\\ufffd\\ufffd\\ufffd\\ufffd\\ufffd\\ufffdz\"",
 			   "string escapes and invalid UTF-8");
 	check_json(&adec, 0, "\"-12345000\"", "decimal128 scale -3");
