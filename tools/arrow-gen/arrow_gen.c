@@ -239,8 +239,8 @@ parse_metadata(const JsonValue *j, ArrowMetadata *md, char *msg)
 
 		if (v->type != JSON_STRING || strlen(v->str) != v->len)
 		{
-			set_msg(msg, "line %d: metadata value of \"%s\" must be a string without NUL",
-					v->line, j->keys[i]);
+			set_msg(msg, "line %d: metadata value of \"%s\" must be a string without U+0000 "
+					"(C strings in arrow.h)", v->line, j->keys[i]);
 			return false;
 		}
 		if (arrow_metadata_set(NULL, md, j->keys[i], v->str, &err) != ARROW_OK)
@@ -283,7 +283,8 @@ parse_field(const JsonValue *j, ArrowField *f, char *msg)
 	type = string_member(j, "type");
 	if (name == NULL || type == NULL)
 	{
-		set_msg(msg, "line %d: a field needs a string \"name\" and \"type\"", j->line);
+		set_msg(msg, "line %d: a field needs a string \"name\" and \"type\" "
+				"(without U+0000: names are C strings in arrow.h)", j->line);
 		return false;
 	}
 	f->name = strdup(name);
