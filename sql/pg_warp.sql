@@ -16,3 +16,22 @@ RETURNS bool
 AS 'MODULE_PATHNAME', 'pg_warp_preloaded_fn'
 LANGUAGE C STRICT STABLE PARALLEL SAFE;
 COMMENT ON FUNCTION pgwarp.preloaded() IS 'whether pg_warp was loaded by shared_preload_libraries';
+
+-- arrow_fdw: Apache Arrow files as foreign tables (doc/arrow_fdw.md)
+CREATE FUNCTION pgwarp.arrow_fdw_handler()
+RETURNS fdw_handler
+AS 'MODULE_PATHNAME', 'arrow_fdw_handler'
+LANGUAGE C STRICT;
+
+CREATE FUNCTION pgwarp.arrow_fdw_validator(text[], oid)
+RETURNS void
+AS 'MODULE_PATHNAME', 'arrow_fdw_validator'
+LANGUAGE C STRICT;
+
+CREATE FOREIGN DATA WRAPPER arrow_fdw
+  HANDLER pgwarp.arrow_fdw_handler
+  VALIDATOR pgwarp.arrow_fdw_validator;
+COMMENT ON FOREIGN DATA WRAPPER arrow_fdw IS 'Apache Arrow files as foreign tables';
+
+CREATE SERVER arrow_fdw FOREIGN DATA WRAPPER arrow_fdw;
+COMMENT ON SERVER arrow_fdw IS 'Apache Arrow files (options on each foreign table)';

@@ -43,6 +43,8 @@ _PG_init(void)
 							 0,
 							 NULL, NULL, NULL);
 
+	arrow_fdw_init();
+
 	/* everything else that is ours is pg_warp.<name>; reject typos */
 	MarkGUCPrefixReserved("pg_warp");
 

@@ -17,4 +17,97 @@
 extern bool pg_warp_enabled;
 extern bool pg_warp_preloaded;
 
+/*
+ * Arrow files in the backend (arrow_pg.c, arrow_datum.c, arrow_stats.c,
+ * arrow_fdw.c).  The Arrow library itself is plain C: arrow/arrow.h.
+ */
+#include "arrow.h"
+#include "fmgr.h"
+#include "access/tupdesc.h"
+#include "nodes/pg_list.h"
+#include "utils/palloc.h"
+
+/* in arrow_pg.c */
+
+/* an ArrowSource over a file that PostgreSQL closes at transaction abort */
+typedef struct ArrowPgSource
+{
+	ArrowSource src;			/* read_at/size/ctx, ctx points here */
+	char	   *path;
+	int			fd;				/* -1 while closed; opened on demand */
+	int64		size;			/* st_size when initialised */
+	int64		mtime_ns;		/* st_mtime in nanoseconds */
+	int64		bytes_read;		/* counts every read */
+} ArrowPgSource;
+
+extern ArrowAllocator *arrow_pg_allocator(MemoryContext cxt);
+extern void arrow_pg_source_init(ArrowPgSource *s, const char *path);
+extern void arrow_pg_source_close(ArrowPgSource *s);
+extern ArrowFile *arrow_pg_open(const char *path, ArrowPgSource *s);
+extern void arrow_pg_report(const ArrowError *err, const char *what,
+							const char *path) pg_attribute_noreturn();
+extern void arrow_pg_report_errno(int save_errno, const char *path)
+			pg_attribute_noreturn();
+
+/* in arrow_datum.c */
+
+/* how the values of one Arrow field become Datums of one PostgreSQL type */
+typedef struct ArrowConv
+{
+	int			kind;			/* what to convert to (arrow_datum.c) */
+	Oid			typid;			/* the base type when typid is a domain */
+	int32		typmod;
+	Oid			domain_type;	/* the column's domain, or InvalidOid */
+	void	   *domain_extra;	/* domain_check's cache */
+	int16		typlen;
+	bool		typbyval;
+	char		typalign;
+	ArrowTypeId arrow_id;		/* the field's type (values' type if dictionary) */
+	ArrowTimeUnit unit;
+	int32		scale;
+	int32		byte_width;
+	int32		list_size;
+	bool		has_dictionary;
+	ArrowTypeId index_type;
+	FmgrInfo	infunc;			/* strings into other types */
+	Oid			ioparam;
+	struct ArrowConv *elem;		/* lists: the element */
+	int			n_children;		/* structs: one per attribute */
+	struct ArrowConv *children;
+	int		   *child_field;	/* attribute -> struct child, -1 if dropped */
+	TupleDesc	tupdesc;
+} ArrowConv;
+
+extern bool arrow_default_type(const ArrowField *f, Oid *typid, int32 *typmod,
+							   char **why);
+extern bool arrow_conv_init(ArrowConv *c, const ArrowField *f, Oid typid,
+							int32 typmod, char **why);
+extern Datum arrow_conv_value(const ArrowConv *c, const ArrowArray *a,
+							  int64 row, bool *isnull);
+extern bool arrow_conv_stat(const ArrowConv *c, const char *s, Datum *out);
+extern bool arrow_conv_is_float(const ArrowConv *c);
+
+/* in arrow_stats.c */
+
+/* one condition on record-batch statistics (pg_warp.min.N / pg_warp.max.N) */
+typedef struct ArrowStatCond
+{
+	AttrNumber	attno;			/* the column */
+	int			strategy;		/* BTLessStrategyNumber .. BTGreaterStrategyNumber */
+	int			n_values;		/* 1, or the elements of an IN list */
+	Datum	   *values;
+	FmgrInfo	cmp;			/* btree comparison (column type, constant type) */
+	Oid			collation;
+} ArrowStatCond;
+
+extern bool pg_warp_arrow_stats_skip;
+extern List *arrow_stats_usable_clauses(List *exprs, Index relid);
+extern ArrowStatCond *arrow_stats_prepare(List *clauses, int *n_conds);
+extern bool arrow_stats_skip_batch(const ArrowStatCond *conds, int n_conds,
+								   const ArrowConv *convs, const int *fields,
+								   const ArrowBatchInfo *batch);
+
+/* in arrow_fdw.c */
+extern void arrow_fdw_init(void);
+
 #endif							/* PG_WARP_H */
