@@ -1,0 +1,290 @@
+"""arrow_fdw against pyarrow and against PostgreSQL itself.
+
+Runs against the cluster that scripts/test.sh starts (PGHOST, PGPORT, PGUSER in
+the environment, pg_warp installed).  The Arrow files come from
+test/data/make_testdata.py in /tmp/pg_warp_testdata (generated here when
+missing); files this suite writes itself go to a world-readable temporary
+directory, because the server runs as another OS user.
+"""
+import datetime
+import decimal
+import os
+import shutil
+import subprocess
+import tempfile
+
+import pyarrow as pa
+import pytest
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+DATA = "/tmp/pg_warp_testdata"
+
+
+def psql(sql, check=True, db=None):
+    """Runs sql with psql; returns (rc, stdout, stderr)."""
+    args = ["psql", "-XAtq", "-v", "ON_ERROR_STOP=1", "-v", "VERBOSITY=verbose"]
+    if db:
+        args += ["-d", db]
+    r = subprocess.run(args + ["-c", sql], capture_output=True, text=True)
+    if check:
+        assert r.returncode == 0, r.stderr
+    return r.returncode, r.stdout.strip(), r.stderr
+
+
+def q(sql):
+    return psql(sql)[1]
+
+
+def sqlstate(sql):
+    """The SQLSTATE of the error sql raises (psql prints it with VERBOSITY=verbose)."""
+    rc, out, err = psql("\\set VERBOSITY verbose\n" + sql, check=False)
+    assert rc != 0, "expected an error from: " + sql
+    for line in err.splitlines():
+        if line.startswith("ERROR:"):
+            return line.split()[1].rstrip(":"), err
+    raise AssertionError(err)
+
+
+@pytest.fixture(scope="module", autouse=True)
+def setup():
+    if not os.path.isfile(os.path.join(DATA, "types.arrow")):
+        subprocess.run(["python3", os.path.join(ROOT, "test/data/make_testdata.py"), DATA], check=True)
+    psql("CREATE EXTENSION IF NOT EXISTS pg_warp")
+    psql("DROP SCHEMA IF EXISTS fdwpy CASCADE; CREATE SCHEMA fdwpy")
+    yield
+    psql("DROP SCHEMA IF EXISTS fdwpy CASCADE")
+
+
+@pytest.fixture
+def tmpdir_world():
+    d = tempfile.mkdtemp(prefix="pg_warp_fdw.")
+    os.chmod(d, 0o755)
+    yield d
+    shutil.rmtree(d, ignore_errors=True)
+
+
+def write(path, table, **kw):
+    with pa.ipc.new_file(path, table.schema, options=pa.ipc.IpcWriteOptions(**kw)) as w:
+        for b in table.to_batches(max_chunksize=3):
+            w.write_batch(b)
+    os.chmod(path, 0o644)
+
+
+def py_text(v):
+    """PostgreSQL's text output for a Python value from pyarrow (simple types)."""
+    if v is None:
+        return ""
+    if isinstance(v, bool):
+        return "t" if v else "f"
+    if isinstance(v, bytes):
+        return "\\x" + v.hex()
+    if isinstance(v, datetime.datetime):
+        return v.isoformat(sep=" ")
+    return str(v)
+
+
+@pytest.mark.parametrize("name", ["types.arrow", "types_lz4.arrow", "types_zstd.arrow"])
+def test_values_equal_pyarrow(name):
+    """Every scalar column reads exactly what pyarrow reads."""
+    t = pa.ipc.open_file(os.path.join(DATA, name)).read_all()
+    cols = ["b", "i8", "i16", "i32", "i64", "u8", "u16", "u32", "u64", "dec", "d32", "s", "ls",
+            "bin", "lbin", "fsb", "ts_us", "dict"]
+    psql("DROP FOREIGN TABLE IF EXISTS fdwpy.t; CREATE FOREIGN TABLE fdwpy.t ("
+         "b bool, i8 int2, i16 int2, i32 int4, i64 int8, u8 int2, u16 int4, u32 int8, u64 numeric,"
+         "dec numeric, d32 date, s text, ls text, bin bytea, lbin bytea, fsb bytea, ts_us timestamp,"
+         "dict text) SERVER arrow_fdw OPTIONS (file '%s/%s')" % (DATA, name))
+    out = q("SET datestyle = 'ISO'; SELECT %s FROM fdwpy.t" % ", ".join(
+        "coalesce(%s::text, '<null>')" % c for c in cols))
+    got = [line.split("|") for line in out.splitlines()]
+    want = []
+    for i in range(t.num_rows):
+        row = []
+        for c in cols:
+            v = t.column(c)[i].as_py()
+            row.append("<null>" if v is None else py_text(v))
+        want.append(row)
+    assert got == want
+
+
+def test_floats_bit_exact():
+    t = pa.ipc.open_file(os.path.join(DATA, "types.arrow")).read_all()
+    psql("DROP FOREIGN TABLE IF EXISTS fdwpy.f; CREATE FOREIGN TABLE fdwpy.f (f32 float4, f64 float8)"
+         " SERVER arrow_fdw OPTIONS (file '%s/types.arrow')" % DATA)
+    out = q("SET extra_float_digits = 3; SELECT coalesce(f32::float8::text, 'null'), "
+            "coalesce(f64::text, 'null') FROM fdwpy.f")
+    for i, line in enumerate(out.splitlines()):
+        a, b = line.split("|")
+        for got, v in ((a, t.column("f32")[i].as_py()), (b, t.column("f64")[i].as_py())):
+            if v is None:
+                assert got == "null"
+            elif v != v:
+                assert got == "NaN"
+            elif v in (float("inf"), float("-inf")):
+                assert got == ("Infinity" if v > 0 else "-Infinity")
+            else:
+                assert float(got) == v
+
+
+def test_parallel_scan_counts_batches():
+    psql("DROP FOREIGN TABLE IF EXISTS fdwpy.m; CREATE FOREIGN TABLE fdwpy.m (id int8, val float8)"
+         " SERVER arrow_fdw OPTIONS (file '%s/many.arrow')" % DATA)
+    sets = ("SET parallel_setup_cost = 0; SET parallel_tuple_cost = 0; "
+            "SET min_parallel_table_scan_size = 0; SET max_parallel_workers_per_gather = 3; ")
+    plan = q(sets + "EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY OFF) "
+             "SELECT count(*) FROM fdwpy.m WHERE id >= 50000")
+    assert "Parallel Foreign Scan" in plan, plan
+    assert "Batches Read: 50" in plan, plan
+    assert "Batches Skipped: 50" in plan, plan
+    assert q(sets + "SELECT count(*), count(DISTINCT id), sum(id) FROM fdwpy.m") == \
+        "100000|100000|%d" % (99999 * 100000 // 2)
+
+
+def test_file_changed_after_planning(tmpdir_world):
+    path = os.path.join(tmpdir_world, "t.arrow")
+    write(path, pa.table({"x": pa.array(range(10), pa.int64())}))
+    psql("DROP FOREIGN TABLE IF EXISTS fdwpy.c; CREATE FOREIGN TABLE fdwpy.c (x int8)"
+         " SERVER arrow_fdw OPTIONS (file '%s')" % path)
+    script = ("SET plan_cache_mode = force_generic_plan;\n"
+              "PREPARE p AS SELECT sum(x) FROM fdwpy.c;\n"
+              "EXECUTE p;\n"
+              "\\! python3 -c \"import os; os.utime('%s', (1, 1))\"\n"
+              "EXECUTE p;\n" % path)
+    r = subprocess.run(["psql", "-XAtq", "-v", "VERBOSITY=verbose"], input=script,
+                       capture_output=True, text=True)
+    assert r.stdout.strip().splitlines()[0] == "45"
+    assert "55000" in r.stderr and "changed after the query was planned" in r.stderr, r.stderr
+    # a new plan sees the file as it is now
+    assert q("SELECT sum(x) FROM fdwpy.c") == "45"
+
+
+def test_error_sqlstates(tmpdir_world):
+    cases = [
+        ("no_such_file.arrow", "58P01"),     # undefined_file
+        ("corrupt.arrow", "XX001"),          # data_corrupted
+        ("truncated.arrow", "XX001"),
+        ("garbage.arrow", "XX001"),
+        ("zero.arrow", "XX001"),
+    ]
+    for name, code in cases:
+        got, err = sqlstate("CREATE FOREIGN TABLE fdwpy.e (id int8) SERVER arrow_fdw "
+                            "OPTIONS (file '%s/%s')" % (DATA, name))
+        assert got == code, (name, err)
+        assert name in err
+    got, err = sqlstate("CREATE FOREIGN TABLE fdwpy.e (x int8) SERVER arrow_fdw "
+                        "OPTIONS (dir '%s/mismatch')" % DATA)
+    assert got == "HV021" and "mismatch/b.arrow" in err and '"x"' in err, err
+    got, err = sqlstate("CREATE FOREIGN TABLE fdwpy.e (id int4) SERVER arrow_fdw "
+                        "OPTIONS (file '%s/many.arrow')" % DATA)
+    assert got == "HV004", err
+    got, err = sqlstate("CREATE FOREIGN TABLE fdwpy.e (nosuch int4) SERVER arrow_fdw "
+                        "OPTIONS (file '%s/many.arrow')" % DATA)
+    assert got == "HV005", err
+    # a file removed after the table was made: an error at planning
+    path = os.path.join(tmpdir_world, "gone.arrow")
+    write(path, pa.table({"x": pa.array([1], pa.int64())}))
+    psql("DROP FOREIGN TABLE IF EXISTS fdwpy.g; CREATE FOREIGN TABLE fdwpy.g (x int8)"
+         " SERVER arrow_fdw OPTIONS (file '%s')" % path)
+    os.unlink(path)
+    got, err = sqlstate("SELECT * FROM fdwpy.g")
+    assert got == "58P01", err
+    assert q("SELECT 1") == "1"
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="needs a file the server's OS user cannot read")
+def test_unreadable_file():
+    got, err = sqlstate("CREATE FOREIGN TABLE fdwpy.e (x int8) SERVER arrow_fdw "
+                        "OPTIONS (file '%s/noperm.arrow')" % DATA)
+    assert got == "42501" and "noperm.arrow" in err, err
+
+
+def test_fuzz_corpus_never_crashes():
+    """Every file of the reader's fuzz corpus either scans or errors."""
+    d = os.path.join(DATA, "fuzz")
+    names = sorted(os.listdir(d)) if os.path.isdir(d) else []
+    if not names:
+        pytest.skip("no fuzz corpus (test/fuzz/corpus) in this checkout")
+    scanned = errors = 0
+    for i, name in enumerate(names):
+        path = os.path.join(d, name).replace("'", "''")
+        sql = ("DROP SCHEMA IF EXISTS fz CASCADE; CREATE SCHEMA fz;\n"
+               "IMPORT FOREIGN SCHEMA t FROM SERVER arrow_fdw INTO fz OPTIONS (file '%s');\n"
+               "SELECT count(*), sum(length(t::text)) FROM fz.t t;\n" % path)
+        rc, out, err = psql(sql, check=False)
+        if rc == 0:
+            scanned += 1
+        else:
+            errors += 1
+            assert "ERROR" in err, (name, err)
+            assert "server closed the connection" not in err, (name, err)
+            assert "terminated" not in err, (name, err)
+        assert q("SELECT 1") == "1", "server died after " + name
+    psql("DROP SCHEMA IF EXISTS fz CASCADE")
+    assert scanned + errors == len(names)
+
+
+def test_uint64_and_decimal_exact(tmpdir_world):
+    path = os.path.join(tmpdir_world, "n.arrow")
+    D = decimal.Decimal
+    t = pa.table({"u": pa.array([2**64 - 1, 0, 2**63], pa.uint64()),
+                  "d": pa.array([D("-99999999999999999999999999999999999.999"), D("0.000"), D("1.001")],
+                                pa.decimal128(38, 3))})
+    write(path, t)
+    psql("DROP SCHEMA IF EXISTS n CASCADE; CREATE SCHEMA n; IMPORT FOREIGN SCHEMA t FROM SERVER arrow_fdw"
+         " INTO n OPTIONS (file '%s')" % path)
+    assert q("SELECT format_type(atttypid, atttypmod) FROM pg_attribute WHERE attrelid = 'n.t'::regclass"
+             " AND attnum > 0 ORDER BY attnum").splitlines() == ["numeric", "numeric(38,3)"]
+    assert q("SELECT u, d FROM n.t").splitlines() == [
+        "18446744073709551615|-99999999999999999999999999999999999.999", "0|0.000",
+        "9223372036854775808|1.001"]
+    psql("DROP SCHEMA n CASCADE")
+
+
+def test_pg_type_metadata_restores_types(tmpdir_world):
+    """pg_type field metadata (what pg2arrow writes) picks the exact type when it can hold the field."""
+    path = os.path.join(tmpdir_world, "m.arrow")
+    sch = pa.schema([
+        pa.field("v", pa.utf8(), metadata={"pg_type": "character varying(20)"}),
+        pa.field("j", pa.utf8(), metadata={"pg_type": "jsonb"}),
+        pa.field("n", pa.int32(), metadata={"pg_type": "numeric(12,2)"}),   # cannot hold: default
+        pa.field("x", pa.int64(), metadata={"pg_type": "no_such_type"}),
+        pa.field("y", pa.int16(), metadata={"pg_type": "integer"}),
+        pa.field("z", pa.int16(), metadata={"pg_type": "'; drop table x; --"}),
+    ])
+    t = pa.table([pa.array(["a"]), pa.array(['{"a": 1}']), pa.array([1], pa.int32()),
+                  pa.array([2], pa.int64()), pa.array([3], pa.int16()), pa.array([4], pa.int16())],
+                 schema=sch)
+    write(path, t)
+    psql("DROP SCHEMA IF EXISTS md CASCADE; CREATE SCHEMA md; IMPORT FOREIGN SCHEMA t FROM SERVER arrow_fdw"
+         " INTO md OPTIONS (file '%s')" % path)
+    assert q("SELECT format_type(atttypid, atttypmod) FROM pg_attribute WHERE attrelid = 'md.t'::regclass"
+             " AND attnum > 0 ORDER BY attnum").splitlines() == [
+        "character varying(20)", "jsonb", "integer", "bigint", "integer", "smallint"]
+    assert q("SELECT v, j->>'a', n, x, y, z FROM md.t") == "a|1|1|2|3|4"
+    psql("DROP SCHEMA md CASCADE")
+
+
+def pg2arrow():
+    tools = os.environ.get("PG_WARP_TOOLS", os.path.join(ROOT, "tools", "bin"))
+    p = os.path.join(tools, "pg2arrow")
+    return p if os.access(p, os.X_OK) else None
+
+
+@pytest.mark.skipif(pg2arrow() is None, reason="pg2arrow is not built in this checkout")
+def test_pg2arrow_round_trip(tmpdir_world):
+    """table -> pg2arrow -> arrow_fdw equals the table."""
+    psql("""DROP TABLE IF EXISTS fdwpy.src;
+        CREATE TABLE fdwpy.src AS SELECT i::int4 AS i, (i * 1000000007)::int8 AS b,
+          (i / 7.0)::numeric(12,4) AS n, i / 3.0::float8 AS f, 'r' || i AS s,
+          date '2000-01-01' + i AS d, timestamp '2020-01-01' + i * interval '1 second' AS ts,
+          CASE WHEN i % 5 = 0 THEN NULL ELSE i % 2 = 0 END AS flag
+          FROM generate_series(1, 5000) i""")
+    out = os.path.join(tmpdir_world, "rt.arrow")
+    r = subprocess.run([pg2arrow(), "-c", "SELECT * FROM fdwpy.src", "-o", out],
+                       capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    os.chmod(out, 0o644)
+    psql("DROP SCHEMA IF EXISTS rt CASCADE; CREATE SCHEMA rt; IMPORT FOREIGN SCHEMA src FROM SERVER"
+         " arrow_fdw INTO rt OPTIONS (file '%s')" % out)
+    assert q("SELECT count(*) FROM (SELECT * FROM fdwpy.src EXCEPT ALL SELECT * FROM rt.src) x") == "0"
+    assert q("SELECT count(*) FROM (SELECT * FROM rt.src EXCEPT ALL SELECT * FROM fdwpy.src) x") == "0"
+    psql("DROP SCHEMA rt CASCADE")
