@@ -818,7 +818,7 @@ raw_to_datum(const ArrowConv *c, RawValue *r, Datum *out, bool noerror)
 					{
 						snprintf(buf, sizeof(buf), INT64_FORMAT " ms", r->i);
 						return inexact(c, noerror, buf,
-									   "A date64 value must be a whole number of days; " TEMPORAL_HINT);
+									   "A date64 value must be a whole number of days. " TEMPORAL_HINT);
 					}
 					days = r->i / (SECS_PER_DAY * 1000);
 				}
@@ -830,7 +830,7 @@ raw_to_datum(const ArrowConv *c, RawValue *r, Datum *out, bool noerror)
 				{
 					snprintf(buf, sizeof(buf), INT64_FORMAT " days since 1970-01-01",
 							 days + EPOCH_DIFF_DAYS);
-					return inexact(c, noerror, buf, "The date is out of PostgreSQL's range; " TEMPORAL_HINT);
+					return inexact(c, noerror, buf, "The date is out of PostgreSQL's range. " TEMPORAL_HINT);
 				}
 				*out = DateADTGetDatum((DateADT) days);
 				return true;

@@ -1559,7 +1559,14 @@ arrow_fdw_ProcessUtility(PlannedStmt *pstmt, const char *queryString,
 	Node	   *parsetree = pstmt->utilityStmt;
 	RangeVar   *rv = NULL;
 
-	if (IsA(parsetree, CreateForeignTableStmt))
+	/*
+	 * Subcommands (the column options of a CREATE FOREIGN TABLE arrive as
+	 * one ALTER per column; IMPORT FOREIGN SCHEMA runs its CREATEs) are
+	 * checked by the statement that contains them, once complete.
+	 */
+	if (context == PROCESS_UTILITY_SUBCOMMAND)
+		;
+	else if (IsA(parsetree, CreateForeignTableStmt))
 		rv = copyObject(((CreateForeignTableStmt *) parsetree)->base.relation);
 	else if (IsA(parsetree, AlterTableStmt) &&
 			 ((AlterTableStmt *) parsetree)->objtype == OBJECT_FOREIGN_TABLE)
