@@ -19,6 +19,7 @@ Layout (see the tests for what each file is for):
   stream.arrows     the stream format
   empty_batches.arrow   no record batch at all
   corrupt.arrow truncated.arrow garbage.arrow zero.arrow noperm.arrow
+  mutants/          small valid files with bytes overwritten (120 files)
   fuzz/             the reader's fuzz corpus (test/fuzz/corpus), when present
 """
 import datetime
@@ -218,6 +219,24 @@ def main():
         f.write(b"this is not an arrow file at all\n" * 10)
     open(p("zero.arrow"), "wb").close()
     write_file(p("noperm.arrow"), pa.table({"x": pa.array([1], pa.int64())}))
+
+    # deterministic mutants of small valid files: bytes overwritten at spread-out
+    # offsets (the FDW must scan or raise an error, never crash)
+    os.makedirs(p("mutants"))
+    small = pa.table({"id": pa.array(range(20), pa.int64()), "s": pa.array(["v%d" % i for i in range(20)]),
+                      "li": pa.array([[i, None] for i in range(20)], pa.list_(pa.int32())),
+                      "d": pa.array(["a", "b"] * 10).dictionary_encode()})
+    write_file(p("mutants", "base.arrow"), small, batch_rows=7)
+    for src_name in ("mutants/base.arrow", "types.arrow"):
+        base = open(p(src_name), "rb").read()
+        for k in range(60):
+            m = bytearray(base)
+            pos = (k * 7919 + 13) % len(m)
+            for j in range(1 + k % 4):
+                m[(pos + j * 3) % len(m)] ^= (0xFF if k % 2 else 0x80) >> (j % 3)
+            name = "%s_%03d.arrow" % (os.path.basename(src_name).split(".")[0], k)
+            with open(p("mutants", name), "wb") as f:
+                f.write(bytes(m))
 
     corpus = os.path.join(ROOT, "test", "fuzz", "corpus")
     os.makedirs(p("fuzz"))
