@@ -54,6 +54,9 @@ if ! eval "$(scripts/cluster.sh start "$PG_WARP_CLUSTER")"; then
 fi
 echo "PostgreSQL $(psql -XAtc 'SHOW server_version') on port $PGPORT, data in $PG_WARP_CLUSTER"
 
+echo "== Arrow test data for arrow_fdw (world-readable, fixed path)"
+python3 test/data/make_testdata.py /tmp/pg_warp_testdata || note_fail "arrow_fdw test data"
+
 echo "== pg_regress (make installcheck)"
 make installcheck >"$work/regress.log" 2>&1
 grep -E '^(test|     ) |^ok|^not ok|^\s*[a-z_0-9]+\s+\.\.\.' "$work/regress.log" || cat "$work/regress.log"
