@@ -55,6 +55,7 @@ extern void arrow_pg_report_errno(int save_errno, const char *path)
 typedef struct ArrowConv
 {
 	int			kind;			/* what to convert to (arrow_datum.c) */
+	int			fast;			/* a shortcut for plain fixed-width values */
 	Oid			typid;			/* the base type when typid is a domain */
 	int32		typmod;
 	Oid			domain_type;	/* the column's domain, or InvalidOid */
