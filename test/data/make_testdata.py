@@ -13,6 +13,7 @@ root, the server's user cannot read it.
 Layout (see the tests for what each file is for):
   types.arrow types_lz4.arrow types_zstd.arrow   every type, NULLs, extremes, 3 batches
   many.arrow        100 batches x 1000 rows with pg_warp.min.N / max.N statistics
+  stats_types.arrow statistics on timestamp, decimal, uint64, float, date64, time, int16
   dir/part-*.arrow  3 files, one schema (+ notes.txt, skipped by suffix / pattern)
   mismatch/         two files with different schemas
   exact.arrow       values PostgreSQL cannot hold exactly (one per column)
@@ -160,6 +161,44 @@ def stats_md(i, b):
     return md
 
 
+def write_stats_types(path):
+    """1000 rows in 10 batches; statistics for every column, in the stored form of
+    doc/arrow-metadata.md (integers in the unit, decimals as text, floats %.17g)."""
+    D = decimal.Decimal
+    n = 1000
+    base_us = 1577836800 * 1000000          # 2020-01-01 00:00:00
+    cols = {
+        "ts": pa.array([base_us + i * 1000000 for i in range(n)], pa.timestamp("us")),
+        "tsns": pa.array([(base_us + i * 1000000) * 1000 for i in range(n)], pa.timestamp("ns")),
+        "tstz": pa.array([base_us + i * 1000000 for i in range(n)], pa.timestamp("us", tz="UTC")),
+        "dec": pa.array([D(i) * D("0.50") - 100 for i in range(n)], pa.decimal128(10, 2)),
+        "u64": pa.array([i * 2**54 for i in range(n)], pa.uint64()),
+        "f32": pa.array([i * 0.25 for i in range(n)], pa.float32()),
+        "d64": pa.array([(10957 + i) * 86400000 for i in range(n)], pa.date64()),
+        "t64": pa.array([i * 60000000 for i in range(n)], pa.time64("us")),
+        "i16": pa.array([i - 500 for i in range(n)], pa.int16()),
+    }
+    t = pa.table(cols)
+
+    def raw(col, b):
+        arr = b.column(col)
+        if isinstance(arr.type, pa.TimestampType) or arr.type in (pa.date64(), pa.time64("us")):
+            return [v for v in arr.cast(pa.int64()).to_pylist()]
+        return arr.to_pylist()
+
+    def md(i, b):
+        out = {}
+        for k, name in enumerate(cols):
+            vals = raw(name, b)
+            lo, hi = min(vals), max(vals)
+            if name == "f32":
+                lo, hi = "%.17g" % lo, "%.17g" % hi
+            out["pg_warp.min.%d" % k] = str(lo)
+            out["pg_warp.max.%d" % k] = str(hi)
+        return out
+    write_file(path, t, batch_rows=100, batch_metadata=md)
+
+
 def main():
     out = sys.argv[1] if len(sys.argv) > 1 else "/tmp/pg_warp_testdata"
     if os.path.isdir(out):
@@ -175,6 +214,8 @@ def main():
     m = many_table()
     write_file(p("many.arrow"), m, batch_rows=1000, batch_metadata=stats_md)
     write_file(p("many_nostats.arrow"), m, batch_rows=1000)
+
+    write_stats_types(p("stats_types.arrow"))
 
     os.makedirs(p("dir"))
     for k in range(3):
