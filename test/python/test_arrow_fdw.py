@@ -299,3 +299,43 @@ def test_pg2arrow_round_trip(tmpdir_world):
     assert q("SELECT count(*) FROM (SELECT * FROM fdwpy.src EXCEPT ALL SELECT * FROM rt.src) x") == "0"
     assert q("SELECT count(*) FROM (SELECT * FROM rt.src EXCEPT ALL SELECT * FROM fdwpy.src) x") == "0"
     psql("DROP SCHEMA rt CASCADE")
+
+
+def test_without_preload():
+    """Without shared_preload_libraries the first CREATE of a session is not checked
+    (the library loads during that statement); planning raises the error."""
+    import socket
+    cluster = os.path.join(ROOT, "scripts", "cluster.sh")
+    base = tempfile.mkdtemp(prefix="pg_warp_plain.")
+    os.chmod(base, 0o755)
+    d = os.path.join(base, "c")
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    env = dict(os.environ, PGPORT=str(port), PG_WARP_PRELOAD="0")
+    out = subprocess.run(["bash", cluster, "start", d], env=env, check=True,
+                         capture_output=True, text=True).stdout
+    for word in out.split():
+        if "=" in word and word.startswith("PG"):
+            k, v = word.split("=", 1)
+            env[k] = v
+
+    def run(sql):
+        return subprocess.run(["psql", "-XAtq", "-v", "VERBOSITY=verbose", "-c", sql], env=env,
+                              capture_output=True, text=True)
+    try:
+        assert run("CREATE EXTENSION pg_warp").returncode == 0
+        create = ("CREATE FOREIGN TABLE %s (id int4) SERVER arrow_fdw "
+                  "OPTIONS (file '%s/many.arrow')")
+        r = run(create % ("unchecked", DATA))
+        assert r.returncode == 0, r.stderr               # not checked: library not loaded yet
+        r = run("SELECT count(*) FROM unchecked")
+        assert r.returncode != 0 and "HV004" in r.stderr, r.stderr
+        # once loaded in a session, CREATE is checked
+        r2 = subprocess.run(["psql", "-XAtq", "-v", "VERBOSITY=verbose"], env=env, text=True,
+                            capture_output=True,
+                            input="LOAD 'pg_warp';\n" + create % ("checked", DATA) + ";\n")
+        assert "HV004" in r2.stderr, r2.stderr
+    finally:
+        subprocess.run(["bash", cluster, "destroy", d], env=env, check=False, capture_output=True)
+        shutil.rmtree(base, ignore_errors=True)
