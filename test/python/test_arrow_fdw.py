@@ -284,7 +284,7 @@ def pg2arrow():
 def test_pg2arrow_round_trip(tmpdir_world):
     """table -> pg2arrow -> arrow_fdw equals the table."""
     psql("""DROP TABLE IF EXISTS fdwpy.src;
-        CREATE TABLE fdwpy.src AS SELECT i::int4 AS i, (i * 1000000007)::int8 AS b,
+        CREATE TABLE fdwpy.src AS SELECT i::int4 AS i, (i::int8 * 1000000007) AS b,
           (i / 7.0)::numeric(12,4) AS n, i / 3.0::float8 AS f, 'r' || i AS s,
           date '2000-01-01' + i AS d, timestamp '2020-01-01' + i * interval '1 second' AS ts,
           CASE WHEN i % 5 = 0 THEN NULL ELSE i % 2 = 0 END AS flag
@@ -339,3 +339,42 @@ def test_without_preload():
     finally:
         subprocess.run(["bash", cluster, "destroy", d], env=env, check=False, capture_output=True)
         shutil.rmtree(base, ignore_errors=True)
+
+
+@pytest.mark.skipif(pg2arrow() is None, reason="pg2arrow is not built in this checkout")
+def test_pg2arrow_round_trip_types(tmpdir_world):
+    """Every kind of column pg2arrow exports comes back equal through IMPORT
+    (pg_type metadata restores the types), parallel export with statistics."""
+    psql("""DROP TABLE IF EXISTS fdwpy.src2; DROP TYPE IF EXISTS fdwpy.mood CASCADE;
+        DROP TYPE IF EXISTS fdwpy.pair CASCADE;
+        CREATE TYPE fdwpy.mood AS ENUM ('sad', 'ok', 'happy');
+        CREATE TYPE fdwpy.pair AS (a int4, b text);
+        CREATE TABLE fdwpy.src2 AS SELECT
+          i::int2 AS i2, i::float4 / 8 AS f4, (i * 1.25)::numeric AS n, ('v' || i)::varchar(10) AS vc,
+          ('c' || i % 10)::char(5) AS ch, jsonb_build_object('k', i) AS jb, decode(md5(i::text), 'hex') AS by,
+          time '00:00' + i * interval '17 seconds' AS tm,
+          timestamptz '2024-01-01 00:00+00' + i * interval '1 hour 1 second' AS tz,
+          make_interval(0, i % 13, 0, i % 40, 0, 0, i / 7.0) AS iv,
+          md5(i::text)::uuid AS u, ('10.0.' || i % 256 || '.1')::inet AS ip,
+          (ARRAY['sad','ok','happy']::fdwpy.mood[])[i % 3 + 1] AS m,
+          ARRAY[i, NULL, -i]::int4[] AS ai, ARRAY['x' || i, NULL]::text[] AS at,
+          ROW(i, 'p' || i)::fdwpy.pair AS pr,
+          CASE WHEN i % 9 = 0 THEN NULL ELSE i END::int8 AS maybe
+          FROM generate_series(1, 3000) i""")
+    out = os.path.join(tmpdir_world, "rt2.arrow")
+    r = subprocess.run([pg2arrow(), "-t", "fdwpy.src2", "-n", "2", "-S", "-s", "64k", "-o", out],
+                       capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    os.chmod(out, 0o644)
+    psql("DROP SCHEMA IF EXISTS rt2 CASCADE; CREATE SCHEMA rt2; IMPORT FOREIGN SCHEMA src2 FROM SERVER"
+         " arrow_fdw INTO rt2 OPTIONS (file '%s')" % out)
+    types = lambda rel: q("SELECT string_agg(format_type(atttypid, atttypmod), ',' ORDER BY attnum) "
+                          "FROM pg_attribute WHERE attrelid = '%s'::regclass AND attnum > 0" % rel)
+    assert types("rt2.src2") == types("fdwpy.src2")
+    assert q("SELECT count(*) FROM (SELECT * FROM fdwpy.src2 EXCEPT ALL SELECT * FROM rt2.src2) x") == "0"
+    assert q("SELECT count(*) FROM (SELECT * FROM rt2.src2 EXCEPT ALL SELECT * FROM fdwpy.src2) x") == "0"
+    # statistics from pg2arrow -S skip batches
+    plan = q("EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY OFF) SELECT count(*) FROM rt2.src2 WHERE i2 < 10")
+    assert "Batches Skipped: 0" not in plan and "Batches Skipped" in plan, plan
+    assert q("SELECT count(*) FROM rt2.src2 WHERE i2 < 10") == "9"
+    psql("DROP SCHEMA rt2 CASCADE; DROP TABLE fdwpy.src2; DROP TYPE fdwpy.mood; DROP TYPE fdwpy.pair")
