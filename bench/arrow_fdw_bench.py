@@ -108,6 +108,10 @@ def find_scan(plan):
     return None
 
 
+def workers_launched(plan):
+    return plan.get("Workers Launched", 0) + sum(workers_launched(p) for p in plan.get("Plans", []))
+
+
 def run(db, table, workers, runs):
     sql = QUERY.format(t=table)
     settings = [("max_parallel_workers_per_gather", workers), ("jit", "off")]
@@ -213,12 +217,11 @@ def main():
         else:
             read = int(scan.get("Bytes Read", 0))
             extra = {"bytes_read": read, "batches_read": scan.get("Batches Read"),
-                     "batches_skipped": scan.get("Batches Skipped"), "files": scan.get("File")}
+                     "batches_skipped": scan.get("Batches Skipped"), "files": scan.get("Files")}
         results[name] = dict(answer=answer, seconds_best=best, seconds_median=median,
                              seconds_all=times, connection_overhead=overhead,
                              rows_per_s=rows / median, gb_per_s=read / median / 1e9,
-                             workers_launched=sum(p.get("Workers Launched", 0)
-                                                  for p in [ex["Plan"]] + ex["Plan"].get("Plans", [])),
+                             workers_launched=workers_launched(ex["Plan"]),
                              **extra)
         print("%-9s %8.3f s (median of %d)  %10.1f Mrows/s  %6.2f GB/s  answer %s" %
               (name, median, args.runs, rows / median / 1e6, read / median / 1e9, answer))

@@ -871,16 +871,22 @@ arrowExplainForeignScan(ForeignScanState *node, ExplainState *es)
 						NameStr(TupleDescAttr(tupdesc, lfirst_int(lc) - 1)->attname));
 	ExplainPropertyList("Referenced", names, es);
 
+	/* one "File" line per file in text form, a list "Files" otherwise */
+	names = NIL;
 	for (int i = 0; i < list_length(files); i++)
 	{
 		const char *path = strVal(list_nth(files, i));
 		const char *size = strVal(list_nth(sizes, i));
 		const char *nbytes = strVal(list_nth(bytes, i));
+		char	   *line = psprintf("%s (read %s of %s bytes)", path, nbytes, size);
 
-		ExplainPropertyText("File",
-							psprintf("%s (read %s of %s bytes)", path, nbytes, size),
-							es);
+		if (es->format == EXPLAIN_FORMAT_TEXT)
+			ExplainPropertyText("File", line, es);
+		else
+			names = lappend(names, line);
 	}
+	if (es->format != EXPLAIN_FORMAT_TEXT)
+		ExplainPropertyList("Files", names, es);
 
 	if (plan->fdw_exprs != NIL)
 	{
