@@ -638,20 +638,23 @@ static int64
 batch_bytes(const ArrowFdwFile *f, int32 b, const bool *want, int n_fields)
 {
 	int64		sum = 0;
-	ArrowExtent ext[256];
 	ArrowError	err;
 
 	for (int c = 0; c < n_fields; c++)
 	{
+		int			room = Max(f->file->columns[c].n_buffers, 1);
+		ArrowExtent *ext;
 		int			n;
 
 		if (!want[c])
 			continue;
-		n = arrow_column_extents(f->file, b, c, ext, lengthof(ext), &err);
+		ext = palloc(sizeof(ArrowExtent) * room);
+		n = arrow_column_extents(f->file, b, c, ext, room, &err);
 		if (n < 0)
 			arrow_pg_report(&err, "read the layout of", f->path);
 		for (int k = 0; k < n; k++)
 			sum += ext[k].length;
+		pfree(ext);
 	}
 	return sum;
 }
