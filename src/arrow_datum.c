@@ -63,6 +63,7 @@ typedef enum
 	TK_INTERVAL,
 	TK_TEXT,					/* text: verified UTF-8 converted to the server encoding */
 	TK_INPUT,					/* any other type from text, by its input function */
+	TK_FLOAT_INPUT,				/* float16 into a type named float2, via text */
 	TK_BYTEA,
 	TK_UUID,
 	TK_ARRAY,
@@ -99,6 +100,20 @@ typedef struct RawValue
 static bool arrow_conv_init_internal(ArrowConv *c, const ArrowField *f,
 									 Oid typid, int32 typmod, char **why,
 									 int depth);
+
+/* whether the type's own name (any schema) is 'name' */
+static bool
+type_is_named(Oid typid, const char *name)
+{
+	HeapTuple	tup = SearchSysCache1(TYPEOID, ObjectIdGetDatum(typid));
+	bool		result;
+
+	if (!HeapTupleIsValid(tup))
+		return false;
+	result = strcmp(NameStr(((Form_pg_type) GETSTRUCT(tup))->typname), name) == 0;
+	ReleaseSysCache(tup);
+	return result;
+}
 
 static char *
 type_name(Oid typid, int32 typmod)
@@ -219,6 +234,11 @@ arrow_default_type(const ArrowField *f, Oid *typid, int32 *typmod, char **why)
 			{
 				/* float2 when such a type exists (a later pg_warp adds it) */
 				Oid			f2 = TypenameGetTypid("float2");
+
+				if (!OidIsValid(f2) && OidIsValid(get_namespace_oid("pgwarp", true)))
+					f2 = GetSysCacheOid2(TYPENAMENSP, Anum_pg_type_oid,
+										 CStringGetDatum("float2"),
+										 ObjectIdGetDatum(get_namespace_oid("pgwarp", true)));
 
 				*typid = OidIsValid(f2) ? f2 : FLOAT4OID;
 				return true;
@@ -511,6 +531,24 @@ arrow_conv_init_internal(ArrowConv *c, const ArrowField *f, Oid typid,
 			break;
 		default:
 			break;
+	}
+
+	/*
+	 * float16 into a type named float2 (pg_warp's own half-precision type,
+	 * or any other): through its input function, from the exact decimal
+	 * form of the half value.
+	 */
+	if (id == ARROW_TYPE_FLOAT16)
+	{
+		if (type_is_named(typid, "float2"))
+		{
+			Oid			infunc;
+
+			c->kind = TK_FLOAT_INPUT;
+			getTypeInputInfo(typid, &infunc, &c->ioparam);
+			fmgr_info(infunc, &c->infunc);
+			return true;
+		}
 	}
 
 	/* strings into string-like types (varchar(n), enums, json, ...) */
@@ -949,6 +987,17 @@ raw_to_datum(const ArrowConv *c, RawValue *r, Datum *out, bool noerror)
 				if (s == r->ptr)
 					s = pnstrdup(r->ptr, r->len);
 				*out = InputFunctionCall((FmgrInfo *) &c->infunc, s, c->ioparam, c->typmod);
+				return true;
+			}
+		case TK_FLOAT_INPUT:
+			{
+				if (isnan(r->d))
+					strlcpy(buf, "NaN", sizeof(buf));
+				else if (isinf(r->d))
+					strlcpy(buf, r->d > 0 ? "Infinity" : "-Infinity", sizeof(buf));
+				else
+					snprintf(buf, sizeof(buf), "%.17g", r->d);
+				*out = InputFunctionCall((FmgrInfo *) &c->infunc, buf, c->ioparam, c->typmod);
 				return true;
 			}
 		case TK_BYTEA:
