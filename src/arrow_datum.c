@@ -71,17 +71,6 @@ typedef enum
 	TK_NULL						/* an Arrow NULL field: always NULL */
 } TargetKind;
 
-/* shortcuts: the value is the stored value, no check needed */
-enum
-{
-	FAST_NONE = 0,
-	FAST_I16,
-	FAST_I32,
-	FAST_I64,
-	FAST_F32,
-	FAST_F64
-};
-
 /* one Arrow value before it becomes a Datum */
 typedef struct RawValue
 {
@@ -334,19 +323,19 @@ arrow_conv_init(ArrowConv *c, const ArrowField *f, Oid typid, int32 typmod,
 		return false;
 
 	/* the common fixed-width cases take a shortcut in arrow_conv_value */
-	c->fast = FAST_NONE;
+	c->fast = ARROW_FAST_NONE;
 	if (!c->has_dictionary && !OidIsValid(c->domain_type))
 	{
 		if (c->kind == TK_INT2 && c->arrow_id == ARROW_TYPE_INT16)
-			c->fast = FAST_I16;
+			c->fast = ARROW_FAST_I16;
 		else if (c->kind == TK_INT4 && c->arrow_id == ARROW_TYPE_INT32)
-			c->fast = FAST_I32;
+			c->fast = ARROW_FAST_I32;
 		else if (c->kind == TK_INT8 && c->arrow_id == ARROW_TYPE_INT64)
-			c->fast = FAST_I64;
+			c->fast = ARROW_FAST_I64;
 		else if (c->kind == TK_FLOAT4 && c->arrow_id == ARROW_TYPE_FLOAT32)
-			c->fast = FAST_F32;
+			c->fast = ARROW_FAST_F32;
 		else if (c->kind == TK_FLOAT8 && c->arrow_id == ARROW_TYPE_FLOAT64)
-			c->fast = FAST_F64;
+			c->fast = ARROW_FAST_F64;
 	}
 	return true;
 }
@@ -1047,28 +1036,8 @@ arrow_conv_value(const ArrowConv *c, const ArrowArray *a, int64 row,
 	RawValue	r;
 	Datum		d;
 
-	if (c->fast != FAST_NONE)
-	{
-		if (a->validity != NULL && !(a->validity[row >> 3] & (1u << (row & 7))))
-		{
-			*isnull = true;
-			return (Datum) 0;
-		}
-		*isnull = false;
-		switch (c->fast)
-		{
-			case FAST_I16:
-				return Int16GetDatum(((const int16 *) a->values)[row]);
-			case FAST_I32:
-				return Int32GetDatum(((const int32 *) a->values)[row]);
-			case FAST_I64:
-				return Int64GetDatum(((const int64 *) a->values)[row]);
-			case FAST_F32:
-				return Float4GetDatum(((const float4 *) a->values)[row]);
-			default:
-				return Float8GetDatum(((const float8 *) a->values)[row]);
-		}
-	}
+	if (c->fast != ARROW_FAST_NONE)
+		return arrow_conv_fast(c, a, row, isnull);
 	if (c->kind == TK_NULL || arrow_array_is_null(a, row))
 	{
 		*isnull = true;

@@ -157,6 +157,8 @@ typedef struct ArrowFdwScanState
 	bool	   *want;			/* field -> load it */
 	AttrNumber *ref_attnos;		/* referenced columns */
 	int			n_ref;
+	const ArrowArray **ref_arrays;	/* their arrays in the current batch */
+	bool		all_fast;		/* every referenced column converts in place */
 	ArrowStatCond *conds;
 	int			n_conds;
 	MemoryContext row_cxt;
@@ -174,7 +176,8 @@ typedef struct ArrowFdwScanState
 	uint64		final_skipped;
 	uint64		final_bytes;
 	/* error context */
-	const char *ctx_column;
+	TupleDesc	tupdesc;
+	int			ctx_attidx;		/* column being converted, -1: none */
 } ArrowFdwScanState;
 
 /* callbacks */
@@ -928,9 +931,9 @@ scan_error_context(void *arg)
 	if (st->batch && st->cur_file >= 0)
 		errcontext("Arrow file \"%s\", record batch %d, row " INT64_FORMAT "%s%s%s",
 				   st->table->files[st->cur_file].path, st->batch->index,
-				   st->row, st->ctx_column ? ", column \"" : "",
-				   st->ctx_column ? st->ctx_column : "",
-				   st->ctx_column ? "\"" : "");
+				   st->row, st->ctx_attidx >= 0 ? ", column \"" : "",
+				   st->ctx_attidx >= 0 ? NameStr(TupleDescAttr(st->tupdesc, st->ctx_attidx)->attname) : "",
+				   st->ctx_attidx >= 0 ? "\"" : "");
 }
 
 static void
@@ -980,13 +983,19 @@ arrowBeginForeignScan(ForeignScanState *node, int eflags)
 	/* the fields to load */
 	st->want = palloc0(sizeof(bool) * Max(n_fields_of(st->table), 1));
 	st->ref_attnos = palloc(sizeof(AttrNumber) * Max(list_length(referenced), 1));
+	st->ref_arrays = palloc0(sizeof(ArrowArray *) * Max(list_length(referenced), 1));
+	st->all_fast = true;
 	foreach(lc, referenced)
 	{
 		AttrNumber	attno = lfirst_int(lc);
 
 		st->ref_attnos[st->n_ref++] = attno;
 		st->want[st->table->fields[attno - 1]] = true;
+		if (st->table->convs[attno - 1].fast == ARROW_FAST_NONE)
+			st->all_fast = false;
 	}
+	st->tupdesc = RelationGetDescr(node->ss.ss_currentRelation);
+	st->ctx_attidx = -1;
 	st->conds = arrow_stats_prepare(plan->fdw_exprs, &st->n_conds);
 	st->row_cxt = AllocSetContextCreate(node->ss.ps.state->es_query_cxt,
 										"arrow_fdw rows", ALLOCSET_DEFAULT_SIZES);
@@ -1062,6 +1071,8 @@ next_batch(ArrowFdwScanState *st)
 									file->src->bytes_read - before);
 		}
 		st->row = 0;
+		for (int i = 0; i < st->n_ref; i++)
+			st->ref_arrays[i] = &st->batch->columns[t->fields[st->ref_attnos[i] - 1]];
 		if (st->batch->n_rows > 0)
 			return true;
 		release_batch(st);
@@ -1082,26 +1093,40 @@ arrowIterateForeignScan(ForeignScanState *node)
 		if (!next_batch(st))
 			return slot;
 	}
-	MemoryContextReset(st->row_cxt);
-	old = MemoryContextSwitchTo(st->row_cxt);
-	errcb.callback = scan_error_context;
-	errcb.arg = st;
-	errcb.previous = error_context_stack;
-	error_context_stack = &errcb;
-
 	memset(slot->tts_isnull, true, sizeof(bool) * slot->tts_tupleDescriptor->natts);
-	for (int i = 0; i < st->n_ref; i++)
+	if (st->all_fast)
 	{
-		int			a = st->ref_attnos[i] - 1;
-		const ArrowArray *arr = &st->batch->columns[st->table->fields[a]];
+		/* plain fixed-width values: no memory, no error possible */
+		for (int i = 0; i < st->n_ref; i++)
+		{
+			int			a = st->ref_attnos[i] - 1;
 
-		st->ctx_column = NameStr(TupleDescAttr(slot->tts_tupleDescriptor, a)->attname);
-		slot->tts_values[a] = arrow_conv_value(&st->table->convs[a], arr, st->row,
-											   &slot->tts_isnull[a]);
+			slot->tts_values[a] = arrow_conv_fast(&st->table->convs[a],
+												  st->ref_arrays[i], st->row,
+												  &slot->tts_isnull[a]);
+		}
 	}
-	st->ctx_column = NULL;
-	error_context_stack = errcb.previous;
-	MemoryContextSwitchTo(old);
+	else
+	{
+		MemoryContextReset(st->row_cxt);
+		old = MemoryContextSwitchTo(st->row_cxt);
+		errcb.callback = scan_error_context;
+		errcb.arg = st;
+		errcb.previous = error_context_stack;
+		error_context_stack = &errcb;
+		for (int i = 0; i < st->n_ref; i++)
+		{
+			int			a = st->ref_attnos[i] - 1;
+
+			st->ctx_attidx = a;
+			slot->tts_values[a] = arrow_conv_value(&st->table->convs[a],
+												   st->ref_arrays[i], st->row,
+												   &slot->tts_isnull[a]);
+		}
+		st->ctx_attidx = -1;
+		error_context_stack = errcb.previous;
+		MemoryContextSwitchTo(old);
+	}
 	st->row++;
 	return ExecStoreVirtualTuple(slot);
 }

@@ -86,6 +86,39 @@ extern bool arrow_conv_init(ArrowConv *c, const ArrowField *f, Oid typid,
 extern Datum arrow_conv_value(const ArrowConv *c, const ArrowArray *a,
 							  int64 row, bool *isnull);
 extern bool arrow_conv_stat(const ArrowConv *c, const char *s, Datum *out);
+
+/* c->fast values (the value is the stored value: no check, no memory) */
+#define ARROW_FAST_NONE		0
+#define ARROW_FAST_I16		1
+#define ARROW_FAST_I32		2
+#define ARROW_FAST_I64		3
+#define ARROW_FAST_F32		4
+#define ARROW_FAST_F64		5
+
+/* arrow_conv_value for a converter with c->fast set */
+static inline Datum
+arrow_conv_fast(const ArrowConv *c, const ArrowArray *a, int64 row, bool *isnull)
+{
+	if (a->validity != NULL && !(a->validity[row >> 3] & (1u << (row & 7))))
+	{
+		*isnull = true;
+		return (Datum) 0;
+	}
+	*isnull = false;
+	switch (c->fast)
+	{
+		case ARROW_FAST_I16:
+			return Int16GetDatum(((const int16 *) a->values)[row]);
+		case ARROW_FAST_I32:
+			return Int32GetDatum(((const int32 *) a->values)[row]);
+		case ARROW_FAST_I64:
+			return Int64GetDatum(((const int64 *) a->values)[row]);
+		case ARROW_FAST_F32:
+			return Float4GetDatum(((const float4 *) a->values)[row]);
+		default:
+			return Float8GetDatum(((const float8 *) a->values)[row]);
+	}
+}
 extern bool arrow_conv_is_float(const ArrowConv *c);
 
 /* in arrow_stats.c */
