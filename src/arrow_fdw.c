@@ -1605,6 +1605,10 @@ arrow_fdw_ProcessUtility(PlannedStmt *pstmt, const char *queryString,
 	else if (IsA(parsetree, AlterTableStmt) &&
 			 ((AlterTableStmt *) parsetree)->objtype == OBJECT_FOREIGN_TABLE)
 		rv = copyObject(((AlterTableStmt *) parsetree)->relation);
+	else if (IsA(parsetree, RenameStmt) &&
+			 ((RenameStmt *) parsetree)->renameType == OBJECT_COLUMN &&
+			 ((RenameStmt *) parsetree)->relationType == OBJECT_FOREIGN_TABLE)
+		rv = copyObject(((RenameStmt *) parsetree)->relation);	/* a column maps by name */
 
 	if (prev_ProcessUtility)
 		prev_ProcessUtility(pstmt, queryString, readOnlyTree, context, params,

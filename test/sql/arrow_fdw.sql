@@ -58,6 +58,8 @@ CREATE FOREIGN TABLE ok1 (i64 int8) SERVER arrow_fdw
   OPTIONS (file '/tmp/pg_warp_testdata/types.arrow');
 ALTER FOREIGN TABLE ok1 ALTER COLUMN i64 TYPE int4;
 ALTER FOREIGN TABLE ok1 OPTIONS (SET file '/tmp/pg_warp_testdata/many.arrow');
+ALTER FOREIGN TABLE ok1 RENAME COLUMN i64 TO i64_renamed;
+ALTER FOREIGN TABLE ok1 ALTER COLUMN i64 OPTIONS (ADD field 'no_such_field');
 DROP FOREIGN TABLE ok1;
 
 -- IMPORT: every type gets its default mapping; a struct needs a composite type
