@@ -113,6 +113,12 @@ SELECT count(*), count(DISTINCT id), sum(id), min(id), max(id) FROM many;
 SELECT count(*) FROM (SELECT * FROM many EXCEPT ALL SELECT * FROM heap) x;
 SELECT count(*) FROM (SELECT * FROM heap EXCEPT ALL SELECT * FROM many) x;
 SELECT count(*), sum(id) FROM many WHERE id BETWEEN 1500 AND 2500;
+-- several files: batches of every file are handed out from one counter
+CREATE FOREIGN TABLE parts (k int4, x int8, s text) SERVER arrow_fdw
+  OPTIONS (dir '/tmp/pg_warp_testdata/dir', suffix '.arrow');
+SELECT * FROM explain_arrow('SELECT count(*), sum(x) FROM parts', false);
+SELECT count(*), count(DISTINCT x), sum(x), count(DISTINCT s) FROM parts;
+SELECT k, count(*) FROM parts GROUP BY k ORDER BY k;
 -- the table option parallel_workers overrides the planner's choice
 ALTER FOREIGN TABLE many OPTIONS (ADD parallel_workers '0');
 SELECT * FROM explain_arrow('SELECT count(*) FROM many', false);
