@@ -22,16 +22,19 @@ REGRESS_OPTS = --inputdir=test --outputdir=test --load-extension=plpgsql
 PG_CONFIG   ?= pg_config
 PG_CPPFLAGS  = -I$(CURDIR)/src -I$(CURDIR)/src/arrow
 PG_CFLAGS    = -std=gnu11 -Wall -Wextra -Werror -Wno-unused-parameter \
-               -Wno-missing-field-initializers -Wno-sign-compare
+               -Wno-missing-field-initializers -Wno-sign-compare -MMD -MP
 ifeq ($(ASSERT),1)
 PG_CPPFLAGS += -DUSE_ASSERT_CHECKING
 endif
 SHLIB_LINK   = -llz4 -lzstd -ldl -lpthread
 
-EXTRA_CLEAN  = $(FATBIN) tools/bin
+EXTRA_CLEAN  = $(FATBIN) tools/bin $(OBJS:.o=.d)
 
 PGXS := $(shell $(PG_CONFIG) --pgxs)
 include $(PGXS)
+
+# rebuild objects when a header they include changes (-MMD in PG_CFLAGS)
+-include $(OBJS:.o=.d)
 
 sql/$(EXTENSION)--$(EXTVERSION).sql: sql/$(EXTENSION).sql
 	sed 's/@EXTVERSION@/$(EXTVERSION)/g' $< > $@

@@ -54,6 +54,9 @@ if ! eval "$(scripts/cluster.sh start "$PG_WARP_CLUSTER")"; then
 fi
 echo "PostgreSQL $(psql -XAtc 'SHOW server_version') on port $PGPORT, data in $PG_WARP_CLUSTER"
 
+echo "== Arrow test data for arrow_fdw (world-readable, fixed path)"
+python3 test/data/make_testdata.py /tmp/pg_warp_testdata || note_fail "arrow_fdw test data"
+
 echo "== pg_regress (make installcheck)"
 make installcheck >"$work/regress.log" 2>&1
 grep -E '^(test|     ) |^ok|^not ok|^\s*[a-z_0-9]+\s+\.\.\.' "$work/regress.log" || cat "$work/regress.log"
@@ -70,7 +73,7 @@ echo "== C unit tests (test/c, ASan + UBSan)"
 if make -C test/c >"$work/ctest-build.log" 2>&1; then
     for t in test/c/bin/test_*; do
         [ -x "$t" ] || continue
-        out=$("$t" 2>&1); rc=$?
+        out=$(cd test/c && "bin/$(basename "$t")" 2>&1); rc=$?
         ok=$(grep -c '^ok ' <<<"$out"); bad=$(grep -c '^not ok ' <<<"$out")
         passed=$((passed + ok))
         grep '^not ok ' <<<"$out" | head -20

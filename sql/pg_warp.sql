@@ -41,3 +41,22 @@ AS 'MODULE_PATHNAME', 'pg_warp_gpu_selftest'
 LANGUAGE C STRICT VOLATILE PARALLEL UNSAFE ROWS 8;
 COMMENT ON FUNCTION pgwarp.gpu_selftest() IS 'runs the installed GPU code on every GPU and checks its result';
 REVOKE ALL ON FUNCTION pgwarp.gpu_selftest() FROM PUBLIC;
+
+-- arrow_fdw: Apache Arrow files as foreign tables (doc/arrow_fdw.md)
+CREATE FUNCTION pgwarp.arrow_fdw_handler()
+RETURNS fdw_handler
+AS 'MODULE_PATHNAME', 'arrow_fdw_handler'
+LANGUAGE C STRICT;
+
+CREATE FUNCTION pgwarp.arrow_fdw_validator(text[], oid)
+RETURNS void
+AS 'MODULE_PATHNAME', 'arrow_fdw_validator'
+LANGUAGE C STRICT;
+
+CREATE FOREIGN DATA WRAPPER arrow_fdw
+  HANDLER pgwarp.arrow_fdw_handler
+  VALIDATOR pgwarp.arrow_fdw_validator;
+COMMENT ON FOREIGN DATA WRAPPER arrow_fdw IS 'Apache Arrow files as foreign tables';
+
+CREATE SERVER arrow_fdw FOREIGN DATA WRAPPER arrow_fdw;
+COMMENT ON SERVER arrow_fdw IS 'Apache Arrow files (options on each foreign table)';

@@ -44,6 +44,7 @@ _PG_init(void)
 							 NULL, NULL, NULL);
 
 	pg_warp_gpu_init();
+	arrow_fdw_init();
 
 	/* everything else that is ours is pg_warp.<name>; reject typos */
 	MarkGUCPrefixReserved("pg_warp");

@@ -1,0 +1,1240 @@
+/*-------------------------------------------------------------------------
+ *
+ * arrow_datum.c
+ *		Arrow values as PostgreSQL Datums: which PostgreSQL types can hold an
+ *		Arrow field exactly, the default type of each Arrow type, and the
+ *		conversion of one value (also of record-batch statistics).
+ *
+ * The rule is exactness: a value is never silently changed.  A type that
+ * cannot hold every value of a field is refused when the table is defined
+ * (arrow_conv_init returns false with the reason); a value that the chosen
+ * type cannot hold (a timestamp with nanoseconds, a date beyond PostgreSQL's
+ * range, text that is not valid UTF-8) raises an error when it is read.
+ * doc/arrow_fdw.md lists the rules.
+ *
+ * An ArrowConv is prepared once per column (arrow_conv_init) and then
+ * converts values with arrow_conv_value.  It does not point into the Arrow
+ * schema, so it can outlive the file that it was prepared from.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include <math.h>
+
+#include "access/htup_details.h"
+#include "catalog/namespace.h"
+#include "catalog/pg_type.h"
+#include "common/int.h"
+#include "datatype/timestamp.h"
+#include "funcapi.h"
+#include "mb/pg_wchar.h"
+#include "utils/array.h"
+#include "utils/builtins.h"
+#include "utils/date.h"
+#include "utils/fmgroids.h"
+#include "utils/lsyscache.h"
+#include "utils/numeric.h"
+#include "utils/syscache.h"
+#include "utils/timestamp.h"
+#include "utils/typcache.h"
+#include "utils/uuid.h"
+
+#include "pg_warp.h"
+
+/* microseconds between 1970-01-01 and 2000-01-01 */
+#define EPOCH_DIFF_USECS \
+	((int64) (POSTGRES_EPOCH_JDATE - UNIX_EPOCH_JDATE) * USECS_PER_DAY)
+#define EPOCH_DIFF_DAYS	(POSTGRES_EPOCH_JDATE - UNIX_EPOCH_JDATE)
+
+/* what a column converts to */
+typedef enum
+{
+	TK_BOOL,
+	TK_INT2,
+	TK_INT4,
+	TK_INT8,
+	TK_NUMERIC,
+	TK_FLOAT4,
+	TK_FLOAT8,
+	TK_DATE,
+	TK_TIME,
+	TK_TIMESTAMP,				/* also timestamptz: both are UTC instants */
+	TK_INTERVAL,
+	TK_TEXT,					/* text: verified UTF-8 converted to the server encoding */
+	TK_INPUT,					/* any other type from text, by its input function */
+	TK_FLOAT_INPUT,				/* float16 into a type named float2, via text */
+	TK_BYTEA,
+	TK_UUID,
+	TK_ARRAY,
+	TK_COMPOSITE,
+	TK_NULL						/* an Arrow NULL field: always NULL */
+} TargetKind;
+
+/* one Arrow value before it becomes a Datum */
+typedef struct RawValue
+{
+	int64		i;				/* integers, temporal types as stored */
+	uint64		u;				/* UINT64 */
+	bool		is_u64;
+	double		d;				/* floats */
+	ArrowDecimal128 dec;
+	int32		months;
+	int32		days;
+	int64		sub;			/* INTERVAL_DT ms, INTERVAL_MDN ns */
+	const char *ptr;			/* strings, binaries */
+	int64		len;
+} RawValue;
+
+static bool arrow_conv_init_internal(ArrowConv *c, const ArrowField *f,
+									 Oid typid, int32 typmod, char **why,
+									 int depth);
+
+/* whether the type's own name (any schema) is 'name' */
+static bool
+type_is_named(Oid typid, const char *name)
+{
+	HeapTuple	tup = SearchSysCache1(TYPEOID, ObjectIdGetDatum(typid));
+	bool		result;
+
+	if (!HeapTupleIsValid(tup))
+		return false;
+	result = strcmp(NameStr(((Form_pg_type) GETSTRUCT(tup))->typname), name) == 0;
+	ReleaseSysCache(tup);
+	return result;
+}
+
+static char *
+type_name(Oid typid, int32 typmod)
+{
+	return format_type_with_typemod(typid, typmod);
+}
+
+static char *
+arrow_type_name(const ArrowType *t)
+{
+	char		buf[128];
+
+	arrow_type_format(t, buf, sizeof(buf));
+	return pstrdup(buf);
+}
+
+static bool
+is_int_type(ArrowTypeId id)
+{
+	return id >= ARROW_TYPE_INT8 && id <= ARROW_TYPE_UINT64;
+}
+
+/*
+ * Integer-backed Arrow types whose stored integer a column of type int8 (or
+ * int4 for the 32-bit ones, or numeric) can hold as is.
+ */
+static int
+stored_int_bits(ArrowTypeId id)
+{
+	switch (id)
+	{
+		case ARROW_TYPE_DATE32:
+		case ARROW_TYPE_TIME32:
+		case ARROW_TYPE_INTERVAL_YM:
+			return 32;
+		case ARROW_TYPE_DATE64:
+		case ARROW_TYPE_TIME64:
+		case ARROW_TYPE_TIMESTAMP:
+		case ARROW_TYPE_DURATION:
+			return 64;
+		default:
+			return 0;
+	}
+}
+
+/* smallest signed width (bits) that holds every value of integer type id */
+static int
+int_bits_needed(ArrowTypeId id)
+{
+	switch (id)
+	{
+		case ARROW_TYPE_INT8:
+		case ARROW_TYPE_INT16:
+		case ARROW_TYPE_UINT8:
+			return 16;
+		case ARROW_TYPE_INT32:
+		case ARROW_TYPE_UINT16:
+			return 32;
+		case ARROW_TYPE_INT64:
+		case ARROW_TYPE_UINT32:
+			return 64;
+		default:
+			return 128;			/* UINT64: numeric only */
+	}
+}
+
+/* fractional-second digits the unit needs (timestamp(p), time(p)) */
+static int
+unit_digits(ArrowTimeUnit unit)
+{
+	switch (unit)
+	{
+		case ARROW_UNIT_SECOND:
+			return 0;
+		case ARROW_UNIT_MILLI:
+			return 3;
+		default:
+			return 6;			/* ns values must be whole microseconds */
+	}
+}
+
+/*
+ * The type a column gets by default for field f (IMPORT FOREIGN SCHEMA).
+ * Returns false with *why set when there is none (a struct needs an
+ * existing composite type; nested lists have no PostgreSQL equivalent).
+ */
+bool
+arrow_default_type(const ArrowField *f, Oid *typid, int32 *typmod, char **why)
+{
+	const ArrowType *t = &f->type;
+
+	*typmod = -1;
+	switch (t->id)
+	{
+		case ARROW_TYPE_NULL:
+			*typid = TEXTOID;
+			return true;
+		case ARROW_TYPE_BOOL:
+			*typid = BOOLOID;
+			return true;
+		case ARROW_TYPE_INT8:
+		case ARROW_TYPE_INT16:
+		case ARROW_TYPE_UINT8:
+			*typid = INT2OID;
+			return true;
+		case ARROW_TYPE_INT32:
+		case ARROW_TYPE_UINT16:
+			*typid = INT4OID;
+			return true;
+		case ARROW_TYPE_INT64:
+		case ARROW_TYPE_UINT32:
+			*typid = INT8OID;
+			return true;
+		case ARROW_TYPE_UINT64:
+			*typid = NUMERICOID;
+			return true;
+		case ARROW_TYPE_FLOAT16:
+			{
+				/* float2 when such a type exists (a later pg_warp adds it) */
+				Oid			f2 = TypenameGetTypid("float2");
+
+				if (!OidIsValid(f2) && OidIsValid(get_namespace_oid("pgwarp", true)))
+					f2 = GetSysCacheOid2(TYPENAMENSP, Anum_pg_type_oid,
+										 CStringGetDatum("float2"),
+										 ObjectIdGetDatum(get_namespace_oid("pgwarp", true)));
+
+				*typid = OidIsValid(f2) ? f2 : FLOAT4OID;
+				return true;
+			}
+		case ARROW_TYPE_FLOAT32:
+			*typid = FLOAT4OID;
+			return true;
+		case ARROW_TYPE_FLOAT64:
+			*typid = FLOAT8OID;
+			return true;
+		case ARROW_TYPE_DECIMAL128:
+			*typid = NUMERICOID;
+			if (t->precision >= 1 && t->precision <= NUMERIC_MAX_PRECISION &&
+				t->scale >= 0 && t->scale <= t->precision)
+				*typmod = ((t->precision << 16) | t->scale) + VARHDRSZ;
+			return true;
+		case ARROW_TYPE_DATE32:
+		case ARROW_TYPE_DATE64:
+			*typid = DATEOID;
+			return true;
+		case ARROW_TYPE_TIME32:
+		case ARROW_TYPE_TIME64:
+			*typid = TIMEOID;
+			return true;
+		case ARROW_TYPE_TIMESTAMP:
+			*typid = t->timezone ? TIMESTAMPTZOID : TIMESTAMPOID;
+			return true;
+		case ARROW_TYPE_INTERVAL_YM:
+		case ARROW_TYPE_INTERVAL_DT:
+		case ARROW_TYPE_INTERVAL_MDN:
+		case ARROW_TYPE_DURATION:
+			*typid = INTERVALOID;
+			return true;
+		case ARROW_TYPE_UTF8:
+		case ARROW_TYPE_LARGE_UTF8:
+			*typid = TEXTOID;
+			return true;
+		case ARROW_TYPE_BINARY:
+		case ARROW_TYPE_LARGE_BINARY:
+		case ARROW_TYPE_FIXED_SIZE_BINARY:
+			*typid = BYTEAOID;
+			return true;
+		case ARROW_TYPE_LIST:
+		case ARROW_TYPE_LARGE_LIST:
+		case ARROW_TYPE_FIXED_SIZE_LIST:
+			{
+				Oid			elem;
+				int32		elemmod;
+				Oid			arr;
+
+				if (f->n_children != 1)
+				{
+					*why = psprintf("list field \"%s\" has %d children", f->name, f->n_children);
+					return false;
+				}
+				if (f->children[0].type.id == ARROW_TYPE_LIST ||
+					f->children[0].type.id == ARROW_TYPE_LARGE_LIST ||
+					f->children[0].type.id == ARROW_TYPE_FIXED_SIZE_LIST)
+				{
+					*why = psprintf("field \"%s\" is a list of lists, which has no PostgreSQL type", f->name);
+					return false;
+				}
+				if (!arrow_default_type(&f->children[0], &elem, &elemmod, why))
+					return false;
+				arr = get_array_type(elem);
+				if (!OidIsValid(arr))
+				{
+					*why = psprintf("type %s has no array type", type_name(elem, -1));
+					return false;
+				}
+				*typid = arr;
+				*typmod = elemmod;
+				return true;
+			}
+		case ARROW_TYPE_STRUCT:
+			*why = psprintf("field \"%s\" is a struct: it needs a composite type", f->name);
+			return false;
+	}
+	*why = psprintf("field \"%s\" has an unknown Arrow type", f->name);
+	return false;
+}
+
+/*
+ * Prepares c to convert values of field f into typid/typmod.  Returns false
+ * with *why set (palloc'd) when the type cannot hold every value of the
+ * field exactly.  Memory: the current context, which must outlive c.
+ */
+bool
+arrow_conv_init(ArrowConv *c, const ArrowField *f, Oid typid, int32 typmod,
+				char **why)
+{
+	if (!arrow_conv_init_internal(c, f, typid, typmod, why, 0))
+		return false;
+
+	/* the common fixed-width cases take a shortcut in arrow_conv_value */
+	c->fast = ARROW_FAST_NONE;
+	if (!c->has_dictionary && !OidIsValid(c->domain_type))
+	{
+		if (c->kind == TK_INT2 && c->arrow_id == ARROW_TYPE_INT16)
+			c->fast = ARROW_FAST_I16;
+		else if (c->kind == TK_INT4 && c->arrow_id == ARROW_TYPE_INT32)
+			c->fast = ARROW_FAST_I32;
+		else if (c->kind == TK_INT8 && c->arrow_id == ARROW_TYPE_INT64)
+			c->fast = ARROW_FAST_I64;
+		else if (c->kind == TK_FLOAT4 && c->arrow_id == ARROW_TYPE_FLOAT32)
+			c->fast = ARROW_FAST_F32;
+		else if (c->kind == TK_FLOAT8 && c->arrow_id == ARROW_TYPE_FLOAT64)
+			c->fast = ARROW_FAST_F64;
+	}
+	return true;
+}
+
+static bool
+refuse(char **why, const ArrowField *f, Oid typid, int32 typmod,
+	   const char *detail)
+{
+	*why = psprintf("type %s cannot hold Arrow field \"%s\" of type %s%s%s",
+					type_name(typid, typmod), f->name, arrow_type_name(&f->type),
+					detail ? ": " : "", detail ? detail : "");
+	return false;
+}
+
+static bool
+arrow_conv_init_internal(ArrowConv *c, const ArrowField *f, Oid typid,
+						 int32 typmod, char **why, int depth)
+{
+	const ArrowType *t = &f->type;
+	ArrowTypeId id = t->id;
+	Oid			base;
+	int32		basemod = typmod;
+	char		cat;
+	bool		pref;
+
+	memset(c, 0, sizeof(ArrowConv));
+	if (depth > ARROW_MAX_NESTING)
+	{
+		*why = pstrdup("nesting too deep");
+		return false;
+	}
+	c->typid = typid;
+	c->typmod = typmod;
+	c->arrow_id = id;
+	c->unit = t->unit;
+	c->scale = t->scale;
+	c->byte_width = t->byte_width;
+	c->list_size = t->list_size;
+	c->has_dictionary = f->has_dictionary;
+	c->index_type = f->dictionary.index_type;
+
+	/* a domain: check against its base type, then apply its constraints */
+	base = getBaseTypeAndTypmod(typid, &basemod);
+	if (base != typid)
+	{
+		c->domain_type = typid;
+		typid = base;
+		typmod = basemod;
+		c->typid = base;
+		c->typmod = basemod;
+	}
+	get_typlenbyvalalign(typid, &c->typlen, &c->typbyval, &c->typalign);
+
+	if (id == ARROW_TYPE_NULL)
+	{
+		c->kind = TK_NULL;
+		return true;
+	}
+
+	switch (typid)
+	{
+		case BOOLOID:
+			c->kind = TK_BOOL;
+			if (id == ARROW_TYPE_BOOL)
+				return true;
+			break;
+		case INT2OID:
+		case INT4OID:
+		case INT8OID:
+			{
+				int			bits = typid == INT2OID ? 16 : typid == INT4OID ? 32 : 64;
+
+				c->kind = typid == INT2OID ? TK_INT2 : typid == INT4OID ? TK_INT4 : TK_INT8;
+				if (is_int_type(id))
+				{
+					if (int_bits_needed(id) <= bits)
+						return true;
+					return refuse(why, f, typid, typmod, "values may not fit");
+				}
+				if (stored_int_bits(id) != 0 && stored_int_bits(id) <= bits)
+					return true;	/* the stored integer, in the field's unit */
+				break;
+			}
+		case NUMERICOID:
+			c->kind = TK_NUMERIC;
+			if (is_int_type(id) || stored_int_bits(id) != 0)
+			{
+				if (typmod >= (int32) VARHDRSZ)
+				{
+					int			p = ((typmod - VARHDRSZ) >> 16) & 0xffff;
+					int			s = (typmod - VARHDRSZ) & 0xffff;
+
+					/* digits of the largest value: 64 bits -> 20 */
+					if (s != 0 || p < 20)
+						return refuse(why, f, typid, typmod, "the precision is too small for the integer type");
+				}
+				return true;
+			}
+			if (id == ARROW_TYPE_DECIMAL128)
+			{
+				if (t->scale < 0)
+					return refuse(why, f, typid, typmod, "negative scale");
+				if (typmod >= (int32) VARHDRSZ)
+				{
+					int			p = ((typmod - VARHDRSZ) >> 16) & 0xffff;
+					int			s = (typmod - VARHDRSZ) & 0xffff;
+
+					if (s != t->scale)
+						return refuse(why, f, typid, typmod, "the scale differs");
+					if (p - s < t->precision - t->scale)
+						return refuse(why, f, typid, typmod, "the precision is too small");
+				}
+				return true;
+			}
+			break;
+		case FLOAT4OID:
+			c->kind = TK_FLOAT4;
+			if (id == ARROW_TYPE_FLOAT16 || id == ARROW_TYPE_FLOAT32)
+				return true;
+			break;
+		case FLOAT8OID:
+			c->kind = TK_FLOAT8;
+			if (id == ARROW_TYPE_FLOAT16 || id == ARROW_TYPE_FLOAT32 ||
+				id == ARROW_TYPE_FLOAT64)
+				return true;
+			break;
+		case DATEOID:
+			c->kind = TK_DATE;
+			if (id == ARROW_TYPE_DATE32 || id == ARROW_TYPE_DATE64)
+				return true;
+			break;
+		case TIMEOID:
+			c->kind = TK_TIME;
+			if (id == ARROW_TYPE_TIME32 || id == ARROW_TYPE_TIME64)
+			{
+				if (typmod >= 0 && typmod < unit_digits(t->unit))
+					return refuse(why, f, typid, typmod, "the precision is too small");
+				return true;
+			}
+			break;
+		case TIMESTAMPOID:
+		case TIMESTAMPTZOID:
+			c->kind = TK_TIMESTAMP;
+			if (id == ARROW_TYPE_TIMESTAMP)
+			{
+				if ((typid == TIMESTAMPTZOID) != (t->timezone != NULL))
+					return refuse(why, f, typid, typmod,
+								  t->timezone ? "the field has a time zone; use timestamp with time zone"
+								  : "the field has no time zone; use timestamp without time zone");
+				if (typmod >= 0 && typmod < unit_digits(t->unit))
+					return refuse(why, f, typid, typmod, "the precision is too small");
+				return true;
+			}
+			break;
+		case INTERVALOID:
+			c->kind = TK_INTERVAL;
+			if (id == ARROW_TYPE_INTERVAL_YM || id == ARROW_TYPE_INTERVAL_DT ||
+				id == ARROW_TYPE_INTERVAL_MDN || id == ARROW_TYPE_DURATION)
+			{
+				if (typmod >= 0)
+					return refuse(why, f, typid, typmod, "interval fields or precision would round values");
+				return true;
+			}
+			break;
+		case BYTEAOID:
+			c->kind = TK_BYTEA;
+			if (id == ARROW_TYPE_BINARY || id == ARROW_TYPE_LARGE_BINARY ||
+				id == ARROW_TYPE_FIXED_SIZE_BINARY)
+				return true;
+			break;
+		case UUIDOID:
+			c->kind = TK_UUID;
+			if (id == ARROW_TYPE_FIXED_SIZE_BINARY && t->byte_width == 16)
+				return true;
+			if (id == ARROW_TYPE_UTF8 || id == ARROW_TYPE_LARGE_UTF8)
+				break;			/* below: by the input function */
+			return refuse(why, f, typid, typmod, "uuid needs fixed_size_binary(16)");
+		case TEXTOID:
+			c->kind = TK_TEXT;
+			if (id == ARROW_TYPE_UTF8 || id == ARROW_TYPE_LARGE_UTF8)
+				return true;
+			break;
+		default:
+			break;
+	}
+
+	/*
+	 * float16 into a type named float2 (pg_warp's own half-precision type,
+	 * or any other): through its input function, from the exact decimal
+	 * form of the half value.
+	 */
+	if (id == ARROW_TYPE_FLOAT16)
+	{
+		if (type_is_named(typid, "float2"))
+		{
+			Oid			infunc;
+
+			c->kind = TK_FLOAT_INPUT;
+			getTypeInputInfo(typid, &infunc, &c->ioparam);
+			fmgr_info(infunc, &c->infunc);
+			return true;
+		}
+	}
+
+	/* strings into string-like types (varchar(n), enums, json, ...) */
+	if ((id == ARROW_TYPE_UTF8 || id == ARROW_TYPE_LARGE_UTF8) &&
+		!type_is_array(typid) && !type_is_rowtype(typid))
+	{
+		get_type_category_preferred(typid, &cat, &pref);
+		if (strchr("SUEIGV", cat) != NULL)
+		{
+			Oid			infunc;
+
+			c->kind = TK_INPUT;
+			getTypeInputInfo(typid, &infunc, &c->ioparam);
+			fmgr_info(infunc, &c->infunc);
+			return true;
+		}
+	}
+
+	/* lists into arrays */
+	if (id == ARROW_TYPE_LIST || id == ARROW_TYPE_LARGE_LIST ||
+		id == ARROW_TYPE_FIXED_SIZE_LIST)
+	{
+		Oid			elemtype = get_element_type(typid);
+
+		if (!OidIsValid(elemtype))
+			return refuse(why, f, typid, typmod, "a list needs an array type");
+		if (f->n_children != 1)
+			return refuse(why, f, typid, typmod, "malformed list");
+		if (f->children[0].type.id == ARROW_TYPE_LIST ||
+			f->children[0].type.id == ARROW_TYPE_LARGE_LIST ||
+			f->children[0].type.id == ARROW_TYPE_FIXED_SIZE_LIST)
+			return refuse(why, f, typid, typmod, "lists of lists are not supported");
+		c->kind = TK_ARRAY;
+		c->elem = palloc(sizeof(ArrowConv));
+		if (!arrow_conv_init_internal(c->elem, &f->children[0], elemtype,
+									  typmod, why, depth + 1))
+			return false;
+		return true;
+	}
+
+	/* structs into composite types with the same attribute names */
+	if (id == ARROW_TYPE_STRUCT)
+	{
+		TupleDesc	tupdesc;
+		int			n = 0;
+
+		if (!type_is_rowtype(typid))
+			return refuse(why, f, typid, typmod, "a struct needs a composite type");
+		tupdesc = lookup_rowtype_tupdesc_copy(typid, -1);
+		for (int i = 0; i < tupdesc->natts; i++)
+			if (!TupleDescAttr(tupdesc, i)->attisdropped)
+				n++;
+		if (n != f->n_children)
+			return refuse(why, f, typid, typmod,
+						  psprintf("the struct has %d fields, the type %d attributes",
+								   f->n_children, n));
+		c->kind = TK_COMPOSITE;
+		c->tupdesc = BlessTupleDesc(tupdesc);
+		c->n_children = tupdesc->natts;
+		c->children = palloc0(sizeof(ArrowConv) * tupdesc->natts);
+		c->child_field = palloc(sizeof(int) * tupdesc->natts);
+		n = 0;
+		for (int i = 0; i < tupdesc->natts; i++)
+		{
+			Form_pg_attribute att = TupleDescAttr(tupdesc, i);
+			const ArrowField *cf;
+
+			if (att->attisdropped)
+			{
+				c->child_field[i] = -1;
+				continue;
+			}
+			cf = &f->children[n];
+			if (strcmp(NameStr(att->attname), cf->name) != 0)
+				return refuse(why, f, typid, typmod,
+							  psprintf("attribute %d is \"%s\" but the struct's field is \"%s\"",
+									   n + 1, NameStr(att->attname), cf->name));
+			c->child_field[i] = n;
+			if (!arrow_conv_init_internal(&c->children[i], cf, att->atttypid,
+										  att->atttypmod, why, depth + 1))
+				return false;
+			n++;
+		}
+		return true;
+	}
+
+	return refuse(why, f, typid, typmod, NULL);
+}
+
+/* ----------------------------------------------------------------
+ * Reading raw values
+ * ----------------------------------------------------------------
+ */
+
+/* integer of type id at index row of values */
+static inline void
+read_int(ArrowTypeId id, const uint8 *values, int64 row, RawValue *r)
+{
+	r->is_u64 = false;
+	switch (id)
+	{
+		case ARROW_TYPE_INT8:
+			r->i = ((const int8 *) values)[row];
+			break;
+		case ARROW_TYPE_INT16:
+			r->i = ((const int16 *) values)[row];
+			break;
+		case ARROW_TYPE_INT32:
+		case ARROW_TYPE_DATE32:
+		case ARROW_TYPE_TIME32:
+		case ARROW_TYPE_INTERVAL_YM:
+			r->i = ((const int32 *) values)[row];
+			break;
+		case ARROW_TYPE_UINT8:
+			r->i = ((const uint8 *) values)[row];
+			break;
+		case ARROW_TYPE_UINT16:
+			r->i = ((const uint16 *) values)[row];
+			break;
+		case ARROW_TYPE_UINT32:
+			r->i = ((const uint32 *) values)[row];
+			break;
+		case ARROW_TYPE_UINT64:
+			r->u = ((const uint64 *) values)[row];
+			r->is_u64 = true;
+			r->i = (int64) r->u;
+			break;
+		default:				/* INT64 and the 64-bit temporal types */
+			r->i = ((const int64 *) values)[row];
+			break;
+	}
+}
+
+static void
+read_raw(const ArrowConv *c, const ArrowArray *a, int64 row, RawValue *r)
+{
+	switch (c->arrow_id)
+	{
+		case ARROW_TYPE_BOOL:
+			r->i = (a->values[row >> 3] >> (row & 7)) & 1;
+			break;
+		case ARROW_TYPE_FLOAT16:
+			r->d = arrow_half_to_float(((const uint16 *) a->values)[row]);
+			break;
+		case ARROW_TYPE_FLOAT32:
+			r->d = ((const float *) a->values)[row];
+			break;
+		case ARROW_TYPE_FLOAT64:
+			r->d = ((const double *) a->values)[row];
+			break;
+		case ARROW_TYPE_DECIMAL128:
+			memcpy(&r->dec.lo, a->values + row * 16, 8);
+			memcpy(&r->dec.hi, a->values + row * 16 + 8, 8);
+			break;
+		case ARROW_TYPE_INTERVAL_DT:
+			{
+				int32		v[2];
+
+				memcpy(v, a->values + row * 8, 8);
+				r->months = 0;
+				r->days = v[0];
+				r->sub = v[1];
+				break;
+			}
+		case ARROW_TYPE_INTERVAL_MDN:
+			memcpy(&r->months, a->values + row * 16, 4);
+			memcpy(&r->days, a->values + row * 16 + 4, 4);
+			memcpy(&r->sub, a->values + row * 16 + 8, 8);
+			break;
+		case ARROW_TYPE_UTF8:
+		case ARROW_TYPE_BINARY:
+			{
+				const int32 *o = a->offsets;
+
+				r->ptr = (const char *) a->data + o[row];
+				r->len = o[row + 1] - o[row];
+				break;
+			}
+		case ARROW_TYPE_LARGE_UTF8:
+		case ARROW_TYPE_LARGE_BINARY:
+			{
+				const int64 *o = a->offsets;
+
+				r->ptr = (const char *) a->data + o[row];
+				r->len = o[row + 1] - o[row];
+				break;
+			}
+		case ARROW_TYPE_FIXED_SIZE_BINARY:
+			r->ptr = (const char *) a->values + row * (int64) c->byte_width;
+			r->len = c->byte_width;
+			break;
+		default:
+			read_int(c->arrow_id, a->values, row, r);
+			break;
+	}
+}
+
+/* ----------------------------------------------------------------
+ * Raw value -> Datum
+ * ----------------------------------------------------------------
+ */
+
+/*
+ * Reports (or with noerror, returns false for) a value that the column's
+ * type cannot hold exactly.
+ */
+static bool
+inexact(const ArrowConv *c, bool noerror, const char *value, const char *hint)
+{
+	ArrowType	t;
+
+	if (noerror)
+		return false;
+	memset(&t, 0, sizeof(t));
+	t.id = c->arrow_id;
+	t.unit = c->unit;
+	t.scale = c->scale;
+	t.byte_width = c->byte_width;
+	t.list_size = c->list_size;
+	ereport(ERROR,
+			(errcode(c->kind == TK_DATE || c->kind == TK_TIME ||
+					 c->kind == TK_TIMESTAMP || c->kind == TK_INTERVAL
+					 ? ERRCODE_DATETIME_VALUE_OUT_OF_RANGE
+					 : ERRCODE_NUMERIC_VALUE_OUT_OF_RANGE),
+			 errmsg("Arrow value %s cannot be represented exactly as type %s",
+					value, type_name(c->domain_type ? c->domain_type : c->typid,
+									 c->typmod)),
+			 errdetail("The field's Arrow type is %s.", arrow_type_name(&t)),
+			 hint ? errhint("%s", hint) : 0));
+	return false;
+}
+
+static inline int64
+unit_per_sec(ArrowTimeUnit u)
+{
+	switch (u)
+	{
+		case ARROW_UNIT_SECOND:
+			return 1;
+		case ARROW_UNIT_MILLI:
+			return 1000;
+		case ARROW_UNIT_MICRO:
+			return 1000000;
+		default:
+			return 1000000000;
+	}
+}
+
+/* value in 'unit' -> microseconds; false when not exact or overflowing */
+static bool
+to_usecs(int64 v, ArrowTimeUnit unit, int64 *us)
+{
+	switch (unit)
+	{
+		case ARROW_UNIT_SECOND:
+			return !pg_mul_s64_overflow(v, USECS_PER_SEC, us);
+		case ARROW_UNIT_MILLI:
+			return !pg_mul_s64_overflow(v, 1000, us);
+		case ARROW_UNIT_MICRO:
+			*us = v;
+			return true;
+		default:
+			if (v % 1000 != 0)
+				return false;
+			*us = v / 1000;
+			return true;
+	}
+}
+
+#define TEMPORAL_HINT "Declare the column as bigint to read the value as stored."
+
+static bool
+raw_to_datum(const ArrowConv *c, RawValue *r, Datum *out, bool noerror)
+{
+	char		buf[64];
+
+	switch (c->kind)
+	{
+		case TK_BOOL:
+			*out = BoolGetDatum(r->i != 0);
+			return true;
+		case TK_INT2:
+			if (r->i < PG_INT16_MIN || r->i > PG_INT16_MAX)
+				goto int_range;
+			*out = Int16GetDatum((int16) r->i);
+			return true;
+		case TK_INT4:
+			if (r->i < PG_INT32_MIN || r->i > PG_INT32_MAX)
+				goto int_range;
+			*out = Int32GetDatum((int32) r->i);
+			return true;
+		case TK_INT8:
+			if (r->is_u64 && r->u > (uint64) PG_INT64_MAX)
+				goto int_range;
+			*out = Int64GetDatum(r->i);
+			return true;
+		case TK_NUMERIC:
+			if (c->arrow_id == ARROW_TYPE_DECIMAL128)
+				arrow_decimal128_format(r->dec, c->scale, buf, sizeof(buf));
+			else if (r->is_u64)
+				snprintf(buf, sizeof(buf), UINT64_FORMAT, r->u);
+			else
+			{
+				Numeric		n = int64_to_numeric(r->i);
+
+				if (c->typmod >= 0)
+					*out = DirectFunctionCall2(numeric, NumericGetDatum(n),
+											   Int32GetDatum(c->typmod));
+				else
+					*out = NumericGetDatum(n);
+				return true;
+			}
+			if (noerror)
+			{
+				/* statistics: the format above is always valid numeric input */
+			}
+			*out = DirectFunctionCall3(numeric_in, CStringGetDatum(buf),
+									   ObjectIdGetDatum(InvalidOid),
+									   Int32GetDatum(c->typmod));
+			return true;
+		case TK_FLOAT4:
+			*out = Float4GetDatum((float4) r->d);
+			return true;
+		case TK_FLOAT8:
+			*out = Float8GetDatum(r->d);
+			return true;
+		case TK_DATE:
+			{
+				int64		days;
+
+				if (c->arrow_id == ARROW_TYPE_DATE64)
+				{
+					if (r->i % (int64) (SECS_PER_DAY * 1000) != 0)
+					{
+						snprintf(buf, sizeof(buf), INT64_FORMAT " ms", r->i);
+						return inexact(c, noerror, buf,
+									   "A date64 value must be a whole number of days. " TEMPORAL_HINT);
+					}
+					days = r->i / (SECS_PER_DAY * 1000);
+				}
+				else
+					days = r->i;
+				days -= EPOCH_DIFF_DAYS;
+				if (days < PG_INT32_MIN || days > PG_INT32_MAX ||
+					!IS_VALID_DATE((int32) days))
+				{
+					snprintf(buf, sizeof(buf), INT64_FORMAT " days since 1970-01-01",
+							 days + EPOCH_DIFF_DAYS);
+					return inexact(c, noerror, buf, "The date is out of PostgreSQL's range. " TEMPORAL_HINT);
+				}
+				*out = DateADTGetDatum((DateADT) days);
+				return true;
+			}
+		case TK_TIME:
+			{
+				int64		us;
+
+				if (!to_usecs(r->i, c->unit, &us) || us < 0 || us > USECS_PER_DAY)
+				{
+					snprintf(buf, sizeof(buf), INT64_FORMAT " (unit 1/" INT64_FORMAT " s)",
+							 r->i, unit_per_sec(c->unit));
+					return inexact(c, noerror, buf, TEMPORAL_HINT);
+				}
+				*out = TimeADTGetDatum(us);
+				return true;
+			}
+		case TK_TIMESTAMP:
+			{
+				int64		us;
+
+				if (!to_usecs(r->i, c->unit, &us) ||
+					pg_sub_s64_overflow(us, EPOCH_DIFF_USECS, &us) ||
+					!IS_VALID_TIMESTAMP(us))
+				{
+					snprintf(buf, sizeof(buf), INT64_FORMAT " (unit 1/" INT64_FORMAT " s)",
+							 r->i, unit_per_sec(c->unit));
+					return inexact(c, noerror, buf, TEMPORAL_HINT);
+				}
+				*out = TimestampGetDatum(us);
+				return true;
+			}
+		case TK_INTERVAL:
+			{
+				Interval   *iv = palloc0(sizeof(Interval));
+				int64		us;
+
+				switch (c->arrow_id)
+				{
+					case ARROW_TYPE_INTERVAL_YM:
+						iv->month = (int32) r->i;
+						break;
+					case ARROW_TYPE_INTERVAL_DT:
+						iv->day = r->days;
+						iv->time = r->sub * 1000;	/* int32 ms: no overflow */
+						break;
+					case ARROW_TYPE_INTERVAL_MDN:
+						if (r->sub % 1000 != 0)
+						{
+							snprintf(buf, sizeof(buf), "%d months %d days " INT64_FORMAT " ns",
+									 r->months, r->days, r->sub);
+							return inexact(c, noerror, buf, NULL);
+						}
+						iv->month = r->months;
+						iv->day = r->days;
+						iv->time = r->sub / 1000;
+						break;
+					default:	/* DURATION */
+						if (!to_usecs(r->i, c->unit, &us))
+						{
+							snprintf(buf, sizeof(buf), INT64_FORMAT " (unit 1/" INT64_FORMAT " s)",
+									 r->i, unit_per_sec(c->unit));
+							return inexact(c, noerror, buf, TEMPORAL_HINT);
+						}
+						iv->time = us;
+						break;
+				}
+				*out = IntervalPGetDatum(iv);
+				return true;
+			}
+		case TK_TEXT:
+		case TK_INPUT:
+			{
+				char	   *s;
+
+				if (r->len > MaxAllocSize - VARHDRSZ - 1)
+					ereport(ERROR,
+							(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
+							 errmsg("Arrow string of " INT64_FORMAT " bytes is too long", r->len)));
+				/* verifies UTF-8 (no NUL bytes) and converts to the server encoding */
+				s = pg_any_to_server(r->ptr, (int) r->len, PG_UTF8);
+				if (c->kind == TK_TEXT)
+				{
+					*out = PointerGetDatum(cstring_to_text_with_len(s, s == r->ptr ? (int) r->len : strlen(s)));
+					return true;
+				}
+				if (s == r->ptr)
+					s = pnstrdup(r->ptr, r->len);
+				*out = InputFunctionCall((FmgrInfo *) &c->infunc, s, c->ioparam, c->typmod);
+				return true;
+			}
+		case TK_FLOAT_INPUT:
+			{
+				if (isnan(r->d))
+					strlcpy(buf, "NaN", sizeof(buf));
+				else if (isinf(r->d))
+					strlcpy(buf, r->d > 0 ? "Infinity" : "-Infinity", sizeof(buf));
+				else
+					snprintf(buf, sizeof(buf), "%.17g", r->d);
+				*out = InputFunctionCall((FmgrInfo *) &c->infunc, buf, c->ioparam, c->typmod);
+				return true;
+			}
+		case TK_BYTEA:
+			{
+				bytea	   *b;
+
+				if (r->len > MaxAllocSize - VARHDRSZ)
+					ereport(ERROR,
+							(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
+							 errmsg("Arrow binary value of " INT64_FORMAT " bytes is too long", r->len)));
+				b = palloc(r->len + VARHDRSZ);
+				SET_VARSIZE(b, r->len + VARHDRSZ);
+				memcpy(VARDATA(b), r->ptr, r->len);
+				*out = PointerGetDatum(b);
+				return true;
+			}
+		case TK_UUID:
+			{
+				pg_uuid_t  *u = palloc(sizeof(pg_uuid_t));
+
+				memcpy(u->data, r->ptr, UUID_LEN);
+				*out = UUIDPGetDatum(u);
+				return true;
+			}
+		default:
+			elog(ERROR, "arrow_fdw: unexpected conversion kind %d", c->kind);
+	}
+	return false;
+
+int_range:
+	if (r->is_u64)
+		snprintf(buf, sizeof(buf), UINT64_FORMAT, r->u);
+	else
+		snprintf(buf, sizeof(buf), INT64_FORMAT, r->i);
+	return inexact(c, noerror, buf, "Use a wider integer type or numeric.");
+}
+
+/*
+ * Value at 'row' of array a (a column of a loaded batch, or a child) as a
+ * Datum of the column's type; *isnull set.  Errors name the value; the
+ * caller's error context names the file, batch, row and column.
+ */
+Datum
+arrow_conv_value(const ArrowConv *c, const ArrowArray *a, int64 row,
+				 bool *isnull)
+{
+	RawValue	r;
+	Datum		d;
+
+	if (c->fast != ARROW_FAST_NONE)
+		return arrow_conv_fast(c, a, row, isnull);
+	if (c->kind == TK_NULL || arrow_array_is_null(a, row))
+	{
+		*isnull = true;
+		if (c->domain_type)
+			domain_check((Datum) 0, true, c->domain_type,
+						 (void **) &c->domain_extra, CurrentMemoryContext);
+		return (Datum) 0;
+	}
+	if (a->dictionary != NULL)
+	{
+		RawValue	ix;
+
+		read_int(c->index_type, a->values, row, &ix);
+		/* the library checked every index against the dictionary */
+		a = a->dictionary;
+		row = ix.i;
+		if (arrow_array_is_null(a, row))
+		{
+			*isnull = true;
+			return (Datum) 0;
+		}
+	}
+	*isnull = false;
+
+	if (c->kind == TK_ARRAY)
+	{
+		const ArrowArray *child = &a->children[0];
+		int64		start,
+					end;
+		Datum	   *values;
+		bool	   *nulls;
+		int			dims[1];
+		int			lbs[1] = {1};
+
+		if (c->arrow_id == ARROW_TYPE_FIXED_SIZE_LIST)
+		{
+			start = row * (int64) c->list_size;
+			end = start + c->list_size;
+		}
+		else if (c->arrow_id == ARROW_TYPE_LARGE_LIST)
+		{
+			start = ((const int64 *) a->offsets)[row];
+			end = ((const int64 *) a->offsets)[row + 1];
+		}
+		else
+		{
+			start = ((const int32 *) a->offsets)[row];
+			end = ((const int32 *) a->offsets)[row + 1];
+		}
+		if (end - start > MaxArraySize)
+			ereport(ERROR,
+					(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
+					 errmsg("Arrow list of " INT64_FORMAT " elements is too long for an array",
+							end - start)));
+		if (end == start)
+			d = PointerGetDatum(construct_empty_array(c->elem->domain_type ? c->elem->domain_type : c->elem->typid));
+		else
+		{
+			values = palloc(sizeof(Datum) * (end - start));
+			nulls = palloc(sizeof(bool) * (end - start));
+			for (int64 i = start; i < end; i++)
+				values[i - start] = arrow_conv_value(c->elem, child, i, &nulls[i - start]);
+			dims[0] = (int) (end - start);
+			d = PointerGetDatum(construct_md_array(values, nulls, 1, dims, lbs,
+												   c->elem->domain_type ? c->elem->domain_type : c->elem->typid,
+												   c->elem->typlen, c->elem->typbyval,
+												   c->elem->typalign));
+		}
+	}
+	else if (c->kind == TK_COMPOSITE)
+	{
+		Datum	   *values = palloc(sizeof(Datum) * c->n_children);
+		bool	   *nulls = palloc(sizeof(bool) * c->n_children);
+
+		for (int i = 0; i < c->n_children; i++)
+		{
+			if (c->child_field[i] < 0)
+			{
+				values[i] = (Datum) 0;
+				nulls[i] = true;
+			}
+			else
+				values[i] = arrow_conv_value(&c->children[i],
+											 &a->children[c->child_field[i]],
+											 row, &nulls[i]);
+		}
+		d = HeapTupleGetDatum(heap_form_tuple(c->tupdesc, values, nulls));
+	}
+	else
+	{
+		read_raw(c, a, row, &r);
+		raw_to_datum(c, &r, &d, false);
+	}
+
+	if (c->domain_type)
+		domain_check(d, false, c->domain_type, (void **) &c->domain_extra,
+					 CurrentMemoryContext);
+	return d;
+}
+
+/*
+ * A record-batch statistic (doc/arrow-metadata.md: the stored value in the
+ * field's unit, as text) as a Datum of the column's type.  Returns false
+ * when the statistic is malformed or not exactly representable; the caller
+ * then does not use it.  Only scalar integer, float, decimal, date, time and
+ * timestamp fields have statistics.
+ */
+bool
+arrow_conv_stat(const ArrowConv *c, const char *s, Datum *out)
+{
+	RawValue	r;
+	char	   *end;
+
+	memset(&r, 0, sizeof(r));
+	if (s == NULL || *s == '\0' || c->has_dictionary || c->domain_type)
+		return false;
+	errno = 0;
+	switch (c->arrow_id)
+	{
+		case ARROW_TYPE_INT8:
+		case ARROW_TYPE_INT16:
+		case ARROW_TYPE_INT32:
+		case ARROW_TYPE_INT64:
+		case ARROW_TYPE_UINT8:
+		case ARROW_TYPE_UINT16:
+		case ARROW_TYPE_UINT32:
+		case ARROW_TYPE_DATE32:
+		case ARROW_TYPE_DATE64:
+		case ARROW_TYPE_TIME32:
+		case ARROW_TYPE_TIME64:
+		case ARROW_TYPE_TIMESTAMP:
+			r.i = strtoll(s, &end, 10);
+			if (errno != 0 || *end != '\0')
+				return false;
+			break;
+		case ARROW_TYPE_UINT64:
+			if (*s == '-')
+				return false;
+			r.u = strtoull(s, &end, 10);
+			if (errno != 0 || *end != '\0')
+				return false;
+			r.is_u64 = true;
+			r.i = (int64) r.u;
+			break;
+		case ARROW_TYPE_FLOAT16:
+		case ARROW_TYPE_FLOAT32:
+		case ARROW_TYPE_FLOAT64:
+			r.d = strtod(s, &end);
+			if (*end != '\0' || isnan(r.d))
+				return false;
+			break;
+		case ARROW_TYPE_DECIMAL128:
+			{
+				ArrowError	err;
+
+				if (arrow_decimal128_parse(s, 38, c->scale, &r.dec, &err) != ARROW_OK)
+					return false;
+				break;
+			}
+		default:
+			return false;
+	}
+	if (c->kind == TK_NUMERIC && c->arrow_id == ARROW_TYPE_DECIMAL128)
+	{
+		/* a typmod could reject it: compare against the unconstrained value */
+		char		buf[64];
+
+		arrow_decimal128_format(r.dec, c->scale, buf, sizeof(buf));
+		*out = DirectFunctionCall3(numeric_in, CStringGetDatum(buf),
+								   ObjectIdGetDatum(InvalidOid), Int32GetDatum(-1));
+		return true;
+	}
+	if (c->kind == TK_NUMERIC && !r.is_u64)
+	{
+		*out = NumericGetDatum(int64_to_numeric(r.i));
+		return true;
+	}
+	switch (c->kind)
+	{
+		case TK_INT2:
+		case TK_INT4:
+		case TK_INT8:
+		case TK_NUMERIC:
+		case TK_FLOAT4:
+		case TK_FLOAT8:
+		case TK_DATE:
+		case TK_TIME:
+		case TK_TIMESTAMP:
+			return raw_to_datum(c, &r, out, true);
+		default:
+			return false;
+	}
+}
+
+/* True when values of this column are floating point (NaN sorts last) */
+bool
+arrow_conv_is_float(const ArrowConv *c)
+{
+	return c->kind == TK_FLOAT4 || c->kind == TK_FLOAT8;
+}

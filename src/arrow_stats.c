@@ -1,0 +1,348 @@
+/*-------------------------------------------------------------------------
+ *
+ * arrow_stats.c
+ *		Skipping record batches by their min/max statistics.
+ *
+ * pg2arrow -S writes the smallest and largest value of each column of each
+ * record batch into the batch's custom metadata (doc/arrow-metadata.md).  A
+ * scan can then leave out a batch in which no row can satisfy the WHERE
+ * clause.  Usable conditions compare a column with a constant through a
+ * btree operator of the column type's default operator family:
+ *
+ *		col = c, col < c, col <= c, col > c, col >= c (either side),
+ *		BETWEEN (two of those), col = ANY('{...}') / col IN (...),
+ *		and AND of these.
+ *
+ * Anything else is simply not used for skipping (PostgreSQL still checks
+ * every qual on every returned row, so skipping only ever saves work).
+ *
+ * Floating point: statistics leave NaN out, and PostgreSQL sorts NaN above
+ * every number, so for float columns a batch is never skipped because of its
+ * maximum (a NaN in it may satisfy col > c).
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "access/nbtree.h"
+#include "access/stratnum.h"
+#include "catalog/pg_am.h"
+#include "catalog/pg_amproc.h"
+#include "commands/defrem.h"
+#include "nodes/nodeFuncs.h"
+#include "nodes/pathnodes.h"
+#include "optimizer/optimizer.h"
+#include "utils/array.h"
+#include "utils/lsyscache.h"
+
+#include "pg_warp.h"
+
+/* pg_warp.arrow_stats_skip */
+bool		pg_warp_arrow_stats_skip = true;
+
+/* strips binary-compatible relabelling */
+static Node *
+strip(Node *n)
+{
+	while (n && IsA(n, RelabelType))
+		n = (Node *) ((RelabelType *) n)->arg;
+	return n;
+}
+
+static bool
+is_our_var(Node *n, Index relid)
+{
+	Var		   *v = (Var *) n;
+
+	return n && IsA(n, Var) && v->varno == relid && v->varattno > 0 &&
+		v->varlevelsup == 0;
+}
+
+/*
+ * Looks up the btree strategy of opno for a column of type coltype compared
+ * with a value of type valtype (column on the left).  Fills opfamily/proc.
+ */
+static int
+btree_strategy(Oid opno, Oid coltype, Oid valtype, bool var_on_left,
+			   Oid *cmpproc)
+{
+	Oid			opclass = GetDefaultOpClass(coltype, BTREE_AM_OID);
+	Oid			opfamily;
+	int			strategy;
+
+	if (!OidIsValid(opclass))
+		return 0;
+	opfamily = get_opclass_family(opclass);
+	strategy = get_op_opfamily_strategy(opno, opfamily);
+	if (strategy == 0)
+		return 0;
+	*cmpproc = get_opfamily_proc(opfamily, coltype, valtype, BTORDER_PROC);
+	if (!OidIsValid(*cmpproc))
+		return 0;
+	if (!var_on_left)
+	{
+		switch (strategy)
+		{
+			case BTLessStrategyNumber:
+				strategy = BTGreaterStrategyNumber;
+				break;
+			case BTLessEqualStrategyNumber:
+				strategy = BTGreaterEqualStrategyNumber;
+				break;
+			case BTGreaterStrategyNumber:
+				strategy = BTLessStrategyNumber;
+				break;
+			case BTGreaterEqualStrategyNumber:
+				strategy = BTLessEqualStrategyNumber;
+				break;
+		}
+	}
+	return strategy;
+}
+
+/* Parses one usable clause; returns false when it is not one. */
+static bool
+parse_clause(Expr *clause, Index relid, ArrowStatCond *cond)
+{
+	Oid			cmpproc;
+
+	if (IsA(clause, OpExpr))
+	{
+		OpExpr	   *op = (OpExpr *) clause;
+		Node	   *l,
+				   *r;
+		Var		   *var;
+		Const	   *cst;
+		bool		left;
+
+		if (list_length(op->args) != 2)
+			return false;
+		l = strip(linitial(op->args));
+		r = strip(lsecond(op->args));
+		if (is_our_var(l, relid) && r && IsA(r, Const))
+		{
+			var = (Var *) l;
+			cst = (Const *) r;
+			left = true;
+		}
+		else if (is_our_var(r, relid) && l && IsA(l, Const))
+		{
+			var = (Var *) r;
+			cst = (Const *) l;
+			left = false;
+		}
+		else
+			return false;
+		if (cst->constisnull)
+			return false;
+		cond->strategy = btree_strategy(op->opno, var->vartype, cst->consttype,
+										left, &cmpproc);
+		if (cond->strategy == 0)
+			return false;
+		cond->attno = var->varattno;
+		cond->n_values = 1;
+		cond->values = palloc(sizeof(Datum));
+		cond->values[0] = cst->constvalue;
+		fmgr_info(cmpproc, &cond->cmp);
+		cond->collation = op->inputcollid;
+		return true;
+	}
+	if (IsA(clause, ScalarArrayOpExpr))
+	{
+		ScalarArrayOpExpr *sa = (ScalarArrayOpExpr *) clause;
+		Node	   *l,
+				   *r;
+		Var		   *var;
+		Const	   *cst;
+		ArrayType  *arr;
+		Datum	   *elems;
+		bool	   *nulls;
+		int			n,
+					k = 0;
+		int16		elmlen;
+		bool		elmbyval;
+		char		elmalign;
+		Oid			elemtype;
+
+		if (!sa->useOr || list_length(sa->args) != 2)
+			return false;
+		l = strip(linitial(sa->args));
+		r = strip(lsecond(sa->args));
+		if (!is_our_var(l, relid) || !r || !IsA(r, Const) ||
+			((Const *) r)->constisnull)
+			return false;
+		var = (Var *) l;
+		cst = (Const *) r;
+		elemtype = get_element_type(cst->consttype);
+		if (!OidIsValid(elemtype))
+			return false;
+		if (btree_strategy(sa->opno, var->vartype, elemtype, true, &cmpproc) !=
+			BTEqualStrategyNumber)
+			return false;
+		arr = DatumGetArrayTypeP(cst->constvalue);
+		get_typlenbyvalalign(elemtype, &elmlen, &elmbyval, &elmalign);
+		deconstruct_array(arr, elemtype, elmlen, elmbyval, elmalign,
+						  &elems, &nulls, &n);
+		cond->attno = var->varattno;
+		cond->strategy = BTEqualStrategyNumber;
+		cond->values = palloc(sizeof(Datum) * Max(n, 1));
+		for (int i = 0; i < n; i++)
+			if (!nulls[i])
+				cond->values[k++] = elems[i];
+		cond->n_values = k;
+		fmgr_info(cmpproc, &cond->cmp);
+		cond->collation = sa->inputcollid;
+		return true;
+	}
+	return false;
+}
+
+static void
+usable_walk(Expr *e, Index relid, List **out)
+{
+	ArrowStatCond dummy;
+
+	if (IsA(e, RestrictInfo))
+		e = ((RestrictInfo *) e)->clause;
+	if (is_andclause(e))
+	{
+		ListCell   *lc;
+
+		foreach(lc, ((BoolExpr *) e)->args)
+			usable_walk(lfirst(lc), relid, out);
+		return;
+	}
+	memset(&dummy, 0, sizeof(dummy));
+	if (parse_clause(e, relid, &dummy))
+		*out = lappend(*out, e);
+}
+
+/*
+ * The clauses of 'exprs' (RestrictInfos or plain expressions, implicitly
+ * ANDed) that statistics can decide, as a list of plain expressions.
+ */
+List *
+arrow_stats_usable_clauses(List *exprs, Index relid)
+{
+	List	   *out = NIL;
+	ListCell   *lc;
+
+	foreach(lc, exprs)
+		usable_walk(lfirst(lc), relid, &out);
+	return out;
+}
+
+/*
+ * Prepares the clauses returned by arrow_stats_usable_clauses (with Vars of
+ * any varno: only the attribute numbers matter) for evaluation.
+ */
+ArrowStatCond *
+arrow_stats_prepare(List *clauses, int *n_conds)
+{
+	ArrowStatCond *conds = palloc0(sizeof(ArrowStatCond) * Max(list_length(clauses), 1));
+	ListCell   *lc;
+	int			n = 0;
+
+	foreach(lc, clauses)
+	{
+		Expr	   *e = lfirst(lc);
+		Var		   *v = NULL;
+		List	   *vars = pull_var_clause((Node *) e, 0);
+
+		if (list_length(vars) != 1)
+			continue;
+		v = linitial(vars);
+		if (parse_clause(e, v->varno, &conds[n]))
+			n++;
+	}
+	*n_conds = n;
+	return conds;
+}
+
+/* cmp(stat, value) */
+static inline int
+cmp_stat(const ArrowStatCond *c, Datum stat, Datum value)
+{
+	return DatumGetInt32(FunctionCall2Coll((FmgrInfo *) &c->cmp, c->collation,
+										   stat, value));
+}
+
+/*
+ * True when no row of 'batch' can satisfy every condition according to its
+ * statistics.  convs and fields are indexed by attno - 1 (fields: the
+ * top-level field of the column, -1 when none).
+ */
+bool
+arrow_stats_skip_batch(const ArrowStatCond *conds, int n_conds,
+					   const ArrowConv *convs, const int *fields,
+					   const ArrowBatchInfo *batch)
+{
+	if (!pg_warp_arrow_stats_skip || batch->metadata.count == 0)
+		return false;
+	for (int i = 0; i < n_conds; i++)
+	{
+		const ArrowStatCond *c = &conds[i];
+		const ArrowConv *conv = &convs[c->attno - 1];
+		int			field = fields[c->attno - 1];
+		char		key[64];
+		const char *smin,
+				   *smax;
+		Datum		dmin,
+					dmax;
+		bool		has_min,
+					has_max;
+		bool		is_float = arrow_conv_is_float(conv);
+
+		if (field < 0)
+			continue;
+		snprintf(key, sizeof(key), "pg_warp.min.%d", field);
+		smin = arrow_metadata_get(&batch->metadata, key);
+		snprintf(key, sizeof(key), "pg_warp.max.%d", field);
+		smax = arrow_metadata_get(&batch->metadata, key);
+		has_min = smin && arrow_conv_stat(conv, smin, &dmin);
+		has_max = smax && arrow_conv_stat(conv, smax, &dmax) && !is_float;
+
+		switch (c->strategy)
+		{
+			case BTLessStrategyNumber:
+				if (has_min && cmp_stat(c, dmin, c->values[0]) >= 0)
+					return true;
+				break;
+			case BTLessEqualStrategyNumber:
+				if (has_min && cmp_stat(c, dmin, c->values[0]) > 0)
+					return true;
+				break;
+			case BTGreaterStrategyNumber:
+				if (has_max && cmp_stat(c, dmax, c->values[0]) <= 0)
+					return true;
+				break;
+			case BTGreaterEqualStrategyNumber:
+				if (has_max && cmp_stat(c, dmax, c->values[0]) < 0)
+					return true;
+				break;
+			case BTEqualStrategyNumber:
+				{
+					/*
+					 * Every value of the list is below the minimum or above
+					 * the maximum.  (For floats only the minimum is used: a
+					 * NaN constant sorts above every maximum but equals the
+					 * NaN rows that statistics leave out.)
+					 */
+					bool		all_out = has_min || has_max;
+
+					for (int k = 0; k < c->n_values && all_out; k++)
+					{
+						if (has_min && cmp_stat(c, dmin, c->values[k]) > 0)
+							continue;
+						if (has_max && cmp_stat(c, dmax, c->values[k]) < 0)
+							continue;
+						all_out = false;
+					}
+					if (all_out)
+						return true;
+					break;
+				}
+		}
+	}
+	return false;
+}
