@@ -1202,7 +1202,6 @@ main(int argc, char **argv)
 	sigset_t	block;
 	double		start;
 	int			rc;
-	bool		append_opened = false;
 
 	parse_options(argc, argv, &opts);
 	if (opts.dump)
@@ -1390,10 +1389,7 @@ interrupted:
 	snprintf(errbuf, sizeof(errbuf), "interrupted");
 fail:
 	if (ex.writer)
-	{
 		arrow_writer_abort(ex.writer);
-		append_opened = opts.append != NULL;
-	}
 	close_workers(&ex);
 	{
 		size_t		len = strlen(errbuf);
@@ -1402,7 +1398,7 @@ fail:
 			errbuf[--len] = '\0';
 	}
 	report("%s", errbuf);
-	if (append_opened)
+	if (opts.append && access(opts.append, F_OK) == 0)
 		report("\"%s\" is unchanged", opts.append);
 	return 1;
 }
