@@ -12,6 +12,7 @@
  *
  *-------------------------------------------------------------------------
  */
+#include <arpa/inet.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -31,6 +32,10 @@
 #define NUMERIC_NAN			0xC000
 #define NUMERIC_PINF		0xD000
 #define NUMERIC_NINF		0xF000
+
+/* inet address families of the binary format (PGSQL_AF_INET in inet.h) */
+#define PGSQL_AF_INET		(AF_INET + 0)
+#define PGSQL_AF_INET6		(AF_INET + 1)
 
 /* Largest value length PostgreSQL can send (1 GB) */
 #define MAX_VALUE_LEN		0x40000000
@@ -374,6 +379,50 @@ decode_numeric(ArrowBuilder *b, const PgColumn *col, const char *p,
 	}
 }
 
+/*
+ * Formats a binary inet/cidr value (family, bits, is_cidr, address length,
+ * address) as PostgreSQL's output function does: the address, then "/bits"
+ * unless an inet value has every bit of its family (cidr always shows it).
+ * Returns the length written, or -1 for a malformed value.
+ */
+static int
+format_inet(const char *p, int32_t len, char *buf, size_t buflen)
+{
+	int			family,
+				bits,
+				is_cidr,
+				nb,
+				maxbits,
+				n;
+
+	if (len < 4)
+		return -1;
+	family = (unsigned char) p[0];
+	bits = (unsigned char) p[1];
+	is_cidr = p[2];
+	nb = (unsigned char) p[3];
+	if (family == PGSQL_AF_INET && nb == 4 && len == 8)
+	{
+		maxbits = 32;
+		n = snprintf(buf, buflen, "%u.%u.%u.%u", (unsigned char) p[4],
+					 (unsigned char) p[5], (unsigned char) p[6], (unsigned char) p[7]);
+	}
+	else if (family == PGSQL_AF_INET6 && nb == 16 && len == 20)
+	{
+		maxbits = 128;
+		if (inet_ntop(AF_INET6, p + 4, buf, buflen) == NULL)
+			return -1;
+		n = strlen(buf);
+	}
+	else
+		return -1;
+	if (bits > maxbits)
+		return -1;
+	if (bits != maxbits || is_cidr)
+		n += snprintf(buf + n, buflen - n, "/%d", bits);
+	return n;
+}
+
 /* Index of an enum label (len bytes at p) in col's dictionary, or -1 */
 static int32_t
 enum_index(const PgColumn *col, const char *p, int32_t len)
@@ -589,6 +638,10 @@ decode_value(ArrowBuilder *b, const PgColumn *col, const char *p,
 				}
 			case PK_TIME:
 				EXPECT_LEN(8);
+				if (get64(p) == USECS_PER_DAY)
+					return decode_fail(ctx, col,
+									   "time 24:00:00 is outside the range of Arrow's time64 (a day, from 00:00:00)\n"
+									   "hint: cast the column to text or interval in the query");
 				stat_int(st, get64(p));
 				rc = arrow_append_int(b, get64(p), &err);
 				break;
@@ -636,6 +689,29 @@ decode_value(ArrowBuilder *b, const PgColumn *col, const char *p,
 				EXPECT_LEN(16);
 				rc = arrow_append_bytes(b, p, 16, &err);
 				break;
+			case PK_INET:
+				{
+					char		text[INET6_ADDRSTRLEN + 8];
+					int			n = format_inet(p, len, text, sizeof(text));
+
+					if (n < 0)
+						return decode_fail(ctx, col, "malformed inet value");
+					rc = arrow_append_bytes(b, text, n, &err);
+					break;
+				}
+			case PK_MACADDR:
+			case PK_MACADDR8:
+				{
+					char		text[24];
+					int			n = 0;
+
+					EXPECT_LEN(col->kind == PK_MACADDR ? 6 : 8);
+					for (int i = 0; i < len; i++)
+						n += snprintf(text + n, sizeof(text) - n, i ? ":%02x" : "%02x",
+									  (unsigned char) p[i]);
+					rc = arrow_append_bytes(b, text, n, &err);
+					break;
+				}
 			case PK_ENUM:
 				{
 					int32_t		idx = enum_index(col, p, len);

@@ -694,8 +694,8 @@ build_worker_sql(Export *ex, PGconn *conn, char *errbuf, size_t errlen)
 }
 
 /*
- * The COPY command of a worker.  When some column needs a cast (types that
- * travel as text, float2), the query is wrapped and its columns renamed
+ * The COPY command of a worker.  When some column needs a cast (float2),
+ * the query is wrapped and its columns renamed
  * positionally, so that any column names (also duplicates) work.
  */
 static char *
@@ -1060,7 +1060,7 @@ print_progress(Export *ex, double start, bool last)
 		if (pct > 100)
 			pct = 100;
 		if (last)
-			snprintf(extra, sizeof(extra), ", %.0f%%", pct);
+			snprintf(extra, sizeof(extra), ", 100%%");
 		else if (rate > 0 && rows < ex->total_rows)
 		{
 			int			eta = (int) ((ex->total_rows - rows) / rate);

@@ -42,7 +42,7 @@ typedef enum PgKind
 	PK_FLOAT4,
 	PK_FLOAT8,
 	PK_NUMERIC,
-	PK_TEXT,					/* text, varchar, name, bpchar, json, text casts */
+	PK_TEXT,					/* text, varchar, name, bpchar, json */
 	PK_JSONB,
 	PK_BYTEA,
 	PK_DATE,
@@ -52,6 +52,9 @@ typedef enum PgKind
 	PK_TIMESTAMPTZ,
 	PK_INTERVAL,
 	PK_UUID,
+	PK_INET,					/* inet, cidr: as their text output */
+	PK_MACADDR,
+	PK_MACADDR8,
 	PK_ENUM,
 	PK_ARRAY,
 	PK_COMPOSITE
@@ -84,7 +87,7 @@ typedef struct PgColumn
 	int64_t		dict_id;		/* PK_ENUM: the Arrow dictionary id */
 	int32_t		n_children;		/* PK_ARRAY: 1, PK_COMPOSITE: attributes */
 	struct PgColumn *children;
-	const char *cast;			/* top level: SQL cast to apply, or NULL */
+	const char *cast;			/* top level: SQL cast to apply (float2), or NULL */
 	bool		stats;			/* top level: keep min/max per batch */
 } PgColumn;
 

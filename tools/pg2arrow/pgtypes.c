@@ -237,24 +237,23 @@ set_numeric(Resolver *r, PgColumn *col, int typmod)
 }
 
 /*
- * Types that travel as their text form: the query casts them (the column,
- * or the elements of an array column) to text.  Deeper inside composites
- * no cast can be added, so there they are an error.
+ * float2 (pg_warp's half-precision type) travels as float4: the query casts
+ * the column, or the elements of an array column, to float4 (exact).  Deeper
+ * inside composites no cast can be added, so there it is an error.
  */
 static bool
-set_cast(Resolver *r, PgColumn *col, PgColumn *top, bool direct,
-		 const char *type, PgKind kind, const char *scalar, const char *array)
+set_float2(Resolver *r, PgColumn *col, PgColumn *top, bool direct)
 {
 	if (!direct)
 	{
 		snprintf(r->errbuf, r->errlen,
-				 "column \"%s\" has type %s inside a composite type, which pg2arrow cannot convert\n"
+				 "column \"%s\" has type float2 inside a composite type, which pg2arrow cannot convert\n"
 				 "hint: cast the column in the query, e.g. \"%s\"::text",
-				 col->path, type, top->name);
+				 col->path, top->name);
 		return false;
 	}
-	col->kind = kind;
-	top->cast = (top == col) ? scalar : array;
+	col->kind = PK_FLOAT2;
+	top->cast = (top == col) ? "float4" : "float4[]";
 	return true;
 }
 
@@ -310,8 +309,7 @@ resolve_column(Resolver *r, PgColumn *col, unsigned int oid, int typmod,
 							  depth + 1, top, direct && col == top);
 	}
 	if (is_float2)
-		return set_cast(r, col, top, direct, "float2", PK_FLOAT2,
-						"float4", "float4[]");
+		return set_float2(r, col, top, direct);
 
 	switch (ti.typtype == 'b' ? oid : 0)
 	{
@@ -372,10 +370,14 @@ resolve_column(Resolver *r, PgColumn *col, unsigned int oid, int typmod,
 			return true;
 		case INETOID:
 		case CIDROID:
+			col->kind = PK_INET;
+			return true;
 		case MACADDROID:
+			col->kind = PK_MACADDR;
+			return true;
 		case MACADDR8OID:
-			return set_cast(r, col, top, direct, ti.typname, PK_TEXT,
-							"text", "text[]");
+			col->kind = PK_MACADDR8;
+			return true;
 		default:
 			break;
 	}
@@ -384,6 +386,38 @@ resolve_column(Resolver *r, PgColumn *col, unsigned int oid, int typmod,
 			 "hint: cast it in the query to a supported type, e.g. \"%s\"::text",
 			 col->path, col->pg_type, top->name);
 	return false;
+}
+
+/*
+ * The protocol describes a domain-typed column by its base type.  For a
+ * column that comes straight from a table, the table's attribute gives the
+ * declared type (domain included); *oid and *typmod are replaced by it.
+ */
+static bool
+table_column_type(Resolver *r, unsigned int relid, int attnum,
+				  unsigned int *oid, int *typmod)
+{
+	char		relbuf[16],
+				attbuf[16];
+	const char *params[2] = {relbuf, attbuf};
+	PGresult   *res;
+
+	snprintf(relbuf, sizeof(relbuf), "%u", relid);
+	snprintf(attbuf, sizeof(attbuf), "%d", attnum);
+	res = catalog_query(r,
+						"SELECT atttypid, atttypmod FROM pg_catalog.pg_attribute"
+						" WHERE attrelid = $1::pg_catalog.oid AND attnum = $2::int2"
+						" AND NOT attisdropped",
+						2, params);
+	if (res == NULL)
+		return false;
+	if (PQntuples(res) == 1)
+	{
+		*oid = (unsigned int) strtoul(PQgetvalue(res, 0, 0), NULL, 10);
+		*typmod = atoi(PQgetvalue(res, 0, 1));
+	}
+	PQclear(res);
+	return true;
 }
 
 /*
@@ -403,10 +437,16 @@ pgtypes_resolve(PGconn *conn, const PGresult *desc, const TypeOptions *opts,
 	*columns_out = cols;
 	for (int i = 0; i < n; i++)
 	{
+		unsigned int oid = PQftype(desc, i);
+		int			typmod = PQfmod(desc, i);
+
 		cols[i].name = xstrdup(PQfname(desc, i));
 		cols[i].path = xstrdup(cols[i].name);
-		if (!resolve_column(&r, &cols[i], PQftype(desc, i), PQfmod(desc, i),
-							0, &cols[i], true))
+		if (PQftable(desc, i) != InvalidOid && PQftablecol(desc, i) > 0 &&
+			!table_column_type(&r, PQftable(desc, i), PQftablecol(desc, i),
+							   &oid, &typmod))
+			return false;
+		if (!resolve_column(&r, &cols[i], oid, typmod, 0, &cols[i], true))
 			return false;
 	}
 	return true;
@@ -479,6 +519,9 @@ arrow_type_of(const PgColumn *col, ArrowType *t)
 		case PK_TEXT:
 		case PK_JSONB:
 		case PK_ENUM:
+		case PK_INET:
+		case PK_MACADDR:
+		case PK_MACADDR8:
 			t->id = ARROW_TYPE_UTF8;
 			break;
 		case PK_BYTEA:
