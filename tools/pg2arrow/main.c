@@ -251,7 +251,7 @@ usage(void)
 		   progname, progname, progname, DEFAULT_NUMERIC_SCALE);
 }
 
-/* Splits a comma-separated list into a new array; *n gets the count */
+/* Splits a comma-separated list into a new array of new strings; *n gets the count */
 static char **
 split_list(const char *s, int *n)
 {
@@ -261,7 +261,8 @@ split_list(const char *s, int *n)
 
 	*n = 0;
 	for (char *tok = strtok_r(copy, ",", &save); tok; tok = strtok_r(NULL, ",", &save))
-		items[(*n)++] = tok;
+		items[(*n)++] = xstrdup(tok);
+	free(copy);
 	return items;
 }
 
@@ -1170,9 +1171,12 @@ write_dictionaries(Export *ex, const PgColumn *cols, int n, char *errbuf,
 	return true;
 }
 
-/* Frees the connections and cancel objects (the transactions end with them) */
+/*
+ * Frees the connections and cancel objects (the transactions end with them)
+ * and everything else the export allocated.
+ */
 static void
-close_workers(Export *ex)
+free_export(Export *ex)
 {
 	n_cancels = 0;
 	for (int i = 0; i < ex->n_workers; i++)
@@ -1182,8 +1186,30 @@ close_workers(Export *ex)
 		cancels[i] = NULL;
 		if (ex->workers[i].conn != NULL)
 			PQfinish(ex->workers[i].conn);
-		ex->workers[i].conn = NULL;
+		free(ex->workers[i].sql);
+		free(ex->workers[i].copy);
+		free(ex->workers[i].carry);
+		batch_free(&ex->workers[i].batch);
 	}
+	batch_free(&ex->final);
+	free(ex->workers);
+	pgtypes_free(ex->columns, ex->n_columns);
+	arrow_schema_free(NULL, &ex->schema);
+	pthread_mutex_destroy(&ex->final_lock);
+	pthread_mutex_destroy(&ex->error_lock);
+}
+
+/* Frees what parse_options allocated */
+static void
+free_options(Options *opts)
+{
+	for (int i = 0; i < opts->n_keys; i++)
+		free(opts->keys[i]);
+	free(opts->keys);
+	for (int i = 0; i < opts->n_stat_cols; i++)
+		free(opts->stat_cols[i]);
+	free(opts->stat_cols);
+	free(opts->sets);
 }
 
 int
@@ -1205,7 +1231,11 @@ main(int argc, char **argv)
 
 	parse_options(argc, argv, &opts);
 	if (opts.dump)
-		return dump_arrow_file(opts.dump);
+	{
+		rc = dump_arrow_file(opts.dump);
+		free_options(&opts);
+		return rc;
+	}
 
 	memset(&ex, 0, sizeof(ex));
 	ex.opts = &opts;
@@ -1382,7 +1412,11 @@ main(int argc, char **argv)
 	}
 	if (opts.progress)
 		print_progress(&ex, start, true);
-	close_workers(&ex);
+	free_export(&ex);
+	free_options(&opts);
+	free(tmp_path);
+	free(snapshot);
+	free(password);
 	return 0;
 
 interrupted:
@@ -1390,7 +1424,7 @@ interrupted:
 fail:
 	if (ex.writer)
 		arrow_writer_abort(ex.writer);
-	close_workers(&ex);
+	free_export(&ex);
 	{
 		size_t		len = strlen(errbuf);
 
@@ -1400,5 +1434,9 @@ fail:
 	report("%s", errbuf);
 	if (opts.append && access(opts.append, F_OK) == 0)
 		report("\"%s\" is unchanged", opts.append);
+	free_options(&opts);
+	free(tmp_path);
+	free(snapshot);
+	free(password);
 	return 1;
 }
