@@ -10,8 +10,8 @@
  * with COPY (...) TO STDOUT (FORMAT binary), builds record batches of about
  * --segment-size bytes, serializes them itself and writes them into the one
  * output file with arrow_writer_put_serialized (which reserves a file range
- * atomically).  The rows left at the end of a worker are decoded again into
- * one shared final batch, so the file has no tiny batches.
+ * atomically).  The rows left at the end of each worker are merged into one
+ * shared final batch (see merge_leftovers), so the file has no tiny batches.
  *
  * The output is written under a temporary name in the target directory and
  * renamed when complete; any failure (query error, a worker failing, disk
@@ -803,38 +803,49 @@ flush_batch(Export *ex, BatchState *bs, char *errbuf, size_t errlen)
 }
 
 /*
- * Hands a worker's last partial batch to the shared final batch: its raw
- * tuples are decoded again into ex->final, which is written whenever it
- * reaches the segment size (the rest at the end of the export).
+ * Hands a worker's last partial batch to the shared final batch.  The
+ * smaller of the two is decoded again (from its kept raw tuples) into the
+ * larger one, which becomes the final batch: the first worker to finish
+ * hands its batch over without any work.  The final batch is written
+ * whenever it reaches the segment size, the rest at the end of the export.
  */
 static bool
 merge_leftovers(Worker *w, char *errbuf, size_t errlen)
 {
 	Export	   *ex = w->ex;
-	BatchState *bs = &w->batch;
+	BatchState *from = &w->batch;
 	size_t		pos = 0;
 	bool		ok = true;
 
 	pthread_mutex_lock(&ex->final_lock);
-	while (ok && pos < bs->raw_len)
+	if (from->raw_len > ex->final.raw_len)
+	{
+		BatchState	tmp = ex->final;
+
+		ex->final = *from;
+		*from = tmp;
+	}
+	while (ok && pos < from->raw_len)
 	{
 		size_t		len;
 
-		if (copy_tuple_length(bs->raw + pos, bs->raw_len - pos, ex->n_columns,
+		if (copy_tuple_length(from->raw + pos, from->raw_len - pos, ex->n_columns,
 							  &len, errbuf, errlen) != 1)
 		{
 			snprintf(errbuf, errlen, "kept rows of worker %d are damaged", w->id);
 			ok = false;
 			break;
 		}
-		ok = decode_tuple(&ex->final, ex->columns, bs->raw + pos, len, 0,
+		ok = decode_tuple(&ex->final, ex->columns, from->raw + pos, len, 0,
 						  errbuf, errlen);
 		pos += len;
 		if (ok && batch_body_size(&ex->final) >= ex->opts->segment_size)
 			ok = flush_batch(ex, &ex->final, errbuf, errlen);
 	}
+	if (ok && batch_body_size(&ex->final) >= ex->opts->segment_size)
+		ok = flush_batch(ex, &ex->final, errbuf, errlen);
 	pthread_mutex_unlock(&ex->final_lock);
-	batch_reset(bs);
+	batch_reset(from);
 	return ok;
 }
 
@@ -958,7 +969,8 @@ worker_run(Worker *w, char *errbuf, size_t errlen)
 {
 	Export	   *ex = w->ex;
 	PGresult   *res = PQexec(w->conn, w->copy);
-	int64_t		counted = 0;
+	int64_t		counted = 0,
+				bytes = 0;
 	char	   *buf;
 	int			n;
 
@@ -977,10 +989,18 @@ worker_run(Worker *w, char *errbuf, size_t errlen)
 		PQfreemem(buf);
 		if (!ok)
 			return false;
-		atomic_fetch_add(&ex->bytes, n);
-		atomic_fetch_add(&ex->rows, w->rows - counted);
-		counted = w->rows;
+		/* shared counters for --progress, updated now and then */
+		bytes += n;
+		if (w->rows - counted >= 4096)
+		{
+			atomic_fetch_add(&ex->bytes, bytes);
+			atomic_fetch_add(&ex->rows, w->rows - counted);
+			counted = w->rows;
+			bytes = 0;
+		}
 	}
+	atomic_fetch_add(&ex->bytes, bytes);
+	atomic_fetch_add(&ex->rows, w->rows - counted);
 	if (n == -2)
 	{
 		snprintf(errbuf, errlen, "query failed: %s", PQerrorMessage(w->conn));
@@ -1335,7 +1355,8 @@ main(int argc, char **argv)
 		if (!batch_init(&ex.workers[i].batch, &ex.schema, ex.columns,
 						ex.n_workers > 1, errbuf, sizeof(errbuf)))
 			goto fail;
-	if (!batch_init(&ex.final, &ex.schema, ex.columns, false, errbuf, sizeof(errbuf)))
+	if (!batch_init(&ex.final, &ex.schema, ex.columns, ex.n_workers > 1,
+					errbuf, sizeof(errbuf)))
 		goto fail;
 
 	/* run */
