@@ -463,6 +463,35 @@ def test_query_errors_leave_no_file(tmp_path):
     assert leftovers(tmp_path) == ["f.arrow"]
 
 
+@pytest.fixture
+def small_fs(tmp_path):
+    """A 512 kB tmpfs (needs root; skipped where mounting is not allowed)."""
+    mnt = tmp_path / "small"
+    mnt.mkdir()
+    r = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=512k", "tmpfs", str(mnt)],
+                       capture_output=True, text=True)
+    if r.returncode != 0:
+        pytest.skip("cannot mount a tmpfs here: " + r.stderr.strip())
+    try:
+        yield mnt
+    finally:
+        subprocess.run(["umount", str(mnt)], check=False)
+
+
+def test_disk_full(small_fs):
+    out = small_fs / "full.arrow"
+    r = p2a("-t", "big", "-n", "2", "-s", "64k", "-o", str(out), check=False)
+    assert r.returncode != 0 and "No space left on device" in r.stderr
+    assert os.listdir(small_fs) == []
+    # --append that runs out of space leaves the file as it was
+    p2a("-o", str(out), "-c", "SELECT id, s FROM big WHERE id <= 100")
+    original = out.read_bytes()
+    r = p2a("--append", str(out), "-s", "64k", "-c", "SELECT id, s FROM big", check=False)
+    assert r.returncode != 0 and "No space left on device" in r.stderr
+    assert out.read_bytes() == original
+    assert os.listdir(small_fs) == ["full.arrow"]
+
+
 @pytest.mark.parametrize("signo", [signal.SIGINT, signal.SIGTERM])
 def test_interrupt_leaves_no_file(tmp_path, signo):
     out = tmp_path / "i.arrow"
@@ -523,3 +552,20 @@ def test_network_types_print_like_postgres(tmp_path):
     assert t.column("m").to_pylist() == [e[2] for e in expect]
     assert t.column("arr").to_pylist() == [[e[0], None] for e in expect]
     assert t.column("p").to_pylist() == [{"x": e[3], "y": e[4]} for e in expect]
+
+
+def test_append_enum_labels(tmp_path):
+    out = tmp_path / "e.arrow"
+    psql("""CREATE TYPE color AS ENUM ('red', 'green');
+            CREATE TABLE paint (id int, c color, cs color[]);
+            INSERT INTO paint VALUES (1, 'red', '{green}'), (2, 'green', NULL)""")
+    p2a("-o", str(out), "-c", "SELECT * FROM paint")
+    p2a("--append", str(out), "-c", "SELECT * FROM paint")
+    t = read(out)
+    assert t.column("c").to_pylist() == ["red", "green"] * 2
+    assert t.column("cs").to_pylist() == [["green"], None] * 2
+    original = out.read_bytes()
+    psql("ALTER TYPE color ADD VALUE 'blue'")
+    r = p2a("--append", str(out), "-c", "SELECT * FROM paint", check=False)
+    assert r.returncode != 0 and "labels of enum type color differ" in r.stderr
+    assert out.read_bytes() == original
