@@ -45,8 +45,8 @@ def find_pg2arrow(arg):
 
 def make_synthetic(db, table, rows):
     """A table with the columns and types of SSB lineorder."""
-    psql(db, f"""DROP TABLE IF EXISTS {table};
-        CREATE TABLE {table} AS SELECT
+    psql(db, f"DROP TABLE IF EXISTS {table}")
+    psql(db, f"""CREATE TABLE {table} AS SELECT
           (i / 4 + 1)::int8 AS lo_orderkey, (i % 7 + 1)::int4 AS lo_linenumber,
           (i * 7919 % 30000 + 1)::int4 AS lo_custkey, (i * 104729 % 200000 + 1)::int4 AS lo_partkey,
           (i * 31 % 2000 + 1)::int4 AS lo_suppkey,
@@ -57,8 +57,8 @@ def make_synthetic(db, table, rows):
           (i % 900000 * 3)::int4 AS lo_revenue, (i % 60000)::int4 AS lo_supplycost,
           (i % 9)::int4 AS lo_tax, (19920101 + (i % 2400) / 365 * 10000 + 101)::int4 AS lo_commitdate,
           (ARRAY['AIR','MAIL','SHIP','RAIL','TRUCK','FOB','REG AIR'])[i % 7 + 1]::char(10) AS lo_shipmode
-        FROM generate_series(0, {rows - 1}) i;
-        VACUUM ANALYZE {table};""")
+        FROM generate_series(0::int8, {rows - 1}) i""")
+    psql(db, f"VACUUM ANALYZE {table}")
 
 
 def conn_uri(db):
@@ -134,6 +134,7 @@ def chart(results, path):
     ax.set_xscale("log", base=2)
     ax.set_xlabel("workers / partitions")
     ax.set_ylabel("million rows per second")
+    ax.set_ylim(bottom=0)
     ax.set_title("PostgreSQL -> Arrow export")
     ax.grid(True, alpha=0.3)
     ax.legend()
