@@ -983,9 +983,15 @@ worker_run(Worker *w, char *errbuf, size_t errlen)
 	PQclear(res);
 	while ((n = PQgetCopyData(w->conn, &buf, 0)) > 0)
 	{
-		bool		ok = !atomic_load(&ex->stop) && !interrupted &&
-			consume(w, buf, n, errbuf, errlen);
+		bool		ok;
 
+		if (atomic_load(&ex->stop) || interrupted)
+		{
+			PQfreemem(buf);
+			snprintf(errbuf, errlen, "stopped");
+			return false;
+		}
+		ok = consume(w, buf, n, errbuf, errlen);
 		PQfreemem(buf);
 		if (!ok)
 			return false;
@@ -1092,12 +1098,17 @@ print_progress(Export *ex, double start, bool last)
 		else
 			snprintf(extra, sizeof(extra), ", %.0f%%", pct);
 	}
+	if (last)
+	{
+		int64_t		nb = atomic_load(&ex->batches);
+
+		snprintf(extra + strlen(extra), sizeof(extra) - strlen(extra),
+				 ", %" PRId64 " record batch%s", nb, nb == 1 ? "" : "es");
+	}
 	fprintf(stderr, "%s%s: %" PRId64 " rows, %.1f MB, %.0f rows/s, %.1f MB/s%s%s",
 			tty ? "\r" : "", progname, rows, mb, rate,
 			elapsed > 0 ? mb / elapsed : 0, extra,
-			tty && !last ? "\033[K" : "\n");
-	if (tty && last)
-		fputc('\n', stderr);
+			!tty ? "\n" : last ? "\033[K\n" : "\033[K");
 	fflush(stderr);
 }
 
@@ -1546,8 +1557,9 @@ main(int argc, char **argv)
 	return 0;
 
 interrupted:
-	snprintf(errbuf, sizeof(errbuf), "interrupted");
 fail:
+	if (interrupted)
+		snprintf(errbuf, sizeof(errbuf), "interrupted");
 	if (ex.writer)
 		arrow_writer_abort(ex.writer);
 	free_export(&ex);
