@@ -10,8 +10,11 @@
  * batches of every worker concurrently into one Arrow file.
  *
  * Source files:
- *	main.c		options, connections, the snapshot, workers, progress,
- *				signals, the temporary file and its rename
+ *	main.c		options, the export's steps, progress, signals, the
+ *				temporary file and its rename
+ *	session.c	connections, the snapshot, per-worker SQL and COPY commands
+ *	worker.c	worker threads: binary COPY stream, batches, leftovers
+ *	dictionary.c enum dictionaries: written to new files, checked on append
  *	pgtypes.c	PostgreSQL types -> Arrow fields (catalog look-ups)
  *	decode.c	binary COPY tuples -> Arrow builders, batch statistics
  *	dump.c		--dump: the layout of an Arrow file
@@ -21,6 +24,9 @@
 #ifndef PG2ARROW_H
 #define PG2ARROW_H
 
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -30,6 +36,8 @@
 #include "arrow.h"
 
 #define PG2ARROW_VERSION	"0.1.0"
+#define MAX_WORKERS			1024
+#define ERRLEN				2048	/* size of error message buffers */
 
 /* How a PostgreSQL value is decoded (after domains are resolved) */
 typedef enum PgKind
@@ -130,8 +138,84 @@ typedef struct BatchState
 	size_t		raw_cap;
 } BatchState;
 
-/* in main.c: allocation that ends the program when memory runs out (used
- * only before the output file exists) */
+/* Command-line options */
+typedef struct Options
+{
+	const char *dbname;
+	const char *host;
+	const char *port;
+	const char *user;
+	int			password_mode;	/* -1 never (-w), 0 when asked, 1 always (-W) */
+	const char *command;
+	const char *table;
+	const char *output;
+	const char *append;
+	const char *ctid_table;
+	int			n_workers;
+	char	  **keys;			/* -k, n_keys entries */
+	int			n_keys;
+	int64_t		segment_size;
+	bool		stat_all;		/* -S without a list */
+	char	  **stat_cols;		/* -S COL1,COL2 */
+	int			n_stat_cols;
+	char	  **sets;			/* --set NAME:VALUE */
+	int			n_sets;
+	bool		progress;
+	const char *dump;
+	TypeOptions types;
+} Options;
+
+struct Export;
+
+/* One worker: a connection, its query, the batch it is building */
+typedef struct Worker
+{
+	struct Export *ex;
+	int			id;
+	PGconn	   *conn;
+	char	   *sql;			/* the query, macros replaced */
+	char	   *copy;			/* the COPY command that runs it */
+	pthread_t	thread;
+	bool		started;
+	BatchState	batch;
+	int64_t		rows;			/* rows decoded by this worker */
+	char	   *carry;			/* bytes of an incomplete tuple (or header) */
+	size_t		carry_len;
+	size_t		carry_cap;
+	bool		header_done;
+	bool		trailer_seen;
+} Worker;
+
+/* The whole export */
+typedef struct Export
+{
+	Options    *opts;
+	PgColumn   *columns;
+	int32_t		n_columns;
+	ArrowSchema schema;
+	ArrowWriter *writer;
+	int			n_workers;
+	Worker	   *workers;
+	BatchState	final;			/* leftovers of the workers; under final_lock */
+	pthread_mutex_t final_lock;
+	pthread_mutex_t error_lock;
+	char		error[ERRLEN];	/* the first failure; under error_lock */
+	atomic_bool stop;			/* a worker failed: everyone stops */
+	atomic_int_fast64_t rows;	/* for --progress */
+	atomic_int_fast64_t bytes;	/* COPY bytes received */
+	atomic_int_fast64_t batches;	/* record batches written */
+	double		total_rows;		/* estimate for --progress, 0: unknown */
+} Export;
+
+/* in main.c */
+/* set by SIGINT/SIGTERM; the handler cancels the queries of cancels[] */
+extern volatile sig_atomic_t interrupted;
+extern PGcancel *cancels[MAX_WORKERS];
+extern volatile sig_atomic_t n_cancels;
+/* report an error and exit: only before the output file exists */
+extern void fatal(const char *fmt,...)
+			__attribute__((format(printf, 1, 2), noreturn));
+/* allocation that calls fatal() when memory runs out */
 extern void *xmalloc(size_t size);
 extern void *xcalloc(size_t n, size_t size);
 extern char *xstrdup(const char *s);
@@ -165,6 +249,34 @@ extern bool batch_stats_metadata(const BatchState *bs,
 								 size_t errlen);
 extern int	copy_tuple_length(const char *p, size_t avail, int32_t n_columns,
 							  size_t *len, char *errbuf, size_t errlen);
+
+/* in session.c */
+extern char *prompt_password(void);
+extern PGconn *connect_db(const Options *opts, char **password, char *errbuf,
+						  size_t errlen);
+extern bool exec_command(PGconn *conn, const char *sql, char *errbuf,
+						 size_t errlen);
+extern bool apply_sets(PGconn *conn, const Options *opts, char *errbuf,
+					   size_t errlen);
+extern char *query_value(PGconn *conn, const char *sql, const char *param,
+						 char *errbuf, size_t errlen);
+extern bool build_worker_sql(Export *ex, PGconn *conn, char *errbuf,
+							 size_t errlen);
+extern char *build_copy(const Export *ex, const char *sql);
+extern bool open_worker(Export *ex, int i, const char *snapshot,
+						char **password, char *errbuf, size_t errlen);
+
+/* in worker.c */
+extern void set_failure(Export *ex, const char *msg);
+extern bool flush_batch(Export *ex, BatchState *bs, char *errbuf,
+						size_t errlen);
+extern void *worker_main(void *arg);
+
+/* in dictionary.c */
+extern bool write_dictionaries(Export *ex, const PgColumn *cols, int n,
+							   char *errbuf, size_t errlen);
+extern bool check_append_dictionaries(Export *ex, const char *path,
+									  char *errbuf, size_t errlen);
 
 /* in dump.c */
 extern int	dump_arrow_file(const char *path);
