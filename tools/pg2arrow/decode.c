@@ -189,24 +189,24 @@ numeric_to_scaled(const char *digits, int ndigits, int weight, bool neg,
 
 			if (div == 0 || d % div != 0)
 			{
-				*why = "has more fraction digits than the scale";
+				*why = "has more fraction digits than the scale of";
 				return false;
 			}
 			term = d / div;
 		}
 		else if (e > 38)
 		{
-			*why = "does not fit";
+			*why = "does not fit in";
 			return false;
 		}
 		else if (__builtin_mul_overflow((__int128) d, pow10_i128(e), &term))
 		{
-			*why = "does not fit";
+			*why = "does not fit in";
 			return false;
 		}
 		if (__builtin_add_overflow(v, term, &v) || v >= limit)
 		{
-			*why = "does not fit";
+			*why = "does not fit in";
 			return false;
 		}
 	}
@@ -325,7 +325,7 @@ decode_numeric(ArrowBuilder *b, const PgColumn *col, const char *p,
 								sizeof(text)) < 0)
 				snprintf(text, sizeof(text), "(%d digits)", ndigits * 4);
 			return decode_fail(ctx, col,
-							   "numeric value %s %s of decimal128(%d, %d)\n"
+							   "numeric value %s %s decimal128(%d, %d)\n"
 							   "hint: use --numeric-scale=N, --numeric=float8 or --numeric=text, or cast the column to numeric(p,s)",
 							   text, why, col->precision, col->scale);
 		}
