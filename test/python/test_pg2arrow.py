@@ -305,6 +305,12 @@ def test_option_errors(tmp_path):
     assert r.returncode != 0 and "exactly one" in r.stderr
     r = p2a("-t", "big", "-o", out, "--append", out, check=False)
     assert r.returncode != 0
+    psql("CREATE VIEW bigview AS SELECT * FROM big")
+    r = p2a("-t", "bigview", "-n", "2", "-o", out, check=False)
+    assert r.returncode != 0 and "not a table" in r.stderr and "$(WORKER_ID)" in r.stderr
+    p2a("-t", "bigview", "-o", out)
+    assert read(out).num_rows == 20000
+    os.unlink(out)
     r = p2a("--stat=s", "-t", "big", "-o", out, check=False)
     assert r.returncode != 0 and 'column "s" has type text' in r.stderr
     assert leftovers(tmp_path) == []

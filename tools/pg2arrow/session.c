@@ -190,15 +190,26 @@ build_worker_sql(Export *ex, PGconn *conn, char *errbuf, size_t errlen)
 	if (rel != NULL)
 	{
 		char	   *v;
+		char		relkind = '?';
 
 		v = query_value(conn,
 						"SELECT pg_catalog.pg_relation_size(c.oid) / pg_catalog.current_setting('block_size')::int8"
-						" || ' ' || c.reltuples FROM pg_catalog.pg_class c WHERE c.oid = $1::pg_catalog.regclass",
+						" || ' ' || c.reltuples || ' ' || c.relkind::text"
+						" FROM pg_catalog.pg_class c WHERE c.oid = $1::pg_catalog.regclass",
 						rel, errbuf, errlen);
 		if (v == NULL)
 			return false;
-		sscanf(v, "%" SCNd64 " %lf", &nblocks, &ex->total_rows);
+		sscanf(v, "%" SCNd64 " %lf %c", &nblocks, &ex->total_rows, &relkind);
 		free(v);
+		/* ctid ranges split the heap blocks of one table */
+		if (ex->n_workers > 1 && relkind != 'r' && relkind != 'm')
+		{
+			snprintf(errbuf, errlen,
+					 "cannot split \"%s\" into ctid ranges: it is not a table (relkind '%c')\n"
+					 "hint: use -c with a query that uses $(WORKER_ID), e.g. WHERE id %% $(N_WORKERS) = $(WORKER_ID)",
+					 rel, relkind);
+			return false;
+		}
 	}
 	for (int i = 0; i < ex->n_workers; i++)
 	{
