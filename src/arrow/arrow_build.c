@@ -580,15 +580,16 @@ push_bit(ArrowBuilder *b, bool bit, bool valid, ArrowError *err)
 	return ARROW_OK;
 }
 
-/* Appends a UTF8/BINARY slot (len bytes at v; a null has len 0) */
+/*
+ * The data offset after len more bytes in a UTF8/BINARY builder, or an
+ * error when int32 offsets (or int64) cannot hold it.
+ */
 static int
-push_var(ArrowBuilder *b, const void *v, size_t len, bool valid, ArrowError *err)
+var_end(const ArrowBuilder *b, size_t len, int64_t *end, ArrowError *err)
 {
-	int64_t		end;
-
-	if (len > (size_t) INT64_MAX || arrow_add_overflow(b->data.len, (int64_t) len, &end))
+	if (len > (size_t) INT64_MAX || arrow_add_overflow(b->data.len, (int64_t) len, end))
 		return arrow_set_error(err, ARROW_ERR_ARGUMENT, "value too large");
-	if (!b->large && end > INT32_MAX)
+	if (!b->large && *end > INT32_MAX)
 	{
 		char		d[192];
 
@@ -597,6 +598,18 @@ push_var(ArrowBuilder *b, const void *v, size_t len, bool valid, ArrowError *err
 							   "%s: more than 2 GiB of data in one batch (int32 offsets); "
 							   "write smaller batches or use a large_ type", d);
 	}
+	return ARROW_OK;
+}
+
+/* Appends a UTF8/BINARY slot (len bytes at v; a null has len 0) */
+static int
+push_var(ArrowBuilder *b, const void *v, size_t len, bool valid, ArrowError *err)
+{
+	int64_t		end;
+	int			rc;
+
+	if ((rc = var_end(b, len, &end, err)) != ARROW_OK)
+		return rc;
 	if (gb_reserve(b, &b->data, (int64_t) len, err) != ARROW_OK ||
 		gb_reserve(b, &b->offsets, offset_width(b), err) != ARROW_OK ||
 		push_validity(b, valid, err) != ARROW_OK)
@@ -923,7 +936,10 @@ arrow_append_decimal(ArrowBuilder *b, ArrowDecimal128 v, ArrowError *err)
 	return push_fixed(b, &v, true, err);
 }
 
-/* Strict UTF-8: no overlong forms, no surrogates, nothing above U+10FFFF */
+/*
+ * Strict UTF-8: no overlong forms, no surrogates, nothing above U+10FFFF.
+ * Runs of ASCII are checked 8 bytes at a time.
+ */
 static bool
 utf8_valid(const uint8_t *s, size_t len)
 {
@@ -935,7 +951,17 @@ utf8_valid(const uint8_t *s, size_t len)
 		size_t		n;
 		uint32_t	cp;
 		uint32_t	min;
+		uint64_t	word;
 
+		if (len - i >= 8)
+		{
+			memcpy(&word, s + i, 8);
+			if ((word & 0x8080808080808080ULL) == 0)
+			{
+				i += 8;
+				continue;
+			}
+		}
 		if (c < 0x80)
 		{
 			i++;
@@ -973,6 +999,7 @@ int
 arrow_append_bytes(ArrowBuilder *b, const void *v, size_t len, ArrowError *err)
 {
 	int			rc = append_start(b, err);
+	int64_t		end;
 	char		d[192];
 
 	if (rc != ARROW_OK)
@@ -983,6 +1010,9 @@ arrow_append_bytes(ArrowBuilder *b, const void *v, size_t len, ArrowError *err)
 	{
 		case ARROW_TYPE_UTF8:
 		case ARROW_TYPE_LARGE_UTF8:
+			/* a value too large fails before the validation reads it */
+			if ((rc = var_end(b, len, &end, err)) != ARROW_OK)
+				return rc;
 			if (!utf8_valid(v, len))
 			{
 				describe(b, d, sizeof(d));

@@ -30,6 +30,7 @@
 
 #include <lz4frame.h>
 #include <zstd.h>
+#include <zstd_errors.h>
 
 #define LZ4_MAX_RATIO		256
 #define ZSTD_MAX_RATIO		65536
@@ -106,8 +107,12 @@ lz4_decompress(ArrowCodecCtx *cc, const uint8_t *src, size_t src_len,
 		ret = LZ4F_decompress(cc->lz4, dst + produced, &dst_size,
 							  src + consumed, &src_size, NULL);
 		if (LZ4F_isError(ret))
+		{
+			if (LZ4F_getErrorCode(ret) == LZ4F_ERROR_allocation_failed)
+				return arrow_set_error(err, ARROW_ERR_NOMEM, "out of memory decompressing lz4");
 			return arrow_set_error(err, ARROW_ERR_INVALID, "corrupt lz4 frame: %s",
 								   LZ4F_getErrorName(ret));
+		}
 		produced += dst_size;
 		consumed += src_size;
 		if (ret == 0)
@@ -143,8 +148,12 @@ zstd_decompress(ArrowCodecCtx *cc, const uint8_t *src, size_t src_len,
 	}
 	ret = ZSTD_decompressDCtx(cc->zstd, dst, expected, src, src_len);
 	if (ZSTD_isError(ret))
+	{
+		if (ZSTD_getErrorCode(ret) == ZSTD_error_memory_allocation)
+			return arrow_set_error(err, ARROW_ERR_NOMEM, "out of memory decompressing zstd");
 		return arrow_set_error(err, ARROW_ERR_INVALID, "corrupt zstd frame: %s",
 							   ZSTD_getErrorName(ret));
+	}
 	if (ret != expected)
 		return arrow_set_error(err, ARROW_ERR_INVALID,
 							   "zstd frame holds %zu bytes, %zu declared", ret, expected);

@@ -7,9 +7,11 @@
  * Every value has exactly one form.  The choices the document leaves to us,
  * also written down there:
  *	- separators are ", " and ": ";
- *	- in strings, '"' and '\' are escaped as \" and \\, every control
- *	  character (below U+0020) as \u00xx (lowercase hex), everything else is
- *	  copied as UTF-8;
+ *	- in strings, '"' and '\' are escaped as \" and \\; the control
+ *	  characters (U+0000 to U+001F, U+007F to U+009F) and the line and
+ *	  paragraph separators U+2028 and U+2029 as \uxxxx (lowercase hex), so
+ *	  that no JSON line splits where a reader splits lines; everything else
+ *	  is copied as UTF-8;
  *	- a byte of a utf8 value (or of a name or metadata string) that is not
  *	  part of a well-formed UTF-8 sequence becomes \ufffd, so the output is
  *	  always valid JSON; well-formed means no overlong forms, no surrogates,
@@ -85,34 +87,34 @@ append_string(ArrowStrBuf *buf, const uint8_t *s, int64_t len, ArrowError *err)
 	{
 		uint8_t		c = s[i];
 		int			n = utf8_sequence_length(s + i, len - i);
+		uint32_t	cp = c;
 		char		esc[8];
 		const char *rep = NULL;
 
-		if (n == 1 && c >= 0x20 && c != '"' && c != '\\')
-		{
-			i++;
-			continue;
-		}
-		if (n > 1)
-		{
-			i += n;
-			continue;
-		}
+		if (n == 2)
+			cp = ((c & 0x1fu) << 6) | (s[i + 1] & 0x3fu);
+		else if (n == 3)
+			cp = ((c & 0x0fu) << 12) | ((s[i + 1] & 0x3fu) << 6) | (s[i + 2] & 0x3fu);
 		if (n == 0)
 			rep = "\\ufffd";
 		else if (c == '"')
 			rep = "\\\"";
 		else if (c == '\\')
 			rep = "\\\\";
+		else if (cp < 0x20 || (cp >= 0x7f && cp <= 0x9f) || cp == 0x2028 || cp == 0x2029)
+		{
+			snprintf(esc, sizeof(esc), "\\u%04x", (unsigned) cp);
+			rep = esc;
+		}
 		else
 		{
-			snprintf(esc, sizeof(esc), "\\u%04x", c);
-			rep = esc;
+			i += n;				/* copied as it is */
+			continue;
 		}
 		if (arrow_strbuf_append(buf, (const char *) s + run, i - run, err) != ARROW_OK ||
 			arrow_strbuf_append(buf, rep, strlen(rep), err) != ARROW_OK)
 			return ARROW_ERR_NOMEM;
-		i++;
+		i += n > 0 ? n : 1;
 		run = i;
 	}
 	if (arrow_strbuf_append(buf, (const char *) s + run, i - run, err) != ARROW_OK)

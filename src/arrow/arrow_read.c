@@ -120,6 +120,7 @@ typedef struct DictValueField
 {
 	int64_t		id;
 	ArrowField	field;			/* the encoded field, has_dictionary false */
+	bool		seen;			/* a dictionary batch for id was read */
 } DictValueField;
 
 /* ArrowFile.priv */
@@ -668,6 +669,7 @@ collect_dict_fields(ArrowFile *file, const ArrowField *f, ArrowError *err)
 		arr[priv->n_dict_fields].id = f->dictionary.id;
 		arr[priv->n_dict_fields].field = *f;
 		arr[priv->n_dict_fields].field.has_dictionary = false;
+		arr[priv->n_dict_fields].seen = false;
 		priv->n_dict_fields++;
 		return ARROW_OK;		/* no dictionaries inside (parse_field) */
 	}
@@ -732,12 +734,6 @@ message_free(const ArrowFile *file, Message *m)
 {
 	arrow_free(file->alloc, m->data);
 	m->data = NULL;
-}
-
-static const char *
-version_name(int16_t v)
-{
-	return v == METADATA_V4 ? "V4" : v == METADATA_V5 ? "V5" : "older than V4";
 }
 
 /*
@@ -805,8 +801,8 @@ read_message(const ArrowFile *file, int64_t offset, int64_t block_meta_len,
 	if (m->version != METADATA_V4 && m->version != METADATA_V5)
 	{
 		arrow_set_error(err, ARROW_ERR_UNSUPPORTED,
-						"unsupported metadata version %d (%s) of the message at offset %lld",
-						m->version + 1, version_name(m->version), (long long) offset);
+						"unsupported metadata version V%d of the message at offset %lld",
+						m->version + 1, (long long) offset);
 		goto fail;
 	}
 	m->body_offset = offset + meta_len;
@@ -822,6 +818,17 @@ read_message(const ArrowFile *file, int64_t offset, int64_t block_meta_len,
 fail:
 	message_free(file, m);
 	return err->code;
+}
+
+/*
+ * ArrowFile.metadata_version is the lowest version of the footer and the
+ * messages: pyarrow, asked for V4, writes V4 messages under a V5 footer.
+ */
+static void
+note_version(ArrowFile *file, const Message *m)
+{
+	if (file->metadata_version == 0 || m->version + 1 < file->metadata_version)
+		file->metadata_version = m->version + 1;
 }
 
 static void
@@ -1008,7 +1015,7 @@ add_dictionary(ArrowFile *file, const Message *m, bool in_file, ArrowError *err)
 {
 	ReaderPriv *priv = file->priv;
 	ArrowDictionaryBatchInfo d;
-	const DictValueField *dv;
+	DictValueField *dv;
 	FbTable		data;
 	bool		has_data;
 	char		what[64];
@@ -1021,20 +1028,14 @@ add_dictionary(ArrowFile *file, const Message *m, bool in_file, ArrowError *err)
 	snprintf(what, sizeof(what), "dictionary batch %d", file->n_dictionaries);
 	if (!has_data)
 		return arrow_set_error(err, ARROW_ERR_INVALID, "%s has no data", what);
-	dv = find_dict_field(file, d.id);
+	dv = (DictValueField *) find_dict_field(file, d.id);
 	if (dv == NULL)
 		return arrow_set_error(err, ARROW_ERR_INVALID, "%s is for dictionary id %lld, which no field uses",
 							   what, (long long) d.id);
-	if (in_file && !d.is_delta)
-	{
-		for (int32_t i = 0; i < file->n_dictionaries; i++)
-		{
-			if (file->dictionaries[i].id == d.id)
-				return arrow_set_error(err, ARROW_ERR_INVALID,
-									   "%s replaces dictionary %lld, which the file format does not allow",
-									   what, (long long) d.id);
-		}
-	}
+	if (in_file && !d.is_delta && dv->seen)
+		return arrow_set_error(err, ARROW_ERR_INVALID,
+							   "%s replaces dictionary %lld, which the file format does not allow",
+							   what, (long long) d.id);
 	if (parse_batch(file, m, &data, &dv->field, 1, &d.batch, what, err) != ARROW_OK)
 		return err->code;
 	if (file->n_dictionaries == priv->dicts_cap)
@@ -1053,6 +1054,7 @@ add_dictionary(ArrowFile *file, const Message *m, bool in_file, ArrowError *err)
 		priv->dicts_cap = cap;
 	}
 	file->dictionaries[file->n_dictionaries++] = d;
+	dv->seen = true;
 	return ARROW_OK;
 }
 
@@ -1082,6 +1084,7 @@ read_block(ArrowFile *file, const uint8_t *block, bool dictionary, int32_t index
 							   kind, index, (long long) offset, meta_len, (long long) body_len);
 	if (read_message(file, offset, meta_len, &m, &eos, err) != ARROW_OK)
 		return err->code;
+	note_version(file, &m);
 	if (m.body_length != body_len)
 		rc = arrow_set_error(err, ARROW_ERR_INVALID,
 							 "%s block %d says the body has %lld bytes, its message %lld",
@@ -1150,8 +1153,8 @@ read_file_format(ArrowFile *file, ArrowError *err)
 		goto fail;
 	if (version != METADATA_V4 && version != METADATA_V5)
 	{
-		arrow_set_error(err, ARROW_ERR_UNSUPPORTED, "unsupported metadata version %d (%s) in the footer",
-						version + 1, version_name(version));
+		arrow_set_error(err, ARROW_ERR_UNSUPPORTED, "unsupported metadata version V%d in the footer",
+						version + 1);
 		goto fail;
 	}
 	file->metadata_version = version + 1;
@@ -1202,6 +1205,7 @@ read_stream_format(ArrowFile *file, ArrowError *err)
 			return err->code;
 		if (eos)
 			break;
+		note_version(file, &m);
 		if (!have_schema)
 		{
 			if (m.header_type != HEADER_SCHEMA)
@@ -1210,7 +1214,6 @@ read_stream_format(ArrowFile *file, ArrowError *err)
 									 m.header_type);
 			else
 			{
-				file->metadata_version = m.version + 1;
 				rc = parse_schema(file, &m.header, err);
 				if (rc == ARROW_OK)
 					rc = prepare_schema(file, err);
@@ -1451,6 +1454,7 @@ typedef struct Loader
 	BatchPriv  *bp;
 	ArrowCodecCtx *codec;
 	int32_t		visible;		/* file->dictionaries[0..visible) apply */
+	int64_t		concat_limit;	/* most values concat_slices may make */
 	char		what[64];		/* "record batch 3" */
 	ArrowError *err;
 } Loader;
@@ -1953,6 +1957,11 @@ copy_bits(uint8_t *dst, int64_t at, const uint8_t *src, int64_t start, int64_t n
 /*
  * Concatenates the slices (validated arrays of field f) into *out, memory
  * from the arena.  Used for a dictionary and its deltas.
+ *
+ * Null, struct and fixed-size-list arrays may claim any length without data
+ * behind it, and concatenating costs at least a bit per value, so no level
+ * may hold more than L->concat_limit values (the bits of the dictionary
+ * batches' bodies): such a dictionary is refused rather than blown up.
  */
 static int
 concat_slices(Loader *L, const ArrowField *f, const Slice *s, int n, ArrowArray *out)
@@ -1967,7 +1976,8 @@ concat_slices(Loader *L, const ArrowField *f, const Slice *s, int n, ArrowArray 
 	out->field = f;
 	for (int i = 0; i < n; i++)
 	{
-		total += s[i].length;	/* bounded by validated buffer sizes */
+		if (arrow_add_overflow(total, s[i].length, &total) || total > L->concat_limit)
+			return load_error(L, f, "concatenated dictionary has more values than its batches hold");
 		for (int64_t r = 0; s[i].a->validity != NULL && r < s[i].length; r++)
 			nulls += !get_bit(s[i].a->validity, s[i].start + r);
 	}
@@ -2143,6 +2153,7 @@ get_dictionary(Loader *L, const ArrowField *f, const ArrowArray **out)
 	LoadedDict *ld;
 	int32_t		start = -1;
 	int			n = 0;
+	int64_t		bytes = 0;		/* body bytes of the pieces */
 	ArrowArray *pieces;
 	ArrowArray *result;
 
@@ -2188,6 +2199,7 @@ get_dictionary(Loader *L, const ArrowField *f, const ArrowArray **out)
 		snprintf(sub.what, sizeof(sub.what), "dictionary batch %d", i);
 		if (load_array(&sub, &dv->field, &pieces[n]) != ARROW_OK)
 			return L->err->code;
+		bytes += file->dictionaries[i].batch.body_length;
 		n++;
 	}
 	if (n == 1)
@@ -2204,6 +2216,7 @@ get_dictionary(Loader *L, const ArrowField *f, const ArrowArray **out)
 			s[i].start = 0;
 			s[i].length = pieces[i].length;
 		}
+		L->concat_limit = bytes * 8 + 64;
 		if (concat_slices(L, &dv->field, s, n, result) != ARROW_OK)
 			return L->err->code;
 	}

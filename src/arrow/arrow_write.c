@@ -120,6 +120,7 @@ struct ArrowWriter
 	pthread_mutex_t block_lock; /* the block lists and dicts[].written */
 	BlockList	dict_blocks;
 	BlockList	batch_blocks;
+	bool		touched;		/* atomic: a write to the file was started */
 	bool		failed;			/* the file was removed or restored */
 	ArrowError	fail_err;		/* the error that made it fail */
 	/* appending */
@@ -705,8 +706,21 @@ writer_new(const char *path, const ArrowAllocator *alloc, ArrowError *err)
 		arrow_free(alloc, w);
 		return NULL;
 	}
-	pthread_rwlock_init(&w->io_lock, NULL);
-	pthread_mutex_init(&w->block_lock, NULL);
+	if (pthread_rwlock_init(&w->io_lock, NULL) != 0)
+	{
+		arrow_set_error(err, ARROW_ERR_NOMEM, "could not initialize a lock");
+		arrow_free(alloc, w->path);
+		arrow_free(alloc, w);
+		return NULL;
+	}
+	if (pthread_mutex_init(&w->block_lock, NULL) != 0)
+	{
+		arrow_set_error(err, ARROW_ERR_NOMEM, "could not initialize a lock");
+		pthread_rwlock_destroy(&w->io_lock);
+		arrow_free(alloc, w->path);
+		arrow_free(alloc, w);
+		return NULL;
+	}
 	return w;
 }
 
@@ -743,6 +757,8 @@ undo_file(ArrowWriter *w, ArrowError *err)
 		if (!ok)
 			io_error(&uerr, "could not remove", w->path);
 	}
+	else if (!__atomic_load_n(&w->touched, __ATOMIC_SEQ_CST))
+		ok = true;				/* nothing written: nothing to put back */
 	else
 	{
 		ok = ftruncate(w->fd, (off_t) w->orig_size) == 0;
@@ -795,9 +811,9 @@ failed_error(ArrowWriter *w, ArrowError *err)
 	return w->fail_err.code;
 }
 
-/* Makes room in l for one more block, for a write about to start */
+/* Makes room in l for one more block besides those promised */
 static int
-promise_block(ArrowWriter *w, BlockList *l, ArrowError *err)
+block_room(ArrowWriter *w, BlockList *l, ArrowError *err)
 {
 	if (l->n + l->in_flight >= l->cap)
 	{
@@ -812,7 +828,6 @@ promise_block(ArrowWriter *w, BlockList *l, ArrowError *err)
 		l->items = items;
 		l->cap = cap;
 	}
-	l->in_flight++;
 	return ARROW_OK;
 }
 
@@ -828,6 +843,7 @@ writer_put(ArrowWriter *w, const uint8_t *data, int64_t len, int32_t meta_len,
 {
 	BlockList  *l = dict ? &w->dict_blocks : &w->batch_blocks;
 	WriterBlock blk;
+	bool		write_failed = false;
 	int			rc = ARROW_OK;
 
 	pthread_mutex_lock(&w->block_lock);
@@ -844,8 +860,9 @@ writer_put(ArrowWriter *w, const uint8_t *data, int64_t len, int32_t meta_len,
 			}
 		}
 	}
-	if (rc == ARROW_OK)
-		rc = promise_block(w, l, err);
+	/* the slot for the block is promised now: recording it cannot fail */
+	if (rc == ARROW_OK && (rc = block_room(w, l, err)) == ARROW_OK)
+		l->in_flight++;
 	pthread_mutex_unlock(&w->block_lock);
 	if (rc != ARROW_OK)
 		return rc;
@@ -858,7 +875,9 @@ writer_put(ArrowWriter *w, const uint8_t *data, int64_t len, int32_t meta_len,
 		blk.offset = __atomic_fetch_add(&w->next_offset, len, __ATOMIC_SEQ_CST);
 		blk.meta_len = meta_len;
 		blk.body_len = len - meta_len;
+		__atomic_store_n(&w->touched, true, __ATOMIC_SEQ_CST);
 		rc = pwrite_all(w->fd, data, (size_t) len, blk.offset, w->path, err);
+		write_failed = rc != ARROW_OK;
 	}
 	pthread_rwlock_unlock(&w->io_lock);
 
@@ -872,7 +891,7 @@ writer_put(ArrowWriter *w, const uint8_t *data, int64_t len, int32_t meta_len,
 	}
 	pthread_mutex_unlock(&w->block_lock);
 
-	if (rc != ARROW_OK && !w->failed)
+	if (write_failed)
 		writer_fail(w, err);
 	return rc;
 }
@@ -983,11 +1002,10 @@ static int
 add_old_block(ArrowWriter *w, BlockList *l, const ArrowBatchInfo *bi,
 			  int64_t *end, ArrowError *err)
 {
-	int			rc = promise_block(w, l, err);
+	int			rc = block_room(w, l, err);
 
 	if (rc != ARROW_OK)
 		return rc;
-	l->in_flight--;
 	l->items[l->n].offset = bi->message_offset;
 	l->items[l->n].meta_len = (int32_t) (bi->body_offset - bi->message_offset);
 	l->items[l->n].body_len = bi->body_length;
@@ -1133,7 +1151,15 @@ arrow_writer_open_append(const char *path, const ArrowSchema *schema,
 	if (w->fd < 0)
 		rc = io_error(err, "could not open", path);
 	else if (flock(w->fd, LOCK_EX | LOCK_NB) != 0)
-		rc = io_error(err, "could not lock (another writer?)", path);
+	{
+		int			e = errno;
+
+		rc = arrow_set_error(err, ARROW_ERR_IO,
+							 "could not lock \"%s\" (is another process appending to it?): %s",
+							 path, strerror(e));
+		if (err != NULL)
+			err->sys_errno = e;
+	}
 	else if (fstat(w->fd, &st) != 0)
 		rc = io_error(err, "could not stat", path);
 	else if (!S_ISREG(st.st_mode))
@@ -1164,16 +1190,12 @@ arrow_writer_schema(const ArrowWriter *w)
  * ------------------------------------------------------------------------
  */
 
-/*
- * Serializes a record batch of 'schema' from one builder per top-level
- * field, all of the same length; on success the builders are reset.  The
- * result is independent of any writer (see arrow_writer_put_serialized).
- */
-int
-arrow_batch_serialize(const ArrowSchema *schema, ArrowBuilder **columns,
-					  const ArrowMetadata *metadata,
-					  const ArrowAllocator *alloc,
-					  ArrowSerializedBatch *out, ArrowError *err)
+/* arrow_batch_serialize without resetting the builders */
+static int
+serialize_record_batch(const ArrowSchema *schema, ArrowBuilder **columns,
+					   const ArrowMetadata *metadata,
+					   const ArrowAllocator *alloc,
+					   ArrowSerializedBatch *out, ArrowError *err)
 {
 	int64_t		n_rows = 0;
 	int			rc;
@@ -1194,13 +1216,32 @@ arrow_batch_serialize(const ArrowSchema *schema, ArrowBuilder **columns,
 								   (long long) arrow_builder_length(columns[i]),
 								   schema->fields[0].name, (long long) n_rows);
 	}
-	rc = serialize_batch(arrow_alloc_or_default(alloc), columns, schema->n_fields,
-						 n_rows, NULL, metadata, out, err);
+	return serialize_batch(arrow_alloc_or_default(alloc), columns, schema->n_fields,
+						   n_rows, NULL, metadata, out, err);
+}
+
+static void
+reset_columns(const ArrowSchema *schema, ArrowBuilder **columns)
+{
+	for (int32_t i = 0; i < schema->n_fields; i++)
+		arrow_builder_reset(columns[i]);
+}
+
+/*
+ * Serializes a record batch of 'schema' from one builder per top-level
+ * field, all of the same length; on success the builders are reset.  The
+ * result is independent of any writer (see arrow_writer_put_serialized).
+ */
+int
+arrow_batch_serialize(const ArrowSchema *schema, ArrowBuilder **columns,
+					  const ArrowMetadata *metadata,
+					  const ArrowAllocator *alloc,
+					  ArrowSerializedBatch *out, ArrowError *err)
+{
+	int			rc = serialize_record_batch(schema, columns, metadata, alloc, out, err);
+
 	if (rc == ARROW_OK)
-	{
-		for (int32_t i = 0; i < schema->n_fields; i++)
-			arrow_builder_reset(columns[i]);
-	}
+		reset_columns(schema, columns);
 	return rc;
 }
 
@@ -1237,13 +1278,13 @@ arrow_writer_write_batch(ArrowWriter *w, ArrowBuilder **columns,
 
 	if (w == NULL)
 		return arrow_set_error(err, ARROW_ERR_ARGUMENT, "no writer");
-	if (w->failed)
-		return failed_error(w, err);
-	rc = arrow_batch_serialize(&w->schema, columns, metadata, w->alloc, &sb, err);
+	rc = serialize_record_batch(&w->schema, columns, metadata, w->alloc, &sb, err);
 	if (rc != ARROW_OK)
 		return rc;
 	rc = writer_put(w, sb.data, sb.length, sb.metadata_length, NULL, err);
 	arrow_serialized_batch_free(&sb);
+	if (rc == ARROW_OK)
+		reset_columns(&w->schema, columns);
 	return rc;
 }
 
@@ -1265,8 +1306,6 @@ arrow_writer_write_dictionary(ArrowWriter *w, int64_t id, ArrowBuilder *values,
 
 	if (w == NULL)
 		return arrow_set_error(err, ARROW_ERR_ARGUMENT, "no writer");
-	if (w->failed)
-		return failed_error(w, err);
 	for (int32_t i = 0; i < w->n_dicts; i++)
 	{
 		if (w->dicts[i].id == id)
@@ -1318,7 +1357,8 @@ encode_blocks(FbBuilder *fb, BlockList *l)
 	uint8_t    *le;
 	FbRef		vec;
 
-	qsort(l->items, l->n, sizeof(WriterBlock), block_cmp);
+	if (l->n > 1)
+		qsort(l->items, l->n, sizeof(WriterBlock), block_cmp);
 	le = arrow_calloc(fb->alloc, l->n + 1, 24, NULL);
 	if (le == NULL)
 	{
@@ -1377,6 +1417,7 @@ write_footer(ArrowWriter *w, ArrowError *err)
 		memcpy(buf + 8, fbdata, fblen);
 		fb_put_le32(buf + 8 + fblen, (uint32_t) fblen);
 		memcpy(buf + 12 + fblen, ARROW_MAGIC, ARROW_MAGIC_LEN);
+		w->touched = true;
 		rc = pwrite_all(w->fd, buf, (size_t) total, w->next_offset, w->path, err);
 	}
 	if (rc == ARROW_OK && ftruncate(w->fd, (off_t) (w->next_offset + total)) != 0)

@@ -270,6 +270,7 @@ parse_field(const JsonValue *j, ArrowField *f, char *msg)
 	const char *name;
 	const char *type;
 	const JsonValue *v;
+	char		tmp[MSG_LEN];
 
 	if (j->type != JSON_OBJECT)
 	{
@@ -291,8 +292,11 @@ parse_field(const JsonValue *j, ArrowField *f, char *msg)
 		set_msg(msg, "out of memory");
 		return false;
 	}
-	if (!parse_type(type, &f->type, msg))
+	if (!parse_type(type, &f->type, tmp))
+	{
+		set_msg(msg, "line %d: field \"%s\": %s", j->line, name, tmp);
 		return false;
+	}
 	f->nullable = true;
 	if ((v = json_get(j, "nullable")) != NULL)
 	{
@@ -335,7 +339,6 @@ parse_field(const JsonValue *j, ArrowField *f, char *msg)
 		const JsonValue *ordered = json_get(v, "ordered");
 		const char *itype = string_member(v, "index_type");
 		ArrowType	it;
-		char		tmp[MSG_LEN];
 
 		if (v->type != JSON_OBJECT || !check_keys(v, dkeys, "a dictionary", msg))
 		{
@@ -469,10 +472,14 @@ parse_float(const JsonValue *v, double *out)
 	}
 	if (v->type != JSON_NUMBER)
 		return false;
-	/* strtod rounds correctly; an overflow gives +-HUGE_VAL = infinity */
+	/*
+	 * strtod rounds correctly.  ERANGE also comes with subnormal and zero
+	 * results of an underflow, which are right; an overflow (to infinity)
+	 * is refused: infinities are written as strings.
+	 */
 	errno = 0;
 	*out = strtod(v->str, NULL);
-	return errno == 0 || isinf(*out) || *out == 0.0;
+	return !(errno == ERANGE && isinf(*out));
 }
 
 static int
