@@ -159,9 +159,10 @@ usage(void)
 		   "      --ctid-table=NAME     the table $(CTID_RANGE) splits (with -c)\n"
 		   "  -k, --parallel-keys=K1,K2,...  one worker per key, replacing $(PARALLEL_KEY)\n\n"
 		   "Format:\n"
-		   "  -s, --segment-size=SIZE   record batch size (default 256m; k, m, g suffixes)\n"
-		   "  -S, --stat[=COL1,COL2]    min/max statistics per record batch (all columns\n"
-		   "                            that allow them, or the ones listed)\n"
+		   "  -s, --segment-size=SIZE   record batch size (default 256m, at most 1g;\n"
+		   "                            k, m, g suffixes)\n"
+		   "  -S, --stat[=COL1,COL2]    min/max statistics per record batch: all columns\n"
+		   "                            that allow them (-S), or those listed (-SCOL1,COL2)\n"
 		   "      --numeric=MODE        unconstrained numeric as decimal (default), float8\n"
 		   "                            or text\n"
 		   "      --numeric-scale=N     scale of unconstrained numeric as decimal128(38, N)\n"
@@ -220,7 +221,8 @@ parse_size(const char *s)
 	}
 	if (*end == 'b' || *end == 'B')
 		end++;
-	if (*end != '\0' || v * mult > (double) ((int64_t) 1 << 40))
+	/* at most 1 GB: a batch plus one more value stays below Arrow's 2 GB offsets */
+	if (*end != '\0' || v * mult > (double) ((int64_t) 1 << 30))
 		return -1;
 	return (int64_t) (v * mult) > 0 ? (int64_t) (v * mult) : 1;
 }
@@ -331,7 +333,7 @@ parse_options(int argc, char **argv, Options *opts)
 				break;
 			case 's':
 				if ((opts->segment_size = parse_size(optarg)) < 0)
-					fatal("invalid segment size \"%s\" (examples: 64m, 1g, 500k)", optarg);
+					fatal("invalid segment size \"%s\": 1 byte to 1g (examples: 64m, 1g, 500k)", optarg);
 				break;
 			case 'S':
 				if (optarg == NULL)
