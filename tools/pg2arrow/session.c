@@ -141,7 +141,7 @@ replace_all(const char *s, const char *from, const char *to)
 	return out;
 }
 
-/* Runs a one-value query; returns the value (new string) or NULL */
+/* Runs a query; returns the first value of its first row (new string) or NULL */
 char *
 query_value(PGconn *conn, const char *sql, const char *param, char *errbuf,
 			size_t errlen)
@@ -150,7 +150,7 @@ query_value(PGconn *conn, const char *sql, const char *param, char *errbuf,
 								   NULL, NULL, 0);
 	char	   *v = NULL;
 
-	if (PQresultStatus(res) == PGRES_TUPLES_OK && PQntuples(res) == 1 &&
+	if (PQresultStatus(res) == PGRES_TUPLES_OK && PQntuples(res) >= 1 &&
 		!PQgetisnull(res, 0, 0))
 		v = xstrdup(PQgetvalue(res, 0, 0));
 	else
@@ -201,6 +201,20 @@ build_worker_sql(Export *ex, PGconn *conn, char *errbuf, size_t errlen)
 			return false;
 		sscanf(v, "%" SCNd64 " %lf %c", &nblocks, &ex->total_rows, &relkind);
 		free(v);
+		/* never analyzed (reltuples -1): the planner's estimate for --progress */
+		if (ex->total_rows < 0 && opts->table)
+		{
+			char	   *sql = xasprintf("EXPLAIN SELECT * FROM %s", opts->table);
+			const char *rows;
+
+			v = query_value(conn, sql, NULL, errbuf, errlen);
+			free(sql);
+			if (v == NULL)
+				return false;
+			if ((rows = strstr(v, " rows=")) != NULL)
+				ex->total_rows = strtod(rows + 6, NULL);
+			free(v);
+		}
 		/* ctid ranges split the heap blocks of one table */
 		if (ex->n_workers > 1 && relkind != 'r' && relkind != 'm')
 		{
