@@ -385,8 +385,8 @@ def test_one_snapshot(tmp_path):
         stderr=subprocess.PIPE, text=True)
     deadline = time.time() + 20
     while time.time() < deadline:
-        n = psql("SELECT count(*) FROM pg_stat_activity WHERE application_name = 'pg2arrow' "
-                 "AND query LIKE 'COPY%' AND state = 'active'")
+        n = psql("SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() "
+                 "AND query LIKE 'COPY (SELECT id, v%' AND state = 'active'")
         if n == "4":
             break
         time.sleep(0.01)
