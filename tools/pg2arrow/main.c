@@ -39,9 +39,10 @@
 #define DEFAULT_NUMERIC_SCALE	6
 
 /* Set by the signal handler; the cancel objects it uses are set up first */
-volatile sig_atomic_t interrupted = 0;
+atomic_int	interrupted = 0;
+_Static_assert(ATOMIC_INT_LOCK_FREE == 2, "signal handlers need lock-free atomic int");
 PGcancel   *cancels[MAX_WORKERS];
-volatile sig_atomic_t n_cancels = 0;
+atomic_int	n_cancels = 0;
 
 static const char *progname = "pg2arrow";
 

@@ -25,7 +25,6 @@
 #define PG2ARROW_H
 
 #include <pthread.h>
-#include <signal.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
@@ -208,10 +207,14 @@ typedef struct Export
 } Export;
 
 /* in main.c */
-/* set by SIGINT/SIGTERM; the handler cancels the queries of cancels[] */
-extern volatile sig_atomic_t interrupted;
+/*
+ * Set by SIGINT/SIGTERM, read by every thread; the handler cancels the
+ * queries of cancels[0 .. n_cancels - 1].  Lock-free atomics, so that both
+ * the handler and the threads may use them.
+ */
+extern atomic_int interrupted;
 extern PGcancel *cancels[MAX_WORKERS];
-extern volatile sig_atomic_t n_cancels;
+extern atomic_int n_cancels;
 /* report an error and exit: only before the output file exists */
 extern void fatal(const char *fmt,...)
 			__attribute__((format(printf, 1, 2), noreturn));
