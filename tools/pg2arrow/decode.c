@@ -74,6 +74,7 @@ arrow_fail(DecodeCtx *ctx, const PgColumn *col, const ArrowError *err)
 	return decode_fail(ctx, col, "%s", err->message);
 }
 
+/* Big-endian reads of the binary format (the caller checked the length) */
 static inline int16_t
 get16(const char *p)
 {

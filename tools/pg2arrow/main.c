@@ -77,6 +77,7 @@ fatal(const char *fmt,...)
 	exit(1);
 }
 
+/* malloc, calloc, strdup and asprintf that call fatal() on failure */
 void *
 xmalloc(size_t size)
 {
@@ -132,6 +133,7 @@ handle_signal(int signo)
 			PQcancel(cancels[i], errbuf, sizeof(errbuf));
 }
 
+/* --help */
 static void
 usage(void)
 {
@@ -406,6 +408,7 @@ parse_options(int argc, char **argv, Options *opts)
 		fatal("with -n/--num-workers, the query must use $(WORKER_ID) or $(CTID_RANGE) so that each worker reads other rows");
 }
 
+/* Monotonic clock in seconds */
 static double
 now_seconds(void)
 {
@@ -531,6 +534,13 @@ free_options(Options *opts)
 	free(opts->sets);
 }
 
+/*
+ * The export, step by step: options; the first connection (snapshot, --set,
+ * the query's columns); the other workers join the snapshot; the output file
+ * (temporary name, or --append); the worker threads; the shared final batch;
+ * footer and rename.  Every failure after the file exists goes to 'fail',
+ * which removes it (or restores the appended file).
+ */
 int
 main(int argc, char **argv)
 {

@@ -127,14 +127,13 @@ lookup_type(Resolver *r, unsigned int oid, int typmod, TypeInfo *ti)
 	return true;
 }
 
-/* Label order for bsearch over by_name: byte-wise, like the COPY bytes */
-static const PgColumn *sort_col;
-
+/* qsort_r comparator of label indexes: byte-wise, like the COPY bytes */
 static int
-cmp_label_index(const void *a, const void *b)
+cmp_label_index(const void *a, const void *b, void *arg)
 {
-	return strcmp(sort_col->labels[*(const int32_t *) a],
-				  sort_col->labels[*(const int32_t *) b]);
+	char	  **labels = arg;
+
+	return strcmp(labels[*(const int32_t *) a], labels[*(const int32_t *) b]);
 }
 
 /* Loads the labels of enum type oid into col, in enumsortorder. */
@@ -162,8 +161,8 @@ load_enum(Resolver *r, unsigned int oid, PgColumn *col)
 		col->by_name[i] = i;
 	}
 	PQclear(res);
-	sort_col = col;
-	qsort(col->by_name, col->n_labels, sizeof(int32_t), cmp_label_index);
+	qsort_r(col->by_name, col->n_labels, sizeof(int32_t), cmp_label_index,
+			col->labels);
 	col->dict_id = r->next_dict_id++;
 	return true;
 }

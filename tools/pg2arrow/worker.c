@@ -316,6 +316,10 @@ worker_run(Worker *w, char *errbuf, size_t errlen)
 	return merge_leftovers(w, errbuf, errlen);
 }
 
+/*
+ * Thread entry point: runs the worker and records its failure (prefixed
+ * with the worker number when there are several) for main to report.
+ */
 void *
 worker_main(void *arg)
 {
