@@ -369,6 +369,12 @@ def test_append_failures_leave_file_unchanged(tmp_path):
             check=False)
     assert r.returncode != 0 and "division by zero" in r.stderr
     assert out.read_bytes() == original
+    # one of three parallel workers fails after the others wrote batches
+    r = p2a("--append", str(out), "-n", "3", "-s", "16k", "-c",
+            "SELECT id, CASE WHEN id = 19000 THEN (1 / (id - 19000))::text ELSE s END AS s "
+            "FROM big WHERE id % 3 = $(WORKER_ID)", check=False)
+    assert r.returncode != 0 and "division by zero" in r.stderr and "worker 1" in r.stderr
+    assert out.read_bytes() == original
     assert leftovers(tmp_path) == ["a.arrow"]
 
 
