@@ -174,6 +174,11 @@ def test_delta_dictionaries(tmp_path, stream):
     with (ipc.new_stream if stream else ipc.new_file)(path, batches[0].schema, options=options) as w:
         for b in batches:
             w.write_batch(b)
-    table = (ipc.open_stream if stream else ipc.open_file)(path).read_all()
+    reader = (ipc.open_stream if stream else ipc.open_file)(path)
+    if stream:
+        read = list(reader)
+    else:
+        read = [reader.get_batch(i) for i in range(reader.num_record_batches)]
+    expected = [row for b in read for row in expected_rows(pa.Table.from_batches([b]))]
     _, rows = inspect_rows(path)
-    assert rows == expected_rows(table)
+    assert rows == expected
