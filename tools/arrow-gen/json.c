@@ -485,7 +485,7 @@ parse_object(JsonParser *ps, int depth)
 		}
 		if (strlen(key.data) != key.len)
 		{
-			parse_error(ps, "NUL character in an object key");
+			parse_error(ps, "object key with a U+0000 character (names are C strings in arrow.h)");
 			free(key.data);
 			break;
 		}
