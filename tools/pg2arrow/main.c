@@ -646,7 +646,7 @@ main(int argc, char **argv)
 		tmp_path = xasprintf("%s.pg2arrow-%d.tmp", opts.output, (int) getpid());
 		if (arrow_writer_create(tmp_path, &ex.schema, NULL, &ex.writer, &err) != ARROW_OK)
 		{
-			snprintf(errbuf, sizeof(errbuf), "cannot create \"%s\": %s", tmp_path, err.message);
+			snprintf(errbuf, sizeof(errbuf), "%s", err.message);	/* names the file */
 			goto fail;
 		}
 		if (!write_dictionaries(&ex, ex.columns, ex.n_columns, errbuf, sizeof(errbuf)))
@@ -655,8 +655,7 @@ main(int argc, char **argv)
 	else if (arrow_writer_open_append(opts.append, &ex.schema, NULL, &ex.writer,
 									  &err) != ARROW_OK)
 	{
-		snprintf(errbuf, sizeof(errbuf), "cannot append to \"%s\": %s", opts.append,
-				 err.message);
+		snprintf(errbuf, sizeof(errbuf), "%s", err.message);	/* names the file */
 		goto fail;
 	}
 	else if (!check_append_dictionaries(&ex, opts.append, errbuf, sizeof(errbuf)))
