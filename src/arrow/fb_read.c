@@ -87,12 +87,6 @@ fb_field_offset(const FbTable *t, int field)
 	return fb_le16(t->fb->data + t->vtable + slot);
 }
 
-bool
-fb_has(const FbTable *t, int field)
-{
-	return fb_field_offset(t, field) != 0;
-}
-
 /*
  * Position of a present field of 'size' bytes; 0 when absent, -1 (error
  * set) when it does not fit in the table.

@@ -313,6 +313,14 @@ test_values(void)
 	check_rows("seed-delta.file",
 			   "{\"row\": {\"d\": \"a\", \"v\": 1}}\n{\"row\": {\"d\": \"b\", \"v\": 2}}\n{\"row\": {\"d\": null, \"v\": 3}}\n"
 			   "{\"row\": {\"d\": \"c\", \"v\": 4}}\n{\"row\": {\"d\": \"a\", \"v\": null}}\n{\"row\": {\"d\": \"b\", \"v\": 6}}\n");
+	/* deltas of list, struct, fixed-size list, bool, large_utf8, float64 values */
+	check_rows("seed-delta-types.stream",
+			   "{\"row\": {\"dl\": [1, null], \"ds\": {\"a\": 1, \"b\": \"x\"}, \"df\": [1, 2], \"db\": true, \"dL\": \"p\", \"dd\": 1.5}}\n"
+			   "{\"row\": {\"dl\": null, \"ds\": null, \"df\": null, \"db\": null, \"dL\": null, \"dd\": null}}\n"
+			   "{\"row\": {\"dl\": null, \"ds\": null, \"df\": null, \"db\": null, \"dL\": null, \"dd\": null}}\n"
+			   "{\"row\": {\"dl\": [7, 8, 9], \"ds\": {\"a\": null, \"b\": \"yz\"}, \"df\": [null, 4], \"db\": false, \"dL\": \"qq\", \"dd\": -2}}\n"
+			   "{\"row\": {\"dl\": [1, null], \"ds\": {\"a\": 1, \"b\": \"x\"}, \"df\": [1, 2], \"db\": true, \"dL\": \"p\", \"dd\": 1.5}}\n"
+			   "{\"row\": {\"dl\": null, \"ds\": null, \"df\": null, \"db\": null, \"dL\": null, \"dd\": null}}\n");
 	/* replacement: the second batch sees x, y only */
 	check_rows("seed-replace.stream",
 			   "{\"row\": {\"d\": \"a\", \"v\": 1}}\n{\"row\": {\"d\": \"b\", \"v\": 2}}\n{\"row\": {\"d\": null, \"v\": 3}}\n"
@@ -1129,6 +1137,79 @@ test_built_schemas(void)
 }
 
 /* ------------------------------------------------------------------------
+ * fb_read on hand-made buffers
+ * ------------------------------------------------------------------------
+ */
+static void
+test_fb(void)
+{
+	/*
+	 * root offset 12; vtable at 4: size 8, table size 12, field 0 at +4,
+	 * field 1 at +8; table at 12: soffset 8, int32 field 0, offset to the
+	 * string "abc" at 24
+	 */
+	static const uint8_t good[32] = {
+		12, 0, 0, 0, 8, 0, 12, 0, 4, 0, 8, 0, 8, 0, 0, 0,
+		0x44, 0x33, 0x22, 0x11, 4, 0, 0, 0, 3, 0, 0, 0, 'a', 'b', 'c', 0
+	};
+	uint8_t		b[32];
+	FbReader	fb;
+	FbTable		t;
+	FbTable		sub;
+	FbVector	v;
+	ArrowError	err;
+	int32_t		i32;
+	int64_t		i64;
+	const char *str;
+	uint32_t	len;
+	bool		present;
+
+	tap_ok(fb_init(&fb, good, sizeof(good), "test", &t, &err) == ARROW_OK, "fb: good buffer");
+	tap_ok(fb_get_int32(&t, 0, 7, &i32, &err) == ARROW_OK && i32 == 0x11223344, "fb: int32 field");
+	tap_ok(fb_get_int32(&t, 5, 7, &i32, &err) == ARROW_OK && i32 == 7, "fb: absent field gives the default");
+	tap_ok(fb_get_string(&t, 1, &str, &len, &err) == ARROW_OK && len == 3 && memcmp(str, "abc", 3) == 0,
+		   "fb: string field");
+	tap_ok(fb_get_int64(&t, 1, 0, &i64, &err) == ARROW_ERR_INVALID, "fb: int64 reaching past the table");
+	tap_ok(fb_get_table(&t, 1, &sub, &present, &err) == ARROW_ERR_INVALID,
+		   "fb: string bytes taken as a table: %s", err.message);
+	tap_ok(fb_get_vector(&t, 1, 8, &v, &err) == ARROW_ERR_INVALID, "fb: 3 elements of 8 bytes past the end");
+	tap_ok(fb_init(&fb, good, 3, "test", &t, &err) == ARROW_ERR_INVALID, "fb: 3-byte buffer");
+
+	memcpy(b, good, sizeof(b));
+	b[0] = 30;
+	tap_ok(fb_init(&fb, b, sizeof(b), "test", &t, &err) == ARROW_ERR_INVALID, "fb: root past the end");
+	memcpy(b, good, sizeof(b));
+	b[12] = 13;
+	tap_ok(fb_init(&fb, b, sizeof(b), "test", &t, &err) == ARROW_ERR_INVALID, "fb: vtable before the buffer");
+	memcpy(b, good, sizeof(b));
+	b[12] = 0xf0;
+	b[13] = b[14] = b[15] = 0xff;	/* vtable at 12 + 16 = 28: its size runs out */
+	tap_ok(fb_init(&fb, b, sizeof(b), "test", &t, &err) == ARROW_ERR_INVALID, "fb: vtable at the end");
+	memcpy(b, good, sizeof(b));
+	b[4] = 7;
+	tap_ok(fb_init(&fb, b, sizeof(b), "test", &t, &err) == ARROW_ERR_INVALID, "fb: odd vtable size");
+	memcpy(b, good, sizeof(b));
+	b[6] = 40;
+	tap_ok(fb_init(&fb, b, sizeof(b), "test", &t, &err) == ARROW_ERR_INVALID, "fb: table size past the end");
+	memcpy(b, good, sizeof(b));
+	b[8] = 12;					/* field 0 at +12: outside the 12-byte table */
+	tap_ok(fb_init(&fb, b, sizeof(b), "test", &t, &err) == ARROW_OK &&
+		   fb_get_int32(&t, 0, 0, &i32, &err) == ARROW_ERR_INVALID, "fb: field outside its table");
+	memcpy(b, good, sizeof(b));
+	b[20] = 0;
+	tap_ok(fb_init(&fb, b, sizeof(b), "test", &t, &err) == ARROW_OK &&
+		   fb_get_string(&t, 1, &str, &len, &err) == ARROW_ERR_INVALID, "fb: zero offset");
+	memcpy(b, good, sizeof(b));
+	b[24] = 5;
+	tap_ok(fb_init(&fb, b, sizeof(b), "test", &t, &err) == ARROW_OK &&
+		   fb_get_string(&t, 1, &str, &len, &err) == ARROW_ERR_INVALID, "fb: string longer than the buffer");
+	memcpy(b, good, sizeof(b));
+	b[23] = 0x80;				/* offset 2^31 + 4 */
+	tap_ok(fb_init(&fb, b, sizeof(b), "test", &t, &err) == ARROW_OK &&
+		   fb_get_string(&t, 1, &str, &len, &err) == ARROW_ERR_INVALID, "fb: offset beyond 2 GiB");
+}
+
+/* ------------------------------------------------------------------------
  * Allocation failures
  * ------------------------------------------------------------------------
  */
@@ -1154,7 +1235,10 @@ fail_malloc(void *ctx, size_t size)
 		f->countdown--;
 	p = malloc(size ? size : 1);
 	if (p != NULL)
+	{
+		memset(p, 0xbe, size);	/* no reader code may rely on zeroed memory */
 		f->live++;
+	}
 	return p;
 }
 
@@ -1190,7 +1274,8 @@ test_oom(void)
 {
 	static const char *names[] = {
 		"seed-dictionary.file", "seed-zstd.stream", "seed-lz4.file",
-		"seed-delta.stream", "seed-metadata.file", "seed-nested.file"
+		"seed-delta.stream", "seed-metadata.file", "seed-nested.file",
+		"seed-delta-types.stream"
 	};
 
 	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
@@ -1387,6 +1472,7 @@ main(void)
 	test_targeted();
 	test_targeted_body();
 	test_built_schemas();
+	test_fb();
 	test_oom();
 	test_truncation();
 	test_corruption();

@@ -1,0 +1,287 @@
+/*-------------------------------------------------------------------------
+ *
+ * pg2arrow.h
+ *		Shared declarations of pg2arrow, the parallel PostgreSQL -> Arrow
+ *		exporter.
+ *
+ * pg2arrow reads query results with binary COPY (one libpq connection per
+ * worker thread, all in one exported snapshot), turns them into Arrow
+ * columns with the project's Arrow library (src/arrow) and writes the record
+ * batches of every worker concurrently into one Arrow file.
+ *
+ * Source files:
+ *	main.c		options, the export's steps, progress, signals, the
+ *				temporary file and its rename
+ *	session.c	connections, the snapshot, per-worker SQL and COPY commands
+ *	worker.c	worker threads: binary COPY stream, batches, leftovers
+ *	dictionary.c enum dictionaries: written to new files, checked on append
+ *	pgtypes.c	PostgreSQL types -> Arrow fields (catalog look-ups)
+ *	decode.c	binary COPY tuples -> Arrow builders, batch statistics
+ *	dump.c		--dump: the layout of an Arrow file
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef PG2ARROW_H
+#define PG2ARROW_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <libpq-fe.h>
+
+#include "arrow.h"
+
+#define PG2ARROW_VERSION	"0.1.0"
+#define MAX_WORKERS			1024
+#define ERRLEN				2048	/* size of error message buffers */
+
+/* How a PostgreSQL value is decoded (after domains are resolved) */
+typedef enum PgKind
+{
+	PK_BOOL,
+	PK_INT2,
+	PK_INT4,
+	PK_INT8,
+	PK_FLOAT2,					/* arrives as float4 (cast in SQL) */
+	PK_FLOAT4,
+	PK_FLOAT8,
+	PK_NUMERIC,
+	PK_TEXT,					/* text, varchar, name, bpchar, json */
+	PK_JSONB,
+	PK_BYTEA,
+	PK_DATE,
+	PK_TIME,
+	PK_TIMETZ,
+	PK_TIMESTAMP,
+	PK_TIMESTAMPTZ,
+	PK_INTERVAL,
+	PK_UUID,
+	PK_INET,					/* inet, cidr: as their text output */
+	PK_MACADDR,
+	PK_MACADDR8,
+	PK_ENUM,
+	PK_ARRAY,
+	PK_COMPOSITE
+} PgKind;
+
+/* --numeric: what unconstrained (or too wide) numeric becomes */
+typedef enum NumericMode
+{
+	NUMERIC_DECIMAL,
+	NUMERIC_FLOAT8,
+	NUMERIC_TEXT
+} NumericMode;
+
+/*
+ * One column (or array element, or composite attribute) of the result: how
+ * to decode it and which Arrow field it becomes.
+ */
+typedef struct PgColumn
+{
+	char	   *name;			/* Arrow field name */
+	char	   *pg_type;		/* format_type() of the column's own type */
+	char	   *path;			/* "col", "col[]", "col.attr" for messages */
+	PgKind		kind;
+	NumericMode numeric_mode;	/* PK_NUMERIC */
+	int32_t		precision;		/* PK_NUMERIC as decimal128 */
+	int32_t		scale;
+	int32_t		n_labels;		/* PK_ENUM: labels in sort order */
+	char	  **labels;
+	int32_t    *by_name;		/* label indexes sorted by label bytes */
+	int64_t		dict_id;		/* PK_ENUM: the Arrow dictionary id */
+	int32_t		n_children;		/* PK_ARRAY: 1, PK_COMPOSITE: attributes */
+	struct PgColumn *children;
+	const char *cast;			/* top level: SQL cast to apply (float2), or NULL */
+	bool		stats;			/* top level: keep min/max per batch */
+} PgColumn;
+
+/* Options that change the mapping of types */
+typedef struct TypeOptions
+{
+	NumericMode numeric_mode;
+	int32_t		numeric_scale;
+} TypeOptions;
+
+/* Min/max of one top-level column in the batch being built */
+typedef struct ColStats
+{
+	bool		valid;			/* at least one non-null, non-NaN value */
+	bool		is_float;
+	bool		is_decimal;
+	int64_t		imin,
+				imax;
+	double		dmin,
+				dmax;
+	__int128	xmin,
+				xmax;
+} ColStats;
+
+/*
+ * The rows of one record batch under construction: one builder per
+ * top-level column, their statistics, and (when 'keep_raw') the raw COPY
+ * tuples of those rows, so that a worker's last partial batch can be
+ * decoded again into the shared final batch.
+ */
+typedef struct BatchState
+{
+	int32_t		n_columns;
+	ArrowBuilder **builders;
+	ColStats   *stats;
+	int64_t		n_rows;
+	bool		keep_raw;
+	char	   *raw;
+	size_t		raw_len;
+	size_t		raw_cap;
+} BatchState;
+
+/* Command-line options */
+typedef struct Options
+{
+	const char *dbname;
+	const char *host;
+	const char *port;
+	const char *user;
+	int			password_mode;	/* -1 never (-w), 0 when asked, 1 always (-W) */
+	const char *command;
+	const char *table;
+	const char *output;
+	const char *append;
+	const char *ctid_table;
+	int			n_workers;
+	char	  **keys;			/* -k, n_keys entries */
+	int			n_keys;
+	int64_t		segment_size;
+	bool		stat_all;		/* -S without a list */
+	char	  **stat_cols;		/* -S COL1,COL2 */
+	int			n_stat_cols;
+	char	  **sets;			/* --set NAME:VALUE */
+	int			n_sets;
+	bool		progress;
+	const char *dump;
+	TypeOptions types;
+} Options;
+
+struct Export;
+
+/* One worker: a connection, its query, the batch it is building */
+typedef struct Worker
+{
+	struct Export *ex;
+	int			id;
+	PGconn	   *conn;
+	char	   *sql;			/* the query, macros replaced */
+	char	   *copy;			/* the COPY command that runs it */
+	pthread_t	thread;
+	bool		started;
+	BatchState	batch;
+	int64_t		rows;			/* rows decoded by this worker */
+	char	   *carry;			/* bytes of an incomplete tuple (or header) */
+	size_t		carry_len;
+	size_t		carry_cap;
+	bool		header_done;
+	bool		trailer_seen;
+} Worker;
+
+/* The whole export */
+typedef struct Export
+{
+	Options    *opts;
+	PgColumn   *columns;
+	int32_t		n_columns;
+	ArrowSchema schema;
+	ArrowWriter *writer;
+	int			n_workers;
+	Worker	   *workers;
+	BatchState	final;			/* leftovers of the workers; under final_lock */
+	pthread_mutex_t final_lock;
+	pthread_mutex_t error_lock;
+	char		error[ERRLEN];	/* the first failure; under error_lock */
+	atomic_bool stop;			/* a worker failed: everyone stops */
+	atomic_int_fast64_t rows;	/* for --progress */
+	atomic_int_fast64_t bytes;	/* COPY bytes received */
+	atomic_int_fast64_t batches;	/* record batches written */
+	double		total_rows;		/* estimate for --progress, 0: unknown */
+} Export;
+
+/* in main.c */
+/*
+ * Set by SIGINT/SIGTERM, read by every thread; the handler cancels the
+ * queries of cancels[0 .. n_cancels - 1].  Lock-free atomics, so that both
+ * the handler and the threads may use them.
+ */
+extern atomic_int interrupted;
+extern PGcancel *cancels[MAX_WORKERS];
+extern atomic_int n_cancels;
+/* report an error and exit: only before the output file exists */
+extern void fatal(const char *fmt,...)
+			__attribute__((format(printf, 1, 2), noreturn));
+/* allocation that calls fatal() when memory runs out */
+extern void *xmalloc(size_t size);
+extern void *xcalloc(size_t n, size_t size);
+extern char *xstrdup(const char *s);
+extern char *xasprintf(const char *fmt,...)
+			__attribute__((format(printf, 1, 2)));
+
+/* in pgtypes.c */
+extern bool pgtypes_resolve(PGconn *conn, const PGresult *desc,
+							const TypeOptions *opts, PgColumn **columns_out,
+							char *errbuf, size_t errlen);
+extern bool pgtypes_build_schema(const PgColumn *columns, int32_t n_columns,
+								 ArrowSchema *schema, char *errbuf,
+								 size_t errlen);
+extern bool pgtypes_stats_supported(const PgColumn *col);
+extern void pgtypes_free(PgColumn *columns, int32_t n_columns);
+
+/* in decode.c */
+extern bool batch_init(BatchState *bs, const ArrowSchema *schema,
+					   const PgColumn *columns, bool keep_raw,
+					   char *errbuf, size_t errlen);
+extern void batch_free(BatchState *bs);
+extern void batch_reset(BatchState *bs);
+extern int64_t batch_body_size(const BatchState *bs);
+extern bool decode_tuple(BatchState *bs, const PgColumn *columns,
+						 const char *tuple, size_t len, int64_t row,
+						 char *errbuf, size_t errlen);
+extern bool batch_stats_metadata(const BatchState *bs,
+								 const PgColumn *columns,
+								 const ArrowSchema *schema,
+								 ArrowMetadata *md, char *errbuf,
+								 size_t errlen);
+extern int	copy_tuple_length(const char *p, size_t avail, int32_t n_columns,
+							  size_t *len, char *errbuf, size_t errlen);
+
+/* in session.c */
+extern char *prompt_password(void);
+extern PGconn *connect_db(const Options *opts, char **password, char *errbuf,
+						  size_t errlen);
+extern bool exec_command(PGconn *conn, const char *sql, char *errbuf,
+						 size_t errlen);
+extern bool apply_sets(PGconn *conn, const Options *opts, char *errbuf,
+					   size_t errlen);
+extern char *query_value(PGconn *conn, const char *sql, const char *param,
+						 char *errbuf, size_t errlen);
+extern bool build_worker_sql(Export *ex, PGconn *conn, char *errbuf,
+							 size_t errlen);
+extern char *build_copy(const Export *ex, const char *sql);
+extern bool open_worker(Export *ex, int i, const char *snapshot,
+						char **password, char *errbuf, size_t errlen);
+
+/* in worker.c */
+extern void set_failure(Export *ex, const char *msg);
+extern bool flush_batch(Export *ex, BatchState *bs, char *errbuf,
+						size_t errlen);
+extern void *worker_main(void *arg);
+
+/* in dictionary.c */
+extern bool write_dictionaries(Export *ex, const PgColumn *cols, int n,
+							   char *errbuf, size_t errlen);
+extern bool check_append_dictionaries(Export *ex, const char *path,
+									  char *errbuf, size_t errlen);
+
+/* in dump.c */
+extern int	dump_arrow_file(const char *path);
+
+#endif							/* PG2ARROW_H */

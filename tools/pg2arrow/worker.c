@@ -1,0 +1,343 @@
+/*-------------------------------------------------------------------------
+ *
+ * worker.c
+ *		The worker threads of pg2arrow.
+ *
+ * Each worker runs its COPY (...) TO STDOUT (FORMAT binary), splits the
+ * CopyData stream into tuples, decodes them into its batch (decode.c),
+ * serializes every full batch in its own thread and writes it into the
+ * output with arrow_writer_put_serialized.  Its last partial batch is
+ * merged into the shared final batch (merge_leftovers).  The first failure
+ * of any worker is recorded and cancels the queries of all of them.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "pg2arrow.h"
+
+/* Records the first failure and makes every worker stop */
+void
+set_failure(Export *ex, const char *msg)
+{
+	pthread_mutex_lock(&ex->error_lock);
+	if (ex->error[0] == '\0')
+		snprintf(ex->error, sizeof(ex->error), "%s", msg);
+	pthread_mutex_unlock(&ex->error_lock);
+	if (!atomic_exchange(&ex->stop, true))
+	{
+		char		errbuf[256];
+
+		for (int i = 0; i < ex->n_workers; i++)
+			if (cancels[i] != NULL)
+				PQcancel(cancels[i], errbuf, sizeof(errbuf));
+	}
+}
+
+/* Frees custom metadata built with the default allocator */
+static void
+free_metadata(ArrowMetadata *md)
+{
+	for (int i = 0; i < md->count; i++)
+	{
+		free(md->items[i].key);
+		free(md->items[i].value);
+	}
+	free(md->items);
+	memset(md, 0, sizeof(*md));
+}
+
+/*
+ * Writes the rows in bs as one record batch (serialized in this thread,
+ * written at a reserved range of the file) and resets bs.
+ */
+bool
+flush_batch(Export *ex, BatchState *bs, char *errbuf, size_t errlen)
+{
+	ArrowMetadata md = {0};
+	ArrowSerializedBatch sb;
+	ArrowError	err;
+
+	if (!batch_stats_metadata(bs, ex->columns, &ex->schema, &md, errbuf, errlen))
+	{
+		free_metadata(&md);
+		return false;
+	}
+	if (arrow_batch_serialize(&ex->schema, bs->builders, &md, NULL, &sb,
+							  &err) != ARROW_OK)
+	{
+		snprintf(errbuf, errlen, "cannot build a record batch: %s", err.message);
+		free_metadata(&md);
+		return false;
+	}
+	free_metadata(&md);
+	if (arrow_writer_put_serialized(ex->writer, &sb, &err) != ARROW_OK)
+	{
+		snprintf(errbuf, errlen, "cannot write a record batch: %s%s%s", err.message,
+				 err.sys_errno ? ": " : "", err.sys_errno ? strerror(err.sys_errno) : "");
+		arrow_serialized_batch_free(&sb);
+		return false;
+	}
+	arrow_serialized_batch_free(&sb);
+	atomic_fetch_add(&ex->batches, 1);
+	batch_reset(bs);
+	return true;
+}
+
+/*
+ * Hands a worker's last partial batch to the shared final batch.  The
+ * smaller of the two is decoded again (from its kept raw tuples) into the
+ * larger one, which becomes the final batch: the first worker to finish
+ * hands its batch over without any work.  The final batch is written
+ * whenever it reaches the segment size, the rest at the end of the export.
+ */
+static bool
+merge_leftovers(Worker *w, char *errbuf, size_t errlen)
+{
+	Export	   *ex = w->ex;
+	BatchState *from = &w->batch;
+	size_t		pos = 0;
+	bool		ok = true;
+
+	pthread_mutex_lock(&ex->final_lock);
+	if (from->raw_len > ex->final.raw_len)
+	{
+		BatchState	tmp = ex->final;
+
+		ex->final = *from;
+		*from = tmp;
+	}
+	while (ok && pos < from->raw_len)
+	{
+		size_t		len;
+
+		if (copy_tuple_length(from->raw + pos, from->raw_len - pos, ex->n_columns,
+							  &len, errbuf, errlen) != 1)
+		{
+			snprintf(errbuf, errlen, "kept rows of worker %d are damaged", w->id);
+			ok = false;
+			break;
+		}
+		ok = decode_tuple(&ex->final, ex->columns, from->raw + pos, len, 0,
+						  errbuf, errlen);
+		pos += len;
+		if (ok && batch_body_size(&ex->final) >= ex->opts->segment_size)
+			ok = flush_batch(ex, &ex->final, errbuf, errlen);
+	}
+	if (ok && batch_body_size(&ex->final) >= ex->opts->segment_size)
+		ok = flush_batch(ex, &ex->final, errbuf, errlen);
+	pthread_mutex_unlock(&ex->final_lock);
+	batch_reset(from);
+	return ok;
+}
+
+/* Appends bytes to the worker's carry buffer */
+static bool
+carry_append(Worker *w, const char *data, size_t len, char *errbuf, size_t errlen)
+{
+	if (w->carry_cap - w->carry_len < len)
+	{
+		size_t		cap = w->carry_cap ? w->carry_cap : 8192;
+		char	   *p;
+
+		while (cap - w->carry_len < len)
+			cap *= 2;
+		if ((p = realloc(w->carry, cap)) == NULL)
+		{
+			snprintf(errbuf, errlen, "out of memory");
+			return false;
+		}
+		w->carry = p;
+		w->carry_cap = cap;
+	}
+	memcpy(w->carry + w->carry_len, data, len);
+	w->carry_len += len;
+	return true;
+}
+
+/*
+ * Consumes one CopyData message: the header first, then complete tuples.
+ * A tuple split across messages waits in the carry buffer (the server sends
+ * one tuple per message, so the fast path decodes straight from libpq's
+ * buffer).
+ */
+static bool
+consume(Worker *w, const char *data, size_t len, char *errbuf, size_t errlen)
+{
+	static const char signature[11] = "PGCOPY\n\377\r\n\0";
+	Export	   *ex = w->ex;
+	const char *p = data;
+	size_t		avail = len,
+				used = 0;
+
+	if (w->carry_len > 0 || !w->header_done)
+	{
+		if (!carry_append(w, data, len, errbuf, errlen))
+			return false;
+		p = w->carry;
+		avail = w->carry_len;
+	}
+	if (!w->header_done)
+	{
+		uint32_t	flags,
+					extlen;
+
+		if (avail < 19)
+			return true;
+		if (memcmp(p, signature, 11) != 0)
+		{
+			snprintf(errbuf, errlen, "the server did not send a binary COPY header");
+			return false;
+		}
+		memcpy(&flags, p + 11, 4);
+		memcpy(&extlen, p + 15, 4);
+		flags = __builtin_bswap32(flags);
+		extlen = __builtin_bswap32(extlen);
+		if ((flags & 0xffff0000u) != 0 || extlen > (1u << 20))
+		{
+			snprintf(errbuf, errlen, "unsupported binary COPY header (flags 0x%x)", flags);
+			return false;
+		}
+		if (avail - 19 < extlen)
+			return true;
+		used = 19 + extlen;
+		w->header_done = true;
+	}
+	while (used < avail)
+	{
+		size_t		tlen;
+		int			rc;
+
+		if (w->trailer_seen)
+		{
+			snprintf(errbuf, errlen, "binary COPY data continues after its trailer");
+			return false;
+		}
+		rc = copy_tuple_length(p + used, avail - used, ex->n_columns, &tlen,
+							   errbuf, errlen);
+		if (rc < 0)
+			return false;
+		if (rc == 0)
+			break;
+		if (rc == 2)
+		{
+			w->trailer_seen = true;
+			used += tlen;
+			continue;
+		}
+		w->rows++;
+		if (!decode_tuple(&w->batch, ex->columns, p + used, tlen,
+						  w->rows, errbuf, errlen))
+			return false;
+		used += tlen;
+		if (batch_body_size(&w->batch) >= ex->opts->segment_size &&
+			!flush_batch(ex, &w->batch, errbuf, errlen))
+			return false;
+	}
+	/* keep the incomplete rest */
+	if (p == w->carry)
+	{
+		memmove(w->carry, w->carry + used, avail - used);
+		w->carry_len = avail - used;
+	}
+	else if (used < avail && !carry_append(w, p + used, avail - used, errbuf, errlen))
+		return false;
+	return true;
+}
+
+/* The body of a worker: run the COPY, decode, write.  False on failure. */
+static bool
+worker_run(Worker *w, char *errbuf, size_t errlen)
+{
+	Export	   *ex = w->ex;
+	PGresult   *res = PQexec(w->conn, w->copy);
+	int64_t		counted = 0,
+				bytes = 0;
+	char	   *buf;
+	int			n;
+
+	if (PQresultStatus(res) != PGRES_COPY_OUT)
+	{
+		snprintf(errbuf, errlen, "query failed: %s", PQerrorMessage(w->conn));
+		PQclear(res);
+		return false;
+	}
+	PQclear(res);
+	while ((n = PQgetCopyData(w->conn, &buf, 0)) > 0)
+	{
+		bool		ok;
+
+		if (atomic_load(&ex->stop) || interrupted)
+		{
+			PQfreemem(buf);
+			snprintf(errbuf, errlen, "stopped");
+			return false;
+		}
+		ok = consume(w, buf, n, errbuf, errlen);
+		PQfreemem(buf);
+		if (!ok)
+			return false;
+		/* shared counters for --progress, updated now and then */
+		bytes += n;
+		if (w->rows - counted >= 4096)
+		{
+			atomic_fetch_add(&ex->bytes, bytes);
+			atomic_fetch_add(&ex->rows, w->rows - counted);
+			counted = w->rows;
+			bytes = 0;
+		}
+	}
+	atomic_fetch_add(&ex->bytes, bytes);
+	atomic_fetch_add(&ex->rows, w->rows - counted);
+	if (n == -2)
+	{
+		snprintf(errbuf, errlen, "query failed: %s", PQerrorMessage(w->conn));
+		return false;
+	}
+	res = PQgetResult(w->conn);
+	if (PQresultStatus(res) != PGRES_COMMAND_OK)
+	{
+		snprintf(errbuf, errlen, "query failed: %s", PQerrorMessage(w->conn));
+		PQclear(res);
+		return false;
+	}
+	PQclear(res);
+	if (w->carry_len > 0 || !w->trailer_seen)
+	{
+		snprintf(errbuf, errlen, "binary COPY data ended in the middle of a row");
+		return false;
+	}
+	if (w->batch.n_rows == 0)
+		return true;
+	if (ex->n_workers == 1)
+		return flush_batch(ex, &w->batch, errbuf, errlen);
+	return merge_leftovers(w, errbuf, errlen);
+}
+
+/*
+ * Thread entry point: runs the worker and records its failure (prefixed
+ * with the worker number when there are several) for main to report.
+ */
+void *
+worker_main(void *arg)
+{
+	Worker	   *w = arg;
+	char		errbuf[ERRLEN];
+
+	if (!worker_run(w, errbuf, sizeof(errbuf)))
+	{
+		char		msg[ERRLEN + 32];
+		size_t		len = strlen(errbuf);
+
+		while (len > 0 && errbuf[len - 1] == '\n')
+			errbuf[--len] = '\0';
+		if (w->ex->n_workers > 1)
+			snprintf(msg, sizeof(msg), "worker %d: %s", w->id, errbuf);
+		else
+			snprintf(msg, sizeof(msg), "%s", errbuf);
+		set_failure(w->ex, msg);
+	}
+	return NULL;
+}
