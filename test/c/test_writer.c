@@ -187,7 +187,7 @@ test_fb_build(void)
 		   fb_le64(data + field_pos(&root, 9) + 8) == 42, "fb: inline struct, aligned");
 	tap_ok(fb_get_union(&root, 10, &u8, &sub, &err) == ARROW_OK && u8 == 3 &&
 		   fb_get_int16(&sub, 0, 0, &i16, &err) == ARROW_OK && i16 == 77, "fb: union");
-	tap_ok(!fb_has(&root, 12) && fb_get_int32(&root, 12, -9, &i32, &err) == ARROW_OK && i32 == -9,
+	tap_ok(field_pos(&root, 12) == 0 && fb_get_int32(&root, 12, -9, &i32, &err) == ARROW_OK && i32 == -9,
 		   "fb: absent field reads as the default");
 	tap_ok(fb_get_int32(&root, 13, 0, &i32, &err) == ARROW_OK && i32 == 5, "fb: field after a hole");
 	for (int f = 1; f <= 4; f++)
