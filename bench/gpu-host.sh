@@ -1,0 +1,95 @@
+#!/usr/bin/env bash
+# Runs the benchmarks on a GPU host that has no PostgreSQL, from the offline bundle
+# (scripts/make-bundle.sh).  Run from the repository root; results go to
+# bench/results/ and, when $OUT is set, are copied there too.
+#
+#   bench/gpu-host.sh setup BUNDLE.tar.gz   extract the bundle, run its tests,
+#                                           start a benchmark cluster, load SSB
+#   bench/gpu-host.sh fdw                   arrow_fdw vs heap (bench/arrow_fdw_bench.py)
+#   bench/gpu-host.sh export                pg2arrow vs its peers (bench/pg2arrow_bench.py)
+#
+# Environment: SF (scale factor, default 10), WORKERS (parallel workers for the
+# scan benchmark, default 16), WHEELS (a directory of Python wheels to install
+# first, e.g. connectorx, psycopg), PGPORT (default 5500).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+root=$PWD
+top=/tmp/pg_warp_gpu_host
+sf=${SF:-10}
+export PGPORT=${PGPORT:-5500}
+cluster=$top/cluster
+arrow_dir=$top/ssb-sf$sf
+out=${OUT:-}
+
+log() { echo "[$(date -u +%H:%M:%S)] $*"; }
+keep() { [ -n "$out" ] && cp "$@" "$out/" 2>/dev/null || true; }
+
+env_from_bundle() {
+    local b
+    b=$(ls -d "$top"/pg_warp-bundle-*/ 2>/dev/null | head -1)
+    [ -n "$b" ] || { echo "gpu-host: no extracted bundle under $top (run setup first)" >&2; exit 1; }
+    eval "$("$b/bin/pg-warp-env")"
+    export PGHOST=$cluster PGUSER=postgres PGDATABASE=ssb
+    if [ -n "${WHEELS:-}" ]; then
+        python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir \
+            --upgrade --target /tmp/pg_warp_site "$WHEELS"/*.whl
+        export PYTHONPATH=/tmp/pg_warp_site${PYTHONPATH:+:$PYTHONPATH}
+    fi
+}
+
+case "${1:-}" in
+setup)
+    bundle=${2:?bundle tarball}
+    rm -rf "$top"; mkdir -p "$top"; chmod 755 "$top"
+    log "extracting $bundle"
+    tar -xzf "$bundle" -C "$top"
+    b=$(ls -d "$top"/pg_warp-bundle-*/)
+    log "bundle tests (regression suite + GPU self-test)"
+    "$b/run-tests.sh" 2>&1 | tee "$top/run-tests.log"
+    keep "$top/run-tests.log"
+    env_from_bundle
+    log "benchmark cluster on port $PGPORT"
+    PGDATABASE=postgres scripts/cluster.sh start "$cluster" >/dev/null
+    PGDATABASE=postgres psql -Xq <<'SQL'
+ALTER SYSTEM SET shared_buffers = '32GB';
+ALTER SYSTEM SET max_worker_processes = 40;
+ALTER SYSTEM SET max_parallel_workers = 32;
+ALTER SYSTEM SET max_parallel_workers_per_gather = 16;
+ALTER SYSTEM SET work_mem = '256MB';
+ALTER SYSTEM SET maintenance_work_mem = '4GB';
+ALTER SYSTEM SET max_wal_size = '64GB';
+ALTER SYSTEM SET synchronous_commit = off;
+ALTER SYSTEM SET jit = off;
+SQL
+    scripts/cluster.sh stop "$cluster"
+    PGDATABASE=postgres scripts/cluster.sh start "$cluster" >/dev/null
+    PGDATABASE=postgres psql -Xqc "CREATE DATABASE ssb"
+    psql -Xqc "CREATE EXTENSION pg_warp"
+    log "SSB SF $sf: generate, load, export with pg2arrow"
+    make -s -C bench/ssb
+    mkdir -p "$arrow_dir"; chmod 755 "$arrow_dir"
+    time bench/ssb/load.sh -d ssb -s "$sf" -j "$(nproc)" -a "$arrow_dir" 2>&1 | tee "$top/load.log"
+    keep "$top/load.log"
+    ls -l "$arrow_dir"
+    psql -Xc "SELECT relname, pg_size_pretty(pg_relation_size(oid)) FROM pg_class WHERE relname IN ('lineorder','customer','part','supplier','date1')"
+    ;;
+fdw)
+    env_from_bundle
+    log "arrow_fdw vs heap, $sf, ${WORKERS:-16} workers"
+    python3 bench/arrow_fdw_bench.py -d ssb -a "$arrow_dir/lineorder.arrow" \
+        -w "${WORKERS:-16}" -r 5 --tag "sf$sf-gpu-host" 2>&1 | tee "$top/fdw.log"
+    keep "$top/fdw.log" bench/results/arrow_fdw_sf"$sf"-gpu-host.*
+    ;;
+export)
+    env_from_bundle
+    log "pg2arrow vs peers"
+    mkdir -p "$top/export"; chmod 755 "$top/export"
+    python3 bench/pg2arrow_bench.py -d ssb -t lineorder -w 1,2,4,8,16 \
+        --tmpdir "$top/export" 2>&1 | tee "$top/export.log"
+    keep "$top/export.log" bench/results/pg2arrow_*
+    ;;
+*)
+    sed -n '2,15p' "$0" | sed 's/^# \{0,1\}//'
+    exit 2
+    ;;
+esac
