@@ -9,8 +9,8 @@
 #   bench/gpu-host.sh export                pg2arrow vs its peers (bench/pg2arrow_bench.py)
 #
 # Environment: SF (scale factor, default 10), WORKERS (parallel workers for the
-# scan benchmark, default 16), WHEELS (a directory of Python wheels to install
-# first, e.g. connectorx, psycopg), PGPORT (default 5500).
+# scan benchmark, default 16), SHARED_BUFFERS (default 16GB), WHEELS (a directory
+# of Python wheels to install first, e.g. connectorx, psycopg), PGPORT (default 5500).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD
@@ -50,8 +50,8 @@ setup)
     env_from_bundle
     log "benchmark cluster on port $PGPORT"
     PGDATABASE=postgres scripts/cluster.sh start "$cluster" >/dev/null
-    PGDATABASE=postgres psql -Xq <<'SQL'
-ALTER SYSTEM SET shared_buffers = '32GB';
+    PGDATABASE=postgres psql -Xq <<SQL
+ALTER SYSTEM SET shared_buffers = '${SHARED_BUFFERS:-16GB}';
 ALTER SYSTEM SET max_worker_processes = 40;
 ALTER SYSTEM SET max_parallel_workers = 32;
 ALTER SYSTEM SET max_parallel_workers_per_gather = 16;
@@ -84,12 +84,12 @@ export)
     env_from_bundle
     log "pg2arrow vs peers"
     mkdir -p "$top/export"; chmod 755 "$top/export"
-    python3 bench/pg2arrow_bench.py -d ssb -t lineorder -w 1,2,4,8,16 \
+    python3 bench/pg2arrow_bench.py -d ssb -t lineorder -w 1,2,4,8,16 --pg2arrow "$(command -v pg2arrow)" \
         --tmpdir "$top/export" 2>&1 | tee "$top/export.log"
     keep "$top/export.log" bench/results/pg2arrow_*
     ;;
 *)
-    sed -n '2,15p' "$0" | sed 's/^# \{0,1\}//'
+    sed -n '2,16p' "$0" | sed 's/^# \{0,1\}//'
     exit 2
     ;;
 esac

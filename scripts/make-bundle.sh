@@ -136,6 +136,8 @@ for d in sql expected input output data python; do
     [ -d "$build/test/$d" ] && cp -a "$build/test/$d" "$stage/test/"
 done
 rm -rf "$stage/test/python/__pycache__"
+# the SSB generator's tests need the source tree (bench/ssb), not a server
+rm -f "$stage/test/python/test_ssbgen.py"
 # test/python starts its own clusters with scripts/cluster.sh
 [ -f "$build/scripts/cluster.sh" ] && install -m 755 "$build/scripts/cluster.sh" "$stage/scripts/"
 

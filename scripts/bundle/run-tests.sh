@@ -130,6 +130,9 @@ fi
 pgrunning=1
 echo "$(psql -XAtc 'SELECT version()')"
 
+echo "== Arrow test data for arrow_fdw (/tmp/pg_warp_testdata, needs python3 with pyarrow)"
+python3 "$top/test/data/make_testdata.py" /tmp/pg_warp_testdata || note_fail "arrow_fdw test data"
+
 echo "== pg_regress (test/sql)"
 tests=()
 [ -f "$top/test/sql/init.sql" ] && tests+=(init)
