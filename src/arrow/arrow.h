@@ -462,6 +462,12 @@ extern int64_t arrow_builder_body_size(const ArrowBuilder *b);
  *		(call list_end after appending the elements to the child),
  *		FIXED_SIZE_LIST (then append list_size values to the child)
  * A value out of range of the type gives ARROW_ERR_ARGUMENT.
+ * (writer) Also ARROW_ERR_ARGUMENT: a null for a non-nullable field (NULL
+ * type excepted), TIME32/TIME64 outside [0, 24h) in the type's unit,
+ * negative dictionary indices, invalid UTF-8 for UTF8, a finite value that
+ * rounds to infinity in FLOAT16/FLOAT32, more than 2 GiB of data or 2^31-1
+ * list elements per batch with int32 offsets.  The value is then not
+ * appended (after ARROW_ERR_NOMEM on a nested builder, reset it).
  */
 extern int	arrow_append_null(ArrowBuilder *b, ArrowError *err);
 extern int	arrow_append_bool(ArrowBuilder *b, bool v, ArrowError *err);
@@ -511,6 +517,9 @@ extern const ArrowSchema *arrow_writer_schema(const ArrowWriter *w);
  * Writes a dictionary batch for dictionary id 'id' from a builder of the
  * dictionary's values (is_delta: adds to the earlier ones).  Must precede
  * the record batches that use it.
+ * (writer) 'values' is a builder created for a copy of the dictionary-encoded
+ * field with has_dictionary = false; it is reset once written.  The file
+ * format allows one non-delta batch per id, then deltas only.
  */
 extern int	arrow_writer_write_dictionary(ArrowWriter *w, int64_t id,
 										  ArrowBuilder *values, bool is_delta,
@@ -520,6 +529,8 @@ extern int	arrow_writer_write_dictionary(ArrowWriter *w, int64_t id,
  * Writes one record batch from one builder per top-level field (all with
  * n_rows values) and resets the builders.  metadata (may be NULL) becomes the
  * message's custom_metadata.
+ * (writer) The builders are reset only when the batch was written; a record
+ * batch before a dictionary it uses is ARROW_ERR_ARGUMENT.
  */
 extern int	arrow_writer_write_batch(ArrowWriter *w, ArrowBuilder **columns,
 									 const ArrowMetadata *metadata,
@@ -529,6 +540,10 @@ extern int	arrow_writer_write_batch(ArrowWriter *w, ArrowBuilder **columns,
  * Concurrent writing: serialize a batch in the calling thread, then hand it
  * to arrow_writer_put_serialized, which is thread-safe (it reserves a file
  * range atomically, writes it with pwrite and records the block).
+ * (writer) arrow_batch_serialize resets the builders on success.  Every
+ * put must have returned before arrow_writer_close.  After a failed write
+ * the writer is dead: the file is already removed (create) or restored
+ * (append), and every later call returns the first error.
  */
 typedef struct ArrowSerializedBatch
 {
@@ -549,7 +564,11 @@ extern int	arrow_writer_put_serialized(ArrowWriter *w,
 										const ArrowSerializedBatch *sb,
 										ArrowError *err);
 
-/* Writes the footer and closes.  The writer is freed in every case. */
+/*
+ * Writes the footer and closes.  The writer is freed in every case.
+ * (writer) Success means the file was fsynced; on failure the file is
+ * removed or restored as by arrow_writer_abort.
+ */
 extern int	arrow_writer_close(ArrowWriter *w, ArrowError *err);
 /*
  * Gives up and frees the writer: a file made by arrow_writer_create is

@@ -1,0 +1,48 @@
+#!/bin/sh
+# Fuzzes the Arrow reader (test/fuzz/fuzz_reader.c) with libFuzzer for the
+# given number of seconds (default 60), one job, starting from the seed corpus
+# in test/fuzz/corpus.  Everything it writes stays in test/fuzz/work (ignored
+# by git): the binary, the growing corpus, the log and any crash inputs.
+# Not part of CI.
+#
+#   scripts/fuzz.sh [SECONDS]
+#
+# Exit status 0 when no crash was found; 1 (with the crash files listed) else.
+set -eu
+
+SECONDS_TO_RUN=${1:-60}
+TOP=$(cd "$(dirname "$0")/.." && pwd)
+WORK=$TOP/test/fuzz/work
+CC=${FUZZ_CC:-clang}
+
+mkdir -p "$WORK/corpus" "$WORK/artifacts"
+"$CC" -std=gnu11 -g -O1 -D_GNU_SOURCE \
+	-fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
+	-I"$TOP/src/arrow" -o "$WORK/fuzz_reader" \
+	"$TOP/test/fuzz/fuzz_reader.c" "$TOP"/src/arrow/*.c -llz4 -lzstd -lm
+
+# -jobs=1 runs one worker (logging to fuzz-0.log) and leaves the other cores
+# to the rest of the machine.
+cd "$WORK"
+rm -f "$WORK/fuzz-0.log"
+status=0
+./fuzz_reader -max_total_time="$SECONDS_TO_RUN" -jobs=1 -workers=1 \
+	-print_final_stats=1 -artifact_prefix="$WORK/artifacts/" \
+	"$WORK/corpus" "$TOP/test/fuzz/corpus" >/dev/null 2>&1 || status=$?
+
+log=$WORK/fuzz-0.log
+if [ -f "$log" ]; then
+	grep -E '^(stat::|#[0-9]+ +DONE)' "$log" || true
+	grep -E 'cov: ' "$log" | tail -n 1 || true
+fi
+crashes=$(find "$WORK/artifacts" -type f | sort)
+if [ -n "$crashes" ]; then
+	echo "crash inputs:"
+	echo "$crashes"
+	exit 1
+fi
+if [ "$status" -ne 0 ]; then
+	echo "fuzzer exited with status $status (see $log)"
+	exit 1
+fi
+echo "no crashes"

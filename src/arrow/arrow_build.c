@@ -1,0 +1,1261 @@
+/*-------------------------------------------------------------------------
+ *
+ * arrow_build.c
+ *		Column builders: growable Arrow buffers filled one value at a time,
+ *		with range checks, for the writer (arrow_write.c) to serialize.
+ *
+ * A builder owns up to four buffers, used according to the field's layout:
+ *	validity	bitmap, allocated only when the first null arrives (the rows
+ *				before it are then marked valid); a column without nulls
+ *				writes a validity buffer of length 0
+ *	values		fixed-width values, BOOL bits, dictionary indices
+ *	offsets		int32 or int64 (LARGE_*), length + 1 entries, first 0
+ *	data		UTF8/BINARY bytes
+ * plus one child builder per child field (LIST, LARGE_LIST, FIXED_SIZE_LIST,
+ * STRUCT).  A dictionary-encoded field builds its indices only.
+ *
+ * Values are stored in host byte order, so the host must be little-endian
+ * (checked at compile time).  Slots under a null hold zeros, and the unused
+ * bits of the last bitmap byte are zero, so the output is deterministic.
+ *
+ * After ARROW_ERR_NOMEM from an append on a nested builder, children may
+ * hold part of the value: reset the builder before writing from it (the
+ * writer rejects such a builder, since its child lengths do not match).
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "arrow_build.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#if !defined(__BYTE_ORDER__) || __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
+#error "arrow_build.c stores values in host order and needs a little-endian host"
+#endif
+
+typedef struct GrowBuf
+{
+	uint8_t    *data;
+	int64_t		len;
+	int64_t		cap;
+} GrowBuf;
+
+typedef enum BuildLayout
+{
+	LAYOUT_NULL,				/* no buffers */
+	LAYOUT_BITS,				/* validity, bit-packed values */
+	LAYOUT_FIXED,				/* validity, values of 'width' bytes */
+	LAYOUT_VAR,					/* validity, offsets, data */
+	LAYOUT_LIST,				/* validity, offsets; one child */
+	LAYOUT_FSL,					/* validity; one child */
+	LAYOUT_STRUCT				/* validity; n children */
+} BuildLayout;
+
+struct ArrowBuilder
+{
+	const ArrowField *field;
+	const ArrowAllocator *alloc;
+	ArrowTypeId type;			/* of the stored values (dictionary: index) */
+	BuildLayout layout;
+	int			width;			/* LAYOUT_FIXED: bytes per value */
+	bool		large;			/* 64-bit offsets */
+	int64_t		length;
+	int64_t		null_count;
+	bool		has_validity;	/* validity holds a bitmap for this batch */
+	bool		list_open;		/* LAYOUT_LIST: append_valid without list_end */
+	GrowBuf		validity;
+	GrowBuf		values;
+	GrowBuf		offsets;
+	GrowBuf		data;
+	int32_t		n_children;
+	ArrowBuilder **children;
+};
+
+static int	append_null_slot(ArrowBuilder *b, ArrowError *err);
+
+/* ------------------------------------------------------------------------
+ * Field checks
+ * ------------------------------------------------------------------------
+ */
+static int
+field_error(ArrowError *err, const ArrowField *field, const char *what)
+{
+	return arrow_set_error(err, ARROW_ERR_ARGUMENT, "field \"%s\": %s",
+						   field->name ? field->name : "", what);
+}
+
+static bool
+is_int_type(ArrowTypeId id)
+{
+	return id >= ARROW_TYPE_INT8 && id <= ARROW_TYPE_UINT64;
+}
+
+static bool
+is_unit(ArrowTimeUnit unit)
+{
+	return unit >= ARROW_UNIT_SECOND && unit <= ARROW_UNIT_NANO;
+}
+
+static int
+field_check(const ArrowField *field, int depth, bool in_dictionary,
+			ArrowError *err)
+{
+	const ArrowType *t = &field->type;
+	int32_t		want_children = 0;
+
+	if (field->name == NULL)
+		return arrow_set_error(err, ARROW_ERR_ARGUMENT, "field without a name (use \"\")");
+	if (depth > ARROW_MAX_NESTING)
+		return field_error(err, field, "nested deeper than ARROW_MAX_NESTING levels");
+	switch (t->id)
+	{
+		case ARROW_TYPE_NULL:
+		case ARROW_TYPE_BOOL:
+		case ARROW_TYPE_INT8:
+		case ARROW_TYPE_INT16:
+		case ARROW_TYPE_INT32:
+		case ARROW_TYPE_INT64:
+		case ARROW_TYPE_UINT8:
+		case ARROW_TYPE_UINT16:
+		case ARROW_TYPE_UINT32:
+		case ARROW_TYPE_UINT64:
+		case ARROW_TYPE_FLOAT16:
+		case ARROW_TYPE_FLOAT32:
+		case ARROW_TYPE_FLOAT64:
+		case ARROW_TYPE_DATE32:
+		case ARROW_TYPE_DATE64:
+		case ARROW_TYPE_INTERVAL_YM:
+		case ARROW_TYPE_INTERVAL_DT:
+		case ARROW_TYPE_INTERVAL_MDN:
+		case ARROW_TYPE_UTF8:
+		case ARROW_TYPE_LARGE_UTF8:
+		case ARROW_TYPE_BINARY:
+		case ARROW_TYPE_LARGE_BINARY:
+			break;
+		case ARROW_TYPE_DECIMAL128:
+			if (t->precision < 1 || t->precision > 38)
+				return field_error(err, field, "decimal128 precision must be between 1 and 38");
+			break;
+		case ARROW_TYPE_TIME32:
+			if (t->unit != ARROW_UNIT_SECOND && t->unit != ARROW_UNIT_MILLI)
+				return field_error(err, field, "time32 unit must be seconds or milliseconds");
+			break;
+		case ARROW_TYPE_TIME64:
+			if (t->unit != ARROW_UNIT_MICRO && t->unit != ARROW_UNIT_NANO)
+				return field_error(err, field, "time64 unit must be microseconds or nanoseconds");
+			break;
+		case ARROW_TYPE_TIMESTAMP:
+		case ARROW_TYPE_DURATION:
+			if (!is_unit(t->unit))
+				return field_error(err, field, "invalid time unit");
+			break;
+		case ARROW_TYPE_FIXED_SIZE_BINARY:
+			if (t->byte_width < 0)
+				return field_error(err, field, "negative fixed_size_binary width");
+			break;
+		case ARROW_TYPE_LIST:
+		case ARROW_TYPE_LARGE_LIST:
+			want_children = 1;
+			break;
+		case ARROW_TYPE_FIXED_SIZE_LIST:
+			if (t->list_size < 0)
+				return field_error(err, field, "negative fixed_size_list size");
+			want_children = 1;
+			break;
+		case ARROW_TYPE_STRUCT:
+			want_children = field->n_children;
+			break;
+		default:
+			return field_error(err, field, "unknown type id");
+	}
+	if (field->n_children != want_children || (want_children > 0 && field->children == NULL))
+		return arrow_set_error(err, ARROW_ERR_ARGUMENT,
+							   "field \"%s\": has %d children, its type needs %d",
+							   field->name, field->n_children, want_children);
+	if (field->has_dictionary)
+	{
+		if (in_dictionary)
+			return field_error(err, field, "dictionary-encoded values inside a dictionary are not supported");
+		if (!is_int_type(field->dictionary.index_type))
+			return field_error(err, field, "dictionary index type must be an integer type");
+		if (field->dictionary.id < 0)
+			return field_error(err, field, "negative dictionary id");
+		in_dictionary = true;
+	}
+	for (int32_t i = 0; i < field->n_children; i++)
+	{
+		int			rc = field_check(&field->children[i], depth + 1, in_dictionary, err);
+
+		if (rc != ARROW_OK)
+			return rc;
+	}
+	return ARROW_OK;
+}
+
+int
+arrow_field_check(const ArrowField *field, int depth, ArrowError *err)
+{
+	return field_check(field, depth, false, err);
+}
+
+/* ------------------------------------------------------------------------
+ * Creating, resetting, freeing
+ * ------------------------------------------------------------------------
+ */
+static int
+gb_reserve(ArrowBuilder *b, GrowBuf *g, int64_t more, ArrowError *err)
+{
+	int64_t		need;
+	int64_t		cap;
+	uint8_t    *p;
+
+	if (arrow_add_overflow(g->len, more, &need))
+		return arrow_set_error(err, ARROW_ERR_NOMEM, "column buffer size overflows");
+	if (need <= g->cap)
+		return ARROW_OK;
+	cap = g->cap ? g->cap : 64;
+	while (cap < need)
+		cap = (cap > INT64_MAX / 2) ? need : cap * 2;
+	p = arrow_realloc(b->alloc, g->data, (size_t) cap, err);
+	if (p == NULL)
+		return ARROW_ERR_NOMEM;
+	g->data = p;
+	g->cap = cap;
+	return ARROW_OK;
+}
+
+static int
+offset_width(const ArrowBuilder *b)
+{
+	return b->large ? 8 : 4;
+}
+
+/* Stores offset v as entry i (the offsets buffer must hold it) */
+static void
+put_offset(ArrowBuilder *b, int64_t i, int64_t v)
+{
+	if (b->large)
+		memcpy(b->offsets.data + 8 * i, &v, 8);
+	else
+	{
+		int32_t		v32 = (int32_t) v;
+
+		memcpy(b->offsets.data + 4 * i, &v32, 4);
+	}
+}
+
+static int64_t
+get_offset(const ArrowBuilder *b, int64_t i)
+{
+	if (b->large)
+	{
+		int64_t		v;
+
+		memcpy(&v, b->offsets.data + 8 * i, 8);
+		return v;
+	}
+	else
+	{
+		int32_t		v32;
+
+		memcpy(&v32, b->offsets.data + 4 * i, 4);
+		return v32;
+	}
+}
+
+static void
+builder_reset(ArrowBuilder *b)
+{
+	b->length = 0;
+	b->null_count = 0;
+	b->has_validity = false;
+	b->list_open = false;
+	b->validity.len = 0;
+	b->values.len = 0;
+	b->data.len = 0;
+	if (b->layout == LAYOUT_VAR || b->layout == LAYOUT_LIST)
+	{
+		/* capacity for the first entry was reserved at creation */
+		put_offset(b, 0, 0);
+		b->offsets.len = offset_width(b);
+	}
+	for (int32_t i = 0; i < b->n_children; i++)
+		builder_reset(b->children[i]);
+}
+
+static int
+builder_new(const ArrowField *field, const ArrowAllocator *alloc,
+			ArrowBuilder **out, ArrowError *err)
+{
+	ArrowBuilder *b;
+
+	*out = NULL;
+	b = arrow_calloc(alloc, 1, sizeof(ArrowBuilder), err);
+	if (b == NULL)
+		return ARROW_ERR_NOMEM;
+	b->field = field;
+	b->alloc = alloc;
+	if (field->has_dictionary)
+	{
+		b->type = field->dictionary.index_type;
+		b->layout = LAYOUT_FIXED;
+	}
+	else
+	{
+		b->type = field->type.id;
+		switch (b->type)
+		{
+			case ARROW_TYPE_NULL:
+				b->layout = LAYOUT_NULL;
+				break;
+			case ARROW_TYPE_BOOL:
+				b->layout = LAYOUT_BITS;
+				break;
+			case ARROW_TYPE_LARGE_UTF8:
+			case ARROW_TYPE_LARGE_BINARY:
+				b->large = true;
+				/* fall through */
+			case ARROW_TYPE_UTF8:
+			case ARROW_TYPE_BINARY:
+				b->layout = LAYOUT_VAR;
+				break;
+			case ARROW_TYPE_LARGE_LIST:
+				b->large = true;
+				/* fall through */
+			case ARROW_TYPE_LIST:
+				b->layout = LAYOUT_LIST;
+				break;
+			case ARROW_TYPE_FIXED_SIZE_LIST:
+				b->layout = LAYOUT_FSL;
+				break;
+			case ARROW_TYPE_STRUCT:
+				b->layout = LAYOUT_STRUCT;
+				break;
+			default:
+				b->layout = LAYOUT_FIXED;
+				break;
+		}
+	}
+	if (b->layout == LAYOUT_FIXED)
+	{
+		ArrowType	vt = {.id = b->type, .byte_width = field->type.byte_width};
+
+		b->width = arrow_type_value_width(&vt);
+	}
+	if ((b->layout == LAYOUT_VAR || b->layout == LAYOUT_LIST) &&
+		gb_reserve(b, &b->offsets, offset_width(b), err) != ARROW_OK)
+		goto fail;
+	if (b->layout == LAYOUT_LIST || b->layout == LAYOUT_FSL || b->layout == LAYOUT_STRUCT)
+	{
+		if (field->n_children > 0)
+		{
+			b->children = arrow_calloc(alloc, field->n_children, sizeof(ArrowBuilder *), err);
+			if (b->children == NULL)
+				goto fail;
+		}
+		for (int32_t i = 0; i < field->n_children; i++)
+		{
+			if (builder_new(&field->children[i], alloc, &b->children[i], err) != ARROW_OK)
+				goto fail;
+			b->n_children = i + 1;
+		}
+	}
+	builder_reset(b);
+	*out = b;
+	return ARROW_OK;
+
+fail:
+	arrow_builder_free(b);
+	return err ? err->code : ARROW_ERR_NOMEM;
+}
+
+/*
+ * Creates a builder for 'field' after checking that the field can be
+ * written (arrow_field_check); the field must outlive the builder.
+ */
+int
+arrow_builder_create(const ArrowField *field, const ArrowAllocator *alloc,
+					 ArrowBuilder **out, ArrowError *err)
+{
+	int			rc;
+
+	*out = NULL;
+	if (field == NULL)
+		return arrow_set_error(err, ARROW_ERR_ARGUMENT, "no field given for a builder");
+	rc = arrow_field_check(field, 1, err);
+	if (rc != ARROW_OK)
+		return rc;
+	return builder_new(field, arrow_alloc_or_default(alloc), out, err);
+}
+
+void
+arrow_builder_free(ArrowBuilder *b)
+{
+	if (b == NULL)
+		return;
+	for (int32_t i = 0; i < b->n_children; i++)
+		arrow_builder_free(b->children[i]);
+	arrow_free(b->alloc, b->children);
+	arrow_free(b->alloc, b->validity.data);
+	arrow_free(b->alloc, b->values.data);
+	arrow_free(b->alloc, b->offsets.data);
+	arrow_free(b->alloc, b->data.data);
+	arrow_free(b->alloc, b);
+}
+
+/* Keeps the buffers' memory for the next batch */
+void
+arrow_builder_reset(ArrowBuilder *b)
+{
+	if (b != NULL)
+		builder_reset(b);
+}
+
+/* Child i of a LIST/LARGE_LIST/FIXED_SIZE_LIST/STRUCT builder, else NULL */
+ArrowBuilder *
+arrow_builder_child(ArrowBuilder *b, int32_t i)
+{
+	if (b == NULL || i < 0 || i >= b->n_children)
+		return NULL;
+	return b->children[i];
+}
+
+int64_t
+arrow_builder_length(const ArrowBuilder *b)
+{
+	return b->length;
+}
+
+/*
+ * Bytes of the batch body that b's buffers take, each padded to 64 bytes,
+ * children included; the flatbuffer metadata is not counted.
+ */
+int64_t
+arrow_builder_body_size(const ArrowBuilder *b)
+{
+	int64_t		size = 0;
+
+	if (b->has_validity)
+		size += arrow_align64(b->validity.len);
+	size += arrow_align64(b->values.len);
+	if (b->layout == LAYOUT_VAR || b->layout == LAYOUT_LIST)
+		size += arrow_align64(b->offsets.len);
+	size += arrow_align64(b->data.len);
+	for (int32_t i = 0; i < b->n_children; i++)
+		size += arrow_builder_body_size(b->children[i]);
+	return size;
+}
+
+/* ------------------------------------------------------------------------
+ * Appending: slots and validity
+ * ------------------------------------------------------------------------
+ */
+
+/* "int8 field \"x\"" or "dictionary (int8 indices) field \"x\"" */
+static void
+describe(const ArrowBuilder *b, char *buf, size_t len)
+{
+	char		tname[96];
+	ArrowType	it = {.id = b->type};
+
+	if (b->field->has_dictionary)
+	{
+		arrow_type_format(&it, tname, sizeof(tname));
+		snprintf(buf, len, "dictionary (%s indices) field \"%s\"", tname, b->field->name);
+	}
+	else
+	{
+		arrow_type_format(&b->field->type, tname, sizeof(tname));
+		snprintf(buf, len, "%s field \"%s\"", tname, b->field->name);
+	}
+}
+
+static int
+wrong_kind(const ArrowBuilder *b, const char *what, ArrowError *err)
+{
+	char		d[192];
+
+	describe(b, d, sizeof(d));
+	return arrow_set_error(err, ARROW_ERR_ARGUMENT, "cannot append %s to %s", what, d);
+}
+
+/* Checks made by every public append function */
+static int
+append_start(const ArrowBuilder *b, ArrowError *err)
+{
+	if (b == NULL)
+		return arrow_set_error(err, ARROW_ERR_ARGUMENT, "append to a NULL builder");
+	if (b->list_open)
+		return arrow_set_error(err, ARROW_ERR_ARGUMENT,
+							   "list value of field \"%s\" is still open (call arrow_list_end)",
+							   b->field->name);
+	return ARROW_OK;
+}
+
+/*
+ * Makes room for bit 'index' in bitmap g.  A new byte is zeroed, so bits
+ * past the last one appended are always 0.
+ */
+static int
+bits_reserve(ArrowBuilder *b, GrowBuf *g, int64_t index, ArrowError *err)
+{
+	int64_t		byte = index >> 3;
+
+	if (byte < g->len)
+		return ARROW_OK;
+	if (gb_reserve(b, g, byte + 1 - g->len, err) != ARROW_OK)
+		return ARROW_ERR_NOMEM;
+	memset(g->data + g->len, 0, byte + 1 - g->len);
+	g->len = byte + 1;
+	return ARROW_OK;
+}
+
+static void
+bits_set(GrowBuf *g, int64_t index, bool bit)
+{
+	if (bit)
+		g->data[index >> 3] |= (uint8_t) (1u << (index & 7));
+	else
+		g->data[index >> 3] &= (uint8_t) ~(1u << (index & 7));
+}
+
+/*
+ * Records the validity of slot b->length.  Either succeeds completely or
+ * leaves the slot unrecorded.  The bitmap is created at the first null, with
+ * the earlier slots marked valid.
+ */
+static int
+push_validity(ArrowBuilder *b, bool valid, ArrowError *err)
+{
+	if (!valid && !b->has_validity)
+	{
+		int64_t		full = b->length >> 3;
+
+		b->validity.len = 0;
+		if (bits_reserve(b, &b->validity, b->length, err) != ARROW_OK)
+			return ARROW_ERR_NOMEM;
+		memset(b->validity.data, 0xff, full);
+		b->validity.data[full] = (uint8_t) ((1u << (b->length & 7)) - 1);
+		b->has_validity = true;
+	}
+	if (b->has_validity)
+	{
+		if (bits_reserve(b, &b->validity, b->length, err) != ARROW_OK)
+			return ARROW_ERR_NOMEM;
+		bits_set(&b->validity, b->length, valid);
+	}
+	if (!valid)
+		b->null_count++;
+	return ARROW_OK;
+}
+
+/* Appends one fixed-width slot: the bytes at v, or zeros when v is NULL */
+static int
+push_fixed(ArrowBuilder *b, const void *v, bool valid, ArrowError *err)
+{
+	if (gb_reserve(b, &b->values, b->width, err) != ARROW_OK ||
+		push_validity(b, valid, err) != ARROW_OK)
+		return ARROW_ERR_NOMEM;
+	if (b->width > 0)
+	{
+		if (v != NULL)
+			memcpy(b->values.data + b->values.len, v, b->width);
+		else
+			memset(b->values.data + b->values.len, 0, b->width);
+		b->values.len += b->width;
+	}
+	b->length++;
+	return ARROW_OK;
+}
+
+static int
+push_bit(ArrowBuilder *b, bool bit, bool valid, ArrowError *err)
+{
+	if (bits_reserve(b, &b->values, b->length, err) != ARROW_OK ||
+		push_validity(b, valid, err) != ARROW_OK)
+		return ARROW_ERR_NOMEM;
+	bits_set(&b->values, b->length, bit);
+	b->length++;
+	return ARROW_OK;
+}
+
+/*
+ * The data offset after len more bytes in a UTF8/BINARY builder, or an
+ * error when int32 offsets (or int64) cannot hold it.
+ */
+static int
+var_end(const ArrowBuilder *b, size_t len, int64_t *end, ArrowError *err)
+{
+	if (len > (size_t) INT64_MAX || arrow_add_overflow(b->data.len, (int64_t) len, end))
+		return arrow_set_error(err, ARROW_ERR_ARGUMENT, "value too large");
+	if (!b->large && *end > INT32_MAX)
+	{
+		char		d[192];
+
+		describe(b, d, sizeof(d));
+		return arrow_set_error(err, ARROW_ERR_ARGUMENT,
+							   "%s: more than 2 GiB of data in one batch (int32 offsets); "
+							   "write smaller batches or use a large_ type", d);
+	}
+	return ARROW_OK;
+}
+
+/* Appends a UTF8/BINARY slot (len bytes at v; a null has len 0) */
+static int
+push_var(ArrowBuilder *b, const void *v, size_t len, bool valid, ArrowError *err)
+{
+	int64_t		end;
+	int			rc;
+
+	if ((rc = var_end(b, len, &end, err)) != ARROW_OK)
+		return rc;
+	if (gb_reserve(b, &b->data, (int64_t) len, err) != ARROW_OK ||
+		gb_reserve(b, &b->offsets, offset_width(b), err) != ARROW_OK ||
+		push_validity(b, valid, err) != ARROW_OK)
+		return ARROW_ERR_NOMEM;
+	if (len > 0)
+		memcpy(b->data.data + b->data.len, v, len);
+	b->data.len = end;
+	put_offset(b, b->length + 1, end);
+	b->offsets.len += offset_width(b);
+	b->length++;
+	return ARROW_OK;
+}
+
+/* Starts a LIST slot; the end offset is set again by arrow_list_end */
+static int
+push_list(ArrowBuilder *b, bool valid, ArrowError *err)
+{
+	if (gb_reserve(b, &b->offsets, offset_width(b), err) != ARROW_OK ||
+		push_validity(b, valid, err) != ARROW_OK)
+		return ARROW_ERR_NOMEM;
+	put_offset(b, b->length + 1, b->children[0]->length);
+	b->offsets.len += offset_width(b);
+	b->length++;
+	return ARROW_OK;
+}
+
+/*
+ * Appends the value a child gets under a null parent slot (STRUCT,
+ * FIXED_SIZE_LIST): a null when the child is nullable, else an "empty"
+ * valid value: zeros, "", an empty list, recursively for nested children.
+ */
+static int
+append_filler(ArrowBuilder *b, ArrowError *err)
+{
+	int			rc;
+
+	if (b->field->nullable || b->layout == LAYOUT_NULL)
+		return append_null_slot(b, err);
+	switch (b->layout)
+	{
+		case LAYOUT_BITS:
+			return push_bit(b, false, true, err);
+		case LAYOUT_FIXED:
+			return push_fixed(b, NULL, true, err);
+		case LAYOUT_VAR:
+			return push_var(b, NULL, 0, true, err);
+		case LAYOUT_LIST:
+			return push_list(b, true, err);
+		case LAYOUT_FSL:
+			for (int32_t i = 0; i < b->field->type.list_size; i++)
+			{
+				if ((rc = append_filler(b->children[0], err)) != ARROW_OK)
+					return rc;
+			}
+			break;
+		case LAYOUT_STRUCT:
+			for (int32_t i = 0; i < b->n_children; i++)
+			{
+				if ((rc = append_filler(b->children[i], err)) != ARROW_OK)
+					return rc;
+			}
+			break;
+		case LAYOUT_NULL:
+			break;
+	}
+	if ((rc = push_validity(b, true, err)) != ARROW_OK)
+		return rc;
+	b->length++;
+	return ARROW_OK;
+}
+
+/* A null slot, whatever the field's nullability */
+static int
+append_null_slot(ArrowBuilder *b, ArrowError *err)
+{
+	int			rc;
+
+	switch (b->layout)
+	{
+		case LAYOUT_NULL:
+			b->length++;
+			b->null_count++;
+			return ARROW_OK;
+		case LAYOUT_BITS:
+			return push_bit(b, false, false, err);
+		case LAYOUT_FIXED:
+			return push_fixed(b, NULL, false, err);
+		case LAYOUT_VAR:
+			return push_var(b, NULL, 0, false, err);
+		case LAYOUT_LIST:
+			return push_list(b, false, err);
+		case LAYOUT_FSL:
+			for (int32_t i = 0; i < b->field->type.list_size; i++)
+			{
+				if ((rc = append_filler(b->children[0], err)) != ARROW_OK)
+					return rc;
+			}
+			break;
+		case LAYOUT_STRUCT:
+			for (int32_t i = 0; i < b->n_children; i++)
+			{
+				if ((rc = append_filler(b->children[i], err)) != ARROW_OK)
+					return rc;
+			}
+			break;
+	}
+	if ((rc = push_validity(b, false, err)) != ARROW_OK)
+		return rc;
+	b->length++;
+	return ARROW_OK;
+}
+
+/*
+ * A null of any type.  A field declared non-nullable rejects it (the type
+ * NULL excepted, whose values are all null).
+ */
+int
+arrow_append_null(ArrowBuilder *b, ArrowError *err)
+{
+	int			rc = append_start(b, err);
+
+	if (rc != ARROW_OK)
+		return rc;
+	if (!b->field->nullable && b->layout != LAYOUT_NULL)
+		return arrow_set_error(err, ARROW_ERR_ARGUMENT,
+							   "null value for non-nullable field \"%s\"", b->field->name);
+	return append_null_slot(b, err);
+}
+
+/* ------------------------------------------------------------------------
+ * Appending: values
+ * ------------------------------------------------------------------------
+ */
+int
+arrow_append_bool(ArrowBuilder *b, bool v, ArrowError *err)
+{
+	int			rc = append_start(b, err);
+
+	if (rc != ARROW_OK)
+		return rc;
+	if (b->type != ARROW_TYPE_BOOL)
+		return wrong_kind(b, "a bool", err);
+	return push_bit(b, v, true, err);
+}
+
+static const int64_t nanos_per_unit[] = {1000000000, 1000000, 1000, 1};
+
+/*
+ * Appends an integer to an integer-valued column after checking it fits:
+ * the type's range; non-negative for dictionary indices; a time of day
+ * within [0, 24h) in the type's unit for TIME32/TIME64.
+ */
+static int
+append_integer(ArrowBuilder *b, __int128 v, ArrowError *err)
+{
+	__int128	lo;
+	__int128	hi;
+	int64_t		store;
+	char		d[192];
+	char		num[32];
+	int			rc = append_start(b, err);
+
+	if (rc != ARROW_OK)
+		return rc;
+	switch (b->type)
+	{
+		case ARROW_TYPE_INT8:
+			lo = INT8_MIN, hi = INT8_MAX;
+			break;
+		case ARROW_TYPE_INT16:
+			lo = INT16_MIN, hi = INT16_MAX;
+			break;
+		case ARROW_TYPE_INT32:
+		case ARROW_TYPE_DATE32:
+		case ARROW_TYPE_INTERVAL_YM:
+			lo = INT32_MIN, hi = INT32_MAX;
+			break;
+		case ARROW_TYPE_INT64:
+		case ARROW_TYPE_DATE64:
+		case ARROW_TYPE_TIMESTAMP:
+		case ARROW_TYPE_DURATION:
+			lo = INT64_MIN, hi = INT64_MAX;
+			break;
+		case ARROW_TYPE_UINT8:
+			lo = 0, hi = UINT8_MAX;
+			break;
+		case ARROW_TYPE_UINT16:
+			lo = 0, hi = UINT16_MAX;
+			break;
+		case ARROW_TYPE_UINT32:
+			lo = 0, hi = UINT32_MAX;
+			break;
+		case ARROW_TYPE_UINT64:
+			lo = 0, hi = UINT64_MAX;
+			break;
+		case ARROW_TYPE_TIME32:
+		case ARROW_TYPE_TIME64:
+			lo = 0;
+			hi = (__int128) 86400 * 1000000000 / nanos_per_unit[b->field->type.unit] - 1;
+			break;
+		default:
+			return wrong_kind(b, "an integer", err);
+	}
+	if (b->field->has_dictionary)
+		lo = 0;
+	if (v < lo || v > hi)
+	{
+		describe(b, d, sizeof(d));
+		if (v < 0)
+			snprintf(num, sizeof(num), "%lld", (long long) v);
+		else
+			snprintf(num, sizeof(num), "%llu", (unsigned long long) v);
+		return arrow_set_error(err, ARROW_ERR_ARGUMENT, "value %s out of range for %s", num, d);
+	}
+	/* the low 'width' bytes of the two's complement value (little-endian) */
+	store = (int64_t) (uint64_t) (unsigned __int128) v;
+	return push_fixed(b, &store, true, err);
+}
+
+int
+arrow_append_int(ArrowBuilder *b, int64_t v, ArrowError *err)
+{
+	return append_integer(b, v, err);
+}
+
+int
+arrow_append_uint(ArrowBuilder *b, uint64_t v, ArrowError *err)
+{
+	return append_integer(b, v, err);
+}
+
+/*
+ * double -> float16, correctly rounded (to nearest, ties to even).  Going
+ * through float with round-to-nearest could round twice; rounding to float
+ * with "round to odd" (truncate, then set the last bit if inexact) keeps
+ * enough information (24 >= 11 + 2 bits) for the final rounding to be right.
+ * The caller has excluded finite values that overflow float16.
+ */
+static uint16_t
+double_to_half(double d)
+{
+	float		f = (float) d;
+
+	if (isfinite(d) && (double) f != d)
+	{
+		uint32_t	bits;
+
+		memcpy(&bits, &f, sizeof(bits));
+		if (fabs((double) f) > fabs(d))
+			bits--;				/* one ulp toward zero: truncation */
+		bits |= 1;
+		memcpy(&f, &bits, sizeof(f));
+	}
+	return arrow_float_to_half(f);
+}
+
+/*
+ * FLOAT16 and FLOAT32 round to nearest; a finite value that would round to
+ * infinity is out of range.  NaN and infinities are kept.
+ */
+int
+arrow_append_float(ArrowBuilder *b, double v, ArrowError *err)
+{
+	char		d[192];
+	int			rc = append_start(b, err);
+
+	if (rc != ARROW_OK)
+		return rc;
+	switch (b->type)
+	{
+		case ARROW_TYPE_FLOAT16:
+			{
+				uint16_t	h;
+
+				/* 65520 is halfway between 65504 (max) and 65536 */
+				if (isfinite(v) && fabs(v) >= 65520.0)
+					break;
+				h = double_to_half(v);
+				return push_fixed(b, &h, true, err);
+			}
+		case ARROW_TYPE_FLOAT32:
+			{
+				float		f;
+
+				/* FLT_MAX + half an ulp rounds (to even) to infinity */
+				if (isfinite(v) && fabs(v) >= 0x1.ffffffp127)
+					break;
+				f = (float) v;
+				return push_fixed(b, &f, true, err);
+			}
+		case ARROW_TYPE_FLOAT64:
+			return push_fixed(b, &v, true, err);
+		default:
+			return wrong_kind(b, "a floating-point value", err);
+	}
+	describe(b, d, sizeof(d));
+	return arrow_set_error(err, ARROW_ERR_ARGUMENT, "value %g out of range for %s", v, d);
+}
+
+/* The value must have at most 'precision' digits */
+int
+arrow_append_decimal(ArrowBuilder *b, ArrowDecimal128 v, ArrowError *err)
+{
+	__int128	x = (__int128) (((unsigned __int128) (uint64_t) v.hi << 64) | v.lo);
+	__int128	limit = 1;
+	int			rc = append_start(b, err);
+
+	if (rc != ARROW_OK)
+		return rc;
+	if (b->type != ARROW_TYPE_DECIMAL128)
+		return wrong_kind(b, "a decimal", err);
+	for (int32_t i = 0; i < b->field->type.precision; i++)
+		limit *= 10;
+	if (x >= limit || x <= -limit)
+	{
+		char		d[192];
+		char		num[64];
+
+		describe(b, d, sizeof(d));
+		arrow_decimal128_format(v, b->field->type.scale, num, sizeof(num));
+		return arrow_set_error(err, ARROW_ERR_ARGUMENT,
+							   "value %s has more digits than the precision of %s", num, d);
+	}
+	return push_fixed(b, &v, true, err);
+}
+
+/*
+ * Strict UTF-8: no overlong forms, no surrogates, nothing above U+10FFFF.
+ * Runs of ASCII are checked 8 bytes at a time.
+ */
+static bool
+utf8_valid(const uint8_t *s, size_t len)
+{
+	size_t		i = 0;
+
+	while (i < len)
+	{
+		uint8_t		c = s[i];
+		size_t		n;
+		uint32_t	cp;
+		uint32_t	min;
+		uint64_t	word;
+
+		if (len - i >= 8)
+		{
+			memcpy(&word, s + i, 8);
+			if ((word & 0x8080808080808080ULL) == 0)
+			{
+				i += 8;
+				continue;
+			}
+		}
+		if (c < 0x80)
+		{
+			i++;
+			continue;
+		}
+		if ((c & 0xe0) == 0xc0)
+			n = 1, cp = c & 0x1f, min = 0x80;
+		else if ((c & 0xf0) == 0xe0)
+			n = 2, cp = c & 0x0f, min = 0x800;
+		else if ((c & 0xf8) == 0xf0)
+			n = 3, cp = c & 0x07, min = 0x10000;
+		else
+			return false;
+		if (len - i <= n)
+			return false;
+		for (size_t k = 1; k <= n; k++)
+		{
+			if ((s[i + k] & 0xc0) != 0x80)
+				return false;
+			cp = (cp << 6) | (s[i + k] & 0x3f);
+		}
+		if (cp < min || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff))
+			return false;
+		i += n + 1;
+	}
+	return true;
+}
+
+/*
+ * UTF8 values must be valid UTF-8; FIXED_SIZE_BINARY values exactly
+ * byte_width bytes; UTF8 and BINARY (int32 offsets) hold at most 2 GiB of
+ * data per batch.
+ */
+int
+arrow_append_bytes(ArrowBuilder *b, const void *v, size_t len, ArrowError *err)
+{
+	int			rc = append_start(b, err);
+	int64_t		end;
+	char		d[192];
+
+	if (rc != ARROW_OK)
+		return rc;
+	if (v == NULL && len > 0)
+		return arrow_set_error(err, ARROW_ERR_ARGUMENT, "NULL pointer for %zu bytes", len);
+	switch (b->type)
+	{
+		case ARROW_TYPE_UTF8:
+		case ARROW_TYPE_LARGE_UTF8:
+			/* a value too large fails before the validation reads it */
+			if ((rc = var_end(b, len, &end, err)) != ARROW_OK)
+				return rc;
+			if (!utf8_valid(v, len))
+			{
+				describe(b, d, sizeof(d));
+				return arrow_set_error(err, ARROW_ERR_ARGUMENT, "invalid UTF-8 for %s", d);
+			}
+			return push_var(b, v, len, true, err);
+		case ARROW_TYPE_BINARY:
+		case ARROW_TYPE_LARGE_BINARY:
+			return push_var(b, v, len, true, err);
+		case ARROW_TYPE_FIXED_SIZE_BINARY:
+			if (len != (size_t) b->field->type.byte_width)
+			{
+				describe(b, d, sizeof(d));
+				return arrow_set_error(err, ARROW_ERR_ARGUMENT,
+									   "value of %zu bytes for %s", len, d);
+			}
+			return push_fixed(b, v, true, err);
+		default:
+			return wrong_kind(b, "bytes", err);
+	}
+}
+
+int
+arrow_append_interval_dt(ArrowBuilder *b, int32_t days, int32_t msecs,
+						 ArrowError *err)
+{
+	int32_t		v[2] = {days, msecs};
+	int			rc = append_start(b, err);
+
+	if (rc != ARROW_OK)
+		return rc;
+	if (b->type != ARROW_TYPE_INTERVAL_DT)
+		return wrong_kind(b, "a day-time interval", err);
+	return push_fixed(b, v, true, err);
+}
+
+int
+arrow_append_interval_mdn(ArrowBuilder *b, int32_t months, int32_t days,
+						  int64_t nanos, ArrowError *err)
+{
+	uint8_t		v[16];
+	int			rc = append_start(b, err);
+
+	if (rc != ARROW_OK)
+		return rc;
+	if (b->type != ARROW_TYPE_INTERVAL_MDN)
+		return wrong_kind(b, "a month-day-nano interval", err);
+	memcpy(v, &months, 4);
+	memcpy(v + 4, &days, 4);
+	memcpy(v + 8, &nanos, 8);
+	return push_fixed(b, v, true, err);
+}
+
+/*
+ * A non-null STRUCT, LIST/LARGE_LIST or FIXED_SIZE_LIST slot; the caller
+ * then appends the children's values (and, for lists, calls arrow_list_end).
+ */
+int
+arrow_append_valid(ArrowBuilder *b, ArrowError *err)
+{
+	int			rc = append_start(b, err);
+
+	if (rc != ARROW_OK)
+		return rc;
+	switch (b->layout)
+	{
+		case LAYOUT_LIST:
+			if ((rc = push_list(b, true, err)) != ARROW_OK)
+				return rc;
+			b->list_open = true;
+			return ARROW_OK;
+		case LAYOUT_FSL:
+		case LAYOUT_STRUCT:
+			if ((rc = push_validity(b, true, err)) != ARROW_OK)
+				return rc;
+			b->length++;
+			return ARROW_OK;
+		default:
+			return wrong_kind(b, "a nested value", err);
+	}
+}
+
+/*
+ * Closes the list opened by arrow_append_valid: its elements are the child
+ * values appended since.  A LIST (int32 offsets) may not reach 2^31 child
+ * values in one batch; after that error the list stays open.
+ */
+int
+arrow_list_end(ArrowBuilder *b, ArrowError *err)
+{
+	int64_t		end;
+
+	if (b == NULL || b->layout != LAYOUT_LIST || !b->list_open)
+		return arrow_set_error(err, ARROW_ERR_ARGUMENT,
+							   "arrow_list_end without an open list value%s%s%s",
+							   b ? " (field \"" : "", b ? b->field->name : "", b ? "\")" : "");
+	end = b->children[0]->length;
+	if (!b->large && end > INT32_MAX)
+		return arrow_set_error(err, ARROW_ERR_ARGUMENT,
+							   "list field \"%s\": more than 2^31 - 1 elements in one batch "
+							   "(int32 offsets); write smaller batches or use large_list",
+							   b->field->name);
+	put_offset(b, b->length, end);
+	b->list_open = false;
+	return ARROW_OK;
+}
+
+/* ------------------------------------------------------------------------
+ * What the writer needs
+ * ------------------------------------------------------------------------
+ */
+
+/* Same type and nesting (names aside); dict_values: f's value type */
+static bool
+same_type(const ArrowField *bf, const ArrowField *f, bool dict_values)
+{
+	bool		f_dict = f->has_dictionary && !dict_values;
+	char		ta[128];
+	char		tb[128];
+
+	if (bf->has_dictionary != f_dict)
+		return false;
+	if (f_dict && bf->dictionary.index_type != f->dictionary.index_type)
+		return false;
+	arrow_type_format(&bf->type, ta, sizeof(ta));
+	arrow_type_format(&f->type, tb, sizeof(tb));
+	if (strcmp(ta, tb) != 0 || bf->n_children != f->n_children)
+		return false;
+	for (int32_t i = 0; i < f->n_children; i++)
+	{
+		if (!same_type(&bf->children[i], &f->children[i], false))
+			return false;
+	}
+	return true;
+}
+
+static int
+check_lengths(const ArrowBuilder *b, ArrowError *err)
+{
+	int64_t		want = -1;
+
+	if (b->list_open)
+		return arrow_set_error(err, ARROW_ERR_ARGUMENT,
+							   "list value of field \"%s\" is still open (call arrow_list_end)",
+							   b->field->name);
+	switch (b->layout)
+	{
+		case LAYOUT_STRUCT:
+			want = b->length;
+			break;
+		case LAYOUT_LIST:
+			want = get_offset(b, b->length);
+			break;
+		case LAYOUT_FSL:
+			if (arrow_mul_overflow(b->length, b->field->type.list_size, &want))
+				return arrow_set_error(err, ARROW_ERR_ARGUMENT, "fixed_size_list too long");
+			break;
+		default:
+			break;
+	}
+	for (int32_t i = 0; i < b->n_children; i++)
+	{
+		int			rc;
+
+		if (b->children[i]->length != want)
+			return arrow_set_error(err, ARROW_ERR_ARGUMENT,
+								   "child \"%s\" of field \"%s\" has %lld values, %lld expected",
+								   b->children[i]->field->name, b->field->name,
+								   (long long) b->children[i]->length, (long long) want);
+		if ((rc = check_lengths(b->children[i], err)) != ARROW_OK)
+			return rc;
+	}
+	return ARROW_OK;
+}
+
+int
+arrow_builder_check(const ArrowBuilder *b, const ArrowField *field,
+					bool dictionary_values, ArrowError *err)
+{
+	if (b == NULL)
+		return arrow_set_error(err, ARROW_ERR_ARGUMENT, "no builder for field \"%s\"", field->name);
+	if ((b->field != field || dictionary_values) &&
+		!same_type(b->field, field, dictionary_values))
+	{
+		char		ta[128];
+		char		tb[128];
+
+		arrow_type_format(&b->field->type, ta, sizeof(ta));
+		arrow_type_format(&field->type, tb, sizeof(tb));
+		return arrow_set_error(err, ARROW_ERR_ARGUMENT,
+							   "builder of field \"%s\" (%s%s) used for field \"%s\" (%s%s)",
+							   b->field->name, ta, b->field->has_dictionary ? ", dictionary" : "",
+							   field->name, tb,
+							   field->has_dictionary && !dictionary_values ? ", dictionary" : "");
+	}
+	return check_lengths(b, err);
+}
+
+void
+arrow_builder_count(const ArrowBuilder *b, int32_t *n_nodes, int32_t *n_buffers)
+{
+	*n_nodes += 1;
+	*n_buffers += arrow_field_buffer_count(b->field);
+	for (int32_t i = 0; i < b->n_children; i++)
+		arrow_builder_count(b->children[i], n_nodes, n_buffers);
+}
+
+static void
+export_buffer(const GrowBuf *g, ArrowBuiltBuffer **buffers)
+{
+	(*buffers)->data = g->len > 0 ? g->data : NULL;
+	(*buffers)->length = g->len;
+	(*buffers)++;
+}
+
+void
+arrow_builder_export(const ArrowBuilder *b, ArrowNode **nodes,
+					 ArrowBuiltBuffer **buffers)
+{
+	static const GrowBuf none = {NULL, 0, 0};
+
+	(*nodes)->length = b->length;
+	(*nodes)->null_count = b->null_count;
+	(*nodes)++;
+	if (b->layout == LAYOUT_NULL)
+		return;
+	export_buffer(b->has_validity ? &b->validity : &none, buffers);
+	switch (b->layout)
+	{
+		case LAYOUT_BITS:
+		case LAYOUT_FIXED:
+			export_buffer(&b->values, buffers);
+			break;
+		case LAYOUT_VAR:
+			export_buffer(&b->offsets, buffers);
+			export_buffer(&b->data, buffers);
+			break;
+		case LAYOUT_LIST:
+			export_buffer(&b->offsets, buffers);
+			break;
+		default:
+			break;
+	}
+	for (int32_t i = 0; i < b->n_children; i++)
+		arrow_builder_export(b->children[i], nodes, buffers);
+}

@@ -1,0 +1,1396 @@
+/*
+ * test_reader.c
+ *		Unit tests of the Arrow reader (arrow_read.c, fb_read.c, arrow_codec.c,
+ *		arrow_json.c) on the seed corpus in test/fuzz/corpus (made by
+ *		test/fuzz/make_corpus.py with pyarrow):
+ *	- every seed opens, every batch loads, every value prints as JSON, and
+ *	  chosen values equal what make_corpus.py wrote;
+ *	- every truncation and many single-byte corruptions of every seed give
+ *	  an error or a result, never a crash or leak (run under ASan+UBSan);
+ *	- targeted corruptions (huge vector lengths, negative and past-the-body
+ *	  buffer offsets, bad footer length, bad offsets and dictionary indices,
+ *	  decompression bombs, ...) give the expected error;
+ *	- schemas built here: nesting at and beyond ARROW_MAX_NESTING, fields
+ *	  sharing tables (exponential walks), unsupported and malformed types;
+ *	- allocation failure at every allocation leaves nothing allocated;
+ *	- API contracts and the JSON form of hand-built arrays.
+ * The corpus directory is ../fuzz/corpus (tests run from test/c) or
+ * $ARROW_TEST_CORPUS.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "arrow_internal.h"
+#include "fb_read.h"
+#include "tap.h"
+
+typedef struct Seed
+{
+	char		name[256];
+	char		path[1024];
+	uint8_t    *data;
+	size_t		len;
+} Seed;
+
+static Seed seeds[64];
+static int	n_seeds;
+
+/* ------------------------------------------------------------------------
+ * Helpers
+ * ------------------------------------------------------------------------
+ */
+static uint8_t *
+read_whole(const char *path, size_t *len)
+{
+	FILE	   *f = fopen(path, "rb");
+	uint8_t    *data;
+	long		n;
+
+	if (f == NULL)
+		return NULL;
+	fseek(f, 0, SEEK_END);
+	n = ftell(f);
+	fseek(f, 0, SEEK_SET);
+	data = malloc(n > 0 ? n : 1);
+	if (fread(data, 1, n, f) != (size_t) n)
+	{
+		free(data);
+		fclose(f);
+		return NULL;
+	}
+	fclose(f);
+	*len = (size_t) n;
+	return data;
+}
+
+static int
+seed_cmp(const void *a, const void *b)
+{
+	return strcmp(((const Seed *) a)->name, ((const Seed *) b)->name);
+}
+
+static void
+load_seeds(void)
+{
+	const char *dir = getenv("ARROW_TEST_CORPUS");
+	DIR		   *d;
+	struct dirent *e;
+
+	if (dir == NULL)
+		dir = "../fuzz/corpus";
+	d = opendir(dir);
+	if (!tap_ok(d != NULL, "corpus directory %s opens", dir))
+		return;
+	while ((e = readdir(d)) != NULL && n_seeds < 64)
+	{
+		Seed	   *s = &seeds[n_seeds];
+
+		if (strncmp(e->d_name, "seed-", 5) != 0)
+			continue;
+		snprintf(s->name, sizeof(s->name), "%s", e->d_name);
+		snprintf(s->path, sizeof(s->path), "%s/%s", dir, e->d_name);
+		s->data = read_whole(s->path, &s->len);
+		if (s->data != NULL)
+			n_seeds++;
+	}
+	closedir(d);
+	qsort(seeds, n_seeds, sizeof(Seed), seed_cmp);
+	tap_ok(n_seeds >= 12, "corpus has %d seeds", n_seeds);
+}
+
+static const Seed *
+find_seed(const char *name)
+{
+	for (int i = 0; i < n_seeds; i++)
+	{
+		if (strcmp(seeds[i].name, name) == 0)
+			return &seeds[i];
+	}
+	return NULL;
+}
+
+/* A private copy of a seed, to corrupt */
+static uint8_t *
+copy_seed(const Seed *s)
+{
+	uint8_t    *p = malloc(s->len);
+
+	memcpy(p, s->data, s->len);
+	return p;
+}
+
+static int
+open_mem(const uint8_t *data, size_t len, const ArrowAllocator *alloc,
+		 ArrowSource *src, ArrowFile **file, ArrowError *err)
+{
+	arrow_source_from_memory(src, data, len);
+	return arrow_file_open_source(src, alloc, file, err);
+}
+
+/*
+ * Rows of a loaded batch as '{"row": ...}' lines (the columns as the
+ * children of a struct), appended to buf.
+ */
+static int
+rows_json(const ArrowFile *file, const ArrowBatch *batch, ArrowStrBuf *buf, ArrowError *err)
+{
+	ArrowField	row_field = {.name = "", .type = {.id = ARROW_TYPE_STRUCT},
+	.n_children = file->schema.n_fields, .children = file->schema.fields};
+	ArrowArray	row = {.field = &row_field, .length = batch->n_rows,
+	.n_children = batch->n_columns, .children = batch->columns};
+
+	for (int64_t r = 0; r < batch->n_rows; r++)
+	{
+		if (arrow_strbuf_append(buf, "{\"row\": ", 8, err) != ARROW_OK ||
+			arrow_value_to_json(&row, r, buf, err) != ARROW_OK ||
+			arrow_strbuf_append(buf, "}\n", 2, err) != ARROW_OK)
+			return err->code;
+	}
+	return ARROW_OK;
+}
+
+/*
+ * Opens data, writes the schema as JSON, asks for every column's extents,
+ * loads every batch and writes every row as JSON.  Returns the first error
+ * (err set) or ARROW_OK; *batches_loaded counts the batches that loaded.
+ * Everything is freed in every case.
+ */
+static int
+exercise(const uint8_t *data, size_t len, const ArrowAllocator *alloc,
+		 ArrowError *err, int *batches_loaded)
+{
+	ArrowSource src;
+	ArrowFile  *file;
+	ArrowStrBuf buf = {alloc, NULL, 0, 0};
+	int			rc;
+
+	if (batches_loaded)
+		*batches_loaded = 0;
+	rc = open_mem(data, len, alloc, &src, &file, err);
+	if (rc != ARROW_OK)
+		return rc;
+	rc = arrow_schema_to_json(&file->schema, &buf, err);
+	for (int32_t b = 0; rc == ARROW_OK && b < file->n_batches; b++)
+	{
+		ArrowBatch *batch;
+
+		for (int32_t c = 0; c < file->schema.n_fields; c++)
+		{
+			ArrowExtent ext[256];
+
+			if (arrow_column_extents(file, b, c, ext, 256, err) != file->columns[c].n_buffers)
+				rc = ARROW_ERR_ARGUMENT;
+		}
+		if (rc != ARROW_OK)
+			break;
+		rc = arrow_batch_load(file, b, NULL, &batch, err);
+		if (rc != ARROW_OK)
+			break;
+		buf.len = 0;
+		rc = rows_json(file, batch, &buf, err);
+		arrow_batch_free(batch);
+		if (rc == ARROW_OK && batches_loaded)
+			(*batches_loaded)++;
+	}
+	arrow_strbuf_free(&buf);
+	arrow_file_close(file);
+	return rc;
+}
+
+/* All rows of a file as JSON lines (malloc'd), or NULL with err set */
+static char *
+file_rows(const uint8_t *data, size_t len, ArrowError *err)
+{
+	ArrowSource src;
+	ArrowFile  *file;
+	ArrowStrBuf buf = {NULL, NULL, 0, 0};
+
+	if (open_mem(data, len, NULL, &src, &file, err) != ARROW_OK)
+		return NULL;
+	if (arrow_strbuf_append(&buf, "", 0, err) != ARROW_OK)
+		goto fail;
+	for (int32_t b = 0; b < file->n_batches; b++)
+	{
+		ArrowBatch *batch;
+		int			rc;
+
+		if (arrow_batch_load(file, b, NULL, &batch, err) != ARROW_OK)
+			goto fail;
+		rc = rows_json(file, batch, &buf, err);
+		arrow_batch_free(batch);
+		if (rc != ARROW_OK)
+			goto fail;
+	}
+	arrow_file_close(file);
+	return buf.data;
+
+fail:
+	arrow_strbuf_free(&buf);
+	arrow_file_close(file);
+	return NULL;
+}
+
+static void
+check_rows(const char *seed, const char *expect)
+{
+	const Seed *s = find_seed(seed);
+	ArrowError	err;
+	char	   *got;
+
+	if (!tap_ok(s != NULL, "seed %s exists", seed))
+		return;
+	got = file_rows(s->data, s->len, &err);
+	if (!tap_ok(got != NULL, "%s: rows load", seed))
+	{
+		tap_diag("%s", err.message);
+		return;
+	}
+	if (!tap_ok(strcmp(got, expect) == 0, "%s: rows are the values make_corpus.py wrote", seed))
+		tap_diag("got:\n%s", got);
+	free(got);
+}
+
+/* ------------------------------------------------------------------------
+ * Seeds and their values
+ * ------------------------------------------------------------------------
+ */
+static void
+test_seeds(void)
+{
+	for (int i = 0; i < n_seeds; i++)
+	{
+		ArrowError	err;
+		int			loaded;
+		int			rc = exercise(seeds[i].data, seeds[i].len, NULL, &err, &loaded);
+
+		if (!tap_ok(rc == ARROW_OK, "%s: opens, %d batches load, values print", seeds[i].name, loaded))
+			tap_diag("%s", err.message);
+	}
+}
+
+static void
+test_values(void)
+{
+	const Seed *s;
+	ArrowSource src;
+	ArrowFile  *file;
+	ArrowError	err;
+	ArrowStrBuf buf = {NULL, NULL, 0, 0};
+
+	check_rows("seed-primitives.file",
+			   "{\"row\": {\"b\": true, \"i8\": -128, \"i16\": null, \"i32\": 1, \"i64\": -9223372036854775808, \"u8\": 255, \"u16\": 65535, \"u32\": 4294967295, \"u64\": 18446744073709551615, \"f16\": 1.5, \"f32\": 0.10000000149011612, \"f64\": 1.0000000000000001e+300, \"n\": null}}\n"
+			   "{\"row\": {\"b\": null, \"i8\": 127, \"i16\": -32768, \"i32\": null, \"i64\": 9223372036854775807, \"u8\": null, \"u16\": 0, \"u32\": 0, \"u64\": null, \"f16\": null, \"f32\": \"NaN\", \"f64\": -0.0, \"n\": null}}\n"
+			   "{\"row\": {\"b\": false, \"i8\": null, \"i16\": 32767, \"i32\": 3, \"i64\": null, \"u8\": 0, \"u16\": null, \"u32\": 1, \"u64\": 0, \"f16\": -0.0, \"f32\": null, \"f64\": \"-Infinity\", \"n\": null}}\n"
+			   "{\"row\": {\"b\": true, \"i8\": 0, \"i16\": 1, \"i32\": -2147483648, \"i64\": 42, \"u8\": 1, \"u16\": 1, \"u32\": null, \"u64\": 1, \"f16\": \"Infinity\", \"f32\": -1, \"f64\": null, \"n\": null}}\n");
+	check_rows("seed-strings.file",
+			   "{\"row\": {\"s\": \"a\", \"ls\": \"x\", \"bin\": \"00ff\", \"lbin\": \"71\", \"fsb\": \"616263\"}}\n"
+			   "{\"row\": {\"s\": null, \"ls\": \"yy\", \"bin\": null, \"lbin\": \"\", \"fsb\": null}}\n"
+			   "{\"row\": {\"s\": \"\", \"ls\": null, \"bin\": \"\", \"lbin\": null, \"fsb\": \"000102\"}}\n"
+			   "{\"row\": {\"s\": \"h\xc3\xa9\\\"\\\\\\u000a\\u0001\", \"ls\": \"zzz\", \"bin\": \"616263\", \"lbin\": \"0102\", \"fsb\": \"7a7a7a\"}}\n");
+	check_rows("seed-nested.file",
+			   "{\"row\": {\"l\": [1, null], \"ll\": [\"a\"], \"fsl\": [1, 2], \"st\": {\"a\": 1, \"b\": [1.5]}, \"ls2\": [[1], [2, 3]]}}\n"
+			   "{\"row\": {\"l\": [], \"ll\": null, \"fsl\": null, \"st\": null, \"ls2\": null}}\n"
+			   "{\"row\": {\"l\": null, \"ll\": [], \"fsl\": [null, 3], \"st\": {\"a\": null, \"b\": []}, \"ls2\": [[]]}}\n"
+			   "{\"row\": {\"l\": [4], \"ll\": [\"b\", null], \"fsl\": [4, 5], \"st\": {\"a\": 4, \"b\": null}, \"ls2\": [null]}}\n");
+	check_rows("seed-temporal.file",
+			   "{\"row\": {\"dec\": \"-123.45\", \"d32\": 19000, \"d64\": 86400000, \"t32\": 1, \"t64\": 1, \"ts\": 1700000000000000, \"dur\": 5, \"mdn\": [1, -2, 3000]}}\n"
+			   "{\"row\": {\"dec\": null, \"d32\": null, \"d64\": 0, \"t32\": 86399, \"t64\": null, \"ts\": null, \"dur\": -5, \"mdn\": null}}\n"
+			   "{\"row\": {\"dec\": \"0.01\", \"d32\": 0, \"d64\": null, \"t32\": null, \"t64\": 86399999999999, \"ts\": 0, \"dur\": null, \"mdn\": [0, 0, 0]}}\n"
+			   "{\"row\": {\"dec\": \"99999999.99\", \"d32\": -1, \"d64\": -86400000, \"t32\": 0, \"t64\": 0, \"ts\": -1, \"dur\": 0, \"mdn\": [-1, 31, -9223372036854775808]}}\n");
+	check_rows("seed-dictionary.file",
+			   "{\"row\": {\"d\": \"x\", \"d8\": \"q\", \"ld\": [\"x\"], \"sd\": {\"k\": \"a\"}}}\n"
+			   "{\"row\": {\"d\": \"y\", \"d8\": \"p\", \"ld\": [], \"sd\": {\"k\": null}}}\n"
+			   "{\"row\": {\"d\": null, \"d8\": null, \"ld\": null, \"sd\": null}}\n"
+			   "{\"row\": {\"d\": \"x\", \"d8\": \"q\", \"ld\": [\"y\", null], \"sd\": {\"k\": \"b\"}}}\n");
+	/* delta: the second batch sees "c" appended to a, b */
+	check_rows("seed-delta.stream",
+			   "{\"row\": {\"d\": \"a\", \"v\": 1}}\n{\"row\": {\"d\": \"b\", \"v\": 2}}\n{\"row\": {\"d\": null, \"v\": 3}}\n"
+			   "{\"row\": {\"d\": \"c\", \"v\": 4}}\n{\"row\": {\"d\": \"a\", \"v\": null}}\n{\"row\": {\"d\": \"b\", \"v\": 6}}\n");
+	check_rows("seed-delta.file",
+			   "{\"row\": {\"d\": \"a\", \"v\": 1}}\n{\"row\": {\"d\": \"b\", \"v\": 2}}\n{\"row\": {\"d\": null, \"v\": 3}}\n"
+			   "{\"row\": {\"d\": \"c\", \"v\": 4}}\n{\"row\": {\"d\": \"a\", \"v\": null}}\n{\"row\": {\"d\": \"b\", \"v\": 6}}\n");
+	/* replacement: the second batch sees x, y only */
+	check_rows("seed-replace.stream",
+			   "{\"row\": {\"d\": \"a\", \"v\": 1}}\n{\"row\": {\"d\": \"b\", \"v\": 2}}\n{\"row\": {\"d\": null, \"v\": 3}}\n"
+			   "{\"row\": {\"d\": \"y\", \"v\": 7}}\n{\"row\": {\"d\": \"x\", \"v\": 8}}\n{\"row\": {\"d\": \"x\", \"v\": 9}}\n");
+	check_rows("seed-empty.file", "");
+	check_rows("seed-zero-rows.stream", "");
+
+	/* the same data read four ways */
+	{
+		const char *names[] = {"seed-lz4.file", "seed-zstd.file", "seed-zstd.stream"};
+		const Seed *a = find_seed("seed-lz4.file");
+		char	   *first = a ? file_rows(a->data, a->len, &err) : NULL;
+
+		tap_ok(first != NULL && strstr(first, "{\"row\": {\"i\": 39, \"s\": \"row 39\", \"l\": [39, 40], \"d\": null}}\n"
+					  "{\"row\": {\"i\": null, \"s\": null, \"l\": [40, 41], \"d\": \"a\"}}\n") != NULL,
+			   "lz4 seed has the expected last rows");
+		for (int i = 1; i < 3; i++)
+		{
+			const Seed *o = find_seed(names[i]);
+			char	   *other = o ? file_rows(o->data, o->len, &err) : NULL;
+
+			tap_ok(first && other && strcmp(first, other) == 0, "%s reads like %s", names[i], names[0]);
+			free(other);
+		}
+		free(first);
+	}
+	{
+		const Seed *a = find_seed("seed-strings.file");
+		const Seed *b = find_seed("seed-legacy.stream");
+		char	   *ra = a ? file_rows(a->data, a->len, &err) : NULL;
+		char	   *rb = b ? file_rows(b->data, b->len, &err) : NULL;
+
+		tap_ok(ra && rb && strcmp(ra, rb) == 0, "pre-0.15 stream reads like the file");
+		free(ra);
+		free(rb);
+	}
+
+	/* metadata at every level, versions, formats */
+	s = find_seed("seed-metadata.file");
+	if (s != NULL && open_mem(s->data, s->len, NULL, &src, &file, &err) == ARROW_OK)
+	{
+		tap_ok(arrow_schema_to_json(&file->schema, &buf, &err) == ARROW_OK &&
+			   strcmp(buf.data, "{\"fields\": [{\"name\": \"x\", \"type\": \"int32\", \"nullable\": true, \"metadata\": {\"unit\": \"m\", \"k\xc3\xa9y\": \"v\xc3\xa4l\"}}, "
+					  "{\"name\": \"y\", \"type\": \"utf8\", \"nullable\": false}], \"metadata\": {\"origin\": \"pg_warp\", \"empty\": \"\"}}") == 0,
+			   "schema and field metadata: %s", buf.data);
+		tap_ok(file->n_batches == 1 && strcmp(arrow_metadata_get(&file->batches[0].metadata, "batch") ?: "", "first") == 0,
+			   "message metadata of the record batch");
+		tap_ok(!file->is_stream && file->metadata_version == 5, "file format, V5");
+		arrow_strbuf_free(&buf);
+		arrow_file_close(file);
+	}
+	else
+		tap_ok(false, "seed-metadata.file opens");
+	s = find_seed("seed-v4.file");
+	if (s != NULL && open_mem(s->data, s->len, NULL, &src, &file, &err) == ARROW_OK)
+	{
+		tap_ok(file->metadata_version == 4, "V4 metadata read as version 4");
+		arrow_file_close(file);
+	}
+	else
+		tap_ok(false, "seed-v4.file opens");
+	s = find_seed("seed-delta.stream");
+	if (s != NULL && open_mem(s->data, s->len, NULL, &src, &file, &err) == ARROW_OK)
+	{
+		tap_ok(file->is_stream && file->n_dictionaries == 2 && !file->dictionaries[0].is_delta &&
+			   file->dictionaries[1].is_delta && file->n_batches == 2 && file->total_rows == 6,
+			   "stream with a dictionary and a delta");
+		arrow_file_close(file);
+	}
+	else
+		tap_ok(false, "seed-delta.stream opens");
+	s = find_seed("seed-zstd.file");
+	if (s != NULL && open_mem(s->data, s->len, NULL, &src, &file, &err) == ARROW_OK)
+	{
+		tap_ok(file->batches[0].codec == ARROW_CODEC_ZSTD && file->dictionaries[0].batch.codec == ARROW_CODEC_ZSTD,
+			   "zstd codec recorded");
+		arrow_file_close(file);
+	}
+	else
+		tap_ok(false, "seed-zstd.file opens");
+	s = find_seed("seed-lz4.file");
+	if (s != NULL && open_mem(s->data, s->len, NULL, &src, &file, &err) == ARROW_OK)
+	{
+		tap_ok(file->batches[0].codec == ARROW_CODEC_LZ4_FRAME, "lz4 codec recorded");
+		arrow_file_close(file);
+	}
+	else
+		tap_ok(false, "seed-lz4.file opens");
+}
+
+/* ------------------------------------------------------------------------
+ * Truncations and single-byte corruptions
+ * ------------------------------------------------------------------------
+ */
+static void
+test_truncation(void)
+{
+	for (int i = 0; i < n_seeds; i++)
+	{
+		const Seed *s = &seeds[i];
+		bool		is_file = strstr(s->name, ".file") != NULL;
+		int			opened = 0;
+		int			wrongly_opened = 0;
+
+		for (size_t len = 0; len < s->len; len++)
+		{
+			uint8_t    *copy = malloc(len ? len : 1);	/* exact size: ASan sees overreads */
+			ArrowError	err;
+
+			memcpy(copy, s->data, len);
+			if (exercise(copy, len, NULL, &err, NULL) == ARROW_OK)
+			{
+				opened++;
+				if (is_file)
+					wrongly_opened++;
+			}
+			free(copy);
+		}
+		tap_ok(wrongly_opened == 0, "%s: all %zu truncations handled (%d read as a shorter stream)",
+			   s->name, s->len, opened);
+	}
+}
+
+static void
+test_corruption(void)
+{
+	static const uint8_t values[] = {0x00, 0xff, 0x7f, 0x80};
+
+	for (int i = 0; i < n_seeds; i++)
+	{
+		const Seed *s = &seeds[i];
+		uint8_t    *copy = copy_seed(s);
+		int			tried = 0;
+		int			ok = 0;
+
+		for (size_t pos = 0; pos < s->len; pos++)
+		{
+			uint8_t		orig = copy[pos];
+
+			for (size_t v = 0; v < sizeof(values) + 1; v++)
+			{
+				ArrowError	err;
+
+				copy[pos] = v < sizeof(values) ? values[v] : (uint8_t) (orig ^ 0x01);
+				if (copy[pos] == orig)
+					continue;
+				tried++;
+				if (exercise(copy, s->len, NULL, &err, NULL) == ARROW_OK)
+					ok++;
+			}
+			copy[pos] = orig;
+		}
+		free(copy);
+		tap_ok(true, "%s: %d single-byte corruptions handled (%d still read)", s->name, tried, ok);
+	}
+}
+
+/* ------------------------------------------------------------------------
+ * Targeted corruptions
+ * ------------------------------------------------------------------------
+ */
+static void
+put32(uint8_t *p, uint32_t v)
+{
+	memcpy(p, &v, 4);
+}
+
+static void
+put64(uint8_t *p, int64_t v)
+{
+	memcpy(p, &v, 8);
+}
+
+/* Position of a present scalar field of a table, relative to the buffer */
+static uint32_t
+field_pos(const FbTable *t, int field)
+{
+	const uint8_t *d = t->fb->data;
+
+	if (4 + 2 * field + 2 > t->vtable_size)
+		return 0;
+	return fb_le16(d + t->vtable + 4 + 2 * field) ? t->pos + fb_le16(d + t->vtable + 4 + 2 * field) : 0;
+}
+
+/* The footer of a file-format seed */
+static bool
+footer(const uint8_t *data, size_t len, FbReader *fb, FbTable *ft, int64_t *start)
+{
+	int32_t		flen = (int32_t) fb_le32(data + len - 10);
+
+	*start = (int64_t) len - 10 - flen;
+	return fb_init(fb, data + *start, flen, "footer", ft, NULL) == ARROW_OK;
+}
+
+/*
+ * The RecordBatch table of the message at msg_offset (the data of a
+ * dictionary batch too); *start is the file offset of the flatbuffer.
+ */
+static bool
+message_batch(const uint8_t *data, int64_t msg_offset, FbReader *fb, FbTable *rb, int64_t *start)
+{
+	FbTable		msg;
+	FbTable		header;
+	uint8_t		type;
+	bool		present;
+
+	*start = msg_offset + 8;
+	if (fb_init(fb, data + *start, fb_le32(data + msg_offset + 4), "message", &msg, NULL) != ARROW_OK ||
+		fb_get_union(&msg, 1, &type, &header, NULL) != ARROW_OK)
+		return false;
+	if (type == 3)
+	{
+		*rb = header;
+		return true;
+	}
+	return type == 2 && fb_get_table(&header, 1, rb, &present, NULL) == ARROW_OK && present;
+}
+
+/* File offset of element i of vector field 'field' of table t */
+static int64_t
+vector_elem(const FbTable *t, int64_t start, int field, uint32_t size, uint32_t i)
+{
+	FbVector	v;
+
+	if (fb_get_vector(t, field, size, &v, NULL) != ARROW_OK || i >= v.length)
+		return -1;
+	return start + v.pos + (int64_t) i * size;
+}
+
+typedef enum
+{
+	AT_OPEN,					/* the error comes from opening */
+	AT_LOAD						/* the file opens, loading batch 0 fails */
+} Stage;
+
+/* Runs the mutated file and checks the error code and stage */
+static void
+expect_error(const uint8_t *data, size_t len, ArrowErrorCode code, Stage stage, const char *what)
+{
+	ArrowSource src;
+	ArrowFile  *file = NULL;
+	ArrowBatch *batch = NULL;
+	ArrowError	err = {0};
+	int			rc = open_mem(data, len, NULL, &src, &file, &err);
+	Stage		got = AT_OPEN;
+
+	if (rc == ARROW_OK)
+	{
+		got = AT_LOAD;
+		rc = file->n_batches > 0 ? arrow_batch_load(file, 0, NULL, &batch, &err) : ARROW_OK;
+		arrow_batch_free(batch);
+		arrow_file_close(file);
+	}
+	if (!tap_ok(rc == (int) code && got == stage, "%s: %s %s", what,
+				arrow_error_code_name(code), stage == AT_OPEN ? "on open" : "on load"))
+		tap_diag("got %s %s: %s", arrow_error_code_name(rc), got == AT_OPEN ? "on open" : "on load",
+				 rc ? err.message : "");
+	else
+		tap_diag("  %s", err.message);
+}
+
+static void
+test_targeted(void)
+{
+	const Seed *s = find_seed("seed-primitives.file");
+	uint8_t    *d;
+	size_t		len;
+	FbReader	fb;
+	FbReader	mfb;
+	FbTable		ft;
+	FbTable		rb;
+	int64_t		fstart;
+	int64_t		mstart;
+	int64_t		block;
+	int64_t		msg_offset;
+	int64_t		pos;
+	ArrowSource src;
+	ArrowFile  *file = NULL;
+	ArrowError	err;
+	int64_t		body_length;
+
+	if (!tap_ok(s != NULL, "seed-primitives.file for targeted corruptions"))
+		return;
+	len = s->len;
+	d = copy_seed(s);
+
+	/* footer length */
+	put32(d + len - 10, (uint32_t) len);
+	expect_error(d, len, ARROW_ERR_INVALID, AT_OPEN, "footer length past the file");
+	put32(d + len - 10, 0x7fffffff);
+	expect_error(d, len, ARROW_ERR_INVALID, AT_OPEN, "footer length 2^31-1");
+	put32(d + len - 10, (uint32_t) -16);
+	expect_error(d, len, ARROW_ERR_INVALID, AT_OPEN, "negative footer length");
+	memcpy(d, s->data, len);
+	memcpy(d + len - 6, "ARROW2", 6);
+	expect_error(d, len, ARROW_ERR_INVALID, AT_OPEN, "trailing magic missing");
+	memcpy(d, s->data, len);
+
+	/* footer vectors and blocks */
+	if (!tap_ok(footer(d, len, &fb, &ft, &fstart), "footer of the seed parses"))
+		goto done;
+	block = vector_elem(&ft, fstart, 3, 24, 0);
+	put32(d + block - 4, 0x7fffffff);
+	expect_error(d, len, ARROW_ERR_INVALID, AT_OPEN, "record batch vector length 2^31-1");
+	put32(d + block - 4, 0x10000);
+	expect_error(d, len, ARROW_ERR_INVALID, AT_OPEN, "record batch vector length past the footer");
+	memcpy(d, s->data, len);
+	msg_offset = (int64_t) fb_le64(d + block);
+	put64(d + block, -8);
+	expect_error(d, len, ARROW_ERR_INVALID, AT_OPEN, "negative block offset");
+	put64(d + block, (int64_t) len);
+	expect_error(d, len, ARROW_ERR_INVALID, AT_OPEN, "block offset at the end of the file");
+	put64(d + block, INT64_MAX);
+	expect_error(d, len, ARROW_ERR_INVALID, AT_OPEN, "block offset INT64_MAX");
+	put64(d + block, msg_offset + 8);
+	expect_error(d, len, ARROW_ERR_INVALID, AT_OPEN, "block offset inside the message");
+	memcpy(d, s->data, len);
+	put32(d + block + 8, (uint32_t) -1);
+	expect_error(d, len, ARROW_ERR_INVALID, AT_OPEN, "negative block metadata length");
+	put32(d + block + 8, 0x7fffffff);
+	expect_error(d, len, ARROW_ERR_INVALID, AT_OPEN, "block metadata length 2^31-1");
+	put32(d + block + 8, 16);
+	expect_error(d, len, ARROW_ERR_INVALID, AT_OPEN, "block metadata length shorter than the message");
+	memcpy(d, s->data, len);
+	put64(d + block + 16, INT64_MAX);
+	expect_error(d, len, ARROW_ERR_INVALID, AT_OPEN, "block body length INT64_MAX");
+	put64(d + block + 16, (int64_t) fb_le64(s->data + block + 16) + 8);
+	expect_error(d, len, ARROW_ERR_INVALID, AT_OPEN, "block and message body lengths differ");
+	memcpy(d, s->data, len);
+
+	/* schema: fields vector length */
+	{
+		FbTable		st;
+		bool		present;
+
+		if (fb_get_table(&ft, 1, &st, &present, NULL) == ARROW_OK && present &&
+			(pos = vector_elem(&st, fstart, 1, 4, 0)) > 0)
+		{
+			put32(d + pos - 4, 0x3fffffff);
+			expect_error(d, len, ARROW_ERR_INVALID, AT_OPEN, "schema fields vector length huge");
+			put32(d + pos - 4, 100);
+			expect_error(d, len, ARROW_ERR_INVALID, AT_OPEN, "schema fields vector overlapping other data");
+			memcpy(d, s->data, len);
+		}
+		else
+			tap_ok(false, "schema of the footer");
+	}
+
+	/* the record batch message: nodes, buffers, length, version */
+	if (!tap_ok(message_batch(d, msg_offset, &mfb, &rb, &mstart), "record batch message parses"))
+		goto done;
+	pos = vector_elem(&rb, mstart, 1, 16, 0);
+	put32(d + pos - 4, 0x0fffffff);
+	expect_error(d, len, ARROW_ERR_INVALID, AT_OPEN, "nodes vector length huge");
+	put32(d + pos - 4, 12);
+	expect_error(d, len, ARROW_ERR_INVALID, AT_OPEN, "nodes vector one short");
+	memcpy(d, s->data, len);
+	put64(d + pos, -1);
+	expect_error(d, len, ARROW_ERR_INVALID, AT_OPEN, "negative node length");
+	memcpy(d, s->data, len);
+	put64(d + pos + 8, 5);
+	expect_error(d, len, ARROW_ERR_INVALID, AT_OPEN, "null count above the length");
+	memcpy(d, s->data, len);
+	put64(d + pos + 8, -1);
+	expect_error(d, len, ARROW_ERR_INVALID, AT_OPEN, "negative null count");
+	memcpy(d, s->data, len);
+	put64(d + pos, 1LL << 40);
+	expect_error(d, len, ARROW_ERR_INVALID, AT_OPEN, "node length different from the batch length");
+	memcpy(d, s->data, len);
+	{
+		uint32_t	lp = field_pos(&rb, 0);
+
+		put64(d + mstart + lp, -4);
+		expect_error(d, len, ARROW_ERR_INVALID, AT_OPEN, "negative batch length");
+		/* batch and every top-level node 2^40 rows: buffers too short */
+		put64(d + mstart + lp, 1LL << 40);
+		for (int n = 0; n < 13; n++)
+			put64(d + pos + 16 * n, 1LL << 40);
+		expect_error(d, len, ARROW_ERR_INVALID, AT_LOAD, "2^40 rows with small buffers");
+		memcpy(d, s->data, len);
+	}
+	body_length = (int64_t) fb_le64(s->data + block + 16);
+	pos = vector_elem(&rb, mstart, 2, 16, 1);	/* buffer 1: b's values */
+	put64(d + pos, -8);
+	expect_error(d, len, ARROW_ERR_INVALID, AT_OPEN, "negative buffer offset");
+	put64(d + pos, body_length);
+	expect_error(d, len, ARROW_ERR_INVALID, AT_OPEN, "buffer offset at the end of the body");
+	put64(d + pos, INT64_MAX);
+	expect_error(d, len, ARROW_ERR_INVALID, AT_OPEN, "buffer offset INT64_MAX");
+	memcpy(d, s->data, len);
+	put64(d + pos + 8, INT64_MAX);
+	expect_error(d, len, ARROW_ERR_INVALID, AT_OPEN, "buffer length INT64_MAX");
+	put64(d + pos + 8, -1);
+	expect_error(d, len, ARROW_ERR_INVALID, AT_OPEN, "negative buffer length");
+	put64(d + pos + 8, 0);
+	expect_error(d, len, ARROW_ERR_INVALID, AT_LOAD, "bool values buffer emptied");
+	memcpy(d, s->data, len);
+	pos = vector_elem(&rb, mstart, 2, 16, 0);	/* b's validity, b has a null */
+	put64(d + pos + 8, 0);
+	expect_error(d, len, ARROW_ERR_INVALID, AT_LOAD, "validity emptied while null count > 0");
+	memcpy(d, s->data, len);
+	pos = vector_elem(&rb, mstart, 2, 16, 9);	/* i64 values: 32 bytes */
+	put64(d + pos + 8, 31);
+	expect_error(d, len, ARROW_ERR_INVALID, AT_LOAD, "int64 values one byte short");
+	memcpy(d, s->data, len);
+	{
+		FbTable		msg;
+		uint32_t	vp;
+
+		fb_init(&mfb, d + mstart, fb_le32(d + msg_offset + 4), "message", &msg, NULL);
+		vp = field_pos(&msg, 0);
+		if (tap_ok(vp != 0, "message version field present"))
+		{
+			d[mstart + vp] = 2;		/* V3 */
+			expect_error(d, len, ARROW_ERR_UNSUPPORTED, AT_OPEN, "metadata version V3");
+			d[mstart + vp] = 9;
+			expect_error(d, len, ARROW_ERR_UNSUPPORTED, AT_OPEN, "metadata version V10");
+			memcpy(d, s->data, len);
+		}
+		vp = field_pos(&msg, 1);
+		if (tap_ok(vp != 0, "message header type present"))
+		{
+			d[mstart + vp] = 1;		/* Schema */
+			expect_error(d, len, ARROW_ERR_INVALID, AT_OPEN, "record batch block pointing to a schema");
+			memcpy(d, s->data, len);
+		}
+	}
+
+	/* the file opens after all these restores */
+	tap_ok(memcmp(d, s->data, len) == 0 && open_mem(d, len, NULL, &src, &file, &err) == ARROW_OK,
+		   "restored copy opens");
+	if (file != NULL)
+		arrow_file_close(file);
+done:
+	free(d);
+}
+
+/* Corruptions of buffer contents, found through the batch's own extents */
+static void
+test_targeted_body(void)
+{
+	const Seed *s;
+	uint8_t    *d;
+	ArrowSource src;
+	ArrowFile  *file;
+	ArrowError	err;
+	ArrowExtent ext[8];
+
+	/* strings: s is column 0: validity, offsets (int32), data */
+	s = find_seed("seed-strings.file");
+	if (s == NULL || open_mem(s->data, s->len, NULL, &src, &file, &err) != ARROW_OK)
+	{
+		tap_ok(false, "seed-strings.file opens");
+		return;
+	}
+	arrow_column_extents(file, 0, 0, ext, 8, &err);
+	arrow_file_close(file);
+	d = copy_seed(s);
+	put32(d + ext[1].offset + 8, 0);	/* offsets 0,1,1,1,9 -> 0,1,0,... */
+	expect_error(d, s->len, ARROW_ERR_INVALID, AT_LOAD, "decreasing string offsets");
+	memcpy(d, s->data, s->len);
+	put32(d + ext[1].offset, (uint32_t) -1);
+	expect_error(d, s->len, ARROW_ERR_INVALID, AT_LOAD, "negative first string offset");
+	memcpy(d, s->data, s->len);
+	put32(d + ext[1].offset + 16, 1000);
+	expect_error(d, s->len, ARROW_ERR_INVALID, AT_LOAD, "last string offset past the data");
+	memcpy(d, s->data, s->len);
+	/* invalid UTF-8 in a utf8 value still prints (as \ufffd) */
+	d[ext[2].offset] = 0xff;
+	{
+		char	   *rows = file_rows(d, s->len, &err);
+
+		tap_ok(rows != NULL && strstr(rows, "\"s\": \"\\ufffd\"") != NULL, "invalid UTF-8 byte prints as \\ufffd");
+		free(rows);
+	}
+	free(d);
+
+	/* dictionary: index out of range */
+	s = find_seed("seed-dictionary.file");
+	if (s == NULL || open_mem(s->data, s->len, NULL, &src, &file, &err) != ARROW_OK)
+	{
+		tap_ok(false, "seed-dictionary.file opens");
+		return;
+	}
+	arrow_column_extents(file, 0, 0, ext, 8, &err);
+	arrow_file_close(file);
+	d = copy_seed(s);
+	put32(d + ext[1].offset, 2);	/* dictionary has 2 values */
+	expect_error(d, s->len, ARROW_ERR_INVALID, AT_LOAD, "dictionary index == dictionary length");
+	put32(d + ext[1].offset, (uint32_t) -1);
+	expect_error(d, s->len, ARROW_ERR_INVALID, AT_LOAD, "negative dictionary index");
+	memcpy(d, s->data, s->len);
+	put32(d + ext[1].offset + 8, 7);	/* row 2 is null: not checked */
+	tap_ok(exercise(d, s->len, NULL, &err, NULL) == ARROW_OK, "out-of-range index in a null slot is ignored");
+	free(d);
+
+	/* list child too short: l's child has 4 values, offsets end at 4 */
+	s = find_seed("seed-nested.file");
+	if (s == NULL || open_mem(s->data, s->len, NULL, &src, &file, &err) != ARROW_OK)
+	{
+		tap_ok(false, "seed-nested.file opens");
+		return;
+	}
+	arrow_column_extents(file, 0, 0, ext, 8, &err);
+	arrow_file_close(file);
+	d = copy_seed(s);
+	put32(d + ext[1].offset + 16, 5);
+	expect_error(d, s->len, ARROW_ERR_INVALID, AT_LOAD, "list offsets past the child");
+	free(d);
+
+	/* compression: declared lengths of the first buffer with data */
+	s = find_seed("seed-zstd.file");
+	if (s == NULL || open_mem(s->data, s->len, NULL, &src, &file, &err) != ARROW_OK)
+	{
+		tap_ok(false, "seed-zstd.file opens");
+		return;
+	}
+	arrow_column_extents(file, 0, 0, ext, 8, &err);	/* i: validity, values */
+	arrow_file_close(file);
+	d = copy_seed(s);
+	put64(d + ext[1].offset, 1LL << 40);
+	expect_error(d, s->len, ARROW_ERR_INVALID, AT_LOAD, "zstd buffer declaring 2^40 bytes (bomb guard)");
+	put64(d + ext[1].offset, 329);
+	expect_error(d, s->len, ARROW_ERR_INVALID, AT_LOAD, "zstd buffer declaring one byte more");
+	put64(d + ext[1].offset, -2);
+	expect_error(d, s->len, ARROW_ERR_INVALID, AT_LOAD, "uncompressed length -2");
+	put64(d + ext[1].offset, -1);
+	expect_error(d, s->len, ARROW_ERR_INVALID, AT_LOAD, "zstd frame taken as stored data: too short");
+	memcpy(d, s->data, s->len);
+	d[ext[1].offset + 8 + ext[1].length / 2] ^= 0x55;
+	{
+		int			rc = exercise(d, s->len, NULL, &err, NULL);
+
+		tap_ok(rc == ARROW_OK || rc == ARROW_ERR_INVALID, "corrupt zstd frame: %s", rc ? err.message : "still decodes");
+	}
+	free(d);
+
+	s = find_seed("seed-lz4.file");
+	if (s == NULL || open_mem(s->data, s->len, NULL, &src, &file, &err) != ARROW_OK)
+	{
+		tap_ok(false, "seed-lz4.file opens");
+		return;
+	}
+	arrow_column_extents(file, 0, 0, ext, 8, &err);
+	arrow_file_close(file);
+	d = copy_seed(s);
+	put64(d + ext[1].offset, 1LL << 40);
+	expect_error(d, s->len, ARROW_ERR_INVALID, AT_LOAD, "lz4 buffer declaring 2^40 bytes (bomb guard)");
+	put64(d + ext[1].offset, 327);
+	expect_error(d, s->len, ARROW_ERR_INVALID, AT_LOAD, "lz4 buffer declaring one byte less");
+	memcpy(d, s->data, s->len);
+	d[ext[1].offset + 8 + 5] ^= 0x40;	/* inside the frame header */
+	expect_error(d, s->len, ARROW_ERR_INVALID, AT_LOAD, "corrupt lz4 frame header");
+	free(d);
+}
+
+/* ------------------------------------------------------------------------
+ * Schemas built here
+ * ------------------------------------------------------------------------
+ */
+
+/* A forward flatbuffer builder: parents first, offsets patched to children */
+typedef struct Builder
+{
+	uint8_t		buf[1 << 18];
+	uint32_t	len;
+} Builder;
+
+static uint32_t
+b_alloc(Builder *b, uint32_t n)
+{
+	uint32_t	pos = (b->len + 3) & ~3u;
+
+	memset(b->buf + b->len, 0, pos + n - b->len);
+	b->len = pos + n;
+	return pos;
+}
+
+/* A table of nf fields; sizes[i] 0 (absent), 4 or 8; slot positions in slots */
+static uint32_t
+b_table(Builder *b, int nf, const int *sizes, uint32_t *slots)
+{
+	uint32_t	vt = b_alloc(b, 4 + 2 * nf);
+	uint32_t	tsize = 4;
+	uint32_t	t;
+
+	for (int i = 0; i < nf; i++)
+		tsize += sizes[i];
+	t = b_alloc(b, tsize);
+	put32(b->buf + t, t - vt);	/* vtable = table - soffset */
+	b->buf[vt] = (uint8_t) (4 + 2 * nf);
+	b->buf[vt + 2] = (uint8_t) tsize;
+	tsize = 4;
+	for (int i = 0; i < nf; i++)
+	{
+		b->buf[vt + 4 + 2 * i] = sizes[i] ? (uint8_t) tsize : 0;
+		slots[i] = sizes[i] ? t + tsize : 0;
+		tsize += sizes[i];
+	}
+	return t;
+}
+
+static void
+b_offset(Builder *b, uint32_t slot, uint32_t target)
+{
+	put32(b->buf + slot, target - slot);
+}
+
+static void
+b_string(Builder *b, uint32_t slot, const char *s)
+{
+	uint32_t	n = (uint32_t) strlen(s);
+	uint32_t	p = b_alloc(b, 4 + n + 1);
+
+	put32(b->buf + p, n);
+	memcpy(b->buf + p + 4, s, n);
+	b_offset(b, slot, p);
+}
+
+/*
+ * A field to build: type tag, int32 parameters (every scalar of a type table
+ * fits a 4-byte little-endian slot), children.
+ */
+typedef struct Spec
+{
+	const char *name;
+	uint8_t		type;
+	int			n_params;
+	int32_t		params[3];
+	int			n_children;
+	const struct Spec *children;
+	int			depth;			/* > 0: a chain of 'depth' lists of this */
+	bool		shared;			/* all children refer to one table */
+} Spec;
+
+static uint32_t b_field(Builder *b, const Spec *s, int chain);
+
+/* Children vector of n entries, then the child tables */
+static void
+b_children(Builder *b, uint32_t slot, const Spec *child, int n, bool shared, int chain)
+{
+	uint32_t	v = b_alloc(b, 4 + 4 * n);
+
+	put32(b->buf + v, n);
+	b_offset(b, slot, v);
+	if (shared)
+	{
+		uint32_t	t = b_field(b, child, chain);
+
+		for (int i = 0; i < n; i++)
+			b_offset(b, v + 4 + 4 * i, t);
+	}
+	else
+	{
+		for (int i = 0; i < n; i++)
+			b_offset(b, v + 4 + 4 * i, b_field(b, &child[i], chain));
+	}
+}
+
+/* Field table for s (chain > 0: a list wrapping s, chain - 1 times more) */
+static uint32_t
+b_field(Builder *b, const Spec *s, int chain)
+{
+	static const int fsizes[7] = {4, 4, 4, 4, 0, 4, 0};
+	int			psizes[3] = {4, 4, 4};
+	uint32_t	slots[7];
+	uint32_t	pslots[3];
+	uint32_t	t = b_table(b, 7, fsizes, slots);
+	uint32_t	tt;
+
+	b->buf[slots[1]] = 1;		/* nullable */
+	b_string(b, slots[0], chain > 0 ? "l" : s->name);
+	if (chain > 0)
+	{
+		/* a list around s, or with shared children a struct of two */
+		b->buf[slots[2]] = s->shared ? 13 : 12;
+		b_offset(b, slots[3], b_table(b, 0, psizes, pslots));
+		b_children(b, slots[5], s, s->shared ? 2 : 1, s->shared, chain - 1);
+		return t;
+	}
+	b->buf[slots[2]] = s->type;
+	tt = b_table(b, s->n_params, psizes, pslots);
+	for (int i = 0; i < s->n_params; i++)
+		put32(b->buf + pslots[i], (uint32_t) s->params[i]);
+	b_offset(b, slots[3], tt);
+	if (s->n_children > 0)
+		b_children(b, slots[5], s->children, s->n_children, s->shared, 0);
+	else
+		b_offset(b, slots[5], b_alloc(b, 4));	/* empty vector */
+	return t;
+}
+
+/*
+ * A stream holding one Schema message with the given fields (each Spec
+ * with depth > 0 wrapped in that many lists) and the end-of-stream marker.
+ */
+static uint8_t *
+build_stream(const Spec *fields, int n, int16_t endianness, size_t *len)
+{
+	static const int msizes[4] = {4, 4, 4, 8};
+	static const int ssizes[2] = {4, 4};
+	Builder    *b = calloc(1, sizeof(Builder));
+	uint32_t	mslots[4];
+	uint32_t	sslots[2];
+	uint32_t	v;
+	uint8_t    *out;
+	uint32_t	padded;
+
+	b->len = 4;
+	put32(b->buf, b_table(b, 4, msizes, mslots));
+	b->buf[mslots[0]] = 4;		/* V5 */
+	b->buf[mslots[1]] = 1;		/* Schema */
+	b_offset(b, mslots[2], b_table(b, 2, ssizes, sslots));
+	b->buf[sslots[0]] = (uint8_t) endianness;
+	v = b_alloc(b, 4 + 4 * n);
+	put32(b->buf + v, n);
+	b_offset(b, sslots[1], v);
+	for (int i = 0; i < n; i++)
+		b_offset(b, v + 4 + 4 * i, b_field(b, &fields[i], fields[i].depth));
+	padded = (b->len + 7) & ~7u;
+	*len = 8 + padded + 8;
+	out = calloc(1, *len);
+	put32(out, 0xffffffffu);
+	put32(out + 4, padded);
+	memcpy(out + 8, b->buf, b->len);
+	put32(out + 8 + padded, 0xffffffffu);	/* end of stream: length 0 */
+	free(b);
+	return out;
+}
+
+static void
+expect_schema(const Spec *fields, int n, int16_t endianness, ArrowErrorCode code,
+			  const char *needle, const char *what)
+{
+	size_t		len;
+	uint8_t    *data = build_stream(fields, n, endianness, &len);
+	ArrowSource src;
+	ArrowFile  *file;
+	ArrowError	err = {0};
+	int			rc = open_mem(data, len, NULL, &src, &file, &err);
+
+	if (rc == ARROW_OK)
+		arrow_file_close(file);
+	if (!tap_ok(rc == (int) code && (needle == NULL || strstr(err.message, needle) != NULL),
+				"%s: %s", what, arrow_error_code_name(code)))
+		tap_diag("got %s: %s", arrow_error_code_name(rc), rc ? err.message : "");
+	else if (rc != ARROW_OK)
+		tap_diag("  %s", err.message);
+	free(data);
+}
+
+static void
+test_built_schemas(void)
+{
+	Spec		int32 = {.name = "i", .type = 2, .n_params = 2, .params = {32, 1}};
+	Spec		chain = int32;
+	Spec		wide[2] = {int32, int32};
+	Spec		dag = {.name = "s", .type = 13, .n_children = 2, .children = wide, .shared = true};
+	Spec		s;
+
+	/* ARROW_MAX_NESTING levels: 63 lists around an int32 */
+	chain.depth = ARROW_MAX_NESTING - 1;
+	expect_schema(&chain, 1, 0, ARROW_OK, NULL, "64 levels of nesting");
+	chain.depth = ARROW_MAX_NESTING;
+	expect_schema(&chain, 1, 0, ARROW_ERR_INVALID, "nested deeper", "65 levels of nesting");
+	chain.depth = 1000;
+	expect_schema(&chain, 1, 0, ARROW_ERR_INVALID, "nested deeper", "1000 levels of nesting");
+	/* 2^40 fields through shared tables: refused, and quickly */
+	dag.depth = 40;
+	expect_schema(&dag, 1, 0, ARROW_ERR_INVALID, "more fields", "structs of structs sharing tables");
+
+	expect_schema(&int32, 1, 1, ARROW_ERR_UNSUPPORTED, "big-endian", "big-endian schema");
+	s = (Spec) {.name = "u", .type = 14};
+	expect_schema(&s, 1, 0, ARROW_ERR_UNSUPPORTED, "Union (14) in field \"u\"", "union");
+	s = (Spec) {.name = "m", .type = 17, .n_params = 1, .params = {0}, .n_children = 1, .children = &int32};
+	expect_schema(&s, 1, 0, ARROW_ERR_UNSUPPORTED, "Map (17) in field \"m\"", "map");
+	s = (Spec) {.name = "r", .type = 22};
+	expect_schema(&s, 1, 0, ARROW_ERR_UNSUPPORTED, "RunEndEncoded", "run-end encoded");
+	s = (Spec) {.name = "v", .type = 23};
+	expect_schema(&s, 1, 0, ARROW_ERR_UNSUPPORTED, "BinaryView", "binary view");
+	s = (Spec) {.name = "lv", .type = 25};
+	expect_schema(&s, 1, 0, ARROW_ERR_UNSUPPORTED, "ListView", "list view");
+	s = (Spec) {.name = "x", .type = 99};
+	expect_schema(&s, 1, 0, ARROW_ERR_UNSUPPORTED, "unknown (99)", "unknown type id");
+	s = (Spec) {.name = "d", .type = 7, .n_params = 3, .params = {40, 2, 256}};
+	expect_schema(&s, 1, 0, ARROW_ERR_UNSUPPORTED, "decimal256 in field \"d\"", "decimal256");
+	s = (Spec) {.name = "d", .type = 7, .n_params = 3, .params = {10, 2, 128}};
+	expect_schema(&s, 1, 0, ARROW_OK, NULL, "decimal128(10, 2)");
+	s = (Spec) {.name = "d", .type = 7, .n_params = 3, .params = {39, 2, 128}};
+	expect_schema(&s, 1, 0, ARROW_ERR_INVALID, "precision", "decimal128 precision 39");
+	s = (Spec) {.name = "i", .type = 2, .n_params = 2, .params = {7, 1}};
+	expect_schema(&s, 1, 0, ARROW_ERR_INVALID, "bit width", "int bit width 7");
+	s = (Spec) {.name = "t", .type = 9, .n_params = 2, .params = {2, 32}};
+	expect_schema(&s, 1, 0, ARROW_ERR_INVALID, "time unit", "time[us] in 32 bits");
+	s = (Spec) {.name = "t", .type = 9, .n_params = 2, .params = {3, 64}};
+	expect_schema(&s, 1, 0, ARROW_OK, NULL, "time[ns] in 64 bits");
+	s = (Spec) {.name = "ts", .type = 10, .n_params = 1, .params = {4}};
+	expect_schema(&s, 1, 0, ARROW_ERR_INVALID, "time unit", "timestamp unit 4");
+	s = (Spec) {.name = "iv", .type = 11, .n_params = 1, .params = {3}};
+	expect_schema(&s, 1, 0, ARROW_ERR_INVALID, "interval unit", "interval unit 3");
+	s = (Spec) {.name = "f", .type = 3, .n_params = 1, .params = {3}};
+	expect_schema(&s, 1, 0, ARROW_ERR_INVALID, "precision", "floating point precision 3");
+	s = (Spec) {.name = "fsb", .type = 15, .n_params = 1, .params = {-1}};
+	expect_schema(&s, 1, 0, ARROW_ERR_INVALID, "byte width", "negative byte width");
+	s = (Spec) {.name = "fsl", .type = 16, .n_params = 1, .params = {-3}, .n_children = 1, .children = &int32};
+	expect_schema(&s, 1, 0, ARROW_ERR_INVALID, "list size", "negative list size");
+	s = (Spec) {.name = "l", .type = 12, .n_children = 2, .children = wide};
+	expect_schema(&s, 1, 0, ARROW_ERR_INVALID, "children", "list with two children");
+	s = (Spec) {.name = "i", .type = 2, .n_params = 2, .params = {32, 1}, .n_children = 1, .children = &int32};
+	expect_schema(&s, 1, 0, ARROW_ERR_INVALID, "children", "int32 with a child");
+	s = (Spec) {.name = "n", .type = 0};
+	expect_schema(&s, 1, 0, ARROW_ERR_INVALID, "no type", "field without a type");
+	expect_schema(NULL, 0, 0, ARROW_OK, NULL, "schema without fields");
+}
+
+/* ------------------------------------------------------------------------
+ * Allocation failures
+ * ------------------------------------------------------------------------
+ */
+typedef struct FailingAlloc
+{
+	int64_t		countdown;		/* allocations left before failing; < 0: none fail */
+	int64_t		live;
+	bool		failed;
+} FailingAlloc;
+
+static void *
+fail_malloc(void *ctx, size_t size)
+{
+	FailingAlloc *f = ctx;
+	void	   *p;
+
+	if (f->countdown == 0)
+	{
+		f->failed = true;
+		return NULL;
+	}
+	if (f->countdown > 0)
+		f->countdown--;
+	p = malloc(size ? size : 1);
+	if (p != NULL)
+		f->live++;
+	return p;
+}
+
+static void *
+fail_realloc(void *ctx, void *ptr, size_t size)
+{
+	FailingAlloc *f = ctx;
+
+	if (f->countdown == 0)
+	{
+		f->failed = true;
+		return NULL;
+	}
+	if (f->countdown > 0)
+		f->countdown--;
+	return realloc(ptr, size ? size : 1);
+}
+
+static void
+fail_free(void *ctx, void *ptr)
+{
+	FailingAlloc *f = ctx;
+
+	if (ptr != NULL)
+	{
+		f->live--;
+		free(ptr);
+	}
+}
+
+static void
+test_oom(void)
+{
+	static const char *names[] = {
+		"seed-dictionary.file", "seed-zstd.stream", "seed-lz4.file",
+		"seed-delta.stream", "seed-metadata.file", "seed-nested.file"
+	};
+
+	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+	{
+		const Seed *s = find_seed(names[i]);
+		FailingAlloc fa = {0};
+		ArrowAllocator alloc = {fail_malloc, fail_realloc, fail_free, &fa};
+		int			leaks = 0;
+		int			wrong = 0;
+		int64_t		n;
+
+		if (!tap_ok(s != NULL, "seed %s", names[i]))
+			continue;
+		for (n = 0;; n++)
+		{
+			ArrowError	err;
+			int			rc;
+
+			fa.countdown = n;
+			fa.failed = false;
+			fa.live = 0;
+			rc = exercise(s->data, s->len, &alloc, &err, NULL);
+			if (fa.live != 0)
+				leaks++;
+			if (!fa.failed)
+			{
+				if (rc != ARROW_OK)
+					wrong++;
+				break;
+			}
+			if (rc != ARROW_ERR_NOMEM)
+				wrong++;
+		}
+		tap_ok(leaks == 0 && wrong == 0,
+			   "%s: failing each of %lld allocations gives ARROW_ERR_NOMEM and frees everything (%d leaks, %d wrong codes)",
+			   names[i], (long long) n, leaks, wrong);
+	}
+}
+
+/* ------------------------------------------------------------------------
+ * API contracts
+ * ------------------------------------------------------------------------
+ */
+static void
+test_api(void)
+{
+	const Seed *s = find_seed("seed-nested.file");
+	ArrowSource src;
+	ArrowFile  *file;
+	ArrowFile  *byfd;
+	ArrowBatch *batch;
+	ArrowError	err;
+	ArrowExtent ext[16];
+	ArrowStrBuf buf = {NULL, NULL, 0, 0};
+	bool		want[5] = {false, false, false, true, false};
+	int			n;
+
+	tap_ok(arrow_file_open("/nonexistent/file", NULL, &file, &err) == ARROW_ERR_IO &&
+		   err.sys_errno == ENOENT && file == NULL, "missing file: ARROW_ERR_IO, ENOENT (%s)", err.message);
+	tap_ok(arrow_file_open(".", NULL, &file, &err) == ARROW_ERR_INVALID && file == NULL,
+		   "directory: ARROW_ERR_INVALID (%s)", err.message);
+	tap_ok(open_mem((const uint8_t *) "", 0, NULL, &src, &file, &err) == ARROW_ERR_INVALID,
+		   "empty input: %s", err.message);
+	if (s == NULL || open_mem(s->data, s->len, NULL, &src, &file, &err) != ARROW_OK)
+	{
+		tap_ok(false, "seed-nested.file opens");
+		return;
+	}
+	tap_ok(arrow_file_open(s->path, NULL, &byfd, &err) == ARROW_OK &&
+		   byfd->n_batches == file->n_batches && byfd->fd >= 0 &&
+		   arrow_schema_equal(&byfd->schema, &file->schema, NULL, 0),
+		   "opening by path reads the same file");
+	if (arrow_batch_load(byfd, 0, NULL, &batch, &err) == ARROW_OK)
+	{
+		tap_ok(rows_json(byfd, batch, &buf, &err) == ARROW_OK && strstr(buf.data, "\"ls2\": [[1], [2, 3]]") != NULL,
+			   "values read through the file descriptor");
+		arrow_batch_free(batch);
+	}
+	else
+		tap_ok(false, "load through the file descriptor: %s", err.message);
+	arrow_file_close(byfd);
+
+	/* extents: absolute offsets of the column's buffers, children included */
+	n = arrow_column_extents(file, 0, 3, ext, 16, &err);
+	tap_ok(n == file->columns[3].n_buffers && n == 7 &&
+		   ext[0].offset == file->batches[0].body_offset + file->batches[0].buffers[file->columns[3].first_buffer].offset,
+		   "extents of the struct column: %d", n);
+	tap_ok(arrow_column_extents(file, 0, 3, ext, 4, &err) == -1 && err.code == ARROW_ERR_ARGUMENT,
+		   "too little room for extents: ARROW_ERR_ARGUMENT");
+	tap_ok(arrow_column_extents(file, 1, 0, ext, 16, &err) == -1 && err.code == ARROW_ERR_ARGUMENT,
+		   "extents of a missing batch: ARROW_ERR_ARGUMENT");
+	tap_ok(arrow_column_extents(file, 0, 5, ext, 16, &err) == -1 && err.code == ARROW_ERR_ARGUMENT,
+		   "extents of a missing column: ARROW_ERR_ARGUMENT");
+	tap_ok(arrow_batch_load(file, 1, NULL, &batch, &err) == ARROW_ERR_ARGUMENT && batch == NULL,
+		   "loading a missing batch: ARROW_ERR_ARGUMENT");
+	tap_ok(arrow_batch_load(file, -1, NULL, &batch, NULL) == ARROW_ERR_ARGUMENT,
+		   "NULL error pointer is accepted");
+
+	/* want: only column 3 */
+	if (arrow_batch_load(file, 0, want, &batch, &err) == ARROW_OK)
+	{
+		buf.len = 0;
+		tap_ok(batch->columns[0].field == NULL && batch->columns[3].field == &file->schema.fields[3] &&
+			   batch->columns[3].n_children == 2 && batch->n_rows == 4,
+			   "only the wanted column is loaded");
+		tap_ok(arrow_value_to_json(&batch->columns[0], 0, &buf, &err) == ARROW_ERR_ARGUMENT,
+			   "JSON of an unloaded column: ARROW_ERR_ARGUMENT");
+		tap_ok(arrow_value_to_json(&batch->columns[3], 4, &buf, &err) == ARROW_ERR_ARGUMENT,
+			   "JSON of a row past the end: ARROW_ERR_ARGUMENT");
+		tap_ok(arrow_value_to_json(&batch->columns[3], 2, &buf, &err) == ARROW_OK &&
+			   strcmp(buf.data, "{\"a\": null, \"b\": []}") == 0, "struct value: %s", buf.data);
+		tap_ok(arrow_array_is_null(&batch->columns[3], 1) && !arrow_array_is_null(&batch->columns[3], 0),
+			   "arrow_array_is_null");
+		arrow_batch_free(batch);
+	}
+	else
+		tap_ok(false, "load with a want mask: %s", err.message);
+	arrow_strbuf_free(&buf);
+	arrow_file_close(file);
+}
+
+/* ------------------------------------------------------------------------
+ * JSON of hand-built arrays
+ * ------------------------------------------------------------------------
+ */
+static void
+check_json(const ArrowArray *a, int64_t row, const char *expect, const char *what)
+{
+	ArrowStrBuf buf = {NULL, NULL, 0, 0};
+	ArrowError	err;
+	int			rc = arrow_value_to_json(a, row, &buf, &err);
+
+	tap_ok(rc == ARROW_OK && strcmp(buf.data, expect) == 0, "%s: %s", what, rc ? err.message : buf.data);
+	arrow_strbuf_free(&buf);
+}
+
+static void
+test_json(void)
+{
+	double		dv[] = {0.0, -0.0, NAN, INFINITY, -INFINITY, 1e300, 0.1, 5e-324, 123456789012345678.0};
+	const char *dexp[] = {"0", "-0.0", "\"NaN\"", "\"Infinity\"", "\"-Infinity\"",
+	"1.0000000000000001e+300", "0.10000000000000001", "4.9406564584124654e-324", "1.2345678901234568e+17"};
+	ArrowField	fd = {.name = "f", .type = {.id = ARROW_TYPE_FLOAT64}};
+	ArrowArray	ad = {.field = &fd, .length = 9, .values = (const uint8_t *) dv};
+	/* strings: controls, separators, quote, backslash, valid and invalid UTF-8 */
+	static const char text[] = "a\"\\\x1f\x7f" "\xc2\x85" "\xe2\x80\xa8" "\xe2\x80\xa9" "\xc3\xa9" "\xe2\x82\xac" "\xf0\x9f\x98\x80"
+		"\xc0\xaf" "\xed\xa0\x80" "\xf4\x90\x80\x80" "\xe2\x82" "z";
+	int32_t		offsets[] = {0, (int32_t) sizeof(text) - 1};
+	ArrowField	fs = {.name = "s", .type = {.id = ARROW_TYPE_UTF8}};
+	ArrowArray	as = {.field = &fs, .length = 1, .offsets = offsets, .data = (const uint8_t *) text,
+	.data_length = sizeof(text) - 1};
+	/* decimals with negative, zero and large scale */
+	uint64_t	dec[4] = {(uint64_t) -12345, UINT64_MAX, 0, 0};
+	ArrowField	fdec = {.name = "d", .type = {.id = ARROW_TYPE_DECIMAL128, .precision = 10, .scale = -3}};
+	ArrowArray	adec = {.field = &fdec, .length = 2, .values = (const uint8_t *) dec};
+	ArrowField	fdec2 = {.name = "d", .type = {.id = ARROW_TYPE_DECIMAL128, .precision = 38, .scale = 38}};
+	ArrowArray	adec2 = {.field = &fdec2, .length = 2, .values = (const uint8_t *) dec};
+	uint16_t	halves[] = {0x3c00, 0x0001, 0xfc00, 0x7e00};
+	ArrowField	fh = {.name = "h", .type = {.id = ARROW_TYPE_FLOAT16}};
+	ArrowArray	ah = {.field = &fh, .length = 4, .values = (const uint8_t *) halves};
+	int32_t		dt[] = {3, -500};
+	ArrowField	fdt = {.name = "i", .type = {.id = ARROW_TYPE_INTERVAL_DT}};
+	ArrowArray	adt = {.field = &fdt, .length = 1, .values = (const uint8_t *) dt};
+	ArrowSchema empty = {0};
+	ArrowStrBuf buf = {NULL, NULL, 0, 0};
+	ArrowError	err;
+
+	for (int i = 0; i < 9; i++)
+		check_json(&ad, i, dexp[i], "float64");
+	check_json(&as, 0, "\"a\\\"\\\\\\u001f\\u007f\\u0085\\u2028\\u2029\xc3\xa9\xe2\x82\xac\xf0\x9f\x98\x80"
+			   "\\ufffd\\ufffd\\ufffd\\ufffd\\ufffd\\ufffd\\ufffd\\ufffd\\ufffd\\ufffd\\ufffdz\"",
+			   "string escapes and invalid UTF-8");
+	check_json(&adec, 0, "\"-12345000\"", "decimal128 scale -3");
+	check_json(&adec, 1, "\"0\"", "decimal128 scale -3, zero");
+	check_json(&adec2, 0, "\"-0.00000000000000000000000000000000012345\"", "decimal128 scale 38");
+	check_json(&ah, 0, "1", "float16 1.0");
+	check_json(&ah, 1, "5.9604644775390625e-08", "float16 smallest subnormal");
+	check_json(&ah, 2, "\"-Infinity\"", "float16 -inf");
+	check_json(&ah, 3, "\"NaN\"", "float16 NaN");
+	check_json(&adt, 0, "[3, -500]", "interval[dt]");
+	tap_ok(arrow_schema_to_json(&empty, &buf, &err) == ARROW_OK &&
+		   strcmp(buf.data, "{\"fields\": [], \"metadata\": {}}") == 0, "empty schema JSON");
+	arrow_strbuf_free(&buf);
+}
+
+int
+main(void)
+{
+	load_seeds();
+	test_seeds();
+	test_values();
+	test_api();
+	test_json();
+	test_targeted();
+	test_targeted_body();
+	test_built_schemas();
+	test_oom();
+	test_truncation();
+	test_corruption();
+	for (int i = 0; i < n_seeds; i++)
+		free(seeds[i].data);
+	return tap_done();
+}
