@@ -325,6 +325,137 @@ def dumps(v, ensure_ascii=False):
     raise TypeError("no JSON form for %r" % (v,))
 
 
+_ESCAPED = {ord('"'): '\\"', ord("\\"): "\\\\"}
+for _c in list(range(0x20)) + list(range(0x7f, 0xa0)) + [0x2028, 0x2029]:
+    _ESCAPED[_c] = "\\u%04x" % _c
+
+
+def exact_string(s):
+    """A string in the exact form: \\" \\\\, \\uxxxx (lowercase) for
+    U+0000-U+001F, U+007F-U+009F, U+2028, U+2029; UTF-8 for the rest."""
+    return '"' + s.translate(_ESCAPED) + '"'
+
+
+def exact_dumps(v):
+    """JSON text in the exact form of doc/arrow-json.md (", " and ": ")."""
+    if isinstance(v, str):
+        return exact_string(v)
+    if isinstance(v, (list, tuple)):
+        return "[" + ", ".join(exact_dumps(x) for x in v) + "]"
+    if isinstance(v, dict):
+        return "{" + ", ".join(exact_string(k) + ": " + exact_dumps(x)
+                               for k, x in v.items()) + "}"
+    return dumps(v)
+
+
+def exact_field(fd):
+    """A normalized field in the exact key order and presence rules."""
+    out = {"name": fd["name"], "type": fd["type"],
+           "nullable": fd["nullable"]}
+    if fd["metadata"]:
+        out["metadata"] = fd["metadata"]
+    if fd["type"] in ("list", "large_list", "struct") or \
+            fd["type"].startswith("fixed_size_list("):
+        out["children"] = [exact_field(c) for c in fd["children"]]
+    if "dictionary" in fd:
+        di = fd["dictionary"]
+        out["dictionary"] = {"id": di["id"], "index_type": di["index_type"],
+                             "ordered": di["ordered"]}
+    return out
+
+
+def exact_inspect_text(parsed):
+    """
+    The exact `arrow-inspect --json` text of a parse_inspect() result,
+    built from its content in the documented key order.
+    """
+    sch = parsed["schema"]
+    lines = [exact_dumps({"schema": {
+        "fields": [exact_field(f) for f in sch["fields"]],
+        "metadata": sch["metadata"]}})]
+    for i, b in enumerate(parsed["batches"]):
+        lines.append(exact_dumps({"batch": i, "rows": b["rows"],
+                                  "metadata": b["metadata"]}))
+        for row in b["values"]:
+            lines.append(exact_dumps({"row": row}))
+    return "".join(line + "\n" for line in lines)
+
+
+def check_exact_text(text):
+    """Problems (empty: none) with the exact text form of inspect output."""
+    want = exact_inspect_text(parse_inspect(text)).split("\n")
+    got = text.split("\n")
+    problems = []
+    for i, (w, g) in enumerate(zip(want, got)):
+        if w != g:
+            problems.append("line %d not in the exact form:\n  want %s\n"
+                            "  got  %s" % (i + 1, w[:500], g[:500]))
+            if len(problems) >= 5:
+                break
+    if len(want) != len(got) and not problems:
+        problems.append("%d lines, expected %d" % (len(got), len(want)))
+    return problems
+
+
+def _utf8_seq_len(b, i):
+    """Length of the well-formed UTF-8 sequence at b[i], or 0 (Unicode
+    Table 3-7: no overlongs, no surrogates, nothing above U+10FFFF)."""
+    c = b[i]
+    n = len(b)
+
+    def cont(k, lo=0x80, hi=0xbf):
+        return i + k < n and lo <= b[i + k] <= hi
+    if c < 0x80:
+        return 1
+    if 0xc2 <= c <= 0xdf:
+        return 2 if cont(1) else 0
+    if c == 0xe0:
+        return 3 if cont(1, 0xa0) and cont(2) else 0
+    if 0xe1 <= c <= 0xec or 0xee <= c <= 0xef:
+        return 3 if cont(1) and cont(2) else 0
+    if c == 0xed:
+        return 3 if cont(1, 0x80, 0x9f) and cont(2) else 0
+    if c == 0xf0:
+        return 4 if cont(1, 0x90) and cont(2) and cont(3) else 0
+    if 0xf1 <= c <= 0xf3:
+        return 4 if cont(1) and cont(2) and cont(3) else 0
+    if c == 0xf4:
+        return 4 if cont(1, 0x80, 0x8f) and cont(2) and cont(3) else 0
+    return 0
+
+
+def exact_utf8_literal(raw):
+    """The exact JSON string literal of utf8 bytes that may be ill-formed:
+    each byte outside a well-formed sequence as the escape \\ufffd."""
+    out = []
+    i = 0
+    while i < len(raw):
+        k = _utf8_seq_len(raw, i)
+        if k:
+            out.append(exact_string(raw[i:i + k].decode("utf-8"))[1:-1])
+            i += k
+        else:
+            out.append("\\ufffd")
+            i += 1
+    return '"' + "".join(out) + '"'
+
+
+def decode_utf8_per_doc(raw):
+    """UTF-8 bytes as the JSON form prints them: a byte that is not part of
+    a well-formed sequence becomes U+FFFD, one per byte."""
+    out = []
+    i = 0
+    while i < len(raw):
+        k = _utf8_seq_len(raw, i)
+        if k:
+            out.append(raw[i:i + k].decode("utf-8"))
+            i += k
+        else:
+            out.append("\ufffd")
+            i += 1
+    return "".join(out)
+
+
 # ---------------------------------------------------------------------------
 # Scalar helpers
 # ---------------------------------------------------------------------------
@@ -349,17 +480,28 @@ def decimal_to_json(unscaled, scale):
     """Unscaled integer and scale -> "-123.45" (exactly scale digits)."""
     sign = "-" if unscaled < 0 else ""
     digits = str(abs(unscaled))
-    if scale <= 0:
-        return sign + digits + "0" * (-scale)
+    if scale <= 0:      # the integer unscaled x 10^-scale, no point
+        return sign + digits + "0" * (-scale) if unscaled else "0"
     digits = digits.rjust(scale + 1, "0")
     return sign + digits[:-scale] + "." + digits[-scale:]
 
 
 def decimal_from_json(s, scale):
-    """"-123.45", scale 2 -> -12345 (the string must have scale digits)."""
+    """
+    "-123.45", scale 2 -> -12345 (the string must have scale digits);
+    negative scale: "-12345000", scale -3 -> -12345.
+    """
     m = re.fullmatch(r"(-?)(\d+)(?:\.(\d+))?", s)
     if not m:
         raise ValueError("bad decimal %r" % s)
+    if scale < 0:
+        if m.group(3) is not None:
+            raise ValueError("decimal %r has a point (scale %d)" % (s, scale))
+        v, r = divmod(int(m.group(2)), 10 ** -scale)
+        if r:
+            raise ValueError("decimal %r is not a multiple of 10^%d"
+                             % (s, -scale))
+        return -v if m.group(1) else v
     frac = m.group(3) or ""
     if len(frac) != max(scale, 0):
         raise ValueError("decimal %r has not %d fraction digits" % (s, scale))
@@ -760,8 +902,11 @@ def make_normalizer(fd):
         def core(v):
             if not isinstance(v, str) or not pat.fullmatch(v):
                 fail(v, "not a decimal string with %d fraction digits"
-                     % scale)
-            u = decimal_from_json(v, scale)
+                     % max(scale, 0))
+            try:
+                u = decimal_from_json(v, scale)
+            except ValueError as e:
+                fail(v, str(e))
             if abs(u) >= 10 ** prec:
                 fail(v, "more than %d digits" % prec)
             if u == 0 and v.startswith("-"):

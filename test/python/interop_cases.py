@@ -91,7 +91,7 @@ UTF8_EDGES = [
     "😀", "👍🏽", "👨‍👩‍👧", "e\u0301", "a\u0308\u0301\u0323",
     "a\x00b", "\x00", "quote\" back\\slash /", "tab\tnl\ncr\r",
     "\x01\x1f\x7f", "\u2028\u2029", "\ufeffbom", "\uffff", "\U0010ffff",
-    "x" * 1000, "Ǆ" * 7,
+    "x" * 1000, "Ǆ" * 7, "\ufffd", "\u0085\u009f\u00a0",
 ]
 BINARY_EDGES = ["", "00", None, bytes(range(256)).hex(), "ff" * 3,
                 "00000000", "7f80", "deadbeef" * 40]
@@ -124,9 +124,9 @@ def _cases():
            Case("float32", pa.float32(), FLOAT32_EDGES),
            Case("float64", pa.float64(), FLOAT64_EDGES)]
     for p, s in [(1, 0), (5, 2), (10, 2), (18, 6), (19, 0), (20, 19),
-                 (38, 0), (38, 10), (38, 38)]:
-        cs.append(Case("decimal128_%d_%d" % (p, s), pa.decimal128(p, s),
-                       _dec_edges(p, s)))
+                 (38, 0), (38, 10), (38, 38), (5, -3), (38, -10)]:
+        cs.append(Case("decimal128_%d_%s" % (p, str(s).replace("-", "neg")),
+                       pa.decimal128(p, s), _dec_edges(p, s)))
     cs += [
         Case("date32", pa.date32(), [0, -1, 1, 19000, -719162, 2932896,
                                      I32_MIN, I32_MAX, None]),
@@ -190,6 +190,7 @@ def _cases():
         Case("struct", pa.struct([("a", pa.int32()), ("b", pa.string())]),
              [{"a": 1, "b": "x"}, {"a": None, "b": None}, None,
               {"a": -1, "b": ""}]),
+        Case("struct_empty", pa.struct([]), [{}, None, {}, {}]),
         Case("struct_null_child", pa.struct([("n", pa.null()),
                                              ("x", pa.bool_())]),
              [{"n": None, "x": True}, None, {"n": None, "x": None}]),

@@ -63,13 +63,21 @@ def pyarrow_read(path):
 
 
 def inspect(arrow_inspect, path):
+    """(parse_inspect() result, output text) of `arrow-inspect --json`."""
     r = arrow_inspect("--json", path)
     assert r.rc == 0, r.describe()
     try:
-        return J.parse_inspect(r.text)
+        return J.parse_inspect(r.text), r.text
     except J.FormError as e:
         pytest.fail("%s: output not in the documented form: %s\n%s"
                     % (r.cmd(), e, r.text[:3000]))
+
+
+def assert_exact_text(path, text):
+    """The output is byte for byte the exact form of doc/arrow-json.md."""
+    problems = J.check_exact_text(text)
+    assert not problems, "arrow-inspect --json %s:\n%s" % (
+        path, "\n".join(problems))
 
 
 def assert_reads_as(arrow_inspect, path, schema, batches):
@@ -87,10 +95,11 @@ def assert_reads_as(arrow_inspect, path, schema, batches):
     problems = J.check_inspect(expected, mine)
     assert not problems, "pyarrow does not read back what it wrote " \
         "(test bug):\n" + "\n".join(problems)
-    got = inspect(arrow_inspect, path)
+    got, text = inspect(arrow_inspect, path)
     problems = J.check_inspect(expected, got)
     assert not problems, "arrow-inspect --json %s:\n%s" % (
         path, "\n".join(problems))
+    assert_exact_text(path, text)
 
 
 def _has_dictionary(t):
@@ -286,7 +295,7 @@ def test_custom_metadata(arrow_inspect, workdir, name, fmt):
 
 def test_unicode_and_odd_names(arrow_inspect, workdir):
     names = ["日本語", "emoji😀", "quote\"back\\slash", "", "tab\tnl\n",
-             "e\u0301", "nul\x00inside", "a b"]
+             "e\u0301", "a b", "\x7f\x85\u2028", "\x01"]
     schema = pa.schema([pa.field(n, pa.int8()) for n in names] + [
         pa.field("st", pa.struct([pa.field("子", pa.string()),
                                   pa.field("", pa.bool_())]))])
@@ -295,6 +304,72 @@ def test_unicode_and_odd_names(arrow_inspect, workdir):
     path = workdir / "names.arrow"
     write_ipc(path, schema, make_batches(schema, [(rows, None)]))
     assert_reads_as(arrow_inspect, path, schema, [(rows, {})])
+
+
+@pytest.mark.parametrize("where", ["field_name", "child_name",
+                                   "schema_metadata_value",
+                                   "field_metadata_key",
+                                   "batch_metadata_value"])
+def test_nul_in_names_and_metadata(arrow_inspect, workdir, where):
+    """U+0000 inside a name or a metadata string (valid Arrow; arrow.h
+    keeps names as C strings).  Either it reads back exactly or the reader
+    refuses the file with exit 1 and a message: never a silently shortened
+    name (that would make "a\0b" and "a" the same column)."""
+    nul = "a\x00b"
+    fields = [pa.field(nul if where == "field_name" else "x", pa.int32(),
+                       metadata={nul: "v"} if where == "field_metadata_key"
+                       else None),
+              pa.field("s", pa.struct([pa.field(
+                  nul if where == "child_name" else "c", pa.int8())]))]
+    schema = pa.schema(fields, metadata={"k": nul}
+                       if where == "schema_metadata_value" else None)
+    rows = C.random_rows(schema, 3, C.rng_for("nul", where))
+    md = {"k": nul} if where == "batch_metadata_value" else None
+    path = workdir / "nul.arrow"
+    write_ipc(path, schema, make_batches(schema, [(rows, md)]))
+    r = arrow_inspect("--json", path)
+    if r.rc == 1:
+        assert r.stderr.strip(), r.describe()
+        return
+    assert_reads_as(arrow_inspect, path, schema, [(rows, md or {})])
+
+
+INVALID_UTF8 = [
+    b"\xff", b"a\xc3", b"\xc0\xaf", b"\xed\xa0\x80", b"\xf4\x90\x80\x80",
+    b"\xe6\x97", b"ok\x80ok", b"\xf0\x9f\x98", b"\xfe\xfe", b"\xe0\x80\x80",
+    "日本".encode() + b"\xa5",
+]
+
+
+@pytest.mark.parametrize("large", [False, True], ids=["utf8", "large_utf8"])
+def test_invalid_utf8(arrow_inspect, workdir, large):
+    """utf8 values that are not UTF-8 (pyarrow writes them unchecked):
+    each byte outside a well-formed sequence prints as U+FFFD, the output
+    stays valid UTF-8 JSON (doc/arrow-json.md)."""
+    t = pa.large_string() if large else pa.string()
+    ofmt = "<q" if large else "<i"
+    offs = [0]
+    for raw in INVALID_UTF8:
+        offs.append(offs[-1] + len(raw))
+    arr = pa.Array.from_buffers(t, len(INVALID_UTF8), [
+        None, pa.py_buffer(b"".join(struct.pack(ofmt, o) for o in offs)),
+        pa.py_buffer(b"".join(INVALID_UTF8))])
+    schema = pa.schema([("s", t)])
+    path = workdir / "badutf8.arrow"
+    write_ipc(path, schema, [(pa.RecordBatch.from_arrays([arr],
+                                                         schema=schema),
+                              None)])
+    rows = [{"s": J.decode_utf8_per_doc(raw)} for raw in INVALID_UTF8]
+    assert rows[3]["s"] == "\ufffd" * 3 and rows[1]["s"] == "a\ufffd"
+    got, text = inspect(arrow_inspect, path)
+    problems = J.check_inspect(J.expected_form(schema, [(rows, {})]), got)
+    assert not problems, "arrow-inspect --json %s:\n%s" % (
+        path, "\n".join(problems))
+    want = ['{"row": {"s": %s}}' % J.exact_utf8_literal(raw)
+            for raw in INVALID_UTF8]
+    got_lines = [line for line in text.split("\n")
+                 if line.startswith('{"row"')]
+    assert got_lines == want
 
 
 def test_nan_payloads_and_float_bits(arrow_inspect, workdir):
@@ -719,7 +794,7 @@ def test_stream_without_eos(arrow_inspect, workdir):
     path.write_bytes(data[:msgs[-1]["end"]])
     full = workdir / "full.stream"
     full.write_bytes(data)
-    want = inspect(arrow_inspect, full)
+    want, _ = inspect(arrow_inspect, full)
     r = arrow_inspect("--json", path)
     if r.rc == 0:
         assert J.parse_inspect(r.text) == want

@@ -256,7 +256,7 @@ def test_custom_metadata(arrow_gen, workdir, name):
 
 def test_unicode_and_odd_names(arrow_gen, workdir):
     names = ["日本語", "emoji😀", "quote\"back\\slash", "", "tab\tnl\n",
-             "e\u0301", "nul\x00inside", "a b"]
+             "e\u0301", "a b", "\x7f\x85\u2028", "\x01"]
     schema = pa.schema([pa.field(n, pa.int8()) for n in names] + [
         pa.field("st", pa.struct([pa.field("子", pa.string()),
                                   pa.field("", pa.bool_())]))])
@@ -264,6 +264,32 @@ def test_unicode_and_odd_names(arrow_gen, workdir):
     path = workdir / "names.arrow"
     gen_ok(arrow_gen, path, spec_for(schema, [(rows, None)]))
     assert_file_is(path, schema, [(rows, None)])
+
+
+@pytest.mark.parametrize("where", ["field_name", "child_name",
+                                   "schema_metadata_value",
+                                   "field_metadata_key",
+                                   "batch_metadata_value"])
+def test_nul_in_names_and_metadata(arrow_gen, workdir, where):
+    """U+0000 inside a name or metadata string: written exactly, or refused
+    with exit 1 and a message (arrow.h keeps names as C strings); never
+    written shortened."""
+    nul = "a\x00b"
+    fields = [pa.field(nul if where == "field_name" else "x", pa.int32(),
+                       metadata={nul: "v"} if where == "field_metadata_key"
+                       else None),
+              pa.field("s", pa.struct([pa.field(
+                  nul if where == "child_name" else "c", pa.int8())]))]
+    schema = pa.schema(fields, metadata={"k": nul}
+                       if where == "schema_metadata_value" else None)
+    rows = C.random_rows(schema, 3, C.rng_for("w-nul", where))
+    md = {"k": nul} if where == "batch_metadata_value" else None
+    path = workdir / "nul.arrow"
+    r = gen(arrow_gen, path, spec_for(schema, [(rows, md)]))
+    if r.rc == 1:
+        assert r.stderr.strip(), r.describe()
+        return
+    assert_file_is(path, schema, [(rows, md)])
 
 
 def test_list_child_names(arrow_gen, workdir):
@@ -555,3 +581,104 @@ def test_append_to_invalid_file(arrow_gen, workdir, what):
             append=True)
     assert r.rc == 1 and r.stderr.strip(), r.describe()
     assert path.read_bytes() == before, "file changed by a failed append"
+
+
+def _dict_file(arrow_gen, path):
+    """A file with dictionary-encoded column d (id 0: "a", "b")."""
+    schema = pa.schema([("d", pa.dictionary(pa.int32(), pa.string())),
+                        ("n", pa.int64())])
+    spec = J.make_spec(J.schema_to_json(schema),
+                       [([{"d": 1, "n": 1}, {"d": None, "n": 2},
+                          {"d": 0, "n": 3}], {"run": "1"})],
+                       [{"id": 0, "values": ["a", "b"]}])
+    gen_ok(arrow_gen, path, spec)
+    return schema, [([{"d": "b", "n": 1}, {"d": None, "n": 2},
+                      {"d": "a", "n": 3}], {"run": "1"})]
+
+
+def test_append_dictionary_delta(arrow_gen, workdir):
+    """Append with a delta dictionary batch ("delta": true): new indices
+    reach the added values, old batches decode as before."""
+    path = workdir / "dict.arrow"
+    schema, old = _dict_file(arrow_gen, path)
+    before = path.read_bytes()
+    spec = J.make_spec(J.schema_to_json(schema),
+                       [([{"d": 3, "n": 4}, {"d": 0, "n": 5},
+                          {"d": 2, "n": 6}], None)],
+                       [{"id": 0, "values": ["c", "日本"], "delta": True}])
+    gen_ok(arrow_gen, path, spec, append=True)
+    after = path.read_bytes()
+    _assert_prefix_kept(before, after)
+    assert len(L.read_footer(after)["dictionaries"]) == 2
+    assert_file_is(path, schema, old + [([{"d": "日本", "n": 4},
+                                          {"d": "a", "n": 5},
+                                          {"d": "c", "n": 6}], None)])
+
+
+def test_append_dictionary_replacement_refused(arrow_gen, workdir):
+    """A non-delta dictionary for an id the file already has would be a
+    replacement, which the file format does not allow: exit 1, file
+    unchanged."""
+    path = workdir / "dict.arrow"
+    schema, _ = _dict_file(arrow_gen, path)
+    before = path.read_bytes()
+    spec = J.make_spec(J.schema_to_json(schema), [([{"d": 0, "n": 4}],
+                                                   None)],
+                       [{"id": 0, "values": ["x"]}])
+    r = gen(arrow_gen, path, spec, append=True)
+    assert r.rc == 1 and r.stderr.strip(), r.describe()
+    assert path.read_bytes() == before, "file changed by a failed append"
+
+
+def test_append_index_past_dictionary_refused(arrow_gen, workdir):
+    """An index beyond the file's dictionary: exit 1, file unchanged."""
+    path = workdir / "dict.arrow"
+    schema, _ = _dict_file(arrow_gen, path)
+    before = path.read_bytes()
+    spec = J.make_spec(J.schema_to_json(schema), [([{"d": 2, "n": 4}],
+                                                   None)])
+    r = gen(arrow_gen, path, spec, append=True)
+    assert r.rc == 1 and r.stderr.strip(), r.describe()
+    assert path.read_bytes() == before, "file changed by a failed append"
+
+
+def test_append_without_schema(arrow_gen, workdir):
+    """With --append the spec may leave out "schema" (doc/arrow-json.md)."""
+    schema = _append_schema()
+    rng = C.rng_for("append-noschema")
+    first = [(C.random_rows(schema, 4, rng), None)]
+    second = [(C.random_rows(schema, 6, rng), {"x": "y"})]
+    path = workdir / "app.arrow"
+    gen_ok(arrow_gen, path, spec_for(schema, first))
+    before = path.read_bytes()
+    spec = spec_for(schema, second)
+    del spec["schema"]
+    gen_ok(arrow_gen, path, spec, append=True)
+    _assert_prefix_kept(before, path.read_bytes())
+    assert_file_is(path, schema, first + second)
+
+
+def test_dictionary_spec_delta(arrow_gen, workdir):
+    """A new file whose spec has a dictionary and then a delta for it."""
+    schema = pa.schema([("d", pa.dictionary(pa.int16(), pa.large_string()))])
+    spec = J.make_spec(J.schema_to_json(schema),
+                       [([{"d": 0}, {"d": 2}, {"d": None}], None)],
+                       [{"id": 0, "values": ["p"]},
+                        {"id": 0, "values": ["q", "r"], "delta": True}])
+    path = workdir / "delta.arrow"
+    gen_ok(arrow_gen, path, spec)
+    assert_file_is(path, schema, [([{"d": "p"}, {"d": "r"}, {"d": None}],
+                                   None)])
+
+
+@pytest.mark.parametrize("index", [2, -1, 1 << 31],
+                         ids=["past_end", "negative", "beyond_int32"])
+def test_dictionary_index_out_of_range(arrow_gen, workdir, index):
+    """A row index outside its dictionary (2 values): exit 1 with a
+    message, not a file that readers must reject."""
+    schema = pa.schema([("d", pa.dictionary(pa.int32(), pa.string()))])
+    spec = J.make_spec(J.schema_to_json(schema),
+                       [([{"d": 0}, {"d": index}], None)],
+                       [{"id": 0, "values": ["a", "b"]}])
+    r = gen(arrow_gen, workdir / "d.arrow", spec)
+    assert r.rc == 1 and r.stderr.strip(), r.describe()
