@@ -8,6 +8,7 @@ ZSTD), the stream format, V4 metadata, and malformed input (exit 1 with a
 message, never a crash or a hang).
 """
 
+import decimal
 import struct
 
 import pyarrow as pa
@@ -154,6 +155,9 @@ FORMATS = {
     "stream_zstd": ("stream", {"compression": "zstd"}),
     "file_v4": ("file", {"metadata_version": ipc.MetadataVersion.V4}),
     "stream_v4": ("stream", {"metadata_version": ipc.MetadataVersion.V4}),
+    # pre-0.15 framing: no 0xFFFFFFFF continuation marker before messages
+    "stream_legacy": ("stream", {"use_legacy_format": True}),
+    "file_legacy": ("file", {"use_legacy_format": True}),
 }
 # Not here: V4 with compression.  Body compression came with V5; pyarrow 26
 # writes V4 + zstd files it cannot read back itself.
@@ -177,7 +181,7 @@ def test_all_types_one_file(arrow_inspect, workdir, fmt):
     kind, opts = FORMATS[fmt]
     schema = C.wide_schema(metadata={"format": fmt})
     row_sets = _wide_row_sets(fmt)
-    if "v4" in fmt:
+    if "v4" in fmt or "legacy" in fmt:
         # pyarrow 26 cannot read back V4 batches with custom metadata (it
         # takes it for V4's experimental compression key)
         row_sets = [(rows, None) for rows, _ in row_sets]
@@ -417,6 +421,83 @@ def test_sliced_arrays(arrow_inspect, workdir):
     assert_reads_as(arrow_inspect, path, schema,
                     [(rows[3:53], {}), (rows[101:108], {}),
                      (rows[199:200], {})])
+
+
+def test_footer_custom_metadata(arrow_inspect, workdir):
+    """Footer custom metadata (not part of the JSON form) does not disturb
+    reading."""
+    schema = pa.schema([("a", pa.int32()), ("s", pa.string())],
+                       metadata={"k": "v"})
+    rows = C.random_rows(schema, 10, C.rng_for("footer-md"))
+    path = workdir / "footer.arrow"
+    with open(path, "wb") as f:
+        w = ipc.new_file(f, schema, metadata={"footer": "x" * 100})
+        w.write_batch(J.batch_from_json(schema, rows))
+        w.close()
+    assert_reads_as(arrow_inspect, path, schema, [(rows, {})])
+
+
+def test_extension_type_reads_as_storage(arrow_inspect, workdir):
+    """An extension type (arrow.uuid) is its storage type plus the
+    ARROW:extension:* field metadata, which is how IPC carries it."""
+    storage = J.array_from_json(pa.field("u", pa.binary(16)),
+                                ["00" * 16, None, "ff" * 16])
+    arr = pa.ExtensionArray.from_storage(pa.uuid(), storage)
+    schema = pa.schema([("u", pa.uuid())])
+    path = workdir / "ext.arrow"
+    write_ipc(path, schema, [(pa.RecordBatch.from_arrays([arr],
+                                                         schema=schema),
+                              None)])
+    got, _ = inspect(arrow_inspect, path)
+    (fd,) = got["schema"]["fields"]
+    assert fd["type"] == "fixed_size_binary(16)", fd
+    assert fd["metadata"].get("ARROW:extension:name") == "arrow.uuid", fd
+    assert [r["u"] for r in got["batches"][0]["values"]] == \
+        ["00" * 16, None, "ff" * 16]
+
+
+def _unsupported_arrays():
+    ints = pa.array([1, None, 3], pa.int32())
+    decs = [decimal.Decimal("1.25"), None, decimal.Decimal("-3.00")]
+    return {
+        "map": pa.array([[("a", 1)], None, []], pa.map_(pa.string(),
+                                                         pa.int32())),
+        "dense_union": pa.UnionArray.from_dense(
+            pa.array([0, 1, 0], pa.int8()), pa.array([0, 0, 1], pa.int32()),
+            [pa.array([1, 2], pa.int32()), pa.array(["x"])]),
+        "sparse_union": pa.UnionArray.from_sparse(
+            pa.array([0, 1, 0], pa.int8()),
+            [ints, pa.array(["x", "y", "z"])]),
+        "decimal256": pa.array(decs, pa.decimal256(40, 2)),
+        "decimal32": pa.array(decs, pa.decimal32(9, 2)),
+        "decimal64": pa.array(decs, pa.decimal64(18, 2)),
+        "string_view": pa.array(["a", None, "long string over 12 bytes"],
+                                pa.string_view()),
+        "binary_view": pa.array([b"a", None, b"x" * 20], pa.binary_view()),
+        "list_view": pa.array([[1], None, []], pa.list_view(pa.int32())),
+        "large_list_view": pa.array([[1], None, []],
+                                    pa.large_list_view(pa.int32())),
+        "run_end_encoded": pa.RunEndEncodedArray.from_arrays(
+            pa.array([2, 3], pa.int32()), pa.array([7, 8], pa.int64())),
+    }
+
+
+@pytest.mark.parametrize("name", sorted(_unsupported_arrays()))
+@pytest.mark.parametrize("nested", [False, True], ids=["top", "in_list"])
+def test_unsupported_type(arrow_inspect, workdir, name, nested):
+    """Valid Arrow types outside doc/arrow-json.md: exit 1 with a message
+    (ARROW_ERR_UNSUPPORTED), never a crash or made-up output."""
+    arr = _unsupported_arrays()[name]
+    if nested:
+        arr = pa.ListArray.from_arrays(pa.array([0, 1, len(arr)], pa.int32()),
+                                       arr)
+    schema = pa.schema([("ok", pa.int32()), ("x", arr.type)])
+    batch = pa.RecordBatch.from_arrays(
+        [pa.array(range(len(arr)), pa.int32()), arr], schema=schema)
+    path = workdir / "unsupported.arrow"
+    write_ipc(path, schema, [(batch, None)])
+    r = arrow_inspect("--json", path)
+    assert r.rc == 1 and r.stderr.strip(), r.describe()
 
 
 # ---------------------------------------------------------------------------

@@ -31,6 +31,12 @@ def spec_text(spec, style="doc"):
     json with \\u escapes, shortest float repr and indentation."""
     if style == "doc":
         return J.dumps(spec)
+    if style == "exact":    # the schema exactly as arrow-inspect prints it
+        sch = J.normalize_schema(spec["schema"])
+        spec = dict(spec, schema={
+            "fields": [J.exact_field(f) for f in sch["fields"]],
+            "metadata": sch["metadata"]})
+        return J.exact_dumps(spec)
     return json.dumps(spec, ensure_ascii=True, indent=1)
 
 
@@ -173,11 +179,12 @@ def _wide_row_sets(tag):
     ]
 
 
-@pytest.mark.parametrize("style", ["doc", "ascii_escapes"])
+@pytest.mark.parametrize("style", ["doc", "ascii_escapes", "exact"])
 def test_all_types_one_file(arrow_gen, workdir, style):
     """One column per type, five batches (edges, empty, random, no nulls,
     all null).  ascii_escapes: the same spec as \\u escapes (surrogate
-    pairs, \\u0000), indented, floats in shortest form."""
+    pairs, \\u0000), indented, floats in shortest form; exact: the text
+    form arrow-inspect prints (empty field metadata left out, \\u000a)."""
     schema = C.wide_schema(metadata={"style": style})
     row_sets = _wide_row_sets(style)
     path = workdir / "wide.arrow"
@@ -682,3 +689,19 @@ def test_dictionary_index_out_of_range(arrow_gen, workdir, index):
                        [{"id": 0, "values": ["a", "b"]}])
     r = gen(arrow_gen, workdir / "d.arrow", spec)
     assert r.rc == 1 and r.stderr.strip(), r.describe()
+
+
+def test_roundtrip_our_tools(arrow_gen, arrow_inspect, workdir):
+    """Our writer's file read by our reader prints exactly the spec's
+    schema (in the exact form), metadata and values."""
+    schema = C.wide_schema(metadata={"round": "trip"})
+    row_sets = _wide_row_sets("roundtrip")
+    path = workdir / "rt.arrow"
+    gen_ok(arrow_gen, path, spec_for(schema, row_sets))
+    r = arrow_inspect("--json", path)
+    assert r.rc == 0, r.describe()
+    got = J.parse_inspect(r.text)
+    problems = J.check_inspect(J.expected_form(
+        schema, [(rows, md or {}) for rows, md in row_sets]), got)
+    problems += J.check_exact_text(r.text)
+    assert not problems, "\n".join(problems)
