@@ -173,7 +173,7 @@ def _wide_row_sets(tag):
     return [
         (C.wide_rows(45, rng), {"part": "edges"}),
         ([], None),
-        (C.wide_rows(300, rng), None),
+        (C.wide_rows(200, rng), None),
         (C.wide_rows(13, rng, nulls=False), {"part": "no nulls"}),
         ([{c.id: None for c in C.CASES}] * 9, None),
     ]
@@ -223,9 +223,9 @@ def test_only_empty_batches(arrow_gen, workdir):
 
 
 def test_large_batch(arrow_gen, workdir):
-    """One batch of 5000 random rows over every type."""
+    """One batch of 1500 random rows over every type."""
     schema = C.wide_schema()
-    rows = C.wide_rows(5000, C.rng_for("write-large"))
+    rows = C.wide_rows(1500, C.rng_for("write-large"))
     path = workdir / "large.arrow"
     gen_ok(arrow_gen, path, spec_for(schema, [(rows, None)]))
     assert_file_is(path, schema, [(rows, None)])
