@@ -124,7 +124,8 @@ def _cases():
            Case("float32", pa.float32(), FLOAT32_EDGES),
            Case("float64", pa.float64(), FLOAT64_EDGES)]
     for p, s in [(1, 0), (5, 2), (10, 2), (18, 6), (19, 0), (20, 19),
-                 (38, 0), (38, 10), (38, 38), (5, -3), (38, -10)]:
+                 (38, 0), (38, 10), (38, 38), (5, -3), (38, -10),
+                 (5, 7)]:
         cs.append(Case("decimal128_%d_%s" % (p, str(s).replace("-", "neg")),
                        pa.decimal128(p, s), _dec_edges(p, s)))
     cs += [
