@@ -63,6 +63,7 @@ codec_free(void *opaque, void *ptr)
 		alloc->free_fn(alloc->ctx, ptr);
 }
 
+/* Sets up cc; contexts are created on first use */
 void
 arrow_codec_init(ArrowCodecCtx *cc, const ArrowAllocator *alloc)
 {
@@ -71,6 +72,7 @@ arrow_codec_init(ArrowCodecCtx *cc, const ArrowAllocator *alloc)
 	cc->zstd = NULL;
 }
 
+/* Frees the contexts cc created */
 void
 arrow_codec_free(ArrowCodecCtx *cc)
 {
@@ -82,6 +84,10 @@ arrow_codec_free(ArrowCodecCtx *cc)
 	cc->zstd = NULL;
 }
 
+/*
+ * One LZ4 frame of src_len bytes into dst, which must end up holding exactly
+ * 'expected' bytes with no input left over.
+ */
 static int
 lz4_decompress(ArrowCodecCtx *cc, const uint8_t *src, size_t src_len,
 			   uint8_t *dst, size_t expected, ArrowError *err)
@@ -132,6 +138,7 @@ lz4_decompress(ArrowCodecCtx *cc, const uint8_t *src, size_t src_len,
 	return ARROW_OK;
 }
 
+/* ZSTD frames of src_len bytes into exactly 'expected' bytes at dst */
 static int
 zstd_decompress(ArrowCodecCtx *cc, const uint8_t *src, size_t src_len,
 				uint8_t *dst, size_t expected, ArrowError *err)
@@ -160,6 +167,7 @@ zstd_decompress(ArrowCodecCtx *cc, const uint8_t *src, size_t src_len,
 	return ARROW_OK;
 }
 
+/* See arrow_codec.h */
 int
 arrow_decompress(ArrowCodecCtx *cc, ArrowCodec codec, const uint8_t *src,
 				 size_t src_len, int64_t expected, uint8_t **out, ArrowError *err)

@@ -122,12 +122,14 @@ append_string(ArrowStrBuf *buf, const uint8_t *s, int64_t len, ArrowError *err)
 	return APPEND_LIT(buf, "\"", err);
 }
 
+/* Appends a NUL-terminated string as a JSON string */
 static int
 append_cstring(ArrowStrBuf *buf, const char *s, ArrowError *err)
 {
 	return append_string(buf, (const uint8_t *) s, (int64_t) strlen(s), err);
 }
 
+/* Appends bytes as a lowercase hex JSON string */
 static int
 append_hex(ArrowStrBuf *buf, const uint8_t *p, int64_t len, ArrowError *err)
 {
@@ -196,6 +198,7 @@ load_signed(const uint8_t *p, int width)
 	}
 }
 
+/* Unsigned integer of 'width' bytes at p */
 static uint64_t
 load_unsigned(const uint8_t *p, int width)
 {
@@ -227,12 +230,14 @@ load_unsigned(const uint8_t *p, int width)
 	}
 }
 
+/* Offset i of a (large) binary or list array */
 static int64_t
 offset_at(const ArrowArray *a, bool large, int64_t i)
 {
 	return load_signed((const uint8_t *) a->offsets + i * (large ? 8 : 4), large ? 8 : 4);
 }
 
+/* A decimal128 (16 little-endian bytes at p) as a JSON string */
 static int
 append_decimal(ArrowStrBuf *buf, const uint8_t *p, int32_t scale, ArrowError *err)
 {
@@ -393,6 +398,7 @@ value_json(const ArrowArray *a, int64_t row, ArrowStrBuf *buf, ArrowError *err)
 	return arrow_set_error(err, ARROW_ERR_ARGUMENT, "unknown type id %d", (int) f->type.id);
 }
 
+/* See arrow.h: checks the array and the row, then value_json */
 int
 arrow_value_to_json(const ArrowArray *a, int64_t row, ArrowStrBuf *buf,
 					ArrowError *err)
@@ -426,6 +432,7 @@ metadata_json(const ArrowMetadata *md, ArrowStrBuf *buf, ArrowError *err)
 	return APPEND_LIT(buf, "}", err);
 }
 
+/* One field of the schema JSON (doc/arrow-json.md), children recursively */
 static int
 field_json(const ArrowField *f, ArrowStrBuf *buf, ArrowError *err)
 {
@@ -471,6 +478,7 @@ field_json(const ArrowField *f, ArrowStrBuf *buf, ArrowError *err)
 	return APPEND_LIT(buf, "}", err);
 }
 
+/* See arrow.h */
 int
 arrow_schema_to_json(const ArrowSchema *schema, ArrowStrBuf *buf, ArrowError *err)
 {

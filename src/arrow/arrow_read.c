@@ -250,6 +250,7 @@ parse_metadata(const ArrowAllocator *alloc, const FbTable *t, int field,
 	return ARROW_OK;
 }
 
+/* Name of a Type union tag, for error messages */
 static const char *
 fb_type_name(uint8_t type)
 {
@@ -264,6 +265,7 @@ fb_type_name(uint8_t type)
 	return type < sizeof(names) / sizeof(names[0]) ? names[type] : "unknown";
 }
 
+/* A TimeUnit into t->unit */
 static int
 parse_time_unit(int16_t unit, ArrowType *t, const char *path, ArrowError *err)
 {
@@ -473,6 +475,7 @@ type_children(ArrowTypeId id)
 	}
 }
 
+/* Whether a descendant of f is dictionary-encoded */
 static bool
 has_nested_dictionary(const ArrowField *f)
 {
@@ -629,6 +632,7 @@ value_types_equal(const ArrowField *a, const ArrowField *b)
 	return true;
 }
 
+/* The value field of dictionary id, or NULL when no field uses it */
 static const DictValueField *
 find_dict_field(const ArrowFile *file, int64_t id)
 {
@@ -831,6 +835,7 @@ note_version(ArrowFile *file, const Message *m)
 		file->metadata_version = m->version + 1;
 }
 
+/* Frees what an ArrowBatchInfo owns and zeroes it */
 static void
 batch_info_free(const ArrowAllocator *alloc, ArrowBatchInfo *info)
 {
@@ -1110,6 +1115,10 @@ read_block(ArrowFile *file, const uint8_t *block, bool dictionary, int32_t index
 	return rc;
 }
 
+/*
+ * File format: checks the trailing magic, reads the footer (version, schema,
+ * blocks) and the message of every dictionary and record batch block.
+ */
 static int
 read_file_format(ArrowFile *file, ArrowError *err)
 {
@@ -1187,6 +1196,10 @@ fail:
 	return rc;
 }
 
+/*
+ * Stream format: the Schema message, then dictionary and record batches up
+ * to an end-of-stream marker or the end of the file.
+ */
 static int
 read_stream_format(ArrowFile *file, ArrowError *err)
 {
@@ -1250,6 +1263,7 @@ read_stream_format(ArrowFile *file, ArrowError *err)
 	return ARROW_OK;
 }
 
+/* Frees everything of a file, even a partly opened one; closes its fd */
 void
 arrow_file_close(ArrowFile *file)
 {
@@ -1336,6 +1350,7 @@ file_open(const ArrowSource *src, int fd, int64_t size,
 	return ARROW_OK;
 }
 
+/* See arrow.h; the source is copied into the ArrowFile */
 int
 arrow_file_open_source(const ArrowSource *src, const ArrowAllocator *alloc,
 					   ArrowFile **out, ArrowError *err)
@@ -1352,6 +1367,7 @@ arrow_file_open_source(const ArrowSource *src, const ArrowAllocator *alloc,
 	return file_open(src, -1, 0, alloc, out, err);
 }
 
+/* See arrow.h; the file descriptor is read with pread and closed on close */
 int
 arrow_file_open(const char *path, const ArrowAllocator *alloc,
 				ArrowFile **out, ArrowError *err)
@@ -1384,6 +1400,11 @@ arrow_file_open(const char *path, const ArrowAllocator *alloc,
 	return file_open(NULL, fd, (int64_t) st.st_size, alloc, out, err);
 }
 
+/*
+ * See arrow.h.  With room for fewer extents than the column has buffers
+ * (file->columns[column].n_buffers) it fails with ARROW_ERR_ARGUMENT rather
+ * than return a partial list.
+ */
 int
 arrow_column_extents(const ArrowFile *file, int32_t batch, int32_t column,
 					 ArrowExtent *extents, int max_extents, ArrowError *err)
@@ -1494,6 +1515,7 @@ arena_calloc(Arena *arena, size_t n, size_t size, ArrowError *err)
 	return p;
 }
 
+/* Frees every allocation of the arena */
 static void
 arena_free(Arena *arena)
 {
@@ -1612,6 +1634,7 @@ bitmap_bytes(int64_t n)
 	return n / 8 + (n % 8 != 0);
 }
 
+/* Bit i of a bitmap (least significant bit first) */
 static inline bool
 get_bit(const uint8_t *bits, int64_t i)
 {
@@ -1665,6 +1688,7 @@ load_values(Loader *L, const ArrowField *f, ArrowArray *a, int64_t need,
 	return ARROW_OK;
 }
 
+/* Offset i of an int32 (or, large, int64) offsets buffer */
 static inline int64_t
 offset_at(const void *offsets, bool large, int64_t i)
 {
@@ -2228,6 +2252,7 @@ get_dictionary(Loader *L, const ArrowField *f, const ArrowArray **out)
 	return ARROW_OK;
 }
 
+/* Frees a loaded batch: its arrays, buffers and dictionaries */
 void
 arrow_batch_free(ArrowBatch *batch)
 {
@@ -2243,6 +2268,10 @@ arrow_batch_free(ArrowBatch *batch)
 	arrow_free(alloc, batch);
 }
 
+/*
+ * See arrow.h.  Reads and checks the wanted columns with load_array; on
+ * failure nothing stays allocated.
+ */
 int
 arrow_batch_load(ArrowFile *file, int32_t batch, const bool *want,
 				 ArrowBatch **out, ArrowError *err)

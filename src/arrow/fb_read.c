@@ -18,6 +18,7 @@
  */
 #include "fb_read.h"
 
+/* Sets ARROW_ERR_INVALID: "invalid <what> metadata: <detail> at byte <pos>" */
 static int
 fb_error(const FbReader *fb, ArrowError *err, const char *detail, uint64_t pos)
 {
@@ -60,6 +61,7 @@ fb_table_at(const FbReader *fb, uint64_t pos, FbTable *out, ArrowError *err)
 	return ARROW_OK;
 }
 
+/* See fb_read.h */
 int
 fb_init(FbReader *fb, const void *data, size_t len, const char *what,
 		FbTable *root, ArrowError *err)
@@ -85,12 +87,6 @@ fb_field_offset(const FbTable *t, int field)
 	if (field < 0 || slot + 2 > t->vtable_size)
 		return 0;
 	return fb_le16(t->fb->data + t->vtable + slot);
-}
-
-bool
-fb_has(const FbTable *t, int field)
-{
-	return fb_field_offset(t, field) != 0;
 }
 
 /*
@@ -131,6 +127,7 @@ FB_GET_SCALAR(fb_get_int16, int16_t, 2, fb_le16)
 FB_GET_SCALAR(fb_get_int32, int32_t, 4, fb_le32)
 FB_GET_SCALAR(fb_get_int64, int64_t, 8, fb_le64)
 
+/* A bool is a byte: non-zero is true */
 int
 fb_get_bool(const FbTable *t, int field, bool def, bool *out, ArrowError *err)
 {
@@ -157,6 +154,7 @@ fb_follow(const FbReader *fb, uint64_t pos, uint64_t *target, ArrowError *err)
 	return ARROW_OK;
 }
 
+/* See fb_read.h */
 int
 fb_get_table(const FbTable *t, int field, FbTable *out, bool *present,
 			 ArrowError *err)
@@ -196,6 +194,7 @@ fb_vector_at(const FbReader *fb, uint64_t pos, uint32_t elem_size,
 	return ARROW_OK;
 }
 
+/* See fb_read.h */
 int
 fb_get_string(const FbTable *t, int field, const char **s, uint32_t *len,
 			  ArrowError *err)
@@ -216,6 +215,7 @@ fb_get_string(const FbTable *t, int field, const char **s, uint32_t *len,
 	return ARROW_OK;
 }
 
+/* See fb_read.h */
 int
 fb_get_vector(const FbTable *t, int field, uint32_t elem_size, FbVector *out,
 			  ArrowError *err)
@@ -233,6 +233,7 @@ fb_get_vector(const FbTable *t, int field, uint32_t elem_size, FbVector *out,
 	return fb_vector_at(t->fb, (uint64_t) pos, elem_size, out, err);
 }
 
+/* See fb_read.h */
 int
 fb_vector_table(const FbVector *v, uint32_t i, FbTable *out, ArrowError *err)
 {
@@ -246,6 +247,7 @@ fb_vector_table(const FbVector *v, uint32_t i, FbTable *out, ArrowError *err)
 	return fb_table_at(v->fb, target, out, err);
 }
 
+/* See fb_read.h */
 int
 fb_get_union(const FbTable *t, int type_field, uint8_t *type, FbTable *value,
 			 ArrowError *err)

@@ -83,9 +83,6 @@ fb_le64(const uint8_t *p)
 extern int	fb_init(FbReader *fb, const void *data, size_t len, const char *what,
 					FbTable *root, ArrowError *err);
 
-/* Whether the table has field 'field' (its vtable entry is non-zero) */
-extern bool fb_has(const FbTable *t, int field);
-
 /*
  * Scalar fields: *out is the stored value, or def when the field is absent.
  * A stored value that does not fit inside the table is an error.

@@ -3,7 +3,8 @@
 
 Each seed is a small Arrow IPC file or stream made with pyarrow, together
 covering what the reader handles: every supported type with nulls, nested
-lists and structs, dictionaries (nested, delta, replacement), LZ4 and ZSTD
+lists and structs, dictionaries (nested, delta of every kind of value type,
+replacement, indices of several widths), LZ4 and ZSTD
 bodies, the stream format (also the pre-0.15 prefix), V4 metadata, custom
 metadata at every level, and empty and zero-row files.  The C unit tests
 (test/c/test_reader.c) open every seed and check some of their values, so
@@ -124,6 +125,32 @@ def main():
                                                          pa.array(["x", "y"])),
                           pa.array([7, 8, 9], pa.int16())], names=["d", "v"])
     write("seed-replace.stream", [b1, b3], schema=b1.schema, stream=True)
+
+    # deltas of nested and other value types, indices of several widths
+    first = {
+        "dl": pa.array([[1, None], None], pa.list_(pa.int32())),
+        "ds": pa.array([{"a": 1, "b": "x"}, None], pa.struct([("a", pa.int32()), ("b", pa.string())])),
+        "df": pa.array([[1, 2], None], pa.list_(pa.int8(), 2)),
+        "db": pa.array([True, None]),
+        "dL": pa.array(["p", None], pa.large_string()),
+        "dd": pa.array([1.5, None], pa.float64()),
+    }
+    more = {
+        "dl": [[], [7, 8, 9]],
+        "ds": [{"a": None, "b": "yz"}],
+        "df": [[None, 4]],
+        "db": [False],
+        "dL": ["qq"],
+        "dd": [-2.0],
+    }
+    index_types = {"dl": pa.int16(), "ds": pa.uint16(), "df": pa.int64(), "db": pa.uint64(),
+                   "dL": pa.uint32(), "dd": pa.int8()}
+    grown = {k: pa.concat_arrays([v, pa.array(more[k], v.type)]) for k, v in first.items()}
+    d1 = pa.record_batch([pa.DictionaryArray.from_arrays(pa.array([0, 1, None], index_types[k]), v)
+                          for k, v in first.items()], names=list(first))
+    d2 = pa.record_batch([pa.DictionaryArray.from_arrays(pa.array([len(v) - 1, 0, None], index_types[k]), v)
+                          for k, v in grown.items()], names=list(grown))
+    write("seed-delta-types.stream", [d1, d2], schema=d1.schema, stream=True, emit_dictionary_deltas=True)
 
     write("seed-legacy.stream", strings, stream=True, use_legacy_format=True)
     write("seed-v4.file", nested, metadata_version=ipc.MetadataVersion.V4)

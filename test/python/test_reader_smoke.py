@@ -149,3 +149,36 @@ def test_unsupported_type_is_named(tmp_path):
     assert out.returncode == 1
     assert out.stderr.startswith("arrow-inspect: %s: unsupported type Map" % path)
     assert '"m"' in out.stderr
+
+
+@pytest.mark.skipif(not INSPECT.exists(), reason="arrow-inspect not built (make -C tools)")
+@pytest.mark.parametrize("stream", [False, True], ids=["file", "stream"])
+def test_delta_dictionaries(tmp_path, stream):
+    """Dictionaries of nested values growing by deltas read as pyarrow reads them."""
+    grown = {
+        "dl": pa.array([[1, None], None, [], [7, 8, 9]], pa.list_(pa.int32())),
+        "ds": pa.array([{"a": 1, "b": "x"}, None, {"a": None, "b": "yz"}],
+                       pa.struct([("a", pa.int32()), ("b", pa.string())])),
+        "df": pa.array([[1, 2], None, [None, 4]], pa.list_(pa.int8(), 2)),
+        "db": pa.array([True, None, False]),
+        "dL": pa.array(["p", None, "qq"], pa.large_string()),
+    }
+    batches = []
+    for n in (2, 3, 4):
+        cols = [pa.DictionaryArray.from_arrays(
+                    pa.array([min(n, len(v)) - 1, 0, None], pa.int16()), v.slice(0, min(n, len(v))))
+                for v in grown.values()]
+        batches.append(pa.record_batch(cols, names=list(grown)))
+    path = tmp_path / "d.data"
+    options = ipc.IpcWriteOptions(emit_dictionary_deltas=True)
+    with (ipc.new_stream if stream else ipc.new_file)(path, batches[0].schema, options=options) as w:
+        for b in batches:
+            w.write_batch(b)
+    reader = (ipc.open_stream if stream else ipc.open_file)(path)
+    if stream:
+        read = list(reader)
+    else:
+        read = [reader.get_batch(i) for i in range(reader.num_record_batches)]
+    expected = [row for b in read for row in expected_rows(pa.Table.from_batches([b]))]
+    _, rows = inspect_rows(path)
+    assert rows == expected

@@ -37,6 +37,7 @@ typedef struct Options
 	const char *path;
 } Options;
 
+/* --help */
 static void
 usage(FILE *out)
 {
@@ -55,6 +56,7 @@ usage(FILE *out)
 			progname, progname);
 }
 
+/* Reports err for the file being inspected and exits with status 1 */
 static void
 fail(const ArrowError *err)
 {
@@ -63,6 +65,7 @@ fail(const ArrowError *err)
 	exit(1);
 }
 
+/* Parses argv into opts; exits on usage errors, --help and --version */
 static void
 parse_options(int argc, char **argv, Options *opts)
 {
@@ -133,6 +136,7 @@ print_text(const char *s)
 	}
 }
 
+/* Key = value lines, indented */
 static void
 print_metadata(const ArrowMetadata *md, int indent)
 {
@@ -146,6 +150,7 @@ print_metadata(const ArrowMetadata *md, int indent)
 	}
 }
 
+/* A field line (type, nullability, dictionary), its metadata, its children */
 static void
 print_field(const ArrowField *f, int indent)
 {
@@ -174,6 +179,7 @@ print_field(const ArrowField *f, int indent)
 		print_field(&f->children[i], indent + 2);
 }
 
+/* The codec as the human form names it */
 static const char *
 codec_name(ArrowCodec codec)
 {
@@ -189,6 +195,7 @@ codec_name(ArrowCodec codec)
 	return "unknown";
 }
 
+/* Message and body extents, row count, codec and message metadata */
 static void
 print_batch_info(const ArrowBatchInfo *info, const char *rows_word)
 {
@@ -204,6 +211,7 @@ print_batch_info(const ArrowBatchInfo *info, const char *rows_word)
 	}
 }
 
+/* Nodes and buffers (absolute file offsets) of part of a batch */
 static void
 print_nodes_buffers(const ArrowBatchInfo *info, int32_t first_node, int32_t n_nodes,
 					int32_t first_buffer, int32_t n_buffers, int indent)
@@ -268,6 +276,7 @@ print_rows(const ArrowFile *file, const ArrowBatch *batch)
 	arrow_strbuf_free(&buf);
 }
 
+/* Loads record batch b and prints its rows; exits on errors */
 static void
 load_and_print_rows(ArrowFile *file, int32_t b)
 {
@@ -280,6 +289,7 @@ load_and_print_rows(ArrowFile *file, int32_t b)
 	arrow_batch_free(batch);
 }
 
+/* --json: the JSON-lines form of doc/arrow-json.md */
 static void
 inspect_json(ArrowFile *file, const Options *opts)
 {
@@ -302,6 +312,7 @@ inspect_json(ArrowFile *file, const Options *opts)
 	}
 }
 
+/* The human form: format, schema, dictionary and record batches, extents */
 static void
 inspect_human(ArrowFile *file, const Options *opts)
 {
