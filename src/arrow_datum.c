@@ -812,7 +812,7 @@ to_usecs(int64 v, ArrowTimeUnit unit, int64 *us)
 static bool
 raw_to_datum(const ArrowConv *c, RawValue *r, Datum *out, bool noerror)
 {
-	char		buf[64];
+	char		buf[ARROW_DECIMAL128_MAX_TEXT];
 
 	switch (c->kind)
 	{
@@ -1203,7 +1203,7 @@ arrow_conv_stat(const ArrowConv *c, const char *s, Datum *out)
 	if (c->kind == TK_NUMERIC && c->arrow_id == ARROW_TYPE_DECIMAL128)
 	{
 		/* a typmod could reject it: compare against the unconstrained value */
-		char		buf[64];
+		char		buf[ARROW_DECIMAL128_MAX_TEXT];
 
 		arrow_decimal128_format(r.dec, c->scale, buf, sizeof(buf));
 		*out = DirectFunctionCall3(numeric_in, CStringGetDatum(buf),

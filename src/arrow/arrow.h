@@ -229,10 +229,20 @@ typedef struct ArrowDecimal128
 	uint64_t	lo;
 	int64_t		hi;
 } ArrowDecimal128;
-/* "-123.45" for value -12345, scale 2; buf needs 44 bytes at most + scale */
+/*
+ * Text of unscaled value v at 'scale' (-38..38; the value is v * 10^-scale):
+ * "-123.45" for -12345 at scale 2, "1200" for 12 at scale -2.  The longest
+ * text fits in ARROW_DECIMAL128_MAX_TEXT bytes.
+ */
+#define ARROW_DECIMAL128_MAX_TEXT	80
 extern void arrow_decimal128_format(ArrowDecimal128 v, int32_t scale,
 									char *buf, size_t len);
-/* Parses "[-]digits[.digits]" with at most 'scale' fraction digits. */
+/*
+ * Parses "[-]digits[.digits]" into the unscaled value at precision 1..38 and
+ * scale -38..38 (Arrow allows a scale above the precision, and negative
+ * ones): the value times 10^scale must be an integer of at most 'precision'
+ * digits.
+ */
 extern int	arrow_decimal128_parse(const char *s, int32_t precision,
 								   int32_t scale, ArrowDecimal128 *out,
 								   ArrowError *err);

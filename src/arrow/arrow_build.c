@@ -136,6 +136,8 @@ field_check(const ArrowField *field, int depth, bool in_dictionary,
 		case ARROW_TYPE_DECIMAL128:
 			if (t->precision < 1 || t->precision > 38)
 				return field_error(err, field, "decimal128 precision must be between 1 and 38");
+			if (t->scale < -38 || t->scale > 38)
+				return field_error(err, field, "decimal128 scale must be between -38 and 38");
 			break;
 		case ARROW_TYPE_TIME32:
 			if (t->unit != ARROW_UNIT_SECOND && t->unit != ARROW_UNIT_MILLI)
@@ -926,7 +928,7 @@ arrow_append_decimal(ArrowBuilder *b, ArrowDecimal128 v, ArrowError *err)
 	if (x >= limit || x <= -limit)
 	{
 		char		d[192];
-		char		num[64];
+		char		num[ARROW_DECIMAL128_MAX_TEXT];
 
 		describe(b, d, sizeof(d));
 		arrow_decimal128_format(v, b->field->type.scale, num, sizeof(num));
@@ -1226,6 +1228,63 @@ export_buffer(const GrowBuf *g, ArrowBuiltBuffer **buffers)
 	(*buffers)->data = g->len > 0 ? g->data : NULL;
 	(*buffers)->length = g->len;
 	(*buffers)++;
+}
+
+int64_t
+arrow_builder_max_index(const ArrowBuilder *b, int64_t dict_id)
+{
+	int64_t		max = -1;
+
+	if (b->field->has_dictionary && b->field->dictionary.id == dict_id)
+	{
+		bool		is_signed = (b->type == ARROW_TYPE_INT8 || b->type == ARROW_TYPE_INT16 ||
+								 b->type == ARROW_TYPE_INT32 || b->type == ARROW_TYPE_INT64);
+
+		for (int64_t row = 0; row < b->length; row++)
+		{
+			const uint8_t *p = b->values.data + row * b->width;
+			int64_t		v;
+
+			if (b->has_validity && !(b->validity.data[row >> 3] & (1u << (row & 7))))
+				continue;
+			switch (b->width)
+			{
+				case 1:
+					v = is_signed ? (int64_t) (int8_t) p[0] : (int64_t) p[0];
+					break;
+				case 2:
+					{
+						uint16_t	x;
+
+						memcpy(&x, p, 2);
+						v = is_signed ? (int64_t) (int16_t) x : (int64_t) x;
+						break;
+					}
+				case 4:
+					{
+						uint32_t	x;
+
+						memcpy(&x, p, 4);
+						v = is_signed ? (int64_t) (int32_t) x : (int64_t) x;
+						break;
+					}
+				default:
+					/* append_int/uint keep 64-bit indices within int64 */
+					memcpy(&v, p, 8);
+					break;
+			}
+			if (v > max)
+				max = v;
+		}
+	}
+	for (int32_t i = 0; i < b->n_children; i++)
+	{
+		int64_t		m = arrow_builder_max_index(b->children[i], dict_id);
+
+		if (m > max)
+			max = m;
+	}
+	return max;
 }
 
 void

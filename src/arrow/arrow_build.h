@@ -47,4 +47,10 @@ extern void arrow_builder_count(const ArrowBuilder *b, int32_t *n_nodes,
 extern void arrow_builder_export(const ArrowBuilder *b, ArrowNode **nodes,
 								 ArrowBuiltBuffer **buffers);
 
+/*
+ * Largest index among the non-null values of the fields encoded with
+ * dictionary dict_id in b and its children; -1 when there is none.
+ */
+extern int64_t arrow_builder_max_index(const ArrowBuilder *b, int64_t dict_id);
+
 #endif							/* PG_WARP_ARROW_BUILD_H */

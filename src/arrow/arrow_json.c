@@ -242,19 +242,11 @@ static int
 append_decimal(ArrowStrBuf *buf, const uint8_t *p, int32_t scale, ArrowError *err)
 {
 	ArrowDecimal128 d;
-	char		text[128];
+	char		text[ARROW_DECIMAL128_MAX_TEXT];
 
 	memcpy(&d.lo, p, 8);
 	memcpy(&d.hi, p + 8, 8);
-	arrow_decimal128_format(d, scale > 0 ? scale : 0, text, sizeof(text));
-	if (scale < 0 && strcmp(text, "0") != 0)
-	{
-		size_t		len = strlen(text);
-
-		/* |scale| <= 38 (the reader refuses more): text has room */
-		memset(text + len, '0', -scale);
-		text[len - scale] = '\0';
-	}
+	arrow_decimal128_format(d, scale, text, sizeof(text));
 	return append_cstring(buf, text, err);
 }
 

@@ -213,12 +213,30 @@ range_inside(int64_t offset, int64_t len, int64_t limit)
  * ------------------------------------------------------------------------
  */
 
+/*
+ * Copies a flatbuffer string (s may be NULL when absent) into a C string in
+ * *out.  A NUL byte inside cannot be kept in a C string: rather than cut the
+ * string short silently (two field names could then look equal), it is
+ * refused.  'what' names the string for the message.
+ */
+static int
+copy_string(const ArrowAllocator *alloc, const char *s, uint32_t len,
+			const char *what, char **out, ArrowError *err)
+{
+	if (s != NULL && memchr(s, '\0', len) != NULL)
+		return arrow_set_error(err, ARROW_ERR_UNSUPPORTED,
+							   "%s contains a NUL character, which pg_warp does not support", what);
+	*out = arrow_strndup(alloc, s ? s : "", s ? len : 0, err);
+	return *out ? ARROW_OK : ARROW_ERR_NOMEM;
+}
+
 /* Custom metadata: a vector of KeyValue tables in field 'field' of t */
 static int
 parse_metadata(const ArrowAllocator *alloc, const FbTable *t, int field,
 			   ArrowMetadata *md, ArrowError *err)
 {
 	FbVector	v;
+	int			rc;
 
 	md->count = 0;
 	md->items = NULL;
@@ -242,10 +260,9 @@ parse_metadata(const ArrowAllocator *alloc, const FbTable *t, int field,
 			fb_get_string(&kv, KEYVALUE_VALUE, &value, &valuelen, err) != ARROW_OK)
 			return ARROW_ERR_INVALID;
 		md->count = (int32_t) i + 1;
-		md->items[i].key = arrow_strndup(alloc, key ? key : "", keylen, err);
-		md->items[i].value = arrow_strndup(alloc, value ? value : "", valuelen, err);
-		if (md->items[i].key == NULL || md->items[i].value == NULL)
-			return ARROW_ERR_NOMEM;
+		if ((rc = copy_string(alloc, key, keylen, "a metadata key", &md->items[i].key, err)) != ARROW_OK ||
+			(rc = copy_string(alloc, value, valuelen, "a metadata value", &md->items[i].value, err)) != ARROW_OK)
+			return rc;
 	}
 	return ARROW_OK;
 }
@@ -413,9 +430,11 @@ parse_type(const ArrowAllocator *alloc, uint8_t fbtype, const FbTable *tt,
 				/* an empty zone means "no zone" (Schema.fbs) */
 				if (tzlen > 0)
 				{
-					t->timezone = arrow_strndup(alloc, tz, tzlen, err);
-					if (t->timezone == NULL)
-						return ARROW_ERR_NOMEM;
+					int			rc = copy_string(alloc, tz, tzlen, "a time zone",
+												 &t->timezone, err);
+
+					if (rc != ARROW_OK)
+						return rc;
 				}
 				return ARROW_OK;
 			}
@@ -507,6 +526,7 @@ parse_field(const ArrowAllocator *alloc, const FbTable *ft, ArrowField *f,
 	FbVector	children;
 	char		path[256];
 	int			want;
+	int			rc;
 
 	if (depth > ARROW_MAX_NESTING)
 		return arrow_set_error(err, ARROW_ERR_INVALID,
@@ -516,9 +536,8 @@ parse_field(const ArrowAllocator *alloc, const FbTable *ft, ArrowField *f,
 	if (fb_get_string(ft, FIELD_NAME, &name, &namelen, err) != ARROW_OK ||
 		fb_get_bool(ft, FIELD_NULLABLE, false, &f->nullable, err) != ARROW_OK)
 		return ARROW_ERR_INVALID;
-	f->name = arrow_strndup(alloc, name ? name : "", namelen, err);
-	if (f->name == NULL)
-		return ARROW_ERR_NOMEM;
+	if ((rc = copy_string(alloc, name, namelen, "a field name", &f->name, err)) != ARROW_OK)
+		return rc;
 	if (parent != NULL)
 		snprintf(path, sizeof(path), "%s.%s", parent, f->name);
 	else

@@ -697,11 +697,19 @@ arrow_decimal128_format(ArrowDecimal128 v, int32_t scale, char *buf, size_t len)
 {
 	__int128	x = (__int128) (((unsigned __int128) (uint64_t) v.hi << 64) | v.lo);
 	unsigned __int128 u;
-	char		digits[64];
+	char		digits[ARROW_DECIMAL128_MAX_TEXT];	/* least significant first */
 	int			nd = 0;
 	size_t		pos = 0;
 	bool		neg = x < 0;
 
+	if (scale < -38)
+		scale = -38;
+	if (scale > 38)
+		scale = 38;
+	/* value = unscaled * 10^-scale: a negative scale adds -scale zeros */
+	if (scale < 0 && x != 0)
+		for (int i = 0; i < -scale; i++)
+			digits[nd++] = '0';
 	u = neg ? -(unsigned __int128) x : (unsigned __int128) x;
 	do
 	{
@@ -709,7 +717,7 @@ arrow_decimal128_format(ArrowDecimal128 v, int32_t scale, char *buf, size_t len)
 		u /= 10;
 	} while (u != 0);
 	/* at least scale + 1 digits, so there is a leading 0 before the point */
-	while (scale > 0 && nd < scale + 1 && nd < (int) sizeof(digits))
+	while (scale > 0 && nd < scale + 1)
 		digits[nd++] = '0';
 
 #define PUT(c) do { if (pos + 1 < len) buf[pos++] = (c); } while (0)
@@ -732,20 +740,20 @@ arrow_decimal128_parse(const char *s, int32_t precision, int32_t scale,
 {
 	const char *p = s;
 	bool		neg = false;
-	unsigned __int128 u = 0;
-	unsigned __int128 limit;
-	int			ndigits = 0;
-	int			nfrac = 0;
+	char		digits[128];	/* significant digits, most significant first */
+	int			nd = 0;
+	int			nfrac = 0;		/* digits after the point */
+	int			shift;
 	bool		seen_point = false;
+	bool		seen_digit = false;
+	unsigned __int128 u = 0;
 	__int128	x;
 
-	if (precision < 1 || precision > 38 || scale < 0 || scale > precision)
+	if (precision < 1 || precision > 38 || scale < -38 || scale > 38)
 		return arrow_set_error(err, ARROW_ERR_ARGUMENT,
 							   "invalid decimal128 precision %d / scale %d", precision, scale);
 	if (*p == '-' || *p == '+')
 		neg = (*p++ == '-');
-	if (*p == '\0')
-		return arrow_set_error(err, ARROW_ERR_ARGUMENT, "invalid decimal \"%s\"", s);
 	for (; *p; p++)
 	{
 		if (*p == '.' && !seen_point)
@@ -755,26 +763,39 @@ arrow_decimal128_parse(const char *s, int32_t precision, int32_t scale,
 		}
 		if (*p < '0' || *p > '9')
 			return arrow_set_error(err, ARROW_ERR_ARGUMENT, "invalid decimal \"%s\"", s);
-		if (seen_point && ++nfrac > scale)
-			return arrow_set_error(err, ARROW_ERR_ARGUMENT,
-								   "decimal \"%s\" has more than %d fraction digits", s, scale);
-		if (ndigits > 0 || *p != '0')
-			ndigits++;
-		if (ndigits > 38)
+		seen_digit = true;
+		if (seen_point)
+			nfrac++;
+		if (nd == 0 && *p == '0')
+			continue;			/* leading zero */
+		if (nd == (int) sizeof(digits))
 			return arrow_set_error(err, ARROW_ERR_ARGUMENT, "decimal \"%s\" has too many digits", s);
-		u = u * 10 + (unsigned) (*p - '0');
+		digits[nd++] = *p;
 	}
-	for (; nfrac < scale; nfrac++)
-		u *= 10;
-	limit = 1;
-	for (int i = 0; i < precision; i++)
-		limit *= 10;
-	if (u >= limit)
+	if (!seen_digit)
+		return arrow_set_error(err, ARROW_ERR_ARGUMENT, "invalid decimal \"%s\"", s);
+
+	/* unscaled = digits * 10^(scale - nfrac) must be an integer */
+	shift = scale - nfrac;
+	for (; shift < 0 && nd > 0; shift++)
+	{
+		if (digits[nd - 1] != '0')
+			return arrow_set_error(err, ARROW_ERR_ARGUMENT,
+								   scale >= 0 ? "decimal \"%s\" has more than %d fraction digits"
+								   : "decimal \"%s\" is not a multiple of 10^%d",
+								   s, scale >= 0 ? scale : -scale);
+		nd--;
+	}
+	if (nd > 0 && nd + shift > precision)
 		return arrow_set_error(err, ARROW_ERR_ARGUMENT,
 							   "decimal \"%s\" does not fit in decimal128(%d, %d)", s, precision, scale);
+	for (int i = 0; i < nd; i++)
+		u = u * 10 + (unsigned) (digits[i] - '0');
+	for (; nd > 0 && shift > 0; shift--)
+		u *= 10;
 	x = neg ? -(__int128) u : (__int128) u;
 	out->lo = (uint64_t) x;
-	out->hi = (int64_t) (x >> 64);
+	out->hi = (int64_t) ((unsigned __int128) x >> 64);
 	return ARROW_OK;
 }
 

@@ -99,12 +99,13 @@ typedef struct BlockList
 	int32_t		in_flight;		/* slots promised to writes in progress */
 } BlockList;
 
-/* A dictionary id of the schema and whether a batch for it was written */
+/* A dictionary id of the schema, whether a batch for it was written, its size */
 typedef struct WriterDict
 {
 	int64_t		id;
 	const ArrowField *field;	/* a dictionary-encoded field with this id */
 	bool		written;
+	int64_t		length;			/* values in the dictionary so far */
 } WriterDict;
 
 struct ArrowWriter
@@ -645,6 +646,7 @@ collect_dicts(ArrowWriter *w, const ArrowField *f, ArrowError *err)
 		d[w->n_dicts].id = f->dictionary.id;
 		d[w->n_dicts].field = f;
 		d[w->n_dicts].written = false;
+		d[w->n_dicts].length = 0;
 		w->n_dicts++;
 	}
 	for (int32_t i = 0; i < f->n_children; i++)
@@ -1079,7 +1081,11 @@ prepare_append(ArrowWriter *w, const ArrowSchema *schema, ArrowError *err)
 		for (int32_t d = 0; d < w->n_dicts; d++)
 		{
 			if (w->dicts[d].id == file->dictionaries[i].id)
+			{
+				/* the file format allows one dictionary, then deltas */
 				w->dicts[d].written = true;
+				w->dicts[d].length += file->dictionaries[i].batch.n_rows;
+			}
 		}
 	}
 	for (int32_t i = 0; i < file->n_batches; i++)
@@ -1278,6 +1284,26 @@ arrow_writer_write_batch(ArrowWriter *w, ArrowBuilder **columns,
 
 	if (w == NULL)
 		return arrow_set_error(err, ARROW_ERR_ARGUMENT, "no writer");
+	/* every dictionary index must point into its dictionary */
+	for (int32_t d = 0; d < w->n_dicts && columns != NULL; d++)
+	{
+		int64_t		max = -1;
+
+		if (!w->dicts[d].written)
+			continue;			/* writer_put reports the missing dictionary */
+		for (int32_t i = 0; i < w->schema.n_fields; i++)
+		{
+			int64_t		m = columns[i] ? arrow_builder_max_index(columns[i], w->dicts[d].id) : -1;
+
+			if (m > max)
+				max = m;
+		}
+		if (max >= w->dicts[d].length)
+			return arrow_set_error(err, ARROW_ERR_ARGUMENT,
+								   "dictionary index %lld is past the end of dictionary %lld (%lld values)",
+								   (long long) max, (long long) w->dicts[d].id,
+								   (long long) w->dicts[d].length);
+	}
 	rc = serialize_record_batch(&w->schema, columns, metadata, w->alloc, &sb, err);
 	if (rc != ARROW_OK)
 		return rc;
@@ -1333,7 +1359,10 @@ arrow_writer_write_dictionary(ArrowWriter *w, int64_t id, ArrowBuilder *values,
 	rc = writer_put(w, sb.data, sb.length, sb.metadata_length, dict, err);
 	arrow_serialized_batch_free(&sb);
 	if (rc == ARROW_OK)
+	{
+		dict->length = (is_delta ? dict->length : 0) + arrow_builder_length(values);
 		arrow_builder_reset(values);
+	}
 	return rc;
 }
 

@@ -72,6 +72,17 @@ test_decimal(void)
 				  "99999999999999999999999999999999999999");
 	check_decimal("-9999999999999999999999999999.9999999999", 38, 10,
 				  "-9999999999999999999999999999.9999999999");
+	/* Arrow allows negative scales and scales above the precision */
+	check_decimal("1200", 5, -2, "1200");
+	check_decimal("-9999900", 5, -2, "-9999900");
+	check_decimal("0", 5, -2, "0");
+	check_decimal("1250", 5, -2, NULL);		/* not a multiple of 100 */
+	check_decimal("999999999999999999999999999999999999990000000000", 38, -10,
+				  "999999999999999999999999999999999999990000000000");
+	check_decimal("0.0099999", 5, 7, "0.0099999");
+	check_decimal("0.001", 5, 7, "0.0010000");
+	check_decimal("0.01", 5, 7, NULL);		/* 100000 has 6 digits > 5 */
+	check_decimal("0.1", 5, 7, NULL);		/* 1000000 has 7 digits > 5 */
 	check_decimal("100000", 5, 0, NULL);	/* too many digits for precision */
 	check_decimal("1.234", 10, 2, NULL);	/* too many fraction digits */
 	check_decimal("12a", 10, 2, NULL);

@@ -1199,16 +1199,7 @@ test_write_failures(void)
 	for (int i = 0; i < 600; i++)
 		fill_row(cols, i % 3, &err);
 	tap_ok(arrow_writer_write_dictionary(w, 7, NULL, false, &err) == ARROW_ERR_ARGUMENT, "dictionary without a builder");
-	{
-		ArrowField	vf = all_fields[C_DICT];
-		ArrowBuilder *d;
-
-		vf.has_dictionary = false;
-		arrow_builder_create(&vf, NULL, &d, &err);
-		arrow_append_bytes(d, "a", 1, &err);
-		arrow_writer_write_dictionary(w, 7, d, false, &err);
-		arrow_builder_free(d);
-	}
+	tap_ok(write_all_dictionary(w, &err) == ARROW_OK, "dictionary under the limit");
 	tap_ok(arrow_writer_write_batch(w, cols, NULL, &err) == ARROW_ERR_IO && err.sys_errno == EFBIG,
 		   "a batch past the limit fails");
 	tap_ok(stat(cpath, &st) != 0 && errno == ENOENT, "the created file is removed at once");
@@ -1395,6 +1386,49 @@ cleanup(void)
 	rmdir(tmpdir);
 }
 
+/* An index past the end of its dictionary is refused, also after an append */
+static void
+test_dictionary_bounds(void)
+{
+	ArrowField	f = {.name = "d", .nullable = true, .type = {.id = ARROW_TYPE_UTF8},
+	.has_dictionary = true, .dictionary = {.id = 3, .index_type = ARROW_TYPE_INT8}};
+	ArrowSchema schema = {1, &f};
+	ArrowField	vf = f;
+	const char *path = tmp_path("dict_bounds.arrow");
+	ArrowWriter *w;
+	ArrowBuilder *col;
+	ArrowBuilder *d;
+	ArrowError	err;
+
+	vf.has_dictionary = false;
+	arrow_builder_create(&f, NULL, &col, &err);
+	arrow_builder_create(&vf, NULL, &d, &err);
+	tap_ok(arrow_writer_create(path, &schema, NULL, &w, &err) == ARROW_OK, "dictionary bounds: create");
+	arrow_append_bytes(d, "x", 1, &err);
+	arrow_append_bytes(d, "y", 1, &err);
+	tap_ok(arrow_writer_write_dictionary(w, 3, d, false, &err) == ARROW_OK, "two-value dictionary");
+	arrow_append_int(col, 1, &err);
+	arrow_append_null(col, &err);
+	tap_ok(arrow_writer_write_batch(w, &col, NULL, &err) == ARROW_OK, "indices 1 and null are fine");
+	arrow_append_int(col, 2, &err);
+	tap_ok(arrow_writer_write_batch(w, &col, NULL, &err) == ARROW_ERR_ARGUMENT &&
+		   strstr(err.message, "past the end of dictionary 3 (2 values)") != NULL,
+		   "index 2 of a two-value dictionary is refused (%s)", err.message);
+	arrow_builder_reset(col);
+	arrow_append_bytes(d, "z", 1, &err);
+	tap_ok(arrow_writer_write_dictionary(w, 3, d, true, &err) == ARROW_OK, "a delta adds a value");
+	arrow_append_int(col, 2, &err);
+	tap_ok(arrow_writer_write_batch(w, &col, NULL, &err) == ARROW_OK, "index 2 is fine after the delta");
+	tap_ok(arrow_writer_close(w, &err) == ARROW_OK, "close");
+	tap_ok(arrow_writer_open_append(path, &schema, NULL, &w, &err) == ARROW_OK, "append");
+	arrow_append_int(col, 3, &err);
+	tap_ok(arrow_writer_write_batch(w, &col, NULL, &err) == ARROW_ERR_ARGUMENT,
+		   "an appended batch cannot point past the file's dictionary");
+	arrow_writer_abort(w);
+	arrow_builder_free(col);
+	arrow_builder_free(d);
+}
+
 int
 main(void)
 {
@@ -1412,6 +1446,7 @@ main(void)
 	test_write_failures();
 	test_append_stream();
 	test_concurrent();
+	test_dictionary_bounds();
 	cleanup();
 	return tap_done();
 }

@@ -522,35 +522,6 @@ decode_hex(const JsonValue *v, size_t *len)
 	return out;
 }
 
-/*
- * A decimal string for decimal128(precision, scale).  A negative scale S
- * (doc/arrow-json.md) is written as the integer unscaled * 10^-S, so the
- * string must end in -S zeros, which are divided out.
- */
-static int
-parse_decimal(const char *s, int32_t precision, int32_t scale,
-			  ArrowDecimal128 *out, ArrowError *err)
-{
-	__int128	x;
-	__int128	pow10 = 1;
-	int			rc;
-
-	if (scale >= 0)
-		return arrow_decimal128_parse(s, precision, scale, out, err);
-	if ((rc = arrow_decimal128_parse(s, 38, 0, out, err)) != ARROW_OK)
-		return rc;
-	for (int32_t i = 0; i < -scale && i < 38; i++)
-		pow10 *= 10;
-	x = (__int128) (((unsigned __int128) (uint64_t) out->hi << 64) | out->lo);
-	if (-scale > 38 || x % pow10 != 0)
-		return arrow_set_error(err, ARROW_ERR_ARGUMENT,
-							   "decimal \"%s\" is not a multiple of 10^%d (scale %d)", s, -scale, scale);
-	x /= pow10;
-	out->lo = (uint64_t) x;
-	out->hi = (int64_t) (x >> 64);
-	return ARROW_OK;
-}
-
 static bool append_value(ArrowBuilder *b, const ArrowField *f, const JsonValue *v,
 						 char *path, size_t pathlen, char *msg);
 
@@ -710,7 +681,7 @@ append_value(ArrowBuilder *b, const ArrowField *f, const JsonValue *v,
 						set_msg(msg, "expected a decimal string, got %s", json_type_name(v->type));
 						return false;
 					}
-					rc = parse_decimal(v->str, f->type.precision, f->type.scale, &dec, &err);
+					rc = arrow_decimal128_parse(v->str, f->type.precision, f->type.scale, &dec, &err);
 					if (rc == ARROW_OK)
 						rc = arrow_append_decimal(b, dec, &err);
 					break;
