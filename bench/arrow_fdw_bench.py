@@ -178,7 +178,8 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("-d", "--dbname", default=os.environ.get("PGDATABASE"))
     ap.add_argument("-a", "--arrow", help="Arrow file (or directory) with lineorder")
-    ap.add_argument("-w", "--workers", type=int, default=2, help="max_parallel_workers_per_gather")
+    ap.add_argument("-w", "--workers", type=int, default=2,
+                    help="parallel workers for both tables (and max_parallel_workers_per_gather)")
     ap.add_argument("-r", "--runs", type=int, default=5)
     ap.add_argument("--small", type=int, metavar="ROWS", help="make a synthetic lineorder of ROWS rows")
     ap.add_argument("--tag", default=None, help="name of the result files (default: from the row count)")
@@ -200,6 +201,11 @@ def main():
     psql(db, "DROP FOREIGN TABLE IF EXISTS lineorder_arrow; "
              "IMPORT FOREIGN SCHEMA lineorder_arrow FROM SERVER arrow_fdw INTO public "
              "OPTIONS (%s '%s')" % (opt, args.arrow.replace("'", "''")))
+    # the same number of workers on both sides: the planner's own choice
+    # depends on each table's size, so pin it on both tables
+    psql(db, "ALTER TABLE lineorder SET (parallel_workers = %d); "
+             "ALTER FOREIGN TABLE lineorder_arrow OPTIONS (ADD parallel_workers '%d')"
+             % (args.workers, args.workers))
     rows = int(psql(db, "SELECT reltuples::int8 FROM pg_class WHERE relname = 'lineorder'"))
     if rows <= 0:
         rows = int(psql(db, "SELECT count(*) FROM lineorder"))
