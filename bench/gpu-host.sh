@@ -10,7 +10,8 @@
 #
 # Environment: SF (scale factor, default 10), WORKERS (parallel workers for the
 # scan benchmark, default 16), SHARED_BUFFERS (default 16GB), WHEELS (a directory
-# of Python wheels to install first, e.g. connectorx, psycopg), PGPORT (default 5500).
+# of Python wheels to install first, e.g. connectorx, psycopg), PGPORT (default 5500),
+# EXPORT_WORKERS (default 1,2,4,8,16) and REPEAT (runs per point, best kept; default 1).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD
@@ -84,12 +85,13 @@ export)
     env_from_bundle
     log "pg2arrow vs peers"
     mkdir -p "$top/export"; chmod 755 "$top/export"
-    python3 bench/pg2arrow_bench.py -d ssb -t lineorder -w 1,2,4,8,16 --pg2arrow "$(command -v pg2arrow)" \
+    python3 bench/pg2arrow_bench.py -d ssb -t lineorder -w "${EXPORT_WORKERS:-1,2,4,8,16}" \
+        --repeat "${REPEAT:-1}" --pg2arrow "$(command -v pg2arrow)" \
         --tmpdir "$top/export" 2>&1 | tee "$top/export.log"
     keep "$top/export.log" bench/results/pg2arrow_*
     ;;
 *)
-    sed -n '2,16p' "$0" | sed 's/^# \{0,1\}//'
+    sed -n '2,17p' "$0" | sed 's/^# \{0,1\}//'
     exit 2
     ;;
 esac
