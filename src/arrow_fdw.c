@@ -62,6 +62,7 @@
 #include "tcop/utility.h"
 #include "utils/acl.h"
 #include "utils/builtins.h"
+#include "utils/fmgroids.h"
 #include "utils/guc.h"
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
@@ -148,7 +149,23 @@ typedef struct ArrowFdwShared
 	pg_atomic_uint64 batches_read;
 	pg_atomic_uint64 batches_skipped;
 	pg_atomic_uint64 bytes_read;
+	pg_atomic_uint64 rows_filtered;
 } ArrowFdwShared;
+
+/*
+ * A statistics condition that the scan also checks on the Arrow values of
+ * each row: an integer column against an integer constant.  A row passes
+ * when lo <= value <= hi (NULL never passes: the condition is a top-level
+ * conjunct of the WHERE clause, which NULL does not satisfy).  PostgreSQL
+ * still checks every qual on the rows that pass, so this only saves work.
+ */
+typedef struct ArrowRowFilter
+{
+	int			ref;			/* index into ref_arrays */
+	int			width;			/* 2, 4, 8: int16/int32/int64 values */
+	int64		lo;
+	int64		hi;
+} ArrowRowFilter;
 
 /* executor state */
 typedef struct ArrowFdwScanState
@@ -161,6 +178,10 @@ typedef struct ArrowFdwScanState
 	bool		all_fast;		/* every referenced column converts in place */
 	ArrowStatCond *conds;
 	int			n_conds;
+	ArrowRowFilter *filters;	/* checked before a row is returned */
+	int			n_filters;
+	uint64		rows_filtered;	/* rows the filters removed (this process) */
+	uint64		rows_filtered_flushed;	/* of those, added to shared */
 	MemoryContext row_cxt;
 	ArrowFdwShared *shared;		/* parallel scan, else NULL */
 	uint64		next_batch;		/* serial scan */
@@ -175,6 +196,7 @@ typedef struct ArrowFdwScanState
 	uint64		final_read;
 	uint64		final_skipped;
 	uint64		final_bytes;
+	uint64		final_filtered;
 	/* error context */
 	TupleDesc	tupdesc;
 	int			ctx_attidx;		/* column being converted, -1: none */
@@ -192,6 +214,7 @@ static ForeignScan *arrowGetForeignPlan(PlannerInfo *root, RelOptInfo *baserel,
 static void arrowExplainForeignScan(ForeignScanState *node, ExplainState *es);
 static void arrowBeginForeignScan(ForeignScanState *node, int eflags);
 static TupleTableSlot *arrowIterateForeignScan(ForeignScanState *node);
+static void build_row_filters(ArrowFdwScanState *st);
 static void arrowReScanForeignScan(ForeignScanState *node);
 static void arrowEndForeignScan(ForeignScanState *node);
 static bool arrowAnalyzeForeignTable(Relation relation,
@@ -916,6 +939,9 @@ arrowExplainForeignScan(ForeignScanState *node, ExplainState *es)
 		ExplainPropertyInteger("Batches Read", NULL, nread, es);
 		ExplainPropertyInteger("Batches Skipped", NULL, nskip, es);
 		ExplainPropertyInteger("Bytes Read", NULL, nbytes, es);
+		if (st->n_filters > 0)
+			ExplainPropertyInteger("Rows Filtered by Scan", NULL,
+								   st->have_final ? st->final_filtered : st->rows_filtered, es);
 	}
 }
 
@@ -997,6 +1023,8 @@ arrowBeginForeignScan(ForeignScanState *node, int eflags)
 	st->tupdesc = RelationGetDescr(node->ss.ss_currentRelation);
 	st->ctx_attidx = -1;
 	st->conds = arrow_stats_prepare(plan->fdw_exprs, &st->n_conds);
+	if (pg_warp_enabled)
+		build_row_filters(st);
 	st->row_cxt = AllocSetContextCreate(node->ss.ps.state->es_query_cxt,
 										"arrow_fdw rows", ALLOCSET_DEFAULT_SIZES);
 }
@@ -1011,6 +1039,136 @@ release_batch(ArrowFdwScanState *st)
 	}
 }
 
+/*
+ * The integer comparison functions whose semantics are plain comparison of
+ * the two values; returns the byte width of the constant (second argument),
+ * or 0 for any other function.
+ */
+static int
+int_cmp_const_width(Oid fn)
+{
+	switch (fn)
+	{
+		case F_BTINT2CMP:
+		case F_BTINT42CMP:
+		case F_BTINT82CMP:
+			return 2;
+		case F_BTINT4CMP:
+		case F_BTINT24CMP:
+		case F_BTINT84CMP:
+			return 4;
+		case F_BTINT8CMP:
+		case F_BTINT28CMP:
+		case F_BTINT48CMP:
+			return 8;
+		default:
+			return 0;
+	}
+}
+
+/*
+ * Turns the statistics conditions that compare an integer column read in
+ * place (ARROW_FAST_I16/I32/I64) with one integer constant into row filters.
+ */
+static void
+build_row_filters(ArrowFdwScanState *st)
+{
+	st->filters = palloc(sizeof(ArrowRowFilter) * Max(st->n_conds, 1));
+	st->n_filters = 0;
+	for (int i = 0; i < st->n_conds; i++)
+	{
+		const ArrowStatCond *c = &st->conds[i];
+		const ArrowConv *conv = &st->table->convs[c->attno - 1];
+		int			cwidth = int_cmp_const_width(c->cmp.fn_oid);
+		ArrowRowFilter *f = &st->filters[st->n_filters];
+		int64		v;
+
+		if (c->n_values != 1 || cwidth == 0)
+			continue;
+		switch (conv->fast)
+		{
+			case ARROW_FAST_I16:
+				f->width = 2;
+				break;
+			case ARROW_FAST_I32:
+				f->width = 4;
+				break;
+			case ARROW_FAST_I64:
+				f->width = 8;
+				break;
+			default:
+				continue;
+		}
+		f->ref = -1;
+		for (int r = 0; r < st->n_ref; r++)
+			if (st->ref_attnos[r] == c->attno)
+				f->ref = r;
+		if (f->ref < 0)
+			continue;
+		v = cwidth == 2 ? DatumGetInt16(c->values[0]) :
+			cwidth == 4 ? DatumGetInt32(c->values[0]) : DatumGetInt64(c->values[0]);
+		f->lo = PG_INT64_MIN;
+		f->hi = PG_INT64_MAX;
+		switch (c->strategy)
+		{
+			case BTLessStrategyNumber:	/* col < v */
+				if (v == PG_INT64_MIN)
+					f->lo = 1, f->hi = 0;	/* nothing passes */
+				else
+					f->hi = v - 1;
+				break;
+			case BTLessEqualStrategyNumber:
+				f->hi = v;
+				break;
+			case BTEqualStrategyNumber:
+				f->lo = f->hi = v;
+				break;
+			case BTGreaterEqualStrategyNumber:
+				f->lo = v;
+				break;
+			case BTGreaterStrategyNumber:
+				if (v == PG_INT64_MAX)
+					f->lo = 1, f->hi = 0;
+				else
+					f->lo = v + 1;
+				break;
+			default:
+				continue;
+		}
+		st->n_filters++;
+	}
+}
+
+/* Whether row 'row' of the current batch passes every row filter */
+static inline bool
+row_passes(const ArrowFdwScanState *st, int64 row)
+{
+	for (int i = 0; i < st->n_filters; i++)
+	{
+		const ArrowRowFilter *f = &st->filters[i];
+		const ArrowArray *a = st->ref_arrays[f->ref];
+		int64		v;
+
+		if (a->validity != NULL && !(a->validity[row >> 3] & (1u << (row & 7))))
+			return false;
+		switch (f->width)
+		{
+			case 2:
+				v = ((const int16 *) a->values)[row];
+				break;
+			case 4:
+				v = ((const int32 *) a->values)[row];
+				break;
+			default:
+				v = ((const int64 *) a->values)[row];
+				break;
+		}
+		if (v < f->lo || v > f->hi)
+			return false;
+	}
+	return true;
+}
+
 /* Loads the next record batch that the statistics do not rule out. */
 static bool
 next_batch(ArrowFdwScanState *st)
@@ -1018,6 +1176,12 @@ next_batch(ArrowFdwScanState *st)
 	ArrowFdwTable *t = st->table;
 
 	release_batch(st);
+	if (st->shared && st->rows_filtered > st->rows_filtered_flushed)
+	{
+		pg_atomic_fetch_add_u64(&st->shared->rows_filtered,
+								st->rows_filtered - st->rows_filtered_flushed);
+		st->rows_filtered_flushed = st->rows_filtered;
+	}
 	for (;;)
 	{
 		uint64		g;
@@ -1088,10 +1252,17 @@ arrowIterateForeignScan(ForeignScanState *node)
 	MemoryContext old;
 
 	ExecClearTuple(slot);
-	if (st->batch == NULL || st->row >= st->batch->n_rows)
+	for (;;)
 	{
-		if (!next_batch(st))
-			return slot;
+		if (st->batch == NULL || st->row >= st->batch->n_rows)
+		{
+			if (!next_batch(st))
+				return slot;
+		}
+		if (st->n_filters == 0 || row_passes(st, st->row))
+			break;
+		st->row++;
+		st->rows_filtered++;
 	}
 	memset(slot->tts_isnull, true, sizeof(bool) * slot->tts_tupleDescriptor->natts);
 	if (st->all_fast)
@@ -1173,6 +1344,7 @@ reset_shared(ArrowFdwShared *sh)
 	pg_atomic_write_u64(&sh->batches_read, 0);
 	pg_atomic_write_u64(&sh->batches_skipped, 0);
 	pg_atomic_write_u64(&sh->bytes_read, 0);
+	pg_atomic_write_u64(&sh->rows_filtered, 0);
 }
 
 static void
@@ -1186,6 +1358,7 @@ arrowInitializeDSMForeignScan(ForeignScanState *node, ParallelContext *pcxt,
 	pg_atomic_init_u64(&sh->batches_read, 0);
 	pg_atomic_init_u64(&sh->batches_skipped, 0);
 	pg_atomic_init_u64(&sh->bytes_read, 0);
+	pg_atomic_init_u64(&sh->rows_filtered, 0);
 	if (st)
 		st->shared = sh;
 }
@@ -1218,6 +1391,7 @@ arrowShutdownForeignScan(ForeignScanState *node)
 		st->final_read = pg_atomic_read_u64(&st->shared->batches_read);
 		st->final_skipped = pg_atomic_read_u64(&st->shared->batches_skipped);
 		st->final_bytes = pg_atomic_read_u64(&st->shared->bytes_read);
+		st->final_filtered = pg_atomic_read_u64(&st->shared->rows_filtered);
 		st->have_final = true;
 		st->shared = NULL;
 	}
