@@ -27,6 +27,8 @@ finish() {
     scripts/cluster.sh stop "$PG_WARP_CLUSTER" >/dev/null 2>&1 || true
     echo
     for f in "${failures[@]+"${failures[@]}"}"; do echo "failed: $f"; done
+    # keep the logs and the cluster of a failed run for a look; drop a clean one
+    [ "$failed" -eq 0 ] && rm -rf "$work"
     echo "$passed passed, $failed failed"
     [ "$failed" -eq 0 ]
     exit $?
