@@ -8,14 +8,15 @@
 # the pg_regress suites (make installcheck), the C unit tests (test/c), the pytest
 # suites (test/python), and stops the cluster.
 #
-# Environment: PGPORT (default 54329) for the cluster; PG_WARP_SKIP_DEPS=1 skips
+# Environment: PGPORT (default: a free port) for the cluster; PG_WARP_SKIP_DEPS=1 skips
 # setup-deps.sh; PYTEST_ARGS passes extra arguments to pytest (e.g. "-k fdw").
 set -uo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD
 work=$(mktemp -d /tmp/pg_warp_test.XXXXXX)
 chmod 755 "$work"
-export PGPORT=${PGPORT:-54329}
+# PGPORT if given, else a free port
+export PGPORT=${PGPORT:-$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])' 2>/dev/null || echo 54329)}
 export PG_WARP_CLUSTER=$work/cluster
 export PG_WARP_TOOLS=$root/tools/bin
 passed=0
@@ -50,10 +51,11 @@ fi
 grep -E "warning|nvcc" "$work/build.log" | head -20
 
 echo "== cluster"
-if ! eval "$(scripts/cluster.sh start "$PG_WARP_CLUSTER")"; then
+if ! cluster_env=$(scripts/cluster.sh start "$PG_WARP_CLUSTER"); then
     note_fail "cluster start"
     finish
 fi
+eval "$cluster_env"
 echo "PostgreSQL $(psql -XAtc 'SHOW server_version') on port $PGPORT, data in $PG_WARP_CLUSTER"
 
 echo "== Arrow test data for arrow_fdw (world-readable, fixed path)"
