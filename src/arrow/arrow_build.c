@@ -70,9 +70,14 @@ struct ArrowBuilder
 	GrowBuf		data;
 	int32_t		n_children;
 	ArrowBuilder **children;
+	/* integer-valued columns: the accepted range (see integer_range) */
+	bool		is_integer;
+	__int128	int_lo;
+	__int128	int_hi;
 };
 
 static int	append_null_slot(ArrowBuilder *b, ArrowError *err);
+static bool integer_range(const ArrowBuilder *b, __int128 *lo, __int128 *hi);
 
 /* ------------------------------------------------------------------------
  * Field checks
@@ -344,6 +349,7 @@ builder_new(const ArrowField *field, const ArrowAllocator *alloc,
 		ArrowType	vt = {.id = b->type, .byte_width = field->type.byte_width};
 
 		b->width = arrow_type_value_width(&vt);
+		b->is_integer = integer_range(b, &b->int_lo, &b->int_hi);
 	}
 	if ((b->layout == LAYOUT_VAR || b->layout == LAYOUT_LIST) &&
 		gb_reserve(b, &b->offsets, offset_width(b), err) != ARROW_OK)
@@ -760,15 +766,61 @@ arrow_append_bool(ArrowBuilder *b, bool v, ArrowError *err)
 static const int64_t nanos_per_unit[] = {1000000000, 1000000, 1000, 1};
 
 /*
- * Appends an integer to an integer-valued column after checking it fits:
- * the type's range; non-negative for dictionary indices; a time of day
- * within [0, 24h) in the type's unit for TIME32/TIME64.
+ * The values an integer-valued column accepts: the type's range;
+ * non-negative for dictionary indices; a time of day within [0, 24h) in the
+ * type's unit for TIME32/TIME64.  False for the other types.
  */
+static bool
+integer_range(const ArrowBuilder *b, __int128 *lo, __int128 *hi)
+{
+	switch (b->type)
+	{
+		case ARROW_TYPE_INT8:
+			*lo = INT8_MIN, *hi = INT8_MAX;
+			break;
+		case ARROW_TYPE_INT16:
+			*lo = INT16_MIN, *hi = INT16_MAX;
+			break;
+		case ARROW_TYPE_INT32:
+		case ARROW_TYPE_DATE32:
+		case ARROW_TYPE_INTERVAL_YM:
+			*lo = INT32_MIN, *hi = INT32_MAX;
+			break;
+		case ARROW_TYPE_INT64:
+		case ARROW_TYPE_DATE64:
+		case ARROW_TYPE_TIMESTAMP:
+		case ARROW_TYPE_DURATION:
+			*lo = INT64_MIN, *hi = INT64_MAX;
+			break;
+		case ARROW_TYPE_UINT8:
+			*lo = 0, *hi = UINT8_MAX;
+			break;
+		case ARROW_TYPE_UINT16:
+			*lo = 0, *hi = UINT16_MAX;
+			break;
+		case ARROW_TYPE_UINT32:
+			*lo = 0, *hi = UINT32_MAX;
+			break;
+		case ARROW_TYPE_UINT64:
+			*lo = 0, *hi = UINT64_MAX;
+			break;
+		case ARROW_TYPE_TIME32:
+		case ARROW_TYPE_TIME64:
+			*lo = 0;
+			*hi = (__int128) 86400 * 1000000000 / nanos_per_unit[b->field->type.unit] - 1;
+			break;
+		default:
+			return false;
+	}
+	if (b->field->has_dictionary)
+		*lo = 0;
+	return true;
+}
+
+/* Appends an integer to an integer-valued column after checking it fits */
 static int
 append_integer(ArrowBuilder *b, __int128 v, ArrowError *err)
 {
-	__int128	lo;
-	__int128	hi;
 	int64_t		store;
 	char		d[192];
 	char		num[32];
@@ -776,48 +828,9 @@ append_integer(ArrowBuilder *b, __int128 v, ArrowError *err)
 
 	if (rc != ARROW_OK)
 		return rc;
-	switch (b->type)
-	{
-		case ARROW_TYPE_INT8:
-			lo = INT8_MIN, hi = INT8_MAX;
-			break;
-		case ARROW_TYPE_INT16:
-			lo = INT16_MIN, hi = INT16_MAX;
-			break;
-		case ARROW_TYPE_INT32:
-		case ARROW_TYPE_DATE32:
-		case ARROW_TYPE_INTERVAL_YM:
-			lo = INT32_MIN, hi = INT32_MAX;
-			break;
-		case ARROW_TYPE_INT64:
-		case ARROW_TYPE_DATE64:
-		case ARROW_TYPE_TIMESTAMP:
-		case ARROW_TYPE_DURATION:
-			lo = INT64_MIN, hi = INT64_MAX;
-			break;
-		case ARROW_TYPE_UINT8:
-			lo = 0, hi = UINT8_MAX;
-			break;
-		case ARROW_TYPE_UINT16:
-			lo = 0, hi = UINT16_MAX;
-			break;
-		case ARROW_TYPE_UINT32:
-			lo = 0, hi = UINT32_MAX;
-			break;
-		case ARROW_TYPE_UINT64:
-			lo = 0, hi = UINT64_MAX;
-			break;
-		case ARROW_TYPE_TIME32:
-		case ARROW_TYPE_TIME64:
-			lo = 0;
-			hi = (__int128) 86400 * 1000000000 / nanos_per_unit[b->field->type.unit] - 1;
-			break;
-		default:
-			return wrong_kind(b, "an integer", err);
-	}
-	if (b->field->has_dictionary)
-		lo = 0;
-	if (v < lo || v > hi)
+	if (!b->is_integer)
+		return wrong_kind(b, "an integer", err);
+	if (v < b->int_lo || v > b->int_hi)
 	{
 		describe(b, d, sizeof(d));
 		if (v < 0)
@@ -831,9 +844,23 @@ append_integer(ArrowBuilder *b, __int128 v, ArrowError *err)
 	return push_fixed(b, &store, true, err);
 }
 
+/*
+ * The common case takes a short path: a value in range, room in the values
+ * buffer and no validity bitmap yet (no null so far in this batch).  It
+ * does exactly what append_integer does for it.
+ */
 int
 arrow_append_int(ArrowBuilder *b, int64_t v, ArrowError *err)
 {
+	if (b != NULL && b->is_integer && !b->has_validity &&
+		v >= b->int_lo && v <= b->int_hi &&
+		b->values.len + b->width <= b->values.cap)
+	{
+		memcpy(b->values.data + b->values.len, &v, b->width);	/* little-endian */
+		b->values.len += b->width;
+		b->length++;
+		return ARROW_OK;
+	}
 	return append_integer(b, v, err);
 }
 

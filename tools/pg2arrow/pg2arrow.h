@@ -183,6 +183,9 @@ typedef struct Worker
 	size_t		carry_cap;
 	bool		header_done;
 	bool		trailer_seen;
+	int			size_check;		/* 0: not decided; 1: bound; 2: every row */
+	int64_t		size_known;		/* exact body size of batch at the last check */
+	int64_t		size_growth;	/* bound on its growth since then */
 } Worker;
 
 /* The whole export */

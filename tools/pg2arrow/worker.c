@@ -158,6 +158,40 @@ carry_append(Worker *w, const char *data, size_t len, char *errbuf, size_t errle
 }
 
 /*
+ * Whether the batch's body may have reached the segment size after a row
+ * of tlen COPY bytes.  Computing the exact size walks every builder, so it
+ * is done only when this says so; batches are still cut at exactly the
+ * same row.  For flat columns other than inet/cidr and numeric-as-text, a
+ * row grows the body by at most its COPY bytes plus 16 per column (a
+ * decimal128 is at most 4 bytes wider than numeric's COPY form; every other
+ * value is narrower than its COPY form), and alignment adds at most 63
+ * bytes per buffer (3 per column) in all.  Other columns can grow more than
+ * their COPY bytes (text of a numeric, elements of an array): then every
+ * row is checked.
+ */
+static bool
+size_may_be_reached(const Export *ex, Worker *w, int64_t tlen)
+{
+	if (w->size_check == 0)
+	{
+		w->size_check = 1;
+		for (int i = 0; i < ex->n_columns; i++)
+		{
+			const PgColumn *c = &ex->columns[i];
+
+			if (c->kind == PK_ARRAY || c->kind == PK_COMPOSITE || c->kind == PK_INET ||
+				(c->kind == PK_NUMERIC && c->numeric_mode == NUMERIC_TEXT))
+				w->size_check = 2;
+		}
+	}
+	if (w->size_check == 2)
+		return true;
+	w->size_growth += tlen + 16 * (int64_t) ex->n_columns;
+	return w->size_known + w->size_growth + 192 * (int64_t) ex->n_columns >=
+		ex->opts->segment_size;
+}
+
+/*
  * Consumes one CopyData message: the header first, then complete tuples.
  * A tuple split across messages waits in the carry buffer (the server sends
  * one tuple per message, so the fast path decodes straight from libpq's
@@ -232,9 +266,16 @@ consume(Worker *w, const char *data, size_t len, char *errbuf, size_t errlen)
 						  w->rows, errbuf, errlen))
 			return false;
 		used += tlen;
-		if (batch_body_size(&w->batch) >= ex->opts->segment_size &&
-			!flush_batch(ex, &w->batch, errbuf, errlen))
-			return false;
+		if (!size_may_be_reached(ex, w, tlen))
+			continue;
+		w->size_known = batch_body_size(&w->batch);
+		w->size_growth = 0;
+		if (w->size_known >= ex->opts->segment_size)
+		{
+			if (!flush_batch(ex, &w->batch, errbuf, errlen))
+				return false;
+			w->size_known = 0;
+		}
 	}
 	/* keep the incomplete rest */
 	if (p == w->carry)
