@@ -77,6 +77,7 @@ struct ArrowBuilder
 };
 
 static int	append_null_slot(ArrowBuilder *b, ArrowError *err);
+static int	append_filler(ArrowBuilder *b, ArrowError *err);
 static bool integer_range(const ArrowBuilder *b, __int128 *lo, __int128 *hi);
 
 /* ------------------------------------------------------------------------
@@ -645,53 +646,11 @@ push_list(ArrowBuilder *b, bool valid, ArrowError *err)
 }
 
 /*
- * Appends the value a child gets under a null parent slot (STRUCT,
- * FIXED_SIZE_LIST): a null when the child is nullable, else an "empty"
- * valid value: zeros, "", an empty list, recursively for nested children.
+ * Appends one slot with empty contents (zeros, "", an empty list), valid or
+ * null; the children of a STRUCT or FIXED_SIZE_LIST slot get fillers.
  */
 static int
-append_filler(ArrowBuilder *b, ArrowError *err)
-{
-	int			rc;
-
-	if (b->field->nullable || b->layout == LAYOUT_NULL)
-		return append_null_slot(b, err);
-	switch (b->layout)
-	{
-		case LAYOUT_BITS:
-			return push_bit(b, false, true, err);
-		case LAYOUT_FIXED:
-			return push_fixed(b, NULL, true, err);
-		case LAYOUT_VAR:
-			return push_var(b, NULL, 0, true, err);
-		case LAYOUT_LIST:
-			return push_list(b, true, err);
-		case LAYOUT_FSL:
-			for (int32_t i = 0; i < b->field->type.list_size; i++)
-			{
-				if ((rc = append_filler(b->children[0], err)) != ARROW_OK)
-					return rc;
-			}
-			break;
-		case LAYOUT_STRUCT:
-			for (int32_t i = 0; i < b->n_children; i++)
-			{
-				if ((rc = append_filler(b->children[i], err)) != ARROW_OK)
-					return rc;
-			}
-			break;
-		case LAYOUT_NULL:
-			break;
-	}
-	if ((rc = push_validity(b, true, err)) != ARROW_OK)
-		return rc;
-	b->length++;
-	return ARROW_OK;
-}
-
-/* A null slot, whatever the field's nullability */
-static int
-append_null_slot(ArrowBuilder *b, ArrowError *err)
+push_empty_slot(ArrowBuilder *b, bool valid, ArrowError *err)
 {
 	int			rc;
 
@@ -702,13 +661,13 @@ append_null_slot(ArrowBuilder *b, ArrowError *err)
 			b->null_count++;
 			return ARROW_OK;
 		case LAYOUT_BITS:
-			return push_bit(b, false, false, err);
+			return push_bit(b, false, valid, err);
 		case LAYOUT_FIXED:
-			return push_fixed(b, NULL, false, err);
+			return push_fixed(b, NULL, valid, err);
 		case LAYOUT_VAR:
-			return push_var(b, NULL, 0, false, err);
+			return push_var(b, NULL, 0, valid, err);
 		case LAYOUT_LIST:
-			return push_list(b, false, err);
+			return push_list(b, valid, err);
 		case LAYOUT_FSL:
 			for (int32_t i = 0; i < b->field->type.list_size; i++)
 			{
@@ -724,10 +683,28 @@ append_null_slot(ArrowBuilder *b, ArrowError *err)
 			}
 			break;
 	}
-	if ((rc = push_validity(b, false, err)) != ARROW_OK)
+	if ((rc = push_validity(b, valid, err)) != ARROW_OK)
 		return rc;
 	b->length++;
 	return ARROW_OK;
+}
+
+/*
+ * Appends the value a child gets under a null parent slot (STRUCT,
+ * FIXED_SIZE_LIST): a null when the child is nullable, else an "empty"
+ * valid value, recursively for nested children.
+ */
+static int
+append_filler(ArrowBuilder *b, ArrowError *err)
+{
+	return push_empty_slot(b, !b->field->nullable && b->layout != LAYOUT_NULL, err);
+}
+
+/* A null slot, whatever the field's nullability */
+static int
+append_null_slot(ArrowBuilder *b, ArrowError *err)
+{
+	return push_empty_slot(b, false, err);
 }
 
 /*
