@@ -498,6 +498,51 @@ extern int	arrow_list_end(ArrowBuilder *b, ArrowError *err);
 /* Forget the values (keep capacity), after a batch was written */
 extern void arrow_builder_reset(ArrowBuilder *b);
 
+/*
+ * Appends rows [offset, offset + count) of src, a builder for the same field
+ * or a field of the same type, to dst (children included): to merge the
+ * rows of several builders into one batch.  ARROW_ERR_ARGUMENT, with dst
+ * unchanged: rows outside src, another type, a list left open in either, a
+ * null for a non-nullable field, int32 offsets past 2^31 - 1.  After
+ * ARROW_ERR_NOMEM, dst may hold part of the rows: reset it.
+ */
+extern int	arrow_builder_append_rows(ArrowBuilder *dst, const ArrowBuilder *src,
+									  int64_t offset, int64_t count,
+									  ArrowError *err);
+/*
+ * Bytes that rows [offset, offset + count) of b take in its buffers,
+ * children included, before each buffer's padding to 64 bytes (so that the
+ * rows that fit a batch size can be chosen before copying them).
+ */
+extern int64_t arrow_builder_rows_size(const ArrowBuilder *b, int64_t offset,
+									   int64_t count);
+
+/*
+ * Smallest and largest non-null value of a builder: integer-valued types
+ * (INT*, UINT8/16/32, DATE*, TIME*, TIMESTAMP, DURATION) as int64, floats
+ * as double with NaN left out, DECIMAL128 unscaled.  kind is NONE when no
+ * value counts, for dictionary-encoded fields and for other types.
+ */
+typedef enum ArrowMinMaxKind
+{
+	ARROW_MINMAX_NONE,
+	ARROW_MINMAX_INT,
+	ARROW_MINMAX_FLOAT,
+	ARROW_MINMAX_DECIMAL
+} ArrowMinMaxKind;
+
+typedef struct ArrowMinMax
+{
+	ArrowMinMaxKind kind;
+	int64_t		imin,
+				imax;
+	double		dmin,
+				dmax;
+	ArrowDecimal128 xmin,
+				xmax;
+} ArrowMinMax;
+extern void arrow_builder_minmax(const ArrowBuilder *b, ArrowMinMax *out);
+
 /* ------------------------------------------------------------------------
  * Writing
  * ------------------------------------------------------------------------
@@ -540,39 +585,17 @@ extern int	arrow_writer_write_dictionary(ArrowWriter *w, int64_t id,
  * n_rows values) and resets the builders.  metadata (may be NULL) becomes the
  * message's custom_metadata.
  * (writer) The builders are reset only when the batch was written; a record
- * batch before a dictionary it uses is ARROW_ERR_ARGUMENT.
+ * batch before a dictionary it uses is ARROW_ERR_ARGUMENT.  The body is
+ * written straight from the builders' buffers (no copy in memory).
+ * Thread-safe: several threads may write batches, each from its own
+ * builders, at once; each reserves its file range atomically.  Every call
+ * must have returned before arrow_writer_close.  After a failed write the
+ * writer is dead: the file is already removed (create) or restored
+ * (append), and every later call returns the first error.
  */
 extern int	arrow_writer_write_batch(ArrowWriter *w, ArrowBuilder **columns,
 									 const ArrowMetadata *metadata,
 									 ArrowError *err);
-
-/*
- * Concurrent writing: serialize a batch in the calling thread, then hand it
- * to arrow_writer_put_serialized, which is thread-safe (it reserves a file
- * range atomically, writes it with pwrite and records the block).
- * (writer) arrow_batch_serialize resets the builders on success.  Every
- * put must have returned before arrow_writer_close.  After a failed write
- * the writer is dead: the file is already removed (create) or restored
- * (append), and every later call returns the first error.
- */
-typedef struct ArrowSerializedBatch
-{
-	uint8_t    *data;			/* message (prefix, metadata, padding) + body */
-	int64_t		length;
-	int32_t		metadata_length;	/* bytes before the body */
-	int64_t		body_length;
-	int64_t		n_rows;
-	const ArrowAllocator *alloc;
-} ArrowSerializedBatch;
-extern int	arrow_batch_serialize(const ArrowSchema *schema,
-								  ArrowBuilder **columns,
-								  const ArrowMetadata *metadata,
-								  const ArrowAllocator *alloc,
-								  ArrowSerializedBatch *out, ArrowError *err);
-extern void arrow_serialized_batch_free(ArrowSerializedBatch *sb);
-extern int	arrow_writer_put_serialized(ArrowWriter *w,
-										const ArrowSerializedBatch *sb,
-										ArrowError *err);
 
 /*
  * Writes the footer and closes.  The writer is freed in every case.

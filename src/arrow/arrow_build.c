@@ -79,6 +79,7 @@ struct ArrowBuilder
 static int	append_null_slot(ArrowBuilder *b, ArrowError *err);
 static int	append_filler(ArrowBuilder *b, ArrowError *err);
 static bool integer_range(const ArrowBuilder *b, __int128 *lo, __int128 *hi);
+static bool same_type(const ArrowField *bf, const ArrowField *f, bool dict_values);
 
 /* ------------------------------------------------------------------------
  * Field checks
@@ -1124,6 +1125,477 @@ arrow_list_end(ArrowBuilder *b, ArrowError *err)
 	put_offset(b, b->length, end);
 	b->list_open = false;
 	return ARROW_OK;
+}
+
+/* ------------------------------------------------------------------------
+ * Copying rows from another builder
+ * ------------------------------------------------------------------------
+ */
+
+static inline bool
+bit_get(const uint8_t *bits, int64_t i)
+{
+	return (bits[i >> 3] >> (i & 7)) & 1;
+}
+
+/* Number of zero bits among bits [from, from + n) */
+static int64_t
+count_zeros(const uint8_t *bits, int64_t from, int64_t n)
+{
+	int64_t		zeros = 0;
+	int64_t		i = from;
+	int64_t		end = from + n;
+
+	for (; i < end && (i & 63) != 0; i++)
+		zeros += !bit_get(bits, i);
+	for (; end - i >= 64; i += 64)
+	{
+		uint64_t	w;
+
+		memcpy(&w, bits + (i >> 3), 8);
+		zeros += 64 - __builtin_popcountll(w);
+	}
+	for (; i < end; i++)
+		zeros += !bit_get(bits, i);
+	return zeros;
+}
+
+/*
+ * Copies bits [from, from + n) of src to bits [to, to + n) of dst, whose
+ * bytes up to bit to + n - 1 exist and are zero from bit 'to' on.  Whole
+ * destination bytes are assembled from two source bytes at a time.
+ */
+static void
+bits_copy(uint8_t *dst, int64_t to, const uint8_t *src, int64_t from, int64_t n)
+{
+	int64_t		i = 0;
+
+	for (; i < n && ((to + i) & 7) != 0; i++)
+		if (bit_get(src, from + i))
+			dst[(to + i) >> 3] |= (uint8_t) (1u << ((to + i) & 7));
+	for (; n - i >= 8; i += 8)
+	{
+		int64_t		s = from + i;
+		unsigned	shift = (unsigned) (s & 7);
+		unsigned	v = src[s >> 3] >> shift;
+
+		if (shift != 0)
+			v |= (unsigned) src[(s >> 3) + 1] << (8 - shift);
+		dst[(to + i) >> 3] = (uint8_t) v;
+	}
+	for (; i < n; i++)
+		if (bit_get(src, from + i))
+			dst[(to + i) >> 3] |= (uint8_t) (1u << ((to + i) & 7));
+}
+
+/* Nulls among rows [off, off + n) of b */
+static int64_t
+range_nulls(const ArrowBuilder *b, int64_t off, int64_t n)
+{
+	if (b->layout == LAYOUT_NULL)
+		return n;
+	if (!b->has_validity || n == 0)
+		return 0;
+	return count_zeros(b->validity.data, off, n);
+}
+
+/*
+ * The checks of arrow_builder_append_rows that can fail for valid
+ * arguments, made before anything changes: nulls for a non-nullable field,
+ * int32 offsets that would pass 2^31 - 1.
+ */
+static int
+rows_check(const ArrowBuilder *dst, const ArrowBuilder *src, int64_t off,
+		   int64_t n, ArrowError *err)
+{
+	int64_t		first,
+				last,
+				end;
+
+	if (!dst->field->nullable && dst->layout != LAYOUT_NULL && range_nulls(src, off, n) > 0)
+		return arrow_set_error(err, ARROW_ERR_ARGUMENT,
+							   "null value for non-nullable field \"%s\"", dst->field->name);
+	switch (dst->layout)
+	{
+		case LAYOUT_VAR:
+			first = get_offset(src, off);
+			last = get_offset(src, off + n);
+			return var_end(dst, (size_t) (last - first), &end, err);
+		case LAYOUT_LIST:
+			first = get_offset(src, off);
+			last = get_offset(src, off + n);
+			if (!dst->large && dst->children[0]->length + (last - first) > INT32_MAX)
+				return arrow_set_error(err, ARROW_ERR_ARGUMENT,
+									   "list field \"%s\": more than 2^31 - 1 elements in one batch "
+									   "(int32 offsets); write smaller batches or use large_list",
+									   dst->field->name);
+			return rows_check(dst->children[0], src->children[0], first, last - first, err);
+		case LAYOUT_FSL:
+			{
+				int64_t		size = dst->field->type.list_size;
+
+				return rows_check(dst->children[0], src->children[0], off * size, n * size, err);
+			}
+		case LAYOUT_STRUCT:
+			for (int32_t i = 0; i < dst->n_children; i++)
+			{
+				int			rc = rows_check(dst->children[i], src->children[i], off, n, err);
+
+				if (rc != ARROW_OK)
+					return rc;
+			}
+			return ARROW_OK;
+		default:
+			return ARROW_OK;
+	}
+}
+
+/* The validity bits of rows [off, off + n) of src, after dst's rows */
+static int
+rows_validity(ArrowBuilder *dst, const ArrowBuilder *src, int64_t off, int64_t n,
+			  int64_t nulls, ArrowError *err)
+{
+	if (nulls > 0 && !dst->has_validity)
+	{
+		int64_t		full = dst->length >> 3;
+
+		dst->validity.len = 0;
+		if (bits_reserve(dst, &dst->validity, dst->length, err) != ARROW_OK)
+			return ARROW_ERR_NOMEM;
+		memset(dst->validity.data, 0xff, full);
+		dst->validity.data[full] = (uint8_t) ((1u << (dst->length & 7)) - 1);
+		dst->has_validity = true;
+	}
+	if (dst->has_validity && n > 0)
+	{
+		if (bits_reserve(dst, &dst->validity, dst->length + n - 1, err) != ARROW_OK)
+			return ARROW_ERR_NOMEM;
+		if (src->has_validity)
+			bits_copy(dst->validity.data, dst->length, src->validity.data, off, n);
+		else
+			for (int64_t i = 0; i < n; i++)
+				bits_set(&dst->validity, dst->length + i, true);
+	}
+	dst->null_count += nulls;
+	return ARROW_OK;
+}
+
+/* arrow_builder_append_rows after its checks */
+static int
+rows_append(ArrowBuilder *dst, const ArrowBuilder *src, int64_t off, int64_t n,
+			ArrowError *err)
+{
+	int			ow = offset_width(dst);
+	int64_t		first,
+				last;
+	int			rc;
+
+	if (dst->layout == LAYOUT_NULL)
+	{
+		dst->length += n;
+		dst->null_count += n;
+		return ARROW_OK;
+	}
+	if ((rc = rows_validity(dst, src, off, n, range_nulls(src, off, n), err)) != ARROW_OK)
+		return rc;
+	switch (dst->layout)
+	{
+		case LAYOUT_BITS:
+			if (n > 0)
+			{
+				if (bits_reserve(dst, &dst->values, dst->length + n - 1, err) != ARROW_OK)
+					return ARROW_ERR_NOMEM;
+				bits_copy(dst->values.data, dst->length, src->values.data, off, n);
+			}
+			break;
+		case LAYOUT_FIXED:
+			if (gb_reserve(dst, &dst->values, n * dst->width, err) != ARROW_OK)
+				return ARROW_ERR_NOMEM;
+			if (n > 0 && dst->width > 0)
+				memcpy(dst->values.data + dst->values.len,
+					   src->values.data + off * src->width, n * dst->width);
+			dst->values.len += n * dst->width;
+			break;
+		case LAYOUT_VAR:
+		case LAYOUT_LIST:
+			{
+				/* new offsets: src's, moved from 'first' to dst's current end */
+				int64_t		base;
+
+				first = get_offset(src, off);
+				last = get_offset(src, off + n);
+				if (dst->layout == LAYOUT_VAR)
+				{
+					base = dst->data.len;
+					if (gb_reserve(dst, &dst->data, last - first, err) != ARROW_OK)
+						return ARROW_ERR_NOMEM;
+					if (last > first)
+						memcpy(dst->data.data + dst->data.len, src->data.data + first,
+							   last - first);
+					dst->data.len += last - first;
+				}
+				else
+				{
+					base = dst->children[0]->length;
+					if ((rc = rows_append(dst->children[0], src->children[0], first,
+										  last - first, err)) != ARROW_OK)
+						return rc;
+				}
+				if (gb_reserve(dst, &dst->offsets, n * ow, err) != ARROW_OK)
+					return ARROW_ERR_NOMEM;
+				for (int64_t i = 1; i <= n; i++)
+					put_offset(dst, dst->length + i, base + get_offset(src, off + i) - first);
+				dst->offsets.len += n * ow;
+				break;
+			}
+		case LAYOUT_FSL:
+			{
+				int64_t		size = dst->field->type.list_size;
+
+				if ((rc = rows_append(dst->children[0], src->children[0], off * size,
+									  n * size, err)) != ARROW_OK)
+					return rc;
+				break;
+			}
+		case LAYOUT_STRUCT:
+			for (int32_t i = 0; i < dst->n_children; i++)
+			{
+				if ((rc = rows_append(dst->children[i], src->children[i], off, n,
+									  err)) != ARROW_OK)
+					return rc;
+			}
+			break;
+		case LAYOUT_NULL:
+			break;
+	}
+	dst->length += n;
+	return ARROW_OK;
+}
+
+int
+arrow_builder_append_rows(ArrowBuilder *dst, const ArrowBuilder *src,
+						  int64_t offset, int64_t count, ArrowError *err)
+{
+	int			rc;
+
+	if ((rc = append_start(dst, err)) != ARROW_OK)
+		return rc;
+	if (src == NULL || src == dst)
+		return arrow_set_error(err, ARROW_ERR_ARGUMENT, "no other builder to copy rows from");
+	if (src->list_open)
+		return arrow_set_error(err, ARROW_ERR_ARGUMENT,
+							   "list value of field \"%s\" is still open (call arrow_list_end)",
+							   src->field->name);
+	if (offset < 0 || count < 0 || offset > src->length || count > src->length - offset)
+		return arrow_set_error(err, ARROW_ERR_ARGUMENT,
+							   "rows %lld..%lld are not in field \"%s\" (%lld rows)",
+							   (long long) offset, (long long) offset + count,
+							   src->field->name, (long long) src->length);
+	if (src->field != dst->field && !same_type(src->field, dst->field, false))
+		return arrow_set_error(err, ARROW_ERR_ARGUMENT,
+							   "rows of field \"%s\" copied to field \"%s\" of another type",
+							   src->field->name, dst->field->name);
+	if ((rc = rows_check(dst, src, offset, count, err)) != ARROW_OK)
+		return rc;
+	return rows_append(dst, src, offset, count, err);
+}
+
+int64_t
+arrow_builder_rows_size(const ArrowBuilder *b, int64_t offset, int64_t count)
+{
+	int64_t		size = 0;
+	int64_t		first,
+				last;
+
+	if (b->has_validity)
+		size += (count + 7) / 8;
+	switch (b->layout)
+	{
+		case LAYOUT_BITS:
+			size += (count + 7) / 8;
+			break;
+		case LAYOUT_FIXED:
+			size += count * b->width;
+			break;
+		case LAYOUT_VAR:
+			size += count * offset_width(b) + get_offset(b, offset + count) - get_offset(b, offset);
+			break;
+		case LAYOUT_LIST:
+			first = get_offset(b, offset);
+			last = get_offset(b, offset + count);
+			size += count * offset_width(b) +
+				arrow_builder_rows_size(b->children[0], first, last - first);
+			break;
+		case LAYOUT_FSL:
+			size += arrow_builder_rows_size(b->children[0], offset * b->field->type.list_size,
+											count * b->field->type.list_size);
+			break;
+		case LAYOUT_STRUCT:
+			for (int32_t i = 0; i < b->n_children; i++)
+				size += arrow_builder_rows_size(b->children[i], offset, count);
+			break;
+		case LAYOUT_NULL:
+			break;
+	}
+	return size;
+}
+
+/* ------------------------------------------------------------------------
+ * Statistics
+ * ------------------------------------------------------------------------
+ */
+
+/* Value i of a FIXED layout integer-valued builder, sign-extended or not */
+static inline int64_t
+int_value(const ArrowBuilder *b, int64_t i, bool is_signed)
+{
+	const uint8_t *p = b->values.data + i * b->width;
+
+	switch (b->width)
+	{
+		case 1:
+			return is_signed ? (int64_t) (int8_t) p[0] : (int64_t) p[0];
+		case 2:
+			{
+				uint16_t	x;
+
+				memcpy(&x, p, 2);
+				return is_signed ? (int64_t) (int16_t) x : (int64_t) x;
+			}
+		case 4:
+			{
+				uint32_t	x;
+
+				memcpy(&x, p, 4);
+				return is_signed ? (int64_t) (int32_t) x : (int64_t) x;
+			}
+		default:
+			{
+				int64_t		x;
+
+				memcpy(&x, p, 8);
+				return x;
+			}
+	}
+}
+
+static inline double
+float_value(const ArrowBuilder *b, int64_t i)
+{
+	const uint8_t *p = b->values.data + i * b->width;
+
+	if (b->type == ARROW_TYPE_FLOAT16)
+	{
+		uint16_t	h;
+
+		memcpy(&h, p, 2);
+		return arrow_half_to_float(h);
+	}
+	if (b->type == ARROW_TYPE_FLOAT32)
+	{
+		float		f;
+
+		memcpy(&f, p, 4);
+		return f;
+	}
+	{
+		double		d;
+
+		memcpy(&d, p, 8);
+		return d;
+	}
+}
+
+void
+arrow_builder_minmax(const ArrowBuilder *b, ArrowMinMax *out)
+{
+	ArrowMinMaxKind kind;
+	bool		is_signed = true;
+	bool		any = false;
+	__int128	xmin = 0,
+				xmax = 0;
+
+	memset(out, 0, sizeof(ArrowMinMax));
+	if (b->field->has_dictionary || b->layout != LAYOUT_FIXED)
+		return;
+	switch (b->type)
+	{
+		case ARROW_TYPE_UINT8:
+		case ARROW_TYPE_UINT16:
+		case ARROW_TYPE_UINT32:
+			is_signed = false;
+			/* fall through */
+		case ARROW_TYPE_INT8:
+		case ARROW_TYPE_INT16:
+		case ARROW_TYPE_INT32:
+		case ARROW_TYPE_INT64:
+		case ARROW_TYPE_DATE32:
+		case ARROW_TYPE_DATE64:
+		case ARROW_TYPE_TIME32:
+		case ARROW_TYPE_TIME64:
+		case ARROW_TYPE_TIMESTAMP:
+		case ARROW_TYPE_DURATION:
+			kind = ARROW_MINMAX_INT;
+			break;
+		case ARROW_TYPE_FLOAT16:
+		case ARROW_TYPE_FLOAT32:
+		case ARROW_TYPE_FLOAT64:
+			kind = ARROW_MINMAX_FLOAT;
+			break;
+		case ARROW_TYPE_DECIMAL128:
+			kind = ARROW_MINMAX_DECIMAL;
+			break;
+		default:
+			return;
+	}
+	for (int64_t i = 0; i < b->length; i++)
+	{
+		if (b->has_validity && !bit_get(b->validity.data, i))
+			continue;
+		if (kind == ARROW_MINMAX_INT)
+		{
+			int64_t		v = int_value(b, i, is_signed);
+
+			if (!any || v < out->imin)
+				out->imin = v;
+			if (!any || v > out->imax)
+				out->imax = v;
+		}
+		else if (kind == ARROW_MINMAX_FLOAT)
+		{
+			double		v = float_value(b, i);
+
+			if (isnan(v))
+				continue;
+			if (!any || v < out->dmin)
+				out->dmin = v;
+			if (!any || v > out->dmax)
+				out->dmax = v;
+		}
+		else
+		{
+			ArrowDecimal128 d;
+			__int128	v;
+
+			memcpy(&d, b->values.data + 16 * i, 16);
+			v = (__int128) (((unsigned __int128) (uint64_t) d.hi << 64) | d.lo);
+			if (!any || v < xmin)
+				xmin = v;
+			if (!any || v > xmax)
+				xmax = v;
+		}
+		any = true;
+	}
+	if (!any)
+		return;
+	out->kind = kind;
+	if (kind == ARROW_MINMAX_DECIMAL)
+	{
+		out->xmin.lo = (uint64_t) xmin;
+		out->xmin.hi = (int64_t) (xmin >> 64);
+		out->xmax.lo = (uint64_t) xmax;
+		out->xmax.hi = (int64_t) (xmax >> 64);
+	}
 }
 
 /* ------------------------------------------------------------------------

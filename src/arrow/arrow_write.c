@@ -23,10 +23,11 @@
  * cases; in a file we append to, the absolute alignment of the new messages
  * is that of the old footer's position (at least 8).
  *
- * Concurrency: arrow_writer_put_serialized (and the write functions built
- * on it) reserve their file range with an atomic fetch-add on next_offset,
- * pwrite it while holding io_lock shared, then record the footer Block
- * under block_lock.  The footer lists blocks by file offset, which is the
+ * Concurrency: arrow_writer_write_batch and arrow_writer_write_dictionary
+ * reserve their file range with an atomic fetch-add on next_offset, write
+ * the message (metadata and the builders' buffers, gathered by pwritev, so
+ * the body is never copied in memory) while holding io_lock shared, then
+ * record the footer Block under block_lock.  The footer lists blocks by file offset, which is the
  * order of reservation.  A failure takes io_lock exclusively (so that no
  * write is in flight), marks the writer failed and puts the file back: a
  * created file is removed, an appended file gets its old tail bytes back
@@ -44,6 +45,7 @@
 #include "fb_build.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <fcntl.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -51,11 +53,16 @@
 #include <string.h>
 #include <sys/file.h>
 #include <sys/stat.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
 #define ARROW_MAGIC			"ARROW1"
 #define ARROW_MAGIC_LEN		6
 #define ARROW_V5			4	/* MetadataVersion.V5 */
+
+#ifndef IOV_MAX
+#define IOV_MAX				16	/* the least POSIX allows */
+#endif
 
 /* MessageHeader union members (Message.fbs) */
 #define HEADER_SCHEMA			1
@@ -118,7 +125,7 @@ struct ArrowWriter
 	WriterDict *dicts;
 	int64_t		next_offset;	/* atomic: where the next message goes */
 	pthread_rwlock_t io_lock;	/* shared: a write; exclusive: failing */
-	pthread_mutex_t block_lock; /* the block lists and dicts[].written */
+	pthread_mutex_t block_lock; /* the block lists, dicts[].written and .length */
 	BlockList	dict_blocks;
 	BlockList	batch_blocks;
 	bool		touched;		/* atomic: a write to the file was started */
@@ -174,6 +181,52 @@ pwrite_all(int fd, const void *buf, size_t len, int64_t offset,
 		p += n;
 		len -= (size_t) n;
 		offset += n;
+	}
+	return ARROW_OK;
+}
+
+/*
+ * Writes the n pieces of iov, one after the other, at offset (pwritev, at
+ * most IOV_MAX pieces per call; a short write is continued).  iov is
+ * consumed: its entries are advanced past what was written.
+ */
+static int
+pwritev_all(int fd, struct iovec *iov, int n, int64_t offset,
+			const char *path, ArrowError *err)
+{
+	while (n > 0)
+	{
+		ssize_t		w;
+
+		if (iov->iov_len == 0)
+		{
+			iov++, n--;
+			continue;
+		}
+		w = pwritev(fd, iov, n < IOV_MAX ? n : IOV_MAX, (off_t) offset);
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w <= 0)
+		{
+			char		what[96];
+
+			if (w == 0)
+				errno = EIO;
+			snprintf(what, sizeof(what), "could not write %zu bytes at offset %lld of",
+					 iov->iov_len, (long long) offset);
+			return io_error(err, what, path);
+		}
+		offset += w;
+		while (n > 0 && (size_t) w >= iov->iov_len)
+		{
+			w -= (ssize_t) iov->iov_len;
+			iov++, n--;
+		}
+		if (n > 0)
+		{
+			iov->iov_base = (uint8_t *) iov->iov_base + w;
+			iov->iov_len -= (size_t) w;
+		}
 	}
 	return ARROW_OK;
 }
@@ -449,23 +502,22 @@ encode_message(FbBuilder *fb, uint8_t header_type, FbRef header,
 /*
  * Allocates lead + message bytes: 'lead' bytes left for the caller, the
  * encapsulation prefix (0xFFFFFFFF, int32 length), the flatbuffer, zero
- * padding up to a multiple of 64 counted from the start of the buffer, then
- * body_len bytes for the body.  *meta_len: prefix + flatbuffer + padding.
+ * padding up to a multiple of 64 counted from the start of the buffer.
+ * *meta_len: prefix + flatbuffer + padding; *total: the buffer's size.
  */
 static uint8_t *
 frame_message(const ArrowAllocator *alloc, const uint8_t *fbdata, size_t fblen,
-			  int64_t lead, int64_t body_len, int32_t *meta_len,
-			  int64_t *total, ArrowError *err)
+			  int64_t lead, int32_t *meta_len, int64_t *total, ArrowError *err)
 {
 	int64_t		head = arrow_align64(lead + 8 + (int64_t) fblen);
 	uint8_t    *buf;
 
-	if (head - lead > INT32_MAX || body_len > INT64_MAX - head)
+	if (head - lead > INT32_MAX)
 	{
 		arrow_set_error(err, ARROW_ERR_ARGUMENT, "message too large");
 		return NULL;
 	}
-	buf = arrow_malloc(alloc, (size_t) (head + body_len), err);
+	buf = arrow_malloc(alloc, (size_t) head, err);
 	if (buf == NULL)
 		return NULL;
 	fb_put_le32(buf + lead, 0xffffffffu);
@@ -473,25 +525,50 @@ frame_message(const ArrowAllocator *alloc, const uint8_t *fbdata, size_t fblen,
 	memcpy(buf + lead + 8, fbdata, fblen);
 	memset(buf + lead + 8 + fblen, 0, head - lead - 8 - fblen);
 	*meta_len = (int32_t) (head - lead);
-	*total = head + body_len;
+	*total = head;
 	return buf;
 }
 
 /*
- * Serializes a RecordBatch (dict == NULL) or a DictionaryBatch message of
- * the n columns in 'columns' (already checked) into *out.
+ * A RecordBatch or DictionaryBatch message ready to be written: its framed
+ * metadata (head: prefix, flatbuffer, padding; meta_len bytes) and its body
+ * buffers, which still belong to the builders.  Each body buffer is padded
+ * to 64 bytes with zeros as it is written.
  */
+typedef struct OutMessage
+{
+	uint8_t    *head;
+	int32_t		meta_len;
+	int64_t		body_len;
+	ArrowBuiltBuffer *bufs;
+	int32_t		n_bufs;
+	const ArrowAllocator *alloc;
+} OutMessage;
+
 typedef struct DictHeader
 {
 	int64_t		id;
 	bool		is_delta;
 } DictHeader;
 
+static void
+message_free(OutMessage *m)
+{
+	arrow_free(m->alloc, m->head);
+	arrow_free(m->alloc, m->bufs);
+	memset(m, 0, sizeof(OutMessage));
+}
+
+/*
+ * Builds the message of a RecordBatch (dict == NULL) or DictionaryBatch of
+ * the n columns in 'columns' (already checked) into *out.  The body is not
+ * copied: out->bufs points into the builders, which must not change until
+ * the message is written.
+ */
 static int
-serialize_batch(const ArrowAllocator *alloc, ArrowBuilder *const *columns,
-				int32_t n, int64_t n_rows, const DictHeader *dict,
-				const ArrowMetadata *metadata, ArrowSerializedBatch *out,
-				ArrowError *err)
+build_message(const ArrowAllocator *alloc, ArrowBuilder *const *columns,
+			  int32_t n, int64_t n_rows, const DictHeader *dict,
+			  const ArrowMetadata *metadata, OutMessage *out, ArrowError *err)
 {
 	int32_t		n_nodes = 0;
 	int32_t		n_buffers = 0;
@@ -508,11 +585,12 @@ serialize_batch(const ArrowAllocator *alloc, ArrowBuilder *const *columns,
 	FbRef		md;
 	const uint8_t *fbdata;
 	size_t		fblen;
-	uint8_t    *data = NULL;
+	uint8_t    *head;
 	int32_t		meta_len;
 	int64_t		total;
 	int			rc;
 
+	memset(out, 0, sizeof(OutMessage));
 	fb_builder_init(&fb, alloc);
 	for (int32_t i = 0; i < n; i++)
 		arrow_builder_count(columns[i], &n_nodes, &n_buffers);
@@ -566,32 +644,21 @@ serialize_batch(const ArrowAllocator *alloc, ArrowBuilder *const *columns,
 							header, body_len, md);
 	if ((rc = fb_finish(&fb, header, &fbdata, &fblen, err)) != ARROW_OK)
 		goto done;
-	data = frame_message(alloc, fbdata, fblen, 0, body_len, &meta_len, &total, err);
-	if (data == NULL)
+	head = frame_message(alloc, fbdata, fblen, 0, &meta_len, &total, err);
+	if (head == NULL || body_len > INT64_MAX - meta_len)
 	{
-		rc = err ? err->code : ARROW_ERR_NOMEM;
+		arrow_free(alloc, head);
+		rc = head == NULL ? (err ? err->code : ARROW_ERR_NOMEM) :
+			arrow_set_error(err, ARROW_ERR_ARGUMENT, "message too large");
 		goto done;
 	}
-	/* the body: each buffer, then zeros up to the next multiple of 64 */
-	{
-		uint8_t    *p = data + meta_len;
-
-		for (int32_t i = 0; i < n_buffers; i++)
-		{
-			int64_t		padded = arrow_align64(bufs[i].length);
-
-			if (bufs[i].length > 0)
-				memcpy(p, bufs[i].data, bufs[i].length);
-			memset(p + bufs[i].length, 0, padded - bufs[i].length);
-			p += padded;
-		}
-	}
-	out->data = data;
-	out->length = total;
-	out->metadata_length = meta_len;
-	out->body_length = body_len;
-	out->n_rows = n_rows;
+	out->head = head;
+	out->meta_len = meta_len;
+	out->body_len = body_len;
+	out->bufs = bufs;
+	out->n_bufs = n_buffers;
 	out->alloc = alloc;
+	bufs = NULL;
 	rc = ARROW_OK;
 
 done:
@@ -599,6 +666,44 @@ done:
 	arrow_free(alloc, nodes);
 	arrow_free(alloc, bufs);
 	arrow_free(alloc, le);
+	return rc;
+}
+
+/*
+ * Writes message m at offset: its head, then each body buffer and the
+ * zeros that pad it to 64 bytes, gathered by pwritev.
+ */
+static int
+write_message(int fd, const OutMessage *m, int64_t offset, const char *path,
+			  ArrowError *err)
+{
+	static const uint8_t zeros[64];
+	struct iovec *iov;
+	int			n = 0;
+	int			rc;
+
+	iov = arrow_malloc(m->alloc, sizeof(struct iovec) * (1 + 2 * (size_t) m->n_bufs), err);
+	if (iov == NULL)
+		return ARROW_ERR_NOMEM;
+	iov[n].iov_base = m->head;
+	iov[n++].iov_len = (size_t) m->meta_len;
+	for (int32_t i = 0; i < m->n_bufs; i++)
+	{
+		int64_t		pad = arrow_align64(m->bufs[i].length) - m->bufs[i].length;
+
+		if (m->bufs[i].length > 0)
+		{
+			iov[n].iov_base = (void *) m->bufs[i].data;
+			iov[n++].iov_len = (size_t) m->bufs[i].length;
+		}
+		if (pad > 0)
+		{
+			iov[n].iov_base = (void *) zeros;
+			iov[n++].iov_len = (size_t) pad;
+		}
+	}
+	rc = pwritev_all(fd, iov, n, offset, path, err);
+	arrow_free(m->alloc, iov);
 	return rc;
 }
 
@@ -834,14 +939,12 @@ block_room(ArrowWriter *w, BlockList *l, ArrowError *err)
 }
 
 /*
- * Writes one framed message (data, len bytes, meta_len of it metadata) at
- * the next free offset and records its block.  dict: the dictionary whose
- * batch this is, NULL for a record batch (which needs every dictionary of
- * the schema written before it).  Thread-safe.
+ * Writes message m at the next free offset and records its block.  dict:
+ * the dictionary whose batch this is, NULL for a record batch (which needs
+ * every dictionary of the schema written before it).  Thread-safe.
  */
 static int
-writer_put(ArrowWriter *w, const uint8_t *data, int64_t len, int32_t meta_len,
-		   WriterDict *dict, ArrowError *err)
+writer_put(ArrowWriter *w, const OutMessage *m, WriterDict *dict, ArrowError *err)
 {
 	BlockList  *l = dict ? &w->dict_blocks : &w->batch_blocks;
 	WriterBlock blk;
@@ -874,11 +977,12 @@ writer_put(ArrowWriter *w, const uint8_t *data, int64_t len, int32_t meta_len,
 		rc = failed_error(w, err);
 	else
 	{
-		blk.offset = __atomic_fetch_add(&w->next_offset, len, __ATOMIC_SEQ_CST);
-		blk.meta_len = meta_len;
-		blk.body_len = len - meta_len;
+		blk.offset = __atomic_fetch_add(&w->next_offset, m->meta_len + m->body_len,
+										__ATOMIC_SEQ_CST);
+		blk.meta_len = m->meta_len;
+		blk.body_len = m->body_len;
 		__atomic_store_n(&w->touched, true, __ATOMIC_SEQ_CST);
-		rc = pwrite_all(w->fd, data, (size_t) len, blk.offset, w->path, err);
+		rc = write_message(w->fd, m, blk.offset, w->path, err);
 		write_failed = rc != ARROW_OK;
 	}
 	pthread_rwlock_unlock(&w->io_lock);
@@ -922,7 +1026,7 @@ write_header(ArrowWriter *w, ArrowError *err)
 	rc = fb_finish(&fb, schema, &fbdata, &fblen, err);
 	if (rc == ARROW_OK)
 	{
-		buf = frame_message(w->alloc, fbdata, fblen, 8, 0, &meta_len, &total, err);
+		buf = frame_message(w->alloc, fbdata, fblen, 8, &meta_len, &total, err);
 		if (buf == NULL)
 			rc = err ? err->code : ARROW_ERR_NOMEM;
 		else
@@ -1196,121 +1300,86 @@ arrow_writer_schema(const ArrowWriter *w)
  * ------------------------------------------------------------------------
  */
 
-/* arrow_batch_serialize without resetting the builders */
+/* Checks the builders of a record batch of 'schema'; *n_rows: their length */
 static int
-serialize_record_batch(const ArrowSchema *schema, ArrowBuilder **columns,
-					   const ArrowMetadata *metadata,
-					   const ArrowAllocator *alloc,
-					   ArrowSerializedBatch *out, ArrowError *err)
+check_record_batch(const ArrowSchema *schema, ArrowBuilder **columns,
+				   int64_t *n_rows, ArrowError *err)
 {
-	int64_t		n_rows = 0;
-	int			rc;
-
-	memset(out, 0, sizeof(ArrowSerializedBatch));
+	*n_rows = 0;
 	if (schema == NULL || (schema->n_fields > 0 && columns == NULL))
 		return arrow_set_error(err, ARROW_ERR_ARGUMENT, "no schema or no columns");
 	for (int32_t i = 0; i < schema->n_fields; i++)
 	{
+		int			rc;
+
 		if ((rc = arrow_builder_check(columns[i], &schema->fields[i], false, err)) != ARROW_OK)
 			return rc;
 		if (i == 0)
-			n_rows = arrow_builder_length(columns[0]);
-		else if (arrow_builder_length(columns[i]) != n_rows)
+			*n_rows = arrow_builder_length(columns[0]);
+		else if (arrow_builder_length(columns[i]) != *n_rows)
 			return arrow_set_error(err, ARROW_ERR_ARGUMENT,
 								   "column \"%s\" has %lld rows, column \"%s\" %lld",
 								   schema->fields[i].name,
 								   (long long) arrow_builder_length(columns[i]),
-								   schema->fields[0].name, (long long) n_rows);
+								   schema->fields[0].name, (long long) *n_rows);
 	}
-	return serialize_batch(arrow_alloc_or_default(alloc), columns, schema->n_fields,
-						   n_rows, NULL, metadata, out, err);
-}
-
-static void
-reset_columns(const ArrowSchema *schema, ArrowBuilder **columns)
-{
-	for (int32_t i = 0; i < schema->n_fields; i++)
-		arrow_builder_reset(columns[i]);
+	return ARROW_OK;
 }
 
 /*
- * Serializes a record batch of 'schema' from one builder per top-level
- * field, all of the same length; on success the builders are reset.  The
- * result is independent of any writer (see arrow_writer_put_serialized).
+ * Thread-safe for record batches built in different threads (see the
+ * header comment of this file); the dictionaries' state is read under
+ * block_lock.
  */
-int
-arrow_batch_serialize(const ArrowSchema *schema, ArrowBuilder **columns,
-					  const ArrowMetadata *metadata,
-					  const ArrowAllocator *alloc,
-					  ArrowSerializedBatch *out, ArrowError *err)
-{
-	int			rc = serialize_record_batch(schema, columns, metadata, alloc, out, err);
-
-	if (rc == ARROW_OK)
-		reset_columns(schema, columns);
-	return rc;
-}
-
-void
-arrow_serialized_batch_free(ArrowSerializedBatch *sb)
-{
-	if (sb == NULL)
-		return;
-	arrow_free(sb->alloc, sb->data);
-	memset(sb, 0, sizeof(ArrowSerializedBatch));
-}
-
-/*
- * Writes a batch made by arrow_batch_serialize (for this writer's schema).
- * Thread-safe; see the header comment of this file.
- */
-int
-arrow_writer_put_serialized(ArrowWriter *w, const ArrowSerializedBatch *sb,
-							ArrowError *err)
-{
-	if (w == NULL || sb == NULL || sb->data == NULL ||
-		sb->metadata_length < 8 || sb->metadata_length % 8 != 0 ||
-		sb->body_length < 0 || sb->length != sb->metadata_length + sb->body_length)
-		return arrow_set_error(err, ARROW_ERR_ARGUMENT, "not a serialized batch");
-	return writer_put(w, sb->data, sb->length, sb->metadata_length, NULL, err);
-}
-
 int
 arrow_writer_write_batch(ArrowWriter *w, ArrowBuilder **columns,
 						 const ArrowMetadata *metadata, ArrowError *err)
 {
-	ArrowSerializedBatch sb;
+	OutMessage	m;
+	int64_t		n_rows;
 	int			rc;
 
 	if (w == NULL)
 		return arrow_set_error(err, ARROW_ERR_ARGUMENT, "no writer");
+	if ((rc = check_record_batch(&w->schema, columns, &n_rows, err)) != ARROW_OK)
+		return rc;
 	/* every dictionary index must point into its dictionary */
 	for (int32_t d = 0; d < w->n_dicts && columns != NULL; d++)
 	{
 		int64_t		max = -1;
+		int64_t		length;
+		bool		written;
 
-		if (!w->dicts[d].written)
+		pthread_mutex_lock(&w->block_lock);
+		written = w->dicts[d].written;
+		length = w->dicts[d].length;
+		pthread_mutex_unlock(&w->block_lock);
+		if (!written)
 			continue;			/* writer_put reports the missing dictionary */
 		for (int32_t i = 0; i < w->schema.n_fields; i++)
 		{
-			int64_t		m = columns[i] ? arrow_builder_max_index(columns[i], w->dicts[d].id) : -1;
+			int64_t		mi = arrow_builder_max_index(columns[i], w->dicts[d].id);
 
-			if (m > max)
-				max = m;
+			if (mi > max)
+				max = mi;
 		}
-		if (max >= w->dicts[d].length)
+		if (max >= length)
 			return arrow_set_error(err, ARROW_ERR_ARGUMENT,
 								   "dictionary index %lld is past the end of dictionary %lld (%lld values)",
 								   (long long) max, (long long) w->dicts[d].id,
-								   (long long) w->dicts[d].length);
+								   (long long) length);
 	}
-	rc = serialize_record_batch(&w->schema, columns, metadata, w->alloc, &sb, err);
+	rc = build_message(w->alloc, columns, w->schema.n_fields, n_rows, NULL, metadata,
+					   &m, err);
 	if (rc != ARROW_OK)
 		return rc;
-	rc = writer_put(w, sb.data, sb.length, sb.metadata_length, NULL, err);
-	arrow_serialized_batch_free(&sb);
+	rc = writer_put(w, &m, NULL, err);
+	message_free(&m);
 	if (rc == ARROW_OK)
-		reset_columns(&w->schema, columns);
+	{
+		for (int32_t i = 0; i < w->schema.n_fields; i++)
+			arrow_builder_reset(columns[i]);
+	}
 	return rc;
 }
 
@@ -1325,7 +1394,7 @@ arrow_writer_write_dictionary(ArrowWriter *w, int64_t id, ArrowBuilder *values,
 							  bool is_delta, ArrowError *err)
 {
 	WriterDict *dict = NULL;
-	ArrowSerializedBatch sb;
+	OutMessage	m;
 	DictHeader	dh = {id, is_delta};
 	bool		written;
 	int			rc;
@@ -1352,15 +1421,17 @@ arrow_writer_write_dictionary(ArrowWriter *w, int64_t id, ArrowBuilder *values,
 							   "delta for dictionary %lld before its first batch", (long long) id);
 	if ((rc = arrow_builder_check(values, dict->field, true, err)) != ARROW_OK)
 		return rc;
-	rc = serialize_batch(w->alloc, &values, 1, arrow_builder_length(values), &dh,
-						 NULL, &sb, err);
+	rc = build_message(w->alloc, &values, 1, arrow_builder_length(values), &dh,
+					   NULL, &m, err);
 	if (rc != ARROW_OK)
 		return rc;
-	rc = writer_put(w, sb.data, sb.length, sb.metadata_length, dict, err);
-	arrow_serialized_batch_free(&sb);
+	rc = writer_put(w, &m, dict, err);
+	message_free(&m);
 	if (rc == ARROW_OK)
 	{
+		pthread_mutex_lock(&w->block_lock);
 		dict->length = (is_delta ? dict->length : 0) + arrow_builder_length(values);
+		pthread_mutex_unlock(&w->block_lock);
 		arrow_builder_reset(values);
 	}
 	return rc;

@@ -145,7 +145,7 @@ decode_one(const Buf *t, char *err, size_t errlen)
 	bool		ok;
 
 	err[0] = '\0';
-	if (!batch_init(&bs, &schema, cols, true, err, errlen))
+	if (!batch_init(&bs, &schema, cols, err, errlen))
 		return false;
 	rc = copy_tuple_length(t->data, t->len, 4, &len, err, errlen);
 	ok = rc == 1 && decode_tuple(&bs, cols, t->data, len, 1, err, errlen);

@@ -932,6 +932,213 @@ test_all_types_file(void)
 }
 
 /* ------------------------------------------------------------------------
+ * Copying rows between builders, row sizes, min/max
+ * ------------------------------------------------------------------------
+ */
+
+/* Which of fill_row's three rows row r of the merge tests is */
+static int
+merge_pattern(int r)
+{
+	return (r * r + r / 5) % 3;
+}
+
+/* Writes a file of every type: its dictionary, then one batch from cols */
+static int
+write_one_batch(const char *path, ArrowBuilder **cols, ArrowError *err)
+{
+	ArrowWriter *w;
+	int			rc;
+
+	if ((rc = arrow_writer_create(path, &all_schema, NULL, &w, err)) != ARROW_OK)
+		return rc;
+	if ((rc = write_all_dictionary(w, err)) != ARROW_OK ||
+		(rc = arrow_writer_write_batch(w, cols, NULL, err)) != ARROW_OK)
+	{
+		arrow_writer_abort(w);
+		return rc;
+	}
+	return arrow_writer_close(w, err);
+}
+
+/*
+ * A batch merged from row ranges of another builder (at bit offsets that
+ * are not multiples of 8, with and without nulls on either side) is byte
+ * for byte the batch built by appending the same values directly.
+ */
+static void
+test_append_rows(void)
+{
+	enum
+	{
+		PREFIX = 5, N = 61
+	};
+	static const int cuts[] = {0, 7, 8, 8, 9, 30, 45, 61};
+	const char *direct_path = tmp_path("merge_direct.arrow");
+	const char *merged_path = tmp_path("merge_rows.arrow");
+	ArrowBuilder *direct[N_COLS] = {0};
+	ArrowBuilder *src[N_COLS] = {0};
+	ArrowBuilder *dst[N_COLS] = {0};
+	ArrowError	err;
+	int			rc = ARROW_OK;
+	size_t		len;
+	uint8_t    *bytes;
+
+	if (!make_builders(&all_schema, direct) || !make_builders(&all_schema, src) ||
+		!make_builders(&all_schema, dst))
+		return;
+	/* dst and direct start with rows without nulls (pattern 0), src has all */
+	for (int r = 0; r < PREFIX && rc == ARROW_OK; r++)
+		if ((rc = fill_row(dst, 0, &err)) == ARROW_OK)
+			rc = fill_row(direct, 0, &err);
+	for (int r = 0; r < N && rc == ARROW_OK; r++)
+		if ((rc = fill_row(src, merge_pattern(r), &err)) == ARROW_OK)
+			rc = fill_row(direct, merge_pattern(r), &err);
+	if (!tap_ok(rc == ARROW_OK, "fill the builders"))
+		tap_diag("%s", err.message);
+	for (size_t k = 1; k < sizeof(cuts) / sizeof(cuts[0]) && rc == ARROW_OK; k++)
+		for (int c = 0; c < N_COLS && rc == ARROW_OK; c++)
+			if ((rc = arrow_builder_append_rows(dst[c], src[c], cuts[k - 1],
+												cuts[k] - cuts[k - 1], &err)) != ARROW_OK)
+				tap_diag("column %s rows %d..%d: %s", all_fields[c].name, cuts[k - 1],
+						 cuts[k], err.message);
+	tap_ok(rc == ARROW_OK, "append rows in 7 ranges (one empty) to every type");
+	tap_ok(arrow_builder_length(dst[C_L]) == PREFIX + N &&
+		   arrow_builder_length(arrow_builder_child(dst[C_L], 0)) ==
+		   arrow_builder_length(arrow_builder_child(direct[C_L], 0)),
+		   "lengths of the merged list and its child");
+	tap_ok(write_one_batch(direct_path, direct, &err) == ARROW_OK &&
+		   write_one_batch(merged_path, dst, &err) == ARROW_OK, "write both batches (%s)",
+		   err.message);
+	bytes = slurp(direct_path, &len);
+	tap_ok(bytes != NULL && same_bytes(bytes, len, merged_path),
+		   "the merged file equals the directly built one, byte for byte");
+	free(bytes);
+	unlink(direct_path);
+	unlink(merged_path);
+
+	/* src is unchanged and can be copied from again, whole, into an empty dst */
+	for (int c = 0; c < N_COLS; c++)
+		arrow_builder_reset(dst[c]);
+	for (int c = 0; c < N_COLS && rc == ARROW_OK; c++)
+		rc = arrow_builder_append_rows(dst[c], src[c], 0, N, &err);
+	tap_ok(rc == ARROW_OK && arrow_builder_body_size(dst[C_ST]) == arrow_builder_body_size(src[C_ST]) &&
+		   arrow_builder_body_size(dst[C_S]) == arrow_builder_body_size(src[C_S]),
+		   "all rows into an empty builder: the same body size");
+
+	/* refusals leave dst as it was */
+	{
+		int64_t		before = arrow_builder_length(dst[C_I64]);
+		ArrowField	strict = all_fields[C_I64];
+		ArrowBuilder *sb;
+
+		tap_ok(arrow_builder_append_rows(dst[C_I64], src[C_I64], N - 2, 3, &err) == ARROW_ERR_ARGUMENT &&
+			   strstr(err.message, "not in field") != NULL, "rows past the end are refused (%s)",
+			   err.message);
+		tap_ok(arrow_builder_append_rows(dst[C_I64], src[C_I64], -1, 1, &err) == ARROW_ERR_ARGUMENT,
+			   "a negative offset is refused");
+		tap_ok(arrow_builder_append_rows(dst[C_I64], src[C_S], 0, 1, &err) == ARROW_ERR_ARGUMENT &&
+			   strstr(err.message, "another type") != NULL, "rows of another type are refused (%s)",
+			   err.message);
+		tap_ok(arrow_builder_append_rows(dst[C_I64], dst[C_I64], 0, 1, &err) == ARROW_ERR_ARGUMENT,
+			   "a builder cannot copy from itself");
+		strict.nullable = false;
+		arrow_builder_create(&strict, NULL, &sb, &err);
+		tap_ok(arrow_builder_append_rows(sb, src[C_I64], 0, 1, &err) == ARROW_OK &&
+			   merge_pattern(1) == 1 &&
+			   arrow_builder_append_rows(sb, src[C_I64], 1, 1, &err) == ARROW_ERR_ARGUMENT &&
+			   strstr(err.message, "non-nullable") != NULL && arrow_builder_length(sb) == 1,
+			   "a null for a non-nullable field is refused (%s)", err.message);
+		arrow_builder_free(sb);
+		arrow_append_valid(src[C_L], &err);
+		tap_ok(arrow_builder_append_rows(dst[C_L], src[C_L], 0, 1, &err) == ARROW_ERR_ARGUMENT &&
+			   strstr(err.message, "still open") != NULL, "a source with an open list is refused");
+		arrow_list_end(src[C_L], &err);
+		tap_ok(arrow_builder_length(dst[C_I64]) == before, "refusals change nothing");
+	}
+
+	/* row sizes: additive over ranges, within the padding of the body size */
+	{
+		bool		ok = true;
+
+		for (int c = 0; c < N_COLS; c++)
+		{
+			int64_t		n = arrow_builder_length(src[c]);
+			int64_t		all = arrow_builder_rows_size(src[c], 0, n);
+			int64_t		body = arrow_builder_body_size(src[c]);
+			int64_t		parts = arrow_builder_rows_size(src[c], 0, 20) +
+				arrow_builder_rows_size(src[c], 20, n - 20);
+
+			if (all > body || body - all > 64 * 8 || parts < all || parts > all + 8 ||
+				arrow_builder_rows_size(src[c], 3, 0) != 0)
+			{
+				tap_diag("column %s: rows %lld, parts %lld, body %lld", all_fields[c].name,
+						 (long long) all, (long long) parts, (long long) body);
+				ok = false;
+			}
+		}
+		tap_ok(ok, "arrow_builder_rows_size: additive, within the body size's padding");
+		tap_ok(arrow_builder_rows_size(src[C_I64], 0, 10) == 10 * 8 + 2 &&
+			   arrow_builder_rows_size(src[C_N], 0, 10) == 0,
+			   "rows_size of int64 with a validity bitmap, of the null type");
+	}
+	free_builders(direct, N_COLS);
+	free_builders(src, N_COLS);
+	free_builders(dst, N_COLS);
+}
+
+static void
+test_minmax(void)
+{
+	ArrowBuilder *cols[N_COLS] = {0};
+	ArrowMinMax mm[N_COLS];
+	ArrowError	err;
+	int			rc = ARROW_OK;
+	char		lo[64],
+				hi[64];
+
+	if (!make_builders(&all_schema, cols))
+		return;
+	for (int r = 0; r < 3 && rc == ARROW_OK; r++)
+		rc = fill_row(cols, r, &err);
+	for (int c = 0; c < N_COLS; c++)
+		arrow_builder_minmax(cols[c], &mm[c]);
+	tap_ok(mm[C_I8].kind == ARROW_MINMAX_INT && mm[C_I8].imin == -128 && mm[C_I8].imax == 127,
+		   "int8 min/max, the null left out");
+	tap_ok(mm[C_I64].kind == ARROW_MINMAX_INT && mm[C_I64].imin == INT64_MIN &&
+		   mm[C_I64].imax == INT64_MAX, "int64 extremes");
+	tap_ok(mm[C_U32].kind == ARROW_MINMAX_INT && mm[C_U32].imin == 1 &&
+		   mm[C_U32].imax == 4294967295LL, "uint32 is not sign-extended");
+	tap_ok(mm[C_U64].kind == ARROW_MINMAX_NONE, "uint64 has no int64 min/max");
+	tap_ok(mm[C_D32].kind == ARROW_MINMAX_INT && mm[C_D32].imin == -1 && mm[C_D32].imax == 19000 &&
+		   mm[C_TS].imin == -1 && mm[C_TS].imax == 1700000000000000LL &&
+		   mm[C_T64].imin == 1 && mm[C_T64].imax == 86399999999999LL,
+		   "date32, timestamp and time64 min/max");
+	tap_ok(mm[C_F16].kind == ARROW_MINMAX_FLOAT && mm[C_F16].dmin == 0 &&
+		   mm[C_F16].dmax == 0.0999755859375, "float16: the stored (rounded) values");
+	tap_ok(mm[C_F32].kind == ARROW_MINMAX_FLOAT && mm[C_F32].dmin == (double) 0.1f &&
+		   isinf(mm[C_F32].dmax), "float32 with infinity");
+	tap_ok(mm[C_F64].kind == ARROW_MINMAX_FLOAT && isinf(mm[C_F64].dmin) && mm[C_F64].dmin < 0 &&
+		   mm[C_F64].dmax == 0.1, "float64: NaN left out, -infinity kept");
+	arrow_decimal128_format(mm[C_DEC].xmin, 3, lo, sizeof(lo));
+	arrow_decimal128_format(mm[C_DEC].xmax, 3, hi, sizeof(hi));
+	tap_ok(mm[C_DEC].kind == ARROW_MINMAX_DECIMAL && strcmp(lo, "-12345678901234567.890") == 0 &&
+		   strcmp(hi, "0.001") == 0, "decimal128 min %s max %s", lo, hi);
+	tap_ok(mm[C_S].kind == ARROW_MINMAX_NONE && mm[C_DICT].kind == ARROW_MINMAX_NONE &&
+		   mm[C_N].kind == ARROW_MINMAX_NONE && mm[C_ST].kind == ARROW_MINMAX_NONE,
+		   "no min/max for strings, dictionary indices, the null type, structs");
+	for (int c = 0; c < N_COLS; c++)
+		arrow_builder_reset(cols[c]);
+	arrow_append_null(cols[C_I16], &err);
+	arrow_append_float(cols[C_F64], NAN, &err);
+	arrow_builder_minmax(cols[C_I16], &mm[C_I16]);
+	arrow_builder_minmax(cols[C_F64], &mm[C_F64]);
+	tap_ok(mm[C_I16].kind == ARROW_MINMAX_NONE && mm[C_F64].kind == ARROW_MINMAX_NONE,
+		   "only nulls, only NaN: no min/max");
+	free_builders(cols, N_COLS);
+}
+
+/* ------------------------------------------------------------------------
  * Dictionaries and misuse of the writer
  * ------------------------------------------------------------------------
  */
@@ -1275,7 +1482,6 @@ conc_worker(void *p)
 	}
 	for (int seq = 0; seq < N_PER_THREAD; seq++)
 	{
-		ArrowSerializedBatch sb;
 		int			rows = 1 + (seq * 7 + a->tid) % 5;
 
 		for (int r = 0; r < rows; r++)
@@ -1284,13 +1490,11 @@ conc_worker(void *p)
 			arrow_append_int(cols[1], seq, &err);
 			arrow_append_bytes(cols[2], pad, (size_t) (seq * 97 + r) % sizeof(pad), &err);
 		}
-		if (arrow_batch_serialize(&conc_schema, cols, NULL, NULL, &sb, &err) != ARROW_OK ||
-			arrow_writer_put_serialized(a->w, &sb, &err) != ARROW_OK)
+		if (arrow_writer_write_batch(a->w, cols, NULL, &err) != ARROW_OK)
 		{
 			tap_diag("thread %d: %s", a->tid, err.message);
 			a->failures++;
 		}
-		arrow_serialized_batch_free(&sb);
 	}
 	free_builders(cols, 3);
 	return NULL;
@@ -1327,7 +1531,7 @@ test_concurrent(void)
 		pthread_join(th[t], NULL);
 		failures += args[t].failures;
 	}
-	tap_ok(failures == 0, "%d threads x %d put_serialized without error", N_THREADS, N_PER_THREAD);
+	tap_ok(failures == 0, "%d threads x %d write_batch without error", N_THREADS, N_PER_THREAD);
 	tap_ok(arrow_writer_close(w, &err) == ARROW_OK, "close");
 	if (!tap_ok(arrow_file_open(path, NULL, &f, &err) == ARROW_OK, "the reader opens it"))
 		return;
@@ -1441,6 +1645,8 @@ main(void)
 	test_builder_ranges();
 	test_builder_layout();
 	test_all_types_file();
+	test_append_rows();
+	test_minmax();
 	test_writer_errors();
 	test_append();
 	test_write_failures();

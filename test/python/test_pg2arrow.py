@@ -228,9 +228,14 @@ def test_float2(tmp_path):
     psql("""CREATE DOMAIN float2 AS real;
             CREATE TABLE halfs (i int, h float2, ha float2[]);
             INSERT INTO halfs VALUES (1, 0.5, '{0.5,NULL}'), (2, -65504, '{-65504,NULL}'),
-                                     (3, 'Infinity', '{Infinity,NULL}')""")
+                                     (3, 'Infinity', '{Infinity,NULL}'), (4, 0.1, NULL)""")
     try:
-        p2a("-o", str(out), "-c", "SELECT h, ha FROM halfs ORDER BY i")
+        p2a("-o", str(out), "-c", "SELECT h, ha FROM halfs WHERE i < 4 ORDER BY i")
+        # statistics are those of the stored halves: 0.1 is stored as 0.0999755859375
+        p2a("-S", "-o", str(tmp_path / "hs.arrow"), "-c", "SELECT h FROM halfs WHERE i IN (1, 4)")
+        md = batches(tmp_path / "hs.arrow")[0][1]
+        assert float(md[b"pg_warp.min.0"].decode()) == 0.0999755859375
+        assert float(md[b"pg_warp.max.0"].decode()) == 0.5
     finally:
         psql("DROP TABLE halfs; DROP DOMAIN float2")
     t = read(out)
@@ -583,9 +588,10 @@ def test_append_enum_labels(tmp_path):
     assert out.read_bytes() == original
 
 
-def test_parallel_merge_decodes_every_type_again(tmp_path):
-    """Leftover rows are decoded a second time when batches merge: the result
-    must equal the serial export for every type, nested ones included."""
+def test_parallel_merge_keeps_every_type(tmp_path):
+    """Leftover rows are copied between column builders when batches merge:
+    the result must equal the serial export for every type, nested ones
+    included."""
     for table in ("scalars", "nested"):
         one, par = tmp_path / (table + "1.arrow"), tmp_path / (table + "3.arrow")
         p2a("-o", str(one), "-c", "SELECT * FROM %s ORDER BY id" % table)
@@ -602,3 +608,34 @@ def test_parallel_merge_decodes_every_type_again(tmp_path):
                 b = pc.if_else(pc.is_nan(b), 0, b)
             assert a.equals(b), name
         assert len(batches(par)) == 1
+
+
+def test_parallel_merge_cuts_batches(tmp_path):
+    """Leftovers larger than a segment are merged in row ranges that cut the
+    shared batch at the segment size (lists, structs, nulls, booleans and
+    enums across the cuts); the rows equal the serial export's."""
+    psql("""CREATE TABLE mixed AS SELECT i AS id, CASE WHEN i % 5 = 0 THEN NULL ELSE i % 3 = 0 END AS b,
+              CASE WHEN i % 7 = 0 THEN NULL ELSE repeat('x', i % 13) END AS s,
+              CASE WHEN i % 11 = 0 THEN NULL
+                   ELSE ARRAY[i, NULL, -i]::int4[] END AS a,
+              CASE WHEN i % 17 = 0 THEN NULL
+                   ELSE ROW(i, ARRAY['t' || i], (ARRAY['sad','ok','happy'])[i % 3 + 1])::pair END AS p,
+              (ARRAY['sad','ok','happy','zzz','aaa'])[i % 5 + 1]::mood AS m
+            FROM generate_series(1, 6000) i""")
+    one, par = tmp_path / "m1.arrow", tmp_path / "m3.arrow"
+    try:
+        p2a("-o", str(one), "-c", "SELECT * FROM mixed ORDER BY id")
+        p2a("-n", "3", "-s", "16k", "-o", str(par), "-c",
+            "SELECT * FROM mixed WHERE id % 3 = $(WORKER_ID)")
+    finally:
+        psql("DROP TABLE mixed")
+    t1, t3 = read(one), read(par)
+    t3 = t3.take(pc.sort_indices(t3.column("id")))
+    assert t3.schema.equals(t1.schema, check_metadata=True)
+    for name in t1.column_names:
+        assert t1.column(name).combine_chunks().equals(t3.column(name).combine_chunks()), name
+    bs = batches(par)
+    assert len(bs) > 3
+    # every batch but the shared final one reaches the segment size, none passes it by much
+    sizes = sorted(b.nbytes for b, _ in bs)
+    assert all(16 * 1024 * 0.9 <= n <= 16 * 1024 * 1.1 for n in sizes[1:]), sizes

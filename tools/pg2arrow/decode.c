@@ -102,57 +102,6 @@ get64(const char *p)
 	return (int64_t) __builtin_bswap64(v);
 }
 
-/* Statistics updates (st may be NULL: no statistics for this value) */
-static inline void
-stat_int(ColStats *st, int64_t v)
-{
-	if (st == NULL)
-		return;
-	if (!st->valid)
-	{
-		st->imin = st->imax = v;
-		st->valid = true;
-	}
-	else if (v < st->imin)
-		st->imin = v;
-	else if (v > st->imax)
-		st->imax = v;
-}
-
-static inline void
-stat_float(ColStats *st, double v)
-{
-	if (st == NULL || isnan(v))
-		return;
-	st->is_float = true;
-	if (!st->valid)
-	{
-		st->dmin = st->dmax = v;
-		st->valid = true;
-	}
-	else if (v < st->dmin)
-		st->dmin = v;
-	else if (v > st->dmax)
-		st->dmax = v;
-}
-
-static inline void
-stat_decimal(ColStats *st, __int128 v)
-{
-	if (st == NULL)
-		return;
-	st->is_decimal = true;
-	if (!st->valid)
-	{
-		st->xmin = st->xmax = v;
-		st->valid = true;
-	}
-	else if (v < st->xmin)
-		st->xmin = v;
-	else if (v > st->xmax)
-		st->xmax = v;
-}
-
 /* 10^0 .. 10^38 */
 static __int128
 pow10_i128(int e)
@@ -272,7 +221,7 @@ numeric_to_text(const char *digits, int ndigits, int weight, bool neg,
 /* Decodes a numeric value (len bytes at p) into b as col's numeric mode */
 static bool
 decode_numeric(ArrowBuilder *b, const PgColumn *col, const char *p,
-			   int32_t len, DecodeCtx *ctx, ColStats *st)
+			   int32_t len, DecodeCtx *ctx)
 {
 	ArrowError	err;
 	int			ndigits,
@@ -332,7 +281,6 @@ decode_numeric(ArrowBuilder *b, const PgColumn *col, const char *p,
 		}
 		d.lo = (uint64_t) v;
 		d.hi = (int64_t) (v >> 64);
-		stat_decimal(st, v);
 		if (arrow_append_decimal(b, d, &err) != ARROW_OK)
 			return arrow_fail(ctx, col, &err);
 		return true;
@@ -366,8 +314,6 @@ decode_numeric(ArrowBuilder *b, const PgColumn *col, const char *p,
 		if (col->numeric_mode == NUMERIC_FLOAT8)
 		{
 			double		v = strtod(text, NULL);
-
-			stat_float(st, v);
 			rc = arrow_append_float(b, v, &err);
 		}
 		else
@@ -451,7 +397,7 @@ enum_index(const PgColumn *col, const char *p, int32_t len)
 }
 
 static bool decode_value(ArrowBuilder *b, const PgColumn *col, const char *p,
-						 int32_t len, DecodeCtx *ctx, ColStats *st);
+						 int32_t len, DecodeCtx *ctx);
 
 /* A one-dimensional array value -> list (elements to the child builder) */
 static bool
@@ -495,7 +441,7 @@ decode_array(ArrowBuilder *b, const PgColumn *col, const char *p,
 		pos += 4;
 		if (elen < -1 || (elen > 0 && elen > len - pos))
 			return decode_fail(ctx, col, "array element length %d is out of bounds", elen);
-		if (!decode_value(child, &col->children[0], p + pos, elen, ctx, NULL))
+		if (!decode_value(child, &col->children[0], p + pos, elen, ctx))
 			return false;
 		if (elen > 0)
 			pos += elen;
@@ -535,7 +481,7 @@ decode_composite(ArrowBuilder *b, const PgColumn *col, const char *p,
 		if (alen < -1 || (alen > 0 && alen > len - pos))
 			return decode_fail(ctx, col, "attribute length %d is out of bounds", alen);
 		if (!decode_value(arrow_builder_child(b, i), &col->children[i],
-						  p + pos, alen, ctx, NULL))
+						  p + pos, alen, ctx))
 			return false;
 		if (alen > 0)
 			pos += alen;
@@ -554,12 +500,11 @@ decode_composite(ArrowBuilder *b, const PgColumn *col, const char *p,
 
 /*
  * Appends one value (len bytes at p; len -1 is NULL) of column col to
- * builder b.  st, when not NULL, collects the batch statistics.  The caller
- * has checked that len bytes are readable at p.
+ * builder b.  The caller has checked that len bytes are readable at p.
  */
 static bool
 decode_value(ArrowBuilder *b, const PgColumn *col, const char *p,
-			 int32_t len, DecodeCtx *ctx, ColStats *st)
+			 int32_t len, DecodeCtx *ctx)
 {
 	ArrowError	err;
 	int			rc;
@@ -575,17 +520,14 @@ decode_value(ArrowBuilder *b, const PgColumn *col, const char *p,
 				break;
 			case PK_INT2:
 				EXPECT_LEN(2);
-				stat_int(st, get16(p));
 				rc = arrow_append_int(b, get16(p), &err);
 				break;
 			case PK_INT4:
 				EXPECT_LEN(4);
-				stat_int(st, get32(p));
 				rc = arrow_append_int(b, get32(p), &err);
 				break;
 			case PK_INT8:
 				EXPECT_LEN(8);
-				stat_int(st, get64(p));
 				rc = arrow_append_int(b, get64(p), &err);
 				break;
 			case PK_FLOAT2:
@@ -597,7 +539,6 @@ decode_value(ArrowBuilder *b, const PgColumn *col, const char *p,
 					EXPECT_LEN(4);
 					bits = (uint32_t) get32(p);
 					memcpy(&f, &bits, 4);
-					stat_float(st, f);
 					rc = arrow_append_float(b, f, &err);
 					break;
 				}
@@ -609,12 +550,11 @@ decode_value(ArrowBuilder *b, const PgColumn *col, const char *p,
 					EXPECT_LEN(8);
 					bits = (uint64_t) get64(p);
 					memcpy(&d, &bits, 8);
-					stat_float(st, d);
 					rc = arrow_append_float(b, d, &err);
 					break;
 				}
 			case PK_NUMERIC:
-				return decode_numeric(b, col, p, len, ctx, st);
+				return decode_numeric(b, col, p, len, ctx);
 			case PK_TEXT:
 			case PK_BYTEA:
 				rc = arrow_append_bytes(b, p, len, &err);
@@ -633,7 +573,6 @@ decode_value(ArrowBuilder *b, const PgColumn *col, const char *p,
 					/* -infinity and infinity keep their sentinel values */
 					if (d != INT32_MIN && d != INT32_MAX)
 						d += PG_EPOCH_DAYS;
-					stat_int(st, d);
 					rc = arrow_append_int(b, d, &err);
 					break;
 				}
@@ -643,7 +582,6 @@ decode_value(ArrowBuilder *b, const PgColumn *col, const char *p,
 					return decode_fail(ctx, col,
 									   "time 24:00:00 is outside the range of Arrow's time64 (a day, from 00:00:00)\n"
 									   "hint: cast the column to text or interval in the query");
-				stat_int(st, get64(p));
 				rc = arrow_append_int(b, get64(p), &err);
 				break;
 			case PK_TIMETZ:
@@ -670,7 +608,6 @@ decode_value(ArrowBuilder *b, const PgColumn *col, const char *p,
 					if (t != INT64_MIN && t != INT64_MAX &&
 						__builtin_add_overflow(t, PG_EPOCH_USECS, &t))
 						return decode_fail(ctx, col, "timestamp out of range");
-					stat_int(st, t);
 					rc = arrow_append_int(b, t, &err);
 					break;
 				}
@@ -814,31 +751,10 @@ decode_tuple(BatchState *bs, const PgColumn *columns, const char *tuple,
 					 (long long) row, flen);
 			return false;
 		}
-		if (!decode_value(bs->builders[i], &columns[i], tuple + pos, flen, &ctx,
-						  columns[i].stats ? &bs->stats[i] : NULL))
+		if (!decode_value(bs->builders[i], &columns[i], tuple + pos, flen, &ctx))
 			return false;
 		if (flen > 0)
 			pos += flen;
-	}
-	if (bs->keep_raw)
-	{
-		if (bs->raw_cap - bs->raw_len < len)
-		{
-			size_t		cap = bs->raw_cap ? bs->raw_cap : 65536;
-			char	   *raw;
-
-			while (cap - bs->raw_len < len)
-				cap *= 2;
-			if ((raw = realloc(bs->raw, cap)) == NULL)
-			{
-				snprintf(errbuf, errlen, "out of memory");
-				return false;
-			}
-			bs->raw = raw;
-			bs->raw_cap = cap;
-		}
-		memcpy(bs->raw + bs->raw_len, tuple, len);
-		bs->raw_len += len;
 	}
 	bs->n_rows++;
 	return true;
@@ -846,18 +762,16 @@ decode_tuple(BatchState *bs, const PgColumn *columns, const char *tuple,
 
 /*
  * Sets up bs with one builder per field of schema (columns describe the
- * same fields).  keep_raw keeps each decoded tuple's bytes (see BatchState).
+ * same fields).
  */
 bool
 batch_init(BatchState *bs, const ArrowSchema *schema, const PgColumn *columns,
-		   bool keep_raw, char *errbuf, size_t errlen)
+		   char *errbuf, size_t errlen)
 {
 	memset(bs, 0, sizeof(*bs));
 	bs->n_columns = schema->n_fields;
-	bs->keep_raw = keep_raw;
 	bs->builders = calloc(schema->n_fields + 1, sizeof(ArrowBuilder *));
-	bs->stats = calloc(schema->n_fields + 1, sizeof(ColStats));
-	if (bs->builders == NULL || bs->stats == NULL)
+	if (bs->builders == NULL)
 	{
 		snprintf(errbuf, errlen, "out of memory");
 		return false;
@@ -885,8 +799,6 @@ batch_free(BatchState *bs)
 		if (bs->builders[i] != NULL)
 			arrow_builder_free(bs->builders[i]);
 	free(bs->builders);
-	free(bs->stats);
-	free(bs->raw);
 	memset(bs, 0, sizeof(*bs));
 }
 
@@ -895,12 +807,8 @@ void
 batch_reset(BatchState *bs)
 {
 	for (int i = 0; i < bs->n_columns; i++)
-	{
 		arrow_builder_reset(bs->builders[i]);
-		memset(&bs->stats[i], 0, sizeof(ColStats));
-	}
 	bs->n_rows = 0;
-	bs->raw_len = 0;
 }
 
 /* Bytes the batch body would take now */
@@ -928,7 +836,8 @@ format_float_stat(double v, char *buf, size_t len)
 
 /*
  * Fills md (zeroed by the caller; free with the default allocator) with the
- * pg_warp.min.N / pg_warp.max.N keys of the batch in bs.
+ * pg_warp.min.N / pg_warp.max.N keys of the batch in bs, from the values
+ * its builders hold (so the statistics are those of the stored values).
  */
 bool
 batch_stats_metadata(const BatchState *bs, const PgColumn *columns,
@@ -937,35 +846,33 @@ batch_stats_metadata(const BatchState *bs, const PgColumn *columns,
 {
 	for (int i = 0; i < bs->n_columns; i++)
 	{
-		const ColStats *st = &bs->stats[i];
+		ArrowMinMax st;
 		char		key[64],
 					vmin[128],
 					vmax[128];
 		ArrowError	err;
 
-		if (!columns[i].stats || !st->valid)
+		if (!columns[i].stats)
 			continue;
-		if (st->is_float)
+		arrow_builder_minmax(bs->builders[i], &st);
+		if (st.kind == ARROW_MINMAX_NONE)
+			continue;
+		if (st.kind == ARROW_MINMAX_FLOAT)
 		{
-			format_float_stat(st->dmin, vmin, sizeof(vmin));
-			format_float_stat(st->dmax, vmax, sizeof(vmax));
+			format_float_stat(st.dmin, vmin, sizeof(vmin));
+			format_float_stat(st.dmax, vmax, sizeof(vmax));
 		}
-		else if (st->is_decimal)
+		else if (st.kind == ARROW_MINMAX_DECIMAL)
 		{
-			ArrowDecimal128 d;
 			int32_t		scale = schema->fields[i].type.scale;
 
-			d.lo = (uint64_t) st->xmin;
-			d.hi = (int64_t) (st->xmin >> 64);
-			arrow_decimal128_format(d, scale, vmin, sizeof(vmin));
-			d.lo = (uint64_t) st->xmax;
-			d.hi = (int64_t) (st->xmax >> 64);
-			arrow_decimal128_format(d, scale, vmax, sizeof(vmax));
+			arrow_decimal128_format(st.xmin, scale, vmin, sizeof(vmin));
+			arrow_decimal128_format(st.xmax, scale, vmax, sizeof(vmax));
 		}
 		else
 		{
-			snprintf(vmin, sizeof(vmin), "%lld", (long long) st->imin);
-			snprintf(vmax, sizeof(vmax), "%lld", (long long) st->imax);
+			snprintf(vmin, sizeof(vmin), "%lld", (long long) st.imin);
+			snprintf(vmax, sizeof(vmax), "%lld", (long long) st.imax);
 		}
 		snprintf(key, sizeof(key), "pg_warp.min.%d", i);
 		if (arrow_metadata_set(NULL, md, key, vmin, &err) != ARROW_OK)

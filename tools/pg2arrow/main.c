@@ -8,10 +8,11 @@
  * exports its snapshot; every other worker imports it, so all workers see
  * the same data.  Each worker thread has its own connection, reads its rows
  * with COPY (...) TO STDOUT (FORMAT binary), builds record batches of about
- * --segment-size bytes, serializes them itself and writes them into the one
- * output file with arrow_writer_put_serialized (which reserves a file range
- * atomically).  The rows left at the end of each worker are merged into one
- * shared final batch (see merge_leftovers), so the file has no tiny batches.
+ * --segment-size bytes and writes them itself into the one output file with
+ * arrow_writer_write_batch (which reserves a file range atomically and
+ * writes straight from the column builders).  The rows left at the end of
+ * each worker are merged into one shared final batch (see merge_leftovers),
+ * so the file has no tiny batches.
  *
  * The output is written under a temporary name in the target directory and
  * renamed when complete; any failure (query error, a worker failing, disk
@@ -663,10 +664,9 @@ main(int argc, char **argv)
 
 	for (int i = 0; i < ex.n_workers; i++)
 		if (!batch_init(&ex.workers[i].batch, &ex.schema, ex.columns,
-						ex.n_workers > 1, errbuf, sizeof(errbuf)))
+						errbuf, sizeof(errbuf)))
 			goto fail;
-	if (!batch_init(&ex.final, &ex.schema, ex.columns, ex.n_workers > 1,
-					errbuf, sizeof(errbuf)))
+	if (!batch_init(&ex.final, &ex.schema, ex.columns, errbuf, sizeof(errbuf)))
 		goto fail;
 
 	/* run */

@@ -105,36 +105,17 @@ typedef struct TypeOptions
 	int32_t		numeric_scale;
 } TypeOptions;
 
-/* Min/max of one top-level column in the batch being built */
-typedef struct ColStats
-{
-	bool		valid;			/* at least one non-null, non-NaN value */
-	bool		is_float;
-	bool		is_decimal;
-	int64_t		imin,
-				imax;
-	double		dmin,
-				dmax;
-	__int128	xmin,
-				xmax;
-} ColStats;
-
 /*
  * The rows of one record batch under construction: one builder per
- * top-level column, their statistics, and (when 'keep_raw') the raw COPY
- * tuples of those rows, so that a worker's last partial batch can be
- * decoded again into the shared final batch.
+ * top-level column.  A worker's last partial batch is merged into the
+ * shared final batch by copying rows between builders; statistics are
+ * computed from the builders when the batch is written.
  */
 typedef struct BatchState
 {
 	int32_t		n_columns;
 	ArrowBuilder **builders;
-	ColStats   *stats;
 	int64_t		n_rows;
-	bool		keep_raw;
-	char	   *raw;
-	size_t		raw_len;
-	size_t		raw_cap;
 } BatchState;
 
 /* Command-line options */
@@ -240,8 +221,7 @@ extern void pgtypes_free(PgColumn *columns, int32_t n_columns);
 
 /* in decode.c */
 extern bool batch_init(BatchState *bs, const ArrowSchema *schema,
-					   const PgColumn *columns, bool keep_raw,
-					   char *errbuf, size_t errlen);
+					   const PgColumn *columns, char *errbuf, size_t errlen);
 extern void batch_free(BatchState *bs);
 extern void batch_reset(BatchState *bs);
 extern int64_t batch_body_size(const BatchState *bs);

@@ -4,11 +4,11 @@
  *		The worker threads of pg2arrow.
  *
  * Each worker runs its COPY (...) TO STDOUT (FORMAT binary), splits the
- * CopyData stream into tuples, decodes them into its batch (decode.c),
- * serializes every full batch in its own thread and writes it into the
- * output with arrow_writer_put_serialized.  Its last partial batch is
- * merged into the shared final batch (merge_leftovers).  The first failure
- * of any worker is recorded and cancels the queries of all of them.
+ * CopyData stream into tuples, decodes them into its batch (decode.c) and
+ * writes every full batch into the output itself (arrow_writer_write_batch
+ * reserves a file range atomically).  Its last partial batch is merged into
+ * the shared final batch (merge_leftovers).  The first failure of any
+ * worker is recorded and cancels the queries of all of them.
  *
  *-------------------------------------------------------------------------
  */
@@ -50,14 +50,13 @@ free_metadata(ArrowMetadata *md)
 }
 
 /*
- * Writes the rows in bs as one record batch (serialized in this thread,
- * written at a reserved range of the file) and resets bs.
+ * Writes the rows in bs as one record batch (with its statistics, straight
+ * from the builders, at a reserved range of the file) and resets bs.
  */
 bool
 flush_batch(Export *ex, BatchState *bs, char *errbuf, size_t errlen)
 {
 	ArrowMetadata md = {0};
-	ArrowSerializedBatch sb;
 	ArrowError	err;
 
 	if (!batch_stats_metadata(bs, ex->columns, &ex->schema, &md, errbuf, errlen))
@@ -65,69 +64,91 @@ flush_batch(Export *ex, BatchState *bs, char *errbuf, size_t errlen)
 		free_metadata(&md);
 		return false;
 	}
-	if (arrow_batch_serialize(&ex->schema, bs->builders, &md, NULL, &sb,
-							  &err) != ARROW_OK)
+	if (arrow_writer_write_batch(ex->writer, bs->builders, &md, &err) != ARROW_OK)
 	{
-		snprintf(errbuf, errlen, "cannot build a record batch: %s", err.message);
+		snprintf(errbuf, errlen, "cannot write a record batch: %s%s%s", err.message,
+				 err.sys_errno ? ": " : "", err.sys_errno ? strerror(err.sys_errno) : "");
 		free_metadata(&md);
 		return false;
 	}
 	free_metadata(&md);
-	if (arrow_writer_put_serialized(ex->writer, &sb, &err) != ARROW_OK)
-	{
-		snprintf(errbuf, errlen, "cannot write a record batch: %s%s%s", err.message,
-				 err.sys_errno ? ": " : "", err.sys_errno ? strerror(err.sys_errno) : "");
-		arrow_serialized_batch_free(&sb);
-		return false;
-	}
-	arrow_serialized_batch_free(&sb);
 	atomic_fetch_add(&ex->batches, 1);
 	batch_reset(bs);
 	return true;
 }
 
 /*
+ * Number of rows of 'from', starting at row 'pos', to copy into 'to' so
+ * that it reaches the segment size: the fewest that do (by the bytes the
+ * rows take in their buffers), or all that are left.  At least one.
+ */
+static int64_t
+rows_to_fill(const Export *ex, const BatchState *to, const BatchState *from,
+			 int64_t pos)
+{
+	int64_t		room = ex->opts->segment_size - batch_body_size(to);
+	int64_t		lo = 1,
+				hi = from->n_rows - pos;
+
+	while (lo < hi)
+	{
+		int64_t		mid = lo + (hi - lo) / 2;
+		int64_t		size = 0;
+
+		for (int i = 0; i < ex->n_columns && size < room; i++)
+			size += arrow_builder_rows_size(from->builders[i], pos, mid);
+		if (size >= room)
+			hi = mid;
+		else
+			lo = mid + 1;
+	}
+	return lo;
+}
+
+/*
  * Hands a worker's last partial batch to the shared final batch.  The
- * smaller of the two is decoded again (from its kept raw tuples) into the
- * larger one, which becomes the final batch: the first worker to finish
- * hands its batch over without any work.  The final batch is written
- * whenever it reaches the segment size, the rest at the end of the export.
+ * smaller of the two is copied, row range by row range, into the larger
+ * one, which becomes the final batch: the first worker to finish hands its
+ * batch over without any work.  The final batch is written whenever it
+ * reaches the segment size, the rest at the end of the export.
  */
 static bool
 merge_leftovers(Worker *w, char *errbuf, size_t errlen)
 {
 	Export	   *ex = w->ex;
 	BatchState *from = &w->batch;
-	size_t		pos = 0;
+	int64_t		pos = 0;
 	bool		ok = true;
 
 	pthread_mutex_lock(&ex->final_lock);
-	if (from->raw_len > ex->final.raw_len)
+	if (from->n_rows > ex->final.n_rows)
 	{
 		BatchState	tmp = ex->final;
 
 		ex->final = *from;
 		*from = tmp;
 	}
-	while (ok && pos < from->raw_len)
+	while (ok && pos < from->n_rows)
 	{
-		size_t		len;
+		int64_t		n = rows_to_fill(ex, &ex->final, from, pos);
 
-		if (copy_tuple_length(from->raw + pos, from->raw_len - pos, ex->n_columns,
-							  &len, errbuf, errlen) != 1)
+		for (int i = 0; ok && i < ex->n_columns; i++)
 		{
-			snprintf(errbuf, errlen, "kept rows of worker %d are damaged", w->id);
-			ok = false;
-			break;
+			ArrowError	err;
+
+			if (arrow_builder_append_rows(ex->final.builders[i], from->builders[i],
+										  pos, n, &err) != ARROW_OK)
+			{
+				snprintf(errbuf, errlen, "cannot merge the last rows of worker %d: %s",
+						 w->id, err.message);
+				ok = false;
+			}
 		}
-		ok = decode_tuple(&ex->final, ex->columns, from->raw + pos, len, 0,
-						  errbuf, errlen);
-		pos += len;
+		ex->final.n_rows += n;
+		pos += n;
 		if (ok && batch_body_size(&ex->final) >= ex->opts->segment_size)
 			ok = flush_batch(ex, &ex->final, errbuf, errlen);
 	}
-	if (ok && batch_body_size(&ex->final) >= ex->opts->segment_size)
-		ok = flush_batch(ex, &ex->final, errbuf, errlen);
 	pthread_mutex_unlock(&ex->final_lock);
 	batch_reset(from);
 	return ok;
