@@ -3,15 +3,19 @@
 # (scripts/make-bundle.sh).  Run from the repository root; results go to
 # bench/results/ and, when $OUT is set, are copied there too.
 #
-#   bench/gpu-host.sh setup BUNDLE.tar.gz   extract the bundle, run its tests,
-#                                           start a benchmark cluster, load SSB
+#   bench/gpu-host.sh setup BUNDLE.tar.gz   extract the bundle, run its tests
+#                                           (not with SKIP_TESTS=1), start a
+#                                           benchmark cluster, load SSB
+#   bench/gpu-host.sh tests                 run the extracted bundle's tests
 #   bench/gpu-host.sh fdw                   arrow_fdw vs heap (bench/arrow_fdw_bench.py)
 #   bench/gpu-host.sh export                pg2arrow vs its peers (bench/pg2arrow_bench.py)
 #
 # Environment: SF (scale factor, default 10), WORKERS (parallel workers for the
 # scan benchmark, default 16), SHARED_BUFFERS (default 16GB), WHEELS (a directory
 # of Python wheels to install first, e.g. connectorx, psycopg), PGPORT (default 5500),
-# EXPORT_WORKERS (default 1,2,4,8,16) and REPEAT (runs per point, best kept; default 1).
+# EXPORT_WORKERS (default 1,2,4,8,16), REPEAT (runs per point, best kept; default 1),
+# SKIP_TESTS=1 (setup without the bundle tests) and PG2ARROW (the pg2arrow to
+# benchmark; default: the bundle's).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD
@@ -44,10 +48,10 @@ setup)
     rm -rf "$top"; mkdir -p "$top"; chmod 755 "$top"
     log "extracting $bundle"
     tar -xzf "$bundle" -C "$top"
-    b=$(ls -d "$top"/pg_warp-bundle-*/)
-    log "bundle tests (regression suite + GPU self-test)"
-    "$b/run-tests.sh" 2>&1 | tee "$top/run-tests.log"
-    keep "$top/run-tests.log"
+    lscpu | grep -E '^(Model name|CPU\(s\)|Thread|Core|Socket|NUMA node\(s\))' || true
+    if [ "${SKIP_TESTS:-0}" != 1 ]; then
+        "$0" tests
+    fi
     env_from_bundle
     log "benchmark cluster on port $PGPORT"
     PGDATABASE=postgres scripts/cluster.sh start "$cluster" >/dev/null
@@ -74,6 +78,13 @@ SQL
     ls -l "$arrow_dir"
     psql -Xc "SELECT relname, pg_size_pretty(pg_relation_size(oid)) FROM pg_class WHERE relname IN ('lineorder','customer','part','supplier','date1')"
     ;;
+tests)
+    b=$(ls -d "$top"/pg_warp-bundle-*/ 2>/dev/null | head -1)
+    [ -n "$b" ] || { echo "gpu-host: no extracted bundle under $top (run setup first)" >&2; exit 1; }
+    log "bundle tests (regression suite + GPU self-test + pytest)"
+    "$b/run-tests.sh" 2>&1 | tee "$top/run-tests.log"
+    keep "$top/run-tests.log"
+    ;;
 fdw)
     env_from_bundle
     log "arrow_fdw vs heap, $sf, ${WORKERS:-16} workers"
@@ -85,13 +96,14 @@ export)
     env_from_bundle
     log "pg2arrow vs peers"
     mkdir -p "$top/export"; chmod 755 "$top/export"
+    touch "$top/export.start"
     python3 bench/pg2arrow_bench.py -d ssb -t lineorder -w "${EXPORT_WORKERS:-1,2,4,8,16}" \
-        --repeat "${REPEAT:-1}" --pg2arrow "$(command -v pg2arrow)" \
+        --repeat "${REPEAT:-1}" --pg2arrow "${PG2ARROW:-$(command -v pg2arrow)}" \
         --tmpdir "$top/export" 2>&1 | tee "$top/export.log"
-    keep "$top/export.log" bench/results/pg2arrow_*
+    keep "$top/export.log" $(find bench/results -name 'pg2arrow_bench-*' -newer "$top/export.start")
     ;;
 *)
-    sed -n '2,17p' "$0" | sed 's/^# \{0,1\}//'
+    sed -n '2,18p' "$0" | sed 's/^# \{0,1\}//'
     exit 2
     ;;
 esac

@@ -18,6 +18,7 @@ import datetime
 import io
 import json
 import os
+import resource
 import shutil
 import subprocess
 import sys
@@ -59,6 +60,48 @@ def make_synthetic(db, table, rows):
           (ARRAY['AIR','MAIL','SHIP','RAIL','TRUCK','FOB','REG AIR'])[i % 7 + 1]::char(10) AS lo_shipmode
         FROM generate_series(0::int8, {rows - 1}) i""")
     psql(db, f"VACUUM ANALYZE {table}")
+
+
+class ServerCpu:
+    """CPU seconds used by the PostgreSQL server, when it runs on this host:
+    the children of its postmaster (found from $PGWARP_POSTMASTER_PID or
+    $PGHOST/data/postmaster.pid, the layout of scripts/cluster.sh), live ones
+    read from /proc, exited ones from the postmaster's cumulative child times."""
+
+    def __init__(self, db):
+        self.tick = os.sysconf("SC_CLK_TCK")
+        self.pm = None
+        pid = os.environ.get("PGWARP_POSTMASTER_PID")
+        if pid is None:
+            host = os.environ.get("PGHOST", "")
+            pidfile = os.path.join(host, "data", "postmaster.pid")
+            if host.startswith("/") and os.path.exists(pidfile):
+                with open(pidfile) as f:
+                    pid = f.readline().strip()
+        if pid and os.path.exists(f"/proc/{pid}/stat"):
+            self.pm = int(pid)
+
+    @staticmethod
+    def _fields(pid):
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()
+
+    def seconds(self):
+        if self.pm is None:
+            return None
+        total = 0
+        f = self._fields(self.pm)
+        total += int(f[13]) + int(f[14])          # cutime, cstime: exited children
+        for name in os.listdir("/proc"):
+            if not name.isdigit():
+                continue
+            try:
+                g = self._fields(name)
+            except OSError:
+                continue
+            if int(g[1]) == self.pm:                 # ppid
+                total += int(g[11]) + int(g[12])     # utime, stime
+        return total / self.tick
 
 
 def conn_uri(db):
@@ -111,6 +154,14 @@ def run_psycopg_copy(db, table):
     tab = pcsv.read_csv(buf)
     dt = time.perf_counter() - t0
     return {"seconds": dt, "rows": tab.num_rows, "bytes": tab.nbytes}
+
+
+def cpu_seconds(method):
+    """CPU seconds (user + system) of the client: pg2arrow runs as a child
+    process, the peers inside this one."""
+    who = resource.RUSAGE_CHILDREN if method == "pg2arrow" else resource.RUSAGE_SELF
+    ru = resource.getrusage(who)
+    return ru.ru_utime + ru.ru_stime
 
 
 def available(module):
@@ -178,11 +229,17 @@ def main():
         plan += [("psycopg+pyarrow.csv", 1)]
 
     tmp = args.tmpdir or tempfile.mkdtemp(prefix="p2a_bench.")
+    server = ServerCpu(args.dbname)
+    if server.pm is None:
+        print("note: the server's processes are not visible here; no server CPU times")
     results = []
-    print(f"{'method':<22}{'workers':>8}{'seconds':>10}{'Mrows/s':>10}{'MB/s':>10}")
+    print(f"{'method':<22}{'workers':>8}{'seconds':>10}{'Mrows/s':>10}{'MB/s':>10}"
+          f"{'client cpu':>12}{'server cpu':>12}")
     for method, n in plan:
         best = None
+        times = []
         for _ in range(args.repeat):
+            s0, c0 = server.seconds(), cpu_seconds(method)
             try:
                 if method == "pg2arrow":
                     r = run_pg2arrow(tool, args.dbname, args.table, n, tmp)
@@ -195,17 +252,25 @@ def main():
             if "error" in r:
                 best = r
                 break
+            time.sleep(0.5)                 # let the postmaster reap the backends
+            r["client_cpu_s"] = cpu_seconds(method) - c0
+            if s0 is not None:
+                r["server_cpu_s"] = server.seconds() - s0
+            times.append(round(r["seconds"], 3))
             if best is None or r["seconds"] < best["seconds"]:
                 best = r
         rec = {"method": method, "workers": n, **best}
         if "error" in best:
             print(f"{method:<22}{n:>8}  failed: {best['error'][:200]}")
         else:
+            rec["all_seconds"] = times
             rec["rows_per_s"] = best["rows"] / best["seconds"]
             rec["mb_per_s"] = best["bytes"] / 1e6 / best["seconds"]
             ok = "" if best["rows"] == table_rows else f"  (rows {best['rows']} != {table_rows})"
+            scpu = f"{best['server_cpu_s']:>12.1f}" if "server_cpu_s" in best else f"{'-':>12}"
             print(f"{method:<22}{n:>8}{best['seconds']:>10.2f}{rec['rows_per_s'] / 1e6:>10.2f}"
-                  f"{rec['mb_per_s']:>10.1f}{ok}")
+                  f"{rec['mb_per_s']:>10.1f}{best['client_cpu_s']:>12.1f}{scpu}"
+                  f"  runs {times}{ok}")
         results.append(rec)
         sys.stdout.flush()
     if not args.tmpdir:
