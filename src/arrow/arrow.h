@@ -598,6 +598,16 @@ extern int	arrow_writer_write_batch(ArrowWriter *w, ArrowBuilder **columns,
 									 ArrowError *err);
 
 /*
+ * Asks the kernel to start writing what was written so far to disk, without
+ * waiting for it (Linux; elsewhere it does nothing): called now and then
+ * while batches are written, it spreads the disk writes over the export
+ * instead of leaving them all to the fsync of arrow_writer_close.  It can
+ * block while the device is busy, so call it from a thread that does not
+ * build batches.  Thread-safe.
+ */
+extern void arrow_writer_start_writeback(ArrowWriter *w);
+
+/*
  * Writes the footer and closes.  The writer is freed in every case.
  * (writer) Success means the file was fsynced; on failure the file is
  * removed or restored as by arrow_writer_abort.

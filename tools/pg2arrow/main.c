@@ -680,13 +680,19 @@ main(int argc, char **argv)
 		}
 		ex.workers[i].started = true;
 	}
-	if (opts.progress)
+	/*
+	 * While the workers run, this thread reports progress and starts the
+	 * disk writes of each batch the workers wrote (so that the final fsync
+	 * does not have the whole file left to write).
+	 */
 	{
 		double		next = start + 1;
+		int64_t		batches_seen = 0;
 
 		for (;;)
 		{
 			bool		running = false;
+			int64_t		batches = atomic_load(&ex.batches);
 
 			for (int i = 0; i < ex.n_workers; i++)
 				if (ex.workers[i].started && pthread_tryjoin_np(ex.workers[i].thread, NULL) == 0)
@@ -695,17 +701,19 @@ main(int argc, char **argv)
 					running = true;
 			if (!running)
 				break;
-			if (now_seconds() >= next)
+			if (batches != batches_seen)
+			{
+				arrow_writer_start_writeback(ex.writer);
+				batches_seen = batches;
+			}
+			if (opts.progress && now_seconds() >= next)
 			{
 				print_progress(&ex, start, false);
 				next += 1;
 			}
-			usleep(50000);
+			usleep(20000);
 		}
 	}
-	for (int i = 0; i < ex.n_workers; i++)
-		if (ex.workers[i].started)
-			pthread_join(ex.workers[i].thread, NULL);
 	if (interrupted)
 		goto interrupted;
 	if (ex.error[0] != '\0')
