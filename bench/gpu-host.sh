@@ -13,9 +13,10 @@
 # Environment: SF (scale factor, default 10), WORKERS (parallel workers for the
 # scan benchmark, default 16), SHARED_BUFFERS (default 16GB), WHEELS (a directory
 # of Python wheels to install first, e.g. connectorx, psycopg), PGPORT (default 5500),
-# EXPORT_WORKERS (default 1,2,4,8,16), REPEAT (runs per point, best kept; default 1),
-# SKIP_TESTS=1 (setup without the bundle tests) and PG2ARROW (the pg2arrow to
-# benchmark; default: the bundle's).
+# EXPORT_WORKERS (default 1,2,4,8,16), REPEAT (rounds over every point, best kept;
+# default 1), SKIP_TESTS=1 (setup without the bundle tests), PG2ARROW (the pg2arrow
+# to benchmark; default: the bundle's), BASELINE and BASELINE_WORKERS (another
+# pg2arrow build to run beside it, and at which worker counts).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD
@@ -99,11 +100,12 @@ export)
     touch "$top/export.start"
     python3 bench/pg2arrow_bench.py -d ssb -t lineorder -w "${EXPORT_WORKERS:-1,2,4,8,16}" \
         --repeat "${REPEAT:-1}" --pg2arrow "${PG2ARROW:-$(command -v pg2arrow)}" \
+        ${BASELINE:+--baseline "$BASELINE"} ${BASELINE_WORKERS:+--baseline-workers "$BASELINE_WORKERS"} \
         --tmpdir "$top/export" 2>&1 | tee "$top/export.log"
     keep "$top/export.log" $(find bench/results -name 'pg2arrow_bench-*' -newer "$top/export.start")
     ;;
 *)
-    sed -n '2,18p' "$0" | sed 's/^# \{0,1\}//'
+    sed -n '2,19p' "$0" | sed 's/^# \{0,1\}//'
     exit 2
     ;;
 esac

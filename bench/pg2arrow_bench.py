@@ -124,8 +124,9 @@ def run_pg2arrow(tool, db, table, n, outdir):
     if r.returncode != 0:
         return {"error": r.stderr.strip()}
     size = os.path.getsize(out)
+    import pyarrow as pa
     import pyarrow.ipc as ipc
-    with ipc.open_file(out) as f:
+    with pa.memory_map(out) as m, ipc.open_file(m) as f:     # reads the metadata only
         rows = sum(f.get_batch(i).num_rows for i in range(f.num_record_batches))
     os.unlink(out)
     return {"seconds": dt, "rows": rows, "bytes": size}
@@ -159,9 +160,31 @@ def run_psycopg_copy(db, table):
 def cpu_seconds(method):
     """CPU seconds (user + system) of the client: pg2arrow runs as a child
     process, the peers inside this one."""
-    who = resource.RUSAGE_CHILDREN if method == "pg2arrow" else resource.RUSAGE_SELF
+    who = resource.RUSAGE_CHILDREN if method.startswith("pg2arrow") else resource.RUSAGE_SELF
     ru = resource.getrusage(who)
     return ru.ru_utime + ru.ru_stime
+
+
+def scaling(results):
+    """Each method's speed-up over its own 1-worker time: from the best runs,
+    and within each round (the ratio of runs made minutes apart)."""
+    table = {}
+    lines = []
+    by = {(r["method"], r["workers"]): r for r in results if "runs" in r}
+    for (method, n), rec in sorted(by.items()):
+        one = by.get((method, 1))
+        if n == 1 or one is None:
+            continue
+        per_round = {}
+        for r in rec["runs"]:
+            base = [o for o in one["runs"] if o["round"] == r["round"]]
+            if base:
+                per_round[r["round"]] = round(base[0]["seconds"] / r["seconds"], 2)
+        best = round(one["seconds"] / rec["seconds"], 2)
+        table.setdefault(method, {})[str(n)] = {"best": best, "per_round": per_round}
+        lines.append(f"{method} {n} workers vs 1: {best}x (best runs); per round "
+                     + ", ".join(f"{v}x" for v in per_round.values()))
+    return {"table": table, "lines": lines}
 
 
 def available(module):
@@ -199,10 +222,17 @@ def main():
     ap.add_argument("-t", "--table", default="lineorder")
     ap.add_argument("-w", "--workers", default="1,2,4,8,16",
                     help="comma-separated worker counts (default 1,2,4,8,16)")
-    ap.add_argument("--repeat", type=int, default=1, help="runs per point (best is kept)")
+    ap.add_argument("--repeat", type=int, default=1,
+                    help="rounds: each runs every point once, so that a machine whose speed "
+                         "drifts affects all points alike (the best run of each point is kept)")
     ap.add_argument("--synthetic", type=int, metavar="ROWS",
                     help="first (re)create TABLE as a lineorder-like table of ROWS rows")
     ap.add_argument("--pg2arrow", help="pg2arrow binary (default: tools/bin, then PATH)")
+    ap.add_argument("--baseline", metavar="PATH",
+                    help="another pg2arrow build, run beside the first in every round "
+                         "(method 'pg2arrow-baseline'), to measure a change")
+    ap.add_argument("--baseline-workers", metavar="N,N",
+                    help="worker counts for --baseline (default: those of -w)")
     ap.add_argument("--tmpdir", default=None, help="where pg2arrow writes (default: a temp dir)")
     ap.add_argument("--results", default=os.path.join(ROOT, "bench", "results"))
     args = ap.parse_args()
@@ -220,9 +250,12 @@ def main():
         if not ok:
             print(f"note: {name} is not installed; skipped")
     print(f"table {args.table}: {table_rows} rows, {table_bytes / 1e6:.1f} MB on disk; "
-          f"pg2arrow = {tool}")
+          f"pg2arrow = {tool}" + (f", baseline = {args.baseline}" if args.baseline else ""))
 
     plan = [("pg2arrow", n) for n in workers]
+    if args.baseline:
+        bw = [int(w) for w in (args.baseline_workers or args.workers).split(",")]
+        plan += [("pg2arrow-baseline", n) for n in bw]
     if peers["connectorx"]:
         plan += [("connectorx", n) for n in workers]
     if peers["psycopg+pyarrow.csv"]:
@@ -232,17 +265,19 @@ def main():
     server = ServerCpu(args.dbname)
     if server.pm is None:
         print("note: the server's processes are not visible here; no server CPU times")
-    results = []
-    print(f"{'method':<22}{'workers':>8}{'seconds':>10}{'Mrows/s':>10}{'MB/s':>10}"
+    runs = {point: [] for point in plan}
+    print(f"{'round':<6}{'method':<22}{'workers':>8}{'seconds':>10}{'Mrows/s':>10}"
           f"{'client cpu':>12}{'server cpu':>12}")
-    for method, n in plan:
-        best = None
-        times = []
-        for _ in range(args.repeat):
+    for rnd in range(1, args.repeat + 1):
+        for method, n in plan:
+            if runs[(method, n)] and "error" in runs[(method, n)][-1]:
+                continue                    # failed once: not again
             s0, c0 = server.seconds(), cpu_seconds(method)
             try:
                 if method == "pg2arrow":
                     r = run_pg2arrow(tool, args.dbname, args.table, n, tmp)
+                elif method == "pg2arrow-baseline":
+                    r = run_pg2arrow(args.baseline, args.dbname, args.table, n, tmp)
                 elif method == "connectorx":
                     r = run_connectorx(args.dbname, args.table, n)
                 else:
@@ -250,29 +285,41 @@ def main():
             except Exception as e:          # a peer failing is a result, not a crash
                 r = {"error": f"{type(e).__name__}: {e}"}
             if "error" in r:
-                best = r
-                break
-            time.sleep(0.5)                 # let the postmaster reap the backends
-            r["client_cpu_s"] = cpu_seconds(method) - c0
-            if s0 is not None:
-                r["server_cpu_s"] = server.seconds() - s0
-            times.append(round(r["seconds"], 3))
-            if best is None or r["seconds"] < best["seconds"]:
-                best = r
-        rec = {"method": method, "workers": n, **best}
-        if "error" in best:
-            print(f"{method:<22}{n:>8}  failed: {best['error'][:200]}")
-        else:
-            rec["all_seconds"] = times
-            rec["rows_per_s"] = best["rows"] / best["seconds"]
-            rec["mb_per_s"] = best["bytes"] / 1e6 / best["seconds"]
-            ok = "" if best["rows"] == table_rows else f"  (rows {best['rows']} != {table_rows})"
-            scpu = f"{best['server_cpu_s']:>12.1f}" if "server_cpu_s" in best else f"{'-':>12}"
-            print(f"{method:<22}{n:>8}{best['seconds']:>10.2f}{rec['rows_per_s'] / 1e6:>10.2f}"
-                  f"{rec['mb_per_s']:>10.1f}{best['client_cpu_s']:>12.1f}{scpu}"
-                  f"  runs {times}{ok}")
+                print(f"{rnd:<6}{method:<22}{n:>8}  failed: {r['error'][:200]}")
+            else:
+                time.sleep(0.5)             # let the postmaster reap the backends
+                r["round"] = rnd
+                r["client_cpu_s"] = round(cpu_seconds(method) - c0, 2)
+                if s0 is not None:
+                    r["server_cpu_s"] = round(server.seconds() - s0, 2)
+                ok = "" if r["rows"] == table_rows else f"  (rows {r['rows']} != {table_rows})"
+                scpu = f"{r['server_cpu_s']:>12.1f}" if "server_cpu_s" in r else f"{'-':>12}"
+                print(f"{rnd:<6}{method:<22}{n:>8}{r['seconds']:>10.2f}"
+                      f"{r['rows'] / r['seconds'] / 1e6:>10.2f}{r['client_cpu_s']:>12.1f}{scpu}{ok}")
+            runs[(method, n)].append(r)
+            sys.stdout.flush()
+
+    results = []
+    print(f"\nbest of {args.repeat} round(s)")
+    print(f"{'method':<22}{'workers':>8}{'seconds':>10}{'Mrows/s':>10}{'MB/s':>10}  all runs")
+    for method, n in plan:
+        ok_runs = [r for r in runs[(method, n)] if "error" not in r]
+        if not ok_runs:
+            results.append({"method": method, "workers": n, **runs[(method, n)][-1]})
+            print(f"{method:<22}{n:>8}  failed")
+            continue
+        best = min(ok_runs, key=lambda r: r["seconds"])
+        rec = {"method": method, "workers": n, **best,
+               "all_seconds": [round(r["seconds"], 3) for r in ok_runs],
+               "runs": ok_runs,
+               "rows_per_s": best["rows"] / best["seconds"],
+               "mb_per_s": best["bytes"] / 1e6 / best["seconds"]}
         results.append(rec)
-        sys.stdout.flush()
+        print(f"{method:<22}{n:>8}{best['seconds']:>10.2f}{rec['rows_per_s'] / 1e6:>10.2f}"
+              f"{rec['mb_per_s']:>10.1f}  {rec['all_seconds']}")
+    speedups = scaling(results)
+    for line in speedups["lines"]:
+        print(line)
     if not args.tmpdir:
         shutil.rmtree(tmp, ignore_errors=True)
 
@@ -281,9 +328,12 @@ def main():
     base = os.path.join(args.results, f"pg2arrow_bench-{stamp}")
     with open(base + ".json", "w") as f:
         json.dump({"table": args.table, "rows": table_rows, "table_bytes": table_bytes,
+                   "pg2arrow": tool, "baseline": args.baseline,
                    "host": os.uname().nodename, "cpus": os.cpu_count(),
                    "peers_missing": [k for k, v in peers.items() if not v],
+                   "rounds": args.repeat,
                    "note": "MB/s: pg2arrow counts the Arrow file size, peers the in-memory Arrow size",
+                   "scaling": speedups["table"],
                    "results": results}, f, indent=2)
     print(f"wrote {base}.json")
     if available("matplotlib"):
