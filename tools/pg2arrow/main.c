@@ -512,9 +512,7 @@ free_export(Export *ex)
 		free(ex->workers[i].sql);
 		free(ex->workers[i].copy);
 		free(ex->workers[i].carry);
-		stop_flusher(&ex->workers[i]);
 		batch_free(&ex->workers[i].batch);
-		batch_free(&ex->workers[i].writing);
 	}
 	batch_free(&ex->final);
 	free(ex->workers);
@@ -666,8 +664,6 @@ main(int argc, char **argv)
 
 	for (int i = 0; i < ex.n_workers; i++)
 		if (!batch_init(&ex.workers[i].batch, &ex.schema, ex.columns,
-						errbuf, sizeof(errbuf)) ||
-			!batch_init(&ex.workers[i].writing, &ex.schema, ex.columns,
 						errbuf, sizeof(errbuf)))
 			goto fail;
 	if (!batch_init(&ex.final, &ex.schema, ex.columns, errbuf, sizeof(errbuf)))
@@ -677,8 +673,7 @@ main(int argc, char **argv)
 	start = now_seconds();
 	for (int i = 0; i < ex.n_workers; i++)
 	{
-		if (!start_flusher(&ex.workers[i]) ||
-			pthread_create(&ex.workers[i].thread, NULL, worker_main, &ex.workers[i]) != 0)
+		if (pthread_create(&ex.workers[i].thread, NULL, worker_main, &ex.workers[i]) != 0)
 		{
 			set_failure(&ex, "cannot start a worker thread");
 			break;
@@ -719,8 +714,6 @@ main(int argc, char **argv)
 			usleep(20000);
 		}
 	}
-	for (int i = 0; i < ex.n_workers; i++)
-		stop_flusher(&ex.workers[i]);
 	if (interrupted)
 		goto interrupted;
 	if (ex.error[0] != '\0')

@@ -157,20 +157,7 @@ typedef struct Worker
 	char	   *copy;			/* the COPY command that runs it */
 	pthread_t	thread;
 	bool		started;
-	BatchState	batch;			/* the batch being decoded into */
-	/*
-	 * A full batch is handed to the worker's flusher thread, which writes it
-	 * while the worker decodes the next rows into 'batch': the COPY stream
-	 * does not stop for writes.  'writing' belongs to the flusher while
-	 * write_busy; the two batches are swapped under flush_lock.
-	 */
-	BatchState	writing;
-	pthread_t	flusher;
-	bool		flusher_started;
-	pthread_mutex_t flush_lock;
-	pthread_cond_t flush_cond;
-	bool		write_busy;		/* 'writing' holds a batch to write */
-	bool		flush_quit;		/* no more batches: the flusher ends */
+	BatchState	batch;
 	int64_t		rows;			/* rows decoded by this worker */
 	char	   *carry;			/* bytes of an incomplete tuple (or header) */
 	size_t		carry_len;
@@ -270,8 +257,6 @@ extern void set_failure(Export *ex, const char *msg);
 extern bool flush_batch(Export *ex, BatchState *bs, char *errbuf,
 						size_t errlen);
 extern void *worker_main(void *arg);
-extern bool start_flusher(Worker *w);
-extern void stop_flusher(Worker *w);
 
 /* in dictionary.c */
 extern bool write_dictionaries(Export *ex, const PgColumn *cols, int n,

@@ -4,13 +4,11 @@
  *		The worker threads of pg2arrow.
  *
  * Each worker runs its COPY (...) TO STDOUT (FORMAT binary), splits the
- * CopyData stream into tuples and decodes them into its batch (decode.c).
- * A full batch goes to the worker's flusher thread, which computes its
- * statistics and writes it into the output (arrow_writer_write_batch
- * reserves a file range atomically) while the worker goes on decoding into
- * a second batch.  The worker's last partial batch is merged into the
- * shared final batch (merge_leftovers).  The first failure of any worker
- * is recorded and cancels the queries of all of them.
+ * CopyData stream into tuples, decodes them into its batch (decode.c) and
+ * writes every full batch into the output itself (arrow_writer_write_batch
+ * reserves a file range atomically).  Its last partial batch is merged into
+ * the shared final batch (merge_leftovers).  The first failure of any
+ * worker is recorded and cancels the queries of all of them.
  *
  *-------------------------------------------------------------------------
  */
@@ -77,107 +75,6 @@ flush_batch(Export *ex, BatchState *bs, char *errbuf, size_t errlen)
 	atomic_fetch_add(&ex->batches, 1);
 	batch_reset(bs);
 	return true;
-}
-
-/*
- * The flusher thread of a worker: writes each batch handed to it in
- * w->writing, until told to quit.  A failed write stops the export.
- */
-static void *
-flusher_main(void *arg)
-{
-	Worker	   *w = arg;
-	char		errbuf[ERRLEN];
-
-	pthread_mutex_lock(&w->flush_lock);
-	for (;;)
-	{
-		while (!w->write_busy && !w->flush_quit)
-			pthread_cond_wait(&w->flush_cond, &w->flush_lock);
-		if (!w->write_busy)
-			break;
-		pthread_mutex_unlock(&w->flush_lock);
-		if (!atomic_load(&w->ex->stop) && !flush_batch(w->ex, &w->writing, errbuf, sizeof(errbuf)))
-		{
-			char		msg[ERRLEN + 32];
-
-			if (w->ex->n_workers > 1)
-				snprintf(msg, sizeof(msg), "worker %d: %s", w->id, errbuf);
-			else
-				snprintf(msg, sizeof(msg), "%s", errbuf);
-			set_failure(w->ex, msg);
-		}
-		batch_reset(&w->writing);
-		pthread_mutex_lock(&w->flush_lock);
-		w->write_busy = false;
-		pthread_cond_broadcast(&w->flush_cond);
-	}
-	pthread_mutex_unlock(&w->flush_lock);
-	return NULL;
-}
-
-/* Waits until the flusher has written the batch handed to it last */
-static void
-wait_for_flusher(Worker *w)
-{
-	pthread_mutex_lock(&w->flush_lock);
-	while (w->write_busy)
-		pthread_cond_wait(&w->flush_cond, &w->flush_lock);
-	pthread_mutex_unlock(&w->flush_lock);
-}
-
-/*
- * Hands the worker's full batch to its flusher (after the previous one is
- * written) and continues with the emptied other batch.
- */
-static void
-hand_over_batch(Worker *w)
-{
-	BatchState	tmp;
-
-	pthread_mutex_lock(&w->flush_lock);
-	while (w->write_busy)
-		pthread_cond_wait(&w->flush_cond, &w->flush_lock);
-	tmp = w->writing;
-	w->writing = w->batch;
-	w->batch = tmp;
-	w->write_busy = true;
-	pthread_cond_broadcast(&w->flush_cond);
-	pthread_mutex_unlock(&w->flush_lock);
-}
-
-/* Starts the worker's flusher thread */
-bool
-start_flusher(Worker *w)
-{
-	pthread_mutex_init(&w->flush_lock, NULL);
-	pthread_cond_init(&w->flush_cond, NULL);
-	w->write_busy = false;
-	w->flush_quit = false;
-	if (pthread_create(&w->flusher, NULL, flusher_main, w) != 0)
-	{
-		pthread_cond_destroy(&w->flush_cond);
-		pthread_mutex_destroy(&w->flush_lock);
-		return false;
-	}
-	w->flusher_started = true;
-	return true;
-}
-
-/* Lets the flusher write what it was given, then ends it */
-void
-stop_flusher(Worker *w)
-{
-	if (!w->flusher_started)
-		return;
-	pthread_mutex_lock(&w->flush_lock);
-	w->flush_quit = true;
-	pthread_cond_broadcast(&w->flush_cond);
-	pthread_mutex_unlock(&w->flush_lock);
-	pthread_join(w->flusher, NULL);
-	pthread_cond_destroy(&w->flush_cond);
-	pthread_mutex_destroy(&w->flush_lock);
-	w->flusher_started = false;
 }
 
 /*
@@ -396,7 +293,8 @@ consume(Worker *w, const char *data, size_t len, char *errbuf, size_t errlen)
 		w->size_growth = 0;
 		if (w->size_known >= ex->opts->segment_size)
 		{
-			hand_over_batch(w);
+			if (!flush_batch(ex, &w->batch, errbuf, errlen))
+				return false;
 			w->size_known = 0;
 		}
 	}
@@ -471,12 +369,6 @@ worker_run(Worker *w, char *errbuf, size_t errlen)
 	if (w->carry_len > 0 || !w->trailer_seen)
 	{
 		snprintf(errbuf, errlen, "binary COPY data ended in the middle of a row");
-		return false;
-	}
-	wait_for_flusher(w);
-	if (atomic_load(&ex->stop))
-	{
-		snprintf(errbuf, errlen, "stopped");
 		return false;
 	}
 	if (w->batch.n_rows == 0)
