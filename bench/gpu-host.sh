@@ -83,7 +83,8 @@ tests)
     b=$(ls -d "$top"/pg_warp-bundle-*/ 2>/dev/null | head -1)
     [ -n "$b" ] || { echo "gpu-host: no extracted bundle under $top (run setup first)" >&2; exit 1; }
     log "bundle tests (regression suite + GPU self-test + pytest)"
-    "$b/run-tests.sh" 2>&1 | tee "$top/run-tests.log"
+    # its own cluster on a free port, beside the benchmark cluster on $PGPORT
+    env -u PGPORT "$b/run-tests.sh" 2>&1 | tee "$top/run-tests.log"
     keep "$top/run-tests.log"
     ;;
 fdw)
