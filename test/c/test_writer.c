@@ -1526,6 +1526,12 @@ test_concurrent(void)
 		args[t].failures = 0;
 		pthread_create(&th[t], NULL, conc_worker, &args[t]);
 	}
+	/* as pg2arrow's main thread does while its workers write */
+	for (int i = 0; i < 20; i++)
+	{
+		arrow_writer_start_writeback(w);
+		usleep(1000);
+	}
 	for (int t = 0; t < N_THREADS; t++)
 	{
 		pthread_join(th[t], NULL);
