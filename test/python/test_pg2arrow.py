@@ -3,14 +3,17 @@
 Uses the running cluster of the environment (PGHOST, PGPORT, PGUSER), a
 database of its own (dropped at the end) and the tool in PG_WARP_TOOLS.
 Covers the type mapping with extremes, the parallel modes (-n, -k, ctid
-ranges), --append, the single snapshot, batch statistics and failures that
-must never leave a complete-looking file.
+ranges), --append, the single snapshot, batch statistics, passwords (-w,
+PGPASSWORD, the -W prompt on a pseudo-terminal) and failures that must
+never leave a complete-looking file.
 """
 import datetime
 import decimal
 import glob
 import math
 import os
+import pty
+import select
 import signal
 import subprocess
 import time
@@ -333,6 +336,91 @@ def test_connection_options(tmp_path):
     assert read(out).column("db").to_pylist() == [DB]
     r = p2a("-p", "1", "-o", str(out), "-c", "SELECT 1", check=False)
     assert r.returncode != 0 and "connection to database failed" in r.stderr
+
+
+def run_on_terminal(argv, answer, env, timeout=60):
+    """Runs argv on a new pseudo-terminal (its controlling terminal), types
+    'answer' after the first "Password: " prompt; returns (exit status,
+    everything the program wrote to the terminal)."""
+    pid, fd = pty.fork()
+    if pid == 0:
+        try:
+            os.execve(argv[0], argv, env)
+        finally:
+            os._exit(127)
+    seen = b""
+    answered = False
+    deadline = time.monotonic() + timeout
+    try:
+        while time.monotonic() < deadline:
+            ready, _, _ = select.select([fd], [], [], 0.2)
+            if not ready:
+                continue
+            try:
+                chunk = os.read(fd, 4096)
+            except OSError:         # EIO: the program closed the terminal
+                break
+            if not chunk:
+                break
+            seen += chunk
+            if not answered and b"Password: " in seen:
+                os.write(fd, answer)
+                answered = True
+    finally:
+        os.close(fd)
+    _, status = os.waitpid(pid, 0)
+    return os.waitstatus_to_exitcode(status), seen.decode(errors="replace")
+
+
+def test_password(tmp_path):
+    """A role that must give a password: -w never asks (a clear error),
+    PGPASSWORD is used, -W asks on the terminal once for every worker, and a
+    wrong answer leaves no file."""
+    hba = psql("SHOW hba_file")
+    if not os.access(hba, os.W_OK):
+        pytest.skip("cannot edit %s to require a password" % hba)
+    with open(hba) as f:
+        original = f.read()
+    psql("CREATE ROLE p2a_pw LOGIN PASSWORD 'sEcret 1'")
+    psql("GRANT SELECT ON big TO p2a_pw")
+    env = {k: v for k, v in os.environ.items() if k not in ("PGPASSWORD", "PGPASSFILE")}
+    env["PGPASSFILE"] = str(tmp_path / "no-passfile")
+    out = tmp_path / "pw.arrow"
+    args = [PG2ARROW, "-d", DB, "-u", "p2a_pw", "-t", "big", "-o", str(out)]
+    try:
+        with open(hba, "w") as f:
+            f.write("local all p2a_pw scram-sha-256\n"
+                    "host all p2a_pw 127.0.0.1/32 scram-sha-256\n" + original)
+        psql("SELECT pg_reload_conf()")
+        for _ in range(50):                 # the postmaster reloads asynchronously
+            r = subprocess.run(args + ["-w"], capture_output=True, text=True, env=env)
+            if r.returncode != 0:
+                break
+            time.sleep(0.1)
+        assert r.returncode != 0 and "password" in r.stderr, r.stderr
+        assert leftovers(tmp_path) == []
+
+        r = subprocess.run(args + ["-n", "2"], capture_output=True, text=True,
+                           env=dict(env, PGPASSWORD="sEcret 1"))
+        assert r.returncode == 0, r.stderr
+        assert ids(out) == list(range(1, 20001))
+        out.unlink()
+
+        rc, screen = run_on_terminal(args + ["-W", "-n", "3"], b"sEcret 1\n", env)
+        assert rc == 0, screen
+        assert screen.count("Password: ") == 1 and "sEcret" not in screen, screen
+        assert ids(out) == list(range(1, 20001))
+        out.unlink()
+
+        rc, screen = run_on_terminal(args + ["-W", "-n", "2"], b"wrong\n", env)
+        assert rc != 0 and "password authentication failed" in screen, screen
+        assert leftovers(tmp_path) == []
+    finally:
+        with open(hba, "w") as f:
+            f.write(original)
+        psql("SELECT pg_reload_conf()")
+        psql("DROP OWNED BY p2a_pw")
+        psql("DROP ROLE p2a_pw")
 
 
 def test_set_option(tmp_path):
