@@ -12,7 +12,6 @@ import decimal
 import glob
 import math
 import os
-import pty
 import select
 import signal
 import subprocess
@@ -339,37 +338,41 @@ def test_connection_options(tmp_path):
 
 
 def run_on_terminal(argv, answer, env, timeout=60):
-    """Runs argv on a new pseudo-terminal (its controlling terminal), types
-    'answer' after the first "Password: " prompt; returns (exit status,
-    everything the program wrote to the terminal)."""
-    pid, fd = pty.fork()
-    if pid == 0:
-        try:
-            os.execve(argv[0], argv, env)
-        finally:
-            os._exit(127)
+    """Runs argv on a new pseudo-terminal, made its controlling terminal by
+    util-linux's `setsid -c`, and types 'answer' after the first "Password: "
+    prompt; returns (exit status, everything written to the terminal)."""
+    master, slave = os.openpty()
+    proc = subprocess.Popen(["setsid", "-c"] + argv, stdin=slave, stdout=slave,
+                            stderr=slave, env=env, close_fds=True)
+    os.close(slave)
     seen = b""
     answered = False
     deadline = time.monotonic() + timeout
     try:
         while time.monotonic() < deadline:
-            ready, _, _ = select.select([fd], [], [], 0.2)
+            ready, _, _ = select.select([master], [], [], 0.2)
             if not ready:
+                if proc.poll() is not None:
+                    break
                 continue
             try:
-                chunk = os.read(fd, 4096)
-            except OSError:         # EIO: the program closed the terminal
+                chunk = os.read(master, 4096)
+            except OSError:         # EIO: every writer closed the terminal
                 break
             if not chunk:
                 break
             seen += chunk
             if not answered and b"Password: " in seen:
-                os.write(fd, answer)
+                os.write(master, answer)
                 answered = True
     finally:
-        os.close(fd)
-    _, status = os.waitpid(pid, 0)
-    return os.waitstatus_to_exitcode(status), seen.decode(errors="replace")
+        os.close(master)
+    try:
+        rc = proc.wait(timeout=max(1, deadline - time.monotonic()))
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        rc = proc.wait()
+    return rc, seen.decode(errors="replace")
 
 
 def test_password(tmp_path):
