@@ -531,6 +531,24 @@ bits_set(GrowBuf *g, int64_t index, bool bit)
 }
 
 /*
+ * Creates the validity bitmap of a builder that had no null so far: its
+ * b->length slots so far are marked valid.
+ */
+static int
+validity_create(ArrowBuilder *b, ArrowError *err)
+{
+	int64_t		full = b->length >> 3;
+
+	b->validity.len = 0;
+	if (bits_reserve(b, &b->validity, b->length, err) != ARROW_OK)
+		return ARROW_ERR_NOMEM;
+	memset(b->validity.data, 0xff, full);
+	b->validity.data[full] = (uint8_t) ((1u << (b->length & 7)) - 1);
+	b->has_validity = true;
+	return ARROW_OK;
+}
+
+/*
  * Records the validity of slot b->length.  Either succeeds completely or
  * leaves the slot unrecorded.  The bitmap is created at the first null, with
  * the earlier slots marked valid.
@@ -538,17 +556,8 @@ bits_set(GrowBuf *g, int64_t index, bool bit)
 static int
 push_validity(ArrowBuilder *b, bool valid, ArrowError *err)
 {
-	if (!valid && !b->has_validity)
-	{
-		int64_t		full = b->length >> 3;
-
-		b->validity.len = 0;
-		if (bits_reserve(b, &b->validity, b->length, err) != ARROW_OK)
-			return ARROW_ERR_NOMEM;
-		memset(b->validity.data, 0xff, full);
-		b->validity.data[full] = (uint8_t) ((1u << (b->length & 7)) - 1);
-		b->has_validity = true;
-	}
+	if (!valid && !b->has_validity && validity_create(b, err) != ARROW_OK)
+		return ARROW_ERR_NOMEM;
 	if (b->has_validity)
 	{
 		if (bits_reserve(b, &b->validity, b->length, err) != ARROW_OK)
@@ -1255,17 +1264,8 @@ static int
 rows_validity(ArrowBuilder *dst, const ArrowBuilder *src, int64_t off, int64_t n,
 			  int64_t nulls, ArrowError *err)
 {
-	if (nulls > 0 && !dst->has_validity)
-	{
-		int64_t		full = dst->length >> 3;
-
-		dst->validity.len = 0;
-		if (bits_reserve(dst, &dst->validity, dst->length, err) != ARROW_OK)
-			return ARROW_ERR_NOMEM;
-		memset(dst->validity.data, 0xff, full);
-		dst->validity.data[full] = (uint8_t) ((1u << (dst->length & 7)) - 1);
-		dst->has_validity = true;
-	}
+	if (nulls > 0 && !dst->has_validity && validity_create(dst, err) != ARROW_OK)
+		return ARROW_ERR_NOMEM;
 	if (dst->has_validity && n > 0)
 	{
 		if (bits_reserve(dst, &dst->validity, dst->length + n - 1, err) != ARROW_OK)
@@ -1718,37 +1718,12 @@ arrow_builder_max_index(const ArrowBuilder *b, int64_t dict_id)
 
 		for (int64_t row = 0; row < b->length; row++)
 		{
-			const uint8_t *p = b->values.data + row * b->width;
 			int64_t		v;
 
-			if (b->has_validity && !(b->validity.data[row >> 3] & (1u << (row & 7))))
+			if (b->has_validity && !bit_get(b->validity.data, row))
 				continue;
-			switch (b->width)
-			{
-				case 1:
-					v = is_signed ? (int64_t) (int8_t) p[0] : (int64_t) p[0];
-					break;
-				case 2:
-					{
-						uint16_t	x;
-
-						memcpy(&x, p, 2);
-						v = is_signed ? (int64_t) (int16_t) x : (int64_t) x;
-						break;
-					}
-				case 4:
-					{
-						uint32_t	x;
-
-						memcpy(&x, p, 4);
-						v = is_signed ? (int64_t) (int32_t) x : (int64_t) x;
-						break;
-					}
-				default:
-					/* append_int/uint keep 64-bit indices within int64 */
-					memcpy(&v, p, 8);
-					break;
-			}
+			/* append_int/uint keep 64-bit indices within int64 */
+			v = int_value(b, row, is_signed);
 			if (v > max)
 				max = v;
 		}

@@ -27,11 +27,11 @@
  * reserve their file range with an atomic fetch-add on next_offset, write
  * the message (metadata and the builders' buffers, gathered by pwritev, so
  * the body is never copied in memory) while holding io_lock shared, then
- * record the footer Block under block_lock.  The footer lists blocks by file offset, which is the
- * order of reservation.  A failure takes io_lock exclusively (so that no
- * write is in flight), marks the writer failed and puts the file back: a
- * created file is removed, an appended file gets its old tail bytes back
- * and its old size.  Every later call then fails with the first error.
+ * record the footer Block under block_lock.  The footer lists blocks by
+ * file offset, which is the order of reservation.  A failure takes io_lock
+ * exclusively (so that no write is in flight), marks the writer failed and
+ * puts the file back: a created file is removed, an appended file gets its
+ * old tail bytes back and its old size.  Every later call then fails with the first error.
  *
  * Durability: arrow_writer_close fsyncs the file before reporting success
  * (one fsync per file, so success means the data and footer are on disk);
@@ -46,8 +46,8 @@
 #include "fb_build.h"
 
 #include <errno.h>
-#include <limits.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -156,36 +156,6 @@ io_error(ArrowError *err, const char *what, const char *path)
 	return arrow_set_error(err, ARROW_ERR_IO, "%s \"%s\": %s", what, path, msg);
 }
 
-/* Writes all of buf at offset; a short write is retried, an error reported */
-static int
-pwrite_all(int fd, const void *buf, size_t len, int64_t offset,
-		   const char *path, ArrowError *err)
-{
-	const uint8_t *p = buf;
-
-	while (len > 0)
-	{
-		ssize_t		n = pwrite(fd, p, len, (off_t) offset);
-
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0)
-		{
-			char		what[96];
-
-			if (n == 0)
-				errno = EIO;
-			snprintf(what, sizeof(what), "could not write %zu bytes at offset %lld of",
-					 len, (long long) offset);
-			return io_error(err, what, path);
-		}
-		p += n;
-		len -= (size_t) n;
-		offset += n;
-	}
-	return ARROW_OK;
-}
-
 /*
  * Writes the n pieces of iov, one after the other, at offset (pwritev, at
  * most IOV_MAX pieces per call; a short write is continued).  iov is
@@ -230,6 +200,16 @@ pwritev_all(int fd, struct iovec *iov, int n, int64_t offset,
 		}
 	}
 	return ARROW_OK;
+}
+
+/* Writes all of buf at offset; a short write is retried, an error reported */
+static int
+pwrite_all(int fd, const void *buf, size_t len, int64_t offset,
+		   const char *path, ArrowError *err)
+{
+	struct iovec iov = {(void *) buf, len};
+
+	return pwritev_all(fd, &iov, 1, offset, path, err);
 }
 
 static int

@@ -312,10 +312,7 @@ decode_numeric(ArrowBuilder *b, const PgColumn *col, const char *p,
 			text = buf;
 		}
 		if (col->numeric_mode == NUMERIC_FLOAT8)
-		{
-			double		v = strtod(text, NULL);
-			rc = arrow_append_float(b, v, &err);
-		}
+			rc = arrow_append_float(b, strtod(text, NULL), &err);
 		else
 			rc = arrow_append_bytes(b, text, strlen(text), &err);
 		if (buf != small)
