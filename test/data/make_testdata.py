@@ -29,6 +29,8 @@ import os
 import shutil
 import struct
 import sys
+import tempfile
+import time
 
 import pyarrow as pa
 
@@ -200,10 +202,12 @@ def write_stats_types(path):
 
 
 def main():
-    out = sys.argv[1] if len(sys.argv) > 1 else "/tmp/pg_warp_testdata"
-    if os.path.isdir(out):
-        shutil.rmtree(out)
-    os.makedirs(out)
+    final = sys.argv[1] if len(sys.argv) > 1 else "/tmp/pg_warp_testdata"
+    # Written into a new directory beside FINAL, then FINAL (a symbolic link) is
+    # switched to it in one rename, so a test run reading the data while another
+    # run writes it never sees a half-written set.
+    out = tempfile.mkdtemp(prefix=os.path.basename(final) + ".",
+                           dir=os.path.dirname(os.path.abspath(final)))
     p = lambda *a: os.path.join(out, *a)
 
     t = types_table()
@@ -292,7 +296,24 @@ def main():
         for fn in filenames:
             os.chmod(os.path.join(dirpath, fn), 0o644)
     os.chmod(p("noperm.arrow"), 0o600)
-    print("Arrow test data in %s" % out)
+    publish(out, final)
+    print("Arrow test data in %s" % final)
+
+
+def publish(out, final):
+    """Points the link FINAL at OUT atomically; removes sets older than an hour."""
+    if os.path.isdir(final) and not os.path.islink(final):
+        shutil.rmtree(final)            # a directory left by an older version
+    link = out + ".link"
+    os.symlink(out, link)
+    os.replace(link, final)
+    prefix = os.path.basename(final) + "."
+    parent = os.path.dirname(out)
+    for name in os.listdir(parent):
+        old = os.path.join(parent, name)
+        if (name.startswith(prefix) and old != out and not name.endswith(".link")
+                and os.path.isdir(old) and time.time() - os.path.getmtime(old) > 3600):
+            shutil.rmtree(old, ignore_errors=True)
 
 
 if __name__ == "__main__":
