@@ -1,9 +1,11 @@
 #!/bin/sh
-# Fuzzes the Arrow reader (test/fuzz/fuzz_reader.c) with libFuzzer for the
-# given number of seconds (default 60), one job, starting from the seed corpus
-# in test/fuzz/corpus.  Everything it writes stays in test/fuzz/work (ignored
-# by git): the binary, the growing corpus, the log and any crash inputs.
-# Not part of CI.
+# Fuzzes the Arrow reader (test/fuzz/fuzz_reader.c) with libFuzzer under
+# AddressSanitizer and UndefinedBehaviorSanitizer: first replays every input of
+# the seed corpus in test/fuzz/corpus one by one, then fuzzes for the given
+# number of seconds (default 60; 0 replays only), one job, starting from that
+# corpus.  Everything it writes stays in test/fuzz/work (ignored by git): the
+# binary, the growing corpus, the log and any crash inputs.  scripts/test.sh
+# (CI) runs it for 60 seconds.
 #
 #   scripts/fuzz.sh [SECONDS]
 #
@@ -13,13 +15,23 @@ set -eu
 SECONDS_TO_RUN=${1:-60}
 TOP=$(cd "$(dirname "$0")/.." && pwd)
 WORK=$TOP/test/fuzz/work
-CC=${FUZZ_CC:-clang}
+CC=${FUZZ_CC:-$(command -v clang || command -v clang-14)}
 
 mkdir -p "$WORK/corpus" "$WORK/artifacts"
 "$CC" -std=gnu11 -g -O1 -D_GNU_SOURCE \
 	-fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
 	-I"$TOP/src/arrow" -o "$WORK/fuzz_reader" \
 	"$TOP/test/fuzz/fuzz_reader.c" "$TOP"/src/arrow/*.c -llz4 -lzstd -lm
+
+# the seed corpus, each input once (a crash stops here with the input named)
+n_seeds=$(find "$TOP/test/fuzz/corpus" -type f | wc -l)
+if ! "$WORK/fuzz_reader" -runs=1 "$TOP"/test/fuzz/corpus/* >"$WORK/replay.log" 2>&1; then
+	tail -n 30 "$WORK/replay.log"
+	echo "replay of the seed corpus failed"
+	exit 1
+fi
+echo "replayed $n_seeds seed inputs: no crash"
+[ "$SECONDS_TO_RUN" -gt 0 ] || exit 0
 
 # -jobs=1 runs one worker (logging to fuzz-0.log) and leaves the other cores
 # to the rest of the machine.

@@ -131,6 +131,7 @@ for p in "$stage$pgbin"/*; do
 done
 install -m 755 scripts/bundle/run-tests.sh "$stage/run-tests.sh"
 install -m 644 scripts/bundle/README "$stage/README"
+install -m 644 LICENSE "$stage/LICENSE"
 mkdir -p "$stage/test" "$stage/scripts"
 for d in sql expected input output data python; do
     [ -d "$build/test/$d" ] && cp -a "$build/test/$d" "$stage/test/"

@@ -5,11 +5,12 @@
 # On a fresh Debian 12 machine, as root: installs what it needs (setup-deps.sh),
 # builds with assertions, installs into the system PostgreSQL 15, starts a
 # throwaway cluster (cluster.sh) with shared_preload_libraries = 'pg_warp', runs
-# the pg_regress suites (make installcheck), the C unit tests (test/c), the pytest
-# suites (test/python), and stops the cluster.
+# the pg_regress suites (make installcheck), the C unit tests (test/c), the fuzzer
+# (scripts/fuzz.sh), the pytest suites (test/python), and stops the cluster.
 #
 # Environment: PGPORT (default: a free port) for the cluster; PG_WARP_SKIP_DEPS=1 skips
-# setup-deps.sh; PYTEST_ARGS passes extra arguments to pytest (e.g. "-k fdw").
+# setup-deps.sh; PYTEST_ARGS passes extra arguments to pytest (e.g. "-k fdw");
+# PG_WARP_FUZZ_SECONDS (default 60) how long to fuzz the reader (0: replay the corpus only).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD
@@ -43,7 +44,7 @@ fi
 
 echo "== build (assertions on) and install"
 make clean >/dev/null 2>&1
-if ! { make -j2 ASSERT=1 >"$work/build.log" 2>&1 && make install >>"$work/build.log" 2>&1; }; then
+if ! { make -j2 ASSERT=1 WERROR=1 >"$work/build.log" 2>&1 && make install >>"$work/build.log" 2>&1; }; then
     tail -40 "$work/build.log"
     note_fail "build"
     finish
@@ -89,6 +90,14 @@ if make -C test/c >"$work/ctest-build.log" 2>&1; then
     done
 else
     tail -30 "$work/ctest-build.log"; note_fail "C unit test build"
+fi
+
+echo "== fuzzing the Arrow reader (seed corpus replayed, then ${PG_WARP_FUZZ_SECONDS:-60} s; ASan + UBSan)"
+if scripts/fuzz.sh "${PG_WARP_FUZZ_SECONDS:-60}" >"$work/fuzz.log" 2>&1; then
+    cat "$work/fuzz.log"
+    passed=$((passed + 1))
+else
+    tail -30 "$work/fuzz.log"; note_fail "fuzz (scripts/fuzz.sh)"
 fi
 
 echo "== pytest (test/python)"
