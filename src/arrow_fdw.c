@@ -20,8 +20,14 @@
  * that cannot hold a field is an error before any row is read.  Values are
  * converted exactly or not at all (arrow_datum.c).
  *
- * Files are opened and their metadata read at planning; the executor checks
- * that size and modification time are unchanged before reading.
+ * Files are opened and their metadata read at planning; the plan records
+ * each file's identity (device, inode, size, modification time).  Every
+ * process of a scan (leader and parallel workers) checks that the file it
+ * opens has that identity, and every later reopen of the file checks it
+ * again (arrow_pg.c), so a scan reads exactly the files it planned with or
+ * fails with "file changed during scan": never a mix of two files.  Only
+ * regular files are read; a FIFO, socket or device is refused without being
+ * opened (it could block the backend).
  *
  *-------------------------------------------------------------------------
  */
@@ -139,7 +145,8 @@ enum
 	FdwPrivSizes,				/* List of String: int64 size at planning */
 	FdwPrivMtimes,				/* List of String: int64 mtime (ns) */
 	FdwPrivBytes,				/* List of String: planned bytes to read */
-	FdwPrivReferenced			/* List of Integer: attnos */
+	FdwPrivReferenced,			/* List of Integer: attnos */
+	FdwPrivIdents				/* List of String: "device:inode" at planning */
 };
 
 /* shared state of a parallel scan */
@@ -353,6 +360,8 @@ arrow_fdw_validator(PG_FUNCTION_ARGS)
 			check_absolute(def->defname, val);
 			if (def->defname[0] == 'd')
 				has_dir = true;
+			else
+				arrow_pg_check_regular(val);
 		}
 		else if (strcmp(def->defname, "files") == 0)
 		{
@@ -365,7 +374,10 @@ arrow_fdw_validator(PG_FUNCTION_ARGS)
 						(errcode(ERRCODE_FDW_INVALID_ATTRIBUTE_VALUE),
 						 errmsg("option \"files\" names no file")));
 			foreach(lc2, l)
+			{
 				check_absolute("files", lfirst(lc2));
+				arrow_pg_check_regular(lfirst(lc2));
+			}
 		}
 		else if (strcmp(def->defname, "suffix") == 0 ||
 				 strcmp(def->defname, "pattern") == 0)
@@ -412,6 +424,31 @@ arrow_fdw_validator(PG_FUNCTION_ARGS)
 	PG_RETURN_VOID();
 }
 
+/*
+ * Whether a directory entry is a file that pg2arrow is writing or uses to
+ * recover: "FILE.pg2arrow-PID.tmp" or "FILE.pg2arrow-journal".
+ */
+static bool
+is_pg2arrow_work_file(const char *name)
+{
+	const char *p = strstr(name, ".pg2arrow-");
+
+	while (p != NULL)
+	{
+		const char *rest = p + strlen(".pg2arrow-");
+		const char *q = rest;
+
+		if (strcmp(rest, "journal") == 0)
+			return true;
+		while (*q >= '0' && *q <= '9')
+			q++;
+		if (q > rest && strcmp(q, ".tmp") == 0)
+			return true;
+		p = strstr(p + 1, ".pg2arrow-");
+	}
+	return false;
+}
+
 static int
 cmp_cstring(const ListCell *a, const ListCell *b)
 {
@@ -421,8 +458,9 @@ cmp_cstring(const ListCell *a, const ListCell *b)
 /*
  * The files that 'options' (of a table, or of IMPORT FOREIGN SCHEMA) name, in
  * order: as listed for "file"/"files", sorted by name for "dir" (regular
- * files whose names do not start with a dot, filtered by "suffix" or
- * "pattern").  *parallel_workers gets the option's value or -1.
+ * files whose names do not start with a dot and are not pg2arrow's work
+ * files, filtered by "suffix" or "pattern"; FIFOs, sockets, devices and
+ * directories are left out).  *parallel_workers gets the option's value or -1.
  */
 static List *
 options_file_list(List *options, int *parallel_workers)
@@ -490,9 +528,11 @@ options_file_list(List *options, int *parallel_workers)
 				continue;
 			if (pattern && fnmatch(pattern, de->d_name, 0) != 0)
 				continue;
-			path = psprintf("%s/%s", dir, de->d_name);
-			if (stat(path, &st) == 0 && !S_ISREG(st.st_mode))
+			if (is_pg2arrow_work_file(de->d_name))
 				continue;
+			path = psprintf("%s/%s", dir, de->d_name);
+			if (stat(path, &st) != 0 || !S_ISREG(st.st_mode))
+				continue;		/* gone, or a FIFO, socket, device, directory */
 			files = lappend(files, path);
 		}
 		FreeDir(d);
@@ -850,7 +890,8 @@ arrowGetForeignPlan(PlannerInfo *root, RelOptInfo *baserel,
 	List	   *files = NIL,
 			   *sizes = NIL,
 			   *mtimes = NIL,
-			   *bytes = NIL;
+			   *bytes = NIL,
+			   *idents = NIL;
 
 	for (int f = 0; f < ps->table->n_files; f++)
 	{
@@ -860,12 +901,16 @@ arrowGetForeignPlan(PlannerInfo *root, RelOptInfo *baserel,
 		sizes = lappend(sizes, int64_string(file->src->size));
 		mtimes = lappend(mtimes, int64_string(file->src->mtime_ns));
 		bytes = lappend(bytes, int64_string(ps->file_bytes[f]));
+		idents = lappend(idents,
+						 makeString(psprintf(INT64_FORMAT ":" INT64_FORMAT,
+											 file->src->dev, file->src->ino)));
 	}
 	scan_clauses = extract_actual_clauses(scan_clauses, false);
 	/* the statistics conditions go to fdw_exprs, where setrefs fixes Vars */
 	return make_foreignscan(tlist, scan_clauses, baserel->relid,
 							ps->stat_clauses,
-							list_make5(files, sizes, mtimes, bytes, ps->referenced),
+							lappend(list_make5(files, sizes, mtimes, bytes,
+											   ps->referenced), idents),
 							NIL, NIL, outer_plan);
 }
 
@@ -971,6 +1016,7 @@ arrowBeginForeignScan(ForeignScanState *node, int eflags)
 	List	   *sizes = list_nth(priv, FdwPrivSizes);
 	List	   *mtimes = list_nth(priv, FdwPrivMtimes);
 	List	   *referenced = list_nth(priv, FdwPrivReferenced);
+	List	   *idents = list_nth(priv, FdwPrivIdents);
 	List	   *paths = NIL;
 	ArrowFdwScanState *st;
 	ListCell   *lc;
@@ -983,28 +1029,26 @@ arrowBeginForeignScan(ForeignScanState *node, int eflags)
 	node->fdw_state = st;
 	st->cur_file = -1;
 
-	/* the files must be those that were planned */
-	for (i = 0; i < list_length(files); i++)
-	{
-		const char *path = strVal(list_nth(files, i));
-		struct stat sb;
-		int64		mtime;
-
-		if (stat(path, &sb) != 0)
-			arrow_pg_report_errno(errno, path);
-		mtime = (int64) sb.st_mtim.tv_sec * 1000000000 + sb.st_mtim.tv_nsec;
-		if (sb.st_size != strtoi64(strVal(list_nth(sizes, i)), NULL, 10) ||
-			mtime != strtoi64(strVal(list_nth(mtimes, i)), NULL, 10))
-			ereport(ERROR,
-					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-					 errmsg("Arrow file \"%s\" changed after the query was planned", path),
-					 errdetail("Its size or modification time differs from when the plan was made."),
-					 errhint("Run the query again; a prepared statement must be prepared again.")));
-		paths = lappend(paths, (char *) path);
-	}
+	/* the files must be those that were planned: check what is opened */
+	foreach(lc, files)
+		paths = lappend(paths, strVal(lfirst(lc)));
 	st->table = arrow_table_open(node->ss.ss_currentRelation, paths);
 	if (st->table->n_files != list_length(files))
 		elog(ERROR, "arrow_fdw: file list changed");
+	for (i = 0; i < st->table->n_files; i++)
+	{
+		const ArrowPgSource *src = st->table->files[i].src;
+		char	   *ident = psprintf(INT64_FORMAT ":" INT64_FORMAT, src->dev, src->ino);
+
+		if (src->size != strtoi64(strVal(list_nth(sizes, i)), NULL, 10) ||
+			src->mtime_ns != strtoi64(strVal(list_nth(mtimes, i)), NULL, 10) ||
+			strcmp(ident, strVal(list_nth(idents, i))) != 0)
+			ereport(ERROR,
+					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+					 errmsg("file \"%s\" changed during scan", src->path),
+					 errdetail("The Arrow file changed after the query was planned: its device, inode, size or modification time differs."),
+					 errhint("Run the query again; a prepared statement must be prepared again.")));
+	}
 
 	/* the fields to load */
 	st->want = palloc0(sizeof(bool) * Max(n_fields_of(st->table), 1));
