@@ -41,6 +41,7 @@
 #include "access/sysattr.h"
 #include "access/xact.h"
 #include "access/table.h"
+#include "catalog/heap.h"
 #include "catalog/namespace.h"
 #include "catalog/pg_authid.h"
 #include "catalog/pg_foreign_table.h"
@@ -71,6 +72,7 @@
 #include "utils/fmgroids.h"
 #include "utils/guc.h"
 #include "utils/lsyscache.h"
+#include "mb/pg_wchar.h"
 #include "utils/memutils.h"
 #include "utils/rel.h"
 #include "utils/resowner.h"
@@ -398,13 +400,6 @@ arrow_fdw_validator(PG_FUNCTION_ARGS)
 						 errmsg("invalid value for option \"parallel_workers\": \"%s\"", val),
 						 errhint("Use an integer between 0 and 1024.")));
 		}
-		else if (strcmp(def->defname, "field") == 0)
-		{
-			if (val[0] == '\0')
-				ereport(ERROR,
-						(errcode(ERRCODE_FDW_INVALID_ATTRIBUTE_VALUE),
-						 errmsg("option \"field\" must not be empty")));
-		}
 	}
 	if (catalog == ForeignTableRelationId)
 	{
@@ -558,13 +553,30 @@ column_field_name(Oid relid, AttrNumber attno, const char *attname)
 	return pstrdup(attname);
 }
 
+/*
+ * The top-level field named 'name': its index, -1 when there is none, and
+ * an error when several fields have that name (valid Arrow, but a column
+ * could map to either).
+ */
 static int
-find_field(const ArrowSchema *schema, const char *name)
+find_field(const ArrowSchema *schema, const char *name, const char *path)
 {
+	int			found = -1;
+
 	for (int i = 0; i < schema->n_fields; i++)
-		if (strcmp(schema->fields[i].name, name) == 0)
-			return i;
-	return -1;
+	{
+		if (strcmp(schema->fields[i].name, name) != 0)
+			continue;
+		if (found >= 0)
+			ereport(ERROR,
+					(errcode(ERRCODE_FDW_INCONSISTENT_DESCRIPTOR_INFORMATION),
+					 errmsg("Arrow file \"%s\" has more than one field named \"%s\"",
+							path, name),
+					 errdetail("Fields %d and %d have that name.", found + 1, i + 1),
+					 errhint("Rewrite the file with unique field names, or leave the field out of the foreign table.")));
+		found = i;
+	}
+	return found;
 }
 
 /*
@@ -656,7 +668,7 @@ arrow_table_open(Relation rel, List *paths)
 		if (att->attisdropped)
 			continue;
 		name = column_field_name(t->relid, att->attnum, NameStr(att->attname));
-		fi = find_field(schema, name);
+		fi = find_field(schema, name, t->files[0].path);
 		if (fi < 0)
 			ereport(ERROR,
 					(errcode(ERRCODE_FDW_COLUMN_NAME_NOT_FOUND),
@@ -1558,21 +1570,42 @@ arrowAnalyzeForeignTable(Relation relation, AcquireSampleRowsFunc *func,
  * ----------------------------------------------------------------
  */
 
+/* while restore_pg_type parses: the first message below ERROR, kept back */
+static char *pg_type_message = NULL;
+static emit_log_hook_type pg_type_prev_hook = NULL;
+
+static void
+pg_type_log_hook(ErrorData *edata)
+{
+	if (edata->elevel < ERROR)
+	{
+		if (pg_type_message == NULL && edata->message != NULL)
+			pg_type_message = MemoryContextStrdup(TopTransactionContext,
+												  edata->message);
+		edata->output_to_client = false;
+		edata->output_to_server = false;
+		return;
+	}
+	if (pg_type_prev_hook)
+		pg_type_prev_hook(edata);
+}
+
 /*
- * The type recorded by pg2arrow in the field's "pg_type" metadata, when it
- * exists here and can hold the field; else InvalidOid.  A malformed name is
- * ignored (parsed in a subtransaction).
+ * Parses a pg_type metadata string in a subtransaction; returns the type or
+ * InvalidOid with *problem set (the error or warning that parsing raised,
+ * which is not shown).
  */
 static Oid
-restore_pg_type(const ArrowField *f, int32 *typmod)
+parse_pg_type(const char *name, int32 *typmod, char **problem)
 {
-	const char *name = arrow_metadata_get(&f->metadata, "pg_type");
 	Oid			typid = InvalidOid;
 	MemoryContext cxt = CurrentMemoryContext;
 	ResourceOwner owner = CurrentResourceOwner;
 
-	if (name == NULL || *name == '\0')
-		return InvalidOid;
+	*problem = NULL;
+	pg_type_message = NULL;
+	pg_type_prev_hook = emit_log_hook;
+	emit_log_hook = pg_type_log_hook;
 	BeginInternalSubTransaction(NULL);
 	MemoryContextSwitchTo(cxt);
 	PG_TRY();
@@ -1582,23 +1615,120 @@ restore_pg_type(const ArrowField *f, int32 *typmod)
 	}
 	PG_CATCH();
 	{
+		ErrorData  *edata;
+
+		emit_log_hook = pg_type_prev_hook;
 		MemoryContextSwitchTo(cxt);
+		edata = CopyErrorData();
 		FlushErrorState();
 		RollbackAndReleaseCurrentSubTransaction();
+		*problem = edata->message;
 		typid = InvalidOid;
 	}
 	PG_END_TRY();
+	emit_log_hook = pg_type_prev_hook;
 	MemoryContextSwitchTo(cxt);
 	CurrentResourceOwner = owner;
+	if (*problem == NULL && pg_type_message != NULL)
+	{
+		*problem = pstrdup(pg_type_message);
+		typid = InvalidOid;
+	}
+	else if (*problem == NULL && !OidIsValid(typid))
+		*problem = psprintf("type \"%s\" does not exist", name);
+	pg_type_message = NULL;
+	return typid;
+}
+
+/*
+ * The type recorded by pg2arrow in the field's "pg_type" metadata, when it
+ * exists here and can hold the field; else InvalidOid, with one NOTICE that
+ * names the field and says why (the default mapping is used then).
+ */
+static Oid
+restore_pg_type(const ArrowField *f, int32 *typmod)
+{
+	const char *name = arrow_metadata_get(&f->metadata, "pg_type");
+	Oid			typid;
+	char	   *problem = NULL;
+
+	if (name == NULL || *name == '\0')
+		return InvalidOid;
+	typid = parse_pg_type(name, typmod, &problem);
 	if (OidIsValid(typid))
 	{
 		ArrowConv	c;
-		char	   *why;
 
-		if (!arrow_conv_init(&c, f, typid, *typmod, &why))
+		if (!arrow_conv_init(&c, f, typid, *typmod, &problem))
 			typid = InvalidOid;
 	}
+	if (!OidIsValid(typid))
+	{
+		*typmod = -1;
+		ereport(NOTICE,
+				(errmsg("Arrow field \"%s\": pg_type metadata \"%s\" is not used",
+						f->name, name),
+				 errdetail("%s.", problem),
+				 errhint("The column gets the default type of the field.")));
+	}
 	return typid;
+}
+
+/* whether 'name' is used by a system column of a table */
+static bool
+is_system_column_name(const char *name)
+{
+	return SystemAttributeByName(name) != NULL;
+}
+
+/* whether a field's name can be its column's name unchanged */
+static bool
+usable_column_name(const char *name)
+{
+	return name[0] != '\0' && strlen(name) < NAMEDATALEN &&
+		!is_system_column_name(name);
+}
+
+/*
+ * A column name for field i (0-based) named 'name', which is not usable as
+ * it is: "field_N" (N = i + 1) for an empty name, else the name cut at
+ * NAMEDATALEN - 1 bytes (on a character boundary); then "_K" (K = 1, 2, ...)
+ * appended while the name is in 'used' (the usable field names and the names
+ * given so far) or is a system column's.  The result is added to 'used'.
+ */
+static char *
+import_column_name(const char *name, int i, List **used)
+{
+	char	   *base;
+	char	   *cand;
+	char		suffix[16];
+	int			len;
+	ListCell   *lc;
+
+	if (name[0] == '\0')
+		base = psprintf("field_%d", i + 1);
+	else
+	{
+		len = pg_mbcliplen(name, strlen(name), NAMEDATALEN - 1);
+		base = pnstrdup(name, len);
+	}
+	cand = base;
+	for (int k = 1;; k++)
+	{
+		bool		taken = is_system_column_name(cand);
+
+		foreach(lc, *used)
+			if (!taken && strcmp(lfirst(lc), cand) == 0)
+				taken = true;
+		if (!taken)
+			break;
+		snprintf(suffix, sizeof(suffix), "_%d", k);
+		len = pg_mbcliplen(base, strlen(base),
+						   NAMEDATALEN - 1 - (int) strlen(suffix));
+		cand = psprintf("%.*s%s", len, base, suffix);
+	}
+	*used = lappend(*used, cand);
+	return cand;
 }
 
 static char *
@@ -1608,7 +1738,12 @@ import_table_sql(const char *schema, const char *table, const char *server,
 	StringInfoData buf;
 	ListCell   *lc;
 	bool		first = true;
+	List	   *used = NIL;
 
+	/* fields that keep their names come first: generated names avoid them */
+	for (int i = 0; i < as->n_fields; i++)
+		if (usable_column_name(as->fields[i].name))
+			used = lappend(used, as->fields[i].name);
 	initStringInfo(&buf);
 	appendStringInfo(&buf, "CREATE FOREIGN TABLE %s (",
 					 quote_qualified_identifier(schema, table));
@@ -1618,7 +1753,9 @@ import_table_sql(const char *schema, const char *table, const char *server,
 		Oid			typid;
 		int32		typmod = -1;
 		char	   *why = NULL;
-		char		colname[NAMEDATALEN];
+		char	   *colname;
+
+		(void) find_field(as, f->name, first_path);	/* refuses duplicates */
 
 		typid = restore_pg_type(f, &typmod);
 		if (!OidIsValid(typid) && !arrow_default_type(f, &typid, &typmod, &why))
@@ -1629,10 +1766,19 @@ import_table_sql(const char *schema, const char *table, const char *server,
 					 f->type.id == ARROW_TYPE_STRUCT
 					 ? errhint("Create a composite type with attributes named like the struct's fields, then create the foreign table yourself.")
 					 : errhint("Leave the field out: create the foreign table yourself.")));
-		if (f->name[0] == '\0')
-			snprintf(colname, sizeof(colname), "field_%d", i + 1);
+		if (usable_column_name(f->name))
+			colname = f->name;
 		else
-			strlcpy(colname, f->name, sizeof(colname));
+		{
+			colname = import_column_name(f->name, i, &used);
+			ereport(NOTICE,
+					(errmsg("Arrow field \"%s\" of file \"%s\" becomes column \"%s\"",
+							f->name, first_path, colname),
+					 errdetail("The field's name is %s; the column option \"field\" keeps it.",
+							   f->name[0] == '\0' ? "empty" :
+							   strlen(f->name) >= NAMEDATALEN ? "too long for a column name" :
+							   "that of a system column")));
+		}
 		appendStringInfo(&buf, "%s\n  %s %s", i ? "," : "", quote_identifier(colname),
 						 format_type_extended(typid, typmod,
 											  FORMAT_TYPE_TYPEMOD_GIVEN | FORMAT_TYPE_FORCE_QUALIFY));
