@@ -1163,7 +1163,8 @@ arrow_conv_stat(const ArrowConv *c, const char *s, Datum *out)
 	char	   *end;
 
 	memset(&r, 0, sizeof(r));
-	if (s == NULL || *s == '\0' || c->has_dictionary || c->domain_type)
+	/* a domain's statistics are values of its base type, c->typid */
+	if (s == NULL || *s == '\0' || c->has_dictionary)
 		return false;
 	errno = 0;
 	switch (c->arrow_id)

@@ -135,6 +135,11 @@ def test_domains_round_trip_equal_heap(tmpd):
     plan = q("SET parallel_setup_cost = 0; SET parallel_tuple_cost = 0; SET min_parallel_table_scan_size = 0;"
              " SET max_parallel_workers_per_gather = 2; EXPLAIN (COSTS OFF) SELECT sum(n) FROM fdwhi.src")
     assert "Parallel Foreign Scan" in plan, plan
+    # statistics of domain columns skip batches (compared as the base type)
+    plan = q("EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY OFF) SELECT * FROM fdwhi.src"
+             " WHERE i BETWEEN 100 AND 300 AND d < '2001-10-01'")
+    skipped = [int(line.split(":")[1]) for line in plan.splitlines() if "Batches Skipped" in line]
+    assert skipped and skipped[0] > 0 and "Stats Conditions: ((i)::integer >= 100)" in plan, plan
     psql("ANALYZE fdwhi.src")
     assert q("SELECT count(*) FROM pg_stats WHERE schemaname = 'fdwhi' AND tablename = 'src'") == "8"
 
