@@ -5,17 +5,27 @@
  */
 \echo Use "CREATE EXTENSION pg_warp" to load this file. \quit
 
+-- Privileges (doc/arrow_fdw.md, "Privileges"): every role may use the schema
+-- and call the harmless functions (version, preloaded, gpu_devices, which
+-- read no files and change nothing).  gpu_selftest stays revoked from
+-- PUBLIC.  Nothing here reads files: arrow_fdw checks, when a table names
+-- files, that its owner may read server files (superuser or
+-- pg_read_server_files), like file_fdw.
+GRANT USAGE ON SCHEMA pgwarp TO PUBLIC;
+
 CREATE FUNCTION pgwarp.version()
 RETURNS text
 AS 'MODULE_PATHNAME', 'pg_warp_version'
 LANGUAGE C STRICT IMMUTABLE PARALLEL SAFE;
 COMMENT ON FUNCTION pgwarp.version() IS 'version of the loaded pg_warp library';
+GRANT EXECUTE ON FUNCTION pgwarp.version() TO PUBLIC;
 
 CREATE FUNCTION pgwarp.preloaded()
 RETURNS bool
 AS 'MODULE_PATHNAME', 'pg_warp_preloaded_fn'
 LANGUAGE C STRICT STABLE PARALLEL SAFE;
 COMMENT ON FUNCTION pgwarp.preloaded() IS 'whether pg_warp was loaded by shared_preload_libraries';
+GRANT EXECUTE ON FUNCTION pgwarp.preloaded() TO PUBLIC;
 
 CREATE FUNCTION pgwarp.gpu_devices(
     OUT device_index int,
@@ -28,6 +38,7 @@ RETURNS SETOF record
 AS 'MODULE_PATHNAME', 'pg_warp_gpu_devices'
 LANGUAGE C STRICT VOLATILE PARALLEL RESTRICTED ROWS 8;
 COMMENT ON FUNCTION pgwarp.gpu_devices() IS 'the GPUs that the CUDA driver reports (no rows without a GPU)';
+GRANT EXECUTE ON FUNCTION pgwarp.gpu_devices() TO PUBLIC;
 
 -- The self-test creates a CUDA context in the calling backend (hundreds of
 -- MB of GPU memory while it runs): superusers only, unless granted.

@@ -381,6 +381,8 @@ arrow_conv_init_internal(ArrowConv *c, const ArrowField *f, Oid typid,
 	base = getBaseTypeAndTypmod(typid, &basemod);
 	if (base != typid)
 	{
+		/* domain_check caches its state here: not in a per-row context */
+		c->domain_cxt = CurrentMemoryContext;
 		c->domain_type = typid;
 		typid = base;
 		typmod = basemod;
@@ -1025,6 +1027,21 @@ int_range:
 }
 
 /*
+ * Applies the constraints of c's domain (if any) to a converted value and
+ * returns it; ereports PostgreSQL's own errors (23502, 23514).  The cache of
+ * domain_check lives in c->domain_cxt, as long as c: the caller's current
+ * context is often reset for every row.
+ */
+static Datum
+check_domain(const ArrowConv *c, Datum d, bool isnull)
+{
+	if (OidIsValid(c->domain_type))
+		domain_check(d, isnull, c->domain_type,
+					 (void **) &((ArrowConv *) c)->domain_extra, c->domain_cxt);
+	return d;
+}
+
+/*
  * Value at 'row' of array a (a column of a loaded batch, or a child) as a
  * Datum of the column's type; *isnull set.  Errors name the value; the
  * caller's error context names the file, batch, row and column.
@@ -1041,10 +1058,7 @@ arrow_conv_value(const ArrowConv *c, const ArrowArray *a, int64 row,
 	if (c->kind == TK_NULL || arrow_array_is_null(a, row))
 	{
 		*isnull = true;
-		if (c->domain_type)
-			domain_check((Datum) 0, true, c->domain_type,
-						 (void **) &c->domain_extra, CurrentMemoryContext);
-		return (Datum) 0;
+		return check_domain(c, (Datum) 0, true);
 	}
 	if (a->dictionary != NULL)
 	{
@@ -1057,7 +1071,7 @@ arrow_conv_value(const ArrowConv *c, const ArrowArray *a, int64 row,
 		if (arrow_array_is_null(a, row))
 		{
 			*isnull = true;
-			return (Datum) 0;
+			return check_domain(c, (Datum) 0, true);
 		}
 	}
 	*isnull = false;
@@ -1132,10 +1146,7 @@ arrow_conv_value(const ArrowConv *c, const ArrowArray *a, int64 row,
 		raw_to_datum(c, &r, &d, false);
 	}
 
-	if (c->domain_type)
-		domain_check(d, false, c->domain_type, (void **) &c->domain_extra,
-					 CurrentMemoryContext);
-	return d;
+	return check_domain(c, d, false);
 }
 
 /*
@@ -1152,7 +1163,8 @@ arrow_conv_stat(const ArrowConv *c, const char *s, Datum *out)
 	char	   *end;
 
 	memset(&r, 0, sizeof(r));
-	if (s == NULL || *s == '\0' || c->has_dictionary || c->domain_type)
+	/* a domain's statistics are values of its base type, c->typid */
+	if (s == NULL || *s == '\0' || c->has_dictionary)
 		return false;
 	errno = 0;
 	switch (c->arrow_id)

@@ -20,8 +20,14 @@
  * that cannot hold a field is an error before any row is read.  Values are
  * converted exactly or not at all (arrow_datum.c).
  *
- * Files are opened and their metadata read at planning; the executor checks
- * that size and modification time are unchanged before reading.
+ * Files are opened and their metadata read at planning; the plan records
+ * each file's identity (device, inode, size, modification time).  Every
+ * process of a scan (leader and parallel workers) checks that the file it
+ * opens has that identity, and every later reopen of the file checks it
+ * again (arrow_pg.c), so a scan reads exactly the files it planned with or
+ * fails with "file changed during scan": never a mix of two files.  Only
+ * regular files are read; a FIFO, socket or device is refused without being
+ * opened (it could block the backend).
  *
  *-------------------------------------------------------------------------
  */
@@ -35,6 +41,7 @@
 #include "access/sysattr.h"
 #include "access/xact.h"
 #include "access/table.h"
+#include "catalog/heap.h"
 #include "catalog/namespace.h"
 #include "catalog/pg_authid.h"
 #include "catalog/pg_foreign_table.h"
@@ -65,6 +72,7 @@
 #include "utils/fmgroids.h"
 #include "utils/guc.h"
 #include "utils/lsyscache.h"
+#include "mb/pg_wchar.h"
 #include "utils/memutils.h"
 #include "utils/rel.h"
 #include "utils/resowner.h"
@@ -139,7 +147,8 @@ enum
 	FdwPrivSizes,				/* List of String: int64 size at planning */
 	FdwPrivMtimes,				/* List of String: int64 mtime (ns) */
 	FdwPrivBytes,				/* List of String: planned bytes to read */
-	FdwPrivReferenced			/* List of Integer: attnos */
+	FdwPrivReferenced,			/* List of Integer: attnos */
+	FdwPrivIdents				/* List of String: "device:inode" at planning */
 };
 
 /* shared state of a parallel scan */
@@ -353,6 +362,8 @@ arrow_fdw_validator(PG_FUNCTION_ARGS)
 			check_absolute(def->defname, val);
 			if (def->defname[0] == 'd')
 				has_dir = true;
+			else
+				arrow_pg_check_regular(val);
 		}
 		else if (strcmp(def->defname, "files") == 0)
 		{
@@ -365,7 +376,10 @@ arrow_fdw_validator(PG_FUNCTION_ARGS)
 						(errcode(ERRCODE_FDW_INVALID_ATTRIBUTE_VALUE),
 						 errmsg("option \"files\" names no file")));
 			foreach(lc2, l)
+			{
 				check_absolute("files", lfirst(lc2));
+				arrow_pg_check_regular(lfirst(lc2));
+			}
 		}
 		else if (strcmp(def->defname, "suffix") == 0 ||
 				 strcmp(def->defname, "pattern") == 0)
@@ -386,13 +400,6 @@ arrow_fdw_validator(PG_FUNCTION_ARGS)
 						 errmsg("invalid value for option \"parallel_workers\": \"%s\"", val),
 						 errhint("Use an integer between 0 and 1024.")));
 		}
-		else if (strcmp(def->defname, "field") == 0)
-		{
-			if (val[0] == '\0')
-				ereport(ERROR,
-						(errcode(ERRCODE_FDW_INVALID_ATTRIBUTE_VALUE),
-						 errmsg("option \"field\" must not be empty")));
-		}
 	}
 	if (catalog == ForeignTableRelationId)
 	{
@@ -412,6 +419,31 @@ arrow_fdw_validator(PG_FUNCTION_ARGS)
 	PG_RETURN_VOID();
 }
 
+/*
+ * Whether a directory entry is a file that pg2arrow is writing or uses to
+ * recover: "FILE.pg2arrow-PID.tmp" or "FILE.pg2arrow-journal".
+ */
+static bool
+is_pg2arrow_work_file(const char *name)
+{
+	const char *p = strstr(name, ".pg2arrow-");
+
+	while (p != NULL)
+	{
+		const char *rest = p + strlen(".pg2arrow-");
+		const char *q = rest;
+
+		if (strcmp(rest, "journal") == 0)
+			return true;
+		while (*q >= '0' && *q <= '9')
+			q++;
+		if (q > rest && strcmp(q, ".tmp") == 0)
+			return true;
+		p = strstr(p + 1, ".pg2arrow-");
+	}
+	return false;
+}
+
 static int
 cmp_cstring(const ListCell *a, const ListCell *b)
 {
@@ -421,8 +453,9 @@ cmp_cstring(const ListCell *a, const ListCell *b)
 /*
  * The files that 'options' (of a table, or of IMPORT FOREIGN SCHEMA) name, in
  * order: as listed for "file"/"files", sorted by name for "dir" (regular
- * files whose names do not start with a dot, filtered by "suffix" or
- * "pattern").  *parallel_workers gets the option's value or -1.
+ * files whose names do not start with a dot and are not pg2arrow's work
+ * files, filtered by "suffix" or "pattern"; FIFOs, sockets, devices and
+ * directories are left out).  *parallel_workers gets the option's value or -1.
  */
 static List *
 options_file_list(List *options, int *parallel_workers)
@@ -490,9 +523,11 @@ options_file_list(List *options, int *parallel_workers)
 				continue;
 			if (pattern && fnmatch(pattern, de->d_name, 0) != 0)
 				continue;
-			path = psprintf("%s/%s", dir, de->d_name);
-			if (stat(path, &st) == 0 && !S_ISREG(st.st_mode))
+			if (is_pg2arrow_work_file(de->d_name))
 				continue;
+			path = psprintf("%s/%s", dir, de->d_name);
+			if (stat(path, &st) != 0 || !S_ISREG(st.st_mode))
+				continue;		/* gone, or a FIFO, socket, device, directory */
 			files = lappend(files, path);
 		}
 		FreeDir(d);
@@ -518,13 +553,30 @@ column_field_name(Oid relid, AttrNumber attno, const char *attname)
 	return pstrdup(attname);
 }
 
+/*
+ * The top-level field named 'name': its index, -1 when there is none, and
+ * an error when several fields have that name (valid Arrow, but a column
+ * could map to either).
+ */
 static int
-find_field(const ArrowSchema *schema, const char *name)
+find_field(const ArrowSchema *schema, const char *name, const char *path)
 {
+	int			found = -1;
+
 	for (int i = 0; i < schema->n_fields; i++)
-		if (strcmp(schema->fields[i].name, name) == 0)
-			return i;
-	return -1;
+	{
+		if (strcmp(schema->fields[i].name, name) != 0)
+			continue;
+		if (found >= 0)
+			ereport(ERROR,
+					(errcode(ERRCODE_FDW_INCONSISTENT_DESCRIPTOR_INFORMATION),
+					 errmsg("Arrow file \"%s\" has more than one field named \"%s\"",
+							path, name),
+					 errdetail("Fields %d and %d have that name.", found + 1, i + 1),
+					 errhint("Rewrite the file with unique field names, or leave the field out of the foreign table.")));
+		found = i;
+	}
+	return found;
 }
 
 /*
@@ -616,7 +668,7 @@ arrow_table_open(Relation rel, List *paths)
 		if (att->attisdropped)
 			continue;
 		name = column_field_name(t->relid, att->attnum, NameStr(att->attname));
-		fi = find_field(schema, name);
+		fi = find_field(schema, name, t->files[0].path);
 		if (fi < 0)
 			ereport(ERROR,
 					(errcode(ERRCODE_FDW_COLUMN_NAME_NOT_FOUND),
@@ -850,7 +902,8 @@ arrowGetForeignPlan(PlannerInfo *root, RelOptInfo *baserel,
 	List	   *files = NIL,
 			   *sizes = NIL,
 			   *mtimes = NIL,
-			   *bytes = NIL;
+			   *bytes = NIL,
+			   *idents = NIL;
 
 	for (int f = 0; f < ps->table->n_files; f++)
 	{
@@ -860,12 +913,16 @@ arrowGetForeignPlan(PlannerInfo *root, RelOptInfo *baserel,
 		sizes = lappend(sizes, int64_string(file->src->size));
 		mtimes = lappend(mtimes, int64_string(file->src->mtime_ns));
 		bytes = lappend(bytes, int64_string(ps->file_bytes[f]));
+		idents = lappend(idents,
+						 makeString(psprintf(INT64_FORMAT ":" INT64_FORMAT,
+											 file->src->dev, file->src->ino)));
 	}
 	scan_clauses = extract_actual_clauses(scan_clauses, false);
 	/* the statistics conditions go to fdw_exprs, where setrefs fixes Vars */
 	return make_foreignscan(tlist, scan_clauses, baserel->relid,
 							ps->stat_clauses,
-							list_make5(files, sizes, mtimes, bytes, ps->referenced),
+							lappend(list_make5(files, sizes, mtimes, bytes,
+											   ps->referenced), idents),
 							NIL, NIL, outer_plan);
 }
 
@@ -971,6 +1028,7 @@ arrowBeginForeignScan(ForeignScanState *node, int eflags)
 	List	   *sizes = list_nth(priv, FdwPrivSizes);
 	List	   *mtimes = list_nth(priv, FdwPrivMtimes);
 	List	   *referenced = list_nth(priv, FdwPrivReferenced);
+	List	   *idents = list_nth(priv, FdwPrivIdents);
 	List	   *paths = NIL;
 	ArrowFdwScanState *st;
 	ListCell   *lc;
@@ -983,28 +1041,26 @@ arrowBeginForeignScan(ForeignScanState *node, int eflags)
 	node->fdw_state = st;
 	st->cur_file = -1;
 
-	/* the files must be those that were planned */
-	for (i = 0; i < list_length(files); i++)
-	{
-		const char *path = strVal(list_nth(files, i));
-		struct stat sb;
-		int64		mtime;
-
-		if (stat(path, &sb) != 0)
-			arrow_pg_report_errno(errno, path);
-		mtime = (int64) sb.st_mtim.tv_sec * 1000000000 + sb.st_mtim.tv_nsec;
-		if (sb.st_size != strtoi64(strVal(list_nth(sizes, i)), NULL, 10) ||
-			mtime != strtoi64(strVal(list_nth(mtimes, i)), NULL, 10))
-			ereport(ERROR,
-					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-					 errmsg("Arrow file \"%s\" changed after the query was planned", path),
-					 errdetail("Its size or modification time differs from when the plan was made."),
-					 errhint("Run the query again; a prepared statement must be prepared again.")));
-		paths = lappend(paths, (char *) path);
-	}
+	/* the files must be those that were planned: check what is opened */
+	foreach(lc, files)
+		paths = lappend(paths, strVal(lfirst(lc)));
 	st->table = arrow_table_open(node->ss.ss_currentRelation, paths);
 	if (st->table->n_files != list_length(files))
 		elog(ERROR, "arrow_fdw: file list changed");
+	for (i = 0; i < st->table->n_files; i++)
+	{
+		const ArrowPgSource *src = st->table->files[i].src;
+		char	   *ident = psprintf(INT64_FORMAT ":" INT64_FORMAT, src->dev, src->ino);
+
+		if (src->size != strtoi64(strVal(list_nth(sizes, i)), NULL, 10) ||
+			src->mtime_ns != strtoi64(strVal(list_nth(mtimes, i)), NULL, 10) ||
+			strcmp(ident, strVal(list_nth(idents, i))) != 0)
+			ereport(ERROR,
+					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+					 errmsg("file \"%s\" changed during scan", src->path),
+					 errdetail("The Arrow file changed after the query was planned: its device, inode, size or modification time differs."),
+					 errhint("Run the query again; a prepared statement must be prepared again.")));
+	}
 
 	/* the fields to load */
 	st->want = palloc0(sizeof(bool) * Max(n_fields_of(st->table), 1));
@@ -1514,21 +1570,42 @@ arrowAnalyzeForeignTable(Relation relation, AcquireSampleRowsFunc *func,
  * ----------------------------------------------------------------
  */
 
+/* while restore_pg_type parses: the first message below ERROR, kept back */
+static char *pg_type_message = NULL;
+static emit_log_hook_type pg_type_prev_hook = NULL;
+
+static void
+pg_type_log_hook(ErrorData *edata)
+{
+	if (edata->elevel < ERROR)
+	{
+		if (pg_type_message == NULL && edata->message != NULL)
+			pg_type_message = MemoryContextStrdup(TopTransactionContext,
+												  edata->message);
+		edata->output_to_client = false;
+		edata->output_to_server = false;
+		return;
+	}
+	if (pg_type_prev_hook)
+		pg_type_prev_hook(edata);
+}
+
 /*
- * The type recorded by pg2arrow in the field's "pg_type" metadata, when it
- * exists here and can hold the field; else InvalidOid.  A malformed name is
- * ignored (parsed in a subtransaction).
+ * Parses a pg_type metadata string in a subtransaction; returns the type or
+ * InvalidOid with *problem set (the error or warning that parsing raised,
+ * which is not shown).
  */
 static Oid
-restore_pg_type(const ArrowField *f, int32 *typmod)
+parse_pg_type(const char *name, int32 *typmod, char **problem)
 {
-	const char *name = arrow_metadata_get(&f->metadata, "pg_type");
 	Oid			typid = InvalidOid;
 	MemoryContext cxt = CurrentMemoryContext;
 	ResourceOwner owner = CurrentResourceOwner;
 
-	if (name == NULL || *name == '\0')
-		return InvalidOid;
+	*problem = NULL;
+	pg_type_message = NULL;
+	pg_type_prev_hook = emit_log_hook;
+	emit_log_hook = pg_type_log_hook;
 	BeginInternalSubTransaction(NULL);
 	MemoryContextSwitchTo(cxt);
 	PG_TRY();
@@ -1538,23 +1615,120 @@ restore_pg_type(const ArrowField *f, int32 *typmod)
 	}
 	PG_CATCH();
 	{
+		ErrorData  *edata;
+
+		emit_log_hook = pg_type_prev_hook;
 		MemoryContextSwitchTo(cxt);
+		edata = CopyErrorData();
 		FlushErrorState();
 		RollbackAndReleaseCurrentSubTransaction();
+		*problem = edata->message;
 		typid = InvalidOid;
 	}
 	PG_END_TRY();
+	emit_log_hook = pg_type_prev_hook;
 	MemoryContextSwitchTo(cxt);
 	CurrentResourceOwner = owner;
+	if (*problem == NULL && pg_type_message != NULL)
+	{
+		*problem = pstrdup(pg_type_message);
+		typid = InvalidOid;
+	}
+	else if (*problem == NULL && !OidIsValid(typid))
+		*problem = psprintf("type \"%s\" does not exist", name);
+	pg_type_message = NULL;
+	return typid;
+}
+
+/*
+ * The type recorded by pg2arrow in the field's "pg_type" metadata, when it
+ * exists here and can hold the field; else InvalidOid, with one NOTICE that
+ * names the field and says why (the default mapping is used then).
+ */
+static Oid
+restore_pg_type(const ArrowField *f, int32 *typmod)
+{
+	const char *name = arrow_metadata_get(&f->metadata, "pg_type");
+	Oid			typid;
+	char	   *problem = NULL;
+
+	if (name == NULL || *name == '\0')
+		return InvalidOid;
+	typid = parse_pg_type(name, typmod, &problem);
 	if (OidIsValid(typid))
 	{
 		ArrowConv	c;
-		char	   *why;
 
-		if (!arrow_conv_init(&c, f, typid, *typmod, &why))
+		if (!arrow_conv_init(&c, f, typid, *typmod, &problem))
 			typid = InvalidOid;
 	}
+	if (!OidIsValid(typid))
+	{
+		*typmod = -1;
+		ereport(NOTICE,
+				(errmsg("Arrow field \"%s\": pg_type metadata \"%s\" is not used",
+						f->name, name),
+				 errdetail("%s.", problem),
+				 errhint("The column gets the default type of the field.")));
+	}
 	return typid;
+}
+
+/* whether 'name' is used by a system column of a table */
+static bool
+is_system_column_name(const char *name)
+{
+	return SystemAttributeByName(name) != NULL;
+}
+
+/* whether a field's name can be its column's name unchanged */
+static bool
+usable_column_name(const char *name)
+{
+	return name[0] != '\0' && strlen(name) < NAMEDATALEN &&
+		!is_system_column_name(name);
+}
+
+/*
+ * A column name for field i (0-based) named 'name', which is not usable as
+ * it is: "field_N" (N = i + 1) for an empty name, else the name cut at
+ * NAMEDATALEN - 1 bytes (on a character boundary); then "_K" (K = 1, 2, ...)
+ * appended while the name is in 'used' (the usable field names and the names
+ * given so far) or is a system column's.  The result is added to 'used'.
+ */
+static char *
+import_column_name(const char *name, int i, List **used)
+{
+	char	   *base;
+	char	   *cand;
+	char		suffix[16];
+	int			len;
+	ListCell   *lc;
+
+	if (name[0] == '\0')
+		base = psprintf("field_%d", i + 1);
+	else
+	{
+		len = pg_mbcliplen(name, strlen(name), NAMEDATALEN - 1);
+		base = pnstrdup(name, len);
+	}
+	cand = base;
+	for (int k = 1;; k++)
+	{
+		bool		taken = is_system_column_name(cand);
+
+		foreach(lc, *used)
+			if (!taken && strcmp(lfirst(lc), cand) == 0)
+				taken = true;
+		if (!taken)
+			break;
+		snprintf(suffix, sizeof(suffix), "_%d", k);
+		len = pg_mbcliplen(base, strlen(base),
+						   NAMEDATALEN - 1 - (int) strlen(suffix));
+		cand = psprintf("%.*s%s", len, base, suffix);
+	}
+	*used = lappend(*used, cand);
+	return cand;
 }
 
 static char *
@@ -1564,7 +1738,12 @@ import_table_sql(const char *schema, const char *table, const char *server,
 	StringInfoData buf;
 	ListCell   *lc;
 	bool		first = true;
+	List	   *used = NIL;
 
+	/* fields that keep their names come first: generated names avoid them */
+	for (int i = 0; i < as->n_fields; i++)
+		if (usable_column_name(as->fields[i].name))
+			used = lappend(used, as->fields[i].name);
 	initStringInfo(&buf);
 	appendStringInfo(&buf, "CREATE FOREIGN TABLE %s (",
 					 quote_qualified_identifier(schema, table));
@@ -1574,7 +1753,9 @@ import_table_sql(const char *schema, const char *table, const char *server,
 		Oid			typid;
 		int32		typmod = -1;
 		char	   *why = NULL;
-		char		colname[NAMEDATALEN];
+		char	   *colname;
+
+		(void) find_field(as, f->name, first_path);	/* refuses duplicates */
 
 		typid = restore_pg_type(f, &typmod);
 		if (!OidIsValid(typid) && !arrow_default_type(f, &typid, &typmod, &why))
@@ -1585,10 +1766,19 @@ import_table_sql(const char *schema, const char *table, const char *server,
 					 f->type.id == ARROW_TYPE_STRUCT
 					 ? errhint("Create a composite type with attributes named like the struct's fields, then create the foreign table yourself.")
 					 : errhint("Leave the field out: create the foreign table yourself.")));
-		if (f->name[0] == '\0')
-			snprintf(colname, sizeof(colname), "field_%d", i + 1);
+		if (usable_column_name(f->name))
+			colname = f->name;
 		else
-			strlcpy(colname, f->name, sizeof(colname));
+		{
+			colname = import_column_name(f->name, i, &used);
+			ereport(NOTICE,
+					(errmsg("Arrow field \"%s\" of file \"%s\" becomes column \"%s\"",
+							f->name, first_path, colname),
+					 errdetail("The field's name is %s; the column option \"field\" keeps it.",
+							   f->name[0] == '\0' ? "empty" :
+							   strlen(f->name) >= NAMEDATALEN ? "too long for a column name" :
+							   "that of a system column")));
+		}
 		appendStringInfo(&buf, "%s\n  %s %s", i ? "," : "", quote_identifier(colname),
 						 format_type_extended(typid, typmod,
 											  FORMAT_TYPE_TYPEMOD_GIVEN | FORMAT_TYPE_FORCE_QUALIFY));

@@ -12,9 +12,17 @@
  *
  * Files are opened with OpenTransientFile: the descriptor is closed by
  * PostgreSQL when the transaction aborts, so an error while reading never
- * leaks it.  A source opens its file lazily on the first read and can be
- * closed between uses (arrow_pg_source_close), so a scan over many files
- * holds at most one descriptor at a time.
+ * leaks it.  A source can be closed between uses (arrow_pg_source_close), so
+ * a scan over many files holds at most one descriptor at a time; the next
+ * read reopens it.
+ *
+ * Only regular files are read.  The path is checked with stat() before it
+ * is opened (a FIFO, socket or device is never opened), the open does not
+ * block (O_NONBLOCK) and fstat() checks what was opened.  A source records
+ * the identity of its file (device, inode, size, modification time); a
+ * reopened file with another identity is an error (ESTALE in the ArrowError,
+ * "file changed during scan"), so a file renamed over the path while it is
+ * read is never mixed with the one the metadata came from.
  *
  *-------------------------------------------------------------------------
  */
@@ -96,6 +104,8 @@ arrow_pg_allocator(MemoryContext cxt)
  * ArrowSource over a transient file descriptor
  * ----------------------------------------------------------------
  */
+static bool arrow_pg_source_reopen(ArrowPgSource *s, ArrowError *err);
+
 static int
 arrow_pg_read_at(void *ctx, int64_t offset, void *dst, size_t len,
 				 ArrowError *err)
@@ -107,19 +117,8 @@ arrow_pg_read_at(void *ctx, int64_t offset, void *dst, size_t len,
 		return arrow_set_error(err, ARROW_ERR_INVALID,
 							   "read of %zu bytes at offset %lld is past the end of the file (%lld bytes)",
 							   len, (long long) offset, (long long) s->size);
-	if (s->fd < 0)
-	{
-		s->fd = OpenTransientFile(s->path, O_RDONLY | PG_BINARY);
-		if (s->fd < 0)
-		{
-			int			save = errno;
-
-			arrow_set_error(err, ARROW_ERR_IO, "could not open file: %s",
-							strerror(save));
-			err->sys_errno = save;
-			return ARROW_ERR_IO;
-		}
-	}
+	if (s->fd < 0 && !arrow_pg_source_reopen(s, err))
+		return ARROW_ERR_IO;
 	while (len > 0)
 	{
 		ssize_t		n;
@@ -148,10 +147,96 @@ arrow_pg_read_at(void *ctx, int64_t offset, void *dst, size_t len,
 	return ARROW_OK;
 }
 
+/* the flags of every open of an Arrow file: never blocks, not inherited */
+#define ARROW_PG_OPEN_FLAGS	(O_RDONLY | O_NONBLOCK | O_CLOEXEC | PG_BINARY)
+
+static int64
+mtime_ns_of(const struct stat *st)
+{
+	return (int64) st->st_mtim.tv_sec * 1000000000 + st->st_mtim.tv_nsec;
+}
+
 /*
- * Prepares a source for 'path' whose size and modification time are taken
- * now (ereport on failure: missing file, permissions).  The file itself is
- * opened on the first read.
+ * Reopens the closed source and checks that the path still names the file
+ * the source was made for.  Returns false with err set (sys_errno ESTALE
+ * when the identity differs) and the source closed.
+ */
+static bool
+arrow_pg_source_reopen(ArrowPgSource *s, ArrowError *err)
+{
+	struct stat st;
+	int			save;
+
+	s->fd = OpenTransientFile(s->path, ARROW_PG_OPEN_FLAGS);
+	if (s->fd < 0)
+	{
+		save = errno;
+		arrow_set_error(err, ARROW_ERR_IO, "could not open file: %s",
+						strerror(save));
+		err->sys_errno = save;
+		return false;
+	}
+	if (fstat(s->fd, &st) != 0)
+	{
+		save = errno;
+		arrow_pg_source_close(s);
+		arrow_set_error(err, ARROW_ERR_IO, "could not stat file: %s",
+						strerror(save));
+		err->sys_errno = save;
+		return false;
+	}
+	if (!S_ISREG(st.st_mode) || (int64) st.st_dev != s->dev ||
+		(int64) st.st_ino != s->ino || (int64) st.st_size != s->size ||
+		mtime_ns_of(&st) != s->mtime_ns)
+	{
+		arrow_pg_source_close(s);
+		arrow_set_error(err, ARROW_ERR_IO,
+						"the path names another file than when the file was opened");
+		err->sys_errno = ESTALE;
+		return false;
+	}
+	return true;
+}
+
+/* ereport unless 'st' describes a regular file */
+static void
+check_regular(const struct stat *st, const char *path)
+{
+	if (S_ISREG(st->st_mode))
+		return;
+	if (S_ISDIR(st->st_mode))
+		ereport(ERROR,
+				(errcode(ERRCODE_WRONG_OBJECT_TYPE),
+				 errmsg("\"%s\" is a directory, not an Arrow file", path),
+				 errhint("Use the option \"dir\" to read every file in a directory.")));
+	ereport(ERROR,
+			(errcode(ERRCODE_WRONG_OBJECT_TYPE),
+			 errmsg("\"%s\" is not a regular file", path),
+			 errdetail("It is a %s; arrow_fdw reads only regular files.",
+					   S_ISFIFO(st->st_mode) ? "named pipe (FIFO)" :
+					   S_ISSOCK(st->st_mode) ? "socket" :
+					   S_ISCHR(st->st_mode) ? "character device" :
+					   S_ISBLK(st->st_mode) ? "block device" : "special file")));
+}
+
+/*
+ * ereport when 'path' exists and is not a regular file (checked by the
+ * validator, where a missing file is not yet an error).  Opens nothing.
+ */
+void
+arrow_pg_check_regular(const char *path)
+{
+	struct stat st;
+
+	if (stat(path, &st) == 0)
+		check_regular(&st, path);
+}
+
+/*
+ * Prepares a source for 'path' and opens it (ereport on failure: missing
+ * file, permissions, not a regular file).  The identity of the file opened
+ * (fstat: device, inode, size, modification time) is recorded; the
+ * descriptor stays open until arrow_pg_source_close.
  */
 void
 arrow_pg_source_init(ArrowPgSource *s, const char *path)
@@ -161,23 +246,24 @@ arrow_pg_source_init(ArrowPgSource *s, const char *path)
 	memset(s, 0, sizeof(ArrowPgSource));
 	s->path = pstrdup(path);
 	s->fd = -1;
+	/* refuse a FIFO, socket or device before opening it */
 	if (stat(path, &st) != 0)
 		arrow_pg_report_errno(errno, path);
-	if (S_ISDIR(st.st_mode))
-		ereport(ERROR,
-				(errcode(ERRCODE_WRONG_OBJECT_TYPE),
-				 errmsg("\"%s\" is a directory, not an Arrow file", path),
-				 errhint("Use the option \"dir\" to read every file in a directory.")));
+	check_regular(&st, path);
+	s->fd = OpenTransientFile(s->path, ARROW_PG_OPEN_FLAGS);
+	if (s->fd < 0)
+		arrow_pg_report_errno(errno, path);
+	/* what was opened may differ from what stat saw */
+	if (fstat(s->fd, &st) != 0)
+		arrow_pg_report_errno(errno, path);
+	check_regular(&st, path);
 	s->size = st.st_size;
-	s->mtime_ns = (int64) st.st_mtim.tv_sec * 1000000000 + st.st_mtim.tv_nsec;
+	s->mtime_ns = mtime_ns_of(&st);
+	s->dev = (int64) st.st_dev;
+	s->ino = (int64) st.st_ino;
 	s->src.read_at = arrow_pg_read_at;
 	s->src.size = s->size;
 	s->src.ctx = s;
-
-	/* fail early and clearly when the file cannot be opened */
-	s->fd = OpenTransientFile(s->path, O_RDONLY | PG_BINARY);
-	if (s->fd < 0)
-		arrow_pg_report_errno(errno, path);
 }
 
 /* Closes the descriptor (if open); the next read reopens it. */
@@ -220,6 +306,13 @@ arrow_pg_report_errno(int save_errno, const char *path)
 void
 arrow_pg_report(const ArrowError *err, const char *what, const char *path)
 {
+	if (err->code == ARROW_ERR_IO && err->sys_errno == ESTALE)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("file \"%s\" changed during scan", path),
+				 errdetail("While trying to %s Arrow file \"%s\": %s.",
+						   what, path, err->message),
+				 errhint("A file must not be replaced or modified while a query reads it; run the query again.")));
 	switch (err->code)
 	{
 		case ARROW_ERR_IO:

@@ -61,15 +61,19 @@ is_our_var(Node *n, Index relid)
 /*
  * Looks up the btree strategy of opno for a column of type coltype compared
  * with a value of type valtype (column on the left).  Fills opfamily/proc.
+ * Domains compare as their base types (the statistics are base values).
  */
 static int
 btree_strategy(Oid opno, Oid coltype, Oid valtype, bool var_on_left,
 			   Oid *cmpproc)
 {
-	Oid			opclass = GetDefaultOpClass(coltype, BTREE_AM_OID);
+	Oid			opclass;
 	Oid			opfamily;
 	int			strategy;
 
+	coltype = getBaseType(coltype);
+	valtype = getBaseType(valtype);
+	opclass = GetDefaultOpClass(coltype, BTREE_AM_OID);
 	if (!OidIsValid(opclass))
 		return 0;
 	opfamily = get_opclass_family(opclass);

@@ -43,12 +43,15 @@ typedef struct ArrowPgSource
 	int			fd;				/* -1 while closed; opened on demand */
 	int64		size;			/* st_size when initialised */
 	int64		mtime_ns;		/* st_mtime in nanoseconds */
+	int64		dev;			/* st_dev and st_ino of the file opened */
+	int64		ino;
 	int64		bytes_read;		/* counts every read */
 } ArrowPgSource;
 
 extern ArrowAllocator *arrow_pg_allocator(MemoryContext cxt);
 extern void arrow_pg_source_init(ArrowPgSource *s, const char *path);
 extern void arrow_pg_source_close(ArrowPgSource *s);
+extern void arrow_pg_check_regular(const char *path);
 extern ArrowFile *arrow_pg_open(const char *path, ArrowPgSource *s);
 extern void arrow_pg_report(const ArrowError *err, const char *what,
 							const char *path) pg_attribute_noreturn();
@@ -65,7 +68,8 @@ typedef struct ArrowConv
 	Oid			typid;			/* the base type when typid is a domain */
 	int32		typmod;
 	Oid			domain_type;	/* the column's domain, or InvalidOid */
-	void	   *domain_extra;	/* domain_check's cache */
+	void	   *domain_extra;	/* domain_check's cache, in domain_cxt */
+	MemoryContext domain_cxt;	/* lives as long as the converter */
 	int16		typlen;
 	bool		typbyval;
 	char		typalign;
