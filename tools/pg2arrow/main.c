@@ -158,6 +158,57 @@ handle_signal(int signo)
 			PQcancel(cancels[i], errbuf, sizeof(errbuf));
 }
 
+/*
+ * Makes every termination signal interrupt the export (handle_signal) and
+ * ignores SIGPIPE; *block gets the set of those signals, blocked while the
+ * file is finished.
+ */
+static void
+install_signal_handlers(sigset_t *block)
+{
+	struct sigaction sa;
+
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = handle_signal;
+	sigemptyset(&sa.sa_mask);
+	sigemptyset(block);
+	for (int i = 0; i < N_TERM_SIGNALS; i++)
+	{
+		sigaddset(&sa.sa_mask, term_signals[i]);
+		sigaddset(block, term_signals[i]);
+	}
+	for (int i = 0; i < N_TERM_SIGNALS; i++)
+		sigaction(term_signals[i], &sa, NULL);
+	signal(SIGPIPE, SIG_IGN);
+}
+
+/*
+ * Points opts->output or opts->append at the file really written (symbolic
+ * links followed; exits if it is a device, FIFO, socket or directory), then
+ * clears what crashed runs left next to it: stale temporary files and the
+ * journal of an interrupted append.  Returns that path (new string), or
+ * NULL with errbuf set.
+ */
+static char *
+prepare_target(Options *opts, char *errbuf, size_t errlen)
+{
+	char	   *target = resolve_target(opts->output ? opts->output : opts->append,
+										opts->output ? "-o/--output" : "--append");
+
+	if (opts->output)
+		opts->output = target;
+	else
+		opts->append = target;
+	remove_stale_temps(target);
+	if (!recover_target(target, true, errbuf, errlen))
+	{
+		free(target);
+		opts->output = opts->append = NULL;
+		return NULL;
+	}
+	return target;
+}
+
 /* --help */
 static void
 usage(void)
@@ -584,11 +635,10 @@ main(int argc, char **argv)
 	char	   *password = NULL;
 	char	   *snapshot = NULL;
 	char	   *tmp_path = NULL;
-	char	   *target;
+	char	   *target = NULL;
 	PGresult   *desc;
 	PGconn	   *conn0;
 	ArrowError	err;
-	struct sigaction sa;
 	sigset_t	block;
 	double		start;
 	int			rc;
@@ -619,31 +669,9 @@ main(int argc, char **argv)
 	pthread_mutex_init(&ex.final_lock, NULL);
 	pthread_mutex_init(&ex.error_lock, NULL);
 
-	memset(&sa, 0, sizeof(sa));
-	sa.sa_handler = handle_signal;
-	sigemptyset(&sa.sa_mask);
-	sigemptyset(&block);
-	for (int i = 0; i < N_TERM_SIGNALS; i++)
-	{
-		sigaddset(&sa.sa_mask, term_signals[i]);
-		sigaddset(&block, term_signals[i]);
-	}
-	for (int i = 0; i < N_TERM_SIGNALS; i++)
-		sigaction(term_signals[i], &sa, NULL);
-	signal(SIGPIPE, SIG_IGN);
-
-	/*
-	 * The file really written (symbolic links followed; not a device, FIFO,
-	 * socket or directory); what crashed runs left next to it goes first.
-	 */
-	target = resolve_target(opts.output ? opts.output : opts.append,
-							opts.output ? "-o/--output" : "--append");
-	if (opts.output)
-		opts.output = target;
-	else
-		opts.append = target;
-	remove_stale_temps(target);
-	if (!recover_target(target, true, errbuf, sizeof(errbuf)))
+	install_signal_handlers(&block);
+	target = prepare_target(&opts, errbuf, sizeof(errbuf));
+	if (target == NULL)
 		goto fail;
 
 	if (opts.password_mode == 1)
