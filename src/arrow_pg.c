@@ -358,6 +358,30 @@ arrow_pg_report(const ArrowError *err, const char *what, const char *path)
 }
 
 /*
+ * When an Arrow file cannot be opened while the journal of an interrupted
+ * pg2arrow --append lies next to it, reports that (ereport ERROR) instead
+ * of a bare "not a valid Arrow file"; returns if there is no journal.
+ */
+static void
+report_interrupted_append(const ArrowError *err, const char *path)
+{
+	char	   *journal = psprintf("%s%s", path, ARROW_APPEND_JOURNAL_SUFFIX);
+	struct stat st;
+
+	if (stat(journal, &st) != 0)
+	{
+		pfree(journal);
+		return;
+	}
+	ereport(ERROR,
+			(errcode(ERRCODE_DATA_CORRUPTED),
+			 errmsg("could not open Arrow file \"%s\": %s", path, err->message),
+			 errdetail("An interrupted pg2arrow --append left \"%s\".", journal),
+			 errhint("Run \"pg2arrow --recover %s\" to put the file back as it was before that append.",
+					 path)));
+}
+
+/*
  * Opens an Arrow file: metadata of every batch is read now, the source
  * (in *s, which must outlive the file) stays usable for batch loads.
  * Memory comes from the current memory context.  Never returns NULL.
@@ -374,6 +398,7 @@ arrow_pg_open(const char *path, ArrowPgSource *s)
 	if (arrow_file_open_source(&s->src, alloc, &file, &err) != ARROW_OK)
 	{
 		arrow_pg_source_close(s);
+		report_interrupted_append(&err, path);
 		arrow_pg_report(&err, "open", path);
 	}
 	return file;

@@ -561,7 +561,8 @@ extern int	arrow_writer_create(const char *path, const ArrowSchema *schema,
  * must equal 'schema' (ARROW_ERR_SCHEMA_MISMATCH, with the difference, if
  * not); schema == NULL accepts the file's own (see arrow_writer_schema).
  * Existing batches are not rewritten.  Until arrow_writer_close succeeds, a
- * failure or arrow_writer_abort puts the file back as it was.
+ * failure or arrow_writer_abort puts the file back as it was; a crash is
+ * undone by arrow_writer_recover (the journal is described below).
  */
 extern int	arrow_writer_open_append(const char *path, const ArrowSchema *schema,
 									 const ArrowAllocator *alloc,
@@ -619,6 +620,40 @@ extern int	arrow_writer_close(ArrowWriter *w, ArrowError *err);
  * original bytes and size.
  */
 extern void arrow_writer_abort(ArrowWriter *w);
+
+/*
+ * Crash safety of appends.  arrow_writer_open_append writes a journal
+ * PATH ARROW_APPEND_JOURNAL_SUFFIX (next to the file) holding the file's
+ * old size and the old tail bytes that the append overwrites, with a
+ * checksum, and makes it durable (fsync of the journal and the directory)
+ * before the file is touched; arrow_writer_close removes it (durably) once
+ * the new footer is on disk.  A journal left by a process that died
+ * mid-append lets arrow_writer_recover put the old file back.
+ */
+#define ARROW_APPEND_JOURNAL_SUFFIX ".pg2arrow-journal"
+
+typedef enum ArrowRecoverResult
+{
+	ARROW_RECOVER_NONE,			/* no journal: nothing to do */
+	ARROW_RECOVER_RESTORED,		/* the file was put back as before the append */
+	ARROW_RECOVER_DISCARDED		/* the journal was incomplete, or for another
+								 * file (or the file is gone): only the journal
+								 * was removed; the file was not touched */
+} ArrowRecoverResult;
+
+/*
+ * Undoes an interrupted append to path, if its journal exists: takes the
+ * file's exclusive lock (ARROW_ERR_IO if a live appender holds it), writes
+ * the saved tail back, truncates to the old size, fsyncs, then removes the
+ * journal and fsyncs the directory.  *result says what was done.  A file
+ * now shorter than the untouched part of the old file cannot be restored
+ * (ARROW_ERR_INVALID; the journal is kept).
+ */
+extern int	arrow_writer_recover(const char *path, ArrowRecoverResult *result,
+								 ArrowError *err);
+
+/* fsyncs the directory that holds path (after a rename or unlink in it) */
+extern int	arrow_writer_sync_dir(const char *path, ArrowError *err);
 
 #ifdef __cplusplus
 }

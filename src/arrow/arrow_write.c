@@ -36,9 +36,21 @@
  * Durability: arrow_writer_close fsyncs the file before reporting success
  * (one fsync per file, so success means the data and footer are on disk);
  * arrow_writer_start_writeback lets the disk writes start earlier.
- * The directory entry of a new file is not fsynced.  An append is not
- * crash-safe: between the first batch written and the end of close the
- * file has no valid footer, and only a running process can put it back.
+ * The directory entry of a new file is not fsynced here (the caller
+ * renames it into place and then calls arrow_writer_sync_dir).
+ *
+ * Crash safety of appends: between the first batch written and the end of
+ * close the file has no valid footer.  Before touching the file,
+ * arrow_writer_open_append writes the journal PATH.pg2arrow-journal:
+ *
+ *	"PGWJRNL1", le64 old size, le64 tail offset, le64 inode of the file,
+ *	the old bytes [tail offset, old size), le64 FNV-1a of all the above
+ *
+ * and fsyncs it and its directory.  close fsyncs the file, then unlinks the
+ * journal and fsyncs the directory.  After a crash at any point the journal
+ * is either incomplete (the file was never touched: it is just removed) or
+ * complete, and then arrow_writer_recover writes the old tail back and
+ * truncates to the old size, giving the old file back.
  *
  *-------------------------------------------------------------------------
  */
@@ -137,6 +149,8 @@ struct ArrowWriter
 	int64_t		orig_size;		/* the file's size before the append */
 	int64_t		tail_offset;	/* where our first message went */
 	uint8_t    *tail;			/* the original bytes [tail_offset, orig_size) */
+	char	   *journal;		/* path of the append journal */
+	bool		journal_written;	/* it exists (durably) */
 };
 
 /* ------------------------------------------------------------------------
@@ -824,8 +838,295 @@ writer_free(ArrowWriter *w)
 	arrow_free(w->alloc, w->dict_blocks.items);
 	arrow_free(w->alloc, w->batch_blocks.items);
 	arrow_free(w->alloc, w->tail);
+	arrow_free(w->alloc, w->journal);
 	arrow_free(w->alloc, w->path);
 	arrow_free(w->alloc, w);
+}
+
+/* ------------------------------------------------------------------------
+ * The append journal (see the header comment)
+ * ------------------------------------------------------------------------
+ */
+#define JOURNAL_MAGIC		"PGWJRNL1"
+#define JOURNAL_HEAD		32	/* magic, old size, tail offset, inode */
+#define JOURNAL_MAX			((int64_t) 1 << 30) /* a footer is far smaller */
+
+/* FNV-1a, 64 bits: detects a journal cut short or torn by a crash */
+static uint64_t
+journal_checksum(const uint8_t *p, size_t n)
+{
+	uint64_t	h = UINT64_C(14695981039346656037);
+
+	for (size_t i = 0; i < n; i++)
+		h = (h ^ p[i]) * UINT64_C(1099511628211);
+	return h;
+}
+
+static uint64_t
+get_le64(const uint8_t *p)
+{
+	uint64_t	v = 0;
+
+	for (int i = 7; i >= 0; i--)
+		v = v << 8 | p[i];
+	return v;
+}
+
+/* A new string path + ARROW_APPEND_JOURNAL_SUFFIX */
+static char *
+journal_path(const ArrowAllocator *alloc, const char *path, ArrowError *err)
+{
+	size_t		len = strlen(path) + sizeof(ARROW_APPEND_JOURNAL_SUFFIX);
+	char	   *j = arrow_malloc(alloc, len, err);
+
+	if (j != NULL)
+		snprintf(j, len, "%s%s", path, ARROW_APPEND_JOURNAL_SUFFIX);
+	return j;
+}
+
+/*
+ * fsyncs the directory holding path, so that a rename, creation or unlink
+ * of path survives a crash.
+ */
+int
+arrow_writer_sync_dir(const char *path, ArrowError *err)
+{
+	const char *slash = strrchr(path, '/');
+	char		dir[PATH_MAX];
+	int			fd;
+	int			rc = ARROW_OK;
+
+	if (slash == NULL)
+		snprintf(dir, sizeof(dir), ".");
+	else if (slash == path)
+		snprintf(dir, sizeof(dir), "/");
+	else if (slash - path < (ptrdiff_t) sizeof(dir))
+		snprintf(dir, sizeof(dir), "%.*s", (int) (slash - path), path);
+	else
+		return arrow_set_error(err, ARROW_ERR_ARGUMENT, "path too long: \"%s\"", path);
+	fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0)
+		return io_error(err, "could not open directory", dir);
+	if (fsync(fd) != 0)
+		rc = io_error(err, "could not fsync directory", dir);
+	close(fd);
+	return rc;
+}
+
+/*
+ * Writes the journal of an append (w->tail is read, the file not yet
+ * touched) and makes it durable.  On failure no journal is left.
+ */
+static int
+journal_write(ArrowWriter *w, uint64_t inode, ArrowError *err)
+{
+	size_t		tail_len = (size_t) (w->orig_size - w->tail_offset);
+	size_t		total = JOURNAL_HEAD + tail_len + 8;
+	uint8_t    *buf;
+	int			fd;
+	int			rc;
+
+	buf = arrow_malloc(w->alloc, total, err);
+	if (buf == NULL)
+		return ARROW_ERR_NOMEM;
+	memcpy(buf, JOURNAL_MAGIC, 8);
+	fb_put_le64(buf + 8, (uint64_t) w->orig_size);
+	fb_put_le64(buf + 16, (uint64_t) w->tail_offset);
+	fb_put_le64(buf + 24, inode);
+	memcpy(buf + JOURNAL_HEAD, w->tail, tail_len);
+	fb_put_le64(buf + JOURNAL_HEAD + tail_len, journal_checksum(buf, JOURNAL_HEAD + tail_len));
+	fd = open(w->journal, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	if (fd < 0)
+		rc = io_error(err, "could not create", w->journal);
+	else
+	{
+		rc = pwrite_all(fd, buf, total, 0, w->journal, err);
+		if (rc == ARROW_OK && fsync(fd) != 0)
+			rc = io_error(err, "could not fsync", w->journal);
+		close(fd);
+		if (rc == ARROW_OK)
+			rc = arrow_writer_sync_dir(w->journal, err);
+		if (rc != ARROW_OK)
+			unlink(w->journal);
+	}
+	arrow_free(w->alloc, buf);
+	if (rc == ARROW_OK)
+		w->journal_written = true;
+	return rc;
+}
+
+/* Removes the journal (gone already is fine) and fsyncs its directory */
+static int
+journal_remove(ArrowWriter *w, ArrowError *err)
+{
+	if (unlink(w->journal) != 0 && errno != ENOENT)
+		return io_error(err, "could not remove", w->journal);
+	return arrow_writer_sync_dir(w->journal, err);
+}
+
+/*
+ * Reads the journal at jpath into *buf (allocated; *len bytes) and checks
+ * it.  *exists: there is a journal; *valid: it is complete and intact.
+ */
+static int
+journal_read(const ArrowAllocator *alloc, const char *jpath, uint8_t **buf,
+			 size_t *len, bool *exists, bool *valid, ArrowError *err)
+{
+	struct stat st;
+	int			fd;
+	int			rc = ARROW_OK;
+
+	*buf = NULL;
+	*exists = *valid = false;
+	fd = open(jpath, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return errno == ENOENT ? ARROW_OK : io_error(err, "could not open", jpath);
+	*exists = true;
+	if (fstat(fd, &st) != 0)
+		rc = io_error(err, "could not stat", jpath);
+	else if (st.st_size >= JOURNAL_HEAD + 8 && st.st_size <= JOURNAL_MAX)
+	{
+		*len = (size_t) st.st_size;
+		*buf = arrow_malloc(alloc, *len, err);
+		if (*buf == NULL)
+			rc = ARROW_ERR_NOMEM;
+		else
+			rc = pread_all(fd, *buf, *len, 0, jpath, err);
+	}
+	close(fd);
+	if (rc == ARROW_OK && *buf != NULL)
+	{
+		const uint8_t *b = *buf;
+		uint64_t	orig = get_le64(b + 8);
+		uint64_t	tail = get_le64(b + 16);
+
+		*valid = memcmp(b, JOURNAL_MAGIC, 8) == 0 && tail >= 8 && tail <= orig &&
+			orig - tail == *len - JOURNAL_HEAD - 8 &&
+			get_le64(b + *len - 8) == journal_checksum(b, *len - 8);
+	}
+	return rc;
+}
+
+/*
+ * arrow_writer_recover for a file that is open (fd, with st its fstat) and
+ * locked by us.
+ */
+static int
+recover_locked(const ArrowAllocator *alloc, const char *path, int fd,
+			   const struct stat *st, ArrowRecoverResult *result, ArrowError *err)
+{
+	ArrowWriter tmp;
+	uint8_t    *buf;
+	size_t		len;
+	bool		exists,
+				valid;
+	int			rc;
+
+	*result = ARROW_RECOVER_NONE;
+	memset(&tmp, 0, sizeof(tmp));
+	tmp.alloc = alloc;
+	tmp.path = (char *) path;
+	tmp.journal = journal_path(alloc, path, err);
+	if (tmp.journal == NULL)
+		return ARROW_ERR_NOMEM;
+	rc = journal_read(alloc, tmp.journal, &buf, &len, &exists, &valid, err);
+	if (rc != ARROW_OK || !exists)
+		goto done;
+	if (!valid || get_le64(buf + 24) != (uint64_t) st->st_ino)
+	{
+		/* cut short before the file was touched, or the file was replaced */
+		*result = ARROW_RECOVER_DISCARDED;
+		rc = journal_remove(&tmp, err);
+		goto done;
+	}
+	tmp.orig_size = (int64_t) get_le64(buf + 8);
+	tmp.tail_offset = (int64_t) get_le64(buf + 16);
+	if (st->st_size < tmp.tail_offset)
+	{
+		rc = arrow_set_error(err, ARROW_ERR_INVALID,
+							 "cannot recover \"%s\": it is %lld bytes long, shorter than the %lld bytes the interrupted append left untouched",
+							 path, (long long) st->st_size, (long long) tmp.tail_offset);
+		goto done;
+	}
+	rc = pwrite_all(fd, buf + JOURNAL_HEAD, len - JOURNAL_HEAD - 8, tmp.tail_offset, path, err);
+	if (rc == ARROW_OK && ftruncate(fd, (off_t) tmp.orig_size) != 0)
+		rc = io_error(err, "could not truncate", path);
+	if (rc == ARROW_OK && fsync(fd) != 0)
+		rc = io_error(err, "could not fsync", path);
+	if (rc == ARROW_OK)
+		rc = journal_remove(&tmp, err);
+	if (rc == ARROW_OK)
+		*result = ARROW_RECOVER_RESTORED;
+done:
+	arrow_free(alloc, buf);
+	arrow_free(alloc, tmp.journal);
+	return rc;
+}
+
+/* flock(LOCK_EX | LOCK_NB) with the error an appender in progress gives */
+static int
+lock_file(int fd, const char *path, ArrowError *err)
+{
+	int			e;
+
+	if (flock(fd, LOCK_EX | LOCK_NB) == 0)
+		return ARROW_OK;
+	e = errno;
+	arrow_set_error(err, ARROW_ERR_IO,
+					"could not lock \"%s\" (is another process appending to it?): %s",
+					path, strerror(e));
+	if (err != NULL)
+		err->sys_errno = e;
+	return ARROW_ERR_IO;
+}
+
+/*
+ * Undoes an interrupted append of path if its journal exists (see
+ * arrow.h).  Without a journal nothing is opened.  A journal whose file is
+ * gone is removed (ARROW_RECOVER_DISCARDED).
+ */
+int
+arrow_writer_recover(const char *path, ArrowRecoverResult *result, ArrowError *err)
+{
+	const ArrowAllocator *alloc = arrow_alloc_or_default(NULL);
+	ArrowWriter tmp;
+	struct stat st;
+	int			fd;
+	int			rc;
+
+	*result = ARROW_RECOVER_NONE;
+	memset(&tmp, 0, sizeof(tmp));
+	if ((tmp.journal = journal_path(alloc, path, err)) == NULL)
+		return ARROW_ERR_NOMEM;
+	rc = lstat(tmp.journal, &st);
+	arrow_free(alloc, tmp.journal);
+	if (rc != 0)
+		return errno == ENOENT ? ARROW_OK : io_error(err, "could not stat journal of", path);
+	fd = open(path, O_RDWR | O_CLOEXEC | O_NONBLOCK);
+	if (fd < 0 && errno == ENOENT)
+	{
+		/* the file is gone: the journal has nothing to restore */
+		tmp.journal = journal_path(alloc, path, err);
+		if (tmp.journal == NULL)
+			return ARROW_ERR_NOMEM;
+		rc = journal_remove(&tmp, err);
+		arrow_free(alloc, tmp.journal);
+		if (rc == ARROW_OK)
+			*result = ARROW_RECOVER_DISCARDED;
+		return rc;
+	}
+	if (fd < 0)
+		return io_error(err, "could not open", path);
+	if ((rc = lock_file(fd, path, err)) != ARROW_OK)
+		;
+	else if (fstat(fd, &st) != 0)
+		rc = io_error(err, "could not stat", path);
+	else if (!S_ISREG(st.st_mode))
+		rc = arrow_set_error(err, ARROW_ERR_ARGUMENT, "\"%s\" is not a regular file", path);
+	else
+		rc = recover_locked(alloc, path, fd, &st, result, err);
+	close(fd);
+	return rc;
 }
 
 /*
@@ -861,6 +1162,9 @@ undo_file(ArrowWriter *w, ArrowError *err)
 			io_error(&uerr, "could not fsync", w->path);
 		}
 	}
+	/* the file is as before: the journal has done its work */
+	if (ok && w->appending && w->journal_written)
+		ok = journal_remove(w, &uerr) == ARROW_OK;
 	if (!ok && err != NULL)
 	{
 		size_t		len = strlen(err->message);
@@ -1223,7 +1527,10 @@ done:
 /*
  * Opens path for adding record batches (and delta dictionaries) after its
  * existing ones.  An exclusive flock keeps other appenders out until close.
- * Nothing is written before the first batch.
+ * The journal of an earlier append that was interrupted is applied first
+ * (silently: callers that want to say so call arrow_writer_recover before);
+ * then this append's journal is written.  The file itself is not written
+ * before the first batch.
  */
 int
 arrow_writer_open_append(const char *path, const ArrowSchema *schema,
@@ -1232,33 +1539,38 @@ arrow_writer_open_append(const char *path, const ArrowSchema *schema,
 {
 	ArrowWriter *w;
 	struct stat st;
+	ArrowRecoverResult recovered;
 	int			rc;
 
 	*out = NULL;
 	w = writer_new(path, alloc, err);
 	if (w == NULL)
 		return err ? err->code : ARROW_ERR_NOMEM;
-	w->fd = open(path, O_RDWR | O_CLOEXEC);
+	w->journal = journal_path(w->alloc, path, err);
+	if (w->journal == NULL)
+	{
+		writer_free(w);
+		return ARROW_ERR_NOMEM;
+	}
+	w->fd = open(path, O_RDWR | O_CLOEXEC | O_NONBLOCK);
 	if (w->fd < 0)
 		rc = io_error(err, "could not open", path);
-	else if (flock(w->fd, LOCK_EX | LOCK_NB) != 0)
-	{
-		int			e = errno;
-
-		rc = arrow_set_error(err, ARROW_ERR_IO,
-							 "could not lock \"%s\" (is another process appending to it?): %s",
-							 path, strerror(e));
-		if (err != NULL)
-			err->sys_errno = e;
-	}
+	else if ((rc = lock_file(w->fd, path, err)) != ARROW_OK)
+		;
 	else if (fstat(w->fd, &st) != 0)
 		rc = io_error(err, "could not stat", path);
 	else if (!S_ISREG(st.st_mode))
 		rc = arrow_set_error(err, ARROW_ERR_ARGUMENT, "\"%s\" is not a regular file", path);
+	else if ((rc = recover_locked(w->alloc, path, w->fd, &st, &recovered, err)) != ARROW_OK)
+		;
+	else if (recovered != ARROW_RECOVER_NONE && fstat(w->fd, &st) != 0)
+		rc = io_error(err, "could not stat", path);
 	else
 	{
 		w->orig_size = st.st_size;
 		rc = prepare_append(w, schema, err);
+		if (rc == ARROW_OK)
+			rc = journal_write(w, (uint64_t) st.st_ino, err);
 	}
 	if (rc != ARROW_OK)
 	{
@@ -1546,6 +1858,8 @@ arrow_writer_close(ArrowWriter *w, ArrowError *err)
 		rc = failed_error(w, err);
 	else if ((rc = write_footer(w, err)) != ARROW_OK)
 		undo_file(w, err);
+	else if (w->journal_written && (rc = journal_remove(w, err)) != ARROW_OK)
+		undo_file(w, err);		/* old file, whether or not the journal returns */
 	writer_free(w);
 	return rc;
 }

@@ -4,7 +4,8 @@
  *		builder (read back with fb_read), the column builders and their range
  *		checks, files with every type read back with the reader, 64-byte
  *		alignment, dictionaries, append (schema mismatch, restore after a
- *		failed write, abort), I/O errors and concurrent batch writes.
+ *		failed write, abort, the journal that undoes a crashed append), I/O
+ *		errors and concurrent batch writes.
  *
  * Write failures are real ones: RLIMIT_FSIZE with SIGXFSZ ignored makes
  * pwrite fail with EFBIG once the file would grow past the limit.
@@ -19,6 +20,7 @@
 #include <sys/mman.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "arrow_build.h"
@@ -1421,6 +1423,114 @@ test_write_failures(void)
 	free_builders(cols, N_COLS);
 }
 
+/*
+ * A child process opens path for append, writes n_batches batches and dies
+ * (_exit: no close, no abort, as with SIGKILL).  Returns whether it did.
+ */
+static bool
+append_and_die(const char *path, int n_batches)
+{
+	pid_t		pid = fork();
+	int			status;
+
+	if (pid == 0)
+	{
+		ArrowBuilder *cols[N_COLS] = {0};
+		ArrowWriter *w;
+		ArrowError	err;
+
+		if (!make_builders(&all_schema, cols) ||
+			arrow_writer_open_append(path, &all_schema, NULL, &w, &err) != ARROW_OK)
+			_exit(2);
+		for (int b = 0; b < n_batches; b++)
+		{
+			for (int r = 0; r < 3; r++)
+				fill_row(cols, r, &err);
+			if (arrow_writer_write_batch(w, cols, NULL, &err) != ARROW_OK)
+				_exit(3);
+		}
+		_exit(0);
+	}
+	return pid > 0 && waitpid(pid, &status, 0) == pid && WIFEXITED(status) &&
+		WEXITSTATUS(status) == 0;
+}
+
+/*
+ * The append journal: a process that dies mid-append leaves the journal,
+ * and arrow_writer_recover (or the next arrow_writer_open_append) puts the
+ * old file back byte for byte; a live appender's journal is not touched.
+ */
+static void
+test_append_journal(void)
+{
+	const char *path = tmp_path("journal.arrow");
+	char		journal[300];
+	ArrowBuilder *cols[N_COLS] = {0};
+	ArrowRecoverResult res;
+	ArrowWriter *w;
+	ArrowFile  *f;
+	ArrowError	err;
+	uint8_t    *orig;
+	size_t		orig_len;
+	struct stat st;
+
+	snprintf(journal, sizeof(journal), "%s%s", path, ARROW_APPEND_JOURNAL_SUFFIX);
+	if (!make_all_file(path) || (orig = slurp(path, &orig_len)) == NULL || !make_builders(&all_schema, cols))
+		return;
+	tap_ok(arrow_writer_recover(path, &res, &err) == ARROW_OK && res == ARROW_RECOVER_NONE,
+		   "recover without a journal does nothing");
+
+	tap_ok(append_and_die(path, 2), "a child appends two batches and dies");
+	tap_ok(stat(journal, &st) == 0 && !same_bytes(orig, orig_len, path),
+		   "it left the journal and a changed file");
+	tap_ok(arrow_file_open(path, NULL, &f, &err) != ARROW_OK, "which no reader can open");
+	tap_ok(arrow_writer_recover(path, &res, &err) == ARROW_OK && res == ARROW_RECOVER_RESTORED,
+		   "recover restores it");
+	tap_ok(same_bytes(orig, orig_len, path) && stat(journal, &st) != 0 && errno == ENOENT,
+		   "byte for byte, and the journal is gone");
+
+	/* the next append recovers by itself, then appends */
+	tap_ok(append_and_die(path, 1), "another child dies mid-append");
+	tap_ok(arrow_writer_open_append(path, &all_schema, NULL, &w, &err) == ARROW_OK, "open for append recovers");
+	tap_ok(stat(journal, &st) == 0, "and writes its own journal");
+	{
+		ArrowRecoverResult r2;
+
+		tap_ok(arrow_writer_recover(path, &r2, &err) == ARROW_ERR_IO &&
+			   strstr(err.message, "another process") != NULL,
+			   "recover refuses while an appender holds the file: %s", err.message);
+	}
+	fill_row(cols, 0, &err);
+	tap_ok(arrow_writer_write_batch(w, cols, NULL, &err) == ARROW_OK &&
+		   arrow_writer_close(w, &err) == ARROW_OK, "append one batch and close");
+	tap_ok(stat(journal, &st) != 0 && errno == ENOENT, "close removes the journal");
+	if (tap_ok(arrow_file_open(path, NULL, &f, &err) == ARROW_OK, "the file opens"))
+	{
+		tap_ok(f->n_batches == 4 && f->total_rows == 7, "the old 3 batches and the new one, no more");
+		arrow_file_close(f);
+	}
+
+	/* abort removes the journal too */
+	free(orig);
+	orig = slurp(path, &orig_len);
+	tap_ok(arrow_writer_open_append(path, &all_schema, NULL, &w, &err) == ARROW_OK, "open for append");
+	fill_row(cols, 0, &err);
+	arrow_writer_write_batch(w, cols, NULL, &err);
+	arrow_writer_abort(w);
+	tap_ok(same_bytes(orig, orig_len, path) && stat(journal, &st) != 0,
+		   "abort restores the file and removes the journal");
+
+	/* a journal cut short: the file was never touched */
+	tap_ok(append_and_die(path, 0), "a child opens for append and dies");
+	tap_ok(truncate(journal, 20) == 0 &&
+		   arrow_writer_recover(path, &res, &err) == ARROW_OK && res == ARROW_RECOVER_DISCARDED,
+		   "a journal cut short is discarded");
+	tap_ok(same_bytes(orig, orig_len, path) && stat(journal, &st) != 0, "the file is untouched");
+	free(orig);
+	free_builders(cols, N_COLS);
+	unlink(path);
+}
+
 /* A stream (no magic, no footer) cannot be appended to */
 static void
 test_append_stream(void)
@@ -1657,6 +1767,7 @@ main(void)
 	test_append();
 	test_write_failures();
 	test_append_stream();
+	test_append_journal();
 	test_concurrent();
 	test_dictionary_bounds();
 	cleanup();

@@ -15,9 +15,12 @@
  * so the file has no tiny batches.
  *
  * The output is written under a temporary name in the target directory and
- * renamed when complete; any failure (query error, a worker failing, disk
- * full, SIGINT/SIGTERM) removes it.  --append restores the original file
- * on failure (arrow_writer_abort).
+ * renamed when complete (then the directory is fsynced); any failure (query
+ * error, a worker failing, disk full, a termination signal) removes it.
+ * --append restores the original file on failure (arrow_writer_abort), and
+ * its journal lets the next run (or --recover) restore it after a crash.
+ * Symbolic links are followed to the file written; targets that are not
+ * regular files are refused (target.c).
  *
  *-------------------------------------------------------------------------
  */
@@ -46,6 +49,27 @@ PGcancel   *cancels[MAX_WORKERS];
 atomic_int	n_cancels = 0;
 
 static const char *progname = "pg2arrow";
+
+/*
+ * The signals that end pg2arrow by default and can be caught: each one
+ * interrupts the export, which removes its temporary file (or puts an
+ * appended file back).  SIGPIPE is ignored instead: libpq and the stderr
+ * messages see EPIPE, and an export never needs to stop for it.
+ */
+static const int term_signals[] = {
+	SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGALRM, SIGUSR1, SIGUSR2, SIGXFSZ,
+	SIGXCPU, SIGVTALRM, SIGPROF,
+#ifdef SIGPWR
+	SIGPWR,
+#endif
+#ifdef SIGPOLL
+	SIGPOLL,
+#endif
+#ifdef SIGSTKFLT
+	SIGSTKFLT,
+#endif
+};
+#define N_TERM_SIGNALS ((int) (sizeof(term_signals) / sizeof(term_signals[0])))
 
 /* Prints "pg2arrow: message" (and a newline) to stderr */
 static void
@@ -122,16 +146,67 @@ xasprintf(const char *fmt,...)
 	return p;
 }
 
-/* SIGINT/SIGTERM: remember it and cancel every running query */
+/* A termination signal: remember it and cancel every running query */
 static void
 handle_signal(int signo)
 {
 	char		errbuf[256];
 
-	interrupted = 1;
+	interrupted = signo;
 	for (int i = 0; i < n_cancels; i++)
 		if (cancels[i] != NULL)
 			PQcancel(cancels[i], errbuf, sizeof(errbuf));
+}
+
+/*
+ * Makes every termination signal interrupt the export (handle_signal) and
+ * ignores SIGPIPE; *block gets the set of those signals, blocked while the
+ * file is finished.
+ */
+static void
+install_signal_handlers(sigset_t *block)
+{
+	struct sigaction sa;
+
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = handle_signal;
+	sigemptyset(&sa.sa_mask);
+	sigemptyset(block);
+	for (int i = 0; i < N_TERM_SIGNALS; i++)
+	{
+		sigaddset(&sa.sa_mask, term_signals[i]);
+		sigaddset(block, term_signals[i]);
+	}
+	for (int i = 0; i < N_TERM_SIGNALS; i++)
+		sigaction(term_signals[i], &sa, NULL);
+	signal(SIGPIPE, SIG_IGN);
+}
+
+/*
+ * Points opts->output or opts->append at the file really written (symbolic
+ * links followed; exits if it is a device, FIFO, socket or directory), then
+ * clears what crashed runs left next to it: stale temporary files and the
+ * journal of an interrupted append.  Returns that path (new string), or
+ * NULL with errbuf set.
+ */
+static char *
+prepare_target(Options *opts, char *errbuf, size_t errlen)
+{
+	char	   *target = resolve_target(opts->output ? opts->output : opts->append,
+										opts->output ? "-o/--output" : "--append");
+
+	if (opts->output)
+		opts->output = target;
+	else
+		opts->append = target;
+	remove_stale_temps(target);
+	if (!recover_target(target, true, errbuf, errlen))
+	{
+		free(target);
+		opts->output = opts->append = NULL;
+		return NULL;
+	}
+	return target;
 }
 
 /* --help */
@@ -141,7 +216,8 @@ usage(void)
 	printf("%s exports the result of a PostgreSQL query or table to an Apache Arrow file.\n\n"
 		   "Usage:\n"
 		   "  %s [OPTION]... (-c SQL | -t TABLE) (-o FILE | --append=FILE)\n"
-		   "  %s --dump=FILE\n\n"
+		   "  %s --dump=FILE\n"
+		   "  %s --recover=FILE\n\n"
 		   "Connection:\n"
 		   "  -d, --dbname=DBNAME       database name, or a conninfo string or URI\n"
 		   "  -h, --host=HOSTNAME       server host or socket directory\n"
@@ -175,9 +251,11 @@ usage(void)
 		   "      --set=NAME:VALUE      set a configuration parameter before the query\n"
 		   "      --progress            show rows, bytes, rate (and percent and ETA)\n"
 		   "      --dump=FILE           print the layout of an Arrow file\n"
+		   "      --recover=FILE        undo an --append of FILE that was killed or\n"
+		   "                            crashed (any export to FILE also does it)\n"
 		   "      --help                show this help, then exit\n"
 		   "      --version             show the version, then exit\n",
-		   progname, progname, progname, DEFAULT_NUMERIC_SCALE);
+		   progname, progname, progname, progname, DEFAULT_NUMERIC_SCALE);
 }
 
 /* Splits a comma-separated list into a new array of new strings; *n gets the count */
@@ -246,7 +324,7 @@ parse_int(const char *s, const char *what, int min, int max)
 enum
 {
 	OPT_APPEND = 256, OPT_SET, OPT_PROGRESS, OPT_DUMP, OPT_HELP, OPT_VERSION,
-	OPT_NUMERIC, OPT_NUMERIC_SCALE, OPT_CTID_TABLE
+	OPT_NUMERIC, OPT_NUMERIC_SCALE, OPT_CTID_TABLE, OPT_RECOVER
 };
 
 /* Parses argv into opts; exits on errors, --help and --version */
@@ -272,6 +350,7 @@ parse_options(int argc, char **argv, Options *opts)
 		{"set", required_argument, NULL, OPT_SET},
 		{"progress", no_argument, NULL, OPT_PROGRESS},
 		{"dump", required_argument, NULL, OPT_DUMP},
+		{"recover", required_argument, NULL, OPT_RECOVER},
 		{"numeric", required_argument, NULL, OPT_NUMERIC},
 		{"numeric-scale", required_argument, NULL, OPT_NUMERIC_SCALE},
 		{"help", no_argument, NULL, OPT_HELP},
@@ -356,6 +435,9 @@ parse_options(int argc, char **argv, Options *opts)
 			case OPT_DUMP:
 				opts->dump = optarg;
 				break;
+			case OPT_RECOVER:
+				opts->recover = optarg;
+				break;
 			case OPT_NUMERIC:
 				if (strcmp(optarg, "decimal") == 0)
 					opts->types.numeric_mode = NUMERIC_DECIMAL;
@@ -382,10 +464,12 @@ parse_options(int argc, char **argv, Options *opts)
 	}
 	if (optind < argc)
 		fatal("too many command-line arguments (first is \"%s\")", argv[optind]);
-	if (opts->dump != NULL)
+	if (opts->dump != NULL || opts->recover != NULL)
 	{
-		if (opts->command || opts->table || opts->output || opts->append)
-			fatal("--dump cannot be combined with an export");
+		if (opts->command || opts->table || opts->output || opts->append ||
+			(opts->dump && opts->recover))
+			fatal("%s cannot be combined with an export or another action",
+				  opts->dump ? "--dump" : "--recover");
 		return;
 	}
 	if (!opts->command == !opts->table)
@@ -551,10 +635,10 @@ main(int argc, char **argv)
 	char	   *password = NULL;
 	char	   *snapshot = NULL;
 	char	   *tmp_path = NULL;
+	char	   *target = NULL;
 	PGresult   *desc;
 	PGconn	   *conn0;
 	ArrowError	err;
-	struct sigaction sa;
 	sigset_t	block;
 	double		start;
 	int			rc;
@@ -566,6 +650,17 @@ main(int argc, char **argv)
 		free_options(&opts);
 		return rc;
 	}
+	if (opts.recover)
+	{
+		target = resolve_target(opts.recover, "--recover");
+		remove_stale_temps(target);
+		rc = recover_target(target, false, errbuf, sizeof(errbuf));
+		if (!rc)
+			report("%s", errbuf);
+		free(target);
+		free_options(&opts);
+		return rc ? 0 : 1;
+	}
 
 	memset(&ex, 0, sizeof(ex));
 	ex.opts = &opts;
@@ -574,12 +669,10 @@ main(int argc, char **argv)
 	pthread_mutex_init(&ex.final_lock, NULL);
 	pthread_mutex_init(&ex.error_lock, NULL);
 
-	memset(&sa, 0, sizeof(sa));
-	sa.sa_handler = handle_signal;
-	sigemptyset(&sa.sa_mask);
-	sigaction(SIGINT, &sa, NULL);
-	sigaction(SIGTERM, &sa, NULL);
-	signal(SIGPIPE, SIG_IGN);
+	install_signal_handlers(&block);
+	target = prepare_target(&opts, errbuf, sizeof(errbuf));
+	if (target == NULL)
+		goto fail;
 
 	if (opts.password_mode == 1)
 		password = prompt_password();
@@ -725,9 +818,6 @@ main(int argc, char **argv)
 		goto fail;
 
 	/* complete: footer, then the file appears under its name */
-	sigemptyset(&block);
-	sigaddset(&block, SIGINT);
-	sigaddset(&block, SIGTERM);
 	sigprocmask(SIG_BLOCK, &block, NULL);
 	if (interrupted)
 		goto interrupted;
@@ -735,9 +825,8 @@ main(int argc, char **argv)
 	ex.writer = NULL;
 	if (rc != ARROW_OK)
 	{
-		snprintf(errbuf, sizeof(errbuf), "cannot finish \"%s\": %s%s%s",
-				 tmp_path ? tmp_path : opts.append, err.message,
-				 err.sys_errno ? ": " : "", err.sys_errno ? strerror(err.sys_errno) : "");
+		snprintf(errbuf, sizeof(errbuf), "cannot finish \"%s\": %s",
+				 tmp_path ? tmp_path : opts.append, err.message);
 		if (tmp_path)
 			unlink(tmp_path);
 		goto fail;
@@ -749,11 +838,18 @@ main(int argc, char **argv)
 		unlink(tmp_path);
 		goto fail;
 	}
+	if (tmp_path && arrow_writer_sync_dir(opts.output, &err) != ARROW_OK)
+	{
+		snprintf(errbuf, sizeof(errbuf), "\"%s\" is written, but a crash could still undo its rename: %s",
+				 opts.output, err.message);
+		goto fail;
+	}
 	if (opts.progress)
 		print_progress(&ex, start, true);
 	free_export(&ex);
 	free_options(&opts);
 	free(tmp_path);
+	free(target);
 	free(snapshot);
 	free(password);
 	return 0;
@@ -761,7 +857,8 @@ main(int argc, char **argv)
 interrupted:
 fail:
 	if (interrupted)
-		snprintf(errbuf, sizeof(errbuf), "interrupted");
+		snprintf(errbuf, sizeof(errbuf), "interrupted by signal %d (%s)",
+				 (int) interrupted, strsignal((int) interrupted));
 	if (ex.writer)
 		arrow_writer_abort(ex.writer);
 	free_export(&ex);
@@ -776,6 +873,7 @@ fail:
 		report("\"%s\" is unchanged", opts.append);
 	free_options(&opts);
 	free(tmp_path);
+	free(target);
 	free(snapshot);
 	free(password);
 	return 1;

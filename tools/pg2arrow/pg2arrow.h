@@ -142,6 +142,7 @@ typedef struct Options
 	int			n_sets;
 	bool		progress;
 	const char *dump;
+	const char *recover;		/* --recover FILE */
 	TypeOptions types;
 } Options;
 
@@ -192,7 +193,7 @@ typedef struct Export
 
 /* in main.c */
 /*
- * Set by SIGINT/SIGTERM, read by every thread; the handler cancels the
+ * Set (to the signal number) by a termination signal, read by every thread; the handler cancels the
  * queries of cancels[0 .. n_cancels - 1].  Lock-free atomics, so that both
  * the handler and the threads may use them.
  */
@@ -266,5 +267,11 @@ extern bool check_append_dictionaries(Export *ex, const char *path,
 
 /* in dump.c */
 extern int	dump_arrow_file(const char *path);
+
+/* in target.c */
+extern char *resolve_target(const char *path, const char *what);
+extern void remove_stale_temps(const char *target);
+extern bool recover_target(const char *target, bool quiet_none, char *errbuf,
+						   size_t errlen);
 
 #endif							/* PG2ARROW_H */

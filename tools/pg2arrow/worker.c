@@ -66,8 +66,7 @@ flush_batch(Export *ex, BatchState *bs, char *errbuf, size_t errlen)
 	}
 	if (arrow_writer_write_batch(ex->writer, bs->builders, &md, &err) != ARROW_OK)
 	{
-		snprintf(errbuf, errlen, "cannot write a record batch: %s%s%s", err.message,
-				 err.sys_errno ? ": " : "", err.sys_errno ? strerror(err.sys_errno) : "");
+		snprintf(errbuf, errlen, "cannot write a record batch: %s", err.message);
 		free_metadata(&md);
 		return false;
 	}
