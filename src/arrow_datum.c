@@ -185,6 +185,30 @@ unit_digits(ArrowTimeUnit unit)
 }
 
 /*
+ * numeric(p,s) typmods, encoded as PostgreSQL 15 does: the precision in the
+ * high 16 bits, the scale (-1000 .. 1000) as an 11-bit two's complement
+ * number in the low bits, plus VARHDRSZ.  PostgreSQL 15 accepts every
+ * combination of precision 1 .. 1000 and scale -1000 .. 1000, so every
+ * Decimal128(p, s) that the reader accepts (p 1 .. 38, s -38 .. 38) has one.
+ */
+static int32
+numeric_typmod(int precision, int scale)
+{
+	return ((precision << 16) | (scale & 0x7ff)) + VARHDRSZ;
+}
+
+/* precision and scale of a numeric typmod; false for plain numeric */
+static bool
+numeric_typmod_decode(int32 typmod, int *precision, int *scale)
+{
+	if (typmod < (int32) VARHDRSZ)
+		return false;
+	*precision = ((typmod - VARHDRSZ) >> 16) & 0xffff;
+	*scale = (((typmod - VARHDRSZ) & 0x7ff) ^ 1024) - 1024;
+	return true;
+}
+
+/*
  * The type a column gets by default for field f (IMPORT FOREIGN SCHEMA).
  * Returns false with *why set when there is none (a struct needs an
  * existing composite type; nested lists have no PostgreSQL equivalent).
@@ -240,9 +264,10 @@ arrow_default_type(const ArrowField *f, Oid *typid, int32 *typmod, char **why)
 			return true;
 		case ARROW_TYPE_DECIMAL128:
 			*typid = NUMERICOID;
+			/* also a negative scale, or one above the precision */
 			if (t->precision >= 1 && t->precision <= NUMERIC_MAX_PRECISION &&
-				t->scale >= 0 && t->scale <= t->precision)
-				*typmod = ((t->precision << 16) | t->scale) + VARHDRSZ;
+				t->scale >= -1000 && t->scale <= 1000)
+				*typmod = numeric_typmod(t->precision, t->scale);
 			return true;
 		case ARROW_TYPE_DATE32:
 		case ARROW_TYPE_DATE64:
@@ -425,26 +450,27 @@ arrow_conv_init_internal(ArrowConv *c, const ArrowField *f, Oid typid,
 			c->kind = TK_NUMERIC;
 			if (is_int_type(id) || stored_int_bits(id) != 0)
 			{
-				if (typmod >= (int32) VARHDRSZ)
-				{
-					int			p = ((typmod - VARHDRSZ) >> 16) & 0xffff;
-					int			s = (typmod - VARHDRSZ) & 0xffff;
+				int			p,
+							s;
 
-					/* digits of the largest value: 64 bits -> 20 */
-					if (s != 0 || p < 20)
-						return refuse(why, f, typid, typmod, "the precision is too small for the integer type");
-				}
+				/* digits of the largest value: 64 bits -> 20 */
+				if (numeric_typmod_decode(typmod, &p, &s) && (s != 0 || p < 20))
+					return refuse(why, f, typid, typmod, "the precision is too small for the integer type");
 				return true;
 			}
 			if (id == ARROW_TYPE_DECIMAL128)
 			{
-				if (t->scale < 0)
-					return refuse(why, f, typid, typmod, "negative scale");
-				if (typmod >= (int32) VARHDRSZ)
-				{
-					int			p = ((typmod - VARHDRSZ) >> 16) & 0xffff;
-					int			s = (typmod - VARHDRSZ) & 0xffff;
+				int			p,
+							s;
 
+				/*
+				 * Any scale, also a negative one or one above the precision:
+				 * the value is unscaled * 10^-scale.  numeric(P,S) holds every
+				 * value when S is the field's scale and P - S >= p - s (the
+				 * digits left of the point).
+				 */
+				if (numeric_typmod_decode(typmod, &p, &s))
+				{
 					if (s != t->scale)
 						return refuse(why, f, typid, typmod, "the scale differs");
 					if (p - s < t->precision - t->scale)
@@ -811,6 +837,24 @@ to_usecs(int64 v, ArrowTimeUnit unit, int64 *us)
 
 #define TEMPORAL_HINT "Declare the column as bigint to read the value as stored."
 
+/*
+ * -1 or 1 when the stored integer v of a Date or Timestamp field is the
+ * smallest or largest value of its storage type (int32 for Date32, int64
+ * for Date64 and Timestamp of every unit): PostgreSQL's sentinels for
+ * -infinity and infinity, which pg2arrow writes.  No finite value that
+ * PostgreSQL can store maps to them (pg2arrow refuses the one timestamp
+ * whose microseconds would), so the rule is the same in every unit.  0 for
+ * any other value.
+ */
+static int
+temporal_infinity(ArrowTypeId id, int64 v)
+{
+	int64		lo = id == ARROW_TYPE_DATE32 ? PG_INT32_MIN : PG_INT64_MIN;
+	int64		hi = id == ARROW_TYPE_DATE32 ? PG_INT32_MAX : PG_INT64_MAX;
+
+	return v == lo ? -1 : v == hi ? 1 : 0;
+}
+
 static bool
 raw_to_datum(const ArrowConv *c, RawValue *r, Datum *out, bool noerror)
 {
@@ -869,7 +913,13 @@ raw_to_datum(const ArrowConv *c, RawValue *r, Datum *out, bool noerror)
 		case TK_DATE:
 			{
 				int64		days;
+				int			inf = temporal_infinity(c->arrow_id, r->i);
 
+				if (inf != 0)
+				{
+					*out = DateADTGetDatum(inf < 0 ? DATEVAL_NOBEGIN : DATEVAL_NOEND);
+					return true;
+				}
 				if (c->arrow_id == ARROW_TYPE_DATE64)
 				{
 					if (r->i % (int64) (SECS_PER_DAY * 1000) != 0)
@@ -909,7 +959,13 @@ raw_to_datum(const ArrowConv *c, RawValue *r, Datum *out, bool noerror)
 		case TK_TIMESTAMP:
 			{
 				int64		us;
+				int			inf = temporal_infinity(c->arrow_id, r->i);
 
+				if (inf != 0)
+				{
+					*out = TimestampGetDatum(inf < 0 ? DT_NOBEGIN : DT_NOEND);
+					return true;
+				}
 				if (!to_usecs(r->i, c->unit, &us) ||
 					pg_sub_s64_overflow(us, EPOCH_DIFF_USECS, &us) ||
 					!IS_VALID_TIMESTAMP(us))

@@ -168,6 +168,7 @@ CREATE FOREIGN TABLE exact (ts_ns timestamp, d32 date, d64 date, t64ns time,
   OPTIONS (file '/tmp/pg_warp_testdata/exact.arrow');
 SELECT u64, s FROM exact;
 SELECT ts_ns FROM exact;
+-- int32 max days is infinity (doc/arrow_fdw.md, "Extreme values: infinity, NaN")
 SELECT d32 FROM exact;
 SELECT d64 FROM exact;
 SELECT t64ns FROM exact;

@@ -601,10 +601,17 @@ decode_value(ArrowBuilder *b, const PgColumn *col, const char *p,
 
 					EXPECT_LEN(8);
 					t = get64(p);
-					/* -infinity and infinity keep their sentinel values */
+					/*
+					 * -infinity and infinity keep their sentinel values.  A
+					 * finite timestamp must stay below int64 max (that is
+					 * infinity): PostgreSQL's last 29 years, from
+					 * 294247-01-10 04:00:54.775807 UTC, do not fit.
+					 */
 					if (t != INT64_MIN && t != INT64_MAX &&
-						__builtin_add_overflow(t, PG_EPOCH_USECS, &t))
-						return decode_fail(ctx, col, "timestamp out of range");
+						(__builtin_add_overflow(t, PG_EPOCH_USECS, &t) || t == INT64_MAX))
+						return decode_fail(ctx, col,
+										   "timestamp is after 294247-01-10 04:00:54.775806, the last one Arrow's timestamp[us] holds (int64 max means infinity)\n"
+										   "hint: cast the column to text in the query");
 					rc = arrow_append_int(b, t, &err);
 					break;
 				}
