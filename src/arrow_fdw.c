@@ -803,16 +803,22 @@ estimate_costs(PlannerInfo *root, RelOptInfo *baserel, ArrowFdwPlanState *ps,
 	double		pages = (double) ps->read_bytes / BLCKSZ;
 	QualCost	qcost;
 	double		cpu;
+	double		rows;
 
 	cost_qual_eval(&qcost, baserel->baserestrictinfo, root);
 	*startup = qcost.startup + baserel->reltarget->cost.startup;
 	/* per row: forming the tuple (per column) and the quals */
 	cpu = (cpu_tuple_cost + qcost.per_tuple +
 		   cpu_operator_cost * list_length(ps->referenced)) * ps->kept_rows;
+	/* the target list is computed for the rows the scan returns */
+	rows = baserel->rows;
 	if (workers > 0)
+	{
 		cpu /= parallel_divisor(workers);
+		rows = clamp_row_est(rows / parallel_divisor(workers));
+	}
 	*total = *startup + seq_page_cost * pages + cpu +
-		baserel->reltarget->cost.per_tuple * baserel->rows;
+		baserel->reltarget->cost.per_tuple * rows;
 }
 
 static void
