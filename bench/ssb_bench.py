@@ -8,8 +8,9 @@ picks the fact table.  Both sides get the same parallel workers
 (max_parallel_workers_per_gather, and parallel_workers on both tables), JIT off.
 Per query: one unmeasured run of each side (the page cache, and the answers,
 which must be equal), the plans with EXPLAIN ANALYZE (join types, the fact
-scan's estimated and actual rows, the index probes of nested loops), then N
-measured runs alternating heap and Arrow; the medians are reported.
+scan's estimated and actual rows, the most loops of a nested loop's inner side,
+e.g. index probes), then N measured runs alternating heap and Arrow; the
+medians are reported.
 
 The foreign table is not ANALYZEd (unless --analyze): its row estimates come
 from the Arrow files alone, as for a table just created or imported.
@@ -83,7 +84,7 @@ def walk(plan, out):
 
 
 def plan_summary(db, workers, side, sql):
-    """Join types, the fact scan's rows (estimated, actual) and index probes."""
+    """Join types, the fact scan's rows (estimated, actual), nested loops' inner loops."""
     out = psql(db, settings(workers, side) + "EXPLAIN (ANALYZE, FORMAT JSON) " + sql)
     nodes = walk(json.loads(out)[0]["Plan"], [])
     joins = [n["Node Type"] for n in nodes if n["Node Type"] in ("Hash Join", "Merge Join", "Nested Loop")]
@@ -105,7 +106,7 @@ def plan_summary(db, workers, side, sql):
         if scan.get("Parallel Aware"):
             est = "%s per process" % est
     return {"joins": joins, "scan_estimated_rows": est, "scan_actual_rows": act,
-            "scan_node": scan["Node Type"] if scan else None, "index_probes": probes}
+            "scan_node": scan["Node Type"] if scan else None, "nested_loop_inner_loops": probes}
 
 
 def timed_runs(db, workers, queries, runs):
@@ -214,7 +215,7 @@ def main():
     times = timed_runs(args.dbname, args.workers, queries, args.runs)
 
     print("%-5s %9s %9s %7s  %-38s %-38s %s" % ("query", "heap s", "arrow s", "a/h",
-                                               "heap joins", "arrow joins", "arrow scan est/actual, probes"))
+                                               "heap joins", "arrow joins", "arrow scan est/actual, NL inner loops"))
     for r in rows:
         t = times[r["query"]]
         r["heap_runs"], r["arrow_runs"] = t["heap"], t["arrow"]
@@ -224,7 +225,7 @@ def main():
         print("%-5s %9.3f %9.3f %7.2f  %-38s %-38s %s / %s, %d" % (
             r["query"], r["heap_s"], r["arrow_s"], r["ratio"], ",".join(ph["joins"]) or "-",
             ",".join(pa_["joins"]) or "-", pa_["scan_estimated_rows"], pa_["scan_actual_rows"],
-            pa_["index_probes"]))
+            pa_["nested_loop_inner_loops"]))
     slower = [r["query"] for r in rows if r["arrow_s"] > r["heap_s"]]
     print("Arrow slower than heap: %s" % (", ".join(slower) or "none"))
 
