@@ -32,7 +32,8 @@
  * per IN value) times its non-null fraction.  Columns are independent
  * within a batch (the per-batch product of their fractions, summed over
  * batches weighted by rows, so that columns correlated through the batches,
- * e.g. sorted data, are estimated well).  The clauses it cannot parse go to
+ * e.g. sorted data, are estimated well).  IS [NOT] NULL takes the exact null
+ * counts of the batches.  The clauses it cannot parse go to
  * clauselist_selectivity.
  *
  *-------------------------------------------------------------------------
@@ -84,8 +85,12 @@ typedef struct ArrowColEstimate
 	int			n_eq;			/* -1: no equality; else the allowed values */
 	double	   *eq;
 	double		def_sel;		/* batches without statistics */
+	int			null_tests;		/* NULL_TEST_IS | NULL_TEST_NOT of its clauses */
 	double	   *frac;			/* per global batch: the fraction kept */
 } ArrowColEstimate;
+
+#define NULL_TEST_IS	1		/* col IS NULL */
+#define NULL_TEST_NOT	2		/* col IS NOT NULL */
 
 static ArrowScale
 scale_of(Oid type, bool *discrete)
@@ -445,6 +450,66 @@ eval_column(PlannerInfo *root, const ArrowEstimateTable *t, ArrowColEstimate *g,
 			lower[i];
 }
 
+/*
+ * The column of a NullTest clause on a column of the table (with its kind in
+ * *kind), or 0 when the clause is something else.
+ */
+static AttrNumber
+null_test_column(Expr *clause, Index relid, const ArrowEstimateTable *t, int *kind)
+{
+	NullTest   *nt = (NullTest *) clause;
+	Node	   *arg;
+	Var		   *v;
+
+	if (!IsA(clause, NullTest) || nt->argisrow)
+		return 0;
+	arg = (Node *) nt->arg;
+	while (arg && IsA(arg, RelabelType))
+		arg = (Node *) ((RelabelType *) arg)->arg;
+	if (!arg || !IsA(arg, Var))
+		return 0;
+	v = (Var *) arg;
+	if (v->varno != relid || v->varlevelsup != 0 || v->varattno <= 0 ||
+		v->varattno > t->natts || t->fields[v->varattno - 1] < 0)
+		return 0;
+	*kind = nt->nulltesttype == IS_NULL ? NULL_TEST_IS : NULL_TEST_NOT;
+	return v->varattno;
+}
+
+/*
+ * Applies g's IS [NOT] NULL clauses to g->frac, from the exact null counts of
+ * the batches: alone, the fraction of NULLs (or not); beside comparisons,
+ * which NULL never passes, IS NOT NULL changes nothing and IS NULL leaves no
+ * row.
+ */
+static void
+apply_null_tests(const ArrowEstimateTable *t, ArrowColEstimate *g,
+				 int32 total_batches)
+{
+	int32		gb = 0;
+
+	if (g->null_tests == 0)
+		return;
+	if (g->frac == NULL)
+		g->frac = palloc(sizeof(double) * Max(total_batches, 1));
+	for (int f = 0; f < t->n_files; f++)
+		for (int32 b = 0; b < t->files[f]->n_batches; b++, gb++)
+		{
+			const ArrowBatchInfo *batch = &t->files[f]->batches[b];
+			int32		node = t->files[f]->columns[g->field].first_node;
+			double		nulls = 0;
+
+			if (batch->n_rows > 0 && node >= 0 && node < batch->n_nodes)
+				nulls = (double) batch->nodes[node].null_count / batch->n_rows;
+			if (g->null_tests == (NULL_TEST_IS | NULL_TEST_NOT))
+				g->frac[gb] = 0;
+			else if (g->conds != NIL)
+				g->frac[gb] = g->null_tests == NULL_TEST_IS ? 0 : g->frac[gb];
+			else
+				g->frac[gb] = g->null_tests == NULL_TEST_IS ? nulls : 1.0 - nulls;
+		}
+}
+
 /* the group of column attno in *groups, created when new */
 static ArrowColEstimate *
 group_of(List **groups, const ArrowEstimateTable *t, AttrNumber attno)
@@ -486,7 +551,14 @@ arrow_estimate_rows(PlannerInfo *root, RelOptInfo *baserel,
 		RestrictInfo *ri = lfirst(lc);
 		ArrowStatCond *c = palloc(sizeof(ArrowStatCond));
 		ArrowColEstimate *g;
+		int			kind;
+		AttrNumber	attno = null_test_column(ri->clause, baserel->relid, t, &kind);
 
+		if (attno > 0)
+		{
+			group_of(&groups, t, attno)->null_tests |= kind;
+			continue;
+		}
 		if (!arrow_stats_parse_clause((Expr *) ri->clause, baserel->relid, c) ||
 			c->attno > t->natts || t->fields[c->attno - 1] < 0)
 		{
@@ -508,8 +580,12 @@ arrow_estimate_rows(PlannerInfo *root, RelOptInfo *baserel,
 														 Int16GetDatum(g->attno),
 														 BoolGetDatum(false));
 
-		g->positioned = prepare_range(g);
-		eval_column(root, t, g, has_pg_stats, total_batches);
+		if (g->conds != NIL)
+		{
+			g->positioned = prepare_range(g);
+			eval_column(root, t, g, has_pg_stats, total_batches);
+		}
+		apply_null_tests(t, g, total_batches);
 	}
 	for (int f = 0; f < t->n_files; f++)
 		for (int32 b = 0; b < t->files[f]->n_batches; b++, gb++)

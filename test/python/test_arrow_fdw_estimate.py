@@ -121,6 +121,8 @@ CASES = [
     "c < 250.5", "c BETWEEN 100 AND 200", "c > 990",
     "s BETWEEN 1000 AND 5999", "s < 25000", "s >= 199000 AND a < 500",
     "n < 50", "n = 7", "n BETWEEN 10 AND 19 AND a < 500",
+    "n IS NULL", "n IS NOT NULL", "n IS NOT NULL AND n < 50", "n IS NULL AND n < 50",
+    "a IS NOT NULL AND a < 100", "n IS NULL AND a < 100",
     "d BETWEEN '2000-03-01' AND '2000-03-31'", "d = '2000-07-04'",
     "a = 2.5", "a < 99.5", "b > 1e9",
 ]
@@ -150,10 +152,14 @@ def test_no_statistics_is_sane(tables):
 
 
 def test_null_counts(tables):
-    """NULLs never pass a comparison: the null counts of the batches count."""
+    """NULLs never pass a comparison, and IS [NOT] NULL is exact: the null
+    counts of the record batches count, with or without statistics."""
     actual = int(q("SELECT count(*) FROM est.heap WHERE n >= 0"))
     assert off_by(estimate("stats", "n >= 0"), actual) <= 1.2
     assert off_by(estimate("nostats", "n >= 0"), actual) <= 4
+    for where in ["n IS NULL", "n IS NOT NULL"]:
+        actual = int(q("SELECT count(*) FROM est.heap WHERE " + where))
+        assert estimate("nostats", where) == actual, where
 
 
 def test_skipped_batches_estimate_few(tables):
