@@ -16,7 +16,11 @@
 
 #include "pg2arrow.h"
 
-/* Reads a password from the terminal without echo */
+/*
+ * Reads a password from the terminal without echo.  Echo is off before the
+ * prompt appears, so an answer typed (or sent) as soon as the prompt shows
+ * is neither echoed nor discarded.
+ */
 char *
 prompt_password(void)
 {
@@ -28,15 +32,15 @@ prompt_password(void)
 
 	if (tty == NULL)
 		fatal("cannot prompt for a password: no terminal");
-	fputs("Password: ", tty);
-	fflush(tty);
 	tcgetattr(fileno(tty), &old);
 	noecho = old;
 	noecho.c_lflag &= ~ECHO;
 	tcsetattr(fileno(tty), TCSAFLUSH, &noecho);
+	fputs("Password: ", tty);
+	fflush(tty);
 	if (fgets(buf, sizeof(buf), tty) == NULL)
 		buf[0] = '\0';
-	tcsetattr(fileno(tty), TCSAFLUSH, &old);
+	tcsetattr(fileno(tty), TCSANOW, &old);
 	fputc('\n', tty);
 	fclose(tty);
 	n = strlen(buf);
