@@ -9,9 +9,13 @@
 #   bench/gpu-host.sh tests                 run the extracted bundle's tests
 #   bench/gpu-host.sh fdw                   arrow_fdw vs heap (bench/arrow_fdw_bench.py)
 #   bench/gpu-host.sh export                pg2arrow vs its peers (bench/pg2arrow_bench.py)
+#   bench/gpu-host.sh ssb                   the 13 SSB queries, heap vs arrow_fdw lineorder
+#                                           (bench/ssb_bench.py), SF default 20, in its
+#                                           own database ssb_sfN (loaded once; RELOAD=1)
 #
-# Environment: SF (scale factor, default 10), WORKERS (parallel workers for the
-# scan benchmark, default 16), SHARED_BUFFERS (default 16GB), WHEELS (a directory
+# Environment: SF (scale factor, default 10; 20 for ssb), WORKERS (parallel workers
+# for the scan benchmarks, default 16), RUNS (ssb: measured runs per query, default
+# 5), SHARED_BUFFERS (default 16GB), WHEELS (a directory
 # of Python wheels to install first, e.g. connectorx, psycopg), PGPORT (default 5500),
 # EXPORT_WORKERS (default 1,2,4,8,16), REPEAT (rounds over every point, best kept;
 # default 1), SKIP_TESTS=1 (setup without the bundle tests), PG2ARROW (the pg2arrow
@@ -105,8 +109,30 @@ export)
         --tmpdir "$top/export" 2>&1 | tee "$top/export.log"
     keep "$top/export.log" $(find bench/results -name 'pg2arrow_bench-*' -newer "$top/export.start")
     ;;
+ssb)
+    env_from_bundle
+    sf=${SF:-20}
+    db=ssb_sf$sf
+    arrow=$top/ssb-sf$sf-stats/lineorder.arrow
+    loaded=$(PGDATABASE=postgres psql -XAtc "SELECT 1 FROM pg_database WHERE datname = '$db'")
+    if [ "${RELOAD:-0}" = 1 ] || [ -z "$loaded" ] || [ ! -f "$arrow" ]; then
+        log "SSB SF $sf into database $db (heap), lineorder to Arrow with statistics"
+        PGDATABASE=postgres psql -Xqc "DROP DATABASE IF EXISTS $db" -c "CREATE DATABASE $db"
+        psql -d "$db" -Xqc "CREATE EXTENSION pg_warp"
+        make -s -C bench/ssb
+        bench/ssb/load.sh -d "$db" -s "$sf" -j "$(nproc)" --no-arrow 2>&1 | tee "$top/ssb-load.log"
+        mkdir -p "$(dirname "$arrow")"; chmod 755 "$(dirname "$arrow")"
+        time "${PG2ARROW:-pg2arrow}" -d "$db" -t lineorder -S -n "$(nproc)" -o "$arrow"
+        chmod 644 "$arrow"
+    fi
+    log "SSB SF $sf: heap vs arrow_fdw, ${WORKERS:-16} workers"
+    touch "$top/ssb.start"
+    python3 bench/ssb_bench.py -d "$db" -a "$arrow" -w "${WORKERS:-16}" -r "${RUNS:-5}" \
+        --tag "sf$sf-gpu-host-${WORKERS:-16}workers" 2>&1 | tee "$top/ssb.log"
+    keep "$top/ssb.log" $(find bench/results -name 'ssb_*' -newer "$top/ssb.start")
+    ;;
 *)
-    sed -n '2,19p' "$0" | sed 's/^# \{0,1\}//'
+    sed -n '2,23p' "$0" | sed 's/^# \{0,1\}//'
     exit 2
     ;;
 esac

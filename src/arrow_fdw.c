@@ -747,6 +747,9 @@ n_fields_of(const ArrowFdwTable *t)
  * Planning
  * ----------------------------------------------------------------
  */
+static double estimate_rows(PlannerInfo *root, RelOptInfo *baserel,
+							const ArrowFdwTable *t);
+
 static void
 arrowGetForeignRelSize(PlannerInfo *root, RelOptInfo *baserel,
 					   Oid foreigntableid)
@@ -808,10 +811,26 @@ arrowGetForeignRelSize(PlannerInfo *root, RelOptInfo *baserel,
 	}
 
 	baserel->tuples = (double) ps->table->total_rows;
-	baserel->rows = clamp_row_est(ps->table->total_rows *
-								  clauselist_selectivity(root, baserel->baserestrictinfo,
-														 0, JOIN_INNER, NULL));
+	baserel->rows = clamp_row_est(estimate_rows(root, baserel, ps->table));
 	baserel->fdw_private = ps;
+}
+
+/* rows of the scan that pass its restriction clauses (arrow_estimate.c) */
+static double
+estimate_rows(PlannerInfo *root, RelOptInfo *baserel, const ArrowFdwTable *t)
+{
+	ArrowEstimateTable et;
+
+	et.relid = t->relid;
+	et.n_files = t->n_files;
+	et.files = palloc(sizeof(ArrowFile *) * Max(t->n_files, 1));
+	for (int f = 0; f < t->n_files; f++)
+		et.files[f] = t->files[f].file;
+	et.convs = t->convs;
+	et.fields = t->fields;
+	et.natts = t->natts;
+	et.total_rows = t->total_rows;
+	return arrow_estimate_rows(root, baserel, &et);
 }
 
 static double
@@ -836,16 +855,22 @@ estimate_costs(PlannerInfo *root, RelOptInfo *baserel, ArrowFdwPlanState *ps,
 	double		pages = (double) ps->read_bytes / BLCKSZ;
 	QualCost	qcost;
 	double		cpu;
+	double		rows;
 
 	cost_qual_eval(&qcost, baserel->baserestrictinfo, root);
 	*startup = qcost.startup + baserel->reltarget->cost.startup;
 	/* per row: forming the tuple (per column) and the quals */
 	cpu = (cpu_tuple_cost + qcost.per_tuple +
 		   cpu_operator_cost * list_length(ps->referenced)) * ps->kept_rows;
+	/* the target list is computed for the rows the scan returns */
+	rows = baserel->rows;
 	if (workers > 0)
+	{
 		cpu /= parallel_divisor(workers);
+		rows = clamp_row_est(rows / parallel_divisor(workers));
+	}
 	*total = *startup + seq_page_cost * pages + cpu +
-		baserel->reltarget->cost.per_tuple * baserel->rows;
+		baserel->reltarget->cost.per_tuple * rows;
 }
 
 static void
@@ -1457,6 +1482,67 @@ arrowShutdownForeignScan(ForeignScanState *node)
  * ANALYZE
  * ----------------------------------------------------------------
  */
+/*
+ * Puts the rows of one record batch through the reservoir of
+ * arrow_acquire_sample_rows, converting only the rows that enter it.
+ * *n: rows in the reservoir, *seen: rows offered so far.
+ */
+static void
+sample_batch_rows(ArrowFdwTable *t, TupleDesc tupdesc, ArrowBatch *batch,
+				  HeapTuple *rows, int targrows, int *n, double *seen,
+				  double *skip, ReservoirState rstate, MemoryContext row_cxt)
+{
+	Datum	   *values = palloc(sizeof(Datum) * Max(tupdesc->natts, 1));
+	bool	   *nulls = palloc(sizeof(bool) * Max(tupdesc->natts, 1));
+
+	for (int64 r = 0; r < batch->n_rows; r++)
+	{
+		int			pos = -1;
+		MemoryContext old;
+
+		if (*n < targrows)
+			pos = (*n)++;
+		else
+		{
+			/* Vitter's algorithm, as in PostgreSQL's own samplers */
+			if (*skip < 0)
+				*skip = reservoir_get_next_S(rstate, *seen, targrows);
+			if (*skip <= 0)
+			{
+				pos = (int) (targrows * sampler_random_fract(&rstate->randstate));
+				heap_freetuple(rows[pos]);
+			}
+			*skip -= 1;
+		}
+		*seen += 1;
+		if (pos < 0)
+			continue;
+		MemoryContextReset(row_cxt);
+		old = MemoryContextSwitchTo(row_cxt);
+		for (int i = 0; i < tupdesc->natts; i++)
+		{
+			if (t->fields[i] < 0)
+			{
+				nulls[i] = true;
+				continue;
+			}
+			values[i] = arrow_conv_value(&t->convs[i], &batch->columns[t->fields[i]],
+										 r, &nulls[i]);
+		}
+		MemoryContextSwitchTo(old);
+		rows[pos] = heap_form_tuple(tupdesc, values, nulls);
+	}
+	pfree(values);
+	pfree(nulls);
+}
+
+/*
+ * ANALYZE's sampler.  It reads a bounded random subset of the record
+ * batches (arrow_sample_batches: enough for targrows rows and about the
+ * bytes that ANALYZE of a heap table reads), takes a uniform sample of the
+ * rows of those batches and reports the table's exact row count from the
+ * files' footers.
+ */
 static int
 arrow_acquire_sample_rows(Relation rel, int elevel, HeapTuple *rows,
 						  int targrows, double *totalrows,
@@ -1465,8 +1551,7 @@ arrow_acquire_sample_rows(Relation rel, int elevel, HeapTuple *rows,
 	ArrowFdwTable *t = arrow_table_open(rel, NIL);
 	TupleDesc	tupdesc = RelationGetDescr(rel);
 	bool	   *want = palloc0(sizeof(bool) * Max(n_fields_of(t), 1));
-	Datum	   *values = palloc(sizeof(Datum) * Max(tupdesc->natts, 1));
-	bool	   *nulls = palloc(sizeof(bool) * Max(tupdesc->natts, 1));
+	const ArrowFile **files = palloc(sizeof(ArrowFile *) * Max(t->n_files, 1));
 	MemoryContext row_cxt = AllocSetContextCreate(CurrentMemoryContext,
 												  "arrow_fdw analyze",
 												  ALLOCSET_DEFAULT_SIZES);
@@ -1474,73 +1559,46 @@ arrow_acquire_sample_rows(Relation rel, int elevel, HeapTuple *rows,
 	double		seen = 0;
 	double		skip = -1;
 	int			n = 0;
+	int32	   *chosen;
+	int32		n_chosen;
+	int64		bytes = 0;
 
 	for (int i = 0; i < t->natts; i++)
 		if (t->fields[i] >= 0)
 			want[t->fields[i]] = true;
-	reservoir_init_selection_state(&rstate, targrows);
-
 	for (int f = 0; f < t->n_files; f++)
+		files[f] = t->files[f].file;
+	reservoir_init_selection_state(&rstate, targrows);
+	chosen = arrow_sample_batches(files, t->n_files, t->total_batches, targrows,
+								  &n_chosen);
+	for (int32 k = 0; k < n_chosen; k++)
 	{
-		ArrowFdwFile *file = &t->files[f];
+		ArrowBatch *batch = NULL;
+		ArrowError	err;
+		int			f;
+		int32		b;
 
-		for (int32 b = 0; b < file->file->n_batches; b++)
-		{
-			ArrowBatch *batch = NULL;
-			ArrowError	err;
-
-			vacuum_delay_point();
-			memset(&err, 0, sizeof(err));
-			if (arrow_batch_load(file->file, b, want, &batch, &err) != ARROW_OK)
-				arrow_pg_report(&err, psprintf("read record batch %d of", b), file->path);
-			for (int64 r = 0; r < batch->n_rows; r++)
-			{
-				int			pos = -1;
-				MemoryContext old;
-
-				if (n < targrows)
-					pos = n++;
-				else
-				{
-					/* Vitter's algorithm, as in PostgreSQL's own samplers */
-					if (skip < 0)
-						skip = reservoir_get_next_S(&rstate, seen, targrows);
-					if (skip <= 0)
-					{
-						pos = (int) (targrows * sampler_random_fract(&rstate.randstate));
-						heap_freetuple(rows[pos]);
-					}
-					skip -= 1;
-				}
-				seen += 1;
-				if (pos < 0)
-					continue;
-				MemoryContextReset(row_cxt);
-				old = MemoryContextSwitchTo(row_cxt);
-				for (int i = 0; i < tupdesc->natts; i++)
-				{
-					if (t->fields[i] < 0)
-					{
-						nulls[i] = true;
-						continue;
-					}
-					values[i] = arrow_conv_value(&t->convs[i],
-												 &batch->columns[t->fields[i]],
-												 r, &nulls[i]);
-				}
-				MemoryContextSwitchTo(old);
-				rows[pos] = heap_form_tuple(tupdesc, values, nulls);
-			}
-			arrow_batch_free(batch);
-		}
-		arrow_pg_source_close(file->src);
+		vacuum_delay_point();
+		locate_batch(t, chosen[k], &f, &b);
+		memset(&err, 0, sizeof(err));
+		if (arrow_batch_load(t->files[f].file, b, want, &batch, &err) != ARROW_OK)
+			arrow_pg_report(&err, psprintf("read record batch %d of", b), t->files[f].path);
+		sample_batch_rows(t, tupdesc, batch, rows, targrows, &n, &seen, &skip,
+						  &rstate, row_cxt);
+		arrow_batch_free(batch);
+		/* at most one file open at a time */
+		if (k + 1 == n_chosen || chosen[k + 1] >= t->batch_start[f + 1])
+			arrow_pg_source_close(t->files[f].src);
 	}
+	for (int f = 0; f < t->n_files; f++)
+		bytes += t->files[f].src->bytes_read;
 	MemoryContextDelete(row_cxt);
 	*totalrows = (double) t->total_rows;
 	*totaldeadrows = 0;
 	ereport(elevel,
-			(errmsg("\"%s\": sampled %d of %.0f rows in %d Arrow files",
-					RelationGetRelationName(rel), n, *totalrows, t->n_files)));
+			(errmsg("\"%s\": sampled %d of %.0f rows, reading %d of %d record batches (" INT64_FORMAT " bytes) in %d Arrow files",
+					RelationGetRelationName(rel), n, *totalrows, n_chosen,
+					t->total_batches, bytes, t->n_files)));
 	return n;
 }
 

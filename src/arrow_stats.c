@@ -222,6 +222,19 @@ usable_walk(Expr *e, Index relid, List **out)
 }
 
 /*
+ * Parses one clause (a plain expression, not a RestrictInfo) into *cond when
+ * statistics can decide it: a comparison of a column of relation 'relid'
+ * with a constant, or an IN list.  Returns false, leaving *cond undefined,
+ * for anything else.  (The row estimates of arrow_estimate.c use it.)
+ */
+bool
+arrow_stats_parse_clause(Expr *clause, Index relid, ArrowStatCond *cond)
+{
+	memset(cond, 0, sizeof(*cond));
+	return parse_clause(clause, relid, cond);
+}
+
+/*
  * The clauses of 'exprs' (RestrictInfos or plain expressions, implicitly
  * ANDed) that statistics can decide, as a list of plain expressions.
  */

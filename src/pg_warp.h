@@ -147,9 +147,35 @@ typedef struct ArrowStatCond
 extern bool pg_warp_arrow_stats_skip;
 extern List *arrow_stats_usable_clauses(List *exprs, Index relid);
 extern ArrowStatCond *arrow_stats_prepare(List *clauses, int *n_conds);
+struct Expr;
+extern bool arrow_stats_parse_clause(struct Expr *clause, Index relid,
+									 ArrowStatCond *cond);
 extern bool arrow_stats_skip_batch(const ArrowStatCond *conds, int n_conds,
 								   const ArrowConv *convs, const int *fields,
 								   const ArrowBatchInfo *batch);
+
+/* in arrow_estimate.c */
+
+/* what the row estimate needs to know of a foreign table's files */
+typedef struct ArrowEstimateTable
+{
+	Oid			relid;
+	int			n_files;
+	ArrowFile **files;			/* their metadata (footers, batch metadata) */
+	const ArrowConv *convs;		/* attno-1 -> converter */
+	const int  *fields;			/* attno-1 -> top-level field, -1: none */
+	int			natts;
+	int64		total_rows;
+} ArrowEstimateTable;
+
+struct PlannerInfo;
+struct RelOptInfo;
+extern double arrow_estimate_rows(struct PlannerInfo *root,
+								  struct RelOptInfo *baserel,
+								  const ArrowEstimateTable *t);
+extern int32 *arrow_sample_batches(const ArrowFile *const *files, int n_files,
+								   int32 total_batches, int targrows,
+								   int32 *n_chosen);
 
 /* in arrow_fdw.c */
 extern void arrow_fdw_init(void);
