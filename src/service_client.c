@@ -206,6 +206,13 @@ service_recv(ServiceConn *conn, WarpMsgType type, void *payload, uint32 len)
 	recv_exact(conn, &hdr, sizeof(hdr));
 	if (hdr.magic != PGWARP_PROTO_MAGIC)
 		lost("The service sent a message with a bad magic number.");
+	if (hdr.version != PGWARP_PROTO_VERSION && hdr.type != WARP_MSG_ERROR)
+		ereport(ERROR,
+				(errcode(ERRCODE_PROTOCOL_VIOLATION),
+				 errmsg("pg_warp service speaks protocol version %u, this library version %d",
+						hdr.version, PGWARP_PROTO_VERSION),
+				 errhint("The installed pg_warp_service and pg_warp.so differ; "
+						 "restart PostgreSQL after installing pg_warp.")));
 	if (hdr.type == WARP_MSG_ERROR && hdr.length == sizeof(WarpErrorMsg))
 	{
 		WarpErrorMsg err;

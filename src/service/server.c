@@ -353,41 +353,33 @@ dispatch(Conn *c, const WarpMsgHeader *hdr, const uint8_t *payload)
 
 /*
  * check_header
- *		Validates a received header and makes room for its payload.  Returns
- *		false when the message is refused (the connection then closes after
- *		the ERROR; *alive says whether it is still open).
+ *		Validates a received header and makes room for its payload.  A
+ *		refused header is answered with ERROR and the connection closes once
+ *		that is sent.  Returns false when the connection was closed.
  */
 static bool
-check_header(Conn *c, const WarpMsgHeader *hdr, bool *alive)
+check_header(Conn *c, const WarpMsgHeader *hdr)
 {
 	size_t		need = HDR_SIZE + (size_t) hdr->length;
+	uint8_t    *p;
 
-	*alive = true;
 	if (hdr->magic != PGWARP_PROTO_MAGIC)
-		*alive = conn_fail(c, true, WARP_ERR_PROTOCOL, "not a pg_warp message (bad magic)");
-	else if (hdr->version != PGWARP_PROTO_VERSION)
-		*alive = conn_fail(c, true, WARP_ERR_VERSION,
-						   "protocol version mismatch: the service speaks version %d, the client version %u",
-						   PGWARP_PROTO_VERSION, hdr->version);
-	else if (hdr->length > PGWARP_MAX_PAYLOAD)
-		*alive = conn_fail(c, true, WARP_ERR_PROTOCOL, "message of %u bytes is too long",
-						   hdr->length);
-	else if (need > c->in_cap)
-	{
-		uint8_t    *p = realloc(c->in, need);
-
-		if (p == NULL)
-			*alive = conn_fail(c, true, WARP_ERR_PROTOCOL, "out of memory");
-		else
-		{
-			c->in = p;
-			c->in_cap = need;
-			return true;
-		}
-	}
-	else
+		return conn_fail(c, true, WARP_ERR_PROTOCOL, "not a pg_warp message (bad magic)");
+	if (hdr->version != PGWARP_PROTO_VERSION)
+		return conn_fail(c, true, WARP_ERR_VERSION,
+						 "protocol version mismatch: the service speaks version %d, the client version %u",
+						 PGWARP_PROTO_VERSION, hdr->version);
+	if (hdr->length > PGWARP_MAX_PAYLOAD)
+		return conn_fail(c, true, WARP_ERR_PROTOCOL, "message of %u bytes is too long",
+						 hdr->length);
+	if (need <= c->in_cap)
 		return true;
-	return false;
+	p = realloc(c->in, need);
+	if (p == NULL)
+		return conn_fail(c, true, WARP_ERR_PROTOCOL, "out of memory");
+	c->in = p;
+	c->in_cap = need;
+	return true;
 }
 
 /*
@@ -406,7 +398,6 @@ conn_read(Conn *c)
 		WarpMsgHeader hdr;
 		size_t		want;
 		ssize_t		n;
-		bool		alive;
 
 		if (c->in_len >= HDR_SIZE)
 		{
@@ -438,8 +429,9 @@ conn_read(Conn *c)
 		if (c->in_len == HDR_SIZE)
 		{
 			memcpy(&hdr, c->in, HDR_SIZE);
-			if (!check_header(c, &hdr, &alive))
-				return alive;
+			/* a refused header sets c->closing, which ends the loop */
+			if (!check_header(c, &hdr))
+				return false;
 		}
 	}
 	return true;
