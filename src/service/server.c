@@ -69,6 +69,14 @@ static int	listen_tag;
 static int	signal_tag;
 
 /*
+ * Out of file descriptors, accepting stops (the listening socket leaves the
+ * epoll set, or the level-triggered loop would spin) until a connection
+ * closes; new clients wait in the listen queue meanwhile.
+ */
+static int	listen_sock = -1;
+static bool accept_paused;
+
+/*
  * socket_is_stale
  *		Whether PGWARP_SOCKET_NAME, which exists, is a socket that nobody
  *		listens on (left by a service that was killed) and may be removed.
@@ -179,6 +187,12 @@ conn_close(Conn *c)
 	free(c->out);
 	free(c);
 	svc_counters.connections--;
+	if (accept_paused)
+	{
+		struct epoll_event ev = {.events = EPOLLIN, .data.ptr = &listen_tag};
+
+		accept_paused = (epoll_ctl(epoll_fd, EPOLL_CTL_ADD, listen_sock, &ev) != 0);
+	}
 }
 
 /* conn_set_want_out: (un)registers interest in writability */
@@ -457,7 +471,14 @@ accept_clients(int listen_fd)
 		{
 			if (errno == EINTR || errno == ECONNABORTED)
 				continue;
-			if (errno != EAGAIN && errno != EWOULDBLOCK)
+			if ((errno == EMFILE || errno == ENFILE) && conns != NULL &&
+				epoll_ctl(epoll_fd, EPOLL_CTL_DEL, listen_fd, NULL) == 0)
+			{
+				svc_log("WARNING", "could not accept a connection: %s; "
+						"waiting for a connection to close", strerror(errno));
+				accept_paused = true;
+			}
+			else if (errno != EAGAIN && errno != EWOULDBLOCK)
 				svc_log("WARNING", "could not accept a connection: %s", strerror(errno));
 			return;
 		}
@@ -521,6 +542,7 @@ server_run(int listen_fd, int signal_fd, pid_t parent_pid, const ServiceGpu *gpu
 	bool		stop = false;
 
 	service_gpu = gpu;
+	listen_sock = listen_fd;
 	started_at_us = svc_now_us(CLOCK_REALTIME);
 	started_mono_us = svc_now_us(CLOCK_MONOTONIC);
 	epoll_fd = epoll_create1(EPOLL_CLOEXEC);

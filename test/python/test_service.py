@@ -8,6 +8,7 @@ service program by hand in a temporary directory.  As root (CI), the cluster
 runs as the unprivileged user of cluster.sh, which lets the tests check that
 the service refuses other users."""
 import os
+import resource
 import shutil
 import signal
 import socket
@@ -217,15 +218,19 @@ def hello(sock):
 
 
 class Service:
-    """pg_warp_service started by hand on directory d (as this user)."""
+    """pg_warp_service started by hand on directory d (as this user);
+    max_files limits its file descriptors."""
 
-    def __init__(self, d, argv=(), wait=True):
+    def __init__(self, d, argv=(), wait=True, max_files=None):
         self.dir = d
         self.sock = os.path.join(d, "pg_warp.sock")
         self.logpath = os.path.join(d, "service.log")
         self.logf = open(self.logpath, "ab")
+        limit = None
+        if max_files:
+            limit = lambda: resource.setrlimit(resource.RLIMIT_NOFILE, (max_files, max_files))
         self.proc = subprocess.Popen([service_program(), "-D", d, *argv],
-                                     stdout=self.logf, stderr=self.logf)
+                                     stdout=self.logf, stderr=self.logf, preexec_fn=limit)
         if wait:
             wait_until(self.answers, 10, "the service to listen")
 
@@ -533,6 +538,38 @@ def test_slow_and_dead_clients_do_not_block_others(service):
     slow.sendall(message(MSG_HELLO, struct.pack("<II", 1, VERSION))[7:])
     assert recv_message(slow)[0] == MSG_HELLO
     slow.close()
+
+
+def test_out_of_file_descriptors(tmp_path):
+    """Out of descriptors, the service waits for a connection to close (no
+    busy loop); the clients beyond the limit wait in the listen queue."""
+    s = Service(str(tmp_path), max_files=16)
+    clients = []
+    try:
+        for _ in range(20):
+            c = connect(s.sock, timeout=0.3)
+            c.sendall(message(MSG_HELLO, struct.pack("<II", 1, VERSION)))
+            clients.append(c)
+        served = []
+        for c in clients:
+            try:
+                served.append(recv_message(c) is not None)
+            except socket.timeout:
+                served.append(False)
+        assert 4 <= served.count(True) < 20, served
+        waiting = [c for c, ok in zip(clients, served) if not ok]
+        for c, ok in zip(clients, served):
+            if ok:
+                c.close()
+        for c in waiting:
+            c.settimeout(10)
+            assert recv_message(c)[0] == MSG_HELLO
+        # one warning per pause, not a loop of them
+        assert 1 <= s.log().count("waiting for a connection to close") <= len(waiting)
+    finally:
+        for c in clients:
+            c.close()
+        s.stop()
 
 
 def test_sigterm_removes_the_socket(tmp_path):
