@@ -69,6 +69,7 @@ svc_now_us(int clock_id)
 	return (int64_t) ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
 }
 
+/* usage: explains the command line on stderr and exits with code 2 */
 static void
 usage(void)
 {
