@@ -62,7 +62,7 @@ $(ARROW_LIB): $(ARROW_OBJS)
 	$(AR) rcs $@ $^
 
 $(EXPORTS): sql/$(EXTENSION).sql
-	{ echo '{ global: Pg_magic_func; _PG_init;'; \
+	{ echo '{ global: Pg_magic_func; _PG_init; pg_warp_supervisor_main;'; \
 	  sed -n "s/.*'MODULE_PATHNAME', *'\([A-Za-z0-9_]*\)'.*/  \1; pg_finfo_\1;/p" $<; \
 	  echo '  local: *; };'; } > $@
 
@@ -106,3 +106,22 @@ install-tools: tools
 clean: clean-tools
 clean-tools:
 	$(MAKE) -C tools clean
+
+# The warp service (src/service, no postgres.h): a program of its own that the
+# supervisor background worker starts (doc/service.md).  Installed beside
+# pg_warp.so in pkglibdir, not in bindir: it is not a command for users, and it
+# must match the library of the same install.
+SERVICE      = src/service/pg_warp_service
+SERVICE_SRCS = $(sort $(wildcard src/service/*.c))
+SERVICE_CFLAGS = -std=gnu11 -O2 -g -D_GNU_SOURCE -Wall -Wextra -Wno-unused-parameter \
+               -Wno-missing-field-initializers -Wno-sign-compare $(if $(filter 1,$(WERROR)),-Werror)
+all: $(SERVICE)
+install: install-service
+clean: clean-service
+$(SERVICE): $(SERVICE_SRCS) $(wildcard src/service/*.h) src/xpu/protocol.h
+	$(CC) $(SERVICE_CFLAGS) -I$(CURDIR)/src -o $@ $(SERVICE_SRCS) -ldl
+.PHONY: install-service clean-service
+install-service: $(SERVICE) installdirs
+	$(INSTALL_PROGRAM) $(SERVICE) '$(DESTDIR)$(pkglibdir)/pg_warp_service'
+clean-service:
+	rm -f $(SERVICE)

@@ -71,3 +71,22 @@ COMMENT ON FOREIGN DATA WRAPPER arrow_fdw IS 'Apache Arrow files as foreign tabl
 
 CREATE SERVER arrow_fdw FOREIGN DATA WRAPPER arrow_fdw;
 COMMENT ON SERVER arrow_fdw IS 'Apache Arrow files (options on each foreign table)';
+
+-- The warp service (doc/service.md).  What it reports is harmless (a pid,
+-- counters, GPU names that gpu_devices() shows as well): callable by PUBLIC.
+CREATE FUNCTION pgwarp.service_status(
+    OUT pid int,
+    OUT started_at timestamptz,
+    OUT uptime interval,
+    OUT protocol_version int,
+    OUT engine text,
+    OUT engine_detail text,
+    OUT device_count int,
+    OUT devices text[],
+    OUT memory_in_use bigint,
+    OUT running_tasks int,
+    OUT connections int)
+RETURNS record
+AS 'MODULE_PATHNAME', 'pg_warp_service_status'
+LANGUAGE C STRICT VOLATILE PARALLEL RESTRICTED;
+COMMENT ON FUNCTION pgwarp.service_status() IS 'the pg_warp service: pid, uptime, engine, devices, memory in use, running tasks';

@@ -17,6 +17,13 @@
 extern bool pg_warp_enabled;
 extern bool pg_warp_preloaded;
 
+/* in service_supervisor.c */
+extern void pg_warp_service_init(void);
+
+/* in service_client.c */
+extern int	pg_warp_service_timeout;
+extern void pg_warp_service_client_init(void);
+
 /* in gpu_device.c */
 struct XpuError;
 extern char *pg_warp_fatbin_path;

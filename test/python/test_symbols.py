@@ -1,5 +1,5 @@
 """The library boundary of pg_warp.so: it exports exactly what PostgreSQL looks
-up (the magic block, _PG_init, and each C function named in sql/pg_warp.sql with
+up (the magic block, _PG_init, the supervisor worker's entry point, and each C function named in sql/pg_warp.sql with
 its pg_finfo_ record), so that no symbol of ours (the Arrow library's arrow_* and
 fb_*, our helpers) can collide with another library loaded into a backend; and
 the Arrow writer, which the backend never calls, is not linked in."""
@@ -38,7 +38,9 @@ def symbols(path, *flags):
 def test_exported_symbols_are_exactly_what_postgres_calls():
     lib = installed_library()
     exported = {f[-1] for f in symbols(lib, "-D", "--defined-only")}
-    expected = {"Pg_magic_func", "_PG_init"}
+    # and the entry point that the postmaster looks up for the background
+    # worker (bgw_function_name, src/service_supervisor.c)
+    expected = {"Pg_magic_func", "_PG_init", "pg_warp_supervisor_main"}
     for name in sql_functions():
         expected |= {name, "pg_finfo_" + name}
     assert exported == expected, (

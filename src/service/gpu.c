@@ -1,0 +1,216 @@
+/*-------------------------------------------------------------------------
+ *
+ * gpu.c
+ *		The service's GPUs: loads the CUDA driver at run time, and creates
+ *		each device's (primary) context once at start, kept until exit.
+ *
+ * The service is never linked with libcuda: on a machine without the NVIDIA
+ * driver dlopen("libcuda.so.1") fails, and that is the normal state "no GPU"
+ * (the CPU engine serves), reported by STATUS, not an error.  A driver that
+ * is installed but does not work (missing entry point, cuInit failure) is
+ * logged as a WARNING and also leaves the service on the CPU engine.
+ *
+ * No CUDA header is needed: the few types and constants used are declared
+ * below with the values of the driver ABI.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include <dlfcn.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "service.h"
+
+typedef int CUresult;
+typedef int CUdevice;
+typedef struct CUctx_st *CUcontext;
+
+#define CUDA_SUCCESS							0
+#define CUDA_ERROR_STUB_LIBRARY					34
+#define CUDA_ERROR_NO_DEVICE					100
+#define CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT	16
+#define CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR	75
+#define CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR	76
+
+/* the driver entry points used; versioned names where the ABI has several */
+static struct
+{
+	CUresult	(*cuInit) (unsigned int flags);
+	CUresult	(*cuDeviceGetCount) (int *count);
+	CUresult	(*cuDeviceGet) (CUdevice *dev, int ordinal);
+	CUresult	(*cuDeviceGetName) (char *name, int len, CUdevice dev);
+	CUresult	(*cuDeviceTotalMem) (size_t *bytes, CUdevice dev);
+	CUresult	(*cuDeviceGetAttribute) (int *value, int attrib, CUdevice dev);
+	CUresult	(*cuDevicePrimaryCtxRetain) (CUcontext *ctx, CUdevice dev);
+	CUresult	(*cuDevicePrimaryCtxRelease) (CUdevice dev);
+	CUresult	(*cuGetErrorName) (CUresult err, const char **name);
+} drv;
+
+static const struct
+{
+	const char *name;
+	void	  **slot;
+}			driver_symbols[] =
+{
+	{"cuInit", (void **) &drv.cuInit},
+	{"cuDeviceGetCount", (void **) &drv.cuDeviceGetCount},
+	{"cuDeviceGet", (void **) &drv.cuDeviceGet},
+	{"cuDeviceGetName", (void **) &drv.cuDeviceGetName},
+	{"cuDeviceTotalMem_v2", (void **) &drv.cuDeviceTotalMem},
+	{"cuDeviceGetAttribute", (void **) &drv.cuDeviceGetAttribute},
+	{"cuDevicePrimaryCtxRetain", (void **) &drv.cuDevicePrimaryCtxRetain},
+	{"cuDevicePrimaryCtxRelease_v2", (void **) &drv.cuDevicePrimaryCtxRelease},
+	{"cuGetErrorName", (void **) &drv.cuGetErrorName},
+};
+
+/* the CUDA device of each entry of ServiceGpu.devices[], for release */
+static CUdevice held_devices[WARP_MAX_DEVICES];
+
+/* cu_error: "CUDA_ERROR_X (n)" for a driver result */
+static const char *
+cu_error(CUresult rc)
+{
+	static char buf[96];
+	const char *name = NULL;
+
+	if (drv.cuGetErrorName == NULL || drv.cuGetErrorName(rc, &name) != CUDA_SUCCESS)
+		name = "unknown error";
+	snprintf(buf, sizeof(buf), "%s (%d)", name, rc);
+	return buf;
+}
+
+/*
+ * load_driver
+ *		dlopen()s the driver and resolves driver_symbols[].  On failure sets
+ *		gpu->detail and returns false; *installed says whether a driver
+ *		library exists at all (false: the plain "no GPU" case).
+ */
+static bool
+load_driver(ServiceGpu *gpu, bool *installed)
+{
+	void	   *lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+
+	*installed = (lib != NULL);
+	if (lib == NULL)
+	{
+		snprintf(gpu->detail, sizeof(gpu->detail), "no GPU: %s", dlerror());
+		return false;
+	}
+	for (size_t i = 0; i < sizeof(driver_symbols) / sizeof(driver_symbols[0]); i++)
+	{
+		*driver_symbols[i].slot = dlsym(lib, driver_symbols[i].name);
+		if (*driver_symbols[i].slot == NULL)
+		{
+			snprintf(gpu->detail, sizeof(gpu->detail),
+					 "GPU driver unusable: libcuda.so.1 lacks %s",
+					 driver_symbols[i].name);
+			dlclose(lib);
+			return false;
+		}
+	}
+	return true;
+}
+
+/*
+ * open_device
+ *		Describes CUDA device `ordinal` into gpu->devices[gpu->n_devices] and
+ *		retains its primary context; a device whose context cannot be
+ *		created is logged and left out.
+ */
+static void
+open_device(ServiceGpu *gpu, int ordinal)
+{
+	WarpDeviceInfo *d = &gpu->devices[gpu->n_devices];
+	CUdevice	dev;
+	CUcontext	ctx;
+	size_t		mem = 0;
+	int			sm = 0,
+				major = 0,
+				minor = 0;
+	CUresult	rc;
+
+	memset(d, 0, sizeof(*d));
+	if ((rc = drv.cuDeviceGet(&dev, ordinal)) != CUDA_SUCCESS ||
+		(rc = drv.cuDeviceGetName(d->name, sizeof(d->name) - 1, dev)) != CUDA_SUCCESS ||
+		(rc = drv.cuDeviceTotalMem(&mem, dev)) != CUDA_SUCCESS ||
+		(rc = drv.cuDeviceGetAttribute(&sm, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, dev)) != CUDA_SUCCESS ||
+		(rc = drv.cuDeviceGetAttribute(&major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, dev)) != CUDA_SUCCESS ||
+		(rc = drv.cuDeviceGetAttribute(&minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, dev)) != CUDA_SUCCESS)
+	{
+		svc_log("WARNING", "GPU %d left out: could not query it: %s", ordinal, cu_error(rc));
+		return;
+	}
+	if ((rc = drv.cuDevicePrimaryCtxRetain(&ctx, dev)) != CUDA_SUCCESS)
+	{
+		svc_log("WARNING", "GPU %d (%s) left out: could not create its context: %s",
+				ordinal, d->name, cu_error(rc));
+		return;
+	}
+	d->index = ordinal;
+	d->total_memory = mem;
+	d->multiprocessors = sm;
+	d->cc_major = major;
+	d->cc_minor = minor;
+	held_devices[gpu->n_devices++] = dev;
+	svc_log("LOG", "GPU %d: %s, %zu MiB, %d SMs, compute capability %d.%d",
+			ordinal, d->name, mem >> 20, sm, major, minor);
+}
+
+/*
+ * gpu_open
+ *		Fills *gpu with the GPUs the driver offers, each with its context
+ *		created; never fails: without a usable GPU, gpu->engine is
+ *		WARP_ENGINE_CPU and gpu->detail says why.
+ */
+void
+gpu_open(ServiceGpu *gpu)
+{
+	bool		installed;
+	int			count = 0;
+	CUresult	rc;
+
+	memset(gpu, 0, sizeof(*gpu));
+	gpu->engine = WARP_ENGINE_CPU;
+	if (!load_driver(gpu, &installed))
+	{
+		svc_log(installed ? "WARNING" : "LOG", "%s; the CPU engine serves", gpu->detail);
+		return;
+	}
+	rc = drv.cuInit(0);
+	if (rc == CUDA_ERROR_NO_DEVICE || rc == CUDA_ERROR_STUB_LIBRARY)
+		snprintf(gpu->detail, sizeof(gpu->detail), "no GPU: the CUDA driver reports %s",
+				 rc == CUDA_ERROR_NO_DEVICE ? "no device" : "that it is a stub library");
+	else if (rc != CUDA_SUCCESS)
+		snprintf(gpu->detail, sizeof(gpu->detail), "GPU driver failed: cuInit: %s",
+				 cu_error(rc));
+	else if ((rc = drv.cuDeviceGetCount(&count)) != CUDA_SUCCESS)
+		snprintf(gpu->detail, sizeof(gpu->detail), "GPU driver failed: cuDeviceGetCount: %s",
+				 cu_error(rc));
+	if (gpu->detail[0] != '\0')
+	{
+		svc_log(rc == CUDA_ERROR_NO_DEVICE || rc == CUDA_ERROR_STUB_LIBRARY ? "LOG" : "WARNING",
+				"%s; the CPU engine serves", gpu->detail);
+		return;
+	}
+	if (count > WARP_MAX_DEVICES)
+		svc_log("WARNING", "%d GPUs found; the service uses the first %d",
+				count, WARP_MAX_DEVICES);
+	for (int i = 0; i < count && i < WARP_MAX_DEVICES; i++)
+		open_device(gpu, i);
+	if (gpu->n_devices > 0)
+		gpu->engine = WARP_ENGINE_GPU;
+	else
+	{
+		snprintf(gpu->detail, sizeof(gpu->detail), "no GPU: none of %d devices is usable", count);
+		svc_log("WARNING", "%s; the CPU engine serves", gpu->detail);
+	}
+}
+
+/* gpu_close: releases the contexts that gpu_open created */
+void
+gpu_close(ServiceGpu *gpu)
+{
+	for (uint32_t i = 0; i < gpu->n_devices; i++)
+		drv.cuDevicePrimaryCtxRelease(held_devices[i]);
+	gpu->n_devices = 0;
+}

@@ -1,0 +1,177 @@
+/*-------------------------------------------------------------------------
+ *
+ * main.c
+ *		pg_warp_service: the process that owns every GPU of one PostgreSQL
+ *		cluster and runs the engine's work for its backends (doc/service.md).
+ *
+ *		pg_warp_service -D DATADIR [--parent-pid PID]
+ *
+ * The supervisor background worker (src/service_supervisor.c) starts it with
+ * the cluster's data directory and its own pid.  The service then lives as
+ * long as that parent: it asks the kernel for SIGTERM when the parent dies
+ * (PR_SET_PDEATHSIG) and checks getppid() as well, which also covers a parent
+ * that died before the request was made.  SIGTERM or SIGINT stop it cleanly:
+ * the socket is removed and the GPU contexts released.  It writes its log
+ * lines to stderr, which the supervisor shares with PostgreSQL's server log.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include <errno.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/signalfd.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "service.h"
+
+/*
+ * svc_log
+ *		Writes one line "TIMESTAMP [pid] pg_warp service LEVEL:  message" to
+ *		stderr with a single write(), so that lines of concurrent writers to
+ *		the server log never interleave.
+ */
+void
+svc_log(const char *level, const char *fmt, ...)
+{
+	char		buf[1024];
+	char		ts[64];
+	struct tm	tm;
+	time_t		now = time(NULL);
+	va_list		ap;
+	int			n;
+
+	gmtime_r(&now, &tm);
+	strftime(ts, sizeof(ts), "%Y-%m-%d %H:%M:%S UTC", &tm);
+	n = snprintf(buf, sizeof(buf), "%s [%d] pg_warp service %s:  ",
+				 ts, (int) getpid(), level);
+	va_start(ap, fmt);
+	vsnprintf(buf + n, sizeof(buf) - n - 1, fmt, ap);
+	va_end(ap);
+	n = strlen(buf);
+	buf[n++] = '\n';
+	if (write(STDERR_FILENO, buf, n) < 0)
+		return;					/* nowhere left to report it */
+}
+
+/* svc_now_us: the time on clock clock_id in microseconds */
+int64_t
+svc_now_us(int clock_id)
+{
+	struct timespec ts;
+
+	clock_gettime(clock_id, &ts);
+	return (int64_t) ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+}
+
+/* usage: explains the command line on stderr and exits with code 2 */
+static void
+usage(void)
+{
+	fprintf(stderr, "usage: pg_warp_service -D DATADIR [--parent-pid PID]\n"
+			"Serves pg_warp's engine to the backends of the PostgreSQL cluster in\n"
+			"DATADIR through the socket DATADIR/%s.  Started by pg_warp's\n"
+			"supervisor background worker, not by hand.\n", PGWARP_SOCKET_NAME);
+	exit(2);
+}
+
+/*
+ * setup_signals
+ *		Resets what the parent may have left (a signal mask, ignored
+ *		signals: both survive exec) and returns a signalfd that reports
+ *		SIGTERM and SIGINT, which stay blocked so that only the main loop
+ *		sees them.  Returns -1 on failure.
+ */
+static int
+setup_signals(void)
+{
+	static const int defaults[] = {SIGQUIT, SIGUSR1, SIGUSR2, SIGCHLD, SIGALRM};
+	sigset_t	set;
+
+	for (size_t i = 0; i < sizeof(defaults) / sizeof(defaults[0]); i++)
+		signal(defaults[i], SIG_DFL);
+	signal(SIGPIPE, SIG_IGN);	/* sends use MSG_NOSIGNAL; belt and braces */
+	signal(SIGHUP, SIG_IGN);	/* nothing to reload */
+	sigemptyset(&set);
+	sigaddset(&set, SIGTERM);
+	sigaddset(&set, SIGINT);
+	if (sigprocmask(SIG_SETMASK, &set, NULL) != 0)
+		return -1;
+	return signalfd(-1, &set, SFD_NONBLOCK | SFD_CLOEXEC);
+}
+
+/*
+ * watch_parent
+ *		Has the kernel send SIGTERM when the parent dies, and exits at once
+ *		if the parent is already gone (we were re-parented before the
+ *		request took effect).
+ */
+static void
+watch_parent(pid_t parent)
+{
+	if (prctl(PR_SET_PDEATHSIG, SIGTERM) != 0)
+		svc_log("WARNING", "prctl(PR_SET_PDEATHSIG) failed: %s", strerror(errno));
+	if (getppid() != parent)
+	{
+		svc_log("LOG", "parent process %d is gone; not starting", (int) parent);
+		exit(0);
+	}
+}
+
+int
+main(int argc, char **argv)
+{
+	const char *datadir = NULL;
+	pid_t		parent = 0;
+	ServiceGpu	gpu;
+	int			signal_fd;
+	int			listen_fd;
+	int			rc;
+
+	for (int i = 1; i < argc; i++)
+	{
+		if (strcmp(argv[i], "-D") == 0 && i + 1 < argc)
+			datadir = argv[++i];
+		else if (strcmp(argv[i], "--parent-pid") == 0 && i + 1 < argc)
+			parent = (pid_t) atoi(argv[++i]);
+		else
+			usage();
+	}
+	if (datadir == NULL)
+		usage();
+	if (parent > 0)
+		watch_parent(parent);
+
+	/* the socket is named relative to the data directory: no sun_path limit */
+	if (chdir(datadir) != 0)
+	{
+		svc_log("FATAL", "could not change to data directory \"%s\": %s",
+				datadir, strerror(errno));
+		return 1;
+	}
+	umask(S_IRWXG | S_IRWXO);	/* the socket is created with mode 0600 */
+	signal_fd = setup_signals();
+	if (signal_fd < 0)
+	{
+		svc_log("FATAL", "could not set up signal handling: %s", strerror(errno));
+		return 1;
+	}
+
+	gpu_open(&gpu);
+	listen_fd = server_listen();
+	if (listen_fd < 0)
+	{
+		gpu_close(&gpu);
+		return 1;
+	}
+	rc = server_run(listen_fd, signal_fd, parent, &gpu);
+	server_unlink_socket();
+	gpu_close(&gpu);
+	svc_log("LOG", "shut down");
+	return rc;
+}

@@ -1,0 +1,592 @@
+/*-------------------------------------------------------------------------
+ *
+ * server.c
+ *		The service's socket: listening on DATADIR/pg_warp.sock, accepting
+ *		backends of the same uid, and serving their requests (protocol.h).
+ *
+ * One thread runs an epoll loop over the listening socket, a signalfd and
+ * every connection.  Sockets are non-blocking and each connection has its
+ * own input and output buffers, so a slow client (half a message sent, or
+ * replies not read) or a dead one never holds up the others; a client also
+ * gets at most MAX_MSGS_PER_WAKEUP requests served before the others get
+ * their turn.  The loop wakes at least once a second to check that the
+ * parent (the supervisor) is still alive.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/signalfd.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "service.h"
+
+#define HDR_SIZE			sizeof(WarpMsgHeader)
+#define MAX_MSGS_PER_WAKEUP	16
+#define MAX_OUT_BACKLOG		(4 * 1024 * 1024)	/* unread replies: drop the client */
+
+ServiceCounters svc_counters;
+
+/* one client connection */
+typedef struct Conn
+{
+	int			fd;
+	pid_t		peer_pid;		/* from SO_PEERCRED */
+	bool		said_hello;
+	bool		closing;		/* close once the output is flushed */
+	bool		want_out;		/* EPOLLOUT registered */
+	uint8_t    *in;				/* the message being received */
+	size_t		in_len;
+	size_t		in_cap;
+	uint8_t    *out;			/* replies not yet sent: out[out_off..out_len) */
+	size_t		out_off;
+	size_t		out_len;
+	size_t		out_cap;
+	struct Conn *prev;
+	struct Conn *next;
+} Conn;
+
+static int	epoll_fd = -1;
+static Conn *conns;				/* every open connection */
+static const ServiceGpu *service_gpu;
+static int64_t started_at_us;	/* CLOCK_REALTIME */
+static int64_t started_mono_us;	/* CLOCK_MONOTONIC */
+
+/* the socket we bound, to remove it at exit only if it is still ours */
+static bool socket_bound;
+static struct stat socket_stat;
+
+/* tags of the two non-connection descriptors in the epoll set */
+static int	listen_tag;
+static int	signal_tag;
+
+/*
+ * Out of file descriptors, accepting stops (the listening socket leaves the
+ * epoll set, or the level-triggered loop would spin) until a connection
+ * closes; new clients wait in the listen queue meanwhile.
+ */
+static int	listen_sock = -1;
+static bool accept_paused;
+
+/*
+ * socket_is_stale
+ *		Whether PGWARP_SOCKET_NAME, which exists, is a socket that nobody
+ *		listens on (left by a service that was killed) and may be removed.
+ */
+static bool
+socket_is_stale(void)
+{
+	struct sockaddr_un addr = {.sun_family = AF_UNIX};
+	struct stat st;
+	int			fd;
+	int			rc;
+	int			save_errno;
+
+	if (lstat(PGWARP_SOCKET_NAME, &st) != 0 || !S_ISSOCK(st.st_mode))
+	{
+		svc_log("FATAL", "\"%s\" exists in the data directory and is not a socket; remove it",
+				PGWARP_SOCKET_NAME);
+		return false;
+	}
+	strcpy(addr.sun_path, PGWARP_SOCKET_NAME);
+	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return false;
+	rc = connect(fd, (struct sockaddr *) &addr, sizeof(addr));
+	save_errno = errno;
+	close(fd);
+	if (rc != 0 && save_errno == ECONNREFUSED)
+		return true;
+	svc_log("FATAL", "another pg_warp service is listening on \"%s\"%s%s",
+			PGWARP_SOCKET_NAME, rc == 0 ? "" : ": ", rc == 0 ? "" : strerror(save_errno));
+	return false;
+}
+
+/*
+ * server_listen
+ *		Creates the listening socket PGWARP_SOCKET_NAME in the current
+ *		directory (the data directory; the umask gives it mode 0600).  A
+ *		stale socket is replaced; a live one (another service) or a file of
+ *		another kind is left alone and -1 returned, with the reason logged.
+ */
+int
+server_listen(void)
+{
+	struct sockaddr_un addr = {.sun_family = AF_UNIX};
+	char		cwd[4096];
+	int			fd;
+	int			rc;
+
+	strcpy(addr.sun_path, PGWARP_SOCKET_NAME);
+	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+	{
+		svc_log("FATAL", "could not create a socket: %s", strerror(errno));
+		return -1;
+	}
+	rc = bind(fd, (struct sockaddr *) &addr, sizeof(addr));
+	if (rc != 0 && errno == EADDRINUSE && socket_is_stale())
+	{
+		svc_log("LOG", "removing the stale socket \"%s\"", PGWARP_SOCKET_NAME);
+		unlink(PGWARP_SOCKET_NAME);
+		rc = bind(fd, (struct sockaddr *) &addr, sizeof(addr));
+	}
+	if (rc != 0)
+	{
+		if (errno != EADDRINUSE)
+			svc_log("FATAL", "could not bind \"%s\": %s", PGWARP_SOCKET_NAME, strerror(errno));
+		close(fd);
+		return -1;
+	}
+	socket_bound = (stat(PGWARP_SOCKET_NAME, &socket_stat) == 0);
+	if (chmod(PGWARP_SOCKET_NAME, 0600) != 0 || listen(fd, SOMAXCONN) != 0)
+	{
+		svc_log("FATAL", "could not listen on \"%s\": %s", PGWARP_SOCKET_NAME, strerror(errno));
+		server_unlink_socket();
+		close(fd);
+		return -1;
+	}
+	svc_log("LOG", "listening on \"%s/%s\"",
+			getcwd(cwd, sizeof(cwd)) ? cwd : "?", PGWARP_SOCKET_NAME);
+	return fd;
+}
+
+/* server_unlink_socket: removes our socket unless another one replaced it */
+void
+server_unlink_socket(void)
+{
+	struct stat st;
+
+	if (socket_bound && stat(PGWARP_SOCKET_NAME, &st) == 0 &&
+		st.st_dev == socket_stat.st_dev && st.st_ino == socket_stat.st_ino)
+		unlink(PGWARP_SOCKET_NAME);
+	socket_bound = false;
+}
+
+/* conn_close: drops a connection and everything it holds */
+static void
+conn_close(Conn *c)
+{
+	epoll_ctl(epoll_fd, EPOLL_CTL_DEL, c->fd, NULL);
+	close(c->fd);
+	if (c->prev)
+		c->prev->next = c->next;
+	else
+		conns = c->next;
+	if (c->next)
+		c->next->prev = c->prev;
+	free(c->in);
+	free(c->out);
+	free(c);
+	svc_counters.connections--;
+	if (accept_paused)
+	{
+		struct epoll_event ev = {.events = EPOLLIN, .data.ptr = &listen_tag};
+
+		accept_paused = (epoll_ctl(epoll_fd, EPOLL_CTL_ADD, listen_sock, &ev) != 0);
+	}
+}
+
+/* conn_set_want_out: (un)registers interest in writability */
+static bool
+conn_set_want_out(Conn *c, bool want)
+{
+	struct epoll_event ev = {.data.ptr = c};
+
+	/* a connection that is closing reads no more: it only sends its ERROR */
+	ev.events = (c->closing ? 0 : EPOLLIN) | (want ? EPOLLOUT : 0);
+
+	if (c->want_out == want)
+		return true;
+	c->want_out = want;
+	return epoll_ctl(epoll_fd, EPOLL_CTL_MOD, c->fd, &ev) == 0;
+}
+
+/*
+ * conn_flush
+ *		Sends what the connection's output buffer holds, as far as the socket
+ *		takes it.  Returns false when the connection was closed (an error, or
+ *		a connection marked closing whose output is all sent).
+ */
+static bool
+conn_flush(Conn *c)
+{
+	while (c->out_off < c->out_len)
+	{
+		ssize_t		n = send(c->fd, c->out + c->out_off, c->out_len - c->out_off,
+							 MSG_NOSIGNAL);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+		{
+			if (conn_set_want_out(c, true))
+				return true;
+		}
+		if (n <= 0)
+		{
+			conn_close(c);
+			return false;
+		}
+		c->out_off += n;
+	}
+	c->out_off = c->out_len = 0;
+	if (c->closing || !conn_set_want_out(c, false))
+	{
+		conn_close(c);
+		return false;
+	}
+	return true;
+}
+
+/*
+ * conn_send
+ *		Queues one message and tries to send it.  Returns false when the
+ *		connection was closed (an error, or a client that leaves more than
+ *		MAX_OUT_BACKLOG bytes of replies unread).
+ */
+static bool
+conn_send(Conn *c, WarpMsgType type, const void *payload, uint32_t len)
+{
+	WarpMsgHeader hdr = {PGWARP_PROTO_MAGIC, PGWARP_PROTO_VERSION, type, len, 0};
+	size_t		need = c->out_len + HDR_SIZE + len;
+
+	if (need > MAX_OUT_BACKLOG)
+	{
+		svc_log("LOG", "dropping the connection of pid %d: it does not read its replies",
+				(int) c->peer_pid);
+		conn_close(c);
+		return false;
+	}
+	if (need > c->out_cap)
+	{
+		uint8_t    *p = realloc(c->out, need);
+
+		if (p == NULL)
+		{
+			conn_close(c);
+			return false;
+		}
+		c->out = p;
+		c->out_cap = need;
+	}
+	memcpy(c->out + c->out_len, &hdr, HDR_SIZE);
+	memcpy(c->out + c->out_len + HDR_SIZE, payload, len);
+	c->out_len += HDR_SIZE + len;
+	return conn_flush(c);
+}
+
+/*
+ * conn_fail
+ *		Sends ERROR with a formatted message; with `fatal` the connection is
+ *		closed once it is sent.  Returns what conn_send returns.
+ */
+static bool
+conn_fail(Conn *c, bool fatal, WarpErrorCode code, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
+
+static bool
+conn_fail(Conn *c, bool fatal, WarpErrorCode code, const char *fmt, ...)
+{
+	WarpErrorMsg err = {.code = code};
+	va_list		ap;
+
+	va_start(ap, fmt);
+	vsnprintf(err.message, sizeof(err.message), fmt, ap);
+	va_end(ap);
+	c->closing = c->closing || fatal;
+	return conn_send(c, WARP_MSG_ERROR, &err, sizeof(err));
+}
+
+/* send_status: answers STATUS */
+static bool
+send_status(Conn *c)
+{
+	WarpStatus	st;
+
+	memset(&st, 0, sizeof(st));
+	st.service_pid = getpid();
+	st.protocol_version = PGWARP_PROTO_VERSION;
+	st.started_at_us = started_at_us;
+	st.uptime_us = svc_now_us(CLOCK_MONOTONIC) - started_mono_us;
+	st.memory_in_use = svc_counters.memory_in_use;
+	st.running_tasks = svc_counters.running_tasks;
+	st.connections = svc_counters.connections;
+	st.engine = service_gpu->engine;
+	st.n_devices = service_gpu->n_devices;
+	memcpy(st.engine_detail, service_gpu->detail, sizeof(st.engine_detail));
+	memcpy(st.devices, service_gpu->devices, sizeof(st.devices));
+	return conn_send(c, WARP_MSG_STATUS, &st, sizeof(st));
+}
+
+/*
+ * dispatch
+ *		Serves one complete message.  Returns false when the connection was
+ *		closed.
+ */
+static bool
+dispatch(Conn *c, const WarpMsgHeader *hdr, const uint8_t *payload)
+{
+	if (hdr->type == WARP_MSG_HELLO)
+	{
+		WarpHello	hello = {(uint32_t) getpid(), PGWARP_PROTO_VERSION};
+
+		if (hdr->length != sizeof(WarpHello))
+			return conn_fail(c, true, WARP_ERR_PROTOCOL, "HELLO of %u bytes", hdr->length);
+		c->said_hello = true;
+		return conn_send(c, WARP_MSG_HELLO, &hello, sizeof(hello));
+	}
+	if (!c->said_hello)
+		return conn_fail(c, true, WARP_ERR_PROTOCOL, "message type %u before HELLO", hdr->type);
+	switch (hdr->type)
+	{
+		case WARP_MSG_STATUS:
+			if (hdr->length != 0)
+				return conn_fail(c, true, WARP_ERR_PROTOCOL, "STATUS with a payload");
+			return send_status(c);
+		case WARP_MSG_OPEN_QUERY:
+		case WARP_MSG_PROGRAM:
+		case WARP_MSG_SOURCE:
+		case WARP_MSG_RUN:
+		case WARP_MSG_CANCEL:
+		case WARP_MSG_RESULT:
+			return conn_fail(c, false, WARP_ERR_UNSUPPORTED,
+							 "message type %u is not implemented by this service", hdr->type);
+		default:
+			return conn_fail(c, true, WARP_ERR_PROTOCOL, "unknown message type %u", hdr->type);
+	}
+}
+
+/*
+ * check_header
+ *		Validates a received header and makes room for its payload.  A
+ *		refused header is answered with ERROR and the connection closes once
+ *		that is sent.  Returns false when the connection was closed.
+ */
+static bool
+check_header(Conn *c, const WarpMsgHeader *hdr)
+{
+	size_t		need = HDR_SIZE + (size_t) hdr->length;
+	uint8_t    *p;
+
+	if (hdr->magic != PGWARP_PROTO_MAGIC)
+		return conn_fail(c, true, WARP_ERR_PROTOCOL, "not a pg_warp message (bad magic)");
+	if (hdr->version != PGWARP_PROTO_VERSION)
+		return conn_fail(c, true, WARP_ERR_VERSION,
+						 "protocol version mismatch: the service speaks version %d, the client version %u",
+						 PGWARP_PROTO_VERSION, hdr->version);
+	if (hdr->length > PGWARP_MAX_PAYLOAD)
+		return conn_fail(c, true, WARP_ERR_PROTOCOL, "message of %u bytes is too long",
+						 hdr->length);
+	if (need <= c->in_cap)
+		return true;
+	p = realloc(c->in, need);
+	if (p == NULL)
+		return conn_fail(c, true, WARP_ERR_PROTOCOL, "out of memory");
+	c->in = p;
+	c->in_cap = need;
+	return true;
+}
+
+/*
+ * conn_read
+ *		Receives what the client sent and serves each complete message, at
+ *		most MAX_MSGS_PER_WAKEUP of them (the level-triggered epoll comes
+ *		back for the rest).  Returns false when the connection was closed.
+ */
+static bool
+conn_read(Conn *c)
+{
+	int			served = 0;
+
+	while (!c->closing)
+	{
+		WarpMsgHeader hdr;
+		size_t		want;
+		ssize_t		n;
+
+		if (c->in_len >= HDR_SIZE)
+		{
+			memcpy(&hdr, c->in, HDR_SIZE);
+			if (c->in_len == HDR_SIZE + hdr.length)
+			{
+				c->in_len = 0;
+				if (!dispatch(c, &hdr, c->in + HDR_SIZE))
+					return false;
+				if (++served >= MAX_MSGS_PER_WAKEUP)
+					break;
+				continue;
+			}
+			want = HDR_SIZE + hdr.length - c->in_len;
+		}
+		else
+			want = HDR_SIZE - c->in_len;
+		n = recv(c->fd, c->in + c->in_len, want, 0);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+			break;
+		if (n <= 0)
+		{
+			conn_close(c);		/* the client left (or the socket failed) */
+			return false;
+		}
+		c->in_len += n;
+		if (c->in_len == HDR_SIZE)
+		{
+			memcpy(&hdr, c->in, HDR_SIZE);
+			/* a refused header sets c->closing, which ends the loop */
+			if (!check_header(c, &hdr))
+				return false;
+		}
+	}
+	return true;
+}
+
+/*
+ * accept_clients
+ *		Accepts every pending connection; a peer whose uid differs from the
+ *		service's own is refused (closed at once) and logged.
+ */
+static void
+accept_clients(int listen_fd)
+{
+	for (;;)
+	{
+		struct ucred cred;
+		socklen_t	len = sizeof(cred);
+		struct epoll_event ev = {.events = EPOLLIN};
+		Conn	   *c;
+		int			fd = accept4(listen_fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+
+		if (fd < 0)
+		{
+			if (errno == EINTR || errno == ECONNABORTED)
+				continue;
+			if ((errno == EMFILE || errno == ENFILE) && conns != NULL &&
+				epoll_ctl(epoll_fd, EPOLL_CTL_DEL, listen_fd, NULL) == 0)
+			{
+				svc_log("WARNING", "could not accept a connection: %s; "
+						"waiting for a connection to close", strerror(errno));
+				accept_paused = true;
+			}
+			else if (errno != EAGAIN && errno != EWOULDBLOCK)
+				svc_log("WARNING", "could not accept a connection: %s", strerror(errno));
+			return;
+		}
+		if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) != 0 ||
+			cred.uid != geteuid())
+		{
+			svc_log("WARNING", "refused a connection from uid %d (pid %d): only uid %d is served",
+					(int) cred.uid, (int) cred.pid, (int) geteuid());
+			close(fd);
+			continue;
+		}
+		c = calloc(1, sizeof(Conn));
+		if (c != NULL)
+			c->in = malloc(c->in_cap = HDR_SIZE + 256);
+		ev.data.ptr = c;
+		if (c == NULL || c->in == NULL || epoll_ctl(epoll_fd, EPOLL_CTL_ADD, fd, &ev) != 0)
+		{
+			svc_log("WARNING", "could not serve a connection: out of memory");
+			if (c)
+				free(c->in);
+			free(c);
+			close(fd);
+			continue;
+		}
+		c->fd = fd;
+		c->peer_pid = cred.pid;
+		c->next = conns;
+		if (conns)
+			conns->prev = c;
+		conns = c;
+		svc_counters.connections++;
+	}
+}
+
+/* got_stop_signal: drains the signalfd; true when SIGTERM or SIGINT came */
+static bool
+got_stop_signal(int signal_fd)
+{
+	struct signalfd_siginfo si;
+	bool		stop = false;
+
+	while (read(signal_fd, &si, sizeof(si)) == sizeof(si))
+	{
+		svc_log("LOG", "received signal %u; shutting down", si.ssi_signo);
+		stop = true;
+	}
+	return stop;
+}
+
+/*
+ * server_run
+ *		The service's main loop: serves connections on listen_fd until a
+ *		SIGTERM/SIGINT arrives on signal_fd or the parent (parent_pid, when
+ *		not 0) is gone.  Returns the process's exit code.
+ */
+int
+server_run(int listen_fd, int signal_fd, pid_t parent_pid, const ServiceGpu *gpu)
+{
+	struct epoll_event ev = {.events = EPOLLIN};
+	struct epoll_event events[64];
+	bool		stop = false;
+
+	service_gpu = gpu;
+	listen_sock = listen_fd;
+	started_at_us = svc_now_us(CLOCK_REALTIME);
+	started_mono_us = svc_now_us(CLOCK_MONOTONIC);
+	epoll_fd = epoll_create1(EPOLL_CLOEXEC);
+	ev.data.ptr = &listen_tag;
+	if (epoll_fd < 0 || epoll_ctl(epoll_fd, EPOLL_CTL_ADD, listen_fd, &ev) != 0 ||
+		(ev.data.ptr = &signal_tag,
+		 epoll_ctl(epoll_fd, EPOLL_CTL_ADD, signal_fd, &ev) != 0))
+	{
+		svc_log("FATAL", "could not set up epoll: %s", strerror(errno));
+		return 1;
+	}
+	while (!stop)
+	{
+		int			n = epoll_wait(epoll_fd, events, 64, 1000);
+
+		if (n < 0 && errno != EINTR)
+		{
+			svc_log("FATAL", "epoll_wait failed: %s", strerror(errno));
+			return 1;
+		}
+		if (parent_pid > 0 && getppid() != parent_pid)
+		{
+			svc_log("LOG", "the supervisor (pid %d) is gone; shutting down", (int) parent_pid);
+			break;
+		}
+		for (int i = 0; i < n; i++)
+		{
+			void	   *tag = events[i].data.ptr;
+
+			if (tag == &signal_tag)
+				stop = got_stop_signal(signal_fd) || stop;
+			else if (tag == &listen_tag)
+				accept_clients(listen_fd);
+			else if (events[i].events & (EPOLLIN | EPOLLHUP | EPOLLERR))
+			{
+				if (conn_read(tag) && (events[i].events & EPOLLOUT))
+					conn_flush(tag);
+			}
+			else if (events[i].events & EPOLLOUT)
+				conn_flush(tag);
+		}
+	}
+	while (conns)
+		conn_close(conns);
+	close(listen_fd);
+	return 0;
+}

@@ -1,0 +1,343 @@
+/*-------------------------------------------------------------------------
+ *
+ * service_client.c
+ *		The backend's side of the warp service protocol (xpu/protocol.h):
+ *		connecting to the service, HELLO, requests, and
+ *		pgwarp.service_status().
+ *
+ * Every wait for the service is a WaitLatchOrSocket() on the backend's latch,
+ * followed by CHECK_FOR_INTERRUPTS(), so that a query cancel, a
+ * statement_timeout or a terminate reaches a backend that waits for the
+ * service at once; pg_warp.service_timeout bounds each exchange.  A service
+ * that is not running (restarting after a crash, or not started because
+ * pg_warp is not preloaded) is a clear error, never a hang.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include "fmgr.h"
+#include "funcapi.h"
+#include "miscadmin.h"
+#include "storage/fd.h"
+#include "storage/latch.h"
+#include "utils/array.h"
+#include "utils/builtins.h"
+#include "utils/guc.h"
+#include "utils/timestamp.h"
+#include "utils/wait_event.h"
+
+#include "pg_warp.h"
+#include "xpu/protocol.h"
+
+/* pg_warp.service_timeout: how long one exchange with the service may take */
+int			pg_warp_service_timeout = 10000;
+
+/* an open connection to the service */
+typedef struct ServiceConn
+{
+	int			fd;
+	TimestampTz deadline;		/* of the exchange in progress */
+} ServiceConn;
+
+/* pg_warp_service_client_init: defines the client's settings */
+void
+pg_warp_service_client_init(void)
+{
+	DefineCustomIntVariable("pg_warp.service_timeout",
+							"How long a backend waits for the pg_warp service.",
+							"Bounds connecting to the service and each request; "
+							"a query cancel or statement_timeout ends the wait sooner.",
+							&pg_warp_service_timeout,
+							10000, 1, INT_MAX,
+							PGC_USERSET,
+							GUC_UNIT_MS,
+							NULL, NULL, NULL);
+}
+
+/* lost: the connection broke in the middle of an exchange */
+static void
+lost(const char *what) pg_attribute_noreturn();
+
+static void
+lost(const char *what)
+{
+	ereport(ERROR,
+			(errcode(ERRCODE_CONNECTION_FAILURE),
+			 errmsg("lost the connection to the pg_warp service"),
+			 errdetail("%s", what),
+			 errhint("The service may have been restarted; retry the query, "
+					 "and see the server log if this persists.")));
+}
+
+/*
+ * wait_for
+ *		Waits until the socket is ready for `event` (WL_SOCKET_READABLE or
+ *		WL_SOCKET_WRITEABLE), serving interrupts; raises an error at the
+ *		exchange's deadline.
+ */
+static void
+wait_for(ServiceConn *conn, int event)
+{
+	for (;;)
+	{
+		long		remain = TimestampDifferenceMilliseconds(GetCurrentTimestamp(),
+															 conn->deadline);
+		int			rc;
+
+		if (remain <= 0)
+			ereport(ERROR,
+					(errcode(ERRCODE_CONNECTION_FAILURE),
+					 errmsg("pg_warp service did not answer within %d ms",
+							pg_warp_service_timeout),
+					 errhint("The service may be overloaded or stuck; see the server log "
+							 "and pg_warp.service_timeout.")));
+		rc = WaitLatchOrSocket(MyLatch,
+							   WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH | event,
+							   conn->fd, remain, PG_WAIT_EXTENSION);
+		if (rc & WL_LATCH_SET)
+			ResetLatch(MyLatch);
+		CHECK_FOR_INTERRUPTS();
+		if (rc & event)
+			return;
+	}
+}
+
+/*
+ * service_connect
+ *		Connects to the service's socket in the data directory (the backend's
+ *		working directory); raises "pg_warp service is not running" when
+ *		nobody listens there.
+ */
+static void
+service_connect(ServiceConn *conn)
+{
+	struct sockaddr_un addr = {.sun_family = AF_UNIX};
+
+	strlcpy(addr.sun_path, PGWARP_SOCKET_NAME, sizeof(addr.sun_path));
+	conn->fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	if (conn->fd < 0)
+		ereport(ERROR,
+				(errcode_for_socket_access(),
+				 errmsg("could not create a socket for the pg_warp service: %m")));
+	for (;;)
+	{
+		if (connect(conn->fd, (struct sockaddr *) &addr, sizeof(addr)) == 0)
+			return;
+		if (errno != EAGAIN && errno != EINTR)
+			break;
+		/* the listen queue is full: the service is busy accepting; retry */
+		if (GetCurrentTimestamp() >= conn->deadline)
+			break;
+		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
+						 10, PG_WAIT_EXTENSION);
+		ResetLatch(MyLatch);
+		CHECK_FOR_INTERRUPTS();
+	}
+	ereport(ERROR,
+			(errcode(ERRCODE_CONNECTION_FAILURE),
+			 errmsg("pg_warp service is not running"),
+			 errdetail("Could not connect to \"%s\" in the data directory: %m.",
+					   PGWARP_SOCKET_NAME),
+			 errhint("The pg_warp supervisor restarts the service within seconds; "
+					 "see the server log if this persists.")));
+}
+
+/* service_send: sends one message */
+static void
+service_send(ServiceConn *conn, WarpMsgType type, const void *payload, uint32 len)
+{
+	WarpMsgHeader hdr = {PGWARP_PROTO_MAGIC, PGWARP_PROTO_VERSION, type, len, 0};
+	char	   *buf = palloc(sizeof(hdr) + len);
+	size_t		off = 0;
+
+	memcpy(buf, &hdr, sizeof(hdr));
+	if (len > 0)
+		memcpy(buf + sizeof(hdr), payload, len);
+	while (off < sizeof(hdr) + len)
+	{
+		ssize_t		n = send(conn->fd, buf + off, sizeof(hdr) + len - off, MSG_NOSIGNAL);
+
+		if (n < 0 && (errno == EAGAIN || errno == EINTR))
+			wait_for(conn, WL_SOCKET_WRITEABLE);
+		else if (n < 0)
+			lost(strerror(errno));
+		else
+			off += n;
+	}
+	pfree(buf);
+}
+
+/* recv_exact: receives exactly len bytes */
+static void
+recv_exact(ServiceConn *conn, void *buf, size_t len)
+{
+	size_t		off = 0;
+
+	while (off < len)
+	{
+		ssize_t		n = recv(conn->fd, (char *) buf + off, len - off, 0);
+
+		if (n < 0 && (errno == EAGAIN || errno == EINTR))
+			wait_for(conn, WL_SOCKET_READABLE);
+		else if (n < 0)
+			lost(strerror(errno));
+		else if (n == 0)
+			lost("The service closed the connection.");
+		else
+			off += n;
+	}
+}
+
+/*
+ * service_recv
+ *		Receives the reply to a request: a message of `type` whose payload is
+ *		exactly `len` bytes.  An ERROR reply is raised as an ERROR.
+ */
+static void
+service_recv(ServiceConn *conn, WarpMsgType type, void *payload, uint32 len)
+{
+	WarpMsgHeader hdr;
+
+	recv_exact(conn, &hdr, sizeof(hdr));
+	if (hdr.magic != PGWARP_PROTO_MAGIC)
+		lost("The service sent a message with a bad magic number.");
+	if (hdr.version != PGWARP_PROTO_VERSION && hdr.type != WARP_MSG_ERROR)
+		ereport(ERROR,
+				(errcode(ERRCODE_PROTOCOL_VIOLATION),
+				 errmsg("pg_warp service speaks protocol version %u, this library version %d",
+						hdr.version, PGWARP_PROTO_VERSION),
+				 errhint("The installed pg_warp_service and pg_warp.so differ; "
+						 "restart PostgreSQL after installing pg_warp.")));
+	if (hdr.type == WARP_MSG_ERROR && hdr.length == sizeof(WarpErrorMsg))
+	{
+		WarpErrorMsg err;
+
+		recv_exact(conn, &err, sizeof(err));
+		err.message[sizeof(err.message) - 1] = '\0';
+		ereport(ERROR,
+				(errcode(err.code == WARP_ERR_UNSUPPORTED ? ERRCODE_FEATURE_NOT_SUPPORTED
+						 : ERRCODE_PROTOCOL_VIOLATION),
+				 errmsg("pg_warp service refused the request: %s", err.message),
+				 err.code == WARP_ERR_VERSION ?
+				 errhint("The installed pg_warp_service and pg_warp.so differ; "
+						 "restart PostgreSQL after installing pg_warp.") : 0));
+	}
+	if (hdr.type != type || hdr.length != len)
+		ereport(ERROR,
+				(errcode(ERRCODE_PROTOCOL_VIOLATION),
+				 errmsg("unexpected reply from the pg_warp service"),
+				 errdetail("Expected message type %d of %u bytes, received type %d of %u bytes.",
+						   type, len, hdr.type, hdr.length)));
+	recv_exact(conn, payload, len);
+}
+
+/*
+ * service_request
+ *		Sends a request and receives its reply (see service_recv), within
+ *		pg_warp.service_timeout.
+ */
+static void
+service_request(ServiceConn *conn, WarpMsgType type, const void *req, uint32 req_len,
+				void *reply, uint32 reply_len)
+{
+	conn->deadline = TimestampTzPlusMilliseconds(GetCurrentTimestamp(),
+												 pg_warp_service_timeout);
+	service_send(conn, type, req, req_len);
+	service_recv(conn, type, reply, reply_len);
+}
+
+/*
+ * service_fetch_status
+ *		Connects to the service, says HELLO and asks for its STATUS; the
+ *		connection is closed on every path, errors included.
+ */
+static void
+service_fetch_status(WarpStatus *st)
+{
+	ServiceConn *conn = palloc0(sizeof(ServiceConn));	/* survives longjmp */
+
+	if (!pg_warp_preloaded)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("pg_warp service is not available"),
+				 errdetail("The service is started only when pg_warp is in shared_preload_libraries."),
+				 errhint("Add pg_warp to shared_preload_libraries and restart PostgreSQL.")));
+	if (!AcquireExternalFD())
+		ereport(ERROR,
+				(errcode(ERRCODE_INSUFFICIENT_RESOURCES),
+				 errmsg("could not connect to the pg_warp service: too many open files")));
+	conn->fd = -1;
+	PG_TRY();
+	{
+		WarpHello	hello = {(uint32) MyProcPid, PGWARP_PROTO_VERSION};
+		WarpHello	reply;
+
+		conn->deadline = TimestampTzPlusMilliseconds(GetCurrentTimestamp(),
+													 pg_warp_service_timeout);
+		service_connect(conn);
+		service_request(conn, WARP_MSG_HELLO, &hello, sizeof(hello), &reply, sizeof(reply));
+		service_request(conn, WARP_MSG_STATUS, NULL, 0, st, sizeof(*st));
+	}
+	PG_FINALLY();
+	{
+		if (conn->fd >= 0)
+			close(conn->fd);
+		ReleaseExternalFD();
+	}
+	PG_END_TRY();
+}
+
+PG_FUNCTION_INFO_V1(pg_warp_service_status);
+
+/*
+ * pgwarp.service_status() returns record
+ *		One row about the running service: its pid, start and uptime, the
+ *		protocol version, the engine ("gpu" or "cpu only", with why), its
+ *		devices, the memory it holds, its running tasks and its connections.
+ */
+Datum
+pg_warp_service_status(PG_FUNCTION_ARGS)
+{
+	WarpStatus	st;
+	TupleDesc	tupdesc;
+	Datum		values[11];
+	bool		nulls[11] = {0};
+	Datum	   *names;
+	Interval   *uptime;
+	uint32		n_dev;
+
+	if (get_call_result_type(fcinfo, NULL, &tupdesc) != TYPEFUNC_COMPOSITE)
+		elog(ERROR, "return type must be a row type");
+	service_fetch_status(&st);
+
+	n_dev = Min(st.n_devices, WARP_MAX_DEVICES);
+	names = palloc(sizeof(Datum) * (n_dev + 1));
+	for (uint32 i = 0; i < n_dev; i++)
+	{
+		st.devices[i].name[sizeof(st.devices[i].name) - 1] = '\0';
+		names[i] = CStringGetTextDatum(st.devices[i].name);
+	}
+	st.engine_detail[sizeof(st.engine_detail) - 1] = '\0';
+	uptime = palloc0(sizeof(Interval));
+	uptime->time = st.uptime_us;
+
+	values[0] = Int32GetDatum((int32) st.service_pid);
+	values[1] = TimestampTzGetDatum(st.started_at_us -
+									((int64) (POSTGRES_EPOCH_JDATE - UNIX_EPOCH_JDATE) * USECS_PER_DAY));
+	values[2] = IntervalPGetDatum(uptime);
+	values[3] = Int32GetDatum((int32) st.protocol_version);
+	values[4] = CStringGetTextDatum(st.engine == WARP_ENGINE_GPU ? "gpu" : "cpu only");
+	values[5] = CStringGetTextDatum(st.engine_detail);
+	values[6] = Int32GetDatum((int32) n_dev);
+	values[7] = PointerGetDatum(construct_array(names, n_dev, TEXTOID, -1, false, TYPALIGN_INT));
+	values[8] = Int64GetDatum((int64) st.memory_in_use);
+	values[9] = Int32GetDatum((int32) st.running_tasks);
+	values[10] = Int32GetDatum((int32) st.connections);
+	tupdesc = BlessTupleDesc(tupdesc);
+	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(tupdesc, values, nulls)));
+}

@@ -1,0 +1,247 @@
+/*-------------------------------------------------------------------------
+ *
+ * service_supervisor.c
+ *		The background worker that runs the warp service (pg_warp_service,
+ *		src/service/) for the cluster: starts it, restarts it when it dies,
+ *		and stops it when PostgreSQL shuts down (doc/service.md).
+ *
+ * Why a supervisor between the postmaster and the service: the postmaster
+ * treats the abnormal exit of any of its own children (a signal, an exit
+ * code other than 0 or 1) as a crash and restarts the whole cluster.  The
+ * service is the supervisor's child, so the postmaster never sees its death:
+ * a crash or kill -9 of the service costs only its queries, and the
+ * supervisor starts a new one after a short backoff.
+ *
+ * The supervisor itself is a normal PostgreSQL 15 background worker (workers
+ * must have shared memory access in 15, so the postmaster's rules apply to
+ * it): it exits with code 1 on SIGTERM, so that the postmaster starts it
+ * again after bgw_restart_time if the cluster keeps running (e.g. after
+ * pg_terminate_backend()), and it stops the service before exiting.  If it
+ * is killed outright, the postmaster restarts the cluster as for any crashed
+ * child; the service then receives SIGTERM from the kernel (the parent-death
+ * signal it asked for) and exits, and the new supervisor starts a new one.
+ * So the service never outlives its supervisor.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "miscadmin.h"
+#include "postmaster/bgworker.h"
+#include "postmaster/interrupt.h"
+#include "storage/ipc.h"
+#include "storage/latch.h"
+#include "utils/timestamp.h"
+#include "utils/wait_event.h"
+
+#include "pg_warp.h"
+
+#define SERVICE_PROGRAM		"pg_warp_service"
+#define RESTART_MIN_MS		100		/* first delay after an unexpected exit */
+#define RESTART_MAX_MS		5000	/* the delay doubles up to this ... */
+#define STABLE_RUN_MS		10000	/* ... unless the service ran this long */
+#define STOP_WAIT_MS		5000	/* SIGTERM, then SIGKILL after this */
+
+PGDLLEXPORT void pg_warp_supervisor_main(Datum main_arg);
+
+/* the service process as the supervisor knows it */
+typedef struct ServiceProc
+{
+	pid_t		pid;			/* 0 while not running */
+	TimestampTz started;		/* when pid was started */
+	TimestampTz next_start;		/* when to start it again */
+	int			backoff_ms;		/* the delay after the next unexpected exit */
+} ServiceProc;
+
+/*
+ * pg_warp_service_init
+ *		Called by _PG_init: defines the service's settings and, when pg_warp
+ *		is being preloaded, registers the supervisor background worker.
+ */
+void
+pg_warp_service_init(void)
+{
+	BackgroundWorker worker;
+
+	pg_warp_service_client_init();
+	if (!process_shared_preload_libraries_in_progress)
+		return;
+
+	memset(&worker, 0, sizeof(worker));
+	worker.bgw_flags = BGWORKER_SHMEM_ACCESS;
+	worker.bgw_start_time = BgWorkerStart_PostmasterStart;
+	worker.bgw_restart_time = 1;
+	snprintf(worker.bgw_library_name, BGW_MAXLEN, "pg_warp");
+	snprintf(worker.bgw_function_name, BGW_MAXLEN, "pg_warp_supervisor_main");
+	snprintf(worker.bgw_name, BGW_MAXLEN, "pg_warp service supervisor");
+	snprintf(worker.bgw_type, BGW_MAXLEN, "pg_warp supervisor");
+	RegisterBackgroundWorker(&worker);
+}
+
+/* SIGCHLD: wake the main loop to reap the service */
+static void
+handle_sigchld(SIGNAL_ARGS)
+{
+	int			save_errno = errno;
+
+	SetLatch(MyLatch);
+	errno = save_errno;
+}
+
+/*
+ * start_service
+ *		Forks and execs the service with the data directory and our pid.
+ *		Between fork and exec the child runs nothing of PostgreSQL (no
+ *		ereport, no exit handlers): it closes the descriptors it inherited
+ *		except stdin/stdout/stderr (stderr is the server log) and execs.
+ */
+static void
+start_service(ServiceProc *svc)
+{
+	char		path[MAXPGPATH];
+	char		ppid[16];
+	char	   *argv[6];
+	pid_t		pid;
+
+	snprintf(path, sizeof(path), "%s/%s", pkglib_path, SERVICE_PROGRAM);
+	snprintf(ppid, sizeof(ppid), "%d", (int) MyProcPid);
+	argv[0] = path;
+	argv[1] = "-D";
+	argv[2] = DataDir;
+	argv[3] = "--parent-pid";
+	argv[4] = ppid;
+	argv[5] = NULL;
+
+	svc->started = GetCurrentTimestamp();
+	pid = fork();
+	if (pid == 0)
+	{
+		if (close_range(3, ~0U, 0) != 0)
+			for (int fd = 3; fd < 1024; fd++)
+				close(fd);
+		execv(path, argv);
+		fprintf(stderr, "pg_warp supervisor: could not execute \"%s\": %s\n",
+				path, strerror(errno));
+		_exit(127);
+	}
+	if (pid < 0)
+	{
+		ereport(LOG,
+				(errmsg("could not fork the pg_warp service: %m")));
+		svc->next_start = TimestampTzPlusMilliseconds(svc->started, svc->backoff_ms);
+		return;
+	}
+	svc->pid = pid;
+	ereport(LOG,
+			(errmsg("pg_warp service started (pid %d)", (int) pid)));
+}
+
+/*
+ * reap_service
+ *		Collects exited children; when the service is one of them, logs how
+ *		it ended and schedules its restart: RESTART_MIN_MS after a service
+ *		that ran STABLE_RUN_MS or more, else twice the previous delay (up to
+ *		RESTART_MAX_MS), so that a service that cannot start is not retried
+ *		in a tight loop.
+ */
+static void
+reap_service(ServiceProc *svc)
+{
+	pid_t		pid;
+	int			status;
+
+	while ((pid = waitpid(-1, &status, WNOHANG)) > 0)
+	{
+		TimestampTz now = GetCurrentTimestamp();
+		char		how[128];
+
+		if (pid != svc->pid)
+			continue;
+		if (TimestampDifferenceExceeds(svc->started, now, STABLE_RUN_MS))
+			svc->backoff_ms = RESTART_MIN_MS;
+		if (WIFSIGNALED(status))
+			snprintf(how, sizeof(how), "was terminated by signal %d: %s",
+					 WTERMSIG(status), pg_strsignal(WTERMSIG(status)));
+		else
+			snprintf(how, sizeof(how), "exited with exit code %d", WEXITSTATUS(status));
+		ereport(LOG,
+				(errmsg("pg_warp service (pid %d) %s; restarting it in %d ms",
+						(int) pid, how, svc->backoff_ms)));
+		svc->pid = 0;
+		svc->next_start = TimestampTzPlusMilliseconds(now, svc->backoff_ms);
+		svc->backoff_ms = Min(svc->backoff_ms * 2, RESTART_MAX_MS);
+	}
+}
+
+/*
+ * stop_service
+ *		Sends SIGTERM to a running service and waits for it to exit, with
+ *		SIGKILL after STOP_WAIT_MS.
+ */
+static void
+stop_service(ServiceProc *svc)
+{
+	int			status;
+
+	if (svc->pid == 0)
+		return;
+	kill(svc->pid, SIGTERM);
+	for (int waited = 0; waited < STOP_WAIT_MS; waited += 10)
+	{
+		pid_t		rc = waitpid(svc->pid, &status, WNOHANG);
+
+		if (rc == svc->pid || (rc < 0 && errno == ECHILD))
+			return;
+		pg_usleep(10 * 1000L);
+	}
+	ereport(LOG,
+			(errmsg("pg_warp service (pid %d) did not stop within %d ms; killing it",
+					(int) svc->pid, STOP_WAIT_MS)));
+	kill(svc->pid, SIGKILL);
+	waitpid(svc->pid, &status, 0);
+}
+
+/*
+ * pg_warp_supervisor_main
+ *		The background worker's entry point: keeps one service running until
+ *		SIGTERM (shutdown or pg_terminate_backend) or the postmaster's death.
+ */
+void
+pg_warp_supervisor_main(Datum main_arg)
+{
+	ServiceProc svc = {0, 0, 0, RESTART_MIN_MS};
+
+	pqsignal(SIGTERM, SignalHandlerForShutdownRequest);
+	pqsignal(SIGHUP, SIG_IGN);
+	pqsignal(SIGCHLD, handle_sigchld);
+	BackgroundWorkerUnblockSignals();
+
+	for (;;)
+	{
+		long		timeout_ms = 1000;
+
+		reap_service(&svc);
+		if (ShutdownRequestPending)
+			break;
+		if (svc.pid == 0)
+		{
+			TimestampTz now = GetCurrentTimestamp();
+
+			if (now >= svc.next_start)
+				start_service(&svc);
+			else
+				timeout_ms = TimestampDifferenceMilliseconds(now, svc.next_start);
+		}
+		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
+						 timeout_ms, PG_WAIT_EXTENSION);
+		ResetLatch(MyLatch);
+	}
+	stop_service(&svc);
+
+	/* exit code 1: the postmaster restarts us if the cluster keeps running */
+	proc_exit(1);
+}
