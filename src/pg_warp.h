@@ -16,6 +16,7 @@
 /* in main.c */
 extern bool pg_warp_enabled;
 extern bool pg_warp_preloaded;
+extern int	pg_warp_arrow_max_buffer_size;	/* kB */
 
 /* in gpu_device.c */
 struct XpuError;

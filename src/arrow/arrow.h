@@ -57,7 +57,8 @@ typedef enum ArrowErrorCode
 	ARROW_ERR_UNSUPPORTED,		/* valid Arrow we do not handle (codec, type) */
 	ARROW_ERR_NOMEM,			/* the allocator returned NULL */
 	ARROW_ERR_SCHEMA_MISMATCH,	/* append to a file with another schema */
-	ARROW_ERR_ARGUMENT			/* the caller broke a documented contract */
+	ARROW_ERR_ARGUMENT,			/* the caller broke a documented contract */
+	ARROW_ERR_LIMIT				/* a buffer above ArrowFile.max_buffer_size */
 } ArrowErrorCode;
 
 typedef struct ArrowError
@@ -336,6 +337,16 @@ typedef struct ArrowFile
 	int32_t		n_dictionaries;
 	ArrowDictionaryBatchInfo *dictionaries;
 	int64_t		total_rows;		/* sum of n_rows over batches */
+
+	/*
+	 * Set by the caller after opening (0, the default: no limit): the most
+	 * bytes one buffer of a batch may take in memory, stored or after
+	 * decompression.  arrow_batch_load refuses a bigger one with
+	 * ARROW_ERR_LIMIT before allocating it.  This bounds variable-width data
+	 * (strings, binary), whose size no node length limits; every other
+	 * buffer is also checked against what its node's length can need.
+	 */
+	int64_t		max_buffer_size;
 	/* private to the reader */
 	int			fd;				/* -1 unless opened by arrow_file_open */
 	void	   *priv;
@@ -405,6 +416,11 @@ typedef struct ArrowBatch
  * and validates everything a value accessor relies on: buffer sizes for the
  * node lengths, monotonic offsets within the data, child lengths, dictionary
  * indices within the dictionary.
+ * Before a compressed buffer is allocated, its declared uncompressed length
+ * is checked against what its node can hold (validity ceil(length/8) bytes,
+ * fixed-width values length x width, offsets (length + 1) x width, each
+ * rounded up to the 64-byte padding writers add): more is ARROW_ERR_INVALID.
+ * Any buffer above file->max_buffer_size is ARROW_ERR_LIMIT.
  */
 extern int	arrow_batch_load(ArrowFile *file, int32_t batch, const bool *want,
 							 ArrowBatch **out, ArrowError *err);

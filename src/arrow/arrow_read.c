@@ -1563,12 +1563,35 @@ load_error(Loader *L, const ArrowField *f, const char *fmt,...)
 						   L->what, f->name, detail);
 }
 
+/* Sets an ARROW_ERR_LIMIT for a buffer of 'bytes' above the caller's cap */
+static int
+limit_error(Loader *L, const ArrowField *f, int64_t bytes)
+{
+	return arrow_set_error(L->err, ARROW_ERR_LIMIT,
+						   "%s, field \"%s\": buffer of %lld bytes exceeds the limit of %lld bytes",
+						   L->what, f->name, (long long) bytes,
+						   (long long) L->file->max_buffer_size);
+}
+
+/* Whether a buffer of 'bytes' is above the caller's cap (0: none) */
+static bool
+above_limit(const Loader *L, int64_t bytes)
+{
+	return L->file->max_buffer_size > 0 && bytes > L->file->max_buffer_size;
+}
+
 /*
  * Reads the next buffer of the batch (decompressing it) into arena memory.
+ * 'max' is the most bytes the buffer can need for its node's length (-1:
+ * unknown, for variable-width data): a compressed buffer declaring more than
+ * that, rounded up to the 64-byte padding of writers, is corrupt.  No buffer,
+ * stored or decompressed, may exceed file->max_buffer_size.  Both are
+ * checked before anything is allocated (a decompression bomb costs nothing).
  * A zero-length buffer gives zero_block.
  */
 static int
-read_buffer(Loader *L, const ArrowField *f, const uint8_t **data, int64_t *len)
+read_buffer(Loader *L, const ArrowField *f, int64_t max, const uint8_t **data,
+			int64_t *len)
 {
 	const ArrowBufferRef *ref = &L->info->buffers[L->buffer++];
 	int64_t		offset = L->info->body_offset + ref->offset;
@@ -1581,8 +1604,26 @@ read_buffer(Loader *L, const ArrowField *f, const uint8_t **data, int64_t *len)
 	*len = 0;
 	if (ref->length == 0)
 		return ARROW_OK;
+	if (above_limit(L, ref->length))
+		return limit_error(L, f, ref->length);
 	if ((uint64_t) ref->length > SIZE_MAX / 2)
 		return load_error(L, f, "buffer of %lld bytes is too large", (long long) ref->length);
+	if (L->info->codec != ARROW_CODEC_NONE && ref->length >= 8)
+	{
+		/* the declared length first: refuse a bomb before reading it */
+		uint8_t		prefix[8];
+
+		if (read_bytes(L->file, offset, prefix, 8, L->err) != ARROW_OK)
+			return L->err->code;
+		declared = (int64_t) fb_le64(prefix);
+		if (max >= 0 && max <= INT64_MAX - ARROW_ALIGNMENT &&
+			declared > arrow_align64(max))
+			return load_error(L, f, "compressed buffer declares %lld bytes, %lld values need at most %lld",
+							  (long long) declared, (long long) L->info->nodes[L->node - 1].length,
+							  (long long) max);
+		if (above_limit(L, declared))
+			return limit_error(L, f, declared);
+	}
 	raw = arrow_malloc(arena->alloc, (size_t) ref->length, L->err);
 	if (raw == NULL)
 		return ARROW_ERR_NOMEM;
@@ -1676,7 +1717,7 @@ load_validity(Loader *L, const ArrowField *f, ArrowArray *a)
 	const uint8_t *p;
 	int64_t		len;
 
-	if (read_buffer(L, f, &p, &len) != ARROW_OK)
+	if (read_buffer(L, f, bitmap_bytes(a->length), &p, &len) != ARROW_OK)
 		return L->err->code;
 	if (a->null_count == 0)
 		return ARROW_OK;		/* a->validity stays NULL: no value is null */
@@ -1698,9 +1739,12 @@ load_values(Loader *L, const ArrowField *f, ArrowArray *a, int64_t need,
 	const uint8_t *p;
 	int64_t		len;
 
-	if (read_buffer(L, f, &p, &len) != ARROW_OK)
+	if (need < 0)
+		return load_error(L, f, "%s buffer for %lld values would overflow",
+						  name, (long long) a->length);
+	if (read_buffer(L, f, need, &p, &len) != ARROW_OK)
 		return L->err->code;
-	if (need < 0 || len < need)
+	if (len < need)
 		return load_error(L, f, "%s buffer of %lld bytes is too short for %lld values",
 						  name, (long long) len, (long long) a->length);
 	a->values = p;
@@ -1740,15 +1784,18 @@ load_offsets(Loader *L, const ArrowField *f, ArrowArray *a, bool large)
 	int64_t		need;
 	int64_t		prev;
 
-	if (read_buffer(L, f, &p, &len) != ARROW_OK)
+	need = (a->length == INT64_MAX) ? -1 : bytes_for(a->length + 1, large ? 8 : 4);
+	if (need < 0)
+		return load_error(L, f, "offsets buffer for %lld values would overflow",
+						  (long long) a->length);
+	if (read_buffer(L, f, need, &p, &len) != ARROW_OK)
 		return L->err->code;
 	if (a->length == 0 && len == 0)
 	{
 		a->offsets = zero_block;	/* {0}: writers may omit the buffer */
 		return ARROW_OK;
 	}
-	need = (a->length == INT64_MAX) ? -1 : bytes_for(a->length + 1, large ? 8 : 4);
-	if (need < 0 || len < need)
+	if (len < need)
 		return load_error(L, f, "offsets buffer of %lld bytes is too short for %lld values",
 						  (long long) len, (long long) a->length);
 	prev = offset_at(p, large, 0);
@@ -1921,7 +1968,7 @@ load_array(Loader *L, const ArrowField *f, ArrowArray *a)
 		case ARROW_TYPE_BINARY:
 			if (load_validity(L, f, a) != ARROW_OK ||
 				load_offsets(L, f, a, large) != ARROW_OK ||
-				read_buffer(L, f, &p, &len) != ARROW_OK)
+				read_buffer(L, f, -1, &p, &len) != ARROW_OK)
 				return L->err->code;
 			if (last_offset(a, large) > len)
 				return load_error(L, f, "last offset %lld is past the data (%lld bytes)",

@@ -54,6 +54,8 @@ arrow_error_code_name(ArrowErrorCode code)
 			return "schema mismatch";
 		case ARROW_ERR_ARGUMENT:
 			return "invalid argument";
+		case ARROW_ERR_LIMIT:
+			return "limit exceeded";
 	}
 	return "unknown error";
 }

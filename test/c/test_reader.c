@@ -24,6 +24,9 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include <lz4frame.h>
+#include <zstd.h>
+
 #include "arrow_internal.h"
 #include "fb_read.h"
 #include "tap.h"
@@ -1087,16 +1090,24 @@ out_schema(Out *o, Builder *b, const Spec *fields, int n, int16_t endianness)
 	out_message(o, b, NULL, 0);
 }
 
-/* A RecordBatch table at the offset slot 'slot' */
+/* A RecordBatch table at the offset slot 'slot'; codec -1: uncompressed */
 static void
 b_record_batch(Builder *b, uint32_t slot, int64_t rows, const ArrowNode *nodes, int n_nodes,
-			   const ArrowBufferRef *bufs, int n_bufs)
+			   const ArrowBufferRef *bufs, int n_bufs, int codec)
 {
-	static const int rsizes[3] = {8, 4, 4};
-	uint32_t	rslots[3];
+	int			rsizes[4] = {8, 4, 4, codec >= 0 ? 4 : 0};
+	uint32_t	rslots[4];
 	uint32_t	v;
 
-	b_offset(b, slot, b_table(b, 3, rsizes, rslots));
+	b_offset(b, slot, b_table(b, 4, rsizes, rslots));
+	if (codec >= 0)
+	{
+		static const int csizes[2] = {4, 4};
+		uint32_t	cslots[2];
+
+		b_offset(b, rslots[3], b_table(b, 2, csizes, cslots));
+		b->buf[cslots[0]] = (uint8_t) codec;	/* method 0: BUFFER */
+	}
 	put64(b->buf + rslots[0], rows);
 	v = b_alloc(b, 4 + 16 * n_nodes);
 	put32(b->buf + v, n_nodes);
@@ -1122,7 +1133,7 @@ out_record_batch(Out *o, Builder *b, int64_t rows, const ArrowNode *nodes, int n
 {
 	uint32_t	header = b_message(b, 3, (int64_t) body_len);
 
-	b_record_batch(b, header, rows, nodes, n_nodes, bufs, n_bufs);
+	b_record_batch(b, header, rows, nodes, n_nodes, bufs, n_bufs, -1);
 	out_message(o, b, body, body_len);
 }
 
@@ -1138,7 +1149,7 @@ out_dictionary_batch(Out *o, Builder *b, bool delta, int64_t rows, const ArrowNo
 
 	b_offset(b, header, b_table(b, 3, dsizes, dslots));
 	b->buf[dslots[2]] = delta;
-	b_record_batch(b, dslots[1], rows, nodes, n_nodes, bufs, n_bufs);
+	b_record_batch(b, dslots[1], rows, nodes, n_nodes, bufs, n_bufs, -1);
 	out_message(o, b, body, body_len);
 }
 
@@ -1319,6 +1330,199 @@ test_built_batches(void)
 		free(o.data);
 	}
 	free(b);
+}
+
+/* ------------------------------------------------------------------------
+ * Decompression bombs: compressed buffers declaring far more than the batch
+ * can hold must be refused before anything big is allocated
+ * ------------------------------------------------------------------------
+ */
+
+#define BOMB_BYTES	(4 << 20)	/* what a bomb buffer decompresses to */
+
+/* An allocator over malloc that remembers its largest request */
+typedef struct CountingAlloc
+{
+	size_t		largest;
+} CountingAlloc;
+
+static void *
+count_malloc(void *ctx, size_t size)
+{
+	CountingAlloc *c = ctx;
+
+	if (size > c->largest)
+		c->largest = size;
+	return malloc(size ? size : 1);
+}
+
+static void *
+count_realloc(void *ctx, void *ptr, size_t size)
+{
+	CountingAlloc *c = ctx;
+
+	if (size > c->largest)
+		c->largest = size;
+	return realloc(ptr, size ? size : 1);
+}
+
+static void
+count_free(void *ctx, void *ptr)
+{
+	free(ptr);
+}
+
+/* BOMB_BYTES zero bytes as one frame of 'codec'; malloc'd, length in *len */
+static uint8_t *
+bomb_frame(int codec, size_t *len)
+{
+	uint8_t    *zeros = calloc(1, BOMB_BYTES);
+	size_t		cap = codec == ARROW_CODEC_LZ4_FRAME ?
+		LZ4F_compressFrameBound(BOMB_BYTES, NULL) : ZSTD_compressBound(BOMB_BYTES);
+	uint8_t    *out = malloc(cap);
+
+	if (codec == ARROW_CODEC_LZ4_FRAME)
+		*len = LZ4F_compressFrame(out, cap, zeros, BOMB_BYTES, NULL);
+	else
+		*len = ZSTD_compress(out, cap, zeros, BOMB_BYTES, 19);
+	free(zeros);
+	return out;
+}
+
+/* One buffer of a crafted compressed batch: its bytes, stored uncompressed */
+typedef struct Piece
+{
+	const void *data;
+	size_t		len;
+} Piece;
+
+/*
+ * A stream of field f and one compressed batch of 'rows' rows: every buffer
+ * stored as is (length prefix -1) but buffer 'bomb', which is 'frame'
+ * declaring BOMB_BYTES.
+ */
+static uint8_t *
+build_bomb(const Spec *f, int64_t rows, const ArrowNode *nodes, int n_nodes,
+		   const Piece *pieces, int n_bufs, int bomb, int codec,
+		   const uint8_t *frame, size_t frame_len, size_t *len)
+{
+	Builder    *b = malloc(sizeof(Builder));
+	Out			o = {NULL, 0};
+	uint8_t    *body = calloc(1, frame_len + 64 * n_bufs + 1024);
+	ArrowBufferRef bufs[8];
+	size_t		at = 0;
+	static const uint8_t eos[8] = {0xff, 0xff, 0xff, 0xff, 0, 0, 0, 0};
+
+	for (int i = 0; i < n_bufs; i++)
+	{
+		size_t		n = (i == bomb) ? frame_len : pieces[i].len;
+
+		put64(body + at, i == bomb ? BOMB_BYTES : -1);
+		if (n > 0)
+			memcpy(body + at + 8, i == bomb ? frame : pieces[i].data, n);
+		bufs[i].offset = (int64_t) at;
+		bufs[i].length = (int64_t) (8 + n);
+		at = (at + 8 + n + 7) & ~(size_t) 7;
+	}
+	out_schema(&o, b, f, 1, 0);
+	{
+		uint32_t	header = b_message(b, 3, (int64_t) at);
+
+		b_record_batch(b, header, rows, nodes, n_nodes, bufs, n_bufs, codec);
+		out_message(&o, b, body, at);
+	}
+	o.data = realloc(o.data, o.len + 8);
+	memcpy(o.data + o.len, eos, 8);
+	*len = o.len + 8;
+	free(body);
+	free(b);
+	return o.data;
+}
+
+/*
+ * Loads the batch with 'limit' as max_buffer_size and checks the result
+ * code; a refused bomb must not have cost an allocation near its size.
+ */
+static void
+expect_bomb(const uint8_t *data, size_t len, int64_t limit, ArrowErrorCode code,
+			const char *what)
+{
+	CountingAlloc ca = {0};
+	ArrowAllocator alloc = {count_malloc, count_realloc, count_free, &ca};
+	ArrowSource src;
+	ArrowFile  *file = NULL;
+	ArrowBatch *batch = NULL;
+	ArrowError	err = {0};
+	int			rc = open_mem(data, len, &alloc, &src, &file, &err);
+
+	if (rc == ARROW_OK)
+	{
+		file->max_buffer_size = limit;
+		rc = arrow_batch_load(file, 0, NULL, &batch, &err);
+		arrow_batch_free(batch);
+		arrow_file_close(file);
+	}
+	if (!tap_ok(rc == (int) code && (code == ARROW_OK || ca.largest < BOMB_BYTES / 4),
+				"%s: %s, largest allocation %zu bytes", what, arrow_error_code_name(code),
+				ca.largest))
+		tap_diag("got %s: %s", arrow_error_code_name(rc), rc ? err.message : "");
+	else if (rc != ARROW_OK)
+		tap_diag("  %s", err.message);
+}
+
+static void
+test_bombs(void)
+{
+	static const Spec int32 = {.name = "i", .type = 2, .n_params = 2, .params = {32, 1}};
+	static const Spec utf8 = {.name = "s", .type = 5};
+	static const Spec boolean = {.name = "b", .type = 6};
+	static const Spec list = {.name = "l", .type = 12, .n_children = 1, .children = &int32};
+	static const uint8_t validity[1] = {0x0b};	/* row 2 null */
+	static const int32_t ints[4] = {1, 2, 0, 4};
+	static const int32_t offsets[5] = {0, 1, 2, 2, 3};
+	static const int codecs[2] = {ARROW_CODEC_LZ4_FRAME, ARROW_CODEC_ZSTD};
+	const ArrowNode node = {4, 1};
+	const ArrowNode list_nodes[2] = {{4, 1}, {3, 0}};
+	const Piece fixed[2] = {{validity, 1}, {ints, 16}};
+	const Piece strings[3] = {{validity, 1}, {offsets, 20}, {"abc", 3}};
+	const Piece bools[2] = {{validity, 1}, {validity, 1}};
+	const Piece lists[4] = {{validity, 1}, {offsets, 20}, {NULL, 0}, {ints, 12}};
+
+	for (int c = 0; c < 2; c++)
+	{
+		const char *name = c == 0 ? "lz4" : "zstd";
+		size_t		flen;
+		uint8_t    *frame = bomb_frame(codecs[c], &flen);
+		size_t		len;
+		uint8_t    *d;
+		char		what[128];
+
+		tap_diag("%s bomb: %zu bytes declaring %d", name, flen, BOMB_BYTES);
+#define BOMB(spec, rows, nodes, n_nodes, pieces, n_bufs, bomb, limit, code, desc) \
+		do { \
+			d = build_bomb(spec, rows, nodes, n_nodes, pieces, n_bufs, bomb, codecs[c], \
+						   frame, flen, &len); \
+			snprintf(what, sizeof(what), "%s %s", name, desc); \
+			expect_bomb(d, len, limit, code, what); \
+			free(d); \
+		} while (0)
+		BOMB(&int32, 4, &node, 1, fixed, 2, -1, 0, ARROW_OK, "int32 batch without a bomb");
+		BOMB(&int32, 4, &node, 1, fixed, 2, 0, 0, ARROW_ERR_INVALID, "validity bitmap bomb");
+		BOMB(&int32, 4, &node, 1, fixed, 2, 1, 0, ARROW_ERR_INVALID, "int32 values bomb");
+		BOMB(&boolean, 4, &node, 1, bools, 2, 1, 0, ARROW_ERR_INVALID, "bool values bomb");
+		BOMB(&utf8, 4, &node, 1, strings, 3, -1, 1 << 20, ARROW_OK, "utf8 batch without a bomb");
+		BOMB(&utf8, 4, &node, 1, strings, 3, 1, 0, ARROW_ERR_INVALID, "utf8 offsets bomb");
+		BOMB(&utf8, 4, &node, 1, strings, 3, 2, 1 << 20, ARROW_ERR_LIMIT, "utf8 data bomb over the limit");
+		BOMB(&list, 4, list_nodes, 2, lists, 4, 1, 0, ARROW_ERR_INVALID, "list offsets bomb");
+		BOMB(&list, 4, list_nodes, 2, lists, 4, 3, 0, ARROW_ERR_INVALID, "list child values bomb");
+#undef BOMB
+		/* without a limit, a big string buffer is not corrupt: it loads */
+		d = build_bomb(&utf8, 4, &node, 1, strings, 3, 2, codecs[c], frame, flen, &len);
+		snprintf(what, sizeof(what), "%s utf8 data of 4 MiB without a limit", name);
+		expect_error(d, len, ARROW_OK, AT_LOAD, what);
+		free(d);
+		free(frame);
+	}
 }
 
 /* ------------------------------------------------------------------------
@@ -1658,6 +1862,7 @@ main(void)
 	test_targeted_body();
 	test_built_schemas();
 	test_built_batches();
+	test_bombs();
 	test_fb();
 	test_oom();
 	test_truncation();
