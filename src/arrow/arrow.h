@@ -123,7 +123,15 @@ typedef enum ArrowTypeId
 	ARROW_TYPE_LIST,			/* one child */
 	ARROW_TYPE_LARGE_LIST,		/* one child */
 	ARROW_TYPE_FIXED_SIZE_LIST, /* one child, list_size */
-	ARROW_TYPE_STRUCT			/* n children */
+	ARROW_TYPE_STRUCT,			/* n children */
+	/* read only (the writer refuses them) */
+	ARROW_TYPE_UTF8_VIEW,		/* views: 16-byte structs + data buffers */
+	ARROW_TYPE_BINARY_VIEW,
+	ARROW_TYPE_LIST_VIEW,		/* one child; int32 offsets and sizes */
+	ARROW_TYPE_LARGE_LIST_VIEW, /* one child; int64 offsets and sizes */
+	ARROW_TYPE_RUN_END_ENCODED, /* children run_ends (int16/32/64), values */
+	ARROW_TYPE_DECIMAL256,		/* precision (1..76), scale */
+	ARROW_TYPE_MAP				/* one child: struct<key, value>; keys_sorted */
 } ArrowTypeId;
 
 /* Same values as TimeUnit in Schema.fbs */
@@ -144,6 +152,7 @@ typedef struct ArrowType
 	int32_t		scale;			/* DECIMAL128 */
 	int32_t		byte_width;		/* FIXED_SIZE_BINARY */
 	int32_t		list_size;		/* FIXED_SIZE_LIST */
+	bool		keys_sorted;	/* MAP */
 } ArrowType;
 
 typedef struct ArrowKeyValue
@@ -199,7 +208,11 @@ extern void arrow_schema_free(const ArrowAllocator *alloc, ArrowSchema *schema);
  */
 extern bool arrow_schema_equal(const ArrowSchema *a, const ArrowSchema *b,
 							   char *why, size_t whylen);
-/* "int32", "timestamp[us, tz=UTC]", "decimal128(10, 2)" ... (doc/arrow-json.md) */
+/*
+ * "int32", "timestamp[us, tz=UTC]", "decimal128(10, 2)", "utf8_view",
+ * "binary_view", "list_view", "large_list_view", "run_end_encoded",
+ * "decimal256(40, 2)", "map" ... (doc/arrow-json.md)
+ */
 extern void arrow_type_format(const ArrowType *type, char *buf, size_t len);
 /* Value of key in md, or NULL */
 extern const char *arrow_metadata_get(const ArrowMetadata *md, const char *key);
@@ -210,9 +223,11 @@ extern int	arrow_metadata_set(const ArrowAllocator *alloc, ArrowMetadata *md,
 
 /*
  * Number of IPC buffers a field itself owns (not counting children):
- * NULL 0; STRUCT, FIXED_SIZE_LIST 1 (validity); LIST, LARGE_LIST 2;
- * UTF8/BINARY and large variants 3; every other type 2; a
- * dictionary-encoded field 2 (validity, indices).
+ * NULL, RUN_END_ENCODED 0; STRUCT, FIXED_SIZE_LIST 1 (validity); LIST,
+ * LARGE_LIST, MAP 2; UTF8/BINARY and large variants, LIST_VIEW and
+ * LARGE_LIST_VIEW 3; every other type 2; a dictionary-encoded field 2
+ * (validity, indices).  UTF8_VIEW/BINARY_VIEW: 2 (validity, views) plus the
+ * batch's variadic count for the field.
  */
 extern int	arrow_field_buffer_count(const ArrowField *field);
 /* Byte width of one value of a fixed-width type; 0 for the others, BOOL too */
@@ -247,6 +262,13 @@ extern void arrow_decimal128_format(ArrowDecimal128 v, int32_t scale,
 extern int	arrow_decimal128_parse(const char *s, int32_t precision,
 								   int32_t scale, ArrowDecimal128 *out,
 								   ArrowError *err);
+/*
+ * Text of a Decimal256 (32 bytes, two's complement little-endian, as
+ * stored) at 'scale' (-76..76), as arrow_decimal128_format does.
+ */
+#define ARROW_DECIMAL256_MAX_TEXT	160
+extern void arrow_decimal256_format(const uint8_t *v, int32_t scale,
+									char *buf, size_t len);
 
 /* ------------------------------------------------------------------------
  * Reading
@@ -305,6 +327,15 @@ typedef struct ArrowBatchInfo
 	ArrowNode  *nodes;			/* depth-first pre-order over the fields */
 	int32_t		n_buffers;
 	ArrowBufferRef *buffers;
+	/*
+	 * Data buffers of each UTF8_VIEW/BINARY_VIEW field (pre-order), and
+	 * where each top-level column's buffers start; both NULL when the
+	 * schema has no view field (then ArrowFile.columns says).
+	 */
+	int32_t		n_variadic;
+	int64_t    *variadic_counts;
+	int32_t    *column_first_buffer;	/* schema.n_fields + 1 entries */
+	int32_t    *column_first_variadic;	/* schema.n_fields entries */
 	ArrowMetadata metadata;		/* the message's custom_metadata */
 } ArrowBatchInfo;
 
@@ -395,6 +426,11 @@ typedef struct ArrowArray
 	const void *offsets;		/* int32_t[] or int64_t[] (LARGE_*), length+1 */
 	const uint8_t *data;		/* UTF8/BINARY bytes */
 	int64_t		data_length;
+	const void *sizes;			/* LIST_VIEW int32_t[], LARGE_LIST_VIEW int64_t[] */
+	/* UTF8_VIEW/BINARY_VIEW: values holds the 16-byte views */
+	int32_t		n_variadic;
+	const uint8_t *const *variadic;	/* the data buffers */
+	const int64_t *variadic_lengths;
 	int32_t		n_children;
 	struct ArrowArray *children;
 	const struct ArrowArray *dictionary;	/* dictionary-encoded: values */
@@ -426,13 +462,51 @@ extern int	arrow_batch_load(ArrowFile *file, int32_t batch, const bool *want,
 							 ArrowBatch **out, ArrowError *err);
 extern void arrow_batch_free(ArrowBatch *batch);
 
+/*
+ * Index into a->children[1] (the values) of logical row 'row' of a
+ * validated RUN_END_ENCODED array (binary search over the run ends).
+ */
+extern int64_t arrow_ree_index(const ArrowArray *a, int64_t row);
+
+/* Whether row 'row' is null (RUN_END_ENCODED: its value is) */
 static inline bool
 arrow_array_is_null(const ArrowArray *a, int64_t row)
 {
 	if (a->field != NULL && a->field->type.id == ARROW_TYPE_NULL)
 		return true;
+	if (a->field != NULL && a->field->type.id == ARROW_TYPE_RUN_END_ENCODED)
+		return arrow_array_is_null(&a->children[1], arrow_ree_index(a, row));
 	return a->validity != NULL && !(a->validity[row >> 3] & (1u << (row & 7)));
 }
+
+/*
+ * Bytes of row 'row' of a validated UTF8_VIEW/BINARY_VIEW array (not null):
+ * inline in the view (at most 12 bytes) or in a data buffer.
+ */
+static inline const uint8_t *
+arrow_view_value(const ArrowArray *a, int64_t row, int32_t *len)
+{
+	const uint8_t *v = a->values + row * 16;
+	int32_t		n;
+	int32_t		buf;
+	int32_t		off;
+
+	__builtin_memcpy(&n, v, 4);
+	*len = n;
+	if (n <= 12)
+		return v + 4;
+	__builtin_memcpy(&buf, v + 8, 4);
+	__builtin_memcpy(&off, v + 12, 4);
+	return a->variadic[buf] + off;
+}
+
+/*
+ * Range [*start, *end) of the child's values that row 'row' (not null) of a
+ * validated LIST, LARGE_LIST, MAP, FIXED_SIZE_LIST, LIST_VIEW or
+ * LARGE_LIST_VIEW array covers.
+ */
+extern void arrow_list_range(const ArrowArray *a, int64_t row, int64_t *start,
+							 int64_t *end);
 
 /*
  * Appends the JSON form (doc/arrow-json.md) of row 'row' of array a to buf.

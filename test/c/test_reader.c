@@ -1197,6 +1197,7 @@ test_built_schemas(void)
 	Spec		chain = int32;
 	Spec		wide[2] = {int32, int32};
 	Spec		dag = {.name = "s", .type = 13, .n_children = 2, .children = wide, .shared = true};
+	Spec		ree_bad[2] = {{.name = "e", .type = 5}, int32};
 	Spec		s;
 
 	/* ARROW_MAX_NESTING levels: 63 lists around an int32 */
@@ -1213,18 +1214,35 @@ test_built_schemas(void)
 	expect_schema(&int32, 1, 1, ARROW_ERR_UNSUPPORTED, "big-endian", "big-endian schema");
 	s = (Spec) {.name = "u", .type = 14};
 	expect_schema(&s, 1, 0, ARROW_ERR_UNSUPPORTED, "Union (14) in field \"u\"", "union");
+	/* the newer layouts are read; malformed ones are refused */
 	s = (Spec) {.name = "m", .type = 17, .n_params = 1, .params = {0}, .n_children = 1, .children = &int32};
-	expect_schema(&s, 1, 0, ARROW_ERR_UNSUPPORTED, "Map (17) in field \"m\"", "map");
+	expect_schema(&s, 1, 0, ARROW_ERR_INVALID, "a map's child must be a struct", "map of int32 entries");
+	s = (Spec) {.name = "m", .type = 17, .n_params = 1, .params = {1}, .n_children = 1, .children = &dag};
+	expect_schema(&s, 1, 0, ARROW_OK, NULL, "map of struct<i, i> entries");
 	s = (Spec) {.name = "r", .type = 22};
-	expect_schema(&s, 1, 0, ARROW_ERR_UNSUPPORTED, "RunEndEncoded", "run-end encoded");
+	expect_schema(&s, 1, 0, ARROW_ERR_INVALID, "0 children, 2 expected", "run-end encoded without children");
+	s = (Spec) {.name = "r", .type = 22, .n_children = 2, .children = wide};
+	expect_schema(&s, 1, 0, ARROW_OK, NULL, "run-end encoded int32 runs of int32");
+	s = (Spec) {.name = "r", .type = 22, .n_children = 2, .children = ree_bad};
+	expect_schema(&s, 1, 0, ARROW_ERR_INVALID, "run ends must be", "run-end encoded with utf8 run ends");
 	s = (Spec) {.name = "v", .type = 23};
-	expect_schema(&s, 1, 0, ARROW_ERR_UNSUPPORTED, "BinaryView", "binary view");
+	expect_schema(&s, 1, 0, ARROW_OK, NULL, "binary view");
+	s = (Spec) {.name = "v", .type = 24};
+	expect_schema(&s, 1, 0, ARROW_OK, NULL, "utf8 view");
+	s = (Spec) {.name = "v", .type = 24, .dictionary = true};
+	expect_schema(&s, 1, 0, ARROW_ERR_UNSUPPORTED, "dictionary of views", "dictionary-encoded utf8 view");
 	s = (Spec) {.name = "lv", .type = 25};
-	expect_schema(&s, 1, 0, ARROW_ERR_UNSUPPORTED, "ListView", "list view");
+	expect_schema(&s, 1, 0, ARROW_ERR_INVALID, "0 children, 1 expected", "list view without a child");
+	s = (Spec) {.name = "lv", .type = 26, .n_children = 1, .children = &int32};
+	expect_schema(&s, 1, 0, ARROW_OK, NULL, "large list view of int32");
 	s = (Spec) {.name = "x", .type = 99};
 	expect_schema(&s, 1, 0, ARROW_ERR_UNSUPPORTED, "unknown (99)", "unknown type id");
 	s = (Spec) {.name = "d", .type = 7, .n_params = 3, .params = {40, 2, 256}};
-	expect_schema(&s, 1, 0, ARROW_ERR_UNSUPPORTED, "decimal256 in field \"d\"", "decimal256");
+	expect_schema(&s, 1, 0, ARROW_OK, NULL, "decimal256(40, 2)");
+	s = (Spec) {.name = "d", .type = 7, .n_params = 3, .params = {77, 2, 256}};
+	expect_schema(&s, 1, 0, ARROW_ERR_INVALID, "decimal256 precision 77", "decimal256 precision 77");
+	s = (Spec) {.name = "d", .type = 7, .n_params = 3, .params = {10, 2, 64}};
+	expect_schema(&s, 1, 0, ARROW_ERR_UNSUPPORTED, "decimal64 in field \"d\"", "decimal64");
 	s = (Spec) {.name = "d", .type = 7, .n_params = 3, .params = {10, 2, 128}};
 	expect_schema(&s, 1, 0, ARROW_OK, NULL, "decimal128(10, 2)");
 	s = (Spec) {.name = "d", .type = 7, .n_params = 3, .params = {39, 2, 128}};
