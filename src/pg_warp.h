@@ -84,6 +84,8 @@ typedef struct ArrowConv
 	struct ArrowConv *children;
 	int		   *child_field;	/* attribute -> struct child, -1 if dropped */
 	TupleDesc	tupdesc;
+	bool		run_end_encoded;	/* values of children[1] through run ends */
+	FmgrInfo   *map_fns;		/* maps: key output function, to_jsonb */
 } ArrowConv;
 
 extern bool arrow_default_type(const ArrowField *f, Oid *typid, int32 *typmod,

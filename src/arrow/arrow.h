@@ -346,7 +346,12 @@ typedef struct ArrowDictionaryBatchInfo
 	ArrowBatchInfo batch;		/* one node tree: the dictionary's values */
 } ArrowDictionaryBatchInfo;
 
-/* Where a top-level column's nodes and buffers sit in each batch. */
+/*
+ * Where a top-level column's nodes and buffers sit in each batch.  With
+ * UTF8_VIEW/BINARY_VIEW fields the buffers of a batch start at its own
+ * ArrowBatchInfo.column_first_buffer, and n_buffers is the most that any
+ * batch has (room enough for arrow_column_extents).
+ */
 typedef struct ArrowColumnLayout
 {
 	int32_t		first_node;

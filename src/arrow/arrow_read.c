@@ -1164,6 +1164,14 @@ add_batch(ArrowFile *file, ArrowBatchInfo *info, ArrowError *err)
 	}
 	if (arrow_add_overflow(file->total_rows, info->n_rows, &file->total_rows))
 		return arrow_set_error(err, ARROW_ERR_INVALID, "total row count overflows");
+	for (int32_t c = 0; info->column_first_buffer != NULL && c < file->schema.n_fields; c++)
+	{
+		/* view columns: n_buffers is the most that any batch has */
+		int32_t		n = info->column_first_buffer[c + 1] - info->column_first_buffer[c];
+
+		if (n > file->columns[c].n_buffers)
+			file->columns[c].n_buffers = n;
+	}
 	file->batches[file->n_batches] = *info;
 	priv->visible_dicts[file->n_batches] = file->n_dictionaries;
 	file->n_batches++;
