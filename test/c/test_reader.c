@@ -1090,16 +1090,29 @@ out_schema(Out *o, Builder *b, const Spec *fields, int n, int16_t endianness)
 	out_message(o, b, NULL, 0);
 }
 
-/* A RecordBatch table at the offset slot 'slot'; codec -1: uncompressed */
+/*
+ * A RecordBatch table at the offset slot 'slot'; codec -1: uncompressed;
+ * n_variadic variadicBufferCounts (none when 0).
+ */
 static void
 b_record_batch(Builder *b, uint32_t slot, int64_t rows, const ArrowNode *nodes, int n_nodes,
-			   const ArrowBufferRef *bufs, int n_bufs, int codec)
+			   const ArrowBufferRef *bufs, int n_bufs, int codec,
+			   const int64_t *variadic, int n_variadic)
 {
-	int			rsizes[4] = {8, 4, 4, codec >= 0 ? 4 : 0};
-	uint32_t	rslots[4];
+	int			rsizes[5] = {8, 4, 4, codec >= 0 ? 4 : 0, n_variadic > 0 ? 4 : 0};
+	uint32_t	rslots[5];
 	uint32_t	v;
 
-	b_offset(b, slot, b_table(b, 4, rsizes, rslots));
+	b_offset(b, slot, b_table(b, 5, rsizes, rslots));
+	if (n_variadic > 0)
+	{
+		v = b_alloc(b, 4 + 4 + 8 * n_variadic);
+		v = (v + 4 + 7) / 8 * 8 - 4;	/* int64 elements 8-byte aligned */
+		put32(b->buf + v, n_variadic);
+		for (int i = 0; i < n_variadic; i++)
+			put64(b->buf + v + 4 + 8 * i, variadic[i]);
+		b_offset(b, rslots[4], v);
+	}
 	if (codec >= 0)
 	{
 		static const int csizes[2] = {4, 4};
@@ -1133,7 +1146,7 @@ out_record_batch(Out *o, Builder *b, int64_t rows, const ArrowNode *nodes, int n
 {
 	uint32_t	header = b_message(b, 3, (int64_t) body_len);
 
-	b_record_batch(b, header, rows, nodes, n_nodes, bufs, n_bufs, -1);
+	b_record_batch(b, header, rows, nodes, n_nodes, bufs, n_bufs, -1, NULL, 0);
 	out_message(o, b, body, body_len);
 }
 
@@ -1149,7 +1162,7 @@ out_dictionary_batch(Out *o, Builder *b, bool delta, int64_t rows, const ArrowNo
 
 	b_offset(b, header, b_table(b, 3, dsizes, dslots));
 	b->buf[dslots[2]] = delta;
-	b_record_batch(b, dslots[1], rows, nodes, n_nodes, bufs, n_bufs, -1);
+	b_record_batch(b, dslots[1], rows, nodes, n_nodes, bufs, n_bufs, -1, NULL, 0);
 	out_message(o, b, body, body_len);
 }
 
@@ -1446,7 +1459,7 @@ build_bomb(const Spec *f, int64_t rows, const ArrowNode *nodes, int n_nodes,
 	{
 		uint32_t	header = b_message(b, 3, (int64_t) at);
 
-		b_record_batch(b, header, rows, nodes, n_nodes, bufs, n_bufs, codec);
+		b_record_batch(b, header, rows, nodes, n_nodes, bufs, n_bufs, codec, NULL, 0);
 		out_message(&o, b, body, at);
 	}
 	o.data = realloc(o.data, o.len + 8);
@@ -1541,6 +1554,171 @@ test_bombs(void)
 		free(d);
 		free(frame);
 	}
+}
+
+/* ------------------------------------------------------------------------
+ * The newer layouts on batches built here: views, run ends, list views
+ * ------------------------------------------------------------------------
+ */
+
+/* A stream of field f and one batch (variadic: its variadicBufferCounts) */
+static uint8_t *
+build_one(const Spec *f, int64_t rows, const ArrowNode *nodes, int n_nodes,
+		  const ArrowBufferRef *bufs, int n_bufs, const uint8_t *body, size_t body_len,
+		  const int64_t *variadic, int n_variadic, size_t *len)
+{
+	Builder    *b = malloc(sizeof(Builder));
+	Out			o = {NULL, 0};
+	static const uint8_t eos[8] = {0xff, 0xff, 0xff, 0xff, 0, 0, 0, 0};
+	uint32_t	header;
+
+	out_schema(&o, b, f, 1, 0);
+	header = b_message(b, 3, (int64_t) body_len);
+	b_record_batch(b, header, rows, nodes, n_nodes, bufs, n_bufs, -1, variadic, n_variadic);
+	out_message(&o, b, body, body_len);
+	o.data = realloc(o.data, o.len + 8);
+	memcpy(o.data + o.len, eos, 8);
+	*len = o.len + 8;
+	free(b);
+	return o.data;
+}
+
+/* Checks the rows (JSON lines) of a stream, or its error code and message */
+static void
+expect_rows(const uint8_t *data, size_t len, ArrowErrorCode code, const char *want,
+			const char *what)
+{
+	ArrowError	err = {0};
+	char	   *rows = file_rows(data, len, &err);
+
+	if (code == ARROW_OK)
+	{
+		if (!tap_ok(rows != NULL && strcmp(rows, want) == 0, "%s: reads", what))
+			tap_diag("%s", rows ? rows : err.message);
+	}
+	else if (!tap_ok(rows == NULL && err.code == code && strstr(err.message, want) != NULL,
+					 "%s: %s", what, arrow_error_code_name(code)))
+		tap_diag("got %s", rows ? rows : err.message);
+	else
+		tap_diag("  %s", err.message);
+	free(rows);
+}
+
+static void
+test_built_views(void)
+{
+	Spec		f = {.name = "v", .type = 24};
+	ArrowNode	node = {2, 0};
+	ArrowBufferRef bufs[3] = {{0, 0}, {0, 32}, {32, 24}};
+	int64_t		one = 1;
+	int64_t		two = 2;
+	uint8_t		body[56] = {0};
+	uint8_t		d[56];
+	size_t		len;
+	uint8_t    *s;
+
+	put32(body, 3);
+	memcpy(body + 4, "abc", 3);
+	put32(body + 16, 20);
+	memcpy(body + 20, "0123", 4);
+	put32(body + 24, 0);		/* buffer 0 */
+	put32(body + 28, 4);		/* offset 4 */
+	memcpy(body + 32, "xxxx0123456789abcdefghij", 24);
+#define VIEWS(mutate, n_var, var, code, want, what) \
+	do { \
+		memcpy(d, body, sizeof(d)); \
+		mutate; \
+		s = build_one(&f, 2, &node, 1, bufs, 3, d, sizeof(d), var, n_var, &len); \
+		expect_rows(s, len, code, want, what); \
+		free(s); \
+	} while (0)
+	VIEWS((void) 0, 1, &one, ARROW_OK,
+		  "{\"row\": {\"v\": \"abc\"}}\n{\"row\": {\"v\": \"0123456789abcdefghij\"}}\n",
+		  "utf8 view: inline and in a data buffer");
+	VIEWS(put32(d + 28, 5), 1, &one, ARROW_ERR_INVALID, "is past data buffer 0 (24 bytes)",
+		  "view one byte past its data buffer");
+	VIEWS(put32(d + 28, -4), 1, &one, ARROW_ERR_INVALID, "is past data buffer", "view at a negative offset");
+	VIEWS(put32(d + 24, 1), 1, &one, ARROW_ERR_INVALID, "refers to data buffer 1 of 1",
+		  "view naming a data buffer that is not there");
+	VIEWS(put32(d + 24, -1), 1, &one, ARROW_ERR_INVALID, "refers to data buffer -1",
+		  "view naming data buffer -1");
+	VIEWS(put32(d + 16, -20), 1, &one, ARROW_ERR_INVALID, "negative length", "view of negative length");
+	VIEWS(d[23] = '4', 1, &one, ARROW_ERR_INVALID, "prefix", "view whose prefix differs from its data");
+	VIEWS((void) 0, 0, NULL, ARROW_ERR_INVALID, "0 variadic buffer counts, the schema has 1",
+		  "no variadic buffer counts");
+	VIEWS((void) 0, 1, &two, ARROW_ERR_INVALID, "buffers", "variadic count above the buffers");
+#undef VIEWS
+}
+
+static void
+test_built_run_ends(void)
+{
+	Spec		kids[2] = {
+		{.name = "e", .type = 2, .n_params = 2, .params = {32, 1}},
+		{.name = "x", .type = 2, .n_params = 2, .params = {32, 1}},
+	};
+	Spec		f = {.name = "r", .type = 22, .n_children = 2, .children = kids};
+	ArrowNode	nodes[3] = {{4, 0}, {2, 0}, {2, 0}};
+	ArrowBufferRef bufs[4] = {{0, 0}, {0, 8}, {8, 0}, {8, 8}};
+	int32_t		body[4] = {3, 4, 10, 20};
+	int32_t		d[4];
+	ArrowNode	n[3];
+	size_t		len;
+	uint8_t    *s;
+
+#define RUNS(mutate, code, want, what) \
+	do { \
+		memcpy(d, body, sizeof(d)); \
+		memcpy(n, nodes, sizeof(n)); \
+		mutate; \
+		s = build_one(&f, 4, n, 3, bufs, 4, (const uint8_t *) d, sizeof(d), NULL, 0, &len); \
+		expect_rows(s, len, code, want, what); \
+		free(s); \
+	} while (0)
+	RUNS((void) 0, ARROW_OK,
+		 "{\"row\": {\"r\": 10}}\n{\"row\": {\"r\": 10}}\n{\"row\": {\"r\": 10}}\n{\"row\": {\"r\": 20}}\n",
+		 "run-end encoded: 3 x 10, 1 x 20");
+	RUNS(d[1] = 3, ARROW_ERR_INVALID, "is not above the one before", "run ends not increasing");
+	RUNS(d[0] = 0, ARROW_ERR_INVALID, "is not above the one before (0)", "run end 0");
+	RUNS(d[0] = -5, ARROW_ERR_INVALID, "is not above", "negative run end");
+	RUNS(d[1] = 3; d[0] = 2, ARROW_ERR_INVALID, "the runs end at 3, the array has 4 values",
+		 "run ends short of the length");
+	RUNS(n[0].length = 5; n[0].null_count = 0, ARROW_ERR_INVALID, "has 5 values, the batch 4",
+		 "run-end encoded longer than the batch");
+	RUNS(n[0].null_count = 1, ARROW_ERR_INVALID, "null count", "run-end encoded with a null count");
+	RUNS(n[2].length = 1, ARROW_ERR_INVALID, "2 runs but 1 values", "fewer values than runs");
+	RUNS(n[1].null_count = 1, ARROW_ERR_INVALID, "validity", "null run end");
+#undef RUNS
+}
+
+static void
+test_built_list_views(void)
+{
+	Spec		child = {.name = "i", .type = 2, .n_params = 2, .params = {32, 1}};
+	Spec		f = {.name = "lv", .type = 25, .n_children = 1, .children = &child};
+	ArrowNode	nodes[2] = {{2, 0}, {3, 0}};
+	ArrowBufferRef bufs[5] = {{0, 0}, {0, 8}, {8, 8}, {16, 0}, {16, 12}};
+	int32_t		body[8] = {1, 0, 2, 3, 5, 6, 7, 0};
+	int32_t		d[8];
+	size_t		len;
+	uint8_t    *s;
+
+#define LV(mutate, code, want, what) \
+	do { \
+		memcpy(d, body, sizeof(d)); \
+		mutate; \
+		s = build_one(&f, 2, nodes, 2, bufs, 5, (const uint8_t *) d, sizeof(d), NULL, 0, &len); \
+		expect_rows(s, len, code, want, what); \
+		free(s); \
+	} while (0)
+	LV((void) 0, ARROW_OK, "{\"row\": {\"lv\": [6, 7]}}\n{\"row\": {\"lv\": [5, 6, 7]}}\n",
+	   "list view: overlapping, out of order");
+	LV(d[2] = 3, ARROW_ERR_INVALID, "(3 values at 1) is outside the child (3 values)",
+	   "list view past its child");
+	LV(d[0] = -1, ARROW_ERR_INVALID, "is outside the child", "list view at a negative offset");
+	LV(d[3] = -1, ARROW_ERR_INVALID, "is outside the child", "list view of negative size");
+	LV(d[1] = 4; d[3] = 0, ARROW_ERR_INVALID, "is outside the child", "empty list view past the child");
+#undef LV
 }
 
 /* ------------------------------------------------------------------------
@@ -1881,6 +2059,9 @@ main(void)
 	test_built_schemas();
 	test_built_batches();
 	test_bombs();
+	test_built_views();
+	test_built_run_ends();
+	test_built_list_views();
 	test_fb();
 	test_oom();
 	test_truncation();
