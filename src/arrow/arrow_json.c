@@ -19,7 +19,8 @@
  *	- a decimal128 with negative scale S prints as the integer
  *	  unscaled * 10^-S (no point);
  *	- a schema field has "metadata" only when it has metadata, "children"
- *	  exactly for list, large_list, fixed_size_list and struct, and
+ *	  exactly for list, large_list, fixed_size_list, struct, list_view,
+ *	  large_list_view, map and run_end_encoded, and
  *	  "dictionary" exactly when it is dictionary-encoded.
  *
  *-------------------------------------------------------------------------
@@ -472,7 +473,9 @@ field_json(const ArrowField *f, ArrowStrBuf *buf, ArrowError *err)
 		 metadata_json(&f->metadata, buf, err) != ARROW_OK))
 		return ARROW_ERR_NOMEM;
 	nested = (f->type.id == ARROW_TYPE_LIST || f->type.id == ARROW_TYPE_LARGE_LIST ||
-			  f->type.id == ARROW_TYPE_FIXED_SIZE_LIST || f->type.id == ARROW_TYPE_STRUCT);
+			  f->type.id == ARROW_TYPE_FIXED_SIZE_LIST || f->type.id == ARROW_TYPE_STRUCT ||
+			  f->type.id == ARROW_TYPE_LIST_VIEW || f->type.id == ARROW_TYPE_LARGE_LIST_VIEW ||
+			  f->type.id == ARROW_TYPE_MAP || f->type.id == ARROW_TYPE_RUN_END_ENCODED);
 	if (nested)
 	{
 		if (APPEND_LIT(buf, ", \"children\": [", err) != ARROW_OK)
