@@ -27,6 +27,8 @@
  *	fb_read.c		bounds-checked flatbuffer reading (internal, fb_read.h)
  *	arrow_read.c	file and stream reader, batch loading and validation
  *	arrow_codec.c	LZ4_FRAME and ZSTD body decompression
+ *	arrow_views.c	views, list views, run ends: validation and accessors;
+ *					Decimal256 text
  *	arrow_json.c	schema and values as JSON
  *	fb_build.c		flatbuffer builder (internal, fb_build.h)
  *	arrow_build.c	column builders
