@@ -294,8 +294,18 @@ arrow_default_type(const ArrowField *f, Oid *typid, int32 *typmod, char **why)
 				*typmod = ((t->precision << 16) | t->scale) + VARHDRSZ;
 			return true;
 		case ARROW_TYPE_MAP:
-			*typid = JSONBOID;
-			return true;
+			{
+				/* keys and values convert through their own default types */
+				const ArrowField *entries = &f->children[0];
+				Oid			t2;
+				int32		m2;
+
+				if (!arrow_default_type(&entries->children[0], &t2, &m2, why) ||
+					!arrow_default_type(&entries->children[1], &t2, &m2, why))
+					return false;
+				*typid = JSONBOID;
+				return true;
+			}
 		case ARROW_TYPE_RUN_END_ENCODED:
 			return arrow_default_type(&f->children[1], typid, typmod, why);
 		case ARROW_TYPE_LIST:

@@ -219,3 +219,24 @@ def test_map_into_json_and_text_column(tmpdir_world):
     rc, _, err = psql("CREATE FOREIGN TABLE modern.mt (m text) SERVER arrow_fdw"
                       " OPTIONS (file '%s')" % path, check=False)
     assert rc != 0 and "HV004" in err and "json or jsonb" in err, err
+
+
+def test_map_values_convert_through_their_default_types(tmpdir_world):
+    """Values that are lists, timestamps or maps become JSON through to_jsonb
+    of their default type; a map of structs (no default type) is refused at
+    IMPORT, not at the first SELECT."""
+    t = pa.table({
+        "ml": pa.array([[(1, [1, 2]), (2, None)]], pa.map_(pa.int32(), pa.list_(pa.int64()))),
+        "mm": pa.array([[("o", [("i", 1.5)])]], pa.map_(pa.string(), pa.map_(pa.string(), pa.float64()))),
+    })
+    path = os.path.join(tmpdir_world, "mx.arrow")
+    write_pyarrow(path, t.to_batches(), t.schema)
+    psql("IMPORT FOREIGN SCHEMA mx FROM SERVER arrow_fdw INTO modern OPTIONS (file '%s')" % path)
+    assert psql("SELECT ml::text, mm::text FROM modern.mx")[1] == \
+        '{"1": [1, 2], "2": null}|{"o": {"i": 1.5}}'
+    s = pa.array([[("a", {"x": 1})]], pa.map_(pa.string(), pa.struct([("x", pa.int32())])))
+    path = os.path.join(tmpdir_world, "ms.arrow")
+    write_pyarrow(path, [pa.record_batch([s], names=["ms"])], pa.schema([("ms", s.type)]))
+    rc, _, err = psql("IMPORT FOREIGN SCHEMA ms FROM SERVER arrow_fdw INTO modern"
+                      " OPTIONS (file '%s')" % path, check=False)
+    assert rc != 0 and "HV004" in err and '"value" is a struct' in err, err
