@@ -459,8 +459,8 @@ typedef struct ArrowBatch
  * and validates everything a value accessor relies on: buffer sizes for the
  * node lengths, monotonic offsets within the data, child lengths, dictionary
  * indices within the dictionary.
- * Before a compressed buffer is allocated, its declared uncompressed length
- * is checked against what its node can hold (validity ceil(length/8) bytes,
+ * Before a compressed buffer is decompressed into a new allocation, its
+ * declared uncompressed length is checked against what its node can hold (validity ceil(length/8) bytes,
  * fixed-width values length x width, offsets (length + 1) x width, each
  * rounded up to the 64-byte padding writers add): more is ARROW_ERR_INVALID.
  * Any buffer above file->max_buffer_size is ARROW_ERR_LIMIT.

@@ -1746,8 +1746,8 @@ above_limit(const Loader *L, int64_t bytes)
  * unknown, for variable-width data): a compressed buffer declaring more than
  * that, rounded up to the 64-byte padding of writers, is corrupt.  No buffer,
  * stored or decompressed, may exceed file->max_buffer_size.  Both are
- * checked before anything is allocated (a decompression bomb costs nothing).
- * A zero-length buffer gives zero_block.
+ * checked before the output of a decompression is allocated (a bomb costs
+ * no more than its stored bytes).  A zero-length buffer gives zero_block.
  */
 static int
 read_buffer(Loader *L, const ArrowField *f, int64_t max, const uint8_t **data,
@@ -1768,22 +1768,6 @@ read_buffer(Loader *L, const ArrowField *f, int64_t max, const uint8_t **data,
 		return limit_error(L, f, ref->length);
 	if ((uint64_t) ref->length > SIZE_MAX / 2)
 		return load_error(L, f, "buffer of %lld bytes is too large", (long long) ref->length);
-	if (L->info->codec != ARROW_CODEC_NONE && ref->length >= 8)
-	{
-		/* the declared length first: refuse a bomb before reading it */
-		uint8_t		prefix[8];
-
-		if (read_bytes(L->file, offset, prefix, 8, L->err) != ARROW_OK)
-			return L->err->code;
-		declared = (int64_t) fb_le64(prefix);
-		if (max >= 0 && max <= INT64_MAX - ARROW_ALIGNMENT &&
-			declared > arrow_align64(max))
-			return load_error(L, f, "compressed buffer declares %lld bytes, %lld values need at most %lld",
-							  (long long) declared, (long long) L->info->nodes[L->node - 1].length,
-							  (long long) max);
-		if (above_limit(L, declared))
-			return limit_error(L, f, declared);
-	}
 	raw = arrow_malloc(arena->alloc, (size_t) ref->length, L->err);
 	if (raw == NULL)
 		return ARROW_ERR_NOMEM;
@@ -1821,6 +1805,19 @@ read_buffer(Loader *L, const ArrowField *f, int64_t max, const uint8_t **data,
 	{
 		arrow_free(arena->alloc, raw);
 		return ARROW_OK;
+	}
+	/* a decompression bomb is refused before its output is allocated */
+	if (max >= 0 && max <= INT64_MAX - ARROW_ALIGNMENT && declared > arrow_align64(max))
+	{
+		arrow_free(arena->alloc, raw);
+		return load_error(L, f, "compressed buffer declares %lld bytes, %lld values need at most %lld",
+						  (long long) declared, (long long) L->info->nodes[L->node - 1].length,
+						  (long long) max);
+	}
+	if (above_limit(L, declared))
+	{
+		arrow_free(arena->alloc, raw);
+		return limit_error(L, f, declared);
 	}
 	if (arrow_decompress(L->codec, L->info->codec, raw + 8, (size_t) (ref->length - 8),
 						 declared, &out, L->err) != ARROW_OK)
