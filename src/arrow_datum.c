@@ -28,11 +28,14 @@
 #include "common/int.h"
 #include "datatype/timestamp.h"
 #include "funcapi.h"
+#include "nodes/makefuncs.h"
 #include "mb/pg_wchar.h"
 #include "utils/array.h"
 #include "utils/builtins.h"
 #include "utils/date.h"
 #include "utils/fmgroids.h"
+#include "utils/json.h"
+#include "utils/jsonb.h"
 #include "utils/lsyscache.h"
 #include "utils/numeric.h"
 #include "utils/syscache.h"
@@ -68,6 +71,8 @@ typedef enum
 	TK_UUID,
 	TK_ARRAY,
 	TK_COMPOSITE,
+	TK_DECIMAL256,				/* Decimal256 into numeric, through its text */
+	TK_MAP,						/* a map into json/jsonb (map_datum) */
 	TK_NULL						/* an Arrow NULL field: always NULL */
 } TargetKind;
 
@@ -89,6 +94,13 @@ typedef struct RawValue
 static bool arrow_conv_init_internal(ArrowConv *c, const ArrowField *f,
 									 Oid typid, int32 typmod, char **why,
 									 int depth);
+static bool conv_init_newer(ArrowConv *c, const ArrowField *f, Oid typid,
+							int32 typmod, char **why, int depth);
+static bool conv_init_map(ArrowConv *c, const ArrowField *f, Oid base,
+						  char **why, int depth);
+static Datum map_datum(const ArrowConv *c, const ArrowArray *a, int64 row);
+static Datum decimal256_datum(const ArrowConv *c, const ArrowArray *a,
+							  int64 row);
 
 /* whether the type's own name (any schema) is 'name' */
 static bool
@@ -263,6 +275,7 @@ arrow_default_type(const ArrowField *f, Oid *typid, int32 *typmod, char **why)
 			*typid = FLOAT8OID;
 			return true;
 		case ARROW_TYPE_DECIMAL128:
+		case ARROW_TYPE_DECIMAL256:
 			*typid = NUMERICOID;
 			/* also a negative scale, or one above the precision */
 			if (t->precision >= 1 && t->precision <= NUMERIC_MAX_PRECISION &&
@@ -295,9 +308,32 @@ arrow_default_type(const ArrowField *f, Oid *typid, int32 *typmod, char **why)
 		case ARROW_TYPE_FIXED_SIZE_BINARY:
 			*typid = BYTEAOID;
 			return true;
+		case ARROW_TYPE_UTF8_VIEW:
+			*typid = TEXTOID;
+			return true;
+		case ARROW_TYPE_BINARY_VIEW:
+			*typid = BYTEAOID;
+			return true;
+		case ARROW_TYPE_MAP:
+			{
+				/* keys and values convert through their own default types */
+				const ArrowField *entries = &f->children[0];
+				Oid			t2;
+				int32		m2;
+
+				if (!arrow_default_type(&entries->children[0], &t2, &m2, why) ||
+					!arrow_default_type(&entries->children[1], &t2, &m2, why))
+					return false;
+				*typid = JSONBOID;
+				return true;
+			}
+		case ARROW_TYPE_RUN_END_ENCODED:
+			return arrow_default_type(&f->children[1], typid, typmod, why);
 		case ARROW_TYPE_LIST:
 		case ARROW_TYPE_LARGE_LIST:
 		case ARROW_TYPE_FIXED_SIZE_LIST:
+		case ARROW_TYPE_LIST_VIEW:
+		case ARROW_TYPE_LARGE_LIST_VIEW:
 			{
 				Oid			elem;
 				int32		elemmod;
@@ -362,6 +398,8 @@ arrow_conv_init(ArrowConv *c, const ArrowField *f, Oid typid, int32 typmod,
 		else if (c->kind == TK_FLOAT8 && c->arrow_id == ARROW_TYPE_FLOAT64)
 			c->fast = ARROW_FAST_F64;
 	}
+	if (c->run_end_encoded)
+		c->fast = ARROW_FAST_NONE;	/* the values sit behind the run ends */
 	return true;
 }
 
@@ -421,6 +459,17 @@ arrow_conv_init_internal(ArrowConv *c, const ArrowField *f, Oid typid,
 		c->kind = TK_NULL;
 		return true;
 	}
+	if (id == ARROW_TYPE_RUN_END_ENCODED || id == ARROW_TYPE_DECIMAL256 ||
+		id == ARROW_TYPE_MAP)
+		return conv_init_newer(c, f, OidIsValid(c->domain_type) ? c->domain_type : typid,
+							   typmod, why, depth);
+	/* views and list views convert as the layouts they stand for */
+	if (id == ARROW_TYPE_UTF8_VIEW)
+		id = ARROW_TYPE_UTF8;
+	else if (id == ARROW_TYPE_BINARY_VIEW)
+		id = ARROW_TYPE_BINARY;
+	else if (id == ARROW_TYPE_LIST_VIEW || id == ARROW_TYPE_LARGE_LIST_VIEW)
+		id = ARROW_TYPE_LARGE_LIST;
 
 	switch (typid)
 	{
@@ -751,6 +800,15 @@ read_raw(const ArrowConv *c, const ArrowArray *a, int64 row, RawValue *r)
 
 				r->ptr = (const char *) a->data + o[row];
 				r->len = o[row + 1] - o[row];
+				break;
+			}
+		case ARROW_TYPE_UTF8_VIEW:
+		case ARROW_TYPE_BINARY_VIEW:
+			{
+				int32		n;
+
+				r->ptr = (const char *) arrow_view_value(a, row, &n);
+				r->len = n;
 				break;
 			}
 		case ARROW_TYPE_FIXED_SIZE_BINARY:
@@ -1116,6 +1174,12 @@ arrow_conv_value(const ArrowConv *c, const ArrowArray *a, int64 row,
 		*isnull = true;
 		return check_domain(c, (Datum) 0, true);
 	}
+	if (c->run_end_encoded)
+	{
+		/* the value of the run the row lies in */
+		row = arrow_ree_index(a, row);
+		a = &a->children[1];
+	}
 	if (a->dictionary != NULL)
 	{
 		RawValue	ix;
@@ -1142,7 +1206,9 @@ arrow_conv_value(const ArrowConv *c, const ArrowArray *a, int64 row,
 		int			dims[1];
 		int			lbs[1] = {1};
 
-		if (c->arrow_id == ARROW_TYPE_FIXED_SIZE_LIST)
+		if (c->arrow_id == ARROW_TYPE_LIST_VIEW || c->arrow_id == ARROW_TYPE_LARGE_LIST_VIEW)
+			arrow_list_range(a, row, &start, &end);
+		else if (c->arrow_id == ARROW_TYPE_FIXED_SIZE_LIST)
 		{
 			start = row * (int64) c->list_size;
 			end = start + c->list_size;
@@ -1196,6 +1262,10 @@ arrow_conv_value(const ArrowConv *c, const ArrowArray *a, int64 row,
 		}
 		d = HeapTupleGetDatum(heap_form_tuple(c->tupdesc, values, nulls));
 	}
+	else if (c->kind == TK_MAP)
+		d = map_datum(c, a, row);
+	else if (c->kind == TK_DECIMAL256)
+		d = decimal256_datum(c, a, row);
 	else
 	{
 		read_raw(c, a, row, &r);
@@ -1305,4 +1375,147 @@ bool
 arrow_conv_is_float(const ArrowConv *c)
 {
 	return c->kind == TK_FLOAT4 || c->kind == TK_FLOAT8;
+}
+
+/* ----------------------------------------------------------------
+ * The newer layouts: run-end encoded, Decimal256, Map
+ * ----------------------------------------------------------------
+ */
+
+/*
+ * Prepares c for a RUN_END_ENCODED, DECIMAL256 or MAP field f into typid
+ * (the column's type, a domain included; c->domain_type is already set).
+ *	- run-end encoded: as its values, read through the run ends
+ *	- Decimal256: numeric, exactly; numeric(P,S) needs S equal to the
+ *	  field's scale and P - S >= precision - scale
+ *	- Map: json or jsonb, an object of the entries: keys as the text of
+ *	  their default type, values as to_jsonb of theirs
+ */
+static bool
+conv_init_newer(ArrowConv *c, const ArrowField *f, Oid typid, int32 typmod,
+				char **why, int depth)
+{
+	const ArrowType *t = &f->type;
+	Oid			base = OidIsValid(c->domain_type) ? c->typid : typid;
+
+	if (t->id == ARROW_TYPE_RUN_END_ENCODED)
+	{
+		if (!arrow_conv_init_internal(c, &f->children[1], typid, typmod, why, depth + 1))
+			return false;
+		c->run_end_encoded = true;
+		return true;
+	}
+	if (t->id == ARROW_TYPE_DECIMAL256)
+	{
+		int			p,
+					s;
+
+		if (base != NUMERICOID)
+			return refuse(why, f, typid, typmod, NULL);
+		if (numeric_typmod_decode(c->typmod, &p, &s))
+		{
+			if (s != t->scale)
+				return refuse(why, f, typid, typmod, "the scale differs");
+			if (p - s < t->precision - t->scale)
+				return refuse(why, f, typid, typmod, "the precision is too small");
+		}
+		c->kind = TK_DECIMAL256;
+		return true;
+	}
+	return conv_init_map(c, f, base, why, depth);
+}
+
+/* See conv_init_newer: a map into json/jsonb */
+static bool
+conv_init_map(ArrowConv *c, const ArrowField *f, Oid base, char **why, int depth)
+{
+	const ArrowField *entries = &f->children[0];
+	Oid			ktype,
+				vtype,
+				func;
+	int32		kmod,
+				vmod;
+	bool		varlena;
+	FuncExpr   *expr;
+
+	if (base != JSONBOID && base != JSONOID)
+		return refuse(why, f, c->typid, c->typmod, "a map needs json or jsonb");
+	if (!arrow_default_type(&entries->children[0], &ktype, &kmod, why) ||
+		!arrow_default_type(&entries->children[1], &vtype, &vmod, why))
+		return false;
+	c->kind = TK_MAP;
+	c->n_children = 2;
+	c->children = palloc0(sizeof(ArrowConv) * 2);
+	if (!arrow_conv_init_internal(&c->children[0], &entries->children[0], ktype, kmod,
+								  why, depth + 1) ||
+		!arrow_conv_init_internal(&c->children[1], &entries->children[1], vtype, vmod,
+								  why, depth + 1))
+		return false;
+	getTypeInputInfo(base, &func, &c->ioparam);
+	fmgr_info(func, &c->infunc);
+	c->map_fns = palloc0(sizeof(FmgrInfo) * 2);
+	getTypeOutputInfo(ktype, &func, &varlena);
+	fmgr_info(func, &c->map_fns[0]);
+	/* to_jsonb(anyelement) learns the value's type from its call expression */
+	expr = makeFuncExpr(F_TO_JSONB, JSONBOID,
+						list_make1(makeNullConst(vtype, vmod, InvalidOid)),
+						InvalidOid, InvalidOid, COERCE_EXPLICIT_CALL);
+	fmgr_info(F_TO_JSONB, &c->map_fns[1]);
+	fmgr_info_set_expr((Node *) expr, &c->map_fns[1]);
+	return true;
+}
+
+/*
+ * Row 'row' (not null) of a map as json/jsonb: {"key": value, ...} in the
+ * file's order (jsonb keeps the last of equal keys).  A null key is an
+ * error (the Arrow format forbids them).
+ */
+static Datum
+map_datum(const ArrowConv *c, const ArrowArray *a, int64 row)
+{
+	const ArrowArray *entries = &a->children[0];
+	int64		start,
+				end;
+	StringInfoData buf;
+
+	arrow_list_range(a, row, &start, &end);
+	initStringInfo(&buf);
+	appendStringInfoChar(&buf, '{');
+	for (int64 i = start; i < end; i++)
+	{
+		bool		isnull;
+		Datum		k = arrow_conv_value(&c->children[0], &entries->children[0], i, &isnull);
+		Datum		v;
+
+		if (isnull)
+			ereport(ERROR,
+					(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+					 errmsg("Arrow map has a null key")));
+		if (i > start)
+			appendStringInfoString(&buf, ", ");
+		escape_json(&buf, OutputFunctionCall(&c->map_fns[0], k));
+		appendStringInfoString(&buf, ": ");
+		v = arrow_conv_value(&c->children[1], &entries->children[1], i, &isnull);
+		if (isnull)
+			appendStringInfoString(&buf, "null");
+		else
+		{
+			Jsonb	   *jb = DatumGetJsonbP(FunctionCall1(&c->map_fns[1], v));
+
+			appendStringInfoString(&buf, JsonbToCString(NULL, &jb->root, VARSIZE(jb)));
+		}
+	}
+	appendStringInfoChar(&buf, '}');
+	return InputFunctionCall((FmgrInfo *) &c->infunc, buf.data, c->ioparam, -1);
+}
+
+/* Row 'row' (not null) of a Decimal256 array as numeric (22003 if too wide) */
+static Datum
+decimal256_datum(const ArrowConv *c, const ArrowArray *a, int64 row)
+{
+	char		text[ARROW_DECIMAL256_MAX_TEXT];
+
+	arrow_decimal256_format(a->values + row * 32, c->scale, text, sizeof(text));
+	return DirectFunctionCall3(numeric_in, CStringGetDatum(text),
+							   ObjectIdGetDatum(InvalidOid), Int32GetDatum(c->typmod));
 }

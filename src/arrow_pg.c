@@ -346,6 +346,13 @@ arrow_pg_report(const ArrowError *err, const char *what, const char *path)
 							what, path, err->message),
 					 errhint("The file uses a feature of Apache Arrow that pg_warp does not support.")));
 			break;
+		case ARROW_ERR_LIMIT:
+			ereport(ERROR,
+					(errcode(ERRCODE_OUT_OF_MEMORY),
+					 errmsg("could not %s Arrow file \"%s\": %s",
+							what, path, err->message),
+					 errhint("Raise pg_warp.arrow_max_buffer_size if the file is trusted.")));
+			break;
 		case ARROW_ERR_INVALID:
 		default:
 			ereport(ERROR,
@@ -401,5 +408,6 @@ arrow_pg_open(const char *path, ArrowPgSource *s)
 		report_interrupted_append(&err, path);
 		arrow_pg_report(&err, "open", path);
 	}
+	file->max_buffer_size = (int64) pg_warp_arrow_max_buffer_size * 1024;
 	return file;
 }

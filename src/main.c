@@ -12,6 +12,8 @@
  */
 #include "postgres.h"
 
+#include <limits.h>
+
 #include "fmgr.h"
 #include "miscadmin.h"
 #include "utils/builtins.h"
@@ -23,6 +25,13 @@ PG_MODULE_MAGIC;
 
 /* pg_warp.enabled: master switch for offloading queries (GPU or CPU engine) */
 bool		pg_warp_enabled = true;
+
+/*
+ * pg_warp.arrow_max_buffer_size (kB): the most memory one buffer of an Arrow
+ * record batch may take once read and decompressed; bigger ones are refused
+ * (53200) before anything is allocated.
+ */
+int			pg_warp_arrow_max_buffer_size = 1024 * 1024;
 
 /* true when loaded through shared_preload_libraries */
 bool		pg_warp_preloaded = false;
@@ -42,6 +51,18 @@ _PG_init(void)
 							 PGC_USERSET,
 							 0,
 							 NULL, NULL, NULL);
+
+	DefineCustomIntVariable("pg_warp.arrow_max_buffer_size",
+							"Largest buffer of an Arrow record batch that arrow_fdw reads into memory.",
+							"A buffer (string data above all, stored or after decompression) "
+							"larger than this is refused before it is allocated.",
+							&pg_warp_arrow_max_buffer_size,
+							1024 * 1024,
+							64,
+							INT_MAX,
+							PGC_SUSET,
+							GUC_UNIT_KB,
+							NULL, NULL, NULL);
 
 	pg_warp_gpu_init();
 	arrow_fdw_init();

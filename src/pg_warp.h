@@ -16,6 +16,7 @@
 /* in main.c */
 extern bool pg_warp_enabled;
 extern bool pg_warp_preloaded;
+extern int	pg_warp_arrow_max_buffer_size;	/* kB */
 
 /* in service_supervisor.c */
 extern void pg_warp_service_init(void);
@@ -94,6 +95,8 @@ typedef struct ArrowConv
 	struct ArrowConv *children;
 	int		   *child_field;	/* attribute -> struct child, -1 if dropped */
 	TupleDesc	tupdesc;
+	bool		run_end_encoded;	/* values of children[1] through run ends */
+	FmgrInfo   *map_fns;		/* maps: key output function, to_jsonb */
 } ArrowConv;
 
 extern bool arrow_default_type(const ArrowField *f, Oid *typid, int32 *typmod,

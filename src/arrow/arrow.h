@@ -27,6 +27,8 @@
  *	fb_read.c		bounds-checked flatbuffer reading (internal, fb_read.h)
  *	arrow_read.c	file and stream reader, batch loading and validation
  *	arrow_codec.c	LZ4_FRAME and ZSTD body decompression
+ *	arrow_views.c	views, list views, run ends: validation and accessors;
+ *					Decimal256 text
  *	arrow_json.c	schema and values as JSON
  *	fb_build.c		flatbuffer builder (internal, fb_build.h)
  *	arrow_build.c	column builders
@@ -57,7 +59,8 @@ typedef enum ArrowErrorCode
 	ARROW_ERR_UNSUPPORTED,		/* valid Arrow we do not handle (codec, type) */
 	ARROW_ERR_NOMEM,			/* the allocator returned NULL */
 	ARROW_ERR_SCHEMA_MISMATCH,	/* append to a file with another schema */
-	ARROW_ERR_ARGUMENT			/* the caller broke a documented contract */
+	ARROW_ERR_ARGUMENT,			/* the caller broke a documented contract */
+	ARROW_ERR_LIMIT				/* a buffer above ArrowFile.max_buffer_size */
 } ArrowErrorCode;
 
 typedef struct ArrowError
@@ -122,7 +125,15 @@ typedef enum ArrowTypeId
 	ARROW_TYPE_LIST,			/* one child */
 	ARROW_TYPE_LARGE_LIST,		/* one child */
 	ARROW_TYPE_FIXED_SIZE_LIST, /* one child, list_size */
-	ARROW_TYPE_STRUCT			/* n children */
+	ARROW_TYPE_STRUCT,			/* n children */
+	/* read only (the writer refuses them) */
+	ARROW_TYPE_UTF8_VIEW,		/* views: 16-byte structs + data buffers */
+	ARROW_TYPE_BINARY_VIEW,
+	ARROW_TYPE_LIST_VIEW,		/* one child; int32 offsets and sizes */
+	ARROW_TYPE_LARGE_LIST_VIEW, /* one child; int64 offsets and sizes */
+	ARROW_TYPE_RUN_END_ENCODED, /* children run_ends (int16/32/64), values */
+	ARROW_TYPE_DECIMAL256,		/* precision (1..76), scale */
+	ARROW_TYPE_MAP				/* one child: struct<key, value>; keys_sorted */
 } ArrowTypeId;
 
 /* Same values as TimeUnit in Schema.fbs */
@@ -143,6 +154,7 @@ typedef struct ArrowType
 	int32_t		scale;			/* DECIMAL128 */
 	int32_t		byte_width;		/* FIXED_SIZE_BINARY */
 	int32_t		list_size;		/* FIXED_SIZE_LIST */
+	bool		keys_sorted;	/* MAP */
 } ArrowType;
 
 typedef struct ArrowKeyValue
@@ -198,7 +210,11 @@ extern void arrow_schema_free(const ArrowAllocator *alloc, ArrowSchema *schema);
  */
 extern bool arrow_schema_equal(const ArrowSchema *a, const ArrowSchema *b,
 							   char *why, size_t whylen);
-/* "int32", "timestamp[us, tz=UTC]", "decimal128(10, 2)" ... (doc/arrow-json.md) */
+/*
+ * "int32", "timestamp[us, tz=UTC]", "decimal128(10, 2)", "utf8_view",
+ * "binary_view", "list_view", "large_list_view", "run_end_encoded",
+ * "decimal256(40, 2)", "map" ... (doc/arrow-json.md)
+ */
 extern void arrow_type_format(const ArrowType *type, char *buf, size_t len);
 /* Value of key in md, or NULL */
 extern const char *arrow_metadata_get(const ArrowMetadata *md, const char *key);
@@ -209,9 +225,11 @@ extern int	arrow_metadata_set(const ArrowAllocator *alloc, ArrowMetadata *md,
 
 /*
  * Number of IPC buffers a field itself owns (not counting children):
- * NULL 0; STRUCT, FIXED_SIZE_LIST 1 (validity); LIST, LARGE_LIST 2;
- * UTF8/BINARY and large variants 3; every other type 2; a
- * dictionary-encoded field 2 (validity, indices).
+ * NULL, RUN_END_ENCODED 0; STRUCT, FIXED_SIZE_LIST 1 (validity); LIST,
+ * LARGE_LIST, MAP 2; UTF8/BINARY and large variants, LIST_VIEW and
+ * LARGE_LIST_VIEW 3; every other type 2; a dictionary-encoded field 2
+ * (validity, indices).  UTF8_VIEW/BINARY_VIEW: 2 (validity, views) plus the
+ * batch's variadic count for the field.
  */
 extern int	arrow_field_buffer_count(const ArrowField *field);
 /* Byte width of one value of a fixed-width type; 0 for the others, BOOL too */
@@ -246,6 +264,13 @@ extern void arrow_decimal128_format(ArrowDecimal128 v, int32_t scale,
 extern int	arrow_decimal128_parse(const char *s, int32_t precision,
 								   int32_t scale, ArrowDecimal128 *out,
 								   ArrowError *err);
+/*
+ * Text of a Decimal256 (32 bytes, two's complement little-endian, as
+ * stored) at 'scale' (-76..76), as arrow_decimal128_format does.
+ */
+#define ARROW_DECIMAL256_MAX_TEXT	160
+extern void arrow_decimal256_format(const uint8_t *v, int32_t scale,
+									char *buf, size_t len);
 
 /* ------------------------------------------------------------------------
  * Reading
@@ -304,6 +329,15 @@ typedef struct ArrowBatchInfo
 	ArrowNode  *nodes;			/* depth-first pre-order over the fields */
 	int32_t		n_buffers;
 	ArrowBufferRef *buffers;
+	/*
+	 * Data buffers of each UTF8_VIEW/BINARY_VIEW field (pre-order), and
+	 * where each top-level column's buffers start; both NULL when the
+	 * schema has no view field (then ArrowFile.columns says).
+	 */
+	int32_t		n_variadic;
+	int64_t    *variadic_counts;
+	int32_t    *column_first_buffer;	/* schema.n_fields + 1 entries */
+	int32_t    *column_first_variadic;	/* schema.n_fields entries */
 	ArrowMetadata metadata;		/* the message's custom_metadata */
 } ArrowBatchInfo;
 
@@ -314,7 +348,12 @@ typedef struct ArrowDictionaryBatchInfo
 	ArrowBatchInfo batch;		/* one node tree: the dictionary's values */
 } ArrowDictionaryBatchInfo;
 
-/* Where a top-level column's nodes and buffers sit in each batch. */
+/*
+ * Where a top-level column's nodes and buffers sit in each batch.  With
+ * UTF8_VIEW/BINARY_VIEW fields the buffers of a batch start at its own
+ * ArrowBatchInfo.column_first_buffer, and n_buffers is the most that any
+ * batch has (room enough for arrow_column_extents).
+ */
 typedef struct ArrowColumnLayout
 {
 	int32_t		first_node;
@@ -336,6 +375,16 @@ typedef struct ArrowFile
 	int32_t		n_dictionaries;
 	ArrowDictionaryBatchInfo *dictionaries;
 	int64_t		total_rows;		/* sum of n_rows over batches */
+
+	/*
+	 * Set by the caller after opening (0, the default: no limit): the most
+	 * bytes one buffer of a batch may take in memory, stored or after
+	 * decompression.  arrow_batch_load refuses a bigger one with
+	 * ARROW_ERR_LIMIT before allocating it.  This bounds variable-width data
+	 * (strings, binary), whose size no node length limits; every other
+	 * buffer is also checked against what its node's length can need.
+	 */
+	int64_t		max_buffer_size;
 	/* private to the reader */
 	int			fd;				/* -1 unless opened by arrow_file_open */
 	void	   *priv;
@@ -384,6 +433,11 @@ typedef struct ArrowArray
 	const void *offsets;		/* int32_t[] or int64_t[] (LARGE_*), length+1 */
 	const uint8_t *data;		/* UTF8/BINARY bytes */
 	int64_t		data_length;
+	const void *sizes;			/* LIST_VIEW int32_t[], LARGE_LIST_VIEW int64_t[] */
+	/* UTF8_VIEW/BINARY_VIEW: values holds the 16-byte views */
+	int32_t		n_variadic;
+	const uint8_t *const *variadic;	/* the data buffers */
+	const int64_t *variadic_lengths;
 	int32_t		n_children;
 	struct ArrowArray *children;
 	const struct ArrowArray *dictionary;	/* dictionary-encoded: values */
@@ -405,18 +459,61 @@ typedef struct ArrowBatch
  * and validates everything a value accessor relies on: buffer sizes for the
  * node lengths, monotonic offsets within the data, child lengths, dictionary
  * indices within the dictionary.
+ * Before a compressed buffer is decompressed into a new allocation, its
+ * declared uncompressed length is checked against what its node can hold (validity ceil(length/8) bytes,
+ * fixed-width values length x width, offsets (length + 1) x width, each
+ * rounded up to the 64-byte padding writers add): more is ARROW_ERR_INVALID.
+ * Any buffer above file->max_buffer_size is ARROW_ERR_LIMIT.
  */
 extern int	arrow_batch_load(ArrowFile *file, int32_t batch, const bool *want,
 							 ArrowBatch **out, ArrowError *err);
 extern void arrow_batch_free(ArrowBatch *batch);
 
+/*
+ * Index into a->children[1] (the values) of logical row 'row' of a
+ * validated RUN_END_ENCODED array (binary search over the run ends).
+ */
+extern int64_t arrow_ree_index(const ArrowArray *a, int64_t row);
+
+/* Whether row 'row' is null (RUN_END_ENCODED: its value is) */
 static inline bool
 arrow_array_is_null(const ArrowArray *a, int64_t row)
 {
 	if (a->field != NULL && a->field->type.id == ARROW_TYPE_NULL)
 		return true;
+	if (a->field != NULL && a->field->type.id == ARROW_TYPE_RUN_END_ENCODED)
+		return arrow_array_is_null(&a->children[1], arrow_ree_index(a, row));
 	return a->validity != NULL && !(a->validity[row >> 3] & (1u << (row & 7)));
 }
+
+/*
+ * Bytes of row 'row' of a validated UTF8_VIEW/BINARY_VIEW array (not null):
+ * inline in the view (at most 12 bytes) or in a data buffer.
+ */
+static inline const uint8_t *
+arrow_view_value(const ArrowArray *a, int64_t row, int32_t *len)
+{
+	const uint8_t *v = a->values + row * 16;
+	int32_t		n;
+	int32_t		buf;
+	int32_t		off;
+
+	__builtin_memcpy(&n, v, 4);
+	*len = n;
+	if (n <= 12)
+		return v + 4;
+	__builtin_memcpy(&buf, v + 8, 4);
+	__builtin_memcpy(&off, v + 12, 4);
+	return a->variadic[buf] + off;
+}
+
+/*
+ * Range [*start, *end) of the child's values that row 'row' (not null) of a
+ * validated LIST, LARGE_LIST, MAP, FIXED_SIZE_LIST, LIST_VIEW or
+ * LARGE_LIST_VIEW array covers.
+ */
+extern void arrow_list_range(const ArrowArray *a, int64_t row, int64_t *start,
+							 int64_t *end);
 
 /*
  * Appends the JSON form (doc/arrow-json.md) of row 'row' of array a to buf.

@@ -42,6 +42,24 @@ extern int	arrow_field_copy(const ArrowAllocator *alloc, ArrowField *dst,
 							 ArrowError *err);
 extern void arrow_field_free(const ArrowAllocator *alloc, ArrowField *field);
 
+/*
+ * Validation of the newer layouts (arrow_views.c); false with a message in
+ * why on the first bad entry.  Null rows are not checked.
+ */
+extern bool arrow_views_validate(const uint8_t *views, int64_t length,
+								 const uint8_t *validity, int32_t n_variadic,
+								 const uint8_t *const *variadic,
+								 const int64_t *lengths, char *why,
+								 size_t whylen);
+extern bool arrow_list_views_validate(const void *offsets, const void *sizes,
+									  bool large, int64_t length,
+									  const uint8_t *validity,
+									  int64_t child_length, char *why,
+									  size_t whylen);
+/* a: RUN_END_ENCODED with both children loaded */
+extern bool arrow_run_ends_validate(const ArrowArray *a, char *why,
+									size_t whylen);
+
 /* printf into an ArrowStrBuf */
 extern int	arrow_strbuf_printf(ArrowStrBuf *buf, ArrowError *err,
 								const char *fmt,...)

@@ -19,7 +19,8 @@
  *	- a decimal128 with negative scale S prints as the integer
  *	  unscaled * 10^-S (no point);
  *	- a schema field has "metadata" only when it has metadata, "children"
- *	  exactly for list, large_list, fixed_size_list and struct, and
+ *	  exactly for list, large_list, fixed_size_list, struct, list_view,
+ *	  large_list_view, map and run_end_encoded, and
  *	  "dictionary" exactly when it is dictionary-encoded.
  *
  *-------------------------------------------------------------------------
@@ -374,6 +375,35 @@ value_json(const ArrowArray *a, int64_t row, ArrowStrBuf *buf, ArrowError *err)
 		case ARROW_TYPE_FIXED_SIZE_LIST:
 			return append_elements(&a->children[0], row * f->type.list_size,
 								   f->type.list_size, buf, err);
+		case ARROW_TYPE_MAP:	/* as its list of {"key": .., "value": ..} */
+		case ARROW_TYPE_LIST_VIEW:
+		case ARROW_TYPE_LARGE_LIST_VIEW:
+			{
+				int64_t		start;
+				int64_t		end;
+
+				arrow_list_range(a, row, &start, &end);
+				return append_elements(&a->children[0], start, end - start, buf, err);
+			}
+		case ARROW_TYPE_UTF8_VIEW:
+		case ARROW_TYPE_BINARY_VIEW:
+			{
+				int32_t		n;
+				const uint8_t *p = arrow_view_value(a, row, &n);
+
+				if (f->type.id == ARROW_TYPE_UTF8_VIEW)
+					return append_string(buf, p, n, err);
+				return append_hex(buf, p, n, err);
+			}
+		case ARROW_TYPE_RUN_END_ENCODED:
+			return value_json(&a->children[1], arrow_ree_index(a, row), buf, err);
+		case ARROW_TYPE_DECIMAL256:
+			{
+				char		text[ARROW_DECIMAL256_MAX_TEXT];
+
+				arrow_decimal256_format(a->values + row * 32, f->type.scale, text, sizeof(text));
+				return append_cstring(buf, text, err);
+			}
 		case ARROW_TYPE_STRUCT:
 			if (APPEND_LIT(buf, "{", err) != ARROW_OK)
 				return ARROW_ERR_NOMEM;
@@ -443,7 +473,9 @@ field_json(const ArrowField *f, ArrowStrBuf *buf, ArrowError *err)
 		 metadata_json(&f->metadata, buf, err) != ARROW_OK))
 		return ARROW_ERR_NOMEM;
 	nested = (f->type.id == ARROW_TYPE_LIST || f->type.id == ARROW_TYPE_LARGE_LIST ||
-			  f->type.id == ARROW_TYPE_FIXED_SIZE_LIST || f->type.id == ARROW_TYPE_STRUCT);
+			  f->type.id == ARROW_TYPE_FIXED_SIZE_LIST || f->type.id == ARROW_TYPE_STRUCT ||
+			  f->type.id == ARROW_TYPE_LIST_VIEW || f->type.id == ARROW_TYPE_LARGE_LIST_VIEW ||
+			  f->type.id == ARROW_TYPE_MAP || f->type.id == ARROW_TYPE_RUN_END_ENCODED);
 	if (nested)
 	{
 		if (APPEND_LIT(buf, ", \"children\": [", err) != ARROW_OK)

@@ -80,6 +80,7 @@
 #define RECORDBATCH_NODES		1
 #define RECORDBATCH_BUFFERS		2
 #define RECORDBATCH_COMPRESSION	3
+#define RECORDBATCH_VARIADIC	4	/* variadicBufferCounts: [long] */
 #define DICTBATCH_ID			0
 #define DICTBATCH_DATA			1
 #define DICTBATCH_IS_DELTA		2
@@ -370,6 +371,26 @@ parse_type(const ArrowAllocator *alloc, uint8_t fbtype, const FbTable *tt,
 			return ARROW_OK;
 		case FBT_INT:
 			return parse_int(tt, &t->id, path, err);
+		case FBT_UTF8_VIEW:
+			t->id = ARROW_TYPE_UTF8_VIEW;
+			return ARROW_OK;
+		case FBT_BINARY_VIEW:
+			t->id = ARROW_TYPE_BINARY_VIEW;
+			return ARROW_OK;
+		case FBT_LIST_VIEW:
+			t->id = ARROW_TYPE_LIST_VIEW;
+			return ARROW_OK;
+		case FBT_LARGE_LIST_VIEW:
+			t->id = ARROW_TYPE_LARGE_LIST_VIEW;
+			return ARROW_OK;
+		case FBT_RUN_END_ENCODED:
+			t->id = ARROW_TYPE_RUN_END_ENCODED;
+			return ARROW_OK;
+		case FBT_MAP:
+			if (fb_get_bool(tt, 0, false, &t->keys_sorted, err) != ARROW_OK)
+				return ARROW_ERR_INVALID;
+			t->id = ARROW_TYPE_MAP;
+			return ARROW_OK;
 		case FBT_FLOATING_POINT:
 			if (fb_get_int16(tt, 0, 0, &s16, err) != ARROW_OK)
 				return ARROW_ERR_INVALID;
@@ -383,16 +404,16 @@ parse_type(const ArrowAllocator *alloc, uint8_t fbtype, const FbTable *tt,
 				fb_get_int32(tt, 1, 0, &b, err) != ARROW_OK ||
 				fb_get_int32(tt, 2, 128, &c, err) != ARROW_OK)
 				return ARROW_ERR_INVALID;
-			if (c != 128)
+			if (c != 128 && c != 256)
 				return arrow_set_error(err, ARROW_ERR_UNSUPPORTED,
 									   "unsupported type decimal%d in field \"%s\"", c, path);
-			if (a < 1 || a > 38)
+			if (a < 1 || a > (c == 128 ? 38 : 76))
 				return arrow_set_error(err, ARROW_ERR_INVALID,
-									   "field \"%s\": decimal128 precision %d is out of range", path, a);
-			if (b < -38 || b > 38)
+									   "field \"%s\": decimal%d precision %d is out of range", path, c, a);
+			if (b < -(c == 128 ? 38 : 76) || b > (c == 128 ? 38 : 76))
 				return arrow_set_error(err, ARROW_ERR_UNSUPPORTED,
-									   "unsupported decimal128 scale %d in field \"%s\"", b, path);
-			t->id = ARROW_TYPE_DECIMAL128;
+									   "unsupported decimal%d scale %d in field \"%s\"", c, b, path);
+			t->id = (c == 128) ? ARROW_TYPE_DECIMAL128 : ARROW_TYPE_DECIMAL256;
 			t->precision = a;
 			t->scale = b;
 			return ARROW_OK;
@@ -486,7 +507,12 @@ type_children(ArrowTypeId id)
 		case ARROW_TYPE_LIST:
 		case ARROW_TYPE_LARGE_LIST:
 		case ARROW_TYPE_FIXED_SIZE_LIST:
+		case ARROW_TYPE_LIST_VIEW:
+		case ARROW_TYPE_LARGE_LIST_VIEW:
+		case ARROW_TYPE_MAP:
 			return 1;
+		case ARROW_TYPE_RUN_END_ENCODED:
+			return 2;
 		case ARROW_TYPE_STRUCT:
 			return -1;
 		default:
@@ -504,6 +530,38 @@ has_nested_dictionary(const ArrowField *f)
 			return true;
 	}
 	return false;
+}
+
+/*
+ * The children that MAP and RUN_END_ENCODED require, and no dictionary
+ * encoding of the newer layouts (their dictionaries could not be
+ * concatenated).
+ */
+static int
+check_new_layout(const ArrowField *f, const char *path, ArrowError *err)
+{
+	ArrowTypeId id = f->type.id;
+
+	if (f->has_dictionary &&
+		(id == ARROW_TYPE_UTF8_VIEW || id == ARROW_TYPE_BINARY_VIEW ||
+		 id == ARROW_TYPE_LIST_VIEW || id == ARROW_TYPE_LARGE_LIST_VIEW ||
+		 id == ARROW_TYPE_RUN_END_ENCODED || id == ARROW_TYPE_MAP))
+		return arrow_set_error(err, ARROW_ERR_UNSUPPORTED,
+							   "unsupported dictionary of views, list views, maps or run-end encoded values in field \"%s\"",
+							   path);
+	if (id == ARROW_TYPE_MAP &&
+		(f->children[0].type.id != ARROW_TYPE_STRUCT || f->children[0].n_children != 2 ||
+		 f->children[0].has_dictionary))
+		return arrow_set_error(err, ARROW_ERR_INVALID,
+							   "field \"%s\": a map's child must be a struct of key and value", path);
+	if (id == ARROW_TYPE_RUN_END_ENCODED &&
+		(f->children[0].has_dictionary ||
+		 (f->children[0].type.id != ARROW_TYPE_INT16 &&
+		  f->children[0].type.id != ARROW_TYPE_INT32 &&
+		  f->children[0].type.id != ARROW_TYPE_INT64)))
+		return arrow_set_error(err, ARROW_ERR_INVALID,
+							   "field \"%s\": run ends must be int16, int32 or int64", path);
+	return ARROW_OK;
 }
 
 /*
@@ -595,7 +653,7 @@ parse_field(const ArrowAllocator *alloc, const FbTable *ft, ArrowField *f,
 		return arrow_set_error(err, ARROW_ERR_UNSUPPORTED,
 							   "unsupported dictionary-encoded field inside the dictionary of field \"%s\"",
 							   path);
-	return ARROW_OK;
+	return check_new_layout(f, path, err);
 }
 
 /* Schema table to file->schema */
@@ -717,6 +775,83 @@ count_layout(const ArrowField *f, int32_t *nodes, int32_t *buffers)
 		return;
 	for (int32_t i = 0; i < f->n_children; i++)
 		count_layout(&f->children[i], nodes, buffers);
+}
+
+/*
+ * Fields of f's tree with data buffers of their own in a batch (UTF8_VIEW,
+ * BINARY_VIEW): one variadicBufferCounts entry each.
+ */
+static int32_t
+count_views(const ArrowField *f)
+{
+	int32_t		n;
+
+	if (f->has_dictionary)
+		return 0;
+	n = (f->type.id == ARROW_TYPE_UTF8_VIEW || f->type.id == ARROW_TYPE_BINARY_VIEW);
+	for (int32_t i = 0; i < f->n_children; i++)
+		n += count_views(&f->children[i]);
+	return n;
+}
+
+/*
+ * The variadicBufferCounts of a batch of 'fields' (vector v): one count per
+ * view field, each added to *want_buffers; then where each field's buffers
+ * and counts start (schemas without views need neither).
+ */
+static int
+parse_variadic(const ArrowFile *file, const FbVector *v, const ArrowField *fields,
+			   int32_t n_fields, ArrowBatchInfo *info, int32_t *want_buffers,
+			   const char *what, ArrowError *err)
+{
+	int32_t		n_views = 0;
+	int32_t		buffer = 0;
+	int32_t		view = 0;
+	int64_t		total = *want_buffers;
+
+	for (int32_t i = 0; i < n_fields; i++)
+		n_views += count_views(&fields[i]);
+	if (v->length != (uint32_t) n_views)
+		return arrow_set_error(err, ARROW_ERR_INVALID,
+							   "%s has %u variadic buffer counts, the schema has %d view fields",
+							   what, v->length, n_views);
+	if (n_views == 0)
+		return ARROW_OK;
+	info->n_variadic = n_views;
+	info->variadic_counts = arrow_calloc(file->alloc, n_views, sizeof(int64_t), err);
+	info->column_first_buffer = arrow_calloc(file->alloc, n_fields + 1, sizeof(int32_t), err);
+	info->column_first_variadic = arrow_calloc(file->alloc, n_fields, sizeof(int32_t), err);
+	if (info->variadic_counts == NULL || info->column_first_buffer == NULL ||
+		info->column_first_variadic == NULL)
+		return ARROW_ERR_NOMEM;
+	for (int32_t i = 0; i < n_views; i++)
+	{
+		int64_t		c = (int64_t) fb_le64(fb_vector_elem(v, (uint32_t) i));
+
+		/* every buffer takes 16 bytes of the metadata: a bound on any count */
+		if (c < 0 || c > INT32_MAX / 2 - total)
+			return arrow_set_error(err, ARROW_ERR_INVALID,
+								   "%s: invalid variadic buffer count %lld", what, (long long) c);
+		info->variadic_counts[i] = c;
+		total += c;
+	}
+	for (int32_t i = 0; i < n_fields; i++)
+	{
+		int32_t		nodes = 0;
+		int32_t		fixed = 0;
+		int32_t		k = count_views(&fields[i]);
+
+		info->column_first_buffer[i] = buffer;
+		info->column_first_variadic[i] = view;
+		count_layout(&fields[i], &nodes, &fixed);
+		buffer += fixed;
+		for (int32_t j = 0; j < k; j++)
+			buffer += (int32_t) info->variadic_counts[view + j];
+		view += k;
+	}
+	info->column_first_buffer[n_fields] = buffer;
+	*want_buffers = buffer;
+	return ARROW_OK;
 }
 
 /* Schema-derived state: column layouts and dictionary value fields */
@@ -860,6 +995,9 @@ batch_info_free(const ArrowAllocator *alloc, ArrowBatchInfo *info)
 {
 	arrow_free(alloc, info->nodes);
 	arrow_free(alloc, info->buffers);
+	arrow_free(alloc, info->variadic_counts);
+	arrow_free(alloc, info->column_first_buffer);
+	arrow_free(alloc, info->column_first_variadic);
 	arrow_metadata_free(alloc, &info->metadata);
 	memset(info, 0, sizeof(ArrowBatchInfo));
 }
@@ -877,6 +1015,7 @@ parse_batch(const ArrowFile *file, const Message *m, const FbTable *rb,
 {
 	FbVector	nodes;
 	FbVector	buffers;
+	FbVector	variadic;
 	FbTable		ct;
 	bool		has_compression;
 	int32_t		want_nodes = 0;
@@ -894,7 +1033,9 @@ parse_batch(const ArrowFile *file, const Message *m, const FbTable *rb,
 	if (fb_get_int64(rb, RECORDBATCH_LENGTH, 0, &info->n_rows, err) != ARROW_OK ||
 		fb_get_vector(rb, RECORDBATCH_NODES, NODE_SIZE, &nodes, err) != ARROW_OK ||
 		fb_get_vector(rb, RECORDBATCH_BUFFERS, BUFFER_SIZE, &buffers, err) != ARROW_OK ||
-		fb_get_table(rb, RECORDBATCH_COMPRESSION, &ct, &has_compression, err) != ARROW_OK)
+		fb_get_table(rb, RECORDBATCH_COMPRESSION, &ct, &has_compression, err) != ARROW_OK ||
+		fb_get_vector(rb, RECORDBATCH_VARIADIC, 8, &variadic, err) != ARROW_OK ||
+		parse_variadic(file, &variadic, fields, n_fields, info, &want_buffers, what, err) != ARROW_OK)
 		goto fail;
 	if (info->n_rows < 0)
 	{
@@ -1023,6 +1164,14 @@ add_batch(ArrowFile *file, ArrowBatchInfo *info, ArrowError *err)
 	}
 	if (arrow_add_overflow(file->total_rows, info->n_rows, &file->total_rows))
 		return arrow_set_error(err, ARROW_ERR_INVALID, "total row count overflows");
+	for (int32_t c = 0; info->column_first_buffer != NULL && c < file->schema.n_fields; c++)
+	{
+		/* view columns: n_buffers is the most that any batch has */
+		int32_t		n = info->column_first_buffer[c + 1] - info->column_first_buffer[c];
+
+		if (n > file->columns[c].n_buffers)
+			file->columns[c].n_buffers = n;
+	}
 	file->batches[file->n_batches] = *info;
 	priv->visible_dicts[file->n_batches] = file->n_dictionaries;
 	file->n_batches++;
@@ -1430,6 +1579,8 @@ arrow_column_extents(const ArrowFile *file, int32_t batch, int32_t column,
 {
 	const ArrowColumnLayout *c;
 	const ArrowBatchInfo *info;
+	int32_t		first;
+	int32_t		n;
 
 	if (file == NULL || batch < 0 || batch >= file->n_batches ||
 		column < 0 || column >= file->schema.n_fields)
@@ -1439,20 +1590,28 @@ arrow_column_extents(const ArrowFile *file, int32_t batch, int32_t column,
 	}
 	c = &file->columns[column];
 	info = &file->batches[batch];
-	if (c->n_buffers > max_extents)
+	first = c->first_buffer;
+	n = c->n_buffers;
+	if (info->column_first_buffer != NULL)
+	{
+		/* view fields: this batch's own counts */
+		first = info->column_first_buffer[column];
+		n = info->column_first_buffer[column + 1] - first;
+	}
+	if (n > max_extents)
 	{
 		arrow_set_error(err, ARROW_ERR_ARGUMENT, "column %d has %d buffers, room for %d extents",
-						column, c->n_buffers, max_extents);
+						column, n, max_extents);
 		return -1;
 	}
-	for (int32_t i = 0; i < c->n_buffers; i++)
+	for (int32_t i = 0; i < n; i++)
 	{
-		const ArrowBufferRef *b = &info->buffers[c->first_buffer + i];
+		const ArrowBufferRef *b = &info->buffers[first + i];
 
 		extents[i].offset = info->body_offset + b->offset;
 		extents[i].length = b->length;
 	}
-	return c->n_buffers;
+	return n;
 }
 
 /* ------------------------------------------------------------------------
@@ -1491,6 +1650,7 @@ typedef struct Loader
 	const ArrowBatchInfo *info;
 	int32_t		node;			/* next node of info */
 	int32_t		buffer;			/* next buffer of info */
+	int32_t		variadic;		/* next variadic count of info */
 	BatchPriv  *bp;
 	ArrowCodecCtx *codec;
 	int32_t		visible;		/* file->dictionaries[0..visible) apply */
@@ -1563,12 +1723,35 @@ load_error(Loader *L, const ArrowField *f, const char *fmt,...)
 						   L->what, f->name, detail);
 }
 
+/* Sets an ARROW_ERR_LIMIT for a buffer of 'bytes' above the caller's cap */
+static int
+limit_error(Loader *L, const ArrowField *f, int64_t bytes)
+{
+	return arrow_set_error(L->err, ARROW_ERR_LIMIT,
+						   "%s, field \"%s\": buffer of %lld bytes exceeds the limit of %lld bytes",
+						   L->what, f->name, (long long) bytes,
+						   (long long) L->file->max_buffer_size);
+}
+
+/* Whether a buffer of 'bytes' is above the caller's cap (0: none) */
+static bool
+above_limit(const Loader *L, int64_t bytes)
+{
+	return L->file->max_buffer_size > 0 && bytes > L->file->max_buffer_size;
+}
+
 /*
  * Reads the next buffer of the batch (decompressing it) into arena memory.
- * A zero-length buffer gives zero_block.
+ * 'max' is the most bytes the buffer can need for its node's length (-1:
+ * unknown, for variable-width data): a compressed buffer declaring more than
+ * that, rounded up to the 64-byte padding of writers, is corrupt.  No buffer,
+ * stored or decompressed, may exceed file->max_buffer_size.  Both are
+ * checked before the output of a decompression is allocated (a bomb costs
+ * no more than its stored bytes).  A zero-length buffer gives zero_block.
  */
 static int
-read_buffer(Loader *L, const ArrowField *f, const uint8_t **data, int64_t *len)
+read_buffer(Loader *L, const ArrowField *f, int64_t max, const uint8_t **data,
+			int64_t *len)
 {
 	const ArrowBufferRef *ref = &L->info->buffers[L->buffer++];
 	int64_t		offset = L->info->body_offset + ref->offset;
@@ -1581,6 +1764,8 @@ read_buffer(Loader *L, const ArrowField *f, const uint8_t **data, int64_t *len)
 	*len = 0;
 	if (ref->length == 0)
 		return ARROW_OK;
+	if (above_limit(L, ref->length))
+		return limit_error(L, f, ref->length);
 	if ((uint64_t) ref->length > SIZE_MAX / 2)
 		return load_error(L, f, "buffer of %lld bytes is too large", (long long) ref->length);
 	raw = arrow_malloc(arena->alloc, (size_t) ref->length, L->err);
@@ -1620,6 +1805,19 @@ read_buffer(Loader *L, const ArrowField *f, const uint8_t **data, int64_t *len)
 	{
 		arrow_free(arena->alloc, raw);
 		return ARROW_OK;
+	}
+	/* a decompression bomb is refused before its output is allocated */
+	if (max >= 0 && max <= INT64_MAX - ARROW_ALIGNMENT && declared > arrow_align64(max))
+	{
+		arrow_free(arena->alloc, raw);
+		return load_error(L, f, "compressed buffer declares %lld bytes, %lld values need at most %lld",
+						  (long long) declared, (long long) L->info->nodes[L->node - 1].length,
+						  (long long) max);
+	}
+	if (above_limit(L, declared))
+	{
+		arrow_free(arena->alloc, raw);
+		return limit_error(L, f, declared);
 	}
 	if (arrow_decompress(L->codec, L->info->codec, raw + 8, (size_t) (ref->length - 8),
 						 declared, &out, L->err) != ARROW_OK)
@@ -1676,7 +1874,7 @@ load_validity(Loader *L, const ArrowField *f, ArrowArray *a)
 	const uint8_t *p;
 	int64_t		len;
 
-	if (read_buffer(L, f, &p, &len) != ARROW_OK)
+	if (read_buffer(L, f, bitmap_bytes(a->length), &p, &len) != ARROW_OK)
 		return L->err->code;
 	if (a->null_count == 0)
 		return ARROW_OK;		/* a->validity stays NULL: no value is null */
@@ -1698,9 +1896,12 @@ load_values(Loader *L, const ArrowField *f, ArrowArray *a, int64_t need,
 	const uint8_t *p;
 	int64_t		len;
 
-	if (read_buffer(L, f, &p, &len) != ARROW_OK)
+	if (need < 0)
+		return load_error(L, f, "%s buffer for %lld values would overflow",
+						  name, (long long) a->length);
+	if (read_buffer(L, f, need, &p, &len) != ARROW_OK)
 		return L->err->code;
-	if (need < 0 || len < need)
+	if (len < need)
 		return load_error(L, f, "%s buffer of %lld bytes is too short for %lld values",
 						  name, (long long) len, (long long) a->length);
 	a->values = p;
@@ -1740,15 +1941,18 @@ load_offsets(Loader *L, const ArrowField *f, ArrowArray *a, bool large)
 	int64_t		need;
 	int64_t		prev;
 
-	if (read_buffer(L, f, &p, &len) != ARROW_OK)
+	need = (a->length == INT64_MAX) ? -1 : bytes_for(a->length + 1, large ? 8 : 4);
+	if (need < 0)
+		return load_error(L, f, "offsets buffer for %lld values would overflow",
+						  (long long) a->length);
+	if (read_buffer(L, f, need, &p, &len) != ARROW_OK)
 		return L->err->code;
 	if (a->length == 0 && len == 0)
 	{
 		a->offsets = zero_block;	/* {0}: writers may omit the buffer */
 		return ARROW_OK;
 	}
-	need = (a->length == INT64_MAX) ? -1 : bytes_for(a->length + 1, large ? 8 : 4);
-	if (need < 0 || len < need)
+	if (len < need)
 		return load_error(L, f, "offsets buffer of %lld bytes is too short for %lld values",
 						  (long long) len, (long long) a->length);
 	prev = offset_at(p, large, 0);
@@ -1877,6 +2081,95 @@ load_dictionary_encoded(Loader *L, const ArrowField *f, ArrowArray *a)
 	return ARROW_OK;
 }
 
+/* A buffer of at least 'need' bytes (-1: overflowed) into *out */
+static int
+load_sized(Loader *L, const ArrowField *f, int64_t need, const char *name,
+		   int64_t length, const void **out)
+{
+	const uint8_t *p;
+	int64_t		len;
+
+	if (need < 0)
+		return load_error(L, f, "%s buffer for %lld values would overflow", name, (long long) length);
+	if (read_buffer(L, f, need, &p, &len) != ARROW_OK)
+		return L->err->code;
+	if (len < need)
+		return load_error(L, f, "%s buffer of %lld bytes is too short for %lld values",
+						  name, (long long) len, (long long) length);
+	*out = p;
+	return ARROW_OK;
+}
+
+/*
+ * A UTF8_VIEW/BINARY_VIEW array: validity, the 16-byte views, then this
+ * batch's count of data buffers (arrow_views_validate checks the views).
+ */
+static int
+load_views(Loader *L, const ArrowField *f, ArrowArray *a)
+{
+	int64_t		count;
+	const uint8_t **bufs;
+	int64_t    *lens;
+	char		why[256];
+
+	if (load_validity(L, f, a) != ARROW_OK ||
+		load_values(L, f, a, bytes_for(a->length, 16), "views") != ARROW_OK)
+		return L->err->code;
+	if (L->variadic >= L->info->n_variadic)
+		return load_error(L, f, "no variadic buffer count for the field");
+	count = L->info->variadic_counts[L->variadic++];
+	bufs = arena_calloc(&L->bp->arena, count + 1, sizeof(uint8_t *), L->err);
+	lens = arena_calloc(&L->bp->arena, count + 1, sizeof(int64_t), L->err);
+	if (bufs == NULL || lens == NULL)
+		return ARROW_ERR_NOMEM;
+	for (int64_t i = 0; i < count; i++)
+	{
+		if (read_buffer(L, f, -1, &bufs[i], &lens[i]) != ARROW_OK)
+			return L->err->code;
+	}
+	a->n_variadic = (int32_t) count;
+	a->variadic = bufs;
+	a->variadic_lengths = lens;
+	if (!arrow_views_validate(a->values, a->length, a->validity, a->n_variadic,
+							  bufs, lens, why, sizeof(why)))
+		return load_error(L, f, "%s", why);
+	return ARROW_OK;
+}
+
+/* A LIST_VIEW/LARGE_LIST_VIEW array: validity, offsets, sizes, the child */
+static int
+load_list_views(Loader *L, const ArrowField *f, ArrowArray *a, bool large)
+{
+	int64_t		need = bytes_for(a->length, large ? 8 : 4);
+	char		why[256];
+
+	if (load_validity(L, f, a) != ARROW_OK ||
+		load_sized(L, f, need, "offsets", a->length, &a->offsets) != ARROW_OK ||
+		load_sized(L, f, need, "sizes", a->length, &a->sizes) != ARROW_OK ||
+		load_children(L, f, a) != ARROW_OK)
+		return L->err->code;
+	if (!arrow_list_views_validate(a->offsets, a->sizes, large, a->length, a->validity,
+								   a->children[0].length, why, sizeof(why)))
+		return load_error(L, f, "%s", why);
+	return ARROW_OK;
+}
+
+/* A RUN_END_ENCODED array: no buffers, children run_ends and values */
+static int
+load_run_end_encoded(Loader *L, const ArrowField *f, ArrowArray *a)
+{
+	char		why[256];
+
+	if (a->null_count != 0)
+		return load_error(L, f, "a run-end encoded array has a null count (%lld)",
+						  (long long) a->null_count);
+	if (load_children(L, f, a) != ARROW_OK)
+		return L->err->code;
+	if (!arrow_run_ends_validate(a, why, sizeof(why)))
+		return load_error(L, f, "%s", why);
+	return ARROW_OK;
+}
+
 /*
  * Loads the next node of the batch as an array of field f (and its
  * children), checking everything a value accessor relies on:
@@ -1887,6 +2180,7 @@ load_dictionary_encoded(Loader *L, const ArrowField *f, ArrowArray *a)
  *	- children: FIXED_SIZE_LIST child >= length * list_size values, STRUCT
  *	  children >= length values
  *	- dictionary indices: non-null ones within the dictionary
+ *	- views, list views and run ends: see arrow_views.c
  */
 static int
 load_array(Loader *L, const ArrowField *f, ArrowArray *a)
@@ -1921,7 +2215,7 @@ load_array(Loader *L, const ArrowField *f, ArrowArray *a)
 		case ARROW_TYPE_BINARY:
 			if (load_validity(L, f, a) != ARROW_OK ||
 				load_offsets(L, f, a, large) != ARROW_OK ||
-				read_buffer(L, f, &p, &len) != ARROW_OK)
+				read_buffer(L, f, -1, &p, &len) != ARROW_OK)
 				return L->err->code;
 			if (last_offset(a, large) > len)
 				return load_error(L, f, "last offset %lld is past the data (%lld bytes)",
@@ -1929,10 +2223,19 @@ load_array(Loader *L, const ArrowField *f, ArrowArray *a)
 			a->data = p;
 			a->data_length = len;
 			return ARROW_OK;
+		case ARROW_TYPE_UTF8_VIEW:
+		case ARROW_TYPE_BINARY_VIEW:
+			return load_views(L, f, a);
+		case ARROW_TYPE_LIST_VIEW:
+		case ARROW_TYPE_LARGE_LIST_VIEW:
+			return load_list_views(L, f, a, f->type.id == ARROW_TYPE_LARGE_LIST_VIEW);
+		case ARROW_TYPE_RUN_END_ENCODED:
+			return load_run_end_encoded(L, f, a);
 		case ARROW_TYPE_LARGE_LIST:
 			large = true;
 			/* FALLTHROUGH */
 		case ARROW_TYPE_LIST:
+		case ARROW_TYPE_MAP:
 			if (load_validity(L, f, a) != ARROW_OK ||
 				load_offsets(L, f, a, large) != ARROW_OK ||
 				load_children(L, f, a) != ARROW_OK)
@@ -2135,6 +2438,15 @@ concat_slices(Loader *L, const ArrowField *f, const Slice *s, int n, ArrowArray 
 				out->n_children = 1;
 				return concat_slices(L, &f->children[0], cs, n, &out->children[0]);
 			}
+		case ARROW_TYPE_UTF8_VIEW:
+		case ARROW_TYPE_BINARY_VIEW:
+		case ARROW_TYPE_LIST_VIEW:
+		case ARROW_TYPE_LARGE_LIST_VIEW:
+		case ARROW_TYPE_RUN_END_ENCODED:
+		case ARROW_TYPE_MAP:
+			return arrow_set_error(L->err, ARROW_ERR_UNSUPPORTED,
+								   "%s, field \"%s\": unsupported delta dictionary of views, list views, maps or run-end encoded values",
+								   L->what, f->name);
 		case ARROW_TYPE_FIXED_SIZE_LIST:
 		case ARROW_TYPE_STRUCT:
 			{
@@ -2239,6 +2551,7 @@ get_dictionary(Loader *L, const ArrowField *f, const ArrowArray **out)
 		sub.info = &file->dictionaries[i].batch;
 		sub.node = 0;
 		sub.buffer = 0;
+		sub.variadic = 0;
 		snprintf(sub.what, sizeof(sub.what), "dictionary batch %d", i);
 		if (load_array(&sub, &dv->field, &pieces[n]) != ARROW_OK)
 			return L->err->code;
@@ -2349,6 +2662,11 @@ arrow_batch_load(ArrowFile *file, int32_t batch, const bool *want,
 			continue;
 		L.node = file->columns[c].first_node;
 		L.buffer = file->columns[c].first_buffer;
+		if (L.info->column_first_buffer != NULL)
+		{
+			L.buffer = L.info->column_first_buffer[c];
+			L.variadic = L.info->column_first_variadic[c];
+		}
 		rc = load_array(&L, &file->schema.fields[c], &b->columns[c]);
 	}
 	arrow_codec_free(&codec);

@@ -54,6 +54,8 @@ arrow_error_code_name(ArrowErrorCode code)
 			return "schema mismatch";
 		case ARROW_ERR_ARGUMENT:
 			return "invalid argument";
+		case ARROW_ERR_LIMIT:
+			return "limit exceeded";
 	}
 	return "unknown error";
 }
@@ -457,6 +459,15 @@ arrow_type_format(const ArrowType *t, char *buf, size_t len)
 		case ARROW_TYPE_LIST: name = "list"; break;
 		case ARROW_TYPE_LARGE_LIST: name = "large_list"; break;
 		case ARROW_TYPE_STRUCT: name = "struct"; break;
+		case ARROW_TYPE_UTF8_VIEW: name = "utf8_view"; break;
+		case ARROW_TYPE_BINARY_VIEW: name = "binary_view"; break;
+		case ARROW_TYPE_LIST_VIEW: name = "list_view"; break;
+		case ARROW_TYPE_LARGE_LIST_VIEW: name = "large_list_view"; break;
+		case ARROW_TYPE_RUN_END_ENCODED: name = "run_end_encoded"; break;
+		case ARROW_TYPE_MAP: name = t->keys_sorted ? "map[sorted]" : "map"; break;
+		case ARROW_TYPE_DECIMAL256:
+			snprintf(buf, len, "decimal256(%d, %d)", t->precision, t->scale);
+			return;
 		case ARROW_TYPE_DECIMAL128:
 			snprintf(buf, len, "decimal128(%d, %d)", t->precision, t->scale);
 			return;
@@ -564,6 +575,7 @@ arrow_field_buffer_count(const ArrowField *field)
 	switch (field->type.id)
 	{
 		case ARROW_TYPE_NULL:
+		case ARROW_TYPE_RUN_END_ENCODED:
 			return 0;
 		case ARROW_TYPE_STRUCT:
 		case ARROW_TYPE_FIXED_SIZE_LIST:
@@ -572,6 +584,8 @@ arrow_field_buffer_count(const ArrowField *field)
 		case ARROW_TYPE_LARGE_UTF8:
 		case ARROW_TYPE_BINARY:
 		case ARROW_TYPE_LARGE_BINARY:
+		case ARROW_TYPE_LIST_VIEW:
+		case ARROW_TYPE_LARGE_LIST_VIEW:
 			return 3;
 		default:
 			return 2;
@@ -609,6 +623,8 @@ arrow_type_value_width(const ArrowType *type)
 		case ARROW_TYPE_INTERVAL_MDN:
 		case ARROW_TYPE_DECIMAL128:
 			return 16;
+		case ARROW_TYPE_DECIMAL256:
+			return 32;
 		case ARROW_TYPE_FIXED_SIZE_BINARY:
 			return type->byte_width;
 		default:

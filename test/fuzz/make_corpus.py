@@ -164,6 +164,32 @@ def main():
     write("seed-empty.file", [], schema=primitives.schema)
     write("seed-zero-rows.stream", [primitives.to_batches()[0].slice(0, 0)],
           schema=primitives.schema, stream=True)
+    newer_layouts()
+
+
+def newer_layouts():
+    """Views (two data buffers, sliced), list views, run-end encoding, maps,
+    Decimal256; a ZSTD string buffer that decompresses 4 KiB to 1 MiB (what
+    a decompression bomb looks like when its lengths are honest)."""
+    views = pa.concat_arrays([pa.array(["x" * 20, None, "exactly12byt"], pa.string_view()),
+                              pa.array(["thirteen byte", "", None], pa.string_view())])
+    newer = pa.table({
+        "sv": views,
+        "bv": pa.array([b"a", None, b"b" * 13, b"", b"c" * 12, None], pa.binary_view()),
+        "lv": pa.ListViewArray.from_arrays(pa.array([2, 0, 1, 0, 3, 0], pa.int32()),
+                                           pa.array([2, 3, 0, 1, 1, 0], pa.int32()),
+                                           pa.array([1, None, 3, 4], pa.int32())),
+        "ree": pa.RunEndEncodedArray.from_arrays(pa.array([2, 3, 6], pa.int16()),
+                                                 pa.array(["r", None, "s"])),
+        "m": pa.array([[("a", 1), ("b", None)], None, [], [("c", 3)], [], [("d", 4)]],
+                      pa.map_(pa.string(), pa.int64())),
+        "d256": pa.array([decimal.Decimal("1.5"), None, decimal.Decimal("-1e60"),
+                          decimal.Decimal(0), None, decimal.Decimal("0.25")], pa.decimal256(70, 2)),
+    })
+    write("seed-newer.file", newer.slice(0, 5))
+    write("seed-newer.stream", newer, stream=True, compression="lz4")
+    write("seed-big-zstd.file", pa.table({"s": pa.array(["y" * (1 << 20), None, "z"])}),
+          compression="zstd")
 
 
 if __name__ == "__main__":

@@ -423,11 +423,14 @@ def test_pyarrow_sentinel_statistics(wdir):
 
 # ------------------------------------------------------- decimal scales
 
-def dec_array(unscaled, precision, scale):
-    """A Decimal128 array from unscaled integers (None: NULL), as pyarrow stores it."""
-    data = b"".join((0 if v is None else v).to_bytes(16, "little", signed=True) for v in unscaled)
+def dec_array(unscaled, precision, scale, bits=128):
+    """A Decimal128 (or Decimal256) array from unscaled integers (None: NULL),
+    as pyarrow stores it."""
+    data = b"".join((0 if v is None else v).to_bytes(bits // 8, "little", signed=True)
+                    for v in unscaled)
     validity = pa.array([v is not None for v in unscaled]).buffers()[1]
-    a = pa.Array.from_buffers(pa.decimal128(precision, scale), len(unscaled),
+    typ = pa.decimal128 if bits == 128 else pa.decimal256
+    a = pa.Array.from_buffers(typ(precision, scale), len(unscaled),
                               [validity, pa.py_buffer(data)])
     a.validate(full=True)
     return a
@@ -489,6 +492,30 @@ def test_decimal_scales(wdir):
                           "OPTIONS (file '%s'); SELECT * FROM dec_bad" % (col, bad, path),
                           check=False)
         assert rc != 0 and "cannot hold" in err, (bad, err)
+
+
+DECIMALS256 = DECIMALS + [
+    (76, 0, [10**76 - 1, -(10**76 - 1), 0, None, 1, -1]),
+    (76, -40, [10**76 - 1, -(10**76 - 1), 0, None, 1, -1]),
+    (40, 76, [10**40 - 1, -(10**40 - 1), 0, None, 1, -1]),
+]
+
+
+def test_decimal256_scales(wdir):
+    """Decimal256 gets the same types as Decimal128, negative scales and scales
+    above the precision included, and reads exactly (76 digits)."""
+    arrays = [dec_array(u, p, s, bits=256) for p, s, u in DECIMALS256]
+    names = [dec_name(p, s) for p, s, _ in DECIMALS256]
+    t = pa.table(arrays, names=names)
+    path = os.path.join(wdir, "dec256.arrow")
+    with ipc.new_file(path, t.schema) as w:
+        for b in t.to_batches(max_chunksize=2):
+            w.write_batch(b)
+    import_file("decs256", path)
+    assert column_types("decs256") == ["numeric(%d,%d)" % (p, s) for p, s, _ in DECIMALS256]
+    for name in names:
+        want = [plain(v) for v in t.column(name).to_pylist()]
+        assert lines("SELECT coalesce(%s::text, 'null') FROM decs256" % name) == want, name
 
 
 def test_decimal_statistics(wdir):

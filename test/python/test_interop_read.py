@@ -460,26 +460,61 @@ def _unsupported_arrays():
     ints = pa.array([1, None, 3], pa.int32())
     decs = [decimal.Decimal("1.25"), None, decimal.Decimal("-3.00")]
     return {
-        "map": pa.array([[("a", 1)], None, []], pa.map_(pa.string(),
-                                                         pa.int32())),
         "dense_union": pa.UnionArray.from_dense(
             pa.array([0, 1, 0], pa.int8()), pa.array([0, 0, 1], pa.int32()),
             [pa.array([1, 2], pa.int32()), pa.array(["x"])]),
         "sparse_union": pa.UnionArray.from_sparse(
             pa.array([0, 1, 0], pa.int8()),
             [ints, pa.array(["x", "y", "z"])]),
-        "decimal256": pa.array(decs, pa.decimal256(40, 2)),
         "decimal32": pa.array(decs, pa.decimal32(9, 2)),
         "decimal64": pa.array(decs, pa.decimal64(18, 2)),
-        "string_view": pa.array(["a", None, "long string over 12 bytes"],
-                                pa.string_view()),
-        "binary_view": pa.array([b"a", None, b"x" * 20], pa.binary_view()),
-        "list_view": pa.array([[1], None, []], pa.list_view(pa.int32())),
-        "large_list_view": pa.array([[1], None, []],
-                                    pa.large_list_view(pa.int32())),
-        "run_end_encoded": pa.RunEndEncodedArray.from_arrays(
-            pa.array([2, 3], pa.int32()), pa.array([7, 8], pa.int64())),
     }
+
+
+def _newer_layouts():
+    """Types read since issue 9 item 10: (array, its values in the JSON
+    form: views as strings / hex, Decimal256 as text, maps as lists of
+    {"key", "value"}, run-end encoded as the values they stand for)."""
+    decs = [decimal.Decimal("1.25"), None, decimal.Decimal("-3" + "0" * 40 + ".05")]
+    return {
+        "map": (pa.array([[("a", 1), ("b", None)], None, []],
+                         pa.map_(pa.string(), pa.int32())),
+                [[{"key": "a", "value": 1}, {"key": "b", "value": None}], None, []]),
+        "decimal256": (pa.array(decs, pa.decimal256(45, 2)),
+                       ["1.25", None, "-3" + "0" * 40 + ".05"]),
+        "string_view": (pa.array(["a", None, "long string over 12 bytes"],
+                                 pa.string_view()),
+                        ["a", None, "long string over 12 bytes"]),
+        "binary_view": (pa.array([b"a", None, b"x" * 20], pa.binary_view()),
+                        ["61", None, "78" * 20]),
+        "list_view": (pa.array([[1], None, []], pa.list_view(pa.int32())),
+                      [[1], None, []]),
+        "large_list_view": (pa.array([[1], None, []],
+                                     pa.large_list_view(pa.int32())),
+                            [[1], None, []]),
+        "run_end_encoded": (pa.RunEndEncodedArray.from_arrays(
+            pa.array([2, 3], pa.int32()), pa.array([7, None], pa.int64())),
+            [7, 7, None]),
+    }
+
+
+@pytest.mark.parametrize("name", sorted(_newer_layouts()))
+@pytest.mark.parametrize("nested", [False, True], ids=["top", "in_list"])
+def test_newer_layouts(arrow_inspect, workdir, name, nested):
+    """Views, list views, maps, run-end encoding and Decimal256 read as
+    pyarrow wrote them, at the top level and inside a list."""
+    arr, want = _newer_layouts()[name]
+    if nested:
+        arr = pa.ListArray.from_arrays(pa.array([0, 1, len(arr)], pa.int32()),
+                                       arr)
+        want = [want[:1], want[1:]]
+    schema = pa.schema([("ok", pa.int32()), ("x", arr.type)])
+    batch = pa.RecordBatch.from_arrays(
+        [pa.array(range(len(arr)), pa.int32()), arr], schema=schema)
+    path = workdir / "newer.arrow"
+    write_ipc(path, schema, [(batch, None)])
+    got, _ = inspect(arrow_inspect, path)
+    assert [r["x"] for r in got["batches"][0]["values"]] == want
 
 
 @pytest.mark.parametrize("name", sorted(_unsupported_arrays()))

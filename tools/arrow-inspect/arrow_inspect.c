@@ -366,7 +366,8 @@ inspect_human(ArrowFile *file, const Options *opts)
 			printf("\": %d nodes, %d buffers\n", l->n_nodes, n);
 			print_nodes_buffers(info, l->first_node, l->n_nodes, 0, 0, 4);
 			for (int i = 0; i < n; i++)
-				printf("    buffer %d: offset %lld, length %lld\n", l->first_buffer + i,
+				printf("    buffer %d: offset %lld, length %lld\n",
+					   (info->column_first_buffer ? info->column_first_buffer[c] : l->first_buffer) + i,
 					   (long long) extents[i].offset, (long long) extents[i].length);
 			free(extents);
 		}
