@@ -18,7 +18,8 @@
 # 5), SHARED_BUFFERS (default 16GB), WHEELS (a directory
 # of Python wheels to install first, e.g. connectorx, psycopg), PGPORT (default 5500),
 # EXPORT_WORKERS (default 1,2,4,8,16), REPEAT (rounds over every point, best kept;
-# default 1), SKIP_TESTS=1 (setup without the bundle tests), PG2ARROW (the pg2arrow
+# default 1), SKIP_TESTS=1 (setup without the bundle tests), SKIP_LOAD=1 (setup
+# without loading SSB into the database ssb, e.g. before `ssb`), PG2ARROW (the pg2arrow
 # to benchmark; default: the bundle's), BASELINE and BASELINE_WORKERS (another
 # pg2arrow build to run beside it, and at which worker counts).
 set -euo pipefail
@@ -75,6 +76,7 @@ SQL
     PGDATABASE=postgres scripts/cluster.sh start "$cluster" >/dev/null
     PGDATABASE=postgres psql -Xqc "CREATE DATABASE ssb"
     psql -Xqc "CREATE EXTENSION pg_warp"
+    [ "${SKIP_LOAD:-0}" = 1 ] && exit 0
     log "SSB SF $sf: generate, load, export with pg2arrow"
     make -s -C bench/ssb
     mkdir -p "$arrow_dir"; chmod 755 "$arrow_dir"
