@@ -204,6 +204,7 @@ extern size_t xpu_program_disassemble(const XpuProgram *prog, char *buf, size_t 
 extern const char *xpu_opcode_name(int op);
 extern const char *xpu_type_name(int type);
 extern int	xpu_opcode_lookup(const char *name);
+extern void xpu_numeric_format(__int128 v, int scale, char *buf);
 
 /* in xpu_cpu.c: the CPU engine's vectorised run and the per-row run on
  * the host (the GPU's per-row form compiled for the CPU) */
