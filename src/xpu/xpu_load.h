@@ -93,7 +93,7 @@ xpu_load_value(XpuCtx *s, const XpuColumn *col, const XpuColumnData *cd, int64_t
 				const uint64_t *w = (const uint64_t *) v + 2 * i;
 				__int128	n = (__int128) (((unsigned __int128) w[1] << 64) | w[0]);
 
-				if (xpu_abs128(n) > xpu_num_max())
+				if (n > xpu_num_max() || n < -xpu_num_max())
 					XPU_LOAD_FALLBACK(s);
 				else
 					xpu_num_set(s, n);

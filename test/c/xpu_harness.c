@@ -188,7 +188,9 @@ run_row(TOp *o, TVal *args, const int *inf)
 		exit(2);
 	}
 	trun_exec(&r, prog, cols, o->nargs, 1);
-	if (r.err[0].code == XPU_ERR_FALLBACK)
+	if (!trun_agree(&r, prog, o->rt))
+		printf("MISMATCH row\n");
+	else if (r.err[0].code == XPU_ERR_FALLBACK)
 		printf("fallback\n");
 	else if (r.err[0].code != XPU_OK)
 		printf("error %s %s\n", sqlstate(r.err[0].code), r.err[0].message);
@@ -196,8 +198,6 @@ run_row(TOp *o, TVal *args, const int *inf)
 		printf("null\n");
 	else
 		print_value(o->rt, o->rs, &r.res[0].values[0]);
-	if (!trun_agree(&r, prog, o->rt))
-		printf("MISMATCH in row\n");
 	trun_free(&r);
 	for (k = 0; k < o->nargs; k++)
 		tcol_free(&cols[k]);
@@ -328,6 +328,9 @@ main(void)
 			for (i = 0; i < nrows; i++)
 				for (k = 0; k < o.nargs; k++)
 					free((char *) rows[i][k].s);
+			free((char *) o.text);
+			for (i = 0; o.tlist && i < o.nlist; i++)
+				free((char *) o.tlist[i]);
 			fflush(stdout);
 		}
 		else if (line[0] != '\n' && line[0] != '#')
