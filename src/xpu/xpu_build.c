@@ -361,6 +361,9 @@ xpu_builder_finish(XpuBuilder *b, char *errbuf, size_t errlen)
 /* ---------------- validator ---------------- */
 
 /* a validation failure: message into errbuf, returns 0 */
+static int	bad(char *errbuf, size_t errlen, const char *fmt,...)
+			__attribute__((format(printf, 3, 4)));
+
 static int
 bad(char *errbuf, size_t errlen, const char *fmt,...)
 {
@@ -670,6 +673,8 @@ typedef struct Out
 	size_t		len;
 	size_t		pos;
 } Out;
+
+static void out(Out *o, const char *fmt,...) __attribute__((format(printf, 2, 3)));
 
 static void
 out(Out *o, const char *fmt,...)
