@@ -171,7 +171,7 @@ typedef struct XpuResult
 #define XPU_CONSTS(prog) \
 	((const char *) (prog) + (prog)->consts_off)
 
-#ifndef __CUDACC__
+/* host functions (declared for nvcc too: host code of a .cu may call them) */
 #include <stddef.h>
 
 #ifdef __cplusplus
@@ -217,6 +217,5 @@ extern int	xpu_row_exec(const XpuProgram *prog, const XpuChunk *chunk,
 #ifdef __cplusplus
 }
 #endif
-#endif							/* !__CUDACC__ */
 
 #endif							/* XPU_PROGRAM_H */
