@@ -659,6 +659,79 @@ test_disassemble(void)
 	free(p);
 }
 
+/* ---------------------------------------------------------------- constants */
+
+/* CONST_* into registers, then MOVE and NULLIF; projected, one row */
+static void
+test_constants(void)
+{
+	XpuBuilder *b = xpu_builder_create();
+	XpuProgram *p;
+	double		f8 = -2.75;
+	float		f4[2] = {0.1f, 0.0f};
+	__int128	num = -12345;
+	int64_t		big = INT64_MIN;
+	int			rf8 = xpu_add_reg(b, XPU_T_FLOAT8, 0);
+	int			rf4 = xpu_add_reg(b, XPU_T_FLOAT4, 0);
+	int			rnum = xpu_add_reg(b, XPU_T_NUMERIC, 2);
+	int			rtxt = xpu_add_reg(b, XPU_T_TEXT, 0);
+	int			rb = xpu_add_reg(b, XPU_T_BOOL, 0);
+	int			rnull = xpu_add_reg(b, XPU_T_INT8, 0);
+	int			ri = xpu_add_reg(b, XPU_T_INT8, 0);
+	int			rmove = xpu_add_reg(b, XPU_T_INT8, 0);
+	int			rnf = xpu_add_reg(b, XPU_T_INT8, 0);
+	int			rnt = xpu_add_reg(b, XPU_T_INT8, 0);
+	int			rf = xpu_add_reg(b, XPU_T_BOOL, 0);
+	char		buf[2048];
+	TRun		r;
+	int			f, ok;
+
+	xpu_begin_stage(b, XPU_STAGE_PROJ);
+	xpu_add_instr(b, XPU_OP_CONST_F8, rf8, 0, 0, 0, xpu_add_const(b, &f8, 8));
+	xpu_add_instr(b, XPU_OP_CONST_F4, rf4, 0, 0, 0, xpu_add_const(b, f4, 8));
+	xpu_add_instr(b, XPU_OP_CONST_NUM, rnum, 0, 0, 0, xpu_add_const(b, &num, 16));
+	xpu_add_instr(b, XPU_OP_CONST_TEXT, rtxt, 0, 0, 0, xpu_add_const_text(b, "h\xc3\xa9", 3));
+	xpu_add_instr(b, XPU_OP_CONST_BOOL, rb, 0, 0, 0, 1);
+	xpu_add_instr(b, XPU_OP_CONST_BOOL, rf, 0, 0, 0, 0);
+	xpu_add_instr(b, XPU_OP_CONST_NULL, rnull, 0, 0, 0, 0);
+	xpu_add_instr(b, XPU_OP_CONST_INT, ri, 0, 0, 0, xpu_add_const(b, &big, 8));
+	xpu_add_instr(b, XPU_OP_MOVE, rmove, ri, 0, 0, 0);
+	xpu_add_instr(b, XPU_OP_NULLIF, rnf, ri, rf, 0, 0);
+	xpu_add_instr(b, XPU_OP_NULLIF, rnt, ri, rb, 0, 0);
+	xpu_add_output(b, rf8);
+	xpu_add_output(b, rf4);
+	xpu_add_output(b, rnum);
+	xpu_add_output(b, rtxt);
+	xpu_add_output(b, rb);
+	xpu_add_output(b, rnull);
+	xpu_add_output(b, rmove);
+	xpu_add_output(b, rnf);
+	xpu_add_output(b, rnt);
+	p = xpu_builder_finish(b, errbuf, sizeof(errbuf));
+	xpu_builder_free(b);
+	if (!tap_ok(p != NULL, "a program of constants builds (%s)", p ? "" : errbuf))
+		return;
+	trun_exec(&r, p, NULL, 0, 1);
+	for (f = 0; f < 2; f++)
+	{
+		const XpuValue *v = r.res[f].values;
+		const uint8_t *n = r.res[f].nulls;
+
+		ok = r.err[f].code == 0 && !n[0] && v[0].f8 == -2.75 && !n[1] && v[1].f4 == 0.1f &&
+			!n[2] && v[2].n == -12345 && !n[3] && v[3].t.len == 3 &&
+			memcmp(v[3].t.p, "h\xc3\xa9", 3) == 0 && !n[4] && v[4].i == 1 && n[5] &&
+			!n[6] && v[6].i == INT64_MIN && !n[7] && v[7].i == INT64_MIN && n[8];
+		tap_ok(ok, "%s: constants, MOVE, NULLIF(x, false) = x and NULLIF(x, true) IS NULL",
+			   f ? "per tile" : "per row");
+	}
+	xpu_program_disassemble(p, buf, sizeof(buf));
+	tap_ok(strstr(buf, "r2 = -123.45  [CONST_NUM]") && strstr(buf, "r3 = 'h\xc3\xa9'") &&
+		   strstr(buf, "r0 = -2.75") && strstr(buf, "registers: r0 float8 r1 float4 r2 numeric(2)"),
+		   "constants disassemble readably");
+	trun_free(&r);
+	free(p);
+}
+
 int
 main(void)
 {
@@ -669,6 +742,7 @@ main(void)
 	test_three_valued_logic();
 	test_forms_agree();
 	test_loads();
+	test_constants();
 	test_disassemble();
 	return tap_done();
 }
