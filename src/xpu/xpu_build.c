@@ -543,6 +543,7 @@ col_type_ok(const XpuColumn *c, const XpuReg *r)
 		case XPU_COL_DECIMAL128:
 			return r->type == XPU_T_NUMERIC && r->scale == c->scale;
 		case XPU_COL_UTF8: return r->type == XPU_T_TEXT;
+		case XPU_COL_INTERVAL_MDN: return r->type == XPU_T_INTERVAL;
 		default: return 0;
 	}
 }

@@ -12,8 +12,7 @@
  * does (an infinite input gives +-Infinity for year and epoch, NULL for the
  * other fields); date_trunc() works on timestamp without time zone.
  * timestamptz fields and date_trunc need a time zone: not implemented, so
- * codegen must keep them in PostgreSQL.  interval values are carried but
- * no opcode computes with them yet.
+ * codegen must keep them in PostgreSQL.  Interval opcodes: xpu_interval.h.
  *
  *-------------------------------------------------------------------------
  */

@@ -38,6 +38,7 @@
 #include "xpu_numeric.h"
 #include "xpu_text.h"
 #include "xpu_date.h"
+#include "xpu_interval.h"
 #include "xpu_load.h"
 
 /* does a strict opcode with nargs arguments see a NULL */

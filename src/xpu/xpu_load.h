@@ -8,7 +8,7 @@
  * LOAD_COL converts Arrow's physical values to PostgreSQL's: dates and
  * timestamps move from the 1970 epoch to 2000, timestamps of any unit
  * become microseconds; decimal128 keeps its scale (the register's).  A
- * value that PostgreSQL cannot hold exactly (a timestamp with nanoseconds,
+ * value that PostgreSQL cannot hold exactly (a timestamp or interval with nanoseconds,
  * a date or timestamp out of PostgreSQL's range, a decimal beyond 38
  * digits) is a FALLBACK: PostgreSQL's own Arrow reader decides for it.
  *
@@ -106,6 +106,22 @@ xpu_load_value(XpuCtx *s, const XpuColumn *col, const XpuColumnData *cd, int64_t
 				s->d->t.p = cd->data + off[i];
 				s->d->t.len = off[i + 1] - off[i];
 				*s->dn = 0;
+				break;
+			}
+		case XPU_COL_INTERVAL_MDN:
+			{
+				const char *p = (const char *) v + 16 * i;
+				int64_t		ns = *(const int64_t *) (p + 8);
+
+				if (ns % 1000 != 0)
+					XPU_LOAD_FALLBACK(s);
+				else
+				{
+					s->d->iv.months = *(const int32_t *) p;
+					s->d->iv.days = *(const int32_t *) (p + 4);
+					s->d->iv.us = ns / 1000;
+					*s->dn = 0;
+				}
 				break;
 			}
 		default:

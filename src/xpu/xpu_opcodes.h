@@ -132,7 +132,17 @@
 	X(DATE_TO_TS,  VAL, 1, TIMESTAMP, DATE, NONE, NONE, "$d = $a::timestamp") \
 	X(TS_TO_DATE,  VAL, 1, DATE, TIMESTAMP, NONE, NONE, "$d = $a::date") \
 	X(DATE_PART_TS, VAL, 1, FLOAT8, TIMESTAMP, NONE, NONE, "$d = date_part($k, $a)") \
-	X(DATE_TRUNC_TS, VAL, 1, TIMESTAMP, TIMESTAMP, NONE, NONE, "$d = date_trunc($k, $a)")
+	X(DATE_TRUNC_TS, VAL, 1, TIMESTAMP, TIMESTAMP, NONE, NONE, "$d = date_trunc($k, $a)") \
+	/* interval */ \
+	X(EQ_IV, VAL, 2, BOOL, INTERVAL, INTERVAL, NONE, "$d = $a = $b") \
+	X(NE_IV, VAL, 2, BOOL, INTERVAL, INTERVAL, NONE, "$d = $a <> $b") \
+	X(LT_IV, VAL, 2, BOOL, INTERVAL, INTERVAL, NONE, "$d = $a < $b") \
+	X(LE_IV, VAL, 2, BOOL, INTERVAL, INTERVAL, NONE, "$d = $a <= $b") \
+	X(GT_IV, VAL, 2, BOOL, INTERVAL, INTERVAL, NONE, "$d = $a > $b") \
+	X(GE_IV, VAL, 2, BOOL, INTERVAL, INTERVAL, NONE, "$d = $a >= $b") \
+	X(TS_PL_IV, VAL, 2, TIMESTAMP, TIMESTAMP, INTERVAL, NONE, "$d = $a + $b") \
+	X(TS_MI_IV, VAL, 2, TIMESTAMP, TIMESTAMP, INTERVAL, NONE, "$d = $a - $b") \
+	X(TS_MI_TS, VAL, 2, INTERVAL, TIMESTAMP, TIMESTAMP, NONE, "$d = $a - $b")
 
 /* arithmetic of one integer width W (I2, I4, I8) on type T */
 #define XPU_INT_OPS(X, W, T, NAME) \

@@ -16,7 +16,7 @@
  *	numeric						v.n: int128 scaled by 10^scale, where scale is
  *								the register's (XpuReg.scale)
  *	text						v.t: pointer + byte length (not terminated)
- *	interval					v.iv (only carried; no opcode reads it yet)
+ *	interval					v.iv: months, days, microseconds
  *
  *-------------------------------------------------------------------------
  */

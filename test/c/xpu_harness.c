@@ -11,7 +11,8 @@
  *		end
  * Values: N is NULL; bool t/f; integers and floats in C syntax (nan, inf);
  * numeric as a decimal string; text as x + hex bytes; date as days and
- * timestamp as microseconds since 2000-01-01, or inf / -inf.
+ * timestamp as microseconds since 2000-01-01, or inf / -inf; interval as
+ * MONTHS:DAYS:MICROSECONDS.
  *
  * Output per row: "ok VALUE", "null", "error SQLSTATE" or "fallback"
  * (VALUE printed as the input), then per case "agree" when the per-row
@@ -106,6 +107,15 @@ parse_value(const char *s, XpuType t, int scale, TVal *v, int *inf)
 		case XPU_T_FLOAT4:
 		case XPU_T_FLOAT8: v->f = t == XPU_T_FLOAT4 ? strtof(s, NULL) : strtod(s, NULL); break;
 		case XPU_T_NUMERIC: v->n = parse_numeric(s, scale); break;
+		case XPU_T_INTERVAL:
+			{
+				long long	us;
+
+				if (sscanf(s, "%d:%d:%lld", &v->iv.months, &v->iv.days, &us) != 3)
+					exit(2);
+				v->iv.us = us;
+				break;
+			}
 		case XPU_T_TEXT:
 			{
 				size_t		n = strlen(s + 1) / 2, i;
@@ -152,6 +162,9 @@ print_value(XpuType t, int scale, const XpuValue *v)
 			for (i = 0; i < v->t.len; i++)
 				printf("%02x", (unsigned char) v->t.p[i]);
 			printf("\n");
+			break;
+		case XPU_T_INTERVAL:
+			printf("ok %d:%d:%lld\n", v->iv.months, v->iv.days, (long long) v->iv.us);
 			break;
 		case XPU_T_DATE:
 		case XPU_T_TIMESTAMP:

@@ -25,6 +25,7 @@ typedef struct TVal
 	__int128	n;
 	const char *s;				/* text */
 	int32_t		len;
+	XpuInterval iv;				/* interval */
 } TVal;
 
 /* an Arrow column built from nrows test values of one type */
@@ -52,6 +53,7 @@ tcol_kind(XpuType t)
 		case XPU_T_NUMERIC: return XPU_COL_DECIMAL128;
 		case XPU_T_DATE: return XPU_COL_DATE32;
 		case XPU_T_TIMESTAMP: return XPU_COL_TIMESTAMP_US;
+		case XPU_T_INTERVAL: return XPU_COL_INTERVAL_MDN;
 		default: return XPU_COL_UTF8;
 	}
 }
@@ -90,6 +92,16 @@ tcol_build(TCol *col, XpuType t, int scale, const TVal *vals, int64_t n)
 			case XPU_T_FLOAT4: ((float *) col->values)[i] = (float) v->f; break;
 			case XPU_T_FLOAT8: ((double *) col->values)[i] = v->f; break;
 			case XPU_T_NUMERIC: memcpy((char *) col->values + 16 * i, &v->n, 16); break;
+			case XPU_T_INTERVAL:
+				{
+					char	   *p = (char *) col->values + 16 * i;
+					int64_t		ns = v->iv.us * 1000;
+
+					memcpy(p, &v->iv.months, 4);
+					memcpy(p + 4, &v->iv.days, 4);
+					memcpy(p + 8, &ns, 8);
+					break;
+				}
 			case XPU_T_DATE:
 				((int32_t *) col->values)[i] =
 					(int32_t) (uint32_t) ((uint64_t) v->i + XPU_UNIX_EPOCH_DAYS);
@@ -189,6 +201,9 @@ tval_same(XpuType t, const XpuValue *a, const XpuValue *b)
 		case XPU_T_NUMERIC: return a->n == b->n;
 		case XPU_T_TEXT:
 			return a->t.len == b->t.len && memcmp(a->t.p, b->t.p, (size_t) a->t.len) == 0;
+		case XPU_T_INTERVAL:
+			return a->iv.months == b->iv.months && a->iv.days == b->iv.days &&
+				a->iv.us == b->iv.us;
 		default: return a->i == b->i;
 	}
 }

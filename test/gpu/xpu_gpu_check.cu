@@ -63,7 +63,7 @@ rand_val(TVal *v, XpuType t, int use_edges)
 
 	memset(v, 0, sizeof(*v));
 	v->null = (k == 0);
-	if (!use_edges && t != XPU_T_TEXT && t != XPU_T_BOOL)
+	if (!use_edges && t != XPU_T_TEXT && t != XPU_T_BOOL && t != XPU_T_INTERVAL)
 	{
 		v->i = rand() % 2001 - 1000;
 		v->f = v->i / 7.0;
@@ -81,6 +81,11 @@ rand_val(TVal *v, XpuType t, int use_edges)
 		case XPU_T_NUMERIC: v->n = (__int128) (rand() - RAND_MAX / 2) * (k < 4 ? (__int128) 1000000000000000000LL * 100000000000000000LL : 1); break;
 		case XPU_T_DATE: v->i = k < 4 ? XPU_DATE_MIN + rand() % 3 : rand() % 2000000 - 1000000; break;
 		case XPU_T_TIMESTAMP: v->i = (int64_t) (rand() - RAND_MAX / 2) * 1000003LL * (k < 4 ? 99991 : 1); break;
+		case XPU_T_INTERVAL:
+			v->iv.months = k < 4 ? INT32_MAX - rand() % 3 : rand() % 2001 - 1000;
+			v->iv.days = rand() % 20001 - 10000;
+			v->iv.us = (int64_t) (rand() - RAND_MAX / 2) * 1000;
+			break;
 		default: v->s = texts[rand() % 7]; v->len = (int32_t) strlen(v->s); break;
 	}
 }

@@ -90,6 +90,16 @@ def ts_values(rnd):
             "inf", "-inf", None] + [rnd.randint(-10**17, 10**17) for _ in range(6)]
 
 
+def interval_values(rnd):
+    day = 86400000000
+    v = [(0, 0, 0), (1, 0, 0), (0, 30, 0), (0, 0, 30 * day), (-1, 0, 0), (0, -1, 1),
+         (0, 1, -1), (12, 0, 0), (0, 0, 1), (1, -30, 0), (-24000, 5, -3), (2**31 - 1, 0, 0),
+         (-2**31, 0, 0), (0, 2**31 - 1, 0), (0, 0, 2**63 // 1000 - 1), None]
+    v += [(rnd.randint(-500, 500), rnd.randint(-1000, 1000), rnd.randint(-10**12, 10**12))
+          for _ in range(6)]
+    return v
+
+
 def values_of(t, rnd):
     kind, _, scale = t.partition(":")
     return {
@@ -103,6 +113,7 @@ def values_of(t, rnd):
         "text": lambda: text_values(rnd),
         "date": lambda: date_values(rnd),
         "timestamp": lambda: ts_values(rnd),
+        "interval": lambda: interval_values(rnd),
     }[kind]()
 
 
@@ -121,6 +132,8 @@ def harness_value(t, v):
         return str(v)
     if kind == "text":
         return "x" + v.encode().hex()
+    if kind == "interval":
+        return "%d:%d:%d" % v
     return str(v)
 
 
@@ -141,6 +154,9 @@ def sql_value(t, v):
         return "'%s'::numeric(38,%s)" % (v, scale or 0)
     if kind == "text":
         return "convert_from('\\x%s'::bytea, 'UTF8')" % v.encode().hex()
+    if kind == "interval":
+        return ("(make_interval(months => %d, days => %d) + %d * interval '1 microsecond')"
+                % v)
     if v in ("inf", "-inf"):
         return "'%sinfinity'::%s" % ("-" if v == "-inf" else "", kind)
     if kind == "date":
@@ -159,8 +175,15 @@ def sql_result(rt, e):
         return ("SELECT CASE WHEN isfinite(v) THEN (v - date '2000-01-01')::text "
                 "ELSE v::text END FROM (SELECT %s AS v) s" % e)
     if kind == "timestamp":
-        return ("SELECT CASE WHEN isfinite(v) THEN ((extract(epoch from v) - 946684800) "
-                "* 1000000)::bigint::text ELSE v::text END FROM (SELECT %s AS v) s" % e)
+        # days and time of day apart: extract(epoch) rounds near the top of the range
+        return ("SELECT CASE WHEN isfinite(v) THEN ((v::date - date '2000-01-01')::numeric "
+                "* 86400000000 + extract(epoch from v::time) * 1000000)::bigint::text "
+                "ELSE v::text END FROM (SELECT %s AS v) s" % e)
+    if kind == "interval":
+        # only timestamp - timestamp yields intervals here: no months
+        return ("SELECT (extract(year from v) * 12 + extract(month from v))::bigint || ':' || "
+                "extract(day from v)::bigint || ':' || ((extract(epoch from v) - 86400 * "
+                "extract(day from v)) * 1000000)::bigint FROM (SELECT %s AS v) s" % e)
     return "SELECT (%s)::text" % e
 
 
@@ -243,6 +266,12 @@ def op_cases():
     c.append(("DATE_PL_INT", "date", ["date", "int4"], "{0} + {1}", None))
     c.append(("DATE_MI_INT", "date", ["date", "int4"], "{0} - {1}", None))
     c.append(("DATE_MI_DATE", "int4", ["date", "date"], "{0} - {1}", None))
+    for op, f in (("EQ", "="), ("NE", "<>"), ("LT", "<"), ("LE", "<="), ("GT", ">"),
+                  ("GE", ">=")):
+        c.append((op + "_IV", "bool", ["interval", "interval"], "{0} %s {1}" % f, None))
+    c.append(("TS_PL_IV", "timestamp", ["timestamp", "interval"], "{0} + {1}", None))
+    c.append(("TS_MI_IV", "timestamp", ["timestamp", "interval"], "{0} - {1}", None))
+    c.append(("TS_MI_TS", "interval", ["timestamp", "timestamp"], "{0} - {1}", None))
     for i, f in enumerate(FIELDS):
         if f != "week":
             c.append(("DATE_PART_TS", "float8", ["timestamp"], "date_part('%s', {0})" % f,
