@@ -61,6 +61,20 @@ $(ARROW_LIB): $(ARROW_OBJS)
 	rm -f $@
 	$(AR) rcs $@ $^
 
+# The xPU program builder/validator/disassembler and the CPU interpreter (src/xpu,
+# plain C): a static archive, built with the extension's flags, for the backend
+# to link once codegen uses it.
+XPU_LIB      = src/xpu/libwarpxpu.a
+XPU_C_OBJS   = src/xpu/xpu_build.o src/xpu/xpu_cpu.o
+EXTRA_CLEAN += $(XPU_LIB) $(XPU_C_OBJS) $(XPU_C_OBJS:.o=.d)
+-include $(XPU_C_OBJS:.o=.d)
+
+$(shlib): $(XPU_LIB)
+
+$(XPU_LIB): $(XPU_C_OBJS)
+	rm -f $@
+	$(AR) rcs $@ $^
+
 $(EXPORTS): sql/$(EXTENSION).sql
 	{ echo '{ global: Pg_magic_func; _PG_init; pg_warp_supervisor_main;'; \
 	  sed -n "s/.*'MODULE_PATHNAME', *'\([A-Za-z0-9_]*\)'.*/  \1; pg_finfo_\1;/p" $<; \

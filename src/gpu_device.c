@@ -379,8 +379,25 @@ pg_warp_report_xpu_error(const XpuError *err)
 			break;
 		case XPU_ERR_INTERNAL:
 		case XPU_ERR_INVALID_ARGUMENT:
+		case XPU_ERR_BAD_PROGRAM:
 			/* bugs in pg_warp, not in the query */
 			sqlstate = ERRCODE_INTERNAL_ERROR;
+			break;
+		case XPU_ERR_FALLBACK:
+			/* the caller re-evaluates the rows in PostgreSQL: never reported */
+			sqlstate = ERRCODE_INTERNAL_ERROR;
+			break;
+		case XPU_ERR_OUT_OF_RANGE:
+			sqlstate = ERRCODE_NUMERIC_VALUE_OUT_OF_RANGE;
+			break;
+		case XPU_ERR_DIVISION_BY_ZERO:
+			sqlstate = ERRCODE_DIVISION_BY_ZERO;
+			break;
+		case XPU_ERR_DATETIME_OUT_OF_RANGE:
+			sqlstate = ERRCODE_DATETIME_VALUE_OUT_OF_RANGE;
+			break;
+		case XPU_ERR_SUBSTRING:
+			sqlstate = ERRCODE_SUBSTRING_ERROR;
 			break;
 	}
 	/* the buffers came from the device: do not trust their terminators */

@@ -36,15 +36,25 @@
 #define XPU_HOST_DEVICE		static inline
 #endif
 
+/* XPU_UNUSED: a parameter or variable that one of the compilations ignores */
+#define XPU_UNUSED(x)		((void) (x))
+
 /*
  * Error codes that device code reports.  The host turns each into a
- * SQLSTATE (gpu_device.c); a new code needs a case there.
+ * SQLSTATE (gpu_device.c, codegen.c); a new code needs a case there.  The
+ * SQLSTATE each code maps to is given beside it.
  */
 typedef enum XpuErrorCode
 {
 	XPU_OK = 0,
-	XPU_ERR_INTERNAL = 1,		/* a bug: cannot-happen state in device code */
-	XPU_ERR_INVALID_ARGUMENT = 2	/* the host passed a kernel bad arguments */
+	XPU_ERR_INTERNAL = 1,		/* XX000: a bug, cannot-happen state in device code */
+	XPU_ERR_INVALID_ARGUMENT = 2,	/* XX000: the host passed a kernel bad arguments */
+	XPU_ERR_OUT_OF_RANGE = 3,	/* 22003 numeric_value_out_of_range */
+	XPU_ERR_DIVISION_BY_ZERO = 4,	/* 22012 division_by_zero */
+	XPU_ERR_DATETIME_OUT_OF_RANGE = 5,	/* 22008 datetime_field_overflow */
+	XPU_ERR_SUBSTRING = 6,		/* 22011 substring_error */
+	XPU_ERR_BAD_PROGRAM = 7,	/* XX000: the validator refused a program */
+	XPU_ERR_FALLBACK = 8		/* not an error: re-evaluate the rows in PostgreSQL */
 } XpuErrorCode;
 
 #define XPU_ERROR_FILE_LEN		64

@@ -1,0 +1,126 @@
+/*-------------------------------------------------------------------------
+ *
+ * xpu_cpu.c
+ *		The CPU engine's entry points over one chunk: the vectorised run
+ *		(tiles of XPU_TILE rows, xpu_tile_run) and the per-row run of the
+ *		GPU's form compiled for the host (xpu_row_eval), which tests
+ *		compare with each other.  Plain C (or C++), no PostgreSQL headers:
+ *		the backend and the service link it alike.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include <string.h>
+
+#include "xpu_interp.h"
+
+/* the workspace's parts, each 16-byte aligned */
+static size_t
+align16(size_t n)
+{
+	return (n + 15) & ~(size_t) 15;
+}
+
+/*
+ * xpu_cpu_workspace_size: bytes of workspace that xpu_cpu_exec needs for
+ * prog (16-byte aligned memory, e.g. from malloc); one workspace serves one
+ * thread at a time.
+ */
+size_t
+xpu_cpu_workspace_size(const XpuProgram *prog)
+{
+	size_t		nregs = prog->n_regs ? prog->n_regs : 1;
+
+	return align16(nregs * XPU_TILE * sizeof(XpuValue)) +
+		align16(nregs * XPU_TILE) + align16(XPU_TILE) +
+		align16((size_t) XPU_MAX_MASK_DEPTH * XPU_TILE);
+}
+
+/* one tile: LOAD + QUAL for all rows, PROJ for the passing ones, outputs */
+static void
+cpu_tile(const XpuProgram *prog, const XpuChunk *chunk, int64_t row0, int n,
+		 XpuTile *t, XpuResult *res, XpuError *err)
+{
+	const uint16_t *st = prog->stage_start;
+	const uint8_t *outs = XPU_OUTS(prog);
+	int			has_qual = st[XPU_STAGE_QUAL] != st[XPU_STAGE_JOIN];
+	int			i, k;
+
+	memset(t->n, 1, (size_t) prog->n_regs * XPU_TILE);
+	memset(t->act, 1, XPU_TILE);
+	xpu_tile_run(prog, st[XPU_STAGE_LOAD], st[XPU_STAGE_JOIN], chunk->cols, row0,
+				 n, t, err);
+	for (i = 0; i < n; i++)
+	{
+		t->act[i] = !has_qual || XPU_TRUE(&t->v[i], t->n[i]);
+		res->mask[row0 + i] = t->act[i];
+	}
+	xpu_tile_run(prog, st[XPU_STAGE_PROJ], st[XPU_N_STAGES], chunk->cols, row0,
+				 n, t, err);
+	for (k = 0; k < prog->n_outs; k++)
+	{
+		for (i = 0; i < n; i++)
+		{
+			int64_t		o = k * res->nrows + row0 + i;
+
+			res->values[o] = t->v[outs[k] * XPU_TILE + i];
+			res->nulls[o] = t->act[i] ? t->n[outs[k] * XPU_TILE + i] : 1;
+		}
+	}
+}
+
+/*
+ * xpu_cpu_exec: run prog over every row of chunk, vectorised, into res
+ * (res->nrows == chunk->nrows).  Stops after the tile in which the first
+ * error is recorded; returns err->code.
+ */
+int
+xpu_cpu_exec(const XpuProgram *prog, const XpuChunk *chunk, XpuResult *res,
+			 void *workspace, XpuError *err)
+{
+	char	   *w = (char *) workspace;
+	size_t		nregs = prog->n_regs ? prog->n_regs : 1;
+	XpuTile		t;
+	int64_t		row0;
+
+	if (!xpu_chunk_check(prog, chunk) || res->nrows != chunk->nrows)
+	{
+		XPU_ERROR(err, XPU_ERR_INVALID_ARGUMENT, "chunk does not match the program");
+		return err->code;
+	}
+	t.v = (XpuValue *) w;
+	w += align16(nregs * XPU_TILE * sizeof(XpuValue));
+	t.n = (uint8_t *) w;
+	w += align16(nregs * XPU_TILE);
+	t.act = (uint8_t *) w;
+	w += align16(XPU_TILE);
+	t.stack = (uint8_t *) w;
+	for (row0 = 0; row0 < chunk->nrows && err->code == XPU_OK; row0 += XPU_TILE)
+	{
+		int64_t		n = chunk->nrows - row0;
+
+		cpu_tile(prog, chunk, row0, (int) (n < XPU_TILE ? n : XPU_TILE), &t, res, err);
+	}
+	return err->code;
+}
+
+/*
+ * xpu_row_exec: the same run through the per-row form (the GPU kernel's
+ * loop body), one row after the other; returns err->code.
+ */
+int
+xpu_row_exec(const XpuProgram *prog, const XpuChunk *chunk, XpuResult *res,
+			 XpuError *err)
+{
+	XpuValue	regs[XPU_MAX_REGS];
+	uint8_t		nulls[XPU_MAX_REGS];
+	int64_t		row;
+
+	if (!xpu_chunk_check(prog, chunk) || res->nrows != chunk->nrows)
+	{
+		XPU_ERROR(err, XPU_ERR_INVALID_ARGUMENT, "chunk does not match the program");
+		return err->code;
+	}
+	for (row = 0; row < chunk->nrows && err->code == XPU_OK; row++)
+		xpu_row_eval(prog, chunk, row, regs, nulls, res, err);
+	return err->code;
+}

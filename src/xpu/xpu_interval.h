@@ -1,0 +1,153 @@
+/*-------------------------------------------------------------------------
+ *
+ * xpu_interval.h
+ *		Opcode bodies of interval (xpu_step.h states the contract): the
+ *		comparisons, timestamp +/- interval and timestamp - timestamp, for
+ *		timestamp without time zone.
+ *
+ * Semantics are PostgreSQL 15's (timestamp.c): intervals compare by
+ * months * 30 days + days, in microseconds, as int128 (so '1 mon' equals
+ * '30 days'); timestamp + interval adds the months first (clamping the day
+ * to the month's length), then the days, then the microseconds, and raises
+ * 22008 "timestamp out of range"; an infinite timestamp stays as it is.
+ * timestamp - timestamp gives microseconds justified into days
+ * (interval_justify_hours) and raises 22008 "cannot subtract infinite
+ * timestamps"; like PostgreSQL 15 it does not check the int64 difference
+ * (it wraps where PostgreSQL's does).
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef XPU_INTERVAL_H
+#define XPU_INTERVAL_H
+
+#include "xpu_date.h"
+
+/* the comparable span of an interval in microseconds */
+XPU_HOST_DEVICE __int128
+xpu_iv_span(const XpuInterval *iv)
+{
+	int64_t		days = (int64_t) iv->months * 30 + iv->days;
+
+	return (__int128) iv->us + (__int128) days * XPU_USECS_PER_DAY;
+}
+
+#define XPU_IV_CMP(NAME, OP) \
+XPU_STEP(NAME) \
+{ \
+	__int128	a = xpu_iv_span(&s->a->iv), b = xpu_iv_span(&s->b->iv); \
+	XPU_SET_I(s, a OP b); \
+}
+XPU_IV_CMP(EQ_IV, ==)
+XPU_IV_CMP(NE_IV, !=)
+XPU_IV_CMP(LT_IV, <)
+XPU_IV_CMP(LE_IV, <=)
+XPU_IV_CMP(GT_IV, >)
+XPU_IV_CMP(GE_IV, >=)
+
+XPU_HOST_DEVICE int
+xpu_is_leap(int64_t y)
+{
+	return (y % 4 == 0 && y % 100 != 0) || y % 400 == 0;
+}
+
+XPU_HOST_DEVICE int
+xpu_month_days(int64_t y, int m)
+{
+	static const int8_t mdays[12] = {31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
+
+	return m == 2 && xpu_is_leap(y) ? 29 : mdays[m - 1];
+}
+
+/* *r = the timestamp of day d at time of day tod, if valid (no overflow) */
+XPU_HOST_DEVICE int
+xpu_day_ts(int64_t d, int64_t tod, int64_t *r)
+{
+	if (d < XPU_DATE_MIN || d > XPU_TIMESTAMP_END / XPU_USECS_PER_DAY)
+		return 0;
+	*r = d * XPU_USECS_PER_DAY + tod;
+	return xpu_timestamp_valid(*r);
+}
+
+/*
+ * t + (months, days, us), t finite; returns 1 when the result (or a step
+ * of the way, as in PostgreSQL) leaves the valid range.
+ */
+XPU_HOST_DEVICE int
+xpu_ts_add_iv(int64_t t, int64_t months, int64_t days, int64_t us, int64_t *r)
+{
+	int64_t		d = xpu_floor_div(t, XPU_USECS_PER_DAY);
+	int64_t		tod = t - d * XPU_USECS_PER_DAY;
+	int64_t		y;
+	int			m, md;
+
+	if (months != 0)
+	{
+		int64_t		mm;
+
+		xpu_ymd_from_days(d, &y, &m, &md);
+		mm = y * 12 + (m - 1) + months;
+		y = xpu_floor_div(mm, 12);
+		m = (int) (mm - y * 12) + 1;
+		if (md > xpu_month_days(y, m))
+			md = xpu_month_days(y, m);
+		d = xpu_days_from_ymd(y, m, md);
+		if (!xpu_day_ts(d, tod, &t))
+			return 1;
+	}
+	d += days;
+	if (!xpu_day_ts(d, tod, &t))
+		return 1;
+	t = (int64_t) ((uint64_t) t + (uint64_t) us);
+	if (!xpu_timestamp_valid(t))
+		return 1;
+	*r = t;
+	return 0;
+}
+
+XPU_HOST_DEVICE void
+xpu_ts_iv(XpuCtx *s, int sign)
+{
+	const XpuInterval *iv = &s->b->iv;
+	int64_t		r;
+
+	if (!xpu_ts_finite(s->a->i))
+		XPU_SET_I(s, s->a->i);
+	else if (xpu_ts_add_iv(s->a->i, sign * (int64_t) iv->months, sign * (int64_t) iv->days,
+						   sign > 0 ? iv->us : (int64_t) (0 - (uint64_t) iv->us), &r))
+		XPU_DATE_ERROR(s, "timestamp out of range");
+	else
+		XPU_SET_I(s, r);
+}
+
+XPU_STEP(TS_PL_IV) { xpu_ts_iv(s, 1); }
+XPU_STEP(TS_MI_IV) { xpu_ts_iv(s, -1); }
+
+XPU_STEP(TS_MI_TS)
+{
+	int64_t		us, days;
+
+	if (!xpu_ts_finite(s->a->i) || !xpu_ts_finite(s->b->i))
+	{
+		XPU_DATE_ERROR(s, "cannot subtract infinite timestamps");
+		return;
+	}
+	us = (int64_t) ((uint64_t) s->a->i - (uint64_t) s->b->i);
+	days = us / XPU_USECS_PER_DAY;
+	us -= days * XPU_USECS_PER_DAY;
+	if (days > 0 && us < 0)
+	{
+		us += XPU_USECS_PER_DAY;
+		days--;
+	}
+	else if (days < 0 && us > 0)
+	{
+		us -= XPU_USECS_PER_DAY;
+		days++;
+	}
+	s->d->iv.months = 0;
+	s->d->iv.days = (int32_t) days;
+	s->d->iv.us = us;
+	*s->dn = 0;
+}
+
+#endif							/* XPU_INTERVAL_H */

@@ -1,0 +1,222 @@
+/*-------------------------------------------------------------------------
+ *
+ * xpu_program.h
+ *		The xPU program: position-independent plain data that the host
+ *		builds (xpu_build.c), validates, prints for EXPLAIN VERBOSE, and
+ *		copies as is to the GPU or hands to the CPU engine; and the chunk of
+ *		Arrow columns and the result buffers a program runs over.
+ *
+ * Layout (every offset counts from the start of the XpuProgram; sections
+ * are 16-byte aligned):
+ *
+ *	XpuProgram	header
+ *	XpuInstr	[n_instrs]	16 bytes each, in program order
+ *	XpuReg		[n_regs]	type and numeric scale of each register
+ *	XpuColumn	[n_cols]	the Arrow columns that LOAD_COL reads
+ *	uint8_t		[n_outs]	projected registers, in output column order
+ *	constants	consts_len bytes of 8-byte aligned slots: int64, float8,
+ *				float4 (in the first 4 bytes), int128 numerics (16 bytes),
+ *				text as int32 length + bytes; IN lists as XpuInList
+ *
+ * Stages run in order: LOAD (columns -> registers), QUAL (leaves the WHERE
+ * clause's bool in register 0; an empty QUAL stage passes every row), then
+ * the JOIN/GROUP/AGG stages (reserved for later milestones: must be empty
+ * now) and PROJ, which runs only for rows that passed the qual and computes
+ * the registers that outs[] names.  stage_start[s] is the first instruction
+ * of stage s; stage s ends where stage s + 1 starts (stage_start[XPU_N_STAGES]
+ * == n_instrs).  Masks pushed in a stage are popped in the same stage.
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef XPU_PROGRAM_H
+#define XPU_PROGRAM_H
+
+#include "xpu_types.h"
+#include "xpu_opcodes.h"
+
+#define XPU_PROGRAM_MAGIC		0x55505857	/* "WXPU" */
+#define XPU_PROGRAM_VERSION		1
+#define XPU_MAX_REGS			255
+#define XPU_MAX_MASK_DEPTH		32
+#define XPU_TILE				1024	/* rows per CPU tile */
+
+typedef enum XpuStage
+{
+	XPU_STAGE_LOAD = 0,
+	XPU_STAGE_QUAL,
+	XPU_STAGE_JOIN,
+	XPU_STAGE_GROUP,
+	XPU_STAGE_AGG,
+	XPU_STAGE_PROJ,
+	XPU_N_STAGES
+} XpuStage;
+
+typedef struct XpuProgram
+{
+	uint32_t	magic;
+	uint32_t	version;
+	uint32_t	total_len;		/* bytes of the whole program */
+	uint16_t	n_instrs;
+	uint16_t	n_regs;
+	uint16_t	n_cols;
+	uint16_t	n_outs;
+	uint32_t	instrs_off;
+	uint32_t	regs_off;
+	uint32_t	cols_off;
+	uint32_t	outs_off;
+	uint32_t	consts_off;
+	uint32_t	consts_len;
+	uint16_t	stage_start[XPU_N_STAGES + 1];
+	uint16_t	pad;
+} XpuProgram;
+
+typedef struct XpuInstr
+{
+	uint16_t	op;				/* XpuOpcode */
+	uint8_t		dst;			/* destination register */
+	uint8_t		flags;			/* reserved, 0 */
+	uint16_t	a;				/* argument registers */
+	uint16_t	b;
+	uint16_t	c;
+	uint16_t	pad;
+	int32_t		imm;			/* immediate: see xpu_opcodes.h */
+} XpuInstr;
+
+typedef struct XpuReg
+{
+	uint8_t		type;			/* XpuType */
+	uint8_t		pad;
+	int16_t		scale;			/* numeric registers: digits after the point */
+} XpuReg;
+
+/* Arrow physical layouts that LOAD_COL converts */
+typedef enum XpuColKind
+{
+	XPU_COL_BOOL = 1,			/* bit-packed -> bool */
+	XPU_COL_INT8,				/* int8_t -> int2 */
+	XPU_COL_INT16,				/* -> int2 */
+	XPU_COL_INT32,				/* -> int4 */
+	XPU_COL_INT64,				/* -> int8 */
+	XPU_COL_FLOAT32,			/* -> float4 */
+	XPU_COL_FLOAT64,			/* -> float8 */
+	XPU_COL_DATE32,				/* days since 1970 -> date */
+	XPU_COL_TIMESTAMP_S,		/* int64 since 1970 -> timestamp[tz] */
+	XPU_COL_TIMESTAMP_MS,
+	XPU_COL_TIMESTAMP_US,
+	XPU_COL_TIMESTAMP_NS,		/* exact only at whole microseconds */
+	XPU_COL_DECIMAL128,			/* -> numeric of the column's scale */
+	XPU_COL_UTF8,				/* int32 offsets + bytes -> text */
+	XPU_COL_INTERVAL_MDN,		/* int32 months, int32 days, int64 ns -> interval */
+	XPU_COL_N_KINDS
+} XpuColKind;
+
+typedef struct XpuColumn
+{
+	uint16_t	col_index;		/* index into the chunk's columns */
+	uint8_t		kind;			/* XpuColKind */
+	uint8_t		width;			/* bytes per value (0 for bool and utf8) */
+	int32_t		scale;			/* decimal128: its scale */
+} XpuColumn;
+
+/* an IN list in the constants pool: header, then n sorted or unsorted
+ * 8-byte values (int64 / float8), or for text n int32 offsets (from the
+ * header) of (int32 length, bytes) entries */
+typedef struct XpuInList
+{
+	int32_t		n;
+	uint8_t		sorted;			/* ascending (PostgreSQL's order): binary search */
+	uint8_t		has_null;		/* the list has a NULL: no match gives NULL */
+	uint16_t	pad;
+} XpuInList;
+
+/* one Arrow column of a chunk in memory the interpreter can read */
+typedef struct XpuColumnData
+{
+	const uint8_t *validity;	/* null bitmap (1 = valid) or NULL: no nulls */
+	const void *values;			/* fixed-width values, or utf8 int32 offsets */
+	const char *data;			/* utf8 bytes */
+	int64_t		offset;			/* Arrow array offset, in rows */
+} XpuColumnData;
+
+typedef struct XpuChunk
+{
+	int64_t		nrows;
+	int32_t		ncols;
+	int32_t		pad;
+	const XpuColumnData *cols;	/* [ncols] */
+} XpuChunk;
+
+/*
+ * XpuResult: where a run writes its results, nrows entries per array.
+ * mask[row] is 1 where the row passed the qual; for those rows
+ * values[k * nrows + row] / nulls[k * nrows + row] hold output k.  Text
+ * outputs point into the chunk's or the program's memory.
+ */
+typedef struct XpuResult
+{
+	int64_t		nrows;
+	uint8_t    *mask;
+	XpuValue   *values;
+	uint8_t    *nulls;
+} XpuResult;
+
+/* section accessors */
+#define XPU_INSTRS(prog) \
+	((const XpuInstr *) ((const char *) (prog) + (prog)->instrs_off))
+#define XPU_REGS(prog) \
+	((const XpuReg *) ((const char *) (prog) + (prog)->regs_off))
+#define XPU_COLS(prog) \
+	((const XpuColumn *) ((const char *) (prog) + (prog)->cols_off))
+#define XPU_OUTS(prog) \
+	((const uint8_t *) ((const char *) (prog) + (prog)->outs_off))
+#define XPU_CONSTS(prog) \
+	((const char *) (prog) + (prog)->consts_off)
+
+/* host functions (declared for nvcc too: host code of a .cu may call them) */
+#include <stddef.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* in xpu_build.c: building a program on the host */
+typedef struct XpuBuilder XpuBuilder;
+
+extern XpuBuilder *xpu_builder_create(void);
+extern void xpu_builder_free(XpuBuilder *b);
+extern int	xpu_add_reg(XpuBuilder *b, XpuType type, int scale);
+extern int	xpu_add_column(XpuBuilder *b, int col_index, XpuColKind kind, int scale);
+extern int32_t xpu_add_const(XpuBuilder *b, const void *bytes, size_t len);
+extern int32_t xpu_add_const_text(XpuBuilder *b, const char *s, int32_t len);
+extern int32_t xpu_add_in_list(XpuBuilder *b, const int64_t *vals, int n,
+							   int sorted, int has_null);
+extern int32_t xpu_add_in_text_list(XpuBuilder *b, const char *const *strs,
+									const int32_t *lens, int n, int has_null);
+extern int	xpu_add_instr(XpuBuilder *b, XpuOpcode op, int dst, int a, int bb,
+						  int c, int32_t imm);
+extern void xpu_begin_stage(XpuBuilder *b, XpuStage stage);
+extern int	xpu_add_output(XpuBuilder *b, int reg);
+extern XpuProgram *xpu_builder_finish(XpuBuilder *b, char *errbuf, size_t errlen);
+
+/* in xpu_build.c: checking and printing programs */
+extern int	xpu_program_validate(const XpuProgram *prog, size_t len,
+								 char *errbuf, size_t errlen);
+extern size_t xpu_program_disassemble(const XpuProgram *prog, char *buf, size_t len);
+extern const char *xpu_opcode_name(int op);
+extern const char *xpu_type_name(int type);
+extern int	xpu_opcode_lookup(const char *name);
+extern void xpu_numeric_format(__int128 v, int scale, char *buf);
+
+/* in xpu_cpu.c: the CPU engine's vectorised run and the per-row run on
+ * the host (the GPU's per-row form compiled for the CPU) */
+extern size_t xpu_cpu_workspace_size(const XpuProgram *prog);
+extern int	xpu_cpu_exec(const XpuProgram *prog, const XpuChunk *chunk,
+						 XpuResult *res, void *workspace, XpuError *err);
+extern int	xpu_row_exec(const XpuProgram *prog, const XpuChunk *chunk,
+						 XpuResult *res, XpuError *err);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif							/* XPU_PROGRAM_H */
