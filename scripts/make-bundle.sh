@@ -141,6 +141,18 @@ rm -rf "$stage/test/python/__pycache__"
 rm -f "$stage/test/python/test_ssbgen.py"
 # files written by Polars and DuckDB: GPU hosts without package access lack both (CI runs it)
 rm -f "$stage/test/python/test_modern_writers.py"
+# the xPU interpreter's PostgreSQL-oracle harness (test_xpu_oracle.py) and, with GPU
+# code, its GPU check (run-tests.sh runs it where there is a GPU)
+make -C "$build/test/c" bin/xpu_harness >>"$work/build.log" 2>&1 || die "building test/c/bin/xpu_harness failed"
+mkdir -p "$stage/test/c/bin"
+install -m 755 "$build/test/c/bin/xpu_harness" "$stage/test/c/bin/"
+if [ -f "$build/src/xpu/pg_warp.fatbin" ]; then
+    make -C "$build/test/gpu" bin/xpu_gpu_check \
+        GPU_ARCH="-gencode arch=compute_80,code=sm_80 -gencode arch=compute_90,code=[sm_90,compute_90]" \
+        >>"$work/build.log" 2>&1 || die "building test/gpu/bin/xpu_gpu_check failed"
+    mkdir -p "$stage/test/gpu/bin"
+    install -m 755 "$build/test/gpu/bin/xpu_gpu_check" "$stage/test/gpu/bin/"
+fi
 # test/python starts its own clusters with scripts/cluster.sh
 [ -f "$build/scripts/cluster.sh" ] && install -m 755 "$build/scripts/cluster.sh" "$stage/scripts/"
 

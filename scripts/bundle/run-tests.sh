@@ -181,6 +181,23 @@ else
     note_fail "pgwarp.gpu_selftest()"
 fi
 
+echo "== xPU interpreter: GPU against CPU (test/gpu)"
+if [ "${ngpu_smi:-0}" -gt 0 ] && [ -x "$top/test/gpu/bin/xpu_gpu_check" ]; then
+    "$top/test/gpu/bin/xpu_gpu_check" >"$work/xpu_gpu_check.log" 2>&1
+    rc=$?
+    n_ok=$(grep -c '^ok ' "$work/xpu_gpu_check.log")
+    n_bad=$(grep -c '^not ok ' "$work/xpu_gpu_check.log")
+    grep '^not ok ' "$work/xpu_gpu_check.log"
+    echo "$n_ok ok, $n_bad not ok (exit status $rc)"
+    passed=$((passed + n_ok))
+    for _ in $(seq "$n_bad"); do note_fail "xpu_gpu_check (see $work/xpu_gpu_check.log)"; done
+    if [ "$rc" -ne 0 ] || [ "$n_ok" -eq 0 ]; then note_fail "xpu_gpu_check exited with $rc"; fi
+elif [ "${ngpu_smi:-0}" -gt 0 ]; then
+    note_fail "this bundle has no test/gpu/bin/xpu_gpu_check (built without nvcc?)"
+else
+    echo "skipped: no GPU"
+fi
+
 echo "== pytest (test/python)"
 if [ -d "$top/test/python" ] && python3 -c "import pytest" 2>/dev/null; then
     # shellcheck disable=SC2086

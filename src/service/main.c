@@ -162,13 +162,16 @@ main(int argc, char **argv)
 		return 1;
 	}
 
-	gpu_open(&gpu);
+	/*
+	 * Listen before opening the GPUs: creating CUDA contexts takes a second
+	 * or more, and a backend that connects meanwhile waits in the listen
+	 * queue (bounded by pg_warp.service_timeout) instead of finding no
+	 * socket and failing with "service is not running".
+	 */
 	listen_fd = server_listen();
 	if (listen_fd < 0)
-	{
-		gpu_close(&gpu);
 		return 1;
-	}
+	gpu_open(&gpu);
 	rc = server_run(listen_fd, signal_fd, parent, &gpu);
 	server_unlink_socket();
 	gpu_close(&gpu);

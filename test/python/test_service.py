@@ -563,7 +563,12 @@ def test_out_of_file_descriptors(tmp_path):
                 c.close()
         for c in waiting:
             c.settimeout(10)
-            assert recv_message(c)[0] == MSG_HELLO
+            try:
+                reply = recv_message(c)
+            except socket.timeout:
+                pytest.fail("a waiting client got no HELLO after the others closed; "
+                            "served %s; service log:\n%s" % (served, s.log()))
+            assert reply[0] == MSG_HELLO
         # one warning per pause, not a loop of them
         assert 1 <= s.log().count("waiting for a connection to close") <= len(waiting)
     finally:
