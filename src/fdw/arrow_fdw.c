@@ -10,7 +10,7 @@
  *
  * What a scan reads: only the buffers of the columns that the query
  * references, and only the record batches whose statistics (pg2arrow -S,
- * see arrow_stats.c) do not rule out the WHERE clause.  A parallel scan
+ * see stats.c) do not rule out the WHERE clause.  A parallel scan
  * hands out record batches, across all files, through one atomic counter in
  * dynamic shared memory.
  *
@@ -18,13 +18,13 @@
  * altered (a ProcessUtility hook; needs the library loaded, i.e.
  * shared_preload_libraries) and again whenever a query is planned, so a type
  * that cannot hold a field is an error before any row is read.  Values are
- * converted exactly or not at all (arrow_datum.c).
+ * converted exactly or not at all (datum.c).
  *
  * Files are opened and their metadata read at planning; the plan records
  * each file's identity (device, inode, size, modification time).  Every
  * process of a scan (leader and parallel workers) checks that the file it
  * opens has that identity, and every later reopen of the file checks it
- * again (arrow_pg.c), so a scan reads exactly the files it planned with or
+ * again (file.c), so a scan reads exactly the files it planned with or
  * fails with "file changed during scan": never a mix of two files.  Only
  * regular files are read; a FIFO, socket or device is refused without being
  * opened (it could block the backend).
@@ -80,7 +80,7 @@
 #include "utils/sampling.h"
 #include "utils/varlena.h"
 
-#include "pg_warp.h"
+#include "fdw/arrow_fdw.h"
 
 /* ----------------------------------------------------------------
  * Options
@@ -815,7 +815,7 @@ arrowGetForeignRelSize(PlannerInfo *root, RelOptInfo *baserel,
 	baserel->fdw_private = ps;
 }
 
-/* rows of the scan that pass its restriction clauses (arrow_estimate.c) */
+/* rows of the scan that pass its restriction clauses (estimate.c) */
 static double
 estimate_rows(PlannerInfo *root, RelOptInfo *baserel, const ArrowFdwTable *t)
 {
