@@ -18,11 +18,17 @@ MODULE_big   = pg_warp
 # (src/engine).
 OBJS         = \
 	src/main.o \
+	src/fdw/analyze.o \
 	src/fdw/arrow_fdw.o \
 	src/fdw/datum.o \
 	src/fdw/estimate.o \
 	src/fdw/file.o \
+	src/fdw/import.o \
+	src/fdw/options.o \
+	src/fdw/plan.o \
+	src/fdw/scan.o \
 	src/fdw/stats.o \
+	src/fdw/table.o \
 	src/engine/device.o \
 	src/engine/service_client.o \
 	src/engine/service_supervisor.o

@@ -17,8 +17,10 @@
 
 #include "access/tupdesc.h"
 #include "fmgr.h"
+#include "foreign/fdwapi.h"
 #include "nodes/pg_list.h"
 #include "utils/palloc.h"
+#include "utils/relcache.h"
 
 #include "arrow/arrow.h"
 
@@ -167,5 +169,93 @@ extern double arrow_estimate_rows(struct PlannerInfo *root,
 extern int32 *arrow_sample_batches(const ArrowFile *const *files, int n_files,
 								   int32 total_batches, int targrows,
 								   int32 *n_chosen);
+
+/* in options.c */
+extern Datum arrow_fdw_validator(PG_FUNCTION_ARGS);
+extern List *arrow_fdw_file_list(List *options, int *parallel_workers);
+
+/* in table.c */
+
+/* one file of a table while it is open */
+typedef struct ArrowFdwFile
+{
+	char	   *path;
+	ArrowPgSource *src;
+	ArrowFile  *file;
+} ArrowFdwFile;
+
+/* a table's files, opened, with its columns mapped to fields */
+typedef struct ArrowFdwTable
+{
+	Oid			relid;
+	int			n_files;
+	ArrowFdwFile *files;
+	int			natts;
+	int		   *fields;			/* attno-1 -> top-level field, -1: none */
+	ArrowConv  *convs;			/* attno-1 -> converter */
+	int64		total_rows;
+	int32		total_batches;
+	int32	   *batch_start;	/* file -> its first global batch number */
+} ArrowFdwTable;
+
+extern ArrowFdwTable *arrow_table_open(Relation rel, List *paths);
+extern void arrow_table_open_files(ArrowFdwTable *t, List *paths);
+extern int	arrow_table_find_field(const ArrowSchema *schema, const char *name,
+								   const char *path);
+extern void arrow_table_locate_batch(const ArrowFdwTable *t, int32 g,
+									 int *file, int32 *batch);
+extern int64 arrow_table_batch_bytes(const ArrowFdwFile *f, int32 b,
+									 const bool *want, int n_fields);
+extern int	arrow_table_n_fields(const ArrowFdwTable *t);
+
+/* in plan.c */
+
+/* indexes of ForeignScan.fdw_private (made by plan.c, read by scan.c) */
+enum
+{
+	FdwPrivFiles,				/* List of String: paths */
+	FdwPrivSizes,				/* List of String: int64 size at planning */
+	FdwPrivMtimes,				/* List of String: int64 mtime (ns) */
+	FdwPrivBytes,				/* List of String: planned bytes to read */
+	FdwPrivReferenced,			/* List of Integer: attnos */
+	FdwPrivIdents				/* List of String: "device:inode" at planning */
+};
+
+extern void arrowGetForeignRelSize(PlannerInfo *root, RelOptInfo *baserel,
+								   Oid foreigntableid);
+extern void arrowGetForeignPaths(PlannerInfo *root, RelOptInfo *baserel,
+								 Oid foreigntableid);
+extern ForeignScan *arrowGetForeignPlan(PlannerInfo *root, RelOptInfo *baserel,
+										Oid foreigntableid, ForeignPath *best_path,
+										List *tlist, List *scan_clauses,
+										Plan *outer_plan);
+extern bool arrowIsForeignScanParallelSafe(PlannerInfo *root, RelOptInfo *rel,
+										   RangeTblEntry *rte);
+
+/* in scan.c */
+extern void arrowExplainForeignScan(ForeignScanState *node,
+									struct ExplainState *es);
+extern void arrowBeginForeignScan(ForeignScanState *node, int eflags);
+extern TupleTableSlot *arrowIterateForeignScan(ForeignScanState *node);
+extern void arrowReScanForeignScan(ForeignScanState *node);
+extern void arrowEndForeignScan(ForeignScanState *node);
+extern Size arrowEstimateDSMForeignScan(ForeignScanState *node,
+										ParallelContext *pcxt);
+extern void arrowInitializeDSMForeignScan(ForeignScanState *node,
+										  ParallelContext *pcxt, void *coordinate);
+extern void arrowReInitializeDSMForeignScan(ForeignScanState *node,
+											ParallelContext *pcxt, void *coordinate);
+extern void arrowInitializeWorkerForeignScan(ForeignScanState *node,
+											 shm_toc *toc, void *coordinate);
+extern void arrowShutdownForeignScan(ForeignScanState *node);
+
+/* in analyze.c */
+extern bool arrowAnalyzeForeignTable(Relation relation,
+									 AcquireSampleRowsFunc *func,
+									 BlockNumber *totalpages);
+
+/* in import.c */
+extern List *arrowImportForeignSchema(ImportForeignSchemaStmt *stmt,
+									  Oid serverOid);
 
 #endif							/* PG_WARP_ARROW_FDW_H */
