@@ -6,11 +6,11 @@
  *
  *		pg_warp_service -D DATADIR [--parent-pid PID] [--no-gpu]
  *
- * The supervisor background worker (src/service_supervisor.c) starts it with
- * the cluster's data directory and its own pid.  The service then lives as
- * long as that parent: it asks the kernel for SIGTERM when the parent dies
- * (PR_SET_PDEATHSIG) and checks getppid() as well, which also covers a parent
- * that died before the request was made.  SIGTERM or SIGINT stop it cleanly:
+ * The supervisor background worker (src/engine/service_supervisor.c) starts
+ * it with the cluster's data directory and its own pid.  The service then
+ * lives as long as that parent: it asks the kernel for SIGTERM when the
+ * parent dies (PR_SET_PDEATHSIG) and checks getppid() as well, which also
+ * covers a parent that died before the request was made.  SIGTERM or SIGINT stop it cleanly:
  * the socket is removed and the GPU contexts released.  It writes its log
  * lines to stderr, which the supervisor shares with PostgreSQL's server log.
  *
