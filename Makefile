@@ -55,9 +55,15 @@ ARROW_OBJS   = $(ARROW_SRCS:.c=.o)
 # Everything else (the Arrow library, our helpers) stays local to pg_warp.so.
 EXPORTS      = src/exports.map
 
-# init (CREATE EXTENSION) first, then every other suite in test/sql
-REGRESS      = init $(filter-out init,$(sort $(notdir $(basename $(wildcard test/sql/*.sql)))))
-REGRESS_OPTS = --inputdir=test --outputdir=test --load-extension=plpgsql
+# init (CREATE EXTENSION) first, then every other suite: test/sql/NAME.sql, and
+# test/input/NAME.source + test/output/NAME.source, which regress-prep converts into
+# test/sql and test/expected (@abs_srcdir@: the test directory) after writing the
+# Arrow fixtures into test/data/generated (doc/testing.md).  REGRESS_DIR=DIR runs
+# the suites from a copy of test/ in DIR.
+REGRESS_DIR ?= test
+REGRESS      = init $(filter-out init,$(sort $(notdir $(basename $(wildcard test/sql/*.sql test/input/*.source)))))
+REGRESS_OPTS = --inputdir=$(REGRESS_DIR) --outputdir=$(REGRESS_DIR) --load-extension=plpgsql
+REGRESS_PREP = regress-prep
 
 PG_CONFIG   ?= pg_config
 PG_CPPFLAGS  = -I$(CURDIR)/src -I$(CURDIR)/src/arrow
@@ -83,6 +89,13 @@ include $(PGXS)
 .PHONY: dev
 dev:
 	$(MAKE) ASSERT=1 WERROR=1
+
+.PHONY: regress-prep
+regress-prep:
+	python3 test/data/prepare_regress.py $(REGRESS_DIR)
+EXTRA_CLEAN += $(wildcard test/data/generated test/data/generated.*) \
+               $(patsubst test/input/%.source,test/sql/%.sql,$(wildcard test/input/*.source)) \
+               $(patsubst test/output/%.source,test/expected/%.out,$(wildcard test/output/*.source))
 
 $(ARROW_LIB): $(ARROW_OBJS)
 	rm -f $@

@@ -2,9 +2,10 @@
 
 Runs against the cluster that scripts/test.sh starts (PGHOST, PGPORT, PGUSER in
 the environment, pg_warp installed).  The Arrow files come from
-test/data/make_testdata.py in /tmp/pg_warp_testdata (generated here when
-missing); files this suite writes itself go to a world-readable temporary
-directory, because the server runs as another OS user.
+test/data/make_testdata.py, run by this module into a temporary directory of its
+own; they and the files this suite writes itself go to world-readable temporary
+directories (not pytest's tmp_path, which is private to our OS user), because the
+server runs as another OS user.
 """
 import datetime
 import decimal
@@ -17,7 +18,7 @@ import pyarrow as pa
 import pytest
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-DATA = "/tmp/pg_warp_testdata"
+DATA = None         # the directory of make_testdata.py's files, set by setup()
 
 
 def psql(sql, check=True, db=None):
@@ -47,12 +48,16 @@ def sqlstate(sql):
 
 @pytest.fixture(scope="module", autouse=True)
 def setup():
-    if not os.path.isfile(os.path.join(DATA, "types.arrow")):
-        subprocess.run(["python3", os.path.join(ROOT, "test/data/make_testdata.py"), DATA], check=True)
+    global DATA
+    top = tempfile.mkdtemp(prefix="pg_warp_fdw_data.")
+    os.chmod(top, 0o755)
+    DATA = os.path.join(top, "data")
+    subprocess.run(["python3", os.path.join(ROOT, "test/data/make_testdata.py"), DATA], check=True)
     psql("CREATE EXTENSION IF NOT EXISTS pg_warp")
     psql("DROP SCHEMA IF EXISTS fdwpy CASCADE; CREATE SCHEMA fdwpy")
     yield
     psql("DROP SCHEMA IF EXISTS fdwpy CASCADE")
+    shutil.rmtree(top, ignore_errors=True)
 
 
 @pytest.fixture
