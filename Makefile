@@ -20,7 +20,8 @@ DATA         = $(filter-out $(DATA_built),$(wildcard sql/$(EXTENSION)--*--*.sql)
 # The Arrow library (src/arrow, plain C) is linked as a static archive: only the
 # objects the backend uses (the reader) end up in pg_warp.so.
 ARROW_LIB    = src/arrow/libwarparrow.a
-ARROW_SRCS   = $(sort $(wildcard src/arrow/*.c))
+include src/arrow/sources.mk
+ARROW_SRCS   = $(addprefix src/arrow/,$(ARROW_SOURCES))
 ARROW_OBJS   = $(ARROW_SRCS:.c=.o)
 
 # The library exports only what PostgreSQL looks up: the magic block, _PG_init
