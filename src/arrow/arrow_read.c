@@ -203,6 +203,80 @@ batch_info_free(const ArrowAllocator *alloc, ArrowBatchInfo *info)
 	memset(info, 0, sizeof(ArrowBatchInfo));
 }
 
+/* The BodyCompression table ct of a record batch into info->codec */
+static int
+parse_compression(const FbTable *ct, ArrowBatchInfo *info, const char *what,
+				  ArrowError *err)
+{
+	int8_t		codec;
+	int8_t		method;
+
+	if (fb_get_int8(ct, COMPRESSION_CODEC, 0, &codec, err) != ARROW_OK ||
+		fb_get_int8(ct, COMPRESSION_METHOD, 0, &method, err) != ARROW_OK)
+		return err->code;
+	if (codec != ARROW_CODEC_LZ4_FRAME && codec != ARROW_CODEC_ZSTD)
+		return arrow_set_error(err, ARROW_ERR_UNSUPPORTED, "%s: unsupported compression codec %d", what, codec);
+	if (method != 0)
+		return arrow_set_error(err, ARROW_ERR_UNSUPPORTED, "%s: unsupported body compression method %d",
+							   what, method);
+	info->codec = (ArrowCodec) codec;
+	return ARROW_OK;
+}
+
+/* The n FieldNodes of a record batch into info->nodes, lengths checked */
+static int
+parse_nodes(const ArrowFile *file, const FbVector *nodes, int32_t n,
+			ArrowBatchInfo *info, const char *what, ArrowError *err)
+{
+	if (n > 0)
+	{
+		info->nodes = arrow_calloc(file->alloc, n, sizeof(ArrowNode), err);
+		if (info->nodes == NULL)
+			return ARROW_ERR_NOMEM;
+	}
+	info->n_nodes = n;
+	for (int32_t i = 0; i < n; i++)
+	{
+		const uint8_t *p = fb_vector_elem(nodes, (uint32_t) i);
+		ArrowNode  *node = &info->nodes[i];
+
+		node->length = (int64_t) fb_le64(p);
+		node->null_count = (int64_t) fb_le64(p + 8);
+		if (node->length < 0 || node->null_count < 0 || node->null_count > node->length)
+			return arrow_set_error(err, ARROW_ERR_INVALID, "%s: node %d has length %lld and null count %lld",
+								   what, i, (long long) node->length, (long long) node->null_count);
+	}
+	return ARROW_OK;
+}
+
+/* The n Buffers of a record batch into info->buffers, each inside the body */
+static int
+parse_buffers(const ArrowFile *file, const FbVector *buffers, int32_t n,
+			  ArrowBatchInfo *info, const char *what, ArrowError *err)
+{
+	if (n > 0)
+	{
+		info->buffers = arrow_calloc(file->alloc, n, sizeof(ArrowBufferRef), err);
+		if (info->buffers == NULL)
+			return ARROW_ERR_NOMEM;
+	}
+	info->n_buffers = n;
+	for (int32_t i = 0; i < n; i++)
+	{
+		const uint8_t *p = fb_vector_elem(buffers, (uint32_t) i);
+		ArrowBufferRef *b = &info->buffers[i];
+
+		b->offset = (int64_t) fb_le64(p);
+		b->length = (int64_t) fb_le64(p + 8);
+		if (!range_inside(b->offset, b->length, info->body_length))
+			return arrow_set_error(err, ARROW_ERR_INVALID,
+								   "%s: buffer %d (%lld bytes at %lld) is outside the body (%lld bytes)",
+								   what, i, (long long) b->length, (long long) b->offset,
+								   (long long) info->body_length);
+	}
+	return ARROW_OK;
+}
+
 /*
  * Parses the RecordBatch table rb of message m (a record batch of 'fields',
  * or the data of a dictionary batch with its one value field) into *info,
@@ -250,72 +324,10 @@ parse_batch(const ArrowFile *file, const Message *m, const FbTable *rb,
 						what, nodes.length, buffers.length, want_nodes, want_buffers);
 		goto fail;
 	}
-	if (has_compression)
-	{
-		int8_t		codec;
-		int8_t		method;
-
-		if (fb_get_int8(&ct, COMPRESSION_CODEC, 0, &codec, err) != ARROW_OK ||
-			fb_get_int8(&ct, COMPRESSION_METHOD, 0, &method, err) != ARROW_OK)
-			goto fail;
-		if (codec != ARROW_CODEC_LZ4_FRAME && codec != ARROW_CODEC_ZSTD)
-		{
-			arrow_set_error(err, ARROW_ERR_UNSUPPORTED, "%s: unsupported compression codec %d", what, codec);
-			goto fail;
-		}
-		if (method != 0)
-		{
-			arrow_set_error(err, ARROW_ERR_UNSUPPORTED, "%s: unsupported body compression method %d",
-							what, method);
-			goto fail;
-		}
-		info->codec = (ArrowCodec) codec;
-	}
-
-	if (want_nodes > 0)
-	{
-		info->nodes = arrow_calloc(file->alloc, want_nodes, sizeof(ArrowNode), err);
-		if (info->nodes == NULL)
-			goto fail;
-	}
-	info->n_nodes = want_nodes;
-	for (int32_t i = 0; i < want_nodes; i++)
-	{
-		const uint8_t *p = fb_vector_elem(&nodes, (uint32_t) i);
-		ArrowNode  *n = &info->nodes[i];
-
-		n->length = (int64_t) fb_le64(p);
-		n->null_count = (int64_t) fb_le64(p + 8);
-		if (n->length < 0 || n->null_count < 0 || n->null_count > n->length)
-		{
-			arrow_set_error(err, ARROW_ERR_INVALID, "%s: node %d has length %lld and null count %lld",
-							what, i, (long long) n->length, (long long) n->null_count);
-			goto fail;
-		}
-	}
-	if (want_buffers > 0)
-	{
-		info->buffers = arrow_calloc(file->alloc, want_buffers, sizeof(ArrowBufferRef), err);
-		if (info->buffers == NULL)
-			goto fail;
-	}
-	info->n_buffers = want_buffers;
-	for (int32_t i = 0; i < want_buffers; i++)
-	{
-		const uint8_t *p = fb_vector_elem(&buffers, (uint32_t) i);
-		ArrowBufferRef *b = &info->buffers[i];
-
-		b->offset = (int64_t) fb_le64(p);
-		b->length = (int64_t) fb_le64(p + 8);
-		if (!range_inside(b->offset, b->length, info->body_length))
-		{
-			arrow_set_error(err, ARROW_ERR_INVALID,
-							"%s: buffer %d (%lld bytes at %lld) is outside the body (%lld bytes)",
-							what, i, (long long) b->length, (long long) b->offset,
-							(long long) info->body_length);
-			goto fail;
-		}
-	}
+	if ((has_compression && parse_compression(&ct, info, what, err) != ARROW_OK) ||
+		parse_nodes(file, &nodes, want_nodes, info, what, err) != ARROW_OK ||
+		parse_buffers(file, &buffers, want_buffers, info, what, err) != ARROW_OK)
+		goto fail;
 	/* every top-level array has the batch's length */
 	for (int32_t i = 0; i < n_fields; i++)
 	{

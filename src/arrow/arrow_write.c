@@ -404,6 +404,43 @@ message_free(OutMessage *m)
 }
 
 /*
+ * Table RecordBatch { length, nodes, buffers } of n_rows rows with the given
+ * nodes and buffers, each buffer at the next 64-byte boundary of the body;
+ * *body_len is the body's length.  le is scratch room for 16 bytes per node
+ * and per buffer.
+ */
+static FbRef
+encode_record_batch(FbBuilder *fb, const ArrowNode *nodes, int32_t n_nodes,
+					const ArrowBuiltBuffer *bufs, int32_t n_buffers, int64_t n_rows,
+					uint8_t *le, int64_t *body_len)
+{
+	FbRef		node_vec;
+	FbRef		buf_vec;
+
+	/* struct FieldNode { length: long; null_count: long } */
+	for (int32_t i = 0; i < n_nodes; i++)
+	{
+		fb_put_le64(le + 16 * i, (uint64_t) nodes[i].length);
+		fb_put_le64(le + 16 * i + 8, (uint64_t) nodes[i].null_count);
+	}
+	node_vec = fb_create_vector(fb, le, n_nodes, 16, 8);
+	/* struct Buffer { offset: long; length: long }, 64-byte aligned */
+	*body_len = 0;
+	for (int32_t i = 0; i < n_buffers; i++)
+	{
+		fb_put_le64(le + 16 * i, (uint64_t) *body_len);
+		fb_put_le64(le + 16 * i + 8, (uint64_t) bufs[i].length);
+		*body_len += arrow_align64(bufs[i].length);
+	}
+	buf_vec = fb_create_vector(fb, le, n_buffers, 16, 8);
+	fb_table_start(fb);
+	fb_add_int64(fb, 0, n_rows);
+	fb_add_offset(fb, 1, node_vec);
+	fb_add_offset(fb, 2, buf_vec);
+	return fb_table_end(fb);
+}
+
+/*
  * Builds the message of a RecordBatch (dict == NULL) or DictionaryBatch of
  * the n columns in 'columns' (already checked) into *out.  The body is not
  * copied: out->bufs points into the builders, which must not change until
@@ -423,8 +460,6 @@ build_message(const ArrowAllocator *alloc, ArrowBuilder *const *columns,
 	ArrowBuiltBuffer *bp;
 	int64_t		body_len = 0;
 	FbBuilder	fb;
-	FbRef		node_vec;
-	FbRef		buf_vec;
 	FbRef		header;
 	FbRef		md;
 	const uint8_t *fbdata;
@@ -451,27 +486,7 @@ build_message(const ArrowAllocator *alloc, ArrowBuilder *const *columns,
 	for (int32_t i = 0; i < n; i++)
 		arrow_builder_export(columns[i], &np, &bp);
 
-	/* struct FieldNode { length: long; null_count: long } */
-	for (int32_t i = 0; i < n_nodes; i++)
-	{
-		fb_put_le64(le + 16 * i, (uint64_t) nodes[i].length);
-		fb_put_le64(le + 16 * i + 8, (uint64_t) nodes[i].null_count);
-	}
-	node_vec = fb_create_vector(&fb, le, n_nodes, 16, 8);
-	/* struct Buffer { offset: long; length: long }, 64-byte aligned */
-	for (int32_t i = 0; i < n_buffers; i++)
-	{
-		fb_put_le64(le + 16 * i, (uint64_t) body_len);
-		fb_put_le64(le + 16 * i + 8, (uint64_t) bufs[i].length);
-		body_len += arrow_align64(bufs[i].length);
-	}
-	buf_vec = fb_create_vector(&fb, le, n_buffers, 16, 8);
-	/* RecordBatch { length, nodes, buffers } */
-	fb_table_start(&fb);
-	fb_add_int64(&fb, 0, n_rows);
-	fb_add_offset(&fb, 1, node_vec);
-	fb_add_offset(&fb, 2, buf_vec);
-	header = fb_table_end(&fb);
+	header = encode_record_batch(&fb, nodes, n_nodes, bufs, n_buffers, n_rows, le, &body_len);
 	if (dict != NULL)
 	{
 		/* DictionaryBatch { id, data, isDelta } */
@@ -1004,7 +1019,7 @@ undo_file(ArrowWriter *w, ArrowError *err)
 			arrow_io_error(&uerr, "could not truncate", w->path);
 		else
 			ok = arrow_pwrite_all(w->fd, w->tail, (size_t) (w->orig_size - w->tail_offset),
-							w->tail_offset, w->path, &uerr) == ARROW_OK;
+								  w->tail_offset, w->path, &uerr) == ARROW_OK;
 		if (ok && fsync(w->fd) != 0)
 		{
 			ok = false;
@@ -1256,6 +1271,83 @@ add_old_block(ArrowWriter *w, BlockList *l, const ArrowBatchInfo *bi,
 }
 
 /*
+ * Registers the dictionary and record batch blocks of the file being
+ * appended to with w (dictionaries already written count as written);
+ * *end moves past each message.
+ */
+static int
+add_old_blocks(ArrowWriter *w, const ArrowFile *file, int64_t *end,
+			   ArrowError *err)
+{
+	int			rc;
+
+	for (int32_t i = 0; i < file->n_dictionaries; i++)
+	{
+		if ((rc = add_old_block(w, &w->dict_blocks, &file->dictionaries[i].batch, end, err)) != ARROW_OK)
+			return rc;
+		for (int32_t d = 0; d < w->n_dicts; d++)
+		{
+			if (w->dicts[d].id == file->dictionaries[i].id)
+			{
+				/* the file format allows one dictionary, then deltas */
+				w->dicts[d].written = true;
+				w->dicts[d].length += file->dictionaries[i].batch.n_rows;
+			}
+		}
+	}
+	for (int32_t i = 0; i < file->n_batches; i++)
+	{
+		if ((rc = add_old_block(w, &w->batch_blocks, &file->batches[i], end, err)) != ARROW_OK)
+			return rc;
+	}
+	return ARROW_OK;
+}
+
+/*
+ * Where the new messages go: at the old footer (the messages end at 'end'
+ * before it), or at the end-of-stream marker right before the footer.  The
+ * bytes from there to the end of the file are kept in w->tail, to put back
+ * if the append fails.
+ */
+static int
+save_tail(ArrowWriter *w, int64_t end, ArrowError *err)
+{
+	uint8_t		trailer[10];
+	uint8_t		pre[8];
+	int64_t		footer_start;
+	int32_t		footer_len;
+	int			rc;
+
+	/* trailer: int32 footer length, "ARROW1" */
+	if ((rc = arrow_pread_all(w->fd, trailer, 10, w->orig_size - 10, w->path, err)) != ARROW_OK)
+		return rc;
+	footer_len = (int32_t) (trailer[0] | trailer[1] << 8 | trailer[2] << 16 | (uint32_t) trailer[3] << 24);
+	footer_start = w->orig_size - 10 - footer_len;
+	if (footer_len <= 0 || footer_start < end)
+		return arrow_set_error(err, ARROW_ERR_INVALID,
+							   "cannot append to \"%s\": footer overlaps the messages", w->path);
+	/* new messages replace the end-of-stream marker too, if there is one */
+	w->tail_offset = footer_start;
+	if (footer_start - 8 >= end)
+	{
+		if ((rc = arrow_pread_all(w->fd, pre, 8, footer_start - 8, w->path, err)) != ARROW_OK)
+			return rc;
+		if (memcmp(pre, "\xff\xff\xff\xff\0\0\0\0", 8) == 0)
+			w->tail_offset = footer_start - 8;
+	}
+	if (w->tail_offset % 8 != 0)
+		return arrow_set_error(err, ARROW_ERR_UNSUPPORTED,
+							   "cannot append to \"%s\": its footer is not 8-byte aligned", w->path);
+	w->tail = arrow_malloc(w->alloc, (size_t) (w->orig_size - w->tail_offset), err);
+	if (w->tail == NULL)
+		return ARROW_ERR_NOMEM;
+	rc = arrow_pread_all(w->fd, w->tail, (size_t) (w->orig_size - w->tail_offset),
+						 w->tail_offset, w->path, err);
+	w->next_offset = w->tail_offset;
+	return rc;
+}
+
+/*
  * Reads what append needs from the open file: schema (compared with
  * 'schema' when given), old blocks, dictionaries already written, where the
  * old footer starts, and the bytes from there to the end.
@@ -1265,11 +1357,8 @@ prepare_append(ArrowWriter *w, const ArrowSchema *schema, ArrowError *err)
 {
 	ArrowSource src = {.read_at = fd_read_at, .size = w->orig_size, .ctx = w};
 	ArrowFile  *file = NULL;
-	uint8_t		trailer[10];
 	uint8_t		pre[8];
 	int64_t		end;
-	int64_t		footer_start;
-	int32_t		footer_len;
 	char		why[256];
 	int			rc;
 
@@ -1312,61 +1401,9 @@ prepare_append(ArrowWriter *w, const ArrowSchema *schema, ArrowError *err)
 
 		end = (first == 0xffffffffu) ? 16 + (int64_t) second : 12 + (int64_t) first;
 	}
-	for (int32_t i = 0; i < file->n_dictionaries; i++)
-	{
-		if ((rc = add_old_block(w, &w->dict_blocks, &file->dictionaries[i].batch, &end, err)) != ARROW_OK)
-			goto done;
-		for (int32_t d = 0; d < w->n_dicts; d++)
-		{
-			if (w->dicts[d].id == file->dictionaries[i].id)
-			{
-				/* the file format allows one dictionary, then deltas */
-				w->dicts[d].written = true;
-				w->dicts[d].length += file->dictionaries[i].batch.n_rows;
-			}
-		}
-	}
-	for (int32_t i = 0; i < file->n_batches; i++)
-	{
-		if ((rc = add_old_block(w, &w->batch_blocks, &file->batches[i], &end, err)) != ARROW_OK)
-			goto done;
-	}
-
-	/* trailer: int32 footer length, "ARROW1" */
-	if ((rc = arrow_pread_all(w->fd, trailer, 10, w->orig_size - 10, w->path, err)) != ARROW_OK)
+	if ((rc = add_old_blocks(w, file, &end, err)) != ARROW_OK)
 		goto done;
-	footer_len = (int32_t) (trailer[0] | trailer[1] << 8 | trailer[2] << 16 | (uint32_t) trailer[3] << 24);
-	footer_start = w->orig_size - 10 - footer_len;
-	if (footer_len <= 0 || footer_start < end)
-	{
-		rc = arrow_set_error(err, ARROW_ERR_INVALID,
-							 "cannot append to \"%s\": footer overlaps the messages", w->path);
-		goto done;
-	}
-	/* new messages replace the end-of-stream marker too, if there is one */
-	w->tail_offset = footer_start;
-	if (footer_start - 8 >= end)
-	{
-		if ((rc = arrow_pread_all(w->fd, pre, 8, footer_start - 8, w->path, err)) != ARROW_OK)
-			goto done;
-		if (memcmp(pre, "\xff\xff\xff\xff\0\0\0\0", 8) == 0)
-			w->tail_offset = footer_start - 8;
-	}
-	if (w->tail_offset % 8 != 0)
-	{
-		rc = arrow_set_error(err, ARROW_ERR_UNSUPPORTED,
-							 "cannot append to \"%s\": its footer is not 8-byte aligned", w->path);
-		goto done;
-	}
-	w->tail = arrow_malloc(w->alloc, (size_t) (w->orig_size - w->tail_offset), err);
-	if (w->tail == NULL)
-	{
-		rc = ARROW_ERR_NOMEM;
-		goto done;
-	}
-	rc = arrow_pread_all(w->fd, w->tail, (size_t) (w->orig_size - w->tail_offset),
-				   w->tail_offset, w->path, err);
-	w->next_offset = w->tail_offset;
+	rc = save_tail(w, end, err);
 
 done:
 	arrow_file_close(file);
