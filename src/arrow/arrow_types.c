@@ -26,24 +26,24 @@
 
 static const ArrowTypeInfo type_table[ARROW_TYPE_LAST + 1] = {
 	ROW(NULL, "null", NULL, NONE, 0, 0, 0, 0, 0, NONE, NONE, true, NULL, "text"),
-	ROW(BOOL, "bool", BITS, NONE, 1, 1, 2, 0, 0, BOOL, NONE, true, BOOL, "boolean"),
-	ROW(INT8, "int8", FIXED, NONE, 8, 1, 2, 0, 0, INT, INT, true, INT, "smallint"),
-	ROW(INT16, "int16", FIXED, NONE, 16, 2, 2, 0, 0, INT, INT, true, INT, "smallint"),
-	ROW(INT32, "int32", FIXED, NONE, 32, 4, 2, 0, 0, INT, INT, true, INT, "integer"),
-	ROW(INT64, "int64", FIXED, NONE, 64, 8, 2, 0, 0, INT, INT, true, INT, "bigint"),
-	ROW(UINT8, "uint8", FIXED, NONE, 8, 1, 2, 0, 0, UINT, INT, true, INT, "smallint"),
-	ROW(UINT16, "uint16", FIXED, NONE, 16, 2, 2, 0, 0, UINT, INT, true, INT, "integer"),
-	ROW(UINT32, "uint32", FIXED, NONE, 32, 4, 2, 0, 0, UINT, INT, true, INT, "bigint"),
+	ROW(BOOL, "bool", BITS, NONE, 1, 1, 2, 0, 0, BOOL, NONE, true, BOOL, "bool"),
+	ROW(INT8, "int8", FIXED, NONE, 8, 1, 2, 0, 0, INT, INT, true, INT, "int2"),
+	ROW(INT16, "int16", FIXED, NONE, 16, 2, 2, 0, 0, INT, INT, true, INT, "int2"),
+	ROW(INT32, "int32", FIXED, NONE, 32, 4, 2, 0, 0, INT, INT, true, INT, "int4"),
+	ROW(INT64, "int64", FIXED, NONE, 64, 8, 2, 0, 0, INT, INT, true, INT, "int8"),
+	ROW(UINT8, "uint8", FIXED, NONE, 8, 1, 2, 0, 0, UINT, INT, true, INT, "int2"),
+	ROW(UINT16, "uint16", FIXED, NONE, 16, 2, 2, 0, 0, UINT, INT, true, INT, "int4"),
+	ROW(UINT32, "uint32", FIXED, NONE, 32, 4, 2, 0, 0, UINT, INT, true, INT, "int8"),
 	ROW(UINT64, "uint64", FIXED, NONE, 64, 8, 2, 0, 0, UINT, NONE, true, INT, "numeric"),
-	ROW(FLOAT16, "float16", FIXED, NONE, 16, 2, 2, 0, 0, FLOAT, FLOAT, true, FLOATING_POINT, "real"),
-	ROW(FLOAT32, "float32", FIXED, NONE, 32, 4, 2, 0, 0, FLOAT, FLOAT, true, FLOATING_POINT, "real"),
-	ROW(FLOAT64, "float64", FIXED, NONE, 64, 8, 2, 0, 0, FLOAT, FLOAT, true, FLOATING_POINT, "double precision"),
+	ROW(FLOAT16, "float16", FIXED, NONE, 16, 2, 2, 0, 0, FLOAT, FLOAT, true, FLOATING_POINT, "float4"),
+	ROW(FLOAT32, "float32", FIXED, NONE, 32, 4, 2, 0, 0, FLOAT, FLOAT, true, FLOATING_POINT, "float4"),
+	ROW(FLOAT64, "float64", FIXED, NONE, 64, 8, 2, 0, 0, FLOAT, FLOAT, true, FLOATING_POINT, "float8"),
 	ROW(DECIMAL128, "decimal128", FIXED, DECIMAL, 128, 8, 2, 0, 0, DECIMAL, DECIMAL, true, DECIMAL, "numeric"),
 	ROW(DATE32, "date32", FIXED, NONE, 32, 4, 2, 0, 0, INT, INT, true, DATE, "date"),
 	ROW(DATE64, "date64", FIXED, NONE, 64, 8, 2, 0, 0, INT, INT, true, DATE, "date"),
-	ROW(TIME32, "time32", FIXED, UNIT, 32, 4, 2, 0, 0, INT, INT, true, TIME, "time without time zone"),
-	ROW(TIME64, "time64", FIXED, UNIT, 64, 8, 2, 0, 0, INT, INT, true, TIME, "time without time zone"),
-	ROW(TIMESTAMP, "timestamp", FIXED, TIMESTAMP, 64, 8, 2, 0, 0, INT, INT, true, TIMESTAMP, "timestamp without time zone"),
+	ROW(TIME32, "time32", FIXED, UNIT, 32, 4, 2, 0, 0, INT, INT, true, TIME, "time"),
+	ROW(TIME64, "time64", FIXED, UNIT, 64, 8, 2, 0, 0, INT, INT, true, TIME, "time"),
+	ROW(TIMESTAMP, "timestamp", FIXED, TIMESTAMP, 64, 8, 2, 0, 0, INT, INT, true, TIMESTAMP, "timestamp"),
 	ROW(INTERVAL_YM, "interval[ym]", FIXED, NONE, 32, 4, 2, 0, 0, INT, NONE, true, INTERVAL, "interval"),
 	ROW(INTERVAL_DT, "interval[dt]", FIXED, NONE, 64, 4, 2, 0, 0, INTERVAL, NONE, true, INTERVAL, "interval"),
 	ROW(INTERVAL_MDN, "interval[mdn]", FIXED, NONE, 128, 8, 2, 0, 0, INTERVAL, NONE, true, INTERVAL, "interval"),
@@ -84,7 +84,7 @@ arrow_type_pg_name(const ArrowType *t)
 	if (info == NULL)
 		return NULL;
 	if (info->params == ARROW_PARAMS_TIMESTAMP && t->timezone != NULL)
-		return "timestamp with time zone";
+		return "timestamptz";
 	return info->pg_type;
 }
 

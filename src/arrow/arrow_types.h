@@ -95,18 +95,19 @@ typedef struct ArrowTypeInfo
 	bool		writable;		/* the builder and the writer take it */
 	uint8_t		fb_type;		/* member of the Schema.fbs Type union */
 	const char *pg_type;		/* PostgreSQL type by default (IMPORT
-								 * FOREIGN SCHEMA), by its SQL name; NULL
-								 * when it follows from the children (lists,
-								 * run ends) or needs a composite (struct) */
+								 * FOREIGN SCHEMA): its pg_type.typname in
+								 * pg_catalog ("int4"); NULL when it follows
+								 * from the children (lists, run ends) or
+								 * needs a composite (struct) */
 } ArrowTypeInfo;
 
 /* The row of id; NULL when id is not an ArrowTypeId */
 extern const ArrowTypeInfo *arrow_type_info(ArrowTypeId id);
 
 /*
- * The default PostgreSQL type of t by its SQL name: the row's pg_type,
- * except that a TIMESTAMP with a time zone maps to "timestamp with time
- * zone".  NULL as for the row.
+ * The default PostgreSQL type of t (a typname in pg_catalog): the row's
+ * pg_type, except that a TIMESTAMP with a time zone maps to "timestamptz".
+ * NULL as for the row.
  */
 extern const char *arrow_type_pg_name(const ArrowType *t);
 
