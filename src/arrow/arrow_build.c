@@ -83,15 +83,6 @@ field_error(ArrowError *err, const ArrowField *field, const char *what)
 						   field->name ? field->name : "", what);
 }
 
-/* Whether id is an integer type (INT*, UINT*: dictionary indices) */
-static bool
-is_int_type(ArrowTypeId id)
-{
-	const ArrowTypeInfo *info = arrow_type_info(id);
-
-	return info != NULL && info->fb_type == FBT_INT;
-}
-
 static bool
 is_unit(ArrowTimeUnit unit)
 {
@@ -172,7 +163,7 @@ field_check(const ArrowField *field, int depth, bool in_dictionary,
 	{
 		if (in_dictionary)
 			return field_error(err, field, "dictionary-encoded values inside a dictionary are not supported");
-		if (!is_int_type(field->dictionary.index_type))
+		if (!arrow_type_is_int(field->dictionary.index_type))
 			return field_error(err, field, "dictionary index type must be an integer type");
 		if (field->dictionary.id < 0)
 			return field_error(err, field, "negative dictionary id");

@@ -76,6 +76,15 @@ arrow_type_info(ArrowTypeId id)
 }
 
 /* See arrow_types.h */
+bool
+arrow_type_is_int(ArrowTypeId id)
+{
+	const ArrowTypeInfo *info = arrow_type_info(id);
+
+	return info != NULL && info->fb_type == FBT_INT;
+}
+
+/* See arrow_types.h */
 const char *
 arrow_type_pg_name(const ArrowType *t)
 {

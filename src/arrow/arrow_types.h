@@ -105,6 +105,13 @@ typedef struct ArrowTypeInfo
 extern const ArrowTypeInfo *arrow_type_info(ArrowTypeId id);
 
 /*
+ * Whether id is one of the integer types INT8 .. UINT64 (the Int member of
+ * Schema.fbs), as opposed to the types stored as integers (dates, times,
+ * timestamps, durations, INTERVAL_YM)
+ */
+extern bool arrow_type_is_int(ArrowTypeId id);
+
+/*
  * The default PostgreSQL type of t (a typname in pg_catalog): the row's
  * pg_type, except that a TIMESTAMP with a time zone maps to "timestamptz".
  * NULL as for the row.

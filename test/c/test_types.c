@@ -204,6 +204,10 @@ test_values(void)
 			bad++;
 	}
 	tap_ok(bad == 0, "value kinds match layouts, min/max kinds match value kinds (%d bad)", bad);
+	bad = 0;
+	for (int id = ARROW_TYPE_FIRST; id <= ARROW_TYPE_LAST; id++)
+		bad += arrow_type_is_int(id) != (id >= ARROW_TYPE_INT8 && id <= ARROW_TYPE_UINT64);
+	tap_ok(bad == 0 && !arrow_type_is_int(0), "the integer types are INT8 .. UINT64");
 	tap_ok(arrow_type_info(ARROW_TYPE_UINT64)->minmax == ARROW_MINMAX_NONE &&
 		   arrow_type_info(ARROW_TYPE_UINT32)->minmax == ARROW_MINMAX_INT &&
 		   arrow_type_info(ARROW_TYPE_TIMESTAMP)->minmax == ARROW_MINMAX_INT &&
