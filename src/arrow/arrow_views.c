@@ -107,29 +107,13 @@ arrow_list_views_validate(const void *offsets, const void *sizes, bool large,
 	return true;
 }
 
-/* Run end i of a run_ends child of integer type id */
+/* Run end i of a run_ends child (int16, int32 or int64) */
 static int64_t
 run_end_at(const ArrowArray *ends, int64_t i)
 {
-	switch (ends->field->type.id)
-	{
-		case ARROW_TYPE_INT16:
-			{
-				int16_t		v;
+	int			width = arrow_type_info(ends->field->type.id)->bit_width / 8;
 
-				memcpy(&v, ends->values + i * 2, 2);
-				return v;
-			}
-		case ARROW_TYPE_INT32:
-			return get32(ends->values + i * 4);
-		default:
-			{
-				int64_t		v;
-
-				memcpy(&v, ends->values + i * 8, 8);
-				return v;
-			}
-	}
+	return arrow_load_int(ends->values + i * width, width);
 }
 
 /* See arrow_internal.h */
