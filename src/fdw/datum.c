@@ -1,6 +1,6 @@
 /*-------------------------------------------------------------------------
  *
- * arrow_datum.c
+ * datum.c
  *		Arrow values as PostgreSQL Datums: which PostgreSQL types can hold an
  *		Arrow field exactly, the default type of each Arrow type, and the
  *		conversion of one value (also of record-batch statistics).
@@ -43,7 +43,7 @@
 #include "utils/typcache.h"
 #include "utils/uuid.h"
 
-#include "pg_warp.h"
+#include "fdw/arrow_fdw.h"
 
 /* microseconds between 1970-01-01 and 2000-01-01 */
 #define EPOCH_DIFF_USECS \
