@@ -1212,7 +1212,7 @@ rows_append(ArrowBuilder *dst, const ArrowBuilder *src, int64_t off, int64_t n,
 			}
 			break;
 		case ARROW_LAYOUT_NULL:
-			break;
+			/* no buffers */
 		case ARROW_LAYOUT_VIEW:
 		case ARROW_LAYOUT_LIST_VIEW:
 		case ARROW_LAYOUT_RUN_END:
@@ -1286,7 +1286,7 @@ arrow_builder_rows_size(const ArrowBuilder *b, int64_t offset, int64_t count)
 				size += arrow_builder_rows_size(b->children[i], offset, count);
 			break;
 		case ARROW_LAYOUT_NULL:
-			break;
+			/* no buffers */
 		case ARROW_LAYOUT_VIEW:
 		case ARROW_LAYOUT_LIST_VIEW:
 		case ARROW_LAYOUT_RUN_END:
