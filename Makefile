@@ -38,16 +38,10 @@ DATA         = $(filter-out $(DATA_built),$(wildcard sql/$(EXTENSION)--*--*.sql)
 # The Arrow library (src/arrow, plain C) is linked as a static archive: only the
 # objects the backend uses (the reader) end up in pg_warp.so.
 ARROW_LIB    = src/arrow/libwarparrow.a
-ARROW_SRCS   = \
-	src/arrow/arrow_build.c \
-	src/arrow/arrow_codec.c \
-	src/arrow/arrow_json.c \
-	src/arrow/arrow_read.c \
-	src/arrow/arrow_util.c \
-	src/arrow/arrow_views.c \
-	src/arrow/arrow_write.c \
-	src/arrow/fb_build.c \
-	src/arrow/fb_read.c
+# The library's sources: the one explicit list in src/arrow/sources.mk, which
+# tools/Makefile and test/c/Makefile include too.
+include src/arrow/sources.mk
+ARROW_SRCS   = $(addprefix src/arrow/,$(ARROW_SOURCES))
 ARROW_OBJS   = $(ARROW_SRCS:.c=.o)
 
 # The library exports only what PostgreSQL looks up: the magic block, _PG_init

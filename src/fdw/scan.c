@@ -370,7 +370,7 @@ row_passes(const ArrowFdwScanState *st, int64 row)
 		const ArrowArray *a = st->ref_arrays[f->ref];
 		int64		v;
 
-		if (a->validity != NULL && !(a->validity[row >> 3] & (1u << (row & 7))))
+		if (!arrow_bit_valid(a->validity, row))
 			return false;
 		switch (f->width)
 		{

@@ -279,6 +279,47 @@ def test_pg_type_metadata_restores_types(tmpdir_world):
     psql("DROP SCHEMA md CASCADE")
 
 
+# The default PostgreSQL type of each Arrow type (doc/arrow_fdw.md), written
+# out here rather than taken from the library's type table it checks
+DEFAULT_TYPES = [
+    (pa.null(), "text"), (pa.bool_(), "boolean"),
+    (pa.int8(), "smallint"), (pa.int16(), "smallint"), (pa.int32(), "integer"),
+    (pa.int64(), "bigint"), (pa.uint8(), "smallint"), (pa.uint16(), "integer"),
+    (pa.uint32(), "bigint"), (pa.uint64(), "numeric"),
+    (pa.float16(), "real"), (pa.float32(), "real"), (pa.float64(), "double precision"),
+    (pa.decimal128(10, 2), "numeric(10,2)"), (pa.decimal256(40, 3), "numeric(40,3)"),
+    (pa.date32(), "date"), (pa.date64(), "date"),
+    (pa.time32("ms"), "time without time zone"), (pa.time64("us"), "time without time zone"),
+    (pa.timestamp("us"), "timestamp without time zone"),
+    (pa.timestamp("ms", tz="UTC"), "timestamp with time zone"),
+    (pa.month_day_nano_interval(), "interval"), (pa.duration("s"), "interval"),
+    (pa.utf8(), "text"), (pa.large_utf8(), "text"), (pa.string_view(), "text"),
+    (pa.binary(), "bytea"), (pa.large_binary(), "bytea"), (pa.binary(4), "bytea"),
+    (pa.binary_view(), "bytea"),
+    (pa.list_(pa.int32()), "integer[]"), (pa.large_list(pa.utf8()), "text[]"),
+    (pa.list_(pa.float64(), 3), "double precision[]"),
+    (pa.list_view(pa.int16()), "smallint[]"),
+    (pa.map_(pa.utf8(), pa.int32()), "jsonb"),
+    (pa.run_end_encoded(pa.int32(), pa.utf8()), "text"),
+]
+
+
+def test_import_default_type_of_every_arrow_type(tmpdir_world):
+    """IMPORT FOREIGN SCHEMA gives each Arrow type its documented default type."""
+    path = os.path.join(tmpdir_world, "every_type.arrow")
+    fields = [pa.field("c%d" % i, t) for i, (t, _) in enumerate(DEFAULT_TYPES)]
+    table = pa.table([pa.nulls(1, f.type) for f in fields], schema=pa.schema(fields))
+    write(path, table)
+    psql("DROP SCHEMA IF EXISTS dt CASCADE; CREATE SCHEMA dt; IMPORT FOREIGN SCHEMA t FROM SERVER arrow_fdw"
+         " INTO dt OPTIONS (file '%s')" % path)
+    got = q("SELECT format_type(atttypid, atttypmod) FROM pg_attribute WHERE attrelid = 'dt.t'::regclass"
+            " AND attnum > 0 ORDER BY attnum").splitlines()
+    assert list(zip([str(t) for t, _ in DEFAULT_TYPES], got)) == \
+        [(str(t), pg) for t, pg in DEFAULT_TYPES]
+    assert q("SELECT count(*) FROM dt.t") == "1"
+    psql("DROP SCHEMA dt CASCADE")
+
+
 def pg2arrow():
     tools = os.environ.get("PG_WARP_TOOLS", os.path.join(ROOT, "tools", "bin"))
     p = os.path.join(tools, "pg2arrow")
