@@ -27,12 +27,12 @@ Arrow file must be readable by the server's OS user.
 import argparse
 import json
 import os
-import struct
 import subprocess
 import sys
 import tempfile
 import time
-import zlib
+
+from canvas import Canvas
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 QUERY = ("SELECT sum(lo_revenue) FROM {t} "
@@ -131,47 +131,16 @@ def run(db, table, workers, runs):
 
 def png_bars(path, title_pairs):
     """A minimal PNG bar chart (no plotting library needed): bars of rows/s, labelled."""
-    W, H = 480, 300
-    img = [[(255, 255, 255)] * W for _ in range(H)]
-    font = {  # 3x5 glyphs
-        "0": "111101101101111", "1": "010110010010111", "2": "111001111100111", "3": "111001111001111",
-        "4": "101101111001001", "5": "111100111001111", "6": "111100111101111", "7": "111001001001001",
-        "8": "111101111101111", "9": "111101111001111", ".": "000000000000010", " ": "000000000000000",
-        "A": "010101111101101", "E": "111100110100111", "H": "101101111101101", "O": "111101101101111",
-        "R": "110101110101101", "W": "101101111111101", "M": "101111111101101", "/": "001001010100100",
-        "S": "111100111001111", "P": "111101111100100", "G": "111100101101111", "B": "110101110101110",
-        "-": "000000111000000", "X": "101101010101101",
-    }
-
-    def text(x, y, s, scale=3, color=(0, 0, 0)):
-        for ch in s.upper():
-            g = font.get(ch, font[" "])
-            for i, bit in enumerate(g):
-                if bit == "1":
-                    for dy in range(scale):
-                        for dx in range(scale):
-                            yy, xx = y + (i // 3) * scale + dy, x + (i % 3) * scale + dx
-                            if 0 <= yy < H and 0 <= xx < W:
-                                img[yy][xx] = color
-            x += 4 * scale
-
+    c = Canvas(480, 300)
     top = max(v for _, v in title_pairs) or 1
     colors = [(90, 90, 90), (40, 110, 200)]
     for k, (label, v) in enumerate(title_pairs):
         x0 = 80 + k * 200
         h = int(200 * v / top)
-        for y in range(250 - h, 250):
-            for x in range(x0, x0 + 120):
-                img[y][x] = colors[k % 2]
-        text(x0, 260, label)
-        text(x0, 250 - h - 20, "%.1fM ROWS/S" % (v / 1e6), scale=2)
-    raw = b"".join(b"\x00" + bytes(c for px in row for c in px) for row in img)
-
-    def chunk(tag, data):
-        return struct.pack(">I", len(data)) + tag + data + struct.pack(">I", zlib.crc32(tag + data))
-    with open(path, "wb") as f:
-        f.write(b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", struct.pack(">IIBBBBB", W, H, 8, 2, 0, 0, 0)) +
-                chunk(b"IDAT", zlib.compress(raw, 9)) + chunk(b"IEND", b""))
+        c.rect(x0, 250 - h, x0 + 120, 250, colors[k % 2])
+        c.text(x0, 260, label, scale=3)
+        c.text(x0, 250 - h - 20, "%.1fM ROWS/S" % (v / 1e6), scale=2)
+    c.save(path)
 
 
 def main():

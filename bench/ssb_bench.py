@@ -28,11 +28,11 @@ import json
 import os
 import re
 import statistics
-import struct
 import subprocess
 import sys
 import time
-import zlib
+
+from canvas import Canvas
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 QUERIES = os.path.join(HERE, "ssb", "queries")
@@ -130,50 +130,24 @@ def timed_runs(db, workers, queries, runs):
 
 def png_chart(path, rows):
     """Grouped bars, heap (grey) and Arrow (blue) seconds per query; no plotting library."""
-    glyphs = {"0": "111101101101111", "1": "010110010010111", "2": "111001111100111",
-              "3": "111001111001111", "4": "101101111001001", "5": "111100111001111",
-              "6": "111100111101111", "7": "111001001001001", "8": "111101111101111",
-              "9": "111101111001111", ".": "000000000000010", "Q": "111101101111001",
-              "S": "111100111001111", "H": "101101111101101", "E": "111100110100111",
-              "A": "010101111101101", "P": "111101111100100", "R": "110101110101101",
-              "O": "111101101101111", "W": "101101111111101", " ": "000000000000000"}
     W, H, base, left = 60 * len(rows) + 80, 320, 270, 60
-    img = [bytearray(b"\xff" * (3 * W)) for _ in range(H)]
-
-    def rect(x0, y0, x1, y1, rgb):
-        for y in range(max(y0, 0), min(y1, H)):
-            for x in range(max(x0, 0), min(x1, W)):
-                img[y][3 * x:3 * x + 3] = bytes(rgb)
-
-    def text(x, y, s, k=2):
-        for ch in s.upper():
-            for i, bit in enumerate(glyphs.get(ch, glyphs[" "])):
-                if bit == "1":
-                    rect(x + (i % 3) * k, y + (i // 3) * k, x + (i % 3 + 1) * k, y + (i // 3 + 1) * k, (0, 0, 0))
-            x += 4 * k
-
+    c = Canvas(W, H)
     top = max(max(r["heap_s"], r["arrow_s"]) for r in rows) or 1
-    rect(left - 2, 20, left, base, (0, 0, 0))
-    rect(left - 2, base, W - 10, base + 2, (0, 0, 0))
-    text(4, 20, "%.2f" % top)
-    text(4, base - 10, "0 S")
+    c.rect(left - 2, 20, left, base, (0, 0, 0))
+    c.rect(left - 2, base, W - 10, base + 2, (0, 0, 0))
+    c.text(4, 20, "%.2f" % top)
+    c.text(4, base - 10, "0 S")
     for i, r in enumerate(rows):
         x = left + 10 + 60 * i
         for k, (key, rgb) in enumerate((("heap_s", (120, 120, 120)), ("arrow_s", (40, 110, 200)))):
             h = int(230 * r[key] / top)
-            rect(x + 20 * k, base - h, x + 20 * k + 18, base, rgb)
-        text(x, base + 8, r["query"].upper())
-    text(left + 10, 4, "HEAP")
-    rect(left + 50, 4, left + 62, 14, (120, 120, 120))
-    text(left + 80, 4, "ARROW")
-    rect(left + 128, 4, left + 140, 14, (40, 110, 200))
-    raw = b"".join(b"\x00" + bytes(row) for row in img)
-
-    def chunk(tag, data):
-        return struct.pack(">I", len(data)) + tag + data + struct.pack(">I", zlib.crc32(tag + data))
-    with open(path, "wb") as f:
-        f.write(b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", struct.pack(">IIBBBBB", W, H, 8, 2, 0, 0, 0)) +
-                chunk(b"IDAT", zlib.compress(raw, 9)) + chunk(b"IEND", b""))
+            c.rect(x + 20 * k, base - h, x + 20 * k + 18, base, rgb)
+        c.text(x, base + 8, r["query"].upper())
+    c.text(left + 10, 4, "HEAP")
+    c.rect(left + 50, 4, left + 62, 14, (120, 120, 120))
+    c.text(left + 80, 4, "ARROW")
+    c.rect(left + 128, 4, left + 140, 14, (40, 110, 200))
+    c.save(path)
 
 
 def main():
