@@ -13,7 +13,7 @@ EXTENSION    = pg_warp
 EXTVERSION   = 0.1.0
 
 MODULE_big   = pg_warp
-OBJS         = $(patsubst %.c,%.o,$(sort $(wildcard src/*.c)))
+OBJS         = $(patsubst %.c,%.o,$(sort $(wildcard src/*.c))) src/engine/codegen.o src/engine/filter.o
 DATA_built   = sql/$(EXTENSION)--$(EXTVERSION).sql
 DATA         = $(filter-out $(DATA_built),$(wildcard sql/$(EXTENSION)--*--*.sql))
 
@@ -42,7 +42,7 @@ endif
 ifeq ($(WERROR),1)
 PG_CFLAGS   += -Werror
 endif
-SHLIB_LINK   = $(ARROW_LIB) -llz4 -lzstd -ldl -lpthread -Wl,--version-script=$(EXPORTS)
+SHLIB_LINK   = $(ARROW_LIB) $(XPU_LIB) -llz4 -lzstd -ldl -lpthread -Wl,--version-script=$(EXPORTS)
 
 EXTRA_CLEAN  = $(FATBIN) tools/bin $(OBJS:.o=.d) $(ARROW_OBJS) $(ARROW_OBJS:.o=.d) \
                $(ARROW_LIB) $(EXPORTS)
