@@ -43,6 +43,7 @@ struct EngineFilter
 	ExprState  *recheck;		/* the same quals, for fallback batches */
 	XpuColumnData *cols;		/* one per loaded column */
 	int			n_cols;
+	MemoryContext cxt;			/* the scan's: lives as long as the filter */
 	uint8	   *mask;			/* pass mask of the current batch */
 	int64		mask_cap;
 	bool		fallback;		/* the current batch: PostgreSQL evaluates */
@@ -162,6 +163,7 @@ engine_filter_begin(ScanState *ss, Index scanrelid, const EngineFilterColumns *c
 	if (prog == NULL)
 		return NULL;			/* together past a limit (registers, masks) */
 	f = palloc0(sizeof(EngineFilter));
+	f->cxt = CurrentMemoryContext;
 	f->quals = engine;
 	f->prog = palloc_aligned16(prog->total_len);
 	memcpy(f->prog, prog, prog->total_len);
@@ -187,7 +189,10 @@ engine_filter_batch(EngineFilter *f, const ArrowArray *const *arrays, int64 nrow
 
 	if (nrows > f->mask_cap)
 	{
-		f->mask = f->mask ? repalloc(f->mask, nrows) : palloc(nrows);
+		/* not the caller's context: the executor may run us in a short one */
+		if (f->mask)
+			pfree(f->mask);
+		f->mask = MemoryContextAlloc(f->cxt, nrows);
 		f->mask_cap = nrows;
 	}
 	for (int i = 0; i < f->n_cols; i++)

@@ -260,3 +260,40 @@ def test_parallel_scan_equal():
          "SET pg_warp.enabled = %s; SELECT count(*), sum(i8::numeric) FROM engf.edge "
          "WHERE i4 > 0 OR f8 = 'NaN'; ALTER FOREIGN TABLE engf.edge OPTIONS (DROP parallel_workers)")
     assert psql(q % "on") == psql(q % "off")
+
+
+def test_batches_of_many_tiles():
+    """Record batches of growing sizes (one row to many 1024-row tiles) under
+    an aggregate and a sort: the filter's buffers outlive every per-row
+    context of the executor."""
+    import pyarrow.compute as pc
+    d = tempfile.mkdtemp(prefix="pg_warp_engf.")
+    os.chmod(d, 0o755)
+    path = os.path.join(d, "tiles.arrow")
+    n = 0
+    schema = pa.schema([("a", pa.int32()), ("b", pa.int64())])
+    with pa.ipc.new_file(path, schema) as w:
+        for size in (1, 1023, 1025, 5000, 70001, 3):
+            a = pc.cast(pc.floor(pc.multiply(pc.random(size, initializer=size), 100)), pa.int32())
+            w.write_batch(pa.record_batch([a, pa.array(range(n, n + size), pa.int64())],
+                                          schema=schema))
+            n += size
+    os.chmod(path, 0o644)
+    try:
+        psql("CREATE FOREIGN TABLE engf.tiles (a int4, b int8) SERVER arrow_fdw "
+             "OPTIONS (file '%s')" % path)
+        for c in ("a < 3", "a BETWEEN 10 AND 12 AND b % 2 = 0", "a = 99 OR b < 5"):
+            res = compare_on(["SELECT count(*) || ':' || sum(b) FROM engf.tiles WHERE " + c,
+                              "SELECT string_agg(b::text, ',' ORDER BY a, b) FROM "
+                              "(SELECT * FROM engf.tiles WHERE %s ORDER BY b DESC LIMIT 50) s" % c])
+            for q, on, off in res:
+                assert on == off and on.startswith("ok "), (q, on, off)
+    finally:
+        shutil.rmtree(d, ignore_errors=True)
+
+
+def compare_on(queries):
+    vals = ",".join("(%d, '%s')" % (k, q.replace("'", "''")) for k, q in enumerate(queries))
+    out = psql("SELECT k, engf.run(q, true), engf.run(q, false) FROM (VALUES %s) v(k, q) "
+               "ORDER BY k" % vals)
+    return [(queries[int(k)], on, off) for k, on, off in (ln.split("|") for ln in out.split("\n"))]
