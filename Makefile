@@ -13,14 +13,43 @@ EXTENSION    = pg_warp
 EXTVERSION   = 0.1.0
 
 MODULE_big   = pg_warp
-OBJS         = $(patsubst %.c,%.o,$(sort $(wildcard src/*.c))) src/engine/codegen.o src/engine/filter.o
+# The extension's sources by layer (DESIGN.md, "Layout"), one per line: the
+# top (main.c), arrow_fdw (src/fdw) and the backend half of the engine
+# (src/engine).
+OBJS         = \
+	src/main.o \
+	src/fdw/analyze.o \
+	src/fdw/arrow_fdw.o \
+	src/fdw/datum.o \
+	src/fdw/estimate.o \
+	src/fdw/file.o \
+	src/fdw/import.o \
+	src/fdw/options.o \
+	src/fdw/plan.o \
+	src/fdw/scan.o \
+	src/fdw/stats.o \
+	src/fdw/table.o \
+	src/engine/codegen.o \
+	src/engine/device.o \
+	src/engine/filter.o \
+	src/engine/service_client.o \
+	src/engine/service_supervisor.o
 DATA_built   = sql/$(EXTENSION)--$(EXTVERSION).sql
 DATA         = $(filter-out $(DATA_built),$(wildcard sql/$(EXTENSION)--*--*.sql))
 
 # The Arrow library (src/arrow, plain C) is linked as a static archive: only the
 # objects the backend uses (the reader) end up in pg_warp.so.
 ARROW_LIB    = src/arrow/libwarparrow.a
-ARROW_SRCS   = $(sort $(wildcard src/arrow/*.c))
+ARROW_SRCS   = \
+	src/arrow/arrow_build.c \
+	src/arrow/arrow_codec.c \
+	src/arrow/arrow_json.c \
+	src/arrow/arrow_read.c \
+	src/arrow/arrow_util.c \
+	src/arrow/arrow_views.c \
+	src/arrow/arrow_write.c \
+	src/arrow/fb_build.c \
+	src/arrow/fb_read.c
 ARROW_OBJS   = $(ARROW_SRCS:.c=.o)
 
 # The library exports only what PostgreSQL looks up: the magic block, _PG_init
@@ -86,25 +115,29 @@ sql/$(EXTENSION)--$(EXTVERSION).sql: sql/$(EXTENSION).sql
 	sed 's/@EXTVERSION@/$(EXTVERSION)/g' $< > $@
 
 # The GPU code: prebuilt into one fatbin (sm_80, sm_90 and PTX) installed beside
-# the library.  Nothing is compiled at run time.
+# the library.  Nothing is compiled at run time.  nvcc compiles kern_all.cu,
+# which includes every kern_*.cu; it writes the headers it read to a
+# dependency file (-MMD), so a changed header rebuilds the fatbin.
 NVCC        ?= $(shell command -v nvcc 2>/dev/null)
 FATBIN       = src/xpu/pg_warp.fatbin
-XPU_SRCS     = $(wildcard src/xpu/*.cu)
-XPU_HDRS     = $(wildcard src/xpu/*.h)
-NVCC_FLAGS   = -std=c++17 -O3 --fatbin -I$(CURDIR)/src/xpu \
+XPU_SRCS     = \
+	src/xpu/kern_all.cu \
+	src/xpu/kern_selftest.cu \
+	src/xpu/kern_warp.cu
+NVCC_FLAGS   = -std=c++17 -O3 --fatbin -I$(CURDIR)/src/xpu -MMD -MP \
                -gencode arch=compute_80,code=sm_80 \
                -gencode arch=compute_90,code=sm_90 \
                -gencode arch=compute_90,code=compute_90
 
 ifneq ($(strip $(NVCC)),)
-ifneq ($(strip $(XPU_SRCS)),)
 all: $(FATBIN)
 install: install-fatbin
 endif
-endif
 
-$(FATBIN): src/xpu/kern_all.cu $(XPU_SRCS) $(XPU_HDRS)
-	$(NVCC) $(NVCC_FLAGS) -o $@ $<
+$(FATBIN): $(XPU_SRCS)
+	$(NVCC) $(NVCC_FLAGS) -MF $(FATBIN:.fatbin=.d) -o $@ src/xpu/kern_all.cu
+EXTRA_CLEAN += $(FATBIN:.fatbin=.d)
+-include $(FATBIN:.fatbin=.d)
 
 .PHONY: install-fatbin tools install-tools
 install-fatbin: $(FATBIN)
@@ -126,13 +159,19 @@ clean-tools:
 # pg_warp.so in pkglibdir, not in bindir: it is not a command for users, and it
 # must match the library of the same install.
 SERVICE      = src/service/pg_warp_service
-SERVICE_SRCS = $(sort $(wildcard src/service/*.c))
+SERVICE_SRCS = \
+	src/service/gpu.c \
+	src/service/main.c \
+	src/service/server.c
+SERVICE_HDRS = \
+	src/service/service.h \
+	src/xpu/protocol.h
 SERVICE_CFLAGS = -std=gnu11 -O2 -g -D_GNU_SOURCE -Wall -Wextra -Wno-unused-parameter \
                -Wno-missing-field-initializers -Wno-sign-compare $(if $(filter 1,$(WERROR)),-Werror)
 all: $(SERVICE)
 install: install-service
 clean: clean-service
-$(SERVICE): $(SERVICE_SRCS) $(wildcard src/service/*.h) src/xpu/protocol.h
+$(SERVICE): $(SERVICE_SRCS) $(SERVICE_HDRS)
 	$(CC) $(SERVICE_CFLAGS) -I$(CURDIR)/src -o $@ $(SERVICE_SRCS) -ldl
 .PHONY: install-service clean-service
 install-service: $(SERVICE) installdirs

@@ -1,8 +1,14 @@
 /*-------------------------------------------------------------------------
  *
  * pg_warp.h
- *		Declarations shared by the extension's source files, grouped by the
+ *		Declarations shared by the layers of the extension, grouped by the
  *		file that defines them.
+ *
+ * The extension's sources live in folders by layer (DESIGN.md, "Layout"):
+ * main.c here at the top, fdw/ (arrow_fdw; its internals are in
+ * fdw/arrow_fdw.h, its interface for the engine in fdw/fdw_scan.h) and
+ * engine/ (the backend half of the engine).  What one layer needs of another,
+ * or of main.c, is declared here.
  *
  *-------------------------------------------------------------------------
  */
@@ -18,176 +24,39 @@ extern bool pg_warp_enabled;
 extern bool pg_warp_preloaded;
 extern int	pg_warp_arrow_max_buffer_size;	/* kB */
 
-/* in service_supervisor.c */
+/* in engine/service_supervisor.c */
 extern void pg_warp_service_init(void);
 
-/* in service_client.c */
+/* in engine/service_client.c */
 extern int	pg_warp_service_timeout;
 extern void pg_warp_service_client_init(void);
 
-/* in gpu_device.c */
+/* in engine/device.c */
 struct XpuError;
 extern char *pg_warp_fatbin_path;
 extern void pg_warp_gpu_init(void);
 extern void pg_warp_report_xpu_error(const struct XpuError *err);
 
-/*
- * Arrow files in the backend (arrow_pg.c, arrow_datum.c, arrow_stats.c,
- * arrow_fdw.c).  The Arrow library itself is plain C: arrow/arrow.h.
- */
-#include "arrow.h"
-#include "fmgr.h"
-#include "access/tupdesc.h"
-#include "nodes/pg_list.h"
-#include "utils/palloc.h"
+/* in engine/filter.c: the engine's row filter of Arrow scans */
+struct ScanState;
+struct ExprContext;
+struct TupleTableSlot;
+struct ExplainState;
+struct ArrowScanColumn;
+struct ArrowArray;
+typedef struct EngineFilter EngineFilter;
+extern EngineFilter *engine_filter_begin(struct ScanState *ss, Index scanrelid,
+										 const struct ArrowScanColumn *cols, int n_cols);
+extern void engine_filter_batch(EngineFilter *f, const struct ArrowArray *const *arrays,
+								int64 nrows);
+extern bool engine_filter_row(const EngineFilter *f, int64 row);
+extern bool engine_filter_recheck(EngineFilter *f, struct ExprContext *econtext,
+								  struct TupleTableSlot *slot);
+extern void engine_filter_explain(struct ScanState *ss, Index scanrelid,
+								  const struct ArrowScanColumn *cols, int n_cols,
+								  const EngineFilter *f, struct ExplainState *es);
 
-/* in arrow_pg.c */
-
-/* an ArrowSource over a file that PostgreSQL closes at transaction abort */
-typedef struct ArrowPgSource
-{
-	ArrowSource src;			/* read_at/size/ctx, ctx points here */
-	char	   *path;
-	int			fd;				/* -1 while closed; opened on demand */
-	int64		size;			/* st_size when initialised */
-	int64		mtime_ns;		/* st_mtime in nanoseconds */
-	int64		dev;			/* st_dev and st_ino of the file opened */
-	int64		ino;
-	int64		bytes_read;		/* counts every read */
-} ArrowPgSource;
-
-extern ArrowAllocator *arrow_pg_allocator(MemoryContext cxt);
-extern void arrow_pg_source_init(ArrowPgSource *s, const char *path);
-extern void arrow_pg_source_close(ArrowPgSource *s);
-extern void arrow_pg_check_regular(const char *path);
-extern ArrowFile *arrow_pg_open(const char *path, ArrowPgSource *s);
-extern void arrow_pg_report(const ArrowError *err, const char *what,
-							const char *path) pg_attribute_noreturn();
-extern void arrow_pg_report_errno(int save_errno, const char *path)
-			pg_attribute_noreturn();
-
-/* in arrow_datum.c */
-
-/* how the values of one Arrow field become Datums of one PostgreSQL type */
-typedef struct ArrowConv
-{
-	int			kind;			/* what to convert to (arrow_datum.c) */
-	int			fast;			/* a shortcut for plain fixed-width values */
-	Oid			typid;			/* the base type when typid is a domain */
-	int32		typmod;
-	Oid			domain_type;	/* the column's domain, or InvalidOid */
-	void	   *domain_extra;	/* domain_check's cache, in domain_cxt */
-	MemoryContext domain_cxt;	/* lives as long as the converter */
-	int16		typlen;
-	bool		typbyval;
-	char		typalign;
-	ArrowTypeId arrow_id;		/* the field's type (values' type if dictionary) */
-	ArrowTimeUnit unit;
-	int32		scale;
-	int32		byte_width;
-	int32		list_size;
-	bool		has_dictionary;
-	ArrowTypeId index_type;
-	FmgrInfo	infunc;			/* strings into other types */
-	Oid			ioparam;
-	struct ArrowConv *elem;		/* lists: the element */
-	int			n_children;		/* structs: one per attribute */
-	struct ArrowConv *children;
-	int		   *child_field;	/* attribute -> struct child, -1 if dropped */
-	TupleDesc	tupdesc;
-	bool		run_end_encoded;	/* values of children[1] through run ends */
-	FmgrInfo   *map_fns;		/* maps: key output function, to_jsonb */
-} ArrowConv;
-
-extern bool arrow_default_type(const ArrowField *f, Oid *typid, int32 *typmod,
-							   char **why);
-extern bool arrow_conv_init(ArrowConv *c, const ArrowField *f, Oid typid,
-							int32 typmod, char **why);
-extern Datum arrow_conv_value(const ArrowConv *c, const ArrowArray *a,
-							  int64 row, bool *isnull);
-extern bool arrow_conv_stat(const ArrowConv *c, const char *s, Datum *out);
-
-/* c->fast values (the value is the stored value: no check, no memory) */
-#define ARROW_FAST_NONE		0
-#define ARROW_FAST_I16		1
-#define ARROW_FAST_I32		2
-#define ARROW_FAST_I64		3
-#define ARROW_FAST_F32		4
-#define ARROW_FAST_F64		5
-
-/* arrow_conv_value for a converter with c->fast set */
-static inline Datum
-arrow_conv_fast(const ArrowConv *c, const ArrowArray *a, int64 row, bool *isnull)
-{
-	if (a->validity != NULL && !(a->validity[row >> 3] & (1u << (row & 7))))
-	{
-		*isnull = true;
-		return (Datum) 0;
-	}
-	*isnull = false;
-	switch (c->fast)
-	{
-		case ARROW_FAST_I16:
-			return Int16GetDatum(((const int16 *) a->values)[row]);
-		case ARROW_FAST_I32:
-			return Int32GetDatum(((const int32 *) a->values)[row]);
-		case ARROW_FAST_I64:
-			return Int64GetDatum(((const int64 *) a->values)[row]);
-		case ARROW_FAST_F32:
-			return Float4GetDatum(((const float4 *) a->values)[row]);
-		default:
-			return Float8GetDatum(((const float8 *) a->values)[row]);
-	}
-}
-extern bool arrow_conv_is_float(const ArrowConv *c);
-
-/* in arrow_stats.c */
-
-/* one condition on record-batch statistics (pg_warp.min.N / pg_warp.max.N) */
-typedef struct ArrowStatCond
-{
-	AttrNumber	attno;			/* the column */
-	int			strategy;		/* BTLessStrategyNumber .. BTGreaterStrategyNumber */
-	int			n_values;		/* 1, or the elements of an IN list */
-	Datum	   *values;
-	FmgrInfo	cmp;			/* btree comparison (column type, constant type) */
-	Oid			collation;
-} ArrowStatCond;
-
-extern bool pg_warp_arrow_stats_skip;
-extern List *arrow_stats_usable_clauses(List *exprs, Index relid);
-extern ArrowStatCond *arrow_stats_prepare(List *clauses, int *n_conds);
-struct Expr;
-extern bool arrow_stats_parse_clause(struct Expr *clause, Index relid,
-									 ArrowStatCond *cond);
-extern bool arrow_stats_skip_batch(const ArrowStatCond *conds, int n_conds,
-								   const ArrowConv *convs, const int *fields,
-								   const ArrowBatchInfo *batch);
-
-/* in arrow_estimate.c */
-
-/* what the row estimate needs to know of a foreign table's files */
-typedef struct ArrowEstimateTable
-{
-	Oid			relid;
-	int			n_files;
-	ArrowFile **files;			/* their metadata (footers, batch metadata) */
-	const ArrowConv *convs;		/* attno-1 -> converter */
-	const int  *fields;			/* attno-1 -> top-level field, -1: none */
-	int			natts;
-	int64		total_rows;
-} ArrowEstimateTable;
-
-struct PlannerInfo;
-struct RelOptInfo;
-extern double arrow_estimate_rows(struct PlannerInfo *root,
-								  struct RelOptInfo *baserel,
-								  const ArrowEstimateTable *t);
-extern int32 *arrow_sample_batches(const ArrowFile *const *files, int n_files,
-								   int32 total_batches, int targrows,
-								   int32 *n_chosen);
-
-/* in arrow_fdw.c */
+/* in fdw/arrow_fdw.c */
 extern void arrow_fdw_init(void);
 
 #endif							/* PG_WARP_H */

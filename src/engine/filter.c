@@ -32,8 +32,12 @@
 #include "optimizer/optimizer.h"
 #include "utils/ruleutils.h"
 
+#include "commands/explain.h"
+#include "nodes/execnodes.h"
+
+#include "pg_warp.h"
 #include "engine/codegen.h"
-#include "engine/filter.h"
+#include "fdw/fdw_scan.h"
 
 struct EngineFilter
 {
@@ -50,19 +54,28 @@ struct EngineFilter
 	uint64		fallback_batches;
 };
 
-/* CodegenScan's column hook over a scan's converters */
+/* the columns of a scan, for the CodegenScan column hook */
+typedef struct FilterColumns
+{
+	const ArrowScanColumn *cols;
+	int			n_cols;
+} FilterColumns;
+
+/* CodegenScan's column hook: the engine's load of a scan's column */
 static bool
 filter_column(void *arg, AttrNumber attno, Oid typid, int *col_index,
 			  XpuColKind *kind, int *scale)
 {
-	const EngineFilterColumns *cols = arg;
-	const ArrowConv *c = &cols->convs[attno - 1];
+	const FilterColumns *fc = arg;
+	const ArrowScanColumn *c = NULL;
 	int			i;
 
-	for (i = 0; i < cols->n_ref && cols->ref_attnos[i] != attno; i++)
+	for (i = 0; i < fc->n_cols && fc->cols[i].attno != attno; i++)
 		;
-	if (i >= cols->n_ref || c->typid != typid || c->has_dictionary ||
-		OidIsValid(c->domain_type) || c->run_end_encoded)
+	if (i >= fc->n_cols)
+		return false;
+	c = &fc->cols[i];
+	if (c->typid != typid || !c->plain)
 		return false;
 	*col_index = i;
 	*scale = 0;
@@ -115,11 +128,10 @@ filter_column(void *arg, AttrNumber attno, Oid typid, int *col_index,
  * engine_filter_split: the prefix of quals (an implicit-AND list) that the
  * engine evaluates; the other conjuncts, in their order, go to *rest.
  */
-List *
-engine_filter_split(List *quals, Index scanrelid, const EngineFilterColumns *cols,
-					List **rest)
+static List *
+engine_filter_split(List *quals, Index scanrelid, FilterColumns *fc, List **rest)
 {
-	CodegenScan scan = {scanrelid, filter_column, (void *) cols};
+	CodegenScan scan = {scanrelid, filter_column, fc};
 	List	   *engine = NIL;
 	ListCell   *lc;
 
@@ -149,11 +161,12 @@ palloc_aligned16(Size size)
  * Returns NULL (and changes nothing) when no conjunct compiles.
  */
 EngineFilter *
-engine_filter_begin(ScanState *ss, Index scanrelid, const EngineFilterColumns *cols)
+engine_filter_begin(ScanState *ss, Index scanrelid, const ArrowScanColumn *cols, int n_cols)
 {
-	CodegenScan scan = {scanrelid, filter_column, (void *) cols};
+	FilterColumns fc = {cols, n_cols};
+	CodegenScan scan = {scanrelid, filter_column, &fc};
 	List	   *rest;
-	List	   *engine = engine_filter_split(ss->ps.plan->qual, scanrelid, cols, &rest);
+	List	   *engine = engine_filter_split(ss->ps.plan->qual, scanrelid, &fc, &rest);
 	XpuProgram *prog;
 	EngineFilter *f;
 
@@ -169,7 +182,7 @@ engine_filter_begin(ScanState *ss, Index scanrelid, const EngineFilterColumns *c
 	memcpy(f->prog, prog, prog->total_len);
 	free(prog);
 	f->workspace = palloc_aligned16(xpu_cpu_workspace_size(f->prog));
-	f->n_cols = cols->n_ref;
+	f->n_cols = n_cols;
 	f->cols = palloc0(sizeof(XpuColumnData) * Max(f->n_cols, 1));
 	f->recheck = ExecInitQual(engine, &ss->ps);
 	ss->ps.qual = ExecInitQual(rest, &ss->ps);
@@ -178,7 +191,8 @@ engine_filter_begin(ScanState *ss, Index scanrelid, const EngineFilterColumns *c
 
 /*
  * engine_filter_batch: run the program over a record batch of nrows rows
- * whose loaded columns are arrays[0 .. n_ref - 1].
+ * whose columns (those engine_filter_begin was given, in that order) are
+ * arrays[0 .. n_cols - 1].
  */
 void
 engine_filter_batch(EngineFilter *f, const ArrowArray *const *arrays, int64 nrows)
@@ -266,10 +280,11 @@ engine_filter_recheck(EngineFilter *f, ExprContext *econtext, TupleTableSlot *sl
  * here over cols, as engine_filter_begin would.
  */
 void
-engine_filter_explain(ScanState *ss, Index scanrelid, const EngineFilterColumns *cols,
-					  const EngineFilter *f, ExplainState *es)
+engine_filter_explain(ScanState *ss, Index scanrelid, const ArrowScanColumn *cols,
+					  int n_cols, const EngineFilter *f, ExplainState *es)
 {
-	CodegenScan scan = {scanrelid, filter_column, (void *) cols};
+	FilterColumns fc = {cols, n_cols};
+	CodegenScan scan = {scanrelid, filter_column, &fc};
 	List	   *quals,
 			   *rest;
 	XpuProgram *own = NULL;
@@ -280,7 +295,7 @@ engine_filter_explain(ScanState *ss, Index scanrelid, const EngineFilterColumns 
 		quals = f->quals, prog = f->prog;
 	else
 	{
-		quals = engine_filter_split(ss->ps.plan->qual, scanrelid, cols, &rest);
+		quals = engine_filter_split(ss->ps.plan->qual, scanrelid, &fc, &rest);
 		if (quals == NIL || (own = codegen_qual_program(&scan, quals)) == NULL)
 			return;
 		prog = own;

@@ -160,10 +160,11 @@ open_device(ServiceGpu *gpu, int ordinal)
  * gpu_open
  *		Fills *gpu with the GPUs the driver offers, each with its context
  *		created; never fails: without a usable GPU, gpu->engine is
- *		WARP_ENGINE_CPU and gpu->detail says why.
+ *		WARP_ENGINE_CPU and gpu->detail says why.  With use_gpus false the
+ *		driver is not even loaded (pg_warp_service --no-gpu).
  */
 void
-gpu_open(ServiceGpu *gpu)
+gpu_open(ServiceGpu *gpu, bool use_gpus)
 {
 	bool		installed;
 	int			count = 0;
@@ -171,6 +172,12 @@ gpu_open(ServiceGpu *gpu)
 
 	memset(gpu, 0, sizeof(*gpu));
 	gpu->engine = WARP_ENGINE_CPU;
+	if (!use_gpus)
+	{
+		snprintf(gpu->detail, sizeof(gpu->detail), "no GPU: started with --no-gpu");
+		svc_log("LOG", "%s; the CPU engine serves", gpu->detail);
+		return;
+	}
 	if (!load_driver(gpu, &installed))
 	{
 		svc_log(installed ? "WARNING" : "LOG", "%s; the CPU engine serves", gpu->detail);

@@ -4,13 +4,13 @@
  *		pg_warp_service: the process that owns every GPU of one PostgreSQL
  *		cluster and runs the engine's work for its backends (doc/service.md).
  *
- *		pg_warp_service -D DATADIR [--parent-pid PID]
+ *		pg_warp_service -D DATADIR [--parent-pid PID] [--no-gpu]
  *
- * The supervisor background worker (src/service_supervisor.c) starts it with
- * the cluster's data directory and its own pid.  The service then lives as
- * long as that parent: it asks the kernel for SIGTERM when the parent dies
- * (PR_SET_PDEATHSIG) and checks getppid() as well, which also covers a parent
- * that died before the request was made.  SIGTERM or SIGINT stop it cleanly:
+ * The supervisor background worker (src/engine/service_supervisor.c) starts
+ * it with the cluster's data directory and its own pid.  The service then
+ * lives as long as that parent: it asks the kernel for SIGTERM when the
+ * parent dies (PR_SET_PDEATHSIG) and checks getppid() as well, which also
+ * covers a parent that died before the request was made.  SIGTERM or SIGINT stop it cleanly:
  * the socket is removed and the GPU contexts released.  It writes its log
  * lines to stderr, which the supervisor shares with PostgreSQL's server log.
  *
@@ -73,10 +73,11 @@ svc_now_us(int clock_id)
 static void
 usage(void)
 {
-	fprintf(stderr, "usage: pg_warp_service -D DATADIR [--parent-pid PID]\n"
+	fprintf(stderr, "usage: pg_warp_service -D DATADIR [--parent-pid PID] [--no-gpu]\n"
 			"Serves pg_warp's engine to the backends of the PostgreSQL cluster in\n"
 			"DATADIR through the socket DATADIR/%s.  Started by pg_warp's\n"
-			"supervisor background worker, not by hand.\n", PGWARP_SOCKET_NAME);
+			"supervisor background worker, not by hand.  --no-gpu serves with the\n"
+			"CPU engine without loading the GPU driver.\n", PGWARP_SOCKET_NAME);
 	exit(2);
 }
 
@@ -128,6 +129,7 @@ main(int argc, char **argv)
 {
 	const char *datadir = NULL;
 	pid_t		parent = 0;
+	bool		use_gpus = true;
 	ServiceGpu	gpu;
 	int			signal_fd;
 	int			listen_fd;
@@ -139,6 +141,8 @@ main(int argc, char **argv)
 			datadir = argv[++i];
 		else if (strcmp(argv[i], "--parent-pid") == 0 && i + 1 < argc)
 			parent = (pid_t) atoi(argv[++i]);
+		else if (strcmp(argv[i], "--no-gpu") == 0)
+			use_gpus = false;
 		else
 			usage();
 	}
@@ -171,7 +175,7 @@ main(int argc, char **argv)
 	listen_fd = server_listen();
 	if (listen_fd < 0)
 		return 1;
-	gpu_open(&gpu);
+	gpu_open(&gpu, use_gpus);
 	rc = server_run(listen_fd, signal_fd, parent, &gpu);
 	server_unlink_socket();
 	gpu_close(&gpu);

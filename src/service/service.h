@@ -34,7 +34,7 @@ typedef struct ServiceGpu
 	WarpDeviceInfo devices[WARP_MAX_DEVICES];
 } ServiceGpu;
 
-extern void gpu_open(ServiceGpu *gpu);
+extern void gpu_open(ServiceGpu *gpu, bool use_gpus);
 extern void gpu_close(ServiceGpu *gpu);
 
 /* in server.c */

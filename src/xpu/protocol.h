@@ -1,9 +1,10 @@
 /*-------------------------------------------------------------------------
  *
  * protocol.h
- *		The messages between a PostgreSQL backend (src/service_client.c) and
- *		the warp service (src/service/): plain C, no PostgreSQL header, so
- *		that both sides include the same definitions.
+ *		The messages between a PostgreSQL backend
+ *		(src/engine/service_client.c) and the warp service (src/service/):
+ *		plain C, no PostgreSQL header, so that both sides include the same
+ *		definitions.
  *
  * The transport is a UNIX stream socket named PGWARP_SOCKET_NAME in the data
  * directory (mode 0600; the service refuses peers of another uid).  Every

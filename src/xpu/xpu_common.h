@@ -41,8 +41,8 @@
 
 /*
  * Error codes that device code reports.  The host turns each into a
- * SQLSTATE (gpu_device.c, codegen.c); a new code needs a case there.  The
- * SQLSTATE each code maps to is given beside it.
+ * SQLSTATE (engine/device.c, engine/codegen.c); a new code needs a case
+ * there.  The SQLSTATE each code maps to is given beside it.
  */
 typedef enum XpuErrorCode
 {

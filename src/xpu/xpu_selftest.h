@@ -1,7 +1,7 @@
 /*-------------------------------------------------------------------------
  *
  * xpu_selftest.h
- *		The contract between pgwarp.gpu_selftest() (gpu_device.c) and its
+ *		The contract between pgwarp.gpu_selftest() (engine/device.c) and its
  *		kernel (kern_selftest.cu): the kernel's name, its arguments, and the
  *		input that the host generates and checks.
  *

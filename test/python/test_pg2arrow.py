@@ -377,8 +377,9 @@ def run_on_terminal(argv, answer, env, timeout=60):
 
 def test_password(tmp_path):
     """A role that must give a password: -w never asks (a clear error),
-    PGPASSWORD is used, -W asks on the terminal once for every worker, and a
-    wrong answer leaves no file."""
+    PGPASSWORD is used, -W asks on the terminal once for every worker (or
+    reads stdin when there is no terminal), and a wrong answer leaves no
+    file."""
     hba = psql("SHOW hba_file")
     if not os.access(hba, os.W_OK):
         pytest.skip("cannot edit %s to require a password" % hba)
@@ -412,6 +413,15 @@ def test_password(tmp_path):
         rc, screen = run_on_terminal(args + ["-W", "-n", "3"], b"sEcret 1\n", env)
         assert rc == 0, screen
         assert screen.count("Password: ") == 1 and "sEcret" not in screen, screen
+        assert ids(out) == list(range(1, 20001))
+        out.unlink()
+
+        # no terminal at all (a new session): -W reads the password from
+        # stdin and prompts on stderr, as psql does (PostgreSQL's simple_prompt)
+        r = subprocess.run(args + ["-W", "-n", "2"], input="sEcret 1\n", capture_output=True,
+                           text=True, env=env, start_new_session=True, timeout=60)
+        assert r.returncode == 0, r.stderr
+        assert r.stderr.count("Password: ") == 1, r.stderr
         assert ids(out) == list(range(1, 20001))
         out.unlink()
 
@@ -623,7 +633,7 @@ def test_dump_and_progress(tmp_path):
     assert "20000 rows" in r.stderr and "100%" in r.stderr
     r = subprocess.run([PG2ARROW, "--dump", str(out)], capture_output=True, text=True)
     assert r.returncode == 0, r.stderr
-    assert "record batch 0" in r.stdout and "pg_type=integer" in r.stdout
+    assert "record batch 0" in r.stdout and "pg_type = integer" in r.stdout
     assert "pg_warp.min.0" in r.stdout
     r = subprocess.run([PG2ARROW, "--dump", str(tmp_path / "missing")],
                        capture_output=True, text=True)

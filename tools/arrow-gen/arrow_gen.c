@@ -31,6 +31,7 @@
 
 #include "arrow.h"
 #include "json.h"
+#include "util.h"
 
 #define MSG_LEN 1024
 
@@ -188,12 +189,7 @@ parse_type(const char *s, ArrowType *t, char *msg)
 		if (tz != NULL)
 		{
 			tz += 5;
-			t->timezone = strndup(tz, strlen(tz) - 1);
-			if (t->timezone == NULL)
-			{
-				set_msg(msg, "out of memory");
-				return false;
-			}
+			t->timezone = xstrndup(tz, strlen(tz) - 1);
 		}
 		t->id = ARROW_TYPE_TIMESTAMP;
 	}
@@ -204,20 +200,6 @@ parse_type(const char *s, ArrowType *t, char *msg)
 bad:
 	set_msg(msg, "unknown type \"%s\"", s);
 	return false;
-}
-
-/* Frees metadata made by arrow_metadata_set with the default allocator */
-static void
-free_metadata(ArrowMetadata *md)
-{
-	for (int32_t i = 0; i < md->count; i++)
-	{
-		free(md->items[i].key);
-		free(md->items[i].value);
-	}
-	free(md->items);
-	md->items = NULL;
-	md->count = 0;
 }
 
 /* {"k": "v", ...} -> md (strings only) */
@@ -262,6 +244,27 @@ string_member(const JsonValue *obj, const char *key)
 	return v->str;
 }
 
+static bool parse_field(const JsonValue *j, ArrowField *f, char *msg);
+
+/*
+ * The fields of JSON array arr -> *fields (a new array), *n: how many are
+ * filled in so far, also on failure, so that the schema can be freed.
+ */
+static bool
+parse_fields(const JsonValue *arr, ArrowField **fields, int32_t *n, char *msg)
+{
+	if (arr->n > 0)
+		*fields = xcalloc(arr->n, sizeof(ArrowField));
+	for (size_t i = 0; i < arr->n; i++)
+	{
+		*n = (int32_t) i + 1;
+		if (!parse_field(arr->items[i], &(*fields)[i], msg))
+			return false;
+	}
+	return true;
+}
+
+/* One field of the schema (with its children and dictionary) -> *f */
 static bool
 parse_field(const JsonValue *j, ArrowField *f, char *msg)
 {
@@ -287,12 +290,7 @@ parse_field(const JsonValue *j, ArrowField *f, char *msg)
 				"(without U+0000: names are C strings in arrow.h)", j->line);
 		return false;
 	}
-	f->name = strdup(name);
-	if (f->name == NULL)
-	{
-		set_msg(msg, "out of memory");
-		return false;
-	}
+	f->name = xstrdup(name);
 	if (!parse_type(type, &f->type, tmp))
 	{
 		set_msg(msg, "line %d: field \"%s\": %s", j->line, name, tmp);
@@ -317,21 +315,8 @@ parse_field(const JsonValue *j, ArrowField *f, char *msg)
 			set_msg(msg, "line %d: \"children\" must be an array", v->line);
 			return false;
 		}
-		if (v->n > 0)
-		{
-			f->children = calloc(v->n, sizeof(ArrowField));
-			if (f->children == NULL)
-			{
-				set_msg(msg, "out of memory");
-				return false;
-			}
-		}
-		for (size_t i = 0; i < v->n; i++)
-		{
-			f->n_children = (int32_t) i + 1;
-			if (!parse_field(v->items[i], &f->children[i], msg))
-				return false;
-		}
+		if (!parse_fields(v, &f->children, &f->n_children, msg))
+			return false;
 	}
 	if ((v = json_get(j, "dictionary")) != NULL)
 	{
@@ -376,22 +361,7 @@ parse_schema(const JsonValue *j, ArrowSchema *schema, char *msg)
 	if (!check_keys(j, keys, "the schema", msg) ||
 		!parse_metadata(json_get(j, "metadata"), &schema->metadata, msg))
 		return false;
-	if (fields->n > 0)
-	{
-		schema->fields = calloc(fields->n, sizeof(ArrowField));
-		if (schema->fields == NULL)
-		{
-			set_msg(msg, "out of memory");
-			return false;
-		}
-	}
-	for (size_t i = 0; i < fields->n; i++)
-	{
-		schema->n_fields = (int32_t) i + 1;
-		if (!parse_field(fields->items[i], &schema->fields[i], msg))
-			return false;
-	}
-	return true;
+	return parse_fields(fields, &schema->fields, &schema->n_fields, msg);
 }
 
 /* ------------------------------------------------------------------------
@@ -483,18 +453,6 @@ parse_float(const JsonValue *v, double *out)
 	return !(errno == ERANGE && isinf(*out));
 }
 
-static int
-hex_value(char c)
-{
-	if (c >= '0' && c <= '9')
-		return c - '0';
-	if (c >= 'a' && c <= 'f')
-		return c - 'a' + 10;
-	if (c >= 'A' && c <= 'F')
-		return c - 'A' + 10;
-	return -1;
-}
-
 /* A hex string -> bytes (malloc'ed, *len of them); NULL if not hex */
 static uint8_t *
 decode_hex(const JsonValue *v, size_t *len)
@@ -508,8 +466,8 @@ decode_hex(const JsonValue *v, size_t *len)
 		return NULL;
 	for (size_t i = 0; i < v->len / 2; i++)
 	{
-		int			hi = hex_value(v->str[2 * i]);
-		int			lo = hex_value(v->str[2 * i + 1]);
+		int			hi = hex_digit(v->str[2 * i]);
+		int			lo = hex_digit(v->str[2 * i + 1]);
 
 		if (hi < 0 || lo < 0)
 		{
@@ -629,6 +587,82 @@ append_children(ArrowBuilder *b, const ArrowField *f, const JsonValue *v,
 }
 
 /*
+ * Appends a non-null JSON value v of a type whose JSON form is a number or
+ * a string (bool, floats, decimal128, intervals, strings, binaries) to b.
+ * Returns ARROW_OK, an error of the library (in *err), or -1 with msg set
+ * when v does not have the form of f's type.
+ */
+static int
+append_scalar(ArrowBuilder *b, const ArrowField *f, const JsonValue *v,
+			  char *msg, ArrowError *err)
+{
+	long long	p[3];
+	double		d;
+	uint8_t    *bytes;
+	size_t		len = 0;
+	int			rc;
+
+	switch (f->type.id)
+	{
+		case ARROW_TYPE_BOOL:
+			if (v->type == JSON_BOOL)
+				return arrow_append_bool(b, v->boolean, err);
+			set_msg(msg, "expected true or false, got %s", json_type_name(v->type));
+			return -1;
+		case ARROW_TYPE_FLOAT16:
+		case ARROW_TYPE_FLOAT32:
+		case ARROW_TYPE_FLOAT64:
+			if (parse_float(v, &d))
+				return arrow_append_float(b, d, err);
+			set_msg(msg, "expected a number, \"NaN\", \"Infinity\" or \"-Infinity\"");
+			return -1;
+		case ARROW_TYPE_DECIMAL128:
+			{
+				ArrowDecimal128 dec;
+
+				if (v->type != JSON_STRING)
+				{
+					set_msg(msg, "expected a decimal string, got %s", json_type_name(v->type));
+					return -1;
+				}
+				rc = arrow_decimal128_parse(v->str, f->type.precision, f->type.scale, &dec, err);
+				return rc == ARROW_OK ? arrow_append_decimal(b, dec, err) : rc;
+			}
+		case ARROW_TYPE_INTERVAL_DT:
+			if (v->type == JSON_ARRAY && v->n == 2 &&
+				json_int_in(v->items[0], INT32_MIN, INT32_MAX, &p[0]) &&
+				json_int_in(v->items[1], INT32_MIN, INT32_MAX, &p[1]))
+				return arrow_append_interval_dt(b, (int32_t) p[0], (int32_t) p[1], err);
+			set_msg(msg, "expected [days, milliseconds] (int32)");
+			return -1;
+		case ARROW_TYPE_INTERVAL_MDN:
+			if (v->type == JSON_ARRAY && v->n == 3 &&
+				json_int_in(v->items[0], INT32_MIN, INT32_MAX, &p[0]) &&
+				json_int_in(v->items[1], INT32_MIN, INT32_MAX, &p[1]) &&
+				json_int_in(v->items[2], INT64_MIN, INT64_MAX, &p[2]))
+				return arrow_append_interval_mdn(b, (int32_t) p[0], (int32_t) p[1], p[2], err);
+			set_msg(msg, "expected [months, days, nanoseconds] (int32, int32, int64)");
+			return -1;
+		case ARROW_TYPE_UTF8:
+		case ARROW_TYPE_LARGE_UTF8:
+			if (v->type == JSON_STRING)
+				return arrow_append_bytes(b, v->str, v->len, err);
+			set_msg(msg, "expected a string, got %s", json_type_name(v->type));
+			return -1;
+		default:
+			/* binary, large_binary, fixed_size_binary */
+			if ((bytes = decode_hex(v, &len)) == NULL)
+			{
+				set_msg(msg, "expected a hex string");
+				return -1;
+			}
+			rc = arrow_append_bytes(b, bytes, len, err);
+			free(bytes);
+			return rc;
+	}
+}
+
+/*
  * Appends the JSON value v (the form of doc/arrow-json.md for f's type) to
  * b.  On failure msg says why; path then names the nested value.
  */
@@ -637,96 +671,32 @@ append_value(ArrowBuilder *b, const ArrowField *f, const JsonValue *v,
 			 char *path, size_t pathlen, char *msg)
 {
 	ArrowError	err;
-	int			rc = ARROW_OK;
-	long long	p[3];
-	double		d;
-	uint8_t    *bytes;
-	size_t		len = 0;
+	int			rc;
 
 	if (v->type == JSON_NULL)
 		rc = arrow_append_null(b, &err);
 	else if (f->has_dictionary)
 		return append_json_int(b, v, msg);
 	else
-	{
 		switch (f->type.id)
 		{
 			case ARROW_TYPE_NULL:
 				set_msg(msg, "expected null, got %s", json_type_name(v->type));
 				return false;
 			case ARROW_TYPE_BOOL:
-				if (v->type != JSON_BOOL)
-				{
-					set_msg(msg, "expected true or false, got %s", json_type_name(v->type));
-					return false;
-				}
-				rc = arrow_append_bool(b, v->boolean, &err);
-				break;
 			case ARROW_TYPE_FLOAT16:
 			case ARROW_TYPE_FLOAT32:
 			case ARROW_TYPE_FLOAT64:
-				if (!parse_float(v, &d))
-				{
-					set_msg(msg, "expected a number, \"NaN\", \"Infinity\" or \"-Infinity\"");
-					return false;
-				}
-				rc = arrow_append_float(b, d, &err);
-				break;
 			case ARROW_TYPE_DECIMAL128:
-				{
-					ArrowDecimal128 dec;
-
-					if (v->type != JSON_STRING)
-					{
-						set_msg(msg, "expected a decimal string, got %s", json_type_name(v->type));
-						return false;
-					}
-					rc = arrow_decimal128_parse(v->str, f->type.precision, f->type.scale, &dec, &err);
-					if (rc == ARROW_OK)
-						rc = arrow_append_decimal(b, dec, &err);
-					break;
-				}
 			case ARROW_TYPE_INTERVAL_DT:
-				if (v->type != JSON_ARRAY || v->n != 2 ||
-					!json_int_in(v->items[0], INT32_MIN, INT32_MAX, &p[0]) ||
-					!json_int_in(v->items[1], INT32_MIN, INT32_MAX, &p[1]))
-				{
-					set_msg(msg, "expected [days, milliseconds] (int32)");
-					return false;
-				}
-				rc = arrow_append_interval_dt(b, (int32_t) p[0], (int32_t) p[1], &err);
-				break;
 			case ARROW_TYPE_INTERVAL_MDN:
-				if (v->type != JSON_ARRAY || v->n != 3 ||
-					!json_int_in(v->items[0], INT32_MIN, INT32_MAX, &p[0]) ||
-					!json_int_in(v->items[1], INT32_MIN, INT32_MAX, &p[1]) ||
-					!json_int_in(v->items[2], INT64_MIN, INT64_MAX, &p[2]))
-				{
-					set_msg(msg, "expected [months, days, nanoseconds] (int32, int32, int64)");
-					return false;
-				}
-				rc = arrow_append_interval_mdn(b, (int32_t) p[0], (int32_t) p[1], p[2], &err);
-				break;
 			case ARROW_TYPE_UTF8:
 			case ARROW_TYPE_LARGE_UTF8:
-				if (v->type != JSON_STRING)
-				{
-					set_msg(msg, "expected a string, got %s", json_type_name(v->type));
-					return false;
-				}
-				rc = arrow_append_bytes(b, v->str, v->len, &err);
-				break;
 			case ARROW_TYPE_BINARY:
 			case ARROW_TYPE_LARGE_BINARY:
 			case ARROW_TYPE_FIXED_SIZE_BINARY:
-				bytes = decode_hex(v, &len);
-				if (bytes == NULL)
-				{
-					set_msg(msg, "expected a hex string");
+				if ((rc = append_scalar(b, f, v, msg, &err)) < 0)
 					return false;
-				}
-				rc = arrow_append_bytes(b, bytes, len, &err);
-				free(bytes);
 				break;
 			case ARROW_TYPE_LIST:
 			case ARROW_TYPE_LARGE_LIST:
@@ -737,7 +707,6 @@ append_value(ArrowBuilder *b, const ArrowField *f, const JsonValue *v,
 				/* integers, dates, times, timestamps, durations, interval[ym] */
 				return append_json_int(b, v, msg);
 		}
-	}
 	if (rc != ARROW_OK)
 	{
 		set_msg(msg, "%s", err.message);
@@ -906,14 +875,15 @@ done:
  * main
  * ------------------------------------------------------------------------
  */
+/* All of 'in' in a new buffer (*len bytes); NULL on a read error */
 static char *
 read_all(FILE *in, size_t *len)
 {
 	size_t		cap = 65536;
-	char	   *buf = malloc(cap);
+	char	   *buf = xmalloc(cap);
 
 	*len = 0;
-	while (buf != NULL)
+	for (;;)
 	{
 		size_t		n = fread(buf + *len, 1, cap - *len, in);
 
@@ -929,15 +899,10 @@ read_all(FILE *in, size_t *len)
 		}
 		if (*len == cap)
 		{
-			char	   *nbuf = realloc(buf, cap * 2);
-
-			if (nbuf == NULL)
-				free(buf);
-			buf = nbuf;
 			cap *= 2;
+			buf = xrealloc(buf, cap);
 		}
 	}
-	return NULL;
 }
 
 /* Writes (or appends) everything in spec to path; false with msg on error */
@@ -1045,6 +1010,7 @@ main(int argc, char **argv)
 	char		msg[MSG_LEN];
 	bool		ok;
 
+	set_progname("arrow-gen");
 	for (int i = 1; i < argc; i++)
 	{
 		if (strcmp(argv[i], "--append") == 0)
@@ -1059,27 +1025,27 @@ main(int argc, char **argv)
 	}
 	if (path == NULL)
 	{
-		fprintf(stderr, "usage: arrow-gen [--append] OUT.arrow < SPEC.json\n");
+		fprintf(stderr, "usage: %s [--append] OUT.arrow < SPEC.json\n", progname);
 		return 1;
 	}
 	text = read_all(stdin, &len);
 	if (text == NULL)
 	{
-		fprintf(stderr, "arrow-gen: could not read the standard input\n");
+		report("could not read the standard input");
 		return 1;
 	}
 	spec = json_parse(text, len, msg, sizeof(msg));
 	free(text);
 	if (spec == NULL)
 	{
-		fprintf(stderr, "arrow-gen: invalid JSON: %s\n", msg);
+		report("invalid JSON: %s", msg);
 		return 1;
 	}
 	ok = generate(path, append, spec, msg);
 	json_free(spec);
 	if (!ok)
 	{
-		fprintf(stderr, "arrow-gen: %s\n", msg);
+		report("%s", msg);
 		return 1;
 	}
 	return 0;

@@ -15,6 +15,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "util.h"
+
 #define JSON_MAX_DEPTH	512
 
 typedef struct JsonParser
@@ -123,18 +125,6 @@ sb_put(JsonParser *ps, StrBuf *sb, const char *s, size_t n)
 	return true;
 }
 
-static int
-hex_digit(char c)
-{
-	if (c >= '0' && c <= '9')
-		return c - '0';
-	if (c >= 'a' && c <= 'f')
-		return c - 'a' + 10;
-	if (c >= 'A' && c <= 'F')
-		return c - 'A' + 10;
-	return -1;
-}
-
 /* Reads the 4 hex digits after "\u" */
 static bool
 read_u16(JsonParser *ps, unsigned *out)
@@ -194,6 +184,62 @@ put_utf8(JsonParser *ps, StrBuf *sb, unsigned cp)
 	return sb_put(ps, sb, u, n);
 }
 
+/*
+ * The code point of a \u escape (ps->p after the "\u"), a surrogate pair
+ * taken together; false (with the error set) for bad hex or an unpaired
+ * surrogate.
+ */
+static bool
+parse_u_escape(JsonParser *ps, unsigned *cp)
+{
+	unsigned	lo;
+
+	if (!read_u16(ps, cp))
+		return false;
+	if (*cp >= 0xdc00 && *cp <= 0xdfff)
+	{
+		parse_error(ps, "unpaired low surrogate in \\u escape");
+		return false;
+	}
+	if (*cp < 0xd800 || *cp > 0xdbff)
+		return true;
+	if (ps->end - ps->p < 2 || ps->p[0] != '\\' || ps->p[1] != 'u')
+	{
+		parse_error(ps, "unpaired high surrogate in \\u escape");
+		return false;
+	}
+	ps->p += 2;
+	if (!read_u16(ps, &lo))
+		return false;
+	if (lo < 0xdc00 || lo > 0xdfff)
+	{
+		parse_error(ps, "unpaired high surrogate in \\u escape");
+		return false;
+	}
+	*cp = 0x10000 + ((*cp - 0xd800) << 10) + (lo - 0xdc00);
+	return true;
+}
+
+/* Decodes the escape at ps->p (after its backslash) into sb */
+static bool
+parse_escape(JsonParser *ps, StrBuf *sb)
+{
+	static const char from[] = "\"\\/bfnrt";
+	static const char to[] = "\"\\/\b\f\n\r\t";
+	char		c = *ps->p++;
+	const char *simple = c != '\0' ? strchr(from, c) : NULL;
+	unsigned	cp;
+
+	if (simple != NULL)
+		return sb_put(ps, sb, &to[simple - from], 1);
+	if (c != 'u')
+	{
+		parse_error(ps, "invalid escape \\%c", c);
+		return false;
+	}
+	return parse_u_escape(ps, &cp) && put_utf8(ps, sb, cp);
+}
+
 /* Parses a string literal (ps->p at the opening quote) into sb */
 static bool
 parse_string_into(JsonParser *ps, StrBuf *sb)
@@ -220,74 +266,8 @@ parse_string_into(JsonParser *ps, StrBuf *sb)
 		/* an escape */
 		if (++ps->p >= ps->end)
 			break;
-		{
-			char		c = *ps->p++;
-			const char *simple = NULL;
-			unsigned	cp;
-
-			switch (c)
-			{
-				case '"':
-					simple = "\"";
-					break;
-				case '\\':
-					simple = "\\";
-					break;
-				case '/':
-					simple = "/";
-					break;
-				case 'b':
-					simple = "\b";
-					break;
-				case 'f':
-					simple = "\f";
-					break;
-				case 'n':
-					simple = "\n";
-					break;
-				case 'r':
-					simple = "\r";
-					break;
-				case 't':
-					simple = "\t";
-					break;
-				case 'u':
-					if (!read_u16(ps, &cp))
-						return false;
-					if (cp >= 0xdc00 && cp <= 0xdfff)
-					{
-						parse_error(ps, "unpaired low surrogate in \\u escape");
-						return false;
-					}
-					if (cp >= 0xd800 && cp <= 0xdbff)
-					{
-						unsigned	lo;
-
-						if (ps->end - ps->p < 2 || ps->p[0] != '\\' || ps->p[1] != 'u')
-						{
-							parse_error(ps, "unpaired high surrogate in \\u escape");
-							return false;
-						}
-						ps->p += 2;
-						if (!read_u16(ps, &lo))
-							return false;
-						if (lo < 0xdc00 || lo > 0xdfff)
-						{
-							parse_error(ps, "unpaired high surrogate in \\u escape");
-							return false;
-						}
-						cp = 0x10000 + ((cp - 0xd800) << 10) + (lo - 0xdc00);
-					}
-					if (!put_utf8(ps, sb, cp))
-						return false;
-					continue;
-				default:
-					parse_error(ps, "invalid escape \\%c", c);
-					return false;
-			}
-			if (!sb_put(ps, sb, simple, 1))
-				return false;
-		}
+		if (!parse_escape(ps, sb))
+			return false;
 	}
 	if (ps->p >= ps->end)
 	{
@@ -413,117 +393,99 @@ add_item(JsonParser *ps, JsonValue *v, size_t *cap, JsonValue *item, char *key)
 	return true;
 }
 
-static JsonValue *
-parse_array(JsonParser *ps, int depth)
+/*
+ * After an item of an array or object: 1 at a comma (another item
+ * follows), 0 at the closing bracket 'close', -1 (error 'msg') otherwise.
+ * Consumes the comma or bracket.
+ */
+static int
+after_item(JsonParser *ps, char close, const char *msg)
 {
-	JsonValue  *v = new_value(ps, JSON_ARRAY);
-	size_t		cap = 0;
-
-	if (v == NULL)
-		return NULL;
-	ps->p++;					/* [ */
 	skip_space(ps);
-	if (ps->p < ps->end && *ps->p == ']')
-	{
-		ps->p++;
-		return v;
-	}
-	for (;;)
-	{
-		JsonValue  *item = parse_value(ps, depth + 1);
+	if (ps->p < ps->end && (*ps->p == ',' || *ps->p == close))
+		return *ps->p++ == ',';
+	parse_error(ps, "%s", msg);
+	return -1;
+}
 
-		if (item == NULL || !add_item(ps, v, &cap, item, NULL))
-			break;
-		skip_space(ps);
-		if (ps->p < ps->end && *ps->p == ',')
-		{
-			ps->p++;
-			continue;
-		}
-		if (ps->p < ps->end && *ps->p == ']')
-		{
-			ps->p++;
-			return v;
-		}
-		parse_error(ps, "expected ',' or ']' in an array");
-		break;
+/*
+ * The key of the next member of object v and its colon: a new string (a C
+ * string, not yet in v), or NULL with the error set.
+ */
+static char *
+parse_key(JsonParser *ps, const JsonValue *v)
+{
+	StrBuf		key = {NULL, 0, 0};
+
+	skip_space(ps);
+	if (ps->p >= ps->end || *ps->p != '"')
+	{
+		parse_error(ps, "expected a string key in an object");
+		return NULL;
 	}
-	json_free(v);
+	if (parse_string_into(ps, &key))
+	{
+		if (strlen(key.data) != key.len)
+			parse_error(ps, "object key with a U+0000 character (names are C strings in arrow.h)");
+		else if (json_get(v, key.data) != NULL)
+			parse_error(ps, "duplicate key \"%s\"", key.data);
+		else
+		{
+			skip_space(ps);
+			if (ps->p < ps->end && *ps->p == ':')
+			{
+				ps->p++;
+				return key.data;
+			}
+			parse_error(ps, "expected ':' after an object key");
+		}
+	}
+	free(key.data);
 	return NULL;
 }
 
+/*
+ * An array or object (ps->p at its opening bracket), its items parsed at
+ * depth + 1.  NULL with the error set on failure.
+ */
 static JsonValue *
-parse_object(JsonParser *ps, int depth)
+parse_container(JsonParser *ps, JsonType type, int depth)
 {
-	JsonValue  *v = new_value(ps, JSON_OBJECT);
+	bool		object = type == JSON_OBJECT;
+	char		close = object ? '}' : ']';
+	JsonValue  *v = new_value(ps, type);
 	size_t		cap = 0;
 
 	if (v == NULL)
 		return NULL;
-	ps->p++;					/* { */
+	ps->p++;					/* the opening bracket */
 	skip_space(ps);
-	if (ps->p < ps->end && *ps->p == '}')
+	if (ps->p < ps->end && *ps->p == close)
 	{
 		ps->p++;
 		return v;
 	}
 	for (;;)
 	{
-		StrBuf		key = {NULL, 0, 0};
+		char	   *key = NULL;
 		JsonValue  *item;
+		int			next;
 
-		skip_space(ps);
-		if (ps->p >= ps->end || *ps->p != '"')
+		if (object && (key = parse_key(ps, v)) == NULL)
+			break;
+		if ((item = parse_value(ps, depth + 1)) == NULL)
 		{
-			parse_error(ps, "expected a string key in an object");
+			free(key);
 			break;
 		}
-		if (!parse_string_into(ps, &key))
-		{
-			free(key.data);
+		if (!add_item(ps, v, &cap, item, key))
 			break;
-		}
-		if (strlen(key.data) != key.len)
-		{
-			parse_error(ps, "object key with a U+0000 character (names are C strings in arrow.h)");
-			free(key.data);
+		next = after_item(ps, close, object ? "expected ',' or '}' in an object" :
+						  "expected ',' or ']' in an array");
+		if (next < 0)
 			break;
-		}
-		if (json_get(v, key.data) != NULL)
-		{
-			parse_error(ps, "duplicate key \"%s\"", key.data);
-			free(key.data);
-			break;
-		}
-		skip_space(ps);
-		if (ps->p >= ps->end || *ps->p != ':')
-		{
-			parse_error(ps, "expected ':' after an object key");
-			free(key.data);
-			break;
-		}
-		ps->p++;
-		item = parse_value(ps, depth + 1);
-		if (item == NULL)
-		{
-			free(key.data);
-			break;
-		}
-		if (!add_item(ps, v, &cap, item, key.data))
-			break;
-		skip_space(ps);
-		if (ps->p < ps->end && *ps->p == ',')
-		{
-			ps->p++;
-			continue;
-		}
-		if (ps->p < ps->end && *ps->p == '}')
-		{
-			ps->p++;
+		if (next == 0)
 			return v;
-		}
-		parse_error(ps, "expected ',' or '}' in an object");
-		break;
 	}
 	json_free(v);
 	return NULL;
@@ -561,9 +523,9 @@ parse_value(JsonParser *ps, int depth)
 	switch (*ps->p)
 	{
 		case '{':
-			return parse_object(ps, depth);
+			return parse_container(ps, JSON_OBJECT, depth);
 		case '[':
-			return parse_array(ps, depth);
+			return parse_container(ps, JSON_ARRAY, depth);
 		case '"':
 			return parse_string(ps);
 		case 't':

@@ -218,109 +218,137 @@ numeric_to_text(const char *digits, int ndigits, int weight, bool neg,
 	return (int) n;
 }
 
+/* A binary numeric value: its header fields; the digits follow at p + 8 */
+typedef struct NumericValue
+{
+	const char *digits;			/* ndigits big-endian base-10000 digits */
+	int			ndigits;
+	int			weight;
+	int			dscale;
+	bool		neg;
+	const char *special;		/* "NaN", "Infinity", "-Infinity" or NULL */
+} NumericValue;
+
+/* Checks and takes apart a numeric value (len bytes at p) into *nv */
+static bool
+read_numeric(const PgColumn *col, const char *p, int32_t len, NumericValue *nv,
+			 DecodeCtx *ctx)
+{
+	int			sign;
+
+	if (len < 8)
+		return decode_fail(ctx, col, "numeric value of %d bytes is too short", len);
+	nv->digits = p + 8;
+	nv->ndigits = get16(p);
+	nv->weight = get16(p + 2);
+	sign = (uint16_t) get16(p + 4);
+	nv->dscale = get16(p + 6);
+	if (nv->ndigits < 0 || nv->dscale < 0 || len != 8 + 2 * nv->ndigits)
+		return decode_fail(ctx, col, "malformed numeric value");
+	for (int i = 0; i < nv->ndigits; i++)
+	{
+		int			d = get16(nv->digits + 2 * i);
+
+		if (d < 0 || d > 9999)
+			return decode_fail(ctx, col, "malformed numeric digit");
+	}
+	nv->special = sign == NUMERIC_NAN ? "NaN" :
+		sign == NUMERIC_PINF ? "Infinity" :
+		sign == NUMERIC_NINF ? "-Infinity" : NULL;
+	if (nv->special == NULL && sign != NUMERIC_POS && sign != NUMERIC_NEG)
+		return decode_fail(ctx, col, "malformed numeric sign 0x%04x", sign);
+	nv->neg = (sign == NUMERIC_NEG);
+	return true;
+}
+
+/* A numeric value -> decimal128(precision, scale), exactly or not at all */
+static bool
+append_numeric_decimal(ArrowBuilder *b, const PgColumn *col,
+					   const NumericValue *nv, DecodeCtx *ctx)
+{
+	__int128	v;
+	const char *why = NULL;
+	ArrowDecimal128 d;
+	ArrowError	err;
+
+	if (nv->special != NULL)
+		return decode_fail(ctx, col,
+						   "numeric value %s has no decimal128 form\n"
+						   "hint: use --numeric=float8 or --numeric=text", nv->special);
+	if (!numeric_to_scaled(nv->digits, nv->ndigits, nv->weight, nv->neg, col->precision,
+						   col->scale, &v, &why))
+	{
+		char		text[200];
+
+		if (numeric_to_text(nv->digits, nv->ndigits, nv->weight, nv->neg, nv->dscale,
+							text, sizeof(text)) < 0)
+			snprintf(text, sizeof(text), "(%d digits)", nv->ndigits * 4);
+		return decode_fail(ctx, col,
+						   "numeric value %s %s decimal128(%d, %d)\n"
+						   "hint: use --numeric-scale=N, --numeric=float8 or --numeric=text, or cast the column to numeric(p,s)",
+						   text, why, col->precision, col->scale);
+	}
+	d.lo = (uint64_t) v;
+	d.hi = (int64_t) (v >> 64);
+	if (arrow_append_decimal(b, d, &err) != ARROW_OK)
+		return arrow_fail(ctx, col, &err);
+	return true;
+}
+
+/* A numeric value -> its text (--numeric=text) or a float8 (--numeric=float8) */
+static bool
+append_numeric_text(ArrowBuilder *b, const PgColumn *col,
+					const NumericValue *nv, DecodeCtx *ctx)
+{
+	char		small[512];
+	char	   *buf = NULL;
+	const char *text = nv->special;
+	ArrowError	err;
+	int			rc;
+
+	if (text == NULL)
+	{
+		size_t		cap = (size_t) (nv->weight > 0 ? nv->weight + 2 : 2) * 4 + nv->dscale + 8;
+
+		if (cap < sizeof(small))
+		{
+			buf = small;
+			cap = sizeof(small);
+		}
+		else if ((buf = malloc(cap)) == NULL)
+			return decode_fail(ctx, col, "out of memory");
+		if (numeric_to_text(nv->digits, nv->ndigits, nv->weight, nv->neg, nv->dscale,
+							buf, cap) < 0)
+		{
+			if (buf != small)
+				free(buf);
+			return decode_fail(ctx, col, "malformed numeric value");
+		}
+		text = buf;
+	}
+	if (col->numeric_mode == NUMERIC_FLOAT8)
+		rc = arrow_append_float(b, strtod(text, NULL), &err);
+	else
+		rc = arrow_append_bytes(b, text, strlen(text), &err);
+	if (buf != small)
+		free(buf);
+	if (rc != ARROW_OK)
+		return arrow_fail(ctx, col, &err);
+	return true;
+}
+
 /* Decodes a numeric value (len bytes at p) into b as col's numeric mode */
 static bool
 decode_numeric(ArrowBuilder *b, const PgColumn *col, const char *p,
 			   int32_t len, DecodeCtx *ctx)
 {
-	ArrowError	err;
-	int			ndigits,
-				weight,
-				sign,
-				dscale;
-	const char *special = NULL;
-	bool		neg;
+	NumericValue nv = {0};
 
-	if (len < 8)
-		return decode_fail(ctx, col, "numeric value of %d bytes is too short", len);
-	ndigits = get16(p);
-	weight = get16(p + 2);
-	sign = (uint16_t) get16(p + 4);
-	dscale = get16(p + 6);
-	if (ndigits < 0 || dscale < 0 || len != 8 + 2 * ndigits)
-		return decode_fail(ctx, col, "malformed numeric value");
-	for (int i = 0; i < ndigits; i++)
-	{
-		int			d = get16(p + 8 + 2 * i);
-
-		if (d < 0 || d > 9999)
-			return decode_fail(ctx, col, "malformed numeric digit");
-	}
-	if (sign == NUMERIC_NAN)
-		special = "NaN";
-	else if (sign == NUMERIC_PINF)
-		special = "Infinity";
-	else if (sign == NUMERIC_NINF)
-		special = "-Infinity";
-	else if (sign != NUMERIC_POS && sign != NUMERIC_NEG)
-		return decode_fail(ctx, col, "malformed numeric sign 0x%04x", sign);
-	neg = (sign == NUMERIC_NEG);
-
+	if (!read_numeric(col, p, len, &nv, ctx))
+		return false;
 	if (col->numeric_mode == NUMERIC_DECIMAL)
-	{
-		__int128	v;
-		const char *why = NULL;
-		ArrowDecimal128 d;
-
-		if (special != NULL)
-			return decode_fail(ctx, col,
-							   "numeric value %s has no decimal128 form\n"
-							   "hint: use --numeric=float8 or --numeric=text", special);
-		if (!numeric_to_scaled(p + 8, ndigits, weight, neg, col->precision,
-							   col->scale, &v, &why))
-		{
-			char		text[200];
-
-			if (numeric_to_text(p + 8, ndigits, weight, neg, dscale, text,
-								sizeof(text)) < 0)
-				snprintf(text, sizeof(text), "(%d digits)", ndigits * 4);
-			return decode_fail(ctx, col,
-							   "numeric value %s %s decimal128(%d, %d)\n"
-							   "hint: use --numeric-scale=N, --numeric=float8 or --numeric=text, or cast the column to numeric(p,s)",
-							   text, why, col->precision, col->scale);
-		}
-		d.lo = (uint64_t) v;
-		d.hi = (int64_t) (v >> 64);
-		if (arrow_append_decimal(b, d, &err) != ARROW_OK)
-			return arrow_fail(ctx, col, &err);
-		return true;
-	}
-	else
-	{
-		char		small[512];
-		char	   *buf = NULL;
-		const char *text = special;
-		int			rc;
-
-		if (text == NULL)
-		{
-			size_t		cap = (size_t) (weight > 0 ? weight + 2 : 2) * 4 + dscale + 8;
-
-			if (cap < sizeof(small))
-			{
-				buf = small;
-				cap = sizeof(small);
-			}
-			else if ((buf = malloc(cap)) == NULL)
-				return decode_fail(ctx, col, "out of memory");
-			if (numeric_to_text(p + 8, ndigits, weight, neg, dscale, buf, cap) < 0)
-			{
-				if (buf != small)
-					free(buf);
-				return decode_fail(ctx, col, "malformed numeric value");
-			}
-			text = buf;
-		}
-		if (col->numeric_mode == NUMERIC_FLOAT8)
-			rc = arrow_append_float(b, strtod(text, NULL), &err);
-		else
-			rc = arrow_append_bytes(b, text, strlen(text), &err);
-		if (buf != small)
-			free(buf);
-		if (rc != ARROW_OK)
-			return arrow_fail(ctx, col, &err);
-		return true;
-	}
+		return append_numeric_decimal(b, col, &nv, ctx);
+	return append_numeric_text(b, col, &nv, ctx);
 }
 
 /*
@@ -495,6 +523,140 @@ decode_composite(ArrowBuilder *b, const PgColumn *col, const char *p,
 			return decode_fail(ctx, col, "value of %d bytes where %d were expected", len, (n)); \
 	} while (0)
 
+/* A float4 (also float2, cast in SQL) or float8 value -> float */
+static bool
+decode_float(ArrowBuilder *b, const PgColumn *col, const char *p,
+			 int32_t len, DecodeCtx *ctx)
+{
+	ArrowError	err;
+	double		d;
+
+	if (col->kind == PK_FLOAT8)
+	{
+		uint64_t	bits;
+
+		EXPECT_LEN(8);
+		bits = (uint64_t) get64(p);
+		memcpy(&d, &bits, 8);
+	}
+	else
+	{
+		uint32_t	bits;
+		float		f;
+
+		EXPECT_LEN(4);
+		bits = (uint32_t) get32(p);
+		memcpy(&f, &bits, 4);
+		d = f;
+	}
+	if (arrow_append_float(b, d, &err) != ARROW_OK)
+		return arrow_fail(ctx, col, &err);
+	return true;
+}
+
+/*
+ * A date, time, timetz, timestamp(tz) or interval value -> the Arrow
+ * temporal value (PostgreSQL's epoch moved to the Unix epoch; infinities
+ * keep their sentinel values).  Values Arrow cannot hold are errors.
+ */
+static bool
+decode_datetime(ArrowBuilder *b, const PgColumn *col, const char *p,
+				int32_t len, DecodeCtx *ctx)
+{
+	ArrowError	err;
+	int64_t		t;
+
+	switch (col->kind)
+	{
+		case PK_DATE:
+			EXPECT_LEN(4);
+			t = get32(p);
+			if (t != INT32_MIN && t != INT32_MAX)
+				t += PG_EPOCH_DAYS;
+			break;
+		case PK_TIME:
+			EXPECT_LEN(8);
+			if ((t = get64(p)) == USECS_PER_DAY)
+				return decode_fail(ctx, col,
+								   "time 24:00:00 is outside the range of Arrow's time64 (a day, from 00:00:00)\n"
+								   "hint: cast the column to text or interval in the query");
+			break;
+		case PK_TIMETZ:
+			EXPECT_LEN(12);
+			/* the zone is seconds west of UTC: local + zone = UTC */
+			t = (get64(p) + (int64_t) get32(p + 8) * 1000000) % USECS_PER_DAY;
+			if (t < 0)
+				t += USECS_PER_DAY;
+			break;
+		case PK_INTERVAL:
+			EXPECT_LEN(16);
+			if (__builtin_mul_overflow(get64(p), (int64_t) 1000, &t))
+				return decode_fail(ctx, col,
+								   "interval time part does not fit in 64-bit nanoseconds");
+			if (arrow_append_interval_mdn(b, get32(p + 12), get32(p + 8), t, &err) != ARROW_OK)
+				return arrow_fail(ctx, col, &err);
+			return true;
+		default:				/* PK_TIMESTAMP, PK_TIMESTAMPTZ */
+			EXPECT_LEN(8);
+			t = get64(p);
+			/*
+			 * A finite timestamp must stay below int64 max (that is
+			 * infinity): PostgreSQL's last 29 years, from 294247-01-10
+			 * 04:00:54.775807 UTC, do not fit.
+			 */
+			if (t != INT64_MIN && t != INT64_MAX &&
+				(__builtin_add_overflow(t, PG_EPOCH_USECS, &t) || t == INT64_MAX))
+				return decode_fail(ctx, col,
+								   "timestamp is after 294247-01-10 04:00:54.775806, the last one Arrow's timestamp[us] holds (int64 max means infinity)\n"
+								   "hint: cast the column to text in the query");
+			break;
+	}
+	if (arrow_append_int(b, t, &err) != ARROW_OK)
+		return arrow_fail(ctx, col, &err);
+	return true;
+}
+
+/*
+ * An inet/cidr or macaddr(8) value -> its text as PostgreSQL prints it, an
+ * enum label -> its index in the column's dictionary.
+ */
+static bool
+decode_formatted(ArrowBuilder *b, const PgColumn *col, const char *p,
+				 int32_t len, DecodeCtx *ctx)
+{
+	ArrowError	err;
+	char		text[INET6_ADDRSTRLEN + 24];
+	int			n = 0;
+	int			rc;
+
+	if (col->kind == PK_ENUM)
+	{
+		int32_t		idx = enum_index(col, p, len);
+
+		if (idx < 0)
+			return decode_fail(ctx, col, "enum label \"%.*s\" is not in the dictionary",
+							   len > 100 ? 100 : len, p);
+		rc = arrow_append_int(b, idx, &err);
+	}
+	else if (col->kind == PK_INET)
+	{
+		if ((n = format_inet(p, len, text, sizeof(text))) < 0)
+			return decode_fail(ctx, col, "malformed inet value");
+		rc = arrow_append_bytes(b, text, n, &err);
+	}
+	else						/* PK_MACADDR, PK_MACADDR8 */
+	{
+		EXPECT_LEN(col->kind == PK_MACADDR ? 6 : 8);
+		for (int i = 0; i < len; i++)
+			n += snprintf(text + n, sizeof(text) - n, i ? ":%02x" : "%02x",
+						  (unsigned char) p[i]);
+		rc = arrow_append_bytes(b, text, n, &err);
+	}
+	if (rc != ARROW_OK)
+		return arrow_fail(ctx, col, &err);
+	return true;
+}
+
 /*
  * Appends one value (len bytes at p; len -1 is NULL) of column col to
  * builder b.  The caller has checked that len bytes are readable at p.
@@ -529,27 +691,8 @@ decode_value(ArrowBuilder *b, const PgColumn *col, const char *p,
 				break;
 			case PK_FLOAT2:
 			case PK_FLOAT4:
-				{
-					uint32_t	bits;
-					float		f;
-
-					EXPECT_LEN(4);
-					bits = (uint32_t) get32(p);
-					memcpy(&f, &bits, 4);
-					rc = arrow_append_float(b, f, &err);
-					break;
-				}
 			case PK_FLOAT8:
-				{
-					uint64_t	bits;
-					double		d;
-
-					EXPECT_LEN(8);
-					bits = (uint64_t) get64(p);
-					memcpy(&d, &bits, 8);
-					rc = arrow_append_float(b, d, &err);
-					break;
-				}
+				return decode_float(b, col, p, len, ctx);
 			case PK_NUMERIC:
 				return decode_numeric(b, col, p, len, ctx);
 			case PK_TEXT:
@@ -562,108 +705,21 @@ decode_value(ArrowBuilder *b, const PgColumn *col, const char *p,
 				rc = arrow_append_bytes(b, p + 1, len - 1, &err);
 				break;
 			case PK_DATE:
-				{
-					int32_t		d;
-
-					EXPECT_LEN(4);
-					d = get32(p);
-					/* -infinity and infinity keep their sentinel values */
-					if (d != INT32_MIN && d != INT32_MAX)
-						d += PG_EPOCH_DAYS;
-					rc = arrow_append_int(b, d, &err);
-					break;
-				}
 			case PK_TIME:
-				EXPECT_LEN(8);
-				if (get64(p) == USECS_PER_DAY)
-					return decode_fail(ctx, col,
-									   "time 24:00:00 is outside the range of Arrow's time64 (a day, from 00:00:00)\n"
-									   "hint: cast the column to text or interval in the query");
-				rc = arrow_append_int(b, get64(p), &err);
-				break;
 			case PK_TIMETZ:
-				{
-					int64_t		t;
-
-					EXPECT_LEN(12);
-					/* the zone is seconds west of UTC: local + zone = UTC */
-					t = get64(p) + (int64_t) get32(p + 8) * 1000000;
-					t %= USECS_PER_DAY;
-					if (t < 0)
-						t += USECS_PER_DAY;
-					rc = arrow_append_int(b, t, &err);
-					break;
-				}
 			case PK_TIMESTAMP:
 			case PK_TIMESTAMPTZ:
-				{
-					int64_t		t;
-
-					EXPECT_LEN(8);
-					t = get64(p);
-					/*
-					 * -infinity and infinity keep their sentinel values.  A
-					 * finite timestamp must stay below int64 max (that is
-					 * infinity): PostgreSQL's last 29 years, from
-					 * 294247-01-10 04:00:54.775807 UTC, do not fit.
-					 */
-					if (t != INT64_MIN && t != INT64_MAX &&
-						(__builtin_add_overflow(t, PG_EPOCH_USECS, &t) || t == INT64_MAX))
-						return decode_fail(ctx, col,
-										   "timestamp is after 294247-01-10 04:00:54.775806, the last one Arrow's timestamp[us] holds (int64 max means infinity)\n"
-										   "hint: cast the column to text in the query");
-					rc = arrow_append_int(b, t, &err);
-					break;
-				}
 			case PK_INTERVAL:
-				{
-					int64_t		nanos;
-
-					EXPECT_LEN(16);
-					if (__builtin_mul_overflow(get64(p), (int64_t) 1000, &nanos))
-						return decode_fail(ctx, col,
-										   "interval time part does not fit in 64-bit nanoseconds");
-					rc = arrow_append_interval_mdn(b, get32(p + 12), get32(p + 8),
-												   nanos, &err);
-					break;
-				}
+				return decode_datetime(b, col, p, len, ctx);
 			case PK_UUID:
 				EXPECT_LEN(16);
 				rc = arrow_append_bytes(b, p, 16, &err);
 				break;
 			case PK_INET:
-				{
-					char		text[INET6_ADDRSTRLEN + 8];
-					int			n = format_inet(p, len, text, sizeof(text));
-
-					if (n < 0)
-						return decode_fail(ctx, col, "malformed inet value");
-					rc = arrow_append_bytes(b, text, n, &err);
-					break;
-				}
 			case PK_MACADDR:
 			case PK_MACADDR8:
-				{
-					char		text[24];
-					int			n = 0;
-
-					EXPECT_LEN(col->kind == PK_MACADDR ? 6 : 8);
-					for (int i = 0; i < len; i++)
-						n += snprintf(text + n, sizeof(text) - n, i ? ":%02x" : "%02x",
-									  (unsigned char) p[i]);
-					rc = arrow_append_bytes(b, text, n, &err);
-					break;
-				}
 			case PK_ENUM:
-				{
-					int32_t		idx = enum_index(col, p, len);
-
-					if (idx < 0)
-						return decode_fail(ctx, col, "enum label \"%.*s\" is not in the dictionary",
-										   len > 100 ? 100 : len, p);
-					rc = arrow_append_int(b, idx, &err);
-					break;
-				}
+				return decode_formatted(b, col, p, len, ctx);
 			case PK_ARRAY:
 				return decode_array(b, col, p, len, ctx);
 			case PK_COMPOSITE:

@@ -9,15 +9,22 @@
  * columns with the project's Arrow library (src/arrow) and writes the record
  * batches of every worker concurrently into one Arrow file.
  *
- * Source files:
- *	main.c		options, the export's steps, progress, signals, the
- *				temporary file and its rename
- *	session.c	connections, the snapshot, per-worker SQL and COPY commands
+ * Source files (main.c only calls the others; none calls main.c):
+ *	main.c		the steps of an export (and of --dump, --recover): the
+ *				temporary file, its rename, failures
+ *	options.c	command-line options, --help, -S applied to the columns
+ *	cancel.c	termination signals and the cancel objects of the queries
+ *	progress.c	--progress reports
+ *	session.c	the snapshot, --set, the query's columns, per-worker SQL
+ *				and COPY commands
  *	worker.c	worker threads: binary COPY stream, batches, leftovers
  *	dictionary.c enum dictionaries: written to new files, checked on append
  *	pgtypes.c	PostgreSQL types -> Arrow fields (catalog look-ups)
  *	decode.c	binary COPY tuples -> Arrow builders, batch statistics
- *	dump.c		--dump: the layout of an Arrow file
+ *	target.c	the output file: links, stale temporary files, recovery
+ *
+ * tools/common gives messages and allocation (util.h), the connection
+ * options (connection.h) and the printer of --dump (arrow_print.h).
  *
  *-------------------------------------------------------------------------
  */
@@ -25,6 +32,7 @@
 #define PG2ARROW_H
 
 #include <pthread.h>
+#include <signal.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
@@ -33,6 +41,8 @@
 #include <libpq-fe.h>
 
 #include "arrow.h"
+#include "../common/connection.h"
+#include "../common/util.h"
 
 #define PG2ARROW_VERSION	"0.1.0"
 #define MAX_WORKERS			1024
@@ -121,11 +131,7 @@ typedef struct BatchState
 /* Command-line options */
 typedef struct Options
 {
-	const char *dbname;
-	const char *host;
-	const char *port;
-	const char *user;
-	int			password_mode;	/* -1 never (-w), 0 when asked, 1 always (-W) */
+	ConnOptions conn;			/* -d -h -p -u -w -W */
 	const char *command;
 	const char *table;
 	const char *output;
@@ -189,26 +195,32 @@ typedef struct Export
 	atomic_int_fast64_t bytes;	/* COPY bytes received */
 	atomic_int_fast64_t batches;	/* record batches written */
 	double		total_rows;		/* estimate for --progress, 0: unknown */
+	double		start;			/* when the workers started (now_seconds) */
+	char	   *snapshot;		/* exported by worker 0 for the others */
+	char	   *target;			/* the file really written (links followed) */
+	char	   *tmp_path;		/* -o: written under this name, then renamed */
 } Export;
 
-/* in main.c */
+/* in options.c */
+extern void parse_options(int argc, char **argv, Options *opts);
+extern void free_options(Options *opts);
+extern void select_stats(Export *ex);
+
+/* in cancel.c */
 /*
- * Set (to the signal number) by a termination signal, read by every thread; the handler cancels the
- * queries of cancels[0 .. n_cancels - 1].  Lock-free atomics, so that both
- * the handler and the threads may use them.
+ * Set (to the signal number) by a termination signal, read by every
+ * thread.  A lock-free atomic, so that both the handler and the threads
+ * may use it.
  */
 extern atomic_int interrupted;
-extern PGcancel *cancels[MAX_WORKERS];
-extern atomic_int n_cancels;
-/* report an error and exit: only before the output file exists */
-extern void fatal(const char *fmt,...)
-			__attribute__((format(printf, 1, 2), noreturn));
-/* allocation that calls fatal() when memory runs out */
-extern void *xmalloc(size_t size);
-extern void *xcalloc(size_t n, size_t size);
-extern char *xstrdup(const char *s);
-extern char *xasprintf(const char *fmt,...)
-			__attribute__((format(printf, 1, 2)));
+extern void install_signal_handlers(sigset_t *block);
+extern void cancel_register(int i, PGconn *conn);
+extern void cancel_queries(void);
+extern void cancel_forget_all(void);
+
+/* in progress.c */
+extern double now_seconds(void);
+extern void print_progress(Export *ex, bool last);
 
 /* in pgtypes.c */
 extern bool pgtypes_resolve(PGconn *conn, const PGresult *desc,
@@ -238,35 +250,21 @@ extern int	copy_tuple_length(const char *p, size_t avail, int32_t n_columns,
 							  size_t *len, char *errbuf, size_t errlen);
 
 /* in session.c */
-extern char *prompt_password(void);
-extern PGconn *connect_db(const Options *opts, char **password, char *errbuf,
-						  size_t errlen);
-extern bool exec_command(PGconn *conn, const char *sql, char *errbuf,
-						 size_t errlen);
-extern bool apply_sets(PGconn *conn, const Options *opts, char *errbuf,
-					   size_t errlen);
-extern char *query_value(PGconn *conn, const char *sql, const char *param,
-						 char *errbuf, size_t errlen);
 extern bool build_worker_sql(Export *ex, PGconn *conn, char *errbuf,
 							 size_t errlen);
+extern bool describe_columns(Export *ex, PGconn *conn, char *errbuf,
+							 size_t errlen);
 extern char *build_copy(const Export *ex, const char *sql);
-extern bool open_worker(Export *ex, int i, const char *snapshot,
-						char **password, char *errbuf, size_t errlen);
+extern bool open_worker(Export *ex, int i, char *errbuf, size_t errlen);
 
 /* in worker.c */
-extern void set_failure(Export *ex, const char *msg);
-extern bool flush_batch(Export *ex, BatchState *bs, char *errbuf,
-						size_t errlen);
-extern void *worker_main(void *arg);
+extern bool run_workers(Export *ex, char *errbuf, size_t errlen);
 
 /* in dictionary.c */
 extern bool write_dictionaries(Export *ex, const PgColumn *cols, int n,
 							   char *errbuf, size_t errlen);
 extern bool check_append_dictionaries(Export *ex, const char *path,
 									  char *errbuf, size_t errlen);
-
-/* in dump.c */
-extern int	dump_arrow_file(const char *path);
 
 /* in target.c */
 extern char *resolve_target(const char *path, const char *what);

@@ -1,9 +1,10 @@
 /*-------------------------------------------------------------------------
  *
  * session.c
- *		Connections and SQL of pg2arrow: connecting (with a password prompt),
- *		the snapshot every worker imports, --set, the per-worker queries with
- *		their macros replaced, and the COPY commands that run them.
+ *		Connections and SQL of pg2arrow: each worker's connection and the
+ *		snapshot they share, --set, the query's columns, the per-worker
+ *		queries with their macros replaced, and the COPY commands that run
+ *		them.
  *
  *-------------------------------------------------------------------------
  */
@@ -11,79 +12,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <termios.h>
-#include <unistd.h>
 
 #include "pg2arrow.h"
 
-/*
- * Reads a password from the terminal without echo.  Echo is off before the
- * prompt appears, so an answer typed (or sent) as soon as the prompt shows
- * is neither echoed nor discarded.
- */
-char *
-prompt_password(void)
-{
-	FILE	   *tty = fopen("/dev/tty", "r+");
-	struct termios old,
-				noecho;
-	char		buf[1024];
-	size_t		n;
-
-	if (tty == NULL)
-		fatal("cannot prompt for a password: no terminal");
-	tcgetattr(fileno(tty), &old);
-	noecho = old;
-	noecho.c_lflag &= ~ECHO;
-	tcsetattr(fileno(tty), TCSAFLUSH, &noecho);
-	fputs("Password: ", tty);
-	fflush(tty);
-	if (fgets(buf, sizeof(buf), tty) == NULL)
-		buf[0] = '\0';
-	tcsetattr(fileno(tty), TCSANOW, &old);
-	fputc('\n', tty);
-	fclose(tty);
-	n = strlen(buf);
-	if (n > 0 && buf[n - 1] == '\n')
-		buf[n - 1] = '\0';
-	return xstrdup(buf);
-}
-
-/*
- * Opens a connection with the options (NULL values fall back to PG*
- * environment variables; -d may be a conninfo string or URI).  Prompts for
- * a password when the server asks for one and -w was not given; the
- * password is remembered for the other workers.
- */
-PGconn *
-connect_db(const Options *opts, char **password, char *errbuf, size_t errlen)
-{
-	for (;;)
-	{
-		const char *keys[] = {"host", "port", "user", "password", "dbname",
-		"fallback_application_name", "client_encoding", NULL};
-		const char *vals[] = {opts->host, opts->port, opts->user, *password,
-		opts->dbname, "pg2arrow", "UTF8", NULL};
-		PGconn	   *conn = PQconnectdbParams(keys, vals, 1);
-
-		if (conn != NULL && PQstatus(conn) == CONNECTION_OK)
-			return conn;
-		if (conn != NULL && PQconnectionNeedsPassword(conn) && *password == NULL &&
-			opts->password_mode >= 0 && isatty(fileno(stdin)))
-		{
-			PQfinish(conn);
-			*password = prompt_password();
-			continue;
-		}
-		snprintf(errbuf, errlen, "connection to database failed: %s",
-				 conn ? PQerrorMessage(conn) : "out of memory");
-		PQfinish(conn);
-		return NULL;
-	}
-}
-
 /* Runs a command that returns no rows; false with errbuf set on failure */
-bool
+static bool
 exec_command(PGconn *conn, const char *sql, char *errbuf, size_t errlen)
 {
 	PGresult   *res = PQexec(conn, sql);
@@ -97,13 +30,13 @@ exec_command(PGconn *conn, const char *sql, char *errbuf, size_t errlen)
 }
 
 /* Applies every --set NAME:VALUE with set_config() */
-bool
+static bool
 apply_sets(PGconn *conn, const Options *opts, char *errbuf, size_t errlen)
 {
 	for (int i = 0; i < opts->n_sets; i++)
 	{
 		const char *colon = strchr(opts->sets[i], ':');
-		char	   *name = strndup(opts->sets[i], colon - opts->sets[i]);
+		char	   *name = xstrndup(opts->sets[i], colon - opts->sets[i]);
 		const char *params[2] = {name, colon + 1};
 		PGresult   *res = PQexecParams(conn, "SELECT pg_catalog.set_config($1, $2, false)",
 									   2, NULL, params, NULL, NULL, 0);
@@ -146,7 +79,7 @@ replace_all(const char *s, const char *from, const char *to)
 }
 
 /* Runs a query; returns the first value of its first row (new string) or NULL */
-char *
+static char *
 query_value(PGconn *conn, const char *sql, const char *param, char *errbuf,
 			size_t errlen)
 {
@@ -189,7 +122,7 @@ build_worker_sql(Export *ex, PGconn *conn, char *errbuf, size_t errlen)
 		while (n > 0 && (opts->command[n - 1] == ';' ||
 						 strchr(" \t\r\n", opts->command[n - 1])))
 			n--;
-		base = strndup(opts->command, n);
+		base = xstrndup(opts->command, n);
 	}
 	if (rel != NULL)
 	{
@@ -300,24 +233,68 @@ build_copy(const Export *ex, const char *sql)
 	return copy;
 }
 
-/* Opens worker i's connection and imports the snapshot */
+/*
+ * Opens worker i's connection in a REPEATABLE READ READ ONLY transaction
+ * and applies --set.  Worker 0 exports its snapshot (into ex->snapshot)
+ * when there are other workers; they import it, so that every worker sees
+ * the same data.
+ */
 bool
-open_worker(Export *ex, int i, const char *snapshot, char **password,
-			char *errbuf, size_t errlen)
+open_worker(Export *ex, int i, char *errbuf, size_t errlen)
 {
 	Worker	   *w = &ex->workers[i];
-	char	   *sql;
 	bool		ok;
 
-	if ((w->conn = connect_db(ex->opts, password, errbuf, errlen)) == NULL)
+	if ((w->conn = conn_open(&ex->opts->conn, "pg2arrow", errbuf, errlen)) == NULL)
 		return false;
-	cancels[i] = PQgetCancel(w->conn);
-	n_cancels = i + 1;
+	cancel_register(i, w->conn);
 	if (!exec_command(w->conn, "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY",
 					  errbuf, errlen))
 		return false;
-	sql = xasprintf("SET TRANSACTION SNAPSHOT '%s'", snapshot);
-	ok = exec_command(w->conn, sql, errbuf, errlen);
-	free(sql);
+	if (i == 0 && ex->n_workers > 1)
+		ok = (ex->snapshot = query_value(w->conn, "SELECT pg_catalog.pg_export_snapshot()",
+										 NULL, errbuf, errlen)) != NULL;
+	else if (i > 0)
+	{
+		char	   *sql = xasprintf("SET TRANSACTION SNAPSHOT '%s'", ex->snapshot);
+
+		ok = exec_command(w->conn, sql, errbuf, errlen);
+		free(sql);
+	}
+	else
+		ok = true;
 	return ok && apply_sets(w->conn, ex->opts, errbuf, errlen);
+}
+
+/*
+ * Prepares worker 0's query on conn and resolves the types of its columns
+ * (ex->columns, ex->n_columns).  A query without columns is refused.
+ */
+bool
+describe_columns(Export *ex, PGconn *conn, char *errbuf, size_t errlen)
+{
+	PGresult   *desc = PQprepare(conn, "", ex->workers[0].sql, 0, NULL);
+	bool		ok;
+
+	if (PQresultStatus(desc) == PGRES_COMMAND_OK)
+	{
+		PQclear(desc);
+		desc = PQdescribePrepared(conn, "");
+	}
+	if (PQresultStatus(desc) != PGRES_COMMAND_OK)
+	{
+		snprintf(errbuf, errlen, "query failed: %s", PQerrorMessage(conn));
+		PQclear(desc);
+		return false;
+	}
+	ex->n_columns = PQnfields(desc);
+	if (ex->n_columns == 0)
+	{
+		snprintf(errbuf, errlen, "the query returns no columns");
+		PQclear(desc);
+		return false;
+	}
+	ok = pgtypes_resolve(conn, desc, &ex->opts->types, &ex->columns, errbuf, errlen);
+	PQclear(desc);
+	return ok;
 }

@@ -149,8 +149,8 @@ remove_stale_temps(const char *target)
 		path = xasprintf("%s/%s", dir, de->d_name);
 		if (unlink(path) == 0)
 		{
-			fprintf(stderr, "pg2arrow: removed \"%s\", left behind by pg2arrow process %ld, which no longer runs\n",
-					path, pid);
+			report("removed \"%s\", left behind by pg2arrow process %ld, which no longer runs",
+				   path, pid);
 			removed = true;
 		}
 		free(path);
@@ -158,7 +158,7 @@ remove_stale_temps(const char *target)
 	closedir(d);
 	free(dir);
 	if (removed && arrow_writer_sync_dir(target, &err) != ARROW_OK)
-		fprintf(stderr, "pg2arrow: %s\n", err.message);
+		report("%s", err.message);
 }
 
 /*
@@ -181,16 +181,16 @@ recover_target(const char *target, bool quiet_none, char *errbuf, size_t errlen)
 	switch (result)
 	{
 		case ARROW_RECOVER_RESTORED:
-			fprintf(stderr, "pg2arrow: \"%s\" was left by an interrupted --append (journal \"%s%s\"): restored it as it was before that append\n",
-					target, target, ARROW_APPEND_JOURNAL_SUFFIX);
+			report("\"%s\" was left by an interrupted --append (journal \"%s%s\"): restored it as it was before that append",
+				   target, target, ARROW_APPEND_JOURNAL_SUFFIX);
 			break;
 		case ARROW_RECOVER_DISCARDED:
-			fprintf(stderr, "pg2arrow: removed \"%s%s\": the journal of an --append that never touched \"%s\" (or of a file that is gone or was replaced)\n",
-					target, ARROW_APPEND_JOURNAL_SUFFIX, target);
+			report("removed \"%s%s\": the journal of an --append that never touched \"%s\" (or of a file that is gone or was replaced)",
+				   target, ARROW_APPEND_JOURNAL_SUFFIX, target);
 			break;
 		case ARROW_RECOVER_NONE:
 			if (!quiet_none)
-				fprintf(stderr, "pg2arrow: \"%s\": no interrupted --append to recover\n", target);
+				report("\"%s\": no interrupted --append to recover", target);
 			break;
 	}
 	return true;

@@ -8,18 +8,21 @@
  * writes every full batch into the output itself (arrow_writer_write_batch
  * reserves a file range atomically).  Its last partial batch is merged into
  * the shared final batch (merge_leftovers).  The first failure of any
- * worker is recorded and cancels the queries of all of them.
+ * worker is recorded and cancels the queries of all of them.  The main
+ * thread starts the workers and waits for them (run_workers), reporting
+ * progress meanwhile.
  *
  *-------------------------------------------------------------------------
  */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "pg2arrow.h"
 
 /* Records the first failure and makes every worker stop */
-void
+static void
 set_failure(Export *ex, const char *msg)
 {
 	pthread_mutex_lock(&ex->error_lock);
@@ -27,33 +30,14 @@ set_failure(Export *ex, const char *msg)
 		snprintf(ex->error, sizeof(ex->error), "%s", msg);
 	pthread_mutex_unlock(&ex->error_lock);
 	if (!atomic_exchange(&ex->stop, true))
-	{
-		char		errbuf[256];
-
-		for (int i = 0; i < ex->n_workers; i++)
-			if (cancels[i] != NULL)
-				PQcancel(cancels[i], errbuf, sizeof(errbuf));
-	}
-}
-
-/* Frees custom metadata built with the default allocator */
-static void
-free_metadata(ArrowMetadata *md)
-{
-	for (int i = 0; i < md->count; i++)
-	{
-		free(md->items[i].key);
-		free(md->items[i].value);
-	}
-	free(md->items);
-	memset(md, 0, sizeof(*md));
+		cancel_queries();
 }
 
 /*
  * Writes the rows in bs as one record batch (with its statistics, straight
  * from the builders, at a reserved range of the file) and resets bs.
  */
-bool
+static bool
 flush_batch(Export *ex, BatchState *bs, char *errbuf, size_t errlen)
 {
 	ArrowMetadata md = {0};
@@ -379,9 +363,9 @@ worker_run(Worker *w, char *errbuf, size_t errlen)
 
 /*
  * Thread entry point: runs the worker and records its failure (prefixed
- * with the worker number when there are several) for main to report.
+ * with the worker number when there are several) for run_workers to report.
  */
-void *
+static void *
 worker_main(void *arg)
 {
 	Worker	   *w = arg;
@@ -401,4 +385,71 @@ worker_main(void *arg)
 		set_failure(w->ex, msg);
 	}
 	return NULL;
+}
+
+/*
+ * Waits for the started workers to end.  Meanwhile reports progress
+ * (--progress) and starts the disk writes of each batch the workers wrote,
+ * so that the final fsync does not have the whole file left to write.
+ */
+static void
+wait_for_workers(Export *ex)
+{
+	double		next = ex->start + 1;
+	int64_t		batches_seen = 0;
+
+	for (;;)
+	{
+		bool		running = false;
+		int64_t		batches = atomic_load(&ex->batches);
+
+		for (int i = 0; i < ex->n_workers; i++)
+			if (ex->workers[i].started && pthread_tryjoin_np(ex->workers[i].thread, NULL) == 0)
+				ex->workers[i].started = false;
+			else if (ex->workers[i].started)
+				running = true;
+		if (!running)
+			break;
+		if (batches != batches_seen)
+		{
+			arrow_writer_start_writeback(ex->writer);
+			batches_seen = batches;
+		}
+		if (ex->opts->progress && now_seconds() >= next)
+		{
+			print_progress(ex, false);
+			next += 1;
+		}
+		usleep(20000);
+	}
+}
+
+/*
+ * Runs the export's workers (their connections and batches are set up) to
+ * the end, then writes the shared final batch.  False with errbuf set when
+ * a worker failed or the export was interrupted (then errbuf is left to
+ * the caller).
+ */
+bool
+run_workers(Export *ex, char *errbuf, size_t errlen)
+{
+	ex->start = now_seconds();
+	for (int i = 0; i < ex->n_workers; i++)
+	{
+		if (pthread_create(&ex->workers[i].thread, NULL, worker_main, &ex->workers[i]) != 0)
+		{
+			set_failure(ex, "cannot start a worker thread");
+			break;
+		}
+		ex->workers[i].started = true;
+	}
+	wait_for_workers(ex);
+	if (interrupted)
+		return false;
+	if (ex->error[0] != '\0')
+	{
+		snprintf(errbuf, errlen, "%s", ex->error);
+		return false;
+	}
+	return ex->final.n_rows == 0 || flush_batch(ex, &ex->final, errbuf, errlen);
 }

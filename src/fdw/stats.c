@@ -1,6 +1,6 @@
 /*-------------------------------------------------------------------------
  *
- * arrow_stats.c
+ * stats.c
  *		Skipping record batches by their min/max statistics.
  *
  * pg2arrow -S writes the smallest and largest value of each column of each
@@ -35,7 +35,7 @@
 #include "utils/array.h"
 #include "utils/lsyscache.h"
 
-#include "pg_warp.h"
+#include "fdw/arrow_fdw.h"
 
 /* pg_warp.arrow_stats_skip */
 bool		pg_warp_arrow_stats_skip = true;
@@ -225,7 +225,7 @@ usable_walk(Expr *e, Index relid, List **out)
  * Parses one clause (a plain expression, not a RestrictInfo) into *cond when
  * statistics can decide it: a comparison of a column of relation 'relid'
  * with a constant, or an IN list.  Returns false, leaving *cond undefined,
- * for anything else.  (The row estimates of arrow_estimate.c use it.)
+ * for anything else.  (The row estimates of estimate.c use it.)
  */
 bool
 arrow_stats_parse_clause(Expr *clause, Index relid, ArrowStatCond *cond)

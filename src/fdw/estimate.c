@@ -1,6 +1,6 @@
 /*-------------------------------------------------------------------------
  *
- * arrow_estimate.c
+ * estimate.c
  *		Row estimates of arrow_fdw scans from what the files know, and the
  *		record batches that ANALYZE samples.
  *
@@ -11,7 +11,7 @@
  * count per column, and (pg2arrow -S, doc/arrow-metadata.md) the smallest
  * and largest value of each column of each batch.
  *
- * The estimate groups the restriction clauses that arrow_stats.c can parse
+ * The estimate groups the restriction clauses that stats.c can parse
  * (a column compared with constants, BETWEEN, IN) by column.  For each
  * column and each batch it computes three fractions of the batch's rows:
  *
@@ -54,7 +54,7 @@
 #include "utils/syscache.h"
 #include "utils/timestamp.h"
 
-#include "pg_warp.h"
+#include "fdw/arrow_fdw.h"
 
 /* the scales on which values can be placed (comparable within one only) */
 typedef enum ArrowScale

@@ -1,6 +1,6 @@
 /*-------------------------------------------------------------------------
  *
- * arrow_pg.c
+ * file.c
  *		Glue between the Arrow library (src/arrow, plain C) and the backend:
  *		an ArrowAllocator over palloc, an ArrowSource over a file descriptor
  *		that PostgreSQL closes at transaction abort, and the translation of
@@ -36,7 +36,7 @@
 #include "storage/fd.h"
 #include "utils/memutils.h"
 
-#include "pg_warp.h"
+#include "fdw/arrow_fdw.h"
 
 /*
  * The allocator stores the requested size in front of each block so that

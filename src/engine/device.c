@@ -1,6 +1,6 @@
 /*-------------------------------------------------------------------------
  *
- * gpu_device.c
+ * device.c
  *		Access to NVIDIA GPUs through the CUDA driver API, loaded at run
  *		time: GPU discovery (pgwarp.gpu_devices()) and the self-test that
  *		runs the installed fatbin on every GPU (pgwarp.gpu_selftest()).

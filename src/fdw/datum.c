@@ -1,6 +1,6 @@
 /*-------------------------------------------------------------------------
  *
- * arrow_datum.c
+ * datum.c
  *		Arrow values as PostgreSQL Datums: which PostgreSQL types can hold an
  *		Arrow field exactly, the default type of each Arrow type, and the
  *		conversion of one value (also of record-batch statistics).
@@ -43,7 +43,7 @@
 #include "utils/typcache.h"
 #include "utils/uuid.h"
 
-#include "pg_warp.h"
+#include "fdw/arrow_fdw.h"
 
 /* microseconds between 1970-01-01 and 2000-01-01 */
 #define EPOCH_DIFF_USECS \
@@ -403,6 +403,10 @@ arrow_conv_init(ArrowConv *c, const ArrowField *f, Oid typid, int32 typmod,
 	return true;
 }
 
+/*
+ * Sets *why to say that 'typid' cannot hold field f ('detail' says why, or
+ * is NULL) and returns false.
+ */
 static bool
 refuse(char **why, const ArrowField *f, Oid typid, int32 typmod,
 	   const char *detail)
@@ -413,26 +417,39 @@ refuse(char **why, const ArrowField *f, Oid typid, int32 typmod,
 	return false;
 }
 
-static bool
-arrow_conv_init_internal(ArrowConv *c, const ArrowField *f, Oid typid,
-						 int32 typmod, char **why, int depth)
+/* how one step of arrow_conv_init_internal decides */
+typedef enum ConvMatch
+{
+	CONV_NO_MATCH,				/* not this step's case: the next step decides */
+	CONV_OK,					/* the converter is ready */
+	CONV_REFUSED				/* the type cannot hold the field; *why is set */
+} ConvMatch;
+
+/* refuse() for a step that returns a ConvMatch */
+static ConvMatch
+refuse_match(char **why, const ArrowField *f, Oid typid, int32 typmod,
+			 const char *detail)
+{
+	(void) refuse(why, f, typid, typmod, detail);
+	return CONV_REFUSED;
+}
+
+/*
+ * The first step of arrow_conv_init_internal: copies what c needs of the
+ * field's type and of the column's type into c.  For a domain, c checks its
+ * base type and remembers the domain; *typid and *typmod become the base
+ * type's.
+ */
+static void
+conv_init_types(ArrowConv *c, const ArrowField *f, Oid *typid, int32 *typmod)
 {
 	const ArrowType *t = &f->type;
-	ArrowTypeId id = t->id;
 	Oid			base;
-	int32		basemod = typmod;
-	char		cat;
-	bool		pref;
+	int32		basemod = *typmod;
 
-	memset(c, 0, sizeof(ArrowConv));
-	if (depth > ARROW_MAX_NESTING)
-	{
-		*why = pstrdup("nesting too deep");
-		return false;
-	}
-	c->typid = typid;
-	c->typmod = typmod;
-	c->arrow_id = id;
+	c->typid = *typid;
+	c->typmod = *typmod;
+	c->arrow_id = t->id;
 	c->unit = t->unit;
 	c->scale = t->scale;
 	c->byte_width = t->byte_width;
@@ -441,18 +458,311 @@ arrow_conv_init_internal(ArrowConv *c, const ArrowField *f, Oid typid,
 	c->index_type = f->dictionary.index_type;
 
 	/* a domain: check against its base type, then apply its constraints */
-	base = getBaseTypeAndTypmod(typid, &basemod);
-	if (base != typid)
+	base = getBaseTypeAndTypmod(*typid, &basemod);
+	if (base != *typid)
 	{
 		/* domain_check caches its state here: not in a per-row context */
 		c->domain_cxt = CurrentMemoryContext;
-		c->domain_type = typid;
-		typid = base;
-		typmod = basemod;
+		c->domain_type = *typid;
+		*typid = base;
+		*typmod = basemod;
 		c->typid = base;
 		c->typmod = basemod;
 	}
-	get_typlenbyvalalign(typid, &c->typlen, &c->typbyval, &c->typalign);
+	get_typlenbyvalalign(*typid, &c->typlen, &c->typbyval, &c->typalign);
+}
+
+/* the layout that a view or list view converts as: the type it stands for */
+static ArrowTypeId
+conv_layout_id(ArrowTypeId id)
+{
+	if (id == ARROW_TYPE_UTF8_VIEW)
+		return ARROW_TYPE_UTF8;
+	if (id == ARROW_TYPE_BINARY_VIEW)
+		return ARROW_TYPE_BINARY;
+	if (id == ARROW_TYPE_LIST_VIEW || id == ARROW_TYPE_LARGE_LIST_VIEW)
+		return ARROW_TYPE_LARGE_LIST;
+	return id;
+}
+
+/*
+ * boolean, the integers, numeric and the floats: whether the field (of
+ * layout 'id') converts exactly into base type 'typid'.
+ */
+static ConvMatch
+conv_init_number(ArrowConv *c, const ArrowField *f, ArrowTypeId id,
+				 Oid typid, int32 typmod, char **why)
+{
+	const ArrowType *t = &f->type;
+	int			p,
+				s;
+
+	switch (typid)
+	{
+		case BOOLOID:
+			c->kind = TK_BOOL;
+			return id == ARROW_TYPE_BOOL ? CONV_OK : CONV_NO_MATCH;
+		case INT2OID:
+		case INT4OID:
+		case INT8OID:
+			{
+				int			bits = typid == INT2OID ? 16 : typid == INT4OID ? 32 : 64;
+
+				c->kind = typid == INT2OID ? TK_INT2 : typid == INT4OID ? TK_INT4 : TK_INT8;
+				if (is_int_type(id))
+				{
+					if (int_bits_needed(id) <= bits)
+						return CONV_OK;
+					return refuse_match(why, f, typid, typmod, "values may not fit");
+				}
+				if (stored_int_bits(id) != 0 && stored_int_bits(id) <= bits)
+					return CONV_OK; /* the stored integer, in the field's unit */
+				return CONV_NO_MATCH;
+			}
+		case NUMERICOID:
+			c->kind = TK_NUMERIC;
+			if (is_int_type(id) || stored_int_bits(id) != 0)
+			{
+				/* digits of the largest value: 64 bits -> 20 */
+				if (numeric_typmod_decode(typmod, &p, &s) && (s != 0 || p < 20))
+					return refuse_match(why, f, typid, typmod, "the precision is too small for the integer type");
+				return CONV_OK;
+			}
+			if (id == ARROW_TYPE_DECIMAL128)
+			{
+				/*
+				 * Any scale, also a negative one or one above the precision:
+				 * the value is unscaled * 10^-scale.  numeric(P,S) holds every
+				 * value when S is the field's scale and P - S >= p - s (the
+				 * digits left of the point).
+				 */
+				if (numeric_typmod_decode(typmod, &p, &s))
+				{
+					if (s != t->scale)
+						return refuse_match(why, f, typid, typmod, "the scale differs");
+					if (p - s < t->precision - t->scale)
+						return refuse_match(why, f, typid, typmod, "the precision is too small");
+				}
+				return CONV_OK;
+			}
+			return CONV_NO_MATCH;
+		case FLOAT4OID:
+			c->kind = TK_FLOAT4;
+			return id == ARROW_TYPE_FLOAT16 || id == ARROW_TYPE_FLOAT32
+				? CONV_OK : CONV_NO_MATCH;
+		case FLOAT8OID:
+			c->kind = TK_FLOAT8;
+			return id == ARROW_TYPE_FLOAT16 || id == ARROW_TYPE_FLOAT32 ||
+				id == ARROW_TYPE_FLOAT64 ? CONV_OK : CONV_NO_MATCH;
+		default:
+			return CONV_NO_MATCH;
+	}
+}
+
+/*
+ * date, time, timestamp, timestamptz and interval: whether the field (of
+ * layout 'id') converts exactly into base type 'typid'.
+ */
+static ConvMatch
+conv_init_temporal(ArrowConv *c, const ArrowField *f, ArrowTypeId id,
+				   Oid typid, int32 typmod, char **why)
+{
+	const ArrowType *t = &f->type;
+
+	switch (typid)
+	{
+		case DATEOID:
+			c->kind = TK_DATE;
+			return id == ARROW_TYPE_DATE32 || id == ARROW_TYPE_DATE64
+				? CONV_OK : CONV_NO_MATCH;
+		case TIMEOID:
+			c->kind = TK_TIME;
+			if (id != ARROW_TYPE_TIME32 && id != ARROW_TYPE_TIME64)
+				return CONV_NO_MATCH;
+			if (typmod >= 0 && typmod < unit_digits(t->unit))
+				return refuse_match(why, f, typid, typmod, "the precision is too small");
+			return CONV_OK;
+		case TIMESTAMPOID:
+		case TIMESTAMPTZOID:
+			c->kind = TK_TIMESTAMP;
+			if (id != ARROW_TYPE_TIMESTAMP)
+				return CONV_NO_MATCH;
+			if ((typid == TIMESTAMPTZOID) != (t->timezone != NULL))
+				return refuse_match(why, f, typid, typmod,
+									t->timezone ? "the field has a time zone; use timestamp with time zone"
+									: "the field has no time zone; use timestamp without time zone");
+			if (typmod >= 0 && typmod < unit_digits(t->unit))
+				return refuse_match(why, f, typid, typmod, "the precision is too small");
+			return CONV_OK;
+		case INTERVALOID:
+			c->kind = TK_INTERVAL;
+			if (id != ARROW_TYPE_INTERVAL_YM && id != ARROW_TYPE_INTERVAL_DT &&
+				id != ARROW_TYPE_INTERVAL_MDN && id != ARROW_TYPE_DURATION)
+				return CONV_NO_MATCH;
+			if (typmod >= 0)
+				return refuse_match(why, f, typid, typmod, "interval fields or precision would round values");
+			return CONV_OK;
+		default:
+			return CONV_NO_MATCH;
+	}
+}
+
+/*
+ * bytea, uuid and text: whether the field (of layout 'id') converts exactly
+ * into base type 'typid'.
+ */
+static ConvMatch
+conv_init_bytes(ArrowConv *c, const ArrowField *f, ArrowTypeId id,
+				Oid typid, int32 typmod, char **why)
+{
+	switch (typid)
+	{
+		case BYTEAOID:
+			c->kind = TK_BYTEA;
+			return id == ARROW_TYPE_BINARY || id == ARROW_TYPE_LARGE_BINARY ||
+				id == ARROW_TYPE_FIXED_SIZE_BINARY ? CONV_OK : CONV_NO_MATCH;
+		case UUIDOID:
+			c->kind = TK_UUID;
+			if (id == ARROW_TYPE_FIXED_SIZE_BINARY && f->type.byte_width == 16)
+				return CONV_OK;
+			if (id == ARROW_TYPE_UTF8 || id == ARROW_TYPE_LARGE_UTF8)
+				return CONV_NO_MATCH;	/* by the input function */
+			return refuse_match(why, f, typid, typmod, "uuid needs fixed_size_binary(16)");
+		case TEXTOID:
+			c->kind = TK_TEXT;
+			return id == ARROW_TYPE_UTF8 || id == ARROW_TYPE_LARGE_UTF8
+				? CONV_OK : CONV_NO_MATCH;
+		default:
+			return CONV_NO_MATCH;
+	}
+}
+
+/*
+ * Conversions through the input function of 'typid': float16 into a type
+ * named float2 (pg_warp's own half-precision type, or any other), from the
+ * exact decimal form of the half value; strings into string-like types
+ * (varchar(n), enums, json, ...).  Returns whether c converts that way.
+ */
+static bool
+conv_init_input(ArrowConv *c, ArrowTypeId id, Oid typid)
+{
+	Oid			infunc;
+	char		cat;
+	bool		pref;
+
+	if (id == ARROW_TYPE_FLOAT16 && type_is_named(typid, "float2"))
+		c->kind = TK_FLOAT_INPUT;
+	else if ((id == ARROW_TYPE_UTF8 || id == ARROW_TYPE_LARGE_UTF8) &&
+			 !type_is_array(typid) && !type_is_rowtype(typid))
+	{
+		get_type_category_preferred(typid, &cat, &pref);
+		if (strchr("SUEIGV", cat) == NULL)
+			return false;
+		c->kind = TK_INPUT;
+	}
+	else
+		return false;
+	getTypeInputInfo(typid, &infunc, &c->ioparam);
+	fmgr_info(infunc, &c->infunc);
+	return true;
+}
+
+/* a list field into array type 'typid': the element converts as well */
+static bool
+conv_init_list(ArrowConv *c, const ArrowField *f, Oid typid, int32 typmod,
+			   char **why, int depth)
+{
+	Oid			elemtype = get_element_type(typid);
+
+	if (!OidIsValid(elemtype))
+		return refuse(why, f, typid, typmod, "a list needs an array type");
+	if (f->n_children != 1)
+		return refuse(why, f, typid, typmod, "malformed list");
+	if (f->children[0].type.id == ARROW_TYPE_LIST ||
+		f->children[0].type.id == ARROW_TYPE_LARGE_LIST ||
+		f->children[0].type.id == ARROW_TYPE_FIXED_SIZE_LIST)
+		return refuse(why, f, typid, typmod, "lists of lists are not supported");
+	c->kind = TK_ARRAY;
+	c->elem = palloc(sizeof(ArrowConv));
+	if (!arrow_conv_init_internal(c->elem, &f->children[0], elemtype,
+								  typmod, why, depth + 1))
+		return false;
+	return true;
+}
+
+/*
+ * A struct field into composite type 'typid': the type's attributes (not
+ * dropped) are the struct's fields, in order and by name, and each converts.
+ */
+static bool
+conv_init_struct(ArrowConv *c, const ArrowField *f, Oid typid, int32 typmod,
+				 char **why, int depth)
+{
+	TupleDesc	tupdesc;
+	int			n = 0;
+
+	if (!type_is_rowtype(typid))
+		return refuse(why, f, typid, typmod, "a struct needs a composite type");
+	tupdesc = lookup_rowtype_tupdesc_copy(typid, -1);
+	for (int i = 0; i < tupdesc->natts; i++)
+		if (!TupleDescAttr(tupdesc, i)->attisdropped)
+			n++;
+	if (n != f->n_children)
+		return refuse(why, f, typid, typmod,
+					  psprintf("the struct has %d fields, the type %d attributes",
+							   f->n_children, n));
+	c->kind = TK_COMPOSITE;
+	c->tupdesc = BlessTupleDesc(tupdesc);
+	c->n_children = tupdesc->natts;
+	c->children = palloc0(sizeof(ArrowConv) * tupdesc->natts);
+	c->child_field = palloc(sizeof(int) * tupdesc->natts);
+	n = 0;
+	for (int i = 0; i < tupdesc->natts; i++)
+	{
+		Form_pg_attribute att = TupleDescAttr(tupdesc, i);
+		const ArrowField *cf;
+
+		if (att->attisdropped)
+		{
+			c->child_field[i] = -1;
+			continue;
+		}
+		cf = &f->children[n];
+		if (strcmp(NameStr(att->attname), cf->name) != 0)
+			return refuse(why, f, typid, typmod,
+						  psprintf("attribute %d is \"%s\" but the struct's field is \"%s\"",
+								   n + 1, NameStr(att->attname), cf->name));
+		c->child_field[i] = n;
+		if (!arrow_conv_init_internal(&c->children[i], cf, att->atttypid,
+									  att->atttypmod, why, depth + 1))
+			return false;
+		n++;
+	}
+	return true;
+}
+
+/*
+ * arrow_conv_init without the shortcut: prepares c to convert field f (at
+ * nesting depth 'depth') into typid/typmod, or returns false with *why set.
+ * The steps: the types; the Arrow NULL type; the newer layouts
+ * (conv_init_newer); the built-in types, each of which accepts exactly the
+ * Arrow types that it holds without loss; input functions; lists into
+ * arrays; structs into composite types.
+ */
+static bool
+arrow_conv_init_internal(ArrowConv *c, const ArrowField *f, Oid typid,
+						 int32 typmod, char **why, int depth)
+{
+	ArrowTypeId id = f->type.id;
+	ConvMatch	m;
+
+	memset(c, 0, sizeof(ArrowConv));
+	if (depth > ARROW_MAX_NESTING)
+	{
+		*why = pstrdup("nesting too deep");
+		return false;
+	}
+	conv_init_types(c, f, &typid, &typmod);
 
 	if (id == ARROW_TYPE_NULL)
 	{
@@ -464,243 +774,23 @@ arrow_conv_init_internal(ArrowConv *c, const ArrowField *f, Oid typid,
 		return conv_init_newer(c, f, OidIsValid(c->domain_type) ? c->domain_type : typid,
 							   typmod, why, depth);
 	/* views and list views convert as the layouts they stand for */
-	if (id == ARROW_TYPE_UTF8_VIEW)
-		id = ARROW_TYPE_UTF8;
-	else if (id == ARROW_TYPE_BINARY_VIEW)
-		id = ARROW_TYPE_BINARY;
-	else if (id == ARROW_TYPE_LIST_VIEW || id == ARROW_TYPE_LARGE_LIST_VIEW)
-		id = ARROW_TYPE_LARGE_LIST;
+	id = conv_layout_id(id);
 
-	switch (typid)
-	{
-		case BOOLOID:
-			c->kind = TK_BOOL;
-			if (id == ARROW_TYPE_BOOL)
-				return true;
-			break;
-		case INT2OID:
-		case INT4OID:
-		case INT8OID:
-			{
-				int			bits = typid == INT2OID ? 16 : typid == INT4OID ? 32 : 64;
+	m = conv_init_number(c, f, id, typid, typmod, why);
+	if (m == CONV_NO_MATCH)
+		m = conv_init_temporal(c, f, id, typid, typmod, why);
+	if (m == CONV_NO_MATCH)
+		m = conv_init_bytes(c, f, id, typid, typmod, why);
+	if (m != CONV_NO_MATCH)
+		return m == CONV_OK;
 
-				c->kind = typid == INT2OID ? TK_INT2 : typid == INT4OID ? TK_INT4 : TK_INT8;
-				if (is_int_type(id))
-				{
-					if (int_bits_needed(id) <= bits)
-						return true;
-					return refuse(why, f, typid, typmod, "values may not fit");
-				}
-				if (stored_int_bits(id) != 0 && stored_int_bits(id) <= bits)
-					return true;	/* the stored integer, in the field's unit */
-				break;
-			}
-		case NUMERICOID:
-			c->kind = TK_NUMERIC;
-			if (is_int_type(id) || stored_int_bits(id) != 0)
-			{
-				int			p,
-							s;
-
-				/* digits of the largest value: 64 bits -> 20 */
-				if (numeric_typmod_decode(typmod, &p, &s) && (s != 0 || p < 20))
-					return refuse(why, f, typid, typmod, "the precision is too small for the integer type");
-				return true;
-			}
-			if (id == ARROW_TYPE_DECIMAL128)
-			{
-				int			p,
-							s;
-
-				/*
-				 * Any scale, also a negative one or one above the precision:
-				 * the value is unscaled * 10^-scale.  numeric(P,S) holds every
-				 * value when S is the field's scale and P - S >= p - s (the
-				 * digits left of the point).
-				 */
-				if (numeric_typmod_decode(typmod, &p, &s))
-				{
-					if (s != t->scale)
-						return refuse(why, f, typid, typmod, "the scale differs");
-					if (p - s < t->precision - t->scale)
-						return refuse(why, f, typid, typmod, "the precision is too small");
-				}
-				return true;
-			}
-			break;
-		case FLOAT4OID:
-			c->kind = TK_FLOAT4;
-			if (id == ARROW_TYPE_FLOAT16 || id == ARROW_TYPE_FLOAT32)
-				return true;
-			break;
-		case FLOAT8OID:
-			c->kind = TK_FLOAT8;
-			if (id == ARROW_TYPE_FLOAT16 || id == ARROW_TYPE_FLOAT32 ||
-				id == ARROW_TYPE_FLOAT64)
-				return true;
-			break;
-		case DATEOID:
-			c->kind = TK_DATE;
-			if (id == ARROW_TYPE_DATE32 || id == ARROW_TYPE_DATE64)
-				return true;
-			break;
-		case TIMEOID:
-			c->kind = TK_TIME;
-			if (id == ARROW_TYPE_TIME32 || id == ARROW_TYPE_TIME64)
-			{
-				if (typmod >= 0 && typmod < unit_digits(t->unit))
-					return refuse(why, f, typid, typmod, "the precision is too small");
-				return true;
-			}
-			break;
-		case TIMESTAMPOID:
-		case TIMESTAMPTZOID:
-			c->kind = TK_TIMESTAMP;
-			if (id == ARROW_TYPE_TIMESTAMP)
-			{
-				if ((typid == TIMESTAMPTZOID) != (t->timezone != NULL))
-					return refuse(why, f, typid, typmod,
-								  t->timezone ? "the field has a time zone; use timestamp with time zone"
-								  : "the field has no time zone; use timestamp without time zone");
-				if (typmod >= 0 && typmod < unit_digits(t->unit))
-					return refuse(why, f, typid, typmod, "the precision is too small");
-				return true;
-			}
-			break;
-		case INTERVALOID:
-			c->kind = TK_INTERVAL;
-			if (id == ARROW_TYPE_INTERVAL_YM || id == ARROW_TYPE_INTERVAL_DT ||
-				id == ARROW_TYPE_INTERVAL_MDN || id == ARROW_TYPE_DURATION)
-			{
-				if (typmod >= 0)
-					return refuse(why, f, typid, typmod, "interval fields or precision would round values");
-				return true;
-			}
-			break;
-		case BYTEAOID:
-			c->kind = TK_BYTEA;
-			if (id == ARROW_TYPE_BINARY || id == ARROW_TYPE_LARGE_BINARY ||
-				id == ARROW_TYPE_FIXED_SIZE_BINARY)
-				return true;
-			break;
-		case UUIDOID:
-			c->kind = TK_UUID;
-			if (id == ARROW_TYPE_FIXED_SIZE_BINARY && t->byte_width == 16)
-				return true;
-			if (id == ARROW_TYPE_UTF8 || id == ARROW_TYPE_LARGE_UTF8)
-				break;			/* below: by the input function */
-			return refuse(why, f, typid, typmod, "uuid needs fixed_size_binary(16)");
-		case TEXTOID:
-			c->kind = TK_TEXT;
-			if (id == ARROW_TYPE_UTF8 || id == ARROW_TYPE_LARGE_UTF8)
-				return true;
-			break;
-		default:
-			break;
-	}
-
-	/*
-	 * float16 into a type named float2 (pg_warp's own half-precision type,
-	 * or any other): through its input function, from the exact decimal
-	 * form of the half value.
-	 */
-	if (id == ARROW_TYPE_FLOAT16)
-	{
-		if (type_is_named(typid, "float2"))
-		{
-			Oid			infunc;
-
-			c->kind = TK_FLOAT_INPUT;
-			getTypeInputInfo(typid, &infunc, &c->ioparam);
-			fmgr_info(infunc, &c->infunc);
-			return true;
-		}
-	}
-
-	/* strings into string-like types (varchar(n), enums, json, ...) */
-	if ((id == ARROW_TYPE_UTF8 || id == ARROW_TYPE_LARGE_UTF8) &&
-		!type_is_array(typid) && !type_is_rowtype(typid))
-	{
-		get_type_category_preferred(typid, &cat, &pref);
-		if (strchr("SUEIGV", cat) != NULL)
-		{
-			Oid			infunc;
-
-			c->kind = TK_INPUT;
-			getTypeInputInfo(typid, &infunc, &c->ioparam);
-			fmgr_info(infunc, &c->infunc);
-			return true;
-		}
-	}
-
-	/* lists into arrays */
+	if (conv_init_input(c, id, typid))
+		return true;
 	if (id == ARROW_TYPE_LIST || id == ARROW_TYPE_LARGE_LIST ||
 		id == ARROW_TYPE_FIXED_SIZE_LIST)
-	{
-		Oid			elemtype = get_element_type(typid);
-
-		if (!OidIsValid(elemtype))
-			return refuse(why, f, typid, typmod, "a list needs an array type");
-		if (f->n_children != 1)
-			return refuse(why, f, typid, typmod, "malformed list");
-		if (f->children[0].type.id == ARROW_TYPE_LIST ||
-			f->children[0].type.id == ARROW_TYPE_LARGE_LIST ||
-			f->children[0].type.id == ARROW_TYPE_FIXED_SIZE_LIST)
-			return refuse(why, f, typid, typmod, "lists of lists are not supported");
-		c->kind = TK_ARRAY;
-		c->elem = palloc(sizeof(ArrowConv));
-		if (!arrow_conv_init_internal(c->elem, &f->children[0], elemtype,
-									  typmod, why, depth + 1))
-			return false;
-		return true;
-	}
-
-	/* structs into composite types with the same attribute names */
+		return conv_init_list(c, f, typid, typmod, why, depth);
 	if (id == ARROW_TYPE_STRUCT)
-	{
-		TupleDesc	tupdesc;
-		int			n = 0;
-
-		if (!type_is_rowtype(typid))
-			return refuse(why, f, typid, typmod, "a struct needs a composite type");
-		tupdesc = lookup_rowtype_tupdesc_copy(typid, -1);
-		for (int i = 0; i < tupdesc->natts; i++)
-			if (!TupleDescAttr(tupdesc, i)->attisdropped)
-				n++;
-		if (n != f->n_children)
-			return refuse(why, f, typid, typmod,
-						  psprintf("the struct has %d fields, the type %d attributes",
-								   f->n_children, n));
-		c->kind = TK_COMPOSITE;
-		c->tupdesc = BlessTupleDesc(tupdesc);
-		c->n_children = tupdesc->natts;
-		c->children = palloc0(sizeof(ArrowConv) * tupdesc->natts);
-		c->child_field = palloc(sizeof(int) * tupdesc->natts);
-		n = 0;
-		for (int i = 0; i < tupdesc->natts; i++)
-		{
-			Form_pg_attribute att = TupleDescAttr(tupdesc, i);
-			const ArrowField *cf;
-
-			if (att->attisdropped)
-			{
-				c->child_field[i] = -1;
-				continue;
-			}
-			cf = &f->children[n];
-			if (strcmp(NameStr(att->attname), cf->name) != 0)
-				return refuse(why, f, typid, typmod,
-							  psprintf("attribute %d is \"%s\" but the struct's field is \"%s\"",
-									   n + 1, NameStr(att->attname), cf->name));
-			c->child_field[i] = n;
-			if (!arrow_conv_init_internal(&c->children[i], cf, att->atttypid,
-										  att->atttypmod, why, depth + 1))
-				return false;
-			n++;
-		}
-		return true;
-	}
-
+		return conv_init_struct(c, f, typid, typmod, why, depth);
 	return refuse(why, f, typid, typmod, NULL);
 }
 
@@ -913,55 +1003,256 @@ temporal_infinity(ArrowTypeId id, int64 v)
 	return v == lo ? -1 : v == hi ? 1 : 0;
 }
 
+/* TK_INT2, TK_INT4, TK_INT8: the integer, when the column's type holds it */
 static bool
-raw_to_datum(const ArrowConv *c, RawValue *r, Datum *out, bool noerror)
+int_datum(const ArrowConv *c, const RawValue *r, Datum *out, bool noerror)
 {
 	char		buf[ARROW_DECIMAL128_MAX_TEXT];
 
+	switch (c->kind)
+	{
+		case TK_INT2:
+			if (r->i < PG_INT16_MIN || r->i > PG_INT16_MAX)
+				break;
+			*out = Int16GetDatum((int16) r->i);
+			return true;
+		case TK_INT4:
+			if (r->i < PG_INT32_MIN || r->i > PG_INT32_MAX)
+				break;
+			*out = Int32GetDatum((int32) r->i);
+			return true;
+		default:
+			if (r->is_u64 && r->u > (uint64) PG_INT64_MAX)
+				break;
+			*out = Int64GetDatum(r->i);
+			return true;
+	}
+	if (r->is_u64)
+		snprintf(buf, sizeof(buf), UINT64_FORMAT, r->u);
+	else
+		snprintf(buf, sizeof(buf), INT64_FORMAT, r->i);
+	return inexact(c, noerror, buf, "Use a wider integer type or numeric.");
+}
+
+/* TK_NUMERIC: an integer or a Decimal128, with the column's typmod */
+static bool
+numeric_datum(const ArrowConv *c, const RawValue *r, Datum *out)
+{
+	char		buf[ARROW_DECIMAL128_MAX_TEXT];
+
+	if (c->arrow_id == ARROW_TYPE_DECIMAL128)
+		arrow_decimal128_format(r->dec, c->scale, buf, sizeof(buf));
+	else if (r->is_u64)
+		snprintf(buf, sizeof(buf), UINT64_FORMAT, r->u);
+	else
+	{
+		Numeric		n = int64_to_numeric(r->i);
+
+		if (c->typmod >= 0)
+			*out = DirectFunctionCall2(numeric, NumericGetDatum(n),
+									   Int32GetDatum(c->typmod));
+		else
+			*out = NumericGetDatum(n);
+		return true;
+	}
+	/* the format above is always valid numeric input (statistics too) */
+	*out = DirectFunctionCall3(numeric_in, CStringGetDatum(buf),
+							   ObjectIdGetDatum(InvalidOid),
+							   Int32GetDatum(c->typmod));
+	return true;
+}
+
+/* TK_DATE: a Date32 (days) or Date64 (milliseconds, whole days) value */
+static bool
+date_datum(const ArrowConv *c, const RawValue *r, Datum *out, bool noerror)
+{
+	char		buf[ARROW_DECIMAL128_MAX_TEXT];
+	int64		days;
+	int			inf = temporal_infinity(c->arrow_id, r->i);
+
+	if (inf != 0)
+	{
+		*out = DateADTGetDatum(inf < 0 ? DATEVAL_NOBEGIN : DATEVAL_NOEND);
+		return true;
+	}
+	if (c->arrow_id == ARROW_TYPE_DATE64)
+	{
+		if (r->i % (int64) (SECS_PER_DAY * 1000) != 0)
+		{
+			snprintf(buf, sizeof(buf), INT64_FORMAT " ms", r->i);
+			return inexact(c, noerror, buf,
+						   "A date64 value must be a whole number of days. " TEMPORAL_HINT);
+		}
+		days = r->i / (SECS_PER_DAY * 1000);
+	}
+	else
+		days = r->i;
+	days -= EPOCH_DIFF_DAYS;
+	if (days < PG_INT32_MIN || days > PG_INT32_MAX ||
+		!IS_VALID_DATE((int32) days))
+	{
+		snprintf(buf, sizeof(buf), INT64_FORMAT " days since 1970-01-01",
+				 days + EPOCH_DIFF_DAYS);
+		return inexact(c, noerror, buf, "The date is out of PostgreSQL's range. " TEMPORAL_HINT);
+	}
+	*out = DateADTGetDatum((DateADT) days);
+	return true;
+}
+
+/*
+ * TK_TIME and TK_TIMESTAMP: a time of day, or an instant since the Unix
+ * epoch, in the field's unit; exact in microseconds or refused.
+ */
+static bool
+time_datum(const ArrowConv *c, const RawValue *r, Datum *out, bool noerror)
+{
+	char		buf[ARROW_DECIMAL128_MAX_TEXT];
+	int64		us;
+
+	if (c->kind == TK_TIME)
+	{
+		if (to_usecs(r->i, c->unit, &us) && us >= 0 && us <= USECS_PER_DAY)
+		{
+			*out = TimeADTGetDatum(us);
+			return true;
+		}
+	}
+	else
+	{
+		int			inf = temporal_infinity(c->arrow_id, r->i);
+
+		if (inf != 0)
+		{
+			*out = TimestampGetDatum(inf < 0 ? DT_NOBEGIN : DT_NOEND);
+			return true;
+		}
+		if (to_usecs(r->i, c->unit, &us) &&
+			!pg_sub_s64_overflow(us, EPOCH_DIFF_USECS, &us) &&
+			IS_VALID_TIMESTAMP(us))
+		{
+			*out = TimestampGetDatum(us);
+			return true;
+		}
+	}
+	snprintf(buf, sizeof(buf), INT64_FORMAT " (unit 1/" INT64_FORMAT " s)",
+			 r->i, unit_per_sec(c->unit));
+	return inexact(c, noerror, buf, TEMPORAL_HINT);
+}
+
+/* TK_INTERVAL: a year-month, day-time, month-day-nano interval or duration */
+static bool
+interval_datum(const ArrowConv *c, const RawValue *r, Datum *out, bool noerror)
+{
+	char		buf[ARROW_DECIMAL128_MAX_TEXT];
+	Interval   *iv = palloc0(sizeof(Interval));
+	int64		us;
+
+	switch (c->arrow_id)
+	{
+		case ARROW_TYPE_INTERVAL_YM:
+			iv->month = (int32) r->i;
+			break;
+		case ARROW_TYPE_INTERVAL_DT:
+			iv->day = r->days;
+			iv->time = r->sub * 1000;	/* int32 ms: no overflow */
+			break;
+		case ARROW_TYPE_INTERVAL_MDN:
+			if (r->sub % 1000 != 0)
+			{
+				snprintf(buf, sizeof(buf), "%d months %d days " INT64_FORMAT " ns",
+						 r->months, r->days, r->sub);
+				return inexact(c, noerror, buf, NULL);
+			}
+			iv->month = r->months;
+			iv->day = r->days;
+			iv->time = r->sub / 1000;
+			break;
+		default:				/* DURATION */
+			if (!to_usecs(r->i, c->unit, &us))
+			{
+				snprintf(buf, sizeof(buf), INT64_FORMAT " (unit 1/" INT64_FORMAT " s)",
+						 r->i, unit_per_sec(c->unit));
+				return inexact(c, noerror, buf, TEMPORAL_HINT);
+			}
+			iv->time = us;
+			break;
+	}
+	*out = IntervalPGetDatum(iv);
+	return true;
+}
+
+/*
+ * TK_TEXT and TK_INPUT: a UTF-8 string, verified and converted to the
+ * server encoding, as text or through the type's input function.
+ */
+static Datum
+string_datum(const ArrowConv *c, const RawValue *r)
+{
+	char	   *s;
+
+	if (r->len > MaxAllocSize - VARHDRSZ - 1)
+		ereport(ERROR,
+				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
+				 errmsg("Arrow string of " INT64_FORMAT " bytes is too long", r->len)));
+	/* verifies UTF-8 (no NUL bytes) and converts to the server encoding */
+	s = pg_any_to_server(r->ptr, (int) r->len, PG_UTF8);
+	if (c->kind == TK_TEXT)
+		return PointerGetDatum(cstring_to_text_with_len(s, s == r->ptr ? (int) r->len : strlen(s)));
+	if (s == r->ptr)
+		s = pnstrdup(r->ptr, r->len);
+	return InputFunctionCall((FmgrInfo *) &c->infunc, s, c->ioparam, c->typmod);
+}
+
+/* TK_FLOAT_INPUT: the exact decimal form of a float16 through the input function */
+static Datum
+float_input_datum(const ArrowConv *c, const RawValue *r)
+{
+	char		buf[ARROW_DECIMAL128_MAX_TEXT];
+
+	if (isnan(r->d))
+		strlcpy(buf, "NaN", sizeof(buf));
+	else if (isinf(r->d))
+		strlcpy(buf, r->d > 0 ? "Infinity" : "-Infinity", sizeof(buf));
+	else
+		snprintf(buf, sizeof(buf), "%.17g", r->d);
+	return InputFunctionCall((FmgrInfo *) &c->infunc, buf, c->ioparam, c->typmod);
+}
+
+/* TK_BYTEA: the bytes of a binary value */
+static Datum
+bytea_datum(const RawValue *r)
+{
+	bytea	   *b;
+
+	if (r->len > MaxAllocSize - VARHDRSZ)
+		ereport(ERROR,
+				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
+				 errmsg("Arrow binary value of " INT64_FORMAT " bytes is too long", r->len)));
+	b = palloc(r->len + VARHDRSZ);
+	SET_VARSIZE(b, r->len + VARHDRSZ);
+	memcpy(VARDATA(b), r->ptr, r->len);
+	return PointerGetDatum(b);
+}
+
+/*
+ * One raw value as a Datum of c's type (c->kind says which), in *out.
+ * Returns true; a value that the type cannot hold exactly is an error, or
+ * with noerror (statistics) makes it return false.
+ */
+static bool
+raw_to_datum(const ArrowConv *c, RawValue *r, Datum *out, bool noerror)
+{
 	switch (c->kind)
 	{
 		case TK_BOOL:
 			*out = BoolGetDatum(r->i != 0);
 			return true;
 		case TK_INT2:
-			if (r->i < PG_INT16_MIN || r->i > PG_INT16_MAX)
-				goto int_range;
-			*out = Int16GetDatum((int16) r->i);
-			return true;
 		case TK_INT4:
-			if (r->i < PG_INT32_MIN || r->i > PG_INT32_MAX)
-				goto int_range;
-			*out = Int32GetDatum((int32) r->i);
-			return true;
 		case TK_INT8:
-			if (r->is_u64 && r->u > (uint64) PG_INT64_MAX)
-				goto int_range;
-			*out = Int64GetDatum(r->i);
-			return true;
+			return int_datum(c, r, out, noerror);
 		case TK_NUMERIC:
-			if (c->arrow_id == ARROW_TYPE_DECIMAL128)
-				arrow_decimal128_format(r->dec, c->scale, buf, sizeof(buf));
-			else if (r->is_u64)
-				snprintf(buf, sizeof(buf), UINT64_FORMAT, r->u);
-			else
-			{
-				Numeric		n = int64_to_numeric(r->i);
-
-				if (c->typmod >= 0)
-					*out = DirectFunctionCall2(numeric, NumericGetDatum(n),
-											   Int32GetDatum(c->typmod));
-				else
-					*out = NumericGetDatum(n);
-				return true;
-			}
-			if (noerror)
-			{
-				/* statistics: the format above is always valid numeric input */
-			}
-			*out = DirectFunctionCall3(numeric_in, CStringGetDatum(buf),
-									   ObjectIdGetDatum(InvalidOid),
-									   Int32GetDatum(c->typmod));
-			return true;
+			return numeric_datum(c, r, out);
 		case TK_FLOAT4:
 			*out = Float4GetDatum((float4) r->d);
 			return true;
@@ -969,156 +1260,22 @@ raw_to_datum(const ArrowConv *c, RawValue *r, Datum *out, bool noerror)
 			*out = Float8GetDatum(r->d);
 			return true;
 		case TK_DATE:
-			{
-				int64		days;
-				int			inf = temporal_infinity(c->arrow_id, r->i);
-
-				if (inf != 0)
-				{
-					*out = DateADTGetDatum(inf < 0 ? DATEVAL_NOBEGIN : DATEVAL_NOEND);
-					return true;
-				}
-				if (c->arrow_id == ARROW_TYPE_DATE64)
-				{
-					if (r->i % (int64) (SECS_PER_DAY * 1000) != 0)
-					{
-						snprintf(buf, sizeof(buf), INT64_FORMAT " ms", r->i);
-						return inexact(c, noerror, buf,
-									   "A date64 value must be a whole number of days. " TEMPORAL_HINT);
-					}
-					days = r->i / (SECS_PER_DAY * 1000);
-				}
-				else
-					days = r->i;
-				days -= EPOCH_DIFF_DAYS;
-				if (days < PG_INT32_MIN || days > PG_INT32_MAX ||
-					!IS_VALID_DATE((int32) days))
-				{
-					snprintf(buf, sizeof(buf), INT64_FORMAT " days since 1970-01-01",
-							 days + EPOCH_DIFF_DAYS);
-					return inexact(c, noerror, buf, "The date is out of PostgreSQL's range. " TEMPORAL_HINT);
-				}
-				*out = DateADTGetDatum((DateADT) days);
-				return true;
-			}
+			return date_datum(c, r, out, noerror);
 		case TK_TIME:
-			{
-				int64		us;
-
-				if (!to_usecs(r->i, c->unit, &us) || us < 0 || us > USECS_PER_DAY)
-				{
-					snprintf(buf, sizeof(buf), INT64_FORMAT " (unit 1/" INT64_FORMAT " s)",
-							 r->i, unit_per_sec(c->unit));
-					return inexact(c, noerror, buf, TEMPORAL_HINT);
-				}
-				*out = TimeADTGetDatum(us);
-				return true;
-			}
 		case TK_TIMESTAMP:
-			{
-				int64		us;
-				int			inf = temporal_infinity(c->arrow_id, r->i);
-
-				if (inf != 0)
-				{
-					*out = TimestampGetDatum(inf < 0 ? DT_NOBEGIN : DT_NOEND);
-					return true;
-				}
-				if (!to_usecs(r->i, c->unit, &us) ||
-					pg_sub_s64_overflow(us, EPOCH_DIFF_USECS, &us) ||
-					!IS_VALID_TIMESTAMP(us))
-				{
-					snprintf(buf, sizeof(buf), INT64_FORMAT " (unit 1/" INT64_FORMAT " s)",
-							 r->i, unit_per_sec(c->unit));
-					return inexact(c, noerror, buf, TEMPORAL_HINT);
-				}
-				*out = TimestampGetDatum(us);
-				return true;
-			}
+			return time_datum(c, r, out, noerror);
 		case TK_INTERVAL:
-			{
-				Interval   *iv = palloc0(sizeof(Interval));
-				int64		us;
-
-				switch (c->arrow_id)
-				{
-					case ARROW_TYPE_INTERVAL_YM:
-						iv->month = (int32) r->i;
-						break;
-					case ARROW_TYPE_INTERVAL_DT:
-						iv->day = r->days;
-						iv->time = r->sub * 1000;	/* int32 ms: no overflow */
-						break;
-					case ARROW_TYPE_INTERVAL_MDN:
-						if (r->sub % 1000 != 0)
-						{
-							snprintf(buf, sizeof(buf), "%d months %d days " INT64_FORMAT " ns",
-									 r->months, r->days, r->sub);
-							return inexact(c, noerror, buf, NULL);
-						}
-						iv->month = r->months;
-						iv->day = r->days;
-						iv->time = r->sub / 1000;
-						break;
-					default:	/* DURATION */
-						if (!to_usecs(r->i, c->unit, &us))
-						{
-							snprintf(buf, sizeof(buf), INT64_FORMAT " (unit 1/" INT64_FORMAT " s)",
-									 r->i, unit_per_sec(c->unit));
-							return inexact(c, noerror, buf, TEMPORAL_HINT);
-						}
-						iv->time = us;
-						break;
-				}
-				*out = IntervalPGetDatum(iv);
-				return true;
-			}
+			return interval_datum(c, r, out, noerror);
 		case TK_TEXT:
 		case TK_INPUT:
-			{
-				char	   *s;
-
-				if (r->len > MaxAllocSize - VARHDRSZ - 1)
-					ereport(ERROR,
-							(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
-							 errmsg("Arrow string of " INT64_FORMAT " bytes is too long", r->len)));
-				/* verifies UTF-8 (no NUL bytes) and converts to the server encoding */
-				s = pg_any_to_server(r->ptr, (int) r->len, PG_UTF8);
-				if (c->kind == TK_TEXT)
-				{
-					*out = PointerGetDatum(cstring_to_text_with_len(s, s == r->ptr ? (int) r->len : strlen(s)));
-					return true;
-				}
-				if (s == r->ptr)
-					s = pnstrdup(r->ptr, r->len);
-				*out = InputFunctionCall((FmgrInfo *) &c->infunc, s, c->ioparam, c->typmod);
-				return true;
-			}
+			*out = string_datum(c, r);
+			return true;
 		case TK_FLOAT_INPUT:
-			{
-				if (isnan(r->d))
-					strlcpy(buf, "NaN", sizeof(buf));
-				else if (isinf(r->d))
-					strlcpy(buf, r->d > 0 ? "Infinity" : "-Infinity", sizeof(buf));
-				else
-					snprintf(buf, sizeof(buf), "%.17g", r->d);
-				*out = InputFunctionCall((FmgrInfo *) &c->infunc, buf, c->ioparam, c->typmod);
-				return true;
-			}
+			*out = float_input_datum(c, r);
+			return true;
 		case TK_BYTEA:
-			{
-				bytea	   *b;
-
-				if (r->len > MaxAllocSize - VARHDRSZ)
-					ereport(ERROR,
-							(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
-							 errmsg("Arrow binary value of " INT64_FORMAT " bytes is too long", r->len)));
-				b = palloc(r->len + VARHDRSZ);
-				SET_VARSIZE(b, r->len + VARHDRSZ);
-				memcpy(VARDATA(b), r->ptr, r->len);
-				*out = PointerGetDatum(b);
-				return true;
-			}
+			*out = bytea_datum(r);
+			return true;
 		case TK_UUID:
 			{
 				pg_uuid_t  *u = palloc(sizeof(pg_uuid_t));
@@ -1131,13 +1288,6 @@ raw_to_datum(const ArrowConv *c, RawValue *r, Datum *out, bool noerror)
 			elog(ERROR, "arrow_fdw: unexpected conversion kind %d", c->kind);
 	}
 	return false;
-
-int_range:
-	if (r->is_u64)
-		snprintf(buf, sizeof(buf), UINT64_FORMAT, r->u);
-	else
-		snprintf(buf, sizeof(buf), INT64_FORMAT, r->i);
-	return inexact(c, noerror, buf, "Use a wider integer type or numeric.");
 }
 
 /*
