@@ -40,16 +40,10 @@ DATA         = $(filter-out $(DATA_built),$(wildcard sql/$(EXTENSION)--*--*.sql)
 # The Arrow library (src/arrow, plain C) is linked as a static archive: only the
 # objects the backend uses (the reader) end up in pg_warp.so.
 ARROW_LIB    = src/arrow/libwarparrow.a
-ARROW_SRCS   = \
-	src/arrow/arrow_build.c \
-	src/arrow/arrow_codec.c \
-	src/arrow/arrow_json.c \
-	src/arrow/arrow_read.c \
-	src/arrow/arrow_util.c \
-	src/arrow/arrow_views.c \
-	src/arrow/arrow_write.c \
-	src/arrow/fb_build.c \
-	src/arrow/fb_read.c
+# The library's sources: the one explicit list in src/arrow/sources.mk, which
+# tools/Makefile and test/c/Makefile include too.
+include src/arrow/sources.mk
+ARROW_SRCS   = $(addprefix src/arrow/,$(ARROW_SOURCES))
 ARROW_OBJS   = $(ARROW_SRCS:.c=.o)
 
 # The library exports only what PostgreSQL looks up: the magic block, _PG_init
@@ -57,9 +51,15 @@ ARROW_OBJS   = $(ARROW_SRCS:.c=.o)
 # Everything else (the Arrow library, our helpers) stays local to pg_warp.so.
 EXPORTS      = src/exports.map
 
-# init (CREATE EXTENSION) first, then every other suite in test/sql
-REGRESS      = init $(filter-out init,$(sort $(notdir $(basename $(wildcard test/sql/*.sql)))))
-REGRESS_OPTS = --inputdir=test --outputdir=test --load-extension=plpgsql
+# init (CREATE EXTENSION) first, then every other suite: test/sql/NAME.sql, and
+# test/input/NAME.source + test/output/NAME.source, which regress-prep converts into
+# test/sql and test/expected (@abs_srcdir@: the test directory) after writing the
+# Arrow fixtures into test/data/generated (doc/testing.md).  REGRESS_DIR=DIR runs
+# the suites from a copy of test/ in DIR.
+REGRESS_DIR ?= test
+REGRESS      = init $(filter-out init,$(sort $(notdir $(basename $(wildcard test/sql/*.sql test/input/*.source)))))
+REGRESS_OPTS = --inputdir=$(REGRESS_DIR) --outputdir=$(REGRESS_DIR) --load-extension=plpgsql
+REGRESS_PREP = regress-prep
 
 PG_CONFIG   ?= pg_config
 PG_CPPFLAGS  = -I$(CURDIR)/src -I$(CURDIR)/src/arrow
@@ -85,6 +85,13 @@ include $(PGXS)
 .PHONY: dev
 dev:
 	$(MAKE) ASSERT=1 WERROR=1
+
+.PHONY: regress-prep
+regress-prep:
+	python3 test/data/prepare_regress.py $(REGRESS_DIR)
+EXTRA_CLEAN += $(wildcard test/data/generated test/data/generated.*) \
+               $(patsubst test/input/%.source,test/sql/%.sql,$(wildcard test/input/*.source)) \
+               $(patsubst test/output/%.source,test/expected/%.out,$(wildcard test/output/*.source))
 
 $(ARROW_LIB): $(ARROW_OBJS)
 	rm -f $@

@@ -5,10 +5,11 @@
 # directory owned by an unprivileged OS user (as root: $PG_WARP_OSUSER, default
 # pgwarp, created if missing; otherwise the calling user), starts it with
 # shared_preload_libraries = 'pg_warp', runs the bundled pg_regress suites
-# (test/sql, test/expected), prints pgwarp.gpu_devices() and
-# pgwarp.gpu_selftest(), runs test/python with pytest when python3 has pytest,
-# stops the cluster and ends with one line "N passed, N failed" (exit status 1
-# on any failure).
+# (test/sql, test/expected, and test/input, test/output converted with their Arrow
+# fixtures by test/data/prepare_regress.py in the temporary directory), prints
+# pgwarp.gpu_devices() and pgwarp.gpu_selftest(), runs test/python with pytest when
+# python3 has pytest, stops the cluster and ends with one line "N passed, N failed"
+# (exit status 1 on any failure).
 #
 # Environment: PGPORT (default: the first free port from 54339),
 # PG_WARP_OSUSER, PG_WARP_KEEP=1 keeps the temporary directory,
@@ -130,18 +131,23 @@ fi
 pgrunning=1
 echo "$(psql -XAtc 'SELECT version()')"
 
-echo "== Arrow test data for arrow_fdw (/tmp/pg_warp_testdata, needs python3 with pyarrow)"
-python3 "$top/test/data/make_testdata.py" /tmp/pg_warp_testdata || note_fail "arrow_fdw test data"
-
-echo "== pg_regress (test/sql)"
+echo "== pg_regress (test/sql, test/input; Arrow fixtures need python3 with pyarrow)"
+# The suites run from a copy of the bundle's test/ in the work directory (the bundle
+# is never written to): prepare_regress.py writes the Arrow fixtures into
+# $work/regress/data/generated and converts input/ and output/ (@abs_srcdir@:
+# $work/regress) into sql/ and expected/.
+mkdir -p "$work/regress"
+for d in sql expected input output; do
+    [ -d "$top/test/$d" ] && cp -a "$top/test/$d" "$work/regress/"
+done
+python3 "$top/test/data/prepare_regress.py" "$work/regress" || note_fail "arrow_fdw test data"
 tests=()
-[ -f "$top/test/sql/init.sql" ] && tests+=(init)
-for f in "$top"/test/sql/*.sql; do
+[ -f "$work/regress/sql/init.sql" ] && tests+=(init)
+for f in "$work"/regress/sql/*.sql; do
     t=$(basename "$f" .sql)
     [ "$t" = init ] || tests+=("$t")
 done
-mkdir -p "$work/regress"
-(cd "$work/regress" && "$bin/pg_regress" --inputdir="$top/test" --outputdir="$work/regress" \
+(cd "$work/regress" && "$bin/pg_regress" --inputdir="$work/regress" --outputdir="$work/regress" \
     --bindir="$bin" --host="$sock" --port="$port" --user=postgres \
     --dbname=contrib_regression --load-extension=plpgsql "${tests[@]}") \
     >"$work/regress.log" 2>&1

@@ -21,11 +21,18 @@
  * The JSON form of schemas and values used by arrow-inspect and by the test
  * tools is specified in doc/arrow-json.md.
  *
- * Source files:
+ * Source files (the list the Makefiles build is sources.mk):
  *	arrow_util.c	allocator, errors, metadata, schema copy/compare/free,
  *					float16 and decimal128 helpers (internal: arrow_internal.h)
+ *	arrow_types.c	the table of types: layout, widths, value kinds, default
+ *					PostgreSQL types (arrow_types.h); bitmaps: arrow_bits.h
+ *	arrow_io.c		the positioned read and write loops (arrow_io.h)
  *	fb_read.c		bounds-checked flatbuffer reading (internal, fb_read.h)
- *	arrow_read.c	file and stream reader, batch loading and validation
+ *	arrow_read.c	file and stream reader: footer, messages, batch metadata
+ *					(what the reader's files share: arrow_reader.h)
+ *	arrow_read_schema.c	the schema and what is derived from it
+ *	arrow_load.c	batch loading and validation
+ *	arrow_load_dict.c	dictionaries of a batch, deltas concatenated
  *	arrow_codec.c	LZ4_FRAME and ZSTD body decompression
  *	arrow_views.c	views, list views, run ends: validation and accessors;
  *					Decimal256 text

@@ -25,6 +25,8 @@
  *-------------------------------------------------------------------------
  */
 #include "arrow_build.h"
+#include "arrow_types.h"
+#include "arrow_bits.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -41,29 +43,18 @@ typedef struct GrowBuf
 	int64_t		cap;
 } GrowBuf;
 
-typedef enum BuildLayout
-{
-	LAYOUT_NULL,				/* no buffers */
-	LAYOUT_BITS,				/* validity, bit-packed values */
-	LAYOUT_FIXED,				/* validity, values of 'width' bytes */
-	LAYOUT_VAR,					/* validity, offsets, data */
-	LAYOUT_LIST,				/* validity, offsets; one child */
-	LAYOUT_FSL,					/* validity; one child */
-	LAYOUT_STRUCT				/* validity; n children */
-} BuildLayout;
-
 struct ArrowBuilder
 {
 	const ArrowField *field;
 	const ArrowAllocator *alloc;
 	ArrowTypeId type;			/* of the stored values (dictionary: index) */
-	BuildLayout layout;
-	int			width;			/* LAYOUT_FIXED: bytes per value */
+	ArrowLayout layout;		/* the type's (dictionary: FIXED) */
+	int			width;			/* ARROW_LAYOUT_FIXED: bytes per value */
 	bool		large;			/* 64-bit offsets */
 	int64_t		length;
 	int64_t		null_count;
 	bool		has_validity;	/* validity holds a bitmap for this batch */
-	bool		list_open;		/* LAYOUT_LIST: append_valid without list_end */
+	bool		list_open;		/* ARROW_LAYOUT_LIST: append_valid without list_end */
 	GrowBuf		validity;
 	GrowBuf		values;
 	GrowBuf		offsets;
@@ -93,53 +84,22 @@ field_error(ArrowError *err, const ArrowField *field, const char *what)
 }
 
 static bool
-is_int_type(ArrowTypeId id)
-{
-	return id >= ARROW_TYPE_INT8 && id <= ARROW_TYPE_UINT64;
-}
-
-static bool
 is_unit(ArrowTimeUnit unit)
 {
 	return unit >= ARROW_UNIT_SECOND && unit <= ARROW_UNIT_NANO;
 }
 
+/*
+ * The parameters of a writable type: decimal128 precision and scale, the
+ * time units TIME32/TIME64 allow, a valid unit, widths and sizes >= 0.
+ */
 static int
-field_check(const ArrowField *field, int depth, bool in_dictionary,
-			ArrowError *err)
+params_check(const ArrowField *field, ArrowError *err)
 {
 	const ArrowType *t = &field->type;
-	int32_t		want_children = 0;
 
-	if (field->name == NULL)
-		return arrow_set_error(err, ARROW_ERR_ARGUMENT, "field without a name (use \"\")");
-	if (depth > ARROW_MAX_NESTING)
-		return field_error(err, field, "nested deeper than ARROW_MAX_NESTING levels");
 	switch (t->id)
 	{
-		case ARROW_TYPE_NULL:
-		case ARROW_TYPE_BOOL:
-		case ARROW_TYPE_INT8:
-		case ARROW_TYPE_INT16:
-		case ARROW_TYPE_INT32:
-		case ARROW_TYPE_INT64:
-		case ARROW_TYPE_UINT8:
-		case ARROW_TYPE_UINT16:
-		case ARROW_TYPE_UINT32:
-		case ARROW_TYPE_UINT64:
-		case ARROW_TYPE_FLOAT16:
-		case ARROW_TYPE_FLOAT32:
-		case ARROW_TYPE_FLOAT64:
-		case ARROW_TYPE_DATE32:
-		case ARROW_TYPE_DATE64:
-		case ARROW_TYPE_INTERVAL_YM:
-		case ARROW_TYPE_INTERVAL_DT:
-		case ARROW_TYPE_INTERVAL_MDN:
-		case ARROW_TYPE_UTF8:
-		case ARROW_TYPE_LARGE_UTF8:
-		case ARROW_TYPE_BINARY:
-		case ARROW_TYPE_LARGE_BINARY:
-			break;
 		case ARROW_TYPE_DECIMAL128:
 			if (t->precision < 1 || t->precision > 38)
 				return field_error(err, field, "decimal128 precision must be between 1 and 38");
@@ -163,21 +123,38 @@ field_check(const ArrowField *field, int depth, bool in_dictionary,
 			if (t->byte_width < 0)
 				return field_error(err, field, "negative fixed_size_binary width");
 			break;
-		case ARROW_TYPE_LIST:
-		case ARROW_TYPE_LARGE_LIST:
-			want_children = 1;
-			break;
 		case ARROW_TYPE_FIXED_SIZE_LIST:
 			if (t->list_size < 0)
 				return field_error(err, field, "negative fixed_size_list size");
-			want_children = 1;
-			break;
-		case ARROW_TYPE_STRUCT:
-			want_children = field->n_children;
 			break;
 		default:
-			return field_error(err, field, "unknown type id");
+			break;
 	}
+	return ARROW_OK;
+}
+
+/*
+ * Whether field (at nesting depth 'depth') can be written: a writable type
+ * of the table, valid parameters, the children its type needs, integer
+ * dictionary indices and no dictionary inside a dictionary.
+ */
+static int
+field_check(const ArrowField *field, int depth, bool in_dictionary,
+			ArrowError *err)
+{
+	const ArrowTypeInfo *info = arrow_type_info(field->type.id);
+	int32_t		want_children;
+	int			rc;
+
+	if (field->name == NULL)
+		return arrow_set_error(err, ARROW_ERR_ARGUMENT, "field without a name (use \"\")");
+	if (depth > ARROW_MAX_NESTING)
+		return field_error(err, field, "nested deeper than ARROW_MAX_NESTING levels");
+	if (info == NULL || !info->writable)
+		return field_error(err, field, "unknown type id");
+	if ((rc = params_check(field, err)) != ARROW_OK)
+		return rc;
+	want_children = info->n_children < 0 ? field->n_children : info->n_children;
 	if (field->n_children != want_children || (want_children > 0 && field->children == NULL))
 		return arrow_set_error(err, ARROW_ERR_ARGUMENT,
 							   "field \"%s\": has %d children, its type needs %d",
@@ -186,7 +163,7 @@ field_check(const ArrowField *field, int depth, bool in_dictionary,
 	{
 		if (in_dictionary)
 			return field_error(err, field, "dictionary-encoded values inside a dictionary are not supported");
-		if (!is_int_type(field->dictionary.index_type))
+		if (!arrow_type_is_int(field->dictionary.index_type))
 			return field_error(err, field, "dictionary index type must be an integer type");
 		if (field->dictionary.id < 0)
 			return field_error(err, field, "negative dictionary id");
@@ -194,8 +171,7 @@ field_check(const ArrowField *field, int depth, bool in_dictionary,
 	}
 	for (int32_t i = 0; i < field->n_children; i++)
 	{
-		int			rc = field_check(&field->children[i], depth + 1, in_dictionary, err);
-
+		rc = field_check(&field->children[i], depth + 1, in_dictionary, err);
 		if (rc != ARROW_OK)
 			return rc;
 	}
@@ -257,20 +233,7 @@ put_offset(ArrowBuilder *b, int64_t i, int64_t v)
 static int64_t
 get_offset(const ArrowBuilder *b, int64_t i)
 {
-	if (b->large)
-	{
-		int64_t		v;
-
-		memcpy(&v, b->offsets.data + 8 * i, 8);
-		return v;
-	}
-	else
-	{
-		int32_t		v32;
-
-		memcpy(&v32, b->offsets.data + 4 * i, 4);
-		return v32;
-	}
+	return arrow_offset_at(b->offsets.data, b->large, i);
 }
 
 static void
@@ -283,7 +246,7 @@ builder_reset(ArrowBuilder *b)
 	b->validity.len = 0;
 	b->values.len = 0;
 	b->data.len = 0;
-	if (b->layout == LAYOUT_VAR || b->layout == LAYOUT_LIST)
+	if (b->layout == ARROW_LAYOUT_VAR || b->layout == ARROW_LAYOUT_LIST)
 	{
 		/* capacity for the first entry was reserved at creation */
 		put_offset(b, 0, 0);
@@ -308,55 +271,27 @@ builder_new(const ArrowField *field, const ArrowAllocator *alloc,
 	if (field->has_dictionary)
 	{
 		b->type = field->dictionary.index_type;
-		b->layout = LAYOUT_FIXED;
+		b->layout = ARROW_LAYOUT_FIXED;
 	}
 	else
 	{
+		const ArrowTypeInfo *info = arrow_type_info(field->type.id);
+
 		b->type = field->type.id;
-		switch (b->type)
-		{
-			case ARROW_TYPE_NULL:
-				b->layout = LAYOUT_NULL;
-				break;
-			case ARROW_TYPE_BOOL:
-				b->layout = LAYOUT_BITS;
-				break;
-			case ARROW_TYPE_LARGE_UTF8:
-			case ARROW_TYPE_LARGE_BINARY:
-				b->large = true;
-				/* fall through */
-			case ARROW_TYPE_UTF8:
-			case ARROW_TYPE_BINARY:
-				b->layout = LAYOUT_VAR;
-				break;
-			case ARROW_TYPE_LARGE_LIST:
-				b->large = true;
-				/* fall through */
-			case ARROW_TYPE_LIST:
-				b->layout = LAYOUT_LIST;
-				break;
-			case ARROW_TYPE_FIXED_SIZE_LIST:
-				b->layout = LAYOUT_FSL;
-				break;
-			case ARROW_TYPE_STRUCT:
-				b->layout = LAYOUT_STRUCT;
-				break;
-			default:
-				b->layout = LAYOUT_FIXED;
-				break;
-		}
+		b->layout = info->layout;
+		b->large = info->offset_width == 8;
 	}
-	if (b->layout == LAYOUT_FIXED)
+	if (b->layout == ARROW_LAYOUT_FIXED)
 	{
 		ArrowType	vt = {.id = b->type, .byte_width = field->type.byte_width};
 
 		b->width = arrow_type_value_width(&vt);
 		b->is_integer = integer_range(b, &b->int_lo, &b->int_hi);
 	}
-	if ((b->layout == LAYOUT_VAR || b->layout == LAYOUT_LIST) &&
+	if ((b->layout == ARROW_LAYOUT_VAR || b->layout == ARROW_LAYOUT_LIST) &&
 		gb_reserve(b, &b->offsets, offset_width(b), err) != ARROW_OK)
 		goto fail;
-	if (b->layout == LAYOUT_LIST || b->layout == LAYOUT_FSL || b->layout == LAYOUT_STRUCT)
+	if (b->layout == ARROW_LAYOUT_LIST || b->layout == ARROW_LAYOUT_FIXED_LIST || b->layout == ARROW_LAYOUT_STRUCT)
 	{
 		if (field->n_children > 0)
 		{
@@ -449,7 +384,7 @@ arrow_builder_body_size(const ArrowBuilder *b)
 	if (b->has_validity)
 		size += arrow_align64(b->validity.len);
 	size += arrow_align64(b->values.len);
-	if (b->layout == LAYOUT_VAR || b->layout == LAYOUT_LIST)
+	if (b->layout == ARROW_LAYOUT_VAR || b->layout == ARROW_LAYOUT_LIST)
 		size += arrow_align64(b->offsets.len);
 	size += arrow_align64(b->data.len);
 	for (int32_t i = 0; i < b->n_children; i++)
@@ -521,15 +456,6 @@ bits_reserve(ArrowBuilder *b, GrowBuf *g, int64_t index, ArrowError *err)
 	return ARROW_OK;
 }
 
-static void
-bits_set(GrowBuf *g, int64_t index, bool bit)
-{
-	if (bit)
-		g->data[index >> 3] |= (uint8_t) (1u << (index & 7));
-	else
-		g->data[index >> 3] &= (uint8_t) ~(1u << (index & 7));
-}
-
 /*
  * Creates the validity bitmap of a builder that had no null so far: its
  * b->length slots so far are marked valid.
@@ -562,7 +488,7 @@ push_validity(ArrowBuilder *b, bool valid, ArrowError *err)
 	{
 		if (bits_reserve(b, &b->validity, b->length, err) != ARROW_OK)
 			return ARROW_ERR_NOMEM;
-		bits_set(&b->validity, b->length, valid);
+		arrow_bit_set(b->validity.data, b->length, valid);
 	}
 	if (!valid)
 		b->null_count++;
@@ -594,7 +520,7 @@ push_bit(ArrowBuilder *b, bool bit, bool valid, ArrowError *err)
 	if (bits_reserve(b, &b->values, b->length, err) != ARROW_OK ||
 		push_validity(b, valid, err) != ARROW_OK)
 		return ARROW_ERR_NOMEM;
-	bits_set(&b->values, b->length, bit);
+	arrow_bit_set(b->values.data, b->length, bit);
 	b->length++;
 	return ARROW_OK;
 }
@@ -666,31 +592,36 @@ push_empty_slot(ArrowBuilder *b, bool valid, ArrowError *err)
 
 	switch (b->layout)
 	{
-		case LAYOUT_NULL:
+		case ARROW_LAYOUT_NULL:
 			b->length++;
 			b->null_count++;
 			return ARROW_OK;
-		case LAYOUT_BITS:
+		case ARROW_LAYOUT_BITS:
 			return push_bit(b, false, valid, err);
-		case LAYOUT_FIXED:
+		case ARROW_LAYOUT_FIXED:
 			return push_fixed(b, NULL, valid, err);
-		case LAYOUT_VAR:
+		case ARROW_LAYOUT_VAR:
 			return push_var(b, NULL, 0, valid, err);
-		case LAYOUT_LIST:
+		case ARROW_LAYOUT_LIST:
 			return push_list(b, valid, err);
-		case LAYOUT_FSL:
+		case ARROW_LAYOUT_FIXED_LIST:
 			for (int32_t i = 0; i < b->field->type.list_size; i++)
 			{
 				if ((rc = append_filler(b->children[0], err)) != ARROW_OK)
 					return rc;
 			}
 			break;
-		case LAYOUT_STRUCT:
+		case ARROW_LAYOUT_STRUCT:
 			for (int32_t i = 0; i < b->n_children; i++)
 			{
 				if ((rc = append_filler(b->children[i], err)) != ARROW_OK)
 					return rc;
 			}
+			break;
+		case ARROW_LAYOUT_VIEW:
+		case ARROW_LAYOUT_LIST_VIEW:
+		case ARROW_LAYOUT_RUN_END:
+			/* not writable: arrow_field_check refused the field */
 			break;
 	}
 	if ((rc = push_validity(b, valid, err)) != ARROW_OK)
@@ -707,7 +638,7 @@ push_empty_slot(ArrowBuilder *b, bool valid, ArrowError *err)
 static int
 append_filler(ArrowBuilder *b, ArrowError *err)
 {
-	return push_empty_slot(b, !b->field->nullable && b->layout != LAYOUT_NULL, err);
+	return push_empty_slot(b, !b->field->nullable && b->layout != ARROW_LAYOUT_NULL, err);
 }
 
 /* A null slot, whatever the field's nullability */
@@ -728,7 +659,7 @@ arrow_append_null(ArrowBuilder *b, ArrowError *err)
 
 	if (rc != ARROW_OK)
 		return rc;
-	if (!b->field->nullable && b->layout != LAYOUT_NULL)
+	if (!b->field->nullable && b->layout != ARROW_LAYOUT_NULL)
 		return arrow_set_error(err, ARROW_ERR_ARGUMENT,
 							   "null value for non-nullable field \"%s\"", b->field->name);
 	return append_null_slot(b, err);
@@ -760,45 +691,17 @@ static const int64_t nanos_per_unit[] = {1000000000, 1000000, 1000, 1};
 static bool
 integer_range(const ArrowBuilder *b, __int128 *lo, __int128 *hi)
 {
-	switch (b->type)
-	{
-		case ARROW_TYPE_INT8:
-			*lo = INT8_MIN, *hi = INT8_MAX;
-			break;
-		case ARROW_TYPE_INT16:
-			*lo = INT16_MIN, *hi = INT16_MAX;
-			break;
-		case ARROW_TYPE_INT32:
-		case ARROW_TYPE_DATE32:
-		case ARROW_TYPE_INTERVAL_YM:
-			*lo = INT32_MIN, *hi = INT32_MAX;
-			break;
-		case ARROW_TYPE_INT64:
-		case ARROW_TYPE_DATE64:
-		case ARROW_TYPE_TIMESTAMP:
-		case ARROW_TYPE_DURATION:
-			*lo = INT64_MIN, *hi = INT64_MAX;
-			break;
-		case ARROW_TYPE_UINT8:
-			*lo = 0, *hi = UINT8_MAX;
-			break;
-		case ARROW_TYPE_UINT16:
-			*lo = 0, *hi = UINT16_MAX;
-			break;
-		case ARROW_TYPE_UINT32:
-			*lo = 0, *hi = UINT32_MAX;
-			break;
-		case ARROW_TYPE_UINT64:
-			*lo = 0, *hi = UINT64_MAX;
-			break;
-		case ARROW_TYPE_TIME32:
-		case ARROW_TYPE_TIME64:
-			*lo = 0;
-			*hi = (__int128) 86400 * 1000000000 / nanos_per_unit[b->field->type.unit] - 1;
-			break;
-		default:
-			return false;
-	}
+	const ArrowTypeInfo *info = arrow_type_info(b->type);
+	int			bits = info->bit_width;
+
+	if (info->value == ARROW_VALUE_INT)
+		*lo = -((__int128) 1 << (bits - 1)), *hi = ((__int128) 1 << (bits - 1)) - 1;
+	else if (info->value == ARROW_VALUE_UINT)
+		*lo = 0, *hi = ((__int128) 1 << bits) - 1;
+	else
+		return false;
+	if (b->type == ARROW_TYPE_TIME32 || b->type == ARROW_TYPE_TIME64)
+		*lo = 0, *hi = (__int128) 86400 * 1000000000 / nanos_per_unit[b->field->type.unit] - 1;
 	if (b->field->has_dictionary)
 		*lo = 0;
 	return true;
@@ -1015,6 +918,7 @@ int
 arrow_append_bytes(ArrowBuilder *b, const void *v, size_t len, ArrowError *err)
 {
 	int			rc = append_start(b, err);
+	const ArrowTypeInfo *info;
 	int64_t		end;
 	char		d[192];
 
@@ -1022,33 +926,31 @@ arrow_append_bytes(ArrowBuilder *b, const void *v, size_t len, ArrowError *err)
 		return rc;
 	if (v == NULL && len > 0)
 		return arrow_set_error(err, ARROW_ERR_ARGUMENT, "NULL pointer for %zu bytes", len);
-	switch (b->type)
+	info = arrow_type_info(b->type);
+	if (b->layout == ARROW_LAYOUT_VAR && info->value == ARROW_VALUE_STRING)
 	{
-		case ARROW_TYPE_UTF8:
-		case ARROW_TYPE_LARGE_UTF8:
-			/* a value too large fails before the validation reads it */
-			if ((rc = var_end(b, len, &end, err)) != ARROW_OK)
-				return rc;
-			if (!utf8_valid(v, len))
-			{
-				describe(b, d, sizeof(d));
-				return arrow_set_error(err, ARROW_ERR_ARGUMENT, "invalid UTF-8 for %s", d);
-			}
-			return push_var(b, v, len, true, err);
-		case ARROW_TYPE_BINARY:
-		case ARROW_TYPE_LARGE_BINARY:
-			return push_var(b, v, len, true, err);
-		case ARROW_TYPE_FIXED_SIZE_BINARY:
-			if (len != (size_t) b->field->type.byte_width)
-			{
-				describe(b, d, sizeof(d));
-				return arrow_set_error(err, ARROW_ERR_ARGUMENT,
-									   "value of %zu bytes for %s", len, d);
-			}
-			return push_fixed(b, v, true, err);
-		default:
-			return wrong_kind(b, "bytes", err);
+		/* a value too large fails before the validation reads it */
+		if ((rc = var_end(b, len, &end, err)) != ARROW_OK)
+			return rc;
+		if (!utf8_valid(v, len))
+		{
+			describe(b, d, sizeof(d));
+			return arrow_set_error(err, ARROW_ERR_ARGUMENT, "invalid UTF-8 for %s", d);
+		}
+		return push_var(b, v, len, true, err);
 	}
+	if (b->layout == ARROW_LAYOUT_VAR)
+		return push_var(b, v, len, true, err);
+	if (b->layout != ARROW_LAYOUT_FIXED || info->value != ARROW_VALUE_BYTES)
+		return wrong_kind(b, "bytes", err);
+	/* FIXED_SIZE_BINARY */
+	if (len != (size_t) b->field->type.byte_width)
+	{
+		describe(b, d, sizeof(d));
+		return arrow_set_error(err, ARROW_ERR_ARGUMENT,
+							   "value of %zu bytes for %s", len, d);
+	}
+	return push_fixed(b, v, true, err);
 }
 
 int
@@ -1095,13 +997,13 @@ arrow_append_valid(ArrowBuilder *b, ArrowError *err)
 		return rc;
 	switch (b->layout)
 	{
-		case LAYOUT_LIST:
+		case ARROW_LAYOUT_LIST:
 			if ((rc = push_list(b, true, err)) != ARROW_OK)
 				return rc;
 			b->list_open = true;
 			return ARROW_OK;
-		case LAYOUT_FSL:
-		case LAYOUT_STRUCT:
+		case ARROW_LAYOUT_FIXED_LIST:
+		case ARROW_LAYOUT_STRUCT:
 			if ((rc = push_validity(b, true, err)) != ARROW_OK)
 				return rc;
 			b->length++;
@@ -1121,7 +1023,7 @@ arrow_list_end(ArrowBuilder *b, ArrowError *err)
 {
 	int64_t		end;
 
-	if (b == NULL || b->layout != LAYOUT_LIST || !b->list_open)
+	if (b == NULL || b->layout != ARROW_LAYOUT_LIST || !b->list_open)
 		return arrow_set_error(err, ARROW_ERR_ARGUMENT,
 							   "arrow_list_end without an open list value%s%s%s",
 							   b ? " (field \"" : "", b ? b->field->name : "", b ? "\")" : "");
@@ -1141,71 +1043,15 @@ arrow_list_end(ArrowBuilder *b, ArrowError *err)
  * ------------------------------------------------------------------------
  */
 
-static inline bool
-bit_get(const uint8_t *bits, int64_t i)
-{
-	return (bits[i >> 3] >> (i & 7)) & 1;
-}
-
-/* Number of zero bits among bits [from, from + n) */
-static int64_t
-count_zeros(const uint8_t *bits, int64_t from, int64_t n)
-{
-	int64_t		zeros = 0;
-	int64_t		i = from;
-	int64_t		end = from + n;
-
-	for (; i < end && (i & 63) != 0; i++)
-		zeros += !bit_get(bits, i);
-	for (; end - i >= 64; i += 64)
-	{
-		uint64_t	w;
-
-		memcpy(&w, bits + (i >> 3), 8);
-		zeros += 64 - __builtin_popcountll(w);
-	}
-	for (; i < end; i++)
-		zeros += !bit_get(bits, i);
-	return zeros;
-}
-
-/*
- * Copies bits [from, from + n) of src to bits [to, to + n) of dst, whose
- * bytes up to bit to + n - 1 exist and are zero from bit 'to' on.  Whole
- * destination bytes are assembled from two source bytes at a time.
- */
-static void
-bits_copy(uint8_t *dst, int64_t to, const uint8_t *src, int64_t from, int64_t n)
-{
-	int64_t		i = 0;
-
-	for (; i < n && ((to + i) & 7) != 0; i++)
-		if (bit_get(src, from + i))
-			dst[(to + i) >> 3] |= (uint8_t) (1u << ((to + i) & 7));
-	for (; n - i >= 8; i += 8)
-	{
-		int64_t		s = from + i;
-		unsigned	shift = (unsigned) (s & 7);
-		unsigned	v = src[s >> 3] >> shift;
-
-		if (shift != 0)
-			v |= (unsigned) src[(s >> 3) + 1] << (8 - shift);
-		dst[(to + i) >> 3] = (uint8_t) v;
-	}
-	for (; i < n; i++)
-		if (bit_get(src, from + i))
-			dst[(to + i) >> 3] |= (uint8_t) (1u << ((to + i) & 7));
-}
-
 /* Nulls among rows [off, off + n) of b */
 static int64_t
 range_nulls(const ArrowBuilder *b, int64_t off, int64_t n)
 {
-	if (b->layout == LAYOUT_NULL)
+	if (b->layout == ARROW_LAYOUT_NULL)
 		return n;
 	if (!b->has_validity || n == 0)
 		return 0;
-	return count_zeros(b->validity.data, off, n);
+	return arrow_bits_count_zeros(b->validity.data, off, n);
 }
 
 /*
@@ -1221,16 +1067,16 @@ rows_check(const ArrowBuilder *dst, const ArrowBuilder *src, int64_t off,
 				last,
 				end;
 
-	if (!dst->field->nullable && dst->layout != LAYOUT_NULL && range_nulls(src, off, n) > 0)
+	if (!dst->field->nullable && dst->layout != ARROW_LAYOUT_NULL && range_nulls(src, off, n) > 0)
 		return arrow_set_error(err, ARROW_ERR_ARGUMENT,
 							   "null value for non-nullable field \"%s\"", dst->field->name);
 	switch (dst->layout)
 	{
-		case LAYOUT_VAR:
+		case ARROW_LAYOUT_VAR:
 			first = get_offset(src, off);
 			last = get_offset(src, off + n);
 			return var_end(dst, (size_t) (last - first), &end, err);
-		case LAYOUT_LIST:
+		case ARROW_LAYOUT_LIST:
 			first = get_offset(src, off);
 			last = get_offset(src, off + n);
 			if (!dst->large && dst->children[0]->length + (last - first) > INT32_MAX)
@@ -1239,13 +1085,13 @@ rows_check(const ArrowBuilder *dst, const ArrowBuilder *src, int64_t off,
 									   "(int32 offsets); write smaller batches or use large_list",
 									   dst->field->name);
 			return rows_check(dst->children[0], src->children[0], first, last - first, err);
-		case LAYOUT_FSL:
+		case ARROW_LAYOUT_FIXED_LIST:
 			{
 				int64_t		size = dst->field->type.list_size;
 
 				return rows_check(dst->children[0], src->children[0], off * size, n * size, err);
 			}
-		case LAYOUT_STRUCT:
+		case ARROW_LAYOUT_STRUCT:
 			for (int32_t i = 0; i < dst->n_children; i++)
 			{
 				int			rc = rows_check(dst->children[i], src->children[i], off, n, err);
@@ -1271,10 +1117,10 @@ rows_validity(ArrowBuilder *dst, const ArrowBuilder *src, int64_t off, int64_t n
 		if (bits_reserve(dst, &dst->validity, dst->length + n - 1, err) != ARROW_OK)
 			return ARROW_ERR_NOMEM;
 		if (src->has_validity)
-			bits_copy(dst->validity.data, dst->length, src->validity.data, off, n);
+			arrow_bits_copy(dst->validity.data, dst->length, src->validity.data, off, n);
 		else
 			for (int64_t i = 0; i < n; i++)
-				bits_set(&dst->validity, dst->length + i, true);
+				arrow_bit_set(dst->validity.data, dst->length + i, true);
 	}
 	dst->null_count += nulls;
 	return ARROW_OK;
@@ -1290,7 +1136,7 @@ rows_append(ArrowBuilder *dst, const ArrowBuilder *src, int64_t off, int64_t n,
 				last;
 	int			rc;
 
-	if (dst->layout == LAYOUT_NULL)
+	if (dst->layout == ARROW_LAYOUT_NULL)
 	{
 		dst->length += n;
 		dst->null_count += n;
@@ -1300,15 +1146,15 @@ rows_append(ArrowBuilder *dst, const ArrowBuilder *src, int64_t off, int64_t n,
 		return rc;
 	switch (dst->layout)
 	{
-		case LAYOUT_BITS:
+		case ARROW_LAYOUT_BITS:
 			if (n > 0)
 			{
 				if (bits_reserve(dst, &dst->values, dst->length + n - 1, err) != ARROW_OK)
 					return ARROW_ERR_NOMEM;
-				bits_copy(dst->values.data, dst->length, src->values.data, off, n);
+				arrow_bits_copy(dst->values.data, dst->length, src->values.data, off, n);
 			}
 			break;
-		case LAYOUT_FIXED:
+		case ARROW_LAYOUT_FIXED:
 			if (gb_reserve(dst, &dst->values, n * dst->width, err) != ARROW_OK)
 				return ARROW_ERR_NOMEM;
 			if (n > 0 && dst->width > 0)
@@ -1316,15 +1162,15 @@ rows_append(ArrowBuilder *dst, const ArrowBuilder *src, int64_t off, int64_t n,
 					   src->values.data + off * src->width, n * dst->width);
 			dst->values.len += n * dst->width;
 			break;
-		case LAYOUT_VAR:
-		case LAYOUT_LIST:
+		case ARROW_LAYOUT_VAR:
+		case ARROW_LAYOUT_LIST:
 			{
 				/* new offsets: src's, moved from 'first' to dst's current end */
 				int64_t		base;
 
 				first = get_offset(src, off);
 				last = get_offset(src, off + n);
-				if (dst->layout == LAYOUT_VAR)
+				if (dst->layout == ARROW_LAYOUT_VAR)
 				{
 					base = dst->data.len;
 					if (gb_reserve(dst, &dst->data, last - first, err) != ARROW_OK)
@@ -1348,7 +1194,7 @@ rows_append(ArrowBuilder *dst, const ArrowBuilder *src, int64_t off, int64_t n,
 				dst->offsets.len += n * ow;
 				break;
 			}
-		case LAYOUT_FSL:
+		case ARROW_LAYOUT_FIXED_LIST:
 			{
 				int64_t		size = dst->field->type.list_size;
 
@@ -1357,7 +1203,7 @@ rows_append(ArrowBuilder *dst, const ArrowBuilder *src, int64_t off, int64_t n,
 					return rc;
 				break;
 			}
-		case LAYOUT_STRUCT:
+		case ARROW_LAYOUT_STRUCT:
 			for (int32_t i = 0; i < dst->n_children; i++)
 			{
 				if ((rc = rows_append(dst->children[i], src->children[i], off, n,
@@ -1365,7 +1211,12 @@ rows_append(ArrowBuilder *dst, const ArrowBuilder *src, int64_t off, int64_t n,
 					return rc;
 			}
 			break;
-		case LAYOUT_NULL:
+		case ARROW_LAYOUT_NULL:
+			/* no buffers */
+		case ARROW_LAYOUT_VIEW:
+		case ARROW_LAYOUT_LIST_VIEW:
+		case ARROW_LAYOUT_RUN_END:
+			/* not writable: arrow_field_check refused the field */
 			break;
 	}
 	dst->length += n;
@@ -1411,30 +1262,35 @@ arrow_builder_rows_size(const ArrowBuilder *b, int64_t offset, int64_t count)
 		size += (count + 7) / 8;
 	switch (b->layout)
 	{
-		case LAYOUT_BITS:
+		case ARROW_LAYOUT_BITS:
 			size += (count + 7) / 8;
 			break;
-		case LAYOUT_FIXED:
+		case ARROW_LAYOUT_FIXED:
 			size += count * b->width;
 			break;
-		case LAYOUT_VAR:
+		case ARROW_LAYOUT_VAR:
 			size += count * offset_width(b) + get_offset(b, offset + count) - get_offset(b, offset);
 			break;
-		case LAYOUT_LIST:
+		case ARROW_LAYOUT_LIST:
 			first = get_offset(b, offset);
 			last = get_offset(b, offset + count);
 			size += count * offset_width(b) +
 				arrow_builder_rows_size(b->children[0], first, last - first);
 			break;
-		case LAYOUT_FSL:
+		case ARROW_LAYOUT_FIXED_LIST:
 			size += arrow_builder_rows_size(b->children[0], offset * b->field->type.list_size,
 											count * b->field->type.list_size);
 			break;
-		case LAYOUT_STRUCT:
+		case ARROW_LAYOUT_STRUCT:
 			for (int32_t i = 0; i < b->n_children; i++)
 				size += arrow_builder_rows_size(b->children[i], offset, count);
 			break;
-		case LAYOUT_NULL:
+		case ARROW_LAYOUT_NULL:
+			/* no buffers */
+		case ARROW_LAYOUT_VIEW:
+		case ARROW_LAYOUT_LIST_VIEW:
+		case ARROW_LAYOUT_RUN_END:
+			/* not writable: arrow_field_check refused the field */
 			break;
 	}
 	return size;
@@ -1451,106 +1307,34 @@ int_value(const ArrowBuilder *b, int64_t i, bool is_signed)
 {
 	const uint8_t *p = b->values.data + i * b->width;
 
-	switch (b->width)
-	{
-		case 1:
-			return is_signed ? (int64_t) (int8_t) p[0] : (int64_t) p[0];
-		case 2:
-			{
-				uint16_t	x;
-
-				memcpy(&x, p, 2);
-				return is_signed ? (int64_t) (int16_t) x : (int64_t) x;
-			}
-		case 4:
-			{
-				uint32_t	x;
-
-				memcpy(&x, p, 4);
-				return is_signed ? (int64_t) (int32_t) x : (int64_t) x;
-			}
-		default:
-			{
-				int64_t		x;
-
-				memcpy(&x, p, 8);
-				return x;
-			}
-	}
+	return is_signed ? arrow_load_int(p, b->width) : (int64_t) arrow_load_uint(p, b->width);
 }
 
 static inline double
 float_value(const ArrowBuilder *b, int64_t i)
 {
-	const uint8_t *p = b->values.data + i * b->width;
-
-	if (b->type == ARROW_TYPE_FLOAT16)
-	{
-		uint16_t	h;
-
-		memcpy(&h, p, 2);
-		return arrow_half_to_float(h);
-	}
-	if (b->type == ARROW_TYPE_FLOAT32)
-	{
-		float		f;
-
-		memcpy(&f, p, 4);
-		return f;
-	}
-	{
-		double		d;
-
-		memcpy(&d, p, 8);
-		return d;
-	}
+	return arrow_load_float(b->values.data + i * b->width, b->width);
 }
 
 void
 arrow_builder_minmax(const ArrowBuilder *b, ArrowMinMax *out)
 {
 	ArrowMinMaxKind kind;
-	bool		is_signed = true;
+	bool		is_signed;
 	bool		any = false;
 	__int128	xmin = 0,
 				xmax = 0;
 
 	memset(out, 0, sizeof(ArrowMinMax));
-	if (b->field->has_dictionary || b->layout != LAYOUT_FIXED)
+	if (b->field->has_dictionary || b->layout != ARROW_LAYOUT_FIXED)
 		return;
-	switch (b->type)
-	{
-		case ARROW_TYPE_UINT8:
-		case ARROW_TYPE_UINT16:
-		case ARROW_TYPE_UINT32:
-			is_signed = false;
-			/* fall through */
-		case ARROW_TYPE_INT8:
-		case ARROW_TYPE_INT16:
-		case ARROW_TYPE_INT32:
-		case ARROW_TYPE_INT64:
-		case ARROW_TYPE_DATE32:
-		case ARROW_TYPE_DATE64:
-		case ARROW_TYPE_TIME32:
-		case ARROW_TYPE_TIME64:
-		case ARROW_TYPE_TIMESTAMP:
-		case ARROW_TYPE_DURATION:
-			kind = ARROW_MINMAX_INT;
-			break;
-		case ARROW_TYPE_FLOAT16:
-		case ARROW_TYPE_FLOAT32:
-		case ARROW_TYPE_FLOAT64:
-			kind = ARROW_MINMAX_FLOAT;
-			break;
-		case ARROW_TYPE_DECIMAL128:
-			kind = ARROW_MINMAX_DECIMAL;
-			break;
-		default:
-			return;
-	}
+	kind = arrow_type_info(b->type)->minmax;
+	is_signed = arrow_type_info(b->type)->value == ARROW_VALUE_INT;
+	if (kind == ARROW_MINMAX_NONE)
+		return;
 	for (int64_t i = 0; i < b->length; i++)
 	{
-		if (b->has_validity && !bit_get(b->validity.data, i))
+		if (b->has_validity && !arrow_bit_get(b->validity.data, i))
 			continue;
 		if (kind == ARROW_MINMAX_INT)
 		{
@@ -1638,13 +1422,13 @@ check_lengths(const ArrowBuilder *b, ArrowError *err)
 							   b->field->name);
 	switch (b->layout)
 	{
-		case LAYOUT_STRUCT:
+		case ARROW_LAYOUT_STRUCT:
 			want = b->length;
 			break;
-		case LAYOUT_LIST:
+		case ARROW_LAYOUT_LIST:
 			want = get_offset(b, b->length);
 			break;
-		case LAYOUT_FSL:
+		case ARROW_LAYOUT_FIXED_LIST:
 			if (arrow_mul_overflow(b->length, b->field->type.list_size, &want))
 				return arrow_set_error(err, ARROW_ERR_ARGUMENT, "fixed_size_list too long");
 			break;
@@ -1713,14 +1497,13 @@ arrow_builder_max_index(const ArrowBuilder *b, int64_t dict_id)
 
 	if (b->field->has_dictionary && b->field->dictionary.id == dict_id)
 	{
-		bool		is_signed = (b->type == ARROW_TYPE_INT8 || b->type == ARROW_TYPE_INT16 ||
-								 b->type == ARROW_TYPE_INT32 || b->type == ARROW_TYPE_INT64);
+		bool		is_signed = arrow_type_info(b->type)->value == ARROW_VALUE_INT;
 
 		for (int64_t row = 0; row < b->length; row++)
 		{
 			int64_t		v;
 
-			if (b->has_validity && !bit_get(b->validity.data, row))
+			if (b->has_validity && !arrow_bit_get(b->validity.data, row))
 				continue;
 			/* append_int/uint keep 64-bit indices within int64 */
 			v = int_value(b, row, is_signed);
@@ -1747,20 +1530,20 @@ arrow_builder_export(const ArrowBuilder *b, ArrowNode **nodes,
 	(*nodes)->length = b->length;
 	(*nodes)->null_count = b->null_count;
 	(*nodes)++;
-	if (b->layout == LAYOUT_NULL)
+	if (b->layout == ARROW_LAYOUT_NULL)
 		return;
 	export_buffer(b->has_validity ? &b->validity : &none, buffers);
 	switch (b->layout)
 	{
-		case LAYOUT_BITS:
-		case LAYOUT_FIXED:
+		case ARROW_LAYOUT_BITS:
+		case ARROW_LAYOUT_FIXED:
 			export_buffer(&b->values, buffers);
 			break;
-		case LAYOUT_VAR:
+		case ARROW_LAYOUT_VAR:
 			export_buffer(&b->offsets, buffers);
 			export_buffer(&b->data, buffers);
 			break;
-		case LAYOUT_LIST:
+		case ARROW_LAYOUT_LIST:
 			export_buffer(&b->offsets, buffers);
 			break;
 		default:

@@ -11,6 +11,17 @@
 
 #include "arrow.h"
 
+/* Members of the Type union of Schema.fbs (reader, writer, type table) */
+enum
+{
+	FBT_NULL = 1, FBT_INT, FBT_FLOATING_POINT, FBT_BINARY, FBT_UTF8, FBT_BOOL,
+	FBT_DECIMAL, FBT_DATE, FBT_TIME, FBT_TIMESTAMP, FBT_INTERVAL, FBT_LIST,
+	FBT_STRUCT, FBT_UNION, FBT_FIXED_SIZE_BINARY, FBT_FIXED_SIZE_LIST, FBT_MAP,
+	FBT_DURATION, FBT_LARGE_BINARY, FBT_LARGE_UTF8, FBT_LARGE_LIST,
+	FBT_RUN_END_ENCODED, FBT_BINARY_VIEW, FBT_UTF8_VIEW, FBT_LIST_VIEW,
+	FBT_LARGE_LIST_VIEW
+};
+
 #define ARROW_ALIGNMENT		64	/* buffer alignment we write */
 
 /* NULL allocator means the default one */
@@ -75,6 +86,26 @@ static inline bool
 arrow_mul_overflow(int64_t a, int64_t b, int64_t *r)
 {
 	return __builtin_mul_overflow(a, b, r);
+}
+
+/* Entry i of an int32 (or, large, int64) offsets or sizes buffer */
+static inline int64_t
+arrow_offset_at(const void *offsets, bool large, int64_t i)
+{
+	if (large)
+	{
+		int64_t		v;
+
+		__builtin_memcpy(&v, (const uint8_t *) offsets + i * 8, 8);
+		return v;
+	}
+	else
+	{
+		int32_t		v;
+
+		__builtin_memcpy(&v, (const uint8_t *) offsets + i * 4, 4);
+		return v;
+	}
 }
 
 static inline int64_t

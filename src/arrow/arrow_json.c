@@ -26,6 +26,8 @@
  *-------------------------------------------------------------------------
  */
 #include "arrow_internal.h"
+#include "arrow_bits.h"
+#include "arrow_types.h"
 
 #include <inttypes.h>
 #include <math.h>
@@ -167,77 +169,6 @@ append_double(ArrowStrBuf *buf, double d, ArrowError *err)
 	return arrow_strbuf_printf(buf, err, "%.17g", d);
 }
 
-/* Integer of 'width' bytes at p */
-static int64_t
-load_signed(const uint8_t *p, int width)
-{
-	switch (width)
-	{
-		case 1:
-			return (int8_t) p[0];
-		case 2:
-			{
-				int16_t		v;
-
-				memcpy(&v, p, 2);
-				return v;
-			}
-		case 4:
-			{
-				int32_t		v;
-
-				memcpy(&v, p, 4);
-				return v;
-			}
-		default:
-			{
-				int64_t		v;
-
-				memcpy(&v, p, 8);
-				return v;
-			}
-	}
-}
-
-/* Unsigned integer of 'width' bytes at p */
-static uint64_t
-load_unsigned(const uint8_t *p, int width)
-{
-	switch (width)
-	{
-		case 1:
-			return p[0];
-		case 2:
-			{
-				uint16_t	v;
-
-				memcpy(&v, p, 2);
-				return v;
-			}
-		case 4:
-			{
-				uint32_t	v;
-
-				memcpy(&v, p, 4);
-				return v;
-			}
-		default:
-			{
-				uint64_t	v;
-
-				memcpy(&v, p, 8);
-				return v;
-			}
-	}
-}
-
-/* Offset i of a (large) binary or list array */
-static int64_t
-offset_at(const ArrowArray *a, bool large, int64_t i)
-{
-	return load_signed((const uint8_t *) a->offsets + i * (large ? 8 : 4), large ? 8 : 4);
-}
-
 /* A decimal128 (16 little-endian bytes at p) as a JSON string */
 static int
 append_decimal(ArrowStrBuf *buf, const uint8_t *p, int32_t scale, ArrowError *err)
@@ -270,154 +201,154 @@ append_elements(const ArrowArray *child, int64_t start, int64_t n,
 	return APPEND_LIT(buf, "]", err);
 }
 
-/* The JSON form of row 'row' (in range) of a */
+/*
+ * A value of a (LARGE_)UTF8/BINARY, view or FIXED_SIZE_BINARY array: a JSON
+ * string for text, hex for bytes.
+ */
+static int
+bytes_json(const ArrowArray *a, const ArrowTypeInfo *info, int64_t row,
+		   ArrowStrBuf *buf, ArrowError *err)
+{
+	const uint8_t *p;
+	int64_t		n;
+
+	if (info->layout == ARROW_LAYOUT_VAR)
+	{
+		bool		large = info->offset_width == 8;
+		int64_t		start = arrow_offset_at(a->offsets, large, row);
+
+		p = a->data + start;
+		n = arrow_offset_at(a->offsets, large, row + 1) - start;
+	}
+	else if (info->layout == ARROW_LAYOUT_VIEW)
+	{
+		int32_t		n32;
+
+		p = arrow_view_value(a, row, &n32);
+		n = n32;
+	}
+	else
+	{
+		n = a->field->type.byte_width;
+		p = a->values + row * n;
+	}
+	if (info->value == ARROW_VALUE_STRING)
+		return append_string(buf, p, n, err);
+	return append_hex(buf, p, n, err);
+}
+
+/* A non-null value of a type with a scalar value (the table's value kind) */
+static int
+scalar_json(const ArrowArray *a, const ArrowTypeInfo *info, int64_t row,
+			ArrowStrBuf *buf, ArrowError *err)
+{
+	const ArrowType *t = &a->field->type;
+	int			width = arrow_type_value_width(t);
+	/* the value of a fixed-width type (others have no values buffer) */
+	const uint8_t *p = (info->layout == ARROW_LAYOUT_FIXED) ? a->values + row * width : NULL;
+	char		text[ARROW_DECIMAL256_MAX_TEXT];
+
+	switch (info->value)
+	{
+		case ARROW_VALUE_BOOL:
+			return arrow_bit_get(a->values, row) ?
+				APPEND_LIT(buf, "true", err) : APPEND_LIT(buf, "false", err);
+		case ARROW_VALUE_INT:
+			return arrow_strbuf_printf(buf, err, "%" PRId64, arrow_load_int(p, width));
+		case ARROW_VALUE_UINT:
+			return arrow_strbuf_printf(buf, err, "%" PRIu64, arrow_load_uint(p, width));
+		case ARROW_VALUE_FLOAT:
+			return append_double(buf, arrow_load_float(p, width), err);
+		case ARROW_VALUE_DECIMAL:
+			if (width == 16)
+				return append_decimal(buf, p, t->scale, err);
+			arrow_decimal256_format(p, t->scale, text, sizeof(text));
+			return append_cstring(buf, text, err);
+		case ARROW_VALUE_INTERVAL:
+			/* [days, msecs] or [months, days, nanos] */
+			if (width == 8)
+				return arrow_strbuf_printf(buf, err, "[%" PRId64 ", %" PRId64 "]",
+										   arrow_load_int(p, 4), arrow_load_int(p + 4, 4));
+			return arrow_strbuf_printf(buf, err, "[%" PRId64 ", %" PRId64 ", %" PRId64 "]",
+									   arrow_load_int(p, 4), arrow_load_int(p + 4, 4),
+									   arrow_load_int(p + 8, 8));
+		case ARROW_VALUE_STRING:
+		case ARROW_VALUE_BYTES:
+			return bytes_json(a, info, row, buf, err);
+		case ARROW_VALUE_NONE:
+			break;
+	}
+	return arrow_set_error(err, ARROW_ERR_ARGUMENT, "unknown type id %d", (int) t->id);
+}
+
+/* A struct row as an object of its children's values */
+static int
+struct_json(const ArrowArray *a, int64_t row, ArrowStrBuf *buf, ArrowError *err)
+{
+	const ArrowField *f = a->field;
+
+	if (APPEND_LIT(buf, "{", err) != ARROW_OK)
+		return ARROW_ERR_NOMEM;
+	for (int32_t i = 0; i < a->n_children; i++)
+	{
+		if ((i > 0 && APPEND_LIT(buf, ", ", err) != ARROW_OK) ||
+			append_cstring(buf, f->children[i].name, err) != ARROW_OK ||
+			APPEND_LIT(buf, ": ", err) != ARROW_OK ||
+			value_json(&a->children[i], row, buf, err) != ARROW_OK)
+			return err->code;
+	}
+	return APPEND_LIT(buf, "}", err);
+}
+
+/*
+ * Row 'row' of a: a dictionary-encoded value as its dictionary entry, a
+ * list (maps as their list of {"key": .., "value": ..}) as an array, a
+ * struct as an object, a run-end encoded value as its run's value, a scalar
+ * by its value kind.
+ */
 static int
 value_json(const ArrowArray *a, int64_t row, ArrowStrBuf *buf, ArrowError *err)
 {
 	const ArrowField *f = a->field;
-	int			width = arrow_type_value_width(&f->type);
-	bool		large = false;
+	const ArrowTypeInfo *info = arrow_type_info(f->type.id);
+	int64_t		start;
+	int64_t		end;
 
 	if (arrow_array_is_null(a, row))
 		return APPEND_LIT(buf, "null", err);
 	if (f->has_dictionary)
 	{
-		ArrowType	itype = {.id = f->dictionary.index_type};
-		int			iw = arrow_type_value_width(&itype);
-		int64_t		ix;
+		const ArrowTypeInfo *ix = arrow_type_info(f->dictionary.index_type);
+		int			iw = ix->bit_width / 8;
 
-		if (itype.id >= ARROW_TYPE_UINT8 && itype.id <= ARROW_TYPE_UINT64)
-			ix = (int64_t) load_unsigned(a->values + row * iw, iw);
+		if (ix->value == ARROW_VALUE_UINT)
+			start = (int64_t) arrow_load_uint(a->values + row * iw, iw);
 		else
-			ix = load_signed(a->values + row * iw, iw);
-		return value_json(a->dictionary, ix, buf, err);
+			start = arrow_load_int(a->values + row * iw, iw);
+		return value_json(a->dictionary, start, buf, err);
 	}
-	switch (f->type.id)
+	if (info == NULL)
+		return arrow_set_error(err, ARROW_ERR_ARGUMENT, "unknown type id %d", (int) f->type.id);
+	switch (info->layout)
 	{
-		case ARROW_TYPE_NULL:
+		case ARROW_LAYOUT_NULL:
 			return APPEND_LIT(buf, "null", err);
-		case ARROW_TYPE_BOOL:
-			return (a->values[row >> 3] >> (row & 7)) & 1 ?
-				APPEND_LIT(buf, "true", err) : APPEND_LIT(buf, "false", err);
-		case ARROW_TYPE_INT8:
-		case ARROW_TYPE_INT16:
-		case ARROW_TYPE_INT32:
-		case ARROW_TYPE_INT64:
-		case ARROW_TYPE_DATE32:
-		case ARROW_TYPE_DATE64:
-		case ARROW_TYPE_TIME32:
-		case ARROW_TYPE_TIME64:
-		case ARROW_TYPE_TIMESTAMP:
-		case ARROW_TYPE_DURATION:
-		case ARROW_TYPE_INTERVAL_YM:
-			return arrow_strbuf_printf(buf, err, "%" PRId64,
-									   load_signed(a->values + row * width, width));
-		case ARROW_TYPE_UINT8:
-		case ARROW_TYPE_UINT16:
-		case ARROW_TYPE_UINT32:
-		case ARROW_TYPE_UINT64:
-			return arrow_strbuf_printf(buf, err, "%" PRIu64,
-									   load_unsigned(a->values + row * width, width));
-		case ARROW_TYPE_FLOAT16:
-			return append_double(buf, arrow_half_to_float((uint16_t) load_unsigned(a->values + row * 2, 2)),
-								 err);
-		case ARROW_TYPE_FLOAT32:
-			{
-				float		v;
-
-				memcpy(&v, a->values + row * 4, 4);
-				return append_double(buf, v, err);
-			}
-		case ARROW_TYPE_FLOAT64:
-			{
-				double		v;
-
-				memcpy(&v, a->values + row * 8, 8);
-				return append_double(buf, v, err);
-			}
-		case ARROW_TYPE_DECIMAL128:
-			return append_decimal(buf, a->values + row * 16, f->type.scale, err);
-		case ARROW_TYPE_INTERVAL_DT:
-			return arrow_strbuf_printf(buf, err, "[%" PRId64 ", %" PRId64 "]",
-									   load_signed(a->values + row * 8, 4),
-									   load_signed(a->values + row * 8 + 4, 4));
-		case ARROW_TYPE_INTERVAL_MDN:
-			return arrow_strbuf_printf(buf, err, "[%" PRId64 ", %" PRId64 ", %" PRId64 "]",
-									   load_signed(a->values + row * 16, 4),
-									   load_signed(a->values + row * 16 + 4, 4),
-									   load_signed(a->values + row * 16 + 8, 8));
-		case ARROW_TYPE_LARGE_UTF8:
-		case ARROW_TYPE_LARGE_BINARY:
-			large = true;
-			/* FALLTHROUGH */
-		case ARROW_TYPE_UTF8:
-		case ARROW_TYPE_BINARY:
-			{
-				int64_t		start = offset_at(a, large, row);
-				int64_t		end = offset_at(a, large, row + 1);
-
-				if (f->type.id == ARROW_TYPE_UTF8 || f->type.id == ARROW_TYPE_LARGE_UTF8)
-					return append_string(buf, a->data + start, end - start, err);
-				return append_hex(buf, a->data + start, end - start, err);
-			}
-		case ARROW_TYPE_FIXED_SIZE_BINARY:
-			return append_hex(buf, a->values + row * width, width, err);
-		case ARROW_TYPE_LARGE_LIST:
-			large = true;
-			/* FALLTHROUGH */
-		case ARROW_TYPE_LIST:
-			{
-				int64_t		start = offset_at(a, large, row);
-
-				return append_elements(&a->children[0], start,
-									   offset_at(a, large, row + 1) - start, buf, err);
-			}
-		case ARROW_TYPE_FIXED_SIZE_LIST:
-			return append_elements(&a->children[0], row * f->type.list_size,
-								   f->type.list_size, buf, err);
-		case ARROW_TYPE_MAP:	/* as its list of {"key": .., "value": ..} */
-		case ARROW_TYPE_LIST_VIEW:
-		case ARROW_TYPE_LARGE_LIST_VIEW:
-			{
-				int64_t		start;
-				int64_t		end;
-
-				arrow_list_range(a, row, &start, &end);
-				return append_elements(&a->children[0], start, end - start, buf, err);
-			}
-		case ARROW_TYPE_UTF8_VIEW:
-		case ARROW_TYPE_BINARY_VIEW:
-			{
-				int32_t		n;
-				const uint8_t *p = arrow_view_value(a, row, &n);
-
-				if (f->type.id == ARROW_TYPE_UTF8_VIEW)
-					return append_string(buf, p, n, err);
-				return append_hex(buf, p, n, err);
-			}
-		case ARROW_TYPE_RUN_END_ENCODED:
+		case ARROW_LAYOUT_LIST:
+		case ARROW_LAYOUT_LIST_VIEW:
+		case ARROW_LAYOUT_FIXED_LIST:
+			arrow_list_range(a, row, &start, &end);
+			return append_elements(&a->children[0], start, end - start, buf, err);
+		case ARROW_LAYOUT_STRUCT:
+			return struct_json(a, row, buf, err);
+		case ARROW_LAYOUT_RUN_END:
 			return value_json(&a->children[1], arrow_ree_index(a, row), buf, err);
-		case ARROW_TYPE_DECIMAL256:
-			{
-				char		text[ARROW_DECIMAL256_MAX_TEXT];
-
-				arrow_decimal256_format(a->values + row * 32, f->type.scale, text, sizeof(text));
-				return append_cstring(buf, text, err);
-			}
-		case ARROW_TYPE_STRUCT:
-			if (APPEND_LIT(buf, "{", err) != ARROW_OK)
-				return ARROW_ERR_NOMEM;
-			for (int32_t i = 0; i < a->n_children; i++)
-			{
-				if ((i > 0 && APPEND_LIT(buf, ", ", err) != ARROW_OK) ||
-					append_cstring(buf, f->children[i].name, err) != ARROW_OK ||
-					APPEND_LIT(buf, ": ", err) != ARROW_OK ||
-					value_json(&a->children[i], row, buf, err) != ARROW_OK)
-					return err->code;
-			}
-			return APPEND_LIT(buf, "}", err);
+		case ARROW_LAYOUT_BITS:
+		case ARROW_LAYOUT_FIXED:
+		case ARROW_LAYOUT_VAR:
+		case ARROW_LAYOUT_VIEW:
+			break;
 	}
-	return arrow_set_error(err, ARROW_ERR_ARGUMENT, "unknown type id %d", (int) f->type.id);
+	return scalar_json(a, info, row, buf, err);
 }
 
 /* See arrow.h: checks the array and the row, then value_json */

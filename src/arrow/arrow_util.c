@@ -7,6 +7,7 @@
  *-------------------------------------------------------------------------
  */
 #include "arrow_internal.h"
+#include "arrow_types.h"
 
 #include <errno.h>
 #include <math.h>
@@ -427,73 +428,44 @@ unit_suffix(ArrowTimeUnit unit)
 	return "?";
 }
 
+/* See arrow.h: the table's name, with the parameters the row says */
 void
 arrow_type_format(const ArrowType *t, char *buf, size_t len)
 {
-	const char *name = NULL;
+	const ArrowTypeInfo *info = arrow_type_info(t->id);
 
-	switch (t->id)
+	if (info == NULL)
 	{
-		case ARROW_TYPE_NULL: name = "null"; break;
-		case ARROW_TYPE_BOOL: name = "bool"; break;
-		case ARROW_TYPE_INT8: name = "int8"; break;
-		case ARROW_TYPE_INT16: name = "int16"; break;
-		case ARROW_TYPE_INT32: name = "int32"; break;
-		case ARROW_TYPE_INT64: name = "int64"; break;
-		case ARROW_TYPE_UINT8: name = "uint8"; break;
-		case ARROW_TYPE_UINT16: name = "uint16"; break;
-		case ARROW_TYPE_UINT32: name = "uint32"; break;
-		case ARROW_TYPE_UINT64: name = "uint64"; break;
-		case ARROW_TYPE_FLOAT16: name = "float16"; break;
-		case ARROW_TYPE_FLOAT32: name = "float32"; break;
-		case ARROW_TYPE_FLOAT64: name = "float64"; break;
-		case ARROW_TYPE_DATE32: name = "date32"; break;
-		case ARROW_TYPE_DATE64: name = "date64"; break;
-		case ARROW_TYPE_INTERVAL_YM: name = "interval[ym]"; break;
-		case ARROW_TYPE_INTERVAL_DT: name = "interval[dt]"; break;
-		case ARROW_TYPE_INTERVAL_MDN: name = "interval[mdn]"; break;
-		case ARROW_TYPE_UTF8: name = "utf8"; break;
-		case ARROW_TYPE_LARGE_UTF8: name = "large_utf8"; break;
-		case ARROW_TYPE_BINARY: name = "binary"; break;
-		case ARROW_TYPE_LARGE_BINARY: name = "large_binary"; break;
-		case ARROW_TYPE_LIST: name = "list"; break;
-		case ARROW_TYPE_LARGE_LIST: name = "large_list"; break;
-		case ARROW_TYPE_STRUCT: name = "struct"; break;
-		case ARROW_TYPE_UTF8_VIEW: name = "utf8_view"; break;
-		case ARROW_TYPE_BINARY_VIEW: name = "binary_view"; break;
-		case ARROW_TYPE_LIST_VIEW: name = "list_view"; break;
-		case ARROW_TYPE_LARGE_LIST_VIEW: name = "large_list_view"; break;
-		case ARROW_TYPE_RUN_END_ENCODED: name = "run_end_encoded"; break;
-		case ARROW_TYPE_MAP: name = t->keys_sorted ? "map[sorted]" : "map"; break;
-		case ARROW_TYPE_DECIMAL256:
-			snprintf(buf, len, "decimal256(%d, %d)", t->precision, t->scale);
-			return;
-		case ARROW_TYPE_DECIMAL128:
-			snprintf(buf, len, "decimal128(%d, %d)", t->precision, t->scale);
-			return;
-		case ARROW_TYPE_TIME32:
-			snprintf(buf, len, "time32[%s]", unit_suffix(t->unit));
-			return;
-		case ARROW_TYPE_TIME64:
-			snprintf(buf, len, "time64[%s]", unit_suffix(t->unit));
-			return;
-		case ARROW_TYPE_TIMESTAMP:
-			if (t->timezone != NULL)
-				snprintf(buf, len, "timestamp[%s, tz=%s]", unit_suffix(t->unit), t->timezone);
-			else
-				snprintf(buf, len, "timestamp[%s]", unit_suffix(t->unit));
-			return;
-		case ARROW_TYPE_DURATION:
-			snprintf(buf, len, "duration[%s]", unit_suffix(t->unit));
-			return;
-		case ARROW_TYPE_FIXED_SIZE_BINARY:
-			snprintf(buf, len, "fixed_size_binary(%d)", t->byte_width);
-			return;
-		case ARROW_TYPE_FIXED_SIZE_LIST:
-			snprintf(buf, len, "fixed_size_list(%d)", t->list_size);
-			return;
+		snprintf(buf, len, "unknown");
+		return;
 	}
-	snprintf(buf, len, "%s", name ? name : "unknown");
+	switch (info->params)
+	{
+		case ARROW_PARAMS_NONE:
+			snprintf(buf, len, "%s", info->name);
+			break;
+		case ARROW_PARAMS_MAP:
+			snprintf(buf, len, "%s%s", info->name, t->keys_sorted ? "[sorted]" : "");
+			break;
+		case ARROW_PARAMS_DECIMAL:
+			snprintf(buf, len, "%s(%d, %d)", info->name, t->precision, t->scale);
+			break;
+		case ARROW_PARAMS_UNIT:
+			snprintf(buf, len, "%s[%s]", info->name, unit_suffix(t->unit));
+			break;
+		case ARROW_PARAMS_TIMESTAMP:
+			if (t->timezone != NULL)
+				snprintf(buf, len, "%s[%s, tz=%s]", info->name, unit_suffix(t->unit), t->timezone);
+			else
+				snprintf(buf, len, "%s[%s]", info->name, unit_suffix(t->unit));
+			break;
+		case ARROW_PARAMS_BYTE_WIDTH:
+			snprintf(buf, len, "%s(%d)", info->name, t->byte_width);
+			break;
+		case ARROW_PARAMS_LIST_SIZE:
+			snprintf(buf, len, "%s(%d)", info->name, t->list_size);
+			break;
+	}
 }
 
 static bool
@@ -567,70 +539,30 @@ arrow_schema_equal(const ArrowSchema *a, const ArrowSchema *b, char *why, size_t
 	return true;
 }
 
+/* See arrow.h (the table's n_buffers) */
 int
 arrow_field_buffer_count(const ArrowField *field)
 {
+	const ArrowTypeInfo *info = arrow_type_info(field->type.id);
+
 	if (field->has_dictionary)
 		return 2;
-	switch (field->type.id)
-	{
-		case ARROW_TYPE_NULL:
-		case ARROW_TYPE_RUN_END_ENCODED:
-			return 0;
-		case ARROW_TYPE_STRUCT:
-		case ARROW_TYPE_FIXED_SIZE_LIST:
-			return 1;
-		case ARROW_TYPE_UTF8:
-		case ARROW_TYPE_LARGE_UTF8:
-		case ARROW_TYPE_BINARY:
-		case ARROW_TYPE_LARGE_BINARY:
-		case ARROW_TYPE_LIST_VIEW:
-		case ARROW_TYPE_LARGE_LIST_VIEW:
-			return 3;
-		default:
-			return 2;
-	}
+	return info ? info->n_buffers : 2;
 }
 
+/* See arrow.h (the table's bit_width; FIXED_SIZE_BINARY: its byte_width) */
 int
 arrow_type_value_width(const ArrowType *type)
 {
-	switch (type->id)
-	{
-		case ARROW_TYPE_INT8:
-		case ARROW_TYPE_UINT8:
-			return 1;
-		case ARROW_TYPE_INT16:
-		case ARROW_TYPE_UINT16:
-		case ARROW_TYPE_FLOAT16:
-			return 2;
-		case ARROW_TYPE_INT32:
-		case ARROW_TYPE_UINT32:
-		case ARROW_TYPE_FLOAT32:
-		case ARROW_TYPE_DATE32:
-		case ARROW_TYPE_TIME32:
-		case ARROW_TYPE_INTERVAL_YM:
-			return 4;
-		case ARROW_TYPE_INT64:
-		case ARROW_TYPE_UINT64:
-		case ARROW_TYPE_FLOAT64:
-		case ARROW_TYPE_DATE64:
-		case ARROW_TYPE_TIME64:
-		case ARROW_TYPE_TIMESTAMP:
-		case ARROW_TYPE_DURATION:
-		case ARROW_TYPE_INTERVAL_DT:
-			return 8;
-		case ARROW_TYPE_INTERVAL_MDN:
-		case ARROW_TYPE_DECIMAL128:
-			return 16;
-		case ARROW_TYPE_DECIMAL256:
-			return 32;
-		case ARROW_TYPE_FIXED_SIZE_BINARY:
-			return type->byte_width;
-		default:
-			return 0;
-	}
+	const ArrowTypeInfo *info = arrow_type_info(type->id);
+
+	if (info == NULL)
+		return 0;
+	if (info->params == ARROW_PARAMS_BYTE_WIDTH)
+		return type->byte_width;
+	return info->bit_width / 8;
 }
+
 
 /* ------------------------------------------------------------------------
  * float16

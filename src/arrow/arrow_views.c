@@ -21,16 +21,11 @@
  *-------------------------------------------------------------------------
  */
 #include "arrow_internal.h"
+#include "arrow_bits.h"
+#include "arrow_types.h"
 
 #include <stdio.h>
 #include <string.h>
-
-/* Bit i of a validity bitmap (NULL: every bit set) */
-static inline bool
-valid_at(const uint8_t *validity, int64_t i)
-{
-	return validity == NULL || ((validity[i >> 3] >> (i & 7)) & 1);
-}
 
 /* little-endian int32 at p */
 static inline int32_t
@@ -56,7 +51,7 @@ arrow_views_validate(const uint8_t *views, int64_t length,
 		int32_t		buf;
 		int32_t		off;
 
-		if (!valid_at(validity, i))
+		if (!arrow_bit_valid(validity, i))
 			continue;
 		if (n < 0)
 		{
@@ -89,20 +84,6 @@ arrow_views_validate(const uint8_t *views, int64_t length,
 	return true;
 }
 
-/* Entry i of an int32 (or, large, int64) buffer */
-static inline int64_t
-entry_at(const void *p, bool large, int64_t i)
-{
-	if (large)
-	{
-		int64_t		v;
-
-		memcpy(&v, (const uint8_t *) p + i * 8, 8);
-		return v;
-	}
-	return get32((const uint8_t *) p + i * 4);
-}
-
 /* See arrow_internal.h */
 bool
 arrow_list_views_validate(const void *offsets, const void *sizes, bool large,
@@ -111,10 +92,10 @@ arrow_list_views_validate(const void *offsets, const void *sizes, bool large,
 {
 	for (int64_t i = 0; i < length; i++)
 	{
-		int64_t		o = entry_at(offsets, large, i);
-		int64_t		n = entry_at(sizes, large, i);
+		int64_t		o = arrow_offset_at(offsets, large, i);
+		int64_t		n = arrow_offset_at(sizes, large, i);
 
-		if (!valid_at(validity, i))
+		if (!arrow_bit_valid(validity, i))
 			continue;
 		if (o < 0 || n < 0 || o > child_length || n > child_length - o)
 		{
@@ -126,29 +107,13 @@ arrow_list_views_validate(const void *offsets, const void *sizes, bool large,
 	return true;
 }
 
-/* Run end i of a run_ends child of integer type id */
+/* Run end i of a run_ends child (int16, int32 or int64) */
 static int64_t
 run_end_at(const ArrowArray *ends, int64_t i)
 {
-	switch (ends->field->type.id)
-	{
-		case ARROW_TYPE_INT16:
-			{
-				int16_t		v;
+	int			width = arrow_type_info(ends->field->type.id)->bit_width / 8;
 
-				memcpy(&v, ends->values + i * 2, 2);
-				return v;
-			}
-		case ARROW_TYPE_INT32:
-			return get32(ends->values + i * 4);
-		default:
-			{
-				int64_t		v;
-
-				memcpy(&v, ends->values + i * 8, 8);
-				return v;
-			}
-	}
+	return arrow_load_int(ends->values + i * width, width);
 }
 
 /* See arrow_internal.h */
@@ -215,29 +180,24 @@ arrow_ree_index(const ArrowArray *a, int64_t row)
 void
 arrow_list_range(const ArrowArray *a, int64_t row, int64_t *start, int64_t *end)
 {
-	switch (a->field->type.id)
-	{
-		case ARROW_TYPE_FIXED_SIZE_LIST:
-			*start = row * (int64_t) a->field->type.list_size;
-			*end = *start + a->field->type.list_size;
-			return;
-		case ARROW_TYPE_LARGE_LIST:
-			*start = entry_at(a->offsets, true, row);
-			*end = entry_at(a->offsets, true, row + 1);
-			return;
-		case ARROW_TYPE_LIST_VIEW:
-		case ARROW_TYPE_LARGE_LIST_VIEW:
-			{
-				bool		large = a->field->type.id == ARROW_TYPE_LARGE_LIST_VIEW;
+	const ArrowTypeInfo *info = arrow_type_info(a->field->type.id);
+	bool		large = info->offset_width == 8;
 
-				*start = entry_at(a->offsets, large, row);
-				*end = *start + entry_at(a->sizes, large, row);
-				return;
-			}
-		default:				/* LIST, MAP */
-			*start = entry_at(a->offsets, false, row);
-			*end = entry_at(a->offsets, false, row + 1);
-			return;
+	if (info->layout == ARROW_LAYOUT_FIXED_LIST)
+	{
+		*start = row * (int64_t) a->field->type.list_size;
+		*end = *start + a->field->type.list_size;
+	}
+	else if (info->layout == ARROW_LAYOUT_LIST_VIEW)
+	{
+		*start = arrow_offset_at(a->offsets, large, row);
+		*end = *start + arrow_offset_at(a->sizes, large, row);
+	}
+	else
+	{
+		/* LIST, LARGE_LIST, MAP */
+		*start = arrow_offset_at(a->offsets, large, row);
+		*end = arrow_offset_at(a->offsets, large, row + 1);
 	}
 }
 

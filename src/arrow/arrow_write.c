@@ -55,6 +55,8 @@
  *-------------------------------------------------------------------------
  */
 #include "arrow_build.h"
+#include "arrow_io.h"
+#include "arrow_types.h"
 #include "fb_build.h"
 
 #include <errno.h>
@@ -81,27 +83,6 @@
 #define HEADER_SCHEMA			1
 #define HEADER_DICTIONARY_BATCH	2
 #define HEADER_RECORD_BATCH		3
-
-/* Type union members (Schema.fbs) */
-#define FB_TYPE_NULL			1
-#define FB_TYPE_INT				2
-#define FB_TYPE_FLOATING_POINT	3
-#define FB_TYPE_BINARY			4
-#define FB_TYPE_UTF8			5
-#define FB_TYPE_BOOL			6
-#define FB_TYPE_DECIMAL			7
-#define FB_TYPE_DATE			8
-#define FB_TYPE_TIME			9
-#define FB_TYPE_TIMESTAMP		10
-#define FB_TYPE_INTERVAL		11
-#define FB_TYPE_LIST			12
-#define FB_TYPE_STRUCT			13
-#define FB_TYPE_FIXED_SIZE_BINARY 15
-#define FB_TYPE_FIXED_SIZE_LIST	16
-#define FB_TYPE_DURATION		18
-#define FB_TYPE_LARGE_BINARY	19
-#define FB_TYPE_LARGE_UTF8		20
-#define FB_TYPE_LARGE_LIST		21
 
 /* One footer Block */
 typedef struct WriterBlock
@@ -154,104 +135,6 @@ struct ArrowWriter
 };
 
 /* ------------------------------------------------------------------------
- * I/O helpers
- * ------------------------------------------------------------------------
- */
-
-/* ARROW_ERR_IO with the system error text; keeps errno for sys_errno */
-static int
-io_error(ArrowError *err, const char *what, const char *path)
-{
-	int			saved = errno;
-	char		msg[128];
-
-	snprintf(msg, sizeof(msg), "%s", strerror(saved));
-	errno = saved;
-	return arrow_set_error(err, ARROW_ERR_IO, "%s \"%s\": %s", what, path, msg);
-}
-
-/*
- * Writes the n pieces of iov, one after the other, at offset (pwritev, at
- * most IOV_MAX pieces per call; a short write is continued).  iov is
- * consumed: its entries are advanced past what was written.
- */
-static int
-pwritev_all(int fd, struct iovec *iov, int n, int64_t offset,
-			const char *path, ArrowError *err)
-{
-	while (n > 0)
-	{
-		ssize_t		w;
-
-		if (iov->iov_len == 0)
-		{
-			iov++, n--;
-			continue;
-		}
-		w = pwritev(fd, iov, n < IOV_MAX ? n : IOV_MAX, (off_t) offset);
-		if (w < 0 && errno == EINTR)
-			continue;
-		if (w <= 0)
-		{
-			char		what[96];
-
-			if (w == 0)
-				errno = EIO;
-			snprintf(what, sizeof(what), "could not write %zu bytes at offset %lld of",
-					 iov->iov_len, (long long) offset);
-			return io_error(err, what, path);
-		}
-		offset += w;
-		while (n > 0 && (size_t) w >= iov->iov_len)
-		{
-			w -= (ssize_t) iov->iov_len;
-			iov++, n--;
-		}
-		if (n > 0)
-		{
-			iov->iov_base = (uint8_t *) iov->iov_base + w;
-			iov->iov_len -= (size_t) w;
-		}
-	}
-	return ARROW_OK;
-}
-
-/* Writes all of buf at offset; a short write is retried, an error reported */
-static int
-pwrite_all(int fd, const void *buf, size_t len, int64_t offset,
-		   const char *path, ArrowError *err)
-{
-	struct iovec iov = {(void *) buf, len};
-
-	return pwritev_all(fd, &iov, 1, offset, path, err);
-}
-
-static int
-pread_all(int fd, void *buf, size_t len, int64_t offset, const char *path,
-		  ArrowError *err)
-{
-	uint8_t    *p = buf;
-
-	while (len > 0)
-	{
-		ssize_t		n = pread(fd, p, len, (off_t) offset);
-
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0)
-			return io_error(err, "could not read", path);
-		if (n == 0)
-			return arrow_set_error(err, ARROW_ERR_INVALID,
-								   "\"%s\" ends before offset %lld", path,
-								   (long long) (offset + (int64_t) len));
-		p += n;
-		len -= (size_t) n;
-		offset += n;
-	}
-	return ARROW_OK;
-}
-
-/* ------------------------------------------------------------------------
  * Flatbuffer encoding of metadata, schemas, messages and the footer
  * ------------------------------------------------------------------------
  */
@@ -288,113 +171,79 @@ encode_metadata(FbBuilder *fb, const ArrowMetadata *md)
 	return vec;
 }
 
-/* Table Int { bitWidth: int; is_signed: bool } */
+/* Table Int { bitWidth: int; is_signed: bool } of integer type id */
 static FbRef
 encode_int(FbBuilder *fb, ArrowTypeId id)
 {
-	ArrowType	t = {.id = id};
+	const ArrowTypeInfo *info = arrow_type_info(id);
 
 	fb_table_start(fb);
-	fb_add_int32(fb, 0, 8 * arrow_type_value_width(&t));
-	fb_add_bool(fb, 1, id <= ARROW_TYPE_INT64);
+	fb_add_int32(fb, 0, info->bit_width);
+	fb_add_bool(fb, 1, info->value == ARROW_VALUE_INT);
 	return fb_table_end(fb);
 }
 
-/* The table of the Type union for t; its union member in *code */
+/*
+ * The table of the Type union for t; its union member (the type table's
+ * fb_type) in *code.  Only the members with fields are filled in here.
+ */
 static FbRef
 encode_type(FbBuilder *fb, const ArrowType *t, uint8_t *code)
 {
+	const ArrowTypeInfo *info = arrow_type_info(t->id);
 	FbRef		tz = 0;
 
-	if (t->id >= ARROW_TYPE_INT8 && t->id <= ARROW_TYPE_UINT64)
+	if (info == NULL || !info->writable)
 	{
-		*code = FB_TYPE_INT;
-		return encode_int(fb, t->id);
+		/* arrow_field_check rejected other ids */
+		fb_builder_fail(fb, ARROW_ERR_ARGUMENT, "unknown type id");
+		fb_table_start(fb);
+		return fb_table_end(fb);
 	}
+	*code = info->fb_type;
+	if (info->fb_type == FBT_INT)
+		return encode_int(fb, t->id);
 	if (t->id == ARROW_TYPE_TIMESTAMP && t->timezone != NULL)
 		tz = fb_create_string(fb, t->timezone, strlen(t->timezone));
 	fb_table_start(fb);
-	switch (t->id)
+	switch (info->fb_type)
 	{
-		case ARROW_TYPE_NULL:
-			*code = FB_TYPE_NULL;
-			break;
-		case ARROW_TYPE_BOOL:
-			*code = FB_TYPE_BOOL;
-			break;
-		case ARROW_TYPE_FLOAT16:
-		case ARROW_TYPE_FLOAT32:
-		case ARROW_TYPE_FLOAT64:
-			*code = FB_TYPE_FLOATING_POINT;
+		case FBT_FLOATING_POINT:
 			/* Precision: HALF, SINGLE, DOUBLE */
 			fb_add_int16(fb, 0, (int16_t) (t->id - ARROW_TYPE_FLOAT16));
 			break;
-		case ARROW_TYPE_DECIMAL128:
-			*code = FB_TYPE_DECIMAL;
+		case FBT_DECIMAL:
 			fb_add_int32(fb, 0, t->precision);
 			fb_add_int32(fb, 1, t->scale);
-			fb_add_int32(fb, 2, 128);
+			fb_add_int32(fb, 2, info->bit_width);
 			break;
-		case ARROW_TYPE_DATE32:
-		case ARROW_TYPE_DATE64:
-			*code = FB_TYPE_DATE;
+		case FBT_DATE:
 			/* DateUnit: DAY, MILLISECOND */
 			fb_add_int16(fb, 0, t->id == ARROW_TYPE_DATE32 ? 0 : 1);
 			break;
-		case ARROW_TYPE_TIME32:
-		case ARROW_TYPE_TIME64:
-			*code = FB_TYPE_TIME;
+		case FBT_TIME:
 			fb_add_int16(fb, 0, (int16_t) t->unit);
-			fb_add_int32(fb, 1, t->id == ARROW_TYPE_TIME32 ? 32 : 64);
+			fb_add_int32(fb, 1, info->bit_width);
 			break;
-		case ARROW_TYPE_TIMESTAMP:
-			*code = FB_TYPE_TIMESTAMP;
+		case FBT_TIMESTAMP:
 			fb_add_int16(fb, 0, (int16_t) t->unit);
 			fb_add_offset(fb, 1, tz);
 			break;
-		case ARROW_TYPE_INTERVAL_YM:
-		case ARROW_TYPE_INTERVAL_DT:
-		case ARROW_TYPE_INTERVAL_MDN:
-			*code = FB_TYPE_INTERVAL;
+		case FBT_INTERVAL:
 			/* IntervalUnit: YEAR_MONTH, DAY_TIME, MONTH_DAY_NANO */
 			fb_add_int16(fb, 0, (int16_t) (t->id - ARROW_TYPE_INTERVAL_YM));
 			break;
-		case ARROW_TYPE_DURATION:
-			*code = FB_TYPE_DURATION;
+		case FBT_DURATION:
 			fb_add_int16(fb, 0, (int16_t) t->unit);
 			break;
-		case ARROW_TYPE_UTF8:
-			*code = FB_TYPE_UTF8;
-			break;
-		case ARROW_TYPE_LARGE_UTF8:
-			*code = FB_TYPE_LARGE_UTF8;
-			break;
-		case ARROW_TYPE_BINARY:
-			*code = FB_TYPE_BINARY;
-			break;
-		case ARROW_TYPE_LARGE_BINARY:
-			*code = FB_TYPE_LARGE_BINARY;
-			break;
-		case ARROW_TYPE_FIXED_SIZE_BINARY:
-			*code = FB_TYPE_FIXED_SIZE_BINARY;
+		case FBT_FIXED_SIZE_BINARY:
 			fb_add_int32(fb, 0, t->byte_width);
 			break;
-		case ARROW_TYPE_LIST:
-			*code = FB_TYPE_LIST;
-			break;
-		case ARROW_TYPE_LARGE_LIST:
-			*code = FB_TYPE_LARGE_LIST;
-			break;
-		case ARROW_TYPE_FIXED_SIZE_LIST:
-			*code = FB_TYPE_FIXED_SIZE_LIST;
+		case FBT_FIXED_SIZE_LIST:
 			fb_add_int32(fb, 0, t->list_size);
 			break;
-		case ARROW_TYPE_STRUCT:
-			*code = FB_TYPE_STRUCT;
-			break;
 		default:
-			/* arrow_field_check rejected other ids */
-			fb_builder_fail(fb, ARROW_ERR_ARGUMENT, "unknown type id");
+			/* Null, Bool, Utf8, Binary, List, Struct_ and the large ones: no fields */
 			break;
 	}
 	return fb_table_end(fb);
@@ -555,6 +404,43 @@ message_free(OutMessage *m)
 }
 
 /*
+ * Table RecordBatch { length, nodes, buffers } of n_rows rows with the given
+ * nodes and buffers, each buffer at the next 64-byte boundary of the body;
+ * *body_len is the body's length.  le is scratch room for 16 bytes per node
+ * and per buffer.
+ */
+static FbRef
+encode_record_batch(FbBuilder *fb, const ArrowNode *nodes, int32_t n_nodes,
+					const ArrowBuiltBuffer *bufs, int32_t n_buffers, int64_t n_rows,
+					uint8_t *le, int64_t *body_len)
+{
+	FbRef		node_vec;
+	FbRef		buf_vec;
+
+	/* struct FieldNode { length: long; null_count: long } */
+	for (int32_t i = 0; i < n_nodes; i++)
+	{
+		fb_put_le64(le + 16 * i, (uint64_t) nodes[i].length);
+		fb_put_le64(le + 16 * i + 8, (uint64_t) nodes[i].null_count);
+	}
+	node_vec = fb_create_vector(fb, le, n_nodes, 16, 8);
+	/* struct Buffer { offset: long; length: long }, 64-byte aligned */
+	*body_len = 0;
+	for (int32_t i = 0; i < n_buffers; i++)
+	{
+		fb_put_le64(le + 16 * i, (uint64_t) *body_len);
+		fb_put_le64(le + 16 * i + 8, (uint64_t) bufs[i].length);
+		*body_len += arrow_align64(bufs[i].length);
+	}
+	buf_vec = fb_create_vector(fb, le, n_buffers, 16, 8);
+	fb_table_start(fb);
+	fb_add_int64(fb, 0, n_rows);
+	fb_add_offset(fb, 1, node_vec);
+	fb_add_offset(fb, 2, buf_vec);
+	return fb_table_end(fb);
+}
+
+/*
  * Builds the message of a RecordBatch (dict == NULL) or DictionaryBatch of
  * the n columns in 'columns' (already checked) into *out.  The body is not
  * copied: out->bufs points into the builders, which must not change until
@@ -574,8 +460,6 @@ build_message(const ArrowAllocator *alloc, ArrowBuilder *const *columns,
 	ArrowBuiltBuffer *bp;
 	int64_t		body_len = 0;
 	FbBuilder	fb;
-	FbRef		node_vec;
-	FbRef		buf_vec;
 	FbRef		header;
 	FbRef		md;
 	const uint8_t *fbdata;
@@ -602,27 +486,7 @@ build_message(const ArrowAllocator *alloc, ArrowBuilder *const *columns,
 	for (int32_t i = 0; i < n; i++)
 		arrow_builder_export(columns[i], &np, &bp);
 
-	/* struct FieldNode { length: long; null_count: long } */
-	for (int32_t i = 0; i < n_nodes; i++)
-	{
-		fb_put_le64(le + 16 * i, (uint64_t) nodes[i].length);
-		fb_put_le64(le + 16 * i + 8, (uint64_t) nodes[i].null_count);
-	}
-	node_vec = fb_create_vector(&fb, le, n_nodes, 16, 8);
-	/* struct Buffer { offset: long; length: long }, 64-byte aligned */
-	for (int32_t i = 0; i < n_buffers; i++)
-	{
-		fb_put_le64(le + 16 * i, (uint64_t) body_len);
-		fb_put_le64(le + 16 * i + 8, (uint64_t) bufs[i].length);
-		body_len += arrow_align64(bufs[i].length);
-	}
-	buf_vec = fb_create_vector(&fb, le, n_buffers, 16, 8);
-	/* RecordBatch { length, nodes, buffers } */
-	fb_table_start(&fb);
-	fb_add_int64(&fb, 0, n_rows);
-	fb_add_offset(&fb, 1, node_vec);
-	fb_add_offset(&fb, 2, buf_vec);
-	header = fb_table_end(&fb);
+	header = encode_record_batch(&fb, nodes, n_nodes, bufs, n_buffers, n_rows, le, &body_len);
 	if (dict != NULL)
 	{
 		/* DictionaryBatch { id, data, isDelta } */
@@ -697,7 +561,7 @@ write_message(int fd, const OutMessage *m, int64_t offset, const char *path,
 			iov[n++].iov_len = (size_t) pad;
 		}
 	}
-	rc = pwritev_all(fd, iov, n, offset, path, err);
+	rc = arrow_pwritev_all(fd, iov, n, offset, path, err);
 	arrow_free(m->alloc, iov);
 	return rc;
 }
@@ -906,9 +770,9 @@ arrow_writer_sync_dir(const char *path, ArrowError *err)
 		return arrow_set_error(err, ARROW_ERR_ARGUMENT, "path too long: \"%s\"", path);
 	fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (fd < 0)
-		return io_error(err, "could not open directory", dir);
+		return arrow_io_error(err, "could not open directory", dir);
 	if (fsync(fd) != 0)
-		rc = io_error(err, "could not fsync directory", dir);
+		rc = arrow_io_error(err, "could not fsync directory", dir);
 	close(fd);
 	return rc;
 }
@@ -937,12 +801,12 @@ journal_write(ArrowWriter *w, uint64_t inode, ArrowError *err)
 	fb_put_le64(buf + JOURNAL_HEAD + tail_len, journal_checksum(buf, JOURNAL_HEAD + tail_len));
 	fd = open(w->journal, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
 	if (fd < 0)
-		rc = io_error(err, "could not create", w->journal);
+		rc = arrow_io_error(err, "could not create", w->journal);
 	else
 	{
-		rc = pwrite_all(fd, buf, total, 0, w->journal, err);
+		rc = arrow_pwrite_all(fd, buf, total, 0, w->journal, err);
 		if (rc == ARROW_OK && fsync(fd) != 0)
-			rc = io_error(err, "could not fsync", w->journal);
+			rc = arrow_io_error(err, "could not fsync", w->journal);
 		close(fd);
 		if (rc == ARROW_OK)
 			rc = arrow_writer_sync_dir(w->journal, err);
@@ -960,7 +824,7 @@ static int
 journal_remove(ArrowWriter *w, ArrowError *err)
 {
 	if (unlink(w->journal) != 0 && errno != ENOENT)
-		return io_error(err, "could not remove", w->journal);
+		return arrow_io_error(err, "could not remove", w->journal);
 	return arrow_writer_sync_dir(w->journal, err);
 }
 
@@ -980,10 +844,10 @@ journal_read(const ArrowAllocator *alloc, const char *jpath, uint8_t **buf,
 	*exists = *valid = false;
 	fd = open(jpath, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
-		return errno == ENOENT ? ARROW_OK : io_error(err, "could not open", jpath);
+		return errno == ENOENT ? ARROW_OK : arrow_io_error(err, "could not open", jpath);
 	*exists = true;
 	if (fstat(fd, &st) != 0)
-		rc = io_error(err, "could not stat", jpath);
+		rc = arrow_io_error(err, "could not stat", jpath);
 	else if (st.st_size >= JOURNAL_HEAD + 8 && st.st_size <= JOURNAL_MAX)
 	{
 		*len = (size_t) st.st_size;
@@ -991,7 +855,7 @@ journal_read(const ArrowAllocator *alloc, const char *jpath, uint8_t **buf,
 		if (*buf == NULL)
 			rc = ARROW_ERR_NOMEM;
 		else
-			rc = pread_all(fd, *buf, *len, 0, jpath, err);
+			rc = arrow_pread_all(fd, *buf, *len, 0, jpath, err);
 	}
 	close(fd);
 	if (rc == ARROW_OK && *buf != NULL)
@@ -1048,11 +912,11 @@ recover_locked(const ArrowAllocator *alloc, const char *path, int fd,
 							 path, (long long) st->st_size, (long long) tmp.tail_offset);
 		goto done;
 	}
-	rc = pwrite_all(fd, buf + JOURNAL_HEAD, len - JOURNAL_HEAD - 8, tmp.tail_offset, path, err);
+	rc = arrow_pwrite_all(fd, buf + JOURNAL_HEAD, len - JOURNAL_HEAD - 8, tmp.tail_offset, path, err);
 	if (rc == ARROW_OK && ftruncate(fd, (off_t) tmp.orig_size) != 0)
-		rc = io_error(err, "could not truncate", path);
+		rc = arrow_io_error(err, "could not truncate", path);
 	if (rc == ARROW_OK && fsync(fd) != 0)
-		rc = io_error(err, "could not fsync", path);
+		rc = arrow_io_error(err, "could not fsync", path);
 	if (rc == ARROW_OK)
 		rc = journal_remove(&tmp, err);
 	if (rc == ARROW_OK)
@@ -1101,7 +965,7 @@ arrow_writer_recover(const char *path, ArrowRecoverResult *result, ArrowError *e
 	rc = lstat(tmp.journal, &st);
 	arrow_free(alloc, tmp.journal);
 	if (rc != 0)
-		return errno == ENOENT ? ARROW_OK : io_error(err, "could not stat journal of", path);
+		return errno == ENOENT ? ARROW_OK : arrow_io_error(err, "could not stat journal of", path);
 	fd = open(path, O_RDWR | O_CLOEXEC | O_NONBLOCK);
 	if (fd < 0 && errno == ENOENT)
 	{
@@ -1116,11 +980,11 @@ arrow_writer_recover(const char *path, ArrowRecoverResult *result, ArrowError *e
 		return rc;
 	}
 	if (fd < 0)
-		return io_error(err, "could not open", path);
+		return arrow_io_error(err, "could not open", path);
 	if ((rc = lock_file(fd, path, err)) != ARROW_OK)
 		;
 	else if (fstat(fd, &st) != 0)
-		rc = io_error(err, "could not stat", path);
+		rc = arrow_io_error(err, "could not stat", path);
 	else if (!S_ISREG(st.st_mode))
 		rc = arrow_set_error(err, ARROW_ERR_ARGUMENT, "\"%s\" is not a regular file", path);
 	else
@@ -1144,7 +1008,7 @@ undo_file(ArrowWriter *w, ArrowError *err)
 	{
 		ok = unlink(w->path) == 0 || errno == ENOENT;
 		if (!ok)
-			io_error(&uerr, "could not remove", w->path);
+			arrow_io_error(&uerr, "could not remove", w->path);
 	}
 	else if (!__atomic_load_n(&w->touched, __ATOMIC_SEQ_CST))
 		ok = true;				/* nothing written: nothing to put back */
@@ -1152,14 +1016,14 @@ undo_file(ArrowWriter *w, ArrowError *err)
 	{
 		ok = ftruncate(w->fd, (off_t) w->orig_size) == 0;
 		if (!ok)
-			io_error(&uerr, "could not truncate", w->path);
+			arrow_io_error(&uerr, "could not truncate", w->path);
 		else
-			ok = pwrite_all(w->fd, w->tail, (size_t) (w->orig_size - w->tail_offset),
-							w->tail_offset, w->path, &uerr) == ARROW_OK;
+			ok = arrow_pwrite_all(w->fd, w->tail, (size_t) (w->orig_size - w->tail_offset),
+								  w->tail_offset, w->path, &uerr) == ARROW_OK;
 		if (ok && fsync(w->fd) != 0)
 		{
 			ok = false;
-			io_error(&uerr, "could not fsync", w->path);
+			arrow_io_error(&uerr, "could not fsync", w->path);
 		}
 	}
 	/* the file is as before: the journal has done its work */
@@ -1317,7 +1181,7 @@ write_header(ArrowWriter *w, ArrowError *err)
 		else
 		{
 			memcpy(buf, ARROW_MAGIC "\0\0", 8);
-			rc = pwrite_all(w->fd, buf, (size_t) total, 0, w->path, err);
+			rc = arrow_pwrite_all(w->fd, buf, (size_t) total, 0, w->path, err);
 			w->next_offset = total;
 			arrow_free(w->alloc, buf);
 		}
@@ -1359,7 +1223,7 @@ arrow_writer_create(const char *path, const ArrowSchema *schema,
 	w->fd = open(path, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
 	if (w->fd < 0)
 	{
-		rc = io_error(err, "could not create", path);
+		rc = arrow_io_error(err, "could not create", path);
 		writer_free(w);
 		return rc;
 	}
@@ -1386,7 +1250,7 @@ fd_read_at(void *ctx, int64_t offset, void *dst, size_t len, ArrowError *err)
 		return arrow_set_error(err, ARROW_ERR_INVALID,
 							   "read of %zu bytes at offset %lld is past the end of \"%s\"",
 							   len, (long long) offset, w->path);
-	return pread_all(w->fd, dst, len, offset, w->path, err);
+	return arrow_pread_all(w->fd, dst, len, offset, w->path, err);
 }
 
 static int
@@ -1407,6 +1271,83 @@ add_old_block(ArrowWriter *w, BlockList *l, const ArrowBatchInfo *bi,
 }
 
 /*
+ * Registers the dictionary and record batch blocks of the file being
+ * appended to with w (dictionaries already written count as written);
+ * *end moves past each message.
+ */
+static int
+add_old_blocks(ArrowWriter *w, const ArrowFile *file, int64_t *end,
+			   ArrowError *err)
+{
+	int			rc;
+
+	for (int32_t i = 0; i < file->n_dictionaries; i++)
+	{
+		if ((rc = add_old_block(w, &w->dict_blocks, &file->dictionaries[i].batch, end, err)) != ARROW_OK)
+			return rc;
+		for (int32_t d = 0; d < w->n_dicts; d++)
+		{
+			if (w->dicts[d].id == file->dictionaries[i].id)
+			{
+				/* the file format allows one dictionary, then deltas */
+				w->dicts[d].written = true;
+				w->dicts[d].length += file->dictionaries[i].batch.n_rows;
+			}
+		}
+	}
+	for (int32_t i = 0; i < file->n_batches; i++)
+	{
+		if ((rc = add_old_block(w, &w->batch_blocks, &file->batches[i], end, err)) != ARROW_OK)
+			return rc;
+	}
+	return ARROW_OK;
+}
+
+/*
+ * Where the new messages go: at the old footer (the messages end at 'end'
+ * before it), or at the end-of-stream marker right before the footer.  The
+ * bytes from there to the end of the file are kept in w->tail, to put back
+ * if the append fails.
+ */
+static int
+save_tail(ArrowWriter *w, int64_t end, ArrowError *err)
+{
+	uint8_t		trailer[10];
+	uint8_t		pre[8];
+	int64_t		footer_start;
+	int32_t		footer_len;
+	int			rc;
+
+	/* trailer: int32 footer length, "ARROW1" */
+	if ((rc = arrow_pread_all(w->fd, trailer, 10, w->orig_size - 10, w->path, err)) != ARROW_OK)
+		return rc;
+	footer_len = (int32_t) (trailer[0] | trailer[1] << 8 | trailer[2] << 16 | (uint32_t) trailer[3] << 24);
+	footer_start = w->orig_size - 10 - footer_len;
+	if (footer_len <= 0 || footer_start < end)
+		return arrow_set_error(err, ARROW_ERR_INVALID,
+							   "cannot append to \"%s\": footer overlaps the messages", w->path);
+	/* new messages replace the end-of-stream marker too, if there is one */
+	w->tail_offset = footer_start;
+	if (footer_start - 8 >= end)
+	{
+		if ((rc = arrow_pread_all(w->fd, pre, 8, footer_start - 8, w->path, err)) != ARROW_OK)
+			return rc;
+		if (memcmp(pre, "\xff\xff\xff\xff\0\0\0\0", 8) == 0)
+			w->tail_offset = footer_start - 8;
+	}
+	if (w->tail_offset % 8 != 0)
+		return arrow_set_error(err, ARROW_ERR_UNSUPPORTED,
+							   "cannot append to \"%s\": its footer is not 8-byte aligned", w->path);
+	w->tail = arrow_malloc(w->alloc, (size_t) (w->orig_size - w->tail_offset), err);
+	if (w->tail == NULL)
+		return ARROW_ERR_NOMEM;
+	rc = arrow_pread_all(w->fd, w->tail, (size_t) (w->orig_size - w->tail_offset),
+						 w->tail_offset, w->path, err);
+	w->next_offset = w->tail_offset;
+	return rc;
+}
+
+/*
  * Reads what append needs from the open file: schema (compared with
  * 'schema' when given), old blocks, dictionaries already written, where the
  * old footer starts, and the bytes from there to the end.
@@ -1416,11 +1357,8 @@ prepare_append(ArrowWriter *w, const ArrowSchema *schema, ArrowError *err)
 {
 	ArrowSource src = {.read_at = fd_read_at, .size = w->orig_size, .ctx = w};
 	ArrowFile  *file = NULL;
-	uint8_t		trailer[10];
 	uint8_t		pre[8];
 	int64_t		end;
-	int64_t		footer_start;
-	int32_t		footer_len;
 	char		why[256];
 	int			rc;
 
@@ -1455,7 +1393,7 @@ prepare_append(ArrowWriter *w, const ArrowSchema *schema, ArrowError *err)
 		goto done;
 
 	/* the Schema message at offset 8: 0xFFFFFFFF, length (or old: length) */
-	if ((rc = pread_all(w->fd, pre, 8, 8, w->path, err)) != ARROW_OK)
+	if ((rc = arrow_pread_all(w->fd, pre, 8, 8, w->path, err)) != ARROW_OK)
 		goto done;
 	{
 		uint32_t	first = pre[0] | pre[1] << 8 | pre[2] << 16 | (uint32_t) pre[3] << 24;
@@ -1463,61 +1401,9 @@ prepare_append(ArrowWriter *w, const ArrowSchema *schema, ArrowError *err)
 
 		end = (first == 0xffffffffu) ? 16 + (int64_t) second : 12 + (int64_t) first;
 	}
-	for (int32_t i = 0; i < file->n_dictionaries; i++)
-	{
-		if ((rc = add_old_block(w, &w->dict_blocks, &file->dictionaries[i].batch, &end, err)) != ARROW_OK)
-			goto done;
-		for (int32_t d = 0; d < w->n_dicts; d++)
-		{
-			if (w->dicts[d].id == file->dictionaries[i].id)
-			{
-				/* the file format allows one dictionary, then deltas */
-				w->dicts[d].written = true;
-				w->dicts[d].length += file->dictionaries[i].batch.n_rows;
-			}
-		}
-	}
-	for (int32_t i = 0; i < file->n_batches; i++)
-	{
-		if ((rc = add_old_block(w, &w->batch_blocks, &file->batches[i], &end, err)) != ARROW_OK)
-			goto done;
-	}
-
-	/* trailer: int32 footer length, "ARROW1" */
-	if ((rc = pread_all(w->fd, trailer, 10, w->orig_size - 10, w->path, err)) != ARROW_OK)
+	if ((rc = add_old_blocks(w, file, &end, err)) != ARROW_OK)
 		goto done;
-	footer_len = (int32_t) (trailer[0] | trailer[1] << 8 | trailer[2] << 16 | (uint32_t) trailer[3] << 24);
-	footer_start = w->orig_size - 10 - footer_len;
-	if (footer_len <= 0 || footer_start < end)
-	{
-		rc = arrow_set_error(err, ARROW_ERR_INVALID,
-							 "cannot append to \"%s\": footer overlaps the messages", w->path);
-		goto done;
-	}
-	/* new messages replace the end-of-stream marker too, if there is one */
-	w->tail_offset = footer_start;
-	if (footer_start - 8 >= end)
-	{
-		if ((rc = pread_all(w->fd, pre, 8, footer_start - 8, w->path, err)) != ARROW_OK)
-			goto done;
-		if (memcmp(pre, "\xff\xff\xff\xff\0\0\0\0", 8) == 0)
-			w->tail_offset = footer_start - 8;
-	}
-	if (w->tail_offset % 8 != 0)
-	{
-		rc = arrow_set_error(err, ARROW_ERR_UNSUPPORTED,
-							 "cannot append to \"%s\": its footer is not 8-byte aligned", w->path);
-		goto done;
-	}
-	w->tail = arrow_malloc(w->alloc, (size_t) (w->orig_size - w->tail_offset), err);
-	if (w->tail == NULL)
-	{
-		rc = ARROW_ERR_NOMEM;
-		goto done;
-	}
-	rc = pread_all(w->fd, w->tail, (size_t) (w->orig_size - w->tail_offset),
-				   w->tail_offset, w->path, err);
-	w->next_offset = w->tail_offset;
+	rc = save_tail(w, end, err);
 
 done:
 	arrow_file_close(file);
@@ -1554,17 +1440,17 @@ arrow_writer_open_append(const char *path, const ArrowSchema *schema,
 	}
 	w->fd = open(path, O_RDWR | O_CLOEXEC | O_NONBLOCK);
 	if (w->fd < 0)
-		rc = io_error(err, "could not open", path);
+		rc = arrow_io_error(err, "could not open", path);
 	else if ((rc = lock_file(w->fd, path, err)) != ARROW_OK)
 		;
 	else if (fstat(w->fd, &st) != 0)
-		rc = io_error(err, "could not stat", path);
+		rc = arrow_io_error(err, "could not stat", path);
 	else if (!S_ISREG(st.st_mode))
 		rc = arrow_set_error(err, ARROW_ERR_ARGUMENT, "\"%s\" is not a regular file", path);
 	else if ((rc = recover_locked(w->alloc, path, w->fd, &st, &recovered, err)) != ARROW_OK)
 		;
 	else if (recovered != ARROW_RECOVER_NONE && fstat(w->fd, &st) != 0)
-		rc = io_error(err, "could not stat", path);
+		rc = arrow_io_error(err, "could not stat", path);
 	else
 	{
 		w->orig_size = st.st_size;
@@ -1811,12 +1697,12 @@ write_footer(ArrowWriter *w, ArrowError *err)
 		fb_put_le32(buf + 8 + fblen, (uint32_t) fblen);
 		memcpy(buf + 12 + fblen, ARROW_MAGIC, ARROW_MAGIC_LEN);
 		w->touched = true;
-		rc = pwrite_all(w->fd, buf, (size_t) total, w->next_offset, w->path, err);
+		rc = arrow_pwrite_all(w->fd, buf, (size_t) total, w->next_offset, w->path, err);
 	}
 	if (rc == ARROW_OK && ftruncate(w->fd, (off_t) (w->next_offset + total)) != 0)
-		rc = io_error(err, "could not truncate", w->path);
+		rc = arrow_io_error(err, "could not truncate", w->path);
 	if (rc == ARROW_OK && fsync(w->fd) != 0)
-		rc = io_error(err, "could not fsync", w->path);
+		rc = arrow_io_error(err, "could not fsync", w->path);
 	arrow_free(w->alloc, buf);
 	fb_builder_free(&fb);
 	return rc;

@@ -23,6 +23,7 @@
 #include "utils/relcache.h"
 
 #include "arrow/arrow.h"
+#include "arrow/arrow_bits.h"
 
 /* in file.c */
 
@@ -102,7 +103,7 @@ extern bool arrow_conv_stat(const ArrowConv *c, const char *s, Datum *out);
 static inline Datum
 arrow_conv_fast(const ArrowConv *c, const ArrowArray *a, int64 row, bool *isnull)
 {
-	if (a->validity != NULL && !(a->validity[row >> 3] & (1u << (row & 7))))
+	if (!arrow_bit_valid(a->validity, row))
 	{
 		*isnull = true;
 		return (Datum) 0;

@@ -24,6 +24,7 @@
 
 #include "access/htup_details.h"
 #include "catalog/namespace.h"
+#include "catalog/pg_namespace.h"
 #include "catalog/pg_type.h"
 #include "common/int.h"
 #include "datatype/timestamp.h"
@@ -44,6 +45,7 @@
 #include "utils/uuid.h"
 
 #include "fdw/arrow_fdw.h"
+#include "arrow/arrow_types.h"
 
 /* microseconds between 1970-01-01 and 2000-01-01 */
 #define EPOCH_DIFF_USECS \
@@ -131,54 +133,34 @@ arrow_type_name(const ArrowType *t)
 	return pstrdup(buf);
 }
 
-static bool
-is_int_type(ArrowTypeId id)
-{
-	return id >= ARROW_TYPE_INT8 && id <= ARROW_TYPE_UINT64;
-}
-
 /*
  * Integer-backed Arrow types whose stored integer a column of type int8 (or
- * int4 for the 32-bit ones, or numeric) can hold as is.
+ * int4 for the 32-bit ones, or numeric) can hold as is: the types stored as
+ * signed integers that are not integer types (dates, times, timestamps,
+ * durations, INTERVAL_YM); 0 for the others.
  */
 static int
 stored_int_bits(ArrowTypeId id)
 {
-	switch (id)
-	{
-		case ARROW_TYPE_DATE32:
-		case ARROW_TYPE_TIME32:
-		case ARROW_TYPE_INTERVAL_YM:
-			return 32;
-		case ARROW_TYPE_DATE64:
-		case ARROW_TYPE_TIME64:
-		case ARROW_TYPE_TIMESTAMP:
-		case ARROW_TYPE_DURATION:
-			return 64;
-		default:
-			return 0;
-	}
+	const ArrowTypeInfo *info = arrow_type_info(id);
+
+	if (info == NULL || info->value != ARROW_VALUE_INT || arrow_type_is_int(id))
+		return 0;
+	return info->bit_width;
 }
 
-/* smallest signed width (bits) that holds every value of integer type id */
+/*
+ * smallest signed width (bits, at least 16) that holds every value of
+ * integer type id: an unsigned one needs twice its width (UINT64: 128,
+ * numeric only)
+ */
 static int
 int_bits_needed(ArrowTypeId id)
 {
-	switch (id)
-	{
-		case ARROW_TYPE_INT8:
-		case ARROW_TYPE_INT16:
-		case ARROW_TYPE_UINT8:
-			return 16;
-		case ARROW_TYPE_INT32:
-		case ARROW_TYPE_UINT16:
-			return 32;
-		case ARROW_TYPE_INT64:
-		case ARROW_TYPE_UINT32:
-			return 64;
-		default:
-			return 128;			/* UINT64: numeric only */
-	}
+	const ArrowTypeInfo *info = arrow_type_info(id);
+	int			bits = info->bit_width * (info->value == ARROW_VALUE_UINT ? 2 : 1);
+
+	return Max(bits, 16);
 }
 
 /* fractional-second digits the unit needs (timestamp(p), time(p)) */
@@ -220,8 +202,70 @@ numeric_typmod_decode(int32 typmod, int *precision, int *scale)
 	return true;
 }
 
+/* The type named 'name' in pg_catalog (the type table's default types) */
+static Oid
+catalog_type(const char *name)
+{
+	Oid			typid = GetSysCacheOid2(TYPENAMENSP, Anum_pg_type_oid,
+										CStringGetDatum(name),
+										ObjectIdGetDatum(PG_CATALOG_NAMESPACE));
+
+	if (!OidIsValid(typid))
+		elog(ERROR, "type %s is missing from pg_catalog", name);
+	return typid;
+}
+
+/* float2 when such a type exists (a later pg_warp adds it), else float4 */
+static Oid
+float16_type(void)
+{
+	Oid			f2 = TypenameGetTypid("float2");
+
+	if (!OidIsValid(f2) && OidIsValid(get_namespace_oid("pgwarp", true)))
+		f2 = GetSysCacheOid2(TYPENAMENSP, Anum_pg_type_oid,
+							 CStringGetDatum("float2"),
+							 ObjectIdGetDatum(get_namespace_oid("pgwarp", true)));
+	return OidIsValid(f2) ? f2 : catalog_type("float4");
+}
+
+/* The array type of the default type of a list field's child */
+static bool
+list_default_type(const ArrowField *f, Oid *typid, int32 *typmod, char **why)
+{
+	Oid			elem;
+	int32		elemmod;
+	Oid			arr;
+
+	if (f->n_children != 1)
+	{
+		*why = psprintf("list field \"%s\" has %d children", f->name, f->n_children);
+		return false;
+	}
+	if (f->children[0].type.id == ARROW_TYPE_LIST ||
+		f->children[0].type.id == ARROW_TYPE_LARGE_LIST ||
+		f->children[0].type.id == ARROW_TYPE_FIXED_SIZE_LIST)
+	{
+		*why = psprintf("field \"%s\" is a list of lists, which has no PostgreSQL type", f->name);
+		return false;
+	}
+	if (!arrow_default_type(&f->children[0], &elem, &elemmod, why))
+		return false;
+	arr = get_array_type(elem);
+	if (!OidIsValid(arr))
+	{
+		*why = psprintf("type %s has no array type", type_name(elem, -1));
+		return false;
+	}
+	*typid = arr;
+	*typmod = elemmod;
+	return true;
+}
+
 /*
- * The type a column gets by default for field f (IMPORT FOREIGN SCHEMA).
+ * The type a column gets by default for field f (IMPORT FOREIGN SCHEMA):
+ * the one the type table names (arrow_type_pg_name), with a numeric typmod
+ * for decimals, float2 for float16 where it exists, arrays for lists (of
+ * their child's type), the values' type for run-end encoded fields.
  * Returns false with *why set when there is none (a struct needs an
  * existing composite type; nested lists have no PostgreSQL equivalent).
  */
@@ -229,146 +273,52 @@ bool
 arrow_default_type(const ArrowField *f, Oid *typid, int32 *typmod, char **why)
 {
 	const ArrowType *t = &f->type;
+	const ArrowTypeInfo *info = arrow_type_info(t->id);
+	const char *name = arrow_type_pg_name(t);
 
 	*typmod = -1;
-	switch (t->id)
+	if (info == NULL)
 	{
-		case ARROW_TYPE_NULL:
-			*typid = TEXTOID;
-			return true;
-		case ARROW_TYPE_BOOL:
-			*typid = BOOLOID;
-			return true;
-		case ARROW_TYPE_INT8:
-		case ARROW_TYPE_INT16:
-		case ARROW_TYPE_UINT8:
-			*typid = INT2OID;
-			return true;
-		case ARROW_TYPE_INT32:
-		case ARROW_TYPE_UINT16:
-			*typid = INT4OID;
-			return true;
-		case ARROW_TYPE_INT64:
-		case ARROW_TYPE_UINT32:
-			*typid = INT8OID;
-			return true;
-		case ARROW_TYPE_UINT64:
-			*typid = NUMERICOID;
-			return true;
-		case ARROW_TYPE_FLOAT16:
-			{
-				/* float2 when such a type exists (a later pg_warp adds it) */
-				Oid			f2 = TypenameGetTypid("float2");
+		*why = psprintf("field \"%s\" has an unknown Arrow type", f->name);
+		return false;
+	}
+	if (t->id == ARROW_TYPE_FLOAT16)
+	{
+		*typid = float16_type();
+		return true;
+	}
+	if (t->id == ARROW_TYPE_RUN_END_ENCODED)
+		return arrow_default_type(&f->children[1], typid, typmod, why);
+	if (t->id == ARROW_TYPE_MAP)
+	{
+		/* keys and values convert through their own default types */
+		const ArrowField *entries = &f->children[0];
+		Oid			t2;
+		int32		m2;
 
-				if (!OidIsValid(f2) && OidIsValid(get_namespace_oid("pgwarp", true)))
-					f2 = GetSysCacheOid2(TYPENAMENSP, Anum_pg_type_oid,
-										 CStringGetDatum("float2"),
-										 ObjectIdGetDatum(get_namespace_oid("pgwarp", true)));
-
-				*typid = OidIsValid(f2) ? f2 : FLOAT4OID;
-				return true;
-			}
-		case ARROW_TYPE_FLOAT32:
-			*typid = FLOAT4OID;
-			return true;
-		case ARROW_TYPE_FLOAT64:
-			*typid = FLOAT8OID;
-			return true;
-		case ARROW_TYPE_DECIMAL128:
-		case ARROW_TYPE_DECIMAL256:
-			*typid = NUMERICOID;
-			/* also a negative scale, or one above the precision */
-			if (t->precision >= 1 && t->precision <= NUMERIC_MAX_PRECISION &&
-				t->scale >= -1000 && t->scale <= 1000)
-				*typmod = numeric_typmod(t->precision, t->scale);
-			return true;
-		case ARROW_TYPE_DATE32:
-		case ARROW_TYPE_DATE64:
-			*typid = DATEOID;
-			return true;
-		case ARROW_TYPE_TIME32:
-		case ARROW_TYPE_TIME64:
-			*typid = TIMEOID;
-			return true;
-		case ARROW_TYPE_TIMESTAMP:
-			*typid = t->timezone ? TIMESTAMPTZOID : TIMESTAMPOID;
-			return true;
-		case ARROW_TYPE_INTERVAL_YM:
-		case ARROW_TYPE_INTERVAL_DT:
-		case ARROW_TYPE_INTERVAL_MDN:
-		case ARROW_TYPE_DURATION:
-			*typid = INTERVALOID;
-			return true;
-		case ARROW_TYPE_UTF8:
-		case ARROW_TYPE_LARGE_UTF8:
-			*typid = TEXTOID;
-			return true;
-		case ARROW_TYPE_BINARY:
-		case ARROW_TYPE_LARGE_BINARY:
-		case ARROW_TYPE_FIXED_SIZE_BINARY:
-			*typid = BYTEAOID;
-			return true;
-		case ARROW_TYPE_UTF8_VIEW:
-			*typid = TEXTOID;
-			return true;
-		case ARROW_TYPE_BINARY_VIEW:
-			*typid = BYTEAOID;
-			return true;
-		case ARROW_TYPE_MAP:
-			{
-				/* keys and values convert through their own default types */
-				const ArrowField *entries = &f->children[0];
-				Oid			t2;
-				int32		m2;
-
-				if (!arrow_default_type(&entries->children[0], &t2, &m2, why) ||
-					!arrow_default_type(&entries->children[1], &t2, &m2, why))
-					return false;
-				*typid = JSONBOID;
-				return true;
-			}
-		case ARROW_TYPE_RUN_END_ENCODED:
-			return arrow_default_type(&f->children[1], typid, typmod, why);
-		case ARROW_TYPE_LIST:
-		case ARROW_TYPE_LARGE_LIST:
-		case ARROW_TYPE_FIXED_SIZE_LIST:
-		case ARROW_TYPE_LIST_VIEW:
-		case ARROW_TYPE_LARGE_LIST_VIEW:
-			{
-				Oid			elem;
-				int32		elemmod;
-				Oid			arr;
-
-				if (f->n_children != 1)
-				{
-					*why = psprintf("list field \"%s\" has %d children", f->name, f->n_children);
-					return false;
-				}
-				if (f->children[0].type.id == ARROW_TYPE_LIST ||
-					f->children[0].type.id == ARROW_TYPE_LARGE_LIST ||
-					f->children[0].type.id == ARROW_TYPE_FIXED_SIZE_LIST)
-				{
-					*why = psprintf("field \"%s\" is a list of lists, which has no PostgreSQL type", f->name);
-					return false;
-				}
-				if (!arrow_default_type(&f->children[0], &elem, &elemmod, why))
-					return false;
-				arr = get_array_type(elem);
-				if (!OidIsValid(arr))
-				{
-					*why = psprintf("type %s has no array type", type_name(elem, -1));
-					return false;
-				}
-				*typid = arr;
-				*typmod = elemmod;
-				return true;
-			}
-		case ARROW_TYPE_STRUCT:
-			*why = psprintf("field \"%s\" is a struct: it needs a composite type", f->name);
+		if (!arrow_default_type(&entries->children[0], &t2, &m2, why) ||
+			!arrow_default_type(&entries->children[1], &t2, &m2, why))
 			return false;
 	}
-	*why = psprintf("field \"%s\" has an unknown Arrow type", f->name);
-	return false;
+	if (info->layout == ARROW_LAYOUT_LIST || info->layout == ARROW_LAYOUT_LIST_VIEW ||
+		info->layout == ARROW_LAYOUT_FIXED_LIST)
+	{
+		if (t->id != ARROW_TYPE_MAP)
+			return list_default_type(f, typid, typmod, why);
+	}
+	if (name == NULL)
+	{
+		/* a struct */
+		*why = psprintf("field \"%s\" is a struct: it needs a composite type", f->name);
+		return false;
+	}
+	*typid = catalog_type(name);
+	/* decimals: also a negative scale, or one above the precision */
+	if (info->value == ARROW_VALUE_DECIMAL &&
+		t->precision >= 1 && t->precision <= NUMERIC_MAX_PRECISION &&
+		t->scale >= -1000 && t->scale <= 1000)
+		*typmod = numeric_typmod(t->precision, t->scale);
+	return true;
 }
 
 /*
@@ -509,7 +459,7 @@ conv_init_number(ArrowConv *c, const ArrowField *f, ArrowTypeId id,
 				int			bits = typid == INT2OID ? 16 : typid == INT4OID ? 32 : 64;
 
 				c->kind = typid == INT2OID ? TK_INT2 : typid == INT4OID ? TK_INT4 : TK_INT8;
-				if (is_int_type(id))
+				if (arrow_type_is_int(id))
 				{
 					if (int_bits_needed(id) <= bits)
 						return CONV_OK;
@@ -521,7 +471,7 @@ conv_init_number(ArrowConv *c, const ArrowField *f, ArrowTypeId id,
 			}
 		case NUMERICOID:
 			c->kind = TK_NUMERIC;
-			if (is_int_type(id) || stored_int_bits(id) != 0)
+			if (arrow_type_is_int(id) || stored_int_bits(id) != 0)
 			{
 				/* digits of the largest value: 64 bits -> 20 */
 				if (numeric_typmod_decode(typmod, &p, &s) && (s != 0 || p < 20))
@@ -803,38 +753,20 @@ arrow_conv_init_internal(ArrowConv *c, const ArrowField *f, Oid typid,
 static inline void
 read_int(ArrowTypeId id, const uint8 *values, int64 row, RawValue *r)
 {
+	const ArrowTypeInfo *info = arrow_type_info(id);
+	int			width = info->bit_width / 8;
+	const uint8 *p = values + row * width;
+
 	r->is_u64 = false;
-	switch (id)
+	if (info->value != ARROW_VALUE_UINT)
+		r->i = arrow_load_int(p, width);
+	else if (width < 8)
+		r->i = (int64) arrow_load_uint(p, width);
+	else
 	{
-		case ARROW_TYPE_INT8:
-			r->i = ((const int8 *) values)[row];
-			break;
-		case ARROW_TYPE_INT16:
-			r->i = ((const int16 *) values)[row];
-			break;
-		case ARROW_TYPE_INT32:
-		case ARROW_TYPE_DATE32:
-		case ARROW_TYPE_TIME32:
-		case ARROW_TYPE_INTERVAL_YM:
-			r->i = ((const int32 *) values)[row];
-			break;
-		case ARROW_TYPE_UINT8:
-			r->i = ((const uint8 *) values)[row];
-			break;
-		case ARROW_TYPE_UINT16:
-			r->i = ((const uint16 *) values)[row];
-			break;
-		case ARROW_TYPE_UINT32:
-			r->i = ((const uint32 *) values)[row];
-			break;
-		case ARROW_TYPE_UINT64:
-			r->u = ((const uint64 *) values)[row];
-			r->is_u64 = true;
-			r->i = (int64) r->u;
-			break;
-		default:				/* INT64 and the 64-bit temporal types */
-			r->i = ((const int64 *) values)[row];
-			break;
+		r->u = arrow_load_uint(p, width);
+		r->is_u64 = true;
+		r->i = (int64) r->u;
 	}
 }
 
@@ -844,7 +776,7 @@ read_raw(const ArrowConv *c, const ArrowArray *a, int64 row, RawValue *r)
 	switch (c->arrow_id)
 	{
 		case ARROW_TYPE_BOOL:
-			r->i = (a->values[row >> 3] >> (row & 7)) & 1;
+			r->i = arrow_bit_get(a->values, row);
 			break;
 		case ARROW_TYPE_FLOAT16:
 			r->d = arrow_half_to_float(((const uint16 *) a->values)[row]);

@@ -37,6 +37,7 @@
 #include "utils/memutils.h"
 
 #include "fdw/arrow_fdw.h"
+#include "arrow/arrow_io.h"
 
 /*
  * The allocator stores the requested size in front of each block so that
@@ -111,7 +112,7 @@ arrow_pg_read_at(void *ctx, int64_t offset, void *dst, size_t len,
 				 ArrowError *err)
 {
 	ArrowPgSource *s = (ArrowPgSource *) ctx;
-	char	   *p = dst;
+	int			rc;
 
 	if (offset < 0 || (int64) len > s->size || offset > s->size - (int64) len)
 		return arrow_set_error(err, ARROW_ERR_INVALID,
@@ -119,32 +120,12 @@ arrow_pg_read_at(void *ctx, int64_t offset, void *dst, size_t len,
 							   len, (long long) offset, (long long) s->size);
 	if (s->fd < 0 && !arrow_pg_source_reopen(s, err))
 		return ARROW_ERR_IO;
-	while (len > 0)
-	{
-		ssize_t		n;
-
-		n = pread(s->fd, p, Min(len, (size_t) 1 << 30), (off_t) offset);
-		if (n < 0)
-		{
-			int			save = errno;
-
-			if (save == EINTR)
-				continue;
-			arrow_set_error(err, ARROW_ERR_IO, "could not read file: %s",
-							strerror(save));
-			err->sys_errno = save;
-			return ARROW_ERR_IO;
-		}
-		if (n == 0)
-			return arrow_set_error(err, ARROW_ERR_INVALID,
-								   "unexpected end of file at offset %lld (the file shrank while being read)",
-								   (long long) offset);
-		p += n;
-		len -= n;
-		offset += n;
-		s->bytes_read += n;
-	}
-	return ARROW_OK;
+	rc = arrow_pread_all(s->fd, dst, len, offset, NULL, err);
+	if (rc == ARROW_OK)
+		s->bytes_read += len;
+	else if (rc == ARROW_ERR_INVALID && err != NULL)
+		strlcat(err->message, " (the file shrank while being read)", sizeof(err->message));
+	return rc;
 }
 
 /* the flags of every open of an Arrow file: never blocks, not inherited */

@@ -1,11 +1,12 @@
 #!/usr/bin/env python3
 """Writes the Arrow files that the arrow_fdw tests read (pg_regress suites
-test/sql/arrow_fdw*.sql and test/python/test_arrow_fdw*.py).
+test/input/arrow_fdw*.source and test/python/test_arrow_fdw.py).
 
-    python3 test/data/make_testdata.py [DIR]     (default /tmp/pg_warp_testdata)
+    python3 test/data/make_testdata.py [DIR]     (default test/data/generated)
 
-The directory is recreated and made world-readable, because the server runs as
-another OS user that may not be able to read the repository.  The files are
+prepare_regress.py runs it for the pg_regress suites (into TESTDIR/data/generated),
+test_arrow_fdw.py into a temporary directory of its own.  The directory is
+recreated and made world-readable, because the server runs as another OS user.  The files are
 deterministic (same content on every run), written by pyarrow (an independent
 Arrow implementation).  Only "noperm.arrow" is unreadable (mode 0600): run as
 root, the server's user cannot read it.
@@ -202,10 +203,11 @@ def write_stats_types(path):
 
 
 def main():
-    final = sys.argv[1] if len(sys.argv) > 1 else "/tmp/pg_warp_testdata"
+    final = sys.argv[1] if len(sys.argv) > 1 else os.path.join(ROOT, "test", "data", "generated")
     # Written into a new directory beside FINAL, then FINAL (a symbolic link) is
     # switched to it in one rename, so a test run reading the data while another
     # run writes it never sees a half-written set.
+    os.makedirs(os.path.dirname(os.path.abspath(final)), exist_ok=True)
     out = tempfile.mkdtemp(prefix=os.path.basename(final) + ".",
                            dir=os.path.dirname(os.path.abspath(final)))
     p = lambda *a: os.path.join(out, *a)
