@@ -62,6 +62,9 @@
 #define CGF_NS_SUM	0x40		/* numeric result scale: sum of the args */
 #define CGF_NS_ARG	0x80		/* numeric result scale: the argument's */
 
+/* how deep codegen_qual_program nests the masks of a qual's conjuncts */
+#define CG_QUAL_NEST	16
+
 typedef struct CgFunc
 {
 	Oid			fn;				/* pg_proc OID (fmgroids.h) */
@@ -1023,20 +1026,35 @@ codegen_qual_program(const CodegenScan *scan, List *quals)
 	/* r0: the qual's result */
 	if (cg_reg(cg, XPU_T_BOOL, 0) == 0 && cg_load_vars(cg, (Node *) quals))
 	{
+		int			pushed = 0;
+
+		/*
+		 * Each conjunct runs under a mask "r0 is true" nested in the ones
+		 * before, so every mask narrows the rows that are still active
+		 * (CG_QUAL_NEST levels at most: then all are popped, and the next
+		 * push starts again from r0, which is false on every row that
+		 * failed a conjunct).
+		 */
 		xpu_begin_stage(cg->b, XPU_STAGE_QUAL);
 		foreach(lc, quals)
 		{
-			bool		later = lc != list_head(quals);
 			int			r;
 
-			if (later && !cg_emit(cg, XPU_OP_MASK_PUSH_TRUE, 0, 0, 0, 0, 0))
-				break;
+			if (lc != list_head(quals))
+			{
+				while (pushed >= CG_QUAL_NEST && cg_emit(cg, XPU_OP_MASK_POP, 0, 0, 0, 0, 0))
+					pushed--;
+				if (!cg_emit(cg, XPU_OP_MASK_PUSH_TRUE, 0, 0, 0, 0, 0))
+					break;
+				pushed++;
+			}
 			r = cg_expr(cg, lfirst(lc));
 			if (r < 0 || cg->rtype[r] != XPU_T_BOOL ||
-				!cg_emit(cg, XPU_OP_MOVE, 0, r, 0, 0, 0) ||
-				(later && !cg_emit(cg, XPU_OP_MASK_POP, 0, 0, 0, 0, 0)))
+				!cg_emit(cg, XPU_OP_MOVE, 0, r, 0, 0, 0))
 				break;
 		}
+		while (lc == NULL && pushed > 0 && cg_emit(cg, XPU_OP_MASK_POP, 0, 0, 0, 0, 0))
+			pushed--;
 		if (lc == NULL && !cg->failed)
 			prog = xpu_builder_finish(cg->b, errbuf, sizeof(errbuf));
 	}
