@@ -29,7 +29,9 @@ OBJS         = \
 	src/fdw/scan.o \
 	src/fdw/stats.o \
 	src/fdw/table.o \
+	src/engine/codegen.o \
 	src/engine/device.o \
+	src/engine/filter.o \
 	src/engine/service_client.o \
 	src/engine/service_supervisor.o
 DATA_built   = sql/$(EXTENSION)--$(EXTVERSION).sql
@@ -69,7 +71,7 @@ endif
 ifeq ($(WERROR),1)
 PG_CFLAGS   += -Werror
 endif
-SHLIB_LINK   = $(ARROW_LIB) -llz4 -lzstd -ldl -lpthread -Wl,--version-script=$(EXPORTS)
+SHLIB_LINK   = $(ARROW_LIB) $(XPU_LIB) -llz4 -lzstd -ldl -lpthread -Wl,--version-script=$(EXPORTS)
 
 EXTRA_CLEAN  = $(FATBIN) tools/bin $(OBJS:.o=.d) $(ARROW_OBJS) $(ARROW_OBJS:.o=.d) \
                $(ARROW_LIB) $(EXPORTS)

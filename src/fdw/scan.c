@@ -15,9 +15,9 @@
  * (file.c), so a scan reads exactly the files it planned with or fails with
  * "file changed during scan".
  *
- * The row filters (build_row_filters, row_passes) check integer statistics
- * conditions on the Arrow values before a row is formed; PostgreSQL still
- * evaluates every qual on the rows that pass.
+ * The quals that the engine compiles are evaluated per record batch by the
+ * engine filter (engine/filter.c) before any row is formed; PostgreSQL
+ * evaluates only the others.
  *
  *-------------------------------------------------------------------------
  */
@@ -35,6 +35,7 @@
 #include "utils/ruleutils.h"
 
 #include "fdw/arrow_fdw.h"
+#include "fdw/fdw_scan.h"
 
 /* shared state of a parallel scan */
 typedef struct ArrowFdwShared
@@ -45,21 +46,6 @@ typedef struct ArrowFdwShared
 	pg_atomic_uint64 bytes_read;
 	pg_atomic_uint64 rows_filtered;
 } ArrowFdwShared;
-
-/*
- * A statistics condition that the scan also checks on the Arrow values of
- * each row: an integer column against an integer constant.  A row passes
- * when lo <= value <= hi (NULL never passes: the condition is a top-level
- * conjunct of the WHERE clause, which NULL does not satisfy).  PostgreSQL
- * still checks every qual on the rows that pass, so this only saves work.
- */
-typedef struct ArrowRowFilter
-{
-	int			ref;			/* index into ref_arrays */
-	int			width;			/* 2, 4, 8: int16/int32/int64 values */
-	int64		lo;
-	int64		hi;
-} ArrowRowFilter;
 
 /* executor state */
 typedef struct ArrowFdwScanState
@@ -72,9 +58,9 @@ typedef struct ArrowFdwScanState
 	bool		all_fast;		/* every referenced column converts in place */
 	ArrowStatCond *conds;
 	int			n_conds;
-	ArrowRowFilter *filters;	/* checked before a row is returned */
-	int			n_filters;
-	uint64		rows_filtered;	/* rows the filters removed (this process) */
+	ArrowScanColumn *scan_cols;	/* the referenced columns, for the engine */
+	EngineFilter *filter;		/* the engine's quals (engine/filter.c) */
+	uint64		rows_filtered;	/* rows the filter removed (this process) */
 	uint64		rows_filtered_flushed;	/* of those, added to shared */
 	MemoryContext row_cxt;
 	ArrowFdwShared *shared;		/* parallel scan, else NULL */
@@ -96,12 +82,61 @@ typedef struct ArrowFdwScanState
 	int			ctx_attidx;		/* column being converted, -1: none */
 } ArrowFdwScanState;
 
-static void build_row_filters(ArrowFdwScanState *st);
 
 /* ----------------------------------------------------------------
  * EXPLAIN
  * ----------------------------------------------------------------
  */
+
+/*
+ * The referenced columns of table t as the engine sees them (fdw_scan.h),
+ * in the order of attnos.
+ */
+static ArrowScanColumn *
+scan_columns(const ArrowFdwTable *t, const AttrNumber *attnos, int n)
+{
+	ArrowScanColumn *cols = palloc0(sizeof(ArrowScanColumn) * Max(n, 1));
+
+	for (int i = 0; i < n; i++)
+	{
+		const ArrowConv *c = &t->convs[attnos[i] - 1];
+
+		cols[i].attno = attnos[i];
+		cols[i].typid = OidIsValid(c->domain_type) ? c->domain_type : c->typid;
+		cols[i].plain = !c->has_dictionary && !c->run_end_encoded &&
+			!OidIsValid(c->domain_type);
+		cols[i].arrow_id = c->arrow_id;
+		cols[i].unit = c->unit;
+		cols[i].scale = c->scale;
+	}
+	return cols;
+}
+
+/*
+ * EXPLAIN without a running scan: the engine filter that
+ * BeginForeignScan would set up, from the planned files' columns.
+ */
+static void
+explain_engine_filter(ForeignScanState *node, List *files, List *referenced,
+					  ExplainState *es)
+{
+	List	   *paths = NIL;
+	AttrNumber *attnos = palloc(sizeof(AttrNumber) * Max(list_length(referenced), 1));
+	int			n = 0;
+	ArrowFdwTable *t;
+	ListCell   *lc;
+
+	foreach(lc, files)
+		paths = lappend(paths, strVal(lfirst(lc)));
+	foreach(lc, referenced)
+		attnos[n++] = lfirst_int(lc);
+	t = arrow_table_open(node->ss.ss_currentRelation, paths);
+	engine_filter_explain(&node->ss, ((ForeignScan *) node->ss.ps.plan)->scan.scanrelid,
+						  scan_columns(t, attnos, n), n, NULL, es);
+	for (int i = 0; i < t->n_files; i++)
+		arrow_file_close(t->files[i].file);
+}
+
 void
 arrowExplainForeignScan(ForeignScanState *node, ExplainState *es)
 {
@@ -152,6 +187,11 @@ arrowExplainForeignScan(ForeignScanState *node, ExplainState *es)
 		ExplainPropertyList("Stats Conditions", conds, es);
 	}
 
+	if (st != NULL && st->filter != NULL)
+		engine_filter_explain(&node->ss, plan->scan.scanrelid, NULL, 0, st->filter, es);
+	else if (st == NULL && pg_warp_enabled && plan->scan.plan.qual != NIL)
+		explain_engine_filter(node, files, referenced, es);
+
 	if (es->analyze && st != NULL)
 	{
 		uint64		nread = st->have_final ? st->final_read : st->batches_read;
@@ -161,7 +201,7 @@ arrowExplainForeignScan(ForeignScanState *node, ExplainState *es)
 		ExplainPropertyInteger("Batches Read", NULL, nread, es);
 		ExplainPropertyInteger("Batches Skipped", NULL, nskip, es);
 		ExplainPropertyInteger("Bytes Read", NULL, nbytes, es);
-		if (st->n_filters > 0)
+		if (st->filter != NULL)
 			ExplainPropertyInteger("Rows Filtered by Scan", NULL,
 								   st->have_final ? st->final_filtered : st->rows_filtered, es);
 	}
@@ -245,7 +285,11 @@ arrowBeginForeignScan(ForeignScanState *node, int eflags)
 	st->ctx_attidx = -1;
 	st->conds = arrow_stats_prepare(plan->fdw_exprs, &st->n_conds);
 	if (pg_warp_enabled)
-		build_row_filters(st);
+	{
+		st->scan_cols = scan_columns(st->table, st->ref_attnos, st->n_ref);
+		st->filter = engine_filter_begin(&node->ss, plan->scan.scanrelid,
+										 st->scan_cols, st->n_ref);
+	}
 	st->row_cxt = AllocSetContextCreate(node->ss.ps.state->es_query_cxt,
 										"arrow_fdw rows", ALLOCSET_DEFAULT_SIZES);
 }
@@ -258,136 +302,6 @@ release_batch(ArrowFdwScanState *st)
 		arrow_batch_free(st->batch);
 		st->batch = NULL;
 	}
-}
-
-/*
- * The integer comparison functions whose semantics are plain comparison of
- * the two values; returns the byte width of the constant (second argument),
- * or 0 for any other function.
- */
-static int
-int_cmp_const_width(Oid fn)
-{
-	switch (fn)
-	{
-		case F_BTINT2CMP:
-		case F_BTINT42CMP:
-		case F_BTINT82CMP:
-			return 2;
-		case F_BTINT4CMP:
-		case F_BTINT24CMP:
-		case F_BTINT84CMP:
-			return 4;
-		case F_BTINT8CMP:
-		case F_BTINT28CMP:
-		case F_BTINT48CMP:
-			return 8;
-		default:
-			return 0;
-	}
-}
-
-/*
- * Turns the statistics conditions that compare an integer column read in
- * place (ARROW_FAST_I16/I32/I64) with one integer constant into row filters.
- */
-static void
-build_row_filters(ArrowFdwScanState *st)
-{
-	st->filters = palloc(sizeof(ArrowRowFilter) * Max(st->n_conds, 1));
-	st->n_filters = 0;
-	for (int i = 0; i < st->n_conds; i++)
-	{
-		const ArrowStatCond *c = &st->conds[i];
-		const ArrowConv *conv = &st->table->convs[c->attno - 1];
-		int			cwidth = int_cmp_const_width(c->cmp.fn_oid);
-		ArrowRowFilter *f = &st->filters[st->n_filters];
-		int64		v;
-
-		if (c->n_values != 1 || cwidth == 0)
-			continue;
-		switch (conv->fast)
-		{
-			case ARROW_FAST_I16:
-				f->width = 2;
-				break;
-			case ARROW_FAST_I32:
-				f->width = 4;
-				break;
-			case ARROW_FAST_I64:
-				f->width = 8;
-				break;
-			default:
-				continue;
-		}
-		f->ref = -1;
-		for (int r = 0; r < st->n_ref; r++)
-			if (st->ref_attnos[r] == c->attno)
-				f->ref = r;
-		if (f->ref < 0)
-			continue;
-		v = cwidth == 2 ? DatumGetInt16(c->values[0]) :
-			cwidth == 4 ? DatumGetInt32(c->values[0]) : DatumGetInt64(c->values[0]);
-		f->lo = PG_INT64_MIN;
-		f->hi = PG_INT64_MAX;
-		switch (c->strategy)
-		{
-			case BTLessStrategyNumber:	/* col < v */
-				if (v == PG_INT64_MIN)
-					f->lo = 1, f->hi = 0;	/* nothing passes */
-				else
-					f->hi = v - 1;
-				break;
-			case BTLessEqualStrategyNumber:
-				f->hi = v;
-				break;
-			case BTEqualStrategyNumber:
-				f->lo = f->hi = v;
-				break;
-			case BTGreaterEqualStrategyNumber:
-				f->lo = v;
-				break;
-			case BTGreaterStrategyNumber:
-				if (v == PG_INT64_MAX)
-					f->lo = 1, f->hi = 0;
-				else
-					f->lo = v + 1;
-				break;
-			default:
-				continue;
-		}
-		st->n_filters++;
-	}
-}
-
-/* Whether row 'row' of the current batch passes every row filter */
-static inline bool
-row_passes(const ArrowFdwScanState *st, int64 row)
-{
-	for (int i = 0; i < st->n_filters; i++)
-	{
-		const ArrowRowFilter *f = &st->filters[i];
-		const ArrowArray *a = st->ref_arrays[f->ref];
-		int64		v;
-
-		if (!arrow_bit_valid(a->validity, row))
-			return false;
-		switch (f->width)
-		{
-			case 2:
-				v = ((const int16 *) a->values)[row];
-				break;
-			case 4:
-				v = ((const int32 *) a->values)[row];
-				break;
-			default:
-				v = ((const int64 *) a->values)[row];
-				break;
-		}
-		if (v < f->lo || v > f->hi)
-			return false;
-	}
-	return true;
 }
 
 /* Loads the next record batch that the statistics do not rule out. */
@@ -472,6 +386,7 @@ arrowIterateForeignScan(ForeignScanState *node)
 	ErrorContextCallback errcb;
 	MemoryContext old;
 
+next_row:
 	ExecClearTuple(slot);
 	for (;;)
 	{
@@ -479,8 +394,10 @@ arrowIterateForeignScan(ForeignScanState *node)
 		{
 			if (!next_batch(st))
 				return slot;
+			if (st->filter)
+				engine_filter_batch(st->filter, st->ref_arrays, st->batch->n_rows);
 		}
-		if (st->n_filters == 0 || row_passes(st, st->row))
+		if (st->filter == NULL || engine_filter_row(st->filter, st->row))
 			break;
 		st->row++;
 		st->rows_filtered++;
@@ -520,7 +437,15 @@ arrowIterateForeignScan(ForeignScanState *node)
 		MemoryContextSwitchTo(old);
 	}
 	st->row++;
-	return ExecStoreVirtualTuple(slot);
+	ExecStoreVirtualTuple(slot);
+	/* a batch the engine left to PostgreSQL: the engine's quals here */
+	if (st->filter &&
+		!engine_filter_recheck(st->filter, node->ss.ps.ps_ExprContext, slot))
+	{
+		st->rows_filtered++;
+		goto next_row;
+	}
+	return slot;
 }
 
 void

@@ -32,7 +32,8 @@ xpu_cpu_workspace_size(const XpuProgram *prog)
 
 	return align16(nregs * XPU_TILE * sizeof(XpuValue)) +
 		align16(nregs * XPU_TILE) + align16(XPU_TILE) +
-		align16((size_t) XPU_MAX_MASK_DEPTH * XPU_TILE);
+		align16((size_t) XPU_MAX_MASK_DEPTH * XPU_TILE) +
+		align16((size_t) XPU_MAX_MASK_DEPTH * XPU_TILE * sizeof(uint16_t));
 }
 
 /* one tile: LOAD + QUAL for all rows, PROJ for the passing ones, outputs */
@@ -94,6 +95,8 @@ xpu_cpu_exec(const XpuProgram *prog, const XpuChunk *chunk, XpuResult *res,
 	t.act = (uint8_t *) w;
 	w += align16(XPU_TILE);
 	t.stack = (uint8_t *) w;
+	w += align16((size_t) XPU_MAX_MASK_DEPTH * XPU_TILE);
+	t.sel_stack = (uint16_t *) w;
 	for (row0 = 0; row0 < chunk->nrows && err->code == XPU_OK; row0 += XPU_TILE)
 	{
 		int64_t		n = chunk->nrows - row0;

@@ -8,6 +8,9 @@
  * LOAD_COL converts Arrow's physical values to PostgreSQL's: dates and
  * timestamps move from the 1970 epoch to 2000, timestamps of any unit
  * become microseconds; decimal128 keeps its scale (the register's).  A
+ * The storage type's minimum and maximum of a date32 or timestamp (any
+ * unit) are PostgreSQL's -infinity and infinity, as arrow_fdw reads them
+ * (pg2arrow writes its infinities so).  A
  * value that PostgreSQL cannot hold exactly (a timestamp or interval with nanoseconds,
  * a date or timestamp out of PostgreSQL's range, a decimal beyond 38
  * digits) is a FALLBACK: PostgreSQL's own Arrow reader decides for it.
@@ -37,6 +40,12 @@ xpu_load_ts(XpuCtx *s, int64_t v, int64_t mult, int64_t div)
 {
 	int64_t		us;
 
+	/* the storage type's min/max in every unit: -infinity / infinity */
+	if (v == INT64_MIN || v == INT64_MAX)
+	{
+		XPU_SET_I(s, v == INT64_MIN ? XPU_DT_NOBEGIN : XPU_DT_NOEND);
+		return;
+	}
 	if (div > 1)
 	{
 		if (v % div != 0)
@@ -76,9 +85,12 @@ xpu_load_value(XpuCtx *s, const XpuColumn *col, const XpuColumnData *cd, int64_t
 		case XPU_COL_FLOAT64: s->d->f8 = ((const double *) v)[i]; *s->dn = 0; break;
 		case XPU_COL_DATE32:
 			{
-				int64_t		d = (int64_t) ((const int32_t *) v)[i] - XPU_UNIX_EPOCH_DAYS;
+				int32_t		raw = ((const int32_t *) v)[i];
+				int64_t		d = (int64_t) raw - XPU_UNIX_EPOCH_DAYS;
 
-				if (!xpu_date_valid(d))
+				if (raw == INT32_MIN || raw == INT32_MAX)
+					XPU_SET_I(s, raw == INT32_MIN ? XPU_DATEVAL_NOBEGIN : XPU_DATEVAL_NOEND);
+				else if (!xpu_date_valid(d))
 					XPU_LOAD_FALLBACK(s);
 				else
 					XPU_SET_I(s, d);

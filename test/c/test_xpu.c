@@ -592,6 +592,8 @@ test_loads(void)
 	static const int32_t dates[] = {0, 10957, -719528, 1};
 	static const int64_t ts_ms[] = {0, 946684800000LL, -1};
 	static const int64_t ts_ns[] = {946684800000001000LL, 1};
+	static const int64_t ts_inf[] = {INT64_MAX, INT64_MIN};
+	static const int32_t date_inf[] = {INT32_MAX, INT32_MIN};
 	static const uint8_t valid[] = {0x0d};	/* rows 0, 2, 3 */
 	static const int32_t offs[] = {0, 1, 3, 3, 7, 9};
 	static const char data[] = "a\xc3\xa9" "abcdzz";
@@ -619,6 +621,22 @@ test_loads(void)
 	load_run(&r, XPU_COL_TIMESTAMP_NS, XPU_T_TIMESTAMP, 0, &cd, 2);
 	tap_ok(r.err[0].code == XPU_ERR_FALLBACK && r.err[1].code == XPU_ERR_FALLBACK,
 		   "timestamp[ns] with nanoseconds is a fallback, not a rounding");
+	trun_free(&r);
+	cd.values = ts_inf;
+	load_run(&r, XPU_COL_TIMESTAMP_NS, XPU_T_TIMESTAMP, 0, &cd, 2);
+	tap_ok(r.err[0].code == 0 && r.res[0].values[0].i == XPU_DT_NOEND &&
+		   r.res[0].values[1].i == XPU_DT_NOBEGIN,
+		   "timestamp int64 max/min load as infinity/-infinity, as arrow_fdw reads them");
+	trun_free(&r);
+	load_run(&r, XPU_COL_TIMESTAMP_US, XPU_T_TIMESTAMP, 0, &cd, 2);
+	tap_ok(r.err[0].code == 0 && r.res[0].values[0].i == XPU_DT_NOEND &&
+		   r.res[0].values[1].i == XPU_DT_NOBEGIN, "... in every unit");
+	trun_free(&r);
+	cd.values = date_inf;
+	load_run(&r, XPU_COL_DATE32, XPU_T_DATE, 0, &cd, 2);
+	tap_ok(r.err[0].code == 0 && r.res[0].values[0].i == XPU_DATEVAL_NOEND &&
+		   r.res[0].values[1].i == XPU_DATEVAL_NOBEGIN,
+		   "date32 int32 max/min load as infinity/-infinity");
 	trun_free(&r);
 	cd.values = dec;
 	load_run(&r, XPU_COL_DECIMAL128, XPU_T_NUMERIC, 2, &cd, 1);

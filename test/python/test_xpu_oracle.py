@@ -25,8 +25,9 @@ I2 = (-32768, 32767)
 I4 = (-2**31, 2**31 - 1)
 I8 = (-2**63, 2**63 - 1)
 DATE_MIN, DATE_MAX = -2451545, 2147483494 - 2451545 - 1
-# the largest timestamp an Arrow timestamp[us] (1970 epoch) holds
-TS_MIN, TS_MAX = -211813488000000000, 2**63 - 1 - 946684800000000
+# the largest finite timestamp an Arrow timestamp[us] (1970 epoch) holds: its
+# int64 maximum is infinity, as arrow_fdw reads it
+TS_MIN, TS_MAX = -211813488000000000, 2**63 - 2 - 946684800000000
 decimal.getcontext().prec = 100
 FIELDS = ["year", "quarter", "month", "week", "day", "hour", "minute", "second",
           "dow", "doy", "epoch"]     # XpuDateField - 1

@@ -1,0 +1,1087 @@
+/*-------------------------------------------------------------------------
+ *
+ * codegen.c
+ *		Compiles PostgreSQL expression trees (after planning) into xPU
+ *		programs (src/xpu/xpu_program.h) with the builder of xpu_build.c.
+ *
+ * What compiles: Vars of the scan relation whose column the scan can load
+ * exactly (CodegenScan.column), Consts of the engine's types, OpExpr and
+ * FuncExpr whose function is in cg_funcs[] (the one table from PostgreSQL
+ * function OIDs to opcodes), AND/OR/NOT, NullTest, BooleanTest, IN lists
+ * (ScalarArrayOpExpr ... = ANY (const array)), CASE, COALESCE, NULLIF and
+ * RelabelType.  Anything else (Params, volatile or unknown functions,
+ * other types, interval constants, numerics beyond 38 digits, LIKE with
+ * '_' or an inner '%') is "not compilable": the caller keeps it in
+ * PostgreSQL.  A program is never an approximation: every opcode computes
+ * exactly what PostgreSQL's function does (the oracle tests of src/xpu).
+ *
+ * Evaluation order follows PostgreSQL's: AND and OR evaluate their
+ * arguments left to right and stop where the result is decided, CASE and
+ * COALESCE evaluate a branch or argument only where PostgreSQL would; the
+ * program expresses this with MASK_PUSH_* / MASK_POP, so an instruction
+ * raises an error only for rows PostgreSQL would evaluate it for.
+ *
+ * Collations.  text compiles only in a UTF8 database (the engine reads
+ * the file's UTF-8 bytes; PostgreSQL converts them to the server
+ * encoding).  <, <=, >, >= compile only where lc_collate_is_c() holds for
+ * the comparison's collation (C, POSIX, or a default collation that is
+ * C): that is exactly when PostgreSQL itself compares with memcmp.  = and
+ * <> (and IN lists, LIKE) compile for any deterministic collation:
+ * PostgreSQL's texteq is then bytewise equality whatever the locale.  A
+ * nondeterministic collation never compiles.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "catalog/pg_collation.h"
+#include "catalog/pg_type.h"
+#include "mb/pg_wchar.h"
+#include "miscadmin.h"
+#include "nodes/nodeFuncs.h"
+#include "optimizer/optimizer.h"
+#include "utils/array.h"
+#include "utils/builtins.h"
+#include "utils/fmgroids.h"
+#include "utils/lsyscache.h"
+#include "utils/numeric.h"
+#include "utils/pg_locale.h"
+
+#include "engine/codegen.h"
+#include "xpu/xpu_date.h"
+
+/* ---------------- the function table ---------------- */
+
+/* flags of a table entry */
+#define CGF_ORDER	0x01		/* text order: collation must be C-like */
+#define CGF_EQ		0x02		/* text equality: collation deterministic */
+#define CGF_LIKE	0x04		/* LIKE: pattern constant compiled */
+#define CGF_NEGATE	0x08		/* NOT of the opcode's result */
+#define CGF_FIELD	0x10		/* date_part/date_trunc: field constant */
+#define CGF_NS_MAX	0x20		/* numeric result scale: max of the args */
+#define CGF_NS_SUM	0x40		/* numeric result scale: sum of the args */
+#define CGF_NS_ARG	0x80		/* numeric result scale: the argument's */
+
+/* how deep codegen_qual_program nests the masks of a qual's conjuncts */
+#define CG_QUAL_NEST	16
+
+typedef struct CgFunc
+{
+	Oid			fn;				/* pg_proc OID (fmgroids.h) */
+	XpuOpcode	op;
+	uint8		nargs;
+	uint8		arg[3];			/* XpuType of each SQL argument */
+	uint8		opnd;			/* args widened to this type, NONE: as is */
+	uint8		result;			/* XpuType of the result */
+	uint8		flags;
+} CgFunc;
+
+#define T(x)	XPU_T_##x
+#define F1(fn, op, a, w, r, fl) {fn, XPU_OP_##op, 1, {T(a), 0, 0}, T(w), T(r), fl}
+#define F2(fn, op, a, b, w, r, fl) {fn, XPU_OP_##op, 2, {T(a), T(b), 0}, T(w), T(r), fl}
+#define CMP6(P, A, B, W, S) \
+	F2(F_##P##EQ, EQ_##S, A, B, W, BOOL, 0), F2(F_##P##NE, NE_##S, A, B, W, BOOL, 0), \
+	F2(F_##P##LT, LT_##S, A, B, W, BOOL, 0), F2(F_##P##LE, LE_##S, A, B, W, BOOL, 0), \
+	F2(F_##P##GT, GT_##S, A, B, W, BOOL, 0), F2(F_##P##GE, GE_##S, A, B, W, BOOL, 0)
+#define ARITH4(P, A, B, W, S) \
+	F2(F_##P##PL, ADD_##S, A, B, W, W, 0), F2(F_##P##MI, SUB_##S, A, B, W, W, 0), \
+	F2(F_##P##MUL, MUL_##S, A, B, W, W, 0), F2(F_##P##DIV, DIV_##S, A, B, W, W, 0)
+
+static const CgFunc cg_funcs[] = {
+	/* integer comparisons, any two widths (compared as the wider) */
+	CMP6(INT2, INT2, INT2, NONE, INT), CMP6(INT24, INT2, INT4, INT4, INT),
+	CMP6(INT28, INT2, INT8, INT8, INT), CMP6(INT42, INT4, INT2, INT4, INT),
+	CMP6(INT4, INT4, INT4, NONE, INT), CMP6(INT48, INT4, INT8, INT8, INT),
+	CMP6(INT82, INT8, INT2, INT8, INT), CMP6(INT84, INT8, INT4, INT8, INT),
+	CMP6(INT8, INT8, INT8, NONE, INT),
+	CMP6(BOOL, BOOL, BOOL, NONE, INT), CMP6(DATE_, DATE, DATE, NONE, INT),
+	CMP6(TIMESTAMP_, TIMESTAMP, TIMESTAMP, NONE, INT),
+	CMP6(TIMESTAMPTZ_, TIMESTAMPTZ, TIMESTAMPTZ, NONE, INT),
+	CMP6(INTERVAL_, INTERVAL, INTERVAL, NONE, IV),
+	/* float comparisons: float4 against float8 compares as float8 */
+	CMP6(FLOAT4, FLOAT4, FLOAT4, NONE, F4), CMP6(FLOAT48, FLOAT4, FLOAT8, FLOAT8, F8),
+	CMP6(FLOAT84, FLOAT8, FLOAT4, FLOAT8, F8), CMP6(FLOAT8, FLOAT8, FLOAT8, NONE, F8),
+	CMP6(NUMERIC_, NUMERIC, NUMERIC, NONE, NUM),
+	/* integer arithmetic: mixed widths in the wider one, as int24pl etc. */
+	ARITH4(INT2, INT2, INT2, INT2, I2), ARITH4(INT24, INT2, INT4, INT4, I4),
+	ARITH4(INT42, INT4, INT2, INT4, I4), ARITH4(INT4, INT4, INT4, INT4, I4),
+	ARITH4(INT28, INT2, INT8, INT8, I8), ARITH4(INT82, INT8, INT2, INT8, I8),
+	ARITH4(INT48, INT4, INT8, INT8, I8), ARITH4(INT84, INT8, INT4, INT8, I8),
+	ARITH4(INT8, INT8, INT8, INT8, I8),
+	F2(F_INT2MOD, MOD_I2, INT2, INT2, NONE, INT2, 0),
+	F2(F_MOD_INT2_INT2, MOD_I2, INT2, INT2, NONE, INT2, 0),
+	F2(F_INT4MOD, MOD_I4, INT4, INT4, NONE, INT4, 0),
+	F2(F_MOD_INT4_INT4, MOD_I4, INT4, INT4, NONE, INT4, 0),
+	F2(F_INT8MOD, MOD_I8, INT8, INT8, NONE, INT8, 0),
+	F2(F_MOD_INT8_INT8, MOD_I8, INT8, INT8, NONE, INT8, 0),
+	F1(F_INT2UM, NEG_I2, INT2, NONE, INT2, 0), F1(F_INT4UM, NEG_I4, INT4, NONE, INT4, 0),
+	F1(F_INT8UM, NEG_I8, INT8, NONE, INT8, 0),
+	F1(F_INT2ABS, ABS_I2, INT2, NONE, INT2, 0), F1(F_ABS_INT2, ABS_I2, INT2, NONE, INT2, 0),
+	F1(F_INT4ABS, ABS_I4, INT4, NONE, INT4, 0), F1(F_ABS_INT4, ABS_I4, INT4, NONE, INT4, 0),
+	F1(F_INT8ABS, ABS_I8, INT8, NONE, INT8, 0), F1(F_ABS_INT8, ABS_I8, INT8, NONE, INT8, 0),
+	/* float arithmetic */
+	ARITH4(FLOAT4, FLOAT4, FLOAT4, FLOAT4, F4), ARITH4(FLOAT48, FLOAT4, FLOAT8, FLOAT8, F8),
+	ARITH4(FLOAT84, FLOAT8, FLOAT4, FLOAT8, F8), ARITH4(FLOAT8, FLOAT8, FLOAT8, FLOAT8, F8),
+	F1(F_FLOAT4UM, NEG_F4, FLOAT4, NONE, FLOAT4, 0),
+	F1(F_FLOAT8UM, NEG_F8, FLOAT8, NONE, FLOAT8, 0),
+	F1(F_FLOAT4ABS, ABS_F4, FLOAT4, NONE, FLOAT4, 0),
+	F1(F_ABS_FLOAT4, ABS_F4, FLOAT4, NONE, FLOAT4, 0),
+	F1(F_FLOAT8ABS, ABS_F8, FLOAT8, NONE, FLOAT8, 0),
+	F1(F_ABS_FLOAT8, ABS_F8, FLOAT8, NONE, FLOAT8, 0),
+	/* numeric (no division: not in the engine) */
+	F2(F_NUMERIC_ADD, ADD_NUM, NUMERIC, NUMERIC, NONE, NUMERIC, CGF_NS_MAX),
+	F2(F_NUMERIC_SUB, SUB_NUM, NUMERIC, NUMERIC, NONE, NUMERIC, CGF_NS_MAX),
+	F2(F_NUMERIC_MUL, MUL_NUM, NUMERIC, NUMERIC, NONE, NUMERIC, CGF_NS_SUM),
+	F1(F_NUMERIC_UMINUS, NEG_NUM, NUMERIC, NONE, NUMERIC, CGF_NS_ARG),
+	F1(F_NUMERIC_ABS, ABS_NUM, NUMERIC, NONE, NUMERIC, CGF_NS_ARG),
+	F1(F_ABS_NUMERIC, ABS_NUM, NUMERIC, NONE, NUMERIC, CGF_NS_ARG),
+	/* casts among integers, floats and numeric */
+	F1(F_INT4_INT2, I2_TO_I4, INT2, NONE, INT4, 0), F1(F_INT8_INT2, I2_TO_I8, INT2, NONE, INT8, 0),
+	F1(F_INT2_INT4, I4_TO_I2, INT4, NONE, INT2, 0), F1(F_INT8_INT4, I4_TO_I8, INT4, NONE, INT8, 0),
+	F1(F_INT2_INT8, I8_TO_I2, INT8, NONE, INT2, 0), F1(F_INT4_INT8, I8_TO_I4, INT8, NONE, INT4, 0),
+	F1(F_FLOAT4_INT2, I8_TO_F4, INT2, INT8, FLOAT4, 0),
+	F1(F_FLOAT4_INT4, I8_TO_F4, INT4, INT8, FLOAT4, 0),
+	F1(F_FLOAT4_INT8, I8_TO_F4, INT8, NONE, FLOAT4, 0),
+	F1(F_FLOAT8_INT2, I8_TO_F8, INT2, INT8, FLOAT8, 0),
+	F1(F_FLOAT8_INT4, I8_TO_F8, INT4, INT8, FLOAT8, 0),
+	F1(F_FLOAT8_INT8, I8_TO_F8, INT8, NONE, FLOAT8, 0),
+	F1(F_FLOAT8_FLOAT4, F4_TO_F8, FLOAT4, NONE, FLOAT8, 0),
+	F1(F_FLOAT4_FLOAT8, F8_TO_F4, FLOAT8, NONE, FLOAT4, 0),
+	F1(F_INT2_FLOAT4, F4_TO_I2, FLOAT4, NONE, INT2, 0), F1(F_INT4_FLOAT4, F4_TO_I4, FLOAT4, NONE, INT4, 0),
+	F1(F_INT8_FLOAT4, F4_TO_I8, FLOAT4, NONE, INT8, 0), F1(F_INT2_FLOAT8, F8_TO_I2, FLOAT8, NONE, INT2, 0),
+	F1(F_INT4_FLOAT8, F8_TO_I4, FLOAT8, NONE, INT4, 0), F1(F_INT8_FLOAT8, F8_TO_I8, FLOAT8, NONE, INT8, 0),
+	F1(F_NUMERIC_INT2, I8_TO_NUM, INT2, INT8, NUMERIC, 0),
+	F1(F_NUMERIC_INT4, I8_TO_NUM, INT4, INT8, NUMERIC, 0),
+	F1(F_NUMERIC_INT8, I8_TO_NUM, INT8, NONE, NUMERIC, 0),
+	F1(F_INT2_NUMERIC, NUM_TO_I2, NUMERIC, NONE, INT2, 0),
+	F1(F_INT4_NUMERIC, NUM_TO_I4, NUMERIC, NONE, INT4, 0),
+	F1(F_INT8_NUMERIC, NUM_TO_I8, NUMERIC, NONE, INT8, 0),
+	/* text */
+	F2(F_TEXTEQ, EQ_TEXT, TEXT, TEXT, NONE, BOOL, CGF_EQ),
+	F2(F_TEXTNE, NE_TEXT, TEXT, TEXT, NONE, BOOL, CGF_EQ),
+	F2(F_TEXT_LT, LT_TEXT, TEXT, TEXT, NONE, BOOL, CGF_ORDER),
+	F2(F_TEXT_LE, LE_TEXT, TEXT, TEXT, NONE, BOOL, CGF_ORDER),
+	F2(F_TEXT_GT, GT_TEXT, TEXT, TEXT, NONE, BOOL, CGF_ORDER),
+	F2(F_TEXT_GE, GE_TEXT, TEXT, TEXT, NONE, BOOL, CGF_ORDER),
+	F2(F_TEXTLIKE, LIKE_EXACT, TEXT, TEXT, NONE, BOOL, CGF_LIKE),
+	F2(F_LIKE_TEXT_TEXT, LIKE_EXACT, TEXT, TEXT, NONE, BOOL, CGF_LIKE),
+	F2(F_TEXTNLIKE, LIKE_EXACT, TEXT, TEXT, NONE, BOOL, CGF_LIKE | CGF_NEGATE),
+	F2(F_NOTLIKE_TEXT_TEXT, LIKE_EXACT, TEXT, TEXT, NONE, BOOL, CGF_LIKE | CGF_NEGATE),
+	F1(F_LENGTH_TEXT, LENGTH_TEXT, TEXT, NONE, INT4, 0),
+	F1(F_TEXTLEN, LENGTH_TEXT, TEXT, NONE, INT4, 0),
+	F1(F_CHAR_LENGTH_TEXT, LENGTH_TEXT, TEXT, NONE, INT4, 0),
+	F2(F_SUBSTRING_TEXT_INT4, SUBSTR_FROM, TEXT, INT4, NONE, TEXT, 0),
+	F2(F_SUBSTR_TEXT_INT4, SUBSTR_FROM, TEXT, INT4, NONE, TEXT, 0),
+	{F_SUBSTRING_TEXT_INT4_INT4, XPU_OP_SUBSTR_FOR, 3, {T(TEXT), T(INT4), T(INT4)}, 0, T(TEXT), 0},
+	{F_SUBSTR_TEXT_INT4_INT4, XPU_OP_SUBSTR_FOR, 3, {T(TEXT), T(INT4), T(INT4)}, 0, T(TEXT), 0},
+	/* date and timestamp (timestamp without time zone for fields) */
+	F2(F_DATE_PLI, DATE_PL_INT, DATE, INT4, NONE, DATE, 0),
+	F2(F_DATE_MII, DATE_MI_INT, DATE, INT4, NONE, DATE, 0),
+	F2(F_DATE_MI, DATE_MI_DATE, DATE, DATE, NONE, INT4, 0),
+	F1(F_TIMESTAMP_DATE, DATE_TO_TS, DATE, NONE, TIMESTAMP, 0),
+	F1(F_DATE_TIMESTAMP, TS_TO_DATE, TIMESTAMP, NONE, DATE, 0),
+	F2(F_DATE_PART_TEXT_TIMESTAMP, DATE_PART_TS, TEXT, TIMESTAMP, NONE, FLOAT8, CGF_FIELD),
+	F2(F_DATE_TRUNC_TEXT_TIMESTAMP, DATE_TRUNC_TS, TEXT, TIMESTAMP, NONE, TIMESTAMP, CGF_FIELD),
+	F2(F_TIMESTAMP_PL_INTERVAL, TS_PL_IV, TIMESTAMP, INTERVAL, NONE, TIMESTAMP, 0),
+	F2(F_TIMESTAMP_MI_INTERVAL, TS_MI_IV, TIMESTAMP, INTERVAL, NONE, TIMESTAMP, 0),
+	F2(F_TIMESTAMP_MI, TS_MI_TS, TIMESTAMP, TIMESTAMP, NONE, INTERVAL, 0),
+};
+
+/* ---------------- compilation state ---------------- */
+
+typedef struct Cg
+{
+	XpuBuilder *b;
+	const CodegenScan *scan;
+	uint8		rtype[XPU_MAX_REGS];	/* type and scale of each register */
+	int16		rscale[XPU_MAX_REGS];
+	int			nregs;
+	AttrNumber	var_attno[XPU_MAX_REGS];	/* loaded columns and their registers */
+	int			var_reg[XPU_MAX_REGS];
+	int			nvars;
+	int			case_reg;		/* the CASE's test value (CaseTestExpr) */
+	bool		failed;
+} Cg;
+
+static int	cg_expr(Cg *cg, Expr *expr);
+
+/* the engine's type of a PostgreSQL type, XPU_T_NONE if it has none */
+static XpuType
+cg_type(Oid typid)
+{
+	switch (typid)
+	{
+		case BOOLOID: return XPU_T_BOOL;
+		case INT2OID: return XPU_T_INT2;
+		case INT4OID: return XPU_T_INT4;
+		case INT8OID: return XPU_T_INT8;
+		case FLOAT4OID: return XPU_T_FLOAT4;
+		case FLOAT8OID: return XPU_T_FLOAT8;
+		case NUMERICOID: return XPU_T_NUMERIC;
+		case DATEOID: return XPU_T_DATE;
+		case TIMESTAMPOID: return XPU_T_TIMESTAMP;
+		case TIMESTAMPTZOID: return XPU_T_TIMESTAMPTZ;
+		case INTERVALOID: return XPU_T_INTERVAL;
+		case TEXTOID:
+			/* the engine compares the file's UTF-8 bytes */
+			return GetDatabaseEncoding() == PG_UTF8 ? XPU_T_TEXT : XPU_T_NONE;
+		default: return XPU_T_NONE;
+	}
+}
+
+/* a new register; -1 (and the compilation fails) past the limit */
+static int
+cg_reg(Cg *cg, XpuType type, int scale)
+{
+	int			r;
+
+	if (cg->failed || scale < 0 || scale > XPU_NUMERIC_MAX_SCALE ||
+		(r = xpu_add_reg(cg->b, type, type == XPU_T_NUMERIC ? scale : 0)) < 0)
+	{
+		cg->failed = true;
+		return -1;
+	}
+	Assert(r == cg->nregs);
+	cg->rtype[r] = (uint8) type;
+	cg->rscale[r] = (int16) (type == XPU_T_NUMERIC ? scale : 0);
+	cg->nregs++;
+	return r;
+}
+
+/* append an instruction; false if the builder refused it */
+static bool
+cg_emit(Cg *cg, XpuOpcode op, int dst, int a, int b, int c, int32 imm)
+{
+	if (cg->failed || xpu_add_instr(cg->b, op, dst, a, b, c, imm) < 0)
+		cg->failed = true;
+	return !cg->failed;
+}
+
+/* a new register of type that op (no arguments) fills from imm */
+static int
+cg_const_reg(Cg *cg, XpuOpcode op, XpuType type, int scale, int32 imm)
+{
+	int			r = cg_reg(cg, type, scale);
+
+	if (r < 0 || imm < 0 || !cg_emit(cg, op, r, 0, 0, 0, imm))
+		return -1;
+	return r;
+}
+
+/* reg converted to type 'to' without loss (int widening, float4 -> float8) */
+static int
+cg_widen(Cg *cg, int reg, XpuType to)
+{
+	XpuType		from;
+	XpuOpcode	op;
+	int			r;
+
+	if (reg < 0)
+		return -1;
+	from = (XpuType) cg->rtype[reg];
+	if (to == XPU_T_NONE || from == to)
+		return reg;
+	if (from == XPU_T_INT2 && to == XPU_T_INT4)
+		op = XPU_OP_I2_TO_I4;
+	else if (from == XPU_T_INT2 && to == XPU_T_INT8)
+		op = XPU_OP_I2_TO_I8;
+	else if (from == XPU_T_INT4 && to == XPU_T_INT8)
+		op = XPU_OP_I4_TO_I8;
+	else if (from == XPU_T_FLOAT4 && to == XPU_T_FLOAT8)
+		op = XPU_OP_F4_TO_F8;
+	else
+		return -1;
+	r = cg_reg(cg, to, 0);
+	if (r < 0 || !cg_emit(cg, op, r, reg, 0, 0, 0))
+		return -1;
+	return r;
+}
+
+/* ---------------- leaves: columns and constants ---------------- */
+
+/* the register holding column attno (loaded in the LOAD stage) */
+static int
+cg_var(Cg *cg, Var *var)
+{
+	if (var->varno != cg->scan->scanrelid || var->varlevelsup != 0 ||
+		var->varattno <= 0)
+		return -1;
+	for (int i = 0; i < cg->nvars; i++)
+	{
+		if (cg->var_attno[i] == var->varattno)
+			return cg->var_reg[i];
+	}
+	return -1;
+}
+
+/* load every column that expr references; false if one cannot be loaded */
+static bool
+cg_load_vars(Cg *cg, Node *expr)
+{
+	List	   *vars = pull_var_clause(expr, PVC_RECURSE_PLACEHOLDERS);
+	ListCell   *lc;
+
+	foreach(lc, vars)
+	{
+		Var		   *v = lfirst(lc);
+		XpuType		type = cg_type(v->vartype);
+		int			col, scale = 0, reg, desc, i;
+		XpuColKind	kind;
+
+		if (!IsA(v, Var) || v->varno != cg->scan->scanrelid ||
+			v->varlevelsup != 0 || v->varattno <= 0 || type == XPU_T_NONE)
+			return false;
+		for (i = 0; i < cg->nvars && cg->var_attno[i] != v->varattno; i++)
+			;
+		if (i < cg->nvars)
+			continue;
+		if (!cg->scan->column(cg->scan->column_arg, v->varattno, v->vartype,
+							  &col, &kind, &scale))
+			return false;
+		reg = cg_reg(cg, type, scale);
+		desc = xpu_add_column(cg->b, col, kind, scale);
+		if (reg < 0 || desc < 0 || !cg_emit(cg, XPU_OP_LOAD_COL, reg, 0, 0, 0, desc))
+			return false;
+		cg->var_attno[cg->nvars] = v->varattno;
+		cg->var_reg[cg->nvars++] = reg;
+	}
+	return true;
+}
+
+/*
+ * A numeric Datum as v / 10^scale with |v| < 10^38; false for NaN, the
+ * infinities and values beyond the fixed-point form.
+ */
+static bool
+cg_numeric_value(Datum d, __int128 *v, int *scale)
+{
+	char	   *s = DatumGetCString(DirectFunctionCall1(numeric_out, d));
+	bool		neg = false,
+				point = false;
+	int			digits = 0;
+	__int128	acc = 0;
+
+	*scale = 0;
+	if (*s == '-')
+		neg = true, s++;
+	for (; *s; s++)
+	{
+		if (*s == '.' && !point)
+		{
+			point = true;
+			continue;
+		}
+		if (*s < '0' || *s > '9')
+			return false;		/* NaN, Infinity */
+		if (acc != 0 || *s != '0')
+			digits++;
+		if (digits > 38)
+			return false;
+		acc = acc * 10 + (*s - '0');
+		if (point)
+			(*scale)++;
+	}
+	*v = neg ? -acc : acc;
+	return *scale <= XPU_NUMERIC_MAX_SCALE;
+}
+
+/* a Datum of an integer-like type as int64 */
+static int64
+cg_int_datum(Datum d, Oid typid)
+{
+	switch (typid)
+	{
+		case BOOLOID: return DatumGetBool(d) ? 1 : 0;
+		case INT2OID: return DatumGetInt16(d);
+		case INT4OID:
+		case DATEOID: return DatumGetInt32(d);
+		default: return DatumGetInt64(d);
+	}
+}
+
+static int
+cg_const(Cg *cg, Const *c)
+{
+	XpuType		type = cg_type(c->consttype);
+	int32		off;
+
+	if (type == XPU_T_NONE)
+		return -1;
+	if (c->constisnull)
+		return cg_const_reg(cg, XPU_OP_CONST_NULL, type, 0, 0);
+	switch (type)
+	{
+		case XPU_T_FLOAT4:
+			{
+				float		f[2] = {DatumGetFloat4(c->constvalue), 0};
+
+				off = xpu_add_const(cg->b, f, sizeof(f));
+				return cg_const_reg(cg, XPU_OP_CONST_F4, type, 0, off);
+			}
+		case XPU_T_FLOAT8:
+			{
+				double		f = DatumGetFloat8(c->constvalue);
+
+				off = xpu_add_const(cg->b, &f, sizeof(f));
+				return cg_const_reg(cg, XPU_OP_CONST_F8, type, 0, off);
+			}
+		case XPU_T_NUMERIC:
+			{
+				__int128	v;
+				int			scale;
+				uint64		w[2];
+
+				if (!cg_numeric_value(c->constvalue, &v, &scale))
+					return -1;
+				w[0] = (uint64) v;
+				w[1] = (uint64) ((unsigned __int128) v >> 64);
+				off = xpu_add_const(cg->b, w, sizeof(w));
+				return cg_const_reg(cg, XPU_OP_CONST_NUM, type, scale, off);
+			}
+		case XPU_T_TEXT:
+			{
+				text	   *t = DatumGetTextPP(c->constvalue);
+
+				off = xpu_add_const_text(cg->b, VARDATA_ANY(t), VARSIZE_ANY_EXHDR(t));
+				return cg_const_reg(cg, XPU_OP_CONST_TEXT, type, 0, off);
+			}
+		case XPU_T_INTERVAL:
+			return -1;			/* no interval constants in the engine */
+		default:
+			{
+				int64		v = cg_int_datum(c->constvalue, c->consttype);
+
+				off = xpu_add_const(cg->b, &v, sizeof(v));
+				return cg_const_reg(cg, XPU_OP_CONST_INT, type, 0, off);
+			}
+	}
+}
+
+/* ---------------- functions and operators ---------------- */
+
+static const CgFunc *
+cg_lookup(Oid fn)
+{
+	for (int i = 0; i < lengthof(cg_funcs); i++)
+	{
+		if (cg_funcs[i].fn == fn)
+			return &cg_funcs[i];
+	}
+	return NULL;
+}
+
+/* may a text function of flags run in collation collid */
+static bool
+cg_collation_ok(int flags, Oid collid)
+{
+	if (!(flags & (CGF_ORDER | CGF_EQ | CGF_LIKE)))
+		return true;
+	if (!OidIsValid(collid))
+		return false;
+	if (lc_collate_is_c(collid))
+		return true;
+	return !(flags & CGF_ORDER) && get_collation_isdeterministic(collid);
+}
+
+/*
+ * A LIKE pattern as one of the engine's matchers: *op and the literal
+ * (escapes resolved) in buf/len; false for '_', an inner '%', or a
+ * trailing escape (PostgreSQL raises an error for that one).
+ */
+static bool
+cg_like_pattern(const char *p, int plen, XpuOpcode *op, char *buf, int *len)
+{
+	bool		lead = false,
+				trail = false;
+	int			i = 0,
+				n = 0;
+
+	while (i < plen && p[i] == '%')
+		lead = true, i++;
+	for (; i < plen; i++)
+	{
+		if (p[i] == '%')
+		{
+			trail = true;
+			continue;
+		}
+		if (trail || p[i] == '_')
+			return false;		/* a literal after '%', or '_' */
+		if (p[i] == '\\')
+		{
+			if (++i >= plen)
+				return false;
+		}
+		buf[n++] = p[i];
+	}
+	*len = n;
+	*op = lead ? (trail ? XPU_OP_LIKE_INFIX : XPU_OP_LIKE_SUFFIX) :
+		(trail ? XPU_OP_LIKE_PREFIX : XPU_OP_LIKE_EXACT);
+	return true;
+}
+
+/* text LIKE constant pattern; reg holds the text */
+static int
+cg_like(Cg *cg, int reg, Expr *pattern)
+{
+	Const	   *c = (Const *) pattern;
+	text	   *t;
+	char	   *buf;
+	int			len,
+				r;
+	XpuOpcode	op;
+
+	if (!IsA(pattern, Const) || c->constisnull || c->consttype != TEXTOID)
+		return -1;
+	t = DatumGetTextPP(c->constvalue);
+	buf = palloc(VARSIZE_ANY_EXHDR(t) + 1);
+	if (!cg_like_pattern(VARDATA_ANY(t), VARSIZE_ANY_EXHDR(t), &op, buf, &len))
+		return -1;
+	r = cg_reg(cg, XPU_T_BOOL, 0);
+	if (r < 0 || !cg_emit(cg, op, r, reg, 0, 0, xpu_add_const_text(cg->b, buf, len)))
+		return -1;
+	return r;
+}
+
+/* the XpuDateField of a date_part/date_trunc field constant, or 0 */
+static int
+cg_date_field(Expr *e, XpuOpcode op)
+{
+	static const char *const names[] = {
+		"", "year", "quarter", "month", "week", "day", "hour", "minute",
+		"second", "dow", "doy", "epoch"
+	};
+	Const	   *c = (Const *) e;
+	char	   *s;
+
+	if (!IsA(e, Const) || c->constisnull)
+		return 0;
+	s = TextDatumGetCString(c->constvalue);
+	for (int f = XPU_DF_YEAR; f < XPU_DF_N_FIELDS; f++)
+	{
+		if (pg_strcasecmp(s, names[f]) != 0)
+			continue;
+		if (op == XPU_OP_DATE_PART_TS ? f == XPU_DF_WEEK : f > XPU_DF_SECOND)
+			return 0;
+		return f;
+	}
+	return 0;
+}
+
+/* the numeric scale of a function's result */
+static int
+cg_result_scale(const CgFunc *f, const int *regs, const Cg *cg)
+{
+	if (f->result != XPU_T_NUMERIC)
+		return 0;
+	if (f->flags & CGF_NS_MAX)
+		return Max(cg->rscale[regs[0]], cg->rscale[regs[1]]);
+	if (f->flags & CGF_NS_SUM)
+		return cg->rscale[regs[0]] + cg->rscale[regs[1]];
+	if (f->flags & CGF_NS_ARG)
+		return cg->rscale[regs[0]];
+	return 0;
+}
+
+/* a call of function fn on args (an OpExpr or FuncExpr) */
+static int
+cg_call(Cg *cg, Oid fn, List *args, Oid collid)
+{
+	const CgFunc *f = cg_lookup(fn);
+	int			regs[3] = {0, 0, 0};
+	int			imm = 0,
+				first = 0,
+				r;
+
+	if (f == NULL || list_length(args) != f->nargs || !cg_collation_ok(f->flags, collid))
+		return -1;
+	if (f->flags & CGF_FIELD)
+	{
+		if ((imm = cg_date_field(linitial(args), f->op)) == 0)
+			return -1;
+		first = 1;
+	}
+	for (int i = first; i < f->nargs; i++)
+	{
+		int			a = cg_expr(cg, list_nth(args, i));
+
+		if (a < 0 || cg->rtype[a] != f->arg[i])
+			return -1;
+		regs[i - first] = cg_widen(cg, a, (XpuType) f->opnd);
+		if (regs[i - first] < 0)
+			return -1;
+	}
+	if (f->flags & CGF_LIKE)
+		r = cg_like(cg, regs[0], lsecond(args));
+	else
+	{
+		r = cg_reg(cg, (XpuType) f->result, cg_result_scale(f, regs, cg));
+		if (r < 0 || !cg_emit(cg, f->op, r, regs[0], regs[1], regs[2], imm))
+			return -1;
+	}
+	if (r >= 0 && (f->flags & CGF_NEGATE))
+	{
+		int			n = cg_reg(cg, XPU_T_BOOL, 0);
+
+		if (n < 0 || !cg_emit(cg, XPU_OP_NOT, n, r, 0, 0, 0))
+			return -1;
+		r = n;
+	}
+	return r;
+}
+
+/* ---------------- boolean logic and conditionals ---------------- */
+
+/* a fresh copy of reg (so that masked writes never touch a shared reg) */
+static int
+cg_copy(Cg *cg, int reg, int type, int scale)
+{
+	int			r = reg < 0 ? -1 : cg_reg(cg, (XpuType) type, scale);
+
+	if (r < 0 || !cg_emit(cg, XPU_OP_MOVE, r, reg, 0, 0, 0))
+		return -1;
+	return r;
+}
+
+/*
+ * AND / OR with PostgreSQL's short circuit: each further argument is
+ * evaluated only where the result so far is not false (AND) / not true
+ * (OR), and merged three-valued into the accumulator.
+ */
+static int
+cg_andor(Cg *cg, BoolExpr *b)
+{
+	bool		is_and = b->boolop == AND_EXPR;
+	int			acc = -1;
+	ListCell   *lc;
+
+	foreach(lc, b->args)
+	{
+		int			r;
+
+		if (acc < 0)
+		{
+			r = cg_expr(cg, lfirst(lc));
+			if (r < 0 || cg->rtype[r] != XPU_T_BOOL ||
+				(acc = cg_copy(cg, r, XPU_T_BOOL, 0)) < 0)
+				return -1;
+			continue;
+		}
+		if (!cg_emit(cg, is_and ? XPU_OP_MASK_PUSH_NOT_FALSE : XPU_OP_MASK_PUSH_NOT_TRUE,
+					 0, acc, 0, 0, 0))
+			return -1;
+		r = cg_expr(cg, lfirst(lc));
+		if (r < 0 || cg->rtype[r] != XPU_T_BOOL ||
+			!cg_emit(cg, is_and ? XPU_OP_AND : XPU_OP_OR, acc, acc, r, 0, 0) ||
+			!cg_emit(cg, XPU_OP_MASK_POP, 0, 0, 0, 0, 0))
+			return -1;
+	}
+	return acc;
+}
+
+static int
+cg_bool(Cg *cg, BoolExpr *b)
+{
+	int			a,
+				r;
+
+	if (b->boolop != NOT_EXPR)
+		return cg_andor(cg, b);
+	a = cg_expr(cg, linitial(b->args));
+	if (a < 0 || cg->rtype[a] != XPU_T_BOOL || (r = cg_reg(cg, XPU_T_BOOL, 0)) < 0 ||
+		!cg_emit(cg, XPU_OP_NOT, r, a, 0, 0, 0))
+		return -1;
+	return r;
+}
+
+/* res := value of e (NULL: a NULL) for the active rows */
+static bool
+cg_assign(Cg *cg, int res, Expr *e)
+{
+	int			v = e ? cg_expr(cg, e) : -1;
+
+	if (e == NULL)
+		v = cg_const_reg(cg, XPU_OP_CONST_NULL, (XpuType) cg->rtype[res], cg->rscale[res], 0);
+	if (v < 0 || cg->rtype[v] != cg->rtype[res] || cg->rscale[v] != cg->rscale[res])
+		return false;
+	return cg_emit(cg, XPU_OP_MOVE, res, v, 0, 0, 0);
+}
+
+/*
+ * CASE: a 'done' flag marks rows whose WHEN matched; each WHEN runs where
+ * no earlier one matched, its THEN where it is true, ELSE where none did.
+ */
+static int
+cg_case(Cg *cg, CaseExpr *c)
+{
+	int			type = cg_type(c->casetype),
+				res,
+				done,
+				saved = cg->case_reg;
+	ListCell   *lc;
+
+	/* numeric branches: PostgreSQL keeps each value's own scale */
+	if (type == XPU_T_NONE || type == XPU_T_NUMERIC)
+		return -1;
+	if (c->arg && (cg->case_reg = cg_expr(cg, c->arg)) < 0)
+		return -1;
+	res = cg_reg(cg, (XpuType) type, 0);
+	done = cg_const_reg(cg, XPU_OP_CONST_BOOL, XPU_T_BOOL, 0, 0);
+	if (res < 0 || done < 0)
+		return -1;
+	foreach(lc, c->args)
+	{
+		CaseWhen   *w = lfirst(lc);
+		int			cond;
+
+		if (!cg_emit(cg, XPU_OP_MASK_PUSH_NOT_TRUE, 0, done, 0, 0, 0))
+			return -1;
+		cond = cg_expr(cg, w->expr);
+		if (cond < 0 || cg->rtype[cond] != XPU_T_BOOL ||
+			!cg_emit(cg, XPU_OP_MASK_PUSH_TRUE, 0, cond, 0, 0, 0) ||
+			!cg_assign(cg, res, w->result) ||
+			!cg_emit(cg, XPU_OP_CONST_BOOL, done, 0, 0, 0, 1) ||
+			!cg_emit(cg, XPU_OP_MASK_POP, 0, 0, 0, 0, 0) ||
+			!cg_emit(cg, XPU_OP_MASK_POP, 0, 0, 0, 0, 0))
+			return -1;
+	}
+	if (!cg_emit(cg, XPU_OP_MASK_PUSH_NOT_TRUE, 0, done, 0, 0, 0) ||
+		!cg_assign(cg, res, c->defresult) ||
+		!cg_emit(cg, XPU_OP_MASK_POP, 0, 0, 0, 0, 0))
+		return -1;
+	cg->case_reg = saved;
+	return res;
+}
+
+/* COALESCE: each further argument only where the result is still NULL */
+static int
+cg_coalesce(Cg *cg, CoalesceExpr *c)
+{
+	int			type = cg_type(c->coalescetype),
+				res;
+	ListCell   *lc;
+
+	if (type == XPU_T_NONE || type == XPU_T_NUMERIC ||
+		(res = cg_reg(cg, (XpuType) type, 0)) < 0 ||
+		!cg_assign(cg, res, linitial(c->args)))
+		return -1;
+	for_each_from(lc, c->args, 1)
+	{
+		if (!cg_emit(cg, XPU_OP_MASK_PUSH_NULL, 0, res, 0, 0, 0) ||
+			!cg_assign(cg, res, lfirst(lc)) ||
+			!cg_emit(cg, XPU_OP_MASK_POP, 0, 0, 0, 0, 0))
+			return -1;
+	}
+	return res;
+}
+
+/* NULLIF(a, b): a unless the equality operator says a = b */
+static int
+cg_nullif(Cg *cg, NullIfExpr *n)
+{
+	int			a,
+				eq,
+				r;
+
+	if (list_length(n->args) != 2)
+		return -1;
+	a = cg_expr(cg, linitial(n->args));
+	eq = cg_call(cg, n->opfuncid, n->args, n->inputcollid);
+	if (a < 0 || eq < 0 || cg->rtype[eq] != XPU_T_BOOL ||
+		cg_type(n->opresulttype) != cg->rtype[a] ||
+		(r = cg_reg(cg, (XpuType) cg->rtype[a], cg->rscale[a])) < 0 ||
+		!cg_emit(cg, XPU_OP_NULLIF, r, a, eq, 0, 0))
+		return -1;
+	return r;
+}
+
+static int
+cg_nulltest(Cg *cg, NullTest *t)
+{
+	int			a,
+				r;
+
+	if (t->argisrow)
+		return -1;
+	a = cg_expr(cg, t->arg);
+	if (a < 0 || (r = cg_reg(cg, XPU_T_BOOL, 0)) < 0 ||
+		!cg_emit(cg, t->nulltesttype == IS_NULL ? XPU_OP_IS_NULL : XPU_OP_IS_NOT_NULL,
+				 r, a, 0, 0, 0))
+		return -1;
+	return r;
+}
+
+static int
+cg_booltest(Cg *cg, BooleanTest *t)
+{
+	int			a = cg_expr(cg, t->arg),
+				r;
+	XpuOpcode	op;
+
+	switch (t->booltesttype)
+	{
+		case IS_TRUE: op = XPU_OP_IS_TRUE; break;
+		case IS_NOT_TRUE: op = XPU_OP_IS_NOT_TRUE; break;
+		case IS_FALSE: op = XPU_OP_IS_FALSE; break;
+		case IS_NOT_FALSE: op = XPU_OP_IS_NOT_FALSE; break;
+		case IS_UNKNOWN: op = XPU_OP_IS_NULL; break;
+		default: op = XPU_OP_IS_NOT_NULL; break;
+	}
+	if (a < 0 || cg->rtype[a] != XPU_T_BOOL || (r = cg_reg(cg, XPU_T_BOOL, 0)) < 0 ||
+		!cg_emit(cg, op, r, a, 0, 0, 0))
+		return -1;
+	return r;
+}
+
+static int
+cmp_int64(const void *a, const void *b)
+{
+	int64		x = *(const int64 *) a,
+				y = *(const int64 *) b;
+
+	return x < y ? -1 : x > y;
+}
+
+/*
+ * x IN (constants): x = ANY (const array) with an equality function of
+ * the table; integers (sorted, binary search), floats and text.
+ */
+static int
+cg_in_list(Cg *cg, ScalarArrayOpExpr *s)
+{
+	const CgFunc *f = cg_lookup(s->opfuncid);
+	Const	   *c = lsecond(s->args);
+	Datum	   *elems;
+	bool	   *nulls;
+	int			n, x, r, nvals = 0, has_null = 0;
+	int16		elmlen;
+	bool		elmbyval;
+	char		elmalign;
+	Oid			elemtype;
+	XpuOpcode	op;
+	int32		off;
+
+	if (!s->useOr || f == NULL || !IsA(c, Const) || c->constisnull ||
+		!cg_collation_ok(f->flags, s->inputcollid) ||
+		(f->op != XPU_OP_EQ_INT && f->op != XPU_OP_EQ_F4 && f->op != XPU_OP_EQ_F8 &&
+		 f->op != XPU_OP_EQ_TEXT))
+		return -1;
+	x = cg_expr(cg, linitial(s->args));
+	if (x < 0 || cg->rtype[x] != f->arg[0])
+		return -1;
+	op = f->op == XPU_OP_EQ_INT ? XPU_OP_IN_INT :
+		f->op == XPU_OP_EQ_TEXT ? XPU_OP_IN_TEXT : XPU_OP_IN_F8;
+	x = cg_widen(cg, x, op == XPU_OP_IN_F8 ? XPU_T_FLOAT8 : (XpuType) f->opnd);
+	elemtype = ARR_ELEMTYPE(DatumGetArrayTypeP(c->constvalue));
+	if (x < 0 || cg_type(elemtype) != f->arg[1])
+		return -1;
+	get_typlenbyvalalign(elemtype, &elmlen, &elmbyval, &elmalign);
+	deconstruct_array(DatumGetArrayTypeP(c->constvalue), elemtype, elmlen, elmbyval,
+					  elmalign, &elems, &nulls, &n);
+	if (op == XPU_OP_IN_TEXT)
+	{
+		const char **strs = palloc(sizeof(char *) * Max(n, 1));
+		int32	   *lens = palloc(sizeof(int32) * Max(n, 1));
+
+		for (int i = 0; i < n; i++)
+		{
+			text	   *t;
+
+			if (nulls[i])
+			{
+				has_null = 1;
+				continue;
+			}
+			t = DatumGetTextPP(elems[i]);
+			strs[nvals] = VARDATA_ANY(t);
+			lens[nvals++] = VARSIZE_ANY_EXHDR(t);
+		}
+		off = xpu_add_in_text_list(cg->b, strs, lens, nvals, has_null);
+	}
+	else
+	{
+		int64	   *vals = palloc(sizeof(int64) * Max(n, 1));
+
+		for (int i = 0; i < n; i++)
+		{
+			double		d;
+
+			if (nulls[i])
+			{
+				has_null = 1;
+				continue;
+			}
+			if (op == XPU_OP_IN_INT)
+				vals[nvals++] = cg_int_datum(elems[i], elemtype);
+			else
+			{
+				d = elemtype == FLOAT4OID ? (double) DatumGetFloat4(elems[i]) :
+					DatumGetFloat8(elems[i]);
+				memcpy(&vals[nvals++], &d, sizeof(d));
+			}
+		}
+		if (op == XPU_OP_IN_INT)
+			qsort(vals, nvals, sizeof(int64), cmp_int64);
+		off = xpu_add_in_list(cg->b, vals, nvals, op == XPU_OP_IN_INT, has_null);
+	}
+	r = cg_reg(cg, XPU_T_BOOL, 0);
+	if (r < 0 || off < 0 || !cg_emit(cg, op, r, x, 0, 0, off))
+		return -1;
+	return r;
+}
+
+/* ---------------- the walker ---------------- */
+
+/*
+ * cg_expr: compile expr; returns the register that holds its value, or -1
+ * if the expression (or a part of it) is not compilable.
+ */
+static int
+cg_expr(Cg *cg, Expr *expr)
+{
+	int			r = -1;
+
+	if (cg->failed || expr == NULL)
+		return -1;
+	check_stack_depth();
+	switch (nodeTag(expr))
+	{
+		case T_Var:
+			r = cg_var(cg, (Var *) expr);
+			break;
+		case T_Const:
+			r = cg_const(cg, (Const *) expr);
+			break;
+		case T_OpExpr:
+			r = cg_call(cg, ((OpExpr *) expr)->opfuncid, ((OpExpr *) expr)->args,
+						((OpExpr *) expr)->inputcollid);
+			break;
+		case T_FuncExpr:
+			r = cg_call(cg, ((FuncExpr *) expr)->funcid, ((FuncExpr *) expr)->args,
+						((FuncExpr *) expr)->inputcollid);
+			break;
+		case T_BoolExpr:
+			r = cg_bool(cg, (BoolExpr *) expr);
+			break;
+		case T_NullTest:
+			r = cg_nulltest(cg, (NullTest *) expr);
+			break;
+		case T_BooleanTest:
+			r = cg_booltest(cg, (BooleanTest *) expr);
+			break;
+		case T_ScalarArrayOpExpr:
+			r = cg_in_list(cg, (ScalarArrayOpExpr *) expr);
+			break;
+		case T_CaseExpr:
+			r = cg_case(cg, (CaseExpr *) expr);
+			break;
+		case T_CaseTestExpr:
+			r = cg->case_reg;
+			break;
+		case T_CoalesceExpr:
+			r = cg_coalesce(cg, (CoalesceExpr *) expr);
+			break;
+		case T_NullIfExpr:
+			r = cg_nullif(cg, (NullIfExpr *) expr);
+			break;
+		case T_RelabelType:
+			r = cg_expr(cg, ((RelabelType *) expr)->arg);
+			if (r >= 0 && cg->rtype[r] != cg_type(((RelabelType *) expr)->resulttype))
+				r = -1;
+			break;
+		default:
+			break;
+	}
+	/* the value must have the engine type of the expression's type */
+	if (r >= 0 && cg->rtype[r] != cg_type(exprType((Node *) expr)))
+		r = -1;
+	if (r < 0)
+		cg->failed = true;
+	return r;
+}
+
+/* ---------------- programs ---------------- */
+
+/*
+ * codegen_qual_program: the program whose QUAL stage leaves in r0 the
+ * conjunction of quals (an implicit-AND list, as a plan's qual), each
+ * conjunct evaluated only where all before it are true, as ExecQual does;
+ * NULL if one of them is not compilable.  The program is malloc'ed (the
+ * caller frees it).
+ */
+XpuProgram *
+codegen_qual_program(const CodegenScan *scan, List *quals)
+{
+	Cg		   *cg = palloc0(sizeof(Cg));
+	XpuProgram *prog = NULL;
+	char		errbuf[256];
+	ListCell   *lc;
+
+	cg->scan = scan;
+	cg->case_reg = -1;
+	cg->b = xpu_builder_create();
+	if (cg->b == NULL)
+		return NULL;
+	xpu_begin_stage(cg->b, XPU_STAGE_LOAD);
+	/* r0: the qual's result */
+	if (cg_reg(cg, XPU_T_BOOL, 0) == 0 && cg_load_vars(cg, (Node *) quals))
+	{
+		int			pushed = 0;
+
+		/*
+		 * Each conjunct runs under a mask "r0 is true" nested in the ones
+		 * before, so every mask narrows the rows that are still active
+		 * (CG_QUAL_NEST levels at most: then all are popped, and the next
+		 * push starts again from r0, which is false on every row that
+		 * failed a conjunct).
+		 */
+		xpu_begin_stage(cg->b, XPU_STAGE_QUAL);
+		foreach(lc, quals)
+		{
+			int			r;
+
+			if (lc != list_head(quals))
+			{
+				while (pushed >= CG_QUAL_NEST && cg_emit(cg, XPU_OP_MASK_POP, 0, 0, 0, 0, 0))
+					pushed--;
+				if (!cg_emit(cg, XPU_OP_MASK_PUSH_TRUE, 0, 0, 0, 0, 0))
+					break;
+				pushed++;
+			}
+			r = cg_expr(cg, lfirst(lc));
+			if (r < 0 || cg->rtype[r] != XPU_T_BOOL ||
+				!cg_emit(cg, XPU_OP_MOVE, 0, r, 0, 0, 0))
+				break;
+		}
+		while (lc == NULL && pushed > 0 && cg_emit(cg, XPU_OP_MASK_POP, 0, 0, 0, 0, 0))
+			pushed--;
+		if (lc == NULL && !cg->failed)
+			prog = xpu_builder_finish(cg->b, errbuf, sizeof(errbuf));
+	}
+	xpu_builder_free(cg->b);
+	pfree(cg);
+	return prog;
+}
+
+/*
+ * codegen_expr_supported: can expr (a qual of the scan) be compiled?
+ */
+bool
+codegen_expr_supported(const CodegenScan *scan, Expr *expr)
+{
+	XpuProgram *prog = codegen_qual_program(scan, list_make1(expr));
+
+	free(prog);
+	return prog != NULL;
+}
+
+/* codegen_disassemble: the program in readable form (palloc'ed) */
+char *
+codegen_disassemble(const XpuProgram *prog)
+{
+	size_t		len = xpu_program_disassemble(prog, NULL, 0) + 1;
+	char	   *buf = palloc(len);
+
+	xpu_program_disassemble(prog, buf, len);
+	return buf;
+}

@@ -1,0 +1,35 @@
+/*-------------------------------------------------------------------------
+ *
+ * codegen.h
+ *		Compiling PostgreSQL expressions into xPU programs (codegen.c).
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef PG_WARP_CODEGEN_H
+#define PG_WARP_CODEGEN_H
+
+#include "nodes/pg_list.h"
+#include "xpu/xpu_program.h"
+
+/*
+ * How a scan supplies the columns of its relation to a program: for a
+ * column attno of type typid, the hook returns true with the chunk column
+ * index and the Arrow layout (and decimal scale) the engine loads exactly
+ * as PostgreSQL converts it, or false when the engine cannot load it.
+ */
+typedef bool (*CodegenColumnHook) (void *arg, AttrNumber attno, Oid typid,
+								   int *col_index, XpuColKind *kind, int *scale);
+
+typedef struct CodegenScan
+{
+	Index		scanrelid;		/* varno of the scan relation's Vars */
+	CodegenColumnHook column;
+	void	   *column_arg;
+} CodegenScan;
+
+/* in codegen.c */
+extern bool codegen_expr_supported(const CodegenScan *scan, Expr *expr);
+extern XpuProgram *codegen_qual_program(const CodegenScan *scan, List *quals);
+extern char *codegen_disassemble(const XpuProgram *prog);
+
+#endif							/* PG_WARP_CODEGEN_H */

@@ -1,0 +1,336 @@
+/*-------------------------------------------------------------------------
+ *
+ * filter.c
+ *		The engine's row filter of arrow_fdw scans: the scan's quals that
+ *		codegen.c compiles become one xPU program, run by the CPU
+ *		interpreter (xpu_cpu.c, per tile) over the Arrow columns of each
+ *		record batch to a pass mask; rows that fail are skipped before any
+ *		Datum is built, and PostgreSQL no longer evaluates those quals.
+ *
+ * Which quals: the longest prefix of the plan's qual list (in the order
+ * ExecQual evaluates it) whose conjuncts all compile.  A conjunct after one
+ * that stays in PostgreSQL stays too, so that PostgreSQL evaluates every
+ * qual on exactly the rows it would evaluate it on without the engine: no
+ * error is raised or lost, and a volatile function runs as often.
+ *
+ * Errors and fallbacks.  A batch in which the program records an error
+ * (overflow, division by zero, ...) or a FALLBACK (a value the engine does
+ * not hold exactly) is evaluated by PostgreSQL instead: the filter's quals
+ * are evaluated on each row's tuple with ExecQual, so PostgreSQL raises its
+ * own error, with its SQLSTATE and message, at the same row it would have
+ * without the engine.  The program runs every conjunct only where those
+ * before it are true (masks), so it records errors only for rows that
+ * PostgreSQL evaluates too.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "catalog/pg_type.h"
+#include "executor/executor.h"
+#include "nodes/makefuncs.h"
+#include "optimizer/optimizer.h"
+#include "utils/ruleutils.h"
+
+#include "commands/explain.h"
+#include "nodes/execnodes.h"
+
+#include "pg_warp.h"
+#include "engine/codegen.h"
+#include "fdw/fdw_scan.h"
+
+struct EngineFilter
+{
+	List	   *quals;			/* the conjuncts the engine evaluates */
+	XpuProgram *prog;			/* their program (palloc'ed, 16-aligned) */
+	void	   *workspace;		/* xpu_cpu_exec's, 16-aligned */
+	ExprState  *recheck;		/* the same quals, for fallback batches */
+	XpuColumnData *cols;		/* one per loaded column */
+	int			n_cols;
+	MemoryContext cxt;			/* the scan's: lives as long as the filter */
+	uint8	   *mask;			/* pass mask of the current batch */
+	int64		mask_cap;
+	bool		fallback;		/* the current batch: PostgreSQL evaluates */
+	uint64		fallback_batches;
+};
+
+/* the columns of a scan, for the CodegenScan column hook */
+typedef struct FilterColumns
+{
+	const ArrowScanColumn *cols;
+	int			n_cols;
+} FilterColumns;
+
+/* CodegenScan's column hook: the engine's load of a scan's column */
+static bool
+filter_column(void *arg, AttrNumber attno, Oid typid, int *col_index,
+			  XpuColKind *kind, int *scale)
+{
+	const FilterColumns *fc = arg;
+	const ArrowScanColumn *c = NULL;
+	int			i;
+
+	for (i = 0; i < fc->n_cols && fc->cols[i].attno != attno; i++)
+		;
+	if (i >= fc->n_cols)
+		return false;
+	c = &fc->cols[i];
+	if (c->typid != typid || !c->plain)
+		return false;
+	*col_index = i;
+	*scale = 0;
+	switch (typid)
+	{
+		case BOOLOID:
+			*kind = XPU_COL_BOOL;
+			return c->arrow_id == ARROW_TYPE_BOOL;
+		case INT2OID:
+			*kind = c->arrow_id == ARROW_TYPE_INT8 ? XPU_COL_INT8 : XPU_COL_INT16;
+			return c->arrow_id == ARROW_TYPE_INT8 || c->arrow_id == ARROW_TYPE_INT16;
+		case INT4OID:
+			*kind = XPU_COL_INT32;
+			return c->arrow_id == ARROW_TYPE_INT32;
+		case INT8OID:
+			*kind = XPU_COL_INT64;
+			return c->arrow_id == ARROW_TYPE_INT64;
+		case FLOAT4OID:
+			*kind = XPU_COL_FLOAT32;
+			return c->arrow_id == ARROW_TYPE_FLOAT32;
+		case FLOAT8OID:
+			*kind = XPU_COL_FLOAT64;
+			return c->arrow_id == ARROW_TYPE_FLOAT64;
+		case DATEOID:
+			*kind = XPU_COL_DATE32;
+			return c->arrow_id == ARROW_TYPE_DATE32;
+		case TIMESTAMPOID:
+		case TIMESTAMPTZOID:
+			*kind = c->unit == ARROW_UNIT_SECOND ? XPU_COL_TIMESTAMP_S :
+				c->unit == ARROW_UNIT_MILLI ? XPU_COL_TIMESTAMP_MS :
+				c->unit == ARROW_UNIT_MICRO ? XPU_COL_TIMESTAMP_US : XPU_COL_TIMESTAMP_NS;
+			return c->arrow_id == ARROW_TYPE_TIMESTAMP;
+		case NUMERICOID:
+			*kind = XPU_COL_DECIMAL128;
+			*scale = c->scale;
+			return c->arrow_id == ARROW_TYPE_DECIMAL128 &&
+				c->scale >= 0 && c->scale <= XPU_NUMERIC_MAX_SCALE;
+		case TEXTOID:
+			*kind = XPU_COL_UTF8;
+			return c->arrow_id == ARROW_TYPE_UTF8;
+		case INTERVALOID:
+			*kind = XPU_COL_INTERVAL_MDN;
+			return c->arrow_id == ARROW_TYPE_INTERVAL_MDN;
+		default:
+			return false;
+	}
+}
+
+/*
+ * engine_filter_split: the prefix of quals (an implicit-AND list) that the
+ * engine evaluates; the other conjuncts, in their order, go to *rest.
+ */
+static List *
+engine_filter_split(List *quals, Index scanrelid, FilterColumns *fc, List **rest)
+{
+	CodegenScan scan = {scanrelid, filter_column, fc};
+	List	   *engine = NIL;
+	ListCell   *lc;
+
+	*rest = NIL;
+	foreach(lc, quals)
+	{
+		if (*rest == NIL && codegen_expr_supported(&scan, lfirst(lc)))
+			engine = lappend(engine, lfirst(lc));
+		else
+			*rest = lappend(*rest, lfirst(lc));
+	}
+	return engine;
+}
+
+/* palloc'ed memory of size bytes at a 16-byte boundary */
+static void *
+palloc_aligned16(Size size)
+{
+	char	   *p = palloc(size + 16);
+
+	return (void *) TYPEALIGN(16, p);
+}
+
+/*
+ * engine_filter_begin: at BeginForeignScan, compile the scan's quals; the
+ * conjuncts the engine evaluates leave ss->ps.qual (which ExecScan checks).
+ * Returns NULL (and changes nothing) when no conjunct compiles.
+ */
+EngineFilter *
+engine_filter_begin(ScanState *ss, Index scanrelid, const ArrowScanColumn *cols, int n_cols)
+{
+	FilterColumns fc = {cols, n_cols};
+	CodegenScan scan = {scanrelid, filter_column, &fc};
+	List	   *rest;
+	List	   *engine = engine_filter_split(ss->ps.plan->qual, scanrelid, &fc, &rest);
+	XpuProgram *prog;
+	EngineFilter *f;
+
+	if (engine == NIL)
+		return NULL;
+	prog = codegen_qual_program(&scan, engine);
+	if (prog == NULL)
+		return NULL;			/* together past a limit (registers, masks) */
+	f = palloc0(sizeof(EngineFilter));
+	f->cxt = CurrentMemoryContext;
+	f->quals = engine;
+	f->prog = palloc_aligned16(prog->total_len);
+	memcpy(f->prog, prog, prog->total_len);
+	free(prog);
+	f->workspace = palloc_aligned16(xpu_cpu_workspace_size(f->prog));
+	f->n_cols = n_cols;
+	f->cols = palloc0(sizeof(XpuColumnData) * Max(f->n_cols, 1));
+	f->recheck = ExecInitQual(engine, &ss->ps);
+	ss->ps.qual = ExecInitQual(rest, &ss->ps);
+	return f;
+}
+
+/*
+ * engine_filter_batch: run the program over a record batch of nrows rows
+ * whose columns (those engine_filter_begin was given, in that order) are
+ * arrays[0 .. n_cols - 1].
+ */
+void
+engine_filter_batch(EngineFilter *f, const ArrowArray *const *arrays, int64 nrows)
+{
+	XpuChunk	chunk;
+	XpuResult	res;
+	XpuError	err;
+
+	if (nrows > f->mask_cap)
+	{
+		/* not the caller's context: the executor may run us in a short one */
+		if (f->mask)
+			pfree(f->mask);
+		f->mask = MemoryContextAlloc(f->cxt, nrows);
+		f->mask_cap = nrows;
+	}
+	for (int i = 0; i < f->n_cols; i++)
+	{
+		const ArrowArray *a = arrays[i];
+
+		f->cols[i].validity = a->validity;
+		f->cols[i].values = a->field->type.id == ARROW_TYPE_UTF8 ? a->offsets : a->values;
+		f->cols[i].data = (const char *) a->data;
+		f->cols[i].offset = 0;
+	}
+	chunk.nrows = nrows;
+	chunk.ncols = f->n_cols;
+	chunk.pad = 0;
+	chunk.cols = f->cols;
+	res.nrows = nrows;
+	res.mask = f->mask;
+	res.values = NULL;
+	res.nulls = NULL;
+	memset(&err, 0, sizeof(err));
+	xpu_cpu_exec(f->prog, &chunk, &res, f->workspace, &err);
+	switch ((XpuErrorCode) err.code)
+	{
+		case XPU_OK:
+			f->fallback = false;
+			break;
+		case XPU_ERR_FALLBACK:
+		case XPU_ERR_OUT_OF_RANGE:
+		case XPU_ERR_DIVISION_BY_ZERO:
+		case XPU_ERR_DATETIME_OUT_OF_RANGE:
+		case XPU_ERR_SUBSTRING:
+			/* PostgreSQL evaluates this batch: its own error, at its row */
+			f->fallback = true;
+			f->fallback_batches++;
+			break;
+		default:
+			/* a bug in pg_warp (internal, invalid argument, bad program) */
+			pg_warp_report_xpu_error(&err);
+			break;
+	}
+}
+
+/*
+ * engine_filter_row: may row of the current batch pass (false: skip it
+ * without building its tuple)?
+ */
+bool
+engine_filter_row(const EngineFilter *f, int64 row)
+{
+	return f->fallback || f->mask[row];
+}
+
+/*
+ * engine_filter_recheck: for a row of a fallback batch, evaluate the
+ * filter's quals on its tuple in PostgreSQL; true otherwise.
+ */
+bool
+engine_filter_recheck(EngineFilter *f, ExprContext *econtext, TupleTableSlot *slot)
+{
+	if (!f->fallback)
+		return true;
+	ResetExprContext(econtext);
+	econtext->ecxt_scantuple = slot;
+	return ExecQual(f->recheck, econtext);
+}
+
+/*
+ * engine_filter_explain: EXPLAIN lines of a scan's engine filter f
+ * ("Engine", "Engine Filter", VERBOSE: the program, ANALYZE: batches that
+ * PostgreSQL evaluated).  Without f (EXPLAIN alone) the quals are compiled
+ * here over cols, as engine_filter_begin would.
+ */
+void
+engine_filter_explain(ScanState *ss, Index scanrelid, const ArrowScanColumn *cols,
+					  int n_cols, const EngineFilter *f, ExplainState *es)
+{
+	FilterColumns fc = {cols, n_cols};
+	CodegenScan scan = {scanrelid, filter_column, &fc};
+	List	   *quals,
+			   *rest;
+	XpuProgram *own = NULL;
+	const XpuProgram *prog;
+	List	   *ctx;
+
+	if (f != NULL)
+		quals = f->quals, prog = f->prog;
+	else
+	{
+		quals = engine_filter_split(ss->ps.plan->qual, scanrelid, &fc, &rest);
+		if (quals == NIL || (own = codegen_qual_program(&scan, quals)) == NULL)
+			return;
+		prog = own;
+	}
+	ctx = set_deparse_context_plan(es->deparse_cxt, ss->ps.plan, NIL);
+	ExplainPropertyText("Engine", "CPU", es);
+	ExplainPropertyText("Engine Filter",
+						deparse_expression((Node *) make_ands_explicit(quals), ctx,
+										   list_length(es->rtable) > 1, false), es);
+	if (es->verbose)
+	{
+		char	   *text = codegen_disassemble(prog);
+		List	   *lines = NIL;
+		char	   *line;
+
+		for (line = strtok(text, "\n"); line != NULL; line = strtok(NULL, "\n"))
+			lines = lappend(lines, line);
+		if (es->format != EXPLAIN_FORMAT_TEXT)
+			ExplainPropertyList("Engine Program", lines, es);
+		else
+		{
+			ListCell   *lc;
+
+			/* one instruction per line, under the heading */
+			appendStringInfoSpaces(es->str, es->indent * 2);
+			appendStringInfoString(es->str, "Engine Program:\n");
+			foreach(lc, lines)
+			{
+				appendStringInfoSpaces(es->str, es->indent * 2);
+				appendStringInfo(es->str, "  %s\n", (char *) lfirst(lc));
+			}
+		}
+	}
+	free(own);
+	if (es->analyze && f != NULL &&
+		(f->fallback_batches > 0 || es->format != EXPLAIN_FORMAT_TEXT))
+		ExplainPropertyInteger("Engine Fallback Batches", NULL, f->fallback_batches, es);
+}
