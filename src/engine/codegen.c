@@ -1023,8 +1023,14 @@ codegen_qual_program(const CodegenScan *scan, List *quals)
 	if (cg->b == NULL)
 		return NULL;
 	xpu_begin_stage(cg->b, XPU_STAGE_LOAD);
-	/* r0: the qual's result */
-	if (cg_reg(cg, XPU_T_BOOL, 0) == 0 && cg_load_vars(cg, (Node *) quals))
+	/*
+	 * r0: the qual's result.  A column is loaded just before the first
+	 * conjunct that uses it, under that conjunct's mask: rows that an
+	 * earlier conjunct rejected never load it (every later use, in a later
+	 * conjunct, runs on a subset of those rows).
+	 */
+	if (quals != NIL && cg_reg(cg, XPU_T_BOOL, 0) == 0 &&
+		cg_load_vars(cg, linitial(quals)))
 	{
 		int			pushed = 0;
 
@@ -1048,6 +1054,8 @@ codegen_qual_program(const CodegenScan *scan, List *quals)
 					break;
 				pushed++;
 			}
+			if (!cg_load_vars(cg, lfirst(lc)))
+				break;
 			r = cg_expr(cg, lfirst(lc));
 			if (r < 0 || cg->rtype[r] != XPU_T_BOOL ||
 				!cg_emit(cg, XPU_OP_MOVE, 0, r, 0, 0, 0))

@@ -55,7 +55,7 @@ xpu_args_null(int nargs, uint8_t an, uint8_t bn, uint8_t cn)
 }
 
 /* does a mask opcode keep a row active, given its argument */
-XPU_HOST_DEVICE int
+XPU_HOST_DEVICE XPU_ALWAYS_INLINE int
 xpu_mask_keeps(int op, const XpuValue *v, uint8_t n)
 {
 	switch (op)
@@ -256,6 +256,27 @@ xpu_tile_bind(XpuCtx *s, const XpuInstr *in, XpuTile *t, int i)
 }
 
 /*
+ * XPU_TILE_FOR_SEL: runs BODY with i = each selected row; when every row of
+ * the tile is selected (nsel == nrows, the first conjunct's case) the loop
+ * runs over i directly, which the compiler can vectorise.
+ */
+#define XPU_TILE_FOR_SEL(i, k, sel, nsel, nrows, BODY) \
+	do { \
+		if ((nsel) == (nrows)) \
+			for ((i) = 0; (i) < (nsel); (i)++) \
+			{ \
+				(k) = (i); \
+				BODY; \
+			} \
+		else \
+			for ((k) = 0; (k) < (nsel); (k)++) \
+			{ \
+				(i) = (sel)[k]; \
+				BODY; \
+			} \
+	} while (0)
+
+/*
  * xpu_tile_select: the active rows of the tile, in order, into sel (the
  * selection vector the value opcodes loop over, so that rows a mask turned
  * off cost nothing); returns how many
@@ -305,18 +326,83 @@ xpu_tile_mask(const XpuInstr *in, XpuTile *t, int nrows, int *depth,
 	++*depth;
 	for (i = 0; i < nrows; i++)
 		saved[i] = t->act[i];
-	for (k = 0; k < nsel; k++)
+	/* one loop per opcode: the test is decided once, not per row */
+#define XPU_TILE_NARROW(OP) \
+	XPU_TILE_FOR_SEL(i, k, sel, nsel, nrows, { \
+		int			keep = xpu_mask_keeps(OP, &t->v[in->a * XPU_TILE + i], \
+										  t->n[in->a * XPU_TILE + i]); \
+		\
+		saved_sel[k] = (uint16_t) i; \
+		t->act[i] = (uint8_t) keep; \
+		sel[n] = (uint16_t) i; \
+		n += keep; \
+	})
+	switch (in->op)
 	{
-		int			keep;
-
-		i = sel[k];
-		saved_sel[k] = (uint16_t) i;
-		keep = xpu_mask_keeps(in->op, &t->v[in->a * XPU_TILE + i], t->n[in->a * XPU_TILE + i]);
-		t->act[i] = (uint8_t) keep;
-		sel[n] = (uint16_t) i;
-		n += keep;
+		case XPU_OP_MASK_PUSH_TRUE: XPU_TILE_NARROW(XPU_OP_MASK_PUSH_TRUE); break;
+		case XPU_OP_MASK_PUSH_NOT_TRUE: XPU_TILE_NARROW(XPU_OP_MASK_PUSH_NOT_TRUE); break;
+		case XPU_OP_MASK_PUSH_NOT_FALSE: XPU_TILE_NARROW(XPU_OP_MASK_PUSH_NOT_FALSE); break;
+		default: XPU_TILE_NARROW(XPU_OP_MASK_PUSH_NULL); break;
 	}
+#undef XPU_TILE_NARROW
 	return n;
+}
+
+/*
+ * xpu_tile_simple: the opcodes that cannot fail and touch only whole
+ * values (integer comparisons, integer and bool constants, MOVE), run over
+ * the selected rows without the per-row step context; returns 0 for every
+ * other opcode.  The results are those of their step bodies (xpu_int.h,
+ * xpu_load.h, xpu_bool.h): a comparison with a NULL argument is NULL.
+ * test_xpu and the PostgreSQL oracle run every opcode through both forms.
+ */
+XPU_HOST_DEVICE int
+xpu_tile_simple(const XpuProgram *prog, const XpuInstr *in, XpuTile *t,
+				const uint16_t *sel, int nsel, int nrows)
+{
+	XpuValue   *d = &t->v[in->dst * XPU_TILE];
+	uint8_t    *dn = &t->n[in->dst * XPU_TILE];
+	const XpuValue *a = &t->v[in->a * XPU_TILE];
+	const XpuValue *b = &t->v[in->b * XPU_TILE];
+	const uint8_t *an = &t->n[in->a * XPU_TILE];
+	const uint8_t *bn = &t->n[in->b * XPU_TILE];
+	int64_t		c;
+	int			i, k;
+
+#define XPU_TILE_CMP(NAME, OP) \
+	case XPU_OP_##NAME: \
+		XPU_TILE_FOR_SEL(i, k, sel, nsel, nrows, { \
+			d[i].i = a[i].i OP b[i].i; \
+			dn[i] = an[i] | bn[i]; \
+		}); \
+		return 1
+	switch (in->op)
+	{
+		XPU_TILE_CMP(EQ_INT, ==);
+		XPU_TILE_CMP(NE_INT, !=);
+		XPU_TILE_CMP(LT_INT, <);
+		XPU_TILE_CMP(LE_INT, <=);
+		XPU_TILE_CMP(GT_INT, >);
+		XPU_TILE_CMP(GE_INT, >=);
+		case XPU_OP_CONST_INT:
+		case XPU_OP_CONST_BOOL:
+			c = in->op == XPU_OP_CONST_BOOL ? (in->imm != 0) :
+				*(const int64_t *) (XPU_CONSTS(prog) + in->imm);
+			XPU_TILE_FOR_SEL(i, k, sel, nsel, nrows, {
+				d[i].i = c;
+				dn[i] = 0;
+			});
+			return 1;
+		case XPU_OP_MOVE:
+			XPU_TILE_FOR_SEL(i, k, sel, nsel, nrows, {
+				d[i] = a[i];
+				dn[i] = an[i];
+			});
+			return 1;
+		default:
+			return 0;
+	}
+#undef XPU_TILE_CMP
 }
 
 /*
@@ -385,6 +471,8 @@ xpu_tile_run(const XpuProgram *prog, int begin, int end,
 
 		if (in->op == XPU_OP_LOAD_COL &&
 			xpu_tile_load_int(prog, in, cols, row0, t, sel, nsel))
+			continue;
+		if (xpu_tile_simple(prog, in, t, sel, nsel, nrows))
 			continue;
 		switch (in->op)
 		{

@@ -297,3 +297,26 @@ def compare_on(queries):
     out = psql("SELECT k, engf.run(q, true), engf.run(q, false) FROM (VALUES %s) v(k, q) "
                "ORDER BY k" % vals)
     return [(queries[int(k)], on, off) for k, on, off in (ln.split("|") for ln in out.split("\n"))]
+
+
+def test_many_conjuncts():
+    """Qual lists longer than the masks codegen nests (16), each conjunct on
+    columns first loaded under the masks of the ones before: results and
+    errors as PostgreSQL's, and all of them evaluated by the engine."""
+    cols = ["i2", "i4", "i8", "z", "f8", "n", "d"]
+    long_true = " AND ".join("%s IS NOT NULL OR id %% %d = 0" % (cols[k % len(cols)], k + 2)
+                             for k in range(40))
+    narrowing = " AND ".join("id > %d" % k for k in range(20)) + " AND i4 / z > 0"
+    guarded = " AND ".join(["z <> 0"] + ["id >= %d" % k for k in range(30)] + ["i4 / z > 1"])
+    unguarded = " AND ".join(["id >= %d" % k for k in range(30)] + ["i4 / z > 1"])
+    clauses = [long_true, narrowing, guarded, unguarded,
+               "(%s) AND t < 'b'" % long_true, "i4 > 0 AND " + " AND ".join(["b"] * 35)]
+    res = compare(clauses)
+    bad = ["%s:\n  on:  %s\n  off: %s" % (c, on, off) for c, on, off in res if on != off]
+    assert not bad, "\n".join(bad)
+    errors = {c: on for c, on, off in res}
+    assert errors[guarded].startswith("ok "), errors[guarded]
+    assert errors[unguarded].startswith("error 22012"), errors[unguarded]
+    for c in (long_true, guarded):
+        plan = explain(c, "ANALYZE, COSTS OFF, TIMING OFF")
+        assert engine_filter(plan) is not None and "Rows Removed by Filter" not in plan, plan
