@@ -1237,6 +1237,82 @@ check_domain(const ArrowConv *c, Datum d, bool isnull)
 	return d;
 }
 
+/* list_bounds: the element range [*start, *end) of list row 'row' of a */
+static void
+list_bounds(const ArrowConv *c, const ArrowArray *a, int64 row, int64 *start, int64 *end)
+{
+	if (c->arrow_id == ARROW_TYPE_LIST_VIEW || c->arrow_id == ARROW_TYPE_LARGE_LIST_VIEW)
+		arrow_list_range(a, row, start, end);
+	else if (c->arrow_id == ARROW_TYPE_FIXED_SIZE_LIST)
+	{
+		*start = row * (int64) c->list_size;
+		*end = *start + c->list_size;
+	}
+	else if (c->arrow_id == ARROW_TYPE_LARGE_LIST)
+	{
+		*start = ((const int64 *) a->offsets)[row];
+		*end = ((const int64 *) a->offsets)[row + 1];
+	}
+	else
+	{
+		*start = ((const int32 *) a->offsets)[row];
+		*end = ((const int32 *) a->offsets)[row + 1];
+	}
+}
+
+/* array_datum: list row 'row' of a (not NULL) as a one-dimensional array */
+static Datum
+array_datum(const ArrowConv *c, const ArrowArray *a, int64 row)
+{
+	const ArrowArray *child = &a->children[0];
+	Oid			elemtype = c->elem->domain_type ? c->elem->domain_type : c->elem->typid;
+	int64		start,
+				end;
+	Datum	   *values;
+	bool	   *nulls;
+	int			dims[1];
+	int			lbs[1] = {1};
+
+	list_bounds(c, a, row, &start, &end);
+	if (end - start > MaxArraySize)
+		ereport(ERROR,
+				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
+				 errmsg("Arrow list of " INT64_FORMAT " elements is too long for an array",
+						end - start)));
+	if (end == start)
+		return PointerGetDatum(construct_empty_array(elemtype));
+	values = palloc(sizeof(Datum) * (end - start));
+	nulls = palloc(sizeof(bool) * (end - start));
+	for (int64 i = start; i < end; i++)
+		values[i - start] = arrow_conv_value(c->elem, child, i, &nulls[i - start]);
+	dims[0] = (int) (end - start);
+	return PointerGetDatum(construct_md_array(values, nulls, 1, dims, lbs, elemtype,
+											  c->elem->typlen, c->elem->typbyval,
+											  c->elem->typalign));
+}
+
+/* composite_datum: struct row 'row' of a (not NULL) as a composite value */
+static Datum
+composite_datum(const ArrowConv *c, const ArrowArray *a, int64 row)
+{
+	Datum	   *values = palloc(sizeof(Datum) * c->n_children);
+	bool	   *nulls = palloc(sizeof(bool) * c->n_children);
+
+	for (int i = 0; i < c->n_children; i++)
+	{
+		if (c->child_field[i] < 0)
+		{
+			values[i] = (Datum) 0;
+			nulls[i] = true;
+		}
+		else
+			values[i] = arrow_conv_value(&c->children[i],
+										 &a->children[c->child_field[i]],
+										 row, &nulls[i]);
+	}
+	return HeapTupleGetDatum(heap_form_tuple(c->tupdesc, values, nulls));
+}
+
 /*
  * Value at 'row' of array a (a column of a loaded batch, or a child) as a
  * Datum of the column's type; *isnull set.  Errors name the value; the
@@ -1279,71 +1355,9 @@ arrow_conv_value(const ArrowConv *c, const ArrowArray *a, int64 row,
 	*isnull = false;
 
 	if (c->kind == TK_ARRAY)
-	{
-		const ArrowArray *child = &a->children[0];
-		int64		start,
-					end;
-		Datum	   *values;
-		bool	   *nulls;
-		int			dims[1];
-		int			lbs[1] = {1};
-
-		if (c->arrow_id == ARROW_TYPE_LIST_VIEW || c->arrow_id == ARROW_TYPE_LARGE_LIST_VIEW)
-			arrow_list_range(a, row, &start, &end);
-		else if (c->arrow_id == ARROW_TYPE_FIXED_SIZE_LIST)
-		{
-			start = row * (int64) c->list_size;
-			end = start + c->list_size;
-		}
-		else if (c->arrow_id == ARROW_TYPE_LARGE_LIST)
-		{
-			start = ((const int64 *) a->offsets)[row];
-			end = ((const int64 *) a->offsets)[row + 1];
-		}
-		else
-		{
-			start = ((const int32 *) a->offsets)[row];
-			end = ((const int32 *) a->offsets)[row + 1];
-		}
-		if (end - start > MaxArraySize)
-			ereport(ERROR,
-					(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
-					 errmsg("Arrow list of " INT64_FORMAT " elements is too long for an array",
-							end - start)));
-		if (end == start)
-			d = PointerGetDatum(construct_empty_array(c->elem->domain_type ? c->elem->domain_type : c->elem->typid));
-		else
-		{
-			values = palloc(sizeof(Datum) * (end - start));
-			nulls = palloc(sizeof(bool) * (end - start));
-			for (int64 i = start; i < end; i++)
-				values[i - start] = arrow_conv_value(c->elem, child, i, &nulls[i - start]);
-			dims[0] = (int) (end - start);
-			d = PointerGetDatum(construct_md_array(values, nulls, 1, dims, lbs,
-												   c->elem->domain_type ? c->elem->domain_type : c->elem->typid,
-												   c->elem->typlen, c->elem->typbyval,
-												   c->elem->typalign));
-		}
-	}
+		d = array_datum(c, a, row);
 	else if (c->kind == TK_COMPOSITE)
-	{
-		Datum	   *values = palloc(sizeof(Datum) * c->n_children);
-		bool	   *nulls = palloc(sizeof(bool) * c->n_children);
-
-		for (int i = 0; i < c->n_children; i++)
-		{
-			if (c->child_field[i] < 0)
-			{
-				values[i] = (Datum) 0;
-				nulls[i] = true;
-			}
-			else
-				values[i] = arrow_conv_value(&c->children[i],
-											 &a->children[c->child_field[i]],
-											 row, &nulls[i]);
-		}
-		d = HeapTupleGetDatum(heap_form_tuple(c->tupdesc, values, nulls));
-	}
+		d = composite_datum(c, a, row);
 	else if (c->kind == TK_MAP)
 		d = map_datum(c, a, row);
 	else if (c->kind == TK_DECIMAL256)

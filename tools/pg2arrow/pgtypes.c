@@ -256,6 +256,38 @@ set_float2(Resolver *r, PgColumn *col, PgColumn *top, bool direct)
 	return true;
 }
 
+/* the built-in base types that map to one column kind each (numeric aside) */
+static const struct
+{
+	unsigned int oid;
+	PgKind		kind;
+}			builtin_kinds[] =
+{
+	{BOOLOID, PK_BOOL}, {INT2OID, PK_INT2}, {INT4OID, PK_INT4}, {INT8OID, PK_INT8},
+	{FLOAT4OID, PK_FLOAT4}, {FLOAT8OID, PK_FLOAT8},
+	{TEXTOID, PK_TEXT}, {VARCHAROID, PK_TEXT}, {BPCHAROID, PK_TEXT}, {NAMEOID, PK_TEXT},
+	{JSONOID, PK_TEXT}, {JSONBOID, PK_JSONB}, {BYTEAOID, PK_BYTEA},
+	{DATEOID, PK_DATE}, {TIMEOID, PK_TIME}, {TIMETZOID, PK_TIMETZ},
+	{TIMESTAMPOID, PK_TIMESTAMP}, {TIMESTAMPTZOID, PK_TIMESTAMPTZ},
+	{INTERVALOID, PK_INTERVAL}, {UUIDOID, PK_UUID}, {INETOID, PK_INET}, {CIDROID, PK_INET},
+	{MACADDROID, PK_MACADDR}, {MACADDR8OID, PK_MACADDR8},
+};
+
+/* builtin_kind: the column kind of built-in base type oid; false if none */
+static bool
+builtin_kind(unsigned int oid, PgKind *kind)
+{
+	for (size_t i = 0; i < sizeof(builtin_kinds) / sizeof(builtin_kinds[0]); i++)
+	{
+		if (builtin_kinds[i].oid == oid)
+		{
+			*kind = builtin_kinds[i].kind;
+			return true;
+		}
+	}
+	return false;
+}
+
 /*
  * Resolves type oid (with typmod) into col.  top is the top-level column;
  * direct is true when col is top itself or the element of a top-level array
@@ -310,76 +342,13 @@ resolve_column(Resolver *r, PgColumn *col, unsigned int oid, int typmod,
 	if (is_float2)
 		return set_float2(r, col, top, direct);
 
-	switch (ti.typtype == 'b' ? oid : 0)
+	if (ti.typtype == 'b' && oid == NUMERICOID)
 	{
-		case BOOLOID:
-			col->kind = PK_BOOL;
-			return true;
-		case INT2OID:
-			col->kind = PK_INT2;
-			return true;
-		case INT4OID:
-			col->kind = PK_INT4;
-			return true;
-		case INT8OID:
-			col->kind = PK_INT8;
-			return true;
-		case FLOAT4OID:
-			col->kind = PK_FLOAT4;
-			return true;
-		case FLOAT8OID:
-			col->kind = PK_FLOAT8;
-			return true;
-		case NUMERICOID:
-			set_numeric(r, col, typmod);
-			return true;
-		case TEXTOID:
-		case VARCHAROID:
-		case BPCHAROID:
-		case NAMEOID:
-		case JSONOID:
-			col->kind = PK_TEXT;
-			return true;
-		case JSONBOID:
-			col->kind = PK_JSONB;
-			return true;
-		case BYTEAOID:
-			col->kind = PK_BYTEA;
-			return true;
-		case DATEOID:
-			col->kind = PK_DATE;
-			return true;
-		case TIMEOID:
-			col->kind = PK_TIME;
-			return true;
-		case TIMETZOID:
-			col->kind = PK_TIMETZ;
-			return true;
-		case TIMESTAMPOID:
-			col->kind = PK_TIMESTAMP;
-			return true;
-		case TIMESTAMPTZOID:
-			col->kind = PK_TIMESTAMPTZ;
-			return true;
-		case INTERVALOID:
-			col->kind = PK_INTERVAL;
-			return true;
-		case UUIDOID:
-			col->kind = PK_UUID;
-			return true;
-		case INETOID:
-		case CIDROID:
-			col->kind = PK_INET;
-			return true;
-		case MACADDROID:
-			col->kind = PK_MACADDR;
-			return true;
-		case MACADDR8OID:
-			col->kind = PK_MACADDR8;
-			return true;
-		default:
-			break;
+		set_numeric(r, col, typmod);
+		return true;
 	}
+	if (ti.typtype == 'b' && builtin_kind(oid, &col->kind))
+		return true;
 	snprintf(r->errbuf, r->errlen,
 			 "column \"%s\" has type %s, which has no Arrow mapping\n"
 			 "hint: cast it in the query to a supported type, e.g. \"%s\"::text",
