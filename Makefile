@@ -172,6 +172,7 @@ SERVICE_SRCS = \
 	src/service/server.c
 SERVICE_HDRS = \
 	src/service/service.h \
+	src/xpu/cuda_driver.h \
 	src/xpu/protocol.h
 SERVICE_CFLAGS = -std=gnu11 -O2 -g -D_GNU_SOURCE -Wall -Wextra -Wno-unused-parameter \
                -Wno-missing-field-initializers -Wno-sign-compare $(if $(filter 1,$(WERROR)),-Werror)

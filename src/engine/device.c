@@ -46,29 +46,13 @@
 #include "utils/tuplestore.h"
 
 #include "pg_warp.h"
+#include "xpu/cuda_driver.h"
 #include "xpu/xpu_selftest.h"
 
 /* pg_warp.fatbin_path: the GPU code to load; "$libdir" is expanded */
 char	   *pg_warp_fatbin_path = NULL;
 
-/* --- the part of the CUDA driver ABI that this file uses --- */
-
-typedef int CUresult;
-typedef int CUdevice;
-typedef unsigned long long CUdeviceptr;
-typedef struct CUctx_st *CUcontext;
-typedef struct CUmod_st *CUmodule;
-typedef struct CUfunc_st *CUfunction;
-typedef struct CUstream_st *CUstream;
-
-#define CUDA_SUCCESS							0
-#define CUDA_ERROR_STUB_LIBRARY					34
-#define CUDA_ERROR_NO_DEVICE					100
-#define CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT	16
-#define CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR	75
-#define CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR	76
-
-#define CUDA_LIBRARY_NAME		"libcuda.so.1"
+/* --- the CUDA driver's entry points (types: xpu/cuda_driver.h) --- */
 
 /*
  * Entry points of the driver.  The exported names carry the ABI version

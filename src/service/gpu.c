@@ -20,17 +20,7 @@
 #include <string.h>
 
 #include "service.h"
-
-typedef int CUresult;
-typedef int CUdevice;
-typedef struct CUctx_st *CUcontext;
-
-#define CUDA_SUCCESS							0
-#define CUDA_ERROR_STUB_LIBRARY					34
-#define CUDA_ERROR_NO_DEVICE					100
-#define CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT	16
-#define CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR	75
-#define CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR	76
+#include "xpu/cuda_driver.h"
 
 /* the driver entry points used; versioned names where the ABI has several */
 static struct
@@ -88,7 +78,7 @@ cu_error(CUresult rc)
 static bool
 load_driver(ServiceGpu *gpu, bool *installed)
 {
-	void	   *lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+	void	   *lib = dlopen(CUDA_LIBRARY_NAME, RTLD_NOW | RTLD_LOCAL);
 
 	*installed = (lib != NULL);
 	if (lib == NULL)

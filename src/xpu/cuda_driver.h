@@ -1,0 +1,33 @@
+/*-------------------------------------------------------------------------
+ *
+ * cuda_driver.h
+ *		The few types and constants of the CUDA driver API that pg_warp's
+ *		host code uses.  The backend (engine/device.c) and the service
+ *		(service/gpu.c) load the driver with dlopen at run time and are
+ *		never linked with it, so neither includes cuda.h; both take these
+ *		declarations from here.  Values as in the driver's cuda.h.
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef CUDA_DRIVER_H
+#define CUDA_DRIVER_H
+
+typedef int CUresult;
+typedef int CUdevice;
+typedef unsigned long long CUdeviceptr;
+typedef struct CUctx_st *CUcontext;
+typedef struct CUmod_st *CUmodule;
+typedef struct CUfunc_st *CUfunction;
+typedef struct CUstream_st *CUstream;
+
+#define CUDA_SUCCESS							0
+#define CUDA_ERROR_STUB_LIBRARY					34
+#define CUDA_ERROR_NO_DEVICE					100
+#define CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT	16
+#define CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR	75
+#define CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR	76
+
+/* the driver's shared library, as dlopen names it */
+#define CUDA_LIBRARY_NAME		"libcuda.so.1"
+
+#endif							/* CUDA_DRIVER_H */
