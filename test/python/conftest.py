@@ -113,3 +113,15 @@ def run_tool(argv, stdin=None, timeout=TOOL_TIMEOUT):
         pytest.fail("crash or unexpected exit code (expected 0 or 1):\n%s"
                     % res.describe())
     return res
+
+
+@pytest.fixture
+def tmpdir_world(request):
+    """A temporary directory that the cluster's OS user can read (pytest's
+    tmp_path lies under a directory only root may enter), removed after."""
+    import shutil
+    import tempfile
+    d = tempfile.mkdtemp(prefix="pg_warp_%s." % request.module.__name__)
+    os.chmod(d, 0o755)
+    yield d
+    shutil.rmtree(d, ignore_errors=True)

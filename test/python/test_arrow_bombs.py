@@ -13,36 +13,16 @@ only the declared size is hostile.  Runs against the cluster of
 scripts/test.sh (PGHOST, PGPORT, PGUSER in the environment).
 """
 import os
-import shutil
 import struct
-import subprocess
-import tempfile
 
 import pyarrow as pa
 import pytest
 
+from pg_sql import psql, sqlstate
+
 from arrow_ipc_layout import read_footer, read_message
 
 BIG = 64 << 20                  # bytes the string data decompresses to
-
-
-def psql(sql, check=True):
-    """Runs sql with psql; returns (rc, stdout, stderr)."""
-    args = ["psql", "-XAtq", "-v", "ON_ERROR_STOP=1", "-v", "VERBOSITY=verbose"]
-    r = subprocess.run(args + ["-c", sql], capture_output=True, text=True)
-    if check:
-        assert r.returncode == 0, r.stderr
-    return r.returncode, r.stdout.strip(), r.stderr
-
-
-def sqlstate(sql):
-    """The SQLSTATE and text of the error sql raises."""
-    rc, out, err = psql(sql, check=False)
-    assert rc != 0, "expected an error from: " + sql
-    for line in err.splitlines():
-        if line.startswith("ERROR:"):
-            return line.split()[1].rstrip(":"), err
-    raise AssertionError(err)
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -51,14 +31,6 @@ def setup():
     psql("DROP SCHEMA IF EXISTS bombpy CASCADE; CREATE SCHEMA bombpy")
     yield
     psql("DROP SCHEMA IF EXISTS bombpy CASCADE")
-
-
-@pytest.fixture
-def tmpdir_world():
-    d = tempfile.mkdtemp(prefix="pg_warp_bomb.")
-    os.chmod(d, 0o755)
-    yield d
-    shutil.rmtree(d, ignore_errors=True)
 
 
 def write_file(path, codec, patch):

@@ -17,33 +17,14 @@ import tempfile
 import pyarrow as pa
 import pytest
 
+from pg_sql import psql, sqlstate
+
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 DATA = None         # the directory of make_testdata.py's files, set by setup()
 
 
-def psql(sql, check=True, db=None):
-    """Runs sql with psql; returns (rc, stdout, stderr)."""
-    args = ["psql", "-XAtq", "-v", "ON_ERROR_STOP=1", "-v", "VERBOSITY=verbose"]
-    if db:
-        args += ["-d", db]
-    r = subprocess.run(args + ["-c", sql], capture_output=True, text=True)
-    if check:
-        assert r.returncode == 0, r.stderr
-    return r.returncode, r.stdout.strip(), r.stderr
-
-
 def q(sql):
     return psql(sql)[1]
-
-
-def sqlstate(sql):
-    """The SQLSTATE of the error sql raises (psql prints it with VERBOSITY=verbose)."""
-    rc, out, err = psql(sql, check=False)
-    assert rc != 0, "expected an error from: " + sql
-    for line in err.splitlines():
-        if line.startswith("ERROR:"):
-            return line.split()[1].rstrip(":"), err
-    raise AssertionError(err)
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -58,14 +39,6 @@ def setup():
     yield
     psql("DROP SCHEMA IF EXISTS fdwpy CASCADE")
     shutil.rmtree(top, ignore_errors=True)
-
-
-@pytest.fixture
-def tmpdir_world():
-    d = tempfile.mkdtemp(prefix="pg_warp_fdw.")
-    os.chmod(d, 0o755)
-    yield d
-    shutil.rmtree(d, ignore_errors=True)
 
 
 def write(path, table, **kw):

@@ -14,26 +14,16 @@ server runs as another OS user.
 import decimal
 import json
 import os
-import shutil
-import subprocess
-import tempfile
 
 import duckdb
 import polars as pl
 import pyarrow as pa
 import pytest
 
+from pg_sql import psql
+
 ODD = ["", "a", "exactly12byt", "thirteen byte", "a string well over twelve bytes",
        "日本語の文字列です", "x" * 300]
-
-
-def psql(sql, check=True):
-    """Runs sql with psql; returns (rc, stdout, stderr)."""
-    args = ["psql", "-XAtq", "-v", "ON_ERROR_STOP=1", "-v", "VERBOSITY=verbose"]
-    r = subprocess.run(args + ["-c", sql], capture_output=True, text=True)
-    if check:
-        assert r.returncode == 0, r.stderr
-    return r.returncode, r.stdout.strip(), r.stderr
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -42,14 +32,6 @@ def setup():
     psql("DROP SCHEMA IF EXISTS modern CASCADE; CREATE SCHEMA modern")
     yield
     psql("DROP SCHEMA IF EXISTS modern CASCADE")
-
-
-@pytest.fixture
-def tmpdir_world():
-    d = tempfile.mkdtemp(prefix="pg_warp_modern.")
-    os.chmod(d, 0o755)
-    yield d
-    shutil.rmtree(d, ignore_errors=True)
 
 
 def write_pyarrow(path, batches, schema, compression=None):
