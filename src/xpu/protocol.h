@@ -67,7 +67,18 @@ typedef enum WarpMsgType
 	WARP_MSG_SOURCE = 18,
 	WARP_MSG_RUN = 19,
 	WARP_MSG_CANCEL = 20,
-	WARP_MSG_RESULT = 21
+	WARP_MSG_RESULT = 21,
+
+	/*
+	 * GpuPreAgg over Arrow files: the backend sends AGG_RUN (WarpAggRequest
+	 * and what follows it); the service answers one or more AGG_RESULT
+	 * messages, the last with WARP_AGG_LAST, or ERROR.  While a run is in
+	 * progress the backend may send only CANCEL (no payload); closing the
+	 * connection cancels too.  A cancelled run ends with ERROR
+	 * (WARP_ERR_CANCELED).
+	 */
+	WARP_MSG_AGG_RUN = 22,
+	WARP_MSG_AGG_RESULT = 23
 } WarpMsgType;
 
 /* HELLO: the backend sends its pid, the service answers with its own */
@@ -84,7 +95,12 @@ typedef enum WarpErrorCode
 {
 	WARP_ERR_PROTOCOL = 1,		/* malformed message or wrong order */
 	WARP_ERR_VERSION = 2,		/* protocol version mismatch */
-	WARP_ERR_UNSUPPORTED = 3	/* a message type this service does not serve */
+	WARP_ERR_UNSUPPORTED = 3,	/* a message type this service does not serve */
+	WARP_ERR_FILE_CHANGED = 4,	/* a file's identity is not the plan's (55000) */
+	WARP_ERR_IO = 5,			/* a file could not be opened or read (58030) */
+	WARP_ERR_BAD_FILE = 6,		/* an Arrow file is corrupt (XX001) */
+	WARP_ERR_OUT_OF_MEMORY = 7, /* (53200) */
+	WARP_ERR_CANCELED = 8		/* the backend cancelled the run */
 } WarpErrorCode;
 
 typedef struct WarpErrorMsg
@@ -133,5 +149,89 @@ typedef struct WarpStatus
 } WarpStatus;
 
 WARP_STATIC_ASSERT(sizeof(WarpStatus) == 48 + 192 + 16 * 120, "WarpStatus layout");
+
+/*
+ * AGG_RUN: aggregate record batches of Arrow files with an xPU program.
+ * Payload, each part starting at an 8-byte aligned offset (16 for the
+ * program):
+ *
+ *	WarpAggRequest
+ *	uint16_t	key_outs[n_keys]
+ *	XpuAggDesc	aggs[n_aggs]			(xpu/xpu_agg.h)
+ *	program		prog_len bytes			(xpu/xpu_program.h, validated by the
+ *										service before it runs)
+ *	n_files times:
+ *		WarpAggFile
+ *		char	path[path_len]			(absolute, no NUL)
+ *		int32_t	batches[n_batches]		record batch numbers to read
+ *		int32_t	fields[n_cols]			top-level field of the file that the
+ *										program's column k reads
+ *
+ * The service opens each file, refuses it (WARP_ERR_FILE_CHANGED) unless
+ * device, inode, size and modification time equal the request's, reads only
+ * the fields the program loads, runs the program and folds the passing rows
+ * into the groups.  Files are read by the service, which runs as the same OS
+ * user as the backend; the backend has checked the user's privileges.
+ */
+typedef struct WarpAggRequest
+{
+	uint32_t	n_files;
+	uint32_t	n_keys;
+	uint32_t	n_aggs;
+	uint32_t	prog_len;
+	uint32_t	n_threads;		/* CPU engine threads; 0: the service's default */
+	uint32_t	engine;			/* 0: the service's choice, else WarpEngine */
+	int64_t		max_buffer_size;	/* per Arrow buffer (0: no limit) */
+} WarpAggRequest;
+
+WARP_STATIC_ASSERT(sizeof(WarpAggRequest) == 32, "WarpAggRequest layout");
+
+typedef struct WarpAggFile
+{
+	int64_t		dev;
+	int64_t		ino;
+	int64_t		size;
+	int64_t		mtime_ns;		/* st_mtim in nanoseconds */
+	uint32_t	path_len;
+	uint32_t	n_batches;
+	uint32_t	n_cols;			/* the program's n_cols */
+	uint32_t	pad;
+} WarpAggFile;
+
+WARP_STATIC_ASSERT(sizeof(WarpAggFile) == 48, "WarpAggFile layout");
+
+/*
+ * AGG_RESULT: WarpAggResult, then n_groups groups, each:
+ *	uint32_t	key_len, then key_len key bytes (xpu_agg.h), padded with zeros
+ *				to a multiple of 16 counted from the group's start
+ *	XpuAggState	states[n_aggs]
+ * Groups never span messages.  The message with WARP_AGG_LAST carries the
+ * run's outcome and counters: status XPU_OK (the groups are exact), or
+ * XPU_ERR_FALLBACK / an SQL error code (err says which row's error): the
+ * groups of the run are then void and the backend evaluates the query in
+ * PostgreSQL, which raises its own error if there is one.
+ */
+#define WARP_AGG_LAST			0x0001
+
+typedef struct WarpAggResult
+{
+	uint32_t	n_groups;		/* in this message */
+	uint32_t	flags;			/* WARP_AGG_LAST */
+	int32_t		status;			/* XpuErrorCode, in the last message */
+	uint32_t	engine;			/* WarpEngine that ran it */
+	uint64_t	rows_in;		/* rows of the batches read */
+	uint64_t	rows_passed;	/* rows that passed the qual */
+	uint64_t	batches;		/* record batches read */
+	uint64_t	bytes_read;		/* bytes read from the files */
+	uint64_t	groups_total;	/* groups of the whole result */
+	uint64_t	io_us;			/* summed over threads: reading, decompressing */
+	uint64_t	exec_us;		/* summed over threads: program + aggregation */
+	uint64_t	wall_us;		/* the run, start to last group sent */
+	uint32_t	threads;		/* CPU threads (or GPU streams) used */
+	uint32_t	pad;
+	char		err_message[128];	/* status's message, NUL-terminated */
+} WarpAggResult;
+
+WARP_STATIC_ASSERT(sizeof(WarpAggResult) == 88 + 128, "WarpAggResult layout");
 
 #endif							/* XPU_PROTOCOL_H */

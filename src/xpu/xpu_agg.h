@@ -1,0 +1,173 @@
+/*-------------------------------------------------------------------------
+ *
+ * xpu_agg.h
+ *		GROUP BY aggregation of the engine (GpuPreAgg): which aggregates a
+ *		query asks for, the state each one keeps per group, the canonical
+ *		byte form of a group's key, and the CPU engine's hash aggregation
+ *		table (xpu_agg.c).  Plain data and plain C, shared by the service
+ *		(which aggregates), the backend (which decodes the groups and
+ *		finalizes them with PostgreSQL's own functions) and device code.
+ *
+ * How a query's aggregation is described.  The xPU program's QUAL stage
+ * filters rows; its PROJ stage computes, for every passing row, the group
+ * key registers and the aggregates' argument registers, named by the
+ * program's outs[] (XpuResult values).  An XpuAggSpec then says which outs
+ * are keys (key_outs[]) and, per aggregate, its kind and the out that holds
+ * its argument (count(*) has none).  Register types (XPU_REGS) give the
+ * key and argument types and numeric scales.
+ *
+ * Group keys.  Rows whose keys are equal in PostgreSQL's sense (the btree
+ * equality of the key's type; text only in deterministic collations, which
+ * is byte equality) form one group, NULLs included.  The key of a group is
+ * kept as bytes, key after key, little-endian, unaligned:
+ *
+ *	1 byte		0 = NULL (nothing follows for this key), 1 = a value
+ *	bool, int2/4/8, date, time, timestamp[tz]
+ *				8 bytes: the int64 of XpuValue.i
+ *	float4, float8
+ *				8 bytes: the value as a double, with -0 stored as +0 and every
+ *				NaN as one canonical NaN (PostgreSQL's float equality)
+ *	numeric		16 bytes: the int128 at the register's scale
+ *	text		4 bytes of length, then the bytes
+ *
+ * Equal keys have equal bytes, so grouping and hashing work on the bytes.
+ *
+ * Aggregate states (XpuAggState, 32 bytes per aggregate per group):
+ *
+ *	COUNT_STAR	count = rows
+ *	COUNT		count = rows whose argument is not NULL
+ *	SUM_INT		count, v.i128 = the sum of int2/int4/int8 arguments (exact;
+ *				no overflow before 2^63 rows)
+ *	SUM_NUMERIC	count, v.i128 = the sum of the argument at its register's
+ *				scale; XPU_AGGF_OVERFLOW when it left int128 (the backend then
+ *				evaluates the query in PostgreSQL)
+ *	SUM_FLOAT	count, v.f8[0] = the sum as a double of float4/float8
+ *				arguments; XPU_AGGF_OVERFLOW when a sum of finite values became
+ *				infinite (PostgreSQL's float8pl raises an error there)
+ *	MOMENTS		count = N, v.f8[0] = sum of x, v.f8[1] = sum of x * x, for
+ *				avg/stddev/variance of floats (same overflow rule)
+ *	MIN, MAX	count, v = the least/greatest argument so far in its register
+ *				form (i for integer and date/time types, f8 for floats,
+ *				i128 for numeric); meaningless while count = 0.  Floats order
+ *				as PostgreSQL's do: NaN above every other value.
+ *
+ * A state whose count is 0 after the whole input is PostgreSQL's NULL result
+ * (sum, min, max and avg of no non-NULL value), except for COUNT/COUNT_STAR.
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef XPU_AGG_H
+#define XPU_AGG_H
+
+#include "xpu_program.h"
+
+typedef enum XpuAggKind
+{
+	XPU_AGG_COUNT_STAR = 1,
+	XPU_AGG_COUNT,
+	XPU_AGG_SUM_INT,
+	XPU_AGG_SUM_NUMERIC,
+	XPU_AGG_SUM_FLOAT,
+	XPU_AGG_MOMENTS,
+	XPU_AGG_MIN,
+	XPU_AGG_MAX,
+	XPU_AGG_N_KINDS
+} XpuAggKind;
+
+/* flags of an XpuAggState */
+#define XPU_AGGF_OVERFLOW		0x0001
+
+typedef struct XpuAggDesc
+{
+	uint8_t		kind;			/* XpuAggKind */
+	uint8_t		pad;
+	uint16_t	out;			/* the program out holding the argument (unused for COUNT_STAR) */
+	uint32_t	pad2;
+} XpuAggDesc;
+
+typedef struct XpuAggState
+{
+	int64_t		count;
+	uint32_t	flags;			/* XPU_AGGF_* */
+	uint32_t	pad;
+	union
+	{
+		__int128	i128;
+		int64_t		i;
+		double		f8[2];
+	}			v;
+} XpuAggState;
+
+#define XPU_AGG_MAX_KEYS		32
+#define XPU_AGG_MAX_AGGS		64
+
+/* what one query aggregates: see the file header */
+typedef struct XpuAggSpec
+{
+	int			n_keys;
+	const uint16_t *key_outs;	/* [n_keys] indexes into the program's outs */
+	int			n_aggs;
+	const XpuAggDesc *aggs;		/* [n_aggs] */
+} XpuAggSpec;
+
+#ifndef __CUDACC__
+#include <stddef.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/*
+ * The CPU engine's hash aggregation table (xpu_agg.c): one per thread, merged
+ * at the end.  Functions that can fail return 0 and set *err (XPU_ERR_INTERNAL
+ * with "out of memory" when an allocation fails; the table stays usable for
+ * xpu_agg_table_free).
+ */
+typedef struct XpuAggTable XpuAggTable;
+
+/* a table for spec (copied) over prog's registers; NULL: out of memory or a
+ * spec the program does not fit (reason in err) */
+extern XpuAggTable *xpu_agg_table_create(const XpuProgram *prog,
+										 const XpuAggSpec *spec, XpuError *err);
+extern void xpu_agg_table_free(XpuAggTable *t);
+
+/* folds the rows of res with mask[row] != 0 (all nrows rows when res->mask is
+ * NULL) into the table */
+extern int	xpu_agg_table_update(XpuAggTable *t, const XpuResult *res,
+								 XpuError *err);
+
+/* folds every group of src into dst (same program and spec) */
+extern int	xpu_agg_table_merge(XpuAggTable *dst, const XpuAggTable *src,
+								XpuError *err);
+
+extern int64_t xpu_agg_table_ngroups(const XpuAggTable *t);
+
+/* group i (0 <= i < ngroups): its key bytes and its n_aggs states */
+extern void xpu_agg_table_group(const XpuAggTable *t, int64_t i,
+								const uint8_t **key, uint32_t *key_len,
+								const XpuAggState **states);
+
+/* bytes of memory the table holds now */
+extern size_t xpu_agg_table_memory(const XpuAggTable *t);
+
+/*
+ * The state an aggregate starts from and how two states combine (the merge of
+ * per-thread and per-task tables); type is the argument register's XpuType.
+ */
+extern void xpu_agg_state_init(XpuAggState *s, XpuAggKind kind);
+extern void xpu_agg_state_combine(XpuAggState *dst, const XpuAggState *src,
+								  XpuAggKind kind, XpuType type);
+
+/* the canonical key bytes of one row's key values (see the file header):
+ * returns the length; writes at most cap bytes (a longer key is not written
+ * but its length is still returned) */
+extern size_t xpu_agg_key_encode(const XpuProgram *prog, const XpuAggSpec *spec,
+								 const XpuResult *res, int64_t row,
+								 uint8_t *buf, size_t cap);
+
+#ifdef __cplusplus
+}
+#endif
+#endif							/* !__CUDACC__ */
+
+#endif							/* XPU_AGG_H */
