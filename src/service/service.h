@@ -17,6 +17,7 @@
 #include <sys/types.h>
 
 #include "xpu/protocol.h"
+#include "xpu/xpu_agg.h"
 
 /* in main.c */
 extern void svc_log(const char *level, const char *fmt, ...)
@@ -53,5 +54,54 @@ extern int	server_listen(void);
 extern int	server_run(int listen_fd, int signal_fd, pid_t parent_pid,
 					   const ServiceGpu *gpu);
 extern void server_unlink_socket(void);
+
+/*
+ * in agg.c: one AGG_RUN (xpu/protocol.h) while it runs.  agg.c parses and
+ * checks the request, opens the files (identity checked), runs the CPU
+ * engine, and hands a run to gpu_agg_run (gpu_agg.c) when the run may use a
+ * GPU; the groups of either end in `out` and go back in AGG_RESULT messages.
+ */
+struct ArrowFile;
+struct XpuAggTable;
+
+typedef struct AggRunFile
+{
+	char	   *path;
+	int			fd;				/* open, identity checked (O_RDONLY) */
+	struct ArrowFile *file;		/* its footer and schema, opened over fd */
+	uint32_t	n_batches;
+	const int32_t *batches;		/* record batch numbers to read */
+	const int32_t *fields;		/* program column k -> top-level field */
+} AggRunFile;
+
+typedef struct AggRun
+{
+	const XpuProgram *prog;		/* validated, 16-byte aligned */
+	XpuAggSpec	spec;
+	uint32_t	n_files;
+	AggRunFile *files;
+	uint32_t	n_threads;		/* CPU threads to use */
+	int64_t		max_buffer_size;
+	volatile int *canceled;		/* set (nonzero) when the backend cancels */
+	/* counters the run adds to (atomically: several threads) */
+	uint64_t	rows_in;
+	uint64_t	rows_passed;
+	uint64_t	batches;
+	uint64_t	bytes_read;
+	uint64_t	io_us;
+	uint64_t	exec_us;
+} AggRun;
+
+/*
+ * in gpu_agg.c: runs `run` on the GPUs of `gpu` and folds every group into
+ * `out` (an empty table made by xpu_agg_table_create for the run's program
+ * and spec).  Returns XPU_OK; an XpuErrorCode with *err filled when the
+ * program raised an error or FALLBACK (the backend then evaluates the query
+ * in PostgreSQL); or -1 with *werr (WarpErrorCode) and msg[msglen] set when
+ * the run could not be done (I/O, out of GPU memory, canceled).
+ */
+extern int	gpu_agg_run(const ServiceGpu *gpu, AggRun *run,
+						struct XpuAggTable *out, XpuError *err,
+						int *werr, char *msg, size_t msglen);
 
 #endif							/* PG_WARP_SERVICE_H */

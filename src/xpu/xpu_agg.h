@@ -140,6 +140,12 @@ extern int	xpu_agg_table_update(XpuAggTable *t, const XpuResult *res,
 extern int	xpu_agg_table_merge(XpuAggTable *dst, const XpuAggTable *src,
 								XpuError *err);
 
+/* folds one group (key bytes and n_aggs states, e.g. from a GPU's table)
+ * into t */
+extern int	xpu_agg_table_fold_group(XpuAggTable *t, const uint8_t *key,
+									 uint32_t key_len,
+									 const XpuAggState *states, XpuError *err);
+
 extern int64_t xpu_agg_table_ngroups(const XpuAggTable *t);
 
 /* group i (0 <= i < ngroups): its key bytes and its n_aggs states */
