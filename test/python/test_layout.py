@@ -6,6 +6,8 @@ the Makefile's explicit source lists.
   src/engine           pg_warp.h, its own headers, src/xpu, and of src/fdw only
                        the scan interface fdw/fdw_scan.h
   src/service          src/xpu and src/arrow; never postgres.h
+  src/types            SQL types and aggregates of their own (float2, hll):
+                       pg_warp.h, its own headers and src/xpu
 
 and every C source of the extension, the Arrow library and the service is
 named in the Makefile (no wildcards: a file left out would not be built)."""
@@ -52,7 +54,7 @@ def offending(folder, allowed):
 def is_postgres_header(inc):
     # what PostgreSQL's include directories provide: a file name at the top
     # (postgres.h, fmgr.h, ...) or below one of its folders (utils/, ...)
-    return not inc.startswith(("arrow/", "xpu/", "fdw/", "engine/", "service/")) \
+    return not inc.startswith(("arrow/", "xpu/", "fdw/", "engine/", "service/", "types/")) \
         and not os.path.exists(os.path.join(SRC, inc))
 
 
@@ -72,6 +74,14 @@ def test_engine_reaches_fdw_only_through_the_scan_header():
                       or inc.startswith(("engine/", "xpu/"))
                       or is_postgres_header(inc))
     assert offending("engine", ok) == []
+
+
+def test_types_use_only_their_own_headers_and_xpu():
+    if not os.path.isdir(os.path.join(SRC, "types")):
+        return
+    ok = lambda inc: (inc == "pg_warp.h" or inc.startswith(("types/", "xpu/"))
+                      or is_postgres_header(inc))
+    assert offending("types", ok) == []
 
 
 def test_service_never_includes_postgres():
@@ -102,7 +112,8 @@ def c_files(*folders):
 
 def test_makefile_names_every_source():
     objs = sorted(o[:-2] + ".c" for o in makefile_list("OBJS"))
-    assert objs == c_files(".", "fdw", "engine")
+    folders = [".", "fdw", "engine"] + (["types"] if os.path.isdir(os.path.join(SRC, "types")) else [])
+    assert objs == c_files(*folders)
     # the library's list lives in src/arrow/sources.mk, which the Makefiles include
     assert makefile_list("ARROW_SRCS") == ["$(addprefix", "src/arrow/,$(ARROW_SOURCES))"]
     assert sorted("src/arrow/" + f for f in
