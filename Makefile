@@ -21,6 +21,7 @@ OBJS         = \
 	src/fdw/analyze.o \
 	src/fdw/arrow_fdw.o \
 	src/fdw/datum.o \
+	src/fdw/engine_source.o \
 	src/fdw/estimate.o \
 	src/fdw/file.o \
 	src/fdw/import.o \
@@ -32,6 +33,7 @@ OBJS         = \
 	src/engine/codegen.o \
 	src/engine/device.o \
 	src/engine/filter.o \
+	src/engine/gpu_preagg.o \
 	src/engine/service_client.o \
 	src/engine/service_supervisor.o
 DATA_built   = sql/$(EXTENSION)--$(EXTVERSION).sql

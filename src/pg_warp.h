@@ -37,6 +37,11 @@ extern char *pg_warp_fatbin_path;
 extern void pg_warp_gpu_init(void);
 extern void pg_warp_report_xpu_error(const struct XpuError *err);
 
+/* in engine/gpu_preagg.c */
+extern bool pg_warp_enable_gpupreagg;
+extern int	pg_warp_engine;
+extern void pg_warp_gpu_preagg_init(void);
+
 /* in engine/filter.c: the engine's row filter of Arrow scans */
 struct ScanState;
 struct ExprContext;

@@ -1003,72 +1003,138 @@ cg_expr(Cg *cg, Expr *expr)
 /* ---------------- programs ---------------- */
 
 /*
- * codegen_qual_program: the program whose QUAL stage leaves in r0 the
- * conjunction of quals (an implicit-AND list, as a plan's qual), each
- * conjunct evaluated only where all before it are true, as ExecQual does;
- * NULL if one of them is not compilable.  The program is malloc'ed (the
- * caller frees it).
+ * cg_quals: the LOAD and QUAL stages of a program whose QUAL stage leaves in
+ * r0 the conjunction of quals (an implicit-AND list, as a plan's qual), each
+ * conjunct evaluated only where all before it are true, as ExecQual does.
+ * An empty list leaves the QUAL stage empty: every row passes.  False if a
+ * conjunct is not compilable.
  */
-XpuProgram *
-codegen_qual_program(const CodegenScan *scan, List *quals)
+static bool
+cg_quals(Cg *cg, List *quals)
+{
+	ListCell   *lc;
+	int			pushed = 0;
+
+	xpu_begin_stage(cg->b, XPU_STAGE_LOAD);
+	if (cg_reg(cg, XPU_T_BOOL, 0) != 0)
+		return false;
+	/*
+	 * A column is loaded just before the first conjunct that uses it, under
+	 * that conjunct's mask: rows that an earlier conjunct rejected never load
+	 * it (every later use, in a later conjunct, runs on a subset of those
+	 * rows).
+	 */
+	if (quals != NIL && !cg_load_vars(cg, linitial(quals)))
+		return false;
+
+	/*
+	 * Each conjunct runs under a mask "r0 is true" nested in the ones before,
+	 * so every mask narrows the rows that are still active (CG_QUAL_NEST
+	 * levels at most: then all are popped, and the next push starts again
+	 * from r0, which is false on every row that failed a conjunct).
+	 */
+	xpu_begin_stage(cg->b, XPU_STAGE_QUAL);
+	foreach(lc, quals)
+	{
+		int			r;
+
+		if (lc != list_head(quals))
+		{
+			while (pushed >= CG_QUAL_NEST && cg_emit(cg, XPU_OP_MASK_POP, 0, 0, 0, 0, 0))
+				pushed--;
+			if (!cg_emit(cg, XPU_OP_MASK_PUSH_TRUE, 0, 0, 0, 0, 0))
+				return false;
+			pushed++;
+		}
+		if (!cg_load_vars(cg, lfirst(lc)))
+			return false;
+		r = cg_expr(cg, lfirst(lc));
+		if (r < 0 || cg->rtype[r] != XPU_T_BOOL ||
+			!cg_emit(cg, XPU_OP_MOVE, 0, r, 0, 0, 0))
+			return false;
+	}
+	while (pushed > 0 && cg_emit(cg, XPU_OP_MASK_POP, 0, 0, 0, 0, 0))
+		pushed--;
+	return !cg->failed;
+}
+
+/* a new compilation for scan */
+static Cg *
+cg_create(const CodegenScan *scan)
 {
 	Cg		   *cg = palloc0(sizeof(Cg));
-	XpuProgram *prog = NULL;
-	char		errbuf[256];
-	ListCell   *lc;
 
 	cg->scan = scan;
 	cg->case_reg = -1;
 	cg->b = xpu_builder_create();
 	if (cg->b == NULL)
-		return NULL;
-	xpu_begin_stage(cg->b, XPU_STAGE_LOAD);
-	/*
-	 * r0: the qual's result.  A column is loaded just before the first
-	 * conjunct that uses it, under that conjunct's mask: rows that an
-	 * earlier conjunct rejected never load it (every later use, in a later
-	 * conjunct, runs on a subset of those rows).
-	 */
-	if (quals != NIL && cg_reg(cg, XPU_T_BOOL, 0) == 0 &&
-		cg_load_vars(cg, linitial(quals)))
 	{
-		int			pushed = 0;
-
-		/*
-		 * Each conjunct runs under a mask "r0 is true" nested in the ones
-		 * before, so every mask narrows the rows that are still active
-		 * (CG_QUAL_NEST levels at most: then all are popped, and the next
-		 * push starts again from r0, which is false on every row that
-		 * failed a conjunct).
-		 */
-		xpu_begin_stage(cg->b, XPU_STAGE_QUAL);
-		foreach(lc, quals)
-		{
-			int			r;
-
-			if (lc != list_head(quals))
-			{
-				while (pushed >= CG_QUAL_NEST && cg_emit(cg, XPU_OP_MASK_POP, 0, 0, 0, 0, 0))
-					pushed--;
-				if (!cg_emit(cg, XPU_OP_MASK_PUSH_TRUE, 0, 0, 0, 0, 0))
-					break;
-				pushed++;
-			}
-			if (!cg_load_vars(cg, lfirst(lc)))
-				break;
-			r = cg_expr(cg, lfirst(lc));
-			if (r < 0 || cg->rtype[r] != XPU_T_BOOL ||
-				!cg_emit(cg, XPU_OP_MOVE, 0, r, 0, 0, 0))
-				break;
-		}
-		while (lc == NULL && pushed > 0 && cg_emit(cg, XPU_OP_MASK_POP, 0, 0, 0, 0, 0))
-			pushed--;
-		if (lc == NULL && !cg->failed)
-			prog = xpu_builder_finish(cg->b, errbuf, sizeof(errbuf));
+		pfree(cg);
+		return NULL;
 	}
+	return cg;
+}
+
+/* the program compiled so far (malloc'ed), or NULL; frees the compilation */
+static XpuProgram *
+cg_finish(Cg *cg, bool ok)
+{
+	XpuProgram *prog = NULL;
+	char		errbuf[256];
+
+	if (ok && !cg->failed)
+		prog = xpu_builder_finish(cg->b, errbuf, sizeof(errbuf));
 	xpu_builder_free(cg->b);
 	pfree(cg);
 	return prog;
+}
+
+/*
+ * codegen_qual_program: the program whose QUAL stage leaves in r0 the
+ * conjunction of quals (see cg_quals; quals must not be empty); NULL if one
+ * of them is not compilable.  The program is malloc'ed (the caller frees
+ * it).
+ */
+XpuProgram *
+codegen_qual_program(const CodegenScan *scan, List *quals)
+{
+	Cg		   *cg;
+
+	if (quals == NIL || (cg = cg_create(scan)) == NULL)
+		return NULL;
+	return cg_finish(cg, cg_quals(cg, quals));
+}
+
+/*
+ * codegen_proj_program: the program whose QUAL stage evaluates quals (see
+ * cg_quals; NIL: every row passes) and whose PROJ stage computes, for the
+ * rows that pass, exprs[i] into output i; NULL if anything is not
+ * compilable.  The program is malloc'ed (the caller frees it).  The type of
+ * output i is the register's: XPU_REGS(prog)[XPU_OUTS(prog)[i]].
+ */
+XpuProgram *
+codegen_proj_program(const CodegenScan *scan, List *quals, List *exprs)
+{
+	Cg		   *cg = cg_create(scan);
+	ListCell   *lc;
+	bool		ok;
+
+	if (cg == NULL)
+		return NULL;
+	ok = cg_quals(cg, quals);
+	if (ok)
+		xpu_begin_stage(cg->b, XPU_STAGE_PROJ);
+	foreach(lc, exprs)
+	{
+		int			r;
+
+		if (!ok)
+			break;
+		ok = cg_load_vars(cg, lfirst(lc)) &&
+			(r = cg_expr(cg, lfirst(lc))) >= 0 &&
+			xpu_add_output(cg->b, r) >= 0;
+	}
+	return cg_finish(cg, ok);
 }
 
 /*

@@ -30,6 +30,8 @@ typedef struct CodegenScan
 /* in codegen.c */
 extern bool codegen_expr_supported(const CodegenScan *scan, Expr *expr);
 extern XpuProgram *codegen_qual_program(const CodegenScan *scan, List *quals);
+extern XpuProgram *codegen_proj_program(const CodegenScan *scan, List *quals,
+										List *exprs);
 extern char *codegen_disassemble(const XpuProgram *prog);
 
 #endif							/* PG_WARP_CODEGEN_H */

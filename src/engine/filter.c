@@ -37,6 +37,7 @@
 
 #include "pg_warp.h"
 #include "engine/codegen.h"
+#include "engine/engine.h"
 #include "fdw/fdw_scan.h"
 
 struct EngineFilter
@@ -54,19 +55,15 @@ struct EngineFilter
 	uint64		fallback_batches;
 };
 
-/* the columns of a scan, for the CodegenScan column hook */
-typedef struct FilterColumns
+/*
+ * engine_column_hook: CodegenScan's column hook over an EngineColumns (arg):
+ * the engine's load of an Arrow scan's column.
+ */
+bool
+engine_column_hook(void *arg, AttrNumber attno, Oid typid, int *col_index,
+				   XpuColKind *kind, int *scale)
 {
-	const ArrowScanColumn *cols;
-	int			n_cols;
-} FilterColumns;
-
-/* CodegenScan's column hook: the engine's load of a scan's column */
-static bool
-filter_column(void *arg, AttrNumber attno, Oid typid, int *col_index,
-			  XpuColKind *kind, int *scale)
-{
-	const FilterColumns *fc = arg;
+	const EngineColumns *fc = arg;
 	const ArrowScanColumn *c = NULL;
 	int			i;
 
@@ -129,9 +126,9 @@ filter_column(void *arg, AttrNumber attno, Oid typid, int *col_index,
  * engine evaluates; the other conjuncts, in their order, go to *rest.
  */
 static List *
-engine_filter_split(List *quals, Index scanrelid, FilterColumns *fc, List **rest)
+engine_filter_split(List *quals, Index scanrelid, EngineColumns *fc, List **rest)
 {
-	CodegenScan scan = {scanrelid, filter_column, fc};
+	CodegenScan scan = {scanrelid, engine_column_hook, fc};
 	List	   *engine = NIL;
 	ListCell   *lc;
 
@@ -163,8 +160,8 @@ palloc_aligned16(Size size)
 EngineFilter *
 engine_filter_begin(ScanState *ss, Index scanrelid, const ArrowScanColumn *cols, int n_cols)
 {
-	FilterColumns fc = {cols, n_cols};
-	CodegenScan scan = {scanrelid, filter_column, &fc};
+	EngineColumns fc = {cols, n_cols};
+	CodegenScan scan = {scanrelid, engine_column_hook, &fc};
 	List	   *rest;
 	List	   *engine = engine_filter_split(ss->ps.plan->qual, scanrelid, &fc, &rest);
 	XpuProgram *prog;
@@ -274,6 +271,35 @@ engine_filter_recheck(EngineFilter *f, ExprContext *econtext, TupleTableSlot *sl
 }
 
 /*
+ * engine_explain_program: EXPLAIN VERBOSE's "Engine Program", the program in
+ * readable form, one instruction per line.
+ */
+void
+engine_explain_program(const XpuProgram *prog, ExplainState *es)
+{
+	char	   *text = codegen_disassemble(prog);
+	List	   *lines = NIL;
+	char	   *line;
+
+	for (line = strtok(text, "\n"); line != NULL; line = strtok(NULL, "\n"))
+		lines = lappend(lines, line);
+	if (es->format != EXPLAIN_FORMAT_TEXT)
+		ExplainPropertyList("Engine Program", lines, es);
+	else
+	{
+		ListCell   *lc;
+
+		appendStringInfoSpaces(es->str, es->indent * 2);
+		appendStringInfoString(es->str, "Engine Program:\n");
+		foreach(lc, lines)
+		{
+			appendStringInfoSpaces(es->str, es->indent * 2);
+			appendStringInfo(es->str, "  %s\n", (char *) lfirst(lc));
+		}
+	}
+}
+
+/*
  * engine_filter_explain: EXPLAIN lines of a scan's engine filter f
  * ("Engine", "Engine Filter", VERBOSE: the program, ANALYZE: batches that
  * PostgreSQL evaluated).  Without f (EXPLAIN alone) the quals are compiled
@@ -283,8 +309,8 @@ void
 engine_filter_explain(ScanState *ss, Index scanrelid, const ArrowScanColumn *cols,
 					  int n_cols, const EngineFilter *f, ExplainState *es)
 {
-	FilterColumns fc = {cols, n_cols};
-	CodegenScan scan = {scanrelid, filter_column, &fc};
+	EngineColumns fc = {cols, n_cols};
+	CodegenScan scan = {scanrelid, engine_column_hook, &fc};
 	List	   *quals,
 			   *rest;
 	XpuProgram *own = NULL;
@@ -306,29 +332,7 @@ engine_filter_explain(ScanState *ss, Index scanrelid, const ArrowScanColumn *col
 						deparse_expression((Node *) make_ands_explicit(quals), ctx,
 										   list_length(es->rtable) > 1, false), es);
 	if (es->verbose)
-	{
-		char	   *text = codegen_disassemble(prog);
-		List	   *lines = NIL;
-		char	   *line;
-
-		for (line = strtok(text, "\n"); line != NULL; line = strtok(NULL, "\n"))
-			lines = lappend(lines, line);
-		if (es->format != EXPLAIN_FORMAT_TEXT)
-			ExplainPropertyList("Engine Program", lines, es);
-		else
-		{
-			ListCell   *lc;
-
-			/* one instruction per line, under the heading */
-			appendStringInfoSpaces(es->str, es->indent * 2);
-			appendStringInfoString(es->str, "Engine Program:\n");
-			foreach(lc, lines)
-			{
-				appendStringInfoSpaces(es->str, es->indent * 2);
-				appendStringInfo(es->str, "  %s\n", (char *) lfirst(lc));
-			}
-		}
-	}
+		engine_explain_program(prog, es);
 	free(own);
 	if (es->analyze && f != NULL &&
 		(f->fallback_batches > 0 || es->format != EXPLAIN_FORMAT_TEXT))

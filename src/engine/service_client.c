@@ -32,6 +32,7 @@
 #include "utils/wait_event.h"
 
 #include "pg_warp.h"
+#include "engine/engine.h"
 #include "xpu/protocol.h"
 
 /* pg_warp.service_timeout: how long one exchange with the service may take */
@@ -88,6 +89,9 @@ wait_for(ServiceConn *conn, int event)
 		long		remain = TimestampDifferenceMilliseconds(GetCurrentTimestamp(),
 															 conn->deadline);
 		int			rc;
+
+		/* a deadline of DT_NOEND: wait an hour at a time */
+		remain = Min(remain, 3600 * 1000L);
 
 		if (remain <= 0)
 			ereport(ERROR,
@@ -194,6 +198,57 @@ recv_exact(ServiceConn *conn, void *buf, size_t len)
 }
 
 /*
+ * raise_service_error: an ERROR reply as a PostgreSQL error, with the
+ * SQLSTATE of what went wrong in the service
+ */
+static void
+raise_service_error(const WarpErrorMsg *err) pg_attribute_noreturn();
+
+static void
+raise_service_error(const WarpErrorMsg *err)
+{
+	switch ((WarpErrorCode) err->code)
+	{
+		case WARP_ERR_FILE_CHANGED:
+			ereport(ERROR,
+					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+					 errmsg("%s", err->message),
+					 errdetail("The Arrow file changed after the query opened it: its device, inode, size or modification time differs."),
+					 errhint("Run the query again.")));
+			break;
+		case WARP_ERR_IO:
+			ereport(ERROR,
+					(errcode(ERRCODE_IO_ERROR),
+					 errmsg("pg_warp service could not read a file: %s", err->message)));
+			break;
+		case WARP_ERR_BAD_FILE:
+			ereport(ERROR,
+					(errcode(ERRCODE_DATA_CORRUPTED),
+					 errmsg("%s", err->message)));
+			break;
+		case WARP_ERR_OUT_OF_MEMORY:
+			ereport(ERROR,
+					(errcode(ERRCODE_OUT_OF_MEMORY),
+					 errmsg("pg_warp service is out of memory: %s", err->message)));
+			break;
+		case WARP_ERR_CANCELED:
+			ereport(ERROR,
+					(errcode(ERRCODE_QUERY_CANCELED),
+					 errmsg("pg_warp service cancelled the request: %s", err->message)));
+			break;
+		default:
+			ereport(ERROR,
+					(errcode(err->code == WARP_ERR_UNSUPPORTED ? ERRCODE_FEATURE_NOT_SUPPORTED
+							 : ERRCODE_PROTOCOL_VIOLATION),
+					 errmsg("pg_warp service refused the request: %s", err->message),
+					 err->code == WARP_ERR_VERSION ?
+					 errhint("The installed pg_warp_service and pg_warp.so differ; "
+							 "restart PostgreSQL after installing pg_warp.") : 0));
+	}
+	pg_unreachable();
+}
+
+/*
  * service_recv
  *		Receives the reply to a request: a message of `type` whose payload is
  *		exactly `len` bytes.  An ERROR reply is raised as an ERROR.
@@ -219,13 +274,7 @@ service_recv(ServiceConn *conn, WarpMsgType type, void *payload, uint32 len)
 
 		recv_exact(conn, &err, sizeof(err));
 		err.message[sizeof(err.message) - 1] = '\0';
-		ereport(ERROR,
-				(errcode(err.code == WARP_ERR_UNSUPPORTED ? ERRCODE_FEATURE_NOT_SUPPORTED
-						 : ERRCODE_PROTOCOL_VIOLATION),
-				 errmsg("pg_warp service refused the request: %s", err.message),
-				 err.code == WARP_ERR_VERSION ?
-				 errhint("The installed pg_warp_service and pg_warp.so differ; "
-						 "restart PostgreSQL after installing pg_warp.") : 0));
+		raise_service_error(&err);
 	}
 	if (hdr.type != type || hdr.length != len)
 		ereport(ERROR,
@@ -290,6 +339,99 @@ service_fetch_status(WarpStatus *st)
 		ReleaseExternalFD();
 	}
 	PG_END_TRY();
+}
+
+
+/* ---------------- long requests (AGG_RUN) ---------------- */
+
+/*
+ * service_run_begin
+ *		Connects, says HELLO and sends a request whose replies come later
+ *		(service_run_next); returns the connection's descriptor, which the
+ *		caller must give to service_run_end on every path (a memory context
+ *		callback does: see gpu_preagg.c).  Closing the connection before the
+ *		last reply cancels the request in the service.
+ */
+int
+service_run_begin(WarpMsgType type, const void *req, uint32 len)
+{
+	ServiceConn conn;
+	WarpHello	hello = {(uint32) MyProcPid, PGWARP_PROTO_VERSION};
+	WarpHello	reply;
+
+	if (!pg_warp_preloaded)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("pg_warp service is not available"),
+				 errdetail("The service is started only when pg_warp is in shared_preload_libraries.")));
+	if (!AcquireExternalFD())
+		ereport(ERROR,
+				(errcode(ERRCODE_INSUFFICIENT_RESOURCES),
+				 errmsg("could not connect to the pg_warp service: too many open files")));
+	conn.fd = -1;
+	PG_TRY();
+	{
+		conn.deadline = TimestampTzPlusMilliseconds(GetCurrentTimestamp(),
+													pg_warp_service_timeout);
+		service_connect(&conn);
+		service_request(&conn, WARP_MSG_HELLO, &hello, sizeof(hello), &reply, sizeof(reply));
+		service_send(&conn, type, req, len);
+	}
+	PG_CATCH();
+	{
+		if (conn.fd >= 0)
+			close(conn.fd);
+		ReleaseExternalFD();
+		PG_RE_THROW();
+	}
+	PG_END_TRY();
+	return conn.fd;
+}
+
+/*
+ * service_run_next
+ *		The next reply to the request of connection fd: a message of `type`,
+ *		its payload palloc'ed (*len bytes, at most PGWARP_MAX_PAYLOAD).  The
+ *		wait has no deadline of its own (a run takes as long as its data
+ *		needs); a query cancel or statement_timeout ends it.  An ERROR reply
+ *		is raised.
+ */
+void *
+service_run_next(int fd, WarpMsgType type, uint32 *len)
+{
+	ServiceConn conn = {fd, DT_NOEND};
+	WarpMsgHeader hdr;
+	void	   *payload;
+
+	recv_exact(&conn, &hdr, sizeof(hdr));
+	if (hdr.magic != PGWARP_PROTO_MAGIC || hdr.length > PGWARP_MAX_PAYLOAD)
+		lost("The service sent a malformed message.");
+	if (hdr.type == WARP_MSG_ERROR && hdr.length == sizeof(WarpErrorMsg))
+	{
+		WarpErrorMsg err;
+
+		recv_exact(&conn, &err, sizeof(err));
+		err.message[sizeof(err.message) - 1] = '\0';
+		raise_service_error(&err);
+	}
+	if (hdr.type != type)
+		ereport(ERROR,
+				(errcode(ERRCODE_PROTOCOL_VIOLATION),
+				 errmsg("unexpected reply from the pg_warp service"),
+				 errdetail("Expected message type %d, received type %d of %u bytes.",
+						   type, hdr.type, hdr.length)));
+	payload = palloc(Max(hdr.length, 1));
+	recv_exact(&conn, payload, hdr.length);
+	*len = hdr.length;
+	return payload;
+}
+
+/* service_run_end: closes a connection of service_run_begin */
+void
+service_run_end(int fd)
+{
+	close(fd);
+	ReleaseExternalFD();
 }
 
 PG_FUNCTION_INFO_V1(pg_warp_service_status);

@@ -209,6 +209,12 @@ extern int64 arrow_table_batch_bytes(const ArrowFdwFile *f, int32 b,
 									 const bool *want, int n_fields);
 extern int	arrow_table_n_fields(const ArrowFdwTable *t);
 
+/* in engine_source.c */
+struct ArrowScanColumn;
+extern struct ArrowScanColumn *arrow_table_scan_columns(const ArrowFdwTable *t,
+														const AttrNumber *attnos,
+														int n);
+
 /* in plan.c */
 
 /* indexes of ForeignScan.fdw_private (made by plan.c, read by scan.c) */

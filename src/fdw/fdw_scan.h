@@ -16,6 +16,7 @@
 #include "postgres.h"
 
 #include "arrow.h"
+#include "utils/relcache.h"
 
 /*
  * One column of an Arrow scan as the engine may load it from the record
@@ -34,7 +35,45 @@ typedef struct ArrowScanColumn
 	int32		scale;			/* decimals */
 } ArrowScanColumn;
 
+/*
+ * An Arrow foreign table as a source of record batches for the engine, which
+ * reads the files itself (in the warp service): each file's path and
+ * identity when it was opened here, the record batches that the statistics
+ * of the quals do not rule out, and the referenced columns with the
+ * top-level field each one reads (the same in every file of a table).
+ */
+typedef struct ArrowEngineFile
+{
+	const char *path;
+	int64		dev;
+	int64		ino;
+	int64		size;
+	int64		mtime_ns;
+	int32		n_batches;		/* batches to read */
+	int32	   *batches;
+} ArrowEngineFile;
+
+typedef struct ArrowEngineSource
+{
+	int			n_files;
+	ArrowEngineFile *files;
+	int			n_cols;
+	ArrowScanColumn *cols;		/* the columns asked for, in that order */
+	int		   *fields;			/* cols[i]'s top-level field */
+	int64		batches_total;	/* record batches of every file */
+	int64		batches_skipped;	/* ruled out by statistics */
+	int64		rows_to_read;	/* rows of the batches to read */
+} ArrowEngineSource;
+
 /* in fdw/arrow_fdw.c */
 extern bool arrow_fdw_is_table(Oid relid);
+
+/* in fdw/engine_source.c */
+extern ArrowScanColumn *arrow_fdw_columns(Relation rel, const AttrNumber *attnos,
+										  int n);
+extern ArrowEngineSource *arrow_fdw_engine_source(Relation rel, Index relid,
+												  List *quals,
+												  const AttrNumber *attnos,
+												  int n);
 
 #endif							/* PG_WARP_FDW_SCAN_H */

@@ -89,30 +89,6 @@ typedef struct ArrowFdwScanState
  */
 
 /*
- * The referenced columns of table t as the engine sees them (fdw_scan.h),
- * in the order of attnos.
- */
-static ArrowScanColumn *
-scan_columns(const ArrowFdwTable *t, const AttrNumber *attnos, int n)
-{
-	ArrowScanColumn *cols = palloc0(sizeof(ArrowScanColumn) * Max(n, 1));
-
-	for (int i = 0; i < n; i++)
-	{
-		const ArrowConv *c = &t->convs[attnos[i] - 1];
-
-		cols[i].attno = attnos[i];
-		cols[i].typid = OidIsValid(c->domain_type) ? c->domain_type : c->typid;
-		cols[i].plain = !c->has_dictionary && !c->run_end_encoded &&
-			!OidIsValid(c->domain_type);
-		cols[i].arrow_id = c->arrow_id;
-		cols[i].unit = c->unit;
-		cols[i].scale = c->scale;
-	}
-	return cols;
-}
-
-/*
  * EXPLAIN without a running scan: the engine filter that
  * BeginForeignScan would set up, from the planned files' columns.
  */
@@ -132,7 +108,7 @@ explain_engine_filter(ForeignScanState *node, List *files, List *referenced,
 		attnos[n++] = lfirst_int(lc);
 	t = arrow_table_open(node->ss.ss_currentRelation, paths);
 	engine_filter_explain(&node->ss, ((ForeignScan *) node->ss.ps.plan)->scan.scanrelid,
-						  scan_columns(t, attnos, n), n, NULL, es);
+						  arrow_table_scan_columns(t, attnos, n), n, NULL, es);
 	for (int i = 0; i < t->n_files; i++)
 		arrow_file_close(t->files[i].file);
 }
@@ -286,7 +262,7 @@ arrowBeginForeignScan(ForeignScanState *node, int eflags)
 	st->conds = arrow_stats_prepare(plan->fdw_exprs, &st->n_conds);
 	if (pg_warp_enabled)
 	{
-		st->scan_cols = scan_columns(st->table, st->ref_attnos, st->n_ref);
+		st->scan_cols = arrow_table_scan_columns(st->table, st->ref_attnos, st->n_ref);
 		st->filter = engine_filter_begin(&node->ss, plan->scan.scanrelid,
 										 st->scan_cols, st->n_ref);
 	}

@@ -1,0 +1,35 @@
+/*-------------------------------------------------------------------------
+ *
+ * engine.h
+ *		Declarations shared by the files of the engine's backend half
+ *		(src/engine) that users of the engine do not need.
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef PG_WARP_ENGINE_H
+#define PG_WARP_ENGINE_H
+
+#include "fdw/fdw_scan.h"
+#include "xpu/protocol.h"
+#include "xpu/xpu_program.h"
+
+/* in filter.c */
+
+/* the columns of an Arrow scan, for engine_column_hook */
+typedef struct EngineColumns
+{
+	const ArrowScanColumn *cols;
+	int			n_cols;
+} EngineColumns;
+
+extern bool engine_column_hook(void *arg, AttrNumber attno, Oid typid,
+							   int *col_index, XpuColKind *kind, int *scale);
+struct ExplainState;
+extern void engine_explain_program(const XpuProgram *prog, struct ExplainState *es);
+
+/* in service_client.c: one long request (AGG_RUN) and its replies */
+extern int	service_run_begin(WarpMsgType type, const void *req, uint32 len);
+extern void *service_run_next(int fd, WarpMsgType type, uint32 *len);
+extern void service_run_end(int fd);
+
+#endif							/* PG_WARP_ENGINE_H */

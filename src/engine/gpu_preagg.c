@@ -1,0 +1,1080 @@
+/*-------------------------------------------------------------------------
+ *
+ * gpu_preagg.c
+ *		GpuPreAgg: GROUP BY aggregation of an Arrow foreign table by the
+ *		engine.  The planner hook offers a CustomScan path for the grouping
+ *		of one arrow_fdw table whose quals, group keys and aggregates all
+ *		compile; at run time the node sends the program and the table's
+ *		record batches to the warp service (AGG_RUN), which reads the files,
+ *		filters and aggregates on the GPU or on its CPU engine's threads and
+ *		returns one row of states per group.  The node turns each group into
+ *		PostgreSQL's own result values (final functions applied with
+ *		PostgreSQL's numeric code where that is what PostgreSQL does) and
+ *		evaluates HAVING and the target list over them.
+ *
+ * Exactness.  Only aggregates whose result the engine computes exactly as
+ * PostgreSQL does are offloaded: count, sum and avg of integers and
+ * numerics (exact 128-bit sums; avg divides with PostgreSQL's numeric_div),
+ * sum and avg of float8 and avg of float4 (double sums: the order of
+ * additions differs, as it does between PostgreSQL's own parallel plans),
+ * min and max of integer, float, numeric, date and timestamp values.
+ * A run that meets an error (overflow, division by zero in a qual) or a
+ * value the engine cannot hold exactly reports it instead of groups; the
+ * node then runs the plan PostgreSQL would have run without pg_warp (its
+ * child), so results and errors are PostgreSQL's own.
+ *
+ * The node is not parallel-aware: the service spreads the work over its
+ * own threads or the GPU.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include <math.h>
+
+#include "access/table.h"
+#include "catalog/pg_aggregate.h"
+#include "catalog/pg_collation.h"
+#include "catalog/pg_type.h"
+#include "commands/explain.h"
+#include "executor/executor.h"
+#include "executor/nodeCustom.h"
+#include "nodes/extensible.h"
+#include "nodes/makefuncs.h"
+#include "nodes/nodeFuncs.h"
+#include "optimizer/optimizer.h"
+#include "optimizer/pathnode.h"
+#include "optimizer/planner.h"
+#include "optimizer/restrictinfo.h"
+#include "optimizer/tlist.h"
+#include "parser/parsetree.h"
+#include "utils/builtins.h"
+#include "utils/date.h"
+#include "utils/fmgroids.h"
+#include "utils/guc.h"
+#include "utils/lsyscache.h"
+#include "utils/memutils.h"
+#include "utils/numeric.h"
+#include "utils/rel.h"
+#include "utils/ruleutils.h"
+#include "utils/selfuncs.h"
+#include "utils/typcache.h"
+
+#include "pg_warp.h"
+#include "engine/codegen.h"
+#include "engine/engine.h"
+#include "xpu/xpu_agg.h"
+
+/* settings */
+bool		pg_warp_enable_gpupreagg = true;
+int			pg_warp_engine = 0;	/* 0 auto, WARP_ENGINE_CPU, WARP_ENGINE_GPU */
+double		pg_warp_engine_startup_cost = 1000.0;
+double		pg_warp_engine_row_cost = 0.001;
+
+static const struct config_enum_entry engine_options[] = {
+	{"auto", 0, false},
+	{"cpu", WARP_ENGINE_CPU, false},
+	{"gpu", WARP_ENGINE_GPU, false},
+	{NULL, 0, false}
+};
+
+static create_upper_paths_hook_type prev_upper_paths_hook = NULL;
+
+/* ---------------- the aggregates the engine computes ---------------- */
+
+/* how a group's state becomes PostgreSQL's result */
+typedef enum GpaFinal
+{
+	FIN_COUNT,					/* int8 count */
+	FIN_SUM_INT8,				/* sum(int2/int4): int8 */
+	FIN_SUM_NUMERIC,			/* sum(int8), sum(numeric): numeric */
+	FIN_AVG_NUMERIC,			/* avg of integers and numerics: numeric_div */
+	FIN_SUM_FLOAT8,
+	FIN_AVG_FLOAT8,
+	FIN_MINMAX					/* the value, of the argument's type */
+} GpaFinal;
+
+typedef struct GpaAggInfo
+{
+	Oid			fn;				/* pg_proc OID of the aggregate */
+	XpuAggKind	kind;
+	Oid			argtype;		/* InvalidOid: count(*) or any type */
+	GpaFinal	final;
+} GpaAggInfo;
+
+static const GpaAggInfo gpa_aggs[] = {
+	{F_COUNT_, XPU_AGG_COUNT_STAR, InvalidOid, FIN_COUNT},
+	{F_COUNT_ANY, XPU_AGG_COUNT, InvalidOid, FIN_COUNT},
+	{F_SUM_INT2, XPU_AGG_SUM_INT, INT2OID, FIN_SUM_INT8},
+	{F_SUM_INT4, XPU_AGG_SUM_INT, INT4OID, FIN_SUM_INT8},
+	{F_SUM_INT8, XPU_AGG_SUM_INT, INT8OID, FIN_SUM_NUMERIC},
+	{F_SUM_NUMERIC, XPU_AGG_SUM_NUMERIC, NUMERICOID, FIN_SUM_NUMERIC},
+	{F_SUM_FLOAT8, XPU_AGG_SUM_FLOAT, FLOAT8OID, FIN_SUM_FLOAT8},
+	{F_AVG_INT2, XPU_AGG_SUM_INT, INT2OID, FIN_AVG_NUMERIC},
+	{F_AVG_INT4, XPU_AGG_SUM_INT, INT4OID, FIN_AVG_NUMERIC},
+	{F_AVG_INT8, XPU_AGG_SUM_INT, INT8OID, FIN_AVG_NUMERIC},
+	{F_AVG_NUMERIC, XPU_AGG_SUM_NUMERIC, NUMERICOID, FIN_AVG_NUMERIC},
+	{F_AVG_FLOAT4, XPU_AGG_SUM_FLOAT, FLOAT4OID, FIN_AVG_FLOAT8},
+	{F_AVG_FLOAT8, XPU_AGG_SUM_FLOAT, FLOAT8OID, FIN_AVG_FLOAT8},
+	{F_MIN_INT2, XPU_AGG_MIN, INT2OID, FIN_MINMAX},
+	{F_MIN_INT4, XPU_AGG_MIN, INT4OID, FIN_MINMAX},
+	{F_MIN_INT8, XPU_AGG_MIN, INT8OID, FIN_MINMAX},
+	{F_MIN_FLOAT4, XPU_AGG_MIN, FLOAT4OID, FIN_MINMAX},
+	{F_MIN_FLOAT8, XPU_AGG_MIN, FLOAT8OID, FIN_MINMAX},
+	{F_MIN_NUMERIC, XPU_AGG_MIN, NUMERICOID, FIN_MINMAX},
+	{F_MIN_DATE, XPU_AGG_MIN, DATEOID, FIN_MINMAX},
+	{F_MIN_TIMESTAMP, XPU_AGG_MIN, TIMESTAMPOID, FIN_MINMAX},
+	{F_MIN_TIMESTAMPTZ, XPU_AGG_MIN, TIMESTAMPTZOID, FIN_MINMAX},
+	{F_MAX_INT2, XPU_AGG_MAX, INT2OID, FIN_MINMAX},
+	{F_MAX_INT4, XPU_AGG_MAX, INT4OID, FIN_MINMAX},
+	{F_MAX_INT8, XPU_AGG_MAX, INT8OID, FIN_MINMAX},
+	{F_MAX_FLOAT4, XPU_AGG_MAX, FLOAT4OID, FIN_MINMAX},
+	{F_MAX_FLOAT8, XPU_AGG_MAX, FLOAT8OID, FIN_MINMAX},
+	{F_MAX_NUMERIC, XPU_AGG_MAX, NUMERICOID, FIN_MINMAX},
+	{F_MAX_DATE, XPU_AGG_MAX, DATEOID, FIN_MINMAX},
+	{F_MAX_TIMESTAMP, XPU_AGG_MAX, TIMESTAMPOID, FIN_MINMAX},
+	{F_MAX_TIMESTAMPTZ, XPU_AGG_MAX, TIMESTAMPTZOID, FIN_MINMAX},
+};
+
+static const GpaAggInfo *
+gpa_agg_info(Oid fn)
+{
+	for (int i = 0; i < lengthof(gpa_aggs); i++)
+		if (gpa_aggs[i].fn == fn)
+			return &gpa_aggs[i];
+	return NULL;
+}
+
+/* the group key types the engine groups exactly as PostgreSQL does */
+static bool
+gpa_key_type_ok(Oid typid)
+{
+	switch (typid)
+	{
+		case BOOLOID:
+		case INT2OID:
+		case INT4OID:
+		case INT8OID:
+		case FLOAT4OID:
+		case FLOAT8OID:
+		case NUMERICOID:
+		case DATEOID:
+		case TIMESTAMPOID:
+		case TIMESTAMPTZOID:
+		case TEXTOID:
+			return true;
+		default:
+			return false;
+	}
+}
+
+/* ---------------- planning ---------------- */
+
+/* what the planner found out about one grouping (GpaPlanInfo) */
+typedef struct GpaPlanInfo
+{
+	Index		relid;			/* the Arrow table's range table index */
+	List	   *quals;			/* its restriction clauses (plain exprs) */
+	List	   *keys;			/* group key expressions */
+	List	   *aggrefs;		/* distinct Aggrefs of the target and HAVING */
+	List	   *having;			/* HAVING, implicit AND */
+} GpaPlanInfo;
+
+/* collects the Aggrefs below node (false: one that cannot be offloaded) */
+static bool
+gpa_collect_aggrefs(Node *node, List **aggrefs)
+{
+	if (node == NULL)
+		return false;
+	if (IsA(node, Aggref))
+	{
+		Aggref	   *a = (Aggref *) node;
+		const GpaAggInfo *info = gpa_agg_info(a->aggfnoid);
+
+		if (info == NULL || a->aggorder != NIL || a->aggdistinct != NIL ||
+			a->aggfilter != NULL || a->agglevelsup != 0 ||
+			a->aggkind != AGGKIND_NORMAL || a->aggsplit != AGGSPLIT_SIMPLE ||
+			list_length(a->args) != (info->kind == XPU_AGG_COUNT_STAR ? 0 : 1))
+			return true;
+		if (!list_member(*aggrefs, a))
+			*aggrefs = lappend(*aggrefs, a);
+		return false;			/* the arguments are the engine's */
+	}
+	if (IsA(node, GroupingFunc) || IsA(node, WindowFunc) || IsA(node, SubPlan))
+		return true;
+	return expression_tree_walker(node, gpa_collect_aggrefs, (void *) aggrefs);
+}
+
+/* a CodegenScan over the columns of the Arrow table relid that exprs use */
+static CodegenScan *
+gpa_codegen_scan(Relation rel, Index relid, List *exprs, AttrNumber **attnos_out,
+				 int *n_out)
+{
+	Bitmapset  *attrs = NULL;
+	AttrNumber *attnos;
+	int			n = 0,
+				x = -1;
+	EngineColumns *ec = palloc0(sizeof(EngineColumns));
+	CodegenScan *scan = palloc0(sizeof(CodegenScan));
+
+	pull_varattnos((Node *) exprs, relid, &attrs);
+	attnos = palloc(sizeof(AttrNumber) * Max(bms_num_members(attrs), 1));
+	while ((x = bms_next_member(attrs, x)) >= 0)
+	{
+		AttrNumber	a = x + FirstLowInvalidHeapAttributeNumber;
+
+		if (a <= 0)
+			return NULL;		/* a system column or a whole-row reference */
+		attnos[n++] = a;
+	}
+	ec->cols = arrow_fdw_columns(rel, attnos, n);
+	ec->n_cols = n;
+	scan->scanrelid = relid;
+	scan->column = engine_column_hook;
+	scan->column_arg = ec;
+	*attnos_out = attnos;
+	*n_out = n;
+	return scan;
+}
+
+/* the argument expressions of aggrefs, one per aggregate that has one */
+static List *
+gpa_agg_args(List *aggrefs)
+{
+	List	   *args = NIL;
+	ListCell   *lc;
+
+	foreach(lc, aggrefs)
+	{
+		Aggref	   *a = lfirst(lc);
+
+		if (a->args != NIL)
+			args = lappend(args, ((TargetEntry *) linitial(a->args))->expr);
+	}
+	return args;
+}
+
+/*
+ * gpa_check_keys: the group key expressions of the grouping (in the order of
+ * the GROUP BY clause), or false when one cannot be grouped by the engine
+ * exactly as PostgreSQL groups it.
+ */
+static bool
+gpa_check_keys(PlannerInfo *root, List **keys)
+{
+	Query	   *parse = root->parse;
+	ListCell   *lc;
+
+	*keys = NIL;
+	foreach(lc, parse->groupClause)
+	{
+		SortGroupClause *sgc = lfirst(lc);
+		Expr	   *e = (Expr *) get_sortgroupclause_expr(sgc, root->processed_tlist);
+		Oid			type = exprType((Node *) e);
+		TypeCacheEntry *tc = lookup_type_cache(type, TYPECACHE_EQ_OPR);
+		Oid			coll = exprCollation((Node *) e);
+
+		if (!gpa_key_type_ok(type) || sgc->eqop != tc->eq_opr)
+			return false;
+		if (OidIsValid(coll) && !get_collation_isdeterministic(coll))
+			return false;
+		*keys = lappend(*keys, e);
+	}
+	return true;
+}
+
+/*
+ * gpa_plan_info: whether the grouping of input_rel into output_rel can be
+ * offloaded, and what it consists of; NULL if not.
+ */
+static GpaPlanInfo *
+gpa_plan_info(PlannerInfo *root, RelOptInfo *input_rel, RelOptInfo *output_rel,
+			  GroupPathExtraData *extra)
+{
+	Query	   *parse = root->parse;
+	RangeTblEntry *rte;
+	GpaPlanInfo *pi;
+	ListCell   *lc;
+
+	if (input_rel->reloptkind != RELOPT_BASEREL || parse->groupingSets != NIL ||
+		root->hasHavingQual != (extra->havingQual != NULL) ||
+		(parse->groupClause == NIL && !parse->hasAggs))
+		return NULL;
+	rte = planner_rt_fetch(input_rel->relid, root);
+	if (rte->rtekind != RTE_RELATION || rte->relkind != RELKIND_FOREIGN_TABLE ||
+		rte->inh || rte->tablesample != NULL || !arrow_fdw_is_table(rte->relid))
+		return NULL;
+	pi = palloc0(sizeof(GpaPlanInfo));
+	pi->relid = input_rel->relid;
+	foreach(lc, input_rel->baserestrictinfo)
+	{
+		RestrictInfo *ri = lfirst(lc);
+
+		if (ri->pseudoconstant)
+			return NULL;
+		pi->quals = lappend(pi->quals, ri->clause);
+	}
+	if (!gpa_check_keys(root, &pi->keys))
+		return NULL;
+	pi->having = (List *) extra->havingQual;
+	if (gpa_collect_aggrefs((Node *) output_rel->reltarget->exprs, &pi->aggrefs) ||
+		gpa_collect_aggrefs((Node *) pi->having, &pi->aggrefs))
+		return NULL;
+	if (list_length(pi->keys) > XPU_AGG_MAX_KEYS ||
+		list_length(pi->aggrefs) > XPU_AGG_MAX_AGGS)
+		return NULL;
+	return pi;
+}
+
+/* does everything of pi compile for the Arrow table? */
+static bool
+gpa_compiles(PlannerInfo *root, GpaPlanInfo *pi)
+{
+	RangeTblEntry *rte = planner_rt_fetch(pi->relid, root);
+	Relation	rel = table_open(rte->relid, NoLock);
+	List	   *exprs = list_concat(list_copy(pi->keys), gpa_agg_args(pi->aggrefs));
+	AttrNumber *attnos;
+	int			n;
+	CodegenScan *scan = gpa_codegen_scan(rel, pi->relid,
+										 list_concat(list_copy(exprs), pi->quals),
+										 &attnos, &n);
+	XpuProgram *prog = scan ? codegen_proj_program(scan, pi->quals, exprs) : NULL;
+	bool		ok = prog != NULL;
+
+	table_close(rel, NoLock);
+	if (ok)
+	{
+		ListCell   *lc;
+
+		/* each aggregate's argument must have the type its kind expects */
+		foreach(lc, pi->aggrefs)
+		{
+			Aggref	   *a = lfirst(lc);
+			const GpaAggInfo *info = gpa_agg_info(a->aggfnoid);
+
+			if (a->args != NIL && OidIsValid(info->argtype) &&
+				exprType((Node *) ((TargetEntry *) linitial(a->args))->expr) != info->argtype)
+				ok = false;
+		}
+		free(prog);
+	}
+	return ok;
+}
+
+static CustomPathMethods gpa_path_methods;
+static CustomScanMethods gpa_scan_methods;
+static CustomExecMethods gpa_exec_methods;
+
+/*
+ * gpa_upper_paths: create_upper_paths_hook; offers GpuPreAgg for the
+ * grouping of one Arrow table, beside PostgreSQL's own paths.
+ */
+static void
+gpa_upper_paths(PlannerInfo *root, UpperRelationKind stage, RelOptInfo *input_rel,
+				RelOptInfo *output_rel, void *extra)
+{
+	GroupPathExtraData *gx = extra;
+	GpaPlanInfo *pi;
+	CustomPath *cp;
+	Path	   *fallback;
+	double		rows_in,
+				ngroups;
+
+	if (prev_upper_paths_hook)
+		prev_upper_paths_hook(root, stage, input_rel, output_rel, extra);
+	if (stage != UPPERREL_GROUP_AGG || extra == NULL || !pg_warp_enabled ||
+		!pg_warp_enable_gpupreagg || !pg_warp_preloaded ||
+		input_rel->cheapest_total_path == NULL)
+		return;
+	if ((pi = gpa_plan_info(root, input_rel, output_rel, gx)) == NULL ||
+		!gpa_compiles(root, pi))
+		return;
+	if (root->parse->groupClause != NIL && !grouping_is_hashable(root->parse->groupClause))
+		return;
+
+	ngroups = pi->keys == NIL ? 1.0 :
+		estimate_num_groups(root, pi->keys, input_rel->rows, NULL, NULL);
+
+	/* PostgreSQL's own plan, run when the engine cannot give exact results */
+	fallback = (Path *) create_agg_path(root, output_rel, input_rel->cheapest_total_path,
+										output_rel->reltarget,
+										root->parse->groupClause ? AGG_HASHED : AGG_PLAIN,
+										AGGSPLIT_SIMPLE, root->parse->groupClause,
+										pi->having, &gx->agg_final_costs,
+										ngroups);
+
+	cp = makeNode(CustomPath);
+	cp->path.pathtype = T_CustomScan;
+	cp->path.parent = output_rel;
+	cp->path.pathtarget = output_rel->reltarget;
+	cp->path.rows = fallback->rows;
+	rows_in = input_rel->tuples > 0 ? input_rel->tuples : input_rel->rows;
+	cp->path.startup_cost = pg_warp_engine_startup_cost + rows_in * pg_warp_engine_row_cost;
+	cp->path.total_cost = cp->path.startup_cost + ngroups * cpu_tuple_cost;
+	cp->custom_paths = list_make1(fallback);
+	cp->custom_private = list_make4(makeInteger((int) pi->relid), pi->quals,
+									pi->keys, pi->aggrefs);
+	cp->custom_private = lappend(cp->custom_private, pi->having);
+	cp->methods = &gpa_path_methods;
+	add_path(output_rel, (Path *) cp);
+}
+
+/*
+ * gpa_anchor_var: a Var of the Arrow table relid, through which the executor
+ * learns the table's range table index after set_plan_references (which
+ * offsets the Vars of custom_scan_tlist, and nothing else the node keeps)
+ */
+static Var *
+gpa_anchor_var(PlannerInfo *root, Index relid, List *exprs)
+{
+	List	   *vars = pull_var_clause((Node *) exprs, PVC_RECURSE_AGGREGATES);
+	RangeTblEntry *rte;
+	Relation	rel;
+	Var		   *v = NULL;
+
+	if (vars != NIL)
+		return copyObject(linitial_node(Var, vars));
+	rte = planner_rt_fetch(relid, root);
+	rel = table_open(rte->relid, NoLock);
+	for (int i = 0; i < RelationGetDescr(rel)->natts && v == NULL; i++)
+	{
+		Form_pg_attribute att = TupleDescAttr(RelationGetDescr(rel), i);
+
+		if (!att->attisdropped)
+			v = makeVar(relid, att->attnum, att->atttypid, att->atttypmod,
+						att->attcollation, 0);
+	}
+	table_close(rel, NoLock);
+	if (v == NULL)
+		elog(ERROR, "GpuPreAgg: table %u has no column", rte->relid);
+	return v;
+}
+
+/*
+ * gpa_plan_path: the CustomScan of a GpuPreAgg path.  Its scan tuple is
+ * (keys..., aggregates..., quals..., anchor) (custom_scan_tlist; the last
+ * ones resjunk, never filled: they are there so that set_plan_references
+ * adjusts their Vars); the target list and HAVING are expressions over it.
+ * custom_private: the number of keys, of aggregates and of quals.
+ */
+static Plan *
+gpa_plan_path(PlannerInfo *root, RelOptInfo *rel, CustomPath *best_path,
+			  List *tlist, List *clauses, List *custom_plans)
+{
+	CustomScan *cs = makeNode(CustomScan);
+	List	   *priv = best_path->custom_private;
+	Index		relid = (Index) intVal(linitial(priv));
+	List	   *quals = lsecond(priv);
+	List	   *keys = lthird(priv);
+	List	   *aggrefs = lfourth(priv);
+	List	   *scan_tlist = NIL;
+	ListCell   *lc;
+	AttrNumber	resno = 1;
+
+	foreach(lc, keys)
+		scan_tlist = lappend(scan_tlist, makeTargetEntry(lfirst(lc), resno++, NULL, false));
+	foreach(lc, aggrefs)
+		scan_tlist = lappend(scan_tlist, makeTargetEntry(lfirst(lc), resno++, NULL, false));
+	foreach(lc, quals)
+		scan_tlist = lappend(scan_tlist, makeTargetEntry(lfirst(lc), resno++, NULL, true));
+	scan_tlist = lappend(scan_tlist,
+						 makeTargetEntry((Expr *) gpa_anchor_var(root, relid,
+																 list_concat(list_copy(keys), aggrefs)),
+										 resno++, NULL, true));
+	cs->scan.plan.targetlist = tlist;
+	cs->scan.plan.qual = list_nth(priv, 4);
+	cs->scan.scanrelid = 0;
+	cs->custom_plans = custom_plans;
+	cs->custom_scan_tlist = scan_tlist;
+	cs->custom_private = list_make3(makeInteger(list_length(keys)),
+									makeInteger(list_length(aggrefs)),
+									makeInteger(list_length(quals)));
+	cs->methods = &gpa_scan_methods;
+	return &cs->scan.plan;
+}
+
+/* ---------------- execution ---------------- */
+
+typedef struct GpaAggExec
+{
+	const GpaAggInfo *info;
+	Oid			argtype;		/* the argument's type (count: any) */
+	int			scale;			/* numeric arguments: their register scale */
+} GpaAggExec;
+
+typedef struct GpaState
+{
+	CustomScanState css;
+	Relation	rel;
+	ArrowEngineSource *src;
+	XpuProgram *prog;			/* palloc'ed, 16-byte aligned */
+	int			n_keys;
+	Oid		   *key_types;
+	int		   *key_scales;		/* numeric keys */
+	int			n_aggs;
+	GpaAggExec *aggs;
+	XpuAggDesc *descs;
+	uint16	   *key_outs;
+	List	   *quals;
+	bool		compiled;		/* false: the child runs (EXPLAIN says why) */
+	/* the run */
+	int			conn;			/* the service connection, or -1 */
+	bool		ran;
+	bool		fallback;		/* the child produces the rows */
+	const char *fallback_why;
+	List	   *messages;		/* AGG_RESULT payloads (char *) */
+	List	   *lengths;		/* their lengths */
+	ListCell   *cur_msg;
+	int			cur_index;		/* its index in messages */
+	uint32		cur_group;		/* groups consumed from the current message */
+	uint32		cur_off;		/* byte offset of the next group in it */
+	WarpAggResult last;			/* the last message's counters */
+	MemoryContext row_cxt;
+} GpaState;
+
+static Node *
+gpa_create_state(CustomScan *cs)
+{
+	GpaState   *st = (GpaState *) newNode(sizeof(GpaState), T_CustomScanState);
+
+	st->css.methods = &gpa_exec_methods;
+	st->conn = -1;
+	return (Node *) st;
+}
+
+/* closes the service connection if the query ends before the run does */
+static void
+gpa_close_conn(void *arg)
+{
+	GpaState   *st = arg;
+
+	if (st->conn >= 0)
+		service_run_end(st->conn);
+	st->conn = -1;
+}
+
+/* palloc'ed memory of size bytes at a 16-byte boundary */
+static void *
+gpa_palloc16(Size size)
+{
+	char	   *p = palloc(size + 15);
+
+	return (void *) TYPEALIGN(16, (uintptr_t) p);
+}
+
+/*
+ * gpa_compile: the program, the key and aggregate descriptions; false (and
+ * the child will run) when it no longer compiles (the table's files changed
+ * since planning, say).
+ */
+static bool
+gpa_compile(GpaState *st, CustomScan *cs, Index relid, int n_keys, int n_aggs)
+{
+	List	   *tl = cs->custom_scan_tlist;
+	List	   *keys = NIL,
+			   *args = NIL;
+	AttrNumber *attnos;
+	int			n_attnos;
+	CodegenScan *scan;
+	XpuProgram *prog;
+	ListCell   *lc;
+
+	st->n_keys = n_keys;
+	st->n_aggs = n_aggs;
+	st->key_types = palloc0(sizeof(Oid) * Max(st->n_keys, 1));
+	st->key_scales = palloc0(sizeof(int) * Max(st->n_keys, 1));
+	st->key_outs = palloc0(sizeof(uint16) * Max(st->n_keys, 1));
+	st->aggs = palloc0(sizeof(GpaAggExec) * Max(st->n_aggs, 1));
+	st->descs = palloc0(sizeof(XpuAggDesc) * Max(st->n_aggs, 1));
+	foreach(lc, tl)
+	{
+		TargetEntry *te = lfirst(lc);
+		int			i = foreach_current_index(lc);
+
+		if (i >= n_keys + n_aggs)
+			break;
+		if (i < st->n_keys)
+		{
+			keys = lappend(keys, te->expr);
+			st->key_types[i] = exprType((Node *) te->expr);
+			st->key_outs[i] = (uint16) i;
+		}
+		else
+		{
+			Aggref	   *a = (Aggref *) te->expr;
+			GpaAggExec *ae = &st->aggs[i - st->n_keys];
+
+			ae->info = gpa_agg_info(a->aggfnoid);
+			st->descs[i - st->n_keys].kind = (uint8) ae->info->kind;
+			if (a->args != NIL)
+			{
+				Expr	   *arg = ((TargetEntry *) linitial(a->args))->expr;
+
+				ae->argtype = exprType((Node *) arg);
+				args = lappend(args, arg);
+				st->descs[i - st->n_keys].out = (uint16) (st->n_keys + list_length(args) - 1);
+			}
+		}
+	}
+	scan = gpa_codegen_scan(st->rel, relid, list_concat(list_concat(list_copy(keys), args),
+														st->quals), &attnos, &n_attnos);
+	prog = scan ? codegen_proj_program(scan, st->quals, list_concat(list_copy(keys), args)) : NULL;
+	if (prog == NULL)
+		return false;
+	st->prog = gpa_palloc16(prog->total_len);
+	memcpy(st->prog, prog, prog->total_len);
+	free(prog);
+	for (int i = 0; i < st->n_keys; i++)
+		st->key_scales[i] = XPU_REGS(st->prog)[XPU_OUTS(st->prog)[i]].scale;
+	for (int i = 0; i < st->n_aggs; i++)
+		if (st->aggs[i].info->kind != XPU_AGG_COUNT_STAR)
+			st->aggs[i].scale = XPU_REGS(st->prog)[XPU_OUTS(st->prog)[st->descs[i].out]].scale;
+	st->src = arrow_fdw_engine_source(st->rel, relid, st->quals, attnos, n_attnos);
+	return true;
+}
+
+static void
+gpa_begin(CustomScanState *node, EState *estate, int eflags)
+{
+	GpaState   *st = (GpaState *) node;
+	CustomScan *cs = (CustomScan *) node->ss.ps.plan;
+	int			n_keys = intVal(linitial(cs->custom_private));
+	int			n_aggs = intVal(lsecond(cs->custom_private));
+	int			n_quals = intVal(lthird(cs->custom_private));
+	Var		   *anchor = (Var *) llast_node(TargetEntry, cs->custom_scan_tlist)->expr;
+	Index		relid = (Index) anchor->varno;
+	MemoryContextCallback *cb;
+
+	/* the child: PostgreSQL's plan for the same grouping */
+	node->custom_ps = list_make1(ExecInitNode(linitial(cs->custom_plans), estate, eflags));
+	st->rel = ExecOpenScanRelation(estate, relid, eflags);
+	for (int i = 0; i < n_quals; i++)
+		st->quals = lappend(st->quals,
+							list_nth_node(TargetEntry, cs->custom_scan_tlist,
+										  n_keys + n_aggs + i)->expr);
+	st->compiled = gpa_compile(st, cs, relid, n_keys, n_aggs);
+	if (!st->compiled)
+	{
+		st->fallback = true;
+		st->fallback_why = "the expressions no longer compile for the table's files";
+	}
+	st->row_cxt = AllocSetContextCreate(estate->es_query_cxt, "GpuPreAgg rows",
+										ALLOCSET_DEFAULT_SIZES);
+	cb = MemoryContextAlloc(estate->es_query_cxt, sizeof(MemoryContextCallback));
+	cb->func = gpa_close_conn;
+	cb->arg = st;
+	MemoryContextRegisterResetCallback(estate->es_query_cxt, cb);
+}
+
+/* ---------------- the request ---------------- */
+
+/* appends len bytes, after zero padding to align, to buf */
+static void
+gpa_put(StringInfo buf, const void *data, size_t len, int align)
+{
+	while (buf->len % align != 0)
+		appendStringInfoChar(buf, '\0');
+	appendBinaryStringInfo(buf, data, (int) len);
+}
+
+/* the AGG_RUN payload of st (protocol.h); NULL if it is too large */
+static StringInfo
+gpa_request(GpaState *st)
+{
+	StringInfo	buf = makeStringInfo();
+	WarpAggRequest req = {0};
+	const XpuColumn *cols = XPU_COLS(st->prog);
+
+	req.n_files = st->src->n_files;
+	req.n_keys = st->n_keys;
+	req.n_aggs = st->n_aggs;
+	req.prog_len = st->prog->total_len;
+	req.engine = (uint32) pg_warp_engine;
+	req.max_buffer_size = (int64) pg_warp_arrow_max_buffer_size * 1024;
+	gpa_put(buf, &req, sizeof(req), 8);
+	gpa_put(buf, st->key_outs, sizeof(uint16) * st->n_keys, 8);
+	gpa_put(buf, st->descs, sizeof(XpuAggDesc) * st->n_aggs, 8);
+	gpa_put(buf, st->prog, st->prog->total_len, 16);
+	for (int f = 0; f < st->src->n_files; f++)
+	{
+		const ArrowEngineFile *ef = &st->src->files[f];
+		WarpAggFile wf = {0};
+
+		wf.dev = ef->dev;
+		wf.ino = ef->ino;
+		wf.size = ef->size;
+		wf.mtime_ns = ef->mtime_ns;
+		wf.path_len = (uint32) strlen(ef->path);
+		wf.n_batches = (uint32) ef->n_batches;
+		wf.n_cols = st->prog->n_cols;
+		gpa_put(buf, &wf, sizeof(wf), 8);
+		gpa_put(buf, ef->path, wf.path_len, 1);
+		gpa_put(buf, ef->batches, sizeof(int32) * ef->n_batches, 8);
+		for (int k = 0; k < st->prog->n_cols; k++)
+		{
+			int32		field = st->src->fields[cols[k].col_index];
+
+			gpa_put(buf, &field, sizeof(field), 4);
+		}
+		if (buf->len > PGWARP_MAX_PAYLOAD)
+			return NULL;
+	}
+	while (buf->len % 8 != 0)
+		appendStringInfoChar(buf, '\0');
+	return buf->len <= PGWARP_MAX_PAYLOAD ? buf : NULL;
+}
+
+/*
+ * gpa_run: runs the aggregation in the service and keeps its groups, or
+ * decides that the child runs instead.
+ */
+static void
+gpa_run(GpaState *st)
+{
+	StringInfo	req;
+
+	st->ran = true;
+	if (st->fallback)
+		return;
+	if ((req = gpa_request(st)) == NULL)
+	{
+		st->fallback = true;
+		st->fallback_why = "the request is larger than the protocol allows";
+		return;
+	}
+	st->conn = service_run_begin(WARP_MSG_AGG_RUN, req->data, (uint32) req->len);
+	for (;;)
+	{
+		uint32		len;
+		char	   *msg = service_run_next(st->conn, WARP_MSG_AGG_RESULT, &len);
+		WarpAggResult hdr;
+
+		if (len < sizeof(WarpAggResult))
+			elog(ERROR, "pg_warp service sent a short AGG_RESULT (%u bytes)", len);
+		memcpy(&hdr, msg, sizeof(hdr));
+		st->messages = lappend(st->messages, msg);
+		st->lengths = lappend_int(st->lengths, (int) len);
+		if (hdr.flags & WARP_AGG_LAST)
+		{
+			st->last = hdr;
+			st->last.err_message[sizeof(hdr.err_message) - 1] = '\0';
+			break;
+		}
+	}
+	gpa_close_conn(st);
+	if (st->last.status != XPU_OK)
+	{
+		/* PostgreSQL evaluates the query: its own result, or its own error */
+		st->fallback = true;
+		st->fallback_why = st->last.status == XPU_ERR_FALLBACK ?
+			"a value the engine does not hold exactly" :
+			"the engine met an error; PostgreSQL raises its own";
+	}
+	st->cur_msg = list_head(st->messages);
+	st->cur_index = 0;
+	st->cur_group = 0;
+	st->cur_off = sizeof(WarpAggResult);
+}
+
+/* ---------------- groups into tuples ---------------- */
+
+/* a numeric Datum of v / 10^scale */
+static Datum
+gpa_numeric(__int128 v, int scale)
+{
+	char		buf[64];
+
+	xpu_numeric_format(v, scale, buf);
+	return DirectFunctionCall3(numeric_in, CStringGetDatum(buf),
+							   ObjectIdGetDatum(InvalidOid), Int32GetDatum(-1));
+}
+
+/* the Datum of type typid held as an XpuValue-like int64/double/int128 */
+static Datum
+gpa_value_datum(Oid typid, int scale, int64 i, double f8, __int128 n)
+{
+	switch (typid)
+	{
+		case BOOLOID: return BoolGetDatum(i != 0);
+		case INT2OID: return Int16GetDatum((int16) i);
+		case INT4OID: return Int32GetDatum((int32) i);
+		case INT8OID: return Int64GetDatum(i);
+		case FLOAT4OID: return Float4GetDatum((float4) f8);
+		case FLOAT8OID: return Float8GetDatum(f8);
+		case NUMERICOID: return gpa_numeric(n, scale);
+		case DATEOID: return DateADTGetDatum((DateADT) i);
+		case TIMESTAMPOID:
+		case TIMESTAMPTZOID: return Int64GetDatum(i);
+		default:
+			elog(ERROR, "GpuPreAgg: unexpected type %u", typid);
+	}
+	return (Datum) 0;
+}
+
+/* decodes the key bytes of one group into values[0 .. n_keys - 1] */
+static void
+gpa_decode_keys(GpaState *st, const uint8 *p, uint32 len, Datum *values, bool *nulls)
+{
+	const uint8 *end = p + len;
+
+	for (int k = 0; k < st->n_keys; k++)
+	{
+		Oid			t = st->key_types[k];
+		int64		i = 0;
+		double		f8 = 0;
+		__int128	n = 0;
+
+		if (p >= end)
+			elog(ERROR, "GpuPreAgg: a group key from the service is too short");
+		nulls[k] = (*p++ == 0);
+		if (nulls[k])
+			continue;
+		if (t == TEXTOID)
+		{
+			int32		l;
+
+			if (end - p < 4)
+				elog(ERROR, "GpuPreAgg: a group key from the service is too short");
+			memcpy(&l, p, 4);
+			if (l < 0 || end - p - 4 < l)
+				elog(ERROR, "GpuPreAgg: a group key from the service is malformed");
+			values[k] = PointerGetDatum(cstring_to_text_with_len((const char *) p + 4, l));
+			p += 4 + l;
+			continue;
+		}
+		if (end - p < (t == NUMERICOID ? 16 : 8))
+			elog(ERROR, "GpuPreAgg: a group key from the service is too short");
+		if (t == NUMERICOID)
+			memcpy(&n, p, 16), p += 16;
+		else if (t == FLOAT4OID || t == FLOAT8OID)
+			memcpy(&f8, p, 8), p += 8;
+		else
+			memcpy(&i, p, 8), p += 8;
+		values[k] = gpa_value_datum(t, st->key_scales[k], i, f8, n);
+	}
+}
+
+/* PostgreSQL's result of aggregate ae from its engine state s */
+static Datum
+gpa_final(const GpaAggExec *ae, const XpuAggState *s, bool *isnull)
+{
+	*isnull = false;
+	switch (ae->info->final)
+	{
+		case FIN_COUNT:
+			return Int64GetDatum(s->count);
+		default:
+			break;
+	}
+	if (s->count == 0)
+	{
+		*isnull = true;
+		return (Datum) 0;
+	}
+	switch (ae->info->final)
+	{
+		case FIN_SUM_INT8:
+			/* int4_sum and int2_sum add in int64 without an overflow check */
+			return Int64GetDatum((int64) (uint64) s->v.i128);
+		case FIN_SUM_NUMERIC:
+			return gpa_numeric(s->v.i128, ae->scale);
+		case FIN_AVG_NUMERIC:
+			return DirectFunctionCall2(numeric_div, gpa_numeric(s->v.i128, ae->scale),
+									   DirectFunctionCall1(int8_numeric,
+														   Int64GetDatum(s->count)));
+		case FIN_SUM_FLOAT8:
+			return Float8GetDatum(s->v.f8[0]);
+		case FIN_AVG_FLOAT8:
+			return Float8GetDatum(s->v.f8[0] / (double) s->count);
+		case FIN_MINMAX:
+			return gpa_value_datum(ae->argtype, ae->scale, s->v.i, s->v.f8[0], s->v.i128);
+		default:
+			break;
+	}
+	elog(ERROR, "GpuPreAgg: unexpected final %d", (int) ae->info->final);
+	return (Datum) 0;
+}
+
+/* the next group into the scan slot, or an empty slot at the end */
+static TupleTableSlot *
+gpa_next(ScanState *ss)
+{
+	GpaState   *st = (GpaState *) ss;
+	TupleTableSlot *slot = ss->ss_ScanTupleSlot;
+	MemoryContext old;
+
+	ExecClearTuple(slot);
+	MemoryContextReset(st->row_cxt);
+	while (st->cur_msg != NULL)
+	{
+		const char *msg = lfirst(st->cur_msg);
+		uint32		len = (uint32) list_nth_int(st->lengths, st->cur_index);
+		WarpAggResult hdr;
+		uint32		key_len;
+		size_t		states_off;
+
+		memcpy(&hdr, msg, sizeof(hdr));
+		if (st->cur_group >= hdr.n_groups)
+		{
+			st->cur_msg = lnext(st->messages, st->cur_msg);
+			st->cur_index++;
+			st->cur_group = 0;
+			st->cur_off = sizeof(WarpAggResult);
+			continue;
+		}
+		if (len - st->cur_off < 4)
+			elog(ERROR, "GpuPreAgg: a group from the service is truncated");
+		memcpy(&key_len, msg + st->cur_off, 4);
+		states_off = TYPEALIGN(16, 4 + (size_t) key_len);
+		if ((size_t) len - st->cur_off < states_off + sizeof(XpuAggState) * st->n_aggs)
+			elog(ERROR, "GpuPreAgg: a group from the service is truncated");
+		old = MemoryContextSwitchTo(st->row_cxt);
+		gpa_decode_keys(st, (const uint8 *) msg + st->cur_off + 4, key_len,
+						slot->tts_values, slot->tts_isnull);
+		for (int a = 0; a < st->n_aggs; a++)
+		{
+			XpuAggState s;
+
+			memcpy(&s, msg + st->cur_off + states_off + sizeof(XpuAggState) * a, sizeof(s));
+			slot->tts_values[st->n_keys + a] =
+				gpa_final(&st->aggs[a], &s, &slot->tts_isnull[st->n_keys + a]);
+		}
+		MemoryContextSwitchTo(old);
+		/* the resjunk quals and anchor of the scan tuple (gpa_plan_path) */
+		for (int i = st->n_keys + st->n_aggs; i < slot->tts_tupleDescriptor->natts; i++)
+			slot->tts_isnull[i] = true;
+		st->cur_off += states_off + sizeof(XpuAggState) * st->n_aggs;
+		st->cur_group++;
+		return ExecStoreVirtualTuple(slot);
+	}
+	return slot;
+}
+
+static bool
+gpa_recheck(ScanState *ss, TupleTableSlot *slot)
+{
+	return true;
+}
+
+static TupleTableSlot *
+gpa_exec(CustomScanState *node)
+{
+	GpaState   *st = (GpaState *) node;
+
+	if (!st->ran)
+		gpa_run(st);
+	if (st->fallback)
+		return ExecProcNode(linitial(node->custom_ps));
+	return ExecScan(&node->ss, gpa_next, gpa_recheck);
+}
+
+static void
+gpa_end(CustomScanState *node)
+{
+	GpaState   *st = (GpaState *) node;
+
+	gpa_close_conn(st);
+	ExecEndNode(linitial(node->custom_ps));
+}
+
+static void
+gpa_rescan(CustomScanState *node)
+{
+	GpaState   *st = (GpaState *) node;
+
+	if (st->fallback)
+		ExecReScan(linitial(node->custom_ps));
+	st->cur_msg = list_head(st->messages);
+	st->cur_index = 0;
+	st->cur_group = 0;
+	st->cur_off = sizeof(WarpAggResult);
+}
+
+/* ---------------- EXPLAIN ---------------- */
+
+static void
+gpa_explain(CustomScanState *node, List *ancestors, ExplainState *es)
+{
+	GpaState   *st = (GpaState *) node;
+	List	   *ctx = set_deparse_context_plan(es->deparse_cxt, node->ss.ps.plan, ancestors);
+
+	if (st->quals != NIL)
+		ExplainPropertyText("Engine Filter",
+							deparse_expression((Node *) make_ands_explicit(st->quals),
+											   ctx, true, false), es);
+	if (st->src != NULL)
+	{
+		ExplainPropertyInteger("Arrow Files", NULL, st->src->n_files, es);
+		ExplainPropertyInteger("Record Batches", NULL,
+							   st->src->batches_total - st->src->batches_skipped, es);
+		ExplainPropertyInteger("Batches Skipped by Statistics", NULL,
+							   st->src->batches_skipped, es);
+	}
+	if (es->verbose && st->prog != NULL)
+		engine_explain_program(st->prog, es);
+	if (!es->analyze || !st->ran)
+		return;
+	if (st->fallback)
+	{
+		ExplainPropertyText("Engine", "PostgreSQL (fallback)", es);
+		ExplainPropertyText("Fallback Reason", st->fallback_why, es);
+		return;
+	}
+	ExplainPropertyText("Engine", st->last.engine == WARP_ENGINE_GPU ? "GPU" : "CPU", es);
+	ExplainPropertyInteger("Engine Threads", NULL, st->last.threads, es);
+	ExplainPropertyInteger("Rows Read", NULL, (int64) st->last.rows_in, es);
+	ExplainPropertyInteger("Rows Passed", NULL, (int64) st->last.rows_passed, es);
+	ExplainPropertyInteger("Groups", NULL, (int64) st->last.groups_total, es);
+	ExplainPropertyInteger("Bytes Read", "bytes", (int64) st->last.bytes_read, es);
+	ExplainPropertyFloat("I/O Time", "ms", st->last.io_us / 1000.0, 3, es);
+	ExplainPropertyFloat("Engine Time", "ms", st->last.exec_us / 1000.0, 3, es);
+	ExplainPropertyFloat("Service Wall Time", "ms", st->last.wall_us / 1000.0, 3, es);
+}
+
+/* ---------------- registration ---------------- */
+
+static CustomPathMethods gpa_path_methods = {
+	.CustomName = "GpuPreAgg",
+	.PlanCustomPath = gpa_plan_path,
+};
+
+static CustomScanMethods gpa_scan_methods = {
+	.CustomName = "GpuPreAgg",
+	.CreateCustomScanState = gpa_create_state,
+};
+
+static CustomExecMethods gpa_exec_methods = {
+	.CustomName = "GpuPreAgg",
+	.BeginCustomScan = gpa_begin,
+	.ExecCustomScan = gpa_exec,
+	.EndCustomScan = gpa_end,
+	.ReScanCustomScan = gpa_rescan,
+	.ExplainCustomScan = gpa_explain,
+};
+
+/* pg_warp_gpu_preagg_init: settings and the planner hook (from _PG_init) */
+void
+pg_warp_gpu_preagg_init(void)
+{
+	DefineCustomBoolVariable("pg_warp.enable_gpupreagg",
+							 "Lets the planner use GpuPreAgg for GROUP BY aggregation of Arrow tables.",
+							 NULL, &pg_warp_enable_gpupreagg, true,
+							 PGC_USERSET, 0, NULL, NULL, NULL);
+	DefineCustomEnumVariable("pg_warp.engine",
+							 "Which engine runs pg_warp's offloaded work: auto, cpu or gpu.",
+							 "auto: a GPU when the service has one, else the CPU engine; "
+							 "gpu: an error when the service has no GPU.",
+							 &pg_warp_engine, 0, engine_options,
+							 PGC_USERSET, 0, NULL, NULL, NULL);
+	DefineCustomRealVariable("pg_warp.engine_startup_cost",
+							 "Planner cost of starting an engine run in the pg_warp service.",
+							 NULL, &pg_warp_engine_startup_cost, 1000.0, 0.0, 1e10,
+							 PGC_USERSET, 0, NULL, NULL, NULL);
+	DefineCustomRealVariable("pg_warp.engine_row_cost",
+							 "Planner cost of one row read by the engine.",
+							 NULL, &pg_warp_engine_row_cost, 0.001, 0.0, 1e10,
+							 PGC_USERSET, 0, NULL, NULL, NULL);
+	RegisterCustomScanMethods(&gpa_scan_methods);
+	prev_upper_paths_hook = create_upper_paths_hook;
+	create_upper_paths_hook = gpa_upper_paths;
+}
