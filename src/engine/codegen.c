@@ -223,6 +223,7 @@ cg_type(Oid typid)
 		case TIMESTAMPTZOID: return XPU_T_TIMESTAMPTZ;
 		case INTERVALOID: return XPU_T_INTERVAL;
 		case TEXTOID:
+		case VARCHAROID:		/* text's representation and operators */
 			/* the engine compares the file's UTF-8 bytes */
 			return GetDatabaseEncoding() == PG_UTF8 ? XPU_T_TEXT : XPU_T_NONE;
 		default: return XPU_T_NONE;

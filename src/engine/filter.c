@@ -111,6 +111,7 @@ engine_column_hook(void *arg, AttrNumber attno, Oid typid, int *col_index,
 			return c->arrow_id == ARROW_TYPE_DECIMAL128 &&
 				c->scale >= 0 && c->scale <= XPU_NUMERIC_MAX_SCALE;
 		case TEXTOID:
+		case VARCHAROID:
 			*kind = XPU_COL_UTF8;
 			return c->arrow_id == ARROW_TYPE_UTF8;
 		case INTERVALOID:

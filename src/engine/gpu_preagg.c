@@ -162,6 +162,7 @@ gpa_key_type_ok(Oid typid)
 		case TIMESTAMPOID:
 		case TIMESTAMPTZOID:
 		case TEXTOID:
+		case VARCHAROID:
 			return true;
 		default:
 			return false;
@@ -829,7 +830,7 @@ gpa_decode_keys(GpaState *st, const uint8 *p, uint32 len, Datum *values, bool *n
 		nulls[k] = (*p++ == 0);
 		if (nulls[k])
 			continue;
-		if (t == TEXTOID)
+		if (t == TEXTOID || t == VARCHAROID)
 		{
 			int32		l;
 

@@ -1,0 +1,330 @@
+"""GpuPreAgg (src/engine/gpu_preagg.c, the service's AGG_RUN) against
+PostgreSQL as the oracle.
+
+Every grouping runs over Arrow tables of edge values and NULLs twice: with
+pg_warp.enabled on (the plan must be a GpuPreAgg: the warp service reads the
+file, filters and aggregates) and off (PostgreSQL's own plan); the rows, or
+the error's SQLSTATE and message, must be equal.  Float sums may differ in
+the last bits (the order of additions differs, as between PostgreSQL's own
+parallel plans): they are compared with a relative tolerance, everything
+else exactly.  Groupings the engine cannot compute exactly must stay in
+PostgreSQL's plan.
+
+Runs against the cluster that scripts/test.sh starts (pg_warp preloaded, so
+the service runs; without a GPU it runs the CPU engine).
+"""
+import datetime
+import decimal
+import math
+import os
+import random
+import shutil
+import subprocess
+import tempfile
+
+import pyarrow as pa
+import pytest
+
+from pg_sql import psql as pg_psql
+
+N = 3000
+BATCH = 256
+
+
+def psql(sql, settings=""):
+    rc, out, err = pg_psql(settings + sql, check=False)
+    if rc != 0:
+        for line in err.splitlines():
+            if line.startswith("ERROR:"):
+                return ("error", line)
+        return ("error", err)
+    return ("ok", out)
+
+
+def edge_table(n, seed):
+    rnd = random.Random(seed)
+    D = decimal.Decimal
+
+    def pick(vals, null_frac=0.1):
+        return [None if rnd.random() < null_frac else rnd.choice(vals) for _ in range(n)]
+
+    ints = [-2**31, 2**31 - 1, 0, 1, -1, 42, 7, 65536]
+    cols = {
+        "i2": pa.array(pick([-32768, 32767, 0, 1, -1, 42, 5]), pa.int16()),
+        "i4": pa.array(pick(ints), pa.int32()),
+        "i8": pa.array(pick([-2**63, 2**63 - 1, 0, 1, -1, 10**12, 3]), pa.int64()),
+        "small": pa.array(pick(list(range(-5, 6)), 0.05), pa.int32()),
+        "k4": pa.array(pick(list(range(20)), 0.05), pa.int32()),
+        "f4": pa.array(pick([0.0, -0.0, 1.5, -2.5, 3.25, float("nan"), 1e-3]), pa.float32()),
+        "f8": pa.array(pick([0.0, -0.0, 1.5, -2.5, 1e300, -1e300, float("nan"), 0.1]),
+                       pa.float64()),
+        "fk": pa.array(pick([0.0, -0.0, float("nan"), 1.0, float("inf"), float("-inf")]),
+                       pa.float64()),
+        "n": pa.array(pick([D("0.00"), D("1.50"), D("-1.50"), D("999999999999999999.99"),
+                            D("-999999999999999999.99"), D("0.01"), D("42.00")]),
+                      pa.decimal128(20, 2)),
+        "t": pa.array(pick(["", "a", "ab", "B", "é", "日本語", "a b", "zz"]), pa.string()),
+        "d": pa.array(pick([datetime.date(1970, 1, 1), datetime.date(2000, 1, 1),
+                            datetime.date(1, 1, 1), datetime.date(9999, 12, 31),
+                            datetime.date(2024, 2, 29)]), pa.date32()),
+        "ts": pa.array(pick([datetime.datetime(1970, 1, 1), datetime.datetime(2000, 1, 1, 12),
+                             datetime.datetime(1, 1, 1), datetime.datetime(9999, 12, 31, 23, 59)]),
+                       pa.timestamp("us")),
+        "tstz": pa.array(pick([datetime.datetime(1999, 12, 31, 23, 59, 59, 999999),
+                               datetime.datetime(2020, 6, 1)]), pa.timestamp("us", tz="UTC")),
+        "b": pa.array(pick([True, False]), pa.bool_()),
+        "vc": pa.array(pick(["AIR", "REG AIR", "MAIL", "", "é"]), pa.string()),
+    }
+    return pa.table(cols)
+
+
+COLUMNS = ("i2 int2, i4 int4, i8 int8, small int4, k4 int4, f4 float4, f8 float8, "
+           "fk float8, n numeric(20,2), t text, d date, ts timestamp, tstz timestamptz, "
+           "b bool, vc varchar(10)")
+
+
+def write_arrow(path, table, batch):
+    with pa.ipc.new_file(path, table.schema) as w:
+        for b in table.to_batches(max_chunksize=batch):
+            w.write_batch(b)
+    os.chmod(path, 0o644)
+
+
+@pytest.fixture(scope="module", autouse=True)
+def tables():
+    d = tempfile.mkdtemp(prefix="pg_warp_gpa.")
+    os.chmod(d, 0o755)
+    write_arrow(os.path.join(d, "edge.arrow"), edge_table(N, 1), BATCH)
+    write_arrow(os.path.join(d, "one.arrow"), edge_table(1, 2), BATCH)
+    write_arrow(os.path.join(d, "empty.arrow"), edge_table(0, 3), BATCH)
+    wide = pa.table({"g": pa.array(range(60000), pa.int64()),
+                     "v": pa.array([i % 1000 for i in range(60000)], pa.int32())})
+    write_arrow(os.path.join(d, "wide.arrow"), wide, 8192)
+    os.mkdir(os.path.join(d, "many"))
+    os.chmod(os.path.join(d, "many"), 0o755)
+    for i in range(3):
+        write_arrow(os.path.join(d, "many", "part%d.arrow" % i), edge_table(700, 10 + i), 100)
+    pg_psql("CREATE EXTENSION IF NOT EXISTS pg_warp")
+    pg_psql("DROP SCHEMA IF EXISTS gpa CASCADE; CREATE SCHEMA gpa")
+    for name, opt in (("edge", "file '%s/edge.arrow'"), ("one", "file '%s/one.arrow'"),
+                      ("empty", "file '%s/empty.arrow'"), ("many", "dir '%s/many'")):
+        pg_psql("CREATE FOREIGN TABLE gpa.%s (%s) SERVER arrow_fdw OPTIONS (%s)"
+                % (name, COLUMNS, opt % d))
+    pg_psql("CREATE FOREIGN TABLE gpa.wide (g int8, v int4) SERVER arrow_fdw "
+            "OPTIONS (file '%s/wide.arrow')" % d)
+    pg_psql("CREATE COLLATION IF NOT EXISTS gpa.nd (provider = icu, locale = 'und-u-ks-level2', "
+            "deterministic = false)")
+    yield d
+    pg_psql("DROP SCHEMA IF EXISTS gpa CASCADE")
+    shutil.rmtree(d, ignore_errors=True)
+
+
+ON = "SET pg_warp.engine_startup_cost = 0; "
+OFF = "SET pg_warp.enabled = off; "
+
+
+def parse_rows(out):
+    return sorted(out.splitlines()) if out else []
+
+
+def close(a, b):
+    """Two result lines equal, floats within a relative 1e-9."""
+    fa, fb = a.split("|"), b.split("|")
+    if len(fa) != len(fb):
+        return False
+    for x, y in zip(fa, fb):
+        if x == y:
+            continue
+        try:
+            vx, vy = float(x), float(y)
+        except ValueError:
+            return False
+        if math.isnan(vx) and math.isnan(vy):
+            continue
+        if not math.isclose(vx, vy, rel_tol=1e-9, abs_tol=1e-300):
+            return False
+    return True
+
+
+def plan_of(sql, settings=ON):
+    kind, out = psql("EXPLAIN (COSTS OFF) " + sql, settings)
+    assert kind == "ok", out
+    return out
+
+
+def check_same(sql, table="edge"):
+    sql = sql.replace("{t}", "gpa." + table)
+    plan = plan_of(sql)
+    assert "GpuPreAgg" in plan, plan
+    on = psql(sql, ON)
+    off = psql(sql, OFF)
+    if on[0] == "error" or off[0] == "error":
+        assert on == off, sql
+        return on
+    ron, roff = parse_rows(on[1]), parse_rows(off[1])
+    assert len(ron) == len(roff), (sql, on[1], off[1])
+    # rows with float aggregates may sort differently in their last digits
+    if ron != roff:
+        roff_left = list(roff)
+        for r in ron:
+            m = next((x for x in roff_left if close(r, x)), None)
+            assert m is not None, (sql, r, off[1])
+            roff_left.remove(m)
+    return on
+
+
+AGGS = ("count(*), count(i4), count(t), sum(i2), sum(i4), sum(i8), sum(n), sum(f8), "
+        "avg(i2), avg(i4), avg(i8), avg(n), avg(f4), avg(f8), min(i2), max(i2), min(i4), "
+        "max(i8), min(f4), max(f4), min(f8), max(f8), min(n), max(n), min(d), max(d), "
+        "min(ts), max(tstz)")
+
+KEYS = ["k4", "t", "b", "i2", "small, t", "fk", "n", "d", "ts", "tstz", "f4",
+        "k4, b, t", "small % 3", "i4 + 0", "vc", "vc, k4"]
+
+
+@pytest.mark.parametrize("table", ["edge", "one", "empty", "many"])
+def test_no_group_by(table):
+    check_same("SELECT %s FROM {t}" % AGGS, table)
+
+
+@pytest.mark.parametrize("key", KEYS)
+def test_group_keys(key):
+    check_same("SELECT %s, %s FROM {t} GROUP BY %s" % (key, AGGS, key))
+
+
+@pytest.mark.parametrize("table", ["one", "empty", "many"])
+def test_group_by_small_tables(table):
+    check_same("SELECT t, b, %s FROM {t} GROUP BY t, b" % AGGS, table)
+
+
+QUALS = ["small > 0", "small BETWEEN -2 AND 3 AND k4 < 10", "t LIKE 'a%'", "b",
+         "f8 > 0", "n > 0", "d >= DATE '2000-01-01'", "i4 IN (0, 1, 42)",
+         "small IS NULL", "k4 > 100", "t = 'é' OR small = 0", "vc = 'AIR'", "vc < 'M'"]
+
+
+@pytest.mark.parametrize("qual", QUALS)
+def test_quals(qual):
+    check_same("SELECT k4, count(*), sum(i8), avg(small), min(f8) FROM {t} WHERE %s "
+               "GROUP BY k4" % qual)
+
+
+def test_having_order_limit_and_expressions():
+    check_same("SELECT k4, sum(small) * 2 + count(*), avg(i4) / 2 FROM {t} GROUP BY k4 "
+               "HAVING count(*) > 100 AND sum(small) <> 0")
+    on = check_same("SELECT t, count(*) FROM {t} GROUP BY t ORDER BY 2 DESC, 1 LIMIT 3")
+    assert len(on[1].splitlines()) == 3
+    check_same("SELECT k4 + 1, count(*) FROM {t} GROUP BY k4 + 1")
+
+
+@pytest.mark.parametrize("sql", [
+    # a qual whose evaluation raises (overflow, division by zero): PostgreSQL's error
+    "SELECT count(*) FROM {t} WHERE i4 * i4 > 0",
+    "SELECT k4, count(*) FROM {t} WHERE i4 / small > 1 GROUP BY k4",
+    # an aggregate argument that overflows
+    "SELECT sum(i4 + i4) FROM {t}",
+    # a float sum of finite values that overflows: PostgreSQL raises an error
+    "SELECT sum(f8) FROM {t} WHERE f8 > 1e299",
+    # guarded evaluation: no error where PostgreSQL raises none
+    "SELECT count(*), sum(i4 / small) FROM {t} WHERE small <> 0",
+])
+def test_errors_and_fallbacks_equal_postgresql(sql):
+    check_same(sql)
+
+
+@pytest.mark.parametrize("sql", [
+    "SELECT count(DISTINCT k4) FROM gpa.edge",
+    "SELECT k4, string_agg(t, ',') FROM gpa.edge GROUP BY k4",
+    "SELECT k4, sum(small) FILTER (WHERE b) FROM gpa.edge GROUP BY k4",
+    "SELECT k4, count(*) FROM gpa.edge WHERE random() < 2 GROUP BY k4",
+    "SELECT t COLLATE gpa.nd, count(*) FROM gpa.edge GROUP BY 1",
+    "SELECT k4, count(*) FROM gpa.edge GROUP BY ROLLUP (k4)",
+    "SELECT k4, stddev(f8) FROM gpa.edge GROUP BY k4",
+    "SELECT sum(f4) FROM gpa.edge",
+    "SELECT max(t) FROM gpa.edge",
+])
+def test_stays_in_postgresql(sql):
+    assert "GpuPreAgg" not in plan_of(sql)
+
+
+def test_disabled_by_settings():
+    sql = "SELECT k4, count(*) FROM gpa.edge GROUP BY k4"
+    assert "GpuPreAgg" not in plan_of(sql, ON + "SET pg_warp.enable_gpupreagg = off; ")
+    assert "GpuPreAgg" not in plan_of(sql, OFF)
+    # without the cost override a tiny table stays in PostgreSQL
+    assert "GpuPreAgg" not in plan_of(sql, "")
+
+
+def test_explain_analyze_reports_the_run():
+    kind, out = psql("EXPLAIN (ANALYZE, VERBOSE, COSTS OFF, TIMING OFF) "
+                     "SELECT k4, count(*) FROM gpa.edge WHERE small > 0 GROUP BY k4", ON)
+    assert kind == "ok", out
+    assert "Custom Scan (GpuPreAgg)" in out
+    assert "Engine: CPU" in out or "Engine: GPU" in out, out
+    assert "Engine Filter: (edge.small > 0)" in out, out
+    assert "Rows Read: %d" % N in out, out
+    assert "Engine Program:" in out
+
+
+def test_batches_skipped_by_statistics(tables):
+    # pyarrow writes no pg_warp statistics; a pg2arrow file has them
+    kind, out = psql("EXPLAIN (COSTS OFF) SELECT count(*) FROM gpa.many WHERE small > 3", ON)
+    assert kind == "ok" and "Record Batches:" in out, out
+
+
+def test_prepared_statement_and_rescan():
+    rc, out, err = pg_pql_multi([
+        ON + "PREPARE q AS SELECT k4, count(*) FROM gpa.edge GROUP BY k4",
+        "EXECUTE q", "EXECUTE q"])
+    assert rc == 0, err
+    lines = out.splitlines()
+    assert len(lines) == 2 * len(set(lines)), out
+    # a GpuPreAgg under a nested loop is rescanned
+    check_same("SELECT s.x, g.c FROM generate_series(1, 3) s(x), "
+               "LATERAL (SELECT count(*) c FROM {t}) g")
+
+
+def pg_pql_multi(statements):
+    r = subprocess.run(["psql", "-XAtq", "-v", "ON_ERROR_STOP=1"] +
+                       sum((["-c", s] for s in statements), []),
+                       capture_output=True, text=True)
+    return r.returncode, r.stdout.strip(), r.stderr
+
+
+def test_replaced_file_is_read_by_the_next_query(tables):
+    path = os.path.join(tables, "edge.arrow")
+    copy = os.path.join(tables, "edge.copy")
+    shutil.copy(path, copy)
+    try:
+        os.chmod(copy, 0o644)
+        # the plan opens the file at executor start; a replaced file is refused
+        kind, out = psql("SELECT count(*) FROM gpa.edge", ON)
+        assert kind == "ok" and out == str(N)
+        os.replace(copy, path)
+        kind, out = psql("SELECT count(*) FROM gpa.edge", ON)
+        assert kind == "ok" and out == str(N), out
+    finally:
+        if os.path.exists(copy):
+            os.unlink(copy)
+
+
+def test_non_superuser_with_select_privilege():
+    pg_psql("DROP ROLE IF EXISTS gpa_reader; CREATE ROLE gpa_reader LOGIN")
+    pg_psql("GRANT USAGE ON SCHEMA gpa TO gpa_reader; GRANT SELECT ON gpa.edge TO gpa_reader")
+    try:
+        r = subprocess.run(["psql", "-XAtq", "-U", "gpa_reader", "-c",
+                            ON + "SELECT count(*) FROM gpa.edge", "-c",
+                            "SELECT count(*) FROM gpa.one"],
+                           capture_output=True, text=True)
+        assert r.stdout.strip().splitlines()[:1] == [str(N)], r.stderr
+        assert "permission denied" in r.stderr
+    finally:
+        pg_psql("REVOKE ALL ON gpa.edge FROM gpa_reader; REVOKE ALL ON SCHEMA gpa FROM gpa_reader;"
+                " DROP ROLE gpa_reader")
+
+
+def test_many_groups():
+    # 60,000 groups of 10 aggregates: several result messages of the service
+    check_same("SELECT g, count(*), sum(v), min(v), max(v), avg(v), sum(g), avg(g), "
+               "min(g), max(g), count(v) FROM {t} GROUP BY g", "wide")
+    check_same("SELECT i4, i8, n, t, count(*) FROM {t} GROUP BY i4, i8, n, t")
+    check_same("SELECT i2, f8, fk, count(*), sum(small) FROM {t} GROUP BY i2, f8, fk")
