@@ -1,0 +1,177 @@
+"""The engine under faults and load (issue 11, item 7): GpuPreAgg runs that are
+cancelled, time out, or lose the warp service mid-run, and many sessions
+running engine queries at once (pgbench) with no error and no leaked memory.
+
+Each test uses a cluster of its own (test_service.Cluster: pg_warp preloaded,
+so the service runs), since some kill the service.  The data is a large
+Arrow file written with pyarrow, so that a run lasts long enough to be
+interrupted on this machine's CPU engine.
+"""
+import os
+import re
+import shutil
+import signal
+import subprocess
+import tempfile
+import time
+
+import numpy as np
+import pyarrow as pa
+import pytest
+
+from test_service import Cluster, alive, wait_until
+
+ROWS = int(os.environ.get("PG_WARP_FAULT_ROWS", 24_000_000))
+SOAK_SECONDS = int(os.environ.get("PG_WARP_SOAK_SECONDS", 60))
+ON = ("SET pg_warp.engine_startup_cost = 0",)
+
+# a grouping over every row: slow enough to interrupt
+SLOW = ("SELECT k, count(*), sum(v), max(w) FROM faults.big "
+        "WHERE v % 7 <> 3 GROUP BY k")
+
+
+@pytest.fixture(scope="module")
+def data():
+    d = tempfile.mkdtemp(prefix="pg_warp_faults.")
+    os.chmod(d, 0o755)
+    rng = np.random.default_rng(7)
+    path = os.path.join(d, "big.arrow")
+    schema = pa.schema([("k", pa.int32()), ("v", pa.int64()), ("w", pa.float64())])
+    with pa.ipc.new_file(path, schema) as w:
+        left = ROWS
+        while left > 0:
+            n = min(left, 1 << 20)
+            w.write_batch(pa.record_batch([
+                pa.array(rng.integers(0, 1000, n, dtype=np.int32)),
+                pa.array(rng.integers(-10**9, 10**9, n, dtype=np.int64)),
+                pa.array(rng.random(n))], schema=schema))
+            left -= n
+    os.chmod(path, 0o644)
+    small = os.path.join(d, "small.arrow")
+    with pa.ipc.new_file(small, schema) as w:
+        w.write_batch(pa.record_batch([pa.array(np.arange(5000, dtype=np.int32) % 50),
+                                       pa.array(np.arange(5000, dtype=np.int64)),
+                                       pa.array(np.linspace(0, 1, 5000))], schema=schema))
+    os.chmod(small, 0o644)
+    yield d
+    shutil.rmtree(d, ignore_errors=True)
+
+
+@pytest.fixture(scope="module")
+def cluster(data):
+    c = Cluster()
+    try:
+        c.sql("CREATE SCHEMA faults")
+        for t in ("big", "small"):
+            c.sql("CREATE FOREIGN TABLE faults.%s (k int4, v int8, w float8) SERVER arrow_fdw "
+                  "OPTIONS (file '%s/%s.arrow')" % (t, data, t))
+        yield c
+    finally:
+        c.destroy()
+
+
+def running_tasks(cluster):
+    return int(cluster.status()["running_tasks"])
+
+
+def in_flight(cluster, app):
+    """The backend pid of session app once its query is running in the service."""
+    def ok():
+        pid = cluster.sql("SELECT pid FROM pg_stat_activity WHERE application_name = '%s' "
+                          "AND state = 'active'" % app)
+        return pid and running_tasks(cluster) > 0 and int(pid)
+    return wait_until(ok, 30, "the run to start in the service")
+
+
+def start_slow(cluster, app, settings=()):
+    env = dict(cluster.env, PGAPPNAME=app)
+    args = ["psql", "-XAtq", "-v", "ON_ERROR_STOP=1", "-v", "VERBOSITY=verbose"]
+    for s in ON + tuple(settings):
+        args += ["-c", s]
+    return subprocess.Popen(args + ["-c", SLOW], env=env, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+
+
+def test_plan_is_gpupreagg(cluster):
+    r = cluster.run("EXPLAIN (COSTS OFF) " + SLOW, settings=ON)
+    assert r.returncode == 0 and "GpuPreAgg" in r.stdout, r.stdout + r.stderr
+
+
+def test_cancel_stops_the_run(cluster):
+    p = start_slow(cluster, "gpa_cancel")
+    pid = in_flight(cluster, "gpa_cancel")
+    t0 = time.monotonic()
+    cluster.sql("SELECT pg_cancel_backend(%d)" % pid)
+    out, err = p.communicate(timeout=30)
+    assert p.returncode != 0 and "57014" in err, err
+    assert time.monotonic() - t0 < 5, "the cancel took too long"
+    # the service drops the run soon and serves the next query
+    wait_until(lambda: running_tasks(cluster) == 0, 10, "the service to drop the run")
+    assert cluster.sql("SELECT count(*) FROM faults.small") == "5000"
+
+
+def test_statement_timeout(cluster):
+    t0 = time.monotonic()
+    r = cluster.run(SLOW, settings=ON + ("SET statement_timeout = '300ms'",
+                                         "\\set VERBOSITY verbose"))
+    assert r.returncode != 0 and "57014" in r.stderr and "statement timeout" in r.stderr, \
+        r.stderr
+    assert time.monotonic() - t0 < 5
+    wait_until(lambda: running_tasks(cluster) == 0, 10, "the service to drop the run")
+
+
+def test_service_killed_mid_run(cluster):
+    p = start_slow(cluster, "gpa_kill")
+    in_flight(cluster, "gpa_kill")
+    old = cluster.service_pid()
+    started = cluster.sql("SELECT pg_postmaster_start_time()")
+    os.kill(old, signal.SIGKILL)
+    out, err = p.communicate(timeout=30)
+    assert p.returncode != 0 and "08006" in err, err
+    assert "lost the connection to the pg_warp service" in err
+    cluster.new_service(old)
+    assert not alive(old)
+    # the cluster did not restart, and the next engine query works
+    assert cluster.sql("SELECT pg_postmaster_start_time()") == started
+    r = cluster.run("SELECT count(*), sum(v) FROM faults.small", settings=ON)
+    assert r.returncode == 0 and r.stdout.strip() == "5000|12497500", r.stderr
+
+
+def service_rss_kb(cluster):
+    with open("/proc/%d/status" % cluster.service_pid()) as f:
+        return int(re.search(r"VmRSS:\s+(\d+)", f.read()).group(1))
+
+
+def test_many_sessions_soak(cluster, data, tmp_path):
+    """32 sessions run engine queries (GpuPreAgg and engine filters) for
+    SOAK_SECONDS: no error, every answer right, and the service's memory
+    does not grow after the first round."""
+    script = tmp_path / "engine.sql"
+    script.write_text(
+        "SET pg_warp.engine_startup_cost = 0;\n"
+        "SELECT count(*), sum(v) FROM faults.small WHERE k < 25;\n"
+        "SELECT k, count(*), avg(v), min(w) FROM faults.small GROUP BY k;\n"
+        "SELECT count(*) FROM faults.small WHERE v % 3 = 0 AND w > 0.5;\n")
+    expect = cluster.sql("SET pg_warp.enabled = off; "
+                         "SELECT count(*), sum(v) FROM faults.small WHERE k < 25")
+    r = cluster.run("SELECT count(*), sum(v) FROM faults.small WHERE k < 25", settings=ON)
+    assert r.stdout.strip() == expect
+    env = dict(cluster.env)
+
+    def bench(seconds):
+        return subprocess.run(["pgbench", "-n", "-c", "32", "-j", "4", "-T", str(seconds),
+                               "-f", str(script)], env=env, capture_output=True, text=True,
+                              timeout=seconds + 120)
+
+    first = bench(5)
+    assert first.returncode == 0, first.stderr
+    rss0 = service_rss_kb(cluster)
+    soak = bench(SOAK_SECONDS)
+    assert soak.returncode == 0, soak.stderr
+    assert "number of failed transactions: 0" in soak.stdout or \
+        re.search(r"number of transactions actually processed: [1-9]", soak.stdout), soak.stdout
+    assert "ERROR" not in soak.stderr, soak.stderr
+    rss1 = service_rss_kb(cluster)
+    assert rss1 < rss0 * 1.25 + 8192, "service RSS grew from %d kB to %d kB" % (rss0, rss1)
+    assert running_tasks(cluster) == 0
+    assert int(cluster.status()["connections"]) <= 1
