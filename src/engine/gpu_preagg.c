@@ -620,8 +620,12 @@ gpa_compile(GpaState *st, CustomScan *cs, Index relid, int n_keys, int n_aggs)
 	scan = gpa_codegen_scan(st->rel, relid, list_concat(list_concat(list_copy(keys), args),
 														st->quals), &attnos, &n_attnos);
 	prog = scan ? codegen_proj_program(scan, st->quals, list_concat(list_copy(keys), args)) : NULL;
-	if (prog == NULL)
+	if (prog == NULL || prog->n_cols != n_attnos)
+	{
+		/* every column the expressions use is a chunk column the program loads */
+		free(prog);
 		return false;
+	}
 	st->prog = gpa_palloc16(prog->total_len);
 	memcpy(st->prog, prog, prog->total_len);
 	free(prog);
@@ -684,7 +688,6 @@ gpa_request(GpaState *st)
 {
 	StringInfo	buf = makeStringInfo();
 	WarpAggRequest req = {0};
-	const XpuColumn *cols = XPU_COLS(st->prog);
 
 	req.n_files = st->src->n_files;
 	req.n_keys = st->n_keys;
@@ -711,9 +714,10 @@ gpa_request(GpaState *st)
 		gpa_put(buf, &wf, sizeof(wf), 8);
 		gpa_put(buf, ef->path, wf.path_len, 1);
 		gpa_put(buf, ef->batches, sizeof(int32) * ef->n_batches, 8);
-		for (int k = 0; k < st->prog->n_cols; k++)
+		/* chunk column j (XpuColumn.col_index) reads field fields[j] */
+		for (int j = 0; j < st->prog->n_cols; j++)
 		{
-			int32		field = st->src->fields[cols[k].col_index];
+			int32		field = st->src->fields[j];
 
 			gpa_put(buf, &field, sizeof(field), 4);
 		}

@@ -164,8 +164,10 @@ WARP_STATIC_ASSERT(sizeof(WarpStatus) == 48 + 192 + 16 * 120, "WarpStatus layout
  *		WarpAggFile
  *		char	path[path_len]			(absolute, no NUL)
  *		int32_t	batches[n_batches]		record batch numbers to read
- *		int32_t	fields[n_cols]			top-level field of the file that the
- *										program's column k reads
+ *		int32_t	fields[n_cols]			top-level field of the file that chunk
+ *										column j holds (the program's columns
+ *										read chunk column XpuColumn.col_index,
+ *										which is below n_cols)
  *
  * The service opens each file, refuses it (WARP_ERR_FILE_CHANGED) unless
  * device, inode, size and modification time equal the request's, reads only
