@@ -719,7 +719,7 @@ gpa_request(GpaState *st)
 		{
 			int32		field = st->src->fields[j];
 
-			gpa_put(buf, &field, sizeof(field), 4);
+			gpa_put(buf, &field, sizeof(field), j == 0 ? 8 : 4);
 		}
 		if (buf->len > PGWARP_MAX_PAYLOAD)
 			return NULL;
