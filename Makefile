@@ -15,7 +15,7 @@ EXTVERSION   = 0.1.0
 MODULE_big   = pg_warp
 # The extension's sources by layer (DESIGN.md, "Layout"), one per line: the
 # top (main.c), arrow_fdw (src/fdw) and the backend half of the engine
-# (src/engine).
+# (src/engine) and the SQL types of src/types.
 OBJS         = \
 	src/main.o \
 	src/fdw/analyze.o \
@@ -35,7 +35,9 @@ OBJS         = \
 	src/engine/filter.o \
 	src/engine/gpu_preagg.o \
 	src/engine/service_client.o \
-	src/engine/service_supervisor.o
+	src/engine/service_supervisor.o \
+	src/types/float2.o \
+	src/types/float2_ops.o
 DATA_built   = sql/$(EXTENSION)--$(EXTVERSION).sql
 DATA         = $(filter-out $(DATA_built),$(wildcard sql/$(EXTENSION)--*--*.sql))
 

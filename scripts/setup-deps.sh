@@ -6,7 +6,7 @@ set -euo pipefail
 
 DEBS=(build-essential clang-14 llvm-14 postgresql-15 postgresql-server-dev-15 libpq-dev
       liblz4-dev libzstd-dev python3 python3-pip libipc-run-perl)
-PYPKGS=(pyarrow pytest duckdb polars)
+PYPKGS=(pyarrow pytest duckdb polars numpy)
 
 missing=()
 for p in "${DEBS[@]}"; do

@@ -98,6 +98,7 @@ extern bool arrow_conv_stat(const ArrowConv *c, const char *s, Datum *out);
 #define ARROW_FAST_I64		3
 #define ARROW_FAST_F32		4
 #define ARROW_FAST_F64		5
+#define ARROW_FAST_F16		6	/* float16 into pg_warp's float2: the bits */
 
 /* arrow_conv_value for a converter with c->fast set */
 static inline Datum
@@ -119,6 +120,8 @@ arrow_conv_fast(const ArrowConv *c, const ArrowArray *a, int64 row, bool *isnull
 			return Int64GetDatum(((const int64 *) a->values)[row]);
 		case ARROW_FAST_F32:
 			return Float4GetDatum(((const float4 *) a->values)[row]);
+		case ARROW_FAST_F16:
+			return UInt16GetDatum(((const uint16 *) a->values)[row]);
 		default:
 			return Float8GetDatum(((const float8 *) a->values)[row]);
 	}

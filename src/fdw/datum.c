@@ -68,7 +68,8 @@ typedef enum
 	TK_INTERVAL,
 	TK_TEXT,					/* text: verified UTF-8 converted to the server encoding */
 	TK_INPUT,					/* any other type from text, by its input function */
-	TK_FLOAT_INPUT,				/* float16 into a type named float2, via text */
+	TK_FLOAT2,					/* float16 into pg_warp's float2: the bits as they are */
+	TK_FLOAT_INPUT,				/* float16 into another type named float2, via text */
 	TK_BYTEA,
 	TK_UUID,
 	TK_ARRAY,
@@ -347,6 +348,8 @@ arrow_conv_init(ArrowConv *c, const ArrowField *f, Oid typid, int32 typmod,
 			c->fast = ARROW_FAST_F32;
 		else if (c->kind == TK_FLOAT8 && c->arrow_id == ARROW_TYPE_FLOAT64)
 			c->fast = ARROW_FAST_F64;
+		else if (c->kind == TK_FLOAT2)
+			c->fast = ARROW_FAST_F16;
 	}
 	if (c->run_end_encoded)
 		c->fast = ARROW_FAST_NONE;	/* the values sit behind the run ends */
@@ -588,10 +591,26 @@ conv_init_bytes(ArrowConv *c, const ArrowField *f, ArrowTypeId id,
 }
 
 /*
+ * Whether typid is pg_warp's float2 (the type named float2 in the schema
+ * pgwarp, two bytes passed by value: IEEE 754 binary16 bits), which holds a
+ * float16 value as its bits.
+ */
+static bool
+is_pg_warp_float2(const ArrowConv *c, Oid typid)
+{
+	Oid			nsp = get_namespace_oid("pgwarp", true);
+
+	return OidIsValid(nsp) && c->typlen == 2 && c->typbyval &&
+		GetSysCacheOid2(TYPENAMENSP, Anum_pg_type_oid, CStringGetDatum("float2"),
+						ObjectIdGetDatum(nsp)) == typid;
+}
+
+/*
  * Conversions through the input function of 'typid': float16 into a type
- * named float2 (pg_warp's own half-precision type, or any other), from the
- * exact decimal form of the half value; strings into string-like types
- * (varchar(n), enums, json, ...).  Returns whether c converts that way.
+ * named float2 other than pg_warp's (whose values are the bits themselves,
+ * TK_FLOAT2), from the exact decimal form of the half value; strings into
+ * string-like types (varchar(n), enums, json, ...).  Returns whether c
+ * converts that way.
  */
 static bool
 conv_init_input(ArrowConv *c, ArrowTypeId id, Oid typid)
@@ -600,6 +619,11 @@ conv_init_input(ArrowConv *c, ArrowTypeId id, Oid typid)
 	char		cat;
 	bool		pref;
 
+	if (id == ARROW_TYPE_FLOAT16 && is_pg_warp_float2(c, typid))
+	{
+		c->kind = TK_FLOAT2;
+		return true;
+	}
 	if (id == ARROW_TYPE_FLOAT16 && type_is_named(typid, "float2"))
 		c->kind = TK_FLOAT_INPUT;
 	else if ((id == ARROW_TYPE_UTF8 || id == ARROW_TYPE_LARGE_UTF8) &&
@@ -779,7 +803,8 @@ read_raw(const ArrowConv *c, const ArrowArray *a, int64 row, RawValue *r)
 			r->i = arrow_bit_get(a->values, row);
 			break;
 		case ARROW_TYPE_FLOAT16:
-			r->d = arrow_half_to_float(((const uint16 *) a->values)[row]);
+			r->i = ((const uint16 *) a->values)[row];
+			r->d = arrow_half_to_float((uint16) r->i);
 			break;
 		case ARROW_TYPE_FLOAT32:
 			r->d = ((const float *) a->values)[row];
@@ -1202,6 +1227,9 @@ raw_to_datum(const ArrowConv *c, RawValue *r, Datum *out, bool noerror)
 		case TK_INPUT:
 			*out = string_datum(c, r);
 			return true;
+		case TK_FLOAT2:
+			*out = UInt16GetDatum((uint16) r->i);
+			return true;
 		case TK_FLOAT_INPUT:
 			*out = float_input_datum(c, r);
 			return true;
@@ -1422,6 +1450,13 @@ arrow_conv_stat(const ArrowConv *c, const char *s, Datum *out)
 			r.d = strtod(s, &end);
 			if (*end != '\0' || isnan(r.d))
 				return false;
+			if (c->kind == TK_FLOAT2)
+			{
+				/* a statistic of a float16 field is a half value, exactly */
+				r.i = arrow_float_to_half((float) r.d);
+				if ((double) arrow_half_to_float((uint16) r.i) != r.d)
+					return false;
+			}
 			break;
 		case ARROW_TYPE_DECIMAL128:
 			{
@@ -1455,6 +1490,7 @@ arrow_conv_stat(const ArrowConv *c, const char *s, Datum *out)
 		case TK_INT4:
 		case TK_INT8:
 		case TK_NUMERIC:
+		case TK_FLOAT2:
 		case TK_FLOAT4:
 		case TK_FLOAT8:
 		case TK_DATE:
@@ -1470,7 +1506,7 @@ arrow_conv_stat(const ArrowConv *c, const char *s, Datum *out)
 bool
 arrow_conv_is_float(const ArrowConv *c)
 {
-	return c->kind == TK_FLOAT4 || c->kind == TK_FLOAT8;
+	return c->kind == TK_FLOAT2 || c->kind == TK_FLOAT4 || c->kind == TK_FLOAT8;
 }
 
 /* ----------------------------------------------------------------

@@ -259,7 +259,8 @@ DEFAULT_TYPES = [
     (pa.int8(), "smallint"), (pa.int16(), "smallint"), (pa.int32(), "integer"),
     (pa.int64(), "bigint"), (pa.uint8(), "smallint"), (pa.uint16(), "integer"),
     (pa.uint32(), "bigint"), (pa.uint64(), "numeric"),
-    (pa.float16(), "real"), (pa.float32(), "real"), (pa.float64(), "double precision"),
+    # float16: pg_warp's float2 (doc/arrow_fdw.md: "float2 if such a type exists")
+    (pa.float16(), "pgwarp.float2"), (pa.float32(), "real"), (pa.float64(), "double precision"),
     (pa.decimal128(10, 2), "numeric(10,2)"), (pa.decimal256(40, 3), "numeric(40,3)"),
     (pa.date32(), "date"), (pa.date64(), "date"),
     (pa.time32("ms"), "time without time zone"), (pa.time64("us"), "time without time zone"),
