@@ -47,7 +47,8 @@ heap.  Results: bench/results/engine_bench_<tag>.json and .png.
 
 The database holds SSB (bench/ssb/load.sh) and the extension; the Arrow file is
 lineorder exported with statistics (pg2arrow -t lineorder -S), readable by the
-server.  Connection: the PG* environment variables and -d.  DuckDB is a
+server.  Connection: the PG* environment variables and -d (PGOPTIONS sets
+settings in every session, e.g. PGOPTIONS="-c pg_warp.engine_startup_cost=0").  DuckDB is a
 benchmark dependency only (pip install duckdb); without it that side is
 reported as unavailable.  bench/gpu-host.sh engine runs all of this on the GPU
 host.
@@ -519,6 +520,8 @@ def measured_runs(args, runners, res, ref, nbytes):
 
 
 def summarise(res, rows, nbytes):
+    """Medians, rows/s, referenced bytes/s (copy and engine sides) and the
+    speed-up over PostgreSQL heap of every side with measured runs."""
     for q in res:
         for side, e in res[q].items():
             if e["runs_s"] and e["status"] != "failed":
@@ -526,6 +529,10 @@ def summarise(res, rows, nbytes):
                 e["rows_per_s"] = rows / e["median_s"]
                 if side in ("h2d", "warp_gpu", "warp_cpu"):
                     e["referenced_bytes_per_s"] = nbytes[q] / e["median_s"]
+        heap = res[q].get("heap", {}).get("median_s")
+        for side, e in res[q].items():
+            if heap and "median_s" in e and side != "h2d":
+                e["speedup_vs_heap"] = heap / e["median_s"]
 
 
 def goal_of(name, res, value_fn, passes, fmt):
@@ -596,17 +603,21 @@ def print_report(res, goal_list, rows, nbytes, info):
     for q, sql, cols in QUERIES:
         print("\n%s: %s" % (q.upper(), sql))
         print("    referenced columns %s: %.1f MB in the Arrow file" % (", ".join(cols), nbytes[q] / 1e6))
-        print("    %-29s %-16s %9s %12s  %s" % ("side", "status", "median s", "rows/s", "runs (s) / note"))
+        print("    %-29s %-16s %9s %10s %8s %9s  %s" % ("side", "status", "median s", "rows/s",
+                                                        "vs heap", "ref GB/s", "runs (s) / note"))
         for side in SIDES:
             e = res[q].get(side)
             if e is None:
                 continue
             med = "%9.4f" % e["median_s"] if "median_s" in e else "%9s" % "-"
-            rate = "%12s" % (fmt_rate(e["rows_per_s"]) if "rows_per_s" in e else "-")
+            rate = "%10s" % (fmt_rate(e["rows_per_s"]) if "rows_per_s" in e else "-")
+            vs = "%7.2fx" % e["speedup_vs_heap"] if "speedup_vs_heap" in e else "%8s" % "-"
+            gbs = "%9.2f" % (e["referenced_bytes_per_s"] / 1e9) if "referenced_bytes_per_s" in e \
+                else "%9s" % "-"
             runs = " ".join("%.4f" % t for t in e["runs_s"])
             note = e.get("note") or ""
-            print("    %-29s %-16s %s %s  %s%s" % (LABELS[side], e["status"], med, rate, runs,
-                                                   ("; " if runs and note else "") + note))
+            print("    %-29s %-16s %s %s %s %s  %s%s" % (LABELS[side], e["status"], med, rate, vs, gbs,
+                                                         runs, ("; " if runs and note else "") + note))
             x = e.get("explain", {}).get("gpupreagg")
             if x:
                 print("    %29s %s" % ("", ", ".join("%s %s" % (k, v) for k, v in x.items())))
