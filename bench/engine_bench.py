@@ -620,7 +620,8 @@ def print_report(res, goal_list, rows, nbytes, info):
                                                          runs, ("; " if runs and note else "") + note))
             x = e.get("explain", {}).get("gpupreagg")
             if x:
-                print("    %29s %s" % ("", ", ".join("%s %s" % (k, v) for k, v in x.items())))
+                unit = lambda k: " ms" if k.endswith("Time") else " bytes" if k.startswith("Bytes") else ""
+                print("    %29s %s" % ("", ", ".join("%s %s%s" % (k, v, unit(k)) for k, v in x.items())))
     print("\nGoals (issue 11 item 8):")
     for g in goal_list:
         parts = []
@@ -668,6 +669,7 @@ def png_chart(path, res, rows, title):
 
 
 def git_commit():
+    """The benchmark's own checkout (not necessarily the server's pg_warp build)."""
     r = subprocess.run(["git", "-C", HERE, "describe", "--always", "--dirty"], capture_output=True, text=True)
     return r.stdout.strip() or None
 
@@ -685,9 +687,10 @@ def setup_database(args):
         ALTER TABLE public.lineorder SET (parallel_workers = {w});
         """.format(s=SCHEMA, f=args.arrow.replace("'", "''"), w=args.workers))
     out = psql_script(args.dbname, "SET max_parallel_workers_per_gather = %d; "
-                      "SELECT count(*) FROM public.lineorder; SELECT version();" % args.workers)
-    count, version = out.strip().split("\n")[:2]
-    return int(count), version
+                      "SELECT count(*) FROM public.lineorder; SELECT version(); "
+                      "SELECT extversion FROM pg_extension WHERE extname = 'pg_warp';" % args.workers)
+    count, version, ext_version = out.strip().split("\n")[:3]
+    return int(count), version, ext_version
 
 
 def main():
@@ -703,6 +706,7 @@ def main():
     ap.add_argument("--tag", help="result name (default: sfSF_Nworkers)")
     ap.add_argument("--timeout", type=int, default=600, help="statement_timeout, seconds")
     ap.add_argument("--h2d", help="the h2d_copy binary (default: bench/h2d_copy, built if missing)")
+    ap.add_argument("--note", help="free text kept in the JSON, e.g. which pg_warp build the server runs")
     ap.add_argument("-o", "--outdir", default=os.path.join(HERE, "results"))
     args = ap.parse_args()
     args.arrow = os.path.abspath(args.arrow)
@@ -718,7 +722,7 @@ def main():
     columns = sorted({c for _, _, cols in QUERIES for c in cols})
     nbytes = {q: referenced_bytes(args.arrow, cols)[0] for q, _, cols in QUERIES}
     _, arrow_rows = referenced_bytes(args.arrow, [])
-    heap_rows, version = setup_database(args)
+    heap_rows, version, ext_version = setup_database(args)
     print("lineorder: heap %d rows, Arrow file %d rows (%s, %.2f GB); %d workers/threads; %d runs"
           % (heap_rows, arrow_rows, args.arrow, os.path.getsize(args.arrow) / 1e9, args.workers, args.runs))
     if heap_rows != arrow_rows:
@@ -771,8 +775,8 @@ def main():
     os.makedirs(args.outdir, exist_ok=True)
     summary = {
         "tag": tag, "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-        "host": os.uname().nodename, "cpus": os.cpu_count(), "commit": git_commit(),
-        "server": version, "lineorder_rows": heap_rows, "arrow_rows": arrow_rows,
+        "host": os.uname().nodename, "cpus": os.cpu_count(), "bench_commit": git_commit(),
+        "note": args.note, "server": version, "pg_warp_version": ext_version, "lineorder_rows": heap_rows, "arrow_rows": arrow_rows,
         "arrow_file": args.arrow, "arrow_file_bytes": os.path.getsize(args.arrow),
         "workers": args.workers, "runs": args.runs, "sides": args.sides, "info": info,
         "queries": {q: {"sql": sql, "referenced_columns": cols, "referenced_bytes": nbytes[q],
