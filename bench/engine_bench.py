@@ -210,6 +210,7 @@ def side_settings(side, args):
 
 
 def walk(plan, out):
+    """Every node of an EXPLAIN JSON plan, depth first, appended to out."""
     out.append(plan)
     for p in plan.get("Plans", []):
         walk(p, out)
@@ -251,6 +252,7 @@ def explain_summary(side, rows):
 # ---------------------------------------------------------------- answers
 
 def as_decimal(v):
+    """v (psql text or a Python number) as a Decimal, None when it is no number."""
     try:
         return Decimal(v if isinstance(v, str) else repr(v) if isinstance(v, float) else str(v))
     except (InvalidOperation, ValueError):
@@ -278,6 +280,7 @@ def same_value(ref, val, rel=Decimal("1e-9")):
 
 
 def psql_rows(lines):
+    """psql's unaligned rows as sorted tuples of text."""
     return sorted(tuple(line.split("|")) for line in lines)
 
 
@@ -296,7 +299,7 @@ def compare_answers(ref, rows):
 # ---------------------------------------------------------------- the sides
 
 class PgSide:
-    """A PostgreSQL side: a warm session; queries by name."""
+    """A PostgreSQL side: its settings in one warm session, reopened when lost."""
 
     def __init__(self, side, args):
         self.side, self.args, self.session = side, args, None
@@ -393,6 +396,7 @@ def find_h2d(args):
 # ---------------------------------------------------------------- the run
 
 def entry(status, note=None):
+    """A side's result for one query, before its runs."""
     return {"status": status, "note": note, "runs_s": []}
 
 
@@ -567,6 +571,7 @@ def median_of(qres, side):
 
 
 def ratio(qres, num, den):
+    """(median of num / median of den, None), or (None, why not)."""
     a, why_a = median_of(qres, num)
     b, why_b = median_of(qres, den)
     if a is None or b is None:
@@ -575,6 +580,7 @@ def ratio(qres, num, den):
 
 
 def goals(res, rows):
+    """The goals of issue 11 item 8, each over both queries."""
     def gpu_rows(qres):
         t, why = median_of(qres, "warp_gpu")
         return (rows / t, None) if t else (None, why)
@@ -596,10 +602,12 @@ def goals(res, rows):
 # ---------------------------------------------------------------- output
 
 def fmt_rate(v):
+    """Rows per second, readable."""
     return "%.1f M" % (v / 1e6) if v < 1e9 else "%.2f G" % (v / 1e9)
 
 
 def print_report(res, goal_list, rows, nbytes, info):
+    """Per query a table of the sides (and GpuPreAgg's figures), then the goals."""
     for q, sql, cols in QUERIES:
         print("\n%s: %s" % (q.upper(), sql))
         print("    referenced columns %s: %.1f MB in the Arrow file" % (", ".join(cols), nbytes[q] / 1e6))
@@ -693,7 +701,47 @@ def setup_database(args):
     return int(count), version, ext_version
 
 
+def warm_up_heap(q, sql, session, measured, res):
+    """PostgreSQL heap's unmeasured run of one query: returns its answer (the
+    reference; None if it failed).  When heap is a measured side, its result
+    entry and EXPLAIN ANALYZE go to res."""
+    rows, _, err = session.run(sql)
+    if not measured:
+        if err:
+            print("WARNING: PostgreSQL heap failed on %s: %s" % (q, err))
+        return None if err else psql_rows(rows)
+    e = res[q]["heap"] = entry("failed", err) if err else entry("ok")
+    if err:
+        return None
+    e["answer_check"] = "the reference"
+    xrows, _, xerr = session.run("EXPLAIN (ANALYZE, FORMAT JSON) " + sql)
+    if xerr:
+        e.update(status="failed", note="EXPLAIN ANALYZE: %s" % xerr)
+    else:
+        e["explain"] = explain_summary("heap", xrows)[0]
+    return psql_rows(rows)
+
+
+def warm_up_all(args, runners, res, nbytes):
+    """The unmeasured run of every side and query, PostgreSQL heap's first:
+    its answers are the reference (computed also when heap is not measured).
+    Returns them per query (None where heap failed)."""
+    ref_side = runners.get("heap") or PgSide("heap", args)
+    ref = {}
+    for q, sql, _ in QUERIES:
+        ref[q] = warm_up_heap(q, sql, ref_side, "heap" in runners, res)
+        for side in args.sides:
+            if side in runners and side != "heap":
+                warm_up(q, sql, nbytes[q], side, runners[side], ref[q], res)
+        print("  %s: warm-up done (%s)" % (q, ", ".join("%s %s" % (s, res[q][s]["status"])
+                                                     for s in args.sides if s in res[q])), flush=True)
+    if "heap" not in runners:
+        ref_side.close()
+    return ref
+
+
 def main():
+    """Options, setup, warm-up, measured rounds, report, JSON and PNG."""
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0],
                                  formatter_class=argparse.RawDescriptionHelpFormatter,
                                  epilog="sides: " + ", ".join(SIDES))
@@ -734,33 +782,7 @@ def main():
     if "duckdb" in info:
         print("duckdb %(version)s, %(threads)s threads, native table loaded in %(load_s)s s" % info["duckdb"])
 
-    # PostgreSQL heap's answers are the reference, also when heap is not measured
-    ref_side = runners.get("heap") or PgSide("heap", args)
-    ref = {}
-    for q, sql, _ in QUERIES:
-        order = ["heap"] + [s for s in args.sides if s in runners and s != "heap"]
-        for side in order:
-            if side == "heap":
-                rows, _, err = ref_side.run(sql)
-                ref[q] = None if err else psql_rows(rows)
-                if "heap" in runners:
-                    res[q]["heap"] = entry("ok") if not err else entry("failed", err)
-                    if not err:
-                        res[q]["heap"]["answer_check"] = "the reference"
-                        xrows, _, xerr = ref_side.run("EXPLAIN (ANALYZE, FORMAT JSON) " + sql)
-                        if xerr:
-                            res[q]["heap"].update(status="failed", note="EXPLAIN ANALYZE: %s" % xerr)
-                        else:
-                            res[q]["heap"]["explain"] = explain_summary("heap", xrows)[0]
-                elif err:
-                    print("WARNING: PostgreSQL heap failed on %s: %s" % (q, err))
-            else:
-                warm_up(q, sql, nbytes[q], side, runners[side], ref[q], res)
-        print("  %s: warm-up done (%s)" % (q, ", ".join("%s %s" % (s, res[q][s]["status"])
-                                                     for s in args.sides if s in res[q])), flush=True)
-    if "heap" not in runners:
-        ref_side.close()
-
+    ref = warm_up_all(args, runners, res, nbytes)
     measured_runs(args, runners, res, ref, nbytes)
     for r in runners.values():
         if isinstance(r, PgSide):
