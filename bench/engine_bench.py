@@ -449,8 +449,8 @@ def service_status(args):
     rows, _, err = s.run("SELECT engine, engine_detail, device_count, devices "
                          "FROM pgwarp.service_status();")
     s.close()
-    if err:
-        return {"gpu": False, "service_note": "pgwarp.service_status() failed: %s" % err}
+    if err or not rows:
+        return {"gpu": False, "service_note": "pgwarp.service_status() failed: %s" % (err or "no row")}
     engine, detail, count, devices = (rows[0].split("|") + ["", "", "", ""])[:4]
     return {"gpu": engine == "gpu", "service_engine": engine, "service_devices": devices,
             "service_note": "engine %s%s, %s device(s) %s" % (
