@@ -12,11 +12,24 @@
 #   bench/gpu-host.sh ssb                   the 13 SSB queries, heap vs arrow_fdw lineorder
 #                                           (bench/ssb_bench.py), SF default 20, in its
 #                                           own database ssb_sfN (loaded once; RELOAD=1)
+#   bench/gpu-host.sh engine                issue 11's engine benchmark (bench/engine_bench.py):
+#                                           Q1/Q2 on heap, arrow_fdw, pg_warp GPU and CPU
+#                                           engine, DuckDB, and a pinned host-to-GPU copy
+#                                           (bench/h2d_copy); the ssb step's database and
+#                                           Arrow file (SF default 20; loaded if missing).
+#                                           DuckDB comes as a wheel through WHEELS; fetch it
+#                                           where pip works with
+#       pip download duckdb --only-binary=:all: --python-version 3.12 \
+#           --platform manylinux2014_x86_64 --platform manylinux_2_28_x86_64 -d DIR
+#                                           (without the manylinux_2_28 tag pip picks an
+#                                           old duckdb, 1.2.2: the newer wheels have only
+#                                           that tag)
 #
-# Environment: SF (scale factor, default 10; 20 for ssb), WORKERS (parallel workers
-# for the scan benchmarks, default 16), RUNS (ssb: measured runs per query, default
-# 5), SHARED_BUFFERS (default 16GB), WHEELS (a directory
-# of Python wheels to install first, e.g. connectorx, psycopg), PGPORT (default 5500),
+# Environment: SF (scale factor, default 10; 20 for ssb and engine), WORKERS (parallel
+# workers for the scan benchmarks, DuckDB's threads, default 16), RUNS (ssb, engine:
+# measured runs per query, default 5), SIDES (engine: a subset of its sides),
+# SHARED_BUFFERS (default 16GB), WHEELS (a directory
+# of Python wheels to install first, e.g. connectorx, psycopg, duckdb), PGPORT (default 5500),
 # EXPORT_WORKERS (default 1,2,4,8,16), REPEAT (rounds over every point, best kept;
 # default 1), SKIP_TESTS=1 (setup without the bundle tests), SKIP_LOAD=1 (setup
 # without loading SSB into the database ssb, e.g. before `ssb`), PG2ARROW (the pg2arrow
@@ -45,6 +58,26 @@ env_from_bundle() {
         python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir \
             --upgrade --target /tmp/pg_warp_site "$WHEELS"/*.whl
         export PYTHONPATH=/tmp/pg_warp_site${PYTHONPATH:+:$PYTHONPATH}
+    fi
+}
+
+# ssb_database SF: sets db (ssb_sfSF) and arrow (its lineorder as an Arrow file
+# with batch statistics), loading both first when either is missing (or RELOAD=1).
+# Used by ssb and engine, so that both measure the same data.
+ssb_database() {
+    local sf=$1 loaded
+    db=ssb_sf$sf
+    arrow=$top/ssb-sf$sf-stats/lineorder.arrow
+    loaded=$(PGDATABASE=postgres psql -XAtc "SELECT 1 FROM pg_database WHERE datname = '$db'")
+    if [ "${RELOAD:-0}" = 1 ] || [ -z "$loaded" ] || [ ! -f "$arrow" ]; then
+        log "SSB SF $sf into database $db (heap), lineorder to Arrow with statistics"
+        PGDATABASE=postgres psql -Xqc "DROP DATABASE IF EXISTS $db" -c "CREATE DATABASE $db"
+        psql -d "$db" -Xqc "CREATE EXTENSION pg_warp"
+        make -s -C bench/ssb
+        bench/ssb/load.sh -d "$db" -s "$sf" -j "$(nproc)" --no-arrow 2>&1 | tee "$top/ssb-load.log"
+        mkdir -p "$(dirname "$arrow")"; chmod 755 "$(dirname "$arrow")"
+        time "${PG2ARROW:-pg2arrow}" -d "$db" -t lineorder -S -n "$(nproc)" -o "$arrow"
+        chmod 644 "$arrow"
     fi
 }
 
@@ -114,27 +147,29 @@ export)
 ssb)
     env_from_bundle
     sf=${SF:-20}
-    db=ssb_sf$sf
-    arrow=$top/ssb-sf$sf-stats/lineorder.arrow
-    loaded=$(PGDATABASE=postgres psql -XAtc "SELECT 1 FROM pg_database WHERE datname = '$db'")
-    if [ "${RELOAD:-0}" = 1 ] || [ -z "$loaded" ] || [ ! -f "$arrow" ]; then
-        log "SSB SF $sf into database $db (heap), lineorder to Arrow with statistics"
-        PGDATABASE=postgres psql -Xqc "DROP DATABASE IF EXISTS $db" -c "CREATE DATABASE $db"
-        psql -d "$db" -Xqc "CREATE EXTENSION pg_warp"
-        make -s -C bench/ssb
-        bench/ssb/load.sh -d "$db" -s "$sf" -j "$(nproc)" --no-arrow 2>&1 | tee "$top/ssb-load.log"
-        mkdir -p "$(dirname "$arrow")"; chmod 755 "$(dirname "$arrow")"
-        time "${PG2ARROW:-pg2arrow}" -d "$db" -t lineorder -S -n "$(nproc)" -o "$arrow"
-        chmod 644 "$arrow"
-    fi
+    ssb_database "$sf"
     log "SSB SF $sf: heap vs arrow_fdw, ${WORKERS:-16} workers"
     touch "$top/ssb.start"
     python3 bench/ssb_bench.py -d "$db" -a "$arrow" -w "${WORKERS:-16}" -r "${RUNS:-5}" \
         --tag "sf$sf-gpu-host-${WORKERS:-16}workers" 2>&1 | tee "$top/ssb.log"
     keep "$top/ssb.log" $(find bench/results -name 'ssb_*' -newer "$top/ssb.start")
     ;;
+engine)
+    env_from_bundle
+    sf=${SF:-20}
+    ssb_database "$sf"
+    make -s -C bench h2d_copy || log "bench/h2d_copy not built: no pinned-copy figures"
+    tag=sf$sf-gpu-host-${WORKERS:-16}workers
+    log "engine benchmark, SSB SF $sf, ${WORKERS:-16} workers, ${RUNS:-5} runs"
+    touch "$top/engine.start"
+    status=0
+    python3 bench/engine_bench.py -d "$db" -a "$arrow" -w "${WORKERS:-16}" -r "${RUNS:-5}" \
+        ${SIDES:+--sides "$SIDES"} --tag "$tag" 2>&1 | tee "$top/engine.log" || status=$?
+    keep "$top/engine.log" $(find bench/results -name "engine_bench_$tag.*" -newer "$top/engine.start")
+    exit $status
+    ;;
 *)
-    sed -n '2,23p' "$0" | sed 's/^# \{0,1\}//'
+    awk 'NR > 1 && !/^#/ { exit } NR > 1 { sub(/^# ?/, ""); print }' "$0"
     exit 2
     ;;
 esac
