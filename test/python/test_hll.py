@@ -367,3 +367,18 @@ def test_unqualified_names_resolve_for_a_plain_user():
         assert out == "10|10", errtext
     finally:
         q("DROP ROLE hll_user")
+
+
+def test_shared_state_and_running_windows():
+    # hll_count and hll_sketch of one argument share a transition state
+    out = q("SELECT hll_count(g), hll_sketch(g) = (SELECT hll_sketch(x) FROM "
+            "generate_series(1, 5000) x), hll_count(g) FROM generate_series(1, 5000) g")
+    c, same, c2 = out.split("|")
+    assert same == "t" and c == c2
+    # a running window finalizes the state again and again while it grows
+    out = q("SELECT string_agg(c::text, ',' ORDER BY n) FROM (SELECT g AS n, "
+            "hll_count(g) OVER (ORDER BY g) c FROM generate_series(1, 5000) g) t")
+    cs = [int(x) for x in out.split(",")]
+    assert cs[:1536] == list(range(1, 1537))
+    assert all(abs(c - n) <= 3 * 0.0082 * n for n, c in enumerate(cs, 1))
+    assert cs[-1] == int(c)
