@@ -95,11 +95,12 @@ COMMENT ON FUNCTION pgwarp.service_status() IS 'the pg_warp service: pid, uptime
 -- hll_sketch, hll_merge, hll_combine and hll_sketch_histogram.  The four
 -- aggregates share one internal state with combine, serialize and
 -- deserialize functions (parallel-safe).  Everything here reads and changes
--- nothing outside its arguments: callable by PUBLIC.
+-- nothing outside its arguments (hll_trans and hll_final_sketch also read
+-- pg_warp.hll_registers_bits, hence STABLE): callable by PUBLIC.
 CREATE FUNCTION pgwarp.hll_trans(internal, anyelement)
 RETURNS internal
 AS 'MODULE_PATHNAME', 'pg_warp_hll_trans'
-LANGUAGE C CALLED ON NULL INPUT IMMUTABLE PARALLEL SAFE;
+LANGUAGE C CALLED ON NULL INPUT STABLE PARALLEL SAFE;
 
 CREATE FUNCTION pgwarp.hll_merge_trans(internal, bytea)
 RETURNS internal
