@@ -14,8 +14,8 @@ EXTVERSION   = 0.1.0
 
 MODULE_big   = pg_warp
 # The extension's sources by layer (DESIGN.md, "Layout"), one per line: the
-# top (main.c), arrow_fdw (src/fdw) and the backend half of the engine
-# (src/engine) and the SQL types of src/types.
+# top (main.c), arrow_fdw (src/fdw), the backend half of the engine
+# (src/engine) and SQL types and aggregates (src/types).
 OBJS         = \
 	src/main.o \
 	src/fdw/analyze.o \
@@ -37,7 +37,9 @@ OBJS         = \
 	src/engine/service_client.o \
 	src/engine/service_supervisor.o \
 	src/types/float2.o \
-	src/types/float2_ops.o
+	src/types/float2_ops.o \
+	src/types/hll.o \
+	src/types/hll_sketch.o
 DATA_built   = sql/$(EXTENSION)--$(EXTVERSION).sql
 DATA         = $(filter-out $(DATA_built),$(wildcard sql/$(EXTENSION)--*--*.sql))
 

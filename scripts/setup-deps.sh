@@ -5,7 +5,8 @@
 set -euo pipefail
 
 DEBS=(build-essential clang-14 llvm-14 postgresql-15 postgresql-server-dev-15 libpq-dev
-      liblz4-dev libzstd-dev python3 python3-pip libipc-run-perl)
+      liblz4-dev libzstd-dev python3 python3-pip libipc-run-perl
+      postgresql-15-hll)
 PYPKGS=(pyarrow pytest duckdb polars numpy)
 
 missing=()

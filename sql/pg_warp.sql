@@ -496,3 +496,95 @@ CREATE AGGREGATE pgwarp.var_pop(pgwarp.float2) (
     SFUNC = pgwarp.float2_accum, STYPE = float8[], INITCOND = '{0,0,0}',
     FINALFUNC = pg_catalog.float8_var_pop, COMBINEFUNC = pg_catalog.float8_combine, PARALLEL = SAFE);
 -- end of float2
+
+-- HyperLogLog approximate distinct counts (doc/hll.md): hll_count,
+-- hll_sketch, hll_merge, hll_combine and hll_sketch_histogram.  The four
+-- aggregates share one internal state with combine, serialize and
+-- deserialize functions (parallel-safe).  Everything here reads and changes
+-- nothing outside its arguments (hll_trans and hll_final_sketch also read
+-- pg_warp.hll_registers_bits, hence STABLE): callable by PUBLIC.
+CREATE FUNCTION pgwarp.hll_trans(internal, anyelement)
+RETURNS internal
+AS 'MODULE_PATHNAME', 'pg_warp_hll_trans'
+LANGUAGE C CALLED ON NULL INPUT STABLE PARALLEL SAFE;
+
+CREATE FUNCTION pgwarp.hll_merge_trans(internal, bytea)
+RETURNS internal
+AS 'MODULE_PATHNAME', 'pg_warp_hll_merge_trans'
+LANGUAGE C CALLED ON NULL INPUT IMMUTABLE PARALLEL SAFE;
+
+CREATE FUNCTION pgwarp.hll_combine_states(internal, internal)
+RETURNS internal
+AS 'MODULE_PATHNAME', 'pg_warp_hll_combine_states'
+LANGUAGE C CALLED ON NULL INPUT IMMUTABLE PARALLEL SAFE;
+
+CREATE FUNCTION pgwarp.hll_serialize_state(internal)
+RETURNS bytea
+AS 'MODULE_PATHNAME', 'pg_warp_hll_serialize_state'
+LANGUAGE C STRICT IMMUTABLE PARALLEL SAFE;
+
+CREATE FUNCTION pgwarp.hll_deserialize_state(bytea, internal)
+RETURNS internal
+AS 'MODULE_PATHNAME', 'pg_warp_hll_deserialize_state'
+LANGUAGE C STRICT IMMUTABLE PARALLEL SAFE;
+
+CREATE FUNCTION pgwarp.hll_final_count(internal)
+RETURNS bigint
+AS 'MODULE_PATHNAME', 'pg_warp_hll_final_count'
+LANGUAGE C CALLED ON NULL INPUT IMMUTABLE PARALLEL SAFE;
+
+CREATE FUNCTION pgwarp.hll_final_sketch(internal)
+RETURNS bytea
+AS 'MODULE_PATHNAME', 'pg_warp_hll_final_sketch'
+LANGUAGE C CALLED ON NULL INPUT STABLE PARALLEL SAFE;
+
+CREATE FUNCTION pgwarp.hll_final_combine(internal)
+RETURNS bytea
+AS 'MODULE_PATHNAME', 'pg_warp_hll_final_combine'
+LANGUAGE C CALLED ON NULL INPUT IMMUTABLE PARALLEL SAFE;
+
+CREATE AGGREGATE pgwarp.hll_count(anyelement) (
+    SFUNC = pgwarp.hll_trans,
+    STYPE = internal,
+    FINALFUNC = pgwarp.hll_final_count,
+    COMBINEFUNC = pgwarp.hll_combine_states,
+    SERIALFUNC = pgwarp.hll_serialize_state,
+    DESERIALFUNC = pgwarp.hll_deserialize_state,
+    PARALLEL = SAFE);
+COMMENT ON AGGREGATE pgwarp.hll_count(anyelement) IS 'approximate count(DISTINCT value) by a HyperLogLog sketch (NULLs ignored)';
+
+CREATE AGGREGATE pgwarp.hll_sketch(anyelement) (
+    SFUNC = pgwarp.hll_trans,
+    STYPE = internal,
+    FINALFUNC = pgwarp.hll_final_sketch,
+    COMBINEFUNC = pgwarp.hll_combine_states,
+    SERIALFUNC = pgwarp.hll_serialize_state,
+    DESERIALFUNC = pgwarp.hll_deserialize_state,
+    PARALLEL = SAFE);
+COMMENT ON AGGREGATE pgwarp.hll_sketch(anyelement) IS 'HyperLogLog sketch of the distinct values, for hll_merge and hll_combine';
+
+CREATE AGGREGATE pgwarp.hll_merge(bytea) (
+    SFUNC = pgwarp.hll_merge_trans,
+    STYPE = internal,
+    FINALFUNC = pgwarp.hll_final_count,
+    COMBINEFUNC = pgwarp.hll_combine_states,
+    SERIALFUNC = pgwarp.hll_serialize_state,
+    DESERIALFUNC = pgwarp.hll_deserialize_state,
+    PARALLEL = SAFE);
+COMMENT ON AGGREGATE pgwarp.hll_merge(bytea) IS 'approximate number of distinct values in the union of HyperLogLog sketches';
+
+CREATE AGGREGATE pgwarp.hll_combine(bytea) (
+    SFUNC = pgwarp.hll_merge_trans,
+    STYPE = internal,
+    FINALFUNC = pgwarp.hll_final_combine,
+    COMBINEFUNC = pgwarp.hll_combine_states,
+    SERIALFUNC = pgwarp.hll_serialize_state,
+    DESERIALFUNC = pgwarp.hll_deserialize_state,
+    PARALLEL = SAFE);
+COMMENT ON AGGREGATE pgwarp.hll_combine(bytea) IS 'HyperLogLog sketch of the union of sketches';
+
+CREATE FUNCTION pgwarp.hll_sketch_histogram(bytea)
+RETURNS int[]
+AS 'MODULE_PATHNAME', 'pg_warp_hll_sketch_histogram'
+LANGUAGE C STRICT IMMUTABLE PARALLEL SAFE;
+COMMENT ON FUNCTION pgwarp.hll_sketch_histogram(bytea) IS 'registers of a HyperLogLog sketch per rank (element k = rank k, from index 0)';

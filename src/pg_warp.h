@@ -64,4 +64,8 @@ extern void engine_filter_explain(struct ScanState *ss, Index scanrelid,
 /* in fdw/arrow_fdw.c */
 extern void arrow_fdw_init(void);
 
+/* in types/hll.c */
+extern int	pg_warp_hll_registers_bits;
+extern void pg_warp_hll_init(void);
+
 #endif							/* PG_WARP_H */
