@@ -5,8 +5,8 @@
 set -euo pipefail
 
 DEBS=(build-essential clang-14 llvm-14 postgresql-15 postgresql-server-dev-15 libpq-dev
-      liblz4-dev libzstd-dev python3 python3-pip libipc-run-perl)
-PYPKGS=(pyarrow pytest duckdb polars)
+      liblz4-dev libzstd-dev libmsgpack-dev zlib1g-dev libssl-dev python3 python3-pip libipc-run-perl)
+PYPKGS=(pyarrow pytest duckdb polars msgpack fluent-logger)
 
 missing=()
 for p in "${DEBS[@]}"; do
@@ -25,7 +25,9 @@ fi
 
 pymissing=()
 for p in "${PYPKGS[@]}"; do
-    python3 -c "import $p" 2>/dev/null || pymissing+=("$p")
+    mod=$p
+    [ "$p" = fluent-logger ] && mod=fluent.sender    # its module's name
+    python3 -c "import $mod" 2>/dev/null || pymissing+=("$p")
 done
 if [ ${#pymissing[@]} -gt 0 ]; then
     echo "setup-deps: installing Python packages ${pymissing[*]}"
