@@ -321,13 +321,8 @@ stage_time(const Column *c, const msgpack_object *o, Staged *s)
 		if (c->kind == CK_DATE && c->type.id == ARROW_TYPE_DATE32 && (s->i < INT32_MIN || s->i > INT32_MAX))
 			return "out of range";
 	}
-	else if (c->kind == CK_TIMESTAMP && o->type == MSGPACK_OBJECT_EXT &&
-			 o->via.ext.type == 0 && o->via.ext.size == 8)
+	else if (c->kind == CK_TIMESTAMP && o->type == MSGPACK_OBJECT_EXT && ext_time(o, &sec, &ns))
 	{
-		const uint8_t *b = (const uint8_t *) o->via.ext.ptr;
-
-		sec = ((int64_t) b[0] << 24) | (b[1] << 16) | (b[2] << 8) | b[3];
-		ns = ((int64_t) b[4] << 24) | (b[5] << 16) | (b[6] << 8) | b[7];
 		if (!to_units(sec, ns, c->per_second, &s->i))
 			return "out of range";
 	}
@@ -605,6 +600,8 @@ json_value(const msgpack_object *o)
 		case MSGPACK_OBJECT_FLOAT32:
 		case MSGPACK_OBJECT_FLOAT64:
 			snprintf(num, sizeof(num), isfinite(o->via.f64) ? "%.17g" : "\"%g\"", o->via.f64);
+			if (isfinite(o->via.f64) && strpbrk(num, ".e") == NULL)
+				strcat(num, ".0");	/* stays a float in JSON readers */
 			PUTS(num);
 			break;
 		case MSGPACK_OBJECT_STR:

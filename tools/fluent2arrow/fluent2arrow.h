@@ -159,6 +159,9 @@ extern int	frame_scan(FrameScan *st, const uint8_t *buf, size_t len,
 					   int64_t max_frame, size_t *frame_len,
 					   char *errbuf, size_t errlen);
 
+/* Seconds and ns of an EventTime (ext 0) or msgpack timestamp (ext -1) */
+extern bool ext_time(const msgpack_object *o, int64_t *sec, int64_t *ns);
+
 /* What decoding one frame asks the connection to do */
 typedef struct FrameResult
 {

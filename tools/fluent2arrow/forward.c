@@ -126,6 +126,34 @@ frame_scan(FrameScan *st, const uint8_t *buf, size_t len, int64_t max_frame,
 	}
 }
 
+/*
+ * Seconds and nanoseconds of a time extension: Fluentd's EventTime (type 0:
+ * big-endian uint32 seconds, uint32 nanoseconds) or msgpack's timestamp
+ * (type -1: 4, 8 or 12 bytes).  false for any other extension.
+ */
+bool
+ext_time(const msgpack_object *o, int64_t *sec, int64_t *ns)
+{
+	const uint8_t *p = (const uint8_t *) o->via.ext.ptr;
+	uint64_t	v;
+
+	if (o->via.ext.type == 0 && o->via.ext.size == 8)
+		*sec = (int64_t) be(p, 4), *ns = (int64_t) be(p + 4, 4);
+	else if (o->via.ext.type == -1 && o->via.ext.size == 4)
+		*sec = (int64_t) be(p, 4), *ns = 0;
+	else if (o->via.ext.type == -1 && o->via.ext.size == 8)
+	{
+		v = be(p, 8);
+		*sec = (int64_t) (v & 0x3ffffffffULL);
+		*ns = (int64_t) (v >> 34);
+	}
+	else if (o->via.ext.type == -1 && o->via.ext.size == 12)
+		*ns = (int64_t) be(p, 4), *sec = (int64_t) be(p + 4, 8);
+	else
+		return false;
+	return *ns < 1000000000;
+}
+
 /* An event time as microseconds since the epoch; false if not a time */
 static bool
 event_time(const msgpack_object *o, int64_t *us)
@@ -149,11 +177,16 @@ event_time(const msgpack_object *o, int64_t *us)
 			*us = (int64_t) (o->via.f64 * 1e6);
 			return true;
 		case MSGPACK_OBJECT_EXT:
-			if (o->via.ext.type != 0 || o->via.ext.size != 8)
-				return false;
-			*us = (int64_t) be((const uint8_t *) o->via.ext.ptr, 4) * 1000000 +
-				(int64_t) be((const uint8_t *) o->via.ext.ptr + 4, 4) / 1000;
-			return true;
+			{
+				int64_t		sec,
+							ns;
+
+				if (!ext_time(o, &sec, &ns) || sec > INT64_MAX / 1000000 - 1 ||
+					sec < INT64_MIN / 1000000 + 1)
+					return false;
+				*us = sec * 1000000 + ns / 1000;
+				return true;
+			}
 		default:
 			return false;
 	}

@@ -33,6 +33,7 @@ unsigned	g_cfg_generation;
 
 static volatile int stop_flag;
 static volatile int reload_flag;
+static int	stats_option;	/* --stats: survives reloads */
 static Counters last_count;
 static int64_t last_ms;
 
@@ -152,6 +153,8 @@ reload_config(void)
 	config_free(g_cfg);
 	g_cfg = cfg;
 	g_cfg_generation++;
+	if (stats_option > 0)
+		g_cfg->stats_interval = stats_option;
 	logmsg("configuration reloaded (%d routes; listen, unix_socket and spool_dir need a restart)",
 		   cfg->n_routes);
 }
@@ -303,7 +306,7 @@ main(int argc, char **argv)
 		return 0;
 	}
 	if (stats > 0)
-		g_cfg->stats_interval = stats;
+		g_cfg->stats_interval = stats_option = stats;
 	open_log();
 	install_signals();
 	last_ms = now_ms();

@@ -289,7 +289,7 @@ output_row_added(Route *r, uint64_t lsn)
 		return;
 	if (r->file->rows >= r->rotate_rows)
 		rotate(r);
-	else if ((r->file->rows & 1023) == 0)
+	else if ((r->file->rows & 127) == 0)
 	{
 		int64_t		size = r->file->bytes;
 
