@@ -171,6 +171,7 @@ def main():
     with open(os.path.join(d, "f.conf"), "w") as f:
         f.write(CONFIG.format(port=a.port, dir=d))
     result = {"machine": platform.node(), "cpus": os.cpu_count(),
+              "loadavg_before": os.getloadavg(),
               "chunk_events": a.chunk, "window": a.window, "columns": 11,
               "raw": raw_rate(a.tool, d, a.chunk, a.raw_events), "runs": []}
     print("raw write:", result["raw"], flush=True)
@@ -192,6 +193,7 @@ def main():
     finally:
         sink.terminate()
         sink.wait(timeout=120)
+    result["loadavg_after"] = os.getloadavg()
     result["best_events_per_s"] = max(r["events_per_s"] for r in result["runs"])
     with open(a.out + ".json", "w") as f:
         json.dump(result, f, indent=1)

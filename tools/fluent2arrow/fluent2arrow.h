@@ -137,7 +137,7 @@ extern unsigned g_cfg_generation;	/* changes at each reload */
 extern Counters g_count;
 
 /* ------------------------------------------------------------------------
- * Frame scanning and decoding (forward.c)
+ * Frame scanning (frame.c) and decoding (forward.c)
  * ------------------------------------------------------------------------
  */
 #define SCAN_MAX_DEPTH 32
@@ -161,6 +161,9 @@ extern int	frame_scan(FrameScan *st, const uint8_t *buf, size_t len,
 
 /* Seconds and ns of an EventTime (ext 0) or msgpack timestamp (ext -1) */
 extern bool ext_time(const msgpack_object *o, int64_t *sec, int64_t *ns);
+
+/* Big-endian unsigned integer of n bytes */
+extern uint64_t be(const uint8_t *p, int n);
 
 /* What decoding one frame asks the connection to do */
 typedef struct FrameResult
