@@ -11,7 +11,7 @@ chunk of --chunk events each, EventTime times, a "chunk" option) and keeps
 client is not the bottleneck.  The sink runs with its spool and output in
 --dir (the same disk).  Writes JSON (and a PNG chart) under bench/results/.
 
-    python3 bench/fluent_bench.py [--seconds 5] [--senders 1,2,4,8,16]
+    python3 bench/fluent_bench.py [--seconds 5] [--senders 1,2,4,8,16] [--repeat N]
 """
 import argparse
 import json
@@ -144,7 +144,7 @@ def chart(result, path):
     raw = result["raw"]["events_per_s"]
     top = max([raw] + [r["events_per_s"] for r in rows]) * 1.1
     c = Canvas(80 + 70 * (len(rows) + 1), 300)
-    c.text(10, 8, "MEPS WITH ACKS BY SENDERS - RAW WRITE GREEN", 2)
+    c.text(10, 8, "MEPS", 2)      # the canvas font has few letters
     for i, r in enumerate(rows + [dict(senders="RAW", events_per_s=raw)]):
         x = 60 + 70 * i
         h = int(220 * r["events_per_s"] / top)
@@ -161,6 +161,8 @@ def main():
     ap.add_argument("--chunk", type=int, default=2000, help="events per chunk")
     ap.add_argument("--window", type=int, default=4, help="chunks in flight per sender")
     ap.add_argument("--raw-events", type=int, default=2_000_000)
+    ap.add_argument("--repeat", type=int, default=1,
+                    help="runs of each measurement; the best is kept (noisy shared hosts)")
     ap.add_argument("--port", type=int, default=55190)
     ap.add_argument("--dir", default=None, help="work directory (default: a temporary one)")
     ap.add_argument("--tool", default=os.path.join(REPO, "tools", "bin", "fluent2arrow"))
@@ -173,7 +175,9 @@ def main():
     result = {"machine": platform.node(), "cpus": os.cpu_count(),
               "loadavg_before": os.getloadavg(),
               "chunk_events": a.chunk, "window": a.window, "columns": 11,
-              "raw": raw_rate(a.tool, d, a.chunk, a.raw_events), "runs": []}
+              "repeat": a.repeat, "runs": []}
+    result["raw"] = max((raw_rate(a.tool, d, a.chunk, a.raw_events) for _ in range(a.repeat)),
+                        key=lambda r: r["events_per_s"])
     print("raw write:", result["raw"], flush=True)
     shutil.rmtree(os.path.join(d, "out"), ignore_errors=True)
     sink = subprocess.Popen([a.tool, "-c", os.path.join(d, "f.conf")],
@@ -186,7 +190,8 @@ def main():
             except OSError:
                 time.sleep(0.05)
         for n in [int(x) for x in a.senders.split(",")]:
-            r = run_senders(a.port, n, a.seconds, a.chunk, a.window)
+            r = max((run_senders(a.port, n, a.seconds, a.chunk, a.window)
+                     for _ in range(a.repeat)), key=lambda r: r["events_per_s"])
             r["vs_raw"] = round(r["events_per_s"] / result["raw"]["events_per_s"], 3)
             print(r, flush=True)
             result["runs"].append(r)

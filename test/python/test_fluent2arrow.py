@@ -570,7 +570,9 @@ def test_rotation_by_rows_size_and_age(world):
     c.send(["age", 1700000000, {"id": 1, "msg": "g"}, {"chunk": "3"}])
     for k in "123":
         assert c.recv() == {"ack": k}
-    time.sleep(1.0)
+    deadline = time.time() + 20                   # the finisher works meanwhile
+    while time.time() < deadline and (len(arrow_files(d, "g")) < 1 or len(arrow_files(d, "r")) < 10):
+        time.sleep(0.05)
     assert len(arrow_files(d, "g")) == 1          # rotated by age while running
     assert len(arrow_files(d, "r")) == 10
     for f in arrow_files(d, "r"):
@@ -607,8 +609,8 @@ def test_arrow_fdw_reads_finished_files_while_ingesting(world):
     t.start()
     seen = []
     try:
-        deadline = time.time() + 4
-        while time.time() < deadline:
+        deadline, hard = time.time() + 4, time.time() + 60
+        while time.time() < hard and (time.time() < deadline or len(set(seen)) < 4):
             rc, got, err = psql("SELECT count(*), count(DISTINCT id), coalesce(max(id), -1) "
                                 "FROM fluent_live", check=False)
             assert rc == 0, err            # never a half-written file
