@@ -56,6 +56,10 @@ column = ts_us timestamptz[us]
 column = ts_ns timestamp[ns]
 column = t32 time32[ms]
 column = t64 time64[us]
+column = lu large_utf8
+column = lb large_binary
+column = fb fixed_size_binary(4)
+column = dur duration[ms]
 """
 
 
@@ -307,7 +311,7 @@ GOOD = [
      "f32": 0.25, "f64": -1e300, "dec": "-12345678.91", "s": "héllo", "bin": b"\x00\xff",
      "d32": "2024-02-29", "d64": 19000 * 86400000, "ts_s": 1700000000, "ts_ms": "2023-11-14T22:13:20.123Z",
      "ts_us": et(1700000000, 123456789), "ts_ns": "2023-11-14T23:13:20.000000001+01:00",
-     "t32": "23:59:59.999", "t64": 1},
+     "t32": "23:59:59.999", "t64": 1, "lu": "large", "lb": b"LB", "fb": b"abcd", "dur": -5},
     {"id": 2, "b": False, "i8": "127", "i16": -5, "i32": 7.0, "u8": 0, "u16": "12",
      "u32": 1, "u64": 0, "h": -65504.0, "f32": "3.5", "f64": 2, "dec": 3.14159,
      "s": "", "bin": "text", "d32": -1, "d64": "1970-01-02", "ts_s": "1970-01-01 00:00:01",
@@ -334,6 +338,8 @@ BAD = [  # (record, reason fragment)
     ({"i8": 1}, 'column "id": required key missing'),
     ({"id": None}, 'column "id": null for a required column'),
     ({"id": 24, "i32": 1.5}, 'column "i32": not an integer'),
+    ({"id": 25, "fb": b"abc"}, 'column "fb": wrong length'),
+    ({"id": 26, "dur": "x"}, 'column "dur": not an integer'),
     ("not a map", "record is not a map"),
 ]
 
@@ -360,6 +366,8 @@ def test_every_type_stats_and_dead_letters(world):
     assert r1["ts_ms"].isoformat() == "2023-11-14T22:13:20.123000"
     assert r1["ts_us"].isoformat() == "2023-11-14T22:13:20.123456+00:00"
     assert r1["t32"].isoformat() == "23:59:59.999000"
+    assert (r1["lu"], r1["lb"], r1["fb"]) == ("large", b"LB", b"abcd")
+    assert r1["dur"].total_seconds() == -0.005
     assert r2["i8"] == 127 and r2["i32"] == 7 and r2["u16"] == 12 and r2["h"] == -65504
     assert str(r2["dec"]) == "3.14" and r2["bin"] == b"text" and r2["d32"].isoformat() == "1969-12-31"
     assert r2["ts_s"].isoformat() == "1970-01-01T00:00:01" and r2["t64"].isoformat() == "00:00:00.000001"
@@ -374,6 +382,9 @@ def test_every_type_stats_and_dead_letters(world):
     assert tbl.schema.field("time").type == pa.timestamp("us", tz="UTC")
     assert tbl.schema.field("dec").type == pa.decimal128(10, 2)
     assert tbl.schema.field("h").type == pa.float16()
+    assert tbl.schema.field("lu").type == pa.large_utf8()
+    assert tbl.schema.field("fb").type == pa.binary(4)
+    assert tbl.schema.field("dur").type == pa.duration("ms")
     # statistics as pg2arrow -S writes them
     md = {k.decode(): v.decode() for k, v in
           ipc.open_file(f).get_batch_with_custom_metadata(0).custom_metadata.items()}

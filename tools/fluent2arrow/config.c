@@ -213,6 +213,31 @@ parse_type(const char *t, Column *c)
 		c->kind = CK_UTF8, c->type.id = ARROW_TYPE_UTF8;
 	else if (strcmp(t, "binary") == 0)
 		c->kind = CK_BINARY, c->type.id = ARROW_TYPE_BINARY;
+	else if (strcmp(t, "large_utf8") == 0)
+		c->kind = CK_UTF8, c->type.id = ARROW_TYPE_LARGE_UTF8;
+	else if (strcmp(t, "large_binary") == 0)
+		c->kind = CK_BINARY, c->type.id = ARROW_TYPE_LARGE_BINARY;
+	else if (sscanf(t, "fixed_size_binary(%d)%n", &p, &n) == 1 && t[n] == '\0')
+	{
+		if (p < 1 || p > 1024 * 1024)
+			return false;
+		c->kind = CK_BINARY;
+		c->type.id = ARROW_TYPE_FIXED_SIZE_BINARY;
+		c->type.byte_width = p;
+	}
+	else if (strncmp(t, "duration[", 9) == 0)
+	{
+		ArrowTimeUnit unit;
+
+		if (t[strlen(t) - 1] != ']' || !parse_unit(t + 9, strlen(t) - 10, &unit))
+			return false;
+		c->kind = CK_INT;		/* integers in the unit */
+		c->type.id = ARROW_TYPE_DURATION;
+		c->type.unit = unit;
+		c->imax = INT64_MAX;
+		c->imin = INT64_MIN;
+		c->umax = INT64_MAX;
+	}
 	else if (sscanf(t, "decimal(%d,%d)%n", &p, &s, &n) == 2 && t[n] == '\0')
 	{
 		if (p < 1 || p > 38 || s < 0 || s > p)

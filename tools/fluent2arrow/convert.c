@@ -388,6 +388,8 @@ stage_value(const Column *c, const msgpack_object *o, Staged *s)
 			s->len = o->via.str.size;
 			if (c->kind == CK_UTF8 && !valid_utf8((const uint8_t *) s->p, s->len))
 				return "invalid UTF-8";
+			if (c->type.id == ARROW_TYPE_FIXED_SIZE_BINARY && s->len != (size_t) c->type.byte_width)
+				return "wrong length for a fixed_size_binary column";
 			return NULL;
 		default:
 			return stage_time(c, o, s);
