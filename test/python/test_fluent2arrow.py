@@ -263,9 +263,11 @@ def test_all_modes_acked_and_read_back(world):
     # Forward
     c.send(["app.fwd", [ent(i, 1700000100 + i) for i in range(10, 20)], {"chunk": "c2"}])
     assert c.recv() == {"ack": "c2"}
-    # PackedForward
+    # PackedForward; Fluent Bit's [[time, metadata], record] entries too
     packed = b"".join(msgpack.packb(ent(i, (1700000200, i))) for i in range(20, 120))
-    c.send(["app.pk", packed, {"chunk": "c3", "size": 100}])
+    exp.append((120, 1700000200))
+    packed += msgpack.packb([[1700000200, {"meta": 1}], {"id": 120, "msg": "m120"}])
+    c.send(["app.pk", packed, {"chunk": "c3", "size": 101}])
     assert c.recv() == {"ack": "c3"}
     # CompressedPackedForward: two gzip members, as Fluentd appends them
     p1 = b"".join(msgpack.packb(ent(i, 1700000300)) for i in range(200, 250))

@@ -142,7 +142,11 @@ one_entry(const char *tag, size_t tag_len, const msgpack_object *e, uint64_t lsn
 		deadletter("entry is not a [time, record] array", tag, tag_len, 0, e);
 		return;
 	}
-	one_event(tag, tag_len, &e->via.array.ptr[0], &e->via.array.ptr[1], lsn);
+	/* Fluent Bit's events with metadata: [[time, metadata], record] */
+	if (e->via.array.ptr[0].type == MSGPACK_OBJECT_ARRAY && e->via.array.ptr[0].via.array.size == 2)
+		one_event(tag, tag_len, &e->via.array.ptr[0].via.array.ptr[0], &e->via.array.ptr[1], lsn);
+	else
+		one_event(tag, tag_len, &e->via.array.ptr[0], &e->via.array.ptr[1], lsn);
 }
 
 /*

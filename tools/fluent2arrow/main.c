@@ -57,12 +57,14 @@ logmsg(const char *fmt,...)
 
 	gmtime_r(&t, &tm);
 	strftime(ts, sizeof(ts), "%Y-%m-%d %H:%M:%S", &tm);
+	flockfile(stderr);			/* one line at a time from each thread */
 	fprintf(stderr, "%s UTC fluent2arrow: ", ts);
 	va_start(ap, fmt);
 	vfprintf(stderr, fmt, ap);
 	va_end(ap);
 	fputc('\n', stderr);
 	fflush(stderr);
+	funlockfile(stderr);
 }
 
 /* The status line: totals and rates since the last line */
