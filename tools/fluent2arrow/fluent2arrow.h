@@ -168,7 +168,6 @@ extern uint64_t be(const uint8_t *p, int n);
 /* What decoding one frame asks the connection to do */
 typedef struct FrameResult
 {
-	bool		is_data;		/* events were decoded: log it in the WAL */
 	bool		has_chunk;
 	char		chunk[128];		/* the "chunk" option, for the ack */
 } FrameResult;

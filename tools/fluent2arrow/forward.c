@@ -282,7 +282,6 @@ forward_frame(const msgpack_object *frame, uint64_t lsn, FrameResult *res,
 		return snprintf(errbuf, errlen, "a frame must be an array of 2 to 4 items starting with the tag"), false;
 	tag = a[0].via.str.ptr;
 	tag_len = a[0].via.str.size;
-	res->is_data = true;
 	if (a[1].type == MSGPACK_OBJECT_ARRAY)	/* Forward */
 	{
 		opt = n >= 3 ? &a[2] : NULL;
