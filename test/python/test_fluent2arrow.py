@@ -638,6 +638,10 @@ def test_arrow_fdw_reads_finished_files_while_ingesting(world):
     s.stop()
     n = int(psql("SELECT count(*) FROM fluent_live")[1])
     assert n == len(sent) * 100
+    want = sorted(k * 100 + j for k in sent for j in range(100))
+    got = psql("SELECT count(DISTINCT id), sum(id), string_agg(DISTINCT tag, ',') FROM fluent_live")[1]
+    assert got == "%d|%d|live" % (len(want), sum(want))
+    assert [r["id"] for r in read_rows(d, "live")] == want      # pyarrow agrees
     assert psql("SELECT count(*) FROM fluent_live WHERE tag = 'live' AND msg = 'm' "
                 "AND time >= '2023-11-14 22:13:20+00'")[1] == str(n)
     psql("DROP FOREIGN TABLE fluent_live")
