@@ -597,6 +597,32 @@ def test_rotation_by_rows_size_and_age(world):
     assert [r["id"] for r in read_rows(d, "r")] == list(range(1000))
 
 
+def cpu_seconds(pid):
+    f = open("/proc/%d/stat" % pid).read().rsplit(")", 1)[1].split()
+    return (int(f[11]) + int(f[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def test_waiting_for_the_finisher_does_not_spin(world):
+    """400 tiny files queue up at the finisher, which pauses reading; the
+    pause waits on the finisher instead of spinning on its eventfd."""
+    d = world[0]
+    s = make_sink(world, route("a", "a", "column = id int64\n", "rotate_rows = 5\n"))
+    c = Client(s.port)
+    t0, c0 = time.time(), cpu_seconds(s.proc.pid)
+    for k in range(40):
+        c.send(["a", [[1700000000, {"id": k * 50 + i}] for i in range(50)], {"chunk": str(k)}])
+    for k in range(40):
+        assert c.recv() == {"ack": str(k)}
+    deadline = time.time() + 60
+    while len(arrow_files(d, "a")) < 400 and time.time() < deadline:
+        time.sleep(0.01)
+    wall, cpu = time.time() - t0, cpu_seconds(s.proc.pid) - c0
+    assert len(arrow_files(d, "a")) == 400
+    assert cpu < 0.4 * wall, "%.2f s of CPU in %.2f s" % (cpu, wall)
+    s.stop()
+    assert [r["id"] for r in read_rows(d, "a")] == list(range(2000))
+
+
 def test_arrow_fdw_reads_finished_files_while_ingesting(world):
     d = world[0]
     s = make_sink(world, route("live", "live", SIMPLE, "rotate_rows = 500\nrotate_age = 200ms\n"))

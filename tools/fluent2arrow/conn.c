@@ -514,6 +514,16 @@ wal_progress(void)
 			conn_close(conns[i]);
 }
 
+/* After the finisher finished a file: clears its eventfd */
+static void
+fin_progress(void)
+{
+	uint64_t	v;
+
+	if (read(output_eventfd(), &v, sizeof(v)) < 0)
+		(void) 0;				/* nothing to read: fine */
+}
+
 /* Periodic work: age rotation, WAL truncation, status line */
 static void
 tick(int64_t *last_trunc, int64_t *last_stats)
@@ -550,12 +560,7 @@ dispatch(struct epoll_event *ev)
 	else if (p == &tag_wal)
 		wal_progress();
 	else if (p == &tag_fin)
-	{
-		uint64_t	v;
-
-		if (read(output_eventfd(), &v, sizeof(v)) < 0)
-			(void) 0;
-	}
+		fin_progress();
 	else if (c->fd < 0)
 		return;					/* closed earlier in this round */
 	else if (((ev->events & EPOLLOUT) && !conn_flush(c)) ||
@@ -588,6 +593,8 @@ conn_loop(volatile int *stop, volatile int *reload)
 
 			if (poll(pf, 2, 100) > 0 && (pf[0].revents & POLLIN))
 				wal_progress();
+			if (pf[1].revents & POLLIN)
+				fin_progress();	/* else poll would not wait next time */
 			sweep_closed();
 			tick(&last_trunc, &last_stats);
 			continue;
