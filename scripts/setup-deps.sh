@@ -5,9 +5,9 @@
 set -euo pipefail
 
 DEBS=(build-essential clang-14 llvm-14 postgresql-15 postgresql-server-dev-15 libpq-dev
-      liblz4-dev libzstd-dev python3 python3-pip libipc-run-perl
-      postgresql-15-hll)
-PYPKGS=(pyarrow pytest duckdb polars numpy)
+      liblz4-dev libzstd-dev libmsgpack-dev zlib1g-dev libssl-dev python3 python3-pip
+      libipc-run-perl postgresql-15-hll)
+PYPKGS=(pyarrow pytest duckdb polars numpy msgpack fluent-logger)
 
 missing=()
 for p in "${DEBS[@]}"; do
@@ -26,7 +26,9 @@ fi
 
 pymissing=()
 for p in "${PYPKGS[@]}"; do
-    python3 -c "import $p" 2>/dev/null || pymissing+=("$p")
+    mod=$p
+    [ "$p" = fluent-logger ] && mod=fluent.sender    # its module's name
+    python3 -c "import $mod" 2>/dev/null || pymissing+=("$p")
 done
 if [ ${#pymissing[@]} -gt 0 ]; then
     echo "setup-deps: installing Python packages ${pymissing[*]}"

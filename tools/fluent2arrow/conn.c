@@ -1,0 +1,628 @@
+/*-------------------------------------------------------------------------
+ *
+ * conn.c
+ *		fluent2arrow: listening sockets, connections and the event loop
+ *		(one thread, epoll, level-triggered).
+ *
+ * A connection reads into its buffer, cuts complete frames with
+ * frame_scan, and hands each to forward.c; a data frame then goes into the
+ * WAL and its chunk's ack waits until the WAL is durable past it.  With a
+ * shared_key, the connection first sends HELO and accepts nothing but a
+ * PING with the right digest (answered by PONG); a wrong key gets a PONG
+ * with auth_result false and the connection is closed.
+ *
+ * Memory is bounded: a frame above max_frame closes its connection before
+ * its bytes are buffered; the buffers of all connections together stay
+ * under max_buffer (a connection that would need more stops being read
+ * until others free theirs); and while the WAL has more than 64 MB not yet
+ * durable, or files wait for the finisher, no socket is read at all, so
+ * senders see TCP back-pressure.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <openssl/rand.h>
+#include <openssl/sha.h>
+#include <poll.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include "fluent2arrow.h"
+
+#define READ_CHUNK		(256 * 1024)
+#define WAL_BACKLOG_MAX (64LL << 20)
+#define FINISH_QUEUE_MAX 4
+
+typedef struct Ack
+{
+	uint64_t	lsn;
+	char		chunk[128];
+} Ack;
+
+typedef struct Conn
+{
+	int			fd;
+	uint8_t    *buf;
+	size_t		start,
+				len,
+				cap;			/* unparsed bytes are buf[start..len) */
+	FrameScan	scan;
+	bool		authed;
+	bool		close_after_write;
+	bool		starved;		/* not read: over max_buffer */
+	uint8_t		nonce[16];
+	uint8_t    *out;
+	size_t		out_len,
+				out_cap;
+	Ack		   *acks;
+	int			ack_head,
+				ack_n,
+				ack_cap;
+	int			index;			/* in conns[] */
+} Conn;
+
+static int	ep = -1;
+static int	listen_tcp = -1,
+			listen_unix = -1;
+static Conn **conns;
+static int	n_conns;
+static int64_t buffered;		/* bytes of all connection buffers */
+static msgpack_unpacked frame_obj;
+
+/* epoll data for the listeners and eventfds (connections use their Conn *) */
+static char tag_tcp,
+			tag_unix,
+			tag_wal,
+			tag_fin;
+
+static void
+ep_add(int fd, uint32_t events, void *ptr)
+{
+	struct epoll_event ev = {.events = events, .data.ptr = ptr};
+
+	if (epoll_ctl(ep, EPOLL_CTL_ADD, fd, &ev) != 0)
+		fatal("epoll_ctl: %s", strerror(errno));
+}
+
+static void
+ep_mod(Conn *c)
+{
+	struct epoll_event ev = {.events = (c->starved ? 0 : EPOLLIN) | (c->out_len ? EPOLLOUT : 0),
+	.data.ptr = c};
+
+	epoll_ctl(ep, EPOLL_CTL_MOD, c->fd, &ev);
+}
+
+/* Binds and listens on TCP host:port and the UNIX socket path */
+bool
+conn_listen(Config *cfg, char *errbuf, size_t errlen)
+{
+	ep = epoll_create1(EPOLL_CLOEXEC);
+	if (cfg->listen_port > 0)
+	{
+		struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM, .ai_flags = AI_PASSIVE};
+		struct addrinfo *ai;
+		char		port[16];
+		int			one = 1;
+
+		snprintf(port, sizeof(port), "%d", cfg->listen_port);
+		if (getaddrinfo(cfg->listen_host, port, &hints, &ai) != 0)
+			return snprintf(errbuf, errlen, "cannot resolve \"%s\"", cfg->listen_host), false;
+		listen_tcp = socket(ai->ai_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+		setsockopt(listen_tcp, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+		if (listen_tcp < 0 || bind(listen_tcp, ai->ai_addr, ai->ai_addrlen) != 0 ||
+			listen(listen_tcp, 512) != 0)
+		{
+			freeaddrinfo(ai);
+			return snprintf(errbuf, errlen, "cannot listen on %s:%d: %s", cfg->listen_host,
+							cfg->listen_port, strerror(errno)), false;
+		}
+		freeaddrinfo(ai);
+		ep_add(listen_tcp, EPOLLIN, &tag_tcp);
+	}
+	if (cfg->unix_path)
+	{
+		struct sockaddr_un sa = {.sun_family = AF_UNIX};
+
+		if (strlen(cfg->unix_path) >= sizeof(sa.sun_path))
+			return snprintf(errbuf, errlen, "UNIX socket path too long: \"%s\"", cfg->unix_path), false;
+		strcpy(sa.sun_path, cfg->unix_path);
+		unlink(cfg->unix_path);
+		listen_unix = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+		if (listen_unix < 0 || bind(listen_unix, (struct sockaddr *) &sa, sizeof(sa)) != 0 ||
+			listen(listen_unix, 512) != 0)
+			return snprintf(errbuf, errlen, "cannot listen on \"%s\": %s", cfg->unix_path, strerror(errno)), false;
+		ep_add(listen_unix, EPOLLIN, &tag_unix);
+	}
+	ep_add(wal_eventfd(), EPOLLIN, &tag_wal);
+	ep_add(output_eventfd(), EPOLLIN, &tag_fin);
+	msgpack_unpacked_init(&frame_obj);
+	return true;
+}
+
+/* Queues bytes to send and tries to send them now */
+static void
+conn_send(Conn *c, const void *p, size_t len)
+{
+	if (c->out_len + len > c->out_cap)
+	{
+		c->out_cap = (c->out_len + len) * 2;
+		c->out = xrealloc(c->out, c->out_cap);
+	}
+	memcpy(c->out + c->out_len, p, len);
+	c->out_len += len;
+}
+
+/* Writes what is queued; false when the connection failed */
+static bool
+conn_flush(Conn *c)
+{
+	size_t		off = 0;
+	bool		had = c->out_len > 0;
+
+	while (off < c->out_len)
+	{
+		ssize_t		n = send(c->fd, c->out + off, c->out_len - off, MSG_NOSIGNAL);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+			break;
+		if (n < 0)
+			return false;
+		off += n;
+	}
+	memmove(c->out, c->out + off, c->out_len - off);
+	c->out_len -= off;
+	if (had != (c->out_len > 0))
+		ep_mod(c);
+	return !(c->close_after_write && c->out_len == 0);
+}
+
+/*
+ * Closes a connection.  The Conn itself is freed by sweep_closed(), after
+ * the events of this round (which may still point to it) were handled.
+ */
+static void
+conn_close(Conn *c)
+{
+	if (c->fd < 0)
+		return;
+	epoll_ctl(ep, EPOLL_CTL_DEL, c->fd, NULL);
+	close(c->fd);
+	c->fd = -1;
+	buffered -= c->cap;
+	c->cap = 0;
+	/* room may have come free for starved connections */
+	for (int i = 0; i < n_conns; i++)
+		if (conns[i]->starved && conns[i]->fd >= 0)
+		{
+			conns[i]->starved = false;
+			ep_mod(conns[i]);
+		}
+}
+
+/* Frees the connections closed since the last call */
+static void
+sweep_closed(void)
+{
+	for (int i = 0; i < n_conns; i++)
+	{
+		Conn	   *c = conns[i];
+
+		if (c->fd >= 0)
+			continue;
+		conns[i] = conns[--n_conns];
+		conns[i]->index = i;
+		i--;
+		free(c->buf);
+		free(c->out);
+		free(c->acks);
+		free(c);
+	}
+}
+
+/* msgpack str header + bytes */
+static void
+put_str(Conn *c, const char *s, size_t len)
+{
+	uint8_t		h[2] = {0xd9, (uint8_t) len};
+
+	if (len < 32)
+	{
+		h[0] = 0xa0 | len;
+		conn_send(c, h, 1);
+	}
+	else
+		conn_send(c, h, 2);
+	conn_send(c, s, len);
+}
+
+static void
+send_helo(Conn *c)
+{
+	static const uint8_t head[] = {0x92, 0xa4, 'H', 'E', 'L', 'O', 0x83,
+		0xa5, 'n', 'o', 'n', 'c', 'e', 0xc4, 16};
+	static const uint8_t tail[] = {0xa4, 'a', 'u', 't', 'h', 0xa0,
+		0xa9, 'k', 'e', 'e', 'p', 'a', 'l', 'i', 'v', 'e', 0xc3};
+
+	if (RAND_bytes(c->nonce, sizeof(c->nonce)) != 1)
+		fatal("cannot get random bytes for the handshake nonce");
+	conn_send(c, head, sizeof(head));
+	conn_send(c, c->nonce, sizeof(c->nonce));
+	conn_send(c, tail, sizeof(tail));
+}
+
+/* hex(sha512(salt + host + nonce + key)) into out[129] */
+static void
+digest(const msgpack_object *salt, const char *host, size_t host_len,
+	   const uint8_t *nonce, const char *key, char *out)
+{
+	size_t		klen = strlen(key);
+	size_t		n = salt->via.str.size + host_len + 16 + klen;
+	uint8_t    *in = xmalloc(n + 1);
+	uint8_t		md[SHA512_DIGEST_LENGTH];
+
+	memcpy(in, salt->via.str.ptr, salt->via.str.size);
+	memcpy(in + salt->via.str.size, host, host_len);
+	memcpy(in + salt->via.str.size + host_len, nonce, 16);
+	memcpy(in + salt->via.str.size + host_len + 16, key, klen);
+	SHA512(in, n, md);
+	free(in);
+	for (int i = 0; i < SHA512_DIGEST_LENGTH; i++)
+		sprintf(out + 2 * i, "%02x", md[i]);
+}
+
+/* A PING: [PING, hostname, shared_key_salt, digest, username, password] */
+static bool
+handle_ping(Conn *c, const msgpack_object *f)
+{
+	const msgpack_object *a = f->via.array.ptr;
+	char		want[2 * SHA512_DIGEST_LENGTH + 1];
+	bool		ok;
+
+	if (f->via.array.size != 6 || a[0].type != MSGPACK_OBJECT_STR || a[0].via.str.size != 4 ||
+		memcmp(a[0].via.str.ptr, "PING", 4) != 0 ||
+		(a[1].type != MSGPACK_OBJECT_STR) ||
+		(a[2].type != MSGPACK_OBJECT_STR && a[2].type != MSGPACK_OBJECT_BIN) ||
+		a[3].type != MSGPACK_OBJECT_STR)
+	{
+		logmsg("connection %d: expected a PING (the shared key handshake), closing", c->fd);
+		g_count.auth_failures++;
+		return false;
+	}
+	digest(&a[2], a[1].via.str.ptr, a[1].via.str.size, c->nonce, g_cfg->shared_key, want);
+	ok = a[3].via.str.size == strlen(want) && memcmp(a[3].via.str.ptr, want, strlen(want)) == 0;
+	conn_send(c, "\x95\xa4PONG", 6);
+	conn_send(c, ok ? "\xc3" : "\xc2", 1);
+	if (!ok)
+	{
+		put_str(c, "shared_key mismatch", 19);
+		put_str(c, "", 0);
+		put_str(c, "", 0);
+		g_count.auth_failures++;
+		logmsg("connection %d: wrong shared key from \"%.*s\", closing", c->fd,
+			   (int) a[1].via.str.size, a[1].via.str.ptr);
+		c->close_after_write = true;
+		return conn_flush(c);
+	}
+	put_str(c, "", 0);
+	put_str(c, g_cfg->self_hostname, strlen(g_cfg->self_hostname));
+	digest(&a[2], g_cfg->self_hostname, strlen(g_cfg->self_hostname), c->nonce, g_cfg->shared_key, want);
+	put_str(c, want, strlen(want));
+	c->authed = true;
+	return conn_flush(c);
+}
+
+/* Sends the acks that the durable WAL position covers */
+static bool
+send_acks(Conn *c, uint64_t durable)
+{
+	bool		sent = false;
+
+	while (c->ack_n > 0 && c->acks[c->ack_head].lsn <= durable)
+	{
+		const char *ch = c->acks[c->ack_head].chunk;
+
+		conn_send(c, "\x81\xa3" "ack", 5);
+		put_str(c, ch, strlen(ch));
+		c->ack_head = (c->ack_head + 1) % c->ack_cap;
+		c->ack_n--;
+		g_count.acks++;
+		sent = true;
+	}
+	return !sent || conn_flush(c);
+}
+
+static void
+queue_ack(Conn *c, uint64_t lsn, const char *chunk)
+{
+	if (c->ack_n == c->ack_cap)
+	{
+		Ack		   *n = xmalloc(sizeof(Ack) * (c->ack_cap ? c->ack_cap * 2 : 16));
+
+		for (int i = 0; i < c->ack_n; i++)
+			n[i] = c->acks[(c->ack_head + i) % c->ack_cap];
+		free(c->acks);
+		c->acks = n;
+		c->ack_head = 0;
+		c->ack_cap = c->ack_cap ? c->ack_cap * 2 : 16;
+	}
+	c->acks[(c->ack_head + c->ack_n) % c->ack_cap].lsn = lsn;
+	snprintf(c->acks[(c->ack_head + c->ack_n) % c->ack_cap].chunk, 128, "%s", chunk);
+	c->ack_n++;
+}
+
+/* One complete frame; false closes the connection */
+static bool
+handle_frame(Conn *c, const uint8_t *p, size_t len)
+{
+	size_t		off = 0;
+	FrameResult res;
+	char		why[256];
+	uint64_t	end;
+
+	g_count.frames++;
+	g_count.bytes += len;
+	if (msgpack_unpack_next(&frame_obj, (const char *) p, len, &off) != MSGPACK_UNPACK_SUCCESS)
+	{
+		logmsg("connection %d: malformed msgpack frame, closing", c->fd);
+		g_count.bad_frames++;
+		return false;
+	}
+	if (g_cfg->shared_key && !c->authed)
+		return handle_ping(c, &frame_obj.data);
+	if (!forward_frame(&frame_obj.data, wal_next_lsn(), &res, why, sizeof(why)))
+	{
+		logmsg("connection %d: %s, closing", c->fd, why);
+		g_count.bad_frames++;
+		return false;
+	}
+	end = wal_append(p, len);
+	if (res.has_chunk)
+		queue_ack(c, end, res.chunk);
+	return true;
+}
+
+/* Makes room for at least READ_CHUNK more bytes; false when over budget */
+static bool
+make_room(Conn *c)
+{
+	size_t		need;
+
+	if (c->start > 0 && (c->start == c->len || c->start > c->cap / 2))
+	{
+		memmove(c->buf, c->buf + c->start, c->len - c->start);
+		c->len -= c->start;
+		c->start = 0;
+	}
+	if (c->cap - c->len >= READ_CHUNK / 4)
+		return true;
+	need = c->cap ? c->cap * 2 : READ_CHUNK;
+	if (c->cap > 0 && buffered + (int64_t) (need - c->cap) > g_cfg->max_buffer)
+		return false;
+	buffered += need - c->cap;
+	c->buf = xrealloc(c->buf, need);
+	c->cap = need;
+	return true;
+}
+
+/* Reads what there is and handles every complete frame; false: close */
+static bool
+conn_read(Conn *c)
+{
+	for (int rounds = 0; rounds < 8; rounds++)
+	{
+		ssize_t		n;
+
+		if (!make_room(c))
+		{
+			c->starved = true;
+			ep_mod(c);
+			return true;
+		}
+		n = recv(c->fd, c->buf + c->len, c->cap - c->len, 0);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+			return true;
+		if (n <= 0)
+			return false;		/* closed (maybe mid-frame: never acked) */
+		c->len += n;
+		for (;;)
+		{
+			size_t		flen;
+			char		why[200];
+			int			r = frame_scan(&c->scan, c->buf + c->start, c->len - c->start,
+									   g_cfg->max_frame, &flen, why, sizeof(why));
+
+			if (r < 0)
+			{
+				logmsg("connection %d: %s, closing", c->fd, why);
+				g_count.bad_frames++;
+				return false;
+			}
+			if (r == 0)
+				break;
+			if (!handle_frame(c, c->buf + c->start, flen))
+				return false;
+			c->start += flen;
+			memset(&c->scan, 0, sizeof(c->scan));
+		}
+		if (c->close_after_write)
+			return true;
+		if (c->len < c->cap)
+			return true;		/* read all there was */
+	}
+	return true;
+}
+
+static void
+conn_accept(int lfd)
+{
+	for (;;)
+	{
+		int			fd = accept4(lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+		int			one = 1;
+		Conn	   *c;
+
+		if (fd < 0)
+			return;
+		if (n_conns >= g_cfg->max_connections)
+		{
+			logmsg("refusing a connection: max_connections (%d) reached", g_cfg->max_connections);
+			close(fd);
+			continue;
+		}
+		setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+		c = xcalloc(1, sizeof(Conn));
+		c->fd = fd;
+		conns = xrealloc(conns, sizeof(Conn *) * (n_conns + 1));
+		c->index = n_conns;
+		conns[n_conns++] = c;
+		ep_add(fd, EPOLLIN, c);
+		if (g_cfg->shared_key)
+		{
+			send_helo(c);
+			if (!conn_flush(c))
+				conn_close(c);
+		}
+	}
+}
+
+/* After the WAL became durable further: acks */
+static void
+wal_progress(void)
+{
+	uint64_t	v;
+	uint64_t	durable;
+
+	if (read(wal_eventfd(), &v, sizeof(v)) < 0)
+		(void) 0;				/* nothing to read: fine */
+	durable = wal_durable_lsn();
+	for (int i = 0; i < n_conns; i++)
+		if (conns[i]->fd >= 0 && conns[i]->ack_n > 0 && !send_acks(conns[i], durable))
+			conn_close(conns[i]);
+}
+
+/* After the finisher finished a file: clears its eventfd */
+static void
+fin_progress(void)
+{
+	uint64_t	v;
+
+	if (read(output_eventfd(), &v, sizeof(v)) < 0)
+		(void) 0;				/* nothing to read: fine */
+}
+
+/* Periodic work: age rotation, WAL truncation, status line */
+static void
+tick(int64_t *last_trunc, int64_t *last_stats)
+{
+	int64_t		now = now_ms();
+
+	output_tick(g_cfg, now);
+	if (now - *last_trunc >= 500)
+	{
+		uint64_t	low = output_low_water();
+
+		if (low > wal_next_lsn())
+			low = wal_next_lsn();
+		wal_truncate(low);
+		deadletter_sync();
+		*last_trunc = now;
+	}
+	if (g_cfg->stats_interval > 0 && now - *last_stats >= g_cfg->stats_interval * 1000LL)
+	{
+		stats_line(false);
+		*last_stats = now;
+	}
+}
+
+/* One readiness event */
+static void
+dispatch(struct epoll_event *ev)
+{
+	void	   *p = ev->data.ptr;
+	Conn	   *c = p;
+
+	if (p == &tag_tcp || p == &tag_unix)
+		conn_accept(p == &tag_tcp ? listen_tcp : listen_unix);
+	else if (p == &tag_wal)
+		wal_progress();
+	else if (p == &tag_fin)
+		fin_progress();
+	else if (c->fd < 0)
+		return;					/* closed earlier in this round */
+	else if (((ev->events & EPOLLOUT) && !conn_flush(c)) ||
+			 ((ev->events & (EPOLLIN | EPOLLHUP | EPOLLERR)) && !c->close_after_write && !conn_read(c)))
+		conn_close(c);
+}
+
+/* Runs the event loop until *stop is set */
+void
+conn_loop(volatile int *stop, volatile int *reload)
+{
+	int64_t		last_trunc = now_ms(),
+				last_stats = now_ms();
+	struct epoll_event evs[64];
+
+	while (!*stop)
+	{
+		int			n;
+
+		if (*reload)
+		{
+			*reload = 0;
+			reload_config();
+		}
+		if (wal_backlog() > WAL_BACKLOG_MAX || output_pending() > FINISH_QUEUE_MAX)
+		{
+			/* paused: only the WAL and the finisher can move us on */
+			struct pollfd pf[2] = {{.fd = wal_eventfd(), .events = POLLIN},
+			{.fd = output_eventfd(), .events = POLLIN}};
+
+			if (poll(pf, 2, 100) > 0 && (pf[0].revents & POLLIN))
+				wal_progress();
+			if (pf[1].revents & POLLIN)
+				fin_progress();	/* else poll would not wait next time */
+			sweep_closed();
+			tick(&last_trunc, &last_stats);
+			continue;
+		}
+		n = epoll_wait(ep, evs, 64, 100);
+		for (int i = 0; i < n; i++)
+			dispatch(&evs[i]);
+		sweep_closed();
+		tick(&last_trunc, &last_stats);
+	}
+}
+
+/* Waits for the WAL, sends the last acks, closes everything */
+void
+conn_close_all(void)
+{
+	wal_progress();
+	for (int i = 0; i < n_conns; i++)
+		if (conns[i]->fd >= 0)
+			send_acks(conns[i], wal_durable_lsn());
+	for (int i = 0; i < n_conns; i++)
+		conn_close(conns[i]);
+	sweep_closed();
+	if (listen_tcp >= 0)
+		close(listen_tcp);
+	if (listen_unix >= 0)
+	{
+		close(listen_unix);
+		unlink(g_cfg->unix_path);
+	}
+}

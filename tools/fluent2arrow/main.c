@@ -1,0 +1,323 @@
+/*-------------------------------------------------------------------------
+ *
+ * main.c
+ *		fluent2arrow: a Forward-protocol sink (Fluentd, Fluent Bit) that
+ *		writes Arrow files for arrow_fdw (doc/fluent2arrow.md).
+ *
+ * The start: read the configuration, lock and replay the spool (the WAL a
+ * crash left), listen, run the event loop.  SIGTERM/SIGINT: stop reading,
+ * finish every file, make the WAL durable, send the last acks, remove the
+ * spool's segments (everything is in finished files), exit 0.  SIGHUP:
+ * reopen the log, reload the configuration (open files are finished first;
+ * the listening sockets stay as they were).  --ingest FILE runs the same
+ * decoding and writing over a file of frames without sockets or WAL (the
+ * benchmark's raw write rate).
+ *
+ *-------------------------------------------------------------------------
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "fluent2arrow.h"
+
+Config	   *g_cfg;
+Counters	g_count;
+unsigned	g_cfg_generation;
+
+static volatile int stop_flag;
+static volatile int reload_flag;
+static int	stats_option;	/* --stats: survives reloads */
+static Counters last_count;
+static int64_t last_ms;
+
+int64_t
+now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t) ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* "2026-11-24 23:05:00 fluent2arrow: message" on stderr (the log) */
+void
+logmsg(const char *fmt,...)
+{
+	va_list		ap;
+	time_t		t = time(NULL);
+	struct tm	tm;
+	char		ts[32];
+
+	gmtime_r(&t, &tm);
+	strftime(ts, sizeof(ts), "%Y-%m-%d %H:%M:%S", &tm);
+	flockfile(stderr);			/* one line at a time from each thread */
+	fprintf(stderr, "%s UTC fluent2arrow: ", ts);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+	fflush(stderr);
+	funlockfile(stderr);
+}
+
+/* The status line: totals and rates since the last line */
+void
+stats_line(bool final)
+{
+	int64_t		now = now_ms();
+	double		dt = (now - last_ms) / 1000.0;
+	uint64_t	files = __atomic_load_n(&g_count.files, __ATOMIC_RELAXED);
+
+	if (dt <= 0)
+		dt = 1e-3;
+	logmsg("%sevents=%llu (%.0f/s) bytes=%llu (%.1f MB/s) frames=%llu acks=%llu files=%llu rejects=%llu bad_frames=%llu auth_failures=%llu",
+		   final ? "final: " : "",
+		   (unsigned long long) g_count.events, (g_count.events - last_count.events) / dt,
+		   (unsigned long long) g_count.bytes, (g_count.bytes - last_count.bytes) / dt / 1e6,
+		   (unsigned long long) g_count.frames, (unsigned long long) g_count.acks,
+		   (unsigned long long) files, (unsigned long long) g_count.rejects,
+		   (unsigned long long) g_count.bad_frames, (unsigned long long) g_count.auth_failures);
+	last_count = g_count;
+	last_ms = now;
+}
+
+static void
+on_signal(int sig)
+{
+	if (sig == SIGHUP)
+		reload_flag = 1;
+	else
+		stop_flag = 1;
+}
+
+static void
+install_signals(void)
+{
+	struct sigaction sa;
+
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = on_signal;
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGTERM, &sa, NULL);
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGHUP, &sa, NULL);
+	signal(SIGPIPE, SIG_IGN);
+}
+
+static void
+open_log(void)
+{
+	if (g_cfg->log_path && freopen(g_cfg->log_path, "a", stderr) == NULL)
+		fatal("cannot open the log \"%s\": %s", g_cfg->log_path, strerror(errno));
+}
+
+/* Builders and directories of every route; stale temporary files go */
+static bool
+init_routes(Config *cfg, char *errbuf, size_t errlen)
+{
+	for (int i = 0; i < cfg->n_routes; i++)
+	{
+		if (!output_route_init(&cfg->routes[i], errbuf, errlen))
+			return false;
+		output_remove_stale(cfg->routes[i].dir);
+	}
+	return true;
+}
+
+/* SIGHUP: reopen the log, reload the configuration */
+void
+reload_config(void)
+{
+	char		err[1024];
+	Config	   *cfg;
+
+	open_log();
+	cfg = config_load(g_cfg->path, err, sizeof(err));
+	if (cfg == NULL || !init_routes(cfg, err, sizeof(err)) ||
+		!deadletter_open(cfg->deadletter_path, err, sizeof(err)))
+	{
+		logmsg("configuration not reloaded: %s", err);
+		if (cfg)
+			config_free(cfg);
+		return;
+	}
+	output_finish_all(g_cfg);
+	/* settings that need a restart keep their old values */
+	free(cfg->spool_dir);
+	cfg->spool_dir = xstrdup(g_cfg->spool_dir);
+	config_free(g_cfg);
+	g_cfg = cfg;
+	g_cfg_generation++;
+	if (stats_option > 0)
+		g_cfg->stats_interval = stats_option;
+	logmsg("configuration reloaded (%d routes; listen, unix_socket and spool_dir need a restart)",
+		   cfg->n_routes);
+}
+
+/* --ingest: decode and write the frames of a file, no sockets, no WAL */
+static int
+ingest_file(const char *path)
+{
+	FILE	   *f = fopen(path, "rb");
+	struct stat st;
+	uint8_t    *data;
+	size_t		off = 0;
+	msgpack_unpacked u;
+	struct timespec t0,
+				t1;
+	double		secs;
+
+	if (f == NULL || fstat(fileno(f), &st) != 0)
+		fatal("cannot read \"%s\": %s", path, strerror(errno));
+	data = xmalloc(st.st_size + 1);
+	if (fread(data, 1, st.st_size, f) != (size_t) st.st_size)
+		fatal("cannot read \"%s\"", path);
+	fclose(f);
+	msgpack_unpacked_init(&u);
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	while (off < (size_t) st.st_size)
+	{
+		FrameResult res;
+		char		why[256];
+		size_t		before = off;
+
+		if (msgpack_unpack_next(&u, (const char *) data, st.st_size, &off) != MSGPACK_UNPACK_SUCCESS &&
+			off == before)
+			fatal("\"%s\": malformed frame at byte %zu", path, before);
+		if (!forward_frame(&u.data, 0, &res, why, sizeof(why)))
+			fatal("\"%s\": frame at byte %zu: %s", path, before, why);
+		g_count.frames++;
+		g_count.bytes += off - before;
+	}
+	output_finish_all(g_cfg);
+	output_drain();
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	secs = (t1.tv_sec - t0.tv_sec) + (t1.tv_nsec - t0.tv_nsec) / 1e9;
+	printf("{\"events\": %llu, \"rejects\": %llu, \"bytes\": %llu, \"seconds\": %.6f, \"events_per_s\": %.0f, \"mb_per_s\": %.2f}\n",
+		   (unsigned long long) g_count.events, (unsigned long long) g_count.rejects,
+		   (unsigned long long) g_count.bytes, secs, g_count.events / secs,
+		   g_count.bytes / secs / 1e6);
+	msgpack_unpacked_destroy(&u);
+	free(data);
+	return output_failed() ? 1 : 0;
+}
+
+static void
+usage(void)
+{
+	printf("%s receives Fluentd / Fluent Bit events (Forward protocol) and writes Arrow files.\n\n"
+		   "Usage:\n  %s -c CONFIG [OPTION]...\n\n"
+		   "Options:\n"
+		   "  -c, --config=FILE      the configuration file (doc/fluent2arrow.md)\n"
+		   "      --check            check the configuration and exit\n"
+		   "      --stats[=SECONDS]  a status line every SECONDS (default 10) on the log\n"
+		   "      --ingest=FILE      decode and write a file of frames (no sockets, no\n"
+		   "                         spool), print the rate as JSON and exit\n"
+		   "  -h, --help             show this help and exit\n", progname, progname);
+}
+
+/* Listens and runs until SIGTERM/SIGINT; returns the exit status */
+static int
+serve(void)
+{
+	char		err[1024];
+
+	if (!wal_open(g_cfg->spool_dir, g_cfg->wal_segment, err, sizeof(err)))
+		fatal("%s", err);
+	if (wal_replay(g_cfg->spool_dir, err, sizeof(err)) < 0)
+		fatal("%s", err);
+	if (!conn_listen(g_cfg, err, sizeof(err)))
+		fatal("%s", err);
+	logmsg("listening%s%s%s%s (spool \"%s\")", g_cfg->listen_port ? " on " : "",
+		   g_cfg->listen_port ? g_cfg->listen_host : "",
+		   g_cfg->unix_path ? " and on " : "", g_cfg->unix_path ? g_cfg->unix_path : "",
+		   g_cfg->spool_dir);
+	conn_loop(&stop_flag, &reload_flag);
+	logmsg("stopping: finishing files");
+	output_finish_all(g_cfg);
+	output_drain();
+	wal_close();
+	conn_close_all();
+	wal_truncate(UINT64_MAX);
+	stats_line(true);
+	return output_failed() ? 1 : 0;
+}
+
+int
+main(int argc, char **argv)
+{
+	static const struct option longopts[] = {
+		{"config", required_argument, NULL, 'c'},
+		{"check", no_argument, NULL, 'k'},
+		{"stats", optional_argument, NULL, 's'},
+		{"ingest", required_argument, NULL, 'i'},
+		{"help", no_argument, NULL, 'h'},
+		{NULL, 0, NULL, 0}
+	};
+	const char *config = NULL,
+			   *ingest = NULL;
+	bool		check = false;
+	int			stats = -1;
+	int			opt,
+				rc;
+	char		err[1024];
+
+	set_progname("fluent2arrow");
+	while ((opt = getopt_long(argc, argv, "c:h", longopts, NULL)) != -1)
+	{
+		switch (opt)
+		{
+			case 'c':
+				config = optarg;
+				break;
+			case 'k':
+				check = true;
+				break;
+			case 's':
+				stats = optarg ? atoi(optarg) : 10;
+				if (stats <= 0)
+					fatal("--stats: \"%s\" is not a positive number of seconds", optarg);
+				break;
+			case 'i':
+				ingest = optarg;
+				break;
+			case 'h':
+				usage();
+				return 0;
+			default:
+				try_help(1);
+		}
+	}
+	if (config == NULL || optind < argc)
+	{
+		report(config == NULL ? "no configuration file given (-c)" : "too many arguments");
+		try_help(1);
+	}
+	if ((g_cfg = config_load(config, err, sizeof(err))) == NULL)
+		fatal("%s", err);
+	if (check)
+	{
+		printf("%s: %d routes\n", config, g_cfg->n_routes);
+		return 0;
+	}
+	if (stats > 0)
+		g_cfg->stats_interval = stats_option = stats;
+	open_log();
+	install_signals();
+	last_ms = now_ms();
+	if (!init_routes(g_cfg, err, sizeof(err)) || !output_start(err, sizeof(err)) ||
+		!deadletter_open(g_cfg->deadletter_path, err, sizeof(err)))
+		fatal("%s", err);
+	rc = ingest ? ingest_file(ingest) : serve();
+	output_stop();
+	deadletter_close();
+	config_free(g_cfg);
+	return rc;
+}
