@@ -59,6 +59,8 @@ struct XpuAggTable
 	int64_t		rowgroup_cap;
 };
 
+static int	kbuf_reserve(XpuAggTable *t, size_t need, XpuError *err);
+
 /* ---------------------------------------------------------------- groups */
 
 /* makes room for one more group */
@@ -151,6 +153,27 @@ group_add(XpuAggTable *t, const uint8_t *key, uint32_t len, uint64_t h, XpuError
 	return g;
 }
 
+/* are the len bytes at a and b equal (short keys: no library call) */
+static inline int
+keys_equal(const uint8_t *a, const uint8_t *b, uint32_t len)
+{
+	uint32_t	i = 0;
+
+	for (; i + 8 <= len; i += 8)
+	{
+		uint64_t	x, y;
+
+		memcpy(&x, a + i, 8);
+		memcpy(&y, b + i, 8);
+		if (x != y)
+			return 0;
+	}
+	for (; i < len; i++)
+		if (a[i] != b[i])
+			return 0;
+	return 1;
+}
+
 /*
  * group_find: the group of key bytes key[len] with hash h, added when it is
  * new; -1 (err set) when memory runs out.
@@ -171,7 +194,7 @@ group_find(XpuAggTable *t, const uint8_t *key, uint32_t len, uint64_t h, XpuErro
 		if ((s & ~(uint64_t) UINT32_MAX) == tag)
 		{
 			g = (int64_t) (s & UINT32_MAX) - 1;
-			if (t->klen[g] == len && memcmp(t->keys + t->koff[g], key, len) == 0)
+			if (t->klen[g] == len && keys_equal(t->keys + t->koff[g], key, len))
 				return g;
 		}
 		i = (i + 1) & t->mask;
@@ -247,7 +270,7 @@ xpu_agg_table_create(const XpuProgram *prog, const XpuAggSpec *spec, XpuError *e
 		t->arg_types[i] = spec->aggs[i].kind == XPU_AGG_COUNT_STAR ? XPU_T_NONE :
 			(uint8_t) out_type(prog, spec->aggs[i].out);
 	}
-	if (!slots_grow(t, err) ||
+	if (!slots_grow(t, err) || !kbuf_reserve(t, XPU_AGG_MAX_KEYS * 17, err) ||
 		(t->n_keys == 0 && group_find(t, NULL, 0, xpu_agg_hash(NULL, 0), err) < 0))
 	{
 		xpu_agg_table_free(t);
@@ -272,36 +295,88 @@ xpu_agg_table_free(XpuAggTable *t)
 	free(t);
 }
 
-/* the key bytes of row `row` of res into t->kbuf; their length, 0 on OOM */
-static uint32_t
+/*
+ * hash_kbuf: xpu_agg_hash of the len key bytes in t->kbuf, which has at
+ * least 8 bytes of room after them: the tail is one masked load (the same
+ * value xpu_agg_hash computes byte-wise).
+ */
+static inline uint64_t
+hash_kbuf(const XpuAggTable *t, uint32_t len)
+{
+	const uint64_t m = UINT64_C(0x9E3779B97F4A7C15);
+	uint64_t	h = UINT64_C(0x243F6A8885A308D3) ^ ((uint64_t) len * m);
+	uint64_t	w;
+	uint32_t	i = 0;
+
+	for (; i + 8 <= len; i += 8)
+	{
+		memcpy(&w, t->kbuf + i, 8);
+		h = (h ^ w) * m;
+		h ^= h >> 29;
+	}
+	if (i < len)
+	{
+		memcpy(&w, t->kbuf + i, 8);
+		w &= ~UINT64_C(0) >> (64 - 8 * (len - i));
+		h = (h ^ w) * m;
+		h ^= h >> 29;
+	}
+	h ^= h >> 32;
+	h *= UINT64_C(0xD6E8FEB86659FD93);
+	h ^= h >> 32;
+	return h;
+}
+
+/* makes t->kbuf hold at least need bytes (keeping its first len) */
+static int
+kbuf_reserve(XpuAggTable *t, size_t need, XpuError *err)
+{
+	size_t		cap;
+	uint8_t    *p;
+
+	need += 8;					/* hash_kbuf's tail load */
+	cap = need < 256 ? 256 : need * 2;
+	if (need <= t->kbuf_cap)
+		return 1;
+	if ((p = realloc(t->kbuf, cap)) == NULL)
+		return OOM(err), 0;
+	t->kbuf = p;
+	t->kbuf_cap = cap;
+	return 1;
+}
+
+/*
+ * encode_row: the key bytes of row `row` of res into t->kbuf (which always
+ * has room for every fixed-width key: XPU_AGG_MAX_KEYS * 17 bytes); their
+ * length, 0 when memory ran out.
+ */
+static inline uint32_t
 encode_row(XpuAggTable *t, const XpuResult *res, int64_t row, XpuError *err)
 {
-	size_t		need = 0;
 	uint32_t	len = 0;
 	int			k;
 
 	for (k = 0; k < t->n_keys; k++)
 	{
 		int64_t		o = t->key_outs[k] * res->nrows + row;
+		const XpuValue *v = &res->values[o];
+		int			type = t->key_types[k];
 
-		need += xpu_agg_key_value_len(t->key_types[k], &res->values[o], res->nulls[o]);
-	}
-	if (need > t->kbuf_cap)
-	{
-		size_t		cap = need < 256 ? 256 : need * 2;
-		uint8_t    *p = realloc(t->kbuf, cap);
-
-		if (p == NULL)
-			return OOM(err), 0;
-		t->kbuf = p;
-		t->kbuf_cap = cap;
-	}
-	for (k = 0; k < t->n_keys; k++)
-	{
-		int64_t		o = t->key_outs[k] * res->nrows + row;
-
-		len += xpu_agg_key_value_put(t->kbuf + len, t->key_types[k], &res->values[o],
-									 res->nulls[o]);
+		if (res->nulls[o])
+			t->kbuf[len++] = 0;
+		else if (xpu_agg_intlike(type))
+		{
+			t->kbuf[len] = 1;
+			memcpy(t->kbuf + len + 1, &v->i, 8);
+			len += 9;
+		}
+		else
+		{
+			if (type == XPU_T_TEXT &&
+				!kbuf_reserve(t, (size_t) len + 5 + v->t.len + (t->n_keys - k) * 17, err))
+				return 0;
+			len += xpu_agg_key_value_put(t->kbuf + len, type, v, 0);
+		}
 	}
 	return len;
 }
@@ -355,6 +430,73 @@ update_one_group(XpuAggTable *t, int a, const XpuResult *res)
 }
 
 /*
+ * update_rows: aggregate a over the rows of res whose group t->rowgroup
+ * holds (-1: the row did not pass); the common kinds as plain loops.
+ */
+static void
+update_rows(XpuAggTable *t, int a, const XpuResult *res)
+{
+	const XpuAggDesc *d = &t->aggs[a];
+	int64_t		n = res->nrows, r;
+	const int64_t *rg = t->rowgroup;
+	const XpuValue *v = res->values + (d->kind == XPU_AGG_COUNT_STAR ? 0 : d->out * n);
+	const uint8_t *nl = res->nulls + (d->kind == XPU_AGG_COUNT_STAR ? 0 : d->out * n);
+	XpuAggState *st = t->states + a;
+	int			na = t->n_aggs, type = t->arg_types[a];
+
+	switch (d->kind)
+	{
+		case XPU_AGG_COUNT_STAR:
+			for (r = 0; r < n; r++)
+				if (rg[r] >= 0)
+					st[rg[r] * na].count++;
+			return;
+		case XPU_AGG_COUNT:
+			for (r = 0; r < n; r++)
+				if (rg[r] >= 0 && !nl[r])
+					st[rg[r] * na].count++;
+			return;
+		case XPU_AGG_SUM_INT:
+			for (r = 0; r < n; r++)
+			{
+				if (rg[r] >= 0 && !nl[r])
+				{
+					st[rg[r] * na].v.i128 += v[r].i;
+					st[rg[r] * na].count++;
+				}
+			}
+			return;
+		case XPU_AGG_MIN:
+		case XPU_AGG_MAX:
+			if (xpu_agg_intlike(type))
+			{
+				int			is_min = d->kind == XPU_AGG_MIN;
+
+				for (r = 0; r < n; r++)
+				{
+					XpuAggState *s;
+
+					if (rg[r] < 0 || nl[r])
+						continue;
+					s = &st[rg[r] * na];
+					if (s->count == 0 || (is_min ? v[r].i <= s->v.i : v[r].i >= s->v.i))
+						s->v.i128 = v[r].i;
+					s->count++;
+				}
+				return;
+			}
+			break;
+		default:
+			break;
+	}
+	for (r = 0; r < n; r++)
+	{
+		if (rg[r] >= 0)
+			xpu_agg_update(&st[rg[r] * na], d->kind, type, &v[r], nl[r]);
+	}
+}
+
+/*
  * xpu_agg_table_update: see xpu_agg.h.  The nulls of a row that did not
  * pass are never read, so res may leave them unset.
  */
@@ -388,30 +530,11 @@ xpu_agg_table_update(XpuAggTable *t, const XpuResult *res, XpuError *err)
 			continue;
 		if ((len = encode_row(t, res, r, err)) == 0)
 			return 0;
-		if ((t->rowgroup[r] = group_find(t, t->kbuf, len, xpu_agg_hash(t->kbuf, len), err)) < 0)
+		if ((t->rowgroup[r] = group_find(t, t->kbuf, len, hash_kbuf(t, len), err)) < 0)
 			return 0;
 	}
 	for (a = 0; a < t->n_aggs; a++)
-	{
-		const XpuAggDesc *d = &t->aggs[a];
-		const XpuValue *v = res->values + (d->kind == XPU_AGG_COUNT_STAR ? 0 : d->out * n);
-		const uint8_t *nl = res->nulls + (d->kind == XPU_AGG_COUNT_STAR ? 0 : d->out * n);
-		XpuAggState *st = t->states + a;
-		int			kind = d->kind, type = t->arg_types[a];
-
-		if (kind == XPU_AGG_COUNT_STAR)
-		{
-			for (r = 0; r < n; r++)
-				if (t->rowgroup[r] >= 0)
-					st[t->rowgroup[r] * t->n_aggs].count++;
-			continue;
-		}
-		for (r = 0; r < n; r++)
-		{
-			if (t->rowgroup[r] >= 0)
-				xpu_agg_update(&st[t->rowgroup[r] * t->n_aggs], kind, type, &v[r], nl[r]);
-		}
-	}
+		update_rows(t, a, res);
 	return 1;
 }
 

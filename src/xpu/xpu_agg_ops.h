@@ -275,6 +275,7 @@ xpu_agg_update(XpuAggState *s, int kind, int type, const XpuValue *v, uint8_t is
 			{
 				XpuAggState x;
 
+				x.v.i128 = 0;	/* the unused bytes go out in AGG_RESULT */
 				if (type == XPU_T_FLOAT4 || type == XPU_T_FLOAT8)
 					x.v.f8[0] = xpu_agg_as_f8(v, type);
 				else if (type == XPU_T_NUMERIC)
