@@ -314,7 +314,16 @@ static bool
 conn_send(Conn *c, WarpMsgType type, const void *payload, uint32_t len)
 {
 	WarpMsgHeader hdr = {PGWARP_PROTO_MAGIC, PGWARP_PROTO_VERSION, type, len, 0};
-	size_t		need = c->out_len + HDR_SIZE + len;
+	size_t		need;
+
+	/* what was sent already makes room (the backlog counts unsent bytes) */
+	if (c->out_off > 0)
+	{
+		memmove(c->out, c->out + c->out_off, c->out_len - c->out_off);
+		c->out_len -= c->out_off;
+		c->out_off = 0;
+	}
+	need = c->out_len + HDR_SIZE + len;
 
 	if (need > MAX_OUT_BACKLOG)
 	{
