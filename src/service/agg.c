@@ -814,7 +814,8 @@ agg_task_reply(AggTask *t, uint8_t *buf, uint32_t *type, bool *last)
 			break;
 		memset(buf + off, 0, gs);
 		memcpy(buf + off, &key_len, 4);
-		memcpy(buf + off + 4, key, key_len);
+		if (key_len > 0)
+			memcpy(buf + off + 4, key, key_len);
 		memcpy(buf + off + gs - t->run.spec.n_aggs * sizeof(XpuAggState), states,
 			   t->run.spec.n_aggs * sizeof(XpuAggState));
 		off += gs;
