@@ -81,7 +81,10 @@ static int	listen_tag;
 static int	signal_tag;
 static int	notify_tag;
 
-/* the eventfd that AGG_RUN threads write when they are done */
+/*
+ * The eventfd that AGG_RUN threads write when they are done; made by the
+ * first AGG_RUN, so that a service that runs none holds no descriptor more.
+ */
 static int	notify_fd = -1;
 
 /* runs whose connection closed before they ended */
@@ -423,6 +426,22 @@ start_agg(Conn *c, const uint8_t *payload, uint32_t len)
 	uint32_t	werr;
 	char		msg[248];
 
+	if (notify_fd < 0)
+	{
+		struct epoll_event ev = {.events = EPOLLIN, .data.ptr = &notify_tag};
+
+		notify_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+		if (notify_fd < 0 || epoll_ctl(epoll_fd, EPOLL_CTL_ADD, notify_fd, &ev) != 0)
+		{
+			int			save_errno = errno;
+
+			if (notify_fd >= 0)
+				close(notify_fd);
+			notify_fd = -1;
+			return conn_fail(c, false, WARP_ERR_OUT_OF_MEMORY,
+							 "could not create an eventfd: %s", strerror(save_errno));
+		}
+	}
 	c->task = agg_task_start(payload, len, service_gpu, notify_fd, &werr, msg, sizeof(msg));
 	if (c->task == NULL)
 		return conn_fail(c, false, werr, "%s", msg);
@@ -720,14 +739,10 @@ server_run(int listen_fd, int signal_fd, pid_t parent_pid, const ServiceGpu *gpu
 	started_at_us = svc_now_us(CLOCK_REALTIME);
 	started_mono_us = svc_now_us(CLOCK_MONOTONIC);
 	epoll_fd = epoll_create1(EPOLL_CLOEXEC);
-	notify_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
 	ev.data.ptr = &listen_tag;
-	if (epoll_fd < 0 || notify_fd < 0 ||
-		epoll_ctl(epoll_fd, EPOLL_CTL_ADD, listen_fd, &ev) != 0 ||
+	if (epoll_fd < 0 || epoll_ctl(epoll_fd, EPOLL_CTL_ADD, listen_fd, &ev) != 0 ||
 		(ev.data.ptr = &signal_tag,
-		 epoll_ctl(epoll_fd, EPOLL_CTL_ADD, signal_fd, &ev) != 0) ||
-		(ev.data.ptr = &notify_tag,
-		 epoll_ctl(epoll_fd, EPOLL_CTL_ADD, notify_fd, &ev) != 0))
+		 epoll_ctl(epoll_fd, EPOLL_CTL_ADD, signal_fd, &ev) != 0))
 	{
 		svc_log("FATAL", "could not set up epoll: %s", strerror(errno));
 		return 1;
