@@ -178,6 +178,9 @@ keys_equal(const uint8_t *a, const uint8_t *b, uint32_t len)
  * group_find: the group of key bytes key[len] with hash h, added when it is
  * new; -1 (err set) when memory runs out.
  */
+#ifdef __GNUC__
+__attribute__((always_inline))
+#endif
 static inline int64_t
 group_find(XpuAggTable *t, const uint8_t *key, uint32_t len, uint64_t h, XpuError *err)
 {
@@ -369,6 +372,21 @@ encode_row(XpuAggTable *t, const XpuResult *res, int64_t row, XpuError *err)
 			t->kbuf[len] = 1;
 			memcpy(t->kbuf + len + 1, &v->i, 8);
 			len += 9;
+		}
+		else if (type == XPU_T_TEXT && v->t.len <= 16)
+		{
+			/* short text: an inline byte loop, no library call */
+			int32_t		tl = v->t.len;
+			uint8_t    *p;
+
+			if (!kbuf_reserve(t, (size_t) len + 5 + 16 + (t->n_keys - k) * 17, err))
+				return 0;
+			p = t->kbuf + len;
+			p[0] = 1;
+			memcpy(p + 1, &tl, 4);
+			for (int32_t i = 0; i < tl; i++)
+				p[5 + i] = (uint8_t) v->t.p[i];
+			len += 5 + (uint32_t) tl;
 		}
 		else
 		{
