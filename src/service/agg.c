@@ -19,6 +19,10 @@
  * (agg_task_reply) as the socket takes them, so that a result of millions
  * of groups never sits in one buffer.
  *
+ * The files.  Each file is opened once (its fd, its footer); the reader
+ * does not modify an ArrowFile while loading batches and reads with pread,
+ * so the workers share one ArrowFile per file (src/arrow/arrow_read.c).
+ *
  * Cancel.  agg_task_cancel (a CANCEL message, or the backend closing the
  * connection) sets a flag that every worker checks between slices; the
  * run then ends with ERROR WARP_ERR_CANCELED.
