@@ -107,7 +107,7 @@ $(ARROW_LIB): $(ARROW_OBJS)
 # plain C): a static archive, built with the extension's flags, for the backend
 # to link once codegen uses it.
 XPU_LIB      = src/xpu/libwarpxpu.a
-XPU_C_OBJS   = src/xpu/xpu_build.o src/xpu/xpu_cpu.o
+XPU_C_OBJS   = src/xpu/xpu_agg.o src/xpu/xpu_build.o src/xpu/xpu_cpu.o
 EXTRA_CLEAN += $(XPU_LIB) $(XPU_C_OBJS) $(XPU_C_OBJS:.o=.d)
 -include $(XPU_C_OBJS:.o=.d)
 
@@ -173,20 +173,27 @@ clean-tools:
 # must match the library of the same install.
 SERVICE      = src/service/pg_warp_service
 SERVICE_SRCS = \
+	src/service/agg.c \
 	src/service/gpu.c \
 	src/service/main.c \
 	src/service/server.c
+# the xPU sources the service compiles in (the CPU engine and its table)
+SERVICE_XPU_SRCS = \
+	src/xpu/xpu_agg.c \
+	src/xpu/xpu_build.c \
+	src/xpu/xpu_cpu.c
 SERVICE_HDRS = \
 	src/service/service.h \
-	src/xpu/cuda_driver.h \
-	src/xpu/protocol.h
+	src/arrow/arrow.h \
+	$(wildcard src/xpu/*.h)
 SERVICE_CFLAGS = -std=gnu11 -O2 -g -D_GNU_SOURCE -Wall -Wextra -Wno-unused-parameter \
                -Wno-missing-field-initializers -Wno-sign-compare $(if $(filter 1,$(WERROR)),-Werror)
 all: $(SERVICE)
 install: install-service
 clean: clean-service
-$(SERVICE): $(SERVICE_SRCS) $(SERVICE_HDRS)
-	$(CC) $(SERVICE_CFLAGS) -I$(CURDIR)/src -o $@ $(SERVICE_SRCS) -ldl
+$(SERVICE): $(SERVICE_SRCS) $(SERVICE_XPU_SRCS) $(SERVICE_HDRS) $(ARROW_LIB)
+	$(CC) $(SERVICE_CFLAGS) -pthread -I$(CURDIR)/src -I$(CURDIR)/src/xpu -o $@ \
+		$(SERVICE_SRCS) $(SERVICE_XPU_SRCS) $(ARROW_LIB) -llz4 -lzstd -lm -ldl -lpthread
 .PHONY: install-service clean-service
 install-service: $(SERVICE) installdirs
 	$(INSTALL_PROGRAM) $(SERVICE) '$(DESTDIR)$(pkglibdir)/pg_warp_service'

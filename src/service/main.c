@@ -4,7 +4,7 @@
  *		pg_warp_service: the process that owns every GPU of one PostgreSQL
  *		cluster and runs the engine's work for its backends (doc/service.md).
  *
- *		pg_warp_service -D DATADIR [--parent-pid PID] [--no-gpu]
+ *		pg_warp_service -D DATADIR [--parent-pid PID] [--no-gpu] [--threads N]
  *
  * The supervisor background worker (src/engine/service_supervisor.c) starts
  * it with the cluster's data directory and its own pid.  The service then
@@ -29,6 +29,9 @@
 #include <unistd.h>
 
 #include "service.h"
+
+/* --threads: the CPU engine's threads per AGG_RUN that names none */
+int			svc_cpu_threads;
 
 /*
  * svc_log
@@ -73,11 +76,12 @@ svc_now_us(int clock_id)
 static void
 usage(void)
 {
-	fprintf(stderr, "usage: pg_warp_service -D DATADIR [--parent-pid PID] [--no-gpu]\n"
+	fprintf(stderr, "usage: pg_warp_service -D DATADIR [--parent-pid PID] [--no-gpu] [--threads N]\n"
 			"Serves pg_warp's engine to the backends of the PostgreSQL cluster in\n"
 			"DATADIR through the socket DATADIR/%s.  Started by pg_warp's\n"
 			"supervisor background worker, not by hand.  --no-gpu serves with the\n"
-			"CPU engine without loading the GPU driver.\n", PGWARP_SOCKET_NAME);
+			"CPU engine without loading the GPU driver.  --threads N: the CPU\n"
+			"engine's threads per run (default: the online CPUs).\n", PGWARP_SOCKET_NAME);
 	exit(2);
 }
 
@@ -143,11 +147,23 @@ main(int argc, char **argv)
 			parent = (pid_t) atoi(argv[++i]);
 		else if (strcmp(argv[i], "--no-gpu") == 0)
 			use_gpus = false;
+		else if (strcmp(argv[i], "--threads") == 0 && i + 1 < argc)
+		{
+			svc_cpu_threads = atoi(argv[++i]);
+			if (svc_cpu_threads < 1 || svc_cpu_threads > 256)
+				usage();
+		}
 		else
 			usage();
 	}
 	if (datadir == NULL)
 		usage();
+	if (svc_cpu_threads == 0)
+	{
+		long		n = sysconf(_SC_NPROCESSORS_ONLN);
+
+		svc_cpu_threads = n < 1 ? 1 : (n > 256 ? 256 : (int) n);
+	}
 	if (parent > 0)
 		watch_parent(parent);
 

@@ -12,6 +12,14 @@
  * their turn.  The loop wakes at least once a second to check that the
  * parent (the supervisor) is still alive.
  *
+ * AGG_RUN (agg.c) runs on threads of its own: the connection is busy
+ * meanwhile (it may send only CANCEL, or close, which cancels too), and the
+ * loop goes on serving the others.  The run writes to an eventfd when it
+ * is done; the loop then sends its replies as the socket takes them
+ * (conn_pump), a message at a time, so that its output never holds more
+ * than about PUMP_LOW bytes plus one message.  A run whose connection
+ * closed is canceled and freed once its thread ends (orphans).
+ *
  *-------------------------------------------------------------------------
  */
 #include <errno.h>
@@ -20,6 +28,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
+#include <sys/eventfd.h>
 #include <sys/signalfd.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -32,6 +41,7 @@
 #define HDR_SIZE			sizeof(WarpMsgHeader)
 #define MAX_MSGS_PER_WAKEUP	16
 #define MAX_OUT_BACKLOG		(4 * 1024 * 1024)	/* unread replies: drop the client */
+#define PUMP_LOW			(1024 * 1024)	/* queue another AGG_RESULT below this */
 
 ServiceCounters svc_counters;
 
@@ -50,6 +60,8 @@ typedef struct Conn
 	size_t		out_off;
 	size_t		out_len;
 	size_t		out_cap;
+	AggTask    *task;			/* its AGG_RUN, running or sending replies */
+	bool		task_collected; /* the run is done: replies are being sent */
 	struct Conn *prev;
 	struct Conn *next;
 } Conn;
@@ -64,9 +76,28 @@ static int64_t started_mono_us;	/* CLOCK_MONOTONIC */
 static bool socket_bound;
 static struct stat socket_stat;
 
-/* tags of the two non-connection descriptors in the epoll set */
+/* tags of the three non-connection descriptors in the epoll set */
 static int	listen_tag;
 static int	signal_tag;
+static int	notify_tag;
+
+/*
+ * The eventfd that AGG_RUN threads write when they are done; made by the
+ * first AGG_RUN, so that a service that runs none holds no descriptor more.
+ */
+static int	notify_fd = -1;
+
+/* runs whose connection closed before they ended */
+typedef struct Orphan
+{
+	AggTask    *task;
+	struct Orphan *next;
+} Orphan;
+
+static Orphan *orphans;
+
+/* one AGG_RESULT being built (the loop is single-threaded) */
+static uint8_t pump_buf[PGWARP_MAX_PAYLOAD];
 
 /*
  * Out of file descriptors, accepting stops (the listening socket leaves the
@@ -171,10 +202,39 @@ server_unlink_socket(void)
 	socket_bound = false;
 }
 
+/* task_release: frees a connection's run once it is done (or orphans it) */
+static void
+task_release(Conn *c)
+{
+	AggTask    *t = c->task;
+	Orphan	   *o;
+
+	c->task = NULL;
+	if (t == NULL)
+		return;
+	if (c->task_collected)
+	{
+		svc_counters.memory_in_use -= agg_task_memory(t);
+		agg_task_free(t);
+		return;
+	}
+	agg_task_cancel(t);
+	if ((o = malloc(sizeof(Orphan))) == NULL)
+	{
+		svc_counters.running_tasks--;
+		agg_task_free(t);		/* waits for the canceled run: about a batch */
+		return;
+	}
+	o->task = t;
+	o->next = orphans;
+	orphans = o;
+}
+
 /* conn_close: drops a connection and everything it holds */
 static void
 conn_close(Conn *c)
 {
+	task_release(c);
 	epoll_ctl(epoll_fd, EPOLL_CTL_DEL, c->fd, NULL);
 	close(c->fd);
 	if (c->prev)
@@ -257,7 +317,16 @@ static bool
 conn_send(Conn *c, WarpMsgType type, const void *payload, uint32_t len)
 {
 	WarpMsgHeader hdr = {PGWARP_PROTO_MAGIC, PGWARP_PROTO_VERSION, type, len, 0};
-	size_t		need = c->out_len + HDR_SIZE + len;
+	size_t		need;
+
+	/* what was sent already makes room (the backlog counts unsent bytes) */
+	if (c->out_off > 0)
+	{
+		memmove(c->out, c->out + c->out_off, c->out_len - c->out_off);
+		c->out_len -= c->out_off;
+		c->out_off = 0;
+	}
+	need = c->out_len + HDR_SIZE + len;
 
 	if (need > MAX_OUT_BACKLOG)
 	{
@@ -328,6 +397,120 @@ send_status(Conn *c)
 }
 
 /*
+ * conn_pump
+ *		Sends the replies of the connection's finished run while its output
+ *		holds less than PUMP_LOW bytes; frees the run after its last reply.
+ *		Returns false when the connection was closed.
+ */
+static bool
+conn_pump(Conn *c)
+{
+	while (c->task != NULL && c->task_collected && c->out_len - c->out_off < PUMP_LOW)
+	{
+		uint32_t	type;
+		bool		last;
+		uint32_t	len = agg_task_reply(c->task, pump_buf, &type, &last);
+
+		if (last)
+			task_release(c);
+		if (!conn_send(c, type, pump_buf, len))
+			return false;
+	}
+	return true;
+}
+
+/* start_agg: serves AGG_RUN: starts the run, or answers ERROR */
+static bool
+start_agg(Conn *c, const uint8_t *payload, uint32_t len)
+{
+	uint32_t	werr;
+	char		msg[248];
+
+	if (notify_fd < 0)
+	{
+		struct epoll_event ev = {.events = EPOLLIN, .data.ptr = &notify_tag};
+
+		notify_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+		if (notify_fd < 0 || epoll_ctl(epoll_fd, EPOLL_CTL_ADD, notify_fd, &ev) != 0)
+		{
+			int			save_errno = errno;
+
+			if (notify_fd >= 0)
+				close(notify_fd);
+			notify_fd = -1;
+			return conn_fail(c, false, WARP_ERR_OUT_OF_MEMORY,
+							 "could not create an eventfd: %s", strerror(save_errno));
+		}
+	}
+	c->task = agg_task_start(payload, len, service_gpu, notify_fd, &werr, msg, sizeof(msg));
+	if (c->task == NULL)
+		return conn_fail(c, false, werr, "%s", msg);
+	c->task_collected = false;
+	svc_counters.running_tasks++;
+	return true;
+}
+
+/*
+ * dispatch_busy
+ *		Serves a message that arrives while the connection's AGG_RUN runs or
+ *		sends its replies: CANCEL stops it; anything else is a protocol
+ *		error that closes the connection (which cancels the run).
+ */
+static bool
+dispatch_busy(Conn *c, const WarpMsgHeader *hdr)
+{
+	if (hdr->type != WARP_MSG_CANCEL || hdr->length != 0)
+		return conn_fail(c, true, WARP_ERR_PROTOCOL,
+						 "message type %u while an AGG_RUN is in progress", hdr->type);
+	agg_task_cancel(c->task);
+	if (c->task_collected)
+	{
+		/* replies already going out: the rest are void, end with CANCELED */
+		task_release(c);
+		return conn_fail(c, false, WARP_ERR_CANCELED, "the run was canceled");
+	}
+	return true;
+}
+
+/* collect_tasks: after the eventfd fired, starts the replies of finished runs */
+static void
+collect_tasks(void)
+{
+	uint64_t	n;
+	Conn	   *c,
+			   *next;
+	Orphan	  **op = &orphans;
+
+	if (read(notify_fd, &n, sizeof(n)) < 0 && errno != EAGAIN)
+		svc_log("WARNING", "could not read the run eventfd: %s", strerror(errno));
+	for (c = conns; c != NULL; c = next)
+	{
+		next = c->next;
+		if (c->task != NULL && !c->task_collected && agg_task_done(c->task))
+		{
+			c->task_collected = true;
+			svc_counters.running_tasks--;
+			svc_counters.memory_in_use += agg_task_memory(c->task);
+			conn_pump(c);
+		}
+	}
+	while (*op != NULL)
+	{
+		Orphan	   *o = *op;
+
+		if (!agg_task_done(o->task))
+		{
+			op = &o->next;
+			continue;
+		}
+		*op = o->next;
+		svc_counters.running_tasks--;
+		agg_task_free(o->task);
+		free(o);
+	}
+}
+
+/*
  * dispatch
  *		Serves one complete message.  Returns false when the connection was
  *		closed.
@@ -346,18 +529,27 @@ dispatch(Conn *c, const WarpMsgHeader *hdr, const uint8_t *payload)
 	}
 	if (!c->said_hello)
 		return conn_fail(c, true, WARP_ERR_PROTOCOL, "message type %u before HELLO", hdr->type);
+	if (c->task != NULL)
+		return dispatch_busy(c, hdr);
 	switch (hdr->type)
 	{
 		case WARP_MSG_STATUS:
 			if (hdr->length != 0)
 				return conn_fail(c, true, WARP_ERR_PROTOCOL, "STATUS with a payload");
 			return send_status(c);
+		case WARP_MSG_AGG_RUN:
+			return start_agg(c, payload, hdr->length);
+		case WARP_MSG_CANCEL:
+			/* a CANCEL that crossed the run's last reply: nothing to stop */
+			if (hdr->length != 0)
+				return conn_fail(c, true, WARP_ERR_PROTOCOL, "CANCEL with a payload");
+			return true;
 		case WARP_MSG_OPEN_QUERY:
 		case WARP_MSG_PROGRAM:
 		case WARP_MSG_SOURCE:
 		case WARP_MSG_RUN:
-		case WARP_MSG_CANCEL:
 		case WARP_MSG_RESULT:
+		case WARP_MSG_AGG_RESULT:
 			return conn_fail(c, false, WARP_ERR_UNSUPPORTED,
 							 "message type %u is not implemented by this service", hdr->type);
 		default:
@@ -540,6 +732,7 @@ server_run(int listen_fd, int signal_fd, pid_t parent_pid, const ServiceGpu *gpu
 	struct epoll_event ev = {.events = EPOLLIN};
 	struct epoll_event events[64];
 	bool		stop = false;
+	bool		notified;
 
 	service_gpu = gpu;
 	listen_sock = listen_fd;
@@ -568,6 +761,7 @@ server_run(int listen_fd, int signal_fd, pid_t parent_pid, const ServiceGpu *gpu
 			svc_log("LOG", "the supervisor (pid %d) is gone; shutting down", (int) parent_pid);
 			break;
 		}
+		notified = false;
 		for (int i = 0; i < n; i++)
 		{
 			void	   *tag = events[i].data.ptr;
@@ -576,17 +770,30 @@ server_run(int listen_fd, int signal_fd, pid_t parent_pid, const ServiceGpu *gpu
 				stop = got_stop_signal(signal_fd) || stop;
 			else if (tag == &listen_tag)
 				accept_clients(listen_fd);
+			else if (tag == &notify_tag)
+				notified = true;
 			else if (events[i].events & (EPOLLIN | EPOLLHUP | EPOLLERR))
 			{
-				if (conn_read(tag) && (events[i].events & EPOLLOUT))
-					conn_flush(tag);
+				if (conn_read(tag) && (events[i].events & EPOLLOUT) && conn_flush(tag))
+					conn_pump(tag);
 			}
-			else if (events[i].events & EPOLLOUT)
-				conn_flush(tag);
+			else if ((events[i].events & EPOLLOUT) && conn_flush(tag))
+				conn_pump(tag);
 		}
+		/* after the events: replies may close connections that had one */
+		if (notified)
+			collect_tasks();
 	}
 	while (conns)
 		conn_close(conns);
+	while (orphans)
+	{
+		Orphan	   *o = orphans;
+
+		orphans = o->next;
+		agg_task_free(o->task);	/* canceled: ends within about a batch */
+		free(o);
+	}
 	close(listen_fd);
 	return 0;
 }

@@ -23,6 +23,7 @@
 extern void svc_log(const char *level, const char *fmt, ...)
 			__attribute__((format(printf, 2, 3)));
 extern int64_t svc_now_us(int clock_id);
+extern int	svc_cpu_threads;	/* --threads: CPU engine threads of a run */
 
 /* in gpu.c */
 
@@ -91,6 +92,23 @@ typedef struct AggRun
 	uint64_t	io_us;
 	uint64_t	exec_us;
 } AggRun;
+
+/*
+ * in agg.c: the life of one AGG_RUN as the epoll loop (server.c) sees it:
+ * start (the request parsed and checked, the run on its own thread), an
+ * eventfd write when the run is done, then its replies one by one, then
+ * free.  Only agg_task_cancel may be called while it runs.
+ */
+typedef struct AggTask AggTask;
+
+extern AggTask *agg_task_start(const uint8_t *payload, uint32_t len,
+							   const ServiceGpu *gpu, int notify_fd,
+							   uint32_t *werr, char *msg, size_t msglen);
+extern void agg_task_cancel(AggTask *t);
+extern bool agg_task_done(const AggTask *t);
+extern uint32_t agg_task_reply(AggTask *t, uint8_t *buf, uint32_t *type, bool *last);
+extern size_t agg_task_memory(const AggTask *t);
+extern void agg_task_free(AggTask *t);
 
 /*
  * in gpu_agg.c: runs `run` on the GPUs of `gpu` and folds every group into

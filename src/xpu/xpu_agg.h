@@ -54,6 +54,13 @@
  * A state whose count is 0 after the whole input is PostgreSQL's NULL result
  * (sum, min, max and avg of no non-NULL value), except for COUNT/COUNT_STAR.
  *
+ * A table without keys (n_keys = 0) holds exactly one group, with the empty
+ * key, from its creation on: a query without GROUP BY returns one row even
+ * over no input rows.  Keys of interval type and MIN/MAX of text or
+ * interval are refused by xpu_agg_table_create; xpu_agg_ops.h holds the
+ * per-row bodies (key bytes, hash, state update and combine) that the CPU
+ * table and device code share.
+ *
  *-------------------------------------------------------------------------
  */
 #ifndef XPU_AGG_H
@@ -152,6 +159,10 @@ extern int64_t xpu_agg_table_ngroups(const XpuAggTable *t);
 extern void xpu_agg_table_group(const XpuAggTable *t, int64_t i,
 								const uint8_t **key, uint32_t *key_len,
 								const XpuAggState **states);
+
+/* the OR of the flags of every state of every group: XPU_AGGF_OVERFLOW
+ * there makes the run's result a fallback */
+extern uint32_t xpu_agg_table_flags(const XpuAggTable *t);
 
 /* bytes of memory the table holds now */
 extern size_t xpu_agg_table_memory(const XpuAggTable *t);

@@ -1,0 +1,869 @@
+/*-------------------------------------------------------------------------
+ *
+ * agg.c
+ *		AGG_RUN (xpu/protocol.h): GROUP BY aggregation of record batches of
+ *		Arrow files with an xPU program, run by the CPU engine on a pool of
+ *		threads, its groups sent back in AGG_RESULT messages.
+ *
+ * A run's life.  The epoll thread (server.c) hands the request's payload to
+ * agg_task_start, which copies it, checks every offset and count, validates
+ * the program and the aggregation spec, and starts the run's own thread;
+ * a malformed request is refused there (ERROR WARP_ERR_PROTOCOL) and no
+ * thread starts.  The run's thread opens the files (read-only, regular
+ * files only, identity compared with the request's), then runs n_threads
+ * workers: each claims record batches from one counter over all files'
+ * batches, loads only the fields the program reads, runs the program in
+ * slices of AGG_SLICE rows and folds the passing rows into its own
+ * XpuAggTable.  The tables are merged at the end and the thread signals
+ * the epoll thread (notify_fd), which then sends the replies
+ * (agg_task_reply) as the socket takes them, so that a result of millions
+ * of groups never sits in one buffer.
+ *
+ * The files.  Each file is opened once (its fd, its footer); the reader
+ * does not modify an ArrowFile while loading batches and reads with pread,
+ * so the workers share one ArrowFile per file (src/arrow/arrow_read.c).
+ *
+ * Cancel.  agg_task_cancel (a CANCEL message, or the backend closing the
+ * connection) sets a flag that every worker checks between slices; the
+ * run then ends with ERROR WARP_ERR_CANCELED.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "service.h"
+#include "arrow/arrow.h"
+
+#define AGG_SLICE		16384	/* rows per xpu_cpu_exec */
+#define AGG_MAX_THREADS	256
+
+/* one record batch to read: file and batch number */
+typedef struct AggWork
+{
+	uint32_t	file;
+	int32_t		batch;
+} AggWork;
+
+struct AggTask
+{
+	AggRun		run;			/* the request, parsed (service.h) */
+	uint8_t    *payload;		/* copy of the request, 16-byte aligned */
+	const ServiceGpu *gpu;
+	WarpEngine	engine;			/* the engine that runs it */
+	int			notify_fd;		/* eventfd to write when done */
+	pthread_t	thread;
+	bool		started;
+	volatile int canceled;
+	int			done;			/* atomic: the run's thread finished */
+	int			stop;			/* atomic: workers stop claiming batches */
+	int64_t		start_us;
+	pthread_mutex_t lock;		/* first error of the workers */
+
+	/* per file: its part of the request, the source its ArrowFile reads */
+	const WarpAggFile **wfiles;
+	ArrowSource *sources;
+
+	/* work */
+	AggWork    *work;
+	int64_t		n_work;
+	int64_t		next_work;		/* atomic */
+	uint32_t	threads;
+
+	/* outcome */
+	uint32_t	werr;			/* WarpErrorCode; 0: the run was done */
+	char		msg[248];
+	XpuError	xerr;			/* the program's error or FALLBACK */
+	XpuAggTable *table;
+
+	/* replies sent so far */
+	int64_t		next_group;
+};
+
+/* ---------------------------------------------------------------- errors */
+
+/* records the run's failure (the first one wins) and stops the workers */
+static void
+task_fail(AggTask *t, WarpErrorCode code, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+static void
+task_fail(AggTask *t, WarpErrorCode code, const char *fmt, ...)
+{
+	va_list		ap;
+
+	pthread_mutex_lock(&t->lock);
+	if (t->werr == 0)
+	{
+		t->werr = code;
+		va_start(ap, fmt);
+		vsnprintf(t->msg, sizeof(t->msg), fmt, ap);
+		va_end(ap);
+	}
+	pthread_mutex_unlock(&t->lock);
+	__atomic_store_n(&t->stop, 1, __ATOMIC_RELAXED);
+}
+
+/* records the program's first error (an SQL error or FALLBACK) */
+static void
+task_xpu_error(AggTask *t, const XpuError *err)
+{
+	pthread_mutex_lock(&t->lock);
+	if (t->xerr.code == XPU_OK)
+		t->xerr = *err;
+	pthread_mutex_unlock(&t->lock);
+	__atomic_store_n(&t->stop, 1, __ATOMIC_RELAXED);
+}
+
+/* an ArrowError of file path as the run's failure */
+static void
+task_arrow_error(AggTask *t, const char *path, const ArrowError *err)
+{
+	WarpErrorCode code = err->code == ARROW_ERR_IO ? WARP_ERR_IO :
+		err->code == ARROW_ERR_NOMEM ? WARP_ERR_OUT_OF_MEMORY : WARP_ERR_BAD_FILE;
+
+	task_fail(t, code, "%s file \"%s\": %s",
+			  code == WARP_ERR_BAD_FILE ? "corrupt or unsupported Arrow" : "could not read",
+			  path, err->message);
+}
+
+/* ---------------------------------------------------------------- parsing */
+
+/* a cursor over the payload; every take checks the bounds */
+typedef struct Cursor
+{
+	const uint8_t *p;
+	size_t		len;
+	size_t		off;
+	const char *bad;			/* what did not fit, or NULL */
+} Cursor;
+
+/* the next part of n bytes at an `align`-aligned offset, or NULL */
+static const void *
+take(Cursor *c, size_t n, size_t align, const char *what)
+{
+	size_t		off = (c->off + align - 1) & ~(align - 1);
+
+	if (c->bad != NULL || off > c->len || n > c->len - off)
+	{
+		if (c->bad == NULL)
+			c->bad = what;
+		return NULL;
+	}
+	c->off = off + n;
+	return c->p + off;
+}
+
+/* checks the aggregation spec against the program; false with msg set */
+static bool
+check_spec(AggTask *t, char *msg, size_t msglen)
+{
+	XpuError	err = {0};
+	XpuAggTable *probe = xpu_agg_table_create(t->run.prog, &t->run.spec, &err);
+
+	if (probe == NULL)
+	{
+		snprintf(msg, msglen, "invalid aggregation: %s", err.message);
+		return false;
+	}
+	xpu_agg_table_free(probe);
+	return true;
+}
+
+/* parses the n_files file parts; false with msg set */
+static bool
+parse_files(AggTask *t, Cursor *c, char *msg, size_t msglen)
+{
+	AggRun	   *run = &t->run;
+
+	run->files = calloc(run->n_files ? run->n_files : 1, sizeof(AggRunFile));
+	t->wfiles = calloc(run->n_files ? run->n_files : 1, sizeof(WarpAggFile *));
+	t->sources = calloc(run->n_files ? run->n_files : 1, sizeof(ArrowSource));
+	if (run->files == NULL || t->wfiles == NULL || t->sources == NULL)
+		return snprintf(msg, msglen, "out of memory"), false;
+	for (uint32_t i = 0; i < run->n_files; i++)
+		run->files[i].fd = -1;
+	for (uint32_t i = 0; i < run->n_files; i++)
+	{
+		AggRunFile *f = &run->files[i];
+		const WarpAggFile *wf = take(c, sizeof(WarpAggFile), 8, "a file header");
+		const char *path;
+
+		if (wf == NULL)
+			break;
+		if (wf->n_cols != run->prog->n_cols || wf->path_len == 0 || wf->path_len >= 4096 ||
+			wf->n_batches > PGWARP_MAX_PAYLOAD / 4)
+		{
+			snprintf(msg, msglen, "file %u: bad path length, batch count or column count", i);
+			return false;
+		}
+		path = take(c, wf->path_len, 8, "a path");
+		f->batches = take(c, (size_t) wf->n_batches * 4, 8, "a batch list");
+		f->fields = take(c, (size_t) wf->n_cols * 4, 8, "a field list");
+		if (c->bad)
+			break;
+		if (memchr(path, '\0', wf->path_len) != NULL || path[0] != '/')
+		{
+			snprintf(msg, msglen, "file %u: the path is not absolute or holds a NUL", i);
+			return false;
+		}
+		if ((f->path = strndup(path, wf->path_len)) == NULL)
+			return snprintf(msg, msglen, "out of memory"), false;
+		f->n_batches = wf->n_batches;
+		t->wfiles[i] = wf;
+		t->n_work += wf->n_batches;
+	}
+	if (c->bad)
+	{
+		snprintf(msg, msglen, "AGG_RUN of %zu bytes is truncated at %s", c->len, c->bad);
+		return false;
+	}
+	if (((c->off + 7) & ~(size_t) 7) < c->len)
+	{
+		snprintf(msg, msglen, "AGG_RUN has %zu bytes after its last part", c->len - c->off);
+		return false;
+	}
+	return true;
+}
+
+/*
+ * parse_request: fills t->run from t->payload (len bytes); false with msg
+ * set when the request is malformed.
+ */
+static bool
+parse_request(AggTask *t, size_t len, char *msg, size_t msglen)
+{
+	Cursor		c = {t->payload, len, 0, NULL};
+	const WarpAggRequest *req = take(&c, sizeof(WarpAggRequest), 8, "the request header");
+	AggRun	   *run = &t->run;
+	const void *prog;
+	char		why[256];
+
+	if (req == NULL)
+		return snprintf(msg, msglen, "AGG_RUN of %zu bytes is too short", len), false;
+	if (req->n_keys > XPU_AGG_MAX_KEYS || req->n_aggs > XPU_AGG_MAX_AGGS ||
+		req->n_files > PGWARP_MAX_PAYLOAD / sizeof(WarpAggFile) || req->max_buffer_size < 0)
+		return snprintf(msg, msglen, "AGG_RUN has too many keys, aggregates or files"), false;
+	run->spec.n_keys = (int) req->n_keys;
+	run->spec.key_outs = take(&c, req->n_keys * sizeof(uint16_t), 8, "the key list");
+	run->spec.n_aggs = (int) req->n_aggs;
+	run->spec.aggs = take(&c, req->n_aggs * sizeof(XpuAggDesc), 8, "the aggregate list");
+	prog = take(&c, req->prog_len, 16, "the program");
+	if (c.bad)
+		return snprintf(msg, msglen, "AGG_RUN of %zu bytes is truncated at %s", len, c.bad), false;
+	if (!xpu_program_validate(prog, req->prog_len, why, sizeof(why)))
+		return snprintf(msg, msglen, "invalid program: %s", why), false;
+	run->prog = prog;
+	if (!check_spec(t, msg, msglen))
+		return false;
+	run->n_files = req->n_files;
+	run->max_buffer_size = req->max_buffer_size;
+	run->n_threads = req->n_threads ? req->n_threads : (uint32_t) svc_cpu_threads;
+	if (run->n_threads > AGG_MAX_THREADS)
+		run->n_threads = AGG_MAX_THREADS;
+	run->canceled = &t->canceled;
+	return parse_files(t, &c, msg, msglen);
+}
+
+/*
+ * agg_choose_engine: the engine that runs a request asking for `requested`
+ * (0: the service's choice); false with msg set when it cannot run.
+ */
+static bool
+agg_choose_engine(const ServiceGpu *gpu, uint32_t requested, WarpEngine *engine,
+				  uint32_t *werr, char *msg, size_t msglen)
+{
+	if (requested > WARP_ENGINE_GPU)
+	{
+		*werr = WARP_ERR_PROTOCOL;
+		return snprintf(msg, msglen, "unknown engine %u", requested), false;
+	}
+	if (requested == WARP_ENGINE_GPU && gpu->engine != WARP_ENGINE_GPU)
+	{
+		*werr = WARP_ERR_UNSUPPORTED;
+		return snprintf(msg, msglen, "no GPU"), false;
+	}
+	*engine = WARP_ENGINE_CPU;
+	return true;
+}
+
+/* ---------------------------------------------------------------- files */
+
+/* ArrowSource.read_at over a file descriptor (ctx: its int) */
+static int
+fd_read_at(void *ctx, int64_t offset, void *dst, size_t len, ArrowError *err)
+{
+	int			fd = *(const int *) ctx;
+
+	while (len > 0)
+	{
+		ssize_t		n = pread(fd, dst, len, offset);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			return arrow_set_error(err, n < 0 ? ARROW_ERR_IO : ARROW_ERR_INVALID,
+								   n < 0 ? "read failed: %s" : "unexpected end of file%s",
+								   n < 0 ? strerror(errno) : "");
+		dst = (char *) dst + n;
+		len -= n;
+		offset += n;
+	}
+	return ARROW_OK;
+}
+
+/* does top-level field fld hold what column kind `kind` (scale) reads */
+static bool
+field_fits(const ArrowField *fld, const XpuColumn *col)
+{
+	const ArrowType *ty = &fld->type;
+
+	if (fld->has_dictionary)
+		return false;
+	switch (col->kind)
+	{
+		case XPU_COL_BOOL: return ty->id == ARROW_TYPE_BOOL;
+		case XPU_COL_INT8: return ty->id == ARROW_TYPE_INT8;
+		case XPU_COL_INT16: return ty->id == ARROW_TYPE_INT16;
+		case XPU_COL_INT32: return ty->id == ARROW_TYPE_INT32;
+		case XPU_COL_INT64: return ty->id == ARROW_TYPE_INT64;
+		case XPU_COL_FLOAT32: return ty->id == ARROW_TYPE_FLOAT32;
+		case XPU_COL_FLOAT64: return ty->id == ARROW_TYPE_FLOAT64;
+		case XPU_COL_DATE32: return ty->id == ARROW_TYPE_DATE32;
+		case XPU_COL_TIMESTAMP_S:
+		case XPU_COL_TIMESTAMP_MS:
+		case XPU_COL_TIMESTAMP_US:
+		case XPU_COL_TIMESTAMP_NS:
+			return ty->id == ARROW_TYPE_TIMESTAMP &&
+				(int) ty->unit == col->kind - XPU_COL_TIMESTAMP_S;
+		case XPU_COL_DECIMAL128:
+			return ty->id == ARROW_TYPE_DECIMAL128 && ty->scale == col->scale;
+		case XPU_COL_UTF8: return ty->id == ARROW_TYPE_UTF8;
+		case XPU_COL_INTERVAL_MDN: return ty->id == ARROW_TYPE_INTERVAL_MDN;
+		default: return false;
+	}
+}
+
+/* checks file f's batch numbers and fields against the program */
+static bool
+check_file(AggTask *t, AggRunFile *f)
+{
+	const XpuProgram *prog = t->run.prog;
+	const ArrowSchema *sc = &f->file->schema;
+
+	for (uint32_t b = 0; b < f->n_batches; b++)
+	{
+		if (f->batches[b] < 0 || f->batches[b] >= f->file->n_batches)
+			return task_fail(t, WARP_ERR_PROTOCOL, "file \"%s\" has no record batch %d",
+							 f->path, f->batches[b]), false;
+	}
+	for (int k = 0; k < prog->n_cols; k++)
+	{
+		if (f->fields[k] < 0 || f->fields[k] >= sc->n_fields)
+			return task_fail(t, WARP_ERR_PROTOCOL, "file \"%s\" has no field %d",
+							 f->path, f->fields[k]), false;
+	}
+	for (int i = 0; i < prog->n_cols; i++)
+	{
+		const XpuColumn *col = XPU_COLS(prog) + i;
+		const ArrowField *fld;
+
+		if (col->col_index >= prog->n_cols)
+			return task_fail(t, WARP_ERR_PROTOCOL, "program column %d reads chunk column %u",
+							 i, col->col_index), false;
+		fld = &sc->fields[f->fields[col->col_index]];
+		if (!field_fits(fld, col))
+			return task_fail(t, WARP_ERR_PROTOCOL,
+							 "field \"%s\" of file \"%s\" does not hold what the program reads",
+							 fld->name, f->path), false;
+	}
+	return true;
+}
+
+/* opens file f: regular file, identity as requested, footer; false on failure */
+static bool
+open_file(AggTask *t, uint32_t i)
+{
+	AggRunFile *f = &t->run.files[i];
+	const WarpAggFile *wf = t->wfiles[i];
+	ArrowSource *src = &t->sources[i];
+	struct stat st;
+	ArrowError	aerr;
+
+	f->fd = open(f->path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+	if (f->fd < 0)
+		return task_fail(t, errno == ENOMEM ? WARP_ERR_OUT_OF_MEMORY : WARP_ERR_IO,
+						 "could not open file \"%s\": %s", f->path, strerror(errno)), false;
+	if (fstat(f->fd, &st) != 0)
+		return task_fail(t, WARP_ERR_IO, "could not stat file \"%s\": %s",
+						 f->path, strerror(errno)), false;
+	if (!S_ISREG(st.st_mode))
+		return task_fail(t, WARP_ERR_IO, "\"%s\" is not a regular file", f->path), false;
+	if ((int64_t) st.st_dev != wf->dev || (int64_t) st.st_ino != wf->ino ||
+		(int64_t) st.st_size != wf->size ||
+		(int64_t) st.st_mtim.tv_sec * 1000000000 + st.st_mtim.tv_nsec != wf->mtime_ns)
+		return task_fail(t, WARP_ERR_FILE_CHANGED,
+						 "file \"%s\" changed after the query was planned", f->path), false;
+	src->read_at = fd_read_at;
+	src->size = st.st_size;
+	src->ctx = &f->fd;
+	if (arrow_file_open_source(src, NULL, &f->file, &aerr) != ARROW_OK)
+	{
+		task_arrow_error(t, f->path, &aerr);
+		return false;
+	}
+	f->file->max_buffer_size = t->run.max_buffer_size;
+	return check_file(t, f);
+}
+
+/* ---------------------------------------------------------------- workers */
+
+/* what one worker thread owns */
+typedef struct AggWorker
+{
+	AggTask    *task;
+	pthread_t	thread;
+	XpuAggTable *table;
+	void	   *workspace;
+	XpuValue   *values;			/* [n_outs * AGG_SLICE] */
+	uint8_t    *nulls;			/* [n_outs * AGG_SLICE] */
+	uint8_t    *mask;			/* [AGG_SLICE] */
+	XpuColumnData *cols;		/* [n_cols] */
+	bool	   *want;			/* [widest schema] */
+} AggWorker;
+
+static void
+add_counter(uint64_t *c, uint64_t v)
+{
+	__atomic_add_fetch(c, v, __ATOMIC_RELAXED);
+}
+
+static bool
+task_stopping(AggTask *t)
+{
+	return t->canceled || __atomic_load_n(&t->stop, __ATOMIC_RELAXED);
+}
+
+/* bytes of the loaded fields of batch b of f (what was read) */
+static uint64_t
+batch_bytes(const AggRunFile *f, int32_t b, const bool *want)
+{
+	ArrowExtent ext[64];
+	ArrowError	aerr;
+	uint64_t	bytes = 0;
+
+	for (int32_t c = 0; c < f->file->schema.n_fields; c++)
+	{
+		int			n = want[c] ? arrow_column_extents(f->file, b, c, ext, 64, &aerr) : 0;
+
+		for (int i = 0; i < n; i++)
+			bytes += ext[i].length;
+	}
+	return bytes;
+}
+
+/* runs the program over batch `batch` (loaded) in slices into w->table */
+static void
+run_batch(AggWorker *w, const AggRunFile *f, const ArrowBatch *batch)
+{
+	AggTask    *t = w->task;
+	const XpuProgram *prog = t->run.prog;
+	XpuError	err;
+	uint64_t	passed = 0;
+
+	for (int k = 0; k < prog->n_cols; k++)
+	{
+		const ArrowArray *a = &batch->columns[f->fields[k]];
+
+		w->cols[k].validity = a->validity;
+		w->cols[k].values = a->field->type.id == ARROW_TYPE_UTF8 ? a->offsets : a->values;
+		w->cols[k].data = (const char *) a->data;
+	}
+	for (int64_t row0 = 0; row0 < batch->n_rows && !task_stopping(t); row0 += AGG_SLICE)
+	{
+		int64_t		n = batch->n_rows - row0 < AGG_SLICE ? batch->n_rows - row0 : AGG_SLICE;
+		XpuChunk	chunk = {n, prog->n_cols, 0, w->cols};
+		XpuResult	res = {n, w->mask, w->values, w->nulls};
+
+		for (int k = 0; k < prog->n_cols; k++)
+			w->cols[k].offset = row0;
+		memset(&err, 0, sizeof(err));
+		if (xpu_cpu_exec(prog, &chunk, &res, w->workspace, &err) != XPU_OK)
+		{
+			task_xpu_error(t, &err);
+			return;
+		}
+		for (int64_t r = 0; r < n; r++)
+			passed += w->mask[r];
+		if (!xpu_agg_table_update(w->table, &res, &err))
+		{
+			task_fail(t, WARP_ERR_OUT_OF_MEMORY, "out of memory in the aggregation table");
+			return;
+		}
+	}
+	add_counter(&t->run.rows_passed, passed);
+}
+
+/* one worker: claims batches until none is left or the run stops */
+static void *
+worker_main(void *arg)
+{
+	AggWorker  *w = arg;
+	AggTask    *t = w->task;
+
+	while (!task_stopping(t))
+	{
+		int64_t		i = __atomic_fetch_add(&t->next_work, 1, __ATOMIC_RELAXED);
+		AggRunFile *f;
+		ArrowBatch *batch = NULL;
+		ArrowError	aerr;
+		int64_t		t0, t1;
+
+		if (i >= t->n_work)
+			break;
+		f = &t->run.files[t->work[i].file];
+		memset(w->want, 0, sizeof(bool) * f->file->schema.n_fields);
+		for (int k = 0; k < t->run.prog->n_cols; k++)
+			w->want[f->fields[k]] = true;
+		t0 = svc_now_us(CLOCK_MONOTONIC);
+		if (arrow_batch_load(f->file, t->work[i].batch, w->want, &batch, &aerr) != ARROW_OK)
+		{
+			task_arrow_error(t, f->path, &aerr);
+			break;
+		}
+		t1 = svc_now_us(CLOCK_MONOTONIC);
+		add_counter(&t->run.io_us, t1 - t0);
+		add_counter(&t->run.batches, 1);
+		add_counter(&t->run.rows_in, batch->n_rows);
+		add_counter(&t->run.bytes_read, batch_bytes(f, t->work[i].batch, w->want));
+		run_batch(w, f, batch);
+		arrow_batch_free(batch);
+		add_counter(&t->run.exec_us, svc_now_us(CLOCK_MONOTONIC) - t1);
+	}
+	return NULL;
+}
+
+/* frees what worker_setup allocated (not the table) */
+static void
+worker_release(AggWorker *w)
+{
+	free(w->workspace);
+	free(w->values);
+	free(w->nulls);
+	free(w->mask);
+	free(w->cols);
+	free(w->want);
+}
+
+/* allocates a worker's buffers and table; false (run failed) on OOM */
+static bool
+worker_setup(AggTask *t, AggWorker *w, int widest)
+{
+	const XpuProgram *prog = t->run.prog;
+	size_t		outs = prog->n_outs ? prog->n_outs : 1;
+	XpuError	err = {0};
+
+	w->task = t;
+	w->workspace = aligned_alloc(16, (xpu_cpu_workspace_size(prog) + 15) & ~(size_t) 15);
+	w->values = aligned_alloc(16, outs * AGG_SLICE * sizeof(XpuValue));
+	w->nulls = malloc(outs * AGG_SLICE);
+	w->mask = malloc(AGG_SLICE);
+	w->cols = calloc(prog->n_cols ? prog->n_cols : 1, sizeof(XpuColumnData));
+	w->want = calloc(widest ? widest : 1, sizeof(bool));
+	w->table = xpu_agg_table_create(prog, &t->run.spec, &err);
+	if (!w->workspace || !w->values || !w->nulls || !w->mask || !w->cols || !w->want ||
+		!w->table)
+	{
+		task_fail(t, WARP_ERR_OUT_OF_MEMORY, "out of memory");
+		return false;
+	}
+	return true;
+}
+
+/* runs the workers over t->work and merges their tables into t->table */
+static void
+run_workers(AggTask *t)
+{
+	uint32_t	n = t->run.n_threads ? t->run.n_threads : 1;
+	AggWorker  *ws;
+	int			widest = 0;
+	uint32_t	started = 0;
+	XpuError	err = {0};
+
+	if ((int64_t) n > t->n_work)
+		n = t->n_work > 0 ? (uint32_t) t->n_work : 1;
+	t->threads = n;
+	for (uint32_t i = 0; i < t->run.n_files; i++)
+		if (t->run.files[i].file->schema.n_fields > widest)
+			widest = t->run.files[i].file->schema.n_fields;
+	if ((ws = calloc(n, sizeof(AggWorker))) == NULL)
+		return task_fail(t, WARP_ERR_OUT_OF_MEMORY, "out of memory");
+	for (uint32_t i = 0; i < n && worker_setup(t, &ws[i], widest); i++)
+	{
+		if (pthread_create(&ws[i].thread, NULL, worker_main, &ws[i]) != 0)
+		{
+			task_fail(t, WARP_ERR_OUT_OF_MEMORY, "could not start a thread");
+			break;
+		}
+		started++;
+	}
+	for (uint32_t i = 0; i < started; i++)
+		pthread_join(ws[i].thread, NULL);
+	for (uint32_t i = 0; i < n; i++)
+	{
+		if (ws[i].table && t->werr == 0 && t->xerr.code == XPU_OK && !t->canceled)
+		{
+			if (t->table == NULL)
+				t->table = ws[i].table, ws[i].table = NULL;
+			else if (!xpu_agg_table_merge(t->table, ws[i].table, &err))
+				task_fail(t, WARP_ERR_OUT_OF_MEMORY, "out of memory merging the groups");
+		}
+		xpu_agg_table_free(ws[i].table);
+		worker_release(&ws[i]);
+	}
+	free(ws);
+}
+
+/* group i's bytes in an AGG_RESULT message */
+static size_t
+group_size(const AggTask *t, uint32_t key_len)
+{
+	return ((4 + (size_t) key_len + 15) & ~(size_t) 15) +
+		(size_t) t->run.spec.n_aggs * sizeof(XpuAggState);
+}
+
+/* after the merge: overflowed states and oversized groups are a FALLBACK */
+static void
+check_result(AggTask *t)
+{
+	const uint8_t *key;
+	uint32_t	key_len;
+	const XpuAggState *states;
+
+	if (xpu_agg_table_flags(t->table) & XPU_AGGF_OVERFLOW)
+	{
+		XPU_ERROR(&t->xerr, XPU_ERR_FALLBACK, "an aggregate overflowed the engine's state");
+		return;
+	}
+	for (int64_t g = 0; g < xpu_agg_table_ngroups(t->table); g++)
+	{
+		xpu_agg_table_group(t->table, g, &key, &key_len, &states);
+		if (sizeof(WarpAggResult) + group_size(t, key_len) > PGWARP_MAX_PAYLOAD)
+		{
+			XPU_ERROR(&t->xerr, XPU_ERR_FALLBACK, "a group key is too long for AGG_RESULT");
+			return;
+		}
+	}
+}
+
+/* the run's thread: files, workers, merge; then tells the epoll thread */
+static void *
+task_main(void *arg)
+{
+	AggTask    *t = arg;
+	uint64_t	one = 1;
+	int64_t		w = 0;
+
+	for (uint32_t i = 0; i < t->run.n_files && t->werr == 0; i++)
+		open_file(t, i);
+	if (t->werr == 0 && (t->work = calloc(t->n_work ? t->n_work : 1, sizeof(AggWork))) == NULL)
+		task_fail(t, WARP_ERR_OUT_OF_MEMORY, "out of memory");
+	for (uint32_t i = 0; i < t->run.n_files && t->werr == 0; i++)
+		for (uint32_t b = 0; b < t->run.files[i].n_batches; b++)
+			t->work[w++] = (AggWork) {i, t->run.files[i].batches[b]};
+	if (t->werr == 0 && !t->canceled)
+		run_workers(t);
+	if (t->werr == 0 && !t->canceled && t->xerr.code == XPU_OK && t->table)
+		check_result(t);
+	__atomic_store_n(&t->done, 1, __ATOMIC_RELEASE);
+	if (write(t->notify_fd, &one, sizeof(one)) < 0)
+		svc_log("WARNING", "could not signal the end of an AGG_RUN: %s", strerror(errno));
+	return NULL;
+}
+
+/* ---------------------------------------------------------------- the API */
+
+/*
+ * agg_task_start: parses and checks an AGG_RUN payload of len bytes and
+ * starts its run on a thread of its own, which writes to notify_fd (an
+ * eventfd) when done.  NULL with *werr and msg set when the request is
+ * refused (nothing runs then).
+ */
+AggTask *
+agg_task_start(const uint8_t *payload, uint32_t len, const ServiceGpu *gpu,
+			   int notify_fd, uint32_t *werr, char *msg, size_t msglen)
+{
+	AggTask    *t = calloc(1, sizeof(AggTask));
+
+	*werr = WARP_ERR_OUT_OF_MEMORY;
+	snprintf(msg, msglen, "out of memory");
+	if (t == NULL)
+		return NULL;
+	pthread_mutex_init(&t->lock, NULL);
+	t->gpu = gpu;
+	t->notify_fd = notify_fd;
+	t->start_us = svc_now_us(CLOCK_MONOTONIC);
+	if ((t->payload = aligned_alloc(16, ((size_t) len + 16) & ~(size_t) 15)) == NULL)
+	{
+		agg_task_free(t);
+		return NULL;
+	}
+	memcpy(t->payload, payload, len);
+	if (!parse_request(t, len, msg, msglen))
+	{
+		*werr = strcmp(msg, "out of memory") == 0 ? WARP_ERR_OUT_OF_MEMORY : WARP_ERR_PROTOCOL;
+		agg_task_free(t);
+		return NULL;
+	}
+	if (!agg_choose_engine(gpu, ((const WarpAggRequest *) t->payload)->engine, &t->engine,
+						   werr, msg, msglen))
+	{
+		agg_task_free(t);
+		return NULL;
+	}
+	if (pthread_create(&t->thread, NULL, task_main, t) != 0)
+	{
+		*werr = WARP_ERR_OUT_OF_MEMORY;
+		snprintf(msg, msglen, "could not start a thread");
+		agg_task_free(t);
+		return NULL;
+	}
+	t->started = true;
+	return t;
+}
+
+/* agg_task_cancel: asks the run to stop (it still signals when done) */
+void
+agg_task_cancel(AggTask *t)
+{
+	t->canceled = 1;
+}
+
+/* agg_task_done: has the run's thread finished (its replies are ready) */
+bool
+agg_task_done(const AggTask *t)
+{
+	return __atomic_load_n(&t->done, __ATOMIC_ACQUIRE) != 0;
+}
+
+/* the last AGG_RESULT's header: counters and status */
+static void
+fill_header(AggTask *t, WarpAggResult *h, bool last)
+{
+	memset(h, 0, sizeof(*h));
+	h->engine = t->engine;
+	h->rows_in = t->run.rows_in;
+	h->rows_passed = t->run.rows_passed;
+	h->batches = t->run.batches;
+	h->bytes_read = t->run.bytes_read;
+	h->groups_total = t->xerr.code == XPU_OK && t->table ? xpu_agg_table_ngroups(t->table) : 0;
+	h->io_us = t->run.io_us;
+	h->exec_us = t->run.exec_us;
+	h->threads = t->threads;
+	if (last)
+	{
+		h->flags = WARP_AGG_LAST;
+		h->status = t->xerr.code;
+		if (t->xerr.code != XPU_OK)
+			snprintf(h->err_message, sizeof(h->err_message), "%s", t->xerr.message);
+		h->wall_us = svc_now_us(CLOCK_MONOTONIC) - t->start_us;
+	}
+}
+
+/*
+ * agg_task_reply: the next reply of a finished run into buf (room for
+ * PGWARP_MAX_PAYLOAD bytes): its type and length; *last is set on the
+ * run's last reply (AGG_RESULT with WARP_AGG_LAST, or ERROR).
+ */
+uint32_t
+agg_task_reply(AggTask *t, uint8_t *buf, uint32_t *type, bool *last)
+{
+	WarpAggResult *h = (WarpAggResult *) buf;
+	size_t		off = sizeof(WarpAggResult);
+	int64_t		ngroups;
+	uint32_t	n = 0;
+
+	if (t->werr != 0 || t->canceled)
+	{
+		WarpErrorMsg *e = (WarpErrorMsg *) buf;
+
+		memset(e, 0, sizeof(*e));
+		e->code = t->canceled ? WARP_ERR_CANCELED : t->werr;
+		snprintf(e->message, sizeof(e->message), "%s",
+				 t->canceled ? "the run was canceled" : t->msg);
+		*type = WARP_MSG_ERROR;
+		*last = true;
+		return sizeof(*e);
+	}
+	*type = WARP_MSG_AGG_RESULT;
+	ngroups = t->xerr.code == XPU_OK ? xpu_agg_table_ngroups(t->table) : 0;
+	while (t->next_group < ngroups)
+	{
+		const uint8_t *key;
+		uint32_t	key_len;
+		const XpuAggState *states;
+		size_t		gs;
+
+		xpu_agg_table_group(t->table, t->next_group, &key, &key_len, &states);
+		gs = group_size(t, key_len);
+		if (off + gs > PGWARP_MAX_PAYLOAD)
+			break;
+		memset(buf + off, 0, gs);
+		memcpy(buf + off, &key_len, 4);
+		if (key_len > 0)
+			memcpy(buf + off + 4, key, key_len);
+		memcpy(buf + off + gs - t->run.spec.n_aggs * sizeof(XpuAggState), states,
+			   t->run.spec.n_aggs * sizeof(XpuAggState));
+		off += gs;
+		n++;
+		t->next_group++;
+	}
+	*last = t->next_group >= ngroups;
+	fill_header(t, h, *last);
+	h->n_groups = n;
+	return (uint32_t) off;
+}
+
+/* agg_task_memory: bytes the run's result table holds */
+size_t
+agg_task_memory(const AggTask *t)
+{
+	return t->table ? xpu_agg_table_memory(t->table) : 0;
+}
+
+/*
+ * agg_task_free: waits for the run's thread (cancel it first to make that
+ * quick) and frees everything of the run.
+ */
+void
+agg_task_free(AggTask *t)
+{
+	if (t == NULL)
+		return;
+	if (t->started)
+		pthread_join(t->thread, NULL);
+	for (uint32_t i = 0; t->run.files && i < t->run.n_files; i++)
+	{
+		if (t->run.files[i].file)
+			arrow_file_close(t->run.files[i].file);
+		if (t->run.files[i].fd >= 0)
+			close(t->run.files[i].fd);
+		free(t->run.files[i].path);
+	}
+	free(t->run.files);
+	free(t->wfiles);
+	free(t->sources);
+	free(t->work);
+	xpu_agg_table_free(t->table);
+	free(t->payload);
+	pthread_mutex_destroy(&t->lock);
+	free(t);
+}

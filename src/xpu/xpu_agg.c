@@ -1,0 +1,667 @@
+/*-------------------------------------------------------------------------
+ *
+ * xpu_agg.c
+ *		The CPU engine's hash aggregation table (xpu_agg.h): groups keyed by
+ *		their canonical key bytes in an open-addressing table, with the
+ *		per-row bodies of xpu_agg_ops.h.  Plain C, no PostgreSQL headers.
+ *
+ * Layout.  Groups are numbered in the order they appear; group g keeps
+ * its hash, its key bytes (offset and length into one growing arena) and
+ * n_aggs states at states[g * n_aggs].  The slot array (a power of two,
+ * at most half full, linear probing) holds per slot the upper 32 bits of
+ * the hash and g + 1 (0: empty), so that a probe rarely touches a group
+ * whose hash differs.  Growth doubles the slots and re-inserts the stored
+ * hashes; no key is hashed twice.
+ *
+ * An update works on a whole XpuResult: first every passing row finds its
+ * group (key encoded into a scratch buffer, hashed 8 bytes at a time,
+ * probed), then each aggregate runs one tight loop over the rows.  A
+ * table without keys has exactly one group from its creation (the one row
+ * of a query without GROUP BY, even over no rows) and skips the lookup.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "xpu_agg_ops.h"
+
+#define OOM(err)	XPU_ERROR((err), XPU_ERR_INTERNAL, "out of memory")
+
+struct XpuAggTable
+{
+	int			n_keys;
+	int			n_aggs;
+	uint16_t	key_outs[XPU_AGG_MAX_KEYS];
+	uint8_t		key_types[XPU_AGG_MAX_KEYS];
+	XpuAggDesc	aggs[XPU_AGG_MAX_AGGS];
+	uint8_t		arg_types[XPU_AGG_MAX_AGGS];
+
+	/* groups */
+	int64_t		ngroups;
+	int64_t		gcap;
+	uint64_t   *ghash;			/* [gcap] */
+	int64_t    *koff;			/* [gcap] key bytes at keys + koff[g] */
+	uint32_t   *klen;			/* [gcap] */
+	XpuAggState *states;		/* [gcap * n_aggs] */
+	uint8_t    *keys;			/* arena */
+	int64_t		keys_len;
+	int64_t		keys_cap;
+
+	/* slots: (hash >> 32) << 32 | (group + 1), 0 = empty */
+	uint64_t   *slots;
+	uint64_t	mask;			/* slot count - 1 */
+
+	/* scratch of an update: a row's key, and each row's group */
+	uint8_t    *kbuf;
+	size_t		kbuf_cap;
+	int64_t    *rowgroup;
+	int64_t		rowgroup_cap;
+};
+
+static int	kbuf_reserve(XpuAggTable *t, size_t need, XpuError *err);
+
+/* ---------------------------------------------------------------- groups */
+
+/* makes room for one more group */
+static int
+groups_reserve(XpuAggTable *t, XpuError *err)
+{
+	int64_t		cap;
+	void	   *p;
+
+	if (t->ngroups < t->gcap)
+		return 1;
+	cap = t->gcap ? t->gcap * 2 : 64;
+	if (cap > (int64_t) UINT32_MAX - 1)
+		cap = (int64_t) UINT32_MAX - 1;
+	if (t->ngroups >= cap)
+	{
+		XPU_ERROR(err, XPU_ERR_INTERNAL, "too many groups");
+		return 0;
+	}
+	if ((p = realloc(t->ghash, cap * sizeof(uint64_t))) == NULL)
+		return OOM(err), 0;
+	t->ghash = p;
+	if ((p = realloc(t->koff, cap * sizeof(int64_t))) == NULL)
+		return OOM(err), 0;
+	t->koff = p;
+	if ((p = realloc(t->klen, cap * sizeof(uint32_t))) == NULL)
+		return OOM(err), 0;
+	t->klen = p;
+	if ((p = realloc(t->states, cap * (t->n_aggs ? t->n_aggs : 1) * sizeof(XpuAggState))) == NULL)
+		return OOM(err), 0;
+	t->states = p;
+	t->gcap = cap;
+	return 1;
+}
+
+/* doubles the slot array (or makes the first) and re-inserts every group */
+static int
+slots_grow(XpuAggTable *t, XpuError *err)
+{
+	uint64_t	n = t->slots ? (t->mask + 1) * 2 : 256;
+	uint64_t   *s = calloc(n, sizeof(uint64_t));
+	int64_t		g;
+
+	if (s == NULL)
+		return OOM(err), 0;
+	for (g = 0; g < t->ngroups; g++)
+	{
+		uint64_t	i = t->ghash[g] & (n - 1);
+
+		while (s[i] != 0)
+			i = (i + 1) & (n - 1);
+		s[i] = (t->ghash[g] & ~(uint64_t) UINT32_MAX) | (uint64_t) (g + 1);
+	}
+	free(t->slots);
+	t->slots = s;
+	t->mask = n - 1;
+	return 1;
+}
+
+/* appends a group of key bytes key[len] with hash h; returns it or -1 */
+static int64_t
+group_add(XpuAggTable *t, const uint8_t *key, uint32_t len, uint64_t h, XpuError *err)
+{
+	int64_t		g = t->ngroups;
+	int			a;
+
+	if (!groups_reserve(t, err))
+		return -1;
+	if (t->keys_len + len > t->keys_cap)
+	{
+		int64_t		cap = t->keys_cap ? t->keys_cap : 4096;
+		uint8_t    *p;
+
+		while (cap < t->keys_len + len)
+			cap *= 2;
+		if ((p = realloc(t->keys, cap)) == NULL)
+			return OOM(err), -1;
+		t->keys = p;
+		t->keys_cap = cap;
+	}
+	if (len > 0)
+		memcpy(t->keys + t->keys_len, key, len);
+	t->koff[g] = t->keys_len;
+	t->klen[g] = len;
+	t->keys_len += len;
+	t->ghash[g] = h;
+	for (a = 0; a < t->n_aggs; a++)
+		xpu_agg_init(&t->states[g * t->n_aggs + a], t->aggs[a].kind);
+	t->ngroups++;
+	return g;
+}
+
+/* are the len bytes at a and b equal (short keys: no library call) */
+static inline int
+keys_equal(const uint8_t *a, const uint8_t *b, uint32_t len)
+{
+	uint32_t	i = 0;
+
+	for (; i + 8 <= len; i += 8)
+	{
+		uint64_t	x, y;
+
+		memcpy(&x, a + i, 8);
+		memcpy(&y, b + i, 8);
+		if (x != y)
+			return 0;
+	}
+	for (; i < len; i++)
+		if (a[i] != b[i])
+			return 0;
+	return 1;
+}
+
+/*
+ * group_find: the group of key bytes key[len] with hash h, added when it is
+ * new; -1 (err set) when memory runs out.
+ */
+#ifdef __GNUC__
+__attribute__((always_inline))
+#endif
+static inline int64_t
+group_find(XpuAggTable *t, const uint8_t *key, uint32_t len, uint64_t h, XpuError *err)
+{
+	uint64_t	tag = h & ~(uint64_t) UINT32_MAX;
+	uint64_t	i = h & t->mask;
+	int64_t		g;
+
+	for (;;)
+	{
+		uint64_t	s = t->slots[i];
+
+		if (s == 0)
+			break;
+		if ((s & ~(uint64_t) UINT32_MAX) == tag)
+		{
+			g = (int64_t) (s & UINT32_MAX) - 1;
+			if (t->klen[g] == len && keys_equal(t->keys + t->koff[g], key, len))
+				return g;
+		}
+		i = (i + 1) & t->mask;
+	}
+	if ((g = group_add(t, key, len, h, err)) < 0)
+		return -1;
+	t->slots[i] = tag | (uint64_t) (g + 1);
+	if ((uint64_t) t->ngroups * 2 > t->mask + 1 && !slots_grow(t, err))
+		return -1;
+	return g;
+}
+
+/* ---------------------------------------------------------------- the API */
+
+/* the type of program out `out` */
+static int
+out_type(const XpuProgram *prog, int out)
+{
+	return XPU_REGS(prog)[XPU_OUTS(prog)[out]].type;
+}
+
+/*
+ * xpu_agg_table_create: see xpu_agg.h.  Refuses (XPU_ERR_INVALID_ARGUMENT)
+ * a spec with too many keys or aggregates, an out the program lacks, a key
+ * type that cannot group (interval) or an argument type the kind does not
+ * take (xpu_agg_ops.h).
+ */
+XpuAggTable *
+xpu_agg_table_create(const XpuProgram *prog, const XpuAggSpec *spec, XpuError *err)
+{
+	XpuAggTable *t;
+	int			i;
+
+	if (spec->n_keys < 0 || spec->n_keys > XPU_AGG_MAX_KEYS ||
+		spec->n_aggs < 0 || spec->n_aggs > XPU_AGG_MAX_AGGS)
+	{
+		XPU_ERROR(err, XPU_ERR_INVALID_ARGUMENT, "too many group keys or aggregates");
+		return NULL;
+	}
+	for (i = 0; i < spec->n_keys; i++)
+	{
+		if (spec->key_outs[i] >= prog->n_outs ||
+			!xpu_agg_key_supported(out_type(prog, spec->key_outs[i])))
+		{
+			XPU_ERROR(err, XPU_ERR_INVALID_ARGUMENT, "a group key is not an output of a groupable type");
+			return NULL;
+		}
+	}
+	for (i = 0; i < spec->n_aggs; i++)
+	{
+		const XpuAggDesc *a = &spec->aggs[i];
+
+		if (a->kind < XPU_AGG_COUNT_STAR || a->kind >= XPU_AGG_N_KINDS ||
+			(a->kind != XPU_AGG_COUNT_STAR &&
+			 (a->out >= prog->n_outs || !xpu_agg_arg_supported(a->kind, out_type(prog, a->out)))))
+		{
+			XPU_ERROR(err, XPU_ERR_INVALID_ARGUMENT, "an aggregate's kind or argument is invalid");
+			return NULL;
+		}
+	}
+	if ((t = calloc(1, sizeof(XpuAggTable))) == NULL)
+		return OOM(err), NULL;
+	t->n_keys = spec->n_keys;
+	t->n_aggs = spec->n_aggs;
+	for (i = 0; i < spec->n_keys; i++)
+	{
+		t->key_outs[i] = spec->key_outs[i];
+		t->key_types[i] = (uint8_t) out_type(prog, spec->key_outs[i]);
+	}
+	for (i = 0; i < spec->n_aggs; i++)
+	{
+		t->aggs[i] = spec->aggs[i];
+		t->arg_types[i] = spec->aggs[i].kind == XPU_AGG_COUNT_STAR ? XPU_T_NONE :
+			(uint8_t) out_type(prog, spec->aggs[i].out);
+	}
+	if (!slots_grow(t, err) || !kbuf_reserve(t, XPU_AGG_MAX_KEYS * 17, err) ||
+		(t->n_keys == 0 && group_find(t, NULL, 0, xpu_agg_hash(NULL, 0), err) < 0))
+	{
+		xpu_agg_table_free(t);
+		return NULL;
+	}
+	return t;
+}
+
+void
+xpu_agg_table_free(XpuAggTable *t)
+{
+	if (t == NULL)
+		return;
+	free(t->ghash);
+	free(t->koff);
+	free(t->klen);
+	free(t->states);
+	free(t->keys);
+	free(t->slots);
+	free(t->kbuf);
+	free(t->rowgroup);
+	free(t);
+}
+
+/*
+ * hash_kbuf: xpu_agg_hash of the len key bytes in t->kbuf, which has at
+ * least 8 bytes of room after them: the tail is one masked load (the same
+ * value xpu_agg_hash computes byte-wise).
+ */
+static inline uint64_t
+hash_kbuf(const XpuAggTable *t, uint32_t len)
+{
+	const uint64_t m = UINT64_C(0x9E3779B97F4A7C15);
+	uint64_t	h = UINT64_C(0x243F6A8885A308D3) ^ ((uint64_t) len * m);
+	uint64_t	w;
+	uint32_t	i = 0;
+
+	for (; i + 8 <= len; i += 8)
+	{
+		memcpy(&w, t->kbuf + i, 8);
+		h = (h ^ w) * m;
+		h ^= h >> 29;
+	}
+	if (i < len)
+	{
+		memcpy(&w, t->kbuf + i, 8);
+		w &= ~UINT64_C(0) >> (64 - 8 * (len - i));
+		h = (h ^ w) * m;
+		h ^= h >> 29;
+	}
+	h ^= h >> 32;
+	h *= UINT64_C(0xD6E8FEB86659FD93);
+	h ^= h >> 32;
+	return h;
+}
+
+/* makes t->kbuf hold at least need bytes (keeping its first len) */
+static int
+kbuf_reserve(XpuAggTable *t, size_t need, XpuError *err)
+{
+	size_t		cap;
+	uint8_t    *p;
+
+	need += 8;					/* hash_kbuf's tail load */
+	cap = need < 256 ? 256 : need * 2;
+	if (need <= t->kbuf_cap)
+		return 1;
+	if ((p = realloc(t->kbuf, cap)) == NULL)
+		return OOM(err), 0;
+	t->kbuf = p;
+	t->kbuf_cap = cap;
+	return 1;
+}
+
+/*
+ * encode_row: the key bytes of row `row` of res into t->kbuf (which always
+ * has room for every fixed-width key: XPU_AGG_MAX_KEYS * 17 bytes); their
+ * length, 0 when memory ran out.
+ */
+static inline uint32_t
+encode_row(XpuAggTable *t, const XpuResult *res, int64_t row, XpuError *err)
+{
+	uint32_t	len = 0;
+	int			k;
+
+	for (k = 0; k < t->n_keys; k++)
+	{
+		int64_t		o = t->key_outs[k] * res->nrows + row;
+		const XpuValue *v = &res->values[o];
+		int			type = t->key_types[k];
+
+		if (res->nulls[o])
+			t->kbuf[len++] = 0;
+		else if (xpu_agg_intlike(type))
+		{
+			t->kbuf[len] = 1;
+			memcpy(t->kbuf + len + 1, &v->i, 8);
+			len += 9;
+		}
+		else if (type == XPU_T_TEXT && v->t.len <= 16)
+		{
+			/* short text: an inline byte loop, no library call */
+			int32_t		tl = v->t.len;
+			uint8_t    *p;
+
+			if (!kbuf_reserve(t, (size_t) len + 5 + 16 + (t->n_keys - k) * 17, err))
+				return 0;
+			p = t->kbuf + len;
+			p[0] = 1;
+			memcpy(p + 1, &tl, 4);
+			for (int32_t i = 0; i < tl; i++)
+				p[5 + i] = (uint8_t) v->t.p[i];
+			len += 5 + (uint32_t) tl;
+		}
+		else
+		{
+			if (type == XPU_T_TEXT &&
+				!kbuf_reserve(t, (size_t) len + 5 + v->t.len + (t->n_keys - k) * 17, err))
+				return 0;
+			len += xpu_agg_key_value_put(t->kbuf + len, type, v, 0);
+		}
+	}
+	return len;
+}
+
+/* the no-key table: aggregate a over the passing rows of res, tight loops */
+static void
+update_one_group(XpuAggTable *t, int a, const XpuResult *res)
+{
+	XpuAggState *s = &t->states[a];
+	const XpuAggDesc *d = &t->aggs[a];
+	const uint8_t *mask = res->mask;
+	int64_t		n = res->nrows, r;
+
+	if (d->kind == XPU_AGG_COUNT_STAR)
+	{
+		int64_t		c = 0;
+
+		for (r = 0; r < n; r++)
+			c += mask ? mask[r] != 0 : 1;
+		s->count += c;
+		return;
+	}
+	else
+	{
+		const XpuValue *v = res->values + d->out * n;
+		const uint8_t *nl = res->nulls + d->out * n;
+
+		if (d->kind == XPU_AGG_SUM_INT)
+		{
+			/* |int64| < 2^63 per row: an int128 cannot overflow here */
+			__int128	sum = 0;
+			int64_t		c = 0;
+
+			for (r = 0; r < n; r++)
+			{
+				int			take = (!mask || mask[r]) && !nl[r];
+
+				sum += take ? v[r].i : 0;
+				c += take;
+			}
+			s->v.i128 += sum;
+			s->count += c;
+			return;
+		}
+		for (r = 0; r < n; r++)
+		{
+			if (!mask || mask[r])
+				xpu_agg_update(s, d->kind, t->arg_types[a], &v[r], nl[r]);
+		}
+	}
+}
+
+/*
+ * update_rows: aggregate a over the rows of res whose group t->rowgroup
+ * holds (-1: the row did not pass); the common kinds as plain loops.
+ */
+static void
+update_rows(XpuAggTable *t, int a, const XpuResult *res)
+{
+	const XpuAggDesc *d = &t->aggs[a];
+	int64_t		n = res->nrows, r;
+	const int64_t *rg = t->rowgroup;
+	const XpuValue *v = res->values + (d->kind == XPU_AGG_COUNT_STAR ? 0 : d->out * n);
+	const uint8_t *nl = res->nulls + (d->kind == XPU_AGG_COUNT_STAR ? 0 : d->out * n);
+	XpuAggState *st = t->states + a;
+	int			na = t->n_aggs, type = t->arg_types[a];
+
+	switch (d->kind)
+	{
+		case XPU_AGG_COUNT_STAR:
+			for (r = 0; r < n; r++)
+				if (rg[r] >= 0)
+					st[rg[r] * na].count++;
+			return;
+		case XPU_AGG_COUNT:
+			for (r = 0; r < n; r++)
+				if (rg[r] >= 0 && !nl[r])
+					st[rg[r] * na].count++;
+			return;
+		case XPU_AGG_SUM_INT:
+			for (r = 0; r < n; r++)
+			{
+				if (rg[r] >= 0 && !nl[r])
+				{
+					st[rg[r] * na].v.i128 += v[r].i;
+					st[rg[r] * na].count++;
+				}
+			}
+			return;
+		case XPU_AGG_MIN:
+		case XPU_AGG_MAX:
+			if (xpu_agg_intlike(type))
+			{
+				int			is_min = d->kind == XPU_AGG_MIN;
+
+				for (r = 0; r < n; r++)
+				{
+					XpuAggState *s;
+
+					if (rg[r] < 0 || nl[r])
+						continue;
+					s = &st[rg[r] * na];
+					if (s->count == 0 || (is_min ? v[r].i <= s->v.i : v[r].i >= s->v.i))
+						s->v.i128 = v[r].i;
+					s->count++;
+				}
+				return;
+			}
+			break;
+		default:
+			break;
+	}
+	for (r = 0; r < n; r++)
+	{
+		if (rg[r] >= 0)
+			xpu_agg_update(&st[rg[r] * na], d->kind, type, &v[r], nl[r]);
+	}
+}
+
+/*
+ * xpu_agg_table_update: see xpu_agg.h.  The nulls of a row that did not
+ * pass are never read, so res may leave them unset.
+ */
+int
+xpu_agg_table_update(XpuAggTable *t, const XpuResult *res, XpuError *err)
+{
+	int64_t		n = res->nrows, r;
+	int			a;
+
+	if (t->n_keys == 0)
+	{
+		for (a = 0; a < t->n_aggs; a++)
+			update_one_group(t, a, res);
+		return 1;
+	}
+	if (n > t->rowgroup_cap)
+	{
+		int64_t    *p = realloc(t->rowgroup, n * sizeof(int64_t));
+
+		if (p == NULL)
+			return OOM(err), 0;
+		t->rowgroup = p;
+		t->rowgroup_cap = n;
+	}
+	for (r = 0; r < n; r++)
+	{
+		uint32_t	len;
+
+		t->rowgroup[r] = -1;
+		if (res->mask && !res->mask[r])
+			continue;
+		if ((len = encode_row(t, res, r, err)) == 0)
+			return 0;
+		if ((t->rowgroup[r] = group_find(t, t->kbuf, len, hash_kbuf(t, len), err)) < 0)
+			return 0;
+	}
+	for (a = 0; a < t->n_aggs; a++)
+		update_rows(t, a, res);
+	return 1;
+}
+
+/* folds the states of src group sg into dst group dg */
+static void
+combine_group(XpuAggTable *dst, int64_t dg, const XpuAggState *src)
+{
+	int			a;
+
+	for (a = 0; a < dst->n_aggs; a++)
+		xpu_agg_combine(&dst->states[dg * dst->n_aggs + a], &src[a],
+						dst->aggs[a].kind, dst->arg_types[a]);
+}
+
+int
+xpu_agg_table_merge(XpuAggTable *dst, const XpuAggTable *src, XpuError *err)
+{
+	int64_t		g;
+
+	for (g = 0; g < src->ngroups; g++)
+	{
+		int64_t		dg = group_find(dst, src->keys + src->koff[g], src->klen[g],
+									src->ghash[g], err);
+
+		if (dg < 0)
+			return 0;
+		combine_group(dst, dg, src->states + g * src->n_aggs);
+	}
+	return 1;
+}
+
+int
+xpu_agg_table_fold_group(XpuAggTable *t, const uint8_t *key, uint32_t key_len,
+						 const XpuAggState *states, XpuError *err)
+{
+	int64_t		g = group_find(t, key, key_len, xpu_agg_hash(key, key_len), err);
+
+	if (g < 0)
+		return 0;
+	combine_group(t, g, states);
+	return 1;
+}
+
+int64_t
+xpu_agg_table_ngroups(const XpuAggTable *t)
+{
+	return t->ngroups;
+}
+
+void
+xpu_agg_table_group(const XpuAggTable *t, int64_t i, const uint8_t **key,
+					uint32_t *key_len, const XpuAggState **states)
+{
+	*key = t->keys + t->koff[i];
+	*key_len = t->klen[i];
+	*states = t->states + i * t->n_aggs;
+}
+
+/* xpu_agg_table_flags: the OR of every state's flags (XPU_AGGF_OVERFLOW) */
+uint32_t
+xpu_agg_table_flags(const XpuAggTable *t)
+{
+	uint32_t	f = 0;
+	int64_t		i;
+
+	for (i = 0; i < t->ngroups * t->n_aggs; i++)
+		f |= t->states[i].flags;
+	return f;
+}
+
+size_t
+xpu_agg_table_memory(const XpuAggTable *t)
+{
+	return sizeof(XpuAggTable) +
+		(size_t) t->gcap * (sizeof(uint64_t) + sizeof(int64_t) + sizeof(uint32_t) +
+							(size_t) t->n_aggs * sizeof(XpuAggState)) +
+		(size_t) t->keys_cap + (size_t) (t->mask + 1) * sizeof(uint64_t) +
+		t->kbuf_cap + (size_t) t->rowgroup_cap * sizeof(int64_t);
+}
+
+void
+xpu_agg_state_init(XpuAggState *s, XpuAggKind kind)
+{
+	xpu_agg_init(s, kind);
+}
+
+void
+xpu_agg_state_combine(XpuAggState *dst, const XpuAggState *src, XpuAggKind kind,
+					  XpuType type)
+{
+	xpu_agg_combine(dst, src, kind, type);
+}
+
+size_t
+xpu_agg_key_encode(const XpuProgram *prog, const XpuAggSpec *spec,
+				   const XpuResult *res, int64_t row, uint8_t *buf, size_t cap)
+{
+	size_t		len = 0;
+	int			k;
+
+	for (k = 0; k < spec->n_keys; k++)
+	{
+		int			type = out_type(prog, spec->key_outs[k]);
+		int64_t		o = spec->key_outs[k] * res->nrows + row;
+		size_t		l = xpu_agg_key_value_len(type, &res->values[o], res->nulls[o]);
+
+		if (len + l <= cap)
+			xpu_agg_key_value_put(buf + len, type, &res->values[o], res->nulls[o]);
+		len += l;
+	}
+	return len;
+}

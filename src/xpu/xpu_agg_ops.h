@@ -1,0 +1,330 @@
+/*-------------------------------------------------------------------------
+ *
+ * xpu_agg_ops.h
+ *		The per-row pieces of GROUP BY aggregation (xpu_agg.h states the
+ *		semantics): the canonical bytes of one key value, a hash of key
+ *		bytes, the state an aggregate starts from, the update of a state
+ *		with one argument value, and the combination of two states.  Small
+ *		XPU_HOST_DEVICE functions, so that the CPU engine's table
+ *		(xpu_agg.c) and the GPU kernel run the same bodies.
+ *
+ * Which register types each piece takes (xpu_agg_key_supported,
+ * xpu_agg_arg_supported): keys of bool, integer, float, numeric, date,
+ * time, timestamp[tz] and text; arguments of SUM_INT an integer type,
+ * SUM_NUMERIC numeric, SUM_FLOAT and MOMENTS a float type, MIN and MAX an
+ * integer, date/time, float or numeric type; COUNT any type.
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef XPU_AGG_OPS_H
+#define XPU_AGG_OPS_H
+
+#include <math.h>
+#include <string.h>
+
+#include "xpu_agg.h"
+
+#define XPU_AGG_ISINF(x)	((x) == HUGE_VAL || (x) == -HUGE_VAL)
+
+/* ---------------------------------------------------------------- types */
+
+/* the register types whose values live in XpuValue.i */
+XPU_HOST_DEVICE int
+xpu_agg_intlike(int type)
+{
+	return type == XPU_T_BOOL || type == XPU_T_INT2 || type == XPU_T_INT4 ||
+		type == XPU_T_INT8 || type == XPU_T_DATE || type == XPU_T_TIME ||
+		type == XPU_T_TIMESTAMP || type == XPU_T_TIMESTAMPTZ;
+}
+
+XPU_HOST_DEVICE int
+xpu_agg_key_supported(int type)
+{
+	return xpu_agg_intlike(type) || type == XPU_T_FLOAT4 || type == XPU_T_FLOAT8 ||
+		type == XPU_T_NUMERIC || type == XPU_T_TEXT;
+}
+
+/* may an aggregate of kind take an argument register of type */
+XPU_HOST_DEVICE int
+xpu_agg_arg_supported(int kind, int type)
+{
+	int			is_int = type == XPU_T_INT2 || type == XPU_T_INT4 || type == XPU_T_INT8;
+	int			is_float = type == XPU_T_FLOAT4 || type == XPU_T_FLOAT8;
+
+	switch (kind)
+	{
+		case XPU_AGG_COUNT_STAR:
+		case XPU_AGG_COUNT:
+			return 1;
+		case XPU_AGG_SUM_INT:
+			return is_int;
+		case XPU_AGG_SUM_NUMERIC:
+			return type == XPU_T_NUMERIC;
+		case XPU_AGG_SUM_FLOAT:
+		case XPU_AGG_MOMENTS:
+			return is_float;
+		case XPU_AGG_MIN:
+		case XPU_AGG_MAX:
+			return xpu_agg_intlike(type) || is_float || type == XPU_T_NUMERIC;
+		default:
+			return 0;
+	}
+}
+
+/* ---------------------------------------------------------------- keys */
+
+/* a float key as PostgreSQL's equality sees it: -0 is 0, one NaN */
+XPU_HOST_DEVICE double
+xpu_agg_canon_f8(double d)
+{
+	if (d != d)
+		return (double) NAN;
+	return d == 0.0 ? 0.0 : d;
+}
+
+/* a register value of a float type as a double */
+XPU_HOST_DEVICE double
+xpu_agg_as_f8(const XpuValue *v, int type)
+{
+	return type == XPU_T_FLOAT4 ? (double) v->f4 : v->f8;
+}
+
+/* bytes of one key value in the canonical form (1 for NULL) */
+XPU_HOST_DEVICE uint32_t
+xpu_agg_key_value_len(int type, const XpuValue *v, uint8_t isnull)
+{
+	if (isnull)
+		return 1;
+	if (type == XPU_T_TEXT)
+		return 1 + 4 + (uint32_t) v->t.len;
+	return type == XPU_T_NUMERIC ? 1 + 16 : 1 + 8;
+}
+
+/*
+ * xpu_agg_key_value_put: writes one key value's canonical bytes at p (room
+ * for xpu_agg_key_value_len bytes) and returns how many it wrote.
+ */
+XPU_HOST_DEVICE uint32_t
+xpu_agg_key_value_put(uint8_t *p, int type, const XpuValue *v, uint8_t isnull)
+{
+	if (isnull)
+	{
+		p[0] = 0;
+		return 1;
+	}
+	p[0] = 1;
+	if (type == XPU_T_TEXT)
+	{
+		int32_t		len = v->t.len;
+
+		memcpy(p + 1, &len, 4);
+		if (len > 0)
+			memcpy(p + 5, v->t.p, (size_t) len);
+		return 5 + (uint32_t) len;
+	}
+	if (type == XPU_T_NUMERIC)
+	{
+		memcpy(p + 1, &v->n, 16);
+		return 17;
+	}
+	if (type == XPU_T_FLOAT4 || type == XPU_T_FLOAT8)
+	{
+		double		d = xpu_agg_canon_f8(xpu_agg_as_f8(v, type));
+
+		memcpy(p + 1, &d, 8);
+	}
+	else
+		memcpy(p + 1, &v->i, 8);
+	return 9;
+}
+
+/* a 64-bit hash of len key bytes, 8 bytes at a time */
+XPU_HOST_DEVICE uint64_t
+xpu_agg_hash(const uint8_t *p, uint32_t len)
+{
+	const uint64_t m = UINT64_C(0x9E3779B97F4A7C15);
+	uint64_t	h = UINT64_C(0x243F6A8885A308D3) ^ ((uint64_t) len * m);
+	uint64_t	w;
+	uint32_t	i = 0;
+
+	for (; i + 8 <= len; i += 8)
+	{
+		memcpy(&w, p + i, 8);
+		h = (h ^ w) * m;
+		h ^= h >> 29;
+	}
+	if (i < len)
+	{
+		w = 0;
+		memcpy(&w, p + i, len - i);
+		h = (h ^ w) * m;
+		h ^= h >> 29;
+	}
+	h ^= h >> 32;
+	h *= UINT64_C(0xD6E8FEB86659FD93);
+	h ^= h >> 32;
+	return h;
+}
+
+/* ---------------------------------------------------------------- states */
+
+XPU_HOST_DEVICE void
+xpu_agg_init(XpuAggState *s, int kind)
+{
+	XPU_UNUSED(kind);
+	s->count = 0;
+	s->flags = 0;
+	s->pad = 0;
+	s->v.i128 = 0;
+}
+
+/* a + b in int128; 1 when the sum left int128 (*r is then unset) */
+XPU_HOST_DEVICE int
+xpu_agg_add128(__int128 a, __int128 b, __int128 *r)
+{
+	__int128	s = (__int128) ((unsigned __int128) a + (unsigned __int128) b);
+
+	if ((a >= 0) == (b >= 0) && (s >= 0) != (a >= 0))
+		return 1;
+	*r = s;
+	return 0;
+}
+
+/* the float sum a + b; XPU_AGGF_OVERFLOW into *flags when finite values
+ * gave an infinity */
+XPU_HOST_DEVICE double
+xpu_agg_fadd(double a, double b, uint32_t *flags)
+{
+	double		r = a + b;
+
+	if (XPU_AGG_ISINF(r) && !XPU_AGG_ISINF(a) && !XPU_AGG_ISINF(b))
+		*flags |= XPU_AGGF_OVERFLOW;
+	return r;
+}
+
+/* PostgreSQL's float order: -1, 0, 1 with NaN above everything */
+XPU_HOST_DEVICE int
+xpu_agg_cmp_f8(double a, double b)
+{
+	if (a != a)
+		return b != b ? 0 : 1;
+	if (b != b)
+		return -1;
+	return a < b ? -1 : (a > b ? 1 : 0);
+}
+
+/*
+ * xpu_agg_better: does value (in state form) x replace the state's y in a
+ * MIN (want = -1) or MAX (want = 1) of register type type?  Ties replace,
+ * as PostgreSQL's smaller/larger functions return their second argument.
+ */
+XPU_HOST_DEVICE int
+xpu_agg_better(const XpuAggState *x, const XpuAggState *y, int type, int want)
+{
+	int			c;
+
+	if (type == XPU_T_FLOAT4 || type == XPU_T_FLOAT8)
+		c = xpu_agg_cmp_f8(x->v.f8[0], y->v.f8[0]);
+	else if (type == XPU_T_NUMERIC)
+		c = x->v.i128 < y->v.i128 ? -1 : (x->v.i128 > y->v.i128 ? 1 : 0);
+	else
+		c = x->v.i < y->v.i ? -1 : (x->v.i > y->v.i ? 1 : 0);
+	return c == 0 || c == want;
+}
+
+/*
+ * xpu_agg_update: folds one row's argument (v, isnull; register type type)
+ * into s.  COUNT_STAR ignores v.
+ */
+XPU_HOST_DEVICE void
+xpu_agg_update(XpuAggState *s, int kind, int type, const XpuValue *v, uint8_t isnull)
+{
+	if (kind == XPU_AGG_COUNT_STAR)
+	{
+		s->count++;
+		return;
+	}
+	if (isnull)
+		return;
+	switch (kind)
+	{
+		case XPU_AGG_COUNT:
+			break;
+		case XPU_AGG_SUM_INT:
+			s->v.i128 += v->i;
+			break;
+		case XPU_AGG_SUM_NUMERIC:
+			if (xpu_agg_add128(s->v.i128, v->n, &s->v.i128))
+				s->flags |= XPU_AGGF_OVERFLOW;
+			break;
+		case XPU_AGG_SUM_FLOAT:
+			s->v.f8[0] = xpu_agg_fadd(s->v.f8[0], xpu_agg_as_f8(v, type), &s->flags);
+			break;
+		case XPU_AGG_MOMENTS:
+			{
+				double		x = xpu_agg_as_f8(v, type);
+
+				s->v.f8[0] = xpu_agg_fadd(s->v.f8[0], x, &s->flags);
+				s->v.f8[1] = xpu_agg_fadd(s->v.f8[1], x * x, &s->flags);
+				if (XPU_AGG_ISINF(x * x) && !XPU_AGG_ISINF(x))
+					s->flags |= XPU_AGGF_OVERFLOW;
+				break;
+			}
+		case XPU_AGG_MIN:
+		case XPU_AGG_MAX:
+			{
+				XpuAggState x;
+
+				x.v.i128 = 0;	/* the unused bytes go out in AGG_RESULT */
+				if (type == XPU_T_FLOAT4 || type == XPU_T_FLOAT8)
+					x.v.f8[0] = xpu_agg_as_f8(v, type);
+				else if (type == XPU_T_NUMERIC)
+					x.v.i128 = v->n;
+				else
+					x.v.i128 = v->i;
+				if (s->count == 0 ||
+					xpu_agg_better(&x, s, type, kind == XPU_AGG_MIN ? -1 : 1))
+					s->v = x.v;
+				break;
+			}
+		default:
+			break;
+	}
+	s->count++;
+}
+
+/* xpu_agg_combine: folds state src into dst (same kind and type) */
+XPU_HOST_DEVICE void
+xpu_agg_combine(XpuAggState *dst, const XpuAggState *src, int kind, int type)
+{
+	dst->flags |= src->flags;
+	switch (kind)
+	{
+		case XPU_AGG_SUM_INT:
+			dst->v.i128 += src->v.i128;
+			break;
+		case XPU_AGG_SUM_NUMERIC:
+			if (xpu_agg_add128(dst->v.i128, src->v.i128, &dst->v.i128))
+				dst->flags |= XPU_AGGF_OVERFLOW;
+			break;
+		case XPU_AGG_SUM_FLOAT:
+			dst->v.f8[0] = xpu_agg_fadd(dst->v.f8[0], src->v.f8[0], &dst->flags);
+			break;
+		case XPU_AGG_MOMENTS:
+			dst->v.f8[0] = xpu_agg_fadd(dst->v.f8[0], src->v.f8[0], &dst->flags);
+			dst->v.f8[1] = xpu_agg_fadd(dst->v.f8[1], src->v.f8[1], &dst->flags);
+			break;
+		case XPU_AGG_MIN:
+		case XPU_AGG_MAX:
+			if (src->count > 0 &&
+				(dst->count == 0 ||
+				 xpu_agg_better(src, dst, type, kind == XPU_AGG_MIN ? -1 : 1)))
+				dst->v = src->v;
+			break;
+		default:
+			break;
+	}
+	dst->count += src->count;
+}
+
+#endif							/* XPU_AGG_OPS_H */

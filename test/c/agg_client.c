@@ -1,0 +1,586 @@
+/*
+ * agg_client.c
+ *		A small client of pg_warp_service's AGG_RUN (src/xpu/protocol.h)
+ *		for the end-to-end tests and the CPU engine's measurements
+ *		(test/python/test_service_agg.py): builds the xPU program of one of
+ *		a few fixed query shapes with the xpu_build.c API, sends AGG_RUN
+ *		over the Arrow files given, and prints the groups as text.
+ *
+ *	agg_client [--threads N] [--engine E] [--max-buffer N] [--cancel-ms MS]
+ *			   [--dump FILE] SOCKET SHAPE FILE...
+ *
+ * The shapes name the columns they read (e.g. q1 reads price, discount and
+ * quantity); each file must have them.  --dump writes the AGG_RUN payload
+ * to FILE instead of sending it (SOCKET is then ignored).  --cancel-ms
+ * sends CANCEL that many milliseconds after the request.
+ *
+ * Output, one line each: "G" then the keys and the states, tab-separated;
+ * "END" with the status and counters of the last AGG_RESULT, or "ERROR
+ * code message".  Keys: N for NULL, integers and dates/timestamps as
+ * their int64, floats as %.17g, numerics as decimals, text as x + hex.
+ * States: count, then ":" and the value (SUM_INT/SUM_NUMERIC/SUM_FLOAT
+ * the sum, MOMENTS sum:sum of squares, MIN/MAX the value, nothing when the
+ * count is 0), "!" after the count when XPU_AGGF_OVERFLOW is set.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <time.h>
+#include <poll.h>
+#include <unistd.h>
+
+#include "arrow.h"
+#include "xpu_agg.h"
+#include "protocol.h"
+
+#define MAX_COLS	32
+
+/* a query shape being built */
+typedef struct Query
+{
+	XpuBuilder *b;
+	int			n_cols;
+	const char *col_names[MAX_COLS];
+	int			n_keys;
+	uint16_t	key_outs[XPU_AGG_MAX_KEYS];
+	int			n_aggs;
+	XpuAggDesc	aggs[XPU_AGG_MAX_AGGS];
+	XpuType		key_types[XPU_AGG_MAX_KEYS];
+	int			key_scales[XPU_AGG_MAX_KEYS];
+	XpuType		arg_types[XPU_AGG_MAX_AGGS];
+	int			arg_scales[XPU_AGG_MAX_AGGS];
+	int			n_outs;
+	XpuType		out_types[64];
+	int			out_scales[64];
+} Query;
+
+static void
+die(const char *msg)
+{
+	fprintf(stderr, "agg_client: %s\n", msg);
+	exit(2);
+}
+
+/* loads column `name` (kind, scale) into a new register of type */
+static int
+load(Query *q, const char *name, XpuColKind kind, XpuType type, int scale)
+{
+	int			r = xpu_add_reg(q->b, type, scale);
+	int			c = xpu_add_column(q->b, q->n_cols, kind, scale);
+
+	q->col_names[q->n_cols++] = name;
+	xpu_add_instr(q->b, XPU_OP_LOAD_COL, r, 0, 0, 0, c);
+	return r;
+}
+
+static int
+iconst(Query *q, XpuType type, int64_t v)
+{
+	int			r = xpu_add_reg(q->b, type, 0);
+
+	xpu_add_instr(q->b, XPU_OP_CONST_INT, r, 0, 0, 0, xpu_add_const(q->b, &v, 8));
+	return r;
+}
+
+/* register r becomes the next out */
+static int
+out(Query *q, int r, XpuType type, int scale)
+{
+	q->out_types[q->n_outs] = type;
+	q->out_scales[q->n_outs] = scale;
+	xpu_add_output(q->b, r);
+	return q->n_outs++;
+}
+
+static void
+key(Query *q, int r, XpuType type, int scale)
+{
+	q->key_types[q->n_keys] = type;
+	q->key_scales[q->n_keys] = scale;
+	q->key_outs[q->n_keys++] = (uint16_t) out(q, r, type, scale);
+}
+
+static void
+agg(Query *q, XpuAggKind kind, int o)
+{
+	q->aggs[q->n_aggs].kind = (uint8_t) kind;
+	q->aggs[q->n_aggs].out = (uint16_t) (o < 0 ? 0 : o);
+	q->arg_types[q->n_aggs] = o < 0 ? XPU_T_NONE : q->out_types[o];
+	q->arg_scales[q->n_aggs] = o < 0 ? 0 : q->out_scales[o];
+	q->n_aggs++;
+}
+
+/* the same column loaded and made an out */
+static int
+col_out(Query *q, const char *name, XpuColKind kind, XpuType type, int scale)
+{
+	return out(q, load(q, name, kind, type, scale), type, scale);
+}
+
+/* q1: count(*), sum(price * discount) WHERE discount BETWEEN 1 AND 3 AND quantity < 25 */
+static void
+shape_q1(Query *q)
+{
+	int			acc = xpu_add_reg(q->b, XPU_T_BOOL, 0);	/* r0 */
+	int			t = xpu_add_reg(q->b, XPU_T_BOOL, 0);
+	int			d, qty, p, d8, m;
+
+	xpu_begin_stage(q->b, XPU_STAGE_QUAL);
+	d = load(q, "discount", XPU_COL_INT32, XPU_T_INT4, 0);
+	xpu_add_instr(q->b, XPU_OP_GE_INT, acc, d, iconst(q, XPU_T_INT4, 1), 0, 0);
+	xpu_add_instr(q->b, XPU_OP_MASK_PUSH_NOT_FALSE, 0, acc, 0, 0, 0);
+	xpu_add_instr(q->b, XPU_OP_LE_INT, t, d, iconst(q, XPU_T_INT4, 3), 0, 0);
+	xpu_add_instr(q->b, XPU_OP_AND, acc, acc, t, 0, 0);
+	xpu_add_instr(q->b, XPU_OP_MASK_POP, 0, 0, 0, 0, 0);
+	xpu_add_instr(q->b, XPU_OP_MASK_PUSH_NOT_FALSE, 0, acc, 0, 0, 0);
+	qty = load(q, "quantity", XPU_COL_INT32, XPU_T_INT4, 0);
+	xpu_add_instr(q->b, XPU_OP_LT_INT, t, qty, iconst(q, XPU_T_INT4, 25), 0, 0);
+	xpu_add_instr(q->b, XPU_OP_AND, acc, acc, t, 0, 0);
+	xpu_add_instr(q->b, XPU_OP_MASK_POP, 0, 0, 0, 0, 0);
+	xpu_begin_stage(q->b, XPU_STAGE_PROJ);
+	p = load(q, "price", XPU_COL_INT64, XPU_T_INT8, 0);
+	d8 = xpu_add_reg(q->b, XPU_T_INT8, 0);
+	m = xpu_add_reg(q->b, XPU_T_INT8, 0);
+	xpu_add_instr(q->b, XPU_OP_I4_TO_I8, d8, d, 0, 0, 0);
+	xpu_add_instr(q->b, XPU_OP_MUL_I8, m, p, d8, 0, 0);
+	agg(q, XPU_AGG_COUNT_STAR, -1);
+	agg(q, XPU_AGG_SUM_INT, out(q, m, XPU_T_INT8, 0));
+}
+
+/* text2: GROUP BY s1, s2: count(*), sum(rev), sum(qty), max(cost) */
+static void
+shape_text2(Query *q)
+{
+	xpu_begin_stage(q->b, XPU_STAGE_PROJ);
+	key(q, load(q, "s1", XPU_COL_UTF8, XPU_T_TEXT, 0), XPU_T_TEXT, 0);
+	key(q, load(q, "s2", XPU_COL_UTF8, XPU_T_TEXT, 0), XPU_T_TEXT, 0);
+	agg(q, XPU_AGG_COUNT_STAR, -1);
+	agg(q, XPU_AGG_SUM_INT, col_out(q, "rev", XPU_COL_INT64, XPU_T_INT8, 0));
+	agg(q, XPU_AGG_SUM_INT, col_out(q, "qty", XPU_COL_INT32, XPU_T_INT4, 0));
+	agg(q, XPU_AGG_MAX, col_out(q, "cost", XPU_COL_INT32, XPU_T_INT4, 0));
+}
+
+/* all: keys of every type, every aggregate kind */
+static void
+shape_all(Query *q)
+{
+	int			vi, vn, vf, vg, vd, vs;
+
+	xpu_begin_stage(q->b, XPU_STAGE_PROJ);
+	key(q, load(q, "ki", XPU_COL_INT32, XPU_T_INT4, 0), XPU_T_INT4, 0);
+	key(q, load(q, "ks", XPU_COL_UTF8, XPU_T_TEXT, 0), XPU_T_TEXT, 0);
+	key(q, load(q, "kf", XPU_COL_FLOAT64, XPU_T_FLOAT8, 0), XPU_T_FLOAT8, 0);
+	key(q, load(q, "kg", XPU_COL_FLOAT32, XPU_T_FLOAT4, 0), XPU_T_FLOAT4, 0);
+	key(q, load(q, "kn", XPU_COL_DECIMAL128, XPU_T_NUMERIC, 2), XPU_T_NUMERIC, 2);
+	key(q, load(q, "kd", XPU_COL_DATE32, XPU_T_DATE, 0), XPU_T_DATE, 0);
+	key(q, load(q, "kt", XPU_COL_TIMESTAMP_US, XPU_T_TIMESTAMP, 0), XPU_T_TIMESTAMP, 0);
+	key(q, load(q, "kb", XPU_COL_BOOL, XPU_T_BOOL, 0), XPU_T_BOOL, 0);
+	key(q, load(q, "kh", XPU_COL_INT16, XPU_T_INT2, 0), XPU_T_INT2, 0);
+	vi = col_out(q, "vi", XPU_COL_INT64, XPU_T_INT8, 0);
+	vn = col_out(q, "vn", XPU_COL_DECIMAL128, XPU_T_NUMERIC, 3);
+	vf = col_out(q, "vf", XPU_COL_FLOAT64, XPU_T_FLOAT8, 0);
+	vg = col_out(q, "vg", XPU_COL_FLOAT32, XPU_T_FLOAT4, 0);
+	vd = col_out(q, "vd", XPU_COL_DATE32, XPU_T_DATE, 0);
+	vs = col_out(q, "vs", XPU_COL_INT16, XPU_T_INT2, 0);
+	agg(q, XPU_AGG_COUNT_STAR, -1);
+	agg(q, XPU_AGG_COUNT, vi);
+	agg(q, XPU_AGG_SUM_INT, vi);
+	agg(q, XPU_AGG_SUM_INT, vs);
+	agg(q, XPU_AGG_SUM_NUMERIC, vn);
+	agg(q, XPU_AGG_SUM_FLOAT, vf);
+	agg(q, XPU_AGG_MOMENTS, vg);
+	agg(q, XPU_AGG_MIN, vi);
+	agg(q, XPU_AGG_MAX, vi);
+	agg(q, XPU_AGG_MIN, vf);
+	agg(q, XPU_AGG_MAX, vf);
+	agg(q, XPU_AGG_MIN, vn);
+	agg(q, XPU_AGG_MAX, vn);
+	agg(q, XPU_AGG_MIN, vd);
+	agg(q, XPU_AGG_MAX, vg);
+	agg(q, XPU_AGG_COUNT, vf);
+}
+
+/* many: GROUP BY k (int64): count(*), sum(v) */
+static void
+shape_many(Query *q)
+{
+	xpu_begin_stage(q->b, XPU_STAGE_PROJ);
+	key(q, load(q, "k", XPU_COL_INT64, XPU_T_INT8, 0), XPU_T_INT8, 0);
+	agg(q, XPU_AGG_COUNT_STAR, -1);
+	agg(q, XPU_AGG_SUM_INT, col_out(q, "v", XPU_COL_INT64, XPU_T_INT8, 0));
+}
+
+/* cnt: count(*), sum(v), min(v), max(v) (v int64), no GROUP BY */
+static void
+shape_cnt(Query *q)
+{
+	int			v;
+
+	xpu_begin_stage(q->b, XPU_STAGE_PROJ);
+	v = col_out(q, "v", XPU_COL_INT64, XPU_T_INT8, 0);
+	agg(q, XPU_AGG_COUNT_STAR, -1);
+	agg(q, XPU_AGG_SUM_INT, v);
+	agg(q, XPU_AGG_MIN, v);
+	agg(q, XPU_AGG_MAX, v);
+}
+
+/* divzero: sum(v / z) (int64): division by zero where z = 0 */
+static void
+shape_divzero(Query *q)
+{
+	int			v, z, r;
+
+	xpu_begin_stage(q->b, XPU_STAGE_PROJ);
+	v = load(q, "v", XPU_COL_INT64, XPU_T_INT8, 0);
+	z = load(q, "z", XPU_COL_INT64, XPU_T_INT8, 0);
+	r = xpu_add_reg(q->b, XPU_T_INT8, 0);
+	xpu_add_instr(q->b, XPU_OP_DIV_I8, r, v, z, 0, 0);
+	agg(q, XPU_AGG_SUM_INT, out(q, r, XPU_T_INT8, 0));
+}
+
+/* numsum: sum(n) of a decimal128(38, 0) */
+static void
+shape_numsum(Query *q)
+{
+	xpu_begin_stage(q->b, XPU_STAGE_PROJ);
+	agg(q, XPU_AGG_SUM_NUMERIC, col_out(q, "n", XPU_COL_DECIMAL128, XPU_T_NUMERIC, 0));
+}
+
+static const struct
+{
+	const char *name;
+	void		(*build) (Query *q);
+}			shapes[] = {
+	{"q1", shape_q1}, {"text2", shape_text2}, {"all", shape_all}, {"many", shape_many},
+	{"cnt", shape_cnt}, {"divzero", shape_divzero}, {"numsum", shape_numsum},
+};
+
+/* ---------------------------------------------------------------- request */
+
+typedef struct Buf
+{
+	uint8_t    *p;
+	size_t		len;
+	size_t		cap;
+} Buf;
+
+static void *
+put(Buf *b, const void *data, size_t n, size_t align)
+{
+	size_t		off = (b->len + align - 1) & ~(align - 1);
+
+	if (off + n > b->cap)
+	{
+		b->cap = (off + n) * 2 + 4096;
+		b->p = realloc(b->p, b->cap);
+	}
+	memset(b->p + b->len, 0, off - b->len);
+	if (n)
+		memcpy(b->p + off, data, n);
+	b->len = off + n;
+	return b->p + off;
+}
+
+/* appends file path's part: identity, every batch, the shape's fields */
+static void
+put_file(Buf *b, const Query *q, const char *path)
+{
+	struct stat st;
+	ArrowFile  *f;
+	ArrowError	err;
+	WarpAggFile wf = {0};
+	int32_t		fields[MAX_COLS];
+
+	if (stat(path, &st) != 0 || arrow_file_open(path, NULL, &f, &err) != ARROW_OK)
+		die(path);
+	for (int k = 0; k < q->n_cols; k++)
+	{
+		fields[k] = -1;
+		for (int i = 0; i < f->schema.n_fields; i++)
+			if (strcmp(f->schema.fields[i].name, q->col_names[k]) == 0)
+				fields[k] = i;
+		if (fields[k] < 0)
+			die(q->col_names[k]);
+	}
+	wf.dev = st.st_dev;
+	wf.ino = st.st_ino;
+	wf.size = st.st_size;
+	wf.mtime_ns = (int64_t) st.st_mtim.tv_sec * 1000000000 + st.st_mtim.tv_nsec;
+	wf.path_len = strlen(path);
+	wf.n_batches = f->n_batches;
+	wf.n_cols = q->n_cols;
+	put(b, &wf, sizeof(wf), 8);
+	put(b, path, wf.path_len, 8);
+	put(b, NULL, 0, 8);
+	for (int i = 0; i < f->n_batches; i++)
+		put(b, &i, 4, 4);
+	put(b, fields, 4 * q->n_cols, 8);
+	arrow_file_close(f);
+}
+
+/* ---------------------------------------------------------------- output */
+
+static void
+print_int128(__int128 v)
+{
+	char		buf[64];
+
+	xpu_numeric_format(v, 0, buf);
+	fputs(buf, stdout);
+}
+
+static void
+print_value(XpuType type, int scale, const uint8_t *p)
+{
+	char		buf[64];
+	int64_t		i;
+	double		d;
+	__int128	n;
+
+	switch (type)
+	{
+		case XPU_T_FLOAT4:
+		case XPU_T_FLOAT8:
+			memcpy(&d, p, 8);
+			printf("%.17g", d);
+			break;
+		case XPU_T_NUMERIC:
+			memcpy(&n, p, 16);
+			xpu_numeric_format(n, scale, buf);
+			fputs(buf, stdout);
+			break;
+		default:
+			memcpy(&i, p, 8);
+			printf("%lld", (long long) i);
+	}
+}
+
+/* prints one group at p; returns its size */
+static size_t
+print_group(const Query *q, const uint8_t *p)
+{
+	uint32_t	key_len;
+	const uint8_t *k = p + 4;
+	size_t		states_off;
+
+	memcpy(&key_len, p, 4);
+	states_off = (4 + key_len + 15) & ~(size_t) 15;
+	putchar('G');
+	for (int i = 0; i < q->n_keys; i++)
+	{
+		putchar('\t');
+		if (*k++ == 0)
+		{
+			putchar('N');
+			continue;
+		}
+		if (q->key_types[i] == XPU_T_TEXT)
+		{
+			int32_t		len;
+
+			memcpy(&len, k, 4);
+			putchar('x');
+			for (int j = 0; j < len; j++)
+				printf("%02x", k[4 + j]);
+			k += 4 + len;
+			continue;
+		}
+		print_value(q->key_types[i], q->key_scales[i], k);
+		k += q->key_types[i] == XPU_T_NUMERIC ? 16 : 8;
+	}
+	for (int a = 0; a < q->n_aggs; a++)
+	{
+		XpuAggState s;
+
+		memcpy(&s, p + states_off + a * sizeof(s), sizeof(s));
+		printf("\t%lld%s", (long long) s.count, s.flags & XPU_AGGF_OVERFLOW ? "!" : "");
+		switch (q->aggs[a].kind)
+		{
+			case XPU_AGG_SUM_INT:
+				putchar(':');
+				print_int128(s.v.i128);
+				break;
+			case XPU_AGG_SUM_NUMERIC:
+				putchar(':');
+				print_value(XPU_T_NUMERIC, q->arg_scales[a], (const uint8_t *) &s.v);
+				break;
+			case XPU_AGG_SUM_FLOAT:
+				printf(":%.17g", s.v.f8[0]);
+				break;
+			case XPU_AGG_MOMENTS:
+				printf(":%.17g:%.17g", s.v.f8[0], s.v.f8[1]);
+				break;
+			case XPU_AGG_MIN:
+			case XPU_AGG_MAX:
+				putchar(':');
+				if (s.count > 0)
+					print_value(q->arg_types[a], q->arg_scales[a], (const uint8_t *) &s.v);
+				break;
+			default:
+				break;
+		}
+	}
+	putchar('\n');
+	return states_off + q->n_aggs * sizeof(XpuAggState);
+}
+
+/* ---------------------------------------------------------------- socket */
+
+static void
+send_msg(int fd, int type, const void *payload, uint32_t len)
+{
+	WarpMsgHeader h = {PGWARP_PROTO_MAGIC, PGWARP_PROTO_VERSION, (uint16_t) type, len, 0};
+
+	if (write(fd, &h, sizeof(h)) != sizeof(h) ||
+		(len && write(fd, payload, len) != (ssize_t) len))
+		die("write failed");
+}
+
+static int
+read_all(int fd, void *p, size_t n)
+{
+	while (n > 0)
+	{
+		ssize_t		r = read(fd, p, n);
+
+		if (r <= 0)
+			return 0;
+		p = (char *) p + r;
+		n -= r;
+	}
+	return 1;
+}
+
+/* one message into *payload (malloc'ed); 0 at end of stream */
+static int
+recv_msg(int fd, WarpMsgHeader *h, uint8_t **payload)
+{
+	if (!read_all(fd, h, sizeof(*h)))
+		return 0;
+	*payload = malloc(h->length + 1);
+	return read_all(fd, *payload, h->length);
+}
+
+/* sends the request and prints the replies; returns the exit code */
+static int
+run(const char *sock, const Query *q, const Buf *req, int cancel_ms)
+{
+	struct sockaddr_un addr = {.sun_family = AF_UNIX};
+	int			fd = socket(AF_UNIX, SOCK_STREAM, 0);
+	WarpHello	hello = {(uint32_t) getpid(), PGWARP_PROTO_VERSION};
+	WarpMsgHeader h;
+	uint8_t    *p;
+
+	snprintf(addr.sun_path, sizeof(addr.sun_path), "%s", sock);
+	if (connect(fd, (struct sockaddr *) &addr, sizeof(addr)) != 0)
+		die("could not connect");
+	send_msg(fd, WARP_MSG_HELLO, &hello, sizeof(hello));
+	if (!recv_msg(fd, &h, &p) || h.type != WARP_MSG_HELLO)
+		die("no HELLO");
+	free(p);
+	send_msg(fd, WARP_MSG_AGG_RUN, req->p, req->len);
+	if (cancel_ms > 0)
+	{
+		struct pollfd pfd = {fd, POLLIN, 0};
+
+		if (poll(&pfd, 1, cancel_ms) == 0)
+			send_msg(fd, WARP_MSG_CANCEL, NULL, 0);
+	}
+	while (recv_msg(fd, &h, &p))
+	{
+		if (h.type == WARP_MSG_ERROR)
+		{
+			const WarpErrorMsg *e = (const WarpErrorMsg *) p;
+
+			printf("ERROR\t%u\t%s\n", e->code, e->message);
+			return 0;
+		}
+		if (h.type == WARP_MSG_AGG_RESULT)
+		{
+			const WarpAggResult *r = (const WarpAggResult *) p;
+			size_t		off = sizeof(*r);
+
+			for (uint32_t g = 0; g < r->n_groups; g++)
+				off += print_group(q, p + off);
+			if (r->flags & WARP_AGG_LAST)
+			{
+				printf("END\tstatus=%d\tmsg=%s\trows_in=%llu\trows_passed=%llu\tbatches=%llu"
+					   "\tbytes_read=%llu\tgroups=%llu\tthreads=%u\tengine=%u\tio_us=%llu"
+					   "\texec_us=%llu\twall_us=%llu\n",
+					   r->status, r->err_message, (unsigned long long) r->rows_in,
+					   (unsigned long long) r->rows_passed, (unsigned long long) r->batches,
+					   (unsigned long long) r->bytes_read, (unsigned long long) r->groups_total,
+					   r->threads, r->engine, (unsigned long long) r->io_us,
+					   (unsigned long long) r->exec_us, (unsigned long long) r->wall_us);
+				return 0;
+			}
+		}
+		free(p);
+	}
+	die("connection closed before the last reply");
+	return 1;
+}
+
+int
+main(int argc, char **argv)
+{
+	WarpAggRequest hdr = {0};
+	const char *dump = NULL;
+	int			cancel_ms = 0;
+	int			i = 1;
+	Query		q = {0};
+	XpuProgram *prog;
+	Buf			req = {0};
+	char		errbuf[256];
+	void		(*build) (Query *) = NULL;
+
+	for (; i + 1 < argc && strncmp(argv[i], "--", 2) == 0; i += 2)
+	{
+		if (strcmp(argv[i], "--threads") == 0)
+			hdr.n_threads = atoi(argv[i + 1]);
+		else if (strcmp(argv[i], "--engine") == 0)
+			hdr.engine = atoi(argv[i + 1]);
+		else if (strcmp(argv[i], "--max-buffer") == 0)
+			hdr.max_buffer_size = atoll(argv[i + 1]);
+		else if (strcmp(argv[i], "--cancel-ms") == 0)
+			cancel_ms = atoi(argv[i + 1]);
+		else if (strcmp(argv[i], "--dump") == 0)
+			dump = argv[i + 1];
+		else
+			die("unknown option");
+	}
+	if (argc - i < 2)
+		die("usage: agg_client [options] SOCKET SHAPE FILE...");
+	for (size_t s = 0; s < sizeof(shapes) / sizeof(shapes[0]); s++)
+		if (strcmp(shapes[s].name, argv[i + 1]) == 0)
+			build = shapes[s].build;
+	if (build == NULL)
+		die("unknown shape");
+	q.b = xpu_builder_create();
+	build(&q);
+	if ((prog = xpu_builder_finish(q.b, errbuf, sizeof(errbuf))) == NULL)
+		die(errbuf);
+	hdr.n_files = argc - i - 2;
+	hdr.n_keys = q.n_keys;
+	hdr.n_aggs = q.n_aggs;
+	hdr.prog_len = prog->total_len;
+	put(&req, &hdr, sizeof(hdr), 8);
+	put(&req, q.key_outs, 2 * q.n_keys, 8);
+	put(&req, q.aggs, sizeof(XpuAggDesc) * q.n_aggs, 8);
+	put(&req, prog, prog->total_len, 16);
+	for (int f = i + 2; f < argc; f++)
+		put_file(&req, &q, argv[f]);
+	if (dump)
+	{
+		FILE	   *out = fopen(dump, "wb");
+
+		if (out == NULL || fwrite(req.p, 1, req.len, out) != req.len || fclose(out) != 0)
+			die("could not write the dump");
+		return 0;
+	}
+	return run(argv[i], &q, &req, cancel_ms);
+}

@@ -1,0 +1,662 @@
+/*
+ * test_agg.c
+ *		Unit tests of the CPU engine's hash aggregation (src/xpu/xpu_agg.c,
+ *		xpu_agg_ops.h): group keys of every type with PostgreSQL's equality
+ *		(NULLs group together, -0 = 0, every NaN one group, text bytewise),
+ *		every aggregate kind, the overflow flags, the merge of tables and
+ *		the fold of single groups equal to one table over all rows, the
+ *		one group of a table without keys, and growth to a million groups.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "tap.h"
+#include "xpu_agg.h"
+#include "xpu_agg_ops.h"
+
+static char errbuf[256];
+
+/* a program whose outs are registers of types[0 .. n-1] (scale: numeric) */
+static XpuProgram *
+outs_program(const XpuType *types, int n, int scale)
+{
+	XpuBuilder *b = xpu_builder_create();
+	XpuProgram *p;
+
+	for (int i = 0; i < n; i++)
+		xpu_add_output(b, xpu_add_reg(b, types[i], types[i] == XPU_T_NUMERIC ? scale : 0));
+	p = xpu_builder_finish(b, errbuf, sizeof(errbuf));
+	xpu_builder_free(b);
+	if (p == NULL)
+		tap_diag("builder: %s", errbuf);
+	return p;
+}
+
+/* a result of nrows rows and nouts outs, every row passing, no NULL */
+static XpuResult
+new_result(int64_t nrows, int nouts)
+{
+	XpuResult	r;
+
+	r.nrows = nrows;
+	r.mask = malloc(nrows + 1);
+	memset(r.mask, 1, nrows + 1);
+	r.values = calloc((size_t) nrows * nouts + 1, sizeof(XpuValue));
+	r.nulls = calloc((size_t) nrows * nouts + 1, 1);
+	return r;
+}
+
+static void
+free_result(XpuResult *r)
+{
+	free(r->mask);
+	free(r->values);
+	free(r->nulls);
+}
+
+#define VAL(r, k, row)	((r)->values[(k) * (r)->nrows + (row)])
+#define NUL(r, k, row)	((r)->nulls[(k) * (r)->nrows + (row)])
+
+/* a table over one key out (out 0) of type, with count(*) */
+static XpuAggTable *
+one_key_table(XpuProgram **prog, XpuType type)
+{
+	static const uint16_t key_outs[1] = {0};
+	static const XpuAggDesc aggs[1] = {{XPU_AGG_COUNT_STAR, 0, 0, 0}};
+	XpuAggSpec	spec = {1, key_outs, 1, aggs};
+	XpuError	err = {0};
+
+	*prog = outs_program(&type, 1, 2);
+	return xpu_agg_table_create(*prog, &spec, &err);
+}
+
+/* count(*) of the group that row `row` of res falls in */
+static int64_t
+count_of(const XpuProgram *prog, XpuAggTable *t, const XpuResult *res, int64_t row)
+{
+	static const uint16_t key_outs[1] = {0};
+	XpuAggSpec	spec = {1, key_outs, 0, NULL};
+	uint8_t		key[256];
+	size_t		len = xpu_agg_key_encode(prog, &spec, res, row, key, sizeof(key));
+
+	for (int64_t g = 0; g < xpu_agg_table_ngroups(t); g++)
+	{
+		const uint8_t *k;
+		uint32_t	klen;
+		const XpuAggState *s;
+
+		xpu_agg_table_group(t, g, &k, &klen, &s);
+		if (klen == len && memcmp(k, key, len) == 0)
+			return s[0].count;
+	}
+	return -1;
+}
+
+/* ------------------------------------------------------------------ keys */
+
+static void
+test_int_keys(void)
+{
+	XpuProgram *prog;
+	XpuAggTable *t = one_key_table(&prog, XPU_T_INT4);
+	XpuResult	r = new_result(6, 1);
+	XpuError	err = {0};
+
+	VAL(&r, 0, 0).i = 1;
+	VAL(&r, 0, 1).i = 1;
+	VAL(&r, 0, 2).i = -1;
+	NUL(&r, 0, 3) = 1;
+	NUL(&r, 0, 4) = 1;
+	VAL(&r, 0, 4).i = 1;		/* a NULL's value slot is ignored */
+	VAL(&r, 0, 5).i = 2;
+	r.mask[5] = 0;				/* did not pass */
+	tap_ok(xpu_agg_table_update(t, &r, &err), "int4 keys: update");
+	tap_ok(xpu_agg_table_ngroups(t) == 3, "int4 keys: 1, -1 and NULL are 3 groups (got %lld)",
+		   (long long) xpu_agg_table_ngroups(t));
+	tap_ok(count_of(prog, t, &r, 0) == 2 && count_of(prog, t, &r, 2) == 1 &&
+		   count_of(prog, t, &r, 3) == 2, "int4 keys: NULLs form one group");
+	xpu_agg_table_free(t);
+	free(prog);
+	free_result(&r);
+}
+
+static void
+test_float_keys(XpuType type)
+{
+	const char *name = type == XPU_T_FLOAT4 ? "float4" : "float8";
+	XpuProgram *prog;
+	XpuAggTable *t = one_key_table(&prog, type);
+	XpuResult	r = new_result(7, 1);
+	XpuError	err = {0};
+	double		d[7] = {0.0, -0.0, NAN, -NAN, 1.5, 1.5, INFINITY};
+	uint64_t	payload;
+	double		nan2;
+
+	/* a NaN with another payload */
+	memcpy(&payload, &d[2], 8);
+	payload |= 1;
+	memcpy(&nan2, &payload, 8);
+	d[3] = type == XPU_T_FLOAT4 ? -NAN : nan2;
+	for (int i = 0; i < 7; i++)
+	{
+		if (type == XPU_T_FLOAT4)
+			VAL(&r, 0, i).f4 = (float) d[i];
+		else
+			VAL(&r, 0, i).f8 = d[i];
+	}
+	xpu_agg_table_update(t, &r, &err);
+	tap_ok(xpu_agg_table_ngroups(t) == 4, "%s keys: 0 = -0, NaN = NaN: 4 groups (got %lld)",
+		   name, (long long) xpu_agg_table_ngroups(t));
+	tap_ok(count_of(prog, t, &r, 1) == 2 && count_of(prog, t, &r, 3) == 2 &&
+		   count_of(prog, t, &r, 5) == 2 && count_of(prog, t, &r, 6) == 1,
+		   "%s keys: the groups' counts", name);
+	xpu_agg_table_free(t);
+	free(prog);
+	free_result(&r);
+}
+
+static void
+test_numeric_and_text_keys(void)
+{
+	XpuProgram *prog;
+	XpuAggTable *t = one_key_table(&prog, XPU_T_NUMERIC);
+	XpuResult	r = new_result(4, 1);
+	XpuError	err = {0};
+	char		s1[] = "ab", s2[] = "ab", s3[] = "a\0b", s4[] = "a";
+
+	VAL(&r, 0, 0).n = (__int128) 150;
+	VAL(&r, 0, 1).n = (__int128) 150;
+	VAL(&r, 0, 2).n = -((__int128) 1 << 100);
+	VAL(&r, 0, 3).n = (__int128) 1 << 100;
+	xpu_agg_table_update(t, &r, &err);
+	tap_ok(xpu_agg_table_ngroups(t) == 3 && count_of(prog, t, &r, 0) == 2,
+		   "numeric keys: equal values group, 2^100 and -2^100 differ");
+	xpu_agg_table_free(t);
+	free(prog);
+	free_result(&r);
+
+	t = one_key_table(&prog, XPU_T_TEXT);
+	r = new_result(7, 1);
+	VAL(&r, 0, 0).t = (XpuText) {s1, 2};
+	VAL(&r, 0, 1).t = (XpuText) {s2, 2};	/* same bytes, another pointer */
+	VAL(&r, 0, 2).t = (XpuText) {s3, 3};	/* an inner NUL byte */
+	VAL(&r, 0, 3).t = (XpuText) {s4, 1};
+	VAL(&r, 0, 4).t = (XpuText) {s4, 0};	/* '' */
+	NUL(&r, 0, 5) = 1;
+	VAL(&r, 0, 6).t = (XpuText) {s3, 1};	/* "a" again */
+	xpu_agg_table_update(t, &r, &err);
+	tap_ok(xpu_agg_table_ngroups(t) == 5, "text keys: ab, a\\0b, a, '' and NULL (got %lld)",
+		   (long long) xpu_agg_table_ngroups(t));
+	tap_ok(count_of(prog, t, &r, 0) == 2 && count_of(prog, t, &r, 3) == 2 &&
+		   count_of(prog, t, &r, 4) == 1 && count_of(prog, t, &r, 5) == 1,
+		   "text keys: bytewise equality; '' is not NULL");
+	xpu_agg_table_free(t);
+	free(prog);
+	free_result(&r);
+}
+
+/* several keys of the date/time, bool and int2 types; key bytes' layout */
+static void
+test_multi_keys(void)
+{
+	static const XpuType types[5] = {XPU_T_DATE, XPU_T_TIMESTAMP, XPU_T_BOOL, XPU_T_INT2,
+	XPU_T_TEXT};
+	static const uint16_t key_outs[5] = {0, 1, 2, 3, 4};
+	static const XpuAggDesc aggs[1] = {{XPU_AGG_COUNT_STAR, 0, 0, 0}};
+	XpuAggSpec	spec = {5, key_outs, 1, aggs};
+	XpuProgram *prog = outs_program(types, 5, 0);
+	XpuError	err = {0};
+	XpuAggTable *t = xpu_agg_table_create(prog, &spec, &err);
+	XpuResult	r = new_result(4, 5);
+	uint8_t		key[64];
+	size_t		len;
+	const uint8_t *k;
+	uint32_t	klen;
+	const XpuAggState *s;
+
+	for (int row = 0; row < 4; row++)
+	{
+		VAL(&r, 0, row).i = -730;
+		VAL(&r, 1, row).i = INT64_C(1000000);
+		VAL(&r, 2, row).i = row & 1;
+		VAL(&r, 3, row).i = -7;
+		VAL(&r, 4, row).t = (XpuText) {"xy", 2};
+	}
+	NUL(&r, 1, 3) = 1;
+	xpu_agg_table_update(t, &r, &err);
+	tap_ok(xpu_agg_table_ngroups(t) == 3, "five keys: 3 groups");
+	len = xpu_agg_key_encode(prog, &spec, &r, 3, key, sizeof(key));
+	tap_ok(len == 9 + 1 + 9 + 9 + 1 + 4 + 2 && key[9] == 0 && key[10] == 1 &&
+		   key[19] == 1 && key[28] == 1 && key[29] == 2 && key[33] == 'x',
+		   "key bytes: flag + int64 per value, 1 byte for NULL, len + bytes for text");
+	tap_ok(xpu_agg_key_encode(prog, &spec, &r, 3, key, 4) == len,
+		   "xpu_agg_key_encode returns the length of a key longer than cap");
+	xpu_agg_table_group(t, 0, &k, &klen, &s);
+	tap_ok(klen == 9 * 4 + 1 + 4 + 2 && s[0].count == 2, "group 0: its key and count");
+	xpu_agg_table_free(t);
+	free(prog);
+	free_result(&r);
+}
+
+/* a spec the table must refuse */
+static int
+refuses(XpuType type, XpuAggKind kind, int n_keys)
+{
+	static const uint16_t key_outs[1] = {0};
+	XpuAggDesc	aggs[1] = {{(uint8_t) kind, 0, 0, 0}};
+	XpuAggSpec	spec = {n_keys, key_outs, 1, aggs};
+	XpuProgram *prog = outs_program(&type, 1, 0);
+	XpuError	err = {0};
+	XpuAggTable *t = xpu_agg_table_create(prog, &spec, &err);
+	int			ok = t == NULL && err.code == XPU_ERR_INVALID_ARGUMENT;
+
+	xpu_agg_table_free(t);
+	free(prog);
+	return ok;
+}
+
+static void
+test_refused_specs(void)
+{
+	tap_ok(refuses(XPU_T_INTERVAL, XPU_AGG_COUNT_STAR, 1), "interval key refused");
+	tap_ok(refuses(XPU_T_TEXT, XPU_AGG_MIN, 0), "min(text) refused");
+	tap_ok(refuses(XPU_T_FLOAT8, XPU_AGG_SUM_INT, 0), "SUM_INT of float refused");
+	tap_ok(refuses(XPU_T_INT8, XPU_AGG_SUM_NUMERIC, 0), "SUM_NUMERIC of int8 refused");
+	tap_ok(refuses(XPU_T_INT8, XPU_AGG_MOMENTS, 0), "MOMENTS of int8 refused");
+	tap_ok(refuses(XPU_T_INT8, (XpuAggKind) 0, 0) && refuses(XPU_T_INT8, XPU_AGG_N_KINDS, 0),
+		   "unknown aggregate kinds refused");
+}
+
+/* ------------------------------------------------------------- aggregates */
+
+/* the no-key table over outs of types; n rows from fill; states out */
+typedef void (*FillFn) (XpuResult *r);
+
+static XpuAggTable *
+run_aggs(const XpuType *types, int nouts, const XpuAggDesc *aggs, int naggs,
+		 int64_t nrows, FillFn fill, XpuProgram **prog, XpuResult *r)
+{
+	XpuAggSpec	spec = {0, NULL, naggs, aggs};
+	XpuError	err = {0};
+	XpuAggTable *t;
+
+	*prog = outs_program(types, nouts, 3);
+	t = xpu_agg_table_create(*prog, &spec, &err);
+	*r = new_result(nrows, nouts);
+	fill(r);
+	if (!xpu_agg_table_update(t, r, &err))
+		tap_diag("update: %s", err.message);
+	return t;
+}
+
+static const XpuType kinds_types[5] = {XPU_T_INT8, XPU_T_FLOAT8, XPU_T_NUMERIC, XPU_T_INT2,
+XPU_T_FLOAT4};
+
+/* rows: int8 {5, NULL, INT64_MAX, INT64_MAX, -3}, float8 {1.5, NaN, -0, 0, NULL}, ... */
+static void
+fill_kinds(XpuResult *r)
+{
+	int64_t		iv[5] = {5, 0, INT64_MAX, INT64_MAX, -3};
+	double		fv[5] = {1.5, NAN, -0.0, 0.0, 0};
+	__int128	nv[5] = {1234, -5, 0, 99999, 7};
+
+	for (int i = 0; i < 5; i++)
+	{
+		VAL(r, 0, i).i = iv[i];
+		VAL(r, 1, i).f8 = fv[i];
+		VAL(r, 2, i).n = nv[i];
+		VAL(r, 3, i).i = i - 2;
+		VAL(r, 4, i).f4 = (float) (i * 0.5);
+	}
+	NUL(r, 0, 1) = 1;
+	NUL(r, 1, 4) = 1;
+	NUL(r, 2, 2) = 1;
+	r->mask[4] = 0;				/* row 4 does not pass: ignored entirely */
+}
+
+static void
+test_agg_kinds(void)
+{
+	static const XpuAggDesc aggs[] = {
+		{XPU_AGG_COUNT_STAR, 0, 0, 0}, {XPU_AGG_COUNT, 0, 0, 0}, {XPU_AGG_SUM_INT, 0, 0, 0},
+		{XPU_AGG_SUM_FLOAT, 0, 1, 0}, {XPU_AGG_SUM_NUMERIC, 0, 2, 0}, {XPU_AGG_MOMENTS, 0, 4, 0},
+		{XPU_AGG_MIN, 0, 0, 0}, {XPU_AGG_MAX, 0, 0, 0}, {XPU_AGG_MIN, 0, 1, 0},
+		{XPU_AGG_MAX, 0, 1, 0}, {XPU_AGG_MIN, 0, 2, 0}, {XPU_AGG_MAX, 0, 2, 0},
+		{XPU_AGG_SUM_INT, 0, 3, 0}, {XPU_AGG_MIN, 0, 4, 0}, {XPU_AGG_COUNT, 0, 1, 0},
+	};
+	XpuProgram *prog;
+	XpuResult	r;
+	XpuAggTable *t = run_aggs(kinds_types, 5, aggs, 15, 5, fill_kinds, &prog, &r);
+	const uint8_t *k;
+	uint32_t	klen;
+	const XpuAggState *s;
+
+	tap_ok(xpu_agg_table_ngroups(t) == 1, "no keys: one group");
+	xpu_agg_table_group(t, 0, &k, &klen, &s);
+	tap_ok(klen == 0, "no keys: the empty key");
+	tap_ok(s[0].count == 4, "COUNT_STAR counts passing rows");
+	tap_ok(s[1].count == 3, "COUNT skips NULLs");
+	tap_ok(s[2].count == 3 && s[2].v.i128 == (__int128) 5 + 2 * (__int128) INT64_MAX,
+		   "SUM_INT in int128: past int64 exactly");
+	tap_ok(s[3].count == 4 && isnan(s[3].v.f8[0]) && s[3].flags == 0,
+		   "SUM_FLOAT with a NaN is NaN, no overflow flag");
+	tap_ok(s[4].count == 3 && s[4].v.i128 == 1234 - 5 + 99999, "SUM_NUMERIC");
+	tap_ok(s[5].count == 4 && s[5].v.f8[0] == 3.0 && s[5].v.f8[1] == 0.25 + 1 + 2.25,
+		   "MOMENTS of float4: sum and sum of squares");
+	tap_ok(s[6].v.i == 5 && s[7].v.i == INT64_MAX, "MIN/MAX of int8");
+	tap_ok(s[8].v.f8[0] == 0 && isnan(s[9].v.f8[0]), "MIN/MAX of float8: NaN is the greatest");
+	tap_ok(!signbit(s[8].v.f8[0]), "MIN of -0 then 0 keeps the later (PostgreSQL's float8smaller)");
+	tap_ok(s[10].v.i128 == -5 && s[11].v.i128 == 99999, "MIN/MAX of numeric");
+	tap_ok(s[12].count == 4 && s[12].v.i128 == -2, "SUM_INT of int2");
+	tap_ok(s[13].count == 4 && s[13].v.f8[0] == 0.0, "MIN of float4");
+	tap_ok(s[14].count == 4, "COUNT of float8");
+	xpu_agg_table_free(t);
+	free(prog);
+	free_result(&r);
+}
+
+/* ------------------------------------------------------------- overflow */
+
+static void
+fill_overflow(XpuResult *r)
+{
+	for (int i = 0; i < 2; i++)
+	{
+		VAL(r, 0, i).f8 = 1e308;
+		VAL(r, 1, i).n = ((__int128) 1 << 126);
+		VAL(r, 2, i).f8 = 1e200;
+	}
+}
+
+static void
+fill_infinite(XpuResult *r)
+{
+	VAL(r, 0, 0).f8 = INFINITY;
+	VAL(r, 0, 1).f8 = 1.0;
+	VAL(r, 1, 0).n = -((__int128) 1 << 126);
+	VAL(r, 1, 1).n = -((__int128) 1 << 126);
+	VAL(r, 2, 0).f8 = INFINITY;
+	VAL(r, 2, 1).f8 = 2.0;
+}
+
+static void
+test_overflow(void)
+{
+	static const XpuType types[3] = {XPU_T_FLOAT8, XPU_T_NUMERIC, XPU_T_FLOAT8};
+	static const XpuAggDesc aggs[3] = {
+		{XPU_AGG_SUM_FLOAT, 0, 0, 0}, {XPU_AGG_SUM_NUMERIC, 0, 1, 0}, {XPU_AGG_MOMENTS, 0, 2, 0},
+	};
+	XpuProgram *prog;
+	XpuResult	r;
+	XpuAggTable *t = run_aggs(types, 3, aggs, 3, 2, fill_overflow, &prog, &r);
+	const uint8_t *k;
+	uint32_t	klen;
+	const XpuAggState *s;
+
+	xpu_agg_table_group(t, 0, &k, &klen, &s);
+	tap_ok(s[0].flags & XPU_AGGF_OVERFLOW, "SUM_FLOAT: 1e308 + 1e308 overflows");
+	tap_ok(s[1].flags & XPU_AGGF_OVERFLOW, "SUM_NUMERIC: 2^126 + 2^126 leaves int128");
+	tap_ok(s[2].flags & XPU_AGGF_OVERFLOW, "MOMENTS: (1e200)^2 overflows");
+	tap_ok(xpu_agg_table_flags(t) & XPU_AGGF_OVERFLOW, "xpu_agg_table_flags sees it");
+	xpu_agg_table_free(t);
+	free(prog);
+	free_result(&r);
+
+	t = run_aggs(types, 3, aggs, 3, 2, fill_infinite, &prog, &r);
+	xpu_agg_table_group(t, 0, &k, &klen, &s);
+	tap_ok(s[0].flags == 0 && isinf(s[0].v.f8[0]), "SUM_FLOAT of an infinite input: no flag");
+	tap_ok(s[1].flags == 0 && s[1].v.i128 == -((__int128) 1 << 126) * 2,
+		   "SUM_NUMERIC reaching INT128_MIN exactly does not overflow");
+	tap_ok(s[2].flags == 0, "MOMENTS of an infinite input: no flag");
+	tap_ok(xpu_agg_table_flags(t) == 0, "no flags in the table");
+	xpu_agg_table_free(t);
+	free(prog);
+	free_result(&r);
+}
+
+/* ------------------------------------------------------ merge, fold, size */
+
+/* key types of the merge test and its aggregates */
+static const XpuType merge_types[4] = {XPU_T_INT8, XPU_T_TEXT, XPU_T_FLOAT8, XPU_T_NUMERIC};
+static const uint16_t merge_keys[2] = {0, 1};
+static const XpuAggDesc merge_aggs[7] = {
+	{XPU_AGG_COUNT_STAR, 0, 0, 0}, {XPU_AGG_SUM_INT, 0, 0, 0}, {XPU_AGG_SUM_FLOAT, 0, 2, 0},
+	{XPU_AGG_MOMENTS, 0, 2, 0}, {XPU_AGG_MIN, 0, 2, 0}, {XPU_AGG_MAX, 0, 3, 0},
+	{XPU_AGG_SUM_NUMERIC, 0, 3, 0},
+};
+static const char *const words[5] = {"alpha", "beta", "", "gamma-delta-epsilon", "z"};
+
+static void
+fill_random(XpuResult *r, unsigned *seed)
+{
+	for (int64_t i = 0; i < r->nrows; i++)
+	{
+		int			w = rand_r(seed) % 5;
+
+		VAL(r, 0, i).i = rand_r(seed) % 50 - 25;
+		NUL(r, 0, i) = rand_r(seed) % 13 == 0;
+		VAL(r, 1, i).t = (XpuText) {words[w], (int32_t) strlen(words[w])};
+		NUL(r, 1, i) = rand_r(seed) % 11 == 0;
+		VAL(r, 2, i).f8 = rand_r(seed) % 1000 - 500;	/* integers: sums exact */
+		VAL(r, 3, i).n = (__int128) (rand_r(seed) % 100000) * 1000000007;
+		NUL(r, 3, i) = rand_r(seed) % 7 == 0;
+		r->mask[i] = rand_r(seed) % 5 != 0;
+	}
+}
+
+/* are the groups of a and b the same keys with the same states */
+static int
+tables_equal(const XpuAggTable *a, const XpuAggTable *b, int naggs)
+{
+	if (xpu_agg_table_ngroups(a) != xpu_agg_table_ngroups(b))
+		return 0;
+	for (int64_t g = 0; g < xpu_agg_table_ngroups(a); g++)
+	{
+		const uint8_t *ka, *kb;
+		uint32_t	la, lb;
+		const XpuAggState *sa, *sb;
+		int64_t		h;
+
+		xpu_agg_table_group(a, g, &ka, &la, &sa);
+		for (h = 0; h < xpu_agg_table_ngroups(b); h++)
+		{
+			xpu_agg_table_group(b, h, &kb, &lb, &sb);
+			if (la == lb && memcmp(ka, kb, la) == 0)
+				break;
+		}
+		if (h == xpu_agg_table_ngroups(b) || memcmp(sa, sb, naggs * sizeof(XpuAggState)) != 0)
+			return 0;
+	}
+	return 1;
+}
+
+static void
+test_merge(void)
+{
+	XpuAggSpec	spec = {2, merge_keys, 7, merge_aggs};
+	XpuProgram *prog = outs_program(merge_types, 4, 6);
+	XpuError	err = {0};
+	XpuAggTable *all = xpu_agg_table_create(prog, &spec, &err);
+	XpuAggTable *parts[3];
+	XpuAggTable *merged = xpu_agg_table_create(prog, &spec, &err);
+	XpuAggTable *folded = xpu_agg_table_create(prog, &spec, &err);
+	unsigned	seed = 42;
+	int			ok = 1;
+
+	for (int p = 0; p < 3; p++)
+	{
+		XpuResult	r = new_result(2000 + p * 500, 4);
+
+		parts[p] = xpu_agg_table_create(prog, &spec, &err);
+		fill_random(&r, &seed);
+		ok &= xpu_agg_table_update(all, &r, &err) && xpu_agg_table_update(parts[p], &r, &err);
+		free_result(&r);
+	}
+	tap_ok(ok, "merge: updates");
+	for (int p = 0; p < 3; p++)
+		ok &= xpu_agg_table_merge(merged, parts[p], &err);
+	for (int p = 0; p < 3; p++)
+	{
+		for (int64_t g = 0; g < xpu_agg_table_ngroups(parts[p]); g++)
+		{
+			const uint8_t *k;
+			uint32_t	l;
+			const XpuAggState *s;
+
+			xpu_agg_table_group(parts[p], g, &k, &l, &s);
+			ok &= xpu_agg_table_fold_group(folded, k, l, s, &err);
+		}
+	}
+	tap_ok(ok && xpu_agg_table_ngroups(all) > 200, "merge: %lld groups",
+		   (long long) xpu_agg_table_ngroups(all));
+	tap_ok(tables_equal(all, merged, 7), "merge of 3 tables == one table over all rows");
+	tap_ok(tables_equal(all, folded, 7), "fold of every group == one table over all rows");
+	xpu_agg_table_free(all);
+	xpu_agg_table_free(merged);
+	xpu_agg_table_free(folded);
+	for (int p = 0; p < 3; p++)
+		xpu_agg_table_free(parts[p]);
+	free(prog);
+}
+
+/* state combine == updates over the concatenated input, for each kind */
+static void
+test_combine(void)
+{
+	XpuValue	v[4];
+	int			ok = 1;
+
+	v[0].i = 7;
+	v[1].i = -9;
+	v[2].i = 3;
+	v[3].i = 11;
+	for (int kind = XPU_AGG_COUNT_STAR; kind < XPU_AGG_N_KINDS; kind++)
+	{
+		XpuType		type = kind == XPU_AGG_SUM_FLOAT || kind == XPU_AGG_MOMENTS ? XPU_T_FLOAT8 :
+			kind == XPU_AGG_SUM_NUMERIC ? XPU_T_NUMERIC : XPU_T_INT8;
+		XpuAggState a, b, all;
+		XpuValue	x[4];
+
+		for (int i = 0; i < 4; i++)
+		{
+			if (type == XPU_T_FLOAT8)
+				x[i].f8 = (double) v[i].i;
+			else if (type == XPU_T_NUMERIC)
+				x[i].n = v[i].i;
+			else
+				x[i].i = v[i].i;
+		}
+		xpu_agg_state_init(&a, kind);
+		xpu_agg_state_init(&b, kind);
+		xpu_agg_state_init(&all, kind);
+		for (int i = 0; i < 4; i++)
+		{
+			xpu_agg_update(i < 2 ? &a : &b, kind, type, &x[i], 0);
+			xpu_agg_update(&all, kind, type, &x[i], 0);
+		}
+		xpu_agg_state_combine(&a, &b, kind, type);
+		ok &= memcmp(&a, &all, sizeof(a)) == 0;
+	}
+	tap_ok(ok, "xpu_agg_state_combine of two halves == the whole, every kind");
+}
+
+static void
+test_many_groups(void)
+{
+	static const XpuType type = XPU_T_INT8;
+	static const uint16_t key_outs[1] = {0};
+	static const XpuAggDesc aggs[2] = {{XPU_AGG_COUNT_STAR, 0, 0, 0}, {XPU_AGG_SUM_INT, 0, 0, 0}};
+	XpuAggSpec	spec = {1, key_outs, 2, aggs};
+	XpuProgram *prog = outs_program(&type, 1, 0);
+	XpuError	err = {0};
+	XpuAggTable *t = xpu_agg_table_create(prog, &spec, &err);
+	XpuResult	r = new_result(65536, 1);
+	size_t		mem0 = xpu_agg_table_memory(t);
+	int			ok = 1;
+	const int64_t n = 1000000;
+
+	/* every key twice, in two passes of chunks */
+	for (int pass = 0; pass < 2; pass++)
+	{
+		for (int64_t base = 0; base < n; base += r.nrows)
+		{
+			int64_t		m = n - base < r.nrows ? n - base : r.nrows;
+
+			for (int64_t i = 0; i < r.nrows; i++)
+			{
+				VAL(&r, 0, i).i = (base + i) * 2654435761 % n;	/* a permutation */
+				r.mask[i] = i < m;
+			}
+			ok &= xpu_agg_table_update(t, &r, &err);
+		}
+	}
+	tap_ok(ok && xpu_agg_table_ngroups(t) == n, "1e6 groups (got %lld)",
+		   (long long) xpu_agg_table_ngroups(t));
+	for (int64_t g = 0; g < xpu_agg_table_ngroups(t); g++)
+	{
+		const uint8_t *k;
+		uint32_t	l;
+		const XpuAggState *s;
+		int64_t		key;
+
+		xpu_agg_table_group(t, g, &k, &l, &s);
+		memcpy(&key, k + 1, 8);
+		ok &= s[0].count == 2 && s[1].v.i128 == 2 * (__int128) key;
+	}
+	tap_ok(ok, "1e6 groups: every count and sum right after growth");
+	tap_ok(xpu_agg_table_memory(t) > mem0 + (size_t) n * 64, "memory grows with the groups");
+	xpu_agg_table_free(t);
+	free(prog);
+	free_result(&r);
+}
+
+/* a table without keys has its one group before any row */
+static void
+test_empty(void)
+{
+	static const XpuType type = XPU_T_INT8;
+	static const XpuAggDesc aggs[2] = {{XPU_AGG_COUNT_STAR, 0, 0, 0}, {XPU_AGG_MAX, 0, 0, 0}};
+	XpuAggSpec	spec = {0, NULL, 2, aggs};
+	static const uint16_t key_outs[1] = {0};
+	XpuAggSpec	spec1 = {1, key_outs, 2, aggs};
+	XpuProgram *prog = outs_program(&type, 1, 0);
+	XpuError	err = {0};
+	XpuAggTable *t = xpu_agg_table_create(prog, &spec, &err);
+	XpuAggTable *t1 = xpu_agg_table_create(prog, &spec1, &err);
+	XpuResult	r = new_result(3, 1);
+	const uint8_t *k;
+	uint32_t	l;
+	const XpuAggState *s;
+
+	memset(r.mask, 0, 3);
+	xpu_agg_table_update(t, &r, &err);
+	xpu_agg_table_update(t1, &r, &err);
+	xpu_agg_table_group(t, 0, &k, &l, &s);
+	tap_ok(xpu_agg_table_ngroups(t) == 1 && s[0].count == 0 && s[1].count == 0,
+		   "no keys, no passing row: one group of count 0");
+	tap_ok(xpu_agg_table_ngroups(t1) == 0, "with keys, no passing row: no group");
+	xpu_agg_table_free(t);
+	xpu_agg_table_free(t1);
+	free(prog);
+	free_result(&r);
+}
+
+int
+main(void)
+{
+	test_int_keys();
+	test_float_keys(XPU_T_FLOAT8);
+	test_float_keys(XPU_T_FLOAT4);
+	test_numeric_and_text_keys();
+	test_multi_keys();
+	test_refused_specs();
+	test_agg_kinds();
+	test_overflow();
+	test_combine();
+	test_merge();
+	test_many_groups();
+	test_empty();
+	return tap_done();
+}
