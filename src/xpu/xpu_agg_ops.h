@@ -202,6 +202,26 @@ xpu_agg_fadd(double a, double b, uint32_t *flags)
 	return r;
 }
 
+/*
+ * Float sums whose overflow depends on the order of additions.  PostgreSQL
+ * raises an error when a running float sum of finite values overflows
+ * (float8pl for sum; float8_accum's sum of squared deviations, whose terms
+ * reach (2 N x)^2, for avg): an order-independent answer needs every order to
+ * overflow or none.  With at most 2^63 rows, no partial sum of values below
+ * XPU_AGG_SUM_FLOAT_LIMIT (1e289 * 2^63 < DBL_MAX) and no such squared term
+ * of values below XPU_AGG_MOMENTS_LIMIT ((2 * 2^63 * 1e134)^2 < DBL_MAX) can
+ * overflow; a finite value beyond the limit flags XPU_AGGF_OVERFLOW, and
+ * PostgreSQL evaluates the query (infinities and NaN never overflow).
+ */
+#define XPU_AGG_SUM_FLOAT_LIMIT		1e289
+#define XPU_AGG_MOMENTS_LIMIT		1e134
+
+XPU_HOST_DEVICE int
+xpu_agg_float_risky(double x, double limit)
+{
+	return !XPU_AGG_ISINF(x) && x == x && (x > limit || x < -limit);
+}
+
 /* PostgreSQL's float order: -1, 0, 1 with NaN above everything */
 XPU_HOST_DEVICE int
 xpu_agg_cmp_f8(double a, double b)
@@ -258,12 +278,20 @@ xpu_agg_update(XpuAggState *s, int kind, int type, const XpuValue *v, uint8_t is
 				s->flags |= XPU_AGGF_OVERFLOW;
 			break;
 		case XPU_AGG_SUM_FLOAT:
-			s->v.f8[0] = xpu_agg_fadd(s->v.f8[0], xpu_agg_as_f8(v, type), &s->flags);
-			break;
+			{
+				double		x = xpu_agg_as_f8(v, type);
+
+				if (xpu_agg_float_risky(x, XPU_AGG_SUM_FLOAT_LIMIT))
+					s->flags |= XPU_AGGF_OVERFLOW;
+				s->v.f8[0] = xpu_agg_fadd(s->v.f8[0], x, &s->flags);
+				break;
+			}
 		case XPU_AGG_MOMENTS:
 			{
 				double		x = xpu_agg_as_f8(v, type);
 
+				if (xpu_agg_float_risky(x, XPU_AGG_MOMENTS_LIMIT))
+					s->flags |= XPU_AGGF_OVERFLOW;
 				s->v.f8[0] = xpu_agg_fadd(s->v.f8[0], x, &s->flags);
 				s->v.f8[1] = xpu_agg_fadd(s->v.f8[1], x * x, &s->flags);
 				if (XPU_AGG_ISINF(x * x) && !XPU_AGG_ISINF(x))
