@@ -411,7 +411,7 @@ open_file(AggTask *t, uint32_t i)
 		(int64_t) st.st_size != wf->size ||
 		(int64_t) st.st_mtim.tv_sec * 1000000000 + st.st_mtim.tv_nsec != wf->mtime_ns)
 		return task_fail(t, WARP_ERR_FILE_CHANGED,
-						 "file \"%s\" changed after the query was planned", f->path), false;
+						 "file \"%s\" changed during scan", f->path), false;
 	src->read_at = fd_read_at;
 	src->size = st.st_size;
 	src->ctx = &f->fd;
