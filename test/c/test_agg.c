@@ -416,6 +416,57 @@ test_overflow(void)
 	free_result(&r);
 }
 
+/* values at the limits of xpu_agg_float_risky: just below, just above */
+static void
+fill_limits_below(XpuResult *r)
+{
+	VAL(r, 0, 0).f8 = 9e288;
+	VAL(r, 0, 1).f8 = -9e288;
+	VAL(r, 1, 0).f8 = 9e133;
+	VAL(r, 1, 1).f8 = NAN;
+}
+
+static void
+fill_limits_above(XpuResult *r)
+{
+	VAL(r, 0, 0).f8 = 2e289;
+	VAL(r, 0, 1).f8 = 1.0;
+	VAL(r, 1, 0).f8 = -2e134;
+	VAL(r, 1, 1).f8 = 1.0;
+}
+
+static void
+test_float_limits(void)
+{
+	static const XpuType types[2] = {XPU_T_FLOAT8, XPU_T_FLOAT8};
+	static const XpuAggDesc aggs[2] = {
+		{XPU_AGG_SUM_FLOAT, 0, 0, 0}, {XPU_AGG_MOMENTS, 0, 1, 0},
+	};
+	XpuProgram *prog;
+	XpuResult	r;
+	XpuAggTable *t = run_aggs(types, 2, aggs, 2, 2, fill_limits_below, &prog, &r);
+	const uint8_t *k;
+	uint32_t	klen;
+	const XpuAggState *s;
+
+	xpu_agg_table_group(t, 0, &k, &klen, &s);
+	tap_ok(s[0].flags == 0, "SUM_FLOAT of values below 1e289: no flag");
+	tap_ok(s[1].flags == 0, "MOMENTS of values below 1e134 (and NaN): no flag");
+	xpu_agg_table_free(t);
+	free(prog);
+	free_result(&r);
+
+	t = run_aggs(types, 2, aggs, 2, 2, fill_limits_above, &prog, &r);
+	xpu_agg_table_group(t, 0, &k, &klen, &s);
+	tap_ok(s[0].flags & XPU_AGGF_OVERFLOW,
+		   "SUM_FLOAT of a value above 1e289: flagged (the order of additions decides)");
+	tap_ok(s[1].flags & XPU_AGGF_OVERFLOW,
+		   "MOMENTS of a value above 1e134: flagged (PostgreSQL's squared deviations)");
+	xpu_agg_table_free(t);
+	free(prog);
+	free_result(&r);
+}
+
 /* ------------------------------------------------------ merge, fold, size */
 
 /* key types of the merge test and its aggregates */
@@ -654,6 +705,7 @@ main(void)
 	test_refused_specs();
 	test_agg_kinds();
 	test_overflow();
+	test_float_limits();
 	test_combine();
 	test_merge();
 	test_many_groups();

@@ -225,7 +225,7 @@ def all_table(n, seed):
                         for _ in range(n)], pa.int64()),
         "vn": pa.array([maybe(Decimal(rnd.randint(-10**17, 10**17)) / 1000) for _ in range(n)],
                        pa.decimal128(20, 3)),
-        "vf": pa.array([maybe(rnd.choice([rnd.uniform(-1e6, 1e6), nan, -0.0, 1e300]), 0.05)
+        "vf": pa.array([maybe(rnd.choice([rnd.uniform(-1e6, 1e6), nan, -0.0, 1e100]), 0.05)
                         for _ in range(n)], pa.float64()),
         "vg": pa.array([maybe(rnd.choice([float(rnd.randint(-100, 100)) / 4, nan]))
                         for _ in range(n)], pa.float32()),
