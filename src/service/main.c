@@ -4,7 +4,7 @@
  *		pg_warp_service: the process that owns every GPU of one PostgreSQL
  *		cluster and runs the engine's work for its backends (doc/service.md).
  *
- *		pg_warp_service -D DATADIR [--parent-pid PID] [--no-gpu]
+ *		pg_warp_service -D DATADIR [--parent-pid PID] [--no-gpu] [--fatbin PATH]
  *
  * The supervisor background worker (src/engine/service_supervisor.c) starts
  * it with the cluster's data directory and its own pid.  The service then
@@ -28,6 +28,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "gpu_driver.h"
 #include "service.h"
 
 /*
@@ -73,11 +74,12 @@ svc_now_us(int clock_id)
 static void
 usage(void)
 {
-	fprintf(stderr, "usage: pg_warp_service -D DATADIR [--parent-pid PID] [--no-gpu]\n"
+	fprintf(stderr, "usage: pg_warp_service -D DATADIR [--parent-pid PID] [--no-gpu] [--fatbin PATH]\n"
 			"Serves pg_warp's engine to the backends of the PostgreSQL cluster in\n"
 			"DATADIR through the socket DATADIR/%s.  Started by pg_warp's\n"
 			"supervisor background worker, not by hand.  --no-gpu serves with the\n"
-			"CPU engine without loading the GPU driver.\n", PGWARP_SOCKET_NAME);
+			"CPU engine without loading the GPU driver.  --fatbin names the GPU\n"
+			"code (pg_warp.fatbin) that the GPU engine runs.\n", PGWARP_SOCKET_NAME);
 	exit(2);
 }
 
@@ -143,6 +145,8 @@ main(int argc, char **argv)
 			parent = (pid_t) atoi(argv[++i]);
 		else if (strcmp(argv[i], "--no-gpu") == 0)
 			use_gpus = false;
+		else if (strcmp(argv[i], "--fatbin") == 0 && i + 1 < argc)
+			gpu_fatbin_path = argv[++i];
 		else
 			usage();
 	}
