@@ -169,19 +169,24 @@ clean-tools:
 SERVICE      = src/service/pg_warp_service
 SERVICE_SRCS = \
 	src/service/gpu.c \
+	src/service/gpu_agg.c \
 	src/service/main.c \
 	src/service/server.c
 SERVICE_HDRS = \
+	src/service/gpu_driver.h \
 	src/service/service.h \
 	src/xpu/cuda_driver.h \
-	src/xpu/protocol.h
+	src/xpu/protocol.h \
+	src/xpu/xpu_agg.h \
+	src/xpu/xpu_agg_gpu.h
 SERVICE_CFLAGS = -std=gnu11 -O2 -g -D_GNU_SOURCE -Wall -Wextra -Wno-unused-parameter \
                -Wno-missing-field-initializers -Wno-sign-compare $(if $(filter 1,$(WERROR)),-Werror)
 all: $(SERVICE)
 install: install-service
 clean: clean-service
-$(SERVICE): $(SERVICE_SRCS) $(SERVICE_HDRS)
-	$(CC) $(SERVICE_CFLAGS) -I$(CURDIR)/src -o $@ $(SERVICE_SRCS) -ldl
+$(SERVICE): $(SERVICE_SRCS) $(SERVICE_HDRS) $(XPU_LIB) $(ARROW_LIB)
+	$(CC) $(SERVICE_CFLAGS) -I$(CURDIR)/src -o $@ $(SERVICE_SRCS) $(XPU_LIB) $(ARROW_LIB) \
+		-llz4 -lzstd -ldl -lpthread
 .PHONY: install-service clean-service
 install-service: $(SERVICE) installdirs
 	$(INSTALL_PROGRAM) $(SERVICE) '$(DESTDIR)$(pkglibdir)/pg_warp_service'
