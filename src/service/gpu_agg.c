@@ -44,9 +44,9 @@
 
 #define GAGG_SLOTS			2
 #define GAGG_ALIGN			64
-#define GAGG_IO_THREADS		8
+#define GAGG_IO_THREADS		16
 #define GAGG_IO_SLICE		(4 << 20)	/* bytes per pread of the I/O threads */
-#define GAGG_BLOCKS_PER_SM	4
+#define GAGG_BLOCKS_PER_SM	3
 #define GAGG_SMEM_BUDGET	(40 * 1024)
 #define GAGG_CACHE_MAX		256
 #define GAGG_DEFAULT_GROUPS	(1u << 20)
@@ -90,7 +90,6 @@ typedef struct GaggSlot
 	CUdeviceptr d_launch;
 	XpuGaggLaunch *status;		/* pinned copy of d_launch after the kernel */
 	int			busy;			/* a batch is in flight */
-	int			timed;			/* the events bracket a kernel */
 	int64_t		nrows;
 } GaggSlot;
 
@@ -1035,7 +1034,6 @@ gagg_launch(GaggRun *g, GaggSlot *s, CUdeviceptr rows, uint32_t n_rows, CUdevice
 											   s->stream), "cuMemcpyDtoHAsync") != 0)
 		return -1;
 	s->busy = 1;
-	s->timed = 1;
 	return 0;
 }
 
@@ -1225,7 +1223,7 @@ gagg_setup(GaggRun *g, const ServiceGpu *gpu, uint32_t dev, const GpuAggOptions 
 		return -1;
 	g->n_sms = gpu->devices[dev].multiprocessors > 0 ? (int) gpu->devices[dev].multiprocessors : 1;
 	g->smem_prog = prog->total_len <= 16384 ? (uint32_t) align_up(prog->total_len, 16) : 0;
-	per_entry = sizeof(int32_t) + g->spec.n_aggs * sizeof(XpuAggState);
+	per_entry = sizeof(XpuGaggCacheEntry) + g->spec.n_aggs * sizeof(XpuAggState);
 	g->entries = (GAGG_SMEM_BUDGET - g->smem_prog) / per_entry;
 	if (g->entries > GAGG_CACHE_MAX)
 		g->entries = GAGG_CACHE_MAX;

@@ -165,21 +165,31 @@ gagg_key_write(const XpuGaggSpec *sp, const XpuValue *regs, const uint8_t *nulls
 }
 
 /*
- * little-endian loads of key bytes that another thread may have written
- * during this kernel: through L2 (ld.cg), never from a stale L1 line
+ * Loads of stored key bytes.  L2: bytes of the global arena that another
+ * thread may have written during this kernel, read through L2 (ld.cg),
+ * never from a stale L1 line; else bytes of the block's shared cache,
+ * written by another thread of the block (volatile).
  */
-XPU_DEVICE uint64_t
+template <bool L2> XPU_DEVICE uint8_t
+gagg_ld(const uint8_t *p)
+{
+	if (L2)
+		return __ldcg(p);
+	return *(const volatile uint8_t *) p;
+}
+
+template <bool L2> XPU_DEVICE uint64_t
 gagg_ld_le(const uint8_t *p, int n)
 {
 	uint64_t	w = 0;
 
 	for (int i = 0; i < n; i++)
-		w |= (uint64_t) __ldcg(p + i) << (8 * i);
+		w |= (uint64_t) gagg_ld<L2>(p + i) << (8 * i);
 	return w;
 }
 
 /* do the key registers equal the key bytes at p (of the same length) */
-XPU_DEVICE int
+template <bool L2> XPU_DEVICE int
 gagg_key_equal(const XpuGaggSpec *sp, const XpuValue *regs, const uint8_t *nulls,
 			   const uint8_t *p)
 {
@@ -187,7 +197,7 @@ gagg_key_equal(const XpuGaggSpec *sp, const XpuValue *regs, const uint8_t *nulls
 	{
 		const XpuValue *v = &regs[sp->key_reg[k]];
 		int			type = sp->key_type[k];
-		uint8_t		flag = __ldcg(p++);
+		uint8_t		flag = gagg_ld<L2>(p++);
 
 		if (nulls[sp->key_reg[k]])
 		{
@@ -199,24 +209,24 @@ gagg_key_equal(const XpuGaggSpec *sp, const XpuValue *regs, const uint8_t *nulls
 			return 0;
 		if (type == XPU_T_TEXT)
 		{
-			if ((int32_t) gagg_ld_le(p, 4) != v->t.len)
+			if ((int32_t) gagg_ld_le<L2>(p, 4) != v->t.len)
 				return 0;
 			p += 4;
 			for (int32_t i = 0; i < v->t.len; i++)
-				if (__ldcg(p + i) != (uint8_t) v->t.p[i])
+				if (gagg_ld<L2>(p + i) != (uint8_t) v->t.p[i])
 					return 0;
 			p += v->t.len;
 		}
 		else if (type == XPU_T_NUMERIC)
 		{
-			if (gagg_ld_le(p, 8) != (uint64_t) v->n ||
-				gagg_ld_le(p + 8, 8) != (uint64_t) (v->n >> 64))
+			if (gagg_ld_le<L2>(p, 8) != (uint64_t) v->n ||
+				gagg_ld_le<L2>(p + 8, 8) != (uint64_t) (v->n >> 64))
 				return 0;
 			p += 16;
 		}
 		else
 		{
-			if (gagg_ld_le(p, 8) != gagg_key_word(type, v))
+			if (gagg_ld_le<L2>(p, 8) != gagg_key_word(type, v))
 				return 0;
 			p += 8;
 		}
@@ -266,15 +276,13 @@ gagg_new_group(XpuGaggTable *t, const XpuGaggSpec *sp, const XpuValue *regs,
 }
 
 /*
- * gagg_find_group: the id of the row's group in t, added if new; -1 when
- * it is new and the table is full
+ * gagg_find_group: the id in t of the row's group, whose key has hash h and
+ * len bytes, added if new; -1 when it is new and the table is full
  */
 XPU_DEVICE int64_t
 gagg_find_group(XpuGaggTable *t, const XpuGaggSpec *sp, const XpuValue *regs,
-				const uint8_t *nulls)
+				const uint8_t *nulls, uint64_t h, uint32_t len)
 {
-	uint32_t	len;
-	uint64_t	h = gagg_key_hash(sp, regs, nulls, &len);
 	uint32_t	tag = (uint32_t) (h >> 32);
 	uint32_t	mask = t->n_slots - 1;
 	uint32_t	pos = (uint32_t) h & mask;
@@ -304,8 +312,10 @@ gagg_find_group(XpuGaggTable *t, const XpuGaggSpec *sp, const XpuValue *regs,
 		{
 			uint32_t	gid = (uint32_t) s - 1;
 
+			uint64_t	off = __ldcg((const unsigned long long *) &t->key_off[gid]);
+
 			if (__ldcg(&t->key_len[gid]) == len &&
-				gagg_key_equal(sp, regs, nulls, t->arena + (uint64_t) __ldcg((const unsigned long long *) &t->key_off[gid])))
+				gagg_key_equal<true>(sp, regs, nulls, t->arena + off))
 				return gid;
 		}
 		pos = (pos + 1) & mask;
@@ -596,29 +606,85 @@ gagg_combine(XpuAggState *dst, const XpuAggState *src, int kind, int type)
 /* ---------------- the block-local cache ---------------- */
 
 /*
- * gagg_cache_get: the shared-memory states of group gid, claiming a free
- * entry for it; NULL when its probes find neither
+ * gagg_cache_find: the block's cached states of the row's group (hash h,
+ * len key bytes) with its group id in *gid; NULL when the probes do not find
+ * it, with *free_pos a free entry met on the way (-1: none)
  */
 XPU_DEVICE XpuAggState *
-gagg_cache_get(int32_t *tags, XpuAggState *cstates, uint32_t entries, int n_aggs,
-			   uint32_t gid)
+gagg_cache_find(XpuGaggCacheEntry *ce, XpuAggState *cstates, uint32_t entries,
+				const XpuGaggSpec *sp, const XpuValue *regs, const uint8_t *nulls,
+				uint64_t h, uint32_t len, int64_t *gid, int32_t *free_pos)
 {
 	uint32_t	pos;
 
-	if (entries == 0)
+	*free_pos = -1;
+	if (entries == 0 || len > XPU_GAGG_CACHE_KEY)
 		return NULL;
-	pos = (gid * 2654435761u) % entries;
+	pos = (uint32_t) (h % entries);
 	for (int i = 0; i < GAGG_CACHE_PROBES; i++)
 	{
-		int32_t		tag = *(volatile int32_t *) &tags[pos];
+		volatile XpuGaggCacheEntry *e = &ce[pos];
+		int32_t		tag = e->tag;
 
 		if (tag == -1)
-			tag = atomicCAS(&tags[pos], -1, (int32_t) gid);
-		if (tag == -1 || tag == (int32_t) gid)
-			return &cstates[(size_t) pos * n_aggs];
+		{
+			*free_pos = (int32_t) pos;
+			return NULL;
+		}
+		if (tag >= 0 && e->hash == h && e->len == len &&
+			gagg_key_equal<false>(sp, regs, nulls, (const uint8_t *) ce[pos].key))
+		{
+			*gid = tag;
+			return &cstates[(size_t) pos * sp->n_aggs];
+		}
 		pos = pos + 1 == entries ? 0 : pos + 1;
 	}
 	return NULL;
+}
+
+/*
+ * gagg_cache_add: claims free entry pos for group gid (key hash h, len
+ * bytes): its states, or NULL when another thread took the entry first
+ * (then the row updates the global table)
+ */
+XPU_DEVICE XpuAggState *
+gagg_cache_add(XpuGaggCacheEntry *ce, XpuAggState *cstates, int32_t pos, int64_t gid,
+			   const XpuGaggSpec *sp, const XpuValue *regs, const uint8_t *nulls,
+			   uint64_t h, uint32_t len)
+{
+	if (pos < 0 || atomicCAS(&ce[pos].tag, -1, -2) != -1)
+		return NULL;
+	ce[pos].hash = h;
+	ce[pos].len = len;
+	gagg_key_write(sp, regs, nulls, ce[pos].key);
+	__threadfence_block();
+	*(volatile int32_t *) &ce[pos].tag = (int32_t) gid;
+	return &cstates[(size_t) pos * sp->n_aggs];
+}
+
+/*
+ * gagg_states_of: the states the row's group (hash h, len key bytes)
+ * updates: the block's cached ones, else the table's (the group added to
+ * the table and to the cache if new); NULL when the table is full
+ */
+XPU_DEVICE XpuAggState *
+gagg_states_of(XpuGaggTable *t, const XpuGaggSpec *sp, XpuGaggCacheEntry *ce,
+			   XpuAggState *cstates, uint32_t entries, const XpuValue *regs,
+			   const uint8_t *nulls, uint64_t h, uint32_t len)
+{
+	int64_t		gid = 0;
+	int32_t		free_pos;
+	XpuAggState *st = gagg_cache_find(ce, cstates, entries, sp, regs, nulls, h, len,
+									  &gid, &free_pos);
+
+	if (st != NULL)
+		return st;
+	if (sp->n_keys > 0)
+		gid = gagg_find_group(t, sp, regs, nulls, h, len);
+	if (gid < 0)
+		return NULL;
+	st = gagg_cache_add(ce, cstates, free_pos, gid, sp, regs, nulls, h, len);
+	return st != NULL ? st : &t->states[(size_t) gid * sp->n_aggs];
 }
 
 /* ---------------- kernels ---------------- */
@@ -672,7 +738,7 @@ gagg_eval(const XpuProgram *prog, const XpuChunk *chunk, int64_t row,
 XPU_DEVICE const XpuProgram *
 gagg_block_setup(const XpuProgram *gprog, uint32_t prog_len, uint32_t smem_prog,
 				 const XpuGaggSpec *gspec, XpuGaggSpec *sp, uint4 *smem,
-				 XpuAggState *cstates, int32_t *tags, uint32_t entries)
+				 XpuAggState *cstates, XpuGaggCacheEntry *ce, uint32_t entries)
 {
 	const XpuProgram *prog = gprog;
 
@@ -686,7 +752,7 @@ gagg_block_setup(const XpuProgram *gprog, uint32_t prog_len, uint32_t smem_prog,
 		*sp = *gspec;
 	__syncthreads();
 	for (uint32_t i = threadIdx.x; i < entries; i += blockDim.x)
-		tags[i] = -1;
+		ce[i].tag = -1;
 	for (uint32_t i = threadIdx.x; i < entries * (uint32_t) sp->n_aggs; i += blockDim.x)
 		gagg_state_init(&cstates[i], sp->agg_kind[i % sp->n_aggs], sp->agg_type[i % sp->n_aggs]);
 	__syncthreads();
@@ -696,28 +762,46 @@ gagg_block_setup(const XpuProgram *gprog, uint32_t prog_len, uint32_t smem_prog,
 /* merges the block's cache into the table (after the block's rows) */
 XPU_DEVICE void
 gagg_block_flush(XpuGaggTable *t, const XpuGaggSpec *sp, const XpuAggState *cstates,
-				 const int32_t *tags, uint32_t entries)
+				 const XpuGaggCacheEntry *ce, uint32_t entries)
 {
 	__syncthreads();
 	for (uint32_t e = threadIdx.x; e < entries; e += blockDim.x)
 	{
-		if (tags[e] < 0)
+		if (ce[e].tag < 0)
 			continue;
 		for (int j = 0; j < sp->n_aggs; j++)
-			gagg_combine(&t->states[(size_t) tags[e] * sp->n_aggs + j],
+			gagg_combine(&t->states[(size_t) ce[e].tag * sp->n_aggs + j],
 						 &cstates[(size_t) e * sp->n_aggs + j],
 						 sp->agg_kind[j], sp->agg_type[j]);
 	}
 }
 
-/* the group states a row of group gid updates: the cache's or the table's */
-XPU_DEVICE XpuAggState *
-gagg_states_of(XpuGaggTable *t, int n_aggs, int32_t *tags, XpuAggState *cstates,
-			   uint32_t entries, uint32_t gid)
+/*
+ * gagg_fold_row: folds a passing row into its group: its own states (no
+ * keys, few aggregates: acc), else the block's cache or the table; false
+ * when the table is full (the row is left for a later run)
+ */
+XPU_DEVICE int
+gagg_fold_row(XpuGaggTable *t, const XpuGaggSpec *sp, XpuGaggCacheEntry *ce,
+			  XpuAggState *cstates, uint32_t entries, XpuAggState *acc,
+			  const XpuValue *regs, const uint8_t *nulls)
 {
-	XpuAggState *st = gagg_cache_get(tags, cstates, entries, n_aggs, gid);
+	uint32_t	len = 0;
+	uint64_t	h = 0;
+	XpuAggState *st;
 
-	return st != NULL ? st : &t->states[(size_t) gid * n_aggs];
+	if (acc != NULL)
+	{
+		gagg_update_row<false>(acc, sp, regs, nulls);
+		return 1;
+	}
+	if (sp->n_keys > 0)
+		h = gagg_key_hash(sp, regs, nulls, &len);
+	st = gagg_states_of(t, sp, ce, cstates, entries, regs, nulls, h, len);
+	if (st == NULL)
+		return 0;
+	gagg_update_row<true>(st, sp, regs, nulls);
+	return 1;
 }
 
 /* see xpu_agg_gpu.h */
@@ -730,50 +814,40 @@ kern_agg_exec(const XpuProgram *gprog, uint32_t prog_len, uint32_t smem_prog,
 	extern __shared__ uint4 kern_agg_smem[];
 	__shared__ XpuGaggSpec sp;
 	XpuAggState *cstates = (XpuAggState *) ((char *) kern_agg_smem + smem_prog);
-	int32_t    *tags = (int32_t *) (cstates + (size_t) entries * gspec->n_aggs);
+	XpuGaggCacheEntry *ce = (XpuGaggCacheEntry *) (cstates + (size_t) entries * gspec->n_aggs);
 	const XpuProgram *prog;
 	XpuValue	regs[XPU_MAX_REGS];
 	uint8_t		nulls[XPU_MAX_REGS];
 	XpuAggState acc[GAGG_LOCAL_AGGS];
+	XpuAggState *accp = NULL;
 	int64_t		n = rows != NULL ? (int64_t) n_rows : chunk->nrows;
 	int64_t		stride = (int64_t) gridDim.x * blockDim.x;
 	unsigned long long passed = 0;
-	int			local;
 
 	prog = gagg_block_setup(gprog, prog_len, smem_prog, gspec, &sp, kern_agg_smem,
-							cstates, tags, entries);
-	local = sp.n_keys == 0 && sp.n_aggs <= GAGG_LOCAL_AGGS;
-	for (int j = 0; local && j < sp.n_aggs; j++)
-		gagg_state_init(&acc[j], sp.agg_kind[j], sp.agg_type[j]);
+							cstates, ce, entries);
+	if (sp.n_keys == 0 && sp.n_aggs <= GAGG_LOCAL_AGGS)
+	{
+		accp = acc;
+		for (int j = 0; j < sp.n_aggs; j++)
+			gagg_state_init(&acc[j], sp.agg_kind[j], sp.agg_type[j]);
+	}
 	for (int64_t i = (int64_t) blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride)
 	{
 		int64_t		row = rows != NULL ? (int64_t) rows[i] : i;
-		int64_t		gid = 0;
 
 		if (*(volatile int32_t *) &launch->err.code != XPU_OK)
 			break;
 		if (!gagg_eval(prog, chunk, row, regs, nulls, &launch->err))
 			continue;
-		if (local)
-			gagg_update_row<false>(acc, &sp, regs, nulls);
+		if (gagg_fold_row(t, &sp, ce, cstates, entries, accp, regs, nulls))
+			passed++;
 		else
-		{
-			if (sp.n_keys > 0)
-				gid = gagg_find_group(t, &sp, regs, nulls);
-			if (gid < 0)
-			{
-				ovf_rows[atomicAdd(&launch->n_overflow, 1u)] = (uint32_t) row;
-				continue;
-			}
-			gagg_update_row<true>(gagg_states_of(t, sp.n_aggs, tags, cstates, entries,
-												 (uint32_t) gid),
-								  &sp, regs, nulls);
-		}
-		passed++;
+			ovf_rows[atomicAdd(&launch->n_overflow, 1u)] = (uint32_t) row;
 	}
-	if (local && passed > 0)
+	if (accp != NULL && passed > 0)
 	{
-		XpuAggState *st = gagg_states_of(t, sp.n_aggs, tags, cstates, entries, 0);
+		XpuAggState *st = gagg_states_of(t, &sp, ce, cstates, entries, regs, nulls, 0, 0);
 
 		for (int j = 0; j < sp.n_aggs; j++)
 			gagg_combine(&st[j], &acc[j], sp.agg_kind[j], sp.agg_type[j]);
@@ -784,5 +858,5 @@ kern_agg_exec(const XpuProgram *gprog, uint32_t prog_len, uint32_t smem_prog,
 		if (sp.n_keys == 0)
 			t->key_len[0] = 0;	/* the one group exists */
 	}
-	gagg_block_flush(t, &sp, cstates, tags, entries);
+	gagg_block_flush(t, &sp, cstates, ce, entries);
 }

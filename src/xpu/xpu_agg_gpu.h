@@ -95,6 +95,22 @@ typedef struct XpuGaggLaunch
 } XpuGaggLaunch;
 
 /*
+ * An entry of a block's shared-memory cache of groups: the group id
+ * (tag; -1 free, -2 being filled), its key's hash, length and bytes (keys
+ * of at most XPU_GAGG_CACHE_KEY bytes are cached), and, elsewhere in shared
+ * memory, n_aggs states that the block's rows of the group update.
+ */
+#define XPU_GAGG_CACHE_KEY	32
+
+typedef struct XpuGaggCacheEntry
+{
+	int32_t		tag;
+	uint32_t	len;
+	uint64_t	hash;
+	uint8_t		key[XPU_GAGG_CACHE_KEY];
+} XpuGaggCacheEntry;
+
+/*
  * Kernels (extern "C" names in the fatbin):
  *
  *	kern_agg_init(XpuGaggTable *t, XpuGaggSpec *spec)
@@ -107,15 +123,16 @@ typedef struct XpuGaggLaunch
  *		whose group cannot be added goes to ovf_rows.  Dynamic shared
  *		memory: xpu_gagg_smem_size(smem_prog, cache_entries, n_aggs); the
  *		program is copied there when smem_prog > 0 (= its length rounded up
- *		to 16), then a block-local cache of cache_entries groups' states
- *		(0: none) that is merged into t once per block.
+ *		to 16), then the block's cache of cache_entries groups (0: none):
+ *		their states, then their XpuGaggCacheEntry; the cache is merged into
+ *		t once per block.
  */
 #define XPU_GAGG_BLOCK		256
 
 static inline uint32_t
 xpu_gagg_smem_size(uint32_t smem_prog, uint32_t cache_entries, int n_aggs)
 {
-	return smem_prog + cache_entries * (uint32_t) (sizeof(int32_t) +
+	return smem_prog + cache_entries * (uint32_t) (sizeof(XpuGaggCacheEntry) +
 												   (size_t) n_aggs * sizeof(XpuAggState));
 }
 

@@ -87,10 +87,14 @@ tcol_add(TData *d, const char *name, XpuType type)
 	c->name = name;
 	c->type = type;
 	c->null = calloc(d->n, 1);
-	c->i = calloc(d->n, sizeof(int64_t));
-	c->f = calloc(d->n, sizeof(double));
-	c->n = calloc(d->n, sizeof(__int128));
-	c->s = calloc(d->n, sizeof(char *));
+	if (type == XPU_T_FLOAT8)
+		c->f = calloc(d->n, sizeof(double));
+	else
+		c->i = calloc(d->n, sizeof(int64_t));
+	if (type == XPU_T_NUMERIC)
+		c->n = calloc(d->n, sizeof(__int128));
+	if (type == XPU_T_TEXT)
+		c->s = calloc(d->n, sizeof(char *));
 	return c;
 }
 
@@ -778,7 +782,7 @@ gpu_run(const ServiceGpu *gpu, const char *path, const XpuProgram *prog,
 	res->run.spec.aggs = q->aggs;
 	res->run.n_files = 1;
 	res->run.files = &f;
-	res->run.n_threads = 8;
+	res->run.n_threads = 16;
 	res->run.canceled = (volatile int *) &canceled;
 	t0 = svc_now_us(CLOCK_MONOTONIC);
 	res->rc = gpu_agg_execute(gpu, &res->run, &opts, tmap_sink, m, &res->err, &res->werr,
