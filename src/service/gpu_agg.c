@@ -1229,6 +1229,8 @@ gagg_setup(GaggRun *g, const ServiceGpu *gpu, uint32_t dev, const GpuAggOptions 
 		g->entries = GAGG_CACHE_MAX;
 	if (g->spec.n_keys == 0 && g->entries > 1)
 		g->entries = 1;
+	while (g->entries & (g->entries - 1))
+		g->entries &= g->entries - 1;	/* a power of 2 */
 	g->chunk_ncols = 1;
 	for (int k = 0; k < prog->n_cols; k++)
 		if (XPU_COLS(prog)[k].col_index + 1 > g->chunk_ncols)

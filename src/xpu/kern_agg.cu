@@ -620,7 +620,7 @@ gagg_cache_find(XpuGaggCacheEntry *ce, XpuAggState *cstates, uint32_t entries,
 	*free_pos = -1;
 	if (entries == 0 || len > XPU_GAGG_CACHE_KEY)
 		return NULL;
-	pos = (uint32_t) (h % entries);
+	pos = (uint32_t) h & (entries - 1);
 	for (int i = 0; i < GAGG_CACHE_PROBES; i++)
 	{
 		volatile XpuGaggCacheEntry *e = &ce[pos];
@@ -637,7 +637,7 @@ gagg_cache_find(XpuGaggCacheEntry *ce, XpuAggState *cstates, uint32_t entries,
 			*gid = tag;
 			return &cstates[(size_t) pos * sp->n_aggs];
 		}
-		pos = pos + 1 == entries ? 0 : pos + 1;
+		pos = (pos + 1) & (entries - 1);
 	}
 	return NULL;
 }

@@ -123,7 +123,8 @@ typedef struct XpuGaggCacheEntry
  *		whose group cannot be added goes to ovf_rows.  Dynamic shared
  *		memory: xpu_gagg_smem_size(smem_prog, cache_entries, n_aggs); the
  *		program is copied there when smem_prog > 0 (= its length rounded up
- *		to 16), then the block's cache of cache_entries groups (0: none):
+ *		to 16), then the block's cache of cache_entries groups (0 or a
+ *		power of 2):
  *		their states, then their XpuGaggCacheEntry; the cache is merged into
  *		t once per block.
  */

@@ -319,10 +319,10 @@ typedef struct TGroup
 	uint8_t    *key;
 	uint32_t	len;
 	int			used;
-	XpuAggState st[16];
-	/* the exact numeric sums of the reference: hi * 2^64 + lo */
-	__int128	ref_hi[16];
-	unsigned __int128 ref_lo[16];
+	XpuAggState *st;			/* [n_aggs] */
+	/* the exact numeric sums of the reference: hi * 2^64 + lo, [n_aggs] */
+	__int128   *ref_hi;
+	unsigned __int128 *ref_lo;
 } TGroup;
 
 typedef struct TMap
@@ -362,7 +362,12 @@ static void
 tmap_free(TMap *m)
 {
 	for (int64_t i = 0; i < m->cap; i++)
+	{
 		free(m->g[i].key);
+		free(m->g[i].st);
+		free(m->g[i].ref_hi);
+		free(m->g[i].ref_lo);
+	}
 	free(m->g);
 }
 
@@ -394,6 +399,9 @@ tmap_get(TMap *m, const uint8_t *key, uint32_t len)
 	m->g[i].len = len;
 	m->g[i].key = malloc(len + 1);
 	memcpy(m->g[i].key, key, len);
+	m->g[i].st = calloc(m->n_aggs + 1, sizeof(XpuAggState));
+	m->g[i].ref_hi = calloc(m->n_aggs + 1, sizeof(__int128));
+	m->g[i].ref_lo = calloc(m->n_aggs + 1, sizeof(unsigned __int128));
 	return &m->g[i];
 }
 
