@@ -104,6 +104,7 @@ typedef struct GaggPiece
 typedef struct GaggRun
 {
 	AggRun	   *run;
+	uint32_t	dev;			/* index into ServiceGpu.devices */
 	const XpuProgram *prog;
 	CUfunction	f_init;
 	CUfunction	f_exec;
@@ -130,6 +131,24 @@ typedef struct GaggRun
 } GaggRun;
 
 #define GAGG_ADD(field, v)	__atomic_fetch_add(&(field), (v), __ATOMIC_RELAXED)
+
+/*
+ * Pinned batch buffers kept between runs: pinning memory costs about as
+ * much as reading it, so the last few are kept for the next run on the same
+ * device (they stay counted in the memory the service holds).
+ */
+#define GAGG_POOL			4
+
+static struct
+{
+	pthread_mutex_t lock;
+	struct
+	{
+		uint32_t	dev;
+		void	   *p;
+		size_t		cap;
+	}			buf[GAGG_POOL];
+}			gagg_pool = {PTHREAD_MUTEX_INITIALIZER};
 
 static size_t
 align_up(size_t n, size_t a)
@@ -224,6 +243,55 @@ gagg_host_free(GaggRun *g, void **p, size_t n)
 		gagg_account(g, -(int64_t) n);
 	}
 	*p = NULL;
+}
+
+/*
+ * gagg_batch_buffer: a pinned buffer of at least *cap bytes for a slot,
+ * from the pool when one there is big enough (*cap: its size)
+ */
+static int
+gagg_batch_buffer(GaggRun *g, uint8_t **p, size_t *cap)
+{
+	int			best = -1;
+
+	pthread_mutex_lock(&gagg_pool.lock);
+	for (int i = 0; i < GAGG_POOL; i++)
+		if (gagg_pool.buf[i].p != NULL && gagg_pool.buf[i].dev == g->dev &&
+			gagg_pool.buf[i].cap >= *cap &&
+			(best < 0 || gagg_pool.buf[i].cap < gagg_pool.buf[best].cap))
+			best = i;
+	if (best >= 0)
+	{
+		*p = gagg_pool.buf[best].p;
+		*cap = gagg_pool.buf[best].cap;
+		gagg_pool.buf[best].p = NULL;
+		g->mem_held += *cap;
+	}
+	pthread_mutex_unlock(&gagg_pool.lock);
+	return best >= 0 ? 0 : gagg_host_alloc(g, (void **) p, *cap, "a batch");
+}
+
+/* gagg_batch_release: a slot's buffer back to the pool (or freed when it is full) */
+static void
+gagg_batch_release(GaggRun *g, uint8_t **p, size_t cap)
+{
+	int			i;
+
+	if (*p == NULL)
+		return;
+	pthread_mutex_lock(&gagg_pool.lock);
+	for (i = 0; i < GAGG_POOL && gagg_pool.buf[i].p != NULL; i++)
+		;
+	if (i < GAGG_POOL)
+	{
+		gagg_pool.buf[i].dev = g->dev;
+		gagg_pool.buf[i].p = *p;
+		gagg_pool.buf[i].cap = cap;
+		g->mem_held -= cap;
+		*p = NULL;
+	}
+	pthread_mutex_unlock(&gagg_pool.lock);
+	gagg_host_free(g, (void **) p, cap);
 }
 
 /* ---------------- the I/O threads ---------------- */
@@ -775,9 +843,9 @@ gagg_slot_reserve(GaggRun *g, GaggSlot *s, size_t len, int64_t nrows)
 	{
 		size_t		cap = align_up(len + len / 4, 1 << 20);
 
-		gagg_host_free(g, (void **) &s->host, s->host_cap);
+		gagg_batch_release(g, &s->host, s->host_cap);
 		s->host_cap = 0;
-		if (gagg_host_alloc(g, (void **) &s->host, cap, "a batch") != 0)
+		if (gagg_batch_buffer(g, &s->host, &cap) != 0)
 			return -1;
 		s->host_cap = cap;
 	}
@@ -1266,7 +1334,7 @@ gagg_teardown(GaggRun *g)
 			gpu_drv.cuEventDestroy(s->ev_start);
 		if (s->ev_end != NULL)
 			gpu_drv.cuEventDestroy(s->ev_end);
-		gagg_host_free(g, (void **) &s->host, s->host_cap);
+		gagg_batch_release(g, &s->host, s->host_cap);
 		gagg_host_free(g, (void **) &s->status, sizeof(XpuGaggLaunch));
 		gagg_dev_free(g, &s->dev, s->dev_cap);
 		gagg_dev_free(g, &s->ovf, 2 * s->ovf_cap * sizeof(uint32_t));
@@ -1312,6 +1380,7 @@ gpu_agg_execute(const ServiceGpu *gpu, AggRun *run, const GpuAggOptions *opts,
 	if (gpu->n_devices == 0)
 		return gagg_fail(&g, WARP_ERR_UNSUPPORTED, "no GPU");
 	dev = opts->device % gpu->n_devices;
+	g.dev = dev;
 	if (gagg_cuda(&g, gpu_drv.cuCtxPushCurrent(gpu_device_context(dev)), "cuCtxPushCurrent") != 0)
 		return -1;
 	rc = gagg_setup(&g, gpu, dev, opts);
