@@ -881,13 +881,51 @@ query_init(TQuery *q)
 }
 
 /*
+ * check_compressed: the same run over a zstd-compressed copy of the file
+ * (pyarrow writes it), which the service loads with arrow_batch_load
+ */
+static void
+check_compressed(const ServiceGpu *gpu, const char *path, const char *name,
+				 const XpuProgram *prog, const int32_t *fields, const TQuery *q,
+				 TMap *ref, const uint8_t *types)
+{
+	char		zpath[1100],
+				cmd[3000];
+	TMap		got;
+	TRunResult	res;
+
+	snprintf(zpath, sizeof(zpath), "%s.zstd", path);
+	snprintf(cmd, sizeof(cmd),
+			 "python3 -c 'import sys, pyarrow.ipc as ipc; t = ipc.open_file(sys.argv[1]).read_all(); "
+			 "w = ipc.new_file(sys.argv[2], t.schema, options=ipc.IpcWriteOptions(compression=\"zstd\")); "
+			 "[w.write_batch(b) for b in t.to_batches(max_chunksize=300000)]; w.close()' %s %s",
+			 path, zpath);
+	if (system(cmd) != 0)
+	{
+		tap_ok(1, "%s, zstd-compressed # SKIP pyarrow could not write it", name);
+		return;
+	}
+	tmap_init(&got, q->n_aggs, q->aggs, types, ref->cap / 2);
+	gpu_run(gpu, zpath, prog, fields, q, 0, &got, &res);
+	if (res.rc != 0)
+		tap_ok(0, "%s, zstd-compressed: run failed: rc %d, %s%s", name, res.rc,
+			   res.err.message, res.msg);
+	else
+		tap_ok(maps_same(&got, ref, name), "%s, zstd-compressed: %ld groups equal the reference",
+			   name, (long) ref->n);
+	tmap_free(&got);
+	unlink(zpath);
+}
+
+/*
  * check_case: q over d on the GPU (file written to dir) against the
  * reference; expect_err: the error code the run must end with (XPU_OK: it
  * must succeed and every group must match)
  */
 static void
 check_case(const ServiceGpu *gpu, const char *dir, const char *name, const TData *d,
-		   const TQuery *q, uint32_t initial_groups, int64_t batch_rows, int expect_err)
+		   const TQuery *q, uint32_t initial_groups, int64_t batch_rows, int expect_err,
+		   int recompress)
 {
 	char		path[1024];
 	uint8_t		types[16];
@@ -916,6 +954,8 @@ check_case(const ServiceGpu *gpu, const char *dir, const char *name, const TData
 			   "%s: %ld groups equal the reference (%ld rows, %ld passed, %.3f s)",
 			   name, (long) ref.n, (long) res.run.rows_in, (long) res.run.rows_passed,
 			   res.wall_s);
+	if (expect_err == XPU_OK && recompress)
+		check_compressed(gpu, path, name, prog, fields, q, &ref, types);
 	tmap_free(&ref);
 	tmap_free(&got);
 	free(prog);
@@ -950,15 +990,15 @@ run_checks(const ServiceGpu *gpu, const char *dir)
 	agg(&q, XPU_AGG_MIN, COL_N);
 	agg(&q, XPU_AGG_MAX, COL_N);
 	agg(&q, XPU_AGG_COUNT, COL_S);
-	check_case(gpu, dir, "nokey", &d, &q, 0, 500000, XPU_OK);
+	check_case(gpu, dir, "nokey", &d, &q, 0, 500000, XPU_OK, 1);
 	/* the same with more than the per-thread aggregates: the shared path */
 	agg(&q, XPU_AGG_MAX, COL_B);
 	agg(&q, XPU_AGG_MIN, COL_B);
 	agg(&q, XPU_AGG_COUNT, COL_G);
-	check_case(gpu, dir, "nokey_shared", &d, &q, 0, 500000, XPU_OK);
+	check_case(gpu, dir, "nokey_shared", &d, &q, 0, 500000, XPU_OK, 0);
 	/* no row passes: no group */
 	q.qual_lo = INT32_MAX;
-	check_case(gpu, dir, "nokey_empty", &d, &q, 0, 500000, XPU_OK);
+	check_case(gpu, dir, "nokey_empty", &d, &q, 0, 500000, XPU_OK, 0);
 
 	/* a text key and an int8 key (with NULLs): about a thousand groups */
 	query_init(&q);
@@ -974,16 +1014,16 @@ run_checks(const ServiceGpu *gpu, const char *dir)
 	agg(&q, XPU_AGG_SUM_NUMERIC, COL_N);
 	agg(&q, XPU_AGG_MAX, COL_N);
 	agg(&q, XPU_AGG_MIN, COL_B);
-	check_case(gpu, dir, "text_int_keys", &d, &q, 0, 500000, XPU_OK);
+	check_case(gpu, dir, "text_int_keys", &d, &q, 0, 500000, XPU_OK, 1);
 	/* float keys: NaN, -0 and +0 group as PostgreSQL does; numeric keys */
 	query_init(&q);
 	q.n_keys = 1;
 	q.keys[0] = COL_G;
 	agg(&q, XPU_AGG_COUNT_STAR, -1);
 	agg(&q, XPU_AGG_SUM_INT, COL_A);
-	check_case(gpu, dir, "float_key", &d, &q, 0, 500000, XPU_OK);
+	check_case(gpu, dir, "float_key", &d, &q, 0, 500000, XPU_OK, 0);
 	q.keys[0] = COL_N;
-	check_case(gpu, dir, "numeric_key_many", &d, &q, 0, 500000, XPU_OK);
+	check_case(gpu, dir, "numeric_key_many", &d, &q, 0, 500000, XPU_OK, 0);
 	/* a program error: a / z with a zero divisor */
 	tdata_free(&d);
 	gen_data(&d, 1000000, 50, 8, 1000);
@@ -993,7 +1033,7 @@ run_checks(const ServiceGpu *gpu, const char *dir)
 	q.n_keys = 1;
 	q.keys[0] = COL_K;
 	agg(&q, XPU_AGG_SUM_INT, 8);
-	check_case(gpu, dir, "division_by_zero", &d, &q, 0, 250000, XPU_ERR_DIVISION_BY_ZERO);
+	check_case(gpu, dir, "division_by_zero", &d, &q, 0, 250000, XPU_ERR_DIVISION_BY_ZERO, 0);
 	tdata_free(&d);
 
 	/* one group; then a million groups, with a table that must grow */
@@ -1004,11 +1044,11 @@ run_checks(const ServiceGpu *gpu, const char *dir)
 	agg(&q, XPU_AGG_COUNT_STAR, -1);
 	agg(&q, XPU_AGG_SUM_INT, COL_A);
 	agg(&q, XPU_AGG_MAX, COL_G);
-	check_case(gpu, dir, "one_group", &d, &q, 0, 1000000, XPU_OK);
+	check_case(gpu, dir, "one_group", &d, &q, 0, 1000000, XPU_OK, 0);
 	tdata_free(&d);
 	gen_data(&d, 4000000, 1000000, 8, 0);
-	check_case(gpu, dir, "million_groups", &d, &q, 0, 1000000, XPU_OK);
-	check_case(gpu, dir, "million_groups_table_full", &d, &q, 4096, 1000000, XPU_OK);
+	check_case(gpu, dir, "million_groups", &d, &q, 0, 1000000, XPU_OK, 0);
+	check_case(gpu, dir, "million_groups_table_full", &d, &q, 4096, 1000000, XPU_OK, 0);
 	tdata_free(&d);
 
 	/* numeric sums past int128 are flagged; sums whose parts pass it are not */
@@ -1025,7 +1065,7 @@ run_checks(const ServiceGpu *gpu, const char *dir)
 	q.keys[0] = COL_K;
 	agg(&q, XPU_AGG_COUNT_STAR, -1);
 	agg(&q, XPU_AGG_SUM_NUMERIC, COL_N);
-	check_case(gpu, dir, "numeric_overflow", &d, &q, 0, 100000, XPU_OK);
+	check_case(gpu, dir, "numeric_overflow", &d, &q, 0, 100000, XPU_OK, 0);
 	tdata_free(&d);
 }
 
