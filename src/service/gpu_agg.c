@@ -51,14 +51,18 @@
 #define GAGG_CACHE_MAX		256
 #define GAGG_DEFAULT_GROUPS	(1u << 20)
 
-/* one pread into pinned memory */
+/* one pread into pinned memory, or (off != NULL) a check of utf8 offsets */
 typedef struct GaggRead
 {
 	int			fd;
 	int64_t		offset;
 	size_t		len;
 	uint8_t    *dst;
+	const int32_t *off;			/* off[0 .. n_off] must not decrease */
+	int64_t		n_off;
 } GaggRead;
+
+#define GAGG_CHECK_SLICE	(1 << 20)	/* offsets per check job */
 
 /* the I/O threads of a run: each takes the next slice of the current list */
 typedef struct GaggIo
@@ -72,7 +76,8 @@ typedef struct GaggIo
 	int			n_reads;
 	int			next;
 	int			finished;
-	int			failed_errno;	/* first errno of a failed read; -1: file too short */
+	int			failed_errno;	/* first errno of a failed read; -1: file too
+								 * short; -2: offsets decrease */
 	int			stop;
 } GaggIo;
 
@@ -296,6 +301,17 @@ gagg_batch_release(GaggRun *g, uint8_t **p, size_t cap)
 
 /* ---------------- the I/O threads ---------------- */
 
+/* does off[0 .. n] never decrease (branch-free: the compiler vectorizes it) */
+static bool
+gagg_offsets_ok(const int32_t *off, int64_t n)
+{
+	int			bad = 0;
+
+	for (int64_t i = 0; i < n; i++)
+		bad |= off[i + 1] < off[i];
+	return !bad;
+}
+
 /* gagg_io_take: does reads of the current list until none is left */
 static void
 gagg_io_take(GaggIo *io)
@@ -314,10 +330,14 @@ gagg_io_take(GaggIo *io)
 		}
 		r = io->reads[io->next++];
 		pthread_mutex_unlock(&io->lock);
-		rc = arrow_pread_all(r.fd, r.dst, r.len, r.offset, NULL, &aerr);
+		if (r.off != NULL)
+			rc = gagg_offsets_ok(r.off, r.n_off) ? ARROW_OK : -2;
+		else
+			rc = arrow_pread_all(r.fd, r.dst, r.len, r.offset, NULL, &aerr);
 		pthread_mutex_lock(&io->lock);
 		if (rc != ARROW_OK && io->failed_errno == 0)
-			io->failed_errno = rc == ARROW_ERR_IO && aerr.sys_errno != 0 ? aerr.sys_errno : -1;
+			io->failed_errno = rc == -2 ? -2 :
+				rc == ARROW_ERR_IO && aerr.sys_errno != 0 ? aerr.sys_errno : -1;
 		if (++io->finished == io->n_reads)
 			pthread_cond_signal(&io->done);
 		pthread_mutex_unlock(&io->lock);
@@ -823,18 +843,6 @@ gagg_plan_loaded(GaggRun *g, AggRunFile *f, const ArrowBatch *ab, int k, int wid
 	return 0;
 }
 
-/* are the utf8 offsets (n rows) non-decreasing within [0, data_len] */
-static bool
-gagg_offsets_ok(const int32_t *off, int64_t n, size_t data_len)
-{
-	if (off[0] < 0)
-		return false;
-	for (int64_t i = 0; i < n; i++)
-		if (off[i + 1] < off[i])
-			return false;
-	return (size_t) off[n] <= data_len;
-}
-
 /* room for len bytes in the slot's pinned and device buffers (slot idle) */
 static int
 gagg_slot_reserve(GaggRun *g, GaggSlot *s, size_t len, int64_t nrows)
@@ -974,6 +982,7 @@ gagg_place_pieces(GaggRun *g, GaggSlot *s, AggRunFile *f, const GaggPiece *pc,
 					*reads = more;
 					cap *= 2;
 				}
+				memset(&(*reads)[n], 0, sizeof(GaggRead));
 				(*reads)[n].fd = f->fd;
 				(*reads)[n].offset = piece->file_off + (int64_t) done;
 				(*reads)[n].dst = s->host + pos + done;
@@ -990,25 +999,47 @@ gagg_place_pieces(GaggRun *g, GaggSlot *s, AggRunFile *f, const GaggPiece *pc,
 	return 0;
 }
 
-/* checks the utf8 offsets the pinned buffer holds (after the reads) */
+/*
+ * checks the utf8 offsets the pinned buffer holds (after the reads): within
+ * [0, data length] and never decreasing, in slices spread over the I/O threads
+ */
 static int
 gagg_check_offsets(GaggRun *g, GaggSlot *s, AggRunFile *f, int32_t batch,
 				   const GaggPiece *pc, size_t header)
 {
 	size_t		pos = header;
+	GaggRead	jobs[64];
+	int			n_jobs = 0,
+				bad = 0;
 
 	for (int k = 0; k < g->prog->n_cols; k++)
 	{
 		const GaggPiece *p = pc + 3 * k;
+		const int32_t *off;
 
 		pos += align_up(p[0].len, GAGG_ALIGN);
-		if (XPU_COLS(g->prog)[k].kind == XPU_COL_UTF8 &&
-			!gagg_offsets_ok((const int32_t *) (s->host + pos), s->nrows, p[2].len))
-			return gagg_fail(g, WARP_ERR_BAD_FILE,
-							 "%s: record batch %d: column %d has invalid utf8 offsets",
-							 f->path, batch, f->fields[k]);
+		off = (const int32_t *) (s->host + pos);
 		pos += align_up(p[1].len, GAGG_ALIGN) + align_up(p[2].len, GAGG_ALIGN);
+		if (XPU_COLS(g->prog)[k].kind != XPU_COL_UTF8)
+			continue;
+		bad |= off[0] < 0 || (size_t) off[s->nrows] > p[2].len;
+		for (int64_t i = 0; i < s->nrows && !bad; i += GAGG_CHECK_SLICE)
+		{
+			if (n_jobs == 64)
+			{
+				bad |= gagg_io_run(&g->io, jobs, n_jobs) != 0;
+				n_jobs = 0;
+			}
+			memset(&jobs[n_jobs], 0, sizeof(GaggRead));
+			jobs[n_jobs].off = off + i;
+			jobs[n_jobs++].n_off = s->nrows - i < GAGG_CHECK_SLICE ? s->nrows - i : GAGG_CHECK_SLICE;
+		}
 	}
+	if (!bad && n_jobs > 0)
+		bad |= gagg_io_run(&g->io, jobs, n_jobs) != 0;
+	if (bad)
+		return gagg_fail(g, WARP_ERR_BAD_FILE,
+						 "%s: record batch %d has invalid utf8 offsets", f->path, batch);
 	return 0;
 }
 

@@ -220,7 +220,7 @@ typedef struct TQuery
 	int			n_keys;
 	int			keys[4];		/* columns */
 	int			n_aggs;
-	XpuAggDesc	aggs[16];		/* .out: a column, or -2 for the DIV/MUL output */
+	XpuAggDesc	aggs[24];		/* .out: a column, or d->ncols: the DIV/MUL output */
 } TQuery;
 
 /* is column k read by q */
@@ -928,7 +928,7 @@ check_case(const ServiceGpu *gpu, const char *dir, const char *name, const TData
 		   int recompress)
 {
 	char		path[1024];
-	uint8_t		types[16];
+	uint8_t		types[24];
 	TMap		ref, got;
 	XpuError	ref_err;
 	TRunResult	res;
@@ -1142,7 +1142,7 @@ bench_query(const ServiceGpu *gpu, const char *path, const TData *d, const TQuer
 {
 	int32_t		fields[8];
 	XpuProgram *prog = build_program(d, q, fields);
-	uint8_t		types[16] = {0};
+	uint8_t		types[24] = {0};
 	TRunResult	res,
 				best;
 
