@@ -498,6 +498,21 @@ gagg_minmax_n(XpuAggState *st, __int128 x, int is_min)
 	}
 }
 
+/*
+ * Float sums whose overflow depends on the order of the additions: a finite
+ * argument beyond these limits flags XPU_AGGF_OVERFLOW, so that PostgreSQL
+ * decides (the CPU engine's rule, xpu_agg_ops.h's XPU_AGG_SUM_FLOAT_LIMIT and
+ * XPU_AGG_MOMENTS_LIMIT, which these equal)
+ */
+#define GAGG_SUM_FLOAT_LIMIT	1e289
+#define GAGG_MOMENTS_LIMIT		1e134
+
+XPU_DEVICE int
+gagg_float_risky(double x, double limit)
+{
+	return !isinf(x) && x == x && (x > limit || x < -limit);
+}
+
 /* folds one value of an aggregate's argument into st (count counted by the caller) */
 template <bool A> XPU_DEVICE void
 gagg_fold_value(XpuAggState *st, int kind, int type, const XpuValue *v)
@@ -515,10 +530,15 @@ gagg_fold_value(XpuAggState *st, int kind, int type, const XpuValue *v)
 							 v->n < 0 ? -1 : 0);
 			break;
 		case XPU_AGG_SUM_FLOAT:
-			gagg_add_f8<A>(st, &st->v.f8[0], gagg_arg_double(type, v));
+			x = gagg_arg_double(type, v);
+			if (gagg_float_risky(x, GAGG_SUM_FLOAT_LIMIT))
+				gagg_set_flags<A>(st, XPU_AGGF_OVERFLOW);
+			gagg_add_f8<A>(st, &st->v.f8[0], x);
 			break;
 		case XPU_AGG_MOMENTS:
 			x = gagg_arg_double(type, v);
+			if (gagg_float_risky(x, GAGG_MOMENTS_LIMIT))
+				gagg_set_flags<A>(st, XPU_AGGF_OVERFLOW);
 			gagg_add_f8<A>(st, &st->v.f8[0], x);
 			if (isinf(x * x) && !isinf(x))
 				gagg_set_flags<A>(st, XPU_AGGF_OVERFLOW);

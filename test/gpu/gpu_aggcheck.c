@@ -550,10 +550,14 @@ ref_fold(TMap *m, TGroup *g, int j, const TCol *c, int64_t r, const int64_t *ext
 			break;
 		case XPU_AGG_SUM_FLOAT:
 			one.v.f8[0] = x;
+			if (isfinite(x) && fabs(x) > 1e289)
+				one.flags |= XPU_AGGF_OVERFLOW;
 			break;
 		case XPU_AGG_MOMENTS:
 			one.v.f8[0] = x;
 			one.v.f8[1] = x * x;
+			if ((isfinite(x) && fabs(x) > 1e134) || (isinf(x * x) && !isinf(x)))
+				one.flags |= XPU_AGGF_OVERFLOW;
 			break;
 		case XPU_AGG_MIN:
 		case XPU_AGG_MAX:
