@@ -136,7 +136,8 @@ FATBIN       = src/xpu/pg_warp.fatbin
 XPU_SRCS     = \
 	src/xpu/kern_all.cu \
 	src/xpu/kern_selftest.cu \
-	src/xpu/kern_warp.cu
+	src/xpu/kern_warp.cu \
+	src/xpu/kern_agg.cu
 NVCC_FLAGS   = -std=c++17 -O3 --fatbin -I$(CURDIR)/src/xpu -MMD -MP \
                -gencode arch=compute_80,code=sm_80 \
                -gencode arch=compute_90,code=sm_90 \
@@ -175,6 +176,7 @@ SERVICE      = src/service/pg_warp_service
 SERVICE_SRCS = \
 	src/service/agg.c \
 	src/service/gpu.c \
+	src/service/gpu_agg.c \
 	src/service/main.c \
 	src/service/server.c
 # the xPU sources the service compiles in (the CPU engine and its table)
@@ -183,6 +185,7 @@ SERVICE_XPU_SRCS = \
 	src/xpu/xpu_build.c \
 	src/xpu/xpu_cpu.c
 SERVICE_HDRS = \
+	src/service/gpu_driver.h \
 	src/service/service.h \
 	src/arrow/arrow.h \
 	$(wildcard src/xpu/*.h)

@@ -94,7 +94,8 @@ handle_sigchld(SIGNAL_ARGS)
 
 /*
  * start_service
- *		Forks and execs the service with the data directory and our pid.
+ *		Forks and execs the service with the data directory, our pid and
+ *		the GPU code to load (pg_warp.fatbin_path).
  *		Between fork and exec the child runs nothing of PostgreSQL (no
  *		ereport, no exit handlers): it closes the descriptors it inherited
  *		except stdin/stdout/stderr (stderr is the server log) and execs.
@@ -104,17 +105,26 @@ start_service(ServiceProc *svc)
 {
 	char		path[MAXPGPATH];
 	char		ppid[16];
-	char	   *argv[6];
+	char		fatbin[MAXPGPATH];
+	char	   *argv[8];
 	pid_t		pid;
 
 	snprintf(path, sizeof(path), "%s/%s", pkglib_path, SERVICE_PROGRAM);
 	snprintf(ppid, sizeof(ppid), "%d", (int) MyProcPid);
+	/* pg_warp.fatbin_path, a leading "$libdir" expanded as device.c does */
+	if (strncmp(pg_warp_fatbin_path, "$libdir", 7) == 0 &&
+		(pg_warp_fatbin_path[7] == '/' || pg_warp_fatbin_path[7] == '\0'))
+		snprintf(fatbin, sizeof(fatbin), "%s%s", pkglib_path, pg_warp_fatbin_path + 7);
+	else
+		strlcpy(fatbin, pg_warp_fatbin_path, sizeof(fatbin));
 	argv[0] = path;
 	argv[1] = "-D";
 	argv[2] = DataDir;
 	argv[3] = "--parent-pid";
 	argv[4] = ppid;
-	argv[5] = NULL;
+	argv[5] = "--fatbin";
+	argv[6] = fatbin;
+	argv[7] = NULL;
 
 	svc->started = GetCurrentTimestamp();
 	pid = fork();

@@ -291,7 +291,9 @@ agg_choose_engine(const ServiceGpu *gpu, uint32_t requested, WarpEngine *engine,
 		*werr = WARP_ERR_UNSUPPORTED;
 		return snprintf(msg, msglen, "no GPU"), false;
 	}
-	*engine = WARP_ENGINE_CPU;
+	/* auto: the GPU when there is one */
+	*engine = requested == WARP_ENGINE_CPU || gpu->engine != WARP_ENGINE_GPU ?
+		WARP_ENGINE_CPU : WARP_ENGINE_GPU;
 	return true;
 }
 
@@ -632,6 +634,34 @@ run_workers(AggTask *t)
 	free(ws);
 }
 
+/* runs t on the GPUs (gpu_agg.c) into t->table */
+static void
+run_gpu(AggTask *t)
+{
+	XpuError	err = {0};
+	int			werr = 0;
+	char		msg[sizeof(t->msg)];
+
+	t->threads = 1;
+	if ((t->table = xpu_agg_table_create(t->run.prog, &t->run.spec, &err)) == NULL)
+		return task_fail(t, WARP_ERR_OUT_OF_MEMORY, "out of memory");
+	msg[0] = '\0';
+	switch (gpu_agg_run(t->gpu, &t->run, t->table, &err, &werr, msg, sizeof(msg)))
+	{
+		case XPU_OK:
+			break;
+		case -1:
+			task_fail(t, werr ? (WarpErrorCode) werr : WARP_ERR_IO, "%s", msg);
+			break;
+		default:
+			pthread_mutex_lock(&t->lock);
+			if (t->xerr.code == XPU_OK)
+				t->xerr = err;
+			pthread_mutex_unlock(&t->lock);
+			break;
+	}
+}
+
 /* group i's bytes in an AGG_RESULT message */
 static size_t
 group_size(const AggTask *t, uint32_t key_len)
@@ -680,7 +710,12 @@ task_main(void *arg)
 		for (uint32_t b = 0; b < t->run.files[i].n_batches; b++)
 			t->work[w++] = (AggWork) {i, t->run.files[i].batches[b]};
 	if (t->werr == 0 && !t->canceled)
-		run_workers(t);
+	{
+		if (t->engine == WARP_ENGINE_GPU)
+			run_gpu(t);
+		else
+			run_workers(t);
+	}
 	if (t->werr == 0 && !t->canceled && t->xerr.code == XPU_OK && t->table)
 		check_result(t);
 	__atomic_store_n(&t->done, 1, __ATOMIC_RELEASE);

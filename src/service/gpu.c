@@ -1,8 +1,9 @@
 /*-------------------------------------------------------------------------
  *
  * gpu.c
- *		The service's GPUs: loads the CUDA driver at run time, and creates
- *		each device's (primary) context once at start, kept until exit.
+ *		The service's GPUs: loads the CUDA driver at run time, creates each
+ *		device's (primary) context once at start, kept until exit, and loads
+ *		the kernels (the fatbin named by --fatbin) into it on first use.
  *
  * The service is never linked with libcuda: on a machine without the NVIDIA
  * driver dlopen("libcuda.so.1") fails, and that is the normal state "no GPU"
@@ -16,25 +17,17 @@
  *-------------------------------------------------------------------------
  */
 #include <dlfcn.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <string.h>
 
-#include "service.h"
-#include "xpu/cuda_driver.h"
+#include "gpu_driver.h"
 
-/* the driver entry points used; versioned names where the ABI has several */
-static struct
-{
-	CUresult	(*cuInit) (unsigned int flags);
-	CUresult	(*cuDeviceGetCount) (int *count);
-	CUresult	(*cuDeviceGet) (CUdevice *dev, int ordinal);
-	CUresult	(*cuDeviceGetName) (char *name, int len, CUdevice dev);
-	CUresult	(*cuDeviceTotalMem) (size_t *bytes, CUdevice dev);
-	CUresult	(*cuDeviceGetAttribute) (int *value, int attrib, CUdevice dev);
-	CUresult	(*cuDevicePrimaryCtxRetain) (CUcontext *ctx, CUdevice dev);
-	CUresult	(*cuDevicePrimaryCtxRelease) (CUdevice dev);
-	CUresult	(*cuGetErrorName) (CUresult err, const char **name);
-} drv;
+/* the driver's entry points (gpu_driver.h) */
+GpuDriver	gpu_drv;
+
+/* the fatbin that gpu_device_module loads (pg_warp_service --fatbin) */
+const char *gpu_fatbin_path = NULL;
 
 static const struct
 {
@@ -42,31 +35,50 @@ static const struct
 	void	  **slot;
 }			driver_symbols[] =
 {
-	{"cuInit", (void **) &drv.cuInit},
-	{"cuDeviceGetCount", (void **) &drv.cuDeviceGetCount},
-	{"cuDeviceGet", (void **) &drv.cuDeviceGet},
-	{"cuDeviceGetName", (void **) &drv.cuDeviceGetName},
-	{"cuDeviceTotalMem_v2", (void **) &drv.cuDeviceTotalMem},
-	{"cuDeviceGetAttribute", (void **) &drv.cuDeviceGetAttribute},
-	{"cuDevicePrimaryCtxRetain", (void **) &drv.cuDevicePrimaryCtxRetain},
-	{"cuDevicePrimaryCtxRelease_v2", (void **) &drv.cuDevicePrimaryCtxRelease},
-	{"cuGetErrorName", (void **) &drv.cuGetErrorName},
+	{"cuInit", (void **) &gpu_drv.cuInit},
+	{"cuDeviceGetCount", (void **) &gpu_drv.cuDeviceGetCount},
+	{"cuDeviceGet", (void **) &gpu_drv.cuDeviceGet},
+	{"cuDeviceGetName", (void **) &gpu_drv.cuDeviceGetName},
+	{"cuDeviceTotalMem_v2", (void **) &gpu_drv.cuDeviceTotalMem},
+	{"cuDeviceGetAttribute", (void **) &gpu_drv.cuDeviceGetAttribute},
+	{"cuDevicePrimaryCtxRetain", (void **) &gpu_drv.cuDevicePrimaryCtxRetain},
+	{"cuDevicePrimaryCtxRelease_v2", (void **) &gpu_drv.cuDevicePrimaryCtxRelease},
+	{"cuGetErrorName", (void **) &gpu_drv.cuGetErrorName},
+	{"cuCtxPushCurrent_v2", (void **) &gpu_drv.cuCtxPushCurrent},
+	{"cuCtxPopCurrent_v2", (void **) &gpu_drv.cuCtxPopCurrent},
+	{"cuModuleLoad", (void **) &gpu_drv.cuModuleLoad},
+	{"cuModuleGetFunction", (void **) &gpu_drv.cuModuleGetFunction},
+	{"cuMemAlloc_v2", (void **) &gpu_drv.cuMemAlloc},
+	{"cuMemFree_v2", (void **) &gpu_drv.cuMemFree},
+	{"cuMemAllocHost_v2", (void **) &gpu_drv.cuMemAllocHost},
+	{"cuMemFreeHost", (void **) &gpu_drv.cuMemFreeHost},
+	{"cuMemcpyHtoDAsync_v2", (void **) &gpu_drv.cuMemcpyHtoDAsync},
+	{"cuMemcpyDtoHAsync_v2", (void **) &gpu_drv.cuMemcpyDtoHAsync},
+	{"cuMemsetD8Async", (void **) &gpu_drv.cuMemsetD8Async},
+	{"cuStreamCreate", (void **) &gpu_drv.cuStreamCreate},
+	{"cuStreamDestroy_v2", (void **) &gpu_drv.cuStreamDestroy},
+	{"cuStreamSynchronize", (void **) &gpu_drv.cuStreamSynchronize},
+	{"cuEventCreate", (void **) &gpu_drv.cuEventCreate},
+	{"cuEventDestroy_v2", (void **) &gpu_drv.cuEventDestroy},
+	{"cuEventRecord", (void **) &gpu_drv.cuEventRecord},
+	{"cuEventElapsedTime", (void **) &gpu_drv.cuEventElapsedTime},
+	{"cuLaunchKernel", (void **) &gpu_drv.cuLaunchKernel},
 };
 
 /* the CUDA device of each entry of ServiceGpu.devices[], for release */
 static CUdevice held_devices[WARP_MAX_DEVICES];
+/* ... its primary context, and the fatbin's module once loaded */
+static CUcontext held_contexts[WARP_MAX_DEVICES];
+static CUmodule held_modules[WARP_MAX_DEVICES];
+static pthread_mutex_t module_lock = PTHREAD_MUTEX_INITIALIZER;
 
-/* cu_error: "CUDA_ERROR_X (n)" for a driver result */
+/* cu_error: gpu_error_text into a static buffer (gpu_open's thread only) */
 static const char *
 cu_error(CUresult rc)
 {
 	static char buf[96];
-	const char *name = NULL;
 
-	if (drv.cuGetErrorName == NULL || drv.cuGetErrorName(rc, &name) != CUDA_SUCCESS)
-		name = "unknown error";
-	snprintf(buf, sizeof(buf), "%s (%d)", name, rc);
-	return buf;
+	return gpu_error_text(rc, buf, sizeof(buf));
 }
 
 /*
@@ -120,17 +132,17 @@ open_device(ServiceGpu *gpu, int ordinal)
 	CUresult	rc;
 
 	memset(d, 0, sizeof(*d));
-	if ((rc = drv.cuDeviceGet(&dev, ordinal)) != CUDA_SUCCESS ||
-		(rc = drv.cuDeviceGetName(d->name, sizeof(d->name) - 1, dev)) != CUDA_SUCCESS ||
-		(rc = drv.cuDeviceTotalMem(&mem, dev)) != CUDA_SUCCESS ||
-		(rc = drv.cuDeviceGetAttribute(&sm, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, dev)) != CUDA_SUCCESS ||
-		(rc = drv.cuDeviceGetAttribute(&major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, dev)) != CUDA_SUCCESS ||
-		(rc = drv.cuDeviceGetAttribute(&minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, dev)) != CUDA_SUCCESS)
+	if ((rc = gpu_drv.cuDeviceGet(&dev, ordinal)) != CUDA_SUCCESS ||
+		(rc = gpu_drv.cuDeviceGetName(d->name, sizeof(d->name) - 1, dev)) != CUDA_SUCCESS ||
+		(rc = gpu_drv.cuDeviceTotalMem(&mem, dev)) != CUDA_SUCCESS ||
+		(rc = gpu_drv.cuDeviceGetAttribute(&sm, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, dev)) != CUDA_SUCCESS ||
+		(rc = gpu_drv.cuDeviceGetAttribute(&major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, dev)) != CUDA_SUCCESS ||
+		(rc = gpu_drv.cuDeviceGetAttribute(&minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, dev)) != CUDA_SUCCESS)
 	{
 		svc_log("WARNING", "GPU %d left out: could not query it: %s", ordinal, cu_error(rc));
 		return;
 	}
-	if ((rc = drv.cuDevicePrimaryCtxRetain(&ctx, dev)) != CUDA_SUCCESS)
+	if ((rc = gpu_drv.cuDevicePrimaryCtxRetain(&ctx, dev)) != CUDA_SUCCESS)
 	{
 		svc_log("WARNING", "GPU %d (%s) left out: could not create its context: %s",
 				ordinal, d->name, cu_error(rc));
@@ -141,6 +153,7 @@ open_device(ServiceGpu *gpu, int ordinal)
 	d->multiprocessors = sm;
 	d->cc_major = major;
 	d->cc_minor = minor;
+	held_contexts[gpu->n_devices] = ctx;
 	held_devices[gpu->n_devices++] = dev;
 	svc_log("LOG", "GPU %d: %s, %zu MiB, %d SMs, compute capability %d.%d",
 			ordinal, d->name, mem >> 20, sm, major, minor);
@@ -173,14 +186,14 @@ gpu_open(ServiceGpu *gpu, bool use_gpus)
 		svc_log(installed ? "WARNING" : "LOG", "%s; the CPU engine serves", gpu->detail);
 		return;
 	}
-	rc = drv.cuInit(0);
+	rc = gpu_drv.cuInit(0);
 	if (rc == CUDA_ERROR_NO_DEVICE || rc == CUDA_ERROR_STUB_LIBRARY)
 		snprintf(gpu->detail, sizeof(gpu->detail), "no GPU: the CUDA driver reports %s",
 				 rc == CUDA_ERROR_NO_DEVICE ? "no device" : "that it is a stub library");
 	else if (rc != CUDA_SUCCESS)
 		snprintf(gpu->detail, sizeof(gpu->detail), "GPU driver failed: cuInit: %s",
 				 cu_error(rc));
-	else if ((rc = drv.cuDeviceGetCount(&count)) != CUDA_SUCCESS)
+	else if ((rc = gpu_drv.cuDeviceGetCount(&count)) != CUDA_SUCCESS)
 		snprintf(gpu->detail, sizeof(gpu->detail), "GPU driver failed: cuDeviceGetCount: %s",
 				 cu_error(rc));
 	if (gpu->detail[0] != '\0')
@@ -203,11 +216,59 @@ gpu_open(ServiceGpu *gpu, bool use_gpus)
 	}
 }
 
+/* gpu_error_text: "CUDA_ERROR_X (n)" for a driver result, into buf */
+const char *
+gpu_error_text(CUresult rc, char *buf, size_t len)
+{
+	const char *name = NULL;
+
+	if (gpu_drv.cuGetErrorName == NULL || gpu_drv.cuGetErrorName(rc, &name) != CUDA_SUCCESS)
+		name = "unknown error";
+	snprintf(buf, len, "%s (%d)", name, rc);
+	return buf;
+}
+
+/* gpu_device_context: the primary context of gpu->devices[i] */
+CUcontext
+gpu_device_context(uint32_t i)
+{
+	return held_contexts[i];
+}
+
+/*
+ * gpu_device_module
+ *		The fatbin (gpu_fatbin_path) loaded into device i's context, once;
+ *		the caller has that context current.  False with msg set when the
+ *		service has no fatbin or the driver refuses it (then the next call
+ *		tries again).
+ */
+bool
+gpu_device_module(uint32_t i, CUmodule *mod, char *msg, size_t msglen)
+{
+	CUresult	rc = CUDA_SUCCESS;
+	char		buf[96];
+
+	pthread_mutex_lock(&module_lock);
+	if (held_modules[i] == NULL && gpu_fatbin_path != NULL)
+		rc = gpu_drv.cuModuleLoad(&held_modules[i], gpu_fatbin_path);
+	*mod = held_modules[i];
+	pthread_mutex_unlock(&module_lock);
+	if (gpu_fatbin_path == NULL)
+		snprintf(msg, msglen, "the service was started without --fatbin");
+	else if (rc != CUDA_SUCCESS)
+		snprintf(msg, msglen, "could not load GPU code \"%s\": %s", gpu_fatbin_path,
+				 gpu_error_text(rc, buf, sizeof(buf)));
+	return *mod != NULL;
+}
+
 /* gpu_close: releases the contexts that gpu_open created */
 void
 gpu_close(ServiceGpu *gpu)
 {
 	for (uint32_t i = 0; i < gpu->n_devices; i++)
-		drv.cuDevicePrimaryCtxRelease(held_devices[i]);
+	{
+		held_modules[i] = NULL;
+		gpu_drv.cuDevicePrimaryCtxRelease(held_devices[i]);
+	}
 	gpu->n_devices = 0;
 }

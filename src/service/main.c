@@ -5,6 +5,7 @@
  *		cluster and runs the engine's work for its backends (doc/service.md).
  *
  *		pg_warp_service -D DATADIR [--parent-pid PID] [--no-gpu] [--threads N]
+ *						[--fatbin PATH]
  *
  * The supervisor background worker (src/engine/service_supervisor.c) starts
  * it with the cluster's data directory and its own pid.  The service then
@@ -28,6 +29,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "gpu_driver.h"
 #include "service.h"
 
 /* --threads: the CPU engine's threads per AGG_RUN that names none */
@@ -77,11 +79,13 @@ static void
 usage(void)
 {
 	fprintf(stderr, "usage: pg_warp_service -D DATADIR [--parent-pid PID] [--no-gpu] [--threads N]\n"
+			"                       [--fatbin PATH]\n"
 			"Serves pg_warp's engine to the backends of the PostgreSQL cluster in\n"
 			"DATADIR through the socket DATADIR/%s.  Started by pg_warp's\n"
 			"supervisor background worker, not by hand.  --no-gpu serves with the\n"
 			"CPU engine without loading the GPU driver.  --threads N: the CPU\n"
-			"engine's threads per run (default: the online CPUs).\n", PGWARP_SOCKET_NAME);
+			"engine's threads per run (default: the online CPUs).  --fatbin names\n"
+			"the GPU code (pg_warp.fatbin) that the GPU engine runs.\n", PGWARP_SOCKET_NAME);
 	exit(2);
 }
 
@@ -153,6 +157,8 @@ main(int argc, char **argv)
 			if (svc_cpu_threads < 1 || svc_cpu_threads > 256)
 				usage();
 		}
+		else if (strcmp(argv[i], "--fatbin") == 0 && i + 1 < argc)
+			gpu_fatbin_path = argv[++i];
 		else
 			usage();
 	}

@@ -9,3 +9,4 @@
  */
 #include "kern_selftest.cu"
 #include "kern_warp.cu"
+#include "kern_agg.cu"

@@ -1,0 +1,1446 @@
+/*-------------------------------------------------------------------------
+ *
+ * gpu_agg.c
+ *		GpuPreAgg on the GPU: gpu_agg_run (service.h) aggregates the record
+ *		batches of an AGG_RUN's Arrow files with the kernels of kern_agg.cu
+ *		and folds the groups into the run's CPU table.
+ *
+ * One run on one GPU:
+ *
+ *	- the program, the resolved spec (XpuGaggSpec) and the hash table
+ *	  (xpu_agg_gpu.h) are put in GPU memory once;
+ *	- two slots, each a pinned host buffer, a device buffer and a stream,
+ *	  take the batches in turn: while the GPU copies and aggregates batch k
+ *	  in one slot, the I/O threads read batch k + 1 into the other.  A batch
+ *	  is laid out as its XpuChunk, the column descriptors (device addresses)
+ *	  and the referenced buffers, so one host-to-device copy moves it all;
+ *	- uncompressed files are read with pread straight into the pinned
+ *	  buffer, only the extents of the referenced columns (in slices of a few
+ *	  MiB spread over the I/O threads); compressed ones are loaded and
+ *	  decompressed by arrow_batch_load and copied;
+ *	- when a launch reports the table full, the table's groups go to the
+ *	  sink, the table is emptied (and grown) and the rows that did not fit
+ *	  run again (xpu_agg_table_gpu.h), so each row is folded once;
+ *	- at the end the groups are copied back and handed to the sink.
+ *
+ * Every buffer the kernel reads is checked against the batch's row count
+ * first (and utf8 offsets against their data), so a damaged file is an
+ * error, never a read out of bounds on the device.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "arrow/arrow.h"
+#include "arrow/arrow_io.h"
+#include "gpu_driver.h"
+#include "xpu/xpu_agg_gpu.h"
+
+#define GAGG_SLOTS			2
+#define GAGG_ALIGN			64
+#define GAGG_IO_THREADS		16
+#define GAGG_IO_SLICE		(4 << 20)	/* bytes per pread of the I/O threads */
+#define GAGG_BLOCKS_PER_SM	3
+#define GAGG_SMEM_BUDGET	(40 * 1024)
+#define GAGG_CACHE_MAX		256
+#define GAGG_DEFAULT_GROUPS	(1u << 20)
+
+/* one pread into pinned memory, or (off != NULL) a check of utf8 offsets */
+typedef struct GaggRead
+{
+	int			fd;
+	int64_t		offset;
+	size_t		len;
+	uint8_t    *dst;
+	const int32_t *off;			/* off[0 .. n_off] must not decrease */
+	int64_t		n_off;
+} GaggRead;
+
+#define GAGG_CHECK_SLICE	(1 << 20)	/* offsets per check job */
+
+/* the I/O threads of a run: each takes the next slice of the current list */
+typedef struct GaggIo
+{
+	pthread_t	threads[GAGG_IO_THREADS];
+	int			n_threads;
+	pthread_mutex_t lock;
+	pthread_cond_t work;
+	pthread_cond_t done;
+	GaggRead   *reads;
+	int			n_reads;
+	int			next;
+	int			finished;
+	int			failed_errno;	/* first errno of a failed read; -1: file too
+								 * short; -2: offsets decrease */
+	int			stop;
+} GaggIo;
+
+typedef struct GaggSlot
+{
+	CUstream	stream;
+	CUevent		ev_start;
+	CUevent		ev_end;
+	uint8_t    *host;			/* pinned: the batch as the device sees it */
+	size_t		host_cap;
+	CUdeviceptr dev;
+	size_t		dev_cap;
+	CUdeviceptr ovf;			/* two overflow lists of ovf_cap rows */
+	size_t		ovf_cap;
+	CUdeviceptr d_launch;
+	XpuGaggLaunch *status;		/* pinned copy of d_launch after the kernel */
+	int			busy;			/* a batch is in flight */
+	int64_t		nrows;
+} GaggSlot;
+
+/* one referenced buffer of a batch: read from the file or copied from memory */
+typedef struct GaggPiece
+{
+	int64_t		file_off;		/* >= 0: read len bytes there */
+	const void *src;			/* else copy from here (NULL and len 0: none) */
+	size_t		len;
+} GaggPiece;
+
+typedef struct GaggRun
+{
+	AggRun	   *run;
+	uint32_t	dev;			/* index into ServiceGpu.devices */
+	const XpuProgram *prog;
+	CUfunction	f_init;
+	CUfunction	f_exec;
+	int			n_sms;
+	XpuGaggSpec spec;
+	uint32_t	smem_prog;
+	uint32_t	entries;
+	int32_t		chunk_ncols;
+	CUdeviceptr d_prog;
+	CUdeviceptr d_spec;
+	CUdeviceptr d_table;
+	CUdeviceptr table_mem;
+	size_t		table_bytes;
+	XpuGaggTable table;			/* host copy of what d_table holds */
+	GaggSlot	slots[GAGG_SLOTS];
+	GaggIo		io;
+	uint64_t	mem_held;
+	GpuAggSink	sink;
+	void	   *sink_arg;
+	XpuError   *err;
+	int		   *werr;
+	char	   *msg;
+	size_t		msglen;
+} GaggRun;
+
+#define GAGG_ADD(field, v)	__atomic_fetch_add(&(field), (v), __ATOMIC_RELAXED)
+
+/*
+ * Pinned batch buffers kept between runs: pinning memory costs about as
+ * much as reading it, so the last few are kept for the next run on the same
+ * device (they stay counted in the memory the service holds).
+ */
+#define GAGG_POOL			4
+
+static struct
+{
+	pthread_mutex_t lock;
+	struct
+	{
+		uint32_t	dev;
+		void	   *p;
+		size_t		cap;
+	}			buf[GAGG_POOL];
+}			gagg_pool = {PTHREAD_MUTEX_INITIALIZER};
+
+static size_t
+align_up(size_t n, size_t a)
+{
+	return (n + a - 1) / a * a;
+}
+
+/* gagg_fail: sets the run's error (code and message) and returns -1 */
+static int
+gagg_fail(GaggRun *g, int code, const char *fmt,...)
+			__attribute__((format(printf, 3, 4)));
+static int
+gagg_fail(GaggRun *g, int code, const char *fmt,...)
+{
+	va_list		ap;
+
+	*g->werr = code;
+	va_start(ap, fmt);
+	vsnprintf(g->msg, g->msglen, fmt, ap);
+	va_end(ap);
+	return -1;
+}
+
+/* gagg_cuda: -1 with a message naming the call unless rc is success */
+static int
+gagg_cuda(GaggRun *g, CUresult rc, const char *what)
+{
+	char		buf[96];
+
+	if (rc == CUDA_SUCCESS)
+		return 0;
+	if (rc == CUDA_ERROR_OUT_OF_MEMORY)
+		return gagg_fail(g, WARP_ERR_OUT_OF_MEMORY, "out of GPU memory: %s failed", what);
+	return gagg_fail(g, WARP_ERR_IO, "GPU failure: %s: %s", what,
+					 gpu_error_text(rc, buf, sizeof(buf)));
+}
+
+/* memory the service holds (STATUS), and this run's share */
+static void
+gagg_account(GaggRun *g, int64_t delta)
+{
+	GAGG_ADD(svc_counters.memory_in_use, (uint64_t) delta);
+	g->mem_held += (uint64_t) delta;
+}
+
+static int
+gagg_dev_alloc(GaggRun *g, CUdeviceptr *p, size_t n, const char *what)
+{
+	CUresult	rc = gpu_drv.cuMemAlloc(p, n);
+
+	if (rc == CUDA_ERROR_OUT_OF_MEMORY)
+		return gagg_fail(g, WARP_ERR_OUT_OF_MEMORY,
+						 "out of GPU memory: could not allocate %zu bytes for %s", n, what);
+	if (gagg_cuda(g, rc, "cuMemAlloc") != 0)
+		return -1;
+	gagg_account(g, (int64_t) n);
+	return 0;
+}
+
+static void
+gagg_dev_free(GaggRun *g, CUdeviceptr *p, size_t n)
+{
+	if (*p != 0)
+	{
+		gpu_drv.cuMemFree(*p);
+		gagg_account(g, -(int64_t) n);
+	}
+	*p = 0;
+}
+
+static int
+gagg_host_alloc(GaggRun *g, void **p, size_t n, const char *what)
+{
+	CUresult	rc = gpu_drv.cuMemAllocHost(p, n);
+
+	if (rc == CUDA_ERROR_OUT_OF_MEMORY)
+		return gagg_fail(g, WARP_ERR_OUT_OF_MEMORY,
+						 "out of pinned host memory: could not allocate %zu bytes for %s",
+						 n, what);
+	if (gagg_cuda(g, rc, "cuMemAllocHost") != 0)
+		return -1;
+	gagg_account(g, (int64_t) n);
+	return 0;
+}
+
+static void
+gagg_host_free(GaggRun *g, void **p, size_t n)
+{
+	if (*p != NULL)
+	{
+		gpu_drv.cuMemFreeHost(*p);
+		gagg_account(g, -(int64_t) n);
+	}
+	*p = NULL;
+}
+
+/*
+ * gagg_batch_buffer: a pinned buffer of at least *cap bytes for a slot,
+ * from the pool when one there is big enough (*cap: its size)
+ */
+static int
+gagg_batch_buffer(GaggRun *g, uint8_t **p, size_t *cap)
+{
+	int			best = -1;
+
+	pthread_mutex_lock(&gagg_pool.lock);
+	for (int i = 0; i < GAGG_POOL; i++)
+		if (gagg_pool.buf[i].p != NULL && gagg_pool.buf[i].dev == g->dev &&
+			gagg_pool.buf[i].cap >= *cap &&
+			(best < 0 || gagg_pool.buf[i].cap < gagg_pool.buf[best].cap))
+			best = i;
+	if (best >= 0)
+	{
+		*p = gagg_pool.buf[best].p;
+		*cap = gagg_pool.buf[best].cap;
+		gagg_pool.buf[best].p = NULL;
+		g->mem_held += *cap;
+	}
+	pthread_mutex_unlock(&gagg_pool.lock);
+	return best >= 0 ? 0 : gagg_host_alloc(g, (void **) p, *cap, "a batch");
+}
+
+/* gagg_batch_release: a slot's buffer back to the pool (or freed when it is full) */
+static void
+gagg_batch_release(GaggRun *g, uint8_t **p, size_t cap)
+{
+	int			i;
+
+	if (*p == NULL)
+		return;
+	pthread_mutex_lock(&gagg_pool.lock);
+	for (i = 0; i < GAGG_POOL && gagg_pool.buf[i].p != NULL; i++)
+		;
+	if (i < GAGG_POOL)
+	{
+		gagg_pool.buf[i].dev = g->dev;
+		gagg_pool.buf[i].p = *p;
+		gagg_pool.buf[i].cap = cap;
+		g->mem_held -= cap;
+		*p = NULL;
+	}
+	pthread_mutex_unlock(&gagg_pool.lock);
+	gagg_host_free(g, (void **) p, cap);
+}
+
+/* ---------------- the I/O threads ---------------- */
+
+/* does off[0 .. n] never decrease (branch-free: the compiler vectorizes it) */
+static bool
+gagg_offsets_ok(const int32_t *off, int64_t n)
+{
+	int			bad = 0;
+
+	for (int64_t i = 0; i < n; i++)
+		bad |= off[i + 1] < off[i];
+	return !bad;
+}
+
+/* gagg_io_take: does reads of the current list until none is left */
+static void
+gagg_io_take(GaggIo *io)
+{
+	for (;;)
+	{
+		GaggRead	r;
+		ArrowError	aerr;
+		int			rc;
+
+		pthread_mutex_lock(&io->lock);
+		if (io->next >= io->n_reads)
+		{
+			pthread_mutex_unlock(&io->lock);
+			return;
+		}
+		r = io->reads[io->next++];
+		pthread_mutex_unlock(&io->lock);
+		if (r.off != NULL)
+			rc = gagg_offsets_ok(r.off, r.n_off) ? ARROW_OK : -2;
+		else
+			rc = arrow_pread_all(r.fd, r.dst, r.len, r.offset, NULL, &aerr);
+		pthread_mutex_lock(&io->lock);
+		if (rc != ARROW_OK && io->failed_errno == 0)
+			io->failed_errno = rc == -2 ? -2 :
+				rc == ARROW_ERR_IO && aerr.sys_errno != 0 ? aerr.sys_errno : -1;
+		if (++io->finished == io->n_reads)
+			pthread_cond_signal(&io->done);
+		pthread_mutex_unlock(&io->lock);
+	}
+}
+
+static void *
+gagg_io_main(void *arg)
+{
+	GaggIo	   *io = arg;
+
+	pthread_mutex_lock(&io->lock);
+	while (!io->stop)
+	{
+		if (io->next < io->n_reads)
+		{
+			pthread_mutex_unlock(&io->lock);
+			gagg_io_take(io);
+			pthread_mutex_lock(&io->lock);
+			continue;
+		}
+		pthread_cond_wait(&io->work, &io->lock);
+	}
+	pthread_mutex_unlock(&io->lock);
+	return NULL;
+}
+
+/* starts up to n threads (fewer when the system refuses more) */
+static void
+gagg_io_start(GaggIo *io, int n)
+{
+	memset(io, 0, sizeof(*io));
+	pthread_mutex_init(&io->lock, NULL);
+	pthread_cond_init(&io->work, NULL);
+	pthread_cond_init(&io->done, NULL);
+	for (int i = 0; i < n && i < GAGG_IO_THREADS; i++)
+	{
+		if (pthread_create(&io->threads[i], NULL, gagg_io_main, io) != 0)
+			break;
+		io->n_threads++;
+	}
+}
+
+static void
+gagg_io_stop(GaggIo *io)
+{
+	pthread_mutex_lock(&io->lock);
+	io->stop = 1;
+	pthread_cond_broadcast(&io->work);
+	pthread_mutex_unlock(&io->lock);
+	for (int i = 0; i < io->n_threads; i++)
+		pthread_join(io->threads[i], NULL);
+	pthread_mutex_destroy(&io->lock);
+	pthread_cond_destroy(&io->work);
+	pthread_cond_destroy(&io->done);
+}
+
+/*
+ * gagg_io_run: does the n reads (the calling thread helps) and returns 0,
+ * or the errno of the first failed read (-1: the file ended first)
+ */
+static int
+gagg_io_run(GaggIo *io, GaggRead *reads, int n)
+{
+	int			rc;
+
+	pthread_mutex_lock(&io->lock);
+	io->reads = reads;
+	io->n_reads = n;
+	io->next = 0;
+	io->finished = 0;
+	io->failed_errno = 0;
+	pthread_cond_broadcast(&io->work);
+	pthread_mutex_unlock(&io->lock);
+	gagg_io_take(io);
+	pthread_mutex_lock(&io->lock);
+	while (io->finished < io->n_reads)
+		pthread_cond_wait(&io->done, &io->lock);
+	rc = io->failed_errno;
+	io->n_reads = 0;
+	io->next = 0;
+	pthread_mutex_unlock(&io->lock);
+	return rc;
+}
+
+/* ---------------- the spec, the table ---------------- */
+
+/* is type a key type of xpu_agg.h */
+static bool
+gagg_key_type_ok(int type)
+{
+	return type > XPU_T_NONE && type < XPU_T_N_TYPES && type != XPU_T_INTERVAL;
+}
+
+/* may an aggregate of kind take an argument of type */
+static bool
+gagg_arg_type_ok(int kind, int type)
+{
+	bool		is_int = type == XPU_T_INT2 || type == XPU_T_INT4 || type == XPU_T_INT8;
+	bool		is_float = type == XPU_T_FLOAT4 || type == XPU_T_FLOAT8;
+
+	switch (kind)
+	{
+		case XPU_AGG_COUNT:
+			return type > XPU_T_NONE && type < XPU_T_N_TYPES;
+		case XPU_AGG_SUM_INT:
+			return is_int;
+		case XPU_AGG_SUM_NUMERIC:
+			return type == XPU_T_NUMERIC;
+		case XPU_AGG_SUM_FLOAT:
+		case XPU_AGG_MOMENTS:
+			return is_float || is_int;
+		case XPU_AGG_MIN:
+		case XPU_AGG_MAX:
+			return gagg_key_type_ok(type) && type != XPU_T_TEXT;
+		default:
+			return false;
+	}
+}
+
+/*
+ * gagg_spec_build: the run's XpuAggSpec resolved to registers and types
+ * (XpuGaggSpec); -1 for a spec the GPU kernels do not serve
+ */
+static int
+gagg_spec_build(GaggRun *g)
+{
+	const XpuAggSpec *spec = &g->run->spec;
+	const XpuProgram *prog = g->prog;
+	XpuGaggSpec *sp = &g->spec;
+
+	memset(sp, 0, sizeof(*sp));
+	if (spec->n_keys < 0 || spec->n_keys > XPU_AGG_MAX_KEYS ||
+		spec->n_aggs < 0 || spec->n_aggs > XPU_AGG_MAX_AGGS)
+		return gagg_fail(g, WARP_ERR_UNSUPPORTED, "too many group keys or aggregates for the GPU");
+	sp->n_keys = spec->n_keys;
+	sp->n_aggs = spec->n_aggs;
+	for (int k = 0; k < spec->n_keys; k++)
+	{
+		int			reg;
+
+		if (spec->key_outs[k] >= prog->n_outs)
+			return gagg_fail(g, WARP_ERR_PROTOCOL, "group key %d names no output of the program", k);
+		reg = XPU_OUTS(prog)[spec->key_outs[k]];
+		sp->key_reg[k] = (uint8_t) reg;
+		sp->key_type[k] = XPU_REGS(prog)[reg].type;
+		if (!gagg_key_type_ok(sp->key_type[k]))
+			return gagg_fail(g, WARP_ERR_UNSUPPORTED, "the GPU cannot group by a value of type %s",
+							 xpu_type_name(sp->key_type[k]));
+	}
+	for (int j = 0; j < spec->n_aggs; j++)
+	{
+		const XpuAggDesc *a = &spec->aggs[j];
+
+		sp->agg_kind[j] = a->kind;
+		if (a->kind == XPU_AGG_COUNT_STAR)
+			continue;
+		if (a->out >= prog->n_outs)
+			return gagg_fail(g, WARP_ERR_PROTOCOL, "aggregate %d names no output of the program", j);
+		sp->agg_reg[j] = XPU_OUTS(prog)[a->out];
+		sp->agg_type[j] = XPU_REGS(prog)[sp->agg_reg[j]].type;
+		if (!gagg_arg_type_ok(a->kind, sp->agg_type[j]))
+			return gagg_fail(g, WARP_ERR_UNSUPPORTED,
+							 "the GPU has no aggregate of kind %d over type %s",
+							 a->kind, xpu_type_name(sp->agg_type[j]));
+	}
+	return 0;
+}
+
+/* bytes of key per group to plan the arena for (text keys: a guess) */
+static uint64_t
+gagg_key_estimate(const XpuGaggSpec *sp)
+{
+	uint64_t	n = 0;
+
+	for (int k = 0; k < sp->n_keys; k++)
+		n += 1 + (sp->key_type[k] == XPU_T_TEXT ? 4 + 16 :
+				  sp->key_type[k] == XPU_T_NUMERIC ? 16 : 8);
+	return n;
+}
+
+/*
+ * gagg_table_alloc: a table of capacity groups and arena_cap key bytes in
+ * place of the current one, emptied (kern_agg_init); -1 with the error set
+ * (the old table is kept when the new one does not fit)
+ */
+static int
+gagg_table_alloc(GaggRun *g, uint32_t capacity, uint64_t arena_cap)
+{
+	XpuGaggTable *t = &g->table;
+	uint32_t	n_slots = 2;
+	size_t		off_key_off, off_key_len, off_arena, off_states, total;
+	CUdeviceptr mem;
+
+	while (n_slots < 2 * (uint64_t) capacity)
+		n_slots *= 2;
+	off_key_off = align_up((size_t) n_slots * 8, 256);
+	off_key_len = off_key_off + align_up((size_t) capacity * 8, 256);
+	off_arena = off_key_len + align_up((size_t) capacity * 4, 256);
+	off_states = off_arena + align_up(arena_cap, 256);
+	total = off_states + (size_t) capacity * g->spec.n_aggs * sizeof(XpuAggState) + 256;
+	if (gagg_dev_alloc(g, &mem, total, "the aggregation table") != 0)
+		return -1;
+	gagg_dev_free(g, &g->table_mem, g->table_bytes);
+	g->table_mem = mem;
+	g->table_bytes = total;
+	memset(t, 0, sizeof(*t));
+	t->slots = (uint64_t *) (uintptr_t) mem;
+	t->key_off = (uint64_t *) (uintptr_t) (mem + off_key_off);
+	t->key_len = (uint32_t *) (uintptr_t) (mem + off_key_len);
+	t->arena = (uint8_t *) (uintptr_t) (mem + off_arena);
+	t->states = (XpuAggState *) (uintptr_t) (mem + off_states);
+	t->n_slots = n_slots;
+	t->capacity = capacity;
+	t->arena_cap = arena_cap;
+	return 0;
+}
+
+/* gagg_table_reset: the table emptied on the GPU (stream of slot 0) */
+static int
+gagg_table_reset(GaggRun *g)
+{
+	CUstream	s = g->slots[0].stream;
+	uint64_t	n = g->table.n_slots;
+	uint64_t	n_states = (uint64_t) g->table.capacity * g->spec.n_aggs;
+	uint32_t	blocks;
+	void	   *params[] = {&g->d_table, &g->d_spec};
+
+	if (n_states > n)
+		n = n_states;
+	blocks = (uint32_t) ((n + XPU_GAGG_BLOCK - 1) / XPU_GAGG_BLOCK);
+	if (blocks > (uint32_t) g->n_sms * 16)
+		blocks = g->n_sms * 16;
+	if (gagg_cuda(g, gpu_drv.cuMemcpyHtoDAsync(g->d_table, &g->table, sizeof(g->table), s),
+				  "cuMemcpyHtoDAsync") != 0 ||
+		gagg_cuda(g, gpu_drv.cuLaunchKernel(g->f_init, blocks, 1, 1, XPU_GAGG_BLOCK, 1, 1,
+											0, s, params, NULL), "cuLaunchKernel") != 0)
+		return -1;
+	return gagg_cuda(g, gpu_drv.cuStreamSynchronize(s), "cuStreamSynchronize");
+}
+
+/* the GPU form of a state made into xpu_agg.h's (xpu_agg_gpu.h) */
+static void
+gagg_state_finish(XpuAggState *s, int kind)
+{
+	if (kind == XPU_AGG_SUM_INT || kind == XPU_AGG_SUM_NUMERIC)
+	{
+		int32_t		wraps = (int32_t) s->pad;
+		int			negative = (int) ((unsigned __int128) s->v.i128 >> 127);
+
+		if (!((wraps == 0 && !negative) || (wraps == -1 && negative)))
+			s->flags |= XPU_AGGF_OVERFLOW;
+	}
+	else if ((kind == XPU_AGG_MIN || kind == XPU_AGG_MAX) && s->count == 0)
+		s->v.i128 = 0;
+	s->pad = 0;
+}
+
+/* copies the first n groups of table th (key offsets, lengths, arena, states) to the host */
+static int
+gagg_table_copy_back(GaggRun *g, const XpuGaggTable *th, uint64_t n, uint64_t arena_len,
+					 uint64_t *key_off, uint32_t *key_len, uint8_t *arena,
+					 XpuAggState *states)
+{
+	CUstream	s = g->slots[0].stream;
+	size_t		n_states = n * g->spec.n_aggs;
+
+	if (gagg_cuda(g, gpu_drv.cuMemcpyDtoHAsync(key_off, (CUdeviceptr) (uintptr_t) th->key_off,
+											   n * sizeof(uint64_t), s), "cuMemcpyDtoHAsync") != 0 ||
+		gagg_cuda(g, gpu_drv.cuMemcpyDtoHAsync(key_len, (CUdeviceptr) (uintptr_t) th->key_len,
+											   n * sizeof(uint32_t), s), "cuMemcpyDtoHAsync") != 0 ||
+		(arena_len > 0 &&
+		 gagg_cuda(g, gpu_drv.cuMemcpyDtoHAsync(arena, (CUdeviceptr) (uintptr_t) th->arena,
+												arena_len, s), "cuMemcpyDtoHAsync") != 0) ||
+		(n_states > 0 &&
+		 gagg_cuda(g, gpu_drv.cuMemcpyDtoHAsync(states, (CUdeviceptr) (uintptr_t) th->states,
+												n_states * sizeof(XpuAggState), s),
+					"cuMemcpyDtoHAsync") != 0))
+		return -1;
+	return gagg_cuda(g, gpu_drv.cuStreamSynchronize(s), "cuStreamSynchronize");
+}
+
+/* hands the n groups read back to the sink (states made xpu_agg.h's) */
+static int
+gagg_sink_groups(GaggRun *g, uint64_t n, uint64_t arena_len, const uint64_t *key_off,
+				 const uint32_t *key_len, const uint8_t *arena, XpuAggState *states)
+{
+	int			n_aggs = g->spec.n_aggs;
+
+	for (uint64_t i = 0; i < n; i++)
+	{
+		XpuAggState *st = states + i * n_aggs;
+
+		if (key_len[i] == XPU_GAGG_NO_KEY)
+			continue;			/* no row reached it */
+		if (g->spec.n_keys > 0 &&
+			(key_off[i] > arena_len || key_len[i] > arena_len - key_off[i]))
+			return gagg_fail(g, WARP_ERR_IO, "GPU failure: group %lu has no valid key",
+							 (unsigned long) i);
+		for (int j = 0; j < n_aggs; j++)
+			gagg_state_finish(&st[j], g->spec.agg_kind[j]);
+		if (!g->sink(g->sink_arg, g->spec.n_keys > 0 ? arena + key_off[i] : arena,
+					 g->spec.n_keys > 0 ? key_len[i] : 0, st, g->err))
+			return gagg_fail(g, WARP_ERR_OUT_OF_MEMORY, "%s", g->err->message);
+	}
+	return 0;
+}
+
+/*
+ * gagg_table_drain: hands every group of the GPU table to the sink (all
+ * streams idle); *thp receives the table's header with its counters
+ */
+static int
+gagg_table_drain(GaggRun *g, XpuGaggTable *thp)
+{
+	XpuGaggTable th;
+	int			n_aggs = g->spec.n_aggs;
+	uint64_t	n, arena_len;
+	uint64_t   *key_off = NULL;
+	uint32_t   *key_len = NULL;
+	uint8_t    *arena = NULL;
+	XpuAggState *states = NULL;
+	int			rc = -1;
+
+	if (gagg_cuda(g, gpu_drv.cuMemcpyDtoHAsync(&th, g->d_table, sizeof(th), g->slots[0].stream),
+				  "cuMemcpyDtoHAsync") != 0 ||
+		gagg_cuda(g, gpu_drv.cuStreamSynchronize(g->slots[0].stream), "cuStreamSynchronize") != 0)
+		return -1;
+	*thp = th;
+	n = g->spec.n_keys == 0 ? 1 : (th.n_groups < th.capacity ? th.n_groups : th.capacity);
+	arena_len = th.arena_used < th.arena_cap ? th.arena_used : th.arena_cap;
+	if (n == 0)
+		return 0;
+	key_off = malloc(n * sizeof(uint64_t));
+	key_len = malloc(n * sizeof(uint32_t));
+	arena = malloc(arena_len + 1);
+	states = malloc(n * n_aggs * sizeof(XpuAggState) + 1);
+	if (key_off == NULL || key_len == NULL || arena == NULL || states == NULL)
+	{
+		gagg_fail(g, WARP_ERR_OUT_OF_MEMORY, "out of memory reading back %lu groups",
+				  (unsigned long) n);
+		goto done;
+	}
+	if (gagg_table_copy_back(g, &th, n, arena_len, key_off, key_len, arena, states) != 0)
+		goto done;
+	rc = gagg_sink_groups(g, n, arena_len, key_off, key_len, arena, states);
+done:
+	free(key_off);
+	free(key_len);
+	free(arena);
+	free(states);
+	return rc;
+}
+
+/*
+ * gagg_table_flush: after a launch found the table full: its groups go to
+ * the sink, and it is emptied, grown first where it lacked group ids or
+ * key space (kept as it is when a bigger one does not fit but a key does)
+ */
+static int
+gagg_table_flush(GaggRun *g)
+{
+	XpuGaggTable th;
+	uint32_t	capacity = g->table.capacity;
+	uint64_t	arena_cap = g->table.arena_cap;
+
+	if (gagg_table_drain(g, &th) != 0)
+		return -1;
+	if (th.n_groups > capacity && capacity < XPU_GAGG_MAX_CAPACITY)
+		capacity *= 2;
+	if (th.arena_used > arena_cap || th.max_key_len > arena_cap)
+		arena_cap = 2 * (arena_cap > th.max_key_len ? arena_cap : th.max_key_len);
+	if ((capacity != g->table.capacity || arena_cap != g->table.arena_cap) &&
+		gagg_table_alloc(g, capacity, arena_cap) != 0)
+	{
+		if (*g->werr != WARP_ERR_OUT_OF_MEMORY || th.max_key_len > g->table.arena_cap)
+			return -1;
+		*g->werr = 0;			/* the old table serves, at more flushes */
+		g->msg[0] = '\0';
+	}
+	return gagg_table_reset(g);
+}
+
+/* ---------------- reading a batch ---------------- */
+
+/* the Arrow type and value width (0: bits; utf8: its offsets) a column kind reads */
+static bool
+gagg_kind_matches(const XpuColumn *col, const ArrowField *f, int *width)
+{
+	const ArrowType *t = &f->type;
+
+	if (f->has_dictionary)
+		return false;
+	switch (col->kind)
+	{
+		case XPU_COL_BOOL: *width = 0; return t->id == ARROW_TYPE_BOOL;
+		case XPU_COL_INT8: *width = 1; return t->id == ARROW_TYPE_INT8;
+		case XPU_COL_INT16: *width = 2; return t->id == ARROW_TYPE_INT16;
+		case XPU_COL_INT32: *width = 4; return t->id == ARROW_TYPE_INT32;
+		case XPU_COL_INT64: *width = 8; return t->id == ARROW_TYPE_INT64;
+		case XPU_COL_FLOAT32: *width = 4; return t->id == ARROW_TYPE_FLOAT32;
+		case XPU_COL_FLOAT64: *width = 8; return t->id == ARROW_TYPE_FLOAT64;
+		case XPU_COL_DATE32: *width = 4; return t->id == ARROW_TYPE_DATE32;
+		case XPU_COL_TIMESTAMP_S:
+		case XPU_COL_TIMESTAMP_MS:
+		case XPU_COL_TIMESTAMP_US:
+		case XPU_COL_TIMESTAMP_NS:
+			*width = 8;
+			return t->id == ARROW_TYPE_TIMESTAMP &&
+				(int) t->unit == col->kind - XPU_COL_TIMESTAMP_S;
+		case XPU_COL_DECIMAL128:
+			*width = 16;
+			return t->id == ARROW_TYPE_DECIMAL128 && t->scale == col->scale;
+		case XPU_COL_UTF8: *width = 4; return t->id == ARROW_TYPE_UTF8;
+		case XPU_COL_INTERVAL_MDN: *width = 16; return t->id == ARROW_TYPE_INTERVAL_MDN;
+		default: return false;
+	}
+}
+
+/* bytes of the values (or utf8 offsets) buffer of n rows */
+static size_t
+gagg_values_len(const XpuColumn *col, int width, int64_t n)
+{
+	if (col->kind == XPU_COL_BOOL)
+		return (size_t) (n + 7) / 8;
+	if (col->kind == XPU_COL_UTF8)
+		return (size_t) (n + 1) * 4;
+	return (size_t) n * width;
+}
+
+/*
+ * gagg_plan_stored: the pieces (validity, values, utf8 data) of program
+ * column k in an uncompressed batch, as file extents checked against the
+ * batch's rows
+ */
+static int
+gagg_plan_stored(GaggRun *g, AggRunFile *f, int32_t batch, int k, int width,
+				 GaggPiece *pc)
+{
+	const ArrowFile *file = f->file;
+	const ArrowBatchInfo *bi = &file->batches[batch];
+	const XpuColumn *col = XPU_COLS(g->prog) + k;
+	int32_t		field = f->fields[k];
+	int32_t		first_node = file->columns[field].first_node;
+	ArrowExtent ext[4];
+	ArrowError	aerr;
+	int			n_ext = arrow_column_extents(file, batch, field, ext, 4, &aerr);
+	int64_t		nrows = bi->n_rows;
+	size_t		need = gagg_values_len(col, width, nrows);
+
+	if (n_ext < 0)
+		return gagg_fail(g, WARP_ERR_BAD_FILE, "%s: %s", f->path, aerr.message);
+	if (n_ext != (col->kind == XPU_COL_UTF8 ? 3 : 2) || first_node >= bi->n_nodes ||
+		bi->nodes[first_node].length != nrows ||
+		(bi->nodes[first_node].null_count > 0 && ext[0].length < (nrows + 7) / 8) ||
+		ext[1].length < (int64_t) need)
+		return gagg_fail(g, WARP_ERR_BAD_FILE,
+						 "%s: record batch %d: the buffers of column %d do not match its rows",
+						 f->path, batch, field);
+	memset(pc, 0, 3 * sizeof(GaggPiece));
+	pc[0].file_off = -1;
+	pc[2].file_off = -1;
+	if (bi->nodes[first_node].null_count > 0)
+	{
+		pc[0].file_off = ext[0].offset;
+		pc[0].len = (size_t) (nrows + 7) / 8;
+	}
+	pc[1].file_off = ext[1].offset;
+	pc[1].len = need;
+	if (col->kind == XPU_COL_UTF8)
+	{
+		pc[2].file_off = ext[2].offset;
+		pc[2].len = (size_t) ext[2].length;
+	}
+	return 0;
+}
+
+/* the same from a loaded (decompressed, validated) batch */
+static int
+gagg_plan_loaded(GaggRun *g, AggRunFile *f, const ArrowBatch *ab, int k, int width,
+				 GaggPiece *pc)
+{
+	const XpuColumn *col = XPU_COLS(g->prog) + k;
+	const ArrowArray *a = &ab->columns[f->fields[k]];
+
+	if (a->length != ab->n_rows)
+		return gagg_fail(g, WARP_ERR_BAD_FILE, "%s: record batch %d: column %d has %ld rows",
+						 f->path, ab->index, f->fields[k], (long) a->length);
+	memset(pc, 0, 3 * sizeof(GaggPiece));
+	pc[0].file_off = pc[1].file_off = pc[2].file_off = -1;
+	if (a->null_count > 0 && a->validity != NULL)
+	{
+		pc[0].src = a->validity;
+		pc[0].len = (size_t) (ab->n_rows + 7) / 8;
+	}
+	pc[1].src = col->kind == XPU_COL_UTF8 ? a->offsets : (const void *) a->values;
+	pc[1].len = gagg_values_len(col, width, ab->n_rows);
+	if (col->kind == XPU_COL_UTF8)
+	{
+		pc[2].src = a->data;
+		pc[2].len = (size_t) a->data_length;
+	}
+	return 0;
+}
+
+/* room for len bytes in the slot's pinned and device buffers (slot idle) */
+static int
+gagg_slot_reserve(GaggRun *g, GaggSlot *s, size_t len, int64_t nrows)
+{
+	if (len > s->host_cap)
+	{
+		size_t		cap = align_up(len + len / 4, 1 << 20);
+
+		gagg_batch_release(g, &s->host, s->host_cap);
+		s->host_cap = 0;
+		if (gagg_batch_buffer(g, &s->host, &cap) != 0)
+			return -1;
+		s->host_cap = cap;
+	}
+	if (len > s->dev_cap)
+	{
+		size_t		cap = align_up(len + len / 4, 1 << 20);
+
+		gagg_dev_free(g, &s->dev, s->dev_cap);
+		s->dev_cap = 0;
+		if (gagg_dev_alloc(g, &s->dev, cap, "a batch") != 0)
+			return -1;
+		s->dev_cap = cap;
+	}
+	if ((size_t) nrows > s->ovf_cap)
+	{
+		size_t		cap = align_up((size_t) nrows + (size_t) nrows / 4, 1 << 16);
+
+		gagg_dev_free(g, &s->ovf, 2 * s->ovf_cap * sizeof(uint32_t));
+		s->ovf_cap = 0;
+		if (gagg_dev_alloc(g, &s->ovf, 2 * cap * sizeof(uint32_t), "overflow rows") != 0)
+			return -1;
+		s->ovf_cap = cap;
+	}
+	return 0;
+}
+
+/*
+ * gagg_plan_batch: the pieces of every program column of a batch into pc
+ * (3 per column), loading the batch first when it is compressed (*ab);
+ * *file_bytes: the bytes the referenced buffers take in the file
+ */
+static int
+gagg_plan_batch(GaggRun *g, AggRunFile *f, int32_t batch, GaggPiece *pc,
+				ArrowBatch **ab, uint64_t *file_bytes)
+{
+	ArrowFile  *file = f->file;
+	int			n_cols = g->prog->n_cols;
+	ArrowError	aerr;
+
+	*file_bytes = 0;
+	for (int k = 0; k < n_cols; k++)
+	{
+		int			width;
+		ArrowExtent ext[4];
+		int			n_ext;
+
+		if (f->fields[k] < 0 || f->fields[k] >= file->schema.n_fields ||
+			!gagg_kind_matches(XPU_COLS(g->prog) + k, &file->schema.fields[f->fields[k]], &width))
+			return gagg_fail(g, WARP_ERR_BAD_FILE,
+							 "%s: column %d is not of the type the plan reads", f->path,
+							 f->fields[k]);
+		n_ext = arrow_column_extents(file, batch, f->fields[k], ext, 4, &aerr);
+		for (int e = 0; e < n_ext; e++)
+			*file_bytes += (uint64_t) ext[e].length;
+		if (file->batches[batch].codec != ARROW_CODEC_NONE)
+			continue;
+		if (gagg_plan_stored(g, f, batch, k, width, pc + 3 * k) != 0)
+			return -1;
+	}
+	if (file->batches[batch].codec == ARROW_CODEC_NONE)
+		return 0;
+	{
+		bool	   *want = calloc(file->schema.n_fields, sizeof(bool));
+		int			rc;
+
+		if (want == NULL)
+			return gagg_fail(g, WARP_ERR_OUT_OF_MEMORY, "out of memory");
+		for (int k = 0; k < n_cols; k++)
+			want[f->fields[k]] = true;
+		rc = arrow_batch_load(file, batch, want, ab, &aerr);
+		free(want);
+		if (rc != ARROW_OK)
+			return gagg_fail(g, rc == ARROW_ERR_IO ? WARP_ERR_IO :
+							 rc == ARROW_ERR_NOMEM ? WARP_ERR_OUT_OF_MEMORY : WARP_ERR_BAD_FILE,
+							 "%s: %s", f->path, aerr.message);
+	}
+	for (int k = 0; k < n_cols; k++)
+	{
+		int			width;
+
+		gagg_kind_matches(XPU_COLS(g->prog) + k, &file->schema.fields[f->fields[k]], &width);
+		if (gagg_plan_loaded(g, f, *ab, k, width, pc + 3 * k) != 0)
+			return -1;
+	}
+	return 0;
+}
+
+/*
+ * gagg_place_pieces: lays the pieces out after the chunk header of the
+ * slot's pinned buffer, copies the loaded ones, lists the reads of the
+ * stored ones (in slices) in *reads, and points the column descriptors at
+ * their device addresses
+ */
+static int
+gagg_place_pieces(GaggRun *g, GaggSlot *s, AggRunFile *f, const GaggPiece *pc,
+				  size_t header, GaggRead **reads, int *n_reads)
+{
+	XpuColumnData *cols = (XpuColumnData *) (s->host + sizeof(XpuChunk));
+	size_t		pos = header;
+	int			n = 0,
+				cap = 16;
+
+	*reads = malloc(cap * sizeof(GaggRead));
+	if (*reads == NULL)
+		return gagg_fail(g, WARP_ERR_OUT_OF_MEMORY, "out of memory");
+	for (int k = 0; k < g->prog->n_cols; k++)
+	{
+		XpuColumnData *cd = cols + XPU_COLS(g->prog)[k].col_index;
+		const void *addr[3];
+
+		for (int p = 0; p < 3; p++)
+		{
+			const GaggPiece *piece = pc + 3 * k + p;
+
+			addr[p] = piece->len > 0 || p == 2 ? (const void *) (uintptr_t) (s->dev + pos) : NULL;
+			if (piece->file_off < 0 && piece->len > 0)
+				memcpy(s->host + pos, piece->src, piece->len);
+			for (size_t done = 0; piece->file_off >= 0 && done < piece->len; done += GAGG_IO_SLICE)
+			{
+				if (n == cap)
+				{
+					GaggRead   *more = realloc(*reads, 2 * cap * sizeof(GaggRead));
+
+					if (more == NULL)
+						return gagg_fail(g, WARP_ERR_OUT_OF_MEMORY, "out of memory");
+					*reads = more;
+					cap *= 2;
+				}
+				memset(&(*reads)[n], 0, sizeof(GaggRead));
+				(*reads)[n].fd = f->fd;
+				(*reads)[n].offset = piece->file_off + (int64_t) done;
+				(*reads)[n].dst = s->host + pos + done;
+				(*reads)[n++].len = piece->len - done < GAGG_IO_SLICE ? piece->len - done : GAGG_IO_SLICE;
+			}
+			pos += align_up(piece->len, GAGG_ALIGN);
+		}
+		cd->validity = addr[0];
+		cd->values = addr[1];
+		cd->data = addr[2];
+		cd->offset = 0;
+	}
+	*n_reads = n;
+	return 0;
+}
+
+/*
+ * checks the utf8 offsets the pinned buffer holds (after the reads): within
+ * [0, data length] and never decreasing, in slices spread over the I/O threads
+ */
+static int
+gagg_check_offsets(GaggRun *g, GaggSlot *s, AggRunFile *f, int32_t batch,
+				   const GaggPiece *pc, size_t header)
+{
+	size_t		pos = header;
+	GaggRead	jobs[64];
+	int			n_jobs = 0,
+				bad = 0;
+
+	for (int k = 0; k < g->prog->n_cols; k++)
+	{
+		const GaggPiece *p = pc + 3 * k;
+		const int32_t *off;
+
+		pos += align_up(p[0].len, GAGG_ALIGN);
+		off = (const int32_t *) (s->host + pos);
+		pos += align_up(p[1].len, GAGG_ALIGN) + align_up(p[2].len, GAGG_ALIGN);
+		if (XPU_COLS(g->prog)[k].kind != XPU_COL_UTF8)
+			continue;
+		bad |= off[0] < 0 || (size_t) off[s->nrows] > p[2].len;
+		for (int64_t i = 0; i < s->nrows && !bad; i += GAGG_CHECK_SLICE)
+		{
+			if (n_jobs == 64)
+			{
+				bad |= gagg_io_run(&g->io, jobs, n_jobs) != 0;
+				n_jobs = 0;
+			}
+			memset(&jobs[n_jobs], 0, sizeof(GaggRead));
+			jobs[n_jobs].off = off + i;
+			jobs[n_jobs++].n_off = s->nrows - i < GAGG_CHECK_SLICE ? s->nrows - i : GAGG_CHECK_SLICE;
+		}
+	}
+	if (!bad && n_jobs > 0)
+		bad |= gagg_io_run(&g->io, jobs, n_jobs) != 0;
+	if (bad)
+		return gagg_fail(g, WARP_ERR_BAD_FILE,
+						 "%s: record batch %d has invalid utf8 offsets", f->path, batch);
+	return 0;
+}
+
+/*
+ * gagg_fill_slot: reads record batch `batch` of f into the (idle) slot's
+ * pinned buffer as the chunk the kernel reads; *total: the bytes to copy
+ */
+static int
+gagg_fill_slot(GaggRun *g, GaggSlot *s, AggRunFile *f, int32_t batch, size_t *total)
+{
+	size_t		header = align_up(sizeof(XpuChunk) + g->chunk_ncols * sizeof(XpuColumnData),
+								  GAGG_ALIGN);
+	int64_t		t0 = svc_now_us(CLOCK_MONOTONIC);
+	GaggPiece  *pc = calloc((size_t) g->prog->n_cols * 3 + 1, sizeof(GaggPiece));
+	GaggRead   *reads = NULL;
+	ArrowBatch *ab = NULL;
+	uint64_t	file_bytes = 0;
+	XpuChunk   *chunk;
+	int			n_reads = 0,
+				rc = -1,
+				io_rc;
+
+	if (pc == NULL)
+		return gagg_fail(g, WARP_ERR_OUT_OF_MEMORY, "out of memory");
+	s->nrows = f->file->batches[batch].n_rows;
+	if (gagg_plan_batch(g, f, batch, pc, &ab, &file_bytes) != 0)
+		goto done;
+	*total = header;
+	for (int i = 0; i < 3 * g->prog->n_cols; i++)
+		*total += align_up(pc[i].len, GAGG_ALIGN);
+	if (gagg_slot_reserve(g, s, *total, s->nrows) != 0)
+		goto done;
+	memset(s->host, 0, header);
+	chunk = (XpuChunk *) s->host;
+	chunk->nrows = s->nrows;
+	chunk->ncols = g->chunk_ncols;
+	chunk->cols = (const XpuColumnData *) (uintptr_t) (s->dev + sizeof(XpuChunk));
+	if (gagg_place_pieces(g, s, f, pc, header, &reads, &n_reads) != 0)
+		goto done;
+	io_rc = gagg_io_run(&g->io, reads, n_reads);
+	if (io_rc != 0)
+	{
+		gagg_fail(g, io_rc > 0 ? WARP_ERR_IO : WARP_ERR_BAD_FILE,
+				  io_rc > 0 ? "could not read file \"%s\": %s" : "file \"%s\" is truncated%s",
+				  f->path, io_rc > 0 ? strerror(io_rc) : "");
+		goto done;
+	}
+	if (gagg_check_offsets(g, s, f, batch, pc, header) != 0)
+		goto done;
+	GAGG_ADD(g->run->bytes_read, file_bytes);
+	rc = 0;
+done:
+	GAGG_ADD(g->run->io_us, (uint64_t) (svc_now_us(CLOCK_MONOTONIC) - t0));
+	if (ab != NULL)
+		arrow_batch_free(ab);
+	free(reads);
+	free(pc);
+	return rc;
+}
+
+/* ---------------- launches ---------------- */
+
+/*
+ * gagg_launch: queues on the slot's stream the kernel over the slot's
+ * chunk (rows == 0) or over the n_rows rows listed at rows, overflow going
+ * to ovf, and the copy of its status back
+ */
+static int
+gagg_launch(GaggRun *g, GaggSlot *s, CUdeviceptr rows, uint32_t n_rows, CUdeviceptr ovf)
+{
+	int64_t		n = rows != 0 ? (int64_t) n_rows : s->nrows;
+	uint32_t	prog_len = g->prog->total_len;
+	uint32_t	blocks = (uint32_t) ((n + XPU_GAGG_BLOCK - 1) / XPU_GAGG_BLOCK);
+	uint32_t	smem = xpu_gagg_smem_size(g->smem_prog, g->entries, g->spec.n_aggs);
+	CUdeviceptr chunk = s->dev;
+	void	   *params[] = {&g->d_prog, &prog_len, &g->smem_prog, &chunk, &g->d_spec,
+		&g->d_table, &rows, &n_rows, &ovf, &s->d_launch, &g->entries};
+
+	if (blocks > (uint32_t) g->n_sms * GAGG_BLOCKS_PER_SM)
+		blocks = g->n_sms * GAGG_BLOCKS_PER_SM;
+	if (blocks == 0)
+		blocks = 1;
+	if (gagg_cuda(g, gpu_drv.cuMemsetD8Async(s->d_launch, 0, sizeof(XpuGaggLaunch), s->stream),
+				  "cuMemsetD8Async") != 0 ||
+		gagg_cuda(g, gpu_drv.cuEventRecord(s->ev_start, s->stream), "cuEventRecord") != 0 ||
+		gagg_cuda(g, gpu_drv.cuLaunchKernel(g->f_exec, blocks, 1, 1, XPU_GAGG_BLOCK, 1, 1,
+											smem, s->stream, params, NULL),
+				  "cuLaunchKernel") != 0 ||
+		gagg_cuda(g, gpu_drv.cuEventRecord(s->ev_end, s->stream), "cuEventRecord") != 0 ||
+		gagg_cuda(g, gpu_drv.cuMemcpyDtoHAsync(s->status, s->d_launch, sizeof(XpuGaggLaunch),
+											   s->stream), "cuMemcpyDtoHAsync") != 0)
+		return -1;
+	s->busy = 1;
+	return 0;
+}
+
+/*
+ * gagg_slot_finish: waits for the slot's batch; a full table is flushed
+ * and the rows that did not fit run again until none is left.  Returns 0,
+ * -1 (error set), or the program's XpuErrorCode (*g->err filled).
+ */
+static int
+gagg_slot_finish(GaggRun *g, GaggSlot *s)
+{
+	int			list = 0;
+
+	s->busy = 0;
+	for (;;)
+	{
+		XpuGaggLaunch st;
+		float		ms = 0;
+		size_t		list_bytes = s->ovf_cap * sizeof(uint32_t);
+
+		if (gagg_cuda(g, gpu_drv.cuStreamSynchronize(s->stream), "cuStreamSynchronize") != 0)
+			return -1;
+		if (gpu_drv.cuEventElapsedTime(&ms, s->ev_start, s->ev_end) == CUDA_SUCCESS)
+			GAGG_ADD(g->run->exec_us, (uint64_t) (ms * 1000.0f));
+		st = *s->status;
+		if (st.err.code != XPU_OK)
+		{
+			*g->err = st.err;
+			g->err->file[XPU_ERROR_FILE_LEN - 1] = '\0';
+			g->err->message[XPU_ERROR_MESSAGE_LEN - 1] = '\0';
+			return st.err.code;
+		}
+		GAGG_ADD(g->run->rows_passed, (uint64_t) st.rows_passed);
+		if (st.n_overflow == 0)
+			return 0;
+		for (int i = 0; i < GAGG_SLOTS; i++)
+			if (gagg_cuda(g, gpu_drv.cuStreamSynchronize(g->slots[i].stream),
+						  "cuStreamSynchronize") != 0)
+				return -1;
+		if (gagg_table_flush(g) != 0 ||
+			gagg_launch(g, s, s->ovf + list * list_bytes, st.n_overflow,
+						s->ovf + (1 - list) * list_bytes) != 0)
+			return -1;
+		s->busy = 0;
+		list = 1 - list;
+	}
+}
+
+/*
+ * gagg_run_batches: every batch of every file through the two slots: the
+ * batch after the one the GPU works on is read meanwhile
+ */
+static int
+gagg_run_batches(GaggRun *g)
+{
+	AggRun	   *run = g->run;
+	int			next = 0,
+				rc;
+
+	for (uint32_t fi = 0; fi < run->n_files; fi++)
+	{
+		AggRunFile *f = &run->files[fi];
+
+		for (uint32_t bi = 0; bi < f->n_batches; bi++)
+		{
+			GaggSlot   *s = &g->slots[next];
+			size_t		total = 0;
+
+			if (run->canceled != NULL && *run->canceled)
+				return gagg_fail(g, WARP_ERR_CANCELED, "canceled");
+			if (s->busy && (rc = gagg_slot_finish(g, s)) != 0)
+				return rc;
+			if (gagg_fill_slot(g, s, f, f->batches[bi], &total) != 0)
+				return -1;
+			GAGG_ADD(run->rows_in, (uint64_t) s->nrows);
+			GAGG_ADD(run->batches, 1);
+			if (s->nrows == 0)
+				continue;
+			if (gagg_cuda(g, gpu_drv.cuMemcpyHtoDAsync(s->dev, s->host, total, s->stream),
+						  "cuMemcpyHtoDAsync") != 0 ||
+				gagg_launch(g, s, 0, 0, s->ovf) != 0)
+				return -1;
+			next = (next + 1) % GAGG_SLOTS;
+		}
+	}
+	for (int i = 0; i < GAGG_SLOTS; i++)
+	{
+		GaggSlot   *s = &g->slots[(next + i) % GAGG_SLOTS];
+
+		if (s->busy && (rc = gagg_slot_finish(g, s)) != 0)
+			return rc;
+	}
+	return 0;
+}
+
+/* ---------------- a run ---------------- */
+
+/* rows of the run's batches; -1 when a batch number is out of range */
+static int64_t
+gagg_total_rows(GaggRun *g)
+{
+	int64_t		n = 0;
+
+	for (uint32_t fi = 0; fi < g->run->n_files; fi++)
+	{
+		AggRunFile *f = &g->run->files[fi];
+
+		for (uint32_t bi = 0; bi < f->n_batches; bi++)
+		{
+			if (f->batches[bi] < 0 || f->batches[bi] >= f->file->n_batches)
+				return gagg_fail(g, WARP_ERR_PROTOCOL, "%s has no record batch %d",
+								 f->path, f->batches[bi]);
+			if (f->file->batches[f->batches[bi]].n_rows > INT32_MAX)
+				return gagg_fail(g, WARP_ERR_UNSUPPORTED,
+								 "%s: record batch %d has too many rows for the GPU",
+								 f->path, f->batches[bi]);
+			n += f->file->batches[f->batches[bi]].n_rows;
+		}
+	}
+	return n;
+}
+
+/* the slots' streams, events and status buffers */
+static int
+gagg_slots_create(GaggRun *g)
+{
+	for (int i = 0; i < GAGG_SLOTS; i++)
+	{
+		GaggSlot   *s = &g->slots[i];
+
+		if (gagg_cuda(g, gpu_drv.cuStreamCreate(&s->stream, CU_STREAM_NON_BLOCKING),
+					  "cuStreamCreate") != 0 ||
+			gagg_cuda(g, gpu_drv.cuEventCreate(&s->ev_start, CU_EVENT_DEFAULT), "cuEventCreate") != 0 ||
+			gagg_cuda(g, gpu_drv.cuEventCreate(&s->ev_end, CU_EVENT_DEFAULT), "cuEventCreate") != 0 ||
+			gagg_host_alloc(g, (void **) &s->status, sizeof(XpuGaggLaunch), "a status") != 0 ||
+			gagg_dev_alloc(g, &s->d_launch, sizeof(XpuGaggLaunch), "a status") != 0)
+			return -1;
+	}
+	return 0;
+}
+
+/*
+ * gagg_first_table: the first table: one group without keys, else
+ * opts->initial_groups or as many groups as rows up to a million, halved
+ * while the GPU lacks the memory
+ */
+static int
+gagg_first_table(GaggRun *g, const GpuAggOptions *opts, int64_t total_rows)
+{
+	uint64_t	groups = opts->initial_groups;
+
+	if (g->spec.n_keys == 0)
+		groups = 1;
+	else if (groups == 0)
+		groups = total_rows < 1024 ? 1024 :
+			(total_rows > GAGG_DEFAULT_GROUPS ? GAGG_DEFAULT_GROUPS : (uint64_t) total_rows);
+	for (;;)
+	{
+		uint64_t	arena = groups * gagg_key_estimate(&g->spec);
+
+		if (gagg_table_alloc(g, (uint32_t) groups, arena < 4096 ? 4096 : arena) == 0)
+			return gagg_table_reset(g);
+		if (*g->werr != WARP_ERR_OUT_OF_MEMORY || groups <= 1024)
+			return -1;
+		groups /= 2;
+	}
+}
+
+/* everything a run needs before its first batch */
+static int
+gagg_setup(GaggRun *g, const ServiceGpu *gpu, uint32_t dev, const GpuAggOptions *opts)
+{
+	const XpuProgram *prog = g->prog;
+	CUmodule	mod;
+	uint32_t	per_entry;
+	int64_t		total_rows;
+	int			threads = g->run->n_threads > 0 ? (int) g->run->n_threads : 4;
+
+	if (!gpu_device_module(dev, &mod, g->msg, g->msglen))
+		return gagg_fail(g, WARP_ERR_UNSUPPORTED, "%s", g->msg);
+	if (gagg_cuda(g, gpu_drv.cuModuleGetFunction(&g->f_init, mod, "kern_agg_init"),
+				  "cuModuleGetFunction") != 0 ||
+		gagg_cuda(g, gpu_drv.cuModuleGetFunction(&g->f_exec, mod, "kern_agg_exec"),
+				  "cuModuleGetFunction") != 0 ||
+		gagg_spec_build(g) != 0 ||
+		(total_rows = gagg_total_rows(g)) < 0)
+		return -1;
+	g->n_sms = gpu->devices[dev].multiprocessors > 0 ? (int) gpu->devices[dev].multiprocessors : 1;
+	g->smem_prog = prog->total_len <= 16384 ? (uint32_t) align_up(prog->total_len, 16) : 0;
+	per_entry = sizeof(XpuGaggCacheEntry) + g->spec.n_aggs * sizeof(XpuAggState);
+	g->entries = (GAGG_SMEM_BUDGET - g->smem_prog) / per_entry;
+	if (g->entries > GAGG_CACHE_MAX)
+		g->entries = GAGG_CACHE_MAX;
+	if (g->spec.n_keys == 0 && g->entries > 1)
+		g->entries = 1;
+	while (g->entries & (g->entries - 1))
+		g->entries &= g->entries - 1;	/* a power of 2 */
+	g->chunk_ncols = 1;
+	for (int k = 0; k < prog->n_cols; k++)
+		if (XPU_COLS(prog)[k].col_index + 1 > g->chunk_ncols)
+			g->chunk_ncols = XPU_COLS(prog)[k].col_index + 1;
+	if (gagg_slots_create(g) != 0 ||
+		gagg_dev_alloc(g, &g->d_prog, prog->total_len, "the program") != 0 ||
+		gagg_dev_alloc(g, &g->d_spec, sizeof(XpuGaggSpec), "the aggregates") != 0 ||
+		gagg_dev_alloc(g, &g->d_table, sizeof(XpuGaggTable), "the table") != 0 ||
+		gagg_cuda(g, gpu_drv.cuMemcpyHtoDAsync(g->d_prog, prog, prog->total_len,
+											   g->slots[0].stream), "cuMemcpyHtoDAsync") != 0 ||
+		gagg_cuda(g, gpu_drv.cuMemcpyHtoDAsync(g->d_spec, &g->spec, sizeof(XpuGaggSpec),
+											   g->slots[0].stream), "cuMemcpyHtoDAsync") != 0 ||
+		gagg_first_table(g, opts, total_rows) != 0)
+		return -1;
+	gagg_io_start(&g->io, (threads < GAGG_IO_THREADS ? threads : GAGG_IO_THREADS) - 1);
+	return 0;
+}
+
+/* releases what gagg_setup and the batches took (after waiting for the GPU) */
+static void
+gagg_teardown(GaggRun *g)
+{
+	for (int i = 0; i < GAGG_SLOTS; i++)
+	{
+		GaggSlot   *s = &g->slots[i];
+
+		if (s->stream != NULL)
+		{
+			gpu_drv.cuStreamSynchronize(s->stream);
+			gpu_drv.cuStreamDestroy(s->stream);
+		}
+		if (s->ev_start != NULL)
+			gpu_drv.cuEventDestroy(s->ev_start);
+		if (s->ev_end != NULL)
+			gpu_drv.cuEventDestroy(s->ev_end);
+		gagg_batch_release(g, &s->host, s->host_cap);
+		gagg_host_free(g, (void **) &s->status, sizeof(XpuGaggLaunch));
+		gagg_dev_free(g, &s->dev, s->dev_cap);
+		gagg_dev_free(g, &s->ovf, 2 * s->ovf_cap * sizeof(uint32_t));
+		gagg_dev_free(g, &s->d_launch, sizeof(XpuGaggLaunch));
+	}
+	gagg_dev_free(g, &g->table_mem, g->table_bytes);
+	gagg_dev_free(g, &g->d_prog, g->prog->total_len);
+	gagg_dev_free(g, &g->d_spec, sizeof(XpuGaggSpec));
+	gagg_dev_free(g, &g->d_table, sizeof(XpuGaggTable));
+	if (g->io.n_threads > 0 || g->io.stop == 0)
+		gagg_io_stop(&g->io);
+}
+
+/*
+ * gpu_agg_execute
+ *		gpu_agg_run (service.h) on device opts->device, the groups going to
+ *		sink(sink_arg, ...).  Same results.
+ */
+int
+gpu_agg_execute(const ServiceGpu *gpu, AggRun *run, const GpuAggOptions *opts,
+				GpuAggSink sink, void *sink_arg, XpuError *err, int *werr,
+				char *msg, size_t msglen)
+{
+	GaggRun		g;
+	CUcontext	ctx;
+	XpuGaggTable th;
+	uint32_t	dev;
+	int			rc;
+
+	memset(&g, 0, sizeof(g));
+	memset(err, 0, sizeof(*err));
+	*werr = 0;
+	msg[0] = '\0';
+	g.run = run;
+	g.prog = run->prog;
+	g.sink = sink;
+	g.sink_arg = sink_arg;
+	g.err = err;
+	g.werr = werr;
+	g.msg = msg;
+	g.msglen = msglen;
+	g.io.stop = 1;				/* no threads yet */
+	if (gpu->n_devices == 0)
+		return gagg_fail(&g, WARP_ERR_UNSUPPORTED, "no GPU");
+	dev = opts->device % gpu->n_devices;
+	g.dev = dev;
+	if (gagg_cuda(&g, gpu_drv.cuCtxPushCurrent(gpu_device_context(dev)), "cuCtxPushCurrent") != 0)
+		return -1;
+	rc = gagg_setup(&g, gpu, dev, opts);
+	if (rc == 0)
+		rc = gagg_run_batches(&g);
+	if (rc == 0)
+		rc = gagg_table_drain(&g, &th);
+	gagg_teardown(&g);
+	gpu_drv.cuCtxPopCurrent(&ctx);
+	return rc;
+}
+
+/* the sink of gpu_agg_run: the run's CPU table */
+static int
+gagg_fold_into_table(void *arg, const uint8_t *key, uint32_t key_len,
+					 const XpuAggState *states, XpuError *err)
+{
+	return xpu_agg_table_fold_group((XpuAggTable *) arg, key, key_len, states, err);
+}
+
+/* see service.h; the runs take the GPUs in turn */
+int
+gpu_agg_run(const ServiceGpu *gpu, AggRun *run, struct XpuAggTable *out, XpuError *err,
+			int *werr, char *msg, size_t msglen)
+{
+	static uint32_t next_device;
+	GpuAggOptions opts;
+
+	opts.initial_groups = 0;
+	opts.device = __atomic_fetch_add(&next_device, 1, __ATOMIC_RELAXED);
+	return gpu_agg_execute(gpu, run, &opts, gagg_fold_into_table, out, err, werr, msg, msglen);
+}

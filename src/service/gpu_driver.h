@@ -1,0 +1,100 @@
+/*-------------------------------------------------------------------------
+ *
+ * gpu_driver.h
+ *		The CUDA driver as the service's GPU code sees it: the entry points
+ *		that gpu.c resolves with its one dlopen(), each device's context and
+ *		the fatbin module loaded into it, and the driver-level form of the
+ *		GPU aggregation run (gpu_agg.c) that tests drive directly.
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef PG_WARP_GPU_DRIVER_H
+#define PG_WARP_GPU_DRIVER_H
+
+#include <stddef.h>
+
+#include "service.h"
+#include "xpu/cuda_driver.h"
+
+typedef struct CUevent_st *CUevent;
+
+#define CUDA_ERROR_OUT_OF_MEMORY		2
+#define CU_STREAM_NON_BLOCKING			1
+#define CU_EVENT_DEFAULT				0
+
+/* the driver entry points (gpu.c); versioned names where the ABI has several */
+typedef struct GpuDriver
+{
+	CUresult	(*cuInit) (unsigned int flags);
+	CUresult	(*cuDeviceGetCount) (int *count);
+	CUresult	(*cuDeviceGet) (CUdevice *dev, int ordinal);
+	CUresult	(*cuDeviceGetName) (char *name, int len, CUdevice dev);
+	CUresult	(*cuDeviceTotalMem) (size_t *bytes, CUdevice dev);
+	CUresult	(*cuDeviceGetAttribute) (int *value, int attrib, CUdevice dev);
+	CUresult	(*cuDevicePrimaryCtxRetain) (CUcontext *ctx, CUdevice dev);
+	CUresult	(*cuDevicePrimaryCtxRelease) (CUdevice dev);
+	CUresult	(*cuGetErrorName) (CUresult err, const char **name);
+	CUresult	(*cuCtxPushCurrent) (CUcontext ctx);
+	CUresult	(*cuCtxPopCurrent) (CUcontext *ctx);
+	CUresult	(*cuModuleLoad) (CUmodule *mod, const char *path);
+	CUresult	(*cuModuleGetFunction) (CUfunction *f, CUmodule mod, const char *name);
+	CUresult	(*cuMemAlloc) (CUdeviceptr *p, size_t bytes);
+	CUresult	(*cuMemFree) (CUdeviceptr p);
+	CUresult	(*cuMemAllocHost) (void **p, size_t bytes);
+	CUresult	(*cuMemFreeHost) (void *p);
+	CUresult	(*cuMemcpyHtoDAsync) (CUdeviceptr dst, const void *src, size_t bytes,
+									  CUstream s);
+	CUresult	(*cuMemcpyDtoHAsync) (void *dst, CUdeviceptr src, size_t bytes,
+									  CUstream s);
+	CUresult	(*cuMemsetD8Async) (CUdeviceptr p, unsigned char v, size_t n, CUstream s);
+	CUresult	(*cuStreamCreate) (CUstream *s, unsigned int flags);
+	CUresult	(*cuStreamDestroy) (CUstream s);
+	CUresult	(*cuStreamSynchronize) (CUstream s);
+	CUresult	(*cuEventCreate) (CUevent *e, unsigned int flags);
+	CUresult	(*cuEventDestroy) (CUevent e);
+	CUresult	(*cuEventRecord) (CUevent e, CUstream s);
+	CUresult	(*cuEventElapsedTime) (float *ms, CUevent start, CUevent end);
+	CUresult	(*cuLaunchKernel) (CUfunction f, unsigned int gx, unsigned int gy,
+								   unsigned int gz, unsigned int bx, unsigned int by,
+								   unsigned int bz, unsigned int smem, CUstream s,
+								   void **params, void **extra);
+} GpuDriver;
+
+/* in gpu.c */
+extern GpuDriver gpu_drv;
+
+/* the fatbin the kernels come from (--fatbin); NULL: no GPU kernels */
+extern const char *gpu_fatbin_path;
+
+/* "CUDA_ERROR_X (n)" for a driver result, into buf */
+extern const char *gpu_error_text(CUresult rc, char *buf, size_t len);
+
+/* the context of gpu->devices[i] (retained by gpu_open) */
+extern CUcontext gpu_device_context(uint32_t i);
+
+/*
+ * the fatbin's module in device i's context, loaded on first use (any
+ * thread); false with msg set when there is no fatbin or it does not load
+ */
+extern bool gpu_device_module(uint32_t i, CUmodule *mod, char *msg, size_t msglen);
+
+/* in gpu_agg.c */
+
+/* receives each group of a GPU run (several times for one key at most
+ * when the GPU table filled up: the receiver combines them); 0 on failure
+ * with err set */
+typedef int (*GpuAggSink) (void *arg, const uint8_t *key, uint32_t key_len,
+						   const XpuAggState *states, XpuError *err);
+
+typedef struct GpuAggOptions
+{
+	uint32_t	initial_groups; /* the GPU table's first capacity (0: automatic) */
+	uint32_t	device;			/* index into gpu->devices */
+} GpuAggOptions;
+
+/* gpu_agg_run (service.h) with the groups going to sink */
+extern int	gpu_agg_execute(const ServiceGpu *gpu, AggRun *run,
+							const GpuAggOptions *opts, GpuAggSink sink, void *sink_arg,
+							XpuError *err, int *werr, char *msg, size_t msglen);
+
+#endif							/* PG_WARP_GPU_DRIVER_H */

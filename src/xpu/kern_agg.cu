@@ -1,0 +1,882 @@
+/*-------------------------------------------------------------------------
+ *
+ * kern_agg.cu
+ *		GROUP BY aggregation on the GPU (GpuPreAgg): runs an xPU program
+ *		(QUAL, then PROJ: xpu_interp.h's per-row form) over a chunk of Arrow
+ *		columns and folds every passing row into the hash table of
+ *		xpu_agg_gpu.h, whose contract (layout, table full, launch) this file
+ *		implements; xpu_agg.h defines the key bytes and the states.
+ *
+ * Per row: the group's key is hashed from the key registers; the thread
+ * finds the group in the global table (its key bytes compared with the
+ * registers) or adds it (a CAS locks the empty slot, an atomic counter
+ * gives the group id, the key is written to the arena, then the slot is
+ * published).  The aggregates update the group's states with atomics: in a
+ * block-local cache of states in shared memory when the group has (or
+ * gets) an entry there, else in the global table; the cache is merged into
+ * the global table once per block.  Without GROUP BY and with few
+ * aggregates each thread accumulates in registers, then once into the
+ * block's shared state, which goes to the table with one set of atomics
+ * per block.
+ *
+ * Device functions with "gagg_" names are the atomic and per-thread forms
+ * of the per-row key encoding and state updates of xpu_agg.h (the CPU
+ * engine's are in xpu_agg_ops.h); the template flag A selects atomics
+ * (shared or global memory) or plain updates (a thread's own states).
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "xpu_interp.h"
+#include "xpu_agg_gpu.h"
+
+/* aggregates a thread can accumulate in its own states (the no-key path) */
+#define GAGG_LOCAL_AGGS		16
+/* probes of the block-local cache before a group goes to the global table */
+#define GAGG_CACHE_PROBES	8
+
+/* ---------------- key bytes and hash ---------------- */
+
+/* the 8 key bytes of a value held in the int64 slot or a float register */
+XPU_DEVICE uint64_t
+gagg_key_word(int type, const XpuValue *v)
+{
+	double		d;
+
+	if (type == XPU_T_FLOAT4 || type == XPU_T_FLOAT8)
+	{
+		d = type == XPU_T_FLOAT4 ? (double) v->f4 : v->f8;
+		if (d != d)
+			return UINT64_C(0x7ff8000000000000);	/* the one NaN */
+		if (d == 0.0)
+			d = 0.0;			/* -0 is +0 */
+		return (uint64_t) __double_as_longlong(d);
+	}
+	return (uint64_t) v->i;
+}
+
+XPU_DEVICE uint64_t
+gagg_mix(uint64_t h, uint64_t v)
+{
+	h ^= v + UINT64_C(0x9e3779b97f4a7c15) + (h << 6) + (h >> 2);
+	return h * UINT64_C(0xff51afd7ed558ccd);
+}
+
+XPU_DEVICE uint64_t
+gagg_fmix(uint64_t h)
+{
+	h ^= h >> 33;
+	h *= UINT64_C(0xc4ceb9fe1a85ec53);
+	h ^= h >> 33;
+	return h;
+}
+
+/*
+ * gagg_key_hash: the key's length in bytes (xpu_agg.h's form) into *len and
+ * a 64-bit hash; equal keys have equal hashes
+ */
+XPU_DEVICE uint64_t
+gagg_key_hash(const XpuGaggSpec *sp, const XpuValue *regs, const uint8_t *nulls,
+			  uint32_t *len)
+{
+	uint64_t	h = 0;
+	uint32_t	n = 0;
+
+	for (int k = 0; k < sp->n_keys; k++)
+	{
+		const XpuValue *v = &regs[sp->key_reg[k]];
+		int			type = sp->key_type[k];
+
+		n += 1;
+		if (nulls[sp->key_reg[k]])
+		{
+			h = gagg_mix(h, 0x6e756c6cu);
+			continue;
+		}
+		if (type == XPU_T_TEXT)
+		{
+			uint64_t	w = 0;
+			int32_t		i;
+
+			for (i = 0; i < v->t.len; i++)
+			{
+				w = (w << 8) | (uint8_t) v->t.p[i];
+				if ((i & 7) == 7)
+				{
+					h = gagg_mix(h, w);
+					w = 0;
+				}
+			}
+			h = gagg_mix(h, w ^ ((uint64_t) v->t.len << 40));
+			n += 4 + (uint32_t) v->t.len;
+		}
+		else if (type == XPU_T_NUMERIC)
+		{
+			h = gagg_mix(h, (uint64_t) v->n);
+			h = gagg_mix(h, (uint64_t) (v->n >> 64));
+			n += 16;
+		}
+		else
+		{
+			h = gagg_mix(h, gagg_key_word(type, v));
+			n += 8;
+		}
+	}
+	*len = n;
+	return gagg_fmix(h);
+}
+
+/* writes the key's bytes (xpu_agg.h's form) at dst */
+XPU_DEVICE void
+gagg_key_write(const XpuGaggSpec *sp, const XpuValue *regs, const uint8_t *nulls,
+			   uint8_t *dst)
+{
+	for (int k = 0; k < sp->n_keys; k++)
+	{
+		const XpuValue *v = &regs[sp->key_reg[k]];
+		int			type = sp->key_type[k];
+		uint64_t	w;
+
+		if (nulls[sp->key_reg[k]])
+		{
+			*dst++ = 0;
+			continue;
+		}
+		*dst++ = 1;
+		if (type == XPU_T_TEXT)
+		{
+			uint32_t	len = (uint32_t) v->t.len;
+
+			for (int i = 0; i < 4; i++)
+				*dst++ = (uint8_t) (len >> (8 * i));
+			for (uint32_t i = 0; i < len; i++)
+				*dst++ = (uint8_t) v->t.p[i];
+			continue;
+		}
+		w = type == XPU_T_NUMERIC ? (uint64_t) v->n : gagg_key_word(type, v);
+		for (int i = 0; i < 8; i++)
+			*dst++ = (uint8_t) (w >> (8 * i));
+		if (type == XPU_T_NUMERIC)
+		{
+			w = (uint64_t) (v->n >> 64);
+			for (int i = 0; i < 8; i++)
+				*dst++ = (uint8_t) (w >> (8 * i));
+		}
+	}
+}
+
+/*
+ * Loads of stored key bytes.  L2: bytes of the global arena that another
+ * thread may have written during this kernel, read through L2 (ld.cg),
+ * never from a stale L1 line; else bytes of the block's shared cache,
+ * written by another thread of the block (volatile).
+ */
+template <bool L2> XPU_DEVICE uint8_t
+gagg_ld(const uint8_t *p)
+{
+	if (L2)
+		return __ldcg(p);
+	return *(const volatile uint8_t *) p;
+}
+
+template <bool L2> XPU_DEVICE uint64_t
+gagg_ld_le(const uint8_t *p, int n)
+{
+	uint64_t	w = 0;
+
+	for (int i = 0; i < n; i++)
+		w |= (uint64_t) gagg_ld<L2>(p + i) << (8 * i);
+	return w;
+}
+
+/* do the key registers equal the key bytes at p (of the same length) */
+template <bool L2> XPU_DEVICE int
+gagg_key_equal(const XpuGaggSpec *sp, const XpuValue *regs, const uint8_t *nulls,
+			   const uint8_t *p)
+{
+	for (int k = 0; k < sp->n_keys; k++)
+	{
+		const XpuValue *v = &regs[sp->key_reg[k]];
+		int			type = sp->key_type[k];
+		uint8_t		flag = gagg_ld<L2>(p++);
+
+		if (nulls[sp->key_reg[k]])
+		{
+			if (flag != 0)
+				return 0;
+			continue;
+		}
+		if (flag != 1)
+			return 0;
+		if (type == XPU_T_TEXT)
+		{
+			if ((int32_t) gagg_ld_le<L2>(p, 4) != v->t.len)
+				return 0;
+			p += 4;
+			for (int32_t i = 0; i < v->t.len; i++)
+				if (gagg_ld<L2>(p + i) != (uint8_t) v->t.p[i])
+					return 0;
+			p += v->t.len;
+		}
+		else if (type == XPU_T_NUMERIC)
+		{
+			if (gagg_ld_le<L2>(p, 8) != (uint64_t) v->n ||
+				gagg_ld_le<L2>(p + 8, 8) != (uint64_t) (v->n >> 64))
+				return 0;
+			p += 16;
+		}
+		else
+		{
+			if (gagg_ld_le<L2>(p, 8) != gagg_key_word(type, v))
+				return 0;
+			p += 8;
+		}
+	}
+	return 1;
+}
+
+/* ---------------- the global table ---------------- */
+
+XPU_DEVICE void
+gagg_set_full(XpuGaggTable *t)
+{
+	atomicOr(&t->flags, XPU_GAGG_FULL);
+}
+
+/*
+ * gagg_new_group: a group id and arena space for a key of len bytes, the
+ * key written; -1 (table full) when either is exhausted
+ */
+XPU_DEVICE int64_t
+gagg_new_group(XpuGaggTable *t, const XpuGaggSpec *sp, const XpuValue *regs,
+			   const uint8_t *nulls, uint32_t len)
+{
+	uint32_t	gid;
+	unsigned long long off;
+
+	if (*(volatile uint32_t *) &t->flags & XPU_GAGG_FULL)
+		return -1;
+	gid = atomicAdd(&t->n_groups, 1u);
+	if (gid >= t->capacity)
+	{
+		gagg_set_full(t);
+		return -1;
+	}
+	off = atomicAdd(&t->arena_used, (unsigned long long) len);
+	if (off + len > t->arena_cap)
+	{
+		t->key_len[gid] = XPU_GAGG_NO_KEY;
+		atomicMax(&t->max_key_len, (unsigned long long) len);
+		gagg_set_full(t);
+		return -1;
+	}
+	gagg_key_write(sp, regs, nulls, t->arena + off);
+	t->key_off[gid] = off;
+	t->key_len[gid] = len;
+	return gid;
+}
+
+/*
+ * gagg_find_group: the id in t of the row's group, whose key has hash h and
+ * len bytes, added if new; -1 when it is new and the table is full
+ */
+XPU_DEVICE int64_t
+gagg_find_group(XpuGaggTable *t, const XpuGaggSpec *sp, const XpuValue *regs,
+				const uint8_t *nulls, uint64_t h, uint32_t len)
+{
+	uint32_t	tag = (uint32_t) (h >> 32);
+	uint32_t	mask = t->n_slots - 1;
+	uint32_t	pos = (uint32_t) h & mask;
+
+	for (uint32_t probe = 0; probe < t->n_slots;)
+	{
+		unsigned long long *slot = (unsigned long long *) &t->slots[pos];
+		uint64_t	s = *(volatile unsigned long long *) slot;
+
+		while (s == XPU_GAGG_SLOT_LOCKED)
+			s = *(volatile unsigned long long *) slot;
+		if (s == 0)
+		{
+			s = atomicCAS(slot, 0ull, (unsigned long long) XPU_GAGG_SLOT_LOCKED);
+			if (s == 0)
+			{
+				int64_t		gid = gagg_new_group(t, sp, regs, nulls, len);
+
+				__threadfence();
+				atomicExch(slot, gid < 0 ? 0ull :
+						   ((unsigned long long) tag << 32) | (unsigned long long) (gid + 1));
+				return gid;
+			}
+			continue;			/* another thread took it: look again */
+		}
+		if ((uint32_t) (s >> 32) == tag)
+		{
+			uint32_t	gid = (uint32_t) s - 1;
+
+			uint64_t	off = __ldcg((const unsigned long long *) &t->key_off[gid]);
+
+			if (__ldcg(&t->key_len[gid]) == len &&
+				gagg_key_equal<true>(sp, regs, nulls, t->arena + off))
+				return gid;
+		}
+		pos = (pos + 1) & mask;
+		probe++;
+	}
+	gagg_set_full(t);
+	return -1;
+}
+
+/* ---------------- states: start values, updates, combining ---------------- */
+
+XPU_DEVICE int
+gagg_is_float(int type)
+{
+	return type == XPU_T_FLOAT4 || type == XPU_T_FLOAT8;
+}
+
+/* the start value of a state (xpu_agg_gpu.h: MIN/MAX hold a sentinel) */
+XPU_DEVICE void
+gagg_state_init(XpuAggState *st, int kind, int type)
+{
+	st->count = 0;
+	st->flags = 0;
+	st->pad = 0;
+	st->v.i128 = 0;
+	if (kind == XPU_AGG_MIN || kind == XPU_AGG_MAX)
+	{
+		int			is_min = kind == XPU_AGG_MIN;
+
+		if (gagg_is_float(type))
+			st->v.f8[0] = is_min ? __longlong_as_double(0x7ff8000000000000LL) : -HUGE_VAL;
+		else if (type == XPU_T_NUMERIC)
+		{
+			__int128	max = (__int128) (~(unsigned __int128) 0 >> 1);
+
+			st->v.i128 = is_min ? max : -max - 1;
+		}
+		else
+			st->v.i = is_min ? INT64_MAX : INT64_MIN;
+	}
+}
+
+/* an argument as a double (float registers; integers for MOMENTS) */
+XPU_DEVICE double
+gagg_arg_double(int type, const XpuValue *v)
+{
+	if (type == XPU_T_FLOAT4)
+		return (double) v->f4;
+	if (type == XPU_T_FLOAT8)
+		return v->f8;
+	return (double) v->i;
+}
+
+/* PostgreSQL's float order: NaN above every other value */
+XPU_DEVICE int
+gagg_f8_less(double a, double b)
+{
+	if (a != a)
+		return 0;
+	if (b != b)
+		return 1;
+	return a < b;
+}
+
+template <bool A> XPU_DEVICE unsigned long long
+gagg_add_u64(unsigned long long *p, unsigned long long v)
+{
+	unsigned long long old;
+
+	if (A)
+		return atomicAdd(p, v);
+	old = *p;
+	*p = old + v;
+	return old;
+}
+
+template <bool A> XPU_DEVICE void
+gagg_set_flags(XpuAggState *st, uint32_t flags)
+{
+	if (A)
+		atomicOr((unsigned int *) &st->flags, flags);
+	else
+		st->flags |= flags;
+}
+
+/*
+ * gagg_add_wide: adds lo + hi * 2^64 (unsigned) and k * 2^128 to the sum
+ * of st kept as (v as unsigned int128) + pad * 2^128 (xpu_agg_gpu.h), with
+ * the carries counted into pad; a pad leaving +-2^30 is an overflow for good
+ */
+template <bool A> XPU_DEVICE void
+gagg_add_wide(XpuAggState *st, uint64_t lo, uint64_t hi, int32_t k)
+{
+	unsigned long long *w = (unsigned long long *) &st->v;
+	unsigned long long old = gagg_add_u64<A>(&w[0], lo);
+	uint64_t	c = (old + lo) < old;
+	uint64_t	add_hi = hi + c;
+	int32_t		prev;
+
+	k += add_hi < hi;			/* hi + carry wrapped: 2^128 */
+	old = gagg_add_u64<A>(&w[1], add_hi);
+	k += (old + add_hi) < old;
+	if (k == 0)
+		return;
+	if (A)
+		prev = atomicAdd((int *) &st->pad, k);
+	else
+	{
+		prev = (int32_t) st->pad;
+		st->pad = (uint32_t) (prev + k);
+	}
+	if (prev > (1 << 30) || prev < -(1 << 30))
+		gagg_set_flags<A>(st, XPU_AGGF_OVERFLOW);
+}
+
+/* adds x to the double *p of st: a finite sum that becomes infinite is an overflow */
+template <bool A> XPU_DEVICE void
+gagg_add_f8(XpuAggState *st, double *p, double x)
+{
+	double		old;
+
+	if (A)
+		old = atomicAdd(p, x);
+	else
+	{
+		old = *p;
+		*p = old + x;
+	}
+	if (isinf(old + x) && !isinf(old) && !isinf(x))
+		gagg_set_flags<A>(st, XPU_AGGF_OVERFLOW);
+}
+
+/* min/max of a double in the NaN-greatest order */
+template <bool A> XPU_DEVICE void
+gagg_minmax_f8(double *p, double x, int is_min)
+{
+	unsigned long long *w = (unsigned long long *) p;
+	unsigned long long old = *(volatile unsigned long long *) w;
+
+	while (is_min ? gagg_f8_less(x, __longlong_as_double(old)) :
+		   gagg_f8_less(__longlong_as_double(old), x))
+	{
+		unsigned long long prev;
+
+		if (!A)
+		{
+			*p = x;
+			return;
+		}
+		prev = atomicCAS(w, old, (unsigned long long) __double_as_longlong(x));
+		if (prev == old)
+			return;
+		old = prev;
+	}
+}
+
+/* min/max of an int128 under the state's lock (pad) */
+template <bool A> XPU_DEVICE void
+gagg_minmax_n(XpuAggState *st, __int128 x, int is_min)
+{
+	volatile unsigned long long *w = (volatile unsigned long long *) &st->v;
+	__int128	cur;
+
+	if (A)
+	{
+		while (atomicCAS((unsigned int *) &st->pad, 0u, 1u) != 0u)
+			;
+		__threadfence();
+	}
+	cur = (__int128) (((unsigned __int128) w[1] << 64) | w[0]);
+	if (is_min ? x < cur : x > cur)
+	{
+		w[0] = (unsigned long long) x;
+		w[1] = (unsigned long long) (x >> 64);
+	}
+	if (A)
+	{
+		__threadfence();
+		atomicExch((unsigned int *) &st->pad, 0u);
+	}
+}
+
+/*
+ * Float sums whose overflow depends on the order of the additions: a finite
+ * argument beyond these limits flags XPU_AGGF_OVERFLOW, so that PostgreSQL
+ * decides (the CPU engine's rule, xpu_agg_ops.h's XPU_AGG_SUM_FLOAT_LIMIT and
+ * XPU_AGG_MOMENTS_LIMIT, which these equal)
+ */
+#define GAGG_SUM_FLOAT_LIMIT	1e289
+#define GAGG_MOMENTS_LIMIT		1e134
+
+XPU_DEVICE int
+gagg_float_risky(double x, double limit)
+{
+	return !isinf(x) && x == x && (x > limit || x < -limit);
+}
+
+/* folds one value of an aggregate's argument into st (count counted by the caller) */
+template <bool A> XPU_DEVICE void
+gagg_fold_value(XpuAggState *st, int kind, int type, const XpuValue *v)
+{
+	double		x;
+
+	switch (kind)
+	{
+		case XPU_AGG_SUM_INT:
+			gagg_add_wide<A>(st, (uint64_t) v->i, v->i < 0 ? ~UINT64_C(0) : 0,
+							 v->i < 0 ? -1 : 0);
+			break;
+		case XPU_AGG_SUM_NUMERIC:
+			gagg_add_wide<A>(st, (uint64_t) v->n, (uint64_t) (v->n >> 64),
+							 v->n < 0 ? -1 : 0);
+			break;
+		case XPU_AGG_SUM_FLOAT:
+			x = gagg_arg_double(type, v);
+			if (gagg_float_risky(x, GAGG_SUM_FLOAT_LIMIT))
+				gagg_set_flags<A>(st, XPU_AGGF_OVERFLOW);
+			gagg_add_f8<A>(st, &st->v.f8[0], x);
+			break;
+		case XPU_AGG_MOMENTS:
+			x = gagg_arg_double(type, v);
+			if (gagg_float_risky(x, GAGG_MOMENTS_LIMIT))
+				gagg_set_flags<A>(st, XPU_AGGF_OVERFLOW);
+			gagg_add_f8<A>(st, &st->v.f8[0], x);
+			if (isinf(x * x) && !isinf(x))
+				gagg_set_flags<A>(st, XPU_AGGF_OVERFLOW);
+			gagg_add_f8<A>(st, &st->v.f8[1], x * x);
+			break;
+		case XPU_AGG_MIN:
+		case XPU_AGG_MAX:
+			if (gagg_is_float(type))
+				gagg_minmax_f8<A>(&st->v.f8[0], gagg_arg_double(type, v),
+								  kind == XPU_AGG_MIN);
+			else if (type == XPU_T_NUMERIC)
+				gagg_minmax_n<A>(st, v->n, kind == XPU_AGG_MIN);
+			else if (!A)
+			{
+				if (kind == XPU_AGG_MIN ? v->i < st->v.i : v->i > st->v.i)
+					st->v.i = v->i;
+			}
+			else if (kind == XPU_AGG_MIN)
+				atomicMin((long long *) &st->v.i, (long long) v->i);
+			else
+				atomicMax((long long *) &st->v.i, (long long) v->i);
+			break;
+		default:				/* COUNT: the count is all */
+			break;
+	}
+}
+
+/* folds one passing row into the states of its group */
+template <bool A> XPU_DEVICE void
+gagg_update_row(XpuAggState *states, const XpuGaggSpec *sp, const XpuValue *regs,
+				const uint8_t *nulls)
+{
+	for (int j = 0; j < sp->n_aggs; j++)
+	{
+		int			kind = sp->agg_kind[j];
+		int			r = sp->agg_reg[j];
+
+		if (kind != XPU_AGG_COUNT_STAR && nulls[r])
+			continue;
+		gagg_add_u64<A>((unsigned long long *) &states[j].count, 1);
+		if (kind != XPU_AGG_COUNT_STAR)
+			gagg_fold_value<A>(&states[j], kind, sp->agg_type[j], &regs[r]);
+	}
+}
+
+/* combines src (a GPU-form state) into dst with atomics */
+XPU_DEVICE void
+gagg_combine(XpuAggState *dst, const XpuAggState *src, int kind, int type)
+{
+	XpuValue	v;
+
+	if (src->count == 0)
+		return;
+	atomicAdd((unsigned long long *) &dst->count, (unsigned long long) src->count);
+	if (src->flags != 0)
+		atomicOr((unsigned int *) &dst->flags, src->flags);
+	switch (kind)
+	{
+		case XPU_AGG_SUM_INT:
+		case XPU_AGG_SUM_NUMERIC:
+			gagg_add_wide<true>(dst, (uint64_t) src->v.i128,
+								(uint64_t) ((unsigned __int128) src->v.i128 >> 64),
+								(int32_t) src->pad);
+			break;
+		case XPU_AGG_SUM_FLOAT:
+			gagg_add_f8<true>(dst, &dst->v.f8[0], src->v.f8[0]);
+			break;
+		case XPU_AGG_MOMENTS:
+			gagg_add_f8<true>(dst, &dst->v.f8[0], src->v.f8[0]);
+			gagg_add_f8<true>(dst, &dst->v.f8[1], src->v.f8[1]);
+			break;
+		case XPU_AGG_MIN:
+		case XPU_AGG_MAX:
+			if (gagg_is_float(type))
+				v.f8 = src->v.f8[0];
+			else
+				v.n = src->v.i128;
+			gagg_fold_value<true>(dst, kind, gagg_is_float(type) ? XPU_T_FLOAT8 : type, &v);
+			break;
+		default:
+			break;
+	}
+}
+
+/* ---------------- the block-local cache ---------------- */
+
+/*
+ * gagg_cache_find: the block's cached states of the row's group (hash h,
+ * len key bytes) with its group id in *gid; NULL when the probes do not find
+ * it, with *free_pos a free entry met on the way (-1: none)
+ */
+XPU_DEVICE XpuAggState *
+gagg_cache_find(XpuGaggCacheEntry *ce, XpuAggState *cstates, uint32_t entries,
+				const XpuGaggSpec *sp, const XpuValue *regs, const uint8_t *nulls,
+				uint64_t h, uint32_t len, int64_t *gid, int32_t *free_pos)
+{
+	uint32_t	pos;
+
+	*free_pos = -1;
+	if (entries == 0 || len > XPU_GAGG_CACHE_KEY)
+		return NULL;
+	pos = (uint32_t) h & (entries - 1);
+	for (int i = 0; i < GAGG_CACHE_PROBES; i++)
+	{
+		volatile XpuGaggCacheEntry *e = &ce[pos];
+		int32_t		tag = e->tag;
+
+		if (tag == -1)
+		{
+			*free_pos = (int32_t) pos;
+			return NULL;
+		}
+		if (tag >= 0 && e->hash == h && e->len == len &&
+			gagg_key_equal<false>(sp, regs, nulls, (const uint8_t *) ce[pos].key))
+		{
+			*gid = tag;
+			return &cstates[(size_t) pos * sp->n_aggs];
+		}
+		pos = (pos + 1) & (entries - 1);
+	}
+	return NULL;
+}
+
+/*
+ * gagg_cache_add: claims free entry pos for group gid (key hash h, len
+ * bytes): its states, or NULL when another thread took the entry first
+ * (then the row updates the global table)
+ */
+XPU_DEVICE XpuAggState *
+gagg_cache_add(XpuGaggCacheEntry *ce, XpuAggState *cstates, int32_t pos, int64_t gid,
+			   const XpuGaggSpec *sp, const XpuValue *regs, const uint8_t *nulls,
+			   uint64_t h, uint32_t len)
+{
+	if (pos < 0 || atomicCAS(&ce[pos].tag, -1, -2) != -1)
+		return NULL;
+	ce[pos].hash = h;
+	ce[pos].len = len;
+	gagg_key_write(sp, regs, nulls, ce[pos].key);
+	__threadfence_block();
+	*(volatile int32_t *) &ce[pos].tag = (int32_t) gid;
+	return &cstates[(size_t) pos * sp->n_aggs];
+}
+
+/*
+ * gagg_states_of: the states the row's group (hash h, len key bytes)
+ * updates: the block's cached ones, else the table's (the group added to
+ * the table and to the cache if new); NULL when the table is full
+ */
+XPU_DEVICE XpuAggState *
+gagg_states_of(XpuGaggTable *t, const XpuGaggSpec *sp, XpuGaggCacheEntry *ce,
+			   XpuAggState *cstates, uint32_t entries, const XpuValue *regs,
+			   const uint8_t *nulls, uint64_t h, uint32_t len)
+{
+	int64_t		gid = 0;
+	int32_t		free_pos;
+	XpuAggState *st = gagg_cache_find(ce, cstates, entries, sp, regs, nulls, h, len,
+									  &gid, &free_pos);
+
+	if (st != NULL)
+		return st;
+	if (sp->n_keys > 0)
+		gid = gagg_find_group(t, sp, regs, nulls, h, len);
+	if (gid < 0)
+		return NULL;
+	st = gagg_cache_add(ce, cstates, free_pos, gid, sp, regs, nulls, h, len);
+	return st != NULL ? st : &t->states[(size_t) gid * sp->n_aggs];
+}
+
+/* ---------------- kernels ---------------- */
+
+/* empties the table (xpu_agg_gpu.h) */
+XPU_KERNEL void
+kern_agg_init(XpuGaggTable *t, const XpuGaggSpec *sp)
+{
+	uint64_t	stride = (uint64_t) gridDim.x * blockDim.x;
+	uint64_t	n_states = (uint64_t) t->capacity * sp->n_aggs;
+	uint64_t	i;
+
+	for (i = (uint64_t) blockIdx.x * blockDim.x + threadIdx.x; i < t->n_slots; i += stride)
+		t->slots[i] = 0;
+	for (i = (uint64_t) blockIdx.x * blockDim.x + threadIdx.x; i < t->capacity; i += stride)
+		t->key_len[i] = XPU_GAGG_NO_KEY;
+	for (i = (uint64_t) blockIdx.x * blockDim.x + threadIdx.x; i < n_states; i += stride)
+		gagg_state_init(&t->states[i], sp->agg_kind[i % sp->n_aggs],
+						sp->agg_type[i % sp->n_aggs]);
+	if (blockIdx.x == 0 && threadIdx.x == 0)
+	{
+		t->n_groups = 0;
+		t->flags = 0;
+		t->arena_used = 0;
+		t->max_key_len = 0;
+	}
+}
+
+/*
+ * gagg_eval: runs LOAD and QUAL for one row, and PROJ when it passes;
+ * returns whether it passed (xpu_row_eval's contract, without results)
+ */
+XPU_DEVICE int
+gagg_eval(const XpuProgram *prog, const XpuChunk *chunk, int64_t row,
+		  XpuValue *regs, uint8_t *nulls, XpuError *err)
+{
+	const uint16_t *st = prog->stage_start;
+
+	for (int k = 0; k < prog->n_regs; k++)
+		nulls[k] = 1;
+	xpu_row_run(prog, st[XPU_STAGE_LOAD], st[XPU_STAGE_JOIN], chunk->cols, row,
+				regs, nulls, 1, err);
+	if (st[XPU_STAGE_QUAL] != st[XPU_STAGE_JOIN] && !XPU_TRUE(&regs[0], nulls[0]))
+		return 0;
+	xpu_row_run(prog, st[XPU_STAGE_PROJ], st[XPU_N_STAGES], chunk->cols, row,
+				regs, nulls, 1, err);
+	return 1;
+}
+
+/* the program and the spec into shared memory, the cache emptied */
+XPU_DEVICE const XpuProgram *
+gagg_block_setup(const XpuProgram *gprog, uint32_t prog_len, uint32_t smem_prog,
+				 const XpuGaggSpec *gspec, XpuGaggSpec *sp, uint4 *smem,
+				 XpuAggState *cstates, XpuGaggCacheEntry *ce, uint32_t entries)
+{
+	const XpuProgram *prog = gprog;
+
+	if (smem_prog >= prog_len && prog_len > 0)
+	{
+		for (uint32_t i = threadIdx.x; i < (prog_len + 15) / 16; i += blockDim.x)
+			smem[i] = ((const uint4 *) gprog)[i];
+		prog = (const XpuProgram *) smem;
+	}
+	if (threadIdx.x == 0)
+		*sp = *gspec;
+	__syncthreads();
+	for (uint32_t i = threadIdx.x; i < entries; i += blockDim.x)
+		ce[i].tag = -1;
+	for (uint32_t i = threadIdx.x; i < entries * (uint32_t) sp->n_aggs; i += blockDim.x)
+		gagg_state_init(&cstates[i], sp->agg_kind[i % sp->n_aggs], sp->agg_type[i % sp->n_aggs]);
+	__syncthreads();
+	return prog;
+}
+
+/* merges the block's cache into the table (after the block's rows) */
+XPU_DEVICE void
+gagg_block_flush(XpuGaggTable *t, const XpuGaggSpec *sp, const XpuAggState *cstates,
+				 const XpuGaggCacheEntry *ce, uint32_t entries)
+{
+	__syncthreads();
+	for (uint32_t e = threadIdx.x; e < entries; e += blockDim.x)
+	{
+		if (ce[e].tag < 0)
+			continue;
+		for (int j = 0; j < sp->n_aggs; j++)
+			gagg_combine(&t->states[(size_t) ce[e].tag * sp->n_aggs + j],
+						 &cstates[(size_t) e * sp->n_aggs + j],
+						 sp->agg_kind[j], sp->agg_type[j]);
+	}
+}
+
+/*
+ * gagg_fold_row: folds a passing row into its group: its own states (no
+ * keys, few aggregates: acc), else the block's cache or the table; false
+ * when the table is full (the row is left for a later run)
+ */
+XPU_DEVICE int
+gagg_fold_row(XpuGaggTable *t, const XpuGaggSpec *sp, XpuGaggCacheEntry *ce,
+			  XpuAggState *cstates, uint32_t entries, XpuAggState *acc,
+			  const XpuValue *regs, const uint8_t *nulls)
+{
+	uint32_t	len = 0;
+	uint64_t	h = 0;
+	XpuAggState *st;
+
+	if (acc != NULL)
+	{
+		gagg_update_row<false>(acc, sp, regs, nulls);
+		return 1;
+	}
+	if (sp->n_keys > 0)
+		h = gagg_key_hash(sp, regs, nulls, &len);
+	st = gagg_states_of(t, sp, ce, cstates, entries, regs, nulls, h, len);
+	if (st == NULL)
+		return 0;
+	gagg_update_row<true>(st, sp, regs, nulls);
+	return 1;
+}
+
+/* see xpu_agg_gpu.h */
+XPU_KERNEL void __launch_bounds__(XPU_GAGG_BLOCK)
+kern_agg_exec(const XpuProgram *gprog, uint32_t prog_len, uint32_t smem_prog,
+			  const XpuChunk *chunk, const XpuGaggSpec *gspec, XpuGaggTable *t,
+			  const uint32_t *rows, uint32_t n_rows, uint32_t *ovf_rows,
+			  XpuGaggLaunch *launch, uint32_t entries)
+{
+	extern __shared__ uint4 kern_agg_smem[];
+	__shared__ XpuGaggSpec sp;
+	XpuAggState *cstates = (XpuAggState *) ((char *) kern_agg_smem + smem_prog);
+	XpuGaggCacheEntry *ce = (XpuGaggCacheEntry *) (cstates + (size_t) entries * gspec->n_aggs);
+	const XpuProgram *prog;
+	XpuValue	regs[XPU_MAX_REGS];
+	uint8_t		nulls[XPU_MAX_REGS];
+	XpuAggState acc[GAGG_LOCAL_AGGS];
+	XpuAggState *accp = NULL;
+	int64_t		n = rows != NULL ? (int64_t) n_rows : chunk->nrows;
+	int64_t		stride = (int64_t) gridDim.x * blockDim.x;
+	unsigned long long passed = 0;
+
+	prog = gagg_block_setup(gprog, prog_len, smem_prog, gspec, &sp, kern_agg_smem,
+							cstates, ce, entries);
+	if (sp.n_keys == 0 && sp.n_aggs <= GAGG_LOCAL_AGGS)
+	{
+		accp = acc;
+		for (int j = 0; j < sp.n_aggs; j++)
+			gagg_state_init(&acc[j], sp.agg_kind[j], sp.agg_type[j]);
+	}
+	for (int64_t i = (int64_t) blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride)
+	{
+		int64_t		row = rows != NULL ? (int64_t) rows[i] : i;
+
+		if (*(volatile int32_t *) &launch->err.code != XPU_OK)
+			break;
+		if (!gagg_eval(prog, chunk, row, regs, nulls, &launch->err))
+			continue;
+		if (gagg_fold_row(t, &sp, ce, cstates, entries, accp, regs, nulls))
+			passed++;
+		else
+			ovf_rows[atomicAdd(&launch->n_overflow, 1u)] = (uint32_t) row;
+	}
+	if (accp != NULL && passed > 0)
+	{
+		XpuAggState *st = gagg_states_of(t, &sp, ce, cstates, entries, regs, nulls, 0, 0);
+
+		for (int j = 0; j < sp.n_aggs; j++)
+			gagg_combine(&st[j], &acc[j], sp.agg_kind[j], sp.agg_type[j]);
+	}
+	if (passed > 0)
+	{
+		atomicAdd(&launch->rows_passed, passed);
+		if (sp.n_keys == 0)
+			t->key_len[0] = 0;	/* the one group exists */
+	}
+	gagg_block_flush(t, &sp, cstates, ce, entries);
+}

@@ -1,0 +1,140 @@
+/*-------------------------------------------------------------------------
+ *
+ * xpu_agg_gpu.h
+ *		The GPU hash aggregation table and the launch contract of the
+ *		aggregation kernels (kern_agg.cu), shared by the kernels and the
+ *		service code that drives them (service/gpu_agg.c).  Plain data with
+ *		fixed-width fields, so that host C and device code agree on the
+ *		layout; xpu_agg.h gives the meaning of keys and states.
+ *
+ * The table lives in GPU memory:
+ *
+ *	slots[n_slots]		open addressing, linear probing; a slot is 0 (empty),
+ *						XPU_GAGG_SLOT_LOCKED (a thread is inserting a group
+ *						there), or (hash >> 32) << 32 | (group id + 1)
+ *	key_off[capacity]	where group g's key bytes start in arena
+ *	key_len[capacity]	their length; XPU_GAGG_NO_KEY for a group id that
+ *						was handed out but whose key did not fit the arena
+ *	arena[arena_cap]	key bytes of the groups (xpu_agg.h's canonical form)
+ *	states[capacity * n_aggs]	XpuAggState of group g, aggregate j at
+ *						[g * n_aggs + j], initialised by kern_agg_init
+ *
+ * While a kernel runs, states are in their *GPU form*: as xpu_agg.h says,
+ * except that a SUM_NUMERIC state keeps in `pad` (as int32) the number of
+ * times its int128 wrapped (the exact sum is v + pad * 2^128; the host sets
+ * XPU_AGGF_OVERFLOW unless that fits int128, see xpu_gagg_state_finish) and
+ * a numeric MIN/MAX state uses `pad` as its lock; MIN/MAX states hold a
+ * sentinel (the largest/least value) while count is 0.
+ *
+ * Table full.  A row whose group is new when no group id, slot or arena
+ * space is left is not folded: its row number goes to the launch's
+ * overflow list (room for every row of the chunk) and XPU_GAGG_FULL is set.
+ * The host then moves the table's groups to its own table, empties the GPU
+ * table (kern_agg_init), grows it if it was too small, and runs the kernel
+ * again over the overflow rows only.  So every row is folded exactly once.
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef XPU_AGG_GPU_H
+#define XPU_AGG_GPU_H
+
+#include "xpu_agg.h"
+
+#define XPU_GAGG_SLOT_LOCKED	(~(uint64_t) 0)
+#define XPU_GAGG_NO_KEY			0xFFFFFFFFu
+
+/* XpuGaggTable.flags */
+#define XPU_GAGG_FULL			0x0001
+
+/* the largest group capacity (group ids + 1 must stay below 2^32 - 1) */
+#define XPU_GAGG_MAX_CAPACITY	(1u << 30)
+
+/*
+ * What the kernels need of the program and the XpuAggSpec, resolved on the
+ * host (xpu_gagg_spec_build): registers and types instead of outs.
+ */
+typedef struct XpuGaggSpec
+{
+	int32_t		n_keys;
+	int32_t		n_aggs;
+	uint8_t		key_reg[XPU_AGG_MAX_KEYS];
+	uint8_t		key_type[XPU_AGG_MAX_KEYS];
+	uint8_t		agg_kind[XPU_AGG_MAX_AGGS];
+	uint8_t		agg_reg[XPU_AGG_MAX_AGGS];	/* unused for COUNT_STAR */
+	uint8_t		agg_type[XPU_AGG_MAX_AGGS];
+} XpuGaggSpec;
+
+typedef struct XpuGaggTable
+{
+	uint64_t   *slots;
+	uint64_t   *key_off;
+	uint32_t   *key_len;
+	uint8_t    *arena;
+	XpuAggState *states;
+	uint32_t	n_slots;		/* a power of 2, >= 2 * capacity */
+	uint32_t	capacity;		/* group ids available */
+	uint64_t	arena_cap;
+	/* counters the kernels update (zeroed by kern_agg_init) */
+	uint32_t	n_groups;		/* group ids handed out (may pass capacity) */
+	uint32_t	flags;			/* XPU_GAGG_FULL */
+	unsigned long long arena_used;	/* may pass arena_cap */
+	unsigned long long max_key_len;	/* longest key that did not fit */
+} XpuGaggTable;
+
+/*
+ * One launch's own results: the first error of the program, the rows that
+ * passed the qual, and the overflow list's length (the list itself is the
+ * launch's ovf_rows argument).  Zeroed by the host before the launch.
+ */
+typedef struct XpuGaggLaunch
+{
+	XpuError	err;
+	unsigned long long rows_passed;
+	uint32_t	n_overflow;
+	uint32_t	pad;
+} XpuGaggLaunch;
+
+/*
+ * An entry of a block's shared-memory cache of groups: the group id
+ * (tag; -1 free, -2 being filled), its key's hash, length and bytes (keys
+ * of at most XPU_GAGG_CACHE_KEY bytes are cached), and, elsewhere in shared
+ * memory, n_aggs states that the block's rows of the group update.
+ */
+#define XPU_GAGG_CACHE_KEY	32
+
+typedef struct XpuGaggCacheEntry
+{
+	int32_t		tag;
+	uint32_t	len;
+	uint64_t	hash;
+	uint8_t		key[XPU_GAGG_CACHE_KEY];
+} XpuGaggCacheEntry;
+
+/*
+ * Kernels (extern "C" names in the fatbin):
+ *
+ *	kern_agg_init(XpuGaggTable *t, XpuGaggSpec *spec)
+ *		empties the table: slots, counters, every state to its start value
+ *		(grid-stride: any geometry)
+ *	kern_agg_exec(prog, prog_len, smem_prog, chunk, spec, t, rows, n_rows,
+ *				  ovf_rows, launch, cache_entries)
+ *		runs the program over the chunk's rows (rows == NULL) or over
+ *		rows[0 .. n_rows - 1], and folds every passing row into t; a row
+ *		whose group cannot be added goes to ovf_rows.  Dynamic shared
+ *		memory: xpu_gagg_smem_size(smem_prog, cache_entries, n_aggs); the
+ *		program is copied there when smem_prog > 0 (= its length rounded up
+ *		to 16), then the block's cache of cache_entries groups (0 or a
+ *		power of 2):
+ *		their states, then their XpuGaggCacheEntry; the cache is merged into
+ *		t once per block.
+ */
+#define XPU_GAGG_BLOCK		256
+
+static inline uint32_t
+xpu_gagg_smem_size(uint32_t smem_prog, uint32_t cache_entries, int n_aggs)
+{
+	return smem_prog + cache_entries * (uint32_t) (sizeof(XpuGaggCacheEntry) +
+												   (size_t) n_aggs * sizeof(XpuAggState));
+}
+
+#endif							/* XPU_AGG_GPU_H */

@@ -1,0 +1,1238 @@
+/*
+ * gpu_aggcheck.c
+ *		On a GPU host: GROUP BY aggregation on the GPU (kern_agg.cu driven by
+ *		service/gpu_agg.c, no service process, no PostgreSQL) against a host
+ *		reference computed in this program.  Each case writes an Arrow file
+ *		with this project's writer (NULLs, edge values, text keys), builds an
+ *		xPU program with xpu_build.c, runs gpu_agg_execute over the file and
+ *		compares every group: integers and numerics exactly, overflow flags,
+ *		float sums within 1e-9 relative.  Prints TAP.
+ *
+ *		gpu_aggcheck FATBIN DIR			the checks (files written in DIR)
+ *		gpu_aggcheck FATBIN DIR bench ROWS	the throughput figures
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "arrow/arrow.h"
+#include "service/gpu_driver.h"
+#include "tap.h"
+
+/* what the service's main.c and server.c define */
+ServiceCounters svc_counters;
+
+void
+svc_log(const char *level, const char *fmt,...)
+{
+	va_list		ap;
+
+	printf("# %s: ", level);
+	va_start(ap, fmt);
+	vprintf(fmt, ap);
+	va_end(ap);
+	printf("\n");
+}
+
+int64_t
+svc_now_us(int clock_id)
+{
+	struct timespec ts;
+
+	clock_gettime(clock_id, &ts);
+	return (int64_t) ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+}
+
+/* ---------------- test data ---------------- */
+
+/* one column of generated values */
+typedef struct TCol
+{
+	const char *name;
+	XpuType		type;			/* INT2, INT4, INT8, FLOAT8, NUMERIC (scale 2), TEXT */
+	uint8_t    *null;
+	int64_t    *i;
+	double	   *f;
+	__int128   *n;
+	const char **s;
+} TCol;
+
+typedef struct TData
+{
+	int64_t		n;
+	int			ncols;
+	TCol		cols[8];
+} TData;
+
+static uint64_t rng = 88172645463325252ULL;
+
+static uint64_t
+rnd(void)
+{
+	rng ^= rng << 13;
+	rng ^= rng >> 7;
+	rng ^= rng << 17;
+	return rng;
+}
+
+static TCol *
+tcol_add(TData *d, const char *name, XpuType type)
+{
+	TCol	   *c = &d->cols[d->ncols++];
+
+	memset(c, 0, sizeof(*c));
+	c->name = name;
+	c->type = type;
+	c->null = calloc(d->n, 1);
+	if (type == XPU_T_FLOAT8)
+		c->f = calloc(d->n, sizeof(double));
+	else
+		c->i = calloc(d->n, sizeof(int64_t));
+	if (type == XPU_T_NUMERIC)
+		c->n = calloc(d->n, sizeof(__int128));
+	if (type == XPU_T_TEXT)
+		c->s = calloc(d->n, sizeof(char *));
+	return c;
+}
+
+static void
+tdata_free(TData *d)
+{
+	for (int k = 0; k < d->ncols; k++)
+	{
+		free(d->cols[k].null);
+		free(d->cols[k].i);
+		free(d->cols[k].f);
+		free(d->cols[k].n);
+		free(d->cols[k].s);
+	}
+	d->ncols = 0;
+}
+
+static ArrowTypeId
+arrow_type_of(XpuType t)
+{
+	switch (t)
+	{
+		case XPU_T_INT2: return ARROW_TYPE_INT16;
+		case XPU_T_INT4: return ARROW_TYPE_INT32;
+		case XPU_T_INT8: return ARROW_TYPE_INT64;
+		case XPU_T_FLOAT8: return ARROW_TYPE_FLOAT64;
+		case XPU_T_NUMERIC: return ARROW_TYPE_DECIMAL128;
+		default: return ARROW_TYPE_UTF8;
+	}
+}
+
+static XpuColKind
+kind_of(XpuType t)
+{
+	switch (t)
+	{
+		case XPU_T_INT2: return XPU_COL_INT16;
+		case XPU_T_INT4: return XPU_COL_INT32;
+		case XPU_T_INT8: return XPU_COL_INT64;
+		case XPU_T_FLOAT8: return XPU_COL_FLOAT64;
+		case XPU_T_NUMERIC: return XPU_COL_DECIMAL128;
+		default: return XPU_COL_UTF8;
+	}
+}
+
+static int
+append_value(ArrowBuilder *b, const TCol *c, int64_t r, ArrowError *err)
+{
+	ArrowDecimal128 dv;
+
+	if (c->null[r])
+		return arrow_append_null(b, err);
+	switch (c->type)
+	{
+		case XPU_T_FLOAT8:
+			return arrow_append_float(b, c->f[r], err);
+		case XPU_T_NUMERIC:
+			dv.lo = (uint64_t) c->n[r];
+			dv.hi = (int64_t) (c->n[r] >> 64);
+			return arrow_append_decimal(b, dv, err);
+		case XPU_T_TEXT:
+			return arrow_append_bytes(b, c->s[r], strlen(c->s[r]), err);
+		default:
+			return arrow_append_int(b, c->i[r], err);
+	}
+}
+
+/* writes d to path in record batches of batch_rows rows; 0 on success */
+static int
+tdata_write(const TData *d, const char *path, int64_t batch_rows)
+{
+	ArrowField	fields[8];
+	ArrowSchema schema;
+	ArrowBuilder *b[8];
+	ArrowWriter *w;
+	ArrowError	err;
+
+	memset(fields, 0, sizeof(fields));
+	memset(&schema, 0, sizeof(schema));
+	for (int k = 0; k < d->ncols; k++)
+	{
+		fields[k].name = (char *) d->cols[k].name;
+		fields[k].nullable = true;
+		fields[k].type.id = arrow_type_of(d->cols[k].type);
+		fields[k].type.precision = 38;
+		fields[k].type.scale = d->cols[k].type == XPU_T_NUMERIC ? 2 : 0;
+	}
+	schema.n_fields = d->ncols;
+	schema.fields = fields;
+	if (arrow_writer_create(path, &schema, NULL, &w, &err) != ARROW_OK)
+		goto fail;
+	for (int k = 0; k < d->ncols; k++)
+		if (arrow_builder_create(&fields[k], NULL, &b[k], &err) != ARROW_OK)
+			goto fail;
+	for (int64_t r = 0; r < d->n; r++)
+	{
+		for (int k = 0; k < d->ncols; k++)
+			if (append_value(b[k], &d->cols[k], r, &err) != ARROW_OK)
+				goto fail;
+		if ((r + 1) % batch_rows == 0 || r + 1 == d->n)
+			if (arrow_writer_write_batch(w, b, NULL, &err) != ARROW_OK)
+				goto fail;
+	}
+	for (int k = 0; k < d->ncols; k++)
+		arrow_builder_free(b[k]);
+	if (arrow_writer_close(w, &err) != ARROW_OK)
+		goto fail;
+	return 0;
+fail:
+	printf("Bail out! writing %s: %s\n", path, err.message);
+	exit(1);
+}
+
+/* ---------------- the program and the run ---------------- */
+
+/* a test query: columns loaded, optional qual a > lo AND b < hi, outputs */
+typedef struct TQuery
+{
+	int			qual_a, qual_b;	/* column numbers, -1: no qual */
+	int64_t		qual_lo, qual_hi;
+	int			div_col, div_by;	/* PROJ: out = col / by (ints), -1: none */
+	int			mul_col, mul_by;	/* PROJ: out = col * by (int8), -1: none */
+	int			n_keys;
+	int			keys[4];		/* columns */
+	int			n_aggs;
+	XpuAggDesc	aggs[24];		/* .out: a column, or d->ncols: the DIV/MUL output */
+} TQuery;
+
+/* is column k read by q */
+static int
+query_uses(const TQuery *q, int k)
+{
+	if (k == q->qual_a || k == q->qual_b || k == q->div_col || k == q->div_by ||
+		k == q->mul_col || k == q->mul_by)
+		return 1;
+	for (int i = 0; i < q->n_keys; i++)
+		if (q->keys[i] == k)
+			return 1;
+	for (int j = 0; j < q->n_aggs; j++)
+		if (q->aggs[j].kind != XPU_AGG_COUNT_STAR && q->aggs[j].out == k)
+			return 1;
+	return 0;
+}
+
+/*
+ * builds the program for q over d: loads only the columns q reads (fields[]
+ * receives the file field of each column descriptor); outs: one register
+ * per column of d (NULL when not loaded), then the DIV/MUL result
+ */
+static XpuProgram *
+build_program(const TData *d, const TQuery *q, int32_t *fields)
+{
+	XpuBuilder *b = xpu_builder_create();
+	int			regs[8];
+	int			r0 = xpu_add_reg(b, XPU_T_BOOL, 0);
+	int			n_desc = 0;
+	char		errbuf[256];
+	XpuProgram *prog;
+
+	xpu_begin_stage(b, XPU_STAGE_LOAD);
+	for (int k = 0; k < d->ncols; k++)
+	{
+		int			scale = d->cols[k].type == XPU_T_NUMERIC ? 2 : 0;
+
+		regs[k] = xpu_add_reg(b, d->cols[k].type, scale);
+		if (!query_uses(q, k))
+			continue;
+		fields[n_desc] = k;
+		xpu_add_column(b, n_desc, kind_of(d->cols[k].type), scale);
+		xpu_add_instr(b, XPU_OP_LOAD_COL, regs[k], 0, 0, 0, n_desc);
+		n_desc++;
+	}
+	if (q->qual_a >= 0)
+	{
+		XpuType		ta = d->cols[q->qual_a].type,
+					tb = d->cols[q->qual_b].type;
+		int			c1 = xpu_add_reg(b, ta, 0),
+					c2 = xpu_add_reg(b, tb, 0),
+					t1 = xpu_add_reg(b, XPU_T_BOOL, 0),
+					t2 = xpu_add_reg(b, XPU_T_BOOL, 0);
+
+		xpu_begin_stage(b, XPU_STAGE_QUAL);
+		xpu_add_instr(b, XPU_OP_CONST_INT, c1, 0, 0, 0, xpu_add_const(b, &q->qual_lo, 8));
+		xpu_add_instr(b, XPU_OP_GT_INT, t1, regs[q->qual_a], c1, 0, 0);
+		xpu_add_instr(b, XPU_OP_CONST_INT, c2, 0, 0, 0, xpu_add_const(b, &q->qual_hi, 8));
+		xpu_add_instr(b, XPU_OP_LT_INT, t2, regs[q->qual_b], c2, 0, 0);
+		xpu_add_instr(b, XPU_OP_AND, r0, t1, t2, 0, 0);
+	}
+	if (q->div_col >= 0 || q->mul_col >= 0)
+	{
+		int			a = q->div_col >= 0 ? q->div_col : q->mul_col;
+		int			by = q->div_col >= 0 ? q->div_by : q->mul_by;
+		XpuType		t = d->cols[a].type;
+		int			dst = xpu_add_reg(b, t, 0);
+
+		xpu_begin_stage(b, XPU_STAGE_PROJ);
+		xpu_add_instr(b, q->div_col >= 0 ?
+					  (t == XPU_T_INT4 ? XPU_OP_DIV_I4 : XPU_OP_DIV_I8) : XPU_OP_MUL_I8,
+					  dst, regs[a], regs[by], 0, 0);
+		for (int k = 0; k < d->ncols; k++)
+			xpu_add_output(b, regs[k]);
+		xpu_add_output(b, dst);
+	}
+	else
+		for (int k = 0; k < d->ncols; k++)
+			xpu_add_output(b, regs[k]);
+	(void) r0;
+	prog = xpu_builder_finish(b, errbuf, sizeof(errbuf));
+	xpu_builder_free(b);
+	if (prog == NULL || !xpu_program_validate(prog, prog->total_len, errbuf, sizeof(errbuf)))
+	{
+		printf("Bail out! program: %s\n", errbuf);
+		exit(1);
+	}
+	return prog;
+}
+
+/* ---------------- groups: a map of key bytes to states ---------------- */
+
+typedef struct TGroup
+{
+	uint8_t    *key;
+	uint32_t	len;
+	int			used;
+	XpuAggState *st;			/* [n_aggs] */
+	/* the exact numeric sums of the reference: hi * 2^64 + lo, [n_aggs] */
+	__int128   *ref_hi;
+	unsigned __int128 *ref_lo;
+} TGroup;
+
+typedef struct TMap
+{
+	int			n_aggs;
+	const XpuAggDesc *aggs;
+	const uint8_t *agg_types;	/* XpuType of each aggregate's argument */
+	int64_t		cap;
+	int64_t		n;
+	TGroup	   *g;
+} TMap;
+
+static uint64_t
+hash_bytes(const uint8_t *p, uint32_t n)
+{
+	uint64_t	h = 1469598103934665603ULL;
+
+	for (uint32_t i = 0; i < n; i++)
+		h = (h ^ p[i]) * 1099511628211ULL;
+	return h;
+}
+
+static void
+tmap_init(TMap *m, int n_aggs, const XpuAggDesc *aggs, const uint8_t *types, int64_t cap)
+{
+	m->n_aggs = n_aggs;
+	m->aggs = aggs;
+	m->agg_types = types;
+	m->cap = 16;
+	while (m->cap < 2 * cap)
+		m->cap *= 2;
+	m->n = 0;
+	m->g = calloc(m->cap, sizeof(TGroup));
+}
+
+static void
+tmap_free(TMap *m)
+{
+	for (int64_t i = 0; i < m->cap; i++)
+	{
+		free(m->g[i].key);
+		free(m->g[i].st);
+		free(m->g[i].ref_hi);
+		free(m->g[i].ref_lo);
+	}
+	free(m->g);
+}
+
+static int
+is_float_type(int t)
+{
+	return t == XPU_T_FLOAT4 || t == XPU_T_FLOAT8;
+}
+
+/* the group of key (added with start states) */
+static TGroup *
+tmap_get(TMap *m, const uint8_t *key, uint32_t len)
+{
+	int64_t		i = (int64_t) (hash_bytes(key, len) & (uint64_t) (m->cap - 1));
+
+	while (m->g[i].used)
+	{
+		if (m->g[i].len == len && memcmp(m->g[i].key, key, len) == 0)
+			return &m->g[i];
+		i = (i + 1) & (m->cap - 1);
+	}
+	if (2 * (m->n + 1) > m->cap)
+	{
+		printf("Bail out! test map full\n");
+		exit(1);
+	}
+	m->n++;
+	m->g[i].used = 1;
+	m->g[i].len = len;
+	m->g[i].key = malloc(len + 1);
+	memcpy(m->g[i].key, key, len);
+	m->g[i].st = calloc(m->n_aggs + 1, sizeof(XpuAggState));
+	m->g[i].ref_hi = calloc(m->n_aggs + 1, sizeof(__int128));
+	m->g[i].ref_lo = calloc(m->n_aggs + 1, sizeof(unsigned __int128));
+	return &m->g[i];
+}
+
+static int
+f8_less(double a, double b)
+{
+	if (isnan(a))
+		return 0;
+	if (isnan(b))
+		return 1;
+	return a < b;
+}
+
+/* dst += src for aggregate j (xpu_agg.h's states; sticky overflow) */
+static void
+state_combine(TMap *m, XpuAggState *dst, const XpuAggState *src, int j)
+{
+	int			kind = m->aggs[j].kind;
+	int			type = m->agg_types[j];
+
+	if (src->count == 0)
+		return;
+	dst->flags |= src->flags;
+	switch (kind)
+	{
+		case XPU_AGG_SUM_INT:
+		case XPU_AGG_SUM_NUMERIC:
+			if (__builtin_add_overflow(dst->v.i128, src->v.i128, &dst->v.i128))
+				dst->flags |= XPU_AGGF_OVERFLOW;
+			break;
+		case XPU_AGG_SUM_FLOAT:
+		case XPU_AGG_MOMENTS:
+			dst->v.f8[0] += src->v.f8[0];
+			if (kind == XPU_AGG_MOMENTS)
+				dst->v.f8[1] += src->v.f8[1];
+			break;
+		case XPU_AGG_MIN:
+		case XPU_AGG_MAX:
+			if (dst->count == 0)
+				dst->v = src->v;
+			else if (is_float_type(type) ?
+					 (kind == XPU_AGG_MIN ? f8_less(src->v.f8[0], dst->v.f8[0]) :
+					  f8_less(dst->v.f8[0], src->v.f8[0])) :
+					 type == XPU_T_NUMERIC ?
+					 (kind == XPU_AGG_MIN ? src->v.i128 < dst->v.i128 : src->v.i128 > dst->v.i128) :
+					 (kind == XPU_AGG_MIN ? src->v.i < dst->v.i : src->v.i > dst->v.i))
+				dst->v = src->v;
+			break;
+		default:
+			break;
+	}
+	dst->count += src->count;
+}
+
+/* the sink the GPU run folds its groups into */
+static int
+tmap_sink(void *arg, const uint8_t *key, uint32_t key_len, const XpuAggState *states,
+		  XpuError *err)
+{
+	TMap	   *m = arg;
+	TGroup	   *g = tmap_get(m, key, key_len);
+
+	for (int j = 0; j < m->n_aggs; j++)
+		state_combine(m, &g->st[j], &states[j], j);
+	return 1;
+}
+
+/* ---------------- the reference ---------------- */
+
+/* appends the canonical key bytes (xpu_agg.h) of row r's column c */
+static uint32_t
+key_append(const TCol *c, int64_t r, uint8_t *p)
+{
+	uint32_t	n = 1;
+	double		f;
+
+	if (c->null[r])
+	{
+		p[0] = 0;
+		return 1;
+	}
+	p[0] = 1;
+	switch (c->type)
+	{
+		case XPU_T_FLOAT8:
+			f = c->f[r];
+			if (isnan(f))
+				f = NAN;
+			if (f == 0.0)
+				f = 0.0;
+			if (isnan(f))
+			{
+				uint64_t	canon = 0x7ff8000000000000ULL;
+
+				memcpy(p + 1, &canon, 8);
+			}
+			else
+				memcpy(p + 1, &f, 8);
+			return 9;
+		case XPU_T_NUMERIC:
+			memcpy(p + 1, &c->n[r], 16);
+			return 17;
+		case XPU_T_TEXT:
+			{
+				uint32_t	len = (uint32_t) strlen(c->s[r]);
+
+				memcpy(p + 1, &len, 4);
+				memcpy(p + 5, c->s[r], len);
+				return 5 + len;
+			}
+		default:
+			memcpy(p + 1, &c->i[r], 8);
+			return 9;
+	}
+	return n;
+}
+
+/* folds row r's argument value of aggregate j into the reference group */
+static void
+ref_fold(TMap *m, TGroup *g, int j, const TCol *c, int64_t r, const int64_t *extra)
+{
+	XpuAggState *st = &g->st[j];
+	int			kind = m->aggs[j].kind;
+	XpuAggState one;
+	double		x;
+
+	if (kind == XPU_AGG_COUNT_STAR)
+	{
+		st->count++;
+		return;
+	}
+	if (extra == NULL && c->null[r])
+		return;
+	memset(&one, 0, sizeof(one));
+	one.count = 1;
+	x = c != NULL && c->type == XPU_T_FLOAT8 ? c->f[r] : (double) (extra ? *extra : c->i[r]);
+	switch (kind)
+	{
+		case XPU_AGG_SUM_NUMERIC:
+			g->ref_lo[j] += (uint64_t) c->n[r];
+			g->ref_hi[j] += (int64_t) (c->n[r] >> 64);
+			st->count++;
+			return;
+		case XPU_AGG_SUM_INT:
+			one.v.i128 = extra ? *extra : c->i[r];
+			break;
+		case XPU_AGG_SUM_FLOAT:
+			one.v.f8[0] = x;
+			if (isfinite(x) && fabs(x) > 1e289)
+				one.flags |= XPU_AGGF_OVERFLOW;
+			break;
+		case XPU_AGG_MOMENTS:
+			one.v.f8[0] = x;
+			one.v.f8[1] = x * x;
+			if ((isfinite(x) && fabs(x) > 1e134) || (isinf(x * x) && !isinf(x)))
+				one.flags |= XPU_AGGF_OVERFLOW;
+			break;
+		case XPU_AGG_MIN:
+		case XPU_AGG_MAX:
+			if (c->type == XPU_T_FLOAT8)
+				one.v.f8[0] = x;
+			else if (c->type == XPU_T_NUMERIC)
+				one.v.i128 = c->n[r];
+			else
+				one.v.i = extra ? *extra : c->i[r];
+			break;
+		default:
+			break;
+	}
+	state_combine(m, st, &one, j);
+}
+
+/* the exact numeric sums of the reference into their states */
+static void
+ref_finish(TMap *m)
+{
+	for (int64_t i = 0; i < m->cap; i++)
+	{
+		TGroup	   *g = &m->g[i];
+
+		for (int j = 0; g->used && j < m->n_aggs; j++)
+		{
+			__int128	h;
+
+			if (m->aggs[j].kind != XPU_AGG_SUM_NUMERIC)
+				continue;
+			h = g->ref_hi[j] + (__int128) (g->ref_lo[j] >> 64);
+			if (h > INT64_MAX || h < INT64_MIN)
+				g->st[j].flags |= XPU_AGGF_OVERFLOW;
+			g->st[j].v.i128 = (__int128) (((unsigned __int128) h << 64) |
+										  (uint64_t) g->ref_lo[j]);
+		}
+	}
+}
+
+/* the reference groups of q over d (folded as the program would) */
+static void
+ref_run(const TData *d, const TQuery *q, TMap *m, XpuError *err)
+{
+	uint8_t		key[4096];
+
+	memset(err, 0, sizeof(*err));
+	for (int64_t r = 0; r < d->n; r++)
+	{
+		int64_t		extra = 0;
+		int			extra_null = 1;
+		uint32_t	len = 0;
+		TGroup	   *g;
+
+		if (q->qual_a >= 0 &&
+			(d->cols[q->qual_a].null[r] || d->cols[q->qual_b].null[r] ||
+			 !(d->cols[q->qual_a].i[r] > q->qual_lo) || !(d->cols[q->qual_b].i[r] < q->qual_hi)))
+			continue;
+		if (q->div_col >= 0 || q->mul_col >= 0)
+		{
+			const TCol *a = &d->cols[q->div_col >= 0 ? q->div_col : q->mul_col];
+			const TCol *b = &d->cols[q->div_col >= 0 ? q->div_by : q->mul_by];
+
+			extra_null = a->null[r] || b->null[r];
+			if (!extra_null && q->div_col >= 0 && b->i[r] == 0)
+			{
+				err->code = XPU_ERR_DIVISION_BY_ZERO;
+				return;
+			}
+			if (!extra_null)
+				extra = q->div_col >= 0 ? a->i[r] / b->i[r] : a->i[r] * b->i[r];
+		}
+		for (int k = 0; k < q->n_keys; k++)
+			len += key_append(&d->cols[q->keys[k]], r, key + len);
+		g = tmap_get(m, key, len);
+		for (int j = 0; j < q->n_aggs; j++)
+		{
+			int			out = q->aggs[j].out;
+
+			if (q->aggs[j].kind == XPU_AGG_COUNT_STAR)
+				ref_fold(m, g, j, NULL, r, NULL);
+			else if (out == d->ncols)
+			{
+				if (!extra_null)
+					ref_fold(m, g, j, NULL, r, &extra);
+			}
+			else
+				ref_fold(m, g, j, &d->cols[out], r, NULL);
+		}
+	}
+	ref_finish(m);
+}
+
+static int
+f8_close(double a, double b)
+{
+	if (isnan(a) || isnan(b))
+		return isnan(a) && isnan(b);
+	if (a == b)
+		return 1;
+	return fabs(a - b) <= 1e-9 * fmax(fabs(a), fabs(b));
+}
+
+/* does GPU state s equal reference state r of aggregate j; why if not */
+static int
+state_same(const TMap *m, int j, const XpuAggState *s, const XpuAggState *r, char *why)
+{
+	int			kind = m->aggs[j].kind;
+	int			type = m->agg_types[j];
+
+	if (s->count != r->count || s->flags != r->flags)
+	{
+		sprintf(why, "count %ld/%ld flags %u/%u", (long) s->count, (long) r->count,
+				s->flags, r->flags);
+		return 0;
+	}
+	if (s->count == 0 || (s->flags & XPU_AGGF_OVERFLOW) || kind == XPU_AGG_COUNT ||
+		kind == XPU_AGG_COUNT_STAR)
+		return 1;
+	if (kind == XPU_AGG_SUM_FLOAT || kind == XPU_AGG_MOMENTS ||
+		((kind == XPU_AGG_MIN || kind == XPU_AGG_MAX) && is_float_type(type)))
+	{
+		if (!f8_close(s->v.f8[0], r->v.f8[0]) ||
+			(kind == XPU_AGG_MOMENTS && !f8_close(s->v.f8[1], r->v.f8[1])))
+		{
+			sprintf(why, "%.17g %.17g / %.17g %.17g", s->v.f8[0], s->v.f8[1],
+					r->v.f8[0], r->v.f8[1]);
+			return 0;
+		}
+		return 1;
+	}
+	if ((kind == XPU_AGG_MIN || kind == XPU_AGG_MAX) && type != XPU_T_NUMERIC)
+	{
+		if (s->v.i != r->v.i)
+		{
+			sprintf(why, "%ld / %ld", (long) s->v.i, (long) r->v.i);
+			return 0;
+		}
+		return 1;
+	}
+	if (s->v.i128 != r->v.i128)
+	{
+		sprintf(why, "int128 %lx:%lx / %lx:%lx", (unsigned long) (s->v.i128 >> 64),
+				(unsigned long) s->v.i128, (unsigned long) (r->v.i128 >> 64),
+				(unsigned long) r->v.i128);
+		return 0;
+	}
+	return 1;
+}
+
+/* does the GPU's map equal the reference's */
+static int
+maps_same(TMap *gpu, TMap *ref, const char *name)
+{
+	char		why[256];
+
+	if (gpu->n != ref->n)
+	{
+		tap_diag("%s: %ld groups, reference %ld", name, (long) gpu->n, (long) ref->n);
+		return 0;
+	}
+	for (int64_t i = 0; i < ref->cap; i++)
+	{
+		TGroup	   *r = &ref->g[i];
+		TGroup	   *g;
+		int64_t		before = gpu->n;
+
+		if (!r->used)
+			continue;
+		g = tmap_get(gpu, r->key, r->len);
+		if (gpu->n != before)
+		{
+			tap_diag("%s: a group of %u key bytes is missing", name, r->len);
+			return 0;
+		}
+		for (int j = 0; j < ref->n_aggs; j++)
+			if (!state_same(ref, j, &g->st[j], &r->st[j], why))
+			{
+				tap_diag("%s: aggregate %d (kind %d): %s", name, j, ref->aggs[j].kind, why);
+				return 0;
+			}
+	}
+	return 1;
+}
+
+/* ---------------- running a case ---------------- */
+
+typedef struct TRunResult
+{
+	int			rc;
+	XpuError	err;
+	int			werr;
+	char		msg[256];
+	AggRun		run;
+	double		wall_s;
+} TRunResult;
+
+/* runs q over the Arrow file path on the GPU into m */
+static void
+gpu_run(const ServiceGpu *gpu, const char *path, const XpuProgram *prog,
+		const int32_t *fields, const TQuery *q, uint32_t initial_groups, TMap *m,
+		TRunResult *res)
+{
+	ArrowFile  *file;
+	ArrowError	aerr;
+	AggRunFile	f;
+	uint16_t	key_outs[4];
+	int32_t    *batches;
+	volatile int canceled = 0;
+	GpuAggOptions opts = {initial_groups, 0};
+	int64_t		t0;
+
+	if (arrow_file_open(path, NULL, &file, &aerr) != ARROW_OK)
+	{
+		printf("Bail out! %s: %s\n", path, aerr.message);
+		exit(1);
+	}
+	batches = malloc(sizeof(int32_t) * (file->n_batches + 1));
+	for (int i = 0; i < file->n_batches; i++)
+		batches[i] = i;
+	for (int k = 0; k < q->n_keys; k++)
+		key_outs[k] = (uint16_t) q->keys[k];
+	memset(&f, 0, sizeof(f));
+	f.path = (char *) path;
+	f.fd = file->fd;
+	f.file = file;
+	f.n_batches = (uint32_t) file->n_batches;
+	f.batches = batches;
+	f.fields = fields;
+	memset(res, 0, sizeof(*res));
+	res->run.prog = prog;
+	res->run.spec.n_keys = q->n_keys;
+	res->run.spec.key_outs = key_outs;
+	res->run.spec.n_aggs = q->n_aggs;
+	res->run.spec.aggs = q->aggs;
+	res->run.n_files = 1;
+	res->run.files = &f;
+	res->run.n_threads = 16;
+	res->run.canceled = (volatile int *) &canceled;
+	t0 = svc_now_us(CLOCK_MONOTONIC);
+	res->rc = gpu_agg_execute(gpu, &res->run, &opts, tmap_sink, m, &res->err, &res->werr,
+							  res->msg, sizeof(res->msg));
+	res->wall_s = (svc_now_us(CLOCK_MONOTONIC) - t0) / 1e6;
+	res->run.files = NULL;
+	free(batches);
+	arrow_file_close(file);
+}
+
+/* ---------------- the cases ---------------- */
+
+static const char *const texts[] = {
+	"", "a", "ab", "abc", "\xc3\xa9", "\xe6\x97\xa5\xe6\x9c\xac", "zz", "AIR", "MAIL", "SHIP",
+	"TRUCK", "RAIL", "FOB", "REG AIR", "1-URGENT", "2-HIGH", "3-MEDIUM", "4-NOT SPECI",
+	"a rather long string that is longer than forty bytes, surely", "x\x01y"
+};
+
+#define NTEXTS	((int) (sizeof(texts) / sizeof(texts[0])))
+
+/*
+ * the columns of the checks: a int4, b int2, k int8 (n_groups values), f
+ * float8 >= 0, g float8 with NaN/inf/-0, n numeric(38,2), s text, z int4
+ * divisor with a few zeros (zero_every rows; 0: none)
+ */
+static void
+gen_data(TData *d, int64_t n, int64_t n_groups, int null_pct, int64_t zero_every)
+{
+	static const double gedges[] = {NAN, INFINITY, -INFINITY, -0.0, 0.0, 1e308, -1e308, 0.5};
+	TCol	   *a, *b, *k, *f, *g, *nu, *s, *z;
+
+	memset(d, 0, sizeof(*d));
+	d->n = n;
+	a = tcol_add(d, "a", XPU_T_INT4);
+	b = tcol_add(d, "b", XPU_T_INT2);
+	k = tcol_add(d, "k", XPU_T_INT8);
+	f = tcol_add(d, "f", XPU_T_FLOAT8);
+	g = tcol_add(d, "g", XPU_T_FLOAT8);
+	nu = tcol_add(d, "n", XPU_T_NUMERIC);
+	s = tcol_add(d, "s", XPU_T_TEXT);
+	z = tcol_add(d, "z", XPU_T_INT4);
+	for (int64_t r = 0; r < n; r++)
+	{
+		uint64_t	x = rnd();
+
+		a->null[r] = (int) (rnd() % 100) < null_pct;
+		a->i[r] = x % 97 == 0 ? (x & 1 ? INT32_MAX : INT32_MIN) : (int64_t) (x % 2000001) - 1000000;
+		b->null[r] = (int) (rnd() % 100) < null_pct;
+		b->i[r] = (int16_t) rnd();
+		k->null[r] = n_groups > 1 && (int) (rnd() % 100) < null_pct / 4;
+		k->i[r] = n_groups > 1 ? (int64_t) (rnd() % n_groups) * 7919 - 3 : 42;
+		f->null[r] = (int) (rnd() % 100) < null_pct;
+		f->f[r] = (double) (rnd() % 1000000) / 1000.0;
+		g->null[r] = (int) (rnd() % 100) < null_pct;
+		g->f[r] = rnd() % 50 == 0 ? gedges[rnd() % 8] : (double) (rnd() % 100) / 4.0 - 12.0;
+		nu->null[r] = (int) (rnd() % 100) < null_pct;
+		nu->n[r] = (__int128) ((int64_t) (rnd() % 2000000000001ULL) - 1000000000000LL) * 1000003;
+		s->null[r] = (int) (rnd() % 100) < null_pct;
+		s->s[r] = texts[rnd() % NTEXTS];
+		z->null[r] = 0;
+		z->i[r] = zero_every > 0 && r % zero_every == zero_every - 1 ? 0 : (int64_t) (rnd() % 5) + 1;
+	}
+}
+
+#define COL_A 0
+#define COL_B 1
+#define COL_K 2
+#define COL_F 3
+#define COL_G 4
+#define COL_N 5
+#define COL_S 6
+#define COL_Z 7
+
+static void
+agg(TQuery *q, int kind, int col)
+{
+	q->aggs[q->n_aggs].kind = (uint8_t) kind;
+	q->aggs[q->n_aggs].out = (uint16_t) (col < 0 ? 0 : col);
+	q->n_aggs++;
+}
+
+static void
+query_init(TQuery *q)
+{
+	memset(q, 0, sizeof(*q));
+	q->qual_a = q->qual_b = -1;
+	q->div_col = q->div_by = q->mul_col = q->mul_by = -1;
+}
+
+/*
+ * check_compressed: the same run over a zstd-compressed copy of the file
+ * (pyarrow writes it), which the service loads with arrow_batch_load
+ */
+static void
+check_compressed(const ServiceGpu *gpu, const char *path, const char *name,
+				 const XpuProgram *prog, const int32_t *fields, const TQuery *q,
+				 TMap *ref, const uint8_t *types)
+{
+	char		zpath[1100],
+				cmd[3000];
+	TMap		got;
+	TRunResult	res;
+
+	snprintf(zpath, sizeof(zpath), "%s.zstd", path);
+	snprintf(cmd, sizeof(cmd),
+			 "python3 -c 'import sys, pyarrow.ipc as ipc; t = ipc.open_file(sys.argv[1]).read_all(); "
+			 "w = ipc.new_file(sys.argv[2], t.schema, options=ipc.IpcWriteOptions(compression=\"zstd\")); "
+			 "[w.write_batch(b) for b in t.to_batches(max_chunksize=300000)]; w.close()' %s %s",
+			 path, zpath);
+	if (system(cmd) != 0)
+	{
+		tap_ok(1, "%s, zstd-compressed # SKIP pyarrow could not write it", name);
+		return;
+	}
+	tmap_init(&got, q->n_aggs, q->aggs, types, ref->cap / 2);
+	gpu_run(gpu, zpath, prog, fields, q, 0, &got, &res);
+	if (res.rc != 0)
+		tap_ok(0, "%s, zstd-compressed: run failed: rc %d, %s%s", name, res.rc,
+			   res.err.message, res.msg);
+	else
+		tap_ok(maps_same(&got, ref, name), "%s, zstd-compressed: %ld groups equal the reference",
+			   name, (long) ref->n);
+	tmap_free(&got);
+	unlink(zpath);
+}
+
+/*
+ * check_case: q over d on the GPU (file written to dir) against the
+ * reference; expect_err: the error code the run must end with (XPU_OK: it
+ * must succeed and every group must match)
+ */
+static void
+check_case(const ServiceGpu *gpu, const char *dir, const char *name, const TData *d,
+		   const TQuery *q, uint32_t initial_groups, int64_t batch_rows, int expect_err,
+		   int recompress)
+{
+	char		path[1024];
+	uint8_t		types[24];
+	TMap		ref, got;
+	XpuError	ref_err;
+	TRunResult	res;
+	int32_t		fields[8];
+	XpuProgram *prog = build_program(d, q, fields);
+
+	snprintf(path, sizeof(path), "%s/%s.arrow", dir, name);
+	tdata_write(d, path, batch_rows);
+	for (int j = 0; j < q->n_aggs; j++)
+		types[j] = q->aggs[j].out >= d->ncols ? XPU_T_INT8 : d->cols[q->aggs[j].out].type;
+	tmap_init(&ref, q->n_aggs, q->aggs, types, d->n + 1);
+	tmap_init(&got, q->n_aggs, q->aggs, types, d->n + 1);
+	ref_run(d, q, &ref, &ref_err);
+	gpu_run(gpu, path, prog, fields, q, initial_groups, &got, &res);
+	if (expect_err != XPU_OK)
+		tap_ok(res.rc == expect_err && res.err.code == expect_err && ref_err.code == expect_err,
+			   "%s: the run fails with error %d (got %d: %s%s)", name, expect_err, res.rc,
+			   res.err.message, res.msg);
+	else if (res.rc != 0)
+		tap_ok(0, "%s: run failed: rc %d, %s%s", name, res.rc, res.err.message, res.msg);
+	else
+		tap_ok(maps_same(&got, &ref, name) && res.run.rows_in == (uint64_t) d->n,
+			   "%s: %ld groups equal the reference (%ld rows, %ld passed, %.3f s)",
+			   name, (long) ref.n, (long) res.run.rows_in, (long) res.run.rows_passed,
+			   res.wall_s);
+	if (expect_err == XPU_OK && recompress)
+		check_compressed(gpu, path, name, prog, fields, q, &ref, types);
+	tmap_free(&ref);
+	tmap_free(&got);
+	free(prog);
+	unlink(path);
+}
+
+/* the checks of the file header */
+static void
+run_checks(const ServiceGpu *gpu, const char *dir)
+{
+	TData		d;
+	TQuery		q;
+
+	/* no keys: a 2-conjunct qual, every aggregate kind, NULLs and edge values */
+	gen_data(&d, 3000000, 50, 8, 0);
+	query_init(&q);
+	q.qual_a = COL_A;
+	q.qual_lo = -500000;
+	q.qual_b = COL_B;
+	q.qual_hi = 10000;
+	agg(&q, XPU_AGG_COUNT_STAR, -1);
+	agg(&q, XPU_AGG_COUNT, COL_A);
+	agg(&q, XPU_AGG_SUM_INT, COL_A);
+	agg(&q, XPU_AGG_SUM_INT, COL_B);
+	agg(&q, XPU_AGG_SUM_FLOAT, COL_F);
+	agg(&q, XPU_AGG_MOMENTS, COL_F);
+	agg(&q, XPU_AGG_MIN, COL_A);
+	agg(&q, XPU_AGG_MAX, COL_A);
+	agg(&q, XPU_AGG_MIN, COL_G);
+	agg(&q, XPU_AGG_MAX, COL_G);
+	agg(&q, XPU_AGG_SUM_NUMERIC, COL_N);
+	agg(&q, XPU_AGG_MIN, COL_N);
+	agg(&q, XPU_AGG_MAX, COL_N);
+	agg(&q, XPU_AGG_COUNT, COL_S);
+	check_case(gpu, dir, "nokey", &d, &q, 0, 500000, XPU_OK, 1);
+	/* the same with more than the per-thread aggregates: the shared path */
+	agg(&q, XPU_AGG_MAX, COL_B);
+	agg(&q, XPU_AGG_MIN, COL_B);
+	agg(&q, XPU_AGG_COUNT, COL_G);
+	check_case(gpu, dir, "nokey_shared", &d, &q, 0, 500000, XPU_OK, 0);
+	/* no row passes: no group */
+	q.qual_lo = INT32_MAX;
+	check_case(gpu, dir, "nokey_empty", &d, &q, 0, 500000, XPU_OK, 0);
+
+	/* a text key and an int8 key (with NULLs): about a thousand groups */
+	query_init(&q);
+	q.n_keys = 2;
+	q.keys[0] = COL_S;
+	q.keys[1] = COL_K;
+	agg(&q, XPU_AGG_COUNT_STAR, -1);
+	agg(&q, XPU_AGG_SUM_INT, COL_A);
+	agg(&q, XPU_AGG_SUM_FLOAT, COL_F);
+	agg(&q, XPU_AGG_MOMENTS, COL_F);
+	agg(&q, XPU_AGG_MIN, COL_G);
+	agg(&q, XPU_AGG_MAX, COL_G);
+	agg(&q, XPU_AGG_SUM_NUMERIC, COL_N);
+	agg(&q, XPU_AGG_MAX, COL_N);
+	agg(&q, XPU_AGG_MIN, COL_B);
+	check_case(gpu, dir, "text_int_keys", &d, &q, 0, 500000, XPU_OK, 1);
+	/* float keys: NaN, -0 and +0 group as PostgreSQL does; numeric keys */
+	query_init(&q);
+	q.n_keys = 1;
+	q.keys[0] = COL_G;
+	agg(&q, XPU_AGG_COUNT_STAR, -1);
+	agg(&q, XPU_AGG_SUM_INT, COL_A);
+	check_case(gpu, dir, "float_key", &d, &q, 0, 500000, XPU_OK, 0);
+	q.keys[0] = COL_N;
+	check_case(gpu, dir, "numeric_key_many", &d, &q, 0, 500000, XPU_OK, 0);
+	/* a program error: a / z with a zero divisor */
+	tdata_free(&d);
+	gen_data(&d, 1000000, 50, 8, 1000);
+	query_init(&q);
+	q.div_col = COL_A;
+	q.div_by = COL_Z;
+	q.n_keys = 1;
+	q.keys[0] = COL_K;
+	agg(&q, XPU_AGG_SUM_INT, 8);
+	check_case(gpu, dir, "division_by_zero", &d, &q, 0, 250000, XPU_ERR_DIVISION_BY_ZERO, 0);
+	tdata_free(&d);
+
+	/* one group; then a million groups, with a table that must grow */
+	gen_data(&d, 4000000, 1, 8, 0);
+	query_init(&q);
+	q.n_keys = 1;
+	q.keys[0] = COL_K;
+	agg(&q, XPU_AGG_COUNT_STAR, -1);
+	agg(&q, XPU_AGG_SUM_INT, COL_A);
+	agg(&q, XPU_AGG_MAX, COL_G);
+	check_case(gpu, dir, "one_group", &d, &q, 0, 1000000, XPU_OK, 0);
+	tdata_free(&d);
+	gen_data(&d, 4000000, 1000000, 8, 0);
+	check_case(gpu, dir, "million_groups", &d, &q, 0, 1000000, XPU_OK, 0);
+	check_case(gpu, dir, "million_groups_table_full", &d, &q, 4096, 1000000, XPU_OK, 0);
+	tdata_free(&d);
+
+	/* numeric sums past int128 are flagged; sums whose parts pass it are not */
+	gen_data(&d, 300000, 3, 0, 0);
+	for (int64_t r = 0; r < d.n; r++)
+	{
+		__int128	big = (__int128) 1000000000000000000LL * 100000000000000000LL * 99;
+
+		d.cols[COL_K].i[r] = r % 3;
+		d.cols[COL_N].n[r] = r % 3 == 0 ? big : r % 3 == 1 ? ((r / 3) % 2 ? big : -big) : r;
+	}
+	query_init(&q);
+	q.n_keys = 1;
+	q.keys[0] = COL_K;
+	agg(&q, XPU_AGG_COUNT_STAR, -1);
+	agg(&q, XPU_AGG_SUM_NUMERIC, COL_N);
+	check_case(gpu, dir, "numeric_overflow", &d, &q, 0, 100000, XPU_OK, 0);
+	tdata_free(&d);
+}
+
+/* ---------------- the figures ---------------- */
+
+/* GB/s of a pinned host-to-device copy of len bytes (best of 5) */
+static double
+pinned_copy_rate(size_t len)
+{
+	void	   *host;
+	CUdeviceptr dev;
+	CUstream	s;
+	double		best = 0;
+	CUcontext	ctx;
+
+	gpu_drv.cuCtxPushCurrent(gpu_device_context(0));
+	if (gpu_drv.cuMemAllocHost(&host, len) != CUDA_SUCCESS ||
+		gpu_drv.cuMemAlloc(&dev, len) != CUDA_SUCCESS ||
+		gpu_drv.cuStreamCreate(&s, CU_STREAM_NON_BLOCKING) != CUDA_SUCCESS)
+		return 0;
+	memset(host, 1, len);
+	for (int i = 0; i < 5; i++)
+	{
+		int64_t		t0 = svc_now_us(CLOCK_MONOTONIC);
+		double		rate;
+
+		gpu_drv.cuMemcpyHtoDAsync(dev, host, len, s);
+		gpu_drv.cuStreamSynchronize(s);
+		rate = len / 1e3 / (double) (svc_now_us(CLOCK_MONOTONIC) - t0);
+		if (rate > best)
+			best = rate;
+	}
+	gpu_drv.cuStreamDestroy(s);
+	gpu_drv.cuMemFree(dev);
+	gpu_drv.cuMemFreeHost(host);
+	gpu_drv.cuCtxPopCurrent(&ctx);
+	return best;
+}
+
+/* an SSB-like lineorder: quantity int4, discount int8, extendedprice int8,
+ * revenue int8, supplycost int4, orderpriority text, shipmode text */
+static void
+gen_lineorder(TData *d, int64_t n)
+{
+	static const char *const prio[] = {"1-URGENT", "2-HIGH", "3-MEDIUM", "4-NOT SPECI", "5-LOW"};
+	static const char *const mode[] = {"AIR", "FOB", "MAIL", "RAIL", "REG AIR", "SHIP", "TRUCK"};
+	TCol	   *c[7];
+
+	memset(d, 0, sizeof(*d));
+	d->n = n;
+	c[0] = tcol_add(d, "lo_quantity", XPU_T_INT4);
+	c[1] = tcol_add(d, "lo_discount", XPU_T_INT8);
+	c[2] = tcol_add(d, "lo_extendedprice", XPU_T_INT8);
+	c[3] = tcol_add(d, "lo_revenue", XPU_T_INT8);
+	c[4] = tcol_add(d, "lo_supplycost", XPU_T_INT4);
+	c[5] = tcol_add(d, "lo_orderpriority", XPU_T_TEXT);
+	c[6] = tcol_add(d, "lo_shipmode", XPU_T_TEXT);
+	for (int64_t r = 0; r < n; r++)
+	{
+		c[0]->i[r] = (int64_t) (rnd() % 50) + 1;
+		c[1]->i[r] = (int64_t) (rnd() % 11);
+		c[2]->i[r] = (int64_t) (rnd() % 10000000) + 90000;
+		c[3]->i[r] = (int64_t) (rnd() % 10000000);
+		c[4]->i[r] = (int64_t) (rnd() % 100000) + 1000;
+		c[5]->s[r] = prio[rnd() % 5];
+		c[6]->s[r] = mode[rnd() % 7];
+	}
+}
+
+/* the figures for a query: best of 3 runs */
+static void
+bench_query(const ServiceGpu *gpu, const char *path, const TData *d, const TQuery *q,
+			const char *name)
+{
+	int32_t		fields[8];
+	XpuProgram *prog = build_program(d, q, fields);
+	uint8_t		types[24] = {0};
+	TRunResult	res,
+				best;
+
+	memset(&best, 0, sizeof(best));
+	best.wall_s = 1e9;
+	for (int i = 0; i < 3; i++)
+	{
+		TMap		m;
+
+		tmap_init(&m, q->n_aggs, q->aggs, types, 1024);
+		gpu_run(gpu, path, prog, fields, q, 0, &m, &res);
+		if (res.rc != 0)
+			printf("# %s failed: %d %s%s\n", name, res.rc, res.err.message, res.msg);
+		if (res.rc == 0 && res.wall_s < best.wall_s)
+			best = res;
+		tmap_free(&m);
+	}
+	printf("# %s: %ld rows, %ld passed, %.1f MB read: end to end %.3f s = %.2f G rows/s, "
+		   "%.2f GB/s; kernels %.3f s = %.2f G rows/s; I/O %.3f s\n",
+		   name, (long) best.run.rows_in, (long) best.run.rows_passed,
+		   best.run.bytes_read / 1e6, best.wall_s, best.run.rows_in / best.wall_s / 1e9,
+		   best.run.bytes_read / best.wall_s / 1e9, best.run.exec_us / 1e6,
+		   best.run.rows_in / (best.run.exec_us / 1e6) / 1e9, best.run.io_us / 1e6);
+	free(prog);
+}
+
+static void
+run_bench(const ServiceGpu *gpu, const char *dir, int64_t rows, int64_t batch_rows)
+{
+	char		path[1024];
+	TData		d;
+	TQuery		q;
+	int64_t		t0 = svc_now_us(CLOCK_MONOTONIC);
+
+	snprintf(path, sizeof(path), "%s/lineorder.arrow", dir);
+	gen_lineorder(&d, rows);
+	tdata_write(&d, path, batch_rows);
+	printf("# wrote %ld rows in %.1f s; pinned host-to-GPU copy of 1 GiB: %.1f GB/s\n",
+		   (long) rows, (svc_now_us(CLOCK_MONOTONIC) - t0) / 1e6, pinned_copy_rate(1 << 30));
+	/* sum(extendedprice * discount) where discount > 0 and quantity < 25 */
+	query_init(&q);
+	q.qual_a = 1;
+	q.qual_lo = 0;
+	q.qual_b = 0;
+	q.qual_hi = 25;
+	q.mul_col = 2;
+	q.mul_by = 1;
+	agg(&q, XPU_AGG_SUM_INT, d.ncols);
+	bench_query(gpu, path, &d, &q, "q1 (2-conjunct qual, sum, no keys)");
+	/* orderpriority, shipmode, count(*), sum(revenue), avg(quantity), max(supplycost) */
+	query_init(&q);
+	q.n_keys = 2;
+	q.keys[0] = 5;
+	q.keys[1] = 6;
+	agg(&q, XPU_AGG_COUNT_STAR, -1);
+	agg(&q, XPU_AGG_SUM_INT, 3);
+	agg(&q, XPU_AGG_SUM_INT, 0);
+	agg(&q, XPU_AGG_COUNT, 0);
+	agg(&q, XPU_AGG_MAX, 4);
+	bench_query(gpu, path, &d, &q, "q2 (2 text keys, 35 groups)");
+	tdata_free(&d);
+	unlink(path);
+}
+
+int
+main(int argc, char **argv)
+{
+	ServiceGpu	gpu;
+
+	if (argc < 3)
+	{
+		fprintf(stderr, "usage: gpu_aggcheck FATBIN DIR [bench ROWS [BATCH_ROWS]]\n");
+		return 2;
+	}
+	setvbuf(stdout, NULL, _IOLBF, 0);
+	gpu_fatbin_path = argv[1];
+	gpu_open(&gpu, true);
+	if (gpu.n_devices == 0)
+	{
+		printf("1..0 # SKIP no GPU: %s\n", gpu.detail);
+		return 0;
+	}
+	if (argc >= 5 && strcmp(argv[3], "bench") == 0)
+		run_bench(&gpu, argv[2], atoll(argv[4]), argc >= 6 ? atoll(argv[5]) : 8000000);
+	else
+		run_checks(&gpu, argv[2]);
+	gpu_close(&gpu);
+	return tap_done();
+}
