@@ -86,7 +86,7 @@ setup)
     bundle=${2:?bundle tarball}
     rm -rf "$top"; mkdir -p "$top"; chmod 755 "$top"
     log "extracting $bundle"
-    tar -xzf "$bundle" -C "$top"
+    tar -xf "$bundle" -C "$top"      # .tar.gz or .tar.xz
     lscpu | grep -E '^(Model name|CPU\(s\)|Thread|Core|Socket|NUMA node\(s\))' || true
     if [ "${SKIP_TESTS:-0}" != 1 ]; then
         "$0" tests
