@@ -769,6 +769,17 @@ gagg_values_len(const XpuColumn *col, int width, int64_t n)
 }
 
 /*
+ * gagg_field: the top-level field that program column k reads: the field of
+ * the chunk column it loads (AGG_RUN's fields[] is indexed by chunk column,
+ * XpuColumn.col_index, which agg.c checked to be below n_cols)
+ */
+static int32_t
+gagg_field(const GaggRun *g, const AggRunFile *f, int k)
+{
+	return f->fields[XPU_COLS(g->prog)[k].col_index];
+}
+
+/*
  * gagg_plan_stored: the pieces (validity, values, utf8 data) of program
  * column k in an uncompressed batch, as file extents checked against the
  * batch's rows
@@ -780,7 +791,7 @@ gagg_plan_stored(GaggRun *g, AggRunFile *f, int32_t batch, int k, int width,
 	const ArrowFile *file = f->file;
 	const ArrowBatchInfo *bi = &file->batches[batch];
 	const XpuColumn *col = XPU_COLS(g->prog) + k;
-	int32_t		field = f->fields[k];
+	int32_t		field = gagg_field(g, f, k);
 	int32_t		first_node = file->columns[field].first_node;
 	ArrowExtent ext[4];
 	ArrowError	aerr;
@@ -821,11 +832,11 @@ gagg_plan_loaded(GaggRun *g, AggRunFile *f, const ArrowBatch *ab, int k, int wid
 				 GaggPiece *pc)
 {
 	const XpuColumn *col = XPU_COLS(g->prog) + k;
-	const ArrowArray *a = &ab->columns[f->fields[k]];
+	const ArrowArray *a = &ab->columns[gagg_field(g, f, k)];
 
 	if (a->length != ab->n_rows)
 		return gagg_fail(g, WARP_ERR_BAD_FILE, "%s: record batch %d: column %d has %ld rows",
-						 f->path, ab->index, f->fields[k], (long) a->length);
+						 f->path, ab->index, gagg_field(g, f, k), (long) a->length);
 	memset(pc, 0, 3 * sizeof(GaggPiece));
 	pc[0].file_off = pc[1].file_off = pc[2].file_off = -1;
 	if (a->null_count > 0 && a->validity != NULL)
@@ -900,12 +911,12 @@ gagg_plan_batch(GaggRun *g, AggRunFile *f, int32_t batch, GaggPiece *pc,
 		ArrowExtent ext[4];
 		int			n_ext;
 
-		if (f->fields[k] < 0 || f->fields[k] >= file->schema.n_fields ||
-			!gagg_kind_matches(XPU_COLS(g->prog) + k, &file->schema.fields[f->fields[k]], &width))
+		if (gagg_field(g, f, k) < 0 || gagg_field(g, f, k) >= file->schema.n_fields ||
+			!gagg_kind_matches(XPU_COLS(g->prog) + k, &file->schema.fields[gagg_field(g, f, k)], &width))
 			return gagg_fail(g, WARP_ERR_BAD_FILE,
 							 "%s: column %d is not of the type the plan reads", f->path,
-							 f->fields[k]);
-		n_ext = arrow_column_extents(file, batch, f->fields[k], ext, 4, &aerr);
+							 gagg_field(g, f, k));
+		n_ext = arrow_column_extents(file, batch, gagg_field(g, f, k), ext, 4, &aerr);
 		for (int e = 0; e < n_ext; e++)
 			*file_bytes += (uint64_t) ext[e].length;
 		if (file->batches[batch].codec != ARROW_CODEC_NONE)
@@ -922,7 +933,7 @@ gagg_plan_batch(GaggRun *g, AggRunFile *f, int32_t batch, GaggPiece *pc,
 		if (want == NULL)
 			return gagg_fail(g, WARP_ERR_OUT_OF_MEMORY, "out of memory");
 		for (int k = 0; k < n_cols; k++)
-			want[f->fields[k]] = true;
+			want[gagg_field(g, f, k)] = true;
 		rc = arrow_batch_load(file, batch, want, ab, &aerr);
 		free(want);
 		if (rc != ARROW_OK)
@@ -934,7 +945,7 @@ gagg_plan_batch(GaggRun *g, AggRunFile *f, int32_t batch, GaggPiece *pc,
 	{
 		int			width;
 
-		gagg_kind_matches(XPU_COLS(g->prog) + k, &file->schema.fields[f->fields[k]], &width);
+		gagg_kind_matches(XPU_COLS(g->prog) + k, &file->schema.fields[gagg_field(g, f, k)], &width);
 		if (gagg_plan_loaded(g, f, *ab, k, width, pc + 3 * k) != 0)
 			return -1;
 	}
