@@ -254,18 +254,30 @@ build_program(const TData *d, const TQuery *q, int32_t *fields)
 	char		errbuf[256];
 	XpuProgram *prog;
 
+	int			used[8];
+
 	xpu_begin_stage(b, XPU_STAGE_LOAD);
 	for (int k = 0; k < d->ncols; k++)
 	{
-		int			scale = d->cols[k].type == XPU_T_NUMERIC ? 2 : 0;
+		regs[k] = xpu_add_reg(b, d->cols[k].type, d->cols[k].type == XPU_T_NUMERIC ? 2 : 0);
+		if (query_uses(q, k))
+			used[n_desc++] = k;
+	}
 
-		regs[k] = xpu_add_reg(b, d->cols[k].type, scale);
-		if (!query_uses(q, k))
-			continue;
-		fields[n_desc] = k;
-		xpu_add_column(b, n_desc, kind_of(d->cols[k].type), scale);
-		xpu_add_instr(b, XPU_OP_LOAD_COL, regs[k], 0, 0, 0, n_desc);
-		n_desc++;
+	/*
+	 * Chunk column i holds field used[i] (fields[] is indexed by chunk
+	 * column); the descriptors are added in the reverse order, so that a
+	 * program column's index differs from its chunk column's, as in the
+	 * programs codegen builds (columns in the order the quals load them).
+	 */
+	for (int i = n_desc - 1; i >= 0; i--)
+	{
+		int			k = used[i];
+		int			scale = d->cols[k].type == XPU_T_NUMERIC ? 2 : 0;
+		int			desc = xpu_add_column(b, i, kind_of(d->cols[k].type), scale);
+
+		fields[i] = k;
+		xpu_add_instr(b, XPU_OP_LOAD_COL, regs[k], 0, 0, 0, desc);
 	}
 	if (q->qual_a >= 0)
 	{
