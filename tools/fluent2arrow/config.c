@@ -325,7 +325,12 @@ route_setting(Config *cfg, Route *r, const char *k, const char *v,
 	else if (strcmp(k, "dir") == 0)
 		r->dir = config_path(cfg, v);
 	else if (strcmp(k, "prefix") == 0)
+	{
+		if (*v == '\0' || *v == '.' || strchr(v, '/') != NULL)
+			return snprintf(errbuf, errlen, "prefix: \"%s\" must be a file name that does not start with a dot", v), false;
+		free(r->prefix);
 		r->prefix = xstrdup(v);
+	}
 	else if (strcmp(k, "strict") == 0)
 		return parse_bool(v, &r->strict) ||
 			(snprintf(errbuf, errlen, "strict: \"%s\" is not on or off", v), false);
@@ -395,6 +400,9 @@ global_setting(Config *cfg, const char *k, const char *v, char *errbuf, size_t e
 
 		if (n < 1024)
 			return snprintf(errbuf, errlen, "%s: \"%s\" is not a size of at least 1kB", k, v), false;
+		/* one value of a frame must fit a utf8/binary batch (32-bit offsets) */
+		if (k[4] == 'f' && n > 1024LL * 1024 * 1024)
+			return snprintf(errbuf, errlen, "max_frame: \"%s\" is more than 1GB", v), false;
 		*(k[0] == 'w' ? &cfg->wal_segment : k[4] == 'f' ? &cfg->max_frame : &cfg->max_buffer) = n;
 	}
 	else if (strcmp(k, "max_connections") == 0 || strcmp(k, "stats_interval") == 0)
@@ -456,6 +464,8 @@ route_check(Route *r, char *errbuf, size_t errlen)
 		for (int j = 0; j < i; j++)
 			if (strcmp(r->columns[i].name, r->columns[j].name) == 0)
 				return snprintf(errbuf, errlen, "route \"%s\": column \"%s\" twice", r->name, r->columns[i].name), false;
+	if (r->prefix == NULL && (r->name[0] == '\0' || r->name[0] == '.' || strchr(r->name, '/')))
+		return snprintf(errbuf, errlen, "route \"%s\": its name is no file name prefix; set prefix", r->name), false;
 	if (r->prefix == NULL)
 		r->prefix = xstrdup(r->name);
 	r->schema.n_fields = r->n_columns;
