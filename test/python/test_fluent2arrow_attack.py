@@ -176,3 +176,44 @@ def test_config_refuses_prefixes_that_are_no_file_names(world):
             f.write(text)
         r = subprocess.run([tool, "-c", conf, "--check"], capture_output=True, text=True)
         assert r.returncode == 1 and msg in r.stderr, (text, r.stderr)
+
+
+def cpu_ticks(pid):
+    with open("/proc/%d/stat" % pid) as f:
+        t = f.read().rsplit(")", 1)[1].split()
+    return int(t[11]) + int(t[12])
+
+
+def test_descriptor_exhaustion_neither_spins_nor_floods_the_log(world):
+    """Out of descriptors the listener stayed ready: 100% CPU; each refusal was a log line."""
+    import resource
+    import socket
+    import time
+    s = make_sink(world, route("a", "t", SIMPLE))
+    soft, hard = resource.prlimit(s.proc.pid, resource.RLIMIT_NOFILE)
+    resource.prlimit(s.proc.pid, resource.RLIMIT_NOFILE, (40, hard))
+    socks = [socket.create_connection(("127.0.0.1", s.port)) for _ in range(100)]
+    before = cpu_ticks(s.proc.pid)
+    time.sleep(2)
+    assert cpu_ticks(s.proc.pid) - before < 50      # 2 s at 100% CPU is 200 ticks
+    for k in socks:
+        k.close()
+    # max_connections: 300 refusals are not 300 log lines
+    resource.prlimit(s.proc.pid, resource.RLIMIT_NOFILE, (soft, hard))
+    s.write_config(route("a", "t", SIMPLE), "max_connections = 20\n")
+    s.proc.send_signal(signal.SIGHUP)
+    time.sleep(0.5)
+    socks = [socket.create_connection(("127.0.0.1", s.port)) for _ in range(300)]
+    time.sleep(0.5)
+    for k in socks:
+        k.close()
+    time.sleep(0.3)
+    c = Client(s.port)                               # it serves again
+    c.send(["t", 1, {"id": 7, "msg": "m"}, {"chunk": "z"}])
+    assert c.recv() == {"ack": "z"}
+    c.close()
+    assert s.stop() == 0
+    assert [r["id"] for r in read_rows(world[0], "a")] == [7]
+    refusals = [ln for ln in s.log().splitlines() if "refusing" in ln]
+    assert any("max_connections (20)" in ln for ln in refusals), s.log()
+    assert len(refusals) <= 10, refusals

@@ -76,6 +76,9 @@ static int	listen_tcp = -1,
 static Conn **conns;
 static int	n_conns;
 static int64_t buffered;		/* bytes of all connection buffers */
+static int64_t accept_paused_until; /* listeners off till then (0: on) */
+static int64_t refusal_logged_ms;	/* when refusals were last logged */
+static unsigned long refusals;	/* connections refused since then */
 static msgpack_unpacked frame_obj;
 
 /* epoll data for the listeners and eventfds (connections use their Conn *) */
@@ -100,6 +103,41 @@ ep_mod(Conn *c)
 	.data.ptr = c};
 
 	epoll_ctl(ep, EPOLL_CTL_MOD, c->fd, &ev);
+}
+
+/* Turns the listeners' readiness on or off */
+static void
+listeners_on(bool on)
+{
+	struct epoll_event ev = {.events = on ? EPOLLIN : 0};
+
+	if (listen_tcp >= 0)
+	{
+		ev.data.ptr = &tag_tcp;
+		epoll_ctl(ep, EPOLL_CTL_MOD, listen_tcp, &ev);
+	}
+	if (listen_unix >= 0)
+	{
+		ev.data.ptr = &tag_unix;
+		epoll_ctl(ep, EPOLL_CTL_MOD, listen_unix, &ev);
+	}
+}
+
+/*
+ * Counts a refused connection and logs at most one line a second about
+ * them, so that a flood of connections cannot flood the log.
+ */
+static void
+note_refusal(const char *why)
+{
+	int64_t		now = now_ms();
+
+	refusals++;
+	if (now - refusal_logged_ms < 1000)
+		return;
+	logmsg("refusing connections: %s (%lu refused since the last such line)", why, refusals);
+	refusals = 0;
+	refusal_logged_ms = now;
 }
 
 /* Binds and listens on TCP host:port and the UNIX socket path */
@@ -476,10 +514,22 @@ conn_accept(int lfd)
 		Conn	   *c;
 
 		if (fd < 0)
+		{
+			/* out of descriptors: the listener would stay ready and spin */
+			if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM)
+			{
+				note_refusal(strerror(errno));
+				listeners_on(false);
+				accept_paused_until = now_ms() + 100;
+			}
 			return;
+		}
 		if (n_conns >= g_cfg->max_connections)
 		{
-			logmsg("refusing a connection: max_connections (%d) reached", g_cfg->max_connections);
+			char		why[64];
+
+			snprintf(why, sizeof(why), "max_connections (%d) reached", g_cfg->max_connections);
+			note_refusal(why);
 			close(fd);
 			continue;
 		}
@@ -531,6 +581,11 @@ tick(int64_t *last_trunc, int64_t *last_stats)
 	int64_t		now = now_ms();
 
 	output_tick(g_cfg, now);
+	if (accept_paused_until != 0 && now >= accept_paused_until)
+	{
+		accept_paused_until = 0;
+		listeners_on(true);
+	}
 	if (now - *last_trunc >= 500)
 	{
 		uint64_t	low = output_low_water();
