@@ -217,3 +217,25 @@ def test_descriptor_exhaustion_neither_spins_nor_floods_the_log(world):
     refusals = [ln for ln in s.log().splitlines() if "refusing" in ln]
     assert any("max_connections (20)" in ln for ln in refusals), s.log()
     assert len(refusals) <= 10, refusals
+
+
+def test_config_refuses_own_files_in_an_output_directory(world):
+    """The spool, dead letters, log or socket in a route's dir break arrow_fdw's dir scan."""
+    d = world[0]
+    tool = str(_find_tool("fluent2arrow"))
+    conf = os.path.join(d, "bad.conf")
+    os.makedirs(os.path.join(d, "out"))
+    body = "[route a]\nmatch = a\ndir = out/\ncolumn = c int8\n"
+    for setting, msg in [("spool_dir = out", "spool_dir is"),
+                         ("spool_dir = %s/./out" % d, "spool_dir is"),
+                         ("deadletter = out/dead.jsonl", "dead-letter file is"),
+                         ("log = %s/out/sink.log" % d, "log file is"),
+                         ("unix_socket = out/f.sock", "unix_socket is")]:
+        with open(conf, "w") as f:
+            f.write(setting + "\n" + body)
+        r = subprocess.run([tool, "-c", conf, "--check"], capture_output=True, text=True)
+        assert r.returncode == 1 and msg in r.stderr, (setting, r.stderr)
+    with open(conf, "w") as f:
+        f.write("spool_dir = out/spool\n" + body)    # a subdirectory is fine
+    r = subprocess.run([tool, "-c", conf, "--check"], capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr

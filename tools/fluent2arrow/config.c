@@ -12,6 +12,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "fluent2arrow.h"
 
@@ -479,6 +480,60 @@ route_check(Route *r, char *errbuf, size_t errlen)
 	return true;
 }
 
+/* Whether paths a and b name the same directory (by inode when both exist) */
+static bool
+same_dir(const char *a, const char *b)
+{
+	struct stat sa,
+				sb;
+	size_t		la = strlen(a),
+				lb = strlen(b);
+
+	if (stat(a, &sa) == 0 && stat(b, &sb) == 0)
+		return sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
+	while (la > 1 && a[la - 1] == '/')
+		la--;
+	while (lb > 1 && b[lb - 1] == '/')
+		lb--;
+	return la == lb && memcmp(a, b, la) == 0;
+}
+
+/* Whether the file at path f lies directly in directory dir */
+static bool
+file_in_dir(const char *f, const char *dir)
+{
+	const char *slash = strrchr(f, '/');
+	char	   *parent = slash ? xstrndup(f, slash == f ? 1 : (size_t) (slash - f)) : xstrdup(".");
+	bool		in = same_dir(parent, dir);
+
+	free(parent);
+	return in;
+}
+
+/*
+ * No file of the sink's own (spool, dead letters, log, socket) may lie in
+ * a route's output directory: arrow_fdw's dir option would read it as an
+ * Arrow file and fail.
+ */
+static bool
+check_output_dirs(const Config *cfg, char *errbuf, size_t errlen)
+{
+	for (int i = 0; i < cfg->n_routes; i++)
+	{
+		const Route *r = &cfg->routes[i];
+		const char *what =
+			same_dir(cfg->spool_dir, r->dir) ? "spool_dir is" :
+			file_in_dir(cfg->deadletter_path, r->dir) ? "the dead-letter file is" :
+			cfg->log_path && file_in_dir(cfg->log_path, r->dir) ? "the log file is" :
+			cfg->unix_path && file_in_dir(cfg->unix_path, r->dir) ? "unix_socket is" : NULL;
+
+		if (what)
+			return snprintf(errbuf, errlen, "route \"%s\": %s in its output directory \"%s\" (arrow_fdw would read it as an Arrow file)",
+							r->name, what, r->dir), false;
+	}
+	return true;
+}
+
 /* Strips blanks at both ends, in place */
 static char *
 trim(char *s)
@@ -550,6 +605,11 @@ config_load(const char *path, char *errbuf, size_t errlen)
 	if (cfg->n_routes == 0)
 	{
 		snprintf(errbuf, errlen, "%s: no [route NAME] section", path);
+		config_free(cfg);
+		return NULL;
+	}
+	if (!check_output_dirs(cfg, errbuf, errlen))
+	{
 		config_free(cfg);
 		return NULL;
 	}
