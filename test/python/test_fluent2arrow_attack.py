@@ -239,3 +239,32 @@ def test_config_refuses_own_files_in_an_output_directory(world):
         f.write("spool_dir = out/spool\n" + body)    # a subdirectory is fine
     r = subprocess.run([tool, "-c", conf, "--check"], capture_output=True, text=True)
     assert r.returncode == 0, r.stderr
+
+
+def test_sender_that_never_reads_its_acks_is_bounded(world):
+    """Acks for a peer that does not read them piled up: 2.7 GB in 15 s."""
+    import socket
+    import time
+    s = make_sink(world, route("a", "t", SIMPLE))
+    c = Client(s.port, timeout=1)
+    frame = msgpack.packb(["t", 1, {"id": 1, "msg": "m"}, {"chunk": "c" * 120}])
+    batch = frame * 1000
+    sent = 0
+    t0 = time.time()
+    try:
+        while time.time() - t0 < 3:
+            c.s.sendall(batch)
+            sent += 1000
+    except socket.timeout:
+        pass                                        # the sink stopped reading: right
+    assert peak_rss_kb(s.proc.pid) < 300 * 1024
+    # the peer reads now: the rest comes in and every frame it could send is acked
+    c.s.settimeout(30)
+    c.s.setblocking(True)
+    got = 0
+    while got < sent:
+        o = c.recv()
+        assert o == {"ack": "c" * 120}
+        got += 1
+    c.close()
+    assert s.stop() == 0

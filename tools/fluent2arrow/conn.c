@@ -41,6 +41,7 @@
 #define READ_CHUNK		(256 * 1024)
 #define WAL_BACKLOG_MAX (64LL << 20)
 #define FINISH_QUEUE_MAX 4
+#define REPLY_BACKLOG_MAX (1 << 20)	/* unsent replies that stop reading */
 
 typedef struct Ack
 {
@@ -59,6 +60,7 @@ typedef struct Conn
 	bool		authed;
 	bool		close_after_write;
 	bool		starved;		/* not read: over max_buffer */
+	uint32_t	ep_events;		/* what epoll watches for it */
 	uint8_t		nonce[16];
 	uint8_t    *out;
 	size_t		out_len,
@@ -96,12 +98,27 @@ ep_add(int fd, uint32_t events, void *ptr)
 		fatal("epoll_ctl: %s", strerror(errno));
 }
 
+/*
+ * Whether the replies a connection owes (unsent bytes, pending acks) are
+ * so many that it is not read until its peer reads them: a sender that
+ * never reads its acks must not grow the server's memory without end.
+ */
+static bool
+replies_backlogged(const Conn *c)
+{
+	return c->out_len + (size_t) c->ack_n * sizeof(Ack) > REPLY_BACKLOG_MAX;
+}
+
+/* Tells epoll what the connection now waits for (when that changed) */
 static void
 ep_mod(Conn *c)
 {
-	struct epoll_event ev = {.events = (c->starved ? 0 : EPOLLIN) | (c->out_len ? EPOLLOUT : 0),
-	.data.ptr = c};
+	struct epoll_event ev = {.events = (c->starved || replies_backlogged(c) ? 0 : EPOLLIN) |
+	(c->out_len ? EPOLLOUT : 0), .data.ptr = c};
 
+	if (ev.events == c->ep_events)
+		return;
+	c->ep_events = ev.events;
 	epoll_ctl(ep, EPOLL_CTL_MOD, c->fd, &ev);
 }
 
@@ -205,7 +222,6 @@ static bool
 conn_flush(Conn *c)
 {
 	size_t		off = 0;
-	bool		had = c->out_len > 0;
 
 	while (off < c->out_len)
 	{
@@ -221,8 +237,7 @@ conn_flush(Conn *c)
 	}
 	memmove(c->out, c->out + off, c->out_len - off);
 	c->out_len -= off;
-	if (had != (c->out_len > 0))
-		ep_mod(c);
+	ep_mod(c);
 	return !(c->close_after_write && c->out_len == 0);
 }
 
@@ -462,6 +477,11 @@ conn_read(Conn *c)
 	{
 		ssize_t		n;
 
+		if (replies_backlogged(c))
+		{
+			ep_mod(c);			/* read again once the peer read its replies */
+			return true;
+		}
 		if (!make_room(c))
 		{
 			c->starved = true;
@@ -540,6 +560,7 @@ conn_accept(int lfd)
 		c->index = n_conns;
 		conns[n_conns++] = c;
 		ep_add(fd, EPOLLIN, c);
+		c->ep_events = EPOLLIN;
 		if (g_cfg->shared_key)
 		{
 			send_helo(c);
