@@ -143,6 +143,33 @@ test_limits(void)
 	free(b);
 }
 
+/* Scans one object of any kind (a PackedForward entry) */
+static int
+scan_any(const uint8_t *p, size_t len, int64_t max, size_t *flen)
+{
+	FrameScan	st = {0};
+	char		why[200];
+
+	st.any = true;
+	return frame_scan(&st, p, len, max, flen, why, sizeof(why));
+}
+
+/* Objects of any kind: the packed stream's entries (forward.c) */
+static void
+test_any(void)
+{
+	size_t		flen = 0;
+
+	tap_ok(scan_any((const uint8_t *) "\x05\x06", 2, 100, &flen) == 1 && flen == 1,
+	   "any: a positive fixint is one whole object");
+	tap_ok(scan_any((const uint8_t *) "\x81\xa1" "a\x01\x02", 5, 100, &flen) == 1 && flen == 4,
+	   "any: a map is one whole object");
+	tap_ok(scan_any((const uint8_t *) "\xa3" "ab", 3, 100, &flen) == 0, "any: a cut string waits");
+	tap_ok(scan_any((const uint8_t *) "\xdd\x05\xf5\xe1\x00", 5, 1 << 20, &flen) == -1,
+	   "any: an array32 of 100M items is refused from its header");
+	tap_ok(scan_any((const uint8_t *) "\xc1", 1, 100, &flen) == -1, "any: 0xc1 is refused");
+}
+
 /* Random corruption: never out of bounds; the length is within the buffer */
 static void
 test_random(void)
@@ -178,6 +205,7 @@ main(void)
 {
 	test_kinds();
 	test_limits();
+	test_any();
 	test_random();
 	return tap_done();
 }

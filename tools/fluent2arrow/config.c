@@ -12,6 +12,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "fluent2arrow.h"
 
@@ -325,7 +326,12 @@ route_setting(Config *cfg, Route *r, const char *k, const char *v,
 	else if (strcmp(k, "dir") == 0)
 		r->dir = config_path(cfg, v);
 	else if (strcmp(k, "prefix") == 0)
+	{
+		if (*v == '\0' || *v == '.' || strchr(v, '/') != NULL)
+			return snprintf(errbuf, errlen, "prefix: \"%s\" must be a file name that does not start with a dot", v), false;
+		free(r->prefix);
 		r->prefix = xstrdup(v);
+	}
 	else if (strcmp(k, "strict") == 0)
 		return parse_bool(v, &r->strict) ||
 			(snprintf(errbuf, errlen, "strict: \"%s\" is not on or off", v), false);
@@ -395,6 +401,9 @@ global_setting(Config *cfg, const char *k, const char *v, char *errbuf, size_t e
 
 		if (n < 1024)
 			return snprintf(errbuf, errlen, "%s: \"%s\" is not a size of at least 1kB", k, v), false;
+		/* one value of a frame must fit a utf8/binary batch (32-bit offsets) */
+		if (k[4] == 'f' && n > 1024LL * 1024 * 1024)
+			return snprintf(errbuf, errlen, "max_frame: \"%s\" is more than 1GB", v), false;
 		*(k[0] == 'w' ? &cfg->wal_segment : k[4] == 'f' ? &cfg->max_frame : &cfg->max_buffer) = n;
 	}
 	else if (strcmp(k, "max_connections") == 0 || strcmp(k, "stats_interval") == 0)
@@ -456,6 +465,8 @@ route_check(Route *r, char *errbuf, size_t errlen)
 		for (int j = 0; j < i; j++)
 			if (strcmp(r->columns[i].name, r->columns[j].name) == 0)
 				return snprintf(errbuf, errlen, "route \"%s\": column \"%s\" twice", r->name, r->columns[i].name), false;
+	if (r->prefix == NULL && (r->name[0] == '\0' || r->name[0] == '.' || strchr(r->name, '/')))
+		return snprintf(errbuf, errlen, "route \"%s\": its name is no file name prefix; set prefix", r->name), false;
 	if (r->prefix == NULL)
 		r->prefix = xstrdup(r->name);
 	r->schema.n_fields = r->n_columns;
@@ -465,6 +476,60 @@ route_check(Route *r, char *errbuf, size_t errlen)
 		r->schema.fields[i].name = r->columns[i].name;
 		r->schema.fields[i].nullable = true;
 		r->schema.fields[i].type = r->columns[i].type;
+	}
+	return true;
+}
+
+/* Whether paths a and b name the same directory (by inode when both exist) */
+static bool
+same_dir(const char *a, const char *b)
+{
+	struct stat sa,
+				sb;
+	size_t		la = strlen(a),
+				lb = strlen(b);
+
+	if (stat(a, &sa) == 0 && stat(b, &sb) == 0)
+		return sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
+	while (la > 1 && a[la - 1] == '/')
+		la--;
+	while (lb > 1 && b[lb - 1] == '/')
+		lb--;
+	return la == lb && memcmp(a, b, la) == 0;
+}
+
+/* Whether the file at path f lies directly in directory dir */
+static bool
+file_in_dir(const char *f, const char *dir)
+{
+	const char *slash = strrchr(f, '/');
+	char	   *parent = slash ? xstrndup(f, slash == f ? 1 : (size_t) (slash - f)) : xstrdup(".");
+	bool		in = same_dir(parent, dir);
+
+	free(parent);
+	return in;
+}
+
+/*
+ * No file of the sink's own (spool, dead letters, log, socket) may lie in
+ * a route's output directory: arrow_fdw's dir option would read it as an
+ * Arrow file and fail.
+ */
+static bool
+check_output_dirs(const Config *cfg, char *errbuf, size_t errlen)
+{
+	for (int i = 0; i < cfg->n_routes; i++)
+	{
+		const Route *r = &cfg->routes[i];
+		const char *what =
+			same_dir(cfg->spool_dir, r->dir) ? "spool_dir is" :
+			file_in_dir(cfg->deadletter_path, r->dir) ? "the dead-letter file is" :
+			cfg->log_path && file_in_dir(cfg->log_path, r->dir) ? "the log file is" :
+			cfg->unix_path && file_in_dir(cfg->unix_path, r->dir) ? "unix_socket is" : NULL;
+
+		if (what)
+			return snprintf(errbuf, errlen, "route \"%s\": %s in its output directory \"%s\" (arrow_fdw would read it as an Arrow file)",
+							r->name, what, r->dir), false;
 	}
 	return true;
 }
@@ -540,6 +605,11 @@ config_load(const char *path, char *errbuf, size_t errlen)
 	if (cfg->n_routes == 0)
 	{
 		snprintf(errbuf, errlen, "%s: no [route NAME] section", path);
+		config_free(cfg);
+		return NULL;
+	}
+	if (!check_output_dirs(cfg, errbuf, errlen))
+	{
 		config_free(cfg);
 		return NULL;
 	}

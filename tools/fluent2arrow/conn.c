@@ -41,6 +41,7 @@
 #define READ_CHUNK		(256 * 1024)
 #define WAL_BACKLOG_MAX (64LL << 20)
 #define FINISH_QUEUE_MAX 4
+#define REPLY_BACKLOG_MAX (1 << 20)	/* unsent replies that stop reading */
 
 typedef struct Ack
 {
@@ -59,6 +60,7 @@ typedef struct Conn
 	bool		authed;
 	bool		close_after_write;
 	bool		starved;		/* not read: over max_buffer */
+	uint32_t	ep_events;		/* what epoll watches for it */
 	uint8_t		nonce[16];
 	uint8_t    *out;
 	size_t		out_len,
@@ -76,6 +78,9 @@ static int	listen_tcp = -1,
 static Conn **conns;
 static int	n_conns;
 static int64_t buffered;		/* bytes of all connection buffers */
+static int64_t accept_paused_until; /* listeners off till then (0: on) */
+static int64_t refusal_logged_ms;	/* when refusals were last logged */
+static unsigned long refusals;	/* connections refused since then */
 static msgpack_unpacked frame_obj;
 
 /* epoll data for the listeners and eventfds (connections use their Conn *) */
@@ -93,13 +98,63 @@ ep_add(int fd, uint32_t events, void *ptr)
 		fatal("epoll_ctl: %s", strerror(errno));
 }
 
+/*
+ * Whether the replies a connection owes (unsent bytes, pending acks) are
+ * so many that it is not read until its peer reads them: a sender that
+ * never reads its acks must not grow the server's memory without end.
+ */
+static bool
+replies_backlogged(const Conn *c)
+{
+	return c->out_len + (size_t) c->ack_n * sizeof(Ack) > REPLY_BACKLOG_MAX;
+}
+
+/* Tells epoll what the connection now waits for (when that changed) */
 static void
 ep_mod(Conn *c)
 {
-	struct epoll_event ev = {.events = (c->starved ? 0 : EPOLLIN) | (c->out_len ? EPOLLOUT : 0),
-	.data.ptr = c};
+	struct epoll_event ev = {.events = (c->starved || replies_backlogged(c) ? 0 : EPOLLIN) |
+	(c->out_len ? EPOLLOUT : 0), .data.ptr = c};
 
+	if (ev.events == c->ep_events)
+		return;
+	c->ep_events = ev.events;
 	epoll_ctl(ep, EPOLL_CTL_MOD, c->fd, &ev);
+}
+
+/* Turns the listeners' readiness on or off */
+static void
+listeners_on(bool on)
+{
+	struct epoll_event ev = {.events = on ? EPOLLIN : 0};
+
+	if (listen_tcp >= 0)
+	{
+		ev.data.ptr = &tag_tcp;
+		epoll_ctl(ep, EPOLL_CTL_MOD, listen_tcp, &ev);
+	}
+	if (listen_unix >= 0)
+	{
+		ev.data.ptr = &tag_unix;
+		epoll_ctl(ep, EPOLL_CTL_MOD, listen_unix, &ev);
+	}
+}
+
+/*
+ * Counts a refused connection and logs at most one line a second about
+ * them, so that a flood of connections cannot flood the log.
+ */
+static void
+note_refusal(const char *why)
+{
+	int64_t		now = now_ms();
+
+	refusals++;
+	if (now - refusal_logged_ms < 1000)
+		return;
+	logmsg("refusing connections: %s (%lu refused since the last such line)", why, refusals);
+	refusals = 0;
+	refusal_logged_ms = now;
 }
 
 /* Binds and listens on TCP host:port and the UNIX socket path */
@@ -167,7 +222,6 @@ static bool
 conn_flush(Conn *c)
 {
 	size_t		off = 0;
-	bool		had = c->out_len > 0;
 
 	while (off < c->out_len)
 	{
@@ -183,8 +237,7 @@ conn_flush(Conn *c)
 	}
 	memmove(c->out, c->out + off, c->out_len - off);
 	c->out_len -= off;
-	if (had != (c->out_len > 0))
-		ep_mod(c);
+	ep_mod(c);
 	return !(c->close_after_write && c->out_len == 0);
 }
 
@@ -424,6 +477,11 @@ conn_read(Conn *c)
 	{
 		ssize_t		n;
 
+		if (replies_backlogged(c))
+		{
+			ep_mod(c);			/* read again once the peer read its replies */
+			return true;
+		}
 		if (!make_room(c))
 		{
 			c->starved = true;
@@ -476,10 +534,22 @@ conn_accept(int lfd)
 		Conn	   *c;
 
 		if (fd < 0)
+		{
+			/* out of descriptors: the listener would stay ready and spin */
+			if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM)
+			{
+				note_refusal(strerror(errno));
+				listeners_on(false);
+				accept_paused_until = now_ms() + 100;
+			}
 			return;
+		}
 		if (n_conns >= g_cfg->max_connections)
 		{
-			logmsg("refusing a connection: max_connections (%d) reached", g_cfg->max_connections);
+			char		why[64];
+
+			snprintf(why, sizeof(why), "max_connections (%d) reached", g_cfg->max_connections);
+			note_refusal(why);
 			close(fd);
 			continue;
 		}
@@ -490,6 +560,7 @@ conn_accept(int lfd)
 		c->index = n_conns;
 		conns[n_conns++] = c;
 		ep_add(fd, EPOLLIN, c);
+		c->ep_events = EPOLLIN;
 		if (g_cfg->shared_key)
 		{
 			send_helo(c);
@@ -531,6 +602,11 @@ tick(int64_t *last_trunc, int64_t *last_stats)
 	int64_t		now = now_ms();
 
 	output_tick(g_cfg, now);
+	if (accept_paused_until != 0 && now >= accept_paused_until)
+	{
+		accept_paused_until = 0;
+		listeners_on(true);
+	}
 	if (now - *last_trunc >= 500)
 	{
 		uint64_t	low = output_low_water();

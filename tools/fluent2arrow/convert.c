@@ -320,6 +320,9 @@ stage_time(const Column *c, const msgpack_object *o, Staged *s)
 		s->i = o->via.i64;
 		if (c->kind == CK_DATE && c->type.id == ARROW_TYPE_DATE32 && (s->i < INT32_MIN || s->i > INT32_MAX))
 			return "out of range";
+		/* Arrow's date64 holds whole days in milliseconds (Schema.fbs) */
+		if (c->kind == CK_DATE && c->type.id == ARROW_TYPE_DATE64 && s->i % 86400000 != 0)
+			return "not a whole number of days in milliseconds";
 	}
 	else if (c->kind == CK_TIMESTAMP && o->type == MSGPACK_OBJECT_EXT && ext_time(o, &sec, &ns))
 	{
@@ -537,6 +540,7 @@ convert_event(Route *r, const char *tag, size_t tag_len, int64_t time_us,
 static int	dl_fd = -1;
 static ArrowStrBuf dl_buf;
 static bool dl_dirty;
+static bool dl_failed;			/* a write or fsync failed: keep the spool */
 
 static void
 put(const char *s, size_t len)
@@ -671,7 +675,9 @@ dl_flush(void)
 			continue;
 		if (n < 0)
 		{
-			logmsg("cannot write the dead-letter file: %s", strerror(errno));
+			logmsg("cannot write the dead-letter file: %s; the spool is kept until the next start",
+				   strerror(errno));
+			dl_failed = true;
 			break;
 		}
 		off += n;
@@ -679,10 +685,10 @@ dl_flush(void)
 	dl_buf.len = 0;
 }
 
-/* One dead-letter line */
-void
-deadletter(const char *reason, const char *tag, size_t tag_len,
-		   int64_t time_us, const msgpack_object *record)
+/* One dead-letter line; time_obj (if not NULL) stands for time_us */
+static void
+dl_line(const char *reason, const char *tag, size_t tag_len, int64_t time_us,
+		const msgpack_object *time_obj, const msgpack_object *record)
 {
 	char		t[64];
 
@@ -691,8 +697,15 @@ deadletter(const char *reason, const char *tag, size_t tag_len,
 	json_string(reason, strlen(reason));
 	PUTS(",\"tag\":");
 	json_string(tag, tag_len);
-	snprintf(t, sizeof(t), ",\"time\":%.6f,\"record\":", time_us / 1e6);
-	PUTS(t);
+	PUTS(",\"time\":");
+	if (time_obj)
+		json_value(time_obj);
+	else
+	{
+		snprintf(t, sizeof(t), "%.6f", time_us / 1e6);
+		PUTS(t);
+	}
+	PUTS(",\"record\":");
 	if (record)
 		json_value(record);
 	else
@@ -701,6 +714,22 @@ deadletter(const char *reason, const char *tag, size_t tag_len,
 	dl_dirty = true;
 	if (dl_buf.len >= 65536)
 		dl_flush();
+}
+
+/* One dead-letter line */
+void
+deadletter(const char *reason, const char *tag, size_t tag_len,
+		   int64_t time_us, const msgpack_object *record)
+{
+	dl_line(reason, tag, tag_len, time_us, NULL, record);
+}
+
+/* One dead-letter line whose "time" is the invalid time as it came */
+void
+deadletter_bad_time(const char *reason, const char *tag, size_t tag_len,
+					const msgpack_object *time, const msgpack_object *record)
+{
+	dl_line(reason, tag, tag_len, 0, time, record);
 }
 
 bool
@@ -720,16 +749,25 @@ deadletter_open(const char *path, char *errbuf, size_t errlen)
 	return true;
 }
 
-/* Writes and fdatasyncs the dead-letter lines (before WAL segments go) */
-void
+/*
+ * Writes and fdatasyncs the dead-letter lines (before WAL segments go).
+ * false once any dead letter could not be written or synced: the frames
+ * that made them must then stay in the spool (replayed at the next start).
+ */
+bool
 deadletter_sync(void)
 {
 	if (dl_fd < 0 || !dl_dirty)
-		return;
+		return !dl_failed;
 	dl_flush();
-	if (fdatasync(dl_fd) != 0)
-		logmsg("cannot fsync the dead-letter file: %s", strerror(errno));
+	if (!dl_failed && fdatasync(dl_fd) != 0)
+	{
+		logmsg("cannot fsync the dead-letter file: %s; the spool is kept until the next start",
+			   strerror(errno));
+		dl_failed = true;
+	}
 	dl_dirty = false;
+	return !dl_failed;
 }
 
 void

@@ -147,6 +147,7 @@ typedef struct FrameScan
 	int			depth;
 	uint32_t	left[SCAN_MAX_DEPTH];	/* objects still due per level */
 	bool		started;
+	bool		any;			/* set by the caller: any object, not just an array */
 } FrameScan;
 
 /*
@@ -194,8 +195,11 @@ extern bool convert_event(Route *route, const char *tag, size_t tag_len,
 /* Writes a dead-letter line; record may be NULL */
 extern void deadletter(const char *reason, const char *tag, size_t tag_len,
 					   int64_t time_us, const msgpack_object *record);
+/* The same for an event whose time is invalid: the time as it came */
+extern void deadletter_bad_time(const char *reason, const char *tag, size_t tag_len,
+								const msgpack_object *time, const msgpack_object *record);
 extern bool deadletter_open(const char *path, char *errbuf, size_t errlen);
-extern void deadletter_sync(void);
+extern bool deadletter_sync(void);
 extern void deadletter_close(void);
 
 /* ------------------------------------------------------------------------

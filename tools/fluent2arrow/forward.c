@@ -120,7 +120,7 @@ one_event(const char *tag, size_t tag_len, const msgpack_object *time,
 
 	if (!event_time(time, &us))
 	{
-		deadletter("invalid event time", tag, tag_len, 0, record);
+		deadletter_bad_time("invalid event time", tag, tag_len, time, record);
 		return;
 	}
 	route = route_of(tag, tag_len);
@@ -210,18 +210,41 @@ packed_entries(const char *tag, size_t tag_len, const uint8_t *data, size_t len,
 		msgpack_unpacked_init(&ent), init = true;
 	while (off < len)
 	{
-		size_t		before = off;
-		int			rc = msgpack_unpack_next(&ent, (const char *) data, len, &off);
-		char		why[96];
+		size_t		before = off,
+					ent_len = 0;
+		FrameScan	scan;
+		char		why[512],
+					scan_why[160];
+		int			r;
+		msgpack_object rest;
 
-		if (rc == MSGPACK_UNPACK_SUCCESS || rc == MSGPACK_UNPACK_EXTRA_BYTES)
+		/* the entry's extent first: its objects stay within max_frame */
+		memset(&scan, 0, sizeof(scan));
+		scan.any = true;
+		r = frame_scan(&scan, data + off, len - off, g_cfg->max_frame, &ent_len,
+					   scan_why, sizeof(scan_why));
+		if (r == 1)
 		{
-			one_entry(tag, tag_len, &ent.data, lsn);
-			continue;
+			int			rc = msgpack_unpack_next(&ent, (const char *) data, off + ent_len, &off);
+
+			if (rc == MSGPACK_UNPACK_SUCCESS)
+			{
+				one_entry(tag, tag_len, &ent.data, lsn);
+				continue;
+			}
+			snprintf(scan_why, sizeof(scan_why), "invalid msgpack");
 		}
-		snprintf(why, sizeof(why), "%s entry stream at byte %zu of %zu",
-				 rc == MSGPACK_UNPACK_CONTINUE ? "truncated" : "malformed", before, len);
-		deadletter(why, tag, tag_len, 0, NULL);
+		/* the rest of the stream (up to max_frame bytes) is one dead letter */
+		rest.type = MSGPACK_OBJECT_BIN;
+		rest.via.bin.ptr = (const char *) data + before;
+		rest.via.bin.size = (uint32_t) (len - before < (size_t) g_cfg->max_frame ?
+										 len - before : (size_t) g_cfg->max_frame);
+		snprintf(why, sizeof(why), "%s entry stream at byte %zu of %zu (%s); record: %s",
+				 r == 0 ? "truncated" : "malformed", before, len,
+				 r == 0 ? "ends inside an entry" : scan_why,
+				 rest.via.bin.size == len - before ? "the rest of the stream" :
+				 "the first max_frame bytes of the rest of the stream");
+		deadletter(why, tag, tag_len, 0, &rest);
 		break;
 	}
 }

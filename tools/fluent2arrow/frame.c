@@ -100,7 +100,7 @@ frame_scan(FrameScan *st, const uint8_t *buf, size_t len, int64_t max_frame,
 		}
 		if (st->pos >= len)
 			return 0;
-		if (!st->started && !((buf[0] >= 0x90 && buf[0] <= 0x9f) || buf[0] == 0xdc || buf[0] == 0xdd))
+		if (!st->started && !st->any && !((buf[0] >= 0x90 && buf[0] <= 0x9f) || buf[0] == 0xdc || buf[0] == 0xdd))
 			return snprintf(errbuf, errlen, "a frame must be a msgpack array (first byte 0x%02x)", buf[0]), -1;
 		if (!object_header(buf + st->pos, len - st->pos, &hdr, &body, &count))
 			return snprintf(errbuf, errlen, "invalid msgpack byte 0xc1 at offset %zu", st->pos), -1;

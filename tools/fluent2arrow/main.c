@@ -247,7 +247,7 @@ serve(void)
 	conn_close_all();
 	wal_truncate(UINT64_MAX);
 	stats_line(true);
-	return output_failed() ? 1 : 0;
+	return output_failed() || !deadletter_sync() ? 1 : 0;
 }
 
 int

@@ -348,15 +348,16 @@ finish_file(OutFile *f)
 		atomic_store(&failed, true);
 		return;
 	}
-	for (int tries = 0; tries < 1000; tries++)
+	for (int tries = 0;; tries++)
 	{
 		free(path);
 		path = final_name(f, ++seq);
 		if (renameat2(AT_FDCWD, f->tmp_path, AT_FDCWD, path, RENAME_NOREPLACE) == 0)
 			break;
-		if (errno != EEXIST)
+		if (errno != EEXIST || tries == 999)
 		{
-			logmsg("cannot rename \"%s\" to \"%s\": %s", f->tmp_path, path, strerror(errno));
+			logmsg("cannot rename \"%s\" to \"%s\": %s; its events stay in the spool until the next start",
+				   f->tmp_path, path, strerror(errno));
 			atomic_store(&failed, true);
 			free(path);
 			return;

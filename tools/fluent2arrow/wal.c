@@ -299,7 +299,7 @@ wal_truncate(uint64_t low_water)
 	uint64_t   *seg;
 	bool		removed = false;
 
-	if (output_failed())
+	if (output_failed() || !deadletter_sync())	/* the rejects of these frames first */
 		return;
 	seg = list_segments(&n);
 	for (int i = 0; i < n; i++)
@@ -308,8 +308,6 @@ wal_truncate(uint64_t low_water)
 
 		if (last ? low_water != UINT64_MAX : seg[i + 1] > low_water)
 			break;
-		if (!removed)
-			deadletter_sync();	/* the rejects of these frames first */
 		{
 			char	   *path = seg_path(seg[i]);
 
@@ -392,7 +390,7 @@ wal_replay(const char *dir, char *errbuf, size_t errlen)
 	{
 		output_finish_all(g_cfg);
 		output_drain();
-		if (output_failed())
+		if (output_failed() || !deadletter_sync())
 		{
 			free(seg);
 			return snprintf(errbuf, errlen, "the replayed events could not be written"), -1;
