@@ -24,6 +24,10 @@ from test_service import Cluster, alive, wait_until
 ROWS = int(os.environ.get("PG_WARP_FAULT_ROWS", 24_000_000))
 SOAK_SECONDS = int(os.environ.get("PG_WARP_SOAK_SECONDS", 60))
 ON = ("SET pg_warp.engine_startup_cost = 0",)
+# interrupted runs use the CPU engine: over 24 M rows it runs long enough to be
+# interrupted on any host, where a GPU ends the run in milliseconds (the GPU
+# runner checks the same cancel flag between batches)
+SLOW_ON = ON + ("SET pg_warp.engine = cpu",)
 
 # a grouping over every row: slow enough to interrupt
 SLOW = ("SELECT k, count(*), sum(v), max(w) FROM faults.big "
@@ -86,7 +90,7 @@ def in_flight(cluster, app):
 def start_slow(cluster, app, settings=()):
     env = dict(cluster.env, PGAPPNAME=app)
     args = ["psql", "-XAtq", "-v", "ON_ERROR_STOP=1", "-v", "VERBOSITY=verbose"]
-    for s in ON + tuple(settings):
+    for s in SLOW_ON + tuple(settings):
         args += ["-c", s]
     return subprocess.Popen(args + ["-c", SLOW], env=env, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True)
@@ -112,7 +116,7 @@ def test_cancel_stops_the_run(cluster):
 
 def test_statement_timeout(cluster):
     t0 = time.monotonic()
-    r = cluster.run(SLOW, settings=ON + ("SET statement_timeout = '300ms'",
+    r = cluster.run(SLOW, settings=SLOW_ON + ("SET statement_timeout = '300ms'",
                                          "\\set VERBOSITY verbose"))
     assert r.returncode != 0 and "57014" in r.stderr and "statement timeout" in r.stderr, \
         r.stderr

@@ -222,8 +222,9 @@ SIMPLE = TAG_TIME + "column = id int64\ncolumn = msg utf8\n"
 # ---------------------------------------------------------------------------
 
 def test_fluent_logger_client(world):
-    """The real client from PyPI (Message mode, float and EventTime times)."""
-    from fluent import sender
+    """The real client from PyPI (Message mode, float and EventTime times);
+    CI installs it (setup-deps.sh); GPU hosts without package access lack it."""
+    sender = pytest.importorskip("fluent.sender")
     s = make_sink(world, route("app", "app.**", SIMPLE))
     sent = []
     for ns in (False, True):
@@ -618,7 +619,10 @@ def test_waiting_for_the_finisher_does_not_spin(world):
         time.sleep(0.01)
     wall, cpu = time.time() - t0, cpu_seconds(s.proc.pid) - c0
     assert len(arrow_files(d, "a")) == 400
-    assert cpu < 0.4 * wall, "%.2f s of CPU in %.2f s" % (cpu, wall)
+    # a spinning pause burns a core for the whole wait; 0.1 s is the real work of
+    # writing the 400 files, which dominates on a host fast enough to finish the
+    # wait in a fraction of a second (0.16 s of CPU in 0.23 s on a 16-core host)
+    assert cpu < 0.4 * wall + 0.1, "%.2f s of CPU in %.2f s" % (cpu, wall)
     s.stop()
     assert [r["id"] for r in read_rows(d, "a")] == list(range(2000))
 
