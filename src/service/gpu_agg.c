@@ -41,6 +41,7 @@
 #include "arrow/arrow_io.h"
 #include "gpu_driver.h"
 #include "xpu/xpu_agg_gpu.h"
+#include "xpu/xpu_agg_ops.h"
 
 #define GAGG_SLOTS			2
 #define GAGG_ALIGN			64
@@ -425,39 +426,6 @@ gagg_io_run(GaggIo *io, GaggRead *reads, int n)
 
 /* ---------------- the spec, the table ---------------- */
 
-/* is type a key type of xpu_agg.h */
-static bool
-gagg_key_type_ok(int type)
-{
-	return type > XPU_T_NONE && type < XPU_T_N_TYPES && type != XPU_T_INTERVAL;
-}
-
-/* may an aggregate of kind take an argument of type */
-static bool
-gagg_arg_type_ok(int kind, int type)
-{
-	bool		is_int = type == XPU_T_INT2 || type == XPU_T_INT4 || type == XPU_T_INT8;
-	bool		is_float = type == XPU_T_FLOAT4 || type == XPU_T_FLOAT8;
-
-	switch (kind)
-	{
-		case XPU_AGG_COUNT:
-			return type > XPU_T_NONE && type < XPU_T_N_TYPES;
-		case XPU_AGG_SUM_INT:
-			return is_int;
-		case XPU_AGG_SUM_NUMERIC:
-			return type == XPU_T_NUMERIC;
-		case XPU_AGG_SUM_FLOAT:
-		case XPU_AGG_MOMENTS:
-			return is_float || is_int;
-		case XPU_AGG_MIN:
-		case XPU_AGG_MAX:
-			return gagg_key_type_ok(type) && type != XPU_T_TEXT;
-		default:
-			return false;
-	}
-}
-
 /*
  * gagg_spec_build: the run's XpuAggSpec resolved to registers and types
  * (XpuGaggSpec); -1 for a spec the GPU kernels do not serve
@@ -484,7 +452,7 @@ gagg_spec_build(GaggRun *g)
 		reg = XPU_OUTS(prog)[spec->key_outs[k]];
 		sp->key_reg[k] = (uint8_t) reg;
 		sp->key_type[k] = XPU_REGS(prog)[reg].type;
-		if (!gagg_key_type_ok(sp->key_type[k]))
+		if (!xpu_agg_key_supported(sp->key_type[k]))
 			return gagg_fail(g, WARP_ERR_UNSUPPORTED, "the GPU cannot group by a value of type %s",
 							 xpu_type_name(sp->key_type[k]));
 	}
@@ -499,7 +467,7 @@ gagg_spec_build(GaggRun *g)
 			return gagg_fail(g, WARP_ERR_PROTOCOL, "aggregate %d names no output of the program", j);
 		sp->agg_reg[j] = XPU_OUTS(prog)[a->out];
 		sp->agg_type[j] = XPU_REGS(prog)[sp->agg_reg[j]].type;
-		if (!gagg_arg_type_ok(a->kind, sp->agg_type[j]))
+		if (!xpu_agg_arg_supported(a->kind, sp->agg_type[j]))
 			return gagg_fail(g, WARP_ERR_UNSUPPORTED,
 							 "the GPU has no aggregate of kind %d over type %s",
 							 a->kind, xpu_type_name(sp->agg_type[j]));
