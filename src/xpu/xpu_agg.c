@@ -306,28 +306,22 @@ xpu_agg_table_free(XpuAggTable *t)
 static inline uint64_t
 hash_kbuf(const XpuAggTable *t, uint32_t len)
 {
-	const uint64_t m = UINT64_C(0x9E3779B97F4A7C15);
-	uint64_t	h = UINT64_C(0x243F6A8885A308D3) ^ ((uint64_t) len * m);
+	uint64_t	h = xpu_agg_hash_start(len);
 	uint64_t	w;
 	uint32_t	i = 0;
 
 	for (; i + 8 <= len; i += 8)
 	{
 		memcpy(&w, t->kbuf + i, 8);
-		h = (h ^ w) * m;
-		h ^= h >> 29;
+		h = xpu_agg_hash_step(h, w);
 	}
 	if (i < len)
 	{
 		memcpy(&w, t->kbuf + i, 8);
 		w &= ~UINT64_C(0) >> (64 - 8 * (len - i));
-		h = (h ^ w) * m;
-		h ^= h >> 29;
+		h = xpu_agg_hash_step(h, w);
 	}
-	h ^= h >> 32;
-	h *= UINT64_C(0xD6E8FEB86659FD93);
-	h ^= h >> 32;
-	return h;
+	return xpu_agg_hash_end(h);
 }
 
 /* makes t->kbuf hold at least need bytes (keeping its first len) */

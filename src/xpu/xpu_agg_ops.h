@@ -138,32 +138,55 @@ xpu_agg_key_value_put(uint8_t *p, int type, const XpuValue *v, uint8_t isnull)
 	return 9;
 }
 
-/* a 64-bit hash of len key bytes, 8 bytes at a time */
+/*
+ * The 64-bit hash of key bytes, 8 bytes at a time: xpu_agg_hash_start, one
+ * xpu_agg_hash_step per 8-byte word (the last one zero-padded), then
+ * xpu_agg_hash_end.  The CPU table (xpu_agg.c) runs the same steps over its
+ * own buffer with a masked load for the tail.
+ */
+#define XPU_AGG_HASH_MUL	UINT64_C(0x9E3779B97F4A7C15)
+
+XPU_HOST_DEVICE uint64_t
+xpu_agg_hash_start(uint32_t len)
+{
+	return UINT64_C(0x243F6A8885A308D3) ^ ((uint64_t) len * XPU_AGG_HASH_MUL);
+}
+
+XPU_HOST_DEVICE uint64_t
+xpu_agg_hash_step(uint64_t h, uint64_t w)
+{
+	h = (h ^ w) * XPU_AGG_HASH_MUL;
+	return h ^ (h >> 29);
+}
+
+XPU_HOST_DEVICE uint64_t
+xpu_agg_hash_end(uint64_t h)
+{
+	h ^= h >> 32;
+	h *= UINT64_C(0xD6E8FEB86659FD93);
+	return h ^ (h >> 32);
+}
+
+/* a 64-bit hash of len key bytes */
 XPU_HOST_DEVICE uint64_t
 xpu_agg_hash(const uint8_t *p, uint32_t len)
 {
-	const uint64_t m = UINT64_C(0x9E3779B97F4A7C15);
-	uint64_t	h = UINT64_C(0x243F6A8885A308D3) ^ ((uint64_t) len * m);
+	uint64_t	h = xpu_agg_hash_start(len);
 	uint64_t	w;
 	uint32_t	i = 0;
 
 	for (; i + 8 <= len; i += 8)
 	{
 		memcpy(&w, p + i, 8);
-		h = (h ^ w) * m;
-		h ^= h >> 29;
+		h = xpu_agg_hash_step(h, w);
 	}
 	if (i < len)
 	{
 		w = 0;
 		memcpy(&w, p + i, len - i);
-		h = (h ^ w) * m;
-		h ^= h >> 29;
+		h = xpu_agg_hash_step(h, w);
 	}
-	h ^= h >> 32;
-	h *= UINT64_C(0xD6E8FEB86659FD93);
-	h ^= h >> 32;
-	return h;
+	return xpu_agg_hash_end(h);
 }
 
 /* ---------------------------------------------------------------- states */
