@@ -14,9 +14,9 @@ def psql(sql, check=True, db=None):
     return r.returncode, r.stdout.strip(), r.stderr
 
 
-def sqlstate(sql):
+def sqlstate(sql, db=None):
     """The SQLSTATE and text of the error sql raises (VERBOSITY=verbose prints it)."""
-    rc, out, err = psql(sql, check=False)
+    rc, out, err = psql(sql, check=False, db=db)
     assert rc != 0, "expected an error from: " + sql
     for line in err.splitlines():
         if line.startswith("ERROR:"):

@@ -19,7 +19,7 @@ import pyarrow as pa
 import pyarrow.ipc as ipc
 import pytest
 
-from pg_sql import psql as _psql
+from pg_sql import psql as _psql, sqlstate as _sqlstate
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 TOOLS = os.environ.get("PG_WARP_TOOLS", os.path.join(ROOT, "tools", "bin"))
@@ -43,12 +43,7 @@ def lines(sql):
 
 
 def sqlstate(sql):
-    rc, out, err = psql(sql, check=False)
-    assert rc != 0, "expected an error from: " + sql
-    for line in err.splitlines():
-        if line.startswith("ERROR:"):
-            return line.split()[1].rstrip(":"), err
-    raise AssertionError(err)
+    return _sqlstate(sql, db=DB)
 
 
 @pytest.fixture(scope="module", autouse=True)
