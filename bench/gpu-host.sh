@@ -24,10 +24,18 @@
 #                                           (without the manylinux_2_28 tag pip picks an
 #                                           old duckdb, 1.2.2: the newer wheels have only
 #                                           that tag)
+#   bench/gpu-host.sh hll                   issue 12's HLL benchmark (bench/hll_ssb.py):
+#                                           hll_count(lo_custkey) vs count(DISTINCT
+#                                           lo_custkey), with and without GROUP BY
+#                                           lo_orderpriority, on heap, arrow_fdw and pg_warp
+#                                           GPU and CPU engine; the ssb step's database
+#                                           and Arrow file (SF default 20; loaded if
+#                                           missing).  RUNS hll_count runs (default 5),
+#                                           DISTINCT_RUNS count(DISTINCT) runs (default 1)
 #
-# Environment: SF (scale factor, default 10; 20 for ssb and engine), WORKERS (parallel
+# Environment: SF (scale factor, default 10; 20 for ssb, engine and hll), WORKERS (parallel
 # workers for the scan benchmarks, DuckDB's threads, default 16), RUNS (ssb, engine:
-# measured runs per query, default 5), SIDES (engine: a subset of its sides),
+# measured runs per query, default 5), SIDES (engine, hll: a subset of their sides),
 # SHARED_BUFFERS (default 16GB), WHEELS (a directory
 # of Python wheels to install first, e.g. connectorx, psycopg, duckdb), PGPORT (default 5500),
 # EXPORT_WORKERS (default 1,2,4,8,16), REPEAT (rounds over every point, best kept;
@@ -166,6 +174,20 @@ engine)
     python3 bench/engine_bench.py -d "$db" -a "$arrow" -w "${WORKERS:-16}" -r "${RUNS:-5}" \
         ${SIDES:+--sides "$SIDES"} --tag "$tag" 2>&1 | tee "$top/engine.log" || status=$?
     keep "$top/engine.log" $(find bench/results -name "engine_bench_$tag.*" -newer "$top/engine.start")
+    exit $status
+    ;;
+hll)
+    env_from_bundle
+    sf=${SF:-20}
+    ssb_database "$sf"
+    tag=sf$sf-$(hostname -s)-${WORKERS:-16}workers
+    log "HLL benchmark, SSB SF $sf, ${WORKERS:-16} workers, ${RUNS:-5} runs"
+    touch "$top/hll.start"
+    status=0
+    python3 bench/hll_ssb.py -d "$db" -a "$arrow" -w "${WORKERS:-16}" -r "${RUNS:-5}" \
+        --distinct-runs "${DISTINCT_RUNS:-1}" ${SIDES:+--sides "$SIDES"} --tag "$tag" \
+        2>&1 | tee "$top/hll.log" || status=$?
+    keep "$top/hll.log" $(find bench/results -name "hll_ssb_$tag.*" -newer "$top/hll.start")
     exit $status
     ;;
 *)
