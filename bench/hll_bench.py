@@ -41,7 +41,7 @@ error 1.04/sqrt(2^p) is sqrt(2/pi) * 1.04/sqrt(2^p) (0.648 % at p = 14).
 
 Model (unless --model-trials 0; needs numpy): both estimators applied to the
 same simulated registers of ideal random hashes, --model-trials trials per
-decade 10^4 .. 10^--model-max-exp (10^9 in seconds): what each estimator
+decade 10^4 .. 10^--model-max-exp (10^9 in seconds) and at --model-n: what each estimator
 gives when the hash is perfect, and their paired difference, which isolates
 the estimators from the hashes.  Its mean error is the black line per decade
 of the chart.
@@ -187,9 +187,9 @@ def side_stats(n, estimates):
             "max_abs": max(abs(x) for x in err)}
 
 
-def decade_row(k, pairs, source, keep_raw):
-    """The report of decade 10^k from its (ours, theirs) estimate pairs."""
-    n = 10 ** k
+def decade_row(k, pairs, source, keep_raw, n=None):
+    """The report of decade 10^k (or of cardinality n) from its (ours, theirs) estimate pairs."""
+    n = n or 10 ** k
     row = {"exp": k, "n": n, "trials": len(pairs), "source": source}
     for i, side in enumerate(SIDES):
         row[side] = side_stats(n, [p[i] for p in pairs])
@@ -212,7 +212,7 @@ def pct(x):
 
 def print_row(r):
     o, t, d = r["pg_warp"], r["postgresql_hll"], r["mre_diff"]
-    print("10^%d trials %6d | mre %% pg_warp %s [%s,%s] hll %s [%s,%s] | bias %% %s %s | "
+    print("10^%-4g trials %6d | mre %% pg_warp %s [%s,%s] hll %s [%s,%s] | bias %% %s %s | "
           "diff %s [%s,%s] %s"
           % (r["exp"], r["trials"], pct(o["mre"]), pct(o["mre_ci95"][0]), pct(o["mre_ci95"][1]),
              pct(t["mre"]), pct(t["mre_ci95"][0]), pct(t["mre_ci95"][1]),
@@ -317,8 +317,9 @@ def model(a):
         return None
     rng = np.random.default_rng(a.model_seed)
     m, rows = 1 << a.p, []
-    for k in range(max(a.min_exp, 4), a.model_max_exp + 1):
-        n, pairs = 10 ** k, []
+    points = [10 ** k for k in range(max(a.min_exp, 4), a.model_max_exp + 1)]
+    for n in sorted(points + [int(x) for x in a.model_n.split(",") if x]):
+        pairs = []
         for done in range(0, a.model_trials, 100):
             cnt = rng.multinomial(n, np.full(m, 1.0 / m), size=min(100, a.model_trials - done))
             with np.errstate(divide="ignore", invalid="ignore"):
@@ -330,8 +331,9 @@ def model(a):
                                      minlength=2 ** a.regwidth)
                 pairs.append((model_ours([int(c) for c in ours], a.p),
                               model_theirs([int(c) for c in theirs], a.p)))
-        rows.append(decade_row(k, pairs, "model: ideal hashes, same registers for both", False))
-        print("model ", end="")
+        rows.append(decade_row(round(math.log10(n), 2), pairs,
+                               "model: ideal hashes, same registers for both", False, n))
+        print("model n=%-11d" % n, end="")
         print_row(rows[-1])
     return rows
 
@@ -488,6 +490,9 @@ def main():
                     help="trials per decade of the ideal-hash model (0: none)")
     ap.add_argument("--model-max-exp", type=int, default=9, help="the model's largest decade")
     ap.add_argument("--model-seed", type=int, default=1)
+    ap.add_argument("--model-n", default="20000,40000,45000,60000,80000",
+                    help="more cardinalities for the model, comma-separated (between the "
+                    "decades: postgresql-hll leaves linear counting at 2.5 * 2^p)")
     ap.add_argument("--rows", type=int, default=10000000, help="rows of the speed table")
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--workers", type=int, default=2, help="parallel workers of the speed runs")
