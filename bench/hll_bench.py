@@ -29,7 +29,8 @@ consecutive blocks: one pass gives 10^(MAX_EXP - k) independent trials at 10^k
 (disjoint value sets).  Passes repeat with new seeds until --passes or
 --max-seconds (--jobs passes at once, in as many sessions, on a bigger
 host).  Decades below the block size get their own scans, one query
-per decade (GROUP BY trial), --small-trials trials each.
+per decade (GROUP BY trial), --small-trials trials each, and so do the
+cardinalities of --extra-n.
 
 Reported per decade and side: trials, mean relative error |err| with its 95%
 confidence interval (Student t over the trials), bias (mean signed error)
@@ -129,15 +130,15 @@ def parse_estimates(out):
     return rows
 
 
-def small_decade(a, k):
-    """Trials of 10^k values (k < block exponent): one scan, GROUP BY trial."""
-    n = 10 ** k
+def small_decade(a, k, n=None):
+    """Trials of 10^k values (k < block exponent; or of n values): one scan, GROUP BY trial."""
+    n = n or 10 ** k
     trials = max(1, min(a.small_trials, a.small_budget // n))
     sql = (SESSION + "SET pg_warp.hll_registers_bits = %d; "
            "SELECT g / %d AS t, pgwarp.hll_count(v), "
            "hll_cardinality(hll_add_agg(hll_hash_bigint(v), %d, %d)) "
            "FROM (%s) s GROUP BY 1 ORDER BY 1"
-           % (a.p, n, a.p, a.regwidth, values_sql(a, 1000 + k, trials * n)))
+           % (a.p, n, a.p, a.regwidth, values_sql(a, 1000 + n % 997, trials * n)))
     return parse_estimates(psql(sql))
 
 
@@ -222,30 +223,34 @@ def print_row(r):
 
 def accuracy(a):
     """Every decade's report (see the header), and how the passes went."""
-    pairs, source = {}, {}
+    pairs, source = {}, {}                  # by cardinality
     t0 = time.time()
     for k in range(a.min_exp, min(a.block_exp, a.max_exp + 1)):
-        pairs[k] = small_decade(a, k)
-        source[k] = "own scan, %d trials of 10^%d values" % (len(pairs[k]), k)
-        print("10^%d: %d trials (%.0f s)" % (k, len(pairs[k]), time.time() - t0), flush=True)
+        pairs[10 ** k] = small_decade(a, k)
+        source[10 ** k] = "own scan, %d trials of 10^%d values" % (len(pairs[10 ** k]), k)
+        print("10^%d: %d trials (%.0f s)" % (k, len(pairs[10 ** k]), time.time() - t0), flush=True)
+    for n in [int(x) for x in a.extra_n.split(",") if x]:
+        pairs[n] = small_decade(a, None, n)
+        source[n] = "own scan, %d trials of %d values" % (len(pairs[n]), n)
     passes = 0
     t1 = time.time()
     with concurrent.futures.ThreadPoolExecutor(a.jobs) as pool:
         while passes < a.passes and (passes == 0 or time.time() - t1 < a.max_seconds):
-            n = min(a.jobs, a.passes - passes)
+            count = min(a.jobs, a.passes - passes)
             for got in pool.map(lambda seed: one_pass(a, seed),
-                                range(passes + 1, passes + n + 1)):
+                                range(passes + 1, passes + count + 1)):
                 for k, rows in got.items():
-                    pairs.setdefault(k, []).extend(rows)
-            passes += n
+                    pairs.setdefault(10 ** k, []).extend(rows)
+            passes += count
             print("passes 1..%d: 10^%d values each, %.0f s so far"
                   % (passes, a.max_exp, time.time() - t1), flush=True)
     for k in range(max(a.block_exp, a.min_exp), a.max_exp + 1):
-        source[k] = ("%d passes of 10^%d values in blocks of 10^%d, merges of %d blocks"
-                     % (passes, a.max_exp, a.block_exp, 10 ** (k - a.block_exp)))
+        source[10 ** k] = ("%d passes of 10^%d values in blocks of 10^%d, merges of %d blocks"
+                           % (passes, a.max_exp, a.block_exp, 10 ** (k - a.block_exp)))
     rows = []
-    for k in sorted(pairs):
-        rows.append(decade_row(k, pairs[k], source[k], len(pairs[k]) <= a.keep_raw))
+    for n in sorted(pairs):
+        rows.append(decade_row(round(math.log10(n), 2), pairs[n], source[n],
+                               len(pairs[n]) <= a.keep_raw, n))
         print_row(rows[-1])
     return rows, {"passes": passes, "pass_seconds": round(time.time() - t1, 1),
                   "total_seconds": round(time.time() - t0, 1)}
@@ -413,12 +418,12 @@ def draw_accuracy(rows, model_rows, a, path):
     c = Canvas(left + width + 20, 600)
     top = max(max(r[s]["mre_ci95"][1] or r[s]["mre"] for s in SIDES) for r in rows)
     ref = math.sqrt(2 / math.pi) * 1.04 / math.sqrt(2 ** a.p)
-    top = min(max(top * 1.1, 1.2 * ref), 3 * ref)       # longer intervals are clipped
+    top = min(max(top * 1.1, 1.2 * ref), 4 * ref)       # longer intervals are clipped
     colors = _panel(c, rows, "mre", "mre_ci95", 50, 220, 0.0, top, left, width,
                     "MEAN REL ERROR, 95% CI (DASHED: 1.04/SQRT(M), BLACK: MODEL)", ref)
     b = max(max(max(abs(r[s]["bias_ci95"][0] or 0), abs(r[s]["bias_ci95"][1] or 0),
                     abs(r[s]["bias"])) for s in SIDES) for r in rows)
-    b = min(max(b * 1.1, 0.001), 3 * ref)
+    b = min(max(b * 1.1, 0.001), 4 * ref)
     for mr in model_rows or []:
         for i, r in enumerate(rows):
             if r["exp"] == mr["exp"]:
@@ -428,7 +433,7 @@ def draw_accuracy(rows, model_rows, a, path):
            "BIAS (MEAN SIGNED ERROR), 95% CI")
     for i, r in enumerate(rows):
         x = left + 40 + 80 * i
-        c.text(x - 12, 560, "1E%d" % r["exp"])
+        c.text(x - 12, 560, "1E%d" % r["exp"] if r["exp"] == int(r["exp"]) else str(r["n"]))
         c.text(x - 20, 574, "N=%d" % r["trials"])
     c.text(4, 6, "HLL P=%d %s VALUES" % (a.p, a.values.upper()))
     c.rect(left + 200, 6, left + 212, 16, colors[0])
@@ -484,6 +489,9 @@ def main():
                     help="trials per decade below the block size")
     ap.add_argument("--small-budget", type=int, default=20000000,
                     help="most values per decade below the block size")
+    ap.add_argument("--extra-n", default="40000",
+                    help="more cardinalities (own scans), comma-separated: 40000 is where "
+                    "postgresql-hll leaves linear counting at p = 14")
     ap.add_argument("--keep-raw", type=int, default=2000,
                     help="keep the estimates in the JSON for decades with at most N trials")
     ap.add_argument("--model-trials", type=int, default=2000,
