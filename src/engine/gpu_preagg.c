@@ -1056,6 +1056,8 @@ gpa_explain(CustomScanState *node, List *ancestors, ExplainState *es)
 	{
 		ExplainPropertyText("Engine", "PostgreSQL (fallback)", es);
 		ExplainPropertyText("Fallback Reason", st->fallback_why, es);
+		if (st->last.err_message[0] != '\0')
+			ExplainPropertyText("Fallback Detail", st->last.err_message, es);
 		return;
 	}
 	ExplainPropertyText("Engine", st->last.engine == WARP_ENGINE_GPU ? "GPU" : "CPU", es);

@@ -47,6 +47,10 @@
 #include "xpu/protocol.h"
 #include "xpu/xpu_heap.h"
 
+StaticAssertDecl(BLCKSZ == XPU_HEAP_PAGE_SIZE, "the service decodes 8 kB pages");
+StaticAssertDecl(MaxHeapTuplesPerPage <= XPU_HEAP_VIS_BYTES * 8,
+				 "a page's visibility bitmap holds every line pointer");
+
 /* pg_warp.heap_chunk_pages: pages per chunk of the ring */
 int			pg_warp_heap_chunk_pages = 4096;
 

@@ -451,6 +451,31 @@ put_tuple(HeapWorker *w, const uint8_t *page, uint32_t off, uint32_t len)
 	return w->nrows < HEAP_SLICE || flush_slice(w);
 }
 
+/*
+ * page_items: the visible tuples of page (bits: its visibility bitmap) as
+ * offsets and lengths; -1 when a line pointer does not decode
+ */
+static int
+page_items(const uint8_t *page, const uint8_t *bits, uint32_t *offs, uint32_t *lens)
+{
+	int			n = 0;
+
+	for (int b = 0; b < XPU_HEAP_VIS_BYTES; b++)
+	{
+		if (bits[b] == 0)
+			continue;
+		for (int i = b * 8; i < b * 8 + 8; i++)
+		{
+			if (!(bits[b] & (1 << (i & 7))))
+				continue;
+			if (!xpu_heap_item(page, i, &offs[n], &lens[n]))
+				return -1;
+			n++;
+		}
+	}
+	return n;
+}
+
 /* decodes and aggregates the n_pages pages of slot; false on failure */
 static bool
 run_chunk(HeapWorker *w, uint32_t slot, uint32_t n_pages)
@@ -458,29 +483,29 @@ run_chunk(HeapWorker *w, uint32_t slot, uint32_t n_pages)
 	HeapRun    *h = w->h;
 	const uint8_t *base = h->ring + (size_t) slot * h->slot_size;
 	const uint8_t *vis = base + (size_t) h->slot_pages * XPU_HEAP_PAGE_SIZE;
+	uint32_t	offs[XPU_HEAP_VIS_BYTES * 8];
+	uint32_t	lens[XPU_HEAP_VIS_BYTES * 8];
 	uint64_t	tuples = 0;
 
 	for (uint32_t p = 0; p < n_pages; p++)
 	{
 		const uint8_t *page = base + (size_t) p * XPU_HEAP_PAGE_SIZE;
-		const uint8_t *bits = vis + (size_t) p * XPU_HEAP_VIS_BYTES;
+		int			n = page_items(page, vis + (size_t) p * XPU_HEAP_VIS_BYTES, offs, lens);
 
-		for (int i = 0; i < XPU_HEAP_VIS_BYTES * 8; i++)
+		if (n < 0)
 		{
-			uint32_t	off,
-						len;
-
-			if (!(bits[i >> 3] & (1 << (i & 7))))
-				continue;
-			if (!xpu_heap_item(page, i, &off, &len))
-			{
-				XPU_ERROR(&w->err, XPU_ERR_FALLBACK, "a malformed heap page");
-				return false;
-			}
-			if (!put_tuple(w, page, off, len))
-				return false;
-			tuples++;
+			XPU_ERROR(&w->err, XPU_ERR_FALLBACK, "a malformed heap page");
+			return false;
 		}
+		for (int k = 0; k < n; k++)
+		{
+			/* the first touch of a tuple is a cache miss: ask for the next ones early */
+			if (k + 4 < n)
+				__builtin_prefetch(page + offs[k + 4]);
+			if (!put_tuple(w, page, offs[k], lens[k]))
+				return false;
+		}
+		tuples += n;
 	}
 	__atomic_add_fetch(&w->run->rows_in, tuples, __ATOMIC_RELAXED);
 	__atomic_add_fetch(&w->run->bytes_read, (uint64_t) n_pages * XPU_HEAP_PAGE_SIZE,

@@ -114,6 +114,29 @@ def test_every_aggregate(cluster):
     same(cluster, "SELECT %s FROM types" % ", ".join(AGGS))
 
 
+def test_numeric_scales_and_edges(cluster):
+    """numeric's on-disk digits (base 10000, short and long headers, negative
+    weights) become 128-bit fixed point at the column's scale exactly; NaN and
+    values of more than 38 digits fall back"""
+    cluster.sql("CREATE TABLE nums (k int, a numeric(38,0), b numeric(30,10), c numeric(5,5), "
+                "d numeric(12,2)); INSERT INTO nums VALUES "
+                "(1, 99999999999999999999999999999999999999, 12345678901234567890.0123456789, "
+                "0.99999, -0.01), (1, -99999999999999999999999999999999999999, -0.0000000001, "
+                "-0.00001, 0), (2, 0, 0, 0, 9999999999.99), (2, 10000, 100000000.5, 0.1, -9999999999.99), "
+                "(3, 1, 0.0001, 0.00010, 1e-2), (3, NULL, NULL, NULL, NULL), (4, 123456789, 1e19, 0.5, 1e9)")
+    same(cluster, "SELECT k, count(*), sum(b), min(a), max(a), min(b), max(b), sum(c), "
+         "avg(c), min(d), max(d), sum(d) FROM nums GROUP BY k ORDER BY k")
+    same(cluster, "SELECT a, b, c, d, count(*) FROM nums GROUP BY a, b, c, d ORDER BY a, b, c, d")
+    cluster.sql("CREATE TABLE nums_nan (k int, v numeric(10,2)); "
+                "INSERT INTO nums_nan VALUES (1, 1.5), (2, 'NaN'), (1, 2.25)")
+    plan = explain(cluster, "SELECT k, sum(v) FROM nums_nan GROUP BY k")
+    assert "PostgreSQL (fallback)" in plan, plan
+    same(cluster, "SELECT k, sum(v), max(v) FROM nums_nan GROUP BY k ORDER BY k", engine=False)
+    # an unconstrained numeric has no scale: the grouping stays in PostgreSQL
+    cluster.sql("CREATE TABLE nums_free (k int, v numeric); INSERT INTO nums_free VALUES (1, 1.5)")
+    assert "GpuPreAgg" not in explain(cluster, "SELECT k, sum(v) FROM nums_free GROUP BY k")
+
+
 def test_quals_and_expressions(cluster):
     same(cluster, "SELECT i2 + 1, count(*), sum(i8 % 1000) FROM types "
          "WHERE t LIKE 'k%' AND iv IS NOT NULL AND d < date '2001-01-01' "
@@ -243,7 +266,7 @@ def test_toasted_and_compressed_keys(cluster):
                 "ELSE 'short' || (i % 4) END AS t, i::int8 AS b FROM generate_series(1, 4000) i")
     q = "SELECT length(t), count(*), sum(b) FROM toast GROUP BY 1 ORDER BY 1"
     plan = explain(cluster, q)
-    assert "PostgreSQL (fallback)" in plan, plan
+    assert "PostgreSQL (fallback)" in plan and "compressed, external" in plan, plan
     same(cluster, q, engine=False)
     same(cluster, "SELECT t, count(*), sum(b) FROM toast GROUP BY t ORDER BY t", engine=False)
     # a query that does not read the long column runs in the engine
