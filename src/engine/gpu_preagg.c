@@ -23,6 +23,11 @@
  * node then runs the plan PostgreSQL would have run without pg_warp (its
  * child), so results and errors are PostgreSQL's own.
  *
+ * Heap tables.  The grouping of one plain heap table is offered too: the
+ * node then ships the table's pages with their visible tuples through a
+ * shared memory ring (heap_source.c, shm_chunk.c) and the service's CPU
+ * engine decodes and aggregates them; the rest is as for Arrow tables.
+ *
  * The node is not parallel-aware: the service spreads the work over its
  * own threads or the GPU.
  *

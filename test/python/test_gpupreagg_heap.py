@@ -137,6 +137,26 @@ def test_numeric_scales_and_edges(cluster):
     assert "GpuPreAgg" not in explain(cluster, "SELECT k, sum(v) FROM nums_free GROUP BY k")
 
 
+def test_stays_in_postgresql(cluster):
+    cluster.sql("CREATE TABLE part (a int, b int8) PARTITION BY RANGE (a); "
+                "CREATE TABLE part1 PARTITION OF part FOR VALUES FROM (0) TO (100); "
+                "CREATE TABLE inh_parent (a int, b int8); "
+                "CREATE TABLE inh_child () INHERITS (inh_parent); "
+                "INSERT INTO inh_parent SELECT i % 10, i FROM generate_series(1, 5000) i; "
+                "ANALYZE inh_parent")
+    for sql, settings in [
+            ("SELECT a, count(*) FROM part GROUP BY a", ()),
+            ("SELECT a, count(*) FROM inh_parent GROUP BY a", ()),
+            ("SELECT i4, count(*) FROM types TABLESAMPLE SYSTEM (50) GROUP BY i4", ()),
+            ("SELECT i4, count(*) FROM types GROUP BY i4", ("SET pg_warp.engine = gpu",)),
+            ("SELECT i4, count(*) FROM types GROUP BY i4", ("SET pg_warp.enable_gpupreagg = off",)),
+            ("SELECT i4, count(*) FROM types GROUP BY i4", ("SET pg_warp.enabled = off",))]:
+        r = cluster.run("EXPLAIN (COSTS OFF) " + sql, settings=ON + settings)
+        assert r.returncode == 0 and "GpuPreAgg" not in r.stdout, (sql, r.stdout, r.stderr)
+    # ONLY the parent of an inheritance tree is a plain table
+    assert "GpuPreAgg" in explain(cluster, "SELECT a, count(*) FROM ONLY inh_parent GROUP BY a")
+
+
 def test_quals_and_expressions(cluster):
     same(cluster, "SELECT i2 + 1, count(*), sum(i8 % 1000) FROM types "
          "WHERE t LIKE 'k%' AND iv IS NOT NULL AND d < date '2001-01-01' "
