@@ -34,6 +34,8 @@ OBJS         = \
 	src/engine/device.o \
 	src/engine/filter.o \
 	src/engine/gpu_preagg.o \
+	src/engine/heap_source.o \
+	src/engine/shm_chunk.o \
 	src/engine/service_client.o \
 	src/engine/service_supervisor.o \
 	src/types/float2.o \
@@ -177,6 +179,7 @@ SERVICE_SRCS = \
 	src/service/agg.c \
 	src/service/gpu.c \
 	src/service/gpu_agg.c \
+	src/service/heap_chunk.c \
 	src/service/main.c \
 	src/service/server.c
 # the xPU sources the service compiles in (the CPU engine and its table)

@@ -31,5 +31,9 @@ extern void engine_explain_program(const XpuProgram *prog, struct ExplainState *
 extern int	service_run_begin(WarpMsgType type, const void *req, uint32 len);
 extern void *service_run_next(int fd, WarpMsgType type, uint32 *len);
 extern void service_run_end(int fd);
+extern int	service_run_begin_fd(WarpMsgType type, const void *req, uint32 len,
+								 int pass_fd);
+extern void *service_run_next_any(int fd, uint32 *type, uint32 *len);
+extern void service_run_send(int fd, WarpMsgType type, const void *payload, uint32 len);
 
 #endif							/* PG_WARP_ENGINE_H */

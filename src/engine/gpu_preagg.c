@@ -23,6 +23,11 @@
  * node then runs the plan PostgreSQL would have run without pg_warp (its
  * child), so results and errors are PostgreSQL's own.
  *
+ * Heap tables.  The grouping of one plain heap table is offered too: the
+ * node then ships the table's pages with their visible tuples through a
+ * shared memory ring (heap_source.c, shm_chunk.c) and the service's CPU
+ * engine decodes and aggregates them; the rest is as for Arrow tables.
+ *
  * The node is not parallel-aware: the service spreads the work over its
  * own threads or the GPU.
  *
@@ -33,6 +38,7 @@
 #include <math.h>
 
 #include "access/table.h"
+#include "access/xact.h"
 #include "catalog/pg_aggregate.h"
 #include "catalog/pg_collation.h"
 #include "catalog/pg_type.h"
@@ -63,6 +69,7 @@
 #include "pg_warp.h"
 #include "engine/codegen.h"
 #include "engine/engine.h"
+#include "engine/heap_source.h"
 #include "xpu/xpu_agg.h"
 
 /* settings */
@@ -229,11 +236,16 @@ gpa_codegen_scan(Relation rel, Index relid, List *exprs, AttrNumber **attnos_out
 			return NULL;		/* a system column or a whole-row reference */
 		attnos[n++] = a;
 	}
-	ec->cols = arrow_fdw_columns(rel, attnos, n);
-	ec->n_cols = n;
 	scan->scanrelid = relid;
-	scan->column = engine_column_hook;
-	scan->column_arg = ec;
+	if (rel->rd_rel->relkind != RELKIND_FOREIGN_TABLE)
+		heap_source_codegen_scan(scan, rel, attnos, n);
+	else
+	{
+		ec->cols = arrow_fdw_columns(rel, attnos, n);
+		ec->n_cols = n;
+		scan->column = engine_column_hook;
+		scan->column_arg = ec;
+	}
 	*attnos_out = attnos;
 	*n_out = n;
 	return scan;
@@ -303,8 +315,11 @@ gpa_plan_info(PlannerInfo *root, RelOptInfo *input_rel, RelOptInfo *output_rel,
 		(parse->groupClause == NIL && !parse->hasAggs))
 		return NULL;
 	rte = planner_rt_fetch(input_rel->relid, root);
-	if (rte->rtekind != RTE_RELATION || rte->relkind != RELKIND_FOREIGN_TABLE ||
-		rte->inh || rte->tablesample != NULL || !arrow_fdw_is_table(rte->relid))
+	if (rte->rtekind != RTE_RELATION || rte->inh || rte->tablesample != NULL)
+		return NULL;
+	/* an Arrow table, or a plain heap table (heap_source.c: CPU engine only) */
+	if (rte->relkind == RELKIND_FOREIGN_TABLE ? !arrow_fdw_is_table(rte->relid) :
+		(pg_warp_engine == WARP_ENGINE_GPU || !heap_source_plannable(rte->relid)))
 		return NULL;
 	pi = palloc0(sizeof(GpaPlanInfo));
 	pi->relid = input_rel->relid;
@@ -509,6 +524,7 @@ typedef struct GpaState
 	CustomScanState css;
 	Relation	rel;
 	ArrowEngineSource *src;
+	HeapAggRun *heap;			/* a heap table's run (heap_source.h), or NULL */
 	XpuProgram *prog;			/* palloc'ed, 16-byte aligned */
 	int			n_keys;
 	Oid		   *key_types;
@@ -635,7 +651,10 @@ gpa_compile(GpaState *st, CustomScan *cs, Index relid, int n_keys, int n_aggs)
 	for (int i = 0; i < st->n_aggs; i++)
 		if (st->aggs[i].info->kind != XPU_AGG_COUNT_STAR)
 			st->aggs[i].scale = XPU_REGS(st->prog)[XPU_OUTS(st->prog)[st->descs[i].out]].scale;
-	st->src = arrow_fdw_engine_source(st->rel, relid, st->quals, attnos, n_attnos);
+	if (st->rel->rd_rel->relkind != RELKIND_FOREIGN_TABLE)
+		st->heap = heap_agg_prepare(st->rel, attnos, n_attnos);
+	else
+		st->src = arrow_fdw_engine_source(st->rel, relid, st->quals, attnos, n_attnos);
 	return true;
 }
 
@@ -690,17 +709,19 @@ gpa_request(GpaState *st)
 	StringInfo	buf = makeStringInfo();
 	WarpAggRequest req = {0};
 
-	req.n_files = st->src->n_files;
+	req.n_files = st->heap ? 0 : st->src->n_files;
 	req.n_keys = st->n_keys;
 	req.n_aggs = st->n_aggs;
 	req.prog_len = st->prog->total_len;
-	req.engine = (uint32) pg_warp_engine;
+	req.engine = st->heap ? WARP_ENGINE_CPU : (uint32) pg_warp_engine;
 	req.max_buffer_size = (int64) pg_warp_arrow_max_buffer_size * 1024;
 	gpa_put(buf, &req, sizeof(req), 8);
 	gpa_put(buf, st->key_outs, sizeof(uint16) * st->n_keys, 8);
 	gpa_put(buf, st->descs, sizeof(XpuAggDesc) * st->n_aggs, 8);
 	gpa_put(buf, st->prog, st->prog->total_len, 16);
-	for (int f = 0; f < st->src->n_files; f++)
+	if (st->heap)
+		heap_agg_put_request(st->heap, buf);
+	for (int f = 0; st->src && f < st->src->n_files; f++)
 	{
 		const ArrowEngineFile *ef = &st->src->files[f];
 		WarpAggFile wf = {0};
@@ -748,11 +769,25 @@ gpa_run(GpaState *st)
 		st->fallback_why = "the request is larger than the protocol allows";
 		return;
 	}
-	st->conn = service_run_begin(WARP_MSG_AGG_RUN, req->data, (uint32) req->len);
+	if (st->heap && IsolationIsSerializable())
+	{
+		st->fallback = true;
+		st->fallback_why = "serializable transactions read heap tables in PostgreSQL";
+		return;
+	}
+	if (st->heap && !heap_agg_begin(st->heap, st->css.ss.ps.state->es_snapshot, req->data,
+									(uint32) req->len, &st->conn, &st->fallback_why))
+	{
+		st->fallback = true;
+		return;
+	}
+	if (!st->heap)
+		st->conn = service_run_begin(WARP_MSG_AGG_RUN, req->data, (uint32) req->len);
 	for (;;)
 	{
 		uint32		len;
-		char	   *msg = service_run_next(st->conn, WARP_MSG_AGG_RESULT, &len);
+		char	   *msg = st->heap ? heap_agg_next(st->heap, st->conn, &len) :
+			service_run_next(st->conn, WARP_MSG_AGG_RESULT, &len);
 		WarpAggResult hdr;
 
 		if (len < sizeof(WarpAggResult))
@@ -1016,6 +1051,8 @@ gpa_explain(CustomScanState *node, List *ancestors, ExplainState *es)
 		ExplainPropertyInteger("Batches Skipped by Statistics", NULL,
 							   st->src->batches_skipped, es);
 	}
+	if (st->heap != NULL)
+		heap_agg_explain(st->heap, es->analyze && st->ran && !st->fallback, es);
 	if (es->verbose && st->prog != NULL)
 		engine_explain_program(st->prog, es);
 	if (!es->analyze || !st->ran)
@@ -1024,6 +1061,8 @@ gpa_explain(CustomScanState *node, List *ancestors, ExplainState *es)
 	{
 		ExplainPropertyText("Engine", "PostgreSQL (fallback)", es);
 		ExplainPropertyText("Fallback Reason", st->fallback_why, es);
+		if (st->last.err_message[0] != '\0')
+			ExplainPropertyText("Fallback Detail", st->last.err_message, es);
 		return;
 	}
 	ExplainPropertyText("Engine", st->last.engine == WARP_ENGINE_GPU ? "GPU" : "CPU", es);
@@ -1080,6 +1119,7 @@ pg_warp_gpu_preagg_init(void)
 							 "Planner cost of one row read by the engine.",
 							 NULL, &pg_warp_engine_row_cost, 0.001, 0.0, 1e10,
 							 PGC_USERSET, 0, NULL, NULL, NULL);
+	heap_source_init();
 	RegisterCustomScanMethods(&gpa_scan_methods);
 	prev_upper_paths_hook = create_upper_paths_hook;
 	create_upper_paths_hook = gpa_upper_paths;

@@ -151,9 +151,14 @@ service_connect(ServiceConn *conn)
 					 "see the server log if this persists.")));
 }
 
-/* service_send: sends one message */
+/*
+ * service_send_fd: sends one message; pass_fd, when not -1, goes with its
+ * first byte as SCM_RIGHTS ancillary data (the service keeps it for the
+ * message: a HEAP_RUN's memfd)
+ */
 static void
-service_send(ServiceConn *conn, WarpMsgType type, const void *payload, uint32 len)
+service_send_fd(ServiceConn *conn, WarpMsgType type, const void *payload, uint32 len,
+				int pass_fd)
 {
 	WarpMsgHeader hdr = {PGWARP_PROTO_MAGIC, PGWARP_PROTO_VERSION, type, len, 0};
 	char	   *buf = palloc(sizeof(hdr) + len);
@@ -164,7 +169,28 @@ service_send(ServiceConn *conn, WarpMsgType type, const void *payload, uint32 le
 		memcpy(buf + sizeof(hdr), payload, len);
 	while (off < sizeof(hdr) + len)
 	{
-		ssize_t		n = send(conn->fd, buf + off, sizeof(hdr) + len - off, MSG_NOSIGNAL);
+		ssize_t		n;
+
+		if (off == 0 && pass_fd >= 0)
+		{
+			struct iovec iov = {buf, sizeof(hdr) + len};
+			union
+			{
+				struct cmsghdr hdr;
+				char		space[CMSG_SPACE(sizeof(int))];
+			}			cbuf;
+			struct msghdr mh = {.msg_iov = &iov, .msg_iovlen = 1,
+			.msg_control = cbuf.space, .msg_controllen = sizeof(cbuf.space)};
+			struct cmsghdr *cm = CMSG_FIRSTHDR(&mh);
+
+			cm->cmsg_level = SOL_SOCKET;
+			cm->cmsg_type = SCM_RIGHTS;
+			cm->cmsg_len = CMSG_LEN(sizeof(int));
+			memcpy(CMSG_DATA(cm), &pass_fd, sizeof(int));
+			n = sendmsg(conn->fd, &mh, MSG_NOSIGNAL);
+		}
+		else
+			n = send(conn->fd, buf + off, sizeof(hdr) + len - off, MSG_NOSIGNAL);
 
 		if (n < 0 && (errno == EAGAIN || errno == EINTR))
 			wait_for(conn, WL_SOCKET_WRITEABLE);
@@ -174,6 +200,13 @@ service_send(ServiceConn *conn, WarpMsgType type, const void *payload, uint32 le
 			off += n;
 	}
 	pfree(buf);
+}
+
+/* service_send: sends one message */
+static void
+service_send(ServiceConn *conn, WarpMsgType type, const void *payload, uint32 len)
+{
+	service_send_fd(conn, type, payload, len, -1);
 }
 
 /* recv_exact: receives exactly len bytes */
@@ -355,6 +388,16 @@ service_fetch_status(WarpStatus *st)
 int
 service_run_begin(WarpMsgType type, const void *req, uint32 len)
 {
+	return service_run_begin_fd(type, req, len, -1);
+}
+
+/*
+ * service_run_begin_fd: service_run_begin that passes descriptor pass_fd
+ * (when not -1) with the request (HEAP_RUN's memfd)
+ */
+int
+service_run_begin_fd(WarpMsgType type, const void *req, uint32 len, int pass_fd)
+{
 	ServiceConn conn;
 	WarpHello	hello = {(uint32) MyProcPid, PGWARP_PROTO_VERSION};
 	WarpHello	reply;
@@ -375,7 +418,7 @@ service_run_begin(WarpMsgType type, const void *req, uint32 len)
 													pg_warp_service_timeout);
 		service_connect(&conn);
 		service_request(&conn, WARP_MSG_HELLO, &hello, sizeof(hello), &reply, sizeof(reply));
-		service_send(&conn, type, req, len);
+		service_send_fd(&conn, type, req, len, pass_fd);
 	}
 	PG_CATCH();
 	{
@@ -399,6 +442,25 @@ service_run_begin(WarpMsgType type, const void *req, uint32 len)
 void *
 service_run_next(int fd, WarpMsgType type, uint32 *len)
 {
+	uint32		got;
+	void	   *payload = service_run_next_any(fd, &got, len);
+
+	if (got != type)
+		ereport(ERROR,
+				(errcode(ERRCODE_PROTOCOL_VIOLATION),
+				 errmsg("unexpected reply from the pg_warp service"),
+				 errdetail("Expected message type %d, received type %u of %u bytes.",
+						   type, got, *len)));
+	return payload;
+}
+
+/*
+ * service_run_next_any: service_run_next for a reply of any type other
+ * than ERROR (raised); *type is its type
+ */
+void *
+service_run_next_any(int fd, uint32 *type, uint32 *len)
+{
 	ServiceConn conn = {fd, DT_NOEND};
 	WarpMsgHeader hdr;
 	void	   *payload;
@@ -414,16 +476,23 @@ service_run_next(int fd, WarpMsgType type, uint32 *len)
 		err.message[sizeof(err.message) - 1] = '\0';
 		raise_service_error(&err);
 	}
-	if (hdr.type != type)
-		ereport(ERROR,
-				(errcode(ERRCODE_PROTOCOL_VIOLATION),
-				 errmsg("unexpected reply from the pg_warp service"),
-				 errdetail("Expected message type %d, received type %d of %u bytes.",
-						   type, hdr.type, hdr.length)));
 	payload = palloc(Max(hdr.length, 1));
 	recv_exact(&conn, payload, hdr.length);
+	*type = hdr.type;
 	*len = hdr.length;
 	return payload;
+}
+
+/*
+ * service_run_send: sends one more message of a long request (HEAP_CHUNK,
+ * HEAP_END) on connection fd; a cancel or statement_timeout ends the wait
+ */
+void
+service_run_send(int fd, WarpMsgType type, const void *payload, uint32 len)
+{
+	ServiceConn conn = {fd, DT_NOEND};
+
+	service_send(&conn, type, payload, len);
 }
 
 /* service_run_end: closes a connection of service_run_begin */

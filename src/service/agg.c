@@ -23,6 +23,10 @@
  * does not modify an ArrowFile while loading batches and reads with pread,
  * so the workers share one ArrowFile per file (src/arrow/arrow_read.c).
  *
+ * HEAP_RUN.  The same task, with a heap part instead of files: its chunks
+ * arrive while it runs (heap_chunk.c decodes and aggregates them on its own
+ * CPU workers); the replies are an AGG_RUN's.
+ *
  * Cancel.  agg_task_cancel (a CANCEL message, or the backend closing the
  * connection) sets a flag that every worker checks between slices; the
  * run then ends with ERROR WARP_ERR_CANCELED.
@@ -58,6 +62,7 @@ struct AggTask
 	AggRun		run;			/* the request, parsed (service.h) */
 	uint8_t    *payload;		/* copy of the request, 16-byte aligned */
 	const ServiceGpu *gpu;
+	HeapRun    *heap;			/* a HEAP_RUN's chunk ring (heap_chunk.c), or NULL */
 	WarpEngine	engine;			/* the engine that runs it */
 	int			notify_fd;		/* eventfd to write when done */
 	pthread_t	thread;
@@ -239,7 +244,7 @@ parse_files(AggTask *t, Cursor *c, char *msg, size_t msglen)
  * set when the request is malformed.
  */
 static bool
-parse_request(AggTask *t, size_t len, char *msg, size_t msglen)
+parse_request(AggTask *t, size_t len, int memfd, char *msg, size_t msglen)
 {
 	Cursor		c = {t->payload, len, 0, NULL};
 	const WarpAggRequest *req = take(&c, sizeof(WarpAggRequest), 8, "the request header");
@@ -270,6 +275,16 @@ parse_request(AggTask *t, size_t len, char *msg, size_t msglen)
 	if (run->n_threads > AGG_MAX_THREADS)
 		run->n_threads = AGG_MAX_THREADS;
 	run->canceled = &t->canceled;
+	if (memfd >= 0)
+	{
+		/* HEAP_RUN: the heap part follows the program (heap_chunk.c) */
+		c.off = (c.off + 7) & ~(size_t) 7;
+		if (req->n_files != 0 || c.off > len)
+			return snprintf(msg, msglen, "HEAP_RUN names files or is truncated"), false;
+		t->heap = heap_run_parse(t->payload + c.off, len - c.off, prog, memfd, t->notify_fd,
+								 msg, msglen);
+		return t->heap != NULL;
+	}
 	return parse_files(t, &c, msg, msglen);
 }
 
@@ -634,6 +649,26 @@ run_workers(AggTask *t)
 	free(ws);
 }
 
+/* records what gpu_agg_run or heap_run_exec returned (rc) as the outcome */
+static void
+task_outcome(AggTask *t, int rc, const XpuError *err, int werr, const char *msg)
+{
+	switch (rc)
+	{
+		case XPU_OK:
+			break;
+		case -1:
+			task_fail(t, werr ? (WarpErrorCode) werr : WARP_ERR_IO, "%s", msg);
+			break;
+		default:
+			pthread_mutex_lock(&t->lock);
+			if (t->xerr.code == XPU_OK)
+				t->xerr = *err;
+			pthread_mutex_unlock(&t->lock);
+			break;
+	}
+}
+
 /* runs t on the GPUs (gpu_agg.c) into t->table */
 static void
 run_gpu(AggTask *t)
@@ -646,20 +681,23 @@ run_gpu(AggTask *t)
 	if ((t->table = xpu_agg_table_create(t->run.prog, &t->run.spec, &err)) == NULL)
 		return task_fail(t, WARP_ERR_OUT_OF_MEMORY, "out of memory");
 	msg[0] = '\0';
-	switch (gpu_agg_run(t->gpu, &t->run, t->table, &err, &werr, msg, sizeof(msg)))
-	{
-		case XPU_OK:
-			break;
-		case -1:
-			task_fail(t, werr ? (WarpErrorCode) werr : WARP_ERR_IO, "%s", msg);
-			break;
-		default:
-			pthread_mutex_lock(&t->lock);
-			if (t->xerr.code == XPU_OK)
-				t->xerr = err;
-			pthread_mutex_unlock(&t->lock);
-			break;
-	}
+	task_outcome(t, gpu_agg_run(t->gpu, &t->run, t->table, &err, &werr, msg, sizeof(msg)),
+				 &err, werr, msg);
+}
+
+/* runs a HEAP_RUN's chunks on the CPU workers of heap_chunk.c */
+static void
+run_heap(AggTask *t)
+{
+	XpuError	err = {0};
+	int			werr = 0;
+	char		msg[sizeof(t->msg)];
+	int			rc;
+
+	msg[0] = '\0';
+	rc = heap_run_exec(t->heap, &t->run, &t->table, &t->threads, &err, &werr, msg,
+					   sizeof(msg));
+	task_outcome(t, rc, &err, werr, msg);
 }
 
 /* group i's bytes in an AGG_RESULT message */
@@ -711,7 +749,9 @@ task_main(void *arg)
 			t->work[w++] = (AggWork) {i, t->run.files[i].batches[b]};
 	if (t->werr == 0 && !t->canceled)
 	{
-		if (t->engine == WARP_ENGINE_GPU)
+		if (t->heap != NULL)
+			run_heap(t);
+		else if (t->engine == WARP_ENGINE_GPU)
 			run_gpu(t);
 		else
 			run_workers(t);
@@ -734,7 +774,7 @@ task_main(void *arg)
  */
 AggTask *
 agg_task_start(const uint8_t *payload, uint32_t len, const ServiceGpu *gpu,
-			   int notify_fd, uint32_t *werr, char *msg, size_t msglen)
+			   int notify_fd, int memfd, uint32_t *werr, char *msg, size_t msglen)
 {
 	AggTask    *t = calloc(1, sizeof(AggTask));
 
@@ -752,14 +792,17 @@ agg_task_start(const uint8_t *payload, uint32_t len, const ServiceGpu *gpu,
 		return NULL;
 	}
 	memcpy(t->payload, payload, len);
-	if (!parse_request(t, len, msg, msglen))
+	if (!parse_request(t, len, memfd, msg, msglen))
 	{
 		*werr = strcmp(msg, "out of memory") == 0 ? WARP_ERR_OUT_OF_MEMORY : WARP_ERR_PROTOCOL;
 		agg_task_free(t);
 		return NULL;
 	}
 	if (!agg_choose_engine(gpu, ((const WarpAggRequest *) t->payload)->engine, &t->engine,
-						   werr, msg, msglen))
+						   werr, msg, msglen) ||
+		(t->heap != NULL && ((const WarpAggRequest *) t->payload)->engine != WARP_ENGINE_CPU &&
+		 (*werr = WARP_ERR_UNSUPPORTED,
+		  snprintf(msg, msglen, "heap tables run on the CPU engine only"), true)))
 	{
 		agg_task_free(t);
 		return NULL;
@@ -780,6 +823,15 @@ void
 agg_task_cancel(AggTask *t)
 {
 	t->canceled = 1;
+	if (t->heap != NULL)
+		heap_run_cancel(t->heap);
+}
+
+/* agg_task_heap: the chunk ring of a HEAP_RUN, NULL for an AGG_RUN */
+HeapRun *
+agg_task_heap(AggTask *t)
+{
+	return t->heap;
 }
 
 /* agg_task_done: has the run's thread finished (its replies are ready) */
@@ -897,6 +949,7 @@ agg_task_free(AggTask *t)
 	free(t->wfiles);
 	free(t->sources);
 	free(t->work);
+	heap_run_free(t->heap);
 	xpu_agg_table_free(t->table);
 	free(t->payload);
 	pthread_mutex_destroy(&t->lock);

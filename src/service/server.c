@@ -20,6 +20,10 @@
  * than about PUMP_LOW bytes plus one message.  A run whose connection
  * closed is canceled and freed once its thread ends (orphans).
  *
+ * HEAP_RUN comes with a memfd (SCM_RIGHTS, kept by conn_recv); while it
+ * runs, its HEAP_CHUNK and HEAP_END messages go to heap_chunk.c, and the
+ * HEAP_DONE of each chunk goes out when the run's eventfd fires.
+ *
  *-------------------------------------------------------------------------
  */
 #include <errno.h>
@@ -61,6 +65,7 @@ typedef struct Conn
 	size_t		out_len;
 	size_t		out_cap;
 	AggTask    *task;			/* its AGG_RUN, running or sending replies */
+	int			passed_fd;		/* a descriptor sent with SCM_RIGHTS, or -1 */
 	bool		task_collected; /* the run is done: replies are being sent */
 	struct Conn *prev;
 	struct Conn *next;
@@ -237,6 +242,8 @@ conn_close(Conn *c)
 	task_release(c);
 	epoll_ctl(epoll_fd, EPOLL_CTL_DEL, c->fd, NULL);
 	close(c->fd);
+	if (c->passed_fd >= 0)
+		close(c->passed_fd);
 	if (c->prev)
 		c->prev->next = c->next;
 	else
@@ -419,9 +426,12 @@ conn_pump(Conn *c)
 	return true;
 }
 
-/* start_agg: serves AGG_RUN: starts the run, or answers ERROR */
+/*
+ * start_agg: serves AGG_RUN, or HEAP_RUN with memfd (the descriptor that
+ * came with it, closed here): starts the run, or answers ERROR
+ */
 static bool
-start_agg(Conn *c, const uint8_t *payload, uint32_t len)
+start_agg(Conn *c, const uint8_t *payload, uint32_t len, int memfd)
 {
 	uint32_t	werr;
 	char		msg[248];
@@ -435,6 +445,8 @@ start_agg(Conn *c, const uint8_t *payload, uint32_t len)
 		{
 			int			save_errno = errno;
 
+			if (memfd >= 0)
+				close(memfd);
 			if (notify_fd >= 0)
 				close(notify_fd);
 			notify_fd = -1;
@@ -442,7 +454,10 @@ start_agg(Conn *c, const uint8_t *payload, uint32_t len)
 							 "could not create an eventfd: %s", strerror(save_errno));
 		}
 	}
-	c->task = agg_task_start(payload, len, service_gpu, notify_fd, &werr, msg, sizeof(msg));
+	c->task = agg_task_start(payload, len, service_gpu, notify_fd, memfd, &werr, msg,
+							 sizeof(msg));
+	if (memfd >= 0)
+		close(memfd);
 	if (c->task == NULL)
 		return conn_fail(c, false, werr, "%s", msg);
 	c->task_collected = false;
@@ -457,8 +472,18 @@ start_agg(Conn *c, const uint8_t *payload, uint32_t len)
  *		error that closes the connection (which cancels the run).
  */
 static bool
-dispatch_busy(Conn *c, const WarpMsgHeader *hdr)
+dispatch_busy(Conn *c, const WarpMsgHeader *hdr, const uint8_t *payload)
 {
+	char		msg[200];
+
+	if ((hdr->type == WARP_MSG_HEAP_CHUNK || hdr->type == WARP_MSG_HEAP_END) &&
+		agg_task_heap(c->task) != NULL && !c->task_collected)
+		return heap_run_message(agg_task_heap(c->task), hdr->type, payload, hdr->length,
+								msg, sizeof(msg)) ||
+			conn_fail(c, true, WARP_ERR_PROTOCOL, "%s", msg);
+	if ((hdr->type == WARP_MSG_HEAP_CHUNK || hdr->type == WARP_MSG_HEAP_END) &&
+		agg_task_heap(c->task) != NULL)
+		return true;			/* crossed the run's end: nothing reads it */
 	if (hdr->type != WARP_MSG_CANCEL || hdr->length != 0)
 		return conn_fail(c, true, WARP_ERR_PROTOCOL,
 						 "message type %u while an AGG_RUN is in progress", hdr->type);
@@ -469,6 +494,22 @@ dispatch_busy(Conn *c, const WarpMsgHeader *hdr)
 		task_release(c);
 		return conn_fail(c, false, WARP_ERR_CANCELED, "the run was canceled");
 	}
+	return true;
+}
+
+/*
+ * send_heap_done: sends HEAP_DONE for each chunk slot that the connection's
+ * heap run has finished reading; false when the connection was closed
+ */
+static bool
+send_heap_done(Conn *c)
+{
+	HeapRun    *h = agg_task_heap(c->task);
+	WarpHeapChunk ch = {0};
+
+	while (h != NULL && heap_run_next_done(h, &ch.slot))
+		if (!conn_send(c, WARP_MSG_HEAP_DONE, &ch, sizeof(ch)))
+			return false;
 	return true;
 }
 
@@ -485,8 +526,14 @@ collect_tasks(void)
 		svc_log("WARNING", "could not read the run eventfd: %s", strerror(errno));
 	for (c = conns; c != NULL; c = next)
 	{
+		bool		done;
+
 		next = c->next;
-		if (c->task != NULL && !c->task_collected && agg_task_done(c->task))
+		/* done first: every HEAP_DONE of a finished run is queued by then */
+		done = c->task != NULL && !c->task_collected && agg_task_done(c->task);
+		if (c->task != NULL && !c->task_collected && !send_heap_done(c))
+			continue;
+		if (done)
 		{
 			c->task_collected = true;
 			svc_counters.running_tasks--;
@@ -530,7 +577,7 @@ dispatch(Conn *c, const WarpMsgHeader *hdr, const uint8_t *payload)
 	if (!c->said_hello)
 		return conn_fail(c, true, WARP_ERR_PROTOCOL, "message type %u before HELLO", hdr->type);
 	if (c->task != NULL)
-		return dispatch_busy(c, hdr);
+		return dispatch_busy(c, hdr, payload);
 	switch (hdr->type)
 	{
 		case WARP_MSG_STATUS:
@@ -538,7 +585,21 @@ dispatch(Conn *c, const WarpMsgHeader *hdr, const uint8_t *payload)
 				return conn_fail(c, true, WARP_ERR_PROTOCOL, "STATUS with a payload");
 			return send_status(c);
 		case WARP_MSG_AGG_RUN:
-			return start_agg(c, payload, hdr->length);
+			return start_agg(c, payload, hdr->length, -1);
+		case WARP_MSG_HEAP_RUN:
+			{
+				int			memfd = c->passed_fd;
+
+				c->passed_fd = -1;
+				if (memfd < 0)
+					return conn_fail(c, true, WARP_ERR_PROTOCOL,
+									 "HEAP_RUN without its memfd");
+				return start_agg(c, payload, hdr->length, memfd);
+			}
+		case WARP_MSG_HEAP_CHUNK:
+		case WARP_MSG_HEAP_END:
+			/* crossed the end of a run that ended early: nothing reads it */
+			return true;
 		case WARP_MSG_CANCEL:
 			/* a CANCEL that crossed the run's last reply: nothing to stop */
 			if (hdr->length != 0)
@@ -589,6 +650,41 @@ check_header(Conn *c, const WarpMsgHeader *hdr)
 }
 
 /*
+ * conn_recv: recv() that keeps a descriptor passed with SCM_RIGHTS (the
+ * memfd of a HEAP_RUN) in c->passed_fd, closing any earlier one unused
+ */
+static ssize_t
+conn_recv(Conn *c, void *buf, size_t len)
+{
+	struct iovec iov = {buf, len};
+	union
+	{
+		struct cmsghdr hdr;
+		char		space[CMSG_SPACE(sizeof(int) * 4)];
+	}			cbuf;
+	struct msghdr mh = {.msg_iov = &iov, .msg_iovlen = 1,
+	.msg_control = cbuf.space, .msg_controllen = sizeof(cbuf.space)};
+	ssize_t		n = recvmsg(c->fd, &mh, MSG_CMSG_CLOEXEC);
+
+	for (struct cmsghdr *cm = n >= 0 ? CMSG_FIRSTHDR(&mh) : NULL; cm != NULL;
+		 cm = CMSG_NXTHDR(&mh, cm))
+	{
+		if (cm->cmsg_level != SOL_SOCKET || cm->cmsg_type != SCM_RIGHTS)
+			continue;
+		for (size_t i = 0; i < (cm->cmsg_len - CMSG_LEN(0)) / sizeof(int); i++)
+		{
+			int			fd;
+
+			memcpy(&fd, CMSG_DATA(cm) + i * sizeof(int), sizeof(int));
+			if (c->passed_fd >= 0)
+				close(c->passed_fd);
+			c->passed_fd = fd;
+		}
+	}
+	return n;
+}
+
+/*
  * conn_read
  *		Receives what the client sent and serves each complete message, at
  *		most MAX_MSGS_PER_WAKEUP of them (the level-triggered epoll comes
@@ -621,7 +717,7 @@ conn_read(Conn *c)
 		}
 		else
 			want = HDR_SIZE - c->in_len;
-		n = recv(c->fd, c->in + c->in_len, want, 0);
+		n = conn_recv(c, c->in + c->in_len, want);
 		if (n < 0 && errno == EINTR)
 			continue;
 		if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
@@ -696,6 +792,7 @@ accept_clients(int listen_fd)
 			continue;
 		}
 		c->fd = fd;
+		c->passed_fd = -1;
 		c->peer_pid = cred.pid;
 		c->next = conns;
 		if (conns)

@@ -102,8 +102,9 @@ typedef struct AggRun
 typedef struct AggTask AggTask;
 
 extern AggTask *agg_task_start(const uint8_t *payload, uint32_t len,
-							   const ServiceGpu *gpu, int notify_fd,
+							   const ServiceGpu *gpu, int notify_fd, int memfd,
 							   uint32_t *werr, char *msg, size_t msglen);
+extern struct HeapRun *agg_task_heap(AggTask *t);
 extern void agg_task_cancel(AggTask *t);
 extern bool agg_task_done(const AggTask *t);
 extern uint32_t agg_task_reply(AggTask *t, uint8_t *buf, uint32_t *type, bool *last);
@@ -121,5 +122,26 @@ extern void agg_task_free(AggTask *t);
 extern int	gpu_agg_run(const ServiceGpu *gpu, AggRun *run,
 						struct XpuAggTable *out, XpuError *err,
 						int *werr, char *msg, size_t msglen);
+
+/*
+ * in heap_chunk.c: the heap part of a HEAP_RUN (xpu/protocol.h): its ring
+ * of chunks in the backend's memfd and the CPU workers that decode and
+ * aggregate them.  agg.c parses (heap_run_parse), runs (heap_run_exec, on
+ * the run's thread) and frees it; server.c passes it the HEAP_CHUNK and
+ * HEAP_END messages and sends a HEAP_DONE for each slot heap_run_next_done
+ * gives back.
+ */
+typedef struct HeapRun HeapRun;
+
+extern HeapRun *heap_run_parse(const uint8_t *p, size_t len, const XpuProgram *prog,
+							   int memfd, int notify_fd, char *msg, size_t msglen);
+extern bool heap_run_message(HeapRun *h, uint32_t type, const uint8_t *payload,
+							 uint32_t len, char *msg, size_t msglen);
+extern bool heap_run_next_done(HeapRun *h, uint32_t *slot);
+extern void heap_run_cancel(HeapRun *h);
+extern int	heap_run_exec(HeapRun *h, AggRun *run, struct XpuAggTable **out,
+						  uint32_t *threads, XpuError *err, int *werr,
+						  char *msg, size_t msglen);
+extern void heap_run_free(HeapRun *h);
 
 #endif							/* PG_WARP_SERVICE_H */

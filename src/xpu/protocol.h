@@ -78,7 +78,23 @@ typedef enum WarpMsgType
 	 * (WARP_ERR_CANCELED).
 	 */
 	WARP_MSG_AGG_RUN = 22,
-	WARP_MSG_AGG_RESULT = 23
+	WARP_MSG_AGG_RESULT = 23,
+
+	/*
+	 * GpuPreAgg over a heap table (see WarpHeapRequest): HEAP_RUN carries the
+	 * request and, as SCM_RIGHTS ancillary data, the memfd of the chunk
+	 * ring; then the backend sends HEAP_CHUNK (WarpHeapChunk) for each slot
+	 * it filled and HEAP_END (no payload) after the last, and the service
+	 * answers HEAP_DONE (WarpHeapChunk) for each slot it no longer reads,
+	 * every HEAP_DONE before the run's AGG_RESULT messages (as for
+	 * AGG_RUN) or ERROR.  The backend refills a slot only after its
+	 * HEAP_DONE.  A run may end (FALLBACK, error) before HEAP_END: HEAP_CHUNK
+	 * and HEAP_END that cross its end are ignored.
+	 */
+	WARP_MSG_HEAP_RUN = 24,
+	WARP_MSG_HEAP_CHUNK = 25,
+	WARP_MSG_HEAP_DONE = 26,
+	WARP_MSG_HEAP_END = 27
 } WarpMsgType;
 
 /* HELLO: the backend sends its pid, the service answers with its own */
@@ -235,5 +251,45 @@ typedef struct WarpAggResult
 } WarpAggResult;
 
 WARP_STATIC_ASSERT(sizeof(WarpAggResult) == 88 + 128, "WarpAggResult layout");
+
+/*
+ * HEAP_RUN: aggregate the visible tuples of a heap table.  Payload, each
+ * part 8-byte aligned (16 for the program):
+ *
+ *	WarpAggRequest					n_files 0, engine WARP_ENGINE_CPU
+ *	uint16_t	key_outs[n_keys]
+ *	XpuAggDesc	aggs[n_aggs]
+ *	program		prog_len bytes
+ *	WarpHeapRequest
+ *	XpuHeapAtt	atts[n_atts]		attributes 1 .. n_atts of the table
+ *										(xpu/xpu_heap.h), dropped ones too
+ *	int16_t		col_attnums[n_cols]	attribute that chunk column j holds
+ *	uint8_t		missing[missing_len]	missing values (XPU_HEAP_ATT_MISSING)
+ *
+ * The ring is a memfd of n_slots * slot_size bytes (at least), sealed
+ * against shrinking.  Slot i starts at i * slot_size: slot_pages pages of
+ * XPU_HEAP_PAGE_SIZE bytes, then slot_pages visibility bitmaps of
+ * XPU_HEAP_VIS_BYTES bytes (bit k set: line pointer k + 1 of the page is a
+ * tuple visible to the query's snapshot).  A HEAP_CHUNK says how many
+ * pages of its slot are filled.
+ */
+typedef struct WarpHeapRequest
+{
+	uint32_t	n_slots;
+	uint32_t	slot_pages;
+	uint64_t	slot_size;
+	uint32_t	n_atts;
+	uint32_t	missing_len;
+} WarpHeapRequest;
+
+WARP_STATIC_ASSERT(sizeof(WarpHeapRequest) == 24, "WarpHeapRequest layout");
+
+typedef struct WarpHeapChunk
+{
+	uint32_t	slot;
+	uint32_t	n_pages;
+} WarpHeapChunk;
+
+WARP_STATIC_ASSERT(sizeof(WarpHeapChunk) == 8, "WarpHeapChunk layout");
 
 #endif							/* XPU_PROTOCOL_H */

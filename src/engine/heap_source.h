@@ -1,0 +1,74 @@
+/*-------------------------------------------------------------------------
+ *
+ * heap_source.h
+ *		GpuPreAgg over heap tables: what gpu_preagg.c calls to plan a
+ *		grouping of a heap table (the engine's columns of its attributes)
+ *		and to run it (the pages of the table, their visible tuples,
+ *		shipped to the service through a memfd ring of chunks).
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef PG_WARP_HEAP_SOURCE_H
+#define PG_WARP_HEAP_SOURCE_H
+
+#include "lib/stringinfo.h"
+#include "portability/instr_time.h"
+#include "storage/bufmgr.h"
+#include "utils/rel.h"
+#include "utils/snapshot.h"
+
+#include "engine/codegen.h"
+#include "xpu/xpu_heap.h"
+
+struct ExplainState;
+
+/* in heap_source.c */
+extern int	pg_warp_heap_chunk_pages;
+
+extern void heap_source_init(void);
+
+extern bool heap_source_plannable(Oid relid);
+extern void heap_source_codegen_scan(CodegenScan *scan, Relation rel,
+									 const AttrNumber *attnos, int n);
+
+/* one run of a GpuPreAgg over a heap table */
+typedef struct HeapAggRun
+{
+	Relation	rel;
+	XpuHeapAtt *atts;			/* attributes 1 .. n_atts */
+	int			n_atts;
+	int16	   *col_att;		/* chunk column j's attribute */
+	int			n_cols;
+	StringInfoData missing;		/* missing values (atthasmissing) */
+	/* reading */
+	Snapshot	snap;
+	BufferAccessStrategy strategy;
+	BlockNumber nblocks;
+	BlockNumber next;
+	/* counters (EXPLAIN ANALYZE) */
+	uint64		pages_read;
+	uint64		pages_shipped;
+	uint64		tuples_shipped;
+	uint64		chunks;
+	instr_time	read_time;		/* reading pages and deciding visibility */
+	instr_time	wait_time;		/* waiting for a free chunk of the ring */
+	/* the ring (shm_chunk.c) */
+	struct ShmRing *ring;
+	uint32		n_slots;
+	uint32		slot_pages;
+	uint64		slot_size;
+	List	   *pending;		/* AGG_RESULT payloads received while shipping */
+	List	   *pending_len;
+} HeapAggRun;
+
+extern HeapAggRun *heap_agg_prepare(Relation rel, const AttrNumber *attnos, int n);
+extern void heap_agg_put_request(HeapAggRun *h, StringInfo buf);
+extern int	heap_agg_read_pages(HeapAggRun *h, char *pages, uint8 *vis, int max_pages);
+extern void heap_agg_explain(HeapAggRun *h, bool analyze, struct ExplainState *es);
+
+/* in shm_chunk.c */
+extern bool heap_agg_begin(HeapAggRun *h, Snapshot snap, const char *req, uint32 len,
+						   int *conn, const char **why);
+extern void *heap_agg_next(HeapAggRun *h, int conn, uint32 *len);
+
+#endif							/* PG_WARP_HEAP_SOURCE_H */

@@ -1,0 +1,239 @@
+/*-------------------------------------------------------------------------
+ *
+ * shm_chunk.c
+ *		The backend's side of a heap run's chunk ring: a memfd of a few
+ *		chunks of heap pages, mapped here and passed once to the warp
+ *		service with the HEAP_RUN request (SCM_RIGHTS); then the pages of
+ *		the table go through it chunk by chunk, the socket carrying only
+ *		"chunk i ready" (HEAP_CHUNK) and "chunk i done" (HEAP_DONE).
+ *
+ * The memfd is sealed against shrinking (the service, which maps it, can
+ * then never fault on a page that vanished) and its memory is allocated at
+ * once (posix_fallocate), so that a lack of memory is a clean fallback to
+ * PostgreSQL's own plan rather than a SIGBUS.  The mapping and the
+ * descriptor belong to the query: a memory context callback releases them
+ * on every path, errors included.  The service keeps its own mapping, so
+ * the backend may release the ring as soon as every chunk is shipped.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "miscadmin.h"
+#include "storage/fd.h"
+#include "utils/memutils.h"
+
+#include "pg_warp.h"
+#include "engine/engine.h"
+#include "engine/heap_source.h"
+
+typedef struct ShmRing
+{
+	int			fd;
+	char	   *base;
+	size_t		size;
+} ShmRing;
+
+/* releases the ring (a memory context callback, and at the end of shipping) */
+static void
+shm_ring_release(void *arg)
+{
+	ShmRing    *r = arg;
+
+	if (r->base != NULL)
+		munmap(r->base, r->size);
+	r->base = NULL;
+	if (r->fd >= 0)
+	{
+		close(r->fd);
+		ReleaseExternalFD();
+	}
+	r->fd = -1;
+}
+
+/*
+ * shm_ring_create: the ring of h (n_slots * slot_size bytes) in a new
+ * sealed memfd, mapped read-write; NULL with *why set when the memfd
+ * cannot be made (no descriptor, no memory, a file size limit)
+ */
+static ShmRing *
+shm_ring_create(HeapAggRun *h, const char **why)
+{
+	ShmRing    *r = MemoryContextAllocZero(CurrentMemoryContext, sizeof(ShmRing));
+	MemoryContextCallback *cb = palloc0(sizeof(MemoryContextCallback));
+	int			rc;
+
+	r->fd = -1;
+	r->size = (size_t) h->n_slots * h->slot_size;
+	cb->func = shm_ring_release;
+	cb->arg = r;
+	MemoryContextRegisterResetCallback(CurrentMemoryContext, cb);
+	if (!AcquireExternalFD())
+	{
+		*why = "no file descriptor is left for the shared memory ring";
+		return NULL;
+	}
+	r->fd = memfd_create("pg_warp heap ring", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+	if (r->fd < 0)
+	{
+		ReleaseExternalFD();
+		*why = psprintf("could not create the shared memory ring: %m");
+		return NULL;
+	}
+	if (ftruncate(r->fd, (off_t) r->size) != 0)
+		rc = errno;
+	else
+		rc = posix_fallocate(r->fd, 0, (off_t) r->size);
+	if (rc == 0 && fcntl(r->fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL) != 0)
+		rc = errno;
+	if (rc == 0 &&
+		(r->base = mmap(NULL, r->size, PROT_READ | PROT_WRITE, MAP_SHARED, r->fd, 0)) ==
+		MAP_FAILED)
+		rc = errno;
+	if (rc != 0)
+	{
+		r->base = NULL;
+		errno = rc;
+		*why = psprintf("could not allocate the shared memory ring of %zu bytes: %m", r->size);
+		shm_ring_release(r);
+		return NULL;
+	}
+	return r;
+}
+
+/* waits for the next message of the run that is not a stale HEAP_DONE */
+static void *
+next_message(int conn, uint32 *type, uint32 *len)
+{
+	void	   *msg = service_run_next_any(conn, type, len);
+
+	if (*type != WARP_MSG_HEAP_DONE && *type != WARP_MSG_AGG_RESULT)
+		ereport(ERROR,
+				(errcode(ERRCODE_PROTOCOL_VIOLATION),
+				 errmsg("unexpected reply from the pg_warp service"),
+				 errdetail("Received message type %u of %u bytes during a heap run.",
+						   *type, *len)));
+	if (*type == WARP_MSG_HEAP_DONE && *len != sizeof(WarpHeapChunk))
+		ereport(ERROR,
+				(errcode(ERRCODE_PROTOCOL_VIOLATION),
+				 errmsg("unexpected reply from the pg_warp service"),
+				 errdetail("HEAP_DONE of %u bytes.", *len)));
+	return msg;
+}
+
+/*
+ * ship: fills the free chunks with pages and sends them until the table
+ * is read; false when the run ended early (its AGG_RESULT is pending)
+ */
+static bool
+ship(HeapAggRun *h, ShmRing *r, int conn)
+{
+	uint32		free_slots[64];
+	uint32		n_free = 0;
+
+	for (uint32 i = 0; i < h->n_slots; i++)
+		free_slots[n_free++] = h->n_slots - 1 - i;
+	for (;;)
+	{
+		uint32		type,
+					len;
+		void	   *msg;
+		instr_time	start,
+					end;
+
+		if (n_free > 0)
+		{
+			uint32		slot = free_slots[--n_free];
+			char	   *base = r->base + (size_t) slot * h->slot_size;
+			WarpHeapChunk ch = {slot, 0};
+
+			ch.n_pages = heap_agg_read_pages(h, base,
+											 (uint8 *) base + (size_t) h->slot_pages * BLCKSZ,
+											 (int) h->slot_pages);
+			if (ch.n_pages == 0)
+				return true;	/* the table is read */
+			service_run_send(conn, WARP_MSG_HEAP_CHUNK, &ch, sizeof(ch));
+			h->chunks++;
+			continue;
+		}
+		INSTR_TIME_SET_CURRENT(start);
+		msg = next_message(conn, &type, &len);
+		INSTR_TIME_SET_CURRENT(end);
+		INSTR_TIME_ACCUM_DIFF(h->wait_time, end, start);
+		if (type == WARP_MSG_AGG_RESULT)
+		{
+			/* the run ended before the table did (a FALLBACK or an error) */
+			h->pending = lappend(h->pending, msg);
+			h->pending_len = lappend_int(h->pending_len, (int) len);
+			return false;
+		}
+		memcpy(&free_slots[n_free], msg, sizeof(uint32));
+		if (free_slots[n_free] >= h->n_slots)
+			ereport(ERROR,
+					(errcode(ERRCODE_PROTOCOL_VIOLATION),
+					 errmsg("pg_warp service returned a chunk it was not given")));
+		n_free++;
+		pfree(msg);
+	}
+}
+
+/*
+ * heap_agg_begin: starts the heap run of h with the HEAP_RUN request req
+ * (len bytes, heap_agg_put_request's part included) under snapshot snap,
+ * ships every chunk and says HEAP_END.  *conn is the connection from the
+ * moment it exists (the caller closes it on every path).  Returns false,
+ * with *why set and nothing sent, when the ring cannot be created: the
+ * caller then runs PostgreSQL's plan.
+ */
+bool
+heap_agg_begin(HeapAggRun *h, Snapshot snap, const char *req, uint32 len, int *conn,
+			   const char **why)
+{
+	ShmRing    *r = shm_ring_create(h, why);
+
+	if (r == NULL)
+		return false;
+	h->ring = r;
+	h->snap = snap;
+	h->next = 0;
+	h->strategy = GetAccessStrategy(BAS_BULKREAD);
+	*conn = service_run_begin_fd(WARP_MSG_HEAP_RUN, req, len, r->fd);
+	if (ship(h, r, *conn))
+		service_run_send(*conn, WARP_MSG_HEAP_END, NULL, 0);
+	FreeAccessStrategy(h->strategy);
+	h->strategy = NULL;
+	shm_ring_release(r);
+	return true;
+}
+
+/*
+ * heap_agg_next: the next AGG_RESULT payload of the heap run on conn
+ * (palloc'ed, *len bytes): one that came while shipping first, then the
+ * replies, skipping the HEAP_DONE of the last chunks
+ */
+void *
+heap_agg_next(HeapAggRun *h, int conn, uint32 *len)
+{
+	for (;;)
+	{
+		uint32		type;
+		void	   *msg;
+
+		if (h->pending != NIL)
+		{
+			msg = linitial(h->pending);
+			*len = (uint32) linitial_int(h->pending_len);
+			h->pending = list_delete_first(h->pending);
+			h->pending_len = list_delete_first(h->pending_len);
+			return msg;
+		}
+		msg = next_message(conn, &type, len);
+		if (type == WARP_MSG_AGG_RESULT)
+			return msg;
+		pfree(msg);
+	}
+}

@@ -1,0 +1,453 @@
+"""GpuPreAgg over heap tables (src/engine/heap_source.c, shm_chunk.c; the
+service's heap_chunk.c and xpu/xpu_heap.h) against PostgreSQL as the oracle.
+
+Every grouping runs twice: with pg_warp on (the plan must be a GpuPreAgg that
+the engine ran, not its PostgreSQL fallback, unless the test says otherwise)
+and with `SET pg_warp.enabled = off`; the rows must be equal.  Float columns
+hold multiples of 1/4 of small magnitude, so that their sums are exact in any
+order and are compared exactly like everything else.
+
+The module runs its own cluster (test_service.Cluster) with a small
+shared_buffers, so that one table is larger than the buffer pool, and
+because some tests kill the service or limit a backend's resources.
+"""
+import os
+import signal
+import subprocess
+import time
+
+import pytest
+
+from test_service import CLUSTER, Cluster, alive, wait_until
+
+ON = ("SET pg_warp.engine_startup_cost = 0", "SET pg_warp.engine_row_cost = 0")
+OFF = ("SET pg_warp.enabled = off",)
+
+
+@pytest.fixture(scope="module")
+def cluster():
+    c = Cluster()
+    try:
+        c.sql("ALTER SYSTEM SET shared_buffers = '16MB'")
+        subprocess.run(["bash", CLUSTER, "stop", c.dir], env=c.env, check=True)
+        subprocess.run(["bash", CLUSTER, "start", c.dir], env=c.env, check=True,
+                       capture_output=True)
+        assert c.sql("SHOW shared_buffers") == "16MB"
+        c.sql(TYPES_TABLE)
+        yield c
+    finally:
+        c.destroy()
+
+
+TYPES_TABLE = """
+CREATE TABLE types AS
+SELECT i AS id,
+       CASE WHEN i % 11 = 0 THEN NULL ELSE (i % 7 - 3)::int2 END AS i2,
+       CASE WHEN i % 13 = 0 THEN NULL ELSE (i % 5) * 100000 - 200000 END AS i4,
+       CASE WHEN i % 17 = 0 THEN NULL ELSE (i::int8 * 1000003) % 9999999967 END AS i8,
+       CASE WHEN i % 19 = 0 THEN NULL ELSE ((i % 9 - 4) * 0.25)::float4 END AS f4,
+       CASE WHEN i % 23 = 0 THEN NULL ELSE ((i % 41) * 0.75 - 7)::float8 END AS f8,
+       CASE WHEN i % 29 = 0 THEN NULL ELSE ((i % 1000) - 500) / 100.0 END::numeric(12,2) AS n,
+       CASE WHEN i % 31 = 0 THEN NULL ELSE 'k' || (i % 6) END AS t,
+       CASE WHEN i % 37 = 0 THEN NULL ELSE repeat('é', i % 4) END::varchar(10) AS vc,
+       CASE WHEN i % 43 = 0 THEN NULL ELSE date '2000-01-01' + (i % 9) * 400 - 1800 END AS d,
+       CASE WHEN i % 47 = 0 THEN NULL
+            ELSE timestamp '1999-12-31 23:59:59.5' + (i % 5) * interval '1000 days 1 us' END AS ts,
+       CASE WHEN i % 53 = 0 THEN NULL
+            ELSE timestamptz '2020-06-01 00:00:00+00' + (i % 4) * interval '7 hours' END AS tz,
+       CASE WHEN i % 59 = 0 THEN NULL ELSE i % 3 = 0 END AS b,
+       CASE WHEN i % 61 = 0 THEN NULL ELSE (i % 5) * interval '1 day 2 hours' END AS iv
+FROM generate_series(1, 20000) i;
+INSERT INTO types (id, d, ts) VALUES (0, 'infinity', '-infinity'), (-1, '-infinity', 'infinity');
+"""
+
+
+def run(cluster, sql, settings=()):
+    r = cluster.run(sql, settings=settings, timeout=120)
+    return (r.returncode, r.stdout.strip() if r.returncode == 0 else r.stderr)
+
+
+def explain(cluster, sql, settings=()):
+    r = cluster.run("EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY OFF) " + sql,
+                    settings=ON + tuple(settings), timeout=120)
+    assert r.returncode == 0, r.stderr
+    return r.stdout
+
+
+def same(cluster, sql, settings=(), engine=True):
+    """sql gives PostgreSQL's rows with the engine; with engine=True the plan is
+    a GpuPreAgg that the engine ran (no fallback).  Returns the rows."""
+    plan = explain(cluster, sql, settings)
+    assert "GpuPreAgg" in plan, plan
+    if engine:
+        assert "Engine: CPU" in plan and "fallback" not in plan, plan
+    on = run(cluster, sql, ON + tuple(settings))
+    off = run(cluster, sql, OFF + tuple(settings))
+    assert on == off, (sql, on, off)
+    assert on[0] == 0, on
+    return on[1]
+
+
+KEYS = ["i2", "i4", "i8", "f4", "f8", "n", "t", "vc", "d", "ts", "tz", "b"]
+
+
+@pytest.mark.parametrize("key", KEYS)
+def test_every_key_type(cluster, key):
+    same(cluster, "SELECT %s, count(*), count(id), sum(i4), min(id), max(id) FROM types "
+         "GROUP BY 1 ORDER BY 1" % key)
+
+
+AGGS = [
+    "count(*)", "count(i2)", "count(t)", "count(iv)",
+    "sum(i2)", "sum(i4)", "sum(i8)", "sum(n)", "sum(f8)",
+    "avg(i2)", "avg(i4)", "avg(i8)", "avg(n)", "avg(f4)", "avg(f8)",
+    "min(i2)", "max(i2)", "min(i4)", "max(i4)", "min(i8)", "max(i8)",
+    "min(f4)", "max(f4)", "min(f8)", "max(f8)", "min(n)", "max(n)",
+    "min(d)", "max(d)", "min(ts)", "max(ts)", "min(tz)", "max(tz)",
+]
+
+
+def test_every_aggregate(cluster):
+    sql = "SELECT t, b, %s FROM types GROUP BY t, b ORDER BY t, b" % ", ".join(AGGS)
+    same(cluster, sql)
+    # no GROUP BY: one row
+    same(cluster, "SELECT %s FROM types" % ", ".join(AGGS))
+
+
+def test_numeric_scales_and_edges(cluster):
+    """numeric's on-disk digits (base 10000, short and long headers, negative
+    weights) become 128-bit fixed point at the column's scale exactly; NaN and
+    values of more than 38 digits fall back"""
+    cluster.sql("CREATE TABLE nums (k int, a numeric(38,0), b numeric(30,10), c numeric(5,5), "
+                "d numeric(12,2)); INSERT INTO nums VALUES "
+                "(1, 99999999999999999999999999999999999999, 12345678901234567890.0123456789, "
+                "0.99999, -0.01), (1, -99999999999999999999999999999999999999, -0.0000000001, "
+                "-0.00001, 0), (2, 0, 0, 0, 9999999999.99), (2, 10000, 100000000.5, 0.1, -9999999999.99), "
+                "(3, 1, 0.0001, 0.00010, 1e-2), (3, NULL, NULL, NULL, NULL), (4, 123456789, 1e19, 0.5, 1e9)")
+    same(cluster, "SELECT k, count(*), sum(b), min(a), max(a), min(b), max(b), sum(c), "
+         "avg(c), min(d), max(d), sum(d) FROM nums GROUP BY k ORDER BY k")
+    same(cluster, "SELECT a, b, c, d, count(*) FROM nums GROUP BY a, b, c, d ORDER BY a, b, c, d")
+    cluster.sql("CREATE TABLE nums_nan (k int, v numeric(10,2)); "
+                "INSERT INTO nums_nan VALUES (1, 1.5), (2, 'NaN'), (1, 2.25)")
+    plan = explain(cluster, "SELECT k, sum(v) FROM nums_nan GROUP BY k")
+    assert "PostgreSQL (fallback)" in plan, plan
+    same(cluster, "SELECT k, sum(v), max(v) FROM nums_nan GROUP BY k ORDER BY k", engine=False)
+    # an unconstrained numeric has no scale: the grouping stays in PostgreSQL
+    cluster.sql("CREATE TABLE nums_free (k int, v numeric); INSERT INTO nums_free VALUES (1, 1.5)")
+    assert "GpuPreAgg" not in explain(cluster, "SELECT k, sum(v) FROM nums_free GROUP BY k")
+
+
+def test_stays_in_postgresql(cluster):
+    cluster.sql("CREATE TABLE part (a int, b int8) PARTITION BY RANGE (a); "
+                "CREATE TABLE part1 PARTITION OF part FOR VALUES FROM (0) TO (100); "
+                "CREATE TABLE inh_parent (a int, b int8); "
+                "CREATE TABLE inh_child () INHERITS (inh_parent); "
+                "INSERT INTO inh_parent SELECT i % 10, i FROM generate_series(1, 5000) i; "
+                "ANALYZE inh_parent")
+    for sql, settings in [
+            ("SELECT a, count(*) FROM part GROUP BY a", ()),
+            ("SELECT a, count(*) FROM inh_parent GROUP BY a", ()),
+            ("SELECT i4, count(*) FROM types TABLESAMPLE SYSTEM (50) GROUP BY i4", ()),
+            ("SELECT i4, count(*) FROM types GROUP BY i4", ("SET pg_warp.engine = gpu",)),
+            ("SELECT i4, count(*) FROM types GROUP BY i4", ("SET pg_warp.enable_gpupreagg = off",)),
+            ("SELECT i4, count(*) FROM types GROUP BY i4", ("SET pg_warp.enabled = off",))]:
+        r = cluster.run("EXPLAIN (COSTS OFF) " + sql, settings=ON + settings)
+        assert r.returncode == 0 and "GpuPreAgg" not in r.stdout, (sql, r.stdout, r.stderr)
+    # ONLY the parent of an inheritance tree is a plain table
+    assert "GpuPreAgg" in explain(cluster, "SELECT a, count(*) FROM ONLY inh_parent GROUP BY a")
+
+
+def test_quals_and_expressions(cluster):
+    same(cluster, "SELECT i2 + 1, count(*), sum(i8 % 1000) FROM types "
+         "WHERE t LIKE 'k%' AND iv IS NOT NULL AND d < date '2001-01-01' "
+         "GROUP BY 1 ORDER BY 1")
+    same(cluster, "SELECT t, count(*) FROM types WHERE vc = 'éé' OR b GROUP BY t "
+         "HAVING count(*) > 10 ORDER BY t")
+
+
+def test_empty_and_one_row(cluster):
+    cluster.sql("CREATE TABLE empty (a int, b int8); CREATE TABLE one (a int, b int8);"
+                "INSERT INTO one VALUES (1, 42)")
+    for t in ("empty", "one"):
+        same(cluster, "SELECT a, count(*), sum(b) FROM %s GROUP BY a" % t)
+        same(cluster, "SELECT count(*), sum(b), max(a) FROM %s" % t)
+    # a table whose rows are all deleted: pages, no visible tuple
+    cluster.sql("CREATE TABLE gone AS SELECT i AS a, i::int8 AS b "
+                "FROM generate_series(1, 5000) i; DELETE FROM gone")
+    assert same(cluster, "SELECT count(*), sum(b) FROM gone") == "0|"
+
+
+def test_ring_wraps_with_small_chunks(cluster):
+    # 2 pages per chunk: the 4-chunk ring is refilled many times
+    rows = same(cluster, "SELECT t, count(*), sum(i8), min(n) FROM types GROUP BY t ORDER BY t",
+                settings=("SET pg_warp.heap_chunk_pages = 2",))
+    assert rows
+    plan = explain(cluster, "SELECT count(*) FROM types", ("SET pg_warp.heap_chunk_pages = 2",))
+    chunks = int(plan.split("Chunks: ")[1].split()[0])
+    assert chunks > 20, plan
+
+
+def test_larger_than_shared_buffers(cluster):
+    # about 40 MB against 16 MB of shared_buffers (bulk-read strategy)
+    make_big(cluster)
+    assert int(cluster.sql("SELECT pg_relation_size('big')")) > 32 * 1024 * 1024
+    same(cluster, "SELECT a % 10, count(*), sum(b), sum(c), max(b) FROM big GROUP BY 1 ORDER BY 1")
+
+
+def make_big(cluster):
+    cluster.sql("CREATE TABLE IF NOT EXISTS big AS SELECT i % 1000 AS a, i::int8 AS b, "
+                "(i % 97)::float8 * 0.5 AS c FROM generate_series(1, 800000) i")
+
+
+class Session:
+    """A psql session kept open (stdin), for transactions that span tests steps."""
+
+    def __init__(self, cluster):
+        self.p = subprocess.Popen(["psql", "-XAtq", "-v", "ON_ERROR_STOP=1"],
+                                  env=cluster.env, stdin=subprocess.PIPE,
+                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+    def send(self, sql):
+        self.p.stdin.write(sql + "\n")
+        self.p.stdin.flush()
+
+    def close(self):
+        out, err = self.p.communicate("\\q\n", timeout=30)
+        assert self.p.returncode == 0, err
+        return out
+
+
+def test_deleted_and_updated_rows(cluster):
+    cluster.sql("CREATE TABLE vis AS SELECT i AS id, i % 10 AS a, i::int8 AS b "
+                "FROM generate_series(1, 30000) i")
+    q = "SELECT a, count(*), sum(b), max(b) FROM vis GROUP BY a ORDER BY a"
+    before = same(cluster, q)
+    # uncommitted in another session: invisible to us
+    s = Session(cluster)
+    s.send("BEGIN; DELETE FROM vis WHERE id % 3 = 0; UPDATE vis SET b = b * 2 WHERE id % 5 = 0;"
+           "INSERT INTO vis SELECT i, 99, 1 FROM generate_series(1, 100) i;")
+    time.sleep(1)
+    assert same(cluster, q) == before
+    # aborted: still invisible
+    s.send("ROLLBACK;")
+    s.close()
+    assert same(cluster, q) == before
+    # committed: visible
+    cluster.sql("DELETE FROM vis WHERE id % 3 = 0; UPDATE vis SET b = b * 2 WHERE id % 5 = 0;"
+                "INSERT INTO vis SELECT i, 99, 1 FROM generate_series(1, 100) i")
+    after = same(cluster, q)
+    assert after != before and "99|100|100|1" in after
+
+
+def test_modified_in_the_same_transaction(cluster):
+    cluster.sql("CREATE TABLE own AS SELECT i AS id, i % 4 AS a, i::int8 AS b "
+                "FROM generate_series(1, 10000) i")
+    q = "SELECT a, count(*), sum(b) FROM own GROUP BY a ORDER BY a"
+    script = ("BEGIN; DELETE FROM own WHERE id % 2 = 0; UPDATE own SET b = -b WHERE id % 3 = 0; "
+              "INSERT INTO own VALUES (0, 7, 7); {}; {}; ROLLBACK;")
+    r = cluster.run(script.format("EXPLAIN (ANALYZE, COSTS OFF) " + q, q), settings=ON)
+    assert r.returncode == 0 and "Engine: CPU" in r.stdout, r.stdout + r.stderr
+    on = r.stdout.strip().split("\n")[-3:]
+    r = cluster.run(script.format("SELECT 1", q), settings=OFF)
+    assert r.returncode == 0
+    assert on == r.stdout.strip().split("\n")[-3:] and "7|1|7" in on, (on, r.stdout)
+
+
+def test_concurrent_writer(cluster):
+    """Transfers between rows keep sum(b) fixed; every engine run sees one
+    snapshot, so it reads the same total while a writer commits meanwhile."""
+    cluster.sql("CREATE TABLE bank AS SELECT i AS id, i % 8 AS a, 1000::int8 AS b "
+                "FROM generate_series(1, 50000) i")
+    writer = subprocess.Popen(
+        ["bash", "-c", "for i in $(seq 1 150); do psql -XAtq -c \"BEGIN; "
+         "UPDATE bank SET b = b - $i WHERE id = $(( (i * 7919) % 50000 + 1 )); "
+         "UPDATE bank SET b = b + $i WHERE id = $(( (i * 104729) % 50000 + 1 )); COMMIT;\" "
+         "|| exit 1; done"], env=cluster.env)
+    try:
+        seen = 0
+        while writer.poll() is None or seen < 3:
+            code, out = run(cluster, "SELECT count(*), sum(b) FROM bank", ON)
+            assert (code, out) == (0, "50000|50000000"), out
+            code, out = run(cluster, "SELECT a, count(*) FROM bank GROUP BY a ORDER BY a", ON)
+            assert code == 0 and out.count("|6250") == 8, out
+            seen += 1
+    finally:
+        writer.wait(timeout=120)
+    assert writer.returncode == 0
+    assert "GpuPreAgg" in explain(cluster, "SELECT count(*), sum(b) FROM bank")
+
+
+def test_toasted_and_compressed_keys(cluster):
+    # compressible long values stay inline compressed; random long ones go to TOAST
+    cluster.sql("CREATE TABLE toast AS SELECT i AS id, CASE "
+                "WHEN i % 50 = 0 THEN repeat('abc', 3000) "
+                "WHEN i % 77 = 0 THEN (SELECT string_agg(md5(random()::text || g), '') "
+                "FROM generate_series(1, 100 + i % 3) g) "
+                "ELSE 'short' || (i % 4) END AS t, i::int8 AS b FROM generate_series(1, 4000) i")
+    q = "SELECT length(t), count(*), sum(b) FROM toast GROUP BY 1 ORDER BY 1"
+    plan = explain(cluster, q)
+    assert "PostgreSQL (fallback)" in plan and "compressed, external" in plan, plan
+    same(cluster, q, engine=False)
+    same(cluster, "SELECT t, count(*), sum(b) FROM toast GROUP BY t ORDER BY t", engine=False)
+    # a query that does not read the long column runs in the engine
+    same(cluster, "SELECT id % 5, count(*), sum(b) FROM toast GROUP BY 1 ORDER BY 1")
+    # with only short values left visible, the engine decodes the text column
+    cluster.sql("CREATE TABLE toast2 AS SELECT * FROM toast WHERE length(t) < 10")
+    same(cluster, "SELECT t, count(*), sum(b) FROM toast2 GROUP BY t ORDER BY t")
+
+
+def test_added_and_dropped_columns(cluster):
+    cluster.sql("CREATE TABLE alt (a int, x text, b int8); "
+                "INSERT INTO alt SELECT i % 5, repeat('z', i % 30), i FROM generate_series(1, 3000) i; "
+                "ALTER TABLE alt ADD COLUMN c int DEFAULT 7, ADD COLUMN d text DEFAULT 'dflt', "
+                "ADD COLUMN e numeric(10,3) DEFAULT 1.5, ADD COLUMN f int8; "
+                "INSERT INTO alt SELECT i % 5, 'new', i, i % 3, 'd' || (i % 2), i / 7.0, i "
+                "FROM generate_series(1, 500) i")
+    q = "SELECT c, d, count(*), sum(b), sum(e), max(e), count(f), sum(f) FROM alt " \
+        "GROUP BY c, d ORDER BY c, d"
+    same(cluster, q)
+    cluster.sql("ALTER TABLE alt DROP COLUMN x")
+    same(cluster, q)
+    same(cluster, "SELECT a, count(*), sum(b), sum(c) FROM alt GROUP BY a ORDER BY a")
+    # a varlena column dropped before a fixed-width one: offsets still walk over it
+    cluster.sql("ALTER TABLE alt DROP COLUMN d")
+    same(cluster, "SELECT a, c, count(*), sum(b), max(e) FROM alt GROUP BY a, c ORDER BY a, c")
+
+
+def test_non_superuser(cluster):
+    cluster.sql("CREATE ROLE heap_reader LOGIN; CREATE ROLE heap_other LOGIN; "
+                "GRANT SELECT ON types TO heap_reader")
+    q = "SELECT t, count(*), sum(i8) FROM types GROUP BY t ORDER BY t"
+    env = cluster.env
+    try:
+        cluster.env = dict(env, PGUSER="heap_reader")
+        assert cluster.sql("SELECT current_user, usesuper FROM pg_user "
+                           "WHERE usename = current_user") == "heap_reader|f"
+        same(cluster, q)
+        cluster.env = dict(env, PGUSER="heap_other")
+        code, err = run(cluster, q, ON)
+        assert code != 0 and "permission denied for table types" in err, err
+    finally:
+        cluster.env = env
+
+
+def test_serializable_falls_back(cluster):
+    q = "SELECT t, count(*) FROM types GROUP BY t ORDER BY t"
+    r = cluster.run("BEGIN ISOLATION LEVEL SERIALIZABLE; EXPLAIN (ANALYZE, COSTS OFF) %s; %s; "
+                    "COMMIT" % (q, q), settings=ON)
+    assert r.returncode == 0 and "serializable" in r.stdout, r.stdout + r.stderr
+    assert r.stdout.strip().endswith("\n" + run(cluster, q, OFF)[1]), r.stdout
+
+
+def as_owner(cmd):
+    """cmd run as the cluster's OS user (cluster.sh's), whose processes it may limit"""
+    if os.geteuid() == 0:
+        return ["runuser", "-u", os.environ.get("PG_WARP_OSUSER", "pgwarp"), "--"] + cmd
+    return cmd
+
+
+def test_memfd_cannot_be_created(cluster):
+    """A backend whose file size limit is below the ring's size cannot make the
+    memfd (ftruncate fails with EFBIG): the query runs in PostgreSQL and says why."""
+    # a small table, its hint bits set and every buffer clean: the limited
+    # backend has nothing to write (a write past the limit would fail too)
+    cluster.sql("CREATE TABLE mf AS SELECT i % 10 AS a, i::int8 AS b "
+                "FROM generate_series(1, 2000) i")
+    cluster.sql("VACUUM mf")
+    cluster.sql("CHECKPOINT")
+    q = "SELECT a, count(*), sum(b) FROM mf GROUP BY a ORDER BY a"
+    s = subprocess.Popen(["psql", "-XAtq", "-v", "ON_ERROR_STOP=1"], env=cluster.env,
+                         stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, text=True)
+    s.stdin.write("SELECT pg_backend_pid();\n")
+    s.stdin.flush()
+    pid = int(s.stdout.readline())
+    subprocess.run(as_owner(["prlimit", "--pid", str(pid), "--fsize=65536:"]), check=True)
+    s.stdin.write("SET pg_warp.engine_startup_cost = 0; SET pg_warp.engine_row_cost = 0;\n"
+                  "EXPLAIN (ANALYZE, COSTS OFF) %s;\n%s;\n" % (q, q))
+    s.stdin.flush()
+    try:
+        out, err = s.communicate("\\q\n", timeout=120)
+    finally:
+        if alive(pid):
+            subprocess.run(as_owner(["prlimit", "--pid", str(pid), "--fsize=unlimited:"]),
+                           check=False)
+    assert s.returncode == 0, err
+    assert "PostgreSQL (fallback)" in out and "shared memory ring" in out, out
+    assert out.strip().endswith("\n" + run(cluster, q, OFF)[1]), out
+    # the next session runs in the engine again
+    same(cluster, q)
+
+
+# a run of 3 M groups: long enough to interrupt on 2 cores
+SLOW = ("SELECT count(*), sum(n) FROM (SELECT b, count(*) AS n FROM slow "
+        "WHERE c NOT LIKE '%zz%' GROUP BY b) s")
+
+
+def make_slow(cluster):
+    cluster.sql("CREATE TABLE IF NOT EXISTS slow AS SELECT i % 1000 AS a, i::int8 AS b, "
+                "(i % 1000)::text || 'abcdefghijklmnop' AS c FROM generate_series(1, 3000000) i")
+
+
+def running_tasks(cluster):
+    return int(cluster.status()["running_tasks"])
+
+
+def start_slow(cluster, app, settings=()):
+    env = dict(cluster.env, PGAPPNAME=app)
+    args = ["psql", "-XAtq", "-v", "ON_ERROR_STOP=1", "-v", "VERBOSITY=verbose"]
+    for s in ON + tuple(settings):
+        args += ["-c", s]
+    return subprocess.Popen(args + ["-c", SLOW], env=env, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+
+
+def in_flight(cluster, app):
+    def ok():
+        pid = cluster.sql("SELECT pid FROM pg_stat_activity WHERE application_name = '%s' "
+                          "AND state = 'active'" % app)
+        return pid and running_tasks(cluster) > 0 and int(pid)
+    return wait_until(ok, 30, "the heap run to start in the service")
+
+
+def test_cancel(cluster):
+    make_slow(cluster)
+    assert "GpuPreAgg" in explain(cluster, "SELECT count(*) FROM slow")
+    p = start_slow(cluster, "heap_cancel")
+    pid = in_flight(cluster, "heap_cancel")
+    t0 = time.monotonic()
+    cluster.sql("SELECT pg_cancel_backend(%d)" % pid)
+    out, err = p.communicate(timeout=30)
+    assert p.returncode != 0 and "57014" in err, err
+    assert time.monotonic() - t0 < 5
+    wait_until(lambda: running_tasks(cluster) == 0, 10, "the service to drop the run")
+    same(cluster, "SELECT t, count(*) FROM types GROUP BY t ORDER BY t")
+
+
+def test_statement_timeout(cluster):
+    make_slow(cluster)
+    t0 = time.monotonic()
+    code, out = run(cluster, SLOW, ON)
+    full = time.monotonic() - t0
+    assert code == 0, out
+    timeout_ms = max(10, int(full * 1000 / 4))
+    r = cluster.run(SLOW, settings=ON + ("SET statement_timeout = %d" % timeout_ms,
+                                         "\\set VERBOSITY verbose"), timeout=120)
+    assert r.returncode != 0 and "57014" in r.stderr and "statement timeout" in r.stderr, \
+        "the run took %.3f s, the timeout was %d ms: %s" % (full, timeout_ms, r.stderr)
+    wait_until(lambda: running_tasks(cluster) == 0, 10, "the service to drop the run")
+
+
+def test_service_killed_mid_run(cluster):
+    make_slow(cluster)
+    p = start_slow(cluster, "heap_kill")
+    in_flight(cluster, "heap_kill")
+    old = cluster.service_pid()
+    started = cluster.sql("SELECT pg_postmaster_start_time()")
+    os.kill(old, signal.SIGKILL)
+    out, err = p.communicate(timeout=30)
+    assert p.returncode != 0 and "08006" in err, err
+    assert "lost the connection to the pg_warp service" in err
+    cluster.new_service(old)
+    assert cluster.sql("SELECT pg_postmaster_start_time()") == started
+    same(cluster, "SELECT t, count(*), sum(i8) FROM types GROUP BY t ORDER BY t")

@@ -1,0 +1,223 @@
+"""HEAP_RUN end to end without PostgreSQL: pg_warp_service started by hand
+(--no-gpu), heap pages built here byte by byte in PostgreSQL 15's on-disk
+format, shipped through a sealed memfd passed with SCM_RIGHTS, and the
+groups compared with the same grouping computed in Python.  The program is
+agg_client's "many" shape (GROUP BY k int8: count(*), sum(v int8)) with
+its file part replaced by the heap part (xpu/protocol.h, HEAP_RUN).
+
+Also the service's robustness against a misbehaving backend: no memfd, an
+unsealed or short memfd, a truncated request, a chunk of a bad slot, and
+pages or tuples that do not decode (a FALLBACK, never a crash).
+"""
+import array
+import fcntl
+import mmap
+import os
+import random
+import socket
+import struct
+
+import pytest
+
+from test_service import connect, error_of, hello, message, recv_message
+from test_service_agg import (RESULT_HEAD, RESULT_SIZE, client, dump, file_offset,  # noqa: F401
+                              svc, write)
+
+import pyarrow as pa
+
+MSG_ERROR, MSG_AGG_RESULT = 3, 23
+MSG_HEAP_RUN, MSG_HEAP_CHUNK, MSG_HEAP_DONE, MSG_HEAP_END = 24, 25, 26, 27
+ERR_PROTOCOL = 1
+XPU_ERR_FALLBACK = 8
+PAGE, VIS = 8192, 40
+SLOT_PAGES, N_SLOTS = 4, 2
+SLOT_SIZE = (SLOT_PAGES * (PAGE + VIS) + PAGE - 1) // PAGE * PAGE
+
+
+def tuple_bytes(k, v):
+    """A heap tuple of (k int8, v int8); None is NULL."""
+    nulls = k is None or v is None
+    bits = (0 if k is None else 1) | (0 if v is None else 2)
+    head = bytearray(24)
+    struct.pack_into("<HHB", head, 18, 2, 1 if nulls else 0, 24)
+    if nulls:
+        head[23] = bits
+    return bytes(head) + b"".join(struct.pack("<q", x) for x in (k, v) if x is not None)
+
+
+def page_bytes(tuples):
+    """A heap page holding tuples (bytes each) from its end, MAXALIGN'ed."""
+    p = bytearray(PAGE)
+    upper = PAGE
+    for i, t in enumerate(tuples):
+        upper = (upper - len(t)) // 8 * 8
+        p[upper:upper + len(t)] = t
+        struct.pack_into("<I", p, 24 + 4 * i, upper | (1 << 15) | (len(t) << 17))
+    struct.pack_into("<HHHH", p, 12, 24 + 4 * len(tuples), upper, PAGE, PAGE | 4)
+    return bytes(p)
+
+
+def vis_bytes(n, visible):
+    b = bytearray(VIS)
+    for i in range(n):
+        if visible(i):
+            b[i >> 3] |= 1 << (i & 7)
+    return bytes(b)
+
+
+def heap_payload(client_dir, tmp_path, n_slots=N_SLOTS):
+    """HEAP_RUN's payload: the "many" program, then the heap part."""
+    f = write(tmp_path / "shape.arrow", pa.table({"k": pa.array([1], pa.int64()),
+                                                   "v": pa.array([1], pa.int64())}))
+    good = dump("many", [f])
+    head = bytearray(good[:file_offset(good)])
+    struct.pack_into("<I", head, 0, 0)                  # n_files
+    struct.pack_into("<I", head, 20, 1)                 # engine: CPU
+    heap = struct.pack("<IIQII", n_slots, SLOT_PAGES, SLOT_SIZE, 2, 0)
+    heap += struct.pack("<hBBIII", 8, 8, 0, 0, 0, 0) * 2     # k, v: int8
+    heap += struct.pack("<hh", 1, 2) + b"\0" * 4             # chunk columns -> attributes
+    return bytes(head) + heap
+
+
+def make_ring(size=N_SLOTS * SLOT_SIZE, seal=True):
+    fd = os.memfd_create("heap test", os.MFD_ALLOW_SEALING)
+    os.ftruncate(fd, size)
+    if seal:
+        fcntl.fcntl(fd, fcntl.F_ADD_SEALS, fcntl.F_SEAL_SHRINK | fcntl.F_SEAL_GROW)
+    return fd, mmap.mmap(fd, size)
+
+
+def start(svc, payload, fd):
+    c = connect(svc.sock, 30)
+    hello(c)
+    fds = [] if fd is None else [(socket.SOL_SOCKET, socket.SCM_RIGHTS, array.array("i", [fd]))]
+    c.sendmsg([message(MSG_HEAP_RUN, payload)], fds)
+    return c
+
+
+def results(c, n_aggs=2):
+    """The groups {key: (count, sum)} and the last AGG_RESULT's status."""
+    groups = {}
+    while True:
+        m = recv_message(c)
+        assert m is not None
+        if m[0] == MSG_HEAP_DONE:
+            continue
+        if m[0] == MSG_ERROR:
+            return None, error_of(m)
+        n, flags, status, _ = RESULT_HEAD.unpack_from(m[1])
+        off = RESULT_SIZE
+        for _ in range(n):
+            klen = struct.unpack_from("<I", m[1], off)[0]
+            key = m[1][off + 4:off + 4 + klen]
+            soff = off + (4 + klen + 15) // 16 * 16
+            cnt = struct.unpack_from("<q", m[1], soff)[0]
+            s = int.from_bytes(m[1][soff + 32 + 16:soff + 32 + 32], "little", signed=True)
+            k = None if key[0] == 0 else struct.unpack_from("<q", key, 1)[0]
+            groups[k] = (cnt, s)
+            off = soff + 32 * n_aggs
+        if flags & 1:
+            return groups, status
+
+
+def ship(c, ring, pages, visible):
+    """Sends the pages through the ring, a chunk of SLOT_PAGES at a time."""
+    free = list(range(N_SLOTS))
+    for i in range(0, len(pages), SLOT_PAGES):
+        if not free:
+            m = recv_message(c)
+            assert m[0] == MSG_HEAP_DONE, m
+            free.append(struct.unpack_from("<I", m[1])[0])
+        slot = free.pop()
+        base = slot * SLOT_SIZE
+        part = pages[i:i + SLOT_PAGES]
+        for j, (p, n) in enumerate(part):
+            ring[base + j * PAGE:base + (j + 1) * PAGE] = p
+            vb = base + SLOT_PAGES * PAGE + j * VIS
+            ring[vb:vb + VIS] = vis_bytes(n, lambda t: visible(i + j, t))
+        c.sendall(message(MSG_HEAP_CHUNK, struct.pack("<II", slot, len(part))))
+    c.sendall(message(MSG_HEAP_END))
+
+
+def test_heap_run_against_python(client, svc, tmp_path):
+    rnd = random.Random(3)
+    rows, pages = [], []
+    for _ in range(37):
+        page_rows = [(rnd.choice([None, 1, 2, 3, -5]), rnd.choice([None, 10, -7, 2**40]))
+                     for _ in range(rnd.randint(0, 180))]
+        rows.append(page_rows)
+        pages.append((page_bytes([tuple_bytes(k, v) for k, v in page_rows]), len(page_rows)))
+
+    def visible(p, t):
+        return (p * 7 + t) % 5 != 0
+
+    want = {}
+    for p, page_rows in enumerate(rows):
+        for t, (k, v) in enumerate(page_rows):
+            if visible(p, t):
+                c, s = want.get(k, (0, 0))
+                want[k] = (c + 1, s + (v or 0))
+    fd, ring = make_ring()
+    c = start(svc, heap_payload(client, tmp_path), fd)
+    os.close(fd)
+    ship(c, ring, pages, visible)
+    groups, status = results(c)
+    c.close()
+    assert status == 0 and groups == want
+
+
+def test_bad_rings_and_requests(client, svc, tmp_path):
+    payload = heap_payload(client, tmp_path)
+    # no memfd with the request
+    c = start(svc, payload, None)
+    assert error_of(recv_message(c))[0] == ERR_PROTOCOL
+    c.close()
+    # an unsealed memfd (the backend could shrink it under the service) and a short one
+    for size, seal in ((N_SLOTS * SLOT_SIZE, False), (SLOT_SIZE, True)):
+        fd, ring = make_ring(size, seal)
+        c = start(svc, payload, fd)
+        code, msg = error_of(recv_message(c))
+        assert code == ERR_PROTOCOL and "memfd" in msg, msg
+        c.close()
+        os.close(fd)
+    # truncated requests
+    fd, ring = make_ring()
+    for cut in range(len(payload) - 1, 0, -37):
+        c = start(svc, payload[:cut], fd)
+        assert error_of(recv_message(c))[0] == ERR_PROTOCOL, cut
+        c.close()
+    # a chunk of a slot that does not exist, and one of more pages than a slot holds
+    for chunks in ([(N_SLOTS, 1)], [(0, SLOT_PAGES + 1)]):
+        c = start(svc, payload, fd)
+        for slot, n in chunks:
+            c.sendall(message(MSG_HEAP_CHUNK, struct.pack("<II", slot, n)))
+        assert error_of(recv_message(c))[0] == ERR_PROTOCOL
+        c.close()
+    os.close(fd)
+    assert svc.proc.poll() is None
+
+
+@pytest.mark.parametrize("damage", ["lp_outside", "hoff", "natts", "length"])
+def test_damaged_pages_fall_back(client, svc, tmp_path, damage):
+    t = bytearray(tuple_bytes(1, 2))
+    p = bytearray(page_bytes([bytes(t)] * 3))
+    if damage == "lp_outside":
+        struct.pack_into("<I", p, 24, 8180 | (1 << 15) | (40 << 17))
+    elif damage == "hoff":
+        off = struct.unpack_from("<I", p, 24)[0] & 0x7FFF
+        p[off + 22] = 200
+    elif damage == "natts":
+        # a null bitmap of 200 attributes does not fit before t_hoff
+        off = struct.unpack_from("<I", p, 24)[0] & 0x7FFF
+        struct.pack_into("<HH", p, off + 18, 200, 1)
+    else:
+        w = struct.unpack_from("<I", p, 24)[0]
+        struct.pack_into("<I", p, 24, (w & 0x1FFFF) | (30 << 17))
+    fd, ring = make_ring()
+    c = start(svc, heap_payload(client, tmp_path), fd)
+    os.close(fd)
+    ship(c, ring, [(bytes(p), 3)], lambda pg, t: True)
+    groups, status = results(c)
+    c.close()
+    assert status == XPU_ERR_FALLBACK and groups == {}
+    assert svc.proc.poll() is None
