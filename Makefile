@@ -34,6 +34,7 @@ OBJS         = \
 	src/engine/device.o \
 	src/engine/filter.o \
 	src/engine/gpu_preagg.o \
+	src/engine/gpuscan.o \
 	src/engine/service_client.o \
 	src/engine/service_supervisor.o \
 	src/types/float2.o \
@@ -178,6 +179,7 @@ SERVICE_SRCS = \
 	src/service/gpu.c \
 	src/service/gpu_agg.c \
 	src/service/main.c \
+	src/service/scan.c \
 	src/service/server.c
 # the xPU sources the service compiles in (the CPU engine and its table)
 SERVICE_XPU_SRCS = \

@@ -29,6 +29,7 @@ extern void engine_explain_program(const XpuProgram *prog, struct ExplainState *
 
 /* in service_client.c: one long request (AGG_RUN) and its replies */
 extern int	service_run_begin(WarpMsgType type, const void *req, uint32 len);
+extern void service_run_send(int fd, WarpMsgType type, const void *req, uint32 len);
 extern void *service_run_next(int fd, WarpMsgType type, uint32 *len);
 extern void service_run_end(int fd);
 

@@ -389,6 +389,22 @@ service_run_begin(WarpMsgType type, const void *req, uint32 len)
 }
 
 /*
+ * service_run_send
+ *		Sends another long request on connection fd of service_run_begin,
+ *		once the replies of the one before have all been received.
+ */
+void
+service_run_send(int fd, WarpMsgType type, const void *req, uint32 len)
+{
+	ServiceConn conn;
+
+	conn.fd = fd;
+	conn.deadline = TimestampTzPlusMilliseconds(GetCurrentTimestamp(),
+												pg_warp_service_timeout);
+	service_send(&conn, type, req, len);
+}
+
+/*
  * service_run_next
  *		The next reply to the request of connection fd: a message of `type`,
  *		its payload palloc'ed (*len bytes, at most PGWARP_MAX_PAYLOAD).  The

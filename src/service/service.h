@@ -111,6 +111,21 @@ extern size_t agg_task_memory(const AggTask *t);
 extern void agg_task_free(AggTask *t);
 
 /*
+ * in scan.c: one SCAN_RUN (GpuScan's filter), with the life of an AGG_RUN:
+ * start, an eventfd write when done, replies, free.
+ */
+typedef struct ScanTask ScanTask;
+
+extern ScanTask *scan_task_start(const uint8_t *payload, uint32_t len,
+								 const ServiceGpu *gpu, int notify_fd,
+								 uint32_t *werr, char *msg, size_t msglen);
+extern void scan_task_cancel(ScanTask *t);
+extern bool scan_task_done(const ScanTask *t);
+extern uint32_t scan_task_reply(ScanTask *t, uint8_t *buf, uint32_t *type, bool *last);
+extern size_t scan_task_memory(const ScanTask *t);
+extern void scan_task_free(ScanTask *t);
+
+/*
  * in gpu_agg.c: runs `run` on the GPUs of `gpu` and folds every group into
  * `out` (an empty table made by xpu_agg_table_create for the run's program
  * and spec).  Returns XPU_OK; an XpuErrorCode with *err filled when the
