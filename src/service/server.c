@@ -12,9 +12,10 @@
  * their turn.  The loop wakes at least once a second to check that the
  * parent (the supervisor) is still alive.
  *
- * AGG_RUN (agg.c) and SCAN_RUN (scan.c) run on threads of their own: the connection is busy
- * meanwhile (it may send only CANCEL, or close, which cancels too), and the
- * loop goes on serving the others.  The run writes to an eventfd when it
+ * AGG_RUN (agg.c) and SCAN_RUN (scan.c) run on threads of their own (the
+ * loop reaches either through its RunOps): the connection is busy meanwhile
+ * (it may send only CANCEL, or close, which cancels too), and the loop goes
+ * on serving the others.  The run writes to an eventfd when it
  * is done; the loop then sends its replies as the socket takes them
  * (conn_pump), a message at a time, so that its output never holds more
  * than about PUMP_LOW bytes plus one message.  A run whose connection
@@ -80,21 +81,69 @@ typedef struct RunOps
 	void		(*free) (void *t);
 } RunOps;
 
-/* the RunOps of AGG_RUN and SCAN_RUN, over their tasks' own functions */
-static void agg_cancel(void *t) { agg_task_cancel(t); }
-static bool agg_done(const void *t) { return agg_task_done(t); }
-static uint32_t agg_reply(void *t, uint8_t *buf, uint32_t *type, bool *last)
-{ return agg_task_reply(t, buf, type, last); }
-static size_t agg_memory(const void *t) { return agg_task_memory(t); }
-static void agg_free(void *t) { agg_task_free(t); }
+/* the RunOps of AGG_RUN (agg.c) and SCAN_RUN (scan.c) */
+static void
+agg_cancel(void *t)
+{
+	agg_task_cancel(t);
+}
+
+static bool
+agg_done(const void *t)
+{
+	return agg_task_done(t);
+}
+
+static uint32_t
+agg_reply(void *t, uint8_t *buf, uint32_t *type, bool *last)
+{
+	return agg_task_reply(t, buf, type, last);
+}
+
+static size_t
+agg_memory(const void *t)
+{
+	return agg_task_memory(t);
+}
+
+static void
+agg_free(void *t)
+{
+	agg_task_free(t);
+}
+
 static const RunOps agg_ops = {agg_cancel, agg_done, agg_reply, agg_memory, agg_free};
 
-static void scan_cancel(void *t) { scan_task_cancel(t); }
-static bool scan_done(const void *t) { return scan_task_done(t); }
-static uint32_t scan_reply(void *t, uint8_t *buf, uint32_t *type, bool *last)
-{ return scan_task_reply(t, buf, type, last); }
-static size_t scan_memory(const void *t) { return scan_task_memory(t); }
-static void scan_free(void *t) { scan_task_free(t); }
+static void
+scan_cancel(void *t)
+{
+	scan_task_cancel(t);
+}
+
+static bool
+scan_done(const void *t)
+{
+	return scan_task_done(t);
+}
+
+static uint32_t
+scan_reply(void *t, uint8_t *buf, uint32_t *type, bool *last)
+{
+	return scan_task_reply(t, buf, type, last);
+}
+
+static size_t
+scan_memory(const void *t)
+{
+	return scan_task_memory(t);
+}
+
+static void
+scan_free(void *t)
+{
+	scan_task_free(t);
+}
+
 static const RunOps scan_ops = {scan_cancel, scan_done, scan_reply, scan_memory, scan_free};
 
 static int	epoll_fd = -1;
