@@ -178,6 +178,7 @@ SERVICE_SRCS = \
 	src/service/agg.c \
 	src/service/gpu.c \
 	src/service/gpu_agg.c \
+	src/service/gpu_scan.c \
 	src/service/main.c \
 	src/service/scan.c \
 	src/service/server.c

@@ -87,6 +87,8 @@ struct ScanTask
 	int64_t		next_work;		/* atomic */
 	uint32_t	n_threads;
 	uint32_t	threads;		/* used */
+	const ServiceGpu *gpu;
+	WarpEngine	engine;			/* GPU: the workers filter on the GPUs */
 	int			notify_fd;
 	pthread_t	thread;
 	bool		started;
@@ -410,6 +412,7 @@ typedef struct ScanWorker
 	uint32_t   *sel;			/* [mask_cap]: rows to return */
 	XpuColumnData *cols;		/* [n_cols] */
 	bool	   *want;			/* [widest schema] */
+	GpuScanDev *gdev;			/* the GPU engine: this worker's device state */
 } ScanWorker;
 
 /* bytes that row r takes in a block of columns arrays[0 .. n - 1], at most */
@@ -523,7 +526,7 @@ add_piece(ScanTask *t, ScanWork *w, const ArrowArray *const *arrays, const WarpS
 	h.flags = recheck ? WARP_SCAN_RECHECK : 0;
 	h.n_rows = n;
 	h.n_cols = n_cols;
-	h.engine = WARP_ENGINE_CPU;
+	h.engine = t->engine;
 	memcpy(buf, &h, sizeof(h));
 	w->pieces[w->n_pieces].buf = buf;
 	w->pieces[w->n_pieces].len = (uint32_t) off;
@@ -560,14 +563,20 @@ make_pieces(ScanTask *t, ScanWork *w, const ScanFile *f, const ArrowBatch *batch
 		size_t		rb = row_bytes(arrays, cs, n_cols, sel[i]);
 
 		if (rb > budget)
-			return scan_fail(t, WARP_ERR_UNSUPPORTED,
-							 "row %u of record batch %d of file \"%s\" is too large for a SCAN_RESULT",
-							 sel[i], batch->index, f->path);
+		{
+			scan_fail(t, WARP_ERR_UNSUPPORTED,
+					  "row %u of record batch %d of file \"%s\" is too large for a SCAN_RESULT",
+					  sel[i], batch->index, f->path);
+			return;
+		}
 		if (bytes + rb > budget)
 		{
 			if (!add_piece(t, w, arrays, cs, n_cols, sel + start, i - start,
 						   fixed + bytes, recheck))
-				return scan_fail(t, WARP_ERR_OUT_OF_MEMORY, "out of memory");
+			{
+				scan_fail(t, WARP_ERR_OUT_OF_MEMORY, "out of memory");
+				return;
+			}
 			start = i;
 			bytes = 0;
 		}
@@ -599,15 +608,28 @@ batch_bytes(const ScanFile *f, int32_t b, const bool *want)
 }
 
 /*
- * filter_batch: runs the program over a loaded batch into w->mask; false
- * when it raised an error or FALLBACK (the batch is then rechecked).
+ * filter_batch: runs the program over a loaded batch into w->mask, on the
+ * worker's GPU or on this thread; 1, or 0 when it raised an error or
+ * FALLBACK (the batch is then rechecked), or -1 when the GPU failed (the
+ * run has failed).
  */
-static bool
+static int
 filter_batch(ScanWorker *w, const ScanFile *f, const ArrowBatch *batch)
 {
 	ScanTask   *t = w->task;
 	const XpuProgram *prog = t->prog;
 	XpuError	err;
+
+	if (w->gdev != NULL)
+	{
+		int			werr = 0;
+		char		msg[200];
+
+		if (gpu_scan_filter(w->gdev, prog, batch, f->fields, t->req->n_cols, w->mask, &err,
+							&werr, msg, sizeof(msg)) != 0)
+			return scan_fail(t, (WarpErrorCode) werr, "%s", msg), -1;
+		return err.code == XPU_OK;
+	}
 
 	for (int k = 0; k < prog->n_cols; k++)
 	{
@@ -629,9 +651,9 @@ filter_batch(ScanWorker *w, const ScanFile *f, const ArrowBatch *batch)
 			w->cols[k].offset = row0;
 		memset(&err, 0, sizeof(err));
 		if (xpu_cpu_exec(prog, &chunk, &res, w->workspace, &err) != XPU_OK)
-			return false;
+			return 0;
 	}
-	return true;
+	return 1;
 }
 
 /* filters batch i of the work and makes its blocks */
@@ -645,13 +667,16 @@ scan_one(ScanWorker *w, int64_t i)
 	ArrowError	aerr;
 	int64_t		t0 = svc_now_us(CLOCK_MONOTONIC), t1;
 	uint32_t	n = 0;
-	bool		ok;
+	int			ok;
 
 	memset(w->want, 0, sizeof(bool) * f->file->schema.n_fields);
 	for (uint32_t j = 0; j < t->req->n_cols; j++)
 		w->want[f->fields[j]] = true;
 	if (arrow_batch_load(f->file, wk->batch, w->want, &batch, &aerr) != ARROW_OK)
-		return scan_arrow_error(t, f->path, &aerr);
+	{
+		scan_arrow_error(t, f->path, &aerr);
+		return;
+	}
 	t1 = svc_now_us(CLOCK_MONOTONIC);
 	add_counter(&t->io_us, t1 - t0);
 	add_counter(&t->batches, 1);
@@ -667,10 +692,15 @@ scan_one(ScanWorker *w, int64_t i)
 		if (w->mask_cap == 0)
 		{
 			arrow_batch_free(batch);
-			return scan_fail(t, WARP_ERR_OUT_OF_MEMORY, "out of memory");
+			scan_fail(t, WARP_ERR_OUT_OF_MEMORY, "out of memory");
+			return;
 		}
 	}
-	ok = filter_batch(w, f, batch);
+	if ((ok = filter_batch(w, f, batch)) < 0)
+	{
+		arrow_batch_free(batch);
+		return;
+	}
 	for (int64_t r = 0; r < batch->n_rows; r++)
 		if (!ok || w->mask[r])
 			w->sel[n++] = (uint32_t) r;
@@ -716,7 +746,10 @@ run_workers(ScanTask *t)
 		if (t->files[i].file->schema.n_fields > widest)
 			widest = t->files[i].file->schema.n_fields;
 	if ((ws = calloc(n, sizeof(ScanWorker))) == NULL)
-		return scan_fail(t, WARP_ERR_OUT_OF_MEMORY, "out of memory");
+	{
+		scan_fail(t, WARP_ERR_OUT_OF_MEMORY, "out of memory");
+		return;
+	}
 	for (uint32_t i = 0; i < n; i++)
 	{
 		ScanWorker *w = &ws[i];
@@ -729,6 +762,17 @@ run_workers(ScanTask *t)
 		{
 			scan_fail(t, WARP_ERR_OUT_OF_MEMORY, "out of memory");
 			break;
+		}
+		if (t->engine == WARP_ENGINE_GPU)
+		{
+			int			werr = 0;
+			char		msg[200];
+
+			if ((w->gdev = gpu_scan_open(i % t->gpu->n_devices, &werr, msg, sizeof(msg))) == NULL)
+			{
+				scan_fail(t, (WarpErrorCode) werr, "%s", msg);
+				break;
+			}
 		}
 		if (pthread_create(&w->thread, NULL, worker_main, w) != 0)
 		{
@@ -746,6 +790,7 @@ run_workers(ScanTask *t)
 		free(ws[i].want);
 		free(ws[i].mask);
 		free(ws[i].sel);
+		gpu_scan_close(ws[i].gdev);
 	}
 	free(ws);
 }
@@ -792,6 +837,7 @@ scan_task_start(const uint8_t *payload, uint32_t len, const ServiceGpu *gpu,
 		return NULL;
 	pthread_mutex_init(&t->lock, NULL);
 	t->notify_fd = notify_fd;
+	t->gpu = gpu;
 	t->start_us = svc_now_us(CLOCK_MONOTONIC);
 	if ((t->payload = aligned_alloc(16, ((size_t) len + 16) & ~(size_t) 15)) == NULL)
 		return scan_task_free(t), NULL;
@@ -808,6 +854,9 @@ scan_task_start(const uint8_t *payload, uint32_t len, const ServiceGpu *gpu,
 		snprintf(msg, msglen, t->req->engine > WARP_ENGINE_GPU ? "unknown engine" : "no GPU");
 		return scan_task_free(t), NULL;
 	}
+	/* auto: the GPU when the service has one */
+	t->engine = t->req->engine == WARP_ENGINE_CPU || gpu->engine != WARP_ENGINE_GPU ?
+		WARP_ENGINE_CPU : WARP_ENGINE_GPU;
 	if (pthread_create(&t->thread, NULL, task_main, t) != 0)
 	{
 		*werr = WARP_ERR_OUT_OF_MEMORY;
@@ -874,7 +923,7 @@ scan_task_reply(ScanTask *t, uint8_t *buf, uint32_t *type, bool *last)
 	}
 	memset(h, 0, sizeof(*h));
 	h->flags = WARP_SCAN_LAST;
-	h->engine = WARP_ENGINE_CPU;
+	h->engine = t->engine;
 	h->rows_in = t->rows_in;
 	h->rows_passed = t->rows_passed;
 	h->batches = t->batches;

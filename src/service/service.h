@@ -125,6 +125,17 @@ extern uint32_t scan_task_reply(ScanTask *t, uint8_t *buf, uint32_t *type, bool 
 extern size_t scan_task_memory(const ScanTask *t);
 extern void scan_task_free(ScanTask *t);
 
+/* in gpu_scan.c: GpuScan's filter on a GPU, for scan.c's workers */
+typedef struct GpuScanDev GpuScanDev;
+struct ArrowBatch;
+
+extern GpuScanDev *gpu_scan_open(uint32_t device, int *werr, char *msg, size_t msglen);
+extern void gpu_scan_close(GpuScanDev *d);
+extern int	gpu_scan_filter(GpuScanDev *d, const XpuProgram *prog,
+							const struct ArrowBatch *batch, const int32_t *fields,
+							uint32_t n_cols, uint8_t *mask, XpuError *err,
+							int *werr, char *msg, size_t msglen);
+
 /*
  * in gpu_agg.c: runs `run` on the GPUs of `gpu` and folds every group into
  * `out` (an empty table made by xpu_agg_table_create for the run's program
