@@ -888,7 +888,12 @@ gs_explain(CustomScanState *node, List *ancestors, ExplainState *es)
 		"Batches Rechecked by PostgreSQL", "Bytes Read", "Bytes Returned", NULL, NULL,
 	"Service Requests"};
 
-	ExplainPropertyText("Engine", st->ran && st->engine == WARP_ENGINE_GPU ? "GPU" : "CPU", es);
+	/* what ran (ANALYZE), else what pg_warp.engine asks for */
+	if (es->analyze && st->ran)
+		ExplainPropertyText("Engine", st->engine == WARP_ENGINE_GPU ? "GPU" : "CPU", es);
+	else
+		ExplainPropertyText("Engine", pg_warp_engine == WARP_ENGINE_GPU ? "GPU" :
+							pg_warp_engine == WARP_ENGINE_CPU ? "CPU" : "auto", es);
 	if (st->engine_quals != NIL)
 		ExplainPropertyText("Engine Filter",
 							deparse_expression((Node *) make_ands_explicit(st->engine_quals),

@@ -2,8 +2,8 @@
  *
  * scan.c
  *		SCAN_RUN (xpu/protocol.h): GpuScan's filter of record batches of
- *		Arrow files with an xPU qual program, run by the CPU engine on a
- *		pool of threads; the passing rows of the requested columns go back
+ *		Arrow files with an xPU qual program, run on a pool of threads (the
+ *		CPU engine, or each thread's batches on a GPU); the passing rows of the requested columns go back
  *		in SCAN_RESULT messages, in column form (each column in its field's
  *		own Arrow layout), in the order of the request's batches.
  *
@@ -23,8 +23,9 @@
  * every chunk column of every row, flagged WARP_SCAN_RECHECK, and the
  * backend evaluates the qual in PostgreSQL, which raises its own error.
  *
- * A service with a GPU runs SCAN_RUN on its CPU threads too (there is no
- * scan kernel yet); the replies say which engine ran.
+ * On a service with a GPU (and a request that does not ask for the CPU)
+ * each worker filters its batches on a GPU (gpu_scan.c: the mask comes
+ * back) and compacts on the host; the replies say which engine ran.
  *
  *-------------------------------------------------------------------------
  */

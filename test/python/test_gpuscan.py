@@ -340,4 +340,7 @@ def test_engine_costs_choose():
 
 def test_explain_verbose_program():
     p = plan("SELECT id FROM gs.edge WHERE i4 > 0 AND t LIKE 'a%'", "VERBOSE, COSTS OFF")
-    assert "Engine Program:" in p and "LIKE_PREFIX" in p and "Engine: CPU" in p, p
+    assert "Engine Program:" in p and "LIKE_PREFIX" in p and "Engine: auto" in p, p
+    p = plan("SELECT id FROM gs.edge WHERE i4 > 0", "ANALYZE, COSTS OFF, TIMING OFF",
+             ON + "SET pg_warp.engine = cpu; ")
+    assert "Engine: CPU" in p and "Engine Threads:" in p, p
