@@ -23,8 +23,8 @@
  * every chunk column of every row, flagged WARP_SCAN_RECHECK, and the
  * backend evaluates the qual in PostgreSQL, which raises its own error.
  *
- * On a service with a GPU (and a request that does not ask for the CPU)
- * each worker filters its batches on a GPU (gpu_scan.c: the mask comes
+ * A request that asks for the GPU engine (pg_warp.engine = gpu) has
+ * each worker filter its batches on a GPU (gpu_scan.c: the mask comes
  * back) and compacts on the host; the replies say which engine ran.
  *
  *-------------------------------------------------------------------------
@@ -855,9 +855,11 @@ scan_task_start(const uint8_t *payload, uint32_t len, const ServiceGpu *gpu,
 		snprintf(msg, msglen, t->req->engine > WARP_ENGINE_GPU ? "unknown engine" : "no GPU");
 		return scan_task_free(t), NULL;
 	}
-	/* auto: the GPU when the service has one */
-	t->engine = t->req->engine == WARP_ENGINE_CPU || gpu->engine != WARP_ENGINE_GPU ?
-		WARP_ENGINE_CPU : WARP_ENGINE_GPU;
+	/*
+	 * The GPU only when the request asks for it: the GPU filter has not yet
+	 * run on a GPU host's test suite, so auto keeps the CPU engine for now.
+	 */
+	t->engine = t->req->engine == WARP_ENGINE_GPU ? WARP_ENGINE_GPU : WARP_ENGINE_CPU;
 	if (pthread_create(&t->thread, NULL, task_main, t) != 0)
 	{
 		*werr = WARP_ERR_OUT_OF_MEMORY;

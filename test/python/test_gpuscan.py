@@ -344,3 +344,20 @@ def test_explain_verbose_program():
     p = plan("SELECT id FROM gs.edge WHERE i4 > 0", "ANALYZE, COSTS OFF, TIMING OFF",
              ON + "SET pg_warp.engine = cpu; ")
     assert "Engine: CPU" in p and "Engine Threads:" in p, p
+
+
+def test_gpu_engine_equal():
+    """pg_warp.engine = gpu: the GPU filter's rows and errors are PostgreSQL's
+    (runs only where the service has a GPU)."""
+    if psql("SELECT engine FROM pgwarp.service_status()") != "gpu":
+        pytest.skip("the service has no GPU")
+    qs = [rows_query(c) for c in CLAUSES]
+    vals = ",".join("(%d, '%s')" % (k, q.replace("'", "''")) for k, q in enumerate(qs))
+    out = psql("SET pg_warp.engine = gpu; SELECT k, gs.run(q, true), gs.run(q, false) "
+               "FROM (VALUES %s) v(k, q) ORDER BY k" % vals, sep="\x1f")
+    bad = [(qs[int(k)], on, off) for k, on, off in (ln.split("\x1f") for ln in out.split("\n"))
+           if on != off]
+    assert not bad, bad
+    p = plan(rows_query("i4 > 0"), "ANALYZE, COSTS OFF, TIMING OFF",
+             ON + "SET pg_warp.engine = gpu; ")
+    assert "Engine: GPU" in p, p
