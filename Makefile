@@ -36,6 +36,7 @@ OBJS         = \
 	src/engine/gpu_preagg.o \
 	src/engine/heap_source.o \
 	src/engine/shm_chunk.o \
+	src/engine/gpuscan.o \
 	src/engine/service_client.o \
 	src/engine/service_supervisor.o \
 	src/types/float2.o \
@@ -180,7 +181,9 @@ SERVICE_SRCS = \
 	src/service/gpu.c \
 	src/service/gpu_agg.c \
 	src/service/heap_chunk.c \
+	src/service/gpu_scan.c \
 	src/service/main.c \
+	src/service/scan.c \
 	src/service/server.c
 # the xPU sources the service compiles in (the CPU engine and its table)
 SERVICE_XPU_SRCS = \

@@ -145,12 +145,13 @@ rm -f "$stage/test/python/test_layout.py"
 rm -f "$stage/test/python/test_modern_writers.py"
 # the xPU interpreter's PostgreSQL-oracle harness (test_xpu_oracle.py) and, with GPU
 # code, its GPU check (run-tests.sh runs it where there is a GPU)
-make -C "$build/test/c" bin/xpu_harness bin/agg_client >>"$work/build.log" 2>&1 \
-    || die "building test/c/bin/xpu_harness and agg_client failed"
+make -C "$build/test/c" bin/xpu_harness bin/agg_client bin/scan_client >>"$work/build.log" 2>&1 \
+    || die "building test/c/bin/xpu_harness, agg_client and scan_client failed"
 mkdir -p "$stage/test/c/bin"
 install -m 755 "$build/test/c/bin/xpu_harness" "$stage/test/c/bin/"
 # the AGG_RUN client of test_service_agg.py
 install -m 755 "$build/test/c/bin/agg_client" "$stage/test/c/bin/"
+install -m 755 "$build/test/c/bin/scan_client" "$stage/test/c/bin/"
 if [ -f "$build/src/xpu/pg_warp.fatbin" ]; then
     make -C "$build/test/gpu" bin/xpu_gpu_check \
         GPU_ARCH="-gencode arch=compute_80,code=sm_80 -gencode arch=compute_90,code=[sm_90,compute_90]" \

@@ -68,6 +68,7 @@ _PG_init(void)
 	arrow_fdw_init();
 	pg_warp_service_init();
 	pg_warp_gpu_preagg_init();
+	pg_warp_gpuscan_init();
 	pg_warp_hll_init();
 
 	/* everything else that is ours is pg_warp.<name>; reject typos */

@@ -40,7 +40,13 @@ extern void pg_warp_report_xpu_error(const struct XpuError *err);
 /* in engine/gpu_preagg.c */
 extern bool pg_warp_enable_gpupreagg;
 extern int	pg_warp_engine;
+extern double pg_warp_engine_startup_cost;
+extern double pg_warp_engine_row_cost;
 extern void pg_warp_gpu_preagg_init(void);
+
+/* in engine/gpuscan.c */
+extern bool pg_warp_enable_gpuscan;
+extern void pg_warp_gpuscan_init(void);
 
 /* in engine/filter.c: the engine's row filter of Arrow scans */
 struct ScanState;

@@ -484,8 +484,10 @@ service_run_next_any(int fd, uint32 *type, uint32 *len)
 }
 
 /*
- * service_run_send: sends one more message of a long request (HEAP_CHUNK,
- * HEAP_END) on connection fd; a cancel or statement_timeout ends the wait
+ * service_run_send: sends one more message on connection fd of
+ * service_run_begin: a part of a long request (HEAP_CHUNK, HEAP_END), or
+ * another request once the replies of the one before have all been
+ * received (SCAN_RUN); a cancel or statement_timeout ends the wait
  */
 void
 service_run_send(int fd, WarpMsgType type, const void *payload, uint32 len)

@@ -74,14 +74,20 @@ arrow_fdw_engine_source(Relation rel, Index relid, List *quals,
 	List	   *clauses = arrow_stats_usable_clauses(quals, relid);
 	int			n_conds = 0;
 	ArrowStatCond *conds = arrow_stats_prepare(clauses, &n_conds);
+	ArrowConv  *convs;
 
 	es->n_files = t->n_files;
 	es->files = palloc0(sizeof(ArrowEngineFile) * Max(t->n_files, 1));
 	es->n_cols = n;
 	es->cols = arrow_table_scan_columns(t, attnos, n);
 	es->fields = palloc(sizeof(int) * Max(n, 1));
+	convs = palloc(sizeof(ArrowConv) * Max(n, 1));
 	for (int i = 0; i < n; i++)
+	{
 		es->fields[i] = t->fields[attnos[i] - 1];
+		convs[i] = t->convs[attnos[i] - 1];
+	}
+	es->convs = convs;
 	for (int f = 0; f < t->n_files; f++)
 	{
 		const ArrowFdwFile *file = &t->files[f];
@@ -110,4 +116,19 @@ arrow_fdw_engine_source(Relation rel, Index relid, List *quals,
 		arrow_pg_source_close(file->src);
 	}
 	return es;
+}
+
+/*
+ * arrow_fdw_engine_value: the value at row of array a, which holds values
+ * of column col of src in the layout of its field (the engine's copy of
+ * the column, say), as a Datum of the column's type: the FDW's own
+ * conversion, so that the engine's rows equal the scan's.
+ */
+Datum
+arrow_fdw_engine_value(const ArrowEngineSource *src, int col, const ArrowArray *a,
+					   int64 row, bool *isnull)
+{
+	const ArrowConv *convs = src->convs;
+
+	return arrow_conv_value(&convs[col], a, row, isnull);
 }

@@ -63,6 +63,7 @@ typedef struct ArrowEngineSource
 	int64		batches_total;	/* record batches of every file */
 	int64		batches_skipped;	/* ruled out by statistics */
 	int64		rows_to_read;	/* rows of the batches to read */
+	const void *convs;			/* cols[i]'s converter (arrow_fdw_engine_value) */
 } ArrowEngineSource;
 
 /* in fdw/arrow_fdw.c */
@@ -75,5 +76,7 @@ extern ArrowEngineSource *arrow_fdw_engine_source(Relation rel, Index relid,
 												  List *quals,
 												  const AttrNumber *attnos,
 												  int n);
+extern Datum arrow_fdw_engine_value(const ArrowEngineSource *src, int col,
+									const ArrowArray *a, int64 row, bool *isnull);
 
 #endif							/* PG_WARP_FDW_SCAN_H */

@@ -12,9 +12,10 @@
  * their turn.  The loop wakes at least once a second to check that the
  * parent (the supervisor) is still alive.
  *
- * AGG_RUN (agg.c) runs on threads of its own: the connection is busy
- * meanwhile (it may send only CANCEL, or close, which cancels too), and the
- * loop goes on serving the others.  The run writes to an eventfd when it
+ * AGG_RUN (agg.c) and SCAN_RUN (scan.c) run on threads of their own (the
+ * loop reaches either through its RunOps): the connection is busy meanwhile
+ * (it may send only CANCEL, or close, which cancels too), and the loop goes
+ * on serving the others.  The run writes to an eventfd when it
  * is done; the loop then sends its replies as the socket takes them
  * (conn_pump), a message at a time, so that its output never holds more
  * than about PUMP_LOW bytes plus one message.  A run whose connection
@@ -64,12 +65,92 @@ typedef struct Conn
 	size_t		out_off;
 	size_t		out_len;
 	size_t		out_cap;
-	AggTask    *task;			/* its AGG_RUN, running or sending replies */
+	void	   *task;			/* its AGG_RUN, HEAP_RUN or SCAN_RUN, running or
+								 * sending replies */
+	const struct RunOps *ops;	/* the task's functions */
 	int			passed_fd;		/* a descriptor sent with SCM_RIGHTS, or -1 */
 	bool		task_collected; /* the run is done: replies are being sent */
 	struct Conn *prev;
 	struct Conn *next;
 } Conn;
+
+/*
+ * The functions of one kind of long request (agg.c, scan.c): both have the
+ * same life (start, done, replies, free), so the loop serves them alike.
+ */
+typedef struct RunOps
+{
+	void		(*cancel) (void *t);
+	bool		(*done) (const void *t);
+	uint32_t	(*reply) (void *t, uint8_t *buf, uint32_t *type, bool *last);
+	size_t		(*memory) (const void *t);
+	void		(*free) (void *t);
+} RunOps;
+
+/* the RunOps of AGG_RUN (agg.c) and SCAN_RUN (scan.c) */
+static void
+agg_cancel(void *t)
+{
+	agg_task_cancel(t);
+}
+
+static bool
+agg_done(const void *t)
+{
+	return agg_task_done(t);
+}
+
+static uint32_t
+agg_reply(void *t, uint8_t *buf, uint32_t *type, bool *last)
+{
+	return agg_task_reply(t, buf, type, last);
+}
+
+static size_t
+agg_memory(const void *t)
+{
+	return agg_task_memory(t);
+}
+
+static void
+agg_free(void *t)
+{
+	agg_task_free(t);
+}
+
+static const RunOps agg_ops = {agg_cancel, agg_done, agg_reply, agg_memory, agg_free};
+
+static void
+scan_cancel(void *t)
+{
+	scan_task_cancel(t);
+}
+
+static bool
+scan_done(const void *t)
+{
+	return scan_task_done(t);
+}
+
+static uint32_t
+scan_reply(void *t, uint8_t *buf, uint32_t *type, bool *last)
+{
+	return scan_task_reply(t, buf, type, last);
+}
+
+static size_t
+scan_memory(const void *t)
+{
+	return scan_task_memory(t);
+}
+
+static void
+scan_free(void *t)
+{
+	scan_task_free(t);
+}
+
+static const RunOps scan_ops = {scan_cancel, scan_done, scan_reply, scan_memory, scan_free};
 
 static int	epoll_fd = -1;
 static Conn *conns;				/* every open connection */
@@ -95,7 +176,8 @@ static int	notify_fd = -1;
 /* runs whose connection closed before they ended */
 typedef struct Orphan
 {
-	AggTask    *task;
+	void	   *task;
+	const struct RunOps *ops;
 	struct Orphan *next;
 } Orphan;
 
@@ -211,7 +293,7 @@ server_unlink_socket(void)
 static void
 task_release(Conn *c)
 {
-	AggTask    *t = c->task;
+	void	   *t = c->task;
 	Orphan	   *o;
 
 	c->task = NULL;
@@ -219,18 +301,19 @@ task_release(Conn *c)
 		return;
 	if (c->task_collected)
 	{
-		svc_counters.memory_in_use -= agg_task_memory(t);
-		agg_task_free(t);
+		svc_counters.memory_in_use -= c->ops->memory(t);
+		c->ops->free(t);
 		return;
 	}
-	agg_task_cancel(t);
+	c->ops->cancel(t);
 	if ((o = malloc(sizeof(Orphan))) == NULL)
 	{
 		svc_counters.running_tasks--;
-		agg_task_free(t);		/* waits for the canceled run: about a batch */
+		c->ops->free(t);		/* waits for the canceled run: about a batch */
 		return;
 	}
 	o->task = t;
+	o->ops = c->ops;
 	o->next = orphans;
 	orphans = o;
 }
@@ -416,7 +499,7 @@ conn_pump(Conn *c)
 	{
 		uint32_t	type;
 		bool		last;
-		uint32_t	len = agg_task_reply(c->task, pump_buf, &type, &last);
+		uint32_t	len = c->ops->reply(c->task, pump_buf, &type, &last);
 
 		if (last)
 			task_release(c);
@@ -427,11 +510,12 @@ conn_pump(Conn *c)
 }
 
 /*
- * start_agg: serves AGG_RUN, or HEAP_RUN with memfd (the descriptor that
- * came with it, closed here): starts the run, or answers ERROR
+ * start_run: serves AGG_RUN, SCAN_RUN, or HEAP_RUN with memfd (the
+ * descriptor that came with it, closed here; -1 for the others): starts the
+ * run, or answers ERROR
  */
 static bool
-start_agg(Conn *c, const uint8_t *payload, uint32_t len, int memfd)
+start_run(Conn *c, uint16_t type, const uint8_t *payload, uint32_t len, int memfd)
 {
 	uint32_t	werr;
 	char		msg[248];
@@ -454,8 +538,17 @@ start_agg(Conn *c, const uint8_t *payload, uint32_t len, int memfd)
 							 "could not create an eventfd: %s", strerror(save_errno));
 		}
 	}
-	c->task = agg_task_start(payload, len, service_gpu, notify_fd, memfd, &werr, msg,
-							 sizeof(msg));
+	if (type == WARP_MSG_SCAN_RUN)
+	{
+		c->ops = &scan_ops;
+		c->task = scan_task_start(payload, len, service_gpu, notify_fd, &werr, msg, sizeof(msg));
+	}
+	else
+	{
+		c->ops = &agg_ops;
+		c->task = agg_task_start(payload, len, service_gpu, notify_fd, memfd, &werr, msg,
+								 sizeof(msg));
+	}
 	if (memfd >= 0)
 		close(memfd);
 	if (c->task == NULL)
@@ -477,17 +570,17 @@ dispatch_busy(Conn *c, const WarpMsgHeader *hdr, const uint8_t *payload)
 	char		msg[200];
 
 	if ((hdr->type == WARP_MSG_HEAP_CHUNK || hdr->type == WARP_MSG_HEAP_END) &&
-		agg_task_heap(c->task) != NULL && !c->task_collected)
+		c->ops == &agg_ops && agg_task_heap(c->task) != NULL && !c->task_collected)
 		return heap_run_message(agg_task_heap(c->task), hdr->type, payload, hdr->length,
 								msg, sizeof(msg)) ||
 			conn_fail(c, true, WARP_ERR_PROTOCOL, "%s", msg);
 	if ((hdr->type == WARP_MSG_HEAP_CHUNK || hdr->type == WARP_MSG_HEAP_END) &&
-		agg_task_heap(c->task) != NULL)
+		c->ops == &agg_ops && agg_task_heap(c->task) != NULL)
 		return true;			/* crossed the run's end: nothing reads it */
 	if (hdr->type != WARP_MSG_CANCEL || hdr->length != 0)
 		return conn_fail(c, true, WARP_ERR_PROTOCOL,
-						 "message type %u while an AGG_RUN is in progress", hdr->type);
-	agg_task_cancel(c->task);
+						 "message type %u while a run is in progress", hdr->type);
+	c->ops->cancel(c->task);
 	if (c->task_collected)
 	{
 		/* replies already going out: the rest are void, end with CANCELED */
@@ -504,7 +597,7 @@ dispatch_busy(Conn *c, const WarpMsgHeader *hdr, const uint8_t *payload)
 static bool
 send_heap_done(Conn *c)
 {
-	HeapRun    *h = agg_task_heap(c->task);
+	HeapRun    *h = c->ops == &agg_ops ? agg_task_heap(c->task) : NULL;
 	WarpHeapChunk ch = {0};
 
 	while (h != NULL && heap_run_next_done(h, &ch.slot))
@@ -530,14 +623,14 @@ collect_tasks(void)
 
 		next = c->next;
 		/* done first: every HEAP_DONE of a finished run is queued by then */
-		done = c->task != NULL && !c->task_collected && agg_task_done(c->task);
+		done = c->task != NULL && !c->task_collected && c->ops->done(c->task);
 		if (c->task != NULL && !c->task_collected && !send_heap_done(c))
 			continue;
 		if (done)
 		{
 			c->task_collected = true;
 			svc_counters.running_tasks--;
-			svc_counters.memory_in_use += agg_task_memory(c->task);
+			svc_counters.memory_in_use += c->ops->memory(c->task);
 			conn_pump(c);
 		}
 	}
@@ -545,14 +638,14 @@ collect_tasks(void)
 	{
 		Orphan	   *o = *op;
 
-		if (!agg_task_done(o->task))
+		if (!o->ops->done(o->task))
 		{
 			op = &o->next;
 			continue;
 		}
 		*op = o->next;
 		svc_counters.running_tasks--;
-		agg_task_free(o->task);
+		o->ops->free(o->task);
 		free(o);
 	}
 }
@@ -585,7 +678,8 @@ dispatch(Conn *c, const WarpMsgHeader *hdr, const uint8_t *payload)
 				return conn_fail(c, true, WARP_ERR_PROTOCOL, "STATUS with a payload");
 			return send_status(c);
 		case WARP_MSG_AGG_RUN:
-			return start_agg(c, payload, hdr->length, -1);
+		case WARP_MSG_SCAN_RUN:
+			return start_run(c, hdr->type, payload, hdr->length, -1);
 		case WARP_MSG_HEAP_RUN:
 			{
 				int			memfd = c->passed_fd;
@@ -594,7 +688,7 @@ dispatch(Conn *c, const WarpMsgHeader *hdr, const uint8_t *payload)
 				if (memfd < 0)
 					return conn_fail(c, true, WARP_ERR_PROTOCOL,
 									 "HEAP_RUN without its memfd");
-				return start_agg(c, payload, hdr->length, memfd);
+				return start_run(c, WARP_MSG_AGG_RUN, payload, hdr->length, memfd);
 			}
 		case WARP_MSG_HEAP_CHUNK:
 		case WARP_MSG_HEAP_END:
@@ -611,6 +705,7 @@ dispatch(Conn *c, const WarpMsgHeader *hdr, const uint8_t *payload)
 		case WARP_MSG_RUN:
 		case WARP_MSG_RESULT:
 		case WARP_MSG_AGG_RESULT:
+		case WARP_MSG_SCAN_RESULT:
 			return conn_fail(c, false, WARP_ERR_UNSUPPORTED,
 							 "message type %u is not implemented by this service", hdr->type);
 		default:
@@ -888,7 +983,7 @@ server_run(int listen_fd, int signal_fd, pid_t parent_pid, const ServiceGpu *gpu
 		Orphan	   *o = orphans;
 
 		orphans = o->next;
-		agg_task_free(o->task);	/* canceled: ends within about a batch */
+		o->ops->free(o->task);	/* canceled: ends within about a batch */
 		free(o);
 	}
 	close(listen_fd);

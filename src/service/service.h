@@ -112,6 +112,32 @@ extern size_t agg_task_memory(const AggTask *t);
 extern void agg_task_free(AggTask *t);
 
 /*
+ * in scan.c: one SCAN_RUN (GpuScan's filter), with the life of an AGG_RUN:
+ * start, an eventfd write when done, replies, free.
+ */
+typedef struct ScanTask ScanTask;
+
+extern ScanTask *scan_task_start(const uint8_t *payload, uint32_t len,
+								 const ServiceGpu *gpu, int notify_fd,
+								 uint32_t *werr, char *msg, size_t msglen);
+extern void scan_task_cancel(ScanTask *t);
+extern bool scan_task_done(const ScanTask *t);
+extern uint32_t scan_task_reply(ScanTask *t, uint8_t *buf, uint32_t *type, bool *last);
+extern size_t scan_task_memory(const ScanTask *t);
+extern void scan_task_free(ScanTask *t);
+
+/* in gpu_scan.c: GpuScan's filter on a GPU, for scan.c's workers */
+typedef struct GpuScanDev GpuScanDev;
+struct ArrowBatch;
+
+extern GpuScanDev *gpu_scan_open(uint32_t device, int *werr, char *msg, size_t msglen);
+extern void gpu_scan_close(GpuScanDev *d);
+extern int	gpu_scan_filter(GpuScanDev *d, const XpuProgram *prog,
+							const struct ArrowBatch *batch, const int32_t *fields,
+							uint32_t n_cols, uint8_t *mask, XpuError *err,
+							int *werr, char *msg, size_t msglen);
+
+/*
  * in gpu_agg.c: runs `run` on the GPUs of `gpu` and folds every group into
  * `out` (an empty table made by xpu_agg_table_create for the run's program
  * and spec).  Returns XPU_OK; an XpuErrorCode with *err filled when the

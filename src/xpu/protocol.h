@@ -94,7 +94,17 @@ typedef enum WarpMsgType
 	WARP_MSG_HEAP_RUN = 24,
 	WARP_MSG_HEAP_CHUNK = 25,
 	WARP_MSG_HEAP_DONE = 26,
-	WARP_MSG_HEAP_END = 27
+	WARP_MSG_HEAP_END = 27,
+
+	/*
+	 * GpuScan over Arrow files: the backend sends SCAN_RUN (WarpScanRequest
+	 * and what follows it); the service answers SCAN_RESULT messages, one
+	 * block of rows each, the last with WARP_SCAN_LAST, or ERROR.  CANCEL
+	 * and closing the connection work as for AGG_RUN.  After the last
+	 * reply the connection may carry another SCAN_RUN.
+	 */
+	WARP_MSG_SCAN_RUN = 28,
+	WARP_MSG_SCAN_RESULT = 29
 } WarpMsgType;
 
 /* HELLO: the backend sends its pid, the service answers with its own */
@@ -291,5 +301,97 @@ typedef struct WarpHeapChunk
 } WarpHeapChunk;
 
 WARP_STATIC_ASSERT(sizeof(WarpHeapChunk) == 8, "WarpHeapChunk layout");
+
+/*
+ * SCAN_RUN: filter record batches of Arrow files with an xPU qual program
+ * and return the passing rows of some of their columns.  Payload, each part
+ * starting at an 8-byte aligned offset (16 for the program):
+ *
+ *	WarpScanRequest
+ *	program		prog_len bytes			(a qual program: no outputs; its
+ *										columns read chunk columns below n_cols)
+ *	n_files times:
+ *		WarpAggFile						(n_cols: the request's n_cols)
+ *		char	path[path_len]
+ *		int32_t	batches[n_batches]
+ *		int32_t	fields[n_cols]			top-level field of chunk column j
+ *
+ * Chunk columns 0 .. n_outs - 1 are returned for the rows that pass; the
+ * others (n_outs .. n_cols - 1) only the program reads.  Each record batch
+ * is answered in the order of the request (files, then batches), as one or
+ * more SCAN_RESULT blocks; a batch in which the program raised an error or
+ * FALLBACK is returned whole, every chunk column of every row, flagged
+ * WARP_SCAN_RECHECK: the backend evaluates the qual in PostgreSQL there.
+ * Files are checked as for AGG_RUN.
+ */
+typedef struct WarpScanRequest
+{
+	uint32_t	n_files;
+	uint32_t	n_cols;			/* chunk columns (every file's n_cols) */
+	uint32_t	n_outs;			/* the first n_outs are returned */
+	uint32_t	prog_len;
+	uint32_t	n_threads;		/* CPU engine threads; 0: the service's default */
+	uint32_t	engine;			/* 0: the service's choice, else WarpEngine */
+	int64_t		max_buffer_size;	/* per Arrow buffer (0: no limit) */
+} WarpScanRequest;
+
+WARP_STATIC_ASSERT(sizeof(WarpScanRequest) == 32, "WarpScanRequest layout");
+
+/*
+ * SCAN_RESULT: WarpScanResult, then n_cols columns of n_rows rows, each a
+ * WarpScanColumn followed by (each part 8-byte aligned):
+ *	validity	(n_rows + 7) / 8 bytes, bit i set where row i is not null;
+ *				absent when null_count is 0
+ *	values		WARP_SCAN_BITS: (n_rows + 7) / 8 bytes; WARP_SCAN_FIXED:
+ *				n_rows * width bytes; WARP_SCAN_VAR32 / VAR64: n_rows + 1
+ *				int32 / int64 offsets into data, starting at 0
+ *	data		data_len bytes (VAR32 / VAR64 only)
+ * That is the Arrow layout of the column's field (the file's own), for the
+ * returned rows only.  The message with WARP_SCAN_LAST has no rows; it
+ * carries the run's counters.
+ */
+#define WARP_SCAN_LAST			0x0001
+#define WARP_SCAN_RECHECK		0x0002	/* the qual is PostgreSQL's to evaluate */
+
+typedef enum WarpScanLayout
+{
+	WARP_SCAN_BITS = 1,			/* bit-packed booleans */
+	WARP_SCAN_FIXED = 2,		/* width bytes per value */
+	WARP_SCAN_VAR32 = 3,		/* int32 offsets + data */
+	WARP_SCAN_VAR64 = 4			/* int64 offsets + data */
+} WarpScanLayout;
+
+typedef struct WarpScanResult
+{
+	uint32_t	flags;			/* WARP_SCAN_LAST, WARP_SCAN_RECHECK */
+	uint32_t	n_rows;			/* rows of this block */
+	uint32_t	n_cols;			/* columns that follow: n_outs, or n_cols */
+	uint32_t	engine;			/* WarpEngine that ran it */
+	/* in the last message: the run's counters */
+	uint64_t	rows_in;		/* rows of the batches read */
+	uint64_t	rows_passed;	/* rows returned (rechecked batches: all) */
+	uint64_t	batches;		/* record batches read */
+	uint64_t	recheck_batches;	/* batches returned WARP_SCAN_RECHECK */
+	uint64_t	bytes_read;		/* bytes read from the files */
+	uint64_t	bytes_sent;		/* bytes of the blocks */
+	uint64_t	io_us;			/* summed over threads: reading, decompressing */
+	uint64_t	exec_us;		/* summed over threads: program + compaction */
+	uint64_t	wall_us;		/* the run, start to last message */
+	uint32_t	threads;		/* CPU threads used */
+	uint32_t	pad;
+} WarpScanResult;
+
+WARP_STATIC_ASSERT(sizeof(WarpScanResult) == 96, "WarpScanResult layout");
+
+typedef struct WarpScanColumn
+{
+	uint32_t	layout;			/* WarpScanLayout */
+	uint32_t	width;			/* WARP_SCAN_FIXED: bytes per value */
+	uint32_t	null_count;		/* 0: no validity bitmap follows */
+	uint32_t	pad;
+	uint64_t	data_len;		/* VAR32 / VAR64: bytes of data */
+} WarpScanColumn;
+
+WARP_STATIC_ASSERT(sizeof(WarpScanColumn) == 24, "WarpScanColumn layout");
 
 #endif							/* XPU_PROTOCOL_H */

@@ -1,0 +1,959 @@
+/*-------------------------------------------------------------------------
+ *
+ * gpuscan.c
+ *		GpuScan: a scan of an Arrow foreign table whose filter the warp
+ *		service evaluates.  The planner hook offers a CustomScan path beside
+ *		arrow_fdw's own when a prefix of the table's quals compiles to an
+ *		xPU program; at run time the node asks the service (SCAN_RUN) for a
+ *		few record batches at a time, and the service reads the files,
+ *		filters them on its CPU engine's threads and returns only the
+ *		passing rows of only the columns the query needs, in column form.
+ *		The node turns those into tuples with arrow_fdw's own conversion,
+ *		and PostgreSQL evaluates the quals that did not compile (the node's
+ *		ordinary qual) and the target list.
+ *
+ * Which quals: as for arrow_fdw's row filter (filter.c), the longest prefix
+ * of the quals, in the order the executor would evaluate them, whose
+ * conjuncts all compile; the others stay in PostgreSQL.  Errors: a batch in
+ * which the program raised an error or FALLBACK comes back whole, flagged
+ * for recheck, and the node evaluates the engine's quals on each of its
+ * rows with ExecQual, so that PostgreSQL raises its own error at its own
+ * row.
+ *
+ * Parallel: under a Gather the processes share a counter of record batches
+ * in the DSM; each claims runs of batches and asks the service for those.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "access/parallel.h"
+#include "access/sysattr.h"
+#include "access/table.h"
+#include "catalog/pg_class.h"
+#include "commands/explain.h"
+#include "executor/executor.h"
+#include "executor/nodeCustom.h"
+#include "miscadmin.h"
+#include "nodes/extensible.h"
+#include "nodes/makefuncs.h"
+#include "nodes/nodeFuncs.h"
+#include "optimizer/cost.h"
+#include "optimizer/optimizer.h"
+#include "optimizer/pathnode.h"
+#include "optimizer/paths.h"
+#include "optimizer/restrictinfo.h"
+#include "parser/parsetree.h"
+#include "port/atomics.h"
+#include "utils/guc.h"
+#include "utils/lsyscache.h"
+#include "utils/memutils.h"
+#include "utils/rel.h"
+#include "utils/ruleutils.h"
+
+#include "pg_warp.h"
+#include "engine/codegen.h"
+#include "engine/engine.h"
+
+/* pg_warp.enable_gpuscan */
+bool		pg_warp_enable_gpuscan = true;
+
+/* rows one request asks for, about (whole record batches) */
+#define GS_CHUNK_ROWS		(1024 * 1024)
+#define GS_MAX_CHUNK		256
+
+static set_rel_pathlist_hook_type prev_rel_pathlist_hook = NULL;
+static CustomPathMethods gs_path_methods;
+static CustomScanMethods gs_scan_methods;
+static CustomExecMethods gs_exec_methods;
+
+/* ---------------- planning ---------------- */
+
+/* can the service return column c (flat layout, the FDW's plain values) */
+static bool
+gs_column_ok(const ArrowScanColumn *c)
+{
+	if (!c->plain)
+		return false;
+	switch (c->arrow_id)
+	{
+		case ARROW_TYPE_BOOL:
+		case ARROW_TYPE_UTF8:
+		case ARROW_TYPE_BINARY:
+		case ARROW_TYPE_LARGE_UTF8:
+		case ARROW_TYPE_LARGE_BINARY:
+		case ARROW_TYPE_INT8:
+		case ARROW_TYPE_INT16:
+		case ARROW_TYPE_INT32:
+		case ARROW_TYPE_INT64:
+		case ARROW_TYPE_UINT8:
+		case ARROW_TYPE_UINT16:
+		case ARROW_TYPE_UINT32:
+		case ARROW_TYPE_UINT64:
+		case ARROW_TYPE_FLOAT16:
+		case ARROW_TYPE_FLOAT32:
+		case ARROW_TYPE_FLOAT64:
+		case ARROW_TYPE_DECIMAL128:
+		case ARROW_TYPE_DECIMAL256:
+		case ARROW_TYPE_DATE32:
+		case ARROW_TYPE_DATE64:
+		case ARROW_TYPE_TIME32:
+		case ARROW_TYPE_TIME64:
+		case ARROW_TYPE_TIMESTAMP:
+		case ARROW_TYPE_INTERVAL_YM:
+		case ARROW_TYPE_INTERVAL_DT:
+		case ARROW_TYPE_INTERVAL_MDN:
+		case ARROW_TYPE_DURATION:
+		case ARROW_TYPE_FIXED_SIZE_BINARY:
+			return true;
+		default:
+			return false;
+	}
+}
+
+/* the attnos (> 0) of relid that exprs use, appended to *attnos; false: a
+ * system column or a whole-row reference */
+static bool
+gs_add_attnos(List *exprs, Index relid, List **attnos)
+{
+	Bitmapset  *attrs = NULL;
+	int			x = -1;
+
+	pull_varattnos((Node *) exprs, relid, &attrs);
+	while ((x = bms_next_member(attrs, x)) >= 0)
+	{
+		AttrNumber	a = x + FirstLowInvalidHeapAttributeNumber;
+
+		if (a <= 0)
+			return false;
+		*attnos = list_append_unique_int(*attnos, a);
+	}
+	return true;
+}
+
+/* the engine's prefix of quals (plain exprs) over columns ec; rest to *rest */
+static List *
+gs_split(List *quals, Index relid, EngineColumns *ec, List **rest)
+{
+	CodegenScan scan = {relid, engine_column_hook, ec};
+	List	   *engine = NIL;
+	ListCell   *lc;
+
+	*rest = NIL;
+	foreach(lc, quals)
+	{
+		if (*rest == NIL && codegen_expr_supported(&scan, lfirst(lc)))
+			engine = lappend(engine, lfirst(lc));
+		else
+			*rest = lappend(*rest, lfirst(lc));
+	}
+	return engine;
+}
+
+/* EngineColumns over the columns attnos (IntList) of relation relid */
+static EngineColumns *
+gs_columns(Oid relid, List *attnos)
+{
+	Relation	rel = table_open(relid, NoLock);
+	EngineColumns *ec = palloc0(sizeof(EngineColumns));
+	AttrNumber *a = palloc(sizeof(AttrNumber) * Max(list_length(attnos), 1));
+	ListCell   *lc;
+
+	foreach(lc, attnos)
+		a[foreach_current_index(lc)] = (AttrNumber) lfirst_int(lc);
+	ec->n_cols = list_length(attnos);
+	ec->cols = arrow_fdw_columns(rel, a, ec->n_cols);
+	table_close(rel, NoLock);
+	return ec;
+}
+
+/*
+ * gs_order_quals: quals (plain exprs, one security level) in the order the
+ * executor evaluates them: the planner's order_qual_clauses, cheapest first,
+ * a stable sort, so that the prefix the engine takes here is the one the
+ * plan's clauses give gs_plan_path.
+ */
+static List *
+gs_order_quals(PlannerInfo *root, List *quals)
+{
+	int			n = list_length(quals);
+	Node	  **items = palloc(sizeof(Node *) * Max(n, 1));
+	Cost	   *costs = palloc(sizeof(Cost) * Max(n, 1));
+	List	   *result = NIL;
+
+	for (int i = 0; i < n; i++)
+	{
+		QualCost	qc;
+		Node	   *item = list_nth(quals, i);
+		Cost		cost;
+		int			j;
+
+		cost_qual_eval_node(&qc, item, root);
+		cost = qc.per_tuple;
+		for (j = i; j > 0 && costs[j - 1] > cost; j--)
+		{
+			items[j] = items[j - 1];
+			costs[j] = costs[j - 1];
+		}
+		items[j] = item;
+		costs[j] = cost;
+	}
+	for (int i = 0; i < n; i++)
+		result = lappend(result, items[i]);
+	return result;
+}
+
+/* the cheapest unparameterized ForeignPath of pathlist, or NULL */
+static Path *
+gs_foreign_path(List *pathlist)
+{
+	Path	   *best = NULL;
+	ListCell   *lc;
+
+	foreach(lc, pathlist)
+	{
+		Path	   *p = lfirst(lc);
+
+		if (IsA(p, ForeignPath) && p->param_info == NULL &&
+			(best == NULL || p->total_cost < best->total_cost))
+			best = p;
+	}
+	return best;
+}
+
+/* the share of the rows one process of a parallel scan handles, inverted */
+static double
+gs_parallel_divisor(int workers)
+{
+	double		divisor = workers;
+
+	if (parallel_leader_participation && 1.0 - 0.3 * workers > 0)
+		divisor += 1.0 - 0.3 * workers;
+	return divisor;
+}
+
+/*
+ * gs_make_path: a GpuScan path costed against arrow_fdw's path `plain`: the
+ * same reading of the files, the engine's cost per row read instead of
+ * PostgreSQL's conversion and quals, PostgreSQL's per-row costs for the
+ * rows that pass the engine's quals; `workers` > 0: a partial path.
+ */
+static CustomPath *
+gs_make_path(PlannerInfo *root, RelOptInfo *rel, Path *plain, List *engine,
+			 List *rest, int n_ref, int workers)
+{
+	CustomPath *cp = makeNode(CustomPath);
+	QualCost	qall,
+				qrest;
+	double		rows_in = Max(rel->tuples, 1.0);
+	double		rows_e,
+				io,
+				out;
+	List	   *all = list_concat(list_copy(engine), rest);
+
+	cost_qual_eval(&qall, (List *) all, root);
+	cost_qual_eval(&qrest, rest, root);
+	rows_e = clamp_row_est(rows_in * clauselist_selectivity(root, engine, rel->relid,
+															JOIN_INNER, NULL));
+	io = plain->total_cost - plain->startup_cost -
+		(cpu_tuple_cost + qall.per_tuple + cpu_operator_cost * n_ref) * rows_in -
+		rel->reltarget->cost.per_tuple * rel->rows;
+	out = (cpu_tuple_cost + cpu_operator_cost * n_ref + qrest.per_tuple) * rows_e +
+		rel->reltarget->cost.per_tuple * rel->rows;
+	if (workers > 0)
+		out /= gs_parallel_divisor(workers);
+	cp->path.pathtype = T_CustomScan;
+	cp->path.parent = rel;
+	cp->path.pathtarget = rel->reltarget;
+	cp->path.rows = workers > 0 ? clamp_row_est(rel->rows / gs_parallel_divisor(workers)) :
+		rel->rows;
+	cp->path.startup_cost = pg_warp_engine_startup_cost + qrest.startup +
+		rel->reltarget->cost.startup;
+	cp->path.total_cost = cp->path.startup_cost + Max(io, 0.0) +
+		rows_in * pg_warp_engine_row_cost + out;
+	cp->path.parallel_aware = workers > 0;
+	cp->path.parallel_safe = rel->consider_parallel;
+	cp->path.parallel_workers = workers;
+	cp->flags = CUSTOMPATH_SUPPORT_PROJECTION;
+	cp->methods = &gs_path_methods;
+	return cp;
+}
+
+/*
+ * gs_rel_pathlist: set_rel_pathlist_hook; offers GpuScan (and a partial
+ * GpuScan when arrow_fdw offers a partial path) for an Arrow table whose
+ * quals, or a prefix of them, compile.
+ */
+static void
+gs_rel_pathlist(PlannerInfo *root, RelOptInfo *rel, Index rti, RangeTblEntry *rte)
+{
+	List	   *quals = NIL,
+			   *attnos = NIL,
+			   *engine,
+			   *rest;
+	EngineColumns *ec;
+	XpuProgram *prog;
+	Path	   *plain;
+	ListCell   *lc;
+
+	if (prev_rel_pathlist_hook)
+		prev_rel_pathlist_hook(root, rel, rti, rte);
+	if (!pg_warp_enabled || !pg_warp_enable_gpuscan || !pg_warp_preloaded ||
+		rel->reloptkind != RELOPT_BASEREL || rte->rtekind != RTE_RELATION ||
+		rte->relkind != RELKIND_FOREIGN_TABLE || rte->tablesample != NULL ||
+		rte->securityQuals != NIL || !arrow_fdw_is_table(rte->relid) ||
+		(plain = gs_foreign_path(rel->pathlist)) == NULL)
+		return;
+	foreach(lc, rel->baserestrictinfo)
+	{
+		RestrictInfo *ri = lfirst(lc);
+
+		if (ri->security_level > 0)
+			return;
+		if (!ri->pseudoconstant)
+			quals = lappend(quals, ri->clause);
+	}
+	quals = gs_order_quals(root, quals);
+	if (quals == NIL || !gs_add_attnos(rel->reltarget->exprs, rel->relid, &attnos) ||
+		!gs_add_attnos(quals, rel->relid, &attnos))
+		return;
+	ec = gs_columns(rte->relid, attnos);
+	for (int i = 0; i < ec->n_cols; i++)
+		if (!gs_column_ok(&ec->cols[i]))
+			return;
+	engine = gs_split(quals, rel->relid, ec, &rest);
+	if (engine == NIL)
+		return;
+	prog = codegen_qual_program(&(CodegenScan) {rel->relid, engine_column_hook, ec}, engine);
+	if (prog == NULL)
+		return;
+	free(prog);
+	add_path(rel, (Path *) gs_make_path(root, rel, plain, engine, rest, ec->n_cols, 0));
+	if (rel->consider_parallel && (plain = gs_foreign_path(rel->partial_pathlist)) != NULL)
+		add_partial_path(rel, (Path *) gs_make_path(root, rel, plain, engine, rest,
+													ec->n_cols, plain->parallel_workers));
+}
+
+/*
+ * gs_plan_path: the CustomScan of a GpuScan path: a scan of the Arrow table
+ * (scanrelid) whose scan tuple is the table's row; custom_exprs holds the
+ * engine's quals, plan.qual the others (clauses come in the executor's
+ * order).  custom_private: the chunk columns' attnos (those returned
+ * first) and how many are returned.
+ */
+static Plan *
+gs_plan_path(PlannerInfo *root, RelOptInfo *rel, CustomPath *best_path,
+			 List *tlist, List *clauses, List *custom_plans)
+{
+	CustomScan *cs = makeNode(CustomScan);
+	RangeTblEntry *rte = planner_rt_fetch(rel->relid, root);
+	List	   *quals = extract_actual_clauses(clauses, false);
+	List	   *attnos = NIL,
+			   *outs = NIL,
+			   *engine,
+			   *rest;
+	EngineColumns *ec;
+
+	if (!gs_add_attnos(rel->reltarget->exprs, rel->relid, &attnos) ||
+		!gs_add_attnos(quals, rel->relid, &attnos))
+		elog(ERROR, "GpuScan: a column the path accepted is now refused");
+	ec = gs_columns(rte->relid, attnos);
+	engine = gs_split(quals, rel->relid, ec, &rest);
+	(void) gs_add_attnos(rel->reltarget->exprs, rel->relid, &outs);
+	(void) gs_add_attnos(rest, rel->relid, &outs);
+	{
+		int			n_outs = list_length(outs);
+
+		(void) gs_add_attnos(engine, rel->relid, &outs);
+		cs->custom_private = list_make2(outs, makeInteger(n_outs));
+	}
+	cs->scan.plan.targetlist = tlist;
+	cs->scan.plan.qual = rest;
+	cs->scan.scanrelid = rel->relid;
+	cs->custom_exprs = engine;
+	cs->custom_plans = custom_plans;
+	cs->methods = &gs_scan_methods;
+	return &cs->scan.plan;
+}
+
+/* ---------------- execution ---------------- */
+
+/* the DSM of a parallel GpuScan */
+typedef struct GsShared
+{
+	pg_atomic_uint64 next;		/* the next work item to claim */
+	int64		n_work;			/* the leader's, checked by the workers */
+	int32		chunk;			/* work items per claim */
+	/* counters, summed over the processes */
+	pg_atomic_uint64 c[9];
+} GsShared;
+
+/* the counters of EXPLAIN ANALYZE, as GsShared.c holds them */
+enum
+{
+	GC_ROWS_IN, GC_ROWS_PASSED, GC_BATCHES, GC_RECHECK, GC_BYTES_READ,
+	GC_BYTES_SENT, GC_IO_US, GC_EXEC_US, GC_REQUESTS, GC_N
+};
+
+typedef struct GsState
+{
+	CustomScanState css;
+	ArrowEngineSource *src;
+	List	   *engine_quals;
+	ExprState  *recheck;
+	XpuProgram *prog;			/* palloc'ed, 16-byte aligned */
+	bool		always_recheck; /* the quals no longer compile: PostgreSQL's */
+	int			n_cols;
+	int			n_outs;
+	AttrNumber *attnos;			/* chunk column -> attno */
+	/* the work: record batches in file order */
+	int64		n_work;
+	int32	   *work_file;
+	int32	   *work_batch;
+	int			chunk;
+	int64		next_local;
+	GsShared   *shared;
+	/* the run */
+	int			conn;			/* service connection, or -1 */
+	bool		in_run;			/* a SCAN_RUN's replies are coming */
+	char	   *msg;			/* the current SCAN_RESULT */
+	uint32		n_rows;
+	uint32		cur_row;
+	int			block_cols;
+	bool		block_recheck;
+	ArrowArray *arrays;			/* [n_cols] of the current block */
+	MemoryContext row_cxt;
+	/* counters */
+	uint64		c[GC_N];
+	uint64		wall_us;
+	uint32		threads;
+	uint32		engine;
+	bool		ran;
+} GsState;
+
+static Node *
+gs_create_state(CustomScan *cs)
+{
+	GsState    *st = (GsState *) newNode(sizeof(GsState), T_CustomScanState);
+
+	st->css.methods = &gs_exec_methods;
+	st->conn = -1;
+	return (Node *) st;
+}
+
+/* closes the service connection (a run not finished is cancelled) */
+static void
+gs_close_conn(void *arg)
+{
+	GsState    *st = arg;
+
+	if (st->conn >= 0)
+		service_run_end(st->conn);
+	st->conn = -1;
+	st->in_run = false;
+}
+
+/* palloc'ed memory of size bytes at a 16-byte boundary */
+static void *
+gs_palloc16(Size size)
+{
+	char	   *p = palloc(size + 15);
+
+	return (void *) TYPEALIGN(16, (uintptr_t) p);
+}
+
+/* compiles the engine's quals over the chunk columns (or marks recheck) */
+static void
+gs_compile(GsState *st, Index relid)
+{
+	EngineColumns ec = {st->src->cols, st->n_cols};
+	CodegenScan scan = {relid, engine_column_hook, &ec};
+	XpuProgram *prog = codegen_qual_program(&scan, st->engine_quals);
+
+	if (prog == NULL)
+	{
+		/* the files changed since planning: every row is PostgreSQL's */
+		st->always_recheck = true;
+		prog = codegen_qual_program(&scan, NIL);
+		if (prog == NULL)
+			elog(ERROR, "GpuScan: could not build an empty program");
+	}
+	st->prog = gs_palloc16(prog->total_len);
+	memcpy(st->prog, prog, prog->total_len);
+	free(prog);
+}
+
+static void
+gs_begin(CustomScanState *node, EState *estate, int eflags)
+{
+	GsState    *st = (GsState *) node;
+	CustomScan *cs = (CustomScan *) node->ss.ps.plan;
+	List	   *attnos = linitial(cs->custom_private);
+	Relation	rel = node->ss.ss_currentRelation;
+	Index		relid = cs->scan.scanrelid;
+	MemoryContextCallback *cb;
+	ListCell   *lc;
+	int64		k = 0;
+
+	st->engine_quals = cs->custom_exprs;
+	st->n_cols = list_length(attnos);
+	st->n_outs = intVal(lsecond(cs->custom_private));
+	st->attnos = palloc(sizeof(AttrNumber) * Max(st->n_cols, 1));
+	foreach(lc, attnos)
+		st->attnos[foreach_current_index(lc)] = (AttrNumber) lfirst_int(lc);
+	st->src = arrow_fdw_engine_source(rel, relid,
+									  list_concat(list_copy(st->engine_quals),
+												  cs->scan.plan.qual),
+									  st->attnos, st->n_cols);
+	gs_compile(st, relid);
+	if (st->always_recheck)
+		st->n_outs = st->n_cols;
+	st->recheck = ExecInitQual(st->engine_quals, &node->ss.ps);
+	st->n_work = st->src->batches_total - st->src->batches_skipped;
+	st->work_file = palloc(sizeof(int32) * Max(st->n_work, 1));
+	st->work_batch = palloc(sizeof(int32) * Max(st->n_work, 1));
+	for (int f = 0; f < st->src->n_files; f++)
+		for (int b = 0; b < st->src->files[f].n_batches; b++)
+		{
+			st->work_file[k] = f;
+			st->work_batch[k++] = st->src->files[f].batches[b];
+		}
+	st->chunk = (int) Min(Max(GS_CHUNK_ROWS / Max(st->src->rows_to_read / Max(st->n_work, 1), 1),
+							  1), GS_MAX_CHUNK);
+	st->arrays = palloc0(sizeof(ArrowArray) * Max(st->n_cols, 1));
+	st->row_cxt = AllocSetContextCreate(estate->es_query_cxt, "GpuScan rows",
+										ALLOCSET_DEFAULT_SIZES);
+	cb = MemoryContextAlloc(estate->es_query_cxt, sizeof(MemoryContextCallback));
+	cb->func = gs_close_conn;
+	cb->arg = st;
+	MemoryContextRegisterResetCallback(estate->es_query_cxt, cb);
+}
+
+/* ---------------- requests ---------------- */
+
+/* appends len bytes, after zero padding to align, to buf */
+static void
+gs_put(StringInfo buf, const void *data, size_t len, int align)
+{
+	while (buf->len % align != 0)
+		appendStringInfoChar(buf, '\0');
+	appendBinaryStringInfo(buf, data, (int) len);
+}
+
+/* the SCAN_RUN payload for work items [w0, w1) */
+static StringInfo
+gs_request(GsState *st, int64 w0, int64 w1)
+{
+	StringInfo	buf = makeStringInfo();
+	WarpScanRequest req = {0};
+
+	req.n_cols = st->n_cols;
+	req.n_outs = st->n_outs;
+	req.prog_len = st->prog->total_len;
+	req.engine = (uint32) pg_warp_engine;
+	req.max_buffer_size = (int64) pg_warp_arrow_max_buffer_size * 1024;
+	for (int64 w = w0; w < w1; w++)
+		req.n_files += (w == w0 || st->work_file[w] != st->work_file[w - 1]);
+	gs_put(buf, &req, sizeof(req), 8);
+	gs_put(buf, st->prog, st->prog->total_len, 16);
+	for (int64 w = w0; w < w1;)
+	{
+		const ArrowEngineFile *ef = &st->src->files[st->work_file[w]];
+		WarpAggFile wf = {0};
+		int64		e = w;
+
+		while (e < w1 && st->work_file[e] == st->work_file[w])
+			e++;
+		wf.dev = ef->dev;
+		wf.ino = ef->ino;
+		wf.size = ef->size;
+		wf.mtime_ns = ef->mtime_ns;
+		wf.path_len = (uint32) strlen(ef->path);
+		wf.n_batches = (uint32) (e - w);
+		wf.n_cols = st->n_cols;
+		gs_put(buf, &wf, sizeof(wf), 8);
+		gs_put(buf, ef->path, wf.path_len, 1);
+		gs_put(buf, &st->work_batch[w], sizeof(int32) * (e - w), 8);
+		gs_put(buf, st->src->fields, sizeof(int32) * st->n_cols, 8);
+		w = e;
+	}
+	while (buf->len % 8 != 0)
+		appendStringInfoChar(buf, '\0');
+	if (buf->len > PGWARP_MAX_PAYLOAD)
+		ereport(ERROR,
+				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
+				 errmsg("GpuScan request of %d bytes is larger than the pg_warp protocol allows",
+						buf->len),
+				 errhint("Set pg_warp.enable_gpuscan to off for this query.")));
+	return buf;
+}
+
+/* claims the next run of work items; false when none is left */
+static bool
+gs_claim(GsState *st, int64 *w0, int64 *w1)
+{
+	int			chunk = st->shared ? st->shared->chunk : st->chunk;
+
+	if (st->shared)
+		*w0 = (int64) pg_atomic_fetch_add_u64(&st->shared->next, chunk);
+	else
+	{
+		*w0 = st->next_local;
+		st->next_local += chunk;
+	}
+	*w1 = Min(*w0 + chunk, st->n_work);
+	return *w0 < st->n_work;
+}
+
+/* sends SCAN_RUN for the next claimed batches; false when none is left */
+static bool
+gs_start_request(GsState *st)
+{
+	int64		w0,
+				w1;
+	StringInfo	req;
+
+	if (!gs_claim(st, &w0, &w1))
+		return false;
+	req = gs_request(st, w0, w1);
+	if (st->conn < 0)
+		st->conn = service_run_begin(WARP_MSG_SCAN_RUN, req->data, (uint32) req->len);
+	else
+		service_run_send(st->conn, WARP_MSG_SCAN_RUN, req->data, (uint32) req->len);
+	st->in_run = true;
+	st->ran = true;
+	pfree(req->data);
+	pfree(req);
+	return true;
+}
+
+/* adds the last message's counters to the node's (and the DSM's) */
+static void
+gs_add_counters(GsState *st, const WarpScanResult *h)
+{
+	uint64		v[GC_N] = {h->rows_in, h->rows_passed, h->batches, h->recheck_batches,
+		h->bytes_read, h->bytes_sent, h->io_us, h->exec_us, 1};
+
+	for (int i = 0; i < GC_N; i++)
+	{
+		st->c[i] += v[i];
+		if (st->shared)
+			pg_atomic_fetch_add_u64(&st->shared->c[i], v[i]);
+	}
+	st->wall_us += h->wall_us;
+	st->threads = Max(st->threads, h->threads);
+	st->engine = h->engine;
+}
+
+/* a part of n bytes at the next 8-byte boundary of the message */
+static const char *
+gs_take(GsState *st, uint32 len, uint32 *off, uint64 n)
+{
+	uint32		o = (uint32) TYPEALIGN(8, *off);
+
+	if (o > len || n > len - o)
+		elog(ERROR, "GpuScan: a SCAN_RESULT from the pg_warp service is truncated");
+	*off = o + (uint32) n;
+	return st->msg + o;
+}
+
+/* sets st->arrays from the block of the current message (len bytes) */
+static void
+gs_parse_block(GsState *st, uint32 len, const WarpScanResult *h)
+{
+	uint32		off = sizeof(WarpScanResult);
+	uint64		bits = ((uint64) h->n_rows + 7) / 8;
+
+	st->block_recheck = (h->flags & WARP_SCAN_RECHECK) != 0;
+	st->block_cols = (int) h->n_cols;
+	if (h->n_cols != (uint32) (st->block_recheck ? st->n_cols : st->n_outs))
+		elog(ERROR, "GpuScan: a SCAN_RESULT from the pg_warp service has %u columns", h->n_cols);
+	for (uint32 j = 0; j < h->n_cols; j++)
+	{
+		WarpScanColumn cs;
+		ArrowArray *a = &st->arrays[j];
+
+		memcpy(&cs, gs_take(st, len, &off, sizeof(cs)), sizeof(cs));
+		memset(a, 0, sizeof(*a));
+		a->length = h->n_rows;
+		a->null_count = cs.null_count;
+		a->validity = cs.null_count ? (const uint8 *) gs_take(st, len, &off, bits) : NULL;
+		if (cs.layout == WARP_SCAN_BITS)
+			a->values = (const uint8 *) gs_take(st, len, &off, bits);
+		else if (cs.layout == WARP_SCAN_FIXED)
+			a->values = (const uint8 *) gs_take(st, len, &off, (uint64) cs.width * h->n_rows);
+		else if (cs.layout == WARP_SCAN_VAR32 || cs.layout == WARP_SCAN_VAR64)
+		{
+			uint64		ow = cs.layout == WARP_SCAN_VAR32 ? 4 : 8;
+
+			a->offsets = gs_take(st, len, &off, ow * (h->n_rows + 1));
+			a->data = (const uint8 *) gs_take(st, len, &off, cs.data_len);
+			a->data_length = (int64) cs.data_len;
+		}
+		else
+			elog(ERROR, "GpuScan: unknown column layout %u from the pg_warp service", cs.layout);
+	}
+}
+
+/*
+ * gs_next_block: receives the next block of rows into st (true), or false
+ * when the scan has no more.
+ */
+static bool
+gs_next_block(GsState *st)
+{
+	for (;;)
+	{
+		uint32		len;
+		WarpScanResult h;
+
+		if (st->msg)
+			pfree(st->msg);
+		st->msg = NULL;
+		st->n_rows = st->cur_row = 0;
+		if (!st->in_run && !gs_start_request(st))
+			return false;
+		st->msg = service_run_next(st->conn, WARP_MSG_SCAN_RESULT, &len);
+		if (len < sizeof(WarpScanResult))
+			elog(ERROR, "GpuScan: short SCAN_RESULT (%u bytes) from the pg_warp service", len);
+		memcpy(&h, st->msg, sizeof(h));
+		if (h.flags & WARP_SCAN_LAST)
+		{
+			gs_add_counters(st, &h);
+			st->in_run = false;
+			continue;
+		}
+		gs_parse_block(st, len, &h);
+		st->n_rows = h.n_rows;
+		return true;
+	}
+}
+
+/* the next row into the scan slot, or an empty slot at the end */
+static TupleTableSlot *
+gs_next(ScanState *ss)
+{
+	GsState    *st = (GsState *) ss;
+	TupleTableSlot *slot = ss->ss_ScanTupleSlot;
+	ExprContext *econtext = ss->ps.ps_ExprContext;
+	int			natts = slot->tts_tupleDescriptor->natts;
+
+	for (;;)
+	{
+		MemoryContext old;
+
+		ExecClearTuple(slot);
+		MemoryContextReset(st->row_cxt);
+		if (st->cur_row >= st->n_rows && !gs_next_block(st))
+			return slot;
+		if (st->cur_row >= st->n_rows)
+			continue;
+		memset(slot->tts_isnull, true, sizeof(bool) * natts);
+		old = MemoryContextSwitchTo(st->row_cxt);
+		for (int j = 0; j < st->block_cols; j++)
+		{
+			int			a = st->attnos[j] - 1;
+
+			slot->tts_values[a] = arrow_fdw_engine_value(st->src, j, &st->arrays[j],
+														 st->cur_row, &slot->tts_isnull[a]);
+		}
+		MemoryContextSwitchTo(old);
+		st->cur_row++;
+		ExecStoreVirtualTuple(slot);
+		if (st->block_recheck || st->always_recheck)
+		{
+			/* PostgreSQL evaluates the engine's quals: its own errors */
+			ResetExprContext(econtext);
+			econtext->ecxt_scantuple = slot;
+			if (!ExecQual(st->recheck, econtext))
+				continue;
+		}
+		return slot;
+	}
+}
+
+static bool
+gs_recheck(ScanState *ss, TupleTableSlot *slot)
+{
+	return true;
+}
+
+static TupleTableSlot *
+gs_exec(CustomScanState *node)
+{
+	return ExecScan(&node->ss, gs_next, gs_recheck);
+}
+
+static void
+gs_end(CustomScanState *node)
+{
+	gs_close_conn(node);
+}
+
+static void
+gs_rescan(CustomScanState *node)
+{
+	GsState    *st = (GsState *) node;
+
+	/* a run in progress is cancelled by closing its connection */
+	if (st->in_run)
+		gs_close_conn(st);
+	if (st->msg)
+		pfree(st->msg);
+	st->msg = NULL;
+	st->n_rows = st->cur_row = 0;
+	st->next_local = 0;
+}
+
+/* ---------------- parallel ---------------- */
+
+static Size
+gs_estimate_dsm(CustomScanState *node, ParallelContext *pcxt)
+{
+	return sizeof(GsShared);
+}
+
+static void
+gs_init_dsm(CustomScanState *node, ParallelContext *pcxt, void *coordinate)
+{
+	GsState    *st = (GsState *) node;
+	GsShared   *sh = coordinate;
+	int64		per = st->n_work / (4 * (pcxt->nworkers + 1));
+
+	pg_atomic_init_u64(&sh->next, 0);
+	sh->n_work = st->n_work;
+	sh->chunk = (int32) Max(Min((int64) st->chunk, per), 1);
+	for (int i = 0; i < GC_N; i++)
+		pg_atomic_init_u64(&sh->c[i], 0);
+	st->shared = sh;
+}
+
+static void
+gs_reinit_dsm(CustomScanState *node, ParallelContext *pcxt, void *coordinate)
+{
+	GsShared   *sh = coordinate;
+
+	pg_atomic_write_u64(&sh->next, 0);
+}
+
+static void
+gs_init_worker(CustomScanState *node, shm_toc *toc, void *coordinate)
+{
+	GsState    *st = (GsState *) node;
+	GsShared   *sh = coordinate;
+
+	if (sh->n_work != st->n_work)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("the files of foreign table \"%s\" changed during scan",
+						RelationGetRelationName(node->ss.ss_currentRelation)),
+				 errhint("Run the query again.")));
+	st->shared = sh;
+}
+
+/* at the end of a parallel scan: the counters of every process, for EXPLAIN */
+static void
+gs_shutdown(CustomScanState *node)
+{
+	GsState    *st = (GsState *) node;
+
+	if (st->shared == NULL || IsParallelWorker())
+		return;
+	for (int i = 0; i < GC_N; i++)
+		st->c[i] = pg_atomic_read_u64(&st->shared->c[i]);
+	st->shared = NULL;
+}
+
+/* ---------------- EXPLAIN ---------------- */
+
+/* the names of columns attnos[from .. to - 1] of rel */
+static List *
+gs_column_names(Relation rel, const AttrNumber *attnos, int from, int to)
+{
+	List	   *names = NIL;
+
+	for (int i = from; i < to; i++)
+		names = lappend(names,
+						NameStr(TupleDescAttr(RelationGetDescr(rel), attnos[i] - 1)->attname));
+	return names;
+}
+
+static void
+gs_explain(CustomScanState *node, List *ancestors, ExplainState *es)
+{
+	GsState    *st = (GsState *) node;
+	Relation	rel = node->ss.ss_currentRelation;
+	List	   *ctx = set_deparse_context_plan(es->deparse_cxt, node->ss.ps.plan, ancestors);
+	const char *names[GC_N] = {"Rows Read", "Rows Returned by Engine", "Batches Read",
+		"Batches Rechecked by PostgreSQL", "Bytes Read", "Bytes Returned", NULL, NULL,
+	"Service Requests"};
+
+	/* what ran (ANALYZE), else what pg_warp.engine asks for */
+	if (es->analyze && st->ran)
+		ExplainPropertyText("Engine", st->engine == WARP_ENGINE_GPU ? "GPU" : "CPU", es);
+	else
+		ExplainPropertyText("Engine", pg_warp_engine == WARP_ENGINE_GPU ? "GPU" :
+							pg_warp_engine == WARP_ENGINE_CPU ? "CPU" : "auto", es);
+	if (st->engine_quals != NIL)
+		ExplainPropertyText("Engine Filter",
+							deparse_expression((Node *) make_ands_explicit(st->engine_quals),
+											   ctx, list_length(es->rtable) > 1, false), es);
+	ExplainPropertyList("Columns Returned", gs_column_names(rel, st->attnos, 0, st->n_outs), es);
+	if (st->n_cols > st->n_outs || es->format != EXPLAIN_FORMAT_TEXT)
+		ExplainPropertyList("Columns Only Filtered",
+							gs_column_names(rel, st->attnos, st->n_outs, st->n_cols), es);
+	ExplainPropertyInteger("Arrow Files", NULL, st->src->n_files, es);
+	ExplainPropertyInteger("Record Batches", NULL, st->n_work, es);
+	ExplainPropertyInteger("Batches Skipped by Statistics", NULL, st->src->batches_skipped, es);
+	if (es->verbose)
+		engine_explain_program(st->prog, es);
+	if (!es->analyze)
+		return;
+	for (int i = 0; i < GC_N; i++)
+		if (names[i] != NULL)
+			ExplainPropertyInteger(names[i], i == GC_BYTES_READ || i == GC_BYTES_SENT ?
+								   "bytes" : NULL, (int64) st->c[i], es);
+	ExplainPropertyFloat("I/O Time", "ms", st->c[GC_IO_US] / 1000.0, 3, es);
+	ExplainPropertyFloat("Engine Time", "ms", st->c[GC_EXEC_US] / 1000.0, 3, es);
+	if (st->threads > 0)
+		ExplainPropertyInteger("Engine Threads", NULL, st->threads, es);
+}
+
+/* ---------------- registration ---------------- */
+
+static CustomPathMethods gs_path_methods = {
+	.CustomName = "GpuScan",
+	.PlanCustomPath = gs_plan_path,
+};
+
+static CustomScanMethods gs_scan_methods = {
+	.CustomName = "GpuScan",
+	.CreateCustomScanState = gs_create_state,
+};
+
+static CustomExecMethods gs_exec_methods = {
+	.CustomName = "GpuScan",
+	.BeginCustomScan = gs_begin,
+	.ExecCustomScan = gs_exec,
+	.EndCustomScan = gs_end,
+	.ReScanCustomScan = gs_rescan,
+	.EstimateDSMCustomScan = gs_estimate_dsm,
+	.InitializeDSMCustomScan = gs_init_dsm,
+	.ReInitializeDSMCustomScan = gs_reinit_dsm,
+	.InitializeWorkerCustomScan = gs_init_worker,
+	.ShutdownCustomScan = gs_shutdown,
+	.ExplainCustomScan = gs_explain,
+};
+
+/* pg_warp_gpuscan_init: the setting and the planner hook (from _PG_init) */
+void
+pg_warp_gpuscan_init(void)
+{
+	DefineCustomBoolVariable("pg_warp.enable_gpuscan",
+							 "Lets the planner use GpuScan for filtered scans of Arrow tables.",
+							 NULL, &pg_warp_enable_gpuscan, true,
+							 PGC_USERSET, 0, NULL, NULL, NULL);
+	RegisterCustomScanMethods(&gs_scan_methods);
+	prev_rel_pathlist_hook = set_rel_pathlist_hook;
+	set_rel_pathlist_hook = gs_rel_pathlist;
+}

@@ -1,0 +1,363 @@
+"""GpuScan (src/engine/gpuscan.c, the service's SCAN_RUN in src/service/scan.c)
+against PostgreSQL as the oracle.
+
+Every query runs twice: with pg_warp.enabled on and the engine's costs at zero
+(the plan must be a GpuScan: the warp service reads the files, filters the
+batches and returns the passing rows of the referenced columns) and with
+pg_warp.enabled off (arrow_fdw's plain scan, PostgreSQL evaluating every
+qual); the rows, or the error's SQLSTATE and message, must be equal.  The
+tables hold edge values and NULLs of every type the engine loads and of
+types it only returns; batches are small, so that errors and fallbacks hit
+some batches and not others.
+
+Runs against the cluster that scripts/test.sh starts (pg_warp preloaded, so
+the service runs; without a GPU it runs the CPU engine).
+"""
+import datetime
+import decimal
+import os
+import shutil
+import subprocess
+import tempfile
+import threading
+import time
+
+import pyarrow as pa
+import pytest
+
+from test_engine_filter import CLAUSES
+
+N = 60
+BATCH = 7
+ON = ("SET pg_warp.engine_startup_cost = 0; SET pg_warp.engine_row_cost = 0; "
+      "SET pg_warp.enable_gpupreagg = off; ")
+
+
+def psql(sql, check=True, user=None, sep="|"):
+    cmd = ["psql", "-XAtq", "-F", sep, "-v", "ON_ERROR_STOP=1", "-c", sql]
+    if user:
+        cmd[1:1] = ["-U", user]
+    r = subprocess.run(cmd, capture_output=True, text=True)
+    if check:
+        assert r.returncode == 0, r.stderr
+    return r.stdout.strip() if check else (r.returncode, r.stdout.strip(), r.stderr)
+
+
+def column(edges, stride, n=N):
+    return [edges[(i * stride) % len(edges)] for i in range(n)]
+
+
+def edge_table():
+    D = decimal.Decimal
+    big = D("999999999999999999.99")
+    dt = datetime.datetime
+    ts = [dt(1970, 1, 1), dt(2000, 1, 1, 12, 30), None, dt(1, 1, 1),
+          dt(9999, 12, 31, 23, 59, 59, 999999), dt(2024, 2, 29, 1, 2, 3, 4), dt(1999, 12, 31)]
+    cols = {
+        "id": pa.array(range(1, N + 1), pa.int32()),
+        "i2": pa.array(column([-32768, 32767, 0, None, 1, -1, 42, 181, -7, 255], 1), pa.int16()),
+        "i4": pa.array(column([-2**31, 2**31 - 1, 0, None, 1, -1, 42, 46341, -46341, 7,
+                               65536], 3), pa.int32()),
+        "i8": pa.array(column([-2**63, 2**63 - 1, 0, None, 1, -1, 42, 3037000500, -7,
+                               10**12], 7), pa.int64()),
+        "z": pa.array(column([0, 1, -1, None, 2, 0, 5, -3], 5), pa.int32()),
+        "f4": pa.array(column([0.0, -0.0, float("nan"), float("inf"), float("-inf"), None,
+                               1.5, -2.5, 3.4e38, 1e-45], 3), pa.float32()),
+        "f8": pa.array(column([0.0, -0.0, float("nan"), float("inf"), float("-inf"), None,
+                               1.5, -2.5, 1e308, 5e-324, 42.0], 7), pa.float64()),
+        "n": pa.array(column([D("0.00"), D("1.50"), D("-1.50"), None, big, -big, D("42.00"),
+                              D("0.01")], 3), pa.decimal128(20, 2)),
+        "t": pa.array(column(["", "a", "ab", "abc", "B", "b", None, "é", "日本語", "a%b",
+                              "a_b", "ab\\c", "zz", "éa"], 5), pa.string()),
+        "d": pa.array(column([datetime.date(1970, 1, 1), datetime.date(2000, 1, 1), None,
+                              datetime.date(1, 1, 1), datetime.date(9999, 12, 31),
+                              datetime.date(1999, 12, 31), datetime.date(2024, 2, 29)], 3),
+                      pa.date32()),
+        "ts": pa.array(column(ts, 5), pa.timestamp("us")),
+        "tstz": pa.array(column(ts, 3), pa.timestamp("us", tz="UTC")),
+        "b": pa.array(column([True, False, None], 1), pa.bool_()),
+        # returned only (the engine's filter does not load these layouts)
+        "lt": pa.array(column(["x" * 300, None, "", "ü", "long " * 20], 2), pa.large_string()),
+        "bin": pa.array(column([b"\x00\x01", None, b"", b"\xff" * 40], 3), pa.binary()),
+        "u4": pa.array(column([0, 2**32 - 1, None, 7], 1), pa.uint32()),
+        "tm": pa.array(column([datetime.time(0, 0), datetime.time(23, 59, 59, 999999), None,
+                               datetime.time(12, 1, 2, 3)], 1), pa.time64("us")),
+        "d64": pa.array(column([datetime.date(2001, 2, 3), None, datetime.date(1969, 12, 31)],
+                               2), pa.date64()),
+    }
+    return pa.table(cols)
+
+
+COLS = ("id int4, i2 int2, i4 int4, i8 int8, z int4, f4 float4, f8 float8, n numeric(20,2), "
+        "t text, d date, ts timestamp, tstz timestamptz, b bool, lt text, bin bytea, "
+        "u4 int8, tm time, d64 date")
+ALL = ("id, i2, i4, i8, z, f4, f8, n, t, d, ts, tstz, b, md5(lt), encode(bin, 'hex'), u4, tm, "
+       "d64")
+
+
+def write(path, table, batch=BATCH):
+    with pa.ipc.new_file(path, table.schema) as w:
+        for b in table.to_batches(max_chunksize=batch):
+            w.write_batch(b)
+    os.chmod(path, 0o644)
+
+
+@pytest.fixture(scope="module", autouse=True)
+def edge():
+    d = tempfile.mkdtemp(prefix="pg_warp_gs.")
+    os.chmod(d, 0o755)
+    table = edge_table()
+    write(os.path.join(d, "edge.arrow"), table)
+    os.mkdir(os.path.join(d, "dir"))
+    os.chmod(os.path.join(d, "dir"), 0o755)
+    for k in range(3):
+        write(os.path.join(d, "dir", "part%d.arrow" % k), table.slice(k * 20, 20), 6)
+    write(os.path.join(d, "empty.arrow"), table.slice(0, 0))
+    write(os.path.join(d, "one.arrow"), table.slice(4, 1))
+    psql("CREATE EXTENSION IF NOT EXISTS pg_warp")
+    psql("DROP SCHEMA IF EXISTS gs CASCADE; CREATE SCHEMA gs")
+    for name, opt in (("edge", "file '%s/edge.arrow'" % d), ("dir", "dir '%s/dir'" % d),
+                      ("empty", "file '%s/empty.arrow'" % d),
+                      ("one", "file '%s/one.arrow'" % d)):
+        psql("CREATE FOREIGN TABLE gs.%s (%s) SERVER arrow_fdw OPTIONS (%s)" % (name, COLS, opt))
+    psql("""CREATE FUNCTION gs.run(q text, on_off bool) RETURNS text LANGUAGE plpgsql AS $f$
+            DECLARE r text;
+            BEGIN
+              PERFORM set_config('pg_warp.enabled', on_off::text, true);
+              PERFORM set_config('pg_warp.engine_startup_cost', '0', true);
+              PERFORM set_config('pg_warp.engine_row_cost', '0', true);
+              PERFORM set_config('pg_warp.enable_gpupreagg', 'off', true);
+              EXECUTE q INTO r;
+              RETURN 'ok ' || coalesce(r, '-');
+            EXCEPTION WHEN others THEN
+              RETURN 'error ' || SQLSTATE || ' ' || SQLERRM;
+            END $f$""")
+    yield d
+    psql("DROP SCHEMA IF EXISTS gs CASCADE")
+    shutil.rmtree(d, ignore_errors=True)
+
+
+def compare(queries):
+    vals = ",".join("(%d, '%s')" % (k, q.replace("'", "''")) for k, q in enumerate(queries))
+    out = psql("SELECT k, gs.run(q, true), gs.run(q, false) FROM (VALUES %s) v(k, q) "
+               "ORDER BY k" % vals, sep="\x1f")
+    rows = [ln.split("\x1f") for ln in out.split("\n")]
+    assert len(rows) == len(queries)
+    return [(queries[int(k)], on, off) for k, on, off in rows]
+
+
+def assert_equal(queries):
+    bad = ["%s:\n  on:  %s\n  off: %s" % (q, on, off)
+           for q, on, off in compare(queries) if on != off]
+    assert not bad, "\n".join(bad)
+
+
+def plan(sql, opts="COSTS OFF", settings=ON):
+    return psql(settings + "EXPLAIN (%s) %s" % (opts, sql))
+
+
+def rows_query(where, table="gs.edge", cols=ALL):
+    return ("SELECT string_agg(concat_ws('|', %s), ',' ORDER BY id) FROM %s WHERE %s"
+            % (cols, table, where))
+
+
+def test_every_clause_all_columns():
+    """Every clause of the engine filter's suite, every column returned."""
+    assert_equal([rows_query(c) for c in CLAUSES])
+
+
+def test_plans_are_gpuscan():
+    for where in ("i4 > 0", "t LIKE 'a%' AND f8 > 0", "n * n > 0", "b IS NOT TRUE",
+                  "d < 'infinity' AND ts > '2000-01-01'", "i4 > 0 AND random() >= 0"):
+        p = plan("SELECT %s FROM gs.edge WHERE %s" % (ALL, where))
+        assert "Custom Scan (GpuScan) on edge" in p and "Engine Filter:" in p, p
+
+
+def test_errors_are_postgresql_errors():
+    res = {q: on for q, on, off in compare([rows_query(c) for c in (
+        "i4 * i4 > 0", "i4 / z > 1", "f8 / 0 > 0", "d - 2140000000 < '2000-01-01'",
+        "substring(t, 1, -1) = ''", "z <> 0 AND i4 / z > 1")])}
+    got = list(res.values())
+    assert got[0].startswith("error 22003 integer out of range"), got[0]
+    assert got[1].startswith("error 22012 division by zero"), got[1]
+    assert got[2].startswith("error 22012"), got[2]
+    assert got[3].startswith("error 22008"), got[3]
+    assert got[4].startswith("error 22011"), got[4]
+    assert got[5].startswith("ok "), got[5]
+
+
+def test_rechecked_batches_in_explain():
+    p = plan(rows_query("n * n * n > 0"), "ANALYZE, COSTS OFF, TIMING OFF")
+    assert "GpuScan" in p, p
+    line = [ln for ln in p.split("\n") if "Batches Rechecked by PostgreSQL:" in ln][0]
+    assert int(line.split(":")[1]) > 0, p
+
+
+def test_projections_few_and_many():
+    qs = []
+    for cols in ("id", "t", "lt", "bin", "u4, tm, d64", "i2, b", ALL, "id, f4, f4, f4"):
+        for where in ("i4 > 0", "t < 'b'", "b", "i8 IS NULL", "f8 = 'NaN'"):
+            qs.append(rows_query(where, cols="id, " + cols.replace("lt", "md5(lt)")
+                                 .replace("bin", "encode(bin, 'hex')")))
+    qs.append("SELECT count(*) FROM gs.edge WHERE i4 > 0")
+    qs.append("SELECT sum(length(lt)) FROM gs.edge WHERE i2 > 0 AND lt LIKE '%ü%'")
+    assert_equal(qs)
+
+
+def test_only_referenced_columns_returned():
+    p = plan("SELECT t FROM gs.edge WHERE i4 > 0 AND f8 < 1", "VERBOSE, COSTS OFF")
+    assert "Columns Returned: t" in p and "Columns Only Filtered:" in p, p
+
+
+def test_directory_empty_and_one_row_tables():
+    qs = []
+    for table in ("gs.dir", "gs.empty", "gs.one"):
+        for where in ("i4 > 0", "i4 / z > 1", "t LIKE '%b'", "i8 IS NOT NULL"):
+            qs.append(rows_query(where, table))
+        qs.append("SELECT count(*) FROM %s WHERE i2 < 1000" % table)
+    assert_equal(qs)
+    assert "GpuScan" in plan("SELECT id FROM gs.dir WHERE i4 > 0")
+
+
+def test_limit():
+    assert_equal(["SELECT string_agg(id::text, ',') FROM (SELECT id FROM gs.edge "
+                  "WHERE i4 > 0 LIMIT %d) s" % k for k in (0, 1, 3, 8, 100)] +
+                 ["SELECT string_agg(id::text, ',') FROM (SELECT id FROM gs.dir "
+                  "WHERE i2 <> 0 ORDER BY id LIMIT 5) s"])
+
+
+def test_rescan_nested_loop_inner():
+    s = ("SET enable_hashjoin = off; SET enable_mergejoin = off; SET enable_material = off; "
+         "SET enable_memoize = off; ")
+    q = ("SELECT string_agg(v.x || ':' || e.id, ',' ORDER BY v.x, e.id) FROM "
+         "(VALUES (1), (2), (3)) v(x) JOIN gs.edge e ON e.id % 3 = v.x - 1 "
+         "WHERE e.i2 > 0")
+    p = plan(q, "ANALYZE, COSTS OFF, TIMING OFF", ON + s)
+    assert "Nested Loop" in p and "GpuScan" in p and "loops=3" in p, p
+    on = psql(ON + s + q)
+    off = psql(s + "SET pg_warp.enabled = off; " + q)
+    assert on == off and on
+
+
+@pytest.fixture(scope="module")
+def big(edge):
+    """A table of 200 000 rows in 200 batches, for parallel plans and cancels."""
+    import pyarrow.compute as pc
+    n = 200000
+    t = pa.table({
+        "id": pa.array(range(n), pa.int64()),
+        "a": pc.cast(pc.floor(pc.multiply(pc.random(n, initializer=7), 1000)), pa.int32()),
+        "s": pa.array(["s%d" % (i % 977) if i % 11 else None for i in range(n)]),
+    })
+    write(os.path.join(edge, "big.arrow"), t, 1000)
+    psql("CREATE FOREIGN TABLE gs.big (id int8, a int4, s text) SERVER arrow_fdw "
+         "OPTIONS (file '%s/big.arrow', parallel_workers '2')" % edge)
+    return "gs.big"
+
+
+PAR = ("SET parallel_setup_cost = 0; SET parallel_tuple_cost = 0; "
+       "SET min_parallel_table_scan_size = 0; SET max_parallel_workers_per_gather = 2; ")
+
+
+def test_parallel_plan_equals_serial(big):
+    q = ("SELECT count(*), sum(id), count(s), md5(string_agg(s, ',' ORDER BY id)) "
+         "FROM gs.big WHERE a < 100 AND s LIKE 's1%'")
+    p = plan(q, "ANALYZE, COSTS OFF, TIMING OFF", ON + PAR)
+    assert "Parallel Custom Scan (GpuScan)" in p and "Gather" in p, p
+    rows_read = [ln for ln in p.split("\n") if "Rows Read:" in ln][0]
+    assert int(rows_read.split(":")[1]) == 200000, p
+    par = psql(ON + PAR + q)
+    assert par == psql(ON + q) == psql("SET pg_warp.enabled = off; " + q)
+
+
+def test_non_superuser():
+    psql("DROP ROLE IF EXISTS gs_user; CREATE ROLE gs_user LOGIN; "
+         "GRANT USAGE ON SCHEMA gs TO gs_user; GRANT SELECT ON gs.edge TO gs_user")
+    try:
+        q = "SELECT string_agg(id::text, ',' ORDER BY id) FROM gs.edge WHERE i4 > 0"
+        p = psql(ON + "EXPLAIN (COSTS OFF) " + q, user="gs_user")
+        assert "GpuScan" in p, p
+        assert psql(ON + q, user="gs_user") == psql("SET pg_warp.enabled = off; " + q)
+        rc, _, err = psql(ON + "SELECT count(*) FROM gs.one WHERE i4 > 0", check=False,
+                          user="gs_user")
+        assert rc != 0 and "permission denied" in err, err
+    finally:
+        psql("DROP OWNED BY gs_user; DROP ROLE gs_user")
+
+
+def test_statement_timeout_and_cancel(big):
+    slow = ("SELECT count(*) FROM gs.big WHERE a >= 0 AND pg_sleep(0.0002) IS NOT NULL")
+    p = plan(slow)
+    assert "GpuScan" in p, p
+    rc, _, err = psql(ON + "SET statement_timeout = '300ms'; " + slow, check=False)
+    assert rc != 0 and "statement timeout" in err, err
+    # a cancel from another session
+    out = {}
+
+    def victim():
+        out["r"] = psql(ON + "SET application_name = 'gs_victim'; " + slow, check=False)
+
+    th = threading.Thread(target=victim)
+    th.start()
+    deadline = time.time() + 20
+    while time.time() < deadline:
+        if psql("SELECT pg_cancel_backend(pid) FROM pg_stat_activity "
+                "WHERE application_name = 'gs_victim' AND state = 'active'") == "t":
+            break
+        time.sleep(0.05)
+    th.join(60)
+    rc, _, err = out["r"]
+    assert rc != 0 and "canceling statement due to user request" in err, err
+    # the service serves the next query
+    assert psql(ON + "SELECT count(*) FROM gs.big WHERE a < 10") == \
+        psql("SET pg_warp.enabled = off; SELECT count(*) FROM gs.big WHERE a < 10")
+
+
+@pytest.mark.parametrize("settings,where", [
+    ("SET pg_warp.enable_gpuscan = off; ", "i4 > 0"),
+    ("SET pg_warp.enabled = off; ", "i4 > 0"),
+    ("", "random() > 2"),
+    ("", "t < 'b' COLLATE \"und-x-icu\""),
+    ("", "true"),
+])
+def test_plans_that_stay_plain(settings, where):
+    p = plan("SELECT id FROM gs.edge WHERE %s" % where, settings=ON + settings)
+    assert "GpuScan" not in p and "Foreign Scan" in p, p
+
+
+def test_whole_row_and_system_columns_stay_plain():
+    for q in ("SELECT e FROM gs.edge e WHERE i4 > 0",
+              "SELECT tableoid, id FROM gs.edge WHERE i4 > 0"):
+        p = plan(q)
+        assert "GpuScan" not in p, p
+
+
+def test_engine_costs_choose():
+    """With its default costs GpuScan does not take a tiny table."""
+    p = plan("SELECT id FROM gs.edge WHERE i4 > 0", settings="")
+    assert "GpuScan" not in p, p
+
+
+def test_explain_verbose_program():
+    p = plan("SELECT id FROM gs.edge WHERE i4 > 0 AND t LIKE 'a%'", "VERBOSE, COSTS OFF")
+    assert "Engine Program:" in p and "LIKE_PREFIX" in p and "Engine: auto" in p, p
+    p = plan("SELECT id FROM gs.edge WHERE i4 > 0", "ANALYZE, COSTS OFF, TIMING OFF",
+             ON + "SET pg_warp.engine = cpu; ")
+    assert "Engine: CPU" in p and "Engine Threads:" in p, p
+
+
+def test_gpu_engine_equal():
+    """pg_warp.engine = gpu: the GPU filter's rows and errors are PostgreSQL's
+    (runs only where the service has a GPU)."""
+    if psql("SELECT engine FROM pgwarp.service_status()") != "gpu":
+        pytest.skip("the service has no GPU")
+    qs = [rows_query(c) for c in CLAUSES]
+    vals = ",".join("(%d, '%s')" % (k, q.replace("'", "''")) for k, q in enumerate(qs))
+    out = psql("SET pg_warp.engine = gpu; SELECT k, gs.run(q, true), gs.run(q, false) "
+               "FROM (VALUES %s) v(k, q) ORDER BY k" % vals, sep="\x1f")
+    bad = [(qs[int(k)], on, off) for k, on, off in (ln.split("\x1f") for ln in out.split("\n"))
+           if on != off]
+    assert not bad, bad
+    p = plan(rows_query("i4 > 0"), "ANALYZE, COSTS OFF, TIMING OFF",
+             ON + "SET pg_warp.engine = gpu; ")
+    assert "Engine: GPU" in p, p

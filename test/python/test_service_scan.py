@@ -1,0 +1,217 @@
+"""SCAN_RUN of pg_warp_service (src/service/scan.c), spoken by
+test/c/bin/scan_client, against pyarrow as the oracle.
+
+The service is started by hand on a temporary directory (--no-gpu, two CPU
+threads).  Every test writes Arrow files with pyarrow, asks the service to
+filter them, and compares the rows that come back, column by column in their
+Arrow layout (fixed-width values and variable-length bytes as hex, booleans as
+bits, NULLs), with what pyarrow computes from the same files: the passing
+rows, in file and batch order, of the requested columns only.
+"""
+import os
+import subprocess
+
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.ipc as ipc
+import pytest
+
+from test_service import ROOT, Service
+
+CLIENT = os.path.join(ROOT, "test", "c", "bin", "scan_client")
+
+
+@pytest.fixture(scope="module")
+def client():
+    if not os.path.exists(os.path.join(ROOT, "test", "c", "Makefile")):
+        assert os.access(CLIENT, os.X_OK), "no %s in the bundle" % CLIENT
+        return CLIENT
+    subprocess.run(["make", "-s", "-C", os.path.join(ROOT, "test", "c"), "bin/scan_client"],
+                   check=True, capture_output=True)
+    return CLIENT
+
+
+@pytest.fixture
+def svc(tmp_path):
+    d = tmp_path / "svc"
+    d.mkdir()
+    s = Service(str(d), argv=["--no-gpu", "--threads", "2"])
+    try:
+        yield s
+    finally:
+        assert s.proc.poll() is None, "the service died:\n" + s.log()
+        s.stop()
+
+
+def run(client, svc, qual, files, *opts, timeout=120):
+    """(blocks: list of (n_rows, n_cols, recheck, rows), end: dict, error)."""
+    r = subprocess.run([client, *map(str, opts), svc.sock, qual, *map(str, files)],
+                       capture_output=True, text=True, timeout=timeout)
+    assert r.returncode == 0, r.stderr
+    blocks, end, error = [], None, None
+    for line in r.stdout.splitlines():
+        f = line.split("\t")
+        if f[0] == "B":
+            blocks.append((int(f[1]), int(f[2]), f[3] == "recheck", []))
+        elif f[0] == "R":
+            blocks[-1][3].append(f[1:])
+        elif f[0] == "END":
+            end = dict(x.split("=", 1) for x in f[1:])
+        elif f[0] == "ERROR":
+            error = (int(f[1]), f[2])
+    return blocks, end, error
+
+
+def write(path, table, chunk):
+    with ipc.new_file(str(path), table.schema) as w:
+        w.write_table(table, max_chunksize=chunk)
+    return str(path)
+
+
+def value(arr, i):
+    """Row i of a pyarrow array as scan_client prints it."""
+    if not arr[i].is_valid:
+        return "N"
+    t = arr.type
+    if pa.types.is_boolean(t):
+        return "1" if arr[i].as_py() else "0"
+    if (pa.types.is_string(t) or pa.types.is_binary(t) or pa.types.is_large_string(t)
+            or pa.types.is_large_binary(t)):
+        v = arr[i].as_py()
+        return (v.encode() if isinstance(v, str) else v).hex()
+    width = t.bit_width // 8
+    buf = arr.buffers()[1]
+    return buf.to_pybytes()[(arr.offset + i) * width:(arr.offset + i + 1) * width].hex()
+
+
+def expected(table, chunk, passes, outs=None):
+    """The rows of table, batch by batch, where passes(batch, i)."""
+    rows = []
+    for b in table.to_batches(max_chunksize=chunk):
+        cols = b.columns[:outs] if outs is not None else b.columns
+        for i in range(b.num_rows):
+            if passes(b, i):
+                rows.append([value(c, i) for c in cols])
+    return rows
+
+
+def table(n, seed=1):
+    a = pc.cast(pc.floor(pc.subtract(pc.multiply(pc.random(n, initializer=seed), 200), 100)),
+                pa.int32())
+    mask = pa.array([i % 7 == 3 for i in range(n)])
+    return pa.table({
+        "a": pc.if_else(mask, pa.scalar(None, pa.int32()), a),
+        "z": pa.array([(i * 13) % 9 - 4 for i in range(n)], pa.int32()),
+        "s": pa.array([None if i % 5 == 0 else "s%d" % (i * 7919 % 1000) for i in range(n)]),
+        "b": pa.array([None if i % 11 == 0 else i % 3 == 0 for i in range(n)]),
+        "f": pa.array([i * 0.5 if i % 4 else None for i in range(n)], pa.float64()),
+        "d": pa.array([None if i % 6 == 0 else i * 1000 - 7 for i in range(n)],
+                      pa.decimal128(20, 3)),
+        "ls": pa.array(["x" * (i % 17) for i in range(n)], pa.large_string()),
+        "ts": pa.array([i * 1000003 for i in range(n)], pa.timestamp("us")),
+        "u2": pa.array([i % 65536 for i in range(n)], pa.uint16()),
+    })
+
+
+def rows_of(blocks):
+    return [r for _, _, _, rows in blocks for r in rows]
+
+
+def test_every_row_every_column(client, svc, tmp_path):
+    t = table(3000)
+    files = [write(tmp_path / "a.arrow", t, 256), write(tmp_path / "b.arrow", t.slice(17), 1000)]
+    blocks, end, error = run(client, svc, "none", files)
+    assert error is None, error
+    want = expected(t, 256, lambda b, i: True) + expected(t.slice(17), 1000, lambda b, i: True)
+    assert rows_of(blocks) == want
+    assert int(end["rows_in"]) == int(end["rows_passed"]) == 3000 + 2983
+    assert int(end["recheck"]) == 0 and int(end["engine"]) == 1
+
+
+def test_passing_rows_of_requested_columns(client, svc, tmp_path):
+    t = table(5000, seed=3)
+    f = write(tmp_path / "a.arrow", t, 333)
+
+    def pos(b, i):
+        v = b.column(0)[i].as_py()
+        return v is not None and v > 0
+
+    for outs in (0, 1, 3, 9):
+        blocks, end, error = run(client, svc, "pos", [f], "--outs", outs)
+        assert error is None, error
+        want = expected(t, 333, pos, outs)
+        assert rows_of(blocks) == want, outs
+        assert all(nc == outs and not rc for _, nc, rc, _ in blocks)
+        assert int(end["rows_passed"]) == len(want)
+
+
+def test_error_batches_come_back_whole(client, svc, tmp_path):
+    """a / z > 0: a batch where z = 0 beside a non-NULL a raises division by
+    zero; it comes back whole (every column, every row) flagged recheck."""
+    n, chunk = 4000, 100
+    a = pa.array([None if i % 7 == 3 else (i % 50) - 20 for i in range(n)], pa.int32())
+    z = pa.array([0 if i in (151, 1999, 3900) else (i % 5) + 1 for i in range(n)], pa.int32())
+    t = pa.table({"a": a, "z": z, "s": pa.array(["v%d" % i for i in range(n)])})
+    f = write(tmp_path / "a.arrow", t, chunk)
+    blocks, end, error = run(client, svc, "div", [f], "--outs", 1)
+    assert error is None, error
+    bad = {151 // chunk, 1999 // chunk, 3900 // chunk}
+    want = []
+    for k, b in enumerate(t.to_batches(max_chunksize=chunk)):
+        if k in bad:
+            want += [[value(c, i) for c in b.columns] for i in range(b.num_rows)]
+            continue
+        for i in range(b.num_rows):
+            av, zv = b.column(0)[i].as_py(), b.column(1)[i].as_py()
+            if av is not None and int(av / zv) > 0:
+                want.append([value(b.column(0), i)])
+    assert rows_of(blocks) == want
+    assert sum(1 for _, _, rc, _ in blocks if rc) == 3
+    assert int(end["recheck"]) == 3
+
+
+def test_blocks_split_at_the_message_limit(client, svc, tmp_path):
+    """Passing rows of more than 1 MiB in one batch come back in several
+    blocks, in order."""
+    n = 60000
+    t = pa.table({"a": pa.array([1 + i % 3 for i in range(n)], pa.int32()),
+                  "s": pa.array(["%040d" % i for i in range(n)])})
+    f = write(tmp_path / "a.arrow", t, n)
+    blocks, end, error = run(client, svc, "pos", [f])
+    assert error is None, error
+    assert len(blocks) > 2
+    assert rows_of(blocks) == expected(t, n, lambda b, i: True)
+
+
+def test_empty_file_and_empty_result(client, svc, tmp_path):
+    t = table(10)
+    f0 = write(tmp_path / "empty.arrow", t.slice(0, 0), 10)
+    neg = t.set_column(0, "a", pa.array([-1] * 10, pa.int32()))
+    f1 = write(tmp_path / "neg.arrow", neg, 3)
+    blocks, end, error = run(client, svc, "pos", [f0, f1])
+    assert error is None and blocks == [] and int(end["rows_in"]) == 10, (error, end)
+
+
+def test_malformed_and_changed(client, svc, tmp_path):
+    t = table(100)
+    f = write(tmp_path / "a.arrow", t, 10)
+    _, _, error = run(client, svc, "none", [f], "--outs", 99)
+    assert error is not None and error[0] == 1, error      # WARP_ERR_PROTOCOL
+    # a dictionary-encoded column has no flat layout: refused
+    dict_t = pa.table({"a": pa.array([1, 2], pa.int32()),
+                       "k": pa.array(["x", "y"]).dictionary_encode()})
+    fd = write(tmp_path / "dict.arrow", dict_t, 10)
+    _, _, error = run(client, svc, "pos", [fd])
+    assert error is not None and "flat layout" in error[1], error
+
+
+def test_cancel(client, svc, tmp_path):
+    n = 400000
+    t = pa.table({"a": pa.array(range(n), pa.int32()),
+                  "s": pa.array(["%030d" % i for i in range(n)])})
+    f = write(tmp_path / "big.arrow", t, 1000)
+    blocks, end, error = run(client, svc, "pos", [f, f, f], "--cancel-ms", 1)
+    # canceled, unless it finished within the millisecond
+    assert (error is not None and error[0] == 8) or end is not None, (error, end)
+    blocks, end, error = run(client, svc, "pos", [f])
+    assert error is None and int(end["rows_passed"]) == n - 1
