@@ -177,6 +177,7 @@ SERVICE_SRCS = \
 	src/service/agg.c \
 	src/service/gpu.c \
 	src/service/gpu_agg.c \
+	src/service/gpu_cache.c \
 	src/service/main.c \
 	src/service/server.c
 # the xPU sources the service compiles in (the CPU engine and its table)
@@ -185,6 +186,7 @@ SERVICE_XPU_SRCS = \
 	src/xpu/xpu_build.c \
 	src/xpu/xpu_cpu.c
 SERVICE_HDRS = \
+	src/service/gpu_cache.h \
 	src/service/gpu_driver.h \
 	src/service/service.h \
 	src/arrow/arrow.h \
