@@ -60,7 +60,6 @@ static const struct
 	{"cuStreamDestroy_v2", (void **) &gpu_drv.cuStreamDestroy},
 	{"cuStreamSynchronize", (void **) &gpu_drv.cuStreamSynchronize},
 	{"cuStreamQuery", (void **) &gpu_drv.cuStreamQuery},
-	{"cuMemHostGetDevicePointer_v2", (void **) &gpu_drv.cuMemHostGetDevicePointer},
 	{"cuEventCreate", (void **) &gpu_drv.cuEventCreate},
 	{"cuEventDestroy_v2", (void **) &gpu_drv.cuEventDestroy},
 	{"cuEventRecord", (void **) &gpu_drv.cuEventRecord},

@@ -53,6 +53,21 @@
 #define GAGG_CACHE_MAX		256
 #define GAGG_DEFAULT_GROUPS	(1u << 20)
 #define GAGG_POLL_NS		20000	/* the wait for a kernel checks for a cancel this often */
+#define GAGG_OOM_EVICT		((size_t) 64 << 20)	/* cache bytes evicted per retry */
+
+/*
+ * GAGG_RETRY: a driver call that may need device memory (a stream, an
+ * event, a launch), done again while it runs out of it and the column
+ * cache has entries to evict
+ */
+#define GAGG_RETRY(g, call) \
+	({ \
+		CUresult	r_; \
+		while ((r_ = (call)) == CUDA_ERROR_OUT_OF_MEMORY && \
+			   gpu_cache_shrink((g)->dev, GAGG_OOM_EVICT) > 0) \
+			; \
+		r_; \
+	})
 
 /* one pread into pinned memory, or (off != NULL) a check of utf8 offsets */
 typedef struct GaggRead
@@ -146,8 +161,10 @@ typedef struct GaggRun
 	uint64_t	mem_held;
 	bool		use_cache;		/* the device's column cache is on */
 	GpuCacheFileId *ids;		/* per file: its identity (ino 0: not cached) */
-	int32_t    *cancel_host;	/* pinned, mapped: nonzero stops the kernels */
-	CUdeviceptr d_cancel;		/* its device address */
+	CUdeviceptr d_cancel;		/* int32 the kernels poll: nonzero stops them */
+	CUstream	cancel_stream;	/* sets it while the slots' streams are busy */
+	int32_t    *cancel_one;		/* pinned: the 1 copied there */
+	bool		cancel_sent;
 	GpuAggSink	sink;
 	void	   *sink_arg;
 	XpuError   *err;
@@ -566,8 +583,9 @@ gagg_table_reset(GaggRun *g)
 		blocks = g->n_sms * 16;
 	if (gagg_cuda(g, gpu_drv.cuMemcpyHtoDAsync(g->d_table, &g->table, sizeof(g->table), s),
 				  "cuMemcpyHtoDAsync") != 0 ||
-		gagg_cuda(g, gpu_drv.cuLaunchKernel(g->f_init, blocks, 1, 1, XPU_GAGG_BLOCK, 1, 1,
-											0, s, params, NULL), "cuLaunchKernel") != 0)
+		gagg_cuda(g, GAGG_RETRY(g, gpu_drv.cuLaunchKernel(g->f_init, blocks, 1, 1,
+														  XPU_GAGG_BLOCK, 1, 1, 0, s,
+														  params, NULL)), "cuLaunchKernel") != 0)
 		return -1;
 	return gagg_cuda(g, gpu_drv.cuStreamSynchronize(s), "cuStreamSynchronize");
 }
@@ -1261,8 +1279,9 @@ gagg_launch(GaggRun *g, GaggSlot *s, CUdeviceptr rows, uint32_t n_rows, CUdevice
 	if (gagg_cuda(g, gpu_drv.cuMemsetD8Async(s->d_launch, 0, sizeof(XpuGaggLaunch), s->stream),
 				  "cuMemsetD8Async") != 0 ||
 		gagg_cuda(g, gpu_drv.cuEventRecord(s->ev_start, s->stream), "cuEventRecord") != 0 ||
-		gagg_cuda(g, gpu_drv.cuLaunchKernel(g->f_exec, blocks, 1, 1, XPU_GAGG_BLOCK, 1, 1,
-											smem, s->stream, params, NULL),
+		gagg_cuda(g, GAGG_RETRY(g, gpu_drv.cuLaunchKernel(g->f_exec, blocks, 1, 1,
+														  XPU_GAGG_BLOCK, 1, 1, smem,
+														  s->stream, params, NULL)),
 				  "cuLaunchKernel") != 0 ||
 		gagg_cuda(g, gpu_drv.cuEventRecord(s->ev_end, s->stream), "cuEventRecord") != 0 ||
 		gagg_cuda(g, gpu_drv.cuMemcpyDtoHAsync(s->status, s->d_launch, sizeof(XpuGaggLaunch),
@@ -1286,8 +1305,14 @@ gagg_stream_wait(GaggRun *g, CUstream st)
 
 	while ((rc = gpu_drv.cuStreamQuery(st)) == CUDA_ERROR_NOT_READY)
 	{
-		if (g->run->canceled != NULL && *g->run->canceled)
-			__atomic_store_n(g->cancel_host, 1, __ATOMIC_RELAXED);
+		if (g->run->canceled != NULL && *g->run->canceled && !g->cancel_sent)
+		{
+			g->cancel_sent = true;
+			if (gagg_cuda(g, gpu_drv.cuMemcpyHtoDAsync(g->d_cancel, g->cancel_one,
+													   sizeof(int32_t), g->cancel_stream),
+						  "cuMemcpyHtoDAsync") != 0)
+				return -1;
+		}
 		nanosleep(&nap, NULL);
 	}
 	if (gagg_cuda(g, rc, "cuStreamQuery") != 0)
@@ -1425,10 +1450,12 @@ gagg_slots_create(GaggRun *g)
 	{
 		GaggSlot   *s = &g->slots[i];
 
-		if (gagg_cuda(g, gpu_drv.cuStreamCreate(&s->stream, CU_STREAM_NON_BLOCKING),
+		if (gagg_cuda(g, GAGG_RETRY(g, gpu_drv.cuStreamCreate(&s->stream, CU_STREAM_NON_BLOCKING)),
 					  "cuStreamCreate") != 0 ||
-			gagg_cuda(g, gpu_drv.cuEventCreate(&s->ev_start, CU_EVENT_DEFAULT), "cuEventCreate") != 0 ||
-			gagg_cuda(g, gpu_drv.cuEventCreate(&s->ev_end, CU_EVENT_DEFAULT), "cuEventCreate") != 0 ||
+			gagg_cuda(g, GAGG_RETRY(g, gpu_drv.cuEventCreate(&s->ev_start, CU_EVENT_DEFAULT)),
+					  "cuEventCreate") != 0 ||
+			gagg_cuda(g, GAGG_RETRY(g, gpu_drv.cuEventCreate(&s->ev_end, CU_EVENT_DEFAULT)),
+					  "cuEventCreate") != 0 ||
 			gagg_host_alloc(g, (void **) &s->status, sizeof(XpuGaggLaunch), "a status") != 0 ||
 			gagg_dev_alloc(g, &s->d_launch, sizeof(XpuGaggLaunch), "a status") != 0)
 			return -1;
@@ -1481,15 +1508,23 @@ gagg_cache_recheck(GaggRun *g)
 	}
 }
 
-/* the pinned flag that stops the kernels, as the device sees it */
+/*
+ * the flag that stops the kernels: device memory (zeroed on slot 0's
+ * stream, before any launch) that a copy on a stream of its own sets while
+ * the kernels run
+ */
 static int
 gagg_cancel_setup(GaggRun *g)
 {
-	if (gagg_host_alloc(g, (void **) &g->cancel_host, sizeof(int32_t), "the cancel flag") != 0)
+	if (gagg_host_alloc(g, (void **) &g->cancel_one, sizeof(int32_t), "the cancel flag") != 0 ||
+		gagg_dev_alloc(g, &g->d_cancel, sizeof(int32_t), "the cancel flag") != 0 ||
+		gagg_cuda(g, GAGG_RETRY(g, gpu_drv.cuStreamCreate(&g->cancel_stream,
+														 CU_STREAM_NON_BLOCKING)),
+				  "cuStreamCreate") != 0)
 		return -1;
-	*g->cancel_host = 0;
-	return gagg_cuda(g, gpu_drv.cuMemHostGetDevicePointer(&g->d_cancel, g->cancel_host, 0),
-					 "cuMemHostGetDevicePointer");
+	*g->cancel_one = 1;
+	return gagg_cuda(g, gpu_drv.cuMemsetD8Async(g->d_cancel, 0, sizeof(int32_t),
+												g->slots[0].stream), "cuMemsetD8Async");
 }
 
 /*
@@ -1552,8 +1587,8 @@ gagg_setup(GaggRun *g, const ServiceGpu *gpu, uint32_t dev, const GpuAggOptions 
 	for (int k = 0; k < prog->n_cols; k++)
 		if (XPU_COLS(prog)[k].col_index + 1 > g->chunk_ncols)
 			g->chunk_ncols = XPU_COLS(prog)[k].col_index + 1;
-	if (gagg_cache_setup(g) != 0 || gagg_cancel_setup(g) != 0 ||
-		gagg_slots_create(g) != 0 ||
+	if (gagg_cache_setup(g) != 0 || gagg_slots_create(g) != 0 ||
+		gagg_cancel_setup(g) != 0 ||
 		gagg_dev_alloc(g, &g->d_prog, prog->total_len, "the program") != 0 ||
 		gagg_dev_alloc(g, &g->d_spec, sizeof(XpuGaggSpec), "the aggregates") != 0 ||
 		gagg_dev_alloc(g, &g->d_table, sizeof(XpuGaggTable), "the table") != 0 ||
@@ -1598,7 +1633,13 @@ gagg_teardown(GaggRun *g)
 	gagg_dev_free(g, &g->d_prog, g->prog->total_len);
 	gagg_dev_free(g, &g->d_spec, sizeof(XpuGaggSpec));
 	gagg_dev_free(g, &g->d_table, sizeof(XpuGaggTable));
-	gagg_host_free(g, (void **) &g->cancel_host, sizeof(int32_t));
+	if (g->cancel_stream != NULL)
+	{
+		gpu_drv.cuStreamSynchronize(g->cancel_stream);
+		gpu_drv.cuStreamDestroy(g->cancel_stream);
+	}
+	gagg_dev_free(g, &g->d_cancel, sizeof(int32_t));
+	gagg_host_free(g, (void **) &g->cancel_one, sizeof(int32_t));
 	gagg_cache_recheck(g);
 	free(g->ids);
 	if (g->io.n_threads > 0 || g->io.stop == 0)

@@ -26,6 +26,8 @@
 #include "gpu_driver.h"
 
 #define GPU_CACHE_BUCKETS	8192	/* a power of 2 */
+#define GPU_CACHE_SLAB_MAX	((size_t) 1 << 30)
+#define GPU_CACHE_SLAB_MIN	((size_t) 1 << 20)
 
 typedef enum
 {
@@ -35,6 +37,7 @@ typedef enum
 } EntryState;
 
 typedef struct GpuCacheFile GpuCacheFile;
+typedef struct GpuCacheSlab GpuCacheSlab;
 
 struct GpuCacheEntry
 {
@@ -45,15 +48,16 @@ struct GpuCacheEntry
 	uint32_t	device;
 	EntryState	state;
 	int			refs;
-	CUdeviceptr ptr;
-	size_t		bytes;			/* of the allocation */
+	CUdeviceptr ptr;			/* inside its slab */
+	size_t		bytes;
 	size_t		len[3];			/* validity, values, utf8 data */
+	GpuCacheSlab *slab;			/* kept while DEAD: its references pin the slab */
 	GpuCacheFile *file;
-	GpuCacheEntry *hnext;		/* hash chain; the victim list once unlinked */
-	GpuCacheEntry *lprev;		/* LRU: lnext is less recently used */
-	GpuCacheEntry *lnext;
+	GpuCacheEntry *hnext;		/* hash chain */
 	GpuCacheEntry *fprev;		/* the file's entries */
 	GpuCacheEntry *fnext;
+	GpuCacheEntry *sprev;		/* the slab's entries */
+	GpuCacheEntry *snext;
 };
 
 /* the entries of one version of one file */
@@ -64,13 +68,32 @@ struct GpuCacheFile
 	GpuCacheFile *next;
 };
 
+/*
+ * One device allocation that entries are carved from, front to back.  A
+ * slab is evicted (its entries dropped, its space reused) as a whole, the
+ * least recently used first, once no run references any of its entries.
+ */
+struct GpuCacheSlab
+{
+	CUdeviceptr base;
+	size_t		size;
+	size_t		top;			/* bytes handed out */
+	int			refs;			/* references held to its entries */
+	uint64_t	last_use;
+	GpuCacheEntry *entries;
+	GpuCacheSlab *next;
+};
+
 typedef struct GpuCacheDev
 {
 	pthread_mutex_t lock;
-	GpuCacheStats st;			/* capacity, used, entries and counters */
+	GpuCacheStats st;			/* capacity, used (slab bytes), entries, counters */
+	size_t		slab_size;
+	uint64_t	tick;
 	GpuCacheEntry *buckets[GPU_CACHE_BUCKETS];
-	GpuCacheEntry lru;			/* sentinel: lru.lnext is the most recent */
 	GpuCacheFile *files;
+	GpuCacheSlab *slabs;
+	GpuCacheSlab *cur;			/* the slab new entries go to */
 } GpuCacheDev;
 
 static GpuCacheDev *caches[WARP_MAX_DEVICES];
@@ -100,6 +123,18 @@ bucket_of(const GpuCacheFileId *id, int32_t batch, int32_t field, int32_t kind)
 	return (uint32_t) h & (GPU_CACHE_BUCKETS - 1);
 }
 
+/* the slab size for a capacity: a sixteenth of it, within [1 MiB, 1 GiB], at most all of it */
+static size_t
+slab_size_for(uint64_t cap)
+{
+	size_t		n = (size_t) (cap / 16);
+
+	n = n < GPU_CACHE_SLAB_MIN ? GPU_CACHE_SLAB_MIN :
+		n > GPU_CACHE_SLAB_MAX ? GPU_CACHE_SLAB_MAX : n;
+	n = align_up(n, GPU_CACHE_SLAB_MIN);
+	return n < cap ? n : (size_t) cap;
+}
+
 /*
  * gpu_cache_configure
  *		Sets every device's capacity: size_bytes, or a quarter of the
@@ -127,10 +162,11 @@ gpu_cache_configure(const ServiceGpu *gpu, int64_t size_bytes)
 
 		if (c != NULL)
 		{
+			gpu_cache_clear(i);
 			pthread_mutex_lock(&c->lock);
 			c->st.capacity = cap;
+			c->slab_size = slab_size_for(cap);
 			pthread_mutex_unlock(&c->lock);
-			gpu_cache_clear(i);
 			continue;
 		}
 		if ((c = calloc(1, sizeof(GpuCacheDev))) == NULL)
@@ -139,8 +175,8 @@ gpu_cache_configure(const ServiceGpu *gpu, int64_t size_bytes)
 			continue;
 		}
 		pthread_mutex_init(&c->lock, NULL);
-		c->lru.lnext = c->lru.lprev = &c->lru;
 		c->st.capacity = cap;
+		c->slab_size = slab_size_for(cap);
 		caches[i] = c;
 	}
 	n_caches = gpu->n_devices;
@@ -193,22 +229,6 @@ find_entry(GpuCacheDev *c, const GpuCacheFileId *id, int32_t batch, int32_t fiel
 	return NULL;
 }
 
-static void
-lru_unlink(GpuCacheEntry *e)
-{
-	e->lprev->lnext = e->lnext;
-	e->lnext->lprev = e->lprev;
-}
-
-static void
-lru_push_front(GpuCacheDev *c, GpuCacheEntry *e)
-{
-	e->lprev = &c->lru;
-	e->lnext = c->lru.lnext;
-	c->lru.lnext->lprev = e;
-	c->lru.lnext = e;
-}
-
 /* the record of file id (created when create), or NULL */
 static GpuCacheFile *
 file_record(GpuCacheDev *c, const GpuCacheFileId *id, bool create)
@@ -226,7 +246,11 @@ file_record(GpuCacheDev *c, const GpuCacheFileId *id, bool create)
 	return f;
 }
 
-/* unlink_entry: takes e out of the table, the LRU list and its file's list; DEAD */
+/*
+ * unlink_entry: takes e out of the table, its file's list and its slab's
+ * list (DEAD); an unreferenced entry is freed (its space stays in the slab
+ * until the slab is reused)
+ */
 static void
 unlink_entry(GpuCacheDev *c, GpuCacheEntry *e)
 {
@@ -236,8 +260,6 @@ unlink_entry(GpuCacheDev *c, GpuCacheEntry *e)
 	while (*pp != e)
 		pp = &(*pp)->hnext;
 	*pp = e->hnext;
-	e->hnext = NULL;
-	lru_unlink(e);
 	if (e->fprev != NULL)
 		e->fprev->fnext = e->fnext;
 	else
@@ -253,77 +275,140 @@ unlink_entry(GpuCacheDev *c, GpuCacheEntry *e)
 		*fp = f->next;
 		free(f);
 	}
-	e->file = NULL;
+	if (e->sprev != NULL)
+		e->sprev->snext = e->snext;
+	else
+		e->slab->entries = e->snext;
+	if (e->snext != NULL)
+		e->snext->sprev = e->sprev;
 	e->state = ENTRY_DEAD;
-	c->st.used -= e->bytes;
 	c->st.entries--;
-}
-
-/*
- * retire: e leaves the table; unless it is referenced it goes on *victims
- * (freed by free_victims once the lock is released)
- */
-static void
-retire(GpuCacheDev *c, GpuCacheEntry *e, GpuCacheEntry **victims)
-{
-	unlink_entry(c, e);
 	if (e->refs == 0)
-	{
-		e->hnext = *victims;
-		*victims = e;
-	}
+		free(e);
 }
 
-/* evicts unreferenced entries, least recently used first, until want bytes are freed */
-static size_t
-evict_lru(GpuCacheDev *c, size_t want, GpuCacheEntry **victims)
-{
-	size_t		freed = 0;
-	GpuCacheEntry *e = c->lru.lprev;
-
-	while (e != &c->lru && freed < want)
-	{
-		GpuCacheEntry *prev = e->lprev;
-
-		if (e->refs == 0)
-		{
-			freed += e->bytes;
-			c->st.evictions++;
-			retire(c, e, victims);
-		}
-		e = prev;
-	}
-	return freed;
-}
-
-/* frees the victims' device memory and structs (lock not held; context current) */
+/* empties an unreferenced slab: its entries dropped (counted as evictions) */
 static void
-free_victims(GpuCacheEntry *v)
+empty_slab(GpuCacheDev *c, GpuCacheSlab *sl)
+{
+	while (sl->entries != NULL)
+	{
+		c->st.evictions++;
+		unlink_entry(c, sl->entries);
+	}
+	sl->top = 0;
+}
+
+/* the unreferenced slab used least recently (NULL: none) */
+static GpuCacheSlab *
+lru_slab(GpuCacheDev *c)
+{
+	GpuCacheSlab *best = NULL;
+
+	for (GpuCacheSlab *sl = c->slabs; sl != NULL; sl = sl->next)
+		if (sl->refs == 0 && (best == NULL || sl->last_use < best->last_use))
+			best = sl;
+	return best;
+}
+
+/* takes slab sl out of the cache (emptied) and onto *victims, to be freed */
+static void
+retire_slab(GpuCacheDev *c, GpuCacheSlab *sl, GpuCacheSlab **victims)
+{
+	GpuCacheSlab **pp = &c->slabs;
+
+	empty_slab(c, sl);
+	while (*pp != sl)
+		pp = &(*pp)->next;
+	*pp = sl->next;
+	if (c->cur == sl)
+		c->cur = NULL;
+	c->st.used -= sl->size;
+	sl->next = *victims;
+	*victims = sl;
+}
+
+/* frees the victims' device memory (lock not held; the device's context current) */
+static void
+free_slabs(GpuCacheSlab *v)
 {
 	while (v != NULL)
 	{
-		GpuCacheEntry *next = v->hnext;
+		GpuCacheSlab *next = v->next;
 
-		if (v->ptr != 0)
-		{
-			gpu_drv.cuMemFree(v->ptr);
-			__atomic_fetch_sub(&svc_counters.memory_in_use, (uint64_t) v->bytes,
-							   __ATOMIC_RELAXED);
-		}
+		gpu_drv.cuMemFree(v->base);
+		__atomic_fetch_sub(&svc_counters.memory_in_use, (uint64_t) v->size, __ATOMIC_RELAXED);
 		free(v);
 		v = next;
 	}
 }
 
 /*
- * drop_versions: drops the entries of file id (other_versions false) or of
- * the other versions of the same device and inode (true)
+ * new_slab: a slab of size bytes, allocated while the capacity allows
+ * (unreferenced slabs freed, least recently used first, to make room);
+ * NULL when it cannot be had
  */
+static GpuCacheSlab *
+new_slab(GpuCacheDev *c, size_t size, GpuCacheSlab **victims)
+{
+	GpuCacheSlab *sl;
+	GpuCacheSlab *v;
+
+	while (c->st.used + size > c->st.capacity && (v = lru_slab(c)) != NULL)
+		retire_slab(c, v, victims);
+	if (c->st.used + size > c->st.capacity || (sl = calloc(1, sizeof(GpuCacheSlab))) == NULL)
+		return NULL;
+	if (gpu_drv.cuMemAlloc(&sl->base, size) != CUDA_SUCCESS)
+	{
+		free(sl);
+		return NULL;
+	}
+	__atomic_fetch_add(&svc_counters.memory_in_use, (uint64_t) size, __ATOMIC_RELAXED);
+	sl->size = size;
+	sl->next = c->slabs;
+	c->slabs = sl;
+	c->st.used += size;
+	return sl;
+}
+
+/*
+ * slab_for: the slab to carve bytes from: the current one while it has
+ * room, else a new one, else the least recently used unreferenced slab of
+ * the standard size, emptied; entries larger than a slab get their own
+ */
+static GpuCacheSlab *
+slab_for(GpuCacheDev *c, size_t bytes, GpuCacheSlab **victims)
+{
+	GpuCacheSlab *sl;
+
+	if (bytes > c->slab_size)
+		return new_slab(c, bytes, victims);
+	if (c->cur != NULL && c->cur->top + bytes <= c->cur->size)
+		return c->cur;
+	sl = c->st.used + c->slab_size <= c->st.capacity ? new_slab(c, c->slab_size, victims) : NULL;
+	if (sl == NULL)
+	{
+		GpuCacheSlab *v = lru_slab(c);
+
+		if (v != NULL && v->size == c->slab_size)
+		{
+			empty_slab(c, v);
+			sl = v;
+		}
+		else if (v != NULL)
+			sl = new_slab(c, c->slab_size, victims);	/* frees odd-sized ones */
+	}
+	if (sl != NULL)
+		c->cur = sl;
+	return sl;
+}
+
+/* drops the entries of file id (other_versions false) or of the other
+ * versions of the same device and inode (true) */
 static void
 drop_versions(uint32_t dev, const GpuCacheFileId *id, bool other_versions)
 {
 	GpuCacheDev *c = cache_of(dev);
-	GpuCacheEntry *victims = NULL;
 	GpuCacheFile *f,
 			   *next;
 
@@ -340,11 +425,10 @@ drop_versions(uint32_t dev, const GpuCacheFileId *id, bool other_versions)
 		{
 			enext = e->fnext;	/* f is freed with its last entry */
 			c->st.stale_drops++;
-			retire(c, e, &victims);
+			unlink_entry(c, e);
 		}
 	}
 	pthread_mutex_unlock(&c->lock);
-	free_victims(victims);
 }
 
 /* ---------------- the interface ---------------- */
@@ -378,8 +462,8 @@ gpu_cache_get(uint32_t dev, const GpuCacheFileId *id, int32_t batch, int32_t fie
 	if (e != NULL && e->state == ENTRY_READY)
 	{
 		e->refs++;
-		lru_unlink(e);
-		lru_push_front(c, e);
+		e->slab->refs++;
+		e->slab->last_use = ++c->tick;
 		c->st.hits++;
 	}
 	else
@@ -391,10 +475,10 @@ gpu_cache_get(uint32_t dev, const GpuCacheFileId *id, int32_t batch, int32_t fie
 	return e;
 }
 
-/* insert_filling: a FILLING entry for the key (lock held), or NULL */
+/* insert_filling: a FILLING entry of bytes in slab sl for the key (lock held), or NULL */
 static GpuCacheEntry *
-insert_filling(GpuCacheDev *c, uint32_t dev, const GpuCacheFileId *id, int32_t batch,
-			   int32_t field, int32_t kind, const size_t len[3], size_t bytes)
+insert_filling(GpuCacheDev *c, GpuCacheSlab *sl, uint32_t dev, const GpuCacheFileId *id,
+			   int32_t batch, int32_t field, int32_t kind, const size_t len[3], size_t bytes)
 {
 	GpuCacheEntry *e = calloc(1, sizeof(GpuCacheEntry));
 	GpuCacheFile *f = e != NULL ? file_record(c, id, true) : NULL;
@@ -412,8 +496,17 @@ insert_filling(GpuCacheDev *c, uint32_t dev, const GpuCacheFileId *id, int32_t b
 	e->device = dev;
 	e->state = ENTRY_FILLING;
 	e->refs = 1;
+	e->ptr = sl->base + sl->top;
 	e->bytes = bytes;
 	memcpy(e->len, len, sizeof(e->len));
+	e->slab = sl;
+	sl->top += bytes;
+	sl->refs++;
+	sl->last_use = ++c->tick;
+	e->snext = sl->entries;
+	if (sl->entries != NULL)
+		sl->entries->sprev = e;
+	sl->entries = e;
 	e->file = f;
 	e->fnext = f->entries;
 	if (f->entries != NULL)
@@ -421,8 +514,6 @@ insert_filling(GpuCacheDev *c, uint32_t dev, const GpuCacheFileId *id, int32_t b
 	f->entries = e;
 	e->hnext = c->buckets[b];
 	c->buckets[b] = e;
-	lru_push_front(c, e);
-	c->st.used += bytes;
 	c->st.entries++;
 	return e;
 }
@@ -433,33 +524,22 @@ gpu_cache_reserve(uint32_t dev, const GpuCacheFileId *id, int32_t batch, int32_t
 				  int32_t kind, const size_t len[3])
 {
 	GpuCacheDev *c = cache_of(dev);
-	GpuCacheEntry *victims = NULL,
-			   *e = NULL;
+	GpuCacheSlab *victims = NULL,
+			   *sl;
+	GpuCacheEntry *e = NULL;
 	size_t		bytes = 0;
 
 	for (int p = 0; p < 3; p++)
 		bytes += align_up(len[p], GPU_CACHE_ALIGN);
-	if (c == NULL || bytes == 0 || bytes > c->st.capacity)
+	bytes = align_up(bytes, 256);
+	if (c == NULL || bytes > c->st.capacity)
 		return NULL;
 	pthread_mutex_lock(&c->lock);
-	if (find_entry(c, id, batch, field, kind) == NULL)
-	{
-		if (c->st.used + bytes > c->st.capacity)
-			evict_lru(c, c->st.used + bytes - c->st.capacity, &victims);
-		if (c->st.used + bytes <= c->st.capacity)
-			e = insert_filling(c, dev, id, batch, field, kind, len, bytes);
-	}
+	if (find_entry(c, id, batch, field, kind) == NULL &&
+		(sl = slab_for(c, bytes, &victims)) != NULL)
+		e = insert_filling(c, sl, dev, id, batch, field, kind, len, bytes);
 	pthread_mutex_unlock(&c->lock);
-	free_victims(victims);
-	if (e == NULL)
-		return NULL;
-	if (gpu_drv.cuMemAlloc(&e->ptr, bytes) != CUDA_SUCCESS)
-	{
-		e->ptr = 0;
-		gpu_cache_release(e);	/* never published: dropped */
-		return NULL;
-	}
-	__atomic_fetch_add(&svc_counters.memory_in_use, (uint64_t) bytes, __ATOMIC_RELAXED);
+	free_slabs(victims);
 	return e;
 }
 
@@ -492,21 +572,17 @@ void
 gpu_cache_release(GpuCacheEntry *e)
 {
 	GpuCacheDev *c = cache_of(e->device);
-	bool		free_it = false;
 
 	pthread_mutex_lock(&c->lock);
+	e->slab->refs--;
 	if (--e->refs == 0)
 	{
 		if (e->state == ENTRY_FILLING)
-			unlink_entry(c, e);
-		free_it = e->state == ENTRY_DEAD;
+			unlink_entry(c, e);	/* never published: dropped and freed */
+		else if (e->state == ENTRY_DEAD)
+			free(e);
 	}
 	pthread_mutex_unlock(&c->lock);
-	if (free_it)
-	{
-		e->hnext = NULL;
-		free_victims(e);
-	}
 }
 
 /* gpu_cache_shrink: see gpu_cache.h */
@@ -514,15 +590,20 @@ size_t
 gpu_cache_shrink(uint32_t dev, size_t want)
 {
 	GpuCacheDev *c = cache_of(dev);
-	GpuCacheEntry *victims = NULL;
-	size_t		freed;
+	GpuCacheSlab *victims = NULL,
+			   *v;
+	size_t		freed = 0;
 
 	if (c == NULL)
 		return 0;
 	pthread_mutex_lock(&c->lock);
-	freed = evict_lru(c, want, &victims);
+	while (freed < want && (v = lru_slab(c)) != NULL)
+	{
+		freed += v->size;
+		retire_slab(c, v, &victims);
+	}
 	pthread_mutex_unlock(&c->lock);
-	free_victims(victims);
+	free_slabs(victims);
 	return freed;
 }
 

@@ -52,7 +52,6 @@ typedef struct GpuDriver
 	CUresult	(*cuStreamDestroy) (CUstream s);
 	CUresult	(*cuStreamSynchronize) (CUstream s);
 	CUresult	(*cuStreamQuery) (CUstream s);
-	CUresult	(*cuMemHostGetDevicePointer) (CUdeviceptr *dptr, void *p, unsigned int flags);
 	CUresult	(*cuEventCreate) (CUevent *e, unsigned int flags);
 	CUresult	(*cuEventDestroy) (CUevent e);
 	CUresult	(*cuEventRecord) (CUevent e, CUstream s);

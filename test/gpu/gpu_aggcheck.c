@@ -1465,9 +1465,10 @@ bench_print(const char *name, const char *how, const TRunResult *r)
 }
 
 /*
- * the figures for a query: cold (the cache emptied first: every buffer is
- * read from the page cache and copied), then warm (best of 5, every
- * buffer from the GPU cache), then cold again with the cache off
+ * the figures for a query: the GPU cache off (the pinned buffers and the
+ * page cache warmed by the run before), then cold (the cache empty: every
+ * buffer is read from the page cache, copied and kept), then warm (best
+ * of 5, every buffer from the GPU cache)
  */
 static void
 bench_query(const ServiceGpu *gpu, const char *path, const TData *d, const TQuery *q,
@@ -1481,25 +1482,23 @@ bench_query(const ServiceGpu *gpu, const char *path, const TData *d, const TQuer
 
 	memset(&best, 0, sizeof(best));
 	best.wall_s = 1e9;
-	gpu_cache_clear(0);
-	for (int i = 0; i < 7; i++)
+	for (int i = 0; i < 8; i++)
 	{
 		TMap		m;
 
-		if (i == 6)
-			gpu_cache_configure(gpu, 0);
+		if (i == 0 || i == 2)
+			gpu_cache_configure(gpu, i == 0 ? 0 : -1);
 		tmap_init(&m, q->n_aggs, q->aggs, types, 1024);
 		gpu_run(gpu, path, prog, fields, q, 0, &m, &res);
 		if (res.rc != 0)
 			printf("# %s failed: %d %s%s\n", name, res.rc, res.err.message, res.msg);
-		if (i == 0 || i == 6)
-			bench_print(name, i == 0 ? "cold (filling the GPU cache)" : "GPU cache off", &res);
-		else if (res.rc == 0 && res.wall_s < best.wall_s)
+		if (i == 1 || i == 2)
+			bench_print(name, i == 1 ? "GPU cache off" : "cold (filling the GPU cache)", &res);
+		else if (i > 2 && res.rc == 0 && res.wall_s < best.wall_s)
 			best = res;
 		tmap_free(&m);
 	}
 	bench_print(name, "warm (best of 5)", &best);
-	gpu_cache_configure(gpu, -1);
 	free(prog);
 }
 
