@@ -180,8 +180,9 @@ SERVICE_SRCS = \
 	src/service/agg.c \
 	src/service/gpu.c \
 	src/service/gpu_agg.c \
-	src/service/heap_chunk.c \
+	src/service/gpu_cache.c \
 	src/service/gpu_scan.c \
+	src/service/heap_chunk.c \
 	src/service/main.c \
 	src/service/scan.c \
 	src/service/server.c
@@ -191,6 +192,7 @@ SERVICE_XPU_SRCS = \
 	src/xpu/xpu_build.c \
 	src/xpu/xpu_cpu.c
 SERVICE_HDRS = \
+	src/service/gpu_cache.h \
 	src/service/gpu_driver.h \
 	src/service/service.h \
 	src/arrow/arrow.h \

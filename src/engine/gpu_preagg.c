@@ -1071,6 +1071,8 @@ gpa_explain(CustomScanState *node, List *ancestors, ExplainState *es)
 	ExplainPropertyInteger("Rows Passed", NULL, (int64) st->last.rows_passed, es);
 	ExplainPropertyInteger("Groups", NULL, (int64) st->last.groups_total, es);
 	ExplainPropertyInteger("Bytes Read", "bytes", (int64) st->last.bytes_read, es);
+	if (st->last.engine == WARP_ENGINE_GPU)
+		ExplainPropertyInteger("Bytes From GPU Cache", "bytes", (int64) st->last.bytes_cached, es);
 	ExplainPropertyFloat("I/O Time", "ms", st->last.io_us / 1000.0, 3, es);
 	ExplainPropertyFloat("Engine Time", "ms", st->last.exec_us / 1000.0, 3, es);
 	ExplainPropertyFloat("Service Wall Time", "ms", st->last.wall_us / 1000.0, 3, es);

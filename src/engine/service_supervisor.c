@@ -26,6 +26,7 @@
  */
 #include "postgres.h"
 
+#include <limits.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -35,6 +36,7 @@
 #include "postmaster/interrupt.h"
 #include "storage/ipc.h"
 #include "storage/latch.h"
+#include "utils/guc.h"
 #include "utils/timestamp.h"
 #include "utils/wait_event.h"
 
@@ -48,6 +50,13 @@
 
 PGDLLEXPORT void pg_warp_supervisor_main(Datum main_arg);
 
+/*
+ * pg_warp.gpu_cache_size: the service's GPU column cache per device, in MB
+ * (-1: a quarter of the smallest GPU's memory; 0: off).  Set at server
+ * start: the service is started with it (--gpu-cache-size).
+ */
+static int	gpu_cache_size_mb = -1;
+
 /* the service process as the supervisor knows it */
 typedef struct ServiceProc
 {
@@ -60,7 +69,9 @@ typedef struct ServiceProc
 /*
  * pg_warp_service_init
  *		Called by _PG_init: defines the service's settings and, when pg_warp
- *		is being preloaded, registers the supervisor background worker.
+ *		is being preloaded, registers the supervisor background worker and
+ *		defines the settings it starts the service with (PGC_POSTMASTER
+ *		settings can only be defined then).
  */
 void
 pg_warp_service_init(void)
@@ -70,6 +81,17 @@ pg_warp_service_init(void)
 	pg_warp_service_client_init();
 	if (!process_shared_preload_libraries_in_progress)
 		return;
+
+	DefineCustomIntVariable("pg_warp.gpu_cache_size",
+							"Size of the GPU column cache of the pg_warp service, per GPU.",
+							"Column buffers that GPU runs copied to a GPU stay there for later "
+							"runs, up to this size.  -1: a quarter of the smallest GPU's "
+							"memory; 0 turns the cache off.",
+							&gpu_cache_size_mb,
+							-1, -1, INT_MAX,
+							PGC_POSTMASTER,
+							GUC_UNIT_MB,
+							NULL, NULL, NULL);
 
 	memset(&worker, 0, sizeof(worker));
 	worker.bgw_flags = BGWORKER_SHMEM_ACCESS;
@@ -94,8 +116,9 @@ handle_sigchld(SIGNAL_ARGS)
 
 /*
  * start_service
- *		Forks and execs the service with the data directory, our pid and
- *		the GPU code to load (pg_warp.fatbin_path).
+ *		Forks and execs the service with the data directory, our pid, the
+ *		GPU code to load (pg_warp.fatbin_path) and the GPU cache size
+ *		(pg_warp.gpu_cache_size).
  *		Between fork and exec the child runs nothing of PostgreSQL (no
  *		ereport, no exit handlers): it closes the descriptors it inherited
  *		except stdin/stdout/stderr (stderr is the server log) and execs.
@@ -106,7 +129,8 @@ start_service(ServiceProc *svc)
 	char		path[MAXPGPATH];
 	char		ppid[16];
 	char		fatbin[MAXPGPATH];
-	char	   *argv[8];
+	char		cache_size[16];
+	char	   *argv[10];
 	pid_t		pid;
 
 	snprintf(path, sizeof(path), "%s/%s", pkglib_path, SERVICE_PROGRAM);
@@ -124,7 +148,13 @@ start_service(ServiceProc *svc)
 	argv[4] = ppid;
 	argv[5] = "--fatbin";
 	argv[6] = fatbin;
-	argv[7] = NULL;
+	argv[7] = "--gpu-cache-size";
+	if (gpu_cache_size_mb < 0)
+		strlcpy(cache_size, "auto", sizeof(cache_size));
+	else
+		snprintf(cache_size, sizeof(cache_size), "%d", gpu_cache_size_mb);
+	argv[8] = cache_size;
+	argv[9] = NULL;
 
 	svc->started = GetCurrentTimestamp();
 	pid = fork();

@@ -851,6 +851,7 @@ fill_header(AggTask *t, WarpAggResult *h, bool last)
 	h->rows_passed = t->run.rows_passed;
 	h->batches = t->run.batches;
 	h->bytes_read = t->run.bytes_read;
+	h->bytes_cached = t->run.bytes_cached;
 	h->groups_total = t->xerr.code == XPU_OK && t->table ? xpu_agg_table_ngroups(t->table) : 0;
 	h->io_us = t->run.io_us;
 	h->exec_us = t->run.exec_us;

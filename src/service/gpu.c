@@ -21,6 +21,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "gpu_cache.h"
 #include "gpu_driver.h"
 
 /* the driver's entry points (gpu_driver.h) */
@@ -58,6 +59,7 @@ static const struct
 	{"cuStreamCreate", (void **) &gpu_drv.cuStreamCreate},
 	{"cuStreamDestroy_v2", (void **) &gpu_drv.cuStreamDestroy},
 	{"cuStreamSynchronize", (void **) &gpu_drv.cuStreamSynchronize},
+	{"cuStreamQuery", (void **) &gpu_drv.cuStreamQuery},
 	{"cuEventCreate", (void **) &gpu_drv.cuEventCreate},
 	{"cuEventDestroy_v2", (void **) &gpu_drv.cuEventDestroy},
 	{"cuEventRecord", (void **) &gpu_drv.cuEventRecord},
@@ -267,6 +269,7 @@ gpu_close(ServiceGpu *gpu)
 {
 	for (uint32_t i = 0; i < gpu->n_devices; i++)
 	{
+		gpu_cache_clear(i);
 		held_modules[i] = NULL;
 		gpu_drv.cuDevicePrimaryCtxRelease(held_devices[i]);
 	}

@@ -39,6 +39,7 @@
 
 #include "arrow/arrow.h"
 #include "arrow/arrow_io.h"
+#include "gpu_cache.h"
 #include "gpu_driver.h"
 #include "xpu/xpu_agg_gpu.h"
 #include "xpu/xpu_agg_ops.h"
@@ -51,6 +52,22 @@
 #define GAGG_SMEM_BUDGET	(40 * 1024)
 #define GAGG_CACHE_MAX		256
 #define GAGG_DEFAULT_GROUPS	(1u << 20)
+#define GAGG_POLL_NS		20000	/* the wait for a kernel checks for a cancel this often */
+#define GAGG_OOM_EVICT		((size_t) 64 << 20)	/* cache bytes evicted per retry */
+
+/*
+ * GAGG_RETRY: a driver call that may need device memory (a stream, an
+ * event, a launch), done again while it runs out of it and the column
+ * cache has entries to evict
+ */
+#define GAGG_RETRY(g, call) \
+	({ \
+		CUresult	r_; \
+		while ((r_ = (call)) == CUDA_ERROR_OUT_OF_MEMORY && \
+			   gpu_cache_shrink((g)->dev, GAGG_OOM_EVICT) > 0) \
+			; \
+		r_; \
+	})
 
 /* one pread into pinned memory, or (off != NULL) a check of utf8 offsets */
 typedef struct GaggRead
@@ -82,6 +99,14 @@ typedef struct GaggIo
 	int			stop;
 } GaggIo;
 
+/* one host-to-device copy of a batch: from the slot's pinned buffer */
+typedef struct GaggCopy
+{
+	size_t		host_off;
+	size_t		len;
+	CUdeviceptr dst;
+} GaggCopy;
+
 typedef struct GaggSlot
 {
 	CUstream	stream;
@@ -97,6 +122,12 @@ typedef struct GaggSlot
 	XpuGaggLaunch *status;		/* pinned copy of d_launch after the kernel */
 	int			busy;			/* a batch is in flight */
 	int64_t		nrows;
+	/* per program column: the cache entry the batch reads it from (a hit,
+	 * or one this batch fills: filling[k]), referenced until the batch is done */
+	GpuCacheEntry **entries;
+	uint8_t    *filling;
+	GaggCopy   *copies;			/* the batch's host-to-device copies */
+	int			n_copies;
 } GaggSlot;
 
 /* one referenced buffer of a batch: read from the file or copied from memory */
@@ -128,6 +159,12 @@ typedef struct GaggRun
 	GaggSlot	slots[GAGG_SLOTS];
 	GaggIo		io;
 	uint64_t	mem_held;
+	bool		use_cache;		/* the device's column cache is on */
+	GpuCacheFileId *ids;		/* per file: its identity (ino 0: not cached) */
+	CUdeviceptr d_cancel;		/* int32 the kernels poll: nonzero stops them */
+	CUstream	cancel_stream;	/* sets it while the slots' streams are busy */
+	int32_t    *cancel_one;		/* pinned: the 1 copied there */
+	bool		cancel_sent;
 	GpuAggSink	sink;
 	void	   *sink_arg;
 	XpuError   *err;
@@ -200,10 +237,15 @@ gagg_account(GaggRun *g, int64_t delta)
 	g->mem_held += (uint64_t) delta;
 }
 
+/* a device allocation: out of memory first evicts column cache entries */
 static int
 gagg_dev_alloc(GaggRun *g, CUdeviceptr *p, size_t n, const char *what)
 {
-	CUresult	rc = gpu_drv.cuMemAlloc(p, n);
+	CUresult	rc;
+
+	while ((rc = gpu_drv.cuMemAlloc(p, n)) == CUDA_ERROR_OUT_OF_MEMORY &&
+		   gpu_cache_shrink(g->dev, n) > 0)
+		;
 
 	if (rc == CUDA_ERROR_OUT_OF_MEMORY)
 		return gagg_fail(g, WARP_ERR_OUT_OF_MEMORY,
@@ -541,8 +583,9 @@ gagg_table_reset(GaggRun *g)
 		blocks = g->n_sms * 16;
 	if (gagg_cuda(g, gpu_drv.cuMemcpyHtoDAsync(g->d_table, &g->table, sizeof(g->table), s),
 				  "cuMemcpyHtoDAsync") != 0 ||
-		gagg_cuda(g, gpu_drv.cuLaunchKernel(g->f_init, blocks, 1, 1, XPU_GAGG_BLOCK, 1, 1,
-											0, s, params, NULL), "cuLaunchKernel") != 0)
+		gagg_cuda(g, GAGG_RETRY(g, gpu_drv.cuLaunchKernel(g->f_init, blocks, 1, 1,
+														  XPU_GAGG_BLOCK, 1, 1, 0, s,
+														  params, NULL)), "cuLaunchKernel") != 0)
 		return -1;
 	return gagg_cuda(g, gpu_drv.cuStreamSynchronize(s), "cuStreamSynchronize");
 }
@@ -859,60 +902,55 @@ gagg_slot_reserve(GaggRun *g, GaggSlot *s, size_t len, int64_t nrows)
 	return 0;
 }
 
+/* the pieces of program column k of a batch, from cache entry e */
+static void
+gagg_plan_cached(const GpuCacheEntry *e, GaggPiece *pc)
+{
+	memset(pc, 0, 3 * sizeof(GaggPiece));
+	for (int p = 0; p < 3; p++)
+	{
+		pc[p].file_off = -1;
+		pc[p].len = gpu_cache_entry_lens(e)[p];
+	}
+}
+
+/* is program column k of the slot's batch a cache hit (nothing to read or copy) */
+static bool
+gagg_col_hit(const GaggSlot *s, int k)
+{
+	return s->entries[k] != NULL && !s->filling[k];
+}
+
 /*
- * gagg_plan_batch: the pieces of every program column of a batch into pc
- * (3 per column), loading the batch first when it is compressed (*ab);
- * *file_bytes: the bytes the referenced buffers take in the file
+ * gagg_load_missing: loads (decompresses) the fields of a compressed batch
+ * that the cache did not have, and plans their pieces from it (*ab)
  */
 static int
-gagg_plan_batch(GaggRun *g, AggRunFile *f, int32_t batch, GaggPiece *pc,
-				ArrowBatch **ab, uint64_t *file_bytes)
+gagg_load_missing(GaggRun *g, GaggSlot *s, AggRunFile *f, int32_t batch, GaggPiece *pc,
+				  ArrowBatch **ab)
 {
 	ArrowFile  *file = f->file;
-	int			n_cols = g->prog->n_cols;
+	bool	   *want = calloc(file->schema.n_fields, sizeof(bool));
 	ArrowError	aerr;
+	int			rc;
 
-	*file_bytes = 0;
-	for (int k = 0; k < n_cols; k++)
-	{
-		int			width;
-		ArrowExtent ext[4];
-		int			n_ext;
-
-		if (gagg_field(g, f, k) < 0 || gagg_field(g, f, k) >= file->schema.n_fields ||
-			!gagg_kind_matches(XPU_COLS(g->prog) + k, &file->schema.fields[gagg_field(g, f, k)], &width))
-			return gagg_fail(g, WARP_ERR_BAD_FILE,
-							 "%s: column %d is not of the type the plan reads", f->path,
-							 gagg_field(g, f, k));
-		n_ext = arrow_column_extents(file, batch, gagg_field(g, f, k), ext, 4, &aerr);
-		for (int e = 0; e < n_ext; e++)
-			*file_bytes += (uint64_t) ext[e].length;
-		if (file->batches[batch].codec != ARROW_CODEC_NONE)
-			continue;
-		if (gagg_plan_stored(g, f, batch, k, width, pc + 3 * k) != 0)
-			return -1;
-	}
-	if (file->batches[batch].codec == ARROW_CODEC_NONE)
-		return 0;
-	{
-		bool	   *want = calloc(file->schema.n_fields, sizeof(bool));
-		int			rc;
-
-		if (want == NULL)
-			return gagg_fail(g, WARP_ERR_OUT_OF_MEMORY, "out of memory");
-		for (int k = 0; k < n_cols; k++)
+	if (want == NULL)
+		return gagg_fail(g, WARP_ERR_OUT_OF_MEMORY, "out of memory");
+	for (int k = 0; k < g->prog->n_cols; k++)
+		if (!gagg_col_hit(s, k))
 			want[gagg_field(g, f, k)] = true;
-		rc = arrow_batch_load(file, batch, want, ab, &aerr);
-		free(want);
-		if (rc != ARROW_OK)
-			return gagg_fail(g, rc == ARROW_ERR_IO ? WARP_ERR_IO :
-							 rc == ARROW_ERR_NOMEM ? WARP_ERR_OUT_OF_MEMORY : WARP_ERR_BAD_FILE,
-							 "%s: %s", f->path, aerr.message);
-	}
-	for (int k = 0; k < n_cols; k++)
+	rc = arrow_batch_load(file, batch, want, ab, &aerr);
+	free(want);
+	if (rc != ARROW_OK)
+		return gagg_fail(g, rc == ARROW_ERR_IO ? WARP_ERR_IO :
+						 rc == ARROW_ERR_NOMEM ? WARP_ERR_OUT_OF_MEMORY : WARP_ERR_BAD_FILE,
+						 "%s: %s", f->path, aerr.message);
+	for (int k = 0; k < g->prog->n_cols; k++)
 	{
 		int			width;
 
+		if (gagg_col_hit(s, k))
+			continue;
 		gagg_kind_matches(XPU_COLS(g->prog) + k, &file->schema.fields[gagg_field(g, f, k)], &width);
 		if (gagg_plan_loaded(g, f, *ab, k, width, pc + 3 * k) != 0)
 			return -1;
@@ -921,10 +959,115 @@ gagg_plan_batch(GaggRun *g, AggRunFile *f, int32_t batch, GaggPiece *pc,
 }
 
 /*
- * gagg_place_pieces: lays the pieces out after the chunk header of the
- * slot's pinned buffer, copies the loaded ones, lists the reads of the
- * stored ones (in slices) in *reads, and points the column descriptors at
- * their device addresses
+ * gagg_plan_batch: the pieces of every program column of batch `batch` of
+ * file fi into pc (3 per column): a column the device's cache holds is
+ * taken from there (s->entries[k]); the others are planned from the file,
+ * loading the batch first when it is compressed (*ab), and get a cache entry
+ * to fill where the cache has room (s->filling[k]).  *file_bytes and
+ * *cached_bytes: the bytes the referenced buffers take in the file, read
+ * and served from the cache.
+ */
+static int
+gagg_plan_batch(GaggRun *g, GaggSlot *s, uint32_t fi, int32_t batch, GaggPiece *pc,
+				ArrowBatch **ab, uint64_t *file_bytes, uint64_t *cached_bytes)
+{
+	AggRunFile *f = &g->run->files[fi];
+	ArrowFile  *file = f->file;
+	int			n_cols = g->prog->n_cols,
+				n_missing = 0;
+	bool		cache = g->use_cache && g->ids[fi].ino != 0;
+	ArrowError	aerr;
+
+	*file_bytes = *cached_bytes = 0;
+	for (int k = 0; k < n_cols; k++)
+	{
+		const XpuColumn *col = XPU_COLS(g->prog) + k;
+		int32_t		field = gagg_field(g, f, k);
+		uint64_t	bytes = 0;
+		int			width;
+		ArrowExtent ext[4];
+		int			n_ext;
+
+		if (field < 0 || field >= file->schema.n_fields ||
+			!gagg_kind_matches(col, &file->schema.fields[field], &width))
+			return gagg_fail(g, WARP_ERR_BAD_FILE,
+							 "%s: column %d is not of the type the plan reads", f->path, field);
+		n_ext = arrow_column_extents(file, batch, field, ext, 4, &aerr);
+		for (int e = 0; e < n_ext; e++)
+			bytes += (uint64_t) ext[e].length;
+		s->entries[k] = cache ? gpu_cache_get(g->dev, &g->ids[fi], batch, field, col->kind) : NULL;
+		s->filling[k] = 0;
+		if (s->entries[k] != NULL)
+		{
+			*cached_bytes += bytes;
+			gagg_plan_cached(s->entries[k], pc + 3 * k);
+			continue;
+		}
+		*file_bytes += bytes;
+		n_missing++;
+		if (file->batches[batch].codec == ARROW_CODEC_NONE &&
+			gagg_plan_stored(g, f, batch, k, width, pc + 3 * k) != 0)
+			return -1;
+	}
+	if (n_missing > 0 && file->batches[batch].codec != ARROW_CODEC_NONE &&
+		gagg_load_missing(g, s, f, batch, pc, ab) != 0)
+		return -1;
+	for (int k = 0; k < n_cols && cache; k++)
+	{
+		size_t		len[3] = {pc[3 * k].len, pc[3 * k + 1].len, pc[3 * k + 2].len};
+
+		if (s->entries[k] != NULL)
+			continue;
+		s->entries[k] = gpu_cache_reserve(g->dev, &g->ids[fi], batch, gagg_field(g, f, k),
+										  XPU_COLS(g->prog)[k].kind, len);
+		s->filling[k] = s->entries[k] != NULL;
+	}
+	return 0;
+}
+
+/*
+ * gagg_slot_release: drops the slot's references to cache entries (the
+ * GPU is done with its batch); with published, the entries it filled are
+ * complete and later runs may use them, else they are dropped
+ */
+static void
+gagg_slot_release(GaggRun *g, GaggSlot *s, bool published)
+{
+	for (int k = 0; s->entries != NULL && k < g->prog->n_cols; k++)
+	{
+		if (s->entries[k] == NULL)
+			continue;
+		if (published && s->filling[k])
+			gpu_cache_publish(s->entries[k]);
+		gpu_cache_release(s->entries[k]);
+		s->entries[k] = NULL;
+		s->filling[k] = 0;
+	}
+}
+
+/* gagg_add_copy: a copy of the batch, merged with the last one where contiguous */
+static void
+gagg_add_copy(GaggSlot *s, size_t host_off, size_t len, CUdeviceptr dst)
+{
+	GaggCopy   *last = s->n_copies > 0 ? &s->copies[s->n_copies - 1] : NULL;
+
+	if (last != NULL && last->host_off + last->len == host_off && last->dst + last->len == dst)
+	{
+		last->len += len;
+		return;
+	}
+	s->copies[s->n_copies].host_off = host_off;
+	s->copies[s->n_copies].len = len;
+	s->copies[s->n_copies++].dst = dst;
+}
+
+/*
+ * gagg_place_pieces: lays the pieces of the columns that are no cache hit
+ * out after the chunk header of the slot's pinned buffer, copies the loaded
+ * ones, lists the reads of the stored ones (in slices) in *reads and the
+ * host-to-device copies in s->copies (a column with a cache entry to fill
+ * goes there, the others to the slot's device buffer), and points the column
+ * descriptors at their device addresses
  */
 static int
 gagg_place_pieces(GaggRun *g, GaggSlot *s, AggRunFile *f, const GaggPiece *pc,
@@ -938,16 +1081,25 @@ gagg_place_pieces(GaggRun *g, GaggSlot *s, AggRunFile *f, const GaggPiece *pc,
 	*reads = malloc(cap * sizeof(GaggRead));
 	if (*reads == NULL)
 		return gagg_fail(g, WARP_ERR_OUT_OF_MEMORY, "out of memory");
+	s->n_copies = 0;
+	gagg_add_copy(s, 0, header, s->dev);
 	for (int k = 0; k < g->prog->n_cols; k++)
 	{
 		XpuColumnData *cd = cols + XPU_COLS(g->prog)[k].col_index;
+		bool		hit = gagg_col_hit(s, k);
+		CUdeviceptr base = s->entries[k] != NULL ? gpu_cache_entry_ptr(s->entries[k]) : s->dev + pos;
+		size_t		start = pos,
+					off = 0;
 		const void *addr[3];
 
 		for (int p = 0; p < 3; p++)
 		{
 			const GaggPiece *piece = pc + 3 * k + p;
 
-			addr[p] = piece->len > 0 || p == 2 ? (const void *) (uintptr_t) (s->dev + pos) : NULL;
+			addr[p] = piece->len > 0 || p == 2 ? (const void *) (uintptr_t) (base + off) : NULL;
+			off += align_up(piece->len, GAGG_ALIGN);
+			if (hit)
+				continue;
 			if (piece->file_off < 0 && piece->len > 0)
 				memcpy(s->host + pos, piece->src, piece->len);
 			for (size_t done = 0; piece->file_off >= 0 && done < piece->len; done += GAGG_IO_SLICE)
@@ -969,6 +1121,8 @@ gagg_place_pieces(GaggRun *g, GaggSlot *s, AggRunFile *f, const GaggPiece *pc,
 			}
 			pos += align_up(piece->len, GAGG_ALIGN);
 		}
+		if (!hit && pos > start)
+			gagg_add_copy(s, start, pos - start, base);
 		cd->validity = addr[0];
 		cd->values = addr[1];
 		cd->data = addr[2];
@@ -980,7 +1134,8 @@ gagg_place_pieces(GaggRun *g, GaggSlot *s, AggRunFile *f, const GaggPiece *pc,
 
 /*
  * checks the utf8 offsets the pinned buffer holds (after the reads): within
- * [0, data length] and never decreasing, in slices spread over the I/O threads
+ * [0, data length] and never decreasing, in slices spread over the I/O
+ * threads.  Cache hits were checked when they were read.
  */
 static int
 gagg_check_offsets(GaggRun *g, GaggSlot *s, AggRunFile *f, int32_t batch,
@@ -996,6 +1151,8 @@ gagg_check_offsets(GaggRun *g, GaggSlot *s, AggRunFile *f, int32_t batch,
 		const GaggPiece *p = pc + 3 * k;
 		const int32_t *off;
 
+		if (gagg_col_hit(s, k))
+			continue;
 		pos += align_up(p[0].len, GAGG_ALIGN);
 		off = (const int32_t *) (s->host + pos);
 		pos += align_up(p[1].len, GAGG_ALIGN) + align_up(p[2].len, GAGG_ALIGN);
@@ -1023,33 +1180,38 @@ gagg_check_offsets(GaggRun *g, GaggSlot *s, AggRunFile *f, int32_t batch,
 }
 
 /*
- * gagg_fill_slot: reads record batch `batch` of f into the (idle) slot's
- * pinned buffer as the chunk the kernel reads; *total: the bytes to copy
+ * gagg_fill_slot: reads record batch `batch` of file fi into the (idle)
+ * slot's pinned buffer as the chunk the kernel reads, except the columns
+ * the cache holds, and lists the copies to make (s->copies)
  */
 static int
-gagg_fill_slot(GaggRun *g, GaggSlot *s, AggRunFile *f, int32_t batch, size_t *total)
+gagg_fill_slot(GaggRun *g, GaggSlot *s, uint32_t fi, int32_t batch)
 {
+	AggRunFile *f = &g->run->files[fi];
 	size_t		header = align_up(sizeof(XpuChunk) + g->chunk_ncols * sizeof(XpuColumnData),
 								  GAGG_ALIGN);
+	size_t		total = header;
 	int64_t		t0 = svc_now_us(CLOCK_MONOTONIC);
 	GaggPiece  *pc = calloc((size_t) g->prog->n_cols * 3 + 1, sizeof(GaggPiece));
 	GaggRead   *reads = NULL;
 	ArrowBatch *ab = NULL;
-	uint64_t	file_bytes = 0;
+	uint64_t	file_bytes = 0,
+				cached_bytes = 0;
 	XpuChunk   *chunk;
 	int			n_reads = 0,
 				rc = -1,
 				io_rc;
 
+	gagg_slot_release(g, s, false);
 	if (pc == NULL)
 		return gagg_fail(g, WARP_ERR_OUT_OF_MEMORY, "out of memory");
 	s->nrows = f->file->batches[batch].n_rows;
-	if (gagg_plan_batch(g, f, batch, pc, &ab, &file_bytes) != 0)
+	if (gagg_plan_batch(g, s, fi, batch, pc, &ab, &file_bytes, &cached_bytes) != 0)
 		goto done;
-	*total = header;
 	for (int i = 0; i < 3 * g->prog->n_cols; i++)
-		*total += align_up(pc[i].len, GAGG_ALIGN);
-	if (gagg_slot_reserve(g, s, *total, s->nrows) != 0)
+		if (!gagg_col_hit(s, i / 3))
+			total += align_up(pc[i].len, GAGG_ALIGN);
+	if (gagg_slot_reserve(g, s, total, s->nrows) != 0)
 		goto done;
 	memset(s->host, 0, header);
 	chunk = (XpuChunk *) s->host;
@@ -1069,6 +1231,7 @@ gagg_fill_slot(GaggRun *g, GaggSlot *s, AggRunFile *f, int32_t batch, size_t *to
 	if (gagg_check_offsets(g, s, f, batch, pc, header) != 0)
 		goto done;
 	GAGG_ADD(g->run->bytes_read, file_bytes);
+	GAGG_ADD(g->run->bytes_cached, cached_bytes);
 	rc = 0;
 done:
 	GAGG_ADD(g->run->io_us, (uint64_t) (svc_now_us(CLOCK_MONOTONIC) - t0));
@@ -1077,6 +1240,18 @@ done:
 	free(reads);
 	free(pc);
 	return rc;
+}
+
+/* gagg_copy_slot: queues the slot's copies on its stream */
+static int
+gagg_copy_slot(GaggRun *g, GaggSlot *s)
+{
+	for (int i = 0; i < s->n_copies; i++)
+		if (gagg_cuda(g, gpu_drv.cuMemcpyHtoDAsync(s->copies[i].dst, s->host + s->copies[i].host_off,
+												   s->copies[i].len, s->stream),
+					  "cuMemcpyHtoDAsync") != 0)
+			return -1;
+	return 0;
 }
 
 /* ---------------- launches ---------------- */
@@ -1095,7 +1270,7 @@ gagg_launch(GaggRun *g, GaggSlot *s, CUdeviceptr rows, uint32_t n_rows, CUdevice
 	uint32_t	smem = xpu_gagg_smem_size(g->smem_prog, g->entries, g->spec.n_aggs);
 	CUdeviceptr chunk = s->dev;
 	void	   *params[] = {&g->d_prog, &prog_len, &g->smem_prog, &chunk, &g->d_spec,
-		&g->d_table, &rows, &n_rows, &ovf, &s->d_launch, &g->entries};
+		&g->d_table, &rows, &n_rows, &ovf, &s->d_launch, &g->entries, &g->d_cancel};
 
 	if (blocks > (uint32_t) g->n_sms * GAGG_BLOCKS_PER_SM)
 		blocks = g->n_sms * GAGG_BLOCKS_PER_SM;
@@ -1104,8 +1279,9 @@ gagg_launch(GaggRun *g, GaggSlot *s, CUdeviceptr rows, uint32_t n_rows, CUdevice
 	if (gagg_cuda(g, gpu_drv.cuMemsetD8Async(s->d_launch, 0, sizeof(XpuGaggLaunch), s->stream),
 				  "cuMemsetD8Async") != 0 ||
 		gagg_cuda(g, gpu_drv.cuEventRecord(s->ev_start, s->stream), "cuEventRecord") != 0 ||
-		gagg_cuda(g, gpu_drv.cuLaunchKernel(g->f_exec, blocks, 1, 1, XPU_GAGG_BLOCK, 1, 1,
-											smem, s->stream, params, NULL),
+		gagg_cuda(g, GAGG_RETRY(g, gpu_drv.cuLaunchKernel(g->f_exec, blocks, 1, 1,
+														  XPU_GAGG_BLOCK, 1, 1, smem,
+														  s->stream, params, NULL)),
 				  "cuLaunchKernel") != 0 ||
 		gagg_cuda(g, gpu_drv.cuEventRecord(s->ev_end, s->stream), "cuEventRecord") != 0 ||
 		gagg_cuda(g, gpu_drv.cuMemcpyDtoHAsync(s->status, s->d_launch, sizeof(XpuGaggLaunch),
@@ -1116,9 +1292,41 @@ gagg_launch(GaggRun *g, GaggSlot *s, CUdeviceptr rows, uint32_t n_rows, CUdevice
 }
 
 /*
+ * gagg_stream_wait: waits for the work queued on stream st; while it runs,
+ * a cancel of the run is passed on to the kernels (the flag they poll,
+ * kern_agg.cu) every GAGG_POLL_NS.  -1 with WARP_ERR_CANCELED once the
+ * stream is idle after a cancel.
+ */
+static int
+gagg_stream_wait(GaggRun *g, CUstream st)
+{
+	struct timespec nap = {0, GAGG_POLL_NS};
+	CUresult	rc;
+
+	while ((rc = gpu_drv.cuStreamQuery(st)) == CUDA_ERROR_NOT_READY)
+	{
+		if (g->run->canceled != NULL && *g->run->canceled && !g->cancel_sent)
+		{
+			g->cancel_sent = true;
+			if (gagg_cuda(g, gpu_drv.cuMemcpyHtoDAsync(g->d_cancel, g->cancel_one,
+													   sizeof(int32_t), g->cancel_stream),
+						  "cuMemcpyHtoDAsync") != 0)
+				return -1;
+		}
+		nanosleep(&nap, NULL);
+	}
+	if (gagg_cuda(g, rc, "cuStreamQuery") != 0)
+		return -1;
+	if (g->run->canceled != NULL && *g->run->canceled)
+		return gagg_fail(g, WARP_ERR_CANCELED, "canceled");
+	return 0;
+}
+
+/*
  * gagg_slot_finish: waits for the slot's batch; a full table is flushed
- * and the rows that did not fit run again until none is left.  Returns 0,
- * -1 (error set), or the program's XpuErrorCode (*g->err filled).
+ * and the rows that did not fit run again until none is left; then the
+ * cache entries the batch filled are published.  Returns 0, -1 (error
+ * set), or the program's XpuErrorCode (*g->err filled).
  */
 static int
 gagg_slot_finish(GaggRun *g, GaggSlot *s)
@@ -1132,7 +1340,7 @@ gagg_slot_finish(GaggRun *g, GaggSlot *s)
 		float		ms = 0;
 		size_t		list_bytes = s->ovf_cap * sizeof(uint32_t);
 
-		if (gagg_cuda(g, gpu_drv.cuStreamSynchronize(s->stream), "cuStreamSynchronize") != 0)
+		if (gagg_stream_wait(g, s->stream) != 0)
 			return -1;
 		if (gpu_drv.cuEventElapsedTime(&ms, s->ev_start, s->ev_end) == CUDA_SUCCESS)
 			GAGG_ADD(g->run->exec_us, (uint64_t) (ms * 1000.0f));
@@ -1146,7 +1354,10 @@ gagg_slot_finish(GaggRun *g, GaggSlot *s)
 		}
 		GAGG_ADD(g->run->rows_passed, (uint64_t) st.rows_passed);
 		if (st.n_overflow == 0)
+		{
+			gagg_slot_release(g, s, true);
 			return 0;
+		}
 		for (int i = 0; i < GAGG_SLOTS; i++)
 			if (gagg_cuda(g, gpu_drv.cuStreamSynchronize(g->slots[i].stream),
 						  "cuStreamSynchronize") != 0)
@@ -1178,21 +1389,18 @@ gagg_run_batches(GaggRun *g)
 		for (uint32_t bi = 0; bi < f->n_batches; bi++)
 		{
 			GaggSlot   *s = &g->slots[next];
-			size_t		total = 0;
 
 			if (run->canceled != NULL && *run->canceled)
 				return gagg_fail(g, WARP_ERR_CANCELED, "canceled");
 			if (s->busy && (rc = gagg_slot_finish(g, s)) != 0)
 				return rc;
-			if (gagg_fill_slot(g, s, f, f->batches[bi], &total) != 0)
+			if (gagg_fill_slot(g, s, fi, f->batches[bi]) != 0)
 				return -1;
 			GAGG_ADD(run->rows_in, (uint64_t) s->nrows);
 			GAGG_ADD(run->batches, 1);
 			if (s->nrows == 0)
 				continue;
-			if (gagg_cuda(g, gpu_drv.cuMemcpyHtoDAsync(s->dev, s->host, total, s->stream),
-						  "cuMemcpyHtoDAsync") != 0 ||
-				gagg_launch(g, s, 0, 0, s->ovf) != 0)
+			if (gagg_copy_slot(g, s) != 0 || gagg_launch(g, s, 0, 0, s->ovf) != 0)
 				return -1;
 			next = (next + 1) % GAGG_SLOTS;
 		}
@@ -1242,15 +1450,81 @@ gagg_slots_create(GaggRun *g)
 	{
 		GaggSlot   *s = &g->slots[i];
 
-		if (gagg_cuda(g, gpu_drv.cuStreamCreate(&s->stream, CU_STREAM_NON_BLOCKING),
+		if (gagg_cuda(g, GAGG_RETRY(g, gpu_drv.cuStreamCreate(&s->stream, CU_STREAM_NON_BLOCKING)),
 					  "cuStreamCreate") != 0 ||
-			gagg_cuda(g, gpu_drv.cuEventCreate(&s->ev_start, CU_EVENT_DEFAULT), "cuEventCreate") != 0 ||
-			gagg_cuda(g, gpu_drv.cuEventCreate(&s->ev_end, CU_EVENT_DEFAULT), "cuEventCreate") != 0 ||
+			gagg_cuda(g, GAGG_RETRY(g, gpu_drv.cuEventCreate(&s->ev_start, CU_EVENT_DEFAULT)),
+					  "cuEventCreate") != 0 ||
+			gagg_cuda(g, GAGG_RETRY(g, gpu_drv.cuEventCreate(&s->ev_end, CU_EVENT_DEFAULT)),
+					  "cuEventCreate") != 0 ||
 			gagg_host_alloc(g, (void **) &s->status, sizeof(XpuGaggLaunch), "a status") != 0 ||
 			gagg_dev_alloc(g, &s->d_launch, sizeof(XpuGaggLaunch), "a status") != 0)
 			return -1;
+		s->entries = calloc(g->prog->n_cols + 1, sizeof(GpuCacheEntry *));
+		s->filling = calloc(g->prog->n_cols + 1, 1);
+		s->copies = calloc(g->prog->n_cols + 1, sizeof(GaggCopy));
+		if (s->entries == NULL || s->filling == NULL || s->copies == NULL)
+			return gagg_fail(g, WARP_ERR_OUT_OF_MEMORY, "out of memory");
 	}
 	return 0;
+}
+
+/*
+ * gagg_cache_setup: the identity of each file of the run (fstat of the
+ * descriptor agg.c checked), and the cache entries of their older versions
+ * dropped; a file whose identity cannot be read is not cached
+ */
+static int
+gagg_cache_setup(GaggRun *g)
+{
+	g->use_cache = gpu_cache_capacity(g->dev) > 0;
+	g->ids = calloc(g->run->n_files + 1, sizeof(GpuCacheFileId));
+	if (g->ids == NULL)
+		return gagg_fail(g, WARP_ERR_OUT_OF_MEMORY, "out of memory");
+	for (uint32_t fi = 0; g->use_cache && fi < g->run->n_files; fi++)
+	{
+		if (!gpu_cache_file_id(g->run->files[fi].fd, &g->ids[fi]))
+			g->ids[fi].ino = 0;
+		else
+			gpu_cache_check_file(g->dev, &g->ids[fi]);
+	}
+	return 0;
+}
+
+/*
+ * gagg_cache_recheck: a file that changed while the run read it (its
+ * identity now is not the one the run started with) loses its entries
+ */
+static void
+gagg_cache_recheck(GaggRun *g)
+{
+	for (uint32_t fi = 0; g->ids != NULL && g->use_cache && fi < g->run->n_files; fi++)
+	{
+		GpuCacheFileId now;
+
+		if (g->ids[fi].ino != 0 &&
+			(!gpu_cache_file_id(g->run->files[fi].fd, &now) ||
+			 memcmp(&now, &g->ids[fi], sizeof(now)) != 0))
+			gpu_cache_drop_file(g->dev, &g->ids[fi]);
+	}
+}
+
+/*
+ * the flag that stops the kernels: device memory (zeroed on slot 0's
+ * stream, before any launch) that a copy on a stream of its own sets while
+ * the kernels run
+ */
+static int
+gagg_cancel_setup(GaggRun *g)
+{
+	if (gagg_host_alloc(g, (void **) &g->cancel_one, sizeof(int32_t), "the cancel flag") != 0 ||
+		gagg_dev_alloc(g, &g->d_cancel, sizeof(int32_t), "the cancel flag") != 0 ||
+		gagg_cuda(g, GAGG_RETRY(g, gpu_drv.cuStreamCreate(&g->cancel_stream,
+														 CU_STREAM_NON_BLOCKING)),
+				  "cuStreamCreate") != 0)
+		return -1;
+	*g->cancel_one = 1;
+	return gagg_cuda(g, gpu_drv.cuMemsetD8Async(g->d_cancel, 0, sizeof(int32_t),
+												g->slots[0].stream), "cuMemsetD8Async");
 }
 
 /*
@@ -1313,7 +1587,8 @@ gagg_setup(GaggRun *g, const ServiceGpu *gpu, uint32_t dev, const GpuAggOptions 
 	for (int k = 0; k < prog->n_cols; k++)
 		if (XPU_COLS(prog)[k].col_index + 1 > g->chunk_ncols)
 			g->chunk_ncols = XPU_COLS(prog)[k].col_index + 1;
-	if (gagg_slots_create(g) != 0 ||
+	if (gagg_cache_setup(g) != 0 || gagg_slots_create(g) != 0 ||
+		gagg_cancel_setup(g) != 0 ||
 		gagg_dev_alloc(g, &g->d_prog, prog->total_len, "the program") != 0 ||
 		gagg_dev_alloc(g, &g->d_spec, sizeof(XpuGaggSpec), "the aggregates") != 0 ||
 		gagg_dev_alloc(g, &g->d_table, sizeof(XpuGaggTable), "the table") != 0 ||
@@ -1344,6 +1619,10 @@ gagg_teardown(GaggRun *g)
 			gpu_drv.cuEventDestroy(s->ev_start);
 		if (s->ev_end != NULL)
 			gpu_drv.cuEventDestroy(s->ev_end);
+		gagg_slot_release(g, s, false);
+		free(s->entries);
+		free(s->filling);
+		free(s->copies);
 		gagg_batch_release(g, &s->host, s->host_cap);
 		gagg_host_free(g, (void **) &s->status, sizeof(XpuGaggLaunch));
 		gagg_dev_free(g, &s->dev, s->dev_cap);
@@ -1354,6 +1633,15 @@ gagg_teardown(GaggRun *g)
 	gagg_dev_free(g, &g->d_prog, g->prog->total_len);
 	gagg_dev_free(g, &g->d_spec, sizeof(XpuGaggSpec));
 	gagg_dev_free(g, &g->d_table, sizeof(XpuGaggTable));
+	if (g->cancel_stream != NULL)
+	{
+		gpu_drv.cuStreamSynchronize(g->cancel_stream);
+		gpu_drv.cuStreamDestroy(g->cancel_stream);
+	}
+	gagg_dev_free(g, &g->d_cancel, sizeof(int32_t));
+	gagg_host_free(g, (void **) &g->cancel_one, sizeof(int32_t));
+	gagg_cache_recheck(g);
+	free(g->ids);
 	if (g->io.n_threads > 0 || g->io.stop == 0)
 		gagg_io_stop(&g->io);
 }

@@ -19,6 +19,7 @@
 typedef struct CUevent_st *CUevent;
 
 #define CUDA_ERROR_OUT_OF_MEMORY		2
+#define CUDA_ERROR_NOT_READY			600
 #define CU_STREAM_NON_BLOCKING			1
 #define CU_EVENT_DEFAULT				0
 
@@ -50,6 +51,7 @@ typedef struct GpuDriver
 	CUresult	(*cuStreamCreate) (CUstream *s, unsigned int flags);
 	CUresult	(*cuStreamDestroy) (CUstream s);
 	CUresult	(*cuStreamSynchronize) (CUstream s);
+	CUresult	(*cuStreamQuery) (CUstream s);
 	CUresult	(*cuEventCreate) (CUevent *e, unsigned int flags);
 	CUresult	(*cuEventDestroy) (CUevent e);
 	CUresult	(*cuEventRecord) (CUevent e, CUstream s);

@@ -5,7 +5,7 @@
  *		cluster and runs the engine's work for its backends (doc/service.md).
  *
  *		pg_warp_service -D DATADIR [--parent-pid PID] [--no-gpu] [--threads N]
- *						[--fatbin PATH]
+ *						[--fatbin PATH] [--gpu-cache-size MB|auto]
  *
  * The supervisor background worker (src/engine/service_supervisor.c) starts
  * it with the cluster's data directory and its own pid.  The service then
@@ -29,6 +29,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "gpu_cache.h"
 #include "gpu_driver.h"
 #include "service.h"
 
@@ -79,14 +80,36 @@ static void
 usage(void)
 {
 	fprintf(stderr, "usage: pg_warp_service -D DATADIR [--parent-pid PID] [--no-gpu] [--threads N]\n"
-			"                       [--fatbin PATH]\n"
+			"                       [--fatbin PATH] [--gpu-cache-size MB|auto]\n"
 			"Serves pg_warp's engine to the backends of the PostgreSQL cluster in\n"
 			"DATADIR through the socket DATADIR/%s.  Started by pg_warp's\n"
 			"supervisor background worker, not by hand.  --no-gpu serves with the\n"
 			"CPU engine without loading the GPU driver.  --threads N: the CPU\n"
 			"engine's threads per run (default: the online CPUs).  --fatbin names\n"
-			"the GPU code (pg_warp.fatbin) that the GPU engine runs.\n", PGWARP_SOCKET_NAME);
+			"the GPU code (pg_warp.fatbin) that the GPU engine runs.  --gpu-cache-size:\n"
+			"the GPU column cache per device in MiB (0: off; auto, the default: a\n"
+			"quarter of the smallest GPU's memory).\n", PGWARP_SOCKET_NAME);
 	exit(2);
+}
+
+/*
+ * parse_cache_size
+ *		--gpu-cache-size: "auto" (-1) or a number of MiB (0: off); exits
+ *		through usage() on anything else
+ */
+static int64_t
+parse_cache_size(const char *s)
+{
+	char	   *end;
+	long long	mb;
+
+	if (strcmp(s, "auto") == 0)
+		return -1;
+	errno = 0;
+	mb = strtoll(s, &end, 10);
+	if (errno != 0 || end == s || *end != '\0' || mb < 0 || mb > (INT64_MAX >> 20))
+		usage();
+	return (int64_t) mb << 20;
 }
 
 /*
@@ -138,6 +161,7 @@ main(int argc, char **argv)
 	const char *datadir = NULL;
 	pid_t		parent = 0;
 	bool		use_gpus = true;
+	int64_t		cache_size = -1;
 	ServiceGpu	gpu;
 	int			signal_fd;
 	int			listen_fd;
@@ -159,6 +183,8 @@ main(int argc, char **argv)
 		}
 		else if (strcmp(argv[i], "--fatbin") == 0 && i + 1 < argc)
 			gpu_fatbin_path = argv[++i];
+		else if (strcmp(argv[i], "--gpu-cache-size") == 0 && i + 1 < argc)
+			cache_size = parse_cache_size(argv[++i]);
 		else
 			usage();
 	}
@@ -198,6 +224,7 @@ main(int argc, char **argv)
 	if (listen_fd < 0)
 		return 1;
 	gpu_open(&gpu, use_gpus);
+	gpu_cache_configure(&gpu, cache_size);
 	rc = server_run(listen_fd, signal_fd, parent, &gpu);
 	server_unlink_socket();
 	gpu_close(&gpu);

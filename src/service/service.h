@@ -89,6 +89,7 @@ typedef struct AggRun
 	uint64_t	rows_passed;
 	uint64_t	batches;
 	uint64_t	bytes_read;
+	uint64_t	bytes_cached;	/* served from the GPU column cache instead */
 	uint64_t	io_us;
 	uint64_t	exec_us;
 } AggRun;

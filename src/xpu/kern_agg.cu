@@ -829,7 +829,7 @@ XPU_KERNEL void __launch_bounds__(XPU_GAGG_BLOCK)
 kern_agg_exec(const XpuProgram *gprog, uint32_t prog_len, uint32_t smem_prog,
 			  const XpuChunk *chunk, const XpuGaggSpec *gspec, XpuGaggTable *t,
 			  const uint32_t *rows, uint32_t n_rows, uint32_t *ovf_rows,
-			  XpuGaggLaunch *launch, uint32_t entries)
+			  XpuGaggLaunch *launch, uint32_t entries, const volatile int32_t *cancel)
 {
 	extern __shared__ uint4 kern_agg_smem[];
 	__shared__ XpuGaggSpec sp;
@@ -852,11 +852,13 @@ kern_agg_exec(const XpuProgram *gprog, uint32_t prog_len, uint32_t smem_prog,
 		for (int j = 0; j < sp.n_aggs; j++)
 			gagg_state_init(&acc[j], sp.agg_kind[j], sp.agg_type[j]);
 	}
-	for (int64_t i = (int64_t) blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride)
+	for (int64_t i = (int64_t) blockIdx.x * blockDim.x + threadIdx.x, it = 0; i < n;
+		 i += stride, it++)
 	{
 		int64_t		row = rows != NULL ? (int64_t) rows[i] : i;
 
-		if (*(volatile int32_t *) &launch->err.code != XPU_OK)
+		if (*(volatile int32_t *) &launch->err.code != XPU_OK ||
+			((it & (XPU_GAGG_CANCEL_EVERY - 1)) == 0 && *cancel != 0))
 			break;
 		if (!gagg_eval(prog, chunk, row, regs, nulls, &launch->err))
 			continue;

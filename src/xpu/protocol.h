@@ -257,10 +257,12 @@ typedef struct WarpAggResult
 	uint64_t	wall_us;		/* the run, start to last group sent */
 	uint32_t	threads;		/* CPU threads (or GPU streams) used */
 	uint32_t	pad;
+	uint64_t	bytes_cached;	/* bytes of the files' buffers that the GPU
+								 * column cache served (not read) */
 	char		err_message[128];	/* status's message, NUL-terminated */
 } WarpAggResult;
 
-WARP_STATIC_ASSERT(sizeof(WarpAggResult) == 88 + 128, "WarpAggResult layout");
+WARP_STATIC_ASSERT(sizeof(WarpAggResult) == 96 + 128, "WarpAggResult layout");
 
 /*
  * HEAP_RUN: aggregate the visible tuples of a heap table.  Payload, each

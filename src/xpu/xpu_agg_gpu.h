@@ -117,10 +117,14 @@ typedef struct XpuGaggCacheEntry
  *		empties the table: slots, counters, every state to its start value
  *		(grid-stride: any geometry)
  *	kern_agg_exec(prog, prog_len, smem_prog, chunk, spec, t, rows, n_rows,
- *				  ovf_rows, launch, cache_entries)
+ *				  ovf_rows, launch, cache_entries, cancel)
  *		runs the program over the chunk's rows (rows == NULL) or over
  *		rows[0 .. n_rows - 1], and folds every passing row into t; a row
- *		whose group cannot be added goes to ovf_rows.  Dynamic shared
+ *		whose group cannot be added goes to ovf_rows.  Each thread reads
+ *		*cancel (device memory that the host sets with a copy on another
+ *		stream) before its first row and then every XPU_GAGG_CANCEL_EVERY
+ *		rows, and stops when it is nonzero (the run was canceled: the
+ *		table's contents are then void).  Dynamic shared
  *		memory: xpu_gagg_smem_size(smem_prog, cache_entries, n_aggs); the
  *		program is copied there when smem_prog > 0 (= its length rounded up
  *		to 16), then the block's cache of cache_entries groups (0 or a
@@ -129,6 +133,7 @@ typedef struct XpuGaggCacheEntry
  *		t once per block.
  */
 #define XPU_GAGG_BLOCK		256
+#define XPU_GAGG_CANCEL_EVERY	4	/* a power of 2 */
 
 static inline uint32_t
 xpu_gagg_smem_size(uint32_t smem_prog, uint32_t cache_entries, int n_aggs)

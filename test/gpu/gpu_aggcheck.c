@@ -10,7 +10,16 @@
  *
  *		gpu_aggcheck FATBIN DIR			the checks (files written in DIR)
  *		gpu_aggcheck FATBIN DIR bench ROWS	the throughput figures
+ *
+ * The GPU column cache (service/gpu_cache.c) is on (its default size) for
+ * every case: each case runs a second time and must then be served from
+ * the cache with the same result; run_cache_checks adds a replaced file, a
+ * file rewritten in place, a tiny cache that must evict, concurrent runs
+ * sharing a small cache, and a device out of memory that the cache must
+ * make room on.
  */
+#include <pthread.h>
+#include <sys/stat.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -19,6 +28,7 @@
 #include <unistd.h>
 
 #include "arrow/arrow.h"
+#include "service/gpu_cache.h"
 #include "service/gpu_driver.h"
 #include "tap.h"
 
@@ -304,7 +314,8 @@ build_program(const TData *d, const TQuery *q, int32_t *fields)
 
 		xpu_begin_stage(b, XPU_STAGE_PROJ);
 		xpu_add_instr(b, q->div_col >= 0 ?
-					  (t == XPU_T_INT4 ? XPU_OP_DIV_I4 : XPU_OP_DIV_I8) : XPU_OP_MUL_I8,
+					  (t == XPU_T_INT4 ? XPU_OP_DIV_I4 : XPU_OP_DIV_I8) :
+					  (t == XPU_T_INT4 ? XPU_OP_MUL_I4 : XPU_OP_MUL_I8),
 					  dst, regs[a], regs[by], 0, 0);
 		for (int k = 0; k < d->ncols; k++)
 			xpu_add_output(b, regs[k]);
@@ -766,11 +777,11 @@ typedef struct TRunResult
 	double		wall_s;
 } TRunResult;
 
-/* runs q over the Arrow file path on the GPU into m */
+/* runs q over the Arrow file path on the GPU into m; cancel: the run's flag (or NULL) */
 static void
-gpu_run(const ServiceGpu *gpu, const char *path, const XpuProgram *prog,
-		const int32_t *fields, const TQuery *q, uint32_t initial_groups, TMap *m,
-		TRunResult *res)
+gpu_run_cancel(const ServiceGpu *gpu, const char *path, const XpuProgram *prog,
+			   const int32_t *fields, const TQuery *q, uint32_t initial_groups, TMap *m,
+			   TRunResult *res, volatile int *cancel)
 {
 	ArrowFile  *file;
 	ArrowError	aerr;
@@ -807,7 +818,7 @@ gpu_run(const ServiceGpu *gpu, const char *path, const XpuProgram *prog,
 	res->run.n_files = 1;
 	res->run.files = &f;
 	res->run.n_threads = 16;
-	res->run.canceled = (volatile int *) &canceled;
+	res->run.canceled = cancel != NULL ? cancel : (volatile int *) &canceled;
 	t0 = svc_now_us(CLOCK_MONOTONIC);
 	res->rc = gpu_agg_execute(gpu, &res->run, &opts, tmap_sink, m, &res->err, &res->werr,
 							  res->msg, sizeof(res->msg));
@@ -815,6 +826,39 @@ gpu_run(const ServiceGpu *gpu, const char *path, const XpuProgram *prog,
 	res->run.files = NULL;
 	free(batches);
 	arrow_file_close(file);
+}
+
+static void
+gpu_run(const ServiceGpu *gpu, const char *path, const XpuProgram *prog,
+		const int32_t *fields, const TQuery *q, uint32_t initial_groups, TMap *m,
+		TRunResult *res)
+{
+	gpu_run_cancel(gpu, path, prog, fields, q, initial_groups, m, res, NULL);
+}
+
+/*
+ * check_cached_rerun: q over path once more, after a run that filled the
+ * cache: every referenced byte must come from the cache, none from the
+ * file, and the groups must still equal the reference
+ */
+static void
+check_cached_rerun(const ServiceGpu *gpu, const char *path, const char *name,
+				   const XpuProgram *prog, const int32_t *fields, const TQuery *q,
+				   uint32_t initial_groups, TMap *ref, const uint8_t *types)
+{
+	TMap		got;
+	TRunResult	res;
+
+	tmap_init(&got, q->n_aggs, q->aggs, types, ref->cap / 2);
+	gpu_run(gpu, path, prog, fields, q, initial_groups, &got, &res);
+	if (res.rc != 0)
+		tap_ok(0, "%s, from the GPU cache: run failed: rc %d, %s%s", name, res.rc,
+			   res.err.message, res.msg);
+	else
+		tap_ok(maps_same(&got, ref, name) && res.run.bytes_read == 0 && res.run.bytes_cached > 0,
+			   "%s, from the GPU cache: groups equal the reference (%lu bytes cached, %lu read)",
+			   name, (unsigned long) res.run.bytes_cached, (unsigned long) res.run.bytes_read);
+	tmap_free(&got);
 }
 
 /* ---------------- the cases ---------------- */
@@ -930,6 +974,8 @@ check_compressed(const ServiceGpu *gpu, const char *path, const char *name,
 		tap_ok(maps_same(&got, ref, name), "%s, zstd-compressed: %ld groups equal the reference",
 			   name, (long) ref->n);
 	tmap_free(&got);
+	if (res.rc == 0 && gpu_cache_capacity(0) > 0)
+		check_cached_rerun(gpu, zpath, "zstd-compressed", prog, fields, q, 0, ref, types);
 	unlink(zpath);
 }
 
@@ -970,6 +1016,8 @@ check_case(const ServiceGpu *gpu, const char *dir, const char *name, const TData
 			   "%s: %ld groups equal the reference (%ld rows, %ld passed, %.3f s)",
 			   name, (long) ref.n, (long) res.run.rows_in, (long) res.run.rows_passed,
 			   res.wall_s);
+	if (expect_err == XPU_OK && res.rc == 0 && gpu_cache_capacity(0) > 0)
+		check_cached_rerun(gpu, path, name, prog, fields, q, initial_groups, &ref, types);
 	if (expect_err == XPU_OK && recompress)
 		check_compressed(gpu, path, name, prog, fields, q, &ref, types);
 	tmap_free(&ref);
@@ -1085,6 +1133,259 @@ run_checks(const ServiceGpu *gpu, const char *dir)
 	tdata_free(&d);
 }
 
+/* ---------------- the column cache ---------------- */
+
+/* one file and query of the cache checks, with its reference */
+typedef struct TCacheCase
+{
+	char		path[1024];
+	TQuery		q;
+	XpuProgram *prog;
+	int32_t		fields[8];
+	uint8_t		types[24];
+	TMap		ref;
+} TCacheCase;
+
+/* a text and an int8 key, count, sums, min/max: d written to path */
+static void
+cache_case_init(TCacheCase *c, const char *dir, const char *name, const TData *d,
+				int64_t batch_rows)
+{
+	XpuError	err;
+
+	memset(c, 0, sizeof(*c));
+	snprintf(c->path, sizeof(c->path), "%s/%s.arrow", dir, name);
+	query_init(&c->q);
+	c->q.n_keys = 2;
+	c->q.keys[0] = COL_S;
+	c->q.keys[1] = COL_K;
+	agg(&c->q, XPU_AGG_COUNT_STAR, -1);
+	agg(&c->q, XPU_AGG_SUM_INT, COL_A);
+	agg(&c->q, XPU_AGG_SUM_NUMERIC, COL_N);
+	agg(&c->q, XPU_AGG_MAX, COL_G);
+	c->prog = build_program(d, &c->q, c->fields);
+	for (int j = 0; j < c->q.n_aggs; j++)
+		c->types[j] = d->cols[c->q.aggs[j].out].type;
+	tdata_write(d, c->path, batch_rows);
+	tmap_init(&c->ref, c->q.n_aggs, c->q.aggs, c->types, d->n + 1);
+	ref_run(d, &c->q, &c->ref, &err);
+}
+
+static void
+cache_case_free(TCacheCase *c)
+{
+	tmap_free(&c->ref);
+	free(c->prog);
+	unlink(c->path);
+}
+
+/* runs c; 1 when the groups equal its reference (res filled) */
+static int
+cache_case_run(const ServiceGpu *gpu, TCacheCase *c, TRunResult *res, const char *name)
+{
+	TMap		got;
+	int			ok;
+
+	tmap_init(&got, c->q.n_aggs, c->q.aggs, c->types, c->ref.cap / 2);
+	gpu_run(gpu, c->path, c->prog, c->fields, &c->q, 0, &got, res);
+	ok = res->rc == 0 && maps_same(&got, &c->ref, name);
+	if (res->rc != 0)
+		tap_diag("%s: run failed: rc %d, %s%s", name, res->rc, res->err.message, res->msg);
+	tmap_free(&got);
+	return ok;
+}
+
+/*
+ * a file replaced (rename of a new file over it) and then rewritten in
+ * place with the same size: never answered from the old contents
+ */
+static void
+check_cache_stale(const ServiceGpu *gpu, const char *dir)
+{
+	TData		d;
+	TCacheCase	c1, c2, c3;
+	TRunResult	res;
+	char		tmp[1100];
+	struct stat st2, st3;
+	int			ok;
+
+	gen_data(&d, 1000000, 40, 5, 0);
+	cache_case_init(&c1, dir, "stale", &d, 200000);
+	ok = cache_case_run(gpu, &c1, &res, "stale v1") && res.run.bytes_read > 0;
+	ok = ok && cache_case_run(gpu, &c1, &res, "stale v1 again") && res.run.bytes_read == 0;
+	tap_ok(ok, "cache: a file's second run is served from the cache");
+	/* new contents, renamed over the path (a new inode) */
+	tdata_free(&d);
+	gen_data(&d, 1000000, 40, 5, 0);
+	cache_case_init(&c2, dir, "stale_new", &d, 200000);
+	snprintf(tmp, sizeof(tmp), "%s", c2.path);
+	snprintf(c2.path, sizeof(c2.path), "%s", c1.path);
+	ok = rename(tmp, c1.path) == 0 && cache_case_run(gpu, &c2, &res, "stale v2") &&
+		res.run.bytes_cached == 0;
+	tap_ok(ok, "cache: a file replaced by rename gives the new answer (%lu bytes cached)",
+		   (unsigned long) res.run.bytes_cached);
+	ok = cache_case_run(gpu, &c2, &res, "stale v2 again") && res.run.bytes_read == 0;
+	tap_ok(ok, "cache: the replaced file's second run is served from the cache");
+	/* the same size rewritten in place (same inode): one value changed */
+	stat(c1.path, &st2);
+	for (int64_t r = 0; r < d.n; r += 1000)
+		d.cols[COL_A].i[r] = (d.cols[COL_A].i[r] + 12345) % 1000000;
+	cache_case_init(&c3, dir, "stale_same_size", &d, 200000);
+	unlink(c3.path);
+	snprintf(c3.path, sizeof(c3.path), "%s", c1.path);
+	tdata_write(&d, c3.path, 200000);
+	stat(c3.path, &st3);
+	ok = st2.st_ino == st3.st_ino && st2.st_size == st3.st_size &&
+		cache_case_run(gpu, &c3, &res, "stale v3") && res.run.bytes_cached == 0;
+	tap_ok(ok, "cache: a file rewritten in place with the same size (same inode: %s) "
+		   "gives the new answer", st2.st_ino == st3.st_ino ? "yes" : "no");
+	c2.path[0] = c3.path[0] = '\0';
+	cache_case_free(&c1);
+	cache_case_free(&c2);
+	cache_case_free(&c3);
+	tdata_free(&d);
+}
+
+/* a cache far smaller than the data: runs evict, stay correct, stay under the size */
+static void
+check_cache_tiny(const ServiceGpu *gpu, const char *dir)
+{
+	TData		d;
+	TCacheCase	c;
+	TRunResult	res;
+	GpuCacheStats st;
+	int			ok = 1;
+
+	gpu_cache_configure(gpu, 6 << 20);
+	gen_data(&d, 2000000, 1000, 5, 0);
+	cache_case_init(&c, dir, "tiny", &d, 250000);
+	for (int i = 0; i < 3; i++)
+		ok &= cache_case_run(gpu, &c, &res, "tiny cache");
+	gpu_cache_stats(0, &st);
+	tap_ok(ok && st.evictions > 0 && st.used <= st.capacity,
+		   "cache: a 6 MiB cache evicts (%lu evictions, %lu of %lu bytes used) and the "
+		   "answers stay right", (unsigned long) st.evictions, (unsigned long) st.used,
+		   (unsigned long) st.capacity);
+	cache_case_free(&c);
+	tdata_free(&d);
+}
+
+typedef struct TCacheThread
+{
+	const ServiceGpu *gpu;
+	TCacheCase *cases;
+	int			n_cases;
+	int			id;
+	int			failed;
+} TCacheThread;
+
+static void *
+cache_thread(void *arg)
+{
+	TCacheThread *t = arg;
+
+	for (int i = 0; i < 8; i++)
+	{
+		TRunResult	res;
+
+		if (!cache_case_run(t->gpu, &t->cases[(t->id + i) % t->n_cases], &res, "concurrent"))
+			t->failed++;
+	}
+	return NULL;
+}
+
+/* 4 threads share a cache that holds about half of the data */
+static void
+check_cache_concurrent(const ServiceGpu *gpu, const char *dir)
+{
+	TData		d[2];
+	TCacheCase	c[2];
+	TCacheThread t[4];
+	pthread_t	th[4];
+	GpuCacheStats st;
+	int			failed = 0;
+
+	gen_data(&d[0], 2000000, 500, 5, 0);
+	gen_data(&d[1], 2000000, 50000, 5, 0);
+	cache_case_init(&c[0], dir, "conc0", &d[0], 250000);
+	cache_case_init(&c[1], dir, "conc1", &d[1], 250000);
+	gpu_cache_configure(gpu, 100 << 20);
+	for (int i = 0; i < 4; i++)
+	{
+		t[i] = (TCacheThread) {gpu, c, 2, i, 0};
+		pthread_create(&th[i], NULL, cache_thread, &t[i]);
+	}
+	for (int i = 0; i < 4; i++)
+	{
+		pthread_join(th[i], NULL);
+		failed += t[i].failed;
+	}
+	gpu_cache_stats(0, &st);
+	tap_ok(failed == 0 && st.used <= st.capacity,
+		   "cache: 4 threads x 8 runs over 2 files share a 100 MiB cache: %d wrong "
+		   "(%lu hits, %lu misses, %lu evictions)", failed, (unsigned long) st.hits,
+		   (unsigned long) st.misses, (unsigned long) st.evictions);
+	for (int i = 0; i < 2; i++)
+	{
+		cache_case_free(&c[i]);
+		tdata_free(&d[i]);
+	}
+}
+
+/*
+ * the device's memory taken by the cache and a hog: a run must evict
+ * cache entries for its own buffers and still succeed
+ */
+static void
+check_cache_oom(const ServiceGpu *gpu, const char *dir)
+{
+	TData		d;
+	TCacheCase	c1, c2;
+	TRunResult	res;
+	CUdeviceptr hog[4096];
+	int			n_hog = 0,
+				ok;
+	GpuCacheStats before, after;
+	CUcontext	ctx;
+	TData		d2;
+
+	gpu_cache_configure(gpu, -1);
+	gen_data(&d, 4000000, 1000, 5, 0);
+	gen_data(&d2, 200000, 1000, 5, 0);
+	cache_case_init(&c1, dir, "oom_fill", &d, 250000);
+	ok = cache_case_run(gpu, &c1, &res, "oom fill");
+	cache_case_init(&c2, dir, "oom_run", &d2, 50000);
+	gpu_drv.cuCtxPushCurrent(gpu_device_context(0));
+	for (size_t chunk = (size_t) 1 << 30; chunk >= (1 << 20) && n_hog < 4096; )
+		if (gpu_drv.cuMemAlloc(&hog[n_hog], chunk) == CUDA_SUCCESS)
+			n_hog++;
+		else
+			chunk /= 2;
+	gpu_cache_stats(0, &before);
+	ok = ok && cache_case_run(gpu, &c2, &res, "oom run");
+	gpu_cache_stats(0, &after);
+	for (int i = 0; i < n_hog; i++)
+		gpu_drv.cuMemFree(hog[i]);
+	gpu_drv.cuCtxPopCurrent(&ctx);
+	tap_ok(ok && after.evictions > before.evictions,
+		   "cache: with the device's memory full, a run evicts cache entries (%lu) and succeeds",
+		   (unsigned long) (after.evictions - before.evictions));
+	cache_case_free(&c1);
+	cache_case_free(&c2);
+	tdata_free(&d);
+	tdata_free(&d2);
+}
+
+static void
+run_cache_checks(const ServiceGpu *gpu, const char *dir)
+{
+	check_cache_stale(gpu, dir);
+	check_cache_tiny(gpu, dir);
+	check_cache_concurrent(gpu, dir);
+	check_cache_oom(gpu, dir);
+	gpu_cache_configure(gpu, -1);
+}
+
 /* ---------------- the figures ---------------- */
 
 /* GB/s of a pinned host-to-device copy of len bytes (best of 5) */
@@ -1121,8 +1422,8 @@ pinned_copy_rate(size_t len)
 	return best;
 }
 
-/* an SSB-like lineorder: quantity int4, discount int8, extendedprice int8,
- * revenue int8, supplycost int4, orderpriority text, shipmode text */
+/* an SSB-like lineorder: quantity, discount, extendedprice, revenue,
+ * supplycost int4, orderpriority text, shipmode text */
 static void
 gen_lineorder(TData *d, int64_t n)
 {
@@ -1133,9 +1434,9 @@ gen_lineorder(TData *d, int64_t n)
 	memset(d, 0, sizeof(*d));
 	d->n = n;
 	c[0] = tcol_add(d, "lo_quantity", XPU_T_INT4);
-	c[1] = tcol_add(d, "lo_discount", XPU_T_INT8);
-	c[2] = tcol_add(d, "lo_extendedprice", XPU_T_INT8);
-	c[3] = tcol_add(d, "lo_revenue", XPU_T_INT8);
+	c[1] = tcol_add(d, "lo_discount", XPU_T_INT4);
+	c[2] = tcol_add(d, "lo_extendedprice", XPU_T_INT4);
+	c[3] = tcol_add(d, "lo_revenue", XPU_T_INT4);
 	c[4] = tcol_add(d, "lo_supplycost", XPU_T_INT4);
 	c[5] = tcol_add(d, "lo_orderpriority", XPU_T_TEXT);
 	c[6] = tcol_add(d, "lo_shipmode", XPU_T_TEXT);
@@ -1151,7 +1452,24 @@ gen_lineorder(TData *d, int64_t n)
 	}
 }
 
-/* the figures for a query: best of 3 runs */
+/* one figure line of a run */
+static void
+bench_print(const char *name, const char *how, const TRunResult *r)
+{
+	printf("# %s, %s: %ld rows, %ld passed, %.1f MB read, %.1f MB from the GPU cache: "
+		   "end to end %.2f ms = %.2f G rows/s; kernels %.2f ms = %.2f G rows/s; I/O %.2f ms\n",
+		   name, how, (long) r->run.rows_in, (long) r->run.rows_passed,
+		   r->run.bytes_read / 1e6, r->run.bytes_cached / 1e6, r->wall_s * 1e3,
+		   r->run.rows_in / r->wall_s / 1e9, r->run.exec_us / 1e3,
+		   r->run.rows_in / (r->run.exec_us / 1e6) / 1e9, r->run.io_us / 1e3);
+}
+
+/*
+ * the figures for a query: the GPU cache off (the pinned buffers and the
+ * page cache warmed by the run before), then cold (the cache empty: every
+ * buffer is read from the page cache, copied and kept), then warm (best
+ * of 5, every buffer from the GPU cache)
+ */
 static void
 bench_query(const ServiceGpu *gpu, const char *path, const TData *d, const TQuery *q,
 			const char *name)
@@ -1164,25 +1482,92 @@ bench_query(const ServiceGpu *gpu, const char *path, const TData *d, const TQuer
 
 	memset(&best, 0, sizeof(best));
 	best.wall_s = 1e9;
-	for (int i = 0; i < 3; i++)
+	for (int i = 0; i < 8; i++)
 	{
 		TMap		m;
 
+		if (i == 0 || i == 2)
+			gpu_cache_configure(gpu, i == 0 ? 0 : -1);
 		tmap_init(&m, q->n_aggs, q->aggs, types, 1024);
 		gpu_run(gpu, path, prog, fields, q, 0, &m, &res);
 		if (res.rc != 0)
 			printf("# %s failed: %d %s%s\n", name, res.rc, res.err.message, res.msg);
-		if (res.rc == 0 && res.wall_s < best.wall_s)
+		if (i == 1 || i == 2)
+			bench_print(name, i == 1 ? "GPU cache off" : "cold (filling the GPU cache)", &res);
+		else if (i > 2 && res.rc == 0 && res.wall_s < best.wall_s)
 			best = res;
 		tmap_free(&m);
 	}
-	printf("# %s: %ld rows, %ld passed, %.1f MB read: end to end %.3f s = %.2f G rows/s, "
-		   "%.2f GB/s; kernels %.3f s = %.2f G rows/s; I/O %.3f s\n",
-		   name, (long) best.run.rows_in, (long) best.run.rows_passed,
-		   best.run.bytes_read / 1e6, best.wall_s, best.run.rows_in / best.wall_s / 1e9,
-		   best.run.bytes_read / best.wall_s / 1e9, best.run.exec_us / 1e6,
-		   best.run.rows_in / (best.run.exec_us / 1e6) / 1e9, best.run.io_us / 1e6);
+	bench_print(name, "warm (best of 5)", &best);
 	free(prog);
+}
+
+typedef struct TCancel
+{
+	volatile int flag;
+	int64_t		after_us;
+	int64_t		set_at;
+} TCancel;
+
+static void *
+cancel_thread(void *arg)
+{
+	TCancel    *c = arg;
+
+	usleep((useconds_t) c->after_us);
+	c->set_at = svc_now_us(CLOCK_MONOTONIC);
+	__atomic_store_n(&c->flag, 1, __ATOMIC_RELAXED);
+	return NULL;
+}
+
+/*
+ * the cancel latency inside one long kernel: d written as ONE record
+ * batch, the query run warm from the cache, then again with a cancel
+ * half-way through its kernel; prints the time from the cancel to the
+ * run's return
+ */
+static void
+bench_cancel(const ServiceGpu *gpu, const char *dir, const TData *d, const TQuery *q)
+{
+	char		path[1024];
+	int32_t		fields[8];
+	XpuProgram *prog = build_program(d, q, fields);
+	uint8_t		types[24] = {0};
+	TRunResult	res;
+	TCancel		c;
+	pthread_t	th;
+	TMap		m;
+	double		full_ms;
+
+	snprintf(path, sizeof(path), "%s/one_batch.arrow", dir);
+	tdata_write(d, path, d->n);
+	for (int i = 0; i < 3; i++)
+	{
+		tmap_init(&m, q->n_aggs, q->aggs, types, 1024);
+		gpu_run(gpu, path, prog, fields, q, 0, &m, &res);
+		tmap_free(&m);
+	}
+	full_ms = res.wall_s * 1e3;
+	printf("# cancel: one batch of %ld rows, warm: run %.2f ms, kernel %.2f ms\n",
+		   (long) d->n, full_ms, res.run.exec_us / 1e3);
+	for (int i = 0; i < 3; i++)
+	{
+		int64_t		t0;
+
+		memset(&c, 0, sizeof(c));
+		c.after_us = (int64_t) (full_ms * 1e3 / 2);
+		tmap_init(&m, q->n_aggs, q->aggs, types, 1024);
+		t0 = svc_now_us(CLOCK_MONOTONIC);
+		pthread_create(&th, NULL, cancel_thread, &c);
+		gpu_run_cancel(gpu, path, prog, fields, q, 0, &m, &res, &c.flag);
+		pthread_join(th, NULL);
+		printf("# cancel at %.2f ms into the run: rc %d werr %d (%s), returned %.3f ms after "
+			   "the cancel (the whole run: %.2f ms)\n", (c.set_at - t0) / 1e3, res.rc, res.werr,
+			   res.msg, (svc_now_us(CLOCK_MONOTONIC) - c.set_at) / 1e3 - 0.0, full_ms);
+		tmap_free(&m);
+	}
+	free(prog);
+	unlink(path);
 }
 
 static void
@@ -1219,8 +1604,14 @@ run_bench(const ServiceGpu *gpu, const char *dir, int64_t rows, int64_t batch_ro
 	agg(&q, XPU_AGG_COUNT, 0);
 	agg(&q, XPU_AGG_MAX, 4);
 	bench_query(gpu, path, &d, &q, "q2 (2 text keys, 35 groups)");
-	tdata_free(&d);
 	unlink(path);
+	{
+		TData		sub = d;	/* the first 60 M rows, as one batch */
+
+		sub.n = rows < 60000000 ? rows : 60000000;
+		bench_cancel(gpu, dir, &sub, &q);
+	}
+	tdata_free(&d);
 }
 
 int
@@ -1241,10 +1632,14 @@ main(int argc, char **argv)
 		printf("1..0 # SKIP no GPU: %s\n", gpu.detail);
 		return 0;
 	}
+	gpu_cache_configure(&gpu, -1);
 	if (argc >= 5 && strcmp(argv[3], "bench") == 0)
 		run_bench(&gpu, argv[2], atoll(argv[4]), argc >= 6 ? atoll(argv[5]) : 8000000);
 	else
+	{
 		run_checks(&gpu, argv[2]);
+		run_cache_checks(&gpu, argv[2]);
+	}
 	gpu_close(&gpu);
 	return tap_done();
 }

@@ -1,0 +1,204 @@
+"""The service's GPU column cache (doc/service.md, "The GPU column cache"):
+pg_warp.gpu_cache_size, how the supervisor passes it to the service, the
+service's option, and answers with the cache in use.
+
+Without a GPU (CI) the cache is never used, but the setting is still
+parsed, passed on the service's command line and checked by the service,
+and GpuPreAgg answers with it set must equal PostgreSQL's.  The tests that
+need the cache itself run only where the service has a GPU and skip with
+the reason otherwise; test/gpu/gpu_aggcheck.c checks the cache on the
+device (stale files, eviction, concurrent runs, out of memory).
+"""
+import os
+import shutil
+import subprocess
+import tempfile
+import time
+
+import pyarrow as pa
+import pytest
+
+from test_service import CLUSTER, Cluster, service_program, wait_until
+
+ON = "SET pg_warp.engine_startup_cost = 0; "
+OFF = "SET pg_warp.enabled = off; "
+
+
+def restart(c):
+    """Restarts cluster c (same data directory, same settings file)."""
+    c.stop()
+    subprocess.run(["bash", CLUSTER, "start", c.dir], env=c.env, check=True,
+                   capture_output=True)
+
+
+def service_argv(c):
+    pid = wait_until(lambda: c.run("SELECT pid FROM pgwarp.service_status()").returncode == 0
+                     and c.service_pid(), what="the service")
+    with open("/proc/%d/cmdline" % pid, "rb") as f:
+        return f.read().decode().split("\0")[:-1]
+
+
+def cache_option(c):
+    argv = service_argv(c)
+    assert "--gpu-cache-size" in argv, argv
+    return argv[argv.index("--gpu-cache-size") + 1]
+
+
+@pytest.fixture(scope="module")
+def cluster():
+    c = Cluster()
+    try:
+        yield c
+    finally:
+        c.destroy()
+
+
+@pytest.fixture(scope="module")
+def data_dir():
+    d = tempfile.mkdtemp(prefix="pg_warp_gcache.")
+    os.chmod(d, 0o755)
+    yield d
+    shutil.rmtree(d, ignore_errors=True)
+
+
+def lineorder(n, seed):
+    """An SSB-like lineorder slice: deterministic pseudo-random values."""
+    x = seed
+    cols = {"q": [], "d": [], "p": [], "prio": [], "mode": []}
+    prios = ["1-URGENT", "2-HIGH", "3-MEDIUM", "4-NOT SPECI", "5-LOW"]
+    modes = ["AIR", "FOB", "MAIL", "RAIL", "REG AIR", "SHIP", "TRUCK"]
+    for _ in range(n):
+        x = (x * 6364136223846793005 + 1442695040888963407) % 2**64
+        cols["q"].append(1 + (x >> 33) % 50)
+        cols["d"].append((x >> 20) % 11)
+        cols["p"].append(90000 + (x >> 8) % 10000000)
+        cols["prio"].append(prios[(x >> 40) % 5])
+        cols["mode"].append(modes[(x >> 44) % 7])
+    return pa.table({"q": pa.array(cols["q"], pa.int32()), "d": pa.array(cols["d"], pa.int32()),
+                     "p": pa.array(cols["p"], pa.int32()),
+                     "prio": pa.array(cols["prio"], pa.string()),
+                     "mode": pa.array(cols["mode"], pa.string())})
+
+
+def write_arrow(path, table, batch=5000):
+    tmp = path + ".tmp"
+    with pa.ipc.new_file(tmp, table.schema) as w:
+        for b in table.to_batches(max_chunksize=batch):
+            w.write_batch(b)
+    os.chmod(tmp, 0o644)
+    os.replace(tmp, path)
+
+
+Q1 = "SELECT sum(p * d) FROM gc.lo WHERE d BETWEEN 1 AND 3 AND q < 25"
+Q2 = ("SELECT prio, mode, count(*), sum(p), avg(q), max(p) FROM gc.lo "
+      "GROUP BY 1, 2 ORDER BY 1, 2")
+
+
+def make_table(c, data_dir, seed):
+    write_arrow(os.path.join(data_dir, "lo.arrow"), lineorder(20000, seed))
+    c.sql("DROP SCHEMA IF EXISTS gc CASCADE; CREATE SCHEMA gc; "
+          "CREATE FOREIGN TABLE gc.lo (q int4, d int4, p int4, prio text, mode text) "
+          "SERVER arrow_fdw OPTIONS (file '%s/lo.arrow')" % data_dir)
+
+
+def same_as_postgresql(c, sql):
+    plan = c.run("EXPLAIN (COSTS OFF) " + sql, settings=[ON.strip()])
+    assert plan.returncode == 0 and "GpuPreAgg" in plan.stdout, plan.stdout + plan.stderr
+    on = c.run(sql, settings=[ON.strip()])
+    off = c.run(sql, settings=[OFF.strip()])
+    assert on.returncode == 0 and off.returncode == 0, on.stderr + off.stderr
+    assert on.stdout == off.stdout
+    return on.stdout
+
+
+def test_setting_is_passed_to_the_service(cluster):
+    assert cluster.sql("SHOW pg_warp.gpu_cache_size") == "-1"
+    assert cache_option(cluster) == "auto"
+    for value, shown, passed in (("64MB", "64MB", "64"), ("2GB", "2GB", "2048"),
+                                 ("0", "0", "0")):
+        cluster.sql("ALTER SYSTEM SET pg_warp.gpu_cache_size = '%s'" % value)
+        restart(cluster)
+        assert cluster.sql("SHOW pg_warp.gpu_cache_size") == shown
+        assert cache_option(cluster) == passed
+    cluster.sql("ALTER SYSTEM RESET pg_warp.gpu_cache_size")
+    restart(cluster)
+    assert cache_option(cluster) == "auto"
+
+
+def test_setting_is_checked(cluster):
+    r = cluster.run("SET pg_warp.gpu_cache_size = '1GB'")
+    assert r.returncode != 0 and "cannot be changed without restarting the server" in r.stderr
+    for bad in ("lots", "-2", "1TBX"):
+        r = cluster.run("ALTER SYSTEM SET pg_warp.gpu_cache_size = '%s'" % bad)
+        assert r.returncode != 0 and "pg_warp.gpu_cache_size" in r.stderr, r.stderr
+
+
+def test_service_checks_its_option(tmp_path):
+    for bad in ("lots", "-1", "12x", ""):
+        r = subprocess.run([service_program(), "-D", str(tmp_path), "--no-gpu",
+                            "--gpu-cache-size", bad], capture_output=True, text=True,
+                           timeout=30)
+        assert r.returncode == 2 and "--gpu-cache-size" in r.stderr, (bad, r.stderr)
+    for good in ("auto", "0", "512"):
+        d = tmp_path / ("ok" + good)
+        d.mkdir()
+        p = subprocess.Popen([service_program(), "-D", str(d), "--no-gpu",
+                              "--gpu-cache-size", good], stderr=subprocess.PIPE, text=True)
+        try:
+            wait_until(lambda: (d / "pg_warp.sock").exists() or p.poll() is not None,
+                       what="the service's socket")
+            assert p.poll() is None, p.stderr.read()
+        finally:
+            p.terminate()
+            p.wait(timeout=30)
+
+
+def test_answers_with_a_cache_size_set(cluster, data_dir):
+    cluster.sql("ALTER SYSTEM SET pg_warp.gpu_cache_size = '1MB'")
+    restart(cluster)
+    try:
+        make_table(cluster, data_dir, 1)
+        for _ in range(2):
+            same_as_postgresql(cluster, Q1)
+            same_as_postgresql(cluster, Q2)
+    finally:
+        cluster.sql("ALTER SYSTEM RESET pg_warp.gpu_cache_size")
+        restart(cluster)
+
+
+def bytes_from(explain, what):
+    for line in explain.splitlines():
+        line = line.strip()
+        if line.startswith(what + ":"):
+            return int(line.split(":")[1].split()[0])
+    return None
+
+
+def explain_analyze(c, sql):
+    r = c.run("EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF) " + sql, settings=[ON.strip()])
+    assert r.returncode == 0, r.stderr
+    return r.stdout
+
+
+def test_cache_serves_and_never_serves_stale_data(cluster, data_dir):
+    st = cluster.status()
+    if st["engine"] != "gpu":
+        pytest.skip("the service has no GPU (%s): the GPU column cache is not used; "
+                    "test/gpu/gpu_aggcheck checks it on a GPU host" % st["engine_detail"])
+    make_table(cluster, data_dir, 1)
+    first = same_as_postgresql(cluster, Q2)
+    out = explain_analyze(cluster, Q2)
+    assert "Engine: GPU" in out, out
+    assert bytes_from(out, "Bytes Read") == 0 and bytes_from(out, "Bytes From GPU Cache") > 0, out
+    # the file replaced: new answer, nothing from the cache
+    write_arrow(os.path.join(data_dir, "lo.arrow"), lineorder(20000, 2))
+    time.sleep(0.01)
+    second = same_as_postgresql(cluster, Q2)
+    assert second != first
+    # rewritten in place with the same size: still the new contents
+    table = lineorder(20000, 3)
+    with pa.ipc.new_file(os.path.join(data_dir, "lo.arrow"), table.schema) as w:
+        for b in table.to_batches(max_chunksize=5000):
+            w.write_batch(b)
+    third = same_as_postgresql(cluster, Q2)
+    assert third != second
