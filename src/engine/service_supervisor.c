@@ -35,6 +35,7 @@
 #include "postmaster/interrupt.h"
 #include "storage/ipc.h"
 #include "storage/latch.h"
+#include "utils/guc.h"
 #include "utils/timestamp.h"
 #include "utils/wait_event.h"
 
@@ -47,6 +48,9 @@
 #define STOP_WAIT_MS		5000	/* SIGTERM, then SIGKILL after this */
 
 PGDLLEXPORT void pg_warp_supervisor_main(Datum main_arg);
+
+/* pg_warp.max_async_tasks: runs the service executes at once (--max-async-tasks) */
+int			pg_warp_max_async_tasks = 16;
 
 /* the service process as the supervisor knows it */
 typedef struct ServiceProc
@@ -68,6 +72,15 @@ pg_warp_service_init(void)
 	BackgroundWorker worker;
 
 	pg_warp_service_client_init();
+	DefineCustomIntVariable("pg_warp.max_async_tasks",
+							"Runs the pg_warp service executes at once.",
+							"Further runs wait in a queue, first come first served, "
+							"until a running one ends.",
+							&pg_warp_max_async_tasks,
+							16, 1, 10000,
+							PGC_POSTMASTER,
+							0,
+							NULL, NULL, NULL);
 	if (!process_shared_preload_libraries_in_progress)
 		return;
 
@@ -94,8 +107,8 @@ handle_sigchld(SIGNAL_ARGS)
 
 /*
  * start_service
- *		Forks and execs the service with the data directory, our pid and
- *		the GPU code to load (pg_warp.fatbin_path).
+ *		Forks and execs the service with the data directory, our pid, the
+ *		GPU code to load (pg_warp.fatbin_path) and pg_warp.max_async_tasks.
  *		Between fork and exec the child runs nothing of PostgreSQL (no
  *		ereport, no exit handlers): it closes the descriptors it inherited
  *		except stdin/stdout/stderr (stderr is the server log) and execs.
@@ -106,7 +119,8 @@ start_service(ServiceProc *svc)
 	char		path[MAXPGPATH];
 	char		ppid[16];
 	char		fatbin[MAXPGPATH];
-	char	   *argv[8];
+	char		max_tasks[16];
+	char	   *argv[10];
 	pid_t		pid;
 
 	snprintf(path, sizeof(path), "%s/%s", pkglib_path, SERVICE_PROGRAM);
@@ -124,7 +138,10 @@ start_service(ServiceProc *svc)
 	argv[4] = ppid;
 	argv[5] = "--fatbin";
 	argv[6] = fatbin;
-	argv[7] = NULL;
+	snprintf(max_tasks, sizeof(max_tasks), "%d", pg_warp_max_async_tasks);
+	argv[7] = "--max-async-tasks";
+	argv[8] = max_tasks;
+	argv[9] = NULL;
 
 	svc->started = GetCurrentTimestamp();
 	pid = fork();

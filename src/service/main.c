@@ -5,7 +5,7 @@
  *		cluster and runs the engine's work for its backends (doc/service.md).
  *
  *		pg_warp_service -D DATADIR [--parent-pid PID] [--no-gpu] [--threads N]
- *						[--fatbin PATH]
+ *						[--fatbin PATH] [--max-async-tasks N]
  *
  * The supervisor background worker (src/engine/service_supervisor.c) starts
  * it with the cluster's data directory and its own pid.  The service then
@@ -34,6 +34,9 @@
 
 /* --threads: the CPU engine's threads per AGG_RUN that names none */
 int			svc_cpu_threads;
+
+/* --max-async-tasks: runs executed at once; later ones wait in a queue */
+int			svc_max_async_tasks = 16;
 
 /*
  * svc_log
@@ -79,13 +82,15 @@ static void
 usage(void)
 {
 	fprintf(stderr, "usage: pg_warp_service -D DATADIR [--parent-pid PID] [--no-gpu] [--threads N]\n"
-			"                       [--fatbin PATH]\n"
+			"                       [--fatbin PATH] [--max-async-tasks N]\n"
 			"Serves pg_warp's engine to the backends of the PostgreSQL cluster in\n"
 			"DATADIR through the socket DATADIR/%s.  Started by pg_warp's\n"
 			"supervisor background worker, not by hand.  --no-gpu serves with the\n"
 			"CPU engine without loading the GPU driver.  --threads N: the CPU\n"
 			"engine's threads per run (default: the online CPUs).  --fatbin names\n"
-			"the GPU code (pg_warp.fatbin) that the GPU engine runs.\n", PGWARP_SOCKET_NAME);
+			"the GPU code (pg_warp.fatbin) that the GPU engine runs.\n"
+			"--max-async-tasks N: the runs executed at once (default 16); later\n"
+			"ones wait in a queue, first come first served.\n", PGWARP_SOCKET_NAME);
 	exit(2);
 }
 
@@ -159,6 +164,12 @@ main(int argc, char **argv)
 		}
 		else if (strcmp(argv[i], "--fatbin") == 0 && i + 1 < argc)
 			gpu_fatbin_path = argv[++i];
+		else if (strcmp(argv[i], "--max-async-tasks") == 0 && i + 1 < argc)
+		{
+			svc_max_async_tasks = atoi(argv[++i]);
+			if (svc_max_async_tasks < 1 || svc_max_async_tasks > 10000)
+				usage();
+		}
 		else
 			usage();
 	}

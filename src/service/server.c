@@ -20,6 +20,13 @@
  * than about PUMP_LOW bytes plus one message.  A run whose connection
  * closed is canceled and freed once its thread ends (orphans).
  *
+ * Admission: at most svc_max_async_tasks runs execute at once (orphans
+ * count until their threads end).  A later AGG_RUN waits in a FIFO queue,
+ * its request kept, the connection busy as for a running one: CANCEL or a
+ * closed connection takes it out of the queue.  After every round of
+ * events the loop starts queued runs while there is room.  TASKS lists the
+ * running and queued runs.
+ *
  *-------------------------------------------------------------------------
  */
 #include <errno.h>
@@ -62,6 +69,10 @@ typedef struct Conn
 	size_t		out_cap;
 	AggTask    *task;			/* its AGG_RUN, running or sending replies */
 	bool		task_collected; /* the run is done: replies are being sent */
+	int64_t		task_since_us;	/* when the run started or was queued */
+	uint8_t    *queued;			/* an AGG_RUN waiting for admission */
+	uint32_t	queued_len;
+	struct Conn *qnext;			/* the next one in the admission queue */
 	struct Conn *prev;
 	struct Conn *next;
 } Conn;
@@ -91,13 +102,17 @@ static int	notify_fd = -1;
 typedef struct Orphan
 {
 	AggTask    *task;
+	int64_t		since_us;		/* when it started */
 	struct Orphan *next;
 } Orphan;
 
 static Orphan *orphans;
 
+/* the admission queue, first to run first (Conn.qnext) */
+static Conn *queue_head;
+
 /* one AGG_RESULT being built (the loop is single-threaded) */
-static uint8_t pump_buf[PGWARP_MAX_PAYLOAD];
+static uint8_t pump_buf[PGWARP_MAX_PAYLOAD] __attribute__((aligned(16)));
 
 /*
  * Out of file descriptors, accepting stops (the listening socket leaves the
@@ -226,14 +241,34 @@ task_release(Conn *c)
 		return;
 	}
 	o->task = t;
+	o->since_us = c->task_since_us;
 	o->next = orphans;
 	orphans = o;
+}
+
+/* queue_remove: takes c's waiting run out of the admission queue */
+static void
+queue_remove(Conn *c)
+{
+	Conn	  **p;
+
+	if (c->queued == NULL)
+		return;
+	for (p = &queue_head; *p != NULL && *p != c; p = &(*p)->qnext)
+		;
+	if (*p == c)
+		*p = c->qnext;
+	c->qnext = NULL;
+	free(c->queued);
+	c->queued = NULL;
+	svc_counters.queued_tasks--;
 }
 
 /* conn_close: drops a connection and everything it holds */
 static void
 conn_close(Conn *c)
 {
+	queue_remove(c);
 	task_release(c);
 	epoll_ctl(epoll_fd, EPOLL_CTL_DEL, c->fd, NULL);
 	close(c->fd);
@@ -396,6 +431,60 @@ send_status(Conn *c)
 	return conn_send(c, WARP_MSG_STATUS, &st, sizeof(st));
 }
 
+/* running tasks' entries, oldest first */
+static int
+cmp_since(const void *a, const void *b)
+{
+	const WarpTaskInfo *x = a,
+			   *y = b;
+
+	return x->since_us < y->since_us ? -1 : x->since_us > y->since_us;
+}
+
+/* a running task's entry (pid 0: its connection closed) */
+static WarpTaskInfo
+running_info(const AggTask *t, pid_t pid, int64_t since_us)
+{
+	WarpTaskInfo e = {(uint32_t) pid, WARP_TASK_AGG, WARP_TASK_RUNNING, 0, 0, 0, since_us};
+
+	e.rows_done = __atomic_load_n(&AGG_TASK_RUN(t)->rows_in, __ATOMIC_RELAXED);
+	return e;
+}
+
+/*
+ * send_tasks
+ *		Answers TASKS: the running runs (oldest first), then the queued ones
+ *		in queue order, as many as fit one message.
+ */
+static bool
+send_tasks(Conn *c)
+{
+	const uint32_t cap = (PGWARP_MAX_PAYLOAD - sizeof(WarpTaskList)) / sizeof(WarpTaskInfo);
+	WarpTaskInfo *e = (WarpTaskInfo *) (pump_buf + sizeof(WarpTaskList));
+	WarpTaskList h = {svc_counters.running_tasks, svc_counters.queued_tasks,
+		(uint32_t) svc_max_async_tasks, 0};
+	uint32_t	pos = 0;
+
+	for (Conn *x = conns; x != NULL && h.n_entries < cap; x = x->next)
+	{
+		if (x->task != NULL && !x->task_collected)
+			e[h.n_entries++] = running_info(x->task, x->peer_pid, x->task_since_us);
+	}
+	for (Orphan *o = orphans; o != NULL && h.n_entries < cap; o = o->next)
+		e[h.n_entries++] = running_info(o->task, 0, o->since_us);
+	qsort(e, h.n_entries, sizeof(WarpTaskInfo), cmp_since);
+	for (Conn *x = queue_head; x != NULL && h.n_entries < cap; x = x->qnext)
+	{
+		WarpTaskInfo q = {(uint32_t) x->peer_pid, WARP_TASK_AGG, WARP_TASK_QUEUED, ++pos, 0, 0,
+			x->task_since_us};
+
+		e[h.n_entries++] = q;
+	}
+	memcpy(pump_buf, &h, sizeof(h));
+	return conn_send(c, WARP_MSG_TASKS, pump_buf,
+					 sizeof(h) + h.n_entries * sizeof(WarpTaskInfo));
+}
+
 /*
  * conn_pump
  *		Sends the replies of the connection's finished run while its output
@@ -419,12 +508,32 @@ conn_pump(Conn *c)
 	return true;
 }
 
-/* start_agg: serves AGG_RUN: starts the run, or answers ERROR */
+/* run_agg: starts an AGG_RUN now, or answers ERROR */
 static bool
-start_agg(Conn *c, const uint8_t *payload, uint32_t len)
+run_agg(Conn *c, const uint8_t *payload, uint32_t len)
 {
 	uint32_t	werr;
 	char		msg[248];
+
+	c->task = agg_task_start(payload, len, service_gpu, notify_fd, &werr, msg, sizeof(msg));
+	if (c->task == NULL)
+		return conn_fail(c, false, werr, "%s", msg);
+	c->task_collected = false;
+	c->task_since_us = svc_now_us(CLOCK_REALTIME);
+	svc_counters.running_tasks++;
+	return true;
+}
+
+/*
+ * start_agg
+ *		Serves AGG_RUN: starts the run when fewer than svc_max_async_tasks
+ *		run and none waits, else queues it (a copy of the request); or
+ *		answers ERROR.
+ */
+static bool
+start_agg(Conn *c, const uint8_t *payload, uint32_t len)
+{
+	Conn	  **p;
 
 	if (notify_fd < 0)
 	{
@@ -442,12 +551,38 @@ start_agg(Conn *c, const uint8_t *payload, uint32_t len)
 							 "could not create an eventfd: %s", strerror(save_errno));
 		}
 	}
-	c->task = agg_task_start(payload, len, service_gpu, notify_fd, &werr, msg, sizeof(msg));
-	if (c->task == NULL)
-		return conn_fail(c, false, werr, "%s", msg);
-	c->task_collected = false;
-	svc_counters.running_tasks++;
+	if (queue_head == NULL && svc_counters.running_tasks < (uint32_t) svc_max_async_tasks)
+		return run_agg(c, payload, len);
+	c->queued = malloc(len > 0 ? len : 1);
+	if (c->queued == NULL)
+		return conn_fail(c, false, WARP_ERR_OUT_OF_MEMORY,
+						 "no memory to queue a request of %u bytes", len);
+	memcpy(c->queued, payload, len);
+	c->queued_len = len;
+	c->task_since_us = svc_now_us(CLOCK_REALTIME);
+	for (p = &queue_head; *p != NULL; p = &(*p)->qnext)
+		;
+	*p = c;
+	svc_counters.queued_tasks++;
 	return true;
+}
+
+/* admit_queued: starts queued runs, oldest first, while there is room */
+static void
+admit_queued(void)
+{
+	while (queue_head != NULL && svc_counters.running_tasks < (uint32_t) svc_max_async_tasks)
+	{
+		Conn	   *c = queue_head;
+		uint8_t    *payload = c->queued;
+
+		queue_head = c->qnext;
+		c->qnext = NULL;
+		c->queued = NULL;
+		svc_counters.queued_tasks--;
+		run_agg(c, payload, c->queued_len);	/* may close c */
+		free(payload);
+	}
 }
 
 /*
@@ -462,6 +597,12 @@ dispatch_busy(Conn *c, const WarpMsgHeader *hdr)
 	if (hdr->type != WARP_MSG_CANCEL || hdr->length != 0)
 		return conn_fail(c, true, WARP_ERR_PROTOCOL,
 						 "message type %u while an AGG_RUN is in progress", hdr->type);
+	if (c->queued != NULL)
+	{
+		queue_remove(c);
+		return conn_fail(c, false, WARP_ERR_CANCELED,
+						 "the run was canceled while it waited for admission");
+	}
 	agg_task_cancel(c->task);
 	if (c->task_collected)
 	{
@@ -529,7 +670,7 @@ dispatch(Conn *c, const WarpMsgHeader *hdr, const uint8_t *payload)
 	}
 	if (!c->said_hello)
 		return conn_fail(c, true, WARP_ERR_PROTOCOL, "message type %u before HELLO", hdr->type);
-	if (c->task != NULL)
+	if (c->task != NULL || c->queued != NULL)
 		return dispatch_busy(c, hdr);
 	switch (hdr->type)
 	{
@@ -537,6 +678,10 @@ dispatch(Conn *c, const WarpMsgHeader *hdr, const uint8_t *payload)
 			if (hdr->length != 0)
 				return conn_fail(c, true, WARP_ERR_PROTOCOL, "STATUS with a payload");
 			return send_status(c);
+		case WARP_MSG_TASKS:
+			if (hdr->length != 0)
+				return conn_fail(c, true, WARP_ERR_PROTOCOL, "TASKS with a payload");
+			return send_tasks(c);
 		case WARP_MSG_AGG_RUN:
 			return start_agg(c, payload, hdr->length);
 		case WARP_MSG_CANCEL:
@@ -783,6 +928,7 @@ server_run(int listen_fd, int signal_fd, pid_t parent_pid, const ServiceGpu *gpu
 		/* after the events: replies may close connections that had one */
 		if (notified)
 			collect_tasks();
+		admit_queued();
 	}
 	while (conns)
 		conn_close(conns);
