@@ -72,6 +72,9 @@ pg_warp_service_init(void)
 	BackgroundWorker worker;
 
 	pg_warp_service_client_init();
+	if (!process_shared_preload_libraries_in_progress)
+		return;
+	/* a postmaster setting: only while preloading (it is the service's) */
 	DefineCustomIntVariable("pg_warp.max_async_tasks",
 							"Runs the pg_warp service executes at once.",
 							"Further runs wait in a queue, first come first served, "
@@ -81,8 +84,6 @@ pg_warp_service_init(void)
 							PGC_POSTMASTER,
 							0,
 							NULL, NULL, NULL);
-	if (!process_shared_preload_libraries_in_progress)
-		return;
 
 	memset(&worker, 0, sizeof(worker));
 	worker.bgw_flags = BGWORKER_SHMEM_ACCESS;
