@@ -54,7 +54,7 @@
 #include "utils/syscache.h"
 
 #include "engine/codegen.h"
-#include "types/float2.h"
+#include "xpu/xpu_half.h"
 #include "xpu/xpu_date.h"
 
 /* ---------------- the function table ---------------- */
@@ -509,7 +509,7 @@ cg_const(Cg *cg, Const *c)
 	{
 		case XPU_T_FLOAT2:		/* the immediate holds the bits */
 			return cg_const_reg(cg, XPU_OP_CONST_F2, type, 0,
-								(int32) DatumGetFloat2(c->constvalue));
+								(int32) DatumGetUInt16(c->constvalue));
 		case XPU_T_FLOAT4:
 			{
 				float		f[2] = {DatumGetFloat4(c->constvalue), 0};
@@ -1034,7 +1034,7 @@ cg_in_list(Cg *cg, ScalarArrayOpExpr *s)
 			else
 			{
 				if (f->arg[1] == XPU_T_FLOAT2)
-					d = float2_to_double(DatumGetFloat2(elems[i]));
+					d = xpu_half_to_double(DatumGetUInt16(elems[i]));
 				else
 					d = elemtype == FLOAT4OID ? (double) DatumGetFloat4(elems[i]) :
 						DatumGetFloat8(elems[i]);
