@@ -85,11 +85,25 @@ CREATE FUNCTION pgwarp.service_status(
     OUT devices text[],
     OUT memory_in_use bigint,
     OUT running_tasks int,
-    OUT connections int)
+    OUT connections int,
+    OUT queued_tasks int,
+    OUT max_async_tasks int)
 RETURNS record
 AS 'MODULE_PATHNAME', 'pg_warp_service_status'
 LANGUAGE C STRICT VOLATILE PARALLEL RESTRICTED;
-COMMENT ON FUNCTION pgwarp.service_status() IS 'the pg_warp service: pid, uptime, engine, devices, memory in use, running tasks';
+COMMENT ON FUNCTION pgwarp.service_status() IS 'the pg_warp service: pid, uptime, engine, devices, memory in use, running and queued tasks';
+
+CREATE FUNCTION pgwarp.service_tasks(
+    OUT pid int,
+    OUT kind text,
+    OUT state text,
+    OUT queue_position int,
+    OUT rows_done bigint,
+    OUT since timestamptz)
+RETURNS SETOF record
+AS 'MODULE_PATHNAME', 'pg_warp_service_tasks'
+LANGUAGE C STRICT VOLATILE PARALLEL RESTRICTED ROWS 10;
+COMMENT ON FUNCTION pgwarp.service_tasks() IS 'the runs of the pg_warp service: running, then queued in admission order';
 
 -- ---------------------------------------------------------------------------
 -- float2: IEEE 754 half-precision floating point (doc/float2.md)

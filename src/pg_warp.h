@@ -25,6 +25,7 @@ extern bool pg_warp_preloaded;
 extern int	pg_warp_arrow_max_buffer_size;	/* kB */
 
 /* in engine/service_supervisor.c */
+extern int	pg_warp_max_async_tasks;
 extern void pg_warp_service_init(void);
 
 /* in engine/service_client.c */

@@ -7,7 +7,9 @@
  * What compiles: Vars of the scan relation whose column the scan can load
  * exactly (CodegenScan.column), Consts of the engine's types, OpExpr and
  * FuncExpr whose function is in cg_funcs[] (the one table from PostgreSQL
- * function OIDs to opcodes), AND/OR/NOT, NullTest, BooleanTest, IN lists
+ * function OIDs to opcodes) or, for pg_warp's own float2 type, in
+ * cg_float2_funcs[] (by the C function, as the extension's OIDs vary),
+ * AND/OR/NOT, NullTest, BooleanTest, IN lists
  * (ScalarArrayOpExpr ... = ANY (const array)), CASE, COALESCE, NULLIF and
  * RelabelType.  Anything else (Params, volatile or unknown functions,
  * other types, interval constants, numerics beyond 38 digits, LIKE with
@@ -34,7 +36,10 @@
  */
 #include "postgres.h"
 
+#include "catalog/namespace.h"
 #include "catalog/pg_collation.h"
+#include "catalog/pg_language.h"
+#include "catalog/pg_proc.h"
 #include "catalog/pg_type.h"
 #include "mb/pg_wchar.h"
 #include "miscadmin.h"
@@ -46,8 +51,10 @@
 #include "utils/lsyscache.h"
 #include "utils/numeric.h"
 #include "utils/pg_locale.h"
+#include "utils/syscache.h"
 
 #include "engine/codegen.h"
+#include "xpu/xpu_half.h"
 #include "xpu/xpu_date.h"
 
 /* ---------------- the function table ---------------- */
@@ -187,6 +194,72 @@ static const CgFunc cg_funcs[] = {
 	F2(F_TIMESTAMP_MI, TS_MI_TS, TIMESTAMP, TIMESTAMP, NONE, INTERVAL, 0),
 };
 
+/*
+ * pg_warp's float2 functions (types/float2.c, float2_ops.c), found by their
+ * C entry point: float2 with float2 in float2's opcodes, the mixed forms as
+ * float4's and float8's opcodes on the exactly widened float2, float2 ->
+ * int2/4/8 as float4's casts (float2.c calls ftoi2 etc. on the float4).
+ */
+typedef struct CgFloat2Func
+{
+	PGFunction	addr;
+	CgFunc		f;
+} CgFloat2Func;
+
+#define FLOAT2_FUNCS(X) \
+	X(float2pl) X(float2mi) X(float2mul) X(float2div) X(float2um) X(float2up) X(float2abs) \
+	X(float24pl) X(float24mi) X(float24mul) X(float24div) \
+	X(float42pl) X(float42mi) X(float42mul) X(float42div) \
+	X(float28pl) X(float28mi) X(float28mul) X(float28div) \
+	X(float82pl) X(float82mi) X(float82mul) X(float82div) \
+	X(float2eq) X(float2ne) X(float2lt) X(float2le) X(float2gt) X(float2ge) \
+	X(float24eq) X(float24ne) X(float24lt) X(float24le) X(float24gt) X(float24ge) \
+	X(float42eq) X(float42ne) X(float42lt) X(float42le) X(float42gt) X(float42ge) \
+	X(float28eq) X(float28ne) X(float28lt) X(float28le) X(float28gt) X(float28ge) \
+	X(float82eq) X(float82ne) X(float82lt) X(float82le) X(float82gt) X(float82ge) \
+	X(float2_to_float4) X(float2_to_float8) X(float4_to_float2) X(float8_to_float2) \
+	X(int2_to_float2) X(int4_to_float2) X(int8_to_float2) \
+	X(float2_to_int2) X(float2_to_int4) X(float2_to_int8)
+
+#define FLOAT2_DECLARE(f) extern PGDLLEXPORT Datum f(PG_FUNCTION_ARGS);
+FLOAT2_FUNCS(FLOAT2_DECLARE)
+
+#define H1(fn, op, a, w, r) {fn, F1(InvalidOid, op, a, w, r, 0)}
+#define H2(fn, op, a, b, w, r) {fn, F2(InvalidOid, op, a, b, w, r, 0)}
+#define H_CMP6(P, A, B, W, S) \
+	H2(P##eq, EQ_##S, A, B, W, BOOL), H2(P##ne, NE_##S, A, B, W, BOOL), \
+	H2(P##lt, LT_##S, A, B, W, BOOL), H2(P##le, LE_##S, A, B, W, BOOL), \
+	H2(P##gt, GT_##S, A, B, W, BOOL), H2(P##ge, GE_##S, A, B, W, BOOL)
+#define H_ARITH4(P, A, B, W, R, S) \
+	H2(P##pl, ADD_##S, A, B, W, R), H2(P##mi, SUB_##S, A, B, W, R), \
+	H2(P##mul, MUL_##S, A, B, W, R), H2(P##div, DIV_##S, A, B, W, R)
+
+static const CgFloat2Func cg_float2_funcs[] = {
+	H_ARITH4(float2, FLOAT2, FLOAT2, NONE, FLOAT2, F2),
+	H_ARITH4(float24, FLOAT2, FLOAT4, FLOAT4, FLOAT4, F4),
+	H_ARITH4(float42, FLOAT4, FLOAT2, FLOAT4, FLOAT4, F4),
+	H_ARITH4(float28, FLOAT2, FLOAT8, FLOAT8, FLOAT8, F8),
+	H_ARITH4(float82, FLOAT8, FLOAT2, FLOAT8, FLOAT8, F8),
+	H1(float2um, NEG_F2, FLOAT2, NONE, FLOAT2),
+	H1(float2abs, ABS_F2, FLOAT2, NONE, FLOAT2),
+	H1(float2up, MOVE, FLOAT2, NONE, FLOAT2),
+	H_CMP6(float2, FLOAT2, FLOAT2, NONE, F2),
+	H_CMP6(float24, FLOAT2, FLOAT4, FLOAT4, F4),
+	H_CMP6(float42, FLOAT4, FLOAT2, FLOAT4, F4),
+	H_CMP6(float28, FLOAT2, FLOAT8, FLOAT8, F8),
+	H_CMP6(float82, FLOAT8, FLOAT2, FLOAT8, F8),
+	H1(float2_to_float4, F2_TO_F4, FLOAT2, NONE, FLOAT4),
+	H1(float2_to_float8, F2_TO_F8, FLOAT2, NONE, FLOAT8),
+	H1(float4_to_float2, F4_TO_F2, FLOAT4, NONE, FLOAT2),
+	H1(float8_to_float2, F8_TO_F2, FLOAT8, NONE, FLOAT2),
+	H1(int2_to_float2, I8_TO_F2, INT2, INT8, FLOAT2),
+	H1(int4_to_float2, I8_TO_F2, INT4, INT8, FLOAT2),
+	H1(int8_to_float2, I8_TO_F2, INT8, NONE, FLOAT2),
+	H1(float2_to_int2, F4_TO_I2, FLOAT2, FLOAT4, INT2),
+	H1(float2_to_int4, F4_TO_I4, FLOAT2, FLOAT4, INT4),
+	H1(float2_to_int8, F4_TO_I8, FLOAT2, FLOAT4, INT8),
+};
+
 /* ---------------- compilation state ---------------- */
 
 typedef struct Cg
@@ -200,15 +273,33 @@ typedef struct Cg
 	int			var_reg[XPU_MAX_REGS];
 	int			nvars;
 	int			case_reg;		/* the CASE's test value (CaseTestExpr) */
+	Oid			float2_oid;		/* pg_warp's float2 type, if this database has it */
 	bool		failed;
 } Cg;
 
 static int	cg_expr(Cg *cg, Expr *expr);
 
+/*
+ * codegen_float2_type: the OID of pg_warp's float2 type (pgwarp.float2) in
+ * this database, InvalidOid where the extension is not installed.
+ */
+Oid
+codegen_float2_type(void)
+{
+	Oid			nsp = get_namespace_oid("pgwarp", true);
+
+	if (!OidIsValid(nsp))
+		return InvalidOid;
+	return GetSysCacheOid2(TYPENAMENSP, Anum_pg_type_oid, CStringGetDatum("float2"),
+						   ObjectIdGetDatum(nsp));
+}
+
 /* the engine's type of a PostgreSQL type, XPU_T_NONE if it has none */
 static XpuType
-cg_type(Oid typid)
+cg_type(const Cg *cg, Oid typid)
 {
+	if (OidIsValid(cg->float2_oid) && typid == cg->float2_oid)
+		return XPU_T_FLOAT2;
 	switch (typid)
 	{
 		case BOOLOID: return XPU_T_BOOL;
@@ -269,7 +360,7 @@ cg_const_reg(Cg *cg, XpuOpcode op, XpuType type, int scale, int32 imm)
 	return r;
 }
 
-/* reg converted to type 'to' without loss (int widening, float4 -> float8) */
+/* reg converted to type 'to' without loss (int widening, float widening) */
 static int
 cg_widen(Cg *cg, int reg, XpuType to)
 {
@@ -290,6 +381,10 @@ cg_widen(Cg *cg, int reg, XpuType to)
 		op = XPU_OP_I4_TO_I8;
 	else if (from == XPU_T_FLOAT4 && to == XPU_T_FLOAT8)
 		op = XPU_OP_F4_TO_F8;
+	else if (from == XPU_T_FLOAT2 && to == XPU_T_FLOAT4)
+		op = XPU_OP_F2_TO_F4;
+	else if (from == XPU_T_FLOAT2 && to == XPU_T_FLOAT8)
+		op = XPU_OP_F2_TO_F8;
 	else
 		return -1;
 	r = cg_reg(cg, to, 0);
@@ -325,7 +420,7 @@ cg_load_vars(Cg *cg, Node *expr)
 	foreach(lc, vars)
 	{
 		Var		   *v = lfirst(lc);
-		XpuType		type = cg_type(v->vartype);
+		XpuType		type = cg_type(cg, v->vartype);
 		int			col, scale = 0, reg, desc, i;
 		XpuColKind	kind;
 
@@ -403,7 +498,7 @@ cg_int_datum(Datum d, Oid typid)
 static int
 cg_const(Cg *cg, Const *c)
 {
-	XpuType		type = cg_type(c->consttype);
+	XpuType		type = cg_type(cg, c->consttype);
 	int32		off;
 
 	if (type == XPU_T_NONE)
@@ -412,6 +507,9 @@ cg_const(Cg *cg, Const *c)
 		return cg_const_reg(cg, XPU_OP_CONST_NULL, type, 0, 0);
 	switch (type)
 	{
+		case XPU_T_FLOAT2:		/* the immediate holds the bits */
+			return cg_const_reg(cg, XPU_OP_CONST_F2, type, 0,
+								(int32) DatumGetUInt16(c->constvalue));
 		case XPU_T_FLOAT4:
 			{
 				float		f[2] = {DatumGetFloat4(c->constvalue), 0};
@@ -460,13 +558,32 @@ cg_const(Cg *cg, Const *c)
 
 /* ---------------- functions and operators ---------------- */
 
+/* the table entry of function fn, or NULL */
 static const CgFunc *
 cg_lookup(Oid fn)
 {
+	FmgrInfo	fi;
+	HeapTuple	tup;
+	Oid			lang;
+
 	for (int i = 0; i < lengthof(cg_funcs); i++)
 	{
 		if (cg_funcs[i].fn == fn)
 			return &cg_funcs[i];
+	}
+	/* pg_warp's float2 functions: C functions, by their entry point */
+	tup = SearchSysCache1(PROCOID, ObjectIdGetDatum(fn));
+	if (!HeapTupleIsValid(tup))
+		return NULL;
+	lang = ((Form_pg_proc) GETSTRUCT(tup))->prolang;
+	ReleaseSysCache(tup);
+	if (lang != ClanguageId)
+		return NULL;
+	fmgr_info(fn, &fi);
+	for (int i = 0; i < lengthof(cg_float2_funcs); i++)
+	{
+		if (cg_float2_funcs[i].addr == fi.fn_addr)
+			return &cg_float2_funcs[i].f;
 	}
 	return NULL;
 }
@@ -715,7 +832,7 @@ cg_assign(Cg *cg, int res, Expr *e)
 static int
 cg_case(Cg *cg, CaseExpr *c)
 {
-	int			type = cg_type(c->casetype),
+	int			type = cg_type(cg, c->casetype),
 				res,
 				done,
 				saved = cg->case_reg;
@@ -758,7 +875,7 @@ cg_case(Cg *cg, CaseExpr *c)
 static int
 cg_coalesce(Cg *cg, CoalesceExpr *c)
 {
-	int			type = cg_type(c->coalescetype),
+	int			type = cg_type(cg, c->coalescetype),
 				res;
 	ListCell   *lc;
 
@@ -789,7 +906,7 @@ cg_nullif(Cg *cg, NullIfExpr *n)
 	a = cg_expr(cg, linitial(n->args));
 	eq = cg_call(cg, n->opfuncid, n->args, n->inputcollid);
 	if (a < 0 || eq < 0 || cg->rtype[eq] != XPU_T_BOOL ||
-		cg_type(n->opresulttype) != cg->rtype[a] ||
+		cg_type(cg, n->opresulttype) != cg->rtype[a] ||
 		(r = cg_reg(cg, (XpuType) cg->rtype[a], cg->rscale[a])) < 0 ||
 		!cg_emit(cg, XPU_OP_NULLIF, r, a, eq, 0, 0))
 		return -1;
@@ -864,8 +981,8 @@ cg_in_list(Cg *cg, ScalarArrayOpExpr *s)
 
 	if (!s->useOr || f == NULL || !IsA(c, Const) || c->constisnull ||
 		!cg_collation_ok(f->flags, s->inputcollid) ||
-		(f->op != XPU_OP_EQ_INT && f->op != XPU_OP_EQ_F4 && f->op != XPU_OP_EQ_F8 &&
-		 f->op != XPU_OP_EQ_TEXT))
+		(f->op != XPU_OP_EQ_INT && f->op != XPU_OP_EQ_F2 && f->op != XPU_OP_EQ_F4 &&
+		 f->op != XPU_OP_EQ_F8 && f->op != XPU_OP_EQ_TEXT))
 		return -1;
 	x = cg_expr(cg, linitial(s->args));
 	if (x < 0 || cg->rtype[x] != f->arg[0])
@@ -874,7 +991,7 @@ cg_in_list(Cg *cg, ScalarArrayOpExpr *s)
 		f->op == XPU_OP_EQ_TEXT ? XPU_OP_IN_TEXT : XPU_OP_IN_F8;
 	x = cg_widen(cg, x, op == XPU_OP_IN_F8 ? XPU_T_FLOAT8 : (XpuType) f->opnd);
 	elemtype = ARR_ELEMTYPE(DatumGetArrayTypeP(c->constvalue));
-	if (x < 0 || cg_type(elemtype) != f->arg[1])
+	if (x < 0 || cg_type(cg, elemtype) != f->arg[1])
 		return -1;
 	get_typlenbyvalalign(elemtype, &elmlen, &elmbyval, &elmalign);
 	deconstruct_array(DatumGetArrayTypeP(c->constvalue), elemtype, elmlen, elmbyval,
@@ -916,8 +1033,11 @@ cg_in_list(Cg *cg, ScalarArrayOpExpr *s)
 				vals[nvals++] = cg_int_datum(elems[i], elemtype);
 			else
 			{
-				d = elemtype == FLOAT4OID ? (double) DatumGetFloat4(elems[i]) :
-					DatumGetFloat8(elems[i]);
+				if (f->arg[1] == XPU_T_FLOAT2)
+					d = xpu_half_to_double(DatumGetUInt16(elems[i]));
+				else
+					d = elemtype == FLOAT4OID ? (double) DatumGetFloat4(elems[i]) :
+						DatumGetFloat8(elems[i]);
 				memcpy(&vals[nvals++], &d, sizeof(d));
 			}
 		}
@@ -987,14 +1107,14 @@ cg_expr(Cg *cg, Expr *expr)
 			break;
 		case T_RelabelType:
 			r = cg_expr(cg, ((RelabelType *) expr)->arg);
-			if (r >= 0 && cg->rtype[r] != cg_type(((RelabelType *) expr)->resulttype))
+			if (r >= 0 && cg->rtype[r] != cg_type(cg, ((RelabelType *) expr)->resulttype))
 				r = -1;
 			break;
 		default:
 			break;
 	}
 	/* the value must have the engine type of the expression's type */
-	if (r >= 0 && cg->rtype[r] != cg_type(exprType((Node *) expr)))
+	if (r >= 0 && cg->rtype[r] != cg_type(cg, exprType((Node *) expr)))
 		r = -1;
 	if (r < 0)
 		cg->failed = true;
@@ -1067,6 +1187,7 @@ cg_create(const CodegenScan *scan)
 
 	cg->scan = scan;
 	cg->case_reg = -1;
+	cg->float2_oid = codegen_float2_type();
 	cg->b = xpu_builder_create();
 	if (cg->b == NULL)
 	{

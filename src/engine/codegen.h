@@ -33,5 +33,6 @@ extern XpuProgram *codegen_qual_program(const CodegenScan *scan, List *quals);
 extern XpuProgram *codegen_proj_program(const CodegenScan *scan, List *quals,
 										List *exprs);
 extern char *codegen_disassemble(const XpuProgram *prog);
+extern Oid	codegen_float2_type(void);
 
 #endif							/* PG_WARP_CODEGEN_H */

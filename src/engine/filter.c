@@ -118,7 +118,10 @@ engine_column_hook(void *arg, AttrNumber attno, Oid typid, int *col_index,
 			*kind = XPU_COL_INTERVAL_MDN;
 			return c->arrow_id == ARROW_TYPE_INTERVAL_MDN;
 		default:
-			return false;
+			/* pg_warp's float2: arrow_fdw reads a float16's bits as they are */
+			*kind = XPU_COL_FLOAT16;
+			return fc->float16 && c->arrow_id == ARROW_TYPE_FLOAT16 &&
+				typid == codegen_float2_type();
 	}
 }
 
@@ -161,7 +164,7 @@ palloc_aligned16(Size size)
 EngineFilter *
 engine_filter_begin(ScanState *ss, Index scanrelid, const ArrowScanColumn *cols, int n_cols)
 {
-	EngineColumns fc = {cols, n_cols};
+	EngineColumns fc = {cols, n_cols, true};
 	CodegenScan scan = {scanrelid, engine_column_hook, &fc};
 	List	   *rest;
 	List	   *engine = engine_filter_split(ss->ps.plan->qual, scanrelid, &fc, &rest);
@@ -310,7 +313,7 @@ void
 engine_filter_explain(ScanState *ss, Index scanrelid, const ArrowScanColumn *cols,
 					  int n_cols, const EngineFilter *f, ExplainState *es)
 {
-	EngineColumns fc = {cols, n_cols};
+	EngineColumns fc = {cols, n_cols, true};
 	CodegenScan scan = {scanrelid, engine_column_hook, &fc};
 	List	   *quals,
 			   *rest;

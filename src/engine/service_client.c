@@ -3,7 +3,7 @@
  * service_client.c
  *		The backend's side of the warp service protocol (xpu/protocol.h):
  *		connecting to the service, HELLO, requests, and
- *		pgwarp.service_status().
+ *		pgwarp.service_status() and pgwarp.service_tasks().
  *
  * Every wait for the service is a WaitLatchOrSocket() on the backend's latch,
  * followed by CHECK_FOR_INTERRUPTS(), so that a query cancel, a
@@ -319,6 +319,42 @@ service_recv(ServiceConn *conn, WarpMsgType type, void *payload, uint32 len)
 }
 
 /*
+ * service_recv_list
+ *		Receives the reply to a request whose payload has a fixed head of
+ *		`head` bytes and then entries of `entry` bytes: a message of `type`,
+ *		its payload palloc'ed (*len bytes).  An ERROR reply is raised.
+ */
+static void *
+service_recv_list(ServiceConn *conn, WarpMsgType type, uint32 head, uint32 entry,
+				  uint32 *len)
+{
+	WarpMsgHeader hdr;
+	void	   *payload;
+
+	recv_exact(conn, &hdr, sizeof(hdr));
+	if (hdr.magic != PGWARP_PROTO_MAGIC || hdr.length > PGWARP_MAX_PAYLOAD)
+		lost("The service sent a malformed message.");
+	if (hdr.type == WARP_MSG_ERROR && hdr.length == sizeof(WarpErrorMsg))
+	{
+		WarpErrorMsg err;
+
+		recv_exact(conn, &err, sizeof(err));
+		err.message[sizeof(err.message) - 1] = '\0';
+		raise_service_error(&err);
+	}
+	if (hdr.type != type || hdr.length < head || (hdr.length - head) % entry != 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_PROTOCOL_VIOLATION),
+				 errmsg("unexpected reply from the pg_warp service"),
+				 errdetail("Expected message type %d, received type %d of %u bytes.",
+						   type, hdr.type, hdr.length)));
+	payload = palloc(hdr.length);
+	recv_exact(conn, payload, hdr.length);
+	*len = hdr.length;
+	return payload;
+}
+
+/*
  * service_request
  *		Sends a request and receives its reply (see service_recv), within
  *		pg_warp.service_timeout.
@@ -335,11 +371,12 @@ service_request(ServiceConn *conn, WarpMsgType type, const void *req, uint32 req
 
 /*
  * service_fetch_status
- *		Connects to the service, says HELLO and asks for its STATUS; the
+ *		Connects to the service, says HELLO and asks for its STATUS and its
+ *		TASKS (*tasks: the palloc'ed WarpTaskList and its entries); the
  *		connection is closed on every path, errors included.
  */
 static void
-service_fetch_status(WarpStatus *st)
+service_fetch_status(WarpStatus *st, WarpTaskList **tasks)
 {
 	ServiceConn *conn = palloc0(sizeof(ServiceConn));	/* survives longjmp */
 
@@ -358,12 +395,16 @@ service_fetch_status(WarpStatus *st)
 	{
 		WarpHello	hello = {(uint32) MyProcPid, PGWARP_PROTO_VERSION};
 		WarpHello	reply;
+		uint32		len;
 
 		conn->deadline = TimestampTzPlusMilliseconds(GetCurrentTimestamp(),
 													 pg_warp_service_timeout);
 		service_connect(conn);
 		service_request(conn, WARP_MSG_HELLO, &hello, sizeof(hello), &reply, sizeof(reply));
 		service_request(conn, WARP_MSG_STATUS, NULL, 0, st, sizeof(*st));
+		service_send(conn, WARP_MSG_TASKS, NULL, 0);
+		*tasks = service_recv_list(conn, WARP_MSG_TASKS, sizeof(WarpTaskList),
+								   sizeof(WarpTaskInfo), &len);
 	}
 	PG_FINALLY();
 	{
@@ -507,26 +548,35 @@ service_run_end(int fd)
 
 PG_FUNCTION_INFO_V1(pg_warp_service_status);
 
+/* a Unix-epoch microsecond time as a timestamptz */
+static TimestampTz
+unix_us_to_timestamptz(int64 us)
+{
+	return us - ((int64) (POSTGRES_EPOCH_JDATE - UNIX_EPOCH_JDATE) * USECS_PER_DAY);
+}
+
 /*
  * pgwarp.service_status() returns record
  *		One row about the running service: its pid, start and uptime, the
  *		protocol version, the engine ("gpu" or "cpu only", with why), its
- *		devices, the memory it holds, its running tasks and its connections.
+ *		devices, the memory it holds, its running tasks, its connections,
+ *		its queued tasks and its limit of running tasks.
  */
 Datum
 pg_warp_service_status(PG_FUNCTION_ARGS)
 {
 	WarpStatus	st;
+	WarpTaskList *tasks;
 	TupleDesc	tupdesc;
-	Datum		values[11];
-	bool		nulls[11] = {0};
+	Datum		values[13];
+	bool		nulls[13] = {0};
 	Datum	   *names;
 	Interval   *uptime;
 	uint32		n_dev;
 
 	if (get_call_result_type(fcinfo, NULL, &tupdesc) != TYPEFUNC_COMPOSITE)
 		elog(ERROR, "return type must be a row type");
-	service_fetch_status(&st);
+	service_fetch_status(&st, &tasks);
 
 	n_dev = Min(st.n_devices, WARP_MAX_DEVICES);
 	names = palloc(sizeof(Datum) * (n_dev + 1));
@@ -540,8 +590,7 @@ pg_warp_service_status(PG_FUNCTION_ARGS)
 	uptime->time = st.uptime_us;
 
 	values[0] = Int32GetDatum((int32) st.service_pid);
-	values[1] = TimestampTzGetDatum(st.started_at_us -
-									((int64) (POSTGRES_EPOCH_JDATE - UNIX_EPOCH_JDATE) * USECS_PER_DAY));
+	values[1] = TimestampTzGetDatum(unix_us_to_timestamptz(st.started_at_us));
 	values[2] = IntervalPGetDatum(uptime);
 	values[3] = Int32GetDatum((int32) st.protocol_version);
 	values[4] = CStringGetTextDatum(st.engine == WARP_ENGINE_GPU ? "gpu" : "cpu only");
@@ -551,6 +600,48 @@ pg_warp_service_status(PG_FUNCTION_ARGS)
 	values[8] = Int64GetDatum((int64) st.memory_in_use);
 	values[9] = Int32GetDatum((int32) st.running_tasks);
 	values[10] = Int32GetDatum((int32) st.connections);
+	values[11] = Int32GetDatum((int32) tasks->n_queued);
+	values[12] = Int32GetDatum((int32) tasks->max_async_tasks);
 	tupdesc = BlessTupleDesc(tupdesc);
 	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(tupdesc, values, nulls)));
+}
+
+PG_FUNCTION_INFO_V1(pg_warp_service_tasks);
+
+/*
+ * pgwarp.service_tasks() returns setof record
+ *		One row per run of the service: running ones (oldest first), then
+ *		queued ones in the order they will run: the backend's pid (NULL when
+ *		its connection closed and the run is stopping), the kind, the state,
+ *		the queue position, the rows read so far and since when it runs or
+ *		waits.
+ */
+Datum
+pg_warp_service_tasks(PG_FUNCTION_ARGS)
+{
+	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	WarpStatus	st;
+	WarpTaskList *tasks;
+	const WarpTaskInfo *e;
+
+	InitMaterializedSRF(fcinfo, 0);
+	service_fetch_status(&st, &tasks);
+	e = (const WarpTaskInfo *) (tasks + 1);
+	for (uint32 i = 0; i < tasks->n_entries; i++)
+	{
+		Datum		values[6];
+		bool		nulls[6] = {0};
+
+		values[0] = Int32GetDatum((int32) e[i].backend_pid);
+		nulls[0] = e[i].backend_pid == 0;
+		values[1] = CStringGetTextDatum(e[i].kind == WARP_TASK_AGG ? "aggregate" :
+											 e[i].kind == WARP_TASK_SCAN ? "scan" : "?");
+		values[2] = CStringGetTextDatum(e[i].state == WARP_TASK_QUEUED ? "queued" : "running");
+		values[3] = Int32GetDatum((int32) e[i].queue_position);
+		nulls[3] = e[i].state != WARP_TASK_QUEUED;
+		values[4] = Int64GetDatum((int64) e[i].rows_done);
+		values[5] = TimestampTzGetDatum(unix_us_to_timestamptz(e[i].since_us));
+		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
+	}
+	return (Datum) 0;
 }

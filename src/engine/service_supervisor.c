@@ -56,6 +56,8 @@ PGDLLEXPORT void pg_warp_supervisor_main(Datum main_arg);
  * start: the service is started with it (--gpu-cache-size).
  */
 static int	gpu_cache_size_mb = -1;
+/* pg_warp.max_async_tasks: runs the service executes at once (--max-async-tasks) */
+int			pg_warp_max_async_tasks = 16;
 
 /* the service process as the supervisor knows it */
 typedef struct ServiceProc
@@ -81,6 +83,16 @@ pg_warp_service_init(void)
 	pg_warp_service_client_init();
 	if (!process_shared_preload_libraries_in_progress)
 		return;
+	/* a postmaster setting: only while preloading (it is the service's) */
+	DefineCustomIntVariable("pg_warp.max_async_tasks",
+							"Runs the pg_warp service executes at once.",
+							"Further runs wait in a queue, first come first served, "
+							"until a running one ends.",
+							&pg_warp_max_async_tasks,
+							16, 1, 10000,
+							PGC_POSTMASTER,
+							0,
+							NULL, NULL, NULL);
 
 	DefineCustomIntVariable("pg_warp.gpu_cache_size",
 							"Size of the GPU column cache of the pg_warp service, per GPU.",
@@ -117,8 +129,8 @@ handle_sigchld(SIGNAL_ARGS)
 /*
  * start_service
  *		Forks and execs the service with the data directory, our pid, the
- *		GPU code to load (pg_warp.fatbin_path) and the GPU cache size
- *		(pg_warp.gpu_cache_size).
+ *		GPU code to load (pg_warp.fatbin_path), the GPU cache size
+ *		(pg_warp.gpu_cache_size) and pg_warp.max_async_tasks.
  *		Between fork and exec the child runs nothing of PostgreSQL (no
  *		ereport, no exit handlers): it closes the descriptors it inherited
  *		except stdin/stdout/stderr (stderr is the server log) and execs.
@@ -130,7 +142,8 @@ start_service(ServiceProc *svc)
 	char		ppid[16];
 	char		fatbin[MAXPGPATH];
 	char		cache_size[16];
-	char	   *argv[10];
+	char		max_tasks[16];
+	char	   *argv[12];
 	pid_t		pid;
 
 	snprintf(path, sizeof(path), "%s/%s", pkglib_path, SERVICE_PROGRAM);
@@ -154,7 +167,10 @@ start_service(ServiceProc *svc)
 	else
 		snprintf(cache_size, sizeof(cache_size), "%d", gpu_cache_size_mb);
 	argv[8] = cache_size;
-	argv[9] = NULL;
+	snprintf(max_tasks, sizeof(max_tasks), "%d", pg_warp_max_async_tasks);
+	argv[9] = "--max-async-tasks";
+	argv[10] = max_tasks;
+	argv[11] = NULL;
 
 	svc->started = GetCurrentTimestamp();
 	pid = fork();

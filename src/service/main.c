@@ -6,6 +6,7 @@
  *
  *		pg_warp_service -D DATADIR [--parent-pid PID] [--no-gpu] [--threads N]
  *						[--fatbin PATH] [--gpu-cache-size MB|auto]
+ *						[--max-async-tasks N]
  *
  * The supervisor background worker (src/engine/service_supervisor.c) starts
  * it with the cluster's data directory and its own pid.  The service then
@@ -35,6 +36,9 @@
 
 /* --threads: the CPU engine's threads per AGG_RUN that names none */
 int			svc_cpu_threads;
+
+/* --max-async-tasks: runs executed at once; later ones wait in a queue */
+int			svc_max_async_tasks = 16;
 
 /*
  * svc_log
@@ -81,6 +85,7 @@ usage(void)
 {
 	fprintf(stderr, "usage: pg_warp_service -D DATADIR [--parent-pid PID] [--no-gpu] [--threads N]\n"
 			"                       [--fatbin PATH] [--gpu-cache-size MB|auto]\n"
+			"                       [--max-async-tasks N]\n"
 			"Serves pg_warp's engine to the backends of the PostgreSQL cluster in\n"
 			"DATADIR through the socket DATADIR/%s.  Started by pg_warp's\n"
 			"supervisor background worker, not by hand.  --no-gpu serves with the\n"
@@ -88,7 +93,9 @@ usage(void)
 			"engine's threads per run (default: the online CPUs).  --fatbin names\n"
 			"the GPU code (pg_warp.fatbin) that the GPU engine runs.  --gpu-cache-size:\n"
 			"the GPU column cache per device in MiB (0: off; auto, the default: a\n"
-			"quarter of the smallest GPU's memory).\n", PGWARP_SOCKET_NAME);
+			"quarter of the smallest GPU's memory).\n"
+			"--max-async-tasks N: the runs executed at once (default 16); later\n"
+			"ones wait in a queue, first come first served.\n", PGWARP_SOCKET_NAME);
 	exit(2);
 }
 
@@ -185,6 +192,12 @@ main(int argc, char **argv)
 			gpu_fatbin_path = argv[++i];
 		else if (strcmp(argv[i], "--gpu-cache-size") == 0 && i + 1 < argc)
 			cache_size = parse_cache_size(argv[++i]);
+		else if (strcmp(argv[i], "--max-async-tasks") == 0 && i + 1 < argc)
+		{
+			svc_max_async_tasks = atoi(argv[++i]);
+			if (svc_max_async_tasks < 1 || svc_max_async_tasks > 10000)
+				usage();
+		}
 		else
 			usage();
 	}

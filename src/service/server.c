@@ -25,6 +25,14 @@
  * runs, its HEAP_CHUNK and HEAP_END messages go to heap_chunk.c, and the
  * HEAP_DONE of each chunk goes out when the run's eventfd fires.
  *
+ * Admission: at most svc_max_async_tasks runs execute at once (orphans
+ * count until their threads end).  A later run (AGG_RUN, HEAP_RUN,
+ * SCAN_RUN) waits in a FIFO queue, its request kept (with a HEAP_RUN's memfd
+ * and the HEAP_CHUNK / HEAP_END messages that arrive meanwhile), the
+ * connection busy as for a running one: CANCEL or a closed connection takes
+ * it out of the queue.  After every round of events the loop starts queued
+ * runs while there is room.  TASKS lists the running and queued runs.
+ *
  *-------------------------------------------------------------------------
  */
 #include <errno.h>
@@ -50,6 +58,9 @@
 
 ServiceCounters svc_counters;
 
+/* the most HEAP_CHUNK / HEAP_END messages a waiting HEAP_RUN keeps */
+#define MAX_HELD	64
+
 /* one client connection */
 typedef struct Conn
 {
@@ -70,6 +81,18 @@ typedef struct Conn
 	const struct RunOps *ops;	/* the task's functions */
 	int			passed_fd;		/* a descriptor sent with SCM_RIGHTS, or -1 */
 	bool		task_collected; /* the run is done: replies are being sent */
+	int64_t		task_since_us;	/* when the run started or was queued */
+	uint8_t    *queued;			/* a run's request waiting for admission */
+	uint32_t	queued_len;
+	uint16_t	queued_type;	/* WARP_MSG_AGG_RUN, HEAP_RUN or SCAN_RUN */
+	int			queued_fd;		/* a waiting HEAP_RUN's memfd, or -1 */
+	uint32_t	n_held;			/* HEAP_CHUNK / HEAP_END that came while it waited */
+	struct
+	{
+		uint16_t	type;
+		WarpHeapChunk chunk;
+	}			held[MAX_HELD];
+	struct Conn *qnext;			/* the next one in the admission queue */
 	struct Conn *prev;
 	struct Conn *next;
 } Conn;
@@ -178,13 +201,17 @@ typedef struct Orphan
 {
 	void	   *task;
 	const struct RunOps *ops;
+	int64_t		since_us;		/* when it started */
 	struct Orphan *next;
 } Orphan;
 
 static Orphan *orphans;
 
+/* the admission queue, first to run first (Conn.qnext) */
+static Conn *queue_head;
+
 /* one AGG_RESULT being built (the loop is single-threaded) */
-static uint8_t pump_buf[PGWARP_MAX_PAYLOAD];
+static uint8_t pump_buf[PGWARP_MAX_PAYLOAD] __attribute__((aligned(16)));
 
 /*
  * Out of file descriptors, accepting stops (the listening socket leaves the
@@ -314,14 +341,38 @@ task_release(Conn *c)
 	}
 	o->task = t;
 	o->ops = c->ops;
+	o->since_us = c->task_since_us;
 	o->next = orphans;
 	orphans = o;
+}
+
+/* queue_remove: takes c's waiting run out of the admission queue */
+static void
+queue_remove(Conn *c)
+{
+	Conn	  **p;
+
+	if (c->queued == NULL)
+		return;
+	for (p = &queue_head; *p != NULL && *p != c; p = &(*p)->qnext)
+		;
+	if (*p == c)
+		*p = c->qnext;
+	c->qnext = NULL;
+	free(c->queued);
+	c->queued = NULL;
+	if (c->queued_fd >= 0)
+		close(c->queued_fd);
+	c->queued_fd = -1;
+	c->n_held = 0;
+	svc_counters.queued_tasks--;
 }
 
 /* conn_close: drops a connection and everything it holds */
 static void
 conn_close(Conn *c)
 {
+	queue_remove(c);
 	task_release(c);
 	epoll_ctl(epoll_fd, EPOLL_CTL_DEL, c->fd, NULL);
 	close(c->fd);
@@ -486,6 +537,65 @@ send_status(Conn *c)
 	return conn_send(c, WARP_MSG_STATUS, &st, sizeof(st));
 }
 
+/* running tasks' entries, oldest first */
+static int
+cmp_since(const void *a, const void *b)
+{
+	const WarpTaskInfo *x = a,
+			   *y = b;
+
+	return x->since_us < y->since_us ? -1 : x->since_us > y->since_us;
+}
+
+/* a running task's entry (pid 0: its connection closed) */
+static WarpTaskInfo
+running_info(const void *t, const struct RunOps *ops, pid_t pid, int64_t since_us)
+{
+	WarpTaskInfo e = {(uint32_t) pid, WARP_TASK_AGG, WARP_TASK_RUNNING, 0, 0, 0, since_us};
+
+	if (ops == &scan_ops)
+		e.kind = WARP_TASK_SCAN;
+	else
+		e.rows_done = __atomic_load_n(&AGG_TASK_RUN((const AggTask *) t)->rows_in,
+									  __ATOMIC_RELAXED);
+	return e;
+}
+
+/*
+ * send_tasks
+ *		Answers TASKS: the running runs (oldest first), then the queued ones
+ *		in queue order, as many as fit one message.
+ */
+static bool
+send_tasks(Conn *c)
+{
+	const uint32_t cap = (PGWARP_MAX_PAYLOAD - sizeof(WarpTaskList)) / sizeof(WarpTaskInfo);
+	WarpTaskInfo *e = (WarpTaskInfo *) (pump_buf + sizeof(WarpTaskList));
+	WarpTaskList h = {svc_counters.running_tasks, svc_counters.queued_tasks,
+		(uint32_t) svc_max_async_tasks, 0};
+	uint32_t	pos = 0;
+
+	for (Conn *x = conns; x != NULL && h.n_entries < cap; x = x->next)
+	{
+		if (x->task != NULL && !x->task_collected)
+			e[h.n_entries++] = running_info(x->task, x->ops, x->peer_pid, x->task_since_us);
+	}
+	for (Orphan *o = orphans; o != NULL && h.n_entries < cap; o = o->next)
+		e[h.n_entries++] = running_info(o->task, o->ops, 0, o->since_us);
+	qsort(e, h.n_entries, sizeof(WarpTaskInfo), cmp_since);
+	for (Conn *x = queue_head; x != NULL && h.n_entries < cap; x = x->qnext)
+	{
+		WarpTaskInfo q = {(uint32_t) x->peer_pid,
+			x->queued_type == WARP_MSG_SCAN_RUN ? WARP_TASK_SCAN : WARP_TASK_AGG,
+		WARP_TASK_QUEUED, ++pos, 0, 0, x->task_since_us};
+
+		e[h.n_entries++] = q;
+	}
+	memcpy(pump_buf, &h, sizeof(h));
+	return conn_send(c, WARP_MSG_TASKS, pump_buf,
+					 sizeof(h) + h.n_entries * sizeof(WarpTaskInfo));
+}
+
 /*
  * conn_pump
  *		Sends the replies of the connection's finished run while its output
@@ -510,15 +620,48 @@ conn_pump(Conn *c)
 }
 
 /*
- * start_run: serves AGG_RUN, SCAN_RUN, or HEAP_RUN with memfd (the
- * descriptor that came with it, closed here; -1 for the others): starts the
- * run, or answers ERROR
+ * run_now: starts a run now: AGG_RUN, SCAN_RUN, or HEAP_RUN with memfd (the
+ * descriptor that came with it, closed here; -1 for the others), or answers
+ * ERROR
+ */
+static bool
+run_now(Conn *c, uint16_t type, const uint8_t *payload, uint32_t len, int memfd)
+{
+	uint32_t	werr;
+	char		msg[248];
+
+	if (type == WARP_MSG_SCAN_RUN)
+	{
+		c->ops = &scan_ops;
+		c->task = scan_task_start(payload, len, service_gpu, notify_fd, &werr, msg, sizeof(msg));
+	}
+	else
+	{
+		c->ops = &agg_ops;
+		c->task = agg_task_start(payload, len, service_gpu, notify_fd, memfd, &werr, msg,
+								 sizeof(msg));
+	}
+	if (memfd >= 0)
+		close(memfd);
+	if (c->task == NULL)
+		return conn_fail(c, false, werr, "%s", msg);
+	c->task_collected = false;
+	c->task_since_us = svc_now_us(CLOCK_REALTIME);
+	svc_counters.running_tasks++;
+	return true;
+}
+
+/*
+ * start_run
+ *		Serves AGG_RUN, SCAN_RUN, or HEAP_RUN with memfd (-1 for the others):
+ *		starts the run when fewer than svc_max_async_tasks run and none
+ *		waits, else queues it (a copy of the request, the memfd kept); or
+ *		answers ERROR.
  */
 static bool
 start_run(Conn *c, uint16_t type, const uint8_t *payload, uint32_t len, int memfd)
 {
-	uint32_t	werr;
-	char		msg[248];
+	Conn	  **p;
 
 	if (notify_fd < 0)
 	{
@@ -538,31 +681,84 @@ start_run(Conn *c, uint16_t type, const uint8_t *payload, uint32_t len, int memf
 							 "could not create an eventfd: %s", strerror(save_errno));
 		}
 	}
-	if (type == WARP_MSG_SCAN_RUN)
+	if (queue_head == NULL && svc_counters.running_tasks < (uint32_t) svc_max_async_tasks)
+		return run_now(c, type, payload, len, memfd);
+	c->queued = malloc(len > 0 ? len : 1);
+	if (c->queued == NULL)
 	{
-		c->ops = &scan_ops;
-		c->task = scan_task_start(payload, len, service_gpu, notify_fd, &werr, msg, sizeof(msg));
+		if (memfd >= 0)
+			close(memfd);
+		return conn_fail(c, false, WARP_ERR_OUT_OF_MEMORY,
+						 "no memory to queue a request of %u bytes", len);
 	}
-	else
-	{
-		c->ops = &agg_ops;
-		c->task = agg_task_start(payload, len, service_gpu, notify_fd, memfd, &werr, msg,
-								 sizeof(msg));
-	}
-	if (memfd >= 0)
-		close(memfd);
-	if (c->task == NULL)
-		return conn_fail(c, false, werr, "%s", msg);
-	c->task_collected = false;
-	svc_counters.running_tasks++;
+	memcpy(c->queued, payload, len);
+	c->queued_len = len;
+	c->queued_type = type;
+	c->queued_fd = memfd;
+	c->n_held = 0;
+	c->task_since_us = svc_now_us(CLOCK_REALTIME);
+	for (p = &queue_head; *p != NULL; p = &(*p)->qnext)
+		;
+	*p = c;
+	svc_counters.queued_tasks++;
 	return true;
 }
 
 /*
+ * replay_held: hands a HEAP_RUN that has just started the HEAP_CHUNK /
+ * HEAP_END messages that came while it waited; false when the connection
+ * was closed
+ */
+static bool
+replay_held(Conn *c, uint32_t n_held)
+{
+	char		msg[200];
+
+	for (uint32_t i = 0; i < n_held && c->task != NULL; i++)
+	{
+		HeapRun    *h = agg_task_heap(c->task);
+		uint32_t	len = c->held[i].type == WARP_MSG_HEAP_CHUNK ? sizeof(WarpHeapChunk) : 0;
+
+		if (h == NULL || c->task_collected)
+			break;
+		if (!heap_run_message(h, c->held[i].type, (const uint8_t *) &c->held[i].chunk, len,
+							  msg, sizeof(msg)))
+			return conn_fail(c, true, WARP_ERR_PROTOCOL, "%s", msg);
+	}
+	return true;
+}
+
+/* admit_queued: starts queued runs, oldest first, while there is room */
+static void
+admit_queued(void)
+{
+	while (queue_head != NULL && svc_counters.running_tasks < (uint32_t) svc_max_async_tasks)
+	{
+		Conn	   *c = queue_head;
+		uint8_t    *payload = c->queued;
+		uint32_t	n_held = c->n_held;
+		uint16_t	type = c->queued_type;
+		int			memfd = c->queued_fd;
+
+		queue_head = c->qnext;
+		c->qnext = NULL;
+		c->queued = NULL;
+		c->queued_fd = -1;
+		c->n_held = 0;
+		svc_counters.queued_tasks--;
+		/* run_now and replay_held may close c: nothing reads c after them */
+		if (run_now(c, type, payload, c->queued_len, memfd) && type == WARP_MSG_HEAP_RUN)
+			replay_held(c, n_held);
+		free(payload);
+	}
+}
+
+/*
  * dispatch_busy
- *		Serves a message that arrives while the connection's AGG_RUN runs or
- *		sends its replies: CANCEL stops it; anything else is a protocol
- *		error that closes the connection (which cancels the run).
+ *		Serves a message that arrives while the connection's run waits for
+ *		admission, runs or sends its replies: HEAP_CHUNK / HEAP_END go to a
+ *		HEAP_RUN (kept while it waits), CANCEL stops the run; anything else
+ *		is a protocol error that closes the connection (which cancels it).
  */
 static bool
 dispatch_busy(Conn *c, const WarpMsgHeader *hdr, const uint8_t *payload)
@@ -570,16 +766,36 @@ dispatch_busy(Conn *c, const WarpMsgHeader *hdr, const uint8_t *payload)
 	char		msg[200];
 
 	if ((hdr->type == WARP_MSG_HEAP_CHUNK || hdr->type == WARP_MSG_HEAP_END) &&
-		c->ops == &agg_ops && agg_task_heap(c->task) != NULL && !c->task_collected)
+		c->queued != NULL && c->queued_type == WARP_MSG_HEAP_RUN)
+	{
+		/* kept for the run until it is admitted */
+		if (c->n_held == MAX_HELD ||
+			hdr->length != (hdr->type == WARP_MSG_HEAP_CHUNK ? sizeof(WarpHeapChunk) : 0))
+			return conn_fail(c, true, WARP_ERR_PROTOCOL,
+							 "message type %u of %u bytes while a HEAP_RUN waits", hdr->type,
+							 hdr->length);
+		c->held[c->n_held].type = hdr->type;
+		memcpy(&c->held[c->n_held].chunk, payload, hdr->length);
+		c->n_held++;
+		return true;
+	}
+	if ((hdr->type == WARP_MSG_HEAP_CHUNK || hdr->type == WARP_MSG_HEAP_END) &&
+		c->task != NULL && c->ops == &agg_ops && agg_task_heap(c->task) != NULL && !c->task_collected)
 		return heap_run_message(agg_task_heap(c->task), hdr->type, payload, hdr->length,
 								msg, sizeof(msg)) ||
 			conn_fail(c, true, WARP_ERR_PROTOCOL, "%s", msg);
 	if ((hdr->type == WARP_MSG_HEAP_CHUNK || hdr->type == WARP_MSG_HEAP_END) &&
-		c->ops == &agg_ops && agg_task_heap(c->task) != NULL)
+		c->task != NULL && c->ops == &agg_ops && agg_task_heap(c->task) != NULL)
 		return true;			/* crossed the run's end: nothing reads it */
 	if (hdr->type != WARP_MSG_CANCEL || hdr->length != 0)
 		return conn_fail(c, true, WARP_ERR_PROTOCOL,
 						 "message type %u while a run is in progress", hdr->type);
+	if (c->queued != NULL)
+	{
+		queue_remove(c);
+		return conn_fail(c, false, WARP_ERR_CANCELED,
+						 "the run was canceled while it waited for admission");
+	}
 	c->ops->cancel(c->task);
 	if (c->task_collected)
 	{
@@ -669,7 +885,7 @@ dispatch(Conn *c, const WarpMsgHeader *hdr, const uint8_t *payload)
 	}
 	if (!c->said_hello)
 		return conn_fail(c, true, WARP_ERR_PROTOCOL, "message type %u before HELLO", hdr->type);
-	if (c->task != NULL)
+	if (c->task != NULL || c->queued != NULL)
 		return dispatch_busy(c, hdr, payload);
 	switch (hdr->type)
 	{
@@ -677,6 +893,10 @@ dispatch(Conn *c, const WarpMsgHeader *hdr, const uint8_t *payload)
 			if (hdr->length != 0)
 				return conn_fail(c, true, WARP_ERR_PROTOCOL, "STATUS with a payload");
 			return send_status(c);
+		case WARP_MSG_TASKS:
+			if (hdr->length != 0)
+				return conn_fail(c, true, WARP_ERR_PROTOCOL, "TASKS with a payload");
+			return send_tasks(c);
 		case WARP_MSG_AGG_RUN:
 		case WARP_MSG_SCAN_RUN:
 			return start_run(c, hdr->type, payload, hdr->length, -1);
@@ -688,7 +908,7 @@ dispatch(Conn *c, const WarpMsgHeader *hdr, const uint8_t *payload)
 				if (memfd < 0)
 					return conn_fail(c, true, WARP_ERR_PROTOCOL,
 									 "HEAP_RUN without its memfd");
-				return start_run(c, WARP_MSG_AGG_RUN, payload, hdr->length, memfd);
+				return start_run(c, WARP_MSG_HEAP_RUN, payload, hdr->length, memfd);
 			}
 		case WARP_MSG_HEAP_CHUNK:
 		case WARP_MSG_HEAP_END:
@@ -888,6 +1108,7 @@ accept_clients(int listen_fd)
 		}
 		c->fd = fd;
 		c->passed_fd = -1;
+		c->queued_fd = -1;
 		c->peer_pid = cred.pid;
 		c->next = conns;
 		if (conns)
@@ -975,6 +1196,7 @@ server_run(int listen_fd, int signal_fd, pid_t parent_pid, const ServiceGpu *gpu
 		/* after the events: replies may close connections that had one */
 		if (notified)
 			collect_tasks();
+		admit_queued();
 	}
 	while (conns)
 		conn_close(conns);

@@ -24,6 +24,7 @@ extern void svc_log(const char *level, const char *fmt, ...)
 			__attribute__((format(printf, 2, 3)));
 extern int64_t svc_now_us(int clock_id);
 extern int	svc_cpu_threads;	/* --threads: CPU engine threads of a run */
+extern int	svc_max_async_tasks;	/* --max-async-tasks: runs at once */
 
 /* in gpu.c */
 
@@ -47,6 +48,7 @@ typedef struct ServiceCounters
 	uint64_t	memory_in_use;	/* bytes of GPU + pinned memory held */
 	uint32_t	running_tasks;	/* tasks executing now */
 	uint32_t	connections;	/* clients connected now */
+	uint32_t	queued_tasks;	/* runs waiting for admission */
 } ServiceCounters;
 
 extern ServiceCounters svc_counters;
@@ -101,6 +103,12 @@ typedef struct AggRun
  * free.  Only agg_task_cancel may be called while it runs.
  */
 typedef struct AggTask AggTask;
+
+/*
+ * An AggTask begins with its AggRun (agg.c), so that server.c can read a
+ * running task's counters (rows_in) through it for TASKS.
+ */
+#define AGG_TASK_RUN(t)		((const AggRun *) (const void *) (t))
 
 extern AggTask *agg_task_start(const uint8_t *payload, uint32_t len,
 							   const ServiceGpu *gpu, int notify_fd, int memfd,

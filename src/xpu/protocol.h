@@ -104,7 +104,15 @@ typedef enum WarpMsgType
 	 * reply the connection may carry another SCAN_RUN.
 	 */
 	WARP_MSG_SCAN_RUN = 28,
-	WARP_MSG_SCAN_RESULT = 29
+	WARP_MSG_SCAN_RESULT = 29,
+
+	/*
+	 * TASKS: request without payload; the reply is a WarpTaskList: the
+	 * runs executing and those waiting for admission (at most
+	 * max_async_tasks execute at once; the others wait, first come first
+	 * served, and a waiting run is cancelled as a running one is).
+	 */
+	WARP_MSG_TASKS = 30
 } WarpMsgType;
 
 /* HELLO: the backend sends its pid, the service answers with its own */
@@ -175,6 +183,45 @@ typedef struct WarpStatus
 } WarpStatus;
 
 WARP_STATIC_ASSERT(sizeof(WarpStatus) == 48 + 192 + 16 * 120, "WarpStatus layout");
+
+/*
+ * TASKS reply: WarpTaskList, then n_entries WarpTaskInfo, the running runs
+ * first (oldest first), then the queued ones in their queue order.
+ */
+typedef enum WarpTaskKind
+{
+	WARP_TASK_AGG = 1,			/* AGG_RUN or HEAP_RUN */
+	WARP_TASK_SCAN = 2			/* SCAN_RUN */
+} WarpTaskKind;
+
+typedef enum WarpTaskState
+{
+	WARP_TASK_RUNNING = 1,		/* executing (a canceled one until it stops) */
+	WARP_TASK_QUEUED = 2		/* waiting for admission */
+} WarpTaskState;
+
+typedef struct WarpTaskList
+{
+	uint32_t	n_running;		/* runs executing now */
+	uint32_t	n_queued;		/* runs waiting for admission */
+	uint32_t	max_async_tasks;	/* the service's limit of n_running */
+	uint32_t	n_entries;		/* WarpTaskInfo that follow */
+} WarpTaskList;
+
+WARP_STATIC_ASSERT(sizeof(WarpTaskList) == 16, "WarpTaskList layout");
+
+typedef struct WarpTaskInfo
+{
+	uint32_t	backend_pid;	/* the client's pid (0: its connection closed) */
+	uint16_t	kind;			/* WarpTaskKind */
+	uint16_t	state;			/* WarpTaskState */
+	uint32_t	queue_position; /* 1 for the next to run; 0 when running */
+	uint32_t	pad;
+	uint64_t	rows_done;		/* rows of the batches read so far */
+	int64_t		since_us;		/* queued or started, us since the Unix epoch */
+} WarpTaskInfo;
+
+WARP_STATIC_ASSERT(sizeof(WarpTaskInfo) == 32, "WarpTaskInfo layout");
 
 /*
  * AGG_RUN: aggregate record batches of Arrow files with an xPU program.

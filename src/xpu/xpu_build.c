@@ -18,6 +18,7 @@
 
 #include "xpu_program.h"
 #include "xpu_date.h"
+#include "xpu_half.h"
 
 /* what the opcode table says about each opcode */
 typedef enum OpKind
@@ -46,7 +47,7 @@ static const OpInfo op_info[] = {
 
 static const char *const type_names[XPU_T_N_TYPES] = {
 	"none", "bool", "int2", "int4", "int8", "float4", "float8", "numeric",
-	"date", "time", "timestamp", "timestamptz", "interval", "text"
+	"date", "time", "timestamp", "timestamptz", "interval", "text", "float2"
 };
 
 static const char *const field_names[XPU_DF_N_FIELDS] = {
@@ -544,6 +545,7 @@ col_type_ok(const XpuColumn *c, const XpuReg *r)
 			return r->type == XPU_T_NUMERIC && r->scale == c->scale;
 		case XPU_COL_UTF8: return r->type == XPU_T_TEXT;
 		case XPU_COL_INTERVAL_MDN: return r->type == XPU_T_INTERVAL;
+		case XPU_COL_FLOAT16: return r->type == XPU_T_FLOAT2;
 		default: return 0;
 	}
 }
@@ -560,6 +562,7 @@ imm_ok(const XpuProgram *prog, const XpuInstr *in)
 			return in->imm >= 0 && in->imm < prog->n_cols &&
 				col_type_ok(XPU_COLS(prog) + in->imm, &regs[in->dst]);
 		case XPU_OP_CONST_BOOL: return in->imm == 0 || in->imm == 1;
+		case XPU_OP_CONST_F2: return in->imm >= 0 && in->imm <= 0xffff;
 		case XPU_OP_CONST_INT:
 		case XPU_OP_CONST_F4:
 		case XPU_OP_CONST_F8: return const_ok(prog, in->imm, 8);
@@ -778,6 +781,7 @@ out_imm(Out *o, const XpuProgram *prog, const XpuInstr *in)
 		case XPU_OP_LOAD_COL: out(o, "%d", XPU_COLS(prog)[in->imm].col_index); break;
 		case XPU_OP_CONST_BOOL: out(o, in->imm ? "true" : "false"); break;
 		case XPU_OP_CONST_INT: memcpy(&i, p, 8); out(o, "%lld", (long long) i); break;
+		case XPU_OP_CONST_F2: out(o, "%.9g", xpu_half_to_double((uint16_t) in->imm)); break;
 		case XPU_OP_CONST_F4: memcpy(&f, p, 4); out(o, "%.9g", (double) f); break;
 		case XPU_OP_CONST_F8: memcpy(&d, p, 8); out(o, "%.17g", d); break;
 		case XPU_OP_CONST_NUM:

@@ -34,6 +34,7 @@
 
 #include "xpu_int.h"
 #include "xpu_float.h"
+#include "xpu_float2.h"
 #include "xpu_bool.h"
 #include "xpu_numeric.h"
 #include "xpu_text.h"

@@ -5,7 +5,8 @@
  *		the contract): LOAD_COL from an Arrow column of the chunk, and the
  *		CONST_* opcodes from the constants pool.
  *
- * LOAD_COL converts Arrow's physical values to PostgreSQL's: dates and
+ * LOAD_COL converts Arrow's physical values to PostgreSQL's (a float16
+ * keeps its bits: that is pg_warp's float2 representation): dates and
  * timestamps move from the 1970 epoch to 2000, timestamps of any unit
  * become microseconds; decimal128 keeps its scale (the register's).  A
  * The storage type's minimum and maximum of a date32 or timestamp (any
@@ -83,6 +84,7 @@ xpu_load_value(XpuCtx *s, const XpuColumn *col, const XpuColumnData *cd, int64_t
 		case XPU_COL_INT64: XPU_SET_I(s, ((const int64_t *) v)[i]); break;
 		case XPU_COL_FLOAT32: s->d->f4 = ((const float *) v)[i]; *s->dn = 0; break;
 		case XPU_COL_FLOAT64: s->d->f8 = ((const double *) v)[i]; *s->dn = 0; break;
+		case XPU_COL_FLOAT16: XPU_SET_I(s, ((const uint16_t *) v)[i]); break;
 		case XPU_COL_DATE32:
 			{
 				int32_t		raw = ((const int32_t *) v)[i];

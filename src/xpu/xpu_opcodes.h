@@ -22,7 +22,8 @@
  *			$k the immediate or the constant it points to.
  *
  * Immediates (XpuInstr.imm): CONST_* / IN_* / LIKE_* take a byte offset
- * into the constants pool; LOAD_COL's imm is a column descriptor index;
+ * into the constants pool (CONST_F2: the half's 16 bits themselves);
+ * LOAD_COL's imm is a column descriptor index;
  * DATE_PART_TS and DATE_TRUNC_TS take an XpuDateField; CONST_BOOL its value.
  *
  *-------------------------------------------------------------------------
@@ -42,6 +43,7 @@
 	X(CONST_NULL, NS, 0, ANY, NONE, NONE, NONE, "$d = NULL") \
 	X(CONST_BOOL, NS, 0, BOOL, NONE, NONE, NONE, "$d = $k") \
 	X(CONST_INT,  NS, 0, INTLIKE, NONE, NONE, NONE, "$d = $k") \
+	X(CONST_F2,   NS, 0, FLOAT2, NONE, NONE, NONE, "$d = $k") \
 	X(CONST_F4,   NS, 0, FLOAT4, NONE, NONE, NONE, "$d = $k") \
 	X(CONST_F8,   NS, 0, FLOAT8, NONE, NONE, NONE, "$d = $k") \
 	X(CONST_NUM,  NS, 0, NUMERIC, NONE, NONE, NONE, "$d = $k") \
@@ -93,6 +95,13 @@
 	X(F8_TO_I2, VAL, 1, INT2, FLOAT8, NONE, NONE, "$d = $a::int2") \
 	X(F8_TO_I4, VAL, 1, INT4, FLOAT8, NONE, NONE, "$d = $a::int4") \
 	X(F8_TO_I8, VAL, 1, INT8, FLOAT8, NONE, NONE, "$d = $a::int8") \
+	/* float2 (pg_warp's binary16): computed in float4, rounded to a half */ \
+	XPU_FLOAT_OPS(X, F2, FLOAT2, "float2") \
+	X(F2_TO_F4, VAL, 1, FLOAT4, FLOAT2, NONE, NONE, "$d = $a::float4") \
+	X(F2_TO_F8, VAL, 1, FLOAT8, FLOAT2, NONE, NONE, "$d = $a::float8") \
+	X(F4_TO_F2, VAL, 1, FLOAT2, FLOAT4, NONE, NONE, "$d = $a::float2") \
+	X(F8_TO_F2, VAL, 1, FLOAT2, FLOAT8, NONE, NONE, "$d = $a::float2") \
+	X(I8_TO_F2, VAL, 1, FLOAT2, INT8, NONE, NONE, "$d = $a::float2") \
 	/* numeric: int128 fixed point, the scale is the register's */ \
 	X(ADD_NUM, VAL, 2, NUMERIC, NUMERIC, NUMERIC, NONE, "$d = $a + $b") \
 	X(SUB_NUM, VAL, 2, NUMERIC, NUMERIC, NUMERIC, NONE, "$d = $a - $b") \
@@ -154,7 +163,7 @@
 	X(NEG_##W, VAL, 1, T, T, NONE, NONE, "$d = -$a") \
 	X(ABS_##W, VAL, 1, T, T, NONE, NONE, "$d = abs($a)")
 
-/* arithmetic and comparisons of one float width W (F4, F8) on type T */
+/* arithmetic and comparisons of one float width W (F2, F4, F8) on type T */
 #define XPU_FLOAT_OPS(X, W, T, NAME) \
 	X(ADD_##W, VAL, 2, T, T, T, NONE, "$d = $a + $b") \
 	X(SUB_##W, VAL, 2, T, T, T, NONE, "$d = $a - $b") \

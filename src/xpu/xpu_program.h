@@ -107,6 +107,7 @@ typedef enum XpuColKind
 	XPU_COL_DECIMAL128,			/* -> numeric of the column's scale */
 	XPU_COL_UTF8,				/* int32 offsets + bytes -> text */
 	XPU_COL_INTERVAL_MDN,		/* int32 months, int32 days, int64 ns -> interval */
+	XPU_COL_FLOAT16,			/* binary16 bits -> float2 */
 	XPU_COL_N_KINDS
 } XpuColKind;
 

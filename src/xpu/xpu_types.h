@@ -13,6 +13,8 @@
  *	time, timestamp[tz]			v.i: int64 microseconds (since 2000-01-01 for
  *								timestamps; INT64_MIN/MAX are -/+infinity)
  *	float4, float8				v.f4 / v.f8
+ *	float2 (pg_warp's)			v.i: the 16 bits of the IEEE 754 binary16 value
+ *								(xpu_half.h converts them)
  *	numeric						v.n: int128 scaled by 10^scale, where scale is
  *								the register's (XpuReg.scale)
  *	text						v.t: pointer + byte length (not terminated)
@@ -43,6 +45,7 @@ typedef enum XpuType
 	XPU_T_TIMESTAMPTZ,
 	XPU_T_INTERVAL,
 	XPU_T_TEXT,
+	XPU_T_FLOAT2,
 	XPU_T_N_TYPES,
 	/* pseudo types of the opcode table */
 	XPU_T_ANY,

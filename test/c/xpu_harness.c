@@ -10,6 +10,7 @@
  *		row V ...									one per row
  *		end
  * Values: N is NULL; bool t/f; integers and floats in C syntax (nan, inf);
+ * float2 as its bits in hex (0x3c00);
  * numeric as a decimal string; text as x + hex bytes; date as days and
  * timestamp as microseconds since 2000-01-01, or inf / -inf; interval as
  * MONTHS:DAYS:MICROSECONDS.
@@ -106,6 +107,7 @@ parse_value(const char *s, XpuType t, int scale, TVal *v, int *inf)
 		case XPU_T_BOOL: v->i = (*s == 't'); break;
 		case XPU_T_FLOAT4:
 		case XPU_T_FLOAT8: v->f = t == XPU_T_FLOAT4 ? strtof(s, NULL) : strtod(s, NULL); break;
+		case XPU_T_FLOAT2: v->i = strtoll(s, NULL, 16); break;
 		case XPU_T_NUMERIC: v->n = parse_numeric(s, scale); break;
 		case XPU_T_INTERVAL:
 			{
@@ -153,6 +155,7 @@ print_value(XpuType t, int scale, const XpuValue *v)
 		case XPU_T_BOOL: printf("ok %s\n", v->i ? "true" : "false"); break;
 		case XPU_T_FLOAT4: printf("ok %.9g\n", (double) v->f4); break;
 		case XPU_T_FLOAT8: printf("ok %.17g\n", v->f8); break;
+		case XPU_T_FLOAT2: printf("ok 0x%04x\n", (unsigned) (uint16_t) v->i); break;
 		case XPU_T_NUMERIC:
 			xpu_numeric_format(v->n, scale, buf);
 			printf("ok %s\n", buf);

@@ -14,9 +14,11 @@
 
 #include "xpu_program.h"
 #include "xpu_date.h"
+#include "xpu_half.h"
 
 /* one test value of any register type; dates/timestamps in PostgreSQL's
- * epoch (days / us since 2000), numerics scaled by the type's scale */
+ * epoch (days / us since 2000), numerics scaled by the type's scale, float2
+ * as its 16 bits in i */
 typedef struct TVal
 {
 	int			null;
@@ -50,6 +52,7 @@ tcol_kind(XpuType t)
 		case XPU_T_INT8: return XPU_COL_INT64;
 		case XPU_T_FLOAT4: return XPU_COL_FLOAT32;
 		case XPU_T_FLOAT8: return XPU_COL_FLOAT64;
+		case XPU_T_FLOAT2: return XPU_COL_FLOAT16;
 		case XPU_T_NUMERIC: return XPU_COL_DECIMAL128;
 		case XPU_T_DATE: return XPU_COL_DATE32;
 		case XPU_T_TIMESTAMP: return XPU_COL_TIMESTAMP_US;
@@ -91,6 +94,7 @@ tcol_build(TCol *col, XpuType t, int scale, const TVal *vals, int64_t n)
 			case XPU_T_INT8: ((int64_t *) col->values)[i] = v->i; break;
 			case XPU_T_FLOAT4: ((float *) col->values)[i] = (float) v->f; break;
 			case XPU_T_FLOAT8: ((double *) col->values)[i] = v->f; break;
+			case XPU_T_FLOAT2: ((uint16_t *) col->values)[i] = (uint16_t) v->i; break;
 			case XPU_T_NUMERIC: memcpy((char *) col->values + 16 * i, &v->n, 16); break;
 			case XPU_T_INTERVAL:
 				{
@@ -198,6 +202,9 @@ tval_same(XpuType t, const XpuValue *a, const XpuValue *b)
 			return (a->f4 != a->f4 && b->f4 != b->f4) || memcmp(&a->f4, &b->f4, 4) == 0;
 		case XPU_T_FLOAT8:
 			return (a->f8 != a->f8 && b->f8 != b->f8) || memcmp(&a->f8, &b->f8, 8) == 0;
+		case XPU_T_FLOAT2:
+			return (xpu_half_isnan((uint16_t) a->i) && xpu_half_isnan((uint16_t) b->i)) ||
+				a->i == b->i;
 		case XPU_T_NUMERIC: return a->n == b->n;
 		case XPU_T_TEXT:
 			return a->t.len == b->t.len && memcmp(a->t.p, b->t.p, (size_t) a->t.len) == 0;

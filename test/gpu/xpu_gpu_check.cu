@@ -3,7 +3,9 @@
  *		On a GPU host: runs kern_warp_exec (the per-row form on the device)
  *		over random and edge values for every value opcode of the table, and
  *		compares the row masks, results, null flags and error codes with the
- *		CPU engine's per-tile form (xpu_cpu_exec).  Prints TAP.
+ *		CPU engine's per-tile form (xpu_cpu_exec); and the float2 (binary16)
+ *		conversions of xpu_half.h on the device against the host, bit for
+ *		bit over every half and many floats and doubles.  Prints TAP.
  *
  *		make -C test/gpu check		(needs nvcc and a GPU)
  */
@@ -59,10 +61,25 @@ rand_val(TVal *v, XpuType t, int use_edges)
 		INT32_MIN, INT64_MAX, INT64_MIN, 46341, 3037000500LL};
 	static const double fedges[] = {0.0, -0.0, 1.0, -1.5, 2.5, 1e308, 1e-310, 3e38, 1e-45,
 		HUGE_VAL, -HUGE_VAL, NAN, 2147483647.5};
+	static const uint16_t hedges[] = {0x0000, 0x8000, 0x3c00, 0xbc00, 0x7bff, 0xfbff, 0x0001,
+		0x8001, 0x03ff, 0x0400, 0x7c00, 0xfc00, 0x7e00, 0x7800, 0x3555, 0x1400};
 	int			k = rand() % 16;
 
 	memset(v, 0, sizeof(*v));
 	v->null = (k == 0);
+	if (t == XPU_T_FLOAT2)
+	{
+		/*
+		 * float2 values are their bits: edges or any pattern (NaNs too); the
+		 * small ones are 2^-5 <= |x| < 2^6, so that no row raises an error
+		 * and every result is compared
+		 */
+		if (use_edges)
+			v->i = k < 8 ? hedges[rand() % 16] : rand() & 0xffff;
+		else
+			v->i = ((rand() & 1) << 15) | ((10 + rand() % 11) << 10) | (rand() & 0x3ff);
+		return;
+	}
 	if (!use_edges && t != XPU_T_TEXT && t != XPU_T_BOOL && t != XPU_T_INTERVAL)
 	{
 		v->i = rand() % 2001 - 1000;
@@ -251,12 +268,98 @@ check_op(int op, int edges)
 	free(prog);
 }
 
+/* the conversions of every half and of n floats and doubles, on the device */
+__global__ void
+half_convert(uint32_t *to_f, uint64_t *to_d, const float *f, const double *d,
+			 uint16_t *from_f, uint16_t *from_d, int n)
+{
+	int			i = blockIdx.x * blockDim.x + threadIdx.x;
+
+	if (i < 65536)
+	{
+		float		x = xpu_half_to_float((uint16_t) i);
+		double		y = xpu_half_to_double((uint16_t) i);
+
+		memcpy(&to_f[i], &x, 4);
+		memcpy(&to_d[i], &y, 8);
+	}
+	if (i < n)
+	{
+		from_f[i] = xpu_half_from_float(f[i]);
+		from_d[i] = xpu_half_from_double(d[i]);
+	}
+}
+
+/* xpu_half.h on the GPU gives the host's bits for every input */
+static void
+check_half_conversions(void)
+{
+	const int	n = 4 * 65536;
+	float	   *f = (float *) malloc(n * sizeof(float));
+	double	   *d = (double *) malloc(n * sizeof(double));
+	uint32_t   *to_f = (uint32_t *) malloc(65536 * 4), *dto_f;
+	uint64_t   *to_d = (uint64_t *) malloc(65536 * 8), *dto_d;
+	uint16_t   *from_f = (uint16_t *) malloc(n * 2), *from_d = (uint16_t *) malloc(n * 2);
+	uint16_t   *dfrom_f, *dfrom_d;
+	int			i, bad_to = 0, bad_from = 0;
+
+	/* every half, the midpoints above each one (ties), and random values */
+	for (i = 0; i < n; i++)
+	{
+		double		h = xpu_half_to_double((uint16_t) (i & 0xffff));
+		double		up = xpu_half_to_double((uint16_t) ((i & 0xffff) + 1 == 65536 ? 0 : (i & 0xffff) + 1));
+
+		switch (i >> 16)
+		{
+			case 0: d[i] = h; break;
+			case 1: d[i] = (h + up) / 2; break;
+			case 2: d[i] = (h + up) / 2 * (1 + 1e-12); break;
+			default: d[i] = ((double) rand() / RAND_MAX - 0.5) * 140000.0 /
+					(double) (1 << (rand() % 30)); break;
+		}
+		f[i] = (float) d[i];
+	}
+	CUDA_OK(cudaMalloc(&dto_f, 65536 * 4));
+	CUDA_OK(cudaMalloc(&dto_d, 65536 * 8));
+	CUDA_OK(cudaMalloc(&dfrom_f, n * 2));
+	CUDA_OK(cudaMalloc(&dfrom_d, n * 2));
+	half_convert<<<(n + 255) / 256, 256>>>(dto_f, dto_d, (const float *) dcopy(f, n * 4),
+										   (const double *) dcopy(d, n * 8), dfrom_f, dfrom_d, n);
+	CUDA_OK(cudaGetLastError());
+	CUDA_OK(cudaDeviceSynchronize());
+	CUDA_OK(cudaMemcpy(to_f, dto_f, 65536 * 4, cudaMemcpyDeviceToHost));
+	CUDA_OK(cudaMemcpy(to_d, dto_d, 65536 * 8, cudaMemcpyDeviceToHost));
+	CUDA_OK(cudaMemcpy(from_f, dfrom_f, n * 2, cudaMemcpyDeviceToHost));
+	CUDA_OK(cudaMemcpy(from_d, dfrom_d, n * 2, cudaMemcpyDeviceToHost));
+	for (i = 0; i < 65536; i++)
+	{
+		float		x = xpu_half_to_float((uint16_t) i);
+		double		y = xpu_half_to_double((uint16_t) i);
+
+		bad_to += memcmp(&to_f[i], &x, 4) != 0 || memcmp(&to_d[i], &y, 8) != 0;
+	}
+	for (i = 0; i < n; i++)
+		bad_from += from_f[i] != xpu_half_from_float(f[i]) ||
+			from_d[i] != xpu_half_from_double(d[i]);
+	tap_ok(bad_to == 0, "half -> float/double: GPU and host agree on all 65536 halves (%d differ)",
+		   bad_to);
+	tap_ok(bad_from == 0, "float/double -> half: GPU and host agree on %d values (%d differ)",
+		   n, bad_from);
+	free(f);
+	free(d);
+	free(to_f);
+	free(to_d);
+	free(from_f);
+	free(from_d);
+}
+
 int
 main(void)
 {
 	int			op, e;
 
 	srand(7);
+	check_half_conversions();
 	for (op = 0; op < XPU_N_OPCODES; op++)
 	{
 		if (ops[op].kind == KIND_MASK || op == XPU_OP_LOAD_COL ||
