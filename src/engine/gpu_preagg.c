@@ -48,6 +48,8 @@
 #include "optimizer/restrictinfo.h"
 #include "optimizer/tlist.h"
 #include "parser/parsetree.h"
+#include "libpq/pqformat.h"
+#include "utils/array.h"
 #include "utils/builtins.h"
 #include "utils/date.h"
 #include "utils/fmgroids.h"
@@ -58,6 +60,7 @@
 #include "utils/rel.h"
 #include "utils/ruleutils.h"
 #include "utils/selfuncs.h"
+#include "utils/syscache.h"
 #include "utils/typcache.h"
 
 #include "pg_warp.h"
@@ -91,16 +94,36 @@ typedef enum GpaFinal
 	FIN_AVG_NUMERIC,			/* avg of integers and numerics: numeric_div */
 	FIN_SUM_FLOAT8,
 	FIN_AVG_FLOAT8,
-	FIN_MINMAX					/* the value, of the argument's type */
+	FIN_SUM_FLOAT4,
+	FIN_MINMAX,					/* the value, of the argument's type */
+	FIN_VAR_EXACT,				/* stddev/variance of integers and numerics:
+								 * PostgreSQL's deserial and final functions
+								 * over N, sum(x), sum(x * x) */
+	FIN_VAR_FLOAT				/* stddev/variance of floats: PostgreSQL's
+								 * final function over {N, Sx, Sxx} */
 } GpaFinal;
 
+/*
+ * An aggregate the engine computes: the kinds of its one or two engine
+ * states (kind2 0: one), whose argument is the aggregate's.
+ */
 typedef struct GpaAggInfo
 {
 	Oid			fn;				/* pg_proc OID of the aggregate */
 	XpuAggKind	kind;
 	Oid			argtype;		/* InvalidOid: count(*) or any type */
 	GpaFinal	final;
+	XpuAggKind	kind2;
 } GpaAggInfo;
+
+/* the six stddev/variance aggregates of one argument type */
+#define GPA_VAR_AGGS(T, OID, K, K2, FIN) \
+	{F_STDDEV_##T, K, OID, FIN, K2}, \
+	{F_STDDEV_SAMP_##T, K, OID, FIN, K2}, \
+	{F_STDDEV_POP_##T, K, OID, FIN, K2}, \
+	{F_VARIANCE_##T, K, OID, FIN, K2}, \
+	{F_VAR_SAMP_##T, K, OID, FIN, K2}, \
+	{F_VAR_POP_##T, K, OID, FIN, K2}
 
 static const GpaAggInfo gpa_aggs[] = {
 	{F_COUNT_, XPU_AGG_COUNT_STAR, InvalidOid, FIN_COUNT},
@@ -135,7 +158,22 @@ static const GpaAggInfo gpa_aggs[] = {
 	{F_MAX_DATE, XPU_AGG_MAX, DATEOID, FIN_MINMAX},
 	{F_MAX_TIMESTAMP, XPU_AGG_MAX, TIMESTAMPOID, FIN_MINMAX},
 	{F_MAX_TIMESTAMPTZ, XPU_AGG_MAX, TIMESTAMPTZOID, FIN_MINMAX},
+	{F_SUM_FLOAT4, XPU_AGG_SUM_FLOAT4, FLOAT4OID, FIN_SUM_FLOAT4},
+	GPA_VAR_AGGS(INT2, INT2OID, XPU_AGG_SUM_INT, XPU_AGG_SUMSQ_INT, FIN_VAR_EXACT),
+	GPA_VAR_AGGS(INT4, INT4OID, XPU_AGG_SUM_INT, XPU_AGG_SUMSQ_INT, FIN_VAR_EXACT),
+	GPA_VAR_AGGS(INT8, INT8OID, XPU_AGG_SUM_INT, XPU_AGG_SUMSQ_INT, FIN_VAR_EXACT),
+	GPA_VAR_AGGS(NUMERIC, NUMERICOID, XPU_AGG_SUM_NUMERIC, XPU_AGG_SUMSQ_NUMERIC,
+				 FIN_VAR_EXACT),
+	GPA_VAR_AGGS(FLOAT4, FLOAT4OID, XPU_AGG_VAR_FLOAT, 0, FIN_VAR_FLOAT),
+	GPA_VAR_AGGS(FLOAT8, FLOAT8OID, XPU_AGG_VAR_FLOAT, 0, FIN_VAR_FLOAT),
 };
+
+/* how many engine states (XpuAggDesc) an aggregate takes */
+static int
+gpa_n_states(const GpaAggInfo *info)
+{
+	return info->kind2 != 0 ? 2 : 1;
+}
 
 static const GpaAggInfo *
 gpa_agg_info(Oid fn)
@@ -285,6 +323,18 @@ gpa_check_keys(PlannerInfo *root, List **keys)
 	return true;
 }
 
+/* the engine states (XpuAggDesc) of aggrefs */
+static int
+gpa_count_states(List *aggrefs)
+{
+	ListCell   *lc;
+	int			n = 0;
+
+	foreach(lc, aggrefs)
+		n += gpa_n_states(gpa_agg_info(((Aggref *) lfirst(lc))->aggfnoid));
+	return n;
+}
+
 /*
  * gpa_plan_info: whether the grouping of input_rel into output_rel can be
  * offloaded, and what it consists of; NULL if not.
@@ -323,7 +373,7 @@ gpa_plan_info(PlannerInfo *root, RelOptInfo *input_rel, RelOptInfo *output_rel,
 		gpa_collect_aggrefs((Node *) pi->having, &pi->aggrefs))
 		return NULL;
 	if (list_length(pi->keys) > XPU_AGG_MAX_KEYS ||
-		list_length(pi->aggrefs) > XPU_AGG_MAX_AGGS)
+		gpa_count_states(pi->aggrefs) > XPU_AGG_MAX_AGGS)
 		return NULL;
 	return pi;
 }
@@ -502,6 +552,11 @@ typedef struct GpaAggExec
 	const GpaAggInfo *info;
 	Oid			argtype;		/* the argument's type (count: any) */
 	int			scale;			/* numeric arguments: their register scale */
+	int			first;			/* its first state among a group's states */
+	/* FIN_VAR_*: PostgreSQL's functions of the aggregate (pg_aggregate) */
+	FmgrInfo	finalfn;
+	FmgrInfo	deserialfn;		/* FIN_VAR_EXACT */
+	bool		poly;			/* FIN_VAR_EXACT: an Int128AggState (int2/int4) */
 } GpaAggExec;
 
 typedef struct GpaState
@@ -515,6 +570,7 @@ typedef struct GpaState
 	int		   *key_scales;		/* numeric keys */
 	int			n_aggs;
 	GpaAggExec *aggs;
+	int			n_descs;		/* engine states per group */
 	XpuAggDesc *descs;
 	uint16	   *key_outs;
 	List	   *quals;
@@ -565,6 +621,53 @@ gpa_palloc16(Size size)
 }
 
 /*
+ * gpa_agg_functions: PostgreSQL's final function (and for FIN_VAR_EXACT its
+ * deserial function) of aggregate ae, from pg_aggregate
+ */
+static void
+gpa_agg_functions(GpaAggExec *ae)
+{
+	HeapTuple	tup = SearchSysCache1(AGGFNOID, ObjectIdGetDatum(ae->info->fn));
+	Form_pg_aggregate agg;
+
+	if (!HeapTupleIsValid(tup))
+		elog(ERROR, "cache lookup failed for aggregate %u", ae->info->fn);
+	agg = (Form_pg_aggregate) GETSTRUCT(tup);
+	fmgr_info(agg->aggfinalfn, &ae->finalfn);
+	if (ae->info->final == FIN_VAR_EXACT)
+		fmgr_info(agg->aggdeserialfn, &ae->deserialfn);
+	ae->poly = ae->argtype == INT2OID || ae->argtype == INT4OID;
+	ReleaseSysCache(tup);
+}
+
+/*
+ * gpa_compile_agg: the engine states of aggregate a (ae) from state index
+ * *n_descs on, its argument appended to *args (the program's outs after the
+ * n_keys keys)
+ */
+static void
+gpa_compile_agg(GpaState *st, GpaAggExec *ae, Aggref *a, List **args)
+{
+	XpuAggDesc *d = &st->descs[st->n_descs];
+
+	ae->info = gpa_agg_info(a->aggfnoid);
+	ae->first = st->n_descs;
+	d[0].kind = (uint8) ae->info->kind;
+	d[1].kind = (uint8) ae->info->kind2;
+	st->n_descs += gpa_n_states(ae->info);
+	if (a->args != NIL)
+	{
+		Expr	   *arg = ((TargetEntry *) linitial(a->args))->expr;
+
+		ae->argtype = exprType((Node *) arg);
+		*args = lappend(*args, arg);
+		d[0].out = d[1].out = (uint16) (st->n_keys + list_length(*args) - 1);
+	}
+	if (ae->info->final == FIN_VAR_EXACT || ae->info->final == FIN_VAR_FLOAT)
+		gpa_agg_functions(ae);
+}
+
+/*
  * gpa_compile: the program, the key and aggregate descriptions; false (and
  * the child will run) when it no longer compiles (the table's files changed
  * since planning, say).
@@ -587,7 +690,8 @@ gpa_compile(GpaState *st, CustomScan *cs, Index relid, int n_keys, int n_aggs)
 	st->key_scales = palloc0(sizeof(int) * Max(st->n_keys, 1));
 	st->key_outs = palloc0(sizeof(uint16) * Max(st->n_keys, 1));
 	st->aggs = palloc0(sizeof(GpaAggExec) * Max(st->n_aggs, 1));
-	st->descs = palloc0(sizeof(XpuAggDesc) * Max(st->n_aggs, 1));
+	/* at most two states per aggregate (GpaAggInfo), one spare */
+	st->descs = palloc0(sizeof(XpuAggDesc) * (2 * st->n_aggs + 1));
 	foreach(lc, tl)
 	{
 		TargetEntry *te = lfirst(lc);
@@ -602,21 +706,7 @@ gpa_compile(GpaState *st, CustomScan *cs, Index relid, int n_keys, int n_aggs)
 			st->key_outs[i] = (uint16) i;
 		}
 		else
-		{
-			Aggref	   *a = (Aggref *) te->expr;
-			GpaAggExec *ae = &st->aggs[i - st->n_keys];
-
-			ae->info = gpa_agg_info(a->aggfnoid);
-			st->descs[i - st->n_keys].kind = (uint8) ae->info->kind;
-			if (a->args != NIL)
-			{
-				Expr	   *arg = ((TargetEntry *) linitial(a->args))->expr;
-
-				ae->argtype = exprType((Node *) arg);
-				args = lappend(args, arg);
-				st->descs[i - st->n_keys].out = (uint16) (st->n_keys + list_length(args) - 1);
-			}
-		}
+			gpa_compile_agg(st, &st->aggs[i - st->n_keys], (Aggref *) te->expr, &args);
 	}
 	scan = gpa_codegen_scan(st->rel, relid, list_concat(list_concat(list_copy(keys), args),
 														st->quals), &attnos, &n_attnos);
@@ -634,7 +724,8 @@ gpa_compile(GpaState *st, CustomScan *cs, Index relid, int n_keys, int n_aggs)
 		st->key_scales[i] = XPU_REGS(st->prog)[XPU_OUTS(st->prog)[i]].scale;
 	for (int i = 0; i < st->n_aggs; i++)
 		if (st->aggs[i].info->kind != XPU_AGG_COUNT_STAR)
-			st->aggs[i].scale = XPU_REGS(st->prog)[XPU_OUTS(st->prog)[st->descs[i].out]].scale;
+			st->aggs[i].scale =
+				XPU_REGS(st->prog)[XPU_OUTS(st->prog)[st->descs[st->aggs[i].first].out]].scale;
 	st->src = arrow_fdw_engine_source(st->rel, relid, st->quals, attnos, n_attnos);
 	return true;
 }
@@ -692,13 +783,13 @@ gpa_request(GpaState *st)
 
 	req.n_files = st->src->n_files;
 	req.n_keys = st->n_keys;
-	req.n_aggs = st->n_aggs;
+	req.n_aggs = st->n_descs;
 	req.prog_len = st->prog->total_len;
 	req.engine = (uint32) pg_warp_engine;
 	req.max_buffer_size = (int64) pg_warp_arrow_max_buffer_size * 1024;
 	gpa_put(buf, &req, sizeof(req), 8);
 	gpa_put(buf, st->key_outs, sizeof(uint16) * st->n_keys, 8);
-	gpa_put(buf, st->descs, sizeof(XpuAggDesc) * st->n_aggs, 8);
+	gpa_put(buf, st->descs, sizeof(XpuAggDesc) * st->n_descs, 8);
 	gpa_put(buf, st->prog, st->prog->total_len, 16);
 	for (int f = 0; f < st->src->n_files; f++)
 	{
@@ -860,9 +951,144 @@ gpa_decode_keys(GpaState *st, const uint8 *p, uint32 len, Datum *values, bool *n
 	}
 }
 
-/* PostgreSQL's result of aggregate ae from its engine state s */
+/* a numeric Datum of v / 10^scale for any scale >= 0 */
 static Datum
-gpa_final(const GpaAggExec *ae, const XpuAggState *s, bool *isnull)
+gpa_numeric_wide(__int128 v, int scale)
+{
+	char		digits[64];
+	StringInfoData buf;
+	const char *d = digits;
+	int			n;
+
+	xpu_numeric_format(v, 0, digits);
+	initStringInfo(&buf);
+	if (*d == '-')
+		appendStringInfoChar(&buf, *d++);
+	n = (int) strlen(d);
+	if (n <= scale)
+	{
+		appendStringInfoString(&buf, "0.");
+		appendStringInfoSpaces(&buf, scale - n);
+		for (char *p = buf.data + buf.len - (scale - n); *p; p++)
+			*p = '0';
+		appendStringInfoString(&buf, d);
+	}
+	else
+	{
+		appendBinaryStringInfo(&buf, d, n - scale);
+		if (scale > 0)
+		{
+			appendStringInfoChar(&buf, '.');
+			appendStringInfoString(&buf, d + n - scale);
+		}
+	}
+	return DirectFunctionCall3(numeric_in, CStringGetDatum(buf.data),
+							   ObjectIdGetDatum(InvalidOid), Int32GetDatum(-1));
+}
+
+/*
+ * gpa_put_numericvar: appends the numeric value v / 10^scale to buf in the
+ * form PostgreSQL's numeric aggregate serial functions give a NumericVar
+ * (numeric.c's numericvar_serialize: ndigits, weight, sign and dscale as
+ * int32, then the base-10000 digits as int16, network byte order), made
+ * from numeric_send's form of it (the same fields as int16)
+ */
+static void
+gpa_put_numericvar(StringInfo buf, __int128 v, int scale)
+{
+	bytea	   *sent = DatumGetByteaPP(DirectFunctionCall1(numeric_send,
+														   gpa_numeric_wide(v, scale)));
+	const uint8 *b = (const uint8 *) VARDATA_ANY(sent);
+	int16		hdr[4];
+
+	for (int i = 0; i < 4; i++)
+		hdr[i] = (int16) ((b[2 * i] << 8) | b[2 * i + 1]);
+	pq_sendint32(buf, (uint32) hdr[0]); /* ndigits */
+	pq_sendint32(buf, (uint32) (int32) hdr[1]); /* weight */
+	pq_sendint32(buf, (uint32) (uint16) hdr[2]);	/* sign */
+	pq_sendint32(buf, (uint32) hdr[3]); /* dscale */
+	appendBinaryStringInfo(buf, (const char *) b + 8, 2 * hdr[0]);
+}
+
+/*
+ * gpa_call1: fn(arg) with fcinfo->context = context; *isnull set when the
+ * function returns NULL
+ */
+static Datum
+gpa_call1(FmgrInfo *fn, Datum arg, Node *context, bool *isnull)
+{
+	LOCAL_FCINFO(fcinfo, 2);
+	Datum		r;
+
+	InitFunctionCallInfoData(*fcinfo, fn, fn->fn_nargs, InvalidOid, context, NULL);
+	fcinfo->args[0].value = arg;
+	fcinfo->args[0].isnull = false;
+	fcinfo->args[1].value = (Datum) 0;	/* a deserial function's unused internal */
+	fcinfo->args[1].isnull = true;
+	r = FunctionCallInvoke(fcinfo);
+	*isnull = fcinfo->isnull;
+	return r;
+}
+
+/*
+ * gpa_final_var_exact: stddev/variance of integers or numerics through
+ * PostgreSQL's own functions: the engine's exact N, sum(x) (s[0]) and
+ * sum(x * x) (s[1]) serialized as the aggregate's serial function would
+ * serialize its transition state, handed to its deserial function (which
+ * insists on an aggregate's call context: an AggState node), and the state
+ * it makes to its final function
+ */
+static Datum
+gpa_final_var_exact(GpaAggExec *ae, const XpuAggState *s, bool *isnull)
+{
+	StringInfoData buf;
+	AggState   *agg = makeNode(AggState);
+	bytea	   *ser;
+	Datum		state;
+
+	pq_begintypsend(&buf);
+	pq_sendint64(&buf, s[0].count);
+	gpa_put_numericvar(&buf, s[0].v.i128, ae->scale);
+	gpa_put_numericvar(&buf, s[1].v.i128, 2 * ae->scale);
+	if (!ae->poly)
+	{
+		pq_sendint32(&buf, (uint32) ae->scale); /* maxScale */
+		pq_sendint64(&buf, s[0].count); /* maxScaleCount */
+		pq_sendint64(&buf, 0);	/* NaNcount */
+		pq_sendint64(&buf, 0);	/* pInfcount */
+		pq_sendint64(&buf, 0);	/* nInfcount */
+	}
+	ser = pq_endtypsend(&buf);
+	state = gpa_call1(&ae->deserialfn, PointerGetDatum(ser), (Node *) agg, isnull);
+	if (*isnull)
+		elog(ERROR, "GpuPreAgg: a deserial function returned NULL");
+	return gpa_call1(&ae->finalfn, state, (Node *) agg, isnull);
+}
+
+/*
+ * gpa_final_var_float: stddev/variance of floats: PostgreSQL's final
+ * function over the float8[] {N, Sx, Sxx} of float8_accum's state
+ */
+static Datum
+gpa_final_var_float(GpaAggExec *ae, const XpuAggState *s, bool *isnull)
+{
+	Datum		elems[3];
+
+	elems[0] = Float8GetDatum((double) s->count);
+	elems[1] = Float8GetDatum(s->v.f8[0]);
+	elems[2] = Float8GetDatum(s->v.f8[1]);
+	return gpa_call1(&ae->finalfn,
+					 PointerGetDatum(construct_array(elems, 3, FLOAT8OID, 8,
+													 FLOAT8PASSBYVAL, TYPALIGN_DOUBLE)),
+					 NULL, isnull);
+}
+
+/*
+ * PostgreSQL's result of aggregate ae from its engine states s[0 ..
+ * gpa_n_states - 1]
+ */
+static Datum
+gpa_final(GpaAggExec *ae, const XpuAggState *s, bool *isnull)
 {
 	*isnull = false;
 	switch (ae->info->final)
@@ -892,8 +1118,14 @@ gpa_final(const GpaAggExec *ae, const XpuAggState *s, bool *isnull)
 			return Float8GetDatum(s->v.f8[0]);
 		case FIN_AVG_FLOAT8:
 			return Float8GetDatum(s->v.f8[0] / (double) s->count);
+		case FIN_SUM_FLOAT4:
+			return Float4GetDatum(s->v.f4);
 		case FIN_MINMAX:
 			return gpa_value_datum(ae->argtype, ae->scale, s->v.i, s->v.f8[0], s->v.i128);
+		case FIN_VAR_EXACT:
+			return gpa_final_var_exact(ae, s, isnull);
+		case FIN_VAR_FLOAT:
+			return gpa_final_var_float(ae, s, isnull);
 		default:
 			break;
 	}
@@ -932,24 +1164,25 @@ gpa_next(ScanState *ss)
 			elog(ERROR, "GpuPreAgg: a group from the service is truncated");
 		memcpy(&key_len, msg + st->cur_off, 4);
 		states_off = TYPEALIGN(16, 4 + (size_t) key_len);
-		if ((size_t) len - st->cur_off < states_off + sizeof(XpuAggState) * st->n_aggs)
+		if ((size_t) len - st->cur_off < states_off + sizeof(XpuAggState) * st->n_descs)
 			elog(ERROR, "GpuPreAgg: a group from the service is truncated");
 		old = MemoryContextSwitchTo(st->row_cxt);
 		gpa_decode_keys(st, (const uint8 *) msg + st->cur_off + 4, key_len,
 						slot->tts_values, slot->tts_isnull);
 		for (int a = 0; a < st->n_aggs; a++)
 		{
-			XpuAggState s;
+			XpuAggState s[2];
 
-			memcpy(&s, msg + st->cur_off + states_off + sizeof(XpuAggState) * a, sizeof(s));
+			memcpy(s, msg + st->cur_off + states_off + sizeof(XpuAggState) * st->aggs[a].first,
+				   sizeof(XpuAggState) * gpa_n_states(st->aggs[a].info));
 			slot->tts_values[st->n_keys + a] =
-				gpa_final(&st->aggs[a], &s, &slot->tts_isnull[st->n_keys + a]);
+				gpa_final(&st->aggs[a], s, &slot->tts_isnull[st->n_keys + a]);
 		}
 		MemoryContextSwitchTo(old);
 		/* the resjunk quals and anchor of the scan tuple (gpa_plan_path) */
 		for (int i = st->n_keys + st->n_aggs; i < slot->tts_tupleDescriptor->natts; i++)
 			slot->tts_isnull[i] = true;
-		st->cur_off += states_off + sizeof(XpuAggState) * st->n_aggs;
+		st->cur_off += states_off + sizeof(XpuAggState) * st->n_descs;
 		st->cur_group++;
 		return ExecStoreVirtualTuple(slot);
 	}

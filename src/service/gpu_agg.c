@@ -551,7 +551,8 @@ gagg_table_reset(GaggRun *g)
 static void
 gagg_state_finish(XpuAggState *s, int kind)
 {
-	if (kind == XPU_AGG_SUM_INT || kind == XPU_AGG_SUM_NUMERIC)
+	if (kind == XPU_AGG_SUM_INT || kind == XPU_AGG_SUM_NUMERIC ||
+		kind == XPU_AGG_SUMSQ_INT || kind == XPU_AGG_SUMSQ_NUMERIC)
 	{
 		int32_t		wraps = (int32_t) s->pad;
 		int			negative = (int) ((unsigned __int128) s->v.i128 >> 127);

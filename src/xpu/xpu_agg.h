@@ -45,7 +45,26 @@
  *				arguments; XPU_AGGF_OVERFLOW when a sum of finite values became
  *				infinite (PostgreSQL's float8pl raises an error there)
  *	MOMENTS		count = N, v.f8[0] = sum of x, v.f8[1] = sum of x * x, for
- *				avg/stddev/variance of floats (same overflow rule)
+ *				avg of floats (same overflow rule; the sum of squares is there
+ *				only for the overflow PostgreSQL's float8_accum can raise)
+ *	SUM_FLOAT4	count, v.f4 = the sum of float4 arguments in float4
+ *				arithmetic (PostgreSQL's float4pl); starts at -0, the identity
+ *				of IEEE addition, so that a sum of -0 values stays -0 as
+ *				PostgreSQL's (whose state starts from the first value) does;
+ *				XPU_AGGF_OVERFLOW as for SUM_FLOAT
+ *	SUMSQ_INT	count, v.i128 = the sum of x * x of int2/int4/int8 arguments;
+ *				XPU_AGGF_OVERFLOW when it left int128 (int8 only)
+ *	SUMSQ_NUMERIC count, v.i128 = the sum of x * x at twice the argument's
+ *				register scale; XPU_AGGF_OVERFLOW when a square or the sum left
+ *				int128.  With SUM_INT / SUM_NUMERIC over the same argument these
+ *				are the exact N, sum(x), sum(x * x) of PostgreSQL's stddev and
+ *				variance of integers and numerics.
+ *	VAR_FLOAT	count = N, v.f8[0] = Sx, v.f8[1] = Sxx of float4/float8
+ *				arguments: PostgreSQL's float8_accum state (Youngs-Cramer: Sxx
+ *				is the sum of squared deviations from the mean), updated row by
+ *				row as float8_accum does and combined as float8_combine does;
+ *				XPU_AGGF_OVERFLOW where those raise an overflow error, and for
+ *				arguments beyond XPU_AGG_MOMENTS_LIMIT (xpu_agg_ops.h)
  *	MIN, MAX	count, v = the least/greatest argument so far in its register
  *				form (i for integer and date/time types, f8 for floats,
  *				i128 for numeric); meaningless while count = 0.  Floats order
@@ -78,6 +97,10 @@ typedef enum XpuAggKind
 	XPU_AGG_MOMENTS,
 	XPU_AGG_MIN,
 	XPU_AGG_MAX,
+	XPU_AGG_SUM_FLOAT4,
+	XPU_AGG_SUMSQ_INT,
+	XPU_AGG_SUMSQ_NUMERIC,
+	XPU_AGG_VAR_FLOAT,
 	XPU_AGG_N_KINDS
 } XpuAggKind;
 
@@ -102,6 +125,7 @@ typedef struct XpuAggState
 		__int128	i128;
 		int64_t		i;
 		double		f8[2];
+		float		f4;
 	}			v;
 } XpuAggState;
 

@@ -5,7 +5,9 @@
  *		(NULLs group together, -0 = 0, every NaN one group, text bytewise),
  *		every aggregate kind, the overflow flags, the merge of tables and
  *		the fold of single groups equal to one table over all rows, the
- *		one group of a table without keys, and growth to a million groups.
+ *		one group of a table without keys, and growth to a million groups;
+ *		the states of stddev/variance (exact sums of squares; float8_accum's
+ *		Youngs-Cramer state and float8_combine) and of sum(float4).
  */
 #include <math.h>
 #include <stdio.h>
@@ -357,6 +359,110 @@ test_agg_kinds(void)
 	free_result(&r);
 }
 
+/* ------------------------------------------------------- stddev/variance */
+
+/* rows 0..3 of fill_kinds (row 4 masked), float4 {0, 0.5, 1, 1.5} */
+static void
+test_variance_kinds(void)
+{
+	static const XpuAggDesc aggs[] = {
+		{XPU_AGG_SUMSQ_INT, 0, 3, 0}, {XPU_AGG_SUMSQ_INT, 0, 0, 0},
+		{XPU_AGG_SUMSQ_NUMERIC, 0, 2, 0}, {XPU_AGG_VAR_FLOAT, 0, 4, 0},
+		{XPU_AGG_SUM_FLOAT4, 0, 4, 0}, {XPU_AGG_VAR_FLOAT, 0, 1, 0},
+	};
+	XpuProgram *prog;
+	XpuResult	r;
+	XpuAggTable *t = run_aggs(kinds_types, 5, aggs, 6, 5, fill_kinds, &prog, &r);
+	const uint8_t *k;
+	uint32_t	klen;
+	const XpuAggState *s;
+	__int128	max2 = (__int128) INT64_MAX * INT64_MAX;
+
+	xpu_agg_table_group(t, 0, &k, &klen, &s);
+	tap_ok(s[0].count == 4 && s[0].v.i128 == 4 + 1 + 0 + 1 && s[0].flags == 0,
+		   "SUMSQ_INT of int2");
+	tap_ok(s[1].count == 3 && s[1].v.i128 == 25 + 2 * max2 && s[1].flags == 0,
+		   "SUMSQ_INT of int8: 2 * INT64_MAX^2 still fits int128");
+	tap_ok(s[2].count == 3 && s[2].v.i128 == (__int128) 1234 * 1234 + 25 + (__int128) 99999 * 99999,
+		   "SUMSQ_NUMERIC at twice the scale");
+	tap_ok(s[3].count == 4 && s[3].v.f8[0] == 3.0 && s[3].v.f8[1] == 1.25 && s[3].flags == 0,
+		   "VAR_FLOAT of float4: N, Sx and Sxx (squared deviations) as float8_accum");
+	tap_ok(s[4].count == 4 && s[4].v.f4 == 3.0f, "SUM_FLOAT4");
+	tap_ok(s[5].count == 4 && isnan(s[5].v.f8[0]) && isnan(s[5].v.f8[1]) && s[5].flags == 0,
+		   "VAR_FLOAT with a NaN: Sx and Sxx NaN, no flag");
+	xpu_agg_table_free(t);
+	free(prog);
+	free_result(&r);
+}
+
+/* rows: int8 INT64_MAX x 3; float8 {1e300, -1e300, 0}; float4 -0 x 3 */
+static void
+fill_var_edges(XpuResult *r)
+{
+	double		fv[3] = {1e300, -1e300, 0};
+
+	for (int i = 0; i < 3; i++)
+	{
+		VAL(r, 0, i).i = INT64_MAX;
+		VAL(r, 1, i).f8 = fv[i];
+		VAL(r, 2, i).f4 = -0.0f;
+		VAL(r, 3, i).f8 = -0.0;
+	}
+}
+
+static void
+test_variance_edges(void)
+{
+	static const XpuType types[4] = {XPU_T_INT8, XPU_T_FLOAT8, XPU_T_FLOAT4, XPU_T_FLOAT8};
+	static const XpuAggDesc aggs[] = {
+		{XPU_AGG_SUMSQ_INT, 0, 0, 0}, {XPU_AGG_VAR_FLOAT, 0, 1, 0},
+		{XPU_AGG_SUM_FLOAT4, 0, 2, 0}, {XPU_AGG_SUM_FLOAT, 0, 3, 0},
+		{XPU_AGG_VAR_FLOAT, 0, 2, 0},
+	};
+	XpuProgram *prog;
+	XpuResult	r;
+	XpuAggTable *t = run_aggs(types, 4, aggs, 5, 3, fill_var_edges, &prog, &r);
+	const uint8_t *k;
+	uint32_t	klen;
+	const XpuAggState *s;
+
+	xpu_agg_table_group(t, 0, &k, &klen, &s);
+	tap_ok(s[0].flags & XPU_AGGF_OVERFLOW, "SUMSQ_INT: 3 * INT64_MAX^2 leaves int128: flagged");
+	tap_ok(s[1].flags & XPU_AGGF_OVERFLOW, "VAR_FLOAT of 1e300: flagged (float8_accum overflows)");
+	tap_ok(s[2].v.f4 == 0 && signbit(s[2].v.f4), "SUM_FLOAT4 of -0 values is -0 (float4pl)");
+	tap_ok(s[3].v.f8[0] == 0 && signbit(s[3].v.f8[0]), "SUM_FLOAT of -0 values is -0 (float8pl)");
+	tap_ok(s[4].count == 3 && s[4].v.f8[0] == 0 && !signbit(s[4].v.f8[0]) && s[4].v.f8[1] == 0,
+		   "VAR_FLOAT of -0 values: Sx is +0 as float8_accum's (initial 0)");
+	xpu_agg_table_free(t);
+	free(prog);
+	free_result(&r);
+}
+
+/* VAR_FLOAT: two halves combined equal float8_combine's formula */
+static void
+test_variance_combine(void)
+{
+	XpuAggState a, b;
+	XpuAggState c;
+	XpuValue	v;
+	double		xs[4] = {0, 0.5, 1, 1.5};
+
+	xpu_agg_init(&a, XPU_AGG_VAR_FLOAT);
+	xpu_agg_init(&b, XPU_AGG_VAR_FLOAT);
+	xpu_agg_init(&c, XPU_AGG_VAR_FLOAT);
+	for (int i = 0; i < 4; i++)
+	{
+		v.f8 = xs[i];
+		xpu_agg_update(i < 2 ? &a : &b, XPU_AGG_VAR_FLOAT, XPU_T_FLOAT8, &v, 0);
+	}
+	xpu_agg_combine(&c, &a, XPU_AGG_VAR_FLOAT, XPU_T_FLOAT8);
+	tap_ok(c.count == 2 && c.v.f8[0] == 0.5 && c.v.f8[1] == 0.125,
+		   "VAR_FLOAT combine into an empty state copies");
+	xpu_agg_combine(&c, &b, XPU_AGG_VAR_FLOAT, XPU_T_FLOAT8);
+	tap_ok(c.count == 4 && c.v.f8[0] == 3.0 && c.v.f8[1] == 1.25 && c.flags == 0,
+		   "VAR_FLOAT combine: Sxx1 + Sxx2 + N1 N2 (Sx1/N1 - Sx2/N2)^2 / N");
+}
+
 /* ------------------------------------------------------------- overflow */
 
 static void
@@ -704,6 +810,9 @@ main(void)
 	test_multi_keys();
 	test_refused_specs();
 	test_agg_kinds();
+	test_variance_kinds();
+	test_variance_edges();
+	test_variance_combine();
 	test_overflow();
 	test_float_limits();
 	test_combine();

@@ -74,13 +74,21 @@ def edge_table(n, seed):
                                datetime.datetime(2020, 6, 1)]), pa.timestamp("us", tz="UTC")),
         "b": pa.array(pick([True, False]), pa.bool_()),
         "vc": pa.array(pick(["AIR", "REG AIR", "MAIL", "", "é"]), pa.string()),
+        # moderate values: stddev/variance stay in the engine (no square
+        # leaves int128, no float beyond the order-independence limits)
+        "i8m": pa.array(pick([-10**12, 10**12, 0, 1, -1, 3, 2**40 + 7]), pa.int64()),
+        "nm": pa.array(pick([D("0.000"), D("1.500"), D("-1.250"), D("123456789.125"),
+                             D("-0.001"), D("42.000")]), pa.decimal128(12, 3)),
+        "f4x": pa.array(pick([0.0, -0.0, 0.25, -1.5, 3.75, 1024.0, -0.5]), pa.float32()),
+        "f8m": pa.array(pick([0.0, -0.0, 0.1, -2.5, 1e10, -1e-10, 3.14159, 7e100]),
+                        pa.float64()),
     }
     return pa.table(cols)
 
 
 COLUMNS = ("i2 int2, i4 int4, i8 int8, small int4, k4 int4, f4 float4, f8 float8, "
            "fk float8, n numeric(20,2), t text, d date, ts timestamp, tstz timestamptz, "
-           "b bool, vc varchar(10)")
+           "b bool, vc varchar(10), i8m int8, nm numeric(12,3), f4x float4, f8m float8")
 
 
 def write_arrow(path, table, batch):
@@ -238,8 +246,8 @@ def test_errors_and_fallbacks_equal_postgresql(sql):
     "SELECT k4, count(*) FROM gpa.edge WHERE random() < 2 GROUP BY k4",
     "SELECT t COLLATE gpa.nd, count(*) FROM gpa.edge GROUP BY 1",
     "SELECT k4, count(*) FROM gpa.edge GROUP BY ROLLUP (k4)",
-    "SELECT k4, stddev(f8) FROM gpa.edge GROUP BY k4",
-    "SELECT sum(f4) FROM gpa.edge",
+    "SELECT k4, corr(f8, f4) FROM gpa.edge GROUP BY k4",
+    "SELECT bit_and(i4) FROM gpa.edge",
     "SELECT max(t) FROM gpa.edge",
 ])
 def test_stays_in_postgresql(sql):
@@ -328,3 +336,97 @@ def test_many_groups():
                "min(g), max(g), count(v) FROM {t} GROUP BY g", "wide")
     check_same("SELECT i4, i8, n, t, count(*) FROM {t} GROUP BY i4, i8, n, t")
     check_same("SELECT i2, f8, fk, count(*), sum(small) FROM {t} GROUP BY i2, f8, fk")
+
+
+# ---------------------------------------------------------------- stddev/variance, sum(float4)
+
+VAR_FUNCS = ("stddev", "stddev_samp", "stddev_pop", "variance", "var_samp", "var_pop")
+# integers and numerics: PostgreSQL computes these exactly, so must the engine
+VAR_EXACT = ", ".join("%s(%s)" % (f, c) for f in VAR_FUNCS
+                      for c in ("i2", "i4", "i8m", "nm", "small"))
+# floats: float8_accum's state, whose value depends on the order of the rows
+VAR_FLOAT = ", ".join("%s(%s)" % (f, c) for f in VAR_FUNCS for c in ("f4", "f4x", "f8m"))
+VAR_KEYS = ["k4", "t", "b", "small, t", "fk", "n", "d", "f4", "f4x", "vc, k4"]
+
+
+def engine_ran(sql):
+    """EXPLAIN ANALYZE: the GpuPreAgg's engine computed the groups (no fallback)."""
+    kind, out = psql("EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF) " + sql, ON)
+    assert kind == "ok", out
+    assert "Custom Scan (GpuPreAgg)" in out, out
+    assert "Engine: CPU" in out or "Engine: GPU" in out, out
+    return out
+
+
+def check_exact(sql, table="edge"):
+    """The engine ran, and its rows equal PostgreSQL's character for character."""
+    sql = sql.replace("{t}", "gpa." + table)
+    engine_ran(sql)
+    on, off = psql(sql, ON), psql(sql, OFF)
+    assert on[0] == off[0] == "ok", (on, off)
+    assert parse_rows(on[1]) == parse_rows(off[1]), sql
+
+
+@pytest.mark.parametrize("table", ["edge", "one", "empty", "many"])
+def test_variance_no_group_by(table):
+    check_exact("SELECT %s FROM {t}" % VAR_EXACT, table)
+    check_same("SELECT %s, sum(f4x) FROM {t}" % VAR_FLOAT, table)
+    engine_ran("SELECT %s, sum(f4x) FROM gpa.%s" % (VAR_FLOAT, table))
+
+
+@pytest.mark.parametrize("key", VAR_KEYS)
+def test_variance_group_keys(key):
+    check_exact("SELECT %s, %s FROM {t} GROUP BY %s" % (key, VAR_EXACT, key))
+    # a group of equal floats has variance 0 in any order only where the sums
+    # are exact (f4, f4x); f8m is not a key here for that reason
+    check_same("SELECT %s, %s, sum(f4x) FROM {t} GROUP BY %s" % (key, VAR_FLOAT, key))
+    engine_ran("SELECT %s, %s, sum(f4x) FROM gpa.edge GROUP BY %s" % (key, VAR_FLOAT, key))
+
+
+def test_variance_many_groups():
+    check_exact("SELECT g, stddev(v), var_pop(v), variance(g), stddev_pop(g) FROM {t} "
+                "GROUP BY g", "wide")
+    check_exact("SELECT v, stddev(g), var_samp(g), count(*) FROM {t} GROUP BY v", "wide")
+
+
+@pytest.mark.parametrize("sql", [
+    # squares of int8 values near 2^63 leave int128: PostgreSQL computes it
+    "SELECT k4, stddev(i8), var_pop(i8) FROM {t} GROUP BY k4",
+    # numerics of 20 digits: their squares leave the engine's int128
+    "SELECT variance(n), stddev_samp(n) FROM {t}",
+    # floats of 1e300: float8_accum overflows (an error in PostgreSQL)
+    "SELECT stddev(f8) FROM {t}",
+    "SELECT k4, var_samp(f8) FROM {t} WHERE f8 > 1e299 OR f8 < 1e299 GROUP BY k4",
+])
+def test_variance_fallbacks_equal_postgresql(sql):
+    check_same(sql)
+    kind, out = psql("EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF) " + sql.replace("{t}", "gpa.edge"),
+                     ON)
+    if kind == "ok":
+        assert "PostgreSQL (fallback)" in out, out
+
+
+def test_sum_float4():
+    # f4x holds quarters: every partial sum is exact, so every order of the
+    # float4 additions (PostgreSQL's float4pl) gives the same sum
+    check_exact("SELECT sum(f4x) FROM {t}")
+    check_exact("SELECT k4, sum(f4x), count(f4x) FROM {t} GROUP BY k4")
+    check_exact("SELECT sum(f4x) FROM {t}", "empty")
+    check_exact("SELECT sum(f4x) FROM {t}", "one")
+    # f4 has inexact values (1e-3): float4 sums of them depend on the order of
+    # the additions, as between PostgreSQL's own serial and parallel plans;
+    # compared within a relative 1e-5 (a few float4 roundings of the sum)
+    sql = "SELECT k4, sum(f4) FROM gpa.edge GROUP BY k4"
+    engine_ran(sql)
+    on, off = psql(sql, ON), psql(sql, OFF)
+    assert on[0] == off[0] == "ok"
+    ron, roff = parse_rows(on[1]), parse_rows(off[1])
+    assert len(ron) == len(roff)
+    for a, b in zip(ron, roff):
+        (ka, va), (kb, vb) = a.split("|"), b.split("|")
+        assert ka == kb
+        if va != vb:
+            assert math.isclose(float(va), float(vb), rel_tol=1e-5) or \
+                (math.isnan(float(va)) and math.isnan(float(vb))), (a, b)
+    # a float4 sum of finite values that overflows: PostgreSQL's error
+    check_same("SELECT sum(f4 * 1e37::float4) FROM {t} WHERE f4 > 1")
