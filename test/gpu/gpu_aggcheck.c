@@ -1070,6 +1070,15 @@ run_checks(const ServiceGpu *gpu, const char *dir)
 	agg(&q, XPU_AGG_COUNT, COL_S);
 	check_case(gpu, dir, "nokey", &d, &q, 0, 500000, XPU_OK, 1);
 
+	/* the same with more than the per-thread aggregates: the shared path */
+	agg(&q, XPU_AGG_MAX, COL_B);
+	agg(&q, XPU_AGG_MIN, COL_B);
+	agg(&q, XPU_AGG_COUNT, COL_G);
+	check_case(gpu, dir, "nokey_shared", &d, &q, 0, 500000, XPU_OK, 0);
+	/* no row passes: no group */
+	q.qual_lo = INT32_MAX;
+	check_case(gpu, dir, "nokey_empty", &d, &q, 0, 500000, XPU_OK, 0);
+
 	/* stddev/variance and sum(float4): no keys (per-thread states), then keys */
 	query_init(&q);
 	agg(&q, XPU_AGG_SUMSQ_INT, COL_A);
@@ -1087,14 +1096,6 @@ run_checks(const ServiceGpu *gpu, const char *dir)
 	q.keys[0] = COL_S;
 	q.keys[1] = COL_K;
 	check_case(gpu, dir, "variance_keys", &d, &q, 0, 500000, XPU_OK, 0);
-	/* the same with more than the per-thread aggregates: the shared path */
-	agg(&q, XPU_AGG_MAX, COL_B);
-	agg(&q, XPU_AGG_MIN, COL_B);
-	agg(&q, XPU_AGG_COUNT, COL_G);
-	check_case(gpu, dir, "nokey_shared", &d, &q, 0, 500000, XPU_OK, 0);
-	/* no row passes: no group */
-	q.qual_lo = INT32_MAX;
-	check_case(gpu, dir, "nokey_empty", &d, &q, 0, 500000, XPU_OK, 0);
 
 	/* a text key and an int8 key (with NULLs): about a thousand groups */
 	query_init(&q);
