@@ -35,6 +35,7 @@
 #include "access/table.h"
 #include "catalog/pg_aggregate.h"
 #include "catalog/pg_collation.h"
+#include "catalog/pg_proc.h"
 #include "catalog/pg_type.h"
 #include "commands/explain.h"
 #include "executor/executor.h"
@@ -66,10 +67,12 @@
 #include "pg_warp.h"
 #include "engine/codegen.h"
 #include "engine/engine.h"
+#include "types/hll_sketch.h"
 #include "xpu/xpu_agg.h"
 
 /* settings */
 bool		pg_warp_enable_gpupreagg = true;
+static int	pg_warp_gpupreagg_hll_memory = 1024;	/* MB */
 int			pg_warp_engine = 0;	/* 0 auto, WARP_ENGINE_CPU, WARP_ENGINE_GPU */
 double		pg_warp_engine_startup_cost = 1000.0;
 double		pg_warp_engine_row_cost = 0.001;
@@ -99,8 +102,10 @@ typedef enum GpaFinal
 	FIN_VAR_EXACT,				/* stddev/variance of integers and numerics:
 								 * PostgreSQL's deserial and final functions
 								 * over N, sum(x), sum(x * x) */
-	FIN_VAR_FLOAT				/* stddev/variance of floats: PostgreSQL's
+	FIN_VAR_FLOAT,				/* stddev/variance of floats: PostgreSQL's
 								 * final function over {N, Sx, Sxx} */
+	FIN_HLL						/* hll_count, hll_sketch: pg_warp's final
+								 * function over the sketch of the hashes */
 } GpaFinal;
 
 /*
@@ -175,13 +180,90 @@ gpa_n_states(const GpaAggInfo *info)
 	return info->kind2 != 0 ? 2 : 1;
 }
 
+/* pg_warp's hll_count and hll_sketch (any OID: the extension's) */
+static const GpaAggInfo gpa_hll_agg = {InvalidOid, XPU_AGG_HLL, InvalidOid, FIN_HLL, 0};
+
+/* the C function name (prosrc) of function fn */
+static char *
+gpa_prosrc(Oid fn)
+{
+	HeapTuple	tup = SearchSysCache1(PROCOID, ObjectIdGetDatum(fn));
+	Datum		src;
+	bool		isnull;
+	char	   *r = NULL;
+
+	if (!HeapTupleIsValid(tup))
+		return NULL;
+	src = SysCacheGetAttr(PROCOID, tup, Anum_pg_proc_prosrc, &isnull);
+	if (!isnull)
+		r = TextDatumGetCString(src);
+	ReleaseSysCache(tup);
+	return r;
+}
+
+/*
+ * gpa_is_hll_agg: is fn pg_warp's hll_count or hll_sketch (an aggregate of
+ * the C function pg_warp_hll_trans with one of their final functions)
+ */
+static bool
+gpa_is_hll_agg(Oid fn)
+{
+	HeapTuple	tup;
+	Oid			transfn = InvalidOid,
+				finalfn = InvalidOid;
+	char	   *t,
+			   *f;
+
+	if (fn < FirstNormalObjectId)
+		return false;
+	tup = SearchSysCache1(AGGFNOID, ObjectIdGetDatum(fn));
+	if (!HeapTupleIsValid(tup))
+		return false;
+	transfn = ((Form_pg_aggregate) GETSTRUCT(tup))->aggtransfn;
+	finalfn = ((Form_pg_aggregate) GETSTRUCT(tup))->aggfinalfn;
+	ReleaseSysCache(tup);
+	t = gpa_prosrc(transfn);
+	f = OidIsValid(finalfn) ? gpa_prosrc(finalfn) : NULL;
+	return t != NULL && f != NULL && strcmp(t, "pg_warp_hll_trans") == 0 &&
+		(strcmp(f, "pg_warp_hll_final_count") == 0 || strcmp(f, "pg_warp_hll_final_sketch") == 0);
+}
+
 static const GpaAggInfo *
 gpa_agg_info(Oid fn)
 {
 	for (int i = 0; i < lengthof(gpa_aggs); i++)
 		if (gpa_aggs[i].fn == fn)
 			return &gpa_aggs[i];
-	return NULL;
+	return gpa_is_hll_agg(fn) ? &gpa_hll_agg : NULL;
+}
+
+/*
+ * gpa_hll_arg_ok: may the engine hash an argument of type typid (collation
+ * coll) exactly as hll_count does (src/types/hll.c: integers, floats,
+ * strings in a deterministic collation, by-value date/time types and bool)
+ */
+static bool
+gpa_hll_arg_ok(Oid typid, Oid coll)
+{
+	switch (typid)
+	{
+		case TEXTOID:
+		case VARCHAROID:
+			return !OidIsValid(coll) || get_collation_isdeterministic(coll);
+		case INT2OID:
+		case INT4OID:
+		case INT8OID:
+		case FLOAT4OID:
+		case FLOAT8OID:
+		case BOOLOID:
+		case DATEOID:
+		case TIMEOID:
+		case TIMESTAMPOID:
+		case TIMESTAMPTZOID:
+			return true;
+		default:
+			return false;
+	}
 }
 
 /* the group key types the engine groups exactly as PostgreSQL does */
@@ -404,8 +486,12 @@ gpa_compiles(PlannerInfo *root, GpaPlanInfo *pi)
 			Aggref	   *a = lfirst(lc);
 			const GpaAggInfo *info = gpa_agg_info(a->aggfnoid);
 
-			if (a->args != NIL && OidIsValid(info->argtype) &&
-				exprType((Node *) ((TargetEntry *) linitial(a->args))->expr) != info->argtype)
+			Node	   *arg = a->args ? (Node *) ((TargetEntry *) linitial(a->args))->expr : NULL;
+
+			if (arg != NULL && OidIsValid(info->argtype) && exprType(arg) != info->argtype)
+				ok = false;
+			if (info->kind == XPU_AGG_HLL &&
+				!gpa_hll_arg_ok(exprType(arg), exprCollation(arg)))
 				ok = false;
 		}
 		free(prog);
@@ -550,6 +636,8 @@ gpa_plan_path(PlannerInfo *root, RelOptInfo *rel, CustomPath *best_path,
 typedef struct GpaAggExec
 {
 	const GpaAggInfo *info;
+	Oid			aggfn;			/* the aggregate (pg_proc OID) */
+	int			hll_p;			/* FIN_HLL: the precision of its sketches */
 	Oid			argtype;		/* the argument's type (count: any) */
 	int			scale;			/* numeric arguments: their register scale */
 	int			first;			/* its first state among a group's states */
@@ -627,11 +715,11 @@ gpa_palloc16(Size size)
 static void
 gpa_agg_functions(GpaAggExec *ae)
 {
-	HeapTuple	tup = SearchSysCache1(AGGFNOID, ObjectIdGetDatum(ae->info->fn));
+	HeapTuple	tup = SearchSysCache1(AGGFNOID, ObjectIdGetDatum(ae->aggfn));
 	Form_pg_aggregate agg;
 
 	if (!HeapTupleIsValid(tup))
-		elog(ERROR, "cache lookup failed for aggregate %u", ae->info->fn);
+		elog(ERROR, "cache lookup failed for aggregate %u", ae->aggfn);
 	agg = (Form_pg_aggregate) GETSTRUCT(tup);
 	fmgr_info(agg->aggfinalfn, &ae->finalfn);
 	if (ae->info->final == FIN_VAR_EXACT)
@@ -651,6 +739,7 @@ gpa_compile_agg(GpaState *st, GpaAggExec *ae, Aggref *a, List **args)
 	XpuAggDesc *d = &st->descs[st->n_descs];
 
 	ae->info = gpa_agg_info(a->aggfnoid);
+	ae->aggfn = a->aggfnoid;
 	ae->first = st->n_descs;
 	d[0].kind = (uint8) ae->info->kind;
 	d[1].kind = (uint8) ae->info->kind2;
@@ -663,7 +752,15 @@ gpa_compile_agg(GpaState *st, GpaAggExec *ae, Aggref *a, List **args)
 		*args = lappend(*args, arg);
 		d[0].out = d[1].out = (uint16) (st->n_keys + list_length(*args) - 1);
 	}
-	if (ae->info->final == FIN_VAR_EXACT || ae->info->final == FIN_VAR_FLOAT)
+	if (ae->info->kind == XPU_AGG_HLL)
+	{
+		/* the precision hll_trans would give the sketches now */
+		ae->hll_p = pg_warp_hll_registers_bits;
+		d[0].param = (uint8) ae->hll_p;
+		d[0].limit = (uint32) pg_warp_gpupreagg_hll_memory;
+	}
+	if (ae->info->final == FIN_VAR_EXACT || ae->info->final == FIN_VAR_FLOAT ||
+		ae->info->final == FIN_HLL)
 		gpa_agg_functions(ae);
 }
 
@@ -1022,7 +1119,7 @@ gpa_call1(FmgrInfo *fn, Datum arg, Node *context, bool *isnull)
 
 	InitFunctionCallInfoData(*fcinfo, fn, fn->fn_nargs, InvalidOid, context, NULL);
 	fcinfo->args[0].value = arg;
-	fcinfo->args[0].isnull = false;
+	fcinfo->args[0].isnull = *isnull;
 	fcinfo->args[1].value = (Datum) 0;	/* a deserial function's unused internal */
 	fcinfo->args[1].isnull = true;
 	r = FunctionCallInvoke(fcinfo);
@@ -1059,6 +1156,7 @@ gpa_final_var_exact(GpaAggExec *ae, const XpuAggState *s, bool *isnull)
 		pq_sendint64(&buf, 0);	/* nInfcount */
 	}
 	ser = pq_endtypsend(&buf);
+	*isnull = false;
 	state = gpa_call1(&ae->deserialfn, PointerGetDatum(ser), (Node *) agg, isnull);
 	if (*isnull)
 		elog(ERROR, "GpuPreAgg: a deserial function returned NULL");
@@ -1077,24 +1175,95 @@ gpa_final_var_float(GpaAggExec *ae, const XpuAggState *s, bool *isnull)
 	elems[0] = Float8GetDatum((double) s->count);
 	elems[1] = Float8GetDatum(s->v.f8[0]);
 	elems[2] = Float8GetDatum(s->v.f8[1]);
+	*isnull = false;
 	return gpa_call1(&ae->finalfn,
 					 PointerGetDatum(construct_array(elems, 3, FLOAT8OID, 8,
 													 FLOAT8PASSBYVAL, TYPALIGN_DOUBLE)),
 					 NULL, isnull);
 }
 
+/* HllResizeFn of palloc in the current memory context */
+static void *
+gpa_hll_resize(void *arg, void *ptr, size_t size)
+{
+	if (size == 0)
+	{
+		pfree(ptr);
+		return NULL;
+	}
+	return ptr ? repalloc(ptr, size) : palloc(size);
+}
+
 /*
- * PostgreSQL's result of aggregate ae from its engine states s[0 ..
- * gpa_n_states - 1]
+ * gpa_final_hll: hll_count or hll_sketch through pg_warp's own final
+ * function: the sketch of the group's hashes (s: count and form; extra:
+ * the explicit hashes, or the registers, xpu_agg.h), NULL when the group
+ * had no non-NULL argument (as hll_trans leaves its state then)
  */
 static Datum
-gpa_final(GpaAggExec *ae, const XpuAggState *s, bool *isnull)
+gpa_final_hll(GpaAggExec *ae, const XpuAggState *s, const uint8 *extra, bool *isnull)
+{
+	HllSketch  *sk = palloc(sizeof(HllSketch));
+	uint32		len = (uint32) s->v.i;
+
+	*isnull = s->count == 0;
+	if (*isnull)
+		return gpa_call1(&ae->finalfn, (Datum) 0, NULL, isnull);
+	hll_init(sk, ae->hll_p, gpa_hll_resize, NULL);
+	if (s->pad == 0)
+	{
+		for (uint32 i = 0; i + 8 <= len; i += 8)
+		{
+			uint64		h;
+
+			memcpy(&h, extra + i, 8);
+			hll_add_hash(sk, h);
+		}
+	}
+	else
+	{
+		/* the registers, packed 6 bits each into the serialized form */
+		size_t		m = (size_t) 1 << ae->hll_p;
+		size_t		sz = HLL_HEADER_SIZE + hll_dense_bytes(ae->hll_p);
+		uint8	   *buf = palloc0(sz);
+
+		if (len != m)
+			elog(ERROR, "GpuPreAgg: the service sent %u HyperLogLog registers", len);
+		buf[0] = HLL_MAGIC0;
+		buf[1] = HLL_MAGIC1;
+		buf[2] = HLL_VERSION;
+		buf[3] = (uint8) ae->hll_p;
+		buf[4] = HLL_ENC_DENSE;
+		for (size_t i = 0; i < m; i++)
+		{
+			size_t		bit = 6 * i;
+			uint32		v = (uint32) extra[i] << (bit % 8);
+
+			buf[HLL_HEADER_SIZE + bit / 8] |= (uint8) v;
+			if (v >> 8)
+				buf[HLL_HEADER_SIZE + bit / 8 + 1] |= (uint8) (v >> 8);
+		}
+		if (hll_validate(buf, sz) != NULL)
+			elog(ERROR, "GpuPreAgg: the service sent invalid HyperLogLog registers");
+		hll_merge_serialized(sk, buf, sz);
+	}
+	return gpa_call1(&ae->finalfn, PointerGetDatum(sk), NULL, isnull);
+}
+
+/*
+ * PostgreSQL's result of aggregate ae from its engine states s[0 ..
+ * gpa_n_states - 1] (and for HLL the bytes of its set, extra)
+ */
+static Datum
+gpa_final(GpaAggExec *ae, const XpuAggState *s, const uint8 *extra, bool *isnull)
 {
 	*isnull = false;
 	switch (ae->info->final)
 	{
 		case FIN_COUNT:
 			return Int64GetDatum(s->count);
+		case FIN_HLL:
+			return gpa_final_hll(ae, s, extra, isnull);
 		default:
 			break;
 	}
@@ -1149,7 +1318,8 @@ gpa_next(ScanState *ss)
 		uint32		len = (uint32) list_nth_int(st->lengths, st->cur_index);
 		WarpAggResult hdr;
 		uint32		key_len;
-		size_t		states_off;
+		size_t		states_off,
+					extra_off;
 
 		memcpy(&hdr, msg, sizeof(hdr));
 		if (st->cur_group >= hdr.n_groups)
@@ -1166,23 +1336,35 @@ gpa_next(ScanState *ss)
 		states_off = TYPEALIGN(16, 4 + (size_t) key_len);
 		if ((size_t) len - st->cur_off < states_off + sizeof(XpuAggState) * st->n_descs)
 			elog(ERROR, "GpuPreAgg: a group from the service is truncated");
+		extra_off = states_off + sizeof(XpuAggState) * st->n_descs;
 		old = MemoryContextSwitchTo(st->row_cxt);
 		gpa_decode_keys(st, (const uint8 *) msg + st->cur_off + 4, key_len,
 						slot->tts_values, slot->tts_isnull);
 		for (int a = 0; a < st->n_aggs; a++)
 		{
 			XpuAggState s[2];
+			const uint8 *extra = NULL;
 
 			memcpy(s, msg + st->cur_off + states_off + sizeof(XpuAggState) * st->aggs[a].first,
 				   sizeof(XpuAggState) * gpa_n_states(st->aggs[a].info));
+			if (st->aggs[a].info->kind == XPU_AGG_HLL)
+			{
+				/* the set's bytes follow the states, 16-byte padded (xpu/protocol.h) */
+				size_t		n = TYPEALIGN(16, (size_t) (uint64) s[0].v.i);
+
+				if (s[0].v.i < 0 || (size_t) len - st->cur_off < extra_off + n)
+					elog(ERROR, "GpuPreAgg: a group from the service is truncated");
+				extra = (const uint8 *) msg + st->cur_off + extra_off;
+				extra_off += n;
+			}
 			slot->tts_values[st->n_keys + a] =
-				gpa_final(&st->aggs[a], s, &slot->tts_isnull[st->n_keys + a]);
+				gpa_final(&st->aggs[a], s, extra, &slot->tts_isnull[st->n_keys + a]);
 		}
 		MemoryContextSwitchTo(old);
 		/* the resjunk quals and anchor of the scan tuple (gpa_plan_path) */
 		for (int i = st->n_keys + st->n_aggs; i < slot->tts_tupleDescriptor->natts; i++)
 			slot->tts_isnull[i] = true;
-		st->cur_off += states_off + sizeof(XpuAggState) * st->n_descs;
+		st->cur_off += extra_off;
 		st->cur_group++;
 		return ExecStoreVirtualTuple(slot);
 	}
@@ -1305,6 +1487,12 @@ pg_warp_gpu_preagg_init(void)
 							 "gpu: an error when the service has no GPU.",
 							 &pg_warp_engine, 0, engine_options,
 							 PGC_USERSET, 0, NULL, NULL, NULL);
+	DefineCustomIntVariable("pg_warp.gpupreagg_hll_memory",
+							"Memory the HyperLogLog sketches of a GpuPreAgg run may take per engine thread.",
+							"A run whose hll_count or hll_sketch groups need more falls back to "
+							"PostgreSQL's plan.",
+							&pg_warp_gpupreagg_hll_memory, 1024, 1, 1024 * 1024,
+							PGC_USERSET, GUC_UNIT_MB, NULL, NULL, NULL);
 	DefineCustomRealVariable("pg_warp.engine_startup_cost",
 							 "Planner cost of starting an engine run in the pg_warp service.",
 							 NULL, &pg_warp_engine_startup_cost, 1000.0, 0.0, 1e10,

@@ -65,6 +65,22 @@
  *				row as float8_accum does and combined as float8_combine does;
  *				XPU_AGGF_OVERFLOW where those raise an overflow error, and for
  *				arguments beyond XPU_AGG_MOMENTS_LIMIT (xpu_agg_ops.h)
+ *	HLL			count = the non-NULL arguments; the distinct 64-bit hashes of
+ *				the arguments (xpu_hll.h's hash of each value's canonical form,
+ *				as pg_warp's hll_count and hll_sketch compute it) at precision
+ *				p = XpuAggDesc.param: kept as the set of distinct hashes while
+ *				there are at most XPU_HLL_EXPLICIT_LIMIT(p) of them, then as
+ *				2^p registers (xpu_hll_update), exactly when pg_warp's own
+ *				sketch (src/types/hll_sketch.h) changes representation, so
+ *				that the backend rebuilds the very sketch PostgreSQL would
+ *				have built.  The CPU table keeps the set in memory of its own
+ *				(v.i points to it there); in an AGG_RESULT group, v.i is the
+ *				number of bytes of the set that follow the group's states and
+ *				pad is 0 for explicit hashes (8 bytes each, little-endian, in
+ *				no order) or 1 for 2^p register bytes (xpu/protocol.h).  A
+ *				table whose sets would take more than XpuAggDesc.limit MiB
+ *				fails with XPU_ERR_FALLBACK.  Arguments: integer, float, text,
+ *				bool, date, timestamp[tz] registers.
  *	MIN, MAX	count, v = the least/greatest argument so far in its register
  *				form (i for integer and date/time types, f8 for floats,
  *				i128 for numeric); meaningless while count = 0.  Floats order
@@ -101,6 +117,7 @@ typedef enum XpuAggKind
 	XPU_AGG_SUMSQ_INT,
 	XPU_AGG_SUMSQ_NUMERIC,
 	XPU_AGG_VAR_FLOAT,
+	XPU_AGG_HLL,
 	XPU_AGG_N_KINDS
 } XpuAggKind;
 
@@ -110,10 +127,18 @@ typedef enum XpuAggKind
 typedef struct XpuAggDesc
 {
 	uint8_t		kind;			/* XpuAggKind */
-	uint8_t		pad;
+	uint8_t		param;			/* HLL: the precision p (XPU_HLL_MIN_BITS ..
+								 * XPU_HLL_MAX_BITS); else 0 */
 	uint16_t	out;			/* the program out holding the argument (unused for COUNT_STAR) */
-	uint32_t	pad2;
+	uint32_t	limit;			/* HLL: MiB of sets a table may hold; else 0 */
 } XpuAggDesc;
+
+/*
+ * The most distinct hashes an HLL set keeps explicitly at precision p: as
+ * many as fit (8 bytes each) in the 6-bit packed registers, the limit of
+ * pg_warp's sketch (hll_explicit_limit in src/types/hll_sketch.c)
+ */
+#define XPU_HLL_EXPLICIT_LIMIT(p)	((uint32_t) ((UINT64_C(6) << (p)) / 64))
 
 typedef struct XpuAggState
 {
@@ -190,6 +215,21 @@ extern uint32_t xpu_agg_table_flags(const XpuAggTable *t);
 
 /* bytes of memory the table holds now */
 extern size_t xpu_agg_table_memory(const XpuAggTable *t);
+
+/*
+ * After the last update or merge: every HLL set of t in its final form
+ * (distinct explicit hashes, or registers once there are more than the
+ * explicit limit); 0 with err set (FALLBACK past the limit, or out of
+ * memory) when that fails
+ */
+extern int	xpu_agg_table_finish(XpuAggTable *t, XpuError *err);
+
+/*
+ * The set of HLL state s of a finished table: its bytes (*data, as an
+ * AGG_RESULT group carries them) and whether they are registers; returns
+ * their length
+ */
+extern uint32_t xpu_agg_hll_export(const XpuAggState *s, const uint8_t **data, int *dense);
 
 /*
  * The state an aggregate starts from and how two states combine (the merge of

@@ -13,8 +13,8 @@
  * time, timestamp[tz] and text; arguments of SUM_INT an integer type,
  * SUM_NUMERIC numeric, SUM_FLOAT and MOMENTS a float type, MIN and MAX an
  * integer, date/time, float or numeric type; SUMSQ_INT an integer type,
- * SUMSQ_NUMERIC numeric, VAR_FLOAT a float type, SUM_FLOAT4 float4; COUNT
- * any type.
+ * SUMSQ_NUMERIC numeric, VAR_FLOAT a float type, SUM_FLOAT4 float4, HLL
+ * an integer, float, text, bool or date/time type; COUNT any type.
  *
  *-------------------------------------------------------------------------
  */
@@ -25,6 +25,7 @@
 #include <string.h>
 
 #include "xpu_agg.h"
+#include "xpu_hll.h"
 
 #define XPU_AGG_ISINF(x)	((x) == HUGE_VAL || (x) == -HUGE_VAL)
 
@@ -70,6 +71,8 @@ xpu_agg_arg_supported(int kind, int type)
 			return is_float;
 		case XPU_AGG_SUM_FLOAT4:
 			return type == XPU_T_FLOAT4;
+		case XPU_AGG_HLL:
+			return xpu_agg_intlike(type) || is_float || type == XPU_T_TEXT;
 		case XPU_AGG_MIN:
 		case XPU_AGG_MAX:
 			return xpu_agg_intlike(type) || is_float || type == XPU_T_NUMERIC;
@@ -194,6 +197,41 @@ xpu_agg_hash(const uint8_t *p, uint32_t len)
 		h = xpu_agg_hash_step(h, w);
 	}
 	return xpu_agg_hash_end(h);
+}
+
+/*
+ * xpu_agg_hll_hash: the hash of a non-NULL argument of an HLL aggregate
+ * (register type type) as pg_warp's hll_count computes it for the SQL
+ * value (src/types/hll.c, hash_value): integers as int64, floats as double,
+ * text as its bytes, other by-value types as their typlen bytes.
+ */
+XPU_HOST_DEVICE uint64_t
+xpu_agg_hll_hash(int type, const XpuValue *v)
+{
+	uint8_t		b[8];
+	uint32_t	len;
+
+	switch (type)
+	{
+		case XPU_T_INT2:
+		case XPU_T_INT4:
+		case XPU_T_INT8:
+			return xpu_hll_hash_int64(v->i);
+		case XPU_T_FLOAT4:
+			return xpu_hll_hash_float8((double) v->f4);
+		case XPU_T_FLOAT8:
+			return xpu_hll_hash_float8(v->f8);
+		case XPU_T_TEXT:
+			return xpu_hll_hash_bytes(XPU_HLL_SEED_TEXT, (const uint8_t *) v->t.p,
+									  (uint32_t) v->t.len);
+		default:
+			break;
+	}
+	/* bool (typlen 1), date (4), time and timestamp[tz] (8) */
+	len = type == XPU_T_BOOL ? 1 : type == XPU_T_DATE ? 4 : 8;
+	for (uint32_t k = 0; k < len; k++)
+		b[k] = (uint8_t) ((uint64_t) v->i >> (8 * k));
+	return xpu_hll_hash_bytes(XPU_HLL_SEED_BYVAL, b, len);
 }
 
 /* ---------------------------------------------------------------- states */

@@ -463,6 +463,122 @@ test_variance_combine(void)
 		   "VAR_FLOAT combine: Sxx1 + Sxx2 + N1 N2 (Sx1/N1 - Sx2/N2)^2 / N");
 }
 
+/* ------------------------------------------------------------- HLL sets */
+
+/* rows: key r % nkeys, int8 value r % distinct, text of the same number */
+static char hll_words[4096][16];
+
+static void
+fill_hll(XpuResult *r, int64_t first, int nkeys, int64_t distinct)
+{
+	for (int64_t i = 0; i < r->nrows; i++)
+	{
+		int64_t		v = (first + i) % distinct;
+		char	   *w = hll_words[v % 4096];
+
+		snprintf(w, 16, "w%ld", (long) (v % 4096));
+		VAL(r, 0, i).i = (first + i) % nkeys;
+		VAL(r, 1, i).i = v;
+		NUL(r, 1, i) = (first + i) % 17 == 0;
+		VAL(r, 2, i).t = (XpuText) {w, (int32_t) strlen(w)};
+	}
+}
+
+static void
+test_hll(void)
+{
+	static const XpuType types[3] = {XPU_T_INT8, XPU_T_INT8, XPU_T_TEXT};
+	static const uint16_t keys[1] = {0};
+	XpuAggDesc	aggs[2] = {{XPU_AGG_HLL, 10, 1, 64}, {XPU_AGG_HLL, 10, 2, 64}};
+	XpuAggSpec	spec = {1, keys, 2, aggs};
+	XpuProgram *prog = outs_program(types, 3, 0);
+	XpuError	err = {0};
+	XpuAggTable *all = xpu_agg_table_create(prog, &spec, &err);
+	XpuAggTable *a = xpu_agg_table_create(prog, &spec, &err);
+	XpuAggTable *b = xpu_agg_table_create(prog, &spec, &err);
+	XpuResult	r1 = new_result(3000, 3),
+				r2 = new_result(3000, 3);
+	const uint8_t *k, *d1, *d2;
+	uint32_t	kl, l1, l2;
+	const XpuAggState *s, *t;
+	int			dense1, dense2, ok = 1;
+
+	/* key 0: 3000 distinct values (dense at p = 10: limit 96); key 1: 50 */
+	fill_hll(&r1, 0, 1, 3000);
+	fill_hll(&r2, 3000, 1, 3000);
+	for (int64_t i = 0; i < r2.nrows; i++)
+	{
+		VAL(&r2, 0, i).i = 1;
+		VAL(&r2, 1, i).i = i % 50;
+	}
+	ok &= xpu_agg_table_update(all, &r1, &err) && xpu_agg_table_update(all, &r2, &err);
+	ok &= xpu_agg_table_update(a, &r1, &err) && xpu_agg_table_update(b, &r2, &err);
+	ok &= xpu_agg_table_merge(b, a, &err);
+	ok &= xpu_agg_table_finish(all, &err) && xpu_agg_table_finish(b, &err);
+	tap_ok(ok && xpu_agg_table_ngroups(all) == 2, "HLL: updates, merge and finish (%s)",
+		   err.message);
+	xpu_agg_table_group(all, 0, &k, &kl, &s);
+	l1 = xpu_agg_hll_export(&s[0], &d1, &dense1);
+	tap_ok(dense1 && l1 == 1024 && s[0].count == 3000 - 177,
+		   "HLL: 3000 distinct values at p = 10 are 1024 registers");
+	xpu_agg_table_group(all, 1, &k, &kl, &s);
+	l1 = xpu_agg_hll_export(&s[0], &d1, &dense1);
+	tap_ok(!dense1 && l1 == 50 * 8, "HLL: 50 distinct values are 50 explicit hashes");
+	/* the merged table holds the same sets (explicit hashes sorted) */
+	for (int64_t g = 0; g < 2; g++)
+	{
+		int64_t		h = 0;
+		const uint8_t *kb;
+		uint32_t	lb;
+
+		xpu_agg_table_group(all, g, &k, &kl, &s);
+		for (; h < 2; h++)
+		{
+			xpu_agg_table_group(b, h, &kb, &lb, &t);
+			if (lb == kl && memcmp(k, kb, kl) == 0)
+				break;
+		}
+		for (int j = 0; j < 2 && h < 2; j++)
+		{
+			l1 = xpu_agg_hll_export(&s[j], &d1, &dense1);
+			l2 = xpu_agg_hll_export(&t[j], &d2, &dense2);
+			ok &= l1 == l2 && dense1 == dense2 && memcmp(d1, d2, l1) == 0 &&
+				s[j].count == t[j].count;
+		}
+		ok &= h < 2;
+	}
+	tap_ok(ok, "HLL: merged tables hold the sets of one table over all rows");
+	{
+		uint8_t		regs[1024] = {0};
+		int			same = 1;
+
+		xpu_agg_table_group(all, 0, &k, &kl, &s);
+		l1 = xpu_agg_hll_export(&s[0], &d1, &dense1);
+		for (int64_t v = 0; v < 3000; v++)
+			if (v % 17 != 0)	/* row v of r1 (the NULLs: rows 0, 17, ...) */
+				xpu_hll_update(regs, 10, xpu_hll_hash_int64(v));
+		for (int i = 0; i < 1024; i++)
+			same &= regs[i] == d1[i];
+		tap_ok(same, "HLL: registers of xpu_hll.h's hash of each value");
+	}
+	xpu_agg_table_free(all);
+	xpu_agg_table_free(a);
+	xpu_agg_table_free(b);
+	/* a limit of 1 MiB: 2000 groups of dense sets do not fit */
+	aggs[0].limit = aggs[1].limit = 1;
+	all = xpu_agg_table_create(prog, &spec, &err);
+	free_result(&r1);
+	r1 = new_result(400000, 3);
+	fill_hll(&r1, 0, 2000, 1000000);
+	memset(&err, 0, sizeof(err));
+	ok = xpu_agg_table_update(all, &r1, &err) && xpu_agg_table_finish(all, &err);
+	tap_ok(!ok && err.code == XPU_ERR_FALLBACK, "HLL: sets past the limit: FALLBACK");
+	xpu_agg_table_free(all);
+	free_result(&r1);
+	free_result(&r2);
+	free(prog);
+}
+
 /* ------------------------------------------------------------- overflow */
 
 static void
@@ -813,6 +929,7 @@ main(void)
 	test_variance_kinds();
 	test_variance_edges();
 	test_variance_combine();
+	test_hll();
 	test_overflow();
 	test_float_limits();
 	test_combine();
