@@ -430,3 +430,85 @@ def test_sum_float4():
                 (math.isnan(float(va)) and math.isnan(float(vb))), (a, b)
     # a float4 sum of finite values that overflows: PostgreSQL's error
     check_same("SELECT sum(f4 * 1e37::float4) FROM {t} WHERE f4 > 1")
+
+
+# ---------------------------------------------------------------- hll_count, hll_sketch
+
+HLL_ARGS = ["i2", "i4", "i8", "f4", "f8", "fk", "t", "vc", "b", "d", "ts", "tstz", "small"]
+
+
+def hll_aggs(cols):
+    return ", ".join("pgwarp.hll_count(%s), encode(pgwarp.hll_sketch(%s), 'hex')" % (c, c)
+                     for c in cols)
+
+
+@pytest.mark.parametrize("table", ["edge", "one", "empty", "many"])
+def test_hll_no_group_by(table):
+    # sketches byte for byte, counts exactly: the sketch PostgreSQL builds
+    check_exact("SELECT %s FROM {t}" % hll_aggs(HLL_ARGS), table)
+
+
+@pytest.mark.parametrize("key", ["k4", "t", "b", "small, t", "fk", "d"])
+def test_hll_group_keys(key):
+    check_exact("SELECT %s, count(*), %s FROM {t} GROUP BY %s" % (key, hll_aggs(HLL_ARGS[:7]), key))
+    check_exact("SELECT %s, %s FROM {t} GROUP BY %s" % (key, hll_aggs(HLL_ARGS[7:]), key))
+
+
+@pytest.mark.parametrize("bits", [4, 10, 14, 18])
+def test_hll_precision_and_dense_sketches(bits):
+    # 60,000 distinct values: dense at every precision; 1,000 groups of 60: explicit
+    # at high precisions, dense at low ones; the precision is the setting's
+    settings = "SET pg_warp.hll_registers_bits = %d; " % bits
+    for sql in ["SELECT pgwarp.hll_count(g), md5(pgwarp.hll_sketch(g)), pgwarp.hll_count(v), "
+                "md5(pgwarp.hll_sketch(v)) FROM gpa.wide",
+                "SELECT v, pgwarp.hll_count(g), md5(pgwarp.hll_sketch(g)) FROM gpa.wide GROUP BY v",
+                "SELECT v % 7, pgwarp.hll_count(g), md5(pgwarp.hll_sketch(g)) FROM gpa.wide "
+                "GROUP BY 1"]:
+        engine_ran_with(sql, settings)
+        on, off = psql(sql, ON + settings), psql(sql, OFF + settings)
+        assert on[0] == off[0] == "ok", (on, off)
+        assert parse_rows(on[1]) == parse_rows(off[1]), sql
+
+
+def engine_ran_with(sql, settings):
+    kind, out = psql("EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF) " + sql, ON + settings)
+    assert kind == "ok", out
+    assert "Custom Scan (GpuPreAgg)" in out and ("Engine: CPU" in out or "Engine: GPU" in out), out
+
+
+@pytest.fixture(scope="module")
+def hll_big(tables):
+    # 8 groups of 30,000 distinct values: dense sketches of 256 KiB at p = 18
+    n = 240000
+    t = pa.table({"k": pa.array([i % 8 for i in range(n)], pa.int32()),
+                  "x": pa.array(range(n), pa.int64())})
+    write_arrow(os.path.join(tables, "hllbig.arrow"), t, 16384)
+    pg_psql("CREATE FOREIGN TABLE gpa.hllbig (k int4, x int8) SERVER arrow_fdw "
+            "OPTIONS (file '%s/hllbig.arrow')" % tables)
+    return "gpa.hllbig"
+
+
+def test_hll_memory_bound(hll_big):
+    sql = "SELECT k, pgwarp.hll_count(x), md5(pgwarp.hll_sketch(x)) FROM %s GROUP BY k" % hll_big
+    bits = "SET pg_warp.hll_registers_bits = 18; "
+    off = psql(sql, OFF + bits)
+    assert off[0] == "ok"
+    # within the bound the engine computes the sketches
+    engine_ran_with(sql, bits)
+    assert parse_rows(psql(sql, ON + bits)[1]) == parse_rows(off[1])
+    # past it (8 x 256 KiB > 1 MB) the run falls back, with the same result
+    small = bits + "SET pg_warp.gpupreagg_hll_memory = '1MB'; "
+    kind, out = psql("EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF) " + sql, ON + small)
+    assert kind == "ok" and "PostgreSQL (fallback)" in out, out
+    assert parse_rows(psql(sql, ON + small)[1]) == parse_rows(off[1])
+
+
+@pytest.mark.parametrize("sql", [
+    # numeric and bpchar hash through their canonical forms: PostgreSQL's
+    "SELECT pgwarp.hll_count(n) FROM gpa.edge",
+    "SELECT pgwarp.hll_count(t::char(5)) FROM gpa.edge",
+    # a nondeterministic collation is an error in PostgreSQL's hll_trans
+    "SELECT pgwarp.hll_count(t COLLATE gpa.nd) FROM gpa.edge",
+])
+def test_hll_stays_in_postgresql(sql):
+    assert "GpuPreAgg" not in plan_of(sql)
