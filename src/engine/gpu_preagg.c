@@ -58,6 +58,7 @@
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
 #include "utils/numeric.h"
+#include "utils/pg_locale.h"
 #include "utils/rel.h"
 #include "utils/ruleutils.h"
 #include "utils/selfuncs.h"
@@ -104,8 +105,9 @@ typedef enum GpaFinal
 								 * over N, sum(x), sum(x * x) */
 	FIN_VAR_FLOAT,				/* stddev/variance of floats: PostgreSQL's
 								 * final function over {N, Sx, Sxx} */
-	FIN_HLL						/* hll_count, hll_sketch: pg_warp's final
+	FIN_HLL,					/* hll_count, hll_sketch: pg_warp's final
 								 * function over the sketch of the hashes */
+	FIN_TEXT					/* min/max of text: the text */
 } GpaFinal;
 
 /*
@@ -164,6 +166,9 @@ static const GpaAggInfo gpa_aggs[] = {
 	{F_MAX_TIMESTAMP, XPU_AGG_MAX, TIMESTAMPOID, FIN_MINMAX},
 	{F_MAX_TIMESTAMPTZ, XPU_AGG_MAX, TIMESTAMPTZOID, FIN_MINMAX},
 	{F_SUM_FLOAT4, XPU_AGG_SUM_FLOAT4, FLOAT4OID, FIN_SUM_FLOAT4},
+	/* in the C collation only (gpa_compiles) */
+	{F_MIN_TEXT, XPU_AGG_MIN_TEXT, TEXTOID, FIN_TEXT},
+	{F_MAX_TEXT, XPU_AGG_MAX_TEXT, TEXTOID, FIN_TEXT},
 	GPA_VAR_AGGS(INT2, INT2OID, XPU_AGG_SUM_INT, XPU_AGG_SUMSQ_INT, FIN_VAR_EXACT),
 	GPA_VAR_AGGS(INT4, INT4OID, XPU_AGG_SUM_INT, XPU_AGG_SUMSQ_INT, FIN_VAR_EXACT),
 	GPA_VAR_AGGS(INT8, INT8OID, XPU_AGG_SUM_INT, XPU_AGG_SUMSQ_INT, FIN_VAR_EXACT),
@@ -492,6 +497,10 @@ gpa_compiles(PlannerInfo *root, GpaPlanInfo *pi)
 				ok = false;
 			if (info->kind == XPU_AGG_HLL &&
 				!gpa_hll_arg_ok(exprType(arg), exprCollation(arg)))
+				ok = false;
+			/* text_smaller and text_larger order bytewise only in C */
+			if ((info->kind == XPU_AGG_MIN_TEXT || info->kind == XPU_AGG_MAX_TEXT) &&
+				!(OidIsValid(a->inputcollid) && lc_collate_is_c(a->inputcollid)))
 				ok = false;
 		}
 		free(prog);
@@ -1264,6 +1273,10 @@ gpa_final(GpaAggExec *ae, const XpuAggState *s, const uint8 *extra, bool *isnull
 			return Int64GetDatum(s->count);
 		case FIN_HLL:
 			return gpa_final_hll(ae, s, extra, isnull);
+		case FIN_TEXT:
+			*isnull = s->count == 0;
+			return *isnull ? (Datum) 0 :
+				PointerGetDatum(cstring_to_text_with_len((const char *) extra, (int) s->v.i));
 		default:
 			break;
 	}
@@ -1347,9 +1360,9 @@ gpa_next(ScanState *ss)
 
 			memcpy(s, msg + st->cur_off + states_off + sizeof(XpuAggState) * st->aggs[a].first,
 				   sizeof(XpuAggState) * gpa_n_states(st->aggs[a].info));
-			if (st->aggs[a].info->kind == XPU_AGG_HLL)
+			if (XPU_AGG_EXTENDED(st->aggs[a].info->kind))
 			{
-				/* the set's bytes follow the states, 16-byte padded (xpu/protocol.h) */
+				/* its value's bytes follow the states, 16-byte padded (xpu/protocol.h) */
 				size_t		n = TYPEALIGN(16, (size_t) (uint64) s[0].v.i);
 
 				if (s[0].v.i < 0 || (size_t) len - st->cur_off < extra_off + n)

@@ -283,12 +283,12 @@ parse_request(AggTask *t, size_t len, char *msg, size_t msglen)
 	return parse_files(t, &c, msg, msglen);
 }
 
-/* does spec have an aggregate of kind */
+/* does spec have an extended aggregate (xpu_agg.h) */
 static bool
-spec_has(const XpuAggSpec *spec, int kind)
+spec_extended(const XpuAggSpec *spec)
 {
 	for (int a = 0; a < spec->n_aggs; a++)
-		if (spec->aggs[a].kind == kind)
+		if (XPU_AGG_EXTENDED(spec->aggs[a].kind))
 			return true;
 	return false;
 }
@@ -296,27 +296,28 @@ spec_has(const XpuAggSpec *spec, int kind)
 /*
  * agg_choose_engine: the engine that runs a request of spec asking for
  * `requested` (0: the service's choice); false with msg set when it cannot
- * run.  HyperLogLog sketches are the CPU engine's alone.
+ * run.  Extended states (HyperLogLog sketches, min/max of text) are the
+ * CPU engine's alone.
  */
 static bool
 agg_choose_engine(const ServiceGpu *gpu, uint32_t requested, const XpuAggSpec *spec,
 				  WarpEngine *engine, uint32_t *werr, char *msg, size_t msglen)
 {
-	bool		hll = spec_has(spec, XPU_AGG_HLL);
+	bool		ext = spec_extended(spec);
 
 	if (requested > WARP_ENGINE_GPU)
 	{
 		*werr = WARP_ERR_PROTOCOL;
 		return snprintf(msg, msglen, "unknown engine %u", requested), false;
 	}
-	if (requested == WARP_ENGINE_GPU && (gpu->engine != WARP_ENGINE_GPU || hll))
+	if (requested == WARP_ENGINE_GPU && (gpu->engine != WARP_ENGINE_GPU || ext))
 	{
 		*werr = WARP_ERR_UNSUPPORTED;
-		return snprintf(msg, msglen, hll ? "the GPU engine does not compute HyperLogLog sketches" :
-						"no GPU"), false;
+		return snprintf(msg, msglen, ext ? "the GPU engine does not compute HyperLogLog "
+						"sketches or min/max of text" : "no GPU"), false;
 	}
 	/* auto: the GPU when there is one */
-	*engine = requested == WARP_ENGINE_CPU || gpu->engine != WARP_ENGINE_GPU || hll ?
+	*engine = requested == WARP_ENGINE_CPU || gpu->engine != WARP_ENGINE_GPU || ext ?
 		WARP_ENGINE_CPU : WARP_ENGINE_GPU;
 	return true;
 }
@@ -686,14 +687,14 @@ run_gpu(AggTask *t)
 	}
 }
 
-/* the bytes of an HLL state's set in an AGG_RESULT group (16-byte multiple) */
+/* the bytes of an extended state's value in an AGG_RESULT group (16-byte multiple) */
 static size_t
-hll_extra_size(const XpuAggState *s)
+extra_size(int kind, const XpuAggState *s)
 {
 	const uint8_t *data;
-	int			dense;
+	int			flag;
 
-	return ((size_t) xpu_agg_hll_export(s, &data, &dense) + 15) & ~(size_t) 15;
+	return ((size_t) xpu_agg_extra_export(kind, s, &data, &flag) + 15) & ~(size_t) 15;
 }
 
 /* a group's bytes in an AGG_RESULT message (xpu/protocol.h) */
@@ -704,15 +705,16 @@ group_size(const AggTask *t, uint32_t key_len, const XpuAggState *states)
 		(size_t) t->run.spec.n_aggs * sizeof(XpuAggState);
 
 	for (int a = 0; a < t->run.spec.n_aggs; a++)
-		if (t->run.spec.aggs[a].kind == XPU_AGG_HLL)
-			n += hll_extra_size(&states[a]);
+		if (XPU_AGG_EXTENDED(t->run.spec.aggs[a].kind))
+			n += extra_size(t->run.spec.aggs[a].kind, &states[a]);
 	return n;
 }
 
 /*
  * put_group: one group into an AGG_RESULT message at p (gs bytes, zeroed):
- * key, states, then the HLL sets, each state saying how many bytes its set
- * takes and whether they are registers (xpu_agg.h)
+ * key, states, then the values of the extended states, each state saying
+ * how many bytes its value takes (and for HLL whether they are registers,
+ * xpu_agg.h)
  */
 static void
 put_group(const AggTask *t, uint8_t *p, size_t gs, const uint8_t *key, uint32_t key_len,
@@ -731,17 +733,17 @@ put_group(const AggTask *t, uint8_t *p, size_t gs, const uint8_t *key, uint32_t 
 	for (int a = 0; a < n_aggs; a++)
 	{
 		const uint8_t *data;
-		int			dense;
+		int			flag;
 		uint32_t	len;
 		XpuAggState s;
 
-		if (t->run.spec.aggs[a].kind != XPU_AGG_HLL)
+		if (!XPU_AGG_EXTENDED(t->run.spec.aggs[a].kind))
 			continue;
-		len = xpu_agg_hll_export(&states[a], &data, &dense);
+		len = xpu_agg_extra_export(t->run.spec.aggs[a].kind, &states[a], &data, &flag);
 		s = states[a];
 		s.v.i128 = 0;
 		s.v.i = len;
-		s.pad = (uint32_t) dense;
+		s.pad = (uint32_t) flag;
 		memcpy(out + a * sizeof(XpuAggState), &s, sizeof(s));
 		if (len > 0)
 			memcpy(extra, data, len);

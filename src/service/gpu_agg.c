@@ -467,7 +467,7 @@ gagg_spec_build(GaggRun *g)
 			return gagg_fail(g, WARP_ERR_PROTOCOL, "aggregate %d names no output of the program", j);
 		sp->agg_reg[j] = XPU_OUTS(prog)[a->out];
 		sp->agg_type[j] = XPU_REGS(prog)[sp->agg_reg[j]].type;
-		if (!xpu_agg_arg_supported(a->kind, sp->agg_type[j]) || a->kind == XPU_AGG_HLL)
+		if (!xpu_agg_arg_supported(a->kind, sp->agg_type[j]) || XPU_AGG_EXTENDED(a->kind))
 			return gagg_fail(g, WARP_ERR_UNSUPPORTED,
 							 "the GPU has no aggregate of kind %d over type %s",
 							 a->kind, xpu_type_name(sp->agg_type[j]));

@@ -22,7 +22,8 @@
  * HLL states point to a set of their own (HllSet): the distinct hashes
  * while they are few (appended, sorted and deduplicated when the array is
  * full), 2^p registers once more than XPU_HLL_EXPLICIT_LIMIT(p) are
- * distinct; their bytes count against the aggregate's limit.
+ * distinct; their bytes count against the aggregate's limit.  MIN_TEXT and
+ * MAX_TEXT states point to a copy of their text (TextCopy).
  *
  *-------------------------------------------------------------------------
  */
@@ -230,6 +231,94 @@ hll_merge(XpuAggTable *t, HllSet *dst, const HllSet *src, XpuError *err)
 		if (dst->regs[i] < src->regs[i])
 			dst->regs[i] = src->regs[i];
 	return 1;
+}
+
+/* ---------------------------------------------------------------- min/max of text */
+
+/* the text of a MIN_TEXT / MAX_TEXT state */
+typedef struct TextCopy
+{
+	uint32_t	len;
+	uint32_t	cap;
+	char		data[];
+} TextCopy;
+
+#define TEXT_COPY(s)	((TextCopy *) (uintptr_t) (s)->v.i)
+
+/* the C collation's order of two strings: bytewise, a prefix first */
+static int
+text_cmp_c(const char *a, uint32_t la, const char *b, uint32_t lb)
+{
+	int			c = memcmp(a, b, la < lb ? la : lb);
+
+	return c != 0 ? c : (la > lb) - (la < lb);
+}
+
+/*
+ * text_fold: folds the text p[len] into MIN_TEXT / MAX_TEXT state s (count
+ * counted by the caller): replaces its copy when there is none or p is
+ * less (MIN) / greater (MAX)
+ */
+static int
+text_fold(XpuAggState *s, int kind, const char *p, uint32_t len, XpuError *err)
+{
+	TextCopy   *c = TEXT_COPY(s);
+
+	if (c != NULL)
+	{
+		int			cmp = text_cmp_c(p, len, c->data, c->len);
+
+		if (kind == XPU_AGG_MIN_TEXT ? cmp >= 0 : cmp <= 0)
+			return 1;
+	}
+	if (c == NULL || c->cap < len)
+	{
+		TextCopy   *n = realloc(c, sizeof(TextCopy) + len + 1);
+
+		if (n == NULL)
+			return OOM(err), 0;
+		n->cap = len;
+		c = n;
+		s->v.i = (int64_t) (uintptr_t) c;
+	}
+	c->len = len;
+	if (len > 0)
+		memcpy(c->data, p, len);
+	return 1;
+}
+
+/* MIN_TEXT / MAX_TEXT aggregate a over the passing rows of res (rg as update_hll's) */
+static int
+update_text(XpuAggTable *t, int a, const XpuResult *res, const int64_t *rg, XpuError *err)
+{
+	const XpuAggDesc *d = &t->aggs[a];
+	const XpuValue *v = res->values + d->out * res->nrows;
+	const uint8_t *nl = res->nulls + d->out * res->nrows;
+
+	for (int64_t r = 0; r < res->nrows; r++)
+	{
+		XpuAggState *s;
+
+		if ((rg ? rg[r] < 0 : (res->mask && !res->mask[r])) || nl[r])
+			continue;
+		s = &t->states[(rg ? rg[r] : 0) * t->n_aggs + a];
+		if (!text_fold(s, d->kind, v[r].t.p, (uint32_t) v[r].t.len, err))
+			return 0;
+		s->count++;
+	}
+	return 1;
+}
+
+/* an extended aggregate a over the passing rows of res (rg as update_hll's) */
+static int update_hll(XpuAggTable *t, int a, const XpuResult *res, const int64_t *rg,
+					  XpuError *err);
+
+static int
+update_extended(XpuAggTable *t, int a, const XpuResult *res, const int64_t *rg, XpuError *err)
+{
+	if (t->aggs[a].kind == XPU_AGG_HLL)
+		return update_hll(t, a, res, rg, err);
+	return update_text(t, a, res, rg, err);
 }
 
 /* HLL aggregate a over the passing rows of res (rg: each row's group, NULL: group 0) */
@@ -488,9 +577,15 @@ xpu_agg_table_free(XpuAggTable *t)
 	if (t == NULL)
 		return;
 	for (int a = 0; a < t->n_aggs; a++)
-		if (t->aggs[a].kind == XPU_AGG_HLL)
-			for (int64_t g = 0; g < t->ngroups; g++)
-				hll_set_free(HLL_SET(&t->states[g * t->n_aggs + a]));
+		for (int64_t g = 0; XPU_AGG_EXTENDED(t->aggs[a].kind) && g < t->ngroups; g++)
+		{
+			XpuAggState *s = &t->states[g * t->n_aggs + a];
+
+			if (t->aggs[a].kind == XPU_AGG_HLL)
+				hll_set_free(HLL_SET(s));
+			else
+				free(TEXT_COPY(s));
+		}
 	free(t->ghash);
 	free(t->koff);
 	free(t->klen);
@@ -726,9 +821,9 @@ xpu_agg_table_update(XpuAggTable *t, const XpuResult *res, XpuError *err)
 	{
 		for (a = 0; a < t->n_aggs; a++)
 		{
-			if (t->aggs[a].kind == XPU_AGG_HLL)
+			if (XPU_AGG_EXTENDED(t->aggs[a].kind))
 			{
-				if (!update_hll(t, a, res, NULL, err))
+				if (!update_extended(t, a, res, NULL, err))
 					return 0;
 			}
 			else
@@ -759,9 +854,9 @@ xpu_agg_table_update(XpuAggTable *t, const XpuResult *res, XpuError *err)
 	}
 	for (a = 0; a < t->n_aggs; a++)
 	{
-		if (t->aggs[a].kind == XPU_AGG_HLL)
+		if (XPU_AGG_EXTENDED(t->aggs[a].kind))
 		{
-			if (!update_hll(t, a, res, t->rowgroup, err))
+			if (!update_extended(t, a, res, t->rowgroup, err))
 				return 0;
 		}
 		else
@@ -781,9 +876,17 @@ combine_group(XpuAggTable *dst, int64_t dg, const XpuAggState *src, XpuError *er
 		XpuAggState *d = &dst->states[dg * dst->n_aggs + a];
 		HllSet	   *h;
 
-		xpu_agg_combine(d, &src[a], dst->aggs[a].kind, dst->arg_types[a]);
-		if (dst->aggs[a].kind != XPU_AGG_HLL || HLL_SET(&src[a]) == NULL)
+		int			kind = dst->aggs[a].kind;
+
+		xpu_agg_combine(d, &src[a], kind, dst->arg_types[a]);
+		if (!XPU_AGG_EXTENDED(kind) || src[a].v.i == 0)
 			continue;
+		if (kind != XPU_AGG_HLL)
+		{
+			if (!text_fold(d, kind, TEXT_COPY(&src[a])->data, TEXT_COPY(&src[a])->len, err))
+				return 0;
+			continue;
+		}
 		if ((h = hll_set_of(dst, d, dst->aggs[a].param, err)) == NULL ||
 			!hll_merge(dst, h, HLL_SET(&src[a]), err))
 			return 0;
@@ -870,14 +973,19 @@ xpu_agg_table_finish(XpuAggTable *t, XpuError *err)
 }
 
 uint32_t
-xpu_agg_hll_export(const XpuAggState *s, const uint8_t **data, int *dense)
+xpu_agg_extra_export(int kind, const XpuAggState *s, const uint8_t **data, int *dense)
 {
 	const HllSet *h = HLL_SET(s);
 
 	*data = NULL;
 	*dense = 0;
-	if (h == NULL)
+	if (s->v.i == 0)
 		return 0;
+	if (kind != XPU_AGG_HLL)
+	{
+		*data = (const uint8_t *) TEXT_COPY(s)->data;
+		return TEXT_COPY(s)->len;
+	}
 	*dense = h->dense;
 	*data = h->dense ? h->regs : (const uint8_t *) h->hashes;
 	return h->dense ? UINT32_C(1) << h->p : h->n * (uint32_t) sizeof(uint64_t);

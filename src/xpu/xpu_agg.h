@@ -81,6 +81,16 @@
  *				table whose sets would take more than XpuAggDesc.limit MiB
  *				fails with XPU_ERR_FALLBACK.  Arguments: integer, float, text,
  *				bool, date, timestamp[tz] registers.
+ *	MIN_TEXT, MAX_TEXT
+ *				count, and the least/greatest text argument in the C
+ *				collation (bytewise, a prefix first: PostgreSQL's text_smaller
+ *				and text_larger there).  The CPU table keeps a copy (v.i points
+ *				to it); in an AGG_RESULT group v.i is its length and its bytes
+ *				follow the states as an HLL set's do.
+ *
+ * HLL, MIN_TEXT and MAX_TEXT states are the *extended* ones
+ * (XPU_AGG_EXTENDED): their value does not fit the state, and the CPU
+ * engine alone computes them.
  *	MIN, MAX	count, v = the least/greatest argument so far in its register
  *				form (i for integer and date/time types, f8 for floats,
  *				i128 for numeric); meaningless while count = 0.  Floats order
@@ -118,6 +128,8 @@ typedef enum XpuAggKind
 	XPU_AGG_SUMSQ_NUMERIC,
 	XPU_AGG_VAR_FLOAT,
 	XPU_AGG_HLL,
+	XPU_AGG_MIN_TEXT,
+	XPU_AGG_MAX_TEXT,
 	XPU_AGG_N_KINDS
 } XpuAggKind;
 
@@ -139,6 +151,10 @@ typedef struct XpuAggDesc
  * pg_warp's sketch (hll_explicit_limit in src/types/hll_sketch.c)
  */
 #define XPU_HLL_EXPLICIT_LIMIT(p)	((uint32_t) ((UINT64_C(6) << (p)) / 64))
+
+/* does a state of kind k keep its value outside the state (the file header) */
+#define XPU_AGG_EXTENDED(k) \
+	((k) == XPU_AGG_HLL || (k) == XPU_AGG_MIN_TEXT || (k) == XPU_AGG_MAX_TEXT)
 
 typedef struct XpuAggState
 {
@@ -225,11 +241,12 @@ extern size_t xpu_agg_table_memory(const XpuAggTable *t);
 extern int	xpu_agg_table_finish(XpuAggTable *t, XpuError *err);
 
 /*
- * The set of HLL state s of a finished table: its bytes (*data, as an
- * AGG_RESULT group carries them) and whether they are registers; returns
- * their length
+ * The value of extended state s (XPU_AGG_EXTENDED kind) of a finished
+ * table: its bytes (*data, as an AGG_RESULT group carries them) and *flag
+ * (HLL: 1 for registers, 0 for explicit hashes; else 0); returns their length
  */
-extern uint32_t xpu_agg_hll_export(const XpuAggState *s, const uint8_t **data, int *dense);
+extern uint32_t xpu_agg_extra_export(int kind, const XpuAggState *s, const uint8_t **data,
+									 int *flag);
 
 /*
  * The state an aggregate starts from and how two states combine (the merge of

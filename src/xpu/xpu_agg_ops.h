@@ -14,7 +14,8 @@
  * SUM_NUMERIC numeric, SUM_FLOAT and MOMENTS a float type, MIN and MAX an
  * integer, date/time, float or numeric type; SUMSQ_INT an integer type,
  * SUMSQ_NUMERIC numeric, VAR_FLOAT a float type, SUM_FLOAT4 float4, HLL
- * an integer, float, text, bool or date/time type; COUNT any type.
+ * an integer, float, text, bool or date/time type; MIN_TEXT and MAX_TEXT
+ * text; COUNT any type.
  *
  *-------------------------------------------------------------------------
  */
@@ -73,6 +74,9 @@ xpu_agg_arg_supported(int kind, int type)
 			return type == XPU_T_FLOAT4;
 		case XPU_AGG_HLL:
 			return xpu_agg_intlike(type) || is_float || type == XPU_T_TEXT;
+		case XPU_AGG_MIN_TEXT:
+		case XPU_AGG_MAX_TEXT:
+			return type == XPU_T_TEXT;
 		case XPU_AGG_MIN:
 		case XPU_AGG_MAX:
 			return xpu_agg_intlike(type) || is_float || type == XPU_T_NUMERIC;

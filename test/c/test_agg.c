@@ -518,11 +518,11 @@ test_hll(void)
 	tap_ok(ok && xpu_agg_table_ngroups(all) == 2, "HLL: updates, merge and finish (%s)",
 		   err.message);
 	xpu_agg_table_group(all, 0, &k, &kl, &s);
-	l1 = xpu_agg_hll_export(&s[0], &d1, &dense1);
+	l1 = xpu_agg_extra_export(XPU_AGG_HLL, &s[0], &d1, &dense1);
 	tap_ok(dense1 && l1 == 1024 && s[0].count == 3000 - 177,
 		   "HLL: 3000 distinct values at p = 10 are 1024 registers");
 	xpu_agg_table_group(all, 1, &k, &kl, &s);
-	l1 = xpu_agg_hll_export(&s[0], &d1, &dense1);
+	l1 = xpu_agg_extra_export(XPU_AGG_HLL, &s[0], &d1, &dense1);
 	tap_ok(!dense1 && l1 == 50 * 8, "HLL: 50 distinct values are 50 explicit hashes");
 	/* the merged table holds the same sets (explicit hashes sorted) */
 	for (int64_t g = 0; g < 2; g++)
@@ -540,8 +540,8 @@ test_hll(void)
 		}
 		for (int j = 0; j < 2 && h < 2; j++)
 		{
-			l1 = xpu_agg_hll_export(&s[j], &d1, &dense1);
-			l2 = xpu_agg_hll_export(&t[j], &d2, &dense2);
+			l1 = xpu_agg_extra_export(XPU_AGG_HLL, &s[j], &d1, &dense1);
+			l2 = xpu_agg_extra_export(XPU_AGG_HLL, &t[j], &d2, &dense2);
 			ok &= l1 == l2 && dense1 == dense2 && memcmp(d1, d2, l1) == 0 &&
 				s[j].count == t[j].count;
 		}
@@ -553,7 +553,7 @@ test_hll(void)
 		int			same = 1;
 
 		xpu_agg_table_group(all, 0, &k, &kl, &s);
-		l1 = xpu_agg_hll_export(&s[0], &d1, &dense1);
+		l1 = xpu_agg_extra_export(XPU_AGG_HLL, &s[0], &d1, &dense1);
 		for (int64_t v = 0; v < 3000; v++)
 			if (v % 17 != 0)	/* row v of r1 (the NULLs: rows 0, 17, ...) */
 				xpu_hll_update(regs, 10, xpu_hll_hash_int64(v));
@@ -576,6 +576,71 @@ test_hll(void)
 	xpu_agg_table_free(all);
 	free_result(&r1);
 	free_result(&r2);
+	free(prog);
+}
+
+/* ------------------------------------------------------------- min/max of text */
+
+static void
+test_text_min_max(void)
+{
+	static const XpuType types[2] = {XPU_T_INT8, XPU_T_TEXT};
+	static const uint16_t keys[1] = {0};
+	static const XpuAggDesc aggs[2] = {{XPU_AGG_MIN_TEXT, 0, 1, 0}, {XPU_AGG_MAX_TEXT, 0, 1, 0}};
+	static const char *const ws[6] = {"b", "ab", "", "a", "\xc3\xa9", "abc"};
+	XpuAggSpec	spec = {1, keys, 2, aggs};
+	XpuProgram *prog = outs_program(types, 2, 0);
+	XpuError	err = {0};
+	XpuAggTable *all = xpu_agg_table_create(prog, &spec, &err);
+	XpuAggTable *parts[2];
+	XpuResult	r = new_result(6, 2);
+	const uint8_t *k, *d;
+	uint32_t	kl, l;
+	const XpuAggState *s;
+	int			flag, ok = 1;
+
+	for (int i = 0; i < 6; i++)
+	{
+		VAL(&r, 0, i).i = i == 5;	/* group 1: "abc" alone; group 0: the others */
+		VAL(&r, 1, i).t = (XpuText) {ws[i], (int32_t) strlen(ws[i])};
+	}
+	NUL(&r, 1, 0) = 1;			/* "b" is NULL */
+	ok &= xpu_agg_table_update(all, &r, &err);
+	xpu_agg_table_group(all, 0, &k, &kl, &s);
+	l = xpu_agg_extra_export(XPU_AGG_MIN_TEXT, &s[0], &d, &flag);
+	tap_ok(ok && s[0].count == 4 && l == 0, "MIN_TEXT: the empty string is the least");
+	l = xpu_agg_extra_export(XPU_AGG_MAX_TEXT, &s[1], &d, &flag);
+	tap_ok(l == 2 && memcmp(d, "\xc3\xa9", 2) == 0, "MAX_TEXT: bytewise (UTF-8 above ASCII)");
+	/* two halves merged: the same */
+	for (int p = 0; p < 2; p++)
+	{
+		parts[p] = xpu_agg_table_create(prog, &spec, &err);
+		memset(r.mask, 0, 6);
+		for (int i = 0; i < 6; i++)
+			r.mask[i] = i % 2 == p;
+		ok &= xpu_agg_table_update(parts[p], &r, &err);
+	}
+	ok &= xpu_agg_table_merge(parts[0], parts[1], &err);
+	for (int64_t g = 0; g < xpu_agg_table_ngroups(parts[0]); g++)
+	{
+		xpu_agg_table_group(parts[0], g, &k, &kl, &s);
+		if (kl == 9 && k[1] == 1)
+		{
+			l = xpu_agg_extra_export(XPU_AGG_MAX_TEXT, &s[1], &d, &flag);
+			ok &= l == 3 && memcmp(d, "abc", 3) == 0 && s[1].count == 1;
+		}
+		else
+		{
+			l = xpu_agg_extra_export(XPU_AGG_MAX_TEXT, &s[1], &d, &flag);
+			ok &= l == 2 && memcmp(d, "\xc3\xa9", 2) == 0 && s[0].count == 4;
+			ok &= xpu_agg_extra_export(XPU_AGG_MIN_TEXT, &s[0], &d, &flag) == 0 && d != NULL;
+		}
+	}
+	tap_ok(ok, "MIN_TEXT/MAX_TEXT: merged halves equal one table");
+	xpu_agg_table_free(all);
+	xpu_agg_table_free(parts[0]);
+	xpu_agg_table_free(parts[1]);
+	free_result(&r);
 	free(prog);
 }
 
@@ -930,6 +995,7 @@ main(void)
 	test_variance_edges();
 	test_variance_combine();
 	test_hll();
+	test_text_min_max();
 	test_overflow();
 	test_float_limits();
 	test_combine();

@@ -248,7 +248,9 @@ def test_errors_and_fallbacks_equal_postgresql(sql):
     "SELECT k4, count(*) FROM gpa.edge GROUP BY ROLLUP (k4)",
     "SELECT k4, corr(f8, f4) FROM gpa.edge GROUP BY k4",
     "SELECT bit_and(i4) FROM gpa.edge",
-    "SELECT max(t) FROM gpa.edge",
+    # min/max of text only in the C collation (bytewise)
+    "SELECT max(t COLLATE gpa.nd) FROM gpa.edge",
+    "SELECT k4, min(t COLLATE \"und-x-icu\") FROM gpa.edge GROUP BY k4",
 ])
 def test_stays_in_postgresql(sql):
     assert "GpuPreAgg" not in plan_of(sql)
@@ -512,3 +514,25 @@ def test_hll_memory_bound(hll_big):
 ])
 def test_hll_stays_in_postgresql(sql):
     assert "GpuPreAgg" not in plan_of(sql)
+
+
+# ---------------------------------------------------------------- min/max of text
+
+TEXT_AGGS = ('min(t COLLATE "C"), max(t COLLATE "C"), min(vc COLLATE "C"), '
+             'max(vc COLLATE "POSIX"), max(substring(t, 2) COLLATE "C"), count(t)')
+
+
+@pytest.mark.parametrize("table", ["edge", "one", "empty", "many"])
+def test_text_min_max(table):
+    check_exact("SELECT %s FROM {t}" % TEXT_AGGS, table)
+    check_exact("SELECT k4, b, %s FROM {t} GROUP BY k4, b" % TEXT_AGGS, table)
+
+
+def test_text_min_max_default_collation():
+    # the database's own collation, when it is C, orders bytewise too
+    kind, out = psql("SELECT datcollate FROM pg_database WHERE datname = current_database()")
+    assert kind == "ok"
+    if out.strip() not in ("C", "POSIX"):
+        pytest.skip("the test database's collation is %s" % out.strip())
+    check_exact("SELECT t, min(vc), max(vc), max(t) FROM {t} GROUP BY t")
+    check_exact("SELECT min(t), max(t) FROM {t}", "many")
