@@ -15,9 +15,15 @@
  * Exactness.  Only aggregates whose result the engine computes exactly as
  * PostgreSQL does are offloaded: count, sum and avg of integers and
  * numerics (exact 128-bit sums; avg divides with PostgreSQL's numeric_div),
- * sum and avg of float8 and avg of float4 (double sums: the order of
- * additions differs, as it does between PostgreSQL's own parallel plans),
- * min and max of integer, float, numeric, date and timestamp values.
+ * sum of float4 and float8 and avg of float4 and float8 (float sums: the
+ * order of additions differs, as it does between PostgreSQL's own parallel
+ * plans), min and max of integer, float, numeric, date and timestamp values
+ * and of text in the C collation, stddev and variance (of integers and
+ * numerics from exact sums and sums of squares through PostgreSQL's own
+ * deserial and final functions; of floats float8_accum's state combined as
+ * float8_combine does, through PostgreSQL's final functions), and pg_warp's
+ * hll_count and hll_sketch (the very sketch hll_trans would build, through
+ * their own final functions).
  * A run that meets an error (overflow, division by zero in a qual) or a
  * value the engine cannot hold exactly reports it instead of groups; the
  * node then runs the plan PostgreSQL would have run without pg_warp (its

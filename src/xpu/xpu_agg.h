@@ -101,8 +101,9 @@
  *
  * A table without keys (n_keys = 0) holds exactly one group, with the empty
  * key, from its creation on: a query without GROUP BY returns one row even
- * over no input rows.  Keys of interval type and MIN/MAX of text or
- * interval are refused by xpu_agg_table_create; xpu_agg_ops.h holds the
+ * over no input rows.  Keys of interval type, MIN/MAX of interval and
+ * MIN/MAX of text (which MIN_TEXT/MAX_TEXT compute) are refused by
+ * xpu_agg_table_create; xpu_agg_ops.h holds the
  * per-row bodies (key bytes, hash, state update and combine) that the CPU
  * table and device code share.
  *

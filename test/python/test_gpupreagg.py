@@ -536,3 +536,16 @@ def test_text_min_max_default_collation():
         pytest.skip("the test database's collation is %s" % out.strip())
     check_exact("SELECT t, min(vc), max(vc), max(t) FROM {t} GROUP BY t")
     check_exact("SELECT min(t), max(t) FROM {t}", "many")
+
+
+def test_sums_of_negative_zeros(tables):
+    # PostgreSQL's float sums start from the first value: -0 + -0 is -0
+    t = pa.table({"k": pa.array([1, 1, 2, 2], pa.int32()),
+                  "f8": pa.array([-0.0, -0.0, -0.0, 0.0], pa.float64()),
+                  "f4": pa.array([-0.0, -0.0, 0.0, -0.0], pa.float32())})
+    write_arrow(os.path.join(tables, "negzero.arrow"), t, 2)
+    pg_psql("CREATE FOREIGN TABLE gpa.negzero (k int4, f8 float8, f4 float4) SERVER arrow_fdw "
+            "OPTIONS (file '%s/negzero.arrow')" % tables)
+    check_exact("SELECT k, sum(f8), sum(f4), avg(f8), variance(f4) FROM {t} GROUP BY k",
+                "negzero")
+    check_exact("SELECT sum(f8), sum(f4) FROM {t} WHERE k = 1", "negzero")
