@@ -74,7 +74,6 @@
 #include "pg_warp.h"
 #include "engine/codegen.h"
 #include "engine/engine.h"
-#include "types/hll_sketch.h"
 #include "xpu/xpu_agg.h"
 
 /* settings */
@@ -658,7 +657,7 @@ typedef struct GpaAggExec
 	int			first;			/* its first state among a group's states */
 	/* FIN_VAR_*: PostgreSQL's functions of the aggregate (pg_aggregate) */
 	FmgrInfo	finalfn;
-	FmgrInfo	deserialfn;		/* FIN_VAR_EXACT */
+	FmgrInfo	deserialfn;		/* FIN_VAR_EXACT, FIN_HLL */
 	bool		poly;			/* FIN_VAR_EXACT: an Int128AggState (int2/int4) */
 } GpaAggExec;
 
@@ -724,8 +723,8 @@ gpa_palloc16(Size size)
 }
 
 /*
- * gpa_agg_functions: PostgreSQL's final function (and for FIN_VAR_EXACT its
- * deserial function) of aggregate ae, from pg_aggregate
+ * gpa_agg_functions: PostgreSQL's final function (and for FIN_VAR_EXACT and
+ * FIN_HLL its deserial function) of aggregate ae, from pg_aggregate
  */
 static void
 gpa_agg_functions(GpaAggExec *ae)
@@ -737,7 +736,7 @@ gpa_agg_functions(GpaAggExec *ae)
 		elog(ERROR, "cache lookup failed for aggregate %u", ae->aggfn);
 	agg = (Form_pg_aggregate) GETSTRUCT(tup);
 	fmgr_info(agg->aggfinalfn, &ae->finalfn);
-	if (ae->info->final == FIN_VAR_EXACT)
+	if (ae->info->final == FIN_VAR_EXACT || ae->info->final == FIN_HLL)
 		fmgr_info(agg->aggdeserialfn, &ae->deserialfn);
 	ae->poly = ae->argtype == INT2OID || ae->argtype == INT4OID;
 	ReleaseSysCache(tup);
@@ -1197,72 +1196,77 @@ gpa_final_var_float(GpaAggExec *ae, const XpuAggState *s, bool *isnull)
 					 NULL, isnull);
 }
 
-/* HllResizeFn of palloc in the current memory context */
-static void *
-gpa_hll_resize(void *arg, void *ptr, size_t size)
+/*
+ * pg_warp's serialized HyperLogLog sketch (doc/hll.md, the format
+ * src/types/hll_sketch.h defines): an 8-byte header (magic "WH", version 1,
+ * the precision, the encoding), then the distinct hashes in increasing
+ * order (8 bytes each, little-endian) or the 2^p registers packed 6 bits
+ * each (register i in bits 6i .. 6i+5 of the payload as one little-endian
+ * bit string)
+ */
+#define GPA_HLL_HEADER		8
+#define GPA_HLL_EXPLICIT	0
+#define GPA_HLL_DENSE		1
+
+/*
+ * gpa_hll_serialized: the group's set (s: its form; extra: its bytes,
+ * xpu_agg.h) as a serialized sketch of precision p
+ */
+static bytea *
+gpa_hll_serialized(const XpuAggState *s, const uint8 *extra, int p)
 {
-	if (size == 0)
+	uint32		len = (uint32) s->v.i;
+	size_t		m = (size_t) 1 << p;
+	size_t		payload = s->pad == 0 ? len : 6 * m / 8;
+	bytea	   *b = palloc0(VARHDRSZ + GPA_HLL_HEADER + payload);
+	uint8	   *out = (uint8 *) VARDATA(b);
+
+	SET_VARSIZE(b, VARHDRSZ + GPA_HLL_HEADER + payload);
+	out[0] = 'W';
+	out[1] = 'H';
+	out[2] = 1;
+	out[3] = (uint8) p;
+	out[4] = s->pad == 0 ? GPA_HLL_EXPLICIT : GPA_HLL_DENSE;
+	if (s->pad == 0)
 	{
-		pfree(ptr);
-		return NULL;
+		/* the engine's hashes: distinct, increasing, little-endian (x86, ARM) */
+		memcpy(out + GPA_HLL_HEADER, extra, len);
+		return b;
 	}
-	return ptr ? repalloc(ptr, size) : palloc(size);
+	if (len != m)
+		elog(ERROR, "GpuPreAgg: the service sent %u HyperLogLog registers", len);
+	for (size_t i = 0; i < m; i++)
+	{
+		size_t		bit = 6 * i;
+		uint32		v = (uint32) extra[i] << (bit % 8);
+
+		out[GPA_HLL_HEADER + bit / 8] |= (uint8) v;
+		if (v >> 8)
+			out[GPA_HLL_HEADER + bit / 8 + 1] |= (uint8) (v >> 8);
+	}
+	return b;
 }
 
 /*
- * gpa_final_hll: hll_count or hll_sketch through pg_warp's own final
- * function: the sketch of the group's hashes (s: count and form; extra:
- * the explicit hashes, or the registers, xpu_agg.h), NULL when the group
- * had no non-NULL argument (as hll_trans leaves its state then)
+ * gpa_final_hll: hll_count or hll_sketch through pg_warp's own functions:
+ * the group's sketch, serialized, made a state by the aggregate's deserial
+ * function (which checks it), and that state handed to its final function;
+ * the final function of a NULL state when the group had no non-NULL
+ * argument (hll_trans leaves its state NULL then)
  */
 static Datum
 gpa_final_hll(GpaAggExec *ae, const XpuAggState *s, const uint8 *extra, bool *isnull)
 {
-	HllSketch  *sk = palloc(sizeof(HllSketch));
-	uint32		len = (uint32) s->v.i;
+	Datum		state;
 
 	*isnull = s->count == 0;
 	if (*isnull)
 		return gpa_call1(&ae->finalfn, (Datum) 0, NULL, isnull);
-	hll_init(sk, ae->hll_p, gpa_hll_resize, NULL);
-	if (s->pad == 0)
-	{
-		for (uint32 i = 0; i + 8 <= len; i += 8)
-		{
-			uint64		h;
-
-			memcpy(&h, extra + i, 8);
-			hll_add_hash(sk, h);
-		}
-	}
-	else
-	{
-		/* the registers, packed 6 bits each into the serialized form */
-		size_t		m = (size_t) 1 << ae->hll_p;
-		size_t		sz = HLL_HEADER_SIZE + hll_dense_bytes(ae->hll_p);
-		uint8	   *buf = palloc0(sz);
-
-		if (len != m)
-			elog(ERROR, "GpuPreAgg: the service sent %u HyperLogLog registers", len);
-		buf[0] = HLL_MAGIC0;
-		buf[1] = HLL_MAGIC1;
-		buf[2] = HLL_VERSION;
-		buf[3] = (uint8) ae->hll_p;
-		buf[4] = HLL_ENC_DENSE;
-		for (size_t i = 0; i < m; i++)
-		{
-			size_t		bit = 6 * i;
-			uint32		v = (uint32) extra[i] << (bit % 8);
-
-			buf[HLL_HEADER_SIZE + bit / 8] |= (uint8) v;
-			if (v >> 8)
-				buf[HLL_HEADER_SIZE + bit / 8 + 1] |= (uint8) (v >> 8);
-		}
-		if (hll_validate(buf, sz) != NULL)
-			elog(ERROR, "GpuPreAgg: the service sent invalid HyperLogLog registers");
-		hll_merge_serialized(sk, buf, sz);
-	}
-	return gpa_call1(&ae->finalfn, PointerGetDatum(sk), NULL, isnull);
+	state = gpa_call1(&ae->deserialfn, PointerGetDatum(gpa_hll_serialized(s, extra, ae->hll_p)),
+					  NULL, isnull);
+	if (*isnull)
+		elog(ERROR, "GpuPreAgg: a deserial function returned NULL");
+	return gpa_call1(&ae->finalfn, state, NULL, isnull);
 }
 
 /*
