@@ -15,9 +15,15 @@
  * Exactness.  Only aggregates whose result the engine computes exactly as
  * PostgreSQL does are offloaded: count, sum and avg of integers and
  * numerics (exact 128-bit sums; avg divides with PostgreSQL's numeric_div),
- * sum and avg of float8 and avg of float4 (double sums: the order of
- * additions differs, as it does between PostgreSQL's own parallel plans),
- * min and max of integer, float, numeric, date and timestamp values.
+ * sum of float4 and float8 and avg of float4 and float8 (float sums: the
+ * order of additions differs, as it does between PostgreSQL's own parallel
+ * plans), min and max of integer, float, numeric, date and timestamp values
+ * and of text in the C collation, stddev and variance (of integers and
+ * numerics from exact sums and sums of squares through PostgreSQL's own
+ * deserial and final functions; of floats float8_accum's state combined as
+ * float8_combine does, through PostgreSQL's final functions), and pg_warp's
+ * hll_count and hll_sketch (the very sketch hll_trans would build, through
+ * their own final functions).
  * A run that meets an error (overflow, division by zero in a qual) or a
  * value the engine cannot hold exactly reports it instead of groups; the
  * node then runs the plan PostgreSQL would have run without pg_warp (its
@@ -41,6 +47,7 @@
 #include "access/xact.h"
 #include "catalog/pg_aggregate.h"
 #include "catalog/pg_collation.h"
+#include "catalog/pg_proc.h"
 #include "catalog/pg_type.h"
 #include "commands/explain.h"
 #include "executor/executor.h"
@@ -54,6 +61,8 @@
 #include "optimizer/restrictinfo.h"
 #include "optimizer/tlist.h"
 #include "parser/parsetree.h"
+#include "libpq/pqformat.h"
+#include "utils/array.h"
 #include "utils/builtins.h"
 #include "utils/date.h"
 #include "utils/fmgroids.h"
@@ -61,9 +70,11 @@
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
 #include "utils/numeric.h"
+#include "utils/pg_locale.h"
 #include "utils/rel.h"
 #include "utils/ruleutils.h"
 #include "utils/selfuncs.h"
+#include "utils/syscache.h"
 #include "utils/typcache.h"
 
 #include "pg_warp.h"
@@ -74,6 +85,7 @@
 
 /* settings */
 bool		pg_warp_enable_gpupreagg = true;
+static int	pg_warp_gpupreagg_hll_memory = 1024;	/* MB */
 int			pg_warp_engine = 0;	/* 0 auto, WARP_ENGINE_CPU, WARP_ENGINE_GPU */
 double		pg_warp_engine_startup_cost = 1000.0;
 double		pg_warp_engine_row_cost = 0.001;
@@ -98,16 +110,39 @@ typedef enum GpaFinal
 	FIN_AVG_NUMERIC,			/* avg of integers and numerics: numeric_div */
 	FIN_SUM_FLOAT8,
 	FIN_AVG_FLOAT8,
-	FIN_MINMAX					/* the value, of the argument's type */
+	FIN_SUM_FLOAT4,
+	FIN_MINMAX,					/* the value, of the argument's type */
+	FIN_VAR_EXACT,				/* stddev/variance of integers and numerics:
+								 * PostgreSQL's deserial and final functions
+								 * over N, sum(x), sum(x * x) */
+	FIN_VAR_FLOAT,				/* stddev/variance of floats: PostgreSQL's
+								 * final function over {N, Sx, Sxx} */
+	FIN_HLL,					/* hll_count, hll_sketch: pg_warp's final
+								 * function over the sketch of the hashes */
+	FIN_TEXT					/* min/max of text: the text */
 } GpaFinal;
 
+/*
+ * An aggregate the engine computes: the kinds of its one or two engine
+ * states (kind2 0: one), whose argument is the aggregate's.
+ */
 typedef struct GpaAggInfo
 {
 	Oid			fn;				/* pg_proc OID of the aggregate */
 	XpuAggKind	kind;
 	Oid			argtype;		/* InvalidOid: count(*) or any type */
 	GpaFinal	final;
+	XpuAggKind	kind2;
 } GpaAggInfo;
+
+/* the six stddev/variance aggregates of one argument type */
+#define GPA_VAR_AGGS(T, OID, K, K2, FIN) \
+	{F_STDDEV_##T, K, OID, FIN, K2}, \
+	{F_STDDEV_SAMP_##T, K, OID, FIN, K2}, \
+	{F_STDDEV_POP_##T, K, OID, FIN, K2}, \
+	{F_VARIANCE_##T, K, OID, FIN, K2}, \
+	{F_VAR_SAMP_##T, K, OID, FIN, K2}, \
+	{F_VAR_POP_##T, K, OID, FIN, K2}
 
 static const GpaAggInfo gpa_aggs[] = {
 	{F_COUNT_, XPU_AGG_COUNT_STAR, InvalidOid, FIN_COUNT},
@@ -142,7 +177,73 @@ static const GpaAggInfo gpa_aggs[] = {
 	{F_MAX_DATE, XPU_AGG_MAX, DATEOID, FIN_MINMAX},
 	{F_MAX_TIMESTAMP, XPU_AGG_MAX, TIMESTAMPOID, FIN_MINMAX},
 	{F_MAX_TIMESTAMPTZ, XPU_AGG_MAX, TIMESTAMPTZOID, FIN_MINMAX},
+	{F_SUM_FLOAT4, XPU_AGG_SUM_FLOAT4, FLOAT4OID, FIN_SUM_FLOAT4},
+	/* in the C collation only (gpa_compiles) */
+	{F_MIN_TEXT, XPU_AGG_MIN_TEXT, TEXTOID, FIN_TEXT},
+	{F_MAX_TEXT, XPU_AGG_MAX_TEXT, TEXTOID, FIN_TEXT},
+	GPA_VAR_AGGS(INT2, INT2OID, XPU_AGG_SUM_INT, XPU_AGG_SUMSQ_INT, FIN_VAR_EXACT),
+	GPA_VAR_AGGS(INT4, INT4OID, XPU_AGG_SUM_INT, XPU_AGG_SUMSQ_INT, FIN_VAR_EXACT),
+	GPA_VAR_AGGS(INT8, INT8OID, XPU_AGG_SUM_INT, XPU_AGG_SUMSQ_INT, FIN_VAR_EXACT),
+	GPA_VAR_AGGS(NUMERIC, NUMERICOID, XPU_AGG_SUM_NUMERIC, XPU_AGG_SUMSQ_NUMERIC,
+				 FIN_VAR_EXACT),
+	GPA_VAR_AGGS(FLOAT4, FLOAT4OID, XPU_AGG_VAR_FLOAT, 0, FIN_VAR_FLOAT),
+	GPA_VAR_AGGS(FLOAT8, FLOAT8OID, XPU_AGG_VAR_FLOAT, 0, FIN_VAR_FLOAT),
 };
+
+/* how many engine states (XpuAggDesc) an aggregate takes */
+static int
+gpa_n_states(const GpaAggInfo *info)
+{
+	return info->kind2 != 0 ? 2 : 1;
+}
+
+/* pg_warp's hll_count and hll_sketch (any OID: the extension's) */
+static const GpaAggInfo gpa_hll_agg = {InvalidOid, XPU_AGG_HLL, InvalidOid, FIN_HLL, 0};
+
+/* the C function name (prosrc) of function fn */
+static char *
+gpa_prosrc(Oid fn)
+{
+	HeapTuple	tup = SearchSysCache1(PROCOID, ObjectIdGetDatum(fn));
+	Datum		src;
+	bool		isnull;
+	char	   *r = NULL;
+
+	if (!HeapTupleIsValid(tup))
+		return NULL;
+	src = SysCacheGetAttr(PROCOID, tup, Anum_pg_proc_prosrc, &isnull);
+	if (!isnull)
+		r = TextDatumGetCString(src);
+	ReleaseSysCache(tup);
+	return r;
+}
+
+/*
+ * gpa_is_hll_agg: is fn pg_warp's hll_count or hll_sketch (an aggregate of
+ * the C function pg_warp_hll_trans with one of their final functions)
+ */
+static bool
+gpa_is_hll_agg(Oid fn)
+{
+	HeapTuple	tup;
+	Oid			transfn = InvalidOid,
+				finalfn = InvalidOid;
+	char	   *t,
+			   *f;
+
+	if (fn < FirstNormalObjectId)
+		return false;
+	tup = SearchSysCache1(AGGFNOID, ObjectIdGetDatum(fn));
+	if (!HeapTupleIsValid(tup))
+		return false;
+	transfn = ((Form_pg_aggregate) GETSTRUCT(tup))->aggtransfn;
+	finalfn = ((Form_pg_aggregate) GETSTRUCT(tup))->aggfinalfn;
+	ReleaseSysCache(tup);
+	t = gpa_prosrc(transfn);
+	f = OidIsValid(finalfn) ? gpa_prosrc(finalfn) : NULL;
+	return t != NULL && f != NULL && strcmp(t, "pg_warp_hll_trans") == 0 &&
+		(strcmp(f, "pg_warp_hll_final_count") == 0 || strcmp(f, "pg_warp_hll_final_sketch") == 0);
+}
 
 static const GpaAggInfo *
 gpa_agg_info(Oid fn)
@@ -150,7 +251,36 @@ gpa_agg_info(Oid fn)
 	for (int i = 0; i < lengthof(gpa_aggs); i++)
 		if (gpa_aggs[i].fn == fn)
 			return &gpa_aggs[i];
-	return NULL;
+	return gpa_is_hll_agg(fn) ? &gpa_hll_agg : NULL;
+}
+
+/*
+ * gpa_hll_arg_ok: may the engine hash an argument of type typid (collation
+ * coll) exactly as hll_count does (src/types/hll.c: integers, floats,
+ * strings in a deterministic collation, by-value date/time types and bool)
+ */
+static bool
+gpa_hll_arg_ok(Oid typid, Oid coll)
+{
+	switch (typid)
+	{
+		case TEXTOID:
+		case VARCHAROID:
+			return !OidIsValid(coll) || get_collation_isdeterministic(coll);
+		case INT2OID:
+		case INT4OID:
+		case INT8OID:
+		case FLOAT4OID:
+		case FLOAT8OID:
+		case BOOLOID:
+		case DATEOID:
+		case TIMEOID:
+		case TIMESTAMPOID:
+		case TIMESTAMPTZOID:
+			return true;
+		default:
+			return false;
+	}
 }
 
 /* the group key types the engine groups exactly as PostgreSQL does */
@@ -297,6 +427,18 @@ gpa_check_keys(PlannerInfo *root, List **keys)
 	return true;
 }
 
+/* the engine states (XpuAggDesc) of aggrefs */
+static int
+gpa_count_states(List *aggrefs)
+{
+	ListCell   *lc;
+	int			n = 0;
+
+	foreach(lc, aggrefs)
+		n += gpa_n_states(gpa_agg_info(((Aggref *) lfirst(lc))->aggfnoid));
+	return n;
+}
+
 /*
  * gpa_plan_info: whether the grouping of input_rel into output_rel can be
  * offloaded, and what it consists of; NULL if not.
@@ -338,7 +480,7 @@ gpa_plan_info(PlannerInfo *root, RelOptInfo *input_rel, RelOptInfo *output_rel,
 		gpa_collect_aggrefs((Node *) pi->having, &pi->aggrefs))
 		return NULL;
 	if (list_length(pi->keys) > XPU_AGG_MAX_KEYS ||
-		list_length(pi->aggrefs) > XPU_AGG_MAX_AGGS)
+		gpa_count_states(pi->aggrefs) > XPU_AGG_MAX_AGGS)
 		return NULL;
 	return pi;
 }
@@ -369,8 +511,16 @@ gpa_compiles(PlannerInfo *root, GpaPlanInfo *pi)
 			Aggref	   *a = lfirst(lc);
 			const GpaAggInfo *info = gpa_agg_info(a->aggfnoid);
 
-			if (a->args != NIL && OidIsValid(info->argtype) &&
-				exprType((Node *) ((TargetEntry *) linitial(a->args))->expr) != info->argtype)
+			Node	   *arg = a->args ? (Node *) ((TargetEntry *) linitial(a->args))->expr : NULL;
+
+			if (arg != NULL && OidIsValid(info->argtype) && exprType(arg) != info->argtype)
+				ok = false;
+			if (info->kind == XPU_AGG_HLL &&
+				!gpa_hll_arg_ok(exprType(arg), exprCollation(arg)))
+				ok = false;
+			/* text_smaller and text_larger order bytewise only in C */
+			if ((info->kind == XPU_AGG_MIN_TEXT || info->kind == XPU_AGG_MAX_TEXT) &&
+				!(OidIsValid(a->inputcollid) && lc_collate_is_c(a->inputcollid)))
 				ok = false;
 		}
 		free(prog);
@@ -515,8 +665,15 @@ gpa_plan_path(PlannerInfo *root, RelOptInfo *rel, CustomPath *best_path,
 typedef struct GpaAggExec
 {
 	const GpaAggInfo *info;
+	Oid			aggfn;			/* the aggregate (pg_proc OID) */
+	int			hll_p;			/* FIN_HLL: the precision of its sketches */
 	Oid			argtype;		/* the argument's type (count: any) */
 	int			scale;			/* numeric arguments: their register scale */
+	int			first;			/* its first state among a group's states */
+	/* FIN_VAR_*: PostgreSQL's functions of the aggregate (pg_aggregate) */
+	FmgrInfo	finalfn;
+	FmgrInfo	deserialfn;		/* FIN_VAR_EXACT, FIN_HLL */
+	bool		poly;			/* FIN_VAR_EXACT: an Int128AggState (int2/int4) */
 } GpaAggExec;
 
 typedef struct GpaState
@@ -531,6 +688,7 @@ typedef struct GpaState
 	int		   *key_scales;		/* numeric keys */
 	int			n_aggs;
 	GpaAggExec *aggs;
+	int			n_descs;		/* engine states per group */
 	XpuAggDesc *descs;
 	uint16	   *key_outs;
 	List	   *quals;
@@ -581,6 +739,62 @@ gpa_palloc16(Size size)
 }
 
 /*
+ * gpa_agg_functions: PostgreSQL's final function (and for FIN_VAR_EXACT and
+ * FIN_HLL its deserial function) of aggregate ae, from pg_aggregate
+ */
+static void
+gpa_agg_functions(GpaAggExec *ae)
+{
+	HeapTuple	tup = SearchSysCache1(AGGFNOID, ObjectIdGetDatum(ae->aggfn));
+	Form_pg_aggregate agg;
+
+	if (!HeapTupleIsValid(tup))
+		elog(ERROR, "cache lookup failed for aggregate %u", ae->aggfn);
+	agg = (Form_pg_aggregate) GETSTRUCT(tup);
+	fmgr_info(agg->aggfinalfn, &ae->finalfn);
+	if (ae->info->final == FIN_VAR_EXACT || ae->info->final == FIN_HLL)
+		fmgr_info(agg->aggdeserialfn, &ae->deserialfn);
+	ae->poly = ae->argtype == INT2OID || ae->argtype == INT4OID;
+	ReleaseSysCache(tup);
+}
+
+/*
+ * gpa_compile_agg: the engine states of aggregate a (ae) from state index
+ * *n_descs on, its argument appended to *args (the program's outs after the
+ * n_keys keys)
+ */
+static void
+gpa_compile_agg(GpaState *st, GpaAggExec *ae, Aggref *a, List **args)
+{
+	XpuAggDesc *d = &st->descs[st->n_descs];
+
+	ae->info = gpa_agg_info(a->aggfnoid);
+	ae->aggfn = a->aggfnoid;
+	ae->first = st->n_descs;
+	d[0].kind = (uint8) ae->info->kind;
+	d[1].kind = (uint8) ae->info->kind2;
+	st->n_descs += gpa_n_states(ae->info);
+	if (a->args != NIL)
+	{
+		Expr	   *arg = ((TargetEntry *) linitial(a->args))->expr;
+
+		ae->argtype = exprType((Node *) arg);
+		*args = lappend(*args, arg);
+		d[0].out = d[1].out = (uint16) (st->n_keys + list_length(*args) - 1);
+	}
+	if (ae->info->kind == XPU_AGG_HLL)
+	{
+		/* the precision hll_trans would give the sketches now */
+		ae->hll_p = pg_warp_hll_registers_bits;
+		d[0].param = (uint8) ae->hll_p;
+		d[0].limit = (uint32) pg_warp_gpupreagg_hll_memory;
+	}
+	if (ae->info->final == FIN_VAR_EXACT || ae->info->final == FIN_VAR_FLOAT ||
+		ae->info->final == FIN_HLL)
+		gpa_agg_functions(ae);
+}
+
+/*
  * gpa_compile: the program, the key and aggregate descriptions; false (and
  * the child will run) when it no longer compiles (the table's files changed
  * since planning, say).
@@ -603,7 +817,8 @@ gpa_compile(GpaState *st, CustomScan *cs, Index relid, int n_keys, int n_aggs)
 	st->key_scales = palloc0(sizeof(int) * Max(st->n_keys, 1));
 	st->key_outs = palloc0(sizeof(uint16) * Max(st->n_keys, 1));
 	st->aggs = palloc0(sizeof(GpaAggExec) * Max(st->n_aggs, 1));
-	st->descs = palloc0(sizeof(XpuAggDesc) * Max(st->n_aggs, 1));
+	/* at most two states per aggregate (GpaAggInfo), one spare */
+	st->descs = palloc0(sizeof(XpuAggDesc) * (2 * st->n_aggs + 1));
 	foreach(lc, tl)
 	{
 		TargetEntry *te = lfirst(lc);
@@ -618,21 +833,7 @@ gpa_compile(GpaState *st, CustomScan *cs, Index relid, int n_keys, int n_aggs)
 			st->key_outs[i] = (uint16) i;
 		}
 		else
-		{
-			Aggref	   *a = (Aggref *) te->expr;
-			GpaAggExec *ae = &st->aggs[i - st->n_keys];
-
-			ae->info = gpa_agg_info(a->aggfnoid);
-			st->descs[i - st->n_keys].kind = (uint8) ae->info->kind;
-			if (a->args != NIL)
-			{
-				Expr	   *arg = ((TargetEntry *) linitial(a->args))->expr;
-
-				ae->argtype = exprType((Node *) arg);
-				args = lappend(args, arg);
-				st->descs[i - st->n_keys].out = (uint16) (st->n_keys + list_length(args) - 1);
-			}
-		}
+			gpa_compile_agg(st, &st->aggs[i - st->n_keys], (Aggref *) te->expr, &args);
 	}
 	scan = gpa_codegen_scan(st->rel, relid, list_concat(list_concat(list_copy(keys), args),
 														st->quals), &attnos, &n_attnos);
@@ -650,7 +851,8 @@ gpa_compile(GpaState *st, CustomScan *cs, Index relid, int n_keys, int n_aggs)
 		st->key_scales[i] = XPU_REGS(st->prog)[XPU_OUTS(st->prog)[i]].scale;
 	for (int i = 0; i < st->n_aggs; i++)
 		if (st->aggs[i].info->kind != XPU_AGG_COUNT_STAR)
-			st->aggs[i].scale = XPU_REGS(st->prog)[XPU_OUTS(st->prog)[st->descs[i].out]].scale;
+			st->aggs[i].scale =
+				XPU_REGS(st->prog)[XPU_OUTS(st->prog)[st->descs[st->aggs[i].first].out]].scale;
 	if (st->rel->rd_rel->relkind != RELKIND_FOREIGN_TABLE)
 		st->heap = heap_agg_prepare(st->rel, attnos, n_attnos);
 	else
@@ -711,13 +913,13 @@ gpa_request(GpaState *st)
 
 	req.n_files = st->heap ? 0 : st->src->n_files;
 	req.n_keys = st->n_keys;
-	req.n_aggs = st->n_aggs;
+	req.n_aggs = st->n_descs;
 	req.prog_len = st->prog->total_len;
 	req.engine = st->heap ? WARP_ENGINE_CPU : (uint32) pg_warp_engine;
 	req.max_buffer_size = (int64) pg_warp_arrow_max_buffer_size * 1024;
 	gpa_put(buf, &req, sizeof(req), 8);
 	gpa_put(buf, st->key_outs, sizeof(uint16) * st->n_keys, 8);
-	gpa_put(buf, st->descs, sizeof(XpuAggDesc) * st->n_aggs, 8);
+	gpa_put(buf, st->descs, sizeof(XpuAggDesc) * st->n_descs, 8);
 	gpa_put(buf, st->prog, st->prog->total_len, 16);
 	if (st->heap)
 		heap_agg_put_request(st->heap, buf);
@@ -895,15 +1097,231 @@ gpa_decode_keys(GpaState *st, const uint8 *p, uint32 len, Datum *values, bool *n
 	}
 }
 
-/* PostgreSQL's result of aggregate ae from its engine state s */
+/* a numeric Datum of v / 10^scale for any scale >= 0 */
 static Datum
-gpa_final(const GpaAggExec *ae, const XpuAggState *s, bool *isnull)
+gpa_numeric_wide(__int128 v, int scale)
+{
+	char		digits[64];
+	StringInfoData buf;
+	const char *d = digits;
+	int			n;
+
+	xpu_numeric_format(v, 0, digits);
+	initStringInfo(&buf);
+	if (*d == '-')
+		appendStringInfoChar(&buf, *d++);
+	n = (int) strlen(d);
+	if (n <= scale)
+	{
+		appendStringInfoString(&buf, "0.");
+		appendStringInfoSpaces(&buf, scale - n);
+		for (char *p = buf.data + buf.len - (scale - n); *p; p++)
+			*p = '0';
+		appendStringInfoString(&buf, d);
+	}
+	else
+	{
+		appendBinaryStringInfo(&buf, d, n - scale);
+		if (scale > 0)
+		{
+			appendStringInfoChar(&buf, '.');
+			appendStringInfoString(&buf, d + n - scale);
+		}
+	}
+	return DirectFunctionCall3(numeric_in, CStringGetDatum(buf.data),
+							   ObjectIdGetDatum(InvalidOid), Int32GetDatum(-1));
+}
+
+/*
+ * gpa_put_numericvar: appends the numeric value v / 10^scale to buf in the
+ * form PostgreSQL's numeric aggregate serial functions give a NumericVar
+ * (numeric.c's numericvar_serialize: ndigits, weight, sign and dscale as
+ * int32, then the base-10000 digits as int16, network byte order), made
+ * from numeric_send's form of it (the same fields as int16)
+ */
+static void
+gpa_put_numericvar(StringInfo buf, __int128 v, int scale)
+{
+	bytea	   *sent = DatumGetByteaPP(DirectFunctionCall1(numeric_send,
+														   gpa_numeric_wide(v, scale)));
+	const uint8 *b = (const uint8 *) VARDATA_ANY(sent);
+	int16		hdr[4];
+
+	for (int i = 0; i < 4; i++)
+		hdr[i] = (int16) ((b[2 * i] << 8) | b[2 * i + 1]);
+	pq_sendint32(buf, (uint32) hdr[0]); /* ndigits */
+	pq_sendint32(buf, (uint32) (int32) hdr[1]); /* weight */
+	pq_sendint32(buf, (uint32) (uint16) hdr[2]);	/* sign */
+	pq_sendint32(buf, (uint32) hdr[3]); /* dscale */
+	appendBinaryStringInfo(buf, (const char *) b + 8, 2 * hdr[0]);
+}
+
+/*
+ * gpa_call1: fn(arg) with fcinfo->context = context; *isnull set when the
+ * function returns NULL
+ */
+static Datum
+gpa_call1(FmgrInfo *fn, Datum arg, Node *context, bool *isnull)
+{
+	LOCAL_FCINFO(fcinfo, 2);
+	Datum		r;
+
+	InitFunctionCallInfoData(*fcinfo, fn, fn->fn_nargs, InvalidOid, context, NULL);
+	fcinfo->args[0].value = arg;
+	fcinfo->args[0].isnull = *isnull;
+	fcinfo->args[1].value = (Datum) 0;	/* a deserial function's unused internal */
+	fcinfo->args[1].isnull = true;
+	r = FunctionCallInvoke(fcinfo);
+	*isnull = fcinfo->isnull;
+	return r;
+}
+
+/*
+ * gpa_final_var_exact: stddev/variance of integers or numerics through
+ * PostgreSQL's own functions: the engine's exact N, sum(x) (s[0]) and
+ * sum(x * x) (s[1]) serialized as the aggregate's serial function would
+ * serialize its transition state, handed to its deserial function (which
+ * insists on an aggregate's call context: an AggState node), and the state
+ * it makes to its final function
+ */
+static Datum
+gpa_final_var_exact(GpaAggExec *ae, const XpuAggState *s, bool *isnull)
+{
+	StringInfoData buf;
+	AggState   *agg = makeNode(AggState);
+	bytea	   *ser;
+	Datum		state;
+
+	pq_begintypsend(&buf);
+	pq_sendint64(&buf, s[0].count);
+	gpa_put_numericvar(&buf, s[0].v.i128, ae->scale);
+	gpa_put_numericvar(&buf, s[1].v.i128, 2 * ae->scale);
+	if (!ae->poly)
+	{
+		pq_sendint32(&buf, (uint32) ae->scale); /* maxScale */
+		pq_sendint64(&buf, s[0].count); /* maxScaleCount */
+		pq_sendint64(&buf, 0);	/* NaNcount */
+		pq_sendint64(&buf, 0);	/* pInfcount */
+		pq_sendint64(&buf, 0);	/* nInfcount */
+	}
+	ser = pq_endtypsend(&buf);
+	*isnull = false;
+	state = gpa_call1(&ae->deserialfn, PointerGetDatum(ser), (Node *) agg, isnull);
+	if (*isnull)
+		elog(ERROR, "GpuPreAgg: a deserial function returned NULL");
+	return gpa_call1(&ae->finalfn, state, (Node *) agg, isnull);
+}
+
+/*
+ * gpa_final_var_float: stddev/variance of floats: PostgreSQL's final
+ * function over the float8[] {N, Sx, Sxx} of float8_accum's state
+ */
+static Datum
+gpa_final_var_float(GpaAggExec *ae, const XpuAggState *s, bool *isnull)
+{
+	Datum		elems[3];
+
+	elems[0] = Float8GetDatum((double) s->count);
+	elems[1] = Float8GetDatum(s->v.f8[0]);
+	elems[2] = Float8GetDatum(s->v.f8[1]);
+	*isnull = false;
+	return gpa_call1(&ae->finalfn,
+					 PointerGetDatum(construct_array(elems, 3, FLOAT8OID, 8,
+													 FLOAT8PASSBYVAL, TYPALIGN_DOUBLE)),
+					 NULL, isnull);
+}
+
+/*
+ * pg_warp's serialized HyperLogLog sketch (doc/hll.md, the format
+ * src/types/hll_sketch.h defines): an 8-byte header (magic "WH", version 1,
+ * the precision, the encoding), then the distinct hashes in increasing
+ * order (8 bytes each, little-endian) or the 2^p registers packed 6 bits
+ * each (register i in bits 6i .. 6i+5 of the payload as one little-endian
+ * bit string)
+ */
+#define GPA_HLL_HEADER		8
+#define GPA_HLL_EXPLICIT	0
+#define GPA_HLL_DENSE		1
+
+/*
+ * gpa_hll_serialized: the group's set (s: its form; extra: its bytes,
+ * xpu_agg.h) as a serialized sketch of precision p
+ */
+static bytea *
+gpa_hll_serialized(const XpuAggState *s, const uint8 *extra, int p)
+{
+	uint32		len = (uint32) s->v.i;
+	size_t		m = (size_t) 1 << p;
+	size_t		payload = s->pad == 0 ? len : 6 * m / 8;
+	bytea	   *b = palloc0(VARHDRSZ + GPA_HLL_HEADER + payload);
+	uint8	   *out = (uint8 *) VARDATA(b);
+
+	SET_VARSIZE(b, VARHDRSZ + GPA_HLL_HEADER + payload);
+	out[0] = 'W';
+	out[1] = 'H';
+	out[2] = 1;
+	out[3] = (uint8) p;
+	out[4] = s->pad == 0 ? GPA_HLL_EXPLICIT : GPA_HLL_DENSE;
+	if (s->pad == 0)
+	{
+		/* the engine's hashes: distinct, increasing, little-endian (x86, ARM) */
+		memcpy(out + GPA_HLL_HEADER, extra, len);
+		return b;
+	}
+	if (len != m)
+		elog(ERROR, "GpuPreAgg: the service sent %u HyperLogLog registers", len);
+	for (size_t i = 0; i < m; i++)
+	{
+		size_t		bit = 6 * i;
+		uint32		v = (uint32) extra[i] << (bit % 8);
+
+		out[GPA_HLL_HEADER + bit / 8] |= (uint8) v;
+		if (v >> 8)
+			out[GPA_HLL_HEADER + bit / 8 + 1] |= (uint8) (v >> 8);
+	}
+	return b;
+}
+
+/*
+ * gpa_final_hll: hll_count or hll_sketch through pg_warp's own functions:
+ * the group's sketch, serialized, made a state by the aggregate's deserial
+ * function (which checks it), and that state handed to its final function;
+ * the final function of a NULL state when the group had no non-NULL
+ * argument (hll_trans leaves its state NULL then)
+ */
+static Datum
+gpa_final_hll(GpaAggExec *ae, const XpuAggState *s, const uint8 *extra, bool *isnull)
+{
+	Datum		state;
+
+	*isnull = s->count == 0;
+	if (*isnull)
+		return gpa_call1(&ae->finalfn, (Datum) 0, NULL, isnull);
+	state = gpa_call1(&ae->deserialfn, PointerGetDatum(gpa_hll_serialized(s, extra, ae->hll_p)),
+					  NULL, isnull);
+	if (*isnull)
+		elog(ERROR, "GpuPreAgg: a deserial function returned NULL");
+	return gpa_call1(&ae->finalfn, state, NULL, isnull);
+}
+
+/*
+ * PostgreSQL's result of aggregate ae from its engine states s[0 ..
+ * gpa_n_states - 1] (and for HLL the bytes of its set, extra)
+ */
+static Datum
+gpa_final(GpaAggExec *ae, const XpuAggState *s, const uint8 *extra, bool *isnull)
 {
 	*isnull = false;
 	switch (ae->info->final)
 	{
 		case FIN_COUNT:
 			return Int64GetDatum(s->count);
+		case FIN_HLL:
+			return gpa_final_hll(ae, s, extra, isnull);
+		case FIN_TEXT:
+			*isnull = s->count == 0;
+			return *isnull ? (Datum) 0 :
+				PointerGetDatum(cstring_to_text_with_len((const char *) extra, (int) s->v.i));
 		default:
 			break;
 	}
@@ -927,8 +1345,14 @@ gpa_final(const GpaAggExec *ae, const XpuAggState *s, bool *isnull)
 			return Float8GetDatum(s->v.f8[0]);
 		case FIN_AVG_FLOAT8:
 			return Float8GetDatum(s->v.f8[0] / (double) s->count);
+		case FIN_SUM_FLOAT4:
+			return Float4GetDatum(s->v.f4);
 		case FIN_MINMAX:
 			return gpa_value_datum(ae->argtype, ae->scale, s->v.i, s->v.f8[0], s->v.i128);
+		case FIN_VAR_EXACT:
+			return gpa_final_var_exact(ae, s, isnull);
+		case FIN_VAR_FLOAT:
+			return gpa_final_var_float(ae, s, isnull);
 		default:
 			break;
 	}
@@ -952,7 +1376,8 @@ gpa_next(ScanState *ss)
 		uint32		len = (uint32) list_nth_int(st->lengths, st->cur_index);
 		WarpAggResult hdr;
 		uint32		key_len;
-		size_t		states_off;
+		size_t		states_off,
+					extra_off;
 
 		memcpy(&hdr, msg, sizeof(hdr));
 		if (st->cur_group >= hdr.n_groups)
@@ -967,24 +1392,37 @@ gpa_next(ScanState *ss)
 			elog(ERROR, "GpuPreAgg: a group from the service is truncated");
 		memcpy(&key_len, msg + st->cur_off, 4);
 		states_off = TYPEALIGN(16, 4 + (size_t) key_len);
-		if ((size_t) len - st->cur_off < states_off + sizeof(XpuAggState) * st->n_aggs)
+		if ((size_t) len - st->cur_off < states_off + sizeof(XpuAggState) * st->n_descs)
 			elog(ERROR, "GpuPreAgg: a group from the service is truncated");
+		extra_off = states_off + sizeof(XpuAggState) * st->n_descs;
 		old = MemoryContextSwitchTo(st->row_cxt);
 		gpa_decode_keys(st, (const uint8 *) msg + st->cur_off + 4, key_len,
 						slot->tts_values, slot->tts_isnull);
 		for (int a = 0; a < st->n_aggs; a++)
 		{
-			XpuAggState s;
+			XpuAggState s[2];
+			const uint8 *extra = NULL;
 
-			memcpy(&s, msg + st->cur_off + states_off + sizeof(XpuAggState) * a, sizeof(s));
+			memcpy(s, msg + st->cur_off + states_off + sizeof(XpuAggState) * st->aggs[a].first,
+				   sizeof(XpuAggState) * gpa_n_states(st->aggs[a].info));
+			if (XPU_AGG_EXTENDED(st->aggs[a].info->kind))
+			{
+				/* its value's bytes follow the states, 16-byte padded (xpu/protocol.h) */
+				size_t		n = TYPEALIGN(16, (size_t) (uint64) s[0].v.i);
+
+				if (s[0].v.i < 0 || (size_t) len - st->cur_off < extra_off + n)
+					elog(ERROR, "GpuPreAgg: a group from the service is truncated");
+				extra = (const uint8 *) msg + st->cur_off + extra_off;
+				extra_off += n;
+			}
 			slot->tts_values[st->n_keys + a] =
-				gpa_final(&st->aggs[a], &s, &slot->tts_isnull[st->n_keys + a]);
+				gpa_final(&st->aggs[a], s, extra, &slot->tts_isnull[st->n_keys + a]);
 		}
 		MemoryContextSwitchTo(old);
 		/* the resjunk quals and anchor of the scan tuple (gpa_plan_path) */
 		for (int i = st->n_keys + st->n_aggs; i < slot->tts_tupleDescriptor->natts; i++)
 			slot->tts_isnull[i] = true;
-		st->cur_off += states_off + sizeof(XpuAggState) * st->n_aggs;
+		st->cur_off += extra_off;
 		st->cur_group++;
 		return ExecStoreVirtualTuple(slot);
 	}
@@ -1113,6 +1551,12 @@ pg_warp_gpu_preagg_init(void)
 							 "gpu: an error when the service has no GPU.",
 							 &pg_warp_engine, 0, engine_options,
 							 PGC_USERSET, 0, NULL, NULL, NULL);
+	DefineCustomIntVariable("pg_warp.gpupreagg_hll_memory",
+							"Memory the HyperLogLog sketches of a GpuPreAgg run may take per engine thread.",
+							"A run whose hll_count or hll_sketch groups need more falls back to "
+							"PostgreSQL's plan.",
+							&pg_warp_gpupreagg_hll_memory, 1024, 1, 1024 * 1024,
+							PGC_USERSET, GUC_UNIT_MB, NULL, NULL, NULL);
 	DefineCustomRealVariable("pg_warp.engine_startup_cost",
 							 "Planner cost of starting an engine run in the pg_warp service.",
 							 NULL, &pg_warp_engine_startup_cost, 1000.0, 0.0, 1e10,

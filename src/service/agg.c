@@ -128,6 +128,16 @@ task_xpu_error(AggTask *t, const XpuError *err)
 	__atomic_store_n(&t->stop, 1, __ATOMIC_RELAXED);
 }
 
+/* a failure of the aggregation table: FALLBACK (HLL sets past their limit) or out of memory */
+static void
+task_table_error(AggTask *t, const XpuError *err)
+{
+	if (err->code == XPU_ERR_FALLBACK)
+		task_xpu_error(t, err);
+	else
+		task_fail(t, WARP_ERR_OUT_OF_MEMORY, "out of memory in the aggregation table");
+}
+
 /* an ArrowError of file path as the run's failure */
 static void
 task_arrow_error(AggTask *t, const char *path, const ArrowError *err)
@@ -288,26 +298,41 @@ parse_request(AggTask *t, size_t len, int memfd, char *msg, size_t msglen)
 	return parse_files(t, &c, msg, msglen);
 }
 
+/* does spec have an extended aggregate (xpu_agg.h) */
+static bool
+spec_extended(const XpuAggSpec *spec)
+{
+	for (int a = 0; a < spec->n_aggs; a++)
+		if (XPU_AGG_EXTENDED(spec->aggs[a].kind))
+			return true;
+	return false;
+}
+
 /*
- * agg_choose_engine: the engine that runs a request asking for `requested`
- * (0: the service's choice); false with msg set when it cannot run.
+ * agg_choose_engine: the engine that runs a request of spec asking for
+ * `requested` (0: the service's choice); false with msg set when it cannot
+ * run.  Extended states (HyperLogLog sketches, min/max of text) are the
+ * CPU engine's alone.
  */
 static bool
-agg_choose_engine(const ServiceGpu *gpu, uint32_t requested, WarpEngine *engine,
-				  uint32_t *werr, char *msg, size_t msglen)
+agg_choose_engine(const ServiceGpu *gpu, uint32_t requested, const XpuAggSpec *spec,
+				  WarpEngine *engine, uint32_t *werr, char *msg, size_t msglen)
 {
+	bool		ext = spec_extended(spec);
+
 	if (requested > WARP_ENGINE_GPU)
 	{
 		*werr = WARP_ERR_PROTOCOL;
 		return snprintf(msg, msglen, "unknown engine %u", requested), false;
 	}
-	if (requested == WARP_ENGINE_GPU && gpu->engine != WARP_ENGINE_GPU)
+	if (requested == WARP_ENGINE_GPU && (gpu->engine != WARP_ENGINE_GPU || ext))
 	{
 		*werr = WARP_ERR_UNSUPPORTED;
-		return snprintf(msg, msglen, "no GPU"), false;
+		return snprintf(msg, msglen, ext ? "the GPU engine does not compute HyperLogLog "
+						"sketches or min/max of text" : "no GPU"), false;
 	}
 	/* auto: the GPU when there is one */
-	*engine = requested == WARP_ENGINE_CPU || gpu->engine != WARP_ENGINE_GPU ?
+	*engine = requested == WARP_ENGINE_CPU || gpu->engine != WARP_ENGINE_GPU || ext ?
 		WARP_ENGINE_CPU : WARP_ENGINE_GPU;
 	return true;
 }
@@ -522,7 +547,7 @@ run_batch(AggWorker *w, const AggRunFile *f, const ArrowBatch *batch)
 			passed += w->mask[r];
 		if (!xpu_agg_table_update(w->table, &res, &err))
 		{
-			task_fail(t, WARP_ERR_OUT_OF_MEMORY, "out of memory in the aggregation table");
+			task_table_error(t, &err);
 			return;
 		}
 	}
@@ -641,7 +666,7 @@ run_workers(AggTask *t)
 			if (t->table == NULL)
 				t->table = ws[i].table, ws[i].table = NULL;
 			else if (!xpu_agg_table_merge(t->table, ws[i].table, &err))
-				task_fail(t, WARP_ERR_OUT_OF_MEMORY, "out of memory merging the groups");
+				task_table_error(t, &err);
 		}
 		xpu_agg_table_free(ws[i].table);
 		worker_release(&ws[i]);
@@ -700,12 +725,68 @@ run_heap(AggTask *t)
 	task_outcome(t, rc, &err, werr, msg);
 }
 
-/* group i's bytes in an AGG_RESULT message */
+/* the bytes of an extended state's value in an AGG_RESULT group (16-byte multiple) */
 static size_t
-group_size(const AggTask *t, uint32_t key_len)
+extra_size(int kind, const XpuAggState *s)
 {
-	return ((4 + (size_t) key_len + 15) & ~(size_t) 15) +
+	const uint8_t *data;
+	int			flag;
+
+	return ((size_t) xpu_agg_extra_export(kind, s, &data, &flag) + 15) & ~(size_t) 15;
+}
+
+/* a group's bytes in an AGG_RESULT message (xpu/protocol.h) */
+static size_t
+group_size(const AggTask *t, uint32_t key_len, const XpuAggState *states)
+{
+	size_t		n = ((4 + (size_t) key_len + 15) & ~(size_t) 15) +
 		(size_t) t->run.spec.n_aggs * sizeof(XpuAggState);
+
+	for (int a = 0; a < t->run.spec.n_aggs; a++)
+		if (XPU_AGG_EXTENDED(t->run.spec.aggs[a].kind))
+			n += extra_size(t->run.spec.aggs[a].kind, &states[a]);
+	return n;
+}
+
+/*
+ * put_group: one group into an AGG_RESULT message at p (gs bytes, zeroed):
+ * key, states, then the values of the extended states, each state saying
+ * how many bytes its value takes (and for HLL whether they are registers,
+ * xpu_agg.h)
+ */
+static void
+put_group(const AggTask *t, uint8_t *p, size_t gs, const uint8_t *key, uint32_t key_len,
+		  const XpuAggState *states)
+{
+	int			n_aggs = t->run.spec.n_aggs;
+	/* the message is only 8-byte aligned: states go in with memcpy */
+	uint8_t    *out = p + ((4 + (size_t) key_len + 15) & ~(size_t) 15);
+	uint8_t    *extra = out + n_aggs * sizeof(XpuAggState);
+
+	memset(p, 0, gs);
+	memcpy(p, &key_len, 4);
+	if (key_len > 0)
+		memcpy(p + 4, key, key_len);
+	memcpy(out, states, n_aggs * sizeof(XpuAggState));
+	for (int a = 0; a < n_aggs; a++)
+	{
+		const uint8_t *data;
+		int			flag;
+		uint32_t	len;
+		XpuAggState s;
+
+		if (!XPU_AGG_EXTENDED(t->run.spec.aggs[a].kind))
+			continue;
+		len = xpu_agg_extra_export(t->run.spec.aggs[a].kind, &states[a], &data, &flag);
+		s = states[a];
+		s.v.i128 = 0;
+		s.v.i = len;
+		s.pad = (uint32_t) flag;
+		memcpy(out + a * sizeof(XpuAggState), &s, sizeof(s));
+		if (len > 0)
+			memcpy(extra, data, len);
+		extra += (len + 15) & ~(uint32_t) 15;
+	}
 }
 
 /* after the merge: overflowed states and oversized groups are a FALLBACK */
@@ -716,15 +797,22 @@ check_result(AggTask *t)
 	uint32_t	key_len;
 	const XpuAggState *states;
 
+	XpuError	err = {0};
+
 	if (xpu_agg_table_flags(t->table) & XPU_AGGF_OVERFLOW)
 	{
 		XPU_ERROR(&t->xerr, XPU_ERR_FALLBACK, "an aggregate overflowed the engine's state");
 		return;
 	}
+	if (!xpu_agg_table_finish(t->table, &err))
+	{
+		task_table_error(t, &err);
+		return;
+	}
 	for (int64_t g = 0; g < xpu_agg_table_ngroups(t->table); g++)
 	{
 		xpu_agg_table_group(t->table, g, &key, &key_len, &states);
-		if (sizeof(WarpAggResult) + group_size(t, key_len) > PGWARP_MAX_PAYLOAD)
+		if (sizeof(WarpAggResult) + group_size(t, key_len, states) > PGWARP_MAX_PAYLOAD)
 		{
 			XPU_ERROR(&t->xerr, XPU_ERR_FALLBACK, "a group key is too long for AGG_RESULT");
 			return;
@@ -798,8 +886,8 @@ agg_task_start(const uint8_t *payload, uint32_t len, const ServiceGpu *gpu,
 		agg_task_free(t);
 		return NULL;
 	}
-	if (!agg_choose_engine(gpu, ((const WarpAggRequest *) t->payload)->engine, &t->engine,
-						   werr, msg, msglen) ||
+	if (!agg_choose_engine(gpu, ((const WarpAggRequest *) t->payload)->engine, &t->run.spec,
+						   &t->engine, werr, msg, msglen) ||
 		(t->heap != NULL && ((const WarpAggRequest *) t->payload)->engine != WARP_ENGINE_CPU &&
 		 (*werr = WARP_ERR_UNSUPPORTED,
 		  snprintf(msg, msglen, "heap tables run on the CPU engine only"), true)))
@@ -901,15 +989,10 @@ agg_task_reply(AggTask *t, uint8_t *buf, uint32_t *type, bool *last)
 		size_t		gs;
 
 		xpu_agg_table_group(t->table, t->next_group, &key, &key_len, &states);
-		gs = group_size(t, key_len);
+		gs = group_size(t, key_len, states);
 		if (off + gs > PGWARP_MAX_PAYLOAD)
 			break;
-		memset(buf + off, 0, gs);
-		memcpy(buf + off, &key_len, 4);
-		if (key_len > 0)
-			memcpy(buf + off + 4, key, key_len);
-		memcpy(buf + off + gs - t->run.spec.n_aggs * sizeof(XpuAggState), states,
-			   t->run.spec.n_aggs * sizeof(XpuAggState));
+		put_group(t, buf + off, gs, key, key_len, states);
 		off += gs;
 		n++;
 		t->next_group++;

@@ -509,7 +509,7 @@ gagg_spec_build(GaggRun *g)
 			return gagg_fail(g, WARP_ERR_PROTOCOL, "aggregate %d names no output of the program", j);
 		sp->agg_reg[j] = XPU_OUTS(prog)[a->out];
 		sp->agg_type[j] = XPU_REGS(prog)[sp->agg_reg[j]].type;
-		if (!xpu_agg_arg_supported(a->kind, sp->agg_type[j]))
+		if (!xpu_agg_arg_supported(a->kind, sp->agg_type[j]) || XPU_AGG_EXTENDED(a->kind))
 			return gagg_fail(g, WARP_ERR_UNSUPPORTED,
 							 "the GPU has no aggregate of kind %d over type %s",
 							 a->kind, xpu_type_name(sp->agg_type[j]));
@@ -594,7 +594,8 @@ gagg_table_reset(GaggRun *g)
 static void
 gagg_state_finish(XpuAggState *s, int kind)
 {
-	if (kind == XPU_AGG_SUM_INT || kind == XPU_AGG_SUM_NUMERIC)
+	if (kind == XPU_AGG_SUM_INT || kind == XPU_AGG_SUM_NUMERIC ||
+		kind == XPU_AGG_SUMSQ_INT || kind == XPU_AGG_SUMSQ_NUMERIC)
 	{
 		int32_t		wraps = (int32_t) s->pad;
 		int			negative = (int) ((unsigned __int128) s->v.i128 >> 127);

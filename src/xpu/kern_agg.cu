@@ -28,6 +28,7 @@
  */
 #include "xpu_interp.h"
 #include "xpu_agg_gpu.h"
+#include "xpu_agg_ops.h"
 
 /* aggregates a thread can accumulate in its own states (the no-key path) */
 #define GAGG_LOCAL_AGGS		16
@@ -341,7 +342,11 @@ gagg_state_init(XpuAggState *st, int kind, int type)
 	st->flags = 0;
 	st->pad = 0;
 	st->v.i128 = 0;
-	if (kind == XPU_AGG_MIN || kind == XPU_AGG_MAX)
+	if (kind == XPU_AGG_SUM_FLOAT)
+		st->v.f8[0] = -0.0;		/* the identity of IEEE addition (xpu_agg.h) */
+	else if (kind == XPU_AGG_SUM_FLOAT4)
+		st->v.f4 = -0.0f;
+	else if (kind == XPU_AGG_MIN || kind == XPU_AGG_MAX)
 	{
 		int			is_min = kind == XPU_AGG_MIN;
 
@@ -472,6 +477,28 @@ gagg_minmax_f8(double *p, double x, int is_min)
 	}
 }
 
+/* takes (A) the lock of a state that is updated under one (pad) */
+template <bool A> XPU_DEVICE void
+gagg_lock(XpuAggState *st)
+{
+	if (A)
+	{
+		while (atomicCAS((unsigned int *) &st->pad, 0u, 1u) != 0u)
+			;
+		__threadfence();
+	}
+}
+
+template <bool A> XPU_DEVICE void
+gagg_unlock(XpuAggState *st)
+{
+	if (A)
+	{
+		__threadfence();
+		atomicExch((unsigned int *) &st->pad, 0u);
+	}
+}
+
 /* min/max of an int128 under the state's lock (pad) */
 template <bool A> XPU_DEVICE void
 gagg_minmax_n(XpuAggState *st, __int128 x, int is_min)
@@ -479,23 +506,92 @@ gagg_minmax_n(XpuAggState *st, __int128 x, int is_min)
 	volatile unsigned long long *w = (volatile unsigned long long *) &st->v;
 	__int128	cur;
 
-	if (A)
-	{
-		while (atomicCAS((unsigned int *) &st->pad, 0u, 1u) != 0u)
-			;
-		__threadfence();
-	}
+	gagg_lock<A>(st);
 	cur = (__int128) (((unsigned __int128) w[1] << 64) | w[0]);
 	if (is_min ? x < cur : x > cur)
 	{
 		w[0] = (unsigned long long) x;
 		w[1] = (unsigned long long) (x >> 64);
 	}
+	gagg_unlock<A>(st);
+}
+
+/*
+ * gagg_var_accum: float8_accum's step (xpu_agg_var_accum) of a VAR_FLOAT
+ * state under its lock: N (the count), Sx and Sxx change together
+ */
+template <bool A> XPU_DEVICE void
+gagg_var_accum(XpuAggState *st, double x)
+{
+	volatile XpuAggState *v = st;
+	int64_t		n;
+	double		sx, sxx;
+	uint32_t	flags = 0;
+
+	gagg_lock<A>(st);
+	n = v->count;
+	sx = v->v.f8[0];
+	sxx = v->v.f8[1];
+	xpu_agg_var_accum(&n, &sx, &sxx, x, &flags);
+	v->count = n;
+	v->v.f8[0] = sx;
+	v->v.f8[1] = sxx;
+	gagg_unlock<A>(st);
+	if (flags)
+		gagg_set_flags<A>(st, flags);
+}
+
+/* float8_combine (xpu_agg_var_combine) of VAR_FLOAT state src into dst, under dst's lock */
+XPU_DEVICE void
+gagg_var_combine(XpuAggState *dst, const XpuAggState *src)
+{
+	volatile XpuAggState *v = dst;
+	int64_t		n;
+	double		sx, sxx;
+	uint32_t	flags = src->flags;
+
+	gagg_lock<true>(dst);
+	n = v->count;
+	sx = v->v.f8[0];
+	sxx = v->v.f8[1];
+	xpu_agg_var_combine(&n, &sx, &sxx, src->count, src->v.f8[0], src->v.f8[1], &flags);
+	v->count = n;
+	v->v.f8[0] = sx;
+	v->v.f8[1] = sxx;
+	gagg_unlock<true>(dst);
+	if (flags)
+		gagg_set_flags<true>(dst, flags);
+}
+
+/* adds x to the float4 sum of st (float4pl); overflow as gagg_add_f8 */
+template <bool A> XPU_DEVICE void
+gagg_add_f4(XpuAggState *st, float x)
+{
+	float		old;
+
 	if (A)
+		old = atomicAdd(&st->v.f4, x);
+	else
 	{
-		__threadfence();
-		atomicExch((unsigned int *) &st->pad, 0u);
+		old = st->v.f4;
+		st->v.f4 = old + x;
 	}
+	if (isinf(old + x) && !isinf(old) && !isinf(x))
+		gagg_set_flags<A>(st, XPU_AGGF_OVERFLOW);
+}
+
+/* adds x * x to the SUMSQ state st (wrapping sum as gagg_add_wide) */
+template <bool A> XPU_DEVICE void
+gagg_add_square(XpuAggState *st, __int128 x)
+{
+	__int128	sq;
+
+	if (xpu_agg_square128(x, &sq))
+	{
+		gagg_set_flags<A>(st, XPU_AGGF_OVERFLOW);
+		return;
+	}
+	gagg_add_wide<A>(st, (uint64_t) sq, (uint64_t) ((unsigned __int128) sq >> 64), 0);
 }
 
 /*
@@ -544,6 +640,23 @@ gagg_fold_value(XpuAggState *st, int kind, int type, const XpuValue *v)
 				gagg_set_flags<A>(st, XPU_AGGF_OVERFLOW);
 			gagg_add_f8<A>(st, &st->v.f8[1], x * x);
 			break;
+		case XPU_AGG_SUM_FLOAT4:
+			if (gagg_float_risky((double) v->f4, XPU_AGG_SUM_FLOAT4_LIMIT))
+				gagg_set_flags<A>(st, XPU_AGGF_OVERFLOW);
+			gagg_add_f4<A>(st, v->f4);
+			break;
+		case XPU_AGG_SUMSQ_INT:
+			gagg_add_square<A>(st, (__int128) v->i);
+			break;
+		case XPU_AGG_SUMSQ_NUMERIC:
+			gagg_add_square<A>(st, v->n);
+			break;
+		case XPU_AGG_VAR_FLOAT:
+			x = gagg_arg_double(type, v);
+			if (gagg_float_risky(x, GAGG_MOMENTS_LIMIT))
+				gagg_set_flags<A>(st, XPU_AGGF_OVERFLOW);
+			gagg_var_accum<A>(st, x);
+			break;
 		case XPU_AGG_MIN:
 		case XPU_AGG_MAX:
 			if (gagg_is_float(type))
@@ -578,7 +691,8 @@ gagg_update_row(XpuAggState *states, const XpuGaggSpec *sp, const XpuValue *regs
 
 		if (kind != XPU_AGG_COUNT_STAR && nulls[r])
 			continue;
-		gagg_add_u64<A>((unsigned long long *) &states[j].count, 1);
+		if (kind != XPU_AGG_VAR_FLOAT)	/* whose count is its N, under its lock */
+			gagg_add_u64<A>((unsigned long long *) &states[j].count, 1);
 		if (kind != XPU_AGG_COUNT_STAR)
 			gagg_fold_value<A>(&states[j], kind, sp->agg_type[j], &regs[r]);
 	}
@@ -592,13 +706,23 @@ gagg_combine(XpuAggState *dst, const XpuAggState *src, int kind, int type)
 
 	if (src->count == 0)
 		return;
+	if (kind == XPU_AGG_VAR_FLOAT)
+	{
+		gagg_var_combine(dst, src);
+		return;
+	}
 	atomicAdd((unsigned long long *) &dst->count, (unsigned long long) src->count);
 	if (src->flags != 0)
 		atomicOr((unsigned int *) &dst->flags, src->flags);
 	switch (kind)
 	{
+		case XPU_AGG_SUM_FLOAT4:
+			gagg_add_f4<true>(dst, src->v.f4);
+			break;
 		case XPU_AGG_SUM_INT:
 		case XPU_AGG_SUM_NUMERIC:
+		case XPU_AGG_SUMSQ_INT:
+		case XPU_AGG_SUMSQ_NUMERIC:
 			gagg_add_wide<true>(dst, (uint64_t) src->v.i128,
 								(uint64_t) ((unsigned __int128) src->v.i128 >> 64),
 								(int32_t) src->pad);

@@ -280,6 +280,9 @@ WARP_STATIC_ASSERT(sizeof(WarpAggFile) == 48, "WarpAggFile layout");
  *	uint32_t	key_len, then key_len key bytes (xpu_agg.h), padded with zeros
  *				to a multiple of 16 counted from the group's start
  *	XpuAggState	states[n_aggs]
+ *	for each extended aggregate (XPU_AGG_EXTENDED: HLL, MIN_TEXT, MAX_TEXT),
+ *				in order: the v.i bytes of its value (xpu_agg.h), padded with
+ *				zeros to a multiple of 16
  * Groups never span messages.  The message with WARP_AGG_LAST carries the
  * run's outcome and counters: status XPU_OK (the groups are exact), or
  * XPU_ERR_FALLBACK / an SQL error code (err says which row's error): the

@@ -19,6 +19,12 @@
  * table without keys has exactly one group from its creation (the one row
  * of a query without GROUP BY, even over no rows) and skips the lookup.
  *
+ * HLL states point to a set of their own (HllSet): the distinct hashes
+ * while they are few (appended, sorted and deduplicated when the array is
+ * full), 2^p registers once more than XPU_HLL_EXPLICIT_LIMIT(p) are
+ * distinct; their bytes count against the aggregate's limit.  MIN_TEXT and
+ * MAX_TEXT states point to a copy of their text (TextCopy).
+ *
  *-------------------------------------------------------------------------
  */
 #include <stdlib.h>
@@ -52,6 +58,10 @@ struct XpuAggTable
 	uint64_t   *slots;
 	uint64_t	mask;			/* slot count - 1 */
 
+	/* HLL sets: bytes held, and the most the table may hold (0: no HLL) */
+	size_t		hll_bytes;
+	size_t		hll_max;
+
 	/* scratch of an update: a row's key, and each row's group */
 	uint8_t    *kbuf;
 	size_t		kbuf_cap;
@@ -60,6 +70,281 @@ struct XpuAggTable
 };
 
 static int	kbuf_reserve(XpuAggTable *t, size_t need, XpuError *err);
+
+/* ---------------------------------------------------------------- HLL sets */
+
+/* an HLL state's set (the file header) */
+typedef struct HllSet
+{
+	int			p;
+	int			dense;
+	uint32_t	n;				/* explicit: hashes[0..n), repeats possible */
+	uint32_t	sorted;			/* hashes[0..sorted) sorted and distinct */
+	uint32_t	cap;
+	uint64_t   *hashes;
+	uint8_t    *regs;			/* dense: 2^p registers */
+} HllSet;
+
+#define HLL_SET(s)	((HllSet *) (uintptr_t) (s)->v.i)
+
+/* counts delta bytes of sets; 0 (FALLBACK) past the table's limit */
+static int
+hll_account(XpuAggTable *t, size_t delta, XpuError *err)
+{
+	t->hll_bytes += delta;
+	if (t->hll_bytes > t->hll_max)
+	{
+		XPU_ERROR(err, XPU_ERR_FALLBACK,
+				  "HyperLogLog sketches of the groups need more memory than allowed");
+		return 0;
+	}
+	return 1;
+}
+
+/* the set of HLL state s (precision p), made when s has none */
+static HllSet *
+hll_set_of(XpuAggTable *t, XpuAggState *s, int p, XpuError *err)
+{
+	HllSet	   *h = HLL_SET(s);
+
+	if (h != NULL)
+		return h;
+	if (!hll_account(t, sizeof(HllSet), err))
+		return NULL;
+	if ((h = calloc(1, sizeof(HllSet))) == NULL)
+		return OOM(err), NULL;
+	h->p = p;
+	s->v.i = (int64_t) (uintptr_t) h;
+	return h;
+}
+
+static void
+hll_set_free(HllSet *h)
+{
+	if (h == NULL)
+		return;
+	free(h->hashes);
+	free(h->regs);
+	free(h);
+}
+
+static int
+cmp_u64(const void *a, const void *b)
+{
+	uint64_t	x = *(const uint64_t *) a,
+				y = *(const uint64_t *) b;
+
+	return (x > y) - (x < y);
+}
+
+/* sorts the explicit hashes and drops repeats */
+static void
+hll_compact(HllSet *h)
+{
+	uint32_t	out = 0;
+
+	if (h->sorted == h->n)
+		return;
+	qsort(h->hashes, h->n, sizeof(uint64_t), cmp_u64);
+	for (uint32_t i = 0; i < h->n; i++)
+		if (out == 0 || h->hashes[out - 1] != h->hashes[i])
+			h->hashes[out++] = h->hashes[i];
+	h->n = h->sorted = out;
+}
+
+/* the explicit hashes into 2^p registers */
+static int
+hll_densify(XpuAggTable *t, HllSet *h, XpuError *err)
+{
+	size_t		m = (size_t) 1 << h->p;
+
+	if (!hll_account(t, m, err))
+		return 0;
+	if ((h->regs = calloc(m, 1)) == NULL)
+		return OOM(err), 0;
+	for (uint32_t i = 0; i < h->n; i++)
+		xpu_hll_update(h->regs, h->p, h->hashes[i]);
+	t->hll_bytes -= (size_t) h->cap * sizeof(uint64_t);
+	free(h->hashes);
+	h->hashes = NULL;
+	h->n = h->sorted = h->cap = 0;
+	h->dense = 1;
+	return 1;
+}
+
+/* the final form: distinct hashes, registers past the explicit limit */
+static int
+hll_normalize(XpuAggTable *t, HllSet *h, XpuError *err)
+{
+	if (h->dense)
+		return 1;
+	hll_compact(h);
+	return h->n <= XPU_HLL_EXPLICIT_LIMIT(h->p) || hll_densify(t, h, err);
+}
+
+/* adds one hash to h */
+static int
+hll_add(XpuAggTable *t, HllSet *h, uint64_t hash, XpuError *err)
+{
+	if (!h->dense && h->n == h->cap)
+	{
+		uint32_t	maxcap = 2 * XPU_HLL_EXPLICIT_LIMIT(h->p);
+
+		if (h->cap < maxcap)
+		{
+			uint32_t	cap = h->cap ? 2 * h->cap : 16;
+			uint64_t   *p;
+
+			cap = cap > maxcap ? maxcap : cap;
+			if (!hll_account(t, (size_t) (cap - h->cap) * sizeof(uint64_t), err))
+				return 0;
+			if ((p = realloc(h->hashes, cap * sizeof(uint64_t))) == NULL)
+				return OOM(err), 0;
+			h->hashes = p;
+			h->cap = cap;
+		}
+		else if (!hll_normalize(t, h, err))
+			return 0;
+	}
+	if (h->dense)
+		xpu_hll_update(h->regs, h->p, hash);
+	else
+		h->hashes[h->n++] = hash;
+	return 1;
+}
+
+/* folds set src into dst */
+static int
+hll_merge(XpuAggTable *t, HllSet *dst, const HllSet *src, XpuError *err)
+{
+	if (!src->dense)
+	{
+		for (uint32_t i = 0; i < src->n; i++)
+			if (!hll_add(t, dst, src->hashes[i], err))
+				return 0;
+		return 1;
+	}
+	/* src has more distinct hashes than the explicit limit: so has the union */
+	if (!dst->dense && !hll_densify(t, dst, err))
+		return 0;
+	for (size_t i = 0; i < ((size_t) 1 << dst->p); i++)
+		if (dst->regs[i] < src->regs[i])
+			dst->regs[i] = src->regs[i];
+	return 1;
+}
+
+/* ---------------------------------------------------------------- min/max of text */
+
+/* the text of a MIN_TEXT / MAX_TEXT state */
+typedef struct TextCopy
+{
+	uint32_t	len;
+	uint32_t	cap;
+	char		data[];
+} TextCopy;
+
+#define TEXT_COPY(s)	((TextCopy *) (uintptr_t) (s)->v.i)
+
+/* the C collation's order of two strings: bytewise, a prefix first */
+static int
+text_cmp_c(const char *a, uint32_t la, const char *b, uint32_t lb)
+{
+	int			c = memcmp(a, b, la < lb ? la : lb);
+
+	return c != 0 ? c : (la > lb) - (la < lb);
+}
+
+/*
+ * text_fold: folds the text p[len] into MIN_TEXT / MAX_TEXT state s (count
+ * counted by the caller): replaces its copy when there is none or p is
+ * less (MIN) / greater (MAX)
+ */
+static int
+text_fold(XpuAggState *s, int kind, const char *p, uint32_t len, XpuError *err)
+{
+	TextCopy   *c = TEXT_COPY(s);
+
+	if (c != NULL)
+	{
+		int			cmp = text_cmp_c(p, len, c->data, c->len);
+
+		if (kind == XPU_AGG_MIN_TEXT ? cmp >= 0 : cmp <= 0)
+			return 1;
+	}
+	if (c == NULL || c->cap < len)
+	{
+		TextCopy   *n = realloc(c, sizeof(TextCopy) + len + 1);
+
+		if (n == NULL)
+			return OOM(err), 0;
+		n->cap = len;
+		c = n;
+		s->v.i = (int64_t) (uintptr_t) c;
+	}
+	c->len = len;
+	if (len > 0)
+		memcpy(c->data, p, len);
+	return 1;
+}
+
+/* MIN_TEXT / MAX_TEXT aggregate a over the passing rows of res (rg as update_hll's) */
+static int
+update_text(XpuAggTable *t, int a, const XpuResult *res, const int64_t *rg, XpuError *err)
+{
+	const XpuAggDesc *d = &t->aggs[a];
+	const XpuValue *v = res->values + d->out * res->nrows;
+	const uint8_t *nl = res->nulls + d->out * res->nrows;
+
+	for (int64_t r = 0; r < res->nrows; r++)
+	{
+		XpuAggState *s;
+
+		if ((rg ? rg[r] < 0 : (res->mask && !res->mask[r])) || nl[r])
+			continue;
+		s = &t->states[(rg ? rg[r] : 0) * t->n_aggs + a];
+		if (!text_fold(s, d->kind, v[r].t.p, (uint32_t) v[r].t.len, err))
+			return 0;
+		s->count++;
+	}
+	return 1;
+}
+
+/* an extended aggregate a over the passing rows of res (rg as update_hll's) */
+static int update_hll(XpuAggTable *t, int a, const XpuResult *res, const int64_t *rg,
+					  XpuError *err);
+
+static int
+update_extended(XpuAggTable *t, int a, const XpuResult *res, const int64_t *rg, XpuError *err)
+{
+	if (t->aggs[a].kind == XPU_AGG_HLL)
+		return update_hll(t, a, res, rg, err);
+	return update_text(t, a, res, rg, err);
+}
+
+/* HLL aggregate a over the passing rows of res (rg: each row's group, NULL: group 0) */
+static int
+update_hll(XpuAggTable *t, int a, const XpuResult *res, const int64_t *rg, XpuError *err)
+{
+	const XpuAggDesc *d = &t->aggs[a];
+	const XpuValue *v = res->values + d->out * res->nrows;
+	const uint8_t *nl = res->nulls + d->out * res->nrows;
+	int			type = t->arg_types[a];
+
+	for (int64_t r = 0; r < res->nrows; r++)
+	{
+		XpuAggState *s;
+		HllSet	   *h;
+
+		if ((rg ? rg[r] < 0 : (res->mask && !res->mask[r])) || nl[r])
+			continue;
+		s = &t->states[(rg ? rg[r] : 0) * t->n_aggs + a];
+		if ((h = hll_set_of(t, s, d->param, err)) == NULL ||
+			!hll_add(t, h, xpu_agg_hll_hash(type, &v[r]), err))
+			return 0;
+		s->count++;
+	}
+	return 1;
+}
 
 /* ---------------------------------------------------------------- groups */
 
@@ -252,7 +537,9 @@ xpu_agg_table_create(const XpuProgram *prog, const XpuAggSpec *spec, XpuError *e
 
 		if (a->kind < XPU_AGG_COUNT_STAR || a->kind >= XPU_AGG_N_KINDS ||
 			(a->kind != XPU_AGG_COUNT_STAR &&
-			 (a->out >= prog->n_outs || !xpu_agg_arg_supported(a->kind, out_type(prog, a->out)))))
+			 (a->out >= prog->n_outs || !xpu_agg_arg_supported(a->kind, out_type(prog, a->out)))) ||
+			(a->kind == XPU_AGG_HLL &&
+			 (a->param < XPU_HLL_MIN_BITS || a->param > XPU_HLL_MAX_BITS)))
 		{
 			XPU_ERROR(err, XPU_ERR_INVALID_ARGUMENT, "an aggregate's kind or argument is invalid");
 			return NULL;
@@ -269,6 +556,8 @@ xpu_agg_table_create(const XpuProgram *prog, const XpuAggSpec *spec, XpuError *e
 	}
 	for (i = 0; i < spec->n_aggs; i++)
 	{
+		if (spec->aggs[i].kind == XPU_AGG_HLL)
+			t->hll_max = (size_t) spec->aggs[i].limit << 20;
 		t->aggs[i] = spec->aggs[i];
 		t->arg_types[i] = spec->aggs[i].kind == XPU_AGG_COUNT_STAR ? XPU_T_NONE :
 			(uint8_t) out_type(prog, spec->aggs[i].out);
@@ -287,6 +576,16 @@ xpu_agg_table_free(XpuAggTable *t)
 {
 	if (t == NULL)
 		return;
+	for (int a = 0; a < t->n_aggs; a++)
+		for (int64_t g = 0; XPU_AGG_EXTENDED(t->aggs[a].kind) && g < t->ngroups; g++)
+		{
+			XpuAggState *s = &t->states[g * t->n_aggs + a];
+
+			if (t->aggs[a].kind == XPU_AGG_HLL)
+				hll_set_free(HLL_SET(s));
+			else
+				free(TEXT_COPY(s));
+		}
 	free(t->ghash);
 	free(t->koff);
 	free(t->klen);
@@ -521,7 +820,15 @@ xpu_agg_table_update(XpuAggTable *t, const XpuResult *res, XpuError *err)
 	if (t->n_keys == 0)
 	{
 		for (a = 0; a < t->n_aggs; a++)
-			update_one_group(t, a, res);
+		{
+			if (XPU_AGG_EXTENDED(t->aggs[a].kind))
+			{
+				if (!update_extended(t, a, res, NULL, err))
+					return 0;
+			}
+			else
+				update_one_group(t, a, res);
+		}
 		return 1;
 	}
 	if (n > t->rowgroup_cap)
@@ -546,19 +853,45 @@ xpu_agg_table_update(XpuAggTable *t, const XpuResult *res, XpuError *err)
 			return 0;
 	}
 	for (a = 0; a < t->n_aggs; a++)
-		update_rows(t, a, res);
+	{
+		if (XPU_AGG_EXTENDED(t->aggs[a].kind))
+		{
+			if (!update_extended(t, a, res, t->rowgroup, err))
+				return 0;
+		}
+		else
+			update_rows(t, a, res);
+	}
 	return 1;
 }
 
-/* folds the states of src group sg into dst group dg */
-static void
-combine_group(XpuAggTable *dst, int64_t dg, const XpuAggState *src)
+/* folds the states src of a group into dst group dg */
+static int
+combine_group(XpuAggTable *dst, int64_t dg, const XpuAggState *src, XpuError *err)
 {
 	int			a;
 
 	for (a = 0; a < dst->n_aggs; a++)
-		xpu_agg_combine(&dst->states[dg * dst->n_aggs + a], &src[a],
-						dst->aggs[a].kind, dst->arg_types[a]);
+	{
+		XpuAggState *d = &dst->states[dg * dst->n_aggs + a];
+		HllSet	   *h;
+
+		int			kind = dst->aggs[a].kind;
+
+		xpu_agg_combine(d, &src[a], kind, dst->arg_types[a]);
+		if (!XPU_AGG_EXTENDED(kind) || src[a].v.i == 0)
+			continue;
+		if (kind != XPU_AGG_HLL)
+		{
+			if (!text_fold(d, kind, TEXT_COPY(&src[a])->data, TEXT_COPY(&src[a])->len, err))
+				return 0;
+			continue;
+		}
+		if ((h = hll_set_of(dst, d, dst->aggs[a].param, err)) == NULL ||
+			!hll_merge(dst, h, HLL_SET(&src[a]), err))
+			return 0;
+	}
+	return 1;
 }
 
 int
@@ -571,9 +904,8 @@ xpu_agg_table_merge(XpuAggTable *dst, const XpuAggTable *src, XpuError *err)
 		int64_t		dg = group_find(dst, src->keys + src->koff[g], src->klen[g],
 									src->ghash[g], err);
 
-		if (dg < 0)
+		if (dg < 0 || !combine_group(dst, dg, src->states + g * src->n_aggs, err))
 			return 0;
-		combine_group(dst, dg, src->states + g * src->n_aggs);
 	}
 	return 1;
 }
@@ -584,10 +916,7 @@ xpu_agg_table_fold_group(XpuAggTable *t, const uint8_t *key, uint32_t key_len,
 {
 	int64_t		g = group_find(t, key, key_len, xpu_agg_hash(key, key_len), err);
 
-	if (g < 0)
-		return 0;
-	combine_group(t, g, states);
-	return 1;
+	return g >= 0 && combine_group(t, g, states, err);
 }
 
 int64_t
@@ -624,7 +953,42 @@ xpu_agg_table_memory(const XpuAggTable *t)
 		(size_t) t->gcap * (sizeof(uint64_t) + sizeof(int64_t) + sizeof(uint32_t) +
 							(size_t) t->n_aggs * sizeof(XpuAggState)) +
 		(size_t) t->keys_cap + (size_t) (t->mask + 1) * sizeof(uint64_t) +
-		t->kbuf_cap + (size_t) t->rowgroup_cap * sizeof(int64_t);
+		t->kbuf_cap + (size_t) t->rowgroup_cap * sizeof(int64_t) + t->hll_bytes;
+}
+
+/* xpu_agg_table_finish: see xpu_agg.h; 0 (err set) when memory runs out */
+int
+xpu_agg_table_finish(XpuAggTable *t, XpuError *err)
+{
+	for (int a = 0; a < t->n_aggs; a++)
+		if (t->aggs[a].kind == XPU_AGG_HLL)
+			for (int64_t g = 0; g < t->ngroups; g++)
+			{
+				HllSet	   *h = HLL_SET(&t->states[g * t->n_aggs + a]);
+
+				if (h != NULL && !hll_normalize(t, h, err))
+					return 0;
+			}
+	return 1;
+}
+
+uint32_t
+xpu_agg_extra_export(int kind, const XpuAggState *s, const uint8_t **data, int *dense)
+{
+	const HllSet *h = HLL_SET(s);
+
+	*data = NULL;
+	*dense = 0;
+	if (s->v.i == 0)
+		return 0;
+	if (kind != XPU_AGG_HLL)
+	{
+		*data = (const uint8_t *) TEXT_COPY(s)->data;
+		return TEXT_COPY(s)->len;
+	}
+	*dense = h->dense;
+	*data = h->dense ? h->regs : (const uint8_t *) h->hashes;
+	return h->dense ? UINT32_C(1) << h->p : h->n * (uint32_t) sizeof(uint64_t);
 }
 
 void

@@ -45,7 +45,52 @@
  *				arguments; XPU_AGGF_OVERFLOW when a sum of finite values became
  *				infinite (PostgreSQL's float8pl raises an error there)
  *	MOMENTS		count = N, v.f8[0] = sum of x, v.f8[1] = sum of x * x, for
- *				avg/stddev/variance of floats (same overflow rule)
+ *				avg of floats (same overflow rule; the sum of squares is there
+ *				only for the overflow PostgreSQL's float8_accum can raise)
+ *	SUM_FLOAT4	count, v.f4 = the sum of float4 arguments in float4
+ *				arithmetic (PostgreSQL's float4pl); starts at -0, the identity
+ *				of IEEE addition, so that a sum of -0 values stays -0 as
+ *				PostgreSQL's (whose state starts from the first value) does;
+ *				XPU_AGGF_OVERFLOW as for SUM_FLOAT
+ *	SUMSQ_INT	count, v.i128 = the sum of x * x of int2/int4/int8 arguments;
+ *				XPU_AGGF_OVERFLOW when it left int128 (int8 only)
+ *	SUMSQ_NUMERIC count, v.i128 = the sum of x * x at twice the argument's
+ *				register scale; XPU_AGGF_OVERFLOW when a square or the sum left
+ *				int128.  With SUM_INT / SUM_NUMERIC over the same argument these
+ *				are the exact N, sum(x), sum(x * x) of PostgreSQL's stddev and
+ *				variance of integers and numerics.
+ *	VAR_FLOAT	count = N, v.f8[0] = Sx, v.f8[1] = Sxx of float4/float8
+ *				arguments: PostgreSQL's float8_accum state (Youngs-Cramer: Sxx
+ *				is the sum of squared deviations from the mean), updated row by
+ *				row as float8_accum does and combined as float8_combine does;
+ *				XPU_AGGF_OVERFLOW where those raise an overflow error, and for
+ *				arguments beyond XPU_AGG_MOMENTS_LIMIT (xpu_agg_ops.h)
+ *	HLL			count = the non-NULL arguments; the distinct 64-bit hashes of
+ *				the arguments (xpu_hll.h's hash of each value's canonical form,
+ *				as pg_warp's hll_count and hll_sketch compute it) at precision
+ *				p = XpuAggDesc.param: kept as the set of distinct hashes while
+ *				there are at most XPU_HLL_EXPLICIT_LIMIT(p) of them, then as
+ *				2^p registers (xpu_hll_update), exactly when pg_warp's own
+ *				sketch (src/types/hll_sketch.h) changes representation, so
+ *				that the backend rebuilds the very sketch PostgreSQL would
+ *				have built.  The CPU table keeps the set in memory of its own
+ *				(v.i points to it there); in an AGG_RESULT group, v.i is the
+ *				number of bytes of the set that follow the group's states and
+ *				pad is 0 for explicit hashes (8 bytes each, little-endian, in
+ *				no order) or 1 for 2^p register bytes (xpu/protocol.h).  A
+ *				table whose sets would take more than XpuAggDesc.limit MiB
+ *				fails with XPU_ERR_FALLBACK.  Arguments: integer, float, text,
+ *				bool, date, timestamp[tz] registers.
+ *	MIN_TEXT, MAX_TEXT
+ *				count, and the least/greatest text argument in the C
+ *				collation (bytewise, a prefix first: PostgreSQL's text_smaller
+ *				and text_larger there).  The CPU table keeps a copy (v.i points
+ *				to it); in an AGG_RESULT group v.i is its length and its bytes
+ *				follow the states as an HLL set's do.
+ *
+ * HLL, MIN_TEXT and MAX_TEXT states are the *extended* ones
+ * (XPU_AGG_EXTENDED): their value does not fit the state, and the CPU
+ * engine alone computes them.
  *	MIN, MAX	count, v = the least/greatest argument so far in its register
  *				form (i for integer and date/time types, f8 for floats,
  *				i128 for numeric); meaningless while count = 0.  Floats order
@@ -56,8 +101,9 @@
  *
  * A table without keys (n_keys = 0) holds exactly one group, with the empty
  * key, from its creation on: a query without GROUP BY returns one row even
- * over no input rows.  Keys of interval type and MIN/MAX of text or
- * interval are refused by xpu_agg_table_create; xpu_agg_ops.h holds the
+ * over no input rows.  Keys of interval type, MIN/MAX of interval and
+ * MIN/MAX of text (which MIN_TEXT/MAX_TEXT compute) are refused by
+ * xpu_agg_table_create; xpu_agg_ops.h holds the
  * per-row bodies (key bytes, hash, state update and combine) that the CPU
  * table and device code share.
  *
@@ -78,6 +124,13 @@ typedef enum XpuAggKind
 	XPU_AGG_MOMENTS,
 	XPU_AGG_MIN,
 	XPU_AGG_MAX,
+	XPU_AGG_SUM_FLOAT4,
+	XPU_AGG_SUMSQ_INT,
+	XPU_AGG_SUMSQ_NUMERIC,
+	XPU_AGG_VAR_FLOAT,
+	XPU_AGG_HLL,
+	XPU_AGG_MIN_TEXT,
+	XPU_AGG_MAX_TEXT,
 	XPU_AGG_N_KINDS
 } XpuAggKind;
 
@@ -87,10 +140,22 @@ typedef enum XpuAggKind
 typedef struct XpuAggDesc
 {
 	uint8_t		kind;			/* XpuAggKind */
-	uint8_t		pad;
+	uint8_t		param;			/* HLL: the precision p (XPU_HLL_MIN_BITS ..
+								 * XPU_HLL_MAX_BITS); else 0 */
 	uint16_t	out;			/* the program out holding the argument (unused for COUNT_STAR) */
-	uint32_t	pad2;
+	uint32_t	limit;			/* HLL: MiB of sets a table may hold; else 0 */
 } XpuAggDesc;
+
+/*
+ * The most distinct hashes an HLL set keeps explicitly at precision p: as
+ * many as fit (8 bytes each) in the 6-bit packed registers, the limit of
+ * pg_warp's sketch (hll_explicit_limit in src/types/hll_sketch.c)
+ */
+#define XPU_HLL_EXPLICIT_LIMIT(p)	((uint32_t) ((UINT64_C(6) << (p)) / 64))
+
+/* does a state of kind k keep its value outside the state (the file header) */
+#define XPU_AGG_EXTENDED(k) \
+	((k) == XPU_AGG_HLL || (k) == XPU_AGG_MIN_TEXT || (k) == XPU_AGG_MAX_TEXT)
 
 typedef struct XpuAggState
 {
@@ -102,6 +167,7 @@ typedef struct XpuAggState
 		__int128	i128;
 		int64_t		i;
 		double		f8[2];
+		float		f4;
 	}			v;
 } XpuAggState;
 
@@ -166,6 +232,22 @@ extern uint32_t xpu_agg_table_flags(const XpuAggTable *t);
 
 /* bytes of memory the table holds now */
 extern size_t xpu_agg_table_memory(const XpuAggTable *t);
+
+/*
+ * After the last update or merge: every HLL set of t in its final form
+ * (distinct explicit hashes, or registers once there are more than the
+ * explicit limit); 0 with err set (FALLBACK past the limit, or out of
+ * memory) when that fails
+ */
+extern int	xpu_agg_table_finish(XpuAggTable *t, XpuError *err);
+
+/*
+ * The value of extended state s (XPU_AGG_EXTENDED kind) of a finished
+ * table: its bytes (*data, as an AGG_RESULT group carries them) and *flag
+ * (HLL: 1 for registers, 0 for explicit hashes; else 0); returns their length
+ */
+extern uint32_t xpu_agg_extra_export(int kind, const XpuAggState *s, const uint8_t **data,
+									 int *flag);
 
 /*
  * The state an aggregate starts from and how two states combine (the merge of

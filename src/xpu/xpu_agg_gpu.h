@@ -20,10 +20,12 @@
  *						[g * n_aggs + j], initialised by kern_agg_init
  *
  * While a kernel runs, states are in their *GPU form*: as xpu_agg.h says,
- * except that a SUM_NUMERIC state keeps in `pad` (as int32) the number of
- * times its int128 wrapped (the exact sum is v + pad * 2^128; the host sets
- * XPU_AGGF_OVERFLOW unless that fits int128, see xpu_gagg_state_finish) and
- * a numeric MIN/MAX state uses `pad` as its lock; MIN/MAX states hold a
+ * except that a SUM_INT, SUM_NUMERIC, SUMSQ_INT or SUMSQ_NUMERIC state keeps
+ * in `pad` (as int32) the number of times its int128 wrapped (the exact sum
+ * is v + pad * 2^128; the host sets XPU_AGGF_OVERFLOW unless that fits
+ * int128, see gagg_state_finish in service/gpu_agg.c), and a numeric
+ * MIN/MAX or a VAR_FLOAT state uses `pad` as its lock (VAR_FLOAT's N, Sx
+ * and Sxx change together); MIN/MAX states hold a
  * sentinel (the largest/least value) while count is 0.
  *
  * Table full.  A row whose group is new when no group id, slot or arena

@@ -12,7 +12,10 @@
  * xpu_agg_arg_supported): keys of bool, integer, float, numeric, date,
  * time, timestamp[tz] and text; arguments of SUM_INT an integer type,
  * SUM_NUMERIC numeric, SUM_FLOAT and MOMENTS a float type, MIN and MAX an
- * integer, date/time, float or numeric type; COUNT any type.
+ * integer, date/time, float or numeric type; SUMSQ_INT an integer type,
+ * SUMSQ_NUMERIC numeric, VAR_FLOAT a float type, SUM_FLOAT4 float4, HLL
+ * an integer, float, text, bool or date/time type; MIN_TEXT and MAX_TEXT
+ * text; COUNT any type.
  *
  *-------------------------------------------------------------------------
  */
@@ -23,6 +26,7 @@
 #include <string.h>
 
 #include "xpu_agg.h"
+#include "xpu_hll.h"
 
 #define XPU_AGG_ISINF(x)	((x) == HUGE_VAL || (x) == -HUGE_VAL)
 
@@ -57,12 +61,22 @@ xpu_agg_arg_supported(int kind, int type)
 		case XPU_AGG_COUNT:
 			return 1;
 		case XPU_AGG_SUM_INT:
+		case XPU_AGG_SUMSQ_INT:
 			return is_int;
 		case XPU_AGG_SUM_NUMERIC:
+		case XPU_AGG_SUMSQ_NUMERIC:
 			return type == XPU_T_NUMERIC;
 		case XPU_AGG_SUM_FLOAT:
 		case XPU_AGG_MOMENTS:
+		case XPU_AGG_VAR_FLOAT:
 			return is_float;
+		case XPU_AGG_SUM_FLOAT4:
+			return type == XPU_T_FLOAT4;
+		case XPU_AGG_HLL:
+			return xpu_agg_intlike(type) || is_float || type == XPU_T_TEXT;
+		case XPU_AGG_MIN_TEXT:
+		case XPU_AGG_MAX_TEXT:
+			return type == XPU_T_TEXT;
 		case XPU_AGG_MIN:
 		case XPU_AGG_MAX:
 			return xpu_agg_intlike(type) || is_float || type == XPU_T_NUMERIC;
@@ -189,16 +203,55 @@ xpu_agg_hash(const uint8_t *p, uint32_t len)
 	return xpu_agg_hash_end(h);
 }
 
+/*
+ * xpu_agg_hll_hash: the hash of a non-NULL argument of an HLL aggregate
+ * (register type type) as pg_warp's hll_count computes it for the SQL
+ * value (src/types/hll.c, hash_value): integers as int64, floats as double,
+ * text as its bytes, other by-value types as their typlen bytes.
+ */
+XPU_HOST_DEVICE uint64_t
+xpu_agg_hll_hash(int type, const XpuValue *v)
+{
+	uint8_t		b[8];
+	uint32_t	len;
+
+	switch (type)
+	{
+		case XPU_T_INT2:
+		case XPU_T_INT4:
+		case XPU_T_INT8:
+			return xpu_hll_hash_int64(v->i);
+		case XPU_T_FLOAT4:
+			return xpu_hll_hash_float8((double) v->f4);
+		case XPU_T_FLOAT8:
+			return xpu_hll_hash_float8(v->f8);
+		case XPU_T_TEXT:
+			return xpu_hll_hash_bytes(XPU_HLL_SEED_TEXT, (const uint8_t *) v->t.p,
+									  (uint32_t) v->t.len);
+		default:
+			break;
+	}
+	/* bool (typlen 1), date (4), time and timestamp[tz] (8) */
+	len = type == XPU_T_BOOL ? 1 : type == XPU_T_DATE ? 4 : 8;
+	for (uint32_t k = 0; k < len; k++)
+		b[k] = (uint8_t) ((uint64_t) v->i >> (8 * k));
+	return xpu_hll_hash_bytes(XPU_HLL_SEED_BYVAL, b, len);
+}
+
 /* ---------------------------------------------------------------- states */
 
 XPU_HOST_DEVICE void
 xpu_agg_init(XpuAggState *s, int kind)
 {
-	XPU_UNUSED(kind);
 	s->count = 0;
 	s->flags = 0;
 	s->pad = 0;
 	s->v.i128 = 0;
+	/* -0 is the identity of IEEE addition (xpu_agg.h) */
+	if (kind == XPU_AGG_SUM_FLOAT)
+		s->v.f8[0] = -0.0;
+	else if (kind == XPU_AGG_SUM_FLOAT4)
+		s->v.f4 = -0.0f;
 }
 
 /* a + b in int128; 1 when the sum left int128 (*r is then unset) */
@@ -239,10 +292,112 @@ xpu_agg_fadd(double a, double b, uint32_t *flags)
 #define XPU_AGG_SUM_FLOAT_LIMIT		1e289
 #define XPU_AGG_MOMENTS_LIMIT		1e134
 
+/*
+ * The same for float4 sums (FLT_MAX is about 3.4e38): no partial sum of
+ * fewer than 2^62 values below 1e18 reaches FLT_MAX, whatever the order and
+ * the float4 rounding on the way (a rounded partial sum exceeds the exact
+ * one by a factor of at most (1 + 2^-24) per addition, and a chain of
+ * additions of one sign stops growing once the sum is 2^25 times the
+ * largest value).
+ */
+#define XPU_AGG_SUM_FLOAT4_LIMIT	1e18
+
 XPU_HOST_DEVICE int
 xpu_agg_float_risky(double x, double limit)
 {
 	return !XPU_AGG_ISINF(x) && x == x && (x > limit || x < -limit);
+}
+
+/* a float4 sum a + b in float4 arithmetic (float4pl); flags as xpu_agg_fadd */
+XPU_HOST_DEVICE float
+xpu_agg_fadd4(float a, float b, uint32_t *flags)
+{
+	float		r = a + b;
+
+	if (XPU_AGG_ISINF(r) && !XPU_AGG_ISINF(a) && !XPU_AGG_ISINF(b))
+		*flags |= XPU_AGGF_OVERFLOW;
+	return r;
+}
+
+/*
+ * x * x of an int128 x into *r; 1 when it leaves int128 (any |x| >= 2^63
+ * counts as leaving, which only numerics of 19 or more digits reach)
+ */
+XPU_HOST_DEVICE int
+xpu_agg_square128(__int128 x, __int128 *r)
+{
+	__int128	lim = (__int128) 1 << 63;
+
+	if (x >= lim || x <= -lim)
+		return 1;
+	*r = x * x;
+	return 0;
+}
+
+/*
+ * xpu_agg_var_accum: PostgreSQL's float8_accum step for one value x over
+ * the Youngs-Cramer state (*n values so far, *sx, *sxx): where float8_accum
+ * raises an overflow error XPU_AGGF_OVERFLOW goes into *flags (and the run
+ * falls back), else the same N, Sx, Sxx, NaN where float8_accum makes NaN.
+ */
+XPU_HOST_DEVICE void
+xpu_agg_var_accum(int64_t *n, double *sx, double *sxx, double x, uint32_t *flags)
+{
+	double		n_old = (double) *n;
+	double		nn = n_old + 1.0;
+	double		sx_old = *sx;
+	double		s = sx_old + x;
+	double		ss = *sxx;
+
+	if (n_old > 0.0)
+	{
+		double		tmp = x * nn - s;
+
+		ss += tmp * tmp / (nn * n_old);
+		if (XPU_AGG_ISINF(s) || XPU_AGG_ISINF(ss))
+		{
+			if (!XPU_AGG_ISINF(sx_old) && !XPU_AGG_ISINF(x))
+				*flags |= XPU_AGGF_OVERFLOW;
+			ss = (double) NAN;
+		}
+	}
+	else if (x != x || XPU_AGG_ISINF(x))
+		ss = (double) NAN;
+	*n += 1;
+	*sx = s;
+	*sxx = ss;
+}
+
+/*
+ * xpu_agg_var_combine: PostgreSQL's float8_combine of the Youngs-Cramer
+ * state (n2, sx2, sxx2) into (*n, *sx, *sxx); overflow as float8_combine
+ * raises it goes into *flags.
+ */
+XPU_HOST_DEVICE void
+xpu_agg_var_combine(int64_t *n, double *sx, double *sxx, int64_t n2, double sx2,
+					double sxx2, uint32_t *flags)
+{
+	double		n1d = (double) *n,
+				n2d = (double) n2;
+	double		tmp,
+				ss;
+
+	if (n2 == 0)
+		return;
+	if (*n == 0)
+	{
+		*n = n2;
+		*sx = sx2;
+		*sxx = sxx2;
+		return;
+	}
+	tmp = *sx / n1d - sx2 / n2d;
+	ss = *sxx + sxx2 + n1d * n2d * tmp * tmp / (n1d + n2d);
+	if (XPU_AGG_ISINF(ss) && !XPU_AGG_ISINF(*sxx) && !XPU_AGG_ISINF(sxx2))
+		*flags |= XPU_AGGF_OVERFLOW;
+	*sx = xpu_agg_fadd(*sx, sx2, flags);
+	*sxx = ss;
+	*n += n2;
 }
 
 /* PostgreSQL's float order: -1, 0, 1 with NaN above everything */
@@ -321,6 +476,31 @@ xpu_agg_update(XpuAggState *s, int kind, int type, const XpuValue *v, uint8_t is
 					s->flags |= XPU_AGGF_OVERFLOW;
 				break;
 			}
+		case XPU_AGG_SUM_FLOAT4:
+			if (xpu_agg_float_risky((double) v->f4, XPU_AGG_SUM_FLOAT4_LIMIT))
+				s->flags |= XPU_AGGF_OVERFLOW;
+			s->v.f4 = xpu_agg_fadd4(s->v.f4, v->f4, &s->flags);
+			break;
+		case XPU_AGG_SUMSQ_INT:
+		case XPU_AGG_SUMSQ_NUMERIC:
+			{
+				__int128	sq;
+
+				if (xpu_agg_square128(kind == XPU_AGG_SUMSQ_INT ? (__int128) v->i : v->n, &sq) ||
+					xpu_agg_add128(s->v.i128, sq, &s->v.i128))
+					s->flags |= XPU_AGGF_OVERFLOW;
+				break;
+			}
+		case XPU_AGG_VAR_FLOAT:
+			{
+				double		x = xpu_agg_as_f8(v, type);
+
+				if (xpu_agg_float_risky(x, XPU_AGG_MOMENTS_LIMIT))
+					s->flags |= XPU_AGGF_OVERFLOW;
+				/* the count is N: xpu_agg_var_accum advances it */
+				xpu_agg_var_accum(&s->count, &s->v.f8[0], &s->v.f8[1], x, &s->flags);
+				return;
+			}
 		case XPU_AGG_MIN:
 		case XPU_AGG_MAX:
 			{
@@ -354,6 +534,16 @@ xpu_agg_combine(XpuAggState *dst, const XpuAggState *src, int kind, int type)
 		case XPU_AGG_SUM_INT:
 			dst->v.i128 += src->v.i128;
 			break;
+		case XPU_AGG_VAR_FLOAT:
+			/* the count is N: xpu_agg_var_combine adds it */
+			xpu_agg_var_combine(&dst->count, &dst->v.f8[0], &dst->v.f8[1], src->count,
+								src->v.f8[0], src->v.f8[1], &dst->flags);
+			return;
+		case XPU_AGG_SUM_FLOAT4:
+			dst->v.f4 = xpu_agg_fadd4(dst->v.f4, src->v.f4, &dst->flags);
+			break;
+		case XPU_AGG_SUMSQ_INT:
+		case XPU_AGG_SUMSQ_NUMERIC:
 		case XPU_AGG_SUM_NUMERIC:
 			if (xpu_agg_add128(dst->v.i128, src->v.i128, &dst->v.i128))
 				dst->flags |= XPU_AGGF_OVERFLOW;

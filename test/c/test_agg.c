@@ -5,7 +5,9 @@
  *		(NULLs group together, -0 = 0, every NaN one group, text bytewise),
  *		every aggregate kind, the overflow flags, the merge of tables and
  *		the fold of single groups equal to one table over all rows, the
- *		one group of a table without keys, and growth to a million groups.
+ *		one group of a table without keys, and growth to a million groups;
+ *		the states of stddev/variance (exact sums of squares; float8_accum's
+ *		Youngs-Cramer state and float8_combine) and of sum(float4).
  */
 #include <math.h>
 #include <stdio.h>
@@ -357,6 +359,291 @@ test_agg_kinds(void)
 	free_result(&r);
 }
 
+/* ------------------------------------------------------- stddev/variance */
+
+/* rows 0..3 of fill_kinds (row 4 masked), float4 {0, 0.5, 1, 1.5} */
+static void
+test_variance_kinds(void)
+{
+	static const XpuAggDesc aggs[] = {
+		{XPU_AGG_SUMSQ_INT, 0, 3, 0}, {XPU_AGG_SUMSQ_INT, 0, 0, 0},
+		{XPU_AGG_SUMSQ_NUMERIC, 0, 2, 0}, {XPU_AGG_VAR_FLOAT, 0, 4, 0},
+		{XPU_AGG_SUM_FLOAT4, 0, 4, 0}, {XPU_AGG_VAR_FLOAT, 0, 1, 0},
+	};
+	XpuProgram *prog;
+	XpuResult	r;
+	XpuAggTable *t = run_aggs(kinds_types, 5, aggs, 6, 5, fill_kinds, &prog, &r);
+	const uint8_t *k;
+	uint32_t	klen;
+	const XpuAggState *s;
+	__int128	max2 = (__int128) INT64_MAX * INT64_MAX;
+
+	xpu_agg_table_group(t, 0, &k, &klen, &s);
+	tap_ok(s[0].count == 4 && s[0].v.i128 == 4 + 1 + 0 + 1 && s[0].flags == 0,
+		   "SUMSQ_INT of int2");
+	tap_ok(s[1].count == 3 && s[1].v.i128 == 25 + 2 * max2 && s[1].flags == 0,
+		   "SUMSQ_INT of int8: 2 * INT64_MAX^2 still fits int128");
+	tap_ok(s[2].count == 3 && s[2].v.i128 == (__int128) 1234 * 1234 + 25 + (__int128) 99999 * 99999,
+		   "SUMSQ_NUMERIC at twice the scale");
+	tap_ok(s[3].count == 4 && s[3].v.f8[0] == 3.0 && s[3].v.f8[1] == 1.25 && s[3].flags == 0,
+		   "VAR_FLOAT of float4: N, Sx and Sxx (squared deviations) as float8_accum");
+	tap_ok(s[4].count == 4 && s[4].v.f4 == 3.0f, "SUM_FLOAT4");
+	tap_ok(s[5].count == 4 && isnan(s[5].v.f8[0]) && isnan(s[5].v.f8[1]) && s[5].flags == 0,
+		   "VAR_FLOAT with a NaN: Sx and Sxx NaN, no flag");
+	xpu_agg_table_free(t);
+	free(prog);
+	free_result(&r);
+}
+
+/* rows: int8 INT64_MAX x 3; float8 {1e300, -1e300, 0}; float4 -0 x 3 */
+static void
+fill_var_edges(XpuResult *r)
+{
+	double		fv[3] = {1e300, -1e300, 0};
+
+	for (int i = 0; i < 3; i++)
+	{
+		VAL(r, 0, i).i = INT64_MAX;
+		VAL(r, 1, i).f8 = fv[i];
+		VAL(r, 2, i).f4 = -0.0f;
+		VAL(r, 3, i).f8 = -0.0;
+	}
+}
+
+static void
+test_variance_edges(void)
+{
+	static const XpuType types[4] = {XPU_T_INT8, XPU_T_FLOAT8, XPU_T_FLOAT4, XPU_T_FLOAT8};
+	static const XpuAggDesc aggs[] = {
+		{XPU_AGG_SUMSQ_INT, 0, 0, 0}, {XPU_AGG_VAR_FLOAT, 0, 1, 0},
+		{XPU_AGG_SUM_FLOAT4, 0, 2, 0}, {XPU_AGG_SUM_FLOAT, 0, 3, 0},
+		{XPU_AGG_VAR_FLOAT, 0, 2, 0},
+	};
+	XpuProgram *prog;
+	XpuResult	r;
+	XpuAggTable *t = run_aggs(types, 4, aggs, 5, 3, fill_var_edges, &prog, &r);
+	const uint8_t *k;
+	uint32_t	klen;
+	const XpuAggState *s;
+
+	xpu_agg_table_group(t, 0, &k, &klen, &s);
+	tap_ok(s[0].flags & XPU_AGGF_OVERFLOW, "SUMSQ_INT: 3 * INT64_MAX^2 leaves int128: flagged");
+	tap_ok(s[1].flags & XPU_AGGF_OVERFLOW, "VAR_FLOAT of 1e300: flagged (float8_accum overflows)");
+	tap_ok(s[2].v.f4 == 0 && signbit(s[2].v.f4), "SUM_FLOAT4 of -0 values is -0 (float4pl)");
+	tap_ok(s[3].v.f8[0] == 0 && signbit(s[3].v.f8[0]), "SUM_FLOAT of -0 values is -0 (float8pl)");
+	tap_ok(s[4].count == 3 && s[4].v.f8[0] == 0 && !signbit(s[4].v.f8[0]) && s[4].v.f8[1] == 0,
+		   "VAR_FLOAT of -0 values: Sx is +0 as float8_accum's (initial 0)");
+	xpu_agg_table_free(t);
+	free(prog);
+	free_result(&r);
+}
+
+/* VAR_FLOAT: two halves combined equal float8_combine's formula */
+static void
+test_variance_combine(void)
+{
+	XpuAggState a, b;
+	XpuAggState c;
+	XpuValue	v;
+	double		xs[4] = {0, 0.5, 1, 1.5};
+
+	xpu_agg_init(&a, XPU_AGG_VAR_FLOAT);
+	xpu_agg_init(&b, XPU_AGG_VAR_FLOAT);
+	xpu_agg_init(&c, XPU_AGG_VAR_FLOAT);
+	for (int i = 0; i < 4; i++)
+	{
+		v.f8 = xs[i];
+		xpu_agg_update(i < 2 ? &a : &b, XPU_AGG_VAR_FLOAT, XPU_T_FLOAT8, &v, 0);
+	}
+	xpu_agg_combine(&c, &a, XPU_AGG_VAR_FLOAT, XPU_T_FLOAT8);
+	tap_ok(c.count == 2 && c.v.f8[0] == 0.5 && c.v.f8[1] == 0.125,
+		   "VAR_FLOAT combine into an empty state copies");
+	xpu_agg_combine(&c, &b, XPU_AGG_VAR_FLOAT, XPU_T_FLOAT8);
+	tap_ok(c.count == 4 && c.v.f8[0] == 3.0 && c.v.f8[1] == 1.25 && c.flags == 0,
+		   "VAR_FLOAT combine: Sxx1 + Sxx2 + N1 N2 (Sx1/N1 - Sx2/N2)^2 / N");
+}
+
+/* ------------------------------------------------------------- HLL sets */
+
+/* rows: key r % nkeys, int8 value r % distinct, text of the same number */
+static char hll_words[4096][16];
+
+static void
+fill_hll(XpuResult *r, int64_t first, int nkeys, int64_t distinct)
+{
+	for (int64_t i = 0; i < r->nrows; i++)
+	{
+		int64_t		v = (first + i) % distinct;
+		char	   *w = hll_words[v % 4096];
+
+		snprintf(w, 16, "w%ld", (long) (v % 4096));
+		VAL(r, 0, i).i = (first + i) % nkeys;
+		VAL(r, 1, i).i = v;
+		NUL(r, 1, i) = (first + i) % 17 == 0;
+		VAL(r, 2, i).t = (XpuText) {w, (int32_t) strlen(w)};
+	}
+}
+
+static void
+test_hll(void)
+{
+	static const XpuType types[3] = {XPU_T_INT8, XPU_T_INT8, XPU_T_TEXT};
+	static const uint16_t keys[1] = {0};
+	XpuAggDesc	aggs[2] = {{XPU_AGG_HLL, 10, 1, 64}, {XPU_AGG_HLL, 10, 2, 64}};
+	XpuAggSpec	spec = {1, keys, 2, aggs};
+	XpuProgram *prog = outs_program(types, 3, 0);
+	XpuError	err = {0};
+	XpuAggTable *all = xpu_agg_table_create(prog, &spec, &err);
+	XpuAggTable *a = xpu_agg_table_create(prog, &spec, &err);
+	XpuAggTable *b = xpu_agg_table_create(prog, &spec, &err);
+	XpuResult	r1 = new_result(3000, 3),
+				r2 = new_result(3000, 3);
+	const uint8_t *k, *d1, *d2;
+	uint32_t	kl, l1, l2;
+	const XpuAggState *s, *t;
+	int			dense1, dense2, ok = 1;
+
+	/* key 0: 3000 distinct values (dense at p = 10: limit 96); key 1: 50 */
+	fill_hll(&r1, 0, 1, 3000);
+	fill_hll(&r2, 3000, 1, 3000);
+	for (int64_t i = 0; i < r2.nrows; i++)
+	{
+		VAL(&r2, 0, i).i = 1;
+		VAL(&r2, 1, i).i = i % 50;
+	}
+	ok &= xpu_agg_table_update(all, &r1, &err) && xpu_agg_table_update(all, &r2, &err);
+	ok &= xpu_agg_table_update(a, &r1, &err) && xpu_agg_table_update(b, &r2, &err);
+	ok &= xpu_agg_table_merge(b, a, &err);
+	ok &= xpu_agg_table_finish(all, &err) && xpu_agg_table_finish(b, &err);
+	tap_ok(ok && xpu_agg_table_ngroups(all) == 2, "HLL: updates, merge and finish (%s)",
+		   err.message);
+	xpu_agg_table_group(all, 0, &k, &kl, &s);
+	l1 = xpu_agg_extra_export(XPU_AGG_HLL, &s[0], &d1, &dense1);
+	tap_ok(dense1 && l1 == 1024 && s[0].count == 3000 - 177,
+		   "HLL: 3000 distinct values at p = 10 are 1024 registers");
+	xpu_agg_table_group(all, 1, &k, &kl, &s);
+	l1 = xpu_agg_extra_export(XPU_AGG_HLL, &s[0], &d1, &dense1);
+	tap_ok(!dense1 && l1 == 50 * 8, "HLL: 50 distinct values are 50 explicit hashes");
+	/* the merged table holds the same sets (explicit hashes sorted) */
+	for (int64_t g = 0; g < 2; g++)
+	{
+		int64_t		h = 0;
+		const uint8_t *kb;
+		uint32_t	lb;
+
+		xpu_agg_table_group(all, g, &k, &kl, &s);
+		for (; h < 2; h++)
+		{
+			xpu_agg_table_group(b, h, &kb, &lb, &t);
+			if (lb == kl && memcmp(k, kb, kl) == 0)
+				break;
+		}
+		for (int j = 0; j < 2 && h < 2; j++)
+		{
+			l1 = xpu_agg_extra_export(XPU_AGG_HLL, &s[j], &d1, &dense1);
+			l2 = xpu_agg_extra_export(XPU_AGG_HLL, &t[j], &d2, &dense2);
+			ok &= l1 == l2 && dense1 == dense2 && memcmp(d1, d2, l1) == 0 &&
+				s[j].count == t[j].count;
+		}
+		ok &= h < 2;
+	}
+	tap_ok(ok, "HLL: merged tables hold the sets of one table over all rows");
+	{
+		uint8_t		regs[1024] = {0};
+		int			same = 1;
+
+		xpu_agg_table_group(all, 0, &k, &kl, &s);
+		l1 = xpu_agg_extra_export(XPU_AGG_HLL, &s[0], &d1, &dense1);
+		for (int64_t v = 0; v < 3000; v++)
+			if (v % 17 != 0)	/* row v of r1 (the NULLs: rows 0, 17, ...) */
+				xpu_hll_update(regs, 10, xpu_hll_hash_int64(v));
+		for (int i = 0; i < 1024; i++)
+			same &= regs[i] == d1[i];
+		tap_ok(same, "HLL: registers of xpu_hll.h's hash of each value");
+	}
+	xpu_agg_table_free(all);
+	xpu_agg_table_free(a);
+	xpu_agg_table_free(b);
+	/* a limit of 1 MiB: 2000 groups of dense sets do not fit */
+	aggs[0].limit = aggs[1].limit = 1;
+	all = xpu_agg_table_create(prog, &spec, &err);
+	free_result(&r1);
+	r1 = new_result(400000, 3);
+	fill_hll(&r1, 0, 2000, 1000000);
+	memset(&err, 0, sizeof(err));
+	ok = xpu_agg_table_update(all, &r1, &err) && xpu_agg_table_finish(all, &err);
+	tap_ok(!ok && err.code == XPU_ERR_FALLBACK, "HLL: sets past the limit: FALLBACK");
+	xpu_agg_table_free(all);
+	free_result(&r1);
+	free_result(&r2);
+	free(prog);
+}
+
+/* ------------------------------------------------------------- min/max of text */
+
+static void
+test_text_min_max(void)
+{
+	static const XpuType types[2] = {XPU_T_INT8, XPU_T_TEXT};
+	static const uint16_t keys[1] = {0};
+	static const XpuAggDesc aggs[2] = {{XPU_AGG_MIN_TEXT, 0, 1, 0}, {XPU_AGG_MAX_TEXT, 0, 1, 0}};
+	static const char *const ws[6] = {"b", "ab", "", "a", "\xc3\xa9", "abc"};
+	XpuAggSpec	spec = {1, keys, 2, aggs};
+	XpuProgram *prog = outs_program(types, 2, 0);
+	XpuError	err = {0};
+	XpuAggTable *all = xpu_agg_table_create(prog, &spec, &err);
+	XpuAggTable *parts[2];
+	XpuResult	r = new_result(6, 2);
+	const uint8_t *k, *d;
+	uint32_t	kl, l;
+	const XpuAggState *s;
+	int			flag, ok = 1;
+
+	for (int i = 0; i < 6; i++)
+	{
+		VAL(&r, 0, i).i = i == 5;	/* group 1: "abc" alone; group 0: the others */
+		VAL(&r, 1, i).t = (XpuText) {ws[i], (int32_t) strlen(ws[i])};
+	}
+	NUL(&r, 1, 0) = 1;			/* "b" is NULL */
+	ok &= xpu_agg_table_update(all, &r, &err);
+	xpu_agg_table_group(all, 0, &k, &kl, &s);
+	l = xpu_agg_extra_export(XPU_AGG_MIN_TEXT, &s[0], &d, &flag);
+	tap_ok(ok && s[0].count == 4 && l == 0, "MIN_TEXT: the empty string is the least");
+	l = xpu_agg_extra_export(XPU_AGG_MAX_TEXT, &s[1], &d, &flag);
+	tap_ok(l == 2 && memcmp(d, "\xc3\xa9", 2) == 0, "MAX_TEXT: bytewise (UTF-8 above ASCII)");
+	/* two halves merged: the same */
+	for (int p = 0; p < 2; p++)
+	{
+		parts[p] = xpu_agg_table_create(prog, &spec, &err);
+		memset(r.mask, 0, 6);
+		for (int i = 0; i < 6; i++)
+			r.mask[i] = i % 2 == p;
+		ok &= xpu_agg_table_update(parts[p], &r, &err);
+	}
+	ok &= xpu_agg_table_merge(parts[0], parts[1], &err);
+	for (int64_t g = 0; g < xpu_agg_table_ngroups(parts[0]); g++)
+	{
+		xpu_agg_table_group(parts[0], g, &k, &kl, &s);
+		if (kl == 9 && k[1] == 1)
+		{
+			l = xpu_agg_extra_export(XPU_AGG_MAX_TEXT, &s[1], &d, &flag);
+			ok &= l == 3 && memcmp(d, "abc", 3) == 0 && s[1].count == 1;
+		}
+		else
+		{
+			l = xpu_agg_extra_export(XPU_AGG_MAX_TEXT, &s[1], &d, &flag);
+			ok &= l == 2 && memcmp(d, "\xc3\xa9", 2) == 0 && s[0].count == 4;
+			ok &= xpu_agg_extra_export(XPU_AGG_MIN_TEXT, &s[0], &d, &flag) == 0 && d != NULL;
+		}
+	}
+	tap_ok(ok, "MIN_TEXT/MAX_TEXT: merged halves equal one table");
+	xpu_agg_table_free(all);
+	xpu_agg_table_free(parts[0]);
+	xpu_agg_table_free(parts[1]);
+	free_result(&r);
+	free(prog);
+}
+
 /* ------------------------------------------------------------- overflow */
 
 static void
@@ -704,6 +991,11 @@ main(void)
 	test_multi_keys();
 	test_refused_specs();
 	test_agg_kinds();
+	test_variance_kinds();
+	test_variance_edges();
+	test_variance_combine();
+	test_hll();
+	test_text_min_max();
 	test_overflow();
 	test_float_limits();
 	test_combine();

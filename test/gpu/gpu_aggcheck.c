@@ -74,7 +74,7 @@ typedef struct TData
 {
 	int64_t		n;
 	int			ncols;
-	TCol		cols[8];
+	TCol		cols[12];
 } TData;
 
 static uint64_t rng = 88172645463325252ULL;
@@ -88,6 +88,8 @@ rnd(void)
 	return rng;
 }
 
+static int	is_float_type(int t);
+
 static TCol *
 tcol_add(TData *d, const char *name, XpuType type)
 {
@@ -97,8 +99,8 @@ tcol_add(TData *d, const char *name, XpuType type)
 	c->name = name;
 	c->type = type;
 	c->null = calloc(d->n, 1);
-	if (type == XPU_T_FLOAT8)
-		c->f = calloc(d->n, sizeof(double));
+	if (is_float_type(type))
+		c->f = calloc(d->n, sizeof(double));	/* float4: values a float holds */
 	else
 		c->i = calloc(d->n, sizeof(int64_t));
 	if (type == XPU_T_NUMERIC)
@@ -131,6 +133,7 @@ arrow_type_of(XpuType t)
 		case XPU_T_INT4: return ARROW_TYPE_INT32;
 		case XPU_T_INT8: return ARROW_TYPE_INT64;
 		case XPU_T_FLOAT8: return ARROW_TYPE_FLOAT64;
+		case XPU_T_FLOAT4: return ARROW_TYPE_FLOAT32;
 		case XPU_T_NUMERIC: return ARROW_TYPE_DECIMAL128;
 		default: return ARROW_TYPE_UTF8;
 	}
@@ -145,6 +148,7 @@ kind_of(XpuType t)
 		case XPU_T_INT4: return XPU_COL_INT32;
 		case XPU_T_INT8: return XPU_COL_INT64;
 		case XPU_T_FLOAT8: return XPU_COL_FLOAT64;
+		case XPU_T_FLOAT4: return XPU_COL_FLOAT32;
 		case XPU_T_NUMERIC: return XPU_COL_DECIMAL128;
 		default: return XPU_COL_UTF8;
 	}
@@ -159,6 +163,7 @@ append_value(ArrowBuilder *b, const TCol *c, int64_t r, ArrowError *err)
 		return arrow_append_null(b, err);
 	switch (c->type)
 	{
+		case XPU_T_FLOAT4:
 		case XPU_T_FLOAT8:
 			return arrow_append_float(b, c->f[r], err);
 		case XPU_T_NUMERIC:
@@ -176,9 +181,9 @@ append_value(ArrowBuilder *b, const TCol *c, int64_t r, ArrowError *err)
 static int
 tdata_write(const TData *d, const char *path, int64_t batch_rows)
 {
-	ArrowField	fields[8];
+	ArrowField	fields[12];
 	ArrowSchema schema;
-	ArrowBuilder *b[8];
+	ArrowBuilder *b[12];
 	ArrowWriter *w;
 	ArrowError	err;
 
@@ -258,13 +263,13 @@ static XpuProgram *
 build_program(const TData *d, const TQuery *q, int32_t *fields)
 {
 	XpuBuilder *b = xpu_builder_create();
-	int			regs[8];
+	int			regs[12];
 	int			r0 = xpu_add_reg(b, XPU_T_BOOL, 0);
 	int			n_desc = 0;
 	char		errbuf[256];
 	XpuProgram *prog;
 
-	int			used[8];
+	int			used[12];
 
 	xpu_begin_stage(b, XPU_STAGE_LOAD);
 	for (int k = 0; k < d->ncols; k++)
@@ -452,8 +457,27 @@ state_combine(TMap *m, XpuAggState *dst, const XpuAggState *src, int j)
 	{
 		case XPU_AGG_SUM_INT:
 		case XPU_AGG_SUM_NUMERIC:
+		case XPU_AGG_SUMSQ_INT:
+		case XPU_AGG_SUMSQ_NUMERIC:
 			if (__builtin_add_overflow(dst->v.i128, src->v.i128, &dst->v.i128))
 				dst->flags |= XPU_AGGF_OVERFLOW;
+			break;
+		case XPU_AGG_SUM_FLOAT4:
+			dst->v.f4 += src->v.f4;
+			break;
+		case XPU_AGG_VAR_FLOAT:
+			/* PostgreSQL's float8_combine */
+			if (dst->count == 0)
+				dst->v = src->v;
+			else
+			{
+				double		n1 = (double) dst->count,
+							n2 = (double) src->count;
+				double		d = dst->v.f8[0] / n1 - src->v.f8[0] / n2;
+
+				dst->v.f8[1] += src->v.f8[1] + n1 * n2 * d * d / (n1 + n2);
+				dst->v.f8[0] += src->v.f8[0];
+			}
 			break;
 		case XPU_AGG_SUM_FLOAT:
 		case XPU_AGG_MOMENTS:
@@ -509,6 +533,7 @@ key_append(const TCol *c, int64_t r, uint8_t *p)
 	p[0] = 1;
 	switch (c->type)
 	{
+		case XPU_T_FLOAT4:
 		case XPU_T_FLOAT8:
 			f = c->f[r];
 			if (isnan(f))
@@ -560,7 +585,7 @@ ref_fold(TMap *m, TGroup *g, int j, const TCol *c, int64_t r, const int64_t *ext
 		return;
 	memset(&one, 0, sizeof(one));
 	one.count = 1;
-	x = c != NULL && c->type == XPU_T_FLOAT8 ? c->f[r] : (double) (extra ? *extra : c->i[r]);
+	x = c != NULL && is_float_type(c->type) ? c->f[r] : (double) (extra ? *extra : c->i[r]);
 	switch (kind)
 	{
 		case XPU_AGG_SUM_NUMERIC:
@@ -582,9 +607,30 @@ ref_fold(TMap *m, TGroup *g, int j, const TCol *c, int64_t r, const int64_t *ext
 			if ((isfinite(x) && fabs(x) > 1e134) || (isinf(x * x) && !isinf(x)))
 				one.flags |= XPU_AGGF_OVERFLOW;
 			break;
+		case XPU_AGG_SUMSQ_INT:
+			one.v.i128 = (__int128) (extra ? *extra : c->i[r]) * (extra ? *extra : c->i[r]);
+			break;
+		case XPU_AGG_SUMSQ_NUMERIC:
+			if (c->n[r] >= ((__int128) 1 << 63) || c->n[r] <= -((__int128) 1 << 63))
+				one.flags |= XPU_AGGF_OVERFLOW;
+			else
+				one.v.i128 = c->n[r] * c->n[r];
+			break;
+		case XPU_AGG_SUM_FLOAT4:
+			one.v.f4 = (float) x;
+			if (isfinite(x) && fabs(x) > 1e18)
+				one.flags |= XPU_AGGF_OVERFLOW;
+			break;
+		case XPU_AGG_VAR_FLOAT:
+			/* float8_accum's state of one value: Sxx NaN for NaN and inf */
+			one.v.f8[0] = x;
+			one.v.f8[1] = isfinite(x) ? 0.0 : NAN;
+			if (isfinite(x) && fabs(x) > 1e134)
+				one.flags |= XPU_AGGF_OVERFLOW;
+			break;
 		case XPU_AGG_MIN:
 		case XPU_AGG_MAX:
-			if (c->type == XPU_T_FLOAT8)
+			if (is_float_type(c->type))
 				one.v.f8[0] = x;
 			else if (c->type == XPU_T_NUMERIC)
 				one.v.i128 = c->n[r];
@@ -699,11 +745,23 @@ state_same(const TMap *m, int j, const XpuAggState *s, const XpuAggState *r, cha
 	if (s->count == 0 || (s->flags & XPU_AGGF_OVERFLOW) || kind == XPU_AGG_COUNT ||
 		kind == XPU_AGG_COUNT_STAR)
 		return 1;
-	if (kind == XPU_AGG_SUM_FLOAT || kind == XPU_AGG_MOMENTS ||
+	if (kind == XPU_AGG_SUM_FLOAT4)
+	{
+		/* float4 additions in another order: a few float4 roundings apart */
+		if (!(isnan(s->v.f4) && isnan(r->v.f4)) && s->v.f4 != r->v.f4 &&
+			!(fabs(s->v.f4 - r->v.f4) <= 1e-5 * fmax(fabs(s->v.f4), fabs(r->v.f4))))
+		{
+			sprintf(why, "float4 %.9g / %.9g", s->v.f4, r->v.f4);
+			return 0;
+		}
+		return 1;
+	}
+	if (kind == XPU_AGG_SUM_FLOAT || kind == XPU_AGG_MOMENTS || kind == XPU_AGG_VAR_FLOAT ||
 		((kind == XPU_AGG_MIN || kind == XPU_AGG_MAX) && is_float_type(type)))
 	{
 		if (!f8_close(s->v.f8[0], r->v.f8[0]) ||
-			(kind == XPU_AGG_MOMENTS && !f8_close(s->v.f8[1], r->v.f8[1])))
+			((kind == XPU_AGG_MOMENTS || kind == XPU_AGG_VAR_FLOAT) &&
+			 !f8_close(s->v.f8[1], r->v.f8[1])))
 		{
 			sprintf(why, "%.17g %.17g / %.17g %.17g", s->v.f8[0], s->v.f8[1],
 					r->v.f8[0], r->v.f8[1]);
@@ -874,13 +932,13 @@ static const char *const texts[] = {
 /*
  * the columns of the checks: a int4, b int2, k int8 (n_groups values), f
  * float8 >= 0, g float8 with NaN/inf/-0, n numeric(38,2), s text, z int4
- * divisor with a few zeros (zero_every rows; 0: none)
+ * divisor with a few zeros (zero_every rows; 0: none), h float4 quarters
  */
 static void
 gen_data(TData *d, int64_t n, int64_t n_groups, int null_pct, int64_t zero_every)
 {
 	static const double gedges[] = {NAN, INFINITY, -INFINITY, -0.0, 0.0, 1e308, -1e308, 0.5};
-	TCol	   *a, *b, *k, *f, *g, *nu, *s, *z;
+	TCol	   *a, *b, *k, *f, *g, *nu, *s, *z, *h;
 
 	memset(d, 0, sizeof(*d));
 	d->n = n;
@@ -892,6 +950,7 @@ gen_data(TData *d, int64_t n, int64_t n_groups, int null_pct, int64_t zero_every
 	nu = tcol_add(d, "n", XPU_T_NUMERIC);
 	s = tcol_add(d, "s", XPU_T_TEXT);
 	z = tcol_add(d, "z", XPU_T_INT4);
+	h = tcol_add(d, "h", XPU_T_FLOAT4);
 	for (int64_t r = 0; r < n; r++)
 	{
 		uint64_t	x = rnd();
@@ -912,6 +971,8 @@ gen_data(TData *d, int64_t n, int64_t n_groups, int null_pct, int64_t zero_every
 		s->s[r] = texts[rnd() % NTEXTS];
 		z->null[r] = 0;
 		z->i[r] = zero_every > 0 && r % zero_every == zero_every - 1 ? 0 : (int64_t) (rnd() % 5) + 1;
+		h->null[r] = (int) (rnd() % 100) < null_pct;
+		h->f[r] = rnd() % 1000 == 0 ? -0.0 : (double) (rnd() % 64) / 4.0 - 8.0;
 	}
 }
 
@@ -923,6 +984,7 @@ gen_data(TData *d, int64_t n, int64_t n_groups, int null_pct, int64_t zero_every
 #define COL_N 5
 #define COL_S 6
 #define COL_Z 7
+#define COL_H 8					/* float4 quarters in [-8, 8): exact float4 sums */
 
 static void
 agg(TQuery *q, int kind, int col)
@@ -994,7 +1056,7 @@ check_case(const ServiceGpu *gpu, const char *dir, const char *name, const TData
 	TMap		ref, got;
 	XpuError	ref_err;
 	TRunResult	res;
-	int32_t		fields[8];
+	int32_t		fields[12];
 	XpuProgram *prog = build_program(d, q, fields);
 
 	snprintf(path, sizeof(path), "%s/%s.arrow", dir, name);
@@ -1055,6 +1117,7 @@ run_checks(const ServiceGpu *gpu, const char *dir)
 	agg(&q, XPU_AGG_MAX, COL_N);
 	agg(&q, XPU_AGG_COUNT, COL_S);
 	check_case(gpu, dir, "nokey", &d, &q, 0, 500000, XPU_OK, 1);
+
 	/* the same with more than the per-thread aggregates: the shared path */
 	agg(&q, XPU_AGG_MAX, COL_B);
 	agg(&q, XPU_AGG_MIN, COL_B);
@@ -1063,6 +1126,24 @@ run_checks(const ServiceGpu *gpu, const char *dir)
 	/* no row passes: no group */
 	q.qual_lo = INT32_MAX;
 	check_case(gpu, dir, "nokey_empty", &d, &q, 0, 500000, XPU_OK, 0);
+
+	/* stddev/variance and sum(float4): no keys (per-thread states), then keys */
+	query_init(&q);
+	agg(&q, XPU_AGG_SUMSQ_INT, COL_A);
+	agg(&q, XPU_AGG_SUMSQ_INT, COL_B);
+	agg(&q, XPU_AGG_SUMSQ_NUMERIC, COL_N);
+	agg(&q, XPU_AGG_VAR_FLOAT, COL_F);
+	agg(&q, XPU_AGG_VAR_FLOAT, COL_G);
+	agg(&q, XPU_AGG_VAR_FLOAT, COL_H);
+	agg(&q, XPU_AGG_SUM_FLOAT4, COL_H);
+	check_case(gpu, dir, "variance_nokey", &d, &q, 0, 500000, XPU_OK, 0);
+	for (int i = 0; i < 10; i++)	/* past the per-thread states: shared and global ones */
+		agg(&q, XPU_AGG_VAR_FLOAT, COL_F);
+	check_case(gpu, dir, "variance_nokey_shared", &d, &q, 0, 500000, XPU_OK, 0);
+	q.n_keys = 2;
+	q.keys[0] = COL_S;
+	q.keys[1] = COL_K;
+	check_case(gpu, dir, "variance_keys", &d, &q, 0, 500000, XPU_OK, 0);
 
 	/* a text key and an int8 key (with NULLs): about a thousand groups */
 	query_init(&q);
@@ -1096,7 +1177,7 @@ run_checks(const ServiceGpu *gpu, const char *dir)
 	q.div_by = COL_Z;
 	q.n_keys = 1;
 	q.keys[0] = COL_K;
-	agg(&q, XPU_AGG_SUM_INT, 8);
+	agg(&q, XPU_AGG_SUM_INT, d.ncols);	/* the DIV output */
 	check_case(gpu, dir, "division_by_zero", &d, &q, 0, 250000, XPU_ERR_DIVISION_BY_ZERO, 0);
 	tdata_free(&d);
 
@@ -1474,7 +1555,7 @@ static void
 bench_query(const ServiceGpu *gpu, const char *path, const TData *d, const TQuery *q,
 			const char *name)
 {
-	int32_t		fields[8];
+	int32_t		fields[12];
 	XpuProgram *prog = build_program(d, q, fields);
 	uint8_t		types[24] = {0};
 	TRunResult	res,

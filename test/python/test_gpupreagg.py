@@ -74,13 +74,21 @@ def edge_table(n, seed):
                                datetime.datetime(2020, 6, 1)]), pa.timestamp("us", tz="UTC")),
         "b": pa.array(pick([True, False]), pa.bool_()),
         "vc": pa.array(pick(["AIR", "REG AIR", "MAIL", "", "é"]), pa.string()),
+        # moderate values: stddev/variance stay in the engine (no square
+        # leaves int128, no float beyond the order-independence limits)
+        "i8m": pa.array(pick([-10**12, 10**12, 0, 1, -1, 3, 2**40 + 7]), pa.int64()),
+        "nm": pa.array(pick([D("0.000"), D("1.500"), D("-1.250"), D("123456789.125"),
+                             D("-0.001"), D("42.000")]), pa.decimal128(12, 3)),
+        "f4x": pa.array(pick([0.0, -0.0, 0.25, -1.5, 3.75, 1024.0, -0.5]), pa.float32()),
+        "f8m": pa.array(pick([0.0, -0.0, 0.1, -2.5, 1e10, -1e-10, 3.14159, 7e100]),
+                        pa.float64()),
     }
     return pa.table(cols)
 
 
 COLUMNS = ("i2 int2, i4 int4, i8 int8, small int4, k4 int4, f4 float4, f8 float8, "
            "fk float8, n numeric(20,2), t text, d date, ts timestamp, tstz timestamptz, "
-           "b bool, vc varchar(10)")
+           "b bool, vc varchar(10), i8m int8, nm numeric(12,3), f4x float4, f8m float8")
 
 
 def write_arrow(path, table, batch):
@@ -238,9 +246,11 @@ def test_errors_and_fallbacks_equal_postgresql(sql):
     "SELECT k4, count(*) FROM gpa.edge WHERE random() < 2 GROUP BY k4",
     "SELECT t COLLATE gpa.nd, count(*) FROM gpa.edge GROUP BY 1",
     "SELECT k4, count(*) FROM gpa.edge GROUP BY ROLLUP (k4)",
-    "SELECT k4, stddev(f8) FROM gpa.edge GROUP BY k4",
-    "SELECT sum(f4) FROM gpa.edge",
-    "SELECT max(t) FROM gpa.edge",
+    "SELECT k4, corr(f8, f4) FROM gpa.edge GROUP BY k4",
+    "SELECT bit_and(i4) FROM gpa.edge",
+    # min/max of text only in the C collation (bytewise)
+    "SELECT max(t COLLATE gpa.nd) FROM gpa.edge",
+    "SELECT k4, min(t COLLATE \"und-x-icu\") FROM gpa.edge GROUP BY k4",
 ])
 def test_stays_in_postgresql(sql):
     assert "GpuPreAgg" not in plan_of(sql)
@@ -328,3 +338,214 @@ def test_many_groups():
                "min(g), max(g), count(v) FROM {t} GROUP BY g", "wide")
     check_same("SELECT i4, i8, n, t, count(*) FROM {t} GROUP BY i4, i8, n, t")
     check_same("SELECT i2, f8, fk, count(*), sum(small) FROM {t} GROUP BY i2, f8, fk")
+
+
+# ---------------------------------------------------------------- stddev/variance, sum(float4)
+
+VAR_FUNCS = ("stddev", "stddev_samp", "stddev_pop", "variance", "var_samp", "var_pop")
+# integers and numerics: PostgreSQL computes these exactly, so must the engine
+VAR_EXACT = ", ".join("%s(%s)" % (f, c) for f in VAR_FUNCS
+                      for c in ("i2", "i4", "i8m", "nm", "small"))
+# floats: float8_accum's state, whose value depends on the order of the rows
+VAR_FLOAT = ", ".join("%s(%s)" % (f, c) for f in VAR_FUNCS for c in ("f4", "f4x", "f8m"))
+VAR_KEYS = ["k4", "t", "b", "small, t", "fk", "n", "d", "f4", "f4x", "vc, k4"]
+
+
+def engine_ran(sql):
+    """EXPLAIN ANALYZE: the GpuPreAgg's engine computed the groups (no fallback)."""
+    kind, out = psql("EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF) " + sql, ON)
+    assert kind == "ok", out
+    assert "Custom Scan (GpuPreAgg)" in out, out
+    assert "Engine: CPU" in out or "Engine: GPU" in out, out
+    return out
+
+
+def check_exact(sql, table="edge"):
+    """The engine ran, and its rows equal PostgreSQL's character for character."""
+    sql = sql.replace("{t}", "gpa." + table)
+    engine_ran(sql)
+    on, off = psql(sql, ON), psql(sql, OFF)
+    assert on[0] == off[0] == "ok", (on, off)
+    assert parse_rows(on[1]) == parse_rows(off[1]), sql
+
+
+@pytest.mark.parametrize("table", ["edge", "one", "empty", "many"])
+def test_variance_no_group_by(table):
+    check_exact("SELECT %s FROM {t}" % VAR_EXACT, table)
+    check_same("SELECT %s, sum(f4x) FROM {t}" % VAR_FLOAT, table)
+    engine_ran("SELECT %s, sum(f4x) FROM gpa.%s" % (VAR_FLOAT, table))
+
+
+@pytest.mark.parametrize("key", VAR_KEYS)
+def test_variance_group_keys(key):
+    check_exact("SELECT %s, %s FROM {t} GROUP BY %s" % (key, VAR_EXACT, key))
+    # a group of equal floats has variance 0 in any order only where the sums
+    # are exact (f4, f4x); f8m is not a key here for that reason
+    check_same("SELECT %s, %s, sum(f4x) FROM {t} GROUP BY %s" % (key, VAR_FLOAT, key))
+    engine_ran("SELECT %s, %s, sum(f4x) FROM gpa.edge GROUP BY %s" % (key, VAR_FLOAT, key))
+
+
+def test_variance_many_groups():
+    check_exact("SELECT g, stddev(v), var_pop(v), variance(g), stddev_pop(g) FROM {t} "
+                "GROUP BY g", "wide")
+    check_exact("SELECT v, stddev(g), var_samp(g), count(*) FROM {t} GROUP BY v", "wide")
+
+
+@pytest.mark.parametrize("sql", [
+    # squares of int8 values near 2^63 leave int128: PostgreSQL computes it
+    "SELECT k4, stddev(i8), var_pop(i8) FROM {t} GROUP BY k4",
+    # numerics of 20 digits: their squares leave the engine's int128
+    "SELECT variance(n), stddev_samp(n) FROM {t}",
+    # floats of 1e300: float8_accum overflows (an error in PostgreSQL)
+    "SELECT stddev(f8) FROM {t}",
+    "SELECT k4, var_samp(f8) FROM {t} WHERE f8 > 1e299 OR f8 < 1e299 GROUP BY k4",
+])
+def test_variance_fallbacks_equal_postgresql(sql):
+    check_same(sql)
+    kind, out = psql("EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF) " + sql.replace("{t}", "gpa.edge"),
+                     ON)
+    if kind == "ok":
+        assert "PostgreSQL (fallback)" in out, out
+
+
+def test_sum_float4():
+    # f4x holds quarters: every partial sum is exact, so every order of the
+    # float4 additions (PostgreSQL's float4pl) gives the same sum
+    check_exact("SELECT sum(f4x) FROM {t}")
+    check_exact("SELECT k4, sum(f4x), count(f4x) FROM {t} GROUP BY k4")
+    check_exact("SELECT sum(f4x) FROM {t}", "empty")
+    check_exact("SELECT sum(f4x) FROM {t}", "one")
+    # f4 has inexact values (1e-3): float4 sums of them depend on the order of
+    # the additions, as between PostgreSQL's own serial and parallel plans;
+    # compared within a relative 1e-5 (a few float4 roundings of the sum)
+    sql = "SELECT k4, sum(f4) FROM gpa.edge GROUP BY k4"
+    engine_ran(sql)
+    on, off = psql(sql, ON), psql(sql, OFF)
+    assert on[0] == off[0] == "ok"
+    ron, roff = parse_rows(on[1]), parse_rows(off[1])
+    assert len(ron) == len(roff)
+    for a, b in zip(ron, roff):
+        (ka, va), (kb, vb) = a.split("|"), b.split("|")
+        assert ka == kb
+        if va != vb:
+            assert math.isclose(float(va), float(vb), rel_tol=1e-5) or \
+                (math.isnan(float(va)) and math.isnan(float(vb))), (a, b)
+    # a float4 sum of finite values that overflows: PostgreSQL's error
+    check_same("SELECT sum(f4 * 1e37::float4) FROM {t} WHERE f4 > 1")
+
+
+# ---------------------------------------------------------------- hll_count, hll_sketch
+
+HLL_ARGS = ["i2", "i4", "i8", "f4", "f8", "fk", "t", "vc", "b", "d", "ts", "tstz", "small"]
+
+
+def hll_aggs(cols):
+    return ", ".join("pgwarp.hll_count(%s), encode(pgwarp.hll_sketch(%s), 'hex')" % (c, c)
+                     for c in cols)
+
+
+@pytest.mark.parametrize("table", ["edge", "one", "empty", "many"])
+def test_hll_no_group_by(table):
+    # sketches byte for byte, counts exactly: the sketch PostgreSQL builds
+    check_exact("SELECT %s FROM {t}" % hll_aggs(HLL_ARGS), table)
+
+
+@pytest.mark.parametrize("key", ["k4", "t", "b", "small, t", "fk", "d"])
+def test_hll_group_keys(key):
+    check_exact("SELECT %s, count(*), %s FROM {t} GROUP BY %s" % (key, hll_aggs(HLL_ARGS[:7]), key))
+    check_exact("SELECT %s, %s FROM {t} GROUP BY %s" % (key, hll_aggs(HLL_ARGS[7:]), key))
+
+
+@pytest.mark.parametrize("bits", [4, 10, 14, 18])
+def test_hll_precision_and_dense_sketches(bits):
+    # 60,000 distinct values: dense at every precision; 1,000 groups of 60: explicit
+    # at high precisions, dense at low ones; the precision is the setting's
+    settings = "SET pg_warp.hll_registers_bits = %d; " % bits
+    for sql in ["SELECT pgwarp.hll_count(g), md5(pgwarp.hll_sketch(g)), pgwarp.hll_count(v), "
+                "md5(pgwarp.hll_sketch(v)) FROM gpa.wide",
+                "SELECT v, pgwarp.hll_count(g), md5(pgwarp.hll_sketch(g)) FROM gpa.wide GROUP BY v",
+                "SELECT v % 7, pgwarp.hll_count(g), md5(pgwarp.hll_sketch(g)) FROM gpa.wide "
+                "GROUP BY 1"]:
+        engine_ran_with(sql, settings)
+        on, off = psql(sql, ON + settings), psql(sql, OFF + settings)
+        assert on[0] == off[0] == "ok", (on, off)
+        assert parse_rows(on[1]) == parse_rows(off[1]), sql
+
+
+def engine_ran_with(sql, settings):
+    kind, out = psql("EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF) " + sql, ON + settings)
+    assert kind == "ok", out
+    assert "Custom Scan (GpuPreAgg)" in out and ("Engine: CPU" in out or "Engine: GPU" in out), out
+
+
+@pytest.fixture(scope="module")
+def hll_big(tables):
+    # 8 groups of 30,000 distinct values: dense sketches of 256 KiB at p = 18
+    n = 240000
+    t = pa.table({"k": pa.array([i % 8 for i in range(n)], pa.int32()),
+                  "x": pa.array(range(n), pa.int64())})
+    write_arrow(os.path.join(tables, "hllbig.arrow"), t, 16384)
+    pg_psql("CREATE FOREIGN TABLE gpa.hllbig (k int4, x int8) SERVER arrow_fdw "
+            "OPTIONS (file '%s/hllbig.arrow')" % tables)
+    return "gpa.hllbig"
+
+
+def test_hll_memory_bound(hll_big):
+    sql = "SELECT k, pgwarp.hll_count(x), md5(pgwarp.hll_sketch(x)) FROM %s GROUP BY k" % hll_big
+    bits = "SET pg_warp.hll_registers_bits = 18; "
+    off = psql(sql, OFF + bits)
+    assert off[0] == "ok"
+    # within the bound the engine computes the sketches
+    engine_ran_with(sql, bits)
+    assert parse_rows(psql(sql, ON + bits)[1]) == parse_rows(off[1])
+    # past it (8 x 256 KiB > 1 MB) the run falls back, with the same result
+    small = bits + "SET pg_warp.gpupreagg_hll_memory = '1MB'; "
+    kind, out = psql("EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF) " + sql, ON + small)
+    assert kind == "ok" and "PostgreSQL (fallback)" in out, out
+    assert parse_rows(psql(sql, ON + small)[1]) == parse_rows(off[1])
+
+
+@pytest.mark.parametrize("sql", [
+    # numeric and bpchar hash through their canonical forms: PostgreSQL's
+    "SELECT pgwarp.hll_count(n) FROM gpa.edge",
+    "SELECT pgwarp.hll_count(t::char(5)) FROM gpa.edge",
+    # a nondeterministic collation is an error in PostgreSQL's hll_trans
+    "SELECT pgwarp.hll_count(t COLLATE gpa.nd) FROM gpa.edge",
+])
+def test_hll_stays_in_postgresql(sql):
+    assert "GpuPreAgg" not in plan_of(sql)
+
+
+# ---------------------------------------------------------------- min/max of text
+
+TEXT_AGGS = ('min(t COLLATE "C"), max(t COLLATE "C"), min(vc COLLATE "C"), '
+             'max(vc COLLATE "POSIX"), max(substring(t, 2) COLLATE "C"), count(t)')
+
+
+@pytest.mark.parametrize("table", ["edge", "one", "empty", "many"])
+def test_text_min_max(table):
+    check_exact("SELECT %s FROM {t}" % TEXT_AGGS, table)
+    check_exact("SELECT k4, b, %s FROM {t} GROUP BY k4, b" % TEXT_AGGS, table)
+
+
+def test_text_min_max_default_collation():
+    # the database's own collation, when it is C, orders bytewise too
+    kind, out = psql("SELECT datcollate FROM pg_database WHERE datname = current_database()")
+    assert kind == "ok"
+    if out.strip() not in ("C", "POSIX"):
+        pytest.skip("the test database's collation is %s" % out.strip())
+    check_exact("SELECT t, min(vc), max(vc), max(t) FROM {t} GROUP BY t")
+    check_exact("SELECT min(t), max(t) FROM {t}", "many")
+
+
+def test_sums_of_negative_zeros(tables):
+    # PostgreSQL's float sums start from the first value: -0 + -0 is -0
+    t = pa.table({"k": pa.array([1, 1, 2, 2], pa.int32()),
+                  "f8": pa.array([-0.0, -0.0, -0.0, 0.0], pa.float64()),
+                  "f4": pa.array([-0.0, -0.0, 0.0, -0.0], pa.float32())})
+    write_arrow(os.path.join(tables, "negzero.arrow"), t, 2)
+    pg_psql("CREATE FOREIGN TABLE gpa.negzero (k int4, f8 float8, f4 float4) SERVER arrow_fdw "
+            "OPTIONS (file '%s/negzero.arrow')" % tables)
+    check_exact("SELECT k, sum(f8), sum(f4), avg(f8), variance(f4) FROM {t} GROUP BY k",
+                "negzero")
+    check_exact("SELECT sum(f8), sum(f4) FROM {t} WHERE k = 1", "negzero")
