@@ -32,7 +32,7 @@ ERR_PROTOCOL, ERR_UNSUPPORTED, ERR_FILE_CHANGED, ERR_IO, ERR_BAD_FILE, ERR_CANCE
     1, 3, 4, 5, 6, 8
 XPU_ERR_DIVISION_BY_ZERO, XPU_ERR_FALLBACK = 4, 8
 RESULT_HEAD = struct.Struct("<IIiI")        # n_groups, flags, status, engine
-RESULT_SIZE = 88 + 128
+RESULT_SIZE = 96 + 128             # sizeof(WarpAggResult)
 
 
 @pytest.fixture(scope="module")
