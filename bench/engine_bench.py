@@ -16,8 +16,10 @@ side by side in one run, on (--sides picks a subset, by these names):
   warp_gpu  pg_warp GpuPreAgg on the Arrow table, pg_warp.engine = gpu
             (skipped, with a note, when pgwarp.service_status() has no GPU)
   warp_cpu  pg_warp GpuPreAgg on the Arrow table, pg_warp.engine = cpu
-  warp_gpu_heap  pg_warp GPU on heap: GpuScan on heap tables does not exist
-            yet; reported as not implemented, with no number
+  warp_cpu_heap  pg_warp CPU engine on heap: GpuPreAgg over the heap table, its
+            pages shipped to the service through shared memory
+  warp_gpu_heap  pg_warp GPU on heap: the GPU does not decode heap tuples yet;
+            reported as not implemented, with no number
   duckdb    DuckDB (python package duckdb), N threads, native tables made from
             the Arrow file's columns that the queries need; timed with its own
             clock around execute().fetchall()
@@ -78,20 +80,23 @@ QUERIES = [
      ["lo_orderpriority", "lo_shipmode", "lo_revenue", "lo_quantity", "lo_supplycost"]),
 ]
 
-SIDES = ["heap", "arrow_pg", "warp_gpu", "warp_cpu", "warp_gpu_heap", "duckdb", "h2d"]
+SIDES = ["heap", "arrow_pg", "warp_gpu", "warp_cpu", "warp_cpu_heap", "warp_gpu_heap", "duckdb",
+         "h2d"]
 LABELS = {
     "heap": "PostgreSQL heap",
     "arrow_pg": "PostgreSQL on arrow_fdw",
     "warp_gpu": "pg_warp GPU on Arrow",
     "warp_cpu": "pg_warp CPU engine on Arrow",
+    "warp_cpu_heap": "pg_warp CPU engine on heap",
     "warp_gpu_heap": "pg_warp GPU on heap",
     "duckdb": "DuckDB",
     "h2d": "pinned host-to-GPU copy",
 }
 # what the plan of a pg_warp side must show (EXPLAIN ANALYZE's Engine)
-WARP_ENGINE = {"warp_gpu": "GPU", "warp_cpu": "CPU"}
+WARP_ENGINE = {"warp_gpu": "GPU", "warp_cpu": "CPU", "warp_cpu_heap": "CPU"}
 # the GpuPreAgg node's EXPLAIN ANALYZE figures that are kept
 EXPLAIN_KEYS = ["Engine", "Engine Threads", "Rows Read", "Rows Passed", "Groups", "Bytes Read",
+                "Bytes From GPU Cache",
                 "I/O Time", "Engine Time", "Service Wall Time", "Fallback Reason",
                 "Arrow Files", "Record Batches", "Batches Skipped by Statistics"]
 GPU_ROWS_GOAL = 2.5e9
@@ -201,6 +206,10 @@ def side_settings(side, args):
          "SET statement_timeout = '%ds'" % args.timeout]
     if side == "heap":
         s.append("SET search_path = public")
+        s.append("SET pg_warp.enabled = off")
+    elif side == "warp_cpu_heap":
+        s.append("SET search_path = public")
+        s.append("SET pg_warp.engine = cpu")
     else:
         s.append("SET search_path = %s, public" % SCHEMA)
         s.append("SET pg_warp.enable_gpupreagg = %s" % ("off" if side == "arrow_pg" else "on"))
@@ -409,10 +418,11 @@ def open_sides(args, res, columns):
         why = None
         if side == "warp_gpu_heap":
             for q in res:
-                res[q][side] = entry("not implemented", "GpuScan on heap tables does not exist yet "
-                                     "(issue 11 item 4): no pg_warp GPU path reads heap tables")
+                res[q][side] = entry("not implemented", "the GPU does not decode heap tuples yet "
+                                     "(issue 11 item 4): heap GpuPreAgg runs on the CPU engine "
+                                     "(warp_cpu_heap)")
             continue
-        if side in ("heap", "arrow_pg", "warp_cpu", "warp_gpu"):
+        if side in ("heap", "arrow_pg", "warp_cpu", "warp_gpu", "warp_cpu_heap"):
             if side == "warp_gpu" and not info.get("gpu"):
                 why = "the pg_warp service has no GPU: %s" % info.get("service_note")
             else:
@@ -653,7 +663,7 @@ def png_chart(path, res, rows, title):
     c.text(10, 10, title)
     top = max([e.get("rows_per_s", 0) for q in res for e in res[q].values()] + [1])
     colors = {"heap": (120, 120, 120), "arrow_pg": (170, 170, 170), "warp_gpu": (40, 160, 60),
-              "warp_cpu": (40, 110, 200), "warp_gpu_heap": (100, 200, 100), "duckdb": (230, 170, 20),
+              "warp_cpu": (40, 110, 200), "warp_cpu_heap": (120, 150, 230), "warp_gpu_heap": (100, 200, 100), "duckdb": (230, 170, 20),
               "h2d": (200, 60, 60)}
     y = 40
     for q, sql, _ in QUERIES:

@@ -270,10 +270,13 @@ def test_small_cardinalities_exact():
 
 
 # --- parallel plans ---
-PARALLEL = ("SET max_parallel_workers_per_gather = 2; SET parallel_setup_cost = 0; "
+# PostgreSQL's own partial aggregation (combine, serial and deserial functions):
+# GpuPreAgg, which now takes heap groupings too, is kept out
+PARALLEL = ("SET pg_warp.enable_gpupreagg = off; "
+            "SET max_parallel_workers_per_gather = 2; SET parallel_setup_cost = 0; "
             "SET parallel_tuple_cost = 0; SET min_parallel_table_scan_size = 0; "
             "SET parallel_leader_participation = off; ")
-SERIAL = "SET max_parallel_workers_per_gather = 0; "
+SERIAL = "SET pg_warp.enable_gpupreagg = off; SET max_parallel_workers_per_gather = 0; "
 
 
 def test_parallel_equals_serial():
@@ -295,6 +298,13 @@ def test_parallel_equals_serial():
     sql = "SELECT hll_merge(s) FROM hll_par_s"
     assert "Partial Aggregate" in q(PARALLEL + "EXPLAIN " + sql)
     assert q(PARALLEL + sql) == q(SERIAL + sql) == q("SELECT hll_count(v) FROM hll_par")
+    # the same sketches from GpuPreAgg over the heap table (the CPU engine)
+    for sql in ("SELECT hll_sketch(v) FROM hll_par",
+                "SELECT string_agg(encode(s, 'hex'), ',' ORDER BY k) FROM "
+                "(SELECT k, hll_sketch(v) s FROM hll_par GROUP BY k) g",
+                "SELECT hll_count(t) FROM hll_par"):
+        assert "GpuPreAgg" in q("SET pg_warp.engine_startup_cost = 0; EXPLAIN " + sql), sql
+        assert q("SET pg_warp.engine_startup_cost = 0; " + sql) == q(SERIAL + sql), sql
     q("DROP TABLE hll_par, hll_par_s")
 
 
