@@ -15,6 +15,7 @@ import tempfile
 import shutil
 import time
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.ipc as ipc
 import pytest
@@ -224,14 +225,39 @@ def test_32_concurrent_queries_with_2_at_once(pg2):
     assert max_queued >= 1, "no query was ever seen queued"
 
 
-def test_cancel_of_a_queued_query(pg2):
+@pytest.fixture
+def big_table(pg2):
+    """An Arrow table tb of 20 M rows, so that runs last long enough (tens of
+    milliseconds even on 16 CPU threads) for a third one to be seen waiting."""
+    d = tempfile.mkdtemp(prefix="pg_warp_adm_big.")
+    os.chmod(d, 0o755)
+    n = 20_000_000
+    i = np.arange(n, dtype=np.int64)
+    path = os.path.join(d, "tb.arrow")
+    t = pa.table({"k": pa.array((i % 7).astype(np.int32)), "v": pa.array((i * 7919) % 100003)})
+    with ipc.new_file(path, t.schema) as w:
+        w.write_table(t, max_chunksize=1 << 20)
+    os.chmod(path, 0o644)
+    pg2.sql("CREATE FOREIGN TABLE tb (k int4, v int8) SERVER arrow_fdw "
+            "OPTIONS (file '%s')" % path)
+    try:
+        yield "tb"
+    finally:
+        pg2.sql("DROP FOREIGN TABLE tb")
+        shutil.rmtree(d, ignore_errors=True)
+
+
+def test_cancel_of_a_queued_query(pg2, big_table):
     """Two queries run; a third waits in the service's queue; its backend,
     cancelled, fails with 57014 at once and its run leaves the queue; the
-    two others finish right."""
-    want = pg2.sql("SET pg_warp.enabled = off; " + QUERY)
-    procs = [subprocess.Popen(["psql", "-XAtq", "-c", QUERY, "-c", QUERY, "-c", QUERY,
-                               "-c", QUERY],
-                              env=pg2.env, text=True, stdout=subprocess.PIPE,
+    two others finish right.  The runs use the CPU engine on a big table:
+    on a GPU, from its column cache, they end too fast to be seen waiting."""
+    query = QUERY.replace("FROM t ", "FROM %s " % big_table)
+    want = pg2.sql("SET pg_warp.enabled = off; " + query)
+    env = dict(pg2.env, PGOPTIONS="-c pg_warp.engine=cpu")
+    procs = [subprocess.Popen(["psql", "-XAtq", "-c", query, "-c", query, "-c", query,
+                               "-c", query],
+                              env=env, text=True, stdout=subprocess.PIPE,
                               stderr=subprocess.PIPE) for _ in range(3)]
     try:
         def queued_pid():
