@@ -20,7 +20,10 @@ import pytest
 
 from test_service import CLUSTER, Cluster, alive, wait_until
 
-ON = ("SET pg_warp.engine_startup_cost = 0", "SET pg_warp.engine_row_cost = 0")
+# the engine plan whatever the costs: a heap run pays a serial scan's page and tuple
+# costs, which a parallel plan divides among its workers
+ON = ("SET pg_warp.engine_startup_cost = 0", "SET pg_warp.engine_row_cost = 0",
+      "SET max_parallel_workers_per_gather = 0")
 OFF = ("SET pg_warp.enabled = off",)
 
 

@@ -303,8 +303,10 @@ def test_parallel_equals_serial():
                 "SELECT string_agg(encode(s, 'hex'), ',' ORDER BY k) FROM "
                 "(SELECT k, hll_sketch(v) s FROM hll_par GROUP BY k) g",
                 "SELECT hll_count(t) FROM hll_par"):
-        assert "GpuPreAgg" in q("SET pg_warp.engine_startup_cost = 0; EXPLAIN " + sql), sql
-        assert q("SET pg_warp.engine_startup_cost = 0; " + sql) == q(SERIAL + sql), sql
+        engine = ("SET pg_warp.engine_startup_cost = 0; SET pg_warp.engine_row_cost = 0; "
+                  "SET max_parallel_workers_per_gather = 0; ")
+        assert "GpuPreAgg" in q(engine + "EXPLAIN " + sql), sql
+        assert q(engine + sql) == q(SERIAL + sql), sql
     q("DROP TABLE hll_par, hll_par_s")
 
 
