@@ -299,13 +299,6 @@ gs_rel_pathlist(PlannerInfo *root, RelOptInfo *rel, Index rti, RangeTblEntry *rt
 	if (prev_rel_pathlist_hook)
 		prev_rel_pathlist_hook(root, rel, rti, rte);
 
-	/*
-	 * GpuScan runs on the CPU engine only: its GPU filter (gpu_scan.c)
-	 * faulted (CUDA_ERROR_ILLEGAL_ADDRESS) on its first GPU host run, so with
-	 * pg_warp.engine = gpu the scan stays arrow_fdw's, as heap groupings do.
-	 */
-	if (pg_warp_engine == WARP_ENGINE_GPU)
-		return;
 	if (!pg_warp_enabled || !pg_warp_enable_gpuscan || !pg_warp_preloaded ||
 		rel->reloptkind != RELOPT_BASEREL || rte->rtekind != RTE_RELATION ||
 		rte->relkind != RELKIND_FOREIGN_TABLE || rte->tablesample != NULL ||

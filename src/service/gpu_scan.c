@@ -114,15 +114,18 @@ gpu_scan_close(GpuScanDev *d)
 	free(d);
 }
 
-/* bytes of the values buffer of program column col over n rows */
+/*
+ * bytes of the values (or utf8 offsets) buffer of array a over n rows,
+ * from the Arrow type scan.c checked against the program column's kind
+ */
 static size_t
-gscan_values_len(const XpuColumn *col, int64_t n)
+gscan_values_len(const ArrowArray *a, int64_t n)
 {
-	if (col->kind == XPU_COL_BOOL)
+	if (a->field->type.id == ARROW_TYPE_BOOL)
 		return ((size_t) n + 7) / 8;
-	if (col->kind == XPU_COL_UTF8)
+	if (a->field->type.id == ARROW_TYPE_UTF8)
 		return 4 * ((size_t) n + 1);
-	return (size_t) col->width * (size_t) n;
+	return (size_t) arrow_type_value_width(&a->field->type) * (size_t) n;
 }
 
 /* makes room: arena of n bytes, host staging of h bytes */
@@ -189,7 +192,7 @@ gpu_scan_filter(GpuScanDev *d, const XpuProgram *prog, const ArrowBatch *batch,
 		const ArrowArray *a = &batch->columns[fields[col->col_index]];
 
 		total += gscan_align(a->validity ? ((size_t) n + 7) / 8 : 0) +
-			gscan_align(gscan_values_len(col, n)) +
+			gscan_align(gscan_values_len(a, n)) +
 			gscan_align(col->kind == XPU_COL_UTF8 ? (size_t) a->data_length : 0);
 	}
 	if (gscan_cuda(gpu_drv.cuCtxPushCurrent(d->ctx), "cuCtxPushCurrent", werr, msg, msglen))
@@ -217,7 +220,7 @@ gpu_scan_filter(GpuScanDev *d, const XpuProgram *prog, const ArrowBatch *batch,
 			const void *bufs[3] = {a->validity,
 				col->kind == XPU_COL_UTF8 ? a->offsets : (const void *) a->values, a->data};
 			size_t		lens[3] = {a->validity ? ((size_t) n + 7) / 8 : 0,
-				gscan_values_len(col, n), col->kind == XPU_COL_UTF8 ? (size_t) a->data_length : 0};
+				gscan_values_len(a, n), col->kind == XPU_COL_UTF8 ? (size_t) a->data_length : 0};
 			CUdeviceptr at[3] = {0, 0, 0};
 
 			for (int b = 0; b < 3; b++)

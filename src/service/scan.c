@@ -848,19 +848,16 @@ scan_task_start(const uint8_t *payload, uint32_t len, const ServiceGpu *gpu,
 		*werr = strcmp(msg, "out of memory") == 0 ? WARP_ERR_OUT_OF_MEMORY : WARP_ERR_PROTOCOL;
 		return scan_task_free(t), NULL;
 	}
-	if (t->req->engine >= WARP_ENGINE_GPU)
+	if (t->req->engine > WARP_ENGINE_GPU ||
+		(t->req->engine == WARP_ENGINE_GPU && gpu->engine != WARP_ENGINE_GPU))
 	{
-		/*
-		 * The GPU filter (gpu_scan.c) faulted on its first GPU host run
-		 * (CUDA_ERROR_ILLEGAL_ADDRESS, which breaks the context for every
-		 * run): refused until it is fixed; the backend never asks for it.
-		 */
 		*werr = t->req->engine > WARP_ENGINE_GPU ? WARP_ERR_PROTOCOL : WARP_ERR_UNSUPPORTED;
-		snprintf(msg, msglen, t->req->engine > WARP_ENGINE_GPU ? "unknown engine" :
-				 "SCAN_RUN has no GPU engine yet");
+		snprintf(msg, msglen, t->req->engine > WARP_ENGINE_GPU ? "unknown engine" : "no GPU");
 		return scan_task_free(t), NULL;
 	}
-	t->engine = WARP_ENGINE_CPU;
+	/* auto: the GPU where the service has one, as GpuPreAgg */
+	t->engine = t->req->engine == WARP_ENGINE_CPU || gpu->engine != WARP_ENGINE_GPU ?
+		WARP_ENGINE_CPU : WARP_ENGINE_GPU;
 	if (pthread_create(&t->thread, NULL, task_main, t) != 0)
 	{
 		*werr = WARP_ERR_OUT_OF_MEMORY;
