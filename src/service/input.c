@@ -340,6 +340,7 @@ svc_field_fits(const ArrowField *fld, const XpuColumn *col, int *width)
 		case XPU_COL_INT16: return ty->id == ARROW_TYPE_INT16;
 		case XPU_COL_INT32: return ty->id == ARROW_TYPE_INT32;
 		case XPU_COL_INT64: return ty->id == ARROW_TYPE_INT64;
+		case XPU_COL_FLOAT16: return ty->id == ARROW_TYPE_FLOAT16;
 		case XPU_COL_FLOAT32: return ty->id == ARROW_TYPE_FLOAT32;
 		case XPU_COL_FLOAT64: return ty->id == ARROW_TYPE_FLOAT64;
 		case XPU_COL_DATE32: return ty->id == ARROW_TYPE_DATE32;
