@@ -183,6 +183,7 @@ SERVICE_SRCS = \
 	src/service/gpu_cache.c \
 	src/service/gpu_scan.c \
 	src/service/heap_chunk.c \
+	src/service/input.c \
 	src/service/main.c \
 	src/service/scan.c \
 	src/service/server.c
@@ -194,6 +195,7 @@ SERVICE_XPU_SRCS = \
 SERVICE_HDRS = \
 	src/service/gpu_cache.h \
 	src/service/gpu_driver.h \
+	src/service/input.h \
 	src/service/service.h \
 	src/arrow/arrow.h \
 	$(wildcard src/xpu/*.h)

@@ -1232,7 +1232,9 @@ codegen_qual_program(const CodegenScan *scan, List *quals)
  * cg_quals; NIL: every row passes) and whose PROJ stage computes, for the
  * rows that pass, exprs[i] into output i; NULL if anything is not
  * compilable.  The program is malloc'ed (the caller frees it).  The type of
- * output i is the register's: XPU_REGS(prog)[XPU_OUTS(prog)[i]].
+ * output i is the register's: XPU_REGS(prog)[XPU_OUTS(prog)[i]]; a float2
+ * expression is output as its exact float4 (F2_TO_F4), the type that group
+ * keys and aggregate states take (gpu_preagg.c turns results back).
  */
 XpuProgram *
 codegen_proj_program(const CodegenScan *scan, List *quals, List *exprs)
@@ -1254,6 +1256,7 @@ codegen_proj_program(const CodegenScan *scan, List *quals, List *exprs)
 			break;
 		ok = cg_load_vars(cg, lfirst(lc)) &&
 			(r = cg_expr(cg, lfirst(lc))) >= 0 &&
+			(cg->rtype[r] != XPU_T_FLOAT2 || (r = cg_widen(cg, r, XPU_T_FLOAT4)) >= 0) &&
 			xpu_add_output(cg->b, r) >= 0;
 	}
 	return cg_finish(cg, ok);

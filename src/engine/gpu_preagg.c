@@ -21,8 +21,10 @@
  * and of text in the C collation, stddev and variance (of integers and
  * numerics from exact sums and sums of squares through PostgreSQL's own
  * deserial and final functions; of floats float8_accum's state combined as
- * float8_combine does, through PostgreSQL's final functions), and pg_warp's
- * hll_count and hll_sketch (the very sketch hll_trans would build, through
+ * float8_combine does, through PostgreSQL's final functions), the same of
+ * pg_warp's float2 (its sum is float4's sum of the exactly widened values,
+ * its avg, stddev and variance float8_accum's over them, as float2_ops.c
+ * computes them), and pg_warp's hll_count and hll_sketch (the very sketch hll_trans would build, through
  * their own final functions).
  * A run that meets an error (overflow, division by zero in a qual) or a
  * value the engine cannot hold exactly reports it instead of groups; the
@@ -82,6 +84,7 @@
 #include "engine/engine.h"
 #include "engine/heap_source.h"
 #include "xpu/xpu_agg.h"
+#include "xpu/xpu_half.h"
 
 /* settings */
 bool		pg_warp_enable_gpupreagg = true;
@@ -200,6 +203,21 @@ gpa_n_states(const GpaAggInfo *info)
 /* pg_warp's hll_count and hll_sketch (any OID: the extension's) */
 static const GpaAggInfo gpa_hll_agg = {InvalidOid, XPU_AGG_HLL, InvalidOid, FIN_HLL, 0};
 
+/*
+ * The aggregates of pg_warp's float2 (sql/pg_warp.sql; any OID: the
+ * extension's), whose argument the program hands over as its exact float4
+ * (codegen_proj_program): sum is float2_sum_accum, float4_pl over the
+ * widened values, so float4's sum; min and max keep float4's order (NaN
+ * above all) and their result goes back to float2 exactly; avg, stddev and
+ * variance are float2_accum, float8_accum over the widened values, so
+ * float4's.
+ */
+static const GpaAggInfo gpa_f2_sum = {InvalidOid, XPU_AGG_SUM_FLOAT4, InvalidOid, FIN_SUM_FLOAT4, 0};
+static const GpaAggInfo gpa_f2_min = {InvalidOid, XPU_AGG_MIN, InvalidOid, FIN_MINMAX, 0};
+static const GpaAggInfo gpa_f2_max = {InvalidOid, XPU_AGG_MAX, InvalidOid, FIN_MINMAX, 0};
+static const GpaAggInfo gpa_f2_avg = {InvalidOid, XPU_AGG_MOMENTS, InvalidOid, FIN_AVG_FLOAT8, 0};
+static const GpaAggInfo gpa_f2_var = {InvalidOid, XPU_AGG_VAR_FLOAT, InvalidOid, FIN_VAR_FLOAT, 0};
+
 /* the C function name (prosrc) of function fn */
 static char *
 gpa_prosrc(Oid fn)
@@ -245,12 +263,59 @@ gpa_is_hll_agg(Oid fn)
 		(strcmp(f, "pg_warp_hll_final_count") == 0 || strcmp(f, "pg_warp_hll_final_sketch") == 0);
 }
 
+/*
+ * gpa_float2_agg: the engine's form of fn if it is one of pg_warp's float2
+ * aggregates (by the C functions of its transition and final functions:
+ * the extension's OIDs vary), else NULL
+ */
+static const GpaAggInfo *
+gpa_float2_agg(Oid fn)
+{
+	static const char *const var_finals[] = {
+		"float8_stddev_samp", "float8_stddev_pop", "float8_var_samp", "float8_var_pop"
+	};
+	HeapTuple	tup;
+	Oid			transfn,
+				finalfn;
+	char	   *t,
+			   *f;
+
+	if (fn < FirstNormalObjectId)
+		return NULL;
+	tup = SearchSysCache1(AGGFNOID, ObjectIdGetDatum(fn));
+	if (!HeapTupleIsValid(tup))
+		return NULL;
+	transfn = ((Form_pg_aggregate) GETSTRUCT(tup))->aggtransfn;
+	finalfn = ((Form_pg_aggregate) GETSTRUCT(tup))->aggfinalfn;
+	ReleaseSysCache(tup);
+	t = gpa_prosrc(transfn);
+	f = OidIsValid(finalfn) ? gpa_prosrc(finalfn) : NULL;
+	if (t == NULL)
+		return NULL;
+	if (f == NULL)
+		return strcmp(t, "float2_sum_accum") == 0 ? &gpa_f2_sum :
+			strcmp(t, "float2smaller") == 0 ? &gpa_f2_min :
+			strcmp(t, "float2larger") == 0 ? &gpa_f2_max : NULL;
+	if (strcmp(t, "float2_accum") != 0)
+		return NULL;
+	if (strcmp(f, "float8_avg") == 0)
+		return &gpa_f2_avg;
+	for (int i = 0; i < lengthof(var_finals); i++)
+		if (strcmp(f, var_finals[i]) == 0)
+			return &gpa_f2_var;
+	return NULL;
+}
+
 static const GpaAggInfo *
 gpa_agg_info(Oid fn)
 {
+	const GpaAggInfo *f2;
+
 	for (int i = 0; i < lengthof(gpa_aggs); i++)
 		if (gpa_aggs[i].fn == fn)
 			return &gpa_aggs[i];
+	if ((f2 = gpa_float2_agg(fn)) != NULL)
+		return f2;
 	return gpa_is_hll_agg(fn) ? &gpa_hll_agg : NULL;
 }
 
@@ -283,10 +348,15 @@ gpa_hll_arg_ok(Oid typid, Oid coll)
 	}
 }
 
-/* the group key types the engine groups exactly as PostgreSQL does */
+/*
+ * the group key types the engine groups exactly as PostgreSQL does (pg_warp's
+ * float2 as its exact float4: -0 and 0 one group, every NaN one group)
+ */
 static bool
 gpa_key_type_ok(Oid typid)
 {
+	if (OidIsValid(typid) && typid == codegen_float2_type())
+		return true;
 	switch (typid)
 	{
 		case BOOLOID:
@@ -373,6 +443,7 @@ gpa_codegen_scan(Relation rel, Index relid, List *exprs, AttrNumber **attnos_out
 	{
 		ec->cols = arrow_fdw_columns(rel, attnos, n);
 		ec->n_cols = n;
+		ec->float16 = true;		/* the service loads Float16 fields as float2 */
 		scan->column = engine_column_hook;
 		scan->column_arg = ec;
 	}
@@ -678,6 +749,7 @@ typedef struct GpaAggExec
 	Oid			aggfn;			/* the aggregate (pg_proc OID) */
 	int			hll_p;			/* FIN_HLL: the precision of its sketches */
 	Oid			argtype;		/* the argument's type (count: any) */
+	bool		arg_float2;		/* argtype is pg_warp's float2 */
 	int			scale;			/* numeric arguments: their register scale */
 	int			first;			/* its first state among a group's states */
 	/* FIN_VAR_*: PostgreSQL's functions of the aggregate (pg_aggregate) */
@@ -694,6 +766,7 @@ typedef struct GpaState
 	HeapAggRun *heap;			/* a heap table's run (heap_source.h), or NULL */
 	XpuProgram *prog;			/* palloc'ed, 16-byte aligned */
 	int			n_keys;
+	Oid			float2_oid;		/* pg_warp's float2 type (codegen_float2_type) */
 	Oid		   *key_types;
 	int		   *key_scales;		/* numeric keys */
 	int			n_aggs;
@@ -789,6 +862,7 @@ gpa_compile_agg(GpaState *st, GpaAggExec *ae, Aggref *a, List **args)
 		Expr	   *arg = ((TargetEntry *) linitial(a->args))->expr;
 
 		ae->argtype = exprType((Node *) arg);
+		ae->arg_float2 = ae->argtype == st->float2_oid && OidIsValid(st->float2_oid);
 		*args = lappend(*args, arg);
 		d[0].out = d[1].out = (uint16) (st->n_keys + list_length(*args) - 1);
 	}
@@ -823,6 +897,7 @@ gpa_compile(GpaState *st, CustomScan *cs, Index relid, int n_keys, int n_aggs)
 
 	st->n_keys = n_keys;
 	st->n_aggs = n_aggs;
+	st->float2_oid = codegen_float2_type();
 	st->key_types = palloc0(sizeof(Oid) * Max(st->n_keys, 1));
 	st->key_scales = palloc0(sizeof(int) * Max(st->n_keys, 1));
 	st->key_outs = palloc0(sizeof(uint16) * Max(st->n_keys, 1));
@@ -1042,10 +1117,15 @@ gpa_numeric(__int128 v, int scale)
 							   ObjectIdGetDatum(InvalidOid), Int32GetDatum(-1));
 }
 
-/* the Datum of type typid held as an XpuValue-like int64/double/int128 */
+/*
+ * the Datum of type typid held as an XpuValue-like int64/double/int128;
+ * float2_oid: pg_warp's float2, held as the double of its exact float4
+ */
 static Datum
-gpa_value_datum(Oid typid, int scale, int64 i, double f8, __int128 n)
+gpa_value_datum(Oid typid, Oid float2_oid, int scale, int64 i, double f8, __int128 n)
 {
+	if (OidIsValid(float2_oid) && typid == float2_oid)
+		return UInt16GetDatum(xpu_half_from_double(f8));	/* float2's Datum: its bits */
 	switch (typid)
 	{
 		case BOOLOID: return BoolGetDatum(i != 0);
@@ -1099,11 +1179,11 @@ gpa_decode_keys(GpaState *st, const uint8 *p, uint32 len, Datum *values, bool *n
 			elog(ERROR, "GpuPreAgg: a group key from the service is too short");
 		if (t == NUMERICOID)
 			memcpy(&n, p, 16), p += 16;
-		else if (t == FLOAT4OID || t == FLOAT8OID)
+		else if (t == FLOAT4OID || t == FLOAT8OID || t == st->float2_oid)
 			memcpy(&f8, p, 8), p += 8;
 		else
 			memcpy(&i, p, 8), p += 8;
-		values[k] = gpa_value_datum(t, st->key_scales[k], i, f8, n);
+		values[k] = gpa_value_datum(t, st->float2_oid, st->key_scales[k], i, f8, n);
 	}
 }
 
@@ -1358,7 +1438,8 @@ gpa_final(GpaAggExec *ae, const XpuAggState *s, const uint8 *extra, bool *isnull
 		case FIN_SUM_FLOAT4:
 			return Float4GetDatum(s->v.f4);
 		case FIN_MINMAX:
-			return gpa_value_datum(ae->argtype, ae->scale, s->v.i, s->v.f8[0], s->v.i128);
+			return gpa_value_datum(ae->argtype, ae->arg_float2 ? ae->argtype : InvalidOid,
+								   ae->scale, s->v.i, s->v.f8[0], s->v.i128);
 		case FIN_VAR_EXACT:
 			return gpa_final_var_exact(ae, s, isnull);
 		case FIN_VAR_FLOAT:

@@ -17,7 +17,7 @@
  * pointers, into a chunk of the ring (shm_chunk.c); the service decodes
  * only those tuples.  Pages without a visible tuple are not shipped.
  *
- * Columns.  bool, int2/4/8, float4/8, date, timestamp[tz], interval,
+ * Columns.  bool, int2/4/8, float4/8, pg_warp's float2, date, timestamp[tz], interval,
  * numeric with a typmod whose scale is 0 .. 38 (read as 128-bit fixed
  * point at that scale), text and varchar.  The service converts each
  * attribute's bytes into the Arrow form the programs read (xpu_heap.h).
@@ -124,6 +124,12 @@ heap_column_hook(void *arg, AttrNumber attno, Oid typid, int *col_index,
 		return false;
 	*col_index = i;
 	*scale = 0;
+	if (typid == codegen_float2_type())
+	{
+		/* pg_warp's float2: the half's two bytes, as an Arrow float16 */
+		*kind = XPU_COL_FLOAT16;
+		return true;
+	}
 	switch (typid)
 	{
 		case BOOLOID: *kind = XPU_COL_BOOL; return true;

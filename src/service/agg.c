@@ -34,17 +34,15 @@
  *-------------------------------------------------------------------------
  */
 #include <errno.h>
-#include <fcntl.h>
 #include <pthread.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "service.h"
+#include "service/input.h"
 #include "arrow/arrow.h"
 
 #define AGG_SLICE		16384	/* rows per xpu_cpu_exec */
@@ -69,13 +67,7 @@ struct AggTask
 	bool		started;
 	volatile int canceled;
 	int			done;			/* atomic: the run's thread finished */
-	int			stop;			/* atomic: workers stop claiming batches */
 	int64_t		start_us;
-	pthread_mutex_t lock;		/* first error of the workers */
-
-	/* per file: its part of the request, the source its ArrowFile reads */
-	const WarpAggFile **wfiles;
-	ArrowSource *sources;
 
 	/* work */
 	AggWork    *work;
@@ -84,8 +76,8 @@ struct AggTask
 	uint32_t	threads;
 
 	/* outcome */
-	uint32_t	werr;			/* WarpErrorCode; 0: the run was done */
-	char		msg[248];
+	SvcFailure	fail;			/* the first failure (its lock guards xerr too);
+								 * werr 0: the run was done */
 	XpuError	xerr;			/* the program's error or FALLBACK */
 	XpuAggTable *table;
 
@@ -95,37 +87,15 @@ struct AggTask
 
 /* ---------------------------------------------------------------- errors */
 
-/* records the run's failure (the first one wins) and stops the workers */
-static void
-task_fail(AggTask *t, WarpErrorCode code, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
-
-static void
-task_fail(AggTask *t, WarpErrorCode code, const char *fmt, ...)
-{
-	va_list		ap;
-
-	pthread_mutex_lock(&t->lock);
-	if (t->werr == 0)
-	{
-		t->werr = code;
-		va_start(ap, fmt);
-		vsnprintf(t->msg, sizeof(t->msg), fmt, ap);
-		va_end(ap);
-	}
-	pthread_mutex_unlock(&t->lock);
-	__atomic_store_n(&t->stop, 1, __ATOMIC_RELAXED);
-}
-
 /* records the program's first error (an SQL error or FALLBACK) */
 static void
 task_xpu_error(AggTask *t, const XpuError *err)
 {
-	pthread_mutex_lock(&t->lock);
+	pthread_mutex_lock(&t->fail.lock);
 	if (t->xerr.code == XPU_OK)
 		t->xerr = *err;
-	pthread_mutex_unlock(&t->lock);
-	__atomic_store_n(&t->stop, 1, __ATOMIC_RELAXED);
+	pthread_mutex_unlock(&t->fail.lock);
+	__atomic_store_n(&t->fail.stop, 1, __ATOMIC_RELAXED);
 }
 
 /* a failure of the aggregation table: FALLBACK (HLL sets past their limit) or out of memory */
@@ -135,19 +105,7 @@ task_table_error(AggTask *t, const XpuError *err)
 	if (err->code == XPU_ERR_FALLBACK)
 		task_xpu_error(t, err);
 	else
-		task_fail(t, WARP_ERR_OUT_OF_MEMORY, "out of memory in the aggregation table");
-}
-
-/* an ArrowError of file path as the run's failure */
-static void
-task_arrow_error(AggTask *t, const char *path, const ArrowError *err)
-{
-	WarpErrorCode code = err->code == ARROW_ERR_IO ? WARP_ERR_IO :
-		err->code == ARROW_ERR_NOMEM ? WARP_ERR_OUT_OF_MEMORY : WARP_ERR_BAD_FILE;
-
-	task_fail(t, code, "%s file \"%s\": %s",
-			  code == WARP_ERR_BAD_FILE ? "corrupt or unsupported Arrow" : "could not read",
-			  path, err->message);
+		svc_fail(&t->fail, WARP_ERR_OUT_OF_MEMORY, "out of memory in the aggregation table");
 }
 
 /* ---------------------------------------------------------------- parsing */
@@ -193,53 +151,23 @@ check_spec(AggTask *t, char *msg, size_t msglen)
 	return true;
 }
 
-/* parses the n_files file parts; false with msg set */
+/* parses the n_files file parts (input.c) after the cursor; false with msg set */
 static bool
 parse_files(AggTask *t, Cursor *c, char *msg, size_t msglen)
 {
 	AggRun	   *run = &t->run;
 
 	run->files = calloc(run->n_files ? run->n_files : 1, sizeof(AggRunFile));
-	t->wfiles = calloc(run->n_files ? run->n_files : 1, sizeof(WarpAggFile *));
-	t->sources = calloc(run->n_files ? run->n_files : 1, sizeof(ArrowSource));
-	if (run->files == NULL || t->wfiles == NULL || t->sources == NULL)
+	if (run->files == NULL)
 		return snprintf(msg, msglen, "out of memory"), false;
 	for (uint32_t i = 0; i < run->n_files; i++)
 		run->files[i].fd = -1;
 	for (uint32_t i = 0; i < run->n_files; i++)
 	{
-		AggRunFile *f = &run->files[i];
-		const WarpAggFile *wf = take(c, sizeof(WarpAggFile), 8, "a file header");
-		const char *path;
-
-		if (wf == NULL)
-			break;
-		if (wf->n_cols != run->prog->n_cols || wf->path_len == 0 || wf->path_len >= 4096 ||
-			wf->n_batches > PGWARP_MAX_PAYLOAD / 4)
-		{
-			snprintf(msg, msglen, "file %u: bad path length, batch count or column count", i);
+		if (!svc_input_parse(&run->files[i], i, c->p, c->len, &c->off, run->prog->n_cols,
+							 "AGG_RUN", msg, msglen))
 			return false;
-		}
-		path = take(c, wf->path_len, 8, "a path");
-		f->batches = take(c, (size_t) wf->n_batches * 4, 8, "a batch list");
-		f->fields = take(c, (size_t) wf->n_cols * 4, 8, "a field list");
-		if (c->bad)
-			break;
-		if (memchr(path, '\0', wf->path_len) != NULL || path[0] != '/')
-		{
-			snprintf(msg, msglen, "file %u: the path is not absolute or holds a NUL", i);
-			return false;
-		}
-		if ((f->path = strndup(path, wf->path_len)) == NULL)
-			return snprintf(msg, msglen, "out of memory"), false;
-		f->n_batches = wf->n_batches;
-		t->wfiles[i] = wf;
-		t->n_work += wf->n_batches;
-	}
-	if (c->bad)
-	{
-		snprintf(msg, msglen, "AGG_RUN of %zu bytes is truncated at %s", c->len, c->bad);
-		return false;
+		t->n_work += run->files[i].n_batches;
 	}
 	if (((c->off + 7) & ~(size_t) 7) < c->len)
 	{
@@ -339,131 +267,14 @@ agg_choose_engine(const ServiceGpu *gpu, uint32_t requested, const XpuAggSpec *s
 
 /* ---------------------------------------------------------------- files */
 
-/* ArrowSource.read_at over a file descriptor (ctx: its int) */
-static int
-fd_read_at(void *ctx, int64_t offset, void *dst, size_t len, ArrowError *err)
-{
-	int			fd = *(const int *) ctx;
-
-	while (len > 0)
-	{
-		ssize_t		n = pread(fd, dst, len, offset);
-
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0)
-			return arrow_set_error(err, n < 0 ? ARROW_ERR_IO : ARROW_ERR_INVALID,
-								   n < 0 ? "read failed: %s" : "unexpected end of file%s",
-								   n < 0 ? strerror(errno) : "");
-		dst = (char *) dst + n;
-		len -= n;
-		offset += n;
-	}
-	return ARROW_OK;
-}
-
-/* does top-level field fld hold what column kind `kind` (scale) reads */
-static bool
-field_fits(const ArrowField *fld, const XpuColumn *col)
-{
-	const ArrowType *ty = &fld->type;
-
-	if (fld->has_dictionary)
-		return false;
-	switch (col->kind)
-	{
-		case XPU_COL_BOOL: return ty->id == ARROW_TYPE_BOOL;
-		case XPU_COL_INT8: return ty->id == ARROW_TYPE_INT8;
-		case XPU_COL_INT16: return ty->id == ARROW_TYPE_INT16;
-		case XPU_COL_INT32: return ty->id == ARROW_TYPE_INT32;
-		case XPU_COL_INT64: return ty->id == ARROW_TYPE_INT64;
-		case XPU_COL_FLOAT32: return ty->id == ARROW_TYPE_FLOAT32;
-		case XPU_COL_FLOAT64: return ty->id == ARROW_TYPE_FLOAT64;
-		case XPU_COL_DATE32: return ty->id == ARROW_TYPE_DATE32;
-		case XPU_COL_TIMESTAMP_S:
-		case XPU_COL_TIMESTAMP_MS:
-		case XPU_COL_TIMESTAMP_US:
-		case XPU_COL_TIMESTAMP_NS:
-			return ty->id == ARROW_TYPE_TIMESTAMP &&
-				(int) ty->unit == col->kind - XPU_COL_TIMESTAMP_S;
-		case XPU_COL_DECIMAL128:
-			return ty->id == ARROW_TYPE_DECIMAL128 && ty->scale == col->scale;
-		case XPU_COL_UTF8: return ty->id == ARROW_TYPE_UTF8;
-		case XPU_COL_INTERVAL_MDN: return ty->id == ARROW_TYPE_INTERVAL_MDN;
-		default: return false;
-	}
-}
-
-/* checks file f's batch numbers and fields against the program */
-static bool
-check_file(AggTask *t, AggRunFile *f)
-{
-	const XpuProgram *prog = t->run.prog;
-	const ArrowSchema *sc = &f->file->schema;
-
-	for (uint32_t b = 0; b < f->n_batches; b++)
-	{
-		if (f->batches[b] < 0 || f->batches[b] >= f->file->n_batches)
-			return task_fail(t, WARP_ERR_PROTOCOL, "file \"%s\" has no record batch %d",
-							 f->path, f->batches[b]), false;
-	}
-	for (int k = 0; k < prog->n_cols; k++)
-	{
-		if (f->fields[k] < 0 || f->fields[k] >= sc->n_fields)
-			return task_fail(t, WARP_ERR_PROTOCOL, "file \"%s\" has no field %d",
-							 f->path, f->fields[k]), false;
-	}
-	for (int i = 0; i < prog->n_cols; i++)
-	{
-		const XpuColumn *col = XPU_COLS(prog) + i;
-		const ArrowField *fld;
-
-		if (col->col_index >= prog->n_cols)
-			return task_fail(t, WARP_ERR_PROTOCOL, "program column %d reads chunk column %u",
-							 i, col->col_index), false;
-		fld = &sc->fields[f->fields[col->col_index]];
-		if (!field_fits(fld, col))
-			return task_fail(t, WARP_ERR_PROTOCOL,
-							 "field \"%s\" of file \"%s\" does not hold what the program reads",
-							 fld->name, f->path), false;
-	}
-	return true;
-}
-
-/* opens file f: regular file, identity as requested, footer; false on failure */
+/* opens file i (input.c) and checks it against the program; false on failure */
 static bool
 open_file(AggTask *t, uint32_t i)
 {
 	AggRunFile *f = &t->run.files[i];
-	const WarpAggFile *wf = t->wfiles[i];
-	ArrowSource *src = &t->sources[i];
-	struct stat st;
-	ArrowError	aerr;
 
-	f->fd = open(f->path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
-	if (f->fd < 0)
-		return task_fail(t, errno == ENOMEM ? WARP_ERR_OUT_OF_MEMORY : WARP_ERR_IO,
-						 "could not open file \"%s\": %s", f->path, strerror(errno)), false;
-	if (fstat(f->fd, &st) != 0)
-		return task_fail(t, WARP_ERR_IO, "could not stat file \"%s\": %s",
-						 f->path, strerror(errno)), false;
-	if (!S_ISREG(st.st_mode))
-		return task_fail(t, WARP_ERR_IO, "\"%s\" is not a regular file", f->path), false;
-	if ((int64_t) st.st_dev != wf->dev || (int64_t) st.st_ino != wf->ino ||
-		(int64_t) st.st_size != wf->size ||
-		(int64_t) st.st_mtim.tv_sec * 1000000000 + st.st_mtim.tv_nsec != wf->mtime_ns)
-		return task_fail(t, WARP_ERR_FILE_CHANGED,
-						 "file \"%s\" changed during scan", f->path), false;
-	src->read_at = fd_read_at;
-	src->size = st.st_size;
-	src->ctx = &f->fd;
-	if (arrow_file_open_source(src, NULL, &f->file, &aerr) != ARROW_OK)
-	{
-		task_arrow_error(t, f->path, &aerr);
-		return false;
-	}
-	f->file->max_buffer_size = t->run.max_buffer_size;
-	return check_file(t, f);
+	return svc_input_open(f, t->run.max_buffer_size, &t->fail) &&
+		svc_input_check(f, t->run.prog, t->run.prog->n_cols, &t->fail);
 }
 
 /* ---------------------------------------------------------------- workers */
@@ -482,34 +293,11 @@ typedef struct AggWorker
 	bool	   *want;			/* [widest schema] */
 } AggWorker;
 
-static void
-add_counter(uint64_t *c, uint64_t v)
-{
-	__atomic_add_fetch(c, v, __ATOMIC_RELAXED);
-}
-
+/* should the workers stop: canceled, or the run failed */
 static bool
 task_stopping(AggTask *t)
 {
-	return t->canceled || __atomic_load_n(&t->stop, __ATOMIC_RELAXED);
-}
-
-/* bytes of the loaded fields of batch b of f (what was read) */
-static uint64_t
-batch_bytes(const AggRunFile *f, int32_t b, const bool *want)
-{
-	ArrowExtent ext[64];
-	ArrowError	aerr;
-	uint64_t	bytes = 0;
-
-	for (int32_t c = 0; c < f->file->schema.n_fields; c++)
-	{
-		int			n = want[c] ? arrow_column_extents(f->file, b, c, ext, 64, &aerr) : 0;
-
-		for (int i = 0; i < n; i++)
-			bytes += ext[i].length;
-	}
-	return bytes;
+	return svc_stopping(&t->fail, &t->canceled);
 }
 
 /* runs the program over batch `batch` (loaded) in slices into w->table */
@@ -521,14 +309,7 @@ run_batch(AggWorker *w, const AggRunFile *f, const ArrowBatch *batch)
 	XpuError	err;
 	uint64_t	passed = 0;
 
-	for (int k = 0; k < prog->n_cols; k++)
-	{
-		const ArrowArray *a = &batch->columns[f->fields[k]];
-
-		w->cols[k].validity = a->validity;
-		w->cols[k].values = a->field->type.id == ARROW_TYPE_UTF8 ? a->offsets : a->values;
-		w->cols[k].data = (const char *) a->data;
-	}
+	svc_input_bind(f, prog, batch, w->cols);
 	for (int64_t row0 = 0; row0 < batch->n_rows && !task_stopping(t); row0 += AGG_SLICE)
 	{
 		int64_t		n = batch->n_rows - row0 < AGG_SLICE ? batch->n_rows - row0 : AGG_SLICE;
@@ -551,7 +332,7 @@ run_batch(AggWorker *w, const AggRunFile *f, const ArrowBatch *batch)
 			return;
 		}
 	}
-	add_counter(&t->run.rows_passed, passed);
+	svc_add_counter(&t->run.rows_passed, passed);
 }
 
 /* one worker: claims batches until none is left or the run stops */
@@ -578,17 +359,17 @@ worker_main(void *arg)
 		t0 = svc_now_us(CLOCK_MONOTONIC);
 		if (arrow_batch_load(f->file, t->work[i].batch, w->want, &batch, &aerr) != ARROW_OK)
 		{
-			task_arrow_error(t, f->path, &aerr);
+			svc_fail_arrow(&t->fail, f->path, &aerr);
 			break;
 		}
 		t1 = svc_now_us(CLOCK_MONOTONIC);
-		add_counter(&t->run.io_us, t1 - t0);
-		add_counter(&t->run.batches, 1);
-		add_counter(&t->run.rows_in, batch->n_rows);
-		add_counter(&t->run.bytes_read, batch_bytes(f, t->work[i].batch, w->want));
+		svc_add_counter(&t->run.io_us, t1 - t0);
+		svc_add_counter(&t->run.batches, 1);
+		svc_add_counter(&t->run.rows_in, batch->n_rows);
+		svc_add_counter(&t->run.bytes_read, svc_input_batch_bytes(f, t->work[i].batch, w->want));
 		run_batch(w, f, batch);
 		arrow_batch_free(batch);
-		add_counter(&t->run.exec_us, svc_now_us(CLOCK_MONOTONIC) - t1);
+		svc_add_counter(&t->run.exec_us, svc_now_us(CLOCK_MONOTONIC) - t1);
 	}
 	return NULL;
 }
@@ -624,7 +405,7 @@ worker_setup(AggTask *t, AggWorker *w, int widest)
 	if (!w->workspace || !w->values || !w->nulls || !w->mask || !w->cols || !w->want ||
 		!w->table)
 	{
-		task_fail(t, WARP_ERR_OUT_OF_MEMORY, "out of memory");
+		svc_fail(&t->fail, WARP_ERR_OUT_OF_MEMORY, "out of memory");
 		return false;
 	}
 	return true;
@@ -647,12 +428,12 @@ run_workers(AggTask *t)
 		if (t->run.files[i].file->schema.n_fields > widest)
 			widest = t->run.files[i].file->schema.n_fields;
 	if ((ws = calloc(n, sizeof(AggWorker))) == NULL)
-		return task_fail(t, WARP_ERR_OUT_OF_MEMORY, "out of memory");
+		return svc_fail(&t->fail, WARP_ERR_OUT_OF_MEMORY, "out of memory");
 	for (uint32_t i = 0; i < n && worker_setup(t, &ws[i], widest); i++)
 	{
 		if (pthread_create(&ws[i].thread, NULL, worker_main, &ws[i]) != 0)
 		{
-			task_fail(t, WARP_ERR_OUT_OF_MEMORY, "could not start a thread");
+			svc_fail(&t->fail, WARP_ERR_OUT_OF_MEMORY, "could not start a thread");
 			break;
 		}
 		started++;
@@ -661,7 +442,7 @@ run_workers(AggTask *t)
 		pthread_join(ws[i].thread, NULL);
 	for (uint32_t i = 0; i < n; i++)
 	{
-		if (ws[i].table && t->werr == 0 && t->xerr.code == XPU_OK && !t->canceled)
+		if (ws[i].table && t->fail.werr == 0 && t->xerr.code == XPU_OK && !t->canceled)
 		{
 			if (t->table == NULL)
 				t->table = ws[i].table, ws[i].table = NULL;
@@ -683,13 +464,13 @@ task_outcome(AggTask *t, int rc, const XpuError *err, int werr, const char *msg)
 		case XPU_OK:
 			break;
 		case -1:
-			task_fail(t, werr ? (WarpErrorCode) werr : WARP_ERR_IO, "%s", msg);
+			svc_fail(&t->fail, werr ? (WarpErrorCode) werr : WARP_ERR_IO, "%s", msg);
 			break;
 		default:
-			pthread_mutex_lock(&t->lock);
+			pthread_mutex_lock(&t->fail.lock);
 			if (t->xerr.code == XPU_OK)
 				t->xerr = *err;
-			pthread_mutex_unlock(&t->lock);
+			pthread_mutex_unlock(&t->fail.lock);
 			break;
 	}
 }
@@ -700,11 +481,11 @@ run_gpu(AggTask *t)
 {
 	XpuError	err = {0};
 	int			werr = 0;
-	char		msg[sizeof(t->msg)];
+	char		msg[sizeof(t->fail.msg)];
 
 	t->threads = 1;
 	if ((t->table = xpu_agg_table_create(t->run.prog, &t->run.spec, &err)) == NULL)
-		return task_fail(t, WARP_ERR_OUT_OF_MEMORY, "out of memory");
+		return svc_fail(&t->fail, WARP_ERR_OUT_OF_MEMORY, "out of memory");
 	msg[0] = '\0';
 	task_outcome(t, gpu_agg_run(t->gpu, &t->run, t->table, &err, &werr, msg, sizeof(msg)),
 				 &err, werr, msg);
@@ -716,7 +497,7 @@ run_heap(AggTask *t)
 {
 	XpuError	err = {0};
 	int			werr = 0;
-	char		msg[sizeof(t->msg)];
+	char		msg[sizeof(t->fail.msg)];
 	int			rc;
 
 	msg[0] = '\0';
@@ -828,14 +609,14 @@ task_main(void *arg)
 	uint64_t	one = 1;
 	int64_t		w = 0;
 
-	for (uint32_t i = 0; i < t->run.n_files && t->werr == 0; i++)
+	for (uint32_t i = 0; i < t->run.n_files && t->fail.werr == 0; i++)
 		open_file(t, i);
-	if (t->werr == 0 && (t->work = calloc(t->n_work ? t->n_work : 1, sizeof(AggWork))) == NULL)
-		task_fail(t, WARP_ERR_OUT_OF_MEMORY, "out of memory");
-	for (uint32_t i = 0; i < t->run.n_files && t->werr == 0; i++)
+	if (t->fail.werr == 0 && (t->work = calloc(t->n_work ? t->n_work : 1, sizeof(AggWork))) == NULL)
+		svc_fail(&t->fail, WARP_ERR_OUT_OF_MEMORY, "out of memory");
+	for (uint32_t i = 0; i < t->run.n_files && t->fail.werr == 0; i++)
 		for (uint32_t b = 0; b < t->run.files[i].n_batches; b++)
 			t->work[w++] = (AggWork) {i, t->run.files[i].batches[b]};
-	if (t->werr == 0 && !t->canceled)
+	if (t->fail.werr == 0 && !t->canceled)
 	{
 		if (t->heap != NULL)
 			run_heap(t);
@@ -844,7 +625,7 @@ task_main(void *arg)
 		else
 			run_workers(t);
 	}
-	if (t->werr == 0 && !t->canceled && t->xerr.code == XPU_OK && t->table)
+	if (t->fail.werr == 0 && !t->canceled && t->xerr.code == XPU_OK && t->table)
 		check_result(t);
 	__atomic_store_n(&t->done, 1, __ATOMIC_RELEASE);
 	if (write(t->notify_fd, &one, sizeof(one)) < 0)
@@ -870,7 +651,7 @@ agg_task_start(const uint8_t *payload, uint32_t len, const ServiceGpu *gpu,
 	snprintf(msg, msglen, "out of memory");
 	if (t == NULL)
 		return NULL;
-	pthread_mutex_init(&t->lock, NULL);
+	svc_failure_init(&t->fail);
 	t->gpu = gpu;
 	t->notify_fd = notify_fd;
 	t->start_us = svc_now_us(CLOCK_MONOTONIC);
@@ -967,17 +748,11 @@ agg_task_reply(AggTask *t, uint8_t *buf, uint32_t *type, bool *last)
 	int64_t		ngroups;
 	uint32_t	n = 0;
 
-	if (t->werr != 0 || t->canceled)
+	if (t->fail.werr != 0 || t->canceled)
 	{
-		WarpErrorMsg *e = (WarpErrorMsg *) buf;
-
-		memset(e, 0, sizeof(*e));
-		e->code = t->canceled ? WARP_ERR_CANCELED : t->werr;
-		snprintf(e->message, sizeof(e->message), "%s",
-				 t->canceled ? "the run was canceled" : t->msg);
 		*type = WARP_MSG_ERROR;
 		*last = true;
-		return sizeof(*e);
+		return svc_failure_reply(&t->fail, t->canceled, buf);
 	}
 	*type = WARP_MSG_AGG_RESULT;
 	ngroups = t->xerr.code == XPU_OK ? xpu_agg_table_ngroups(t->table) : 0;
@@ -1022,20 +797,12 @@ agg_task_free(AggTask *t)
 	if (t->started)
 		pthread_join(t->thread, NULL);
 	for (uint32_t i = 0; t->run.files && i < t->run.n_files; i++)
-	{
-		if (t->run.files[i].file)
-			arrow_file_close(t->run.files[i].file);
-		if (t->run.files[i].fd >= 0)
-			close(t->run.files[i].fd);
-		free(t->run.files[i].path);
-	}
+		svc_input_close(&t->run.files[i]);
 	free(t->run.files);
-	free(t->wfiles);
-	free(t->sources);
 	free(t->work);
 	heap_run_free(t->heap);
 	xpu_agg_table_free(t->table);
 	free(t->payload);
-	pthread_mutex_destroy(&t->lock);
+	svc_failure_destroy(&t->fail);
 	free(t);
 }

@@ -735,40 +735,6 @@ gagg_table_flush(GaggRun *g)
 
 /* ---------------- reading a batch ---------------- */
 
-/* the Arrow type and value width (0: bits; utf8: its offsets) a column kind reads */
-static bool
-gagg_kind_matches(const XpuColumn *col, const ArrowField *f, int *width)
-{
-	const ArrowType *t = &f->type;
-
-	if (f->has_dictionary)
-		return false;
-	switch (col->kind)
-	{
-		case XPU_COL_BOOL: *width = 0; return t->id == ARROW_TYPE_BOOL;
-		case XPU_COL_INT8: *width = 1; return t->id == ARROW_TYPE_INT8;
-		case XPU_COL_INT16: *width = 2; return t->id == ARROW_TYPE_INT16;
-		case XPU_COL_INT32: *width = 4; return t->id == ARROW_TYPE_INT32;
-		case XPU_COL_INT64: *width = 8; return t->id == ARROW_TYPE_INT64;
-		case XPU_COL_FLOAT32: *width = 4; return t->id == ARROW_TYPE_FLOAT32;
-		case XPU_COL_FLOAT64: *width = 8; return t->id == ARROW_TYPE_FLOAT64;
-		case XPU_COL_DATE32: *width = 4; return t->id == ARROW_TYPE_DATE32;
-		case XPU_COL_TIMESTAMP_S:
-		case XPU_COL_TIMESTAMP_MS:
-		case XPU_COL_TIMESTAMP_US:
-		case XPU_COL_TIMESTAMP_NS:
-			*width = 8;
-			return t->id == ARROW_TYPE_TIMESTAMP &&
-				(int) t->unit == col->kind - XPU_COL_TIMESTAMP_S;
-		case XPU_COL_DECIMAL128:
-			*width = 16;
-			return t->id == ARROW_TYPE_DECIMAL128 && t->scale == col->scale;
-		case XPU_COL_UTF8: *width = 4; return t->id == ARROW_TYPE_UTF8;
-		case XPU_COL_INTERVAL_MDN: *width = 16; return t->id == ARROW_TYPE_INTERVAL_MDN;
-		default: return false;
-	}
-}
-
 /* bytes of the values (or utf8 offsets) buffer of n rows */
 static size_t
 gagg_values_len(const XpuColumn *col, int width, int64_t n)
@@ -952,7 +918,7 @@ gagg_load_missing(GaggRun *g, GaggSlot *s, AggRunFile *f, int32_t batch, GaggPie
 
 		if (gagg_col_hit(s, k))
 			continue;
-		gagg_kind_matches(XPU_COLS(g->prog) + k, &file->schema.fields[gagg_field(g, f, k)], &width);
+		svc_field_fits(&file->schema.fields[gagg_field(g, f, k)], XPU_COLS(g->prog) + k, &width);
 		if (gagg_plan_loaded(g, f, *ab, k, width, pc + 3 * k) != 0)
 			return -1;
 	}
@@ -990,7 +956,7 @@ gagg_plan_batch(GaggRun *g, GaggSlot *s, uint32_t fi, int32_t batch, GaggPiece *
 		int			n_ext;
 
 		if (field < 0 || field >= file->schema.n_fields ||
-			!gagg_kind_matches(col, &file->schema.fields[field], &width))
+			!svc_field_fits(&file->schema.fields[field], col, &width))
 			return gagg_fail(g, WARP_ERR_BAD_FILE,
 							 "%s: column %d is not of the type the plan reads", f->path, field);
 		n_ext = arrow_column_extents(file, batch, field, ext, 4, &aerr);

@@ -30,17 +30,15 @@
  *-------------------------------------------------------------------------
  */
 #include <errno.h>
-#include <fcntl.h>
 #include <pthread.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "service.h"
+#include "service/input.h"
 #include "arrow/arrow.h"
 #include "arrow/arrow_bits.h"
 
@@ -48,17 +46,8 @@
 #define SCAN_MAX_THREADS	256
 #define SCAN_ALIGN(x)		(((size_t) (x) + 7) & ~(size_t) 7)
 
-/* one file of the request, opened by the run's thread */
-typedef struct ScanFile
-{
-	char	   *path;
-	int			fd;
-	ArrowSource src;
-	ArrowFile  *file;
-	const WarpAggFile *wf;
-	const int32_t *batches;
-	const int32_t *fields;		/* chunk column j -> top-level field */
-} ScanFile;
+/* one file of the request (input.h), opened by the run's thread */
+typedef SvcInputFile ScanFile;
 
 /* one block of rows: a whole SCAN_RESULT payload */
 typedef struct ScanPiece
@@ -95,11 +84,8 @@ struct ScanTask
 	bool		started;
 	volatile int canceled;
 	int			done;			/* atomic */
-	int			stop;			/* atomic */
 	int64_t		start_us;
-	pthread_mutex_t lock;
-	uint32_t	werr;			/* WarpErrorCode; 0: the run was done */
-	char		msg[248];
+	SvcFailure	fail;			/* the first failure; werr 0: the run was done */
 	/* counters (atomic while the workers run) */
 	uint64_t	rows_in;
 	uint64_t	rows_passed;
@@ -117,64 +103,14 @@ struct ScanTask
 
 /* ---------------------------------------------------------------- errors */
 
-static void
-scan_fail(ScanTask *t, WarpErrorCode code, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
-
-/* records the run's failure (the first one wins) and stops the workers */
-static void
-scan_fail(ScanTask *t, WarpErrorCode code, const char *fmt, ...)
-{
-	va_list		ap;
-
-	pthread_mutex_lock(&t->lock);
-	if (t->werr == 0)
-	{
-		t->werr = code;
-		va_start(ap, fmt);
-		vsnprintf(t->msg, sizeof(t->msg), fmt, ap);
-		va_end(ap);
-	}
-	pthread_mutex_unlock(&t->lock);
-	__atomic_store_n(&t->stop, 1, __ATOMIC_RELAXED);
-}
-
-static void
-scan_arrow_error(ScanTask *t, const char *path, const ArrowError *err)
-{
-	WarpErrorCode code = err->code == ARROW_ERR_IO ? WARP_ERR_IO :
-		err->code == ARROW_ERR_NOMEM ? WARP_ERR_OUT_OF_MEMORY : WARP_ERR_BAD_FILE;
-
-	scan_fail(t, code, "%s file \"%s\": %s",
-			  code == WARP_ERR_BAD_FILE ? "corrupt or unsupported Arrow" : "could not read",
-			  path, err->message);
-}
-
+/* should the workers stop: canceled, or the run failed */
 static bool
 scan_stopping(ScanTask *t)
 {
-	return t->canceled || __atomic_load_n(&t->stop, __ATOMIC_RELAXED);
-}
-
-static void
-add_counter(uint64_t *c, uint64_t v)
-{
-	__atomic_add_fetch(c, v, __ATOMIC_RELAXED);
+	return svc_stopping(&t->fail, &t->canceled);
 }
 
 /* ---------------------------------------------------------------- parsing */
-
-/* the part of n bytes at the next `align`-aligned offset of p[*off..len) */
-static const void *
-scan_take(const uint8_t *p, size_t len, size_t *off, size_t n, size_t align)
-{
-	size_t		o = (*off + align - 1) & ~(align - 1);
-
-	if (o > len || n > len - o)
-		return NULL;
-	*off = o + n;
-	return p + o;
-}
 
 /* parses the file parts; false with msg set */
 static bool
@@ -189,28 +125,10 @@ parse_files(ScanTask *t, size_t len, size_t off, char *msg, size_t msglen)
 		t->files[i].fd = -1;
 	for (uint32_t i = 0; i < t->n_files; i++)
 	{
-		ScanFile   *f = &t->files[i];
-		const WarpAggFile *wf = scan_take(t->payload, len, &off, sizeof(WarpAggFile), 8);
-		const char *path;
-
-		if (wf == NULL)
-			return snprintf(msg, msglen, "SCAN_RUN is truncated at file %u", i), false;
-		if (wf->n_cols != n_cols || wf->path_len == 0 || wf->path_len >= 4096 ||
-			wf->n_batches > PGWARP_MAX_PAYLOAD / 4)
-			return snprintf(msg, msglen, "file %u: bad path length, batch count or column count",
-							i), false;
-		path = scan_take(t->payload, len, &off, wf->path_len, 8);
-		f->batches = path ? scan_take(t->payload, len, &off, (size_t) wf->n_batches * 4, 8) : NULL;
-		f->fields = f->batches ? scan_take(t->payload, len, &off, (size_t) n_cols * 4, 8) : NULL;
-		if (f->fields == NULL)
-			return snprintf(msg, msglen, "SCAN_RUN is truncated at file %u", i), false;
-		if (memchr(path, '\0', wf->path_len) != NULL || path[0] != '/')
-			return snprintf(msg, msglen, "file %u: the path is not absolute or holds a NUL",
-							i), false;
-		if ((f->path = strndup(path, wf->path_len)) == NULL)
-			return snprintf(msg, msglen, "out of memory"), false;
-		f->wf = wf;
-		t->n_work += wf->n_batches;
+		if (!svc_input_parse(&t->files[i], i, t->payload, len, &off, n_cols, "SCAN_RUN",
+							 msg, msglen))
+			return false;
+		t->n_work += t->files[i].n_batches;
 	}
 	if (SCAN_ALIGN(off) < len)
 		return snprintf(msg, msglen, "SCAN_RUN has %zu bytes after its last part",
@@ -223,7 +141,7 @@ static bool
 parse_request(ScanTask *t, size_t len, char *msg, size_t msglen)
 {
 	size_t		off = 0;
-	const WarpScanRequest *req = scan_take(t->payload, len, &off, sizeof(*req), 8);
+	const WarpScanRequest *req = svc_take(t->payload, len, &off, sizeof(*req), 8);
 	const XpuProgram *prog;
 	char		why[256];
 
@@ -233,7 +151,7 @@ parse_request(ScanTask *t, size_t len, char *msg, size_t msglen)
 		req->n_files > PGWARP_MAX_PAYLOAD / sizeof(WarpAggFile) || req->max_buffer_size < 0)
 		return snprintf(msg, msglen, "SCAN_RUN has too many columns or files"), false;
 	t->req = req;
-	prog = scan_take(t->payload, len, &off, req->prog_len, 16);
+	prog = svc_take(t->payload, len, &off, req->prog_len, 16);
 	if (prog == NULL)
 		return snprintf(msg, msglen, "SCAN_RUN of %zu bytes is truncated at the program",
 						len), false;
@@ -256,29 +174,6 @@ parse_request(ScanTask *t, size_t len, char *msg, size_t msglen)
 }
 
 /* ---------------------------------------------------------------- files */
-
-/* ArrowSource.read_at over a file descriptor (ctx: its int) */
-static int
-scan_read_at(void *ctx, int64_t offset, void *dst, size_t len, ArrowError *err)
-{
-	int			fd = *(const int *) ctx;
-
-	while (len > 0)
-	{
-		ssize_t		n = pread(fd, dst, len, offset);
-
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0)
-			return arrow_set_error(err, n < 0 ? ARROW_ERR_IO : ARROW_ERR_INVALID,
-								   n < 0 ? "read failed: %s" : "unexpected end of file%s",
-								   n < 0 ? strerror(errno) : "");
-		dst = (char *) dst + n;
-		len -= n;
-		offset += n;
-	}
-	return ARROW_OK;
-}
 
 /* the layout in which a field's values are returned; 0: not returnable */
 static WarpScanLayout
@@ -303,101 +198,28 @@ field_layout(const ArrowField *fld, uint32_t *width)
 	}
 }
 
-/* does the field hold what program column col loads (agg.c's rule) */
-static bool
-field_fits(const ArrowField *fld, const XpuColumn *col)
-{
-	const ArrowType *ty = &fld->type;
-
-	if (fld->has_dictionary)
-		return false;
-	switch ((XpuColKind) col->kind)
-	{
-		case XPU_COL_BOOL: return ty->id == ARROW_TYPE_BOOL;
-		case XPU_COL_INT8: return ty->id == ARROW_TYPE_INT8;
-		case XPU_COL_INT16: return ty->id == ARROW_TYPE_INT16;
-		case XPU_COL_INT32: return ty->id == ARROW_TYPE_INT32;
-		case XPU_COL_INT64: return ty->id == ARROW_TYPE_INT64;
-		case XPU_COL_FLOAT32: return ty->id == ARROW_TYPE_FLOAT32;
-		case XPU_COL_FLOAT64: return ty->id == ARROW_TYPE_FLOAT64;
-		case XPU_COL_DATE32: return ty->id == ARROW_TYPE_DATE32;
-		case XPU_COL_TIMESTAMP_S: return ty->id == ARROW_TYPE_TIMESTAMP && ty->unit == ARROW_UNIT_SECOND;
-		case XPU_COL_TIMESTAMP_MS: return ty->id == ARROW_TYPE_TIMESTAMP && ty->unit == ARROW_UNIT_MILLI;
-		case XPU_COL_TIMESTAMP_US: return ty->id == ARROW_TYPE_TIMESTAMP && ty->unit == ARROW_UNIT_MICRO;
-		case XPU_COL_TIMESTAMP_NS: return ty->id == ARROW_TYPE_TIMESTAMP && ty->unit == ARROW_UNIT_NANO;
-		case XPU_COL_DECIMAL128: return ty->id == ARROW_TYPE_DECIMAL128 && ty->scale == col->scale;
-		case XPU_COL_UTF8: return ty->id == ARROW_TYPE_UTF8;
-		case XPU_COL_INTERVAL_MDN: return ty->id == ARROW_TYPE_INTERVAL_MDN;
-		default: return false;
-	}
-}
-
-/* checks the fields of file f against the request and the program */
-static bool
-check_file(ScanTask *t, ScanFile *f)
-{
-	const ArrowSchema *sc = &f->file->schema;
-	uint32_t	width;
-
-	for (uint32_t j = 0; j < t->req->n_cols; j++)
-	{
-		if (f->fields[j] < 0 || f->fields[j] >= sc->n_fields)
-			return scan_fail(t, WARP_ERR_PROTOCOL, "chunk column %u names field %d of %d",
-							 j, f->fields[j], sc->n_fields), false;
-		if (field_layout(&sc->fields[f->fields[j]], &width) == 0)
-			return scan_fail(t, WARP_ERR_PROTOCOL,
-							 "field \"%s\" of file \"%s\" has no flat layout",
-							 sc->fields[f->fields[j]].name, f->path), false;
-	}
-	for (int i = 0; i < t->prog->n_cols; i++)
-	{
-		const XpuColumn *col = &XPU_COLS(t->prog)[i];
-		const ArrowField *fld = &sc->fields[f->fields[col->col_index]];
-
-		if (!field_fits(fld, col))
-			return scan_fail(t, WARP_ERR_PROTOCOL,
-							 "field \"%s\" of file \"%s\" does not hold what the program reads",
-							 fld->name, f->path), false;
-	}
-	for (uint32_t b = 0; b < f->wf->n_batches; b++)
-		if (f->batches[b] < 0 || f->batches[b] >= f->file->n_batches)
-			return scan_fail(t, WARP_ERR_PROTOCOL, "file \"%s\" has no record batch %d",
-							 f->path, f->batches[b]), false;
-	return true;
-}
-
-/* opens file i: regular file, identity as requested, footer */
+/*
+ * open_file: opens file i (input.c: identity, footer, batches and fields
+ * against the program) and checks that every chunk column's field has a
+ * layout SCAN_RESULT can carry; false with the run's failure set.
+ */
 static bool
 open_file(ScanTask *t, uint32_t i)
 {
 	ScanFile   *f = &t->files[i];
-	struct stat st;
-	ArrowError	aerr;
+	const ArrowSchema *sc;
+	uint32_t	width;
 
-	f->fd = open(f->path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
-	if (f->fd < 0)
-		return scan_fail(t, errno == ENOMEM ? WARP_ERR_OUT_OF_MEMORY : WARP_ERR_IO,
-						 "could not open file \"%s\": %s", f->path, strerror(errno)), false;
-	if (fstat(f->fd, &st) != 0)
-		return scan_fail(t, WARP_ERR_IO, "could not stat file \"%s\": %s",
-						 f->path, strerror(errno)), false;
-	if (!S_ISREG(st.st_mode))
-		return scan_fail(t, WARP_ERR_IO, "\"%s\" is not a regular file", f->path), false;
-	if ((int64_t) st.st_dev != f->wf->dev || (int64_t) st.st_ino != f->wf->ino ||
-		(int64_t) st.st_size != f->wf->size ||
-		(int64_t) st.st_mtim.tv_sec * 1000000000 + st.st_mtim.tv_nsec != f->wf->mtime_ns)
-		return scan_fail(t, WARP_ERR_FILE_CHANGED,
-						 "file \"%s\" changed during scan", f->path), false;
-	f->src.read_at = scan_read_at;
-	f->src.size = st.st_size;
-	f->src.ctx = &f->fd;
-	if (arrow_file_open_source(&f->src, NULL, &f->file, &aerr) != ARROW_OK)
-	{
-		scan_arrow_error(t, f->path, &aerr);
+	if (!svc_input_open(f, t->req->max_buffer_size, &t->fail) ||
+		!svc_input_check(f, t->prog, t->req->n_cols, &t->fail))
 		return false;
-	}
-	f->file->max_buffer_size = t->req->max_buffer_size;
-	return check_file(t, f);
+	sc = &f->file->schema;
+	for (uint32_t j = 0; j < t->req->n_cols; j++)
+		if (field_layout(&sc->fields[f->fields[j]], &width) == 0)
+			return svc_fail(&t->fail, WARP_ERR_PROTOCOL,
+							"field \"%s\" of file \"%s\" has no flat layout",
+							sc->fields[f->fields[j]].name, f->path), false;
+	return true;
 }
 
 /* ---------------------------------------------------------------- blocks */
@@ -532,8 +354,8 @@ add_piece(ScanTask *t, ScanWork *w, const ArrowArray *const *arrays, const WarpS
 	w->pieces[w->n_pieces].buf = buf;
 	w->pieces[w->n_pieces].len = (uint32_t) off;
 	w->n_pieces++;
-	add_counter(&t->bytes_sent, off);
-	add_counter(&t->memory, bound);
+	svc_add_counter(&t->bytes_sent, off);
+	svc_add_counter(&t->memory, bound);
 	return true;
 }
 
@@ -565,7 +387,7 @@ make_pieces(ScanTask *t, ScanWork *w, const ScanFile *f, const ArrowBatch *batch
 
 		if (rb > budget)
 		{
-			scan_fail(t, WARP_ERR_UNSUPPORTED,
+			svc_fail(&t->fail, WARP_ERR_UNSUPPORTED,
 					  "row %u of record batch %d of file \"%s\" is too large for a SCAN_RESULT",
 					  sel[i], batch->index, f->path);
 			return;
@@ -575,7 +397,7 @@ make_pieces(ScanTask *t, ScanWork *w, const ScanFile *f, const ArrowBatch *batch
 			if (!add_piece(t, w, arrays, cs, n_cols, sel + start, i - start,
 						   fixed + bytes, recheck))
 			{
-				scan_fail(t, WARP_ERR_OUT_OF_MEMORY, "out of memory");
+				svc_fail(&t->fail, WARP_ERR_OUT_OF_MEMORY, "out of memory");
 				return;
 			}
 			start = i;
@@ -585,28 +407,10 @@ make_pieces(ScanTask *t, ScanWork *w, const ScanFile *f, const ArrowBatch *batch
 	}
 	if (n > start && !scan_stopping(t) &&
 		!add_piece(t, w, arrays, cs, n_cols, sel + start, n - start, fixed + bytes, recheck))
-		scan_fail(t, WARP_ERR_OUT_OF_MEMORY, "out of memory");
+		svc_fail(&t->fail, WARP_ERR_OUT_OF_MEMORY, "out of memory");
 }
 
 /* ---------------------------------------------------------------- workers */
-
-/* bytes of the loaded fields of batch b of f (what was read) */
-static uint64_t
-batch_bytes(const ScanFile *f, int32_t b, const bool *want)
-{
-	ArrowExtent ext[64];
-	ArrowError	aerr;
-	uint64_t	bytes = 0;
-
-	for (int32_t c = 0; c < f->file->schema.n_fields; c++)
-	{
-		int			n = want[c] ? arrow_column_extents(f->file, b, c, ext, 64, &aerr) : 0;
-
-		for (int i = 0; i < n; i++)
-			bytes += ext[i].length;
-	}
-	return bytes;
-}
 
 /*
  * filter_batch: runs the program over a loaded batch into w->mask, on the
@@ -628,20 +432,11 @@ filter_batch(ScanWorker *w, const ScanFile *f, const ArrowBatch *batch)
 
 		if (gpu_scan_filter(w->gdev, prog, batch, f->fields, t->req->n_cols, w->mask, &err,
 							&werr, msg, sizeof(msg)) != 0)
-			return scan_fail(t, (WarpErrorCode) werr, "%s", msg), -1;
+			return svc_fail(&t->fail, (WarpErrorCode) werr, "%s", msg), -1;
 		return err.code == XPU_OK;
 	}
 
-	for (int k = 0; k < prog->n_cols; k++)
-	{
-		const XpuColumn *col = &XPU_COLS(prog)[k];
-		const ArrowArray *a = &batch->columns[f->fields[col->col_index]];
-		XpuColumnData *cd = &w->cols[col->col_index];
-
-		cd->validity = a->validity;
-		cd->values = a->field->type.id == ARROW_TYPE_UTF8 ? a->offsets : a->values;
-		cd->data = (const char *) a->data;
-	}
+	svc_input_bind(f, prog, batch, w->cols);
 	for (int64_t row0 = 0; row0 < batch->n_rows && !scan_stopping(t); row0 += SCAN_SLICE)
 	{
 		int64_t		n = batch->n_rows - row0 < SCAN_SLICE ? batch->n_rows - row0 : SCAN_SLICE;
@@ -675,14 +470,14 @@ scan_one(ScanWorker *w, int64_t i)
 		w->want[f->fields[j]] = true;
 	if (arrow_batch_load(f->file, wk->batch, w->want, &batch, &aerr) != ARROW_OK)
 	{
-		scan_arrow_error(t, f->path, &aerr);
+		svc_fail_arrow(&t->fail, f->path, &aerr);
 		return;
 	}
 	t1 = svc_now_us(CLOCK_MONOTONIC);
-	add_counter(&t->io_us, t1 - t0);
-	add_counter(&t->batches, 1);
-	add_counter(&t->rows_in, batch->n_rows);
-	add_counter(&t->bytes_read, batch_bytes(f, wk->batch, w->want));
+	svc_add_counter(&t->io_us, t1 - t0);
+	svc_add_counter(&t->batches, 1);
+	svc_add_counter(&t->rows_in, batch->n_rows);
+	svc_add_counter(&t->bytes_read, svc_input_batch_bytes(f, wk->batch, w->want));
 	if (batch->n_rows > w->mask_cap)
 	{
 		free(w->mask);
@@ -693,7 +488,7 @@ scan_one(ScanWorker *w, int64_t i)
 		if (w->mask_cap == 0)
 		{
 			arrow_batch_free(batch);
-			scan_fail(t, WARP_ERR_OUT_OF_MEMORY, "out of memory");
+			svc_fail(&t->fail, WARP_ERR_OUT_OF_MEMORY, "out of memory");
 			return;
 		}
 	}
@@ -707,11 +502,11 @@ scan_one(ScanWorker *w, int64_t i)
 			w->sel[n++] = (uint32_t) r;
 	if (!scan_stopping(t))
 		make_pieces(t, wk, f, batch, w->sel, n, ok ? t->req->n_outs : t->req->n_cols, !ok);
-	add_counter(&t->rows_passed, n);
+	svc_add_counter(&t->rows_passed, n);
 	if (!ok)
-		add_counter(&t->recheck_batches, 1);
+		svc_add_counter(&t->recheck_batches, 1);
 	arrow_batch_free(batch);
-	add_counter(&t->exec_us, svc_now_us(CLOCK_MONOTONIC) - t1);
+	svc_add_counter(&t->exec_us, svc_now_us(CLOCK_MONOTONIC) - t1);
 }
 
 static void *
@@ -748,7 +543,7 @@ run_workers(ScanTask *t)
 			widest = t->files[i].file->schema.n_fields;
 	if ((ws = calloc(n, sizeof(ScanWorker))) == NULL)
 	{
-		scan_fail(t, WARP_ERR_OUT_OF_MEMORY, "out of memory");
+		svc_fail(&t->fail, WARP_ERR_OUT_OF_MEMORY, "out of memory");
 		return;
 	}
 	for (uint32_t i = 0; i < n; i++)
@@ -761,7 +556,7 @@ run_workers(ScanTask *t)
 		w->want = calloc(widest, sizeof(bool));
 		if (!w->workspace || !w->cols || !w->want)
 		{
-			scan_fail(t, WARP_ERR_OUT_OF_MEMORY, "out of memory");
+			svc_fail(&t->fail, WARP_ERR_OUT_OF_MEMORY, "out of memory");
 			break;
 		}
 		if (t->engine == WARP_ENGINE_GPU)
@@ -771,13 +566,13 @@ run_workers(ScanTask *t)
 
 			if ((w->gdev = gpu_scan_open(i % t->gpu->n_devices, &werr, msg, sizeof(msg))) == NULL)
 			{
-				scan_fail(t, (WarpErrorCode) werr, "%s", msg);
+				svc_fail(&t->fail, (WarpErrorCode) werr, "%s", msg);
 				break;
 			}
 		}
 		if (pthread_create(&w->thread, NULL, worker_main, w) != 0)
 		{
-			scan_fail(t, WARP_ERR_OUT_OF_MEMORY, "could not start a thread");
+			svc_fail(&t->fail, WARP_ERR_OUT_OF_MEMORY, "could not start a thread");
 			break;
 		}
 		started++;
@@ -804,14 +599,14 @@ task_main(void *arg)
 	uint64_t	one = 1;
 	int64_t		k = 0;
 
-	for (uint32_t i = 0; i < t->n_files && t->werr == 0 && !t->canceled; i++)
+	for (uint32_t i = 0; i < t->n_files && t->fail.werr == 0 && !t->canceled; i++)
 		open_file(t, i);
-	if (t->werr == 0 && (t->work = calloc(t->n_work ? t->n_work : 1, sizeof(ScanWork))) == NULL)
-		scan_fail(t, WARP_ERR_OUT_OF_MEMORY, "out of memory");
-	for (uint32_t i = 0; i < t->n_files && t->werr == 0; i++)
+	if (t->fail.werr == 0 && (t->work = calloc(t->n_work ? t->n_work : 1, sizeof(ScanWork))) == NULL)
+		svc_fail(&t->fail, WARP_ERR_OUT_OF_MEMORY, "out of memory");
+	for (uint32_t i = 0; i < t->n_files && t->fail.werr == 0; i++)
 		for (uint32_t b = 0; b < t->files[i].wf->n_batches; b++)
 			t->work[k++] = (ScanWork) {i, t->files[i].batches[b], 0, NULL};
-	if (t->werr == 0 && !t->canceled)
+	if (t->fail.werr == 0 && !t->canceled)
 		run_workers(t);
 	__atomic_store_n(&t->done, 1, __ATOMIC_RELEASE);
 	if (write(t->notify_fd, &one, sizeof(one)) < 0)
@@ -836,7 +631,7 @@ scan_task_start(const uint8_t *payload, uint32_t len, const ServiceGpu *gpu,
 	snprintf(msg, msglen, "out of memory");
 	if (t == NULL)
 		return NULL;
-	pthread_mutex_init(&t->lock, NULL);
+	svc_failure_init(&t->fail);
 	t->notify_fd = notify_fd;
 	t->gpu = gpu;
 	t->start_us = svc_now_us(CLOCK_MONOTONIC);
@@ -892,17 +687,11 @@ scan_task_reply(ScanTask *t, uint8_t *buf, uint32_t *type, bool *last)
 	WarpScanResult *h = (WarpScanResult *) buf;
 
 	*last = false;
-	if (t->werr != 0 || t->canceled)
+	if (t->fail.werr != 0 || t->canceled)
 	{
-		WarpErrorMsg *e = (WarpErrorMsg *) buf;
-
-		memset(e, 0, sizeof(*e));
-		e->code = t->canceled ? WARP_ERR_CANCELED : t->werr;
-		snprintf(e->message, sizeof(e->message), "%s",
-				 t->canceled ? "the run was canceled" : t->msg);
 		*type = WARP_MSG_ERROR;
 		*last = true;
-		return sizeof(*e);
+		return svc_failure_reply(&t->fail, t->canceled, buf);
 	}
 	*type = WARP_MSG_SCAN_RESULT;
 	while (t->reply_work < t->n_work)
@@ -955,13 +744,7 @@ scan_task_free(ScanTask *t)
 	if (t->started)
 		pthread_join(t->thread, NULL);
 	for (uint32_t i = 0; t->files && i < t->n_files; i++)
-	{
-		if (t->files[i].file)
-			arrow_file_close(t->files[i].file);
-		if (t->files[i].fd >= 0)
-			close(t->files[i].fd);
-		free(t->files[i].path);
-	}
+		svc_input_close(&t->files[i]);
 	for (int64_t i = 0; t->work && i < t->n_work; i++)
 	{
 		for (uint32_t p = 0; p < t->work[i].n_pieces; p++)
@@ -971,6 +754,6 @@ scan_task_free(ScanTask *t)
 	free(t->files);
 	free(t->work);
 	free(t->payload);
-	pthread_mutex_destroy(&t->lock);
+	svc_failure_destroy(&t->fail);
 	free(t);
 }

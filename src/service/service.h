@@ -16,6 +16,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "service/input.h"
 #include "xpu/protocol.h"
 #include "xpu/xpu_agg.h"
 
@@ -67,15 +68,9 @@ extern void server_unlink_socket(void);
 struct ArrowFile;
 struct XpuAggTable;
 
-typedef struct AggRunFile
-{
-	char	   *path;
-	int			fd;				/* open, identity checked (O_RDONLY) */
-	struct ArrowFile *file;		/* its footer and schema, opened over fd */
-	uint32_t	n_batches;
-	const int32_t *batches;		/* record batch numbers to read */
-	const int32_t *fields;		/* program column k -> top-level field */
-} AggRunFile;
+/* one file of the run (input.h); its fields[] are indexed by chunk column,
+ * which for an AGG_RUN is the program's column */
+typedef SvcInputFile AggRunFile;
 
 typedef struct AggRun
 {

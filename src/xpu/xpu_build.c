@@ -182,6 +182,7 @@ xpu_add_column(XpuBuilder *b, int col_index, XpuColKind kind, int scale)
 	memset(&c, 0, sizeof(c));
 	c.col_index = (uint16_t) col_index;
 	c.kind = (uint8_t) kind;
+	c.width = (uint8_t) xpu_col_kind_width(kind);
 	c.scale = scale;
 	off = buf_append(b, &b->cols, &c, sizeof(c), 1);
 	return off < 0 ? -1 : (int) (off / sizeof(XpuColumn));
@@ -439,6 +440,7 @@ check_tables(const XpuProgram *prog, char *errbuf, size_t errlen)
 		const XpuColumn *c = XPU_COLS(prog) + i;
 
 		if (c->kind == 0 || c->kind >= XPU_COL_N_KINDS ||
+			c->width != xpu_col_kind_width(c->kind) ||
 			c->scale < 0 || c->scale > XPU_NUMERIC_MAX_SCALE)
 			return bad(errbuf, errlen, "column descriptor %d is invalid", i);
 	}

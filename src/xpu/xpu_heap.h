@@ -284,11 +284,13 @@ xpu_heap_fixed(int kind, const uint8_t *p, uint32_t sz, void *dst)
 			*(uint8_t *) dst = p[0] != 0;
 			return XPU_OK;
 		case XPU_COL_INT16:
+		case XPU_COL_FLOAT16:
 		case XPU_COL_INT32:
 		case XPU_COL_INT64:
 		case XPU_COL_FLOAT32:
 		case XPU_COL_FLOAT64:
-			if (sz != (kind == XPU_COL_INT16 ? 2 : kind == XPU_COL_INT32 ||
+			if (sz != (kind == XPU_COL_INT16 || kind == XPU_COL_FLOAT16 ? 2 :
+					   kind == XPU_COL_INT32 ||
 					   kind == XPU_COL_FLOAT32 ? 4 : 8))
 				return XPU_ERR_FALLBACK;
 			memcpy(dst, p, sz);

@@ -115,9 +115,38 @@ typedef struct XpuColumn
 {
 	uint16_t	col_index;		/* index into the chunk's columns */
 	uint8_t		kind;			/* XpuColKind */
-	uint8_t		width;			/* bytes per value (0 for bool and utf8) */
+	uint8_t		width;			/* xpu_col_kind_width(kind): set by the
+								 * builder, checked by the validator */
 	int32_t		scale;			/* decimal128: its scale */
 } XpuColumn;
+
+/*
+ * xpu_col_kind_width: the bytes of one value in the Arrow values buffer that
+ * a column of kind reads: 0 for bool (bits) and utf8 (int32 offsets and
+ * bytes), whose buffers are sized otherwise, and for an unknown kind.
+ */
+XPU_HOST_DEVICE int
+xpu_col_kind_width(int kind)
+{
+	switch (kind)
+	{
+		case XPU_COL_INT8: return 1;
+		case XPU_COL_INT16:
+		case XPU_COL_FLOAT16: return 2;
+		case XPU_COL_INT32:
+		case XPU_COL_FLOAT32:
+		case XPU_COL_DATE32: return 4;
+		case XPU_COL_INT64:
+		case XPU_COL_FLOAT64:
+		case XPU_COL_TIMESTAMP_S:
+		case XPU_COL_TIMESTAMP_MS:
+		case XPU_COL_TIMESTAMP_US:
+		case XPU_COL_TIMESTAMP_NS: return 8;
+		case XPU_COL_DECIMAL128:
+		case XPU_COL_INTERVAL_MDN: return 16;
+		default: return 0;
+	}
+}
 
 /* an IN list in the constants pool: header, then n sorted or unsorted
  * 8-byte values (int64 / float8), or for text n int32 offsets (from the

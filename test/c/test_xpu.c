@@ -79,7 +79,15 @@ static void bad_stage(XpuProgram *p) { p->stage_start[XPU_STAGE_JOIN] = 1; }
 static void bad_regtype(XpuProgram *p) { ((XpuReg *) ((char *) p + p->regs_off))[1].type = 99; }
 static void bad_qualtype(XpuProgram *p) { ((XpuReg *) ((char *) p + p->regs_off))[0].type = XPU_T_INT4; }
 static void bad_output(XpuProgram *p) { ((uint8_t *) p + p->outs_off)[0] = 200; }
-static void bad_col(XpuProgram *p) { ((XpuColumn *) ((char *) p + p->cols_off))[0].kind = XPU_COL_FLOAT64; }
+static void
+bad_col(XpuProgram *p)
+{
+	XpuColumn  *c = (XpuColumn *) ((char *) p + p->cols_off);
+
+	c[0].kind = XPU_COL_FLOAT64;
+	c[0].width = 8;				/* the kind's width: the register is what does not fit */
+}
+static void bad_width(XpuProgram *p) { ((XpuColumn *) ((char *) p + p->cols_off))[0].width = 0; }
 
 static void
 test_validator(void)
@@ -105,6 +113,9 @@ test_validator(void)
 	tap_ok(refuses_header(p, bad_qualtype, p->total_len), "a qual whose r0 is not bool is refused");
 	tap_ok(refuses_header(p, bad_output, p->total_len), "an output naming a missing register is refused");
 	tap_ok(refuses_header(p, bad_col, p->total_len), "a LOAD_COL whose column kind does not fit its register is refused");
+	tap_ok(XPU_COLS(p)[0].width == xpu_col_kind_width(XPU_COLS(p)[0].kind) &&
+		   XPU_COLS(p)[0].width > 0, "the builder sets a column's value width from its kind");
+	tap_ok(refuses_header(p, bad_width, p->total_len), "a column whose width is not its kind's is refused");
 
 	in = ins[4];				/* ADD_I4 y, x, k */
 	in.op = XPU_N_OPCODES;

@@ -334,8 +334,9 @@ def test_explain_verbose_shows_float2_program(edge_table):
 
 
 def test_grouping_with_float2_quals(edge_table):
-    """An aggregation over the table with float2 quals (GpuPreAgg leaves
-    float2 columns to PostgreSQL's scan, whose filter is the engine's)."""
+    """An aggregation over the table with float2 quals, engine on and off
+    (GpuPreAgg evaluates them with the grouping; test_float2_gpupreagg.py
+    covers float2 keys and aggregates)."""
     queries = ["SELECT count(*) || ':' || coalesce(sum(i4), 0) FROM edge WHERE a > b",
                "SELECT string_agg(k::text || '=' || n, ',' ORDER BY k) FROM (SELECT i4 % 3 AS k,"
                " count(*) AS n FROM edge WHERE a >= b OR a IS NULL GROUP BY 1) s",
