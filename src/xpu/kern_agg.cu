@@ -17,7 +17,10 @@
  * the global table once per block.  Without GROUP BY and with few
  * aggregates each thread accumulates in registers, then once into the
  * block's shared state, which goes to the table with one set of atomics
- * per block.
+ * per block.  HLL aggregates keep sketches beside the states (xpu_agg_gpu.h):
+ * each row's hash raises a register with a CAS only when it is greater
+ * (in a per-block shared copy without GROUP BY, merged once per block) and
+ * enters the group's explicit set until that is past the explicit limit.
  *
  * Device functions with "gagg_" names are the atomic and per-thread forms
  * of the per-row key encoding and state updates of xpu_agg.h (the CPU
@@ -747,6 +750,182 @@ gagg_combine(XpuAggState *dst, const XpuAggState *src, int kind, int type)
 	}
 }
 
+/* ---------------- HLL sketches (xpu_agg_gpu.h) ---------------- */
+
+/* the sketch of HLL aggregate j of group gid */
+XPU_DEVICE XpuGaggHll *
+gagg_hll_of(const XpuGaggTable *t, const XpuGaggSpec *sp, int64_t gid, int j)
+{
+	return (XpuGaggHll *) (t->hll + (size_t) gid * sp->hll_group_bytes + sp->hll_off[j]);
+}
+
+/* the registers of sketch h at precision p */
+XPU_DEVICE uint8_t *
+gagg_hll_regs(XpuGaggHll *h, int p)
+{
+	return (uint8_t *) (h + 1) + 8 * (size_t) xpu_gagg_hll_slots(p);
+}
+
+/*
+ * gagg_hll_max: raises register idx of the registers at regs (4-byte
+ * aligned) to at least r with a CAS on its 4-byte word; L2: the table's
+ * registers (read through L2), else a block's copy in shared memory.  A
+ * register never decreases, so one already >= r costs no atomic.
+ */
+template <bool L2> XPU_DEVICE void
+gagg_hll_max(uint8_t *regs, uint32_t idx, uint32_t r)
+{
+	unsigned int *w = (unsigned int *) (regs + (idx & ~3u));
+	int			sh = (int) (idx & 3) * 8;
+	unsigned int old = L2 ? __ldcg(w) : *(volatile unsigned int *) w;
+
+	while (((old >> sh) & 0xffu) < r)
+	{
+		unsigned int nw = (old & ~(0xffu << sh)) | (r << sh);
+		unsigned int prev = atomicCAS(w, old, nw);
+
+		if (prev == old)
+			break;
+		old = prev;
+	}
+}
+
+/* is the explicit set of sketch h DENSE (read through L2) */
+XPU_DEVICE int
+gagg_hll_dense(XpuGaggHll *h)
+{
+	return (__ldcg(&h->flags) & XPU_GAGG_HLL_DENSE) != 0;
+}
+
+/* counts a distinct hash put in the set of h: DENSE past the limit */
+XPU_DEVICE void
+gagg_hll_counted(XpuGaggHll *h, uint32_t limit)
+{
+	if (atomicAdd(&h->n, 1u) + 1 > limit)
+		atomicOr(&h->flags, XPU_GAGG_HLL_DENSE);
+}
+
+/*
+ * gagg_hll_insert: puts hash into the explicit set of sketch h (precision
+ * p) unless it is there or the set is DENSE; returns 1 when the set is
+ * known DENSE.  A probe that meets no free slot found every slot holding a
+ * distinct hash, more than the limit: DENSE.  Every 16 probes the flag is
+ * read again, so that threads stop probing a set that went DENSE.
+ */
+XPU_DEVICE int
+gagg_hll_insert(XpuGaggHll *h, int p, uint64_t hash)
+{
+	uint32_t	limit = XPU_HLL_EXPLICIT_LIMIT(p);
+	uint32_t	n_slots = xpu_gagg_hll_slots(p);
+	unsigned long long *slots = (unsigned long long *) (h + 1);
+	uint32_t	pos = (uint32_t) hash & (n_slots - 1);
+
+	if (hash == 0)
+	{
+		if ((atomicOr(&h->flags, XPU_GAGG_HLL_ZERO) & XPU_GAGG_HLL_ZERO) == 0)
+			gagg_hll_counted(h, limit);
+		return gagg_hll_dense(h);
+	}
+	for (uint32_t i = 0; i < n_slots; i++)
+	{
+		unsigned long long s = __ldcg(&slots[pos]);
+
+		if ((i & 15) == 15 && gagg_hll_dense(h))
+			return 1;
+		if (s == 0)
+		{
+			s = atomicCAS(&slots[pos], 0ull, (unsigned long long) hash);
+			if (s == 0)
+			{
+				gagg_hll_counted(h, limit);
+				return gagg_hll_dense(h);
+			}
+		}
+		if (s == (unsigned long long) hash)
+			return 0;
+		pos = (pos + 1) & (n_slots - 1);
+	}
+	atomicOr(&h->flags, XPU_GAGG_HLL_DENSE);
+	return 1;
+}
+
+/*
+ * gagg_hll_row: folds a passing row's HLL arguments into the sketches of
+ * group gid: the hash into the registers (the block's shared copy, hsmem,
+ * where the spec gives one) and into the explicit set until it is DENSE.
+ * dense (no keys; else NULL): one bit per aggregate whose set this thread
+ * saw DENSE, so that it reads the flag no more.
+ */
+XPU_DEVICE void
+gagg_hll_row(XpuGaggTable *t, const XpuGaggSpec *sp, int64_t gid, uint8_t *hsmem,
+			 const XpuValue *regs, const uint8_t *nulls, uint64_t *dense)
+{
+	for (int j = 0; j < sp->n_aggs; j++)
+	{
+		int			r = sp->agg_reg[j];
+		int			p = sp->agg_param[j];
+		uint64_t	hash;
+		XpuGaggHll *h;
+
+		if (sp->agg_kind[j] != XPU_AGG_HLL || nulls[r])
+			continue;
+		hash = xpu_agg_hll_hash(sp->agg_type[j], &regs[r]);
+		h = gagg_hll_of(t, sp, gid, j);
+		if (sp->hll_smem_off[j] != XPU_GAGG_HLL_GLOBAL)
+			gagg_hll_max<false>(hsmem + sp->hll_smem_off[j], xpu_hll_index(hash, p),
+								xpu_hll_rank(hash, p));
+		else
+			gagg_hll_max<true>(gagg_hll_regs(h, p), xpu_hll_index(hash, p),
+							   xpu_hll_rank(hash, p));
+		if (dense != NULL && ((*dense >> j) & 1))
+			continue;
+		if ((gagg_hll_dense(h) || gagg_hll_insert(h, p, hash)) && dense != NULL)
+			*dense |= UINT64_C(1) << j;
+	}
+}
+
+/*
+ * gagg_hll_block_flush: the block's shared register copies (no keys: group
+ * 0) merged into the table's, a bytewise maximum per 4-byte word (after the
+ * block's rows and a __syncthreads)
+ */
+XPU_DEVICE void
+gagg_hll_block_flush(XpuGaggTable *t, const XpuGaggSpec *sp, const uint8_t *hsmem)
+{
+	for (int j = 0; j < sp->n_aggs; j++)
+	{
+		const unsigned int *src;
+		unsigned int *dst;
+		int			p = sp->agg_param[j];
+
+		if (sp->agg_kind[j] != XPU_AGG_HLL || sp->hll_smem_off[j] == XPU_GAGG_HLL_GLOBAL)
+			continue;
+		src = (const unsigned int *) (hsmem + sp->hll_smem_off[j]);
+		dst = (unsigned int *) gagg_hll_regs(gagg_hll_of(t, sp, 0, j), p);
+		for (uint32_t w = threadIdx.x; w < (UINT32_C(1) << p) / 4; w += blockDim.x)
+		{
+			unsigned int v = src[w];
+			unsigned int old;
+
+			if (v == 0)
+				continue;
+			old = __ldcg(&dst[w]);
+			for (;;)
+			{
+				unsigned int nw = __vmaxu4(old, v);
+				unsigned int prev;
+
+				if (nw == old)
+					break;
+				prev = atomicCAS(&dst[w], old, nw);
+				if (prev == old)
+					break;
+				old = prev;
+			}
+		}
+	}
+}
+
 /* ---------------- the block-local cache ---------------- */
 
 /*
@@ -809,22 +988,25 @@ gagg_cache_add(XpuGaggCacheEntry *ce, XpuAggState *cstates, int32_t pos, int64_t
 /*
  * gagg_states_of: the states the row's group (hash h, len key bytes)
  * updates: the block's cached ones, else the table's (the group added to
- * the table and to the cache if new); NULL when the table is full
+ * the table and to the cache if new), its group id in *gidp; NULL when the
+ * table is full
  */
 XPU_DEVICE XpuAggState *
 gagg_states_of(XpuGaggTable *t, const XpuGaggSpec *sp, XpuGaggCacheEntry *ce,
 			   XpuAggState *cstates, uint32_t entries, const XpuValue *regs,
-			   const uint8_t *nulls, uint64_t h, uint32_t len)
+			   const uint8_t *nulls, uint64_t h, uint32_t len, int64_t *gidp)
 {
 	int64_t		gid = 0;
 	int32_t		free_pos;
 	XpuAggState *st = gagg_cache_find(ce, cstates, entries, sp, regs, nulls, h, len,
 									  &gid, &free_pos);
 
+	*gidp = gid;
 	if (st != NULL)
 		return st;
 	if (sp->n_keys > 0)
 		gid = gagg_find_group(t, sp, regs, nulls, h, len);
+	*gidp = gid;
 	if (gid < 0)
 		return NULL;
 	st = gagg_cache_add(ce, cstates, free_pos, gid, sp, regs, nulls, h, len);
@@ -878,11 +1060,12 @@ gagg_eval(const XpuProgram *prog, const XpuChunk *chunk, int64_t row,
 	return 1;
 }
 
-/* the program and the spec into shared memory, the cache emptied */
+/* the program and the spec into shared memory, the cache and the HLL copies emptied */
 XPU_DEVICE const XpuProgram *
 gagg_block_setup(const XpuProgram *gprog, uint32_t prog_len, uint32_t smem_prog,
 				 const XpuGaggSpec *gspec, XpuGaggSpec *sp, uint4 *smem,
-				 XpuAggState *cstates, XpuGaggCacheEntry *ce, uint32_t entries)
+				 XpuAggState *cstates, XpuGaggCacheEntry *ce, uint32_t entries,
+				 uint8_t *hsmem)
 {
 	const XpuProgram *prog = gprog;
 
@@ -899,6 +1082,8 @@ gagg_block_setup(const XpuProgram *gprog, uint32_t prog_len, uint32_t smem_prog,
 		ce[i].tag = -1;
 	for (uint32_t i = threadIdx.x; i < entries * (uint32_t) sp->n_aggs; i += blockDim.x)
 		gagg_state_init(&cstates[i], sp->agg_kind[i % sp->n_aggs], sp->agg_type[i % sp->n_aggs]);
+	for (uint32_t i = threadIdx.x; i < sp->hll_smem / 4; i += blockDim.x)
+		((unsigned int *) hsmem)[i] = 0;
 	__syncthreads();
 	return prog;
 }
@@ -922,29 +1107,33 @@ gagg_block_flush(XpuGaggTable *t, const XpuGaggSpec *sp, const XpuAggState *csta
 
 /*
  * gagg_fold_row: folds a passing row into its group: its own states (no
- * keys, few aggregates: acc), else the block's cache or the table; false
- * when the table is full (the row is left for a later run)
+ * keys, few aggregates: acc), else the block's cache or the table, and the
+ * HLL sketches (hsmem and dense as gagg_hll_row's); false when the table
+ * is full (the row is left for a later run)
  */
 XPU_DEVICE int
 gagg_fold_row(XpuGaggTable *t, const XpuGaggSpec *sp, XpuGaggCacheEntry *ce,
 			  XpuAggState *cstates, uint32_t entries, XpuAggState *acc,
-			  const XpuValue *regs, const uint8_t *nulls)
+			  const XpuValue *regs, const uint8_t *nulls, uint8_t *hsmem, uint64_t *dense)
 {
 	uint32_t	len = 0;
 	uint64_t	h = 0;
+	int64_t		gid = 0;
 	XpuAggState *st;
 
 	if (acc != NULL)
-	{
 		gagg_update_row<false>(acc, sp, regs, nulls);
-		return 1;
+	else
+	{
+		if (sp->n_keys > 0)
+			h = gagg_key_hash(sp, regs, nulls, &len);
+		st = gagg_states_of(t, sp, ce, cstates, entries, regs, nulls, h, len, &gid);
+		if (st == NULL)
+			return 0;
+		gagg_update_row<true>(st, sp, regs, nulls);
 	}
-	if (sp->n_keys > 0)
-		h = gagg_key_hash(sp, regs, nulls, &len);
-	st = gagg_states_of(t, sp, ce, cstates, entries, regs, nulls, h, len);
-	if (st == NULL)
-		return 0;
-	gagg_update_row<true>(st, sp, regs, nulls);
+	if (sp->hll_group_bytes > 0)
+		gagg_hll_row(t, sp, gid, hsmem, regs, nulls, sp->n_keys == 0 ? dense : NULL);
 	return 1;
 }
 
@@ -959,6 +1148,9 @@ kern_agg_exec(const XpuProgram *gprog, uint32_t prog_len, uint32_t smem_prog,
 	__shared__ XpuGaggSpec sp;
 	XpuAggState *cstates = (XpuAggState *) ((char *) kern_agg_smem + smem_prog);
 	XpuGaggCacheEntry *ce = (XpuGaggCacheEntry *) (cstates + (size_t) entries * gspec->n_aggs);
+	uint8_t    *hsmem = (uint8_t *) (ce + entries);
+	uint64_t	hll_dense = 0;
+	int64_t		gid0;
 	const XpuProgram *prog;
 	XpuValue	regs[XPU_MAX_REGS];
 	uint8_t		nulls[XPU_MAX_REGS];
@@ -969,7 +1161,7 @@ kern_agg_exec(const XpuProgram *gprog, uint32_t prog_len, uint32_t smem_prog,
 	unsigned long long passed = 0;
 
 	prog = gagg_block_setup(gprog, prog_len, smem_prog, gspec, &sp, kern_agg_smem,
-							cstates, ce, entries);
+							cstates, ce, entries, hsmem);
 	if (sp.n_keys == 0 && sp.n_aggs <= GAGG_LOCAL_AGGS)
 	{
 		accp = acc;
@@ -986,14 +1178,15 @@ kern_agg_exec(const XpuProgram *gprog, uint32_t prog_len, uint32_t smem_prog,
 			break;
 		if (!gagg_eval(prog, chunk, row, regs, nulls, &launch->err))
 			continue;
-		if (gagg_fold_row(t, &sp, ce, cstates, entries, accp, regs, nulls))
+		if (gagg_fold_row(t, &sp, ce, cstates, entries, accp, regs, nulls, hsmem, &hll_dense))
 			passed++;
 		else
 			ovf_rows[atomicAdd(&launch->n_overflow, 1u)] = (uint32_t) row;
 	}
 	if (accp != NULL && passed > 0)
 	{
-		XpuAggState *st = gagg_states_of(t, &sp, ce, cstates, entries, regs, nulls, 0, 0);
+		XpuAggState *st = gagg_states_of(t, &sp, ce, cstates, entries, regs, nulls, 0, 0,
+										 &gid0);
 
 		for (int j = 0; j < sp.n_aggs; j++)
 			gagg_combine(&st[j], &acc[j], sp.agg_kind[j], sp.agg_type[j]);
@@ -1005,4 +1198,6 @@ kern_agg_exec(const XpuProgram *gprog, uint32_t prog_len, uint32_t smem_prog,
 			t->key_len[0] = 0;	/* the one group exists */
 	}
 	gagg_block_flush(t, &sp, cstates, ce, entries);
+	if (sp.hll_smem > 0)
+		gagg_hll_block_flush(t, &sp, hsmem);
 }
