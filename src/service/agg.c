@@ -226,12 +226,12 @@ parse_request(AggTask *t, size_t len, int memfd, char *msg, size_t msglen)
 	return parse_files(t, &c, msg, msglen);
 }
 
-/* does spec have an extended aggregate (xpu_agg.h) */
+/* does spec have an aggregate only the CPU engine computes (min/max of text) */
 static bool
 spec_extended(const XpuAggSpec *spec)
 {
 	for (int a = 0; a < spec->n_aggs; a++)
-		if (XPU_AGG_EXTENDED(spec->aggs[a].kind))
+		if (XPU_AGG_EXTENDED(spec->aggs[a].kind) && spec->aggs[a].kind != XPU_AGG_HLL)
 			return true;
 	return false;
 }
@@ -239,8 +239,8 @@ spec_extended(const XpuAggSpec *spec)
 /*
  * agg_choose_engine: the engine that runs a request of spec asking for
  * `requested` (0: the service's choice); false with msg set when it cannot
- * run.  Extended states (HyperLogLog sketches, min/max of text) are the
- * CPU engine's alone.
+ * run.  Min/max of text are the CPU engine's alone; HyperLogLog sketches
+ * run on either (service/gpu_agg.c).
  */
 static bool
 agg_choose_engine(const ServiceGpu *gpu, uint32_t requested, const XpuAggSpec *spec,
@@ -256,8 +256,8 @@ agg_choose_engine(const ServiceGpu *gpu, uint32_t requested, const XpuAggSpec *s
 	if (requested == WARP_ENGINE_GPU && (gpu->engine != WARP_ENGINE_GPU || ext))
 	{
 		*werr = WARP_ERR_UNSUPPORTED;
-		return snprintf(msg, msglen, ext ? "the GPU engine does not compute HyperLogLog "
-						"sketches or min/max of text" : "no GPU"), false;
+		return snprintf(msg, msglen, ext ? "the GPU engine does not compute min/max of text" :
+						"no GPU"), false;
 	}
 	/* auto: the GPU when there is one */
 	*engine = requested == WARP_ENGINE_CPU || gpu->engine != WARP_ENGINE_GPU || ext ?

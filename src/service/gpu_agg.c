@@ -21,7 +21,11 @@
  *	- when a launch reports the table full, the table's groups go to the
  *	  sink, the table is emptied (and grown) and the rows that did not fit
  *	  run again (xpu_agg_table_gpu.h), so each row is folded once;
- *	- at the end the groups are copied back and handed to the sink.
+ *	- at the end the groups are copied back and handed to the sink;
+ *	- HLL aggregates keep their sketches in the table's HLL area
+ *	  (xpu_agg_gpu.h), which the table's capacity keeps within the
+ *	  aggregates' memory limit; the sink gets each sketch as its explicit
+ *	  hashes or its registers (GpuAggHll).
  *
  * Every buffer the kernel reads is checked against the batch's row count
  * first (and utf8 offsets against their data), so a damaged file is an
@@ -54,6 +58,7 @@
 #define GAGG_DEFAULT_GROUPS	(1u << 20)
 #define GAGG_POLL_NS		20000	/* the wait for a kernel checks for a cancel this often */
 #define GAGG_OOM_EVICT		((size_t) 64 << 20)	/* cache bytes evicted per retry */
+#define GAGG_SMEM_LIMIT		(48 * 1024)	/* a block's shared memory without opting in */
 
 /*
  * GAGG_RETRY: a driver call that may need device memory (a stream, an
@@ -147,6 +152,7 @@ typedef struct GaggRun
 	CUfunction	f_exec;
 	int			n_sms;
 	XpuGaggSpec spec;
+	uint64_t	hll_limit;		/* bytes the table's HLL sketches may take */
 	uint32_t	smem_prog;
 	uint32_t	entries;
 	int32_t		chunk_ncols;
@@ -469,6 +475,53 @@ gagg_io_run(GaggIo *io, GaggRead *reads, int n)
 /* ---------------- the spec, the table ---------------- */
 
 /*
+ * gagg_spec_hll: HLL aggregate j (desc a) in the spec: its precision, its
+ * sketch's place in a group's HLL bytes, the run's memory limit (the least
+ * of the aggregates'); -1 for a precision out of range
+ */
+static int
+gagg_spec_hll(GaggRun *g, int j, const XpuAggDesc *a)
+{
+	XpuGaggSpec *sp = &g->spec;
+	uint64_t	limit = (uint64_t) a->limit << 20;
+
+	if (a->param < XPU_HLL_MIN_BITS || a->param > XPU_HLL_MAX_BITS)
+		return gagg_fail(g, WARP_ERR_PROTOCOL, "aggregate %d: HyperLogLog precision %d",
+						 j, a->param);
+	sp->agg_param[j] = a->param;
+	sp->hll_off[j] = sp->hll_group_bytes;
+	sp->hll_smem_off[j] = XPU_GAGG_HLL_GLOBAL;
+	sp->hll_group_bytes += xpu_gagg_hll_bytes(a->param);
+	if (limit < g->hll_limit)
+		g->hll_limit = limit;
+	return 0;
+}
+
+/*
+ * gagg_spec_hll_smem: without keys, block copies of the HLL registers in
+ * the shared memory left beside the program and the cache (in the order of
+ * the aggregates, while they fit)
+ */
+static void
+gagg_spec_hll_smem(GaggRun *g)
+{
+	XpuGaggSpec *sp = &g->spec;
+	uint32_t	used = xpu_gagg_smem_size(g->smem_prog, g->entries, sp->n_aggs) +
+		(uint32_t) sizeof(XpuGaggSpec) + 1024;
+
+	sp->hll_smem = 0;
+	for (int j = 0; j < sp->n_aggs && sp->n_keys == 0; j++)
+	{
+		uint32_t	m = UINT32_C(1) << sp->agg_param[j];
+
+		if (sp->agg_kind[j] != XPU_AGG_HLL || used + sp->hll_smem + m > GAGG_SMEM_LIMIT)
+			continue;
+		sp->hll_smem_off[j] = sp->hll_smem;
+		sp->hll_smem += m;
+	}
+}
+
+/*
  * gagg_spec_build: the run's XpuAggSpec resolved to registers and types
  * (XpuGaggSpec); -1 for a spec the GPU kernels do not serve
  */
@@ -480,6 +533,7 @@ gagg_spec_build(GaggRun *g)
 	XpuGaggSpec *sp = &g->spec;
 
 	memset(sp, 0, sizeof(*sp));
+	g->hll_limit = UINT64_MAX;
 	if (spec->n_keys < 0 || spec->n_keys > XPU_AGG_MAX_KEYS ||
 		spec->n_aggs < 0 || spec->n_aggs > XPU_AGG_MAX_AGGS)
 		return gagg_fail(g, WARP_ERR_UNSUPPORTED, "too many group keys or aggregates for the GPU");
@@ -509,10 +563,13 @@ gagg_spec_build(GaggRun *g)
 			return gagg_fail(g, WARP_ERR_PROTOCOL, "aggregate %d names no output of the program", j);
 		sp->agg_reg[j] = XPU_OUTS(prog)[a->out];
 		sp->agg_type[j] = XPU_REGS(prog)[sp->agg_reg[j]].type;
-		if (!xpu_agg_arg_supported(a->kind, sp->agg_type[j]) || XPU_AGG_EXTENDED(a->kind))
+		if (!xpu_agg_arg_supported(a->kind, sp->agg_type[j]) ||
+			(XPU_AGG_EXTENDED(a->kind) && a->kind != XPU_AGG_HLL))
 			return gagg_fail(g, WARP_ERR_UNSUPPORTED,
 							 "the GPU has no aggregate of kind %d over type %s",
 							 a->kind, xpu_type_name(sp->agg_type[j]));
+		if (a->kind == XPU_AGG_HLL && gagg_spec_hll(g, j, a) != 0)
+			return -1;
 	}
 	return 0;
 }
@@ -530,7 +587,22 @@ gagg_key_estimate(const XpuGaggSpec *sp)
 }
 
 /*
- * gagg_table_alloc: a table of capacity groups and arena_cap key bytes in
+ * gagg_hll_capacity: capacity groups, fewer where their HLL sketches would
+ * pass the run's limit (at least 1: gagg_setup checked that one fits)
+ */
+static uint32_t
+gagg_hll_capacity(const GaggRun *g, uint32_t capacity)
+{
+	uint64_t	most;
+
+	if (g->spec.hll_group_bytes == 0)
+		return capacity;
+	most = g->hll_limit / g->spec.hll_group_bytes;
+	return most < 1 ? 1 : (capacity > most ? (uint32_t) most : capacity);
+}
+
+/*
+ * gagg_table_alloc: a table of capacity groups (fewer: gagg_hll_capacity) and arena_cap key bytes in
  * place of the current one, emptied (kern_agg_init); -1 with the error set
  * (the old table is kept when the new one does not fit)
  */
@@ -539,16 +611,18 @@ gagg_table_alloc(GaggRun *g, uint32_t capacity, uint64_t arena_cap)
 {
 	XpuGaggTable *t = &g->table;
 	uint32_t	n_slots = 2;
-	size_t		off_key_off, off_key_len, off_arena, off_states, total;
+	size_t		off_key_off, off_key_len, off_arena, off_states, off_hll, total;
 	CUdeviceptr mem;
 
+	capacity = gagg_hll_capacity(g, capacity);
 	while (n_slots < 2 * (uint64_t) capacity)
 		n_slots *= 2;
 	off_key_off = align_up((size_t) n_slots * 8, 256);
 	off_key_len = off_key_off + align_up((size_t) capacity * 8, 256);
 	off_arena = off_key_len + align_up((size_t) capacity * 4, 256);
 	off_states = off_arena + align_up(arena_cap, 256);
-	total = off_states + (size_t) capacity * g->spec.n_aggs * sizeof(XpuAggState) + 256;
+	off_hll = off_states + align_up((size_t) capacity * g->spec.n_aggs * sizeof(XpuAggState), 256);
+	total = off_hll + (size_t) capacity * g->spec.hll_group_bytes + 256;
 	if (gagg_dev_alloc(g, &mem, total, "the aggregation table") != 0)
 		return -1;
 	gagg_dev_free(g, &g->table_mem, g->table_bytes);
@@ -560,19 +634,21 @@ gagg_table_alloc(GaggRun *g, uint32_t capacity, uint64_t arena_cap)
 	t->key_len = (uint32_t *) (uintptr_t) (mem + off_key_len);
 	t->arena = (uint8_t *) (uintptr_t) (mem + off_arena);
 	t->states = (XpuAggState *) (uintptr_t) (mem + off_states);
+	t->hll = (uint8_t *) (uintptr_t) (mem + off_hll);
 	t->n_slots = n_slots;
 	t->capacity = capacity;
 	t->arena_cap = arena_cap;
 	return 0;
 }
 
-/* gagg_table_reset: the table emptied on the GPU (stream of slot 0) */
+/* gagg_table_reset: the table (its HLL sketches too) emptied on the GPU (stream of slot 0) */
 static int
 gagg_table_reset(GaggRun *g)
 {
 	CUstream	s = g->slots[0].stream;
 	uint64_t	n = g->table.n_slots;
 	uint64_t	n_states = (uint64_t) g->table.capacity * g->spec.n_aggs;
+	size_t		hll_bytes = (size_t) g->table.capacity * g->spec.hll_group_bytes;
 	uint32_t	blocks;
 	void	   *params[] = {&g->d_table, &g->d_spec};
 
@@ -583,6 +659,9 @@ gagg_table_reset(GaggRun *g)
 		blocks = g->n_sms * 16;
 	if (gagg_cuda(g, gpu_drv.cuMemcpyHtoDAsync(g->d_table, &g->table, sizeof(g->table), s),
 				  "cuMemcpyHtoDAsync") != 0 ||
+		(hll_bytes > 0 &&
+		 gagg_cuda(g, gpu_drv.cuMemsetD8Async((CUdeviceptr) (uintptr_t) g->table.hll, 0,
+											  hll_bytes, s), "cuMemsetD8Async") != 0) ||
 		gagg_cuda(g, GAGG_RETRY(g, gpu_drv.cuLaunchKernel(g->f_init, blocks, 1, 1,
 														  XPU_GAGG_BLOCK, 1, 1, 0, s,
 														  params, NULL)), "cuLaunchKernel") != 0)
@@ -608,14 +687,18 @@ gagg_state_finish(XpuAggState *s, int kind)
 	s->pad = 0;
 }
 
-/* copies the first n groups of table th (key offsets, lengths, arena, states) to the host */
+/*
+ * copies the first n groups of table th (key offsets, lengths, arena,
+ * states, HLL sketches) to the host
+ */
 static int
 gagg_table_copy_back(GaggRun *g, const XpuGaggTable *th, uint64_t n, uint64_t arena_len,
 					 uint64_t *key_off, uint32_t *key_len, uint8_t *arena,
-					 XpuAggState *states)
+					 XpuAggState *states, uint8_t *hll)
 {
 	CUstream	s = g->slots[0].stream;
 	size_t		n_states = n * g->spec.n_aggs;
+	size_t		hll_len = n * g->spec.hll_group_bytes;
 
 	if (gagg_cuda(g, gpu_drv.cuMemcpyDtoHAsync(key_off, (CUdeviceptr) (uintptr_t) th->key_off,
 											   n * sizeof(uint64_t), s), "cuMemcpyDtoHAsync") != 0 ||
@@ -627,17 +710,55 @@ gagg_table_copy_back(GaggRun *g, const XpuGaggTable *th, uint64_t n, uint64_t ar
 		(n_states > 0 &&
 		 gagg_cuda(g, gpu_drv.cuMemcpyDtoHAsync(states, (CUdeviceptr) (uintptr_t) th->states,
 												n_states * sizeof(XpuAggState), s),
-					"cuMemcpyDtoHAsync") != 0))
+					"cuMemcpyDtoHAsync") != 0) ||
+		(hll_len > 0 &&
+		 gagg_cuda(g, gpu_drv.cuMemcpyDtoHAsync(hll, (CUdeviceptr) (uintptr_t) th->hll,
+												hll_len, s), "cuMemcpyDtoHAsync") != 0))
 		return -1;
 	return gagg_cuda(g, gpu_drv.cuStreamSynchronize(s), "cuStreamSynchronize");
 }
 
-/* hands the n groups read back to the sink (states made xpu_agg.h's) */
+/*
+ * gagg_hll_value: the host copy of sketch h (precision p) as a sink gets it
+ * (GpuAggHll): its registers when it is past the explicit limit, else its
+ * distinct hashes, gathered at the front of its slots
+ */
+static void
+gagg_hll_value(XpuGaggHll *h, int p, GpuAggHll *v)
+{
+	uint32_t	n_slots = xpu_gagg_hll_slots(p);
+	uint64_t   *slots = (uint64_t *) (h + 1);
+	uint32_t	n = 0;
+
+	if ((h->flags & XPU_GAGG_HLL_DENSE) || h->n > XPU_HLL_EXPLICIT_LIMIT(p))
+	{
+		v->dense = 1;
+		v->len = UINT32_C(1) << p;
+		v->data = (const uint8_t *) (slots + n_slots);
+		return;
+	}
+	for (uint32_t i = 0; i < n_slots; i++)
+		if (slots[i] != 0)
+			slots[n++] = slots[i];
+	if ((h->flags & XPU_GAGG_HLL_ZERO) && n < n_slots)
+		slots[n++] = 0;
+	v->dense = 0;
+	v->len = n * 8;
+	v->data = (const uint8_t *) slots;
+}
+
+/*
+ * hands the n groups read back to the sink (states made xpu_agg.h's, HLL
+ * states pointing to their sketches); XPU_ERR_FALLBACK (*g->err set) when
+ * the sink refuses a group for its HLL sketches' memory limit
+ */
 static int
 gagg_sink_groups(GaggRun *g, uint64_t n, uint64_t arena_len, const uint64_t *key_off,
-				 const uint32_t *key_len, const uint8_t *arena, XpuAggState *states)
+				 const uint32_t *key_len, const uint8_t *arena, XpuAggState *states,
+				 uint8_t *hll)
 {
 	int			n_aggs = g->spec.n_aggs;
+	GpuAggHll	vals[XPU_AGG_MAX_AGGS];
 
 	for (uint64_t i = 0; i < n; i++)
 	{
@@ -650,17 +771,30 @@ gagg_sink_groups(GaggRun *g, uint64_t n, uint64_t arena_len, const uint64_t *key
 			return gagg_fail(g, WARP_ERR_IO, "GPU failure: group %lu has no valid key",
 							 (unsigned long) i);
 		for (int j = 0; j < n_aggs; j++)
+		{
 			gagg_state_finish(&st[j], g->spec.agg_kind[j]);
+			if (g->spec.agg_kind[j] != XPU_AGG_HLL)
+				continue;
+			gagg_hll_value((XpuGaggHll *) (hll + i * g->spec.hll_group_bytes +
+										   g->spec.hll_off[j]),
+						   g->spec.agg_param[j], &vals[j]);
+			st[j].v.i = vals[j].len > 0 ? (int64_t) (uintptr_t) &vals[j] : 0;
+		}
 		if (!g->sink(g->sink_arg, g->spec.n_keys > 0 ? arena + key_off[i] : arena,
 					 g->spec.n_keys > 0 ? key_len[i] : 0, st, g->err))
+		{
+			if (g->err->code == XPU_ERR_FALLBACK)
+				return XPU_ERR_FALLBACK;
 			return gagg_fail(g, WARP_ERR_OUT_OF_MEMORY, "%s", g->err->message);
+		}
 	}
 	return 0;
 }
 
 /*
  * gagg_table_drain: hands every group of the GPU table to the sink (all
- * streams idle); *thp receives the table's header with its counters
+ * streams idle); *thp receives the table's header with its counters.
+ * Returns 0, -1 (error set) or gagg_sink_groups' XPU_ERR_FALLBACK.
  */
 static int
 gagg_table_drain(GaggRun *g, XpuGaggTable *thp)
@@ -672,6 +806,7 @@ gagg_table_drain(GaggRun *g, XpuGaggTable *thp)
 	uint32_t   *key_len = NULL;
 	uint8_t    *arena = NULL;
 	XpuAggState *states = NULL;
+	uint8_t    *hll = NULL;
 	int			rc = -1;
 
 	if (gagg_cuda(g, gpu_drv.cuMemcpyDtoHAsync(&th, g->d_table, sizeof(th), g->slots[0].stream),
@@ -687,27 +822,30 @@ gagg_table_drain(GaggRun *g, XpuGaggTable *thp)
 	key_len = malloc(n * sizeof(uint32_t));
 	arena = malloc(arena_len + 1);
 	states = malloc(n * n_aggs * sizeof(XpuAggState) + 1);
-	if (key_off == NULL || key_len == NULL || arena == NULL || states == NULL)
+	hll = malloc(n * g->spec.hll_group_bytes + 1);
+	if (key_off == NULL || key_len == NULL || arena == NULL || states == NULL || hll == NULL)
 	{
 		gagg_fail(g, WARP_ERR_OUT_OF_MEMORY, "out of memory reading back %lu groups",
 				  (unsigned long) n);
 		goto done;
 	}
-	if (gagg_table_copy_back(g, &th, n, arena_len, key_off, key_len, arena, states) != 0)
+	if (gagg_table_copy_back(g, &th, n, arena_len, key_off, key_len, arena, states, hll) != 0)
 		goto done;
-	rc = gagg_sink_groups(g, n, arena_len, key_off, key_len, arena, states);
+	rc = gagg_sink_groups(g, n, arena_len, key_off, key_len, arena, states, hll);
 done:
 	free(key_off);
 	free(key_len);
 	free(arena);
 	free(states);
+	free(hll);
 	return rc;
 }
 
 /*
  * gagg_table_flush: after a launch found the table full: its groups go to
  * the sink, and it is emptied, grown first where it lacked group ids or
- * key space (kept as it is when a bigger one does not fit but a key does)
+ * key space (kept as it is when a bigger one does not fit but a key does).
+ * Returns 0, -1 or gagg_table_drain's XPU_ERR_FALLBACK.
  */
 static int
 gagg_table_flush(GaggRun *g)
@@ -715,11 +853,12 @@ gagg_table_flush(GaggRun *g)
 	XpuGaggTable th;
 	uint32_t	capacity = g->table.capacity;
 	uint64_t	arena_cap = g->table.arena_cap;
+	int			rc;
 
-	if (gagg_table_drain(g, &th) != 0)
-		return -1;
+	if ((rc = gagg_table_drain(g, &th)) != 0)
+		return rc;
 	if (th.n_groups > capacity && capacity < XPU_GAGG_MAX_CAPACITY)
-		capacity *= 2;
+		capacity = gagg_hll_capacity(g, capacity * 2);
 	if (th.arena_used > arena_cap || th.max_key_len > arena_cap)
 		arena_cap = 2 * (arena_cap > th.max_key_len ? arena_cap : th.max_key_len);
 	if ((capacity != g->table.capacity || arena_cap != g->table.arena_cap) &&
@@ -1234,7 +1373,7 @@ gagg_launch(GaggRun *g, GaggSlot *s, CUdeviceptr rows, uint32_t n_rows, CUdevice
 	int64_t		n = rows != 0 ? (int64_t) n_rows : s->nrows;
 	uint32_t	prog_len = g->prog->total_len;
 	uint32_t	blocks = (uint32_t) ((n + XPU_GAGG_BLOCK - 1) / XPU_GAGG_BLOCK);
-	uint32_t	smem = xpu_gagg_smem_size(g->smem_prog, g->entries, g->spec.n_aggs);
+	uint32_t	smem = xpu_gagg_smem_total(g->smem_prog, g->entries, &g->spec);
 	CUdeviceptr chunk = s->dev;
 	void	   *params[] = {&g->d_prog, &prog_len, &g->smem_prog, &chunk, &g->d_spec,
 		&g->d_table, &rows, &n_rows, &ovf, &s->d_launch, &g->entries, &g->d_cancel};
@@ -1298,7 +1437,8 @@ gagg_stream_wait(GaggRun *g, CUstream st)
 static int
 gagg_slot_finish(GaggRun *g, GaggSlot *s)
 {
-	int			list = 0;
+	int			list = 0,
+				rc;
 
 	s->busy = 0;
 	for (;;)
@@ -1329,8 +1469,9 @@ gagg_slot_finish(GaggRun *g, GaggSlot *s)
 			if (gagg_cuda(g, gpu_drv.cuStreamSynchronize(g->slots[i].stream),
 						  "cuStreamSynchronize") != 0)
 				return -1;
-		if (gagg_table_flush(g) != 0 ||
-			gagg_launch(g, s, s->ovf + list * list_bytes, st.n_overflow,
+		if ((rc = gagg_table_flush(g)) != 0)
+			return rc;
+		if (gagg_launch(g, s, s->ovf + list * list_bytes, st.n_overflow,
 						s->ovf + (1 - list) * list_bytes) != 0)
 			return -1;
 		s->busy = 0;
@@ -1521,7 +1662,10 @@ gagg_first_table(GaggRun *g, const GpuAggOptions *opts, int64_t total_rows)
 	}
 }
 
-/* everything a run needs before its first batch */
+/*
+ * everything a run needs before its first batch; -1 (error set), or
+ * XPU_ERR_FALLBACK when one group's HLL sketches pass their memory limit
+ */
 static int
 gagg_setup(GaggRun *g, const ServiceGpu *gpu, uint32_t dev, const GpuAggOptions *opts)
 {
@@ -1550,6 +1694,13 @@ gagg_setup(GaggRun *g, const ServiceGpu *gpu, uint32_t dev, const GpuAggOptions 
 		g->entries = 1;
 	while (g->entries & (g->entries - 1))
 		g->entries &= g->entries - 1;	/* a power of 2 */
+	if (g->spec.hll_group_bytes > g->hll_limit)
+	{
+		XPU_ERROR(g->err, XPU_ERR_FALLBACK,
+				  "HyperLogLog sketches of the groups need more memory than allowed");
+		return XPU_ERR_FALLBACK;
+	}
+	gagg_spec_hll_smem(g);
 	g->chunk_ncols = 1;
 	for (int k = 0; k < prog->n_cols; k++)
 		if (XPU_COLS(prog)[k].col_index + 1 > g->chunk_ncols)
@@ -1658,12 +1809,40 @@ gpu_agg_execute(const ServiceGpu *gpu, AggRun *run, const GpuAggOptions *opts,
 	return rc;
 }
 
-/* the sink of gpu_agg_run: the run's CPU table */
+/* where gpu_agg_run's groups go: the run's CPU table */
+typedef struct GaggTableSink
+{
+	XpuAggTable *table;
+	const XpuAggSpec *spec;
+} GaggTableSink;
+
+/*
+ * the sink of gpu_agg_run: a group's states into the run's CPU table, then
+ * its HLL sketches (GpuAggHll) with xpu_agg_table_fold_hll
+ */
 static int
 gagg_fold_into_table(void *arg, const uint8_t *key, uint32_t key_len,
 					 const XpuAggState *states, XpuError *err)
 {
-	return xpu_agg_table_fold_group((XpuAggTable *) arg, key, key_len, states, err);
+	GaggTableSink *ts = arg;
+	XpuAggState st[XPU_AGG_MAX_AGGS];
+	int			n_aggs = ts->spec->n_aggs;
+
+	memcpy(st, states, n_aggs * sizeof(XpuAggState));
+	for (int a = 0; a < n_aggs; a++)
+		if (ts->spec->aggs[a].kind == XPU_AGG_HLL)
+			st[a].v.i = 0;
+	if (!xpu_agg_table_fold_group(ts->table, key, key_len, st, err))
+		return 0;
+	for (int a = 0; a < n_aggs; a++)
+	{
+		const GpuAggHll *h = (const GpuAggHll *) (uintptr_t) states[a].v.i;
+
+		if (ts->spec->aggs[a].kind == XPU_AGG_HLL && h != NULL &&
+			!xpu_agg_table_fold_hll(ts->table, key, key_len, a, h->dense, h->data, h->len, err))
+			return 0;
+	}
+	return 1;
 }
 
 /* see service.h; the runs take the GPUs in turn */
@@ -1673,8 +1852,9 @@ gpu_agg_run(const ServiceGpu *gpu, AggRun *run, struct XpuAggTable *out, XpuErro
 {
 	static uint32_t next_device;
 	GpuAggOptions opts;
+	GaggTableSink ts = {out, &run->spec};
 
 	opts.initial_groups = 0;
 	opts.device = __atomic_fetch_add(&next_device, 1, __ATOMIC_RELAXED);
-	return gpu_agg_execute(gpu, run, &opts, gagg_fold_into_table, out, err, werr, msg, msglen);
+	return gpu_agg_execute(gpu, run, &opts, gagg_fold_into_table, &ts, err, werr, msg, msglen);
 }

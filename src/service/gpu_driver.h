@@ -82,9 +82,22 @@ extern bool gpu_device_module(uint32_t i, CUmodule *mod, char *msg, size_t msgle
 
 /* in gpu_agg.c */
 
+/*
+ * the sketch of an HLL aggregate of a group handed to a GpuAggSink: len
+ * bytes at data, 8-byte hashes (in no order) or, with dense, 2^p registers
+ * (xpu_agg_table_fold_hll's arguments)
+ */
+typedef struct GpuAggHll
+{
+	int			dense;
+	uint32_t	len;
+	const uint8_t *data;
+} GpuAggHll;
+
 /* receives each group of a GPU run (several times for one key at most
  * when the GPU table filled up: the receiver combines them); 0 on failure
- * with err set */
+ * with err set.  An HLL state's v.i points to its GpuAggHll during the
+ * call (0: the group had no non-NULL argument) */
 typedef int (*GpuAggSink) (void *arg, const uint8_t *key, uint32_t key_len,
 						   const XpuAggState *states, XpuError *err);
 

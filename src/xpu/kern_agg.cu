@@ -17,7 +17,10 @@
  * the global table once per block.  Without GROUP BY and with few
  * aggregates each thread accumulates in registers, then once into the
  * block's shared state, which goes to the table with one set of atomics
- * per block.
+ * per block.  HLL aggregates keep sketches beside the states (xpu_agg_gpu.h):
+ * each row's hash raises a register with a CAS only when it is greater
+ * (in a per-block shared copy without GROUP BY, merged once per block) and
+ * enters the group's explicit set until that is past the explicit limit.
  *
  * Device functions with "gagg_" names are the atomic and per-thread forms
  * of the per-row key encoding and state updates of xpu_agg.h (the CPU
@@ -747,6 +750,10 @@ gagg_combine(XpuAggState *dst, const XpuAggState *src, int kind, int type)
 	}
 }
 
+/* ---------------- HLL sketches: kern_agg_hll.h ---------------- */
+
+#include "kern_agg_hll.h"
+
 /* ---------------- the block-local cache ---------------- */
 
 /*
@@ -809,22 +816,25 @@ gagg_cache_add(XpuGaggCacheEntry *ce, XpuAggState *cstates, int32_t pos, int64_t
 /*
  * gagg_states_of: the states the row's group (hash h, len key bytes)
  * updates: the block's cached ones, else the table's (the group added to
- * the table and to the cache if new); NULL when the table is full
+ * the table and to the cache if new), its group id in *gidp; NULL when the
+ * table is full
  */
 XPU_DEVICE XpuAggState *
 gagg_states_of(XpuGaggTable *t, const XpuGaggSpec *sp, XpuGaggCacheEntry *ce,
 			   XpuAggState *cstates, uint32_t entries, const XpuValue *regs,
-			   const uint8_t *nulls, uint64_t h, uint32_t len)
+			   const uint8_t *nulls, uint64_t h, uint32_t len, int64_t *gidp)
 {
 	int64_t		gid = 0;
 	int32_t		free_pos;
 	XpuAggState *st = gagg_cache_find(ce, cstates, entries, sp, regs, nulls, h, len,
 									  &gid, &free_pos);
 
+	*gidp = gid;
 	if (st != NULL)
 		return st;
 	if (sp->n_keys > 0)
 		gid = gagg_find_group(t, sp, regs, nulls, h, len);
+	*gidp = gid;
 	if (gid < 0)
 		return NULL;
 	st = gagg_cache_add(ce, cstates, free_pos, gid, sp, regs, nulls, h, len);
@@ -878,11 +888,12 @@ gagg_eval(const XpuProgram *prog, const XpuChunk *chunk, int64_t row,
 	return 1;
 }
 
-/* the program and the spec into shared memory, the cache emptied */
+/* the program and the spec into shared memory, the cache and the HLL copies emptied */
 XPU_DEVICE const XpuProgram *
 gagg_block_setup(const XpuProgram *gprog, uint32_t prog_len, uint32_t smem_prog,
 				 const XpuGaggSpec *gspec, XpuGaggSpec *sp, uint4 *smem,
-				 XpuAggState *cstates, XpuGaggCacheEntry *ce, uint32_t entries)
+				 XpuAggState *cstates, XpuGaggCacheEntry *ce, uint32_t entries,
+				 uint8_t *hsmem)
 {
 	const XpuProgram *prog = gprog;
 
@@ -899,6 +910,8 @@ gagg_block_setup(const XpuProgram *gprog, uint32_t prog_len, uint32_t smem_prog,
 		ce[i].tag = -1;
 	for (uint32_t i = threadIdx.x; i < entries * (uint32_t) sp->n_aggs; i += blockDim.x)
 		gagg_state_init(&cstates[i], sp->agg_kind[i % sp->n_aggs], sp->agg_type[i % sp->n_aggs]);
+	for (uint32_t i = threadIdx.x; i < sp->hll_smem / 4; i += blockDim.x)
+		((unsigned int *) hsmem)[i] = 0;
 	__syncthreads();
 	return prog;
 }
@@ -922,29 +935,33 @@ gagg_block_flush(XpuGaggTable *t, const XpuGaggSpec *sp, const XpuAggState *csta
 
 /*
  * gagg_fold_row: folds a passing row into its group: its own states (no
- * keys, few aggregates: acc), else the block's cache or the table; false
- * when the table is full (the row is left for a later run)
+ * keys, few aggregates: acc), else the block's cache or the table, and the
+ * HLL sketches (hsmem and dense as gagg_hll_row's); false when the table
+ * is full (the row is left for a later run)
  */
 XPU_DEVICE int
 gagg_fold_row(XpuGaggTable *t, const XpuGaggSpec *sp, XpuGaggCacheEntry *ce,
 			  XpuAggState *cstates, uint32_t entries, XpuAggState *acc,
-			  const XpuValue *regs, const uint8_t *nulls)
+			  const XpuValue *regs, const uint8_t *nulls, uint8_t *hsmem, uint64_t *dense)
 {
 	uint32_t	len = 0;
 	uint64_t	h = 0;
+	int64_t		gid = 0;
 	XpuAggState *st;
 
 	if (acc != NULL)
-	{
 		gagg_update_row<false>(acc, sp, regs, nulls);
-		return 1;
+	else
+	{
+		if (sp->n_keys > 0)
+			h = gagg_key_hash(sp, regs, nulls, &len);
+		st = gagg_states_of(t, sp, ce, cstates, entries, regs, nulls, h, len, &gid);
+		if (st == NULL)
+			return 0;
+		gagg_update_row<true>(st, sp, regs, nulls);
 	}
-	if (sp->n_keys > 0)
-		h = gagg_key_hash(sp, regs, nulls, &len);
-	st = gagg_states_of(t, sp, ce, cstates, entries, regs, nulls, h, len);
-	if (st == NULL)
-		return 0;
-	gagg_update_row<true>(st, sp, regs, nulls);
+	if (sp->hll_group_bytes > 0)
+		gagg_hll_row(t, sp, gid, hsmem, regs, nulls, sp->n_keys == 0 ? dense : NULL);
 	return 1;
 }
 
@@ -959,6 +976,9 @@ kern_agg_exec(const XpuProgram *gprog, uint32_t prog_len, uint32_t smem_prog,
 	__shared__ XpuGaggSpec sp;
 	XpuAggState *cstates = (XpuAggState *) ((char *) kern_agg_smem + smem_prog);
 	XpuGaggCacheEntry *ce = (XpuGaggCacheEntry *) (cstates + (size_t) entries * gspec->n_aggs);
+	uint8_t    *hsmem = (uint8_t *) (ce + entries);
+	uint64_t	hll_dense = 0;
+	int64_t		gid0;
 	const XpuProgram *prog;
 	XpuValue	regs[XPU_MAX_REGS];
 	uint8_t		nulls[XPU_MAX_REGS];
@@ -969,7 +989,7 @@ kern_agg_exec(const XpuProgram *gprog, uint32_t prog_len, uint32_t smem_prog,
 	unsigned long long passed = 0;
 
 	prog = gagg_block_setup(gprog, prog_len, smem_prog, gspec, &sp, kern_agg_smem,
-							cstates, ce, entries);
+							cstates, ce, entries, hsmem);
 	if (sp.n_keys == 0 && sp.n_aggs <= GAGG_LOCAL_AGGS)
 	{
 		accp = acc;
@@ -986,14 +1006,15 @@ kern_agg_exec(const XpuProgram *gprog, uint32_t prog_len, uint32_t smem_prog,
 			break;
 		if (!gagg_eval(prog, chunk, row, regs, nulls, &launch->err))
 			continue;
-		if (gagg_fold_row(t, &sp, ce, cstates, entries, accp, regs, nulls))
+		if (gagg_fold_row(t, &sp, ce, cstates, entries, accp, regs, nulls, hsmem, &hll_dense))
 			passed++;
 		else
 			ovf_rows[atomicAdd(&launch->n_overflow, 1u)] = (uint32_t) row;
 	}
 	if (accp != NULL && passed > 0)
 	{
-		XpuAggState *st = gagg_states_of(t, &sp, ce, cstates, entries, regs, nulls, 0, 0);
+		XpuAggState *st = gagg_states_of(t, &sp, ce, cstates, entries, regs, nulls, 0, 0,
+										 &gid0);
 
 		for (int j = 0; j < sp.n_aggs; j++)
 			gagg_combine(&st[j], &acc[j], sp.agg_kind[j], sp.agg_type[j]);
@@ -1005,4 +1026,6 @@ kern_agg_exec(const XpuProgram *gprog, uint32_t prog_len, uint32_t smem_prog,
 			t->key_len[0] = 0;	/* the one group exists */
 	}
 	gagg_block_flush(t, &sp, cstates, ce, entries);
+	if (sp.hll_smem > 0)
+		gagg_hll_block_flush(t, &sp, hsmem);
 }

@@ -919,6 +919,43 @@ xpu_agg_table_fold_group(XpuAggTable *t, const uint8_t *key, uint32_t key_len,
 	return g >= 0 && combine_group(t, g, states, err);
 }
 
+int
+xpu_agg_table_fold_hll(XpuAggTable *t, const uint8_t *key, uint32_t key_len, int a,
+					   int dense, const uint8_t *data, uint32_t len, XpuError *err)
+{
+	int64_t		g;
+	HllSet	   *h;
+	int			p;
+
+	if (a < 0 || a >= t->n_aggs || t->aggs[a].kind != XPU_AGG_HLL ||
+		(dense ? len != UINT32_C(1) << t->aggs[a].param : len % 8 != 0))
+		return XPU_ERROR(err, XPU_ERR_INTERNAL, "a HyperLogLog sketch of the wrong size"), 0;
+	if (len == 0)
+		return 1;
+	p = t->aggs[a].param;
+	g = group_find(t, key, key_len, xpu_agg_hash(key, key_len), err);
+	if (g < 0 || (h = hll_set_of(t, &t->states[g * t->n_aggs + a], p, err)) == NULL)
+		return 0;
+	if (!dense)
+	{
+		for (uint32_t i = 0; i < len; i += 8)
+		{
+			uint64_t	hash;
+
+			memcpy(&hash, data + i, 8);
+			if (!hll_add(t, h, hash, err))
+				return 0;
+		}
+		return 1;
+	}
+	if (!h->dense && !hll_densify(t, h, err))
+		return 0;
+	for (uint32_t i = 0; i < len; i++)
+		if (h->regs[i] < data[i])
+			h->regs[i] = data[i];
+	return 1;
+}
+
 int64_t
 xpu_agg_table_ngroups(const XpuAggTable *t)
 {

@@ -219,6 +219,17 @@ extern int	xpu_agg_table_fold_group(XpuAggTable *t, const uint8_t *key,
 									 uint32_t key_len,
 									 const XpuAggState *states, XpuError *err);
 
+/*
+ * folds a sketch of HLL aggregate a of the group with key (key, key_len)
+ * into t: len / 8 hashes (8 bytes each, little-endian, any order, repeats
+ * allowed) or, with dense, 2^p registers (e.g. from a GPU's table; its
+ * states go in with xpu_agg_table_fold_group); 0 with err set on failure
+ * (FALLBACK past the aggregate's limit)
+ */
+extern int	xpu_agg_table_fold_hll(XpuAggTable *t, const uint8_t *key, uint32_t key_len,
+								   int a, int dense, const uint8_t *data, uint32_t len,
+								   XpuError *err);
+
 extern int64_t xpu_agg_table_ngroups(const XpuAggTable *t);
 
 /* group i (0 <= i < ngroups): its key bytes and its n_aggs states */

@@ -28,6 +28,29 @@
  * and Sxx change together); MIN/MAX states hold a
  * sentinel (the largest/least value) while count is 0.
  *
+ * HLL states.  A group's HLL aggregates keep their sketches in the table's
+ * HLL area (hll[capacity * spec.hll_group_bytes], zeroed by the host before
+ * kern_agg_init), aggregate j's at hll + g * hll_group_bytes + hll_off[j]:
+ *
+ *	XpuGaggHll			n: distinct hashes in the set; flags: XPU_GAGG_HLL_*
+ *	slots[xpu_gagg_hll_slots(p)]	the explicit set: open addressing, linear
+ *						probing, 0 = empty (the hash 0 is the flag ZERO)
+ *	regs[2^p]			the registers (xpu_hll_update's), 4-byte words
+ *						updated by a CAS that keeps each byte's maximum
+ *
+ * Every hash goes into the registers; it goes into the set too while the
+ * set is not DENSE.  DENSE is set once more than XPU_HLL_EXPLICIT_LIMIT(p)
+ * distinct hashes went into the set (n counts them; a set whose probe meets
+ * no free slot holds more than that, every slot a distinct hash), and the
+ * set is no longer updated.  So at the end a sketch is the distinct
+ * hashes of its group (not DENSE: the set) or more than the limit of them
+ * (DENSE: the registers, the maximum over every hash), which is exactly
+ * what the CPU engine's HllSet (xpu_agg.c) holds after
+ * xpu_agg_table_finish.  The XpuAggState of an HLL aggregate counts the
+ * non-NULL arguments and holds nothing else.  Without GROUP BY a block
+ * keeps its own copy of the registers in shared memory where they fit
+ * (spec.hll_smem_off), merged into the table's when its rows are done.
+ *
  * Table full.  A row whose group is new when no group id, slot or arena
  * space is left is not folded: its row number goes to the launch's
  * overflow list (room for every row of the chunk) and XPU_GAGG_FULL is set.
@@ -41,6 +64,7 @@
 #define XPU_AGG_GPU_H
 
 #include "xpu_agg.h"
+#include "xpu_hll.h"
 
 #define XPU_GAGG_SLOT_LOCKED	(~(uint64_t) 0)
 #define XPU_GAGG_NO_KEY			0xFFFFFFFFu
@@ -50,6 +74,40 @@
 
 /* the largest group capacity (group ids + 1 must stay below 2^32 - 1) */
 #define XPU_GAGG_MAX_CAPACITY	(1u << 30)
+
+/* XpuGaggHll.flags */
+#define XPU_GAGG_HLL_DENSE		0x0001	/* the set is past the explicit limit */
+#define XPU_GAGG_HLL_ZERO		0x0002	/* the hash 0 is in the set */
+
+/* XpuGaggSpec.hll_smem_off of an HLL aggregate without a shared copy */
+#define XPU_GAGG_HLL_GLOBAL		0xFFFFFFFFu
+
+/* the head of one HLL sketch in the table's HLL area (16 bytes) */
+typedef struct XpuGaggHll
+{
+	uint32_t	n;				/* distinct hashes put in the set */
+	uint32_t	flags;			/* XPU_GAGG_HLL_* */
+	uint32_t	pad[2];
+} XpuGaggHll;
+
+/* slots of the explicit set at precision p: a power of 2, >= twice the limit */
+XPU_HOST_DEVICE uint32_t
+xpu_gagg_hll_slots(int p)
+{
+	uint32_t	need = 2 * XPU_HLL_EXPLICIT_LIMIT(p);
+	uint32_t	n = 2;
+
+	while (n < need)
+		n *= 2;
+	return n;
+}
+
+/* bytes of one HLL sketch at precision p (a multiple of 16) */
+XPU_HOST_DEVICE uint32_t
+xpu_gagg_hll_bytes(int p)
+{
+	return (uint32_t) sizeof(XpuGaggHll) + 8 * xpu_gagg_hll_slots(p) + (UINT32_C(1) << p);
+}
 
 /*
  * What the kernels need of the program and the XpuAggSpec, resolved on the
@@ -64,6 +122,13 @@ typedef struct XpuGaggSpec
 	uint8_t		agg_kind[XPU_AGG_MAX_AGGS];
 	uint8_t		agg_reg[XPU_AGG_MAX_AGGS];	/* unused for COUNT_STAR */
 	uint8_t		agg_type[XPU_AGG_MAX_AGGS];
+	uint8_t		agg_param[XPU_AGG_MAX_AGGS];	/* HLL: the precision p */
+	uint32_t	hll_off[XPU_AGG_MAX_AGGS];	/* HLL: its sketch in a group's HLL bytes */
+	uint32_t	hll_smem_off[XPU_AGG_MAX_AGGS]; /* HLL without keys: its block copy
+												 * of the registers in the shared
+												 * HLL part; XPU_GAGG_HLL_GLOBAL: none */
+	uint32_t	hll_group_bytes;	/* HLL bytes per group (0: no HLL aggregate) */
+	uint32_t	hll_smem;		/* bytes of the shared HLL part of a block */
 } XpuGaggSpec;
 
 typedef struct XpuGaggTable
@@ -73,6 +138,7 @@ typedef struct XpuGaggTable
 	uint32_t   *key_len;
 	uint8_t    *arena;
 	XpuAggState *states;
+	uint8_t    *hll;			/* [capacity * spec.hll_group_bytes]: HLL sketches */
 	uint32_t	n_slots;		/* a power of 2, >= 2 * capacity */
 	uint32_t	capacity;		/* group ids available */
 	uint64_t	arena_cap;
@@ -132,7 +198,7 @@ typedef struct XpuGaggCacheEntry
  *		to 16), then the block's cache of cache_entries groups (0 or a
  *		power of 2):
  *		their states, then their XpuGaggCacheEntry; the cache is merged into
- *		t once per block.
+ *		t once per block; then spec.hll_smem bytes of HLL register copies.
  */
 #define XPU_GAGG_BLOCK		256
 #define XPU_GAGG_CANCEL_EVERY	4	/* a power of 2 */
@@ -142,6 +208,13 @@ xpu_gagg_smem_size(uint32_t smem_prog, uint32_t cache_entries, int n_aggs)
 {
 	return smem_prog + cache_entries * (uint32_t) (sizeof(XpuGaggCacheEntry) +
 												   (size_t) n_aggs * sizeof(XpuAggState));
+}
+
+/* the dynamic shared memory of kern_agg_exec with spec's HLL register copies */
+static inline uint32_t
+xpu_gagg_smem_total(uint32_t smem_prog, uint32_t cache_entries, const XpuGaggSpec *spec)
+{
+	return xpu_gagg_smem_size(smem_prog, cache_entries, spec->n_aggs) + spec->hll_smem;
 }
 
 #endif							/* XPU_AGG_GPU_H */

@@ -579,6 +579,155 @@ test_hll(void)
 	free(prog);
 }
 
+/*
+ * fold_like_gpu: the groups of finished table src into dst as
+ * service/gpu_agg.c hands a GPU table's groups over: the states (HLL values
+ * cleared) with xpu_agg_table_fold_group, then each sketch with
+ * xpu_agg_table_fold_hll, explicit hashes reversed and given twice (the GPU
+ * gives them in no order)
+ */
+static int
+fold_like_gpu(XpuAggTable *dst, const XpuAggTable *src, int n_aggs, XpuError *err)
+{
+	for (int64_t g = 0; g < xpu_agg_table_ngroups(src); g++)
+	{
+		const uint8_t *k, *d;
+		uint32_t	kl, l;
+		const XpuAggState *s;
+		XpuAggState st[4];
+		int			dense, ok = 1;
+
+		xpu_agg_table_group(src, g, &k, &kl, &s);
+		memcpy(st, s, n_aggs * sizeof(XpuAggState));
+		for (int j = 0; j < n_aggs; j++)
+			st[j].v.i = 0;
+		if (!xpu_agg_table_fold_group(dst, k, kl, st, err))
+			return 0;
+		for (int j = 0; j < n_aggs && ok; j++)
+		{
+			uint8_t    *twice;
+
+			l = xpu_agg_extra_export(XPU_AGG_HLL, &s[j], &d, &dense);
+			if (dense)
+			{
+				ok = xpu_agg_table_fold_hll(dst, k, kl, j, 1, d, l, err);
+				continue;
+			}
+			twice = malloc(2 * (size_t) l + 1);
+			for (uint32_t i = 0; i < l; i += 8)
+			{
+				memcpy(twice + (l - 8 - i), d + i, 8);
+				memcpy(twice + l + i, d + i, 8);
+			}
+			ok = xpu_agg_table_fold_hll(dst, k, kl, j, 0, twice, 2 * l, err);
+			free(twice);
+		}
+		if (!ok)
+			return 0;
+	}
+	return 1;
+}
+
+/* do finished tables a and b hold the same groups, states and sketches */
+static int
+same_hll_tables(const XpuAggTable *a, const XpuAggTable *b, int n_aggs)
+{
+	int			ok = xpu_agg_table_ngroups(a) == xpu_agg_table_ngroups(b);
+
+	for (int64_t g = 0; g < xpu_agg_table_ngroups(a) && ok; g++)
+	{
+		const uint8_t *k, *kb, *d1, *d2;
+		uint32_t	kl, lb, l1, l2;
+		const XpuAggState *s, *t = NULL;
+		int			dense1, dense2;
+
+		xpu_agg_table_group(a, g, &k, &kl, &s);
+		for (int64_t h = 0; h < xpu_agg_table_ngroups(b) && t == NULL; h++)
+		{
+			xpu_agg_table_group(b, h, &kb, &lb, &t);
+			if (lb != kl || memcmp(k, kb, kl) != 0)
+				t = NULL;
+		}
+		ok &= t != NULL;
+		for (int j = 0; j < n_aggs && ok; j++)
+		{
+			l1 = xpu_agg_extra_export(XPU_AGG_HLL, &s[j], &d1, &dense1);
+			l2 = xpu_agg_extra_export(XPU_AGG_HLL, &t[j], &d2, &dense2);
+			ok &= l1 == l2 && dense1 == dense2 && (l1 == 0 || memcmp(d1, d2, l1) == 0) &&
+				s[j].count == t[j].count && s[j].flags == t[j].flags;
+		}
+	}
+	return ok;
+}
+
+/*
+ * HLL sketches folded in from outside (a GPU's table, service/gpu_agg.c):
+ * parts of the rows aggregated apart and folded with
+ * xpu_agg_table_fold_hll give the very sketches of one table over all rows,
+ * where the parts are explicit and their union is not too
+ */
+static void
+test_hll_fold(void)
+{
+	static const XpuType types[3] = {XPU_T_INT8, XPU_T_INT8, XPU_T_TEXT};
+	static const uint16_t keys[1] = {0};
+	XpuAggDesc	aggs[2] = {{XPU_AGG_HLL, 10, 1, 64}, {XPU_AGG_HLL, 10, 2, 64}};
+	XpuAggSpec	spec = {1, keys, 2, aggs};
+	XpuProgram *prog = outs_program(types, 3, 0);
+	XpuError	err = {0};
+	XpuAggTable *all = xpu_agg_table_create(prog, &spec, &err);
+	XpuAggTable *pa = xpu_agg_table_create(prog, &spec, &err);
+	XpuAggTable *pb = xpu_agg_table_create(prog, &spec, &err);
+	XpuAggTable *folded = xpu_agg_table_create(prog, &spec, &err);
+	XpuResult	r[4] = {new_result(3000, 3), new_result(3000, 3), new_result(80, 3),
+	new_result(80, 3)};
+	const uint8_t *k, *d;
+	uint32_t	kl, l;
+	const XpuAggState *s;
+	int			dense, dense_part, ok = 1;
+	uint8_t		regs[16] = {0};
+
+	/* key 0: 3000 distinct; key 1: 50; key 2: 80 + 80 (96 is the limit at p = 10) */
+	fill_hll(&r[0], 0, 1, 3000);
+	fill_hll(&r[1], 3000, 1, 3000);
+	for (int64_t i = 0; i < 3000; i++)
+	{
+		VAL(&r[1], 0, i).i = 1;
+		VAL(&r[1], 1, i).i = i % 50;
+	}
+	for (int part = 2; part < 4; part++)
+	{
+		fill_hll(&r[part], (part - 2) * 80, 1, 3000);
+		for (int64_t i = 0; i < 80; i++)
+			VAL(&r[part], 0, i).i = 2;
+	}
+	for (int i = 0; i < 4; i++)
+		ok &= xpu_agg_table_update(all, &r[i], &err) &&
+			xpu_agg_table_update(i % 2 ? pb : pa, &r[i], &err);
+	ok &= xpu_agg_table_finish(all, &err) && xpu_agg_table_finish(pa, &err) &&
+		xpu_agg_table_finish(pb, &err);
+	ok &= fold_like_gpu(folded, pa, 2, &err) && fold_like_gpu(folded, pb, 2, &err) &&
+		xpu_agg_table_finish(folded, &err);
+	tap_ok(ok && same_hll_tables(all, folded, 2) && xpu_agg_table_ngroups(folded) == 3,
+		   "HLL fold: sketches folded in part by part equal one table's (%s)", err.message);
+	xpu_agg_table_group(pa, 1, &k, &kl, &s);	/* key 2 */
+	xpu_agg_extra_export(XPU_AGG_HLL, &s[0], &d, &dense_part);
+	xpu_agg_table_group(all, 2, &k, &kl, &s);
+	l = xpu_agg_extra_export(XPU_AGG_HLL, &s[0], &d, &dense);
+	tap_ok(!dense_part && dense && l == 1024,
+		   "HLL fold: two explicit parts whose union passes the limit become registers");
+	ok = xpu_agg_table_fold_hll(folded, k, kl, 0, 1, regs, 16, &err);
+	tap_ok(!ok && err.code == XPU_ERR_INTERNAL, "HLL fold: registers of the wrong size: %s",
+		   err.message);
+	xpu_agg_table_free(all);
+	xpu_agg_table_free(pa);
+	xpu_agg_table_free(pb);
+	xpu_agg_table_free(folded);
+	for (int i = 0; i < 4; i++)
+		free_result(&r[i]);
+	free(prog);
+}
+
 /* ------------------------------------------------------------- min/max of text */
 
 static void
@@ -995,6 +1144,7 @@ main(void)
 	test_variance_edges();
 	test_variance_combine();
 	test_hll();
+	test_hll_fold();
 	test_text_min_max();
 	test_overflow();
 	test_float_limits();
