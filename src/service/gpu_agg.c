@@ -3,7 +3,9 @@
  * gpu_agg.c
  *		GpuPreAgg on the GPU: gpu_agg_run (service.h) aggregates the record
  *		batches of an AGG_RUN's Arrow files with the kernels of kern_agg.cu
- *		and folds the groups into the run's CPU table.
+ *		and folds the groups into the run's CPU table; gpu_agg_heap_run
+ *		(gpu_driver.h) does the same for the heap chunks of a HEAP_RUN,
+ *		decoded on the GPU by kern_heap.cu (see "heap chunks" below).
  *
  * One run on one GPU:
  *
@@ -1729,6 +1731,8 @@ gpu_agg_run(const ServiceGpu *gpu, AggRun *run, struct XpuAggTable *out, XpuErro
  * chunk is staged while the GPU works on the one before.
  */
 
+#define GHEAP_IO_SLICE		(1 << 20)	/* bytes per pread of a chunk's pages (memory to memory) */
+
 /* where the parts of a chunk lie in a slot's buffers */
 typedef struct GheapLayout
 {
@@ -1755,7 +1759,6 @@ typedef struct GheapRun
 	size_t		desc_bytes;
 	int			n_text;
 	uint32_t	max_missing;	/* longest missing value of a text column */
-	int16_t    *col_scale;		/* host copies of the descriptor's arrays */
 	XpuHeapGpuStatus *status[GAGG_SLOTS];	/* pinned: each slot's decode status */
 	GheapLayout lay[GAGG_SLOTS];
 } GheapRun;
@@ -1874,7 +1877,7 @@ gheap_read_pages(GheapRun *gh, uint32_t slot, uint32_t n_pages, uint8_t *dst)
 {
 	GaggRun    *g = &gh->g;
 	size_t		len = (size_t) n_pages * XPU_HEAP_PAGE_SIZE;
-	int			n = (int) ((len + GAGG_IO_SLICE - 1) / GAGG_IO_SLICE);
+	int			n = (int) ((len + GHEAP_IO_SLICE - 1) / GHEAP_IO_SLICE);
 	GaggRead   *reads = calloc(n + 1, sizeof(GaggRead));
 	int			rc;
 
@@ -1882,11 +1885,11 @@ gheap_read_pages(GheapRun *gh, uint32_t slot, uint32_t n_pages, uint8_t *dst)
 		return gagg_fail(g, WARP_ERR_OUT_OF_MEMORY, "out of memory");
 	for (int i = 0; i < n; i++)
 	{
-		size_t		off = (size_t) i * GAGG_IO_SLICE;
+		size_t		off = (size_t) i * GHEAP_IO_SLICE;
 
 		reads[i].fd = gh->src->fd;
 		reads[i].offset = (int64_t) ((uint64_t) slot * gh->src->slot_size + off);
-		reads[i].len = len - off < GAGG_IO_SLICE ? len - off : GAGG_IO_SLICE;
+		reads[i].len = len - off < GHEAP_IO_SLICE ? len - off : GHEAP_IO_SLICE;
 		reads[i].dst = dst + off;
 	}
 	rc = gagg_io_run(&g->io, reads, n);
