@@ -1057,7 +1057,7 @@ check_cancel(void)
 	Ring		r;
 	Outcome		o;
 
-	ring_build(&r, &g, 512);
+	ring_build(&r, &g, 1024);
 	for (int when = 0; when <= 2000; when += 2000)
 	{
 		run_engine(ENG_GPU, &built[Q_BY_K], &r, when, &o);
