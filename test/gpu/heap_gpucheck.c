@@ -23,8 +23,12 @@
  * Without a GPU the same cases run the GPU path's per-tuple functions
  * (xpu/xpu_heap_gpu.h) on the host in the kernels' order, with the CPU
  * engine's aggregation over the decoded columns, so the decode and its
- * column layout are checked on any machine.
+ * column layout are checked on any machine.  With "fake" (heap_gpucheck
+ * FATBIN fake, libcuda.so.1 being fake_cuda.c's stand-in) the service's
+ * GPU path itself runs, its kernels emulated on the host and its
+ * aggregation done by the CPU engine into a side table that is compared.
  */
+#include <dlfcn.h>
 #include <fcntl.h>
 #include <math.h>
 #include <pthread.h>
@@ -782,6 +786,7 @@ typedef struct Outcome
 } Outcome;
 
 static const ServiceGpu *the_gpu;
+static XpuAggTable **fake_side;	/* fake_cuda.c's fake_side_table, in "fake" mode */
 
 typedef struct CancelArg
 {
@@ -855,12 +860,21 @@ run_engine(int engine, const Built *bq, Ring *r, int cancel_after_us, Outcome *o
 		ca.after_us = cancel_after_us;
 		if (cancel_after_us > 0)
 			pthread_create(&th, NULL, cancel_main, &ca);
+		if (engine == ENG_GPU && fake_side != NULL)
+			*fake_side = xpu_agg_table_create(bq->prog, &bq->spec, &o->err);
 		if (engine == ENG_CPU)
 			o->rc = heap_run_exec(h, &o->run, &o->table, &o->threads, &o->err, &o->werr,
 								  o->msg, sizeof(o->msg));
 		else
 			o->rc = heap_run_exec_gpu(h, the_gpu, &o->run, &o->table, &o->threads, &o->err,
 									  &o->werr, o->msg, sizeof(o->msg));
+		if (engine == ENG_GPU && fake_side != NULL)
+		{
+			/* the rows the stand-in aggregated, not the emulated device's empty table */
+			xpu_agg_table_free(o->table);
+			o->table = *fake_side;
+			*fake_side = NULL;
+		}
 		if (cancel_after_us > 0)
 			pthread_join(th, NULL);
 		heap_run_free(h);
@@ -1102,13 +1116,25 @@ main(int argc, char **argv)
 
 	if (argc < 2)
 	{
-		fprintf(stderr, "usage: heap_gpucheck FATBIN\n");
+		fprintf(stderr, "usage: heap_gpucheck FATBIN [fake]\n");
 		return 2;
 	}
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	gpu_fatbin_path = argv[1];
 	gpu_open(&gpu, true);
 	the_gpu = &gpu;
+	if (argc >= 3 && strcmp(argv[2], "fake") == 0)
+	{
+		void	   *lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
+
+		if (gpu.n_devices == 0 || lib == NULL ||
+			(fake_side = dlsym(lib, "fake_side_table")) == NULL)
+		{
+			printf("Bail out! \"fake\" needs fake_cuda.c's libcuda.so.1 on LD_LIBRARY_PATH\n");
+			return 1;
+		}
+		tap_diag("a stand-in driver: %s", gpu.devices[0].name);
+	}
 	if (gpu.n_devices == 0)
 		tap_diag("no GPU (%s): the GPU path's decode runs on the host instead", gpu.detail);
 	run_checks(gpu.n_devices == 0 ? ENG_EMU : ENG_GPU);
