@@ -1760,6 +1760,7 @@ typedef struct GheapRun
 	int			n_text;
 	uint32_t	max_missing;	/* longest missing value of a text column */
 	XpuHeapGpuStatus *status[GAGG_SLOTS];	/* pinned: each slot's decode status */
+	CUevent		ev_decode[GAGG_SLOTS];	/* before each slot's decode kernels */
 	GheapLayout lay[GAGG_SLOTS];
 } GheapRun;
 
@@ -1974,7 +1975,8 @@ gheap_launch(GheapRun *gh, int si)
 	if (gagg_cuda(g, gpu_drv.cuMemcpyHtoDAsync(s->dev, s->host, l->host_len, s->stream),
 				  "cuMemcpyHtoDAsync") != 0 ||
 		gagg_cuda(g, gpu_drv.cuMemsetD8Async(s->dev + l->bits, 0, l->bits_len, s->stream),
-				  "cuMemsetD8Async") != 0)
+				  "cuMemsetD8Async") != 0 ||
+		gagg_cuda(g, gpu_drv.cuEventRecord(gh->ev_decode[si], s->stream), "cuEventRecord") != 0)
 		return -1;
 	if (gh->n_text > 0 &&
 		(gagg_cuda(g, GAGG_RETRY(g, gpu_drv.cuLaunchKernel(gh->f_measure, n_pages, 1, 1,
@@ -2006,10 +2008,14 @@ static int
 gheap_finish(GheapRun *gh, int si)
 {
 	GaggRun    *g = &gh->g;
+	float		ms = 0;
 	int			code;
 
 	if (gagg_stream_wait(g, g->slots[si].stream) != 0)
 		return -1;
+	/* the decode's time; gagg_slot_finish adds the aggregation's */
+	if (gpu_drv.cuEventElapsedTime(&ms, gh->ev_decode[si], g->slots[si].ev_start) == CUDA_SUCCESS)
+		GAGG_ADD(g->run->exec_us, (uint64_t) (ms * 1000.0f));
 	code = gh->status[si]->code;
 	if (code != 0)
 	{
@@ -2173,7 +2179,9 @@ gheap_setup(GheapRun *gh, const ServiceGpu *gpu, uint32_t dev, const GpuAggOptio
 		return -1;
 	for (int i = 0; i < GAGG_SLOTS; i++)
 		if (gagg_host_alloc(g, (void **) &gh->status[i], sizeof(XpuHeapGpuStatus),
-							"a heap status") != 0)
+							"a heap status") != 0 ||
+			gagg_cuda(g, GAGG_RETRY(g, gpu_drv.cuEventCreate(&gh->ev_decode[i], CU_EVENT_DEFAULT)),
+					  "cuEventCreate") != 0)
 			return -1;
 	return 0;
 }
@@ -2218,7 +2226,11 @@ gpu_agg_heap_execute(const ServiceGpu *gpu, AggRun *run, GpuHeapSource *src,
 		rc = gagg_table_drain(g, &th);
 	gagg_teardown(g);
 	for (int i = 0; i < GAGG_SLOTS; i++)
+	{
 		gagg_host_free(g, (void **) &gh.status[i], sizeof(XpuHeapGpuStatus));
+		if (gh.ev_decode[i] != NULL)
+			gpu_drv.cuEventDestroy(gh.ev_decode[i]);
+	}
 	gagg_dev_free(g, &gh.d_desc, gh.desc_bytes);
 	gpu_drv.cuCtxPopCurrent(&ctx);
 	return rc;
