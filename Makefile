@@ -140,7 +140,8 @@ XPU_SRCS     = \
 	src/xpu/kern_all.cu \
 	src/xpu/kern_selftest.cu \
 	src/xpu/kern_warp.cu \
-	src/xpu/kern_agg.cu
+	src/xpu/kern_agg.cu \
+	src/xpu/kern_heap.cu
 NVCC_FLAGS   = -std=c++17 -O3 --fatbin -I$(CURDIR)/src/xpu -MMD -MP \
                -gencode arch=compute_80,code=sm_80 \
                -gencode arch=compute_90,code=sm_90 \

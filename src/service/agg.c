@@ -491,7 +491,7 @@ run_gpu(AggTask *t)
 				 &err, werr, msg);
 }
 
-/* runs a HEAP_RUN's chunks on the CPU workers of heap_chunk.c */
+/* runs a HEAP_RUN's chunks on the CPU workers of heap_chunk.c, or on the GPU */
 static void
 run_heap(AggTask *t)
 {
@@ -501,8 +501,12 @@ run_heap(AggTask *t)
 	int			rc;
 
 	msg[0] = '\0';
-	rc = heap_run_exec(t->heap, &t->run, &t->table, &t->threads, &err, &werr, msg,
-					   sizeof(msg));
+	if (t->engine == WARP_ENGINE_GPU)
+		rc = heap_run_exec_gpu(t->heap, t->gpu, &t->run, &t->table, &t->threads, &err, &werr,
+							   msg, sizeof(msg));
+	else
+		rc = heap_run_exec(t->heap, &t->run, &t->table, &t->threads, &err, &werr, msg,
+						   sizeof(msg));
 	task_outcome(t, rc, &err, werr, msg);
 }
 
@@ -668,10 +672,7 @@ agg_task_start(const uint8_t *payload, uint32_t len, const ServiceGpu *gpu,
 		return NULL;
 	}
 	if (!agg_choose_engine(gpu, ((const WarpAggRequest *) t->payload)->engine, &t->run.spec,
-						   &t->engine, werr, msg, msglen) ||
-		(t->heap != NULL && ((const WarpAggRequest *) t->payload)->engine != WARP_ENGINE_CPU &&
-		 (*werr = WARP_ERR_UNSUPPORTED,
-		  snprintf(msg, msglen, "heap tables run on the CPU engine only"), true)))
+						   &t->engine, werr, msg, msglen))
 	{
 		agg_task_free(t);
 		return NULL;

@@ -112,4 +112,49 @@ extern int	gpu_agg_execute(const ServiceGpu *gpu, AggRun *run,
 							const GpuAggOptions *opts, GpuAggSink sink, void *sink_arg,
 							XpuError *err, int *werr, char *msg, size_t msglen);
 
+/*
+ * The heap chunks of a HEAP_RUN as gpu_agg_heap_execute reads them
+ * (service/heap_chunk.c fills it): the ring of slots in the backend's memfd
+ * (pages read with pread from fd, visibility bitmaps from the mapping),
+ * what the run decodes, and the queue of filled slots: take() blocks for
+ * the next one (false: no more, or the run stopped) and give() hands a
+ * slot back once its pages are copied.
+ */
+struct XpuHeapAtt;
+
+typedef struct GpuHeapSource
+{
+	int			fd;
+	const uint8_t *ring;
+	uint64_t	slot_size;
+	uint32_t	slot_pages;
+	const struct XpuHeapAtt *atts;	/* [n_deform] */
+	int			n_deform;
+	const int16_t *col_att;		/* [n_cols]: chunk column j's attribute number */
+	const uint8_t *col_kind;	/* [n_cols]: XpuColKind */
+	int			n_cols;
+	const uint8_t *missing;
+	bool		(*take) (void *arg, uint32_t *slot, uint32_t *n_pages);
+	void		(*give) (void *arg, uint32_t slot);
+	void	   *arg;
+	bool		taken;			/* set once take() gave a slot */
+} GpuHeapSource;
+
+/*
+ * gpu_agg_heap_execute: a HEAP_RUN on device opts->device: every chunk
+ * src gives is decoded (kern_heap.cu) and aggregated on the GPU, the groups
+ * going to sink(sink_arg, ...).  Returns as gpu_agg_run does; a chunk the
+ * GPU cannot decode exactly returns XPU_ERR_FALLBACK as the CPU engine
+ * would.  WARP_ERR_UNSUPPORTED (src->taken false): the run is one the GPU
+ * does not serve, the CPU engine may take it.
+ */
+extern int	gpu_agg_heap_execute(const ServiceGpu *gpu, AggRun *run, GpuHeapSource *src,
+								 const GpuAggOptions *opts, GpuAggSink sink, void *sink_arg,
+								 XpuError *err, int *werr, char *msg, size_t msglen);
+
+/* gpu_agg_heap_execute into the table out (as gpu_agg_run), the runs taking the GPUs in turn */
+extern int	gpu_agg_heap_run(const ServiceGpu *gpu, AggRun *run, GpuHeapSource *src,
+							 struct XpuAggTable *out, XpuError *err, int *werr,
+							 char *msg, size_t msglen);
+
 #endif							/* PG_WARP_GPU_DRIVER_H */

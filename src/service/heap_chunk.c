@@ -6,7 +6,9 @@
  *		heap pages in a memfd it passed over the socket, and the CPU
  *		engine's workers that decode the visible tuples of each chunk into
  *		column slices (xpu/xpu_heap.h), run the program over them and fold
- *		the passing rows into their aggregation tables.
+ *		the passing rows into their aggregation tables; or, on the GPU
+ *		engine, the source of chunks that gpu_agg.c's gpu_agg_heap_run
+ *		decodes (xpu/kern_heap.cu) and aggregates on the GPU.
  *
  * Threads.  The epoll thread (server.c) calls heap_run_message for each
  * HEAP_CHUNK / HEAP_END and heap_run_next_done to learn which slots to
@@ -14,7 +16,9 @@
  * which runs the workers until HEAP_END has come and every chunk is
  * decoded, or the run stops (an error, a FALLBACK, a cancel).  One mutex
  * guards the queues; workers write the run's eventfd after each chunk so
- * that the epoll thread sends its HEAP_DONE at once.
+ * that the epoll thread sends its HEAP_DONE at once.  On the GPU the run's
+ * thread alone takes the chunks (heap_run_exec_gpu) and gives each slot
+ * back as soon as its pages are copied into pinned memory.
  *
  *-------------------------------------------------------------------------
  */
@@ -29,6 +33,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "gpu_driver.h"
 #include "service.h"
 #include "xpu/xpu_heap.h"
 
@@ -47,6 +52,7 @@ struct HeapRun
 	const uint8_t *missing;
 	uint32_t	missing_len;
 	uint8_t    *ring;			/* the memfd, mapped read-only */
+	int			ring_fd;		/* the memfd, kept for the GPU engine's reads */
 	size_t		ring_size;
 	uint32_t	n_slots;
 	uint32_t	slot_pages;
@@ -177,6 +183,9 @@ map_ring(HeapRun *h, int memfd, char *msg, size_t msglen)
 		return snprintf(msg, msglen, "could not map the chunk ring: %s", strerror(errno)),
 			false;
 	}
+	if ((h->ring_fd = fcntl(memfd, F_DUPFD_CLOEXEC, 0)) < 0)
+		return snprintf(msg, msglen, "could not keep the chunk ring: %s", strerror(errno)),
+			false;
 	return true;
 }
 
@@ -223,6 +232,7 @@ heap_run_parse(const uint8_t *p, size_t len, const XpuProgram *prog, int memfd,
 	h->slot_pages = req->slot_pages;
 	h->slot_size = req->slot_size;
 	h->notify_fd = notify_fd;
+	h->ring_fd = -1;
 	if (!check_columns(h, req->n_atts, msg, msglen) || !map_ring(h, memfd, msg, msglen))
 	{
 		heap_run_free(h);
@@ -239,6 +249,8 @@ heap_run_free(HeapRun *h)
 		return;
 	if (h->ring)
 		munmap(h->ring, h->ring_size);
+	if (h->ring_fd >= 0)
+		close(h->ring_fd);
 	pthread_mutex_destroy(&h->lock);
 	pthread_cond_destroy(&h->cond);
 	free(h->col_kind);
@@ -706,5 +718,67 @@ heap_run_exec(HeapRun *h, AggRun *run, XpuAggTable **out, uint32_t *threads,
 		worker_release(h, &ws[i]);
 	}
 	free(ws);
+	return rc;
+}
+
+/* ------------------------------------------------------------- the GPU */
+
+/* GpuHeapSource.take over the run's queue */
+static bool
+gpu_take(void *arg, uint32_t *slot, uint32_t *n_pages)
+{
+	return take_slot((HeapRun *) arg, slot, n_pages);
+}
+
+/* GpuHeapSource.give: the slot's HEAP_DONE */
+static void
+gpu_give(void *arg, uint32_t slot)
+{
+	give_slot((HeapRun *) arg, slot);
+}
+
+/*
+ * heap_run_exec_gpu: heap_run_exec on the GPUs of gpu (gpu_agg.c's
+ * gpu_agg_heap_run: the chunks decoded by kern_heap.cu and aggregated by
+ * kern_agg.cu), into *out (created here); the same returns.  A run the
+ * GPU does not serve (a grouping or aggregate its kernels lack, too many
+ * attributes) runs on the CPU workers instead, before any chunk is taken.
+ */
+int
+heap_run_exec_gpu(HeapRun *h, const ServiceGpu *gpu, AggRun *run, XpuAggTable **out,
+				  uint32_t *threads, XpuError *err, int *werr, char *msg, size_t msglen)
+{
+	GpuHeapSource src;
+	int			rc;
+
+	memset(&src, 0, sizeof(src));
+	src.fd = h->ring_fd;
+	src.ring = h->ring;
+	src.slot_size = h->slot_size;
+	src.slot_pages = h->slot_pages;
+	src.atts = h->atts;
+	src.n_deform = h->n_deform;
+	src.col_att = h->col_att;
+	src.col_kind = h->col_kind;
+	src.n_cols = h->n_cols;
+	src.missing = h->missing;
+	src.take = gpu_take;
+	src.give = gpu_give;
+	src.arg = h;
+	*threads = 1;
+	if ((*out = xpu_agg_table_create(h->prog, &run->spec, err)) == NULL)
+		return *werr = WARP_ERR_OUT_OF_MEMORY, snprintf(msg, msglen, "out of memory"), -1;
+	rc = gpu_agg_heap_run(gpu, run, &src, *out, err, werr, msg, msglen);
+	if (rc == -1 && *werr == WARP_ERR_UNSUPPORTED && !src.taken)
+	{
+		svc_log("LOG", "a heap run goes to the CPU engine: %s", msg);
+		xpu_agg_table_free(*out);
+		*out = NULL;
+		*werr = 0;
+		msg[0] = '\0';
+		return heap_run_exec(h, run, out, threads, err, werr, msg, msglen);
+	}
+	if (rc != XPU_OK)
+		heap_run_cancel(h);	/* as a failed CPU worker stops the run */
 	return rc;
 }

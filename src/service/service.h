@@ -156,7 +156,8 @@ extern int	gpu_agg_run(const ServiceGpu *gpu, AggRun *run,
 /*
  * in heap_chunk.c: the heap part of a HEAP_RUN (xpu/protocol.h): its ring
  * of chunks in the backend's memfd and the CPU workers that decode and
- * aggregate them.  agg.c parses (heap_run_parse), runs (heap_run_exec, on
+ * aggregate them.  agg.c parses (heap_run_parse), runs (heap_run_exec, or
+ * heap_run_exec_gpu on the GPU engine, on
  * the run's thread) and frees it; server.c passes it the HEAP_CHUNK and
  * HEAP_END messages and sends a HEAP_DONE for each slot heap_run_next_done
  * gives back.
@@ -172,6 +173,9 @@ extern void heap_run_cancel(HeapRun *h);
 extern int	heap_run_exec(HeapRun *h, AggRun *run, struct XpuAggTable **out,
 						  uint32_t *threads, XpuError *err, int *werr,
 						  char *msg, size_t msglen);
+extern int	heap_run_exec_gpu(HeapRun *h, const ServiceGpu *gpu, AggRun *run,
+							  struct XpuAggTable **out, uint32_t *threads,
+							  XpuError *err, int *werr, char *msg, size_t msglen);
 extern void heap_run_free(HeapRun *h);
 
 #endif							/* PG_WARP_SERVICE_H */

@@ -10,3 +10,4 @@
 #include "kern_selftest.cu"
 #include "kern_warp.cu"
 #include "kern_agg.cu"
+#include "kern_heap.cu"

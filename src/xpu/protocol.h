@@ -318,7 +318,7 @@ WARP_STATIC_ASSERT(sizeof(WarpAggResult) == 96 + 128, "WarpAggResult layout");
  * HEAP_RUN: aggregate the visible tuples of a heap table.  Payload, each
  * part 8-byte aligned (16 for the program):
  *
- *	WarpAggRequest					n_files 0, engine WARP_ENGINE_CPU
+ *	WarpAggRequest					n_files 0; engine as for AGG_RUN
  *	uint16_t	key_outs[n_keys]
  *	XpuAggDesc	aggs[n_aggs]
  *	program		prog_len bytes

@@ -65,14 +65,14 @@ def vis_bytes(n, visible):
     return bytes(b)
 
 
-def heap_payload(client_dir, tmp_path, n_slots=N_SLOTS):
-    """HEAP_RUN's payload: the "many" program, then the heap part."""
+def heap_payload(client_dir, tmp_path, n_slots=N_SLOTS, engine=1):
+    """HEAP_RUN's payload: the "many" program, then the heap part (engine 1: CPU)."""
     f = write(tmp_path / "shape.arrow", pa.table({"k": pa.array([1], pa.int64()),
                                                    "v": pa.array([1], pa.int64())}))
     good = dump("many", [f])
     head = bytearray(good[:file_offset(good)])
     struct.pack_into("<I", head, 0, 0)                  # n_files
-    struct.pack_into("<I", head, 20, 1)                 # engine: CPU
+    struct.pack_into("<I", head, 20, engine)            # engine
     heap = struct.pack("<IIQII", n_slots, SLOT_PAGES, SLOT_SIZE, 2, 0)
     heap += struct.pack("<hBBIII", 8, 8, 0, 0, 0, 0) * 2     # k, v: int8
     heap += struct.pack("<hh", 1, 2) + b"\0" * 4             # chunk columns -> attributes
@@ -163,6 +163,31 @@ def test_heap_run_against_python(client, svc, tmp_path):
     ship(c, ring, pages, visible)
     groups, status = results(c)
     c.close()
+    assert status == 0 and groups == want
+
+
+@pytest.mark.parametrize("engine", [0, 2])
+def test_heap_run_engine_choice(client, svc, tmp_path, engine):
+    """A heap run may ask for the service's choice (auto: here, without a GPU, the
+    CPU engine runs it) or for the GPU (refused by a service without one)."""
+    rows = [(k % 3, k) for k in range(50)]
+    fd, ring = make_ring()
+    c = start(svc, heap_payload(client, tmp_path, engine=engine), fd)
+    os.close(fd)
+    if engine == 2:
+        code, msg = error_of(recv_message(c))
+        c.close()
+        assert code == 3 and "no GPU" in msg, msg  # WARP_ERR_UNSUPPORTED
+        return
+    ship(c, ring, [(page_bytes([tuple_bytes(k, v) for k, v in rows]), len(rows))],
+         lambda p, t: t % 4 != 1)
+    groups, status = results(c)
+    c.close()
+    want = {}
+    for t, (k, v) in enumerate(rows):
+        if t % 4 != 1:
+            cnt, s = want.get(k, (0, 0))
+            want[k] = (cnt + 1, s + v)
     assert status == 0 and groups == want
 
 

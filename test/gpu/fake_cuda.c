@@ -1,0 +1,241 @@
+/*
+ * fake_cuda.c
+ *		A stand-in libcuda.so.1 for heap_gpucheck on a machine without a
+ *		GPU (`make -C test/gpu heapfake`): one "device" whose memory is host
+ *		memory, synchronous streams, and kernels run on the host, so that
+ *		the service's GPU heap path (service/gpu_agg.c's staging, layout,
+ *		double buffering, status and cancel handling) runs for real around
+ *		them.  The heap kernels are emulated with the same per-tuple
+ *		functions kern_heap.cu calls (xpu/xpu_heap_gpu.h), block by block in
+ *		thread order; kern_agg_exec is replaced by the CPU engine folding the
+ *		decoded chunk into the side table the check registers
+ *		(fake_side_table), which the check compares with the CPU engine's
+ *		heap run.  Only what gpu.c resolves is defined.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "xpu/cuda_driver.h"
+#include "xpu/xpu_agg.h"
+#include "xpu/xpu_agg_gpu.h"
+#include "xpu/xpu_heap_gpu.h"
+
+typedef struct CUevent_st *CUevent;
+
+#define FAKE_API	__attribute__((visibility("default")))
+
+/* where kern_agg_exec's stand-in folds the rows (set by heap_gpucheck) */
+FAKE_API XpuAggTable *fake_side_table;
+
+enum
+{
+	K_AGG_EXEC, K_HEAP_MEASURE, K_HEAP_SCAN, K_HEAP_DECODE, K_OTHER
+};
+
+struct CUfunc_st
+{
+	int			id;
+};
+static struct CUfunc_st funcs[] = {{K_AGG_EXEC}, {K_HEAP_MEASURE}, {K_HEAP_SCAN},
+{K_HEAP_DECODE}, {K_OTHER}};
+static int	dummy;
+
+FAKE_API CUresult cuInit(unsigned int f) { return 0; }
+FAKE_API CUresult cuDeviceGetCount(int *n) { *n = 1; return 0; }
+FAKE_API CUresult cuDeviceGet(CUdevice *d, int i) { *d = i; return 0; }
+FAKE_API CUresult cuDeviceGetName(char *name, int len, CUdevice d)
+{
+	strncpy(name, "fake GPU (host memory)", len);
+	return 0;
+}
+FAKE_API CUresult cuDeviceTotalMem_v2(size_t *b, CUdevice d) { *b = (size_t) 8 << 30; return 0; }
+FAKE_API CUresult cuDeviceGetAttribute(int *v, int attr, CUdevice d)
+{
+	*v = attr == CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT ? 4 :
+		attr == CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR ? 9 : 0;
+	return 0;
+}
+FAKE_API CUresult cuDevicePrimaryCtxRetain(CUcontext *c, CUdevice d) { *c = (CUcontext) &dummy; return 0; }
+FAKE_API CUresult cuDevicePrimaryCtxRelease_v2(CUdevice d) { return 0; }
+FAKE_API CUresult cuGetErrorName(CUresult e, const char **s) { *s = "CUDA_ERROR_FAKE"; return 0; }
+FAKE_API CUresult cuCtxPushCurrent_v2(CUcontext c) { return 0; }
+FAKE_API CUresult cuCtxPopCurrent_v2(CUcontext *c) { *c = (CUcontext) &dummy; return 0; }
+FAKE_API CUresult cuModuleLoad(CUmodule *m, const char *path) { *m = (CUmodule) &dummy; return 0; }
+FAKE_API CUresult cuModuleGetFunction(CUfunction *f, CUmodule m, const char *name)
+{
+	*f = &funcs[strcmp(name, "kern_agg_exec") == 0 ? K_AGG_EXEC :
+				strcmp(name, "kern_heap_measure") == 0 ? K_HEAP_MEASURE :
+				strcmp(name, "kern_heap_scan") == 0 ? K_HEAP_SCAN :
+				strcmp(name, "kern_heap_decode") == 0 ? K_HEAP_DECODE : K_OTHER];
+	return 0;
+}
+/* device memory starts as garbage, as a GPU's does */
+FAKE_API CUresult cuMemAlloc_v2(CUdeviceptr *p, size_t n)
+{
+	void	   *m = malloc(n);
+
+	if (m == NULL)
+		return 2;
+	memset(m, 0xA5, n);
+	*p = (CUdeviceptr) (uintptr_t) m;
+	return 0;
+}
+FAKE_API CUresult cuMemFree_v2(CUdeviceptr p) { free((void *) (uintptr_t) p); return 0; }
+FAKE_API CUresult cuMemAllocHost_v2(void **p, size_t n) { *p = calloc(1, n); return *p ? 0 : 2; }
+FAKE_API CUresult cuMemFreeHost(void *p) { free(p); return 0; }
+FAKE_API CUresult cuMemcpyHtoDAsync_v2(CUdeviceptr d, const void *s, size_t n, CUstream st)
+{
+	memcpy((void *) (uintptr_t) d, s, n);
+	return 0;
+}
+FAKE_API CUresult cuMemcpyDtoHAsync_v2(void *d, CUdeviceptr s, size_t n, CUstream st)
+{
+	memcpy(d, (const void *) (uintptr_t) s, n);
+	return 0;
+}
+FAKE_API CUresult cuMemsetD8Async(CUdeviceptr p, unsigned char v, size_t n, CUstream st)
+{
+	memset((void *) (uintptr_t) p, v, n);
+	return 0;
+}
+FAKE_API CUresult cuStreamCreate(CUstream *s, unsigned int f) { *s = (CUstream) &dummy; return 0; }
+FAKE_API CUresult cuStreamDestroy_v2(CUstream s) { return 0; }
+FAKE_API CUresult cuStreamSynchronize(CUstream s) { return 0; }
+FAKE_API CUresult cuStreamQuery(CUstream s) { return 0; }
+FAKE_API CUresult cuEventCreate(CUevent *e, unsigned int f) { *e = (CUevent) &dummy; return 0; }
+FAKE_API CUresult cuEventDestroy_v2(CUevent e) { return 0; }
+FAKE_API CUresult cuEventRecord(CUevent e, CUstream s) { return 0; }
+FAKE_API CUresult cuEventElapsedTime(float *ms, CUevent a, CUevent b) { *ms = 0; return 0; }
+
+/* kern_heap_measure and kern_heap_decode, a block (page) at a time, threads in order */
+static void
+fake_heap(const XpuHeapGpuDesc *d, const XpuHeapGpuChunk *hc, XpuChunk *chunk,
+		  const int32_t *cancel, unsigned int n_pages)
+{
+	const uint8_t *ptrs[XPU_HEAP_GPU_MAX_WANT];
+	uint32_t	lens[XPU_HEAP_GPU_MAX_WANT];
+
+	for (unsigned int p = 0; p < n_pages && *cancel == 0; p++)
+	{
+		const uint8_t *page = hc->pages + (size_t) p * XPU_HEAP_PAGE_SIZE;
+		const uint8_t *vis = hc->vis + (size_t) p * XPU_HEAP_VIS_BYTES;
+		uint64_t	before[64] = {0};
+
+		for (int i = 0; i < XPU_HEAP_GPU_BLOCK; i++)
+		{
+			int			visible = xpu_hg_visible(vis, i);
+			int			code = visible ? xpu_hg_tuple(d, page, i, ptrs, lens) : 0;
+			const uint8_t *const *pp = visible && code == 0 ? ptrs : NULL;
+			uint32_t	r = visible ? hc->row_start[p] + xpu_hg_rank(vis, i) : 0;
+
+			for (int j = 0; j < d->n_cols; j++)
+			{
+				int			t = d->col_text[j];
+				uint64_t	n = t >= 0 ? xpu_hg_text_len(d, j, pp, lens) : 0;
+				uint64_t   *pt = t >= 0 ? &hc->page_text[(size_t) t * hc->n_pages + p] : NULL;
+				int			c;
+
+				if (chunk == NULL)
+				{
+					if (t >= 0)
+						*pt = (i == 0 ? 0 : *pt) + n;
+					continue;
+				}
+				if (t >= 0)
+					before[t] += n;
+				if (!visible)
+					continue;
+				c = xpu_hg_put(d, &chunk->cols[j], j, r, pp, lens,
+							   t >= 0 ? *pt + before[t] - n : 0, hc->text_cap);
+				if (code == 0)
+					code = c;
+			}
+			if (code != 0 && hc->status->code == 0)
+				hc->status->code = code;
+		}
+	}
+}
+
+/* kern_heap_scan: page_text made exclusive prefix sums */
+static void
+fake_scan(const XpuHeapGpuDesc *d, const XpuHeapGpuChunk *hc)
+{
+	for (int t = 0; t < d->n_text; t++)
+	{
+		uint64_t	sum = 0;
+
+		for (uint32_t p = 0; p < hc->n_pages; p++)
+		{
+			uint64_t	v = hc->page_text[(size_t) t * hc->n_pages + p];
+
+			hc->page_text[(size_t) t * hc->n_pages + p] = sum;
+			sum += v;
+		}
+	}
+}
+
+/* kern_agg_exec's stand-in: the CPU engine over the chunk into fake_side_table */
+static void
+fake_agg(const XpuProgram *prog, const XpuChunk *chunk, XpuGaggLaunch *launch,
+		 const int32_t *cancel)
+{
+	enum
+	{
+		SLICE = 4096
+	};
+	size_t		outs = prog->n_outs ? prog->n_outs : 1;
+	void	   *ws = aligned_alloc(16, (xpu_cpu_workspace_size(prog) + 15) & ~(size_t) 15);
+	XpuValue   *values = aligned_alloc(16, outs * SLICE * sizeof(XpuValue));
+	uint8_t    *nulls = malloc(outs * SLICE),
+			   *mask = malloc(SLICE);
+	XpuColumnData *cols = malloc((chunk->ncols + 1) * sizeof(XpuColumnData));
+
+	memcpy(cols, chunk->cols, chunk->ncols * sizeof(XpuColumnData));
+	for (int64_t r0 = 0; r0 < chunk->nrows && *cancel == 0; r0 += SLICE)
+	{
+		int64_t		n = chunk->nrows - r0 < SLICE ? chunk->nrows - r0 : SLICE;
+		XpuChunk	c = {n, chunk->ncols, 0, cols};
+		XpuResult	res = {n, mask, values, nulls};
+
+		for (int j = 0; j < chunk->ncols; j++)
+			cols[j].offset = r0;
+		if (xpu_cpu_exec(prog, &c, &res, ws, &launch->err) != XPU_OK ||
+			!xpu_agg_table_update(fake_side_table, &res, &launch->err))
+			break;
+		for (int64_t r = 0; r < n; r++)
+			launch->rows_passed += mask[r];
+	}
+	free(ws);
+	free(values);
+	free(nulls);
+	free(mask);
+	free(cols);
+}
+
+FAKE_API CUresult
+cuLaunchKernel(CUfunction f, unsigned int gx, unsigned int gy, unsigned int gz,
+			   unsigned int bx, unsigned int by, unsigned int bz, unsigned int smem,
+			   CUstream s, void **params, void **extra)
+{
+#define ARG(i, type)	((type) (uintptr_t) *(CUdeviceptr *) params[i])
+	switch (f->id)
+	{
+		case K_AGG_EXEC:
+			fake_agg(ARG(0, const XpuProgram *), ARG(3, const XpuChunk *),
+					 ARG(9, XpuGaggLaunch *), ARG(11, const int32_t *));
+			break;
+		case K_HEAP_MEASURE:
+			fake_heap(ARG(0, const XpuHeapGpuDesc *), ARG(1, const XpuHeapGpuChunk *), NULL,
+					  ARG(2, const int32_t *), gx);
+			break;
+		case K_HEAP_SCAN:
+			fake_scan(ARG(0, const XpuHeapGpuDesc *), ARG(1, const XpuHeapGpuChunk *));
+			break;
+		case K_HEAP_DECODE:
+			fake_heap(ARG(0, const XpuHeapGpuDesc *), ARG(1, const XpuHeapGpuChunk *),
+					  ARG(2, XpuChunk *), ARG(3, const int32_t *), gx);
+			break;
+	}
+	return 0;
+#undef ARG
+}
