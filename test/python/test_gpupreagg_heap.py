@@ -718,3 +718,35 @@ def test_parallel_admission(cluster):
         subprocess.run(["bash", CLUSTER, "stop", cluster.dir], env=cluster.env, check=True)
         subprocess.run(["bash", CLUSTER, "start", cluster.dir], env=cluster.env, check=True,
                        capture_output=True)
+
+
+def test_parallel_leader_falls_back_workers_do_not(cluster):
+    """The leader cannot make its ring (a file size limit on its process
+    only): it aggregates the ranges it claims in PostgreSQL while the workers
+    run the engine over theirs; the result is PostgreSQL's."""
+    make_big(cluster)
+    cluster.sql("VACUUM big")
+    cluster.sql("CHECKPOINT")
+    q = "SELECT a % 10, count(*), sum(b), sum(c), max(b) FROM big GROUP BY 1 ORDER BY 1"
+    s = subprocess.Popen(["psql", "-XAtq", "-v", "ON_ERROR_STOP=1"], env=cluster.env,
+                         stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, text=True)
+    s.stdin.write("SELECT pg_backend_pid();\n")
+    s.stdin.flush()
+    pid = int(s.stdout.readline())
+    # room for the parallel query's dynamic shared memory, not for a 128 MB ring
+    subprocess.run(as_owner(["prlimit", "--pid", str(pid), "--fsize=4194304:"]), check=True)
+    s.stdin.write("".join(x + ";\n" for x in par(2) + ("SET pg_warp.heap_chunk_pages = 4096",)) +
+                  "EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF) %s;\n%s;\n" % (q, q))
+    s.stdin.flush()
+    try:
+        out, err = s.communicate("\\q\n", timeout=120)
+    finally:
+        if alive(pid):
+            subprocess.run(as_owner(["prlimit", "--pid", str(pid), "--fsize=unlimited:"]),
+                           check=False)
+    assert s.returncode == 0, err
+    assert "Parallel Custom Scan (GpuPreAgg)" in out, out
+    assert "PostgreSQL (fallback)" in out and "shared memory ring" in out, out
+    assert "  Engine: CPU  Block Ranges: " in out, out     # a worker's engine run
+    assert out.strip().endswith("\n" + run(cluster, q, par(2) + OFF)[1]), out
