@@ -504,6 +504,9 @@ def test_parallel_every_aggregate(cluster, workers):
                           % ", ".join(PAR_AGGS), workers=workers)
     assert "Engine: CPU" in plan, plan
     same_par(cluster, "SELECT %s FROM ptypes" % ", ".join(PAR_AGGS), workers=workers)
+    # pg_warp's HyperLogLog sketches: the serialized sketch is the partial state
+    same_par(cluster, "SELECT t, pgwarp.hll_count(i4), pgwarp.hll_count(t), pgwarp.hll_sketch(i8) "
+             "FROM ptypes GROUP BY t ORDER BY t", workers=workers)
     # the float aggregates PostgreSQL combines with float8_combine: equal to 1e-9
     q = "SELECT t, avg(f8), stddev(f8), var_pop(f4), variance(f8) FROM ptypes GROUP BY t ORDER BY t"
     plan = explain_par(cluster, q, workers=workers)
