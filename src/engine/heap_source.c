@@ -9,8 +9,8 @@
  * Claims.  A run reads the blocks it claims from a counter (HeapAggShared):
  * a run that is not parallel claims the whole table at once; the runs of a
  * parallel GpuPreAgg (one per participant, under Gather) share the counter
- * in dynamic shared memory and claim ranges of a few hundred to 4096
- * blocks, so that each block is read by exactly one of them.  The claims of
+ * in dynamic shared memory and claim ranges of 1/256 of the table (8 to
+ * 4096 blocks), so that each block is read by exactly one of them.  The claims of
  * a run are remembered: a participant whose run falls back hands them to
  * PostgreSQL's own partial aggregation (heap_agg_fallback_range), then
  * claims the rest of the table for it.
