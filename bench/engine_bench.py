@@ -18,8 +18,9 @@ side by side in one run, on (--sides picks a subset, by these names):
   warp_cpu  pg_warp GpuPreAgg on the Arrow table, pg_warp.engine = cpu
   warp_cpu_heap  pg_warp CPU engine on heap: GpuPreAgg over the heap table, its
             pages shipped to the service through shared memory
-  warp_gpu_heap  pg_warp GPU on heap: the GPU does not decode heap tuples yet;
-            reported as not implemented, with no number
+  warp_gpu_heap  pg_warp GPU on heap: GpuPreAgg over the heap table with
+            pg_warp.engine = gpu (the GPU decodes the shipped tuples; skipped, with
+            a note, when the service has no GPU)
   duckdb    DuckDB (python package duckdb), N threads, native tables made from
             the Arrow file's columns that the queries need; timed with its own
             clock around execute().fetchall()
@@ -93,7 +94,7 @@ LABELS = {
     "h2d": "pinned host-to-GPU copy",
 }
 # what the plan of a pg_warp side must show (EXPLAIN ANALYZE's Engine)
-WARP_ENGINE = {"warp_gpu": "GPU", "warp_cpu": "CPU", "warp_cpu_heap": "CPU"}
+WARP_ENGINE = {"warp_gpu": "GPU", "warp_cpu": "CPU", "warp_cpu_heap": "CPU", "warp_gpu_heap": "GPU"}
 # the GpuPreAgg node's EXPLAIN ANALYZE figures that are kept
 EXPLAIN_KEYS = ["Engine", "Engine Threads", "Rows Read", "Rows Passed", "Groups", "Bytes Read",
                 "Bytes From GPU Cache",
@@ -207,9 +208,9 @@ def side_settings(side, args):
     if side == "heap":
         s.append("SET search_path = public")
         s.append("SET pg_warp.enabled = off")
-    elif side == "warp_cpu_heap":
+    elif side in ("warp_cpu_heap", "warp_gpu_heap"):
         s.append("SET search_path = public")
-        s.append("SET pg_warp.engine = cpu")
+        s.append("SET pg_warp.engine = %s" % WARP_ENGINE[side].lower())
     else:
         s.append("SET search_path = %s, public" % SCHEMA)
         s.append("SET pg_warp.enable_gpupreagg = %s" % ("off" if side == "arrow_pg" else "on"))
@@ -416,14 +417,8 @@ def open_sides(args, res, columns):
     info = service_status(args)
     for side in args.sides:
         why = None
-        if side == "warp_gpu_heap":
-            for q in res:
-                res[q][side] = entry("not implemented", "the GPU does not decode heap tuples yet "
-                                     "(issue 11 item 4): heap GpuPreAgg runs on the CPU engine "
-                                     "(warp_cpu_heap)")
-            continue
-        if side in ("heap", "arrow_pg", "warp_cpu", "warp_gpu", "warp_cpu_heap"):
-            if side == "warp_gpu" and not info.get("gpu"):
+        if side in ("heap", "arrow_pg", "warp_cpu", "warp_gpu", "warp_cpu_heap", "warp_gpu_heap"):
+            if side in ("warp_gpu", "warp_gpu_heap") and not info.get("gpu"):
                 why = "the pg_warp service has no GPU: %s" % info.get("service_note")
             else:
                 runners[side] = PgSide(side, args)

@@ -33,11 +33,23 @@
  *
  * Heap tables.  The grouping of one plain heap table is offered too: the
  * node then ships the table's pages with their visible tuples through a
- * shared memory ring (heap_source.c, shm_chunk.c) and the service's CPU
- * engine decodes and aggregates them; the rest is as for Arrow tables.
+ * shared memory ring (heap_source.c, shm_chunk.c) and the service decodes
+ * and aggregates them, on its GPU or its CPU engine as pg_warp.engine
+ * says; the rest is as for Arrow tables.
  *
- * The node is not parallel-aware: the service spreads the work over its
- * own threads or the GPU.
+ * Parallel heap runs.  Over a heap table the node is offered as well as a
+ * partial path of PostgreSQL's parallel aggregation (Finalize Aggregate over
+ * Gather over a parallel-aware GpuPreAgg): each participant, leader and
+ * workers, runs its own heap run over the block ranges it claims from a
+ * counter in the query's dynamic shared memory (heap_source.c), with the
+ * parallel query's shared snapshot, and returns its groups as PostgreSQL's
+ * partial aggregate states (the serialized transition states its own
+ * Partial Aggregate would return), which Finalize Aggregate combines.  A
+ * participant whose run falls back runs PostgreSQL's partial aggregation
+ * (its child: Partial Aggregate over a sequential scan) over exactly the
+ * ranges it had claimed, then over the ranges it claims next, so no block
+ * is lost or read twice.  On Arrow tables the service spreads the work over
+ * its own threads or the GPU and the node is not parallel.
  *
  *-------------------------------------------------------------------------
  */
@@ -45,7 +57,10 @@
 
 #include <math.h>
 
+#include "access/heapam.h"
+#include "access/parallel.h"
 #include "access/table.h"
+#include "access/tableam.h"
 #include "access/xact.h"
 #include "catalog/pg_aggregate.h"
 #include "catalog/pg_collation.h"
@@ -402,7 +417,8 @@ gpa_collect_aggrefs(Node *node, List **aggrefs)
 
 		if (info == NULL || a->aggorder != NIL || a->aggdistinct != NIL ||
 			a->aggfilter != NULL || a->agglevelsup != 0 ||
-			a->aggkind != AGGKIND_NORMAL || a->aggsplit != AGGSPLIT_SIMPLE ||
+			a->aggkind != AGGKIND_NORMAL ||
+			(a->aggsplit != AGGSPLIT_SIMPLE && a->aggsplit != AGGSPLIT_INITIAL_SERIAL) ||
 			list_length(a->args) != (info->kind == XPU_AGG_COUNT_STAR ? 0 : 1))
 			return true;
 		if (!list_member(*aggrefs, a))
@@ -511,12 +527,29 @@ gpa_count_states(List *aggrefs)
 }
 
 /*
+ * gpa_partial_target_ok: is every expression of the partial grouping target
+ * a group key or an aggregate (the scan tuple holds nothing else)
+ */
+static bool
+gpa_partial_target_ok(List *exprs, GpaPlanInfo *pi)
+{
+	ListCell   *lc;
+
+	foreach(lc, exprs)
+		if (!IsA(lfirst(lc), Aggref) && !list_member(pi->keys, lfirst(lc)))
+			return false;
+	return true;
+}
+
+/*
  * gpa_plan_info: whether the grouping of input_rel into output_rel can be
- * offloaded, and what it consists of; NULL if not.
+ * offloaded, and what it consists of; NULL if not.  partial: output_rel is
+ * the partially grouped relation of a parallel aggregation (heap tables
+ * only; HAVING is the Finalize Aggregate's).
  */
 static GpaPlanInfo *
 gpa_plan_info(PlannerInfo *root, RelOptInfo *input_rel, RelOptInfo *output_rel,
-			  GroupPathExtraData *extra)
+			  GroupPathExtraData *extra, bool partial)
 {
 	Query	   *parse = root->parse;
 	RangeTblEntry *rte;
@@ -530,9 +563,11 @@ gpa_plan_info(PlannerInfo *root, RelOptInfo *input_rel, RelOptInfo *output_rel,
 	rte = planner_rt_fetch(input_rel->relid, root);
 	if (rte->rtekind != RTE_RELATION || rte->inh || rte->tablesample != NULL)
 		return NULL;
-	/* an Arrow table, or a plain heap table (heap_source.c: CPU engine only) */
+	/* an Arrow table, or a plain heap table (heap_source.c) */
+	if (partial && rte->relkind == RELKIND_FOREIGN_TABLE)
+		return NULL;
 	if (rte->relkind == RELKIND_FOREIGN_TABLE ? !arrow_fdw_is_table(rte->relid) :
-		(pg_warp_engine == WARP_ENGINE_GPU || !heap_source_plannable(rte->relid)))
+		!heap_source_plannable(rte->relid))
 		return NULL;
 	pi = palloc0(sizeof(GpaPlanInfo));
 	pi->relid = input_rel->relid;
@@ -546,9 +581,11 @@ gpa_plan_info(PlannerInfo *root, RelOptInfo *input_rel, RelOptInfo *output_rel,
 	}
 	if (!gpa_check_keys(root, &pi->keys))
 		return NULL;
-	pi->having = (List *) extra->havingQual;
+	pi->having = partial ? NIL : (List *) extra->havingQual;
 	if (gpa_collect_aggrefs((Node *) output_rel->reltarget->exprs, &pi->aggrefs) ||
 		gpa_collect_aggrefs((Node *) pi->having, &pi->aggrefs))
+		return NULL;
+	if (partial && !gpa_partial_target_ok(output_rel->reltarget->exprs, pi))
 		return NULL;
 	if (list_length(pi->keys) > XPU_AGG_MAX_KEYS ||
 		gpa_count_states(pi->aggrefs) > XPU_AGG_MAX_AGGS)
@@ -604,8 +641,131 @@ static CustomScanMethods gpa_scan_methods;
 static CustomExecMethods gpa_exec_methods;
 
 /*
+ * gpa_parallel_divisor: the share of a parallel scan's rows one participant
+ * reads, as PostgreSQL's cost model reckons it (costsize.c: the leader
+ * helps less the more workers there are)
+ */
+static double
+gpa_parallel_divisor(int workers)
+{
+	double		divisor = workers;
+	double		leader = 1.0 - 0.3 * workers;
+
+	if (parallel_leader_participation && leader > 0)
+		divisor += leader;
+	return Max(divisor, 1.0);
+}
+
+/*
+ * gpa_make_path: a GpuPreAgg path of the grouping pi into output_rel, with
+ * fallback as the child PostgreSQL runs where the engine cannot; the costs
+ * are set by the caller
+ */
+static CustomPath *
+gpa_make_path(RelOptInfo *output_rel, GpaPlanInfo *pi, Path *fallback, bool partial)
+{
+	CustomPath *cp = makeNode(CustomPath);
+
+	cp->path.pathtype = T_CustomScan;
+	cp->path.parent = output_rel;
+	cp->path.pathtarget = output_rel->reltarget;
+	cp->path.rows = fallback->rows;
+	cp->custom_paths = list_make1(fallback);
+	cp->custom_private = list_make4(makeInteger((int) pi->relid), pi->quals,
+									pi->keys, pi->aggrefs);
+	cp->custom_private = lappend(cp->custom_private, pi->having);
+	cp->custom_private = lappend(cp->custom_private, makeInteger(partial ? 1 : 0));
+	cp->methods = &gpa_path_methods;
+	return cp;
+}
+
+/*
+ * gpa_partial_path: the parallel GpuPreAgg of the grouping pi of heap table
+ * input_rel into the partially grouped relation pgr, or NULL.  Each
+ * participant reads and ships its share of the pages: the tuple costs are
+ * divided among them as for a parallel sequential scan, whose page costs
+ * PostgreSQL does not divide either; the engine's costs are the service's,
+ * shared by the runs.  Its child is PostgreSQL's partial aggregation over a
+ * (non-parallel) sequential scan, which a participant whose run falls back
+ * restricts to its own block ranges.
+ */
+static Path *
+gpa_partial_path(PlannerInfo *root, RelOptInfo *input_rel, RelOptInfo *pgr,
+				 GroupPathExtraData *gx, GpaPlanInfo *pi)
+{
+	Path	   *partial_scan = linitial(input_rel->partial_pathlist);
+	int			workers = partial_scan->parallel_workers;
+	double		divisor = gpa_parallel_divisor(workers);
+	double		rows_in = input_rel->tuples > 0 ? input_rel->tuples : input_rel->rows;
+	double		ngroups;
+	Path	   *fallback;
+	CustomPath *cp;
+
+	if (workers <= 0)
+		return NULL;
+	ngroups = pi->keys == NIL ? 1.0 :
+		estimate_num_groups(root, pi->keys, input_rel->rows / divisor, NULL, NULL);
+	fallback = (Path *) create_agg_path(root, pgr,
+										create_seqscan_path(root, input_rel, NULL, 0),
+										pgr->reltarget,
+										root->parse->groupClause ? AGG_HASHED : AGG_PLAIN,
+										AGGSPLIT_INITIAL_SERIAL, root->parse->groupClause,
+										NIL, &gx->agg_partial_costs, ngroups);
+	cp = gpa_make_path(pgr, pi, fallback, true);
+	cp->path.parallel_aware = true;
+	cp->path.parallel_safe = true;
+	cp->path.parallel_workers = workers;
+	cp->path.startup_cost = pg_warp_engine_startup_cost + rows_in * pg_warp_engine_row_cost +
+		input_rel->pages * seq_page_cost + rows_in * cpu_tuple_cost / divisor;
+	cp->path.total_cost = cp->path.startup_cost + ngroups * cpu_tuple_cost;
+	return (Path *) cp;
+}
+
+/*
+ * gpa_parallel_paths: PostgreSQL's parallel aggregation over a parallel
+ * GpuPreAgg of heap table input_rel (Finalize Aggregate over Gather over
+ * the node), where PostgreSQL would consider parallel aggregation: it made
+ * the partially grouped relation (create_upper_paths_hook is not called
+ * for it, so its paths are gathered and finalized here, as PostgreSQL's
+ * gather_grouping_paths and add_paths_to_grouping_rel do)
+ */
+static void
+gpa_parallel_paths(PlannerInfo *root, RelOptInfo *input_rel, RelOptInfo *output_rel,
+				   GroupPathExtraData *gx, double ngroups)
+{
+	RelOptInfo *pgr;
+	GpaPlanInfo *pi;
+	Path	   *partial;
+	Path	   *gather;
+	double		total_groups;
+
+	if (input_rel->partial_pathlist == NIL || !output_rel->consider_parallel ||
+		(gx->flags & GROUPING_CAN_PARTIAL_AGG) == 0)
+		return;
+	pgr = fetch_upper_rel(root, UPPERREL_PARTIAL_GROUP_AGG, output_rel->relids);
+	if (!pgr->consider_parallel || pgr->reltarget == NULL || pgr->reltarget->exprs == NIL)
+		return;
+	if ((pi = gpa_plan_info(root, input_rel, pgr, gx, true)) == NULL ||
+		!gpa_compiles(root, pi) ||
+		(partial = gpa_partial_path(root, input_rel, pgr, gx, pi)) == NULL)
+		return;
+	total_groups = partial->rows * partial->parallel_workers;
+	gather = (Path *) create_gather_path(root, pgr, partial, pgr->reltarget, NULL,
+										 &total_groups);
+	add_path(output_rel, (Path *) create_agg_path(root, output_rel, gather,
+												  output_rel->reltarget,
+												  root->parse->groupClause ?
+												  AGG_HASHED : AGG_PLAIN,
+												  AGGSPLIT_FINAL_DESERIAL,
+												  root->parse->groupClause,
+												  (List *) gx->havingQual,
+												  &gx->agg_final_costs, ngroups));
+}
+
+/*
  * gpa_upper_paths: create_upper_paths_hook; offers GpuPreAgg for the
- * grouping of one Arrow table, beside PostgreSQL's own paths.
+ * grouping of one Arrow or heap table, beside PostgreSQL's own paths, and
+ * for a heap table a parallel aggregation over a parallel GpuPreAgg.
  */
 static void
 gpa_upper_paths(PlannerInfo *root, UpperRelationKind stage, RelOptInfo *input_rel,
@@ -617,6 +777,7 @@ gpa_upper_paths(PlannerInfo *root, UpperRelationKind stage, RelOptInfo *input_re
 	Path	   *fallback;
 	double		rows_in,
 				ngroups;
+	bool		heap;
 
 	if (prev_upper_paths_hook)
 		prev_upper_paths_hook(root, stage, input_rel, output_rel, extra);
@@ -624,7 +785,7 @@ gpa_upper_paths(PlannerInfo *root, UpperRelationKind stage, RelOptInfo *input_re
 		!pg_warp_enable_gpupreagg || !pg_warp_preloaded ||
 		input_rel->cheapest_total_path == NULL)
 		return;
-	if ((pi = gpa_plan_info(root, input_rel, output_rel, gx)) == NULL ||
+	if ((pi = gpa_plan_info(root, input_rel, output_rel, gx, false)) == NULL ||
 		!gpa_compiles(root, pi))
 		return;
 	if (root->parse->groupClause != NIL && !grouping_is_hashable(root->parse->groupClause))
@@ -641,30 +802,23 @@ gpa_upper_paths(PlannerInfo *root, UpperRelationKind stage, RelOptInfo *input_re
 										pi->having, &gx->agg_final_costs,
 										ngroups);
 
-	cp = makeNode(CustomPath);
-	cp->path.pathtype = T_CustomScan;
-	cp->path.parent = output_rel;
-	cp->path.pathtarget = output_rel->reltarget;
-	cp->path.rows = fallback->rows;
+	cp = gpa_make_path(output_rel, pi, fallback, false);
 	rows_in = input_rel->tuples > 0 ? input_rel->tuples : input_rel->rows;
 	cp->path.startup_cost = pg_warp_engine_startup_cost + rows_in * pg_warp_engine_row_cost;
 
 	/*
 	 * A heap table's pages are read, checked for visibility and copied by
 	 * this one backend: it pays a serial scan's page and tuple costs, which
-	 * a parallel plan divides among its workers (measured: on 16 cores
-	 * PostgreSQL's parallel plan is 3x faster than a heap run, on 2 cores
-	 * they are level).
+	 * a parallel plan divides among its workers (gpa_parallel_paths offers
+	 * the parallel GpuPreAgg).
 	 */
-	if (planner_rt_fetch(pi->relid, root)->relkind != RELKIND_FOREIGN_TABLE)
+	heap = planner_rt_fetch(pi->relid, root)->relkind != RELKIND_FOREIGN_TABLE;
+	if (heap)
 		cp->path.startup_cost += input_rel->pages * seq_page_cost + rows_in * cpu_tuple_cost;
 	cp->path.total_cost = cp->path.startup_cost + ngroups * cpu_tuple_cost;
-	cp->custom_paths = list_make1(fallback);
-	cp->custom_private = list_make4(makeInteger((int) pi->relid), pi->quals,
-									pi->keys, pi->aggrefs);
-	cp->custom_private = lappend(cp->custom_private, pi->having);
-	cp->methods = &gpa_path_methods;
 	add_path(output_rel, (Path *) cp);
+	if (heap)
+		gpa_parallel_paths(root, input_rel, output_rel, gx, ngroups);
 }
 
 /*
@@ -703,7 +857,8 @@ gpa_anchor_var(PlannerInfo *root, Index relid, List *exprs)
  * (keys..., aggregates..., quals..., anchor) (custom_scan_tlist; the last
  * ones resjunk, never filled: they are there so that set_plan_references
  * adjusts their Vars); the target list and HAVING are expressions over it.
- * custom_private: the number of keys, of aggregates and of quals.
+ * custom_private: the number of keys, of aggregates and of quals, and
+ * whether the node returns partial states (a parallel heap run).
  */
 static Plan *
 gpa_plan_path(PlannerInfo *root, RelOptInfo *rel, CustomPath *best_path,
@@ -734,9 +889,10 @@ gpa_plan_path(PlannerInfo *root, RelOptInfo *rel, CustomPath *best_path,
 	cs->scan.scanrelid = 0;
 	cs->custom_plans = custom_plans;
 	cs->custom_scan_tlist = scan_tlist;
-	cs->custom_private = list_make3(makeInteger(list_length(keys)),
+	cs->custom_private = list_make4(makeInteger(list_length(keys)),
 									makeInteger(list_length(aggrefs)),
-									makeInteger(list_length(quals)));
+									makeInteger(list_length(quals)),
+									list_nth(priv, 5));
 	cs->methods = &gpa_scan_methods;
 	return &cs->scan.plan;
 }
@@ -757,6 +913,31 @@ typedef struct GpaAggExec
 	FmgrInfo	deserialfn;		/* FIN_VAR_EXACT, FIN_HLL */
 	bool		poly;			/* FIN_VAR_EXACT: an Int128AggState (int2/int4) */
 } GpaAggExec;
+
+/* one participant's figures of a parallel GpuPreAgg (EXPLAIN ANALYZE) */
+typedef struct GpaInstr
+{
+	int32		state;			/* GPA_RAN_* */
+	int32		engine;			/* WARP_ENGINE_* of its run */
+	uint64		ranges;			/* block ranges claimed */
+	uint64		pages_shipped;
+	uint64		tuples_shipped;
+	uint64		chunks;
+	uint64		rows_in;		/* rows the engine read */
+	uint64		groups;			/* partial groups returned by the engine */
+} GpaInstr;
+
+#define GPA_RAN_NOT		0		/* the participant did not run the node */
+#define GPA_RAN_ENGINE	1
+#define GPA_RAN_FALLBACK 2		/* PostgreSQL's partial aggregation ran */
+
+/* a parallel GpuPreAgg's dynamic shared memory */
+typedef struct GpaShared
+{
+	HeapAggShared heap;			/* the block counter */
+	int			n_instr;		/* leader (0) and workers (1 ..) */
+	GpaInstr	instr[FLEXIBLE_ARRAY_MEMBER];
+} GpaShared;
 
 typedef struct GpaState
 {
@@ -789,6 +970,12 @@ typedef struct GpaState
 	uint32		cur_off;		/* byte offset of the next group in it */
 	WarpAggResult last;			/* the last message's counters */
 	MemoryContext row_cxt;
+	/* a parallel heap run (custom_private's partial flag) */
+	bool		partial;		/* partial states out, blocks claimed */
+	GpaShared  *shared;			/* the DSM of the Gather, or NULL */
+	bool		fb_scanning;	/* the fallback child reads a range now */
+	GpaInstr   *instr;			/* the participants' figures after shutdown */
+	int			n_instr;
 } GpaState;
 
 static Node *
@@ -856,6 +1043,9 @@ gpa_compile_agg(GpaState *st, GpaAggExec *ae, Aggref *a, List **args)
 	ae->first = st->n_descs;
 	d[0].kind = (uint8) ae->info->kind;
 	d[1].kind = (uint8) ae->info->kind2;
+	/* partial states of avg(float) are float8_accum's, Sxx included */
+	if (st->partial && ae->info->kind == XPU_AGG_MOMENTS)
+		d[0].kind = (uint8) XPU_AGG_VAR_FLOAT;
 	st->n_descs += gpa_n_states(ae->info);
 	if (a->args != NIL)
 	{
@@ -940,6 +1130,8 @@ gpa_compile(GpaState *st, CustomScan *cs, Index relid, int n_keys, int n_aggs)
 				XPU_REGS(st->prog)[XPU_OUTS(st->prog)[st->descs[st->aggs[i].first].out]].scale;
 	if (st->rel->rd_rel->relkind != RELKIND_FOREIGN_TABLE)
 		st->heap = heap_agg_prepare(st->rel, attnos, n_attnos);
+	else if (st->partial)
+		elog(ERROR, "GpuPreAgg: a parallel run of a foreign table");
 	else
 		st->src = arrow_fdw_engine_source(st->rel, relid, st->quals, attnos, n_attnos);
 	return true;
@@ -957,6 +1149,8 @@ gpa_begin(CustomScanState *node, EState *estate, int eflags)
 	Index		relid = (Index) anchor->varno;
 	MemoryContextCallback *cb;
 
+	st->partial = intVal(lfourth(cs->custom_private)) != 0;
+
 	/* the child: PostgreSQL's plan for the same grouping */
 	node->custom_ps = list_make1(ExecInitNode(linitial(cs->custom_plans), estate, eflags));
 	st->rel = ExecOpenScanRelation(estate, relid, eflags);
@@ -965,6 +1159,8 @@ gpa_begin(CustomScanState *node, EState *estate, int eflags)
 							list_nth_node(TargetEntry, cs->custom_scan_tlist,
 										  n_keys + n_aggs + i)->expr);
 	st->compiled = gpa_compile(st, cs, relid, n_keys, n_aggs);
+	if (!st->compiled && st->partial)
+		st->heap = heap_agg_prepare(st->rel, NULL, 0);	/* its claims only */
 	if (!st->compiled)
 	{
 		st->fallback = true;
@@ -1000,7 +1196,7 @@ gpa_request(GpaState *st)
 	req.n_keys = st->n_keys;
 	req.n_aggs = st->n_descs;
 	req.prog_len = st->prog->total_len;
-	req.engine = st->heap ? WARP_ENGINE_CPU : (uint32) pg_warp_engine;
+	req.engine = (uint32) pg_warp_engine;
 	req.max_buffer_size = (int64) pg_warp_arrow_max_buffer_size * 1024;
 	gpa_put(buf, &req, sizeof(req), 8);
 	gpa_put(buf, st->key_outs, sizeof(uint16) * st->n_keys, 8);
@@ -1039,17 +1235,14 @@ gpa_request(GpaState *st)
 }
 
 /*
- * gpa_run: runs the aggregation in the service and keeps its groups, or
- * decides that the child runs instead.
+ * gpa_run_engine: runs the aggregation in the service and keeps its groups,
+ * or decides that the child runs instead.
  */
 static void
-gpa_run(GpaState *st)
+gpa_run_engine(GpaState *st)
 {
 	StringInfo	req;
 
-	st->ran = true;
-	if (st->fallback)
-		return;
 	if ((req = gpa_request(st)) == NULL)
 	{
 		st->fallback = true;
@@ -1102,6 +1295,103 @@ gpa_run(GpaState *st)
 	st->cur_index = 0;
 	st->cur_group = 0;
 	st->cur_off = sizeof(WarpAggResult);
+}
+
+/* gpa_report: this participant's figures into the parallel node's DSM */
+static void
+gpa_report(GpaState *st)
+{
+	int			slot = ParallelWorkerNumber + 1;
+	GpaInstr   *in;
+
+	if (st->shared == NULL || slot < 0 || slot >= st->shared->n_instr)
+		return;
+	in = &st->shared->instr[slot];
+	in->state = st->fallback ? GPA_RAN_FALLBACK : GPA_RAN_ENGINE;
+	in->engine = (int32) st->last.engine;
+	in->ranges = (uint64) list_length(st->heap->ranges) / 2;
+	in->pages_shipped = st->heap->pages_shipped;
+	in->tuples_shipped = st->heap->tuples_shipped;
+	in->chunks = st->heap->chunks;
+	in->rows_in = st->fallback ? 0 : st->last.rows_in;
+	in->groups = st->fallback ? 0 : st->last.groups_total;
+}
+
+/*
+ * gpa_run: the node's first call: the engine's run (a parallel node's over
+ * the blocks it claims from the shared counter), unless the child runs
+ */
+static void
+gpa_run(GpaState *st)
+{
+	st->ran = true;
+	if (st->partial && st->shared != NULL)
+		st->heap->shared = &st->shared->heap;
+	if (!st->fallback)
+		gpa_run_engine(st);
+	if (st->partial)
+		gpa_report(st);
+}
+
+/*
+ * gpa_restrict_child: points the fallback child of a parallel node (Partial
+ * Aggregate over a sequential scan) at blocks start .. start + n - 1: its
+ * scan is begun here, without synchronized scanning, limited to them; for
+ * the next range the aggregation is rescanned as if its input's parameters
+ * had changed (a hashed one would otherwise return its old groups again)
+ * and the scan rescanned and limited anew
+ */
+static void
+gpa_restrict_child(GpaState *st, BlockNumber start, BlockNumber n)
+{
+	PlanState  *agg = linitial(st->css.custom_ps);
+	ScanState  *scan = (ScanState *) outerPlanState(agg);
+
+	if (!IsA(agg, AggState) || scan == NULL || !IsA(scan, SeqScanState))
+		elog(ERROR, "GpuPreAgg: the fallback of a parallel run is not an aggregate of a scan");
+	if (scan->ss_currentScanDesc == NULL)
+		scan->ss_currentScanDesc = table_beginscan_strat(scan->ss_currentRelation,
+														 agg->state->es_snapshot,
+														 0, NULL, true, false);
+	else
+	{
+		scan->ps.chgParam = bms_add_member(scan->ps.chgParam, 0);
+		ExecReScan(agg);
+		ExecReScan(&scan->ps);
+	}
+	heap_setscanlimits(scan->ss_currentScanDesc, start, n);
+}
+
+/*
+ * gpa_partial_fallback: the next row of PostgreSQL's partial aggregation
+ * over the block ranges of a parallel node whose run fell back: the ranges
+ * its run had claimed, then the ones it claims now (one Partial Aggregate
+ * pass per range: Finalize Aggregate combines any number of partial rows)
+ */
+static TupleTableSlot *
+gpa_partial_fallback(GpaState *st)
+{
+	for (;;)
+	{
+		BlockNumber start,
+					n;
+
+		if (st->fb_scanning)
+		{
+			TupleTableSlot *slot = ExecProcNode(linitial(st->css.custom_ps));
+
+			if (!TupIsNull(slot))
+				return slot;
+			st->fb_scanning = false;
+		}
+		if (!heap_agg_fallback_range(st->heap, &start, &n))
+		{
+			gpa_report(st);
+			return NULL;
+		}
+		gpa_restrict_child(st, start, n);
+		st->fb_scanning = true;
+	}
 }
 
 /* ---------------- groups into tuples ---------------- */
@@ -1267,20 +1557,15 @@ gpa_call1(FmgrInfo *fn, Datum arg, Node *context, bool *isnull)
 }
 
 /*
- * gpa_final_var_exact: stddev/variance of integers or numerics through
- * PostgreSQL's own functions: the engine's exact N, sum(x) (s[0]) and
- * sum(x * x) (s[1]) serialized as the aggregate's serial function would
- * serialize its transition state, handed to its deserial function (which
- * insists on an aggregate's call context: an AggState node), and the state
- * it makes to its final function
+ * gpa_var_serialized: the transition state of stddev/variance of integers
+ * or numerics from the engine's exact N, sum(x) (s[0]) and sum(x * x)
+ * (s[1]), serialized as the aggregate's serial function would serialize it
+ * (numeric_poly_serialize for int2/int4, numeric_serialize otherwise)
  */
-static Datum
-gpa_final_var_exact(GpaAggExec *ae, const XpuAggState *s, bool *isnull)
+static bytea *
+gpa_var_serialized(GpaAggExec *ae, const XpuAggState *s)
 {
 	StringInfoData buf;
-	AggState   *agg = makeNode(AggState);
-	bytea	   *ser;
-	Datum		state;
 
 	pq_begintypsend(&buf);
 	pq_sendint64(&buf, s[0].count);
@@ -1294,12 +1579,67 @@ gpa_final_var_exact(GpaAggExec *ae, const XpuAggState *s, bool *isnull)
 		pq_sendint64(&buf, 0);	/* pInfcount */
 		pq_sendint64(&buf, 0);	/* nInfcount */
 	}
-	ser = pq_endtypsend(&buf);
+	return pq_endtypsend(&buf);
+}
+
+/*
+ * gpa_avg_serialized: the transition state of sum or avg of int8 or
+ * numeric from the engine's exact N and sum(x), serialized as the
+ * aggregate's serial function would (int8_avg_serialize: N, sumX;
+ * numeric_avg_serialize: N, sumX, maxScale, maxScaleCount and the counts
+ * of NaN and infinities, none of which the engine holds)
+ */
+static bytea *
+gpa_avg_serialized(GpaAggExec *ae, const XpuAggState *s)
+{
+	StringInfoData buf;
+
+	pq_begintypsend(&buf);
+	pq_sendint64(&buf, s->count);
+	gpa_put_numericvar(&buf, s->v.i128, ae->scale);
+	if (ae->argtype == NUMERICOID)
+	{
+		pq_sendint32(&buf, (uint32) ae->scale); /* maxScale */
+		pq_sendint64(&buf, s->count);	/* maxScaleCount */
+		pq_sendint64(&buf, 0);	/* NaNcount */
+		pq_sendint64(&buf, 0);	/* pInfcount */
+		pq_sendint64(&buf, 0);	/* nInfcount */
+	}
+	return pq_endtypsend(&buf);
+}
+
+/*
+ * gpa_final_var_exact: stddev/variance of integers or numerics through
+ * PostgreSQL's own functions: the serialized state (gpa_var_serialized)
+ * handed to the aggregate's deserial function (which insists on an
+ * aggregate's call context: an AggState node), and the state it makes to
+ * its final function
+ */
+static Datum
+gpa_final_var_exact(GpaAggExec *ae, const XpuAggState *s, bool *isnull)
+{
+	AggState   *agg = makeNode(AggState);
+	Datum		state;
+
 	*isnull = false;
-	state = gpa_call1(&ae->deserialfn, PointerGetDatum(ser), (Node *) agg, isnull);
+	state = gpa_call1(&ae->deserialfn, PointerGetDatum(gpa_var_serialized(ae, s)),
+					  (Node *) agg, isnull);
 	if (*isnull)
 		elog(ERROR, "GpuPreAgg: a deserial function returned NULL");
 	return gpa_call1(&ae->finalfn, state, (Node *) agg, isnull);
+}
+
+/* float8_accum's state, the float8[] {N, Sx, Sxx}, of a VAR_FLOAT state */
+static Datum
+gpa_float8_accum_state(const XpuAggState *s)
+{
+	Datum		elems[3];
+
+	elems[0] = Float8GetDatum((double) s->count);
+	elems[1] = Float8GetDatum(s->v.f8[0]);
+	elems[2] = Float8GetDatum(s->v.f8[1]);
+	return PointerGetDatum(construct_array(elems, 3, FLOAT8OID, 8,
+										   FLOAT8PASSBYVAL, TYPALIGN_DOUBLE));
 }
 
 /*
@@ -1309,16 +1649,8 @@ gpa_final_var_exact(GpaAggExec *ae, const XpuAggState *s, bool *isnull)
 static Datum
 gpa_final_var_float(GpaAggExec *ae, const XpuAggState *s, bool *isnull)
 {
-	Datum		elems[3];
-
-	elems[0] = Float8GetDatum((double) s->count);
-	elems[1] = Float8GetDatum(s->v.f8[0]);
-	elems[2] = Float8GetDatum(s->v.f8[1]);
 	*isnull = false;
-	return gpa_call1(&ae->finalfn,
-					 PointerGetDatum(construct_array(elems, 3, FLOAT8OID, 8,
-													 FLOAT8PASSBYVAL, TYPALIGN_DOUBLE)),
-					 NULL, isnull);
+	return gpa_call1(&ae->finalfn, gpa_float8_accum_state(s), NULL, isnull);
 }
 
 /*
@@ -1451,6 +1783,66 @@ gpa_final(GpaAggExec *ae, const XpuAggState *s, const uint8 *extra, bool *isnull
 	return (Datum) 0;
 }
 
+/*
+ * gpa_partial: the partial state of aggregate ae that PostgreSQL's Partial
+ * Aggregate would return for the group (AGGSPLIT_INITIAL_SERIAL: the
+ * transition value, serialized where it is internal), from its engine
+ * states s (and for HLL the bytes of its set, extra).  Where the group had
+ * no non-NULL argument the state is NULL (or count's 0, avg(int)'s {0,0},
+ * float8_accum's {0,0,0}): every combine and final function treats a NULL
+ * state as one of no input.
+ */
+static Datum
+gpa_partial(GpaAggExec *ae, const XpuAggState *s, const uint8 *extra, bool *isnull)
+{
+	*isnull = false;
+	switch (ae->info->final)
+	{
+		case FIN_AVG_NUMERIC:
+			if (ae->argtype == INT2OID || ae->argtype == INT4OID)
+			{
+				/* int2/int4_avg_accum's int8[] {N, sum}, the sum wrapping as theirs */
+				Datum		elems[2] = {Int64GetDatum(s->count),
+				Int64GetDatum((int64) (uint64) s->v.i128)};
+
+				return PointerGetDatum(construct_array(elems, 2, INT8OID, 8,
+													   FLOAT8PASSBYVAL, TYPALIGN_DOUBLE));
+			}
+			break;
+		case FIN_AVG_FLOAT8:	/* a VAR_FLOAT state in a parallel run */
+		case FIN_VAR_FLOAT:
+			return gpa_float8_accum_state(s);
+		case FIN_COUNT:
+		case FIN_TEXT:
+			return gpa_final(ae, s, extra, isnull);
+		default:
+			break;
+	}
+	if (s->count == 0)
+	{
+		*isnull = true;
+		return (Datum) 0;
+	}
+	switch (ae->info->final)
+	{
+		case FIN_SUM_NUMERIC:
+			if (ae->argtype == INT8OID || ae->argtype == NUMERICOID)
+				return PointerGetDatum(gpa_avg_serialized(ae, s));
+			break;
+		case FIN_AVG_NUMERIC:
+			return PointerGetDatum(gpa_avg_serialized(ae, s));
+		case FIN_VAR_EXACT:
+			return PointerGetDatum(gpa_var_serialized(ae, s));
+		case FIN_HLL:
+			return PointerGetDatum(gpa_hll_serialized(s, extra, ae->hll_p));
+		default:
+			/* sum of int2/int4 (int8), of floats, min and max: their value */
+			return gpa_final(ae, s, extra, isnull);
+	}
+	elog(ERROR, "GpuPreAgg: unexpected partial state of aggregate %u", ae->aggfn);
+	return (Datum) 0;
+}
+
 /* the next group into the scan slot, or an empty slot at the end */
 static TupleTableSlot *
 gpa_next(ScanState *ss)
@@ -1506,7 +1898,8 @@ gpa_next(ScanState *ss)
 				extra = (const uint8 *) msg + st->cur_off + extra_off;
 				extra_off += n;
 			}
-			slot->tts_values[st->n_keys + a] =
+			slot->tts_values[st->n_keys + a] = st->partial ?
+				gpa_partial(&st->aggs[a], s, extra, &slot->tts_isnull[st->n_keys + a]) :
 				gpa_final(&st->aggs[a], s, extra, &slot->tts_isnull[st->n_keys + a]);
 		}
 		MemoryContextSwitchTo(old);
@@ -1533,6 +1926,8 @@ gpa_exec(CustomScanState *node)
 
 	if (!st->ran)
 		gpa_run(st);
+	if (st->fallback && st->partial)
+		return gpa_partial_fallback(st);
 	if (st->fallback)
 		return ExecProcNode(linitial(node->custom_ps));
 	return ExecScan(&node->ss, gpa_next, gpa_recheck);
@@ -1552,12 +1947,126 @@ gpa_rescan(CustomScanState *node)
 {
 	GpaState   *st = (GpaState *) node;
 
+	if (st->partial)
+	{
+		/* a new run over the blocks claimed anew (ReInitializeDSM resets the counter) */
+		gpa_close_conn(st);
+		st->ran = false;
+		st->fallback = !st->compiled;
+		st->fb_scanning = false;
+		st->messages = st->lengths = NIL;
+		memset(&st->last, 0, sizeof(st->last));
+		heap_agg_reset(st->heap);
+		if (st->shared == NULL)
+			st->heap->shared = NULL;	/* the whole table again */
+		return;
+	}
 	if (st->fallback)
 		ExecReScan(linitial(node->custom_ps));
 	st->cur_msg = list_head(st->messages);
 	st->cur_index = 0;
 	st->cur_group = 0;
 	st->cur_off = sizeof(WarpAggResult);
+}
+
+/* ---------------- parallel heap runs ---------------- */
+
+/* the DSM of a parallel node: the block counter and the participants' figures */
+static Size
+gpa_estimate_dsm(CustomScanState *node, ParallelContext *pcxt)
+{
+	return add_size(offsetof(GpaShared, instr),
+					mul_size(sizeof(GpaInstr), pcxt->nworkers + 1));
+}
+
+/* the leader: the counter over the table's blocks now */
+static void
+gpa_init_dsm(CustomScanState *node, ParallelContext *pcxt, void *coordinate)
+{
+	GpaState   *st = (GpaState *) node;
+	GpaShared  *sh = coordinate;
+
+	heap_agg_shared_init(&sh->heap, st->rel, false);
+	sh->n_instr = pcxt->nworkers + 1;
+	memset(sh->instr, 0, sizeof(GpaInstr) * sh->n_instr);
+	st->shared = sh;
+}
+
+/* the leader, before a rescan's workers start: the counter from the start */
+static void
+gpa_reinit_dsm(CustomScanState *node, ParallelContext *pcxt, void *coordinate)
+{
+	gpa_init_dsm(node, pcxt, coordinate);
+}
+
+/* a worker: the leader's counter */
+static void
+gpa_init_worker(CustomScanState *node, shm_toc *toc, void *coordinate)
+{
+	((GpaState *) node)->shared = coordinate;
+}
+
+/*
+ * gpa_shutdown: keeps the participants' figures for EXPLAIN before the DSM
+ * goes away with the workers (the leader's ExecShutdownNode)
+ */
+static void
+gpa_shutdown(CustomScanState *node)
+{
+	GpaState   *st = (GpaState *) node;
+
+	if (st->shared == NULL || IsParallelWorker())
+		return;
+	st->n_instr = st->shared->n_instr;
+	st->instr = palloc(sizeof(GpaInstr) * st->n_instr);
+	memcpy(st->instr, st->shared->instr, sizeof(GpaInstr) * st->n_instr);
+	st->shared = NULL;
+	if (st->heap != NULL)
+		st->heap->shared = NULL;
+}
+
+/*
+ * gpa_explain_workers: each worker's part of a parallel node (the leader's
+ * is the node's own figures), as PostgreSQL shows its nodes' workers
+ */
+static void
+gpa_explain_workers(GpaState *st, ExplainState *es)
+{
+	bool		opened = false;
+
+	for (int i = 1; i < st->n_instr; i++)
+	{
+		const GpaInstr *in = &st->instr[i];
+		const char *engine = in->state == GPA_RAN_FALLBACK ? "PostgreSQL (fallback)" :
+			in->engine == WARP_ENGINE_GPU ? "GPU" : "CPU";
+
+		if (in->state == GPA_RAN_NOT)
+			continue;
+		if (es->format == EXPLAIN_FORMAT_TEXT)
+		{
+			appendStringInfoSpaces(es->str, es->indent * 2);
+			appendStringInfo(es->str, "Worker %d:  Engine: %s  Block Ranges: " UINT64_FORMAT
+							 "  Pages Shipped: " UINT64_FORMAT "  Tuples Shipped: "
+							 UINT64_FORMAT "  Chunks: " UINT64_FORMAT "  Groups: "
+							 UINT64_FORMAT "\n", i - 1, engine, in->ranges,
+							 in->pages_shipped, in->tuples_shipped, in->chunks, in->groups);
+			continue;
+		}
+		if (!opened)
+			ExplainOpenGroup("Workers", "Workers", false, es);
+		opened = true;
+		ExplainOpenGroup("Worker", NULL, true, es);
+		ExplainPropertyInteger("Worker Number", NULL, i - 1, es);
+		ExplainPropertyText("Engine", engine, es);
+		ExplainPropertyInteger("Block Ranges", NULL, (int64) in->ranges, es);
+		ExplainPropertyInteger("Pages Shipped", NULL, (int64) in->pages_shipped, es);
+		ExplainPropertyInteger("Tuples Shipped", NULL, (int64) in->tuples_shipped, es);
+		ExplainPropertyInteger("Chunks", NULL, (int64) in->chunks, es);
+		ExplainPropertyInteger("Groups", NULL, (int64) in->groups, es);
+		ExplainCloseGroup("Worker", NULL, true, es);
+	}
+	if (opened)
+		ExplainCloseGroup("Workers", "Workers", false, es);
 }
 
 /* ---------------- EXPLAIN ---------------- */
@@ -1582,6 +2091,10 @@ gpa_explain(CustomScanState *node, List *ancestors, ExplainState *es)
 	}
 	if (st->heap != NULL)
 		heap_agg_explain(st->heap, es->analyze && st->ran && !st->fallback, es);
+	if (st->partial)
+		ExplainPropertyText("Aggregate States", "partial", es);
+	if (es->analyze && st->instr != NULL)
+		gpa_explain_workers(st, es);
 	if (es->verbose && st->prog != NULL)
 		engine_explain_program(st->prog, es);
 	if (!es->analyze || !st->ran)
@@ -1625,6 +2138,11 @@ static CustomExecMethods gpa_exec_methods = {
 	.ExecCustomScan = gpa_exec,
 	.EndCustomScan = gpa_end,
 	.ReScanCustomScan = gpa_rescan,
+	.EstimateDSMCustomScan = gpa_estimate_dsm,
+	.InitializeDSMCustomScan = gpa_init_dsm,
+	.ReInitializeDSMCustomScan = gpa_reinit_dsm,
+	.InitializeWorkerCustomScan = gpa_init_worker,
+	.ShutdownCustomScan = gpa_shutdown,
 	.ExplainCustomScan = gpa_explain,
 };
 

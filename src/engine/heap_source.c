@@ -6,7 +6,16 @@
  *		hook), the tuple descriptor the service decodes with, and the
  *		reading of the table's pages with the visibility of each tuple.
  *
- * Reading.  The pages are read in block order through the buffer manager
+ * Claims.  A run reads the blocks it claims from a counter (HeapAggShared):
+ * a run that is not parallel claims the whole table at once; the runs of a
+ * parallel GpuPreAgg (one per participant, under Gather) share the counter
+ * in dynamic shared memory and claim ranges of 1/256 of the table (8 to
+ * 4096 blocks), so that each block is read by exactly one of them.  The claims of
+ * a run are remembered: a participant whose run falls back hands them to
+ * PostgreSQL's own partial aggregation (heap_agg_fallback_range), then
+ * claims the rest of the table for it.
+ *
+ * Reading.  The pages of each claim are read in block order through the buffer manager
  * with a bulk-read strategy (a small ring of buffers, so that a large
  * table does not evict shared_buffers), each under a share lock while its
  * tuples' visibility is decided for the query's snapshot: every normal
@@ -251,7 +260,12 @@ heap_agg_put_request(HeapAggRun *h, StringInfo buf)
 	WarpHeapRequest req = {0};
 
 	/* the ring: 4 chunks of up to pg_warp.heap_chunk_pages pages */
-	h->nblocks = RelationGetNumberOfBlocks(h->rel);
+	if (h->shared == NULL)
+	{
+		h->shared = palloc(sizeof(HeapAggShared));
+		heap_agg_shared_init(h->shared, h->rel, true);
+	}
+	h->nblocks = h->shared->nblocks;
 	h->slot_pages = (uint32) Min(pg_warp_heap_chunk_pages, Max(h->nblocks, 1));
 	h->n_slots = 4;
 	h->slot_size = TYPEALIGN(BLCKSZ, (uint64) h->slot_pages * (BLCKSZ + XPU_HEAP_VIS_BYTES));
@@ -270,6 +284,87 @@ heap_agg_put_request(HeapAggRun *h, StringInfo buf)
 	appendBinaryStringInfo(buf, h->missing.data, h->missing.len);
 	while (buf->len % 8 != 0)
 		appendStringInfoChar(buf, '\0');
+}
+
+/*
+ * heap_agg_shared_init: the block counter of the runs over rel: its blocks
+ * now, claimed whole (whole) or in ranges that balance the participants of
+ * a parallel plan
+ */
+void
+heap_agg_shared_init(HeapAggShared *sh, Relation rel, bool whole)
+{
+	sh->nblocks = RelationGetNumberOfBlocks(rel);
+	sh->claim = whole ? Max(sh->nblocks, 1) : Min(4096, Max(sh->nblocks / 256, 8));
+	pg_atomic_init_u64(&sh->next, 0);
+}
+
+/* heap_agg_reset: h as before its first run (a rescan), its counters zero */
+void
+heap_agg_reset(HeapAggRun *h)
+{
+	h->next = h->claim_end = 0;
+	h->ranges = NIL;
+	h->replayed = 0;
+	h->pages_read = h->pages_shipped = h->tuples_shipped = h->chunks = 0;
+	INSTR_TIME_SET_ZERO(h->read_time);
+	INSTR_TIME_SET_ZERO(h->wait_time);
+	h->pending = NIL;
+	h->pending_len = NIL;
+}
+
+/* claims the next range of blocks for h (remembered in h->ranges); false at the end */
+static bool
+claim_range(HeapAggRun *h, BlockNumber *start, BlockNumber *n)
+{
+	HeapAggShared *sh = h->shared;
+	uint64		first = pg_atomic_fetch_add_u64(&sh->next, sh->claim);
+
+	if (first >= sh->nblocks)
+		return false;
+	*start = (BlockNumber) first;
+	*n = (BlockNumber) Min((uint64) sh->claim, sh->nblocks - first);
+	h->ranges = lappend_oid(lappend_oid(h->ranges, *start), *n);
+	return true;
+}
+
+/*
+ * heap_agg_fallback_range: the next range of blocks that PostgreSQL reads
+ * for a run that fell back: the run's own claims first, then new ones;
+ * false when the table is read
+ */
+bool
+heap_agg_fallback_range(HeapAggRun *h, BlockNumber *start, BlockNumber *n)
+{
+	if (h->shared == NULL)
+	{
+		h->shared = palloc(sizeof(HeapAggShared));
+		heap_agg_shared_init(h->shared, h->rel, true);
+	}
+	if (h->replayed * 2 >= list_length(h->ranges) && !claim_range(h, start, n))
+		return false;
+	*start = list_nth_oid(h->ranges, 2 * h->replayed);
+	*n = list_nth_oid(h->ranges, 2 * h->replayed + 1);
+	h->replayed++;
+	return true;
+}
+
+/* the next block of h to read (claiming a range when one is used up); false at the end */
+static bool
+next_block(HeapAggRun *h, BlockNumber *blk)
+{
+	if (h->next >= h->claim_end)
+	{
+		BlockNumber start,
+					n;
+
+		if (!claim_range(h, &start, &n))
+			return false;
+		h->next = start;
+		h->claim_end = start + n;
+	}
+	*blk = h->next++;
+	return true;
 }
 
 /*
@@ -317,9 +412,10 @@ read_page(HeapAggRun *h, BlockNumber blk, char *dst, uint8 *vis)
 }
 
 /*
- * heap_agg_read_pages: the next pages of the table that hold a visible
- * tuple, at most max_pages, into pages (BLCKSZ each) and vis (their
- * visibility bitmaps, XPU_HEAP_VIS_BYTES each); 0 at the end of the table
+ * heap_agg_read_pages: the next pages of the run's claims that hold a
+ * visible tuple, at most max_pages, into pages (BLCKSZ each) and vis (their
+ * visibility bitmaps, XPU_HEAP_VIS_BYTES each); 0 when nothing is left to
+ * claim
  */
 int
 heap_agg_read_pages(HeapAggRun *h, char *pages, uint8 *vis, int max_pages)
@@ -329,12 +425,15 @@ heap_agg_read_pages(HeapAggRun *h, char *pages, uint8 *vis, int max_pages)
 				end;
 
 	INSTR_TIME_SET_CURRENT(start);
-	while (n < max_pages && h->next < h->nblocks)
+	while (n < max_pages)
 	{
 		int			t;
+		BlockNumber blk;
 
 		CHECK_FOR_INTERRUPTS();
-		t = read_page(h, h->next++, pages + (Size) n * BLCKSZ, vis + n * XPU_HEAP_VIS_BYTES);
+		if (!next_block(h, &blk))
+			break;
+		t = read_page(h, blk, pages + (Size) n * BLCKSZ, vis + n * XPU_HEAP_VIS_BYTES);
 		h->pages_read++;
 		if (t > 0)
 		{

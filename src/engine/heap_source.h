@@ -12,6 +12,8 @@
 #define PG_WARP_HEAP_SOURCE_H
 
 #include "lib/stringinfo.h"
+#include "nodes/pg_list.h"
+#include "port/atomics.h"
 #include "portability/instr_time.h"
 #include "storage/bufmgr.h"
 #include "utils/rel.h"
@@ -31,6 +33,18 @@ extern bool heap_source_plannable(Oid relid);
 extern void heap_source_codegen_scan(CodegenScan *scan, Relation rel,
 									 const AttrNumber *attnos, int n);
 
+/*
+ * The blocks a heap run reads: claimed in ranges from a counter, which the
+ * participants of a parallel GpuPreAgg share in dynamic shared memory (one
+ * claim of the whole table for a run that is not parallel)
+ */
+typedef struct HeapAggShared
+{
+	pg_atomic_uint64 next;		/* the first block not claimed yet */
+	uint32		nblocks;		/* the table's blocks when the query began */
+	uint32		claim;			/* blocks per claim */
+} HeapAggShared;
+
 /* one run of a GpuPreAgg over a heap table */
 typedef struct HeapAggRun
 {
@@ -44,7 +58,11 @@ typedef struct HeapAggRun
 	Snapshot	snap;
 	BufferAccessStrategy strategy;
 	BlockNumber nblocks;
-	BlockNumber next;
+	HeapAggShared *shared;		/* where blocks are claimed (NULL: not yet) */
+	BlockNumber next;			/* the next block of the current claim */
+	BlockNumber claim_end;		/* the end of the current claim */
+	List	   *ranges;			/* the claims of this run: start, count (Oid) */
+	int			replayed;		/* claims handed to heap_agg_fallback_range */
 	/* counters (EXPLAIN ANALYZE) */
 	uint64		pages_read;
 	uint64		pages_shipped;
@@ -62,6 +80,9 @@ typedef struct HeapAggRun
 } HeapAggRun;
 
 extern HeapAggRun *heap_agg_prepare(Relation rel, const AttrNumber *attnos, int n);
+extern void heap_agg_shared_init(HeapAggShared *sh, Relation rel, bool whole);
+extern void heap_agg_reset(HeapAggRun *h);
+extern bool heap_agg_fallback_range(HeapAggRun *h, BlockNumber *start, BlockNumber *n);
 extern void heap_agg_put_request(HeapAggRun *h, StringInfo buf);
 extern int	heap_agg_read_pages(HeapAggRun *h, char *pages, uint8 *vis, int max_pages);
 extern void heap_agg_explain(HeapAggRun *h, bool analyze, struct ExplainState *es);

@@ -126,8 +126,8 @@ next_message(int conn, uint32 *type, uint32 *len)
 }
 
 /*
- * ship: fills the free chunks with pages and sends them until the table
- * is read; false when the run ended early (its AGG_RESULT is pending)
+ * ship: fills the free chunks with pages and sends them until the run's
+ * claims are read (heap_agg_read_pages); false when the run ended early (its AGG_RESULT is pending)
  */
 static bool
 ship(HeapAggRun *h, ShmRing *r, int conn)
@@ -199,7 +199,6 @@ heap_agg_begin(HeapAggRun *h, Snapshot snap, const char *req, uint32 len, int *c
 		return false;
 	h->ring = r;
 	h->snap = snap;
-	h->next = 0;
 	h->strategy = GetAccessStrategy(BAS_BULKREAD);
 	*conn = service_run_begin_fd(WARP_MSG_HEAP_RUN, req, len, r->fd);
 	if (ship(h, r, *conn))

@@ -408,7 +408,7 @@ def start_slow(cluster, app, settings=()):
 def in_flight(cluster, app):
     def ok():
         pid = cluster.sql("SELECT pid FROM pg_stat_activity WHERE application_name = '%s' "
-                          "AND state = 'active'" % app)
+                          "AND state = 'active' AND backend_type = 'client backend'" % app)
         return pid and running_tasks(cluster) > 0 and int(pid)
     return wait_until(ok, 30, "the heap run to start in the service")
 
@@ -454,3 +454,302 @@ def test_service_killed_mid_run(cluster):
     cluster.new_service(old)
     assert cluster.sql("SELECT pg_postmaster_start_time()") == started
     same(cluster, "SELECT t, count(*), sum(i8) FROM types GROUP BY t ORDER BY t")
+
+
+# ---------------- parallel heap runs (Finalize Aggregate over Gather over GpuPreAgg) ----------------
+
+def par(workers=2):
+    """settings that make a parallel plan whatever the table's size, with the
+    engine's costs at zero: the parallel GpuPreAgg is then the cheapest"""
+    return ("SET parallel_setup_cost = 0", "SET parallel_tuple_cost = 0",
+            "SET min_parallel_table_scan_size = 0", "SET pg_warp.engine_startup_cost = 0",
+            "SET pg_warp.engine_row_cost = 0", "SET max_parallel_workers_per_gather = %d" % workers)
+
+
+def explain_par(cluster, sql, settings=(), workers=2):
+    r = cluster.run("EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY OFF) " + sql,
+                    settings=par(workers) + tuple(settings), timeout=120)
+    assert r.returncode == 0, r.stderr
+    return r.stdout
+
+
+def same_par(cluster, sql, settings=(), workers=2, engine=True):
+    """sql gives PostgreSQL's rows through a parallel GpuPreAgg (Finalize
+    Aggregate over Gather over the node returning partial states), compared
+    with PostgreSQL's own plan under the same settings (a parallel one too);
+    with engine=True no participant fell back.  Returns (rows, plan)."""
+    plan = explain_par(cluster, sql, settings, workers)
+    assert "Parallel Custom Scan (GpuPreAgg)" in plan and "Aggregate States: partial" in plan, plan
+    assert "Finalize" in plan and "Gather" in plan, plan
+    if engine:
+        assert "fallback" not in plan, plan
+    on = run(cluster, sql, par(workers) + tuple(settings))
+    off = run(cluster, sql, par(workers) + OFF + tuple(settings))
+    assert on == off, (sql, on, off)
+    assert on[0] == 0, on
+    return on[1], plan
+
+
+PAR_AGGS = AGGS + [
+    "stddev(i2)", "variance(i4)", "stddev_pop(i8)", "var_samp(n)", "stddev_samp(n)",
+    "sum(f4)", "min(t COLLATE \"C\")", "max(vc COLLATE \"C\")"]
+
+
+@pytest.mark.parametrize("workers", [2, 4])
+def test_parallel_every_aggregate(cluster, workers):
+    """every aggregate's partial state (serialized where PostgreSQL's is
+    internal) combines in PostgreSQL's Finalize Aggregate to its own result"""
+    cluster.sql("CREATE TABLE IF NOT EXISTS ptypes AS SELECT * FROM types, generate_series(1, 5) g")
+    rows, plan = same_par(cluster, "SELECT t, b, %s FROM ptypes GROUP BY t, b ORDER BY t, b"
+                          % ", ".join(PAR_AGGS), workers=workers)
+    assert "Engine: CPU" in plan, plan
+    same_par(cluster, "SELECT %s FROM ptypes" % ", ".join(PAR_AGGS), workers=workers)
+    # pg_warp's HyperLogLog sketches: the serialized sketch is the partial state
+    same_par(cluster, "SELECT t, pgwarp.hll_count(i4), pgwarp.hll_count(t), pgwarp.hll_sketch(i8) "
+             "FROM ptypes GROUP BY t ORDER BY t", workers=workers)
+    # the float aggregates PostgreSQL combines with float8_combine: equal to 1e-9
+    q = "SELECT t, avg(f8), stddev(f8), var_pop(f4), variance(f8) FROM ptypes GROUP BY t ORDER BY t"
+    plan = explain_par(cluster, q, workers=workers)
+    assert "Parallel Custom Scan (GpuPreAgg)" in plan and "fallback" not in plan, plan
+    on, off = run(cluster, q, par(workers)), run(cluster, q, par(workers) + OFF)
+    assert on[0] == 0 and off[0] == 0, (on, off)
+    for a, b in zip(on[1].split("\n"), off[1].split("\n")):
+        for x, y in zip(a.split("|"), b.split("|")):
+            if x != y:
+                assert abs(float(x) - float(y)) <= 1e-9 * max(1.0, abs(float(y))), (a, b)
+
+
+@pytest.mark.parametrize("key", KEYS)
+def test_parallel_every_key_type(cluster, key):
+    same_par(cluster, "SELECT %s, count(*), count(id), sum(i4), min(id), max(id) FROM types "
+             "GROUP BY 1 ORDER BY 1" % key, settings=("SET pg_warp.heap_chunk_pages = 8",))
+
+
+def test_parallel_quals_having_and_expressions(cluster):
+    same_par(cluster, "SELECT i2 + 1, count(*), sum(i8 % 1000) FROM types "
+             "WHERE t LIKE 'k%' AND iv IS NOT NULL AND d < date '2001-01-01' "
+             "GROUP BY 1 ORDER BY 1")
+    # HAVING is the Finalize Aggregate's, over the combined states
+    rows, plan = same_par(cluster, "SELECT t, count(*), avg(i4) FROM types WHERE vc = 'éé' OR b "
+                          "GROUP BY t HAVING count(*) > 1000 ORDER BY t")
+    assert rows, plan
+
+
+def test_parallel_empty_and_one_row(cluster):
+    cluster.sql("CREATE TABLE IF NOT EXISTS empty (a int, b int8); "
+                "CREATE TABLE IF NOT EXISTS one (a int, b int8); "
+                "INSERT INTO one SELECT 1, 42 WHERE NOT EXISTS (SELECT FROM one)")
+    for t in ("empty", "one"):
+        same_par(cluster, "SELECT a, count(*), sum(b), avg(b) FROM %s GROUP BY a" % t)
+        same_par(cluster, "SELECT count(*), sum(b), max(a), avg(a), stddev(b) FROM %s" % t)
+    cluster.sql("CREATE TABLE IF NOT EXISTS pgone AS SELECT i AS a, i::int8 AS b "
+                "FROM generate_series(1, 5000) i; DELETE FROM pgone")
+    rows, _ = same_par(cluster, "SELECT count(*), sum(b), avg(b) FROM pgone")
+    assert rows == "0||"
+
+
+def test_parallel_workers_claim_the_table(cluster):
+    """each participant reads the block ranges it claims: with small ranges
+    and several workers every page is shipped exactly once, whoever reads it"""
+    make_big(cluster)
+    q = "SELECT a % 10, count(*), sum(b), sum(c), max(b) FROM big GROUP BY 1 ORDER BY 1"
+    rows, plan = same_par(cluster, q, workers=3, settings=("SET pg_warp.heap_chunk_pages = 64",))
+    workers = [ln for ln in plan.split("\n") if "Worker " in ln and "Pages Shipped" in ln]
+    assert workers and all("Engine: CPU" in ln for ln in workers), plan
+    pages = int(cluster.sql("SELECT pg_relation_size('big') / 8192"))
+    # the workers' lines and the leader's own (the node's figures)
+    shipped = sum(int(ln.split("Pages Shipped: ")[1].split()[0]) for ln in plan.split("\n")
+                  if ln.strip().startswith("Pages Shipped:") or ln in workers)
+    assert shipped == pages, (shipped, pages, plan)
+
+
+def test_parallel_leader_only(cluster):
+    """no worker launched (max_parallel_workers = 0): the leader claims every
+    range; and with the leader not participating, the workers do"""
+    q = "SELECT t, count(*), sum(i8), avg(n) FROM types GROUP BY t ORDER BY t"
+    rows, plan = same_par(cluster, q, settings=("SET max_parallel_workers = 0",))
+    assert "Workers Launched: 0" in plan and "Engine: CPU" in plan, plan
+    assert "Tuples Shipped: %s" % cluster.sql("SELECT count(*) FROM types") in plan, plan
+    rows2, plan = same_par(cluster, q, settings=("SET parallel_leader_participation = off",))
+    assert rows2 == rows and "Worker 0:  Engine: CPU" in plan, plan
+
+
+def test_parallel_fallback_in_one_participant(cluster):
+    """A TOASTed value near the end of the table: the participant that meets
+    it falls back and PostgreSQL aggregates exactly the ranges it had claimed
+    (and those it claims next); the others' engine states stay: no row is
+    lost or counted twice."""
+    cluster.sql("CREATE TABLE ptoast AS SELECT i AS id, 'short' || (i % 4) AS t, i::int8 AS b "
+                "FROM generate_series(1, 60000) i; "
+                "INSERT INTO ptoast SELECT 0, (SELECT string_agg(md5(g::text), '') "
+                "FROM generate_series(1, 300) g), 7")
+    q = "SELECT length(t), count(*), sum(b), max(id) FROM ptoast GROUP BY 1 ORDER BY 1"
+    for settings in [("SET pg_warp.heap_chunk_pages = 16",),
+                     ("SET pg_warp.heap_chunk_pages = 16", "SET parallel_leader_participation = off"),
+                     ("SET max_parallel_workers = 0",)]:
+        rows, plan = same_par(cluster, q, settings=settings, engine=False)
+        assert "PostgreSQL (fallback)" in plan, plan
+        assert rows.split("\n")[-1] == "9600|1|7|0", rows
+    # a NaN numeric: the same, with numeric states
+    cluster.sql("CREATE TABLE pnan AS SELECT i % 3 AS k, (i / 4.0)::numeric(10,2) AS v "
+                "FROM generate_series(1, 40000) i; INSERT INTO pnan VALUES (1, 'NaN')")
+    rows, plan = same_par(cluster, "SELECT k, count(*), sum(v), avg(v), max(v) FROM pnan "
+                          "GROUP BY k ORDER BY k", engine=False)
+    assert "PostgreSQL (fallback)" in plan and "NaN" in rows, plan
+
+
+def test_parallel_serializable(cluster):
+    """SERIALIZABLE: every participant falls back (PostgreSQL's scans take the
+    predicate locks); the results are PostgreSQL's"""
+    q = "SELECT t, count(*), sum(i4) FROM types GROUP BY t ORDER BY t"
+    r = cluster.run("BEGIN ISOLATION LEVEL SERIALIZABLE; EXPLAIN (ANALYZE, COSTS OFF) %s; %s; "
+                    "COMMIT" % (q, q), settings=par(2))
+    assert r.returncode == 0 and "serializable" in r.stdout, r.stdout + r.stderr
+    assert "Parallel Custom Scan (GpuPreAgg)" in r.stdout, r.stdout
+    assert "Engine: CPU" not in r.stdout, r.stdout
+    assert r.stdout.strip().endswith("\n" + run(cluster, q, OFF)[1]), r.stdout
+
+
+def test_parallel_visibility(cluster):
+    """workers decide visibility with the parallel query's shared snapshot:
+    another session's uncommitted and aborted changes are invisible, our own
+    transaction's are visible, as in PostgreSQL's parallel plan"""
+    cluster.sql("CREATE TABLE pvis AS SELECT i AS id, i % 10 AS a, i::int8 AS b "
+                "FROM generate_series(1, 60000) i")
+    q = "SELECT a, count(*), sum(b), max(b) FROM pvis GROUP BY a ORDER BY a"
+    before, _ = same_par(cluster, q)
+    s = Session(cluster)
+    s.send("BEGIN; DELETE FROM pvis WHERE id % 3 = 0; UPDATE pvis SET b = b * 2 WHERE id % 5 = 0;"
+           "INSERT INTO pvis SELECT i, 99, 1 FROM generate_series(1, 100) i;")
+    time.sleep(1)
+    assert same_par(cluster, q)[0] == before
+    s.send("ROLLBACK;")
+    s.close()
+    assert same_par(cluster, q)[0] == before
+    cluster.sql("DELETE FROM pvis WHERE id % 3 = 0; UPDATE pvis SET b = b * 2 WHERE id % 5 = 0;"
+                "INSERT INTO pvis SELECT i, 99, 1 FROM generate_series(1, 100) i")
+    after, _ = same_par(cluster, q)
+    assert after != before and "99|100|100|1" in after
+    # our own uncommitted changes, seen by the workers too
+    script = ("BEGIN; DELETE FROM pvis WHERE id % 2 = 0; INSERT INTO pvis VALUES (0, 7, 7); "
+              "{}; {}; ROLLBACK;")
+    r = cluster.run(script.format("EXPLAIN (ANALYZE, COSTS OFF) " + q, q), settings=par(2))
+    assert r.returncode == 0 and "Parallel Custom Scan (GpuPreAgg)" in r.stdout, r.stderr
+    assert "fallback" not in r.stdout, r.stdout
+    on = r.stdout.strip().split("\n")
+    r = cluster.run(script.format("SELECT 1", q), settings=OFF)
+    off = r.stdout.strip().split("\n")[1:]
+    assert r.returncode == 0 and on[-len(off):] == off and off[3].startswith("7|4001|"), (on, off)
+
+
+def test_parallel_concurrent_writer(cluster):
+    """transfers keep sum(b) fixed: every participant reads with one snapshot"""
+    cluster.sql("CREATE TABLE pbank AS SELECT i AS id, i % 8 AS a, 1000::int8 AS b "
+                "FROM generate_series(1, 80000) i")
+    assert "Parallel Custom Scan (GpuPreAgg)" in explain_par(cluster, "SELECT sum(b) FROM pbank")
+    writer = subprocess.Popen(
+        ["bash", "-c", "for i in $(seq 1 150); do psql -XAtq -c \"BEGIN; "
+         "UPDATE pbank SET b = b - $i WHERE id = $(( (i * 7919) % 80000 + 1 )); "
+         "UPDATE pbank SET b = b + $i WHERE id = $(( (i * 104729) % 80000 + 1 )); COMMIT;\" "
+         "|| exit 1; done"], env=cluster.env)
+    try:
+        seen = 0
+        while writer.poll() is None or seen < 3:
+            code, out = run(cluster, "SELECT count(*), sum(b) FROM pbank",
+                            par(2) + ("SET pg_warp.heap_chunk_pages = 8",))
+            assert (code, out) == (0, "80000|80000000"), out
+            code, out = run(cluster, "SELECT a, count(*) FROM pbank GROUP BY a ORDER BY a", par(3))
+            assert code == 0 and out.count("|10000") == 8, out
+            seen += 1
+    finally:
+        writer.wait(timeout=120)
+    assert writer.returncode == 0
+
+
+def test_parallel_cancel_and_timeout(cluster):
+    make_slow(cluster)
+    assert "Parallel Custom Scan (GpuPreAgg)" in explain_par(cluster, "SELECT count(*) FROM slow")
+    p = start_slow(cluster, "heap_pcancel", par(2))
+    pid = in_flight(cluster, "heap_pcancel")
+    t0 = time.monotonic()
+    cluster.sql("SELECT pg_cancel_backend(%d)" % pid)
+    out, err = p.communicate(timeout=30)
+    assert p.returncode != 0 and "57014" in err, err
+    assert time.monotonic() - t0 < 5
+    wait_until(lambda: running_tasks(cluster) == 0, 10, "the service to drop the runs")
+    t0 = time.monotonic()
+    code, out = run(cluster, SLOW, par(2))
+    full = time.monotonic() - t0
+    assert code == 0, out
+    r = cluster.run(SLOW, settings=par(2) + ("SET statement_timeout = %d" % max(10, int(full * 250)),
+                                             "\\set VERBOSITY verbose"), timeout=120)
+    assert r.returncode != 0 and "57014" in r.stderr and "statement timeout" in r.stderr, r.stderr
+    wait_until(lambda: running_tasks(cluster) == 0, 10, "the service to drop the runs")
+    same_par(cluster, "SELECT t, count(*) FROM types GROUP BY t ORDER BY t")
+
+
+def test_parallel_service_killed_mid_run(cluster):
+    make_slow(cluster)
+    p = start_slow(cluster, "heap_pkill", par(2))
+    in_flight(cluster, "heap_pkill")
+    old = cluster.service_pid()
+    started = cluster.sql("SELECT pg_postmaster_start_time()")
+    os.kill(old, signal.SIGKILL)
+    out, err = p.communicate(timeout=30)
+    assert p.returncode != 0 and "08006" in err, err
+    assert "lost the connection to the pg_warp service" in err
+    cluster.new_service(old)
+    assert cluster.sql("SELECT pg_postmaster_start_time()") == started
+    same_par(cluster, "SELECT t, count(*), sum(i8) FROM types GROUP BY t ORDER BY t")
+
+
+def test_parallel_admission(cluster):
+    """pg_warp.max_async_tasks = 1: the participants' runs are admitted one
+    after another (N workers are N runs) and the query completes"""
+    cluster.sql("ALTER SYSTEM SET pg_warp.max_async_tasks = 1")
+    try:
+        subprocess.run(["bash", CLUSTER, "stop", cluster.dir], env=cluster.env, check=True)
+        subprocess.run(["bash", CLUSTER, "start", cluster.dir], env=cluster.env, check=True,
+                       capture_output=True)
+        assert cluster.sql("SELECT max_async_tasks FROM pgwarp.service_status()") == "1"
+        make_big(cluster)
+        rows, plan = same_par(cluster, "SELECT a % 7, count(*), sum(b) FROM big GROUP BY 1 ORDER BY 1",
+                              workers=3, settings=("SET pg_warp.heap_chunk_pages = 64",))
+        assert plan.count("Engine: CPU") >= 2, plan
+    finally:
+        cluster.sql("ALTER SYSTEM RESET pg_warp.max_async_tasks")
+        subprocess.run(["bash", CLUSTER, "stop", cluster.dir], env=cluster.env, check=True)
+        subprocess.run(["bash", CLUSTER, "start", cluster.dir], env=cluster.env, check=True,
+                       capture_output=True)
+
+
+def test_parallel_leader_falls_back_workers_do_not(cluster):
+    """The leader cannot make its ring (a file size limit on its process
+    only): it aggregates the ranges it claims in PostgreSQL while the workers
+    run the engine over theirs; the result is PostgreSQL's."""
+    make_big(cluster)
+    cluster.sql("VACUUM big")
+    cluster.sql("CHECKPOINT")
+    q = "SELECT a % 10, count(*), sum(b), sum(c), max(b) FROM big GROUP BY 1 ORDER BY 1"
+    s = subprocess.Popen(["psql", "-XAtq", "-v", "ON_ERROR_STOP=1"], env=cluster.env,
+                         stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, text=True)
+    s.stdin.write("SELECT pg_backend_pid();\n")
+    s.stdin.flush()
+    pid = int(s.stdout.readline())
+    # room for the parallel query's dynamic shared memory, not for a 128 MB ring
+    subprocess.run(as_owner(["prlimit", "--pid", str(pid), "--fsize=4194304:"]), check=True)
+    s.stdin.write("".join(x + ";\n" for x in par(2) + ("SET pg_warp.heap_chunk_pages = 4096",)) +
+                  "EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF) %s;\n%s;\n" % (q, q))
+    s.stdin.flush()
+    try:
+        out, err = s.communicate("\\q\n", timeout=120)
+    finally:
+        if alive(pid):
+            subprocess.run(as_owner(["prlimit", "--pid", str(pid), "--fsize=unlimited:"]),
+                           check=False)
+    assert s.returncode == 0, err
+    assert "Parallel Custom Scan (GpuPreAgg)" in out, out
+    assert "PostgreSQL (fallback)" in out and "shared memory ring" in out, out
+    assert "  Engine: CPU  Block Ranges: " in out, out     # a worker's engine run
+    assert out.strip().endswith("\n" + run(cluster, q, par(2) + OFF)[1]), out
