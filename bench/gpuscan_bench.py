@@ -23,47 +23,13 @@ Connection: the PG* environment variables.
 """
 import argparse
 import json
-import os
-import shutil
-import subprocess
 import sys
-import tempfile
-import time
+
+from scan_bench_common import LINEORDER_COLS, best_of, lineorder_file, psql
 
 INNER = ("SELECT lo_orderdate, lo_extendedprice FROM %s "
          "WHERE lo_discount = 2 AND lo_quantity < 5 OFFSET 0")
 QUERY = "SELECT count(*), sum(lo_extendedprice), max(lo_orderdate) FROM (%s) s" % INNER
-
-
-def psql(sql):
-    r = subprocess.run(["psql", "-XAtq", "-v", "ON_ERROR_STOP=1"], input=sql,
-                       capture_output=True, text=True)
-    if r.returncode != 0:
-        sys.exit("psql failed: %s\n%s" % (sql[:200], r.stderr))
-    return r.stdout.strip()
-
-
-def make_file(path, n):
-    import pyarrow as pa
-    import pyarrow.compute as pc
-
-    def ints(lo, hi, seed):
-        u = pc.random(n, initializer=seed)
-        return pc.cast(pc.floor(pc.add(pc.multiply(u, hi - lo), lo)), pa.int64())
-
-    date = pc.add(pc.add(pc.multiply(ints(1992, 1999, 1), 10000),
-                         pc.multiply(ints(1, 13, 2), 100)), ints(1, 29, 3))
-    table = pa.table({
-        "lo_orderdate": pc.cast(date, pa.int32()),
-        "lo_discount": pc.cast(ints(0, 11, 4), pa.int32()),
-        "lo_quantity": pc.cast(ints(1, 51, 5), pa.int32()),
-        "lo_extendedprice": ints(90000, 10000000, 6),
-    })
-    with pa.ipc.new_file(path, table.schema) as w:
-        for b in table.to_batches(max_chunksize=65536):
-            w.write_batch(b)
-    os.chmod(path, 0o644)
-
 
 CASES = [
     ("gpuscan", "gs_bench", ""),
@@ -74,18 +40,10 @@ CASES = [
 
 
 def timed(table, settings, workers, runs):
-    sql = ("SET pg_warp.enable_gpupreagg = off; SET max_parallel_workers_per_gather = %d; "
-           "SET parallel_setup_cost = 0; %s%s" % (workers, settings, QUERY % table))
-    plan = psql("SET pg_warp.enable_gpupreagg = off; SET max_parallel_workers_per_gather = %d; "
-                "SET parallel_setup_cost = 0; %sEXPLAIN (COSTS OFF) %s"
-                % (workers, settings, QUERY % table))
-    best, answer = None, None
-    for i in range(runs + 1):
-        t0 = time.perf_counter()
-        answer = psql(sql)
-        dt = time.perf_counter() - t0
-        if i > 0:
-            best = dt if best is None else min(best, dt)
+    prefix = ("SET pg_warp.enable_gpupreagg = off; SET max_parallel_workers_per_gather = %d; "
+              "SET parallel_setup_cost = 0; %s" % (workers, settings))
+    plan = psql(prefix + "EXPLAIN (COSTS OFF) " + QUERY % table)
+    best, answer = best_of(prefix + QUERY % table, runs)
     scan = [ln.strip() for ln in plan.split("\n") if "Scan" in ln]
     return best, answer, scan[0] if scan else ""
 
@@ -96,18 +54,13 @@ def main():
     ap.add_argument("-r", type=int, default=3, help="measured runs")
     ap.add_argument("-w", type=int, default=2, help="parallel workers of the parallel runs")
     a = ap.parse_args()
-    d = tempfile.mkdtemp(prefix="pg_warp_gsbench.")
-    os.chmod(d, 0o755)
     out = {"rows": a.n, "query": QUERY % "T", "runs": {}}
-    try:
-        path = os.path.join(d, "lineorder.arrow")
-        make_file(path, a.n)
+    with lineorder_file(a.n, "pg_warp_gsbench.") as path:
         psql("CREATE EXTENSION IF NOT EXISTS pg_warp; DROP FOREIGN TABLE IF EXISTS gs_bench; "
-             "CREATE FOREIGN TABLE gs_bench (lo_orderdate int4, lo_discount int4, "
-             "lo_quantity int4, lo_extendedprice int8) SERVER arrow_fdw "
+             "CREATE FOREIGN TABLE gs_bench (%s) SERVER arrow_fdw "
              "OPTIONS (file '%s'); DROP TABLE IF EXISTS gs_bench_heap; "
              "CREATE TABLE gs_bench_heap AS SELECT * FROM gs_bench; "
-             "VACUUM ANALYZE gs_bench_heap" % path)
+             "VACUUM ANALYZE gs_bench_heap" % (LINEORDER_COLS, path))
         answers = set()
         for workers in (0, a.w):
             for name, table, settings in CASES:
@@ -115,8 +68,6 @@ def main():
                 answers.add(answer)
                 out["runs"]["%s_w%d" % (name, workers)] = {"s": round(best, 4), "plan": scan}
         psql("DROP FOREIGN TABLE gs_bench; DROP TABLE gs_bench_heap")
-    finally:
-        shutil.rmtree(d, ignore_errors=True)
     if len(answers) != 1:
         sys.exit("answers differ: %s" % answers)
     out["answer"] = answers.pop()

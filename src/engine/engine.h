@@ -30,6 +30,8 @@ typedef struct EngineColumns
 
 extern bool engine_column_hook(void *arg, AttrNumber attno, Oid typid,
 							   int *col_index, XpuColKind *kind, int *scale);
+extern List *engine_filter_split(List *quals, Index scanrelid, EngineColumns *fc,
+								 List **rest);
 struct ExplainState;
 extern void engine_explain_program(const XpuProgram *prog, struct ExplainState *es);
 

@@ -126,10 +126,12 @@ engine_column_hook(void *arg, AttrNumber attno, Oid typid, int *col_index,
 }
 
 /*
- * engine_filter_split: the prefix of quals (an implicit-AND list) that the
- * engine evaluates; the other conjuncts, in their order, go to *rest.
+ * engine_filter_split: the prefix of quals (an implicit-AND list, in the
+ * order ExecQual evaluates it) whose conjuncts all compile over the columns
+ * fc of scanrelid: the quals the engine evaluates, for the backend's filter
+ * and GpuScan alike.  The other conjuncts, in their order, go to *rest.
  */
-static List *
+List *
 engine_filter_split(List *quals, Index scanrelid, EngineColumns *fc, List **rest)
 {
 	CodegenScan scan = {scanrelid, engine_column_hook, fc};

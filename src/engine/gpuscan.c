@@ -131,25 +131,6 @@ gs_add_attnos(List *exprs, Index relid, List **attnos)
 	return true;
 }
 
-/* the engine's prefix of quals (plain exprs) over columns ec; rest to *rest */
-static List *
-gs_split(List *quals, Index relid, EngineColumns *ec, List **rest)
-{
-	CodegenScan scan = {relid, engine_column_hook, ec};
-	List	   *engine = NIL;
-	ListCell   *lc;
-
-	*rest = NIL;
-	foreach(lc, quals)
-	{
-		if (*rest == NIL && codegen_expr_supported(&scan, lfirst(lc)))
-			engine = lappend(engine, lfirst(lc));
-		else
-			*rest = lappend(*rest, lfirst(lc));
-	}
-	return engine;
-}
-
 /* EngineColumns over the columns attnos (IntList) of relation relid */
 static EngineColumns *
 gs_columns(Oid relid, List *attnos)
@@ -322,7 +303,7 @@ gs_rel_pathlist(PlannerInfo *root, RelOptInfo *rel, Index rti, RangeTblEntry *rt
 	for (int i = 0; i < ec->n_cols; i++)
 		if (!gs_column_ok(&ec->cols[i]))
 			return;
-	engine = gs_split(quals, rel->relid, ec, &rest);
+	engine = engine_filter_split(quals, rel->relid, ec, &rest);
 	if (engine == NIL)
 		return;
 	prog = codegen_qual_program(&(CodegenScan) {rel->relid, engine_column_hook, ec}, engine);
@@ -359,7 +340,7 @@ gs_plan_path(PlannerInfo *root, RelOptInfo *rel, CustomPath *best_path,
 		!gs_add_attnos(quals, rel->relid, &attnos))
 		elog(ERROR, "GpuScan: a column the path accepted is now refused");
 	ec = gs_columns(rte->relid, attnos);
-	engine = gs_split(quals, rel->relid, ec, &rest);
+	engine = engine_filter_split(quals, rel->relid, ec, &rest);
 	(void) gs_add_attnos(rel->reltarget->exprs, rel->relid, &outs);
 	(void) gs_add_attnos(rest, rel->relid, &outs);
 	{

@@ -22,20 +22,12 @@
  * the sum, MOMENTS sum:sum of squares, MIN/MAX the value, nothing when the
  * count is 0), "!" after the count when XPU_AGGF_OVERFLOW is set.
  */
-#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/socket.h>
-#include <sys/stat.h>
-#include <sys/un.h>
-#include <time.h>
-#include <poll.h>
-#include <unistd.h>
 
-#include "arrow.h"
+#include "warp_client.h"
 #include "xpu_agg.h"
-#include "protocol.h"
 
 #define MAX_COLS	32
 
@@ -57,13 +49,6 @@ typedef struct Query
 	XpuType		out_types[64];
 	int			out_scales[64];
 } Query;
-
-static void
-die(const char *msg)
-{
-	fprintf(stderr, "agg_client: %s\n", msg);
-	exit(2);
-}
 
 /* loads column `name` (kind, scale) into a new register of type */
 static int
@@ -261,42 +246,13 @@ static const struct
 
 /* ---------------------------------------------------------------- request */
 
-typedef struct Buf
-{
-	uint8_t    *p;
-	size_t		len;
-	size_t		cap;
-} Buf;
-
-static void *
-put(Buf *b, const void *data, size_t n, size_t align)
-{
-	size_t		off = (b->len + align - 1) & ~(align - 1);
-
-	if (off + n > b->cap)
-	{
-		b->cap = (off + n) * 2 + 4096;
-		b->p = realloc(b->p, b->cap);
-	}
-	memset(b->p + b->len, 0, off - b->len);
-	if (n)
-		memcpy(b->p + off, data, n);
-	b->len = off + n;
-	return b->p + off;
-}
-
 /* appends file path's part: identity, every batch, the shape's fields */
 static void
-put_file(Buf *b, const Query *q, const char *path)
+put_file(WcBuf *b, const Query *q, const char *path)
 {
-	struct stat st;
-	ArrowFile  *f;
-	ArrowError	err;
-	WarpAggFile wf = {0};
+	ArrowFile  *f = wc_put_file_head(b, path, q->n_cols);
 	int32_t		fields[MAX_COLS];
 
-	if (stat(path, &st) != 0 || arrow_file_open(path, NULL, &f, &err) != ARROW_OK)
-		die(path);
 	for (int k = 0; k < q->n_cols; k++)
 	{
 		fields[k] = -1;
@@ -304,21 +260,9 @@ put_file(Buf *b, const Query *q, const char *path)
 			if (strcmp(f->schema.fields[i].name, q->col_names[k]) == 0)
 				fields[k] = i;
 		if (fields[k] < 0)
-			die(q->col_names[k]);
+			wc_die(q->col_names[k]);
 	}
-	wf.dev = st.st_dev;
-	wf.ino = st.st_ino;
-	wf.size = st.st_size;
-	wf.mtime_ns = (int64_t) st.st_mtim.tv_sec * 1000000000 + st.st_mtim.tv_nsec;
-	wf.path_len = strlen(path);
-	wf.n_batches = f->n_batches;
-	wf.n_cols = q->n_cols;
-	put(b, &wf, sizeof(wf), 8);
-	put(b, path, wf.path_len, 8);
-	put(b, NULL, 0, 8);
-	for (int i = 0; i < f->n_batches; i++)
-		put(b, &i, 4, 4);
-	put(b, fields, 4 * q->n_cols, 8);
+	wc_put(b, fields, 4 * q->n_cols, 8);
 	arrow_file_close(f);
 }
 
@@ -428,100 +372,27 @@ print_group(const Query *q, const uint8_t *p)
 	return states_off + q->n_aggs * sizeof(XpuAggState);
 }
 
-/* ---------------------------------------------------------------- socket */
+/* ---------------------------------------------------------------- replies */
 
-static void
-send_msg(int fd, int type, const void *payload, uint32_t len)
-{
-	WarpMsgHeader h = {PGWARP_PROTO_MAGIC, PGWARP_PROTO_VERSION, (uint16_t) type, len, 0};
-
-	if (write(fd, &h, sizeof(h)) != sizeof(h) ||
-		(len && write(fd, payload, len) != (ssize_t) len))
-		die("write failed");
-}
-
+/* prints an AGG_RESULT's groups (of Query arg), and END after the last */
 static int
-read_all(int fd, void *p, size_t n)
+reply(void *arg, const WarpMsgHeader *h, const uint8_t *p)
 {
-	while (n > 0)
-	{
-		ssize_t		r = read(fd, p, n);
+	const WarpAggResult *r = (const WarpAggResult *) p;
+	size_t		off = sizeof(*r);
 
-		if (r <= 0)
-			return 0;
-		p = (char *) p + r;
-		n -= r;
-	}
-	return 1;
-}
-
-/* one message into *payload (malloc'ed); 0 at end of stream */
-static int
-recv_msg(int fd, WarpMsgHeader *h, uint8_t **payload)
-{
-	if (!read_all(fd, h, sizeof(*h)))
+	for (uint32_t g = 0; g < r->n_groups; g++)
+		off += print_group(arg, p + off);
+	if (!(r->flags & WARP_AGG_LAST))
 		return 0;
-	*payload = malloc(h->length + 1);
-	return read_all(fd, *payload, h->length);
-}
-
-/* sends the request and prints the replies; returns the exit code */
-static int
-run(const char *sock, const Query *q, const Buf *req, int cancel_ms)
-{
-	struct sockaddr_un addr = {.sun_family = AF_UNIX};
-	int			fd = socket(AF_UNIX, SOCK_STREAM, 0);
-	WarpHello	hello = {(uint32_t) getpid(), PGWARP_PROTO_VERSION};
-	WarpMsgHeader h;
-	uint8_t    *p;
-
-	snprintf(addr.sun_path, sizeof(addr.sun_path), "%s", sock);
-	if (connect(fd, (struct sockaddr *) &addr, sizeof(addr)) != 0)
-		die("could not connect");
-	send_msg(fd, WARP_MSG_HELLO, &hello, sizeof(hello));
-	if (!recv_msg(fd, &h, &p) || h.type != WARP_MSG_HELLO)
-		die("no HELLO");
-	free(p);
-	send_msg(fd, WARP_MSG_AGG_RUN, req->p, req->len);
-	if (cancel_ms > 0)
-	{
-		struct pollfd pfd = {fd, POLLIN, 0};
-
-		if (poll(&pfd, 1, cancel_ms) == 0)
-			send_msg(fd, WARP_MSG_CANCEL, NULL, 0);
-	}
-	while (recv_msg(fd, &h, &p))
-	{
-		if (h.type == WARP_MSG_ERROR)
-		{
-			const WarpErrorMsg *e = (const WarpErrorMsg *) p;
-
-			printf("ERROR\t%u\t%s\n", e->code, e->message);
-			return 0;
-		}
-		if (h.type == WARP_MSG_AGG_RESULT)
-		{
-			const WarpAggResult *r = (const WarpAggResult *) p;
-			size_t		off = sizeof(*r);
-
-			for (uint32_t g = 0; g < r->n_groups; g++)
-				off += print_group(q, p + off);
-			if (r->flags & WARP_AGG_LAST)
-			{
-				printf("END\tstatus=%d\tmsg=%s\trows_in=%llu\trows_passed=%llu\tbatches=%llu"
-					   "\tbytes_read=%llu\tgroups=%llu\tthreads=%u\tengine=%u\tio_us=%llu"
-					   "\texec_us=%llu\twall_us=%llu\n",
-					   r->status, r->err_message, (unsigned long long) r->rows_in,
-					   (unsigned long long) r->rows_passed, (unsigned long long) r->batches,
-					   (unsigned long long) r->bytes_read, (unsigned long long) r->groups_total,
-					   r->threads, r->engine, (unsigned long long) r->io_us,
-					   (unsigned long long) r->exec_us, (unsigned long long) r->wall_us);
-				return 0;
-			}
-		}
-		free(p);
-	}
-	die("connection closed before the last reply");
+	printf("END\tstatus=%d\tmsg=%s\trows_in=%llu\trows_passed=%llu\tbatches=%llu"
+		   "\tbytes_read=%llu\tgroups=%llu\tthreads=%u\tengine=%u\tio_us=%llu"
+		   "\texec_us=%llu\twall_us=%llu\n",
+		   r->status, r->err_message, (unsigned long long) r->rows_in,
+		   (unsigned long long) r->rows_passed, (unsigned long long) r->batches,
+		   (unsigned long long) r->bytes_read, (unsigned long long) r->groups_total,
+		   r->threads, r->engine, (unsigned long long) r->io_us,
+		   (unsigned long long) r->exec_us, (unsigned long long) r->wall_us);
 	return 1;
 }
 
@@ -534,7 +405,7 @@ main(int argc, char **argv)
 	int			i = 1;
 	Query		q = {0};
 	XpuProgram *prog;
-	Buf			req = {0};
+	WcBuf		req = {0};
 	char		errbuf[256];
 	void		(*build) (Query *) = NULL;
 
@@ -551,27 +422,27 @@ main(int argc, char **argv)
 		else if (strcmp(argv[i], "--dump") == 0)
 			dump = argv[i + 1];
 		else
-			die("unknown option");
+			wc_die("unknown option");
 	}
 	if (argc - i < 2)
-		die("usage: agg_client [options] SOCKET SHAPE FILE...");
+		wc_die("usage: agg_client [options] SOCKET SHAPE FILE...");
 	for (size_t s = 0; s < sizeof(shapes) / sizeof(shapes[0]); s++)
 		if (strcmp(shapes[s].name, argv[i + 1]) == 0)
 			build = shapes[s].build;
 	if (build == NULL)
-		die("unknown shape");
+		wc_die("unknown shape");
 	q.b = xpu_builder_create();
 	build(&q);
 	if ((prog = xpu_builder_finish(q.b, errbuf, sizeof(errbuf))) == NULL)
-		die(errbuf);
+		wc_die(errbuf);
 	hdr.n_files = argc - i - 2;
 	hdr.n_keys = q.n_keys;
 	hdr.n_aggs = q.n_aggs;
 	hdr.prog_len = prog->total_len;
-	put(&req, &hdr, sizeof(hdr), 8);
-	put(&req, q.key_outs, 2 * q.n_keys, 8);
-	put(&req, q.aggs, sizeof(XpuAggDesc) * q.n_aggs, 8);
-	put(&req, prog, prog->total_len, 16);
+	wc_put(&req, &hdr, sizeof(hdr), 8);
+	wc_put(&req, q.key_outs, 2 * q.n_keys, 8);
+	wc_put(&req, q.aggs, sizeof(XpuAggDesc) * q.n_aggs, 8);
+	wc_put(&req, prog, prog->total_len, 16);
 	for (int f = i + 2; f < argc; f++)
 		put_file(&req, &q, argv[f]);
 	if (dump)
@@ -579,8 +450,8 @@ main(int argc, char **argv)
 		FILE	   *out = fopen(dump, "wb");
 
 		if (out == NULL || fwrite(req.p, 1, req.len, out) != req.len || fclose(out) != 0)
-			die("could not write the dump");
+			wc_die("could not write the dump");
 		return 0;
 	}
-	return run(argv[i], &q, &req, cancel_ms);
+	return wc_run(argv[i], WARP_MSG_AGG_RUN, WARP_MSG_AGG_RESULT, &req, cancel_ms, reply, &q);
 }

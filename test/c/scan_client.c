@@ -18,49 +18,12 @@
  * hex; "END" with the counters of the last SCAN_RESULT, or "ERROR code
  * message".
  */
-#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/socket.h>
-#include <sys/stat.h>
-#include <sys/un.h>
-#include <unistd.h>
 
-#include "arrow.h"
-#include "protocol.h"
+#include "warp_client.h"
 #include "xpu_program.h"
-
-typedef struct Buf
-{
-	uint8_t    *p;
-	size_t		len;
-	size_t		cap;
-} Buf;
-
-static void
-die(const char *msg)
-{
-	fprintf(stderr, "scan_client: %s\n", msg);
-	exit(2);
-}
-
-static void
-put(Buf *b, const void *data, size_t n, size_t align)
-{
-	size_t		off = (b->len + align - 1) & ~(align - 1);
-
-	if (off + n > b->cap)
-	{
-		b->cap = (off + n) * 2 + 4096;
-		if ((b->p = realloc(b->p, b->cap)) == NULL)
-			die("out of memory");
-	}
-	memset(b->p + b->len, 0, off - b->len);
-	if (n)
-		memcpy(b->p + off, data, n);
-	b->len = off + n;
-}
 
 /* the qual program named q */
 static XpuProgram *
@@ -98,39 +61,21 @@ build(const char *q)
 		xpu_add_instr(b, XPU_OP_MOVE, acc, t, 0, 0, 0);
 	}
 	else if (strcmp(q, "none") != 0)
-		die("unknown qual");
+		wc_die("unknown qual");
 	if ((prog = xpu_builder_finish(b, err, sizeof(err))) == NULL)
-		die(err);
+		wc_die(err);
 	xpu_builder_free(b);
 	return prog;
 }
 
 /* appends file path's part: identity, every batch, every field */
 static void
-put_file(Buf *b, const char *path, uint32_t n_cols)
+put_file(WcBuf *b, const char *path, uint32_t n_cols)
 {
-	struct stat st;
-	ArrowFile  *f;
-	ArrowError	err;
-	WarpAggFile wf = {0};
+	ArrowFile  *f = wc_put_file_head(b, path, n_cols);
 
-	if (stat(path, &st) != 0 || arrow_file_open(path, NULL, &f, &err) != ARROW_OK)
-		die(path);
-	wf.dev = st.st_dev;
-	wf.ino = st.st_ino;
-	wf.size = st.st_size;
-	wf.mtime_ns = (int64_t) st.st_mtim.tv_sec * 1000000000 + st.st_mtim.tv_nsec;
-	wf.path_len = strlen(path);
-	wf.n_batches = f->n_batches;
-	wf.n_cols = n_cols;
-	put(b, &wf, sizeof(wf), 8);
-	put(b, path, wf.path_len, 8);
-	put(b, NULL, 0, 8);
-	for (int i = 0; i < f->n_batches; i++)
-		put(b, &i, 4, 4);
-	put(b, NULL, 0, 8);
 	for (uint32_t i = 0; i < n_cols; i++)
-		put(b, &i, 4, 4);
+		wc_put(b, &i, 4, 4);
 	arrow_file_close(f);
 }
 
@@ -151,9 +96,9 @@ print_block(const uint8_t *p, uint32_t len)
 	size_t		off = sizeof(*h);
 	size_t		bits = ((size_t) h->n_rows + 7) / 8;
 
-#define TAKE(n) (off = (off + 7) & ~(size_t) 7, off += (n), off > len ? (die("truncated"), p) : p + off - (n))
+#define TAKE(n) (off = (off + 7) & ~(size_t) 7, off += (n), off > len ? (wc_die("truncated"), p) : p + off - (n))
 	if (h->n_cols > 4096)
-		die("too many columns");
+		wc_die("too many columns");
 	printf("B\t%u\t%u\t%s\n", h->n_rows, h->n_cols, h->flags & WARP_SCAN_RECHECK ? "recheck" : "-");
 	for (uint32_t j = 0; j < h->n_cols; j++)
 	{
@@ -201,93 +146,22 @@ print_block(const uint8_t *p, uint32_t len)
 #undef TAKE
 }
 
-static void
-send_msg(int fd, int type, const void *payload, uint32_t len)
-{
-	WarpMsgHeader h = {PGWARP_PROTO_MAGIC, PGWARP_PROTO_VERSION, (uint16_t) type, len, 0};
-
-	if (write(fd, &h, sizeof(h)) != sizeof(h) ||
-		(len && write(fd, payload, len) != (ssize_t) len))
-		die("write failed");
-}
-
+/* prints a SCAN_RESULT: a block, or END with the counters of the last */
 static int
-read_all(int fd, void *p, size_t n)
+reply(void *arg, const WarpMsgHeader *h, const uint8_t *p)
 {
-	while (n > 0)
+	const WarpScanResult *r = (const WarpScanResult *) p;
+
+	if (!(r->flags & WARP_SCAN_LAST))
 	{
-		ssize_t		r = read(fd, p, n);
-
-		if (r <= 0)
-			return 0;
-		p = (char *) p + r;
-		n -= r;
-	}
-	return 1;
-}
-
-static int
-recv_msg(int fd, WarpMsgHeader *h, uint8_t **payload)
-{
-	if (!read_all(fd, h, sizeof(*h)))
+		print_block(p, h->length);
 		return 0;
-	*payload = malloc(h->length + 8);
-	return read_all(fd, *payload, h->length);
-}
-
-/* sends the request and prints the replies */
-static int
-run(const char *sock, const Buf *req, int cancel_ms)
-{
-	struct sockaddr_un addr = {.sun_family = AF_UNIX};
-	int			fd = socket(AF_UNIX, SOCK_STREAM, 0);
-	WarpHello	hello = {(uint32_t) getpid(), PGWARP_PROTO_VERSION};
-	WarpMsgHeader h;
-	uint8_t    *p;
-
-	snprintf(addr.sun_path, sizeof(addr.sun_path), "%s", sock);
-	if (connect(fd, (struct sockaddr *) &addr, sizeof(addr)) != 0)
-		die("could not connect");
-	send_msg(fd, WARP_MSG_HELLO, &hello, sizeof(hello));
-	if (!recv_msg(fd, &h, &p) || h.type != WARP_MSG_HELLO)
-		die("no HELLO");
-	free(p);
-	send_msg(fd, WARP_MSG_SCAN_RUN, req->p, req->len);
-	if (cancel_ms > 0)
-	{
-		struct pollfd pfd = {fd, POLLIN, 0};
-
-		if (poll(&pfd, 1, cancel_ms) == 0)
-			send_msg(fd, WARP_MSG_CANCEL, NULL, 0);
 	}
-	while (recv_msg(fd, &h, &p))
-	{
-		if (h.type == WARP_MSG_ERROR)
-		{
-			const WarpErrorMsg *e = (const WarpErrorMsg *) p;
-
-			printf("ERROR\t%u\t%s\n", e->code, e->message);
-			return 0;
-		}
-		if (h.type == WARP_MSG_SCAN_RESULT)
-		{
-			const WarpScanResult *r = (const WarpScanResult *) p;
-
-			if (!(r->flags & WARP_SCAN_LAST))
-				print_block(p, h.length);
-			else
-			{
-				printf("END\trows_in=%llu\trows_passed=%llu\tbatches=%llu\trecheck=%llu"
-					   "\tthreads=%u\tengine=%u\n",
-					   (unsigned long long) r->rows_in, (unsigned long long) r->rows_passed,
-					   (unsigned long long) r->batches,
-					   (unsigned long long) r->recheck_batches, r->threads, r->engine);
-				return 0;
-			}
-		}
-		free(p);
-	}
-	die("connection closed before the last reply");
+	printf("END\trows_in=%llu\trows_passed=%llu\tbatches=%llu\trecheck=%llu"
+		   "\tthreads=%u\tengine=%u\n",
+		   (unsigned long long) r->rows_in, (unsigned long long) r->rows_passed,
+		   (unsigned long long) r->batches,
+		   (unsigned long long) r->recheck_batches, r->threads, r->engine);
 	return 1;
 }
 
@@ -299,7 +173,7 @@ main(int argc, char **argv)
 				outs = -1,
 				i = 1;
 	XpuProgram *prog;
-	Buf			req = {0};
+	WcBuf		req = {0};
 	ArrowFile  *f;
 	ArrowError	err;
 
@@ -312,22 +186,23 @@ main(int argc, char **argv)
 		else if (strcmp(argv[i], "--cancel-ms") == 0)
 			cancel_ms = atoi(argv[i + 1]);
 		else
-			die("unknown option");
+			wc_die("unknown option");
 	}
 	if (argc - i < 3)
-		die("usage: scan_client [options] SOCKET QUAL FILE...");
+		wc_die("usage: scan_client [options] SOCKET QUAL FILE...");
 	prog = build(argv[i + 1]);
 	if (arrow_file_open(argv[i + 2], NULL, &f, &err) != ARROW_OK)
-		die(argv[i + 2]);
+		wc_die(argv[i + 2]);
 	hdr.n_cols = f->schema.n_fields;
 	arrow_file_close(f);
 	hdr.n_outs = outs < 0 ? hdr.n_cols : (uint32_t) outs;
 	hdr.n_files = argc - i - 2;
 	hdr.prog_len = prog->total_len;
-	put(&req, &hdr, sizeof(hdr), 8);
-	put(&req, prog, prog->total_len, 16);
+	wc_put(&req, &hdr, sizeof(hdr), 8);
+	wc_put(&req, prog, prog->total_len, 16);
 	for (int k = i + 2; k < argc; k++)
 		put_file(&req, argv[k], hdr.n_cols);
-	put(&req, NULL, 0, 8);
-	return run(argv[i], &req, cancel_ms);
+	wc_put(&req, NULL, 0, 8);
+	return wc_run(argv[i], WARP_MSG_SCAN_RUN, WARP_MSG_SCAN_RESULT, &req, cancel_ms, reply,
+				  NULL);
 }

@@ -10,16 +10,16 @@ interrupted on this machine's CPU engine.
 import os
 import re
 import shutil
-import signal
 import subprocess
 import tempfile
-import time
 
 import numpy as np
 import pyarrow as pa
 import pytest
 
-from test_service import Cluster, alive, wait_until
+from engine_interrupt import (cancel_in_flight, in_flight, kill_service_in_flight,
+                              running_tasks, start_slow, statement_timeout)
+from test_service import Cluster
 
 ROWS = int(os.environ.get("PG_WARP_FAULT_ROWS", 24_000_000))
 SOAK_SECONDS = int(os.environ.get("PG_WARP_SOAK_SECONDS", 60))
@@ -74,76 +74,27 @@ def cluster(data):
         c.destroy()
 
 
-def running_tasks(cluster):
-    return int(cluster.status()["running_tasks"])
-
-
-def in_flight(cluster, app):
-    """The backend pid of session app once its query is running in the service."""
-    def ok():
-        pid = cluster.sql("SELECT pid FROM pg_stat_activity WHERE application_name = '%s' "
-                          "AND state = 'active'" % app)
-        return pid and running_tasks(cluster) > 0 and int(pid)
-    return wait_until(ok, 30, "the run to start in the service")
-
-
-def start_slow(cluster, app, settings=()):
-    env = dict(cluster.env, PGAPPNAME=app)
-    args = ["psql", "-XAtq", "-v", "ON_ERROR_STOP=1", "-v", "VERBOSITY=verbose"]
-    for s in SLOW_ON + tuple(settings):
-        args += ["-c", s]
-    return subprocess.Popen(args + ["-c", SLOW], env=env, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True)
-
-
 def test_plan_is_gpupreagg(cluster):
     r = cluster.run("EXPLAIN (COSTS OFF) " + SLOW, settings=ON)
     assert r.returncode == 0 and "GpuPreAgg" in r.stdout, r.stdout + r.stderr
 
 
 def test_cancel_stops_the_run(cluster):
-    p = start_slow(cluster, "gpa_cancel")
-    pid = in_flight(cluster, "gpa_cancel")
-    t0 = time.monotonic()
-    cluster.sql("SELECT pg_cancel_backend(%d)" % pid)
-    out, err = p.communicate(timeout=30)
-    assert p.returncode != 0 and "57014" in err, err
-    assert time.monotonic() - t0 < 5, "the cancel took too long"
-    # the service drops the run soon and serves the next query
-    wait_until(lambda: running_tasks(cluster) == 0, 10, "the service to drop the run")
+    p = start_slow(cluster, "gpa_cancel", SLOW_ON, SLOW)
+    cancel_in_flight(cluster, p, in_flight(cluster, "gpa_cancel"))
+    # the service serves the next query
     assert cluster.sql("SELECT count(*) FROM faults.small") == "5000"
 
 
 def test_statement_timeout(cluster):
-    # a timeout of a quarter of the run's own time fires while the service runs
-    # it, on a 2-core machine as on a 16-core one
-    t0 = time.monotonic()
-    r = cluster.run(SLOW, settings=SLOW_ON)
-    full = time.monotonic() - t0
-    assert r.returncode == 0, r.stderr
-    timeout_ms = max(10, int(full * 1000 / 4))
-    t0 = time.monotonic()
-    r = cluster.run(SLOW, settings=SLOW_ON + ("SET statement_timeout = %d" % timeout_ms,
-                                              "\\set VERBOSITY verbose"))
-    assert r.returncode != 0 and "57014" in r.stderr and "statement timeout" in r.stderr, \
-        "the run took %.3f s, the timeout was %d ms: %s" % (full, timeout_ms, r.stderr)
-    assert time.monotonic() - t0 < full + 5
-    wait_until(lambda: running_tasks(cluster) == 0, 10, "the service to drop the run")
+    statement_timeout(cluster, SLOW, SLOW_ON)
 
 
 def test_service_killed_mid_run(cluster):
-    p = start_slow(cluster, "gpa_kill")
+    p = start_slow(cluster, "gpa_kill", SLOW_ON, SLOW)
     in_flight(cluster, "gpa_kill")
-    old = cluster.service_pid()
-    started = cluster.sql("SELECT pg_postmaster_start_time()")
-    os.kill(old, signal.SIGKILL)
-    out, err = p.communicate(timeout=30)
-    assert p.returncode != 0 and "08006" in err, err
-    assert "lost the connection to the pg_warp service" in err
-    cluster.new_service(old)
-    assert not alive(old)
-    # the cluster did not restart, and the next engine query works
-    assert cluster.sql("SELECT pg_postmaster_start_time()") == started
+    kill_service_in_flight(cluster, p)
+    # the next engine query works
     r = cluster.run("SELECT count(*), sum(v) FROM faults.small", settings=ON)
     assert r.returncode == 0 and r.stdout.strip() == "5000|12497500", r.stderr
 

@@ -11,64 +11,15 @@ PostgreSQL.
 Runs against the cluster that scripts/test.sh starts (PGHOST, PGPORT, PGUSER
 in the environment, pg_warp installed).
 """
-import datetime
-import decimal
 import os
 import shutil
-import subprocess
 import tempfile
 
 import pyarrow as pa
 import pytest
 
-N = 60          # rows
-BATCH = 7       # rows per record batch: errors and fallbacks hit some batches
-
-
-def psql(sql, check=True):
-    r = subprocess.run(["psql", "-XAtq", "-v", "ON_ERROR_STOP=1", "-c", sql],
-                       capture_output=True, text=True)
-    if check:
-        assert r.returncode == 0, r.stderr
-    return r.stdout.strip()
-
-
-def column(edges, stride):
-    """N values cycling through edges with a stride, so columns mix."""
-    return [edges[(i * stride) % len(edges)] for i in range(N)]
-
-
-def edge_table():
-    D = decimal.Decimal
-    big = D("999999999999999999.99")
-    dt = datetime.datetime
-    ts = [dt(1970, 1, 1), dt(2000, 1, 1, 12, 30), None, dt(1, 1, 1),
-          dt(9999, 12, 31, 23, 59, 59, 999999), dt(2024, 2, 29, 1, 2, 3, 4), dt(1999, 12, 31)]
-    cols = {
-        "id": pa.array(range(1, N + 1), pa.int32()),
-        "i2": pa.array(column([-32768, 32767, 0, None, 1, -1, 42, 181, -7, 255], 1), pa.int16()),
-        "i4": pa.array(column([-2**31, 2**31 - 1, 0, None, 1, -1, 42, 46341, -46341, 7,
-                               65536], 3), pa.int32()),
-        "i8": pa.array(column([-2**63, 2**63 - 1, 0, None, 1, -1, 42, 3037000500, -7,
-                               10**12], 7), pa.int64()),
-        "z": pa.array(column([0, 1, -1, None, 2, 0, 5, -3], 5), pa.int32()),
-        "f4": pa.array(column([0.0, -0.0, float("nan"), float("inf"), float("-inf"), None,
-                               1.5, -2.5, 3.4e38, 1e-45], 3), pa.float32()),
-        "f8": pa.array(column([0.0, -0.0, float("nan"), float("inf"), float("-inf"), None,
-                               1.5, -2.5, 1e308, 5e-324, 42.0], 7), pa.float64()),
-        "n": pa.array(column([D("0.00"), D("1.50"), D("-1.50"), None, big, -big, D("42.00"),
-                              D("0.01")], 3), pa.decimal128(20, 2)),
-        "t": pa.array(column(["", "a", "ab", "abc", "B", "b", None, "é", "日本語", "a%b",
-                              "a_b", "ab\\c", "zz", "éa"], 5), pa.string()),
-        "d": pa.array(column([datetime.date(1970, 1, 1), datetime.date(2000, 1, 1), None,
-                              datetime.date(1, 1, 1), datetime.date(9999, 12, 31),
-                              datetime.date(1999, 12, 31), datetime.date(2024, 2, 29)], 3),
-                      pa.date32()),
-        "ts": pa.array(column(ts, 5), pa.timestamp("us")),
-        "tstz": pa.array(column(ts, 3), pa.timestamp("us", tz="UTC")),
-        "b": pa.array(column([True, False, None], 1), pa.bool_()),
-    }
-    return pa.table(cols)
+from engine_edge import compare as compare_queries
+from engine_edge import create_run_function, edge_table, psql, unequal, write
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -76,11 +27,7 @@ def edge():
     d = tempfile.mkdtemp(prefix="pg_warp_engf.")
     os.chmod(d, 0o755)
     path = os.path.join(d, "edge.arrow")
-    table = edge_table()
-    with pa.ipc.new_file(path, table.schema) as w:
-        for b in table.to_batches(max_chunksize=BATCH):
-            w.write_batch(b)
-    os.chmod(path, 0o644)
+    write(path, edge_table())
     psql("CREATE EXTENSION IF NOT EXISTS pg_warp")
     psql("DROP SCHEMA IF EXISTS engf CASCADE; CREATE SCHEMA engf")
     psql("CREATE FOREIGN TABLE engf.edge (id int4, i2 int2, i4 int4, i8 int8, z int4, "
@@ -88,15 +35,7 @@ def edge():
          "tstz timestamptz, b bool) SERVER arrow_fdw OPTIONS (file '%s')" % path)
     psql("CREATE COLLATION engf.nd (provider = icu, locale = 'und-u-ks-level2', "
          "deterministic = false)")
-    psql("""CREATE FUNCTION engf.run(q text, on_off bool) RETURNS text LANGUAGE plpgsql AS $f$
-            DECLARE r text;
-            BEGIN
-              PERFORM set_config('pg_warp.enabled', on_off::text, true);
-              EXECUTE q INTO r;
-              RETURN 'ok ' || coalesce(r, '-');
-            EXCEPTION WHEN others THEN
-              RETURN 'error ' || SQLSTATE || ' ' || SQLERRM;
-            END $f$""")
+    create_run_function("engf")
     yield
     psql("DROP SCHEMA IF EXISTS engf CASCADE")
     shutil.rmtree(d, ignore_errors=True)
@@ -157,20 +96,14 @@ CLAUSES = [
 
 
 def compare(clauses):
-    sql = []
-    for k, c in enumerate(clauses):
-        q = "SELECT string_agg(id::text, ',' ORDER BY id) FROM engf.edge WHERE " + c
-        sql.append("(%d, '%s')" % (k, q.replace("'", "''")))
-    out = psql("SELECT k, engf.run(q, true), engf.run(q, false) FROM (VALUES %s) v(k, q) "
-               "ORDER BY k" % ",".join(sql))
-    rows = [ln.split("|") for ln in out.split("\n")]
-    assert len(rows) == len(clauses)
-    return [(clauses[int(k)], on, off) for k, on, off in rows]
+    """[(clause, on, off)]: the ids of the rows where each clause holds."""
+    return [(c, on, off) for c, (_, on, off) in zip(clauses, compare_queries("engf", [
+        "SELECT string_agg(id::text, ',' ORDER BY id) FROM engf.edge WHERE " + c
+        for c in clauses]))]
 
 
 def test_results_equal_postgresql():
-    bad = ["%s:\n  on:  %s\n  off: %s" % (c, on, off)
-           for c, on, off in compare(CLAUSES) if on != off]
+    bad = unequal(compare(CLAUSES))
     assert not bad, "\n".join(bad)
 
 
@@ -283,20 +216,13 @@ def test_batches_of_many_tiles():
         psql("CREATE FOREIGN TABLE engf.tiles (a int4, b int8) SERVER arrow_fdw "
              "OPTIONS (file '%s')" % path)
         for c in ("a < 3", "a BETWEEN 10 AND 12 AND b % 2 = 0", "a = 99 OR b < 5"):
-            res = compare_on(["SELECT count(*) || ':' || sum(b) FROM engf.tiles WHERE " + c,
+            res = compare_queries("engf", ["SELECT count(*) || ':' || sum(b) FROM engf.tiles WHERE " + c,
                               "SELECT string_agg(b::text, ',' ORDER BY a, b) FROM "
                               "(SELECT * FROM engf.tiles WHERE %s ORDER BY b DESC LIMIT 50) s" % c])
             for q, on, off in res:
                 assert on == off and on.startswith("ok "), (q, on, off)
     finally:
         shutil.rmtree(d, ignore_errors=True)
-
-
-def compare_on(queries):
-    vals = ",".join("(%d, '%s')" % (k, q.replace("'", "''")) for k, q in enumerate(queries))
-    out = psql("SELECT k, engf.run(q, true), engf.run(q, false) FROM (VALUES %s) v(k, q) "
-               "ORDER BY k" % vals)
-    return [(queries[int(k)], on, off) for k, on, off in (ln.split("|") for ln in out.split("\n"))]
 
 
 def test_many_conjuncts():
@@ -312,7 +238,7 @@ def test_many_conjuncts():
     clauses = [long_true, narrowing, guarded, unguarded,
                "(%s) AND t < 'b'" % long_true, "i4 > 0 AND " + " AND ".join(["b"] * 35)]
     res = compare(clauses)
-    bad = ["%s:\n  on:  %s\n  off: %s" % (c, on, off) for c, on, off in res if on != off]
+    bad = unequal(res)
     assert not bad, "\n".join(bad)
     errors = {c: on for c, on, off in res}
     assert errors[guarded].startswith("ok "), errors[guarded]

@@ -13,11 +13,8 @@ some batches and not others.
 Runs against the cluster that scripts/test.sh starts (pg_warp preloaded, so
 the service runs; without a GPU it runs the CPU engine).
 """
-import datetime
-import decimal
 import os
 import shutil
-import subprocess
 import tempfile
 import threading
 import time
@@ -25,67 +22,12 @@ import time
 import pyarrow as pa
 import pytest
 
+from engine_edge import compare as compare_queries
+from engine_edge import create_run_function, edge_table, psql, unequal, write
 from test_engine_filter import CLAUSES
 
-N = 60
-BATCH = 7
 ON = ("SET pg_warp.engine_startup_cost = 0; SET pg_warp.engine_row_cost = 0; "
       "SET pg_warp.enable_gpupreagg = off; ")
-
-
-def psql(sql, check=True, user=None, sep="|"):
-    cmd = ["psql", "-XAtq", "-F", sep, "-v", "ON_ERROR_STOP=1", "-c", sql]
-    if user:
-        cmd[1:1] = ["-U", user]
-    r = subprocess.run(cmd, capture_output=True, text=True)
-    if check:
-        assert r.returncode == 0, r.stderr
-    return r.stdout.strip() if check else (r.returncode, r.stdout.strip(), r.stderr)
-
-
-def column(edges, stride, n=N):
-    return [edges[(i * stride) % len(edges)] for i in range(n)]
-
-
-def edge_table():
-    D = decimal.Decimal
-    big = D("999999999999999999.99")
-    dt = datetime.datetime
-    ts = [dt(1970, 1, 1), dt(2000, 1, 1, 12, 30), None, dt(1, 1, 1),
-          dt(9999, 12, 31, 23, 59, 59, 999999), dt(2024, 2, 29, 1, 2, 3, 4), dt(1999, 12, 31)]
-    cols = {
-        "id": pa.array(range(1, N + 1), pa.int32()),
-        "i2": pa.array(column([-32768, 32767, 0, None, 1, -1, 42, 181, -7, 255], 1), pa.int16()),
-        "i4": pa.array(column([-2**31, 2**31 - 1, 0, None, 1, -1, 42, 46341, -46341, 7,
-                               65536], 3), pa.int32()),
-        "i8": pa.array(column([-2**63, 2**63 - 1, 0, None, 1, -1, 42, 3037000500, -7,
-                               10**12], 7), pa.int64()),
-        "z": pa.array(column([0, 1, -1, None, 2, 0, 5, -3], 5), pa.int32()),
-        "f4": pa.array(column([0.0, -0.0, float("nan"), float("inf"), float("-inf"), None,
-                               1.5, -2.5, 3.4e38, 1e-45], 3), pa.float32()),
-        "f8": pa.array(column([0.0, -0.0, float("nan"), float("inf"), float("-inf"), None,
-                               1.5, -2.5, 1e308, 5e-324, 42.0], 7), pa.float64()),
-        "n": pa.array(column([D("0.00"), D("1.50"), D("-1.50"), None, big, -big, D("42.00"),
-                              D("0.01")], 3), pa.decimal128(20, 2)),
-        "t": pa.array(column(["", "a", "ab", "abc", "B", "b", None, "é", "日本語", "a%b",
-                              "a_b", "ab\\c", "zz", "éa"], 5), pa.string()),
-        "d": pa.array(column([datetime.date(1970, 1, 1), datetime.date(2000, 1, 1), None,
-                              datetime.date(1, 1, 1), datetime.date(9999, 12, 31),
-                              datetime.date(1999, 12, 31), datetime.date(2024, 2, 29)], 3),
-                      pa.date32()),
-        "ts": pa.array(column(ts, 5), pa.timestamp("us")),
-        "tstz": pa.array(column(ts, 3), pa.timestamp("us", tz="UTC")),
-        "b": pa.array(column([True, False, None], 1), pa.bool_()),
-        # returned only (the engine's filter does not load these layouts)
-        "lt": pa.array(column(["x" * 300, None, "", "ü", "long " * 20], 2), pa.large_string()),
-        "bin": pa.array(column([b"\x00\x01", None, b"", b"\xff" * 40], 3), pa.binary()),
-        "u4": pa.array(column([0, 2**32 - 1, None, 7], 1), pa.uint32()),
-        "tm": pa.array(column([datetime.time(0, 0), datetime.time(23, 59, 59, 999999), None,
-                               datetime.time(12, 1, 2, 3)], 1), pa.time64("us")),
-        "d64": pa.array(column([datetime.date(2001, 2, 3), None, datetime.date(1969, 12, 31)],
-                               2), pa.date64()),
-    }
-    return pa.table(cols)
 
 
 COLS = ("id int4, i2 int2, i4 int4, i8 int8, z int4, f4 float4, f8 float8, n numeric(20,2), "
@@ -95,18 +37,11 @@ ALL = ("id, i2, i4, i8, z, f4, f8, n, t, d, ts, tstz, b, md5(lt), encode(bin, 'h
        "d64")
 
 
-def write(path, table, batch=BATCH):
-    with pa.ipc.new_file(path, table.schema) as w:
-        for b in table.to_batches(max_chunksize=batch):
-            w.write_batch(b)
-    os.chmod(path, 0o644)
-
-
 @pytest.fixture(scope="module", autouse=True)
 def edge():
     d = tempfile.mkdtemp(prefix="pg_warp_gs.")
     os.chmod(d, 0o755)
-    table = edge_table()
+    table = edge_table(returned_only=True)
     write(os.path.join(d, "edge.arrow"), table)
     os.mkdir(os.path.join(d, "dir"))
     os.chmod(os.path.join(d, "dir"), 0o755)
@@ -120,35 +55,20 @@ def edge():
                       ("empty", "file '%s/empty.arrow'" % d),
                       ("one", "file '%s/one.arrow'" % d)):
         psql("CREATE FOREIGN TABLE gs.%s (%s) SERVER arrow_fdw OPTIONS (%s)" % (name, COLS, opt))
-    psql("""CREATE FUNCTION gs.run(q text, on_off bool) RETURNS text LANGUAGE plpgsql AS $f$
-            DECLARE r text;
-            BEGIN
-              PERFORM set_config('pg_warp.enabled', on_off::text, true);
-              PERFORM set_config('pg_warp.engine_startup_cost', '0', true);
-              PERFORM set_config('pg_warp.engine_row_cost', '0', true);
-              PERFORM set_config('pg_warp.enable_gpupreagg', 'off', true);
-              EXECUTE q INTO r;
-              RETURN 'ok ' || coalesce(r, '-');
-            EXCEPTION WHEN others THEN
-              RETURN 'error ' || SQLSTATE || ' ' || SQLERRM;
-            END $f$""")
+    create_run_function("gs", (("pg_warp.engine_startup_cost", "0"),
+                               ("pg_warp.engine_row_cost", "0"),
+                               ("pg_warp.enable_gpupreagg", "off")))
     yield d
     psql("DROP SCHEMA IF EXISTS gs CASCADE")
     shutil.rmtree(d, ignore_errors=True)
 
 
 def compare(queries):
-    vals = ",".join("(%d, '%s')" % (k, q.replace("'", "''")) for k, q in enumerate(queries))
-    out = psql("SELECT k, gs.run(q, true), gs.run(q, false) FROM (VALUES %s) v(k, q) "
-               "ORDER BY k" % vals, sep="\x1f")
-    rows = [ln.split("\x1f") for ln in out.split("\n")]
-    assert len(rows) == len(queries)
-    return [(queries[int(k)], on, off) for k, on, off in rows]
+    return compare_queries("gs", queries)
 
 
 def assert_equal(queries):
-    bad = ["%s:\n  on:  %s\n  off: %s" % (q, on, off)
-           for q, on, off in compare(queries) if on != off]
+    bad = unequal(compare(queries))
     assert not bad, "\n".join(bad)
 
 
@@ -351,13 +271,9 @@ def test_gpu_engine_equal():
     (runs only where the service has a GPU)."""
     if psql("SELECT engine FROM pgwarp.service_status()") != "gpu":
         pytest.skip("the service has no GPU")
-    qs = [rows_query(c) for c in CLAUSES]
-    vals = ",".join("(%d, '%s')" % (k, q.replace("'", "''")) for k, q in enumerate(qs))
-    out = psql("SET pg_warp.engine = gpu; SELECT k, gs.run(q, true), gs.run(q, false) "
-               "FROM (VALUES %s) v(k, q) ORDER BY k" % vals, sep="\x1f")
-    bad = [(qs[int(k)], on, off) for k, on, off in (ln.split("\x1f") for ln in out.split("\n"))
-           if on != off]
-    assert not bad, bad
+    bad = unequal(compare_queries("gs", [rows_query(c) for c in CLAUSES],
+                                  "SET pg_warp.engine = gpu; "))
+    assert not bad, "\n".join(bad)
     for engine in ("gpu", "auto"):
         p = plan(rows_query("i4 > 0"), "ANALYZE, COSTS OFF, TIMING OFF",
                  ON + "SET pg_warp.engine = %s; " % engine)

@@ -21,12 +21,12 @@ from decimal import Decimal
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.ipc as ipc
-import pytest
 
-from test_service import (ROOT, STATUS_HEAD, Service, connect, error_of, hello, message,
-                          recv_message, wait_until)
+import service_client
+from service_client import client_fixture, client_path, service_fixture, write
+from test_service import STATUS_HEAD, connect, error_of, hello, message, recv_message, wait_until
 
-CLIENT = os.path.join(ROOT, "test", "c", "bin", "agg_client")
+CLIENT = client_path("agg_client")
 MSG_STATUS, MSG_ERROR, MSG_CANCEL, MSG_AGG_RUN, MSG_AGG_RESULT = 2, 3, 20, 22, 23
 ERR_PROTOCOL, ERR_UNSUPPORTED, ERR_FILE_CHANGED, ERR_IO, ERR_BAD_FILE, ERR_CANCELED = \
     1, 3, 4, 5, 6, 8
@@ -35,52 +35,15 @@ RESULT_HEAD = struct.Struct("<IIiI")        # n_groups, flags, status, engine
 RESULT_SIZE = 96 + 128             # sizeof(WarpAggResult)
 
 
-@pytest.fixture(scope="module")
-def client():
-    # the offline bundle ships the client built; a checkout builds it
-    if not os.path.exists(os.path.join(ROOT, "test", "c", "Makefile")):
-        assert os.access(CLIENT, os.X_OK), "no %s in the bundle" % CLIENT
-        return CLIENT
-    subprocess.run(["make", "-s", "-C", os.path.join(ROOT, "test", "c"), "bin/agg_client"],
-                   check=True, capture_output=True)
-    return CLIENT
-
-
-@pytest.fixture
-def svc(tmp_path):
-    d = tmp_path / "svc"
-    d.mkdir()
-    s = Service(str(d), argv=["--no-gpu", "--threads", "2"])
-    try:
-        yield s
-    finally:
-        assert s.proc.poll() is None, "the service died:\n" + s.log()
-        s.stop()
+client = client_fixture("agg_client")
+svc = service_fixture()
 
 
 def run_client(svc, shape, files, *opts, timeout=120):
     """Runs agg_client; returns (groups: list of token lists, end: dict, error)."""
-    r = subprocess.run([CLIENT, *map(str, opts), svc.sock, shape, *map(str, files)],
-                       capture_output=True, text=True, timeout=timeout)
-    assert r.returncode == 0, r.stderr
-    groups, end, error = [], None, None
-    for line in r.stdout.splitlines():
-        f = line.split("\t")
-        if f[0] == "G":
-            groups.append(f[1:])
-        elif f[0] == "END":
-            end = dict(x.split("=", 1) for x in f[1:])
-        elif f[0] == "ERROR":
-            error = (int(f[1]), f[2])
-    return groups, end, error
-
-
-def write(path, table, chunk=None, compression=None):
-    opts = ipc.IpcWriteOptions(compression=compression)
-    with ipc.new_file(str(path), table.schema, options=opts) as w:
-        if table.num_rows:
-            w.write_table(table, max_chunksize=chunk)
-    return str(path)
+    lines, end, error = service_client.run_client(CLIENT, svc.sock, shape, files, *opts,
+                                                  timeout=timeout)
+    return [f[1:] for f in lines if f[0] == "G"], end, error
 
 
 def dump(shape, files, *opts):

@@ -8,64 +8,25 @@ Arrow layout (fixed-width values and variable-length bytes as hex, booleans as
 bits, NULLs), with what pyarrow computes from the same files: the passing
 rows, in file and batch order, of the requested columns only.
 """
-import os
-import subprocess
-
 import pyarrow as pa
 import pyarrow.compute as pc
-import pyarrow.ipc as ipc
-import pytest
 
-from test_service import ROOT, Service
+from service_client import client_fixture, run_client, service_fixture, write
 
-CLIENT = os.path.join(ROOT, "test", "c", "bin", "scan_client")
-
-
-@pytest.fixture(scope="module")
-def client():
-    if not os.path.exists(os.path.join(ROOT, "test", "c", "Makefile")):
-        assert os.access(CLIENT, os.X_OK), "no %s in the bundle" % CLIENT
-        return CLIENT
-    subprocess.run(["make", "-s", "-C", os.path.join(ROOT, "test", "c"), "bin/scan_client"],
-                   check=True, capture_output=True)
-    return CLIENT
-
-
-@pytest.fixture
-def svc(tmp_path):
-    d = tmp_path / "svc"
-    d.mkdir()
-    s = Service(str(d), argv=["--no-gpu", "--threads", "2"])
-    try:
-        yield s
-    finally:
-        assert s.proc.poll() is None, "the service died:\n" + s.log()
-        s.stop()
+client = client_fixture("scan_client")
+svc = service_fixture()
 
 
 def run(client, svc, qual, files, *opts, timeout=120):
     """(blocks: list of (n_rows, n_cols, recheck, rows), end: dict, error)."""
-    r = subprocess.run([client, *map(str, opts), svc.sock, qual, *map(str, files)],
-                       capture_output=True, text=True, timeout=timeout)
-    assert r.returncode == 0, r.stderr
-    blocks, end, error = [], None, None
-    for line in r.stdout.splitlines():
-        f = line.split("\t")
+    lines, end, error = run_client(client, svc.sock, qual, files, *opts, timeout=timeout)
+    blocks = []
+    for f in lines:
         if f[0] == "B":
             blocks.append((int(f[1]), int(f[2]), f[3] == "recheck", []))
         elif f[0] == "R":
             blocks[-1][3].append(f[1:])
-        elif f[0] == "END":
-            end = dict(x.split("=", 1) for x in f[1:])
-        elif f[0] == "ERROR":
-            error = (int(f[1]), f[2])
     return blocks, end, error
-
-
-def write(path, table, chunk):
-    with ipc.new_file(str(path), table.schema) as w:
-        w.write_table(table, max_chunksize=chunk)
-    return str(path)
 
 
 def value(arr, i):

@@ -1,0 +1,124 @@
+"""What test_engine_filter.py and test_gpuscan.py share: psql against the
+cluster of scripts/test.sh, the Arrow table of edge values and NULLs (N rows
+in record batches of BATCH rows, so that errors and fallbacks hit some
+batches and not others), and the on/off oracle: a PL/pgSQL function
+SCHEMA.run(q, on_off) that runs q with pg_warp.enabled on or off and returns
+'ok ' and its one value, or 'error ' with the SQLSTATE and message, and
+compare(), which runs queries both ways in one statement.
+"""
+import datetime
+import decimal
+import os
+import subprocess
+
+import pyarrow as pa
+
+N = 60          # rows
+BATCH = 7       # rows per record batch: errors and fallbacks hit some batches
+
+
+def psql(sql, check=True, user=None, sep="|"):
+    """Runs sql with psql -XAtq (fields separated by sep).  check: it must
+    succeed, and its output comes back stripped; else (returncode, stdout
+    stripped, stderr)."""
+    cmd = ["psql", "-XAtq", "-F", sep, "-v", "ON_ERROR_STOP=1", "-c", sql]
+    if user:
+        cmd[1:1] = ["-U", user]
+    r = subprocess.run(cmd, capture_output=True, text=True)
+    if check:
+        assert r.returncode == 0, r.stderr
+    return r.stdout.strip() if check else (r.returncode, r.stdout.strip(), r.stderr)
+
+
+def column(edges, stride, n=N):
+    """n values cycling through edges with a stride, so columns mix."""
+    return [edges[(i * stride) % len(edges)] for i in range(n)]
+
+
+def edge_table(returned_only=False):
+    """The N-row edge table: id and a column of each type the engine loads;
+    returned_only adds columns of layouts the engine's filter does not load
+    (large_string, binary, uint32, time64, date64) for GpuScan to return."""
+    D = decimal.Decimal
+    big = D("999999999999999999.99")
+    dt = datetime.datetime
+    ts = [dt(1970, 1, 1), dt(2000, 1, 1, 12, 30), None, dt(1, 1, 1),
+          dt(9999, 12, 31, 23, 59, 59, 999999), dt(2024, 2, 29, 1, 2, 3, 4), dt(1999, 12, 31)]
+    cols = {
+        "id": pa.array(range(1, N + 1), pa.int32()),
+        "i2": pa.array(column([-32768, 32767, 0, None, 1, -1, 42, 181, -7, 255], 1), pa.int16()),
+        "i4": pa.array(column([-2**31, 2**31 - 1, 0, None, 1, -1, 42, 46341, -46341, 7,
+                               65536], 3), pa.int32()),
+        "i8": pa.array(column([-2**63, 2**63 - 1, 0, None, 1, -1, 42, 3037000500, -7,
+                               10**12], 7), pa.int64()),
+        "z": pa.array(column([0, 1, -1, None, 2, 0, 5, -3], 5), pa.int32()),
+        "f4": pa.array(column([0.0, -0.0, float("nan"), float("inf"), float("-inf"), None,
+                               1.5, -2.5, 3.4e38, 1e-45], 3), pa.float32()),
+        "f8": pa.array(column([0.0, -0.0, float("nan"), float("inf"), float("-inf"), None,
+                               1.5, -2.5, 1e308, 5e-324, 42.0], 7), pa.float64()),
+        "n": pa.array(column([D("0.00"), D("1.50"), D("-1.50"), None, big, -big, D("42.00"),
+                              D("0.01")], 3), pa.decimal128(20, 2)),
+        "t": pa.array(column(["", "a", "ab", "abc", "B", "b", None, "é", "日本語", "a%b",
+                              "a_b", "ab\\c", "zz", "éa"], 5), pa.string()),
+        "d": pa.array(column([datetime.date(1970, 1, 1), datetime.date(2000, 1, 1), None,
+                              datetime.date(1, 1, 1), datetime.date(9999, 12, 31),
+                              datetime.date(1999, 12, 31), datetime.date(2024, 2, 29)], 3),
+                      pa.date32()),
+        "ts": pa.array(column(ts, 5), pa.timestamp("us")),
+        "tstz": pa.array(column(ts, 3), pa.timestamp("us", tz="UTC")),
+        "b": pa.array(column([True, False, None], 1), pa.bool_()),
+    }
+    if returned_only:
+        cols.update({
+            "lt": pa.array(column(["x" * 300, None, "", "ü", "long " * 20], 2),
+                           pa.large_string()),
+            "bin": pa.array(column([b"\x00\x01", None, b"", b"\xff" * 40], 3), pa.binary()),
+            "u4": pa.array(column([0, 2**32 - 1, None, 7], 1), pa.uint32()),
+            "tm": pa.array(column([datetime.time(0, 0), datetime.time(23, 59, 59, 999999), None,
+                                   datetime.time(12, 1, 2, 3)], 1), pa.time64("us")),
+            "d64": pa.array(column([datetime.date(2001, 2, 3), None,
+                                    datetime.date(1969, 12, 31)], 2), pa.date64()),
+        })
+    return pa.table(cols)
+
+
+def write(path, table, batch=BATCH):
+    """Writes table as the Arrow file path (record batches of at most batch
+    rows), readable by the server's OS user."""
+    with pa.ipc.new_file(path, table.schema) as w:
+        for b in table.to_batches(max_chunksize=batch):
+            w.write_batch(b)
+    os.chmod(path, 0o644)
+
+
+def create_run_function(schema, settings=()):
+    """Creates schema.run(q text, on_off bool): q's one value run with
+    pg_warp.enabled = on_off and the (name, value) settings (all local to
+    its transaction), as 'ok VALUE' ('-' for NULL) or 'error SQLSTATE MSG'."""
+    sets = "".join("PERFORM set_config('%s', '%s', true);\n              " % s
+                   for s in settings)
+    psql("""CREATE FUNCTION %s.run(q text, on_off bool) RETURNS text LANGUAGE plpgsql AS $f$
+            DECLARE r text;
+            BEGIN
+              PERFORM set_config('pg_warp.enabled', on_off::text, true);
+              %sEXECUTE q INTO r;
+              RETURN 'ok ' || coalesce(r, '-');
+            EXCEPTION WHEN others THEN
+              RETURN 'error ' || SQLSTATE || ' ' || SQLERRM;
+            END $f$""" % (schema, sets))
+
+
+def compare(schema, queries, settings=""):
+    """Runs each query with schema.run on and off, after settings (SQL run
+    first in the same session); returns [(query, on, off)] in their order."""
+    vals = ",".join("(%d, '%s')" % (k, q.replace("'", "''")) for k, q in enumerate(queries))
+    out = psql(settings + "SELECT k, %s.run(q, true), %s.run(q, false) FROM (VALUES %s) v(k, q) "
+               "ORDER BY k" % (schema, schema, vals), sep="\x1f")
+    rows = [ln.split("\x1f") for ln in out.split("\n")]
+    assert len(rows) == len(queries)
+    return [(queries[int(k)], on, off) for k, on, off in rows]
+
+
+def unequal(results):
+    """The (query, on, off) results whose on and off differ, one message each."""
+    return ["%s:\n  on:  %s\n  off: %s" % (q, on, off) for q, on, off in results if on != off]

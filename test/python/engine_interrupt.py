@@ -1,0 +1,92 @@
+"""Interrupting an engine run in the warp service: a slow query started in a
+session of its own, waited for until the service runs it, then cancelled,
+timed out, or left without its service (SIGKILL), with the checks that the
+query fails with PostgreSQL's error, promptly, and that the service drops
+the run or comes back without a restart of the cluster.  Shared by
+test_engine_faults.py (GpuPreAgg over Arrow files) and meant for
+test_gpupreagg_heap.py (over heap tables); cluster is a test_service.Cluster.
+"""
+import os
+import signal
+import subprocess
+import time
+
+from test_service import alive, wait_until
+
+
+def running_tasks(cluster):
+    """The service's running tasks (pgwarp.service_status())."""
+    return int(cluster.status()["running_tasks"])
+
+
+def start_slow(cluster, app, settings, sql):
+    """Starts sql, after the settings, in a psql of application_name app
+    with verbose errors; returns its Popen (stdout and stderr piped)."""
+    env = dict(cluster.env, PGAPPNAME=app)
+    args = ["psql", "-XAtq", "-v", "ON_ERROR_STOP=1", "-v", "VERBOSITY=verbose"]
+    for s in settings:
+        args += ["-c", s]
+    return subprocess.Popen(args + ["-c", sql], env=env, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+
+
+def in_flight(cluster, app, what="the run to start in the service"):
+    """The backend pid of session app once it is active and the service runs
+    a task (within 30 s; what names the wait in the failure)."""
+    def ok():
+        pid = cluster.sql("SELECT pid FROM pg_stat_activity WHERE application_name = '%s' "
+                          "AND state = 'active'" % app)
+        return pid and running_tasks(cluster) > 0 and int(pid)
+    return wait_until(ok, 30, what)
+
+
+def wait_dropped(cluster):
+    """Waits (10 s at most) until the service runs no task."""
+    wait_until(lambda: running_tasks(cluster) == 0, 10, "the service to drop the run")
+
+
+def cancel_in_flight(cluster, p, pid):
+    """pg_cancel_backend(pid) of the session p runs in: it fails with 57014
+    within 5 s, and the service drops the run."""
+    t0 = time.monotonic()
+    cluster.sql("SELECT pg_cancel_backend(%d)" % pid)
+    out, err = p.communicate(timeout=30)
+    assert p.returncode != 0 and "57014" in err, err
+    assert time.monotonic() - t0 < 5, "the cancel took too long"
+    wait_dropped(cluster)
+
+
+def statement_timeout(cluster, sql, settings, run_timeout=30):
+    """Runs sql after settings to its end, then again with a statement_timeout
+    of a quarter of that time (so that it fires while the service runs it,
+    on 2 cores as on 16): 57014 with "statement timeout", no later than
+    5 s after the full run's time, and the service drops the run.
+    run_timeout: the seconds each psql may take."""
+    t0 = time.monotonic()
+    r = cluster.run(sql, settings=settings, timeout=run_timeout)
+    full = time.monotonic() - t0
+    assert r.returncode == 0, r.stderr
+    timeout_ms = max(10, int(full * 1000 / 4))
+    t0 = time.monotonic()
+    r = cluster.run(sql, settings=tuple(settings) + ("SET statement_timeout = %d" % timeout_ms,
+                                                     "\\set VERBOSITY verbose"),
+                    timeout=run_timeout)
+    assert r.returncode != 0 and "57014" in r.stderr and "statement timeout" in r.stderr, \
+        "the run took %.3f s, the timeout was %d ms: %s" % (full, timeout_ms, r.stderr)
+    assert time.monotonic() - t0 < full + 5
+    wait_dropped(cluster)
+
+
+def kill_service_in_flight(cluster, p):
+    """SIGKILLs the service while session p's run is in it: p fails with
+    08006 and "lost the connection to the pg_warp service", a new service
+    comes up, and the cluster did not restart."""
+    old = cluster.service_pid()
+    started = cluster.sql("SELECT pg_postmaster_start_time()")
+    os.kill(old, signal.SIGKILL)
+    out, err = p.communicate(timeout=30)
+    assert p.returncode != 0 and "08006" in err, err
+    assert "lost the connection to the pg_warp service" in err
+    cluster.new_service(old)
+    assert not alive(old)
+    assert cluster.sql("SELECT pg_postmaster_start_time()") == started
