@@ -502,8 +502,8 @@ run_heap(AggTask *t)
 
 	msg[0] = '\0';
 	if (t->engine == WARP_ENGINE_GPU)
-		rc = heap_run_exec_gpu(t->heap, t->gpu, &t->run, &t->table, &t->threads, &err, &werr,
-							   msg, sizeof(msg));
+		rc = heap_run_exec_gpu(t->heap, t->gpu, &t->run, &t->table, &t->threads, &t->engine,
+							   &err, &werr, msg, sizeof(msg));
 	else
 		rc = heap_run_exec(t->heap, &t->run, &t->table, &t->threads, &err, &werr, msg,
 						   sizeof(msg));

@@ -742,11 +742,13 @@ gpu_give(void *arg, uint32_t slot)
  * gpu_agg_heap_run: the chunks decoded by kern_heap.cu and aggregated by
  * kern_agg.cu), into *out (created here); the same returns.  A run the
  * GPU does not serve (a grouping or aggregate its kernels lack, too many
- * attributes) runs on the CPU workers instead, before any chunk is taken.
+ * attributes) runs on the CPU workers instead, before any chunk is taken;
+ * *engine says which engine ran it (the result's header reports it).
  */
 int
 heap_run_exec_gpu(HeapRun *h, const ServiceGpu *gpu, AggRun *run, XpuAggTable **out,
-				  uint32_t *threads, XpuError *err, int *werr, char *msg, size_t msglen)
+				  uint32_t *threads, WarpEngine *engine, XpuError *err, int *werr,
+				  char *msg, size_t msglen)
 {
 	GpuHeapSource src;
 	int			rc;
@@ -772,6 +774,7 @@ heap_run_exec_gpu(HeapRun *h, const ServiceGpu *gpu, AggRun *run, XpuAggTable **
 	if (rc == -1 && *werr == WARP_ERR_UNSUPPORTED && !src.taken)
 	{
 		svc_log("LOG", "a heap run goes to the CPU engine: %s", msg);
+		*engine = WARP_ENGINE_CPU;
 		xpu_agg_table_free(*out);
 		*out = NULL;
 		*werr = 0;

@@ -175,7 +175,8 @@ extern int	heap_run_exec(HeapRun *h, AggRun *run, struct XpuAggTable **out,
 						  char *msg, size_t msglen);
 extern int	heap_run_exec_gpu(HeapRun *h, const ServiceGpu *gpu, AggRun *run,
 							  struct XpuAggTable **out, uint32_t *threads,
-							  XpuError *err, int *werr, char *msg, size_t msglen);
+							  WarpEngine *engine, XpuError *err, int *werr,
+							  char *msg, size_t msglen);
 extern void heap_run_free(HeapRun *h);
 
 #endif							/* PG_WARP_SERVICE_H */

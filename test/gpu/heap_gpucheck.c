@@ -866,8 +866,19 @@ run_engine(int engine, const Built *bq, Ring *r, int cancel_after_us, Outcome *o
 			o->rc = heap_run_exec(h, &o->run, &o->table, &o->threads, &o->err, &o->werr,
 								  o->msg, sizeof(o->msg));
 		else
-			o->rc = heap_run_exec_gpu(h, the_gpu, &o->run, &o->table, &o->threads, &o->err,
-									  &o->werr, o->msg, sizeof(o->msg));
+		{
+			WarpEngine	ran = WARP_ENGINE_GPU;
+
+			o->rc = heap_run_exec_gpu(h, the_gpu, &o->run, &o->table, &o->threads, &ran,
+									  &o->err, &o->werr, o->msg, sizeof(o->msg));
+			/* a check of the GPU that the CPU engine answered checks nothing */
+			if (ran != WARP_ENGINE_GPU && o->rc == XPU_OK)
+			{
+				o->rc = -1;
+				o->werr = WARP_ERR_UNSUPPORTED;
+				snprintf(o->msg, sizeof(o->msg), "the GPU did not serve the run: the CPU engine ran it");
+			}
+		}
 		if (engine == ENG_GPU && fake_side != NULL)
 		{
 			/* the rows the stand-in aggregated, not the emulated device's empty table */

@@ -3,8 +3,8 @@ session of its own, waited for until the service runs it, then cancelled,
 timed out, or left without its service (SIGKILL), with the checks that the
 query fails with PostgreSQL's error, promptly, and that the service drops
 the run or comes back without a restart of the cluster.  Shared by
-test_engine_faults.py (GpuPreAgg over Arrow files) and meant for
-test_gpupreagg_heap.py (over heap tables); cluster is a test_service.Cluster.
+test_engine_faults.py (GpuPreAgg over Arrow files) and test_gpupreagg_heap.py
+(over heap tables); cluster is a test_service.Cluster.
 """
 import os
 import signal
@@ -35,7 +35,7 @@ def in_flight(cluster, app, what="the run to start in the service"):
     a task (within 30 s; what names the wait in the failure)."""
     def ok():
         pid = cluster.sql("SELECT pid FROM pg_stat_activity WHERE application_name = '%s' "
-                          "AND state = 'active'" % app)
+                          "AND state = 'active' AND backend_type = 'client backend'" % app)
         return pid and running_tasks(cluster) > 0 and int(pid)
     return wait_until(ok, 30, what)
 

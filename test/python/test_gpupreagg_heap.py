@@ -12,12 +12,13 @@ shared_buffers, so that one table is larger than the buffer pool, and
 because some tests kill the service or limit a backend's resources.
 """
 import os
-import signal
 import subprocess
 import time
 
 import pytest
 
+from engine_interrupt import (cancel_in_flight, in_flight, kill_service_in_flight,
+                              running_tasks, start_slow, statement_timeout)
 from test_service import CLUSTER, Cluster, alive, wait_until
 
 # the engine plan whatever the costs: a heap run pays a serial scan's page and tuple
@@ -77,13 +78,19 @@ def explain(cluster, sql, settings=()):
     return r.stdout
 
 
+def ran(cluster):
+    """What EXPLAIN ANALYZE shows for a heap run the engine served: GPU on a
+    service with a GPU (pg_warp.engine auto), else CPU."""
+    return "Engine: GPU" if cluster.status()["engine"] == "gpu" else "Engine: CPU"
+
+
 def same(cluster, sql, settings=(), engine=True):
     """sql gives PostgreSQL's rows with the engine; with engine=True the plan is
     a GpuPreAgg that the engine ran (no fallback).  Returns the rows."""
     plan = explain(cluster, sql, settings)
     assert "GpuPreAgg" in plan, plan
     if engine:
-        assert "Engine: CPU" in plan and "fallback" not in plan, plan
+        assert ran(cluster) in plan and "fallback" not in plan, plan
     on = run(cluster, sql, ON + tuple(settings))
     off = run(cluster, sql, OFF + tuple(settings))
     assert on == off, (sql, on, off)
@@ -151,7 +158,6 @@ def test_stays_in_postgresql(cluster):
             ("SELECT a, count(*) FROM part GROUP BY a", ()),
             ("SELECT a, count(*) FROM inh_parent GROUP BY a", ()),
             ("SELECT i4, count(*) FROM types TABLESAMPLE SYSTEM (50) GROUP BY i4", ()),
-            ("SELECT i4, count(*) FROM types GROUP BY i4", ("SET pg_warp.engine = gpu",)),
             ("SELECT i4, count(*) FROM types GROUP BY i4", ("SET pg_warp.enable_gpupreagg = off",)),
             ("SELECT i4, count(*) FROM types GROUP BY i4", ("SET pg_warp.enabled = off",))]:
         r = cluster.run("EXPLAIN (COSTS OFF) " + sql, settings=ON + settings)
@@ -249,7 +255,7 @@ def test_modified_in_the_same_transaction(cluster):
     script = ("BEGIN; DELETE FROM own WHERE id % 2 = 0; UPDATE own SET b = -b WHERE id % 3 = 0; "
               "INSERT INTO own VALUES (0, 7, 7); {}; {}; ROLLBACK;")
     r = cluster.run(script.format("EXPLAIN (ANALYZE, COSTS OFF) " + q, q), settings=ON)
-    assert r.returncode == 0 and "Engine: CPU" in r.stdout, r.stdout + r.stderr
+    assert r.returncode == 0 and ran(cluster) in r.stdout, r.stdout + r.stderr
     on = r.stdout.strip().split("\n")[-3:]
     r = cluster.run(script.format("SELECT 1", q), settings=OFF)
     assert r.returncode == 0
@@ -392,67 +398,25 @@ def make_slow(cluster):
                 "(i % 1000)::text || 'abcdefghijklmnop' AS c FROM generate_series(1, 3000000) i")
 
 
-def running_tasks(cluster):
-    return int(cluster.status()["running_tasks"])
-
-
-def start_slow(cluster, app, settings=()):
-    env = dict(cluster.env, PGAPPNAME=app)
-    args = ["psql", "-XAtq", "-v", "ON_ERROR_STOP=1", "-v", "VERBOSITY=verbose"]
-    for s in ON + tuple(settings):
-        args += ["-c", s]
-    return subprocess.Popen(args + ["-c", SLOW], env=env, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True)
-
-
-def in_flight(cluster, app):
-    def ok():
-        pid = cluster.sql("SELECT pid FROM pg_stat_activity WHERE application_name = '%s' "
-                          "AND state = 'active' AND backend_type = 'client backend'" % app)
-        return pid and running_tasks(cluster) > 0 and int(pid)
-    return wait_until(ok, 30, "the heap run to start in the service")
-
-
 def test_cancel(cluster):
     make_slow(cluster)
     assert "GpuPreAgg" in explain(cluster, "SELECT count(*) FROM slow")
-    p = start_slow(cluster, "heap_cancel")
-    pid = in_flight(cluster, "heap_cancel")
-    t0 = time.monotonic()
-    cluster.sql("SELECT pg_cancel_backend(%d)" % pid)
-    out, err = p.communicate(timeout=30)
-    assert p.returncode != 0 and "57014" in err, err
-    assert time.monotonic() - t0 < 5
-    wait_until(lambda: running_tasks(cluster) == 0, 10, "the service to drop the run")
+    p = start_slow(cluster, "heap_cancel", ON, SLOW)
+    cancel_in_flight(cluster, p, in_flight(cluster, "heap_cancel",
+                                           "the heap run to start in the service"))
     same(cluster, "SELECT t, count(*) FROM types GROUP BY t ORDER BY t")
 
 
 def test_statement_timeout(cluster):
     make_slow(cluster)
-    t0 = time.monotonic()
-    code, out = run(cluster, SLOW, ON)
-    full = time.monotonic() - t0
-    assert code == 0, out
-    timeout_ms = max(10, int(full * 1000 / 4))
-    r = cluster.run(SLOW, settings=ON + ("SET statement_timeout = %d" % timeout_ms,
-                                         "\\set VERBOSITY verbose"), timeout=120)
-    assert r.returncode != 0 and "57014" in r.stderr and "statement timeout" in r.stderr, \
-        "the run took %.3f s, the timeout was %d ms: %s" % (full, timeout_ms, r.stderr)
-    wait_until(lambda: running_tasks(cluster) == 0, 10, "the service to drop the run")
+    statement_timeout(cluster, SLOW, ON, run_timeout=120)
 
 
 def test_service_killed_mid_run(cluster):
     make_slow(cluster)
-    p = start_slow(cluster, "heap_kill")
-    in_flight(cluster, "heap_kill")
-    old = cluster.service_pid()
-    started = cluster.sql("SELECT pg_postmaster_start_time()")
-    os.kill(old, signal.SIGKILL)
-    out, err = p.communicate(timeout=30)
-    assert p.returncode != 0 and "08006" in err, err
-    assert "lost the connection to the pg_warp service" in err
-    cluster.new_service(old)
-    assert cluster.sql("SELECT pg_postmaster_start_time()") == started
+    p = start_slow(cluster, "heap_kill", ON, SLOW)
+    in_flight(cluster, "heap_kill", "the heap run to start in the service")
+    kill_service_in_flight(cluster, p)
     same(cluster, "SELECT t, count(*), sum(i8) FROM types GROUP BY t ORDER BY t")
 
 
@@ -502,7 +466,7 @@ def test_parallel_every_aggregate(cluster, workers):
     cluster.sql("CREATE TABLE IF NOT EXISTS ptypes AS SELECT * FROM types, generate_series(1, 5) g")
     rows, plan = same_par(cluster, "SELECT t, b, %s FROM ptypes GROUP BY t, b ORDER BY t, b"
                           % ", ".join(PAR_AGGS), workers=workers)
-    assert "Engine: CPU" in plan, plan
+    assert ran(cluster) in plan, plan
     same_par(cluster, "SELECT %s FROM ptypes" % ", ".join(PAR_AGGS), workers=workers)
     # pg_warp's HyperLogLog sketches: the serialized sketch is the partial state
     same_par(cluster, "SELECT t, pgwarp.hll_count(i4), pgwarp.hll_count(t), pgwarp.hll_sketch(i8) "
@@ -555,7 +519,7 @@ def test_parallel_workers_claim_the_table(cluster):
     q = "SELECT a % 10, count(*), sum(b), sum(c), max(b) FROM big GROUP BY 1 ORDER BY 1"
     rows, plan = same_par(cluster, q, workers=3, settings=("SET pg_warp.heap_chunk_pages = 64",))
     workers = [ln for ln in plan.split("\n") if "Worker " in ln and "Pages Shipped" in ln]
-    assert workers and all("Engine: CPU" in ln for ln in workers), plan
+    assert workers and all(ran(cluster) in ln for ln in workers), plan
     pages = int(cluster.sql("SELECT pg_relation_size('big') / 8192"))
     # the workers' lines and the leader's own (the node's figures)
     shipped = sum(int(ln.split("Pages Shipped: ")[1].split()[0]) for ln in plan.split("\n")
@@ -568,10 +532,10 @@ def test_parallel_leader_only(cluster):
     range; and with the leader not participating, the workers do"""
     q = "SELECT t, count(*), sum(i8), avg(n) FROM types GROUP BY t ORDER BY t"
     rows, plan = same_par(cluster, q, settings=("SET max_parallel_workers = 0",))
-    assert "Workers Launched: 0" in plan and "Engine: CPU" in plan, plan
+    assert "Workers Launched: 0" in plan and ran(cluster) in plan, plan
     assert "Tuples Shipped: %s" % cluster.sql("SELECT count(*) FROM types") in plan, plan
     rows2, plan = same_par(cluster, q, settings=("SET parallel_leader_participation = off",))
-    assert rows2 == rows and "Worker 0:  Engine: CPU" in plan, plan
+    assert rows2 == rows and "Worker 0:  " + ran(cluster) in plan, plan
 
 
 def test_parallel_fallback_in_one_participant(cluster):
@@ -606,7 +570,7 @@ def test_parallel_serializable(cluster):
                     "COMMIT" % (q, q), settings=par(2))
     assert r.returncode == 0 and "serializable" in r.stdout, r.stdout + r.stderr
     assert "Parallel Custom Scan (GpuPreAgg)" in r.stdout, r.stdout
-    assert "Engine: CPU" not in r.stdout, r.stdout
+    assert "Engine: CPU" not in r.stdout and "Engine: GPU" not in r.stdout, r.stdout
     assert r.stdout.strip().endswith("\n" + run(cluster, q, OFF)[1]), r.stdout
 
 
@@ -669,14 +633,9 @@ def test_parallel_concurrent_writer(cluster):
 def test_parallel_cancel_and_timeout(cluster):
     make_slow(cluster)
     assert "Parallel Custom Scan (GpuPreAgg)" in explain_par(cluster, "SELECT count(*) FROM slow")
-    p = start_slow(cluster, "heap_pcancel", par(2))
-    pid = in_flight(cluster, "heap_pcancel")
-    t0 = time.monotonic()
-    cluster.sql("SELECT pg_cancel_backend(%d)" % pid)
-    out, err = p.communicate(timeout=30)
-    assert p.returncode != 0 and "57014" in err, err
-    assert time.monotonic() - t0 < 5
-    wait_until(lambda: running_tasks(cluster) == 0, 10, "the service to drop the runs")
+    p = start_slow(cluster, "heap_pcancel", ON + par(2), SLOW)
+    cancel_in_flight(cluster, p, in_flight(cluster, "heap_pcancel",
+                                           "the heap runs to start in the service"))
     t0 = time.monotonic()
     code, out = run(cluster, SLOW, par(2))
     full = time.monotonic() - t0
@@ -690,16 +649,9 @@ def test_parallel_cancel_and_timeout(cluster):
 
 def test_parallel_service_killed_mid_run(cluster):
     make_slow(cluster)
-    p = start_slow(cluster, "heap_pkill", par(2))
-    in_flight(cluster, "heap_pkill")
-    old = cluster.service_pid()
-    started = cluster.sql("SELECT pg_postmaster_start_time()")
-    os.kill(old, signal.SIGKILL)
-    out, err = p.communicate(timeout=30)
-    assert p.returncode != 0 and "08006" in err, err
-    assert "lost the connection to the pg_warp service" in err
-    cluster.new_service(old)
-    assert cluster.sql("SELECT pg_postmaster_start_time()") == started
+    p = start_slow(cluster, "heap_pkill", ON + par(2), SLOW)
+    in_flight(cluster, "heap_pkill", "the heap runs to start in the service")
+    kill_service_in_flight(cluster, p)
     same_par(cluster, "SELECT t, count(*), sum(i8) FROM types GROUP BY t ORDER BY t")
 
 
@@ -715,7 +667,7 @@ def test_parallel_admission(cluster):
         make_big(cluster)
         rows, plan = same_par(cluster, "SELECT a % 7, count(*), sum(b) FROM big GROUP BY 1 ORDER BY 1",
                               workers=3, settings=("SET pg_warp.heap_chunk_pages = 64",))
-        assert plan.count("Engine: CPU") >= 2, plan
+        assert plan.count(ran(cluster)) >= 2, plan
     finally:
         cluster.sql("ALTER SYSTEM RESET pg_warp.max_async_tasks")
         subprocess.run(["bash", CLUSTER, "stop", cluster.dir], env=cluster.env, check=True)
@@ -751,5 +703,19 @@ def test_parallel_leader_falls_back_workers_do_not(cluster):
     assert s.returncode == 0, err
     assert "Parallel Custom Scan (GpuPreAgg)" in out, out
     assert "PostgreSQL (fallback)" in out and "shared memory ring" in out, out
-    assert "  Engine: CPU  Block Ranges: " in out, out     # a worker's engine run
+    assert "  %s  Block Ranges: " % ran(cluster) in out, out     # a worker's engine run
     assert out.strip().endswith("\n" + run(cluster, q, par(2) + OFF)[1]), out
+
+
+def test_engine_gpu(cluster):
+    """pg_warp.engine = gpu: a heap run on the GPU, with PostgreSQL's rows; on a
+    service without a GPU the query fails with a clear error, as over Arrow"""
+    q = "SELECT t, count(*), sum(i8), min(i2), max(f8) FROM types GROUP BY t ORDER BY t"
+    gpu = ("SET pg_warp.engine = gpu",)
+    if cluster.status()["engine"] == "gpu":
+        plan = explain(cluster, q, gpu)
+        assert "Engine: GPU" in plan and "fallback" not in plan, plan
+        assert run(cluster, q, ON + gpu) == run(cluster, q, OFF)
+    else:
+        code, err = run(cluster, q, ON + gpu)
+        assert code != 0 and "GPU" in err, err
