@@ -100,6 +100,20 @@ else
     tail -30 "$work/ctest-build.log"; note_fail "C unit test build"
 fi
 
+echo "== the service's GPU heap path with a stand-in CUDA driver (test/gpu: make heapfake)"
+# no GPU here: test/gpu/fake_cuda.c runs the kernels' work on the host, so that
+# gpu_agg.c and heap_chunk.c's GPU path (staging, slots, fallbacks, cancel) run;
+# the real kernels run on a GPU host (make -C test/gpu heapcheck)
+if out=$(make -C test/gpu heapfake 2>&1); then :; fi
+ok=$(grep -c '^ok ' <<<"$out"); bad=$(grep -c '^not ok ' <<<"$out")
+passed=$((passed + ok))
+grep '^not ok ' <<<"$out" | head -20
+[ "$bad" -gt 0 ] && for _ in $(seq "$bad"); do note_fail "heap_gpucheck (fake driver)"; done
+if ! grep -q '^1\.\.[0-9]' <<<"$out" || [ "$ok" -eq 0 ]; then
+    tail -20 <<<"$out"; note_fail "heap_gpucheck (fake driver) did not finish"
+fi
+echo "heap_gpucheck (fake driver): $ok passed, $bad failed"
+
 echo "== fuzzing the Arrow reader (seed corpus replayed, then ${PG_WARP_FUZZ_SECONDS:-60} s; ASan + UBSan)"
 if scripts/fuzz.sh "${PG_WARP_FUZZ_SECONDS:-60}" >"$work/fuzz.log" 2>&1; then
     cat "$work/fuzz.log"

@@ -2390,8 +2390,10 @@ gpu_agg_heap_run(const ServiceGpu *gpu, AggRun *run, GpuHeapSource *src,
 	static uint32_t next_device;
 	GpuAggOptions opts;
 
+	GaggTableSink ts = {out, &run->spec};
+
 	opts.initial_groups = 1u << 16;
 	opts.device = __atomic_fetch_add(&next_device, 1, __ATOMIC_RELAXED);
-	return gpu_agg_heap_execute(gpu, run, src, &opts, gagg_fold_into_table, out, err, werr,
+	return gpu_agg_heap_execute(gpu, run, src, &opts, gagg_fold_into_table, &ts, err, werr,
 								msg, msglen);
 }
