@@ -2458,7 +2458,7 @@ f2_cpu_run(const char *path, const XpuProgram *prog, const TQuery *q, TMap *m)
 	uint16_t	key_outs[4];
 	XpuAggSpec	spec = {q->n_keys, key_outs, q->n_aggs, q->aggs};
 	XpuError	err = {0};
-	XpuAggTable *t = xpu_agg_table_create(prog, &spec, &err);
+	XpuAggTable *t;
 	void	   *ws = aligned_alloc(16, (xpu_cpu_workspace_size(prog) + 15) & ~(size_t) 15);
 	XpuValue   *values = aligned_alloc(16, 3 * SLICE * sizeof(XpuValue));
 	uint8_t    *nulls = malloc(3 * SLICE), *mask = malloc(SLICE);
@@ -2470,6 +2470,7 @@ f2_cpu_run(const char *path, const XpuProgram *prog, const TQuery *q, TMap *m)
 
 	for (int k = 0; k < q->n_keys; k++)
 		key_outs[k] = (uint16_t) q->keys[k];
+	t = xpu_agg_table_create(prog, &spec, &err);	/* after the keys are set */
 	if (t == NULL || arrow_file_open(path, NULL, &file, &aerr) != ARROW_OK)
 	{
 		printf("Bail out! float2 CPU run: %s\n", t == NULL ? err.message : aerr.message);
