@@ -485,8 +485,18 @@ def test_parallel_every_aggregate(cluster, workers):
 
 @pytest.mark.parametrize("key", KEYS)
 def test_parallel_every_key_type(cluster, key):
-    same_par(cluster, "SELECT %s, count(*), count(id), sum(i4), min(id), max(id) FROM types "
-             "GROUP BY 1 ORDER BY 1" % key, settings=("SET pg_warp.heap_chunk_pages = 8",))
+    # Near-unique keys (i8, f8, ts, ...) make partial aggregation pointless in
+    # the cost model once the table has statistics (autovacuum may ANALYZE it
+    # at any time): PostgreSQL's own sort-based plan is then rightly cheaper.
+    # The key's estimate is pinned to few groups, so that the plan is the
+    # parallel GpuPreAgg whatever autovacuum did; the data (every edge value)
+    # is unchanged.
+    cluster.sql("ALTER TABLE types ALTER COLUMN %s SET (n_distinct = 100); ANALYZE types" % key)
+    try:
+        same_par(cluster, "SELECT %s, count(*), count(id), sum(i4), min(id), max(id) FROM types "
+                 "GROUP BY 1 ORDER BY 1" % key, settings=("SET pg_warp.heap_chunk_pages = 8",))
+    finally:
+        cluster.sql("ALTER TABLE types ALTER COLUMN %s RESET (n_distinct); ANALYZE types" % key)
 
 
 def test_parallel_quals_having_and_expressions(cluster):
