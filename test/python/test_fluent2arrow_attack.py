@@ -202,7 +202,10 @@ def test_descriptor_exhaustion_neither_spins_nor_floods_the_log(world):
     resource.prlimit(s.proc.pid, resource.RLIMIT_NOFILE, (soft, hard))
     s.write_config(route("a", "t", SIMPLE), "max_connections = 20\n")
     s.proc.send_signal(signal.SIGHUP)
-    time.sleep(0.5)
+    deadline = time.monotonic() + 30      # a loaded machine may take a while
+    while "configuration reloaded" not in s.log() and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert "configuration reloaded" in s.log(), s.log()
     socks = [socket.create_connection(("127.0.0.1", s.port)) for _ in range(300)]
     time.sleep(0.5)
     for k in socks:

@@ -81,6 +81,7 @@ static int64_t buffered;		/* bytes of all connection buffers */
 static int64_t accept_paused_until; /* listeners off till then (0: on) */
 static int64_t refusal_logged_ms;	/* when refusals were last logged */
 static unsigned long refusals;	/* connections refused since then */
+static char refusal_why[128];	/* the reason of the last line */
 static msgpack_unpacked frame_obj;
 
 /* epoll data for the listeners and eventfds (connections use their Conn *) */
@@ -142,7 +143,9 @@ listeners_on(bool on)
 
 /*
  * Counts a refused connection and logs at most one line a second about
- * them, so that a flood of connections cannot flood the log.
+ * them, so that a flood of connections cannot flood the log; a new reason
+ * is logged at once (reasons change rarely: a reload, descriptors freed),
+ * and conn_close_all logs the refusals counted since the last line.
  */
 static void
 note_refusal(const char *why)
@@ -150,9 +153,10 @@ note_refusal(const char *why)
 	int64_t		now = now_ms();
 
 	refusals++;
-	if (now - refusal_logged_ms < 1000)
+	if (now - refusal_logged_ms < 1000 && strcmp(why, refusal_why) == 0)
 		return;
 	logmsg("refusing connections: %s (%lu refused since the last such line)", why, refusals);
+	snprintf(refusal_why, sizeof(refusal_why), "%s", why);
 	refusals = 0;
 	refusal_logged_ms = now;
 }
@@ -694,6 +698,9 @@ conn_close_all(void)
 	for (int i = 0; i < n_conns; i++)
 		conn_close(conns[i]);
 	sweep_closed();
+	if (refusals > 0)
+		logmsg("refusing connections: %s (%lu refused since the last such line)",
+			   refusal_why, refusals);
 	if (listen_tcp >= 0)
 		close(listen_tcp);
 	if (listen_unix >= 0)
