@@ -131,8 +131,8 @@ tests)
     [ -n "$b" ] || { echo "gpu-host: no extracted bundle under $top (run setup first)" >&2; exit 1; }
     log "bundle tests (regression suite + GPU self-test + pytest)"
     # its own cluster on a free port, beside the benchmark cluster on $PGPORT
-    env -u PGPORT "$b/run-tests.sh" 2>&1 | tee "$top/run-tests.log"
-    keep "$top/run-tests.log"
+    env -u PGPORT PG_WARP_LOG_DIR="$top/test-logs" "$b/run-tests.sh" 2>&1 | tee "$top/run-tests.log"
+    keep "$top/run-tests.log" "$top"/test-logs/*
     ;;
 fdw)
     env_from_bundle

@@ -13,7 +13,10 @@
 #
 # Environment: PGPORT (default: the first free port from 54339),
 # PG_WARP_OSUSER, PG_WARP_KEEP=1 keeps the temporary directory,
-# PYTEST_ARGS extra pytest arguments.
+# PYTEST_ARGS extra pytest arguments, PG_WARP_LOG_DIR a directory that gets the
+# whole pytest output (pytest.log: every failure's traceback), its JUnit XML and
+# the cluster's server log at the end (the temporary directory goes with the
+# machine on a lent GPU host).
 set -uo pipefail
 
 top=$(cd "$(dirname "$(readlink -f "$0")")" && pwd)
@@ -63,6 +66,12 @@ bin=$top/bin
 export PATH="$bin:$PATH" PG_WARP_PGBIN="$bin" PG_WARP_TOOLS="$bin"
 
 finish() {
+    if [ -n "${PG_WARP_LOG_DIR:-}" ]; then
+        mkdir -p "$PG_WARP_LOG_DIR"
+        for f in pytest.log pytest.xml regress/regression.diffs cluster/server.log; do
+            [ -f "$work/$f" ] && cp "$work/$f" "$PG_WARP_LOG_DIR/"
+        done
+    fi
     if [ "$pgrunning" = 1 ]; then
         as_owner "$bin/pg_ctl" -D "$work/cluster/data" -m fast -w stop >/dev/null 2>&1
         pgrunning=0
@@ -207,8 +216,12 @@ fi
 echo "== pytest (test/python)"
 if [ -d "$top/test/python" ] && python3 -c "import pytest" 2>/dev/null; then
     # shellcheck disable=SC2086
-    (cd "$work" && python3 -m pytest "$top/test/python" -q -p no:cacheprovider \
-        --junitxml="$work/pytest.xml" ${PYTEST_ARGS:-}) 2>&1 | tail -40
+    # the whole output (short tracebacks) to pytest.log; here the summary, one
+    # line per failure with its message (-rfE), so that a short log still says why
+    (cd "$work" && python3 -m pytest "$top/test/python" -q -p no:cacheprovider -rfE \
+        --tb=short --junitxml="$work/pytest.xml" ${PYTEST_ARGS:-}) >"$work/pytest.log" 2>&1
+    sed -n '/short test summary info/,$p' "$work/pytest.log" | cut -c1-400
+    grep -qE 'short test summary info' "$work/pytest.log" || tail -40 "$work/pytest.log"
     if [ -f "$work/pytest.xml" ]; then
         read -r t f e s < <(python3 - "$work/pytest.xml" <<'PY'
 import sys, xml.etree.ElementTree as ET
