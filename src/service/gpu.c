@@ -230,6 +230,53 @@ gpu_error_text(CUresult rc, char *buf, size_t len)
 	return buf;
 }
 
+/* the result that lost the GPUs' contexts (gpu_note_result), or 0 */
+static CUresult gpu_lost_rc;
+
+/*
+ * does rc leave the context unusable: the driver's "any further CUDA work
+ * will return the same error; the process must be terminated and relaunched"
+ * results (illegal address 700, launch timeout 702, assert 710, hardware
+ * stack error 714, illegal instruction 715, misaligned address 716, invalid
+ * address space 717, invalid PC 718, launch failed 719, external device
+ * 911) and an uncorrectable ECC error (214)
+ */
+static bool
+gpu_result_fatal(CUresult rc)
+{
+	switch (rc)
+	{
+		case 214: case 700: case 702: case 710: case 714: case 715:
+		case 716: case 717: case 718: case 719: case 911:
+			return true;
+		default:
+			return false;
+	}
+}
+
+/* see gpu_driver.h */
+void
+gpu_note_result(CUresult rc, const char *what)
+{
+	CUresult	none = 0;
+	char		buf[96];
+
+	if (rc == CUDA_SUCCESS || !gpu_result_fatal(rc) ||
+		!__atomic_compare_exchange_n(&gpu_lost_rc, &none, rc, false, __ATOMIC_SEQ_CST,
+									 __ATOMIC_SEQ_CST))
+		return;
+	svc_log("ERROR", "GPU fault: %s returned %s; the CUDA context is lost, so the service "
+			"takes no more runs and restarts once the runs in progress end",
+			what, gpu_error_text(rc, buf, sizeof(buf)));
+}
+
+/* see gpu_driver.h */
+CUresult
+gpu_lost(void)
+{
+	return __atomic_load_n(&gpu_lost_rc, __ATOMIC_SEQ_CST);
+}
+
 /* gpu_device_context: the primary context of gpu->devices[i] */
 CUcontext
 gpu_device_context(uint32_t i)

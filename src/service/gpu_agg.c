@@ -234,6 +234,7 @@ gagg_cuda(GaggRun *g, CUresult rc, const char *what)
 		return 0;
 	if (rc == CUDA_ERROR_OUT_OF_MEMORY)
 		return gagg_fail(g, WARP_ERR_OUT_OF_MEMORY, "out of GPU memory: %s failed", what);
+	gpu_note_result(rc, what);
 	return gagg_fail(g, WARP_ERR_IO, "GPU failure: %s: %s", what,
 					 gpu_error_text(rc, buf, sizeof(buf)));
 }

@@ -71,6 +71,18 @@ extern const char *gpu_fatbin_path;
 /* "CUDA_ERROR_X (n)" for a driver result, into buf */
 extern const char *gpu_error_text(CUresult rc, char *buf, size_t len);
 
+/*
+ * gpu_note_result: called with every failed driver result; one that leaves
+ * the CUDA context unusable (a fault in a kernel: illegal address, launch
+ * failure, device assert, ...; every later call of the process returns it
+ * again) marks the service's GPUs lost, logged once with what (the call).
+ * gpu_lost: that result, or 0.  server.c then admits no more runs and ends
+ * the service once its runs are over, so that the supervisor starts a new
+ * one with new contexts.
+ */
+extern void gpu_note_result(CUresult rc, const char *what);
+extern CUresult gpu_lost(void);
+
 /* the context of gpu->devices[i] (retained by gpu_open) */
 extern CUcontext gpu_device_context(uint32_t i);
 

@@ -54,6 +54,7 @@ gscan_cuda(CUresult rc, const char *what, int *werr, char *msg, size_t msglen)
 	if (rc == CUDA_SUCCESS)
 		return 0;
 	*werr = rc == CUDA_ERROR_OUT_OF_MEMORY ? WARP_ERR_OUT_OF_MEMORY : WARP_ERR_IO;
+	gpu_note_result(rc, what);
 	snprintf(msg, msglen, "GPU failure in GpuScan: %s: %s", what,
 			 gpu_error_text(rc, buf, sizeof(buf)));
 	return -1;

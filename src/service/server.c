@@ -49,6 +49,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "gpu_driver.h"
 #include "service.h"
 
 #define HDR_SIZE			sizeof(WarpMsgHeader)
@@ -652,6 +653,23 @@ run_now(Conn *c, uint16_t type, const uint8_t *payload, uint32_t len, int memfd)
 }
 
 /*
+ * fail_gpu_lost: the answer to a run that comes, or waits for admission,
+ * once a GPU fault lost the contexts (gpu_note_result): the service is
+ * about to restart, the next query gets a new one
+ */
+static bool
+fail_gpu_lost(Conn *c, int memfd)
+{
+	char		buf[96];
+
+	if (memfd >= 0)
+		close(memfd);
+	return conn_fail(c, false, WARP_ERR_IO, "a GPU fault (%s) stopped the pg_warp service's "
+					 "GPUs; the service is restarting: run the query again",
+					 gpu_error_text(gpu_lost(), buf, sizeof(buf)));
+}
+
+/*
  * start_run
  *		Serves AGG_RUN, SCAN_RUN, or HEAP_RUN with memfd (-1 for the others):
  *		starts the run when fewer than svc_max_async_tasks run and none
@@ -663,6 +681,8 @@ start_run(Conn *c, uint16_t type, const uint8_t *payload, uint32_t len, int memf
 {
 	Conn	  **p;
 
+	if (gpu_lost() != 0)
+		return fail_gpu_lost(c, memfd);
 	if (notify_fd < 0)
 	{
 		struct epoll_event ev = {.events = EPOLLIN, .data.ptr = &notify_tag};
@@ -747,7 +767,9 @@ admit_queued(void)
 		c->n_held = 0;
 		svc_counters.queued_tasks--;
 		/* run_now and replay_held may close c: nothing reads c after them */
-		if (run_now(c, type, payload, c->queued_len, memfd) && type == WARP_MSG_HEAP_RUN)
+		if (gpu_lost() != 0)
+			fail_gpu_lost(c, memfd);
+		else if (run_now(c, type, payload, c->queued_len, memfd) && type == WARP_MSG_HEAP_RUN)
 			replay_held(c, n_held);
 		free(payload);
 	}
@@ -1146,6 +1168,7 @@ server_run(int listen_fd, int signal_fd, pid_t parent_pid, const ServiceGpu *gpu
 	struct epoll_event events[64];
 	bool		stop = false;
 	bool		notified;
+	int64_t		lost_since = 0;
 
 	service_gpu = gpu;
 	listen_sock = listen_fd;
@@ -1197,6 +1220,15 @@ server_run(int listen_fd, int signal_fd, pid_t parent_pid, const ServiceGpu *gpu
 		if (notified)
 			collect_tasks();
 		admit_queued();
+		if (gpu_lost() != 0 && lost_since == 0)
+			lost_since = svc_now_us(CLOCK_MONOTONIC);
+		/* a lost context: restart once the runs are over (or after 10 s) */
+		if (lost_since != 0 && (svc_counters.running_tasks == 0 ||
+								svc_now_us(CLOCK_MONOTONIC) - lost_since > 10000000))
+		{
+			svc_log("LOG", "restarting: a GPU fault lost the CUDA contexts");
+			break;
+		}
 	}
 	while (conns)
 		conn_close(conns);
@@ -1209,5 +1241,5 @@ server_run(int listen_fd, int signal_fd, pid_t parent_pid, const ServiceGpu *gpu
 		free(o);
 	}
 	close(listen_fd);
-	return 0;
+	return lost_since != 0 ? 3 : 0;	/* 3: the supervisor starts a new service */
 }

@@ -10,7 +10,10 @@
  *		thread order; kern_agg_exec is replaced by the CPU engine folding the
  *		decoded chunk into the side table the check registers
  *		(fake_side_table), which the check compares with the CPU engine's
- *		heap run.  Only what gpu.c resolves is defined.
+ *		heap run.  Only what gpu.c resolves is defined.  With
+ *		PG_WARP_FAKE_CUDA_FAULT=N in the environment every launch returns
+ *		the driver result N instead (a kernel fault, for the service's
+ *		recovery test, test/python/test_gpu_fault.py).
  */
 #include <stdlib.h>
 #include <string.h>
@@ -218,6 +221,11 @@ cuLaunchKernel(CUfunction f, unsigned int gx, unsigned int gy, unsigned int gz,
 			   CUstream s, void **params, void **extra)
 {
 #define ARG(i, type)	((type) (uintptr_t) *(CUdeviceptr *) params[i])
+	const char *fault = getenv("PG_WARP_FAKE_CUDA_FAULT");
+
+	/* a kernel fault (e.g. 700, an illegal address): test_gpu_fault.py */
+	if (fault != NULL && atoi(fault) != 0)
+		return atoi(fault);
 	switch (f->id)
 	{
 		case K_AGG_EXEC:
