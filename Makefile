@@ -181,6 +181,7 @@ SERVICE_SRCS = \
 	src/service/agg.c \
 	src/service/gpu.c \
 	src/service/gpu_agg.c \
+	src/service/gpu_heap.c \
 	src/service/gpu_cache.c \
 	src/service/gpu_scan.c \
 	src/service/heap_chunk.c \

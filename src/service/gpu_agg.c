@@ -3,9 +3,9 @@
  * gpu_agg.c
  *		GpuPreAgg on the GPU: gpu_agg_run (service.h) aggregates the record
  *		batches of an AGG_RUN's Arrow files with the kernels of kern_agg.cu
- *		and folds the groups into the run's CPU table; gpu_agg_heap_run
- *		(gpu_driver.h) does the same for the heap chunks of a HEAP_RUN,
- *		decoded on the GPU by kern_heap.cu (see "heap chunks" below).
+ *		and folds the groups into the run's CPU table; gpu_heap.c does the
+ *		same for the heap chunks of a HEAP_RUN, with the steps below that
+ *		gpu_agg_int.h exports.
  *
  * One run on one GPU:
  *
@@ -45,144 +45,8 @@
 
 #include "arrow/arrow.h"
 #include "arrow/arrow_io.h"
-#include "gpu_cache.h"
-#include "gpu_driver.h"
-#include "xpu/xpu_agg_gpu.h"
+#include "gpu_agg_int.h"
 #include "xpu/xpu_agg_ops.h"
-#include "xpu/xpu_heap_gpu.h"
-
-#define GAGG_SLOTS			2
-#define GAGG_ALIGN			64
-#define GAGG_IO_THREADS		16
-#define GAGG_IO_SLICE		(4 << 20)	/* bytes per pread of the I/O threads */
-#define GAGG_BLOCKS_PER_SM	3
-#define GAGG_SMEM_BUDGET	(40 * 1024)
-#define GAGG_CACHE_MAX		256
-#define GAGG_DEFAULT_GROUPS	(1u << 20)
-#define GAGG_POLL_NS		20000	/* the wait for a kernel checks for a cancel this often */
-#define GAGG_OOM_EVICT		((size_t) 64 << 20)	/* cache bytes evicted per retry */
-#define GAGG_SMEM_LIMIT		(48 * 1024)	/* a block's shared memory without opting in */
-
-/*
- * GAGG_RETRY: a driver call that may need device memory (a stream, an
- * event, a launch), done again while it runs out of it and the column
- * cache has entries to evict
- */
-#define GAGG_RETRY(g, call) \
-	({ \
-		CUresult	r_; \
-		while ((r_ = (call)) == CUDA_ERROR_OUT_OF_MEMORY && \
-			   gpu_cache_shrink((g)->dev, GAGG_OOM_EVICT) > 0) \
-			; \
-		r_; \
-	})
-
-/* one pread into pinned memory, or (off != NULL) a check of utf8 offsets */
-typedef struct GaggRead
-{
-	int			fd;
-	int64_t		offset;
-	size_t		len;
-	uint8_t    *dst;
-	const int32_t *off;			/* off[0 .. n_off] must not decrease */
-	int64_t		n_off;
-} GaggRead;
-
-#define GAGG_CHECK_SLICE	(1 << 20)	/* offsets per check job */
-
-/* the I/O threads of a run: each takes the next slice of the current list */
-typedef struct GaggIo
-{
-	pthread_t	threads[GAGG_IO_THREADS];
-	int			n_threads;
-	pthread_mutex_t lock;
-	pthread_cond_t work;
-	pthread_cond_t done;
-	GaggRead   *reads;
-	int			n_reads;
-	int			next;
-	int			finished;
-	int			failed_errno;	/* first errno of a failed read; -1: file too
-								 * short; -2: offsets decrease */
-	int			stop;
-} GaggIo;
-
-/* one host-to-device copy of a batch: from the slot's pinned buffer */
-typedef struct GaggCopy
-{
-	size_t		host_off;
-	size_t		len;
-	CUdeviceptr dst;
-} GaggCopy;
-
-typedef struct GaggSlot
-{
-	CUstream	stream;
-	CUevent		ev_start;
-	CUevent		ev_end;
-	uint8_t    *host;			/* pinned: the batch as the device sees it */
-	size_t		host_cap;
-	CUdeviceptr dev;
-	size_t		dev_cap;
-	CUdeviceptr ovf;			/* two overflow lists of ovf_cap rows */
-	size_t		ovf_cap;
-	CUdeviceptr d_launch;
-	XpuGaggLaunch *status;		/* pinned copy of d_launch after the kernel */
-	int			busy;			/* a batch is in flight */
-	int64_t		nrows;
-	/* per program column: the cache entry the batch reads it from (a hit,
-	 * or one this batch fills: filling[k]), referenced until the batch is done */
-	GpuCacheEntry **entries;
-	uint8_t    *filling;
-	GaggCopy   *copies;			/* the batch's host-to-device copies */
-	int			n_copies;
-} GaggSlot;
-
-/* one referenced buffer of a batch: read from the file or copied from memory */
-typedef struct GaggPiece
-{
-	int64_t		file_off;		/* >= 0: read len bytes there */
-	const void *src;			/* else copy from here (NULL and len 0: none) */
-	size_t		len;
-} GaggPiece;
-
-typedef struct GaggRun
-{
-	AggRun	   *run;
-	uint32_t	dev;			/* index into ServiceGpu.devices */
-	const XpuProgram *prog;
-	CUfunction	f_init;
-	CUfunction	f_exec;
-	int			n_sms;
-	XpuGaggSpec spec;
-	uint64_t	hll_limit;		/* bytes the table's HLL sketches may take */
-	uint32_t	smem_prog;
-	uint32_t	entries;
-	int32_t		chunk_ncols;
-	CUdeviceptr d_prog;
-	CUdeviceptr d_spec;
-	CUdeviceptr d_table;
-	CUdeviceptr table_mem;
-	size_t		table_bytes;
-	XpuGaggTable table;			/* host copy of what d_table holds */
-	GaggSlot	slots[GAGG_SLOTS];
-	GaggIo		io;
-	uint64_t	mem_held;
-	bool		use_cache;		/* the device's column cache is on */
-	GpuCacheFileId *ids;		/* per file: its identity (ino 0: not cached) */
-	CUdeviceptr d_cancel;		/* int32 the kernels poll: nonzero stops them */
-	CUstream	cancel_stream;	/* sets it while the slots' streams are busy */
-	int32_t    *cancel_one;		/* pinned: the 1 copied there */
-	bool		cancel_sent;
-	GpuAggSink	sink;
-	void	   *sink_arg;
-	XpuError   *err;
-	int		   *werr;
-	char	   *msg;
-	size_t		msglen;
-} GaggRun;
-
-#define GAGG_ADD(field, v)	__atomic_fetch_add(&(field), (v), __ATOMIC_RELAXED)
 
 /*
  * Pinned batch buffers kept between runs: pinning memory costs about as
@@ -202,17 +66,8 @@ static struct
 	}			buf[GAGG_POOL];
 }			gagg_pool = {PTHREAD_MUTEX_INITIALIZER};
 
-static size_t
-align_up(size_t n, size_t a)
-{
-	return (n + a - 1) / a * a;
-}
-
 /* gagg_fail: sets the run's error (code and message) and returns -1 */
-static int
-gagg_fail(GaggRun *g, int code, const char *fmt,...)
-			__attribute__((format(printf, 3, 4)));
-static int
+int
 gagg_fail(GaggRun *g, int code, const char *fmt,...)
 {
 	va_list		ap;
@@ -225,7 +80,7 @@ gagg_fail(GaggRun *g, int code, const char *fmt,...)
 }
 
 /* gagg_cuda: -1 with a message naming the call unless rc is success */
-static int
+int
 gagg_cuda(GaggRun *g, CUresult rc, const char *what)
 {
 	char		buf[96];
@@ -248,7 +103,7 @@ gagg_account(GaggRun *g, int64_t delta)
 }
 
 /* a device allocation: out of memory first evicts column cache entries */
-static int
+int
 gagg_dev_alloc(GaggRun *g, CUdeviceptr *p, size_t n, const char *what)
 {
 	CUresult	rc;
@@ -266,7 +121,7 @@ gagg_dev_alloc(GaggRun *g, CUdeviceptr *p, size_t n, const char *what)
 	return 0;
 }
 
-static void
+void
 gagg_dev_free(GaggRun *g, CUdeviceptr *p, size_t n)
 {
 	if (*p != 0)
@@ -277,7 +132,7 @@ gagg_dev_free(GaggRun *g, CUdeviceptr *p, size_t n)
 	*p = 0;
 }
 
-static int
+int
 gagg_host_alloc(GaggRun *g, void **p, size_t n, const char *what)
 {
 	CUresult	rc = gpu_drv.cuMemAllocHost(p, n);
@@ -292,7 +147,7 @@ gagg_host_alloc(GaggRun *g, void **p, size_t n, const char *what)
 	return 0;
 }
 
-static void
+void
 gagg_host_free(GaggRun *g, void **p, size_t n)
 {
 	if (*p != NULL)
@@ -307,7 +162,7 @@ gagg_host_free(GaggRun *g, void **p, size_t n)
  * gagg_batch_buffer: a pinned buffer of at least *cap bytes for a slot,
  * from the pool when one there is big enough (*cap: its size)
  */
-static int
+int
 gagg_batch_buffer(GaggRun *g, uint8_t **p, size_t *cap)
 {
 	int			best = -1;
@@ -330,7 +185,7 @@ gagg_batch_buffer(GaggRun *g, uint8_t **p, size_t *cap)
 }
 
 /* gagg_batch_release: a slot's buffer back to the pool (or freed when it is full) */
-static void
+void
 gagg_batch_release(GaggRun *g, uint8_t **p, size_t cap)
 {
 	int			i;
@@ -452,7 +307,7 @@ gagg_io_stop(GaggIo *io)
  * gagg_io_run: does the n reads (the calling thread helps) and returns 0,
  * or the errno of the first failed read (-1: the file ended first)
  */
-static int
+int
 gagg_io_run(GaggIo *io, GaggRead *reads, int n)
 {
 	int			rc;
@@ -800,7 +655,7 @@ gagg_sink_groups(GaggRun *g, uint64_t n, uint64_t arena_len, const uint64_t *key
  * streams idle); *thp receives the table's header with its counters.
  * Returns 0, -1 (error set) or gagg_sink_groups' XPU_ERR_FALLBACK.
  */
-static int
+int
 gagg_table_drain(GaggRun *g, XpuGaggTable *thp)
 {
 	XpuGaggTable th;
@@ -975,13 +830,19 @@ gagg_plan_loaded(GaggRun *g, AggRunFile *f, const ArrowBatch *ab, int k, int wid
 	return 0;
 }
 
-/* room for len bytes in the slot's pinned and device buffers (slot idle) */
-static int
-gagg_slot_reserve(GaggRun *g, GaggSlot *s, size_t len, int64_t nrows)
+/*
+ * gagg_slot_reserve: room for host_len staged bytes in the slot's pinned
+ * buffer, dev_len in its device buffer and nrows rows in its overflow lists
+ * (slot idle); buffers that grow take 1/slack_div more, so that batches of
+ * slightly different sizes do not reallocate each time
+ */
+int
+gagg_slot_reserve(GaggRun *g, GaggSlot *s, size_t host_len, size_t dev_len, int64_t nrows,
+				  int slack_div, const char *what)
 {
-	if (len > s->host_cap)
+	if (host_len > s->host_cap)
 	{
-		size_t		cap = align_up(len + len / 4, 1 << 20);
+		size_t		cap = align_up(host_len + host_len / slack_div, 1 << 20);
 
 		gagg_batch_release(g, &s->host, s->host_cap);
 		s->host_cap = 0;
@@ -989,13 +850,13 @@ gagg_slot_reserve(GaggRun *g, GaggSlot *s, size_t len, int64_t nrows)
 			return -1;
 		s->host_cap = cap;
 	}
-	if (len > s->dev_cap)
+	if (dev_len > s->dev_cap)
 	{
-		size_t		cap = align_up(len + len / 4, 1 << 20);
+		size_t		cap = align_up(dev_len + dev_len / slack_div, 1 << 20);
 
 		gagg_dev_free(g, &s->dev, s->dev_cap);
 		s->dev_cap = 0;
-		if (gagg_dev_alloc(g, &s->dev, cap, "a batch") != 0)
+		if (gagg_dev_alloc(g, &s->dev, cap, what) != 0)
 			return -1;
 		s->dev_cap = cap;
 	}
@@ -1321,7 +1182,7 @@ gagg_fill_slot(GaggRun *g, GaggSlot *s, uint32_t fi, int32_t batch)
 	for (int i = 0; i < 3 * g->prog->n_cols; i++)
 		if (!gagg_col_hit(s, i / 3))
 			total += align_up(pc[i].len, GAGG_ALIGN);
-	if (gagg_slot_reserve(g, s, total, s->nrows) != 0)
+	if (gagg_slot_reserve(g, s, total, total, s->nrows, 4, "a batch") != 0)
 		goto done;
 	memset(s->host, 0, header);
 	chunk = (XpuChunk *) s->host;
@@ -1371,7 +1232,7 @@ gagg_copy_slot(GaggRun *g, GaggSlot *s)
  * chunk (rows == 0) or over the n_rows rows listed at rows, overflow going
  * to ovf, and the copy of its status back
  */
-static int
+int
 gagg_launch(GaggRun *g, GaggSlot *s, CUdeviceptr rows, uint32_t n_rows, CUdeviceptr ovf)
 {
 	int64_t		n = rows != 0 ? (int64_t) n_rows : s->nrows;
@@ -1407,7 +1268,7 @@ gagg_launch(GaggRun *g, GaggSlot *s, CUdeviceptr rows, uint32_t n_rows, CUdevice
  * kern_agg.cu) every GAGG_POLL_NS.  -1 with WARP_ERR_CANCELED once the
  * stream is idle after a cancel.
  */
-static int
+int
 gagg_stream_wait(GaggRun *g, CUstream st)
 {
 	struct timespec nap = {0, GAGG_POLL_NS};
@@ -1438,7 +1299,7 @@ gagg_stream_wait(GaggRun *g, CUstream st)
  * cache entries the batch filled are published.  Returns 0, -1 (error
  * set), or the program's XpuErrorCode (*g->err filled).
  */
-static int
+int
 gagg_slot_finish(GaggRun *g, GaggSlot *s)
 {
 	int			list = 0,
@@ -1670,7 +1531,7 @@ gagg_first_table(GaggRun *g, const GpuAggOptions *opts, int64_t total_rows)
  * everything a run needs before its first batch; -1 (error set), or
  * XPU_ERR_FALLBACK when one group's HLL sketches pass their memory limit
  */
-static int
+int
 gagg_setup(GaggRun *g, const ServiceGpu *gpu, uint32_t dev, const GpuAggOptions *opts)
 {
 	const XpuProgram *prog = g->prog;
@@ -1725,7 +1586,7 @@ gagg_setup(GaggRun *g, const ServiceGpu *gpu, uint32_t dev, const GpuAggOptions 
 }
 
 /* releases what gagg_setup and the batches took (after waiting for the GPU) */
-static void
+void
 gagg_teardown(GaggRun *g)
 {
 	for (int i = 0; i < GAGG_SLOTS; i++)
@@ -1813,18 +1674,12 @@ gpu_agg_execute(const ServiceGpu *gpu, AggRun *run, const GpuAggOptions *opts,
 	return rc;
 }
 
-/* where gpu_agg_run's groups go: the run's CPU table */
-typedef struct GaggTableSink
-{
-	XpuAggTable *table;
-	const XpuAggSpec *spec;
-} GaggTableSink;
 
 /*
  * the sink of gpu_agg_run: a group's states into the run's CPU table, then
  * its HLL sketches (GpuAggHll) with xpu_agg_table_fold_hll
  */
-static int
+int
 gagg_fold_into_table(void *arg, const uint8_t *key, uint32_t key_len,
 					 const XpuAggState *states, XpuError *err)
 {
@@ -1861,540 +1716,4 @@ gpu_agg_run(const ServiceGpu *gpu, AggRun *run, struct XpuAggTable *out, XpuErro
 	opts.initial_groups = 0;
 	opts.device = __atomic_fetch_add(&next_device, 1, __ATOMIC_RELAXED);
 	return gpu_agg_execute(gpu, run, &opts, gagg_fold_into_table, &ts, err, werr, msg, msglen);
-}
-
-/* ---------------- heap chunks (gpu_agg_heap_execute) ---------------- */
-
-/*
- * A HEAP_RUN on the GPU reuses the run above (setup, table, the two slots
- * and their overflow reruns, cancel, drain): a slot's pinned buffer takes a
- * chunk as the device sees it (the XpuChunk header and its column
- * descriptors, the chunk's XpuHeapGpuChunk and status, each page's first
- * row, the visibility bitmaps, then the pages, read from the ring's memfd
- * by the I/O threads), one copy moves it to the slot's device buffer, whose
- * rest holds the decoded columns; kern_heap_decode fills them and
- * gagg_launch aggregates them as a record batch.  The ring slot goes back
- * to the backend as soon as its pages are in pinned memory, and the next
- * chunk is staged while the GPU works on the one before.
- */
-
-#define GHEAP_IO_SLICE		(1 << 20)	/* bytes per pread of a chunk's pages (memory to memory) */
-
-/* where the parts of a chunk lie in a slot's buffers */
-typedef struct GheapLayout
-{
-	size_t		hc;				/* XpuHeapGpuChunk */
-	size_t		status;
-	size_t		rows;			/* uint32 first row of each page */
-	size_t		vis;
-	size_t		pages;
-	size_t		host_len;		/* what is staged and copied: up to the pages' end */
-	size_t		bits;			/* bitmaps, zeroed before the decode */
-	size_t		bits_len;
-	size_t		page_text;		/* uint64 [n_text * n_pages] */
-	size_t		dev_len;
-} GheapLayout;
-
-typedef struct GheapRun
-{
-	GaggRun		g;
-	GpuHeapSource *src;
-	CUfunction	f_measure;
-	CUfunction	f_scan;
-	CUfunction	f_decode;
-	CUdeviceptr d_desc;
-	size_t		desc_bytes;
-	int			n_text;
-	uint32_t	max_missing;	/* longest missing value of a text column */
-	XpuHeapGpuStatus *status[GAGG_SLOTS];	/* pinned: each slot's decode status */
-	CUevent		ev_decode[GAGG_SLOTS];	/* before each slot's decode kernels */
-	GheapLayout lay[GAGG_SLOTS];
-} GheapRun;
-
-/* room for the chunk's staging (host_len) and device (dev_len) bytes, slot idle */
-static int
-gheap_slot_reserve(GaggRun *g, GaggSlot *s, size_t host_len, size_t dev_len, int64_t nrows)
-{
-	if (host_len > s->host_cap)
-	{
-		size_t		cap = align_up(host_len + host_len / 8, 1 << 20);
-
-		gagg_batch_release(g, &s->host, s->host_cap);
-		s->host_cap = 0;
-		if (gagg_batch_buffer(g, &s->host, &cap) != 0)
-			return -1;
-		s->host_cap = cap;
-	}
-	if (dev_len > s->dev_cap)
-	{
-		size_t		cap = align_up(dev_len + dev_len / 8, 1 << 20);
-
-		gagg_dev_free(g, &s->dev, s->dev_cap);
-		s->dev_cap = 0;
-		if (gagg_dev_alloc(g, &s->dev, cap, "a heap chunk") != 0)
-			return -1;
-		s->dev_cap = cap;
-	}
-	if ((size_t) nrows > s->ovf_cap)
-	{
-		size_t		cap = align_up((size_t) nrows + (size_t) nrows / 4, 1 << 16);
-
-		gagg_dev_free(g, &s->ovf, 2 * s->ovf_cap * sizeof(uint32_t));
-		s->ovf_cap = 0;
-		if (gagg_dev_alloc(g, &s->ovf, 2 * cap * sizeof(uint32_t), "overflow rows") != 0)
-			return -1;
-		s->ovf_cap = cap;
-	}
-	return 0;
-}
-
-/*
- * gheap_layout: the chunk's layout for n_pages pages and nrows rows; the
- * column buffers' descriptors (device addresses from dev) into cols[]
- */
-static void
-gheap_layout(GheapRun *gh, uint32_t n_pages, int64_t nrows, int64_t text_cap,
-			 CUdeviceptr dev, XpuColumnData *cols, GheapLayout *l)
-{
-	const GpuHeapSource *src = gh->src;
-	size_t		bm = align_up(((size_t) nrows + 7) / 8, GAGG_ALIGN);
-	size_t		off;
-
-	l->hc = align_up(sizeof(XpuChunk) + src->n_cols * sizeof(XpuColumnData), GAGG_ALIGN);
-	l->status = align_up(l->hc + sizeof(XpuHeapGpuChunk), GAGG_ALIGN);
-	l->rows = align_up(l->status + sizeof(XpuHeapGpuStatus), GAGG_ALIGN);
-	l->vis = align_up(l->rows + (size_t) n_pages * sizeof(uint32_t), GAGG_ALIGN);
-	l->pages = align_up(l->vis + (size_t) n_pages * XPU_HEAP_VIS_BYTES, 256);
-	l->host_len = l->pages + (size_t) n_pages * XPU_HEAP_PAGE_SIZE;
-	l->bits = off = align_up(l->host_len, 256);
-	for (int j = 0; j < src->n_cols; j++)
-	{
-		memset(&cols[j], 0, sizeof(XpuColumnData));
-		cols[j].validity = (const uint8_t *) (uintptr_t) (dev + off);
-		off += bm;
-		if (src->col_kind[j] == XPU_COL_BOOL)
-		{
-			cols[j].values = (const void *) (uintptr_t) (dev + off);
-			off += bm;
-		}
-	}
-	l->bits_len = off - l->bits;
-	for (int j = 0; j < src->n_cols; j++)
-	{
-		int			kind = src->col_kind[j];
-
-		if (kind == XPU_COL_UTF8)
-		{
-			cols[j].values = (const void *) (uintptr_t) (dev + off);
-			off += align_up(((size_t) nrows + 1) * sizeof(int32_t), GAGG_ALIGN);
-			cols[j].data = (const char *) (uintptr_t) (dev + off);
-			off += align_up((size_t) text_cap, GAGG_ALIGN);
-		}
-		else if (kind != XPU_COL_BOOL && xpu_hg_width(kind) > 0)
-		{
-			cols[j].values = (const void *) (uintptr_t) (dev + off);
-			off += align_up((size_t) xpu_hg_width(kind) * (size_t) nrows, GAGG_ALIGN);
-		}
-	}
-	l->page_text = off;
-	l->dev_len = off + (size_t) gh->n_text * n_pages * sizeof(uint64_t);
-}
-
-/* the visible tuples of each of the n_pages bitmaps at vis: first rows into rows[]; the total */
-static int64_t
-gheap_count_rows(const uint8_t *vis, uint32_t n_pages, uint32_t *rows)
-{
-	int64_t		n = 0;
-
-	for (uint32_t p = 0; p < n_pages; p++)
-	{
-		const uint8_t *b = vis + (size_t) p * XPU_HEAP_VIS_BYTES;
-		uint64_t	w[XPU_HEAP_VIS_BYTES / 8];
-
-		rows[p] = (uint32_t) n;
-		memcpy(w, b, sizeof(w));
-		for (int k = 0; k < XPU_HEAP_VIS_BYTES / 8; k++)
-			n += __builtin_popcountll(w[k]);
-	}
-	return n;
-}
-
-/* reads the n_pages pages of ring slot `slot` into dst with the I/O threads */
-static int
-gheap_read_pages(GheapRun *gh, uint32_t slot, uint32_t n_pages, uint8_t *dst)
-{
-	GaggRun    *g = &gh->g;
-	size_t		len = (size_t) n_pages * XPU_HEAP_PAGE_SIZE;
-	int			n = (int) ((len + GHEAP_IO_SLICE - 1) / GHEAP_IO_SLICE);
-	GaggRead   *reads = calloc(n + 1, sizeof(GaggRead));
-	int			rc;
-
-	if (reads == NULL)
-		return gagg_fail(g, WARP_ERR_OUT_OF_MEMORY, "out of memory");
-	for (int i = 0; i < n; i++)
-	{
-		size_t		off = (size_t) i * GHEAP_IO_SLICE;
-
-		reads[i].fd = gh->src->fd;
-		reads[i].offset = (int64_t) ((uint64_t) slot * gh->src->slot_size + off);
-		reads[i].len = len - off < GHEAP_IO_SLICE ? len - off : GHEAP_IO_SLICE;
-		reads[i].dst = dst + off;
-	}
-	rc = gagg_io_run(&g->io, reads, n);
-	free(reads);
-	if (rc != 0)
-		return gagg_fail(g, WARP_ERR_IO, "could not read the chunk ring: %s",
-						 rc > 0 ? strerror(rc) : "it is too short");
-	return 0;
-}
-
-/*
- * gheap_fill_slot: stages ring slot `slot` (n_pages pages) in gagg slot
- * si's pinned buffer as the device will see it; s->nrows: its visible
- * tuples
- */
-static int
-gheap_fill_slot(GheapRun *gh, int si, uint32_t slot, uint32_t n_pages)
-{
-	GaggRun    *g = &gh->g;
-	GaggSlot   *s = &g->slots[si];
-	GheapLayout *l = &gh->lay[si];
-	const uint8_t *vis = gh->src->ring + (size_t) slot * gh->src->slot_size +
-		(size_t) gh->src->slot_pages * XPU_HEAP_PAGE_SIZE;
-	uint32_t   *rows = malloc(((size_t) n_pages + 1) * sizeof(uint32_t));
-	XpuColumnData *cols = calloc(gh->src->n_cols + 1, sizeof(XpuColumnData));
-	int64_t		text_cap;
-	XpuChunk   *chunk;
-	XpuHeapGpuChunk *hc;
-	int			rc = -1;
-
-	if (rows == NULL || cols == NULL)
-	{
-		gagg_fail(g, WARP_ERR_OUT_OF_MEMORY, "out of memory");
-		goto done;
-	}
-	s->nrows = gheap_count_rows(vis, n_pages, rows);
-	/* a page's tuples do not overlap; a missing value repeats per row */
-	text_cap = (int64_t) n_pages * XPU_HEAP_PAGE_SIZE + s->nrows * (int64_t) gh->max_missing;
-	if (text_cap > INT32_MAX)
-		text_cap = INT32_MAX;
-	gheap_layout(gh, n_pages, s->nrows, gh->n_text > 0 ? text_cap : 0, 0, cols, l);
-	if (gheap_slot_reserve(g, s, l->host_len, l->dev_len, s->nrows) != 0)
-		goto done;
-	gheap_layout(gh, n_pages, s->nrows, gh->n_text > 0 ? text_cap : 0, s->dev, cols, l);
-	memset(s->host, 0, l->pages);
-	chunk = (XpuChunk *) s->host;
-	chunk->nrows = s->nrows;
-	chunk->ncols = gh->src->n_cols;
-	chunk->cols = (const XpuColumnData *) (uintptr_t) (s->dev + sizeof(XpuChunk));
-	memcpy(s->host + sizeof(XpuChunk), cols, gh->src->n_cols * sizeof(XpuColumnData));
-	hc = (XpuHeapGpuChunk *) (s->host + l->hc);
-	hc->pages = (const uint8_t *) (uintptr_t) (s->dev + l->pages);
-	hc->vis = (const uint8_t *) (uintptr_t) (s->dev + l->vis);
-	hc->row_start = (const uint32_t *) (uintptr_t) (s->dev + l->rows);
-	hc->page_text = (uint64_t *) (uintptr_t) (s->dev + l->page_text);
-	hc->status = (XpuHeapGpuStatus *) (uintptr_t) (s->dev + l->status);
-	hc->text_cap = gh->n_text > 0 ? text_cap : 0;
-	hc->n_pages = n_pages;
-	memcpy(s->host + l->rows, rows, (size_t) n_pages * sizeof(uint32_t));
-	memcpy(s->host + l->vis, vis, (size_t) n_pages * XPU_HEAP_VIS_BYTES);
-	rc = s->nrows > 0 ? gheap_read_pages(gh, slot, n_pages, s->host + l->pages) : 0;
-done:
-	free(rows);
-	free(cols);
-	return rc;
-}
-
-/* queues on the slot's stream: the copy, the decode kernels, the aggregation */
-static int
-gheap_launch(GheapRun *gh, int si)
-{
-	GaggRun    *g = &gh->g;
-	GaggSlot   *s = &g->slots[si];
-	GheapLayout *l = &gh->lay[si];
-	CUdeviceptr hc = s->dev + l->hc,
-				chunk = s->dev;
-	uint32_t	n_pages = ((XpuHeapGpuChunk *) (s->host + l->hc))->n_pages;
-	void	   *p_measure[] = {&gh->d_desc, &hc, &g->d_cancel};
-	void	   *p_scan[] = {&gh->d_desc, &hc};
-	void	   *p_decode[] = {&gh->d_desc, &hc, &chunk, &g->d_cancel};
-
-	if (gagg_cuda(g, gpu_drv.cuMemcpyHtoDAsync(s->dev, s->host, l->host_len, s->stream),
-				  "cuMemcpyHtoDAsync") != 0 ||
-		gagg_cuda(g, gpu_drv.cuMemsetD8Async(s->dev + l->bits, 0, l->bits_len, s->stream),
-				  "cuMemsetD8Async") != 0 ||
-		gagg_cuda(g, gpu_drv.cuEventRecord(gh->ev_decode[si], s->stream), "cuEventRecord") != 0)
-		return -1;
-	if (gh->n_text > 0 &&
-		(gagg_cuda(g, GAGG_RETRY(g, gpu_drv.cuLaunchKernel(gh->f_measure, n_pages, 1, 1,
-														   XPU_HEAP_GPU_BLOCK, 1, 1, 0,
-														   s->stream, p_measure, NULL)),
-				   "cuLaunchKernel") != 0 ||
-		 gagg_cuda(g, GAGG_RETRY(g, gpu_drv.cuLaunchKernel(gh->f_scan, 1, 1, 1,
-														   XPU_HEAP_GPU_SCAN_BLOCK, 1, 1, 0,
-														   s->stream, p_scan, NULL)),
-				   "cuLaunchKernel") != 0))
-		return -1;
-	if (gagg_cuda(g, GAGG_RETRY(g, gpu_drv.cuLaunchKernel(gh->f_decode, n_pages, 1, 1,
-														  XPU_HEAP_GPU_BLOCK, 1, 1, 0,
-														  s->stream, p_decode, NULL)),
-				  "cuLaunchKernel") != 0 ||
-		gagg_cuda(g, gpu_drv.cuMemcpyDtoHAsync(gh->status[si], s->dev + l->status,
-											   sizeof(XpuHeapGpuStatus), s->stream),
-				  "cuMemcpyDtoHAsync") != 0)
-		return -1;
-	return gagg_launch(g, s, 0, 0, s->ovf);
-}
-
-/*
- * gheap_finish: waits for slot si's chunk; a decode failure is the CPU
- * engine's FALLBACK (before any error the aggregation of its NULLed rows
- * raised), else gagg_slot_finish's outcome
- */
-static int
-gheap_finish(GheapRun *gh, int si)
-{
-	GaggRun    *g = &gh->g;
-	float		ms = 0;
-	int			code;
-
-	if (gagg_stream_wait(g, g->slots[si].stream) != 0)
-		return -1;
-	/* the decode's time; gagg_slot_finish adds the aggregation's */
-	if (gpu_drv.cuEventElapsedTime(&ms, gh->ev_decode[si], g->slots[si].ev_start) == CUDA_SUCCESS)
-		GAGG_ADD(g->run->exec_us, (uint64_t) (ms * 1000.0f));
-	code = gh->status[si]->code;
-	if (code != 0)
-	{
-		g->slots[si].busy = 0;
-		XPU_ERROR(g->err, XPU_ERR_FALLBACK, code == XPU_HEAP_GPU_MALFORMED ?
-				  "a malformed heap page" :
-				  "a heap value the engine does not decode (compressed, external or out of range)");
-		return XPU_ERR_FALLBACK;
-	}
-	return gagg_slot_finish(g, &g->slots[si]);
-}
-
-/* every chunk the source gives through the two slots */
-static int
-gheap_run_chunks(GheapRun *gh)
-{
-	GaggRun    *g = &gh->g;
-	AggRun	   *run = g->run;
-	int			next = 0,
-				rc;
-	uint32_t	slot,
-				n_pages;
-
-	while (gh->src->take(gh->src->arg, &slot, &n_pages))
-	{
-		GaggSlot   *s = &g->slots[next];
-		int64_t		t0 = 0;
-
-		gh->src->taken = true;
-		rc = s->busy ? gheap_finish(gh, next) : 0;
-		if (rc == 0)
-		{
-			t0 = svc_now_us(CLOCK_MONOTONIC);
-			rc = gheap_fill_slot(gh, next, slot, n_pages);
-			GAGG_ADD(run->io_us, (uint64_t) (svc_now_us(CLOCK_MONOTONIC) - t0));
-		}
-		gh->src->give(gh->src->arg, slot);
-		if (rc != 0)
-			return rc;
-		GAGG_ADD(run->rows_in, (uint64_t) s->nrows);
-		GAGG_ADD(run->batches, 1);
-		GAGG_ADD(run->bytes_read, (uint64_t) n_pages * XPU_HEAP_PAGE_SIZE);
-		if (s->nrows == 0)
-			continue;
-		if (gheap_launch(gh, next) != 0)
-			return -1;
-		next = (next + 1) % GAGG_SLOTS;
-	}
-	for (int i = 0; i < GAGG_SLOTS; i++)
-	{
-		int			si = (next + i) % GAGG_SLOTS;
-
-		if (g->slots[si].busy && (rc = gheap_finish(gh, si)) != 0)
-			return rc;
-	}
-	if (run->canceled != NULL && *run->canceled)
-		return gagg_fail(g, WARP_ERR_CANCELED, "canceled");
-	return 0;
-}
-
-/*
- * gheap_desc_build: the run's XpuHeapGpuDesc and its arrays in one device
- * allocation (gh->d_desc); -1 with WARP_ERR_UNSUPPORTED when the run reads
- * more attributes than the kernels keep
- */
-static int
-gheap_desc_build(GheapRun *gh)
-{
-	const GpuHeapSource *src = gh->src;
-	const XpuProgram *prog = gh->g.prog;
-	int			nd = src->n_deform,
-				nc = src->n_cols;
-	size_t		o_atts = align_up(sizeof(XpuHeapGpuDesc), 16),
-				o_want = align_up(o_atts + (size_t) nd * sizeof(XpuHeapAtt), 16),
-				o_cwant = align_up(o_want + (size_t) nd * 2, 16),
-				o_kind = align_up(o_cwant + (size_t) nc * 2, 16),
-				o_scale = align_up(o_kind + (size_t) nc, 16),
-				o_text = align_up(o_scale + (size_t) nc * 2, 16),
-				o_missing = align_up(o_text + (size_t) nc * 2, 16);
-	size_t		missing_len = 0;
-	uint8_t    *h;
-	XpuHeapGpuDesc *d;
-	int16_t    *want, *cwant, *scale, *text;
-	int			rc;
-
-	for (int a = 0; a < nd; a++)
-		if ((src->atts[a].flags & XPU_HEAP_ATT_MISSING) &&
-			src->atts[a].missing_off + src->atts[a].missing_len > missing_len)
-			missing_len = src->atts[a].missing_off + src->atts[a].missing_len;
-	gh->desc_bytes = o_missing + missing_len + 1;
-	if ((h = calloc(1, gh->desc_bytes)) == NULL)
-		return gagg_fail(&gh->g, WARP_ERR_OUT_OF_MEMORY, "out of memory");
-	d = (XpuHeapGpuDesc *) h;
-	want = (int16_t *) (h + o_want);
-	cwant = (int16_t *) (h + o_cwant);
-	scale = (int16_t *) (h + o_scale);
-	text = (int16_t *) (h + o_text);
-	memcpy(h + o_atts, src->atts, (size_t) nd * sizeof(XpuHeapAtt));
-	memcpy(h + o_kind, src->col_kind, nc);
-	if (missing_len > 0)
-		memcpy(h + o_missing, src->missing, missing_len);
-	for (int a = 0; a < nd; a++)
-		want[a] = -1;
-	for (int j = 0; j < nc; j++)
-	{
-		int			a = src->col_att[j] - 1;
-		const XpuHeapAtt *at = &src->atts[a];
-
-		if (want[a] < 0)
-			want[a] = (int16_t) d->n_want++;
-		cwant[j] = want[a];
-		text[j] = src->col_kind[j] == XPU_COL_UTF8 ? (int16_t) gh->n_text++ : -1;
-		if (text[j] >= 0 && (at->flags & XPU_HEAP_ATT_MISSING) && at->missing_len > gh->max_missing)
-			gh->max_missing = at->missing_len;
-		for (int i = prog->n_cols - 1; i >= 0; i--)
-			if (XPU_COLS(prog)[i].col_index == j)
-				scale[j] = (int16_t) XPU_COLS(prog)[i].scale;	/* the first one's */
-	}
-	d->n_deform = nd;
-	d->n_cols = nc;
-	d->n_text = gh->n_text;
-	rc = d->n_want > XPU_HEAP_GPU_MAX_WANT ?
-		gagg_fail(&gh->g, WARP_ERR_UNSUPPORTED, "the GPU decodes at most %d attributes of a heap table",
-				  XPU_HEAP_GPU_MAX_WANT) :
-		gagg_dev_alloc(&gh->g, &gh->d_desc, gh->desc_bytes, "the heap attributes");
-	if (rc == 0)
-	{
-		d->atts = (const XpuHeapAtt *) (uintptr_t) (gh->d_desc + o_atts);
-		d->missing = (const uint8_t *) (uintptr_t) (gh->d_desc + o_missing);
-		d->want = (const int16_t *) (uintptr_t) (gh->d_desc + o_want);
-		d->col_want = (const int16_t *) (uintptr_t) (gh->d_desc + o_cwant);
-		d->col_kind = (const uint8_t *) (uintptr_t) (gh->d_desc + o_kind);
-		d->col_scale = (const int16_t *) (uintptr_t) (gh->d_desc + o_scale);
-		d->col_text = (const int16_t *) (uintptr_t) (gh->d_desc + o_text);
-		rc = gagg_cuda(&gh->g, gpu_drv.cuMemcpyHtoDAsync(gh->d_desc, h, gh->desc_bytes,
-														 gh->g.slots[0].stream),
-					   "cuMemcpyHtoDAsync") != 0 ||
-			gagg_cuda(&gh->g, gpu_drv.cuStreamSynchronize(gh->g.slots[0].stream),
-					  "cuStreamSynchronize") != 0 ? -1 : 0;
-	}
-	free(h);
-	return rc;
-}
-
-/* what a heap run needs besides gagg_setup's */
-static int
-gheap_setup(GheapRun *gh, const ServiceGpu *gpu, uint32_t dev, const GpuAggOptions *opts)
-{
-	GaggRun    *g = &gh->g;
-	CUmodule	mod;
-
-	if (gagg_setup(g, gpu, dev, opts) != 0 ||
-		!gpu_device_module(dev, &mod, g->msg, g->msglen) ||
-		gagg_cuda(g, gpu_drv.cuModuleGetFunction(&gh->f_measure, mod, "kern_heap_measure"),
-				  "cuModuleGetFunction") != 0 ||
-		gagg_cuda(g, gpu_drv.cuModuleGetFunction(&gh->f_scan, mod, "kern_heap_scan"),
-				  "cuModuleGetFunction") != 0 ||
-		gagg_cuda(g, gpu_drv.cuModuleGetFunction(&gh->f_decode, mod, "kern_heap_decode"),
-				  "cuModuleGetFunction") != 0 ||
-		gheap_desc_build(gh) != 0)
-		return -1;
-	for (int i = 0; i < GAGG_SLOTS; i++)
-		if (gagg_host_alloc(g, (void **) &gh->status[i], sizeof(XpuHeapGpuStatus),
-							"a heap status") != 0 ||
-			gagg_cuda(g, GAGG_RETRY(g, gpu_drv.cuEventCreate(&gh->ev_decode[i], CU_EVENT_DEFAULT)),
-					  "cuEventCreate") != 0)
-			return -1;
-	return 0;
-}
-
-/* see gpu_driver.h */
-int
-gpu_agg_heap_execute(const ServiceGpu *gpu, AggRun *run, GpuHeapSource *src,
-					 const GpuAggOptions *opts, GpuAggSink sink, void *sink_arg,
-					 XpuError *err, int *werr, char *msg, size_t msglen)
-{
-	GheapRun	gh;
-	GaggRun    *g = &gh.g;
-	CUcontext	ctx;
-	XpuGaggTable th;
-	uint32_t	dev;
-	int			rc;
-
-	memset(&gh, 0, sizeof(gh));
-	memset(err, 0, sizeof(*err));
-	*werr = 0;
-	msg[0] = '\0';
-	gh.src = src;
-	g->run = run;
-	g->prog = run->prog;
-	g->sink = sink;
-	g->sink_arg = sink_arg;
-	g->err = err;
-	g->werr = werr;
-	g->msg = msg;
-	g->msglen = msglen;
-	g->io.stop = 1;				/* no threads yet */
-	if (gpu->n_devices == 0)
-		return gagg_fail(g, WARP_ERR_UNSUPPORTED, "no GPU");
-	dev = opts->device % gpu->n_devices;
-	g->dev = dev;
-	if (gagg_cuda(g, gpu_drv.cuCtxPushCurrent(gpu_device_context(dev)), "cuCtxPushCurrent") != 0)
-		return -1;
-	rc = gheap_setup(&gh, gpu, dev, opts);
-	if (rc == 0)
-		rc = gheap_run_chunks(&gh);
-	if (rc == 0)
-		rc = gagg_table_drain(g, &th);
-	gagg_teardown(g);
-	for (int i = 0; i < GAGG_SLOTS; i++)
-	{
-		gagg_host_free(g, (void **) &gh.status[i], sizeof(XpuHeapGpuStatus));
-		if (gh.ev_decode[i] != NULL)
-			gpu_drv.cuEventDestroy(gh.ev_decode[i]);
-	}
-	gagg_dev_free(g, &gh.d_desc, gh.desc_bytes);
-	gpu_drv.cuCtxPopCurrent(&ctx);
-	return rc;
-}
-
-/* see gpu_driver.h */
-int
-gpu_agg_heap_run(const ServiceGpu *gpu, AggRun *run, GpuHeapSource *src,
-				 struct XpuAggTable *out, XpuError *err, int *werr, char *msg, size_t msglen)
-{
-	static uint32_t next_device;
-	GpuAggOptions opts;
-
-	GaggTableSink ts = {out, &run->spec};
-
-	opts.initial_groups = 1u << 16;
-	opts.device = __atomic_fetch_add(&next_device, 1, __ATOMIC_RELAXED);
-	return gpu_agg_heap_execute(gpu, run, src, &opts, gagg_fold_into_table, &ts, err, werr,
-								msg, msglen);
 }

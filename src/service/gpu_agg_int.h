@@ -1,0 +1,194 @@
+/*-------------------------------------------------------------------------
+ *
+ * gpu_agg_int.h
+ *		What gpu_agg.c (a GpuPreAgg run on the GPU over Arrow record batches)
+ *		and gpu_heap.c (the same run over heap chunks) share: a run's state
+ *		(GaggRun: its slots, I/O threads, table and error) and the steps
+ *		gpu_heap.c reuses.  Internal to the service's GPU runner.
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef GPU_AGG_INT_H
+#define GPU_AGG_INT_H
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "gpu_cache.h"
+#include "gpu_driver.h"
+#include "service.h"
+#include "xpu/xpu_agg_gpu.h"
+
+#define GAGG_SLOTS			2
+#define GAGG_ALIGN			64
+#define GAGG_IO_THREADS		16
+#define GAGG_IO_SLICE		(4 << 20)	/* bytes per pread of the I/O threads */
+#define GAGG_BLOCKS_PER_SM	3
+#define GAGG_SMEM_BUDGET	(40 * 1024)
+#define GAGG_CACHE_MAX		256
+#define GAGG_DEFAULT_GROUPS	(1u << 20)
+#define GAGG_POLL_NS		20000	/* the wait for a kernel checks for a cancel this often */
+#define GAGG_OOM_EVICT		((size_t) 64 << 20)	/* cache bytes evicted per retry */
+#define GAGG_SMEM_LIMIT		(48 * 1024)	/* a block's shared memory without opting in */
+
+/*
+ * GAGG_RETRY: a driver call that may need device memory (a stream, an
+ * event, a launch), done again while it runs out of it and the column
+ * cache has entries to evict
+ */
+#define GAGG_RETRY(g, call) \
+	({ \
+		CUresult	r_; \
+		while ((r_ = (call)) == CUDA_ERROR_OUT_OF_MEMORY && \
+			   gpu_cache_shrink((g)->dev, GAGG_OOM_EVICT) > 0) \
+			; \
+		r_; \
+	})
+
+/* one pread into pinned memory, or (off != NULL) a check of utf8 offsets */
+typedef struct GaggRead
+{
+	int			fd;
+	int64_t		offset;
+	size_t		len;
+	uint8_t    *dst;
+	const int32_t *off;			/* off[0 .. n_off] must not decrease */
+	int64_t		n_off;
+} GaggRead;
+
+#define GAGG_CHECK_SLICE	(1 << 20)	/* offsets per check job */
+
+/* the I/O threads of a run: each takes the next slice of the current list */
+typedef struct GaggIo
+{
+	pthread_t	threads[GAGG_IO_THREADS];
+	int			n_threads;
+	pthread_mutex_t lock;
+	pthread_cond_t work;
+	pthread_cond_t done;
+	GaggRead   *reads;
+	int			n_reads;
+	int			next;
+	int			finished;
+	int			failed_errno;	/* first errno of a failed read; -1: file too
+								 * short; -2: offsets decrease */
+	int			stop;
+} GaggIo;
+
+/* one host-to-device copy of a batch: from the slot's pinned buffer */
+typedef struct GaggCopy
+{
+	size_t		host_off;
+	size_t		len;
+	CUdeviceptr dst;
+} GaggCopy;
+
+typedef struct GaggSlot
+{
+	CUstream	stream;
+	CUevent		ev_start;
+	CUevent		ev_end;
+	uint8_t    *host;			/* pinned: the batch as the device sees it */
+	size_t		host_cap;
+	CUdeviceptr dev;
+	size_t		dev_cap;
+	CUdeviceptr ovf;			/* two overflow lists of ovf_cap rows */
+	size_t		ovf_cap;
+	CUdeviceptr d_launch;
+	XpuGaggLaunch *status;		/* pinned copy of d_launch after the kernel */
+	int			busy;			/* a batch is in flight */
+	int64_t		nrows;
+	/* per program column: the cache entry the batch reads it from (a hit,
+	 * or one this batch fills: filling[k]), referenced until the batch is done */
+	GpuCacheEntry **entries;
+	uint8_t    *filling;
+	GaggCopy   *copies;			/* the batch's host-to-device copies */
+	int			n_copies;
+} GaggSlot;
+
+/* one referenced buffer of a batch: read from the file or copied from memory */
+typedef struct GaggPiece
+{
+	int64_t		file_off;		/* >= 0: read len bytes there */
+	const void *src;			/* else copy from here (NULL and len 0: none) */
+	size_t		len;
+} GaggPiece;
+
+typedef struct GaggRun
+{
+	AggRun	   *run;
+	uint32_t	dev;			/* index into ServiceGpu.devices */
+	const XpuProgram *prog;
+	CUfunction	f_init;
+	CUfunction	f_exec;
+	int			n_sms;
+	XpuGaggSpec spec;
+	uint64_t	hll_limit;		/* bytes the table's HLL sketches may take */
+	uint32_t	smem_prog;
+	uint32_t	entries;
+	int32_t		chunk_ncols;
+	CUdeviceptr d_prog;
+	CUdeviceptr d_spec;
+	CUdeviceptr d_table;
+	CUdeviceptr table_mem;
+	size_t		table_bytes;
+	XpuGaggTable table;			/* host copy of what d_table holds */
+	GaggSlot	slots[GAGG_SLOTS];
+	GaggIo		io;
+	uint64_t	mem_held;
+	bool		use_cache;		/* the device's column cache is on */
+	GpuCacheFileId *ids;		/* per file: its identity (ino 0: not cached) */
+	CUdeviceptr d_cancel;		/* int32 the kernels poll: nonzero stops them */
+	CUstream	cancel_stream;	/* sets it while the slots' streams are busy */
+	int32_t    *cancel_one;		/* pinned: the 1 copied there */
+	bool		cancel_sent;
+	GpuAggSink	sink;
+	void	   *sink_arg;
+	XpuError   *err;
+	int		   *werr;
+	char	   *msg;
+	size_t		msglen;
+} GaggRun;
+
+#define GAGG_ADD(field, v)	__atomic_fetch_add(&(field), (v), __ATOMIC_RELAXED)
+
+/* where gpu_agg_run's groups go: the run's CPU table */
+typedef struct GaggTableSink
+{
+	XpuAggTable *table;
+	const XpuAggSpec *spec;
+} GaggTableSink;
+
+static inline size_t
+align_up(size_t n, size_t a)
+{
+	return (n + a - 1) / a * a;
+}
+
+/* in gpu_agg.c */
+extern int gagg_cuda(GaggRun *g, CUresult rc, const char *what);
+extern int gagg_fail(GaggRun *g, int code, const char *fmt,...)
+			__attribute__((format(printf, 3, 4)));
+extern int gagg_slot_finish(GaggRun *g, GaggSlot *s);
+extern void gagg_dev_free(GaggRun *g, CUdeviceptr *p, size_t n);
+extern int gagg_dev_alloc(GaggRun *g, CUdeviceptr *p, size_t n, const char *what);
+extern int gagg_setup(GaggRun *g, const ServiceGpu *gpu, uint32_t dev,
+						const GpuAggOptions *opts);
+extern int gagg_launch(GaggRun *g, GaggSlot *s, CUdeviceptr rows, uint32_t n_rows,
+						CUdeviceptr ovf);
+extern int gagg_fold_into_table(void *arg, const uint8_t *key, uint32_t key_len,
+						const XpuAggState *states, XpuError *err);
+extern void gagg_teardown(GaggRun *g);
+extern int gagg_table_drain(GaggRun *g, XpuGaggTable *thp);
+extern int gagg_stream_wait(GaggRun *g, CUstream st);
+extern int gagg_io_run(GaggIo *io, GaggRead *reads, int n);
+extern void gagg_host_free(GaggRun *g, void **p, size_t n);
+extern int gagg_host_alloc(GaggRun *g, void **p, size_t n, const char *what);
+extern void gagg_batch_release(GaggRun *g, uint8_t **p, size_t cap);
+extern int gagg_slot_reserve(GaggRun *g, GaggSlot *s, size_t host_len, size_t dev_len,
+							 int64_t nrows, int slack_div, const char *what);
+extern int gagg_batch_buffer(GaggRun *g, uint8_t **p, size_t *cap);
+
+#endif							/* GPU_AGG_INT_H */

@@ -1,0 +1,518 @@
+/*-------------------------------------------------------------------------
+ *
+ * gpu_heap.c
+ *		GpuPreAgg over heap chunks on the GPU: gpu_agg_heap_execute and
+ *		gpu_agg_heap_run (gpu_driver.h), the run of gpu_agg.c (setup, table,
+ *		slots, overflow reruns, cancel, drain) fed with the heap pages of a
+ *		HEAP_RUN's ring and decoded by kern_heap.cu.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "gpu_agg_int.h"
+#include "xpu/xpu_heap_gpu.h"
+
+/* ---------------- heap chunks (gpu_agg_heap_execute) ---------------- */
+
+/*
+ * A HEAP_RUN on the GPU reuses the run above (setup, table, the two slots
+ * and their overflow reruns, cancel, drain): a slot's pinned buffer takes a
+ * chunk as the device sees it (the XpuChunk header and its column
+ * descriptors, the chunk's XpuHeapGpuChunk and status, each page's first
+ * row, the visibility bitmaps, then the pages, read from the ring's memfd
+ * by the I/O threads), one copy moves it to the slot's device buffer, whose
+ * rest holds the decoded columns; kern_heap_decode fills them and
+ * gagg_launch aggregates them as a record batch.  The ring slot goes back
+ * to the backend as soon as its pages are in pinned memory, and the next
+ * chunk is staged while the GPU works on the one before.
+ */
+
+#define GHEAP_IO_SLICE		(1 << 20)	/* bytes per pread of a chunk's pages (memory to memory) */
+
+/* where the parts of a chunk lie in a slot's buffers */
+typedef struct GheapLayout
+{
+	size_t		hc;				/* XpuHeapGpuChunk */
+	size_t		status;
+	size_t		rows;			/* uint32 first row of each page */
+	size_t		vis;
+	size_t		pages;
+	size_t		host_len;		/* what is staged and copied: up to the pages' end */
+	size_t		bits;			/* bitmaps, zeroed before the decode */
+	size_t		bits_len;
+	size_t		page_text;		/* uint64 [n_text * n_pages] */
+	size_t		dev_len;
+} GheapLayout;
+
+typedef struct GheapRun
+{
+	GaggRun		g;
+	GpuHeapSource *src;
+	CUfunction	f_measure;
+	CUfunction	f_scan;
+	CUfunction	f_decode;
+	CUdeviceptr d_desc;
+	size_t		desc_bytes;
+	int			n_text;
+	uint32_t	max_missing;	/* longest missing value of a text column */
+	XpuHeapGpuStatus *status[GAGG_SLOTS];	/* pinned: each slot's decode status */
+	CUevent		ev_decode[GAGG_SLOTS];	/* before each slot's decode kernels */
+	GheapLayout lay[GAGG_SLOTS];
+} GheapRun;
+
+/*
+ * gheap_layout: the chunk's layout for n_pages pages and nrows rows; the
+ * column buffers' descriptors (device addresses from dev) into cols[]
+ */
+static void
+gheap_layout(GheapRun *gh, uint32_t n_pages, int64_t nrows, int64_t text_cap,
+			 CUdeviceptr dev, XpuColumnData *cols, GheapLayout *l)
+{
+	const GpuHeapSource *src = gh->src;
+	size_t		bm = align_up(((size_t) nrows + 7) / 8, GAGG_ALIGN);
+	size_t		off;
+
+	l->hc = align_up(sizeof(XpuChunk) + src->n_cols * sizeof(XpuColumnData), GAGG_ALIGN);
+	l->status = align_up(l->hc + sizeof(XpuHeapGpuChunk), GAGG_ALIGN);
+	l->rows = align_up(l->status + sizeof(XpuHeapGpuStatus), GAGG_ALIGN);
+	l->vis = align_up(l->rows + (size_t) n_pages * sizeof(uint32_t), GAGG_ALIGN);
+	l->pages = align_up(l->vis + (size_t) n_pages * XPU_HEAP_VIS_BYTES, 256);
+	l->host_len = l->pages + (size_t) n_pages * XPU_HEAP_PAGE_SIZE;
+	l->bits = off = align_up(l->host_len, 256);
+	for (int j = 0; j < src->n_cols; j++)
+	{
+		memset(&cols[j], 0, sizeof(XpuColumnData));
+		cols[j].validity = (const uint8_t *) (uintptr_t) (dev + off);
+		off += bm;
+		if (src->col_kind[j] == XPU_COL_BOOL)
+		{
+			cols[j].values = (const void *) (uintptr_t) (dev + off);
+			off += bm;
+		}
+	}
+	l->bits_len = off - l->bits;
+	for (int j = 0; j < src->n_cols; j++)
+	{
+		int			kind = src->col_kind[j];
+
+		if (kind == XPU_COL_UTF8)
+		{
+			cols[j].values = (const void *) (uintptr_t) (dev + off);
+			off += align_up(((size_t) nrows + 1) * sizeof(int32_t), GAGG_ALIGN);
+			cols[j].data = (const char *) (uintptr_t) (dev + off);
+			off += align_up((size_t) text_cap, GAGG_ALIGN);
+		}
+		else if (kind != XPU_COL_BOOL && xpu_hg_width(kind) > 0)
+		{
+			cols[j].values = (const void *) (uintptr_t) (dev + off);
+			off += align_up((size_t) xpu_hg_width(kind) * (size_t) nrows, GAGG_ALIGN);
+		}
+	}
+	l->page_text = off;
+	l->dev_len = off + (size_t) gh->n_text * n_pages * sizeof(uint64_t);
+}
+
+/* the visible tuples of each of the n_pages bitmaps at vis: first rows into rows[]; the total */
+static int64_t
+gheap_count_rows(const uint8_t *vis, uint32_t n_pages, uint32_t *rows)
+{
+	int64_t		n = 0;
+
+	for (uint32_t p = 0; p < n_pages; p++)
+	{
+		const uint8_t *b = vis + (size_t) p * XPU_HEAP_VIS_BYTES;
+		uint64_t	w[XPU_HEAP_VIS_BYTES / 8];
+
+		rows[p] = (uint32_t) n;
+		memcpy(w, b, sizeof(w));
+		for (int k = 0; k < XPU_HEAP_VIS_BYTES / 8; k++)
+			n += __builtin_popcountll(w[k]);
+	}
+	return n;
+}
+
+/* reads the n_pages pages of ring slot `slot` into dst with the I/O threads */
+static int
+gheap_read_pages(GheapRun *gh, uint32_t slot, uint32_t n_pages, uint8_t *dst)
+{
+	GaggRun    *g = &gh->g;
+	size_t		len = (size_t) n_pages * XPU_HEAP_PAGE_SIZE;
+	int			n = (int) ((len + GHEAP_IO_SLICE - 1) / GHEAP_IO_SLICE);
+	GaggRead   *reads = calloc(n + 1, sizeof(GaggRead));
+	int			rc;
+
+	if (reads == NULL)
+		return gagg_fail(g, WARP_ERR_OUT_OF_MEMORY, "out of memory");
+	for (int i = 0; i < n; i++)
+	{
+		size_t		off = (size_t) i * GHEAP_IO_SLICE;
+
+		reads[i].fd = gh->src->fd;
+		reads[i].offset = (int64_t) ((uint64_t) slot * gh->src->slot_size + off);
+		reads[i].len = len - off < GHEAP_IO_SLICE ? len - off : GHEAP_IO_SLICE;
+		reads[i].dst = dst + off;
+	}
+	rc = gagg_io_run(&g->io, reads, n);
+	free(reads);
+	if (rc != 0)
+		return gagg_fail(g, WARP_ERR_IO, "could not read the chunk ring: %s",
+						 rc > 0 ? strerror(rc) : "it is too short");
+	return 0;
+}
+
+/*
+ * gheap_fill_slot: stages ring slot `slot` (n_pages pages) in gagg slot
+ * si's pinned buffer as the device will see it; s->nrows: its visible
+ * tuples
+ */
+static int
+gheap_fill_slot(GheapRun *gh, int si, uint32_t slot, uint32_t n_pages)
+{
+	GaggRun    *g = &gh->g;
+	GaggSlot   *s = &g->slots[si];
+	GheapLayout *l = &gh->lay[si];
+	const uint8_t *vis = gh->src->ring + (size_t) slot * gh->src->slot_size +
+		(size_t) gh->src->slot_pages * XPU_HEAP_PAGE_SIZE;
+	uint32_t   *rows = malloc(((size_t) n_pages + 1) * sizeof(uint32_t));
+	XpuColumnData *cols = calloc(gh->src->n_cols + 1, sizeof(XpuColumnData));
+	int64_t		text_cap;
+	XpuChunk   *chunk;
+	XpuHeapGpuChunk *hc;
+	int			rc = -1;
+
+	if (rows == NULL || cols == NULL)
+	{
+		gagg_fail(g, WARP_ERR_OUT_OF_MEMORY, "out of memory");
+		goto done;
+	}
+	s->nrows = gheap_count_rows(vis, n_pages, rows);
+	/* a page's tuples do not overlap; a missing value repeats per row */
+	text_cap = (int64_t) n_pages * XPU_HEAP_PAGE_SIZE + s->nrows * (int64_t) gh->max_missing;
+	if (text_cap > INT32_MAX)
+		text_cap = INT32_MAX;
+	gheap_layout(gh, n_pages, s->nrows, gh->n_text > 0 ? text_cap : 0, 0, cols, l);
+	if (gagg_slot_reserve(g, s, l->host_len, l->dev_len, s->nrows, 8, "a heap chunk") != 0)
+		goto done;
+	gheap_layout(gh, n_pages, s->nrows, gh->n_text > 0 ? text_cap : 0, s->dev, cols, l);
+	memset(s->host, 0, l->pages);
+	chunk = (XpuChunk *) s->host;
+	chunk->nrows = s->nrows;
+	chunk->ncols = gh->src->n_cols;
+	chunk->cols = (const XpuColumnData *) (uintptr_t) (s->dev + sizeof(XpuChunk));
+	memcpy(s->host + sizeof(XpuChunk), cols, gh->src->n_cols * sizeof(XpuColumnData));
+	hc = (XpuHeapGpuChunk *) (s->host + l->hc);
+	hc->pages = (const uint8_t *) (uintptr_t) (s->dev + l->pages);
+	hc->vis = (const uint8_t *) (uintptr_t) (s->dev + l->vis);
+	hc->row_start = (const uint32_t *) (uintptr_t) (s->dev + l->rows);
+	hc->page_text = (uint64_t *) (uintptr_t) (s->dev + l->page_text);
+	hc->status = (XpuHeapGpuStatus *) (uintptr_t) (s->dev + l->status);
+	hc->text_cap = gh->n_text > 0 ? text_cap : 0;
+	hc->n_pages = n_pages;
+	memcpy(s->host + l->rows, rows, (size_t) n_pages * sizeof(uint32_t));
+	memcpy(s->host + l->vis, vis, (size_t) n_pages * XPU_HEAP_VIS_BYTES);
+	rc = s->nrows > 0 ? gheap_read_pages(gh, slot, n_pages, s->host + l->pages) : 0;
+done:
+	free(rows);
+	free(cols);
+	return rc;
+}
+
+/* queues on the slot's stream: the copy, the decode kernels, the aggregation */
+static int
+gheap_launch(GheapRun *gh, int si)
+{
+	GaggRun    *g = &gh->g;
+	GaggSlot   *s = &g->slots[si];
+	GheapLayout *l = &gh->lay[si];
+	CUdeviceptr hc = s->dev + l->hc,
+				chunk = s->dev;
+	uint32_t	n_pages = ((XpuHeapGpuChunk *) (s->host + l->hc))->n_pages;
+	void	   *p_measure[] = {&gh->d_desc, &hc, &g->d_cancel};
+	void	   *p_scan[] = {&gh->d_desc, &hc};
+	void	   *p_decode[] = {&gh->d_desc, &hc, &chunk, &g->d_cancel};
+
+	if (gagg_cuda(g, gpu_drv.cuMemcpyHtoDAsync(s->dev, s->host, l->host_len, s->stream),
+				  "cuMemcpyHtoDAsync") != 0 ||
+		gagg_cuda(g, gpu_drv.cuMemsetD8Async(s->dev + l->bits, 0, l->bits_len, s->stream),
+				  "cuMemsetD8Async") != 0 ||
+		gagg_cuda(g, gpu_drv.cuEventRecord(gh->ev_decode[si], s->stream), "cuEventRecord") != 0)
+		return -1;
+	if (gh->n_text > 0 &&
+		(gagg_cuda(g, GAGG_RETRY(g, gpu_drv.cuLaunchKernel(gh->f_measure, n_pages, 1, 1,
+														   XPU_HEAP_GPU_BLOCK, 1, 1, 0,
+														   s->stream, p_measure, NULL)),
+				   "cuLaunchKernel") != 0 ||
+		 gagg_cuda(g, GAGG_RETRY(g, gpu_drv.cuLaunchKernel(gh->f_scan, 1, 1, 1,
+														   XPU_HEAP_GPU_SCAN_BLOCK, 1, 1, 0,
+														   s->stream, p_scan, NULL)),
+				   "cuLaunchKernel") != 0))
+		return -1;
+	if (gagg_cuda(g, GAGG_RETRY(g, gpu_drv.cuLaunchKernel(gh->f_decode, n_pages, 1, 1,
+														  XPU_HEAP_GPU_BLOCK, 1, 1, 0,
+														  s->stream, p_decode, NULL)),
+				  "cuLaunchKernel") != 0 ||
+		gagg_cuda(g, gpu_drv.cuMemcpyDtoHAsync(gh->status[si], s->dev + l->status,
+											   sizeof(XpuHeapGpuStatus), s->stream),
+				  "cuMemcpyDtoHAsync") != 0)
+		return -1;
+	return gagg_launch(g, s, 0, 0, s->ovf);
+}
+
+/*
+ * gheap_finish: waits for slot si's chunk; a decode failure is the CPU
+ * engine's FALLBACK (before any error the aggregation of its NULLed rows
+ * raised), else gagg_slot_finish's outcome
+ */
+static int
+gheap_finish(GheapRun *gh, int si)
+{
+	GaggRun    *g = &gh->g;
+	float		ms = 0;
+	int			code;
+
+	if (gagg_stream_wait(g, g->slots[si].stream) != 0)
+		return -1;
+	/* the decode's time; gagg_slot_finish adds the aggregation's */
+	if (gpu_drv.cuEventElapsedTime(&ms, gh->ev_decode[si], g->slots[si].ev_start) == CUDA_SUCCESS)
+		GAGG_ADD(g->run->exec_us, (uint64_t) (ms * 1000.0f));
+	code = gh->status[si]->code;
+	if (code != 0)
+	{
+		g->slots[si].busy = 0;
+		XPU_ERROR(g->err, XPU_ERR_FALLBACK, code == XPU_HEAP_GPU_MALFORMED ?
+				  "a malformed heap page" :
+				  "a heap value the engine does not decode (compressed, external or out of range)");
+		return XPU_ERR_FALLBACK;
+	}
+	return gagg_slot_finish(g, &g->slots[si]);
+}
+
+/* every chunk the source gives through the two slots */
+static int
+gheap_run_chunks(GheapRun *gh)
+{
+	GaggRun    *g = &gh->g;
+	AggRun	   *run = g->run;
+	int			next = 0,
+				rc;
+	uint32_t	slot,
+				n_pages;
+
+	while (gh->src->take(gh->src->arg, &slot, &n_pages))
+	{
+		GaggSlot   *s = &g->slots[next];
+		int64_t		t0 = 0;
+
+		gh->src->taken = true;
+		rc = s->busy ? gheap_finish(gh, next) : 0;
+		if (rc == 0)
+		{
+			t0 = svc_now_us(CLOCK_MONOTONIC);
+			rc = gheap_fill_slot(gh, next, slot, n_pages);
+			GAGG_ADD(run->io_us, (uint64_t) (svc_now_us(CLOCK_MONOTONIC) - t0));
+		}
+		gh->src->give(gh->src->arg, slot);
+		if (rc != 0)
+			return rc;
+		GAGG_ADD(run->rows_in, (uint64_t) s->nrows);
+		GAGG_ADD(run->batches, 1);
+		GAGG_ADD(run->bytes_read, (uint64_t) n_pages * XPU_HEAP_PAGE_SIZE);
+		if (s->nrows == 0)
+			continue;
+		if (gheap_launch(gh, next) != 0)
+			return -1;
+		next = (next + 1) % GAGG_SLOTS;
+	}
+	for (int i = 0; i < GAGG_SLOTS; i++)
+	{
+		int			si = (next + i) % GAGG_SLOTS;
+
+		if (g->slots[si].busy && (rc = gheap_finish(gh, si)) != 0)
+			return rc;
+	}
+	if (run->canceled != NULL && *run->canceled)
+		return gagg_fail(g, WARP_ERR_CANCELED, "canceled");
+	return 0;
+}
+
+/*
+ * gheap_desc_build: the run's XpuHeapGpuDesc and its arrays in one device
+ * allocation (gh->d_desc); -1 with WARP_ERR_UNSUPPORTED when the run reads
+ * more attributes than the kernels keep
+ */
+static int
+gheap_desc_build(GheapRun *gh)
+{
+	const GpuHeapSource *src = gh->src;
+	const XpuProgram *prog = gh->g.prog;
+	int			nd = src->n_deform,
+				nc = src->n_cols;
+	size_t		o_atts = align_up(sizeof(XpuHeapGpuDesc), 16),
+				o_want = align_up(o_atts + (size_t) nd * sizeof(XpuHeapAtt), 16),
+				o_cwant = align_up(o_want + (size_t) nd * 2, 16),
+				o_kind = align_up(o_cwant + (size_t) nc * 2, 16),
+				o_scale = align_up(o_kind + (size_t) nc, 16),
+				o_text = align_up(o_scale + (size_t) nc * 2, 16),
+				o_missing = align_up(o_text + (size_t) nc * 2, 16);
+	size_t		missing_len = 0;
+	uint8_t    *h;
+	XpuHeapGpuDesc *d;
+	int16_t    *want, *cwant, *scale, *text;
+	int			rc;
+
+	for (int a = 0; a < nd; a++)
+		if ((src->atts[a].flags & XPU_HEAP_ATT_MISSING) &&
+			src->atts[a].missing_off + src->atts[a].missing_len > missing_len)
+			missing_len = src->atts[a].missing_off + src->atts[a].missing_len;
+	gh->desc_bytes = o_missing + missing_len + 1;
+	if ((h = calloc(1, gh->desc_bytes)) == NULL)
+		return gagg_fail(&gh->g, WARP_ERR_OUT_OF_MEMORY, "out of memory");
+	d = (XpuHeapGpuDesc *) h;
+	want = (int16_t *) (h + o_want);
+	cwant = (int16_t *) (h + o_cwant);
+	scale = (int16_t *) (h + o_scale);
+	text = (int16_t *) (h + o_text);
+	memcpy(h + o_atts, src->atts, (size_t) nd * sizeof(XpuHeapAtt));
+	memcpy(h + o_kind, src->col_kind, nc);
+	if (missing_len > 0)
+		memcpy(h + o_missing, src->missing, missing_len);
+	for (int a = 0; a < nd; a++)
+		want[a] = -1;
+	for (int j = 0; j < nc; j++)
+	{
+		int			a = src->col_att[j] - 1;
+		const XpuHeapAtt *at = &src->atts[a];
+
+		if (want[a] < 0)
+			want[a] = (int16_t) d->n_want++;
+		cwant[j] = want[a];
+		text[j] = src->col_kind[j] == XPU_COL_UTF8 ? (int16_t) gh->n_text++ : -1;
+		if (text[j] >= 0 && (at->flags & XPU_HEAP_ATT_MISSING) && at->missing_len > gh->max_missing)
+			gh->max_missing = at->missing_len;
+		for (int i = prog->n_cols - 1; i >= 0; i--)
+			if (XPU_COLS(prog)[i].col_index == j)
+				scale[j] = (int16_t) XPU_COLS(prog)[i].scale;	/* the first one's */
+	}
+	d->n_deform = nd;
+	d->n_cols = nc;
+	d->n_text = gh->n_text;
+	rc = d->n_want > XPU_HEAP_GPU_MAX_WANT ?
+		gagg_fail(&gh->g, WARP_ERR_UNSUPPORTED, "the GPU decodes at most %d attributes of a heap table",
+				  XPU_HEAP_GPU_MAX_WANT) :
+		gagg_dev_alloc(&gh->g, &gh->d_desc, gh->desc_bytes, "the heap attributes");
+	if (rc == 0)
+	{
+		d->atts = (const XpuHeapAtt *) (uintptr_t) (gh->d_desc + o_atts);
+		d->missing = (const uint8_t *) (uintptr_t) (gh->d_desc + o_missing);
+		d->want = (const int16_t *) (uintptr_t) (gh->d_desc + o_want);
+		d->col_want = (const int16_t *) (uintptr_t) (gh->d_desc + o_cwant);
+		d->col_kind = (const uint8_t *) (uintptr_t) (gh->d_desc + o_kind);
+		d->col_scale = (const int16_t *) (uintptr_t) (gh->d_desc + o_scale);
+		d->col_text = (const int16_t *) (uintptr_t) (gh->d_desc + o_text);
+		rc = gagg_cuda(&gh->g, gpu_drv.cuMemcpyHtoDAsync(gh->d_desc, h, gh->desc_bytes,
+														 gh->g.slots[0].stream),
+					   "cuMemcpyHtoDAsync") != 0 ||
+			gagg_cuda(&gh->g, gpu_drv.cuStreamSynchronize(gh->g.slots[0].stream),
+					  "cuStreamSynchronize") != 0 ? -1 : 0;
+	}
+	free(h);
+	return rc;
+}
+
+/* what a heap run needs besides gagg_setup's */
+static int
+gheap_setup(GheapRun *gh, const ServiceGpu *gpu, uint32_t dev, const GpuAggOptions *opts)
+{
+	GaggRun    *g = &gh->g;
+	CUmodule	mod;
+
+	if (gagg_setup(g, gpu, dev, opts) != 0 ||
+		!gpu_device_module(dev, &mod, g->msg, g->msglen) ||
+		gagg_cuda(g, gpu_drv.cuModuleGetFunction(&gh->f_measure, mod, "kern_heap_measure"),
+				  "cuModuleGetFunction") != 0 ||
+		gagg_cuda(g, gpu_drv.cuModuleGetFunction(&gh->f_scan, mod, "kern_heap_scan"),
+				  "cuModuleGetFunction") != 0 ||
+		gagg_cuda(g, gpu_drv.cuModuleGetFunction(&gh->f_decode, mod, "kern_heap_decode"),
+				  "cuModuleGetFunction") != 0 ||
+		gheap_desc_build(gh) != 0)
+		return -1;
+	for (int i = 0; i < GAGG_SLOTS; i++)
+		if (gagg_host_alloc(g, (void **) &gh->status[i], sizeof(XpuHeapGpuStatus),
+							"a heap status") != 0 ||
+			gagg_cuda(g, GAGG_RETRY(g, gpu_drv.cuEventCreate(&gh->ev_decode[i], CU_EVENT_DEFAULT)),
+					  "cuEventCreate") != 0)
+			return -1;
+	return 0;
+}
+
+/* see gpu_driver.h */
+int
+gpu_agg_heap_execute(const ServiceGpu *gpu, AggRun *run, GpuHeapSource *src,
+					 const GpuAggOptions *opts, GpuAggSink sink, void *sink_arg,
+					 XpuError *err, int *werr, char *msg, size_t msglen)
+{
+	GheapRun	gh;
+	GaggRun    *g = &gh.g;
+	CUcontext	ctx;
+	XpuGaggTable th;
+	uint32_t	dev;
+	int			rc;
+
+	memset(&gh, 0, sizeof(gh));
+	memset(err, 0, sizeof(*err));
+	*werr = 0;
+	msg[0] = '\0';
+	gh.src = src;
+	g->run = run;
+	g->prog = run->prog;
+	g->sink = sink;
+	g->sink_arg = sink_arg;
+	g->err = err;
+	g->werr = werr;
+	g->msg = msg;
+	g->msglen = msglen;
+	g->io.stop = 1;				/* no threads yet */
+	if (gpu->n_devices == 0)
+		return gagg_fail(g, WARP_ERR_UNSUPPORTED, "no GPU");
+	dev = opts->device % gpu->n_devices;
+	g->dev = dev;
+	if (gagg_cuda(g, gpu_drv.cuCtxPushCurrent(gpu_device_context(dev)), "cuCtxPushCurrent") != 0)
+		return -1;
+	rc = gheap_setup(&gh, gpu, dev, opts);
+	if (rc == 0)
+		rc = gheap_run_chunks(&gh);
+	if (rc == 0)
+		rc = gagg_table_drain(g, &th);
+	gagg_teardown(g);
+	for (int i = 0; i < GAGG_SLOTS; i++)
+	{
+		gagg_host_free(g, (void **) &gh.status[i], sizeof(XpuHeapGpuStatus));
+		if (gh.ev_decode[i] != NULL)
+			gpu_drv.cuEventDestroy(gh.ev_decode[i]);
+	}
+	gagg_dev_free(g, &gh.d_desc, gh.desc_bytes);
+	gpu_drv.cuCtxPopCurrent(&ctx);
+	return rc;
+}
+
+/* see gpu_driver.h */
+int
+gpu_agg_heap_run(const ServiceGpu *gpu, AggRun *run, GpuHeapSource *src,
+				 struct XpuAggTable *out, XpuError *err, int *werr, char *msg, size_t msglen)
+{
+	static uint32_t next_device;
+	GpuAggOptions opts;
+
+	GaggTableSink ts = {out, &run->spec};
+
+	opts.initial_groups = 1u << 16;
+	opts.device = __atomic_fetch_add(&next_device, 1, __ATOMIC_RELAXED);
+	return gpu_agg_heap_execute(gpu, run, src, &opts, gagg_fold_into_table, &ts, err, werr,
+								msg, msglen);
+}
