@@ -68,7 +68,8 @@ export PATH="$bin:$PATH" PG_WARP_PGBIN="$bin" PG_WARP_TOOLS="$bin"
 finish() {
     if [ -n "${PG_WARP_LOG_DIR:-}" ]; then
         mkdir -p "$PG_WARP_LOG_DIR"
-        for f in pytest.log pytest.xml regress/regression.diffs cluster/server.log; do
+        for f in pytest.log pytest.xml regress/regression.diffs cluster/server.log \
+            xpu_gpu_check.log gpu_aggcheck.log heap_gpucheck.log; do
             [ -f "$work/$f" ] && cp "$work/$f" "$PG_WARP_LOG_DIR/"
         done
     fi
@@ -213,6 +214,22 @@ else
     echo "skipped: no GPU"
 fi
 
+# gpu_check NAME ARGS...: a TAP program of test/gpu/bin on the GPU ("ok" / "not ok" lines)
+gpu_check() {
+    local name=$1 rc n_ok n_bad
+    shift
+    timeout "${PG_WARP_GPU_CHECK_SECONDS:-900}" "$top/test/gpu/bin/$name" "$@" \
+        >"$work/$name.log" 2>&1
+    rc=$?
+    n_ok=$(grep -c '^ok ' "$work/$name.log")
+    n_bad=$(grep -c '^not ok ' "$work/$name.log")
+    grep -E '^not ok |^Bail out' "$work/$name.log"
+    echo "$name: $n_ok ok, $n_bad not ok (exit status $rc)"
+    passed=$((passed + n_ok))
+    for _ in $(seq "$n_bad"); do note_fail "$name (see $work/$name.log)"; done
+    if [ "$rc" -ne 0 ] && [ "$n_bad" -eq 0 ]; then note_fail "$name exited with $rc"; fi
+}
+
 echo "== pytest (test/python)"
 if [ -d "$top/test/python" ] && python3 -c "import pytest" 2>/dev/null; then
     # shellcheck disable=SC2086
@@ -241,6 +258,19 @@ elif [ -d "$top/test/python" ]; then
     echo "skipped: python3 has no pytest"
 else
     echo "skipped: no test/python in the bundle"
+fi
+
+echo "== the GPU runner against host references (test/gpu: gpu_aggcheck, heap_gpucheck)"
+fatbin=$top/usr/lib/postgresql/15/lib/pg_warp.fatbin
+if [ "${ngpu_smi:-0}" -gt 0 ] && [ -x "$top/test/gpu/bin/gpu_aggcheck" ] && [ -f "$fatbin" ]; then
+    mkdir -p "$work/gpucheck"
+    gpu_check gpu_aggcheck "$fatbin" "$work/gpucheck"
+    gpu_check heap_gpucheck "$fatbin"
+    rm -rf "$work/gpucheck"
+elif [ "${ngpu_smi:-0}" -gt 0 ]; then
+    note_fail "this bundle has no test/gpu/bin/gpu_aggcheck (built without nvcc?)"
+else
+    echo "skipped: no GPU"
 fi
 
 finish
