@@ -6,7 +6,7 @@
  *
  * A numeric register holds an int128 v meaning v / 10^scale, scale being
  * the register's (XpuReg.scale, 0..38), and |v| <= 10^38 - 1.  Codegen
- * gives ADD/SUB a destination scale max(scale a, scale b) and MUL the sum
+ * gives ADD/SUB/MOD a destination scale max(scale a, scale b) and MUL the sum
  * of the scales: these are PostgreSQL's result scales, so results are
  * exact.  A result that leaves the 38-digit range is not an error but a
  * FALLBACK: PostgreSQL re-evaluates those rows (its numeric has no such
@@ -140,6 +140,22 @@ XPU_STEP(MUL_NUM)
 		XPU_NUM_FALLBACK(s);
 	else
 		xpu_num_set(s, a * b);
+}
+
+/*
+ * numeric_mod: a - b * trunc(a / b) at the larger scale (C's remainder of
+ * the aligned values: the dividend's sign); b = 0 is 22012
+ */
+XPU_STEP(MOD_NUM)
+{
+	__int128	a, b;
+
+	if (s->b->n == 0)
+		XPU_STEP_FAIL(s, XPU_ERR_DIVISION_BY_ZERO, "division by zero");
+	else if (xpu_num_args(s, &a, &b))
+		XPU_NUM_FALLBACK(s);
+	else
+		xpu_num_set(s, a % b);
 }
 
 XPU_STEP(NEG_NUM) { xpu_num_set(s, -s->a->n); }
