@@ -144,16 +144,21 @@ XPU_STEP(MUL_NUM)
 
 /*
  * numeric_mod: a - b * trunc(a / b) at the larger scale (C's remainder of
- * the aligned values: the dividend's sign); b = 0 is 22012
+ * the aligned values: the dividend's sign); b = 0 is 22012.  A divisor
+ * beyond the range once aligned exceeds |a|: the result is a.  A dividend
+ * beyond it falls back.
  */
 XPU_STEP(MOD_NUM)
 {
+	int			sd = xpu_reg_scale(s->prog, s->ins->dst);
 	__int128	a, b;
 
 	if (s->b->n == 0)
 		XPU_STEP_FAIL(s, XPU_ERR_DIVISION_BY_ZERO, "division by zero");
-	else if (xpu_num_args(s, &a, &b))
+	else if (xpu_num_upscale(s->a->n, sd - xpu_reg_scale(s->prog, s->ins->a), &a))
 		XPU_NUM_FALLBACK(s);
+	else if (xpu_num_upscale(s->b->n, sd - xpu_reg_scale(s->prog, s->ins->b), &b))
+		xpu_num_set(s, a);
 	else
 		xpu_num_set(s, a % b);
 }
