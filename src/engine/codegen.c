@@ -12,9 +12,10 @@
  * AND/OR/NOT, NullTest, BooleanTest, IN lists
  * (ScalarArrayOpExpr ... = ANY (const array)), CASE, COALESCE, NULLIF and
  * RelabelType.  Anything else (Params, volatile or unknown functions,
- * other types, interval constants, numerics beyond 38 digits, LIKE with
- * '_' or an inner '%') is "not compilable": the caller keeps it in
- * PostgreSQL.  A program is never an approximation: every opcode computes
+ * other types, numerics beyond 38 digits, LIKE with '_' or an inner '%',
+ * whatever needs the session's time zone) is "not compilable": the caller
+ * keeps it in PostgreSQL.  doc/engine.md ("What the engine evaluates")
+ * lists what compiles, type by type.  A program is never an approximation: every opcode computes
  * exactly what PostgreSQL's function does (the oracle tests of src/xpu).
  *
  * Evaluation order follows PostgreSQL's: AND and OR evaluate their
