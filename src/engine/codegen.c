@@ -229,6 +229,9 @@ static const CgFunc cg_funcs[] = {
 	F2(F_INTERVAL_PL, ADD_IV, INTERVAL, INTERVAL, NONE, INTERVAL, 0),
 	F2(F_INTERVAL_MI, SUB_IV, INTERVAL, INTERVAL, NONE, INTERVAL, 0),
 	F1(F_INTERVAL_UM, NEG_IV, INTERVAL, NONE, INTERVAL, 0),
+	F2(F_DATE_PART_TEXT_INTERVAL, DATE_PART_IV, TEXT, INTERVAL, NONE, FLOAT8, CGF_FIELD),
+	F2(F_EXTRACT_TEXT_INTERVAL, EXTRACT_IV, TEXT, INTERVAL, NONE, NUMERIC,
+	   CGF_FIELD | CGF_NS_FIELD),
 };
 
 /*
@@ -768,7 +771,7 @@ cg_result_scale(const CgFunc *f, const int *regs, const Cg *cg, int imm)
 	if (f->result != XPU_T_NUMERIC)
 		return 0;
 	if (f->flags & CGF_NS_FIELD)
-		return f->op == XPU_OP_EXTRACT_TS ? xpu_extract_scale(imm) : 0;
+		return f->op == XPU_OP_EXTRACT_DATE ? 0 : xpu_extract_scale(imm);
 	if (f->flags & CGF_NS_MAX)
 		return Max(cg->rscale[regs[0]], cg->rscale[regs[1]]);
 	if (f->flags & CGF_NS_SUM)

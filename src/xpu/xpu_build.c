@@ -576,7 +576,9 @@ imm_ok(const XpuProgram *prog, const XpuInstr *in)
 		case XPU_OP_DATE_PART_TS:
 		case XPU_OP_DATE_TRUNC_TS:
 		case XPU_OP_EXTRACT_TS:
-		case XPU_OP_EXTRACT_DATE: return xpu_date_field_ok(in->op, in->imm);
+		case XPU_OP_EXTRACT_DATE:
+		case XPU_OP_DATE_PART_IV:
+		case XPU_OP_EXTRACT_IV: return xpu_date_field_ok(in->op, in->imm);
 		default: return in->imm == 0;
 	}
 }
@@ -594,7 +596,8 @@ scale_ok(const XpuProgram *prog, const XpuInstr *in)
 		case XPU_OP_SUB_NUM:
 		case XPU_OP_MOD_NUM: return sd == (sa > sb ? sa : sb);
 		case XPU_OP_MUL_NUM: return sd == sa + sb;
-		case XPU_OP_EXTRACT_TS: return sd == xpu_extract_scale(in->imm);
+		case XPU_OP_EXTRACT_TS:
+		case XPU_OP_EXTRACT_IV: return sd == xpu_extract_scale(in->imm);
 		case XPU_OP_EXTRACT_DATE: return sd == 0;
 		default: return 1;
 	}
@@ -805,7 +808,9 @@ out_imm(Out *o, const XpuProgram *prog, const XpuInstr *in)
 		case XPU_OP_DATE_PART_TS:
 		case XPU_OP_DATE_TRUNC_TS:
 		case XPU_OP_EXTRACT_TS:
-		case XPU_OP_EXTRACT_DATE: out(o, "'%s'", xpu_date_field_name(in->imm)); break;
+		case XPU_OP_EXTRACT_DATE:
+		case XPU_OP_DATE_PART_IV:
+		case XPU_OP_EXTRACT_IV: out(o, "'%s'", xpu_date_field_name(in->imm)); break;
 		case XPU_OP_CONST_IV: out_interval(o, p); break;
 		default: out_text(o, prog, in->imm); break;
 	}

@@ -70,6 +70,10 @@ xpu_date_field_ok(int op, int f)
 		case XPU_OP_DATE_TRUNC_TS:
 			return f <= XPU_DF_SECOND ||
 				(f >= XPU_DF_DECADE && f <= XPU_DF_MICROSECONDS);
+		case XPU_OP_DATE_PART_IV:
+		case XPU_OP_EXTRACT_IV:
+			return f != XPU_DF_WEEK && f != XPU_DF_DOW && f != XPU_DF_DOY &&
+				f != XPU_DF_ISODOW && f != XPU_DF_ISOYEAR && f != XPU_DF_JULIAN;
 		default: return 0;
 	}
 }
@@ -103,7 +107,7 @@ xpu_date_field_name(int f)
 	}
 }
 
-/* the numeric scale of extract(f from a timestamp): PostgreSQL's */
+/* the numeric scale of extract(f from a timestamp or interval): PostgreSQL's */
 XPU_HOST_DEVICE int
 xpu_extract_scale(int f)
 {

@@ -232,4 +232,76 @@ XPU_STEP(NEG_IV)
 	*s->dn = 0;
 }
 
+/*
+ * Field f of an interval as interval2itm (PostgreSQL 15) splits it: years
+ * and months of the months, the days, and int64 hours, minutes and the
+ * microseconds of the minute of the microseconds (each with the sign of
+ * its part).  SECOND and MILLISECONDS give the microseconds of the minute,
+ * as xpu_field_int does.
+ */
+XPU_HOST_DEVICE int64_t
+xpu_iv_field(const XpuInterval *iv, int f)
+{
+	int64_t		hours = iv->us / (3600 * XPU_USECS_PER_SEC);
+	int64_t		rest = iv->us - hours * (3600 * XPU_USECS_PER_SEC);
+	int64_t		years = iv->months / 12;
+
+	switch (f)
+	{
+		case XPU_DF_MINUTE: return rest / (60 * XPU_USECS_PER_SEC);
+		case XPU_DF_HOUR: return hours;
+		case XPU_DF_DAY: return iv->days;
+		case XPU_DF_MONTH: return iv->months % 12;
+		case XPU_DF_QUARTER: return iv->months % 12 / 3 + 1;
+		case XPU_DF_YEAR: return years;
+		case XPU_DF_DECADE: return years / 10;
+		case XPU_DF_CENTURY: return years / 100;
+		case XPU_DF_MILLENNIUM: return years / 1000;
+		default: return rest % (60 * XPU_USECS_PER_SEC);	/* [MICRO|MILLI]SECONDS */
+	}
+}
+
+/* the seconds of an interval's months and days, as interval_part counts them */
+XPU_HOST_DEVICE int64_t
+xpu_iv_epoch_secs(const XpuInterval *iv)
+{
+	return INT64_C(31557600) * (iv->months / 12) + INT64_C(2592000) * (iv->months % 12) +
+		INT64_C(86400) * iv->days;
+}
+
+XPU_STEP(DATE_PART_IV)
+{
+	const XpuInterval *iv = &s->a->iv;
+	int			f = s->ins->imm;
+	int64_t		v = xpu_iv_field(iv, f);
+	double		r = (double) v;
+
+	if (f == XPU_DF_EPOCH)
+	{
+		r = (double) iv->us / 1000000.0;
+		r += (365.25 * 86400.0) * (double) (iv->months / 12);
+		r += (30.0 * 86400.0) * (double) (iv->months % 12);
+		r += 86400.0 * (double) iv->days;
+	}
+	else if (f == XPU_DF_SECOND)
+		r = (double) (v / XPU_USECS_PER_SEC) + (double) (v % XPU_USECS_PER_SEC) / 1000000.0;
+	else if (f == XPU_DF_MILLISECONDS)
+		r = (double) (v / XPU_USECS_PER_SEC) * 1000.0 +
+			(double) (v % XPU_USECS_PER_SEC) / 1000.0;
+	s->d->f8 = r;
+	*s->dn = 0;
+}
+
+/* extract(f from interval): numeric at xpu_extract_scale(f), always exact */
+XPU_STEP(EXTRACT_IV)
+{
+	const XpuInterval *iv = &s->a->iv;
+
+	if (s->ins->imm == XPU_DF_EPOCH)
+		s->d->n = (__int128) xpu_iv_epoch_secs(iv) * 1000000 + iv->us;
+	else
+		s->d->n = xpu_iv_field(iv, s->ins->imm);
+	*s->dn = 0;
+}
+
 #endif							/* XPU_INTERVAL_H */

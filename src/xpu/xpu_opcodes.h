@@ -24,7 +24,8 @@
  * Immediates (XpuInstr.imm): CONST_* / IN_* / LIKE_* take a byte offset
  * into the constants pool (CONST_F2: the half's 16 bits themselves);
  * LOAD_COL's imm is a column descriptor index;
- * DATE_PART_TS, DATE_TRUNC_TS, EXTRACT_TS and EXTRACT_DATE take an
+ * DATE_PART_TS, DATE_TRUNC_TS, EXTRACT_TS, EXTRACT_DATE, DATE_PART_IV and
+ * EXTRACT_IV take an
  * XpuDateField (xpu_date_field_ok says which each accepts; EXTRACT_*'s
  * destination scale is xpu_extract_scale's); CONST_BOOL its value;
  * CONST_IV an offset to an XpuInterval.
@@ -165,7 +166,9 @@
 	X(TSTZ_MI_TSTZ, VAL, 2, INTERVAL, TIMESTAMPTZ, TIMESTAMPTZ, NONE, "$d = $a - $b") \
 	X(ADD_IV, VAL, 2, INTERVAL, INTERVAL, INTERVAL, NONE, "$d = $a + $b") \
 	X(SUB_IV, VAL, 2, INTERVAL, INTERVAL, INTERVAL, NONE, "$d = $a - $b") \
-	X(NEG_IV, VAL, 1, INTERVAL, INTERVAL, NONE, NONE, "$d = -$a")
+	X(NEG_IV, VAL, 1, INTERVAL, INTERVAL, NONE, NONE, "$d = -$a") \
+	X(DATE_PART_IV, VAL, 1, FLOAT8, INTERVAL, NONE, NONE, "$d = date_part($k, $a)") \
+	X(EXTRACT_IV, VAL, 1, NUMERIC, INTERVAL, NONE, NONE, "$d = extract($k from $a)")
 
 /* arithmetic of one integer width W (I2, I4, I8) on type T */
 #define XPU_INT_OPS(X, W, T, NAME) \

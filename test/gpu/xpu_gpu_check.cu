@@ -239,14 +239,15 @@ check_op(int op, int edges)
 		o.has_null = 1;
 	}
 	if (op == XPU_OP_DATE_PART_TS || op == XPU_OP_DATE_TRUNC_TS ||
-		op == XPU_OP_EXTRACT_TS || op == XPU_OP_EXTRACT_DATE)
+		op == XPU_OP_EXTRACT_TS || op == XPU_OP_EXTRACT_DATE ||
+		op == XPU_OP_DATE_PART_IV || op == XPU_OP_EXTRACT_IV)
 	{
 		/* a random field that the opcode takes */
 		do
 			o.imm = XPU_DF_YEAR + rand() % (XPU_DF_N_FIELDS - XPU_DF_YEAR);
 		while (!xpu_date_field_ok(op, o.imm));
-		if (op == XPU_OP_EXTRACT_TS || op == XPU_OP_EXTRACT_DATE)
-			o.rs = op == XPU_OP_EXTRACT_TS ? xpu_extract_scale(o.imm) : 0;
+		if (op == XPU_OP_EXTRACT_TS || op == XPU_OP_EXTRACT_DATE || op == XPU_OP_EXTRACT_IV)
+			o.rs = op == XPU_OP_EXTRACT_DATE ? 0 : xpu_extract_scale(o.imm);
 	}
 	if ((prog = top_build(&o, errbuf, sizeof(errbuf))) == NULL)
 	{

@@ -162,6 +162,17 @@ CLAUSES_TYPES = [
     "date_trunc('millennium', ts) < '1001-01-01'", "date_trunc('century', ts) = '1901-01-01'",
     "date_trunc('decade', ts) = '2020-01-01'", "date_trunc('milliseconds', ts) = ts",
     "date_trunc('microseconds', ts) = ts", "date_trunc('week', ts) < '1970-01-01'",
+    # extract / date_part of intervals (hours beyond an int: 22008, as interval2tm)
+    "extract(epoch from iv) > 86400", "extract(epoch from ts - ts) = 0",
+    "extract(epoch from ts - '2000-01-01'::timestamp) < 0", "extract(hour from iv) > 1",
+    "extract(minute from -iv) < 0", "extract(second from iv) = 0", "extract(day from iv) < 0",
+    "extract(month from iv) = 1", "extract(year from iv) > 0", "extract(quarter from iv) = 1",
+    "extract(millennium from iv) <> 0", "extract(milliseconds from iv) > 0",
+    "extract(microseconds from iv) = 1", "date_part('epoch', iv) > 2592000",
+    "date_part('hour', ts - '1970-01-01'::timestamp) > 100", "date_part('century', iv) < 0",
+    "date_part('second', iv) > 0", "extract(hour from iv + interval '2147483647 hours') > 0",
+    "date_part('minute', iv - interval '2147483647 hours') < 0",
+    "extract(day from iv + interval '2147483647 hours') > 0",
     # numeric mod, unary plus, IN lists and ANY / ALL of every comparable type
     "n % 1.5 = 0", "mod(n, 0.01) = 0", "n % 0 = 0", "n % n = 0", "mod(n, 7) > 0",
     "z <> 0 AND n % z = 0", "n % 0.001 = 0", "+i4 > 0", "+n > 0", "+f8 > 0",
@@ -249,6 +260,7 @@ def engine_filter(plan):
     "d < ts", "ts >= '2000-01-01'::date", "extract(year from ts) > 2000",
     "extract(epoch from d) > 0", "date_part('week', ts) = 1", "date_trunc('decade', ts) > ts",
     "i4 NOT IN (1, 2)", "n IN (1.5, 2)", "n NOT IN (1.5, 2)", "n % 2 = 0", "+i4 > 0",
+    "extract(epoch from ts - ts) = 0", "date_part('day', iv) < 0",
 ])
 def test_engine_evaluates(where):
     plan = explain(where)
@@ -263,7 +275,8 @@ def test_engine_evaluates(where):
     # what needs the session's time zone, and what the engine does not compute
     "tstz + interval '1 day' < '2000-01-01'", "extract(year from tstz) > 2000",
     "date_trunc('day', tstz) > '2000-01-01'", "d < tstz", "ts < tstz", "tstz > '2000-01-01'::date",
-    "iv * 2 > interval '1 day'", "extract(epoch from iv) > 0", "extract(julian from ts) > 0",
+    "iv * 2 > interval '1 day'", "date_trunc('day', iv) > '1 day'", "extract(julian from ts) > 0",
+    "extract(week from iv) > 0",
     "n::float8 > 0", "f8::numeric > 0", "CASE WHEN b THEN n ELSE 0 END > 0",
     "n NOT IN (" + ",".join(str(k) for k in range(40)) + ")",
     # an unsupported type (bpchar), a volatile function, a non-C collation

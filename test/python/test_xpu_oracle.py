@@ -100,7 +100,8 @@ def interval_values(rnd):
     day = 86400000000
     v = [(0, 0, 0), (1, 0, 0), (0, 30, 0), (0, 0, 30 * day), (-1, 0, 0), (0, -1, 1),
          (0, 1, -1), (12, 0, 0), (0, 0, 1), (1, -30, 0), (-24000, 5, -3), (2**31 - 1, 0, 0),
-         (-2**31, 0, 0), (0, 2**31 - 1, 0), (0, 0, 2**63 // 1000 - 1), None]
+         (-2**31, 0, 0), (0, 2**31 - 1, 0), (0, 0, 2**63 // 1000 - 1), None,
+         (0, 0, -(2**62 // 1000)), (-13, -45, -3723000004), (25, 3, 59999999)]
     v += [(rnd.randint(-500, 500), rnd.randint(-1000, 1000), rnd.randint(-10**12, 10**12))
           for _ in range(6)]
     return v
@@ -292,6 +293,13 @@ def op_cases():
         if f in DATE_FIELDS:
             c.append(("EXTRACT_DATE", "numeric:0", ["date"], "extract(%s from {0})" % f,
                       "field %d" % (i + 1)))
+    for i, f in enumerate(FIELDS):
+        if f not in ("week", "dow", "doy", "isodow", "isoyear", "julian"):
+            scale = 6 if f in ("second", "epoch") else 3 if f == "milliseconds" else 0
+            c.append(("DATE_PART_IV", "float8", ["interval"], "date_part('%s', {0})" % f,
+                      "field %d" % (i + 1)))
+            c.append(("EXTRACT_IV", "numeric:%d" % scale, ["interval"],
+                      "extract(%s from {0})" % f, "field %d" % (i + 1)))
     c.append(("ADD_IV", "interval", ["interval", "interval"], "{0} + {1}", None))
     c.append(("SUB_IV", "interval", ["interval", "interval"], "{0} - {1}", None))
     c.append(("NEG_IV", "interval", ["interval"], "- {0}", None))
