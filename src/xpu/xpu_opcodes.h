@@ -68,6 +68,8 @@
 	X(IS_NOT_TRUE,  NS, 1, BOOL, BOOL, NONE, NONE, "$d = $a IS NOT TRUE") \
 	X(IS_FALSE,     NS, 1, BOOL, BOOL, NONE, NONE, "$d = $a IS FALSE") \
 	X(IS_NOT_FALSE, NS, 1, BOOL, BOOL, NONE, NONE, "$d = $a IS NOT FALSE") \
+	X(BOOL_TO_I4,   VAL, 1, INT4, BOOL, NONE, NONE, "$d = $a::int4") \
+	X(I4_TO_BOOL,   VAL, 1, BOOL, INT4, NONE, NONE, "$d = $a::bool") \
 	/* comparisons of integer-like values of one type */ \
 	X(EQ_INT, VAL, 2, BOOL, INTLIKE, ARG1, NONE, "$d = $a = $b") \
 	X(NE_INT, VAL, 2, BOOL, INTLIKE, ARG1, NONE, "$d = $a <> $b") \

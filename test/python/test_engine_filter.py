@@ -182,6 +182,8 @@ CLAUSES_TYPES = [
     "b IN (true, NULL)", "i4 < ANY('{0, 5}')", "t < ALL(ARRAY['b', 'c'])", "n > ALL('{1, 2}')",
     "d NOT IN ('2000-01-01', '1970-01-01')", "ts NOT IN ('2000-01-01', '1970-01-01')",
     "i8 NOT IN (0, 42, -9223372036854775808)",
+    # bool <-> int4
+    "b::int4 = 1", "b::int4 + i4 > 0", "i4::bool", "NOT z::bool", "(z::bool)::int4 = 0",
 ]
 
 

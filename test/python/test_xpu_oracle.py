@@ -216,7 +216,8 @@ def op_cases():
                          ("float8", "int4", "F8_TO_I4"), ("float8", "int8", "F8_TO_I8"),
                          ("numeric:2", "int2", "NUM_TO_I2"), ("numeric:2", "int4", "NUM_TO_I4"),
                          ("numeric:1", "int8", "NUM_TO_I8"), ("int8", "numeric:0", "I8_TO_NUM"),
-                         ("date", "timestamp", "DATE_TO_TS"), ("timestamp", "date", "TS_TO_DATE")):
+                         ("date", "timestamp", "DATE_TO_TS"), ("timestamp", "date", "TS_TO_DATE"),
+                         ("bool", "int4", "BOOL_TO_I4"), ("int4", "bool", "I4_TO_BOOL")):
         c.append((op, dst, [src], "({0})::" + dst.split(":")[0], None))
     c.append(("NUM_RESCALE", "numeric:1", ["numeric:3"], "({0})::numeric(38,1)", None))
     c.append(("NUM_RESCALE", "numeric:4", ["numeric:2"], "({0})::numeric(38,4)", None))
