@@ -315,6 +315,7 @@ typedef struct Cg
 	int			var_reg[XPU_MAX_REGS];
 	int			nvars;
 	int			case_reg;		/* the CASE's test value (CaseTestExpr) */
+	bool		in_qual;		/* compiling quals: only values matter */
 	Oid			float2_oid;		/* pg_warp's float2 type, if this database has it */
 	bool		failed;
 } Cg;
@@ -895,17 +896,112 @@ cg_bool(Cg *cg, BoolExpr *b)
 	return r;
 }
 
-/* res := value of e (NULL: a NULL) for the active rows */
-static bool
-cg_assign(Cg *cg, int res, Expr *e)
+/*
+ * The result of a CASE or COALESCE.  Of a numeric result PostgreSQL keeps
+ * each value's own scale, which a register cannot; where only the value
+ * matters (in a qual: comparisons, arithmetic, casts to integers see values
+ * alone) the branches compile at one scale, the largest one cg_peek_scale
+ * sees, each value rescaled upwards (exactly; a value beyond 38 digits
+ * falls back), and a branch of a larger scale refuses the compilation.
+ * The register of a numeric result is made at its first value: rows that
+ * took an earlier NULL branch keep the NULL every register starts with.
+ */
+typedef struct CgMerge
 {
-	int			v = e ? cg_expr(cg, e) : -1;
+	int			reg;			/* the result; -1 until made (numeric) */
+	XpuType		type;
+	int			scale;			/* numeric: the result's scale, -1: unknown */
+} CgMerge;
 
-	if (e == NULL)
-		v = cg_const_reg(cg, XPU_OP_CONST_NULL, (XpuType) cg->rtype[res], cg->rscale[res], 0);
-	if (v < 0 || cg->rtype[v] != cg->rtype[res] || cg->rscale[v] != cg->rscale[res])
+/* the scale a numeric column or constant e has, or -1 */
+static int
+cg_peek_scale(Cg *cg, Expr *e)
+{
+	__int128	v;
+	int			scale, r;
+
+	while (e != NULL && IsA(e, RelabelType))
+		e = ((RelabelType *) e)->arg;
+	if (e != NULL && IsA(e, Const) && ((Const *) e)->consttype == NUMERICOID &&
+		!((Const *) e)->constisnull &&
+		cg_numeric_value(((Const *) e)->constvalue, &v, &scale))
+		return scale;
+	if (e != NULL && IsA(e, Var) && (r = cg_var(cg, (Var *) e)) >= 0 &&
+		cg->rtype[r] == XPU_T_NUMERIC)
+		return cg->rscale[r];
+	return -1;
+}
+
+/* start the result m of type typid whose values are the exprs (NULL: none) */
+static bool
+cg_merge_init(Cg *cg, CgMerge *m, Oid typid, List *exprs)
+{
+	ListCell   *lc;
+
+	m->type = cg_type(cg, typid);
+	m->reg = -1;
+	m->scale = -1;
+	if (m->type == XPU_T_NONE)
 		return false;
-	return cg_emit(cg, XPU_OP_MOVE, res, v, 0, 0, 0);
+	if (m->type != XPU_T_NUMERIC)
+		return (m->reg = cg_reg(cg, m->type, 0)) >= 0;
+	if (!cg->in_qual)
+		return false;			/* a result's scale would differ */
+	foreach(lc, exprs)
+		m->scale = Max(m->scale, cg_peek_scale(cg, lfirst(lc)));
+	return true;
+}
+
+/* the register of m, made now if no value made it (scale 0 if unknown) */
+static int
+cg_merge_reg(Cg *cg, CgMerge *m, int scale)
+{
+	if (m->reg < 0)
+	{
+		m->scale = Max(m->scale, scale);
+		m->reg = cg_reg(cg, m->type, m->scale);
+	}
+	return m->reg;
+}
+
+/* m := value of e (NULL: a NULL) for the active rows */
+static bool
+cg_assign(Cg *cg, CgMerge *m, Expr *e)
+{
+	int			v;
+
+	if (e == NULL || (IsA(e, Const) && ((Const *) e)->constisnull))
+	{
+		if (m->reg < 0)
+			return true;		/* the rows keep their NULL */
+		v = cg_const_reg(cg, XPU_OP_CONST_NULL, m->type, m->scale, 0);
+	}
+	else
+		v = cg_expr(cg, e);
+	if (v < 0 || cg->rtype[v] != m->type || cg_merge_reg(cg, m, cg->rscale[v]) < 0 ||
+		cg->rscale[v] > cg->rscale[m->reg])
+		return false;
+	if (cg->rscale[v] < cg->rscale[m->reg])
+	{
+		int			r = cg_reg(cg, m->type, m->scale);
+
+		if (r < 0 || !cg_emit(cg, XPU_OP_NUM_RESCALE, r, v, 0, 0, 0))
+			return false;
+		v = r;
+	}
+	return cg_emit(cg, XPU_OP_MOVE, m->reg, v, 0, 0, 0);
+}
+
+/* the THEN and ELSE expressions of a CASE */
+static List *
+cg_case_results(CaseExpr *c)
+{
+	List	   *l = list_make1(c->defresult);
+	ListCell   *lc;
+
+	foreach(lc, c->args)
+		l = lappend(l, ((CaseWhen *) lfirst(lc))->result);
+	return l;
 }
 
 /*
@@ -915,20 +1011,17 @@ cg_assign(Cg *cg, int res, Expr *e)
 static int
 cg_case(Cg *cg, CaseExpr *c)
 {
-	int			type = cg_type(cg, c->casetype),
-				res,
-				done,
+	CgMerge		m;
+	int			done,
 				saved = cg->case_reg;
 	ListCell   *lc;
 
-	/* numeric branches: PostgreSQL keeps each value's own scale */
-	if (type == XPU_T_NONE || type == XPU_T_NUMERIC)
+	if (!cg_merge_init(cg, &m, c->casetype, cg_case_results(c)))
 		return -1;
 	if (c->arg && (cg->case_reg = cg_expr(cg, c->arg)) < 0)
 		return -1;
-	res = cg_reg(cg, (XpuType) type, 0);
 	done = cg_const_reg(cg, XPU_OP_CONST_BOOL, XPU_T_BOOL, 0, 0);
-	if (res < 0 || done < 0)
+	if (done < 0)
 		return -1;
 	foreach(lc, c->args)
 	{
@@ -940,40 +1033,38 @@ cg_case(Cg *cg, CaseExpr *c)
 		cond = cg_expr(cg, w->expr);
 		if (cond < 0 || cg->rtype[cond] != XPU_T_BOOL ||
 			!cg_emit(cg, XPU_OP_MASK_PUSH_TRUE, 0, cond, 0, 0, 0) ||
-			!cg_assign(cg, res, w->result) ||
+			!cg_assign(cg, &m, w->result) ||
 			!cg_emit(cg, XPU_OP_CONST_BOOL, done, 0, 0, 0, 1) ||
 			!cg_emit(cg, XPU_OP_MASK_POP, 0, 0, 0, 0, 0) ||
 			!cg_emit(cg, XPU_OP_MASK_POP, 0, 0, 0, 0, 0))
 			return -1;
 	}
 	if (!cg_emit(cg, XPU_OP_MASK_PUSH_NOT_TRUE, 0, done, 0, 0, 0) ||
-		!cg_assign(cg, res, c->defresult) ||
+		!cg_assign(cg, &m, c->defresult) ||
 		!cg_emit(cg, XPU_OP_MASK_POP, 0, 0, 0, 0, 0))
 		return -1;
 	cg->case_reg = saved;
-	return res;
+	return cg_merge_reg(cg, &m, 0);
 }
 
 /* COALESCE: each further argument only where the result is still NULL */
 static int
 cg_coalesce(Cg *cg, CoalesceExpr *c)
 {
-	int			type = cg_type(cg, c->coalescetype),
-				res;
+	CgMerge		m;
 	ListCell   *lc;
 
-	if (type == XPU_T_NONE || type == XPU_T_NUMERIC ||
-		(res = cg_reg(cg, (XpuType) type, 0)) < 0 ||
-		!cg_assign(cg, res, linitial(c->args)))
+	if (!cg_merge_init(cg, &m, c->coalescetype, c->args) ||
+		!cg_assign(cg, &m, linitial(c->args)) || cg_merge_reg(cg, &m, 0) < 0)
 		return -1;
 	for_each_from(lc, c->args, 1)
 	{
-		if (!cg_emit(cg, XPU_OP_MASK_PUSH_NULL, 0, res, 0, 0, 0) ||
-			!cg_assign(cg, res, lfirst(lc)) ||
+		if (!cg_emit(cg, XPU_OP_MASK_PUSH_NULL, 0, m.reg, 0, 0, 0) ||
+			!cg_assign(cg, &m, lfirst(lc)) ||
 			!cg_emit(cg, XPU_OP_MASK_POP, 0, 0, 0, 0, 0))
 			return -1;
 	}
-	return res;
+	return m.reg;
 }
 
 /* NULLIF(a, b): a unless the equality operator says a = b */
@@ -1323,6 +1414,7 @@ cg_quals(Cg *cg, List *quals)
 	 * from r0, which is false on every row that failed a conjunct).
 	 */
 	xpu_begin_stage(cg->b, XPU_STAGE_QUAL);
+	cg->in_qual = true;
 	foreach(lc, quals)
 	{
 		int			r;
@@ -1344,6 +1436,7 @@ cg_quals(Cg *cg, List *quals)
 	}
 	while (pushed > 0 && cg_emit(cg, XPU_OP_MASK_POP, 0, 0, 0, 0, 0))
 		pushed--;
+	cg->in_qual = false;
 	return !cg->failed;
 }
 

@@ -182,6 +182,15 @@ CLAUSES_TYPES = [
     "b IN (true, NULL)", "i4 < ANY('{0, 5}')", "t < ALL(ARRAY['b', 'c'])", "n > ALL('{1, 2}')",
     "d NOT IN ('2000-01-01', '1970-01-01')", "ts NOT IN ('2000-01-01', '1970-01-01')",
     "i8 NOT IN (0, 42, -9223372036854775808)",
+    # numeric CASE / COALESCE in quals (values at the largest scale)
+    "CASE WHEN b THEN n ELSE 0 END > 0", "COALESCE(n, 0) = 0", "COALESCE(n, 1.234) > 1.2",
+    "CASE WHEN i4 > 0 THEN 0 ELSE n END < 0", "CASE WHEN b THEN n * n ELSE 1.5 END > 2",
+    "CASE WHEN b THEN n END IS NULL", "CASE i2 WHEN 42 THEN 1.00001 WHEN 0 THEN n END > 1",
+    "COALESCE(NULL::numeric, n, 2) > 1", "(CASE WHEN b THEN n ELSE 0 END)::int4 = 1",
+    "COALESCE(n, 0) * 3 > 100", "CASE WHEN b THEN 1.5 ELSE n * n END > 0",
+    "CASE WHEN b THEN n * n * n ELSE 0.5 END > 0", "COALESCE(n * n, 99999999999999999999.1) > 1",
+    "CASE WHEN z <> 0 THEN i4::numeric % z ELSE -1 END = 0",
+    "CASE WHEN b THEN 99999999999999999999999999999999999999 ELSE n END > 0",
     # bool <-> int4
     "b::int4 = 1", "b::int4 + i4 > 0", "i4::bool", "NOT z::bool", "(z::bool)::int4 = 0",
 ]
@@ -263,6 +272,7 @@ def engine_filter(plan):
     "extract(epoch from d) > 0", "date_part('week', ts) = 1", "date_trunc('decade', ts) > ts",
     "i4 NOT IN (1, 2)", "n IN (1.5, 2)", "n NOT IN (1.5, 2)", "n % 2 = 0", "+i4 > 0",
     "extract(epoch from ts - ts) = 0", "date_part('day', iv) < 0",
+    "CASE WHEN b THEN n ELSE 0 END > 0", "COALESCE(n, 0) * 3 > 100",
 ])
 def test_engine_evaluates(where):
     plan = explain(where)
@@ -279,7 +289,7 @@ def test_engine_evaluates(where):
     "date_trunc('day', tstz) > '2000-01-01'", "d < tstz", "ts < tstz", "tstz > '2000-01-01'::date",
     "iv * 2 > interval '1 day'", "date_trunc('day', iv) > '1 day'", "extract(julian from ts) > 0",
     "extract(week from iv) > 0",
-    "n::float8 > 0", "f8::numeric > 0", "CASE WHEN b THEN n ELSE 0 END > 0",
+    "n::float8 > 0", "f8::numeric > 0", "CASE WHEN b THEN 1.5 ELSE n * n END > 0",
     "n NOT IN (" + ",".join(str(k) for k in range(40)) + ")",
     # an unsupported type (bpchar), a volatile function, a non-C collation
     "t::bpchar = 'a'", "i4 > random()", "t > 'a' COLLATE \"und-x-icu\"",
