@@ -12,9 +12,10 @@
  * AND/OR/NOT, NullTest, BooleanTest, IN lists
  * (ScalarArrayOpExpr ... = ANY (const array)), CASE, COALESCE, NULLIF and
  * RelabelType.  Anything else (Params, volatile or unknown functions,
- * other types, interval constants, numerics beyond 38 digits, LIKE with
- * '_' or an inner '%') is "not compilable": the caller keeps it in
- * PostgreSQL.  A program is never an approximation: every opcode computes
+ * other types, numerics beyond 38 digits, LIKE with '_' or an inner '%',
+ * whatever needs the session's time zone) is "not compilable": the caller
+ * keeps it in PostgreSQL.  doc/engine.md ("What the engine evaluates")
+ * lists what compiles, type by type.  A program is never an approximation: every opcode computes
  * exactly what PostgreSQL's function does (the oracle tests of src/xpu).
  *
  * Evaluation order follows PostgreSQL's: AND and OR evaluate their
@@ -43,6 +44,7 @@
 #include "catalog/pg_type.h"
 #include "mb/pg_wchar.h"
 #include "miscadmin.h"
+#include "nodes/makefuncs.h"
 #include "nodes/nodeFuncs.h"
 #include "optimizer/optimizer.h"
 #include "utils/array.h"
@@ -52,6 +54,7 @@
 #include "utils/numeric.h"
 #include "utils/pg_locale.h"
 #include "utils/syscache.h"
+#include "utils/timestamp.h"
 
 #include "engine/codegen.h"
 #include "xpu/xpu_half.h"
@@ -68,6 +71,10 @@
 #define CGF_NS_MAX	0x20		/* numeric result scale: max of the args */
 #define CGF_NS_SUM	0x40		/* numeric result scale: sum of the args */
 #define CGF_NS_ARG	0x80		/* numeric result scale: the argument's */
+#define CGF_NS_FIELD 0x100		/* numeric result scale: extract()'s field's */
+#define CGF_DATE_TS	0x200		/* arg 0 (date) converted by DATE_TO_TS */
+#define CGF_IV_US	0x400		/* arg 1: an interval constant of no days
+								 * or months (timestamptz arithmetic) */
 
 /* how deep codegen_qual_program nests the masks of a qual's conjuncts */
 #define CG_QUAL_NEST	16
@@ -80,7 +87,7 @@ typedef struct CgFunc
 	uint8		arg[3];			/* XpuType of each SQL argument */
 	uint8		opnd;			/* args widened to this type, NONE: as is */
 	uint8		result;			/* XpuType of the result */
-	uint8		flags;
+	uint16		flags;
 } CgFunc;
 
 #define T(x)	XPU_T_##x
@@ -90,6 +97,11 @@ typedef struct CgFunc
 	F2(F_##P##EQ, EQ_##S, A, B, W, BOOL, 0), F2(F_##P##NE, NE_##S, A, B, W, BOOL, 0), \
 	F2(F_##P##LT, LT_##S, A, B, W, BOOL, 0), F2(F_##P##LE, LE_##S, A, B, W, BOOL, 0), \
 	F2(F_##P##GT, GT_##S, A, B, W, BOOL, 0), F2(F_##P##GE, GE_##S, A, B, W, BOOL, 0)
+/* cross-type comparisons: F_<P>EQ<Q> etc. */
+#define CMP6X(P, Q, A, B, W, S) \
+	F2(F_##P##EQ##Q, EQ_##S, A, B, W, BOOL, 0), F2(F_##P##NE##Q, NE_##S, A, B, W, BOOL, 0), \
+	F2(F_##P##LT##Q, LT_##S, A, B, W, BOOL, 0), F2(F_##P##LE##Q, LE_##S, A, B, W, BOOL, 0), \
+	F2(F_##P##GT##Q, GT_##S, A, B, W, BOOL, 0), F2(F_##P##GE##Q, GE_##S, A, B, W, BOOL, 0)
 #define ARITH4(P, A, B, W, S) \
 	F2(F_##P##PL, ADD_##S, A, B, W, W, 0), F2(F_##P##MI, SUB_##S, A, B, W, W, 0), \
 	F2(F_##P##MUL, MUL_##S, A, B, W, W, 0), F2(F_##P##DIV, DIV_##S, A, B, W, W, 0)
@@ -105,6 +117,9 @@ static const CgFunc cg_funcs[] = {
 	CMP6(TIMESTAMP_, TIMESTAMP, TIMESTAMP, NONE, INT),
 	CMP6(TIMESTAMPTZ_, TIMESTAMPTZ, TIMESTAMPTZ, NONE, INT),
 	CMP6(INTERVAL_, INTERVAL, INTERVAL, NONE, IV),
+	/* date against timestamp: the date as a timestamp (DATE_CMP_TS) */
+	CMP6X(DATE_, _TIMESTAMP, DATE, TIMESTAMP, TIMESTAMP, INT),
+	CMP6X(TIMESTAMP_, _DATE, TIMESTAMP, DATE, TIMESTAMP, INT),
 	/* float comparisons: float4 against float8 compares as float8 */
 	CMP6(FLOAT4, FLOAT4, FLOAT4, NONE, F4), CMP6(FLOAT48, FLOAT4, FLOAT8, FLOAT8, F8),
 	CMP6(FLOAT84, FLOAT8, FLOAT4, FLOAT8, F8), CMP6(FLOAT8, FLOAT8, FLOAT8, NONE, F8),
@@ -126,6 +141,8 @@ static const CgFunc cg_funcs[] = {
 	F1(F_INT2ABS, ABS_I2, INT2, NONE, INT2, 0), F1(F_ABS_INT2, ABS_I2, INT2, NONE, INT2, 0),
 	F1(F_INT4ABS, ABS_I4, INT4, NONE, INT4, 0), F1(F_ABS_INT4, ABS_I4, INT4, NONE, INT4, 0),
 	F1(F_INT8ABS, ABS_I8, INT8, NONE, INT8, 0), F1(F_ABS_INT8, ABS_I8, INT8, NONE, INT8, 0),
+	F1(F_INT2UP, MOVE, INT2, NONE, INT2, 0), F1(F_INT4UP, MOVE, INT4, NONE, INT4, 0),
+	F1(F_INT8UP, MOVE, INT8, NONE, INT8, 0),
 	/* float arithmetic */
 	ARITH4(FLOAT4, FLOAT4, FLOAT4, FLOAT4, F4), ARITH4(FLOAT48, FLOAT4, FLOAT8, FLOAT8, F8),
 	ARITH4(FLOAT84, FLOAT8, FLOAT4, FLOAT8, F8), ARITH4(FLOAT8, FLOAT8, FLOAT8, FLOAT8, F8),
@@ -135,14 +152,18 @@ static const CgFunc cg_funcs[] = {
 	F1(F_ABS_FLOAT4, ABS_F4, FLOAT4, NONE, FLOAT4, 0),
 	F1(F_FLOAT8ABS, ABS_F8, FLOAT8, NONE, FLOAT8, 0),
 	F1(F_ABS_FLOAT8, ABS_F8, FLOAT8, NONE, FLOAT8, 0),
-	/* numeric (no division: not in the engine) */
+	F1(F_FLOAT4UP, MOVE, FLOAT4, NONE, FLOAT4, 0), F1(F_FLOAT8UP, MOVE, FLOAT8, NONE, FLOAT8, 0),
+	/* numeric (no division: its result scale depends on the values) */
+	F2(F_NUMERIC_MOD, MOD_NUM, NUMERIC, NUMERIC, NONE, NUMERIC, CGF_NS_MAX),
+	F2(F_MOD_NUMERIC_NUMERIC, MOD_NUM, NUMERIC, NUMERIC, NONE, NUMERIC, CGF_NS_MAX),
+	F1(F_NUMERIC_UPLUS, MOVE, NUMERIC, NONE, NUMERIC, CGF_NS_ARG),
 	F2(F_NUMERIC_ADD, ADD_NUM, NUMERIC, NUMERIC, NONE, NUMERIC, CGF_NS_MAX),
 	F2(F_NUMERIC_SUB, SUB_NUM, NUMERIC, NUMERIC, NONE, NUMERIC, CGF_NS_MAX),
 	F2(F_NUMERIC_MUL, MUL_NUM, NUMERIC, NUMERIC, NONE, NUMERIC, CGF_NS_SUM),
 	F1(F_NUMERIC_UMINUS, NEG_NUM, NUMERIC, NONE, NUMERIC, CGF_NS_ARG),
 	F1(F_NUMERIC_ABS, ABS_NUM, NUMERIC, NONE, NUMERIC, CGF_NS_ARG),
 	F1(F_ABS_NUMERIC, ABS_NUM, NUMERIC, NONE, NUMERIC, CGF_NS_ARG),
-	/* casts among integers, floats and numeric */
+	/* casts among bool, integers, floats and numeric */
 	F1(F_INT4_INT2, I2_TO_I4, INT2, NONE, INT4, 0), F1(F_INT8_INT2, I2_TO_I8, INT2, NONE, INT8, 0),
 	F1(F_INT2_INT4, I4_TO_I2, INT4, NONE, INT2, 0), F1(F_INT8_INT4, I4_TO_I8, INT4, NONE, INT8, 0),
 	F1(F_INT2_INT8, I8_TO_I2, INT8, NONE, INT2, 0), F1(F_INT4_INT8, I8_TO_I4, INT8, NONE, INT4, 0),
@@ -160,6 +181,8 @@ static const CgFunc cg_funcs[] = {
 	F1(F_NUMERIC_INT2, I8_TO_NUM, INT2, INT8, NUMERIC, 0),
 	F1(F_NUMERIC_INT4, I8_TO_NUM, INT4, INT8, NUMERIC, 0),
 	F1(F_NUMERIC_INT8, I8_TO_NUM, INT8, NONE, NUMERIC, 0),
+	F1(F_INT4_BOOL, BOOL_TO_I4, BOOL, NONE, INT4, 0),
+	F1(F_BOOL_INT4, I4_TO_BOOL, INT4, NONE, BOOL, 0),
 	F1(F_INT2_NUMERIC, NUM_TO_I2, NUMERIC, NONE, INT2, 0),
 	F1(F_INT4_NUMERIC, NUM_TO_I4, NUMERIC, NONE, INT4, 0),
 	F1(F_INT8_NUMERIC, NUM_TO_I8, NUMERIC, NONE, INT8, 0),
@@ -192,6 +215,25 @@ static const CgFunc cg_funcs[] = {
 	F2(F_TIMESTAMP_PL_INTERVAL, TS_PL_IV, TIMESTAMP, INTERVAL, NONE, TIMESTAMP, 0),
 	F2(F_TIMESTAMP_MI_INTERVAL, TS_MI_IV, TIMESTAMP, INTERVAL, NONE, TIMESTAMP, 0),
 	F2(F_TIMESTAMP_MI, TS_MI_TS, TIMESTAMP, TIMESTAMP, NONE, INTERVAL, 0),
+	F2(F_EXTRACT_TEXT_TIMESTAMP, EXTRACT_TS, TEXT, TIMESTAMP, NONE, NUMERIC,
+	   CGF_FIELD | CGF_NS_FIELD),
+	F2(F_EXTRACT_TEXT_DATE, EXTRACT_DATE, TEXT, DATE, NONE, NUMERIC, CGF_FIELD | CGF_NS_FIELD),
+	/* date +/- interval: date2timestamp, then timestamp's */
+	F2(F_DATE_PL_INTERVAL, TS_PL_IV, DATE, INTERVAL, NONE, TIMESTAMP, CGF_DATE_TS),
+	F2(F_DATE_MI_INTERVAL, TS_MI_IV, DATE, INTERVAL, NONE, TIMESTAMP, CGF_DATE_TS),
+	/* timestamptz: what needs no time zone */
+	F2(F_TIMESTAMPTZ_MI, TSTZ_MI_TSTZ, TIMESTAMPTZ, TIMESTAMPTZ, NONE, INTERVAL, 0),
+	F2(F_TIMESTAMPTZ_PL_INTERVAL, TSTZ_PL_IV, TIMESTAMPTZ, INTERVAL, NONE, TIMESTAMPTZ,
+	   CGF_IV_US),
+	F2(F_TIMESTAMPTZ_MI_INTERVAL, TSTZ_MI_IV, TIMESTAMPTZ, INTERVAL, NONE, TIMESTAMPTZ,
+	   CGF_IV_US),
+	/* interval */
+	F2(F_INTERVAL_PL, ADD_IV, INTERVAL, INTERVAL, NONE, INTERVAL, 0),
+	F2(F_INTERVAL_MI, SUB_IV, INTERVAL, INTERVAL, NONE, INTERVAL, 0),
+	F1(F_INTERVAL_UM, NEG_IV, INTERVAL, NONE, INTERVAL, 0),
+	F2(F_DATE_PART_TEXT_INTERVAL, DATE_PART_IV, TEXT, INTERVAL, NONE, FLOAT8, CGF_FIELD),
+	F2(F_EXTRACT_TEXT_INTERVAL, EXTRACT_IV, TEXT, INTERVAL, NONE, NUMERIC,
+	   CGF_FIELD | CGF_NS_FIELD),
 };
 
 /*
@@ -273,6 +315,7 @@ typedef struct Cg
 	int			var_reg[XPU_MAX_REGS];
 	int			nvars;
 	int			case_reg;		/* the CASE's test value (CaseTestExpr) */
+	bool		in_qual;		/* compiling quals: only values matter */
 	Oid			float2_oid;		/* pg_warp's float2 type, if this database has it */
 	bool		failed;
 } Cg;
@@ -360,7 +403,10 @@ cg_const_reg(Cg *cg, XpuOpcode op, XpuType type, int scale, int32 imm)
 	return r;
 }
 
-/* reg converted to type 'to' without loss (int widening, float widening) */
+/*
+ * reg converted to type 'to' without loss (int widening, float widening), or
+ * for a comparison (date to timestamp: date_cmp_timestamp's order)
+ */
 static int
 cg_widen(Cg *cg, int reg, XpuType to)
 {
@@ -385,6 +431,8 @@ cg_widen(Cg *cg, int reg, XpuType to)
 		op = XPU_OP_F2_TO_F4;
 	else if (from == XPU_T_FLOAT2 && to == XPU_T_FLOAT8)
 		op = XPU_OP_F2_TO_F8;
+	else if (from == XPU_T_DATE && to == XPU_T_TIMESTAMP)
+		op = XPU_OP_DATE_CMP_TS;	/* only comparisons widen a date */
 	else
 		return -1;
 	r = cg_reg(cg, to, 0);
@@ -545,7 +593,17 @@ cg_const(Cg *cg, Const *c)
 				return cg_const_reg(cg, XPU_OP_CONST_TEXT, type, 0, off);
 			}
 		case XPU_T_INTERVAL:
-			return -1;			/* no interval constants in the engine */
+			{
+				Interval   *iv = DatumGetIntervalP(c->constvalue);
+				XpuInterval x;
+
+				memset(&x, 0, sizeof(x));
+				x.us = iv->time;
+				x.days = iv->day;
+				x.months = iv->month;
+				off = xpu_add_const(cg->b, &x, sizeof(x));
+				return cg_const_reg(cg, XPU_OP_CONST_IV, type, 0, off);
+			}
 		default:
 			{
 				int64		v = cg_int_datum(c->constvalue, c->consttype);
@@ -557,6 +615,17 @@ cg_const(Cg *cg, Const *c)
 }
 
 /* ---------------- functions and operators ---------------- */
+
+/* NOT of bool register r (-1 passes through) */
+static int
+cg_not(Cg *cg, int r)
+{
+	int			n = r < 0 ? -1 : cg_reg(cg, XPU_T_BOOL, 0);
+
+	if (n < 0 || !cg_emit(cg, XPU_OP_NOT, n, r, 0, 0, 0))
+		return -1;
+	return n;
+}
 
 /* the table entry of function fn, or NULL */
 static const CgFunc *
@@ -661,14 +730,14 @@ cg_like(Cg *cg, int reg, Expr *pattern)
 	return r;
 }
 
-/* the XpuDateField of a date_part/date_trunc field constant, or 0 */
+/*
+ * The XpuDateField of a date_part/extract/date_trunc field constant that
+ * op takes (xpu_date_field_ok), or 0: the field stays in PostgreSQL
+ * (another spelling, a field the engine does not compute, or an error).
+ */
 static int
 cg_date_field(Expr *e, XpuOpcode op)
 {
-	static const char *const names[] = {
-		"", "year", "quarter", "month", "week", "day", "hour", "minute",
-		"second", "dow", "doy", "epoch"
-	};
 	Const	   *c = (Const *) e;
 	char	   *s;
 
@@ -677,21 +746,35 @@ cg_date_field(Expr *e, XpuOpcode op)
 	s = TextDatumGetCString(c->constvalue);
 	for (int f = XPU_DF_YEAR; f < XPU_DF_N_FIELDS; f++)
 	{
-		if (pg_strcasecmp(s, names[f]) != 0)
-			continue;
-		if (op == XPU_OP_DATE_PART_TS ? f == XPU_DF_WEEK : f > XPU_DF_SECOND)
-			return 0;
-		return f;
+		if (pg_strcasecmp(s, xpu_date_field_name(f)) == 0)
+			return xpu_date_field_ok(op, f) ? f : 0;
 	}
 	return 0;
 }
 
+/* is e an interval constant of microseconds only (no days, no months) */
+static bool
+cg_iv_us_only(Expr *e)
+{
+	Const	   *c = (Const *) e;
+	Interval   *iv;
+
+	if (!IsA(e, Const) || c->consttype != INTERVALOID)
+		return false;
+	if (c->constisnull)
+		return true;
+	iv = DatumGetIntervalP(c->constvalue);
+	return iv->month == 0 && iv->day == 0;
+}
+
 /* the numeric scale of a function's result */
 static int
-cg_result_scale(const CgFunc *f, const int *regs, const Cg *cg)
+cg_result_scale(const CgFunc *f, const int *regs, const Cg *cg, int imm)
 {
 	if (f->result != XPU_T_NUMERIC)
 		return 0;
+	if (f->flags & CGF_NS_FIELD)
+		return f->op == XPU_OP_EXTRACT_DATE ? 0 : xpu_extract_scale(imm);
 	if (f->flags & CGF_NS_MAX)
 		return Max(cg->rscale[regs[0]], cg->rscale[regs[1]]);
 	if (f->flags & CGF_NS_SUM)
@@ -711,7 +794,8 @@ cg_call(Cg *cg, Oid fn, List *args, Oid collid)
 				first = 0,
 				r;
 
-	if (f == NULL || list_length(args) != f->nargs || !cg_collation_ok(f->flags, collid))
+	if (f == NULL || list_length(args) != f->nargs || !cg_collation_ok(f->flags, collid) ||
+		((f->flags & CGF_IV_US) && !cg_iv_us_only(lsecond(args))))
 		return -1;
 	if (f->flags & CGF_FIELD)
 	{
@@ -729,23 +813,23 @@ cg_call(Cg *cg, Oid fn, List *args, Oid collid)
 		if (regs[i - first] < 0)
 			return -1;
 	}
+	if (f->flags & CGF_DATE_TS)
+	{
+		/* date2timestamp, with its error for dates beyond timestamps */
+		r = cg_reg(cg, XPU_T_TIMESTAMP, 0);
+		if (r < 0 || !cg_emit(cg, XPU_OP_DATE_TO_TS, r, regs[0], 0, 0, 0))
+			return -1;
+		regs[0] = r;
+	}
 	if (f->flags & CGF_LIKE)
 		r = cg_like(cg, regs[0], lsecond(args));
 	else
 	{
-		r = cg_reg(cg, (XpuType) f->result, cg_result_scale(f, regs, cg));
+		r = cg_reg(cg, (XpuType) f->result, cg_result_scale(f, regs, cg, imm));
 		if (r < 0 || !cg_emit(cg, f->op, r, regs[0], regs[1], regs[2], imm))
 			return -1;
 	}
-	if (r >= 0 && (f->flags & CGF_NEGATE))
-	{
-		int			n = cg_reg(cg, XPU_T_BOOL, 0);
-
-		if (n < 0 || !cg_emit(cg, XPU_OP_NOT, n, r, 0, 0, 0))
-			return -1;
-		r = n;
-	}
-	return r;
+	return (f->flags & CGF_NEGATE) ? cg_not(cg, r) : r;
 }
 
 /* ---------------- boolean logic and conditionals ---------------- */
@@ -812,17 +896,112 @@ cg_bool(Cg *cg, BoolExpr *b)
 	return r;
 }
 
-/* res := value of e (NULL: a NULL) for the active rows */
-static bool
-cg_assign(Cg *cg, int res, Expr *e)
+/*
+ * The result of a CASE or COALESCE.  Of a numeric result PostgreSQL keeps
+ * each value's own scale, which a register cannot; where only the value
+ * matters (in a qual: comparisons, arithmetic, casts to integers see values
+ * alone) the branches compile at one scale, the largest one cg_peek_scale
+ * sees, each value rescaled upwards (exactly; a value beyond 38 digits
+ * falls back), and a branch of a larger scale refuses the compilation.
+ * The register of a numeric result is made at its first value: rows that
+ * took an earlier NULL branch keep the NULL every register starts with.
+ */
+typedef struct CgMerge
 {
-	int			v = e ? cg_expr(cg, e) : -1;
+	int			reg;			/* the result; -1 until made (numeric) */
+	XpuType		type;
+	int			scale;			/* numeric: the result's scale, -1: unknown */
+} CgMerge;
 
-	if (e == NULL)
-		v = cg_const_reg(cg, XPU_OP_CONST_NULL, (XpuType) cg->rtype[res], cg->rscale[res], 0);
-	if (v < 0 || cg->rtype[v] != cg->rtype[res] || cg->rscale[v] != cg->rscale[res])
+/* the scale a numeric column or constant e has, or -1 */
+static int
+cg_peek_scale(Cg *cg, Expr *e)
+{
+	__int128	v;
+	int			scale, r;
+
+	while (e != NULL && IsA(e, RelabelType))
+		e = ((RelabelType *) e)->arg;
+	if (e != NULL && IsA(e, Const) && ((Const *) e)->consttype == NUMERICOID &&
+		!((Const *) e)->constisnull &&
+		cg_numeric_value(((Const *) e)->constvalue, &v, &scale))
+		return scale;
+	if (e != NULL && IsA(e, Var) && (r = cg_var(cg, (Var *) e)) >= 0 &&
+		cg->rtype[r] == XPU_T_NUMERIC)
+		return cg->rscale[r];
+	return -1;
+}
+
+/* start the result m of type typid whose values are the exprs (NULL: none) */
+static bool
+cg_merge_init(Cg *cg, CgMerge *m, Oid typid, List *exprs)
+{
+	ListCell   *lc;
+
+	m->type = cg_type(cg, typid);
+	m->reg = -1;
+	m->scale = -1;
+	if (m->type == XPU_T_NONE)
 		return false;
-	return cg_emit(cg, XPU_OP_MOVE, res, v, 0, 0, 0);
+	if (m->type != XPU_T_NUMERIC)
+		return (m->reg = cg_reg(cg, m->type, 0)) >= 0;
+	if (!cg->in_qual)
+		return false;			/* a result's scale would differ */
+	foreach(lc, exprs)
+		m->scale = Max(m->scale, cg_peek_scale(cg, lfirst(lc)));
+	return true;
+}
+
+/* the register of m, made now if no value made it (scale 0 if unknown) */
+static int
+cg_merge_reg(Cg *cg, CgMerge *m, int scale)
+{
+	if (m->reg < 0)
+	{
+		m->scale = Max(m->scale, scale);
+		m->reg = cg_reg(cg, m->type, m->scale);
+	}
+	return m->reg;
+}
+
+/* m := value of e (NULL: a NULL) for the active rows */
+static bool
+cg_assign(Cg *cg, CgMerge *m, Expr *e)
+{
+	int			v;
+
+	if (e == NULL || (IsA(e, Const) && ((Const *) e)->constisnull))
+	{
+		if (m->reg < 0)
+			return true;		/* the rows keep their NULL */
+		v = cg_const_reg(cg, XPU_OP_CONST_NULL, m->type, m->scale, 0);
+	}
+	else
+		v = cg_expr(cg, e);
+	if (v < 0 || cg->rtype[v] != m->type || cg_merge_reg(cg, m, cg->rscale[v]) < 0 ||
+		cg->rscale[v] > cg->rscale[m->reg])
+		return false;
+	if (cg->rscale[v] < cg->rscale[m->reg])
+	{
+		int			r = cg_reg(cg, m->type, m->scale);
+
+		if (r < 0 || !cg_emit(cg, XPU_OP_NUM_RESCALE, r, v, 0, 0, 0))
+			return false;
+		v = r;
+	}
+	return cg_emit(cg, XPU_OP_MOVE, m->reg, v, 0, 0, 0);
+}
+
+/* the THEN and ELSE expressions of a CASE */
+static List *
+cg_case_results(CaseExpr *c)
+{
+	List	   *l = list_make1(c->defresult);
+	ListCell   *lc;
+
+	foreach(lc, c->args)
+		l = lappend(l, ((CaseWhen *) lfirst(lc))->result);
+	return l;
 }
 
 /*
@@ -832,20 +1011,17 @@ cg_assign(Cg *cg, int res, Expr *e)
 static int
 cg_case(Cg *cg, CaseExpr *c)
 {
-	int			type = cg_type(cg, c->casetype),
-				res,
-				done,
+	CgMerge		m;
+	int			done,
 				saved = cg->case_reg;
 	ListCell   *lc;
 
-	/* numeric branches: PostgreSQL keeps each value's own scale */
-	if (type == XPU_T_NONE || type == XPU_T_NUMERIC)
+	if (!cg_merge_init(cg, &m, c->casetype, cg_case_results(c)))
 		return -1;
 	if (c->arg && (cg->case_reg = cg_expr(cg, c->arg)) < 0)
 		return -1;
-	res = cg_reg(cg, (XpuType) type, 0);
 	done = cg_const_reg(cg, XPU_OP_CONST_BOOL, XPU_T_BOOL, 0, 0);
-	if (res < 0 || done < 0)
+	if (done < 0)
 		return -1;
 	foreach(lc, c->args)
 	{
@@ -857,40 +1033,38 @@ cg_case(Cg *cg, CaseExpr *c)
 		cond = cg_expr(cg, w->expr);
 		if (cond < 0 || cg->rtype[cond] != XPU_T_BOOL ||
 			!cg_emit(cg, XPU_OP_MASK_PUSH_TRUE, 0, cond, 0, 0, 0) ||
-			!cg_assign(cg, res, w->result) ||
+			!cg_assign(cg, &m, w->result) ||
 			!cg_emit(cg, XPU_OP_CONST_BOOL, done, 0, 0, 0, 1) ||
 			!cg_emit(cg, XPU_OP_MASK_POP, 0, 0, 0, 0, 0) ||
 			!cg_emit(cg, XPU_OP_MASK_POP, 0, 0, 0, 0, 0))
 			return -1;
 	}
 	if (!cg_emit(cg, XPU_OP_MASK_PUSH_NOT_TRUE, 0, done, 0, 0, 0) ||
-		!cg_assign(cg, res, c->defresult) ||
+		!cg_assign(cg, &m, c->defresult) ||
 		!cg_emit(cg, XPU_OP_MASK_POP, 0, 0, 0, 0, 0))
 		return -1;
 	cg->case_reg = saved;
-	return res;
+	return cg_merge_reg(cg, &m, 0);
 }
 
 /* COALESCE: each further argument only where the result is still NULL */
 static int
 cg_coalesce(Cg *cg, CoalesceExpr *c)
 {
-	int			type = cg_type(cg, c->coalescetype),
-				res;
+	CgMerge		m;
 	ListCell   *lc;
 
-	if (type == XPU_T_NONE || type == XPU_T_NUMERIC ||
-		(res = cg_reg(cg, (XpuType) type, 0)) < 0 ||
-		!cg_assign(cg, res, linitial(c->args)))
+	if (!cg_merge_init(cg, &m, c->coalescetype, c->args) ||
+		!cg_assign(cg, &m, linitial(c->args)) || cg_merge_reg(cg, &m, 0) < 0)
 		return -1;
 	for_each_from(lc, c->args, 1)
 	{
-		if (!cg_emit(cg, XPU_OP_MASK_PUSH_NULL, 0, res, 0, 0, 0) ||
-			!cg_assign(cg, res, lfirst(lc)) ||
+		if (!cg_emit(cg, XPU_OP_MASK_PUSH_NULL, 0, m.reg, 0, 0, 0) ||
+			!cg_assign(cg, &m, lfirst(lc)) ||
 			!cg_emit(cg, XPU_OP_MASK_POP, 0, 0, 0, 0, 0))
 			return -1;
 	}
-	return res;
+	return m.reg;
 }
 
 /* NULLIF(a, b): a unless the equality operator says a = b */
@@ -960,9 +1134,82 @@ cmp_int64(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
+/* the equality entry of cg_funcs[] whose negation is the <> entry ne */
+static const CgFunc *
+cg_eq_of(const CgFunc *ne)
+{
+	XpuOpcode	eq = ne->op == XPU_OP_NE_INT ? XPU_OP_EQ_INT :
+		ne->op == XPU_OP_NE_F4 ? XPU_OP_EQ_F4 : ne->op == XPU_OP_NE_F8 ? XPU_OP_EQ_F8 :
+		ne->op == XPU_OP_NE_TEXT ? XPU_OP_EQ_TEXT : XPU_OP_MOVE;
+
+	for (int i = 0; eq != XPU_OP_MOVE && i < lengthof(cg_funcs); i++)
+	{
+		const CgFunc *f = &cg_funcs[i];
+
+		if (f->op == eq && f->arg[0] == ne->arg[0] && f->arg[1] == ne->arg[1] &&
+			f->opnd == ne->opnd && f->flags == ne->flags)
+			return f;
+	}
+	return NULL;
+}
+
+/* at most this many elements of an IN list compile one comparison each */
+#define CG_IN_EXPAND_MAX	32
+
+/*
+ * x op ANY / ALL (constant array) for any comparison f of the table: the
+ * comparisons with each element, combined with OR (ANY) or AND (ALL) in
+ * three-valued logic as ExecEvalScalarArrayOp does (an empty array is
+ * false for ANY and true for ALL, whatever x).  Comparisons raise no
+ * errors, so all of them run.
+ */
+static int
+cg_in_expand(Cg *cg, ScalarArrayOpExpr *s, const CgFunc *f)
+{
+	ArrayType  *arr = DatumGetArrayTypeP(((Const *) lsecond(s->args))->constvalue);
+	Oid			elemtype = ARR_ELEMTYPE(arr);
+	Datum	   *elems;
+	bool	   *nulls;
+	int16		elmlen;
+	bool		elmbyval;
+	char		elmalign;
+	int			n, x, acc = -1;
+
+	if (f->nargs != 2 || f->result != XPU_T_BOOL || (f->flags & ~CGF_EQ & ~CGF_ORDER) ||
+		cg_type(cg, elemtype) != f->arg[1])
+		return -1;
+	x = cg_expr(cg, linitial(s->args));
+	if (x < 0 || cg->rtype[x] != f->arg[0] || (x = cg_widen(cg, x, (XpuType) f->opnd)) < 0)
+		return -1;
+	get_typlenbyvalalign(elemtype, &elmlen, &elmbyval, &elmalign);
+	deconstruct_array(arr, elemtype, elmlen, elmbyval, elmalign, &elems, &nulls, &n);
+	if (n > CG_IN_EXPAND_MAX)
+		return -1;
+	if (n == 0)
+		return cg_const_reg(cg, XPU_OP_CONST_BOOL, XPU_T_BOOL, 0, s->useOr ? 0 : 1);
+	for (int i = 0; i < n; i++)
+	{
+		Const	   *e = makeConst(elemtype, -1, s->inputcollid, elmlen, elems[i],
+								  nulls[i], elmbyval);
+		int			v = cg_widen(cg, cg_const(cg, e), (XpuType) f->opnd);
+		int			r = v < 0 ? -1 : cg_reg(cg, XPU_T_BOOL, 0);
+
+		if (r < 0 || !cg_emit(cg, f->op, r, x, v, 0, 0))
+			return -1;
+		if (acc >= 0 && !cg_emit(cg, s->useOr ? XPU_OP_OR : XPU_OP_AND, acc, acc, r, 0, 0))
+			return -1;
+		if (acc < 0)
+			acc = r;
+	}
+	return acc;
+}
+
 /*
  * x IN (constants): x = ANY (const array) with an equality function of
- * the table; integers (sorted, binary search), floats and text.
+ * the table; integers (sorted, binary search), floats and text in one
+ * instruction, x NOT IN (...) (x <> ALL) as its negation; other
+ * comparisons and types, and date against timestamps, element by element
+ * (cg_in_expand).
  */
 static int
 cg_in_list(Cg *cg, ScalarArrayOpExpr *s)
@@ -978,12 +1225,22 @@ cg_in_list(Cg *cg, ScalarArrayOpExpr *s)
 	Oid			elemtype;
 	XpuOpcode	op;
 	int32		off;
+	bool		negate = false;
 
-	if (!s->useOr || f == NULL || !IsA(c, Const) || c->constisnull ||
-		!cg_collation_ok(f->flags, s->inputcollid) ||
-		(f->op != XPU_OP_EQ_INT && f->op != XPU_OP_EQ_F2 && f->op != XPU_OP_EQ_F4 &&
-		 f->op != XPU_OP_EQ_F8 && f->op != XPU_OP_EQ_TEXT))
+	if (f == NULL || !IsA(c, Const) || c->constisnull ||
+		!cg_collation_ok(f->flags, s->inputcollid))
 		return -1;
+	if (!s->useOr && cg_eq_of(f) != NULL)
+	{
+		f = cg_eq_of(f);
+		negate = true;
+	}
+	else if (!s->useOr)
+		return cg_in_expand(cg, s, f);
+	if ((f->op != XPU_OP_EQ_INT && f->op != XPU_OP_EQ_F2 && f->op != XPU_OP_EQ_F4 &&
+		 f->op != XPU_OP_EQ_F8 && f->op != XPU_OP_EQ_TEXT) ||
+		(f->arg[1] == XPU_T_DATE && f->opnd == XPU_T_TIMESTAMP))
+		return negate ? -1 : cg_in_expand(cg, s, f);
 	x = cg_expr(cg, linitial(s->args));
 	if (x < 0 || cg->rtype[x] != f->arg[0])
 		return -1;
@@ -996,6 +1253,8 @@ cg_in_list(Cg *cg, ScalarArrayOpExpr *s)
 	get_typlenbyvalalign(elemtype, &elmlen, &elmbyval, &elmalign);
 	deconstruct_array(DatumGetArrayTypeP(c->constvalue), elemtype, elmlen, elmbyval,
 					  elmalign, &elems, &nulls, &n);
+	if (n == 0)					/* false for ANY, true for ALL, even for NULL */
+		return cg_const_reg(cg, XPU_OP_CONST_BOOL, XPU_T_BOOL, 0, negate ? 1 : 0);
 	if (op == XPU_OP_IN_TEXT)
 	{
 		const char **strs = palloc(sizeof(char *) * Max(n, 1));
@@ -1048,7 +1307,7 @@ cg_in_list(Cg *cg, ScalarArrayOpExpr *s)
 	r = cg_reg(cg, XPU_T_BOOL, 0);
 	if (r < 0 || off < 0 || !cg_emit(cg, op, r, x, 0, 0, off))
 		return -1;
-	return r;
+	return negate ? cg_not(cg, r) : r;
 }
 
 /* ---------------- the walker ---------------- */
@@ -1155,6 +1414,7 @@ cg_quals(Cg *cg, List *quals)
 	 * from r0, which is false on every row that failed a conjunct).
 	 */
 	xpu_begin_stage(cg->b, XPU_STAGE_QUAL);
+	cg->in_qual = true;
 	foreach(lc, quals)
 	{
 		int			r;
@@ -1176,6 +1436,7 @@ cg_quals(Cg *cg, List *quals)
 	}
 	while (pushed > 0 && cg_emit(cg, XPU_OP_MASK_POP, 0, 0, 0, 0, 0))
 		pushed--;
+	cg->in_qual = false;
 	return !cg->failed;
 }
 

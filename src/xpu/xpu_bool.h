@@ -101,4 +101,8 @@ XPU_STEP(NULLIF)
 	}
 }
 
+/* bool::int4 (1 or 0) and int4::bool (true unless 0), as int4(bool), bool(int4) */
+XPU_STEP(BOOL_TO_I4) { XPU_SET_I(s, s->a->i != 0); }
+XPU_STEP(I4_TO_BOOL) { XPU_SET_I(s, s->a->i != 0); }
+
 #endif							/* XPU_BOOL_H */

@@ -50,11 +50,6 @@ static const char *const type_names[XPU_T_N_TYPES] = {
 	"date", "time", "timestamp", "timestamptz", "interval", "text", "float2"
 };
 
-static const char *const field_names[XPU_DF_N_FIELDS] = {
-	"?", "year", "quarter", "month", "week", "day", "hour", "minute",
-	"second", "dow", "doy", "epoch"
-};
-
 const char *
 xpu_opcode_name(int op)
 {
@@ -568,7 +563,8 @@ imm_ok(const XpuProgram *prog, const XpuInstr *in)
 		case XPU_OP_CONST_INT:
 		case XPU_OP_CONST_F4:
 		case XPU_OP_CONST_F8: return const_ok(prog, in->imm, 8);
-		case XPU_OP_CONST_NUM: return const_ok(prog, in->imm, 16);
+		case XPU_OP_CONST_NUM:
+		case XPU_OP_CONST_IV: return const_ok(prog, in->imm, 16);
 		case XPU_OP_CONST_TEXT:
 		case XPU_OP_LIKE_EXACT:
 		case XPU_OP_LIKE_PREFIX:
@@ -578,10 +574,11 @@ imm_ok(const XpuProgram *prog, const XpuInstr *in)
 		case XPU_OP_IN_F8:
 		case XPU_OP_IN_TEXT: return in_list_ok(prog, in);
 		case XPU_OP_DATE_PART_TS:
-			return in->imm >= XPU_DF_YEAR && in->imm < XPU_DF_N_FIELDS &&
-				in->imm != XPU_DF_WEEK;
 		case XPU_OP_DATE_TRUNC_TS:
-			return in->imm >= XPU_DF_YEAR && in->imm <= XPU_DF_SECOND;
+		case XPU_OP_EXTRACT_TS:
+		case XPU_OP_EXTRACT_DATE:
+		case XPU_OP_DATE_PART_IV:
+		case XPU_OP_EXTRACT_IV: return xpu_date_field_ok(in->op, in->imm);
 		default: return in->imm == 0;
 	}
 }
@@ -596,8 +593,12 @@ scale_ok(const XpuProgram *prog, const XpuInstr *in)
 	switch (in->op)
 	{
 		case XPU_OP_ADD_NUM:
-		case XPU_OP_SUB_NUM: return sd == (sa > sb ? sa : sb);
+		case XPU_OP_SUB_NUM:
+		case XPU_OP_MOD_NUM: return sd == (sa > sb ? sa : sb);
 		case XPU_OP_MUL_NUM: return sd == sa + sb;
+		case XPU_OP_EXTRACT_TS:
+		case XPU_OP_EXTRACT_IV: return sd == xpu_extract_scale(in->imm);
+		case XPU_OP_EXTRACT_DATE: return sd == 0;
 		default: return 1;
 	}
 }
@@ -767,6 +768,16 @@ out_in_list(Out *o, const XpuProgram *prog, const XpuInstr *in)
 	out(o, "%s)", h.has_null ? (h.n ? ", NULL" : "NULL") : "");
 }
 
+/* an interval constant, as '<months> mons <days> days <us> us' */
+static void
+out_interval(Out *o, const char *p)
+{
+	XpuInterval iv;
+
+	memcpy(&iv, p, sizeof(iv));
+	out(o, "'%d mons %d days %lld us'", (int) iv.months, (int) iv.days, (long long) iv.us);
+}
+
 /* the readable form of an instruction's immediate ($k) */
 static void
 out_imm(Out *o, const XpuProgram *prog, const XpuInstr *in)
@@ -795,7 +806,12 @@ out_imm(Out *o, const XpuProgram *prog, const XpuInstr *in)
 		case XPU_OP_IN_F8:
 		case XPU_OP_IN_TEXT: out_in_list(o, prog, in); break;
 		case XPU_OP_DATE_PART_TS:
-		case XPU_OP_DATE_TRUNC_TS: out(o, "'%s'", field_names[in->imm]); break;
+		case XPU_OP_DATE_TRUNC_TS:
+		case XPU_OP_EXTRACT_TS:
+		case XPU_OP_EXTRACT_DATE:
+		case XPU_OP_DATE_PART_IV:
+		case XPU_OP_EXTRACT_IV: out(o, "'%s'", xpu_date_field_name(in->imm)); break;
+		case XPU_OP_CONST_IV: out_interval(o, p); break;
 		default: out_text(o, prog, in->imm); break;
 	}
 }

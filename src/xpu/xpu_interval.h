@@ -13,7 +13,11 @@
  * timestamp - timestamp gives microseconds justified into days
  * (interval_justify_hours) and raises 22008 "cannot subtract infinite
  * timestamps"; like PostgreSQL 15 it does not check the int64 difference
- * (it wraps where PostgreSQL's does).
+ * (it wraps where PostgreSQL's does).  timestamptz - timestamptz is the
+ * same; timestamptz +/- interval only for intervals of microseconds (the
+ * rest needs the session's time zone).  Interval constants are
+ * PostgreSQL's Interval bytes; interval + - interval and unary - check
+ * each field for overflow (22008 "interval out of range").
  *
  *-------------------------------------------------------------------------
  */
@@ -122,7 +126,9 @@ xpu_ts_iv(XpuCtx *s, int sign)
 XPU_STEP(TS_PL_IV) { xpu_ts_iv(s, 1); }
 XPU_STEP(TS_MI_IV) { xpu_ts_iv(s, -1); }
 
-XPU_STEP(TS_MI_TS)
+/* timestamp - timestamp (timestamp_mi; timestamptz_mi is the same) */
+XPU_HOST_DEVICE void
+xpu_ts_mi(XpuCtx *s)
 {
 	int64_t		us, days;
 
@@ -147,6 +153,154 @@ XPU_STEP(TS_MI_TS)
 	s->d->iv.months = 0;
 	s->d->iv.days = (int32_t) days;
 	s->d->iv.us = us;
+	*s->dn = 0;
+}
+
+XPU_STEP(TS_MI_TS) { xpu_ts_mi(s); }
+XPU_STEP(TSTZ_MI_TSTZ) { xpu_ts_mi(s); }
+
+/*
+ * timestamptz +/- interval: months and days are added in the session's
+ * time zone, which the engine does not have, so a row with either falls
+ * back (codegen compiles only constants without them); the microseconds
+ * add as for timestamp.
+ */
+XPU_HOST_DEVICE void
+xpu_tstz_iv(XpuCtx *s, int sign)
+{
+	if (xpu_ts_finite(s->a->i) && (s->b->iv.months != 0 || s->b->iv.days != 0))
+		XPU_STEP_FAIL(s, XPU_ERR_FALLBACK, "timestamptz +/- interval of days or months");
+	else
+		xpu_ts_iv(s, sign);
+}
+
+XPU_STEP(TSTZ_PL_IV) { xpu_tstz_iv(s, 1); }
+XPU_STEP(TSTZ_MI_IV) { xpu_tstz_iv(s, -1); }
+
+/* an interval constant: PostgreSQL's Interval, the same 16 bytes */
+XPU_STEP(CONST_IV)
+{
+	const char *p = xpu_const_ptr(s);
+
+	s->d->iv = *(const XpuInterval *) p;
+	*s->dn = 0;
+}
+
+#define XPU_IV_ERROR(s)	\
+	XPU_STEP_FAIL(s, XPU_ERR_DATETIME_OUT_OF_RANGE, "interval out of range")
+
+/*
+ * interval_pl / interval_mi: each field separately, 22008 "interval out
+ * of range" where one overflows (PostgreSQL 15 does not justify).
+ */
+XPU_HOST_DEVICE void
+xpu_iv_add(XpuCtx *s, int sign)
+{
+	const XpuInterval *a = &s->a->iv, *b = &s->b->iv;
+	int64_t		months = (int64_t) a->months + sign * (int64_t) b->months;
+	int64_t		days = (int64_t) a->days + sign * (int64_t) b->days;
+	__int128	us = (__int128) a->us + sign * (__int128) b->us;
+
+	if (months < INT32_MIN || months > INT32_MAX || days < INT32_MIN || days > INT32_MAX ||
+		us < INT64_MIN || us > INT64_MAX)
+	{
+		XPU_IV_ERROR(s);
+		return;
+	}
+	s->d->iv.months = (int32_t) months;
+	s->d->iv.days = (int32_t) days;
+	s->d->iv.us = (int64_t) us;
+	*s->dn = 0;
+}
+
+XPU_STEP(ADD_IV) { xpu_iv_add(s, 1); }
+XPU_STEP(SUB_IV) { xpu_iv_add(s, -1); }
+
+/* interval_um: an error only for a field at its minimum */
+XPU_STEP(NEG_IV)
+{
+	const XpuInterval *a = &s->a->iv;
+
+	if (a->us == INT64_MIN || a->days == INT32_MIN || a->months == INT32_MIN)
+	{
+		XPU_IV_ERROR(s);
+		return;
+	}
+	s->d->iv.months = -a->months;
+	s->d->iv.days = -a->days;
+	s->d->iv.us = -a->us;
+	*s->dn = 0;
+}
+
+/*
+ * Field f of an interval as interval2itm (PostgreSQL 15) splits it: years
+ * and months of the months, the days, and int64 hours, minutes and the
+ * microseconds of the minute of the microseconds (each with the sign of
+ * its part).  SECOND and MILLISECONDS give the microseconds of the minute,
+ * as xpu_field_int does.
+ */
+XPU_HOST_DEVICE int64_t
+xpu_iv_field(const XpuInterval *iv, int f)
+{
+	int64_t		hours = iv->us / (3600 * XPU_USECS_PER_SEC);
+	int64_t		rest = iv->us - hours * (3600 * XPU_USECS_PER_SEC);
+	int64_t		years = iv->months / 12;
+
+	switch (f)
+	{
+		case XPU_DF_MINUTE: return rest / (60 * XPU_USECS_PER_SEC);
+		case XPU_DF_HOUR: return hours;
+		case XPU_DF_DAY: return iv->days;
+		case XPU_DF_MONTH: return iv->months % 12;
+		case XPU_DF_QUARTER: return iv->months % 12 / 3 + 1;
+		case XPU_DF_YEAR: return years;
+		case XPU_DF_DECADE: return years / 10;
+		case XPU_DF_CENTURY: return years / 100;
+		case XPU_DF_MILLENNIUM: return years / 1000;
+		default: return rest % (60 * XPU_USECS_PER_SEC);	/* [MICRO|MILLI]SECONDS */
+	}
+}
+
+/* the seconds of an interval's months and days, as interval_part counts them */
+XPU_HOST_DEVICE int64_t
+xpu_iv_epoch_secs(const XpuInterval *iv)
+{
+	return INT64_C(31557600) * (iv->months / 12) + INT64_C(2592000) * (iv->months % 12) +
+		INT64_C(86400) * iv->days;
+}
+
+XPU_STEP(DATE_PART_IV)
+{
+	const XpuInterval *iv = &s->a->iv;
+	int			f = s->ins->imm;
+	int64_t		v = xpu_iv_field(iv, f);
+	double		r = (double) v;
+
+	if (f == XPU_DF_EPOCH)
+	{
+		r = (double) iv->us / 1000000.0;
+		r += (365.25 * 86400.0) * (double) (iv->months / 12);
+		r += (30.0 * 86400.0) * (double) (iv->months % 12);
+		r += 86400.0 * (double) iv->days;
+	}
+	else if (f == XPU_DF_SECOND)
+		r = (double) (v / XPU_USECS_PER_SEC) + (double) (v % XPU_USECS_PER_SEC) / 1000000.0;
+	else if (f == XPU_DF_MILLISECONDS)
+		r = (double) (v / XPU_USECS_PER_SEC) * 1000.0 +
+			(double) (v % XPU_USECS_PER_SEC) / 1000.0;
+	s->d->f8 = r;
+	*s->dn = 0;
+}
+
+/* extract(f from interval): numeric at xpu_extract_scale(f), always exact */
+XPU_STEP(EXTRACT_IV)
+{
+	const XpuInterval *iv = &s->a->iv;
+
+	if (s->ins->imm == XPU_DF_EPOCH)
+		s->d->n = (__int128) xpu_iv_epoch_secs(iv) * 1000000 + iv->us;
+	else
+		s->d->n = xpu_iv_field(iv, s->ins->imm);
 	*s->dn = 0;
 }
 

@@ -6,7 +6,7 @@
  *
  * A numeric register holds an int128 v meaning v / 10^scale, scale being
  * the register's (XpuReg.scale, 0..38), and |v| <= 10^38 - 1.  Codegen
- * gives ADD/SUB a destination scale max(scale a, scale b) and MUL the sum
+ * gives ADD/SUB/MOD a destination scale max(scale a, scale b) and MUL the sum
  * of the scales: these are PostgreSQL's result scales, so results are
  * exact.  A result that leaves the 38-digit range is not an error but a
  * FALLBACK: PostgreSQL re-evaluates those rows (its numeric has no such
@@ -140,6 +140,27 @@ XPU_STEP(MUL_NUM)
 		XPU_NUM_FALLBACK(s);
 	else
 		xpu_num_set(s, a * b);
+}
+
+/*
+ * numeric_mod: a - b * trunc(a / b) at the larger scale (C's remainder of
+ * the aligned values: the dividend's sign); b = 0 is 22012.  A divisor
+ * beyond the range once aligned exceeds |a|: the result is a.  A dividend
+ * beyond it falls back.
+ */
+XPU_STEP(MOD_NUM)
+{
+	int			sd = xpu_reg_scale(s->prog, s->ins->dst);
+	__int128	a, b;
+
+	if (s->b->n == 0)
+		XPU_STEP_FAIL(s, XPU_ERR_DIVISION_BY_ZERO, "division by zero");
+	else if (xpu_num_upscale(s->a->n, sd - xpu_reg_scale(s->prog, s->ins->a), &a))
+		XPU_NUM_FALLBACK(s);
+	else if (xpu_num_upscale(s->b->n, sd - xpu_reg_scale(s->prog, s->ins->b), &b))
+		xpu_num_set(s, a);
+	else
+		xpu_num_set(s, a % b);
 }
 
 XPU_STEP(NEG_NUM) { xpu_num_set(s, -s->a->n); }

@@ -24,7 +24,11 @@
  * Immediates (XpuInstr.imm): CONST_* / IN_* / LIKE_* take a byte offset
  * into the constants pool (CONST_F2: the half's 16 bits themselves);
  * LOAD_COL's imm is a column descriptor index;
- * DATE_PART_TS and DATE_TRUNC_TS take an XpuDateField; CONST_BOOL its value.
+ * DATE_PART_TS, DATE_TRUNC_TS, EXTRACT_TS, EXTRACT_DATE, DATE_PART_IV and
+ * EXTRACT_IV take an
+ * XpuDateField (xpu_date_field_ok says which each accepts; EXTRACT_*'s
+ * destination scale is xpu_extract_scale's); CONST_BOOL its value;
+ * CONST_IV an offset to an XpuInterval.
  *
  *-------------------------------------------------------------------------
  */
@@ -48,6 +52,7 @@
 	X(CONST_F8,   NS, 0, FLOAT8, NONE, NONE, NONE, "$d = $k") \
 	X(CONST_NUM,  NS, 0, NUMERIC, NONE, NONE, NONE, "$d = $k") \
 	X(CONST_TEXT, NS, 0, TEXT, NONE, NONE, NONE, "$d = $k") \
+	X(CONST_IV,   NS, 0, INTERVAL, NONE, NONE, NONE, "$d = $k") \
 	/* generic: moves, CASE / COALESCE / NULLIF merges, null tests */ \
 	X(MOVE,        NS, 1, ANY, DST, NONE, NONE, "$d = $a") \
 	X(SELECT,      NS, 3, ANY, BOOL, DST, DST, "$d = CASE WHEN $a THEN $b ELSE $c END") \
@@ -63,6 +68,8 @@
 	X(IS_NOT_TRUE,  NS, 1, BOOL, BOOL, NONE, NONE, "$d = $a IS NOT TRUE") \
 	X(IS_FALSE,     NS, 1, BOOL, BOOL, NONE, NONE, "$d = $a IS FALSE") \
 	X(IS_NOT_FALSE, NS, 1, BOOL, BOOL, NONE, NONE, "$d = $a IS NOT FALSE") \
+	X(BOOL_TO_I4,   VAL, 1, INT4, BOOL, NONE, NONE, "$d = $a::int4") \
+	X(I4_TO_BOOL,   VAL, 1, BOOL, INT4, NONE, NONE, "$d = $a::bool") \
 	/* comparisons of integer-like values of one type */ \
 	X(EQ_INT, VAL, 2, BOOL, INTLIKE, ARG1, NONE, "$d = $a = $b") \
 	X(NE_INT, VAL, 2, BOOL, INTLIKE, ARG1, NONE, "$d = $a <> $b") \
@@ -106,6 +113,7 @@
 	X(ADD_NUM, VAL, 2, NUMERIC, NUMERIC, NUMERIC, NONE, "$d = $a + $b") \
 	X(SUB_NUM, VAL, 2, NUMERIC, NUMERIC, NUMERIC, NONE, "$d = $a - $b") \
 	X(MUL_NUM, VAL, 2, NUMERIC, NUMERIC, NUMERIC, NONE, "$d = $a * $b") \
+	X(MOD_NUM, VAL, 2, NUMERIC, NUMERIC, NUMERIC, NONE, "$d = $a % $b") \
 	X(NEG_NUM, VAL, 1, NUMERIC, DST, NONE, NONE, "$d = -$a") \
 	X(ABS_NUM, VAL, 1, NUMERIC, DST, NONE, NONE, "$d = abs($a)") \
 	X(EQ_NUM,  VAL, 2, BOOL, NUMERIC, NUMERIC, NONE, "$d = $a = $b") \
@@ -142,6 +150,9 @@
 	X(TS_TO_DATE,  VAL, 1, DATE, TIMESTAMP, NONE, NONE, "$d = $a::date") \
 	X(DATE_PART_TS, VAL, 1, FLOAT8, TIMESTAMP, NONE, NONE, "$d = date_part($k, $a)") \
 	X(DATE_TRUNC_TS, VAL, 1, TIMESTAMP, TIMESTAMP, NONE, NONE, "$d = date_trunc($k, $a)") \
+	X(EXTRACT_TS, VAL, 1, NUMERIC, TIMESTAMP, NONE, NONE, "$d = extract($k from $a)") \
+	X(EXTRACT_DATE, VAL, 1, NUMERIC, DATE, NONE, NONE, "$d = extract($k from $a)") \
+	X(DATE_CMP_TS, VAL, 1, TIMESTAMP, DATE, NONE, NONE, "$d = $a::timestamp (to compare)") \
 	/* interval */ \
 	X(EQ_IV, VAL, 2, BOOL, INTERVAL, INTERVAL, NONE, "$d = $a = $b") \
 	X(NE_IV, VAL, 2, BOOL, INTERVAL, INTERVAL, NONE, "$d = $a <> $b") \
@@ -151,7 +162,15 @@
 	X(GE_IV, VAL, 2, BOOL, INTERVAL, INTERVAL, NONE, "$d = $a >= $b") \
 	X(TS_PL_IV, VAL, 2, TIMESTAMP, TIMESTAMP, INTERVAL, NONE, "$d = $a + $b") \
 	X(TS_MI_IV, VAL, 2, TIMESTAMP, TIMESTAMP, INTERVAL, NONE, "$d = $a - $b") \
-	X(TS_MI_TS, VAL, 2, INTERVAL, TIMESTAMP, TIMESTAMP, NONE, "$d = $a - $b")
+	X(TS_MI_TS, VAL, 2, INTERVAL, TIMESTAMP, TIMESTAMP, NONE, "$d = $a - $b") \
+	X(TSTZ_PL_IV, VAL, 2, TIMESTAMPTZ, TIMESTAMPTZ, INTERVAL, NONE, "$d = $a + $b") \
+	X(TSTZ_MI_IV, VAL, 2, TIMESTAMPTZ, TIMESTAMPTZ, INTERVAL, NONE, "$d = $a - $b") \
+	X(TSTZ_MI_TSTZ, VAL, 2, INTERVAL, TIMESTAMPTZ, TIMESTAMPTZ, NONE, "$d = $a - $b") \
+	X(ADD_IV, VAL, 2, INTERVAL, INTERVAL, INTERVAL, NONE, "$d = $a + $b") \
+	X(SUB_IV, VAL, 2, INTERVAL, INTERVAL, INTERVAL, NONE, "$d = $a - $b") \
+	X(NEG_IV, VAL, 1, INTERVAL, INTERVAL, NONE, NONE, "$d = -$a") \
+	X(DATE_PART_IV, VAL, 1, FLOAT8, INTERVAL, NONE, NONE, "$d = date_part($k, $a)") \
+	X(EXTRACT_IV, VAL, 1, NUMERIC, INTERVAL, NONE, NONE, "$d = extract($k from $a)")
 
 /* arithmetic of one integer width W (I2, I4, I8) on type T */
 #define XPU_INT_OPS(X, W, T, NAME) \

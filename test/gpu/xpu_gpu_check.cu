@@ -238,10 +238,17 @@ check_op(int op, int edges)
 		o.sorted = op == XPU_OP_IN_INT;
 		o.has_null = 1;
 	}
-	if (op == XPU_OP_DATE_PART_TS || op == XPU_OP_DATE_TRUNC_TS)
-		o.imm = 1 + rand() % 8;
-	if (op == XPU_OP_DATE_PART_TS && o.imm == XPU_DF_WEEK)
-		o.imm = XPU_DF_EPOCH;
+	if (op == XPU_OP_DATE_PART_TS || op == XPU_OP_DATE_TRUNC_TS ||
+		op == XPU_OP_EXTRACT_TS || op == XPU_OP_EXTRACT_DATE ||
+		op == XPU_OP_DATE_PART_IV || op == XPU_OP_EXTRACT_IV)
+	{
+		/* a random field that the opcode takes */
+		do
+			o.imm = XPU_DF_YEAR + rand() % (XPU_DF_N_FIELDS - XPU_DF_YEAR);
+		while (!xpu_date_field_ok(op, o.imm));
+		if (op == XPU_OP_EXTRACT_TS || op == XPU_OP_EXTRACT_DATE || op == XPU_OP_EXTRACT_IV)
+			o.rs = op == XPU_OP_EXTRACT_DATE ? 0 : xpu_extract_scale(o.imm);
+	}
 	if ((prog = top_build(&o, errbuf, sizeof(errbuf))) == NULL)
 	{
 		tap_ok(0, "%s builds: %s", d->name, errbuf);
@@ -363,7 +370,7 @@ main(void)
 	for (op = 0; op < XPU_N_OPCODES; op++)
 	{
 		if (ops[op].kind == KIND_MASK || op == XPU_OP_LOAD_COL ||
-			(op >= XPU_OP_CONST_NULL && op <= XPU_OP_CONST_TEXT) ||
+			(op >= XPU_OP_CONST_NULL && op <= XPU_OP_CONST_IV) ||
 			op == XPU_OP_IN_TEXT || op == XPU_OP_CONST_BOOL)
 			continue;
 		for (e = 0; e < 2; e++)

@@ -19,7 +19,27 @@ import pyarrow as pa
 import pytest
 
 from engine_edge import compare as compare_queries
-from engine_edge import create_run_function, edge_table, psql, unequal, write
+from engine_edge import column, create_run_function, edge_table, psql, unequal, write
+
+
+def edge_table_types():
+    """The edge table and two columns of this suite's own: iv (intervals:
+    months, days, microseconds at their edges) and dd (dates up to past the
+    timestamp range, and the infinities)."""
+    import datetime
+    t = edge_table()
+    hour = 3600 * 10**9
+    ivs = [(0, 0, 0), (1, 0, 0), (0, 30, 0), (0, 0, 720 * hour), (-1, 0, 0), (0, -1, 1000),
+           None, (12, 0, 0), (2**31 - 1, 0, 0), (-2**31, 0, 0), (0, 2**31 - 1, 0),
+           (0, 0, 2**62 // 1000 * 1000), (1, -30, 0), (-24000, 5, -3 * hour), (0, -2**31, -1000)]
+    big = datetime.date(9999, 12, 31)
+    # arrow_fdw reads date32 as days since 1970: past 9999 only as numbers
+    dds = pa.array([(x if x is None or isinstance(x, int) else (x - datetime.date(1970, 1, 1)).days)
+                    for x in [datetime.date(2000, 1, 1), None, big, 106762939, 106762940,
+                              106762941, 2147483494 - 2440588 - 1, datetime.date(1, 1, 1),
+                              -2**31, 2**31 - 1, datetime.date(1999, 12, 31)]], pa.int32())
+    t = t.append_column("iv", pa.array(column(ivs, 4), pa.month_day_nano_interval()))
+    return t.append_column("dd", pa.array(column(dds.to_pylist(), 3), pa.date32()))
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -27,12 +47,13 @@ def edge():
     d = tempfile.mkdtemp(prefix="pg_warp_engf.")
     os.chmod(d, 0o755)
     path = os.path.join(d, "edge.arrow")
-    write(path, edge_table())
+    write(path, edge_table_types())
     psql("CREATE EXTENSION IF NOT EXISTS pg_warp")
     psql("DROP SCHEMA IF EXISTS engf CASCADE; CREATE SCHEMA engf")
     psql("CREATE FOREIGN TABLE engf.edge (id int4, i2 int2, i4 int4, i8 int8, z int4, "
          "f4 float4, f8 float8, n numeric(20,2), t text, d date, ts timestamp, "
-         "tstz timestamptz, b bool) SERVER arrow_fdw OPTIONS (file '%s')" % path)
+         "tstz timestamptz, b bool, iv interval, dd date) SERVER arrow_fdw OPTIONS (file '%s')"
+         % path)
     psql("CREATE COLLATION engf.nd (provider = icu, locale = 'und-u-ks-level2', "
          "deterministic = false)")
     create_run_function("engf")
@@ -94,6 +115,86 @@ CLAUSES = [
     "i4 > 0 AND t < 'b' COLLATE \"und-x-icu\"", "t < 'b' COLLATE \"und-x-icu\" AND i4 / z > 0",
 ]
 
+# the forms doc/engine.md's "What the engine evaluates" lists as added: each
+# with PostgreSQL's results, NULLs, infinities and errors
+CLAUSES_TYPES = [
+    # interval constants, comparisons, arithmetic, overflow (22008)
+    "iv > interval '1 day'", "iv = '1 mon'", "iv <> '30 days'", "iv < '-1 day'", "iv >= '0'",
+    "iv <= '1 year'", "iv = '720 hours'", "iv IN ('1 mon', '30 days', '0')",
+    "iv NOT IN ('1 mon', NULL)", "iv NOT IN ('1 mon', '1 year')", "iv + interval '1 day' > '1 mon'",
+    "iv - interval '1 hour' < '0'", "-iv > '0'", "iv + iv > '0'", "iv - iv = '0'",
+    "iv + interval '2147483647 months' > '0'", "iv - interval '1 day' < '0'",
+    "COALESCE(iv, interval '0') > '1 day'", "CASE WHEN b THEN iv ELSE '1 day' END > '2 days'",
+    "NULLIF(iv, '1 mon') IS NULL", "iv IS NULL", "iv BETWEEN '0' AND '1 mon'",
+    "iv = ANY(ARRAY['1 mon', '30 days']::interval[])",
+    # timestamp / date / timestamptz with intervals
+    "ts + interval '1 hour' > '2000-01-01'", "ts - interval '1 mon' < '1970-01-01'",
+    "ts + interval '1 year 2 mons 3 days 04:05:06.789' > '2000-01-01'",
+    "ts + interval '290000 years' > '2000-01-01'", "ts - interval '300000 years' < '2000-01-01'",
+    "ts + iv > '2000-01-01'", "ts - iv < '2000-01-01'", "ts - ts > interval '1 day'",
+    "ts - '2000-01-01'::timestamp > interval '-1000 days'", "ts - ts = interval '0'",
+    "tstz + interval '1 hour' > '2000-01-01 00:00+00'",
+    "tstz - interval '00:00:00.000001' < '1970-01-01 00:00+00'",
+    "tstz + interval '2500000000 hours' > '2000-01-01 00:00+00'",
+    "tstz + interval '1 day' > '2000-01-01 00:00+00'", "tstz - tstz > interval '1 day'",
+    "tstz - '2000-01-01 00:00+00'::timestamptz < interval '0'",
+    "d + interval '1 day' > '2000-01-01'", "d - interval '1 mon' < '1970-01-01'",
+    "dd + interval '1 day' > '2000-01-01'", "d + iv > '2000-01-01'",
+    "dd - interval '1 hour' < 'infinity'::timestamp",
+    # date against timestamp (dates past the timestamp range, infinities)
+    "d < ts", "ts >= d", "d = ts", "d <> ts", "dd > ts", "dd <= ts",
+    "dd < 'infinity'::timestamp", "dd > '294276-12-31'::timestamp", "dd = '-infinity'::timestamp",
+    "ts > '2000-01-01'::date", "ts <= 'infinity'::date", "dd::timestamp > '2000-01-01'",
+    "d IN ('2000-01-01 00:00'::timestamp, '1970-01-01 00:00:01'::timestamp)",
+    "ts IN ('2000-01-01'::date, '1970-01-01'::date)",
+    # extract / date_part / date_trunc
+    "extract(year from ts) > 2000", "extract(second from ts) = 3.000004",
+    "extract(epoch from ts) > 0", "extract(milliseconds from ts) > 1000",
+    "extract(microseconds from ts) = 0", "extract(week from ts) = 1", "extract(isoyear from ts) < 2000",
+    "extract(isodow from ts) = 7", "extract(decade from ts) = 200", "extract(century from ts) = 20",
+    "extract(millennium from ts) = 2", "extract(doy from ts) = 60", "extract(quarter from ts) = 1",
+    "extract(year from d) > 2000", "extract(epoch from d) < 0", "extract(julian from d) > 2451545",
+    "extract(dow from dd) = 0", "extract(year from dd) > 5000", "extract(epoch from dd) > 0",
+    "extract(week from d) = 52", "extract(isoyear from dd) < 2000", "extract(century from d) = 0",
+    "date_part('julian', ts) > 2451545.5", "date_part('week', ts) = 9", "date_part('isoyear', ts) < 1",
+    "date_part('milliseconds', ts) > 3000", "date_part('microseconds', ts) = 3000004",
+    "date_part('millennium', ts) = 1", "date_part('decade', d) = 199",
+    "date_trunc('millennium', ts) < '1001-01-01'", "date_trunc('century', ts) = '1901-01-01'",
+    "date_trunc('decade', ts) = '2020-01-01'", "date_trunc('milliseconds', ts) = ts",
+    "date_trunc('microseconds', ts) = ts", "date_trunc('week', ts) < '1970-01-01'",
+    # extract / date_part of intervals (hours beyond an int: 22008, as interval2tm)
+    "extract(epoch from iv) > 86400", "extract(epoch from ts - ts) = 0",
+    "extract(epoch from ts - '2000-01-01'::timestamp) < 0", "extract(hour from iv) > 1",
+    "extract(minute from -iv) < 0", "extract(second from iv) = 0", "extract(day from iv) < 0",
+    "extract(month from iv) = 1", "extract(year from iv) > 0", "extract(quarter from iv) = 1",
+    "extract(millennium from iv) <> 0", "extract(milliseconds from iv) > 0",
+    "extract(microseconds from iv) = 1", "date_part('epoch', iv) > 2592000",
+    "date_part('hour', ts - '1970-01-01'::timestamp) > 100", "date_part('century', iv) < 0",
+    "date_part('second', iv) > 0", "extract(hour from iv + interval '2147483647 hours') > 0",
+    "date_part('minute', iv - interval '2147483647 hours') < 0",
+    "extract(day from iv + interval '2147483647 hours') > 0",
+    # numeric mod, unary plus, IN lists and ANY / ALL of every comparable type
+    "n % 1.5 = 0", "mod(n, 0.01) = 0", "n % 0 = 0", "n % n = 0", "mod(n, 7) > 0",
+    "z <> 0 AND n % z = 0", "n % 0.001 = 0", "+i4 > 0", "+n > 0", "+f8 > 0",
+    "n IN (1.5, 42, NULL)", "n NOT IN (1.5, 42)", "n NOT IN (1.5, NULL)", "i4 NOT IN (1, NULL)",
+    "t NOT IN ('a', 'b')", "f8 NOT IN ('NaN', 0)", "f4 NOT IN (1.5, 'Infinity')",
+    "i4 = ANY('{}'::int4[])", "i4 <> ALL('{}'::int4[])", "n = ANY('{}'::numeric[])",
+    "b IN (true, NULL)", "i4 < ANY('{0, 5}')", "t < ALL(ARRAY['b', 'c'])", "n > ALL('{1, 2}')",
+    "d NOT IN ('2000-01-01', '1970-01-01')", "ts NOT IN ('2000-01-01', '1970-01-01')",
+    "i8 NOT IN (0, 42, -9223372036854775808)",
+    # numeric CASE / COALESCE in quals (values at the largest scale)
+    "CASE WHEN b THEN n ELSE 0 END > 0", "COALESCE(n, 0) = 0", "COALESCE(n, 1.234) > 1.2",
+    "CASE WHEN i4 > 0 THEN 0 ELSE n END < 0", "CASE WHEN b THEN n * n ELSE 1.5 END > 2",
+    "CASE WHEN b THEN n END IS NULL", "CASE i2 WHEN 42 THEN 1.00001 WHEN 0 THEN n END > 1",
+    "COALESCE(NULL::numeric, n, 2) > 1", "(CASE WHEN b THEN n ELSE 0 END)::int4 = 1",
+    "COALESCE(n, 0) * 3 > 100", "CASE WHEN b THEN 1.5 ELSE n * n END > 0",
+    "CASE WHEN b THEN n * n * n ELSE 0.5 END > 0", "COALESCE(n * n, 99999999999999999999.1) > 1",
+    "CASE WHEN z <> 0 THEN i4::numeric % z ELSE -1 END = 0",
+    "CASE WHEN b THEN 99999999999999999999999999999999999999 ELSE n END > 0",
+    # bool <-> int4
+    "b::int4 = 1", "b::int4 + i4 > 0", "i4::bool", "NOT z::bool", "(z::bool)::int4 = 0",
+]
+
 
 def compare(clauses):
     """[(clause, on, off)]: the ids of the rows where each clause holds."""
@@ -105,6 +206,29 @@ def compare(clauses):
 def test_results_equal_postgresql():
     bad = unequal(compare(CLAUSES))
     assert not bad, "\n".join(bad)
+
+
+def test_added_forms_equal_postgresql():
+    bad = unequal(compare(CLAUSES_TYPES))
+    assert not bad, "\n".join(bad)
+
+
+def test_added_forms_errors():
+    """The added forms raise PostgreSQL's errors: interval and timestamp
+    overflow (22008), numeric mod by zero (22012)."""
+    res = {c: on for c, on, off in compare([
+        "iv + interval '2147483647 months' > '0'", "-iv > '0'", "iv + iv > '0'",
+        "ts + interval '290000 years' > '2000-01-01'",
+        "tstz + interval '2500000000 hours' > '2000-01-01 00:00+00'",
+        "dd + interval '1 day' > '2000-01-01'", "n % 0 = 0", "n % n = 0"])}
+    for c in ("iv + interval '2147483647 months' > '0'", "-iv > '0'", "iv + iv > '0'"):
+        assert res[c].startswith("error 22008 interval out of range"), (c, res[c])
+    for c in ("ts + interval '290000 years' > '2000-01-01'",
+              "tstz + interval '2500000000 hours' > '2000-01-01 00:00+00'"):
+        assert res[c].startswith("error 22008 timestamp out of range"), (c, res[c])
+    assert res["dd + interval '1 day' > '2000-01-01'"].startswith("error 22008 ")
+    assert res["n % 0 = 0"].startswith("error 22012 division by zero")
+    assert res["n % n = 0"].startswith("error 22012 division by zero")
 
 
 def test_errors_are_postgresql_errors():
@@ -141,6 +265,14 @@ def engine_filter(plan):
     "CASE WHEN z <> 0 THEN i4 / z ELSE -1 END > 1", "COALESCE(i4, 0) = 0",
     "i8 IN (1, 2, 3)", "t IN ('a', 'b')", "t = 'a' COLLATE \"und-x-icu\"",
     "date_part('year', ts) > 2000", "substring(t from 2 for 1) = 'b'",
+    "iv > interval '1 day'", "ts + interval '1 hour' < '2000-01-01'", "ts - ts > interval '1 day'",
+    "tstz - interval '1 hour' < '2000-01-01'", "d + interval '1 day' > '2000-01-01'",
+    "iv + interval '1 hour' > '1 mon'", "iv IN ('1 day', '2 days')",
+    "d < ts", "ts >= '2000-01-01'::date", "extract(year from ts) > 2000",
+    "extract(epoch from d) > 0", "date_part('week', ts) = 1", "date_trunc('decade', ts) > ts",
+    "i4 NOT IN (1, 2)", "n IN (1.5, 2)", "n NOT IN (1.5, 2)", "n % 2 = 0", "+i4 > 0",
+    "extract(epoch from ts - ts) = 0", "date_part('day', iv) < 0",
+    "CASE WHEN b THEN n ELSE 0 END > 0", "COALESCE(n, 0) * 3 > 100",
 ])
 def test_engine_evaluates(where):
     plan = explain(where)
@@ -151,8 +283,16 @@ def test_engine_evaluates(where):
 
 @pytest.mark.parametrize("where", [
     "t < 'b' COLLATE \"und-x-icu\"", "t = 'A' COLLATE engf.nd", "random() > 2",
-    "t LIKE 'a_b'", "t ILIKE 'a%'", "n / 2 > 0", "n < 1e40", "i4 NOT IN (1, 2)",
-    "ts - ts = interval '0'", "extract(year from ts) > 2000", "tstz::date > '2000-01-01'",
+    "t LIKE 'a_b'", "t ILIKE 'a%'", "n / 2 > 0", "n < 1e40", "tstz::date > '2000-01-01'",
+    # what needs the session's time zone, and what the engine does not compute
+    "tstz + interval '1 day' < '2000-01-01'", "extract(year from tstz) > 2000",
+    "date_trunc('day', tstz) > '2000-01-01'", "d < tstz", "ts < tstz", "tstz > '2000-01-01'::date",
+    "iv * 2 > interval '1 day'", "date_trunc('day', iv) > '1 day'", "extract(julian from ts) > 0",
+    "extract(week from iv) > 0",
+    "n::float8 > 0", "f8::numeric > 0", "CASE WHEN b THEN 1.5 ELSE n * n END > 0",
+    "n NOT IN (" + ",".join(str(k) for k in range(40)) + ")",
+    # an unsupported type (bpchar), a volatile function, a non-C collation
+    "t::bpchar = 'a'", "i4 > random()", "t > 'a' COLLATE \"und-x-icu\"",
 ])
 def test_stays_in_postgresql(where):
     plan = explain(where)
