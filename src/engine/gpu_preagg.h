@@ -1,0 +1,86 @@
+/*-------------------------------------------------------------------------
+ *
+ * gpu_preagg.h
+ *		What gpu_preagg.c (GpuPreAgg's planning and execution) and
+ *		preagg_values.c (the engine's groups as PostgreSQL values) share:
+ *		the aggregates the engine computes and how their states become
+ *		PostgreSQL's results.
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef PG_WARP_GPU_PREAGG_H
+#define PG_WARP_GPU_PREAGG_H
+
+#include "fmgr.h"
+#include "xpu/xpu_agg.h"
+
+/* how a group's state becomes PostgreSQL's result */
+typedef enum GpaFinal
+{
+	FIN_COUNT,					/* int8 count */
+	FIN_SUM_INT8,				/* sum(int2/int4): int8 */
+	FIN_SUM_NUMERIC,			/* sum(int8), sum(numeric): numeric */
+	FIN_AVG_NUMERIC,			/* avg of integers and numerics: numeric_div */
+	FIN_SUM_FLOAT8,
+	FIN_AVG_FLOAT8,
+	FIN_SUM_FLOAT4,
+	FIN_MINMAX,					/* the value, of the argument's type */
+	FIN_VAR_EXACT,				/* stddev/variance of integers and numerics:
+								 * PostgreSQL's deserial and final functions
+								 * over N, sum(x), sum(x * x) */
+	FIN_VAR_FLOAT,				/* stddev/variance of floats: PostgreSQL's
+								 * final function over {N, Sx, Sxx} */
+	FIN_HLL,					/* hll_count, hll_sketch: pg_warp's final
+								 * function over the sketch of the hashes */
+	FIN_TEXT					/* min/max of text: the text */
+} GpaFinal;
+
+/*
+ * An aggregate the engine computes: the kinds of its one or two engine
+ * states (kind2 0: one), whose argument is the aggregate's.
+ */
+typedef struct GpaAggInfo
+{
+	Oid			fn;				/* pg_proc OID of the aggregate */
+	XpuAggKind	kind;
+	Oid			argtype;		/* InvalidOid: count(*) or any type */
+	GpaFinal	final;
+	XpuAggKind	kind2;
+} GpaAggInfo;
+
+/* one aggregate of a GpuPreAgg node at run time */
+typedef struct GpaAggExec
+{
+	const GpaAggInfo *info;
+	Oid			aggfn;			/* the aggregate (pg_proc OID) */
+	int			hll_p;			/* FIN_HLL: the precision of its sketches */
+	Oid			argtype;		/* the argument's type (count: any) */
+	bool		arg_float2;		/* argtype is pg_warp's float2 */
+	int			scale;			/* numeric arguments: their register scale */
+	int			first;			/* its first state among a group's states */
+	/* FIN_VAR_*: PostgreSQL's functions of the aggregate (pg_aggregate) */
+	FmgrInfo	finalfn;
+	FmgrInfo	deserialfn;		/* FIN_VAR_EXACT, FIN_HLL */
+	bool		poly;			/* FIN_VAR_EXACT: an Int128AggState (int2/int4) */
+} GpaAggExec;
+
+/* in preagg_values.c */
+
+/*
+ * gpa_decode_keys: the key bytes of one group from the service (len bytes
+ * at p) into values/nulls[0 .. n_keys - 1], of key_types (numerics at
+ * key_scales; float2_oid: pg_warp's float2, InvalidOid when absent)
+ */
+extern void gpa_decode_keys(int n_keys, const Oid *key_types, const int *key_scales,
+							Oid float2_oid, const uint8 *p, uint32 len, Datum *values,
+							bool *nulls);
+
+/* gpa_final: an aggregate's result from its engine states (extra: HLL, text) */
+extern Datum gpa_final(GpaAggExec *ae, const XpuAggState *s, const uint8 *extra,
+					   bool *isnull);
+
+/* gpa_partial: an aggregate's partial state, as its Partial Aggregate returns it */
+extern Datum gpa_partial(GpaAggExec *ae, const XpuAggState *s, const uint8 *extra,
+						 bool *isnull);
+
+#endif							/* PG_WARP_GPU_PREAGG_H */
