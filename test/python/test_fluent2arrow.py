@@ -619,10 +619,13 @@ def test_waiting_for_the_finisher_does_not_spin(world):
         time.sleep(0.01)
     wall, cpu = time.time() - t0, cpu_seconds(s.proc.pid) - c0
     assert len(arrow_files(d, "a")) == 400
-    # a spinning pause burns a core for the whole wait; 0.1 s is the real work of
-    # writing the 400 files, which dominates on a host fast enough to finish the
-    # wait in a fraction of a second (0.16 s of CPU in 0.23 s on a 16-core host)
-    assert cpu < 0.4 * wall + 0.1, "%.2f s of CPU in %.2f s" % (cpu, wall)
+    # a spinning pause burns the main thread's core for the whole wait, on top of
+    # the finisher's work on its own thread: more CPU time than wall time. The
+    # real work of the 400 files takes a large share of the wall time wherever
+    # it was measured (0.16 s of CPU in 0.23 s on a 16-core host, 0.34 s in
+    # 0.58 s and 0.15-0.27 s of the main thread alone in 0.4 s on a loaded 2-core
+    # one), so the bound sits between that and a spin's
+    assert cpu < 0.85 * wall + 0.05, "%.2f s of CPU in %.2f s" % (cpu, wall)
     s.stop()
     assert [r["id"] for r in read_rows(d, "a")] == list(range(2000))
 
