@@ -438,25 +438,34 @@ group_add(XpuAggTable *t, const uint8_t *key, uint32_t len, uint64_t h, XpuError
 	return g;
 }
 
-/* are the len bytes at a and b equal (short keys: no library call) */
+/*
+ * are the len bytes at a and b equal (short keys: no library call; the
+ * last word compared overlaps the one before, so no byte loop and no read
+ * past either end)
+ */
 static inline int
 keys_equal(const uint8_t *a, const uint8_t *b, uint32_t len)
 {
+	uint64_t	x, y;
 	uint32_t	i = 0;
 
-	for (; i + 8 <= len; i += 8)
+	if (len < 8)
 	{
-		uint64_t	x, y;
-
+		for (; i < len; i++)
+			if (a[i] != b[i])
+				return 0;
+		return 1;
+	}
+	for (; i + 8 < len; i += 8)
+	{
 		memcpy(&x, a + i, 8);
 		memcpy(&y, b + i, 8);
 		if (x != y)
 			return 0;
 	}
-	for (; i < len; i++)
-		if (a[i] != b[i])
-			return 0;
-	return 1;
+	memcpy(&x, a + len - 8, 8);
+	memcpy(&y, b + len - 8, 8);
+	return x == y;
 }
 
 /*
@@ -642,6 +651,39 @@ kbuf_reserve(XpuAggTable *t, size_t need, XpuError *err)
 }
 
 /*
+ * copy_text: len bytes from src to dst, a word at a time; the last word
+ * copied overlaps the one before, so nothing past either end is touched
+ */
+static inline void
+copy_text(uint8_t *dst, const char *src, int32_t len)
+{
+	uint64_t	w;
+	uint32_t	h, l;
+	int32_t		i = 0;
+
+	if (len >= 8)
+	{
+		for (; i + 8 < len; i += 8)
+		{
+			memcpy(&w, src + i, 8);
+			memcpy(dst + i, &w, 8);
+		}
+		memcpy(&w, src + len - 8, 8);
+		memcpy(dst + len - 8, &w, 8);
+	}
+	else if (len >= 4)
+	{
+		memcpy(&h, src, 4);
+		memcpy(&l, src + len - 4, 4);
+		memcpy(dst, &h, 4);
+		memcpy(dst + len - 4, &l, 4);
+	}
+	else
+		for (; i < len; i++)
+			dst[i] = (uint8_t) src[i];
+}
+
+/*
  * encode_row: the key bytes of row `row` of res into t->kbuf (which always
  * has room for every fixed-width key: XPU_AGG_MAX_KEYS * 17 bytes); their
  * length, 0 when memory ran out.
@@ -649,45 +691,42 @@ kbuf_reserve(XpuAggTable *t, size_t need, XpuError *err)
 static inline uint32_t
 encode_row(XpuAggTable *t, const XpuResult *res, int64_t row, XpuError *err)
 {
+	uint8_t    *kb = t->kbuf;
+	const int	n_keys = t->n_keys;
 	uint32_t	len = 0;
 	int			k;
 
-	for (k = 0; k < t->n_keys; k++)
+	for (k = 0; k < n_keys; k++)
 	{
 		int64_t		o = t->key_outs[k] * res->nrows + row;
 		const XpuValue *v = &res->values[o];
 		int			type = t->key_types[k];
 
 		if (res->nulls[o])
-			t->kbuf[len++] = 0;
+			kb[len++] = 0;
 		else if (xpu_agg_intlike(type))
 		{
-			t->kbuf[len] = 1;
-			memcpy(t->kbuf + len + 1, &v->i, 8);
+			kb[len] = 1;
+			memcpy(kb + len + 1, &v->i, 8);
 			len += 9;
 		}
-		else if (type == XPU_T_TEXT && v->t.len <= 16)
+		else if (type == XPU_T_TEXT)
 		{
-			/* short text: an inline byte loop, no library call */
 			int32_t		tl = v->t.len;
-			uint8_t    *p;
 
-			if (!kbuf_reserve(t, (size_t) len + 5 + 16 + (t->n_keys - k) * 17, err))
-				return 0;
-			p = t->kbuf + len;
-			p[0] = 1;
-			memcpy(p + 1, &tl, 4);
-			for (int32_t i = 0; i < tl; i++)
-				p[5 + i] = (uint8_t) v->t.p[i];
+			if ((size_t) len + 5 + tl + (n_keys - k) * 17 + 8 > t->kbuf_cap)
+			{
+				if (!kbuf_reserve(t, (size_t) len + 5 + tl + (n_keys - k) * 17, err))
+					return 0;
+				kb = t->kbuf;
+			}
+			kb[len] = 1;
+			memcpy(kb + len + 1, &tl, 4);
+			copy_text(kb + len + 5, v->t.p, tl);
 			len += 5 + (uint32_t) tl;
 		}
 		else
-		{
-			if (type == XPU_T_TEXT &&
-				!kbuf_reserve(t, (size_t) len + 5 + v->t.len + (t->n_keys - k) * 17, err))
-				return 0;
-			len += xpu_agg_key_value_put(t->kbuf + len, type, v, 0);
-		}
+			len += xpu_agg_key_value_put(kb + len, type, v, 0);
 	}
 	return len;
 }

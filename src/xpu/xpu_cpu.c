@@ -11,7 +11,7 @@
  */
 #include <string.h>
 
-#include "xpu_interp.h"
+#include "xpu_tile.h"
 
 /* the workspace's parts, each 16-byte aligned */
 static size_t
@@ -32,8 +32,7 @@ xpu_cpu_workspace_size(const XpuProgram *prog)
 
 	return align16(nregs * XPU_TILE * sizeof(XpuValue)) +
 		align16(nregs * XPU_TILE) + align16(XPU_TILE) +
-		align16((size_t) XPU_MAX_MASK_DEPTH * XPU_TILE) +
-		align16((size_t) XPU_MAX_MASK_DEPTH * XPU_TILE * sizeof(uint16_t));
+		align16((size_t) (XPU_MAX_MASK_DEPTH + 1) * XPU_TILE * sizeof(uint16_t));
 }
 
 /* one tile: LOAD + QUAL for all rows, PROJ for the passing ones, outputs */
@@ -57,15 +56,16 @@ cpu_tile(const XpuProgram *prog, const XpuChunk *chunk, int64_t row0, int n,
 	}
 	xpu_tile_run(prog, st[XPU_STAGE_PROJ], st[XPU_N_STAGES], chunk->cols, row0,
 				 n, t, err);
+	/* the values of rows that did not pass are never read: copied as they are */
 	for (k = 0; k < prog->n_outs; k++)
 	{
-		for (i = 0; i < n; i++)
-		{
-			int64_t		o = k * res->nrows + row0 + i;
+		int64_t		o = k * res->nrows + row0;
+		const uint8_t *tn = &t->n[outs[k] * XPU_TILE];
+		uint8_t    *rn = &res->nulls[o];
 
-			res->values[o] = t->v[outs[k] * XPU_TILE + i];
-			res->nulls[o] = t->act[i] ? t->n[outs[k] * XPU_TILE + i] : 1;
-		}
+		memcpy(&res->values[o], &t->v[outs[k] * XPU_TILE], (size_t) n * sizeof(XpuValue));
+		for (i = 0; i < n; i++)
+			rn[i] = (uint8_t) (tn[i] | (t->act[i] == 0));
 	}
 }
 
@@ -94,8 +94,6 @@ xpu_cpu_exec(const XpuProgram *prog, const XpuChunk *chunk, XpuResult *res,
 	w += align16(nregs * XPU_TILE);
 	t.act = (uint8_t *) w;
 	w += align16(XPU_TILE);
-	t.stack = (uint8_t *) w;
-	w += align16((size_t) XPU_MAX_MASK_DEPTH * XPU_TILE);
 	t.sel_stack = (uint16_t *) w;
 	for (row0 = 0; row0 < chunk->nrows && err->code == XPU_OK; row0 += XPU_TILE)
 	{
