@@ -5,7 +5,8 @@
  *		engine_bench.py's two queries over lineorder (an Arrow file, e.g.
  *		from bench/ssb/load.sh) as the service's AGG_RUN workers run them
  *		(src/service/agg.c, run_batch): each record batch loaded with the
- *		Arrow reader, then xpu_cpu_exec and xpu_agg_table_update over
+ *		Arrow reader (with the service's buffer allocator,
+ *		src/service/buf_cache.c), then xpu_cpu_exec and xpu_agg_table_update over
  *		slices of 16384 rows.  The programs are those codegen emits for
  *		the two queries (EXPLAIN VERBOSE's Engine Program).
  *
@@ -24,6 +25,7 @@
 #include <time.h>
 
 #include "arrow.h"
+#include "service/buf_cache.h"
 #include "xpu_agg.h"
 #include "xpu_program.h"
 
@@ -299,7 +301,7 @@ main(int argc, char **argv)
 		fprintf(stderr, "usage: %s FILE [q1|q2|both] [REPEAT]\n", argv[0]);
 		return 2;
 	}
-	if (arrow_file_open(argv[1], NULL, &file, &aerr) != ARROW_OK)
+	if (arrow_file_open(argv[1], &svc_buffer_allocator, &file, &aerr) != ARROW_OK)
 	{
 		fprintf(stderr, "%s: %s\n", argv[1], aerr.message);
 		return 1;
