@@ -95,6 +95,7 @@ xpu_cpu_exec(const XpuProgram *prog, const XpuChunk *chunk, XpuResult *res,
 	t.act = (uint8_t *) w;
 	w += align16(XPU_TILE);
 	t.sel_stack = (uint16_t *) w;
+	xpu_tile_count_reads(prog, &t);
 	for (row0 = 0; row0 < chunk->nrows && err->code == XPU_OK; row0 += XPU_TILE)
 	{
 		int64_t		n = chunk->nrows - row0;

@@ -49,7 +49,37 @@ typedef struct XpuTile
 	uint8_t    *act;
 	uint16_t   *sel_stack;
 	int			nsel_stack[XPU_MAX_MASK_DEPTH + 1];
+	uint8_t		reads[XPU_MAX_REGS + 1];	/* xpu_tile_count_reads */
 } XpuTile;
+
+/*
+ * xpu_tile_count_reads: t->reads[r] = how many times the program reads
+ * register r (an argument field of any instruction, used or not, or an
+ * output), at most 255.  A register read exactly once is one that the
+ * fusions of xpu_tile_run may leave unwritten.
+ */
+static inline void
+xpu_tile_count_reads(const XpuProgram *prog, XpuTile *t)
+{
+	const XpuInstr *instrs = XPU_INSTRS(prog);
+	const uint16_t n = prog->stage_start[XPU_N_STAGES];
+
+	memset(t->reads, 0, sizeof(t->reads));
+#define XPU_COUNT_READ(r) \
+	do { \
+		if ((r) <= XPU_MAX_REGS && t->reads[r] < 255) \
+			t->reads[r]++; \
+	} while (0)
+	for (int pc = 0; pc < n; pc++)
+	{
+		XPU_COUNT_READ(instrs[pc].a);
+		XPU_COUNT_READ(instrs[pc].b);
+		XPU_COUNT_READ(instrs[pc].c);
+	}
+	for (int k = 0; k < prog->n_outs; k++)
+		XPU_COUNT_READ(XPU_OUTS(prog)[k]);
+#undef XPU_COUNT_READ
+}
 
 #define XPU_TILE_CASE_MASK(NAME, NARGS)
 #define XPU_TILE_CASE_VAL(NAME, NARGS) \
@@ -354,6 +384,102 @@ xpu_tile_load(const XpuProgram *prog, const XpuInstr *in, const XpuColumnData *c
 	return 1;
 }
 
+/* is op an integer comparison (XPU_TILE_CMP of xpu_tile_simple) */
+static inline int
+xpu_tile_is_int_cmp(int op)
+{
+	return op == XPU_OP_EQ_INT || op == XPU_OP_NE_INT || op == XPU_OP_LT_INT ||
+		op == XPU_OP_LE_INT || op == XPU_OP_GT_INT || op == XPU_OP_GE_INT;
+}
+
+/*
+ * xpu_tile_cmp_const: register dst = register a OP c over the selected
+ * rows (OP: the comparison opcode op): what CONST_INT into a register and
+ * the comparison of a with it compute, without the constant's register
+ */
+static inline void
+xpu_tile_cmp_const(int op, int dst, int a, int64_t c, XpuTile *t, const uint16_t *sel,
+				   int nsel, int nrows)
+{
+	XpuValue   *d = &t->v[dst * XPU_TILE];
+	uint8_t    *dn = &t->n[dst * XPU_TILE];
+	const XpuValue *av = &t->v[a * XPU_TILE];
+	const uint8_t *an = &t->n[a * XPU_TILE];
+	int			i, k;
+
+#define XPU_TILE_CMPC(NAME, OP) \
+	case XPU_OP_##NAME: \
+		XPU_TILE_FOR_SEL(i, k, sel, nsel, nrows, { \
+			d[i].i = av[i].i OP c; \
+			dn[i] = an[i]; \
+		}); \
+		break
+	switch (op)
+	{
+		XPU_TILE_CMPC(EQ_INT, ==);
+		XPU_TILE_CMPC(NE_INT, !=);
+		XPU_TILE_CMPC(LT_INT, <);
+		XPU_TILE_CMPC(LE_INT, <=);
+		XPU_TILE_CMPC(GT_INT, >);
+		default:
+			XPU_TILE_CMPC(GE_INT, >=);
+	}
+#undef XPU_TILE_CMPC
+}
+
+/*
+ * xpu_tile_fuse: the instruction to run at pc of [pc, end), and how many
+ * instructions it stands for (*used).  Two fusions, which codegen's
+ * qual conjuncts (x op constant, then r0 = that) make common:
+ *
+ *	CONST_INT/BOOL rk; CMP rd = ra op rk	(rk read only there)
+ *		returns NULL after running the comparison with the constant itself
+ *		(into rd, or with the next fusion into a MOVE's destination);
+ *	X rd = ...; MOVE rm = rd			(rd read only by the MOVE, rm none of
+ *		X's argument fields) returns X with destination rm in *tmp.
+ *
+ * A register read exactly once (t->reads) and skipped is seen by no other
+ * instruction and no output, so the results are those of the unfused
+ * instructions.
+ */
+static inline const XpuInstr *
+xpu_tile_fuse(const XpuProgram *prog, const XpuInstr *in, int pc, int end, XpuTile *t,
+			  const uint16_t *sel, int nsel, int nrows, XpuInstr *tmp, int *used)
+{
+	const XpuInstr *next = pc + 1 < end ? in + 1 : NULL;
+	int			dst;
+
+	*used = 1;
+	if (next != NULL && (in->op == XPU_OP_CONST_INT || in->op == XPU_OP_CONST_BOOL) &&
+		xpu_tile_is_int_cmp(next->op) && next->b == in->dst && next->a != in->dst &&
+		t->reads[in->dst] == 1)
+	{
+		int64_t		c = in->op == XPU_OP_CONST_BOOL ? (in->imm != 0) :
+			*(const int64_t *) (XPU_CONSTS(prog) + in->imm);
+
+		*used = 2;
+		dst = next->dst;
+		if (pc + 2 < end && next[1].op == XPU_OP_MOVE && next[1].a == dst &&
+			t->reads[dst] == 1 && next[1].dst != next->a)
+		{
+			dst = next[1].dst;
+			*used = 3;
+		}
+		xpu_tile_cmp_const(next->op, dst, next->a, c, t, sel, nsel, nrows);
+		return NULL;
+	}
+	if (next != NULL && next->op == XPU_OP_MOVE && next->a == in->dst &&
+		in->op != XPU_OP_MOVE && t->reads[in->dst] == 1 && next->dst != in->a &&
+		next->dst != in->b && next->dst != in->c && next->dst != in->dst)
+	{
+		*tmp = *in;
+		tmp->dst = next->dst;
+		*used = 2;
+		return tmp;
+	}
+	return in;
+}
+
 /*
  * xpu_tile_run: run instructions [begin, end) over rows row0 .. row0 +
  * nrows - 1 of the chunk, for the rows of the tile's active mask.
@@ -365,17 +491,27 @@ xpu_tile_run(const XpuProgram *prog, int begin, int end,
 {
 	const XpuInstr *instrs = XPU_INSTRS(prog);
 	XpuCtx		s;
+	XpuInstr	tmp;
 	uint16_t   *sel = t->sel_stack;
-	int			pc, i, k, depth = 0;
+	int			pc, i, k, used, depth = 0;
 	int			nsel = xpu_tile_select(t, nrows, sel);
 
 	s.prog = prog;
 	s.err = err;
 	s.cols = cols;
-	for (pc = begin; pc < end; pc++)
+	for (pc = begin; pc < end; pc += used)
 	{
 		const XpuInstr *in = instrs + pc;
 
+		used = 1;
+		if (in->op != XPU_OP_MASK_PUSH_TRUE && in->op != XPU_OP_MASK_PUSH_NOT_TRUE &&
+			in->op != XPU_OP_MASK_PUSH_NOT_FALSE && in->op != XPU_OP_MASK_PUSH_NULL &&
+			in->op != XPU_OP_MASK_POP)
+		{
+			in = xpu_tile_fuse(prog, in, pc, end, t, sel, nsel, nrows, &tmp, &used);
+			if (in == NULL)
+				continue;
+		}
 		switch (in->op)
 		{
 			case XPU_OP_MASK_PUSH_TRUE:
