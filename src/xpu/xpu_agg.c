@@ -796,10 +796,11 @@ update_rows(XpuAggTable *t, int a, const XpuResult *res)
 {
 	const XpuAggDesc *d = &t->aggs[a];
 	int64_t		n = res->nrows, r;
-	const int64_t *rg = t->rowgroup;
-	const XpuValue *v = res->values + (d->kind == XPU_AGG_COUNT_STAR ? 0 : d->out * n);
-	const uint8_t *nl = res->nulls + (d->kind == XPU_AGG_COUNT_STAR ? 0 : d->out * n);
-	XpuAggState *st = t->states + a;
+	/* restrict: a state's update never changes the rows' groups or values */
+	const int64_t *restrict rg = t->rowgroup;
+	const XpuValue *restrict v = res->values + (d->kind == XPU_AGG_COUNT_STAR ? 0 : d->out * n);
+	const uint8_t *restrict nl = res->nulls + (d->kind == XPU_AGG_COUNT_STAR ? 0 : d->out * n);
+	XpuAggState *restrict st = t->states + a;
 	int			na = t->n_aggs, type = t->arg_types[a];
 
 	switch (d->kind)

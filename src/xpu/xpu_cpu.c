@@ -70,6 +70,78 @@ cpu_tile(const XpuProgram *prog, const XpuChunk *chunk, int64_t row0, int n,
 }
 
 /*
+ * the PROJ instruction that loads output register r, when prog is nothing
+ * but such loads (no LOAD or QUAL stage, every PROJ instruction a LOAD_COL
+ * into a register of its own); NULL otherwise
+ */
+static const XpuInstr *
+cpu_out_load(const XpuProgram *prog, int r)
+{
+	const uint16_t *st = prog->stage_start;
+	const XpuInstr *instrs = XPU_INSTRS(prog);
+	const XpuInstr *found = NULL;
+
+	if (st[XPU_STAGE_LOAD] != st[XPU_STAGE_JOIN])
+		return NULL;
+	for (int pc = st[XPU_STAGE_PROJ]; pc < st[XPU_N_STAGES]; pc++)
+	{
+		if (instrs[pc].op != XPU_OP_LOAD_COL)
+			return NULL;
+		if (instrs[pc].dst == r)
+		{
+			if (found != NULL)
+				return NULL;
+			found = &instrs[pc];
+		}
+	}
+	return found;
+}
+
+/*
+ * cpu_loads_only: a program that only loads columns into its outputs
+ * (GROUP BY columns, aggregates of columns) loads them straight into res,
+ * without the tiles; false (nothing done) for any other program or a
+ * column kind xpu_load_rows does not load.
+ */
+static int
+cpu_loads_only(const XpuProgram *prog, const XpuChunk *chunk, XpuResult *res)
+{
+	const uint8_t *outs = XPU_OUTS(prog);
+	int64_t		n = chunk->nrows;
+	int			k;
+
+	for (k = 0; k < prog->n_outs; k++)
+	{
+		const XpuInstr *in = cpu_out_load(prog, outs[k]);
+		int			kind;
+
+		if (in == NULL)
+			return 0;
+		kind = XPU_COLS(prog)[in->imm].kind;
+		if (kind != XPU_COL_INT8 && kind != XPU_COL_INT16 && kind != XPU_COL_INT32 &&
+			kind != XPU_COL_INT64 && kind != XPU_COL_FLOAT32 && kind != XPU_COL_FLOAT64 &&
+			kind != XPU_COL_UTF8)
+			return 0;
+	}
+	for (k = 0; k < prog->n_outs; k++)
+	{
+		const XpuColumn *col = XPU_COLS(prog) + cpu_out_load(prog, outs[k])->imm;
+		const XpuColumnData *cd = chunk->cols + col->col_index;
+
+		/* rows in pieces of at most INT_MAX (xpu_load_rows counts in int) */
+		for (int64_t r0 = 0; r0 < n; r0 += INT32_MAX)
+		{
+			int			m = (int) (n - r0 < INT32_MAX ? n - r0 : INT32_MAX);
+
+			xpu_load_rows(col, cd, cd->offset + r0, NULL, m, m,
+						  &res->values[k * n + r0], &res->nulls[k * n + r0]);
+		}
+	}
+	memset(res->mask, 1, (size_t) n);
+	return 1;
+}
+
+/*
  * xpu_cpu_exec: run prog over every row of chunk, vectorised, into res
  * (res->nrows == chunk->nrows).  Stops after the tile in which the first
  * error is recorded; returns err->code.
@@ -88,6 +160,8 @@ xpu_cpu_exec(const XpuProgram *prog, const XpuChunk *chunk, XpuResult *res,
 		XPU_ERROR(err, XPU_ERR_INVALID_ARGUMENT, "chunk does not match the program");
 		return err->code;
 	}
+	if (cpu_loads_only(prog, chunk, res))
+		return err->code;
 	t.v = (XpuValue *) w;
 	w += align16(nregs * XPU_TILE * sizeof(XpuValue));
 	t.n = (uint8_t *) w;

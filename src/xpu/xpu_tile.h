@@ -329,21 +329,18 @@ xpu_tile_simple(const XpuProgram *prog, const XpuInstr *in, XpuTile *t,
 }
 
 /*
- * xpu_tile_load: LOAD_COL of an integer, float or utf8 column for the
- * selected rows, the column kind decided once for the tile; returns 0
- * (nothing done) for every other kind, which the generic LOAD_COL step
- * handles.  These loads never fail.  A column without a validity bitmap
- * has no NULLs: its null flags are set to 0 in the same loop.
+ * xpu_load_rows: the values and null flags of the selected rows (of rows
+ * 0 .. nrows - 1; nsel == nrows: all of them, sel unused) of a column of
+ * an integer, float or utf8 kind into d / dn, row i from the column's row
+ * off + i; returns 0 (nothing done) for every other kind, which the
+ * generic LOAD_COL step handles.  These loads never fail.  A column
+ * without a validity bitmap has no NULLs: its null flags are set to 0 in
+ * the same loop.
  */
 static inline int
-xpu_tile_load(const XpuProgram *prog, const XpuInstr *in, const XpuColumnData *cols,
-			  int64_t row0, XpuTile *t, const uint16_t *sel, int nsel, int nrows)
+xpu_load_rows(const XpuColumn *col, const XpuColumnData *cd, int64_t off,
+			  const uint16_t *sel, int nsel, int nrows, XpuValue *d, uint8_t *dn)
 {
-	const XpuColumn *col = XPU_COLS(prog) + in->imm;
-	const XpuColumnData *cd = cols + col->col_index;
-	const int64_t off = row0 + cd->offset;
-	XpuValue   *d = &t->v[in->dst * XPU_TILE];
-	uint8_t    *dn = &t->n[in->dst * XPU_TILE];
 	int			i, k;
 
 #define XPU_LOAD_VALS(CTYPE, FIELD) \
@@ -382,6 +379,18 @@ xpu_tile_load(const XpuProgram *prog, const XpuInstr *in, const XpuColumnData *c
 			dn[i] = !xpu_bit(cd->validity, off + i);
 		});
 	return 1;
+}
+
+/* xpu_load_rows for a LOAD_COL instruction over the selected rows of a tile */
+static inline int
+xpu_tile_load(const XpuProgram *prog, const XpuInstr *in, const XpuColumnData *cols,
+			  int64_t row0, XpuTile *t, const uint16_t *sel, int nsel, int nrows)
+{
+	const XpuColumn *col = XPU_COLS(prog) + in->imm;
+	const XpuColumnData *cd = cols + col->col_index;
+
+	return xpu_load_rows(col, cd, row0 + cd->offset, sel, nsel, nrows,
+						 &t->v[in->dst * XPU_TILE], &t->n[in->dst * XPU_TILE]);
 }
 
 /* is op an integer comparison (XPU_TILE_CMP of xpu_tile_simple) */
@@ -480,11 +489,40 @@ xpu_tile_fuse(const XpuProgram *prog, const XpuInstr *in, int pc, int end, XpuTi
 	return in;
 }
 
+/* a function of its own, compiled once (GNU C and C++) */
+#if defined(__GNUC__)
+#define XPU_NOINLINE __attribute__((noinline))
+#else
+#define XPU_NOINLINE
+#endif
+
+/*
+ * xpu_tile_generic: instruction in over the selected rows through its step
+ * body, row by row (every opcode's; the fast paths above take the common
+ * ones first).  Kept out of line: the opcode table expands to a large
+ * switch.
+ */
+static XPU_NOINLINE void
+xpu_tile_generic(const XpuInstr *in, XpuTile *t, const uint16_t *sel, int nsel,
+				 int64_t row0, XpuCtx *ctx, XpuError *err)
+{
+	XpuCtx		s = *ctx;
+	int			i, k;
+
+	switch (in->op)
+	{
+		XPU_OPCODE_TABLE(XPU_TILE_CASE)
+		default:
+			XPU_ERROR(err, XPU_ERR_INTERNAL, "unknown xpu opcode");
+			return;
+	}
+}
+
 /*
  * xpu_tile_run: run instructions [begin, end) over rows row0 .. row0 +
  * nrows - 1 of the chunk, for the rows of the tile's active mask.
  */
-static inline void
+static XPU_NOINLINE void
 xpu_tile_run(const XpuProgram *prog, int begin, int end,
 			 const XpuColumnData *cols, int64_t row0, int nrows,
 			 XpuTile *t, XpuError *err)
@@ -493,7 +531,7 @@ xpu_tile_run(const XpuProgram *prog, int begin, int end,
 	XpuCtx		s;
 	XpuInstr	tmp;
 	uint16_t   *sel = t->sel_stack;
-	int			pc, i, k, used, depth = 0;
+	int			pc, used, depth = 0;
 	int			nsel = xpu_tile_select(t, nrows, sel);
 
 	s.prog = prog;
@@ -504,14 +542,6 @@ xpu_tile_run(const XpuProgram *prog, int begin, int end,
 		const XpuInstr *in = instrs + pc;
 
 		used = 1;
-		if (in->op != XPU_OP_MASK_PUSH_TRUE && in->op != XPU_OP_MASK_PUSH_NOT_TRUE &&
-			in->op != XPU_OP_MASK_PUSH_NOT_FALSE && in->op != XPU_OP_MASK_PUSH_NULL &&
-			in->op != XPU_OP_MASK_POP)
-		{
-			in = xpu_tile_fuse(prog, in, pc, end, t, sel, nsel, nrows, &tmp, &used);
-			if (in == NULL)
-				continue;
-		}
 		switch (in->op)
 		{
 			case XPU_OP_MASK_PUSH_TRUE:
@@ -528,22 +558,20 @@ xpu_tile_run(const XpuProgram *prog, int begin, int end,
 				sel -= XPU_TILE;
 				nsel = t->nsel_stack[--depth];
 				continue;
-			case XPU_OP_LOAD_COL:
-				if (xpu_tile_load(prog, in, cols, row0, t, sel, nsel, nrows))
-					continue;
-				break;
 			default:
-				if (xpu_tile_simple(prog, in, t, sel, nsel, nrows))
-					continue;
 				break;
 		}
-		switch (in->op)
+		in = xpu_tile_fuse(prog, in, pc, end, t, sel, nsel, nrows, &tmp, &used);
+		if (in == NULL)
+			continue;
+		if (in->op == XPU_OP_LOAD_COL)
 		{
-			XPU_OPCODE_TABLE(XPU_TILE_CASE)
-			default:
-				XPU_ERROR(err, XPU_ERR_INTERNAL, "unknown xpu opcode");
-				return;
+			if (xpu_tile_load(prog, in, cols, row0, t, sel, nsel, nrows))
+				continue;
 		}
+		else if (xpu_tile_simple(prog, in, t, sel, nsel, nrows))
+			continue;
+		xpu_tile_generic(in, t, sel, nsel, row0, &s, err);
 	}
 }
 
