@@ -12,7 +12,9 @@
  * Here a freed buffer of at least BUF_CACHE_MIN bytes goes to a small cache
  * of the freeing thread (at most BUF_CACHE_SLOTS buffers and
  * BUF_CACHE_MAX_BYTES), and an allocation takes the smallest cached buffer
- * that holds it without wasting more than a quarter.  The cache is freed
+ * that holds it without wasting more than a quarter.  Only a thread that
+ * allocated such a buffer itself has a cache: one that merely frees what
+ * others loaded (the epoll thread closing a run's files) frees at once.  The cache is freed
  * when its thread exits (a pthread key's destructor), so the buffers live
  * no longer than the run's workers.  The buffers' contents are not zeroed:
  * the reader overwrites every byte it reads into.
@@ -102,7 +104,7 @@ cache_take(BufCache *c, int i)
 static void *
 buf_malloc(void *ctx, size_t size)
 {
-	BufCache   *c = size >= BUF_CACHE_MIN ? thread_cache(0) : NULL;
+	BufCache   *c = size >= BUF_CACHE_MIN ? thread_cache(1) : NULL;
 	char	   *base;
 	int			best = -1;
 
@@ -133,7 +135,7 @@ buf_free(void *ctx, void *p)
 		return;
 	base = (char *) p - BUF_HDR;
 	size = blk_size(base);
-	if (size < BUF_CACHE_MIN || size > BUF_CACHE_MAX_BYTES || (c = thread_cache(1)) == NULL)
+	if (size < BUF_CACHE_MIN || size > BUF_CACHE_MAX_BYTES || (c = thread_cache(0)) == NULL)
 	{
 		free(base);
 		return;

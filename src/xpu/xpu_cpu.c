@@ -69,10 +69,18 @@ cpu_tile(const XpuProgram *prog, const XpuChunk *chunk, int64_t row0, int n,
 	}
 }
 
+/* does xpu_load_rows load columns of kind (integers, floats, utf8: never failing) */
+static int
+cpu_fast_kind(int kind)
+{
+	return kind == XPU_COL_INT8 || kind == XPU_COL_INT16 || kind == XPU_COL_INT32 ||
+		kind == XPU_COL_INT64 || kind == XPU_COL_FLOAT32 || kind == XPU_COL_FLOAT64 ||
+		kind == XPU_COL_UTF8;
+}
+
 /*
- * the PROJ instruction that loads output register r, when prog is nothing
- * but such loads (no LOAD or QUAL stage, every PROJ instruction a LOAD_COL
- * into a register of its own); NULL otherwise
+ * cpu_out_load: the PROJ instruction that loads register r, when exactly
+ * one does; NULL otherwise
  */
 static const XpuInstr *
 cpu_out_load(const XpuProgram *prog, int r)
@@ -81,12 +89,8 @@ cpu_out_load(const XpuProgram *prog, int r)
 	const XpuInstr *instrs = XPU_INSTRS(prog);
 	const XpuInstr *found = NULL;
 
-	if (st[XPU_STAGE_LOAD] != st[XPU_STAGE_JOIN])
-		return NULL;
 	for (int pc = st[XPU_STAGE_PROJ]; pc < st[XPU_N_STAGES]; pc++)
 	{
-		if (instrs[pc].op != XPU_OP_LOAD_COL)
-			return NULL;
 		if (instrs[pc].dst == r)
 		{
 			if (found != NULL)
@@ -99,36 +103,35 @@ cpu_out_load(const XpuProgram *prog, int r)
 
 /*
  * cpu_loads_only: a program that only loads columns into its outputs
- * (GROUP BY columns, aggregates of columns) loads them straight into res,
- * without the tiles; false (nothing done) for any other program or a
- * column kind xpu_load_rows does not load.
+ * (GROUP BY columns, aggregates of columns: no LOAD or QUAL stage, every
+ * PROJ instruction a LOAD_COL of a kind that xpu_load_rows loads, every
+ * output loaded by exactly one) loads them straight into res, without the
+ * tiles; false (nothing done) for any other program.
  */
 static int
 cpu_loads_only(const XpuProgram *prog, const XpuChunk *chunk, XpuResult *res)
 {
 	const uint8_t *outs = XPU_OUTS(prog);
+	const uint16_t *st = prog->stage_start;
+	const XpuInstr *instrs = XPU_INSTRS(prog);
 	int64_t		n = chunk->nrows;
 	int			k;
 
+	if (st[XPU_STAGE_LOAD] != st[XPU_STAGE_JOIN])
+		return 0;
+	for (int pc = st[XPU_STAGE_PROJ]; pc < st[XPU_N_STAGES]; pc++)
+		if (instrs[pc].op != XPU_OP_LOAD_COL ||
+			!cpu_fast_kind(XPU_COLS(prog)[instrs[pc].imm].kind))
+			return 0;
 	for (k = 0; k < prog->n_outs; k++)
-	{
-		const XpuInstr *in = cpu_out_load(prog, outs[k]);
-		int			kind;
-
-		if (in == NULL)
+		if (cpu_out_load(prog, outs[k]) == NULL)
 			return 0;
-		kind = XPU_COLS(prog)[in->imm].kind;
-		if (kind != XPU_COL_INT8 && kind != XPU_COL_INT16 && kind != XPU_COL_INT32 &&
-			kind != XPU_COL_INT64 && kind != XPU_COL_FLOAT32 && kind != XPU_COL_FLOAT64 &&
-			kind != XPU_COL_UTF8)
-			return 0;
-	}
 	for (k = 0; k < prog->n_outs; k++)
 	{
 		const XpuColumn *col = XPU_COLS(prog) + cpu_out_load(prog, outs[k])->imm;
 		const XpuColumnData *cd = chunk->cols + col->col_index;
 
-		/* rows in pieces of at most INT_MAX (xpu_load_rows counts in int) */
+		/* rows in pieces of at most INT32_MAX (xpu_load_rows counts in int) */
 		for (int64_t r0 = 0; r0 < n; r0 += INT32_MAX)
 		{
 			int			m = (int) (n - r0 < INT32_MAX ? n - r0 : INT32_MAX);

@@ -9,7 +9,8 @@
  *		(22003 "integer out of range") in a passing row, a failing row and a
  *		row with a NULL, three-valued AND/OR and null tests, columns with
  *		and without validity bitmaps, empty and one-row chunks over several
- *		tiles' boundaries, and text group keys of every length.
+ *		tiles' boundaries, text group keys of every length, and programs
+ *		that only load columns (loaded straight into the result).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -407,6 +408,122 @@ test_text_keys(void)
 	free(p);
 }
 
+/*
+ * a program of loads only (int4, int8, utf8 with and without NULLs, one
+ * column twice) over n rows: both forms agree on every output, NULLs and
+ * values (text by content)
+ */
+static void
+test_loads_only(int64_t n)
+{
+	XpuBuilder *b = xpu_builder_create();
+	XpuProgram *p;
+	int32_t    *i4 = malloc((n + 1) * 4), *offs = malloc((n + 1) * 4);
+	int64_t    *i8 = malloc((n + 1) * 8);
+	char	   *data = malloc(n * 3 + 1);
+	uint8_t    *valid = calloc(n / 8 + 1, 1);
+	XpuColumnData cols[3];
+	Run			r;
+	int			regs[4], ok;
+	int32_t		pos = 0;
+
+	regs[0] = xpu_add_reg(b, XPU_T_INT4, 0);
+	regs[1] = xpu_add_reg(b, XPU_T_INT8, 0);
+	regs[2] = xpu_add_reg(b, XPU_T_TEXT, 0);
+	regs[3] = xpu_add_reg(b, XPU_T_INT4, 0);
+	xpu_add_column(b, 0, XPU_COL_INT32, 0);
+	xpu_add_column(b, 1, XPU_COL_INT64, 0);
+	xpu_add_column(b, 2, XPU_COL_UTF8, 0);
+	xpu_begin_stage(b, XPU_STAGE_PROJ);
+	xpu_add_instr(b, XPU_OP_LOAD_COL, regs[2], 0, 0, 0, 2);
+	xpu_add_instr(b, XPU_OP_LOAD_COL, regs[0], 0, 0, 0, 0);
+	xpu_add_instr(b, XPU_OP_LOAD_COL, regs[1], 0, 0, 0, 1);
+	xpu_add_instr(b, XPU_OP_LOAD_COL, regs[3], 0, 0, 0, 0);
+	for (int k = 0; k < 4; k++)
+		xpu_add_output(b, regs[k]);
+	p = finish(b);
+	for (int64_t i = 0; i < n; i++)
+	{
+		i4[i] = (int32_t) (i * 2654435761u);
+		i8[i] = INT64_MIN + i * 1000003;
+		offs[i] = pos;
+		for (int j = 0; j < i % 4; j++)
+			data[pos++] = (char) ('a' + j);
+		if (i % 3 != 1)
+			valid[i >> 3] |= 1 << (i & 7);
+	}
+	offs[n] = pos;
+	cols[0] = int_col(i4, valid);
+	cols[1] = (XpuColumnData) {NULL, i8, NULL, 0};
+	cols[2] = (XpuColumnData) {valid, offs, data, 0};
+	run_both(p, cols, 3, n, &r);
+	ok = r.err[0].code == XPU_OK && r.err[1].code == XPU_OK;
+	for (int64_t i = 0; ok && i < n; i++)
+	{
+		ok = r.res[0].mask[i] == 1 && r.res[1].mask[i] == 1;
+		for (int k = 0; ok && k < 4; k++)
+		{
+			int64_t		o = k * n + i;
+			const XpuValue *v0 = &r.res[0].values[o], *v1 = &r.res[1].values[o];
+
+			ok = r.res[0].nulls[o] == r.res[1].nulls[o] &&
+				r.res[1].nulls[o] == (k != 1 && i % 3 == 1);
+			if (ok && !r.res[1].nulls[o])
+				ok = k == 2 ? v0->t.len == v1->t.len && v1->t.len == i % 4 &&
+					memcmp(v0->t.p, v1->t.p, v1->t.len) == 0 : v0->i == v1->i;
+		}
+	}
+	tap_ok(ok, "a program of loads only, %lld rows: both forms agree", (long long) n);
+	run_free(&r);
+	free(i4);
+	free(offs);
+	free(i8);
+	free(data);
+	free(valid);
+	free(p);
+}
+
+/*
+ * a filter without outputs (the engine filter's and GpuScan's programs):
+ * rows pass by their qual, and an overflow in the qual is an error
+ */
+static void
+test_filter_only(void)
+{
+	XpuBuilder *b = xpu_builder_create();
+	XpuProgram *p;
+	int32_t		v[300];
+	XpuColumnData cd = {NULL, v, NULL, 0};
+	Run			r;
+	int			r0 = xpu_add_reg(b, XPU_T_BOOL, 0), r1 = xpu_add_reg(b, XPU_T_INT4, 0);
+	int			r2 = xpu_add_reg(b, XPU_T_INT4, 0), r3 = xpu_add_reg(b, XPU_T_INT4, 0);
+	int			r4 = xpu_add_reg(b, XPU_T_INT4, 0), ok;
+
+	xpu_add_column(b, 0, XPU_COL_INT32, 0);
+	xpu_begin_stage(b, XPU_STAGE_LOAD);
+	xpu_add_instr(b, XPU_OP_LOAD_COL, r1, 0, 0, 0, 0);
+	xpu_begin_stage(b, XPU_STAGE_QUAL);
+	xpu_add_instr(b, XPU_OP_MUL_I4, r2, r1, r1, 0, 0);
+	xpu_add_instr(b, XPU_OP_CONST_INT, r3, 0, 0, 0, cint(b, 100));
+	xpu_add_instr(b, XPU_OP_GT_INT, r4, r2, r3, 0, 0);
+	xpu_add_instr(b, XPU_OP_MOVE, r0, r4, 0, 0, 0);
+	p = finish(b);
+	for (int i = 0; i < 300; i++)
+		v[i] = i % 20;
+	run_both(p, &cd, 1, 300, &r);
+	ok = forms_agree(p, &r) && r.err[1].code == XPU_OK;
+	for (int i = 0; ok && i < 300; i++)
+		ok = r.res[1].mask[i] == (v[i] * v[i] > 100);
+	tap_ok(ok, "a filter without outputs: rows pass by the qual");
+	run_free(&r);
+	v[250] = 50000;
+	run_both(p, &cd, 1, 300, &r);
+	tap_ok(forms_agree(p, &r) && r.err[1].code == XPU_ERR_OUT_OF_RANGE,
+		   "a filter without outputs: an overflow in the qual is 22003");
+	run_free(&r);
+	free(p);
+}
+
 int
 main(void)
 {
@@ -421,5 +538,9 @@ main(void)
 	test_mul_overflow();
 	test_three_valued();
 	test_text_keys();
+	test_filter_only();
+	test_loads_only(0);
+	test_loads_only(1);
+	test_loads_only(2500);
 	return tap_done();
 }
