@@ -91,7 +91,10 @@ finish(XpuBuilder *b)
 
 	xpu_builder_free(b);
 	if (p == NULL)
+	{
 		tap_diag("builder: %s", errbuf);
+		fflush(stdout);
+	}
 	return p;
 }
 
@@ -497,7 +500,7 @@ test_filter_only(void)
 	Run			r;
 	int			r0 = xpu_add_reg(b, XPU_T_BOOL, 0), r1 = xpu_add_reg(b, XPU_T_INT4, 0);
 	int			r2 = xpu_add_reg(b, XPU_T_INT4, 0), r3 = xpu_add_reg(b, XPU_T_INT4, 0);
-	int			r4 = xpu_add_reg(b, XPU_T_INT4, 0), ok;
+	int			r4 = xpu_add_reg(b, XPU_T_BOOL, 0), ok;
 
 	xpu_add_column(b, 0, XPU_COL_INT32, 0);
 	xpu_begin_stage(b, XPU_STAGE_LOAD);
