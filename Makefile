@@ -180,6 +180,7 @@ clean-tools:
 SERVICE      = src/service/pg_warp_service
 SERVICE_SRCS = \
 	src/service/agg.c \
+	src/service/buf_cache.c \
 	src/service/gpu.c \
 	src/service/gpu_agg.c \
 	src/service/gpu_heap.c \
@@ -196,6 +197,7 @@ SERVICE_XPU_SRCS = \
 	src/xpu/xpu_build.c \
 	src/xpu/xpu_cpu.c
 SERVICE_HDRS = \
+	src/service/buf_cache.h \
 	src/service/gpu_cache.h \
 	src/service/gpu_driver.h \
 	src/service/input.h \

@@ -13,7 +13,8 @@
  *	  the file read-only (a regular file whose device, inode, size and
  *	  modification time are the request's, else WARP_ERR_FILE_CHANGED),
  *	  reading its footer through pread, checking its batch numbers and
- *	  fields against the program, and closing it;
+ *	  fields against the program, and closing it; its batches are loaded
+ *	  into buffers that each worker thread reuses (buf_cache.c);
  *	- which Arrow field a program column (XpuColKind) may read and how many
  *	  bytes its values take (svc_field_fits, with xpu_col_kind_width).
  *
@@ -28,6 +29,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "service/buf_cache.h"
 #include "service/input.h"
 
 /* ---------------------------------------------------------------- failures */
@@ -215,7 +217,7 @@ svc_input_open(SvcInputFile *f, int64_t max_buffer_size, SvcFailure *fail)
 	f->src.read_at = fd_read_at;
 	f->src.size = st.st_size;
 	f->src.ctx = &f->fd;
-	if (arrow_file_open_source(&f->src, NULL, &f->file, &aerr) != ARROW_OK)
+	if (arrow_file_open_source(&f->src, &svc_buffer_allocator, &f->file, &aerr) != ARROW_OK)
 		return svc_fail_arrow(fail, f->path, &aerr), false;
 	f->file->max_buffer_size = max_buffer_size;
 	return true;

@@ -34,6 +34,9 @@
 
 #define OOM(err)	XPU_ERROR((err), XPU_ERR_INTERNAL, "out of memory")
 
+/* rows whose keys find_groups encodes before it hashes and looks them up */
+#define KEY_BLOCK	256
+
 struct XpuAggTable
 {
 	int			n_keys;
@@ -438,25 +441,34 @@ group_add(XpuAggTable *t, const uint8_t *key, uint32_t len, uint64_t h, XpuError
 	return g;
 }
 
-/* are the len bytes at a and b equal (short keys: no library call) */
+/*
+ * are the len bytes at a and b equal (short keys: no library call; the
+ * last word compared overlaps the one before, so no byte loop and no read
+ * past either end)
+ */
 static inline int
 keys_equal(const uint8_t *a, const uint8_t *b, uint32_t len)
 {
+	uint64_t	x, y;
 	uint32_t	i = 0;
 
-	for (; i + 8 <= len; i += 8)
+	if (len < 8)
 	{
-		uint64_t	x, y;
-
+		for (; i < len; i++)
+			if (a[i] != b[i])
+				return 0;
+		return 1;
+	}
+	for (; i + 8 < len; i += 8)
+	{
 		memcpy(&x, a + i, 8);
 		memcpy(&y, b + i, 8);
 		if (x != y)
 			return 0;
 	}
-	for (; i < len; i++)
-		if (a[i] != b[i])
-			return 0;
-	return 1;
+	memcpy(&x, a + len - 8, 8);
+	memcpy(&y, b + len - 8, 8);
+	return x == y;
 }
 
 /*
@@ -598,12 +610,12 @@ xpu_agg_table_free(XpuAggTable *t)
 }
 
 /*
- * hash_kbuf: xpu_agg_hash of the len key bytes in t->kbuf, which has at
- * least 8 bytes of room after them: the tail is one masked load (the same
- * value xpu_agg_hash computes byte-wise).
+ * hash_key: xpu_agg_hash of the len key bytes at k, which have at least 8
+ * bytes of room after them (in t->kbuf): the tail is one masked load (the
+ * same value xpu_agg_hash computes byte-wise).
  */
 static inline uint64_t
-hash_kbuf(const XpuAggTable *t, uint32_t len)
+hash_key(const uint8_t *k, uint32_t len)
 {
 	uint64_t	h = xpu_agg_hash_start(len);
 	uint64_t	w;
@@ -611,12 +623,12 @@ hash_kbuf(const XpuAggTable *t, uint32_t len)
 
 	for (; i + 8 <= len; i += 8)
 	{
-		memcpy(&w, t->kbuf + i, 8);
+		memcpy(&w, k + i, 8);
 		h = xpu_agg_hash_step(h, w);
 	}
 	if (i < len)
 	{
-		memcpy(&w, t->kbuf + i, 8);
+		memcpy(&w, k + i, 8);
 		w &= ~UINT64_C(0) >> (64 - 8 * (len - i));
 		h = xpu_agg_hash_step(h, w);
 	}
@@ -630,7 +642,7 @@ kbuf_reserve(XpuAggTable *t, size_t need, XpuError *err)
 	size_t		cap;
 	uint8_t    *p;
 
-	need += 8;					/* hash_kbuf's tail load */
+	need += 8;					/* hash_key's tail load */
 	cap = need < 256 ? 256 : need * 2;
 	if (need <= t->kbuf_cap)
 		return 1;
@@ -642,52 +654,87 @@ kbuf_reserve(XpuAggTable *t, size_t need, XpuError *err)
 }
 
 /*
- * encode_row: the key bytes of row `row` of res into t->kbuf (which always
- * has room for every fixed-width key: XPU_AGG_MAX_KEYS * 17 bytes); their
- * length, 0 when memory ran out.
+ * copy_text: len bytes from src to dst, a word at a time; the last word
+ * copied overlaps the one before, so nothing past either end is touched
+ */
+static inline void
+copy_text(uint8_t *dst, const char *src, int32_t len)
+{
+	uint64_t	w;
+	uint32_t	h, l;
+	int32_t		i = 0;
+
+	if (len >= 8)
+	{
+		for (; i + 8 < len; i += 8)
+		{
+			memcpy(&w, src + i, 8);
+			memcpy(dst + i, &w, 8);
+		}
+		memcpy(&w, src + len - 8, 8);
+		memcpy(dst + len - 8, &w, 8);
+	}
+	else if (len >= 4)
+	{
+		memcpy(&h, src, 4);
+		memcpy(&l, src + len - 4, 4);
+		memcpy(dst, &h, 4);
+		memcpy(dst + len - 4, &l, 4);
+	}
+	else
+		for (; i < len; i++)
+			dst[i] = (uint8_t) src[i];
+}
+
+/*
+ * encode_row: the key bytes of row `row` of res into t->kbuf at offset pos
+ * (growing it: there are always 8 bytes of room after them); their length,
+ * 0 when memory ran out.
  */
 static inline uint32_t
-encode_row(XpuAggTable *t, const XpuResult *res, int64_t row, XpuError *err)
+encode_row(XpuAggTable *t, const XpuResult *res, int64_t row, size_t pos, XpuError *err)
 {
+	const int	n_keys = t->n_keys;
+	uint8_t    *kb;
 	uint32_t	len = 0;
 	int			k;
 
-	for (k = 0; k < t->n_keys; k++)
+	if (pos + (size_t) n_keys * 17 + 8 > t->kbuf_cap &&
+		!kbuf_reserve(t, pos + (size_t) n_keys * 17, err))
+		return 0;
+	kb = t->kbuf + pos;
+
+	for (k = 0; k < n_keys; k++)
 	{
 		int64_t		o = t->key_outs[k] * res->nrows + row;
 		const XpuValue *v = &res->values[o];
 		int			type = t->key_types[k];
 
 		if (res->nulls[o])
-			t->kbuf[len++] = 0;
+			kb[len++] = 0;
 		else if (xpu_agg_intlike(type))
 		{
-			t->kbuf[len] = 1;
-			memcpy(t->kbuf + len + 1, &v->i, 8);
+			kb[len] = 1;
+			memcpy(kb + len + 1, &v->i, 8);
 			len += 9;
 		}
-		else if (type == XPU_T_TEXT && v->t.len <= 16)
+		else if (type == XPU_T_TEXT)
 		{
-			/* short text: an inline byte loop, no library call */
 			int32_t		tl = v->t.len;
-			uint8_t    *p;
 
-			if (!kbuf_reserve(t, (size_t) len + 5 + 16 + (t->n_keys - k) * 17, err))
-				return 0;
-			p = t->kbuf + len;
-			p[0] = 1;
-			memcpy(p + 1, &tl, 4);
-			for (int32_t i = 0; i < tl; i++)
-				p[5 + i] = (uint8_t) v->t.p[i];
+			if (pos + len + 5 + tl + (n_keys - k) * 17 + 8 > t->kbuf_cap)
+			{
+				if (!kbuf_reserve(t, pos + len + 5 + tl + (n_keys - k) * 17, err))
+					return 0;
+				kb = t->kbuf + pos;
+			}
+			kb[len] = 1;
+			memcpy(kb + len + 1, &tl, 4);
+			copy_text(kb + len + 5, v->t.p, tl);
 			len += 5 + (uint32_t) tl;
 		}
 		else
-		{
-			if (type == XPU_T_TEXT &&
-				!kbuf_reserve(t, (size_t) len + 5 + v->t.len + (t->n_keys - k) * 17, err))
-				return 0;
-			len += xpu_agg_key_value_put(t->kbuf + len, type, v, 0);
-		}
+			len += xpu_agg_key_value_put(kb + len, type, v, 0);
 	}
 	return len;
 }
@@ -749,10 +796,11 @@ update_rows(XpuAggTable *t, int a, const XpuResult *res)
 {
 	const XpuAggDesc *d = &t->aggs[a];
 	int64_t		n = res->nrows, r;
-	const int64_t *rg = t->rowgroup;
-	const XpuValue *v = res->values + (d->kind == XPU_AGG_COUNT_STAR ? 0 : d->out * n);
-	const uint8_t *nl = res->nulls + (d->kind == XPU_AGG_COUNT_STAR ? 0 : d->out * n);
-	XpuAggState *st = t->states + a;
+	/* restrict: a state's update never changes the rows' groups or values */
+	const int64_t *restrict rg = t->rowgroup;
+	const XpuValue *restrict v = res->values + (d->kind == XPU_AGG_COUNT_STAR ? 0 : d->out * n);
+	const uint8_t *restrict nl = res->nulls + (d->kind == XPU_AGG_COUNT_STAR ? 0 : d->out * n);
+	XpuAggState *restrict st = t->states + a;
 	int			na = t->n_aggs, type = t->arg_types[a];
 
 	switch (d->kind)
@@ -808,13 +856,60 @@ update_rows(XpuAggTable *t, int a, const XpuResult *res)
 }
 
 /*
+ * find_groups: t->rowgroup[r] = the group of row r of res (added when new),
+ * -1 for a row that did not pass; 0 (err set) when memory runs out.  A
+ * block of rows at a time: their keys encoded one after the other into
+ * t->kbuf, then hashed, then looked up, so that no key is read back while
+ * its bytes are still being stored.
+ */
+static int
+find_groups(XpuAggTable *t, const XpuResult *res, XpuError *err)
+{
+	int64_t		n = res->nrows;
+	int64_t		krow[KEY_BLOCK];
+	size_t		kpos[KEY_BLOCK];
+	uint32_t	klen[KEY_BLOCK];
+	uint64_t	kh[KEY_BLOCK];
+
+	for (int64_t r0 = 0; r0 < n; r0 += KEY_BLOCK)
+	{
+		int64_t		end = n - r0 < KEY_BLOCK ? n : r0 + KEY_BLOCK;
+		size_t		pos = 0;
+		int			m = 0, j;
+
+		for (int64_t r = r0; r < end; r++)
+		{
+			t->rowgroup[r] = -1;
+			if (res->mask && !res->mask[r])
+				continue;
+			if ((klen[m] = encode_row(t, res, r, pos, err)) == 0)
+				return 0;
+			krow[m] = r;
+			kpos[m] = pos;
+			pos += klen[m++];
+		}
+		for (j = 0; j < m; j++)
+			kh[j] = hash_key(t->kbuf + kpos[j], klen[j]);
+		for (j = 0; j < m; j++)
+		{
+			int64_t		g = group_find(t, t->kbuf + kpos[j], klen[j], kh[j], err);
+
+			if (g < 0)
+				return 0;
+			t->rowgroup[krow[j]] = g;
+		}
+	}
+	return 1;
+}
+
+/*
  * xpu_agg_table_update: see xpu_agg.h.  The nulls of a row that did not
  * pass are never read, so res may leave them unset.
  */
 int
 xpu_agg_table_update(XpuAggTable *t, const XpuResult *res, XpuError *err)
 {
-	int64_t		n = res->nrows, r;
+	int64_t		n = res->nrows;
 	int			a;
 
 	if (t->n_keys == 0)
@@ -840,18 +935,8 @@ xpu_agg_table_update(XpuAggTable *t, const XpuResult *res, XpuError *err)
 		t->rowgroup = p;
 		t->rowgroup_cap = n;
 	}
-	for (r = 0; r < n; r++)
-	{
-		uint32_t	len;
-
-		t->rowgroup[r] = -1;
-		if (res->mask && !res->mask[r])
-			continue;
-		if ((len = encode_row(t, res, r, err)) == 0)
-			return 0;
-		if ((t->rowgroup[r] = group_find(t, t->kbuf, len, hash_kbuf(t, len), err)) < 0)
-			return 0;
-	}
+	if (!find_groups(t, res, err))
+		return 0;
 	for (a = 0; a < t->n_aggs; a++)
 	{
 		if (XPU_AGG_EXTENDED(t->aggs[a].kind))

@@ -11,7 +11,7 @@
  */
 #include <string.h>
 
-#include "xpu_interp.h"
+#include "xpu_tile.h"
 
 /* the workspace's parts, each 16-byte aligned */
 static size_t
@@ -32,8 +32,7 @@ xpu_cpu_workspace_size(const XpuProgram *prog)
 
 	return align16(nregs * XPU_TILE * sizeof(XpuValue)) +
 		align16(nregs * XPU_TILE) + align16(XPU_TILE) +
-		align16((size_t) XPU_MAX_MASK_DEPTH * XPU_TILE) +
-		align16((size_t) XPU_MAX_MASK_DEPTH * XPU_TILE * sizeof(uint16_t));
+		align16((size_t) (XPU_MAX_MASK_DEPTH + 1) * XPU_TILE * sizeof(uint16_t));
 }
 
 /* one tile: LOAD + QUAL for all rows, PROJ for the passing ones, outputs */
@@ -57,16 +56,92 @@ cpu_tile(const XpuProgram *prog, const XpuChunk *chunk, int64_t row0, int n,
 	}
 	xpu_tile_run(prog, st[XPU_STAGE_PROJ], st[XPU_N_STAGES], chunk->cols, row0,
 				 n, t, err);
+	/* the values of rows that did not pass are never read: copied as they are */
 	for (k = 0; k < prog->n_outs; k++)
 	{
-		for (i = 0; i < n; i++)
-		{
-			int64_t		o = k * res->nrows + row0 + i;
+		int64_t		o = k * res->nrows + row0;
+		const uint8_t *tn = &t->n[outs[k] * XPU_TILE];
+		uint8_t    *rn = &res->nulls[o];
 
-			res->values[o] = t->v[outs[k] * XPU_TILE + i];
-			res->nulls[o] = t->act[i] ? t->n[outs[k] * XPU_TILE + i] : 1;
+		memcpy(&res->values[o], &t->v[outs[k] * XPU_TILE], (size_t) n * sizeof(XpuValue));
+		for (i = 0; i < n; i++)
+			rn[i] = (uint8_t) (tn[i] | (t->act[i] == 0));
+	}
+}
+
+/* does xpu_load_rows load columns of kind (integers, floats, utf8: never failing) */
+static int
+cpu_fast_kind(int kind)
+{
+	return kind == XPU_COL_INT8 || kind == XPU_COL_INT16 || kind == XPU_COL_INT32 ||
+		kind == XPU_COL_INT64 || kind == XPU_COL_FLOAT32 || kind == XPU_COL_FLOAT64 ||
+		kind == XPU_COL_UTF8;
+}
+
+/*
+ * cpu_out_load: the PROJ instruction that loads register r, when exactly
+ * one does; NULL otherwise
+ */
+static const XpuInstr *
+cpu_out_load(const XpuProgram *prog, int r)
+{
+	const uint16_t *st = prog->stage_start;
+	const XpuInstr *instrs = XPU_INSTRS(prog);
+	const XpuInstr *found = NULL;
+
+	for (int pc = st[XPU_STAGE_PROJ]; pc < st[XPU_N_STAGES]; pc++)
+	{
+		if (instrs[pc].dst == r)
+		{
+			if (found != NULL)
+				return NULL;
+			found = &instrs[pc];
 		}
 	}
+	return found;
+}
+
+/*
+ * cpu_loads_only: a program that only loads columns into its outputs
+ * (GROUP BY columns, aggregates of columns: no LOAD or QUAL stage, every
+ * PROJ instruction a LOAD_COL of a kind that xpu_load_rows loads, every
+ * output loaded by exactly one) loads them straight into res, without the
+ * tiles; false (nothing done) for any other program.
+ */
+static int
+cpu_loads_only(const XpuProgram *prog, const XpuChunk *chunk, XpuResult *res)
+{
+	const uint8_t *outs = XPU_OUTS(prog);
+	const uint16_t *st = prog->stage_start;
+	const XpuInstr *instrs = XPU_INSTRS(prog);
+	int64_t		n = chunk->nrows;
+	int			k;
+
+	if (st[XPU_STAGE_LOAD] != st[XPU_STAGE_JOIN])
+		return 0;
+	for (int pc = st[XPU_STAGE_PROJ]; pc < st[XPU_N_STAGES]; pc++)
+		if (instrs[pc].op != XPU_OP_LOAD_COL ||
+			!cpu_fast_kind(XPU_COLS(prog)[instrs[pc].imm].kind))
+			return 0;
+	for (k = 0; k < prog->n_outs; k++)
+		if (cpu_out_load(prog, outs[k]) == NULL)
+			return 0;
+	for (k = 0; k < prog->n_outs; k++)
+	{
+		const XpuColumn *col = XPU_COLS(prog) + cpu_out_load(prog, outs[k])->imm;
+		const XpuColumnData *cd = chunk->cols + col->col_index;
+
+		/* rows in pieces of at most INT32_MAX (xpu_load_rows counts in int) */
+		for (int64_t r0 = 0; r0 < n; r0 += INT32_MAX)
+		{
+			int			m = (int) (n - r0 < INT32_MAX ? n - r0 : INT32_MAX);
+
+			xpu_load_rows(col, cd, cd->offset + r0, NULL, m, m,
+						  &res->values[k * n + r0], &res->nulls[k * n + r0]);
+		}
+	}
+	memset(res->mask, 1, (size_t) n);
+	return 1;
 }
 
 /*
@@ -88,15 +163,16 @@ xpu_cpu_exec(const XpuProgram *prog, const XpuChunk *chunk, XpuResult *res,
 		XPU_ERROR(err, XPU_ERR_INVALID_ARGUMENT, "chunk does not match the program");
 		return err->code;
 	}
+	if (cpu_loads_only(prog, chunk, res))
+		return err->code;
 	t.v = (XpuValue *) w;
 	w += align16(nregs * XPU_TILE * sizeof(XpuValue));
 	t.n = (uint8_t *) w;
 	w += align16(nregs * XPU_TILE);
 	t.act = (uint8_t *) w;
 	w += align16(XPU_TILE);
-	t.stack = (uint8_t *) w;
-	w += align16((size_t) XPU_MAX_MASK_DEPTH * XPU_TILE);
 	t.sel_stack = (uint16_t *) w;
+	xpu_tile_count_reads(prog, &t);
 	for (row0 = 0; row0 < chunk->nrows && err->code == XPU_OK; row0 += XPU_TILE)
 	{
 		int64_t		n = chunk->nrows - row0;

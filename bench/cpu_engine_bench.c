@@ -1,0 +1,319 @@
+/*-------------------------------------------------------------------------
+ *
+ * cpu_engine_bench.c
+ *		The CPU engine's per-row cost on one thread, without the service:
+ *		engine_bench.py's two queries over lineorder (an Arrow file, e.g.
+ *		from bench/ssb/load.sh) as the service's AGG_RUN workers run them
+ *		(src/service/agg.c, run_batch): each record batch loaded with the
+ *		Arrow reader (with the service's buffer allocator,
+ *		src/service/buf_cache.c), then xpu_cpu_exec and xpu_agg_table_update over
+ *		slices of 16384 rows.  The programs are those codegen emits for
+ *		the two queries (EXPLAIN VERBOSE's Engine Program).
+ *
+ *	cpu_engine_bench FILE [q1|q2|both] [REPEAT]
+ *
+ * Prints per query: the load time, the engine time (program + table), the
+ * engine's nanoseconds per row, and the answer (Q1's sum; Q2's groups and
+ * a checksum of their states) so that two builds can be compared.  A
+ * benchmark, not a test: the tests are test/c and test/python.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "arrow.h"
+#include "service/buf_cache.h"
+#include "xpu_agg.h"
+#include "xpu_program.h"
+
+#define SLICE	16384
+
+typedef struct Query
+{
+	const char *name;
+	XpuProgram *prog;
+	int			n_fields;
+	const char *fields[8];		/* chunk column i reads this field */
+	XpuAggSpec	spec;
+	uint16_t	key_outs[4];
+	XpuAggDesc	aggs[8];
+} Query;
+
+static double
+now_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+static XpuProgram *
+finish(XpuBuilder *b)
+{
+	char		errbuf[256];
+	XpuProgram *p = xpu_builder_finish(b, errbuf, sizeof(errbuf));
+
+	xpu_builder_free(b);
+	if (p == NULL)
+	{
+		fprintf(stderr, "builder: %s\n", errbuf);
+		exit(1);
+	}
+	return p;
+}
+
+static int
+cint(XpuBuilder *b, int64_t v)
+{
+	return xpu_add_const(b, &v, sizeof(v));
+}
+
+/*
+ * Q1: sum(lo_extendedprice * lo_discount) WHERE lo_discount BETWEEN 1 AND 3
+ * AND lo_quantity < 25 (chunk columns: quantity, extendedprice, discount)
+ */
+static void
+build_q1(Query *q)
+{
+	XpuBuilder *b = xpu_builder_create();
+	int			r[11];
+
+	r[0] = xpu_add_reg(b, XPU_T_BOOL, 0);
+	r[1] = xpu_add_reg(b, XPU_T_INT4, 0);
+	r[2] = xpu_add_reg(b, XPU_T_INT4, 0);
+	r[3] = xpu_add_reg(b, XPU_T_BOOL, 0);
+	r[4] = xpu_add_reg(b, XPU_T_INT4, 0);
+	r[5] = xpu_add_reg(b, XPU_T_BOOL, 0);
+	r[6] = xpu_add_reg(b, XPU_T_INT4, 0);
+	r[7] = xpu_add_reg(b, XPU_T_INT4, 0);
+	r[8] = xpu_add_reg(b, XPU_T_BOOL, 0);
+	r[9] = xpu_add_reg(b, XPU_T_INT4, 0);
+	r[10] = xpu_add_reg(b, XPU_T_INT4, 0);
+	xpu_add_column(b, 0, XPU_COL_INT32, 0);	/* column 0: quantity */
+	xpu_add_column(b, 1, XPU_COL_INT32, 0);	/* column 1: extendedprice */
+	xpu_add_column(b, 2, XPU_COL_INT32, 0);	/* column 2: discount */
+	xpu_begin_stage(b, XPU_STAGE_LOAD);
+	xpu_add_instr(b, XPU_OP_LOAD_COL, r[1], 0, 0, 0, 2);
+	xpu_begin_stage(b, XPU_STAGE_QUAL);
+	xpu_add_instr(b, XPU_OP_CONST_INT, r[2], 0, 0, 0, cint(b, 1));
+	xpu_add_instr(b, XPU_OP_GE_INT, r[3], r[1], r[2], 0, 0);
+	xpu_add_instr(b, XPU_OP_MOVE, r[0], r[3], 0, 0, 0);
+	xpu_add_instr(b, XPU_OP_MASK_PUSH_TRUE, 0, r[0], 0, 0, 0);
+	xpu_add_instr(b, XPU_OP_CONST_INT, r[4], 0, 0, 0, cint(b, 3));
+	xpu_add_instr(b, XPU_OP_LE_INT, r[5], r[1], r[4], 0, 0);
+	xpu_add_instr(b, XPU_OP_MOVE, r[0], r[5], 0, 0, 0);
+	xpu_add_instr(b, XPU_OP_MASK_PUSH_TRUE, 0, r[0], 0, 0, 0);
+	xpu_add_instr(b, XPU_OP_LOAD_COL, r[6], 0, 0, 0, 0);
+	xpu_add_instr(b, XPU_OP_CONST_INT, r[7], 0, 0, 0, cint(b, 25));
+	xpu_add_instr(b, XPU_OP_LT_INT, r[8], r[6], r[7], 0, 0);
+	xpu_add_instr(b, XPU_OP_MOVE, r[0], r[8], 0, 0, 0);
+	xpu_add_instr(b, XPU_OP_MASK_POP, 0, 0, 0, 0, 0);
+	xpu_add_instr(b, XPU_OP_MASK_POP, 0, 0, 0, 0, 0);
+	xpu_begin_stage(b, XPU_STAGE_PROJ);
+	xpu_add_instr(b, XPU_OP_LOAD_COL, r[9], 0, 0, 0, 1);
+	xpu_add_instr(b, XPU_OP_MUL_I4, r[10], r[9], r[1], 0, 0);
+	xpu_add_output(b, r[10]);
+	q->name = "q1";
+	q->prog = finish(b);
+	q->n_fields = 3;
+	q->fields[0] = "lo_quantity";
+	q->fields[1] = "lo_extendedprice";
+	q->fields[2] = "lo_discount";
+	q->spec.n_keys = 0;
+	q->spec.n_aggs = 1;
+	q->aggs[0] = (XpuAggDesc) {XPU_AGG_SUM_INT, 0, 0, 0};
+	q->spec.aggs = q->aggs;
+	q->spec.key_outs = q->key_outs;
+}
+
+/*
+ * Q2: lo_orderpriority, lo_shipmode, count(*), sum(lo_revenue),
+ * avg(lo_quantity), max(lo_supplycost) GROUP BY 1, 2 (chunk columns:
+ * orderpriority, revenue, quantity, supplycost, shipmode)
+ */
+static void
+build_q2(Query *q)
+{
+	XpuBuilder *b = xpu_builder_create();
+	int			r[6];
+	static const XpuType types[6] = {XPU_T_BOOL, XPU_T_TEXT, XPU_T_TEXT, XPU_T_INT4,
+	XPU_T_INT4, XPU_T_INT4};
+	static const int cols[5] = {0, 4, 2, 1, 3};
+
+	for (int i = 0; i < 6; i++)
+		r[i] = xpu_add_reg(b, types[i], 0);
+	xpu_add_column(b, 0, XPU_COL_UTF8, 0);
+	xpu_add_column(b, 1, XPU_COL_INT32, 0);
+	xpu_add_column(b, 2, XPU_COL_INT32, 0);
+	xpu_add_column(b, 3, XPU_COL_INT32, 0);
+	xpu_add_column(b, 4, XPU_COL_UTF8, 0);
+	xpu_begin_stage(b, XPU_STAGE_PROJ);
+	for (int i = 0; i < 5; i++)
+		xpu_add_instr(b, XPU_OP_LOAD_COL, r[i + 1], 0, 0, 0, cols[i]);
+	for (int i = 0; i < 5; i++)
+		xpu_add_output(b, r[i + 1]);
+	q->name = "q2";
+	q->prog = finish(b);
+	q->n_fields = 5;
+	q->fields[0] = "lo_orderpriority";
+	q->fields[1] = "lo_revenue";
+	q->fields[2] = "lo_quantity";
+	q->fields[3] = "lo_supplycost";
+	q->fields[4] = "lo_shipmode";
+	q->spec.n_keys = 2;
+	q->key_outs[0] = 0;
+	q->key_outs[1] = 1;
+	q->spec.n_aggs = 4;
+	q->aggs[0] = (XpuAggDesc) {XPU_AGG_COUNT_STAR, 0, 0, 0};
+	q->aggs[1] = (XpuAggDesc) {XPU_AGG_SUM_INT, 0, 3, 0};
+	q->aggs[2] = (XpuAggDesc) {XPU_AGG_SUM_INT, 0, 2, 0};
+	q->aggs[3] = (XpuAggDesc) {XPU_AGG_MAX, 0, 4, 0};
+	q->spec.aggs = q->aggs;
+	q->spec.key_outs = q->key_outs;
+}
+
+/* the answer's fingerprint: every group's count, sums and max */
+static void
+print_answer(const Query *q, XpuAggTable *t)
+{
+	__int128	check = 0;
+	int64_t		ng = xpu_agg_table_ngroups(t);
+
+	for (int64_t g = 0; g < ng; g++)
+	{
+		const uint8_t *key;
+		uint32_t	klen;
+		const XpuAggState *s;
+
+		xpu_agg_table_group(t, g, &key, &klen, &s);
+		for (int a = 0; a < q->spec.n_aggs; a++)
+			check += s[a].count * 31 + s[a].v.i128 * (a + 1);
+		for (uint32_t i = 0; i < klen; i++)
+			check = check * 3 + key[i];
+	}
+	printf("%s answer: groups %lld checksum %016llx%016llx flags %u\n", q->name, (long long) ng,
+		   (unsigned long long) ((unsigned __int128) check >> 64), (unsigned long long) check,
+		   xpu_agg_table_flags(t));
+}
+
+/* runs q over every batch of file; returns engine seconds */
+static void
+run_query(Query *q, ArrowFile *file, int repeat)
+{
+	int			fidx[8];
+	bool	   *want = calloc(file->schema.n_fields, sizeof(bool));
+	const XpuProgram *prog = q->prog;
+	size_t		outs = prog->n_outs ? prog->n_outs : 1;
+	void	   *ws = aligned_alloc(16, (xpu_cpu_workspace_size(prog) + 15) & ~(size_t) 15);
+	XpuValue   *values = aligned_alloc(16, outs * SLICE * sizeof(XpuValue));
+	uint8_t    *nulls = malloc(outs * SLICE);
+	uint8_t    *mask = malloc(SLICE);
+	XpuColumnData cols[8];
+	double		t_load = 0, t_exec = 0;
+	int64_t		rows = 0;
+	XpuError	err = {0};
+	XpuAggTable *table = NULL;
+
+	for (int i = 0; i < q->n_fields; i++)
+	{
+		fidx[i] = -1;
+		for (int f = 0; f < file->schema.n_fields; f++)
+			if (strcmp(file->schema.fields[f].name, q->fields[i]) == 0)
+				fidx[i] = f;
+		if (fidx[i] < 0)
+		{
+			fprintf(stderr, "no field %s\n", q->fields[i]);
+			exit(1);
+		}
+		want[fidx[i]] = true;
+	}
+	for (int rep = 0; rep < repeat; rep++)
+	{
+		xpu_agg_table_free(table);
+		table = xpu_agg_table_create(prog, &q->spec, &err);
+		for (int32_t bi = 0; bi < file->n_batches; bi++)
+		{
+			ArrowBatch *batch;
+			ArrowError	aerr;
+			double		t0 = now_s(), t1;
+
+			if (arrow_batch_load(file, bi, want, &batch, &aerr) != ARROW_OK)
+			{
+				fprintf(stderr, "load: %s\n", aerr.message);
+				exit(1);
+			}
+			t1 = now_s();
+			t_load += t1 - t0;
+			for (int i = 0; i < q->n_fields; i++)
+			{
+				const ArrowArray *a = &batch->columns[fidx[i]];
+
+				cols[i].validity = a->validity;
+				cols[i].values = a->field->type.id == ARROW_TYPE_UTF8 ? a->offsets : a->values;
+				cols[i].data = (const char *) a->data;
+			}
+			for (int64_t row0 = 0; row0 < batch->n_rows; row0 += SLICE)
+			{
+				int64_t		n = batch->n_rows - row0 < SLICE ? batch->n_rows - row0 : SLICE;
+				XpuChunk	chunk = {n, q->n_fields, 0, cols};
+				XpuResult	res = {n, mask, values, nulls};
+
+				for (int i = 0; i < q->n_fields; i++)
+					cols[i].offset = row0;
+				if (xpu_cpu_exec(prog, &chunk, &res, ws, &err) != XPU_OK ||
+					!xpu_agg_table_update(table, &res, &err))
+				{
+					fprintf(stderr, "run: %s\n", err.message);
+					exit(1);
+				}
+			}
+			rows += batch->n_rows;
+			t_exec += now_s() - t1;
+			arrow_batch_free(batch);
+		}
+	}
+	printf("%s: %lld rows, load %.3f s (%.2f ns/row), engine %.3f s (%.2f ns/row)\n", q->name,
+		   (long long) rows, t_load, t_load * 1e9 / rows, t_exec, t_exec * 1e9 / rows);
+	print_answer(q, table);
+	xpu_agg_table_free(table);
+	free(want);
+	free(ws);
+	free(values);
+	free(nulls);
+	free(mask);
+}
+
+int
+main(int argc, char **argv)
+{
+	ArrowFile  *file;
+	ArrowError	aerr;
+	Query		q1 = {0}, q2 = {0};
+	const char *which = argc > 2 ? argv[2] : "both";
+	int			repeat = argc > 3 ? atoi(argv[3]) : 1;
+
+	if (argc < 2)
+	{
+		fprintf(stderr, "usage: %s FILE [q1|q2|both] [REPEAT]\n", argv[0]);
+		return 2;
+	}
+	if (arrow_file_open(argv[1], &svc_buffer_allocator, &file, &aerr) != ARROW_OK)
+	{
+		fprintf(stderr, "%s: %s\n", argv[1], aerr.message);
+		return 1;
+	}
+	build_q1(&q1);
+	build_q2(&q2);
+	if (strcmp(which, "q2") != 0)
+		run_query(&q1, file, repeat);
+	if (strcmp(which, "q1") != 0)
+		run_query(&q2, file, repeat);
+	arrow_file_close(file);
+	free(q1.prog);
+	free(q2.prog);
+	return 0;
+}
