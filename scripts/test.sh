@@ -83,7 +83,7 @@ if [ "$n_bad" -gt 0 ] || [ "$n_ok" -eq 0 ]; then
 fi
 
 echo "== C unit tests (test/c, ASan + UBSan)"
-if make -C test/c >"$work/ctest-build.log" 2>&1; then
+if make -j2 -C test/c >"$work/ctest-build.log" 2>&1; then
     for t in test/c/bin/test_*; do
         [ -x "$t" ] || continue
         out=$(cd test/c && "bin/$(basename "$t")" 2>&1); rc=$?

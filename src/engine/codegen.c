@@ -1466,7 +1466,10 @@ cg_finish(Cg *cg, bool ok)
 	char		errbuf[256];
 
 	if (ok && !cg->failed)
+	{
+		xpu_builder_fold_moves(cg->b);
 		prog = xpu_builder_finish(cg->b, errbuf, sizeof(errbuf));
+	}
 	xpu_builder_free(cg->b);
 	pfree(cg);
 	return prog;

@@ -653,10 +653,12 @@ gpa_make_path(RelOptInfo *output_rel, GpaPlanInfo *pi, Path *fallback, bool part
  * input_rel into the partially grouped relation pgr, or NULL.  Each
  * participant reads and ships its share of the pages: the tuple costs are
  * divided among them as for a parallel sequential scan, whose page costs
- * PostgreSQL does not divide either; the engine's costs are the service's,
- * shared by the runs.  Its child is PostgreSQL's partial aggregation over a
- * (non-parallel) sequential scan, which a participant whose run falls back
- * restricts to its own block ranges.
+ * PostgreSQL does not divide either.  The engine's per-row cost is divided
+ * too: the participants' runs go on in the service at the same time (on the
+ * GPU, or on the CPU runner's threads), as the workers' own tuple costs do.
+ * Its child is PostgreSQL's partial aggregation over a (non-parallel)
+ * sequential scan, which a participant whose run falls back restricts to
+ * its own block ranges.
  */
 static Path *
 gpa_partial_path(PlannerInfo *root, RelOptInfo *input_rel, RelOptInfo *pgr,
@@ -684,7 +686,8 @@ gpa_partial_path(PlannerInfo *root, RelOptInfo *input_rel, RelOptInfo *pgr,
 	cp->path.parallel_aware = true;
 	cp->path.parallel_safe = true;
 	cp->path.parallel_workers = workers;
-	cp->path.startup_cost = pg_warp_engine_startup_cost + rows_in * pg_warp_engine_row_cost +
+	cp->path.startup_cost = pg_warp_engine_startup_cost +
+		rows_in * pg_warp_engine_row_cost / divisor +
 		input_rel->pages * seq_page_cost + rows_in * cpu_tuple_cost / divisor;
 	cp->path.total_cost = cp->path.startup_cost + ngroups * cpu_tuple_cost;
 	return (Path *) cp;

@@ -1534,12 +1534,16 @@ gagg_first_table(GaggRun *g, const GpuAggOptions *opts, int64_t total_rows)
 int
 gagg_setup(GaggRun *g, const ServiceGpu *gpu, uint32_t dev, const GpuAggOptions *opts)
 {
-	const XpuProgram *prog = g->prog;
+	const XpuProgram *prog;
 	CUmodule	mod;
 	uint32_t	per_entry;
 	int64_t		total_rows;
 	int			threads = g->run->n_threads > 0 ? (int) g->run->n_threads : 4;
 
+	/* the kernel runs hoisted constants once per thread, not once per row */
+	if ((g->hoisted = xpu_program_hoist_consts(g->prog)) != NULL)
+		g->prog = g->hoisted;
+	prog = g->prog;
 	if (!gpu_device_module(dev, &mod, g->msg, g->msglen))
 		return gagg_fail(g, WARP_ERR_UNSUPPORTED, "%s", g->msg);
 	if (gagg_cuda(g, gpu_drv.cuModuleGetFunction(&g->f_init, mod, "kern_agg_init"),
@@ -1627,6 +1631,12 @@ gagg_teardown(GaggRun *g)
 	free(g->ids);
 	if (g->io.n_threads > 0 || g->io.stop == 0)
 		gagg_io_stop(&g->io);
+	if (g->hoisted != NULL)
+	{
+		g->prog = g->run->prog;
+		free(g->hoisted);
+		g->hoisted = NULL;
+	}
 }
 
 /*

@@ -120,7 +120,8 @@ typedef struct GaggRun
 {
 	AggRun	   *run;
 	uint32_t	dev;			/* index into ServiceGpu.devices */
-	const XpuProgram *prog;
+	const XpuProgram *prog;		/* the run's program, or hoisted */
+	XpuProgram *hoisted;		/* its constants hoisted for the GPU (owned) */
 	CUfunction	f_init;
 	CUfunction	f_exec;
 	int			n_sms;

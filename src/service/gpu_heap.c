@@ -388,6 +388,15 @@ gheap_desc_build(GheapRun *gh)
 	{
 		int			a = src->col_att[j] - 1;
 		const XpuHeapAtt *at = &src->atts[a];
+		int			kind = src->col_kind[j];
+
+		/* every column read gets a buffer (gheap_layout): a kind without one is a bug */
+		if (kind != 0 && kind != XPU_COL_UTF8 && kind != XPU_COL_BOOL && xpu_hg_width(kind) <= 0)
+		{
+			free(h);
+			return gagg_fail(&gh->g, WARP_ERR_UNSUPPORTED,
+							 "the GPU heap decoder has no column kind %d", kind);
+		}
 
 		if (want[a] < 0)
 			want[a] = (int16_t) d->n_want++;

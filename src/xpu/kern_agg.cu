@@ -869,17 +869,19 @@ kern_agg_init(XpuGaggTable *t, const XpuGaggSpec *sp)
 
 /*
  * gagg_eval: runs LOAD and QUAL for one row, and PROJ when it passes;
- * returns whether it passed (xpu_row_eval's contract, without results)
+ * returns whether it passed (xpu_row_eval's contract, without results).
+ * The program's hoisted constants already hold their registers (run once
+ * by gagg_hoisted_setup); null0 is the null flags every row starts from.
  */
 XPU_DEVICE int
 gagg_eval(const XpuProgram *prog, const XpuChunk *chunk, int64_t row,
-		  XpuValue *regs, uint8_t *nulls, XpuError *err)
+		  XpuValue *regs, uint8_t *nulls, const uint8_t *null0, XpuError *err)
 {
 	const uint16_t *st = prog->stage_start;
 
 	for (int k = 0; k < prog->n_regs; k++)
-		nulls[k] = 1;
-	xpu_row_run(prog, st[XPU_STAGE_LOAD], st[XPU_STAGE_JOIN], chunk->cols, row,
+		nulls[k] = null0[k];
+	xpu_row_run(prog, prog->n_hoisted, st[XPU_STAGE_JOIN], chunk->cols, row,
 				regs, nulls, 1, err);
 	if (st[XPU_STAGE_QUAL] != st[XPU_STAGE_JOIN] && !XPU_TRUE(&regs[0], nulls[0]))
 		return 0;
@@ -965,6 +967,26 @@ gagg_fold_row(XpuGaggTable *t, const XpuGaggSpec *sp, XpuGaggCacheEntry *ce,
 	return 1;
 }
 
+/*
+ * gagg_hoisted_setup: runs the program's hoisted constants (xpu_program.h)
+ * once into this thread's registers; null0 (shared) gets the null flags a
+ * row starts from: NULL but for the constants' registers
+ */
+XPU_DEVICE void
+gagg_hoisted_setup(const XpuProgram *prog, const XpuChunk *chunk, XpuValue *regs,
+				   uint8_t *nulls, uint8_t *null0, XpuError *err)
+{
+	for (int k = 0; k < prog->n_regs; k++)
+		nulls[k] = 1;
+	xpu_row_run(prog, 0, prog->n_hoisted, chunk->cols, 0, regs, nulls, 1, err);
+	if (threadIdx.x == 0)
+	{
+		for (int k = 0; k < prog->n_regs; k++)
+			null0[k] = nulls[k];
+	}
+	__syncthreads();
+}
+
 /* see xpu_agg_gpu.h */
 XPU_KERNEL void __launch_bounds__(XPU_GAGG_BLOCK)
 kern_agg_exec(const XpuProgram *gprog, uint32_t prog_len, uint32_t smem_prog,
@@ -974,6 +996,7 @@ kern_agg_exec(const XpuProgram *gprog, uint32_t prog_len, uint32_t smem_prog,
 {
 	extern __shared__ uint4 kern_agg_smem[];
 	__shared__ XpuGaggSpec sp;
+	__shared__ uint8_t null0[XPU_MAX_REGS + 1];
 	XpuAggState *cstates = (XpuAggState *) ((char *) kern_agg_smem + smem_prog);
 	XpuGaggCacheEntry *ce = (XpuGaggCacheEntry *) (cstates + (size_t) entries * gspec->n_aggs);
 	uint8_t    *hsmem = (uint8_t *) (ce + entries);
@@ -990,6 +1013,7 @@ kern_agg_exec(const XpuProgram *gprog, uint32_t prog_len, uint32_t smem_prog,
 
 	prog = gagg_block_setup(gprog, prog_len, smem_prog, gspec, &sp, kern_agg_smem,
 							cstates, ce, entries, hsmem);
+	gagg_hoisted_setup(prog, chunk, regs, nulls, null0, &launch->err);
 	if (sp.n_keys == 0 && sp.n_aggs <= GAGG_LOCAL_AGGS)
 	{
 		accp = acc;
@@ -1004,7 +1028,7 @@ kern_agg_exec(const XpuProgram *gprog, uint32_t prog_len, uint32_t smem_prog,
 		if (*(volatile int32_t *) &launch->err.code != XPU_OK ||
 			((it & (XPU_GAGG_CANCEL_EVERY - 1)) == 0 && *cancel != 0))
 			break;
-		if (!gagg_eval(prog, chunk, row, regs, nulls, &launch->err))
+		if (!gagg_eval(prog, chunk, row, regs, nulls, null0, &launch->err))
 			continue;
 		if (gagg_fold_row(t, &sp, ce, cstates, entries, accp, regs, nulls, hsmem, &hll_dense))
 			passed++;

@@ -292,6 +292,79 @@ xpu_add_output(XpuBuilder *b, int reg)
 	return (int) off;
 }
 
+/*
+ * xpu_builder_fold_moves: removes each MOVE whose argument is a temporary
+ * that only the instruction just before it (in the same stage) writes and
+ * only the MOVE reads, and that is no output: that instruction writes the
+ * MOVE's destination itself (codegen's "r0 = rN" after each conjunct).
+ * Both ran under the same mask one after the other, so every row gets the
+ * same values; the instruction must not read the destination, whose old
+ * value it would otherwise see changed.  Returns how many were removed.
+ */
+int
+xpu_builder_fold_moves(XpuBuilder *b)
+{
+	XpuInstr   *ins = (XpuInstr *) b->instrs.data;
+	int			n = (int) (b->instrs.len / sizeof(XpuInstr));
+	int			writes[XPU_MAX_REGS + 1];
+	int			reads[XPU_MAX_REGS + 1];
+	uint16_t	start[XPU_N_STAGES + 1];
+	int			out = 0,
+				stage = 0,
+				removed = 0;
+
+	if (b->failed)
+		return 0;
+	memset(writes, 0, sizeof(writes));
+	memset(reads, 0, sizeof(reads));
+	for (int pc = 0; pc < n; pc++)
+	{
+		const OpInfo *oi = &op_info[ins[pc].op];
+		const uint16_t args[3] = {ins[pc].a, ins[pc].b, ins[pc].c};
+
+		if (oi->result != XPU_T_NONE)
+			writes[ins[pc].dst]++;
+		for (int k = 0; k < oi->nargs; k++)
+			reads[args[k] <= XPU_MAX_REGS ? args[k] : XPU_MAX_REGS]++;
+	}
+	for (size_t k = 0; k < b->outs.len; k++)
+		reads[(uint8_t) b->outs.data[k]]++;
+	memcpy(start, b->stage_start, sizeof(start));
+	for (int pc = 0; pc < n; pc++)
+	{
+		XpuInstr   *prev = out > 0 ? &ins[out - 1] : NULL;
+		int			t = ins[pc].a;
+		int			d = ins[pc].dst;
+
+		while (stage < b->stage && pc == b->stage_start[stage + 1])
+			start[++stage] = (uint16_t) out;
+		if (ins[pc].op == XPU_OP_MOVE && prev != NULL && out > start[stage] &&
+			op_info[prev->op].kind != KIND_MASK && prev->dst == t && t != d &&
+			writes[t] == 1 && reads[t] == 1)
+		{
+			const OpInfo *pi = &op_info[prev->op];
+			const uint16_t pargs[3] = {prev->a, prev->b, prev->c};
+			int			reads_d = 0;
+
+			for (int k = 0; k < pi->nargs; k++)
+				reads_d |= pargs[k] == d;
+			if (!reads_d)
+			{
+				prev->dst = (uint8_t) d;
+				writes[t] = reads[t] = 0;
+				removed++;
+				continue;
+			}
+		}
+		ins[out++] = ins[pc];
+	}
+	while (stage < b->stage)
+		start[++stage] = (uint16_t) out;
+	memcpy(b->stage_start, start, sizeof(start));
+	b->instrs.len = (size_t) out * sizeof(XpuInstr);
+	return removed;
+}
+
 /* copy one section into the program at its 16-byte aligned offset */
 static uint32_t
 place(char *prog, size_t *pos, const Buf *buf)
@@ -353,6 +426,159 @@ xpu_builder_finish(XpuBuilder *b, char *errbuf, size_t errlen)
 		return NULL;
 	}
 	return prog;
+}
+
+/* is op one of the CONST_* opcodes (no arguments, no errors, one value) */
+static int
+is_const_op(int op)
+{
+	switch (op)
+	{
+		case XPU_OP_CONST_NULL:
+		case XPU_OP_CONST_BOOL:
+		case XPU_OP_CONST_INT:
+		case XPU_OP_CONST_F2:
+		case XPU_OP_CONST_F4:
+		case XPU_OP_CONST_F8:
+		case XPU_OP_CONST_NUM:
+		case XPU_OP_CONST_TEXT:
+		case XPU_OP_CONST_IV:
+			return 1;
+		default:
+			return 0;
+	}
+}
+
+/* programs longer than this are not searched for constants to hoist */
+#define HOIST_MAX_INSTRS	4096
+
+/*
+ * may constant instruction i (in stage stage[i], under depth[i] masks) run
+ * once for all rows: no other instruction writes its register, and every
+ * row that reads the register ran it before.  A reader runs only where i
+ * ran when it comes later in the same stage with the mask depth never below
+ * i's in between (i's mask still narrows it), or in a later stage when i
+ * is at depth 0 of LOAD or QUAL (which run for every row).  As an output
+ * (read for passing rows) the register needs i at depth 0.
+ */
+static int
+hoistable(const XpuProgram *prog, int i, const uint8_t *stage, const uint8_t *depth,
+		  const int *writes)
+{
+	const XpuInstr *ins = XPU_INSTRS(prog);
+	int			t = ins[i].dst;
+
+	if (writes[t] != 1)
+		return 0;
+	for (int k = 0; k < prog->n_outs; k++)
+	{
+		if (XPU_OUTS(prog)[k] == t && depth[i] != 0)
+			return 0;
+	}
+	for (int j = 0; j < prog->n_instrs; j++)
+	{
+		const OpInfo *oi = &op_info[ins[j].op];
+		const uint16_t args[3] = {ins[j].a, ins[j].b, ins[j].c};
+		int			reads = 0;
+
+		for (int k = 0; k < oi->nargs; k++)
+			reads |= args[k] == t;
+		if (!reads)
+			continue;
+		if (j < i)
+			return 0;
+		if (stage[j] != stage[i])
+		{
+			if (depth[i] != 0 || stage[i] >= XPU_STAGE_JOIN)
+				return 0;
+			continue;
+		}
+		for (int pc = i + 1; pc <= j; pc++)
+		{
+			if (depth[pc] < depth[i])
+				return 0;
+		}
+	}
+	return 1;
+}
+
+/*
+ * xpu_program_hoist_consts: a copy of prog (malloc'ed) whose constants that
+ * may run once for all rows (hoistable) come first, in their order, and are
+ * counted in n_hoisted; NULL when none may (or out of memory): prog serves
+ * as it is.  For the GPU's per-row interpreter, which then keeps their
+ * registers for all of a thread's rows instead of filling them every row.
+ */
+XpuProgram *
+xpu_program_hoist_consts(const XpuProgram *prog)
+{
+	int			n = prog->n_instrs;
+	const XpuInstr *ins = XPU_INSTRS(prog);
+	uint8_t    *stage, *depth, *hoist;
+	int			writes[XPU_MAX_REGS + 1];
+	int			n_hoist = 0;
+	XpuProgram *out = NULL;
+
+	if (n == 0 || n > HOIST_MAX_INSTRS || prog->n_hoisted != 0)
+		return NULL;
+	stage = (uint8_t *) calloc((size_t) n * 3, 1);
+	if (stage == NULL)
+		return NULL;
+	depth = stage + n;
+	hoist = depth + n;
+	memset(writes, 0, sizeof(writes));
+	for (int s = 0; s < XPU_N_STAGES; s++)
+	{
+		int			d = 0;
+
+		for (int pc = prog->stage_start[s]; pc < prog->stage_start[s + 1]; pc++)
+		{
+			const OpInfo *oi = &op_info[ins[pc].op];
+
+			stage[pc] = (uint8_t) s;
+			if (ins[pc].op == XPU_OP_MASK_POP)
+				d--;
+			depth[pc] = (uint8_t) d;
+			if (oi->kind == KIND_MASK && ins[pc].op != XPU_OP_MASK_POP)
+				d++;
+			if (oi->result != XPU_T_NONE)
+				writes[ins[pc].dst]++;
+		}
+	}
+	for (int pc = 0; pc < n; pc++)
+	{
+		hoist[pc] = is_const_op(ins[pc].op) && hoistable(prog, pc, stage, depth, writes);
+		n_hoist += hoist[pc];
+	}
+	if (n_hoist > 0 && (out = (XpuProgram *) malloc(prog->total_len)) != NULL)
+	{
+		XpuInstr   *oi;
+		int			h = 0,
+					r = n_hoist;
+		char		errbuf[128];
+
+		memcpy(out, prog, prog->total_len);
+		oi = (XpuInstr *) ((char *) out + out->instrs_off);
+		for (int pc = 0; pc < n; pc++)
+			oi[hoist[pc] ? h++ : r++] = ins[pc];
+		/* a stage starts later by the constants moved from it and after it */
+		for (int s = 1; s <= XPU_N_STAGES; s++)
+		{
+			int			moved = 0;
+
+			for (int pc = prog->stage_start[s]; pc < n; pc++)
+				moved += hoist[pc];
+			out->stage_start[s] = (uint16_t) (prog->stage_start[s] + moved);
+		}
+		out->n_hoisted = (uint16_t) n_hoist;
+		if (!xpu_program_validate(out, out->total_len, errbuf, sizeof(errbuf)))
+		{
+			free(out);
+			out = NULL;
+		}
+	}
+	free(stage);
+	return out;
 }
 
 /* ---------------- validator ---------------- */
@@ -638,6 +864,38 @@ check_instr(const XpuProgram *prog, int pc, char *errbuf, size_t errlen)
 	return 1;
 }
 
+/* the leading constants that n_hoisted claims (xpu_program.h) */
+static int
+check_hoisted(const XpuProgram *prog, char *errbuf, size_t errlen)
+{
+	const XpuInstr *ins = XPU_INSTRS(prog);
+	uint8_t		hoisted[XPU_MAX_REGS + 1];
+
+	if (prog->n_hoisted == 0)
+		return 1;
+	if (prog->n_hoisted > prog->stage_start[XPU_STAGE_LOAD + 1])
+		return bad(errbuf, errlen, "xpu program hoists more than its load stage");
+	memset(hoisted, 0, sizeof(hoisted));
+	for (int pc = 0; pc < prog->n_instrs; pc++)
+	{
+		const OpInfo *oi;
+
+		if (ins[pc].op >= XPU_N_OPCODES)
+			return bad(errbuf, errlen, "instruction %d: unknown opcode %d", pc, ins[pc].op);
+		oi = &op_info[ins[pc].op];
+		if (pc < prog->n_hoisted && !is_const_op(ins[pc].op))
+			return bad(errbuf, errlen, "instruction %d: hoisted but no constant", pc);
+		if (oi->result == XPU_T_NONE)
+			continue;
+		if (hoisted[ins[pc].dst])
+			return bad(errbuf, errlen, "instruction %d: writes hoisted register r%d",
+					   pc, ins[pc].dst);
+		if (pc < prog->n_hoisted)
+			hoisted[ins[pc].dst] = 1;
+	}
+	return 1;
+}
+
 /*
  * xpu_program_validate: is the len bytes at prog a well-formed program
  * that the interpreter can run without reading or writing out of bounds?
@@ -649,6 +907,8 @@ xpu_program_validate(const XpuProgram *prog, size_t len, char *errbuf, size_t er
 	int			s, pc, depth;
 
 	if (!check_header(prog, len, errbuf, errlen) || !check_tables(prog, errbuf, errlen))
+		return 0;
+	if (!check_hoisted(prog, errbuf, errlen))
 		return 0;
 	for (s = 0; s < XPU_N_STAGES; s++)
 	{

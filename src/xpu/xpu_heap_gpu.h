@@ -90,7 +90,8 @@ xpu_hg_width(int kind)
 {
 	switch (kind)
 	{
-		case XPU_COL_INT16: return 2;
+		case XPU_COL_INT16:
+		case XPU_COL_FLOAT16: return 2;
 		case XPU_COL_INT32:
 		case XPU_COL_FLOAT32:
 		case XPU_COL_DATE32: return 4;

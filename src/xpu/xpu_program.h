@@ -26,6 +26,11 @@
  * of stage s; stage s ends where stage s + 1 starts (stage_start[XPU_N_STAGES]
  * == n_instrs).  Masks pushed in a stage are popped in the same stage.
  *
+ * The first n_hoisted instructions (of LOAD) are constants whose registers
+ * no other instruction writes (xpu_program_hoist_consts): an interpreter may
+ * run them once for all rows and keep their registers; one that runs them
+ * for every row gets the same results.
+ *
  *-------------------------------------------------------------------------
  */
 #ifndef XPU_PROGRAM_H
@@ -67,7 +72,7 @@ typedef struct XpuProgram
 	uint32_t	consts_off;
 	uint32_t	consts_len;
 	uint16_t	stage_start[XPU_N_STAGES + 1];
-	uint16_t	pad;
+	uint16_t	n_hoisted;		/* leading constants (see above); 0: none */
 } XpuProgram;
 
 typedef struct XpuInstr
@@ -226,6 +231,8 @@ extern int	xpu_add_instr(XpuBuilder *b, XpuOpcode op, int dst, int a, int bb,
 						  int c, int32_t imm);
 extern void xpu_begin_stage(XpuBuilder *b, XpuStage stage);
 extern int	xpu_add_output(XpuBuilder *b, int reg);
+extern int	xpu_builder_fold_moves(XpuBuilder *b);
+extern XpuProgram *xpu_program_hoist_consts(const XpuProgram *prog);
 extern XpuProgram *xpu_builder_finish(XpuBuilder *b, char *errbuf, size_t errlen);
 
 /* in xpu_build.c: checking and printing programs */

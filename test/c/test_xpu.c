@@ -13,6 +13,7 @@
 
 #include "tap.h"
 #include "xpu_testlib.h"
+#include "xpu_interp.h"
 
 static char errbuf[256];
 
@@ -473,6 +474,327 @@ test_masks(void)
 	tcol_free(&cols[1]);
 }
 
+/* ---------------------------------------------------------------- MOVE folding */
+
+/*
+ * The qual of codegen's form (each conjunct's value moved into r0, the
+ * later ones under "r0 is true"): x >= 1 AND x <= 3 AND y < 25, then
+ * outputs x * y and, with keep_out, also the third conjunct's temporary;
+ * with fold, xpu_builder_fold_moves ran (its count in *folded).
+ */
+static XpuProgram *
+conj_program(int fold, int keep_out, int *folded)
+{
+	XpuBuilder *b = xpu_builder_create();
+	XpuProgram *p;
+	int			q = xpu_add_reg(b, XPU_T_BOOL, 0);
+	int			x = xpu_add_reg(b, XPU_T_INT4, 0);
+	int			y = xpu_add_reg(b, XPU_T_INT4, 0);
+	int			c1 = xpu_add_reg(b, XPU_T_BOOL, 0);
+	int			c2 = xpu_add_reg(b, XPU_T_BOOL, 0);
+	int			c3 = xpu_add_reg(b, XPU_T_BOOL, 0);
+	int			m = xpu_add_reg(b, XPU_T_INT4, 0);
+
+	xpu_add_instr(b, XPU_OP_LOAD_COL, x, 0, 0, 0, xpu_add_column(b, 0, XPU_COL_INT32, 0));
+	xpu_begin_stage(b, XPU_STAGE_QUAL);
+	xpu_add_instr(b, XPU_OP_GE_INT, c1, x, cint(b, 1), 0, 0);
+	xpu_add_instr(b, XPU_OP_MOVE, q, c1, 0, 0, 0);
+	xpu_add_instr(b, XPU_OP_MASK_PUSH_TRUE, 0, q, 0, 0, 0);
+	xpu_add_instr(b, XPU_OP_LE_INT, c2, x, cint(b, 3), 0, 0);
+	xpu_add_instr(b, XPU_OP_MOVE, q, c2, 0, 0, 0);
+	xpu_add_instr(b, XPU_OP_MASK_PUSH_TRUE, 0, q, 0, 0, 0);
+	xpu_add_instr(b, XPU_OP_LOAD_COL, y, 0, 0, 0, xpu_add_column(b, 1, XPU_COL_INT32, 0));
+	xpu_add_instr(b, XPU_OP_LT_INT, c3, y, cint(b, 25), 0, 0);
+	xpu_add_instr(b, XPU_OP_MOVE, q, c3, 0, 0, 0);
+	xpu_add_instr(b, XPU_OP_MASK_POP, 0, 0, 0, 0, 0);
+	xpu_add_instr(b, XPU_OP_MASK_POP, 0, 0, 0, 0, 0);
+	xpu_begin_stage(b, XPU_STAGE_PROJ);
+	xpu_add_instr(b, XPU_OP_MUL_I4, m, x, y, 0, 0);
+	xpu_add_output(b, m);
+	if (keep_out)
+		xpu_add_output(b, c3);
+	*folded = fold ? xpu_builder_fold_moves(b) : 0;
+	p = xpu_builder_finish(b, errbuf, sizeof(errbuf));
+	xpu_builder_free(b);
+	return p;
+}
+
+/* one MOVE that must stay: instructions of the form variant (see below) */
+static int
+fold_refused(int variant)
+{
+	XpuBuilder *b = xpu_builder_create();
+	int			q = xpu_add_reg(b, XPU_T_BOOL, 0);
+	int			x = xpu_add_reg(b, XPU_T_INT4, 0);
+	int			t = xpu_add_reg(b, XPU_T_BOOL, 0);
+	int			u = xpu_add_reg(b, XPU_T_BOOL, 0);
+	int			n;
+
+	xpu_add_instr(b, XPU_OP_LOAD_COL, x, 0, 0, 0, xpu_add_column(b, 0, XPU_COL_INT32, 0));
+	xpu_begin_stage(b, XPU_STAGE_QUAL);
+	switch (variant)
+	{
+		case 0:				/* the temporary is read again later */
+			xpu_add_instr(b, XPU_OP_GT_INT, t, x, cint(b, 0), 0, 0);
+			xpu_add_instr(b, XPU_OP_MOVE, q, t, 0, 0, 0);
+			xpu_add_instr(b, XPU_OP_AND, u, q, t, 0, 0);
+			break;
+		case 1:				/* the instruction reads the destination */
+			xpu_add_instr(b, XPU_OP_GT_INT, t, x, cint(b, 0), 0, 0);
+			xpu_add_instr(b, XPU_OP_MOVE, q, t, 0, 0, 0);
+			xpu_add_instr(b, XPU_OP_AND, u, q, t, 0, 0);
+			xpu_add_instr(b, XPU_OP_MOVE, q, u, 0, 0, 0);
+			break;
+		case 2:				/* a mask instruction comes between */
+			xpu_add_instr(b, XPU_OP_GT_INT, t, x, cint(b, 0), 0, 0);
+			xpu_add_instr(b, XPU_OP_MASK_PUSH_TRUE, 0, t, 0, 0, 0);
+			xpu_add_instr(b, XPU_OP_MASK_POP, 0, 0, 0, 0, 0);
+			xpu_add_instr(b, XPU_OP_MOVE, q, t, 0, 0, 0);
+			break;
+		case 3:				/* the temporary is written twice */
+			xpu_add_instr(b, XPU_OP_GT_INT, t, x, cint(b, 0), 0, 0);
+			xpu_add_instr(b, XPU_OP_LT_INT, t, x, cint(b, 9), 0, 0);
+			xpu_add_instr(b, XPU_OP_MOVE, q, t, 0, 0, 0);
+			break;
+		default:			/* the MOVE starts its stage */
+			xpu_add_instr(b, XPU_OP_GT_INT, t, x, cint(b, 0), 0, 0);
+			xpu_begin_stage(b, XPU_STAGE_PROJ);
+			xpu_add_instr(b, XPU_OP_MOVE, q, t, 0, 0, 0);
+			break;
+	}
+	xpu_add_output(b, x);
+	n = xpu_builder_fold_moves(b);
+	xpu_builder_free(b);
+	return n == 0;
+}
+
+static void
+test_fold_moves(void)
+{
+	static const int64_t xs[] = {0, 1, 2, 3, 4, N_NULL, 3, 1, -2147483648LL, 2147483647LL, 2};
+	static const int64_t ys[] = {5, 24, 25, N_NULL, 1, 1, -7, 2147483647LL, 0, 0, 46341};
+	XpuProgram *plain, *folded;
+	TCol		cols[2];
+	TRun		r1, r2;
+	int			n, n2, ok = 1;
+
+	plain = conj_program(0, 0, &n);
+	folded = conj_program(1, 0, &n);
+	tap_ok(plain && folded && n == 3 && folded->n_instrs == plain->n_instrs - 3,
+		   "the three MOVEs into r0 fold (%d instructions -> %d)",
+		   plain ? plain->n_instrs : -1, folded ? folded->n_instrs : -1);
+	tap_ok(folded && folded->stage_start[XPU_STAGE_PROJ] == plain->stage_start[XPU_STAGE_PROJ] - 3 &&
+		   folded->stage_start[XPU_STAGE_QUAL] == plain->stage_start[XPU_STAGE_QUAL],
+		   "stage starts follow the removed instructions");
+	int_col(&cols[0], xs, 11);
+	int_col(&cols[1], ys, 11);
+	trun_exec(&r1, plain, cols, 2, 11);
+	trun_exec(&r2, folded, cols, 2, 11);
+	for (int f = 0; f < 2; f++)
+	{
+		ok = ok && r1.err[f].code == r2.err[f].code &&
+			memcmp(r1.res[f].mask, r2.res[f].mask, 11) == 0;
+		for (int i = 0; i < 11; i++)
+			ok = ok && outv(&r1, f, 0, i) == outv(&r2, f, 0, i);
+	}
+	tap_ok(ok && r1.err[0].code == XPU_OK && r1.res[0].mask[1] && !r1.res[0].mask[2] &&
+		   !r1.res[0].mask[5] && r1.res[0].mask[6] && outv(&r1, 0, 0, 6) == -21,
+		   "folded and plain programs give the same rows and values in both forms");
+	trun_free(&r1);
+	trun_free(&r2);
+	free(plain);
+	free(folded);
+	folded = conj_program(1, 1, &n2);
+	tap_ok(folded && n2 == 2, "a temporary that is an output keeps its MOVE (%d folded)", n2);
+	free(folded);
+	tcol_free(&cols[0]);
+	tcol_free(&cols[1]);
+	for (int v = 0; v <= 4; v++)
+		tap_ok(fold_refused(v), "MOVE kept: case %d", v);
+}
+
+/* ---------------------------------------------------------------- hoisted constants */
+
+/*
+ * run prog over the chunk as the GPU's aggregate kernel does with hoisted
+ * constants: the first n_hoisted instructions once, then every row from
+ * the null flags they left; the mask and output 0 into mask/out/onull
+ */
+static int
+run_hoisted(const XpuProgram *prog, const TCol *cols, int ncols, int nrows,
+			uint8_t *mask, int64_t *out)
+{
+	XpuColumnData cd[4];
+	XpuValue	regs[XPU_MAX_REGS];
+	uint8_t		nulls[XPU_MAX_REGS], null0[XPU_MAX_REGS];
+	const uint16_t *st = prog->stage_start;
+	XpuError	err;
+
+	memset(&err, 0, sizeof(err));
+	memset(cd, 0, sizeof(cd));
+	for (int k = 0; k < ncols; k++)
+	{
+		cd[k].validity = cols[k].validity;
+		cd[k].values = cols[k].values;
+		cd[k].data = cols[k].data;
+	}
+	for (int k = 0; k < prog->n_regs; k++)
+		nulls[k] = 1;
+	xpu_row_run(prog, 0, prog->n_hoisted, cd, 0, regs, nulls, 1, &err);
+	memcpy(null0, nulls, sizeof(null0));
+	for (int row = 0; row < nrows && err.code == XPU_OK; row++)
+	{
+		int			reg = XPU_OUTS(prog)[0];
+
+		memcpy(nulls, null0, sizeof(nulls));
+		xpu_row_run(prog, prog->n_hoisted, st[XPU_STAGE_JOIN], cd, row, regs, nulls, 1, &err);
+		mask[row] = st[XPU_STAGE_QUAL] == st[XPU_STAGE_JOIN] || XPU_TRUE(&regs[0], nulls[0]);
+		if (mask[row])
+			xpu_row_run(prog, st[XPU_STAGE_PROJ], st[XPU_N_STAGES], cd, row, regs, nulls, 1,
+						&err);
+		out[row] = !mask[row] || nulls[reg] ? N_NULL : regs[reg].i;
+	}
+	return err.code;
+}
+
+/* do prog and its hoisted form give the same rows, output 0 and error */
+static int
+hoist_agrees(const XpuProgram *prog, const XpuProgram *h, const TCol *cols, int ncols,
+			 int nrows)
+{
+	TRun		r;
+	uint8_t		mask[64];
+	int64_t		out[64];
+	int			code, ok;
+
+	trun_exec(&r, prog, cols, ncols, nrows);
+	code = run_hoisted(h, cols, ncols, nrows, mask, out);
+	ok = code == r.err[0].code;
+	for (int i = 0; ok && code == XPU_OK && i < nrows; i++)
+		ok = mask[i] == r.res[0].mask[i] && out[i] == outv(&r, 0, 0, i);
+	trun_free(&r);
+	return ok;
+}
+
+/* a constant that must stay where it is (variant below), in PROJ */
+static int
+hoist_refused(int variant)
+{
+	XpuBuilder *b = xpu_builder_create();
+	XpuProgram *p, *h;
+	int			x = xpu_add_reg(b, XPU_T_INT4, 0);
+	int			c = xpu_add_reg(b, XPU_T_BOOL, 0);
+	int			k = xpu_add_reg(b, XPU_T_INT4, 0);
+	int			y = xpu_add_reg(b, XPU_T_INT4, 0);
+	int64_t		seven = 7;
+	int32_t		off = xpu_add_const(b, &seven, 8);
+
+	xpu_add_instr(b, XPU_OP_LOAD_COL, x, 0, 0, 0, xpu_add_column(b, 0, XPU_COL_INT32, 0));
+	xpu_begin_stage(b, XPU_STAGE_PROJ);
+	xpu_add_instr(b, XPU_OP_GT_INT, c, x, cint(b, 0), 0, 0);
+	switch (variant)
+	{
+		case 0:				/* set under a mask, read after it: NULL where not set */
+			xpu_add_instr(b, XPU_OP_MASK_PUSH_TRUE, 0, c, 0, 0, 0);
+			xpu_add_instr(b, XPU_OP_CONST_INT, k, 0, 0, 0, off);
+			xpu_add_instr(b, XPU_OP_MASK_POP, 0, 0, 0, 0, 0);
+			xpu_add_instr(b, XPU_OP_ADD_I4, y, x, k, 0, 0);
+			xpu_add_output(b, y);
+			break;
+		case 1:				/* an output set under a mask */
+			xpu_add_instr(b, XPU_OP_MASK_PUSH_TRUE, 0, c, 0, 0, 0);
+			xpu_add_instr(b, XPU_OP_CONST_INT, k, 0, 0, 0, off);
+			xpu_add_instr(b, XPU_OP_MASK_POP, 0, 0, 0, 0, 0);
+			xpu_add_output(b, k);
+			break;
+		case 2:				/* read before it is set */
+			xpu_add_instr(b, XPU_OP_ADD_I4, y, x, k, 0, 0);
+			xpu_add_instr(b, XPU_OP_CONST_INT, k, 0, 0, 0, off);
+			xpu_add_output(b, y);
+			break;
+		default:			/* written again */
+			xpu_add_instr(b, XPU_OP_CONST_INT, k, 0, 0, 0, off);
+			xpu_add_instr(b, XPU_OP_ADD_I4, y, x, k, 0, 0);
+			xpu_add_instr(b, XPU_OP_ADD_I4, k, x, x, 0, 0);
+			xpu_add_output(b, y);
+			break;
+	}
+	p = xpu_builder_finish(b, errbuf, sizeof(errbuf));
+	xpu_builder_free(b);
+	h = p ? xpu_program_hoist_consts(p) : NULL;
+	/* only the "0" of x > 0 moves */
+	{
+		int			ok = p != NULL && h != NULL && h->n_hoisted == 1;
+
+		free(p);
+		free(h);
+		return ok;
+	}
+}
+
+static void hoist_too_many(XpuProgram *p) { p->n_hoisted = p->stage_start[1] + 1; }
+static void hoist_non_const(XpuProgram *p) { p->n_hoisted = 1; }
+
+static void
+test_hoist_consts(void)
+{
+	static const int64_t xs[] = {0, 1, 2, 3, 4, N_NULL, 3, 1, -2147483648LL, 2147483647LL, 2};
+	static const int64_t ys[] = {5, 24, 25, N_NULL, 1, 1, -7, 2147483647LL, 0, 0, 46341};
+	static const int64_t cx[] = {0, 4, -4, N_NULL, 200, -2147483647LL};
+	static const int64_t cox[] = {3, N_NULL, 0, N_NULL, 20};
+	static const int64_t coy[] = {0, 5, 0, N_NULL, 0};
+	XpuProgram *p, *h;
+	TCol		cols[2];
+	int			n;
+
+	p = conj_program(1, 0, &n);
+	h = xpu_program_hoist_consts(p);
+	tap_ok(h && h->n_hoisted == 3 && h->n_instrs == p->n_instrs &&
+		   XPU_INSTRS(h)[0].op == XPU_OP_CONST_INT && XPU_INSTRS(h)[2].op == XPU_OP_CONST_INT &&
+		   XPU_INSTRS(h)[3].op == XPU_OP_LOAD_COL &&
+		   h->stage_start[XPU_STAGE_QUAL] == p->stage_start[XPU_STAGE_QUAL] + 3 &&
+		   h->stage_start[XPU_STAGE_PROJ] == p->stage_start[XPU_STAGE_PROJ],
+		   "the qual's three constants move to the front of the load stage");
+	int_col(&cols[0], xs, 11);
+	int_col(&cols[1], ys, 11);
+	tap_ok(h && hoist_agrees(p, h, cols, 2, 11),
+		   "run once per thread, they give the plain program's rows and values");
+	tcol_free(&cols[0]);
+	tcol_free(&cols[1]);
+	tap_ok(h && refuses_header(h, hoist_too_many, h->total_len) &&
+		   refuses_header(p, hoist_non_const, p->total_len),
+		   "the validator refuses a hoisted count past the load stage or over a non-constant");
+	tap_ok(h && refuses_instr(h, h->n_instrs - 1,
+							  (XpuInstr) {XPU_OP_MUL_I4, XPU_INSTRS(h)[0].dst, 0,
+								  XPU_INSTRS(h)[h->n_instrs - 1].a,
+								  XPU_INSTRS(h)[h->n_instrs - 1].b, 0, 0, 0}),
+		   "the validator refuses a hoisted register written again");
+	free(p);
+	free(h);
+
+	/* constants inside masks that only their own branch reads */
+	p = case_program();
+	h = xpu_program_hoist_consts(p);
+	int_col(&cols[0], cx, 6);
+	tap_ok(h && h->n_hoisted == 2 && hoist_agrees(p, h, cols, 1, 6),
+		   "CASE: the branch's constant and the condition's hoist, same values and error");
+	tcol_free(&cols[0]);
+	free(p);
+	free(h);
+	p = coalesce_or_program();
+	h = xpu_program_hoist_consts(p);
+	int_col(&cols[0], cox, 5);
+	int_col(&cols[1], coy, 5);
+	tap_ok(h && h->n_hoisted == 4 && hoist_agrees(p, h, cols, 2, 5),
+		   "COALESCE and OR: constants under NULL and NOT TRUE masks hoist, same values");
+	tcol_free(&cols[0]);
+	tcol_free(&cols[1]);
+	free(p);
+	free(h);
+	for (int v = 0; v <= 3; v++)
+		tap_ok(hoist_refused(v), "a constant that must stay does: case %d", v);
+}
+
 /* ---------------------------------------------------------------- 3VL */
 
 /* run a bool opcode over all (a, b) in {true, false, NULL}^nargs; 3 = NULL */
@@ -798,6 +1120,8 @@ main(void)
 	test_validator_types();
 	test_validator_fuzz();
 	test_masks();
+	test_fold_moves();
+	test_hoist_consts();
 	test_three_valued_logic();
 	test_forms_agree();
 	test_loads();

@@ -55,7 +55,8 @@ tcol_kind(XpuType t)
 		case XPU_T_FLOAT2: return XPU_COL_FLOAT16;
 		case XPU_T_NUMERIC: return XPU_COL_DECIMAL128;
 		case XPU_T_DATE: return XPU_COL_DATE32;
-		case XPU_T_TIMESTAMP: return XPU_COL_TIMESTAMP_US;
+		case XPU_T_TIMESTAMP:
+		case XPU_T_TIMESTAMPTZ: return XPU_COL_TIMESTAMP_US;
 		case XPU_T_INTERVAL: return XPU_COL_INTERVAL_MDN;
 		default: return XPU_COL_UTF8;
 	}
@@ -111,6 +112,7 @@ tcol_build(TCol *col, XpuType t, int scale, const TVal *vals, int64_t n)
 					(int32_t) (uint32_t) ((uint64_t) v->i + XPU_UNIX_EPOCH_DAYS);
 				break;
 			case XPU_T_TIMESTAMP:
+			case XPU_T_TIMESTAMPTZ:
 				((int64_t *) col->values)[i] =
 					(int64_t) ((uint64_t) v->i + UINT64_C(946684800000000));
 				break;

@@ -13,7 +13,7 @@
  *
  *		heap_gpucheck FATBIN
  *
- * Cases: every column type the heap decode serves (int2/4/8, float4/8,
+ * Cases: every column type the heap decode serves (int2/4/8, float2/4/8,
  * numeric, date, timestamp, text, bool) with NULLs, grouped and not, an
  * empty run and a chunk of invisible tuples, one tuple, 10^6 tuples, the
  * FALLBACKs (a compressed value, a numeric NaN, a line pointer that is not
@@ -43,6 +43,7 @@
 #include "service/gpu_cache.h"
 #include "service/gpu_driver.h"
 #include "xpu/xpu_agg.h"
+#include "xpu/xpu_half.h"
 #include "xpu/xpu_heap_gpu.h"
 #include "xpu/xpu_program.h"
 #include "tap.h"
@@ -87,7 +88,7 @@ rnd(void)
 /* attributes 1 .. N_ATTS: a = index + 1 */
 enum
 {
-	A_K, A_DROPPED, A_S, A_B, A_V, A_F4, A_F8, A_N, A_DT, A_TS, A_T, A_M, N_ATTS
+	A_K, A_DROPPED, A_S, A_B, A_V, A_F4, A_F8, A_N, A_DT, A_TS, A_T, A_H, A_M, N_ATTS
 };
 
 #define OLD_NATTS	(N_ATTS - 1)	/* tuples from before A_M was added */
@@ -111,6 +112,7 @@ static const struct
 	[A_DT] = {4, 4, XPU_T_DATE, XPU_COL_DATE32},
 	[A_TS] = {8, 8, XPU_T_TIMESTAMP, XPU_COL_TIMESTAMP_US},
 	[A_T] = {-1, 4, XPU_T_TEXT, XPU_COL_UTF8},
+	[A_H] = {2, 2, XPU_T_FLOAT2, XPU_COL_FLOAT16},
 	[A_M] = {8, 8, XPU_T_INT8, XPU_COL_INT64},
 };
 
@@ -238,6 +240,14 @@ put_att(uint8_t *buf, uint32_t off, int a, int64_t r, int damage)
 					v %= INT64_C(1000000000000000);	/* about 31 years around 2000 */
 				memcpy(buf + off, &v, 8);
 				return off + 8;
+			}
+		case A_H:
+			{
+				/* float2: quarters in [-512, 512), exact in half precision */
+				uint16_t	v = xpu_half_from_double((double) ((int64_t) (x % 4096) - 2048) / 4.0);
+
+				memcpy(buf + off, &v, 2);
+				return off + 2;
 			}
 		case A_F4:
 			{
@@ -408,7 +418,8 @@ ring_build(Ring *r, const Gen *g, uint32_t slot_pages)
 				lp = 0;			/* LP_UNUSED, yet marked visible below */
 			memcpy(page + XPU_HEAP_PAGE_HDR + 4 * n, &lp, 4);
 			upper = at;
-			if (g->vis_mod == 0 || damage == DMG_LP_UNUSED || (7 * p + n) % g->vis_mod != 0)
+			/* the damaged tuple is visible, wherever the layout puts it */
+			if (g->vis_mod == 0 || damage != 0 || (7 * p + n) % g->vis_mod != 0)
 			{
 				vis[n / 8] |= 1 << (n % 8);
 				r->visible++;
@@ -497,6 +508,15 @@ build_query(const Query *q, Built *bq)
 		xpu_begin_stage(b, XPU_STAGE_QUAL);
 		xpu_add_instr(b, XPU_OP_CONST_INT, c, 0, 0, 0, xpu_add_const(b, &zero, 8));
 		xpu_add_instr(b, XPU_OP_GT_INT, r0, regs[q->qual_att], c, 0, 0);
+	}
+	if (used[A_H])
+	{
+		/* float2 is aggregated as its exact float4, as codegen widens it */
+		int			h4 = xpu_add_reg(b, XPU_T_FLOAT4, 0);
+
+		xpu_begin_stage(b, XPU_STAGE_PROJ);
+		xpu_add_instr(b, XPU_OP_F2_TO_F4, h4, regs[A_H], 0, 0, 0);
+		regs[A_H] = h4;
 	}
 	for (int a = 0; a < N_ATTS; a++)
 		if (used[a])
@@ -978,11 +998,12 @@ tables_same(const Built *bq, const XpuAggTable *gpu, const XpuAggTable *cpu, cha
 #define AGG(k, a)	{(k), 0, (a), 0}
 
 static const Query queries[] = {
-	{"by k", 1, {A_K}, 13, {AGG(XPU_AGG_COUNT_STAR, 0), AGG(XPU_AGG_COUNT, A_S),
+	{"by k", 1, {A_K}, 15, {AGG(XPU_AGG_COUNT_STAR, 0), AGG(XPU_AGG_COUNT, A_S),
 			AGG(XPU_AGG_SUM_INT, A_S), AGG(XPU_AGG_SUM_INT, A_V), AGG(XPU_AGG_SUM_NUMERIC, A_N),
 			AGG(XPU_AGG_SUM_FLOAT, A_F8), AGG(XPU_AGG_MIN, A_F4), AGG(XPU_AGG_MAX, A_F8),
 			AGG(XPU_AGG_MIN, A_DT), AGG(XPU_AGG_MAX, A_TS), AGG(XPU_AGG_COUNT, A_T),
-	AGG(XPU_AGG_SUM_INT, A_M), AGG(XPU_AGG_COUNT, A_B)}, -1},
+			AGG(XPU_AGG_SUM_INT, A_M), AGG(XPU_AGG_COUNT, A_B), AGG(XPU_AGG_MAX, A_H),
+	AGG(XPU_AGG_COUNT, A_H)}, -1},
 	{"by t, b where v > 0", 2, {A_T, A_B}, 4, {AGG(XPU_AGG_COUNT_STAR, 0), AGG(XPU_AGG_SUM_INT, A_K),
 	AGG(XPU_AGG_MAX, A_N), AGG(XPU_AGG_MIN, A_V)}, A_V},
 	{"by dt where k > 0", 1, {A_DT}, 4, {AGG(XPU_AGG_COUNT_STAR, 0), AGG(XPU_AGG_MIN, A_TS),
