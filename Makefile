@@ -8,6 +8,7 @@
 #                             so that a newer compiler's new warning never breaks an install)
 #   make dev                  the developers' build: ASSERT=1 WERROR=1
 #   make NVCC=                build without GPU code even where nvcc exists
+#   make CUDA_ARCHS="80 90"   the GPU architectures the fatbin has code for (default)
 
 EXTENSION    = pg_warp
 EXTVERSION   = 0.1.0
@@ -143,10 +144,12 @@ XPU_SRCS     = \
 	src/xpu/kern_warp.cu \
 	src/xpu/kern_agg.cu \
 	src/xpu/kern_heap.cu
-NVCC_FLAGS   = -std=c++17 -O3 --fatbin -I$(CURDIR)/src/xpu -MMD -MP \
-               -gencode arch=compute_80,code=sm_80 \
-               -gencode arch=compute_90,code=sm_90 \
-               -gencode arch=compute_90,code=compute_90
+# CUDA_ARCHS: the GPUs' compute capabilities to build machine code for (the
+# last one's PTX goes in too, for newer GPUs); nvcc compiles them in parallel
+CUDA_ARCHS  ?= 80 90
+NVCC_FLAGS   = -std=c++17 -O3 --fatbin --threads 0 -I$(CURDIR)/src/xpu -MMD -MP \
+               $(foreach a,$(CUDA_ARCHS),-gencode arch=compute_$(a),code=sm_$(a)) \
+               -gencode arch=compute_$(lastword $(CUDA_ARCHS)),code=compute_$(lastword $(CUDA_ARCHS))
 
 ifneq ($(strip $(NVCC)),)
 all: $(FATBIN)

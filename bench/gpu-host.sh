@@ -12,6 +12,8 @@
 #   bench/gpu-host.sh ssb                   the 13 SSB queries, heap vs arrow_fdw lineorder
 #                                           (bench/ssb_bench.py), SF default 20, in its
 #                                           own database ssb_sfN (loaded once; RELOAD=1)
+#   bench/gpu-host.sh load                  load the ssb step's database and Arrow file
+#                                           (SF default 20), e.g. beside the tests
 #   bench/gpu-host.sh engine                issue 11's engine benchmark (bench/engine_bench.py):
 #                                           Q1/Q2 on heap, arrow_fdw, pg_warp GPU and CPU
 #                                           engine, DuckDB, and a pinned host-to-GPU copy
@@ -161,6 +163,10 @@ ssb)
     python3 bench/ssb_bench.py -d "$db" -a "$arrow" -w "${WORKERS:-16}" -r "${RUNS:-5}" \
         --tag "sf$sf-gpu-host-${WORKERS:-16}workers" 2>&1 | tee "$top/ssb.log"
     keep "$top/ssb.log" $(find bench/results -name 'ssb_*' -newer "$top/ssb.start")
+    ;;
+load)
+    env_from_bundle
+    ssb_database "${SF:-20}"
     ;;
 engine)
     env_from_bundle

@@ -164,6 +164,11 @@ if [ -f "$build/src/xpu/pg_warp.fatbin" ]; then
     install -m 755 "$build/test/gpu/bin/xpu_gpu_check" "$build/test/gpu/bin/gpu_aggcheck" \
         "$build/test/gpu/bin/heap_gpucheck" "$stage/test/gpu/bin/"
 fi
+# the stand-in CUDA driver of test_gpu_fault.py (a GPU fault on demand)
+make -C "$build/test/gpu" bin/fake/libcuda.so.1 >>"$work/build.log" 2>&1 \
+    || die "building test/gpu/bin/fake/libcuda.so.1 failed"
+mkdir -p "$stage/test/gpu/bin/fake"
+install -m 755 "$build/test/gpu/bin/fake/libcuda.so.1" "$stage/test/gpu/bin/fake/"
 # test/python starts its own clusters with scripts/cluster.sh
 [ -f "$build/scripts/cluster.sh" ] && install -m 755 "$build/scripts/cluster.sh" "$stage/scripts/"
 
