@@ -28,6 +28,7 @@
 #include "service/buf_cache.h"
 #include "xpu_agg.h"
 #include "xpu_program.h"
+#include "ssb_q1.h"
 
 #define SLICE	16384
 
@@ -66,12 +67,6 @@ finish(XpuBuilder *b)
 	return p;
 }
 
-static int
-cint(XpuBuilder *b, int64_t v)
-{
-	return xpu_add_const(b, &v, sizeof(v));
-}
-
 /*
  * Q1: sum(lo_extendedprice * lo_discount) WHERE lo_discount BETWEEN 1 AND 3
  * AND lo_quantity < 25 (chunk columns: quantity, extendedprice, discount)
@@ -80,43 +75,9 @@ static void
 build_q1(Query *q)
 {
 	XpuBuilder *b = xpu_builder_create();
-	int			r[11];
 
-	r[0] = xpu_add_reg(b, XPU_T_BOOL, 0);
-	r[1] = xpu_add_reg(b, XPU_T_INT4, 0);
-	r[2] = xpu_add_reg(b, XPU_T_INT4, 0);
-	r[3] = xpu_add_reg(b, XPU_T_BOOL, 0);
-	r[4] = xpu_add_reg(b, XPU_T_INT4, 0);
-	r[5] = xpu_add_reg(b, XPU_T_BOOL, 0);
-	r[6] = xpu_add_reg(b, XPU_T_INT4, 0);
-	r[7] = xpu_add_reg(b, XPU_T_INT4, 0);
-	r[8] = xpu_add_reg(b, XPU_T_BOOL, 0);
-	r[9] = xpu_add_reg(b, XPU_T_INT4, 0);
-	r[10] = xpu_add_reg(b, XPU_T_INT4, 0);
-	xpu_add_column(b, 0, XPU_COL_INT32, 0);	/* column 0: quantity */
-	xpu_add_column(b, 1, XPU_COL_INT32, 0);	/* column 1: extendedprice */
-	xpu_add_column(b, 2, XPU_COL_INT32, 0);	/* column 2: discount */
-	xpu_begin_stage(b, XPU_STAGE_LOAD);
-	xpu_add_instr(b, XPU_OP_LOAD_COL, r[1], 0, 0, 0, 2);
-	xpu_begin_stage(b, XPU_STAGE_QUAL);
-	xpu_add_instr(b, XPU_OP_CONST_INT, r[2], 0, 0, 0, cint(b, 1));
-	xpu_add_instr(b, XPU_OP_GE_INT, r[3], r[1], r[2], 0, 0);
-	xpu_add_instr(b, XPU_OP_MOVE, r[0], r[3], 0, 0, 0);
-	xpu_add_instr(b, XPU_OP_MASK_PUSH_TRUE, 0, r[0], 0, 0, 0);
-	xpu_add_instr(b, XPU_OP_CONST_INT, r[4], 0, 0, 0, cint(b, 3));
-	xpu_add_instr(b, XPU_OP_LE_INT, r[5], r[1], r[4], 0, 0);
-	xpu_add_instr(b, XPU_OP_MOVE, r[0], r[5], 0, 0, 0);
-	xpu_add_instr(b, XPU_OP_MASK_PUSH_TRUE, 0, r[0], 0, 0, 0);
-	xpu_add_instr(b, XPU_OP_LOAD_COL, r[6], 0, 0, 0, 0);
-	xpu_add_instr(b, XPU_OP_CONST_INT, r[7], 0, 0, 0, cint(b, 25));
-	xpu_add_instr(b, XPU_OP_LT_INT, r[8], r[6], r[7], 0, 0);
-	xpu_add_instr(b, XPU_OP_MOVE, r[0], r[8], 0, 0, 0);
-	xpu_add_instr(b, XPU_OP_MASK_POP, 0, 0, 0, 0, 0);
-	xpu_add_instr(b, XPU_OP_MASK_POP, 0, 0, 0, 0, 0);
-	xpu_begin_stage(b, XPU_STAGE_PROJ);
-	xpu_add_instr(b, XPU_OP_LOAD_COL, r[9], 0, 0, 0, 1);
-	xpu_add_instr(b, XPU_OP_MUL_I4, r[10], r[9], r[1], 0, 0);
-	xpu_add_output(b, r[10]);
+	ssb_q1_build(b, 0);
+	xpu_builder_fold_moves(b);	/* as codegen compiles it now */
 	q->name = "q1";
 	q->prog = finish(b);
 	q->n_fields = 3;

@@ -364,6 +364,20 @@ XPU_STEP(DATE_PART_TS)
 }
 
 /*
+ * extract() of an infinite input: NULL for a field PostgreSQL answers NULL
+ * for, else (its +-Infinity numeric, which the engine's form cannot hold)
+ * a fallback with msg
+ */
+XPU_HOST_DEVICE void
+xpu_extract_infinite(XpuCtx *s, int f, const char *msg)
+{
+	if (xpu_field_infinite(f))
+		XPU_STEP_FAIL(s, XPU_ERR_FALLBACK, msg);
+	else
+		*s->dn = 1;
+}
+
+/*
  * extract(f from timestamp): numeric at xpu_extract_scale(f); an infinite
  * timestamp is NULL or an infinity, which only PostgreSQL holds.
  */
@@ -374,10 +388,7 @@ XPU_STEP(EXTRACT_TS)
 
 	if (!xpu_ts_finite(t))
 	{
-		if (xpu_field_infinite(f))
-			XPU_STEP_FAIL(s, XPU_ERR_FALLBACK, "extract() of an infinite timestamp");
-		else
-			*s->dn = 1;
+		xpu_extract_infinite(s, f, "extract() of an infinite timestamp");
 		return;
 	}
 	if (f == XPU_DF_EPOCH)
@@ -398,10 +409,7 @@ XPU_STEP(EXTRACT_DATE)
 
 	if (!xpu_date_finite(d))
 	{
-		if (xpu_field_infinite(f))
-			XPU_STEP_FAIL(s, XPU_ERR_FALLBACK, "extract() of an infinite date");
-		else
-			*s->dn = 1;
+		xpu_extract_infinite(s, f, "extract() of an infinite date");
 		return;
 	}
 	if (f == XPU_DF_EPOCH)

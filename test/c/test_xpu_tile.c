@@ -19,6 +19,7 @@
 #include "tap.h"
 #include "xpu_agg.h"
 #include "xpu_program.h"
+#include "ssb_q1.h"
 
 static char errbuf[256];
 
@@ -98,55 +99,18 @@ finish(XpuBuilder *b)
 	return p;
 }
 
-static int32_t
-cint(XpuBuilder *b, int64_t v)
-{
-	return xpu_add_const(b, &v, sizeof(v));
-}
-
 /*
- * Q1 of bench/engine_bench.py: WHERE d BETWEEN 1 AND 3 AND q < 25, output
- * e * d (columns: q, e, d), with the registers codegen uses: each
- * conjunct's CONST + comparison + MOVE to r0 is fused.  extra_read: the
- * first comparison's register is an output too (read twice: no fusion of
- * its MOVE).
+ * Q1 of bench/engine_bench.py in its unfolded form (ssb_q1.h): each
+ * conjunct's CONST + comparison + MOVE to r0 is fused by the tile
+ * interpreter.  extra_read: the first comparison's register is an output
+ * too (read twice: no fusion of its MOVE).
  */
 static XpuProgram *
 q1_program(int extra_read)
 {
 	XpuBuilder *b = xpu_builder_create();
-	int			r[11];
-	static const XpuType types[11] = {XPU_T_BOOL, XPU_T_INT4, XPU_T_INT4, XPU_T_BOOL,
-		XPU_T_INT4, XPU_T_BOOL, XPU_T_INT4, XPU_T_INT4, XPU_T_BOOL, XPU_T_INT4, XPU_T_INT4};
 
-	for (int i = 0; i < 11; i++)
-		r[i] = xpu_add_reg(b, types[i], 0);
-	xpu_add_column(b, 0, XPU_COL_INT32, 0);
-	xpu_add_column(b, 1, XPU_COL_INT32, 0);
-	xpu_add_column(b, 2, XPU_COL_INT32, 0);
-	xpu_begin_stage(b, XPU_STAGE_LOAD);
-	xpu_add_instr(b, XPU_OP_LOAD_COL, r[1], 0, 0, 0, 2);
-	xpu_begin_stage(b, XPU_STAGE_QUAL);
-	xpu_add_instr(b, XPU_OP_CONST_INT, r[2], 0, 0, 0, cint(b, 1));
-	xpu_add_instr(b, XPU_OP_GE_INT, r[3], r[1], r[2], 0, 0);
-	xpu_add_instr(b, XPU_OP_MOVE, r[0], r[3], 0, 0, 0);
-	xpu_add_instr(b, XPU_OP_MASK_PUSH_TRUE, 0, r[0], 0, 0, 0);
-	xpu_add_instr(b, XPU_OP_CONST_INT, r[4], 0, 0, 0, cint(b, 3));
-	xpu_add_instr(b, XPU_OP_LE_INT, r[5], r[1], r[4], 0, 0);
-	xpu_add_instr(b, XPU_OP_MOVE, r[0], r[5], 0, 0, 0);
-	xpu_add_instr(b, XPU_OP_MASK_PUSH_TRUE, 0, r[0], 0, 0, 0);
-	xpu_add_instr(b, XPU_OP_LOAD_COL, r[6], 0, 0, 0, 0);
-	xpu_add_instr(b, XPU_OP_CONST_INT, r[7], 0, 0, 0, cint(b, 25));
-	xpu_add_instr(b, XPU_OP_LT_INT, r[8], r[6], r[7], 0, 0);
-	xpu_add_instr(b, XPU_OP_MOVE, r[0], r[8], 0, 0, 0);
-	xpu_add_instr(b, XPU_OP_MASK_POP, 0, 0, 0, 0, 0);
-	xpu_add_instr(b, XPU_OP_MASK_POP, 0, 0, 0, 0, 0);
-	xpu_begin_stage(b, XPU_STAGE_PROJ);
-	xpu_add_instr(b, XPU_OP_LOAD_COL, r[9], 0, 0, 0, 1);
-	xpu_add_instr(b, XPU_OP_MUL_I4, r[10], r[9], r[1], 0, 0);
-	xpu_add_output(b, r[10]);
-	if (extra_read)
-		xpu_add_output(b, r[3]);
+	ssb_q1_build(b, extra_read);
 	return finish(b);
 }
 
@@ -305,7 +269,7 @@ test_three_valued(void)
 		xpu_begin_stage(b, XPU_STAGE_PROJ);
 		xpu_add_instr(b, XPU_OP_LOAD_COL, ra, 0, 0, 0, 0);
 		xpu_add_instr(b, XPU_OP_LOAD_COL, rb, 0, 0, 0, 1);
-		xpu_add_instr(b, XPU_OP_CONST_INT, zero, 0, 0, 0, cint(b, 0));
+		xpu_add_instr(b, XPU_OP_CONST_INT, zero, 0, 0, 0, ssb_q1_const(b, 0));
 		xpu_add_instr(b, XPU_OP_NE_INT, ba, ra, zero, 0, 0);
 		xpu_add_instr(b, XPU_OP_NE_INT, bb, rb, zero, 0, 0);
 		xpu_add_instr(b, XPU_OP_AND, rand_, ba, bb, 0, 0);
@@ -507,7 +471,7 @@ test_filter_only(void)
 	xpu_add_instr(b, XPU_OP_LOAD_COL, r1, 0, 0, 0, 0);
 	xpu_begin_stage(b, XPU_STAGE_QUAL);
 	xpu_add_instr(b, XPU_OP_MUL_I4, r2, r1, r1, 0, 0);
-	xpu_add_instr(b, XPU_OP_CONST_INT, r3, 0, 0, 0, cint(b, 100));
+	xpu_add_instr(b, XPU_OP_CONST_INT, r3, 0, 0, 0, ssb_q1_const(b, 100));
 	xpu_add_instr(b, XPU_OP_GT_INT, r4, r2, r3, 0, 0);
 	xpu_add_instr(b, XPU_OP_MOVE, r0, r4, 0, 0, 0);
 	p = finish(b);
