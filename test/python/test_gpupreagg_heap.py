@@ -11,6 +11,7 @@ The module runs its own cluster (test_service.Cluster) with a small
 shared_buffers, so that one table is larger than the buffer pool, and
 because some tests kill the service or limit a backend's resources.
 """
+import json
 import os
 import subprocess
 import time
@@ -487,6 +488,39 @@ def test_parallel_every_aggregate(cluster, workers):
         for x, y in zip(a.split("|"), b.split("|")):
             if x != y:
                 assert abs(float(x) - float(y)) <= 1e-9 * max(1.0, abs(float(y))), (a, b)
+
+
+def test_parallel_path_divides_the_engine_row_cost(cluster):
+    """the parallel GpuPreAgg's startup cost: the engine's and the tuples'
+    per-row costs divided among the participants as PostgreSQL divides a
+    parallel scan's (costsize.c: the leader helps 1 - 0.3 x workers), the
+    pages' cost not; so that with many workers the engine's cost does not
+    keep the planner on PostgreSQL's parallel plan"""
+    cluster.sql("CREATE TABLE IF NOT EXISTS pcost AS SELECT g AS k, g % 7 AS v "
+                "FROM generate_series(1, 200000) g")
+    cluster.sql("ANALYZE pcost")
+    tuples, pages = cluster.sql("SELECT reltuples::bigint || ' ' || relpages FROM pg_class "
+                                "WHERE relname = 'pcost'").split()
+    tuples, pages = float(tuples), float(pages)
+    for workers in (1, 2, 4):
+        r = cluster.run("EXPLAIN (FORMAT JSON) SELECT v, count(*), sum(k) FROM pcost GROUP BY v",
+                        settings=("SET parallel_setup_cost = 0", "SET parallel_tuple_cost = 0",
+                                  "SET min_parallel_table_scan_size = 0",
+                                  "SET pg_warp.engine_startup_cost = 0",
+                                  "SET pg_warp.engine_row_cost = 0.001",
+                                  "SET max_parallel_workers_per_gather = %d" % workers),
+                        timeout=120)
+        assert r.returncode == 0, r.stderr
+        nodes, found = [json.loads(r.stdout)[0]["Plan"]], None
+        while nodes:
+            n = nodes.pop()
+            if n.get("Custom Plan Provider") == "GpuPreAgg" and n.get("Parallel Aware"):
+                found = n
+            nodes.extend(n.get("Plans", []))
+        assert found is not None, r.stdout
+        divisor = workers + max(0.0, 1.0 - 0.3 * workers)
+        want = tuples * 0.001 / divisor + pages * 1.0 + tuples * 0.01 / divisor
+        assert abs(found["Startup Cost"] - want) <= 0.01 + 1e-9 * want, (workers, found, want)
 
 
 @pytest.mark.parametrize("key", KEYS)
