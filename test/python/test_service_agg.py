@@ -308,6 +308,32 @@ def test_benchmark_shapes(client, svc, tmp_path):
     assert err is None and got == want
 
 
+def test_uneven_batches_are_shared_by_idle_threads(client, svc, tmp_path):
+    """One batch of 13 slices and five tiny ones on 4 threads: the threads
+    left without a batch run slices of the big one beside its owner
+    (agg.c's helpers); the groups are exact however the slices fall, and the
+    counters count each row once (repeated, for the races)."""
+    t = bench_table(200_000, 7)
+    f = str(tmp_path / "uneven.arrow")
+    with pa.ipc.new_file(f, t.schema) as w:
+        for b in t.slice(0, 196_000).to_batches(max_chunksize=196_000):
+            w.write_batch(b)
+        for b in t.slice(196_000).to_batches(max_chunksize=800):
+            w.write_batch(b)
+    assert pa.ipc.open_file(f).num_record_batches == 6
+    g = t.group_by(["s1", "s2"], use_threads=False).aggregate(
+        [([], "count_all"), ("rev", "sum"), ("qty", "sum"), ("qty", "count"),
+         ("cost", "max")]).to_pylist()
+    want = {(r["s1"], r["s2"]): ("%d" % r["count_all"], "%d:%d" % (r["count_all"], r["rev_sum"]),
+                                 "%d:%d" % (r["qty_count"], r["qty_sum"] or 0),
+                                 "%d:%d" % (r["count_all"], r["cost_max"])) for r in g}
+    for _ in range(5):
+        groups, end, err = run_client(svc, "text2", [f], "--threads", 4)
+        got = {(parse_key(k1, "s"), parse_key(k2, "s")): tuple(rest) for k1, k2, *rest in groups}
+        assert err is None and got == want
+        assert int(end["rows_in"]) == 200_000 and int(end["threads"]) == 4
+
+
 def test_many_groups(client, svc, tmp_path):
     """A million groups over two files and two threads (the tables grow,
     the replies span many AGG_RESULT messages)."""
