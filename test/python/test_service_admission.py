@@ -166,7 +166,10 @@ def test_cancel_and_close_while_queued(client, svc2, tmp_path):
 
 @pytest.fixture(scope="module")
 def pg2():
-    """A cluster with pg_warp.max_async_tasks = 2 and an Arrow table t."""
+    """A cluster with pg_warp.max_async_tasks = 2 and an Arrow table t, big
+    enough that a run lasts several of the 50 ms polls below (at 400,000
+    rows a run took about 12 ms on a 2-core machine, and 32 of them could all
+    pass between two polls)."""
     c = Cluster()
     d = tempfile.mkdtemp(prefix="pg_warp_adm.")
     os.chmod(d, 0o755)
@@ -175,12 +178,12 @@ def pg2():
         c.stop()
         subprocess.run(["bash", os.path.join(ROOT, "scripts", "cluster.sh"), "start", c.dir],
                        env=c.env, check=True, capture_output=True)
-        n = 400000
+        n = 4_000_000
         path = os.path.join(d, "t.arrow")
         t = pa.table({"k": pa.array([i % 7 for i in range(n)], pa.int32()),
                       "v": pa.array([(i * 7919) % 100003 for i in range(n)], pa.int64())})
         with ipc.new_file(path, t.schema) as w:
-            w.write_table(t, max_chunksize=20000)
+            w.write_table(t, max_chunksize=200000)
         os.chmod(path, 0o644)
         c.sql("CREATE FOREIGN TABLE t (k int4, v int8) SERVER arrow_fdw "
               "OPTIONS (file '%s')" % path)
