@@ -293,6 +293,32 @@ xpu_add_output(XpuBuilder *b, int reg)
 }
 
 /*
+ * count_reg_uses: writes[r] and reads[r] = how many of the n instructions
+ * write and read register r (the arguments the opcode reads; reads also
+ * counts the n_outs outputs); reads may be NULL
+ */
+static void
+count_reg_uses(const XpuInstr *ins, int n, const uint8_t *outs, int n_outs,
+			   int *writes, int *reads)
+{
+	memset(writes, 0, sizeof(int) * (XPU_MAX_REGS + 1));
+	if (reads != NULL)
+		memset(reads, 0, sizeof(int) * (XPU_MAX_REGS + 1));
+	for (int pc = 0; pc < n; pc++)
+	{
+		const OpInfo *oi = &op_info[ins[pc].op];
+		const uint16_t args[3] = {ins[pc].a, ins[pc].b, ins[pc].c};
+
+		if (oi->result != XPU_T_NONE)
+			writes[ins[pc].dst]++;
+		for (int k = 0; reads != NULL && k < oi->nargs; k++)
+			reads[args[k] <= XPU_MAX_REGS ? args[k] : XPU_MAX_REGS]++;
+	}
+	for (int k = 0; reads != NULL && k < n_outs; k++)
+		reads[outs[k]]++;
+}
+
+/*
  * xpu_builder_fold_moves: removes each MOVE whose argument is a temporary
  * that only the instruction just before it (in the same stage) writes and
  * only the MOVE reads, and that is no output: that instruction writes the
@@ -315,20 +341,7 @@ xpu_builder_fold_moves(XpuBuilder *b)
 
 	if (b->failed)
 		return 0;
-	memset(writes, 0, sizeof(writes));
-	memset(reads, 0, sizeof(reads));
-	for (int pc = 0; pc < n; pc++)
-	{
-		const OpInfo *oi = &op_info[ins[pc].op];
-		const uint16_t args[3] = {ins[pc].a, ins[pc].b, ins[pc].c};
-
-		if (oi->result != XPU_T_NONE)
-			writes[ins[pc].dst]++;
-		for (int k = 0; k < oi->nargs; k++)
-			reads[args[k] <= XPU_MAX_REGS ? args[k] : XPU_MAX_REGS]++;
-	}
-	for (size_t k = 0; k < b->outs.len; k++)
-		reads[(uint8_t) b->outs.data[k]]++;
+	count_reg_uses(ins, n, (const uint8_t *) b->outs.data, (int) b->outs.len, writes, reads);
 	memcpy(start, b->stage_start, sizeof(start));
 	for (int pc = 0; pc < n; pc++)
 	{
@@ -526,7 +539,7 @@ xpu_program_hoist_consts(const XpuProgram *prog)
 		return NULL;
 	depth = stage + n;
 	hoist = depth + n;
-	memset(writes, 0, sizeof(writes));
+	count_reg_uses(ins, n, NULL, 0, writes, NULL);
 	for (int s = 0; s < XPU_N_STAGES; s++)
 	{
 		int			d = 0;
@@ -541,8 +554,6 @@ xpu_program_hoist_consts(const XpuProgram *prog)
 			depth[pc] = (uint8_t) d;
 			if (oi->kind == KIND_MASK && ins[pc].op != XPU_OP_MASK_POP)
 				d++;
-			if (oi->result != XPU_T_NONE)
-				writes[ins[pc].dst]++;
 		}
 	}
 	for (int pc = 0; pc < n; pc++)
