@@ -32,6 +32,8 @@ extern bool engine_column_hook(void *arg, AttrNumber attno, Oid typid,
 							   int *col_index, XpuColKind *kind, int *scale);
 extern List *engine_filter_split(List *quals, Index scanrelid, EngineColumns *fc,
 								 List **rest);
+struct CodegenScan;
+extern List *engine_filter_split_scan(List *quals, struct CodegenScan *scan, List **rest);
 struct ExplainState;
 extern void engine_explain_program(const XpuProgram *prog, struct ExplainState *es);
 

@@ -135,13 +135,21 @@ List *
 engine_filter_split(List *quals, Index scanrelid, EngineColumns *fc, List **rest)
 {
 	CodegenScan scan = {scanrelid, engine_column_hook, fc};
+
+	return engine_filter_split_scan(quals, &scan, rest);
+}
+
+/* engine_filter_split over the columns of any CodegenScan (a heap table's) */
+List *
+engine_filter_split_scan(List *quals, CodegenScan *scan, List **rest)
+{
 	List	   *engine = NIL;
 	ListCell   *lc;
 
 	*rest = NIL;
 	foreach(lc, quals)
 	{
-		if (*rest == NIL && codegen_expr_supported(&scan, lfirst(lc)))
+		if (*rest == NIL && codegen_expr_supported(scan, lfirst(lc)))
 			engine = lappend(engine, lfirst(lc));
 		else
 			*rest = lappend(*rest, lfirst(lc));

@@ -1,8 +1,8 @@
 /*-------------------------------------------------------------------------
  *
  * gpuscan.c
- *		GpuScan: a scan of an Arrow foreign table whose filter the warp
- *		service evaluates.  The planner hook offers a CustomScan path beside
+ *		GpuScan: a scan of an Arrow foreign table (or of a heap table,
+ *		below) whose filter the warp service evaluates.  The planner hook offers a CustomScan path beside
  *		arrow_fdw's own when a prefix of the table's quals compiles to an
  *		xPU program; at run time the node asks the service (SCAN_RUN) for a
  *		few record batches at a time, and the service reads the files,
@@ -23,10 +23,29 @@
  * Parallel: under a Gather the processes share a counter of record batches
  * in the DSM; each claims runs of batches and asks the service for those.
  *
+ * Heap tables.  The node reads the table's pages itself, as GpuPreAgg does
+ * (heap_source.c: each page's visible tuples decided for the query's
+ * snapshot, the pages copied into a ring of chunks in shared memory,
+ * block ranges claimed from a counter in the DSM under a Gather), and the
+ * service evaluates the engine's quals over the visible tuples of each
+ * chunk and answers with a bitmap of the ones that pass (a HEAP_RUN with
+ * WARP_HEAP_SCAN).  The node then returns those tuples straight from its
+ * copy of the pages, as heap tuples (system columns included), and only
+ * then refills the chunk.  PostgreSQL projects the target list; only the
+ * columns of the engine's quals are decoded by the service.  A chunk the
+ * engine could not filter comes back flagged for recheck; without a ring
+ * (no memory for it) every chunk is filtered by PostgreSQL.  The table
+ * must not be the query's result relation or locked FOR UPDATE/SHARE.
+ * The service filters heap chunks on its CPU engine (also with a GPU: the
+ * GPU decode of scan chunks is not built), measured no faster than
+ * PostgreSQL's own scan, so the path is offered only with
+ * pg_warp.enable_gpuscan_heap (off by default).
+ *
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
 
+#include "access/heapam.h"
 #include "access/parallel.h"
 #include "access/sysattr.h"
 #include "access/table.h"
@@ -41,10 +60,13 @@
 #include "optimizer/cost.h"
 #include "optimizer/optimizer.h"
 #include "optimizer/pathnode.h"
+#include "optimizer/prep.h"
 #include "optimizer/paths.h"
 #include "optimizer/restrictinfo.h"
+#include "utils/spccache.h"
 #include "parser/parsetree.h"
 #include "port/atomics.h"
+#include "storage/predicate.h"
 #include "utils/guc.h"
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
@@ -54,9 +76,13 @@
 #include "pg_warp.h"
 #include "engine/codegen.h"
 #include "engine/engine.h"
+#include "engine/heap_source.h"
 
 /* pg_warp.enable_gpuscan */
 bool		pg_warp_enable_gpuscan = true;
+
+/* pg_warp.enable_gpuscan_heap */
+bool		pg_warp_enable_gpuscan_heap = false;
 
 /* rows one request asks for, about (whole record batches) */
 #define GS_CHUNK_ROWS		(1024 * 1024)
@@ -184,9 +210,9 @@ gs_order_quals(PlannerInfo *root, List *quals)
 	return result;
 }
 
-/* the cheapest unparameterized ForeignPath of pathlist, or NULL */
+/* the cheapest unparameterized path of pathlist that is a `type` plan, or NULL */
 static Path *
-gs_foreign_path(List *pathlist)
+gs_cheapest_path(List *pathlist, NodeTag type)
 {
 	Path	   *best = NULL;
 	ListCell   *lc;
@@ -195,7 +221,7 @@ gs_foreign_path(List *pathlist)
 	{
 		Path	   *p = lfirst(lc);
 
-		if (IsA(p, ForeignPath) && p->param_info == NULL &&
+		if (p->pathtype == type && p->param_info == NULL &&
 			(best == NULL || p->total_cost < best->total_cost))
 			best = p;
 	}
@@ -217,7 +243,9 @@ gs_parallel_divisor(int workers)
  * gs_make_path: a GpuScan path costed against arrow_fdw's path `plain`: the
  * same reading of the files, the engine's cost per row read instead of
  * PostgreSQL's conversion and quals, PostgreSQL's per-row costs for the
- * rows that pass the engine's quals; `workers` > 0: a partial path.
+ * rows that pass the engine's quals; `workers` > 0: a partial path.  For
+ * a heap table (`plain` a sequential scan) the reading is the scan's pages
+ * and a visibility test per tuple.
  */
 static CustomPath *
 gs_make_path(PlannerInfo *root, RelOptInfo *rel, Path *plain, List *engine,
@@ -236,9 +264,23 @@ gs_make_path(PlannerInfo *root, RelOptInfo *rel, Path *plain, List *engine,
 	cost_qual_eval(&qrest, rest, root);
 	rows_e = clamp_row_est(rows_in * clauselist_selectivity(root, engine, rel->relid,
 															JOIN_INNER, NULL));
-	io = plain->total_cost - plain->startup_cost -
-		(cpu_tuple_cost + qall.per_tuple + cpu_operator_cost * n_ref) * rows_in -
-		rel->reltarget->cost.per_tuple * rel->rows;
+	if (IsA(plain, ForeignPath))
+		io = plain->total_cost - plain->startup_cost -
+			(cpu_tuple_cost + qall.per_tuple + cpu_operator_cost * n_ref) * rows_in -
+			rel->reltarget->cost.per_tuple * rel->rows;
+	else
+	{
+		double		spc_seq_page_cost;
+
+		/*
+		 * A heap table: its pages read as a sequential scan reads them
+		 * (not divided among the participants), each tuple's visibility
+		 * decided and its page copied by the backend
+		 */
+		get_tablespace_page_costs(rel->reltablespace, NULL, &spc_seq_page_cost);
+		io = spc_seq_page_cost * rel->pages +
+			cpu_operator_cost * rows_in / (workers > 0 ? gs_parallel_divisor(workers) : 1.0);
+	}
 	out = (cpu_tuple_cost + cpu_operator_cost * n_ref + qrest.per_tuple) * rows_e +
 		rel->reltarget->cost.per_tuple * rel->rows;
 	if (workers > 0)
@@ -261,9 +303,88 @@ gs_make_path(PlannerInfo *root, RelOptInfo *rel, Path *plain, List *engine,
 }
 
 /*
+ * gs_heap_codegen: a CodegenScan over the user columns of heap table rel
+ * (range table index relid) that quals read; their attnos in *attnos
+ */
+static CodegenScan *
+gs_heap_codegen(Relation rel, Index relid, List *quals, List **attnos)
+{
+	CodegenScan *scan = palloc0(sizeof(CodegenScan));
+	Bitmapset  *attrs = NULL;
+	AttrNumber *a;
+	int			x = -1;
+
+	*attnos = NIL;
+	pull_varattnos((Node *) quals, relid, &attrs);
+	while ((x = bms_next_member(attrs, x)) >= 0)
+		if (x + FirstLowInvalidHeapAttributeNumber > 0)
+			*attnos = lappend_int(*attnos, x + FirstLowInvalidHeapAttributeNumber);
+	a = palloc(sizeof(AttrNumber) * Max(list_length(*attnos), 1));
+	for (int i = 0; i < list_length(*attnos); i++)
+		a[i] = (AttrNumber) list_nth_int(*attnos, i);
+	scan->scanrelid = relid;
+	heap_source_codegen_scan(scan, rel, a, list_length(*attnos));
+	return scan;
+}
+
+/*
+ * gs_heap_split: the engine's quals of heap table rel (a prefix of quals,
+ * *rest the others) and in *attnos the attributes they read (the chunk
+ * columns, in this order)
+ */
+static List *
+gs_heap_split(Relation rel, Index relid, List *quals, List **rest, List **attnos)
+{
+	List	   *all;
+	List	   *engine = engine_filter_split_scan(quals, gs_heap_codegen(rel, relid, quals, &all),
+												  rest);
+
+	*attnos = NIL;
+	if (engine != NIL && !gs_add_attnos(engine, relid, attnos))
+		elog(ERROR, "GpuScan: the engine's quals read a system column");
+	return engine;
+}
+
+/*
+ * gs_heap_pathlist: GpuScan (and a partial one beside a partial sequential
+ * scan) for heap table rel with quals (in the executor's order), when a
+ * prefix of them compiles over its columns
+ */
+static void
+gs_heap_pathlist(PlannerInfo *root, RelOptInfo *rel, Index rti, RangeTblEntry *rte,
+				 List *quals)
+{
+	Path	   *plain = gs_cheapest_path(rel->pathlist, T_SeqScan);
+	List	   *engine,
+			   *rest,
+			   *attnos;
+	Relation	r;
+	XpuProgram *prog = NULL;
+
+	/* the rows an UPDATE, DELETE or FOR UPDATE locks are PostgreSQL's to scan */
+	if (!pg_warp_enable_gpuscan_heap || plain == NULL || !heap_source_plannable(rte->relid) ||
+		root->parse->resultRelation == (int) rti ||
+		get_plan_rowmark(root->rowMarks, rti) != NULL)
+		return;
+	r = table_open(rte->relid, NoLock);
+	engine = gs_heap_split(r, rel->relid, quals, &rest, &attnos);
+	if (engine != NIL)
+		prog = codegen_qual_program(gs_heap_codegen(r, rel->relid, engine, &attnos), engine);
+	table_close(r, NoLock);
+	if (prog == NULL)
+		return;
+	free(prog);
+	add_path(rel, (Path *) gs_make_path(root, rel, plain, engine, rest, 0, 0));
+	plain = gs_cheapest_path(rel->partial_pathlist, T_SeqScan);
+	if (rel->consider_parallel && plain != NULL)
+		add_partial_path(rel, (Path *) gs_make_path(root, rel, plain, engine, rest, 0,
+													plain->parallel_workers));
+}
+
+/*
  * gs_rel_pathlist: set_rel_pathlist_hook; offers GpuScan (and a partial
  * GpuScan when arrow_fdw offers a partial path) for an Arrow table whose
- * quals, or a prefix of them, compile.
+ * quals, or a prefix of them, compile; for a heap table, gs_heap_pathlist.
  */
 static void
 gs_rel_pathlist(PlannerInfo *root, RelOptInfo *rel, Index rti, RangeTblEntry *rte)
@@ -282,9 +403,7 @@ gs_rel_pathlist(PlannerInfo *root, RelOptInfo *rel, Index rti, RangeTblEntry *rt
 
 	if (!pg_warp_enabled || !pg_warp_enable_gpuscan || !pg_warp_preloaded ||
 		rel->reloptkind != RELOPT_BASEREL || rte->rtekind != RTE_RELATION ||
-		rte->relkind != RELKIND_FOREIGN_TABLE || rte->tablesample != NULL ||
-		rte->securityQuals != NIL || !arrow_fdw_is_table(rte->relid) ||
-		(plain = gs_foreign_path(rel->pathlist)) == NULL)
+		rte->tablesample != NULL || rte->securityQuals != NIL)
 		return;
 	foreach(lc, rel->baserestrictinfo)
 	{
@@ -296,7 +415,17 @@ gs_rel_pathlist(PlannerInfo *root, RelOptInfo *rel, Index rti, RangeTblEntry *rt
 			quals = lappend(quals, ri->clause);
 	}
 	quals = gs_order_quals(root, quals);
-	if (quals == NIL || !gs_add_attnos(rel->reltarget->exprs, rel->relid, &attnos) ||
+	if (quals == NIL)
+		return;
+	if (rte->relkind != RELKIND_FOREIGN_TABLE)
+	{
+		gs_heap_pathlist(root, rel, rti, rte, quals);
+		return;
+	}
+	if (!arrow_fdw_is_table(rte->relid) ||
+		(plain = gs_cheapest_path(rel->pathlist, T_ForeignScan)) == NULL)
+		return;
+	if (!gs_add_attnos(rel->reltarget->exprs, rel->relid, &attnos) ||
 		!gs_add_attnos(quals, rel->relid, &attnos))
 		return;
 	ec = gs_columns(rte->relid, attnos);
@@ -311,7 +440,8 @@ gs_rel_pathlist(PlannerInfo *root, RelOptInfo *rel, Index rti, RangeTblEntry *rt
 		return;
 	free(prog);
 	add_path(rel, (Path *) gs_make_path(root, rel, plain, engine, rest, ec->n_cols, 0));
-	if (rel->consider_parallel && (plain = gs_foreign_path(rel->partial_pathlist)) != NULL)
+	plain = gs_cheapest_path(rel->partial_pathlist, T_ForeignScan);
+	if (rel->consider_parallel && plain != NULL)
 		add_partial_path(rel, (Path *) gs_make_path(root, rel, plain, engine, rest,
 													ec->n_cols, plain->parallel_workers));
 }
@@ -321,8 +451,13 @@ gs_rel_pathlist(PlannerInfo *root, RelOptInfo *rel, Index rti, RangeTblEntry *rt
  * (scanrelid) whose scan tuple is the table's row; custom_exprs holds the
  * engine's quals, plan.qual the others (clauses come in the executor's
  * order).  custom_private: the chunk columns' attnos (those returned
- * first) and how many are returned.
+ * first), how many are returned, and whether the table is a heap table
+ * (its chunk columns: what the engine's quals read; no column is returned,
+ * the tuples are).
  */
+static List *gs_plan_arrow(CustomScan *cs, RelOptInfo *rel, EngineColumns *ec, List *quals,
+						   List **rest);
+
 static Plan *
 gs_plan_path(PlannerInfo *root, RelOptInfo *rel, CustomPath *best_path,
 			 List *tlist, List *clauses, List *custom_plans)
@@ -331,23 +466,25 @@ gs_plan_path(PlannerInfo *root, RelOptInfo *rel, CustomPath *best_path,
 	RangeTblEntry *rte = planner_rt_fetch(rel->relid, root);
 	List	   *quals = extract_actual_clauses(clauses, false);
 	List	   *attnos = NIL,
-			   *outs = NIL,
 			   *engine,
 			   *rest;
 	EngineColumns *ec;
 
-	if (!gs_add_attnos(rel->reltarget->exprs, rel->relid, &attnos) ||
-		!gs_add_attnos(quals, rel->relid, &attnos))
-		elog(ERROR, "GpuScan: a column the path accepted is now refused");
-	ec = gs_columns(rte->relid, attnos);
-	engine = engine_filter_split(quals, rel->relid, ec, &rest);
-	(void) gs_add_attnos(rel->reltarget->exprs, rel->relid, &outs);
-	(void) gs_add_attnos(rest, rel->relid, &outs);
+	if (rte->relkind != RELKIND_FOREIGN_TABLE)
 	{
-		int			n_outs = list_length(outs);
+		Relation	r = table_open(rte->relid, NoLock);
 
-		(void) gs_add_attnos(engine, rel->relid, &outs);
-		cs->custom_private = list_make2(outs, makeInteger(n_outs));
+		engine = gs_heap_split(r, rel->relid, quals, &rest, &attnos);
+		table_close(r, NoLock);
+		cs->custom_private = list_make3(attnos, makeInteger(0), makeInteger(1));
+	}
+	else
+	{
+		if (!gs_add_attnos(rel->reltarget->exprs, rel->relid, &attnos) ||
+			!gs_add_attnos(quals, rel->relid, &attnos))
+			elog(ERROR, "GpuScan: a column the path accepted is now refused");
+		ec = gs_columns(rte->relid, attnos);
+		engine = gs_plan_arrow(cs, rel, ec, quals, &rest);
 	}
 	cs->scan.plan.targetlist = tlist;
 	cs->scan.plan.qual = rest;
@@ -358,6 +495,23 @@ gs_plan_path(PlannerInfo *root, RelOptInfo *rel, CustomPath *best_path,
 	return &cs->scan.plan;
 }
 
+/* gs_plan_path's split of an Arrow table's quals; custom_private set */
+static List *
+gs_plan_arrow(CustomScan *cs, RelOptInfo *rel, EngineColumns *ec, List *quals, List **rest)
+{
+	List	   *outs = NIL,
+			   *engine;
+	int			n_outs;
+
+	engine = engine_filter_split(quals, rel->relid, ec, rest);
+	(void) gs_add_attnos(rel->reltarget->exprs, rel->relid, &outs);
+	(void) gs_add_attnos(*rest, rel->relid, &outs);
+	n_outs = list_length(outs);
+	(void) gs_add_attnos(engine, rel->relid, &outs);
+	cs->custom_private = list_make3(outs, makeInteger(n_outs), makeInteger(0));
+	return engine;
+}
+
 /* ---------------- execution ---------------- */
 
 /* the DSM of a parallel GpuScan */
@@ -366,6 +520,7 @@ typedef struct GsShared
 	pg_atomic_uint64 next;		/* the next work item to claim */
 	int64		n_work;			/* the leader's, checked by the workers */
 	int32		chunk;			/* work items per claim */
+	HeapAggShared heap;			/* a heap table's block counter */
 	/* counters, summed over the processes */
 	pg_atomic_uint64 c[9];
 } GsShared;
@@ -411,6 +566,15 @@ typedef struct GsState
 	uint32		threads;
 	uint32		engine;
 	bool		ran;
+	/* a heap table's scan */
+	bool		heap;
+	HeapAggRun *hrun;			/* heap_source.h: claims, ring, counters */
+	bool		hstarted;		/* the run was started */
+	bool		hdone;			/* and has returned its last chunk */
+	HeapScanChunk hc;			/* the chunk whose tuples are returned */
+	uint32		hpage;			/* the page of hc returned now */
+	int			hbit;			/* the next line pointer index to try */
+	HeapTupleData htup;			/* the tuple in the scan slot */
 } GsState;
 
 static Node *
@@ -420,6 +584,7 @@ gs_create_state(CustomScan *cs)
 
 	st->css.methods = &gs_exec_methods;
 	st->conn = -1;
+	st->heap = list_length(cs->custom_private) > 2 && intVal(lthird(cs->custom_private)) != 0;
 	return (Node *) st;
 }
 
@@ -465,6 +630,37 @@ gs_compile(GsState *st, Index relid)
 	free(prog);
 }
 
+/*
+ * gs_heap_begin: gs_begin of a heap table's scan: the engine's program over
+ * the chunk columns; a scan slot of heap tuples (the tuples come straight
+ * from the copies of the pages), with the projection and qual built anew
+ * for it
+ */
+static void
+gs_heap_begin(GsState *st, CustomScan *cs, EState *estate)
+{
+	ScanState  *ss = &st->css.ss;
+	Relation	rel = ss->ss_currentRelation;
+	CodegenScan scan = {0};
+	XpuProgram *prog;
+
+	scan.scanrelid = cs->scan.scanrelid;
+	heap_source_codegen_scan(&scan, rel, st->attnos, st->n_cols);
+	prog = codegen_qual_program(&scan, st->engine_quals);
+	if (prog == NULL)
+		elog(ERROR, "GpuScan: the engine's quals over \"%s\" no longer compile",
+			 RelationGetRelationName(rel));
+	st->prog = gs_palloc16(prog->total_len);
+	memcpy(st->prog, prog, prog->total_len);
+	free(prog);
+	st->hrun = heap_agg_prepare(rel, st->attnos, st->n_cols);
+	st->hrun->scan = true;
+	ExecInitScanTupleSlot(estate, ss, RelationGetDescr(rel), &TTSOpsHeapTuple);
+	ExecAssignScanProjectionInfoWithVarno(ss, cs->scan.scanrelid);
+	ss->ps.qual = ExecInitQual(cs->scan.plan.qual, &ss->ps);
+	st->recheck = ExecInitQual(st->engine_quals, &ss->ps);
+}
+
 static void
 gs_begin(CustomScanState *node, EState *estate, int eflags)
 {
@@ -483,6 +679,15 @@ gs_begin(CustomScanState *node, EState *estate, int eflags)
 	st->attnos = palloc(sizeof(AttrNumber) * Max(st->n_cols, 1));
 	foreach(lc, attnos)
 		st->attnos[foreach_current_index(lc)] = (AttrNumber) lfirst_int(lc);
+	cb = MemoryContextAlloc(estate->es_query_cxt, sizeof(MemoryContextCallback));
+	cb->func = gs_close_conn;
+	cb->arg = st;
+	MemoryContextRegisterResetCallback(estate->es_query_cxt, cb);
+	if (st->heap)
+	{
+		gs_heap_begin(st, cs, estate);
+		return;
+	}
 	st->src = arrow_fdw_engine_source(rel, relid,
 									  list_concat(list_copy(st->engine_quals),
 												  cs->scan.plan.qual),
@@ -505,10 +710,6 @@ gs_begin(CustomScanState *node, EState *estate, int eflags)
 	st->arrays = palloc0(sizeof(ArrowArray) * Max(st->n_cols, 1));
 	st->row_cxt = AllocSetContextCreate(estate->es_query_cxt, "GpuScan rows",
 										ALLOCSET_DEFAULT_SIZES);
-	cb = MemoryContextAlloc(estate->es_query_cxt, sizeof(MemoryContextCallback));
-	cb->func = gs_close_conn;
-	cb->arg = st;
-	MemoryContextRegisterResetCallback(estate->es_query_cxt, cb);
 }
 
 /* ---------------- requests ---------------- */
@@ -520,6 +721,18 @@ gs_put(StringInfo buf, const void *data, size_t len, int align)
 	while (buf->len % align != 0)
 		appendStringInfoChar(buf, '\0');
 	appendBinaryStringInfo(buf, data, (int) len);
+}
+
+/* a request must fit one message of the protocol */
+static void
+gs_check_size(StringInfo buf)
+{
+	if (buf->len > PGWARP_MAX_PAYLOAD)
+		ereport(ERROR,
+				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
+				 errmsg("GpuScan request of %d bytes is larger than the pg_warp protocol allows",
+						buf->len),
+				 errhint("Set pg_warp.enable_gpuscan to off for this query.")));
 }
 
 /* the SCAN_RUN payload for work items [w0, w1) */
@@ -561,12 +774,7 @@ gs_request(GsState *st, int64 w0, int64 w1)
 	}
 	while (buf->len % 8 != 0)
 		appendStringInfoChar(buf, '\0');
-	if (buf->len > PGWARP_MAX_PAYLOAD)
-		ereport(ERROR,
-				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
-				 errmsg("GpuScan request of %d bytes is larger than the pg_warp protocol allows",
-						buf->len),
-				 errhint("Set pg_warp.enable_gpuscan to off for this query.")));
+	gs_check_size(buf);
 	return buf;
 }
 
@@ -711,6 +919,161 @@ gs_next_block(GsState *st)
 	}
 }
 
+/* ---------------- heap tables ---------------- */
+
+/* adds a heap run's counters (h's, and its last reply's) to the node's and the DSM's */
+static void
+gs_heap_counters(GsState *st, const WarpAggResult *last)
+{
+	HeapAggRun *h = st->hrun;
+	uint64		v[GC_N] = {h->tuples_shipped, 0, h->chunks, 0,
+		h->pages_shipped * BLCKSZ, 0, INSTR_TIME_GET_MICROSEC(h->read_time), last->exec_us,
+	st->conn >= 0};
+
+	for (int i = 0; i < GC_N; i++)
+	{
+		if (i == GC_ROWS_PASSED || i == GC_RECHECK || i == GC_BYTES_SENT)
+			continue;			/* counted chunk by chunk */
+		st->c[i] += v[i];
+		if (st->shared)
+			pg_atomic_fetch_add_u64(&st->shared->c[i], v[i]);
+	}
+	st->wall_us += last->wall_us;
+	st->threads = Max(st->threads, last->threads);
+	st->engine = st->conn >= 0 ? last->engine : 0;
+}
+
+/* adds n to counter i, the node's and the DSM's */
+static void
+gs_count(GsState *st, int i, uint64 n)
+{
+	st->c[i] += n;
+	if (st->shared)
+		pg_atomic_fetch_add_u64(&st->shared->c[i], n);
+}
+
+/* starts the heap run: the HEAP_RUN request (WARP_HEAP_SCAN) and the ring */
+static void
+gs_heap_start(GsState *st)
+{
+	EState	   *estate = st->css.ss.ps.state;
+	MemoryContext old = MemoryContextSwitchTo(estate->es_query_cxt);
+	StringInfo	buf = makeStringInfo();
+	WarpAggRequest req = {0};
+
+	if (st->shared)
+		st->hrun->shared = &st->shared->heap;
+	req.prog_len = st->prog->total_len;
+	req.engine = (uint32) pg_warp_engine;
+	gs_put(buf, &req, sizeof(req), 8);
+	gs_put(buf, st->prog, st->prog->total_len, 16);
+	heap_agg_put_request(st->hrun, buf);
+	gs_check_size(buf);
+	st->hrun->ssi = IsolationIsSerializable();
+	if (st->hrun->ssi)
+		PredicateLockRelation(st->hrun->rel, estate->es_snapshot);
+	st->hstarted = st->ran = true;
+	heap_scan_begin(st->hrun, estate->es_snapshot, buf->data, (uint32) buf->len, &st->conn);
+	MemoryContextSwitchTo(old);
+}
+
+/* the next filtered chunk of the heap run into st->hc; false at the end */
+static bool
+gs_heap_chunk(GsState *st)
+{
+	EState	   *estate = st->css.ss.ps.state;
+	MemoryContext old;
+	WarpAggResult last;
+	bool		more;
+
+	if (!st->hstarted)
+		gs_heap_start(st);
+	if (st->hdone)
+		return false;
+	old = MemoryContextSwitchTo(estate->es_query_cxt);
+	more = heap_scan_next(st->hrun, st->conn, &st->hc, &last);
+	MemoryContextSwitchTo(old);
+	st->hpage = 0;
+	st->hbit = 0;
+	if (!more)
+	{
+		st->hdone = true;
+		gs_heap_counters(st, &last);
+		heap_scan_end(st->hrun);
+		gs_close_conn(st);
+		return false;
+	}
+	if (st->hc.recheck)
+		gs_count(st, GC_RECHECK, 1);
+	else
+		gs_count(st, GC_ROWS_PASSED, st->hc.n_passed);
+	if (st->conn >= 0)
+		gs_count(st, GC_BYTES_SENT, sizeof(WarpHeapPass) +
+				 (uint64) st->hc.n_pages * XPU_HEAP_VIS_BYTES);
+	return true;
+}
+
+/*
+ * gs_heap_next: the next tuple of a heap table's scan that passed the
+ * engine's quals (or, in a chunk to recheck, PostgreSQL's evaluation of
+ * them) into the scan slot; an empty slot at the end
+ */
+static TupleTableSlot *
+gs_heap_next(GsState *st, TupleTableSlot *slot)
+{
+	ExprContext *econtext = st->css.ss.ps.ps_ExprContext;
+	Oid			relid = RelationGetRelid(st->css.ss.ss_currentRelation);
+
+	for (;;)
+	{
+		while (st->hpage < st->hc.n_pages)
+		{
+			const uint8 *pass = st->hc.pass + (Size) st->hpage * XPU_HEAP_VIS_BYTES;
+			const uint8 *vis = st->hc.vis + (Size) st->hpage * XPU_HEAP_VIS_BYTES;
+			Page		page = (Page) (st->hc.pages + (Size) st->hpage * BLCKSZ);
+
+			while (st->hbit < XPU_HEAP_VIS_BYTES * 8)
+			{
+				int			k = st->hbit++;
+				uint8		bits = pass[k >> 3] & vis[k >> 3];
+				OffsetNumber off = (OffsetNumber) (k + 1);
+				ItemId		lp;
+
+				if (bits == 0)
+				{
+					st->hbit = (k | 7) + 1;		/* the rest of this byte */
+					continue;
+				}
+				if (!(bits & (1 << (k & 7))))
+					continue;
+				/* the page was checked when read: a visible line pointer is normal */
+				if (off > PageGetMaxOffsetNumber(page) ||
+					!ItemIdIsNormal(lp = PageGetItemId(page, off)))
+					elog(ERROR, "GpuScan: line pointer %u of a shipped page is not a tuple", off);
+				st->htup.t_data = (HeapTupleHeader) PageGetItem(page, lp);
+				st->htup.t_len = ItemIdGetLength(lp);
+				st->htup.t_tableOid = relid;
+				ItemPointerSet(&st->htup.t_self, st->hc.blocks[st->hpage], off);
+				ExecStoreHeapTuple(&st->htup, slot, false);
+				if (st->hc.recheck)
+				{
+					/* PostgreSQL evaluates the engine's quals: its own errors */
+					ResetExprContext(econtext);
+					econtext->ecxt_scantuple = slot;
+					if (!ExecQual(st->recheck, econtext))
+						continue;
+				}
+				return slot;
+			}
+			st->hpage++;
+			st->hbit = 0;
+		}
+		CHECK_FOR_INTERRUPTS();
+		if (!gs_heap_chunk(st))
+			return ExecClearTuple(slot);
+	}
+}
+
 /* the next row into the scan slot, or an empty slot at the end */
 static TupleTableSlot *
 gs_next(ScanState *ss)
@@ -720,6 +1083,8 @@ gs_next(ScanState *ss)
 	ExprContext *econtext = ss->ps.ps_ExprContext;
 	int			natts = slot->tts_tupleDescriptor->natts;
 
+	if (st->heap)
+		return gs_heap_next(st, slot);
 	for (;;)
 	{
 		MemoryContext old;
@@ -754,10 +1119,19 @@ gs_next(ScanState *ss)
 	}
 }
 
+/*
+ * gs_recheck: EvalPlanQual's test of a tuple substituted for the scan's:
+ * the engine's quals (ExecScan checks the others)
+ */
 static bool
 gs_recheck(ScanState *ss, TupleTableSlot *slot)
 {
-	return true;
+	GsState    *st = (GsState *) ss;
+	ExprContext *econtext = ss->ps.ps_ExprContext;
+
+	ResetExprContext(econtext);
+	econtext->ecxt_scantuple = slot;
+	return ExecQual(st->recheck, econtext);
 }
 
 static TupleTableSlot *
@@ -769,6 +1143,10 @@ gs_exec(CustomScanState *node)
 static void
 gs_end(CustomScanState *node)
 {
+	GsState    *st = (GsState *) node;
+
+	if (st->heap && st->hstarted)
+		heap_scan_end(st->hrun);
 	gs_close_conn(node);
 }
 
@@ -778,8 +1156,18 @@ gs_rescan(CustomScanState *node)
 	GsState    *st = (GsState *) node;
 
 	/* a run in progress is cancelled by closing its connection */
-	if (st->in_run)
+	if (st->in_run || st->heap)
 		gs_close_conn(st);
+	if (st->heap)
+	{
+		if (st->hstarted)
+			heap_scan_end(st->hrun);
+		heap_agg_reset(st->hrun);
+		if (st->shared == NULL)
+			st->hrun->shared = NULL;	/* the whole table again */
+		st->hstarted = st->hdone = false;
+		memset(&st->hc, 0, sizeof(st->hc));
+	}
 	if (st->msg)
 		pfree(st->msg);
 	st->msg = NULL;
@@ -803,6 +1191,8 @@ gs_init_dsm(CustomScanState *node, ParallelContext *pcxt, void *coordinate)
 	int64		per = st->n_work / (4 * (pcxt->nworkers + 1));
 
 	pg_atomic_init_u64(&sh->next, 0);
+	if (st->heap)
+		heap_agg_shared_init(&sh->heap, node->ss.ss_currentRelation, false);
 	sh->n_work = st->n_work;
 	sh->chunk = (int32) Max(Min((int64) st->chunk, per), 1);
 	for (int i = 0; i < GC_N; i++)
@@ -816,6 +1206,8 @@ gs_reinit_dsm(CustomScanState *node, ParallelContext *pcxt, void *coordinate)
 	GsShared   *sh = coordinate;
 
 	pg_atomic_write_u64(&sh->next, 0);
+	if (((GsState *) node)->heap)
+		heap_agg_shared_init(&sh->heap, node->ss.ss_currentRelation, false);
 }
 
 static void
@@ -860,6 +1252,38 @@ gs_column_names(Relation rel, const AttrNumber *attnos, int from, int to)
 	return names;
 }
 
+/* gs_explain of a heap table's scan */
+static void
+gs_heap_explain(GsState *st, List *ctx, ExplainState *es)
+{
+	Relation	rel = st->css.ss.ss_currentRelation;
+
+	if (es->analyze && st->ran)
+		ExplainPropertyText("Engine", st->c[GC_REQUESTS] == 0 ? "PostgreSQL (no chunk ring)" :
+							st->engine == WARP_ENGINE_GPU ? "GPU" : "CPU", es);
+	else
+		ExplainPropertyText("Engine", pg_warp_engine == WARP_ENGINE_GPU ? "GPU" :
+							pg_warp_engine == WARP_ENGINE_CPU ? "CPU" : "auto", es);
+	ExplainPropertyText("Engine Filter",
+						deparse_expression((Node *) make_ands_explicit(st->engine_quals),
+										   ctx, list_length(es->rtable) > 1, false), es);
+	ExplainPropertyList("Columns Filtered", gs_column_names(rel, st->attnos, 0, st->n_cols), es);
+	if (es->verbose)
+		engine_explain_program(st->prog, es);
+	heap_agg_explain(st->hrun, false, es);
+	if (!es->analyze)
+		return;
+	ExplainPropertyInteger("Tuples Read", NULL, (int64) st->c[GC_ROWS_IN], es);
+	ExplainPropertyInteger("Tuples Passed by Engine", NULL, (int64) st->c[GC_ROWS_PASSED], es);
+	ExplainPropertyInteger("Chunks", NULL, (int64) st->c[GC_BATCHES], es);
+	ExplainPropertyInteger("Chunks Rechecked by PostgreSQL", NULL, (int64) st->c[GC_RECHECK], es);
+	ExplainPropertyInteger("Bytes Shipped", "bytes", (int64) st->c[GC_BYTES_READ], es);
+	ExplainPropertyFloat("Page Read Time", "ms", st->c[GC_IO_US] / 1000.0, 3, es);
+	ExplainPropertyFloat("Engine Time", "ms", st->c[GC_EXEC_US] / 1000.0, 3, es);
+	if (st->threads > 0)
+		ExplainPropertyInteger("Engine Threads", NULL, st->threads, es);
+}
+
 static void
 gs_explain(CustomScanState *node, List *ancestors, ExplainState *es)
 {
@@ -870,6 +1294,11 @@ gs_explain(CustomScanState *node, List *ancestors, ExplainState *es)
 		"Batches Rechecked by PostgreSQL", "Bytes Read", "Bytes Returned", NULL, NULL,
 	"Service Requests"};
 
+	if (st->heap)
+	{
+		gs_heap_explain(st, ctx, es);
+		return;
+	}
 	/* what ran (ANALYZE), else what pg_warp.engine asks for */
 	if (es->analyze && st->ran)
 		ExplainPropertyText("Engine", st->engine == WARP_ENGINE_GPU ? "GPU" : "CPU", es);
@@ -934,6 +1363,12 @@ pg_warp_gpuscan_init(void)
 	DefineCustomBoolVariable("pg_warp.enable_gpuscan",
 							 "Lets the planner use GpuScan for filtered scans of Arrow tables.",
 							 NULL, &pg_warp_enable_gpuscan, true,
+							 PGC_USERSET, 0, NULL, NULL, NULL);
+	DefineCustomBoolVariable("pg_warp.enable_gpuscan_heap",
+							 "Lets the planner use GpuScan for filtered scans of heap tables.",
+							 "Off by default: the service filters heap chunks on its CPU "
+							 "engine, which is not yet faster than PostgreSQL's own scan.",
+							 &pg_warp_enable_gpuscan_heap, false,
 							 PGC_USERSET, 0, NULL, NULL, NULL);
 	RegisterCustomScanMethods(&gs_scan_methods);
 	prev_rel_pathlist_hook = set_rel_pathlist_hook;

@@ -267,6 +267,8 @@ heap_agg_put_request(HeapAggRun *h, StringInfo buf)
 	}
 	h->nblocks = h->shared->nblocks;
 	h->slot_pages = (uint32) Min(pg_warp_heap_chunk_pages, Max(h->nblocks, 1));
+	if (h->scan)
+		h->slot_pages = Min(h->slot_pages, HEAP_SCAN_MAX_CHUNK_PAGES);
 	h->n_slots = 4;
 	h->slot_size = TYPEALIGN(BLCKSZ, (uint64) h->slot_pages * (BLCKSZ + XPU_HEAP_VIS_BYTES));
 	req.n_slots = h->n_slots;
@@ -274,6 +276,7 @@ heap_agg_put_request(HeapAggRun *h, StringInfo buf)
 	req.slot_size = h->slot_size;
 	req.n_atts = h->n_atts;
 	req.missing_len = h->missing.len;
+	req.flags = h->scan ? WARP_HEAP_SCAN : 0;
 	while (buf->len % 8 != 0)
 		appendStringInfoChar(buf, '\0');
 	appendBinaryStringInfo(buf, (char *) &req, sizeof(req));
@@ -374,6 +377,7 @@ next_block(HeapAggRun *h, BlockNumber *blk)
 static int
 read_page(HeapAggRun *h, BlockNumber blk, char *dst, uint8 *vis)
 {
+	HeapTupleData tup;
 	Buffer		buf = ReadBufferExtended(h->rel, MAIN_FORKNUM, blk, RBM_NORMAL, h->strategy);
 	Page		page;
 	bool		all_visible;
@@ -389,19 +393,24 @@ read_page(HeapAggRun *h, BlockNumber blk, char *dst, uint8 *vis)
 	{
 		ItemId		lp = PageGetItemId(page, off);
 
+		bool		valid = all_visible;
+
 		if (!ItemIdIsNormal(lp))
 			continue;
-		if (!all_visible)
+		if (!all_visible || h->ssi)
 		{
-			HeapTupleData tup;
-
 			tup.t_data = (HeapTupleHeader) PageGetItem(page, lp);
 			tup.t_len = ItemIdGetLength(lp);
 			tup.t_tableOid = RelationGetRelid(h->rel);
 			ItemPointerSet(&tup.t_self, blk, off);
-			if (!HeapTupleSatisfiesVisibility(&tup, h->snap, buf))
-				continue;
+			if (!all_visible)
+				valid = HeapTupleSatisfiesVisibility(&tup, h->snap, buf);
+			/* what a serializable sequential scan checks of every tuple it reads */
+			if (h->ssi)
+				HeapCheckForSerializableConflictOut(valid, h->rel, &tup, buf, h->snap);
 		}
+		if (!valid)
+			continue;
 		vis[(off - 1) >> 3] |= 1 << ((off - 1) & 7);
 		n++;
 	}
@@ -418,7 +427,7 @@ read_page(HeapAggRun *h, BlockNumber blk, char *dst, uint8 *vis)
  * claim
  */
 int
-heap_agg_read_pages(HeapAggRun *h, char *pages, uint8 *vis, int max_pages)
+heap_agg_read_pages(HeapAggRun *h, char *pages, uint8 *vis, BlockNumber *blocks, int max_pages)
 {
 	int			n = 0;
 	instr_time	start,
@@ -438,6 +447,8 @@ heap_agg_read_pages(HeapAggRun *h, char *pages, uint8 *vis, int max_pages)
 		if (t > 0)
 		{
 			h->tuples_shipped += t;
+			if (blocks)
+				blocks[n] = blk;
 			n++;
 		}
 	}

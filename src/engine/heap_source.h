@@ -20,7 +20,11 @@
 #include "utils/snapshot.h"
 
 #include "engine/codegen.h"
+#include "xpu/protocol.h"
 #include "xpu/xpu_heap.h"
+
+/* the most pages of a heap GpuScan's chunk: its pass bitmaps fit a HEAP_DONE */
+#define HEAP_SCAN_MAX_CHUNK_PAGES	8192
 
 struct ExplainState;
 
@@ -77,19 +81,47 @@ typedef struct HeapAggRun
 	uint64		slot_size;
 	List	   *pending;		/* AGG_RESULT payloads received while shipping */
 	List	   *pending_len;
+	/* GpuScan (WARP_HEAP_SCAN): the chunks come back with pass bitmaps */
+	bool		scan;
+	bool		ssi;			/* serializable: predicate locks, conflict checks */
+	BlockNumber *blocks;		/* [n_slots * slot_pages]: each shipped page's block */
+	char	   *local;			/* one chunk filtered in the backend (no ring) */
+	uint32	   *free_slots;		/* [n_slots] */
+	uint32		n_free;
+	uint32		n_out;			/* chunks shipped, not yet back */
+	int			cur_slot;		/* the chunk being returned, or -1 */
+	char	   *cur_msg;		/* its HEAP_DONE */
+	bool		read_done;		/* the claims are read, HEAP_END sent */
 } HeapAggRun;
+
+/* a chunk of a heap GpuScan, as heap_scan_next returns it */
+typedef struct HeapScanChunk
+{
+	const char *pages;			/* n_pages pages of BLCKSZ */
+	const BlockNumber *blocks;	/* their block numbers */
+	const uint8 *pass;			/* n_pages bitmaps of XPU_HEAP_VIS_BYTES */
+	const uint8 *vis;			/* the pages' visibility bitmaps (pass is within) */
+	uint32		n_pages;
+	uint32		n_passed;
+	bool		recheck;		/* PostgreSQL evaluates the engine's quals */
+} HeapScanChunk;
 
 extern HeapAggRun *heap_agg_prepare(Relation rel, const AttrNumber *attnos, int n);
 extern void heap_agg_shared_init(HeapAggShared *sh, Relation rel, bool whole);
 extern void heap_agg_reset(HeapAggRun *h);
 extern bool heap_agg_fallback_range(HeapAggRun *h, BlockNumber *start, BlockNumber *n);
 extern void heap_agg_put_request(HeapAggRun *h, StringInfo buf);
-extern int	heap_agg_read_pages(HeapAggRun *h, char *pages, uint8 *vis, int max_pages);
+extern int	heap_agg_read_pages(HeapAggRun *h, char *pages, uint8 *vis, BlockNumber *blocks,
+								int max_pages);
 extern void heap_agg_explain(HeapAggRun *h, bool analyze, struct ExplainState *es);
 
 /* in shm_chunk.c */
 extern bool heap_agg_begin(HeapAggRun *h, Snapshot snap, const char *req, uint32 len,
 						   int *conn, const char **why);
 extern void *heap_agg_next(HeapAggRun *h, int conn, uint32 *len);
+extern void heap_scan_begin(HeapAggRun *h, Snapshot snap, const char *req, uint32 len,
+							int *conn);
+extern bool heap_scan_next(HeapAggRun *h, int conn, HeapScanChunk *out, WarpAggResult *last);
+extern void heap_scan_end(HeapAggRun *h);
 
 #endif							/* PG_WARP_HEAP_SOURCE_H */

@@ -153,7 +153,7 @@ ship(HeapAggRun *h, ShmRing *r, int conn)
 
 			ch.n_pages = heap_agg_read_pages(h, base,
 											 (uint8 *) base + (size_t) h->slot_pages * BLCKSZ,
-											 (int) h->slot_pages);
+											 NULL, (int) h->slot_pages);
 			if (ch.n_pages == 0)
 				return true;	/* the table is read */
 			service_run_send(conn, WARP_MSG_HEAP_CHUNK, &ch, sizeof(ch));
@@ -235,4 +235,181 @@ heap_agg_next(HeapAggRun *h, int conn, uint32 *len)
 			return msg;
 		pfree(msg);
 	}
+}
+
+/* ---------------- GpuScan over heap tables ---------------- */
+
+/*
+ * heap_scan_begin: starts the heap GpuScan run of h (h->scan) with the
+ * HEAP_RUN request req under snapshot snap; nothing is shipped yet
+ * (heap_scan_next ships as the chunks come back).  When the ring cannot
+ * be created the run is the backend's alone (*conn -1): heap_scan_next
+ * reads one chunk at a time into local memory and returns it to be
+ * filtered by PostgreSQL.
+ */
+void
+heap_scan_begin(HeapAggRun *h, Snapshot snap, const char *req, uint32 len, int *conn)
+{
+	const char *why = NULL;
+	ShmRing    *r = shm_ring_create(h, &why);
+
+	h->snap = snap;
+	h->strategy = GetAccessStrategy(BAS_BULKREAD);
+	h->blocks = palloc(sizeof(BlockNumber) * h->n_slots * h->slot_pages);
+	h->free_slots = palloc(sizeof(uint32) * h->n_slots);
+	h->n_free = h->n_out = 0;
+	h->cur_slot = -1;
+	h->cur_msg = NULL;
+	h->read_done = false;
+	h->ring = r;
+	if (r == NULL)
+	{
+		ereport(DEBUG1,
+				(errmsg("GpuScan of \"%s\" filters in the backend: %s",
+						RelationGetRelationName(h->rel), why)));
+		h->local = palloc(h->slot_size);
+		*conn = -1;
+		return;
+	}
+	for (uint32 i = 0; i < h->n_slots; i++)
+		h->free_slots[h->n_free++] = h->n_slots - 1 - i;
+	*conn = service_run_begin_fd(WARP_MSG_HEAP_RUN, req, len, r->fd);
+}
+
+/* the end of the reading: the ring's strategy released */
+static void
+scan_read_end(HeapAggRun *h)
+{
+	h->read_done = true;
+	if (h->strategy)
+		FreeAccessStrategy(h->strategy);
+	h->strategy = NULL;
+}
+
+/*
+ * heap_scan_next: the next filtered chunk of the heap GpuScan run of h into
+ * *out, valid until the next call (which gives its slot back to the ring);
+ * false at the end, with the run's last AGG_RESULT header in *last (zeroed
+ * for a run in the backend).  Fills and ships the free slots first, so
+ * that the service filters ahead of the tuples returned.
+ */
+bool
+heap_scan_next(HeapAggRun *h, int conn, HeapScanChunk *out, WarpAggResult *last)
+{
+	ShmRing    *r = h->ring;
+	uint32		type,
+				len;
+	char	   *msg;
+	WarpHeapPass ph;
+	instr_time	start,
+				end;
+
+	if (h->cur_slot >= 0)
+		h->free_slots[h->n_free++] = (uint32) h->cur_slot;
+	h->cur_slot = -1;
+	if (h->cur_msg)
+		pfree(h->cur_msg);
+	h->cur_msg = NULL;
+	memset(out, 0, sizeof(*out));
+	if (r == NULL)
+	{
+		/* no ring: the backend reads and PostgreSQL filters, chunk by chunk */
+		char	   *vis = h->local + (size_t) h->slot_pages * BLCKSZ;
+
+		out->n_pages = h->read_done ? 0 :
+			(uint32) heap_agg_read_pages(h, h->local, (uint8 *) vis, h->blocks,
+										 (int) h->slot_pages);
+		if (out->n_pages == 0)
+		{
+			scan_read_end(h);
+			memset(last, 0, sizeof(*last));
+			return false;
+		}
+		h->chunks++;
+		out->pages = h->local;
+		out->blocks = h->blocks;
+		out->pass = (const uint8 *) vis;
+		out->vis = (const uint8 *) vis;
+		out->recheck = true;
+		return true;
+	}
+	while (!h->read_done && h->n_free > 0)
+	{
+		uint32		slot = h->free_slots[--h->n_free];
+		char	   *base = r->base + (size_t) slot * h->slot_size;
+		WarpHeapChunk ch = {slot, 0};
+
+		ch.n_pages = heap_agg_read_pages(h, base, (uint8 *) base + (size_t) h->slot_pages * BLCKSZ,
+										 h->blocks + (size_t) slot * h->slot_pages,
+										 (int) h->slot_pages);
+		if (ch.n_pages == 0)
+		{
+			h->free_slots[h->n_free++] = slot;
+			scan_read_end(h);
+			service_run_send(conn, WARP_MSG_HEAP_END, NULL, 0);
+			break;
+		}
+		service_run_send(conn, WARP_MSG_HEAP_CHUNK, &ch, sizeof(ch));
+		h->chunks++;
+		h->n_out++;
+	}
+	INSTR_TIME_SET_CURRENT(start);
+	msg = service_run_next_any(conn, &type, &len);
+	INSTR_TIME_SET_CURRENT(end);
+	INSTR_TIME_ACCUM_DIFF(h->wait_time, end, start);
+	if (type == WARP_MSG_AGG_RESULT && len >= sizeof(WarpAggResult))
+	{
+		memcpy(last, msg, sizeof(*last));
+		last->err_message[sizeof(last->err_message) - 1] = '\0';
+		if (h->n_out > 0 || !h->read_done || !(last->flags & WARP_AGG_LAST) ||
+			last->n_groups != 0 || last->status != XPU_OK)
+			ereport(ERROR,
+					(errcode(ERRCODE_INTERNAL_ERROR),
+					 errmsg("pg_warp service ended a heap scan early"),
+					 errdetail("Status %d: %s", last->status, last->err_message)));
+		pfree(msg);
+		return false;
+	}
+	if (type != WARP_MSG_HEAP_DONE || len < sizeof(ph))
+		ereport(ERROR,
+				(errcode(ERRCODE_PROTOCOL_VIOLATION),
+				 errmsg("unexpected reply from the pg_warp service"),
+				 errdetail("Received message type %u of %u bytes during a heap scan.",
+						   type, len)));
+	memcpy(&ph, msg, sizeof(ph));
+	if (ph.slot >= h->n_slots || ph.n_pages == 0 || ph.n_pages > h->slot_pages ||
+		len != sizeof(ph) + (uint64) ph.n_pages * XPU_HEAP_VIS_BYTES || h->n_out == 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_PROTOCOL_VIOLATION),
+				 errmsg("pg_warp service returned a heap chunk it was not given")));
+	h->n_out--;
+	h->cur_slot = (int) ph.slot;
+	h->cur_msg = msg;
+	out->pages = r->base + (size_t) ph.slot * h->slot_size;
+	out->blocks = h->blocks + (size_t) ph.slot * h->slot_pages;
+	out->pass = (const uint8 *) msg + sizeof(ph);
+	out->vis = (const uint8 *) out->pages + (size_t) h->slot_pages * BLCKSZ;
+	out->n_pages = ph.n_pages;
+	out->n_passed = ph.n_passed;
+	out->recheck = (ph.flags & WARP_SCAN_RECHECK) != 0;
+	return true;
+}
+
+/*
+ * heap_scan_end: releases what the heap GpuScan run of h holds (its ring,
+ * at once rather than at the end of the query: a rescan starts a new one)
+ */
+void
+heap_scan_end(HeapAggRun *h)
+{
+	if (h->strategy)
+		FreeAccessStrategy(h->strategy);
+	h->strategy = NULL;
+	if (h->ring)
+		shm_ring_release(h->ring);
+	h->ring = NULL;
+	if (h->cur_msg)
+		pfree(h->cur_msg);
+	h->cur_msg = NULL;
+	h->cur_slot = -1;
 }

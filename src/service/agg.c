@@ -885,7 +885,7 @@ agg_task_reply(AggTask *t, uint8_t *buf, uint32_t *type, bool *last)
 		return svc_failure_reply(&t->fail, t->canceled, buf);
 	}
 	*type = WARP_MSG_AGG_RESULT;
-	ngroups = t->xerr.code == XPU_OK ? xpu_agg_table_ngroups(t->table) : 0;
+	ngroups = t->xerr.code == XPU_OK && t->table ? xpu_agg_table_ngroups(t->table) : 0;
 	while (t->next_group < ngroups)
 	{
 		const uint8_t *key;

@@ -10,6 +10,14 @@
  *		engine, the source of chunks that gpu_agg.c's gpu_agg_heap_run
  *		decodes (xpu/kern_heap.cu) and aggregates on the GPU.
  *
+ * GpuScan (WARP_HEAP_SCAN).  The same ring and workers, without groups:
+ * each worker evaluates the qual program over the chunk's visible tuples
+ * and sets one bit per passing tuple in the slot's pass bitmaps, which go
+ * back in the slot's HEAP_DONE.  A chunk in which the program raised an
+ * error or FALLBACK, or a value did not decode, is not an error of the run:
+ * its pass bitmaps are its visibility bitmaps, flagged WARP_SCAN_RECHECK,
+ * and the backend evaluates the qual there.
+ *
  * Threads.  The epoll thread (server.c) calls heap_run_message for each
  * HEAP_CHUNK / HEAP_END and heap_run_next_done to learn which slots to
  * answer HEAP_DONE for; the run's thread (agg.c) calls heap_run_exec,
@@ -58,6 +66,9 @@ struct HeapRun
 	uint32_t	slot_pages;
 	uint64_t	slot_size;
 	int			notify_fd;
+	bool		scan;			/* WARP_HEAP_SCAN: pass bitmaps, no groups */
+	uint8_t    *pass;			/* scan: each slot's pass bitmaps */
+	WarpHeapPass pass_hdr[HEAP_MAX_SLOTS];	/* scan: each slot's HEAP_DONE header */
 
 	pthread_mutex_t lock;
 	pthread_cond_t cond;
@@ -97,6 +108,8 @@ typedef struct HeapWorker
 	HeapCol    *hcols;
 	const uint8_t **ptrs;		/* [n_deform] */
 	uint32_t   *lens;
+	uint32_t   *row_pos;		/* scan: each row's page << 16 | line pointer index */
+	uint8_t    *pass;			/* scan: the pass bitmaps of the chunk it runs */
 	int64_t		nrows;			/* rows of the current slice */
 	/* outcome: werr (WarpErrorCode) or err.code set on failure */
 	int			werr;
@@ -214,6 +227,10 @@ heap_run_parse(const uint8_t *p, size_t len, const XpuProgram *prog, int memfd,
 	off += ((size_t) prog->n_cols * 2 + 7) & ~(size_t) 7;
 	if (off > len || len - off < req->missing_len)
 		return snprintf(msg, msglen, "HEAP_RUN is truncated"), NULL;
+	if ((req->flags & ~(uint32_t) WARP_HEAP_SCAN) != 0 ||
+		((req->flags & WARP_HEAP_SCAN) &&
+		 sizeof(WarpHeapPass) + (uint64_t) req->slot_pages * XPU_HEAP_VIS_BYTES > PGWARP_MAX_PAYLOAD))
+		return snprintf(msg, msglen, "HEAP_RUN has bad flags or too many pages per chunk"), NULL;
 	if ((h = calloc(1, sizeof(HeapRun))) == NULL ||
 		(h->col_kind = calloc(prog->n_cols + 1, 1)) == NULL)
 	{
@@ -233,6 +250,13 @@ heap_run_parse(const uint8_t *p, size_t len, const XpuProgram *prog, int memfd,
 	h->slot_size = req->slot_size;
 	h->notify_fd = notify_fd;
 	h->ring_fd = -1;
+	h->scan = (req->flags & WARP_HEAP_SCAN) != 0;
+	if (h->scan &&
+		(h->pass = calloc((size_t) h->n_slots * h->slot_pages, XPU_HEAP_VIS_BYTES)) == NULL)
+	{
+		heap_run_free(h);
+		return snprintf(msg, msglen, "out of memory"), NULL;
+	}
 	if (!check_columns(h, req->n_atts, msg, msglen) || !map_ring(h, memfd, msg, msglen))
 	{
 		heap_run_free(h);
@@ -254,6 +278,7 @@ heap_run_free(HeapRun *h)
 	pthread_mutex_destroy(&h->lock);
 	pthread_cond_destroy(&h->cond);
 	free(h->col_kind);
+	free(h->pass);
 	free(h);
 }
 
@@ -302,22 +327,42 @@ heap_run_message(HeapRun *h, uint32_t type, const uint8_t *payload, uint32_t len
 	return ok;
 }
 
-/* heap_run_next_done: a slot to answer HEAP_DONE for (epoll thread), if any */
+/*
+ * heap_run_next_done: the payload of the next HEAP_DONE to send (epoll
+ * thread) into buf (room for PGWARP_MAX_PAYLOAD bytes), its length in *len;
+ * false when no slot is done
+ */
 bool
-heap_run_next_done(HeapRun *h, uint32_t *slot)
+heap_run_next_done(HeapRun *h, uint8_t *buf, uint32_t *len)
 {
 	bool		any;
+	uint32_t	slot = 0;
 
 	pthread_mutex_lock(&h->lock);
 	any = h->n_done > 0;
 	if (any)
 	{
-		*slot = h->done[h->done_head];
+		slot = h->done[h->done_head];
 		h->done_head = (h->done_head + 1) % HEAP_MAX_SLOTS;
 		h->n_done--;
 	}
 	pthread_mutex_unlock(&h->lock);
-	return any;
+	if (!any)
+		return false;
+	if (!h->scan)
+	{
+		WarpHeapChunk ch = {slot, 0};
+
+		memcpy(buf, &ch, sizeof(ch));
+		*len = sizeof(ch);
+		return true;
+	}
+	/* the slot is the backend's again only once this is sent: its bits stay */
+	memcpy(buf, &h->pass_hdr[slot], sizeof(WarpHeapPass));
+	*len = sizeof(WarpHeapPass) + h->pass_hdr[slot].n_pages * XPU_HEAP_VIS_BYTES;
+	memcpy(buf + sizeof(WarpHeapPass), h->pass + (size_t) slot * h->slot_pages * XPU_HEAP_VIS_BYTES,
+		   (size_t) h->pass_hdr[slot].n_pages * XPU_HEAP_VIS_BYTES);
+	return true;
 }
 
 /* heap_run_cancel: stops the workers (any thread) */
@@ -354,7 +399,18 @@ flush_slice(HeapWorker *w)
 		return false;
 	for (int64_t r = 0; r < w->nrows; r++)
 		passed += w->mask[r];
-	if (!xpu_agg_table_update(w->table, &res, &w->err))
+	if (h->scan)
+	{
+		for (int64_t r = 0; r < w->nrows; r++)
+			if (w->mask[r])
+			{
+				uint32_t	pos = w->row_pos[r];
+				uint8_t    *bits = w->pass + (size_t) (pos >> 16) * XPU_HEAP_VIS_BYTES;
+
+				bits[(pos & 0xffff) >> 3] |= 1 << (pos & 7);
+			}
+	}
+	else if (!xpu_agg_table_update(w->table, &res, &w->err))
 	{
 		w->werr = WARP_ERR_OUT_OF_MEMORY;
 		return false;
@@ -439,9 +495,12 @@ put_value(HeapWorker *w, int j, int64_t r, const uint8_t *p, uint32_t sz)
 	return xpu_heap_fixed(kind, p, sz, c->values + (size_t) kind_attlen(kind) * r);
 }
 
-/* decodes the tuple at off/len of page into the slice; false on failure */
+/*
+ * decodes the tuple at off/len of page into the slice (pos: its page and
+ * line pointer index, for a scan's pass bits); false on failure
+ */
 static bool
-put_tuple(HeapWorker *w, const uint8_t *page, uint32_t off, uint32_t len)
+put_tuple(HeapWorker *w, const uint8_t *page, uint32_t off, uint32_t len, uint32_t pos)
 {
 	HeapRun    *h = w->h;
 	int			rc = xpu_heap_deform(page + off, len, h->atts, h->n_deform, h->missing,
@@ -460,6 +519,8 @@ put_tuple(HeapWorker *w, const uint8_t *page, uint32_t off, uint32_t len)
 				  "a heap value the engine does not decode (compressed, external or out of range)");
 		return false;
 	}
+	if (w->row_pos)
+		w->row_pos[w->nrows] = pos;
 	w->nrows++;
 	return w->nrows < HEAP_SLICE || flush_slice(w);
 }
@@ -469,7 +530,8 @@ put_tuple(HeapWorker *w, const uint8_t *page, uint32_t off, uint32_t len)
  * offsets and lengths; -1 when a line pointer does not decode
  */
 static int
-page_items(const uint8_t *page, const uint8_t *bits, uint32_t *offs, uint32_t *lens)
+page_items(const uint8_t *page, const uint8_t *bits, uint32_t *offs, uint32_t *lens,
+		   uint16_t *idx)
 {
 	int			n = 0;
 
@@ -483,13 +545,13 @@ page_items(const uint8_t *page, const uint8_t *bits, uint32_t *offs, uint32_t *l
 				continue;
 			if (!xpu_heap_item(page, i, &offs[n], &lens[n]))
 				return -1;
-			n++;
+			idx[n++] = (uint16_t) i;
 		}
 	}
 	return n;
 }
 
-/* decodes and aggregates the n_pages pages of slot; false on failure */
+/* decodes and aggregates (or filters) the n_pages pages of slot; false on failure */
 static bool
 run_chunk(HeapWorker *w, uint32_t slot, uint32_t n_pages)
 {
@@ -498,12 +560,14 @@ run_chunk(HeapWorker *w, uint32_t slot, uint32_t n_pages)
 	const uint8_t *vis = base + (size_t) h->slot_pages * XPU_HEAP_PAGE_SIZE;
 	uint32_t	offs[XPU_HEAP_VIS_BYTES * 8];
 	uint32_t	lens[XPU_HEAP_VIS_BYTES * 8];
+	uint16_t	idx[XPU_HEAP_VIS_BYTES * 8];
 	uint64_t	tuples = 0;
 
 	for (uint32_t p = 0; p < n_pages; p++)
 	{
 		const uint8_t *page = base + (size_t) p * XPU_HEAP_PAGE_SIZE;
-		int			n = page_items(page, vis + (size_t) p * XPU_HEAP_VIS_BYTES, offs, lens);
+		int			n = page_items(page, vis + (size_t) p * XPU_HEAP_VIS_BYTES, offs, lens,
+								   idx);
 
 		if (n < 0)
 		{
@@ -515,7 +579,7 @@ run_chunk(HeapWorker *w, uint32_t slot, uint32_t n_pages)
 			/* the first touch of a tuple is a cache miss: ask for the next ones early */
 			if (k + 4 < n)
 				__builtin_prefetch(page + offs[k + 4]);
-			if (!put_tuple(w, page, offs[k], lens[k]))
+			if (!put_tuple(w, page, offs[k], lens[k], p << 16 | idx[k]))
 				return false;
 		}
 		tuples += n;
@@ -563,6 +627,54 @@ give_slot(HeapRun *h, uint32_t slot)
 		svc_log("WARNING", "could not signal a heap chunk's end: %s", strerror(errno));
 }
 
+/* the visible tuples of the n_pages bitmaps at vis */
+static uint32_t
+count_bits(const uint8_t *vis, uint32_t n_pages)
+{
+	uint32_t	n = 0;
+
+	for (size_t i = 0; i < (size_t) n_pages * XPU_HEAP_VIS_BYTES; i++)
+		n += (uint32_t) __builtin_popcount(vis[i]);
+	return n;
+}
+
+/*
+ * scan_chunk: run_chunk for a GpuScan: the slot's pass bitmaps and HEAP_DONE
+ * header; a chunk that the engine cannot filter (the program's error or
+ * FALLBACK, a value it does not decode) is returned whole for the backend
+ * to recheck.  False only when the run must stop (out of memory).
+ */
+static bool
+scan_chunk(HeapWorker *w, uint32_t slot, uint32_t n_pages)
+{
+	HeapRun    *h = w->h;
+	const uint8_t *vis = h->ring + (size_t) slot * h->slot_size +
+		(size_t) h->slot_pages * XPU_HEAP_PAGE_SIZE;
+	WarpHeapPass *ph = &h->pass_hdr[slot];
+
+	w->pass = h->pass + (size_t) slot * h->slot_pages * XPU_HEAP_VIS_BYTES;
+	memset(w->pass, 0, (size_t) n_pages * XPU_HEAP_VIS_BYTES);
+	*ph = (WarpHeapPass) {slot, n_pages, 0, 0};
+	if (run_chunk(w, slot, n_pages))
+	{
+		ph->n_passed = count_bits(w->pass, n_pages);
+		return true;
+	}
+	if (w->werr != 0)
+		return false;
+	/* PostgreSQL's to filter: every visible tuple, flagged */
+	memcpy(w->pass, vis, (size_t) n_pages * XPU_HEAP_VIS_BYTES);
+	ph->flags = WARP_SCAN_RECHECK;
+	ph->n_passed = count_bits(vis, n_pages);
+	memset(&w->err, 0, sizeof(w->err));
+	w->nrows = 0;
+	for (int j = 0; j < h->n_cols; j++)
+		w->hcols[j].data_len = 0;
+	__atomic_add_fetch(&w->run->rows_in, ph->n_passed, __ATOMIC_RELAXED);
+	__atomic_add_fetch(&w->run->batches, 1, __ATOMIC_RELAXED);
+	return true;
+}
+
 static void *
 worker_main(void *arg)
 {
@@ -573,7 +685,7 @@ worker_main(void *arg)
 	while (take_slot(w->h, &slot, &n_pages))
 	{
 		int64_t		t0 = svc_now_us(CLOCK_MONOTONIC);
-		bool		ok = run_chunk(w, slot, n_pages);
+		bool		ok = w->h->scan ? scan_chunk(w, slot, n_pages) : run_chunk(w, slot, n_pages);
 
 		__atomic_add_fetch(&w->run->exec_us, svc_now_us(CLOCK_MONOTONIC) - t0,
 						   __ATOMIC_RELAXED);
@@ -606,9 +718,12 @@ worker_setup(HeapRun *h, AggRun *run, HeapWorker *w)
 	w->hcols = calloc(nc, sizeof(HeapCol));
 	w->ptrs = calloc(h->n_deform + 1, sizeof(uint8_t *));
 	w->lens = calloc(h->n_deform + 1, sizeof(uint32_t));
-	w->table = xpu_agg_table_create(prog, &run->spec, &err);
+	if (h->scan)
+		w->row_pos = malloc(HEAP_SLICE * sizeof(uint32_t));
+	else
+		w->table = xpu_agg_table_create(prog, &run->spec, &err);
 	if (!w->workspace || !w->values || !w->nulls || !w->mask || !w->cols || !w->hcols ||
-		!w->ptrs || !w->lens || !w->table)
+		!w->ptrs || !w->lens || (h->scan ? !w->row_pos : !w->table))
 		return false;
 	for (int j = 0; j < h->n_cols; j++)
 	{
@@ -640,6 +755,7 @@ worker_release(HeapRun *h, HeapWorker *w)
 	free(w->cols);
 	free(w->ptrs);
 	free(w->lens);
+	free(w->row_pos);
 }
 
 /* the first failure of the workers, as heap_run_exec returns it */
@@ -767,6 +883,12 @@ heap_run_exec_gpu(HeapRun *h, const ServiceGpu *gpu, AggRun *run, XpuAggTable **
 	src.take = gpu_take;
 	src.give = gpu_give;
 	src.arg = h;
+	if (h->scan)
+	{
+		/* GpuScan's filter of heap chunks runs on the CPU workers */
+		*engine = WARP_ENGINE_CPU;
+		return heap_run_exec(h, run, out, threads, err, werr, msg, msglen);
+	}
 	*threads = 1;
 	if ((*out = xpu_agg_table_create(h->prog, &run->spec, err)) == NULL)
 		return *werr = WARP_ERR_OUT_OF_MEMORY, snprintf(msg, msglen, "out of memory"), -1;

@@ -836,10 +836,10 @@ static bool
 send_heap_done(Conn *c)
 {
 	HeapRun    *h = c->ops == &agg_ops ? agg_task_heap(c->task) : NULL;
-	WarpHeapChunk ch = {0};
+	uint32_t	len;
 
-	while (h != NULL && heap_run_next_done(h, &ch.slot))
-		if (!conn_send(c, WARP_MSG_HEAP_DONE, &ch, sizeof(ch)))
+	while (h != NULL && heap_run_next_done(h, pump_buf, &len))
+		if (!conn_send(c, WARP_MSG_HEAP_DONE, pump_buf, len))
 			return false;
 	return true;
 }

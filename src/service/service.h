@@ -168,7 +168,7 @@ extern HeapRun *heap_run_parse(const uint8_t *p, size_t len, const XpuProgram *p
 							   int memfd, int notify_fd, char *msg, size_t msglen);
 extern bool heap_run_message(HeapRun *h, uint32_t type, const uint8_t *payload,
 							 uint32_t len, char *msg, size_t msglen);
-extern bool heap_run_next_done(HeapRun *h, uint32_t *slot);
+extern bool heap_run_next_done(HeapRun *h, uint8_t *buf, uint32_t *len);
 extern void heap_run_cancel(HeapRun *h);
 extern int	heap_run_exec(HeapRun *h, AggRun *run, struct XpuAggTable **out,
 						  uint32_t *threads, XpuError *err, int *werr,

@@ -90,6 +90,13 @@ typedef enum WarpMsgType
 	 * AGG_RUN) or ERROR.  The backend refills a slot only after its
 	 * HEAP_DONE.  A run may end (FALLBACK, error) before HEAP_END: HEAP_CHUNK
 	 * and HEAP_END that cross its end are ignored.
+	 *
+	 * GpuScan over a heap table is a HEAP_RUN with WARP_HEAP_SCAN (no keys,
+	 * no aggregates, a qual program): each HEAP_DONE then carries the
+	 * chunk's pass bitmaps (WarpHeapPass), sent once the chunk is filtered,
+	 * and the backend returns the passing tuples from its own copy of the
+	 * pages before it refills the slot; the last reply is one AGG_RESULT
+	 * with WARP_AGG_LAST and no groups (the counters).
 	 */
 	WARP_MSG_HEAP_RUN = 24,
 	WARP_MSG_HEAP_CHUNK = 25,
@@ -335,6 +342,8 @@ WARP_STATIC_ASSERT(sizeof(WarpAggResult) == 96 + 128, "WarpAggResult layout");
  * tuple visible to the query's snapshot).  A HEAP_CHUNK says how many
  * pages of its slot are filled.
  */
+#define WARP_HEAP_SCAN			0x0001	/* GpuScan: pass bitmaps, no groups */
+
 typedef struct WarpHeapRequest
 {
 	uint32_t	n_slots;
@@ -342,9 +351,11 @@ typedef struct WarpHeapRequest
 	uint64_t	slot_size;
 	uint32_t	n_atts;
 	uint32_t	missing_len;
+	uint32_t	flags;			/* WARP_HEAP_SCAN */
+	uint32_t	pad;
 } WarpHeapRequest;
 
-WARP_STATIC_ASSERT(sizeof(WarpHeapRequest) == 24, "WarpHeapRequest layout");
+WARP_STATIC_ASSERT(sizeof(WarpHeapRequest) == 32, "WarpHeapRequest layout");
 
 typedef struct WarpHeapChunk
 {
@@ -353,6 +364,24 @@ typedef struct WarpHeapChunk
 } WarpHeapChunk;
 
 WARP_STATIC_ASSERT(sizeof(WarpHeapChunk) == 8, "WarpHeapChunk layout");
+
+/*
+ * HEAP_DONE of a WARP_HEAP_SCAN run: WarpHeapPass, then n_pages bitmaps of
+ * XPU_HEAP_VIS_BYTES bytes, one per page of the slot: bit k set where line
+ * pointer k + 1 is a visible tuple that passed the qual.  With
+ * WARP_SCAN_RECHECK the program raised an error or FALLBACK in this chunk
+ * (or could not decode a value): the bitmaps are the visibility bitmaps and
+ * the backend evaluates the qual itself, raising PostgreSQL's own error.
+ */
+typedef struct WarpHeapPass
+{
+	uint32_t	slot;
+	uint32_t	n_pages;
+	uint32_t	flags;			/* WARP_SCAN_RECHECK */
+	uint32_t	n_passed;		/* bits set */
+} WarpHeapPass;
+
+WARP_STATIC_ASSERT(sizeof(WarpHeapPass) == 16, "WarpHeapPass layout");
 
 /*
  * SCAN_RUN: filter record batches of Arrow files with an xPU qual program

@@ -548,7 +548,7 @@ build_query(const Query *q, Built *bq)
 static size_t
 heap_request(const Built *bq, const Ring *r, uint8_t *buf)
 {
-	WarpHeapRequest req = {r->n_slots, r->slot_pages, r->slot_size, N_ATTS, 8};
+	WarpHeapRequest req = {r->n_slots, r->slot_pages, r->slot_size, N_ATTS, 8, 0, 0};
 	size_t		off = sizeof(req);
 	int64_t		missing = M_MISSING;
 

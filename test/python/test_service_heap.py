@@ -65,15 +65,16 @@ def vis_bytes(n, visible):
     return bytes(b)
 
 
-def heap_payload(client_dir, tmp_path, n_slots=N_SLOTS, engine=1):
-    """HEAP_RUN's payload: the "many" program, then the heap part (engine 1: CPU)."""
+def heap_payload(client_dir, tmp_path, n_slots=N_SLOTS, engine=1, flags=0):
+    """HEAP_RUN's payload: the "many" program, then the heap part (engine 1: CPU;
+    flags 1: WARP_HEAP_SCAN)."""
     f = write(tmp_path / "shape.arrow", pa.table({"k": pa.array([1], pa.int64()),
                                                    "v": pa.array([1], pa.int64())}))
     good = dump("many", [f])
     head = bytearray(good[:file_offset(good)])
     struct.pack_into("<I", head, 0, 0)                  # n_files
     struct.pack_into("<I", head, 20, engine)            # engine
-    heap = struct.pack("<IIQII", n_slots, SLOT_PAGES, SLOT_SIZE, 2, 0)
+    heap = struct.pack("<IIQIIII", n_slots, SLOT_PAGES, SLOT_SIZE, 2, 0, flags, 0)
     heap += struct.pack("<hBBIII", 8, 8, 0, 0, 0, 0) * 2     # k, v: int8
     heap += struct.pack("<hh", 1, 2) + b"\0" * 4             # chunk columns -> attributes
     return bytes(head) + heap
@@ -120,23 +121,32 @@ def results(c, n_aggs=2):
             return groups, status
 
 
-def ship(c, ring, pages, visible):
-    """Sends the pages through the ring, a chunk of SLOT_PAGES at a time."""
+def ship(c, ring, pages, visible, take=None, sent=None):
+    """Sends the pages through the ring, a chunk of SLOT_PAGES at a time;
+    take() waits for a HEAP_DONE and returns its slot (default: any
+    HEAP_DONE's), sent[slot] records each chunk's first page and pages.
+    Returns the number of chunks not given back yet."""
     free = list(range(N_SLOTS))
     for i in range(0, len(pages), SLOT_PAGES):
         if not free:
-            m = recv_message(c)
-            assert m[0] == MSG_HEAP_DONE, m
-            free.append(struct.unpack_from("<I", m[1])[0])
+            if take:
+                free.append(take())
+            else:
+                m = recv_message(c)
+                assert m[0] == MSG_HEAP_DONE, m
+                free.append(struct.unpack_from("<I", m[1])[0])
         slot = free.pop()
         base = slot * SLOT_SIZE
         part = pages[i:i + SLOT_PAGES]
+        if sent is not None:
+            sent[slot] = (i, part)
         for j, (p, n) in enumerate(part):
             ring[base + j * PAGE:base + (j + 1) * PAGE] = p
             vb = base + SLOT_PAGES * PAGE + j * VIS
             ring[vb:vb + VIS] = vis_bytes(n, lambda t: visible(i + j, t))
         c.sendall(message(MSG_HEAP_CHUNK, struct.pack("<II", slot, len(part))))
     c.sendall(message(MSG_HEAP_END))
+    return N_SLOTS - len(free)
 
 
 def test_heap_run_against_python(client, svc, tmp_path):
@@ -164,6 +174,59 @@ def test_heap_run_against_python(client, svc, tmp_path):
     groups, status = results(c)
     c.close()
     assert status == 0 and groups == want
+
+
+def test_heap_scan_run_returns_pass_bitmaps(client, svc, tmp_path):
+    """WARP_HEAP_SCAN (GpuScan): each chunk comes back in a HEAP_DONE with its
+    pass bitmaps, the last reply is an AGG_RESULT without groups.  The
+    program has no qual, so the bits are exactly the visible tuples."""
+    rnd = random.Random(5)
+    pages = []
+    for _ in range(2 * SLOT_PAGES * N_SLOTS + 1):
+        page_rows = [(rnd.choice([None, 1, 2]), rnd.choice([None, 10, -7]))
+                     for _ in range(rnd.randint(0, 200))]
+        pages.append((page_bytes([tuple_bytes(k, v) for k, v in page_rows]), len(page_rows)))
+
+    def visible(p, t):
+        return (p * 3 + t) % 4 != 0
+
+    fd, ring = make_ring()
+    c = start(svc, heap_payload(client, tmp_path, flags=1), fd)
+    os.close(fd)
+    got = {}
+    sent = {}
+
+    def take_done():
+        m = recv_message(c)
+        assert m[0] == MSG_HEAP_DONE, m
+        slot, n_pages, flags, n_passed = struct.unpack_from("<IIII", m[1])
+        assert flags == 0 and n_pages == len(sent[slot][1])
+        assert len(m[1]) == 16 + n_pages * VIS
+        bits = 0
+        for j, p in enumerate(sent[slot][1]):
+            got[sent[slot][0] + j] = m[1][16 + j * VIS:16 + (j + 1) * VIS]
+            bits += sum(bin(x).count("1") for x in got[sent[slot][0] + j])
+        assert bits == n_passed
+        return slot
+
+    for _ in range(ship(c, ring, pages, visible, take_done, sent)):
+        take_done()
+    m = recv_message(c)
+    assert m[0] == MSG_AGG_RESULT, m
+    n, flags, status, _ = RESULT_HEAD.unpack_from(m[1])
+    c.close()
+    assert (n, flags & 1, status) == (0, 1, 0)
+    for p, (_, n_rows) in enumerate(pages):
+        assert got[p] == vis_bytes(n_rows, lambda t: visible(p, t)), p
+
+
+def test_heap_scan_bad_flags(client, svc, tmp_path):
+    fd, ring = make_ring()
+    c = start(svc, heap_payload(client, tmp_path, flags=6), fd)
+    os.close(fd)
+    code, msg = error_of(recv_message(c))
+    c.close()
+    assert code == ERR_PROTOCOL and "flags" in msg, msg
 
 
 @pytest.mark.parametrize("engine", [0, 2])
