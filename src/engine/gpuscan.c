@@ -36,8 +36,8 @@
  * engine could not filter comes back flagged for recheck; without a ring
  * (no memory for it) every chunk is filtered by PostgreSQL.  The table
  * must not be the query's result relation or locked FOR UPDATE/SHARE.
- * The service filters heap chunks on its CPU engine (also with a GPU: the
- * GPU decode of scan chunks is not built), measured no faster than
+ * The service decodes and filters the chunks on a GPU (service/gpu_heap.c)
+ * or its CPU threads; on the CPU engine this was measured slower than
  * PostgreSQL's own scan, so the path is offered only with
  * pg_warp.enable_gpuscan_heap (off by default).
  *
@@ -1366,8 +1366,8 @@ pg_warp_gpuscan_init(void)
 							 PGC_USERSET, 0, NULL, NULL, NULL);
 	DefineCustomBoolVariable("pg_warp.enable_gpuscan_heap",
 							 "Lets the planner use GpuScan for filtered scans of heap tables.",
-							 "Off by default: the service filters heap chunks on its CPU "
-							 "engine, which is not yet faster than PostgreSQL's own scan.",
+							 "Off by default: on the service's CPU engine it is slower than "
+							 "PostgreSQL's own scan.",
 							 &pg_warp_enable_gpuscan_heap, false,
 							 PGC_USERSET, 0, NULL, NULL, NULL);
 	RegisterCustomScanMethods(&gs_scan_methods);

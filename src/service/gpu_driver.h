@@ -148,6 +148,15 @@ typedef struct GpuHeapSource
 	const uint8_t *missing;
 	bool		(*take) (void *arg, uint32_t *slot, uint32_t *n_pages);
 	void		(*give) (void *arg, uint32_t slot);
+
+	/*
+	 * a GpuScan's run (WARP_HEAP_SCAN) when set: the chunk's rows are only
+	 * filtered (kern_warp_exec), and its pass mask (one byte per visible
+	 * tuple, in page and line pointer order; NULL when it has none) goes
+	 * here instead of give(); recheck: the GPU could not filter it
+	 */
+	void		(*pass) (void *arg, uint32_t slot, const uint8_t *mask, int64_t nrows,
+						 bool recheck);
 	void	   *arg;
 	bool		taken;			/* set once take() gave a slot */
 } GpuHeapSource;
@@ -168,5 +177,13 @@ extern int	gpu_agg_heap_execute(const ServiceGpu *gpu, AggRun *run, GpuHeapSourc
 extern int	gpu_agg_heap_run(const ServiceGpu *gpu, AggRun *run, GpuHeapSource *src,
 							 struct XpuAggTable *out, XpuError *err, int *werr,
 							 char *msg, size_t msglen);
+
+/*
+ * gpu_heap_scan_run: a GpuScan's HEAP_RUN (src->pass set) on the GPUs in
+ * turn: every chunk decoded and filtered on the GPU, its mask to src->pass;
+ * returns as gpu_agg_heap_execute
+ */
+extern int	gpu_heap_scan_run(const ServiceGpu *gpu, AggRun *run, GpuHeapSource *src,
+							  XpuError *err, int *werr, char *msg, size_t msglen);
 
 #endif							/* PG_WARP_GPU_DRIVER_H */

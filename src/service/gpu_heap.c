@@ -31,6 +31,14 @@
  * gagg_launch aggregates them as a record batch.  The ring slot goes back
  * to the backend as soon as its pages are in pinned memory, and the next
  * chunk is staged while the GPU works on the one before.
+ *
+ * A GpuScan's run (src->pass set) decodes the same way, then kern_warp_exec
+ * (the per-row interpreter GpuScan's Arrow filter runs) writes one byte per
+ * row into the slot's mask, which comes back with the program's first
+ * error; the ring slot is handed back only then, through src->pass, since
+ * the backend returns the passing tuples from it.  A chunk the GPU cannot
+ * decode or filter (an error or FALLBACK of the program) is handed back
+ * for PostgreSQL to recheck; the run goes on.
  */
 
 #define GHEAP_IO_SLICE		(1 << 20)	/* bytes per pread of a chunk's pages (memory to memory) */
@@ -40,6 +48,7 @@ typedef struct GheapLayout
 {
 	size_t		hc;				/* XpuHeapGpuChunk */
 	size_t		status;
+	size_t		res;			/* a scan's XpuResult */
 	size_t		rows;			/* uint32 first row of each page */
 	size_t		vis;
 	size_t		pages;
@@ -47,6 +56,8 @@ typedef struct GheapLayout
 	size_t		bits;			/* bitmaps, zeroed before the decode */
 	size_t		bits_len;
 	size_t		page_text;		/* uint64 [n_text * n_pages] */
+	size_t		xerr;			/* a scan's XpuError (device only) */
+	size_t		mask;			/* a scan's pass mask, one byte per row (device only) */
 	size_t		dev_len;
 } GheapLayout;
 
@@ -64,6 +75,11 @@ typedef struct GheapRun
 	XpuHeapGpuStatus *status[GAGG_SLOTS];	/* pinned: each slot's decode status */
 	CUevent		ev_decode[GAGG_SLOTS];	/* before each slot's decode kernels */
 	GheapLayout lay[GAGG_SLOTS];
+	/* a GpuScan's run */
+	bool		scan;
+	CUfunction	f_warp;			/* kern_warp_exec */
+	CUdeviceptr d_scan_prog;	/* the run's program as sent (not hoisted) */
+	uint32_t	ring_slot[GAGG_SLOTS];	/* the ring slot each gagg slot filters */
 } GheapRun;
 
 /*
@@ -80,7 +96,8 @@ gheap_layout(GheapRun *gh, uint32_t n_pages, int64_t nrows, int64_t text_cap,
 
 	l->hc = align_up(sizeof(XpuChunk) + src->n_cols * sizeof(XpuColumnData), GAGG_ALIGN);
 	l->status = align_up(l->hc + sizeof(XpuHeapGpuChunk), GAGG_ALIGN);
-	l->rows = align_up(l->status + sizeof(XpuHeapGpuStatus), GAGG_ALIGN);
+	l->res = align_up(l->status + sizeof(XpuHeapGpuStatus), GAGG_ALIGN);
+	l->rows = align_up(l->res + sizeof(XpuResult), GAGG_ALIGN);
 	l->vis = align_up(l->rows + (size_t) n_pages * sizeof(uint32_t), GAGG_ALIGN);
 	l->pages = align_up(l->vis + (size_t) n_pages * XPU_HEAP_VIS_BYTES, 256);
 	l->host_len = l->pages + (size_t) n_pages * XPU_HEAP_PAGE_SIZE;
@@ -116,6 +133,13 @@ gheap_layout(GheapRun *gh, uint32_t n_pages, int64_t nrows, int64_t text_cap,
 	}
 	l->page_text = off;
 	l->dev_len = off + (size_t) gh->n_text * n_pages * sizeof(uint64_t);
+	l->xerr = l->mask = 0;
+	if (gh->scan)
+	{
+		l->xerr = align_up(l->dev_len, GAGG_ALIGN);
+		l->mask = align_up(l->xerr + sizeof(XpuError), GAGG_ALIGN);
+		l->dev_len = l->mask + (size_t) nrows;
+	}
 }
 
 /* the visible tuples of each of the n_pages bitmaps at vis: first rows into rows[]; the total */
@@ -214,6 +238,9 @@ gheap_fill_slot(GheapRun *gh, int si, uint32_t slot, uint32_t n_pages)
 	hc->status = (XpuHeapGpuStatus *) (uintptr_t) (s->dev + l->status);
 	hc->text_cap = gh->n_text > 0 ? text_cap : 0;
 	hc->n_pages = n_pages;
+	if (gh->scan)
+		*(XpuResult *) (s->host + l->res) =
+			(XpuResult) {s->nrows, (uint8_t *) (uintptr_t) (s->dev + l->mask), NULL, NULL};
 	memcpy(s->host + l->rows, rows, (size_t) n_pages * sizeof(uint32_t));
 	memcpy(s->host + l->vis, vis, (size_t) n_pages * XPU_HEAP_VIS_BYTES);
 	rc = s->nrows > 0 ? gheap_read_pages(gh, slot, n_pages, s->host + l->pages) : 0;
@@ -221,6 +248,70 @@ done:
 	free(rows);
 	free(cols);
 	return rc;
+}
+
+/*
+ * queues a scan's filter of slot si's decoded chunk on its stream: the
+ * program's error zeroed, kern_warp_exec into the mask, the mask and the
+ * error back into the slot's pinned buffer (its staged chunk is copied by
+ * then: the stream keeps the order)
+ */
+static int
+gheap_launch_filter(GheapRun *gh, int si)
+{
+	GaggRun    *g = &gh->g;
+	GaggSlot   *s = &g->slots[si];
+	GheapLayout *l = &gh->lay[si];
+	const XpuProgram *prog = g->run->prog;
+	uint32_t	prog_len = prog->total_len;
+	uint32_t	smem = prog_len <= 48 * 1024 ? (uint32_t) align_up(prog_len, 16) : 0;
+	uint32_t	blocks = (uint32_t) ((s->nrows + 255) / 256);
+	CUdeviceptr chunk = s->dev,
+				res = s->dev + l->res,
+				xerr = s->dev + l->xerr;
+	void	   *params[] = {&gh->d_scan_prog, &prog_len, &smem, &chunk, &res, &xerr};
+
+	if (blocks > 65535)
+		blocks = 65535;			/* the kernel strides over the grid */
+	if (gagg_cuda(g, gpu_drv.cuMemsetD8Async(xerr, 0, sizeof(XpuError), s->stream),
+				  "cuMemsetD8Async") != 0 ||
+		gagg_cuda(g, GAGG_RETRY(g, gpu_drv.cuLaunchKernel(gh->f_warp, blocks, 1, 1, 256, 1, 1,
+														  smem, s->stream, params, NULL)),
+				  "cuLaunchKernel") != 0 ||
+		gagg_cuda(g, gpu_drv.cuMemcpyDtoHAsync(s->host, s->dev + l->mask, (size_t) s->nrows,
+											   s->stream), "cuMemcpyDtoHAsync") != 0 ||
+		gagg_cuda(g, gpu_drv.cuMemcpyDtoHAsync(s->host + align_up(s->nrows, 16), xerr,
+											   sizeof(XpuError), s->stream),
+				  "cuMemcpyDtoHAsync") != 0 ||
+		gagg_cuda(g, gpu_drv.cuEventRecord(s->ev_end, s->stream), "cuEventRecord") != 0)
+		return -1;
+	s->busy = 1;
+	return 0;
+}
+
+/*
+ * gheap_finish_filter: waits for slot si's filter and hands its mask (or,
+ * when the chunk did not decode or the program failed, a recheck) to the
+ * source, which gives the ring slot back
+ */
+static int
+gheap_finish_filter(GheapRun *gh, int si)
+{
+	GaggRun    *g = &gh->g;
+	GaggSlot   *s = &g->slots[si];
+	XpuError	xerr;
+	float		ms = 0;
+	bool		recheck;
+
+	if (gagg_stream_wait(g, s->stream) != 0)
+		return -1;
+	s->busy = 0;
+	if (gpu_drv.cuEventElapsedTime(&ms, gh->ev_decode[si], s->ev_end) == CUDA_SUCCESS)
+		GAGG_ADD(g->run->exec_us, (uint64_t) (ms * 1000.0f));
+	memcpy(&xerr, s->host + align_up(s->nrows, 16), sizeof(xerr));
+	recheck = gh->status[si]->code != 0 || xerr.code != XPU_OK;
+	gh->src->pass(gh->src->arg, gh->ring_slot[si], recheck ? NULL : s->host, s->nrows, recheck);
+	return 0;
 }
 
 /* queues on the slot's stream: the copy, the decode kernels, the aggregation */
@@ -261,7 +352,7 @@ gheap_launch(GheapRun *gh, int si)
 											   sizeof(XpuHeapGpuStatus), s->stream),
 				  "cuMemcpyDtoHAsync") != 0)
 		return -1;
-	return gagg_launch(g, s, 0, 0, s->ovf);
+	return gh->scan ? gheap_launch_filter(gh, si) : gagg_launch(g, s, 0, 0, s->ovf);
 }
 
 /*
@@ -276,6 +367,8 @@ gheap_finish(GheapRun *gh, int si)
 	float		ms = 0;
 	int			code;
 
+	if (gh->scan)
+		return gheap_finish_filter(gh, si);
 	if (gagg_stream_wait(g, g->slots[si].stream) != 0)
 		return -1;
 	/* the decode's time; gagg_slot_finish adds the aggregation's */
@@ -317,14 +410,21 @@ gheap_run_chunks(GheapRun *gh)
 			rc = gheap_fill_slot(gh, next, slot, n_pages);
 			GAGG_ADD(run->io_us, (uint64_t) (svc_now_us(CLOCK_MONOTONIC) - t0));
 		}
-		gh->src->give(gh->src->arg, slot);
+		/* a scan's slot goes back with its mask (gheap_finish_filter) */
+		if (!gh->scan)
+			gh->src->give(gh->src->arg, slot);
 		if (rc != 0)
 			return rc;
 		GAGG_ADD(run->rows_in, (uint64_t) s->nrows);
 		GAGG_ADD(run->batches, 1);
 		GAGG_ADD(run->bytes_read, (uint64_t) n_pages * XPU_HEAP_PAGE_SIZE);
+		gh->ring_slot[next] = slot;
 		if (s->nrows == 0)
+		{
+			if (gh->scan)
+				gh->src->pass(gh->src->arg, slot, NULL, 0, false);
 			continue;
+		}
 		if (gheap_launch(gh, next) != 0)
 			return -1;
 		next = (next + 1) % GAGG_SLOTS;
@@ -451,6 +551,16 @@ gheap_setup(GheapRun *gh, const ServiceGpu *gpu, uint32_t dev, const GpuAggOptio
 				  "cuModuleGetFunction") != 0 ||
 		gheap_desc_build(gh) != 0)
 		return -1;
+	if (gh->scan &&
+		(gagg_cuda(g, gpu_drv.cuModuleGetFunction(&gh->f_warp, mod, "kern_warp_exec"),
+				   "cuModuleGetFunction") != 0 ||
+		 gagg_dev_alloc(g, &gh->d_scan_prog, g->run->prog->total_len, "the program") != 0 ||
+		 gagg_cuda(g, gpu_drv.cuMemcpyHtoDAsync(gh->d_scan_prog, g->run->prog,
+												g->run->prog->total_len, g->slots[0].stream),
+				   "cuMemcpyHtoDAsync") != 0 ||
+		 gagg_cuda(g, gpu_drv.cuStreamSynchronize(g->slots[0].stream),
+				   "cuStreamSynchronize") != 0))
+		return -1;
 	for (int i = 0; i < GAGG_SLOTS; i++)
 		if (gagg_host_alloc(g, (void **) &gh->status[i], sizeof(XpuHeapGpuStatus),
 							"a heap status") != 0 ||
@@ -478,6 +588,7 @@ gpu_agg_heap_execute(const ServiceGpu *gpu, AggRun *run, GpuHeapSource *src,
 	*werr = 0;
 	msg[0] = '\0';
 	gh.src = src;
+	gh.scan = src->pass != NULL;
 	g->run = run;
 	g->prog = run->prog;
 	g->sink = sink;
@@ -496,7 +607,7 @@ gpu_agg_heap_execute(const ServiceGpu *gpu, AggRun *run, GpuHeapSource *src,
 	rc = gheap_setup(&gh, gpu, dev, opts);
 	if (rc == 0)
 		rc = gheap_run_chunks(&gh);
-	if (rc == 0)
+	if (rc == 0 && !gh.scan)
 		rc = gagg_table_drain(g, &th);
 	gagg_teardown(g);
 	for (int i = 0; i < GAGG_SLOTS; i++)
@@ -506,8 +617,19 @@ gpu_agg_heap_execute(const ServiceGpu *gpu, AggRun *run, GpuHeapSource *src,
 			gpu_drv.cuEventDestroy(gh.ev_decode[i]);
 	}
 	gagg_dev_free(g, &gh.d_desc, gh.desc_bytes);
+	if (gh.d_scan_prog)
+		gagg_dev_free(g, &gh.d_scan_prog, run->prog->total_len);
 	gpu_drv.cuCtxPopCurrent(&ctx);
 	return rc;
+}
+
+/* the device of the next heap run: the runs take the GPUs in turn */
+static uint32_t
+gheap_next_device(void)
+{
+	static uint32_t next_device;
+
+	return __atomic_fetch_add(&next_device, 1, __ATOMIC_RELAXED);
 }
 
 /* see gpu_driver.h */
@@ -515,13 +637,24 @@ int
 gpu_agg_heap_run(const ServiceGpu *gpu, AggRun *run, GpuHeapSource *src,
 				 struct XpuAggTable *out, XpuError *err, int *werr, char *msg, size_t msglen)
 {
-	static uint32_t next_device;
 	GpuAggOptions opts;
 
 	GaggTableSink ts = {out, &run->spec};
 
 	opts.initial_groups = 1u << 16;
-	opts.device = __atomic_fetch_add(&next_device, 1, __ATOMIC_RELAXED);
+	opts.device = gheap_next_device();
 	return gpu_agg_heap_execute(gpu, run, src, &opts, gagg_fold_into_table, &ts, err, werr,
 								msg, msglen);
+}
+
+/* see gpu_driver.h */
+int
+gpu_heap_scan_run(const ServiceGpu *gpu, AggRun *run, GpuHeapSource *src, XpuError *err,
+				  int *werr, char *msg, size_t msglen)
+{
+	GpuAggOptions opts;
+
+	opts.initial_groups = 1;	/* no groups: the smallest table */
+	opts.device = gheap_next_device();
+	return gpu_agg_heap_execute(gpu, run, src, &opts, NULL, NULL, err, werr, msg, msglen);
 }

@@ -16,7 +16,9 @@
  * back in the slot's HEAP_DONE.  A chunk in which the program raised an
  * error or FALLBACK, or a value did not decode, is not an error of the run:
  * its pass bitmaps are its visibility bitmaps, flagged WARP_SCAN_RECHECK,
- * and the backend evaluates the qual there.
+ * and the backend evaluates the qual there.  On the GPU engine the chunks
+ * are decoded and filtered by gpu_heap.c, whose masks gpu_pass turns into
+ * the same bitmaps.
  *
  * Threads.  The epoll thread (server.c) calls heap_run_message for each
  * HEAP_CHUNK / HEAP_END and heap_run_next_done to learn which slots to
@@ -69,9 +71,11 @@ struct HeapRun
 	bool		scan;			/* WARP_HEAP_SCAN: pass bitmaps, no groups */
 	uint8_t    *pass;			/* scan: each slot's pass bitmaps */
 	WarpHeapPass pass_hdr[HEAP_MAX_SLOTS];	/* scan: each slot's HEAP_DONE header */
+	uint64_t   *run_rows_passed;	/* scan on the GPU: the run's counter */
 
 	pthread_mutex_t lock;
 	pthread_cond_t cond;
+	uint32_t	slot_n_pages[HEAP_MAX_SLOTS];	/* pages of each slot taken */
 	uint32_t	ready[HEAP_MAX_SLOTS];	/* FIFO of filled slots */
 	uint32_t	ready_pages[HEAP_MAX_SLOTS];	/* pages of each slot */
 	uint32_t	ready_head,
@@ -604,6 +608,7 @@ take_slot(HeapRun *h, uint32_t *slot, uint32_t *n_pages)
 	{
 		*slot = h->ready[h->ready_head];
 		*n_pages = h->ready_pages[h->ready_head];
+		h->slot_n_pages[*slot] = *n_pages;
 		h->ready_head = (h->ready_head + 1) % HEAP_MAX_SLOTS;
 		h->n_ready--;
 		got = true;
@@ -854,6 +859,47 @@ gpu_give(void *arg, uint32_t slot)
 }
 
 /*
+ * GpuHeapSource.pass: a GpuScan chunk's mask (rows in page and line
+ * pointer order) into the slot's pass bitmaps, then its HEAP_DONE
+ */
+static void
+gpu_pass(void *arg, uint32_t slot, const uint8_t *mask, int64_t nrows, bool recheck)
+{
+	HeapRun    *h = arg;
+	uint32_t	n_pages = h->slot_n_pages[slot];
+	const uint8_t *vis = h->ring + (size_t) slot * h->slot_size +
+		(size_t) h->slot_pages * XPU_HEAP_PAGE_SIZE;
+	uint8_t    *pass = h->pass + (size_t) slot * h->slot_pages * XPU_HEAP_VIS_BYTES;
+	WarpHeapPass *ph = &h->pass_hdr[slot];
+	int64_t		r = 0;
+	uint32_t	passed = 0;
+
+	memset(pass, 0, (size_t) n_pages * XPU_HEAP_VIS_BYTES);
+	for (size_t i = 0; i < (size_t) n_pages * XPU_HEAP_VIS_BYTES && !recheck; i++)
+		for (int b = 0; b < 8; b++)
+			if (vis[i] & (1 << b))
+			{
+				if (r >= nrows)
+					recheck = true;		/* not the rows decoded: PostgreSQL's to filter */
+				else if (mask[r++])
+				{
+					pass[i] |= 1 << b;
+					passed++;
+				}
+			}
+	*ph = (WarpHeapPass) {slot, n_pages, 0, passed};
+	if (recheck || r != nrows)
+	{
+		memcpy(pass, vis, (size_t) n_pages * XPU_HEAP_VIS_BYTES);
+		ph->flags = WARP_SCAN_RECHECK;
+		ph->n_passed = count_bits(vis, n_pages);
+	}
+	else
+		__atomic_add_fetch(&h->run_rows_passed[0], passed, __ATOMIC_RELAXED);
+	give_slot(h, slot);
+}
+
+/*
  * heap_run_exec_gpu: heap_run_exec on the GPUs of gpu (gpu_agg.c's
  * gpu_agg_heap_run: the chunks decoded by kern_heap.cu and aggregated by
  * kern_agg.cu), into *out (created here); the same returns.  A run the
@@ -883,16 +929,20 @@ heap_run_exec_gpu(HeapRun *h, const ServiceGpu *gpu, AggRun *run, XpuAggTable **
 	src.take = gpu_take;
 	src.give = gpu_give;
 	src.arg = h;
+	*threads = 1;
 	if (h->scan)
 	{
-		/* GpuScan's filter of heap chunks runs on the CPU workers */
-		*engine = WARP_ENGINE_CPU;
-		return heap_run_exec(h, run, out, threads, err, werr, msg, msglen);
+		/* GpuScan: the chunks decoded and filtered on the GPU (gpu_heap.c) */
+		src.pass = gpu_pass;
+		h->run_rows_passed = &run->rows_passed;
+		rc = gpu_heap_scan_run(gpu, run, &src, err, werr, msg, msglen);
 	}
-	*threads = 1;
-	if ((*out = xpu_agg_table_create(h->prog, &run->spec, err)) == NULL)
-		return *werr = WARP_ERR_OUT_OF_MEMORY, snprintf(msg, msglen, "out of memory"), -1;
-	rc = gpu_agg_heap_run(gpu, run, &src, *out, err, werr, msg, msglen);
+	else
+	{
+		if ((*out = xpu_agg_table_create(h->prog, &run->spec, err)) == NULL)
+			return *werr = WARP_ERR_OUT_OF_MEMORY, snprintf(msg, msglen, "out of memory"), -1;
+		rc = gpu_agg_heap_run(gpu, run, &src, *out, err, werr, msg, msglen);
+	}
 	if (rc == -1 && *werr == WARP_ERR_UNSUPPORTED && !src.taken)
 	{
 		svc_log("LOG", "a heap run goes to the CPU engine: %s", msg);

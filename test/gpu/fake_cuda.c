@@ -7,7 +7,8 @@
  *		double buffering, status and cancel handling) runs for real around
  *		them.  The heap kernels are emulated with the same per-tuple
  *		functions kern_heap.cu calls (xpu/xpu_heap_gpu.h), block by block in
- *		thread order; kern_agg_exec is replaced by the CPU engine folding the
+ *		thread order; kern_warp_exec by the CPU engine's pass mask (a heap
+ *		GpuScan's filter); kern_agg_exec is replaced by the CPU engine folding the
  *		decoded chunk into the side table the check registers
  *		(fake_side_table), which the check compares with the CPU engine's
  *		heap run.  Only what gpu.c resolves is defined.  With
@@ -32,7 +33,7 @@ FAKE_API XpuAggTable *fake_side_table;
 
 enum
 {
-	K_AGG_EXEC, K_HEAP_MEASURE, K_HEAP_SCAN, K_HEAP_DECODE, K_OTHER
+	K_AGG_EXEC, K_HEAP_MEASURE, K_HEAP_SCAN, K_HEAP_DECODE, K_WARP_EXEC, K_OTHER
 };
 
 struct CUfunc_st
@@ -40,7 +41,7 @@ struct CUfunc_st
 	int			id;
 };
 static struct CUfunc_st funcs[] = {{K_AGG_EXEC}, {K_HEAP_MEASURE}, {K_HEAP_SCAN},
-{K_HEAP_DECODE}, {K_OTHER}};
+{K_HEAP_DECODE}, {K_WARP_EXEC}, {K_OTHER}};
 static int	dummy;
 
 FAKE_API CUresult cuInit(unsigned int f) { return 0; }
@@ -69,7 +70,8 @@ FAKE_API CUresult cuModuleGetFunction(CUfunction *f, CUmodule m, const char *nam
 	*f = &funcs[strcmp(name, "kern_agg_exec") == 0 ? K_AGG_EXEC :
 				strcmp(name, "kern_heap_measure") == 0 ? K_HEAP_MEASURE :
 				strcmp(name, "kern_heap_scan") == 0 ? K_HEAP_SCAN :
-				strcmp(name, "kern_heap_decode") == 0 ? K_HEAP_DECODE : K_OTHER];
+				strcmp(name, "kern_heap_decode") == 0 ? K_HEAP_DECODE :
+				strcmp(name, "kern_warp_exec") == 0 ? K_WARP_EXEC : K_OTHER];
 	return 0;
 }
 /* device memory starts as garbage, as a GPU's does */
@@ -215,6 +217,37 @@ fake_agg(const XpuProgram *prog, const XpuChunk *chunk, XpuGaggLaunch *launch,
 	free(cols);
 }
 
+/* kern_warp_exec's stand-in: the CPU engine's pass mask over the chunk, its first error */
+static void
+fake_warp(const XpuProgram *prog, const XpuChunk *chunk, const XpuResult *res, XpuError *err)
+{
+	enum
+	{
+		SLICE = 4096
+	};
+	size_t		outs = prog->n_outs ? prog->n_outs : 1;
+	void	   *ws = aligned_alloc(16, (xpu_cpu_workspace_size(prog) + 15) & ~(size_t) 15);
+	XpuValue   *values = aligned_alloc(16, outs * SLICE * sizeof(XpuValue));
+	uint8_t    *nulls = malloc(outs * SLICE);
+	XpuColumnData *cols = malloc((chunk->ncols + 1) * sizeof(XpuColumnData));
+
+	memcpy(cols, chunk->cols, chunk->ncols * sizeof(XpuColumnData));
+	for (int64_t r0 = 0; r0 < chunk->nrows && err->code == XPU_OK; r0 += SLICE)
+	{
+		int64_t		n = chunk->nrows - r0 < SLICE ? chunk->nrows - r0 : SLICE;
+		XpuChunk	c = {n, chunk->ncols, 0, cols};
+		XpuResult	r = {n, res->mask + r0, values, nulls};
+
+		for (int j = 0; j < chunk->ncols; j++)
+			cols[j].offset = r0;
+		xpu_cpu_exec(prog, &c, &r, ws, err);
+	}
+	free(ws);
+	free(values);
+	free(nulls);
+	free(cols);
+}
+
 FAKE_API CUresult
 cuLaunchKernel(CUfunction f, unsigned int gx, unsigned int gy, unsigned int gz,
 			   unsigned int bx, unsigned int by, unsigned int bz, unsigned int smem,
@@ -242,6 +275,10 @@ cuLaunchKernel(CUfunction f, unsigned int gx, unsigned int gy, unsigned int gz,
 		case K_HEAP_DECODE:
 			fake_heap(ARG(0, const XpuHeapGpuDesc *), ARG(1, const XpuHeapGpuChunk *),
 					  ARG(2, XpuChunk *), ARG(3, const int32_t *), gx);
+			break;
+		case K_WARP_EXEC:
+			fake_warp(ARG(0, const XpuProgram *), ARG(3, const XpuChunk *),
+					  ARG(4, const XpuResult *), ARG(5, XpuError *));
 			break;
 	}
 	return 0;

@@ -333,3 +333,88 @@ def test_cancel_from_another_session(huge):
     rc, _, err = out["r"]
     assert rc != 0 and "canceling statement" in err, err
     assert psql(ON + "SELECT count(*) FROM gsh.huge WHERE a < 10") == "30000"
+
+
+# ---------------------------------------------------------------- the GPU engine
+
+def test_gpu_engine_equal():
+    """pg_warp.engine = gpu: the chunks decoded and filtered on the GPU give
+    PostgreSQL's rows and errors (runs only where the service has a GPU)."""
+    if psql("SELECT engine FROM pgwarp.service_status()") != "gpu":
+        pytest.skip("the service has no GPU")
+    bad = unequal(compare_queries("gsh", [rows_query(c) for c in CLAUSES],
+                                  "SET pg_warp.engine = gpu; "))
+    assert not bad, "\n".join(bad)
+    for engine in ("gpu", "auto"):
+        p = plan(rows_query("i4 > 0"), "ANALYZE, COSTS OFF, TIMING OFF",
+                 ON + "SET pg_warp.engine = %s; " % engine)
+        assert "Engine: GPU" in p, (engine, p)
+
+
+FAKE_WHERES = ["i4 > 0", "i2 < 0 AND t LIKE 'k%'", "f8 > 1.5 OR f4 IS NULL", "n > 1.00",
+               "d < '2001-01-01' AND ts > '2000-01-01'", "b", "NOT b", "t IS NULL",
+               "vc LIKE '%é%'", "tz > '2020-06-01 03:00+00'", "iv > '1 day'",
+               "i8 % 7 = 3", "id > 19990", "i4 / (id % 5) > 0", "n * n * n * n > 1"]
+
+
+@pytest.fixture(scope="module")
+def fake_gpu_cluster():
+    """A cluster whose service runs test/gpu's stand-in driver (one "GPU"
+    whose memory is host memory, kernels run on the host with the same
+    per-tuple code): the GPU half of the service's heap scan (staging,
+    decode, kern_warp_exec's mask, the slots handed back) runs for real."""
+    from test_gpu_fault import TOP
+    from test_gpupreagg_heap import TYPES_TABLE
+    from test_service import Cluster
+    lib = os.path.join(TOP, "test", "gpu", "bin", "fake", "libcuda.so.1")
+    if os.path.exists(os.path.join(TOP, "test", "gpu", "fake_cuda.c")):
+        r = subprocess.run(["make", "-s", "-C", os.path.join(TOP, "test", "gpu"),
+                            "bin/fake/libcuda.so.1"], capture_output=True, text=True)
+        assert r.returncode == 0, r.stdout + r.stderr
+    d = tempfile.mkdtemp(prefix="pg_warp_gsh_fake.")
+    os.chmod(d, 0o755)
+    shutil.copy(lib, d)
+    saved = os.environ.get("LD_LIBRARY_PATH")
+    os.environ["LD_LIBRARY_PATH"] = d
+    c = None
+    try:
+        c = Cluster()
+        c.sql(TYPES_TABLE)
+        yield c
+    finally:
+        if saved is None:
+            os.environ.pop("LD_LIBRARY_PATH", None)
+        else:
+            os.environ["LD_LIBRARY_PATH"] = saved
+        if c is not None:
+            c.destroy()
+        shutil.rmtree(d, ignore_errors=True)
+
+
+@pytest.mark.parametrize("chunk_pages", [1, 7, 4096])
+def test_stand_in_gpu_equals_postgresql(fake_gpu_cluster, chunk_pages):
+    c = fake_gpu_cluster
+    assert c.status()["engine"] == "gpu", c.status()
+    sets = tuple("SET %s = %s" % s for s in SETTINGS if s[0] != "pg_warp.heap_chunk_pages")
+    sets += ("SET pg_warp.heap_chunk_pages = %d" % chunk_pages, "SET pg_warp.engine = gpu")
+    for where in FAKE_WHERES:
+        q = ("SELECT count(*), sum(id), md5(string_agg(t.*::text, ',' ORDER BY id)) "
+             "FROM types t WHERE " + where)
+        on = c.run(q, settings=sets, timeout=120)
+        off = c.run(q, settings=("SET pg_warp.enabled = off",), timeout=120)
+        assert (on.returncode, on.stdout, on.stderr.split("\n")[0]) == \
+            (off.returncode, off.stdout, off.stderr.split("\n")[0]), where
+        p = c.run("EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF) " + q, settings=sets, timeout=120)
+        if off.returncode == 0:
+            assert "GpuScan" in p.stdout and "Engine: GPU" in p.stdout, (where, p.stdout)
+    # compressed values the GPU does not decode: their chunks rechecked by PostgreSQL
+    if chunk_pages != 1:
+        return
+    c.sql("CREATE TABLE IF NOT EXISTS toasty AS SELECT i AS id, CASE WHEN i % 1000 = 0 "
+          "THEN repeat('ab', 5000) ELSE 'v' || i END AS t FROM generate_series(1, 3000) i")
+    q = "SELECT count(*), sum(id), sum(length(t)) FROM toasty WHERE t LIKE 'v1%' OR id % 200 = 0"
+    on = c.run(q, settings=sets, timeout=120)
+    assert on.returncode == 0 and on.stdout.strip() == c.sql("SET pg_warp.enabled = off; " + q)
+    p = c.run("EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF) " + q, settings=sets, timeout=120).stdout
+    assert "Engine: GPU" in p and counter(p, "Chunks Rechecked by PostgreSQL") > 0, p
+    assert counter(p, "Chunks") > counter(p, "Chunks Rechecked by PostgreSQL"), p
