@@ -988,7 +988,7 @@ gagg_hoisted_setup(const XpuProgram *prog, const XpuChunk *chunk, XpuValue *regs
 }
 
 /* see xpu_agg_gpu.h */
-XPU_KERNEL void __launch_bounds__(XPU_GAGG_BLOCK)
+XPU_KERNEL void __launch_bounds__(XPU_GAGG_BLOCK, XPU_GAGG_MIN_BLOCKS)
 kern_agg_exec(const XpuProgram *gprog, uint32_t prog_len, uint32_t smem_prog,
 			  const XpuChunk *chunk, const XpuGaggSpec *gspec, XpuGaggTable *t,
 			  const uint32_t *rows, uint32_t n_rows, uint32_t *ovf_rows,

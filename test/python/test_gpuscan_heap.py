@@ -335,6 +335,104 @@ def test_cancel_from_another_session(huge):
     assert psql(ON + "SELECT count(*) FROM gsh.huge WHERE a < 10") == "30000"
 
 
+def test_missing_and_dropped_attributes():
+    """Tuples written before an ADD COLUMN ... DEFAULT (the attribute is
+    missing from them) and a dropped column before the filtered ones."""
+    psql("DROP TABLE IF EXISTS gsh.alt; "
+         "CREATE TABLE gsh.alt AS SELECT i AS id, i % 7 AS a, 'x' || i AS gone "
+         "FROM generate_series(1, 3000) i; "
+         "ALTER TABLE gsh.alt ADD COLUMN m int4 DEFAULT 42, ADD COLUMN mt text DEFAULT 'dflt'; "
+         "ALTER TABLE gsh.alt DROP COLUMN gone; "
+         "INSERT INTO gsh.alt SELECT i, i % 5, i % 50, 'v' || i FROM generate_series(3001, 4000) i")
+    qs = ["SELECT count(*), sum(id) FROM gsh.alt WHERE %s" % w
+          for w in ("m = 42", "m < 10 AND a = 3", "mt = 'dflt'", "mt LIKE 'v1%'", "a > 4",
+                    "m IS NULL", "mt IS NOT NULL AND a = 0")]
+    assert_equal(qs)
+    assert "GpuScan" in plan("SELECT id FROM gsh.alt WHERE m = 42 AND mt = 'dflt'")
+
+
+def test_external_and_compressed_values_are_rechecked():
+    """Values the service does not decode (out of line, compressed) send
+    their chunks to PostgreSQL's recheck; the rows are the same."""
+    psql("DROP TABLE IF EXISTS gsh.toast; CREATE TABLE gsh.toast (id int, t text); "
+         "ALTER TABLE gsh.toast ALTER COLUMN t SET STORAGE EXTERNAL; "
+         "INSERT INTO gsh.toast SELECT i, CASE WHEN i % 97 = 0 THEN repeat(md5(i::text), 200) "
+         "WHEN i % 89 = 0 THEN repeat('z', 5000) ELSE 'v' || i END "
+         "FROM generate_series(1, 5000) i")
+    qs = ["SELECT count(*), sum(id), sum(length(t)) FROM gsh.toast WHERE %s" % w
+          for w in ("t LIKE 'v1%'", "t > 'x'", "length(t) > 100", "t = 'v7' OR id % 97 = 0")]
+    assert_equal(qs)
+    p = plan(qs[0], "ANALYZE, COSTS OFF, TIMING OFF")
+    assert counter(p, "Chunks Rechecked by PostgreSQL") > 0, p
+    assert counter(p, "Chunks") > counter(p, "Chunks Rechecked by PostgreSQL"), p
+
+
+def test_cursor_closed_mid_scan_then_next_query(big):
+    q = "SELECT id, s FROM gsh.big WHERE a < 900 ORDER BY id"
+    out = psql(ON + "BEGIN; DECLARE c CURSOR FOR SELECT id FROM gsh.big WHERE a < 900; "
+               "FETCH 3 FROM c; CLOSE c; "
+               "DECLARE d CURSOR FOR SELECT id FROM gsh.big WHERE a < 900; "
+               "FETCH 2 FROM d; COMMIT; "
+               "SELECT count(*) FROM gsh.big WHERE a < 900")
+    lines = out.split("\n")
+    assert len(lines) == 6, out
+    assert lines[-1] == psql(OFF + "SELECT count(*) FROM gsh.big WHERE a < 900")
+    assert psql(ON + "SELECT md5(string_agg(id || s, ',')) FROM (%s) x" % q) == \
+        psql(OFF + "SELECT md5(string_agg(id || s, ',')) FROM (%s) x" % q)
+
+
+def test_parallel_limit_then_next_query(big):
+    """A LIMIT that stops a parallel scan with runs in flight; the next
+    queries of the session work and are right."""
+    q = "SELECT count(*) FROM (SELECT id FROM gsh.big WHERE a < 999 LIMIT 5) x"
+    p = plan(q, "ANALYZE, COSTS OFF, TIMING OFF", ON + PAR)
+    assert "GpuScan" in p, p
+    out = psql(ON + PAR + q + "; " + q + "; SELECT count(*), sum(id) FROM gsh.big WHERE a < 500")
+    assert out.split("\n") == ["5", "5", psql(OFF + "SELECT count(*), sum(id) FROM gsh.big "
+                                                    "WHERE a < 500")], out
+
+
+def test_prepared_statement_executed_again(big):
+    out = psql(ON + "PREPARE q(int) AS SELECT count(*), sum(id) FROM gsh.big WHERE a < $1; "
+               "EXECUTE q(10); EXECUTE q(500); EXECUTE q(10); EXECUTE q(0)")
+    want = [psql(OFF + "SELECT count(*), sum(id) FROM gsh.big WHERE a < %d" % k)
+            for k in (10, 500, 10, 0)]
+    assert out.split("\n") == want, out
+
+
+@pytest.fixture(scope="module")
+def own_cluster():
+    """A cluster of this module's own, whose service may be killed."""
+    from test_service import Cluster
+    c = Cluster()
+    try:
+        c.sql("CREATE TABLE slow AS SELECT i % 1000 AS a, i::int8 AS b "
+              "FROM generate_series(1, 2000000) i")
+        yield c
+    finally:
+        c.destroy()
+
+
+def test_service_killed_mid_scan(own_cluster):
+    """SIGKILL of the service while a heap GpuScan's run is in it: the query
+    fails with 08006 and a clear message, a new service comes up, the
+    cluster does not restart, and the next scan is right."""
+    from engine_interrupt import in_flight, kill_service_in_flight, start_slow
+    c = own_cluster
+    sets = tuple("SET %s = %s" % s for s in SETTINGS) + ("SET pg_warp.heap_chunk_pages = 64",)
+    p = start_slow(c, "gsh_kill", sets, "SELECT count(*) FROM slow WHERE a < 999 "
+                   "AND pg_sleep(0.0001) IS NOT NULL")
+    in_flight(c, "gsh_kill", "the heap scan's run to start in the service")
+    kill_service_in_flight(c, p)
+    q = "SELECT count(*), sum(b) FROM slow WHERE a < 10"
+    on = c.run(q, settings=sets)
+    off = c.run(q, settings=("SET pg_warp.enabled = off",))
+    assert on.returncode == 0 and on.stdout == off.stdout, (on.stderr, off.stdout)
+    p = c.run("EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF) " + q, settings=sets)
+    assert "GpuScan" in p.stdout and ("Engine: CPU" in p.stdout or "Engine: GPU" in p.stdout), \
+        p.stdout + p.stderr
+
+
 # ---------------------------------------------------------------- the GPU engine
 
 def test_gpu_engine_equal():
