@@ -12,7 +12,9 @@
  *		gpu_aggcheck FATBIN DIR hll		only the HLL checks: HLL aggregates
  *										on the GPU against the CPU engine,
  *										exported sketches byte for byte
- *		gpu_aggcheck FATBIN DIR bench ROWS	the throughput figures
+ *		gpu_aggcheck FATBIN DIR bench ROWS [BATCH_ROWS [QUERIES]]
+ *										the throughput figures (QUERIES:
+ *										run_bench's names, comma-separated)
  *
  * The GPU column cache (service/gpu_cache.c) is on (its default size) for
  * every case: each case runs a second time and must then be served from
@@ -2280,8 +2282,27 @@ bench_cancel(const ServiceGpu *gpu, const char *dir, const TData *d, const TQuer
 	unlink(path);
 }
 
+/* is query name in the comma-separated list which (NULL: every query) */
+static bool
+bench_wants(const char *which, const char *name)
+{
+	size_t		n = strlen(name);
+
+	for (const char *p = which; p != NULL && *p != '\0'; p = strchr(p, ','), p = p ? p + 1 : NULL)
+		if (strncmp(p, name, n) == 0 && (p[n] == ',' || p[n] == '\0'))
+			return true;
+	return which == NULL;
+}
+
+/*
+ * the throughput figures of q1 .. q4 and the cancel latency; which (a
+ * comma-separated list, NULL for all but the variants) picks queries,
+ * among them q2 variants that take one cost at a time out of q2: q2c
+ * (its keys, count(*) only) and q2i (its aggregates by one int key)
+ */
 static void
-run_bench(const ServiceGpu *gpu, const char *dir, int64_t rows, int64_t batch_rows)
+run_bench(const ServiceGpu *gpu, const char *dir, int64_t rows, int64_t batch_rows,
+		  const char *which)
 {
 	char		path[1024];
 	TData		d;
@@ -2293,35 +2314,50 @@ run_bench(const ServiceGpu *gpu, const char *dir, int64_t rows, int64_t batch_ro
 	tdata_write(&d, path, batch_rows);
 	printf("# wrote %ld rows in %.1f s; pinned host-to-GPU copy of 1 GiB: %.1f GB/s\n",
 		   (long) rows, (svc_now_us(CLOCK_MONOTONIC) - t0) / 1e6, pinned_copy_rate(1 << 30));
-	/* sum(extendedprice * discount) where discount > 0 and quantity < 25 */
-	query_init(&q);
-	q.qual_a = 1;
-	q.qual_lo = 0;
-	q.qual_b = 0;
-	q.qual_hi = 25;
-	q.mul_col = 2;
-	q.mul_by = 1;
-	agg(&q, XPU_AGG_SUM_INT, d.ncols);
-	bench_query(gpu, path, &d, &q, "q1 (2-conjunct qual, sum, no keys)");
+	if (bench_wants(which, "q1"))
+	{
+		/* sum(extendedprice * discount) where discount > 0 and quantity < 25 */
+		query_init(&q);
+		q.qual_a = 1;
+		q.qual_lo = 0;
+		q.qual_b = 0;
+		q.qual_hi = 25;
+		q.mul_col = 2;
+		q.mul_by = 1;
+		agg(&q, XPU_AGG_SUM_INT, d.ncols);
+		bench_query(gpu, path, &d, &q, "q1 (2-conjunct qual, sum, no keys)");
+	}
 	/* orderpriority, shipmode, count(*), sum(revenue), avg(quantity), max(supplycost) */
 	query_init(&q);
 	q.n_keys = 2;
 	q.keys[0] = 5;
 	q.keys[1] = 6;
 	agg(&q, XPU_AGG_COUNT_STAR, -1);
+	if (which != NULL && bench_wants(which, "q2c"))
+		bench_query(gpu, path, &d, &q, "q2c (2 text keys, 35 groups, count(*) only)");
 	agg(&q, XPU_AGG_SUM_INT, 3);
 	agg(&q, XPU_AGG_SUM_INT, 0);
 	agg(&q, XPU_AGG_COUNT, 0);
 	agg(&q, XPU_AGG_MAX, 4);
-	bench_query(gpu, path, &d, &q, "q2 (2 text keys, 35 groups)");
+	if (bench_wants(which, "q2"))
+		bench_query(gpu, path, &d, &q, "q2 (2 text keys, 35 groups)");
+	if (which != NULL && bench_wants(which, "q2i"))
+	{
+		q.n_keys = 1;
+		q.keys[0] = 1;
+		bench_query(gpu, path, &d, &q, "q2i (q2's aggregates by one int4 key, 11 groups)");
+	}
 	/* hll_count(lo_revenue): about 10 M distinct values; no keys, then orderpriority */
 	query_init(&q);
 	agg_hll(&q, 3, 14, 1024);
-	bench_query(gpu, path, &d, &q, "q3 (hll_count, p = 14, no keys)");
+	if (bench_wants(which, "q3"))
+		bench_query(gpu, path, &d, &q, "q3 (hll_count, p = 14, no keys)");
 	q.n_keys = 1;
 	q.keys[0] = 5;
-	bench_query(gpu, path, &d, &q, "q4 (hll_count, p = 14, 5 groups)");
+	if (bench_wants(which, "q4"))
+		bench_query(gpu, path, &d, &q, "q4 (hll_count, p = 14, 5 groups)");
 	unlink(path);
+	if (bench_wants(which, "cancel"))
 	{
 		TData		sub = d;	/* the first 60 M rows, as one batch */
 
@@ -2591,7 +2627,7 @@ main(int argc, char **argv)
 
 	if (argc < 3)
 	{
-		fprintf(stderr, "usage: gpu_aggcheck FATBIN DIR [hll | bench ROWS [BATCH_ROWS]]\n");
+		fprintf(stderr, "usage: gpu_aggcheck FATBIN DIR [hll | bench ROWS [BATCH_ROWS [QUERIES]]]\n");
 		return 2;
 	}
 	setvbuf(stdout, NULL, _IOLBF, 0);
@@ -2604,7 +2640,8 @@ main(int argc, char **argv)
 	}
 	gpu_cache_configure(&gpu, -1);
 	if (argc >= 5 && strcmp(argv[3], "bench") == 0)
-		run_bench(&gpu, argv[2], atoll(argv[4]), argc >= 6 ? atoll(argv[5]) : 8000000);
+		run_bench(&gpu, argv[2], atoll(argv[4]), argc >= 6 ? atoll(argv[5]) : 8000000,
+				  argc >= 7 ? argv[6] : NULL);
 	else if (argc >= 4 && strcmp(argv[3], "hll") == 0)
 		run_hll_checks(&gpu, argv[2]);
 	else
