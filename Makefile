@@ -207,7 +207,10 @@ SERVICE_HDRS = \
 	src/service/service.h \
 	src/arrow/arrow.h \
 	$(wildcard src/xpu/*.h)
-SERVICE_CFLAGS = -std=gnu11 -O2 -g -D_GNU_SOURCE -Wall -Wextra -Wno-unused-parameter \
+# -O3: bench/cpu_engine_bench's engine time (one thread, SSB SF 1) about 13 % lower
+# than at -O2 for both of engine_bench.py's queries (medians of six runs side by side
+# on the development machine)
+SERVICE_CFLAGS = -std=gnu11 -O3 -g -D_GNU_SOURCE -Wall -Wextra -Wno-unused-parameter \
                -Wno-missing-field-initializers -Wno-sign-compare $(if $(filter 1,$(WERROR)),-Werror)
 all: $(SERVICE)
 install: install-service
