@@ -209,7 +209,8 @@ SERVICE_HDRS = \
 	$(wildcard src/xpu/*.h)
 # -O3: bench/cpu_engine_bench's engine time (one thread, SSB SF 1) about 13 % lower
 # than at -O2 for both of engine_bench.py's queries (medians of six runs side by side
-# on the development machine)
+# on the 2-core development machine); on the 16-core H100 host the engine threads'
+# time of engine_bench.py moved by under 2 % (bench/results/README.md, 2a7ae4d)
 SERVICE_CFLAGS = -std=gnu11 -O3 -g -D_GNU_SOURCE -Wall -Wextra -Wno-unused-parameter \
                -Wno-missing-field-initializers -Wno-sign-compare $(if $(filter 1,$(WERROR)),-Werror)
 all: $(SERVICE)
