@@ -53,7 +53,8 @@ reported), serial and with --workers parallel workers: count(DISTINCT v),
 hll_count(v) and postgresql-hll, without and with GROUP BY k.
 
 Output: bench/results/hll_<tag>.json and hll_<tag>_accuracy.png (mean error
-and bias per decade with 95% intervals), hll_<tag>_speed.png.  The cluster is
+and bias per decade with 95% intervals), hll_<tag>_speed.png; --redraw JSON
+draws the charts of an earlier run's JSON again (no cluster needed).  The cluster is
 the one the PG* variables name; the benchmark works in a database of its own
 (hll_bench) that it creates.  Every scan is serial (one core per job).
 """
@@ -414,7 +415,8 @@ def _panel(c, rows, key, ci_key, top_y, height, lo_v, hi_v, left, width, title, 
 def draw_accuracy(rows, model_rows, a, path):
     """The accuracy chart: mean |error| and bias per decade with 95% intervals,
     the model's mean |error| (ideal hashes, ours) as a black line per decade."""
-    left, width = 70, 80 * len(rows)
+    left = 70
+    width = max(80 * len(rows), 480)    # room for the panel titles and the legend
     c = Canvas(left + width + 20, 600)
     top = max(max(r[s]["mre_ci95"][1] or r[s]["mre"] for s in SIDES) for r in rows)
     ref = math.sqrt(2 / math.pi) * 1.04 / math.sqrt(2 ** a.p)
@@ -505,7 +507,18 @@ def main():
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--workers", type=int, default=2, help="parallel workers of the speed runs")
     ap.add_argument("--skip-speed", action="store_true")
+    ap.add_argument("--redraw", metavar="JSON", help="only draw the charts of this result file")
     a = ap.parse_args()
+    outdir = os.path.join(HERE, "results")
+    if a.redraw:
+        with open(a.redraw) as f:
+            res = json.load(f)
+        a.p, a.values = res["p"], res["values"]
+        draw_accuracy(res["accuracy"], res.get("model"), a,
+                      os.path.join(outdir, "hll_%s_accuracy.png" % res["tag"]))
+        if res.get("speed"):
+            draw_speed(res["speed"], os.path.join(outdir, "hll_%s_speed.png" % res["tag"]))
+        return
     if not a.min_exp <= a.max_exp or not 0 <= a.block_exp <= a.max_exp:
         ap.error("want --min-exp <= --max-exp and 0 <= --block-exp <= --max-exp")
     setup()
@@ -523,7 +536,6 @@ def main():
     if not a.skip_speed:
         res["speed_rows"] = a.rows
         res["speed"] = speed(a)
-    outdir = os.path.join(HERE, "results")
     with open(os.path.join(outdir, "hll_%s.json" % a.tag), "w") as f:
         json.dump(res, f, indent=1)
     draw_accuracy(res["accuracy"], res.get("model"), a, os.path.join(outdir, "hll_%s_accuracy.png" % a.tag))
