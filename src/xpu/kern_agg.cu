@@ -951,6 +951,7 @@ gagg_fold_row(XpuGaggTable *t, const XpuGaggSpec *sp, XpuGaggCacheEntry *ce,
 			  XpuAggState *cstates, uint32_t entries, XpuAggState *acc, int pass,
 			  const XpuValue *regs, const uint8_t *nulls, uint8_t *hsmem, uint64_t *dense)
 {
+	int			grouped = pass && acc == NULL;	/* into the cache or the table */
 	uint32_t	len = 0;
 	uint64_t	h = 0;
 	int64_t		gid = 0;
@@ -958,15 +959,15 @@ gagg_fold_row(XpuGaggTable *t, const XpuGaggSpec *sp, XpuGaggCacheEntry *ce,
 
 	if (pass && acc != NULL)
 		gagg_update_row<false>(acc, sp, regs, nulls);
-	if (pass && acc == NULL && sp->n_keys > 0)
+	if (grouped && sp->n_keys > 0)
 		h = gagg_key_hash(sp, regs, nulls, &len);
 	__syncwarp();
-	if (pass && acc == NULL)
+	if (grouped)
 		st = gagg_states_of(t, sp, ce, cstates, entries, regs, nulls, h, len, &gid);
 	__syncwarp();
-	if (pass && acc == NULL && st != NULL)
+	if (st != NULL)
 		gagg_update_row<true>(st, sp, regs, nulls);
-	if (!pass || (acc == NULL && st == NULL))
+	if (!pass || (grouped && st == NULL))
 		return 0;
 	if (sp->hll_group_bytes > 0)
 		gagg_hll_row(t, sp, gid, hsmem, regs, nulls, sp->n_keys == 0 ? dense : NULL);

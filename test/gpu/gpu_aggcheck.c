@@ -2288,10 +2288,15 @@ bench_wants(const char *which, const char *name)
 {
 	size_t		n = strlen(name);
 
-	for (const char *p = which; p != NULL && *p != '\0'; p = strchr(p, ','), p = p ? p + 1 : NULL)
+	if (which == NULL)
+		return true;
+	for (const char *p = which;; p++)
+	{
 		if (strncmp(p, name, n) == 0 && (p[n] == ',' || p[n] == '\0'))
 			return true;
-	return which == NULL;
+		if ((p = strchr(p, ',')) == NULL)
+			return false;
+	}
 }
 
 /*
