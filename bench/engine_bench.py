@@ -99,7 +99,9 @@ WARP_ENGINE = {"warp_gpu": "GPU", "warp_cpu": "CPU", "warp_cpu_heap": "CPU", "wa
 EXPLAIN_KEYS = ["Engine", "Engine Threads", "Rows Read", "Rows Passed", "Groups", "Bytes Read",
                 "Bytes From GPU Cache",
                 "I/O Time", "Engine Time", "Service Wall Time", "Fallback Reason",
-                "Arrow Files", "Record Batches", "Batches Skipped by Statistics"]
+                "Arrow Files", "Record Batches", "Batches Skipped by Statistics",
+                "Heap Pages", "Pages Shipped", "Pages Read Directly", "Page Read Time",
+                "Ring Wait Time"]
 GPU_ROWS_GOAL = 2.5e9
 
 

@@ -26,6 +26,27 @@
  * pointers, into a chunk of the ring (shm_chunk.c); the service decodes
  * only those tuples.  Pages without a visible tuple are not shipped.
  *
+ * Direct reads (pg_warp.heap_direct_read).  A run of blocks that the
+ * visibility map marks all-visible and that are not in shared buffers is
+ * read from the relation's segment file in one pread straight into the
+ * chunk, without the buffer manager; each page so read must carry
+ * PD_ALL_VISIBLE and pass PageIsVerifiedExtended (its header, and its
+ * checksum where the cluster has them), else it is read again through
+ * the buffer manager as above.  Why the file's copy is the page the
+ * query must see: a block absent from the buffer mapping has no newer
+ * version than the file's (a buffer is written before it is evicted, and
+ * it stays in the mapping while it is written); a version written after
+ * that check that differs in more than hint bits comes from a change
+ * that cleared PD_ALL_VISIBLE, and such a page is read again; and while
+ * the query's snapshot holds back the xmin horizon, no tuple of an
+ * all-visible page can be pruned, so a pread that races a later write of
+ * the block still finds the tuples its line pointers name where they
+ * were (only a new tuple or line pointer, which an all-visible header
+ * does not list, or a tuple header's xmax bits can differ).  Not used for
+ * serializable transactions (every tuple read is checked for conflicts),
+ * snapshots taken during recovery, temporary tables, or anything but an
+ * MVCC snapshot.
+ *
  * Columns.  bool, int2/4/8, float4/8, pg_warp's float2, date, timestamp[tz], interval,
  * numeric with a typmod whose scale is 0 .. 38 (read as 128-bit fixed
  * point at that scale), text and varchar.  The service converts each
@@ -35,21 +56,30 @@
  */
 #include "postgres.h"
 
+#include <fcntl.h>
+#include <sys/stat.h>
+
 #include "access/heapam.h"
 #include "access/htup_details.h"
 #include "access/table.h"
 #include "access/tupdesc_details.h"
+#include "access/visibilitymap.h"
 #include "catalog/pg_am.h"
 #include "catalog/pg_class.h"
 #include "catalog/pg_type.h"
 #include "commands/explain.h"
 #include "miscadmin.h"
+#include "port/pg_bitutils.h"
 #include "portability/instr_time.h"
+#include "storage/buf_internals.h"
 #include "storage/bufmgr.h"
+#include "storage/fd.h"
 #include "utils/guc.h"
 #include "utils/lsyscache.h"
 #include "utils/rel.h"
+#include "utils/snapmgr.h"
 #include "utils/syscache.h"
+#include "utils/wait_event.h"
 
 #include "pg_warp.h"
 #include "engine/heap_source.h"
@@ -69,6 +99,12 @@ StaticAssertDecl(MaxHeapTuplesPerPage <= XPU_HEAP_VIS_BYTES * 8,
  */
 int			pg_warp_heap_chunk_pages = 512;
 
+/* pg_warp.heap_direct_read: all-visible blocks not in shared buffers read from the file */
+bool		pg_warp_heap_direct_read = true;
+
+/* the most blocks one pread of a direct run reads (8 MiB) */
+#define HEAP_DIRECT_MAX_RUN		1024
+
 /* the columns of a heap scan, for heap_column_hook */
 typedef struct HeapColumns
 {
@@ -87,6 +123,12 @@ heap_source_init(void)
 							"The ring holds four chunks of shared memory.",
 							&pg_warp_heap_chunk_pages, 512, 1, 65536,
 							PGC_USERSET, 0, NULL, NULL, NULL);
+	DefineCustomBoolVariable("pg_warp.heap_direct_read",
+							 "Reads all-visible heap blocks that are not in shared buffers "
+							 "straight from the table's files.",
+							 "Off: every block is read through the buffer manager.",
+							 &pg_warp_heap_direct_read, true,
+							 PGC_USERSET, 0, NULL, NULL, NULL);
 }
 
 /*
@@ -245,6 +287,8 @@ heap_agg_prepare(Relation rel, const AttrNumber *attnos, int n)
 		h->n_atts = Max(h->n_atts, attnos[j]);
 	}
 	h->n_atts = Max(h->n_atts, 1);
+	h->vmbuffer = InvalidBuffer;
+	h->seg_fd = -1;
 	h->atts = palloc0(sizeof(XpuHeapAtt) * h->n_atts);
 	initStringInfo(&h->missing);
 	for (int a = 0; a < h->n_atts; a++)
@@ -315,7 +359,8 @@ heap_agg_reset(HeapAggRun *h)
 	h->next = h->claim_end = 0;
 	h->ranges = NIL;
 	h->replayed = 0;
-	h->pages_read = h->pages_shipped = h->tuples_shipped = h->chunks = 0;
+	h->direct = 0;
+	h->pages_read = h->pages_shipped = h->pages_direct = h->tuples_shipped = h->chunks = 0;
 	INSTR_TIME_SET_ZERO(h->read_time);
 	INSTR_TIME_SET_ZERO(h->wait_time);
 	h->pending = NIL;
@@ -426,6 +471,169 @@ read_page(HeapAggRun *h, BlockNumber blk, char *dst, uint8 *vis)
 	return n;
 }
 
+/* ---------------- direct reads (the header comment says when) ---------------- */
+
+/* may the run of h read blocks from the table's files */
+static bool
+direct_allowed(HeapAggRun *h)
+{
+	if (h->direct == 0)
+		h->direct = pg_warp_heap_direct_read && !h->ssi && h->snap != NULL &&
+			IsMVCCSnapshot(h->snap) && !h->snap->takenDuringRecovery &&
+			!RelationUsesLocalBuffers(h->rel) ? 1 : -1;
+	return h->direct > 0;
+}
+
+/* is block blk of h's table marked all-visible and absent from shared buffers */
+static bool
+direct_block(HeapAggRun *h, BlockNumber blk)
+{
+	BufferTag	tag;
+	uint32		hash;
+	LWLock	   *lock;
+	int			id;
+
+	if (!VM_ALL_VISIBLE(h->rel, blk, &h->vmbuffer))
+		return false;
+	INIT_BUFFERTAG(tag, RelationGetSmgr(h->rel)->smgr_rnode.node, MAIN_FORKNUM, blk);
+	hash = BufTableHashCode(&tag);
+	lock = BufMappingPartitionLock(hash);
+	LWLockAcquire(lock, LW_SHARED);
+	id = BufTableLookup(&tag, hash);
+	LWLockRelease(lock);
+	return id < 0;
+}
+
+/*
+ * the segment file of block blk open in h->seg_fd; false when it cannot be
+ * read directly (missing, not a regular file: the buffer manager then
+ * reads the block and reports what is wrong its own way)
+ */
+static bool
+direct_open(HeapAggRun *h, BlockNumber blk)
+{
+	BlockNumber seg = blk / RELSEG_SIZE;
+	char	   *base;
+	char	   *path;
+	struct stat st;
+	int			fd;
+
+	if (h->seg_fd >= 0 && h->seg_no == seg)
+		return true;
+	if (h->seg_fd >= 0)
+		CloseTransientFile(h->seg_fd);
+	h->seg_fd = -1;
+	base = relpath(RelationGetSmgr(h->rel)->smgr_rnode, MAIN_FORKNUM);
+	path = seg == 0 ? base : psprintf("%s.%u", base, seg);
+	/* O_NONBLOCK: a FIFO put where the file belongs must not hang the open */
+	fd = OpenTransientFile(path, O_RDONLY | O_NONBLOCK | PG_BINARY);
+	if (fd >= 0 && (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)))
+	{
+		CloseTransientFile(fd);
+		fd = -1;
+	}
+	if (path != base)
+		pfree(path);
+	pfree(base);
+	if (fd < 0)
+		return false;
+	h->seg_fd = fd;
+	h->seg_no = seg;
+	return true;
+}
+
+/*
+ * direct_page: is the page that a direct read put at page (block blk)
+ * one the query may take as it is; its visible line pointers into vis
+ * and their count into *n
+ */
+static bool
+direct_page(Page page, BlockNumber blk, uint8 *vis, int *n)
+{
+	const ItemIdData *lp;
+	int			maxoff;
+
+	if (PageIsNew(page) || !PageIsAllVisible(page) || !PageIsVerifiedExtended(page, blk, 0))
+		return false;
+	maxoff = PageGetMaxOffsetNumber(page);
+	if (maxoff > MaxHeapTuplesPerPage)
+		return false;
+	lp = ((PageHeader) page)->pd_linp;
+	memset(vis, 0, XPU_HEAP_VIS_BYTES);
+	*n = 0;
+	/* a byte of the bitmap at a time (the line pointers' loop is most of this path's own time) */
+	for (int i = 0; i < maxoff; i += 8)
+	{
+		uint8		b = 0;
+
+		for (int j = 0; j < Min(8, maxoff - i); j++)
+			b |= (uint8) (lp[i + j].lp_flags == LP_NORMAL) << j;
+		vis[i >> 3] = b;
+		*n += pg_number_of_ones[b];
+	}
+	return true;
+}
+
+/*
+ * direct_run: reads block blk (claimed) and the blocks after it in its
+ * claim and segment that qualify too, at most max, straight from the file
+ * into pages; each page the query may not take as read is read again
+ * through the buffer manager.  Every block goes to pages[k], vis[k] and
+ * counts[k] (its visible tuples, 0: not shipped).  Returns the blocks
+ * claimed (>= 1).
+ */
+static int
+direct_run(HeapAggRun *h, BlockNumber blk, char *pages, uint8 *vis, int *counts, int max)
+{
+	BlockNumber seg_end = (blk / RELSEG_SIZE + 1) * RELSEG_SIZE;
+	int			len = 1;
+	ssize_t		got = 0;
+
+	max = Min(max, HEAP_DIRECT_MAX_RUN);
+	while (len < max && h->next < h->claim_end && h->next < seg_end && direct_block(h, h->next))
+	{
+		h->next++;
+		len++;
+	}
+	if (direct_open(h, blk))
+	{
+		pgstat_report_wait_start(WAIT_EVENT_DATA_FILE_READ);
+		got = pg_pread(h->seg_fd, pages, (size_t) len * BLCKSZ,
+					   (off_t) (blk % RELSEG_SIZE) * BLCKSZ);
+		pgstat_report_wait_end();
+		got = Max(got, 0);
+	}
+	for (int k = 0; k < len; k++)
+	{
+		char	   *page = pages + (Size) k * BLCKSZ;
+		uint8	   *v = vis + k * XPU_HEAP_VIS_BYTES;
+
+		if ((k + 1) * (ssize_t) BLCKSZ <= got && direct_page(page, blk + k, v, &counts[k]))
+			h->pages_direct++;
+		else
+			counts[k] = read_page(h, blk + k, page, v);
+	}
+	return len;
+}
+
+/*
+ * heap_agg_read_end: releases what the reading of h holds (its strategy,
+ * the visibility map page, the segment file); the run's counters stay
+ */
+void
+heap_agg_read_end(HeapAggRun *h)
+{
+	if (h->strategy)
+		FreeAccessStrategy(h->strategy);
+	h->strategy = NULL;
+	if (BufferIsValid(h->vmbuffer))
+		ReleaseBuffer(h->vmbuffer);
+	h->vmbuffer = InvalidBuffer;
+	if (h->seg_fd >= 0)
+		CloseTransientFile(h->seg_fd);
+	h->seg_fd = -1;
+}
+
 /*
  * heap_agg_read_pages: the next pages of the run's claims that hold a
  * visible tuple, at most max_pages, into pages (BLCKSZ each) and vis (their
@@ -436,25 +644,40 @@ int
 heap_agg_read_pages(HeapAggRun *h, char *pages, uint8 *vis, BlockNumber *blocks, int max_pages)
 {
 	int			n = 0;
+	int			counts[HEAP_DIRECT_MAX_RUN];
 	instr_time	start,
 				end;
 
 	INSTR_TIME_SET_CURRENT(start);
 	while (n < max_pages)
 	{
-		int			t;
 		BlockNumber blk;
+		int			len = 1;
+		int			at = n;		/* where the run's first page went */
 
 		CHECK_FOR_INTERRUPTS();
 		if (!next_block(h, &blk))
 			break;
-		t = read_page(h, blk, pages + (Size) n * BLCKSZ, vis + n * XPU_HEAP_VIS_BYTES);
-		h->pages_read++;
-		if (t > 0)
+		if (direct_allowed(h) && direct_block(h, blk))
+			len = direct_run(h, blk, pages + (Size) n * BLCKSZ, vis + n * XPU_HEAP_VIS_BYTES,
+							 counts, max_pages - n);
+		else
+			counts[0] = read_page(h, blk, pages + (Size) n * BLCKSZ, vis + n * XPU_HEAP_VIS_BYTES);
+		h->pages_read += len;
+		/* the pages with a visible tuple, moved up over those without */
+		for (int k = 0; k < len; k++)
 		{
-			h->tuples_shipped += t;
+			if (counts[k] == 0)
+				continue;
+			if (at + k != n)
+			{
+				memmove(pages + (Size) n * BLCKSZ, pages + (Size) (at + k) * BLCKSZ, BLCKSZ);
+				memmove(vis + n * XPU_HEAP_VIS_BYTES, vis + (at + k) * XPU_HEAP_VIS_BYTES,
+						XPU_HEAP_VIS_BYTES);
+			}
+			h->tuples_shipped += counts[k];
 			if (blocks)
-				blocks[n] = blk;
+				blocks[n] = blk + k;
 			n++;
 		}
 	}
@@ -473,6 +696,7 @@ heap_agg_explain(HeapAggRun *h, bool analyze, ExplainState *es)
 		return;
 	ExplainPropertyInteger("Heap Pages", NULL, (int64) h->nblocks, es);
 	ExplainPropertyInteger("Pages Shipped", NULL, (int64) h->pages_shipped, es);
+	ExplainPropertyInteger("Pages Read Directly", NULL, (int64) h->pages_direct, es);
 	ExplainPropertyInteger("Tuples Shipped", NULL, (int64) h->tuples_shipped, es);
 	ExplainPropertyInteger("Chunks", NULL, (int64) h->chunks, es);
 	ExplainPropertyInteger("Bytes Shipped", "bytes",

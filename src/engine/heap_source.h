@@ -30,6 +30,7 @@ struct ExplainState;
 
 /* in heap_source.c */
 extern int	pg_warp_heap_chunk_pages;
+extern bool pg_warp_heap_direct_read;
 
 extern void heap_source_init(void);
 
@@ -67,9 +68,15 @@ typedef struct HeapAggRun
 	BlockNumber claim_end;		/* the end of the current claim */
 	List	   *ranges;			/* the claims of this run: start, count (Oid) */
 	int			replayed;		/* claims handed to heap_agg_fallback_range */
+	/* direct reads (heap_source.c): decided at the first read, 1 yes, -1 no */
+	int			direct;
+	Buffer		vmbuffer;		/* the visibility map page last looked at */
+	int			seg_fd;			/* the segment file open for direct reads, or -1 */
+	BlockNumber seg_no;			/* its segment number */
 	/* counters (EXPLAIN ANALYZE) */
 	uint64		pages_read;
 	uint64		pages_shipped;
+	uint64		pages_direct;	/* read from the file, not through shared buffers */
 	uint64		tuples_shipped;
 	uint64		chunks;
 	instr_time	read_time;		/* reading pages and deciding visibility */
@@ -113,6 +120,7 @@ extern bool heap_agg_fallback_range(HeapAggRun *h, BlockNumber *start, BlockNumb
 extern void heap_agg_put_request(HeapAggRun *h, StringInfo buf);
 extern int	heap_agg_read_pages(HeapAggRun *h, char *pages, uint8 *vis, BlockNumber *blocks,
 								int max_pages);
+extern void heap_agg_read_end(HeapAggRun *h);
 extern void heap_agg_explain(HeapAggRun *h, bool analyze, struct ExplainState *es);
 
 /* in shm_chunk.c */

@@ -203,8 +203,7 @@ heap_agg_begin(HeapAggRun *h, Snapshot snap, const char *req, uint32 len, int *c
 	*conn = service_run_begin_fd(WARP_MSG_HEAP_RUN, req, len, r->fd);
 	if (ship(h, r, *conn))
 		service_run_send(*conn, WARP_MSG_HEAP_END, NULL, 0);
-	FreeAccessStrategy(h->strategy);
-	h->strategy = NULL;
+	heap_agg_read_end(h);
 	shm_ring_release(r);
 	return true;
 }
@@ -276,14 +275,12 @@ heap_scan_begin(HeapAggRun *h, Snapshot snap, const char *req, uint32 len, int *
 	*conn = service_run_begin_fd(WARP_MSG_HEAP_RUN, req, len, r->fd);
 }
 
-/* the end of the reading: the ring's strategy released */
+/* the end of the reading: what it holds released */
 static void
 scan_read_end(HeapAggRun *h)
 {
 	h->read_done = true;
-	if (h->strategy)
-		FreeAccessStrategy(h->strategy);
-	h->strategy = NULL;
+	heap_agg_read_end(h);
 }
 
 /*
@@ -402,9 +399,7 @@ heap_scan_next(HeapAggRun *h, int conn, HeapScanChunk *out, WarpAggResult *last)
 void
 heap_scan_end(HeapAggRun *h)
 {
-	if (h->strategy)
-		FreeAccessStrategy(h->strategy);
-	h->strategy = NULL;
+	heap_agg_read_end(h);
 	if (h->ring)
 		shm_ring_release(h->ring);
 	h->ring = NULL;

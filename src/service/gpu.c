@@ -53,6 +53,8 @@ static const struct
 	{"cuMemFree_v2", (void **) &gpu_drv.cuMemFree},
 	{"cuMemAllocHost_v2", (void **) &gpu_drv.cuMemAllocHost},
 	{"cuMemFreeHost", (void **) &gpu_drv.cuMemFreeHost},
+	{"cuMemHostRegister_v2", (void **) &gpu_drv.cuMemHostRegister},
+	{"cuMemHostUnregister", (void **) &gpu_drv.cuMemHostUnregister},
 	{"cuMemcpyHtoDAsync_v2", (void **) &gpu_drv.cuMemcpyHtoDAsync},
 	{"cuMemcpyDtoHAsync_v2", (void **) &gpu_drv.cuMemcpyDtoHAsync},
 	{"cuMemsetD8Async", (void **) &gpu_drv.cuMemsetD8Async},
@@ -63,6 +65,7 @@ static const struct
 	{"cuEventCreate", (void **) &gpu_drv.cuEventCreate},
 	{"cuEventDestroy_v2", (void **) &gpu_drv.cuEventDestroy},
 	{"cuEventRecord", (void **) &gpu_drv.cuEventRecord},
+	{"cuEventSynchronize", (void **) &gpu_drv.cuEventSynchronize},
 	{"cuEventElapsedTime", (void **) &gpu_drv.cuEventElapsedTime},
 	{"cuLaunchKernel", (void **) &gpu_drv.cuLaunchKernel},
 };

@@ -22,6 +22,8 @@ typedef struct CUevent_st *CUevent;
 #define CUDA_ERROR_NOT_READY			600
 #define CU_STREAM_NON_BLOCKING			1
 #define CU_EVENT_DEFAULT				0
+#define CU_EVENT_DISABLE_TIMING			2
+#define CU_MEMHOSTREGISTER_READ_ONLY	0x08
 
 /* the driver entry points (gpu.c); versioned names where the ABI has several */
 typedef struct GpuDriver
@@ -43,6 +45,8 @@ typedef struct GpuDriver
 	CUresult	(*cuMemFree) (CUdeviceptr p);
 	CUresult	(*cuMemAllocHost) (void **p, size_t bytes);
 	CUresult	(*cuMemFreeHost) (void *p);
+	CUresult	(*cuMemHostRegister) (void *p, size_t bytes, unsigned int flags);
+	CUresult	(*cuMemHostUnregister) (void *p);
 	CUresult	(*cuMemcpyHtoDAsync) (CUdeviceptr dst, const void *src, size_t bytes,
 									  CUstream s);
 	CUresult	(*cuMemcpyDtoHAsync) (void *dst, CUdeviceptr src, size_t bytes,
@@ -55,6 +59,7 @@ typedef struct GpuDriver
 	CUresult	(*cuEventCreate) (CUevent *e, unsigned int flags);
 	CUresult	(*cuEventDestroy) (CUevent e);
 	CUresult	(*cuEventRecord) (CUevent e, CUstream s);
+	CUresult	(*cuEventSynchronize) (CUevent e);
 	CUresult	(*cuEventElapsedTime) (float *ms, CUevent start, CUevent end);
 	CUresult	(*cuLaunchKernel) (CUfunction f, unsigned int gx, unsigned int gy,
 								   unsigned int gz, unsigned int bx, unsigned int by,
@@ -137,7 +142,8 @@ struct XpuHeapAtt;
 typedef struct GpuHeapSource
 {
 	int			fd;
-	const uint8_t *ring;
+	const uint8_t *ring;		/* mapped read-only, ring_size bytes */
+	size_t		ring_size;
 	uint64_t	slot_size;
 	uint32_t	slot_pages;
 	const struct XpuHeapAtt *atts;	/* [n_deform] */

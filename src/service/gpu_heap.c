@@ -32,6 +32,13 @@
  * to the backend as soon as its pages are in pinned memory, and the next
  * chunk is staged while the GPU works on the one before.
  *
+ * Where the driver lets the run register the ring's read-only mapping
+ * (cuMemHostRegister with CU_MEMHOSTREGISTER_READ_ONLY), the pages are
+ * not staged: the device copies them straight from the ring slot after
+ * the staged header part, and the slot goes back once that copy is done
+ * (its event).  Otherwise (the registration refused) the I/O threads
+ * stage them as above.
+ *
  * A GpuScan's run (src->pass set) decodes the same way, then kern_warp_exec
  * (the per-row interpreter GpuScan's Arrow filter runs) writes one byte per
  * row into the slot's mask, which comes back with the program's first
@@ -80,6 +87,9 @@ typedef struct GheapRun
 	CUfunction	f_warp;			/* kern_warp_exec */
 	CUdeviceptr d_scan_prog;	/* the run's program as sent (not hoisted) */
 	uint32_t	ring_slot[GAGG_SLOTS];	/* the ring slot each gagg slot filters */
+	/* the ring registered with the driver: pages copied from it, not staged */
+	bool		ring_reg;
+	CUevent		ev_copied[GAGG_SLOTS];	/* after each slot's copy from the ring */
 } GheapRun;
 
 /*
@@ -243,7 +253,7 @@ gheap_fill_slot(GheapRun *gh, int si, uint32_t slot, uint32_t n_pages)
 			(XpuResult) {s->nrows, (uint8_t *) (uintptr_t) (s->dev + l->mask), NULL, NULL};
 	memcpy(s->host + l->rows, rows, (size_t) n_pages * sizeof(uint32_t));
 	memcpy(s->host + l->vis, vis, (size_t) n_pages * XPU_HEAP_VIS_BYTES);
-	rc = s->nrows > 0 ? gheap_read_pages(gh, slot, n_pages, s->host + l->pages) : 0;
+	rc = s->nrows > 0 && !gh->ring_reg ? gheap_read_pages(gh, slot, n_pages, s->host + l->pages) : 0;
 done:
 	free(rows);
 	free(cols);
@@ -328,9 +338,24 @@ gheap_launch(GheapRun *gh, int si)
 	void	   *p_scan[] = {&gh->d_desc, &hc};
 	void	   *p_decode[] = {&gh->d_desc, &hc, &chunk, &g->d_cancel};
 
-	if (gagg_cuda(g, gpu_drv.cuMemcpyHtoDAsync(s->dev, s->host, l->host_len, s->stream),
-				  "cuMemcpyHtoDAsync") != 0 ||
-		gagg_cuda(g, gpu_drv.cuMemsetD8Async(s->dev + l->bits, 0, l->bits_len, s->stream),
+	if (gh->ring_reg)
+	{
+		/* the staged header part, then the pages from the registered ring slot */
+		const uint8_t *pages = gh->src->ring + (size_t) gh->ring_slot[si] * gh->src->slot_size;
+
+		if (gagg_cuda(g, gpu_drv.cuMemcpyHtoDAsync(s->dev, s->host, l->pages, s->stream),
+					  "cuMemcpyHtoDAsync") != 0 ||
+			gagg_cuda(g, gpu_drv.cuMemcpyHtoDAsync(s->dev + l->pages, pages,
+												   l->host_len - l->pages, s->stream),
+					  "cuMemcpyHtoDAsync") != 0 ||
+			gagg_cuda(g, gpu_drv.cuEventRecord(gh->ev_copied[si], s->stream),
+					  "cuEventRecord") != 0)
+			return -1;
+	}
+	else if (gagg_cuda(g, gpu_drv.cuMemcpyHtoDAsync(s->dev, s->host, l->host_len, s->stream),
+					   "cuMemcpyHtoDAsync") != 0)
+		return -1;
+	if (gagg_cuda(g, gpu_drv.cuMemsetD8Async(s->dev + l->bits, 0, l->bits_len, s->stream),
 				  "cuMemsetD8Async") != 0 ||
 		gagg_cuda(g, gpu_drv.cuEventRecord(gh->ev_decode[si], s->stream), "cuEventRecord") != 0)
 		return -1;
@@ -410,8 +435,12 @@ gheap_run_chunks(GheapRun *gh)
 			rc = gheap_fill_slot(gh, next, slot, n_pages);
 			GAGG_ADD(run->io_us, (uint64_t) (svc_now_us(CLOCK_MONOTONIC) - t0));
 		}
-		/* a scan's slot goes back with its mask (gheap_finish_filter) */
-		if (!gh->scan)
+		/*
+		 * a scan's slot goes back with its mask (gheap_finish_filter), an
+		 * aggregation's once its pages are staged or, from a registered
+		 * ring, copied
+		 */
+		if (!gh->scan && (!gh->ring_reg || rc != 0 || s->nrows == 0))
 			gh->src->give(gh->src->arg, slot);
 		if (rc != 0)
 			return rc;
@@ -427,6 +456,13 @@ gheap_run_chunks(GheapRun *gh)
 		}
 		if (gheap_launch(gh, next) != 0)
 			return -1;
+		if (!gh->scan && gh->ring_reg)
+		{
+			if (gagg_cuda(g, gpu_drv.cuEventSynchronize(gh->ev_copied[next]),
+						  "cuEventSynchronize") != 0)
+				return -1;
+			gh->src->give(gh->src->arg, slot);
+		}
 		next = (next + 1) % GAGG_SLOTS;
 	}
 	for (int i = 0; i < GAGG_SLOTS; i++)
@@ -570,6 +606,39 @@ gheap_setup(GheapRun *gh, const ServiceGpu *gpu, uint32_t dev, const GpuAggOptio
 	return 0;
 }
 
+/*
+ * gheap_register_ring: registers the ring's read-only mapping with the
+ * driver and creates the copy events; on any refusal the run stages its
+ * pages instead (nothing registered)
+ */
+static void
+gheap_register_ring(GheapRun *gh)
+{
+	if (gh->src->ring == NULL || gh->src->ring_size == 0)
+		return;
+	for (int i = 0; i < GAGG_SLOTS; i++)
+		if (gpu_drv.cuEventCreate(&gh->ev_copied[i], CU_EVENT_DISABLE_TIMING) != CUDA_SUCCESS)
+			return;
+	gh->ring_reg = gpu_drv.cuMemHostRegister((void *) gh->src->ring, gh->src->ring_size,
+											 CU_MEMHOSTREGISTER_READ_ONLY) == CUDA_SUCCESS;
+}
+
+/*
+ * gheap_unregister_ring: the ring's registration undone once no copy from
+ * it can be in flight (every slot's stream drained)
+ */
+static void
+gheap_unregister_ring(GheapRun *gh)
+{
+	if (!gh->ring_reg)
+		return;
+	for (int i = 0; i < GAGG_SLOTS; i++)
+		if (gh->g.slots[i].stream != NULL)
+			gpu_drv.cuStreamSynchronize(gh->g.slots[i].stream);
+	gpu_drv.cuMemHostUnregister((void *) gh->src->ring);
+	gh->ring_reg = false;
+}
+
 /* see gpu_driver.h */
 int
 gpu_agg_heap_execute(const ServiceGpu *gpu, AggRun *run, GpuHeapSource *src,
@@ -606,15 +675,20 @@ gpu_agg_heap_execute(const ServiceGpu *gpu, AggRun *run, GpuHeapSource *src,
 		return -1;
 	rc = gheap_setup(&gh, gpu, dev, opts);
 	if (rc == 0)
+		gheap_register_ring(&gh);
+	if (rc == 0)
 		rc = gheap_run_chunks(&gh);
 	if (rc == 0 && !gh.scan)
 		rc = gagg_table_drain(g, &th);
+	gheap_unregister_ring(&gh);
 	gagg_teardown(g);
 	for (int i = 0; i < GAGG_SLOTS; i++)
 	{
 		gagg_host_free(g, (void **) &gh.status[i], sizeof(XpuHeapGpuStatus));
 		if (gh.ev_decode[i] != NULL)
 			gpu_drv.cuEventDestroy(gh.ev_decode[i]);
+		if (gh.ev_copied[i] != NULL)
+			gpu_drv.cuEventDestroy(gh.ev_copied[i]);
 	}
 	gagg_dev_free(g, &gh.d_desc, gh.desc_bytes);
 	if (gh.d_scan_prog)

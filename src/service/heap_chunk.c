@@ -918,6 +918,7 @@ heap_run_exec_gpu(HeapRun *h, const ServiceGpu *gpu, AggRun *run, XpuAggTable **
 	memset(&src, 0, sizeof(src));
 	src.fd = h->ring_fd;
 	src.ring = h->ring;
+	src.ring_size = h->ring_size;
 	src.slot_size = h->slot_size;
 	src.slot_pages = h->slot_pages;
 	src.atts = h->atts;

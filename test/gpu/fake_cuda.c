@@ -14,7 +14,10 @@
  *		heap run.  Only what gpu.c resolves is defined.  With
  *		PG_WARP_FAKE_CUDA_FAULT=N in the environment every launch returns
  *		the driver result N instead (a kernel fault, for the service's
- *		recovery test, test/python/test_gpu_fault.py).
+ *		recovery test, test/python/test_gpu_fault.py).  Host registration
+ *		succeeds and is counted (fake_host_registers, fake_host_registered)
+ *		unless PG_WARP_FAKE_CUDA_NO_REGISTER is set, when it is refused, so
+ *		that both of the heap path's ways to the device run.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -30,6 +33,10 @@ typedef struct CUevent_st *CUevent;
 
 /* where kern_agg_exec's stand-in folds the rows (set by heap_gpucheck) */
 FAKE_API XpuAggTable *fake_side_table;
+
+/* cuMemHostRegister: the registrations made, and those not undone yet */
+FAKE_API int fake_host_registers;
+FAKE_API int fake_host_registered;
 
 enum
 {
@@ -88,6 +95,19 @@ FAKE_API CUresult cuMemAlloc_v2(CUdeviceptr *p, size_t n)
 FAKE_API CUresult cuMemFree_v2(CUdeviceptr p) { free((void *) (uintptr_t) p); return 0; }
 FAKE_API CUresult cuMemAllocHost_v2(void **p, size_t n) { *p = calloc(1, n); return *p ? 0 : 2; }
 FAKE_API CUresult cuMemFreeHost(void *p) { free(p); return 0; }
+FAKE_API CUresult cuMemHostRegister_v2(void *p, size_t n, unsigned int flags)
+{
+	if (getenv("PG_WARP_FAKE_CUDA_NO_REGISTER") != NULL)
+		return 801;				/* CUDA_ERROR_NOT_SUPPORTED */
+	__atomic_add_fetch(&fake_host_registers, 1, __ATOMIC_RELAXED);
+	__atomic_add_fetch(&fake_host_registered, 1, __ATOMIC_RELAXED);
+	return 0;
+}
+FAKE_API CUresult cuMemHostUnregister(void *p)
+{
+	__atomic_sub_fetch(&fake_host_registered, 1, __ATOMIC_RELAXED);
+	return 0;
+}
 FAKE_API CUresult cuMemcpyHtoDAsync_v2(CUdeviceptr d, const void *s, size_t n, CUstream st)
 {
 	memcpy((void *) (uintptr_t) d, s, n);
@@ -110,6 +130,7 @@ FAKE_API CUresult cuStreamQuery(CUstream s) { return 0; }
 FAKE_API CUresult cuEventCreate(CUevent *e, unsigned int f) { *e = (CUevent) &dummy; return 0; }
 FAKE_API CUresult cuEventDestroy_v2(CUevent e) { return 0; }
 FAKE_API CUresult cuEventRecord(CUevent e, CUstream s) { return 0; }
+FAKE_API CUresult cuEventSynchronize(CUevent e) { return 0; }
 FAKE_API CUresult cuEventElapsedTime(float *ms, CUevent a, CUevent b) { *ms = 0; return 0; }
 
 /* kern_heap_measure and kern_heap_decode, a block (page) at a time, threads in order */

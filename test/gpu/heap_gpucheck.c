@@ -807,6 +807,8 @@ typedef struct Outcome
 
 static const ServiceGpu *the_gpu;
 static XpuAggTable **fake_side;	/* fake_cuda.c's fake_side_table, in "fake" mode */
+static int *fake_registers;		/* its fake_host_registers and fake_host_registered */
+static int *fake_registered;
 
 typedef struct CancelArg
 {
@@ -1160,7 +1162,9 @@ main(int argc, char **argv)
 		void	   *lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
 
 		if (gpu.n_devices == 0 || lib == NULL ||
-			(fake_side = dlsym(lib, "fake_side_table")) == NULL)
+			(fake_side = dlsym(lib, "fake_side_table")) == NULL ||
+			(fake_registers = dlsym(lib, "fake_host_registers")) == NULL ||
+			(fake_registered = dlsym(lib, "fake_host_registered")) == NULL)
 		{
 			printf("Bail out! \"fake\" needs fake_cuda.c's libcuda.so.1 on LD_LIBRARY_PATH\n");
 			return 1;
@@ -1170,6 +1174,17 @@ main(int argc, char **argv)
 	if (gpu.n_devices == 0)
 		tap_diag("no GPU (%s): the GPU path's decode runs on the host instead", gpu.detail);
 	run_checks(gpu.n_devices == 0 ? ENG_EMU : ENG_GPU);
+	if (fake_registers != NULL)
+	{
+		bool		refused = getenv("PG_WARP_FAKE_CUDA_NO_REGISTER") != NULL;
+
+		/* the runs copied from their registered rings, or staged when refused */
+		tap_ok(refused ? *fake_registers == 0 : *fake_registers > 0,
+			   "the heap runs registered their chunk rings %d times (%s)", *fake_registers,
+			   refused ? "refused: staged" : "copied from the rings");
+		tap_ok(*fake_registered == 0, "every ring registration was undone (%d left)",
+			   *fake_registered);
+	}
 	gpu_close(&gpu);
 	return tap_done();
 }
