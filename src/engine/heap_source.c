@@ -58,6 +58,9 @@
 
 #include <fcntl.h>
 #include <sys/stat.h>
+#ifdef __SSE2__
+#include <emmintrin.h>
+#endif
 
 #include "access/heapam.h"
 #include "access/htup_details.h"
@@ -422,6 +425,38 @@ next_block(HeapAggRun *h, BlockNumber *blk)
 }
 
 /*
+ * copy_page: a page into the ring, with non-temporal stores where the CPU
+ * has them and dst is aligned: the service's or the GPU's copy reads the
+ * ring next, not this backend, and ordinary stores would first read every
+ * line of dst from memory (with the page itself and the device's read,
+ * the memory traffic that bounds many participants copying at once).
+ * heap_agg_read_pages fences them before the chunk is handed over.
+ */
+static inline void
+copy_page(char *dst, const char *src)
+{
+#ifdef __SSE2__
+	if (((uintptr_t) dst & 15) == 0)
+	{
+		for (int i = 0; i < BLCKSZ; i += 64)
+		{
+			__m128i		a = _mm_loadu_si128((const __m128i *) (src + i));
+			__m128i		b = _mm_loadu_si128((const __m128i *) (src + i + 16));
+			__m128i		c = _mm_loadu_si128((const __m128i *) (src + i + 32));
+			__m128i		d = _mm_loadu_si128((const __m128i *) (src + i + 48));
+
+			_mm_stream_si128((__m128i *) (dst + i), a);
+			_mm_stream_si128((__m128i *) (dst + i + 16), b);
+			_mm_stream_si128((__m128i *) (dst + i + 32), c);
+			_mm_stream_si128((__m128i *) (dst + i + 48), d);
+		}
+		return;
+	}
+#endif
+	memcpy(dst, src, BLCKSZ);
+}
+
+/*
  * read_page: the visible tuples of block blk into vis (bit k: line pointer
  * k + 1) and, when there is one, the page into dst; the count of them
  */
@@ -466,7 +501,7 @@ read_page(HeapAggRun *h, BlockNumber blk, char *dst, uint8 *vis)
 		n++;
 	}
 	if (n > 0)
-		memcpy(dst, page, BLCKSZ);
+		copy_page(dst, page);
 	UnlockReleaseBuffer(buf);
 	return n;
 }
@@ -682,6 +717,9 @@ heap_agg_read_pages(HeapAggRun *h, char *pages, uint8 *vis, BlockNumber *blocks,
 		}
 	}
 	h->pages_shipped += n;
+#ifdef __SSE2__
+	_mm_sfence();				/* copy_page's stores, before the chunk is handed over */
+#endif
 	INSTR_TIME_SET_CURRENT(end);
 	INSTR_TIME_ACCUM_DIFF(h->read_time, end, start);
 	return n;
