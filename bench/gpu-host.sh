@@ -25,7 +25,10 @@
 #           --platform manylinux2014_x86_64 --platform manylinux_2_28_x86_64 -d DIR
 #                                           (without the manylinux_2_28 tag pip picks an
 #                                           old duckdb, 1.2.2: the newer wheels have only
-#                                           that tag)
+#                                           that tag).  COLD=1 restarts the cluster
+#                                           first: lineorder in the page cache only (the
+#                                           load's ctid-range export otherwise leaves it in
+#                                           shared buffers); NOTE goes into the JSON
 #   bench/gpu-host.sh hll                   issue 12's HLL benchmark (bench/hll_ssb.py):
 #                                           hll_count(lo_custkey) vs count(DISTINCT
 #                                           lo_custkey), with and without GROUP BY
@@ -174,11 +177,16 @@ engine)
     ssb_database "$sf"
     make -s -C bench h2d_copy || log "bench/h2d_copy not built: no pinned-copy figures"
     tag=sf$sf-gpu-host-${WORKERS:-16}workers
+    if [ "${COLD:-0}" = 1 ]; then
+        log "restarting the cluster: shared buffers empty, lineorder in the page cache"
+        PGDATABASE=postgres scripts/cluster.sh stop "$cluster"
+        PGDATABASE=postgres scripts/cluster.sh start "$cluster" >/dev/null
+    fi
     log "engine benchmark, SSB SF $sf, ${WORKERS:-16} workers, ${RUNS:-5} runs"
     touch "$top/engine.start"
     status=0
     python3 bench/engine_bench.py -d "$db" -a "$arrow" -w "${WORKERS:-16}" -r "${RUNS:-5}" \
-        ${SIDES:+--sides "$SIDES"} --tag "$tag" 2>&1 | tee "$top/engine.log" || status=$?
+        ${SIDES:+--sides "$SIDES"} ${NOTE:+--note "$NOTE"} --tag "$tag" 2>&1 | tee "$top/engine.log" || status=$?
     keep "$top/engine.log" $(find bench/results -name "engine_bench_$tag.*" -newer "$top/engine.start")
     exit $status
     ;;
