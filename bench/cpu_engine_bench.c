@@ -7,7 +7,7 @@
  *		(src/service/agg.c, run_batch): each record batch loaded with the
  *		Arrow reader (with the service's buffer allocator,
  *		src/service/buf_cache.c), then xpu_cpu_exec and xpu_agg_table_update over
- *		slices of 16384 rows.  The programs are those codegen emits for
+ *		slices of 4096 rows.  The programs are those codegen emits for
  *		the two queries (EXPLAIN VERBOSE's Engine Program).
  *
  *	cpu_engine_bench FILE [q1|q2|both] [REPEAT]
@@ -30,7 +30,7 @@
 #include "xpu_program.h"
 #include "ssb_q1.h"
 
-#define SLICE	16384
+#define SLICE	4096			/* src/service/agg.c's AGG_SLICE */
 
 typedef struct Query
 {
