@@ -18,7 +18,7 @@ import time
 import pyarrow as pa
 import pytest
 
-from test_service import CLUSTER, Cluster, service_program, wait_until
+from test_service import Cluster, service_program, wait_until
 
 ON = "SET pg_warp.engine_startup_cost = 0; "
 OFF = "SET pg_warp.enabled = off; "
@@ -26,9 +26,7 @@ OFF = "SET pg_warp.enabled = off; "
 
 def restart(c):
     """Restarts cluster c (same data directory, same settings file)."""
-    c.stop()
-    subprocess.run(["bash", CLUSTER, "start", c.dir], env=c.env, check=True,
-                   capture_output=True)
+    c.restart()
 
 
 def service_argv(c):

@@ -20,7 +20,7 @@ import pytest
 
 from engine_interrupt import (cancel_in_flight, in_flight, kill_service_in_flight,
                               running_tasks, start_slow, statement_timeout)
-from test_service import CLUSTER, Cluster, alive, wait_until
+from test_service import Cluster, alive, wait_until
 
 # the engine plan whatever the costs: a heap run pays a serial scan's page and tuple
 # costs, which a parallel plan divides among its workers
@@ -34,9 +34,7 @@ def cluster():
     c = Cluster()
     try:
         c.sql("ALTER SYSTEM SET shared_buffers = '16MB'")
-        subprocess.run(["bash", CLUSTER, "stop", c.dir], env=c.env, check=True)
-        subprocess.run(["bash", CLUSTER, "start", c.dir], env=c.env, check=True,
-                       capture_output=True)
+        c.restart()
         assert c.sql("SHOW shared_buffers") == "16MB"
         c.sql(TYPES_TABLE)
         yield c
@@ -710,9 +708,7 @@ def test_parallel_admission(cluster):
     after another (N workers are N runs) and the query completes"""
     cluster.sql("ALTER SYSTEM SET pg_warp.max_async_tasks = 1")
     try:
-        subprocess.run(["bash", CLUSTER, "stop", cluster.dir], env=cluster.env, check=True)
-        subprocess.run(["bash", CLUSTER, "start", cluster.dir], env=cluster.env, check=True,
-                       capture_output=True)
+        cluster.restart()
         assert cluster.sql("SELECT max_async_tasks FROM pgwarp.service_status()") == "1"
         make_big(cluster)
         rows, plan = same_par(cluster, "SELECT a % 7, count(*), sum(b) FROM big GROUP BY 1 ORDER BY 1",
@@ -720,9 +716,7 @@ def test_parallel_admission(cluster):
         assert plan.count(ran(cluster)) >= 2, plan
     finally:
         cluster.sql("ALTER SYSTEM RESET pg_warp.max_async_tasks")
-        subprocess.run(["bash", CLUSTER, "stop", cluster.dir], env=cluster.env, check=True)
-        subprocess.run(["bash", CLUSTER, "start", cluster.dir], env=cluster.env, check=True,
-                       capture_output=True)
+        cluster.restart()
 
 
 def test_parallel_leader_falls_back_workers_do_not(cluster):

@@ -134,6 +134,15 @@ class Cluster:
     def stop(self):
         subprocess.run(["bash", CLUSTER, "stop", self.dir], env=self.env, check=True)
 
+    def start(self):
+        """Starts the stopped cluster again (same data directory and settings)."""
+        subprocess.run(["bash", CLUSTER, "start", self.dir], env=self.env, check=True,
+                       capture_output=True)
+
+    def restart(self):
+        self.stop()
+        self.start()
+
     def destroy(self):
         subprocess.run(["bash", CLUSTER, "destroy", self.dir], env=self.env, check=False)
         shutil.rmtree(self.base, ignore_errors=True)
