@@ -32,12 +32,7 @@
 #include <time.h>
 #include <unistd.h>
 
-typedef int CUresult;
-typedef int CUdevice;
-typedef struct CUctx_st *CUcontext;
-typedef unsigned long long CUdeviceptr;
-
-#define CU_MEMHOSTREGISTER_READ_ONLY 0x08
+#include "cuda_driver.h"
 
 static struct
 {
@@ -104,7 +99,7 @@ main(int argc, char **argv)
 		fprintf(stderr, "h2d_filemap: MIB must be a positive multiple of CHUNK_MIB\n");
 		return 2;
 	}
-	if ((lib = dlopen("libcuda.so.1", RTLD_NOW)) == NULL)
+	if ((lib = dlopen(CUDA_LIBRARY_NAME, RTLD_NOW)) == NULL)
 	{
 		fprintf(stderr, "h2d_filemap: no GPU here: %s\n", dlerror());
 		return 3;

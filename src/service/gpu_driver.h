@@ -23,7 +23,6 @@ typedef struct CUevent_st *CUevent;
 #define CU_STREAM_NON_BLOCKING			1
 #define CU_EVENT_DEFAULT				0
 #define CU_EVENT_DISABLE_TIMING			2
-#define CU_MEMHOSTREGISTER_READ_ONLY	0x08
 
 /* the driver entry points (gpu.c); versioned names where the ABI has several */
 typedef struct GpuDriver

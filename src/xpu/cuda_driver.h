@@ -26,6 +26,7 @@ typedef struct CUstream_st *CUstream;
 #define CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT	16
 #define CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR	75
 #define CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR	76
+#define CU_MEMHOSTREGISTER_READ_ONLY			0x08
 
 /* the driver's shared library, as dlopen names it */
 #define CUDA_LIBRARY_NAME		"libcuda.so.1"
