@@ -184,6 +184,7 @@ SERVICE      = src/service/pg_warp_service
 SERVICE_SRCS = \
 	src/service/agg.c \
 	src/service/buf_cache.c \
+	src/service/file_map.c \
 	src/service/gpu.c \
 	src/service/gpu_agg.c \
 	src/service/gpu_heap.c \
@@ -201,6 +202,7 @@ SERVICE_XPU_SRCS = \
 	src/xpu/xpu_cpu.c
 SERVICE_HDRS = \
 	src/service/buf_cache.h \
+	src/service/file_map.h \
 	src/service/gpu_cache.h \
 	src/service/gpu_driver.h \
 	src/service/input.h \

@@ -12,6 +12,9 @@
  *
  *	cpu_engine_bench FILE [q1|q2|both] [REPEAT]
  *
+ * With MAP=1 in the environment the file is mapped and its buffers read in
+ * place (ArrowFile.map), as the service does with pg_warp.map_arrow_files.
+ *
  * Prints per query: the load time, the engine time (program + table), the
  * engine's nanoseconds per row, and the answer (Q1's sum; Q2's groups and
  * a checksum of their states) so that two builds can be compared.  A
@@ -23,6 +26,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <sys/mman.h>
 
 #include "arrow.h"
 #include "service/buf_cache.h"
@@ -266,6 +270,18 @@ main(int argc, char **argv)
 	{
 		fprintf(stderr, "%s: %s\n", argv[1], aerr.message);
 		return 1;
+	}
+	if (getenv("MAP") != NULL && atoi(getenv("MAP")) != 0)
+	{
+		/* as the service reads with pg_warp.map_arrow_files (file_map.c) */
+		void	   *m = mmap(NULL, file->source.size, PROT_READ, MAP_SHARED, file->fd, 0);
+
+		if (m == MAP_FAILED)
+		{
+			perror("mmap");
+			return 1;
+		}
+		file->map = m;
 	}
 	build_q1(&q1);
 	build_q2(&q2);

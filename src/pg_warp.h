@@ -30,6 +30,7 @@ extern void pg_warp_service_init(void);
 
 /* in engine/service_client.c */
 extern int	pg_warp_service_timeout;
+extern bool pg_warp_map_arrow_files;
 extern void pg_warp_service_client_init(void);
 
 /* in engine/device.c */

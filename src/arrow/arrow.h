@@ -392,6 +392,20 @@ typedef struct ArrowFile
 	 * buffer is also checked against what its node's length can need.
 	 */
 	int64_t		max_buffer_size;
+
+	/*
+	 * Set by the caller after opening (NULL, the default: every buffer is
+	 * read into memory of the allocator): the whole file, source.size bytes,
+	 * mapped by the caller, who keeps it mapped while batches loaded from
+	 * it live.  arrow_batch_load then points the buffers whose bytes loading
+	 * does not check (validity bitmaps, fixed-width values, the data of
+	 * UTF8/BINARY) of uncompressed batches into it, where they start at a
+	 * multiple of 8, instead of reading them.  Offsets, dictionary indices,
+	 * views and anything else that loading checks are still read into
+	 * memory of their own, so that a change of the file after loading
+	 * cannot take an accessor outside a buffer.
+	 */
+	const uint8_t *map;
 	/* private to the reader */
 	int			fd;				/* -1 unless opened by arrow_file_open */
 	void	   *priv;

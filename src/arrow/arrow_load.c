@@ -104,8 +104,10 @@ above_limit(const Loader *L, int64_t bytes)
 }
 
 /*
- * Reads the next buffer of the batch (decompressing it) into arena memory.
- * 'max' is the most bytes the buffer can need for its node's length (-1:
+ * Reads the next buffer of the batch (decompressing it) into arena memory,
+ * or, when 'plain' (nothing checks its bytes: see ArrowFile.map) and the
+ * caller mapped the file, points it into the mapping where that holds it
+ * uncompressed at a multiple of 8.  'max' is the most bytes the buffer can need for its node's length (-1:
  * unknown, for variable-width data): a compressed buffer declaring more than
  * that, rounded up to the 64-byte padding of writers, is corrupt.  No buffer,
  * stored or decompressed, may exceed file->max_buffer_size.  Both are
@@ -113,8 +115,8 @@ above_limit(const Loader *L, int64_t bytes)
  * no more than its stored bytes).  A zero-length buffer gives zero_block.
  */
 static int
-read_buffer(Loader *L, const ArrowField *f, int64_t max, const uint8_t **data,
-			int64_t *len)
+read_buffer(Loader *L, const ArrowField *f, int64_t max, bool plain,
+			const uint8_t **data, int64_t *len)
 {
 	const ArrowBufferRef *ref = &L->info->buffers[L->buffer++];
 	int64_t		offset = L->info->body_offset + ref->offset;
@@ -131,6 +133,14 @@ read_buffer(Loader *L, const ArrowField *f, int64_t max, const uint8_t **data,
 		return limit_error(L, f, ref->length);
 	if ((uint64_t) ref->length > SIZE_MAX / 2)
 		return arrow_load_error(L, f, "buffer of %lld bytes is too large", (long long) ref->length);
+	if (plain && L->file->map != NULL && L->info->codec == ARROW_CODEC_NONE &&
+		offset % 8 == 0 && offset >= 0 && offset <= L->file->source.size &&
+		ref->length <= L->file->source.size - offset)
+	{
+		*data = L->file->map + offset;
+		*len = ref->length;
+		return ARROW_OK;
+	}
 	raw = arrow_malloc(arena->alloc, (size_t) ref->length, L->err);
 	if (raw == NULL)
 		return ARROW_ERR_NOMEM;
@@ -214,7 +224,7 @@ load_validity(Loader *L, const ArrowField *f, ArrowArray *a)
 	const uint8_t *p;
 	int64_t		len;
 
-	if (read_buffer(L, f, arrow_bitmap_bytes(a->length), &p, &len) != ARROW_OK)
+	if (read_buffer(L, f, arrow_bitmap_bytes(a->length), true, &p, &len) != ARROW_OK)
 		return L->err->code;
 	if (a->null_count == 0)
 		return ARROW_OK;		/* a->validity stays NULL: no value is null */
@@ -231,7 +241,7 @@ load_validity(Loader *L, const ArrowField *f, ArrowArray *a)
  */
 static int
 load_values(Loader *L, const ArrowField *f, ArrowArray *a, int64_t need,
-			const char *name)
+			const char *name, bool plain)
 {
 	const uint8_t *p;
 	int64_t		len;
@@ -239,7 +249,7 @@ load_values(Loader *L, const ArrowField *f, ArrowArray *a, int64_t need,
 	if (need < 0)
 		return arrow_load_error(L, f, "%s buffer for %lld values would overflow",
 						  name, (long long) a->length);
-	if (read_buffer(L, f, need, &p, &len) != ARROW_OK)
+	if (read_buffer(L, f, need, plain, &p, &len) != ARROW_OK)
 		return L->err->code;
 	if (len < need)
 		return arrow_load_error(L, f, "%s buffer of %lld bytes is too short for %lld values",
@@ -265,7 +275,7 @@ load_offsets(Loader *L, const ArrowField *f, ArrowArray *a, bool large)
 	if (need < 0)
 		return arrow_load_error(L, f, "offsets buffer for %lld values would overflow",
 						  (long long) a->length);
-	if (read_buffer(L, f, need, &p, &len) != ARROW_OK)
+	if (read_buffer(L, f, need, false, &p, &len) != ARROW_OK)
 		return L->err->code;
 	if (a->length == 0 && len == 0)
 	{
@@ -340,7 +350,7 @@ load_dictionary_encoded(Loader *L, const ArrowField *f, ArrowArray *a)
 	int64_t		dict_len;
 
 	if (load_validity(L, f, a) != ARROW_OK ||
-		load_values(L, f, a, bytes_for(a->length, width), "indices") != ARROW_OK ||
+		load_values(L, f, a, bytes_for(a->length, width), "indices", false) != ARROW_OK ||
 		arrow_get_dictionary(L, f, &a->dictionary) != ARROW_OK)
 		return L->err->code;
 	dict_len = a->dictionary->length;
@@ -368,7 +378,7 @@ load_sized(Loader *L, const ArrowField *f, int64_t need, const char *name,
 
 	if (need < 0)
 		return arrow_load_error(L, f, "%s buffer for %lld values would overflow", name, (long long) length);
-	if (read_buffer(L, f, need, &p, &len) != ARROW_OK)
+	if (read_buffer(L, f, need, false, &p, &len) != ARROW_OK)
 		return L->err->code;
 	if (len < need)
 		return arrow_load_error(L, f, "%s buffer of %lld bytes is too short for %lld values",
@@ -390,7 +400,7 @@ load_views(Loader *L, const ArrowField *f, ArrowArray *a)
 	char		why[256];
 
 	if (load_validity(L, f, a) != ARROW_OK ||
-		load_values(L, f, a, bytes_for(a->length, 16), "views") != ARROW_OK)
+		load_values(L, f, a, bytes_for(a->length, 16), "views", false) != ARROW_OK)
 		return L->err->code;
 	if (L->variadic >= L->info->n_variadic)
 		return arrow_load_error(L, f, "no variadic buffer count for the field");
@@ -401,7 +411,7 @@ load_views(Loader *L, const ArrowField *f, ArrowArray *a)
 		return ARROW_ERR_NOMEM;
 	for (int64_t i = 0; i < count; i++)
 	{
-		if (read_buffer(L, f, -1, &bufs[i], &lens[i]) != ARROW_OK)
+		if (read_buffer(L, f, -1, false, &bufs[i], &lens[i]) != ARROW_OK)
 			return L->err->code;
 	}
 	a->n_variadic = (int32_t) count;
@@ -517,20 +527,20 @@ arrow_load_array(Loader *L, const ArrowField *f, ArrowArray *a)
 			return ARROW_OK;
 		case ARROW_LAYOUT_BITS:
 			if (load_validity(L, f, a) != ARROW_OK ||
-				load_values(L, f, a, arrow_bitmap_bytes(a->length), "values") != ARROW_OK)
+				load_values(L, f, a, arrow_bitmap_bytes(a->length), "values", true) != ARROW_OK)
 				return L->err->code;
 			return ARROW_OK;
 		case ARROW_LAYOUT_FIXED:
 			/* FIXED_SIZE_BINARY included */
 			if (load_validity(L, f, a) != ARROW_OK ||
 				load_values(L, f, a, bytes_for(a->length, arrow_type_value_width(&f->type)),
-							"values") != ARROW_OK)
+							"values", true) != ARROW_OK)
 				return L->err->code;
 			return ARROW_OK;
 		case ARROW_LAYOUT_VAR:
 			if (load_validity(L, f, a) != ARROW_OK ||
 				load_offsets(L, f, a, large) != ARROW_OK ||
-				read_buffer(L, f, -1, &p, &len) != ARROW_OK)
+				read_buffer(L, f, -1, true, &p, &len) != ARROW_OK)
 				return L->err->code;
 			if (last_offset(a, large) > len)
 				return arrow_load_error(L, f, "last offset %lld is past the data (%lld bytes)",

@@ -45,5 +45,7 @@ extern int	service_run_begin_fd(WarpMsgType type, const void *req, uint32 len,
 								 int pass_fd);
 extern void *service_run_next_any(int fd, uint32 *type, uint32 *len);
 extern void service_run_send(int fd, WarpMsgType type, const void *payload, uint32 len);
+extern WarpAggFile service_file_part(const ArrowEngineFile *ef, uint32 n_batches,
+									 uint32 n_cols);
 
 #endif							/* PG_WARP_ENGINE_H */

@@ -1165,15 +1165,8 @@ gpa_request(GpaState *st)
 	for (int f = 0; st->src && f < st->src->n_files; f++)
 	{
 		const ArrowEngineFile *ef = &st->src->files[f];
-		WarpAggFile wf = {0};
+		WarpAggFile wf = service_file_part(ef, (uint32) ef->n_batches, st->prog->n_cols);
 
-		wf.dev = ef->dev;
-		wf.ino = ef->ino;
-		wf.size = ef->size;
-		wf.mtime_ns = ef->mtime_ns;
-		wf.path_len = (uint32) strlen(ef->path);
-		wf.n_batches = (uint32) ef->n_batches;
-		wf.n_cols = st->prog->n_cols;
 		gpa_put(buf, &wf, sizeof(wf), 8);
 		gpa_put(buf, ef->path, wf.path_len, 1);
 		gpa_put(buf, ef->batches, sizeof(int32) * ef->n_batches, 8);

@@ -754,18 +754,12 @@ gs_request(GsState *st, int64 w0, int64 w1)
 	for (int64 w = w0; w < w1;)
 	{
 		const ArrowEngineFile *ef = &st->src->files[st->work_file[w]];
-		WarpAggFile wf = {0};
+		WarpAggFile wf;
 		int64		e = w;
 
 		while (e < w1 && st->work_file[e] == st->work_file[w])
 			e++;
-		wf.dev = ef->dev;
-		wf.ino = ef->ino;
-		wf.size = ef->size;
-		wf.mtime_ns = ef->mtime_ns;
-		wf.path_len = (uint32) strlen(ef->path);
-		wf.n_batches = (uint32) (e - w);
-		wf.n_cols = st->n_cols;
+		wf = service_file_part(ef, (uint32) (e - w), st->n_cols);
 		gs_put(buf, &wf, sizeof(wf), 8);
 		gs_put(buf, ef->path, wf.path_len, 1);
 		gs_put(buf, &st->work_batch[w], sizeof(int32) * (e - w), 8);

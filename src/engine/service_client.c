@@ -38,6 +38,9 @@
 /* pg_warp.service_timeout: how long one exchange with the service may take */
 int			pg_warp_service_timeout = 10000;
 
+/* pg_warp.map_arrow_files: the service's CPU engine may map Arrow files */
+bool		pg_warp_map_arrow_files = true;
+
 /* an open connection to the service */
 typedef struct ServiceConn
 {
@@ -58,6 +61,32 @@ pg_warp_service_client_init(void)
 							PGC_USERSET,
 							GUC_UNIT_MS,
 							NULL, NULL, NULL);
+	DefineCustomBoolVariable("pg_warp.map_arrow_files",
+							 "Lets the pg_warp service's CPU engine read Arrow files "
+							 "through a mapping of them instead of copying their buffers.",
+							 "Off: every buffer that a query reads is copied from the file.",
+							 &pg_warp_map_arrow_files, true,
+							 PGC_USERSET, 0, NULL, NULL, NULL);
+}
+
+/*
+ * service_file_part: the WarpAggFile of an AGG_RUN or SCAN_RUN for file ef,
+ * n_batches of whose record batches and n_cols chunk columns it reads
+ */
+WarpAggFile
+service_file_part(const ArrowEngineFile *ef, uint32 n_batches, uint32 n_cols)
+{
+	WarpAggFile wf = {0};
+
+	wf.dev = ef->dev;
+	wf.ino = ef->ino;
+	wf.size = ef->size;
+	wf.mtime_ns = ef->mtime_ns;
+	wf.path_len = (uint32) strlen(ef->path);
+	wf.n_batches = n_batches;
+	wf.n_cols = n_cols;
+	wf.flags = pg_warp_map_arrow_files ? WARP_FILE_MAP : 0;
+	return wf;
 }
 
 /* lost: the connection broke in the middle of an exchange */

@@ -302,7 +302,8 @@ open_file(AggTask *t, uint32_t i)
 {
 	AggRunFile *f = &t->run.files[i];
 
-	return svc_input_open(f, t->run.max_buffer_size, &t->fail) &&
+	return svc_input_open(f, t->run.max_buffer_size, t->engine == WARP_ENGINE_CPU,
+						  &t->fail) &&
 		svc_input_check(f, t->run.prog, t->run.prog->n_cols, &t->fail);
 }
 
@@ -469,7 +470,7 @@ worker_main(void *arg)
 		t0 = svc_now_us(CLOCK_MONOTONIC);
 		if (arrow_batch_load(f->file, t->work[i].batch, w->want, &batch, &aerr) != ARROW_OK)
 		{
-			svc_fail_arrow(&t->fail, f->path, &aerr);
+			svc_fail_arrow(&t->fail, f, &aerr);
 			list_batch(t, w->index, NULL);
 			break;
 		}
@@ -570,6 +571,8 @@ run_workers(AggTask *t)
 	}
 	for (uint32_t i = 0; i < started; i++)
 		pthread_join(ws[i].thread, NULL);
+	for (uint32_t i = 0; i < t->run.n_files; i++)
+		svc_input_lost(&t->run.files[i], &t->fail);
 	for (uint32_t i = 0; i < n; i++)
 	{
 		if (ws[i].table && t->fail.werr == 0 && t->xerr.code == XPU_OK && !t->canceled)

@@ -14,7 +14,10 @@
  *	  modification time are the request's, else WARP_ERR_FILE_CHANGED),
  *	  reading its footer through pread, checking its batch numbers and
  *	  fields against the program, and closing it; its batches are loaded
- *	  into buffers that each worker thread reuses (buf_cache.c);
+ *	  into buffers that each worker thread reuses (buf_cache.c), or, for
+ *	  a CPU engine run that the request lets map its files (WARP_FILE_MAP),
+ *	  read in place from a mapping of the file (file_map.c) where loading
+ *	  checks nothing of them;
  *	- which Arrow field a program column (XpuColKind) may read and how many
  *	  bytes its values take (svc_field_fits, with xpu_col_kind_width).
  *
@@ -30,6 +33,7 @@
 #include <unistd.h>
 
 #include "service/buf_cache.h"
+#include "service/file_map.h"
 #include "service/input.h"
 
 /* ---------------------------------------------------------------- failures */
@@ -67,16 +71,24 @@ svc_fail(SvcFailure *f, WarpErrorCode code, const char *fmt, ...)
 	__atomic_store_n(&f->stop, 1, __ATOMIC_RELAXED);
 }
 
-/* svc_fail_arrow: an ArrowError of file path as the run's failure */
+/*
+ * svc_fail_arrow: an ArrowError of reading file f as the run's failure
+ * (WARP_ERR_FILE_CHANGED when a read found the file shorter than the
+ * request's size: it was truncated while the run read it)
+ */
 void
-svc_fail_arrow(SvcFailure *f, const char *path, const ArrowError *err)
+svc_fail_arrow(SvcFailure *fail, const SvcInputFile *f, const ArrowError *err)
 {
 	WarpErrorCode code = err->code == ARROW_ERR_IO ? WARP_ERR_IO :
 		err->code == ARROW_ERR_NOMEM ? WARP_ERR_OUT_OF_MEMORY : WARP_ERR_BAD_FILE;
 
-	svc_fail(f, code, "%s file \"%s\": %s",
-			 code == WARP_ERR_BAD_FILE ? "corrupt or unsupported Arrow" : "could not read",
-			 path, err->message);
+	if (__atomic_load_n(&f->shrank, __ATOMIC_RELAXED))
+		svc_fail(fail, WARP_ERR_FILE_CHANGED, "file \"%s\" changed during scan (it shrank)",
+				 f->path);
+	else
+		svc_fail(fail, code, "%s file \"%s\": %s",
+				 code == WARP_ERR_BAD_FILE ? "corrupt or unsupported Arrow" : "could not read",
+				 f->path, err->message);
 }
 
 /* svc_stopping: should the run's workers stop (canceled, or a failure) */
@@ -165,11 +177,16 @@ svc_input_parse(SvcInputFile *f, uint32_t i, const uint8_t *p, size_t len, size_
 
 /* ---------------------------------------------------------------- files */
 
-/* ArrowSource.read_at over a file descriptor (ctx: its int) */
+/*
+ * ArrowSource.read_at over the file descriptor of an SvcInputFile (ctx);
+ * the end of the file before the request's size marks it shrank
+ */
 static int
 fd_read_at(void *ctx, int64_t offset, void *dst, size_t len, ArrowError *err)
 {
-	int			fd = *(const int *) ctx;
+	SvcInputFile *f = ctx;
+	int			fd = f->fd;
+	struct stat st;
 
 	while (len > 0)
 	{
@@ -177,6 +194,8 @@ fd_read_at(void *ctx, int64_t offset, void *dst, size_t len, ArrowError *err)
 
 		if (n < 0 && errno == EINTR)
 			continue;
+		if (n == 0 && fstat(fd, &st) == 0 && (int64_t) st.st_size < f->wf->size)
+			__atomic_store_n(&f->shrank, 1, __ATOMIC_RELAXED);
 		if (n <= 0)
 			return arrow_set_error(err, n < 0 ? ARROW_ERR_IO : ARROW_ERR_INVALID,
 								   n < 0 ? "read failed: %s" : "unexpected end of file%s",
@@ -191,10 +210,11 @@ fd_read_at(void *ctx, int64_t offset, void *dst, size_t len, ArrowError *err)
 /*
  * svc_input_open: opens parsed file f: a regular file, its identity as
  * the request's, its footer (record batches up to max_buffer_size bytes a
- * buffer).  False with the run's failure set.
+ * buffer); with `map` (and WARP_FILE_MAP in the request), maps it too
+ * when it can.  False with the run's failure set.
  */
 bool
-svc_input_open(SvcInputFile *f, int64_t max_buffer_size, SvcFailure *fail)
+svc_input_open(SvcInputFile *f, int64_t max_buffer_size, bool map, SvcFailure *fail)
 {
 	const WarpAggFile *wf = f->wf;
 	struct stat st;
@@ -216,10 +236,34 @@ svc_input_open(SvcInputFile *f, int64_t max_buffer_size, SvcFailure *fail)
 						"file \"%s\" changed during scan", f->path), false;
 	f->src.read_at = fd_read_at;
 	f->src.size = st.st_size;
-	f->src.ctx = &f->fd;
+	f->src.ctx = f;
 	if (arrow_file_open_source(&f->src, &svc_buffer_allocator, &f->file, &aerr) != ARROW_OK)
-		return svc_fail_arrow(fail, f->path, &aerr), false;
+		return svc_fail_arrow(fail, f, &aerr), false;
 	f->file->max_buffer_size = max_buffer_size;
+	if (map && (wf->flags & WARP_FILE_MAP) &&
+		(f->map = svc_file_map_open(f->fd, (size_t) st.st_size)) != NULL)
+		f->file->map = svc_file_map_bytes(f->map);
+	return true;
+}
+
+/*
+ * svc_input_lost: when reading f's mapping faulted (the file shrank while
+ * the run read it, or a page could not be read), makes that the run's
+ * failure in place of any other (what followed read zeros) and returns
+ * true.  Call it once the run's workers are done.
+ */
+bool
+svc_input_lost(const SvcInputFile *f, SvcFailure *fail)
+{
+	if (!svc_file_map_lost(f->map))
+		return false;
+	pthread_mutex_lock(&fail->lock);
+	fail->werr = WARP_ERR_FILE_CHANGED;
+	snprintf(fail->msg, sizeof(fail->msg),
+			 "file \"%s\" changed during scan (it shrank, or a page of it could not be read)",
+			 f->path);
+	pthread_mutex_unlock(&fail->lock);
+	__atomic_store_n(&fail->stop, 1, __ATOMIC_RELAXED);
 	return true;
 }
 
@@ -268,8 +312,10 @@ svc_input_close(SvcInputFile *f)
 {
 	if (f->file)
 		arrow_file_close(f->file);
+	svc_file_map_close(f->map);	/* after the file: its dictionaries may point into it */
 	if (f->fd >= 0)
 		close(f->fd);
+	f->map = NULL;
 	free(f->path);
 	f->file = NULL;
 	f->fd = -1;

@@ -36,7 +36,9 @@ extern void svc_failure_init(SvcFailure *f);
 extern void svc_failure_destroy(SvcFailure *f);
 extern void svc_fail(SvcFailure *f, WarpErrorCode code, const char *fmt, ...)
 			__attribute__((format(printf, 3, 4)));
-extern void svc_fail_arrow(SvcFailure *f, const char *path, const ArrowError *err);
+struct SvcInputFile;
+extern void svc_fail_arrow(SvcFailure *fail, const struct SvcInputFile *f,
+						   const ArrowError *err);
 extern bool svc_stopping(SvcFailure *f, const volatile int *canceled);
 extern uint32_t svc_failure_reply(const SvcFailure *f, bool canceled, uint8_t *buf);
 extern void svc_add_counter(uint64_t *c, uint64_t v);
@@ -56,6 +58,8 @@ typedef struct SvcInputFile
 	const int32_t *fields;		/* chunk column j -> top-level field */
 	const WarpAggFile *wf;		/* its part of the request */
 	ArrowSource src;			/* what file reads through (fd) */
+	struct SvcFileMap *map;		/* the file mapped (file_map.c), or NULL */
+	int			shrank;			/* atomic: a read found the file shorter */
 } SvcInputFile;
 
 extern const void *svc_take(const uint8_t *p, size_t len, size_t *off, size_t n,
@@ -63,7 +67,9 @@ extern const void *svc_take(const uint8_t *p, size_t len, size_t *off, size_t n,
 extern bool svc_input_parse(SvcInputFile *f, uint32_t i, const uint8_t *p, size_t len,
 							size_t *off, uint32_t n_cols, const char *what,
 							char *msg, size_t msglen);
-extern bool svc_input_open(SvcInputFile *f, int64_t max_buffer_size, SvcFailure *fail);
+extern bool svc_input_open(SvcInputFile *f, int64_t max_buffer_size, bool map,
+						   SvcFailure *fail);
+extern bool svc_input_lost(const SvcInputFile *f, SvcFailure *fail);
 extern bool svc_input_check(const SvcInputFile *f, const XpuProgram *prog, uint32_t n_cols,
 							SvcFailure *fail);
 extern void svc_input_close(SvcInputFile *f);

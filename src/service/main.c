@@ -30,6 +30,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "file_map.h"
 #include "gpu_cache.h"
 #include "gpu_driver.h"
 #include "service.h"
@@ -238,6 +239,10 @@ main(int argc, char **argv)
 		return 1;
 	gpu_open(&gpu, use_gpus);
 	gpu_cache_configure(&gpu, cache_size);
+	/* after the GPUs' driver is loaded, so that the handler is ours */
+	if (!svc_file_map_init())
+		svc_log("WARNING", "could not install the SIGBUS handler (%s): Arrow files are read, never mapped",
+				strerror(errno));
 	rc = server_run(listen_fd, signal_fd, parent, &gpu);
 	server_unlink_socket();
 	gpu_close(&gpu);

@@ -210,7 +210,7 @@ open_file(ScanTask *t, uint32_t i)
 	const ArrowSchema *sc;
 	uint32_t	width;
 
-	if (!svc_input_open(f, t->req->max_buffer_size, &t->fail) ||
+	if (!svc_input_open(f, t->req->max_buffer_size, t->engine == WARP_ENGINE_CPU, &t->fail) ||
 		!svc_input_check(f, t->prog, t->req->n_cols, &t->fail))
 		return false;
 	sc = &f->file->schema;
@@ -470,7 +470,7 @@ scan_one(ScanWorker *w, int64_t i)
 		w->want[f->fields[j]] = true;
 	if (arrow_batch_load(f->file, wk->batch, w->want, &batch, &aerr) != ARROW_OK)
 	{
-		svc_fail_arrow(&t->fail, f->path, &aerr);
+		svc_fail_arrow(&t->fail, f, &aerr);
 		return;
 	}
 	t1 = svc_now_us(CLOCK_MONOTONIC);
@@ -579,6 +579,8 @@ run_workers(ScanTask *t)
 	}
 	for (uint32_t i = 0; i < started; i++)
 		pthread_join(ws[i].thread, NULL);
+	for (uint32_t i = 0; i < t->n_files; i++)
+		svc_input_lost(&t->files[i], &t->fail);
 	for (uint32_t i = 0; i < n; i++)
 	{
 		free(ws[i].workspace);

@@ -268,6 +268,12 @@ typedef struct WarpAggRequest
 
 WARP_STATIC_ASSERT(sizeof(WarpAggRequest) == 32, "WarpAggRequest layout");
 
+/*
+ * WARP_FILE_MAP: the service may read the file through a mapping of it
+ * (pg_warp.map_arrow_files; the CPU engine only) instead of pread
+ */
+#define WARP_FILE_MAP			0x0001
+
 typedef struct WarpAggFile
 {
 	int64_t		dev;
@@ -277,7 +283,7 @@ typedef struct WarpAggFile
 	uint32_t	path_len;
 	uint32_t	n_batches;
 	uint32_t	n_cols;			/* the program's n_cols */
-	uint32_t	pad;
+	uint32_t	flags;			/* WARP_FILE_MAP */
 } WarpAggFile;
 
 WARP_STATIC_ASSERT(sizeof(WarpAggFile) == 48, "WarpAggFile layout");

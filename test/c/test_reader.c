@@ -204,9 +204,12 @@ exercise(const uint8_t *data, size_t len, const ArrowAllocator *alloc,
 	return rc;
 }
 
-/* All rows of a file as JSON lines (malloc'd), or NULL with err set */
+/*
+ * All rows of a file as JSON lines (malloc'd), or NULL with err set; with
+ * `mapped`, data is the file's ArrowFile.map too
+ */
 static char *
-file_rows(const uint8_t *data, size_t len, ArrowError *err)
+file_rows_of(const uint8_t *data, size_t len, bool mapped, ArrowError *err)
 {
 	ArrowSource src;
 	ArrowFile  *file;
@@ -214,6 +217,8 @@ file_rows(const uint8_t *data, size_t len, ArrowError *err)
 
 	if (open_mem(data, len, NULL, &src, &file, err) != ARROW_OK)
 		return NULL;
+	if (mapped)
+		file->map = data;
 	if (arrow_strbuf_append(&buf, "", 0, err) != ARROW_OK)
 		goto fail;
 	for (int32_t b = 0; b < file->n_batches; b++)
@@ -235,6 +240,12 @@ fail:
 	arrow_strbuf_free(&buf);
 	arrow_file_close(file);
 	return NULL;
+}
+
+static char *
+file_rows(const uint8_t *data, size_t len, ArrowError *err)
+{
+	return file_rows_of(data, len, false, err);
 }
 
 static void
@@ -272,6 +283,76 @@ test_seeds(void)
 
 		if (!tap_ok(rc == ARROW_OK, "%s: opens, %d batches load, values print", seeds[i].name, loaded))
 			tap_diag("%s", err.message);
+	}
+}
+
+/* does p point into data[0 .. len) */
+static bool
+points_into(const void *p, const uint8_t *data, size_t len)
+{
+	return (const uint8_t *) p >= data && (const uint8_t *) p < data + len;
+}
+
+/*
+ * ArrowFile.map: every seed's rows are the same with its bytes as the
+ * file's mapping; in an uncompressed file the values and UTF8/BINARY data
+ * point into the mapping, the offsets (which loading checks) never do;
+ * nothing of a compressed one does.
+ */
+static void
+test_mapped(void)
+{
+	for (int i = 0; i < n_seeds; i++)
+	{
+		ArrowError	err;
+		char	   *read = file_rows_of(seeds[i].data, seeds[i].len, false, &err);
+		char	   *mapped = read ? file_rows_of(seeds[i].data, seeds[i].len, true, &err) : NULL;
+
+		if (!tap_ok(read && mapped && strcmp(read, mapped) == 0,
+					"%s: the same rows read and mapped", seeds[i].name))
+			tap_diag("%s", read && mapped ? "rows differ" : err.message);
+		free(read);
+		free(mapped);
+	}
+	for (int k = 0; k < 2; k++)
+	{
+		const char *name = k == 0 ? "seed-strings.file" : "seed-lz4.file";
+		const Seed *s = find_seed(name);
+		ArrowSource src;
+		ArrowFile  *file = NULL;
+		ArrowBatch *batch = NULL;
+		ArrowError	err;
+		int			in_map = 0, offsets_in_map = 0, var = 0;
+
+		if (!tap_ok(s && open_mem(s->data, s->len, NULL, &src, &file, &err) == ARROW_OK &&
+					(file->map = s->data, arrow_batch_load(file, 0, NULL, &batch, &err)) == ARROW_OK,
+					"%s: batch 0 loads mapped", name))
+		{
+			arrow_file_close(file);
+			continue;
+		}
+		for (int32_t c = 0; c < batch->n_columns; c++)
+		{
+			const ArrowArray *a = &batch->columns[c];
+
+			if (a->offsets != NULL)
+			{
+				var++;
+				in_map += points_into(a->data, s->data, s->len);
+				offsets_in_map += points_into(a->offsets, s->data, s->len);
+			}
+			else
+				in_map += points_into(a->values, s->data, s->len);
+		}
+		if (k == 0)
+			tap_ok(var == 4 && in_map == batch->n_columns && offsets_in_map == 0,
+				   "%s: values and data in the mapping (%d of %d), offsets not (%d of %d)",
+				   name, in_map, batch->n_columns, offsets_in_map, var);
+		else
+			tap_ok(var > 0 && in_map == 0 && offsets_in_map == 0,
+				   "%s (compressed): nothing in the mapping (%d)", name, in_map);
+		arrow_batch_free(batch);
+		arrow_file_close(file);
 	}
 }
 
@@ -2051,6 +2132,7 @@ main(void)
 {
 	load_seeds();
 	test_seeds();
+	test_mapped();
 	test_values();
 	test_api();
 	test_json();

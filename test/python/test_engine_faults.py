@@ -99,6 +99,36 @@ def test_service_killed_mid_run(cluster):
     assert r.returncode == 0 and r.stdout.strip() == "5000|12497500", r.stderr
 
 
+@pytest.mark.parametrize("mapped", ["on", "off"])
+def test_file_truncated_mid_run(cluster, data, mapped):
+    """The Arrow file shrinks to a quarter while the service's CPU engine
+    reads it, through a mapping (pg_warp.map_arrow_files, where a read past
+    the new end raises SIGBUS in the service) or through pread: the query
+    fails with "changed during scan", the same service serves the next
+    query (it did not die), and the rows read before are never an answer."""
+    path = os.path.join(data, "shrink_%s.arrow" % mapped)
+    shutil.copyfile(os.path.join(data, "big.arrow"), path)
+    os.chmod(path, 0o644)
+    table = "faults.shrink_" + mapped
+    cluster.sql("CREATE FOREIGN TABLE %s (k int4, v int8, w float8) SERVER arrow_fdw "
+                "OPTIONS (file '%s')" % (table, path))
+    pid = cluster.service_pid()
+    app = "gpa_shrink_" + mapped
+    p = start_slow(cluster, app, SLOW_ON + ("SET pg_warp.map_arrow_files = %s" % mapped,),
+                   SLOW.replace("faults.big", table))
+    in_flight(cluster, app)
+    os.truncate(path, os.path.getsize(path) // 4)
+    out, err = p.communicate(timeout=60)
+    assert p.returncode != 0 and out.strip() == "", out
+    # mapped: the SIGBUS handler's flag (file_map.c); read: pread's end of file
+    why = "(it shrank, or a page of it could not be read)" if mapped == "on" else "(it shrank)"
+    assert "55000" in err and 'file "%s" changed during scan %s' % (path, why) in err, err
+    assert cluster.service_pid() == pid, "the service died"
+    r = cluster.run("SELECT count(*), sum(v) FROM faults.small", settings=ON)
+    assert r.returncode == 0 and r.stdout.strip() == "5000|12497500", r.stderr
+    cluster.sql("DROP FOREIGN TABLE " + table)
+
+
 def service_rss_kb(cluster):
     with open("/proc/%d/status" % cluster.service_pid()) as f:
         return int(re.search(r"VmRSS:\s+(\d+)", f.read()).group(1))

@@ -36,8 +36,14 @@ def edge():
          % (COLS, path))
     create_run_function("engt", ENGINE + (("pg_warp.enable_gpupreagg", "off"),))
     create_run_function("engt_agg", ENGINE)
+    # the same runs with the file's buffers copied instead of mapped (on by default)
+    psql("CREATE SCHEMA engt_copy; CREATE SCHEMA engt_agg_copy")
+    create_run_function("engt_copy", ENGINE + (("pg_warp.enable_gpupreagg", "off"),
+                                               ("pg_warp.map_arrow_files", "off")))
+    create_run_function("engt_agg_copy", ENGINE + (("pg_warp.map_arrow_files", "off"),))
     yield
-    psql("DROP SCHEMA IF EXISTS engt CASCADE; DROP SCHEMA IF EXISTS engt_agg CASCADE")
+    psql("DROP SCHEMA IF EXISTS engt CASCADE; DROP SCHEMA IF EXISTS engt_agg CASCADE; "
+         "DROP SCHEMA IF EXISTS engt_copy CASCADE; DROP SCHEMA IF EXISTS engt_agg_copy CASCADE")
     shutil.rmtree(d, ignore_errors=True)
 
 
@@ -48,9 +54,11 @@ def plan(sql, agg=False):
     return psql(sets + "EXPLAIN (COSTS OFF) " + sql)
 
 
-def test_gpuscan_equal_postgresql():
-    """Each added form as a GpuScan qual: rows or error as PostgreSQL's."""
-    res = compare_queries("engt", ["SELECT string_agg(id::text, ',' ORDER BY id) FROM engt.edge "
+@pytest.mark.parametrize("schema", ["engt", "engt_copy"])
+def test_gpuscan_equal_postgresql(schema):
+    """Each added form as a GpuScan qual: rows or error as PostgreSQL's
+    (the file mapped by the service, and read into its own buffers)."""
+    res = compare_queries(schema, ["SELECT string_agg(id::text, ',' ORDER BY id) FROM engt.edge "
                                    "WHERE " + c for c in CLAUSES_TYPES])
     bad = unequal(res)
     assert not bad, "\n".join(bad)
@@ -85,13 +93,15 @@ GROUPINGS = [
 ]
 
 
-def test_gpupreagg_equal_postgresql():
+@pytest.mark.parametrize("schema", ["engt_agg", "engt_agg_copy"])
+def test_gpupreagg_equal_postgresql(schema):
     """Keys, aggregate arguments and filters of the added forms in
     GpuPreAgg: groups as PostgreSQL's, fallbacks (infinities that extract()
-    returns as numeric) and errors included."""
+    returns as numeric) and errors included (the file mapped by the service,
+    and read into its own buffers)."""
     queries = ["SELECT string_agg(s::text, ';' ORDER BY s::text) FROM (SELECT %s AS k, %s "
                "FROM engt.edge WHERE %s GROUP BY 1) s" % g for g in GROUPINGS]
-    bad = unequal(compare_queries("engt_agg", queries))
+    bad = unequal(compare_queries(schema, queries))
     assert not bad, "\n".join(bad)
     for key, aggs, where in GROUPINGS[:4]:
         p = plan("SELECT %s, %s FROM engt.edge WHERE %s GROUP BY 1" % (key, aggs, where), True)
