@@ -14,8 +14,15 @@
  * hashes; no key is hashed twice.
  *
  * An update works on a whole XpuResult: first every passing row finds its
- * group (key encoded into a scratch buffer, hashed 8 bytes at a time,
- * probed), then each aggregate runs one tight loop over the rows.  A
+ * group, then each aggregate runs one tight loop over the rows.  A row's
+ * key is not encoded to be found: a block of rows at a time, each key
+ * column gives every row a fixed-size print of its value (KeyPrint) and
+ * adds it to the row's hash, texts sorted into classes by length first so
+ * that no branch depends on a row's length; the probe then compares the
+ * prints with those each group keeps (the bytes of texts longer than 16
+ * where the prints agree).  Only a new group's key bytes are encoded.  A
+ * group folded in from key bytes (merge, fold) is hashed and printed from
+ * them, with the same results (hash_encoded, print_encoded).  A
  * table without keys has exactly one group from its creation (the one row
  * of a query without GROUP BY, even over no rows) and skips the lookup.
  *
@@ -65,14 +72,42 @@ struct XpuAggTable
 	size_t		hll_bytes;
 	size_t		hll_max;
 
-	/* scratch of an update: a row's key, and each row's group */
+	/* each group's key prints (KeyPrint), n_keys a group */
+	struct KeyPrint *gprint;	/* [gcap * n_keys] */
+
+	/* scratch of an update: a row's key, a block's key prints, each row's group */
+	struct KeyPrint *rprint;	/* [KEY_BLOCK * n_keys] */
 	uint8_t    *kbuf;
 	size_t		kbuf_cap;
 	int64_t    *rowgroup;
 	int64_t		rowgroup_cap;
 };
 
+/*
+ * KeyPrint: one key value in fixed size, so that a row's key is compared
+ * with a group's without a loop over bytes or a branch per length: tag
+ * KEY_TAG_NULL for NULL, a text's length, else 0; w0 and w1 the value's
+ * words (a text of up to 8 bytes its zero-padded word and 0, a longer one
+ * its first and last 8 bytes; numeric its halves; other types their
+ * canonical word and 0).  Values of up to 16 bytes are equal when their
+ * prints are; longer texts when their bytes are too.  print_rows makes
+ * them from a block's rows, print_encoded from key bytes.
+ */
+typedef struct KeyPrint
+{
+	uint64_t	w0;
+	uint64_t	w1;
+	uint32_t	tag;
+	uint32_t	pad;
+} KeyPrint;
+
+#define KEY_TAG_NULL	UINT32_MAX
+#define KEY_TAG_BAD		(UINT32_MAX - 1)	/* key bytes of no key of the table */
+
 static int	kbuf_reserve(XpuAggTable *t, size_t need, XpuError *err);
+static uint64_t hash_encoded(const XpuAggTable *t, const uint8_t *key, uint32_t len);
+static void print_encoded(const XpuAggTable *t, const uint8_t *key, uint32_t len,
+						  KeyPrint *out);
 
 /* ---------------------------------------------------------------- HLL sets */
 
@@ -380,6 +415,9 @@ groups_reserve(XpuAggTable *t, XpuError *err)
 	if ((p = realloc(t->states, cap * (t->n_aggs ? t->n_aggs : 1) * sizeof(XpuAggState))) == NULL)
 		return OOM(err), 0;
 	t->states = p;
+	if ((p = realloc(t->gprint, cap * (t->n_keys ? t->n_keys : 1) * sizeof(KeyPrint))) == NULL)
+		return OOM(err), 0;
+	t->gprint = p;
 	t->gcap = cap;
 	return 1;
 }
@@ -408,9 +446,13 @@ slots_grow(XpuAggTable *t, XpuError *err)
 	return 1;
 }
 
-/* appends a group of key bytes key[len] with hash h; returns it or -1 */
+/*
+ * appends a group of key bytes key[len] with hash h and key prints print
+ * (NULL: made from the bytes); returns it or -1
+ */
 static int64_t
-group_add(XpuAggTable *t, const uint8_t *key, uint32_t len, uint64_t h, XpuError *err)
+group_add(XpuAggTable *t, const uint8_t *key, uint32_t len, uint64_t h,
+		  const KeyPrint *print, XpuError *err)
 {
 	int64_t		g = t->ngroups;
 	int			a;
@@ -435,6 +477,10 @@ group_add(XpuAggTable *t, const uint8_t *key, uint32_t len, uint64_t h, XpuError
 	t->klen[g] = len;
 	t->keys_len += len;
 	t->ghash[g] = h;
+	if (print != NULL)
+		memcpy(t->gprint + g * t->n_keys, print, t->n_keys * sizeof(KeyPrint));
+	else
+		print_encoded(t, key, len, t->gprint + g * t->n_keys);
 	for (a = 0; a < t->n_aggs; a++)
 		xpu_agg_init(&t->states[g * t->n_aggs + a], t->aggs[a].kind);
 	t->ngroups++;
@@ -472,8 +518,49 @@ keys_equal(const uint8_t *a, const uint8_t *b, uint32_t len)
 }
 
 /*
- * group_find: the group of key bytes key[len] with hash h, added when it is
- * new; -1 (err set) when memory runs out.
+ * group_insert: a new group of key bytes key[len] with hash h and key
+ * prints print (NULL: made from the bytes), listed in empty slot i (the end
+ * of its probe); -1 (err set) when memory runs out
+ */
+static int64_t
+group_insert(XpuAggTable *t, uint64_t i, const uint8_t *key, uint32_t len, uint64_t h,
+			 const KeyPrint *print, XpuError *err)
+{
+	int64_t		g;
+
+	if ((g = group_add(t, key, len, h, print, err)) < 0)
+		return -1;
+	t->slots[i] = (h & ~(uint64_t) UINT32_MAX) | (uint64_t) (g + 1);
+	if ((uint64_t) t->ngroups * 2 > t->mask + 1 && !slots_grow(t, err))
+		return -1;
+	return g;
+}
+
+/*
+ * probe_next: the next group on the probe for hash h from slot *i whose
+ * slot holds h's upper 32 bits (*i then the slot after it), or -1 at the
+ * empty slot that ends the probe (*i that slot, where a new group goes)
+ */
+static inline int64_t
+probe_next(const XpuAggTable *t, uint64_t *i, uint64_t h)
+{
+	uint64_t	tag = h & ~(uint64_t) UINT32_MAX;
+
+	for (;;)
+	{
+		uint64_t	s = t->slots[*i];
+
+		if (s == 0)
+			return -1;
+		*i = (*i + 1) & t->mask;
+		if ((s & ~(uint64_t) UINT32_MAX) == tag)
+			return (int64_t) (s & UINT32_MAX) - 1;
+	}
+}
+
+/*
+ * group_find: the group of key bytes key[len] with hash h (hash_encoded),
+ * added when it is new; -1 (err set) when memory runs out.
  */
 #ifdef __GNUC__
 __attribute__((always_inline))
@@ -481,30 +568,13 @@ __attribute__((always_inline))
 static inline int64_t
 group_find(XpuAggTable *t, const uint8_t *key, uint32_t len, uint64_t h, XpuError *err)
 {
-	uint64_t	tag = h & ~(uint64_t) UINT32_MAX;
 	uint64_t	i = h & t->mask;
 	int64_t		g;
 
-	for (;;)
-	{
-		uint64_t	s = t->slots[i];
-
-		if (s == 0)
-			break;
-		if ((s & ~(uint64_t) UINT32_MAX) == tag)
-		{
-			g = (int64_t) (s & UINT32_MAX) - 1;
-			if (t->klen[g] == len && keys_equal(t->keys + t->koff[g], key, len))
-				return g;
-		}
-		i = (i + 1) & t->mask;
-	}
-	if ((g = group_add(t, key, len, h, err)) < 0)
-		return -1;
-	t->slots[i] = tag | (uint64_t) (g + 1);
-	if ((uint64_t) t->ngroups * 2 > t->mask + 1 && !slots_grow(t, err))
-		return -1;
-	return g;
+	while ((g = probe_next(t, &i, h)) >= 0)
+		if (t->klen[g] == len && keys_equal(t->keys + t->koff[g], key, len))
+			return g;
+	return group_insert(t, i, key, len, h, NULL, err);
 }
 
 /* ---------------------------------------------------------------- the API */
@@ -574,8 +644,14 @@ xpu_agg_table_create(const XpuProgram *prog, const XpuAggSpec *spec, XpuError *e
 		t->arg_types[i] = spec->aggs[i].kind == XPU_AGG_COUNT_STAR ? XPU_T_NONE :
 			(uint8_t) out_type(prog, spec->aggs[i].out);
 	}
+	if (t->n_keys > 0 &&
+		(t->rprint = malloc(KEY_BLOCK * t->n_keys * sizeof(KeyPrint))) == NULL)
+	{
+		xpu_agg_table_free(t);
+		return OOM(err), NULL;
+	}
 	if (!slots_grow(t, err) || !kbuf_reserve(t, XPU_AGG_MAX_KEYS * 17, err) ||
-		(t->n_keys == 0 && group_find(t, NULL, 0, xpu_agg_hash(NULL, 0), err) < 0))
+		(t->n_keys == 0 && group_find(t, NULL, 0, hash_encoded(t, NULL, 0), err) < 0))
 	{
 		xpu_agg_table_free(t);
 		return NULL;
@@ -605,34 +681,363 @@ xpu_agg_table_free(XpuAggTable *t)
 	free(t->keys);
 	free(t->slots);
 	free(t->kbuf);
+	free(t->gprint);
+	free(t->rprint);
 	free(t->rowgroup);
 	free(t);
 }
 
 /*
- * hash_key: xpu_agg_hash of the len key bytes at k, which have at least 8
- * bytes of room after them (in t->kbuf): the tail is one masked load (the
- * same value xpu_agg_hash computes byte-wise).
+ * The hash of a group key.  Each key value adds words to an
+ * xpu_agg_hash_step chain (xpu_agg_ops.h): a NULL one word; a text its
+ * length, then its bytes (up to 8 bytes: one word, zero-padded; more: the
+ * words at 0, 8, ... that end before its last byte, then the last 8 bytes);
+ * a numeric its two halves; any other type its canonical 8 bytes (floats
+ * canonical: xpu_agg_key_value_put).  row_hash computes it from a row's
+ * values, hash_encoded from key bytes (xpu_agg.h), so that a group folded
+ * in from outside (merge, fold) meets the rows of the same key.  No load
+ * reaches past a value's bytes.
  */
-static inline uint64_t
-hash_key(const uint8_t *k, uint32_t len)
-{
-	uint64_t	h = xpu_agg_hash_start(len);
-	uint64_t	w;
-	uint32_t	i = 0;
+#define KEY_NULL_WORD	UINT64_C(0x8F1BBCDCCA62C1D6)
+#define KEY_TEXT_WORD	UINT64_C(0x6ED9EBA1)
 
-	for (; i + 8 <= len; i += 8)
+/* the len (<= 8) bytes at p as a zero-padded little-endian word */
+static inline uint64_t
+text_word(const uint8_t *p, uint32_t len)
+{
+	uint32_t	lo, hi;
+	uint64_t	w;
+
+	if (len >= 8)
 	{
-		memcpy(&w, k + i, 8);
+		memcpy(&w, p, 8);
+		return w;
+	}
+	if (len >= 4)
+	{
+		memcpy(&lo, p, 4);
+		memcpy(&hi, p + len - 4, 4);
+		return lo | (uint64_t) hi << (8 * (len - 4));
+	}
+	if (len == 0)
+		return 0;
+	return p[0] | (uint64_t) p[len / 2] << (8 * (len / 2)) | (uint64_t) p[len - 1] << (8 * (len - 1));
+}
+
+/* h with the len bytes of a text at p added */
+static inline uint64_t
+text_hash_step(uint64_t h, const uint8_t *p, uint32_t len)
+{
+	uint64_t	w;
+	uint32_t	i;
+
+	h = xpu_agg_hash_step(h, (uint64_t) len << 32 | KEY_TEXT_WORD);
+	if (len <= 8)
+		return xpu_agg_hash_step(h, text_word(p, len));
+	for (i = 0; i + 8 < len; i += 8)
+	{
+		memcpy(&w, p + i, 8);
 		h = xpu_agg_hash_step(h, w);
 	}
-	if (i < len)
+	memcpy(&w, p + len - 8, 8);
+	return xpu_agg_hash_step(h, w);
+}
+
+/* the canonical 8 bytes of a non-NULL key value of an 8-byte form */
+static inline uint64_t
+key_word(int type, const XpuValue *v)
+{
+	double		d;
+	uint64_t	w;
+
+	if (type != XPU_T_FLOAT4 && type != XPU_T_FLOAT8)
+		return (uint64_t) v->i;
+	d = xpu_agg_canon_f8(xpu_agg_as_f8(v, type));
+	memcpy(&w, &d, 8);
+	return w;
+}
+
+/*
+ * hash_encoded: the key hash of key bytes key[len] of t's key types; bytes
+ * that are not a key of those types (never made by the engine) still hash,
+ * to something no row's key gives
+ */
+static uint64_t
+hash_encoded(const XpuAggTable *t, const uint8_t *key, uint32_t len)
+{
+	uint64_t	h = xpu_agg_hash_start(0), w, w2;
+	uint32_t	pos = 0, tl;
+
+	for (int k = 0; k < t->n_keys; k++)
 	{
-		memcpy(&w, k + i, 8);
-		w &= ~UINT64_C(0) >> (64 - 8 * (len - i));
-		h = xpu_agg_hash_step(h, w);
+		int			type = t->key_types[k];
+
+		if (pos >= len)
+			return xpu_agg_hash_end(h ^ 1);
+		if (key[pos] == 0)
+		{
+			h = xpu_agg_hash_step(h, KEY_NULL_WORD);
+			pos++;
+			continue;
+		}
+		pos++;
+		if (type == XPU_T_TEXT)
+		{
+			if (len - pos < 4)
+				return xpu_agg_hash_end(h ^ 1);
+			memcpy(&tl, key + pos, 4);
+			pos += 4;
+			if (tl > len - pos)
+				return xpu_agg_hash_end(h ^ 1);
+			h = text_hash_step(h, key + pos, tl);
+			pos += tl;
+		}
+		else if (type == XPU_T_NUMERIC)
+		{
+			if (len - pos < 16)
+				return xpu_agg_hash_end(h ^ 1);
+			memcpy(&w, key + pos, 8);
+			memcpy(&w2, key + pos + 8, 8);
+			h = xpu_agg_hash_step(xpu_agg_hash_step(h, w), w2);
+			pos += 16;
+		}
+		else
+		{
+			if (len - pos < 8)
+				return xpu_agg_hash_end(h ^ 1);
+			memcpy(&w, key + pos, 8);
+			h = xpu_agg_hash_step(h, w);
+			pos += 8;
+		}
 	}
-	return xpu_agg_hash_end(h);
+	return xpu_agg_hash_end(pos == len ? h : h ^ 1);
+}
+
+/*
+ * the prints of key bytes key[len] (made by encode_row) into out[n_keys];
+ * bytes that are no key of the table get a print that no row's key has
+ */
+static void
+print_encoded(const XpuAggTable *t, const uint8_t *key, uint32_t len, KeyPrint *out)
+{
+	uint32_t	pos = 0, tl;
+	int			k;
+
+	memset(out, 0, t->n_keys * sizeof(KeyPrint));
+	for (k = 0; k < t->n_keys; k++)
+	{
+		int			type = t->key_types[k];
+		uint32_t	need = type == XPU_T_TEXT ? 4 : type == XPU_T_NUMERIC ? 16 : 8;
+
+		if (pos >= len)
+			break;
+		if (key[pos++] == 0)
+		{
+			out[k].tag = KEY_TAG_NULL;
+			continue;
+		}
+		if (len - pos < need)
+			break;
+		if (type != XPU_T_TEXT)
+		{
+			memcpy(&out[k].w0, key + pos, 8);
+			if (type == XPU_T_NUMERIC)
+				memcpy(&out[k].w1, key + pos + 8, 8);
+			pos += need;
+			continue;
+		}
+		memcpy(&tl, key + pos, 4);
+		pos += 4;
+		if (tl > len - pos)
+			break;
+		out[k].tag = tl;
+		if (tl <= 8)
+			out[k].w0 = text_word(key + pos, tl);
+		else
+		{
+			memcpy(&out[k].w0, key + pos, 8);
+			memcpy(&out[k].w1, key + pos + tl - 8, 8);
+		}
+		pos += tl;
+	}
+	if (k < t->n_keys || pos != len)
+		out[0].tag = KEY_TAG_BAD;
+}
+
+/*
+ * print_text_rows: the prints of text key column v/nl for the n rows
+ * rows[] of a block into rp[j * nk] and their words into the hashes h[],
+ * long[j] set where a text is longer than 16 bytes.  The rows are first
+ * sorted into classes by length (no branch: the class is a sum of
+ * comparisons), then each class runs its own loop, so that no branch
+ * depends on a row's length (texts of random lengths would mispredict).
+ */
+static void
+print_text_rows(const XpuValue *v, const uint8_t *nl, const int64_t *rows, int n, int nk,
+				KeyPrint *rp, uint64_t *h, uint8_t *lng)
+{
+	uint8_t		cls[KEY_BLOCK];
+	uint16_t	idx[KEY_BLOCK];
+	unsigned	present = 0;
+	int			c, i, j, cnt;
+
+	for (j = 0; j < n; j++)
+	{
+		uint32_t	len = (uint32_t) v[rows[j]].t.len;
+
+		c = (len > 0) + (len >= 4) + (len >= 8) + (len > 8) + (len > 16);
+		cls[j] = (uint8_t) (nl[rows[j]] ? 6 : c);
+		present |= 1u << cls[j];
+	}
+	for (c = 0; c < 7; c++)
+	{
+		if (!(present & (1u << c)))
+			continue;
+		/* the rows of class c, in order: a count kept in a register */
+		for (j = 0, cnt = 0; j < n; j++)
+		{
+			idx[cnt] = (uint16_t) j;
+			cnt += cls[j] == c;
+		}
+		for (i = 0; i < cnt; i++)
+		{
+			KeyPrint   *p;
+			const uint8_t *s;
+			uint32_t	len, lo, hi;
+			uint64_t	w0 = 0, w1 = 0;
+
+			j = idx[i];
+			p = &rp[j * nk];
+			if (c == 6)
+			{
+				p->tag = KEY_TAG_NULL;
+				p->w0 = p->w1 = 0;
+				h[j] = xpu_agg_hash_step(h[j], KEY_NULL_WORD);
+				continue;
+			}
+			s = (const uint8_t *) v[rows[j]].t.p;
+			len = (uint32_t) v[rows[j]].t.len;
+			switch (c)
+			{
+				case 1:
+					w0 = s[0] | (uint64_t) s[len / 2] << (8 * (len / 2)) |
+						(uint64_t) s[len - 1] << (8 * (len - 1));
+					break;
+				case 2:
+					memcpy(&lo, s, 4);
+					memcpy(&hi, s + len - 4, 4);
+					w0 = lo | (uint64_t) hi << (8 * (len - 4));
+					break;
+				case 3:
+					memcpy(&w0, s, 8);
+					break;
+				case 4:
+				case 5:
+					memcpy(&w0, s, 8);
+					memcpy(&w1, s + len - 8, 8);
+					break;
+			}
+			p->tag = len;
+			p->w0 = w0;
+			p->w1 = w1;
+			if (c == 5)
+			{
+				h[j] = text_hash_step(h[j], s, len);
+				lng[j] = 1;
+				continue;
+			}
+			h[j] = xpu_agg_hash_step(xpu_agg_hash_step(h[j], (uint64_t) len << 32 | KEY_TEXT_WORD),
+									 w0);
+			if (c == 4)
+				h[j] = xpu_agg_hash_step(h[j], w1);
+		}
+	}
+}
+
+/*
+ * print_rows: the key prints of the n rows rows[] of res into t->rprint
+ * (row j's at j * n_keys) and their key hashes into h[] (hash_encoded's
+ * value for their key bytes), a key column at a time; long[j] set where
+ * row j has a text key longer than 16 bytes
+ */
+static void
+print_rows(XpuAggTable *t, const XpuResult *res, const int64_t *rows, int n, uint64_t *h,
+		   uint8_t *lng)
+{
+	const int	nk = t->n_keys;
+	int			j;
+
+	for (j = 0; j < n; j++)
+	{
+		h[j] = xpu_agg_hash_start(0);
+		lng[j] = 0;
+	}
+	for (int k = 0; k < nk; k++)
+	{
+		int			type = t->key_types[k];
+		const XpuValue *v = res->values + t->key_outs[k] * res->nrows;
+		const uint8_t *nl = res->nulls + t->key_outs[k] * res->nrows;
+		KeyPrint   *rp = t->rprint + k;
+
+		if (type == XPU_T_TEXT)
+		{
+			print_text_rows(v, nl, rows, n, nk, rp, h, lng);
+			continue;
+		}
+		for (j = 0; j < n; j++)
+		{
+			KeyPrint   *p = &rp[j * nk];
+			int64_t		r = rows[j];
+
+			p->tag = nl[r] ? KEY_TAG_NULL : 0;
+			p->w0 = p->w1 = 0;
+			if (nl[r])
+				h[j] = xpu_agg_hash_step(h[j], KEY_NULL_WORD);
+			else if (type == XPU_T_NUMERIC)
+			{
+				memcpy(&p->w0, &v[r].n, 16);
+				h[j] = xpu_agg_hash_step(xpu_agg_hash_step(h[j], p->w0), p->w1);
+			}
+			else
+			{
+				p->w0 = key_word(type, &v[r]);
+				h[j] = xpu_agg_hash_step(h[j], p->w0);
+			}
+		}
+	}
+	for (j = 0; j < n; j++)
+		h[j] = xpu_agg_hash_end(h[j]);
+}
+
+/*
+ * long_texts_equal: are the text keys longer than 16 bytes of group g
+ * byte for byte those of row r of res (their prints are equal already)
+ */
+static int
+long_texts_equal(const XpuAggTable *t, int64_t g, const XpuResult *res, int64_t r)
+{
+	const uint8_t *key = t->keys + t->koff[g];
+	uint32_t	pos = 0, tl;
+
+	for (int k = 0; k < t->n_keys; k++)
+	{
+		int			type = t->key_types[k];
+
+		if (key[pos++] == 0)
+			continue;
+		if (type != XPU_T_TEXT)
+		{
+			pos += type == XPU_T_NUMERIC ? 16 : 8;
+			continue;
+		}
+		memcpy(&tl, key + pos, 4);
+		pos += 4;
+		if (tl > 16 &&
+			!keys_equal(key + pos, (const uint8_t *) res->values[t->key_outs[k] * res->nrows + r].t.p, tl))
+			return 0;
+		pos += tl;
+	}
+	return 1;
 }
 
 /* makes t->kbuf hold at least need bytes (keeping its first len) */
@@ -654,87 +1059,31 @@ kbuf_reserve(XpuAggTable *t, size_t need, XpuError *err)
 }
 
 /*
- * copy_text: len bytes from src to dst, a word at a time; the last word
- * copied overlaps the one before, so nothing past either end is touched
+ * encode_row: the key bytes of row `row` of res (xpu_agg.h) into t->kbuf,
+ * grown to hold them; their length, 0 when memory ran out.  Only a new
+ * group's key is encoded.
  */
-static inline void
-copy_text(uint8_t *dst, const char *src, int32_t len)
+static uint32_t
+encode_row(XpuAggTable *t, const XpuResult *res, int64_t row, XpuError *err)
 {
-	uint64_t	w;
-	uint32_t	h, l;
-	int32_t		i = 0;
-
-	if (len >= 8)
-	{
-		for (; i + 8 < len; i += 8)
-		{
-			memcpy(&w, src + i, 8);
-			memcpy(dst + i, &w, 8);
-		}
-		memcpy(&w, src + len - 8, 8);
-		memcpy(dst + len - 8, &w, 8);
-	}
-	else if (len >= 4)
-	{
-		memcpy(&h, src, 4);
-		memcpy(&l, src + len - 4, 4);
-		memcpy(dst, &h, 4);
-		memcpy(dst + len - 4, &l, 4);
-	}
-	else
-		for (; i < len; i++)
-			dst[i] = (uint8_t) src[i];
-}
-
-/*
- * encode_row: the key bytes of row `row` of res into t->kbuf at offset pos
- * (growing it: there are always 8 bytes of room after them); their length,
- * 0 when memory ran out.
- */
-static inline uint32_t
-encode_row(XpuAggTable *t, const XpuResult *res, int64_t row, size_t pos, XpuError *err)
-{
-	const int	n_keys = t->n_keys;
-	uint8_t    *kb;
+	size_t		need = 0;
 	uint32_t	len = 0;
 	int			k;
 
-	if (pos + (size_t) n_keys * 17 + 8 > t->kbuf_cap &&
-		!kbuf_reserve(t, pos + (size_t) n_keys * 17, err))
-		return 0;
-	kb = t->kbuf + pos;
-
-	for (k = 0; k < n_keys; k++)
+	for (k = 0; k < t->n_keys; k++)
 	{
 		int64_t		o = t->key_outs[k] * res->nrows + row;
-		const XpuValue *v = &res->values[o];
-		int			type = t->key_types[k];
 
-		if (res->nulls[o])
-			kb[len++] = 0;
-		else if (xpu_agg_intlike(type))
-		{
-			kb[len] = 1;
-			memcpy(kb + len + 1, &v->i, 8);
-			len += 9;
-		}
-		else if (type == XPU_T_TEXT)
-		{
-			int32_t		tl = v->t.len;
+		need += xpu_agg_key_value_len(t->key_types[k], &res->values[o], res->nulls[o]);
+	}
+	if (!kbuf_reserve(t, need, err))
+		return 0;
+	for (k = 0; k < t->n_keys; k++)
+	{
+		int64_t		o = t->key_outs[k] * res->nrows + row;
 
-			if (pos + len + 5 + tl + (n_keys - k) * 17 + 8 > t->kbuf_cap)
-			{
-				if (!kbuf_reserve(t, pos + len + 5 + tl + (n_keys - k) * 17, err))
-					return 0;
-				kb = t->kbuf + pos;
-			}
-			kb[len] = 1;
-			memcpy(kb + len + 1, &tl, 4);
-			copy_text(kb + len + 5, v->t.p, tl);
-			len += 5 + (uint32_t) tl;
-		}
-		else
-			len += xpu_agg_key_value_put(kb + len, type, v, 0);
+		len += xpu_agg_key_value_put(t->kbuf + len, t->key_types[k], &res->values[o],
+									 res->nulls[o]);
 	}
 	return len;
 }
@@ -856,43 +1205,66 @@ update_rows(XpuAggTable *t, int a, const XpuResult *res)
 }
 
 /*
+ * row_group: the group of row r of res, whose key prints are rp and key
+ * hash h (print_rows; lng: a text key is longer than 16 bytes), added when
+ * it is new; -1 (err set) when memory runs out.  The prints are compared
+ * with each candidate group's, the bytes of long texts where they are;
+ * only a new group's key is encoded (into t->kbuf).
+ */
+static inline int64_t
+row_group(XpuAggTable *t, const XpuResult *res, int64_t r, const KeyPrint *rp, uint64_t h,
+		  int lng, XpuError *err)
+{
+	const int	nk = t->n_keys;
+	uint64_t	i = h & t->mask;
+	int64_t		g;
+	uint32_t	len;
+
+	while ((g = probe_next(t, &i, h)) >= 0)
+	{
+		const KeyPrint *gp = t->gprint + g * nk;
+		int			eq = 1;
+
+		for (int k = 0; k < nk; k++)
+			eq &= (gp[k].tag == rp[k].tag) & (gp[k].w0 == rp[k].w0) & (gp[k].w1 == rp[k].w1);
+		if (eq && (!lng || long_texts_equal(t, g, res, r)))
+			return g;
+	}
+	if ((len = encode_row(t, res, r, err)) == 0)
+		return -1;
+	return group_insert(t, i, t->kbuf, len, h, rp, err);
+}
+
+/*
  * find_groups: t->rowgroup[r] = the group of row r of res (added when new),
  * -1 for a row that did not pass; 0 (err set) when memory runs out.  A
- * block of rows at a time: their keys encoded one after the other into
- * t->kbuf, then hashed, then looked up, so that no key is read back while
- * its bytes are still being stored.
+ * block of rows at a time: the passing rows' key prints and hashes first,
+ * a key column at a time, then each row's lookup.
  */
 static int
 find_groups(XpuAggTable *t, const XpuResult *res, XpuError *err)
 {
 	int64_t		n = res->nrows;
 	int64_t		krow[KEY_BLOCK];
-	size_t		kpos[KEY_BLOCK];
-	uint32_t	klen[KEY_BLOCK];
 	uint64_t	kh[KEY_BLOCK];
+	uint8_t		lng[KEY_BLOCK];
 
 	for (int64_t r0 = 0; r0 < n; r0 += KEY_BLOCK)
 	{
 		int64_t		end = n - r0 < KEY_BLOCK ? n : r0 + KEY_BLOCK;
-		size_t		pos = 0;
 		int			m = 0, j;
 
 		for (int64_t r = r0; r < end; r++)
 		{
 			t->rowgroup[r] = -1;
-			if (res->mask && !res->mask[r])
-				continue;
-			if ((klen[m] = encode_row(t, res, r, pos, err)) == 0)
-				return 0;
-			krow[m] = r;
-			kpos[m] = pos;
-			pos += klen[m++];
+			if (!res->mask || res->mask[r])
+				krow[m++] = r;
 		}
-		for (j = 0; j < m; j++)
-			kh[j] = hash_key(t->kbuf + kpos[j], klen[j]);
+		print_rows(t, res, krow, m, kh, lng);
 		for (j = 0; j < m; j++)
 		{
-			int64_t		g = group_find(t, t->kbuf + kpos[j], klen[j], kh[j], err);
+			int64_t		g = row_group(t, res, krow[j], t->rprint + j * t->n_keys, kh[j],
+									  lng[j], err);
 
 			if (g < 0)
 				return 0;
@@ -999,7 +1371,7 @@ int
 xpu_agg_table_fold_group(XpuAggTable *t, const uint8_t *key, uint32_t key_len,
 						 const XpuAggState *states, XpuError *err)
 {
-	int64_t		g = group_find(t, key, key_len, xpu_agg_hash(key, key_len), err);
+	int64_t		g = group_find(t, key, key_len, hash_encoded(t, key, key_len), err);
 
 	return g >= 0 && combine_group(t, g, states, err);
 }
@@ -1018,7 +1390,7 @@ xpu_agg_table_fold_hll(XpuAggTable *t, const uint8_t *key, uint32_t key_len, int
 	if (len == 0)
 		return 1;
 	p = t->aggs[a].param;
-	g = group_find(t, key, key_len, xpu_agg_hash(key, key_len), err);
+	g = group_find(t, key, key_len, hash_encoded(t, key, key_len), err);
 	if (g < 0 || (h = hll_set_of(t, &t->states[g * t->n_aggs + a], p, err)) == NULL)
 		return 0;
 	if (!dense)
@@ -1073,7 +1445,9 @@ xpu_agg_table_memory(const XpuAggTable *t)
 {
 	return sizeof(XpuAggTable) +
 		(size_t) t->gcap * (sizeof(uint64_t) + sizeof(int64_t) + sizeof(uint32_t) +
-							(size_t) t->n_aggs * sizeof(XpuAggState)) +
+							(size_t) t->n_aggs * sizeof(XpuAggState) +
+							(size_t) t->n_keys * sizeof(KeyPrint)) +
+		(t->rprint ? (size_t) KEY_BLOCK * t->n_keys * sizeof(KeyPrint) : 0) +
 		(size_t) t->keys_cap + (size_t) (t->mask + 1) * sizeof(uint64_t) +
 		t->kbuf_cap + (size_t) t->rowgroup_cap * sizeof(int64_t) + t->hll_bytes;
 }

@@ -2,8 +2,8 @@
  *
  * xpu_agg_ops.h
  *		The per-row pieces of GROUP BY aggregation (xpu_agg.h states the
- *		semantics): the canonical bytes of one key value, a hash of key
- *		bytes, the state an aggregate starts from, the update of a state
+ *		semantics): the canonical bytes of one key value, the steps of a
+ *		hash, the state an aggregate starts from, the update of a state
  *		with one argument value, and the combination of two states.  Small
  *		XPU_HOST_DEVICE functions, so that the CPU engine's table
  *		(xpu_agg.c) and the GPU kernel run the same bodies.
@@ -153,10 +153,9 @@ xpu_agg_key_value_put(uint8_t *p, int type, const XpuValue *v, uint8_t isnull)
 }
 
 /*
- * The 64-bit hash of key bytes, 8 bytes at a time: xpu_agg_hash_start, one
- * xpu_agg_hash_step per 8-byte word (the last one zero-padded), then
- * xpu_agg_hash_end.  The CPU table (xpu_agg.c) runs the same steps over its
- * own buffer with a masked load for the tail.
+ * The steps of a 64-bit hash of 8-byte words: xpu_agg_hash_start, one
+ * xpu_agg_hash_step per word, xpu_agg_hash_end.  The CPU table hashes
+ * group keys with them (xpu_agg.c: hash_encoded, row_hashes).
  */
 #define XPU_AGG_HASH_MUL	UINT64_C(0x9E3779B97F4A7C15)
 
@@ -179,28 +178,6 @@ xpu_agg_hash_end(uint64_t h)
 	h ^= h >> 32;
 	h *= UINT64_C(0xD6E8FEB86659FD93);
 	return h ^ (h >> 32);
-}
-
-/* a 64-bit hash of len key bytes */
-XPU_HOST_DEVICE uint64_t
-xpu_agg_hash(const uint8_t *p, uint32_t len)
-{
-	uint64_t	h = xpu_agg_hash_start(len);
-	uint64_t	w;
-	uint32_t	i = 0;
-
-	for (; i + 8 <= len; i += 8)
-	{
-		memcpy(&w, p + i, 8);
-		h = xpu_agg_hash_step(h, w);
-	}
-	if (i < len)
-	{
-		w = 0;
-		memcpy(&w, p + i, len - i);
-		h = xpu_agg_hash_step(h, w);
-	}
-	return xpu_agg_hash_end(h);
 }
 
 /*

@@ -242,6 +242,147 @@ test_multi_keys(void)
 	free_result(&r);
 }
 
+/* qsort of encoded keys (KeyBuf) by their bytes */
+typedef struct KeyBuf
+{
+	uint8_t		b[128];
+	size_t		len;
+} KeyBuf;
+
+static int
+cmp_keybuf(const void *a, const void *b)
+{
+	const KeyBuf *x = a, *y = b;
+
+	if (x->len != y->len)
+		return x->len < y->len ? -1 : 1;
+	return memcmp(x->b, y->b, x->len);
+}
+
+/*
+ * Keys of every text length class (0 to 40 bytes; texts of one length that
+ * differ only in one middle byte, where the first and last 8 bytes agree),
+ * NULLs, and int, float (0 and -0) and numeric keys beside them: as many
+ * groups as distinct key bytes, every row counted once, over updates of
+ * several slices; folding each group's key bytes back in (and merging a
+ * table of the same rows in another order) finds the same groups, so
+ * that key bytes and rows hash and compare alike.
+ */
+static void
+test_key_classes(void)
+{
+	static const XpuType types[4] = {XPU_T_TEXT, XPU_T_INT4, XPU_T_FLOAT8, XPU_T_NUMERIC};
+	static const uint16_t key_outs[4] = {0, 1, 2, 3};
+	static const XpuAggDesc aggs[1] = {{XPU_AGG_COUNT_STAR, 0, 0, 0}};
+	enum {ROWS = 6000, SLICE_ROWS = 700};
+	XpuAggSpec	spec = {4, key_outs, 1, aggs};
+	XpuProgram *prog = outs_program(types, 4, 0);
+	XpuError	err = {0};
+	XpuAggTable *t = xpu_agg_table_create(prog, &spec, &err);
+	XpuAggTable *t2 = xpu_agg_table_create(prog, &spec, &err);
+	XpuResult	all = new_result(ROWS, 4);
+	static char text[ROWS][41];
+	static KeyBuf keys[ROWS];
+	int64_t		distinct = 0, total = 0, ng;
+	int			ok = 1;
+
+	for (int r = 0; r < ROWS; r++)
+	{
+		int			len = r % 41;
+
+		memset(text[r], 'a', 40);
+		if (len > 0)
+			text[r][(r / 41) % len] = 'b';
+		VAL(&all, 0, r).t = (XpuText) {text[r], len};
+		NUL(&all, 0, r) = r % 97 == 0;
+		VAL(&all, 1, r).i = r % 3;
+		NUL(&all, 1, r) = r % 89 == 0;
+		VAL(&all, 2, r).f8 = r % 2 ? -0.0 : 0.0;
+		VAL(&all, 3, r).n = (__int128) (r % 2) << 70;
+		keys[r].len = xpu_agg_key_encode(prog, &spec, &all, r, keys[r].b, sizeof(keys[r].b));
+	}
+	qsort(keys, ROWS, sizeof(KeyBuf), cmp_keybuf);
+	for (int r = 0; r < ROWS; r++)
+		distinct += r == 0 || cmp_keybuf(&keys[r], &keys[r - 1]) != 0;
+	/* the rows in slices (several blocks each), and in reverse into t2 */
+	for (int r0 = 0; r0 < ROWS; r0 += SLICE_ROWS)
+	{
+		int			n = ROWS - r0 < SLICE_ROWS ? ROWS - r0 : SLICE_ROWS;
+		XpuResult	part = new_result(n, 4), rev = new_result(n, 4);
+
+		for (int k = 0; k < 4; k++)
+			for (int i = 0; i < n; i++)
+			{
+				VAL(&part, k, i) = VAL(&all, k, r0 + i);
+				NUL(&part, k, i) = NUL(&all, k, r0 + i);
+				VAL(&rev, k, i) = VAL(&all, k, ROWS - 1 - (r0 + i));
+				NUL(&rev, k, i) = NUL(&all, k, ROWS - 1 - (r0 + i));
+			}
+		ok &= xpu_agg_table_update(t, &part, &err) && xpu_agg_table_update(t2, &rev, &err);
+		free_result(&part);
+		free_result(&rev);
+	}
+	ng = xpu_agg_table_ngroups(t);
+	for (int64_t g = 0; g < ng; g++)
+	{
+		const uint8_t *k;
+		uint32_t	kl;
+		const XpuAggState *st;
+
+		xpu_agg_table_group(t, g, &k, &kl, &st);
+		total += st[0].count;
+	}
+	tap_ok(ok && ng == distinct && total == ROWS,
+		   "key classes: %lld groups for %lld distinct keys, %lld rows counted",
+		   (long long) ng, (long long) distinct, (long long) total);
+	for (int64_t g = 0; g < ng && ok; g++)
+	{
+		const uint8_t *k;
+		uint32_t	kl;
+		const XpuAggState *st;
+		XpuAggState copy;
+
+		xpu_agg_table_group(t, g, &k, &kl, &st);
+		copy = st[0];
+		ok &= xpu_agg_table_fold_group(t, k, kl, &copy, &err);
+	}
+	total = 0;
+	for (int64_t g = 0; g < xpu_agg_table_ngroups(t); g++)
+	{
+		const uint8_t *k;
+		uint32_t	kl;
+		const XpuAggState *st;
+
+		xpu_agg_table_group(t, g, &k, &kl, &st);
+		total += st[0].count;
+	}
+	tap_ok(ok && xpu_agg_table_ngroups(t) == ng && total == 2 * ROWS,
+		   "key classes: each group's key bytes folded in find its group (%lld groups)",
+		   (long long) xpu_agg_table_ngroups(t));
+	ok &= xpu_agg_table_merge(t, t2, &err);
+	tap_ok(ok && xpu_agg_table_ngroups(t) == ng && xpu_agg_table_ngroups(t2) == ng,
+		   "key classes: a table of the rows in reverse merges into the same groups");
+	/* a table of groups folded in from key bytes only, then the rows */
+	xpu_agg_table_free(t2);
+	t2 = xpu_agg_table_create(prog, &spec, &err);
+	for (int64_t g = 0; g < ng && ok; g++)
+	{
+		const uint8_t *k;
+		uint32_t	kl;
+		const XpuAggState *st;
+
+		xpu_agg_table_group(t, g, &k, &kl, &st);
+		ok &= xpu_agg_table_fold_group(t2, k, kl, st, &err);
+	}
+	ok &= xpu_agg_table_update(t2, &all, &err);
+	tap_ok(ok && xpu_agg_table_ngroups(t2) == ng,
+		   "key classes: rows meet the groups that key bytes made");
+	xpu_agg_table_free(t);
+	xpu_agg_table_free(t2);
+	free(prog);
+	free_result(&all);
+}
+
 /* a spec the table must refuse */
 static int
 refuses(XpuType type, XpuAggKind kind, int n_keys)
@@ -1138,6 +1279,7 @@ main(void)
 	test_float_keys(XPU_T_FLOAT4);
 	test_numeric_and_text_keys();
 	test_multi_keys();
+	test_key_classes();
 	test_refused_specs();
 	test_agg_kinds();
 	test_variance_kinds();
