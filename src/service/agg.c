@@ -571,8 +571,6 @@ run_workers(AggTask *t)
 	}
 	for (uint32_t i = 0; i < started; i++)
 		pthread_join(ws[i].thread, NULL);
-	for (uint32_t i = 0; i < t->run.n_files; i++)
-		svc_input_lost(&t->run.files[i], &t->fail);
 	for (uint32_t i = 0; i < n; i++)
 	{
 		if (ws[i].table && t->fail.werr == 0 && t->xerr.code == XPU_OK && !t->canceled)
@@ -765,6 +763,8 @@ task_main(void *arg)
 			run_gpu(t);
 		else
 			run_workers(t);
+		for (uint32_t i = 0; i < t->run.n_files; i++)
+			svc_input_check_end(&t->run.files[i], &t->fail);
 	}
 	if (t->fail.werr == 0 && !t->canceled && t->xerr.code == XPU_OK && t->table)
 		check_result(t);

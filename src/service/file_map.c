@@ -24,7 +24,8 @@
  * What is written into the file in place while it is mapped is seen, as
  * it would be by a pread; the loader reads everything that it checks
  * (offsets, dictionary indices) into memory of its own, so such a change
- * cannot take a program outside a buffer.
+ * cannot take a program outside a buffer, and the run fails when its
+ * workers are done (input.c, svc_input_check_end: the modification time).
  *
  *-------------------------------------------------------------------------
  */

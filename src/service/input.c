@@ -247,24 +247,38 @@ svc_input_open(SvcInputFile *f, int64_t max_buffer_size, bool map, SvcFailure *f
 }
 
 /*
- * svc_input_lost: when reading f's mapping faulted (the file shrank while
- * the run read it, or a page could not be read), makes that the run's
- * failure in place of any other (what followed read zeros) and returns
- * true.  Call it once the run's workers are done.
+ * svc_input_check_end: once a run's workers are done with file f, is it
+ * still the file the request named?  When reading its mapping faulted (it
+ * shrank, or a page could not be read) or its size or modification time
+ * differs now (it was written while the run read it), that is the run's
+ * failure (WARP_ERR_FILE_CHANGED) in place of any other, since what the
+ * run read may be neither the old file nor the new one; returns false then.
  */
 bool
-svc_input_lost(const SvcInputFile *f, SvcFailure *fail)
+svc_input_check_end(const SvcInputFile *f, SvcFailure *fail)
 {
-	if (!svc_file_map_lost(f->map))
-		return false;
+	struct stat st;
+	const char *why;
+
+	if (f->fd < 0)
+		return true;
+	if (svc_file_map_lost(f->map))
+		why = " (it shrank, or a page of it could not be read)";
+	else if (fstat(f->fd, &st) != 0)
+		why = " (it could not be checked)";
+	else if ((int64_t) st.st_size < f->wf->size)
+		why = " (it shrank)";
+	else if ((int64_t) st.st_size != f->wf->size ||
+			 (int64_t) st.st_mtim.tv_sec * 1000000000 + st.st_mtim.tv_nsec != f->wf->mtime_ns)
+		why = " (it was written)";
+	else
+		return true;
 	pthread_mutex_lock(&fail->lock);
 	fail->werr = WARP_ERR_FILE_CHANGED;
-	snprintf(fail->msg, sizeof(fail->msg),
-			 "file \"%s\" changed during scan (it shrank, or a page of it could not be read)",
-			 f->path);
+	snprintf(fail->msg, sizeof(fail->msg), "file \"%s\" changed during scan%s", f->path, why);
 	pthread_mutex_unlock(&fail->lock);
 	__atomic_store_n(&fail->stop, 1, __ATOMIC_RELAXED);
-	return true;
+	return false;
 }
 
 /*

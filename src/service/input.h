@@ -69,7 +69,7 @@ extern bool svc_input_parse(SvcInputFile *f, uint32_t i, const uint8_t *p, size_
 							char *msg, size_t msglen);
 extern bool svc_input_open(SvcInputFile *f, int64_t max_buffer_size, bool map,
 						   SvcFailure *fail);
-extern bool svc_input_lost(const SvcInputFile *f, SvcFailure *fail);
+extern bool svc_input_check_end(const SvcInputFile *f, SvcFailure *fail);
 extern bool svc_input_check(const SvcInputFile *f, const XpuProgram *prog, uint32_t n_cols,
 							SvcFailure *fail);
 extern void svc_input_close(SvcInputFile *f);

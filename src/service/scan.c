@@ -580,7 +580,7 @@ run_workers(ScanTask *t)
 	for (uint32_t i = 0; i < started; i++)
 		pthread_join(ws[i].thread, NULL);
 	for (uint32_t i = 0; i < t->n_files; i++)
-		svc_input_lost(&t->files[i], &t->fail);
+		svc_input_check_end(&t->files[i], &t->fail);
 	for (uint32_t i = 0; i < n; i++)
 	{
 		free(ws[i].workspace);
