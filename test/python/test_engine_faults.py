@@ -99,6 +99,25 @@ def test_service_killed_mid_run(cluster):
     assert r.returncode == 0 and r.stdout.strip() == "5000|12497500", r.stderr
 
 
+def copy_of_big(cluster, data, name):
+    """A copy of big.arrow (data/NAME.arrow) and a foreign table over it
+    (faults.NAME): its path and the table's name."""
+    path = os.path.join(data, name + ".arrow")
+    shutil.copyfile(os.path.join(data, "big.arrow"), path)
+    os.chmod(path, 0o644)
+    cluster.sql("CREATE FOREIGN TABLE faults.%s (k int4, v int8, w float8) SERVER arrow_fdw "
+                "OPTIONS (file '%s')" % (name, path))
+    return path, "faults." + name
+
+
+def start_in_flight(cluster, app, mapped, sql):
+    """sql started on the CPU engine (pg_warp.map_arrow_files = mapped) in
+    session app; returns its Popen once the service runs it."""
+    p = start_slow(cluster, app, SLOW_ON + ("SET pg_warp.map_arrow_files = %s" % mapped,), sql)
+    in_flight(cluster, app)
+    return p
+
+
 @pytest.mark.parametrize("mapped", ["on", "off"])
 def test_file_truncated_mid_run(cluster, data, mapped):
     """The Arrow file shrinks to a quarter while the service's CPU engine
@@ -106,17 +125,9 @@ def test_file_truncated_mid_run(cluster, data, mapped):
     the new end raises SIGBUS in the service) or through pread: the query
     fails with "changed during scan", the same service serves the next
     query (it did not die), and the rows read before are never an answer."""
-    path = os.path.join(data, "shrink_%s.arrow" % mapped)
-    shutil.copyfile(os.path.join(data, "big.arrow"), path)
-    os.chmod(path, 0o644)
-    table = "faults.shrink_" + mapped
-    cluster.sql("CREATE FOREIGN TABLE %s (k int4, v int8, w float8) SERVER arrow_fdw "
-                "OPTIONS (file '%s')" % (table, path))
+    path, table = copy_of_big(cluster, data, "shrink_" + mapped)
     pid = cluster.service_pid()
-    app = "gpa_shrink_" + mapped
-    p = start_slow(cluster, app, SLOW_ON + ("SET pg_warp.map_arrow_files = %s" % mapped,),
-                   SLOW.replace("faults.big", table))
-    in_flight(cluster, app)
+    p = start_in_flight(cluster, "gpa_shrink_" + mapped, mapped, SLOW.replace("faults.big", table))
     os.truncate(path, os.path.getsize(path) // 4)
     out, err = p.communicate(timeout=60)
     assert p.returncode != 0 and out.strip() == "", out
@@ -137,21 +148,13 @@ def test_file_written_mid_run(cluster, data, mapped):
     was written)" (the service compares the file's modification time when
     its workers are done), or, if the run ended before the write, returns
     the old file's answer; the service lives on."""
-    path = os.path.join(data, "written_%s.arrow" % mapped)
-    shutil.copyfile(os.path.join(data, "big.arrow"), path)
-    os.chmod(path, 0o644)
-    table = "faults.written_" + mapped
-    cluster.sql("CREATE FOREIGN TABLE %s (k int4, v int8, w float8) SERVER arrow_fdw "
-                "OPTIONS (file '%s')" % (table, path))
-    sql = SLOW.replace("faults.big", table)
-    old = cluster.run("SELECT md5(string_agg(x::text, ',' ORDER BY x::text)) FROM (%s) x" % sql,
-                      settings=("SET pg_warp.enabled = off",), timeout=120)
+    path, table = copy_of_big(cluster, data, "written_" + mapped)
+    sql = ("SELECT md5(string_agg(x::text, ',' ORDER BY x::text)) FROM (%s) x"
+           % SLOW.replace("faults.big", table))
+    old = cluster.run(sql, settings=("SET pg_warp.enabled = off",), timeout=120)
     assert old.returncode == 0, old.stderr
     pid = cluster.service_pid()
-    app = "gpa_written_" + mapped
-    p = start_slow(cluster, app, SLOW_ON + ("SET pg_warp.map_arrow_files = %s" % mapped,),
-                   "SELECT md5(string_agg(x::text, ',' ORDER BY x::text)) FROM (%s) x" % sql)
-    in_flight(cluster, app)
+    p = start_in_flight(cluster, "gpa_written_" + mapped, mapped, sql)
     with open(path, "r+b") as f:
         f.seek(os.path.getsize(path) // 2)
         f.write(os.urandom(1 << 20))
