@@ -17,6 +17,8 @@
  *	           in place (its pages faulted in on first touch)
  *	 mmap-pop  the same, each chunk populated first (MADV_POPULATE_READ)
  *	 mmap-warm the last mapping again: its page tables already filled
+ *	 mmap-copy a fresh mapping, each chunk copied (memcpy) into the thread's
+ *	           buffer and summed there: pread's copy done in user space
  *	 sum-only  the sum over each thread's own buffer: the consumer alone
  * Prints one line per way: seconds and GB/s.  Read the file once first (cat
  * FILE > /dev/null) so that every way finds it in the page cache.
@@ -41,10 +43,11 @@
 
 enum Way
 {
-	WAY_PREAD, WAY_MMAP, WAY_MMAP_POP, WAY_MMAP_WARM, WAY_SUM_ONLY
+	WAY_PREAD, WAY_MMAP, WAY_MMAP_POP, WAY_MMAP_WARM, WAY_MMAP_COPY, WAY_SUM_ONLY
 };
 
-static const char *way_names[] = {"pread", "mmap", "mmap-pop", "mmap-warm", "sum-only"};
+static const char *way_names[] = {"pread", "mmap", "mmap-pop", "mmap-warm", "mmap-copy",
+"sum-only"};
 
 static int	fd;
 static off_t file_size;
@@ -91,7 +94,7 @@ worker(void *arg)
 	int64_t		c;
 
 	(void) arg;
-	if ((way == WAY_PREAD || way == WAY_SUM_ONLY) &&
+	if ((way == WAY_PREAD || way == WAY_MMAP_COPY || way == WAY_SUM_ONLY) &&
 		(buf = aligned_alloc(4096, chunk)) == NULL)
 	{
 		perror("aligned_alloc");
@@ -135,6 +138,10 @@ worker(void *arg)
 			case WAY_MMAP_WARM:
 				sum += sum_words(map + off, len);
 				break;
+			case WAY_MMAP_COPY:
+				memcpy(buf, map + off, len);
+				sum += sum_words(buf, len);
+				break;
 			case WAY_SUM_ONLY:
 				sum += sum_words(buf, len);
 				break;
@@ -152,7 +159,7 @@ run_way(enum Way w, int threads)
 	double		t0;
 	int			i;
 
-	if (w == WAY_MMAP || w == WAY_MMAP_POP)
+	if (w == WAY_MMAP || w == WAY_MMAP_POP || w == WAY_MMAP_COPY)
 	{
 		if (map != NULL)
 			munmap((void *) map, file_size);
@@ -201,7 +208,9 @@ main(int argc, char **argv)
 	run_way(WAY_MMAP, threads);
 	run_way(WAY_MMAP_WARM, threads);
 	run_way(WAY_MMAP_POP, threads);
+	run_way(WAY_MMAP_COPY, threads);
 	run_way(WAY_PREAD, threads);
 	run_way(WAY_MMAP, threads);
+	run_way(WAY_MMAP_COPY, threads);
 	return 0;
 }
