@@ -470,7 +470,7 @@ worker_main(void *arg)
 		t0 = svc_now_us(CLOCK_MONOTONIC);
 		if (arrow_batch_load(f->file, t->work[i].batch, w->want, &batch, &aerr) != ARROW_OK)
 		{
-			svc_fail_arrow(&t->fail, f, &aerr);
+			svc_fail_arrow(&t->fail, f->path, &aerr);
 			list_batch(t, w->index, NULL);
 			break;
 		}

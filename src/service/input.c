@@ -53,42 +53,55 @@ svc_failure_destroy(SvcFailure *f)
 	pthread_mutex_destroy(&f->lock);
 }
 
+/*
+ * records a failure of the run (in place of an earlier one only when
+ * `replace`) and stops the workers
+ */
+static void
+fail_v(SvcFailure *f, bool replace, WarpErrorCode code, const char *fmt, va_list ap)
+{
+	pthread_mutex_lock(&f->lock);
+	if (f->werr == 0 || replace)
+	{
+		f->werr = code;
+		vsnprintf(f->msg, sizeof(f->msg), fmt, ap);
+	}
+	pthread_mutex_unlock(&f->lock);
+	__atomic_store_n(&f->stop, 1, __ATOMIC_RELAXED);
+}
+
 /* svc_fail: records the run's failure (the first one wins) and stops the workers */
 void
 svc_fail(SvcFailure *f, WarpErrorCode code, const char *fmt, ...)
 {
 	va_list		ap;
 
-	pthread_mutex_lock(&f->lock);
-	if (f->werr == 0)
-	{
-		f->werr = code;
-		va_start(ap, fmt);
-		vsnprintf(f->msg, sizeof(f->msg), fmt, ap);
-		va_end(ap);
-	}
-	pthread_mutex_unlock(&f->lock);
-	__atomic_store_n(&f->stop, 1, __ATOMIC_RELAXED);
+	va_start(ap, fmt);
+	fail_v(f, false, code, fmt, ap);
+	va_end(ap);
 }
 
-/*
- * svc_fail_arrow: an ArrowError of reading file f as the run's failure
- * (WARP_ERR_FILE_CHANGED when a read found the file shorter than the
- * request's size: it was truncated while the run read it)
- */
+/* fail_replace: svc_fail, in place of any earlier failure */
+static void
+fail_replace(SvcFailure *f, WarpErrorCode code, const char *fmt, ...)
+{
+	va_list		ap;
+
+	va_start(ap, fmt);
+	fail_v(f, true, code, fmt, ap);
+	va_end(ap);
+}
+
+/* svc_fail_arrow: an ArrowError of file path as the run's failure */
 void
-svc_fail_arrow(SvcFailure *fail, const SvcInputFile *f, const ArrowError *err)
+svc_fail_arrow(SvcFailure *f, const char *path, const ArrowError *err)
 {
 	WarpErrorCode code = err->code == ARROW_ERR_IO ? WARP_ERR_IO :
 		err->code == ARROW_ERR_NOMEM ? WARP_ERR_OUT_OF_MEMORY : WARP_ERR_BAD_FILE;
 
-	if (__atomic_load_n(&f->shrank, __ATOMIC_RELAXED))
-		svc_fail(fail, WARP_ERR_FILE_CHANGED, "file \"%s\" changed during scan (it shrank)",
-				 f->path);
-	else
-		svc_fail(fail, code, "%s file \"%s\": %s",
-				 code == WARP_ERR_BAD_FILE ? "corrupt or unsupported Arrow" : "could not read",
-				 f->path, err->message);
+	svc_fail(f, code, "%s file \"%s\": %s",
+			 code == WARP_ERR_BAD_FILE ? "corrupt or unsupported Arrow" : "could not read",
+			 path, err->message);
 }
 
 /* svc_stopping: should the run's workers stop (canceled, or a failure) */
@@ -177,16 +190,11 @@ svc_input_parse(SvcInputFile *f, uint32_t i, const uint8_t *p, size_t len, size_
 
 /* ---------------------------------------------------------------- files */
 
-/*
- * ArrowSource.read_at over the file descriptor of an SvcInputFile (ctx);
- * the end of the file before the request's size marks it shrank
- */
+/* ArrowSource.read_at over a file descriptor (ctx: its int) */
 static int
 fd_read_at(void *ctx, int64_t offset, void *dst, size_t len, ArrowError *err)
 {
-	SvcInputFile *f = ctx;
-	int			fd = f->fd;
-	struct stat st;
+	int			fd = *(const int *) ctx;
 
 	while (len > 0)
 	{
@@ -194,8 +202,6 @@ fd_read_at(void *ctx, int64_t offset, void *dst, size_t len, ArrowError *err)
 
 		if (n < 0 && errno == EINTR)
 			continue;
-		if (n == 0 && fstat(fd, &st) == 0 && (int64_t) st.st_size < f->wf->size)
-			__atomic_store_n(&f->shrank, 1, __ATOMIC_RELAXED);
 		if (n <= 0)
 			return arrow_set_error(err, n < 0 ? ARROW_ERR_IO : ARROW_ERR_INVALID,
 								   n < 0 ? "read failed: %s" : "unexpected end of file%s",
@@ -205,6 +211,15 @@ fd_read_at(void *ctx, int64_t offset, void *dst, size_t len, ArrowError *err)
 		offset += n;
 	}
 	return ARROW_OK;
+}
+
+/* is the file of stat st the one that request part wf names (device, inode, size, mtime) */
+static bool
+same_file(const struct stat *st, const WarpAggFile *wf)
+{
+	return (int64_t) st->st_dev == wf->dev && (int64_t) st->st_ino == wf->ino &&
+		(int64_t) st->st_size == wf->size &&
+		(int64_t) st->st_mtim.tv_sec * 1000000000 + st->st_mtim.tv_nsec == wf->mtime_ns;
 }
 
 /*
@@ -229,16 +244,14 @@ svc_input_open(SvcInputFile *f, int64_t max_buffer_size, bool map, SvcFailure *f
 						f->path, strerror(errno)), false;
 	if (!S_ISREG(st.st_mode))
 		return svc_fail(fail, WARP_ERR_IO, "\"%s\" is not a regular file", f->path), false;
-	if ((int64_t) st.st_dev != wf->dev || (int64_t) st.st_ino != wf->ino ||
-		(int64_t) st.st_size != wf->size ||
-		(int64_t) st.st_mtim.tv_sec * 1000000000 + st.st_mtim.tv_nsec != wf->mtime_ns)
+	if (!same_file(&st, wf))
 		return svc_fail(fail, WARP_ERR_FILE_CHANGED,
 						"file \"%s\" changed during scan", f->path), false;
 	f->src.read_at = fd_read_at;
 	f->src.size = st.st_size;
-	f->src.ctx = f;
+	f->src.ctx = &f->fd;
 	if (arrow_file_open_source(&f->src, &svc_buffer_allocator, &f->file, &aerr) != ARROW_OK)
-		return svc_fail_arrow(fail, f, &aerr), false;
+		return svc_fail_arrow(fail, f->path, &aerr), false;
 	f->file->max_buffer_size = max_buffer_size;
 	if (map && (wf->flags & WARP_FILE_MAP) &&
 		(f->map = svc_file_map_open(f->fd, (size_t) st.st_size)) != NULL)
@@ -268,16 +281,11 @@ svc_input_check_end(const SvcInputFile *f, SvcFailure *fail)
 		why = " (it could not be checked)";
 	else if ((int64_t) st.st_size < f->wf->size)
 		why = " (it shrank)";
-	else if ((int64_t) st.st_size != f->wf->size ||
-			 (int64_t) st.st_mtim.tv_sec * 1000000000 + st.st_mtim.tv_nsec != f->wf->mtime_ns)
+	else if (!same_file(&st, f->wf))
 		why = " (it was written)";
 	else
 		return true;
-	pthread_mutex_lock(&fail->lock);
-	fail->werr = WARP_ERR_FILE_CHANGED;
-	snprintf(fail->msg, sizeof(fail->msg), "file \"%s\" changed during scan%s", f->path, why);
-	pthread_mutex_unlock(&fail->lock);
-	__atomic_store_n(&fail->stop, 1, __ATOMIC_RELAXED);
+	fail_replace(fail, WARP_ERR_FILE_CHANGED, "file \"%s\" changed during scan%s", f->path, why);
 	return false;
 }
 

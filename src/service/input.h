@@ -36,9 +36,7 @@ extern void svc_failure_init(SvcFailure *f);
 extern void svc_failure_destroy(SvcFailure *f);
 extern void svc_fail(SvcFailure *f, WarpErrorCode code, const char *fmt, ...)
 			__attribute__((format(printf, 3, 4)));
-struct SvcInputFile;
-extern void svc_fail_arrow(SvcFailure *fail, const struct SvcInputFile *f,
-						   const ArrowError *err);
+extern void svc_fail_arrow(SvcFailure *f, const char *path, const ArrowError *err);
 extern bool svc_stopping(SvcFailure *f, const volatile int *canceled);
 extern uint32_t svc_failure_reply(const SvcFailure *f, bool canceled, uint8_t *buf);
 extern void svc_add_counter(uint64_t *c, uint64_t v);
@@ -59,7 +57,6 @@ typedef struct SvcInputFile
 	const WarpAggFile *wf;		/* its part of the request */
 	ArrowSource src;			/* what file reads through (fd) */
 	struct SvcFileMap *map;		/* the file mapped (file_map.c), or NULL */
-	int			shrank;			/* atomic: a read found the file shorter */
 } SvcInputFile;
 
 extern const void *svc_take(const uint8_t *p, size_t len, size_t *off, size_t n,

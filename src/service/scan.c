@@ -470,7 +470,7 @@ scan_one(ScanWorker *w, int64_t i)
 		w->want[f->fields[j]] = true;
 	if (arrow_batch_load(f->file, wk->batch, w->want, &batch, &aerr) != ARROW_OK)
 	{
-		svc_fail_arrow(&t->fail, f, &aerr);
+		svc_fail_arrow(&t->fail, f->path, &aerr);
 		return;
 	}
 	t1 = svc_now_us(CLOCK_MONOTONIC);
