@@ -22,7 +22,7 @@
  * prints with those each group keeps (the bytes of texts longer than 16
  * where the prints agree).  Only a new group's key bytes are encoded.  A
  * group folded in from key bytes (merge, fold) is hashed and printed from
- * them, with the same results (hash_encoded, print_encoded).  A
+ * them, with the same results (read_encoded).  A
  * table without keys has exactly one group from its creation (the one row
  * of a query without GROUP BY, even over no rows) and skips the lookup.
  *
@@ -91,7 +91,7 @@ struct XpuAggTable
  * its first and last 8 bytes; numeric its halves; other types their
  * canonical word and 0).  Values of up to 16 bytes are equal when their
  * prints are; longer texts when their bytes are too.  print_rows makes
- * them from a block's rows, print_encoded from key bytes.
+ * them from a block's rows, read_encoded from key bytes.
  */
 typedef struct KeyPrint
 {
@@ -105,9 +105,8 @@ typedef struct KeyPrint
 #define KEY_TAG_BAD		(UINT32_MAX - 1)	/* key bytes of no key of the table */
 
 static int	kbuf_reserve(XpuAggTable *t, size_t need, XpuError *err);
-static uint64_t hash_encoded(const XpuAggTable *t, const uint8_t *key, uint32_t len);
-static void print_encoded(const XpuAggTable *t, const uint8_t *key, uint32_t len,
-						  KeyPrint *out);
+static uint64_t read_encoded(const XpuAggTable *t, const uint8_t *key, uint32_t len,
+							 KeyPrint *print);
 
 /* ---------------------------------------------------------------- HLL sets */
 
@@ -480,7 +479,7 @@ group_add(XpuAggTable *t, const uint8_t *key, uint32_t len, uint64_t h,
 	if (print != NULL)
 		memcpy(t->gprint + g * t->n_keys, print, t->n_keys * sizeof(KeyPrint));
 	else
-		print_encoded(t, key, len, t->gprint + g * t->n_keys);
+		read_encoded(t, key, len, t->gprint + g * t->n_keys);
 	for (a = 0; a < t->n_aggs; a++)
 		xpu_agg_init(&t->states[g * t->n_aggs + a], t->aggs[a].kind);
 	t->ngroups++;
@@ -559,7 +558,7 @@ probe_next(const XpuAggTable *t, uint64_t *i, uint64_t h)
 }
 
 /*
- * group_find: the group of key bytes key[len] with hash h (hash_encoded),
+ * group_find: the group of key bytes key[len] with hash h (read_encoded),
  * added when it is new; -1 (err set) when memory runs out.
  */
 #ifdef __GNUC__
@@ -651,7 +650,7 @@ xpu_agg_table_create(const XpuProgram *prog, const XpuAggSpec *spec, XpuError *e
 		return OOM(err), NULL;
 	}
 	if (!slots_grow(t, err) || !kbuf_reserve(t, XPU_AGG_MAX_KEYS * 17, err) ||
-		(t->n_keys == 0 && group_find(t, NULL, 0, hash_encoded(t, NULL, 0), err) < 0))
+		(t->n_keys == 0 && group_find(t, NULL, 0, read_encoded(t, NULL, 0, NULL), err) < 0))
 	{
 		xpu_agg_table_free(t);
 		return NULL;
@@ -693,19 +692,36 @@ xpu_agg_table_free(XpuAggTable *t)
  * length, then its bytes (up to 8 bytes: one word, zero-padded; more: the
  * words at 0, 8, ... that end before its last byte, then the last 8 bytes);
  * a numeric its two halves; any other type its canonical 8 bytes (floats
- * canonical: xpu_agg_key_value_put).  row_hash computes it from a row's
- * values, hash_encoded from key bytes (xpu_agg.h), so that a group folded
+ * canonical: xpu_agg_key_value_put).  print_rows computes it from a row's
+ * values, read_encoded from key bytes (xpu_agg.h), so that a group folded
  * in from outside (merge, fold) meets the rows of the same key.  No load
  * reaches past a value's bytes.
  */
 #define KEY_NULL_WORD	UINT64_C(0x8F1BBCDCCA62C1D6)
 #define KEY_TEXT_WORD	UINT64_C(0x6ED9EBA1)
 
+/* the len bytes at p, 1 to 3 of them, as a zero-padded little-endian word */
+static inline uint64_t
+word_of_1_to_3(const uint8_t *p, uint32_t len)
+{
+	return p[0] | (uint64_t) p[len / 2] << (8 * (len / 2)) | (uint64_t) p[len - 1] << (8 * (len - 1));
+}
+
+/* the len bytes at p, 4 to 7 of them, as a zero-padded little-endian word */
+static inline uint64_t
+word_of_4_to_7(const uint8_t *p, uint32_t len)
+{
+	uint32_t	lo, hi;
+
+	memcpy(&lo, p, 4);
+	memcpy(&hi, p + len - 4, 4);
+	return lo | (uint64_t) hi << (8 * (len - 4));
+}
+
 /* the len (<= 8) bytes at p as a zero-padded little-endian word */
 static inline uint64_t
 text_word(const uint8_t *p, uint32_t len)
 {
-	uint32_t	lo, hi;
 	uint64_t	w;
 
 	if (len >= 8)
@@ -714,14 +730,8 @@ text_word(const uint8_t *p, uint32_t len)
 		return w;
 	}
 	if (len >= 4)
-	{
-		memcpy(&lo, p, 4);
-		memcpy(&hi, p + len - 4, 4);
-		return lo | (uint64_t) hi << (8 * (len - 4));
-	}
-	if (len == 0)
-		return 0;
-	return p[0] | (uint64_t) p[len / 2] << (8 * (len / 2)) | (uint64_t) p[len - 1] << (8 * (len - 1));
+		return word_of_4_to_7(p, len);
+	return len == 0 ? 0 : word_of_1_to_3(p, len);
 }
 
 /* h with the len bytes of a text at p added */
@@ -758,91 +768,47 @@ key_word(int type, const XpuValue *v)
 }
 
 /*
- * hash_encoded: the key hash of key bytes key[len] of t's key types; bytes
- * that are not a key of those types (never made by the engine) still hash,
- * to something no row's key gives
+ * read_encoded: the key hash of key bytes key[len] (made by encode_row) of
+ * t's key types, and, when print is not NULL, their prints into
+ * print[n_keys]; bytes that are no key of the table (never made by the
+ * engine) get a hash and a print that no row's key has
  */
 static uint64_t
-hash_encoded(const XpuAggTable *t, const uint8_t *key, uint32_t len)
+read_encoded(const XpuAggTable *t, const uint8_t *key, uint32_t len, KeyPrint *print)
 {
-	uint64_t	h = xpu_agg_hash_start(0), w, w2;
+	uint64_t	h = xpu_agg_hash_start(0);
 	uint32_t	pos = 0, tl;
-
-	for (int k = 0; k < t->n_keys; k++)
-	{
-		int			type = t->key_types[k];
-
-		if (pos >= len)
-			return xpu_agg_hash_end(h ^ 1);
-		if (key[pos] == 0)
-		{
-			h = xpu_agg_hash_step(h, KEY_NULL_WORD);
-			pos++;
-			continue;
-		}
-		pos++;
-		if (type == XPU_T_TEXT)
-		{
-			if (len - pos < 4)
-				return xpu_agg_hash_end(h ^ 1);
-			memcpy(&tl, key + pos, 4);
-			pos += 4;
-			if (tl > len - pos)
-				return xpu_agg_hash_end(h ^ 1);
-			h = text_hash_step(h, key + pos, tl);
-			pos += tl;
-		}
-		else if (type == XPU_T_NUMERIC)
-		{
-			if (len - pos < 16)
-				return xpu_agg_hash_end(h ^ 1);
-			memcpy(&w, key + pos, 8);
-			memcpy(&w2, key + pos + 8, 8);
-			h = xpu_agg_hash_step(xpu_agg_hash_step(h, w), w2);
-			pos += 16;
-		}
-		else
-		{
-			if (len - pos < 8)
-				return xpu_agg_hash_end(h ^ 1);
-			memcpy(&w, key + pos, 8);
-			h = xpu_agg_hash_step(h, w);
-			pos += 8;
-		}
-	}
-	return xpu_agg_hash_end(pos == len ? h : h ^ 1);
-}
-
-/*
- * the prints of key bytes key[len] (made by encode_row) into out[n_keys];
- * bytes that are no key of the table get a print that no row's key has
- */
-static void
-print_encoded(const XpuAggTable *t, const uint8_t *key, uint32_t len, KeyPrint *out)
-{
-	uint32_t	pos = 0, tl;
+	KeyPrint	one;
 	int			k;
 
-	memset(out, 0, t->n_keys * sizeof(KeyPrint));
+	if (print != NULL)
+		memset(print, 0, t->n_keys * sizeof(KeyPrint));
 	for (k = 0; k < t->n_keys; k++)
 	{
 		int			type = t->key_types[k];
 		uint32_t	need = type == XPU_T_TEXT ? 4 : type == XPU_T_NUMERIC ? 16 : 8;
+		KeyPrint   *p = print != NULL ? &print[k] : &one;
 
 		if (pos >= len)
 			break;
 		if (key[pos++] == 0)
 		{
-			out[k].tag = KEY_TAG_NULL;
+			p->tag = KEY_TAG_NULL;
+			h = xpu_agg_hash_step(h, KEY_NULL_WORD);
 			continue;
 		}
 		if (len - pos < need)
 			break;
+		p->w0 = p->w1 = 0;
 		if (type != XPU_T_TEXT)
 		{
-			memcpy(&out[k].w0, key + pos, 8);
+			memcpy(&p->w0, key + pos, 8);
+			h = xpu_agg_hash_step(h, p->w0);
 			if (type == XPU_T_NUMERIC)
-				memcpy(&out[k].w1, key + pos + 8, 8);
+			{
+				memcpy(&p->w1, key + pos + 8, 8);
+				h = xpu_agg_hash_step(h, p->w1);
+			}
 			pos += need;
 			continue;
 		}
@@ -850,18 +816,22 @@ print_encoded(const XpuAggTable *t, const uint8_t *key, uint32_t len, KeyPrint *
 		pos += 4;
 		if (tl > len - pos)
 			break;
-		out[k].tag = tl;
+		p->tag = tl;
 		if (tl <= 8)
-			out[k].w0 = text_word(key + pos, tl);
+			p->w0 = text_word(key + pos, tl);
 		else
 		{
-			memcpy(&out[k].w0, key + pos, 8);
-			memcpy(&out[k].w1, key + pos + tl - 8, 8);
+			memcpy(&p->w0, key + pos, 8);
+			memcpy(&p->w1, key + pos + tl - 8, 8);
 		}
+		h = text_hash_step(h, key + pos, tl);
 		pos += tl;
 	}
-	if (k < t->n_keys || pos != len)
-		out[0].tag = KEY_TAG_BAD;
+	if (k == t->n_keys && pos == len)
+		return xpu_agg_hash_end(h);
+	if (print != NULL && t->n_keys > 0)
+		print[0].tag = KEY_TAG_BAD;
+	return xpu_agg_hash_end(h ^ 1);
 }
 
 /*
@@ -903,7 +873,7 @@ print_text_rows(const XpuValue *v, const uint8_t *nl, const int64_t *rows, int n
 		{
 			KeyPrint   *p;
 			const uint8_t *s;
-			uint32_t	len, lo, hi;
+			uint32_t	len;
 			uint64_t	w0 = 0, w1 = 0;
 
 			j = idx[i];
@@ -920,13 +890,10 @@ print_text_rows(const XpuValue *v, const uint8_t *nl, const int64_t *rows, int n
 			switch (c)
 			{
 				case 1:
-					w0 = s[0] | (uint64_t) s[len / 2] << (8 * (len / 2)) |
-						(uint64_t) s[len - 1] << (8 * (len - 1));
+					w0 = word_of_1_to_3(s, len);
 					break;
 				case 2:
-					memcpy(&lo, s, 4);
-					memcpy(&hi, s + len - 4, 4);
-					w0 = lo | (uint64_t) hi << (8 * (len - 4));
+					w0 = word_of_4_to_7(s, len);
 					break;
 				case 3:
 					memcpy(&w0, s, 8);
@@ -956,7 +923,7 @@ print_text_rows(const XpuValue *v, const uint8_t *nl, const int64_t *rows, int n
 
 /*
  * print_rows: the key prints of the n rows rows[] of res into t->rprint
- * (row j's at j * n_keys) and their key hashes into h[] (hash_encoded's
+ * (row j's at j * n_keys) and their key hashes into h[] (read_encoded's
  * value for their key bytes), a key column at a time; long[j] set where
  * row j has a text key longer than 16 bytes
  */
@@ -1371,7 +1338,7 @@ int
 xpu_agg_table_fold_group(XpuAggTable *t, const uint8_t *key, uint32_t key_len,
 						 const XpuAggState *states, XpuError *err)
 {
-	int64_t		g = group_find(t, key, key_len, hash_encoded(t, key, key_len), err);
+	int64_t		g = group_find(t, key, key_len, read_encoded(t, key, key_len, NULL), err);
 
 	return g >= 0 && combine_group(t, g, states, err);
 }
@@ -1390,7 +1357,7 @@ xpu_agg_table_fold_hll(XpuAggTable *t, const uint8_t *key, uint32_t key_len, int
 	if (len == 0)
 		return 1;
 	p = t->aggs[a].param;
-	g = group_find(t, key, key_len, hash_encoded(t, key, key_len), err);
+	g = group_find(t, key, key_len, read_encoded(t, key, key_len, NULL), err);
 	if (g < 0 || (h = hll_set_of(t, &t->states[g * t->n_aggs + a], p, err)) == NULL)
 		return 0;
 	if (!dense)
