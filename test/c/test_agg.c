@@ -242,6 +242,24 @@ test_multi_keys(void)
 	free_result(&r);
 }
 
+/* the sum of aggregate 0's counts over t's groups */
+static int64_t
+total_count(const XpuAggTable *t)
+{
+	int64_t		total = 0;
+
+	for (int64_t g = 0; g < xpu_agg_table_ngroups(t); g++)
+	{
+		const uint8_t *k;
+		uint32_t	kl;
+		const XpuAggState *st;
+
+		xpu_agg_table_group(t, g, &k, &kl, &st);
+		total += st[0].count;
+	}
+	return total;
+}
+
 /* qsort of encoded keys (KeyBuf) by their bytes */
 typedef struct KeyBuf
 {
@@ -283,7 +301,7 @@ test_key_classes(void)
 	XpuResult	all = new_result(ROWS, 4);
 	static char text[ROWS][41];
 	static KeyBuf keys[ROWS];
-	int64_t		distinct = 0, total = 0, ng;
+	int64_t		distinct = 0, total, ng;
 	int			ok = 1;
 
 	for (int r = 0; r < ROWS; r++)
@@ -323,15 +341,7 @@ test_key_classes(void)
 		free_result(&rev);
 	}
 	ng = xpu_agg_table_ngroups(t);
-	for (int64_t g = 0; g < ng; g++)
-	{
-		const uint8_t *k;
-		uint32_t	kl;
-		const XpuAggState *st;
-
-		xpu_agg_table_group(t, g, &k, &kl, &st);
-		total += st[0].count;
-	}
+	total = total_count(t);
 	tap_ok(ok && ng == distinct && total == ROWS,
 		   "key classes: %lld groups for %lld distinct keys, %lld rows counted",
 		   (long long) ng, (long long) distinct, (long long) total);
@@ -346,16 +356,7 @@ test_key_classes(void)
 		copy = st[0];
 		ok &= xpu_agg_table_fold_group(t, k, kl, &copy, &err);
 	}
-	total = 0;
-	for (int64_t g = 0; g < xpu_agg_table_ngroups(t); g++)
-	{
-		const uint8_t *k;
-		uint32_t	kl;
-		const XpuAggState *st;
-
-		xpu_agg_table_group(t, g, &k, &kl, &st);
-		total += st[0].count;
-	}
+	total = total_count(t);
 	tap_ok(ok && xpu_agg_table_ngroups(t) == ng && total == 2 * ROWS,
 		   "key classes: each group's key bytes folded in find its group (%lld groups)",
 		   (long long) xpu_agg_table_ngroups(t));
