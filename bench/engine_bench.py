@@ -29,7 +29,9 @@ side by side in one run, on (--sides picks a subset, by these names):
             metadata: the sum of those columns' buffer sizes over all batches)
 
 Every PostgreSQL side keeps one psql session (a warm backend) for the whole run.
-Per side and query: one unmeasured run (the page cache; its answer must equal
+Per side and query: one unmeasured run (the page cache, and the GPU column
+cache of the pg_warp GPU sides: its time is kept as warm_up_s, the first run's
+figure; its answer must equal
 PostgreSQL heap's, floats and averages within 1e-9 relative), for the
 PostgreSQL sides one EXPLAIN ANALYZE (for pg_warp: the engine, rows, bytes, I/O
 and engine time, and whether the plan really is GpuPreAgg on the asked engine;
@@ -101,7 +103,7 @@ EXPLAIN_KEYS = ["Engine", "Engine Threads", "Rows Read", "Rows Passed", "Groups"
                 "I/O Time", "Engine Time", "Service Wall Time", "Fallback Reason",
                 "Arrow Files", "Record Batches", "Batches Skipped by Statistics",
                 "Heap Pages", "Pages Shipped", "Pages Read Directly", "Page Read Time",
-                "Ring Wait Time"]
+                "Ring Wait Time", "Units Probed", "Units from GPU Cache"]
 GPU_ROWS_GOAL = 2.5e9
 
 
@@ -478,6 +480,8 @@ def warm_up(q, sql, nbytes, side, runner, ref, res):
     if err:
         e.update(status="failed", note=err)
         return
+    # the first run's time: for pg_warp GPU sides the one that fills the GPU column cache
+    e["warm_up_s"] = secs
     if secs is None and isinstance(runner, PgSide):
         e.update(status="failed", note="psql printed no timing: %s" % " ".join(rows[-3:]))
         return
@@ -740,8 +744,10 @@ def warm_up_all(args, runners, res, nbytes):
         for side in args.sides:
             if side in runners and side != "heap":
                 warm_up(q, sql, nbytes[q], side, runners[side], ref[q], res)
-        print("  %s: warm-up done (%s)" % (q, ", ".join("%s %s" % (s, res[q][s]["status"])
-                                                     for s in args.sides if s in res[q])), flush=True)
+        print("  %s: warm-up done (%s)" % (q, ", ".join(
+            "%s %s%s" % (s, res[q][s]["status"],
+                         " %.3f s" % res[q][s]["warm_up_s"] if res[q][s].get("warm_up_s") else "")
+            for s in args.sides if s in res[q])), flush=True)
     if "heap" not in runners:
         ref_side.close()
     return ref

@@ -881,6 +881,7 @@ typedef struct GpaInstr
 	uint64		pages_shipped;
 	uint64		tuples_shipped;
 	uint64		chunks;
+	uint64		units_served;	/* units aggregated from the GPU cache */
 	uint64		rows_in;		/* rows the engine read */
 	uint64		groups;			/* partial groups returned by the engine */
 } GpaInstr;
@@ -1264,6 +1265,7 @@ gpa_report(GpaState *st)
 	in->pages_shipped = st->heap->pages_shipped;
 	in->tuples_shipped = st->heap->tuples_shipped;
 	in->chunks = st->heap->chunks;
+	in->units_served = st->heap->units_served;
 	in->rows_in = st->fallback ? 0 : st->last.rows_in;
 	in->groups = st->fallback ? 0 : st->last.groups_total;
 }
@@ -1551,8 +1553,12 @@ gpa_explain_workers(GpaState *st, ExplainState *es)
 			appendStringInfo(es->str, "Worker %d:  Engine: %s  Block Ranges: " UINT64_FORMAT
 							 "  Pages Shipped: " UINT64_FORMAT "  Tuples Shipped: "
 							 UINT64_FORMAT "  Chunks: " UINT64_FORMAT "  Groups: "
-							 UINT64_FORMAT "\n", i - 1, engine, in->ranges,
+							 UINT64_FORMAT, i - 1, engine, in->ranges,
 							 in->pages_shipped, in->tuples_shipped, in->chunks, in->groups);
+			if (in->units_served > 0)
+				appendStringInfo(es->str, "  Units from GPU Cache: " UINT64_FORMAT,
+								 in->units_served);
+			appendStringInfoChar(es->str, '\n');
 			continue;
 		}
 		if (!opened)
@@ -1565,6 +1571,7 @@ gpa_explain_workers(GpaState *st, ExplainState *es)
 		ExplainPropertyInteger("Pages Shipped", NULL, (int64) in->pages_shipped, es);
 		ExplainPropertyInteger("Tuples Shipped", NULL, (int64) in->tuples_shipped, es);
 		ExplainPropertyInteger("Chunks", NULL, (int64) in->chunks, es);
+		ExplainPropertyInteger("Units from GPU Cache", NULL, (int64) in->units_served, es);
 		ExplainPropertyInteger("Groups", NULL, (int64) in->groups, es);
 		ExplainCloseGroup("Worker", NULL, true, es);
 	}

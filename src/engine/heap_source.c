@@ -10,7 +10,8 @@
  * a run that is not parallel claims the whole table at once; the runs of a
  * parallel GpuPreAgg (one per participant, under Gather) share the counter
  * in dynamic shared memory and claim ranges of 1/256 of the table (8 to
- * 4096 blocks), so that each block is read by exactly one of them.  The claims of
+ * 4096 blocks; whole units of 512 blocks in a table of 16 units or more, see
+ * "Units" below), so that each block is read by exactly one of them.  The claims of
  * a run are remembered: a participant whose run falls back hands them to
  * PostgreSQL's own partial aggregation (heap_agg_fallback_range), then
  * claims the rest of the table for it.
@@ -47,6 +48,15 @@
  * snapshots taken during recovery, temporary tables, or anything but an
  * MVCC snapshot.
  *
+ * Units (pg_warp.heap_gpu_cache, protocol.h).  Where the next blocks of a
+ * claim are a whole unit (512 blocks at a multiple of 512) that a direct
+ * read would take from the file (every block all-visible, none in shared
+ * buffers), the run offers the unit to the service instead of reading it:
+ * a GPU run that kept the unit's decoded columns in its column cache from
+ * an earlier read of the same file contents aggregates them without a page
+ * shipped; otherwise the run reads the unit then, and marks it WARP_CHUNK_UNIT
+ * when every block came from the file, so that the service may keep it.
+ *
  * Columns.  bool, int2/4/8, float4/8, pg_warp's float2, date, timestamp[tz], interval,
  * numeric with a typmod whose scale is 0 .. 38 (read as 128-bit fixed
  * point at that scale), text and varchar.  The service converts each
@@ -58,6 +68,7 @@
 
 #include <fcntl.h>
 #include <sys/stat.h>
+#include <time.h>
 #ifdef __SSE2__
 #include <emmintrin.h>
 #endif
@@ -105,6 +116,9 @@ int			pg_warp_heap_chunk_pages = 512;
 /* pg_warp.heap_direct_read: all-visible blocks not in shared buffers read from the file */
 bool		pg_warp_heap_direct_read = true;
 
+/* pg_warp.heap_gpu_cache: units probed in the service's GPU column cache */
+bool		pg_warp_heap_gpu_cache = true;
+
 /* the most blocks one pread of a direct run reads (8 MiB) */
 #define HEAP_DIRECT_MAX_RUN		1024
 
@@ -131,6 +145,13 @@ heap_source_init(void)
 							 "straight from the table's files.",
 							 "Off: every block is read through the buffer manager.",
 							 &pg_warp_heap_direct_read, true,
+							 PGC_USERSET, 0, NULL, NULL, NULL);
+	DefineCustomBoolVariable("pg_warp.heap_gpu_cache",
+							 "Lets GpuPreAgg over heap tables aggregate all-visible parts of a table "
+							 "from the columns the service's GPU cache kept of them.",
+							 "Needs pg_warp.heap_direct_read and a GPU column cache "
+							 "(pg_warp.gpu_cache_size).",
+							 &pg_warp_heap_gpu_cache, true,
 							 PGC_USERSET, 0, NULL, NULL, NULL);
 }
 
@@ -311,6 +332,7 @@ void
 heap_agg_put_request(HeapAggRun *h, StringInfo buf)
 {
 	WarpHeapRequest req = {0};
+	char	   *path = NULL;
 
 	/* the ring: 4 chunks of up to pg_warp.heap_chunk_pages pages */
 	if (h->shared == NULL)
@@ -330,6 +352,16 @@ heap_agg_put_request(HeapAggRun *h, StringInfo buf)
 	req.n_atts = h->n_atts;
 	req.missing_len = h->missing.len;
 	req.flags = h->scan ? WARP_HEAP_SCAN : 0;
+	/* units: whole ones fit a chunk, the table's files are the ones all backends share */
+	h->units = !h->scan && pg_warp_heap_gpu_cache && pg_warp_heap_direct_read &&
+		h->slot_pages >= WARP_HEAP_UNIT_BLOCKS && !RelationUsesLocalBuffers(h->rel);
+	if (h->units)
+	{
+		path = relpath(RelationGetSmgr(h->rel)->smgr_rnode, MAIN_FORKNUM);
+		req.flags |= WARP_HEAP_UNITS;
+		req.path_len = (uint32) strlen(path);
+		req.seg_blocks = RELSEG_SIZE;
+	}
 	while (buf->len % 8 != 0)
 		appendStringInfoChar(buf, '\0');
 	appendBinaryStringInfo(buf, (char *) &req, sizeof(req));
@@ -340,6 +372,13 @@ heap_agg_put_request(HeapAggRun *h, StringInfo buf)
 	appendBinaryStringInfo(buf, h->missing.data, h->missing.len);
 	while (buf->len % 8 != 0)
 		appendStringInfoChar(buf, '\0');
+	if (path != NULL)
+	{
+		appendBinaryStringInfo(buf, path, req.path_len);
+		while (buf->len % 8 != 0)
+			appendStringInfoChar(buf, '\0');
+		pfree(path);
+	}
 }
 
 /*
@@ -352,6 +391,9 @@ heap_agg_shared_init(HeapAggShared *sh, Relation rel, bool whole)
 {
 	sh->nblocks = RelationGetNumberOfBlocks(rel);
 	sh->claim = whole ? Max(sh->nblocks, 1) : Min(4096, Max(sh->nblocks / 256, 8));
+	/* claims of whole units (protocol.h) where the table has 16 of them or more */
+	if (!whole && sh->nblocks >= 16 * WARP_HEAP_UNIT_BLOCKS)
+		sh->claim = Max(sh->claim - sh->claim % WARP_HEAP_UNIT_BLOCKS, WARP_HEAP_UNIT_BLOCKS);
 	pg_atomic_init_u64(&sh->next, 0);
 }
 
@@ -363,7 +405,10 @@ heap_agg_reset(HeapAggRun *h)
 	h->ranges = NIL;
 	h->replayed = 0;
 	h->direct = 0;
+	h->probe = 0;
+	h->in_unit = false;
 	h->pages_read = h->pages_shipped = h->pages_direct = h->tuples_shipped = h->chunks = 0;
+	h->units_probed = h->units_served = 0;
 	INSTR_TIME_SET_ZERO(h->read_time);
 	INSTR_TIME_SET_ZERO(h->wait_time);
 	h->pending = NIL;
@@ -415,7 +460,7 @@ next_block(HeapAggRun *h, BlockNumber *blk)
 		BlockNumber start,
 					n;
 
-		if (!claim_range(h, &start, &n))
+		if (h->in_unit || !claim_range(h, &start, &n))
 			return false;
 		h->next = start;
 		h->claim_end = start + n;
@@ -651,6 +696,81 @@ direct_run(HeapAggRun *h, BlockNumber blk, char *pages, uint8 *vis, int *counts,
 	return len;
 }
 
+/* ---------------- units (protocol.h) ---------------- */
+
+/* is the run's next block the first of a whole unit of its current claim */
+static bool
+unit_ahead(HeapAggRun *h)
+{
+	return h->next % WARP_HEAP_UNIT_BLOCKS == 0 && h->next < h->claim_end &&
+		h->claim_end - h->next >= WARP_HEAP_UNIT_BLOCKS;
+}
+
+/*
+ * heap_agg_probe_unit: when the run's next blocks (claiming a range if the
+ * current one is used up) are a whole unit whose every block is marked
+ * all-visible and absent from shared buffers, the unit goes to *unit, its
+ * blocks count as read, and true: the caller offers it to the service's
+ * cache, and reads it with heap_agg_read_unit if the service does not
+ * serve it
+ */
+bool
+heap_agg_probe_unit(HeapAggRun *h, BlockNumber *unit)
+{
+	if (h->probe == 0)
+		h->probe = h->units && direct_allowed(h) ? 1 : -1;
+	if (h->probe < 0)
+		return false;
+	if (h->next >= h->claim_end)
+	{
+		BlockNumber start,
+					n;
+
+		if (!claim_range(h, &start, &n))
+			return false;
+		h->next = start;
+		h->claim_end = start + n;
+	}
+	if (!unit_ahead(h))
+		return false;
+	for (BlockNumber b = h->next; b < h->next + WARP_HEAP_UNIT_BLOCKS; b++)
+		if (!direct_block(h, b))
+			return false;
+	*unit = h->next;
+	h->next += WARP_HEAP_UNIT_BLOCKS;
+	h->units_probed++;
+	return true;
+}
+
+/*
+ * heap_agg_read_unit: the pages of unit (a probe the service did not
+ * serve) as heap_agg_read_pages reads pages; *whole: every block of it was
+ * read from the file and passed the checks of a direct read; *start_us:
+ * when the reading began (CLOCK_REALTIME, microseconds)
+ */
+int
+heap_agg_read_unit(HeapAggRun *h, BlockNumber unit, char *pages, uint8 *vis, bool *whole,
+				   int64 *start_us)
+{
+	BlockNumber next = h->next,
+				claim_end = h->claim_end;
+	uint64		direct = h->pages_direct;
+	struct timespec ts;
+	int			n;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	*start_us = (int64) ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+	h->next = unit;
+	h->claim_end = unit + WARP_HEAP_UNIT_BLOCKS;
+	h->in_unit = true;
+	n = heap_agg_read_pages(h, pages, vis, NULL, WARP_HEAP_UNIT_BLOCKS);
+	h->in_unit = false;
+	h->next = next;
+	h->claim_end = claim_end;
+	*whole = h->pages_direct - direct == WARP_HEAP_UNIT_BLOCKS;
+	return n;
+}
+
 /*
  * heap_agg_read_end: releases what the reading of h holds (its strategy,
  * the visibility map page, the segment file); the run's counters stay
@@ -691,6 +811,9 @@ heap_agg_read_pages(HeapAggRun *h, char *pages, uint8 *vis, BlockNumber *blocks,
 		int			at = n;		/* where the run's first page went */
 
 		CHECK_FOR_INTERRUPTS();
+		/* a unit to probe starts here: the next chunk offers it (heap_agg_probe_unit) */
+		if (n > 0 && h->probe > 0 && unit_ahead(h))
+			break;
 		if (!next_block(h, &blk))
 			break;
 		if (direct_allowed(h) && direct_block(h, blk))
@@ -735,6 +858,11 @@ heap_agg_explain(HeapAggRun *h, bool analyze, ExplainState *es)
 	ExplainPropertyInteger("Heap Pages", NULL, (int64) h->nblocks, es);
 	ExplainPropertyInteger("Pages Shipped", NULL, (int64) h->pages_shipped, es);
 	ExplainPropertyInteger("Pages Read Directly", NULL, (int64) h->pages_direct, es);
+	if (h->units_probed > 0)
+	{
+		ExplainPropertyInteger("Units Probed", NULL, (int64) h->units_probed, es);
+		ExplainPropertyInteger("Units from GPU Cache", NULL, (int64) h->units_served, es);
+	}
 	ExplainPropertyInteger("Tuples Shipped", NULL, (int64) h->tuples_shipped, es);
 	ExplainPropertyInteger("Chunks", NULL, (int64) h->chunks, es);
 	ExplainPropertyInteger("Bytes Shipped", "bytes",

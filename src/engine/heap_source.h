@@ -31,6 +31,7 @@ struct ExplainState;
 /* in heap_source.c */
 extern int	pg_warp_heap_chunk_pages;
 extern bool pg_warp_heap_direct_read;
+extern bool pg_warp_heap_gpu_cache;
 
 extern void heap_source_init(void);
 
@@ -73,12 +74,18 @@ typedef struct HeapAggRun
 	Buffer		vmbuffer;		/* the visibility map page last looked at */
 	int			seg_fd;			/* the segment file open for direct reads, or -1 */
 	BlockNumber seg_no;			/* its segment number */
+	/* units (protocol.h): the request allows them; decided at the first probe, 1 yes, -1 no */
+	bool		units;
+	int			probe;
+	bool		in_unit;		/* reading one unit: no claims past it */
 	/* counters (EXPLAIN ANALYZE) */
 	uint64		pages_read;
 	uint64		pages_shipped;
 	uint64		pages_direct;	/* read from the file, not through shared buffers */
 	uint64		tuples_shipped;
 	uint64		chunks;
+	uint64		units_probed;	/* units offered to the service's GPU cache */
+	uint64		units_served;	/* ... and aggregated from there */
 	instr_time	read_time;		/* reading pages and deciding visibility */
 	instr_time	wait_time;		/* waiting for a free chunk of the ring */
 	/* the ring (shm_chunk.c) */
@@ -120,6 +127,9 @@ extern bool heap_agg_fallback_range(HeapAggRun *h, BlockNumber *start, BlockNumb
 extern void heap_agg_put_request(HeapAggRun *h, StringInfo buf);
 extern int	heap_agg_read_pages(HeapAggRun *h, char *pages, uint8 *vis, BlockNumber *blocks,
 								int max_pages);
+extern bool heap_agg_probe_unit(HeapAggRun *h, BlockNumber *unit);
+extern int	heap_agg_read_unit(HeapAggRun *h, BlockNumber unit, char *pages, uint8 *vis,
+							   bool *whole, int64 *start_us);
 extern void heap_agg_read_end(HeapAggRun *h);
 extern void heap_agg_explain(HeapAggRun *h, bool analyze, struct ExplainState *es);
 

@@ -127,13 +127,19 @@ next_message(int conn, uint32 *type, uint32 *len)
 
 /*
  * ship: fills the free chunks with pages and sends them until the run's
- * claims are read (heap_agg_read_pages); false when the run ended early (its AGG_RESULT is pending)
+ * claims are read (heap_agg_read_pages); a unit the service may hold in its
+ * GPU cache goes as a probe (heap_agg_probe_unit) and, if it is not served,
+ * is read and shipped once its HEAP_DONE says so.  False when the run ended
+ * early (its AGG_RESULT is pending).
  */
 static bool
 ship(HeapAggRun *h, ShmRing *r, int conn)
 {
 	uint32		free_slots[64];
 	uint32		n_free = 0;
+	List	   *missed = NIL;	/* probed units the service did not serve */
+	uint32		probes_out = 0;
+	bool		read_done = false;
 
 	for (uint32 i = 0; i < h->n_slots; i++)
 		free_slots[n_free++] = h->n_slots - 1 - i;
@@ -142,24 +148,45 @@ ship(HeapAggRun *h, ShmRing *r, int conn)
 		uint32		type,
 					len;
 		void	   *msg;
+		WarpHeapChunk done;
 		instr_time	start,
 					end;
 
-		if (n_free > 0)
+		if (n_free > 0 && (missed != NIL || !read_done))
 		{
 			uint32		slot = free_slots[--n_free];
 			char	   *base = r->base + (size_t) slot * h->slot_size;
-			WarpHeapChunk ch = {slot, 0};
+			uint8	   *vis = (uint8 *) base + (size_t) h->slot_pages * BLCKSZ;
+			WarpHeapChunk ch = {slot, 0, 0, 0, 0};
 
-			ch.n_pages = heap_agg_read_pages(h, base,
-											 (uint8 *) base + (size_t) h->slot_pages * BLCKSZ,
-											 NULL, (int) h->slot_pages);
-			if (ch.n_pages == 0)
-				return true;	/* the table is read */
+			if (missed != NIL)
+			{
+				bool		whole;
+
+				ch.unit = linitial_oid(missed);
+				missed = list_delete_first(missed);
+				ch.n_pages = heap_agg_read_unit(h, ch.unit, base, vis, &whole, &ch.read_start_us);
+				ch.flags = whole ? WARP_CHUNK_UNIT : 0;
+			}
+			else if (heap_agg_probe_unit(h, &ch.unit))
+			{
+				ch.flags = WARP_CHUNK_PROBE;
+				probes_out++;
+			}
+			else if ((ch.n_pages = heap_agg_read_pages(h, base, vis, NULL, (int) h->slot_pages)) == 0)
+				read_done = true;	/* nothing left to claim */
+			if (ch.n_pages == 0 && ch.flags != WARP_CHUNK_PROBE)
+			{
+				free_slots[n_free++] = slot;	/* no visible tuple in it */
+				continue;
+			}
 			service_run_send(conn, WARP_MSG_HEAP_CHUNK, &ch, sizeof(ch));
-			h->chunks++;
+			if (ch.n_pages > 0)
+				h->chunks++;
 			continue;
 		}
+		if (read_done && missed == NIL && probes_out == 0)
+			return true;		/* the table is read */
 		INSTR_TIME_SET_CURRENT(start);
 		msg = next_message(conn, &type, &len);
 		INSTR_TIME_SET_CURRENT(end);
@@ -171,13 +198,23 @@ ship(HeapAggRun *h, ShmRing *r, int conn)
 			h->pending_len = lappend_int(h->pending_len, (int) len);
 			return false;
 		}
-		memcpy(&free_slots[n_free], msg, sizeof(uint32));
-		if (free_slots[n_free] >= h->n_slots)
+		memcpy(&done, msg, sizeof(done));
+		pfree(msg);
+		if (done.slot >= h->n_slots || (done.flags & WARP_CHUNK_PROBE && probes_out == 0))
 			ereport(ERROR,
 					(errcode(ERRCODE_PROTOCOL_VIOLATION),
 					 errmsg("pg_warp service returned a chunk it was not given")));
-		n_free++;
-		pfree(msg);
+		free_slots[n_free++] = done.slot;
+		if (done.flags & WARP_CHUNK_PROBE)
+		{
+			probes_out--;
+			if (done.flags & WARP_CHUNK_SERVED)
+				h->units_served++;
+			else
+				missed = lappend_oid(missed, done.unit);
+			if (done.flags & WARP_CHUNK_NO_CACHE)
+				h->probe = -1;	/* this run's service keeps no units */
+		}
 	}
 }
 

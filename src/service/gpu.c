@@ -57,6 +57,7 @@ static const struct
 	{"cuMemHostUnregister", (void **) &gpu_drv.cuMemHostUnregister},
 	{"cuMemcpyHtoDAsync_v2", (void **) &gpu_drv.cuMemcpyHtoDAsync},
 	{"cuMemcpyDtoHAsync_v2", (void **) &gpu_drv.cuMemcpyDtoHAsync},
+	{"cuMemcpyDtoDAsync_v2", (void **) &gpu_drv.cuMemcpyDtoDAsync},
 	{"cuMemsetD8Async", (void **) &gpu_drv.cuMemsetD8Async},
 	{"cuStreamCreate", (void **) &gpu_drv.cuStreamCreate},
 	{"cuStreamDestroy_v2", (void **) &gpu_drv.cuStreamDestroy},

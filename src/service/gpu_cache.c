@@ -51,6 +51,7 @@ struct GpuCacheEntry
 	CUdeviceptr ptr;			/* inside its slab */
 	size_t		bytes;
 	size_t		len[3];			/* validity, values, utf8 data */
+	uint64_t	tag;			/* the filler's word about its contents (rows) */
 	GpuCacheSlab *slab;			/* kept while DEAD: its references pin the slab */
 	GpuCacheFile *file;
 	GpuCacheEntry *hnext;		/* hash chain */
@@ -553,6 +554,19 @@ const size_t *
 gpu_cache_entry_lens(const GpuCacheEntry *e)
 {
 	return e->len;
+}
+
+/* set while FILLING (before publish), read once READY: no lock needed */
+void
+gpu_cache_entry_set_tag(GpuCacheEntry *e, uint64_t tag)
+{
+	e->tag = tag;
+}
+
+uint64_t
+gpu_cache_entry_tag(const GpuCacheEntry *e)
+{
+	return e->tag;
 }
 
 /* gpu_cache_publish: see gpu_cache.h */

@@ -90,6 +90,10 @@ extern GpuCacheEntry *gpu_cache_reserve(uint32_t dev, const GpuCacheFileId *id,
 extern CUdeviceptr gpu_cache_entry_ptr(const GpuCacheEntry *e);
 extern const size_t *gpu_cache_entry_lens(const GpuCacheEntry *e);
 
+/* a word the filler keeps with an entry (a heap unit: its rows), set before publishing */
+extern void gpu_cache_entry_set_tag(GpuCacheEntry *e, uint64_t tag);
+extern uint64_t gpu_cache_entry_tag(const GpuCacheEntry *e);
+
 /* a FILLING entry's contents are complete: later runs may use it */
 extern void gpu_cache_publish(GpuCacheEntry *e);
 

@@ -50,6 +50,8 @@ typedef struct GpuDriver
 									  CUstream s);
 	CUresult	(*cuMemcpyDtoHAsync) (void *dst, CUdeviceptr src, size_t bytes,
 									  CUstream s);
+	CUresult	(*cuMemcpyDtoDAsync) (CUdeviceptr dst, CUdeviceptr src, size_t bytes,
+									  CUstream s);
 	CUresult	(*cuMemsetD8Async) (CUdeviceptr p, unsigned char v, size_t n, CUstream s);
 	CUresult	(*cuStreamCreate) (CUstream *s, unsigned int flags);
 	CUresult	(*cuStreamDestroy) (CUstream s);
@@ -151,8 +153,12 @@ typedef struct GpuHeapSource
 	const uint8_t *col_kind;	/* [n_cols]: XpuColKind */
 	int			n_cols;
 	const uint8_t *missing;
-	bool		(*take) (void *arg, uint32_t *slot, uint32_t *n_pages);
-	void		(*give) (void *arg, uint32_t slot);
+	const char *relpath;		/* WARP_HEAP_UNITS: the first segment file, or NULL */
+	uint32_t	seg_blocks;		/* blocks per segment file */
+	/* the next HEAP_CHUNK (slot, pages, unit flags); false at the run's end */
+	bool		(*take) (void *arg, WarpHeapChunk *ch);
+	/* the slot's HEAP_DONE, with WARP_CHUNK_SERVED or WARP_CHUNK_NO_CACHE for a probe */
+	void		(*give) (void *arg, uint32_t slot, uint32_t flags);
 
 	/*
 	 * a GpuScan's run (WARP_HEAP_SCAN) when set: the chunk's rows are only

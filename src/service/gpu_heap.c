@@ -9,11 +9,14 @@
  *-------------------------------------------------------------------------
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "gpu_agg_int.h"
 #include "xpu/xpu_heap_gpu.h"
@@ -46,9 +49,27 @@
  * the backend returns the passing tuples from it.  A chunk the GPU cannot
  * decode or filter (an error or FALLBACK of the program) is handed back
  * for PostgreSQL to recheck; the run goes on.
+ *
+ * Units (WARP_HEAP_UNITS, xpu/protocol.h).  The decoded columns of a
+ * chunk that holds exactly one unit of a segment file, every page read
+ * from the file, are copied into the device's column cache (gpu_cache.c)
+ * once the chunk is aggregated, keyed by the segment file's identity, the
+ * unit's block within it, the attribute and how it is decoded.  A later
+ * probe of that unit is served from there: the chunk header points at the
+ * cached columns and the aggregation runs without a page read or copied.
+ * What makes the cached columns the unit's pages as the query must see
+ * them: the backend probes only units whose blocks are all-visible and
+ * absent from shared buffers (the pages a direct read takes from the file);
+ * a write to the file changes its ctime (and mtime), so an entry is found
+ * only while the file is as it was when its pages were read; and a unit is
+ * kept only when the file's ctime and mtime are more than
+ * GHEAP_UNIT_SETTLED_US older than the moment the backend began reading it,
+ * so that no write during that read can leave the same coarse timestamp.
  */
 
 #define GHEAP_IO_SLICE		(1 << 20)	/* bytes per pread of a chunk's pages (memory to memory) */
+#define GHEAP_UNIT_SETTLED_US	1000000	/* a kept unit's file unchanged this long before its read */
+#define GHEAP_KIND_HEAP		0x40000000	/* cache keys of heap columns (Arrow kinds are small) */
 
 /* where the parts of a chunk lie in a slot's buffers */
 typedef struct GheapLayout
@@ -67,6 +88,16 @@ typedef struct GheapLayout
 	size_t		mask;			/* a scan's pass mask, one byte per row (device only) */
 	size_t		dev_len;
 } GheapLayout;
+
+/* a slot's unit: the cached columns it aggregates, or those it will keep */
+typedef struct GheapUnit
+{
+	bool		hit;			/* the chunk is cached columns (entries referenced) */
+	bool		keep;			/* the chunk is a unit to keep once aggregated */
+	GpuCacheFileId id;			/* its segment file as it was read */
+	int32_t		batch;			/* its first block within the segment */
+	GpuCacheEntry **entries;	/* [n_cols] */
+} GheapUnit;
 
 typedef struct GheapRun
 {
@@ -90,6 +121,14 @@ typedef struct GheapRun
 	/* the ring registered with the driver: pages copied from it, not staged */
 	bool		ring_reg;
 	CUevent		ev_copied[GAGG_SLOTS];	/* after each slot's copy from the ring */
+	/* units kept in and served from the column cache (the header comment) */
+	bool		units;
+	int32_t    *col_field;		/* [n_cols]: cache key field (attribute, descriptor hash) */
+	int32_t    *col_key;		/* [n_cols]: cache key kind (column kind, scale) */
+	GheapUnit	unit[GAGG_SLOTS];
+	int32_t    *text_end[GAGG_SLOTS];	/* pinned [n_cols]: a kept chunk's text bytes */
+	int			seg_fd;			/* the segment file last opened, or -1 */
+	uint32_t	seg_no;
 } GheapRun;
 
 /*
@@ -260,6 +299,243 @@ done:
 	return rc;
 }
 
+/* ---------------- units in the column cache (the header comment) ---------------- */
+
+/* the identity of the segment file that holds block `unit`; false when it cannot be had */
+static bool
+gheap_seg_id(GheapRun *gh, uint32_t unit, GpuCacheFileId *id)
+{
+	const GpuHeapSource *src = gh->src;
+	uint32_t	seg = unit / src->seg_blocks;
+	struct stat st;
+
+	if (gh->seg_fd < 0 || gh->seg_no != seg)
+	{
+		char		path[1100];
+
+		if (gh->seg_fd >= 0)
+			close(gh->seg_fd);
+		if (seg == 0)
+			snprintf(path, sizeof(path), "%s", src->relpath);
+		else
+			snprintf(path, sizeof(path), "%s.%u", src->relpath, seg);
+		/* O_NONBLOCK: a FIFO where the file belongs must not hang the open */
+		gh->seg_fd = open(path, O_RDONLY | O_NONBLOCK | O_NOFOLLOW | O_CLOEXEC);
+		gh->seg_no = seg;
+	}
+	return gh->seg_fd >= 0 && fstat(gh->seg_fd, &st) == 0 && S_ISREG(st.st_mode) &&
+		gpu_cache_file_id(gh->seg_fd, id);
+}
+
+/*
+ * gheap_col_keys: each chunk column's cache key: its attribute with a hash
+ * of what its decoding depends on (the widths and alignments of the
+ * attributes up to it, its missing value), its kind and numeric scale
+ */
+static void
+gheap_col_keys(GheapRun *gh, const int16_t *scale)
+{
+	const GpuHeapSource *src = gh->src;
+
+	for (int j = 0; j < src->n_cols; j++)
+	{
+		int			a = src->col_att[j] - 1;
+		uint32_t	h = 2166136261u;
+		const XpuHeapAtt *at = &src->atts[a];
+
+		for (int i = 0; i <= a; i++)
+		{
+			uint8_t		b[4] = {(uint8_t) src->atts[i].attlen,
+				(uint8_t) ((uint16_t) src->atts[i].attlen >> 8),
+			src->atts[i].align, src->atts[i].flags};
+
+			for (int k = 0; k < 4; k++)
+				h = (h ^ b[k]) * 16777619u;
+		}
+		if (at->flags & XPU_HEAP_ATT_MISSING)
+			for (uint32_t k = 0; k < at->missing_len; k++)
+				h = (h ^ src->missing[at->missing_off + k]) * 16777619u;
+		gh->col_field[j] = (int32_t) ((uint32_t) src->col_att[j] | (h & 0x7fff) << 16);
+		gh->col_key[j] = GHEAP_KIND_HEAP | (scale[j] & 0xff) << 8 | src->col_kind[j];
+	}
+}
+
+/* the bytes of chunk column j's validity (p 0), values (1) and text (2) pieces */
+static size_t
+gheap_piece_len(const GheapRun *gh, int j, int p, int64_t nrows, int32_t text_len)
+{
+	int			kind = gh->src->col_kind[j];
+
+	if (p == 0 || (p == 1 && kind == XPU_COL_BOOL))
+		return ((size_t) nrows + 7) / 8;
+	if (p == 1)
+		return kind == XPU_COL_UTF8 ? ((size_t) nrows + 1) * sizeof(int32_t) :
+			(size_t) xpu_hg_width(kind) * (size_t) nrows;
+	return kind == XPU_COL_UTF8 ? (size_t) text_len : 0;
+}
+
+/* drops slot si's references to cached columns (its kernels are done) */
+static void
+gheap_unit_release(GheapRun *gh, int si)
+{
+	GheapUnit  *u = &gh->unit[si];
+
+	for (int j = 0; u->entries != NULL && j < gh->src->n_cols; j++)
+		if (u->entries[j] != NULL)
+		{
+			gpu_cache_release(u->entries[j]);
+			u->entries[j] = NULL;
+		}
+	u->hit = u->keep = false;
+}
+
+/*
+ * gheap_probe: aggregates unit ch->unit in slot si from the cached columns
+ * when the cache holds every column of it for the segment file as it is
+ * now; 1 when it does (the slot busy), 0 when not, -1 on failure
+ */
+static int
+gheap_probe(GheapRun *gh, int si, const WarpHeapChunk *ch)
+{
+	GaggRun    *g = &gh->g;
+	GaggSlot   *s = &g->slots[si];
+	GheapUnit  *u = &gh->unit[si];
+	const GpuHeapSource *src = gh->src;
+	size_t		hdr = align_up(sizeof(XpuChunk) + src->n_cols * sizeof(XpuColumnData), GAGG_ALIGN);
+	XpuChunk   *chunk;
+	XpuColumnData *cols;
+	int64_t		nrows = -1;
+	uint64_t	bytes = 0;
+
+	if (!gh->units || !gheap_seg_id(gh, ch->unit, &u->id))
+		return 0;
+	gpu_cache_check_file(g->dev, &u->id);
+	u->batch = (int32_t) (ch->unit % src->seg_blocks);
+	for (int j = 0; j < src->n_cols; j++)
+	{
+		u->entries[j] = gpu_cache_get(g->dev, &u->id, u->batch, gh->col_field[j], gh->col_key[j]);
+		if (u->entries[j] == NULL ||
+			(nrows >= 0 && (int64_t) gpu_cache_entry_tag(u->entries[j]) != nrows))
+		{
+			gheap_unit_release(gh, si);
+			return 0;
+		}
+		nrows = (int64_t) gpu_cache_entry_tag(u->entries[j]);
+		for (int p = 0; p < 3; p++)
+			bytes += gpu_cache_entry_lens(u->entries[j])[p];
+	}
+	if (nrows <= 0)
+	{
+		gheap_unit_release(gh, si);
+		return 0;
+	}
+	u->hit = true;
+	if (gagg_slot_reserve(g, s, hdr, hdr, nrows, 8, "a cached heap unit") != 0)
+		return -1;
+	memset(s->host, 0, hdr);
+	chunk = (XpuChunk *) s->host;
+	chunk->nrows = nrows;
+	chunk->ncols = src->n_cols;
+	chunk->cols = (const XpuColumnData *) (uintptr_t) (s->dev + sizeof(XpuChunk));
+	cols = (XpuColumnData *) (s->host + sizeof(XpuChunk));
+	for (int j = 0; j < src->n_cols; j++)
+	{
+		CUdeviceptr base = gpu_cache_entry_ptr(u->entries[j]);
+		const size_t *len = gpu_cache_entry_lens(u->entries[j]);
+
+		cols[j].validity = (const uint8_t *) (uintptr_t) base;
+		cols[j].values = (const void *) (uintptr_t) (base + align_up(len[0], GPU_CACHE_ALIGN));
+		if (src->col_kind[j] == XPU_COL_UTF8)
+			cols[j].data = (const char *) (uintptr_t) (base + align_up(len[0], GPU_CACHE_ALIGN) +
+													   align_up(len[1], GPU_CACHE_ALIGN));
+	}
+	s->nrows = nrows;
+	if (gagg_cuda(g, gpu_drv.cuMemcpyHtoDAsync(s->dev, s->host, hdr, s->stream),
+				  "cuMemcpyHtoDAsync") != 0 ||
+		gagg_launch(g, s, 0, 0, s->ovf) != 0)
+		return -1;
+	GAGG_ADD(g->run->rows_in, (uint64_t) nrows);
+	GAGG_ADD(g->run->batches, 1);
+	GAGG_ADD(g->run->bytes_cached, bytes);
+	return 1;
+}
+
+/*
+ * gheap_keep_check: may slot si's chunk (ch: its pages, read from the file)
+ * be kept as unit ch->unit: its segment file unchanged since well before
+ * the backend began reading it
+ */
+static void
+gheap_keep_check(GheapRun *gh, int si, const WarpHeapChunk *ch)
+{
+	GheapUnit  *u = &gh->unit[si];
+	int64_t		settled_ns = (ch->read_start_us - GHEAP_UNIT_SETTLED_US) * 1000;
+
+	u->keep = gh->units && (ch->flags & WARP_CHUNK_UNIT) && ch->read_start_us > 0 &&
+		gheap_seg_id(gh, ch->unit, &u->id) &&
+		u->id.ctime_ns < settled_ns && u->id.mtime_ns < settled_ns;
+	if (u->keep)
+		u->batch = (int32_t) (ch->unit % gh->src->seg_blocks);
+}
+
+/*
+ * gheap_keep: copies slot si's decoded columns (aggregated, its stream
+ * drained) into the column cache as its unit; a column the cache has no
+ * room for leaves the unit out (what was reserved is dropped)
+ */
+static int
+gheap_keep(GheapRun *gh, int si)
+{
+	GaggRun    *g = &gh->g;
+	GaggSlot   *s = &g->slots[si];
+	GheapUnit  *u = &gh->unit[si];
+	const GpuHeapSource *src = gh->src;
+	const XpuColumnData *cols = (const XpuColumnData *) (s->host + sizeof(XpuChunk));
+	int64_t		text_cap = ((XpuHeapGpuChunk *) (s->host + gh->lay[si].hc))->text_cap;
+	bool		whole = true;
+
+	u->keep = false;
+	for (int j = 0; j < src->n_cols && whole; j++)
+	{
+		int32_t		text_len = src->col_kind[j] == XPU_COL_UTF8 ? gh->text_end[si][j] : 0;
+		size_t		len[3];
+		CUdeviceptr from[3] = {(CUdeviceptr) (uintptr_t) cols[j].validity,
+			(CUdeviceptr) (uintptr_t) cols[j].values, (CUdeviceptr) (uintptr_t) cols[j].data};
+		size_t		off = 0;
+
+		if (text_len < 0 || text_len > text_cap)
+		{
+			whole = false;		/* not what the decode left: not kept */
+			break;
+		}
+		for (int p = 0; p < 3; p++)
+			len[p] = gheap_piece_len(gh, j, p, s->nrows, text_len);
+		u->entries[j] = gpu_cache_reserve(g->dev, &u->id, u->batch, gh->col_field[j],
+										  gh->col_key[j], len);
+		if (u->entries[j] == NULL)
+		{
+			whole = false;
+			break;
+		}
+		gpu_cache_entry_set_tag(u->entries[j], (uint64_t) s->nrows);
+		for (int p = 0; p < 3; p++)
+		{
+			if (len[p] > 0 &&
+				gagg_cuda(g, gpu_drv.cuMemcpyDtoDAsync(gpu_cache_entry_ptr(u->entries[j]) + off,
+													   from[p], len[p], s->stream),
+						  "cuMemcpyDtoDAsync") != 0)
+				return -1;
+			off += align_up(len[p], GPU_CACHE_ALIGN);
+		}
+	}
+	if (gagg_stream_wait(g, s->stream) != 0)
+		return -1;
+	for (int j = 0; j < src->n_cols && whole; j++)
+		gpu_cache_publish(u->entries[j]);
+	gheap_unit_release(gh, si);
+	return 0;
+}
+
 /*
  * queues a scan's filter of slot si's decoded chunk on its stream: the
  * program's error zeroed, kern_warp_exec into the mask, the mask and the
@@ -377,6 +653,19 @@ gheap_launch(GheapRun *gh, int si)
 											   sizeof(XpuHeapGpuStatus), s->stream),
 				  "cuMemcpyDtoHAsync") != 0)
 		return -1;
+	/* a unit to keep: where each text column's bytes end (gheap_keep) */
+	for (int j = 0; gh->unit[si].keep && j < gh->src->n_cols; j++)
+	{
+		const XpuColumnData *cd = (const XpuColumnData *) (s->host + sizeof(XpuChunk)) + j;
+
+		if (gh->src->col_kind[j] == XPU_COL_UTF8 &&
+			gagg_cuda(g, gpu_drv.cuMemcpyDtoHAsync(&gh->text_end[si][j],
+												   (CUdeviceptr) (uintptr_t) cd->values +
+												   (size_t) s->nrows * sizeof(int32_t),
+												   sizeof(int32_t), s->stream),
+					  "cuMemcpyDtoHAsync") != 0)
+			return -1;
+	}
 	return gh->scan ? gheap_launch_filter(gh, si) : gagg_launch(g, s, 0, 0, s->ovf);
 }
 
@@ -394,6 +683,14 @@ gheap_finish(GheapRun *gh, int si)
 
 	if (gh->scan)
 		return gheap_finish_filter(gh, si);
+	if (gh->unit[si].hit)
+	{
+		/* cached columns: nothing was decoded */
+		code = gagg_slot_finish(g, &g->slots[si]);
+		if (code == 0)
+			gheap_unit_release(gh, si);
+		return code;
+	}
 	if (gagg_stream_wait(g, g->slots[si].stream) != 0)
 		return -1;
 	/* the decode's time; gagg_slot_finish adds the aggregation's */
@@ -408,7 +705,10 @@ gheap_finish(GheapRun *gh, int si)
 				  "a heap value the engine does not decode (compressed, external or out of range)");
 		return XPU_ERR_FALLBACK;
 	}
-	return gagg_slot_finish(g, &g->slots[si]);
+	code = gagg_slot_finish(g, &g->slots[si]);
+	if (code == 0 && gh->unit[si].keep)
+		code = gheap_keep(gh, si);
+	return code;
 }
 
 /* every chunk the source gives through the two slots */
@@ -419,19 +719,33 @@ gheap_run_chunks(GheapRun *gh)
 	AggRun	   *run = g->run;
 	int			next = 0,
 				rc;
-	uint32_t	slot,
-				n_pages;
+	WarpHeapChunk ch;
 
-	while (gh->src->take(gh->src->arg, &slot, &n_pages))
+	while (gh->src->take(gh->src->arg, &ch))
 	{
 		GaggSlot   *s = &g->slots[next];
+		uint32_t	slot = ch.slot,
+					n_pages = ch.n_pages;
 		int64_t		t0 = 0;
 
 		gh->src->taken = true;
 		rc = s->busy ? gheap_finish(gh, next) : 0;
+		if (rc == 0 && (ch.flags & WARP_CHUNK_PROBE))
+		{
+			/* a unit served from the cache, or the backend reads it */
+			rc = gheap_probe(gh, next, &ch);
+			if (rc < 0)
+				return -1;
+			gh->src->give(gh->src->arg, slot, rc > 0 ? WARP_CHUNK_SERVED :
+						  gh->units ? 0 : WARP_CHUNK_NO_CACHE);
+			if (rc > 0)
+				next = (next + 1) % GAGG_SLOTS;
+			continue;
+		}
 		if (rc == 0)
 		{
 			t0 = svc_now_us(CLOCK_MONOTONIC);
+			gheap_keep_check(gh, next, &ch);
 			rc = gheap_fill_slot(gh, next, slot, n_pages);
 			GAGG_ADD(run->io_us, (uint64_t) (svc_now_us(CLOCK_MONOTONIC) - t0));
 		}
@@ -441,7 +755,7 @@ gheap_run_chunks(GheapRun *gh)
 		 * ring, copied
 		 */
 		if (!gh->scan && (!gh->ring_reg || rc != 0 || s->nrows == 0))
-			gh->src->give(gh->src->arg, slot);
+			gh->src->give(gh->src->arg, slot, 0);
 		if (rc != 0)
 			return rc;
 		GAGG_ADD(run->rows_in, (uint64_t) s->nrows);
@@ -461,7 +775,7 @@ gheap_run_chunks(GheapRun *gh)
 			if (gagg_cuda(g, gpu_drv.cuEventSynchronize(gh->ev_copied[next]),
 						  "cuEventSynchronize") != 0)
 				return -1;
-			gh->src->give(gh->src->arg, slot);
+			gh->src->give(gh->src->arg, slot, 0);
 		}
 		next = (next + 1) % GAGG_SLOTS;
 	}
@@ -544,6 +858,8 @@ gheap_desc_build(GheapRun *gh)
 			if (XPU_COLS(prog)[i].col_index == j)
 				scale[j] = (int16_t) XPU_COLS(prog)[i].scale;	/* the first one's */
 	}
+	if (gh->units)
+		gheap_col_keys(gh, scale);
 	d->n_deform = nd;
 	d->n_cols = nc;
 	d->n_text = gh->n_text;
@@ -577,6 +893,19 @@ gheap_setup(GheapRun *gh, const ServiceGpu *gpu, uint32_t dev, const GpuAggOptio
 	GaggRun    *g = &gh->g;
 	CUmodule	mod;
 
+	gh->units = gh->src->relpath != NULL && !gh->scan && gh->src->seg_blocks > 0 &&
+		gpu_cache_capacity(dev) > 0;
+	if (gh->units)
+	{
+		int			nc = gh->src->n_cols + 1;
+
+		if ((gh->col_field = calloc(nc, sizeof(int32_t))) == NULL ||
+			(gh->col_key = calloc(nc, sizeof(int32_t))) == NULL)
+			return gagg_fail(g, WARP_ERR_OUT_OF_MEMORY, "out of memory");
+		for (int i = 0; i < GAGG_SLOTS; i++)
+			if ((gh->unit[i].entries = calloc(nc, sizeof(GpuCacheEntry *))) == NULL)
+				return gagg_fail(g, WARP_ERR_OUT_OF_MEMORY, "out of memory");
+	}
 	if (gagg_setup(g, gpu, dev, opts) != 0 ||
 		!gpu_device_module(dev, &mod, g->msg, g->msglen) ||
 		gagg_cuda(g, gpu_drv.cuModuleGetFunction(&gh->f_measure, mod, "kern_heap_measure"),
@@ -598,7 +927,10 @@ gheap_setup(GheapRun *gh, const ServiceGpu *gpu, uint32_t dev, const GpuAggOptio
 				   "cuStreamSynchronize") != 0))
 		return -1;
 	for (int i = 0; i < GAGG_SLOTS; i++)
-		if (gagg_host_alloc(g, (void **) &gh->status[i], sizeof(XpuHeapGpuStatus),
+		if ((gh->units && gagg_host_alloc(g, (void **) &gh->text_end[i],
+										  (gh->src->n_cols + 1) * sizeof(int32_t),
+										  "a heap chunk's text ends") != 0) ||
+			gagg_host_alloc(g, (void **) &gh->status[i], sizeof(XpuHeapGpuStatus),
 							"a heap status") != 0 ||
 			gagg_cuda(g, GAGG_RETRY(g, gpu_drv.cuEventCreate(&gh->ev_decode[i], CU_EVENT_DEFAULT)),
 					  "cuEventCreate") != 0)
@@ -653,6 +985,7 @@ gpu_agg_heap_execute(const ServiceGpu *gpu, AggRun *run, GpuHeapSource *src,
 	int			rc;
 
 	memset(&gh, 0, sizeof(gh));
+	gh.seg_fd = -1;
 	memset(err, 0, sizeof(*err));
 	*werr = 0;
 	msg[0] = '\0';
@@ -681,9 +1014,18 @@ gpu_agg_heap_execute(const ServiceGpu *gpu, AggRun *run, GpuHeapSource *src,
 	if (rc == 0 && !gh.scan)
 		rc = gagg_table_drain(g, &th);
 	gheap_unregister_ring(&gh);
+	/* the cached columns a slot still holds, once no kernel can read them */
+	for (int i = 0; i < GAGG_SLOTS; i++)
+	{
+		if (g->slots[i].stream != NULL)
+			gpu_drv.cuStreamSynchronize(g->slots[i].stream);
+		gheap_unit_release(&gh, i);
+		free(gh.unit[i].entries);
+	}
 	gagg_teardown(g);
 	for (int i = 0; i < GAGG_SLOTS; i++)
 	{
+		gagg_host_free(g, (void **) &gh.text_end[i], (src->n_cols + 1) * sizeof(int32_t));
 		gagg_host_free(g, (void **) &gh.status[i], sizeof(XpuHeapGpuStatus));
 		if (gh.ev_decode[i] != NULL)
 			gpu_drv.cuEventDestroy(gh.ev_decode[i]);
@@ -693,6 +1035,10 @@ gpu_agg_heap_execute(const ServiceGpu *gpu, AggRun *run, GpuHeapSource *src,
 	gagg_dev_free(g, &gh.d_desc, gh.desc_bytes);
 	if (gh.d_scan_prog)
 		gagg_dev_free(g, &gh.d_scan_prog, run->prog->total_len);
+	free(gh.col_field);
+	free(gh.col_key);
+	if (gh.seg_fd >= 0)
+		close(gh.seg_fd);
 	gpu_drv.cuCtxPopCurrent(&ctx);
 	return rc;
 }

@@ -69,6 +69,8 @@ struct HeapRun
 	uint64_t	slot_size;
 	int			notify_fd;
 	bool		scan;			/* WARP_HEAP_SCAN: pass bitmaps, no groups */
+	char	   *relpath;		/* WARP_HEAP_UNITS: the first segment file, or NULL */
+	uint32_t	seg_blocks;		/* blocks per segment file */
 	uint8_t    *pass;			/* scan: each slot's pass bitmaps */
 	WarpHeapPass pass_hdr[HEAP_MAX_SLOTS];	/* scan: each slot's HEAP_DONE header */
 	uint64_t   *run_rows_passed;	/* scan on the GPU: the run's counter */
@@ -76,10 +78,11 @@ struct HeapRun
 	pthread_mutex_t lock;
 	pthread_cond_t cond;
 	uint32_t	slot_n_pages[HEAP_MAX_SLOTS];	/* pages of each slot taken */
-	uint32_t	ready[HEAP_MAX_SLOTS];	/* FIFO of filled slots */
-	uint32_t	ready_pages[HEAP_MAX_SLOTS];	/* pages of each slot */
+	WarpHeapChunk ready[HEAP_MAX_SLOTS];	/* FIFO of the filled slots' HEAP_CHUNKs */
 	uint32_t	ready_head,
 				n_ready;
+	WarpHeapChunk slot_ch[HEAP_MAX_SLOTS];	/* each slot's HEAP_CHUNK */
+	uint32_t	done_flags[HEAP_MAX_SLOTS];	/* each slot's HEAP_DONE flags */
 	uint32_t	done[HEAP_MAX_SLOTS];	/* FIFO of slots to answer HEAP_DONE for */
 	uint32_t	done_head,
 				n_done;
@@ -207,6 +210,25 @@ map_ring(HeapRun *h, int memfd, char *msg, size_t msglen)
 }
 
 /*
+ * parse_path: the WARP_HEAP_UNITS path (len bytes at the first 8-byte
+ * aligned offset from at, within the request's n bytes at p) into h->relpath;
+ * false when it does not fit, holds a NUL, is absolute or climbs out of
+ * the data directory
+ */
+static bool
+parse_path(HeapRun *h, const uint8_t *p, size_t n, size_t at, uint32_t len)
+{
+	at = (at + 7) & ~(size_t) 7;
+	if (at > n || n - at < len || memchr(p + at, '\0', len) != NULL || p[at] == '/')
+		return false;
+	if ((h->relpath = malloc(len + 1)) == NULL)
+		return false;
+	memcpy(h->relpath, p + at, len);
+	h->relpath[len] = '\0';
+	return strstr(h->relpath, "..") == NULL;
+}
+
+/*
  * heap_run_parse: the heap part of a HEAP_RUN (p, len bytes: what follows
  * the program, at an 8-byte aligned offset) for program prog; maps the
  * ring of memfd (closed by the caller).  NULL with msg set when the
@@ -231,10 +253,16 @@ heap_run_parse(const uint8_t *p, size_t len, const XpuProgram *prog, int memfd,
 	off += ((size_t) prog->n_cols * 2 + 7) & ~(size_t) 7;
 	if (off > len || len - off < req->missing_len)
 		return snprintf(msg, msglen, "HEAP_RUN is truncated"), NULL;
-	if ((req->flags & ~(uint32_t) WARP_HEAP_SCAN) != 0 ||
+	if ((req->flags & ~(uint32_t) (WARP_HEAP_SCAN | WARP_HEAP_UNITS)) != 0 ||
 		((req->flags & WARP_HEAP_SCAN) &&
 		 sizeof(WarpHeapPass) + (uint64_t) req->slot_pages * XPU_HEAP_VIS_BYTES > PGWARP_MAX_PAYLOAD))
 		return snprintf(msg, msglen, "HEAP_RUN has bad flags or too many pages per chunk"), NULL;
+	/* units: an aggregation whose chunks hold a whole unit, a path, whole units per segment */
+	if ((req->flags & WARP_HEAP_UNITS) &&
+		((req->flags & WARP_HEAP_SCAN) || req->slot_pages < WARP_HEAP_UNIT_BLOCKS ||
+		 req->path_len < 1 || req->path_len > 1024 ||
+		 req->seg_blocks < WARP_HEAP_UNIT_BLOCKS || req->seg_blocks % WARP_HEAP_UNIT_BLOCKS != 0))
+		return snprintf(msg, msglen, "HEAP_RUN has a bad unit request"), NULL;
 	if ((h = calloc(1, sizeof(HeapRun))) == NULL ||
 		(h->col_kind = calloc(prog->n_cols + 1, 1)) == NULL)
 	{
@@ -255,6 +283,13 @@ heap_run_parse(const uint8_t *p, size_t len, const XpuProgram *prog, int memfd,
 	h->notify_fd = notify_fd;
 	h->ring_fd = -1;
 	h->scan = (req->flags & WARP_HEAP_SCAN) != 0;
+	h->seg_blocks = req->seg_blocks;
+	if ((req->flags & WARP_HEAP_UNITS) && !parse_path(h, p, len, off + req->missing_len,
+													   req->path_len))
+	{
+		heap_run_free(h);
+		return snprintf(msg, msglen, "HEAP_RUN has a bad segment path"), NULL;
+	}
 	if (h->scan &&
 		(h->pass = calloc((size_t) h->n_slots * h->slot_pages, XPU_HEAP_VIS_BYTES)) == NULL)
 	{
@@ -283,7 +318,21 @@ heap_run_free(HeapRun *h)
 	pthread_cond_destroy(&h->cond);
 	free(h->col_kind);
 	free(h->pass);
+	free(h->relpath);
 	free(h);
+}
+
+/* are the unit flags of HEAP_CHUNK ch ones the run allows */
+static bool
+chunk_flags_ok(const HeapRun *h, const WarpHeapChunk *ch)
+{
+	if (ch->flags == 0)
+		return true;
+	if (h->relpath == NULL || ch->unit % WARP_HEAP_UNIT_BLOCKS != 0)
+		return false;
+	if (ch->flags == WARP_CHUNK_PROBE)
+		return ch->n_pages == 0;
+	return ch->flags == WARP_CHUNK_UNIT && ch->n_pages <= WARP_HEAP_UNIT_BLOCKS;
 }
 
 /*
@@ -313,12 +362,14 @@ heap_run_message(HeapRun *h, uint32_t type, const uint8_t *payload, uint32_t len
 			if (ch.slot >= h->n_slots || ch.n_pages > h->slot_pages || h->in_flight[ch.slot])
 				ok = (snprintf(msg, msglen, "HEAP_CHUNK of a bad or busy slot %u", ch.slot),
 					  false);
+			else if (!chunk_flags_ok(h, &ch))
+				ok = (snprintf(msg, msglen, "HEAP_CHUNK with bad unit flags %#x", ch.flags),
+					  false);
 			else
 			{
 				uint32_t	tail = (h->ready_head + h->n_ready) % HEAP_MAX_SLOTS;
 
-				h->ready[tail] = ch.slot;
-				h->ready_pages[tail] = ch.n_pages;
+				h->ready[tail] = ch;
 				h->n_ready++;
 				h->in_flight[ch.slot] = true;
 			}
@@ -355,7 +406,7 @@ heap_run_next_done(HeapRun *h, uint8_t *buf, uint32_t *len)
 		return false;
 	if (!h->scan)
 	{
-		WarpHeapChunk ch = {slot, 0};
+		WarpHeapChunk ch = {slot, 0, h->slot_ch[slot].unit, h->done_flags[slot], 0};
 
 		memcpy(buf, &ch, sizeof(ch));
 		*len = sizeof(ch);
@@ -595,9 +646,9 @@ run_chunk(HeapWorker *w, uint32_t slot, uint32_t n_pages)
 	return flush_slice(w);
 }
 
-/* takes the next filled slot; false when the run is over for this worker */
+/* takes the next filled slot's HEAP_CHUNK; false when the run is over for this worker */
 static bool
-take_slot(HeapRun *h, uint32_t *slot, uint32_t *n_pages)
+take_slot(HeapRun *h, WarpHeapChunk *ch)
 {
 	bool		got = false;
 
@@ -606,9 +657,9 @@ take_slot(HeapRun *h, uint32_t *slot, uint32_t *n_pages)
 		pthread_cond_wait(&h->cond, &h->lock);
 	if (!h->stop && h->n_ready > 0)
 	{
-		*slot = h->ready[h->ready_head];
-		*n_pages = h->ready_pages[h->ready_head];
-		h->slot_n_pages[*slot] = *n_pages;
+		*ch = h->ready[h->ready_head];
+		h->slot_n_pages[ch->slot] = ch->n_pages;
+		h->slot_ch[ch->slot] = *ch;
 		h->ready_head = (h->ready_head + 1) % HEAP_MAX_SLOTS;
 		h->n_ready--;
 		got = true;
@@ -617,14 +668,19 @@ take_slot(HeapRun *h, uint32_t *slot, uint32_t *n_pages)
 	return got;
 }
 
-/* hands slot back: HEAP_DONE goes out through the epoll thread */
+/*
+ * hands slot back: HEAP_DONE goes out through the epoll thread, with
+ * flags (WARP_CHUNK_SERVED, WARP_CHUNK_NO_CACHE) and, for a probe,
+ * WARP_CHUNK_PROBE
+ */
 static void
-give_slot(HeapRun *h, uint32_t slot)
+give_slot(HeapRun *h, uint32_t slot, uint32_t flags)
 {
 	uint64_t	one = 1;
 
 	pthread_mutex_lock(&h->lock);
 	h->in_flight[slot] = false;
+	h->done_flags[slot] = flags | (h->slot_ch[slot].flags & WARP_CHUNK_PROBE);
 	h->done[(h->done_head + h->n_done) % HEAP_MAX_SLOTS] = slot;
 	h->n_done++;
 	pthread_mutex_unlock(&h->lock);
@@ -684,17 +740,23 @@ static void *
 worker_main(void *arg)
 {
 	HeapWorker *w = arg;
-	uint32_t	slot,
-				n_pages;
+	WarpHeapChunk ch;
 
-	while (take_slot(w->h, &slot, &n_pages))
+	while (take_slot(w->h, &ch))
 	{
 		int64_t		t0 = svc_now_us(CLOCK_MONOTONIC);
-		bool		ok = w->h->scan ? scan_chunk(w, slot, n_pages) : run_chunk(w, slot, n_pages);
+		bool		ok;
 
+		if (ch.flags & WARP_CHUNK_PROBE)
+		{
+			/* the CPU engine keeps no decoded units: the backend reads them */
+			give_slot(w->h, ch.slot, WARP_CHUNK_NO_CACHE);
+			continue;
+		}
+		ok = w->h->scan ? scan_chunk(w, ch.slot, ch.n_pages) : run_chunk(w, ch.slot, ch.n_pages);
 		__atomic_add_fetch(&w->run->exec_us, svc_now_us(CLOCK_MONOTONIC) - t0,
 						   __ATOMIC_RELAXED);
-		give_slot(w->h, slot);
+		give_slot(w->h, ch.slot, 0);
 		if (!ok)
 		{
 			heap_run_cancel(w->h);
@@ -846,16 +908,16 @@ heap_run_exec(HeapRun *h, AggRun *run, XpuAggTable **out, uint32_t *threads,
 
 /* GpuHeapSource.take over the run's queue */
 static bool
-gpu_take(void *arg, uint32_t *slot, uint32_t *n_pages)
+gpu_take(void *arg, WarpHeapChunk *ch)
 {
-	return take_slot((HeapRun *) arg, slot, n_pages);
+	return take_slot((HeapRun *) arg, ch);
 }
 
 /* GpuHeapSource.give: the slot's HEAP_DONE */
 static void
-gpu_give(void *arg, uint32_t slot)
+gpu_give(void *arg, uint32_t slot, uint32_t flags)
 {
-	give_slot((HeapRun *) arg, slot);
+	give_slot((HeapRun *) arg, slot, flags);
 }
 
 /*
@@ -896,7 +958,7 @@ gpu_pass(void *arg, uint32_t slot, const uint8_t *mask, int64_t nrows, bool rech
 	}
 	else
 		__atomic_add_fetch(&h->run_rows_passed[0], passed, __ATOMIC_RELAXED);
-	give_slot(h, slot);
+	give_slot(h, slot, 0);
 }
 
 /*
@@ -927,6 +989,8 @@ heap_run_exec_gpu(HeapRun *h, const ServiceGpu *gpu, AggRun *run, XpuAggTable **
 	src.col_kind = h->col_kind;
 	src.n_cols = h->n_cols;
 	src.missing = h->missing;
+	src.relpath = h->relpath;
+	src.seg_blocks = h->seg_blocks;
 	src.take = gpu_take;
 	src.give = gpu_give;
 	src.arg = h;

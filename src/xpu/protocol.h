@@ -340,6 +340,9 @@ WARP_STATIC_ASSERT(sizeof(WarpAggResult) == 96 + 128, "WarpAggResult layout");
  *										(xpu/xpu_heap.h), dropped ones too
  *	int16_t		col_attnums[n_cols]	attribute that chunk column j holds
  *	uint8_t		missing[missing_len]	missing values (XPU_HEAP_ATT_MISSING)
+ *	char		path[path_len]		WARP_HEAP_UNITS: the table's first segment
+ *										file, relative to the data directory
+ *										(no NUL; segment s > 0 is "path.s")
  *
  * The ring is a memfd of n_slots * slot_size bytes (at least), sealed
  * against shrinking.  Slot i starts at i * slot_size: slot_pages pages of
@@ -347,8 +350,24 @@ WARP_STATIC_ASSERT(sizeof(WarpAggResult) == 96 + 128, "WarpAggResult layout");
  * XPU_HEAP_VIS_BYTES bytes (bit k set: line pointer k + 1 of the page is a
  * tuple visible to the query's snapshot).  A HEAP_CHUNK says how many
  * pages of its slot are filled.
+ *
+ * Units (WARP_HEAP_UNITS, aggregation runs only).  A unit is the
+ * WARP_HEAP_UNIT_BLOCKS blocks of one segment file that start at a multiple
+ * of WARP_HEAP_UNIT_BLOCKS.  When every block of a unit is marked
+ * all-visible and is absent from shared buffers, the backend may send a
+ * HEAP_CHUNK with WARP_CHUNK_PROBE and no pages: the service aggregates the
+ * unit's columns from its GPU cache if it holds them for the segment file
+ * as it is now, and its HEAP_DONE says WARP_CHUNK_SERVED; otherwise the
+ * backend reads the unit and ships it in a HEAP_CHUNK with WARP_CHUNK_UNIT
+ * when every block came from the file and passed its checks (the pages the
+ * service may keep decoded for later runs), or as plain pages.  A HEAP_DONE
+ * with WARP_CHUNK_NO_CACHE says the run serves no probe (CPU engine, cache
+ * off): the backend stops probing.
  */
 #define WARP_HEAP_SCAN			0x0001	/* GpuScan: pass bitmaps, no groups */
+#define WARP_HEAP_UNITS			0x0002	/* the backend may probe units (path given) */
+
+#define WARP_HEAP_UNIT_BLOCKS	512		/* blocks of a unit (4 MiB of 8 kB pages) */
 
 typedef struct WarpHeapRequest
 {
@@ -357,19 +376,31 @@ typedef struct WarpHeapRequest
 	uint64_t	slot_size;
 	uint32_t	n_atts;
 	uint32_t	missing_len;
-	uint32_t	flags;			/* WARP_HEAP_SCAN */
+	uint32_t	flags;			/* WARP_HEAP_SCAN, WARP_HEAP_UNITS */
+	uint32_t	path_len;		/* bytes of path (WARP_HEAP_UNITS) */
+	uint32_t	seg_blocks;		/* blocks per segment file (RELSEG_SIZE) */
 	uint32_t	pad;
 } WarpHeapRequest;
 
-WARP_STATIC_ASSERT(sizeof(WarpHeapRequest) == 32, "WarpHeapRequest layout");
+WARP_STATIC_ASSERT(sizeof(WarpHeapRequest) == 40, "WarpHeapRequest layout");
 
+#define WARP_CHUNK_PROBE		0x0001	/* no pages: serve unit from the GPU cache */
+#define WARP_CHUNK_UNIT			0x0002	/* the pages of exactly unit, read from the file */
+#define WARP_CHUNK_SERVED		0x0004	/* HEAP_DONE of a probe: the unit was aggregated */
+#define WARP_CHUNK_NO_CACHE		0x0008	/* HEAP_DONE of a probe: this run serves none */
+
+/* HEAP_CHUNK, and HEAP_DONE of an aggregation run (flags PROBE and SERVED echoed) */
 typedef struct WarpHeapChunk
 {
 	uint32_t	slot;
 	uint32_t	n_pages;
+	uint32_t	unit;			/* PROBE, UNIT: the unit's first block */
+	uint32_t	flags;			/* WARP_CHUNK_* */
+	int64_t		read_start_us;	/* UNIT: when the backend began reading it
+								 * (CLOCK_REALTIME, microseconds) */
 } WarpHeapChunk;
 
-WARP_STATIC_ASSERT(sizeof(WarpHeapChunk) == 8, "WarpHeapChunk layout");
+WARP_STATIC_ASSERT(sizeof(WarpHeapChunk) == 24, "WarpHeapChunk layout");
 
 /*
  * HEAP_DONE of a WARP_HEAP_SCAN run: WarpHeapPass, then n_pages bitmaps of

@@ -118,6 +118,11 @@ FAKE_API CUresult cuMemcpyDtoHAsync_v2(void *d, CUdeviceptr s, size_t n, CUstrea
 	memcpy(d, (const void *) (uintptr_t) s, n);
 	return 0;
 }
+FAKE_API CUresult cuMemcpyDtoDAsync_v2(CUdeviceptr d, CUdeviceptr s, size_t n, CUstream st)
+{
+	memcpy((void *) (uintptr_t) d, (const void *) (uintptr_t) s, n);
+	return 0;
+}
 FAKE_API CUresult cuMemsetD8Async(CUdeviceptr p, unsigned char v, size_t n, CUstream st)
 {
 	memset((void *) (uintptr_t) p, v, n);

@@ -65,19 +65,27 @@ def vis_bytes(n, visible):
     return bytes(b)
 
 
-def heap_payload(client_dir, tmp_path, n_slots=N_SLOTS, engine=1, flags=0):
+def heap_payload(client_dir, tmp_path, n_slots=N_SLOTS, engine=1, flags=0, slot_pages=SLOT_PAGES,
+                 path=None, seg_blocks=0):
     """HEAP_RUN's payload: the "many" program, then the heap part (engine 1: CPU;
-    flags 1: WARP_HEAP_SCAN)."""
+    flags 1: WARP_HEAP_SCAN, 2: WARP_HEAP_UNITS with path and seg_blocks)."""
     f = write(tmp_path / "shape.arrow", pa.table({"k": pa.array([1], pa.int64()),
                                                    "v": pa.array([1], pa.int64())}))
     good = dump("many", [f])
     head = bytearray(good[:file_offset(good)])
     struct.pack_into("<I", head, 0, 0)                  # n_files
     struct.pack_into("<I", head, 20, engine)            # engine
-    heap = struct.pack("<IIQIIII", n_slots, SLOT_PAGES, SLOT_SIZE, 2, 0, flags, 0)
+    raw = (path or "").encode()
+    heap = struct.pack("<IIQIIIIII", n_slots, slot_pages, slot_size(slot_pages), 2, 0, flags,
+                       len(raw), seg_blocks, 0)
     heap += struct.pack("<hBBIII", 8, 8, 0, 0, 0, 0) * 2     # k, v: int8
     heap += struct.pack("<hh", 1, 2) + b"\0" * 4             # chunk columns -> attributes
+    heap += raw + b"\0" * (-len(raw) % 8)                     # the segment path (units)
     return bytes(head) + heap
+
+
+def slot_size(slot_pages):
+    return (slot_pages * (PAGE + VIS) + PAGE - 1) // PAGE * PAGE
 
 
 def make_ring(size=N_SLOTS * SLOT_SIZE, seal=True):
@@ -144,7 +152,7 @@ def ship(c, ring, pages, visible, take=None, sent=None):
             ring[base + j * PAGE:base + (j + 1) * PAGE] = p
             vb = base + SLOT_PAGES * PAGE + j * VIS
             ring[vb:vb + VIS] = vis_bytes(n, lambda t: visible(i + j, t))
-        c.sendall(message(MSG_HEAP_CHUNK, struct.pack("<II", slot, len(part))))
+        c.sendall(message(MSG_HEAP_CHUNK, struct.pack("<IIIIq", slot, len(part), 0, 0, 0)))
     c.sendall(message(MSG_HEAP_END))
     return N_SLOTS - len(free)
 
@@ -278,10 +286,84 @@ def test_bad_rings_and_requests(client, svc, tmp_path):
     for chunks in ([(N_SLOTS, 1)], [(0, SLOT_PAGES + 1)]):
         c = start(svc, payload, fd)
         for slot, n in chunks:
-            c.sendall(message(MSG_HEAP_CHUNK, struct.pack("<II", slot, n)))
+            c.sendall(message(MSG_HEAP_CHUNK, struct.pack("<IIIIq", slot, n, 0, 0, 0)))
         assert error_of(recv_message(c))[0] == ERR_PROTOCOL
         c.close()
     os.close(fd)
+    assert svc.proc.poll() is None
+
+
+UNIT = 512                      # WARP_HEAP_UNIT_BLOCKS
+PROBE, WHOLE_UNIT, SERVED, NO_CACHE = 1, 2, 4, 8
+
+
+def unit_chunk(slot, n_pages, unit, flags):
+    return message(MSG_HEAP_CHUNK, struct.pack("<IIIIq", slot, n_pages, unit, flags, 0))
+
+
+def test_units_on_the_cpu_engine(client, svc, tmp_path):
+    """WARP_HEAP_UNITS: the CPU engine keeps no units, so a probe comes back
+    at once with PROBE | NO_CACHE and its unit, a unit's pages shipped as
+    WARP_CHUNK_UNIT are aggregated as any chunk, and the groups are right."""
+    rows = [(k % 5, k * 3) for k in range(120)]
+    fd, ring = make_ring(N_SLOTS * slot_size(UNIT))
+    c = start(svc, heap_payload(client, tmp_path, flags=2, slot_pages=UNIT,
+                                path="base/1/16384", seg_blocks=131072), fd)
+    os.close(fd)
+    c.sendall(unit_chunk(1, 0, 3 * UNIT, PROBE))
+    m = recv_message(c)
+    assert m[0] == MSG_HEAP_DONE and struct.unpack_from("<IIII", m[1]) == \
+        (1, 0, 3 * UNIT, PROBE | NO_CACHE), m
+    ring[0:PAGE] = page_bytes([tuple_bytes(k, v) for k, v in rows])
+    ring[UNIT * PAGE:UNIT * PAGE + VIS] = vis_bytes(len(rows), lambda t: t % 3 != 0)
+    c.sendall(unit_chunk(0, 1, 3 * UNIT, WHOLE_UNIT))
+    c.sendall(message(MSG_HEAP_END))
+    groups, status = results(c)
+    c.close()
+    want = {}
+    for t, (k, v) in enumerate(rows):
+        if t % 3 != 0:
+            cnt, s = want.get(k, (0, 0))
+            want[k] = (cnt + 1, s + v)
+    assert status == 0 and groups == want
+
+
+@pytest.mark.parametrize("case", ["no units", "small slots", "absolute path", "climbs out",
+                                  "no path", "odd segments", "probe with pages",
+                                  "unit not aligned", "two flags", "unknown flag"])
+def test_bad_unit_requests(client, svc, tmp_path, case):
+    """A run that asks for units wrongly, or a chunk whose unit flags the run
+    does not allow, is a protocol error, never a crash."""
+    good = dict(flags=2, slot_pages=UNIT, path="base/1/16384", seg_blocks=131072)
+    args = dict(good)
+    chunk = unit_chunk(0, 0, UNIT, PROBE)
+    if case == "no units":
+        args = {}
+    elif case == "small slots":
+        args["slot_pages"] = UNIT - 1
+    elif case == "absolute path":
+        args["path"] = "/etc/passwd"
+    elif case == "climbs out":
+        args["path"] = "base/../../x"
+    elif case == "no path":
+        args["path"] = None
+    elif case == "odd segments":
+        args["seg_blocks"] = UNIT + 1
+    elif case == "probe with pages":
+        chunk = unit_chunk(0, 1, UNIT, PROBE)
+    elif case == "unit not aligned":
+        chunk = unit_chunk(0, 0, UNIT + 8, PROBE)
+    elif case == "two flags":
+        chunk = unit_chunk(0, 0, UNIT, PROBE | WHOLE_UNIT)
+    else:
+        chunk = unit_chunk(0, 0, UNIT, SERVED)
+    fd, ring = make_ring(N_SLOTS * slot_size(UNIT))
+    c = start(svc, heap_payload(client, tmp_path, **args), fd)
+    os.close(fd)
+    c.sendall(chunk)
+    code, msg = error_of(recv_message(c))
+    c.close()
+    assert code == ERR_PROTOCOL, (case, msg)
     assert svc.proc.poll() is None
 
 

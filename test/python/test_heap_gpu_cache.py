@@ -1,0 +1,225 @@
+"""GpuPreAgg over heap tables served from the service's GPU column cache
+(pg_warp.heap_gpu_cache; doc/engine.md, "Units in the GPU column cache").
+
+Runs where the service has a GPU (the bundle's tests on a GPU host) and
+skips with the reason elsewhere; on any machine, `make -C test/gpu heapfake`
+checks the service's side of units (kept, served, stale files refused)
+against a stand-in driver.  Every answer is compared with PostgreSQL's
+(pg_warp.enabled = off) on data with NULLs, text and numeric, before and
+after the table changes under the cache: updates (pages in shared buffers,
+the visibility map cleared), checkpoints (the files written), deletes with
+VACUUM, TRUNCATE, a column added with a default, and a segment file
+rewritten behind PostgreSQL's back; and the plans' counters say which units
+were probed and which came from the cache.
+"""
+import os
+import time
+
+import pytest
+
+from test_service import Cluster
+
+OFF = ("SET pg_warp.enabled = off",)
+GPU = ("SET pg_warp.engine = gpu", "SET pg_warp.engine_startup_cost = 0",
+       "SET pg_warp.engine_row_cost = 0", "SET enable_hashagg = off")
+SERIAL = GPU + ("SET max_parallel_workers_per_gather = 0",)
+PARALLEL = GPU + ("SET max_parallel_workers_per_gather = 4", "SET parallel_setup_cost = 0",
+                  "SET parallel_tuple_cost = 0", "SET min_parallel_table_scan_size = 0",
+                  "SET parallel_leader_participation = on")
+SETTLE = 1.3    # the service keeps a unit only from files unchanged for 1 s
+
+QUERIES = [
+    "SELECT k, t, count(*), sum(v), avg(n), min(id), max(v) FROM hc "
+    "WHERE id % 5 <> 0 GROUP BY k, t ORDER BY k, t",
+    "SELECT count(*), count(v), sum(v), sum(n), max(t), min(f) FROM hc",
+    "SELECT b, count(*), sum(f) FROM hc WHERE t LIKE 'k1%' OR v IS NULL GROUP BY b ORDER BY b",
+]
+
+
+def counter(plan, name):
+    """The sum of name's values over the plan's lines (the leader's and each worker's)."""
+    total = 0
+    for ln in plan.split("\n"):
+        for part in ln.split("  "):
+            part = part.strip()
+            if part.startswith(name + ":"):
+                total += int(part.split(":")[1].split()[0])
+    return total
+
+
+@pytest.fixture(scope="module")
+def gpu():
+    """A cluster whose service has a GPU, with table hc (several units)."""
+    c = Cluster()
+    try:
+        if c.status()["engine"] != "gpu":
+            pytest.skip("the service has no GPU (make -C test/gpu heapfake checks units)")
+        make_table(c, 40000)
+        yield c
+    finally:
+        c.destroy()
+
+
+def make_table(c, rows, name="hc"):
+    """rows rows of about 300 bytes (some 26 a page), NULLs in every column
+    but id; all-visible, written out and settled."""
+    c.sql("DROP TABLE IF EXISTS %s; CREATE TABLE %s (id int, k int2, v int8, n numeric(12,2), "
+          "f float8, b bool, t text, pad text) WITH (autovacuum_enabled = off)" % (name, name))
+    c.sql("INSERT INTO %s SELECT i, CASE WHEN i %% 17 = 0 THEN NULL ELSE i %% 23 END, "
+          "CASE WHEN i %% 11 = 0 THEN NULL ELSE i * 3 - 50000 END, "
+          "CASE WHEN i %% 13 = 0 THEN NULL ELSE (i %% 1000) / 7.0 END, "
+          "CASE WHEN i %% 19 = 0 THEN NULL ELSE i / 3.0 END, "
+          "CASE WHEN i %% 29 = 0 THEN NULL ELSE i %% 3 = 0 END, "
+          "CASE WHEN i %% 31 = 0 THEN NULL ELSE 'k' || (i %% 37) END, repeat('x', 240) "
+          "FROM generate_series(1, %d) i" % (name, rows))
+    settle(c, name)
+
+
+def settle(c, name="hc"):
+    """All-visible, written out, out of shared buffers (a restart: the units
+    a run probes are those a direct read would take from the files), and
+    the files unchanged for SETTLE seconds."""
+    c.sql("VACUUM (FREEZE, ANALYZE) %s" % name)
+    c.sql("CHECKPOINT")
+    c.restart()
+    time.sleep(SETTLE)
+
+
+def run(c, q, sets):
+    r = c.run(q, settings=sets, timeout=180)
+    assert r.returncode == 0, r.stderr
+    return r.stdout
+
+
+def explain(c, q, sets):
+    return run(c, "EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF) " + q, sets)
+
+
+def same_as_postgresql(c, sets, queries=QUERIES):
+    """Every query's answer with sets equals PostgreSQL's; the plans' unit counters summed."""
+    probed = served = 0
+    for q in queries:
+        assert run(c, q, sets) == run(c, q, OFF), q
+        p = explain(c, q, sets)
+        assert "GpuPreAgg" in p and "Engine: GPU" in p, p
+        probed += counter(p, "Units Probed")
+        served += counter(p, "Units from GPU Cache")
+    return probed, served
+
+
+def test_table_has_units(gpu):
+    assert int(gpu.sql("SELECT pg_relation_size('hc') / 8192")) >= 3 * 512
+
+
+def test_second_run_served_from_cache(gpu):
+    """The first run reads and keeps every unit; the next ones are served
+    from the cache, with PostgreSQL's answers."""
+    q = QUERIES[0]
+    gpu.sql("CHECKPOINT")
+    p1 = explain(gpu, q, SERIAL)
+    units = int(gpu.sql("SELECT pg_relation_size('hc') / 8192")) // 512
+    assert counter(p1, "Units Probed") == units, p1
+    p2 = explain(gpu, q, SERIAL)
+    assert counter(p2, "Units Probed") == units and counter(p2, "Units from GPU Cache") == units, p2
+    assert counter(p2, "Pages Shipped") < counter(p1, "Pages Shipped"), (p1, p2)
+    probed, served = same_as_postgresql(gpu, SERIAL)
+    assert served == probed > 0
+
+
+def test_off_and_cpu_engine_probe_nothing_served(gpu):
+    q = QUERIES[1]
+    explain(gpu, q, SERIAL)
+    p = explain(gpu, q, SERIAL + ("SET pg_warp.heap_gpu_cache = off",))
+    assert counter(p, "Units Probed") == 0, p
+    p = explain(gpu, q, SERIAL + ("SET pg_warp.heap_direct_read = off",))
+    assert counter(p, "Units Probed") == 0, p
+    cpu = tuple(s for s in SERIAL if "engine =" not in s) + ("SET pg_warp.engine = cpu",)
+    assert run(gpu, q, cpu) == run(gpu, q, OFF)
+    p = explain(gpu, q, cpu)
+    assert "Engine: CPU" in p and counter(p, "Units from GPU Cache") == 0, p
+    assert counter(p, "Units Probed") <= 1, p     # the CPU engine's first answer stops probing
+
+
+def test_updates_keep_answers_exact(gpu):
+    """Rows updated (their pages in shared buffers, the visibility map
+    cleared) are read as PostgreSQL sees them; after a checkpoint the
+    written files are not served from their old columns."""
+    same_as_postgresql(gpu, SERIAL)
+    gpu.sql("UPDATE hc SET v = coalesce(v, 0) + 1000000, t = 'changed' WHERE id % 997 = 0")
+    probed, served = same_as_postgresql(gpu, SERIAL)
+    units = int(gpu.sql("SELECT pg_relation_size('hc') / 8192")) // 512
+    assert probed < units * len(QUERIES), "units with updated pages must not be probed"
+    gpu.sql("CHECKPOINT")
+    same_as_postgresql(gpu, SERIAL)
+    gpu.sql("VACUUM (FREEZE) hc")
+    gpu.sql("CHECKPOINT")
+    # written within the last second: units read now are not kept
+    same_as_postgresql(gpu, SERIAL)
+    time.sleep(SETTLE)
+    same_as_postgresql(gpu, SERIAL)
+    probed, served = same_as_postgresql(gpu, SERIAL)
+    assert served == probed > 0
+
+
+def test_deletes_vacuum_and_truncate(gpu):
+    same_as_postgresql(gpu, SERIAL)
+    gpu.sql("DELETE FROM hc WHERE id % 7 = 0")
+    same_as_postgresql(gpu, SERIAL)
+    settle(gpu)
+    same_as_postgresql(gpu, SERIAL)
+    probed, served = same_as_postgresql(gpu, SERIAL)
+    assert served == probed > 0
+    gpu.sql("CREATE TABLE hc_keep AS SELECT * FROM hc")
+    gpu.sql("TRUNCATE hc")
+    gpu.sql("INSERT INTO hc SELECT id + 1, k, v, n, f, NOT b, t || 'x', pad FROM hc_keep")
+    gpu.sql("DROP TABLE hc_keep")
+    same_as_postgresql(gpu, SERIAL)
+    settle(gpu)
+    same_as_postgresql(gpu, SERIAL)
+    probed, served = same_as_postgresql(gpu, SERIAL)
+    assert served == probed > 0
+
+
+def test_added_column_with_default(gpu):
+    """A column added with a default is read from its missing value in old
+    tuples: its cached columns are its own, not another attribute's."""
+    gpu.sql("ALTER TABLE hc ADD COLUMN IF NOT EXISTS m int8 DEFAULT 42")
+    gpu.sql("INSERT INTO hc (id, k, v, m) SELECT i, 1, 1, NULL FROM generate_series(1, 100) i")
+    settle(gpu)
+    qs = ["SELECT k, count(*), sum(m), min(m), max(v) FROM hc GROUP BY k ORDER BY k"]
+    same_as_postgresql(gpu, SERIAL, qs)
+    probed, served = same_as_postgresql(gpu, SERIAL, qs)
+    assert served == probed > 0
+    gpu.sql("ALTER TABLE hc DROP COLUMN m")
+    gpu.sql("ALTER TABLE hc ADD COLUMN m int8 DEFAULT 7")
+    probed, served = same_as_postgresql(gpu, SERIAL, qs)
+    assert served == 0, "a new attribute's columns cannot come from the dropped one's"
+
+
+def test_segment_rewritten_behind_postgresql(gpu):
+    """A segment file whose bytes change (here: rewritten with the same
+    pages, so its ctime moves) is never served from the old columns."""
+    same_as_postgresql(gpu, SERIAL)
+    probed, served = same_as_postgresql(gpu, SERIAL)
+    assert served == probed > 0
+    path = os.path.join(gpu.data, gpu.sql("SELECT pg_relation_filepath('hc')"))
+    with open(path, "r+b") as f:
+        head = f.read(8192)
+        f.seek(0)
+        f.write(head)
+    probed, served = same_as_postgresql(gpu, SERIAL)
+    assert probed > 0 and served == 0
+
+
+def test_parallel_participants_share_the_cache(gpu):
+    """A parallel plan's participants probe the units of their claims (a
+    table of 16 units or more is claimed in whole units)."""
+    make_table(gpu, 2 * 16 * 512 * 26 + 1000, "hp")
+    q = ["SELECT k, count(*), sum(v), avg(n), max(t) FROM hp GROUP BY k ORDER BY k",
+         "SELECT count(*), sum(f) FROM hp WHERE v > 0"]
+    same_as_postgresql(gpu, PARALLEL, q)
+    p = explain(gpu, q[0], PARALLEL)
+    assert "Gather" in p and "Worker 0" in p, p
+    probed, served = same_as_postgresql(gpu, PARALLEL, q)
+    assert served > 0, "the participants' units come from the cache"
+    gpu.sql("DROP TABLE hp")
