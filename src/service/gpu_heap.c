@@ -10,6 +10,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <stdarg.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -97,6 +98,7 @@ typedef struct GheapUnit
 	GpuCacheFileId id;			/* its segment file as it was read */
 	int32_t		batch;			/* its first block within the segment */
 	GpuCacheEntry **entries;	/* [n_cols] */
+	bool	   *filling;		/* [n_cols]: keep: the entry is this slot's to fill */
 } GheapUnit;
 
 typedef struct GheapRun
@@ -129,6 +131,7 @@ typedef struct GheapRun
 	int32_t    *text_end[GAGG_SLOTS];	/* pinned [n_cols]: a kept chunk's text bytes */
 	int			seg_fd;			/* the segment file last opened, or -1 */
 	uint32_t	seg_no;
+	bool		keep_logged;	/* a unit not kept was logged (once a run) */
 } GheapRun;
 
 /*
@@ -460,6 +463,22 @@ gheap_probe(GheapRun *gh, int si, const WarpHeapChunk *ch)
 	return 1;
 }
 
+/* logs, once a run, why a unit was not kept in the cache */
+static void
+gheap_keep_log(GheapRun *gh, const char *fmt,...)
+{
+	char		why[200];
+	va_list		ap;
+
+	if (gh->keep_logged)
+		return;
+	gh->keep_logged = true;
+	va_start(ap, fmt);
+	vsnprintf(why, sizeof(why), fmt, ap);
+	va_end(ap);
+	svc_log("LOG", "a heap unit was not kept in the GPU column cache: %s", why);
+}
+
 /*
  * gheap_keep_check: may slot si's chunk (ch: its pages, read from the file)
  * be kept as unit ch->unit: its segment file unchanged since well before
@@ -471,17 +490,28 @@ gheap_keep_check(GheapRun *gh, int si, const WarpHeapChunk *ch)
 	GheapUnit  *u = &gh->unit[si];
 	int64_t		settled_ns = (ch->read_start_us - GHEAP_UNIT_SETTLED_US) * 1000;
 
-	u->keep = gh->units && (ch->flags & WARP_CHUNK_UNIT) && ch->read_start_us > 0 &&
-		gheap_seg_id(gh, ch->unit, &u->id) &&
-		u->id.ctime_ns < settled_ns && u->id.mtime_ns < settled_ns;
-	if (u->keep)
+	u->keep = false;
+	if (!gh->units || !(ch->flags & WARP_CHUNK_UNIT))
+		return;
+	if (!gheap_seg_id(gh, ch->unit, &u->id))
+		gheap_keep_log(gh, "segment %u of %s cannot be opened", ch->unit / gh->src->seg_blocks,
+					   gh->src->relpath);
+	else if (ch->read_start_us <= 0 || u->id.ctime_ns >= settled_ns || u->id.mtime_ns >= settled_ns)
+		gheap_keep_log(gh, "segment %u of %s changed within a second of the read",
+					   ch->unit / gh->src->seg_blocks, gh->src->relpath);
+	else
+	{
+		u->keep = true;
 		u->batch = (int32_t) (ch->unit % gh->src->seg_blocks);
+	}
 }
 
 /*
  * gheap_keep: copies slot si's decoded columns (aggregated, its stream
- * drained) into the column cache as its unit; a column the cache has no
- * room for leaves the unit out (what was reserved is dropped)
+ * drained) into the column cache as its unit, each column that an earlier
+ * run (another query) has not kept there already; a column the cache has
+ * no room for, or one being filled by another run, leaves the unit out
+ * (what was reserved is dropped)
  */
 static int
 gheap_keep(GheapRun *gh, int si)
@@ -505,15 +535,32 @@ gheap_keep(GheapRun *gh, int si)
 
 		if (text_len < 0 || text_len > text_cap)
 		{
+			gheap_keep_log(gh, "column %d's text ends at %d of %lld bytes", j, text_len,
+						   (long long) text_cap);
 			whole = false;		/* not what the decode left: not kept */
 			break;
 		}
 		for (int p = 0; p < 3; p++)
 			len[p] = gheap_piece_len(gh, j, p, s->nrows, text_len);
+		/* a column another query kept from the same file contents is there already */
+		u->filling[j] = false;
+		u->entries[j] = gpu_cache_get(g->dev, &u->id, u->batch, gh->col_field[j], gh->col_key[j]);
+		if (u->entries[j] != NULL)
+		{
+			if (gpu_cache_entry_tag(u->entries[j]) == (uint64_t) s->nrows &&
+				memcmp(gpu_cache_entry_lens(u->entries[j]), len, sizeof(len)) == 0)
+				continue;
+			gheap_keep_log(gh, "column %d is in the GPU column cache with other rows", j);
+			whole = false;
+			break;
+		}
 		u->entries[j] = gpu_cache_reserve(g->dev, &u->id, u->batch, gh->col_field[j],
 										  gh->col_key[j], len);
+		u->filling[j] = u->entries[j] != NULL;
 		if (u->entries[j] == NULL)
 		{
+			gheap_keep_log(gh, "the GPU column cache has no room for column %d (%zu bytes)", j,
+						   len[0] + len[1] + len[2]);
 			whole = false;
 			break;
 		}
@@ -531,7 +578,8 @@ gheap_keep(GheapRun *gh, int si)
 	if (gagg_stream_wait(g, s->stream) != 0)
 		return -1;
 	for (int j = 0; j < src->n_cols && whole; j++)
-		gpu_cache_publish(u->entries[j]);
+		if (u->filling[j])
+			gpu_cache_publish(u->entries[j]);
 	gheap_unit_release(gh, si);
 	return 0;
 }
@@ -903,7 +951,8 @@ gheap_setup(GheapRun *gh, const ServiceGpu *gpu, uint32_t dev, const GpuAggOptio
 			(gh->col_key = calloc(nc, sizeof(int32_t))) == NULL)
 			return gagg_fail(g, WARP_ERR_OUT_OF_MEMORY, "out of memory");
 		for (int i = 0; i < GAGG_SLOTS; i++)
-			if ((gh->unit[i].entries = calloc(nc, sizeof(GpuCacheEntry *))) == NULL)
+			if ((gh->unit[i].entries = calloc(nc, sizeof(GpuCacheEntry *))) == NULL ||
+				(gh->unit[i].filling = calloc(nc, sizeof(bool))) == NULL)
 				return gagg_fail(g, WARP_ERR_OUT_OF_MEMORY, "out of memory");
 	}
 	if (gagg_setup(g, gpu, dev, opts) != 0 ||
@@ -1021,6 +1070,7 @@ gpu_agg_heap_execute(const ServiceGpu *gpu, AggRun *run, GpuHeapSource *src,
 			gpu_drv.cuStreamSynchronize(g->slots[i].stream);
 		gheap_unit_release(&gh, i);
 		free(gh.unit[i].entries);
+		free(gh.unit[i].filling);
 	}
 	gagg_teardown(g);
 	for (int i = 0; i < GAGG_SLOTS; i++)
