@@ -1245,15 +1245,6 @@ gagg_launch(GaggRun *g, GaggSlot *s, CUdeviceptr rows, uint32_t n_rows, CUdevice
 
 	if (blocks > (uint32_t) g->n_sms * GAGG_BLOCKS_PER_SM)
 		blocks = g->n_sms * GAGG_BLOCKS_PER_SM;
-	/*
-	 * a small batch (a heap chunk or cached unit of some 40,000 rows) gets
-	 * one block per GAGG_MIN_BLOCK_ROWS rows: each block's setup (the
-	 * program and its group cache in shared memory, the merge into the
-	 * table) is spread over more rows, and the other runs' kernels on the
-	 * GPU use the SMs it leaves
-	 */
-	if (blocks > (uint32_t) ((n + GAGG_MIN_BLOCK_ROWS - 1) / GAGG_MIN_BLOCK_ROWS))
-		blocks = (uint32_t) ((n + GAGG_MIN_BLOCK_ROWS - 1) / GAGG_MIN_BLOCK_ROWS);
 	if (blocks == 0)
 		blocks = 1;
 	if (gagg_cuda(g, gpu_drv.cuMemsetD8Async(s->d_launch, 0, sizeof(XpuGaggLaunch), s->stream),

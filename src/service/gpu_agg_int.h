@@ -26,7 +26,6 @@
 #define GAGG_IO_THREADS		16
 #define GAGG_IO_SLICE		(4 << 20)	/* bytes per pread of the I/O threads */
 #define GAGG_BLOCKS_PER_SM	XPU_GAGG_MIN_BLOCKS	/* the grid: as many as fit */
-#define GAGG_MIN_BLOCK_ROWS	(16 * XPU_GAGG_BLOCK)	/* ... but a block for this many rows at least */
 #define GAGG_SMEM_BUDGET	(40 * 1024)
 #define GAGG_CACHE_MAX		256
 #define GAGG_DEFAULT_GROUPS	(1u << 20)
