@@ -10,7 +10,7 @@
  * a run that is not parallel claims the whole table at once; the runs of a
  * parallel GpuPreAgg (one per participant, under Gather) share the counter
  * in dynamic shared memory and claim ranges of 1/256 of the table (8 to
- * 4096 blocks; whole units of 512 blocks in a table of 16 units or more, see
+ * 4096 blocks; whole units of 2048 blocks in a table of 16 units or more, see
  * "Units" below), so that each block is read by exactly one of them.  The claims of
  * a run are remembered: a participant whose run falls back hands them to
  * PostgreSQL's own partial aggregation (heap_agg_fallback_range), then
@@ -49,7 +49,7 @@
  * MVCC snapshot.
  *
  * Units (pg_warp.heap_gpu_cache, protocol.h).  Where the next blocks of a
- * claim are a whole unit (512 blocks at a multiple of 512) that a direct
+ * claim are a whole unit (2048 blocks at a multiple of 2048) that a direct
  * read would take from the file (every block all-visible, none in shared
  * buffers), the run offers the unit to the service instead of reading it:
  * a GPU run that kept the unit's decoded columns in its column cache from
@@ -344,6 +344,11 @@ heap_agg_put_request(HeapAggRun *h, StringInfo buf)
 	h->slot_pages = (uint32) Min(pg_warp_heap_chunk_pages, Max(h->nblocks, 1));
 	if (h->scan)
 		h->slot_pages = Min(h->slot_pages, HEAP_SCAN_MAX_CHUNK_PAGES);
+	/* units: a table of one at least, whose files all backends share; a chunk holds one */
+	h->units = !h->scan && pg_warp_heap_gpu_cache && pg_warp_heap_direct_read &&
+		h->nblocks >= WARP_HEAP_UNIT_BLOCKS && !RelationUsesLocalBuffers(h->rel);
+	if (h->units)
+		h->slot_pages = Max(h->slot_pages, WARP_HEAP_UNIT_BLOCKS);
 	h->n_slots = 4;
 	h->slot_size = TYPEALIGN(BLCKSZ, (uint64) h->slot_pages * (BLCKSZ + XPU_HEAP_VIS_BYTES));
 	req.n_slots = h->n_slots;
@@ -352,9 +357,6 @@ heap_agg_put_request(HeapAggRun *h, StringInfo buf)
 	req.n_atts = h->n_atts;
 	req.missing_len = h->missing.len;
 	req.flags = h->scan ? WARP_HEAP_SCAN : 0;
-	/* units: whole ones fit a chunk, the table's files are the ones all backends share */
-	h->units = !h->scan && pg_warp_heap_gpu_cache && pg_warp_heap_direct_read &&
-		h->slot_pages >= WARP_HEAP_UNIT_BLOCKS && !RelationUsesLocalBuffers(h->rel);
 	if (h->units)
 	{
 		path = relpath(RelationGetSmgr(h->rel)->smgr_rnode, MAIN_FORKNUM);

@@ -367,7 +367,7 @@ WARP_STATIC_ASSERT(sizeof(WarpAggResult) == 96 + 128, "WarpAggResult layout");
 #define WARP_HEAP_SCAN			0x0001	/* GpuScan: pass bitmaps, no groups */
 #define WARP_HEAP_UNITS			0x0002	/* the backend may probe units (path given) */
 
-#define WARP_HEAP_UNIT_BLOCKS	512		/* blocks of a unit (4 MiB of 8 kB pages) */
+#define WARP_HEAP_UNIT_BLOCKS	2048	/* blocks of a unit (16 MiB of 8 kB pages) */
 
 typedef struct WarpHeapRequest
 {

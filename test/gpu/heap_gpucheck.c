@@ -1128,14 +1128,14 @@ check_cancel(void)
 
 /*
  * WARP_HEAP_UNITS (xpu/protocol.h, gpu_heap.c's "Units"): a run whose
- * chunks are whole units of 512 pages read from a segment file keeps their
+ * chunks are whole units (WARP_HEAP_UNIT_BLOCKS pages) read from a segment file keeps their
  * decoded columns in the GPU column cache; a later run's probe of a unit is
  * served from there while the file is as it was, and only then.  The
  * "segment files" are files of a directory made in the current directory
  * (the service opens them relative to its own), holding the ring's pages.
  */
 
-#define UNIT_ROWS		90000	/* about 2.5 units of pages: the last one partial, as a table's */
+#define UNIT_ROWS		(90000 * (WARP_HEAP_UNIT_BLOCKS / 512))	/* about 2.5 units of pages: the last one partial, as a table's */
 #define UNIT_SEG_BLOCKS	131072	/* RELSEG_SIZE */
 #define UNIT_MAX_CHUNKS	64
 
@@ -1250,7 +1250,7 @@ run_chunks(int engine, const Built *bq, Ring *r, const uint8_t *req, size_t len,
 
 /*
  * the HEAP_CHUNKs of ring r's filled slots as units: slot s holds unit s
- * (blocks 512 s ..); flags PROBE (no pages), UNIT (read from read_start_us
+ * (blocks WARP_HEAP_UNIT_BLOCKS * s ..); flags PROBE (no pages), UNIT (read from read_start_us
  * on) or 0 (plain pages); skip: a slot left out (-1: none)
  */
 static int
@@ -1433,37 +1433,37 @@ check_unit_messages(const Built *bq, Ring *r, const char *path)
 	Ring		r4;
 	int64_t		now = svc_now_us(CLOCK_REALTIME);
 
-	ok = unit_message(bq, r, req, len, (WarpHeapChunk) {0, 0, 512, WARP_CHUNK_PROBE, 0}, msg) &&
-		unit_message(bq, r, req, len, (WarpHeapChunk) {1, 512, 1024, WARP_CHUNK_UNIT, now}, msg) &&
+	ok = unit_message(bq, r, req, len, (WarpHeapChunk) {0, 0, WARP_HEAP_UNIT_BLOCKS, WARP_CHUNK_PROBE, 0}, msg) &&
+		unit_message(bq, r, req, len, (WarpHeapChunk) {1, WARP_HEAP_UNIT_BLOCKS, 2 * WARP_HEAP_UNIT_BLOCKS, WARP_CHUNK_UNIT, now}, msg) &&
 		unit_message(bq, r, req, len, (WarpHeapChunk) {1, 7, 0, WARP_CHUNK_UNIT, now}, msg);
 	tap_ok(ok, "units: heap_run_message takes a PROBE and UNIT chunks of a units run%s%s",
 		   ok ? "" : ": ", ok ? "" : msg);
 	ok = unit_message(bq, r, plain, plen, (WarpHeapChunk) {0, 0, 0, WARP_CHUNK_PROBE, 0}, msg);
 	tap_ok(!ok, "units: a PROBE to a run without WARP_HEAP_UNITS is refused (%s)",
 		   ok ? "taken" : msg);
-	ok = unit_message(bq, r, plain, plen, (WarpHeapChunk) {0, 512, 0, WARP_CHUNK_UNIT, now}, msg);
+	ok = unit_message(bq, r, plain, plen, (WarpHeapChunk) {0, WARP_HEAP_UNIT_BLOCKS, 0, WARP_CHUNK_UNIT, now}, msg);
 	tap_ok(!ok, "units: a UNIT chunk to a run without WARP_HEAP_UNITS is refused (%s)",
 		   ok ? "taken" : msg);
 	ok = unit_message(bq, r, req, len, (WarpHeapChunk) {0, 1, 0, WARP_CHUNK_PROBE, 0}, msg);
 	tap_ok(!ok, "units: a PROBE with pages is refused (%s)", ok ? "taken" : msg);
-	ok = unit_message(bq, r, req, len, (WarpHeapChunk) {0, 0, 256, WARP_CHUNK_PROBE, 0}, msg);
-	tap_ok(!ok, "units: a PROBE of unit 256 (not a multiple of 512) is refused (%s)",
+	ok = unit_message(bq, r, req, len, (WarpHeapChunk) {0, 0, WARP_HEAP_UNIT_BLOCKS / 2, WARP_CHUNK_PROBE, 0}, msg);
+	tap_ok(!ok, "units: a PROBE of half a unit's blocks in is refused (%s)",
 		   ok ? "taken" : msg);
-	ok = unit_message(bq, r, req, len, (WarpHeapChunk) {0, 512, 513, WARP_CHUNK_UNIT, now}, msg);
-	tap_ok(!ok, "units: a UNIT chunk of unit 513 is refused (%s)", ok ? "taken" : msg);
+	ok = unit_message(bq, r, req, len, (WarpHeapChunk) {0, WARP_HEAP_UNIT_BLOCKS, WARP_HEAP_UNIT_BLOCKS + 1, WARP_CHUNK_UNIT, now}, msg);
+	tap_ok(!ok, "units: a UNIT chunk of a unit one block past a unit's start is refused (%s)", ok ? "taken" : msg);
 	ok = unit_message(bq, r, req, len,
 					  (WarpHeapChunk) {0, 0, 0, WARP_CHUNK_PROBE | WARP_CHUNK_UNIT, now}, msg);
 	tap_ok(!ok, "units: a chunk both PROBE and UNIT is refused (%s)", ok ? "taken" : msg);
 	ok = unit_message(bq, r, req, len, (WarpHeapChunk) {0, 0, 0, WARP_CHUNK_SERVED, 0}, msg);
 	tap_ok(!ok, "units: a HEAP_CHUNK flagged SERVED is refused (%s)", ok ? "taken" : msg);
-	/* a unit is at most 512 pages, in a ring of larger slots */
-	ring_build(&r4, &small, 1024);
+	/* a unit is at most WARP_HEAP_UNIT_BLOCKS pages, in a ring of larger slots */
+	ring_build(&r4, &small, 2 * WARP_HEAP_UNIT_BLOCKS);
 	len = heap_request_units(bq, &r4, path, UNIT_SEG_BLOCKS, 0, req);
-	ok = unit_message(bq, &r4, req, len, (WarpHeapChunk) {0, 512, 0, WARP_CHUNK_UNIT, now}, msg);
-	tap_ok(ok, "units: a UNIT chunk of 512 pages in a 1024-page slot is taken%s%s",
+	ok = unit_message(bq, &r4, req, len, (WarpHeapChunk) {0, WARP_HEAP_UNIT_BLOCKS, 0, WARP_CHUNK_UNIT, now}, msg);
+	tap_ok(ok, "units: a UNIT chunk of a unit's pages in a slot of twice as many is taken%s%s",
 		   ok ? "" : ": ", ok ? "" : msg);
-	ok = unit_message(bq, &r4, req, len, (WarpHeapChunk) {0, 600, 0, WARP_CHUNK_UNIT, now}, msg);
-	tap_ok(!ok, "units: a UNIT chunk of 600 pages is refused (%s)", ok ? "taken" : msg);
+	ok = unit_message(bq, &r4, req, len, (WarpHeapChunk) {0, WARP_HEAP_UNIT_BLOCKS + 88, 0, WARP_CHUNK_UNIT, now}, msg);
+	tap_ok(!ok, "units: a UNIT chunk of 88 pages more than a unit is refused (%s)", ok ? "taken" : msg);
 	ring_free(&r4);
 	unit_parse_refused("an absolute path", bq, r, "/etc/passwd", UNIT_SEG_BLOCKS, 0);
 	unit_parse_refused("a path out of the data directory", bq, r, "base/../../x",
@@ -1523,7 +1523,7 @@ check_units(void)
 		printf("Bail out! the units' ring has %d units, not 2 whole and a part\n", n_units);
 		exit(1);
 	}
-	tap_diag("units: %d units of 512 pages (the last of %u), %ld visible tuples", n_units,
+	tap_diag("units: %d units of %d pages (the last of %u), %ld visible tuples", n_units, WARP_HEAP_UNIT_BLOCKS,
 			 r.slot_n_pages[n_units - 1], (long) r.visible);
 	if (mkdtemp(dir) == NULL)
 	{
@@ -1533,7 +1533,7 @@ check_units(void)
 	snprintf(path, sizeof(path), "%s/16384", dir);
 	snprintf(seg_path, sizeof(seg_path), "%s/16390", dir);
 	unit_file(path, &r, 0, n_units, (off_t) n_units * WARP_HEAP_UNIT_BLOCKS * XPU_HEAP_PAGE_SIZE);
-	/* and one unit a segment file (seg_blocks 512): unit s in "seg_path.s", block 0 of it */
+	/* and one unit a segment file (seg_blocks WARP_HEAP_UNIT_BLOCKS): unit s in "seg_path.s", block 0 of it */
 	for (int s = 0; s < n_units; s++)
 	{
 		if (s == 0)

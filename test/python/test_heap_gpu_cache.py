@@ -27,6 +27,7 @@ PARALLEL = GPU + ("SET max_parallel_workers_per_gather = 4", "SET parallel_setup
                   "SET parallel_tuple_cost = 0", "SET min_parallel_table_scan_size = 0",
                   "SET parallel_leader_participation = on")
 SETTLE = 1.3    # the service keeps a unit only from files unchanged for 1 s
+UNIT = 2048     # blocks of a unit (WARP_HEAP_UNIT_BLOCKS)
 
 QUERIES = [
     "SELECT k, t, count(*), sum(v), avg(n), min(id), max(v) FROM hc "
@@ -54,7 +55,7 @@ def gpu():
     try:
         if c.status()["engine"] != "gpu":
             pytest.skip("the service has no GPU (make -C test/gpu heapfake checks units)")
-        make_table(c, 40000)
+        make_table(c, 170000)
         yield c
     finally:
         c.destroy()
@@ -108,7 +109,7 @@ def same_as_postgresql(c, sets, queries=QUERIES):
 
 
 def test_table_has_units(gpu):
-    assert int(gpu.sql("SELECT pg_relation_size('hc') / 8192")) >= 3 * 512
+    assert int(gpu.sql("SELECT pg_relation_size('hc') / 8192")) >= 3 * UNIT
 
 
 def test_second_run_served_from_cache(gpu):
@@ -117,7 +118,7 @@ def test_second_run_served_from_cache(gpu):
     q = QUERIES[0]
     gpu.sql("CHECKPOINT")
     p1 = explain(gpu, q, SERIAL)
-    units = int(gpu.sql("SELECT pg_relation_size('hc') / 8192")) // 512
+    units = int(gpu.sql("SELECT pg_relation_size('hc') / 8192")) // UNIT
     assert counter(p1, "Units Probed") == units, p1
     p2 = explain(gpu, q, SERIAL)
     assert counter(p2, "Units Probed") == units and counter(p2, "Units from GPU Cache") == units, p2
@@ -147,7 +148,7 @@ def test_updates_keep_answers_exact(gpu):
     same_as_postgresql(gpu, SERIAL)
     gpu.sql("UPDATE hc SET v = coalesce(v, 0) + 1000000, t = 'changed' WHERE id % 997 = 0")
     probed, served = same_as_postgresql(gpu, SERIAL)
-    units = int(gpu.sql("SELECT pg_relation_size('hc') / 8192")) // 512
+    units = int(gpu.sql("SELECT pg_relation_size('hc') / 8192")) // UNIT
     assert probed < units * len(QUERIES), "units with updated pages must not be probed"
     gpu.sql("CHECKPOINT")
     same_as_postgresql(gpu, SERIAL)
@@ -214,7 +215,7 @@ def test_segment_rewritten_behind_postgresql(gpu):
 def test_parallel_participants_share_the_cache(gpu):
     """A parallel plan's participants probe the units of their claims (a
     table of 16 units or more is claimed in whole units)."""
-    make_table(gpu, 2 * 16 * 512 * 26 + 1000, "hp")
+    make_table(gpu, 16 * UNIT * 26 + 5000, "hp")
     q = ["SELECT k, count(*), sum(v), avg(n), max(t) FROM hp GROUP BY k ORDER BY k",
          "SELECT count(*), sum(f) FROM hp WHERE v > 0"]
     same_as_postgresql(gpu, PARALLEL, q)

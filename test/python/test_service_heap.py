@@ -293,7 +293,7 @@ def test_bad_rings_and_requests(client, svc, tmp_path):
     assert svc.proc.poll() is None
 
 
-UNIT = 512                      # WARP_HEAP_UNIT_BLOCKS
+UNIT = 2048                     # WARP_HEAP_UNIT_BLOCKS
 PROBE, WHOLE_UNIT, SERVED, NO_CACHE = 1, 2, 4, 8
 
 
