@@ -36,9 +36,9 @@
  * to the backend as soon as its pages are in pinned memory, and the next
  * chunk is staged while the GPU works on the one before.
  *
- * Where the driver lets the run register the ring's read-only mapping
- * (cuMemHostRegister with CU_MEMHOSTREGISTER_READ_ONLY), the pages are
- * not staged: the device copies them straight from the ring slot after
+ * Where the driver lets a run without units (below) register the ring's
+ * read-only mapping (cuMemHostRegister with CU_MEMHOSTREGISTER_READ_ONLY),
+ * the pages are not staged: the device copies them straight from the ring slot after
  * the staged header part, and the slot goes back once that copy is done
  * (its event).  Otherwise (the registration refused) the I/O threads
  * stage them as above.
@@ -1056,7 +1056,13 @@ gpu_agg_heap_execute(const ServiceGpu *gpu, AggRun *run, GpuHeapSource *src,
 	if (gagg_cuda(g, gpu_drv.cuCtxPushCurrent(gpu_device_context(dev)), "cuCtxPushCurrent") != 0)
 		return -1;
 	rc = gheap_setup(&gh, gpu, dev, opts);
-	if (rc == 0)
+	/*
+	 * a run that may be served units (the ring mostly idle) stages the pages
+	 * it does get: registering a ring takes the driver long (tens of ms for
+	 * 64 MiB, one registration at a time), so many participants' runs paid
+	 * more for it than their chunks from the cache took
+	 */
+	if (rc == 0 && !gh.units)
 		gheap_register_ring(&gh);
 	if (rc == 0)
 		rc = gheap_run_chunks(&gh);

@@ -138,7 +138,8 @@ def test_off_and_cpu_engine_probe_nothing_served(gpu):
     assert run(gpu, q, cpu) == run(gpu, q, OFF)
     p = explain(gpu, q, cpu)
     assert "Engine: CPU" in p and counter(p, "Units from GPU Cache") == 0, p
-    assert counter(p, "Units Probed") <= 1, p     # the CPU engine's first answer stops probing
+    # the CPU engine's first answer stops probing: at most the ring's 4 chunks were offered
+    assert counter(p, "Units Probed") <= 4, p
 
 
 def test_updates_keep_answers_exact(gpu):
