@@ -28,7 +28,8 @@
  * only those tuples.  Pages without a visible tuple are not shipped.
  *
  * Direct reads (pg_warp.heap_direct_read).  A run of blocks that the
- * visibility map marks all-visible and that are not in shared buffers is
+ * visibility map marks all-visible and that are not in shared buffers, or
+ * are there in clean buffers, is
  * read from the relation's segment file in one pread straight into the
  * chunk, without the buffer manager; each page so read must carry
  * PD_ALL_VISIBLE and pass PageIsVerifiedExtended (its header, and its
@@ -36,7 +37,12 @@
  * the buffer manager as above.  Why the file's copy is the page the
  * query must see: a block absent from the buffer mapping has no newer
  * version than the file's (a buffer is written before it is evicted, and
- * it stays in the mapping while it is written); a version written after
+ * it stays in the mapping while it is written), nor has one in a clean
+ * buffer (a change marks the buffer dirty before its content lock is let
+ * go, and it stays dirty until the write is done; a change that a
+ * concurrent transaction is making as the state is read is not visible
+ * to the query's snapshot, nor can it take away a tuple the snapshot
+ * sees); a version written after
  * that check that differs in more than hint bits comes from a change
  * that cleared PD_ALL_VISIBLE, and such a page is read again; and while
  * the query's snapshot holds back the xmin horizon, no tuple of an
@@ -566,7 +572,11 @@ direct_allowed(HeapAggRun *h)
 	return h->direct > 0;
 }
 
-/* is block blk of h's table marked all-visible and absent from shared buffers */
+/*
+ * is block blk of h's table marked all-visible, and either absent from
+ * shared buffers or there in a clean buffer (the same bytes as the file's:
+ * a change marks a buffer dirty, and it stays so until it is written)
+ */
 static bool
 direct_block(HeapAggRun *h, BlockNumber blk)
 {
@@ -574,6 +584,7 @@ direct_block(HeapAggRun *h, BlockNumber blk)
 	uint32		hash;
 	LWLock	   *lock;
 	int			id;
+	bool		clean = true;
 
 	if (!VM_ALL_VISIBLE(h->rel, blk, &h->vmbuffer))
 		return false;
@@ -582,8 +593,11 @@ direct_block(HeapAggRun *h, BlockNumber blk)
 	lock = BufMappingPartitionLock(hash);
 	LWLockAcquire(lock, LW_SHARED);
 	id = BufTableLookup(&tag, hash);
+	/* the mapping's lock keeps the buffer on this block while its state is read */
+	if (id >= 0)
+		clean = (pg_atomic_read_u32(&GetBufferDescriptor(id)->state) & BM_DIRTY) == 0;
 	LWLockRelease(lock);
-	return id < 0;
+	return clean;
 }
 
 /*
