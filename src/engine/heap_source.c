@@ -56,8 +56,8 @@
  *
  * Units (pg_warp.heap_gpu_cache, protocol.h).  Where the next blocks of a
  * claim are a whole unit (2048 blocks at a multiple of 2048) that a direct
- * read would take from the file (every block all-visible, none in shared
- * buffers), the run offers the unit to the service instead of reading it:
+ * read would take from the file (every block all-visible, none in a dirty
+ * shared buffer), the run offers the unit to the service instead of reading it:
  * a GPU run that kept the unit's decoded columns in its column cache from
  * an earlier read of the same file contents aggregates them without a page
  * shipped; otherwise the run reads the unit then, and marks it WARP_CHUNK_UNIT
@@ -459,20 +459,31 @@ heap_agg_fallback_range(HeapAggRun *h, BlockNumber *start, BlockNumber *n)
 	return true;
 }
 
+/*
+ * claims the next range for h when its current one is used up (not while
+ * it reads one unit, whose blocks are all it may read); false at the end
+ */
+static bool
+claim_if_used_up(HeapAggRun *h)
+{
+	BlockNumber start,
+				n;
+
+	if (h->next < h->claim_end)
+		return true;
+	if (h->in_unit || !claim_range(h, &start, &n))
+		return false;
+	h->next = start;
+	h->claim_end = start + n;
+	return true;
+}
+
 /* the next block of h to read (claiming a range when one is used up); false at the end */
 static bool
 next_block(HeapAggRun *h, BlockNumber *blk)
 {
-	if (h->next >= h->claim_end)
-	{
-		BlockNumber start,
-					n;
-
-		if (h->in_unit || !claim_range(h, &start, &n))
-			return false;
-		h->next = start;
-		h->claim_end = start + n;
-	}
+	if (!claim_if_used_up(h))
+		return false;
 	*blk = h->next++;
 	return true;
 }
@@ -724,8 +735,8 @@ unit_ahead(HeapAggRun *h)
 
 /*
  * heap_agg_probe_unit: when the run's next blocks (claiming a range if the
- * current one is used up) are a whole unit whose every block is marked
- * all-visible and absent from shared buffers, the unit goes to *unit, its
+ * current one is used up) are a whole unit whose every block a direct read
+ * would take from the file (direct_block), the unit goes to *unit, its
  * blocks count as read, and true: the caller offers it to the service's
  * cache, and reads it with heap_agg_read_unit if the service does not
  * serve it
@@ -735,19 +746,7 @@ heap_agg_probe_unit(HeapAggRun *h, BlockNumber *unit)
 {
 	if (h->probe == 0)
 		h->probe = h->units && direct_allowed(h) ? 1 : -1;
-	if (h->probe < 0)
-		return false;
-	if (h->next >= h->claim_end)
-	{
-		BlockNumber start,
-					n;
-
-		if (!claim_range(h, &start, &n))
-			return false;
-		h->next = start;
-		h->claim_end = start + n;
-	}
-	if (!unit_ahead(h))
+	if (h->probe < 0 || !claim_if_used_up(h) || !unit_ahead(h))
 		return false;
 	for (BlockNumber b = h->next; b < h->next + WARP_HEAP_UNIT_BLOCKS; b++)
 		if (!direct_block(h, b))

@@ -60,7 +60,8 @@
  * cached columns and the aggregation runs without a page read or copied.
  * What makes the cached columns the unit's pages as the query must see
  * them: the backend probes only units whose blocks are all-visible and
- * absent from shared buffers (the pages a direct read takes from the file);
+ * absent from shared buffers or in clean ones (the pages a direct read
+ * takes from the file);
  * a write to the file changes its ctime (and mtime), so an entry is found
  * only while the file is as it was when its pages were read; and a unit is
  * kept only when the file's ctime and mtime are more than
@@ -310,11 +311,11 @@ gheap_seg_id(GheapRun *gh, uint32_t unit, GpuCacheFileId *id)
 {
 	const GpuHeapSource *src = gh->src;
 	uint32_t	seg = unit / src->seg_blocks;
-	struct stat st;
 
 	if (gh->seg_fd < 0 || gh->seg_no != seg)
 	{
 		char		path[1100];
+		struct stat st;
 
 		if (gh->seg_fd >= 0)
 			close(gh->seg_fd);
@@ -325,9 +326,14 @@ gheap_seg_id(GheapRun *gh, uint32_t unit, GpuCacheFileId *id)
 		/* O_NONBLOCK: a FIFO where the file belongs must not hang the open */
 		gh->seg_fd = open(path, O_RDONLY | O_NONBLOCK | O_NOFOLLOW | O_CLOEXEC);
 		gh->seg_no = seg;
+		/* only a regular file is a segment (an open file's type does not change) */
+		if (gh->seg_fd >= 0 && (fstat(gh->seg_fd, &st) != 0 || !S_ISREG(st.st_mode)))
+		{
+			close(gh->seg_fd);
+			gh->seg_fd = -1;
+		}
 	}
-	return gh->seg_fd >= 0 && fstat(gh->seg_fd, &st) == 0 && S_ISREG(st.st_mode) &&
-		gpu_cache_file_id(gh->seg_fd, id);
+	return gh->seg_fd >= 0 && gpu_cache_file_id(gh->seg_fd, id);
 }
 
 /*

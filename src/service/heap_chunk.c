@@ -77,11 +77,10 @@ struct HeapRun
 
 	pthread_mutex_t lock;
 	pthread_cond_t cond;
-	uint32_t	slot_n_pages[HEAP_MAX_SLOTS];	/* pages of each slot taken */
 	WarpHeapChunk ready[HEAP_MAX_SLOTS];	/* FIFO of the filled slots' HEAP_CHUNKs */
 	uint32_t	ready_head,
 				n_ready;
-	WarpHeapChunk slot_ch[HEAP_MAX_SLOTS];	/* each slot's HEAP_CHUNK */
+	WarpHeapChunk slot_ch[HEAP_MAX_SLOTS];	/* each slot's HEAP_CHUNK, once taken */
 	uint32_t	done_flags[HEAP_MAX_SLOTS];	/* each slot's HEAP_DONE flags */
 	uint32_t	done[HEAP_MAX_SLOTS];	/* FIFO of slots to answer HEAP_DONE for */
 	uint32_t	done_head,
@@ -658,7 +657,6 @@ take_slot(HeapRun *h, WarpHeapChunk *ch)
 	if (!h->stop && h->n_ready > 0)
 	{
 		*ch = h->ready[h->ready_head];
-		h->slot_n_pages[ch->slot] = ch->n_pages;
 		h->slot_ch[ch->slot] = *ch;
 		h->ready_head = (h->ready_head + 1) % HEAP_MAX_SLOTS;
 		h->n_ready--;
@@ -928,7 +926,7 @@ static void
 gpu_pass(void *arg, uint32_t slot, const uint8_t *mask, int64_t nrows, bool recheck)
 {
 	HeapRun    *h = arg;
-	uint32_t	n_pages = h->slot_n_pages[slot];
+	uint32_t	n_pages = h->slot_ch[slot].n_pages;
 	const uint8_t *vis = h->ring + (size_t) slot * h->slot_size +
 		(size_t) h->slot_pages * XPU_HEAP_PAGE_SIZE;
 	uint8_t    *pass = h->pass + (size_t) slot * h->slot_pages * XPU_HEAP_VIS_BYTES;

@@ -354,7 +354,8 @@ WARP_STATIC_ASSERT(sizeof(WarpAggResult) == 96 + 128, "WarpAggResult layout");
  * Units (WARP_HEAP_UNITS, aggregation runs only).  A unit is the
  * WARP_HEAP_UNIT_BLOCKS blocks of one segment file that start at a multiple
  * of WARP_HEAP_UNIT_BLOCKS.  When every block of a unit is marked
- * all-visible and is absent from shared buffers, the backend may send a
+ * all-visible and is absent from shared buffers or in a clean one, the
+ * backend may send a
  * HEAP_CHUNK with WARP_CHUNK_PROBE and no pages: the service aggregates the
  * unit's columns from its GPU cache if it holds them for the segment file
  * as it is now, and its HEAP_DONE says WARP_CHUNK_SERVED; otherwise the

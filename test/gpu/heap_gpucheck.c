@@ -835,6 +835,41 @@ cancel_main(void *arg)
 }
 
 /*
+ * exec_run: heap run h (its chunks queued) on the CPU engine or the GPUs of
+ * gpu into o; with the stand-in driver, o's table is the rows it aggregated
+ */
+static void
+exec_run(int engine, const Built *bq, HeapRun *h, const ServiceGpu *gpu, Outcome *o)
+{
+	if (engine == ENG_GPU && fake_side != NULL)
+		*fake_side = xpu_agg_table_create(bq->prog, &bq->spec, &o->err);
+	if (engine == ENG_CPU)
+		o->rc = heap_run_exec(h, &o->run, &o->table, &o->threads, &o->err, &o->werr,
+							  o->msg, sizeof(o->msg));
+	else
+	{
+		WarpEngine	ran = WARP_ENGINE_GPU;
+
+		o->rc = heap_run_exec_gpu(h, gpu, &o->run, &o->table, &o->threads, &ran,
+								  &o->err, &o->werr, o->msg, sizeof(o->msg));
+		/* a check of the GPU that the CPU engine answered checks nothing */
+		if (ran != WARP_ENGINE_GPU && o->rc == XPU_OK)
+		{
+			o->rc = -1;
+			o->werr = WARP_ERR_UNSUPPORTED;
+			snprintf(o->msg, sizeof(o->msg), "the GPU did not serve the run: the CPU engine ran it");
+		}
+	}
+	if (engine == ENG_GPU && fake_side != NULL)
+	{
+		/* the rows the stand-in aggregated, not the emulated device's empty table */
+		xpu_agg_table_free(o->table);
+		o->table = *fake_side;
+		*fake_side = NULL;
+	}
+}
+
+/*
  * runs bq over ring r with engine into o; cancel_after_us >= 0: a thread
  * cancels the run then (0: before it starts)
  */
@@ -888,32 +923,7 @@ run_engine(int engine, const Built *bq, Ring *r, int cancel_after_us, Outcome *o
 		ca.after_us = cancel_after_us;
 		if (cancel_after_us > 0)
 			pthread_create(&th, NULL, cancel_main, &ca);
-		if (engine == ENG_GPU && fake_side != NULL)
-			*fake_side = xpu_agg_table_create(bq->prog, &bq->spec, &o->err);
-		if (engine == ENG_CPU)
-			o->rc = heap_run_exec(h, &o->run, &o->table, &o->threads, &o->err, &o->werr,
-								  o->msg, sizeof(o->msg));
-		else
-		{
-			WarpEngine	ran = WARP_ENGINE_GPU;
-
-			o->rc = heap_run_exec_gpu(h, the_gpu, &o->run, &o->table, &o->threads, &ran,
-									  &o->err, &o->werr, o->msg, sizeof(o->msg));
-			/* a check of the GPU that the CPU engine answered checks nothing */
-			if (ran != WARP_ENGINE_GPU && o->rc == XPU_OK)
-			{
-				o->rc = -1;
-				o->werr = WARP_ERR_UNSUPPORTED;
-				snprintf(o->msg, sizeof(o->msg), "the GPU did not serve the run: the CPU engine ran it");
-			}
-		}
-		if (engine == ENG_GPU && fake_side != NULL)
-		{
-			/* the rows the stand-in aggregated, not the emulated device's empty table */
-			xpu_agg_table_free(o->table);
-			o->table = *fake_side;
-			*fake_side = NULL;
-		}
+		exec_run(engine, bq, h, the_gpu, o);
 		if (cancel_after_us > 0)
 			pthread_join(th, NULL);
 		heap_run_free(h);
@@ -1212,30 +1222,7 @@ run_chunks(int engine, const Built *bq, Ring *r, const uint8_t *req, size_t len,
 							  u->refused_msg, sizeof(u->refused_msg)))
 			u->refused++;
 	heap_run_message(h, WARP_MSG_HEAP_END, NULL, 0, o->msg, sizeof(o->msg));
-	if (engine == ENG_GPU && fake_side != NULL)
-		*fake_side = xpu_agg_table_create(bq->prog, &bq->spec, &o->err);
-	if (engine == ENG_CPU)
-		o->rc = heap_run_exec(h, &o->run, &o->table, &o->threads, &o->err, &o->werr,
-							  o->msg, sizeof(o->msg));
-	else
-	{
-		WarpEngine	ran = WARP_ENGINE_GPU;
-
-		o->rc = heap_run_exec_gpu(h, &unit_gpu, &o->run, &o->table, &o->threads, &ran,
-								  &o->err, &o->werr, o->msg, sizeof(o->msg));
-		if (ran != WARP_ENGINE_GPU && o->rc == XPU_OK)
-		{
-			o->rc = -1;
-			o->werr = WARP_ERR_UNSUPPORTED;
-			snprintf(o->msg, sizeof(o->msg), "the GPU did not serve the run: the CPU engine ran it");
-		}
-	}
-	if (engine == ENG_GPU && fake_side != NULL)
-	{
-		xpu_agg_table_free(o->table);
-		o->table = *fake_side;
-		*fake_side = NULL;
-	}
+	exec_run(engine, bq, h, &unit_gpu, o);
 	while (heap_run_next_done(h, buf, &blen))
 		if (blen == sizeof(WarpHeapChunk) && u->n_done < UNIT_MAX_CHUNKS)
 			memcpy(&u->done[u->n_done++], buf, sizeof(WarpHeapChunk));

@@ -129,6 +129,16 @@ def results(c, n_aggs=2):
             return groups, status
 
 
+def groups_of(rows, visible):
+    """{k: (count, sum of v)} over the rows (k, v) of one page whose tuple index is visible"""
+    want = {}
+    for t, (k, v) in enumerate(rows):
+        if visible(t):
+            cnt, s = want.get(k, (0, 0))
+            want[k] = (cnt + 1, s + v)
+    return want
+
+
 def ship(c, ring, pages, visible, take=None, sent=None):
     """Sends the pages through the ring, a chunk of SLOT_PAGES at a time;
     take() waits for a HEAP_DONE and returns its slot (default: any
@@ -254,12 +264,7 @@ def test_heap_run_engine_choice(client, svc, tmp_path, engine):
          lambda p, t: t % 4 != 1)
     groups, status = results(c)
     c.close()
-    want = {}
-    for t, (k, v) in enumerate(rows):
-        if t % 4 != 1:
-            cnt, s = want.get(k, (0, 0))
-            want[k] = (cnt + 1, s + v)
-    assert status == 0 and groups == want
+    assert status == 0 and groups == groups_of(rows, lambda t: t % 4 != 1)
 
 
 def test_bad_rings_and_requests(client, svc, tmp_path):
@@ -320,12 +325,7 @@ def test_units_on_the_cpu_engine(client, svc, tmp_path):
     c.sendall(message(MSG_HEAP_END))
     groups, status = results(c)
     c.close()
-    want = {}
-    for t, (k, v) in enumerate(rows):
-        if t % 3 != 0:
-            cnt, s = want.get(k, (0, 0))
-            want[k] = (cnt + 1, s + v)
-    assert status == 0 and groups == want
+    assert status == 0 and groups == groups_of(rows, lambda t: t % 3 != 0)
 
 
 @pytest.mark.parametrize("case", ["no units", "small slots", "absolute path", "climbs out",
