@@ -350,9 +350,13 @@ heap_agg_put_request(HeapAggRun *h, StringInfo buf)
 	h->slot_pages = (uint32) Min(pg_warp_heap_chunk_pages, Max(h->nblocks, 1));
 	if (h->scan)
 		h->slot_pages = Min(h->slot_pages, HEAP_SCAN_MAX_CHUNK_PAGES);
-	/* units: a table of one at least, whose files all backends share; a chunk holds one */
+	/*
+	 * units: where a claim can hold one (a serial run's whole table of one
+	 * unit at least, a parallel run's claims of whole units) of a table whose
+	 * files all backends share; a chunk holds one
+	 */
 	h->units = !h->scan && pg_warp_heap_gpu_cache && pg_warp_heap_direct_read &&
-		h->nblocks >= WARP_HEAP_UNIT_BLOCKS && !RelationUsesLocalBuffers(h->rel);
+		h->shared->claim >= WARP_HEAP_UNIT_BLOCKS && !RelationUsesLocalBuffers(h->rel);
 	if (h->units)
 		h->slot_pages = Max(h->slot_pages, WARP_HEAP_UNIT_BLOCKS);
 	h->n_slots = 4;
