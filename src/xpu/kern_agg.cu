@@ -37,6 +37,9 @@
 #define GAGG_LOCAL_AGGS		16
 /* probes of the block-local cache before a group goes to the global table */
 #define GAGG_CACHE_PROBES	8
+/* gagg_warp_update: at most this many destinations a warp, with this many rows each on average */
+#define GAGG_WARP_DESTS		4
+#define GAGG_WARP_SHARE		4
 
 /* ---------------- key bytes and hash ---------------- */
 
@@ -544,8 +547,8 @@ gagg_var_accum(XpuAggState *st, double x)
 		gagg_set_flags<A>(st, flags);
 }
 
-/* float8_combine (xpu_agg_var_combine) of VAR_FLOAT state src into dst, under dst's lock */
-XPU_DEVICE void
+/* float8_combine (xpu_agg_var_combine) of VAR_FLOAT state src into dst, under dst's lock (A) */
+template <bool A> XPU_DEVICE void
 gagg_var_combine(XpuAggState *dst, const XpuAggState *src)
 {
 	volatile XpuAggState *v = dst;
@@ -553,7 +556,7 @@ gagg_var_combine(XpuAggState *dst, const XpuAggState *src)
 	double		sx, sxx;
 	uint32_t	flags = src->flags;
 
-	gagg_lock<true>(dst);
+	gagg_lock<A>(dst);
 	n = v->count;
 	sx = v->v.f8[0];
 	sxx = v->v.f8[1];
@@ -561,9 +564,9 @@ gagg_var_combine(XpuAggState *dst, const XpuAggState *src)
 	v->count = n;
 	v->v.f8[0] = sx;
 	v->v.f8[1] = sxx;
-	gagg_unlock<true>(dst);
+	gagg_unlock<A>(dst);
 	if (flags)
-		gagg_set_flags<true>(dst, flags);
+		gagg_set_flags<A>(dst, flags);
 }
 
 /* adds x to the float4 sum of st (float4pl); overflow as gagg_add_f8 */
@@ -682,27 +685,33 @@ gagg_fold_value(XpuAggState *st, int kind, int type, const XpuValue *v)
 	}
 }
 
+/* folds aggregate j's argument of one passing row into st, that aggregate's state of the row's group */
+template <bool A> XPU_DEVICE void
+gagg_update_one(XpuAggState *st, const XpuGaggSpec *sp, int j, const XpuValue *regs,
+				const uint8_t *nulls)
+{
+	int			kind = sp->agg_kind[j];
+	int			r = sp->agg_reg[j];
+
+	if (kind != XPU_AGG_COUNT_STAR && nulls[r])
+		return;
+	if (kind != XPU_AGG_VAR_FLOAT)	/* whose count is its N, under its lock */
+		gagg_add_u64<A>((unsigned long long *) &st->count, 1);
+	if (kind != XPU_AGG_COUNT_STAR)
+		gagg_fold_value<A>(st, kind, sp->agg_type[j], &regs[r]);
+}
+
 /* folds one passing row into the states of its group */
 template <bool A> XPU_DEVICE void
 gagg_update_row(XpuAggState *states, const XpuGaggSpec *sp, const XpuValue *regs,
 				const uint8_t *nulls)
 {
 	for (int j = 0; j < sp->n_aggs; j++)
-	{
-		int			kind = sp->agg_kind[j];
-		int			r = sp->agg_reg[j];
-
-		if (kind != XPU_AGG_COUNT_STAR && nulls[r])
-			continue;
-		if (kind != XPU_AGG_VAR_FLOAT)	/* whose count is its N, under its lock */
-			gagg_add_u64<A>((unsigned long long *) &states[j].count, 1);
-		if (kind != XPU_AGG_COUNT_STAR)
-			gagg_fold_value<A>(&states[j], kind, sp->agg_type[j], &regs[r]);
-	}
+		gagg_update_one<A>(&states[j], sp, j, regs, nulls);
 }
 
-/* combines src (a GPU-form state) into dst with atomics */
-XPU_DEVICE void
+/* combines src (a GPU-form state) into dst: with atomics (A), else plainly (dst a thread's own) */
+template <bool A> XPU_DEVICE void
 gagg_combine(XpuAggState *dst, const XpuAggState *src, int kind, int type)
 {
 	XpuValue	v;
@@ -711,31 +720,31 @@ gagg_combine(XpuAggState *dst, const XpuAggState *src, int kind, int type)
 		return;
 	if (kind == XPU_AGG_VAR_FLOAT)
 	{
-		gagg_var_combine(dst, src);
+		gagg_var_combine<A>(dst, src);
 		return;
 	}
-	atomicAdd((unsigned long long *) &dst->count, (unsigned long long) src->count);
+	gagg_add_u64<A>((unsigned long long *) &dst->count, (unsigned long long) src->count);
 	if (src->flags != 0)
-		atomicOr((unsigned int *) &dst->flags, src->flags);
+		gagg_set_flags<A>(dst, src->flags);
 	switch (kind)
 	{
 		case XPU_AGG_SUM_FLOAT4:
-			gagg_add_f4<true>(dst, src->v.f4);
+			gagg_add_f4<A>(dst, src->v.f4);
 			break;
 		case XPU_AGG_SUM_INT:
 		case XPU_AGG_SUM_NUMERIC:
 		case XPU_AGG_SUMSQ_INT:
 		case XPU_AGG_SUMSQ_NUMERIC:
-			gagg_add_wide<true>(dst, (uint64_t) src->v.i128,
-								(uint64_t) ((unsigned __int128) src->v.i128 >> 64),
-								(int32_t) src->pad);
+			gagg_add_wide<A>(dst, (uint64_t) src->v.i128,
+							 (uint64_t) ((unsigned __int128) src->v.i128 >> 64),
+							 (int32_t) src->pad);
 			break;
 		case XPU_AGG_SUM_FLOAT:
-			gagg_add_f8<true>(dst, &dst->v.f8[0], src->v.f8[0]);
+			gagg_add_f8<A>(dst, &dst->v.f8[0], src->v.f8[0]);
 			break;
 		case XPU_AGG_MOMENTS:
-			gagg_add_f8<true>(dst, &dst->v.f8[0], src->v.f8[0]);
-			gagg_add_f8<true>(dst, &dst->v.f8[1], src->v.f8[1]);
+			gagg_add_f8<A>(dst, &dst->v.f8[0], src->v.f8[0]);
+			gagg_add_f8<A>(dst, &dst->v.f8[1], src->v.f8[1]);
 			break;
 		case XPU_AGG_MIN:
 		case XPU_AGG_MAX:
@@ -743,11 +752,86 @@ gagg_combine(XpuAggState *dst, const XpuAggState *src, int kind, int type)
 				v.f8 = src->v.f8[0];
 			else
 				v.n = src->v.i128;
-			gagg_fold_value<true>(dst, kind, gagg_is_float(type) ? XPU_T_FLOAT8 : type, &v);
+			gagg_fold_value<A>(dst, kind, gagg_is_float(type) ? XPU_T_FLOAT8 : type, &v);
 			break;
 		default:
 			break;
 	}
+}
+
+/* ---------------- updates the lanes of a warp share ---------------- */
+
+/* a state of lane (threadIdx.x % 32) ^ mask */
+XPU_DEVICE void
+gagg_shfl_xor_state(XpuAggState *out, const XpuAggState *in, int mask)
+{
+	const unsigned long long *w = (const unsigned long long *) in;
+	unsigned long long *o = (unsigned long long *) out;
+
+	static_assert(sizeof(XpuAggState) == 4 * sizeof(unsigned long long),
+				  "an XpuAggState is shuffled as four words");
+	for (int k = 0; k < 4; k++)
+		o[k] = __shfl_xor_sync(0xffffffffu, w[k], mask);
+}
+
+/*
+ * gagg_warp_update: folds what each lane of the warp brings into its
+ * destination st (its group's states; NULL: nothing), when the lanes share
+ * few destinations: the rows of one group (no GROUP BY, or a handful of
+ * groups) would otherwise update one state one lane at a time, and the
+ * states updated under a lock (VAR_FLOAT, numeric MIN/MAX) or by a CAS
+ * loop serialise every lane of every block on it.  Per destination and
+ * aggregate, each lane puts its part into a state of its own (the identity
+ * for lanes of another destination), the warp sums these by shuffles, and
+ * the destination's first lane combines the sum with atomics: one atomic
+ * update per destination and aggregate instead of one per row.  A lane
+ * brings its row (regs, nulls; src NULL) or its states src[n_aggs].  Every
+ * lane calls it; it returns false, having done nothing, when the lanes
+ * have more than GAGG_WARP_DESTS destinations or fewer than
+ * GAGG_WARP_SHARE rows a destination on average (then the lanes update one
+ * by one, each on a state other lanes seldom touch).
+ */
+XPU_DEVICE int
+gagg_warp_update(XpuAggState *st, const XpuGaggSpec *sp, const XpuValue *regs,
+				 const uint8_t *nulls, const XpuAggState *src)
+{
+	unsigned	lane = threadIdx.x & 31u;
+	unsigned	peers = __match_any_sync(0xffffffffu, (unsigned long long) (uintptr_t) st);
+	unsigned	firsts = __ballot_sync(0xffffffffu,
+									   st != NULL && (peers & ((1u << lane) - 1u)) == 0);
+	unsigned	n_dests = __popc(firsts);
+
+	if (n_dests > GAGG_WARP_DESTS ||
+		__popc(__ballot_sync(0xffffffffu, st != NULL)) < GAGG_WARP_SHARE * n_dests)
+		return 0;
+	for (; firsts != 0; firsts &= firsts - 1u)
+	{
+		int			first = __ffs(firsts) - 1;
+		XpuAggState *dst = (XpuAggState *) (uintptr_t)
+			__shfl_sync(0xffffffffu, (unsigned long long) (uintptr_t) st, first);
+		int			mine = st == dst;
+
+		for (int j = 0; j < sp->n_aggs; j++)
+		{
+			int			kind = sp->agg_kind[j];
+			int			type = sp->agg_type[j];
+			XpuAggState sum, other;
+
+			gagg_state_init(&sum, kind, type);
+			if (mine && src != NULL)
+				gagg_combine<false>(&sum, &src[j], kind, type);
+			else if (mine)
+				gagg_update_one<false>(&sum, sp, j, regs, nulls);
+			for (int m = 16; m > 0; m >>= 1)
+			{
+				gagg_shfl_xor_state(&other, &sum, m);
+				gagg_combine<false>(&sum, &other, kind, type);
+			}
+			if ((int) lane == first)
+				gagg_combine<true>(&dst[j], &sum, kind, type);
+		}
+	}
+	return 1;
 }
 
 /* ---------------- HLL sketches: kern_agg_hll.h ---------------- */
@@ -929,7 +1013,7 @@ gagg_block_flush(XpuGaggTable *t, const XpuGaggSpec *sp, const XpuAggState *csta
 		if (ce[e].tag < 0)
 			continue;
 		for (int j = 0; j < sp->n_aggs; j++)
-			gagg_combine(&t->states[(size_t) ce[e].tag * sp->n_aggs + j],
+			gagg_combine<true>(&t->states[(size_t) ce[e].tag * sp->n_aggs + j],
 						 &cstates[(size_t) e * sp->n_aggs + j],
 						 sp->agg_kind[j], sp->agg_type[j]);
 	}
@@ -965,7 +1049,7 @@ gagg_fold_row(XpuGaggTable *t, const XpuGaggSpec *sp, XpuGaggCacheEntry *ce,
 	if (grouped)
 		st = gagg_states_of(t, sp, ce, cstates, entries, regs, nulls, h, len, &gid);
 	__syncwarp();
-	if (st != NULL)
+	if (!gagg_warp_update(st, sp, regs, nulls, NULL) && st != NULL)
 		gagg_update_row<true>(st, sp, regs, nulls);
 	if (!pass || (grouped && st == NULL))
 		return 0;
@@ -1052,13 +1136,18 @@ kern_agg_exec(const XpuProgram *gprog, uint32_t prog_len, uint32_t smem_prog,
 		else if (pass)
 			ovf_rows[atomicAdd(&launch->n_overflow, 1u)] = (uint32_t) row;
 	}
-	if (accp != NULL && passed > 0)
+	if (accp != NULL)
 	{
-		XpuAggState *st = gagg_states_of(t, &sp, ce, cstates, entries, regs, nulls, 0, 0,
-										 &gid0);
+		/* the warp's lanes (together again after the loop) share the one group */
+		XpuAggState *st = passed == 0 ? NULL :
+			gagg_states_of(t, &sp, ce, cstates, entries, regs, nulls, 0, 0, &gid0);
 
-		for (int j = 0; j < sp.n_aggs; j++)
-			gagg_combine(&st[j], &acc[j], sp.agg_kind[j], sp.agg_type[j]);
+		__syncwarp();
+		if (!gagg_warp_update(st, &sp, regs, nulls, acc) && st != NULL)
+		{
+			for (int j = 0; j < sp.n_aggs; j++)
+				gagg_combine<true>(&st[j], &acc[j], sp.agg_kind[j], sp.agg_type[j]);
+		}
 	}
 	if (passed > 0)
 	{

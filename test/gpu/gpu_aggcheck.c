@@ -1199,6 +1199,40 @@ run_checks(const ServiceGpu *gpu, const char *dir)
 	agg(&q, XPU_AGG_MAX, COL_G);
 	check_case(gpu, dir, "one_group", &d, &q, 0, 1000000, XPU_OK, 0);
 	tdata_free(&d);
+
+	/*
+	 * three groups and the NULL one, a qual and every aggregate kind: the
+	 * lanes of a warp share their groups' states (kern_agg.cu's
+	 * gagg_warp_update, lanes of other groups and lanes whose row fails the
+	 * qual or whose argument is NULL among them)
+	 */
+	gen_data(&d, 3000000, 3, 8, 0);
+	query_init(&q);
+	q.qual_a = COL_A;
+	q.qual_lo = -700000;
+	q.qual_b = COL_B;
+	q.qual_hi = 20000;
+	q.n_keys = 1;
+	q.keys[0] = COL_K;
+	agg(&q, XPU_AGG_COUNT_STAR, -1);
+	agg(&q, XPU_AGG_COUNT, COL_G);
+	agg(&q, XPU_AGG_SUM_INT, COL_A);
+	agg(&q, XPU_AGG_SUM_FLOAT, COL_F);
+	agg(&q, XPU_AGG_SUM_FLOAT4, COL_H);
+	agg(&q, XPU_AGG_MOMENTS, COL_F);
+	agg(&q, XPU_AGG_SUMSQ_INT, COL_B);
+	agg(&q, XPU_AGG_SUMSQ_NUMERIC, COL_N);
+	agg(&q, XPU_AGG_VAR_FLOAT, COL_G);
+	agg(&q, XPU_AGG_VAR_FLOAT, COL_F);
+	agg(&q, XPU_AGG_MIN, COL_A);
+	agg(&q, XPU_AGG_MAX, COL_B);
+	agg(&q, XPU_AGG_MIN, COL_G);
+	agg(&q, XPU_AGG_MAX, COL_G);
+	agg(&q, XPU_AGG_SUM_NUMERIC, COL_N);
+	agg(&q, XPU_AGG_MIN, COL_N);
+	agg(&q, XPU_AGG_MAX, COL_N);
+	check_case(gpu, dir, "few_groups", &d, &q, 0, 500000, XPU_OK, 0);
+	tdata_free(&d);
 	gen_data(&d, 4000000, 1000000, 8, 0);
 	check_case(gpu, dir, "million_groups", &d, &q, 0, 1000000, XPU_OK, 0);
 	check_case(gpu, dir, "million_groups_table_full", &d, &q, 4096, 1000000, XPU_OK, 0);

@@ -17,7 +17,7 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
-from engine_interrupt import (cancel_in_flight, in_flight, kill_service_in_flight,
+from engine_interrupt import (cancel_in_flight, in_flight, kill_service_mid_run,
                               running_tasks, start_slow, statement_timeout)
 from test_service import Cluster
 
@@ -91,9 +91,7 @@ def test_statement_timeout(cluster):
 
 
 def test_service_killed_mid_run(cluster):
-    p = start_slow(cluster, "gpa_kill", SLOW_ON, SLOW)
-    in_flight(cluster, "gpa_kill")
-    kill_service_in_flight(cluster, p)
+    kill_service_mid_run(cluster, "gpa_kill", SLOW_ON, SLOW)
     # the next engine query works
     r = cluster.run("SELECT count(*), sum(v) FROM faults.small", settings=ON)
     assert r.returncode == 0 and r.stdout.strip() == "5000|12497500", r.stderr

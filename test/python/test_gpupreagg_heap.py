@@ -18,7 +18,7 @@ import time
 
 import pytest
 
-from engine_interrupt import (cancel_in_flight, in_flight, kill_service_in_flight,
+from engine_interrupt import (cancel_in_flight, in_flight, kill_service_mid_run,
                               running_tasks, start_slow, statement_timeout)
 from test_service import Cluster, alive, wait_until
 
@@ -413,9 +413,7 @@ def test_statement_timeout(cluster):
 
 def test_service_killed_mid_run(cluster):
     make_slow(cluster)
-    p = start_slow(cluster, "heap_kill", ON, SLOW)
-    in_flight(cluster, "heap_kill", "the heap run to start in the service")
-    kill_service_in_flight(cluster, p)
+    kill_service_mid_run(cluster, "heap_kill", ON, SLOW, "the heap run to start in the service")
     same(cluster, "SELECT t, count(*), sum(i8) FROM types GROUP BY t ORDER BY t")
 
 
@@ -697,9 +695,8 @@ def test_parallel_cancel_and_timeout(cluster):
 
 def test_parallel_service_killed_mid_run(cluster):
     make_slow(cluster)
-    p = start_slow(cluster, "heap_pkill", ON + par(2), SLOW)
-    in_flight(cluster, "heap_pkill", "the heap runs to start in the service")
-    kill_service_in_flight(cluster, p)
+    kill_service_mid_run(cluster, "heap_pkill", ON + par(2), SLOW,
+                         "the heap runs to start in the service")
     same_par(cluster, "SELECT t, count(*), sum(i8) FROM types GROUP BY t ORDER BY t")
 
 

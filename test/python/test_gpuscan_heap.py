@@ -417,13 +417,12 @@ def test_service_killed_mid_scan(own_cluster):
     """SIGKILL of the service while a heap GpuScan's run is in it: the query
     fails with 08006 and a clear message, a new service comes up, the
     cluster does not restart, and the next scan is right."""
-    from engine_interrupt import in_flight, kill_service_in_flight, start_slow
+    from engine_interrupt import kill_service_mid_run
     c = own_cluster
     sets = tuple("SET %s = %s" % s for s in SETTINGS) + ("SET pg_warp.heap_chunk_pages = 64",)
-    p = start_slow(c, "gsh_kill", sets, "SELECT count(*) FROM slow WHERE a < 999 "
-                   "AND pg_sleep(0.0001) IS NOT NULL")
-    in_flight(c, "gsh_kill", "the heap scan's run to start in the service")
-    kill_service_in_flight(c, p)
+    kill_service_mid_run(c, "gsh_kill", sets, "SELECT count(*) FROM slow WHERE a < 999 "
+                         "AND pg_sleep(0.0001) IS NOT NULL",
+                         "the heap scan's run to start in the service")
     q = "SELECT count(*), sum(b) FROM slow WHERE a < 10"
     on = c.run(q, settings=sets)
     off = c.run(q, settings=("SET pg_warp.enabled = off",))
