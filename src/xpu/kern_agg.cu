@@ -1049,7 +1049,7 @@ gagg_fold_row(XpuGaggTable *t, const XpuGaggSpec *sp, XpuGaggCacheEntry *ce,
 	if (grouped)
 		st = gagg_states_of(t, sp, ce, cstates, entries, regs, nulls, h, len, &gid);
 	__syncwarp();
-	if (!gagg_warp_update(st, sp, regs, nulls, NULL) && st != NULL)
+	if (acc == NULL && !gagg_warp_update(st, sp, regs, nulls, NULL) && st != NULL)
 		gagg_update_row<true>(st, sp, regs, nulls);
 	if (!pass || (grouped && st == NULL))
 		return 0;
