@@ -34,6 +34,8 @@ extern List *engine_filter_split(List *quals, Index scanrelid, EngineColumns *fc
 								 List **rest);
 struct CodegenScan;
 extern List *engine_filter_split_scan(List *quals, struct CodegenScan *scan, List **rest);
+struct PlannerInfo;
+extern List *engine_order_quals(struct PlannerInfo *root, List *quals);
 struct ExplainState;
 extern void engine_explain_program(const XpuProgram *prog, struct ExplainState *es);
 

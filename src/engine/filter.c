@@ -29,6 +29,7 @@
 #include "catalog/pg_type.h"
 #include "executor/executor.h"
 #include "nodes/makefuncs.h"
+#include "optimizer/cost.h"
 #include "optimizer/optimizer.h"
 #include "utils/ruleutils.h"
 
@@ -167,6 +168,20 @@ palloc_aligned16(Size size)
 }
 
 /*
+ * filter_columns_ok: whether a scan reading cols may use the filter.  Rows
+ * the filter rejects are never converted, so a column whose conversion can
+ * raise an error its type does not (a typmod, a domain) must see every row.
+ */
+static bool
+filter_columns_ok(const ArrowScanColumn *cols, int n_cols)
+{
+	for (int i = 0; i < n_cols; i++)
+		if (cols[i].checked)
+			return false;
+	return true;
+}
+
+/*
  * engine_filter_begin: at BeginForeignScan, compile the scan's quals; the
  * conjuncts the engine evaluates leave ss->ps.qual (which ExecScan checks).
  * Returns NULL (and changes nothing) when no conjunct compiles.
@@ -181,7 +196,7 @@ engine_filter_begin(ScanState *ss, Index scanrelid, const ArrowScanColumn *cols,
 	XpuProgram *prog;
 	EngineFilter *f;
 
-	if (engine == NIL)
+	if (engine == NIL || !filter_columns_ok(cols, n_cols))
 		return NULL;
 	prog = codegen_qual_program(&scan, engine);
 	if (prog == NULL)
@@ -336,7 +351,8 @@ engine_filter_explain(ScanState *ss, Index scanrelid, const ArrowScanColumn *col
 	else
 	{
 		quals = engine_filter_split(ss->ps.plan->qual, scanrelid, &fc, &rest);
-		if (quals == NIL || (own = codegen_qual_program(&scan, quals)) == NULL)
+		if (quals == NIL || !filter_columns_ok(cols, n_cols) ||
+			(own = codegen_qual_program(&scan, quals)) == NULL)
 			return;
 		prog = own;
 	}
@@ -351,4 +367,42 @@ engine_filter_explain(ScanState *ss, Index scanrelid, const ArrowScanColumn *col
 	if (es->analyze && f != NULL &&
 		(f->fallback_batches > 0 || es->format != EXPLAIN_FORMAT_TEXT))
 		ExplainPropertyInteger("Engine Fallback Batches", NULL, f->fallback_batches, es);
+}
+
+/*
+ * engine_order_quals: quals (plain exprs, one security level) in the order the
+ * executor evaluates them: the planner's order_qual_clauses, cheapest first,
+ * a stable sort.  Every engine operator compiles its quals in this order, so
+ * that an error (division by zero, overflow) is raised for exactly the rows
+ * PostgreSQL's own plan would raise it for, and the prefix GpuScan takes
+ * here is the one the plan's clauses give gs_plan_path.
+ */
+List *
+engine_order_quals(PlannerInfo *root, List *quals)
+{
+	int			n = list_length(quals);
+	Node	  **items = palloc(sizeof(Node *) * Max(n, 1));
+	Cost	   *costs = palloc(sizeof(Cost) * Max(n, 1));
+	List	   *result = NIL;
+
+	for (int i = 0; i < n; i++)
+	{
+		QualCost	qc;
+		Node	   *item = list_nth(quals, i);
+		Cost		cost;
+		int			j;
+
+		cost_qual_eval_node(&qc, item, root);
+		cost = qc.per_tuple;
+		for (j = i; j > 0 && costs[j - 1] > cost; j--)
+		{
+			items[j] = items[j - 1];
+			costs[j] = costs[j - 1];
+		}
+		items[j] = item;
+		costs[j] = cost;
+	}
+	for (int i = 0; i < n; i++)
+		result = lappend(result, items[i]);
+	return result;
 }

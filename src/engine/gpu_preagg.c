@@ -530,7 +530,8 @@ gpa_plan_info(PlannerInfo *root, RelOptInfo *input_rel, RelOptInfo *output_rel,
 		(parse->groupClause == NIL && !parse->hasAggs))
 		return NULL;
 	rte = planner_rt_fetch(input_rel->relid, root);
-	if (rte->rtekind != RTE_RELATION || rte->inh || rte->tablesample != NULL)
+	if (rte->rtekind != RTE_RELATION || rte->inh || rte->tablesample != NULL ||
+		rte->securityQuals != NIL)
 		return NULL;
 	/* an Arrow table, or a plain heap table (heap_source.c) */
 	if (partial && rte->relkind == RELKIND_FOREIGN_TABLE)
@@ -544,10 +545,12 @@ gpa_plan_info(PlannerInfo *root, RelOptInfo *input_rel, RelOptInfo *output_rel,
 	{
 		RestrictInfo *ri = lfirst(lc);
 
-		if (ri->pseudoconstant)
+		if (ri->pseudoconstant || ri->security_level > 0)
 			return NULL;
 		pi->quals = lappend(pi->quals, ri->clause);
 	}
+	/* PostgreSQL's order, so that the same rows raise the same errors */
+	pi->quals = engine_order_quals(root, pi->quals);
 	if (!gpa_check_keys(root, &pi->keys))
 		return NULL;
 	pi->having = partial ? NIL : (List *) extra->havingQual;

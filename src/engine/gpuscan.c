@@ -174,42 +174,6 @@ gs_columns(Oid relid, List *attnos)
 	return ec;
 }
 
-/*
- * gs_order_quals: quals (plain exprs, one security level) in the order the
- * executor evaluates them: the planner's order_qual_clauses, cheapest first,
- * a stable sort, so that the prefix the engine takes here is the one the
- * plan's clauses give gs_plan_path.
- */
-static List *
-gs_order_quals(PlannerInfo *root, List *quals)
-{
-	int			n = list_length(quals);
-	Node	  **items = palloc(sizeof(Node *) * Max(n, 1));
-	Cost	   *costs = palloc(sizeof(Cost) * Max(n, 1));
-	List	   *result = NIL;
-
-	for (int i = 0; i < n; i++)
-	{
-		QualCost	qc;
-		Node	   *item = list_nth(quals, i);
-		Cost		cost;
-		int			j;
-
-		cost_qual_eval_node(&qc, item, root);
-		cost = qc.per_tuple;
-		for (j = i; j > 0 && costs[j - 1] > cost; j--)
-		{
-			items[j] = items[j - 1];
-			costs[j] = costs[j - 1];
-		}
-		items[j] = item;
-		costs[j] = cost;
-	}
-	for (int i = 0; i < n; i++)
-		result = lappend(result, items[i]);
-	return result;
-}
-
 /* the cheapest unparameterized path of pathlist that is a `type` plan, or NULL */
 static Path *
 gs_cheapest_path(List *pathlist, NodeTag type)
@@ -414,7 +378,7 @@ gs_rel_pathlist(PlannerInfo *root, RelOptInfo *rel, Index rti, RangeTblEntry *rt
 		if (!ri->pseudoconstant)
 			quals = lappend(quals, ri->clause);
 	}
-	quals = gs_order_quals(root, quals);
+	quals = engine_order_quals(root, quals);
 	if (quals == NIL)
 		return;
 	if (rte->relkind != RELKIND_FOREIGN_TABLE)

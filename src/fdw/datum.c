@@ -1509,6 +1509,21 @@ arrow_conv_is_float(const ArrowConv *c)
 	return c->kind == TK_FLOAT2 || c->kind == TK_FLOAT4 || c->kind == TK_FLOAT8;
 }
 
+/*
+ * True when reading a value of this column applies the column's typmod in
+ * a way that can reject it: strings into varchar(n) or char(n) (their input
+ * functions raise "value too long", and char(n) pads).  Such a column's
+ * values are only PostgreSQL's to read: the engine does not load it.  The
+ * other typmods the reader applies cannot reject a value of a valid file:
+ * numeric(p,s), time(p) and timestamp(p) columns are refused at CREATE or
+ * scan time unless every value of the field's declared type fits.
+ */
+bool
+arrow_conv_checks_typmod(const ArrowConv *c)
+{
+	return c->kind == TK_INPUT && c->typmod >= 0;
+}
+
 /* ----------------------------------------------------------------
  * The newer layouts: run-end encoded, Decimal256, Map
  * ----------------------------------------------------------------

@@ -37,8 +37,8 @@ arrow_table_scan_columns(const ArrowFdwTable *t, const AttrNumber *attnos, int n
 
 		cols[i].attno = attnos[i];
 		cols[i].typid = OidIsValid(c->domain_type) ? c->domain_type : c->typid;
-		cols[i].plain = !c->has_dictionary && !c->run_end_encoded &&
-			!OidIsValid(c->domain_type);
+		cols[i].checked = OidIsValid(c->domain_type) || arrow_conv_checks_typmod(c);
+		cols[i].plain = !c->has_dictionary && !c->run_end_encoded && !cols[i].checked;
 		cols[i].arrow_id = c->arrow_id;
 		cols[i].unit = c->unit;
 		cols[i].scale = c->scale;

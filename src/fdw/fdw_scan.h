@@ -22,14 +22,19 @@
  * One column of an Arrow scan as the engine may load it from the record
  * batches' ArrowArrays: the column's type and the field's layout.  plain is
  * false when the values are not in the field's own layout (dictionary or
- * run-end encoded) or the column has a domain: the engine leaves such a
- * column to the FDW's conversion.
+ * run-end encoded), the column has a domain, or reading a value applies the
+ * column's typmod (varchar(n), char(n)): the engine leaves such a column to
+ * the FDW's conversion.  checked is true when the FDW's conversion of a
+ * value can raise an error that its type alone does not (a domain's
+ * constraints, a typmod): an engine that skips rows before PostgreSQL
+ * converts them must not be used on a scan that reads such a column.
  */
 typedef struct ArrowScanColumn
 {
 	AttrNumber	attno;
 	Oid			typid;			/* the column's type (the domain, if any) */
 	bool		plain;
+	bool		checked;
 	ArrowTypeId arrow_id;		/* the field's type */
 	ArrowTimeUnit unit;			/* timestamps */
 	int32		scale;			/* decimals */

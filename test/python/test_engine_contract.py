@@ -1,0 +1,161 @@
+"""The engine's contract (issue 27): a query gives PostgreSQL's answer or
+PostgreSQL's error with the engine on, and where the engine stays out the
+user can see why.
+
+Each test runs the same SQL with pg_warp on (startup cost 0, so that the
+planner takes the engine on small tables) and with pg_warp.enabled = off, and
+checks in the same test that the engine really planned or ran (a silent
+fallback must not pass).  Needs the test cluster of scripts/test.sh.
+"""
+import os
+import shutil
+import tempfile
+
+import pyarrow as pa
+import pytest
+
+from pg_sql import psql as pg_psql
+
+ON = "SET pg_warp.engine_startup_cost = 0; SET pg_warp.engine_row_cost = 0; "
+OFF = "SET pg_warp.enabled = off; "
+
+
+def run(sql, settings=ON):
+    """('ok', rows) or ('error', 'SQLSTATE message') of sql under settings."""
+    rc, out, err = pg_psql(settings + sql, check=False)
+    if rc == 0:
+        return ("ok", out)
+    for line in err.splitlines():
+        if line.startswith("ERROR:"):
+            return ("error", line.split(None, 1)[1])
+    return ("error", err)
+
+
+def plan(sql, settings=ON):
+    kind, out = run("EXPLAIN (COSTS OFF, VERBOSE) " + sql, settings)
+    assert kind == "ok", out
+    return out
+
+
+def same(sql, node=None):
+    """sql gives the same rows (sorted) or the same error on and off; node:
+    the engine node its plan must show with the engine on."""
+    if node is not None:
+        p = plan(sql)
+        assert node in p, p
+    on, off = run(sql, ON), run(sql, OFF)
+    if on[0] == "ok" and off[0] == "ok":
+        assert sorted(on[1].splitlines()) == sorted(off[1].splitlines()), (sql, on, off)
+    else:
+        assert on == off, (sql, on, off)
+    return on
+
+
+def write_arrow(path, table, batch=1000):
+    with pa.ipc.new_file(path, table.schema) as w:
+        for b in table.to_batches(max_chunksize=batch):
+            w.write_batch(b)
+    os.chmod(path, 0o644)
+
+
+@pytest.fixture(scope="module", autouse=True)
+def schema():
+    d = tempfile.mkdtemp(prefix="pg_warp_contract.")
+    os.chmod(d, 0o755)
+    n = 3000
+    write_arrow(os.path.join(d, "qo.arrow"),
+                pa.table({"a": pa.array([1 + i % 7 for i in range(n)], pa.int32()),
+                          "z": pa.array([i % 5 for i in range(n)], pa.int32())}))
+    # strings that fit varchar(3) and char(3) in the first rows only
+    vals = ["ab", "abc", None, "x"] * 250 + ["abcdef", "ab", "éé", "abcd"] * 10
+    write_arrow(os.path.join(d, "tm.arrow"),
+                pa.table({"id": pa.array(range(1, len(vals) + 1), pa.int32()),
+                          "vc": pa.array(vals, pa.string()),
+                          "n": pa.array([i % 10 for i in range(len(vals))], pa.int64())}),
+                batch=256)
+    pg_psql("CREATE EXTENSION IF NOT EXISTS pg_warp")
+    pg_psql("DROP SCHEMA IF EXISTS ct CASCADE; CREATE SCHEMA ct")
+    pg_psql("CREATE TABLE ct.qo2 (a int4, z int4); INSERT INTO ct.qo2 VALUES (1, 0), (5, 1);"
+            "CREATE TABLE ct.qo (a int4, z int4);"
+            "INSERT INTO ct.qo SELECT 1 + i %% 7, i %% 5 FROM generate_series(0, %d) i;"
+            "ANALYZE ct.qo2; ANALYZE ct.qo" % (n - 1))
+    pg_psql("CREATE FOREIGN TABLE ct.qoa (a int4, z int4) SERVER arrow_fdw "
+            "OPTIONS (file '%s/qo.arrow')" % d)
+    for name, typ in (("tv", "varchar(3)"), ("tc", "char(3)"), ("tu", "varchar")):
+        pg_psql("CREATE FOREIGN TABLE ct.%s (id int4, vc %s, n int8) SERVER arrow_fdw "
+                "OPTIONS (file '%s/tm.arrow')" % (name, typ, d))
+    yield d
+    pg_psql("DROP SCHEMA IF EXISTS ct CASCADE")
+    shutil.rmtree(d, ignore_errors=True)
+
+
+# ---- item 1: conjuncts run in PostgreSQL's order (order_qual_clauses) ----
+
+ORDER_QUALS = [
+    # the costlier conjunct written first: PostgreSQL runs a / z first
+    "z + 0 + 0 <> 0 AND a / z > 0",
+    "z * 1 * 1 * 1 <> 0 AND a % z = 0",
+    "(z + 0) IS NOT NULL AND z + 0 + 0 <> 0 AND 100 / z > 1",
+    # the cheap guard first: no error on either side
+    "z <> 0 AND a / (z + 0 + 0) > 0",
+]
+
+
+@pytest.mark.parametrize("qual", ORDER_QUALS)
+@pytest.mark.parametrize("table", ["qo2", "qo", "qoa"])
+def test_quals_in_postgresql_order_gpupreagg(table, qual):
+    same("SELECT count(*), sum(a) FROM ct.%s WHERE %s" % (table, qual), "GpuPreAgg")
+    same("SELECT z, count(*) FROM ct.%s WHERE %s GROUP BY z" % (table, qual), "GpuPreAgg")
+
+
+@pytest.mark.parametrize("qual", ORDER_QUALS)
+def test_quals_in_postgresql_order_scans(qual):
+    # GpuScan over Arrow and the Arrow filter of a plain ForeignScan
+    same("SELECT a, z FROM ct.qoa WHERE %s" % qual, "GpuScan")
+    off_scan = "SET pg_warp.enable_gpuscan = off; SET pg_warp.enable_gpupreagg = off; "
+    p = plan("SELECT a FROM ct.qoa WHERE %s" % qual, ON + off_scan)
+    assert "Engine Filter" in p, p
+    assert run("SELECT a FROM ct.qoa WHERE %s" % qual, ON + off_scan) == \
+        run("SELECT a FROM ct.qoa WHERE %s" % qual, OFF)
+
+
+def test_division_by_zero_of_the_issue():
+    assert run("SELECT count(*) FROM ct.qo2 WHERE z + 0 + 0 <> 0 AND a / z > 0") == \
+        ("error", "22012: division by zero")
+
+
+# ---- item 2: typmods the FDW enforces (varchar(n), char(n)) ----
+
+TYPMOD_QUERIES = [
+    "SELECT vc, count(*) FROM ct.{t} GROUP BY vc",
+    "SELECT max(vc), min(vc) FROM ct.{t}",
+    "SELECT count(*) FILTER (WHERE vc = 'abc') FROM ct.{t}",
+    "SELECT count(*) FROM ct.{t} WHERE vc = 'abc'",
+    "SELECT n, count(vc) FROM ct.{t} GROUP BY n",
+    "SELECT id, vc FROM ct.{t} WHERE n = 3",
+    "SELECT vc FROM ct.{t} WHERE id > 900",
+    # the long strings are only in rows the filter rejects: PostgreSQL
+    # converts them all the same
+    "SELECT vc FROM ct.{t} WHERE id < 10",
+    "SELECT id FROM ct.{t} WHERE id < 10 AND vc IS NOT NULL",
+]
+
+
+@pytest.mark.parametrize("sql", TYPMOD_QUERIES)
+@pytest.mark.parametrize("table", ["tv", "tc"])
+def test_typmod_enforced(table, sql):
+    on = same(sql.replace("{t}", table))
+    if "id < 10" not in sql:
+        assert on[0] == "error" and on[1].startswith("22001:"), on
+
+
+@pytest.mark.parametrize("sql", [q for q in TYPMOD_QUERIES if "FILTER" not in q])
+def test_unconstrained_varchar_runs_in_the_engine(sql):
+    sql = sql.replace("{t}", "tu")
+    p = plan(sql)
+    assert "GpuPreAgg" in p or "GpuScan" in p or "Engine Filter" in p, p
+    assert same(sql)[0] == "ok"
+
+
+def test_typmod_table_still_in_engine_without_the_column():
+    assert same("SELECT n, count(*), sum(id) FROM ct.tv GROUP BY n", "GpuPreAgg")[0] == "ok"
