@@ -598,9 +598,14 @@ gpa_compiles(PlannerInfo *root, GpaPlanInfo *pi)
 			if (info->kind == XPU_AGG_HLL &&
 				!gpa_hll_arg_ok(exprType(arg), exprCollation(arg)))
 				ok = false;
-			/* text_smaller and text_larger order bytewise only in C */
+			/*
+			 * text_smaller and text_larger order bytewise only in C; the GPU
+			 * computes neither, so pg_warp.engine = gpu leaves them to
+			 * PostgreSQL (auto runs them on the CPU engine)
+			 */
 			if ((info->kind == XPU_AGG_MIN_TEXT || info->kind == XPU_AGG_MAX_TEXT) &&
-				!(OidIsValid(a->inputcollid) && lc_collate_is_c(a->inputcollid)))
+				(!(OidIsValid(a->inputcollid) && lc_collate_is_c(a->inputcollid)) ||
+				 pg_warp_engine == WARP_ENGINE_GPU))
 				ok = false;
 		}
 		free(prog);
@@ -797,9 +802,10 @@ gpa_upper_paths(PlannerInfo *root, UpperRelationKind stage, RelOptInfo *input_re
 }
 
 /*
- * gpa_anchor_var: a Var of the Arrow table relid, through which the executor
+ * gpa_anchor_var: a Var of the table relid, through which the executor
  * learns the table's range table index after set_plan_references (which
- * offsets the Vars of custom_scan_tlist, and nothing else the node keeps)
+ * offsets the Vars of custom_scan_tlist, and nothing else the node keeps):
+ * a column's, or the whole-row Var of a table that has no column
  */
 static Var *
 gpa_anchor_var(PlannerInfo *root, Index relid, List *exprs)
@@ -822,8 +828,9 @@ gpa_anchor_var(PlannerInfo *root, Index relid, List *exprs)
 						att->attcollation, 0);
 	}
 	table_close(rel, NoLock);
+	/* a table without columns (none declared, or all dropped): its row */
 	if (v == NULL)
-		elog(ERROR, "GpuPreAgg: table %u has no column", rte->relid);
+		v = makeWholeRowVar(rte, relid, 0, false);
 	return v;
 }
 

@@ -316,10 +316,11 @@ heap_agg_prepare(Relation rel, const AttrNumber *attnos, int n)
 		h->col_att[j] = attnos[j];
 		h->n_atts = Max(h->n_atts, attnos[j]);
 	}
-	h->n_atts = Max(h->n_atts, 1);
+	/* one attribute at least, where the table has one (none: count(*)) */
+	h->n_atts = Max(h->n_atts, Min(desc->natts, 1));
 	h->vmbuffer = InvalidBuffer;
 	h->seg_fd = -1;
-	h->atts = palloc0(sizeof(XpuHeapAtt) * h->n_atts);
+	h->atts = palloc0(sizeof(XpuHeapAtt) * Max(h->n_atts, 1));
 	initStringInfo(&h->missing);
 	for (int a = 0; a < h->n_atts; a++)
 	{

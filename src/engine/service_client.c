@@ -305,7 +305,11 @@ raise_service_error(const WarpErrorMsg *err)
 					 errmsg("pg_warp service refused the request: %s", err->message),
 					 err->code == WARP_ERR_VERSION ?
 					 errhint("The installed pg_warp_service and pg_warp.so differ; "
-							 "restart PostgreSQL after installing pg_warp.") : 0));
+							 "restart PostgreSQL after installing pg_warp.") :
+					 err->code == WARP_ERR_UNSUPPORTED && strcmp(err->message, "no GPU") == 0 ?
+					 errhint("pg_warp.engine is \"gpu\" but the pg_warp service found no GPU "
+							 "(see pgwarp.gpu_devices() and pgwarp.service_status()); "
+							 "SET pg_warp.engine = auto runs the CPU engine.") : 0));
 	}
 	pg_unreachable();
 }

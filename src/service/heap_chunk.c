@@ -246,7 +246,7 @@ heap_run_parse(const uint8_t *p, size_t len, const XpuProgram *prog, int memfd,
 	if (req->n_slots < 1 || req->n_slots > HEAP_MAX_SLOTS || req->slot_pages < 1 ||
 		req->slot_pages > 65536 || req->slot_size % XPU_HEAP_PAGE_SIZE != 0 ||
 		req->slot_size < (uint64_t) req->slot_pages * (XPU_HEAP_PAGE_SIZE + XPU_HEAP_VIS_BYTES) ||
-		req->slot_size > ((uint64_t) 1 << 32) || req->n_atts < 1 || req->n_atts > 1600)
+		req->slot_size > ((uint64_t) 1 << 32) || req->n_atts > 1600)
 		return snprintf(msg, msglen, "HEAP_RUN has a bad ring or attribute count"), NULL;
 	off = sizeof(*req) + sizeof(XpuHeapAtt) * req->n_atts;
 	off += ((size_t) prog->n_cols * 2 + 7) & ~(size_t) 7;

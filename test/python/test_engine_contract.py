@@ -159,3 +159,69 @@ def test_unconstrained_varchar_runs_in_the_engine(sql):
 
 def test_typmod_table_still_in_engine_without_the_column():
     assert same("SELECT n, count(*), sum(id) FROM ct.tv GROUP BY n", "GpuPreAgg")[0] == "ok"
+
+
+# ---- item 4: pg_warp.engine = gpu only gets what the GPU runs ----
+
+def gpu_count():
+    return int(run("SELECT count(*) FROM pgwarp.gpu_devices()", "")[1])
+
+
+@pytest.mark.parametrize("sql", [
+    "SELECT n, max(vc), min(vc) FROM ct.tu GROUP BY n",
+    "SELECT max(vc) FROM ct.tu WHERE id > 3",
+    "SELECT n, max(vc COLLATE \"C\"), count(*) FROM ct.tu GROUP BY n",
+])
+def test_engine_gpu_min_max_text(sql):
+    # (GpuScan left out: on a host without a GPU it fails as it should)
+    gpu = ON + "SET pg_warp.engine = gpu; SET pg_warp.enable_gpuscan = off; "
+    # auto: the engine (its CPU engine) computes min/max of text
+    assert "GpuPreAgg" in plan(sql, ON + "SET pg_warp.engine = auto; ")
+    assert "GpuPreAgg" not in plan(sql, gpu)
+    on, off = run(sql, gpu), run(sql, OFF)
+    assert on[0] == "ok" and sorted(on[1].splitlines()) == sorted(off[1].splitlines()), (on, off)
+
+
+def test_engine_gpu_without_gpu_says_so():
+    sql = "SELECT n, count(*) FROM ct.tu GROUP BY n"
+    gpu = ON + "SET pg_warp.engine = gpu; "
+    assert "GpuPreAgg" in plan(sql, gpu)
+    rc, out, err = pg_psql(gpu + sql, check=False)
+    if gpu_count() > 0:
+        assert rc == 0, err
+        assert sorted(out.splitlines()) == sorted(run(sql, OFF)[1].splitlines())
+    else:
+        assert rc != 0 and "no GPU" in err, err
+        assert "HINT:" in err and "pg_warp.engine = auto" in err, err
+
+
+# ---- item 12: tables with no columns ----
+
+@pytest.fixture(scope="module")
+def no_columns(schema):
+    d = schema
+    write_arrow(os.path.join(d, "nc.arrow"),
+                pa.table({"a": pa.array(range(50000), pa.int32())}), batch=4096)
+    pg_psql("CREATE TABLE ct.z (); INSERT INTO ct.z SELECT FROM generate_series(1, 300000);"
+            "CREATE TABLE ct.zd (a int, b text);"
+            "INSERT INTO ct.zd SELECT i, 'x' FROM generate_series(1, 200000) i;"
+            "ALTER TABLE ct.zd DROP COLUMN a; ALTER TABLE ct.zd DROP COLUMN b;"
+            "ANALYZE ct.z; ANALYZE ct.zd")
+    pg_psql("VACUUM ct.z")
+    pg_psql("VACUUM ct.zd")
+    pg_psql("CREATE FOREIGN TABLE ct.za () SERVER arrow_fdw OPTIONS (file '%s/nc.arrow')" % d)
+
+
+@pytest.mark.parametrize("table", ["z", "zd", "za"])
+@pytest.mark.parametrize("workers", [0, 2])
+def test_no_columns(no_columns, table, workers):
+    settings = "SET max_parallel_workers_per_gather = %d; " % workers
+    sql = "SELECT count(*) FROM ct.%s" % table
+    p = plan(sql, ON + settings)
+    assert "GpuPreAgg" in p, p
+    kind, out = run("EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF) " + sql, ON + settings)
+    assert kind == "ok", out
+    assert "Engine: CPU" in out or "Engine: GPU" in out, out
+    on, off = run(sql, ON + settings), run(sql, OFF)
+    assert on == off and on[0] == "ok", (on, off)
+    assert on[1] == {"z": "300000", "zd": "200000", "za": "50000"}[table]
