@@ -743,6 +743,56 @@ gpa_parallel_paths(PlannerInfo *root, RelOptInfo *input_rel, RelOptInfo *output_
 }
 
 /*
+ * gpa_postgres_path: the path of output_rel PostgreSQL would run, its
+ * cheapest unparameterized one so far (the hook runs after PostgreSQL made
+ * its own grouping paths), or NULL when it has none.  GpuPreAgg's fallback
+ * is that plan, so that a fallback behaves as PostgreSQL alone would: the
+ * same strategy (sorted or hashed, its memory and spill), the same errors.
+ */
+static Path *
+gpa_postgres_path(RelOptInfo *output_rel)
+{
+	Path	   *best = NULL;
+	Path	   *copy;
+	Size		size;
+	ListCell   *lc;
+
+	foreach(lc, output_rel->pathlist)
+	{
+		Path	   *p = lfirst(lc);
+
+		if (p->param_info != NULL ||
+			(IsA(p, CustomPath) && ((CustomPath *) p)->methods == &gpa_path_methods))
+			continue;
+		if (best == NULL || p->total_cost < best->total_cost)
+			best = p;
+	}
+	if (best == NULL)
+		return NULL;
+
+	/*
+	 * A copy of its top node: add_path frees the top node of a path that a
+	 * cheaper one (GpuPreAgg's) dominates; the nodes below stay.
+	 */
+	switch (nodeTag(best))
+	{
+		case T_AggPath: size = sizeof(AggPath); break;
+		case T_GroupPath: size = sizeof(GroupPath); break;
+		case T_MinMaxAggPath: size = sizeof(MinMaxAggPath); break;
+		case T_GatherPath: size = sizeof(GatherPath); break;
+		case T_GatherMergePath: size = sizeof(GatherMergePath); break;
+		case T_ProjectionPath: size = sizeof(ProjectionPath); break;
+		case T_SortPath: size = sizeof(SortPath); break;
+		case T_IncrementalSortPath: size = sizeof(IncrementalSortPath); break;
+		case T_UpperUniquePath: size = sizeof(UpperUniquePath); break;
+		default: return NULL;	/* the caller makes a hashed or plain Agg */
+	}
+	copy = palloc(size);
+	memcpy(copy, best, size);
+	return copy;
+}
+
+/*
  * gpa_upper_paths: create_upper_paths_hook; offers GpuPreAgg for the
  * grouping of one Arrow or heap table, beside PostgreSQL's own paths, and
  * for a heap table a parallel aggregation over a parallel GpuPreAgg.
@@ -775,12 +825,14 @@ gpa_upper_paths(PlannerInfo *root, UpperRelationKind stage, RelOptInfo *input_re
 		estimate_num_groups(root, pi->keys, input_rel->rows, NULL, NULL);
 
 	/* PostgreSQL's own plan, run when the engine cannot give exact results */
-	fallback = (Path *) create_agg_path(root, output_rel, input_rel->cheapest_total_path,
-										output_rel->reltarget,
-										root->parse->groupClause ? AGG_HASHED : AGG_PLAIN,
-										AGGSPLIT_SIMPLE, root->parse->groupClause,
-										pi->having, &gx->agg_final_costs,
-										ngroups);
+	fallback = gpa_postgres_path(output_rel);
+	if (fallback == NULL)
+		fallback = (Path *) create_agg_path(root, output_rel, input_rel->cheapest_total_path,
+											output_rel->reltarget,
+											root->parse->groupClause ? AGG_HASHED : AGG_PLAIN,
+											AGGSPLIT_SIMPLE, root->parse->groupClause,
+											pi->having, &gx->agg_final_costs,
+											ngroups);
 
 	cp = gpa_make_path(output_rel, pi, fallback, false);
 	rows_in = input_rel->tuples > 0 ? input_rel->tuples : input_rel->rows;

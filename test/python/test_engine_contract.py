@@ -225,3 +225,45 @@ def test_no_columns(no_columns, table, workers):
     on, off = run(sql, ON + settings), run(sql, OFF)
     assert on == off and on[0] == "ok", (on, off)
     assert on[1] == {"z": "300000", "zd": "200000", "za": "50000"}[table]
+
+
+# ---- item 5: GpuPreAgg's fallback child is PostgreSQL's own plan ----
+
+def child_plan(p):
+    """The subtree under the plan's first GpuPreAgg node, dedented."""
+    lines = p.splitlines()
+    top = next(i for i, l in enumerate(lines) if "Custom Scan (GpuPreAgg)" in l)
+    ind = len(lines[top]) - len(lines[top].lstrip())
+    sub = []
+    for l in lines[top + 1:]:
+        if l.strip() and len(l) - len(l.lstrip()) <= ind:
+            break
+        sub.append(l)
+    first = next(i for i, l in enumerate(sub) if "->  " in l)
+    cut = sub[first].index("->  ")
+    out = [sub[first][cut + 4:]]
+    for l in sub[first + 1:]:
+        out.append(l[cut + 4:] if len(l) > cut + 4 else l.strip())
+    return [l for l in out if l.strip()]
+
+
+@pytest.fixture(scope="module")
+def grouped(schema):
+    pg_psql("CREATE TABLE ct.gk (k int, v int, t text);"
+            "INSERT INTO ct.gk SELECT i / 2, i, (i %% 97)::text FROM generate_series(1, 100000) i;"
+            "CREATE INDEX ON ct.gk (k); ANALYZE ct.gk" .replace("%%", "%"))
+
+
+@pytest.mark.parametrize("work_mem", ["64kB", "4MB", "1GB"])
+@pytest.mark.parametrize("sql", [
+    "SELECT k, sum(v) FROM ct.gk GROUP BY k",
+    "SELECT t, count(*), max(v) FROM ct.gk GROUP BY t",
+    "SELECT k, count(*) FROM ct.gk GROUP BY k HAVING count(*) > 1",
+    "SELECT sum(v) FROM ct.gk",
+])
+def test_fallback_is_postgresql_plan(grouped, work_mem, sql):
+    s = "SET work_mem = '%s'; SET max_parallel_workers_per_gather = 0; " % work_mem
+    p_on = plan(sql.replace("VERBOSE", ""), ON + s)
+    assert "GpuPreAgg" in p_on, p_on
+    p_off = plan(sql, OFF + s)
+    assert child_plan(p_on) == [l for l in p_off.splitlines() if l.strip()], (p_on, p_off)
