@@ -36,6 +36,7 @@ OBJS         = \
 	src/engine/filter.o \
 	src/engine/gpu_preagg.o \
 	src/engine/heap_source.o \
+	src/engine/preagg_store.o \
 	src/engine/preagg_values.o \
 	src/engine/shm_chunk.o \
 	src/engine/gpuscan.o \

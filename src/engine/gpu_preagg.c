@@ -983,10 +983,9 @@ typedef struct GpaState
 	bool		ran;
 	bool		fallback;		/* the child produces the rows */
 	const char *fallback_why;
-	List	   *messages;		/* AGG_RESULT payloads (char *) */
-	List	   *lengths;		/* their lengths */
-	ListCell   *cur_msg;
-	int			cur_index;		/* its index in messages */
+	GpaStore   *groups;			/* the AGG_RESULT messages (preagg_store.c) */
+	const char *cur_msg;		/* the one groups are read from, or NULL */
+	uint32		cur_len;		/* its length */
 	uint32		cur_group;		/* groups consumed from the current message */
 	uint32		cur_off;		/* byte offset of the next group in it */
 	WarpAggResult last;			/* the last message's counters */
@@ -1189,6 +1188,7 @@ gpa_begin(CustomScanState *node, EState *estate, int eflags)
 	}
 	st->row_cxt = AllocSetContextCreate(estate->es_query_cxt, "GpuPreAgg rows",
 										ALLOCSET_DEFAULT_SIZES);
+	st->groups = gpa_store_create();
 	cb = MemoryContextAlloc(estate->es_query_cxt, sizeof(MemoryContextCallback));
 	cb->func = gpa_close_conn;
 	cb->arg = st;
@@ -1248,6 +1248,16 @@ gpa_request(GpaState *st)
 	return buf->len <= PGWARP_MAX_PAYLOAD ? buf : NULL;
 }
 
+/* gpa_groups_rewind: the next gpa_next returns the run's first group */
+static void
+gpa_groups_rewind(GpaState *st)
+{
+	gpa_store_rewind(st->groups);
+	st->cur_msg = gpa_store_next(st->groups, &st->cur_len);
+	st->cur_group = 0;
+	st->cur_off = sizeof(WarpAggResult);
+}
+
 /*
  * gpa_run_engine: runs the aggregation in the service and keeps its groups,
  * or decides that the child runs instead.
@@ -1287,8 +1297,7 @@ gpa_run_engine(GpaState *st)
 		if (len < sizeof(WarpAggResult))
 			elog(ERROR, "pg_warp service sent a short AGG_RESULT (%u bytes)", len);
 		memcpy(&hdr, msg, sizeof(hdr));
-		st->messages = lappend(st->messages, msg);
-		st->lengths = lappend_int(st->lengths, (int) len);
+		gpa_store_add(st->groups, msg, len);
 		if (hdr.flags & WARP_AGG_LAST)
 		{
 			st->last = hdr;
@@ -1302,13 +1311,11 @@ gpa_run_engine(GpaState *st)
 		/* PostgreSQL evaluates the query: its own result, or its own error */
 		st->fallback = true;
 		st->fallback_why = st->last.status == XPU_ERR_FALLBACK ?
-			"a value the engine does not hold exactly" :
+			(strncmp(st->last.err_message, "the service ran out of memory", 29) == 0 ?
+			 "the service ran out of memory" : "a value the engine does not hold exactly") :
 			"the engine met an error; PostgreSQL raises its own";
 	}
-	st->cur_msg = list_head(st->messages);
-	st->cur_index = 0;
-	st->cur_group = 0;
-	st->cur_off = sizeof(WarpAggResult);
+	gpa_groups_rewind(st);
 }
 
 /* gpa_report: this participant's figures into the parallel node's DSM */
@@ -1421,8 +1428,8 @@ gpa_next(ScanState *ss)
 	MemoryContextReset(st->row_cxt);
 	while (st->cur_msg != NULL)
 	{
-		const char *msg = lfirst(st->cur_msg);
-		uint32		len = (uint32) list_nth_int(st->lengths, st->cur_index);
+		const char *msg = st->cur_msg;
+		uint32		len = st->cur_len;
 		WarpAggResult hdr;
 		uint32		key_len;
 		size_t		states_off,
@@ -1431,8 +1438,7 @@ gpa_next(ScanState *ss)
 		memcpy(&hdr, msg, sizeof(hdr));
 		if (st->cur_group >= hdr.n_groups)
 		{
-			st->cur_msg = lnext(st->messages, st->cur_msg);
-			st->cur_index++;
+			st->cur_msg = gpa_store_next(st->groups, &st->cur_len);
 			st->cur_group = 0;
 			st->cur_off = sizeof(WarpAggResult);
 			continue;
@@ -1506,6 +1512,7 @@ gpa_end(CustomScanState *node)
 	GpaState   *st = (GpaState *) node;
 
 	gpa_close_conn(st);
+	gpa_store_reset(st->groups);	/* its temporary file */
 	ExecEndNode(linitial(node->custom_ps));
 }
 
@@ -1521,7 +1528,8 @@ gpa_rescan(CustomScanState *node)
 		st->ran = false;
 		st->fallback = !st->compiled;
 		st->fb_scanning = false;
-		st->messages = st->lengths = NIL;
+		gpa_store_reset(st->groups);
+		st->cur_msg = NULL;
 		memset(&st->last, 0, sizeof(st->last));
 		heap_agg_reset(st->heap);
 		if (st->shared == NULL)
@@ -1530,10 +1538,8 @@ gpa_rescan(CustomScanState *node)
 	}
 	if (st->fallback)
 		ExecReScan(linitial(node->custom_ps));
-	st->cur_msg = list_head(st->messages);
-	st->cur_index = 0;
-	st->cur_group = 0;
-	st->cur_off = sizeof(WarpAggResult);
+	if (!st->fallback)
+		gpa_groups_rewind(st);
 }
 
 /* ---------------- parallel heap runs ---------------- */
@@ -1684,6 +1690,9 @@ gpa_explain(CustomScanState *node, List *ancestors, ExplainState *es)
 	ExplainPropertyInteger("Rows Read", NULL, (int64) st->last.rows_in, es);
 	ExplainPropertyInteger("Rows Passed", NULL, (int64) st->last.rows_passed, es);
 	ExplainPropertyInteger("Groups", NULL, (int64) st->last.groups_total, es);
+	if (gpa_store_spilled(st->groups) > 0 || es->format != EXPLAIN_FORMAT_TEXT)
+		ExplainPropertyInteger("Groups Spilled to Disk", "bytes",
+							   (int64) gpa_store_spilled(st->groups), es);
 	ExplainPropertyInteger("Bytes Read", "bytes", (int64) st->last.bytes_read, es);
 	if (st->last.engine == WARP_ENGINE_GPU)
 		ExplainPropertyInteger("Bytes From GPU Cache", "bytes", (int64) st->last.bytes_cached, es);

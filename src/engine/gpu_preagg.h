@@ -83,4 +83,13 @@ extern Datum gpa_final(GpaAggExec *ae, const XpuAggState *s, const uint8 *extra,
 extern Datum gpa_partial(GpaAggExec *ae, const XpuAggState *s, const uint8 *extra,
 						 bool *isnull);
 
+/* in preagg_store.c: a run's AGG_RESULT messages, spilled past hash memory */
+typedef struct GpaStore GpaStore;
+extern GpaStore *gpa_store_create(void);
+extern void gpa_store_add(GpaStore *s, char *msg, uint32 len);
+extern void gpa_store_rewind(GpaStore *s);
+extern const char *gpa_store_next(GpaStore *s, uint32 *len);
+extern void gpa_store_reset(GpaStore *s);
+extern uint64 gpa_store_spilled(const GpaStore *s);
+
 #endif							/* PG_WARP_GPU_PREAGG_H */

@@ -886,6 +886,20 @@ agg_task_reply(AggTask *t, uint8_t *buf, uint32_t *type, bool *last)
 	int64_t		ngroups;
 	uint32_t	n = 0;
 
+	if (t->fail.werr == WARP_ERR_OUT_OF_MEMORY && !t->canceled)
+	{
+		/*
+		 * No memory for the run: the backend runs PostgreSQL's own plan
+		 * (which spills where it must) instead of failing the query
+		 */
+		t->xerr.code = XPU_ERR_FALLBACK;
+		snprintf(t->xerr.message, sizeof(t->xerr.message), "the service ran out of memory: %.*s",
+				 (int) sizeof(t->xerr.message) - 32, t->fail.msg);
+		*type = WARP_MSG_AGG_RESULT;
+		*last = true;
+		fill_header(t, h, true);
+		return (uint32_t) off;
+	}
 	if (t->fail.werr != 0 || t->canceled)
 	{
 		*type = WARP_MSG_ERROR;

@@ -267,3 +267,46 @@ def test_fallback_is_postgresql_plan(grouped, work_mem, sql):
     assert "GpuPreAgg" in p_on, p_on
     p_off = plan(sql, OFF + s)
     assert child_plan(p_on) == [l for l in p_off.splitlines() if l.strip()], (p_on, p_off)
+
+
+# ---- item 13: the backend keeps a run's groups within hash memory ----
+
+@pytest.fixture(scope="module")
+def many_groups(schema):
+    pg_psql("CREATE TABLE ct.mg AS SELECT i AS k, i %% 7 AS v FROM generate_series(1, 1000000) i;"
+            "ANALYZE ct.mg".replace("%%", "%"))
+
+
+def test_groups_spill_past_hash_memory(many_groups):
+    s = ("SET work_mem = '1MB'; SET hash_mem_multiplier = 2; "
+         "SET max_parallel_workers_per_gather = 0; ")
+    agg = "SELECT k, sum(v) AS s FROM ct.mg GROUP BY k"
+    kind, out = run("EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF) " + agg, ON + s)
+    assert kind == "ok" and ("Engine: CPU" in out or "Engine: GPU" in out), out
+    assert "Groups: 1000000" in out and "Groups Spilled to Disk:" in out, out
+    # the backend's memory while the plan above reads the groups (the
+    # initplan runs at the first row, once the run's groups are all in)
+    mem = ("SELECT max(m), count(*), sum(s) FROM (SELECT s, (SELECT sum(total_bytes) "
+           "FROM pg_backend_memory_contexts) AS m FROM (%s) g) x" % agg)
+    kind, out = run(mem, ON + s)
+    assert kind == "ok", out
+    m, n, total = out.split("|")
+    # the groups take some 44 MB as the service sends them
+    assert int(m) < 16 * 1024 * 1024, out
+    assert "%s|%s" % (n, total) == run("SELECT count(*), sum(s) FROM (%s) g" % agg, OFF)[1], out
+    same(agg, None)
+    assert sorted(run(agg + " ORDER BY k DESC LIMIT 5", ON + s)[1].splitlines()) == \
+        sorted(run(agg + " ORDER BY k DESC LIMIT 5", OFF)[1].splitlines())
+
+
+def test_spilled_groups_rescanned(many_groups):
+    # a GpuPreAgg under a nested loop is rescanned: its spilled groups are read again
+    s = ("SET work_mem = '1MB'; SET max_parallel_workers_per_gather = 0; "
+         "SET enable_hashjoin = off; SET enable_mergejoin = off; SET enable_material = off; ")
+    sql = ("SELECT x, count(*), sum(g.s) FROM (VALUES (1), (2), (3)) v(x), "
+           "(SELECT k, sum(v) AS s FROM ct.mg GROUP BY k) g WHERE g.k %% 100000 = x GROUP BY x"
+           .replace("%%", "%"))
+    p = plan(sql, ON + s)
+    assert "GpuPreAgg" in p and "Nested Loop" in p, p
+    on, off = run(sql, ON + s), run(sql, OFF + s)
+    assert on == off and on[0] == "ok", (on, off)
