@@ -14,6 +14,7 @@
 
 #include <limits.h>
 
+#include "access/parallel.h"
 #include "fmgr.h"
 #include "miscadmin.h"
 #include "utils/builtins.h"
@@ -71,8 +72,25 @@ _PG_init(void)
 	pg_warp_gpuscan_init();
 	pg_warp_hll_init();
 
-	/* everything else that is ours is pg_warp.<name>; reject typos */
+	/*
+	 * everything else that is ours is pg_warp.<name>; reject typos, and
+	 * the schema's name used as a prefix by mistake (pgwarp.enabled)
+	 */
 	MarkGUCPrefixReserved("pg_warp");
+	MarkGUCPrefixReserved("pgwarp");
+
+	/*
+	 * Loaded by CREATE EXTENSION, a function call or LOAD: the planner
+	 * hooks are in, but the service and its engine are not (they start
+	 * with the postmaster), so no query of this session runs in the engine
+	 */
+	if (!pg_warp_preloaded && !IsBinaryUpgrade && !IsParallelWorker())
+		ereport(WARNING,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("pg_warp is not in shared_preload_libraries: its GPU and CPU engines are off"),
+				 errdetail("arrow_fdw, pg2arrow's types, float2 and the HyperLogLog functions work; "
+						   "GpuScan and GpuPreAgg need the pg_warp service, which starts with the server."),
+				 errhint("Add pg_warp to shared_preload_libraries in postgresql.conf and restart the server.")));
 
 }
 

@@ -482,12 +482,42 @@ cg_load_vars(Cg *cg, Node *expr)
 		if (!cg->scan->column(cg->scan->column_arg, v->varattno, v->vartype,
 							  &col, &kind, &scale))
 			return false;
-		reg = cg_reg(cg, type, scale);
+		/* a utf8 column's "scale" is its length limit, not the register's */
+		reg = cg_reg(cg, type, kind == XPU_COL_UTF8 ? 0 : scale);
 		desc = xpu_add_column(cg->b, col, kind, scale);
 		if (reg < 0 || desc < 0 || !cg_emit(cg, XPU_OP_LOAD_COL, reg, 0, 0, 0, desc))
 			return false;
 		cg->var_attno[cg->nvars] = v->varattno;
 		cg->var_reg[cg->nvars++] = reg;
+	}
+	return true;
+}
+
+/*
+ * cg_load_checked: load, for every row, the columns of exprs whose load
+ * checks the value against the column's typmod (a varchar(n) column of an
+ * Arrow table): PostgreSQL's reader converts every row's referenced
+ * columns, and raises its error on rows that the quals then reject too.
+ */
+static bool
+cg_load_checked(Cg *cg, List *exprs)
+{
+	List	   *vars = pull_var_clause((Node *) exprs, PVC_RECURSE_PLACEHOLDERS);
+	ListCell   *lc;
+
+	foreach(lc, vars)
+	{
+		Var		   *v = lfirst(lc);
+		int			col,
+					scale = 0;
+		XpuColKind	kind;
+
+		if (IsA(v, Var) && v->varno == cg->scan->scanrelid && v->varlevelsup == 0 &&
+			v->varattno > 0 &&
+			cg->scan->column(cg->scan->column_arg, v->varattno, v->vartype,
+							 &col, &kind, &scale) &&
+			kind == XPU_COL_UTF8 && scale > 0 && !cg_load_vars(cg, (Node *) v))
+			return false;
 	}
 	return true;
 }
@@ -1386,17 +1416,21 @@ cg_expr(Cg *cg, Expr *expr)
  * cg_quals: the LOAD and QUAL stages of a program whose QUAL stage leaves in
  * r0 the conjunction of quals (an implicit-AND list, as a plan's qual), each
  * conjunct evaluated only where all before it are true, as ExecQual does.
- * An empty list leaves the QUAL stage empty: every row passes.  False if a
- * conjunct is not compilable.
+ * An empty list leaves the QUAL stage empty: every row passes.  The columns
+ * of quals and exprs (what the program computes after them) whose load
+ * checks a typmod are loaded first, for every row (cg_load_checked).  False
+ * if a conjunct is not compilable.
  */
 static bool
-cg_quals(Cg *cg, List *quals)
+cg_quals(Cg *cg, List *quals, List *exprs)
 {
 	ListCell   *lc;
 	int			pushed = 0;
 
 	xpu_begin_stage(cg->b, XPU_STAGE_LOAD);
 	if (cg_reg(cg, XPU_T_BOOL, 0) != 0)
+		return false;
+	if (!cg_load_checked(cg, list_concat(list_copy(quals), exprs)))
 		return false;
 	/*
 	 * A column is loaded just before the first conjunct that uses it, under
@@ -1488,7 +1522,7 @@ codegen_qual_program(const CodegenScan *scan, List *quals)
 
 	if (quals == NIL || (cg = cg_create(scan)) == NULL)
 		return NULL;
-	return cg_finish(cg, cg_quals(cg, quals));
+	return cg_finish(cg, cg_quals(cg, quals, NIL));
 }
 
 /*
@@ -1509,7 +1543,7 @@ codegen_proj_program(const CodegenScan *scan, List *quals, List *exprs)
 
 	if (cg == NULL)
 		return NULL;
-	ok = cg_quals(cg, quals);
+	ok = cg_quals(cg, quals, exprs);
 	if (ok)
 		xpu_begin_stage(cg->b, XPU_STAGE_PROJ);
 	foreach(lc, exprs)

@@ -14,7 +14,8 @@
 /*
  * How a scan supplies the columns of its relation to a program: for a
  * column attno of type typid, the hook returns true with the chunk column
- * index and the Arrow layout (and decimal scale) the engine loads exactly
+ * index and the Arrow layout (and a decimal's scale, a varchar(n)'s n: the
+ * XpuColumn's scale) the engine loads exactly
  * as PostgreSQL converts it, or false when the engine cannot load it.
  */
 typedef bool (*CodegenColumnHook) (void *arg, AttrNumber attno, Oid typid,

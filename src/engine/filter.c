@@ -114,6 +114,7 @@ engine_column_hook(void *arg, AttrNumber attno, Oid typid, int *col_index,
 		case TEXTOID:
 		case VARCHAROID:
 			*kind = XPU_COL_UTF8;
+			*scale = c->max_chars;	/* varchar(n): its length limit */
 			return c->arrow_id == ARROW_TYPE_UTF8;
 		case INTERVALOID:
 			*kind = XPU_COL_INTERVAL_MDN;

@@ -1248,6 +1248,21 @@ gpa_request(GpaState *st)
 	return buf->len <= PGWARP_MAX_PAYLOAD ? buf : NULL;
 }
 
+/*
+ * gpa_fallback_reason: why a run that ended in a FALLBACK whose message is
+ * msg left the query to PostgreSQL, in the user's terms
+ */
+static const char *
+gpa_fallback_reason(const char *msg)
+{
+	if (strstr(msg, "HyperLogLog") != NULL)
+		return "the groups' HyperLogLog sketches need more memory than "
+			"pg_warp.gpupreagg_hll_memory allows";
+	if (strncmp(msg, "the service ran out of memory", 29) == 0)
+		return "the pg_warp service ran out of memory";
+	return "a value the engine does not hold exactly";
+}
+
 /* gpa_groups_rewind: the next gpa_next returns the run's first group */
 static void
 gpa_groups_rewind(GpaState *st)
@@ -1311,8 +1326,7 @@ gpa_run_engine(GpaState *st)
 		/* PostgreSQL evaluates the query: its own result, or its own error */
 		st->fallback = true;
 		st->fallback_why = st->last.status == XPU_ERR_FALLBACK ?
-			(strncmp(st->last.err_message, "the service ran out of memory", 29) == 0 ?
-			 "the service ran out of memory" : "a value the engine does not hold exactly") :
+			gpa_fallback_reason(st->last.err_message) :
 			"the engine met an error; PostgreSQL raises its own";
 	}
 	gpa_groups_rewind(st);
@@ -1675,6 +1689,10 @@ gpa_explain(CustomScanState *node, List *ancestors, ExplainState *es)
 		gpa_explain_workers(st, es);
 	if (es->verbose && st->prog != NULL)
 		engine_explain_program(st->prog, es);
+	if (!es->analyze)
+		ExplainPropertyText("Fallback Plan", st->compiled ?
+							"the plan below, run only where the engine cannot answer" :
+							"the plan below runs (the expressions do not compile)", es);
 	if (!es->analyze || !st->ran)
 		return;
 	if (st->fallback)

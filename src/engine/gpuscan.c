@@ -99,7 +99,8 @@ static CustomExecMethods gs_exec_methods;
 static bool
 gs_column_ok(const ArrowScanColumn *c)
 {
-	if (!c->plain)
+	/* rows the engine rejects are never converted: see fdw_scan.h */
+	if (!c->plain || c->checked)
 		return false;
 	switch (c->arrow_id)
 	{

@@ -1511,10 +1511,11 @@ arrow_conv_is_float(const ArrowConv *c)
 
 /*
  * True when reading a value of this column applies the column's typmod in
- * a way that can reject it: strings into varchar(n) or char(n) (their input
- * functions raise "value too long", and char(n) pads).  Such a column's
- * values are only PostgreSQL's to read: the engine does not load it.  The
- * other typmods the reader applies cannot reject a value of a valid file:
+ * a way that can reject or change it: strings into varchar(n) or char(n)
+ * (their input functions raise "value too long" or trim trailing spaces,
+ * and char(n) pads).  The engine leaves a char(n) column to PostgreSQL and
+ * checks a varchar(n)'s lengths (fdw_scan.h).  The other typmods the
+ * reader applies cannot reject a value of a valid file:
  * numeric(p,s), time(p) and timestamp(p) columns are refused at CREATE or
  * scan time unless every value of the field's declared type fits.
  */

@@ -17,6 +17,7 @@
  */
 #include "postgres.h"
 
+#include "catalog/pg_type.h"
 #include "utils/rel.h"
 
 #include "fdw/arrow_fdw.h"
@@ -38,7 +39,11 @@ arrow_table_scan_columns(const ArrowFdwTable *t, const AttrNumber *attnos, int n
 		cols[i].attno = attnos[i];
 		cols[i].typid = OidIsValid(c->domain_type) ? c->domain_type : c->typid;
 		cols[i].checked = OidIsValid(c->domain_type) || arrow_conv_checks_typmod(c);
-		cols[i].plain = !c->has_dictionary && !c->run_end_encoded && !cols[i].checked;
+		cols[i].max_chars = arrow_conv_checks_typmod(c) && c->typid == VARCHAROID ?
+			c->typmod - VARHDRSZ : 0;
+		cols[i].plain = !c->has_dictionary && !c->run_end_encoded &&
+			!OidIsValid(c->domain_type) &&
+			!(arrow_conv_checks_typmod(c) && c->typid != VARCHAROID);
 		cols[i].arrow_id = c->arrow_id;
 		cols[i].unit = c->unit;
 		cols[i].scale = c->scale;

@@ -22,12 +22,13 @@
  * One column of an Arrow scan as the engine may load it from the record
  * batches' ArrowArrays: the column's type and the field's layout.  plain is
  * false when the values are not in the field's own layout (dictionary or
- * run-end encoded), the column has a domain, or reading a value applies the
- * column's typmod (varchar(n), char(n)): the engine leaves such a column to
- * the FDW's conversion.  checked is true when the FDW's conversion of a
- * value can raise an error that its type alone does not (a domain's
- * constraints, a typmod): an engine that skips rows before PostgreSQL
- * converts them must not be used on a scan that reads such a column.
+ * run-end encoded), the column has a domain, or is a char(n) (whose reads
+ * pad): the engine leaves such a column to the FDW's conversion.  checked
+ * is true when the FDW's conversion of a value can raise an error that its
+ * type alone does not (a domain's constraints, the length of a varchar(n)
+ * or char(n)): an engine that skips rows before PostgreSQL converts them
+ * must not be used on a scan that reads such a column, and the engine
+ * checks a varchar(n)'s length (max_chars) on every row it reads.
  */
 typedef struct ArrowScanColumn
 {
@@ -35,6 +36,7 @@ typedef struct ArrowScanColumn
 	Oid			typid;			/* the column's type (the domain, if any) */
 	bool		plain;
 	bool		checked;
+	int32		max_chars;		/* varchar(n): n, else 0 */
 	ArrowTypeId arrow_id;		/* the field's type */
 	ArrowTimeUnit unit;			/* timestamps */
 	int32		scale;			/* decimals */

@@ -672,8 +672,8 @@ check_tables(const XpuProgram *prog, char *errbuf, size_t errlen)
 		const XpuColumn *c = XPU_COLS(prog) + i;
 
 		if (c->kind == 0 || c->kind >= XPU_COL_N_KINDS ||
-			c->width != xpu_col_kind_width(c->kind) ||
-			c->scale < 0 || c->scale > XPU_NUMERIC_MAX_SCALE)
+			c->width != xpu_col_kind_width(c->kind) || c->scale < 0 ||
+			(c->kind != XPU_COL_UTF8 && c->scale > XPU_NUMERIC_MAX_SCALE))
 			return bad(errbuf, errlen, "column descriptor %d is invalid", i);
 	}
 	for (i = 0; i < prog->n_outs; i++)

@@ -69,13 +69,18 @@ cpu_tile(const XpuProgram *prog, const XpuChunk *chunk, int64_t row0, int n,
 	}
 }
 
-/* does xpu_load_rows load columns of kind (integers, floats, utf8: never failing) */
+/*
+ * does xpu_load_rows load column col (integers, floats, utf8 without a
+ * length limit: never failing)
+ */
 static int
-cpu_fast_kind(int kind)
+cpu_fast_col(const XpuColumn *col)
 {
+	int			kind = col->kind;
+
 	return kind == XPU_COL_INT8 || kind == XPU_COL_INT16 || kind == XPU_COL_INT32 ||
 		kind == XPU_COL_INT64 || kind == XPU_COL_FLOAT32 || kind == XPU_COL_FLOAT64 ||
-		kind == XPU_COL_UTF8;
+		(kind == XPU_COL_UTF8 && col->scale == 0);
 }
 
 /*
@@ -121,7 +126,7 @@ cpu_loads_only(const XpuProgram *prog, const XpuChunk *chunk, XpuResult *res)
 		return 0;
 	for (int pc = st[XPU_STAGE_PROJ]; pc < st[XPU_N_STAGES]; pc++)
 		if (instrs[pc].op != XPU_OP_LOAD_COL ||
-			!cpu_fast_kind(XPU_COLS(prog)[instrs[pc].imm].kind))
+			!cpu_fast_col(&XPU_COLS(prog)[instrs[pc].imm]))
 			return 0;
 	for (k = 0; k < prog->n_outs; k++)
 		if (cpu_out_load(prog, outs[k]) == NULL)

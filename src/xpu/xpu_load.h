@@ -14,7 +14,8 @@
  * (pg2arrow writes its infinities so).  A
  * value that PostgreSQL cannot hold exactly (a timestamp or interval with nanoseconds,
  * a date or timestamp out of PostgreSQL's range, a decimal beyond 38
- * digits) is a FALLBACK: PostgreSQL's own Arrow reader decides for it.
+ * digits, a string of more characters than its varchar(n) column holds) is
+ * a FALLBACK: PostgreSQL's own Arrow reader decides for it.
  *
  *-------------------------------------------------------------------------
  */
@@ -120,6 +121,10 @@ xpu_load_value(XpuCtx *s, const XpuColumn *col, const XpuColumnData *cd, int64_t
 				s->d->t.p = cd->data + off[i];
 				s->d->t.len = off[i + 1] - off[i];
 				*s->dn = 0;
+				/* longer than varchar(n): PostgreSQL's reader errs or trims */
+				if (col->scale > 0 && s->d->t.len > col->scale &&
+					xpu_utf8_skip(&s->d->t, 0, col->scale) < s->d->t.len)
+					XPU_LOAD_FALLBACK(s);
 				break;
 			}
 		case XPU_COL_INTERVAL_MDN:

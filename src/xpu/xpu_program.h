@@ -122,7 +122,10 @@ typedef struct XpuColumn
 	uint8_t		kind;			/* XpuColKind */
 	uint8_t		width;			/* xpu_col_kind_width(kind): set by the
 								 * builder, checked by the validator */
-	int32_t		scale;			/* decimal128: its scale */
+	int32_t		scale;			/* decimal128: its scale; utf8: the most
+								 * characters a value may have (a
+								 * varchar(n) column: a longer one is a
+								 * FALLBACK), 0: any */
 } XpuColumn;
 
 /*

@@ -331,9 +331,9 @@ xpu_tile_simple(const XpuProgram *prog, const XpuInstr *in, XpuTile *t,
 /*
  * xpu_load_rows: the values and null flags of the selected rows (of rows
  * 0 .. nrows - 1; nsel == nrows: all of them, sel unused) of a column of
- * an integer, float or utf8 kind into d / dn, row i from the column's row
- * off + i; returns 0 (nothing done) for every other kind, which the
- * generic LOAD_COL step handles.  These loads never fail.  A column
+ * an integer, float or utf8 kind (without a length limit) into d / dn, row
+ * i from the column's row off + i; returns 0 (nothing done) for every
+ * other column, which the generic LOAD_COL step handles.  These loads never fail.  A column
  * without a validity bitmap has no NULLs: its null flags are set to 0 in
  * the same loop.
  */
@@ -343,6 +343,8 @@ xpu_load_rows(const XpuColumn *col, const XpuColumnData *cd, int64_t off,
 {
 	int			i, k;
 
+	if (col->kind == XPU_COL_UTF8 && col->scale > 0)
+		return 0;				/* checked against varchar(n) by LOAD_COL */
 #define XPU_LOAD_VALS(CTYPE, FIELD) \
 	do { \
 		const CTYPE *v = (const CTYPE *) cd->values + off; \

@@ -68,6 +68,20 @@ def schema():
                           "z": pa.array([i % 5 for i in range(n)], pa.int32())}))
     # strings that fit varchar(3) and char(3) in the first rows only
     vals = ["ab", "abc", None, "x"] * 250 + ["abcdef", "ab", "éé", "abcd"] * 10
+    # every value fits varchar(3), some only once PostgreSQL trims their
+    # trailing spaces (fit.arrow: none of those)
+    fits = ["ab", "abc", None, "é日本", "", "a"] * 300
+    write_arrow(os.path.join(d, "fit.arrow"),
+                pa.table({"id": pa.array(range(1, len(fits) + 1), pa.int32()),
+                          "vc": pa.array(fits, pa.string()),
+                          "n": pa.array([i % 10 for i in range(len(fits))], pa.int64())}),
+                batch=256)
+    trim = fits + ["ab   ", "abc ", "é日本  "] * 5
+    write_arrow(os.path.join(d, "trim.arrow"),
+                pa.table({"id": pa.array(range(1, len(trim) + 1), pa.int32()),
+                          "vc": pa.array(trim, pa.string()),
+                          "n": pa.array([i % 10 for i in range(len(trim))], pa.int64())}),
+                batch=256)
     write_arrow(os.path.join(d, "tm.arrow"),
                 pa.table({"id": pa.array(range(1, len(vals) + 1), pa.int32()),
                           "vc": pa.array(vals, pa.string()),
@@ -84,6 +98,9 @@ def schema():
     for name, typ in (("tv", "varchar(3)"), ("tc", "char(3)"), ("tu", "varchar")):
         pg_psql("CREATE FOREIGN TABLE ct.%s (id int4, vc %s, n int8) SERVER arrow_fdw "
                 "OPTIONS (file '%s/tm.arrow')" % (name, typ, d))
+    for name in ("fit", "trim"):
+        pg_psql("CREATE FOREIGN TABLE ct.%s (id int4, vc varchar(3), n int8) SERVER arrow_fdw "
+                "OPTIONS (file '%s/%s.arrow')" % (name, d, name))
     yield d
     pg_psql("DROP SCHEMA IF EXISTS ct CASCADE")
     shutil.rmtree(d, ignore_errors=True)
@@ -155,6 +172,31 @@ def test_unconstrained_varchar_runs_in_the_engine(sql):
     p = plan(sql)
     assert "GpuPreAgg" in p or "GpuScan" in p or "Engine Filter" in p, p
     assert same(sql)[0] == "ok"
+
+
+VARCHAR_AGGS = [
+    "SELECT vc, count(*), sum(id) FROM ct.{t} GROUP BY vc",
+    "SELECT n, max(vc COLLATE \"C\"), min(vc COLLATE \"C\"), count(vc) FROM ct.{t} GROUP BY n",
+    "SELECT count(*) FROM ct.{t} WHERE vc = 'ab'",
+    "SELECT vc, count(*) FROM ct.{t} WHERE id < 100 GROUP BY vc",
+    "SELECT length(vc), count(*) FROM ct.{t} GROUP BY 1",
+]
+
+
+@pytest.mark.parametrize("sql", VARCHAR_AGGS)
+def test_varchar_length_checked_by_engine(sql):
+    # values that fit: the engine runs and agrees
+    q = sql.replace("{t}", "fit")
+    kind, out = run("EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF) " + q)
+    assert kind == "ok" and ("Engine: CPU" in out or "Engine: GPU" in out), out
+    assert same(q)[0] == "ok"
+    # values PostgreSQL trims (longer than 3 before): the engine leaves
+    # them to PostgreSQL's reader, whichever rows the quals keep
+    q = sql.replace("{t}", "trim")
+    kind, out = run("EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF) " + q)
+    assert kind == "ok" and "GpuPreAgg" in out, out
+    assert "PostgreSQL (fallback)" in out, out
+    assert same(q)[0] == "ok"
 
 
 def test_typmod_table_still_in_engine_without_the_column():
@@ -310,3 +352,13 @@ def test_spilled_groups_rescanned(many_groups):
     assert "GpuPreAgg" in p and "Nested Loop" in p, p
     on, off = run(sql, ON + s), run(sql, OFF + s)
     assert on == off and on[0] == "ok", (on, off)
+
+
+# ---- item 9: EXPLAIN says which plan is the fallback ----
+
+def test_explain_marks_the_fallback_child():
+    sql = "SELECT z, count(*) FROM ct.qo GROUP BY z"
+    p = plan(sql)
+    assert "GpuPreAgg" in p and "Fallback Plan: the plan below, run only where the engine" in p, p
+    kind, out = run("EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF) " + sql)
+    assert kind == "ok" and "Fallback Plan" not in out and "(never executed)" in out, out

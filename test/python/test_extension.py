@@ -59,3 +59,34 @@ def test_gucs_without_preload(plain_cluster):
     r = subprocess.run(["psql", "-XAtq", "-c", "LOAD 'pg_warp'; SET pg_warp.no_such_setting = 1"],
                        env=env, capture_output=True, text=True)
     assert "reserved prefix" in r.stderr
+
+
+def psql_err(env, sql):
+    r = subprocess.run(["psql", "-XAtq", "-v", "ON_ERROR_STOP=1", "-c", sql],
+                       env=env, capture_output=True, text=True)
+    return r.returncode, r.stdout.strip(), r.stderr
+
+
+def test_warns_without_preload(plain_cluster):
+    env = plain_cluster
+    # CREATE EXTENSION (in a session that had not loaded the library)
+    rc, _, err = psql_err(env, "DROP EXTENSION IF EXISTS pg_warp CASCADE; CREATE EXTENSION pg_warp")
+    assert rc == 0, err
+    assert "WARNING:  pg_warp is not in shared_preload_libraries" in err, err
+    assert "HINT:" in err and "shared_preload_libraries" in err, err
+    # the first use of a later session
+    rc, out, err = psql_err(env, "SELECT pgwarp.version()")
+    assert rc == 0 and out == "0.1.0", err
+    assert "pg_warp is not in shared_preload_libraries" in err, err
+
+
+def test_reserved_prefixes_preloaded():
+    """The shared cluster (preloaded): typos of pg_warp.* and pgwarp.* are errors,
+    and loading the library says nothing."""
+    env = dict(os.environ)
+    for sql in ("SET pg_warp.engnie = cpu", "SET pgwarp.enabled = off",
+                "SET pgwarp.engine = cpu"):
+        rc, _, err = psql_err(env, sql)
+        assert rc != 0 and "reserved prefix" in err, (sql, err)
+    rc, out, err = psql_err(env, "SELECT pgwarp.preloaded()")
+    assert rc == 0 and out == "t" and "WARNING" not in err, err

@@ -502,6 +502,7 @@ def test_hll_memory_bound(hll_big):
     small = bits + "SET pg_warp.gpupreagg_hll_memory = '1MB'; "
     kind, out = psql("EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF) " + sql, ON + small)
     assert kind == "ok" and "PostgreSQL (fallback)" in out, out
+    assert "pg_warp.gpupreagg_hll_memory" in out, out
     assert parse_rows(psql(sql, ON + small)[1]) == parse_rows(off[1])
 
 
