@@ -48,6 +48,8 @@ shared_preload_libraries = '$preload'
 max_worker_processes = 16
 max_parallel_workers = 8
 max_parallel_workers_per_gather = 4
+# the tests run GpuPreAgg over heap tables on the CPU engine too (auto: only on a GPU)
+pg_warp.enable_gpupreagg_heap = on
 fsync = off
 log_min_messages = warning
 CONF

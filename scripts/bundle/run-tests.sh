@@ -131,6 +131,8 @@ fsync = off
 max_worker_processes = 16
 max_parallel_workers = 8
 max_parallel_workers_per_gather = 4
+# the tests run GpuPreAgg over heap tables on the CPU engine too (auto: only on a GPU)
+pg_warp.enable_gpupreagg_heap = on
 CONF
 if ! as_owner "$bin/pg_ctl" -D "$work/cluster/data" -l "$work/cluster/server.log" \
         -w -t 60 start >/dev/null; then

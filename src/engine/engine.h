@@ -39,6 +39,9 @@ extern List *engine_order_quals(struct PlannerInfo *root, List *quals);
 struct ExplainState;
 extern void engine_explain_program(const XpuProgram *prog, struct ExplainState *es);
 
+/* in service_client.c: whether the service runs on a GPU (planner) */
+extern bool service_engine_gpu(void);
+
 /* in service_client.c: one long request (AGG_RUN) and its replies */
 extern int	service_run_begin(WarpMsgType type, const void *req, uint32 len);
 extern void *service_run_next(int fd, WarpMsgType type, uint32 *len);

@@ -449,6 +449,38 @@ service_fetch_status(WarpStatus *st, WarpTaskList **tasks)
 }
 
 
+/*
+ * service_engine_gpu
+ *		Whether the service runs its work on a GPU (its STATUS), asked once
+ *		per backend: for the planner, which offers some plans only where
+ *		they run on a GPU.  False, and asked again next time, when the
+ *		service cannot be reached.
+ */
+bool
+service_engine_gpu(void)
+{
+	static int	known = -1;
+	MemoryContext cxt = CurrentMemoryContext;
+	WarpStatus	st;
+	WarpTaskList *tasks;
+
+	if (known >= 0)
+		return known == 1;
+	PG_TRY();
+	{
+		service_fetch_status(&st, &tasks);
+		known = st.engine == WARP_ENGINE_GPU ? 1 : 0;
+	}
+	PG_CATCH();
+	{
+		/* no service (not preloaded, not up yet): no GPU known */
+		MemoryContextSwitchTo(cxt);
+		FlushErrorState();
+	}
+	PG_END_TRY();
+	return known == 1;
+}
+
 /* ---------------- long requests (AGG_RUN) ---------------- */
 
 /*

@@ -362,3 +362,23 @@ def test_explain_marks_the_fallback_child():
     assert "GpuPreAgg" in p and "Fallback Plan: the plan below, run only where the engine" in p, p
     kind, out = run("EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF) " + sql)
     assert kind == "ok" and "Fallback Plan" not in out and "(never executed)" in out, out
+
+
+# ---- item 11: heap tables have their own switch; auto: only on a GPU ----
+
+@pytest.mark.parametrize("setting, engine, expect", [
+    ("auto", "auto", None),   # None: GpuPreAgg where the service has a GPU
+    ("auto", "cpu", False),
+    ("auto", "gpu", True),
+    ("on", "cpu", True),
+    ("on", "auto", True),
+    ("off", "gpu", False),
+])
+def test_heap_switch(setting, engine, expect):
+    sql = "SELECT z, count(*), sum(a) FROM ct.qo GROUP BY z"
+    s = ON + "SET pg_warp.enable_gpupreagg_heap = %s; SET pg_warp.engine = %s; " % (setting, engine)
+    if expect is None:
+        expect = gpu_count() > 0
+    assert ("GpuPreAgg" in plan(sql, s)) == expect, plan(sql, s)
+    # Arrow tables do not depend on it
+    assert "GpuPreAgg" in plan("SELECT z, count(*) FROM ct.qoa GROUP BY z", s)
