@@ -9,6 +9,8 @@
  *			PackedForward			[tag, bin/str of msgpack [time, record]
  *									entries, option?]
  *			CompressedPackedForward	the same, gzip (option compressed: gzip)
+ *		The option "compressed" is "gzip", or "text" (or absent) for plain
+ *		entries; it matters in PackedForward mode only.
  *		Times are integers (seconds), EventTime (ext type 0: big-endian
  *		uint32 seconds and nanoseconds) or floats (seconds).  Where a frame
  *		ends in the byte stream is frame.c's business.
@@ -249,12 +251,39 @@ packed_entries(const char *tag, size_t tag_len, const uint8_t *data, size_t len,
 	}
 }
 
-/* The option map (may be NULL): chunk and compressed */
+/* How a PackedForward stream's bytes are encoded (option "compressed") */
+typedef enum Encoding
+{
+	ENC_TEXT,					/* no option, or "text" (Fluentd's default) */
+	ENC_GZIP,					/* "gzip": CompressedPackedForward */
+	ENC_OTHER					/* anything else (Fluentd's "zstd", ...) */
+} Encoding;
+
+/* Whether the msgpack string o is the C string s */
 static bool
-read_option(const msgpack_object *opt, FrameResult *res, bool *gzip,
+str_is(const msgpack_object *o, const char *s)
+{
+	size_t		n = strlen(s);
+
+	return o->type == MSGPACK_OBJECT_STR && o->via.str.size == n &&
+		memcmp(o->via.str.ptr, s, n) == 0;
+}
+
+/*
+ * Reads the option map (opt may be NULL or nil).  The specification (v1)
+ * defines "chunk" (the ack token), "size" (the number of events: a hint,
+ * not checked) and "compressed"; Fluentd sends "compressed": "text" on
+ * every chunk that is not gzipped, and Fluent Bit adds "fluent_signal",
+ * "metadata" and keys of its own.  Keys other than chunk and compressed
+ * are ignored, as the specification asks.  *enc gets the encoding named
+ * by "compressed" (the caller decides whether it matters).  false (why in
+ * errbuf) when the option is not a map or chunk is not a short string.
+ */
+static bool
+read_option(const msgpack_object *opt, FrameResult *res, Encoding *enc,
 			char *errbuf, size_t errlen)
 {
-	*gzip = false;
+	*enc = ENC_TEXT;
 	if (opt == NULL || opt->type == MSGPACK_OBJECT_NIL)
 		return true;
 	if (opt->type != MSGPACK_OBJECT_MAP)
@@ -264,9 +293,7 @@ read_option(const msgpack_object *opt, FrameResult *res, bool *gzip,
 		const msgpack_object *k = &opt->via.map.ptr[i].key;
 		const msgpack_object *v = &opt->via.map.ptr[i].val;
 
-		if (k->type != MSGPACK_OBJECT_STR)
-			continue;
-		if (k->via.str.size == 5 && memcmp(k->via.str.ptr, "chunk", 5) == 0)
+		if (str_is(k, "chunk"))
 		{
 			if (v->type != MSGPACK_OBJECT_STR || v->via.str.size >= sizeof(res->chunk))
 				return snprintf(errbuf, errlen, "option chunk is not a string of at most %zu bytes", sizeof(res->chunk) - 1), false;
@@ -274,11 +301,14 @@ read_option(const msgpack_object *opt, FrameResult *res, bool *gzip,
 			res->chunk[v->via.str.size] = '\0';
 			res->has_chunk = true;
 		}
-		else if (k->via.str.size == 10 && memcmp(k->via.str.ptr, "compressed", 10) == 0)
+		else if (str_is(k, "compressed"))
 		{
-			if (v->type != MSGPACK_OBJECT_STR || v->via.str.size != 4 || memcmp(v->via.str.ptr, "gzip", 4) != 0)
-				return snprintf(errbuf, errlen, "option compressed is not \"gzip\""), false;
-			*gzip = true;
+			*enc = str_is(v, "gzip") ? ENC_GZIP : str_is(v, "text") ? ENC_TEXT : ENC_OTHER;
+			if (*enc == ENC_OTHER && v->type == MSGPACK_OBJECT_STR)
+				snprintf(errbuf, errlen, "option compressed \"%.*s\" is not supported (only \"gzip\" and \"text\")",
+						 (int) (v->via.str.size < 32 ? v->via.str.size : 32), v->via.str.ptr);
+			else if (*enc == ENC_OTHER)
+				snprintf(errbuf, errlen, "option compressed is not a string");
 		}
 	}
 	return true;
@@ -294,7 +324,7 @@ forward_frame(const msgpack_object *frame, uint64_t lsn, FrameResult *res,
 	const char *tag;
 	size_t		tag_len;
 	const msgpack_object *opt;
-	bool		gzip;
+	Encoding	enc;
 
 	memset(res, 0, sizeof(*res));
 	if (frame->type != MSGPACK_OBJECT_ARRAY)
@@ -308,7 +338,7 @@ forward_frame(const msgpack_object *frame, uint64_t lsn, FrameResult *res,
 	if (a[1].type == MSGPACK_OBJECT_ARRAY)	/* Forward */
 	{
 		opt = n >= 3 ? &a[2] : NULL;
-		if (n > 3 || !read_option(opt, res, &gzip, errbuf, errlen))
+		if (n > 3 || !read_option(opt, res, &enc, errbuf, errlen))
 			return n > 3 ? (snprintf(errbuf, errlen, "Forward mode frame of %u items", n), false) : false;
 		for (uint32_t i = 0; i < a[1].via.array.size; i++)
 			one_entry(tag, tag_len, &a[1].via.array.ptr[i], lsn);
@@ -322,9 +352,11 @@ forward_frame(const msgpack_object *frame, uint64_t lsn, FrameResult *res,
 		opt = n >= 3 ? &a[2] : NULL;
 		if (n > 3)
 			return snprintf(errbuf, errlen, "PackedForward mode frame of %u items", n), false;
-		if (!read_option(opt, res, &gzip, errbuf, errlen))
+		if (!read_option(opt, res, &enc, errbuf, errlen))
 			return false;
-		if (gzip && (data = gunzip(data, len, 8 * (size_t) g_cfg->max_frame, &len, errbuf, errlen)) == NULL)
+		if (enc == ENC_OTHER)
+			return false;		/* read_option said why */
+		if (enc == ENC_GZIP && (data = gunzip(data, len, 8 * (size_t) g_cfg->max_frame, &len, errbuf, errlen)) == NULL)
 			return false;
 		packed_entries(tag, tag_len, data, len, lsn);
 		return true;
@@ -332,7 +364,7 @@ forward_frame(const msgpack_object *frame, uint64_t lsn, FrameResult *res,
 	/* Message: [tag, time, record, option?] */
 	if (n < 3)
 		return snprintf(errbuf, errlen, "Message mode frame without a record"), false;
-	if (!read_option(n == 4 ? &a[3] : NULL, res, &gzip, errbuf, errlen))
+	if (!read_option(n == 4 ? &a[3] : NULL, res, &enc, errbuf, errlen))
 		return false;
 	one_event(tag, tag_len, &a[1], &a[2], lsn);
 	return true;
