@@ -103,6 +103,8 @@ typedef struct Config
 	int64_t		max_buffer;		/* bytes of all connection buffers */
 	int64_t		wal_segment;	/* bytes of one log segment */
 	int			max_connections;
+	int64_t		stall_ms;		/* a frame part held this long without a byte
+								 * is dropped when others wait for memory */
 	int			stats_interval; /* seconds; 0: none */
 	int			n_routes;
 	Route	   *routes;
