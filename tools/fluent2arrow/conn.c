@@ -628,7 +628,10 @@ conn_read(Conn *c)
 		if (!make_room(c))
 		{
 			set_waiting(c, true);
-			return true;
+			serve_waiters();	/* it may come first, and fit */
+			if (c->waiting)
+				return true;
+			continue;
 		}
 		n = recv(c->fd, c->buf + c->len, c->cap - c->len, 0);
 		if (n < 0 && errno == EINTR)
@@ -850,6 +853,7 @@ victim_for(const Conn *head, int64_t now, bool *deadlock)
 static void
 evict_for_waiters(int64_t now)
 {
+	serve_waiters();
 	while (n_waiting > 0)
 	{
 		Conn	   *head = first_waiter();
