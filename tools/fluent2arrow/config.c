@@ -406,6 +406,11 @@ global_setting(Config *cfg, const char *k, const char *v, char *errbuf, size_t e
 			return snprintf(errbuf, errlen, "max_frame: \"%s\" is more than 1GB", v), false;
 		*(k[0] == 'w' ? &cfg->wal_segment : k[4] == 'f' ? &cfg->max_frame : &cfg->max_buffer) = n;
 	}
+	else if (strcmp(k, "stall_timeout") == 0)
+	{
+		if ((cfg->stall_ms = parse_ms(v)) <= 0)
+			return snprintf(errbuf, errlen, "stall_timeout: \"%s\" is not a duration", v), false;
+	}
 	else if (strcmp(k, "max_connections") == 0 || strcmp(k, "stats_interval") == 0)
 	{
 		int64_t		n = parse_size(v);
@@ -435,6 +440,7 @@ config_new(const char *path)
 	cfg->max_buffer = 256 * 1024 * 1024;
 	cfg->wal_segment = 64 * 1024 * 1024;
 	cfg->max_connections = 1024;
+	cfg->stall_ms = 10000;
 	cfg->stats_interval = 0;
 	return cfg;
 }
@@ -605,6 +611,14 @@ config_load(const char *path, char *errbuf, size_t errlen)
 	if (cfg->n_routes == 0)
 	{
 		snprintf(errbuf, errlen, "%s: no [route NAME] section", path);
+		config_free(cfg);
+		return NULL;
+	}
+	/* one frame of max_frame bytes must always fit, whatever else waits */
+	if (cfg->max_buffer < cfg->max_frame + (1 << 20))
+	{
+		snprintf(errbuf, errlen, "%s: max_buffer (%lld bytes) must be at least max_frame + 1MB",
+				 path, (long long) cfg->max_buffer);
 		config_free(cfg);
 		return NULL;
 	}

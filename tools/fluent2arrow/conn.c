@@ -11,12 +11,19 @@
  * PING with the right digest (answered by PONG); a wrong key gets a PONG
  * with auth_result false and the connection is closed.
  *
- * Memory is bounded: a frame above max_frame closes its connection before
- * its bytes are buffered; the buffers of all connections together stay
- * under max_buffer (a connection that would need more stops being read
- * until others free theirs); and while the WAL has more than 64 MB not yet
- * durable, or files wait for the finisher, no socket is read at all, so
- * senders see TCP back-pressure.
+ * Memory is bounded and shared fairly: a frame above max_frame closes its
+ * connection before its bytes are buffered; a connection holds a buffer
+ * only while it has part of a frame (the buffer is freed once its frames
+ * are consumed, and shrinks after a large one); the buffers of all
+ * connections together stay under max_buffer: a connection that needs more
+ * waits, in the order the waits began, and is granted memory as others
+ * free theirs.  A waiting connection is still watched for its peer's close
+ * (EPOLLRDHUP), so a dead sender's memory comes free at once; and when the
+ * first waiter has waited stall_timeout, connections that have held part
+ * of a frame that long without a byte are closed (unacked: the sender
+ * resends), so a stalled sender never blocks the others for long.  While
+ * the WAL has more than 64 MB not yet durable, or files wait for the
+ * finisher, no socket is read at all, so senders see TCP back-pressure.
  *
  *-------------------------------------------------------------------------
  */
@@ -59,7 +66,12 @@ typedef struct Conn
 	FrameScan	scan;
 	bool		authed;
 	bool		close_after_write;
-	bool		starved;		/* not read: over max_buffer */
+	bool		waiting;		/* not read: waits for buffer memory */
+	bool		peer_done;		/* waiting, and its peer shut its side */
+	uint64_t	seq;			/* when its frame (or its wait) began */
+	size_t		want;			/* the buffer size it waits for */
+	int64_t		wait_ms;		/* when the wait began */
+	int64_t		rx_ms;			/* when a byte last came */
 	uint32_t	ep_events;		/* what epoll watches for it */
 	uint8_t		nonce[16];
 	uint8_t    *out;
@@ -78,6 +90,8 @@ static int	listen_tcp = -1,
 static Conn **conns;
 static int	n_conns;
 static int64_t buffered;		/* bytes of all connection buffers */
+static int	n_waiting;			/* connections waiting for memory */
+static uint64_t seq_counter;	/* orders frames and waits (Conn.seq) */
 static int64_t accept_paused_until; /* listeners off till then (0: on) */
 static int64_t refusal_logged_ms;	/* when refusals were last logged */
 static unsigned long refusals;	/* connections refused since then */
@@ -110,12 +124,22 @@ replies_backlogged(const Conn *c)
 	return c->out_len + (size_t) c->ack_n * sizeof(Ack) > REPLY_BACKLOG_MAX;
 }
 
-/* Tells epoll what the connection now waits for (when that changed) */
+/*
+ * Tells epoll what the connection now waits for (when that changed): its
+ * bytes, unless it waits for memory (then only its peer's close, until
+ * the peer is known to have shut its side) or owes too many replies.
+ */
 static void
 ep_mod(Conn *c)
 {
-	struct epoll_event ev = {.events = (c->starved || replies_backlogged(c) ? 0 : EPOLLIN) |
-	(c->out_len ? EPOLLOUT : 0), .data.ptr = c};
+	struct epoll_event ev = {.data.ptr = c};
+
+	if (c->waiting)
+		ev.events = c->peer_done ? 0 : EPOLLRDHUP;
+	else
+		ev.events = replies_backlogged(c) ? 0 : EPOLLIN;
+	if (c->out_len)
+		ev.events |= EPOLLOUT;
 
 	if (ev.events == c->ep_events)
 		return;
@@ -246,8 +270,123 @@ conn_flush(Conn *c)
 }
 
 /*
- * Closes a connection.  The Conn itself is freed by sweep_closed(), after
- * the events of this round (which may still point to it) were handled.
+ * Gives the connection a buffer of size bytes (0: none), keeping its
+ * bytes; a first buffer starts a frame (Conn.seq).
+ */
+static void
+resize_buffer(Conn *c, size_t size)
+{
+	if (c->cap == 0)
+		c->seq = ++seq_counter;
+	buffered += (int64_t) size - (int64_t) c->cap;
+	if (size == 0)
+	{
+		free(c->buf);
+		c->buf = NULL;
+	}
+	else
+		c->buf = xrealloc(c->buf, size);
+	c->cap = size;
+}
+
+/* Whether a is served before b: frames under way first, the oldest first */
+static bool
+served_before(const Conn *a, const Conn *b)
+{
+	if ((a->cap == 0) != (b->cap == 0))
+		return a->cap > 0;
+	return a->seq < b->seq;
+}
+
+/*
+ * The waiting connection to serve first (n_waiting > 0): finishing the
+ * frames under way frees memory, starting new ones takes it, so a
+ * connection holding part of a frame comes before one that holds none;
+ * among them, the oldest frame (or wait) first.
+ */
+static Conn *
+first_waiter(void)
+{
+	Conn	   *head = NULL;
+
+	for (int i = 0; i < n_conns; i++)
+		if (conns[i]->waiting && (head == NULL || served_before(conns[i], head)))
+			head = conns[i];
+	return head;
+}
+
+/*
+ * Starts (or ends) the connection's wait for memory.  Its silence (for
+ * stall_timeout) counts from when it is read again.
+ */
+static void
+set_waiting(Conn *c, bool on)
+{
+	if (on == c->waiting)
+		return;
+	c->waiting = on;
+	n_waiting += on ? 1 : -1;
+	if (on)
+	{
+		c->peer_done = false;
+		if (c->cap == 0)
+			c->seq = ++seq_counter;
+		c->wait_ms = now_ms();
+	}
+	else
+		c->rx_ms = now_ms();
+	if (c->fd >= 0)
+		ep_mod(c);
+}
+
+/*
+ * Grants memory to the waiting connections in first_waiter's order; the
+ * first that does not fit ends the round, so that a large need is not
+ * passed by smaller ones for ever.  Called whenever memory is freed.
+ */
+static void
+serve_waiters(void)
+{
+	while (n_waiting > 0)
+	{
+		Conn	   *head = first_waiter();
+
+		if (buffered + (int64_t) (head->want - head->cap) > g_cfg->max_buffer)
+			return;
+		resize_buffer(head, head->want);
+		set_waiting(head, false);
+	}
+}
+
+/*
+ * After frames were consumed: frees the buffer when no byte of a frame is
+ * left in it (an idle connection holds no memory), or shrinks it when the
+ * part of the next frame needs less than half of it.
+ */
+static void
+shrink_buffer(Conn *c)
+{
+	size_t		left = c->len - c->start;
+	size_t		size = READ_CHUNK;
+
+	if (c->cap == 0)
+		return;
+	while (size < left + READ_CHUNK / 4)
+		size *= 2;
+	if (left > 0 && size * 2 > c->cap)
+		return;
+	memmove(c->buf, c->buf + c->start, left);
+	c->start = 0;
+	c->len = left;
+	resize_buffer(c, left == 0 ? 0 : size);
+	serve_waiters();
+}
+
+/*
+ * Closes a connection (a part of a frame it held is dropped, unacked), and
+ * gives its memory to those waiting.  The Conn itself is freed by
+ * sweep_closed(), after the events of this round (which may still point
+ * to it) were handled.
  */
 static void
 conn_close(Conn *c)
@@ -257,15 +396,9 @@ conn_close(Conn *c)
 	epoll_ctl(ep, EPOLL_CTL_DEL, c->fd, NULL);
 	close(c->fd);
 	c->fd = -1;
-	buffered -= c->cap;
-	c->cap = 0;
-	/* room may have come free for starved connections */
-	for (int i = 0; i < n_conns; i++)
-		if (conns[i]->starved && conns[i]->fd >= 0)
-		{
-			conns[i]->starved = false;
-			ep_mod(conns[i]);
-		}
+	set_waiting(c, false);
+	resize_buffer(c, 0);
+	serve_waiters();
 }
 
 /* Frees the connections closed since the last call */
@@ -450,26 +583,31 @@ handle_frame(Conn *c, const uint8_t *p, size_t len)
 	return true;
 }
 
-/* Makes room for at least READ_CHUNK more bytes; false when over budget */
+/*
+ * Makes room for at least READ_CHUNK / 4 more bytes, doubling the buffer
+ * up to what a frame of max_frame bytes needs.  false when that takes
+ * memory beyond max_buffer, or others wait for memory already (the
+ * connection must then wait its turn for c->want bytes).
+ */
 static bool
 make_room(Conn *c)
 {
-	size_t		need;
+	size_t		limit = (size_t) g_cfg->max_frame + READ_CHUNK;
 
-	if (c->start > 0 && (c->start == c->len || c->start > c->cap / 2))
+	if (c->cap - c->len >= READ_CHUNK / 4)
+		return true;
+	if (c->start > 0)
 	{
 		memmove(c->buf, c->buf + c->start, c->len - c->start);
 		c->len -= c->start;
 		c->start = 0;
+		if (c->cap - c->len >= READ_CHUNK / 4)
+			return true;
 	}
-	if (c->cap - c->len >= READ_CHUNK / 4)
-		return true;
-	need = c->cap ? c->cap * 2 : READ_CHUNK;
-	if (c->cap > 0 && buffered + (int64_t) (need - c->cap) > g_cfg->max_buffer)
+	c->want = c->cap == 0 ? READ_CHUNK : c->cap * 2 < limit ? c->cap * 2 : limit;
+	if (n_waiting > 0 || buffered + (int64_t) (c->want - c->cap) > g_cfg->max_buffer)
 		return false;
-	buffered += need - c->cap;
-	c->buf = xrealloc(c->buf, need);
-	c->cap = need;
+	resize_buffer(c, c->want);
 	return true;
 }
 
@@ -483,23 +621,27 @@ conn_read(Conn *c)
 
 		if (replies_backlogged(c))
 		{
+			shrink_buffer(c);
 			ep_mod(c);			/* read again once the peer read its replies */
 			return true;
 		}
 		if (!make_room(c))
 		{
-			c->starved = true;
-			ep_mod(c);
-			return true;
+			set_waiting(c, true);
+			serve_waiters();	/* it may come first, and fit */
+			if (c->waiting)
+				return true;
+			continue;
 		}
 		n = recv(c->fd, c->buf + c->len, c->cap - c->len, 0);
 		if (n < 0 && errno == EINTR)
 			continue;
 		if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
-			return true;
+			break;
 		if (n <= 0)
 			return false;		/* closed (maybe mid-frame: never acked) */
 		c->len += n;
+		c->rx_ms = now_ms();
 		for (;;)
 		{
 			size_t		flen;
@@ -519,12 +661,14 @@ conn_read(Conn *c)
 				return false;
 			c->start += flen;
 			memset(&c->scan, 0, sizeof(c->scan));
+			c->seq = ++seq_counter; /* the next frame begins */
 		}
 		if (c->close_after_write)
 			return true;
 		if (c->len < c->cap)
-			return true;		/* read all there was */
+			break;				/* read all there was */
 	}
+	shrink_buffer(c);
 	return true;
 }
 
@@ -560,6 +704,7 @@ conn_accept(int lfd)
 		setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
 		c = xcalloc(1, sizeof(Conn));
 		c->fd = fd;
+		c->rx_ms = now_ms();
 		conns = xrealloc(conns, sizeof(Conn *) * (n_conns + 1));
 		c->index = n_conns;
 		conns[n_conns++] = c;
@@ -628,6 +773,117 @@ tick(int64_t *last_trunc, int64_t *last_stats)
 	}
 }
 
+/*
+ * A waiting connection whose peer shut its side: when nothing more is to
+ * come, the part of a frame it holds can never be completed (false: close
+ * it, which frees its memory at once); when bytes are still queued, it
+ * keeps its turn, and epoll stops reporting the shutdown (level-triggered,
+ * it would report it again and again).
+ */
+static bool
+peer_has_more(Conn *c)
+{
+	char		b;
+	ssize_t		n = recv(c->fd, &b, 1, MSG_PEEK | MSG_DONTWAIT);
+
+	if (n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR))
+		return false;
+	c->peer_done = true;
+	ep_mod(c);
+	return true;
+}
+
+/* The readiness of a connection; false: close it */
+static bool
+conn_event(Conn *c, uint32_t events)
+{
+	if ((events & EPOLLOUT) && !conn_flush(c))
+		return false;
+	if (c->close_after_write)
+		return true;
+	/* a reset peer; conn_read would not look at one it does not read */
+	if ((events & (EPOLLHUP | EPOLLERR)) && (c->waiting || replies_backlogged(c)))
+		return false;
+	if (c->waiting)
+		return !(events & EPOLLRDHUP) || peer_has_more(c);
+	if (events & (EPOLLIN | EPOLLHUP | EPOLLERR))
+		return conn_read(c);
+	return true;
+}
+
+/*
+ * The connection to close so that the first waiter can be served, or
+ * NULL.  When every connection holding memory waits for more, none will
+ * free any: the youngest frame gives way to the oldest (at once; its
+ * sender gets no ack and resends).  Otherwise, once the first waiter has
+ * waited stall_timeout, the connection holding part of a frame that has
+ * been silent longest, if for stall_timeout: a sender that stalls
+ * mid-frame (or a crowd of them) must not keep the others waiting.
+ */
+static Conn *
+victim_for(const Conn *head, int64_t now, bool *deadlock)
+{
+	Conn	   *youngest = NULL,
+			   *silent = NULL;
+
+	*deadlock = true;
+	for (int i = 0; i < n_conns; i++)
+	{
+		Conn	   *o = conns[i];
+
+		if (o == head || o->fd < 0 || o->cap == 0)
+			continue;
+		if (!o->waiting)
+			*deadlock = false;
+		else if (youngest == NULL || served_before(youngest, o))
+			youngest = o;
+		if (now - o->rx_ms >= g_cfg->stall_ms && (silent == NULL || o->rx_ms < silent->rx_ms))
+			silent = o;
+	}
+	if (*deadlock)
+		return youngest;
+	return now - head->wait_ms >= g_cfg->stall_ms ? silent : NULL;
+}
+
+/*
+ * Closes connections (victim_for) until the first waiter can be served or
+ * none is to be closed.  The time the sink read no socket at all (a
+ * pause) does not count as silence.
+ */
+static void
+evict_for_waiters(int64_t now)
+{
+	serve_waiters();
+	while (n_waiting > 0)
+	{
+		Conn	   *head = first_waiter();
+		bool		deadlock;
+		Conn	   *victim = victim_for(head, now, &deadlock);
+
+		if (victim == NULL)
+			return;
+		if (deadlock)
+			logmsg("connection %d: its part of a frame (%zu bytes) gives way to an older frame: every connection holding memory waits for more, closing (not acknowledged)",
+				   victim->fd, victim->len - victim->start);
+		else
+			logmsg("connection %d: held %zu bytes of a frame for %lld ms without a byte while others waited for buffer memory, closing (not acknowledged)",
+				   victim->fd, victim->len - victim->start, (long long) (now - victim->rx_ms));
+		conn_close(victim);
+	}
+}
+
+/* After a pause of all reading: the silence it caused counts against no one */
+static void
+forgive_pause(int64_t now)
+{
+	for (int i = 0; i < n_conns; i++)
+	{
+		conns[i]->rx_ms = now;
+		if (conns[i]->waiting)
+			conns[i]->wait_ms = now;
+	}
+}
+
 /* One readiness event */
 static void
 dispatch(struct epoll_event *ev)
@@ -641,10 +897,7 @@ dispatch(struct epoll_event *ev)
 		wal_progress();
 	else if (p == &tag_fin)
 		fin_progress();
-	else if (c->fd < 0)
-		return;					/* closed earlier in this round */
-	else if (((ev->events & EPOLLOUT) && !conn_flush(c)) ||
-			 ((ev->events & (EPOLLIN | EPOLLHUP | EPOLLERR)) && !c->close_after_write && !conn_read(c)))
+	else if (c->fd >= 0 && !conn_event(c, ev->events))	/* not closed earlier */
 		conn_close(c);
 }
 
@@ -654,6 +907,7 @@ conn_loop(volatile int *stop, volatile int *reload)
 {
 	int64_t		last_trunc = now_ms(),
 				last_stats = now_ms();
+	bool		paused = false;
 	struct epoll_event evs[64];
 
 	while (!*stop)
@@ -677,11 +931,16 @@ conn_loop(volatile int *stop, volatile int *reload)
 				fin_progress();	/* else poll would not wait next time */
 			sweep_closed();
 			tick(&last_trunc, &last_stats);
+			paused = true;
 			continue;
 		}
+		if (paused)
+			forgive_pause(now_ms());
+		paused = false;
 		n = epoll_wait(ep, evs, 64, 100);
 		for (int i = 0; i < n; i++)
 			dispatch(&evs[i]);
+		evict_for_waiters(now_ms());
 		sweep_closed();
 		tick(&last_trunc, &last_stats);
 	}

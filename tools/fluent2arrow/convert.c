@@ -741,7 +741,7 @@ deadletter_open(const char *path, char *errbuf, size_t errlen)
 		return snprintf(errbuf, errlen, "cannot open the dead-letter file \"%s\": %s", path, strerror(errno)), false;
 	if (dl_fd >= 0)
 	{
-		dl_flush();
+		deadletter_sync();		/* a checkpoint may count on its lines */
 		close(dl_fd);
 	}
 	dl_fd = fd;

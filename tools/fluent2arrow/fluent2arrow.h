@@ -103,6 +103,8 @@ typedef struct Config
 	int64_t		max_buffer;		/* bytes of all connection buffers */
 	int64_t		wal_segment;	/* bytes of one log segment */
 	int			max_connections;
+	int64_t		stall_ms;		/* a frame part held this long without a byte
+								 * is dropped when others wait for memory */
 	int			stats_interval; /* seconds; 0: none */
 	int			n_routes;
 	Route	   *routes;
@@ -135,6 +137,23 @@ typedef struct Counters
 extern Config *g_cfg;
 extern unsigned g_cfg_generation;	/* changes at each reload */
 extern Counters g_count;
+
+/*
+ * Where an event is in the WAL: the position of its frame and its index
+ * among the frame's events.  A checkpoint (wal.c) is such a position:
+ * every event before it is in a finished file or the dead-letter file.
+ */
+typedef struct WalPos
+{
+	uint64_t	lsn;
+	uint32_t	k;
+} WalPos;
+
+static inline bool
+walpos_before(WalPos a, WalPos b)
+{
+	return a.lsn < b.lsn || (a.lsn == b.lsn && a.k < b.k);
+}
 
 /* ------------------------------------------------------------------------
  * Frame scanning (frame.c) and decoding (forward.c)
@@ -181,6 +200,10 @@ typedef struct FrameResult
  */
 extern bool forward_frame(const msgpack_object *frame, uint64_t lsn,
 						  FrameResult *res, char *errbuf, size_t errlen);
+/* The position of the next event to decode (after the last one decoded) */
+extern WalPos forward_position(void);
+/* Replay: events before pos are stored already and are skipped */
+extern void forward_skip_before(WalPos pos);
 
 /* ------------------------------------------------------------------------
  * Records to rows (convert.c)
@@ -209,8 +232,8 @@ extern void deadletter_close(void);
 /* Creates the builders of a route; false (errbuf) on failure */
 extern bool output_route_init(Route *route, char *errbuf, size_t errlen);
 extern void output_route_free(Route *route);
-/* After a row was appended: batch and rotation by rows and size */
-extern void output_row_added(Route *route, uint64_t lsn);
+/* After the row of the event at pos was appended: batch and rotation */
+extern void output_row_added(Route *route, WalPos pos);
 /* Rotation by age of every open file (ms since the epoch: now) */
 extern void output_tick(Config *cfg, int64_t now_ms);
 /* Finishes every open file (hands them to the finisher) */
@@ -247,6 +270,8 @@ extern int64_t wal_backlog(void);
 extern int	wal_eventfd(void);
 /* Removes segments wholly before low_water (all of them: UINT64_MAX) */
 extern void wal_truncate(uint64_t low_water);
+/* Records that every event before pos is stored (the finisher calls it) */
+extern void wal_checkpoint(WalPos pos);
 /* Replays the segments a previous run left; returns frames replayed */
 extern int64_t wal_replay(const char *dir, char *errbuf, size_t errlen);
 extern void wal_close(void);

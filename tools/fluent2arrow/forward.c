@@ -9,6 +9,11 @@
  *			PackedForward			[tag, bin/str of msgpack [time, record]
  *									entries, option?]
  *			CompressedPackedForward	the same, gzip (option compressed: gzip)
+ *		The option "compressed" is "gzip", or "text" (or absent) for plain
+ *		entries; it matters in PackedForward mode only.  Each event has a
+ *		position (WalPos: its frame's WAL position, its index in the frame)
+ *		that files and checkpoints refer to; a replay skips the events
+ *		before the spool's checkpoint.
  *		Times are integers (seconds), EventTime (ext type 0: big-endian
  *		uint32 seconds and nanoseconds) or floats (seconds).  Where a frame
  *		ends in the byte stream is frame.c's business.
@@ -87,6 +92,35 @@ event_time(const msgpack_object *o, int64_t *us)
 	}
 }
 
+static WalPos cursor;			/* the next event's position */
+static WalPos skip_to;			/* replay: events before it are stored */
+
+/* The position of the next event to decode; see fluent2arrow.h */
+WalPos
+forward_position(void)
+{
+	return cursor;
+}
+
+/* Replay: events before pos are skipped; see fluent2arrow.h */
+void
+forward_skip_before(WalPos pos)
+{
+	skip_to = pos;
+}
+
+/*
+ * Takes the next event's position (*pos); false when a replay skips the
+ * event (it is in a finished file or the dead-letter file already).
+ */
+static bool
+next_event(WalPos *pos)
+{
+	*pos = cursor;
+	cursor.k++;
+	return !walpos_before(*pos, skip_to);
+}
+
 /* The route of tag, remembering the last one asked for */
 static Route *
 route_of(const char *tag, size_t len)
@@ -113,7 +147,7 @@ route_of(const char *tag, size_t len)
 /* One [time, record] entry (or a Message-mode event) */
 static void
 one_event(const char *tag, size_t tag_len, const msgpack_object *time,
-		  const msgpack_object *record, uint64_t lsn)
+		  const msgpack_object *record, WalPos pos)
 {
 	int64_t		us = 0;
 	Route	   *route;
@@ -130,13 +164,17 @@ one_event(const char *tag, size_t tag_len, const msgpack_object *time,
 		return;
 	}
 	if (convert_event(route, tag, tag_len, us, record))
-		output_row_added(route, lsn);
+		output_row_added(route, pos);
 }
 
 /* An entry of Forward or PackedForward mode: [time, record] */
 static void
-one_entry(const char *tag, size_t tag_len, const msgpack_object *e, uint64_t lsn)
+one_entry(const char *tag, size_t tag_len, const msgpack_object *e)
 {
+	WalPos		pos;
+
+	if (!next_event(&pos))
+		return;
 	if (e->type != MSGPACK_OBJECT_ARRAY || e->via.array.size != 2)
 	{
 		deadletter("entry is not a [time, record] array", tag, tag_len, 0, e);
@@ -144,9 +182,9 @@ one_entry(const char *tag, size_t tag_len, const msgpack_object *e, uint64_t lsn
 	}
 	/* Fluent Bit's events with metadata: [[time, metadata], record] */
 	if (e->via.array.ptr[0].type == MSGPACK_OBJECT_ARRAY && e->via.array.ptr[0].via.array.size == 2)
-		one_event(tag, tag_len, &e->via.array.ptr[0].via.array.ptr[0], &e->via.array.ptr[1], lsn);
+		one_event(tag, tag_len, &e->via.array.ptr[0].via.array.ptr[0], &e->via.array.ptr[1], pos);
 	else
-		one_event(tag, tag_len, &e->via.array.ptr[0], &e->via.array.ptr[1], lsn);
+		one_event(tag, tag_len, &e->via.array.ptr[0], &e->via.array.ptr[1], pos);
 }
 
 /*
@@ -199,8 +237,7 @@ gunzip(const uint8_t *in, size_t in_len, size_t limit, size_t *out_len,
 
 /* The entries of PackedForward mode, one msgpack object after another */
 static void
-packed_entries(const char *tag, size_t tag_len, const uint8_t *data, size_t len,
-			   uint64_t lsn)
+packed_entries(const char *tag, size_t tag_len, const uint8_t *data, size_t len)
 {
 	static msgpack_unpacked ent;
 	static bool init;
@@ -217,6 +254,7 @@ packed_entries(const char *tag, size_t tag_len, const uint8_t *data, size_t len,
 					scan_why[160];
 		int			r;
 		msgpack_object rest;
+		WalPos		pos;
 
 		/* the entry's extent first: its objects stay within max_frame */
 		memset(&scan, 0, sizeof(scan));
@@ -229,7 +267,7 @@ packed_entries(const char *tag, size_t tag_len, const uint8_t *data, size_t len,
 
 			if (rc == MSGPACK_UNPACK_SUCCESS)
 			{
-				one_entry(tag, tag_len, &ent.data, lsn);
+				one_entry(tag, tag_len, &ent.data);
 				continue;
 			}
 			snprintf(scan_why, sizeof(scan_why), "invalid msgpack");
@@ -244,17 +282,45 @@ packed_entries(const char *tag, size_t tag_len, const uint8_t *data, size_t len,
 				 r == 0 ? "ends inside an entry" : scan_why,
 				 rest.via.bin.size == len - before ? "the rest of the stream" :
 				 "the first max_frame bytes of the rest of the stream");
-		deadletter(why, tag, tag_len, 0, &rest);
+		if (next_event(&pos))
+			deadletter(why, tag, tag_len, 0, &rest);
 		break;
 	}
 }
 
-/* The option map (may be NULL): chunk and compressed */
+/* How a PackedForward stream's bytes are encoded (option "compressed") */
+typedef enum Encoding
+{
+	ENC_TEXT,					/* no option, or "text" (Fluentd's default) */
+	ENC_GZIP,					/* "gzip": CompressedPackedForward */
+	ENC_OTHER					/* anything else (Fluentd's "zstd", ...) */
+} Encoding;
+
+/* Whether the msgpack string o is the C string s */
 static bool
-read_option(const msgpack_object *opt, FrameResult *res, bool *gzip,
+str_is(const msgpack_object *o, const char *s)
+{
+	size_t		n = strlen(s);
+
+	return o->type == MSGPACK_OBJECT_STR && o->via.str.size == n &&
+		memcmp(o->via.str.ptr, s, n) == 0;
+}
+
+/*
+ * Reads the option map (opt may be NULL or nil).  The specification (v1)
+ * defines "chunk" (the ack token), "size" (the number of events: a hint,
+ * not checked) and "compressed"; Fluentd sends "compressed": "text" on
+ * every chunk that is not gzipped, and Fluent Bit adds "fluent_signal",
+ * "metadata" and keys of its own.  Keys other than chunk and compressed
+ * are ignored, as the specification asks.  *enc gets the encoding named
+ * by "compressed" (the caller decides whether it matters).  false (why in
+ * errbuf) when the option is not a map or chunk is not a short string.
+ */
+static bool
+read_option(const msgpack_object *opt, FrameResult *res, Encoding *enc,
 			char *errbuf, size_t errlen)
 {
-	*gzip = false;
+	*enc = ENC_TEXT;
 	if (opt == NULL || opt->type == MSGPACK_OBJECT_NIL)
 		return true;
 	if (opt->type != MSGPACK_OBJECT_MAP)
@@ -264,9 +330,7 @@ read_option(const msgpack_object *opt, FrameResult *res, bool *gzip,
 		const msgpack_object *k = &opt->via.map.ptr[i].key;
 		const msgpack_object *v = &opt->via.map.ptr[i].val;
 
-		if (k->type != MSGPACK_OBJECT_STR)
-			continue;
-		if (k->via.str.size == 5 && memcmp(k->via.str.ptr, "chunk", 5) == 0)
+		if (str_is(k, "chunk"))
 		{
 			if (v->type != MSGPACK_OBJECT_STR || v->via.str.size >= sizeof(res->chunk))
 				return snprintf(errbuf, errlen, "option chunk is not a string of at most %zu bytes", sizeof(res->chunk) - 1), false;
@@ -274,11 +338,14 @@ read_option(const msgpack_object *opt, FrameResult *res, bool *gzip,
 			res->chunk[v->via.str.size] = '\0';
 			res->has_chunk = true;
 		}
-		else if (k->via.str.size == 10 && memcmp(k->via.str.ptr, "compressed", 10) == 0)
+		else if (str_is(k, "compressed"))
 		{
-			if (v->type != MSGPACK_OBJECT_STR || v->via.str.size != 4 || memcmp(v->via.str.ptr, "gzip", 4) != 0)
-				return snprintf(errbuf, errlen, "option compressed is not \"gzip\""), false;
-			*gzip = true;
+			*enc = str_is(v, "gzip") ? ENC_GZIP : str_is(v, "text") ? ENC_TEXT : ENC_OTHER;
+			if (*enc == ENC_OTHER && v->type == MSGPACK_OBJECT_STR)
+				snprintf(errbuf, errlen, "option compressed \"%.*s\" is not supported (only \"gzip\" and \"text\")",
+						 (int) (v->via.str.size < 32 ? v->via.str.size : 32), v->via.str.ptr);
+			else if (*enc == ENC_OTHER)
+				snprintf(errbuf, errlen, "option compressed is not a string");
 		}
 	}
 	return true;
@@ -294,9 +361,12 @@ forward_frame(const msgpack_object *frame, uint64_t lsn, FrameResult *res,
 	const char *tag;
 	size_t		tag_len;
 	const msgpack_object *opt;
-	bool		gzip;
+	Encoding	enc;
+	WalPos		pos;
 
 	memset(res, 0, sizeof(*res));
+	cursor.lsn = lsn;
+	cursor.k = 0;
 	if (frame->type != MSGPACK_OBJECT_ARRAY)
 		return snprintf(errbuf, errlen, "a frame must be an array"), false;
 	a = frame->via.array.ptr;
@@ -308,10 +378,10 @@ forward_frame(const msgpack_object *frame, uint64_t lsn, FrameResult *res,
 	if (a[1].type == MSGPACK_OBJECT_ARRAY)	/* Forward */
 	{
 		opt = n >= 3 ? &a[2] : NULL;
-		if (n > 3 || !read_option(opt, res, &gzip, errbuf, errlen))
+		if (n > 3 || !read_option(opt, res, &enc, errbuf, errlen))
 			return n > 3 ? (snprintf(errbuf, errlen, "Forward mode frame of %u items", n), false) : false;
 		for (uint32_t i = 0; i < a[1].via.array.size; i++)
-			one_entry(tag, tag_len, &a[1].via.array.ptr[i], lsn);
+			one_entry(tag, tag_len, &a[1].via.array.ptr[i]);
 		return true;
 	}
 	if (a[1].type == MSGPACK_OBJECT_STR || a[1].type == MSGPACK_OBJECT_BIN)	/* PackedForward */
@@ -322,18 +392,21 @@ forward_frame(const msgpack_object *frame, uint64_t lsn, FrameResult *res,
 		opt = n >= 3 ? &a[2] : NULL;
 		if (n > 3)
 			return snprintf(errbuf, errlen, "PackedForward mode frame of %u items", n), false;
-		if (!read_option(opt, res, &gzip, errbuf, errlen))
+		if (!read_option(opt, res, &enc, errbuf, errlen))
 			return false;
-		if (gzip && (data = gunzip(data, len, 8 * (size_t) g_cfg->max_frame, &len, errbuf, errlen)) == NULL)
+		if (enc == ENC_OTHER)
+			return false;		/* read_option said why */
+		if (enc == ENC_GZIP && (data = gunzip(data, len, 8 * (size_t) g_cfg->max_frame, &len, errbuf, errlen)) == NULL)
 			return false;
-		packed_entries(tag, tag_len, data, len, lsn);
+		packed_entries(tag, tag_len, data, len);
 		return true;
 	}
 	/* Message: [tag, time, record, option?] */
 	if (n < 3)
 		return snprintf(errbuf, errlen, "Message mode frame without a record"), false;
-	if (!read_option(n == 4 ? &a[3] : NULL, res, &gzip, errbuf, errlen))
+	if (!read_option(n == 4 ? &a[3] : NULL, res, &enc, errbuf, errlen))
 		return false;
-	one_event(tag, tag_len, &a[1], &a[2], lsn);
+	if (next_event(&pos))
+		one_event(tag, tag_len, &a[1], &a[2], pos);
 	return true;
 }

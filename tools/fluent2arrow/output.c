@@ -13,7 +13,10 @@
  * renames it to PREFIX-YYYYMMDDTHHMMSS.ffffffZ-SEQ.arrow without replacing
  * anything, and fsyncs the directory.  The WAL position of the first frame
  * with rows in a file is kept until the file is finished (the WAL's low
- * water mark).
+ * water mark).  When a file is handed over, the position before which
+ * every event will then be stored is noted with it (checkpoint_bound), and
+ * the finisher records it as the WAL's checkpoint right after the rename,
+ * so that a replay skips the rows already in finished files.
  *
  *-------------------------------------------------------------------------
  */
@@ -41,7 +44,9 @@ typedef struct OutFile
 	int64_t		bytes;			/* batch bodies written */
 	int64_t		opened_ms;
 	int64_t		opened_us;
-	uint64_t	min_lsn;
+	WalPos		first;			/* the position of its first row */
+	WalPos		checkpoint;		/* true once it is finished ... */
+	bool		has_checkpoint; /* ... if set */
 	bool		writeback_only; /* a queue item that asks for writeback */
 	struct OutFile *next;
 } OutFile;
@@ -234,23 +239,49 @@ flush_batch(Route *r)
 	}
 }
 
+/*
+ * The checkpoint that holds once the files handed to the finisher so far
+ * are finished: the position of the next event, or the first row of a
+ * file still open if that is earlier (the finisher finishes files in
+ * order; a file opened later starts after the next event).  The dead
+ * letters before it are made durable first; false when they cannot be,
+ * or a file failed (then no checkpoint is recorded any more).
+ */
+static bool
+checkpoint_bound(WalPos *pos)
+{
+	*pos = forward_position();
+	for (int i = 0; i < g_cfg->n_routes; i++)
+	{
+		OutFile    *f = g_cfg->routes[i].file;
+
+		if (f && walpos_before(f->first, *pos))
+			*pos = f->first;
+	}
+	return deadletter_sync() && !atomic_load(&failed);
+}
+
 /* Hands the route's file (after its last batch) to the finisher */
 static void
 rotate(Route *r)
 {
+	OutFile    *f;
+
 	if (r->file == NULL)
 		return;
 	if (r->batch_n > 0)
 		flush_batch(r);
 	if (r->file == NULL)
 		return;
-	fin_enqueue(r->file);
+	f = r->file;
 	r->file = NULL;
+	f->has_checkpoint = checkpoint_bound(&f->checkpoint);
+	fin_enqueue(f);
 }
 
 /* Creates the route's hidden temporary file */
 static bool
-open_file(Route *r, uint64_t lsn)
+open_file(Route *r, WalPos pos)
 {
 	OutFile    *f = xcalloc(1, sizeof(OutFile));
 	ArrowError	err;
@@ -263,7 +294,7 @@ open_file(Route *r, uint64_t lsn)
 	f->prefix = xstrdup(r->prefix);
 	f->opened_ms = now_ms();
 	f->opened_us = (int64_t) ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
-	f->min_lsn = lsn;
+	f->first = pos;
 	r->file = f;
 	if (arrow_writer_create(f->tmp_path, &r->schema, NULL, &f->w, &err) != ARROW_OK)
 	{
@@ -275,10 +306,10 @@ open_file(Route *r, uint64_t lsn)
 
 /* After a row was appended: batch and rotation by rows and size */
 void
-output_row_added(Route *r, uint64_t lsn)
+output_row_added(Route *r, WalPos pos)
 {
 	g_count.events++;
-	if (r->file == NULL && !open_file(r, lsn))
+	if (r->file == NULL && !open_file(r, pos))
 		return;
 	r->batch_n++;
 	r->file->rows++;
@@ -334,8 +365,11 @@ final_name(const OutFile *f, unsigned n)
 					 (int) (f->opened_us % 1000000), n);
 }
 
-/* Footer, fsync, rename, fsync of the directory (finisher thread) */
-static void
+/*
+ * Footer, fsync, rename, fsync of the directory (finisher thread); false
+ * when the file could not be finished (its events stay in the spool).
+ */
+static bool
 finish_file(OutFile *f)
 {
 	static unsigned seq;
@@ -346,7 +380,7 @@ finish_file(OutFile *f)
 	{
 		logmsg("cannot finish \"%s\": %s; its events stay in the spool until the next start", f->tmp_path, err.message);
 		atomic_store(&failed, true);
-		return;
+		return false;
 	}
 	for (int tries = 0;; tries++)
 	{
@@ -360,16 +394,18 @@ finish_file(OutFile *f)
 				   f->tmp_path, path, strerror(errno));
 			atomic_store(&failed, true);
 			free(path);
-			return;
+			return false;
 		}
 	}
-	if (arrow_writer_sync_dir(path, &err) != ARROW_OK)
+	free(path);
+	if (arrow_writer_sync_dir(f->tmp_path, &err) != ARROW_OK)
 	{
 		logmsg("%s", err.message);
 		atomic_store(&failed, true);
+		return false;
 	}
 	__atomic_fetch_add(&g_count.files, 1, __ATOMIC_RELAXED);
-	free(path);
+	return true;
 }
 
 static void *
@@ -396,8 +432,8 @@ finisher_main(void *arg)
 		pthread_mutex_unlock(&fin_lock);
 		if (f->writeback_only)
 			arrow_writer_start_writeback(f->w);
-		else
-			finish_file(f);
+		else if (finish_file(f) && f->has_checkpoint && !atomic_load(&failed))
+			wal_checkpoint(f->checkpoint);
 		pthread_mutex_lock(&fin_lock);
 		fin_head = f->next;
 		if (fin_head == NULL)
@@ -452,12 +488,12 @@ output_low_water(void)
 	uint64_t	low = UINT64_MAX;
 
 	for (int i = 0; i < g_cfg->n_routes; i++)
-		if (g_cfg->routes[i].file && g_cfg->routes[i].file->min_lsn < low)
-			low = g_cfg->routes[i].file->min_lsn;
+		if (g_cfg->routes[i].file && g_cfg->routes[i].file->first.lsn < low)
+			low = g_cfg->routes[i].file->first.lsn;
 	pthread_mutex_lock(&fin_lock);
 	for (OutFile *f = fin_head; f; f = f->next)
-		if (!f->writeback_only && f->min_lsn < low)
-			low = f->min_lsn;
+		if (!f->writeback_only && f->first.lsn < low)
+			low = f->first.lsn;
 	pthread_mutex_unlock(&fin_lock);
 	return low;
 }

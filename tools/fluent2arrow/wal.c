@@ -17,6 +17,19 @@
  * acknowledged, ends a segment), their files finished, and then removed.
  * A lock file keeps a second process off the spool.
  *
+ * The checkpoint: the finisher, right after a file's rename and the fsync
+ * of its directory, records the position (WalPos) before which every
+ * event is in a finished file or the dead-letter file, in "checkpoint"
+ * (written to "checkpoint.tmp", renamed over it):
+ *
+ *	"F2ACKPT1", le64 LSN, le32 event index, le32 CRC-32 of the 20 bytes before
+ *
+ * A replay skips the events before it, so a crash duplicates next to
+ * nothing.  It is not fsynced: after a power loss the file is the old
+ * one, the new one, or fails its CRC (then everything left is replayed);
+ * each is safe, an older checkpoint skips less.  A new log starts past
+ * the checkpoint's LSN, so that no later event can fall before it.
+ *
  *-------------------------------------------------------------------------
  */
 #include <dirent.h>
@@ -57,6 +70,9 @@ static int	wal_efd = -1;
 static int	seg_fd = -1;
 static int64_t seg_bytes;
 static int	lock_fd = -1;
+
+#define CHECKPOINT_MAGIC "F2ACKPT1"
+#define CHECKPOINT_SIZE 24
 
 static void
 buf_append(Buf *b, const void *p, size_t len)
@@ -322,9 +338,78 @@ wal_truncate(uint64_t low_water)
 	free(seg);
 }
 
-/* Replays one segment's frames; returns the LSN after its last good one */
+/* Records that every event before pos is stored; see fluent2arrow.h */
+void
+wal_checkpoint(WalPos pos)
+{
+	static WalPos last;
+	uint8_t		rec[CHECKPOINT_SIZE];
+	uint32_t	crc;
+	char	   *tmp,
+			   *path;
+	int			fd;
+	bool		ok;
+
+	if (wal_dir == NULL || !walpos_before(last, pos))
+		return;
+	memcpy(rec, CHECKPOINT_MAGIC, 8);
+	for (int i = 0; i < 8; i++)
+		rec[8 + i] = (uint8_t) (pos.lsn >> (8 * i));
+	for (int i = 0; i < 4; i++)
+		rec[16 + i] = (uint8_t) (pos.k >> (8 * i));
+	crc = (uint32_t) crc32(0, rec, 20);
+	for (int i = 0; i < 4; i++)
+		rec[20 + i] = (uint8_t) (crc >> (8 * i));
+	tmp = xasprintf("%s/checkpoint.tmp", wal_dir);
+	path = xasprintf("%s/checkpoint", wal_dir);
+	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	ok = fd >= 0 && write(fd, rec, sizeof(rec)) == (ssize_t) sizeof(rec);
+	if (fd >= 0)
+		ok = close(fd) == 0 && ok;
+	if (ok && rename(tmp, path) == 0)
+		last = pos;
+	else						/* harmless: a replay skips less */
+		logmsg("cannot write the spool checkpoint \"%s\": %s", path, strerror(errno));
+	free(tmp);
+	free(path);
+}
+
+/* The checkpoint a previous run left; false when there is none (or torn) */
+static bool
+read_checkpoint(WalPos *pos)
+{
+	char	   *path = xasprintf("%s/checkpoint", wal_dir);
+	int			fd = open(path, O_RDONLY | O_CLOEXEC);
+	uint8_t		rec[CHECKPOINT_SIZE];
+	bool		ok;
+	uint32_t	crc = 0;
+	WalPos		p = {0, 0};
+
+	ok = fd >= 0 && read(fd, rec, sizeof(rec)) == (ssize_t) sizeof(rec) &&
+		memcmp(rec, CHECKPOINT_MAGIC, 8) == 0;
+	if (fd >= 0)
+		close(fd);
+	free(path);
+	if (!ok)
+		return false;
+	for (int i = 0; i < 8; i++)
+		p.lsn |= (uint64_t) rec[8 + i] << (8 * i);
+	for (int i = 0; i < 4; i++)
+		p.k |= (uint32_t) rec[16 + i] << (8 * i);
+	for (int i = 0; i < 4; i++)
+		crc |= (uint32_t) rec[20 + i] << (8 * i);
+	if (crc != (uint32_t) crc32(0, rec, 20))
+		return false;
+	*pos = p;
+	return true;
+}
+
+/*
+ * Replays one segment's frames, those wholly before skip.lsn unread (their
+ * events are stored); returns the LSN after its last good one.
+ */
 static uint64_t
-replay_segment(uint64_t start, int64_t *frames)
+replay_segment(uint64_t start, WalPos skip, int64_t *frames)
 {
 	char	   *path = seg_path(start);
 	FILE	   *f = fopen(path, "rb");
@@ -343,6 +428,12 @@ replay_segment(uint64_t start, int64_t *frames)
 
 		if (fread(hdr, sizeof(hdr), 1, f) != 1)
 			break;
+		if (lsn < skip.lsn && lsn + sizeof(hdr) + hdr[0] <= skip.lsn &&
+			fseeko(f, hdr[0], SEEK_CUR) == 0)
+		{
+			lsn += sizeof(hdr) + hdr[0];
+			continue;
+		}
 		if (hdr[0] > cap)
 			frame = xrealloc(frame, cap = hdr[0]);
 		if (fread(frame, 1, hdr[0], f) != hdr[0] || crc32(0, frame, hdr[0]) != hdr[1])
@@ -352,7 +443,7 @@ replay_segment(uint64_t start, int64_t *frames)
 			break;
 		}
 		if (msgpack_unpack_next(&u, (const char *) frame, hdr[0], &off) == MSGPACK_UNPACK_SUCCESS &&
-			!forward_frame(&u.data, 0, &res, why, sizeof(why)))
+			!forward_frame(&u.data, lsn, &res, why, sizeof(why)))
 			logmsg("\"%s\": frame at offset %llu: %s", path, (unsigned long long) (lsn - start), why);
 		lsn += sizeof(hdr) + hdr[0];
 		(*frames)++;
@@ -376,10 +467,14 @@ wal_replay(const char *dir, char *errbuf, size_t errlen)
 	uint64_t   *seg = list_segments(&n);
 	int64_t		frames = 0;
 	uint64_t	end = 0;
+	WalPos		skip = {0, 0};
 
+	if (read_checkpoint(&skip))
+		end = skip.lsn + 1;		/* a new log starts past it */
+	forward_skip_before(skip);
 	for (int i = 0; i < n; i++)
 	{
-		uint64_t	e = replay_segment(seg[i], &frames);
+		uint64_t	e = replay_segment(seg[i], skip, &frames);
 
 		if (e > end)
 			end = e;
@@ -396,7 +491,8 @@ wal_replay(const char *dir, char *errbuf, size_t errlen)
 			return snprintf(errbuf, errlen, "the replayed events could not be written"), -1;
 		}
 		wal_truncate(UINT64_MAX);
-		logmsg("replayed %lld frames from %d spool segments", (long long) frames, n);
+		logmsg("replayed %lld frames from %d spool segments (events before position %llu.%u were stored already)",
+			   (long long) frames, n, (unsigned long long) skip.lsn, skip.k);
 	}
 	free(seg);
 	wal_start(end);
