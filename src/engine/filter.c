@@ -30,6 +30,7 @@
 #include "executor/executor.h"
 #include "nodes/makefuncs.h"
 #include "optimizer/optimizer.h"
+#include "utils/rel.h"
 #include "utils/ruleutils.h"
 
 #include "commands/explain.h"
@@ -341,6 +342,7 @@ engine_filter_explain(ScanState *ss, Index scanrelid, const ArrowScanColumn *col
 		prog = own;
 	}
 	ctx = set_deparse_context_plan(es->deparse_cxt, ss->ps.plan, NIL);
+	explain_why_show(es, RelationGetRelid(ss->ss_currentRelation));
 	ExplainPropertyText("Engine", "CPU", es);
 	ExplainPropertyText("Engine Filter",
 						deparse_expression((Node *) make_ands_explicit(quals), ctx,
