@@ -409,12 +409,13 @@ cg_reg(Cg *cg, XpuType type, int scale)
 {
 	int			r;
 
-	if (cg->failed || scale < 0 || scale > XPU_NUMERIC_MAX_SCALE ||
-		(r = xpu_add_reg(cg->b, type, type == XPU_T_NUMERIC ? scale : 0)) < 0)
-	{
-		cg->failed = true;
+	if (cg->failed)
 		return -1;
-	}
+	if (scale < 0 || scale > XPU_NUMERIC_MAX_SCALE)
+		return cg_fail(cg, NULL, "a numeric scale of %d (the engine holds 0 to %d)",
+					   scale, XPU_NUMERIC_MAX_SCALE);
+	if ((r = xpu_add_reg(cg->b, type, type == XPU_T_NUMERIC ? scale : 0)) < 0)
+		return cg_fail(cg, NULL, "more values than the engine's %d registers", XPU_MAX_REGS);
 	Assert(r == cg->nregs);
 	cg->rtype[r] = (uint8) type;
 	cg->rscale[r] = (int16) (type == XPU_T_NUMERIC ? scale : 0);
@@ -1109,7 +1110,7 @@ cg_assign(Cg *cg, CgMerge *m, Expr *e)
 	{
 		if (m->reg < 0)
 			return true;		/* the rows keep their NULL */
-		v = cg_const_reg(cg, XPU_OP_CONST_NULL, m->type, m->scale, 0);
+		v = cg_const_reg(cg, XPU_OP_CONST_NULL, m->type, cg->rscale[m->reg], 0);
 	}
 	else
 		v = cg_expr(cg, e);

@@ -101,7 +101,7 @@ why_deparse(PlannerInfo *root, Index relid, Expr *expr)
 		return nodeToString(e);
 	/* the relation alone in a range table of one: its Vars are varno 1 */
 	ChangeVarNodes(e, relid, 1, 0);
-	return deparse_expression(e, deparse_context_for(name, rte->relid), false, false);
+	return deparse_expression(e, deparse_context_for(name, rte->relid), false, true);
 }
 
 /*
