@@ -12,9 +12,11 @@
  * AND/OR/NOT, NullTest, BooleanTest, IN lists
  * (ScalarArrayOpExpr ... = ANY (const array)), CASE, COALESCE, NULLIF and
  * RelabelType.  Anything else (Params, volatile or unknown functions,
- * other types, numerics beyond 38 digits, LIKE with '_' or an inner '%',
- * whatever needs the session's time zone) is "not compilable": the caller
- * keeps it in PostgreSQL.  doc/engine.md ("What the engine evaluates")
+ * other types, numerics beyond 38 digits, a LIKE pattern ending in its
+ * escape, ILIKE outside a C ctype, whatever needs the rules of a time zone
+ * whose UTC offset changes) is "not compilable": the caller keeps it in
+ * PostgreSQL, and codegen_why_not() says which expression and why (the
+ * line EXPLAIN (VERBOSE) shows, explain_why.c).  doc/engine.md ("What the engine evaluates")
  * lists what compiles, type by type.  A program is never an approximation: every opcode computes
  * exactly what PostgreSQL's function does (the oracle tests of src/xpu).
  *
