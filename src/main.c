@@ -71,6 +71,7 @@ _PG_init(void)
 	pg_warp_gpu_preagg_init();
 	pg_warp_gpuscan_init();
 	pg_warp_hll_init();
+	pg_warp_explain_why_init();
 
 	/*
 	 * everything else that is ours is pg_warp.<name>; reject typos, and

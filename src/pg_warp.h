@@ -46,6 +46,20 @@ extern double pg_warp_engine_startup_cost;
 extern double pg_warp_engine_row_cost;
 extern void pg_warp_gpu_preagg_init(void);
 
+/* in engine/explain_why.c: why a query stays in PostgreSQL (EXPLAIN VERBOSE) */
+struct Expr;
+struct PlannerInfo;
+struct RelOptInfo;
+struct ExplainState;
+extern void pg_warp_explain_why_init(void);
+extern void explain_why_codegen(struct PlannerInfo *root, Index relid, const char *node,
+								struct Expr *fallback);
+extern void explain_why_note(const char *fmt,...) pg_attribute_printf(1, 2);
+extern void explain_why_grouping(struct PlannerInfo *root, struct RelOptInfo *input_rel,
+								 struct RelOptInfo *output_rel);
+extern void explain_why_offered(struct RelOptInfo *rel, const char *node, double cost);
+extern void explain_why_show(struct ExplainState *es, Oid relid);
+
 /* in engine/gpuscan.c */
 extern bool pg_warp_enable_gpuscan;
 extern void pg_warp_gpuscan_init(void);

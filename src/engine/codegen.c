@@ -12,9 +12,11 @@
  * AND/OR/NOT, NullTest, BooleanTest, IN lists
  * (ScalarArrayOpExpr ... = ANY (const array)), CASE, COALESCE, NULLIF and
  * RelabelType.  Anything else (Params, volatile or unknown functions,
- * other types, numerics beyond 38 digits, LIKE with '_' or an inner '%',
- * whatever needs the session's time zone) is "not compilable": the caller
- * keeps it in PostgreSQL.  doc/engine.md ("What the engine evaluates")
+ * other types, numerics beyond 38 digits, a LIKE pattern ending in its
+ * escape, ILIKE outside a C ctype, whatever needs the rules of a time zone
+ * whose UTC offset changes) is "not compilable": the caller keeps it in
+ * PostgreSQL, and codegen_why_not() says which expression and why (the
+ * line EXPLAIN (VERBOSE) shows, explain_why.c).  doc/engine.md ("What the engine evaluates")
  * lists what compiles, type by type.  A program is never an approximation: every opcode computes
  * exactly what PostgreSQL's function does (the oracle tests of src/xpu).
  *
@@ -53,8 +55,10 @@
 #include "utils/lsyscache.h"
 #include "utils/numeric.h"
 #include "utils/pg_locale.h"
+#include "utils/regproc.h"
 #include "utils/syscache.h"
 #include "utils/timestamp.h"
+#include "pgtime.h"
 
 #include "engine/codegen.h"
 #include "xpu/xpu_half.h"
@@ -75,6 +79,9 @@
 #define CGF_DATE_TS	0x200		/* arg 0 (date) converted by DATE_TO_TS */
 #define CGF_IV_US	0x400		/* arg 1: an interval constant of no days
 								 * or months (timestamptz arithmetic) */
+#define CGF_ILIKE	0x800		/* ILIKE: pattern constant, C ctype */
+#define CGF_TZ		0x1000		/* the session's fixed UTC offset as a
+								 * further int8 argument (cg_tz_reg) */
 
 /* how deep codegen_qual_program nests the masks of a qual's conjuncts */
 #define CG_QUAL_NEST	16
@@ -197,6 +204,8 @@ static const CgFunc cg_funcs[] = {
 	F2(F_LIKE_TEXT_TEXT, LIKE_EXACT, TEXT, TEXT, NONE, BOOL, CGF_LIKE),
 	F2(F_TEXTNLIKE, LIKE_EXACT, TEXT, TEXT, NONE, BOOL, CGF_LIKE | CGF_NEGATE),
 	F2(F_NOTLIKE_TEXT_TEXT, LIKE_EXACT, TEXT, TEXT, NONE, BOOL, CGF_LIKE | CGF_NEGATE),
+	F2(F_TEXTICLIKE, ILIKE_MATCH, TEXT, TEXT, NONE, BOOL, CGF_LIKE | CGF_ILIKE),
+	F2(F_TEXTICNLIKE, ILIKE_MATCH, TEXT, TEXT, NONE, BOOL, CGF_LIKE | CGF_ILIKE | CGF_NEGATE),
 	F1(F_LENGTH_TEXT, LENGTH_TEXT, TEXT, NONE, INT4, 0),
 	F1(F_TEXTLEN, LENGTH_TEXT, TEXT, NONE, INT4, 0),
 	F1(F_CHAR_LENGTH_TEXT, LENGTH_TEXT, TEXT, NONE, INT4, 0),
@@ -221,6 +230,10 @@ static const CgFunc cg_funcs[] = {
 	/* date +/- interval: date2timestamp, then timestamp's */
 	F2(F_DATE_PL_INTERVAL, TS_PL_IV, DATE, INTERVAL, NONE, TIMESTAMP, CGF_DATE_TS),
 	F2(F_DATE_MI_INTERVAL, TS_MI_IV, DATE, INTERVAL, NONE, TIMESTAMP, CGF_DATE_TS),
+	/* date::timestamptz and date_trunc of timestamptz in a fixed-offset zone */
+	F1(F_TIMESTAMPTZ_DATE, DATE_TO_TSTZ, DATE, NONE, TIMESTAMPTZ, CGF_TZ),
+	F2(F_DATE_TRUNC_TEXT_TIMESTAMPTZ, DATE_TRUNC_TSTZ, TEXT, TIMESTAMPTZ, NONE, TIMESTAMPTZ,
+	   CGF_FIELD | CGF_TZ),
 	/* timestamptz: what needs no time zone */
 	F2(F_TIMESTAMPTZ_MI, TSTZ_MI_TSTZ, TIMESTAMPTZ, TIMESTAMPTZ, NONE, INTERVAL, 0),
 	F2(F_TIMESTAMPTZ_PL_INTERVAL, TSTZ_PL_IV, TIMESTAMPTZ, INTERVAL, NONE, TIMESTAMPTZ,
@@ -318,9 +331,37 @@ typedef struct Cg
 	bool		in_qual;		/* compiling quals: only values matter */
 	Oid			float2_oid;		/* pg_warp's float2 type, if this database has it */
 	bool		failed;
+	CodegenWhyNot why;			/* the first reason noted (why.why[0]: none) */
 } Cg;
 
+/* why the last compilation failed (codegen_why_not) */
+static CodegenWhyNot cg_last_why;
+
 static int	cg_expr(Cg *cg, Expr *expr);
+
+/*
+ * cg_fail: fails the compilation, noting why expression e (NULL: the
+ * innermost expression cg_expr is compiling) does not compile, unless a
+ * reason is noted already (the first one, the innermost, is the one a user
+ * can act on); returns -1 for the caller to return.
+ */
+static int
+cg_fail(Cg *cg, Expr *e, const char *fmt,...) pg_attribute_printf(3, 4);
+
+static int
+cg_fail(Cg *cg, Expr *e, const char *fmt,...)
+{
+	va_list		ap;
+
+	cg->failed = true;
+	if (cg->why.why[0] != '\0')
+		return -1;
+	va_start(ap, fmt);
+	vsnprintf(cg->why.why, sizeof(cg->why.why), fmt, ap);
+	va_end(ap);
+	cg->why.expr = e;
+	return -1;
+}
 
 /*
  * codegen_float2_type: the OID of pg_warp's float2 type (pgwarp.float2) in
@@ -370,12 +411,13 @@ cg_reg(Cg *cg, XpuType type, int scale)
 {
 	int			r;
 
-	if (cg->failed || scale < 0 || scale > XPU_NUMERIC_MAX_SCALE ||
-		(r = xpu_add_reg(cg->b, type, type == XPU_T_NUMERIC ? scale : 0)) < 0)
-	{
-		cg->failed = true;
+	if (cg->failed)
 		return -1;
-	}
+	if (scale < 0 || scale > XPU_NUMERIC_MAX_SCALE)
+		return cg_fail(cg, NULL, "a numeric scale of %d (the engine holds 0 to %d)",
+					   scale, XPU_NUMERIC_MAX_SCALE);
+	if ((r = xpu_add_reg(cg->b, type, type == XPU_T_NUMERIC ? scale : 0)) < 0)
+		return cg_fail(cg, NULL, "more values than the engine's %d registers", XPU_MAX_REGS);
 	Assert(r == cg->nregs);
 	cg->rtype[r] = (uint8) type;
 	cg->rscale[r] = (int16) (type == XPU_T_NUMERIC ? scale : 0);
@@ -473,15 +515,28 @@ cg_load_vars(Cg *cg, Node *expr)
 		XpuColKind	kind;
 
 		if (!IsA(v, Var) || v->varno != cg->scan->scanrelid ||
-			v->varlevelsup != 0 || v->varattno <= 0 || type == XPU_T_NONE)
+			v->varlevelsup != 0 || v->varattno <= 0)
+		{
+			cg_fail(cg, (Expr *) v, "a column of another relation, a system column or a whole row");
 			return false;
+		}
+		if (type == XPU_T_NONE)
+		{
+			cg_fail(cg, (Expr *) v, "type %s is not one the engine computes",
+						   format_type_be(v->vartype));
+			return false;
+		}
 		for (i = 0; i < cg->nvars && cg->var_attno[i] != v->varattno; i++)
 			;
 		if (i < cg->nvars)
 			continue;
 		if (!cg->scan->column(cg->scan->column_arg, v->varattno, v->vartype,
 							  &col, &kind, &scale))
+		{
+			cg_fail(cg, (Expr *) v, "the engine cannot load this %s column exactly",
+					format_type_be(v->vartype));
 			return false;
+		}
 		/* a utf8 column's "scale" is its length limit, not the register's */
 		reg = cg_reg(cg, type, kind == XPU_COL_UTF8 ? 0 : scale);
 		desc = xpu_add_column(cg->b, col, kind, scale);
@@ -580,7 +635,8 @@ cg_const(Cg *cg, Const *c)
 	int32		off;
 
 	if (type == XPU_T_NONE)
-		return -1;
+		return cg_fail(cg, (Expr *) c, "type %s is not one the engine computes",
+					   format_type_be(c->consttype));
 	if (c->constisnull)
 		return cg_const_reg(cg, XPU_OP_CONST_NULL, type, 0, 0);
 	switch (type)
@@ -609,7 +665,7 @@ cg_const(Cg *cg, Const *c)
 				uint64		w[2];
 
 				if (!cg_numeric_value(c->constvalue, &v, &scale))
-					return -1;
+					return cg_fail(cg, (Expr *) c, "a numeric constant beyond 38 digits, NaN or infinite");
 				w[0] = (uint64) v;
 				w[1] = (uint64) ((unsigned __int128) v >> 64);
 				off = xpu_add_const(cg->b, w, sizeof(w));
@@ -687,7 +743,12 @@ cg_lookup(Oid fn)
 	return NULL;
 }
 
-/* may a text function of flags run in collation collid */
+/*
+ * may a text function of flags run in collation collid; ILIKE only where
+ * the collation's ctype is C, where PostgreSQL's lower() folds ASCII A-Z
+ * alone (asc_tolower) whatever the characters: any other ctype folds by
+ * its locale's rules, which the engine does not have
+ */
 static bool
 cg_collation_ok(int flags, Oid collid)
 {
@@ -695,15 +756,32 @@ cg_collation_ok(int flags, Oid collid)
 		return true;
 	if (!OidIsValid(collid))
 		return false;
+	if (flags & CGF_ILIKE)
+		return lc_ctype_is_c(collid);
 	if (lc_collate_is_c(collid))
 		return true;
 	return !(flags & CGF_ORDER) && get_collation_isdeterministic(collid);
 }
 
+/* cg_fail for a text function of flags that may not run in collation collid */
+static int
+cg_collation_fail(Cg *cg, int flags, Oid collid)
+{
+	const char *name = OidIsValid(collid) ? get_collation_name(collid) : NULL;
+
+	if (name == NULL)
+		return cg_fail(cg, NULL, "no collation");
+	if (flags & CGF_ILIKE)
+		return cg_fail(cg, NULL, "ILIKE in collation \"%s\", whose case folding is not C's", name);
+	if ((flags & CGF_ORDER) && get_collation_isdeterministic(collid))
+		return cg_fail(cg, NULL, "text order in collation \"%s\", which is not bytewise", name);
+	return cg_fail(cg, NULL, "nondeterministic collation \"%s\"", name);
+}
+
 /*
- * A LIKE pattern as one of the engine's matchers: *op and the literal
- * (escapes resolved) in buf/len; false for '_', an inner '%', or a
- * trailing escape (PostgreSQL raises an error for that one).
+ * A LIKE pattern as one of the engine's matchers of one literal: *op and
+ * the literal (escapes resolved) in buf/len; false for '_', an inner '%',
+ * or a trailing escape (xpu_like_match's forms).
  */
 static bool
 cg_like_pattern(const char *p, int plen, XpuOpcode *op, char *buf, int *len)
@@ -737,27 +815,82 @@ cg_like_pattern(const char *p, int plen, XpuOpcode *op, char *buf, int *len)
 	return true;
 }
 
-/* text LIKE constant pattern; reg holds the text */
+/* does LIKE pattern p end in an escape that escapes nothing */
+static bool
+cg_like_dangling_escape(const char *p, int plen)
+{
+	for (int i = 0; i < plen; i++)
+	{
+		if (p[i] == '\\' && ++i >= plen)
+			return true;
+	}
+	return false;
+}
+
+/*
+ * text LIKE (ILIKE where fold) a constant pattern (the ESCAPE clause is a
+ * like_escape() call that the planner folded into a pattern of '\'
+ * escapes); reg holds the text.  A LIKE pattern of one literal compiles to
+ * its matcher (cg_like_pattern), any other to LIKE_MATCH; ILIKE to
+ * ILIKE_MATCH with the pattern lowered as PostgreSQL's lower() lowers it in
+ * a C ctype (cg_collation_ok), which then matches the lowered text.  A
+ * pattern that ends in an escape stays in PostgreSQL: it raises 22025 only
+ * where a match reaches the end of the pattern.
+ */
 static int
-cg_like(Cg *cg, int reg, Expr *pattern)
+cg_like(Cg *cg, int reg, Expr *pattern, bool fold)
 {
 	Const	   *c = (Const *) pattern;
 	text	   *t;
+	const char *p;
 	char	   *buf;
-	int			len,
+	int			plen,
+				len,
 				r;
 	XpuOpcode	op;
 
-	if (!IsA(pattern, Const) || c->constisnull || c->consttype != TEXTOID)
-		return -1;
+	if (!IsA(pattern, Const) || c->consttype != TEXTOID)
+		return cg_fail(cg, NULL, "the pattern is not a text constant");
+	if (c->constisnull)
+		return cg_fail(cg, NULL, "the pattern is NULL");
 	t = DatumGetTextPP(c->constvalue);
-	buf = palloc(VARSIZE_ANY_EXHDR(t) + 1);
-	if (!cg_like_pattern(VARDATA_ANY(t), VARSIZE_ANY_EXHDR(t), &op, buf, &len))
-		return -1;
+	p = VARDATA_ANY(t);
+	plen = VARSIZE_ANY_EXHDR(t);
+	if (cg_like_dangling_escape(p, plen))
+		return cg_fail(cg, NULL, "the pattern ends with the escape character");
+	buf = palloc(plen + 1);
+	if (fold || !cg_like_pattern(p, plen, &op, buf, &len))
+	{
+		op = fold ? XPU_OP_ILIKE_MATCH : XPU_OP_LIKE_MATCH;
+		for (len = 0; len < plen; len++)
+			buf[len] = fold ? pg_ascii_tolower((unsigned char) p[len]) : p[len];
+	}
 	r = cg_reg(cg, XPU_T_BOOL, 0);
 	if (r < 0 || !cg_emit(cg, op, r, reg, 0, 0, xpu_add_const_text(cg->b, buf, len)))
 		return -1;
 	return r;
+}
+
+/*
+ * A register of the session's UTC offset (seconds, PostgreSQL's sign: west
+ * of Greenwich positive), where its time zone has one fixed offset
+ * (pg_get_timezone_offset): then date2timestamptz and timestamptz_trunc
+ * are the same arithmetic on every date.  A zone with daylight saving time
+ * or any other change of offset stays in PostgreSQL.  Executors compile
+ * their programs again (under the TimeZone of that moment).
+ */
+static int
+cg_tz_reg(Cg *cg)
+{
+	long int	gmtoff;
+	int64		tz;
+
+	if (session_timezone == NULL || !pg_get_timezone_offset(session_timezone, &gmtoff))
+		return cg_fail(cg, NULL, "the time zone \"%s\" changes its UTC offset",
+					   session_timezone ? pg_get_timezone_name(session_timezone) : "?");
+	tz = -(int64) gmtoff;
+	return cg_const_reg(cg, XPU_OP_CONST_INT, XPU_T_INT8, 0,
+						xpu_add_const(cg->b, &tz, sizeof(tz)));
 }
 
 /*
@@ -824,13 +957,16 @@ cg_call(Cg *cg, Oid fn, List *args, Oid collid)
 				first = 0,
 				r;
 
-	if (f == NULL || list_length(args) != f->nargs || !cg_collation_ok(f->flags, collid) ||
-		((f->flags & CGF_IV_US) && !cg_iv_us_only(lsecond(args))))
-		return -1;
+	if (f == NULL || list_length(args) != f->nargs)
+		return cg_fail(cg, NULL, "function %s has no engine form", format_procedure(fn));
+	if (!cg_collation_ok(f->flags, collid))
+		return cg_collation_fail(cg, f->flags, collid);
+	if ((f->flags & CGF_IV_US) && !cg_iv_us_only(lsecond(args)))
+		return cg_fail(cg, NULL, "an interval of days or months (its length depends on the time zone)");
 	if (f->flags & CGF_FIELD)
 	{
 		if ((imm = cg_date_field(linitial(args), f->op)) == 0)
-			return -1;
+			return cg_fail(cg, NULL, "a unit or field the engine does not compute here");
 		first = 1;
 	}
 	for (int i = first; i < f->nargs; i++)
@@ -851,8 +987,10 @@ cg_call(Cg *cg, Oid fn, List *args, Oid collid)
 			return -1;
 		regs[0] = r;
 	}
+	if ((f->flags & CGF_TZ) && (regs[f->nargs - first] = cg_tz_reg(cg)) < 0)
+		return -1;
 	if (f->flags & CGF_LIKE)
-		r = cg_like(cg, regs[0], lsecond(args));
+		r = cg_like(cg, regs[0], lsecond(args), (f->flags & CGF_ILIKE) != 0);
 	else
 	{
 		r = cg_reg(cg, (XpuType) f->result, cg_result_scale(f, regs, cg, imm));
@@ -1004,7 +1142,7 @@ cg_assign(Cg *cg, CgMerge *m, Expr *e)
 	{
 		if (m->reg < 0)
 			return true;		/* the rows keep their NULL */
-		v = cg_const_reg(cg, XPU_OP_CONST_NULL, m->type, m->scale, 0);
+		v = cg_const_reg(cg, XPU_OP_CONST_NULL, m->type, cg->rscale[m->reg], 0);
 	}
 	else
 		v = cg_expr(cg, e);
@@ -1342,6 +1480,28 @@ cg_in_list(Cg *cg, ScalarArrayOpExpr *s)
 
 /* ---------------- the walker ---------------- */
 
+/* what a user calls an expression node that codegen never compiles */
+static const char *
+cg_node_kind(Expr *expr)
+{
+	switch (nodeTag(expr))
+	{
+		case T_Param: return "a query parameter (the engine compiles constants)";
+		case T_SubPlan:
+		case T_AlternativeSubPlan: return "a subquery";
+		case T_CoerceViaIO: return "a cast through text input and output";
+		case T_ArrayCoerceExpr:
+		case T_ArrayExpr: return "an array";
+		case T_RowExpr:
+		case T_RowCompareExpr: return "a row";
+		case T_MinMaxExpr: return "GREATEST or LEAST";
+		case T_SQLValueFunction: return "CURRENT_DATE, CURRENT_USER and the like";
+		case T_DistinctExpr: return "IS DISTINCT FROM";
+		case T_Aggref: return "an aggregate inside an expression";
+		default: return "this kind of expression";
+	}
+}
+
 /*
  * cg_expr: compile expr; returns the register that holds its value, or -1
  * if the expression (or a part of it) is not compilable.
@@ -1400,13 +1560,17 @@ cg_expr(Cg *cg, Expr *expr)
 				r = -1;
 			break;
 		default:
+			r = cg_fail(cg, expr, "%s", cg_node_kind(expr));
 			break;
 	}
 	/* the value must have the engine type of the expression's type */
 	if (r >= 0 && cg->rtype[r] != cg_type(cg, exprType((Node *) expr)))
-		r = -1;
+		r = cg_fail(cg, expr, "type %s is not one the engine computes",
+					format_type_be(exprType((Node *) expr)));
 	if (r < 0)
-		cg->failed = true;
+		cg_fail(cg, expr, "the engine does not compile it");
+	if (r < 0 && cg->why.expr == NULL)
+		cg->why.expr = expr;	/* the innermost expression of a reason */
 	return r;
 }
 
@@ -1503,7 +1667,12 @@ cg_finish(Cg *cg, bool ok)
 	{
 		xpu_builder_fold_moves(cg->b);
 		prog = xpu_builder_finish(cg->b, errbuf, sizeof(errbuf));
+		if (prog == NULL)
+			cg_fail(cg, NULL, "the program is beyond the engine's limits (%s)", errbuf);
 	}
+	if (prog == NULL && cg->why.why[0] == '\0')
+		cg_fail(cg, NULL, "the program is beyond the engine's limits");
+	cg_last_why = cg->why;
 	xpu_builder_free(cg->b);
 	pfree(cg);
 	return prog;
@@ -1570,6 +1739,18 @@ codegen_expr_supported(const CodegenScan *scan, Expr *expr)
 
 	free(prog);
 	return prog != NULL;
+}
+
+/*
+ * codegen_why_not: why the last codegen_qual_program, codegen_proj_program
+ * or codegen_expr_supported of this backend compiled nothing (or nothing
+ * but a reason, after one that compiled).  expr points into the caller's
+ * trees: the caller reads it before those are freed.
+ */
+const CodegenWhyNot *
+codegen_why_not(void)
+{
+	return &cg_last_why;
 }
 
 /* codegen_disassemble: the program in readable form (palloc'ed) */

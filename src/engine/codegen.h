@@ -28,12 +28,24 @@ typedef struct CodegenScan
 	void	   *column_arg;
 } CodegenScan;
 
+/*
+ * Why a compilation failed: the innermost expression that does not compile
+ * (a node of the caller's trees; NULL where the reason is the whole
+ * program's) and why, in a few words (codegen_why_not).
+ */
+typedef struct CodegenWhyNot
+{
+	Expr	   *expr;
+	char		why[160];
+} CodegenWhyNot;
+
 /* in codegen.c */
 extern bool codegen_expr_supported(const CodegenScan *scan, Expr *expr);
 extern XpuProgram *codegen_qual_program(const CodegenScan *scan, List *quals);
 extern XpuProgram *codegen_proj_program(const CodegenScan *scan, List *quals,
 										List *exprs);
 extern char *codegen_disassemble(const XpuProgram *prog);
+extern const CodegenWhyNot *codegen_why_not(void);
 extern Oid	codegen_float2_type(void);
 
 #endif							/* PG_WARP_CODEGEN_H */

@@ -31,6 +31,7 @@
 #include "nodes/makefuncs.h"
 #include "optimizer/cost.h"
 #include "optimizer/optimizer.h"
+#include "utils/rel.h"
 #include "utils/ruleutils.h"
 
 #include "commands/explain.h"
@@ -358,6 +359,7 @@ engine_filter_explain(ScanState *ss, Index scanrelid, const ArrowScanColumn *col
 		prog = own;
 	}
 	ctx = set_deparse_context_plan(es->deparse_cxt, ss->ps.plan, NIL);
+	explain_why_show(es, RelationGetRelid(ss->ss_currentRelation));
 	ExplainPropertyText("Engine", "CPU", es);
 	ExplainPropertyText("Engine Filter",
 						deparse_expression((Node *) make_ands_explicit(quals), ctx,

@@ -620,6 +620,8 @@ gpa_compiles(PlannerInfo *root, GpaPlanInfo *pi)
 	bool		ok = prog != NULL;
 
 	table_close(rel, NoLock);
+	if (scan != NULL && !ok)
+		explain_why_codegen(root, pi->relid, "GpuPreAgg", NULL);
 	if (ok)
 	{
 		ListCell   *lc;
@@ -854,8 +856,12 @@ gpa_upper_paths(PlannerInfo *root, UpperRelationKind stage, RelOptInfo *input_re
 		!pg_warp_enable_gpupreagg || !pg_warp_preloaded ||
 		input_rel->cheapest_total_path == NULL)
 		return;
-	if ((pi = gpa_plan_info(root, input_rel, output_rel, gx, false)) == NULL ||
-		!gpa_compiles(root, pi))
+	if ((pi = gpa_plan_info(root, input_rel, output_rel, gx, false)) == NULL)
+	{
+		explain_why_grouping(root, input_rel, output_rel);
+		return;
+	}
+	if (!gpa_compiles(root, pi))
 		return;
 	if (root->parse->groupClause != NIL && !grouping_is_hashable(root->parse->groupClause))
 		return;
@@ -888,6 +894,7 @@ gpa_upper_paths(PlannerInfo *root, UpperRelationKind stage, RelOptInfo *input_re
 	if (heap)
 		cp->path.startup_cost += input_rel->pages * seq_page_cost + rows_in * cpu_tuple_cost;
 	cp->path.total_cost = cp->path.startup_cost + ngroups * cpu_tuple_cost;
+	explain_why_offered(output_rel, "GpuPreAgg", cp->path.total_cost);
 	add_path(output_rel, (Path *) cp);
 	if (heap)
 		gpa_parallel_paths(root, input_rel, output_rel, gx, ngroups);

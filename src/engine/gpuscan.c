@@ -333,6 +333,8 @@ gs_heap_pathlist(PlannerInfo *root, RelOptInfo *rel, Index rti, RangeTblEntry *r
 		return;
 	r = table_open(rte->relid, NoLock);
 	engine = gs_heap_split(r, rel->relid, quals, &rest, &attnos);
+	if (rest != NIL)
+		explain_why_codegen(root, rel->relid, "GpuScan", linitial(rest));
 	if (engine != NIL)
 		prog = codegen_qual_program(gs_heap_codegen(r, rel->relid, engine, &attnos), engine);
 	table_close(r, NoLock);
@@ -398,6 +400,8 @@ gs_rel_pathlist(PlannerInfo *root, RelOptInfo *rel, Index rti, RangeTblEntry *rt
 		if (!gs_column_ok(&ec->cols[i]))
 			return;
 	engine = engine_filter_split(quals, rel->relid, ec, &rest);
+	if (rest != NIL)
+		explain_why_codegen(root, rel->relid, "GpuScan", linitial(rest));
 	if (engine == NIL)
 		return;
 	prog = codegen_qual_program(&(CodegenScan) {rel->relid, engine_column_hook, ec}, engine);
@@ -1253,6 +1257,7 @@ gs_explain(CustomScanState *node, List *ancestors, ExplainState *es)
 		"Batches Rechecked by PostgreSQL", "Bytes Read", "Bytes Returned", NULL, NULL,
 	"Service Requests"};
 
+	explain_why_show(es, RelationGetRelid(rel));
 	if (st->heap)
 	{
 		gs_heap_explain(st, ctx, es);

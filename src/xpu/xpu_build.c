@@ -784,6 +784,28 @@ col_type_ok(const XpuColumn *c, const XpuReg *r)
 	}
 }
 
+/*
+ * a LIKE pattern for xpu_like_match: a text constant whose every '\\'
+ * has a byte after it (the matcher reads it unchecked)
+ */
+static int
+like_pattern_ok(const XpuProgram *prog, int64_t off)
+{
+	int32_t		len;
+	const char *p;
+
+	if (!const_text_ok(prog, off))
+		return 0;
+	memcpy(&len, XPU_CONSTS(prog) + off, 4);
+	p = XPU_CONSTS(prog) + off + 4;
+	for (int32_t i = 0; i < len; i++)
+	{
+		if (p[i] == '\\' && ++i >= len)
+			return 0;
+	}
+	return 1;
+}
+
 /* the immediate of one instruction */
 static int
 imm_ok(const XpuProgram *prog, const XpuInstr *in)
@@ -807,11 +829,14 @@ imm_ok(const XpuProgram *prog, const XpuInstr *in)
 		case XPU_OP_LIKE_PREFIX:
 		case XPU_OP_LIKE_SUFFIX:
 		case XPU_OP_LIKE_INFIX: return const_text_ok(prog, in->imm);
+		case XPU_OP_LIKE_MATCH:
+		case XPU_OP_ILIKE_MATCH: return like_pattern_ok(prog, in->imm);
 		case XPU_OP_IN_INT:
 		case XPU_OP_IN_F8:
 		case XPU_OP_IN_TEXT: return in_list_ok(prog, in);
 		case XPU_OP_DATE_PART_TS:
 		case XPU_OP_DATE_TRUNC_TS:
+		case XPU_OP_DATE_TRUNC_TSTZ:
 		case XPU_OP_EXTRACT_TS:
 		case XPU_OP_EXTRACT_DATE:
 		case XPU_OP_DATE_PART_IV:
@@ -1078,6 +1103,7 @@ out_imm(Out *o, const XpuProgram *prog, const XpuInstr *in)
 		case XPU_OP_IN_TEXT: out_in_list(o, prog, in); break;
 		case XPU_OP_DATE_PART_TS:
 		case XPU_OP_DATE_TRUNC_TS:
+		case XPU_OP_DATE_TRUNC_TSTZ:
 		case XPU_OP_EXTRACT_TS:
 		case XPU_OP_EXTRACT_DATE:
 		case XPU_OP_DATE_PART_IV:

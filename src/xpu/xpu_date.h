@@ -10,9 +10,11 @@
  * integer ones (EQ_INT, ...).  Errors are 22008 with PostgreSQL's messages.
  * date_part() returns float8 as PostgreSQL 15's date_part(text, timestamp)
  * does (an infinite input gives +-Infinity for year and epoch, NULL for the
- * other fields); date_trunc() works on timestamp without time zone.
- * timestamptz fields and date_trunc need a time zone: not implemented, so
- * codegen must keep them in PostgreSQL.  Interval opcodes: xpu_interval.h.
+ * other fields); date_trunc() works on timestamp without time zone, and on
+ * timestamptz (and date::timestamptz) only in a time zone of one fixed UTC
+ * offset, which codegen passes in a register (seconds, PostgreSQL's sign:
+ * west of Greenwich is positive); other timestamptz fields need the zone's
+ * rules: codegen keeps them in PostgreSQL.  Interval opcodes: xpu_interval.h.
  *
  *-------------------------------------------------------------------------
  */
@@ -68,6 +70,7 @@ xpu_date_field_ok(int op, int f)
 			return f != XPU_DF_HOUR && f != XPU_DF_MINUTE && f != XPU_DF_SECOND &&
 				f != XPU_DF_MILLISECONDS && f != XPU_DF_MICROSECONDS;
 		case XPU_OP_DATE_TRUNC_TS:
+		case XPU_OP_DATE_TRUNC_TSTZ:
 			return f <= XPU_DF_SECOND ||
 				(f >= XPU_DF_DECADE && f <= XPU_DF_MICROSECONDS);
 		case XPU_OP_DATE_PART_IV:
@@ -498,6 +501,54 @@ XPU_STEP(DATE_TRUNC_TS)
 		XPU_DATE_ERROR(s, "timestamp out of range");
 	else
 		XPU_SET_I(s, r);
+}
+
+/*
+ * date::timestamptz (date2timestamptz) in a zone of fixed offset b: the
+ * date's local midnight; 22008 for dates past the timestamp range, before
+ * or after the offset is applied
+ */
+XPU_STEP(DATE_TO_TSTZ)
+{
+	int64_t		d = s->a->i;
+
+	if (d == XPU_DATEVAL_NOBEGIN)
+		XPU_SET_I(s, XPU_DT_NOBEGIN);
+	else if (d == XPU_DATEVAL_NOEND)
+		XPU_SET_I(s, XPU_DT_NOEND);
+	else if (d >= 109203528 - XPU_POSTGRES_EPOCH_JDATE ||
+			 !xpu_timestamp_valid(d * XPU_USECS_PER_DAY + s->b->i * XPU_USECS_PER_SEC))
+		XPU_DATE_ERROR(s, "date out of range for timestamp");
+	else
+		XPU_SET_I(s, d * XPU_USECS_PER_DAY + s->b->i * XPU_USECS_PER_SEC);
+}
+
+/*
+ * date_trunc(unit, timestamptz) in a zone of fixed offset b
+ * (timestamptz_trunc): the local time truncated, back to UTC; 22008 where
+ * the truncated local date is before 4714-11-24 BC (tm2timestamp's Julian
+ * check) or the result past the timestamp range
+ */
+XPU_STEP(DATE_TRUNC_TSTZ)
+{
+	int64_t		t = s->a->i,
+				tz = s->b->i * XPU_USECS_PER_SEC,
+				local, days, r;
+	int			f = s->ins->imm;
+
+	if (!xpu_ts_finite(t))
+	{
+		XPU_SET_I(s, t);
+		return;
+	}
+	local = t - tz;
+	days = xpu_floor_div(local, XPU_USECS_PER_DAY);
+	r = xpu_trunc_days(days, f) * XPU_USECS_PER_DAY +
+		xpu_trunc_tod(local - days * XPU_USECS_PER_DAY, f);
+	if (r < XPU_TIMESTAMP_MIN || !xpu_timestamp_valid(r + tz))
+		XPU_DATE_ERROR(s, "timestamp out of range");
+	else
+		XPU_SET_I(s, r + tz);
 }
 
 #endif							/* XPU_DATE_H */

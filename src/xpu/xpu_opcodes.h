@@ -24,8 +24,8 @@
  * Immediates (XpuInstr.imm): CONST_* / IN_* / LIKE_* take a byte offset
  * into the constants pool (CONST_F2: the half's 16 bits themselves);
  * LOAD_COL's imm is a column descriptor index;
- * DATE_PART_TS, DATE_TRUNC_TS, EXTRACT_TS, EXTRACT_DATE, DATE_PART_IV and
- * EXTRACT_IV take an
+ * DATE_PART_TS, DATE_TRUNC_TS, DATE_TRUNC_TSTZ, EXTRACT_TS, EXTRACT_DATE,
+ * DATE_PART_IV and EXTRACT_IV take an
  * XpuDateField (xpu_date_field_ok says which each accepts; EXTRACT_*'s
  * destination scale is xpu_extract_scale's); CONST_BOOL its value;
  * CONST_IV an offset to an XpuInterval.
@@ -139,6 +139,8 @@
 	X(LIKE_PREFIX, VAL, 1, BOOL, TEXT, NONE, NONE, "$d = $a LIKE $k || '%'") \
 	X(LIKE_SUFFIX, VAL, 1, BOOL, TEXT, NONE, NONE, "$d = $a LIKE '%' || $k") \
 	X(LIKE_INFIX,  VAL, 1, BOOL, TEXT, NONE, NONE, "$d = $a LIKE '%' || $k || '%'") \
+	X(LIKE_MATCH,  VAL, 1, BOOL, TEXT, NONE, NONE, "$d = $a LIKE $k") \
+	X(ILIKE_MATCH, VAL, 1, BOOL, TEXT, NONE, NONE, "$d = $a ILIKE $k (ASCII case folding)") \
 	X(LENGTH_TEXT, VAL, 1, INT4, TEXT, NONE, NONE, "$d = length($a)") \
 	X(SUBSTR_FROM, VAL, 2, TEXT, TEXT, INT4, NONE, "$d = substring($a from $b)") \
 	X(SUBSTR_FOR,  VAL, 3, TEXT, TEXT, INT4, INT4, "$d = substring($a from $b for $c)") \
@@ -153,6 +155,8 @@
 	X(EXTRACT_TS, VAL, 1, NUMERIC, TIMESTAMP, NONE, NONE, "$d = extract($k from $a)") \
 	X(EXTRACT_DATE, VAL, 1, NUMERIC, DATE, NONE, NONE, "$d = extract($k from $a)") \
 	X(DATE_CMP_TS, VAL, 1, TIMESTAMP, DATE, NONE, NONE, "$d = $a::timestamp (to compare)") \
+	X(DATE_TO_TSTZ, VAL, 2, TIMESTAMPTZ, DATE, INT8, NONE, "$d = $a::timestamptz (zone offset $b)") \
+	X(DATE_TRUNC_TSTZ, VAL, 2, TIMESTAMPTZ, TIMESTAMPTZ, INT8, NONE, "$d = date_trunc($k, $a) (zone offset $b)") \
 	/* interval */ \
 	X(EQ_IV, VAL, 2, BOOL, INTERVAL, INTERVAL, NONE, "$d = $a = $b") \
 	X(NE_IV, VAL, 2, BOOL, INTERVAL, INTERVAL, NONE, "$d = $a <> $b") \

@@ -7,9 +7,11 @@
  *
  * Comparisons are bytewise (memcmp order, a prefix sorts first), which is
  * PostgreSQL's C collation; codegen keeps any other collation in
- * PostgreSQL.  LIKE patterns are compiled by codegen into one literal (the
- * escapes resolved) matched exactly, as a prefix, a suffix or anywhere;
- * the literal sits in the constants pool as int32 length + bytes.
+ * PostgreSQL.  A LIKE pattern of one literal (the escapes resolved) is
+ * matched exactly, as a prefix, a suffix or anywhere (LIKE_EXACT ..
+ * LIKE_INFIX); any other pattern, and every ILIKE, by xpu_like_match,
+ * PostgreSQL's UTF8_MatchText.  Literals and patterns sit in the constants
+ * pool as int32 length + bytes.
  * Characters are counted as PostgreSQL's pg_utf_mblen does (the lead byte
  * gives the length); substring() follows text_substring(): a start below 1
  * shortens the length, a negative length raises 22011.
@@ -104,6 +106,134 @@ XPU_STEP(LIKE_INFIX)
 	for (pos = 0; pos + k.len <= s->a->t.len && !found; pos++)
 		found = xpu_text_at(&s->a->t, pos, &k);
 	XPU_SET_I(s, found);
+}
+
+/* the byte position of the character after the one at byte pos (NextChar) */
+XPU_HOST_DEVICE int32_t
+xpu_utf8_next(const XpuText *t, int32_t pos)
+{
+	do
+		pos++;
+	while (pos < t->len && ((uint8_t) t->p[pos] & 0xc0) == 0x80);
+	return pos;
+}
+
+/* byte i of t, A-Z as a-z where fold (asc_tolower, as lower() in C ctype) */
+XPU_HOST_DEVICE uint8_t
+xpu_like_byte(const XpuText *t, int32_t i, int fold)
+{
+	uint8_t		c = (uint8_t) t->p[i];
+
+	return (fold && c >= 'A' && c <= 'Z') ? (uint8_t) (c + ('a' - 'A')) : c;
+}
+
+/* what a run of xpu_like_run ended in */
+#define XPU_LIKE_FALSE		0	/* a mismatch before any '%' */
+#define XPU_LIKE_TRUE		1
+#define XPU_LIKE_ABORT		2	/* no later start can match either */
+#define XPU_LIKE_PERCENT	3	/* *pi is at a '%' */
+
+/*
+ * The main loop of PostgreSQL's MatchText from text byte *ti and pattern
+ * byte *pi, up to the next '%' of the pattern: literal bytes (a '\' makes
+ * the next one literal) compare bytewise, '_' skips one character.
+ */
+XPU_HOST_DEVICE int
+xpu_like_run(const XpuText *t, const XpuText *p, int32_t *ti, int32_t *pi, int fold)
+{
+	while (*ti < t->len && *pi < p->len)
+	{
+		uint8_t		c = (uint8_t) p->p[*pi];
+
+		if (c == '%')
+			return XPU_LIKE_PERCENT;
+		if (c == '_')
+		{
+			*ti = xpu_utf8_next(t, *ti);
+			(*pi)++;
+			continue;
+		}
+		if (c == '\\')
+			c = (uint8_t) p->p[++(*pi)];	/* codegen: never the last byte */
+		if (c != xpu_like_byte(t, *ti, fold))
+			return XPU_LIKE_FALSE;
+		(*ti)++;
+		(*pi)++;
+	}
+	if (*ti < t->len)
+		return XPU_LIKE_FALSE;	/* the pattern ended first */
+	while (*pi < p->len && p->p[*pi] == '%')
+		(*pi)++;
+	return *pi >= p->len ? XPU_LIKE_TRUE : XPU_LIKE_ABORT;
+}
+
+/*
+ * xpu_like_match: does t match LIKE pattern p, exactly as PostgreSQL's
+ * UTF8_MatchText decides (fold: ILIKE, whose text PostgreSQL lowers with
+ * asc_tolower in a C ctype; codegen lowered p).  MatchText recurses at each
+ * '%' over the text positions whose byte equals the next literal; a
+ * recursive call that reaches a '%' itself returns only TRUE or ABORT, so
+ * only the innermost '%' is ever resumed, and its position is all this
+ * loop keeps.  A pattern never ends in '\' (codegen keeps it in
+ * PostgreSQL, which raises 22025 when the match reaches it).
+ */
+XPU_HOST_DEVICE int
+xpu_like_match(const XpuText *t, const XpuText *p, int fold)
+{
+	int32_t		ti = 0,
+				pi = 0,
+				star_p = -1,	/* the pattern after the innermost '%' */
+				star_t = 0;		/* the text position tried for it */
+	uint8_t		first = 0;		/* the literal byte that follows it */
+
+	for (;;)
+	{
+		int			r = xpu_like_run(t, p, &ti, &pi, fold);
+
+		if (r == XPU_LIKE_PERCENT)
+		{
+			/* '%' and '_' after it: skip as many characters as '_'s */
+			for (pi++; pi < p->len && (p->p[pi] == '%' || p->p[pi] == '_'); pi++)
+			{
+				if (p->p[pi] == '_')
+				{
+					if (ti >= t->len)
+						return 0;
+					ti = xpu_utf8_next(t, ti);
+				}
+			}
+			if (pi >= p->len)
+				return 1;
+			first = (uint8_t) p->p[p->p[pi] == '\\' ? pi + 1 : pi];
+			star_p = pi;
+			star_t = ti;
+		}
+		else if (r != XPU_LIKE_FALSE || star_p < 0)
+			return r == XPU_LIKE_TRUE;
+		else
+			star_t = xpu_utf8_next(t, star_t);
+		while (star_t < t->len && xpu_like_byte(t, star_t, fold) != first)
+			star_t = xpu_utf8_next(t, star_t);
+		if (star_t >= t->len)
+			return 0;			/* ABORT */
+		ti = star_t;
+		pi = star_p;
+	}
+}
+
+/* a LIKE / ILIKE pattern of any form: the pattern is the constant at imm */
+XPU_STEP(LIKE_MATCH)
+{
+	XpuText		p = xpu_const_text(s->prog, s->ins->imm);
+
+	XPU_SET_I(s, xpu_like_match(&s->a->t, &p, 0));
+}
+
+XPU_STEP(ILIKE_MATCH)
+{
+	XpuText		p = xpu_const_text(s->prog, s->ins->imm);
+
+	XPU_SET_I(s, xpu_like_match(&s->a->t, &p, 1));
 }
 
 /*

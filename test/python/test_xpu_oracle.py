@@ -76,11 +76,12 @@ def numeric_values(scale, rnd):
 
 
 TEXTS = ["", "a", "ab", "abc", "abd", "ABC", "b", "a b", "it's", "é", "éa",
-         "日本語", "日本", "🙂x", "x🙂", "zz", "\u00ff", None]
+         "日本語", "日本", "🙂x", "x🙂", "zz", "\u00ff", None, "a%b", "a_b", "a\\b", "%", "_",
+         "aBab", "ÉA", "abab", "baab", "é日b"]
 
 
 def text_values(rnd):
-    pieces = ["a", "b", "é", "日", "🙂", " "]
+    pieces = ["a", "b", "é", "日", "🙂", " ", "A", "%"]
     return TEXTS + ["".join(rnd.choice(pieces) for _ in range(rnd.randint(0, 6)))
                     for _ in range(6)]
 
@@ -252,6 +253,14 @@ def op_cases():
                       ("LIKE_SUFFIX", "{0} LIKE '%%%%' || %s"),
                       ("LIKE_INFIX", "{0} LIKE '%%%%' || %s || '%%%%'")):
             c.append((op, "bool", ["text"], (f % lit).replace("%%", "%"), "text x" + h))
+    for pat in like_patterns():
+        lit = "convert_from('\\x%s'::bytea, 'UTF8')" % pat.encode().hex()
+        c.append(("LIKE_MATCH", "bool", ["text"], "{0} LIKE %s" % lit,
+                  "text x" + pat.encode().hex()))
+        # ILIKE: codegen lowers the pattern as lower() does in a C ctype
+        low = "".join(ch.lower() if "A" <= ch <= "Z" else ch for ch in pat)
+        c.append(("ILIKE_MATCH", "bool", ["text"], "{0} ILIKE %s COLLATE \"C\"" % lit,
+                  "text x" + low.encode().hex()))
     c.append(("LENGTH_TEXT", "int4", ["text"], "length({0})", None))
     c.append(("SUBSTR_FROM", "text", ["text", "int4"], "substring({0} from {1})", None))
     c.append(("SUBSTR_FOR", "text", ["text", "int4", "int4"],
@@ -308,6 +317,20 @@ def op_cases():
         c.append(("MOD_NUM", "numeric:%d" % max(int(a[8:]), int(b[8:])), [a, b], "{0} % {1}",
                   None))
     return c
+
+
+def like_patterns():
+    """LIKE patterns of every form xpu_like_match meets: '_' (one character,
+    not one byte), inner and repeated '%', escapes of '%', '_' and '\\',
+    '%' followed by '_', multibyte literals, case; then random ones."""
+    fixed = ["%", "_", "%%", "_%", "%_", "__", "___%", "a_c", "a%c", "%a%b%", "a%%b", "a_%_c",
+             "%b_", "\\%", "\\_", "a\\_b", "\\\\%", "%\\%%", "_\\\\", "_é%", "日_",
+             "%🙂", "%x%y", "A%", "a%C", "%É%", "_B_", "%b%b%", "ab%ab", "%a_", "é_", "%%_%%",
+             "a\\%%", "%\\_", "", "ab", "\\a\\b"]
+    rnd = random.Random(20261129)
+    pieces = ["a", "b", "A", "é", "日", "🙂", " ", "%", "_", "\\%", "\\_", "\\\\", "%_"]
+    return fixed + ["".join(rnd.choice(pieces) for _ in range(rnd.randint(1, 5)))
+                    for _ in range(40)]
 
 
 def rows_for(argtypes, rnd):
