@@ -334,6 +334,13 @@ arrow_pg_report(const ArrowError *err, const char *what, const char *path)
 							what, path, err->message),
 					 errhint("Raise pg_warp.arrow_max_buffer_size if the file is trusted.")));
 			break;
+		case ARROW_ERR_NOT_ARROW:
+			ereport(ERROR,
+					(errcode(ERRCODE_DATA_CORRUPTED),
+					 errmsg("could not %s Arrow file \"%s\": %s",
+							what, path, err->message),
+					 errhint("arrow_fdw reads only the Arrow IPC file and stream formats; convert CSV, Parquet or other files to Arrow first.")));
+			break;
 		case ARROW_ERR_INVALID:
 		default:
 			ereport(ERROR,

@@ -470,3 +470,28 @@ def test_dir_skips_special_and_work_files(tmpd, specials):
     assert q("SELECT string_agg(relname, ',' ORDER BY relname) FROM pg_class WHERE relnamespace ="
              " 'fdwi'::regnamespace") == "a,c.pg2arrow-x"
     psql("DROP SCHEMA fdwi CASCADE")
+
+
+def test_csv_given_as_arrow_says_not_arrow(tmpd):
+    """Issue 27, item 9: a CSV file given as Arrow is 'not an Arrow IPC file'
+    (XX001, as every bad file), quoting its first bytes, with a hint; not
+    '1701667186 bytes of metadata'.  Same at scan time and for IMPORT."""
+    csv = os.path.join(tmpd, "data.csv")
+    with open(csv, "w") as f:
+        f.write("name,value\nalpha,1\nbeta,2\n")
+    os.chmod(csv, 0o644)
+    psql("DROP FOREIGN TABLE IF EXISTS fdwh.c")
+    for sql in ["CREATE FOREIGN TABLE fdwh.c (a int) SERVER arrow_fdw OPTIONS (file '%s')" % csv,
+                "IMPORT FOREIGN SCHEMA x FROM SERVER arrow_fdw INTO fdwh OPTIONS (file '%s')" % csv]:
+        code, msg = error_of(sql)
+        assert code == "XX001", (code, msg)
+        assert csv in msg and 'not an Arrow IPC file: it starts with "name,val"' in msg, msg
+        assert "metadata" not in msg, msg
+        assert "convert CSV" in psql(sql, check=False)[2]
+    good = os.path.join(tmpd, "good.arrow")
+    write(good, pa.table({"a": pa.array([1, 2], pa.int32())}))
+    psql("DROP FOREIGN TABLE IF EXISTS fdwh.c; CREATE FOREIGN TABLE fdwh.c (a int)"
+         " SERVER arrow_fdw OPTIONS (file '%s')" % good)
+    os.replace(csv, good)
+    code, msg = error_of("SELECT * FROM fdwh.c")
+    assert code == "XX001" and "not an Arrow IPC file" in msg, (code, msg)
