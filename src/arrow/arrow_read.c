@@ -624,8 +624,8 @@ read_stream_format(ArrowFile *file, ArrowError *err)
 	int64_t		offset = 0;
 	bool		have_schema = false;
 
-	if (file->source.size == 0)
-		return arrow_set_error(err, ARROW_ERR_NOT_ARROW, "not an Arrow IPC file: the file is empty");
+	if (file->source.size == 0)		/* possibly one being written: corrupt */
+		return arrow_set_error(err, ARROW_ERR_INVALID, "not an Arrow IPC file: the file is empty");
 	while (offset < file->source.size)
 	{
 		Message		m;
