@@ -67,7 +67,8 @@ typedef enum ArrowErrorCode
 	ARROW_ERR_NOMEM,			/* the allocator returned NULL */
 	ARROW_ERR_SCHEMA_MISMATCH,	/* append to a file with another schema */
 	ARROW_ERR_ARGUMENT,			/* the caller broke a documented contract */
-	ARROW_ERR_LIMIT				/* a buffer above ArrowFile.max_buffer_size */
+	ARROW_ERR_LIMIT,			/* a buffer above ArrowFile.max_buffer_size */
+	ARROW_ERR_NOT_ARROW			/* opening: the input is no Arrow IPC at all */
 } ArrowErrorCode;
 
 typedef struct ArrowError
@@ -484,6 +485,7 @@ typedef struct ArrowBatch
  * declared uncompressed length is checked against what its node can hold (validity ceil(length/8) bytes,
  * fixed-width values length x width, offsets (length + 1) x width, each
  * rounded up to the 64-byte padding writers add): more is ARROW_ERR_INVALID.
+ * The buffers of an empty node are not read at all, whatever they declare.
  * Any buffer above file->max_buffer_size is ARROW_ERR_LIMIT.
  */
 extern int	arrow_batch_load(ArrowFile *file, int32_t batch, const bool *want,

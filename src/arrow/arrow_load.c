@@ -107,12 +107,21 @@ above_limit(const Loader *L, int64_t bytes)
  * Reads the next buffer of the batch (decompressing it) into arena memory,
  * or, when 'plain' (nothing checks its bytes: see ArrowFile.map) and the
  * caller mapped the file, points it into the mapping where that holds it
- * uncompressed at a multiple of 8.  'max' is the most bytes the buffer can need for its node's length (-1:
- * unknown, for variable-width data): a compressed buffer declaring more than
- * that, rounded up to the 64-byte padding of writers, is corrupt.  No buffer,
- * stored or decompressed, may exceed file->max_buffer_size.  Both are
- * checked before the output of a decompression is allocated (a bomb costs
- * no more than its stored bytes).  A zero-length buffer gives zero_block.
+ * uncompressed at a multiple of 8.  A zero-length buffer gives zero_block.
+ *
+ * What a buffer may declare, and what it costs:
+ *	- A buffer of an empty node (length 0) is not read at all, whatever it
+ *	  declares, and gives zero_block: no value of the array is ever read,
+ *	  and its offsets read as {0}.  Writers may leave such a buffer whole:
+ *	  the C++ writer (pyarrow) writes an empty slice with its parent's whole
+ *	  offsets buffer, compressed or not.
+ *	- 'max' is the most bytes the buffer can need for a non-empty node (-1:
+ *	  unknown, for variable-width data).  A compressed buffer declaring more
+ *	  than that, rounded up to the 64-byte padding of writers, is corrupt:
+ *	  writers cut the buffers of a non-empty slice to its padded length.
+ *	- No buffer, stored or decompressed, may exceed file->max_buffer_size.
+ * Both checks come before the output of a decompression is allocated, so
+ * a bomb costs no more than its stored bytes or what its node needs.
  */
 static int
 read_buffer(Loader *L, const ArrowField *f, int64_t max, bool plain,
@@ -127,7 +136,7 @@ read_buffer(Loader *L, const ArrowField *f, int64_t max, bool plain,
 
 	*data = (const uint8_t *) zero_block;
 	*len = 0;
-	if (ref->length == 0)
+	if (ref->length == 0 || L->info->nodes[L->node - 1].length == 0)
 		return ARROW_OK;
 	if (above_limit(L, ref->length))
 		return limit_error(L, f, ref->length);
@@ -277,9 +286,9 @@ load_offsets(Loader *L, const ArrowField *f, ArrowArray *a, bool large)
 						  (long long) a->length);
 	if (read_buffer(L, f, need, false, &p, &len) != ARROW_OK)
 		return L->err->code;
-	if (a->length == 0 && len == 0)
+	if (a->length == 0)
 	{
-		a->offsets = zero_block;	/* {0}: writers may omit the buffer */
+		a->offsets = zero_block;	/* {0}: read_buffer reads nothing of it */
 		return ARROW_OK;
 	}
 	if (len < need)

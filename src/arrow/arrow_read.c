@@ -578,6 +578,43 @@ fail:
 }
 
 /*
+ * Called when the first message of what was taken for a stream cannot be
+ * read (err says why): unless the input starts as Arrow IPC does (the
+ * continuation marker of a message, or the file magic of a truncated file),
+ * it is no Arrow IPC at all, a CSV or text file most often, and err becomes
+ * ARROW_ERR_NOT_ARROW quoting its first bytes.  A stream of the framing
+ * before Arrow 0.15 (no marker) that is corrupt from its first message is
+ * reported as not Arrow too.  Returns err->code.
+ */
+static int
+first_message_failed(const ArrowFile *file, ArrowError *err)
+{
+	uint8_t		head[8];
+	char		shown[8 * 4 + 1];
+	size_t		n = file->source.size < 8 ? (size_t) file->source.size : 8;
+	size_t		pos = 0;
+	ArrowError	local;
+
+	if (err->code != ARROW_ERR_INVALID ||
+		arrow_read_bytes(file, 0, head, n, &local) != ARROW_OK)
+		return err->code;
+	if ((n >= 4 && fb_le32(head) == CONTINUATION) ||
+		(n >= MAGIC_LEN && memcmp(head, MAGIC, MAGIC_LEN) == 0))
+		return err->code;
+	for (size_t i = 0; i < n; i++)
+	{
+		if (head[i] >= 0x20 && head[i] < 0x7f && head[i] != '"' && head[i] != '\\')
+			shown[pos++] = (char) head[i];
+		else
+			pos += snprintf(shown + pos, sizeof(shown) - pos, "\\x%02x", head[i]);
+	}
+	shown[pos] = '\0';
+	return arrow_set_error(err, ARROW_ERR_NOT_ARROW,
+						   "not an Arrow IPC file: it starts with \"%s\", neither the file magic \"ARROW1\" nor a stream's first message",
+						   shown);
+}
+
+/*
  * Stream format: the Schema message, then dictionary and record batches up
  * to an end-of-stream marker or the end of the file.
  */
@@ -587,8 +624,8 @@ read_stream_format(ArrowFile *file, ArrowError *err)
 	int64_t		offset = 0;
 	bool		have_schema = false;
 
-	if (file->source.size == 0)
-		return arrow_set_error(err, ARROW_ERR_INVALID, "empty file");
+	if (file->source.size == 0)		/* possibly one being written: corrupt */
+		return arrow_set_error(err, ARROW_ERR_INVALID, "not an Arrow IPC file: the file is empty");
 	while (offset < file->source.size)
 	{
 		Message		m;
@@ -596,7 +633,7 @@ read_stream_format(ArrowFile *file, ArrowError *err)
 		int			rc = ARROW_OK;
 
 		if (read_message(file, offset, -1, &m, &eos, err) != ARROW_OK)
-			return err->code;
+			return offset == 0 ? first_message_failed(file, err) : err->code;
 		if (eos)
 			break;
 		note_version(file, &m);

@@ -57,6 +57,8 @@ arrow_error_code_name(ArrowErrorCode code)
 			return "invalid argument";
 		case ARROW_ERR_LIMIT:
 			return "limit exceeded";
+		case ARROW_ERR_NOT_ARROW:
+			return "not arrow";
 	}
 	return "unknown error";
 }

@@ -41,10 +41,15 @@ typedef struct ArrowPgSource
 } ArrowPgSource;
 
 extern ArrowAllocator *arrow_pg_allocator(MemoryContext cxt);
-extern void arrow_pg_source_init(ArrowPgSource *s, const char *path);
+extern void arrow_pg_source_init(ArrowPgSource *s, const char *path,
+								 const char *within);
 extern void arrow_pg_source_close(ArrowPgSource *s);
 extern void arrow_pg_check_regular(const char *path);
-extern ArrowFile *arrow_pg_open(const char *path, ArrowPgSource *s);
+struct stat;
+extern int	arrow_pg_resolve_within(const char *path, const char *dir,
+									struct stat *st);
+extern ArrowFile *arrow_pg_open(const char *path, ArrowPgSource *s,
+								const char *within);
 extern void arrow_pg_report(const ArrowError *err, const char *what,
 							const char *path) pg_attribute_noreturn();
 extern void arrow_pg_report_errno(int save_errno, const char *path)
@@ -178,6 +183,7 @@ extern int32 *arrow_sample_batches(const ArrowFile *const *files, int n_files,
 /* in options.c */
 extern Datum arrow_fdw_validator(PG_FUNCTION_ARGS);
 extern List *arrow_fdw_file_list(List *options, int *parallel_workers);
+extern char *arrow_fdw_confining_dir(List *options);
 
 /* in table.c */
 
@@ -201,6 +207,7 @@ typedef struct ArrowFdwTable
 	int64		total_rows;
 	int32		total_batches;
 	int32	   *batch_start;	/* file -> its first global batch number */
+	char	   *within;			/* files must lie in this directory (NULL: any) */
 } ArrowFdwTable;
 
 extern ArrowFdwTable *arrow_table_open(Relation rel, List *paths);

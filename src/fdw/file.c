@@ -24,6 +24,14 @@
  * "file changed during scan"), so a file renamed over the path while it is
  * read is never mixed with the one the metadata came from.
  *
+ * The files of a "dir" table are confined to that directory: a path that
+ * resolves (symbolic links followed) to a file elsewhere is refused, so that
+ * whoever may write into the directory cannot make the table read another
+ * file the server can read.  The file opened must be the one that was
+ * checked (device and inode), so a link swapped between the check and the
+ * open is caught too.  The warp service opens files by path as well, and
+ * reads one only when its identity is the one the backend recorded here.
+ *
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
@@ -214,23 +222,74 @@ arrow_pg_check_regular(const char *path)
 }
 
 /*
+ * Resolves 'path' (every symbolic link followed) and tells whether the file
+ * it names lies directly in directory 'dir', given as realpath() gives it.
+ * Returns 0 when it does, with *st its lstat (of the resolved path: no
+ * link), an errno value when the path cannot be resolved or the file not
+ * examined, and -1 when the file lies elsewhere.
+ */
+int
+arrow_pg_resolve_within(const char *path, const char *dir, struct stat *st)
+{
+	char	   *real = realpath(path, NULL);
+	size_t		len = strlen(dir);
+	int			rc;
+
+	if (real == NULL)
+		return errno;
+	if (len > 0 && dir[len - 1] == '/')
+		len--;					/* the root directory */
+	if (strncmp(real, dir, len) != 0 || real[len] != '/' ||
+		real[len + 1] == '\0' || strchr(real + len + 1, '/') != NULL)
+		rc = -1;
+	else
+		rc = lstat(real, st) == 0 ? 0 : errno;
+	free(real);
+	return rc;
+}
+
+/*
+ * ereport unless 'path' resolves to a file directly in directory 'dir' (see
+ * arrow_pg_resolve_within), whose stat goes to *st.
+ */
+static void
+check_within(const char *path, const char *dir, struct stat *st)
+{
+	int			rc = arrow_pg_resolve_within(path, dir, st);
+
+	if (rc > 0)
+		arrow_pg_report_errno(rc, path);
+	if (rc < 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+				 errmsg("Arrow file \"%s\" lies outside directory \"%s\"", path, dir),
+				 errdetail("It is a symbolic link to a file in another directory."),
+				 errhint("A \"dir\" table follows symbolic links only to files in the same directory, unless its option \"follow_symlinks\" is 'true'.")));
+}
+
+/*
  * Prepares a source for 'path' and opens it (ereport on failure: missing
- * file, permissions, not a regular file).  The identity of the file opened
- * (fstat: device, inode, size, modification time) is recorded; the
- * descriptor stays open until arrow_pg_source_close.
+ * file, permissions, not a regular file, and with 'within' not NULL, a file
+ * that does not lie directly in that directory: see file header).  The
+ * identity of the file opened (fstat: device, inode, size, modification
+ * time) is recorded; the descriptor stays open until arrow_pg_source_close.
  */
 void
-arrow_pg_source_init(ArrowPgSource *s, const char *path)
+arrow_pg_source_init(ArrowPgSource *s, const char *path, const char *within)
 {
 	struct stat st;
+	struct stat checked;
 
 	memset(s, 0, sizeof(ArrowPgSource));
 	s->path = pstrdup(path);
 	s->fd = -1;
-	/* refuse a FIFO, socket or device before opening it */
-	if (stat(path, &st) != 0)
+	/* refuse a FIFO, socket or device (or a file elsewhere) before opening it */
+	if (within != NULL)
+		check_within(path, within, &st);
+	else if (stat(path, &st) != 0)
 		arrow_pg_report_errno(errno, path);
 	check_regular(&st, path);
+	checked = st;
 	s->fd = OpenTransientFile(s->path, ARROW_PG_OPEN_FLAGS);
 	if (s->fd < 0)
 		arrow_pg_report_errno(errno, path);
@@ -238,6 +297,12 @@ arrow_pg_source_init(ArrowPgSource *s, const char *path)
 	if (fstat(s->fd, &st) != 0)
 		arrow_pg_report_errno(errno, path);
 	check_regular(&st, path);
+	if (within != NULL && (st.st_dev != checked.st_dev || st.st_ino != checked.st_ino))
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("file \"%s\" changed during scan", path),
+				 errdetail("The path named another file when it was opened than when it was checked."),
+				 errhint("A file must not be replaced or modified while a query reads it; run the query again.")));
 	s->size = st.st_size;
 	s->mtime_ns = mtime_ns_of(&st);
 	s->dev = (int64) st.st_dev;
@@ -334,6 +399,13 @@ arrow_pg_report(const ArrowError *err, const char *what, const char *path)
 							what, path, err->message),
 					 errhint("Raise pg_warp.arrow_max_buffer_size if the file is trusted.")));
 			break;
+		case ARROW_ERR_NOT_ARROW:
+			ereport(ERROR,
+					(errcode(ERRCODE_DATA_CORRUPTED),
+					 errmsg("could not %s Arrow file \"%s\": %s",
+							what, path, err->message),
+					 errhint("arrow_fdw reads only the Arrow IPC file and stream formats; convert CSV, Parquet or other files to Arrow first.")));
+			break;
 		case ARROW_ERR_INVALID:
 		default:
 			ereport(ERROR,
@@ -372,16 +444,17 @@ report_interrupted_append(const ArrowError *err, const char *path)
 /*
  * Opens an Arrow file: metadata of every batch is read now, the source
  * (in *s, which must outlive the file) stays usable for batch loads.
+ * 'within': see arrow_pg_source_init.
  * Memory comes from the current memory context.  Never returns NULL.
  */
 ArrowFile *
-arrow_pg_open(const char *path, ArrowPgSource *s)
+arrow_pg_open(const char *path, ArrowPgSource *s, const char *within)
 {
 	ArrowFile  *file = NULL;
 	ArrowError	err;
 	ArrowAllocator *alloc = arrow_pg_allocator(CurrentMemoryContext);
 
-	arrow_pg_source_init(s, path);
+	arrow_pg_source_init(s, path, within);
 	memset(&err, 0, sizeof(err));
 	if (arrow_file_open_source(&s->src, alloc, &file, &err) != ARROW_OK)
 	{

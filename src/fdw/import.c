@@ -348,6 +348,7 @@ arrowImportForeignSchema(ImportForeignSchemaStmt *stmt, Oid serverOid)
 			if (!import_wanted(stmt, name))
 				continue;
 			memset(&t, 0, sizeof(t));
+			t.within = arrow_fdw_confining_dir(table_options);
 			arrow_table_open_files(&t, list_make1(path));
 			out = lappend(out,
 						  import_table_sql(stmt->local_schema, name,
@@ -362,6 +363,7 @@ arrowImportForeignSchema(ImportForeignSchemaStmt *stmt, Oid serverOid)
 		ArrowFdwTable t;
 
 		memset(&t, 0, sizeof(t));
+		t.within = arrow_fdw_confining_dir(table_options);
 		arrow_table_open_files(&t, paths);
 		out = lappend(out,
 					  import_table_sql(stmt->local_schema, stmt->remote_schema,

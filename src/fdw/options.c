@@ -12,6 +12,14 @@
  * be a regular file (a FIFO, socket or device is refused without being
  * opened); a directory lists only regular files.
  *
+ * A directory lists a symbolic link only when it resolves to a file in the
+ * same directory (and file.c checks that again when it opens the file):
+ * anyone who may write into the directory could otherwise make the table
+ * read any file the server's OS user can read.  The table option
+ * "follow_symlinks" 'true' follows every link; it needs the right to read
+ * server files, as "dir" does, since it lets the files' choice to whoever
+ * writes into the directory.
+ *
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
@@ -27,6 +35,7 @@
 #include "miscadmin.h"
 #include "storage/fd.h"
 #include "utils/acl.h"
+#include "utils/builtins.h"
 #include "utils/guc.h"
 
 #include "fdw/arrow_fdw.h"
@@ -45,6 +54,7 @@ static const ArrowFdwOption arrow_fdw_options[] = {
 	{"dir", ForeignTableRelationId, true},
 	{"suffix", ForeignTableRelationId, false},
 	{"pattern", ForeignTableRelationId, false},
+	{"follow_symlinks", ForeignTableRelationId, true},
 	{"parallel_workers", ForeignTableRelationId, false},
 	{"field", AttributeRelationId, false},
 	{NULL, InvalidOid, false}
@@ -107,6 +117,7 @@ arrow_fdw_validator(PG_FUNCTION_ARGS)
 	int			n_sources = 0;
 	bool		has_dir = false;
 	bool		has_filter = false;
+	bool		has_follow = false;
 
 	foreach(lc, options)
 	{
@@ -172,6 +183,17 @@ arrow_fdw_validator(PG_FUNCTION_ARGS)
 						 errmsg("options \"suffix\" and \"pattern\" cannot be used together")));
 			has_filter = true;
 		}
+		else if (strcmp(def->defname, "follow_symlinks") == 0)
+		{
+			bool		b;
+
+			if (!parse_bool(val, &b))
+				ereport(ERROR,
+						(errcode(ERRCODE_FDW_INVALID_ATTRIBUTE_VALUE),
+						 errmsg("invalid value for option \"follow_symlinks\": \"%s\"", val),
+						 errhint("Use 'true' or 'false'.")));
+			has_follow = true;
+		}
 		else if (strcmp(def->defname, "parallel_workers") == 0)
 		{
 			int			n;
@@ -197,6 +219,10 @@ arrow_fdw_validator(PG_FUNCTION_ARGS)
 			ereport(ERROR,
 					(errcode(ERRCODE_FDW_INVALID_OPTION_NAME),
 					 errmsg("options \"suffix\" and \"pattern\" need the option \"dir\"")));
+		if (has_follow && !has_dir)
+			ereport(ERROR,
+					(errcode(ERRCODE_FDW_INVALID_OPTION_NAME),
+					 errmsg("option \"follow_symlinks\" needs the option \"dir\"")));
 	}
 	PG_RETURN_VOID();
 }
@@ -233,11 +259,47 @@ cmp_cstring(const ListCell *a, const ListCell *b)
 }
 
 /*
+ * The directory that the files of a table with 'options' must lie in, as
+ * realpath() gives it, or NULL when they may lie anywhere (options "file"
+ * or "files", or "dir" with "follow_symlinks" 'true').  A directory that
+ * cannot be resolved is returned as written: nothing then lies in it.
+ */
+char *
+arrow_fdw_confining_dir(List *options)
+{
+	const char *dir = NULL;
+	bool		follow = false;
+	ListCell   *lc;
+	char	   *real;
+	char	   *out;
+
+	foreach(lc, options)
+	{
+		DefElem    *def = lfirst(lc);
+
+		if (strcmp(def->defname, "dir") == 0)
+			dir = defGetString(def);
+		else if (strcmp(def->defname, "follow_symlinks") == 0)
+			follow = defGetBoolean(def);
+	}
+	if (dir == NULL || follow)
+		return NULL;
+	real = realpath(dir, NULL);
+	if (real == NULL)
+		return pstrdup(dir);
+	out = pstrdup(real);
+	free(real);
+	return out;
+}
+
+/*
  * The files that 'options' (of a table, or of IMPORT FOREIGN SCHEMA) name, in
  * order: as listed for "file"/"files", sorted by name for "dir" (regular
  * files whose names do not start with a dot and are not pg2arrow's work
- * files, filtered by "suffix" or "pattern"; FIFOs, sockets, devices and
- * directories are left out).  *parallel_workers gets the option's value or -1.
+ * files, filtered by "suffix" or "pattern"; FIFOs, sockets, devices,
+ * directories and, unless "follow_symlinks", symbolic links to files in
+ * other directories are left out).  *parallel_workers gets the option's
+ * value or -1.
  */
 List *
 arrow_fdw_file_list(List *options, int *parallel_workers)
@@ -271,6 +333,7 @@ arrow_fdw_file_list(List *options, int *parallel_workers)
 	{
 		DIR		   *d;
 		struct dirent *de;
+		char	   *within = arrow_fdw_confining_dir(options);
 
 		d = AllocateDir(dir);
 		if (d == NULL)
@@ -308,8 +371,11 @@ arrow_fdw_file_list(List *options, int *parallel_workers)
 			if (is_pg2arrow_work_file(de->d_name))
 				continue;
 			path = psprintf("%s/%s", dir, de->d_name);
-			if (stat(path, &st) != 0 || !S_ISREG(st.st_mode))
-				continue;		/* gone, or a FIFO, socket, device, directory */
+			if (within != NULL ? arrow_pg_resolve_within(path, within, &st) != 0 :
+				stat(path, &st) != 0)
+				continue;		/* gone, or a link to another directory */
+			if (!S_ISREG(st.st_mode))
+				continue;		/* a FIFO, socket, device, directory */
 			files = lappend(files, path);
 		}
 		FreeDir(d);

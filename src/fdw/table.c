@@ -65,7 +65,8 @@ arrow_table_find_field(const ArrowSchema *schema, const char *name, const char *
 }
 
 /*
- * Opens every file of a list and checks that they share one schema.
+ * Opens every file of a list and checks that they share one schema; each
+ * must lie in directory t->within unless that is NULL (file.c).
  * Descriptors are closed again; the metadata stays.
  */
 void
@@ -83,7 +84,7 @@ arrow_table_open_files(ArrowFdwTable *t, List *paths)
 
 		f->path = pstrdup(lfirst(lc));
 		f->src = palloc0(sizeof(ArrowPgSource));
-		f->file = arrow_pg_open(f->path, f->src);
+		f->file = arrow_pg_open(f->path, f->src, t->within);
 		arrow_pg_source_close(f->src);
 		if (i > 0)
 		{
@@ -112,7 +113,7 @@ arrow_table_open_files(ArrowFdwTable *t, List *paths)
 
 /*
  * Opens the files of foreign table 'relid' (the given list, or those its
- * options name) and maps every column to a field with a converter.  Errors:
+ * options name; those of a "dir" table must lie in it) and maps every column to a field with a converter.  Errors:
  * a file cannot be read, schemas differ, a column has no field or a type
  * that cannot hold it.
  */
@@ -121,15 +122,14 @@ arrow_table_open(Relation rel, List *paths)
 {
 	ArrowFdwTable *t = palloc0(sizeof(ArrowFdwTable));
 	TupleDesc	tupdesc = RelationGetDescr(rel);
+	ForeignTable *ft;
 	const ArrowSchema *schema;
 
 	t->relid = RelationGetRelid(rel);
+	ft = GetForeignTable(t->relid);
 	if (paths == NIL)
-	{
-		ForeignTable *ft = GetForeignTable(t->relid);
-
 		paths = arrow_fdw_file_list(ft->options, NULL);
-	}
+	t->within = arrow_fdw_confining_dir(ft->options);
 	arrow_table_open_files(t, paths);
 	t->natts = tupdesc->natts;
 	t->fields = palloc(sizeof(int) * Max(t->natts, 1));

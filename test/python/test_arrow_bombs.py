@@ -101,3 +101,31 @@ def test_max_buffer_size_is_superuser_only():
     got, err = sqlstate("SET ROLE bomb_user; SET pg_warp.arrow_max_buffer_size = '2GB'")
     assert got == "42501", err
     psql("DROP ROLE bomb_user")
+
+
+@pytest.mark.parametrize("codec", ["zstd", "lz4"])
+def test_empty_slice_costs_nothing(tmpdir_world, codec):
+    """
+    Issue 27, item 3: pyarrow writes an empty slice with its parent's whole
+    offsets buffer (here 4 M offsets of 0, 16 MB declared, a few KB stored);
+    the file is valid and must read, and reading it must not allocate what the
+    buffer declares: nothing of an empty array is decompressed, so even a
+    1 MB pg_warp.arrow_max_buffer_size reads it.
+    """
+    n = 4 << 20
+    whole = pa.record_batch([pa.array(range(3), pa.int32()).take([0] * n),
+                             pa.array([""] * n)], names=["a", "s"])
+    path = os.path.join(tmpdir_world, "empty_slice.arrow")
+    opts = pa.ipc.IpcWriteOptions(compression=codec)
+    with pa.ipc.new_file(path, whole.schema, options=opts) as w:
+        w.write_batch(whole.slice(17, 0))
+        w.write_batch(whole.slice(17, 2))
+    os.chmod(path, 0o644)
+    assert os.path.getsize(path) < (1 << 20)
+    started = backend_restarts()
+    psql("DROP FOREIGN TABLE IF EXISTS bombpy.e; CREATE FOREIGN TABLE bombpy.e"
+         " (a int4, s text) SERVER arrow_fdw OPTIONS (file '%s')" % path)
+    rc, out, err = psql("SET pg_warp.arrow_max_buffer_size = '1MB';"
+                        " SELECT count(*), sum(a), max(length(s)) FROM bombpy.e")
+    assert out == "2|0|0", (out, err)
+    assert backend_restarts() == started

@@ -470,3 +470,115 @@ def test_dir_skips_special_and_work_files(tmpd, specials):
     assert q("SELECT string_agg(relname, ',' ORDER BY relname) FROM pg_class WHERE relnamespace ="
              " 'fdwi'::regnamespace") == "a,c.pg2arrow-x"
     psql("DROP SCHEMA fdwi CASCADE")
+
+
+def test_csv_given_as_arrow_says_not_arrow(tmpd):
+    """Issue 27, item 9: a CSV file given as Arrow is 'not an Arrow IPC file'
+    (XX001, as every bad file), quoting its first bytes, with a hint; not
+    '1701667186 bytes of metadata'.  Same at scan time and for IMPORT."""
+    csv = os.path.join(tmpd, "data.csv")
+    with open(csv, "w") as f:
+        f.write("name,value\nalpha,1\nbeta,2\n")
+    os.chmod(csv, 0o644)
+    psql("DROP FOREIGN TABLE IF EXISTS fdwh.c")
+    for sql in ["CREATE FOREIGN TABLE fdwh.c (a int) SERVER arrow_fdw OPTIONS (file '%s')" % csv,
+                "IMPORT FOREIGN SCHEMA x FROM SERVER arrow_fdw INTO fdwh OPTIONS (file '%s')" % csv]:
+        code, msg = error_of(sql)
+        assert code == "XX001", (code, msg)
+        assert csv in msg and 'not an Arrow IPC file: it starts with "name,val"' in msg, msg
+        assert "metadata" not in msg, msg
+        assert "convert CSV" in psql(sql, check=False)[2]
+    good = os.path.join(tmpd, "good.arrow")
+    write(good, pa.table({"a": pa.array([1, 2], pa.int32())}))
+    psql("DROP FOREIGN TABLE IF EXISTS fdwh.c; CREATE FOREIGN TABLE fdwh.c (a int)"
+         " SERVER arrow_fdw OPTIONS (file '%s')" % good)
+    os.replace(csv, good)
+    code, msg = error_of("SELECT * FROM fdwh.c")
+    assert code == "XX001" and "not an Arrow IPC file" in msg, (code, msg)
+
+
+# ----------------------------------------------------------------------
+# symbolic links in a "dir" table (issue 27, item 14)
+# ----------------------------------------------------------------------
+def cluster_os_user():
+    """(uid, gid) of the OS user the server runs as, when we may chown to it."""
+    import pwd
+    if os.geteuid() != 0:
+        return None
+    try:
+        pw = pwd.getpwnam(os.environ.get("PG_WARP_OSUSER", "pgwarp"))
+    except KeyError:
+        return None
+    return pw.pw_uid, pw.pw_gid
+
+
+@pytest.fixture
+def drop_dir(tmpd):
+    """
+    A world-writable directory D with a.arrow (x = 1), a link to it
+    (latest.arrow), a file in a subdirectory (sub/inner.arrow, x = 100) and a
+    link to that; outside D, secret.arrow (x = 1000), the server's own and
+    readable by nobody else, with links to it planted in D (absolute and
+    relative), as another OS user could.
+    """
+    d = os.path.join(tmpd, "drop")
+    os.mkdir(d)
+    os.chmod(d, 0o1777)
+    write(os.path.join(d, "a.arrow"), pa.table({"x": pa.array([1], pa.int64())}))
+    os.symlink("a.arrow", os.path.join(d, "latest.arrow"))
+    os.mkdir(os.path.join(d, "sub"))
+    write(os.path.join(d, "sub", "inner.arrow"), pa.table({"x": pa.array([100], pa.int64())}))
+    os.symlink(os.path.join(d, "sub", "inner.arrow"), os.path.join(d, "in_sub.arrow"))
+    secret_dir = os.path.join(tmpd, "private")
+    os.mkdir(secret_dir)
+    secret = os.path.join(secret_dir, "secret.arrow")
+    write(secret, pa.table({"x": pa.array([1000], pa.int64())}))
+    owner = cluster_os_user()
+    if owner:
+        os.chown(secret, *owner)
+        os.chmod(secret, 0o600)
+    os.symlink(secret, os.path.join(d, "planted.arrow"))
+    os.symlink("../private/secret.arrow", os.path.join(d, "planted_rel.arrow"))
+    return d, secret
+
+
+def test_dir_follows_links_only_within(tmpd, drop_dir):
+    d, secret = drop_dir
+    psql("DROP FOREIGN TABLE IF EXISTS fdwh.dl; CREATE FOREIGN TABLE fdwh.dl (x int8)"
+         " SERVER arrow_fdw OPTIONS (dir '%s')" % d)
+    # a.arrow and latest.arrow (a link within D); nothing outside D or below it
+    assert q("SET max_parallel_workers_per_gather = 0; SELECT sum(x), count(*) FROM fdwh.dl") == "2|2"
+    assert q("SELECT sum(x) FROM fdwh.dl") == "2"       # parallel plans alike
+    psql("DROP SCHEMA IF EXISTS fdwl CASCADE; CREATE SCHEMA fdwl; IMPORT FOREIGN SCHEMA x FROM SERVER"
+         " arrow_fdw INTO fdwl OPTIONS (dir '%s', per_file 'true')" % d)
+    assert q("SELECT string_agg(relname, ',' ORDER BY relname) FROM pg_class WHERE relnamespace ="
+             " 'fdwl'::regnamespace") == "a,latest"
+    psql("DROP SCHEMA fdwl CASCADE")
+    # the table's owner may choose to follow every link
+    psql("ALTER FOREIGN TABLE fdwh.dl OPTIONS (ADD follow_symlinks 'true')")
+    assert q("SELECT sum(x) FROM fdwh.dl") == "2102"
+    code, msg = error_of("ALTER FOREIGN TABLE fdwh.dl OPTIONS (SET follow_symlinks 'maybe')")
+    assert code == "HV024", (code, msg)
+    code, msg = error_of("CREATE FOREIGN TABLE fdwh.dl2 (x int8) SERVER arrow_fdw"
+                         " OPTIONS (file '%s/a.arrow', follow_symlinks 'true')" % d)
+    assert code == "HV00D" and "needs the option \"dir\"" in msg, (code, msg)
+
+
+def test_dir_link_swapped_after_planning(tmpd, drop_dir):
+    """A file listed at planning that is a link out of D when the plan runs
+    is refused, never read (the check is made again where the file is opened)."""
+    d, secret = drop_dir
+    a = os.path.join(d, "a.arrow")
+    psql("DROP FOREIGN TABLE IF EXISTS fdwh.ds; CREATE FOREIGN TABLE fdwh.ds (x int8)"
+         " SERVER arrow_fdw OPTIONS (dir '%s', pattern 'a.arrow')" % d)
+    script = ("SET plan_cache_mode = force_generic_plan;\n"
+              "SET max_parallel_workers_per_gather = 0;\n"
+              "PREPARE p AS SELECT sum(x) FROM fdwh.ds;\n"
+              "EXECUTE p;\n"
+              "\\! python3 -c \"import os; os.replace('%s', '%s.old'); os.symlink('%s', '%s')\"\n"
+              "EXECUTE p;\n" % (a, a, secret, a))
+    r = subprocess.run(["psql", "-XAtq", "-v", "VERBOSITY=verbose"], input=script,
+                       capture_output=True, text=True, env=ENV, timeout=60)
+    assert r.stdout.strip().splitlines() == ["1"], (r.stdout, r.stderr)
+    assert "42501" in r.stderr and 'lies outside directory' in r.stderr, r.stderr
+    assert q("SELECT count(*) FROM fdwh.ds") == "0"

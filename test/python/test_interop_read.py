@@ -963,3 +963,37 @@ def test_missing_file(arrow_inspect, workdir):
 def test_directory_argument(arrow_inspect, workdir):
     r = arrow_inspect("--json", workdir)
     assert r.rc == 1 and r.stderr.strip(), r.describe()
+
+
+NOT_ARROW = {
+    "csv": (b"name,value\nalpha,1\n", '"name,val"'),
+    "text_file": (GARBAGE["text_file"](b""), '"this is "'),
+    "empty_file": (b"", "is empty"),
+    "one_byte": (b"A", '"A"'),
+    "binary": (b"\x89PNG\r\n\x1a\n" + b"\x00" * 100, '"\\x89PNG\\x0d\\x0a\\x1a\\x0a"'),
+}
+
+
+@pytest.mark.parametrize("name", sorted(NOT_ARROW))
+def test_not_arrow_says_so(arrow_inspect, workdir, name):
+    """Issue 27, item 9: a CSV or text file is 'not an Arrow IPC file' with its
+    first bytes, not '1701667186 bytes of metadata'."""
+    data, shown = NOT_ARROW[name]
+    path = workdir / "not.arrow"
+    path.write_bytes(data)
+    r = arrow_inspect("--json", path)
+    assert r.rc == 1, r.describe()
+    err = r.stderr.decode("utf-8", "replace")
+    assert "not an Arrow IPC file" in err and shown in err, r.describe()
+
+
+@pytest.mark.parametrize("name", ["magic_only", "continuation_only",
+                                  "huge_metadata_length", "footer_length_huge"])
+def test_damaged_arrow_is_not_called_not_arrow(arrow_inspect, workdir, name):
+    """What starts as Arrow does (file magic, a stream message's marker) is a
+    truncated or corrupt Arrow file, not 'not an Arrow IPC file'."""
+    path = workdir / "bad.arrow"
+    path.write_bytes(GARBAGE[name](_valid_file(workdir)))
+    r = arrow_inspect("--json", path)
+    assert r.rc == 1 and r.stderr.strip(), r.describe()
+    assert b"not an Arrow IPC file" not in r.stderr, r.describe()

@@ -740,3 +740,21 @@ def test_parallel_merge_cuts_batches(tmp_path):
     # every batch but the shared final one reaches the segment size, none passes it by much
     sizes = sorted(b.nbytes for b, _ in bs)
     assert all(16 * 1024 * 0.9 <= n <= 16 * 1024 * 1.1 for n in sizes[1:]), sizes
+
+
+def test_default_batches_serve_statistics(tmp_path):
+    """Issue 27, item 11: the default record batch size (8 MB) cuts a 20 MB
+    export into batches whose -S ranges exclude each other, so a range
+    condition skips all but one (the old 256 MB default wrote one batch,
+    leaving statistics useless; bench/pg2arrow_batch_size.py measures why 8 MB)."""
+    psql("CREATE TABLE IF NOT EXISTS sized AS SELECT i AS id, (i % 7)::int4 AS k,"
+         " md5(i::text) AS s, (i * 1.5)::float8 AS f FROM generate_series(1, 400000) i")
+    out = str(tmp_path / "sized.arrow")
+    p2a("-t", "sized", "-S", "-o", out)
+    bs = batches(out)
+    assert len(bs) >= 3, len(bs)
+    hit = 0
+    for b, md in bs:
+        lo, hi = int(md[b"pg_warp.min.0"]), int(md[b"pg_warp.max.0"])
+        hit += lo <= 204000 and hi >= 200000
+    assert hit == 1, [(m[b"pg_warp.min.0"], m[b"pg_warp.max.0"]) for _, m in bs]

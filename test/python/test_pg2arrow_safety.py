@@ -532,3 +532,28 @@ def test_disk_full_said_once(small_fs):
     r = p2a("--append", out, "-s", "64k", "-c", NEW_SQL, check=False)
     assert r.returncode != 0 and r.stderr.count("No space left on device") == 1, r.stderr
     assert out.read_bytes() == original and os.listdir(small_fs) == ["full.arrow"]
+
+
+def test_errors_name_the_output_not_the_temporary_file(tmp_path, small_fs):
+    """Issue 27, item 11: pg2arrow writes FILE.pg2arrow-PID.tmp first, but an
+    error names FILE, the only name the user knows (create, write, finish)."""
+    missing = tmp_path / "no_such_dir" / "x.arrow"
+    r = p2a("-o", missing, "-c", SMALL_SQL, check=False)
+    assert r.returncode != 0 and '"%s"' % missing in r.stderr, r.stderr
+    assert ".pg2arrow-" not in r.stderr and ".tmp" not in r.stderr, r.stderr
+    out = small_fs / "full.arrow"
+    r = p2a("-t", "kt", "-s", "64k", "-o", out, check=False)
+    assert r.returncode != 0 and "No space left on device" in r.stderr, r.stderr
+    assert str(out) in r.stderr and ".pg2arrow-" not in r.stderr, r.stderr
+
+
+def test_user_option_like_psql(tmp_path):
+    """Issue 27, item 11: -U USER as psql has it (and -u, as before)."""
+    psql("DROP ROLE IF EXISTS p2a_user; CREATE ROLE p2a_user LOGIN")
+    try:
+        for flag in ["-U", "-u", "--user"]:
+            out = tmp_path / ("u%s.arrow" % flag.strip("-"))
+            p2a(flag, "p2a_user", "-o", out, "-c", "SELECT current_user::text AS u")
+            assert read(out).column("u").to_pylist() == ["p2a_user"], flag
+    finally:
+        psql("DROP ROLE IF EXISTS p2a_user")

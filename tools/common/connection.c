@@ -17,7 +17,7 @@ const char	conn_options_help[] =
 "  -d, --dbname=DBNAME       database name, or a conninfo string or URI\n"
 "  -h, --host=HOSTNAME       server host or socket directory\n"
 "  -p, --port=PORT           server port\n"
-"  -u, --user=USERNAME       user name\n"
+"  -U, --user=USERNAME       user name (also -u)\n"
 "  -w, --no-password         never prompt for a password\n"
 "  -W, --password            prompt for a password\n"
 "  (PGHOST, PGPORT, PGUSER, PGDATABASE, PGPASSWORD ... apply as usual)\n";
@@ -40,6 +40,7 @@ conn_option(ConnOptions *co, int c, const char *arg)
 		case 'p':
 			co->port = arg;
 			return true;
+		case 'U':
 		case 'u':
 			co->user = arg;
 			return true;

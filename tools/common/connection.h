@@ -2,7 +2,7 @@
  *
  * connection.h
  *		Connection options of the tools that connect to PostgreSQL (-d -h -p
- *		-u -w -W): their getopt entries, their --help lines, and opening a
+ *		-U -w -W, as psql's; -u as -U): their getopt entries, their --help lines, and opening a
  *		libpq connection with them (prompting for a password with
  *		PostgreSQL's own prompt routine).
  *
@@ -30,12 +30,12 @@ typedef struct ConnOptions
 } ConnOptions;
 
 /* The short options (for getopt's optstring) and the long ones */
-#define CONN_SHORT_OPTIONS	"d:h:p:u:wW"
+#define CONN_SHORT_OPTIONS	"d:h:p:U:u:wW"
 #define CONN_LONG_OPTIONS \
 	{"dbname", required_argument, NULL, 'd'}, \
 	{"host", required_argument, NULL, 'h'}, \
 	{"port", required_argument, NULL, 'p'}, \
-	{"user", required_argument, NULL, 'u'}, \
+	{"user", required_argument, NULL, 'U'}, \
 	{"no-password", no_argument, NULL, 'w'}, \
 	{"password", no_argument, NULL, 'W'}
 

@@ -195,8 +195,8 @@ finish_output(Export *ex, const sigset_t *block, char *errbuf, size_t errlen)
 	}
 	if (ex->tmp_path && rename(ex->tmp_path, opts->output) != 0)
 	{
-		snprintf(errbuf, errlen, "cannot rename \"%s\" to \"%s\": %s",
-				 ex->tmp_path, opts->output, strerror(errno));
+		snprintf(errbuf, errlen, "cannot put the new \"%s\" in place (rename): %s",
+				 opts->output, strerror(errno));
 		unlink(ex->tmp_path);
 		return false;
 	}
@@ -207,6 +207,36 @@ finish_output(Export *ex, const sigset_t *block, char *errbuf, size_t errlen)
 		return false;
 	}
 	return true;
+}
+
+/*
+ * Makes errbuf (of errlen bytes) name the output file wherever it names the
+ * temporary file that -o writes first: the user knows only the former.
+ */
+static void
+name_output_for_temp(const Export *ex, char *errbuf, size_t errlen)
+{
+	size_t		tmp_len;
+	char	   *out;
+	size_t		used = 0;
+	const char *p = errbuf;
+	const char *hit;
+
+	if (ex->tmp_path == NULL || strstr(errbuf, ex->tmp_path) == NULL)
+		return;
+	tmp_len = strlen(ex->tmp_path);
+	out = xcalloc(errlen, 1);
+	while ((hit = strstr(p, ex->tmp_path)) != NULL && used < errlen)
+	{
+		used += snprintf(out + used, errlen - used, "%.*s%s",
+						 (int) (hit - p), p, ex->opts->output);
+		p = hit + tmp_len;
+	}
+	if (used < errlen)
+		snprintf(out + used, errlen - used, "%s", p);
+	memcpy(errbuf, out, errlen);
+	errbuf[errlen - 1] = '\0';
+	free(out);
 }
 
 /*
@@ -225,6 +255,7 @@ report_failure(Export *ex, char *errbuf, size_t errlen)
 	if (ex->writer)
 		arrow_writer_abort(ex->writer);
 	ex->writer = NULL;
+	name_output_for_temp(ex, errbuf, errlen);
 	len = strlen(errbuf);
 	while (len > 0 && errbuf[len - 1] == '\n')
 		errbuf[--len] = '\0';

@@ -16,7 +16,7 @@
 
 #include "pg2arrow.h"
 
-#define DEFAULT_SEGMENT_SIZE	((int64_t) 256 << 20)
+#define DEFAULT_SEGMENT_SIZE	((int64_t) 8 << 20)
 #define DEFAULT_NUMERIC_SCALE	6
 
 enum
@@ -49,7 +49,7 @@ usage(void)
 		   "      --ctid-table=NAME     the table $(CTID_RANGE) splits (with -c)\n"
 		   "  -k, --parallel-keys=K1,K2,...  one worker per key, replacing $(PARALLEL_KEY)\n\n"
 		   "Format:\n"
-		   "  -s, --segment-size=SIZE   record batch size (default 256m, at most 1g;\n"
+		   "  -s, --segment-size=SIZE   record batch size (default 8m, at most 1g;\n"
 		   "                            k, m, g suffixes)\n"
 		   "  -S, --stat[=COL1,COL2]    min/max statistics per record batch: all columns\n"
 		   "                            that allow them (-S), or those listed (-SCOL1,COL2)\n"
