@@ -617,8 +617,17 @@ gs_heap_begin(GsState *st, CustomScan *cs, EState *estate)
 	heap_source_codegen_scan(&scan, rel, st->attnos, st->n_cols);
 	prog = codegen_qual_program(&scan, st->engine_quals);
 	if (prog == NULL)
-		elog(ERROR, "GpuScan: the engine's quals over \"%s\" no longer compile",
-			 RelationGetRelationName(rel));
+	{
+		/*
+		 * they compiled when planned, not now (a setting they depend on,
+		 * such as the time zone, changed): every visible tuple comes back
+		 * and PostgreSQL evaluates the quals
+		 */
+		st->always_recheck = true;
+		prog = codegen_qual_program(&scan, NIL);
+		if (prog == NULL)
+			elog(ERROR, "GpuScan: could not build an empty program");
+	}
 	st->prog = gs_palloc16(prog->total_len);
 	memcpy(st->prog, prog, prog->total_len);
 	free(prog);
@@ -1018,7 +1027,7 @@ gs_heap_next(GsState *st, TupleTableSlot *slot)
 				st->htup.t_tableOid = relid;
 				ItemPointerSet(&st->htup.t_self, st->hc.blocks[st->hpage], off);
 				ExecStoreHeapTuple(&st->htup, slot, false);
-				if (st->hc.recheck)
+				if (st->hc.recheck || st->always_recheck)
 				{
 					/* PostgreSQL evaluates the engine's quals: its own errors */
 					ResetExprContext(econtext);
