@@ -590,7 +590,7 @@ gs_compile(GsState *st, Index relid)
 	{
 		/* the files changed since planning: every row is PostgreSQL's */
 		st->always_recheck = true;
-		prog = codegen_qual_program(&scan, NIL);
+		prog = codegen_proj_program(&scan, NIL, NIL);	/* every row passes */
 		if (prog == NULL)
 			elog(ERROR, "GpuScan: could not build an empty program");
 	}
@@ -624,7 +624,7 @@ gs_heap_begin(GsState *st, CustomScan *cs, EState *estate)
 		 * and PostgreSQL evaluates the quals
 		 */
 		st->always_recheck = true;
-		prog = codegen_qual_program(&scan, NIL);
+		prog = codegen_proj_program(&scan, NIL, NIL);	/* every row passes */
 		if (prog == NULL)
 			elog(ERROR, "GpuScan: could not build an empty program");
 	}

@@ -382,3 +382,34 @@ def test_heap_switch(setting, engine, expect):
     assert ("GpuPreAgg" in plan(sql, s)) == expect, plan(sql, s)
     # Arrow tables do not depend on it
     assert "GpuPreAgg" in plan("SELECT z, count(*) FROM ct.qoa GROUP BY z", s)
+
+
+# ---- a plan compiled in one time zone and run in another ----
+
+@pytest.mark.parametrize("table", ["tz", "tza"])
+def test_gpuscan_time_zone_changed_after_planning(schema, table):
+    pg_psql("DROP TABLE IF EXISTS ct.tz; CREATE TABLE ct.tz (t timestamptz, v int);"
+            "INSERT INTO ct.tz SELECT '2024-03-09 12:00+00'::timestamptz + i * interval '1 hour', i "
+            "FROM generate_series(0, 5000) i; ANALYZE ct.tz")
+    pg_psql("DROP FOREIGN TABLE IF EXISTS ct.tza")
+    import datetime
+    t0 = datetime.datetime(2024, 3, 9, 12, tzinfo=datetime.timezone.utc)
+    write_arrow(os.path.join(schema, "tz.arrow"), pa.table({
+        "t": pa.array([t0 + datetime.timedelta(hours=i) for i in range(5001)],
+                      pa.timestamp("us", tz="UTC")),
+        "v": pa.array(range(5001), pa.int32())}), batch=700)
+    pg_psql("CREATE FOREIGN TABLE ct.tza (t timestamptz, v int) SERVER arrow_fdw "
+            "OPTIONS (file '%s/tz.arrow')" % schema)
+    q = ("SELECT count(*), sum(v) FROM ct.%s " % table +
+         "WHERE date_trunc('day', t) = '2024-03-10 00:00+00' AND v %% 3 <> 7" .replace("%%", "%"))
+    s = (ON + "SET pg_warp.enable_gpuscan_heap = on; SET pg_warp.enable_gpupreagg = off; "
+         "SET plan_cache_mode = force_generic_plan; SET TimeZone = 'UTC'; ")
+    p = plan(q, s)
+    assert "GpuScan" in p, p
+    sql = s + "PREPARE p AS " + q + "; EXECUTE p; SET TimeZone = 'America/New_York'; EXECUTE p;"
+    rc, out, err = pg_psql(sql, check=False)
+    assert rc == 0, err
+    first, second = out.splitlines()
+    assert first == run(q, OFF + "SET TimeZone = 'UTC'; ")[1]
+    assert second == run(q, OFF + "SET TimeZone = 'America/New_York'; ")[1]
+    assert first != second
