@@ -209,6 +209,7 @@ check_op(int op, int edges)
 	const char *dprog, *ddata[3] = {NULL, NULL, NULL};
 	char		errbuf[256];
 	static const char pat[] = "a";
+	static const char gpat[] = "%a_%b";
 	static const int64_t list[] = {-7, 0, 1, 2, 1000};
 	int			k, i;
 
@@ -231,6 +232,12 @@ check_op(int op, int edges)
 		o.text = pat;
 		o.textlen = 1;
 	}
+	if (op == XPU_OP_LIKE_MATCH || op == XPU_OP_ILIKE_MATCH)
+	{
+		/* the general matcher: '_' and an inner '%' */
+		o.text = gpat;
+		o.textlen = (int) strlen(gpat);
+	}
 	if (op == XPU_OP_IN_INT || op == XPU_OP_IN_F8)
 	{
 		o.list = list;
@@ -238,7 +245,7 @@ check_op(int op, int edges)
 		o.sorted = op == XPU_OP_IN_INT;
 		o.has_null = 1;
 	}
-	if (op == XPU_OP_DATE_PART_TS || op == XPU_OP_DATE_TRUNC_TS ||
+	if (op == XPU_OP_DATE_PART_TS || op == XPU_OP_DATE_TRUNC_TS || op == XPU_OP_DATE_TRUNC_TSTZ ||
 		op == XPU_OP_EXTRACT_TS || op == XPU_OP_EXTRACT_DATE ||
 		op == XPU_OP_DATE_PART_IV || op == XPU_OP_EXTRACT_IV)
 	{
