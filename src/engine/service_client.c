@@ -473,9 +473,15 @@ service_engine_gpu(void)
 	}
 	PG_CATCH();
 	{
-		/* no service (not preloaded, not up yet): no GPU known */
+		ErrorData  *e;
+
+		/* no service (not up yet, gone): no GPU known; a cancel stays one */
 		MemoryContextSwitchTo(cxt);
+		e = CopyErrorData();
+		if (e->sqlerrcode == ERRCODE_QUERY_CANCELED || e->sqlerrcode == ERRCODE_ADMIN_SHUTDOWN)
+			PG_RE_THROW();
 		FlushErrorState();
+		FreeErrorData(e);
 	}
 	PG_END_TRY();
 	return known == 1;
