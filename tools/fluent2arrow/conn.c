@@ -15,13 +15,16 @@
  * connection before its bytes are buffered; a connection holds a buffer
  * only while it has part of a frame (the buffer is freed once its frames
  * are consumed, and shrinks after a large one); the buffers of all
- * connections together stay under max_buffer: a connection that needs more
- * waits, in the order the waits began, and is granted memory as others
- * free theirs.  A waiting connection is still watched for its peer's close
- * (EPOLLRDHUP), so a dead sender's memory comes free at once; and when the
- * first waiter has waited stall_timeout, connections that have held part
- * of a frame that long without a byte are closed (unacked: the sender
- * resends), so a stalled sender never blocks the others for long.  While
+ * connections together stay under max_buffer, and always leave room for
+ * the oldest frame to grow to max_frame (fits()): a connection that has
+ * bytes to read and needs more memory waits, in the order the waits began,
+ * and is granted memory as others free theirs.  A waiting connection is
+ * still watched for its peer's close (EPOLLRDHUP), so a dead sender's
+ * memory comes free at once; and when the first waiter has waited
+ * stall_timeout, connections that have held part of a frame that long
+ * without a byte (not counting the time they waited) are closed (unacked:
+ * the sender resends), so a stalled sender never blocks the others for
+ * long.  While
  * the WAL has more than 64 MB not yet durable, or files wait for the
  * finisher, no socket is read at all, so senders see TCP back-pressure.
  *
@@ -289,6 +292,44 @@ resize_buffer(Conn *c, size_t size)
 	c->cap = size;
 }
 
+/* The most a frame's buffer grows to: a frame of max_frame bytes fits */
+static size_t
+frame_limit(void)
+{
+	return (size_t) g_cfg->max_frame + READ_CHUNK;
+}
+
+/* The connection holding the oldest frame under way, or NULL */
+static const Conn *
+oldest_frame(void)
+{
+	const Conn *o = NULL;
+
+	for (int i = 0; i < n_conns; i++)
+		if (conns[i]->fd >= 0 && conns[i]->cap > 0 && (o == NULL || conns[i]->seq < o->seq))
+			o = conns[i];
+	return o;
+}
+
+/*
+ * Whether the connection may have a buffer of want bytes: all buffers stay
+ * under max_buffer, and memory given to any other than the oldest frame
+ * leaves enough for the oldest to grow to frame_limit().  So the oldest
+ * frame never waits for memory held by younger ones: either its sender
+ * completes it (which frees memory) or it falls silent (and is closed
+ * after stall_timeout), and the others never all wait on one another.
+ */
+static bool
+fits(const Conn *c, size_t want)
+{
+	const Conn *o = oldest_frame();
+	int64_t		need = buffered + (int64_t) want - (int64_t) c->cap;
+
+	if (o != NULL && o != c && o->cap < frame_limit())
+		need += (int64_t) (frame_limit() - o->cap);
+	return need <= g_cfg->max_buffer;
+}
+
 /* Whether a is served before b: frames under way first, the oldest first */
 static bool
 served_before(const Conn *a, const Conn *b)
@@ -351,7 +392,7 @@ serve_waiters(void)
 	{
 		Conn	   *head = first_waiter();
 
-		if (buffered + (int64_t) (head->want - head->cap) > g_cfg->max_buffer)
+		if (!fits(head, head->want))
 			return;
 		resize_buffer(head, head->want);
 		set_waiting(head, false);
@@ -592,7 +633,7 @@ handle_frame(Conn *c, const uint8_t *p, size_t len)
 static bool
 make_room(Conn *c)
 {
-	size_t		limit = (size_t) g_cfg->max_frame + READ_CHUNK;
+	size_t		limit = frame_limit();
 
 	if (c->cap - c->len >= READ_CHUNK / 4)
 		return true;
@@ -605,10 +646,27 @@ make_room(Conn *c)
 			return true;
 	}
 	c->want = c->cap == 0 ? READ_CHUNK : c->cap * 2 < limit ? c->cap * 2 : limit;
-	if (n_waiting > 0 || buffered + (int64_t) (c->want - c->cap) > g_cfg->max_buffer)
+	if (n_waiting > 0 || !fits(c, c->want))
 		return false;
 	resize_buffer(c, c->want);
 	return true;
+}
+
+/*
+ * Whether the peer has sent bytes not yet read: 1 yes, 0 none (for now),
+ * -1 it closed its side with nothing left, or the connection failed.
+ */
+static int
+peer_pending(Conn *c)
+{
+	char		b;
+	ssize_t		n = recv(c->fd, &b, 1, MSG_PEEK | MSG_DONTWAIT);
+
+	if (n > 0)
+		return 1;
+	if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR))
+		return 0;
+	return -1;
 }
 
 /* Reads what there is and handles every complete frame; false: close */
@@ -627,6 +685,18 @@ conn_read(Conn *c)
 		}
 		if (!make_room(c))
 		{
+			/*
+			 * Only a connection with bytes to read waits for memory: one
+			 * whose peer sent nothing more stays watched for its bytes (then
+			 * it waits) or its close, and while it holds part of a frame its
+			 * silence counts (victim_for).
+			 */
+			int			pending = peer_pending(c);
+
+			if (pending < 0)
+				return false;	/* closed mid-frame: never acked */
+			if (pending == 0)
+				break;
 			set_waiting(c, true);
 			serve_waiters();	/* it may come first, and fit */
 			if (c->waiting)
@@ -815,10 +885,16 @@ conn_event(Conn *c, uint32_t events)
  * The connection to close so that the first waiter can be served, or
  * NULL.  When every connection holding memory waits for more, none will
  * free any: the youngest frame gives way to the oldest (at once; its
- * sender gets no ack and resends).  Otherwise, once the first waiter has
- * waited stall_timeout, the connection holding part of a frame that has
- * been silent longest, if for stall_timeout: a sender that stalls
- * mid-frame (or a crowd of them) must not keep the others waiting.
+ * sender gets no ack and resends).  fits() keeps that from happening (the
+ * oldest frame can always grow), but a connection that finished a frame
+ * keeps the part of its next one, which may take the room that the new
+ * oldest frame needs; this rule ends such a wait.  Otherwise, once the
+ * first waiter has waited stall_timeout, the connection holding part of a
+ * frame that has been silent longest, if for stall_timeout: a sender that
+ * stalls mid-frame (or a crowd of them) must not keep the others waiting.
+ * A waiting connection is never silent: it is not read because of the
+ * sink (it waits only with bytes to read), and its silence counts from
+ * when it is read again.
  */
 static Conn *
 victim_for(const Conn *head, int64_t now, bool *deadlock)
@@ -837,7 +913,8 @@ victim_for(const Conn *head, int64_t now, bool *deadlock)
 			*deadlock = false;
 		else if (youngest == NULL || served_before(youngest, o))
 			youngest = o;
-		if (now - o->rx_ms >= g_cfg->stall_ms && (silent == NULL || o->rx_ms < silent->rx_ms))
+		if (!o->waiting && now - o->rx_ms >= g_cfg->stall_ms &&
+			(silent == NULL || o->rx_ms < silent->rx_ms))
 			silent = o;
 	}
 	if (*deadlock)
