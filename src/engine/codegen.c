@@ -549,10 +549,38 @@ cg_load_vars(Cg *cg, Node *expr)
 }
 
 /*
+ * cg_can_fail: can loading a column of kind (with scale: a utf8 column's
+ * length limit) fail (FALLBACK) for a value of the Arrow layout: a date or
+ * timestamp beyond PostgreSQL's range, a timestamp or interval with
+ * nanoseconds, a decimal beyond 38 digits, a string longer than varchar(n)
+ */
+static bool
+cg_can_fail(XpuColKind kind, int scale)
+{
+	switch (kind)
+	{
+		case XPU_COL_DATE32:
+		case XPU_COL_TIMESTAMP_S:
+		case XPU_COL_TIMESTAMP_MS:
+		case XPU_COL_TIMESTAMP_US:
+		case XPU_COL_TIMESTAMP_NS:
+		case XPU_COL_DECIMAL128:
+		case XPU_COL_INTERVAL_MDN:
+			return true;
+		case XPU_COL_UTF8:
+			return scale > 0;
+		default:
+			return false;
+	}
+}
+
+/*
  * cg_load_checked: load, for every row, the columns of exprs whose load
- * checks the value against the column's typmod (a varchar(n) column of an
- * Arrow table): PostgreSQL's reader converts every row's referenced
- * columns, and raises its error on rows that the quals then reject too.
+ * can fail: a varchar(n) column of an Arrow table (its typmod), and where
+ * the scan's reader converts every row (scan->every_row) every column that
+ * cg_can_fail.  PostgreSQL's Arrow reader converts every row's referenced
+ * columns, and raises its error on rows that the quals then reject too; a
+ * FALLBACK makes PostgreSQL's own plan run, which raises it.
  */
 static bool
 cg_load_checked(Cg *cg, List *exprs)
@@ -571,7 +599,9 @@ cg_load_checked(Cg *cg, List *exprs)
 			v->varattno > 0 &&
 			cg->scan->column(cg->scan->column_arg, v->varattno, v->vartype,
 							 &col, &kind, &scale) &&
-			kind == XPU_COL_UTF8 && scale > 0 && !cg_load_vars(cg, (Node *) v))
+			((kind == XPU_COL_UTF8 && scale > 0) ||
+			 (cg->scan->every_row && cg_can_fail(kind, scale))) &&
+			!cg_load_vars(cg, (Node *) v))
 			return false;
 	}
 	return true;
@@ -1594,7 +1624,10 @@ cg_quals(Cg *cg, List *quals, List *exprs)
 	xpu_begin_stage(cg->b, XPU_STAGE_LOAD);
 	if (cg_reg(cg, XPU_T_BOOL, 0) != 0)
 		return false;
-	if (!cg_load_checked(cg, list_concat(list_copy(quals), exprs)))
+	/* (without quals every row loads every column anyway) */
+	if (quals != NIL &&
+		!cg_load_checked(cg, list_concat(list_concat(list_copy(quals), exprs),
+										 cg->scan->preload)))
 		return false;
 	/*
 	 * A column is loaded just before the first conjunct that uses it, under

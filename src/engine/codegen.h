@@ -26,6 +26,13 @@ typedef struct CodegenScan
 	Index		scanrelid;		/* varno of the scan relation's Vars */
 	CodegenColumnHook column;
 	void	   *column_arg;
+	bool		every_row;		/* PostgreSQL's reader converts every row's
+								 * columns (arrow_fdw): a program with quals
+								 * loads, for every row, the columns of its
+								 * expressions and of preload whose load can
+								 * fail (cg_load_checked) */
+	List	   *preload;		/* Vars of columns the program does not
+								 * otherwise read, or NIL */
 } CodegenScan;
 
 /*

@@ -34,6 +34,7 @@ extern List *engine_filter_split(List *quals, Index scanrelid, EngineColumns *fc
 								 List **rest);
 struct CodegenScan;
 extern List *engine_filter_split_scan(List *quals, struct CodegenScan *scan, List **rest);
+extern bool engine_every_row(struct CodegenScan *scan, const EngineColumns *ec);
 struct PlannerInfo;
 extern List *engine_order_quals(struct PlannerInfo *root, List *quals);
 struct ExplainState;

@@ -170,16 +170,34 @@ palloc_aligned16(Size size)
 }
 
 /*
- * filter_columns_ok: whether a scan reading cols may use the filter.  Rows
- * the filter rejects are never converted, so a column whose conversion can
- * raise an error its type does not (a typmod, a domain) must see every row.
+ * engine_every_row: prepares scan, over the Arrow columns ec, for an engine
+ * that skips rows before arrow_fdw converts them (the filter, GpuScan): the
+ * columns whose conversion may fail (a date beyond PostgreSQL's range, a
+ * varchar(n) too long...) are loaded for every row, so that such a value
+ * in any row makes PostgreSQL evaluate its batch and raise its error.
+ * False when one of them cannot be loaded by the engine (a char(n), a
+ * domain): the engine must not skip rows of this scan then.
  */
-static bool
-filter_columns_ok(const ArrowScanColumn *cols, int n_cols)
+bool
+engine_every_row(CodegenScan *scan, const EngineColumns *ec)
 {
-	for (int i = 0; i < n_cols; i++)
-		if (cols[i].checked)
+	List	   *vars = NIL;
+
+	for (int i = 0; i < ec->n_cols; i++)
+	{
+		const ArrowScanColumn *c = &ec->cols[i];
+		int			index,
+					scale;
+		XpuColKind	kind;
+
+		if (!c->may_fail)
+			continue;
+		if (!engine_column_hook((void *) ec, c->attno, c->typid, &index, &kind, &scale))
 			return false;
+		vars = lappend(vars, makeVar(scan->scanrelid, c->attno, c->typid, -1, InvalidOid, 0));
+	}
+	scan->every_row = true;
+	scan->preload = vars;
 	return true;
 }
 
@@ -198,7 +216,7 @@ engine_filter_begin(ScanState *ss, Index scanrelid, const ArrowScanColumn *cols,
 	XpuProgram *prog;
 	EngineFilter *f;
 
-	if (engine == NIL || !filter_columns_ok(cols, n_cols))
+	if (engine == NIL || !engine_every_row(&scan, &fc))
 		return NULL;
 	prog = codegen_qual_program(&scan, engine);
 	if (prog == NULL)
@@ -353,7 +371,7 @@ engine_filter_explain(ScanState *ss, Index scanrelid, const ArrowScanColumn *col
 	else
 	{
 		quals = engine_filter_split(ss->ps.plan->qual, scanrelid, &fc, &rest);
-		if (quals == NIL || !filter_columns_ok(cols, n_cols) ||
+		if (quals == NIL || !engine_every_row(&scan, &fc) ||
 			(own = codegen_qual_program(&scan, quals)) == NULL)
 			return;
 		prog = own;

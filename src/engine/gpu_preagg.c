@@ -448,6 +448,7 @@ gpa_codegen_scan(Relation rel, Index relid, List *exprs, AttrNumber **attnos_out
 		ec->float16 = true;		/* the service loads Float16 fields as float2 */
 		scan->column = engine_column_hook;
 		scan->column_arg = ec;
+		scan->every_row = true;	/* arrow_fdw converts every row's columns */
 	}
 	*attnos_out = attnos;
 	*n_out = n;

@@ -99,8 +99,7 @@ static CustomExecMethods gs_exec_methods;
 static bool
 gs_column_ok(const ArrowScanColumn *c)
 {
-	/* rows the engine rejects are never converted: see fdw_scan.h */
-	if (!c->plain || c->checked)
+	if (!c->plain)
 		return false;
 	switch (c->arrow_id)
 	{
@@ -361,6 +360,7 @@ gs_rel_pathlist(PlannerInfo *root, RelOptInfo *rel, Index rti, RangeTblEntry *rt
 			   *engine,
 			   *rest;
 	EngineColumns *ec;
+	CodegenScan scan;
 	XpuProgram *prog;
 	Path	   *plain;
 	ListCell   *lc;
@@ -404,8 +404,9 @@ gs_rel_pathlist(PlannerInfo *root, RelOptInfo *rel, Index rti, RangeTblEntry *rt
 		explain_why_codegen(root, rel->relid, "GpuScan", linitial(rest));
 	if (engine == NIL)
 		return;
-	prog = codegen_qual_program(&(CodegenScan) {rel->relid, engine_column_hook, ec}, engine);
-	if (prog == NULL)
+	/* rows the engine rejects are never converted: see fdw_scan.h */
+	scan = (CodegenScan) {rel->relid, engine_column_hook, ec};
+	if (!engine_every_row(&scan, ec) || (prog = codegen_qual_program(&scan, engine)) == NULL)
 		return;
 	free(prog);
 	add_path(rel, (Path *) gs_make_path(root, rel, plain, engine, rest, ec->n_cols, 0));
@@ -584,7 +585,8 @@ gs_compile(GsState *st, Index relid)
 {
 	EngineColumns ec = {st->src->cols, st->n_cols};
 	CodegenScan scan = {relid, engine_column_hook, &ec};
-	XpuProgram *prog = codegen_qual_program(&scan, st->engine_quals);
+	XpuProgram *prog = engine_every_row(&scan, &ec) ?
+		codegen_qual_program(&scan, st->engine_quals) : NULL;
 
 	if (prog == NULL)
 	{

@@ -133,6 +133,7 @@ arrow_conv_fast(const ArrowConv *c, const ArrowArray *a, int64 row, bool *isnull
 }
 extern bool arrow_conv_is_float(const ArrowConv *c);
 extern bool arrow_conv_checks_typmod(const ArrowConv *c);
+extern bool arrow_conv_may_fail(const ArrowConv *c);
 
 /* in stats.c */
 

@@ -1525,6 +1525,41 @@ arrow_conv_checks_typmod(const ArrowConv *c)
 	return c->kind == TK_INPUT && c->typmod >= 0;
 }
 
+/*
+ * True when converting a value of this column can raise an error for some
+ * value of a valid file: a date, time, timestamp or interval beyond what
+ * PostgreSQL holds, a typmod or a domain, anything through an input
+ * function, and nested values.  Booleans, integers (conv_init checked that
+ * every value fits), floats, text (invalid UTF-8 is replaced), bytea, uuid
+ * and Decimal128 numerics (every value of the field's type fits) cannot.
+ */
+bool
+arrow_conv_may_fail(const ArrowConv *c)
+{
+	if (OidIsValid(c->domain_type) || arrow_conv_checks_typmod(c))
+		return true;
+	switch (c->kind)
+	{
+		case TK_BOOL:
+		case TK_FLOAT2:
+		case TK_FLOAT4:
+		case TK_FLOAT8:
+		case TK_TEXT:
+		case TK_BYTEA:
+		case TK_UUID:
+		case TK_NULL:
+			return false;
+		case TK_INT2:
+		case TK_INT4:
+		case TK_INT8:
+			return !arrow_type_is_int(c->arrow_id);
+		case TK_NUMERIC:
+			return c->arrow_id != ARROW_TYPE_DECIMAL128 && !arrow_type_is_int(c->arrow_id);
+		default:
+			return true;
+	}
+}
+
 /* ----------------------------------------------------------------
  * The newer layouts: run-end encoded, Decimal256, Map
  * ----------------------------------------------------------------

@@ -39,6 +39,7 @@ arrow_table_scan_columns(const ArrowFdwTable *t, const AttrNumber *attnos, int n
 		cols[i].attno = attnos[i];
 		cols[i].typid = OidIsValid(c->domain_type) ? c->domain_type : c->typid;
 		cols[i].checked = OidIsValid(c->domain_type) || arrow_conv_checks_typmod(c);
+		cols[i].may_fail = arrow_conv_may_fail(c);
 		cols[i].max_chars = arrow_conv_checks_typmod(c) && c->typid == VARCHAROID ?
 			c->typmod - VARHDRSZ : 0;
 		cols[i].plain = !c->has_dictionary && !c->run_end_encoded &&

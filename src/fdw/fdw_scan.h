@@ -28,7 +28,10 @@
  * type alone does not (a domain's constraints, the length of a varchar(n)
  * or char(n)): an engine that skips rows before PostgreSQL converts them
  * must not be used on a scan that reads such a column, and the engine
- * checks a varchar(n)'s length (max_chars) on every row it reads.
+ * checks a varchar(n)'s length (max_chars) on every row it reads.  An
+ * engine that skips rows also loads, for every row, each referenced column
+ * whose conversion may_fail (a date beyond PostgreSQL's range...), or is
+ * not used: PostgreSQL's reader would raise its error on such a row.
  */
 typedef struct ArrowScanColumn
 {
@@ -36,6 +39,8 @@ typedef struct ArrowScanColumn
 	Oid			typid;			/* the column's type (the domain, if any) */
 	bool		plain;
 	bool		checked;
+	bool		may_fail;		/* the FDW's conversion can raise an error for
+								 * some value (arrow_conv_may_fail) */
 	int32		max_chars;		/* varchar(n): n, else 0 */
 	ArrowTypeId arrow_id;		/* the field's type */
 	ArrowTimeUnit unit;			/* timestamps */

@@ -415,3 +415,62 @@ def test_gpuscan_time_zone_changed_after_planning(schema, table):
     assert first == run(q, OFF + "SET TimeZone = 'UTC'; ")[1]
     assert second == run(q, OFF + "SET TimeZone = 'America/New_York'; ")[1]
     assert first != second
+
+
+# ---- values arrow_fdw cannot convert, in rows an earlier conjunct rejects ----
+
+@pytest.fixture(scope="module")
+def bad_values(schema):
+    import datetime
+    n = 3000
+    # row 2999: a date past PostgreSQL's range, a timestamp with nanoseconds
+    days = [18000 + i for i in range(n - 1)] + [2**31 - 2]
+    ns = [1_600_000_000_000_000_000 + 1000 * i for i in range(n - 1)] + [1_600_000_000_000_000_001]
+    write_arrow(os.path.join(schema, "bad.arrow"), pa.table({
+        "id": pa.array(range(n), pa.int32()),
+        "d": pa.array(days, pa.date32()),
+        "ts": pa.array(ns, pa.timestamp("ns")),
+        "k": pa.array([i % 5 for i in range(n)], pa.int32())}), batch=512)
+    pg_psql("CREATE FOREIGN TABLE ct.bad (id int4, d date, ts timestamp, k int4) "
+            "SERVER arrow_fdw OPTIONS (file '%s/bad.arrow')" % schema)
+
+
+@pytest.mark.parametrize("sql", [
+    "SELECT count(*), max(d) FROM ct.bad WHERE id < 10",
+    "SELECT k, min(d) FROM ct.bad WHERE id < 10 GROUP BY k",
+    "SELECT k, count(*) FROM ct.bad WHERE id < 10 AND d > '2000-01-01' GROUP BY k",
+    "SELECT max(ts) FROM ct.bad WHERE k = 1 AND id < 100",
+    "SELECT d, count(*) FROM ct.bad GROUP BY d",
+])
+def test_unconvertible_values_in_rejected_rows(bad_values, sql):
+    # PostgreSQL's reader converts every row's columns: its error, whichever
+    # rows the WHERE clause keeps
+    assert "Custom Scan (GpuPreAgg)" in plan(sql), plan(sql)
+    on = same(sql)
+    assert on[0] == "error" and on[1].startswith("22008:"), on
+    # without the bad row's columns the engine answers
+    ok = sql.replace("max(d)", "max(id)").replace("min(d)", "min(id)")
+    if ok != sql:
+        assert same(ok)[0] == "ok"
+
+
+@pytest.mark.parametrize("settings, node", [
+    ("", "Custom Scan (GpuScan)"),
+    ("SET pg_warp.enable_gpuscan = off; ", "Engine Filter"),
+])
+@pytest.mark.parametrize("sql, fails", [
+    ("SELECT id, d FROM ct.bad WHERE id < 10", True),
+    ("SELECT id FROM ct.bad WHERE id < 10 AND k = 1", False),  # d and ts are not read
+    ("SELECT id, ts FROM ct.bad WHERE k = 2 AND id < 50", True),
+    ("SELECT id, k FROM ct.bad WHERE id < 10", False),
+])
+def test_unconvertible_values_in_rows_scans_reject(bad_values, settings, node, sql, fails):
+    s = ON + "SET pg_warp.enable_gpupreagg = off; " + settings
+    p = plan(sql, s)
+    assert node in p, p
+    on, off = run(sql, s), run(sql, OFF)
+    if on[0] == "ok":
+        on = (on[0], sorted(on[1].splitlines()))
+        off = (off[0], sorted(off[1].splitlines())) if off[0] == "ok" else off
+    assert on == off, (on, off)
+    assert (on[0] == "error") == fails, on
