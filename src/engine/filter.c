@@ -175,8 +175,12 @@ palloc_aligned16(Size size)
  * columns whose conversion may fail (a date beyond PostgreSQL's range, a
  * varchar(n) too long...) are loaded for every row, so that such a value
  * in any row makes PostgreSQL evaluate its batch and raise its error.
- * False when one of them cannot be loaded by the engine (a char(n), a
- * domain): the engine must not skip rows of this scan then.
+ * False when a column whose typmod or domain the conversion checks cannot
+ * be loaded by the engine (a char(n), a domain): the engine must not skip
+ * rows of this scan then.  A column of a layout the engine does not load
+ * at all (date64, time, ...) is not checked: a value of it that arrow_fdw
+ * cannot convert, in a row the engine rejects, raises no error (see
+ * doc/engine.md, "Values arrow_fdw cannot convert").
  */
 bool
 engine_every_row(CodegenScan *scan, const EngineColumns *ec)
@@ -193,7 +197,11 @@ engine_every_row(CodegenScan *scan, const EngineColumns *ec)
 		if (!c->may_fail)
 			continue;
 		if (!engine_column_hook((void *) ec, c->attno, c->typid, &index, &kind, &scale))
-			return false;
+		{
+			if (c->checked)
+				return false;
+			continue;
+		}
 		vars = lappend(vars, makeVar(scan->scanrelid, c->attno, c->typid, -1, InvalidOid, 0));
 	}
 	scan->every_row = true;
