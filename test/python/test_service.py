@@ -230,16 +230,20 @@ class Service:
     """pg_warp_service started by hand on directory d (as this user);
     max_files limits its file descriptors."""
 
-    def __init__(self, d, argv=(), wait=True, max_files=None):
+    def __init__(self, d, argv=(), wait=True, max_files=None, max_memory=None):
         self.dir = d
         self.sock = os.path.join(d, "pg_warp.sock")
         self.logpath = os.path.join(d, "service.log")
         self.logf = open(self.logpath, "ab")
-        limit = None
-        if max_files:
-            limit = lambda: resource.setrlimit(resource.RLIMIT_NOFILE, (max_files, max_files))
+
+        def limit():
+            if max_files:
+                resource.setrlimit(resource.RLIMIT_NOFILE, (max_files, max_files))
+            if max_memory:
+                resource.setrlimit(resource.RLIMIT_AS, (max_memory, max_memory))
         self.proc = subprocess.Popen([service_program(), "-D", d, *argv],
-                                     stdout=self.logf, stderr=self.logf, preexec_fn=limit)
+                                     stdout=self.logf, stderr=self.logf,
+                                     preexec_fn=limit if max_files or max_memory else None)
         if wait:
             wait_until(self.answers, 10, "the service to listen")
 

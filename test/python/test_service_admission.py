@@ -106,7 +106,9 @@ def test_queue_fifo_status_and_results(client, svc2, tmp_path):
 
 def test_rows_done_grows(client, svc2, tmp_path):
     f = write(tmp_path / "t.arrow", bench_table(50000, 5), chunk=4096)
-    p = subprocess.Popen([client, "--threads", "1", svc2.sock, "text2", *[f] * 40],
+    # long enough (some 20 M rows on one thread) that the run is still going
+    # at the second look, on a fast host too
+    p = subprocess.Popen([client, "--threads", "1", svc2.sock, "text2", *[f] * 400],
                          stdout=subprocess.PIPE, text=True)
     try:
         first = wait_until(lambda: [e for e in tasks(svc2)[3] if e[5] > 0], 20, "rows read")

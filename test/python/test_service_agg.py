@@ -558,3 +558,28 @@ def test_concurrent_runs_and_status(client, svc, tmp_path):
         assert lines[-1].startswith("END\tstatus=0")
         assert sorted("\t".join(l.split("\t")[1:4]) for l in lines[:-1]) == want
     assert status(svc)[5] == 0
+
+
+def test_out_of_memory_is_a_fallback(client, tmp_path):
+    """A run the service has no memory for (an address-space limit of 250
+    MB, 3 M groups) ends with a FALLBACK and says why: the backend runs
+    PostgreSQL's plan instead of failing with 53200 (issue 27, item 13);
+    the service lives on and serves the next run."""
+    from test_service import Service
+    d = tmp_path / "svc"
+    d.mkdir()
+    s = Service(str(d), argv=["--no-gpu", "--threads", "2"], max_memory=250 * 1024 * 1024)
+    try:
+        n = 3_000_000
+        t = pa.table({"k": pa.array(range(n), pa.int64()), "v": pa.array(range(n), pa.int64())})
+        f = write(tmp_path / "big.arrow", t, chunk=100000)
+        groups, end, err = run_client(s, "many", [f], "--threads", 2)
+        assert err is None and groups == [], (err, s.log())
+        assert int(end["status"]) == XPU_ERR_FALLBACK, end
+        assert end["msg"].startswith("the service ran out of memory"), end
+        small = write(tmp_path / "small.arrow", t.slice(0, 1000))
+        groups, end, err = run_client(s, "many", [small])
+        assert err is None and end["status"] == "0" and len(groups) == 1000
+        assert s.proc.poll() is None, s.log()
+    finally:
+        s.stop()
