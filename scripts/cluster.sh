@@ -7,7 +7,8 @@
 #   scripts/cluster.sh destroy [DIR] stop and remove the directory
 #
 # DIR defaults to $PG_WARP_CLUSTER or /tmp/pg_warp_cluster.  PGPORT (default 5433)
-# picks the port.  PG_WARP_PRELOAD=0 leaves pg_warp out of shared_preload_libraries.  The server listens on 127.0.0.1 and on a socket in DIR.
+# picks the port.  PG_WARP_PRELOAD=0 leaves pg_warp out of shared_preload_libraries;
+# PG_WARP_TEST_CLUSTER=1 (scripts/test.sh) sets pg_warp.enable_gpupreagg_heap = on.  The server listens on 127.0.0.1 and on a socket in DIR.
 # Source the output of 'start' (eval "$(scripts/cluster.sh start)") to point
 # psql, pg_regress and the tests at it.
 set -euo pipefail
@@ -48,11 +49,14 @@ shared_preload_libraries = '$preload'
 max_worker_processes = 16
 max_parallel_workers = 8
 max_parallel_workers_per_gather = 4
-# the tests run GpuPreAgg over heap tables on the CPU engine too (auto: only on a GPU)
-pg_warp.enable_gpupreagg_heap = on
 fsync = off
 log_min_messages = warning
 CONF
+        # scripts/test.sh's clusters run GpuPreAgg over heap tables on the CPU
+        # engine too (the default, auto: only where the run goes to a GPU)
+        if [ "${PG_WARP_TEST_CLUSTER:-0}" = 1 ]; then
+            echo "pg_warp.enable_gpupreagg_heap = on" >>"$dir/data/postgresql.conf"
+        fi
     fi
     as_owner "$pgbin/pg_ctl" -D "$dir/data" -l "$dir/server.log" -w -t 60 start >/dev/null \
         || { tail -20 "$dir/server.log" >&2; exit 1; }

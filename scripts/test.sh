@@ -21,6 +21,8 @@ chmod 755 "$work"
 export PGPORT=${PGPORT:-$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])' 2>/dev/null || echo 54329)}
 export PG_WARP_CLUSTER=$work/cluster
 export PG_WARP_TOOLS=$root/tools/bin
+# the test clusters (cluster.sh) run GpuPreAgg over heap tables on the CPU engine too
+export PG_WARP_TEST_CLUSTER=1
 passed=0
 failed=0
 failures=()
