@@ -97,6 +97,7 @@
 #include "pg_warp.h"
 #include "engine/codegen.h"
 #include "engine/engine.h"
+#include "engine/executor.h"
 #include "engine/gpu_preagg.h"
 #include "engine/heap_source.h"
 #include "xpu/xpu_agg.h"
@@ -388,6 +389,7 @@ typedef struct GpaPlanInfo
 	List	   *keys;			/* group key expressions */
 	List	   *aggrefs;		/* distinct Aggrefs of the target and HAVING */
 	List	   *having;			/* HAVING, implicit AND */
+	Node	   *program;		/* the engine's program (engine_plan_program) */
 } GpaPlanInfo;
 
 /* collects the Aggrefs below node (false: one that cannot be offloaded) */
@@ -416,28 +418,44 @@ gpa_collect_aggrefs(Node *node, List **aggrefs)
 	return expression_tree_walker(node, gpa_collect_aggrefs, (void *) aggrefs);
 }
 
-/* a CodegenScan over the columns of the Arrow table relid that exprs use */
-static CodegenScan *
-gpa_codegen_scan(Relation rel, Index relid, List *exprs, AttrNumber **attnos_out,
-				 int *n_out)
+/*
+ * gpa_attnos: the columns (attnos, ascending: the chunk columns) of table
+ * relid that exprs use, their number in *n; NULL when exprs use a system
+ * column or the whole row
+ */
+static AttrNumber *
+gpa_attnos(Index relid, List *exprs, int *n)
 {
 	Bitmapset  *attrs = NULL;
 	AttrNumber *attnos;
-	int			n = 0,
-				x = -1;
-	EngineColumns *ec = palloc0(sizeof(EngineColumns));
-	CodegenScan *scan = palloc0(sizeof(CodegenScan));
+	int			x = -1;
 
 	pull_varattnos((Node *) exprs, relid, &attrs);
 	attnos = palloc(sizeof(AttrNumber) * Max(bms_num_members(attrs), 1));
+	*n = 0;
 	while ((x = bms_next_member(attrs, x)) >= 0)
 	{
 		AttrNumber	a = x + FirstLowInvalidHeapAttributeNumber;
 
 		if (a <= 0)
-			return NULL;		/* a system column or a whole-row reference */
-		attnos[n++] = a;
+			return NULL;
+		attnos[(*n)++] = a;
 	}
+	return attnos;
+}
+
+/* a CodegenScan over the columns of the table relid that exprs use */
+static CodegenScan *
+gpa_codegen_scan(Relation rel, Index relid, List *exprs, AttrNumber **attnos_out,
+				 int *n_out)
+{
+	int			n;
+	AttrNumber *attnos = gpa_attnos(relid, exprs, &n);
+	EngineColumns *ec = palloc0(sizeof(EngineColumns));
+	CodegenScan *scan = palloc0(sizeof(CodegenScan));
+
+	if (attnos == NULL)
+		return NULL;
 	scan->scanrelid = relid;
 	if (rel->rd_rel->relkind != RELKIND_FOREIGN_TABLE)
 		heap_source_codegen_scan(scan, rel, attnos, n);
@@ -618,8 +636,13 @@ gpa_compiles(PlannerInfo *root, GpaPlanInfo *pi)
 										 list_concat(list_copy(exprs), pi->quals),
 										 &attnos, &n);
 	XpuProgram *prog = scan ? codegen_proj_program(scan, pi->quals, exprs) : NULL;
-	bool		ok = prog != NULL;
+	bool		ok = prog != NULL && prog->n_cols == n;
 
+	/* every column the expressions use is a chunk column the program loads */
+	if (ok)
+		pi->program = engine_plan_program(prog, scan->column == engine_column_hook ?
+										  scan->column_arg : NULL);
+	free(prog);
 	table_close(rel, NoLock);
 	if (scan != NULL && !ok)
 		explain_why_codegen(root, pi->relid, "GpuPreAgg", NULL);
@@ -650,7 +673,6 @@ gpa_compiles(PlannerInfo *root, GpaPlanInfo *pi)
 				 pg_warp_engine == WARP_ENGINE_GPU))
 				ok = false;
 		}
-		free(prog);
 	}
 	return ok;
 }
@@ -694,6 +716,7 @@ gpa_make_path(RelOptInfo *output_rel, GpaPlanInfo *pi, Path *fallback, bool part
 									pi->keys, pi->aggrefs);
 	cp->custom_private = lappend(cp->custom_private, pi->having);
 	cp->custom_private = lappend(cp->custom_private, makeInteger(partial ? 1 : 0));
+	cp->custom_private = lappend(cp->custom_private, pi->program);
 	cp->methods = &gpa_path_methods;
 	return cp;
 }
@@ -939,8 +962,9 @@ gpa_anchor_var(PlannerInfo *root, Index relid, List *exprs)
  * (keys..., aggregates..., quals..., anchor) (custom_scan_tlist; the last
  * ones resjunk, never filled: they are there so that set_plan_references
  * adjusts their Vars); the target list and HAVING are expressions over it.
- * custom_private: the number of keys, of aggregates and of quals, and
- * whether the node returns partial states (a parallel heap run).
+ * custom_private: the number of keys, of aggregates and of quals, whether
+ * the node returns partial states (a parallel heap run), and the engine's
+ * program (engine_plan_program, compiled by gpa_compiles).
  */
 static Plan *
 gpa_plan_path(PlannerInfo *root, RelOptInfo *rel, CustomPath *best_path,
@@ -971,10 +995,10 @@ gpa_plan_path(PlannerInfo *root, RelOptInfo *rel, CustomPath *best_path,
 	cs->scan.scanrelid = 0;
 	cs->custom_plans = custom_plans;
 	cs->custom_scan_tlist = scan_tlist;
-	cs->custom_private = list_make4(makeInteger(list_length(keys)),
+	cs->custom_private = list_make5(makeInteger(list_length(keys)),
 									makeInteger(list_length(aggrefs)),
 									makeInteger(list_length(quals)),
-									list_nth(priv, 5));
+									list_nth(priv, 5), list_nth(priv, 6));
 	cs->methods = &gpa_scan_methods;
 	return &cs->scan.plan;
 }
@@ -1027,7 +1051,7 @@ typedef struct GpaState
 	List	   *quals;
 	bool		compiled;		/* false: the child runs (EXPLAIN says why) */
 	/* the run */
-	int			conn;			/* the service connection, or -1 */
+	EngineRun	run;			/* the service connection */
 	bool		ran;
 	bool		fallback;		/* the child produces the rows */
 	const char *fallback_why;
@@ -1052,28 +1076,8 @@ gpa_create_state(CustomScan *cs)
 	GpaState   *st = (GpaState *) newNode(sizeof(GpaState), T_CustomScanState);
 
 	st->css.methods = &gpa_exec_methods;
-	st->conn = -1;
+	st->run.conn = -1;
 	return (Node *) st;
-}
-
-/* closes the service connection if the query ends before the run does */
-static void
-gpa_close_conn(void *arg)
-{
-	GpaState   *st = arg;
-
-	if (st->conn >= 0)
-		service_run_end(st->conn);
-	st->conn = -1;
-}
-
-/* palloc'ed memory of size bytes at a 16-byte boundary */
-static void *
-gpa_palloc16(Size size)
-{
-	char	   *p = palloc(size + 15);
-
-	return (void *) TYPEALIGN(16, (uintptr_t) p);
 }
 
 /*
@@ -1137,8 +1141,9 @@ gpa_compile_agg(GpaState *st, GpaAggExec *ae, Aggref *a, List **args)
 }
 
 /*
- * gpa_compile: the program, the key and aggregate descriptions; false (and
- * the child will run) when it no longer compiles (the table's files changed
+ * gpa_compile: the plan's program and the key and aggregate descriptions;
+ * false (and the child will run, st->fallback_why says why) when the
+ * program no longer fits (engine_exec_program: the table's files changed
  * since planning, say).
  */
 static bool
@@ -1149,8 +1154,7 @@ gpa_compile(GpaState *st, CustomScan *cs, Index relid, int n_keys, int n_aggs)
 			   *args = NIL;
 	AttrNumber *attnos;
 	int			n_attnos;
-	CodegenScan *scan;
-	XpuProgram *prog;
+	EngineColumns now = {0};
 	ListCell   *lc;
 
 	st->n_keys = n_keys;
@@ -1178,30 +1182,29 @@ gpa_compile(GpaState *st, CustomScan *cs, Index relid, int n_keys, int n_aggs)
 		else
 			gpa_compile_agg(st, &st->aggs[i - st->n_keys], (Aggref *) te->expr, &args);
 	}
-	scan = gpa_codegen_scan(st->rel, relid, list_concat(list_concat(list_copy(keys), args),
-														st->quals), &attnos, &n_attnos);
-	prog = scan ? codegen_proj_program(scan, st->quals, list_concat(list_copy(keys), args)) : NULL;
-	if (prog == NULL || prog->n_cols != n_attnos)
+	attnos = gpa_attnos(relid, list_concat(list_concat(list_copy(keys), args), st->quals),
+						&n_attnos);
+	if (attnos == NULL)
+		elog(ERROR, "GpuPreAgg: the plan's expressions read a system column");
+	if (st->rel->rd_rel->relkind == RELKIND_FOREIGN_TABLE)
 	{
-		/* every column the expressions use is a chunk column the program loads */
-		free(prog);
-		return false;
+		if (st->partial)
+			elog(ERROR, "GpuPreAgg: a parallel run of a foreign table");
+		st->src = arrow_fdw_engine_source(st->rel, relid, st->quals, attnos, n_attnos);
+		now = (EngineColumns) {st->src->cols, n_attnos, true};
 	}
-	st->prog = gpa_palloc16(prog->total_len);
-	memcpy(st->prog, prog, prog->total_len);
-	free(prog);
+	st->prog = engine_exec_program(list_nth(cs->custom_private, 4),
+								   st->src ? &now : NULL, &st->fallback_why);
+	if (st->prog == NULL)
+		return false;
 	for (int i = 0; i < st->n_keys; i++)
 		st->key_scales[i] = XPU_REGS(st->prog)[XPU_OUTS(st->prog)[i]].scale;
 	for (int i = 0; i < st->n_aggs; i++)
 		if (st->aggs[i].info->kind != XPU_AGG_COUNT_STAR)
 			st->aggs[i].scale =
 				XPU_REGS(st->prog)[XPU_OUTS(st->prog)[st->descs[st->aggs[i].first].out]].scale;
-	if (st->rel->rd_rel->relkind != RELKIND_FOREIGN_TABLE)
+	if (st->src == NULL)
 		st->heap = heap_agg_prepare(st->rel, attnos, n_attnos);
-	else if (st->partial)
-		elog(ERROR, "GpuPreAgg: a parallel run of a foreign table");
-	else
-		st->src = arrow_fdw_engine_source(st->rel, relid, st->quals, attnos, n_attnos);
 	return true;
 }
 
@@ -1215,7 +1218,6 @@ gpa_begin(CustomScanState *node, EState *estate, int eflags)
 	int			n_quals = intVal(lthird(cs->custom_private));
 	Var		   *anchor = (Var *) llast_node(TargetEntry, cs->custom_scan_tlist)->expr;
 	Index		relid = (Index) anchor->varno;
-	MemoryContextCallback *cb;
 
 	st->partial = intVal(lfourth(cs->custom_private)) != 0;
 
@@ -1230,29 +1232,14 @@ gpa_begin(CustomScanState *node, EState *estate, int eflags)
 	if (!st->compiled && st->partial)
 		st->heap = heap_agg_prepare(st->rel, NULL, 0);	/* its claims only */
 	if (!st->compiled)
-	{
-		st->fallback = true;
-		st->fallback_why = "the expressions no longer compile for the table's files";
-	}
+		st->fallback = true;	/* gpa_compile said why */
 	st->row_cxt = AllocSetContextCreate(estate->es_query_cxt, "GpuPreAgg rows",
 										ALLOCSET_DEFAULT_SIZES);
 	st->groups = gpa_store_create();
-	cb = MemoryContextAlloc(estate->es_query_cxt, sizeof(MemoryContextCallback));
-	cb->func = gpa_close_conn;
-	cb->arg = st;
-	MemoryContextRegisterResetCallback(estate->es_query_cxt, cb);
+	engine_run_init(&st->run, estate);
 }
 
 /* ---------------- the request ---------------- */
-
-/* appends len bytes, after zero padding to align, to buf */
-static void
-gpa_put(StringInfo buf, const void *data, size_t len, int align)
-{
-	while (buf->len % align != 0)
-		appendStringInfoChar(buf, '\0');
-	appendBinaryStringInfo(buf, data, (int) len);
-}
 
 /* the AGG_RUN payload of st (protocol.h); NULL if it is too large */
 static StringInfo
@@ -1267,33 +1254,23 @@ gpa_request(GpaState *st)
 	req.prog_len = st->prog->total_len;
 	req.engine = (uint32) pg_warp_engine;
 	req.max_buffer_size = (int64) pg_warp_arrow_max_buffer_size * 1024;
-	gpa_put(buf, &req, sizeof(req), 8);
-	gpa_put(buf, st->key_outs, sizeof(uint16) * st->n_keys, 8);
-	gpa_put(buf, st->descs, sizeof(XpuAggDesc) * st->n_descs, 8);
-	gpa_put(buf, st->prog, st->prog->total_len, 16);
+	engine_put(buf, &req, sizeof(req), 8);
+	engine_put(buf, st->key_outs, sizeof(uint16) * st->n_keys, 8);
+	engine_put(buf, st->descs, sizeof(XpuAggDesc) * st->n_descs, 8);
+	engine_put(buf, st->prog, st->prog->total_len, 16);
 	if (st->heap)
 		heap_agg_put_request(st->heap, buf);
 	for (int f = 0; st->src && f < st->src->n_files; f++)
 	{
 		const ArrowEngineFile *ef = &st->src->files[f];
-		WarpAggFile wf = service_file_part(ef, (uint32) ef->n_batches, st->prog->n_cols);
 
-		gpa_put(buf, &wf, sizeof(wf), 8);
-		gpa_put(buf, ef->path, wf.path_len, 1);
-		gpa_put(buf, ef->batches, sizeof(int32) * ef->n_batches, 8);
 		/* chunk column j (XpuColumn.col_index) reads field fields[j] */
-		for (int j = 0; j < st->prog->n_cols; j++)
-		{
-			int32		field = st->src->fields[j];
-
-			gpa_put(buf, &field, sizeof(field), j == 0 ? 8 : 4);
-		}
+		engine_put_file(buf, ef, ef->batches, ef->n_batches, st->src->fields,
+						st->prog->n_cols);
 		if (buf->len > PGWARP_MAX_PAYLOAD)
 			return NULL;
 	}
-	while (buf->len % 8 != 0)
-		appendStringInfoChar(buf, '\0');
-	return buf->len <= PGWARP_MAX_PAYLOAD ? buf : NULL;
+	return engine_request_end(buf) ? buf : NULL;
 }
 
 /*
@@ -1343,18 +1320,18 @@ gpa_run_engine(GpaState *st)
 		return;
 	}
 	if (st->heap && !heap_agg_begin(st->heap, st->css.ss.ps.state->es_snapshot, req->data,
-									(uint32) req->len, &st->conn, &st->fallback_why))
+									(uint32) req->len, &st->run.conn, &st->fallback_why))
 	{
 		st->fallback = true;
 		return;
 	}
 	if (!st->heap)
-		st->conn = service_run_begin(WARP_MSG_AGG_RUN, req->data, (uint32) req->len);
+		st->run.conn = service_run_begin(WARP_MSG_AGG_RUN, req->data, (uint32) req->len);
 	for (;;)
 	{
 		uint32		len;
-		char	   *msg = st->heap ? heap_agg_next(st->heap, st->conn, &len) :
-			service_run_next(st->conn, WARP_MSG_AGG_RESULT, &len);
+		char	   *msg = st->heap ? heap_agg_next(st->heap, st->run.conn, &len) :
+			service_run_next(st->run.conn, WARP_MSG_AGG_RESULT, &len);
 		WarpAggResult hdr;
 
 		if (len < sizeof(WarpAggResult))
@@ -1368,7 +1345,7 @@ gpa_run_engine(GpaState *st)
 			break;
 		}
 	}
-	gpa_close_conn(st);
+	engine_run_close(&st->run);
 	if (st->last.status != XPU_OK)
 	{
 		/* PostgreSQL evaluates the query: its own result, or its own error */
@@ -1573,7 +1550,7 @@ gpa_end(CustomScanState *node)
 {
 	GpaState   *st = (GpaState *) node;
 
-	gpa_close_conn(st);
+	engine_run_close(&st->run);
 	gpa_store_reset(st->groups);	/* its temporary file */
 	ExecEndNode(linitial(node->custom_ps));
 }
@@ -1586,7 +1563,7 @@ gpa_rescan(CustomScanState *node)
 	if (st->partial)
 	{
 		/* a new run over the blocks claimed anew (ReInitializeDSM resets the counter) */
-		gpa_close_conn(st);
+		engine_run_close(&st->run);
 		st->ran = false;
 		st->fallback = !st->compiled;
 		st->fb_scanning = false;
@@ -1722,13 +1699,7 @@ gpa_explain(CustomScanState *node, List *ancestors, ExplainState *es)
 							deparse_expression((Node *) make_ands_explicit(st->quals),
 											   ctx, true, false), es);
 	if (st->src != NULL)
-	{
-		ExplainPropertyInteger("Arrow Files", NULL, st->src->n_files, es);
-		ExplainPropertyInteger("Record Batches", NULL,
-							   st->src->batches_total - st->src->batches_skipped, es);
-		ExplainPropertyInteger("Batches Skipped by Statistics", NULL,
-							   st->src->batches_skipped, es);
-	}
+		engine_explain_source(es, st->src);
 	if (st->heap != NULL)
 		heap_agg_explain(st->heap, es->analyze && st->ran && !st->fallback, es);
 	if (st->partial)
@@ -1740,7 +1711,7 @@ gpa_explain(CustomScanState *node, List *ancestors, ExplainState *es)
 	if (!es->analyze)
 		ExplainPropertyText("Fallback Plan", st->compiled ?
 							"the plan below, run only where the engine cannot answer" :
-							"the plan below runs (the expressions do not compile)", es);
+							psprintf("the plan below runs (%s)", st->fallback_why), es);
 	if (!es->analyze || !st->ran)
 		return;
 	if (st->fallback)
@@ -1751,7 +1722,7 @@ gpa_explain(CustomScanState *node, List *ancestors, ExplainState *es)
 			ExplainPropertyText("Fallback Detail", st->last.err_message, es);
 		return;
 	}
-	ExplainPropertyText("Engine", st->last.engine == WARP_ENGINE_GPU ? "GPU" : "CPU", es);
+	engine_explain_engine(es, true, st->last.engine);
 	ExplainPropertyInteger("Engine Threads", NULL, st->last.threads, es);
 	ExplainPropertyInteger("Rows Read", NULL, (int64) st->last.rows_in, es);
 	ExplainPropertyInteger("Rows Passed", NULL, (int64) st->last.rows_passed, es);
