@@ -40,6 +40,7 @@ OBJS         = \
 	src/engine/heap_source.o \
 	src/engine/preagg_store.o \
 	src/engine/preagg_values.o \
+	src/engine/shippable.o \
 	src/engine/shm_chunk.o \
 	src/engine/gpuscan.o \
 	src/engine/service_client.o \

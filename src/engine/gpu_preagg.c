@@ -98,6 +98,7 @@
 #include "engine/codegen.h"
 #include "engine/engine.h"
 #include "engine/executor.h"
+#include "engine/shippable.h"
 #include "engine/gpu_preagg.h"
 #include "engine/heap_source.h"
 #include "xpu/xpu_agg.h"
@@ -308,7 +309,8 @@ gpa_float2_agg(Oid fn)
 	return NULL;
 }
 
-static const GpaAggInfo *
+/* gpa_agg_info: the engine's form of aggregate fn, or NULL */
+const GpaAggInfo *
 gpa_agg_info(Oid fn)
 {
 	const GpaAggInfo *f2;
@@ -319,64 +321,6 @@ gpa_agg_info(Oid fn)
 	if ((f2 = gpa_float2_agg(fn)) != NULL)
 		return f2;
 	return gpa_is_hll_agg(fn) ? &gpa_hll_agg : NULL;
-}
-
-/*
- * gpa_hll_arg_ok: may the engine hash an argument of type typid (collation
- * coll) exactly as hll_count does (src/types/hll.c: integers, floats,
- * strings in a deterministic collation, by-value date/time types and bool)
- */
-static bool
-gpa_hll_arg_ok(Oid typid, Oid coll)
-{
-	switch (typid)
-	{
-		case TEXTOID:
-		case VARCHAROID:
-			return !OidIsValid(coll) || get_collation_isdeterministic(coll);
-		case INT2OID:
-		case INT4OID:
-		case INT8OID:
-		case FLOAT4OID:
-		case FLOAT8OID:
-		case BOOLOID:
-		case DATEOID:
-		case TIMEOID:
-		case TIMESTAMPOID:
-		case TIMESTAMPTZOID:
-			return true;
-		default:
-			return false;
-	}
-}
-
-/*
- * the group key types the engine groups exactly as PostgreSQL does (pg_warp's
- * float2 as its exact float4: -0 and 0 one group, every NaN one group)
- */
-static bool
-gpa_key_type_ok(Oid typid)
-{
-	if (OidIsValid(typid) && typid == codegen_float2_type())
-		return true;
-	switch (typid)
-	{
-		case BOOLOID:
-		case INT2OID:
-		case INT4OID:
-		case INT8OID:
-		case FLOAT4OID:
-		case FLOAT8OID:
-		case NUMERICOID:
-		case DATEOID:
-		case TIMESTAMPOID:
-		case TIMESTAMPTZOID:
-		case TEXTOID:
-		case VARCHAROID:
-			return true;
-		default:
-			return false;
-	}
 }
 
 /* ---------------- planning ---------------- */
@@ -391,32 +335,6 @@ typedef struct GpaPlanInfo
 	List	   *having;			/* HAVING, implicit AND */
 	Node	   *program;		/* the engine's program (engine_plan_program) */
 } GpaPlanInfo;
-
-/* collects the Aggrefs below node (false: one that cannot be offloaded) */
-static bool
-gpa_collect_aggrefs(Node *node, List **aggrefs)
-{
-	if (node == NULL)
-		return false;
-	if (IsA(node, Aggref))
-	{
-		Aggref	   *a = (Aggref *) node;
-		const GpaAggInfo *info = gpa_agg_info(a->aggfnoid);
-
-		if (info == NULL || a->aggorder != NIL || a->aggdistinct != NIL ||
-			a->aggfilter != NULL || a->agglevelsup != 0 ||
-			a->aggkind != AGGKIND_NORMAL ||
-			(a->aggsplit != AGGSPLIT_SIMPLE && a->aggsplit != AGGSPLIT_INITIAL_SERIAL) ||
-			list_length(a->args) != (info->kind == XPU_AGG_COUNT_STAR ? 0 : 1))
-			return true;
-		if (!list_member(*aggrefs, a))
-			*aggrefs = lappend(*aggrefs, a);
-		return false;			/* the arguments are the engine's */
-	}
-	if (IsA(node, GroupingFunc) || IsA(node, WindowFunc) || IsA(node, SubPlan))
-		return true;
-	return expression_tree_walker(node, gpa_collect_aggrefs, (void *) aggrefs);
-}
 
 /*
  * gpa_attnos: the columns (attnos, ascending: the chunk columns) of table
@@ -492,31 +410,26 @@ gpa_agg_args(List *aggrefs)
 
 /*
  * gpa_check_keys: the group key expressions of the grouping (in the order of
- * the GROUP BY clause), or false when one cannot be grouped by the engine
- * exactly as PostgreSQL groups it.
+ * the GROUP BY clause) into *keys, or why one cannot be grouped by the
+ * engine exactly as PostgreSQL groups it (ship_group_key)
  */
-static bool
+static const char *
 gpa_check_keys(PlannerInfo *root, List **keys)
 {
-	Query	   *parse = root->parse;
 	ListCell   *lc;
 
 	*keys = NIL;
-	foreach(lc, parse->groupClause)
+	foreach(lc, root->parse->groupClause)
 	{
 		SortGroupClause *sgc = lfirst(lc);
 		Expr	   *e = (Expr *) get_sortgroupclause_expr(sgc, root->processed_tlist);
-		Oid			type = exprType((Node *) e);
-		TypeCacheEntry *tc = lookup_type_cache(type, TYPECACHE_EQ_OPR);
-		Oid			coll = exprCollation((Node *) e);
+		const char *why = ship_group_key(sgc, e);
 
-		if (!gpa_key_type_ok(type) || sgc->eqop != tc->eq_opr)
-			return false;
-		if (OidIsValid(coll) && !get_collation_isdeterministic(coll))
-			return false;
+		if (why != NULL)
+			return why;
 		*keys = lappend(*keys, e);
 	}
-	return true;
+	return NULL;
 }
 
 /* the engine states (XpuAggDesc) of aggrefs */
@@ -548,32 +461,24 @@ gpa_partial_target_ok(List *exprs, GpaPlanInfo *pi)
 
 /*
  * gpa_plan_info: whether the grouping of input_rel into output_rel can be
- * offloaded, and what it consists of; NULL if not.  partial: output_rel is
- * the partially grouped relation of a parallel aggregation (heap tables
- * only; HAVING is the Finalize Aggregate's).
+ * offloaded, and what it consists of; NULL if not, with *why saying why
+ * (NULL: a grouping no engine path is made for, as no aggregate at all).
+ * partial: output_rel is the partially grouped relation of a parallel
+ * aggregation (heap tables only; HAVING is the Finalize Aggregate's).
  */
 static GpaPlanInfo *
 gpa_plan_info(PlannerInfo *root, RelOptInfo *input_rel, RelOptInfo *output_rel,
-			  GroupPathExtraData *extra, bool partial)
+			  GroupPathExtraData *extra, bool partial, const char **why)
 {
 	Query	   *parse = root->parse;
-	RangeTblEntry *rte;
 	GpaPlanInfo *pi;
 	ListCell   *lc;
 
-	if (input_rel->reloptkind != RELOPT_BASEREL || parse->groupingSets != NIL ||
-		root->hasHavingQual != (extra->havingQual != NULL) ||
+	*why = NULL;
+	if (root->hasHavingQual != (extra->havingQual != NULL) ||
 		(parse->groupClause == NIL && !parse->hasAggs))
 		return NULL;
-	rte = planner_rt_fetch(input_rel->relid, root);
-	if (rte->rtekind != RTE_RELATION || rte->inh || rte->tablesample != NULL ||
-		rte->securityQuals != NIL)
-		return NULL;
-	/* an Arrow table, or a plain heap table (heap_source.c) */
-	if (partial && rte->relkind == RELKIND_FOREIGN_TABLE)
-		return NULL;
-	if (rte->relkind == RELKIND_FOREIGN_TABLE ? !arrow_fdw_is_table(rte->relid) :
-		!heap_source_plannable(rte->relid) || !gpa_heap_enabled())
+	if ((*why = ship_grouping_input(root, input_rel, partial, gpa_heap_enabled())) != NULL)
 		return NULL;
 	pi = palloc0(sizeof(GpaPlanInfo));
 	pi->relid = input_rel->relid;
@@ -582,23 +487,35 @@ gpa_plan_info(PlannerInfo *root, RelOptInfo *input_rel, RelOptInfo *output_rel,
 		RestrictInfo *ri = lfirst(lc);
 
 		if (ri->pseudoconstant || ri->security_level > 0)
+		{
+			*why = ri->pseudoconstant ? "a clause that is constant for the query" :
+				"a security barrier clause";
 			return NULL;
+		}
 		pi->quals = lappend(pi->quals, ri->clause);
 	}
 	/* PostgreSQL's order, so that the same rows raise the same errors */
 	pi->quals = engine_order_quals(root, pi->quals);
-	if (!gpa_check_keys(root, &pi->keys))
+	if ((*why = gpa_check_keys(root, &pi->keys)) != NULL)
 		return NULL;
 	pi->having = partial ? NIL : (List *) extra->havingQual;
-	if (gpa_collect_aggrefs((Node *) output_rel->reltarget->exprs, &pi->aggrefs) ||
-		gpa_collect_aggrefs((Node *) pi->having, &pi->aggrefs))
+	if ((*why = ship_aggrefs((Node *) output_rel->reltarget->exprs, &pi->aggrefs,
+							 pg_warp_engine == WARP_ENGINE_GPU)) != NULL ||
+		(*why = ship_aggrefs((Node *) pi->having, &pi->aggrefs,
+							 pg_warp_engine == WARP_ENGINE_GPU)) != NULL)
 		return NULL;
 	if (partial && !gpa_partial_target_ok(output_rel->reltarget->exprs, pi))
+	{
+		*why = "the partial grouping returns an expression of its keys";
 		return NULL;
-	if (list_length(pi->keys) > XPU_AGG_MAX_KEYS ||
-		gpa_count_states(pi->aggrefs) > XPU_AGG_MAX_AGGS)
-		return NULL;
-	return pi;
+	}
+	if (list_length(pi->keys) > XPU_AGG_MAX_KEYS)
+		*why = psprintf("%d group keys (the engine holds %d)",
+						list_length(pi->keys), XPU_AGG_MAX_KEYS);
+	else if (gpa_count_states(pi->aggrefs) > XPU_AGG_MAX_AGGS)
+		*why = psprintf("%d aggregate states (the engine holds %d)",
+						gpa_count_states(pi->aggrefs), XPU_AGG_MAX_AGGS);
+	return *why == NULL ? pi : NULL;
 }
 
 /*
@@ -644,36 +561,10 @@ gpa_compiles(PlannerInfo *root, GpaPlanInfo *pi)
 										  scan->column_arg : NULL);
 	free(prog);
 	table_close(rel, NoLock);
-	if (scan != NULL && !ok)
+	if (scan == NULL)
+		explain_why_note("GpuPreAgg: the grouping reads a system column or the whole row");
+	else if (!ok)
 		explain_why_codegen(root, pi->relid, "GpuPreAgg", NULL);
-	if (ok)
-	{
-		ListCell   *lc;
-
-		/* each aggregate's argument must have the type its kind expects */
-		foreach(lc, pi->aggrefs)
-		{
-			Aggref	   *a = lfirst(lc);
-			const GpaAggInfo *info = gpa_agg_info(a->aggfnoid);
-
-			Node	   *arg = a->args ? (Node *) ((TargetEntry *) linitial(a->args))->expr : NULL;
-
-			if (arg != NULL && OidIsValid(info->argtype) && exprType(arg) != info->argtype)
-				ok = false;
-			if (info->kind == XPU_AGG_HLL &&
-				!gpa_hll_arg_ok(exprType(arg), exprCollation(arg)))
-				ok = false;
-			/*
-			 * text_smaller and text_larger order bytewise only in C; the GPU
-			 * computes neither, so pg_warp.engine = gpu leaves them to
-			 * PostgreSQL (auto runs them on the CPU engine)
-			 */
-			if ((info->kind == XPU_AGG_MIN_TEXT || info->kind == XPU_AGG_MAX_TEXT) &&
-				(!(OidIsValid(a->inputcollid) && lc_collate_is_c(a->inputcollid)) ||
-				 pg_warp_engine == WARP_ENGINE_GPU))
-				ok = false;
-		}
-	}
 	return ok;
 }
 
@@ -780,6 +671,7 @@ gpa_parallel_paths(PlannerInfo *root, RelOptInfo *input_rel, RelOptInfo *output_
 {
 	RelOptInfo *pgr;
 	GpaPlanInfo *pi;
+	const char *why;			/* the serial path noted it */
 	Path	   *partial;
 	Path	   *gather;
 	double		total_groups;
@@ -790,7 +682,7 @@ gpa_parallel_paths(PlannerInfo *root, RelOptInfo *input_rel, RelOptInfo *output_
 	pgr = fetch_upper_rel(root, UPPERREL_PARTIAL_GROUP_AGG, output_rel->relids);
 	if (!pgr->consider_parallel || pgr->reltarget == NULL || pgr->reltarget->exprs == NIL)
 		return;
-	if ((pi = gpa_plan_info(root, input_rel, pgr, gx, true)) == NULL ||
+	if ((pi = gpa_plan_info(root, input_rel, pgr, gx, true, &why)) == NULL ||
 		!gpa_compiles(root, pi) ||
 		(partial = gpa_partial_path(root, input_rel, pgr, gx, pi)) == NULL)
 		return;
@@ -868,6 +760,7 @@ gpa_upper_paths(PlannerInfo *root, UpperRelationKind stage, RelOptInfo *input_re
 {
 	GroupPathExtraData *gx = extra;
 	GpaPlanInfo *pi;
+	const char *why;
 	CustomPath *cp;
 	Path	   *fallback;
 	double		rows_in,
@@ -880,9 +773,10 @@ gpa_upper_paths(PlannerInfo *root, UpperRelationKind stage, RelOptInfo *input_re
 		!pg_warp_enable_gpupreagg || !pg_warp_preloaded ||
 		input_rel->cheapest_total_path == NULL)
 		return;
-	if ((pi = gpa_plan_info(root, input_rel, output_rel, gx, false)) == NULL)
+	if ((pi = gpa_plan_info(root, input_rel, output_rel, gx, false, &why)) == NULL)
 	{
-		explain_why_grouping(root, input_rel, output_rel);
+		if (why != NULL)
+			explain_why_note("GpuPreAgg: %s", why);
 		return;
 	}
 	if (!gpa_compiles(root, pi))

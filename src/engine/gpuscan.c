@@ -83,6 +83,7 @@
 #include "engine/engine.h"
 #include "engine/executor.h"
 #include "engine/heap_source.h"
+#include "engine/shippable.h"
 
 /* pg_warp.enable_gpuscan */
 bool		pg_warp_enable_gpuscan = true;
@@ -100,48 +101,6 @@ static CustomScanMethods gs_scan_methods;
 static CustomExecMethods gs_exec_methods;
 
 /* ---------------- planning ---------------- */
-
-/* can the service return column c (flat layout, the FDW's plain values) */
-static bool
-gs_column_ok(const ArrowScanColumn *c)
-{
-	if (!c->plain)
-		return false;
-	switch (c->arrow_id)
-	{
-		case ARROW_TYPE_BOOL:
-		case ARROW_TYPE_UTF8:
-		case ARROW_TYPE_BINARY:
-		case ARROW_TYPE_LARGE_UTF8:
-		case ARROW_TYPE_LARGE_BINARY:
-		case ARROW_TYPE_INT8:
-		case ARROW_TYPE_INT16:
-		case ARROW_TYPE_INT32:
-		case ARROW_TYPE_INT64:
-		case ARROW_TYPE_UINT8:
-		case ARROW_TYPE_UINT16:
-		case ARROW_TYPE_UINT32:
-		case ARROW_TYPE_UINT64:
-		case ARROW_TYPE_FLOAT16:
-		case ARROW_TYPE_FLOAT32:
-		case ARROW_TYPE_FLOAT64:
-		case ARROW_TYPE_DECIMAL128:
-		case ARROW_TYPE_DECIMAL256:
-		case ARROW_TYPE_DATE32:
-		case ARROW_TYPE_DATE64:
-		case ARROW_TYPE_TIME32:
-		case ARROW_TYPE_TIME64:
-		case ARROW_TYPE_TIMESTAMP:
-		case ARROW_TYPE_INTERVAL_YM:
-		case ARROW_TYPE_INTERVAL_DT:
-		case ARROW_TYPE_INTERVAL_MDN:
-		case ARROW_TYPE_DURATION:
-		case ARROW_TYPE_FIXED_SIZE_BINARY:
-			return true;
-		default:
-			return false;
-	}
-}
 
 /* the attnos (> 0) of relid that exprs use, appended to *attnos; false: a
  * system column or a whole-row reference */
@@ -404,8 +363,15 @@ gs_rel_pathlist(PlannerInfo *root, RelOptInfo *rel, Index rti, RangeTblEntry *rt
 		return;
 	ec = gs_columns(rte->relid, attnos);
 	for (int i = 0; i < ec->n_cols; i++)
-		if (!gs_column_ok(&ec->cols[i]))
+	{
+		const char *why = ship_scan_column(rte->relid, &ec->cols[i]);
+
+		if (why != NULL)
+		{
+			explain_why_rel(root, rel->relid, "GpuScan", why);
 			return;
+		}
+	}
 	engine = engine_filter_split(quals, rel->relid, ec, &rest);
 	if (rest != NIL)
 		explain_why_codegen(root, rel->relid, "GpuScan", linitial(rest));

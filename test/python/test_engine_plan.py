@@ -180,3 +180,80 @@ def test_heap_scan_under_another_time_zone(d):
     explain = out[b + 1:]
     assert any("Custom Scan (GpuScan)" in l for l in explain), explain
     assert any("time zone is not the one the plan was made under" in l for l in explain), explain
+
+
+# ---- shippability: where the engine does not take a query, EXPLAIN says why ----
+
+@pytest.fixture(scope="module")
+def nested(d):
+    t = pa.table({"id": pa.array(range(300), pa.int32()),
+                  "l": pa.array([[i, i + 1] if i % 4 else None for i in range(300)],
+                                pa.list_(pa.int32())),
+                  "iv": pa.array([i % 17 for i in range(300)], pa.int64())})
+    write_arrow(os.path.join(d, "l.arrow"), t)
+    psql("CREATE FOREIGN TABLE ep.l (id int4, l int4[], iv int8) SERVER arrow_fdw "
+         "OPTIONS (file '%s/l.arrow')" % d)
+    psql("CREATE TABLE ep.rls (id int4, v int8); INSERT INTO ep.rls "
+         "SELECT i, i % 7 FROM generate_series(1, 500) i; ANALYZE ep.rls; "
+         "ALTER TABLE ep.rls ENABLE ROW LEVEL SECURITY; ALTER TABLE ep.rls FORCE ROW LEVEL "
+         "SECURITY; CREATE POLICY p ON ep.rls USING (id % 2 = 0)")
+    # superusers bypass row level security: the query runs as a plain role
+    psql("DROP ROLE IF EXISTS ep_reader; CREATE ROLE ep_reader; "
+         "GRANT USAGE ON SCHEMA ep TO ep_reader; GRANT SELECT ON ALL TABLES IN SCHEMA ep "
+         "TO ep_reader")
+    yield d
+    psql("DROP OWNED BY ep_reader; DROP ROLE ep_reader")
+
+
+MANY_KEYS = ", ".join("iv + %d" % i for i in range(33))
+
+WHY = [
+    ("SELECT count(DISTINCT id) FROM ep.l",
+     "pg_warp: GpuPreAgg: count() with DISTINCT, ORDER BY or FILTER"),
+    ("SELECT sum(iv) FILTER (WHERE id > 3) FROM ep.l",
+     "pg_warp: GpuPreAgg: sum() with DISTINCT, ORDER BY or FILTER"),
+    ("SELECT bool_and(id > 1) FROM ep.l",
+     "pg_warp: GpuPreAgg: bool_and(boolean) is not an aggregate the engine computes"),
+    ("SELECT string_agg(id::text, ',' ORDER BY id) FROM ep.l",
+     "pg_warp: GpuPreAgg: string_agg() with DISTINCT, ORDER BY or FILTER"),
+    ("SELECT string_agg(id::text, ',') FROM ep.l",
+     "pg_warp: GpuPreAgg: string_agg(text,text) is not an aggregate the engine computes"),
+    ("SELECT make_interval(secs => iv), count(*) FROM ep.l GROUP BY 1",
+     "pg_warp: GpuPreAgg: a group key of type interval"),
+    ("SELECT iv, count(*) FROM ep.l GROUP BY CUBE (iv)",
+     "pg_warp: GpuPreAgg: GROUPING SETS, ROLLUP or CUBE"),
+    ("SELECT sum(l.iv) FROM ep.l l, ep.v v WHERE l.id = v.id",
+     "pg_warp: GpuPreAgg: the grouping reads a join of 2 relations"),
+    ("SELECT count(*) FROM ep.l GROUP BY " + MANY_KEYS,
+     "pg_warp: GpuPreAgg: 33 group keys (the engine holds 32)"),
+    ("SET ROLE ep_reader; SELECT v, count(*) FROM ep.rls GROUP BY v",
+     "pg_warp: GpuPreAgg: \"rls\" has row level security"),
+    ("SELECT iv, count(*) FROM ep.l GROUP BY iv HAVING count(*) > (SELECT 1)",
+     None),
+]
+
+
+@pytest.mark.parametrize("query,why", WHY)
+def test_why_not_in_engine(nested, query, why):
+    """The reason is the shippability check's own (shippable.c), and the
+    query gives PostgreSQL's answer."""
+    role, _, query = query.rpartition("; ")
+    role = role + ";\n" if role else ""
+    plan = "\n".join(script(ON + "SET pg_warp.enable_gpupreagg_heap = on;\n" + role +
+                            "EXPLAIN (VERBOSE, COSTS OFF) " + query + ";\n"))
+    if why is None:
+        # a subquery in HAVING is PostgreSQL's; the grouping itself is the engine's
+        assert "Custom Scan (GpuPreAgg)" in plan, plan
+    else:
+        assert "Custom Scan (GpuPreAgg)" not in plan, plan
+        assert why in plan, plan
+    got = script(ON + "SET pg_warp.enable_gpupreagg_heap = on;\n" + role + query + ";\n")
+    assert sorted(got) == off(query, role)
+
+
+def test_why_gpuscan_leaves_a_nested_column(nested):
+    plan = "\n".join(script(ON + "EXPLAIN (VERBOSE, COSTS OFF) SELECT id, l FROM ep.l "
+                            "WHERE id > 100;\n"))
+    assert "Custom Scan (GpuScan)" not in plan, plan
+    assert ("Not in engine: GpuScan: column l is of a layout the service does not return"
+            in plan), plan
