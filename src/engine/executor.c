@@ -23,6 +23,8 @@
 #include "postgres.h"
 
 #include "catalog/pg_type.h"
+#include "optimizer/cost.h"
+#include "optimizer/optimizer.h"
 #include "commands/explain.h"
 #include "nodes/makefuncs.h"
 #include "nodes/value.h"
@@ -32,6 +34,21 @@
 #include "pg_warp.h"
 #include "engine/codegen.h"
 #include "engine/executor.h"
+
+/*
+ * engine_parallel_divisor: the share of a parallel scan's rows one
+ * participant reads, inverted, as PostgreSQL's cost model reckons it
+ * (costsize.c: the leader helps less the more workers there are)
+ */
+double
+engine_parallel_divisor(int workers)
+{
+	double		divisor = workers;
+
+	if (parallel_leader_participation && 1.0 - 0.3 * workers > 0)
+		divisor += 1.0 - 0.3 * workers;
+	return divisor;
+}
 
 /* a bytea constant of len bytes at data */
 static Const *
@@ -229,6 +246,19 @@ engine_explain_engine(ExplainState *es, bool ran, uint32 engine)
 	else
 		ExplainPropertyText("Engine", pg_warp_engine == WARP_ENGINE_GPU ? "GPU" :
 							pg_warp_engine == WARP_ENGINE_CPU ? "CPU" : "auto", es);
+}
+
+/*
+ * engine_explain_times: EXPLAIN ANALYZE's times of a run in the service
+ * (microseconds) and its threads (0: not known)
+ */
+void
+engine_explain_times(ExplainState *es, uint64 io_us, uint64 exec_us, uint32 threads)
+{
+	ExplainPropertyFloat("I/O Time", "ms", io_us / 1000.0, 3, es);
+	ExplainPropertyFloat("Engine Time", "ms", exec_us / 1000.0, 3, es);
+	if (threads > 0)
+		ExplainPropertyInteger("Engine Threads", NULL, threads, es);
 }
 
 /* engine_explain_source: EXPLAIN's lines of an Arrow table read by the engine */

@@ -32,6 +32,7 @@ typedef struct EngineRun
 } EngineRun;
 
 /* in executor.c */
+extern double engine_parallel_divisor(int workers);
 extern Node *engine_plan_program(const XpuProgram *prog, const EngineColumns *ec);
 extern XpuProgram *engine_exec_program(Node *planned, const EngineColumns *now,
 									   const char **stale);
@@ -44,5 +45,7 @@ extern void engine_put_file(StringInfo buf, const ArrowEngineFile *ef, const int
 extern bool engine_request_end(StringInfo buf);
 extern void engine_explain_engine(struct ExplainState *es, bool ran, uint32 engine);
 extern void engine_explain_source(struct ExplainState *es, const ArrowEngineSource *src);
+extern void engine_explain_times(struct ExplainState *es, uint64 io_us, uint64 exec_us,
+								 uint32 threads);
 
 #endif							/* PG_WARP_EXECUTOR_H */

@@ -573,22 +573,6 @@ static CustomScanMethods gpa_scan_methods;
 static CustomExecMethods gpa_exec_methods;
 
 /*
- * gpa_parallel_divisor: the share of a parallel scan's rows one participant
- * reads, as PostgreSQL's cost model reckons it (costsize.c: the leader
- * helps less the more workers there are)
- */
-static double
-gpa_parallel_divisor(int workers)
-{
-	double		divisor = workers;
-	double		leader = 1.0 - 0.3 * workers;
-
-	if (parallel_leader_participation && leader > 0)
-		divisor += leader;
-	return Max(divisor, 1.0);
-}
-
-/*
  * gpa_make_path: a GpuPreAgg path of the grouping pi into output_rel, with
  * fallback as the child PostgreSQL runs where the engine cannot; the costs
  * are set by the caller
@@ -630,7 +614,7 @@ gpa_partial_path(PlannerInfo *root, RelOptInfo *input_rel, RelOptInfo *pgr,
 {
 	Path	   *partial_scan = linitial(input_rel->partial_pathlist);
 	int			workers = partial_scan->parallel_workers;
-	double		divisor = gpa_parallel_divisor(workers);
+	double		divisor = engine_parallel_divisor(workers);
 	double		rows_in = input_rel->tuples > 0 ? input_rel->tuples : input_rel->rows;
 	double		ngroups;
 	Path	   *fallback;
@@ -1617,7 +1601,6 @@ gpa_explain(CustomScanState *node, List *ancestors, ExplainState *es)
 		return;
 	}
 	engine_explain_engine(es, true, st->last.engine);
-	ExplainPropertyInteger("Engine Threads", NULL, st->last.threads, es);
 	ExplainPropertyInteger("Rows Read", NULL, (int64) st->last.rows_in, es);
 	ExplainPropertyInteger("Rows Passed", NULL, (int64) st->last.rows_passed, es);
 	ExplainPropertyInteger("Groups", NULL, (int64) st->last.groups_total, es);
@@ -1627,8 +1610,7 @@ gpa_explain(CustomScanState *node, List *ancestors, ExplainState *es)
 	ExplainPropertyInteger("Bytes Read", "bytes", (int64) st->last.bytes_read, es);
 	if (st->last.engine == WARP_ENGINE_GPU)
 		ExplainPropertyInteger("Bytes From GPU Cache", "bytes", (int64) st->last.bytes_cached, es);
-	ExplainPropertyFloat("I/O Time", "ms", st->last.io_us / 1000.0, 3, es);
-	ExplainPropertyFloat("Engine Time", "ms", st->last.exec_us / 1000.0, 3, es);
+	engine_explain_times(es, st->last.io_us, st->last.exec_us, st->last.threads);
 	ExplainPropertyFloat("Service Wall Time", "ms", st->last.wall_us / 1000.0, 3, es);
 }
 

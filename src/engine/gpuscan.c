@@ -158,17 +158,6 @@ gs_cheapest_path(List *pathlist, NodeTag type)
 	return best;
 }
 
-/* the share of the rows one process of a parallel scan handles, inverted */
-static double
-gs_parallel_divisor(int workers)
-{
-	double		divisor = workers;
-
-	if (parallel_leader_participation && 1.0 - 0.3 * workers > 0)
-		divisor += 1.0 - 0.3 * workers;
-	return divisor;
-}
-
 /*
  * gs_make_path: a GpuScan path costed against arrow_fdw's path `plain`: the
  * same reading of the files, the engine's cost per row read instead of
@@ -209,16 +198,16 @@ gs_make_path(PlannerInfo *root, RelOptInfo *rel, Path *plain, List *engine,
 		 */
 		get_tablespace_page_costs(rel->reltablespace, NULL, &spc_seq_page_cost);
 		io = spc_seq_page_cost * rel->pages +
-			cpu_operator_cost * rows_in / (workers > 0 ? gs_parallel_divisor(workers) : 1.0);
+			cpu_operator_cost * rows_in / (workers > 0 ? engine_parallel_divisor(workers) : 1.0);
 	}
 	out = (cpu_tuple_cost + cpu_operator_cost * n_ref + qrest.per_tuple) * rows_e +
 		rel->reltarget->cost.per_tuple * rel->rows;
 	if (workers > 0)
-		out /= gs_parallel_divisor(workers);
+		out /= engine_parallel_divisor(workers);
 	cp->path.pathtype = T_CustomScan;
 	cp->path.parent = rel;
 	cp->path.pathtarget = rel->reltarget;
-	cp->path.rows = workers > 0 ? clamp_row_est(rel->rows / gs_parallel_divisor(workers)) :
+	cp->path.rows = workers > 0 ? clamp_row_est(rel->rows / engine_parallel_divisor(workers)) :
 		rel->rows;
 	cp->path.startup_cost = pg_warp_engine_startup_cost + qrest.startup +
 		rel->reltarget->cost.startup;
@@ -1227,10 +1216,7 @@ gs_explain(CustomScanState *node, List *ancestors, ExplainState *es)
 		if (names[i] != NULL)
 			ExplainPropertyInteger(names[i], i == GC_BYTES_READ || i == GC_BYTES_SENT ?
 								   "bytes" : NULL, (int64) st->c[i], es);
-	ExplainPropertyFloat("I/O Time", "ms", st->c[GC_IO_US] / 1000.0, 3, es);
-	ExplainPropertyFloat("Engine Time", "ms", st->c[GC_EXEC_US] / 1000.0, 3, es);
-	if (st->threads > 0)
-		ExplainPropertyInteger("Engine Threads", NULL, st->threads, es);
+	engine_explain_times(es, st->c[GC_IO_US], st->c[GC_EXEC_US], st->threads);
 }
 
 /* ---------------- registration ---------------- */
