@@ -521,9 +521,9 @@ gpa_plan_info(PlannerInfo *root, RelOptInfo *input_rel, RelOptInfo *output_rel,
 /*
  * gpa_heap_enabled: may GpuPreAgg read heap tables (pg_warp.enable_gpupreagg_heap):
  * under auto, only where its run goes to a GPU.  The CPU engine over heap
- * pages was measured slower than PostgreSQL's own aggregation (each page is
- * copied to the service and decoded there, where PostgreSQL reads it in
- * place): 597 against 194 ms median on a 2-core host at 4 workers.
+ * pages is slower than PostgreSQL's own aggregation (each page is copied to
+ * the service and decoded there, where PostgreSQL reads it in place; the
+ * figures are in doc/engine.md's settings).
  */
 static bool
 gpa_heap_enabled(void)
