@@ -21,7 +21,6 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "gpu_cache.h"
 #include "gpu_driver.h"
 
 /* the driver's entry points (gpu_driver.h) */
@@ -314,13 +313,15 @@ gpu_device_module(uint32_t i, CUmodule *mod, char *msg, size_t msglen)
 	return *mod != NULL;
 }
 
-/* gpu_close: releases the contexts that gpu_open created */
+/*
+ * gpu_close: releases the contexts that gpu_open created (the caller has
+ * emptied the devices' GPU caches)
+ */
 void
 gpu_close(ServiceGpu *gpu)
 {
 	for (uint32_t i = 0; i < gpu->n_devices; i++)
 	{
-		gpu_cache_clear(i);
 		held_modules[i] = NULL;
 		gpu_drv.cuDevicePrimaryCtxRelease(held_devices[i]);
 	}

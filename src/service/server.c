@@ -57,8 +57,6 @@
 #define MAX_OUT_BACKLOG		(4 * 1024 * 1024)	/* unread replies: drop the client */
 #define PUMP_LOW			(1024 * 1024)	/* queue another AGG_RESULT below this */
 
-ServiceCounters svc_counters;
-
 /* the most HEAP_CHUNK / HEAP_END messages a waiting HEAP_RUN keeps */
 #define MAX_HELD	64
 
