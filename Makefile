@@ -186,6 +186,7 @@ SERVICE      = src/service/pg_warp_service
 SERVICE_SRCS = \
 	src/service/agg.c \
 	src/service/buf_cache.c \
+	src/service/devices.c \
 	src/service/file_map.c \
 	src/service/gpu.c \
 	src/service/gpu_agg.c \

@@ -3,7 +3,8 @@
  * service_client.c
  *		The backend's side of the warp service protocol (xpu/protocol.h):
  *		connecting to the service, HELLO, requests, and
- *		pgwarp.service_status() and pgwarp.service_tasks().
+ *		pgwarp.service_status() and pgwarp.service_tasks(); the GPUs'
+ *		description and self-test for device.c (DEVICES).
  *
  * Every wait for the service is a WaitLatchOrSocket() on the backend's latch,
  * followed by CHECK_FOR_INTERRUPTS(), so that a query cancel, a
@@ -446,6 +447,63 @@ service_fetch_status(WarpStatus *st, WarpTaskList **tasks)
 		ReleaseExternalFD();
 	}
 	PG_END_TRY();
+}
+
+/*
+ * service_devices
+ *		Asks the service for its GPUs (DEVICES), and with selftest_path (a
+ *		fatbin) for the self-test of that code on each of them: the reply,
+ *		palloc'ed, a WarpDevices and its WarpDeviceDetail entries.  Raises
+ *		the errors of service_status (no service, no answer); the
+ *		connection is closed on every path.
+ */
+WarpDevices *
+service_devices(const char *selftest_path)
+{
+	ServiceConn *conn = palloc0(sizeof(ServiceConn));	/* survives longjmp */
+	uint32		path_len = selftest_path ? strlen(selftest_path) : 0;
+	WarpDevicesRequest *req = palloc0(sizeof(WarpDevicesRequest) + path_len);
+	WarpDevices *reply = NULL;
+
+	req->flags = selftest_path ? WARP_DEVICES_SELFTEST : 0;
+	req->path_len = path_len;
+	memcpy(req + 1, selftest_path, path_len);
+	if (!pg_warp_preloaded)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("pg_warp service is not available"),
+				 errdetail("The service is started only when pg_warp is in shared_preload_libraries."),
+				 errhint("Add pg_warp to shared_preload_libraries and restart PostgreSQL.")));
+	if (!AcquireExternalFD())
+		ereport(ERROR,
+				(errcode(ERRCODE_INSUFFICIENT_RESOURCES),
+				 errmsg("could not connect to the pg_warp service: too many open files")));
+	conn->fd = -1;
+	PG_TRY();
+	{
+		WarpHello	hello = {(uint32) MyProcPid, PGWARP_PROTO_VERSION};
+		WarpHello	hello_reply;
+		uint32		len;
+
+		conn->deadline = TimestampTzPlusMilliseconds(GetCurrentTimestamp(),
+													 pg_warp_service_timeout);
+		service_connect(conn);
+		service_request(conn, WARP_MSG_HELLO, &hello, sizeof(hello),
+						&hello_reply, sizeof(hello_reply));
+		service_send(conn, WARP_MSG_DEVICES, req, sizeof(*req) + path_len);
+		reply = service_recv_list(conn, WARP_MSG_DEVICES, sizeof(WarpDevices),
+								  sizeof(WarpDeviceDetail), &len);
+		if (reply->n_devices != (len - sizeof(WarpDevices)) / sizeof(WarpDeviceDetail))
+			lost("The service sent a malformed DEVICES reply.");
+	}
+	PG_FINALLY();
+	{
+		if (conn->fd >= 0)
+			close(conn->fd);
+		ReleaseExternalFD();
+	}
+	PG_END_TRY();
+	return reply;
 }
 
 

@@ -57,12 +57,21 @@ typedef struct ServiceGpu
 {
 	WarpEngine	engine;			/* GPU when n_devices > 0 */
 	char		detail[192];	/* why there is no GPU, or "" */
+	bool		driver_failed;	/* a driver is installed but does not work */
 	uint32_t	n_devices;
 	WarpDeviceInfo devices[WARP_MAX_DEVICES];
 } ServiceGpu;
 
 extern void gpu_open(ServiceGpu *gpu, bool use_gpus);
 extern void gpu_close(ServiceGpu *gpu);
+
+/*
+ * in devices.c: the reply to DEVICES (xpu/protocol.h) into buf (at least
+ * PGWARP_MAX_PAYLOAD bytes, 16-aligned): its length, *type
+ * WARP_MSG_DEVICES, or WARP_MSG_ERROR with a WarpErrorMsg
+ */
+extern uint32_t devices_answer(const ServiceGpu *gpu, const uint8_t *payload,
+							   uint32_t len, uint8_t *buf, uint32_t *type);
 
 /* in server.c */
 
