@@ -144,13 +144,8 @@ ask_devices(const char *selftest_path, bool quiet)
 	}
 	PG_CATCH();
 	{
-		ErrorData  *e;
+		ErrorData  *e = service_caught(cxt);
 
-		MemoryContextSwitchTo(cxt);
-		e = CopyErrorData();
-		if (e->sqlerrcode == ERRCODE_QUERY_CANCELED || e->sqlerrcode == ERRCODE_ADMIN_SHUTDOWN)
-			PG_RE_THROW();
-		FlushErrorState();
 		ereport(WARNING,
 				(errcode(e->sqlerrcode),
 				 errmsg("could not ask the pg_warp service for its GPUs: %s", e->message),

@@ -16,6 +16,8 @@ import pyarrow as pa
 import pyarrow.ipc as ipc
 import pytest
 
+from test_layout import nm as symbols
+
 ROOT = Path(__file__).resolve().parent.parent.parent
 BUILD = ROOT / "tools" / "bin"
 TOOLS = Path(os.environ.get("PG_WARP_TOOLS", BUILD))
@@ -82,20 +84,6 @@ def objects_or_skip():
             pytest.fail("%s is missing: the tools are not built from their objects"
                         % (OBJ / d))
     return OBJ
-
-
-def symbols(path):
-    """(defined global symbols, undefined symbols) of an object file."""
-    out = subprocess.run(["nm", str(path)], check=True, capture_output=True,
-                         text=True).stdout
-    defined, undefined = set(), set()
-    for line in out.splitlines():
-        f = line.split()
-        if len(f) == 2 and f[0] == "U":
-            undefined.add(f[1])
-        elif len(f) == 3 and f[1] in "TDBR":
-            defined.add(f[2])
-    return defined, undefined
 
 
 def test_each_helper_is_defined_once():
