@@ -125,22 +125,19 @@ pg_warp_report_xpu_error(const XpuError *err)
 }
 
 /*
- * ask_devices
- *		The service's DEVICES reply (with the self-test of selftest_path
- *		when not NULL).  With quiet, a service that cannot be asked is a
- *		WARNING and NULL (a cancel stays an error); else its error.
+ * ask_devices_or_warn
+ *		The service's DEVICES reply; a service that cannot be asked is a
+ *		WARNING and NULL (a cancel stays an error).
  */
 static WarpDevices *
-ask_devices(const char *selftest_path, bool quiet)
+ask_devices_or_warn(void)
 {
 	MemoryContext cxt = CurrentMemoryContext;
 	WarpDevices *reply = NULL;
 
-	if (!quiet)
-		return service_devices(selftest_path);
 	PG_TRY();
 	{
-		reply = service_devices(selftest_path);
+		reply = service_devices(NULL);
 	}
 	PG_CATCH();
 	{
@@ -194,7 +191,7 @@ pg_warp_gpu_devices(PG_FUNCTION_ARGS)
 	WarpDeviceDetail *d;
 
 	InitMaterializedSRF(fcinfo, 0);
-	devs = ask_devices(NULL, true);
+	devs = ask_devices_or_warn();
 	if (devs == NULL)
 		return (Datum) 0;
 	if (devs->driver == WARP_DRIVER_FAILED)
@@ -293,7 +290,7 @@ pg_warp_gpu_selftest(PG_FUNCTION_ARGS)
 	char	   *path;
 
 	InitMaterializedSRF(fcinfo, 0);
-	devs = ask_devices(NULL, false);
+	devs = service_devices(NULL);
 	if (devs->driver == WARP_DRIVER_FAILED)
 		report_failed_driver(devs, ERROR);
 	if (devs->n_devices == 0)
@@ -307,7 +304,7 @@ pg_warp_gpu_selftest(PG_FUNCTION_ARGS)
 
 	path = fatbin_path();
 	check_fatbin(path);
-	devs = ask_devices(path, false);
+	devs = service_devices(path);
 	d = (WarpDeviceDetail *) (devs + 1);
 	for (uint32 i = 0; i < devs->n_devices; i++)
 	{
