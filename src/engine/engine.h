@@ -40,6 +40,11 @@ extern List *engine_order_quals(struct PlannerInfo *root, List *quals);
 struct ExplainState;
 extern void engine_explain_program(const XpuProgram *prog, struct ExplainState *es);
 
+/* in service_client.c: the service's GPUs, and their self-test (device.c) */
+extern WarpDevices *service_devices(const char *selftest_path);
+struct ErrorData;
+extern struct ErrorData *service_caught(MemoryContext cxt);
+
 /* in service_client.c: whether the service runs on a GPU (planner) */
 extern bool service_engine_gpu(void);
 
