@@ -15,17 +15,11 @@
 
 /* in filter.c */
 
-/*
- * The columns of an Arrow scan, for engine_column_hook.  float16: the
- * program's runner loads Arrow float16 columns as float2 (the backend's
- * filter does; the service's aggregation runners do not yet, so a zeroed
- * EngineColumns leaves those columns out).
- */
+/* The columns of an Arrow scan, for engine_column_hook */
 typedef struct EngineColumns
 {
 	const ArrowScanColumn *cols;
 	int			n_cols;
-	bool		float16;
 } EngineColumns;
 
 extern bool engine_column_hook(void *arg, AttrNumber attno, Oid typid,

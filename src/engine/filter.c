@@ -126,7 +126,7 @@ engine_column_hook(void *arg, AttrNumber attno, Oid typid, int *col_index,
 		default:
 			/* pg_warp's float2: arrow_fdw reads a float16's bits as they are */
 			*kind = XPU_COL_FLOAT16;
-			return fc->float16 && c->arrow_id == ARROW_TYPE_FLOAT16 &&
+			return c->arrow_id == ARROW_TYPE_FLOAT16 &&
 				typid == codegen_float2_type();
 	}
 }
@@ -220,7 +220,7 @@ engine_every_row(CodegenScan *scan, const EngineColumns *ec)
 static ArrowScanFilter *
 engine_filter_begin(ScanState *ss, Index scanrelid, const ArrowScanColumn *cols, int n_cols)
 {
-	EngineColumns fc = {cols, n_cols, true};
+	EngineColumns fc = {cols, n_cols};
 	CodegenScan scan = {scanrelid, engine_column_hook, &fc};
 	List	   *rest;
 	List	   *engine = engine_filter_split(ss->ps.plan->qual, scanrelid, &fc, &rest);
@@ -369,7 +369,7 @@ static void
 engine_filter_explain(ScanState *ss, Index scanrelid, const ArrowScanColumn *cols,
 					  int n_cols, const ArrowScanFilter *f, ExplainState *es)
 {
-	EngineColumns fc = {cols, n_cols, true};
+	EngineColumns fc = {cols, n_cols};
 	CodegenScan scan = {scanrelid, engine_column_hook, &fc};
 	List	   *quals,
 			   *rest;
