@@ -446,8 +446,8 @@ slots_grow(XpuAggTable *t, XpuError *err)
 }
 
 /*
- * appends a group of key bytes key[len] with hash h and key prints print
- * (NULL: made from the bytes); returns it or -1
+ * appends a group of key bytes key[len] with hash h and key prints print;
+ * returns it or -1
  */
 static int64_t
 group_add(XpuAggTable *t, const uint8_t *key, uint32_t len, uint64_t h,
@@ -476,10 +476,7 @@ group_add(XpuAggTable *t, const uint8_t *key, uint32_t len, uint64_t h,
 	t->klen[g] = len;
 	t->keys_len += len;
 	t->ghash[g] = h;
-	if (print != NULL)
-		memcpy(t->gprint + g * t->n_keys, print, t->n_keys * sizeof(KeyPrint));
-	else
-		read_encoded(t, key, len, t->gprint + g * t->n_keys);
+	memcpy(t->gprint + g * t->n_keys, print, t->n_keys * sizeof(KeyPrint));
 	for (a = 0; a < t->n_aggs; a++)
 		xpu_agg_init(&t->states[g * t->n_aggs + a], t->aggs[a].kind);
 	t->ngroups++;
@@ -518,8 +515,8 @@ keys_equal(const uint8_t *a, const uint8_t *b, uint32_t len)
 
 /*
  * group_insert: a new group of key bytes key[len] with hash h and key
- * prints print (NULL: made from the bytes), listed in empty slot i (the end
- * of its probe); -1 (err set) when memory runs out
+ * prints print, listed in empty slot i (the end of its probe); -1 (err
+ * set) when memory runs out
  */
 static int64_t
 group_insert(XpuAggTable *t, uint64_t i, const uint8_t *key, uint32_t len, uint64_t h,
@@ -558,22 +555,50 @@ probe_next(const XpuAggTable *t, uint64_t *i, uint64_t h)
 }
 
 /*
- * group_find: the group of key bytes key[len] with hash h (read_encoded),
- * added when it is new; -1 (err set) when memory runs out.
+ * print_needs_bytes: must a key of prints p be compared by its bytes too:
+ * it has a text longer than 16 bytes, or it is no key of the table
+ * (KEY_TAG_BAD, read_encoded)
+ */
+static inline int
+print_needs_bytes(const XpuAggTable *t, const KeyPrint *p)
+{
+	for (int k = 0; k < t->n_keys; k++)
+		if (p[k].tag > 16 && p[k].tag != KEY_TAG_NULL &&
+			(t->key_types[k] == XPU_T_TEXT || p[k].tag == KEY_TAG_BAD))
+			return 1;
+	return 0;
+}
+
+/*
+ * group_find: the group of key bytes key[len] with hash h and prints print
+ * (read_encoded), added when it is new; -1 (err set) when memory runs out.
+ * The prints are compared, the bytes too where print_needs_bytes.
  */
 #ifdef __GNUC__
 __attribute__((always_inline))
 #endif
 static inline int64_t
-group_find(XpuAggTable *t, const uint8_t *key, uint32_t len, uint64_t h, XpuError *err)
+group_find(XpuAggTable *t, const uint8_t *key, uint32_t len, uint64_t h,
+		   const KeyPrint *print, XpuError *err)
 {
+	const int	nk = t->n_keys;
 	uint64_t	i = h & t->mask;
 	int64_t		g;
+	int			bytes = print_needs_bytes(t, print);
 
 	while ((g = probe_next(t, &i, h)) >= 0)
-		if (t->klen[g] == len && keys_equal(t->keys + t->koff[g], key, len))
+	{
+		const KeyPrint *gp = t->gprint + g * nk;
+		int			eq = 1;
+
+		for (int k = 0; k < nk; k++)
+			eq &= (gp[k].tag == print[k].tag) & (gp[k].w0 == print[k].w0) &
+				(gp[k].w1 == print[k].w1);
+		if (eq && (!bytes ||
+				   (t->klen[g] == len && keys_equal(t->keys + t->koff[g], key, len))))
 			return g;
-	return group_insert(t, i, key, len, h, NULL, err);
+	}
+	return group_insert(t, i, key, len, h, print, err);
 }
 
 /* ---------------------------------------------------------------- the API */
@@ -595,6 +620,7 @@ XpuAggTable *
 xpu_agg_table_create(const XpuProgram *prog, const XpuAggSpec *spec, XpuError *err)
 {
 	XpuAggTable *t;
+	KeyPrint	none = {0};
 	int			i;
 
 	if (spec->n_keys < 0 || spec->n_keys > XPU_AGG_MAX_KEYS ||
@@ -650,7 +676,7 @@ xpu_agg_table_create(const XpuProgram *prog, const XpuAggSpec *spec, XpuError *e
 		return OOM(err), NULL;
 	}
 	if (!slots_grow(t, err) || !kbuf_reserve(t, XPU_AGG_MAX_KEYS * 17, err) ||
-		(t->n_keys == 0 && group_find(t, NULL, 0, read_encoded(t, NULL, 0, NULL), err) < 0))
+		(t->n_keys == 0 && group_find(t, NULL, 0, read_encoded(t, NULL, 0, NULL), &none, err) < 0))
 	{
 		xpu_agg_table_free(t);
 		return NULL;
@@ -1203,6 +1229,31 @@ row_group(XpuAggTable *t, const XpuResult *res, int64_t r, const KeyPrint *rp, u
 }
 
 /*
+ * Prefetch distances of find_groups, in rows: the slot of a row's hash
+ * PREFETCH_SLOT rows ahead, and PREFETCH_GROUP rows ahead the key prints
+ * and first states of the group its slot names (the slot arrived by then),
+ * so that a table larger than the caches has many misses in flight
+ * instead of one at a time
+ */
+#define PREFETCH_SLOT	16
+#define PREFETCH_GROUP	8
+
+/* prefetches the prints and states of the group in the first slot of hash h */
+static inline void
+prefetch_group(const XpuAggTable *t, uint64_t h)
+{
+	uint64_t	s = t->slots[h & t->mask];
+
+	if (s != 0)
+	{
+		int64_t		g = (int64_t) (s & UINT32_MAX) - 1;
+
+		__builtin_prefetch(t->gprint + g * t->n_keys);
+		__builtin_prefetch(t->states + g * t->n_aggs);
+	}
+}
+
+/*
  * find_groups: t->rowgroup[r] = the group of row r of res (added when new),
  * -1 for a row that did not pass; 0 (err set) when memory runs out.  A
  * block of rows at a time: the passing rows' key prints and hashes first,
@@ -1228,11 +1279,17 @@ find_groups(XpuAggTable *t, const XpuResult *res, XpuError *err)
 				krow[m++] = r;
 		}
 		print_rows(t, res, krow, m, kh, lng);
+		for (j = 0; j < m && j < PREFETCH_SLOT; j++)
+			__builtin_prefetch(&t->slots[kh[j] & t->mask]);
 		for (j = 0; j < m; j++)
 		{
-			int64_t		g = row_group(t, res, krow[j], t->rprint + j * t->n_keys, kh[j],
-									  lng[j], err);
+			int64_t		g;
 
+			if (j + PREFETCH_SLOT < m)
+				__builtin_prefetch(&t->slots[kh[j + PREFETCH_SLOT] & t->mask]);
+			if (j + PREFETCH_GROUP < m)
+				prefetch_group(t, kh[j + PREFETCH_GROUP]);
+			g = row_group(t, res, krow[j], t->rprint + j * t->n_keys, kh[j], lng[j], err);
 			if (g < 0)
 				return 0;
 			t->rowgroup[krow[j]] = g;
@@ -1318,27 +1375,84 @@ combine_group(XpuAggTable *dst, int64_t dg, const XpuAggState *src, XpuError *er
 	return 1;
 }
 
-int
-xpu_agg_table_merge(XpuAggTable *dst, const XpuAggTable *src, XpuError *err)
+/*
+ * merge_block: folds the n groups sgs[] of src into dst, with the slots and
+ * groups of dst that they meet prefetched ahead (find_groups)
+ */
+static int
+merge_block(XpuAggTable *dst, const XpuAggTable *src, const int64_t *sgs, int n, XpuError *err)
 {
-	int64_t		g;
+	int			j;
 
-	for (g = 0; g < src->ngroups; g++)
+	for (j = 0; j < n && j < PREFETCH_SLOT; j++)
+		__builtin_prefetch(&dst->slots[src->ghash[sgs[j]] & dst->mask]);
+	for (j = 0; j < n; j++)
 	{
-		int64_t		dg = group_find(dst, src->keys + src->koff[g], src->klen[g],
-									src->ghash[g], err);
+		int64_t		sg = sgs[j],
+					dg;
 
-		if (dg < 0 || !combine_group(dst, dg, src->states + g * src->n_aggs, err))
+		if (j + PREFETCH_SLOT < n)
+			__builtin_prefetch(&dst->slots[src->ghash[sgs[j + PREFETCH_SLOT]] & dst->mask]);
+		if (j + PREFETCH_GROUP < n)
+			prefetch_group(dst, src->ghash[sgs[j + PREFETCH_GROUP]]);
+		dg = group_find(dst, src->keys + src->koff[sg], src->klen[sg], src->ghash[sg],
+						src->gprint + sg * src->n_keys, err);
+		if (dg < 0 || !combine_group(dst, dg, src->states + sg * src->n_aggs, err))
 			return 0;
 	}
 	return 1;
+}
+
+/* the partition (0 .. nparts - 1) of a group of key hash h */
+static inline int
+hash_part(uint64_t h, int nparts)
+{
+	return (int) (((h >> 32) * (uint64_t) nparts) >> 32);
+}
+
+int
+xpu_agg_table_merge_part(XpuAggTable *dst, const XpuAggTable *src, int part, int nparts,
+						 XpuError *err)
+{
+	int64_t		sgs[KEY_BLOCK];
+	int			n = 0;
+
+	for (int64_t g = 0; g < src->ngroups; g++)
+	{
+		if (nparts > 1 && hash_part(src->ghash[g], nparts) != part)
+			continue;
+		sgs[n++] = g;
+		if (n == KEY_BLOCK)
+		{
+			if (!merge_block(dst, src, sgs, n, err))
+				return 0;
+			n = 0;
+		}
+	}
+	return merge_block(dst, src, sgs, n, err);
+}
+
+int
+xpu_agg_table_merge(XpuAggTable *dst, const XpuAggTable *src, XpuError *err)
+{
+	return xpu_agg_table_merge_part(dst, src, 0, 1, err);
+}
+
+/* the group of key bytes key[key_len] in t, added when new; -1 (err set) */
+static int64_t
+group_of_key(XpuAggTable *t, const uint8_t *key, uint32_t key_len, XpuError *err)
+{
+	KeyPrint	print[XPU_AGG_MAX_KEYS];
+	uint64_t	h = read_encoded(t, key, key_len, print);
+
+	return group_find(t, key, key_len, h, print, err);
 }
 
 int
 xpu_agg_table_fold_group(XpuAggTable *t, const uint8_t *key, uint32_t key_len,
 						 const XpuAggState *states, XpuError *err)
 {
-	int64_t		g = group_find(t, key, key_len, read_encoded(t, key, key_len, NULL), err);
+	int64_t		g = group_of_key(t, key, key_len, err);
 
 	return g >= 0 && combine_group(t, g, states, err);
 }
@@ -1357,7 +1471,7 @@ xpu_agg_table_fold_hll(XpuAggTable *t, const uint8_t *key, uint32_t key_len, int
 	if (len == 0)
 		return 1;
 	p = t->aggs[a].param;
-	g = group_find(t, key, key_len, read_encoded(t, key, key_len, NULL), err);
+	g = group_of_key(t, key, key_len, err);
 	if (g < 0 || (h = hll_set_of(t, &t->states[g * t->n_aggs + a], p, err)) == NULL)
 		return 0;
 	if (!dense)
