@@ -713,42 +713,58 @@ xpu_agg_table_free(XpuAggTable *t)
 }
 
 /*
- * The hash of a group key.  Each key value adds words to an
- * xpu_agg_hash_step chain (xpu_agg_ops.h): a NULL one word; a text its
- * length, then its bytes (up to 8 bytes: one word, zero-padded; more: the
- * words at 0, 8, ... that end before its last byte, then the last 8 bytes);
- * a numeric its two halves; any other type its canonical 8 bytes (floats
- * canonical: xpu_agg_key_value_put).  print_rows computes it from a row's
- * values, read_encoded from key bytes (xpu_agg.h), so that a group folded
- * in from outside (merge, fold) meets the rows of the same key.  No load
- * reaches past a value's bytes.
+ * The hash of a group key.  Each key value adds one word to an
+ * xpu_agg_hash_step chain (xpu_agg_ops.h), then xpu_agg_hash_end: a NULL
+ * KEY_NULL_WORD; a numeric its two halves; any other non-text type its
+ * canonical 8 bytes (floats canonical: xpu_agg_key_value_put); a text a mix
+ * of its print (text_mix: three independent products, not a chain of
+ * steps) and, when it is longer than 16 bytes, the hash of all its bytes.
+ * print_rows computes it from a row's values, read_encoded from key bytes
+ * (xpu_agg.h), so that a group folded in from outside (merge, fold) meets
+ * the rows of the same key.
+ *
+ * The print of a text of up to 16 bytes is its bytes zero-padded: w0 bytes
+ * 0..7, w1 bytes 8..15; of a longer one its first and its last 8 bytes.
+ * No load reaches past the bytes of a value, or of the values of other
+ * rows that follow it in memory (print_text_rows).
  */
 #define KEY_NULL_WORD	UINT64_C(0x8F1BBCDCCA62C1D6)
 #define KEY_TEXT_WORD	UINT64_C(0x6ED9EBA1)
+#define TEXT_MIX_W0		UINT64_C(0x9E3779B97F4A7C15)
+#define TEXT_MIX_W1		UINT64_C(0xC2B2AE3D27D4EB4F)
+#define TEXT_MIX_LEN	UINT64_C(0x165667B19E3779F9)
 
-/* the len bytes at p, 1 to 3 of them, as a zero-padded little-endian word */
-static inline uint64_t
-word_of_1_to_3(const uint8_t *p, uint32_t len)
-{
-	return p[0] | (uint64_t) p[len / 2] << (8 * (len / 2)) | (uint64_t) p[len - 1] << (8 * (len - 1));
-}
-
-/* the len bytes at p, 4 to 7 of them, as a zero-padded little-endian word */
-static inline uint64_t
-word_of_4_to_7(const uint8_t *p, uint32_t len)
-{
-	uint32_t	lo, hi;
-
-	memcpy(&lo, p, 4);
-	memcpy(&hi, p + len - 4, 4);
-	return lo | (uint64_t) hi << (8 * (len - 4));
-}
+/*
+ * the masks of the bytes of a text of len (<= 16) bytes in the two words
+ * of 8 bytes loaded from its start: [len][0] for bytes 0..7, [len][1] for
+ * bytes 8..15
+ */
+static const uint64_t text_masks[17][2] = {
+	{0, 0},
+	{UINT64_C(0xFF), 0},
+	{UINT64_C(0xFFFF), 0},
+	{UINT64_C(0xFFFFFF), 0},
+	{UINT64_C(0xFFFFFFFF), 0},
+	{UINT64_C(0xFFFFFFFFFF), 0},
+	{UINT64_C(0xFFFFFFFFFFFF), 0},
+	{UINT64_C(0xFFFFFFFFFFFFFF), 0},
+	{UINT64_MAX, 0},
+	{UINT64_MAX, UINT64_C(0xFF)},
+	{UINT64_MAX, UINT64_C(0xFFFF)},
+	{UINT64_MAX, UINT64_C(0xFFFFFF)},
+	{UINT64_MAX, UINT64_C(0xFFFFFFFF)},
+	{UINT64_MAX, UINT64_C(0xFFFFFFFFFF)},
+	{UINT64_MAX, UINT64_C(0xFFFFFFFFFFFF)},
+	{UINT64_MAX, UINT64_C(0xFFFFFFFFFFFFFF)},
+	{UINT64_MAX, UINT64_MAX},
+};
 
 /* the len (<= 8) bytes at p as a zero-padded little-endian word */
 static inline uint64_t
 text_word(const uint8_t *p, uint32_t len)
 {
 	uint64_t	w;
+	uint32_t	lo, hi;
 
 	if (len >= 8)
 	{
@@ -756,20 +772,25 @@ text_word(const uint8_t *p, uint32_t len)
 		return w;
 	}
 	if (len >= 4)
-		return word_of_4_to_7(p, len);
-	return len == 0 ? 0 : word_of_1_to_3(p, len);
+	{
+		memcpy(&lo, p, 4);
+		memcpy(&hi, p + len - 4, 4);
+		return lo | (uint64_t) hi << (8 * (len - 4));
+	}
+	if (len == 0)
+		return 0;
+	return p[0] | (uint64_t) p[len / 2] << (8 * (len / 2)) |
+		(uint64_t) p[len - 1] << (8 * (len - 1));
 }
 
-/* h with the len bytes of a text at p added */
+/* the hash of all len bytes of a text at p (one longer than 16 bytes) */
 static inline uint64_t
-text_hash_step(uint64_t h, const uint8_t *p, uint32_t len)
+text_bytes_hash(const uint8_t *p, uint32_t len)
 {
-	uint64_t	w;
+	uint64_t	h = xpu_agg_hash_start(len),
+				w;
 	uint32_t	i;
 
-	h = xpu_agg_hash_step(h, (uint64_t) len << 32 | KEY_TEXT_WORD);
-	if (len <= 8)
-		return xpu_agg_hash_step(h, text_word(p, len));
 	for (i = 0; i + 8 < len; i += 8)
 	{
 		memcpy(&w, p + i, 8);
@@ -777,6 +798,33 @@ text_hash_step(uint64_t h, const uint8_t *p, uint32_t len)
 	}
 	memcpy(&w, p + len - 8, 8);
 	return xpu_agg_hash_step(h, w);
+}
+
+/* the word a text of print (len, w0, w1) adds to its key's hash (but the
+ * bytes of one longer than 16) */
+static inline uint64_t
+text_mix(uint32_t len, uint64_t w0, uint64_t w1)
+{
+	return (w0 * TEXT_MIX_W0) ^ (w1 * TEXT_MIX_W1) ^ (((uint64_t) len | KEY_TEXT_WORD << 32) * TEXT_MIX_LEN);
+}
+
+/*
+ * text_print: the print of the len bytes of a text at p into *kp, loading
+ * none but them; returns the word it adds to its key's hash
+ */
+static inline uint64_t
+text_print(const uint8_t *p, uint32_t len, KeyPrint *kp)
+{
+	kp->tag = len;
+	if (len > 16)
+	{
+		memcpy(&kp->w0, p, 8);
+		memcpy(&kp->w1, p + len - 8, 8);
+		return text_mix(len, kp->w0, kp->w1) ^ text_bytes_hash(p, len);
+	}
+	kp->w0 = text_word(p, len < 8 ? len : 8);
+	kp->w1 = len > 8 ? text_word(p + 8, len - 8) : 0;
+	return text_mix(len, kp->w0, kp->w1);
 }
 
 /* the canonical 8 bytes of a non-NULL key value of an 8-byte form */
@@ -842,15 +890,7 @@ read_encoded(const XpuAggTable *t, const uint8_t *key, uint32_t len, KeyPrint *p
 		pos += 4;
 		if (tl > len - pos)
 			break;
-		p->tag = tl;
-		if (tl <= 8)
-			p->w0 = text_word(key + pos, tl);
-		else
-		{
-			memcpy(&p->w0, key + pos, 8);
-			memcpy(&p->w1, key + pos + tl - 8, 8);
-		}
-		h = text_hash_step(h, key + pos, tl);
+		h = xpu_agg_hash_step(h, text_print(key + pos, tl, p));
 		pos += tl;
 	}
 	if (k == t->n_keys && pos == len)
@@ -863,87 +903,57 @@ read_encoded(const XpuAggTable *t, const uint8_t *key, uint32_t len, KeyPrint *p
 /*
  * print_text_rows: the prints of text key column v/nl for the n rows
  * rows[] of a block into rp[j * nk] and their words into the hashes h[],
- * long[j] set where a text is longer than 16 bytes.  The rows are first
- * sorted into classes by length (no branch: the class is a sum of
- * comparisons), then each class runs its own loop, so that no branch
- * depends on a row's length (texts of random lengths would mispredict).
+ * long[j] set where a text is longer than 16 bytes.
+ *
+ * A text of up to 16 bytes is printed from the two words of 8 bytes at its
+ * start, masked to its length (no branch on the length: texts of random
+ * lengths would mispredict), where those 16 bytes are known to be
+ * readable: the texts of the rows that follow it in the block continue it
+ * in memory (as the values of an Arrow column do) at least that far.  The
+ * rows are walked from the last, so that each row knows where the run of
+ * texts that it starts ends.  Other texts are printed byte-safely
+ * (text_print).
  */
 static void
 print_text_rows(const XpuValue *v, const uint8_t *nl, const int64_t *rows, int n, int nk,
 				KeyPrint *rp, uint64_t *h, uint8_t *lng)
 {
-	uint8_t		cls[KEY_BLOCK];
-	uint16_t	idx[KEY_BLOCK];
-	unsigned	present = 0;
-	int			c, i, j, cnt;
+	uintptr_t	next_p = 0,		/* the text of row j + 1 starts here */
+				run_end = 0;	/* ... and its run of adjacent texts ends here */
 
-	for (j = 0; j < n; j++)
+	for (int j = n - 1; j >= 0; j--)
 	{
-		uint32_t	len = (uint32_t) v[rows[j]].t.len;
+		KeyPrint   *p = &rp[j * nk];
+		const uint8_t *s;
+		uint32_t	len;
 
-		c = (len > 0) + (len >= 4) + (len >= 8) + (len > 8) + (len > 16);
-		cls[j] = (uint8_t) (nl[rows[j]] ? 6 : c);
-		present |= 1u << cls[j];
-	}
-	for (c = 0; c < 7; c++)
-	{
-		if (!(present & (1u << c)))
+		if (nl[rows[j]])
+		{
+			p->tag = KEY_TAG_NULL;
+			p->w0 = p->w1 = 0;
+			h[j] = xpu_agg_hash_step(h[j], KEY_NULL_WORD);
+			next_p = 0;
 			continue;
-		/* the rows of class c, in order: a count kept in a register */
-		for (j = 0, cnt = 0; j < n; j++)
-		{
-			idx[cnt] = (uint16_t) j;
-			cnt += cls[j] == c;
 		}
-		for (i = 0; i < cnt; i++)
+		s = (const uint8_t *) v[rows[j]].t.p;
+		len = (uint32_t) v[rows[j]].t.len;
+		if ((uintptr_t) s + len != next_p)
+			run_end = (uintptr_t) s + len;
+		next_p = (uintptr_t) s;
+		if (len <= 16 && (uintptr_t) s + 16 <= run_end)
 		{
-			KeyPrint   *p;
-			const uint8_t *s;
-			uint32_t	len;
-			uint64_t	w0 = 0, w1 = 0;
+			uint64_t	w0, w1;
 
-			j = idx[i];
-			p = &rp[j * nk];
-			if (c == 6)
-			{
-				p->tag = KEY_TAG_NULL;
-				p->w0 = p->w1 = 0;
-				h[j] = xpu_agg_hash_step(h[j], KEY_NULL_WORD);
-				continue;
-			}
-			s = (const uint8_t *) v[rows[j]].t.p;
-			len = (uint32_t) v[rows[j]].t.len;
-			switch (c)
-			{
-				case 1:
-					w0 = word_of_1_to_3(s, len);
-					break;
-				case 2:
-					w0 = word_of_4_to_7(s, len);
-					break;
-				case 3:
-					memcpy(&w0, s, 8);
-					break;
-				case 4:
-				case 5:
-					memcpy(&w0, s, 8);
-					memcpy(&w1, s + len - 8, 8);
-					break;
-			}
+			memcpy(&w0, s, 8);
+			memcpy(&w1, s + 8, 8);
 			p->tag = len;
-			p->w0 = w0;
-			p->w1 = w1;
-			if (c == 5)
-			{
-				h[j] = text_hash_step(h[j], s, len);
-				lng[j] = 1;
-				continue;
-			}
-			h[j] = xpu_agg_hash_step(xpu_agg_hash_step(h[j], (uint64_t) len << 32 | KEY_TEXT_WORD),
-									 w0);
-			if (c == 4)
-				h[j] = xpu_agg_hash_step(h[j], w1);
+			p->w0 = w0 & text_masks[len][0];
+			p->w1 = w1 & text_masks[len][1];
+			h[j] = xpu_agg_hash_step(h[j], text_mix(len, p->w0, p->w1));
+			continue;
 		}
+		h[j] = xpu_agg_hash_step(h[j], text_print(s, len, p));
+		lng[j] |= len > 16;
 	}
 }
 
