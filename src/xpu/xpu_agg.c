@@ -17,12 +17,16 @@
  * group, then each aggregate runs one tight loop over the rows.  A row's
  * key is not encoded to be found: a block of rows at a time, each key
  * column gives every row a fixed-size print of its value (KeyPrint) and
- * adds it to the row's hash, texts sorted into classes by length first so
- * that no branch depends on a row's length; the probe then compares the
- * prints with those each group keeps (the bytes of texts longer than 16
- * where the prints agree).  Only a new group's key bytes are encoded.  A
- * group folded in from key bytes (merge, fold) is hashed and printed from
- * them, with the same results (read_encoded).  A
+ * adds it to the row's hash (short texts without a branch on their length:
+ * print_text_rows); the probe then compares the prints with those each
+ * group keeps (the bytes of texts longer than 16 where the prints agree),
+ * with the slots and groups of rows further on prefetched, since a table
+ * of many groups is larger than the caches.  Only a new group's key bytes
+ * are encoded.  A group folded in from key bytes (fold) is hashed and
+ * printed from them, with the same results (read_encoded); a merge takes
+ * the hash and prints the source table keeps, and may take one partition
+ * of the hashes only (xpu_agg_table_merge_part), so that threads can merge
+ * the same tables at once.  A
  * table without keys has exactly one group from its creation (the one row
  * of a query without GROUP BY, even over no rows) and skips the lookup.
  *

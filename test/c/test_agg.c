@@ -277,6 +277,23 @@ cmp_keybuf(const void *a, const void *b)
 	return memcmp(x->b, y->b, x->len);
 }
 
+/* folds every group of src into dst from its key bytes and states */
+static int
+fold_groups(XpuAggTable *dst, const XpuAggTable *src, XpuError *err)
+{
+	for (int64_t g = 0; g < xpu_agg_table_ngroups(src); g++)
+	{
+		const uint8_t *k;
+		uint32_t	kl;
+		const XpuAggState *st;
+
+		xpu_agg_table_group(src, g, &k, &kl, &st);
+		if (!xpu_agg_table_fold_group(dst, k, kl, st, err))
+			return 0;
+	}
+	return 1;
+}
+
 /*
  * Keys of every text length class (0 to 40 bytes; texts of one length that
  * differ only in one middle byte, where the first and last 8 bytes agree),
@@ -366,15 +383,7 @@ test_key_classes(void)
 	/* a table of groups folded in from key bytes only, then the rows */
 	xpu_agg_table_free(t2);
 	t2 = xpu_agg_table_create(prog, &spec, &err);
-	for (int64_t g = 0; g < ng && ok; g++)
-	{
-		const uint8_t *k;
-		uint32_t	kl;
-		const XpuAggState *st;
-
-		xpu_agg_table_group(t, g, &k, &kl, &st);
-		ok &= xpu_agg_table_fold_group(t2, k, kl, st, &err);
-	}
+	ok &= fold_groups(t2, t, &err);
 	ok &= xpu_agg_table_update(t2, &all, &err);
 	tap_ok(ok && xpu_agg_table_ngroups(t2) == ng,
 		   "key classes: rows meet the groups that key bytes made");
@@ -459,15 +468,7 @@ test_packed_text_keys(void)
 	tap_ok(ok && ng == distinct && total_count(t) == passing,
 		   "packed text keys: %lld groups for %lld distinct keys, %lld of %lld rows counted",
 		   (long long) ng, (long long) distinct, (long long) total_count(t), (long long) passing);
-	for (int64_t g = 0; g < ng && ok; g++)
-	{
-		const uint8_t *k;
-		uint32_t	kl;
-		const XpuAggState *st;
-
-		xpu_agg_table_group(t, g, &k, &kl, &st);
-		ok &= xpu_agg_table_fold_group(t3, k, kl, st, &err);
-	}
+	ok &= fold_groups(t3, t, &err);
 	ok &= xpu_agg_table_merge(t3, t, &err) && xpu_agg_table_merge(t3, t2, &err);
 	tap_ok(ok && xpu_agg_table_ngroups(t3) == ng && total_count(t3) == 3 * passing,
 		   "packed text keys: folded key bytes and merged tables meet the rows' groups "
