@@ -1055,57 +1055,81 @@ encode_row(XpuAggTable *t, const XpuResult *res, int64_t row, XpuError *err)
 	return len;
 }
 
-/* the no-key table: aggregate a over the passing rows of res, tight loops */
+/* update_one_group's loop for one kind: the kind a constant, its piece inlined */
+#define UPDATE_ONE_CASE(NAME, ARG, ST, GPU, INIT, UPD, COMB, FIN) \
+	case XPU_AGG_##NAME: \
+		for (r = 0; r < n; r++) \
+		{ \
+			if (!mask || mask[r]) \
+				xpu_agg_update_mode(s, XPU_AGG_##NAME, type, \
+									(ARG) == XPU_AGG_ARG_NONE ? NULL : &v[r], \
+									(ARG) == XPU_AGG_ARG_NONE ? 0 : nl[r], XPU_AGG_PLAIN); \
+		} \
+		return;
+
+/*
+ * update_one_group: the no-key table: aggregate a over the passing rows of
+ * res, one loop per kind (xpu_agg_kinds.h).  count(*) and integer sums,
+ * whose arithmetic is exact, first sum the rows in registers (an int128
+ * cannot overflow over fewer than 2^63 int64 values), then fold that into
+ * the state with the kind's primitives.
+ */
 static void
 update_one_group(XpuAggTable *t, int a, const XpuResult *res)
 {
-	XpuAggState *s = &t->states[a];
+	XpuAggState *restrict s = &t->states[a];
 	const XpuAggDesc *d = &t->aggs[a];
-	const uint8_t *mask = res->mask;
+	const uint8_t *restrict mask = res->mask;
 	int64_t		n = res->nrows, r;
+	const XpuValue *restrict v = res->values + (d->kind == XPU_AGG_COUNT_STAR ? 0 : d->out * n);
+	const uint8_t *restrict nl = res->nulls + (d->kind == XPU_AGG_COUNT_STAR ? 0 : d->out * n);
+	int			type = t->arg_types[a];
+	__int128	sum = 0;
+	int64_t		c = 0;
 
 	if (d->kind == XPU_AGG_COUNT_STAR)
 	{
-		int64_t		c = 0;
-
 		for (r = 0; r < n; r++)
 			c += mask ? mask[r] != 0 : 1;
-		s->count += c;
+		xpu_agg_add_count(s, c, XPU_AGG_PLAIN);
 		return;
 	}
-	else
+	if (d->kind == XPU_AGG_SUM_INT)
 	{
-		const XpuValue *v = res->values + d->out * n;
-		const uint8_t *nl = res->nulls + d->out * n;
-
-		if (d->kind == XPU_AGG_SUM_INT)
-		{
-			/* |int64| < 2^63 per row: an int128 cannot overflow here */
-			__int128	sum = 0;
-			int64_t		c = 0;
-
-			for (r = 0; r < n; r++)
-			{
-				int			take = (!mask || mask[r]) && !nl[r];
-
-				sum += take ? v[r].i : 0;
-				c += take;
-			}
-			s->v.i128 += sum;
-			s->count += c;
-			return;
-		}
 		for (r = 0; r < n; r++)
 		{
-			if (!mask || mask[r])
-				xpu_agg_update(s, d->kind, t->arg_types[a], &v[r], nl[r]);
+			int			take = (!mask || mask[r]) && !nl[r];
+
+			sum += take ? v[r].i : 0;
+			c += take;
 		}
+		xpu_agg_add_i128(s, sum, 0, XPU_AGG_PLAIN);
+		xpu_agg_add_count(s, c, XPU_AGG_PLAIN);
+		return;
+	}
+	switch (d->kind)
+	{
+			XPU_AGG_KIND_TABLE(UPDATE_ONE_CASE)
+		default:
+			break;
 	}
 }
 
+/* update_rows' loop for one kind: the kind a constant, its piece inlined */
+#define UPDATE_ROWS_CASE(NAME, ARG, ST, GPU, INIT, UPD, COMB, FIN) \
+	case XPU_AGG_##NAME: \
+		for (r = 0; r < n; r++) \
+		{ \
+			if (rg[r] >= 0) \
+				xpu_agg_update_mode(&st[rg[r] * na], XPU_AGG_##NAME, type, \
+									(ARG) == XPU_AGG_ARG_NONE ? NULL : &v[r], \
+									(ARG) == XPU_AGG_ARG_NONE ? 0 : nl[r], XPU_AGG_PLAIN); \
+		} \
+		return;
+
 /*
  * update_rows: aggregate a over the rows of res whose group t->rowgroup
- * holds (-1: the row did not pass); the common kinds as plain loops.
+ * holds (-1: the row did not pass): one loop per kind (xpu_agg_kinds.h)
  */
 static void
 update_rows(XpuAggTable *t, int a, const XpuResult *res)
@@ -1121,53 +1145,9 @@ update_rows(XpuAggTable *t, int a, const XpuResult *res)
 
 	switch (d->kind)
 	{
-		case XPU_AGG_COUNT_STAR:
-			for (r = 0; r < n; r++)
-				if (rg[r] >= 0)
-					st[rg[r] * na].count++;
-			return;
-		case XPU_AGG_COUNT:
-			for (r = 0; r < n; r++)
-				if (rg[r] >= 0 && !nl[r])
-					st[rg[r] * na].count++;
-			return;
-		case XPU_AGG_SUM_INT:
-			for (r = 0; r < n; r++)
-			{
-				if (rg[r] >= 0 && !nl[r])
-				{
-					st[rg[r] * na].v.i128 += v[r].i;
-					st[rg[r] * na].count++;
-				}
-			}
-			return;
-		case XPU_AGG_MIN:
-		case XPU_AGG_MAX:
-			if (xpu_agg_intlike(type))
-			{
-				int			is_min = d->kind == XPU_AGG_MIN;
-
-				for (r = 0; r < n; r++)
-				{
-					XpuAggState *s;
-
-					if (rg[r] < 0 || nl[r])
-						continue;
-					s = &st[rg[r] * na];
-					if (s->count == 0 || (is_min ? v[r].i <= s->v.i : v[r].i >= s->v.i))
-						s->v.i128 = v[r].i;
-					s->count++;
-				}
-				return;
-			}
-			break;
+			XPU_AGG_KIND_TABLE(UPDATE_ROWS_CASE)
 		default:
 			break;
-	}
-	for (r = 0; r < n; r++)
-	{
-		if (rg[r] >= 0)
-			xpu_agg_update(&st[rg[r] * na], d->kind, type, &v[r], nl[r]);
 	}
 }
 

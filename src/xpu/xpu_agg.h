@@ -113,26 +113,7 @@
 #define XPU_AGG_H
 
 #include "xpu_program.h"
-
-typedef enum XpuAggKind
-{
-	XPU_AGG_COUNT_STAR = 1,
-	XPU_AGG_COUNT,
-	XPU_AGG_SUM_INT,
-	XPU_AGG_SUM_NUMERIC,
-	XPU_AGG_SUM_FLOAT,
-	XPU_AGG_MOMENTS,
-	XPU_AGG_MIN,
-	XPU_AGG_MAX,
-	XPU_AGG_SUM_FLOAT4,
-	XPU_AGG_SUMSQ_INT,
-	XPU_AGG_SUMSQ_NUMERIC,
-	XPU_AGG_VAR_FLOAT,
-	XPU_AGG_HLL,
-	XPU_AGG_MIN_TEXT,
-	XPU_AGG_MAX_TEXT,
-	XPU_AGG_N_KINDS
-} XpuAggKind;
+#include "xpu_agg_kinds.h"
 
 /* flags of an XpuAggState */
 #define XPU_AGGF_OVERFLOW		0x0001
@@ -152,10 +133,6 @@ typedef struct XpuAggDesc
  * pg_warp's sketch (hll_explicit_limit in src/types/hll_sketch.c)
  */
 #define XPU_HLL_EXPLICIT_LIMIT(p)	((uint32_t) ((UINT64_C(6) << (p)) / 64))
-
-/* does a state of kind k keep its value outside the state (the file header) */
-#define XPU_AGG_EXTENDED(k) \
-	((k) == XPU_AGG_HLL || (k) == XPU_AGG_MIN_TEXT || (k) == XPU_AGG_MAX_TEXT)
 
 typedef struct XpuAggState
 {
