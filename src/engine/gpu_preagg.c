@@ -405,7 +405,7 @@ gpa_collect_aggrefs(Node *node, List **aggrefs)
 			a->aggfilter != NULL || a->agglevelsup != 0 ||
 			a->aggkind != AGGKIND_NORMAL ||
 			(a->aggsplit != AGGSPLIT_SIMPLE && a->aggsplit != AGGSPLIT_INITIAL_SERIAL) ||
-			list_length(a->args) != (info->kind == XPU_AGG_COUNT_STAR ? 0 : 1))
+			list_length(a->args) != (xpu_agg_kind_arg(info->kind) == XPU_AGG_ARG_NONE ? 0 : 1))
 			return true;
 		if (!list_member(*aggrefs, a))
 			*aggrefs = lappend(*aggrefs, a);
@@ -640,14 +640,16 @@ gpa_compiles(PlannerInfo *root, GpaPlanInfo *pi)
 			if (info->kind == XPU_AGG_HLL &&
 				!gpa_hll_arg_ok(exprType(arg), exprCollation(arg)))
 				ok = false;
+			/* text_smaller and text_larger order bytewise only in C */
+			if (xpu_agg_kind_arg(info->kind) == XPU_AGG_ARG_TEXT &&
+				!(OidIsValid(a->inputcollid) && lc_collate_is_c(a->inputcollid)))
+				ok = false;
 			/*
-			 * text_smaller and text_larger order bytewise only in C; the GPU
-			 * computes neither, so pg_warp.engine = gpu leaves them to
-			 * PostgreSQL (auto runs them on the CPU engine)
+			 * pg_warp.engine = gpu leaves a kind the GPU does not compute
+			 * (xpu_agg_kinds.h: min/max of text) to PostgreSQL; auto runs it
+			 * on the CPU engine
 			 */
-			if ((info->kind == XPU_AGG_MIN_TEXT || info->kind == XPU_AGG_MAX_TEXT) &&
-				(!(OidIsValid(a->inputcollid) && lc_collate_is_c(a->inputcollid)) ||
-				 pg_warp_engine == WARP_ENGINE_GPU))
+			if (!xpu_agg_kind_gpu(info->kind) && pg_warp_engine == WARP_ENGINE_GPU)
 				ok = false;
 		}
 		free(prog);

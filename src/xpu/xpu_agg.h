@@ -114,6 +114,7 @@
 
 #include "xpu_program.h"
 #include "xpu_agg_kinds.h"
+#include "xpu_hll.h"
 
 /* flags of an XpuAggState */
 #define XPU_AGGF_OVERFLOW		0x0001
@@ -126,13 +127,6 @@ typedef struct XpuAggDesc
 	uint16_t	out;			/* the program out holding the argument (unused for COUNT_STAR) */
 	uint32_t	limit;			/* HLL: MiB of sets a table may hold; else 0 */
 } XpuAggDesc;
-
-/*
- * The most distinct hashes an HLL set keeps explicitly at precision p: as
- * many as fit (8 bytes each) in the 6-bit packed registers, the limit of
- * pg_warp's sketch (hll_explicit_limit in src/types/hll_sketch.c)
- */
-#define XPU_HLL_EXPLICIT_LIMIT(p)	((uint32_t) ((UINT64_C(6) << (p)) / 64))
 
 typedef struct XpuAggState
 {
