@@ -987,13 +987,17 @@ encode_row(XpuAggTable *t, const XpuResult *res, int64_t row, XpuError *err)
 	return len;
 }
 
-/* update_one_group's loop for one kind: the kind a constant, its piece inlined */
-#define UPDATE_ONE_CASE(NAME, ARG, ST, GPU, INIT, UPD, COMB, FIN) \
+/*
+ * The loop of update_one_group and update_rows for one kind: the kind a
+ * constant, its piece inlined.  LOOP_PASS(r): does row r go in;
+ * LOOP_STATE(r): the state it updates (each function defines both).
+ */
+#define UPDATE_LOOP_CASE(NAME, ARG, ST, GPU, INIT, UPD, COMB, FIN) \
 	case XPU_AGG_##NAME: \
 		for (r = 0; r < n; r++) \
 		{ \
-			if (!mask || mask[r]) \
-				xpu_agg_update_mode(s, XPU_AGG_##NAME, type, \
+			if (LOOP_PASS(r)) \
+				xpu_agg_update_mode(LOOP_STATE(r), XPU_AGG_##NAME, type, \
 									(ARG) == XPU_AGG_ARG_NONE ? NULL : &v[r], \
 									(ARG) == XPU_AGG_ARG_NONE ? 0 : nl[r], XPU_AGG_PLAIN); \
 		} \
@@ -1039,25 +1043,17 @@ update_one_group(XpuAggTable *t, int a, const XpuResult *res)
 		xpu_agg_add_count(s, c, XPU_AGG_PLAIN);
 		return;
 	}
+#define LOOP_PASS(r)	(!mask || mask[r])
+#define LOOP_STATE(r)	s
 	switch (d->kind)
 	{
-			XPU_AGG_KIND_TABLE(UPDATE_ONE_CASE)
+			XPU_AGG_KIND_TABLE(UPDATE_LOOP_CASE)
 		default:
 			break;
 	}
+#undef LOOP_PASS
+#undef LOOP_STATE
 }
-
-/* update_rows' loop for one kind: the kind a constant, its piece inlined */
-#define UPDATE_ROWS_CASE(NAME, ARG, ST, GPU, INIT, UPD, COMB, FIN) \
-	case XPU_AGG_##NAME: \
-		for (r = 0; r < n; r++) \
-		{ \
-			if (rg[r] >= 0) \
-				xpu_agg_update_mode(&st[rg[r] * na], XPU_AGG_##NAME, type, \
-									(ARG) == XPU_AGG_ARG_NONE ? NULL : &v[r], \
-									(ARG) == XPU_AGG_ARG_NONE ? 0 : nl[r], XPU_AGG_PLAIN); \
-		} \
-		return;
 
 /*
  * update_rows: aggregate a over the rows of res whose group t->rowgroup
@@ -1075,12 +1071,16 @@ update_rows(XpuAggTable *t, int a, const XpuResult *res)
 	XpuAggState *restrict st = t->states + a;
 	int			na = t->n_aggs, type = t->arg_types[a];
 
+#define LOOP_PASS(r)	(rg[r] >= 0)
+#define LOOP_STATE(r)	(&st[rg[r] * na])
 	switch (d->kind)
 	{
-			XPU_AGG_KIND_TABLE(UPDATE_ROWS_CASE)
+			XPU_AGG_KIND_TABLE(UPDATE_LOOP_CASE)
 		default:
 			break;
 	}
+#undef LOOP_PASS
+#undef LOOP_STATE
 }
 
 /*
