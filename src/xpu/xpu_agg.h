@@ -71,7 +71,7 @@
  *				p = XpuAggDesc.param: kept as the set of distinct hashes while
  *				there are at most XPU_HLL_EXPLICIT_LIMIT(p) of them, then as
  *				2^p registers (xpu_hll_update), exactly when pg_warp's own
- *				sketch (src/types/hll_sketch.h) changes representation, so
+ *				sketch (xpu_hll_sketch.h) changes representation, so
  *				that the backend rebuilds the very sketch PostgreSQL would
  *				have built.  The CPU table keeps the set in memory of its own
  *				(v.i points to it there); in an AGG_RESULT group, v.i is the

@@ -47,7 +47,7 @@
  * set is no longer updated.  So at the end a sketch is the distinct
  * hashes of its group (not DENSE: the set) or more than the limit of them
  * (DENSE: the registers, the maximum over every hash), which is exactly
- * what the CPU engine's HllSet (xpu_agg.c) holds after
+ * what the CPU engine's sketch (xpu_agg.c) holds after
  * xpu_agg_table_finish.  The XpuAggState of an HLL aggregate counts the
  * non-NULL arguments and holds nothing else.  Without GROUP BY a block
  * keeps its own copy of the registers in shared memory where they fit
