@@ -20,13 +20,13 @@
  *						[g * n_aggs + j], initialised by kern_agg_init
  *
  * While a kernel runs, states are in their *GPU form* (the atomic mode of
- * xpu_agg_ops.h): as xpu_agg.h says, except that a state of an
- * XPU_AGG_ST_WIDE kind (xpu_agg_kinds.h: SUM_INT, SUM_NUMERIC, SUMSQ_INT,
- * SUMSQ_NUMERIC) keeps in `pad` (as int32) the number of times its int128
- * wrapped (the exact sum is v + pad * 2^128, v unsigned), a numeric MIN/MAX
- * or a VAR_FLOAT state uses `pad` as its lock (VAR_FLOAT's N, Sx and Sxx
- * change together), and a state of an XPU_AGG_ST_SENTINEL kind (MIN, MAX)
- * holds a sentinel (the largest/least value) while count is 0.  The host
+ * xpu_agg_ops.h): as xpu_agg.h says, except that a state of an exact
+ * integer sum (SUM_INT, SUM_NUMERIC, SUMSQ_INT, SUMSQ_NUMERIC: FINISH
+ * xpu_agg_fin_wide in xpu_agg_kinds.h) keeps in `pad` (as int32) the number
+ * of times its int128 wrapped (the exact sum is v + pad * 2^128, v
+ * unsigned), a numeric MIN/MAX or a VAR_FLOAT state uses `pad` as its lock
+ * (VAR_FLOAT's N, Sx and Sxx change together), and a MIN/MAX state holds a
+ * sentinel (the largest/least value) while count is 0.  The host
  * makes each state xpu_agg.h's with xpu_agg_gpu_finish (the kind's FINISH
  * piece: XPU_AGGF_OVERFLOW unless a wide sum fits int128).
  *

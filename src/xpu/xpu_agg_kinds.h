@@ -26,7 +26,10 @@
  *			(XpuAggState *dst, const XpuAggState *src, int type, int mode);
  *			the caller adds the count and the flags unless STATE has
  *			XPU_AGG_ST_N
- *	FINISH	a GPU-form state made xpu_agg.h's (xpu_agg_gpu.h): (XpuAggState *)
+ *	FINISH	a GPU-form state made xpu_agg.h's (xpu_agg_gpu.h): (XpuAggState *);
+ *			xpu_agg_fin_wide for the exact integer sums, whose GPU form counts
+ *			the wraps of v in pad, xpu_agg_fin_minmax for the kinds whose GPU
+ *			form starts from a sentinel (INIT xpu_agg_init_min/max)
  *
  * mode is XPU_AGG_PLAIN or XPU_AGG_ATOMIC (xpu_agg_ops.h).
  *
@@ -52,12 +55,7 @@
 #define XPU_AGG_ST_N		0x01	/* count is the N of a moment state, kept by
 									 * its UPDATE and COMBINE (under a lock on
 									 * the GPU) */
-#define XPU_AGG_ST_WIDE		0x02	/* v.i128 is an exact integer sum; in the GPU
-									 * form pad counts its wraps */
-#define XPU_AGG_ST_SENTINEL 0x04	/* in the GPU form v holds the greatest
-									 * (MIN) or least (MAX) value while count
-									 * is 0 */
-#define XPU_AGG_ST_EXTENDED 0x08	/* the value lives outside the state (CPU
+#define XPU_AGG_ST_EXTENDED 0x02	/* the value lives outside the state (CPU
 									 * engine: v.i points to it) */
 
 #define XPU_AGG_KIND_TABLE(X) \
@@ -65,23 +63,23 @@
 	  xpu_agg_init_zero, xpu_agg_upd_nothing, xpu_agg_comb_nothing, xpu_agg_fin_nothing) \
 	X(COUNT, XPU_AGG_ARG_ANY, 0, 1, \
 	  xpu_agg_init_zero, xpu_agg_upd_nothing, xpu_agg_comb_nothing, xpu_agg_fin_nothing) \
-	X(SUM_INT, XPU_AGG_ARG_INT, XPU_AGG_ST_WIDE, 1, \
+	X(SUM_INT, XPU_AGG_ARG_INT, 0, 1, \
 	  xpu_agg_init_zero, xpu_agg_upd_sum_int, xpu_agg_comb_sum128, xpu_agg_fin_wide) \
-	X(SUM_NUMERIC, XPU_AGG_ARG_NUMERIC, XPU_AGG_ST_WIDE, 1, \
+	X(SUM_NUMERIC, XPU_AGG_ARG_NUMERIC, 0, 1, \
 	  xpu_agg_init_zero, xpu_agg_upd_sum_numeric, xpu_agg_comb_sum128, xpu_agg_fin_wide) \
 	X(SUM_FLOAT, XPU_AGG_ARG_FLOAT, 0, 1, \
 	  xpu_agg_init_sum_f8, xpu_agg_upd_sum_float, xpu_agg_comb_sum_float, xpu_agg_fin_nothing) \
 	X(MOMENTS, XPU_AGG_ARG_FLOAT, 0, 1, \
 	  xpu_agg_init_zero, xpu_agg_upd_moments, xpu_agg_comb_moments, xpu_agg_fin_nothing) \
-	X(MIN, XPU_AGG_ARG_ORDERED, XPU_AGG_ST_SENTINEL, 1, \
+	X(MIN, XPU_AGG_ARG_ORDERED, 0, 1, \
 	  xpu_agg_init_min, xpu_agg_upd_min, xpu_agg_comb_min, xpu_agg_fin_minmax) \
-	X(MAX, XPU_AGG_ARG_ORDERED, XPU_AGG_ST_SENTINEL, 1, \
+	X(MAX, XPU_AGG_ARG_ORDERED, 0, 1, \
 	  xpu_agg_init_max, xpu_agg_upd_max, xpu_agg_comb_max, xpu_agg_fin_minmax) \
 	X(SUM_FLOAT4, XPU_AGG_ARG_FLOAT4, 0, 1, \
 	  xpu_agg_init_sum_f4, xpu_agg_upd_sum_float4, xpu_agg_comb_sum_float4, xpu_agg_fin_nothing) \
-	X(SUMSQ_INT, XPU_AGG_ARG_INT, XPU_AGG_ST_WIDE, 1, \
+	X(SUMSQ_INT, XPU_AGG_ARG_INT, 0, 1, \
 	  xpu_agg_init_zero, xpu_agg_upd_sumsq_int, xpu_agg_comb_sum128, xpu_agg_fin_wide) \
-	X(SUMSQ_NUMERIC, XPU_AGG_ARG_NUMERIC, XPU_AGG_ST_WIDE, 1, \
+	X(SUMSQ_NUMERIC, XPU_AGG_ARG_NUMERIC, 0, 1, \
 	  xpu_agg_init_zero, xpu_agg_upd_sumsq_numeric, xpu_agg_comb_sum128, xpu_agg_fin_wide) \
 	X(VAR_FLOAT, XPU_AGG_ARG_FLOAT, XPU_AGG_ST_N, 1, \
 	  xpu_agg_init_zero, xpu_agg_upd_var_float, xpu_agg_comb_var_float, xpu_agg_fin_nothing) \

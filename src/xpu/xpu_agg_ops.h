@@ -497,9 +497,9 @@ xpu_agg_add_f4(XpuAggState *s, float x, int mode)
 }
 
 /*
- * xpu_agg_add_i128: adds x + hi * 2^128 to the integer sum of s
- * (XPU_AGG_ST_WIDE), where hi is what x brings above the low 128 bits of
- * the GPU form: -1 for a negative plain x, a GPU-form state's pad.  Plain:
+ * xpu_agg_add_i128: adds x + hi * 2^128 to the exact integer sum of s
+ * (FINISH xpu_agg_fin_wide), where hi is what x brings above the low 128
+ * bits of the GPU form: -1 for a negative plain x, a GPU-form state's pad.  Plain:
  * an exact int128 sum, XPU_AGGF_OVERFLOW when it leaves int128 (hi unused).
  * Atomic: the GPU form (xpu_agg_add_wide_atomic).
  */
@@ -840,7 +840,7 @@ xpu_agg_comb_nothing(XpuAggState *dst, const XpuAggState *src, int type, int mod
 {
 }
 
-/* the integer sums (XPU_AGG_ST_WIDE) */
+/* the exact integer sums (FINISH xpu_agg_fin_wide) */
 XPU_HOST_DEVICE void
 xpu_agg_comb_sum128(XpuAggState *dst, const XpuAggState *src, int type, int mode)
 {
