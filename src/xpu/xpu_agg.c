@@ -1003,6 +1003,15 @@ encode_row(XpuAggTable *t, const XpuResult *res, int64_t row, XpuError *err)
 		} \
 		return;
 
+/* the loop of kind, one of UPDATE_LOOP_CASE's */
+#define UPDATE_LOOPS(kind) \
+	switch (kind) \
+	{ \
+			XPU_AGG_KIND_TABLE(UPDATE_LOOP_CASE) \
+		default: \
+			break; \
+	}
+
 /*
  * update_one_group: the no-key table: aggregate a over the passing rows of
  * res, one loop per kind (xpu_agg_kinds.h).  count(*) and integer sums,
@@ -1045,12 +1054,7 @@ update_one_group(XpuAggTable *t, int a, const XpuResult *res)
 	}
 #define LOOP_PASS(r)	(!mask || mask[r])
 #define LOOP_STATE(r)	s
-	switch (d->kind)
-	{
-			XPU_AGG_KIND_TABLE(UPDATE_LOOP_CASE)
-		default:
-			break;
-	}
+	UPDATE_LOOPS(d->kind);
 #undef LOOP_PASS
 #undef LOOP_STATE
 }
@@ -1073,12 +1077,7 @@ update_rows(XpuAggTable *t, int a, const XpuResult *res)
 
 #define LOOP_PASS(r)	(rg[r] >= 0)
 #define LOOP_STATE(r)	(&st[rg[r] * na])
-	switch (d->kind)
-	{
-			XPU_AGG_KIND_TABLE(UPDATE_LOOP_CASE)
-		default:
-			break;
-	}
+	UPDATE_LOOPS(d->kind);
 #undef LOOP_PASS
 #undef LOOP_STATE
 }
