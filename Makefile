@@ -47,8 +47,7 @@ OBJS         = \
 	src/engine/service_supervisor.o \
 	src/types/float2.o \
 	src/types/float2_ops.o \
-	src/types/hll.o \
-	src/types/hll_sketch.o
+	src/types/hll.o
 DATA_built   = sql/$(EXTENSION)--$(EXTVERSION).sql
 DATA         = $(filter-out $(DATA_built),$(wildcard sql/$(EXTENSION)--*--*.sql))
 
@@ -116,7 +115,8 @@ $(ARROW_LIB): $(ARROW_OBJS)
 # plain C): a static archive, built with the extension's flags, for the backend
 # to link once codegen uses it.
 XPU_LIB      = src/xpu/libwarpxpu.a
-XPU_C_OBJS   = src/xpu/xpu_agg.o src/xpu/xpu_build.o src/xpu/xpu_cpu.o
+XPU_C_OBJS   = src/xpu/xpu_agg.o src/xpu/xpu_build.o src/xpu/xpu_cpu.o \
+               src/xpu/xpu_hll_sketch.o
 EXTRA_CLEAN += $(XPU_LIB) $(XPU_C_OBJS) $(XPU_C_OBJS:.o=.d)
 -include $(XPU_C_OBJS:.o=.d)
 
@@ -206,7 +206,8 @@ SERVICE_SRCS = \
 SERVICE_XPU_SRCS = \
 	src/xpu/xpu_agg.c \
 	src/xpu/xpu_build.c \
-	src/xpu/xpu_cpu.c
+	src/xpu/xpu_cpu.c \
+	src/xpu/xpu_hll_sketch.c
 SERVICE_HDRS = \
 	src/service/buf_cache.h \
 	src/service/file_map.h \

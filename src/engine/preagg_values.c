@@ -283,7 +283,7 @@ gpa_final_var_float(GpaAggExec *ae, const XpuAggState *s, bool *isnull)
 
 /*
  * pg_warp's serialized HyperLogLog sketch (doc/hll.md, the format
- * src/types/hll_sketch.h defines): an 8-byte header (magic "WH", version 1,
+ * src/xpu/xpu_hll_sketch.h defines): an 8-byte header (magic "WH", version 1,
  * the precision, the encoding), then the distinct hashes in increasing
  * order (8 bytes each, little-endian) or the 2^p registers packed 6 bits
  * each (register i in bits 6i .. 6i+5 of the payload as one little-endian

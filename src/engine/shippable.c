@@ -179,27 +179,25 @@ ship_aggref(Aggref *a, bool engine_gpu)
 		return psprintf("%s() of an outer query, or an ordered-set aggregate", name);
 	if (a->aggsplit != AGGSPLIT_SIMPLE && a->aggsplit != AGGSPLIT_INITIAL_SERIAL)
 		return psprintf("%s() in a split PostgreSQL does not hand to the engine", name);
-	if (list_length(a->args) != (info->kind == XPU_AGG_COUNT_STAR ? 0 : 1))
+	if (list_length(a->args) != (xpu_agg_kind_arg(info->kind) == XPU_AGG_ARG_NONE ? 0 : 1))
 		return psprintf("%s() of %d arguments", name, list_length(a->args));
 	if (arg != NULL && OidIsValid(info->argtype) && exprType(arg) != info->argtype)
 		return psprintf("%s() of an argument of type %s", name, format_type_be(exprType(arg)));
 	if (info->kind == XPU_AGG_HLL && !ship_hll_arg(exprType(arg), exprCollation(arg)))
 		return psprintf("%s() of type %s, which the engine does not hash as hll_count does",
 						name, format_type_be(exprType(arg)));
+	/* text_smaller and text_larger order bytewise only in C */
+	if (xpu_agg_kind_arg(info->kind) == XPU_AGG_ARG_TEXT &&
+		!(OidIsValid(a->inputcollid) && lc_collate_is_c(a->inputcollid)))
+		return psprintf("%s() of text in the collation \"%s\" (the engine orders bytewise)",
+						name, get_collation_name(a->inputcollid));
 	/*
-	 * text_smaller and text_larger order bytewise only in C; the GPU
-	 * computes neither, so pg_warp.engine = gpu leaves them to PostgreSQL
-	 * (auto runs them on the CPU engine)
+	 * pg_warp.engine = gpu leaves a kind the GPU does not compute
+	 * (xpu_agg_kinds.h: min/max of text) to PostgreSQL; auto runs it on the
+	 * CPU engine
 	 */
-	if (info->kind == XPU_AGG_MIN_TEXT || info->kind == XPU_AGG_MAX_TEXT)
-	{
-		if (!(OidIsValid(a->inputcollid) && lc_collate_is_c(a->inputcollid)))
-			return psprintf("%s() of text in the collation \"%s\" (the engine orders bytewise)",
-							name, get_collation_name(a->inputcollid));
-		if (engine_gpu)
-			return psprintf("%s() of text with pg_warp.engine = gpu (the GPU does not "
-							"compute it)", name);
-	}
+	if (engine_gpu && !xpu_agg_kind_gpu(info->kind))
+		return psprintf("%s() with pg_warp.engine = gpu (the GPU does not compute it)", name);
 	return NULL;
 }
 

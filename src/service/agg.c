@@ -279,7 +279,7 @@ static bool
 spec_extended(const XpuAggSpec *spec)
 {
 	for (int a = 0; a < spec->n_aggs; a++)
-		if (XPU_AGG_EXTENDED(spec->aggs[a].kind) && spec->aggs[a].kind != XPU_AGG_HLL)
+		if (!xpu_agg_kind_gpu(spec->aggs[a].kind))
 			return true;
 	return false;
 }

@@ -422,8 +422,7 @@ gagg_spec_build(GaggRun *g)
 			return gagg_fail(g, WARP_ERR_PROTOCOL, "aggregate %d names no output of the program", j);
 		sp->agg_reg[j] = XPU_OUTS(prog)[a->out];
 		sp->agg_type[j] = XPU_REGS(prog)[sp->agg_reg[j]].type;
-		if (!xpu_agg_arg_supported(a->kind, sp->agg_type[j]) ||
-			(XPU_AGG_EXTENDED(a->kind) && a->kind != XPU_AGG_HLL))
+		if (!xpu_agg_arg_supported(a->kind, sp->agg_type[j]) || !xpu_agg_kind_gpu(a->kind))
 			return gagg_fail(g, WARP_ERR_UNSUPPORTED,
 							 "the GPU has no aggregate of kind %d over type %s",
 							 a->kind, xpu_type_name(sp->agg_type[j]));
@@ -528,24 +527,6 @@ gagg_table_reset(GaggRun *g)
 	return gagg_cuda(g, gpu_drv.cuStreamSynchronize(s), "cuStreamSynchronize");
 }
 
-/* the GPU form of a state made into xpu_agg.h's (xpu_agg_gpu.h) */
-static void
-gagg_state_finish(XpuAggState *s, int kind)
-{
-	if (kind == XPU_AGG_SUM_INT || kind == XPU_AGG_SUM_NUMERIC ||
-		kind == XPU_AGG_SUMSQ_INT || kind == XPU_AGG_SUMSQ_NUMERIC)
-	{
-		int32_t		wraps = (int32_t) s->pad;
-		int			negative = (int) ((unsigned __int128) s->v.i128 >> 127);
-
-		if (!((wraps == 0 && !negative) || (wraps == -1 && negative)))
-			s->flags |= XPU_AGGF_OVERFLOW;
-	}
-	else if ((kind == XPU_AGG_MIN || kind == XPU_AGG_MAX) && s->count == 0)
-		s->v.i128 = 0;
-	s->pad = 0;
-}
-
 /*
  * copies the first n groups of table th (key offsets, lengths, arena,
  * states, HLL sketches) to the host
@@ -631,7 +612,7 @@ gagg_sink_groups(GaggRun *g, uint64_t n, uint64_t arena_len, const uint64_t *key
 							 (unsigned long) i);
 		for (int j = 0; j < n_aggs; j++)
 		{
-			gagg_state_finish(&st[j], g->spec.agg_kind[j]);
+			xpu_agg_gpu_finish(&st[j], g->spec.agg_kind[j]);
 			if (g->spec.agg_kind[j] != XPU_AGG_HLL)
 				continue;
 			gagg_hll_value((XpuGaggHll *) (hll + i * g->spec.hll_group_bytes +

@@ -9,8 +9,9 @@
  * This file turns a value of any type into the 64-bit hash of its
  * canonical form (hash_value), keeps an aggregate's sketch in the
  * aggregate's memory context, and checks every sketch that SQL hands in.
- * The sketch itself (plain C) is types/hll_sketch.c; the per-value hash is
- * xpu/xpu_hll.h, which the engine shares.
+ * The sketch itself (plain C) is xpu/xpu_hll_sketch.c and the per-value
+ * hash xpu/xpu_hll.h, both shared with the engine.  palloc never returns
+ * NULL, so the sketch's out-of-memory results are void here.
  *
  * All four aggregates share one internal state (an HllSketch) with combine,
  * serialize and deserialize functions, so they run in parallel plans.
@@ -30,7 +31,7 @@
 #include "utils/lsyscache.h"
 
 #include "pg_warp.h"
-#include "types/hll_sketch.h"
+#include "xpu/xpu_hll_sketch.h"
 #include "xpu/xpu_hll.h"
 
 /* pg_warp.hll_registers_bits: the precision p of new sketches (2^p registers) */
@@ -333,7 +334,7 @@ pg_warp_hll_trans(PG_FUNCTION_ARGS)
 	}
 	if (sk == NULL)
 		sk = new_sketch(ctx, pg_warp_hll_registers_bits);
-	hll_add_hash(sk, hash_value(info, PG_GETARG_DATUM(1)));
+	(void) hll_add_hash(sk, hash_value(info, PG_GETARG_DATUM(1)));
 	PG_RETURN_POINTER(sk);
 }
 
@@ -362,7 +363,7 @@ pg_warp_hll_merge_trans(PG_FUNCTION_ARGS)
 	buf = check_sketch(PG_GETARG_BYTEA_PP(1), &len);
 	if (sk == NULL)
 		sk = new_sketch(ctx, 0);
-	hll_merge_serialized(sk, buf, len);
+	(void) hll_merge_serialized(sk, buf, len);
 	PG_RETURN_POINTER(sk);
 }
 
@@ -389,7 +390,7 @@ pg_warp_hll_combine_states(PG_FUNCTION_ARGS)
 	}
 	if (a == NULL)
 		a = new_sketch(ctx, 0);
-	hll_merge(a, b);
+	(void) hll_merge(a, b);
 	PG_RETURN_POINTER(a);
 }
 
@@ -423,7 +424,7 @@ pg_warp_hll_deserialize_state(PG_FUNCTION_ARGS)
 	const uint8_t *buf = check_sketch(PG_GETARG_BYTEA_PP(0), &len);
 	HllSketch  *sk = new_sketch(CurrentMemoryContext, 0);
 
-	hll_merge_serialized(sk, buf, len);
+	(void) hll_merge_serialized(sk, buf, len);
 	PG_RETURN_POINTER(sk);
 }
 
@@ -502,7 +503,7 @@ pg_warp_hll_sketch_histogram(PG_FUNCTION_ARGS)
 	int			lbs[1] = {0};
 	int			k;
 
-	hll_merge_serialized(sk, buf, len);
+	(void) hll_merge_serialized(sk, buf, len);
 	hll_histogram(sk, counts);
 	n = XPU_HLL_MAX_RANK(sk->p) + 1;
 	elems = palloc(sizeof(Datum) * n);

@@ -22,10 +22,11 @@
  * (in a per-block shared copy without GROUP BY, merged once per block) and
  * enters the group's explicit set until that is past the explicit limit.
  *
- * Device functions with "gagg_" names are the atomic and per-thread forms
- * of the per-row key encoding and state updates of xpu_agg.h (the CPU
- * engine's are in xpu_agg_ops.h); the template flag A selects atomics
- * (shared or global memory) or plain updates (a thread's own states).
+ * The key bytes and every aggregate's init, update and combine are
+ * xpu_agg_ops.h's, the bodies the CPU engine runs (xpu_agg_kinds.h names
+ * them per kind); the template flag A of the "gagg_" wrappers selects their
+ * atomic mode (the table and the block cache, in the GPU form of
+ * xpu_agg_gpu.h) or their plain one (a thread's own states).
  *
  *-------------------------------------------------------------------------
  */
@@ -42,24 +43,6 @@
 #define GAGG_WARP_SHARE		4
 
 /* ---------------- key bytes and hash ---------------- */
-
-/* the 8 key bytes of a value held in the int64 slot or a float register */
-XPU_DEVICE uint64_t
-gagg_key_word(int type, const XpuValue *v)
-{
-	double		d;
-
-	if (type == XPU_T_FLOAT4 || type == XPU_T_FLOAT8)
-	{
-		d = type == XPU_T_FLOAT4 ? (double) v->f4 : v->f8;
-		if (d != d)
-			return UINT64_C(0x7ff8000000000000);	/* the one NaN */
-		if (d == 0.0)
-			d = 0.0;			/* -0 is +0 */
-		return (uint64_t) __double_as_longlong(d);
-	}
-	return (uint64_t) v->i;
-}
 
 XPU_DEVICE uint64_t
 gagg_mix(uint64_t h, uint64_t v)
@@ -124,7 +107,7 @@ gagg_key_hash(const XpuGaggSpec *sp, const XpuValue *regs, const uint8_t *nulls,
 		}
 		else
 		{
-			h = gagg_mix(h, gagg_key_word(type, v));
+			h = gagg_mix(h, xpu_agg_key_word(type, v));
 			n += 8;
 		}
 	}
@@ -132,43 +115,14 @@ gagg_key_hash(const XpuGaggSpec *sp, const XpuValue *regs, const uint8_t *nulls,
 	return gagg_fmix(h);
 }
 
-/* writes the key's bytes (xpu_agg.h's form) at dst */
+/* writes the key's bytes at dst (xpu_agg_key_value_put, the CPU table's writer) */
 XPU_DEVICE void
 gagg_key_write(const XpuGaggSpec *sp, const XpuValue *regs, const uint8_t *nulls,
 			   uint8_t *dst)
 {
 	for (int k = 0; k < sp->n_keys; k++)
-	{
-		const XpuValue *v = &regs[sp->key_reg[k]];
-		int			type = sp->key_type[k];
-		uint64_t	w;
-
-		if (nulls[sp->key_reg[k]])
-		{
-			*dst++ = 0;
-			continue;
-		}
-		*dst++ = 1;
-		if (type == XPU_T_TEXT)
-		{
-			uint32_t	len = (uint32_t) v->t.len;
-
-			for (int i = 0; i < 4; i++)
-				*dst++ = (uint8_t) (len >> (8 * i));
-			for (uint32_t i = 0; i < len; i++)
-				*dst++ = (uint8_t) v->t.p[i];
-			continue;
-		}
-		w = type == XPU_T_NUMERIC ? (uint64_t) v->n : gagg_key_word(type, v);
-		for (int i = 0; i < 8; i++)
-			*dst++ = (uint8_t) (w >> (8 * i));
-		if (type == XPU_T_NUMERIC)
-		{
-			w = (uint64_t) (v->n >> 64);
-			for (int i = 0; i < 8; i++)
-				*dst++ = (uint8_t) (w >> (8 * i));
-		}
-	}
+		dst += xpu_agg_key_value_put(dst, sp->key_type[k], &regs[sp->key_reg[k]],
+									 nulls[sp->key_reg[k]]);
 }
 
 /*
@@ -233,7 +187,7 @@ gagg_key_equal(const XpuGaggSpec *sp, const XpuValue *regs, const uint8_t *nulls
 		}
 		else
 		{
-			if (gagg_ld_le<L2>(p, 8) != gagg_key_word(type, v))
+			if (gagg_ld_le<L2>(p, 8) != xpu_agg_key_word(type, v))
 				return 0;
 			p += 8;
 		}
@@ -332,373 +286,24 @@ gagg_find_group(XpuGaggTable *t, const XpuGaggSpec *sp, const XpuValue *regs,
 	return -1;
 }
 
-/* ---------------- states: start values, updates, combining ---------------- */
-
-XPU_DEVICE int
-gagg_is_float(int type)
-{
-	return type == XPU_T_FLOAT4 || type == XPU_T_FLOAT8;
-}
-
-/* the start value of a state (xpu_agg_gpu.h: MIN/MAX hold a sentinel) */
-XPU_DEVICE void
-gagg_state_init(XpuAggState *st, int kind, int type)
-{
-	st->count = 0;
-	st->flags = 0;
-	st->pad = 0;
-	st->v.i128 = 0;
-	if (kind == XPU_AGG_SUM_FLOAT)
-		st->v.f8[0] = -0.0;		/* the identity of IEEE addition (xpu_agg.h) */
-	else if (kind == XPU_AGG_SUM_FLOAT4)
-		st->v.f4 = -0.0f;
-	else if (kind == XPU_AGG_MIN || kind == XPU_AGG_MAX)
-	{
-		int			is_min = kind == XPU_AGG_MIN;
-
-		if (gagg_is_float(type))
-			st->v.f8[0] = is_min ? __longlong_as_double(0x7ff8000000000000LL) : -HUGE_VAL;
-		else if (type == XPU_T_NUMERIC)
-		{
-			__int128	max = (__int128) (~(unsigned __int128) 0 >> 1);
-
-			st->v.i128 = is_min ? max : -max - 1;
-		}
-		else
-			st->v.i = is_min ? INT64_MAX : INT64_MIN;
-	}
-}
-
-/* an argument as a double (float registers; integers for MOMENTS) */
-XPU_DEVICE double
-gagg_arg_double(int type, const XpuValue *v)
-{
-	if (type == XPU_T_FLOAT4)
-		return (double) v->f4;
-	if (type == XPU_T_FLOAT8)
-		return v->f8;
-	return (double) v->i;
-}
-
-/* PostgreSQL's float order: NaN above every other value */
-XPU_DEVICE int
-gagg_f8_less(double a, double b)
-{
-	if (a != a)
-		return 0;
-	if (b != b)
-		return 1;
-	return a < b;
-}
-
-template <bool A> XPU_DEVICE unsigned long long
-gagg_add_u64(unsigned long long *p, unsigned long long v)
-{
-	unsigned long long old;
-
-	if (A)
-		return atomicAdd(p, v);
-	old = *p;
-	*p = old + v;
-	return old;
-}
-
-template <bool A> XPU_DEVICE void
-gagg_set_flags(XpuAggState *st, uint32_t flags)
-{
-	if (A)
-		atomicOr((unsigned int *) &st->flags, flags);
-	else
-		st->flags |= flags;
-}
+/* ---------------- states: xpu_agg_ops.h's pieces ---------------- */
 
 /*
- * gagg_add_wide: adds lo + hi * 2^64 (unsigned) and k * 2^128 to the sum
- * of st kept as (v as unsigned int128) + pad * 2^128 (xpu_agg_gpu.h), with
- * the carries counted into pad; a pad leaving +-2^30 is an overflow for good
+ * The modes of xpu_agg_ops.h: a thread's own states are plain (A false),
+ * the table's and the block cache's are updated with atomics (A true) and
+ * hold the GPU form of xpu_agg_gpu.h
  */
-template <bool A> XPU_DEVICE void
-gagg_add_wide(XpuAggState *st, uint64_t lo, uint64_t hi, int32_t k)
-{
-	unsigned long long *w = (unsigned long long *) &st->v;
-	unsigned long long old = gagg_add_u64<A>(&w[0], lo);
-	uint64_t	c = (old + lo) < old;
-	uint64_t	add_hi = hi + c;
-	int32_t		prev;
-
-	k += add_hi < hi;			/* hi + carry wrapped: 2^128 */
-	old = gagg_add_u64<A>(&w[1], add_hi);
-	k += (old + add_hi) < old;
-	if (k == 0)
-		return;
-	if (A)
-		prev = atomicAdd((int *) &st->pad, k);
-	else
-	{
-		prev = (int32_t) st->pad;
-		st->pad = (uint32_t) (prev + k);
-	}
-	if (prev > (1 << 30) || prev < -(1 << 30))
-		gagg_set_flags<A>(st, XPU_AGGF_OVERFLOW);
-}
-
-/* adds x to the double *p of st: a finite sum that becomes infinite is an overflow */
-template <bool A> XPU_DEVICE void
-gagg_add_f8(XpuAggState *st, double *p, double x)
-{
-	double		old;
-
-	if (A)
-		old = atomicAdd(p, x);
-	else
-	{
-		old = *p;
-		*p = old + x;
-	}
-	if (isinf(old + x) && !isinf(old) && !isinf(x))
-		gagg_set_flags<A>(st, XPU_AGGF_OVERFLOW);
-}
-
-/* min/max of a double in the NaN-greatest order */
-template <bool A> XPU_DEVICE void
-gagg_minmax_f8(double *p, double x, int is_min)
-{
-	unsigned long long *w = (unsigned long long *) p;
-	unsigned long long old = *(volatile unsigned long long *) w;
-
-	while (is_min ? gagg_f8_less(x, __longlong_as_double(old)) :
-		   gagg_f8_less(__longlong_as_double(old), x))
-	{
-		unsigned long long prev;
-
-		if (!A)
-		{
-			*p = x;
-			return;
-		}
-		prev = atomicCAS(w, old, (unsigned long long) __double_as_longlong(x));
-		if (prev == old)
-			return;
-		old = prev;
-	}
-}
-
-/* takes (A) the lock of a state that is updated under one (pad) */
-template <bool A> XPU_DEVICE void
-gagg_lock(XpuAggState *st)
-{
-	if (A)
-	{
-		while (atomicCAS((unsigned int *) &st->pad, 0u, 1u) != 0u)
-			;
-		__threadfence();
-	}
-}
-
-template <bool A> XPU_DEVICE void
-gagg_unlock(XpuAggState *st)
-{
-	if (A)
-	{
-		__threadfence();
-		atomicExch((unsigned int *) &st->pad, 0u);
-	}
-}
-
-/* min/max of an int128 under the state's lock (pad) */
-template <bool A> XPU_DEVICE void
-gagg_minmax_n(XpuAggState *st, __int128 x, int is_min)
-{
-	volatile unsigned long long *w = (volatile unsigned long long *) &st->v;
-	__int128	cur;
-
-	gagg_lock<A>(st);
-	cur = (__int128) (((unsigned __int128) w[1] << 64) | w[0]);
-	if (is_min ? x < cur : x > cur)
-	{
-		w[0] = (unsigned long long) x;
-		w[1] = (unsigned long long) (x >> 64);
-	}
-	gagg_unlock<A>(st);
-}
-
-/*
- * gagg_var_accum: float8_accum's step (xpu_agg_var_accum) of a VAR_FLOAT
- * state under its lock: N (the count), Sx and Sxx change together
- */
-template <bool A> XPU_DEVICE void
-gagg_var_accum(XpuAggState *st, double x)
-{
-	volatile XpuAggState *v = st;
-	int64_t		n;
-	double		sx, sxx;
-	uint32_t	flags = 0;
-
-	gagg_lock<A>(st);
-	n = v->count;
-	sx = v->v.f8[0];
-	sxx = v->v.f8[1];
-	xpu_agg_var_accum(&n, &sx, &sxx, x, &flags);
-	v->count = n;
-	v->v.f8[0] = sx;
-	v->v.f8[1] = sxx;
-	gagg_unlock<A>(st);
-	if (flags)
-		gagg_set_flags<A>(st, flags);
-}
-
-/* float8_combine (xpu_agg_var_combine) of VAR_FLOAT state src into dst, under dst's lock (A) */
-template <bool A> XPU_DEVICE void
-gagg_var_combine(XpuAggState *dst, const XpuAggState *src)
-{
-	volatile XpuAggState *v = dst;
-	int64_t		n;
-	double		sx, sxx;
-	uint32_t	flags = src->flags;
-
-	gagg_lock<A>(dst);
-	n = v->count;
-	sx = v->v.f8[0];
-	sxx = v->v.f8[1];
-	xpu_agg_var_combine(&n, &sx, &sxx, src->count, src->v.f8[0], src->v.f8[1], &flags);
-	v->count = n;
-	v->v.f8[0] = sx;
-	v->v.f8[1] = sxx;
-	gagg_unlock<A>(dst);
-	if (flags)
-		gagg_set_flags<A>(dst, flags);
-}
-
-/* adds x to the float4 sum of st (float4pl); overflow as gagg_add_f8 */
-template <bool A> XPU_DEVICE void
-gagg_add_f4(XpuAggState *st, float x)
-{
-	float		old;
-
-	if (A)
-		old = atomicAdd(&st->v.f4, x);
-	else
-	{
-		old = st->v.f4;
-		st->v.f4 = old + x;
-	}
-	if (isinf(old + x) && !isinf(old) && !isinf(x))
-		gagg_set_flags<A>(st, XPU_AGGF_OVERFLOW);
-}
-
-/* adds x * x to the SUMSQ state st (wrapping sum as gagg_add_wide) */
-template <bool A> XPU_DEVICE void
-gagg_add_square(XpuAggState *st, __int128 x)
-{
-	__int128	sq;
-
-	if (xpu_agg_square128(x, &sq))
-	{
-		gagg_set_flags<A>(st, XPU_AGGF_OVERFLOW);
-		return;
-	}
-	gagg_add_wide<A>(st, (uint64_t) sq, (uint64_t) ((unsigned __int128) sq >> 64), 0);
-}
-
-/*
- * Float sums whose overflow depends on the order of the additions: a finite
- * argument beyond these limits flags XPU_AGGF_OVERFLOW, so that PostgreSQL
- * decides (the CPU engine's rule, xpu_agg_ops.h's XPU_AGG_SUM_FLOAT_LIMIT and
- * XPU_AGG_MOMENTS_LIMIT, which these equal)
- */
-#define GAGG_SUM_FLOAT_LIMIT	1e289
-#define GAGG_MOMENTS_LIMIT		1e134
-
-XPU_DEVICE int
-gagg_float_risky(double x, double limit)
-{
-	return !isinf(x) && x == x && (x > limit || x < -limit);
-}
-
-/* folds one value of an aggregate's argument into st (count counted by the caller) */
-template <bool A> XPU_DEVICE void
-gagg_fold_value(XpuAggState *st, int kind, int type, const XpuValue *v)
-{
-	double		x;
-
-	switch (kind)
-	{
-		case XPU_AGG_SUM_INT:
-			gagg_add_wide<A>(st, (uint64_t) v->i, v->i < 0 ? ~UINT64_C(0) : 0,
-							 v->i < 0 ? -1 : 0);
-			break;
-		case XPU_AGG_SUM_NUMERIC:
-			gagg_add_wide<A>(st, (uint64_t) v->n, (uint64_t) (v->n >> 64),
-							 v->n < 0 ? -1 : 0);
-			break;
-		case XPU_AGG_SUM_FLOAT:
-			x = gagg_arg_double(type, v);
-			if (gagg_float_risky(x, GAGG_SUM_FLOAT_LIMIT))
-				gagg_set_flags<A>(st, XPU_AGGF_OVERFLOW);
-			gagg_add_f8<A>(st, &st->v.f8[0], x);
-			break;
-		case XPU_AGG_MOMENTS:
-			x = gagg_arg_double(type, v);
-			if (gagg_float_risky(x, GAGG_MOMENTS_LIMIT))
-				gagg_set_flags<A>(st, XPU_AGGF_OVERFLOW);
-			gagg_add_f8<A>(st, &st->v.f8[0], x);
-			if (isinf(x * x) && !isinf(x))
-				gagg_set_flags<A>(st, XPU_AGGF_OVERFLOW);
-			gagg_add_f8<A>(st, &st->v.f8[1], x * x);
-			break;
-		case XPU_AGG_SUM_FLOAT4:
-			if (gagg_float_risky((double) v->f4, XPU_AGG_SUM_FLOAT4_LIMIT))
-				gagg_set_flags<A>(st, XPU_AGGF_OVERFLOW);
-			gagg_add_f4<A>(st, v->f4);
-			break;
-		case XPU_AGG_SUMSQ_INT:
-			gagg_add_square<A>(st, (__int128) v->i);
-			break;
-		case XPU_AGG_SUMSQ_NUMERIC:
-			gagg_add_square<A>(st, v->n);
-			break;
-		case XPU_AGG_VAR_FLOAT:
-			x = gagg_arg_double(type, v);
-			if (gagg_float_risky(x, GAGG_MOMENTS_LIMIT))
-				gagg_set_flags<A>(st, XPU_AGGF_OVERFLOW);
-			gagg_var_accum<A>(st, x);
-			break;
-		case XPU_AGG_MIN:
-		case XPU_AGG_MAX:
-			if (gagg_is_float(type))
-				gagg_minmax_f8<A>(&st->v.f8[0], gagg_arg_double(type, v),
-								  kind == XPU_AGG_MIN);
-			else if (type == XPU_T_NUMERIC)
-				gagg_minmax_n<A>(st, v->n, kind == XPU_AGG_MIN);
-			else if (!A)
-			{
-				if (kind == XPU_AGG_MIN ? v->i < st->v.i : v->i > st->v.i)
-					st->v.i = v->i;
-			}
-			else if (kind == XPU_AGG_MIN)
-				atomicMin((long long *) &st->v.i, (long long) v->i);
-			else
-				atomicMax((long long *) &st->v.i, (long long) v->i);
-			break;
-		default:				/* COUNT: the count is all */
-			break;
-	}
-}
+#define GAGG_MODE(A)	((A) ? XPU_AGG_ATOMIC : XPU_AGG_PLAIN)
 
 /* folds aggregate j's argument of one passing row into st, that aggregate's state of the row's group */
 template <bool A> XPU_DEVICE void
 gagg_update_one(XpuAggState *st, const XpuGaggSpec *sp, int j, const XpuValue *regs,
 				const uint8_t *nulls)
 {
-	int			kind = sp->agg_kind[j];
 	int			r = sp->agg_reg[j];
 
-	if (kind != XPU_AGG_COUNT_STAR && nulls[r])
-		return;
-	if (kind != XPU_AGG_VAR_FLOAT)	/* whose count is its N, under its lock */
-		gagg_add_u64<A>((unsigned long long *) &st->count, 1);
-	if (kind != XPU_AGG_COUNT_STAR)
-		gagg_fold_value<A>(st, kind, sp->agg_type[j], &regs[r]);
+	xpu_agg_update_mode(st, sp->agg_kind[j], sp->agg_type[j], &regs[r], nulls[r],
+						GAGG_MODE(A));
 }
 
 /* folds one passing row into the states of its group */
@@ -710,53 +315,11 @@ gagg_update_row(XpuAggState *states, const XpuGaggSpec *sp, const XpuValue *regs
 		gagg_update_one<A>(&states[j], sp, j, regs, nulls);
 }
 
-/* combines src (a GPU-form state) into dst: with atomics (A), else plainly (dst a thread's own) */
+/* combines the plain state src into dst: with atomics (A), else plainly (dst a thread's own) */
 template <bool A> XPU_DEVICE void
 gagg_combine(XpuAggState *dst, const XpuAggState *src, int kind, int type)
 {
-	XpuValue	v;
-
-	if (src->count == 0)
-		return;
-	if (kind == XPU_AGG_VAR_FLOAT)
-	{
-		gagg_var_combine<A>(dst, src);
-		return;
-	}
-	gagg_add_u64<A>((unsigned long long *) &dst->count, (unsigned long long) src->count);
-	if (src->flags != 0)
-		gagg_set_flags<A>(dst, src->flags);
-	switch (kind)
-	{
-		case XPU_AGG_SUM_FLOAT4:
-			gagg_add_f4<A>(dst, src->v.f4);
-			break;
-		case XPU_AGG_SUM_INT:
-		case XPU_AGG_SUM_NUMERIC:
-		case XPU_AGG_SUMSQ_INT:
-		case XPU_AGG_SUMSQ_NUMERIC:
-			gagg_add_wide<A>(dst, (uint64_t) src->v.i128,
-							 (uint64_t) ((unsigned __int128) src->v.i128 >> 64),
-							 (int32_t) src->pad);
-			break;
-		case XPU_AGG_SUM_FLOAT:
-			gagg_add_f8<A>(dst, &dst->v.f8[0], src->v.f8[0]);
-			break;
-		case XPU_AGG_MOMENTS:
-			gagg_add_f8<A>(dst, &dst->v.f8[0], src->v.f8[0]);
-			gagg_add_f8<A>(dst, &dst->v.f8[1], src->v.f8[1]);
-			break;
-		case XPU_AGG_MIN:
-		case XPU_AGG_MAX:
-			if (gagg_is_float(type))
-				v.f8 = src->v.f8[0];
-			else
-				v.n = src->v.i128;
-			gagg_fold_value<A>(dst, kind, gagg_is_float(type) ? XPU_T_FLOAT8 : type, &v);
-			break;
-		default:
-			break;
-	}
+	xpu_agg_combine_mode(dst, src, kind, type, GAGG_MODE(A));
 }
 
 /* ---------------- updates the lanes of a warp share ---------------- */
@@ -817,7 +380,7 @@ gagg_warp_update(XpuAggState *st, const XpuGaggSpec *sp, const XpuValue *regs,
 			int			type = sp->agg_type[j];
 			XpuAggState sum, other;
 
-			gagg_state_init(&sum, kind, type);
+			xpu_agg_init_mode(&sum, kind, type, XPU_AGG_PLAIN);
 			if (mine && src != NULL)
 				gagg_combine<false>(&sum, &src[j], kind, type);
 			else if (mine)
@@ -940,8 +503,8 @@ kern_agg_init(XpuGaggTable *t, const XpuGaggSpec *sp)
 	for (i = (uint64_t) blockIdx.x * blockDim.x + threadIdx.x; i < t->capacity; i += stride)
 		t->key_len[i] = XPU_GAGG_NO_KEY;
 	for (i = (uint64_t) blockIdx.x * blockDim.x + threadIdx.x; i < n_states; i += stride)
-		gagg_state_init(&t->states[i], sp->agg_kind[i % sp->n_aggs],
-						sp->agg_type[i % sp->n_aggs]);
+		xpu_agg_init_mode(&t->states[i], sp->agg_kind[i % sp->n_aggs],
+						  sp->agg_type[i % sp->n_aggs], XPU_AGG_ATOMIC);
 	if (blockIdx.x == 0 && threadIdx.x == 0)
 	{
 		t->n_groups = 0;
@@ -995,7 +558,8 @@ gagg_block_setup(const XpuProgram *gprog, uint32_t prog_len, uint32_t smem_prog,
 	for (uint32_t i = threadIdx.x; i < entries; i += blockDim.x)
 		ce[i].tag = -1;
 	for (uint32_t i = threadIdx.x; i < entries * (uint32_t) sp->n_aggs; i += blockDim.x)
-		gagg_state_init(&cstates[i], sp->agg_kind[i % sp->n_aggs], sp->agg_type[i % sp->n_aggs]);
+		xpu_agg_init_mode(&cstates[i], sp->agg_kind[i % sp->n_aggs],
+						  sp->agg_type[i % sp->n_aggs], XPU_AGG_ATOMIC);
 	for (uint32_t i = threadIdx.x; i < sp->hll_smem / 4; i += blockDim.x)
 		((unsigned int *) hsmem)[i] = 0;
 	__syncthreads();
@@ -1013,9 +577,10 @@ gagg_block_flush(XpuGaggTable *t, const XpuGaggSpec *sp, const XpuAggState *csta
 		if (ce[e].tag < 0)
 			continue;
 		for (int j = 0; j < sp->n_aggs; j++)
-			gagg_combine<true>(&t->states[(size_t) ce[e].tag * sp->n_aggs + j],
-						 &cstates[(size_t) e * sp->n_aggs + j],
-						 sp->agg_kind[j], sp->agg_type[j]);
+			xpu_agg_combine_mode(&t->states[(size_t) ce[e].tag * sp->n_aggs + j],
+								 &cstates[(size_t) e * sp->n_aggs + j],
+								 sp->agg_kind[j], sp->agg_type[j],
+								 XPU_AGG_ATOMIC | XPU_AGG_SRC_GPU);
 	}
 }
 
@@ -1109,7 +674,7 @@ kern_agg_exec(const XpuProgram *gprog, uint32_t prog_len, uint32_t smem_prog,
 	{
 		accp = acc;
 		for (int j = 0; j < sp.n_aggs; j++)
-			gagg_state_init(&acc[j], sp.agg_kind[j], sp.agg_type[j]);
+			xpu_agg_init_mode(&acc[j], sp.agg_kind[j], sp.agg_type[j], XPU_AGG_PLAIN);
 	}
 	/*
 	 * The warp walks its rows together (base is the same for its lanes, as

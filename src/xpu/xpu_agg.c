@@ -30,10 +30,10 @@
  * table without keys has exactly one group from its creation (the one row
  * of a query without GROUP BY, even over no rows) and skips the lookup.
  *
- * HLL states point to a set of their own (HllSet): the distinct hashes
- * while they are few (appended, sorted and deduplicated when the array is
- * full), 2^p registers once more than XPU_HLL_EXPLICIT_LIMIT(p) are
- * distinct; their bytes count against the aggregate's limit.  MIN_TEXT and
+ * HLL states point to a set of their own: pg_warp's sketch
+ * (xpu_hll_sketch.h), the distinct hashes while they are few, 2^p
+ * registers once more than XPU_HLL_EXPLICIT_LIMIT(p) are distinct; their
+ * bytes count against the aggregate's limit.  MIN_TEXT and
  * MAX_TEXT states point to a copy of their text (TextCopy).
  *
  *-------------------------------------------------------------------------
@@ -42,6 +42,7 @@
 #include <string.h>
 
 #include "xpu_agg_ops.h"
+#include "xpu_hll_sketch.h"
 
 #define OOM(err)	XPU_ERROR((err), XPU_ERR_INTERNAL, "out of memory")
 
@@ -114,25 +115,33 @@ static uint64_t read_encoded(const XpuAggTable *t, const uint8_t *key, uint32_t 
 
 /* ---------------------------------------------------------------- HLL sets */
 
-/* an HLL state's set (the file header) */
-typedef struct HllSet
+/* an HLL state's set (the file header): a sketch of xpu_hll_sketch.h */
+#define HLL_SET(s)	((HllSketch *) (uintptr_t) (s)->v.i)
+
+/* the sets' memory (HllResizeFn): malloc, realloc, free; NULL: out of memory */
+static void *
+hll_resize(void *arg, void *ptr, size_t size)
 {
-	int			p;
-	int			dense;
-	uint32_t	n;				/* explicit: hashes[0..n), repeats possible */
-	uint32_t	sorted;			/* hashes[0..sorted) sorted and distinct */
-	uint32_t	cap;
-	uint64_t   *hashes;
-	uint8_t    *regs;			/* dense: 2^p registers */
-} HllSet;
+	if (size == 0)
+	{
+		free(ptr);
+		return NULL;
+	}
+	return realloc(ptr, size);
+}
 
-#define HLL_SET(s)	((HllSet *) (uintptr_t) (s)->v.i)
-
-/* counts delta bytes of sets; 0 (FALLBACK) past the table's limit */
+/*
+ * hll_done: after an operation on set h, which held `before` bytes
+ * (hll_memory) and returned ok: the change counted against the table's
+ * limit; 0 with err set when it ran out of memory or (FALLBACK) the sets
+ * passed the limit
+ */
 static int
-hll_account(XpuAggTable *t, size_t delta, XpuError *err)
+hll_done(XpuAggTable *t, const HllSketch *h, size_t before, int ok, XpuError *err)
 {
-	t->hll_bytes += delta;
+	t->hll_bytes = t->hll_bytes - before + hll_memory(h);
+	if (!ok)
+		return OOM(err), 0;
 	if (t->hll_bytes > t->hll_max)
 	{
 		XPU_ERROR(err, XPU_ERR_FALLBACK,
@@ -143,135 +152,58 @@ hll_account(XpuAggTable *t, size_t delta, XpuError *err)
 }
 
 /* the set of HLL state s (precision p), made when s has none */
-static HllSet *
+static HllSketch *
 hll_set_of(XpuAggTable *t, XpuAggState *s, int p, XpuError *err)
 {
-	HllSet	   *h = HLL_SET(s);
+	HllSketch  *h = HLL_SET(s);
 
 	if (h != NULL)
 		return h;
-	if (!hll_account(t, sizeof(HllSet), err))
-		return NULL;
-	if ((h = calloc(1, sizeof(HllSet))) == NULL)
+	t->hll_bytes += sizeof(HllSketch);
+	if ((h = calloc(1, sizeof(HllSketch))) == NULL)
 		return OOM(err), NULL;
-	h->p = p;
+	if (!hll_done(t, h, 0, 1, err))
+	{
+		free(h);
+		return NULL;
+	}
+	hll_init(h, p, hll_resize, NULL);
 	s->v.i = (int64_t) (uintptr_t) h;
 	return h;
 }
 
 static void
-hll_set_free(HllSet *h)
+hll_set_free(HllSketch *h)
 {
 	if (h == NULL)
 		return;
-	free(h->hashes);
-	free(h->regs);
+	hll_free(h);
 	free(h);
 }
 
+/* adds one hash to set h */
 static int
-cmp_u64(const void *a, const void *b)
+hll_set_add(XpuAggTable *t, HllSketch *h, uint64_t hash, XpuError *err)
 {
-	uint64_t	x = *(const uint64_t *) a,
-				y = *(const uint64_t *) b;
+	size_t		before = hll_memory(h);
 
-	return (x > y) - (x < y);
+	return hll_done(t, h, before, hll_add_hash(h, hash), err);
 }
 
-/* sorts the explicit hashes and drops repeats */
-static void
-hll_compact(HllSet *h)
-{
-	uint32_t	out = 0;
-
-	if (h->sorted == h->n)
-		return;
-	qsort(h->hashes, h->n, sizeof(uint64_t), cmp_u64);
-	for (uint32_t i = 0; i < h->n; i++)
-		if (out == 0 || h->hashes[out - 1] != h->hashes[i])
-			h->hashes[out++] = h->hashes[i];
-	h->n = h->sorted = out;
-}
-
-/* the explicit hashes into 2^p registers */
+/*
+ * hll_set_merge: folds into set h the set src, or (src NULL) the 2^p
+ * registers regs, or (both NULL) nothing: h is made its final form
+ * (hll_normalize)
+ */
 static int
-hll_densify(XpuAggTable *t, HllSet *h, XpuError *err)
+hll_set_merge(XpuAggTable *t, HllSketch *h, const HllSketch *src, const uint8_t *regs,
+			  XpuError *err)
 {
-	size_t		m = (size_t) 1 << h->p;
+	size_t		before = hll_memory(h);
+	int			ok = src != NULL ? hll_merge(h, src) :
+		regs != NULL ? hll_merge_registers(h, h->p, regs) : hll_normalize(h);
 
-	if (!hll_account(t, m, err))
-		return 0;
-	if ((h->regs = calloc(m, 1)) == NULL)
-		return OOM(err), 0;
-	for (uint32_t i = 0; i < h->n; i++)
-		xpu_hll_update(h->regs, h->p, h->hashes[i]);
-	t->hll_bytes -= (size_t) h->cap * sizeof(uint64_t);
-	free(h->hashes);
-	h->hashes = NULL;
-	h->n = h->sorted = h->cap = 0;
-	h->dense = 1;
-	return 1;
-}
-
-/* the final form: distinct hashes, registers past the explicit limit */
-static int
-hll_normalize(XpuAggTable *t, HllSet *h, XpuError *err)
-{
-	if (h->dense)
-		return 1;
-	hll_compact(h);
-	return h->n <= XPU_HLL_EXPLICIT_LIMIT(h->p) || hll_densify(t, h, err);
-}
-
-/* adds one hash to h */
-static int
-hll_add(XpuAggTable *t, HllSet *h, uint64_t hash, XpuError *err)
-{
-	if (!h->dense && h->n == h->cap)
-	{
-		uint32_t	maxcap = 2 * XPU_HLL_EXPLICIT_LIMIT(h->p);
-
-		if (h->cap < maxcap)
-		{
-			uint32_t	cap = h->cap ? 2 * h->cap : 16;
-			uint64_t   *p;
-
-			cap = cap > maxcap ? maxcap : cap;
-			if (!hll_account(t, (size_t) (cap - h->cap) * sizeof(uint64_t), err))
-				return 0;
-			if ((p = realloc(h->hashes, cap * sizeof(uint64_t))) == NULL)
-				return OOM(err), 0;
-			h->hashes = p;
-			h->cap = cap;
-		}
-		else if (!hll_normalize(t, h, err))
-			return 0;
-	}
-	if (h->dense)
-		xpu_hll_update(h->regs, h->p, hash);
-	else
-		h->hashes[h->n++] = hash;
-	return 1;
-}
-
-/* folds set src into dst */
-static int
-hll_merge(XpuAggTable *t, HllSet *dst, const HllSet *src, XpuError *err)
-{
-	if (!src->dense)
-	{
-		for (uint32_t i = 0; i < src->n; i++)
-			if (!hll_add(t, dst, src->hashes[i], err))
-				return 0;
-		return 1;
-	}
-	/* src has more distinct hashes than the explicit limit: so has the union */
-	if (!dst->dense && !hll_densify(t, dst, err))
-		return 0;
-	for (size_t i = 0; i < ((size_t) 1 << dst->p); i++)
-		if (dst->regs[i] < src->regs[i])
-			dst->regs[i] = src->regs[i];
-	return 1;
+	return hll_done(t, h, before, ok, err);
 }
 
 /* ---------------------------------------------------------------- min/max of text */
@@ -374,13 +306,13 @@ update_hll(XpuAggTable *t, int a, const XpuResult *res, const int64_t *rg, XpuEr
 	for (int64_t r = 0; r < res->nrows; r++)
 	{
 		XpuAggState *s;
-		HllSet	   *h;
+		HllSketch  *h;
 
 		if ((rg ? rg[r] < 0 : (res->mask && !res->mask[r])) || nl[r])
 			continue;
 		s = &t->states[(rg ? rg[r] : 0) * t->n_aggs + a];
 		if ((h = hll_set_of(t, s, d->param, err)) == NULL ||
-			!hll_add(t, h, xpu_agg_hll_hash(type, &v[r]), err))
+			!hll_set_add(t, h, xpu_agg_hll_hash(type, &v[r]), err))
 			return 0;
 		s->count++;
 	}
@@ -1095,57 +1027,81 @@ encode_row(XpuAggTable *t, const XpuResult *res, int64_t row, XpuError *err)
 	return len;
 }
 
-/* the no-key table: aggregate a over the passing rows of res, tight loops */
+/*
+ * The loop of update_one_group and update_rows for one kind: the kind a
+ * constant, its piece inlined.  LOOP_PASS(r): does row r go in;
+ * LOOP_STATE(r): the state it updates (each function defines both).
+ */
+#define UPDATE_LOOP_CASE(NAME, ARG, ST, GPU, INIT, UPD, COMB, FIN) \
+	case XPU_AGG_##NAME: \
+		for (r = 0; r < n; r++) \
+		{ \
+			if (LOOP_PASS(r)) \
+				xpu_agg_update_mode(LOOP_STATE(r), XPU_AGG_##NAME, type, \
+									(ARG) == XPU_AGG_ARG_NONE ? NULL : &v[r], \
+									(ARG) == XPU_AGG_ARG_NONE ? 0 : nl[r], XPU_AGG_PLAIN); \
+		} \
+		return;
+
+/* the loop of kind, one of UPDATE_LOOP_CASE's */
+#define UPDATE_LOOPS(kind) \
+	switch (kind) \
+	{ \
+			XPU_AGG_KIND_TABLE(UPDATE_LOOP_CASE) \
+		default: \
+			break; \
+	}
+
+/*
+ * update_one_group: the no-key table: aggregate a over the passing rows of
+ * res, one loop per kind (xpu_agg_kinds.h).  count(*) and integer sums,
+ * whose arithmetic is exact, first sum the rows in registers (an int128
+ * cannot overflow over fewer than 2^63 int64 values), then fold that into
+ * the state with the kind's primitives.
+ */
 static void
 update_one_group(XpuAggTable *t, int a, const XpuResult *res)
 {
-	XpuAggState *s = &t->states[a];
+	XpuAggState *restrict s = &t->states[a];
 	const XpuAggDesc *d = &t->aggs[a];
-	const uint8_t *mask = res->mask;
+	const uint8_t *restrict mask = res->mask;
 	int64_t		n = res->nrows, r;
+	const XpuValue *restrict v = res->values + (d->kind == XPU_AGG_COUNT_STAR ? 0 : d->out * n);
+	const uint8_t *restrict nl = res->nulls + (d->kind == XPU_AGG_COUNT_STAR ? 0 : d->out * n);
+	int			type = t->arg_types[a];
+	__int128	sum = 0;
+	int64_t		c = 0;
 
 	if (d->kind == XPU_AGG_COUNT_STAR)
 	{
-		int64_t		c = 0;
-
 		for (r = 0; r < n; r++)
 			c += mask ? mask[r] != 0 : 1;
-		s->count += c;
+		xpu_agg_add_count(s, c, XPU_AGG_PLAIN);
 		return;
 	}
-	else
+	if (d->kind == XPU_AGG_SUM_INT)
 	{
-		const XpuValue *v = res->values + d->out * n;
-		const uint8_t *nl = res->nulls + d->out * n;
-
-		if (d->kind == XPU_AGG_SUM_INT)
-		{
-			/* |int64| < 2^63 per row: an int128 cannot overflow here */
-			__int128	sum = 0;
-			int64_t		c = 0;
-
-			for (r = 0; r < n; r++)
-			{
-				int			take = (!mask || mask[r]) && !nl[r];
-
-				sum += take ? v[r].i : 0;
-				c += take;
-			}
-			s->v.i128 += sum;
-			s->count += c;
-			return;
-		}
 		for (r = 0; r < n; r++)
 		{
-			if (!mask || mask[r])
-				xpu_agg_update(s, d->kind, t->arg_types[a], &v[r], nl[r]);
+			int			take = (!mask || mask[r]) && !nl[r];
+
+			sum += take ? v[r].i : 0;
+			c += take;
 		}
+		xpu_agg_add_i128(s, sum, 0, XPU_AGG_PLAIN);
+		xpu_agg_add_count(s, c, XPU_AGG_PLAIN);
+		return;
 	}
+#define LOOP_PASS(r)	(!mask || mask[r])
+#define LOOP_STATE(r)	s
+	UPDATE_LOOPS(d->kind);
+#undef LOOP_PASS
+#undef LOOP_STATE
 }
 
 /*
  * update_rows: aggregate a over the rows of res whose group t->rowgroup
- * holds (-1: the row did not pass); the common kinds as plain loops.
+ * holds (-1: the row did not pass): one loop per kind (xpu_agg_kinds.h)
  */
 static void
 update_rows(XpuAggTable *t, int a, const XpuResult *res)
@@ -1159,56 +1115,11 @@ update_rows(XpuAggTable *t, int a, const XpuResult *res)
 	XpuAggState *restrict st = t->states + a;
 	int			na = t->n_aggs, type = t->arg_types[a];
 
-	switch (d->kind)
-	{
-		case XPU_AGG_COUNT_STAR:
-			for (r = 0; r < n; r++)
-				if (rg[r] >= 0)
-					st[rg[r] * na].count++;
-			return;
-		case XPU_AGG_COUNT:
-			for (r = 0; r < n; r++)
-				if (rg[r] >= 0 && !nl[r])
-					st[rg[r] * na].count++;
-			return;
-		case XPU_AGG_SUM_INT:
-			for (r = 0; r < n; r++)
-			{
-				if (rg[r] >= 0 && !nl[r])
-				{
-					st[rg[r] * na].v.i128 += v[r].i;
-					st[rg[r] * na].count++;
-				}
-			}
-			return;
-		case XPU_AGG_MIN:
-		case XPU_AGG_MAX:
-			if (xpu_agg_intlike(type))
-			{
-				int			is_min = d->kind == XPU_AGG_MIN;
-
-				for (r = 0; r < n; r++)
-				{
-					XpuAggState *s;
-
-					if (rg[r] < 0 || nl[r])
-						continue;
-					s = &st[rg[r] * na];
-					if (s->count == 0 || (is_min ? v[r].i <= s->v.i : v[r].i >= s->v.i))
-						s->v.i128 = v[r].i;
-					s->count++;
-				}
-				return;
-			}
-			break;
-		default:
-			break;
-	}
-	for (r = 0; r < n; r++)
-	{
-		if (rg[r] >= 0)
-			xpu_agg_update(&st[rg[r] * na], d->kind, type, &v[r], nl[r]);
-	}
+#define LOOP_PASS(r)	(rg[r] >= 0)
+#define LOOP_STATE(r)	(&st[rg[r] * na])
+	UPDATE_LOOPS(d->kind);
+#undef LOOP_PASS
+#undef LOOP_STATE
 }
 
 /*
@@ -1369,8 +1280,7 @@ combine_group(XpuAggTable *dst, int64_t dg, const XpuAggState *src, XpuError *er
 	for (a = 0; a < dst->n_aggs; a++)
 	{
 		XpuAggState *d = &dst->states[dg * dst->n_aggs + a];
-		HllSet	   *h;
-
+		HllSketch  *h;
 		int			kind = dst->aggs[a].kind;
 
 		xpu_agg_combine(d, &src[a], kind, dst->arg_types[a]);
@@ -1383,7 +1293,7 @@ combine_group(XpuAggTable *dst, int64_t dg, const XpuAggState *src, XpuError *er
 			continue;
 		}
 		if ((h = hll_set_of(dst, d, dst->aggs[a].param, err)) == NULL ||
-			!hll_merge(dst, h, HLL_SET(&src[a]), err))
+			!hll_set_merge(dst, h, HLL_SET(&src[a]), NULL, err))
 			return 0;
 	}
 	return 1;
@@ -1476,7 +1386,7 @@ xpu_agg_table_fold_hll(XpuAggTable *t, const uint8_t *key, uint32_t key_len, int
 					   int dense, const uint8_t *data, uint32_t len, XpuError *err)
 {
 	int64_t		g;
-	HllSet	   *h;
+	HllSketch  *h;
 	int			p;
 
 	if (a < 0 || a >= t->n_aggs || t->aggs[a].kind != XPU_AGG_HLL ||
@@ -1495,17 +1405,12 @@ xpu_agg_table_fold_hll(XpuAggTable *t, const uint8_t *key, uint32_t key_len, int
 			uint64_t	hash;
 
 			memcpy(&hash, data + i, 8);
-			if (!hll_add(t, h, hash, err))
+			if (!hll_set_add(t, h, hash, err))
 				return 0;
 		}
 		return 1;
 	}
-	if (!h->dense && !hll_densify(t, h, err))
-		return 0;
-	for (uint32_t i = 0; i < len; i++)
-		if (h->regs[i] < data[i])
-			h->regs[i] = data[i];
-	return 1;
+	return hll_set_merge(t, h, NULL, data, err);
 }
 
 int64_t
@@ -1555,9 +1460,9 @@ xpu_agg_table_finish(XpuAggTable *t, XpuError *err)
 		if (t->aggs[a].kind == XPU_AGG_HLL)
 			for (int64_t g = 0; g < t->ngroups; g++)
 			{
-				HllSet	   *h = HLL_SET(&t->states[g * t->n_aggs + a]);
+				HllSketch  *h = HLL_SET(&t->states[g * t->n_aggs + a]);
 
-				if (h != NULL && !hll_normalize(t, h, err))
+				if (h != NULL && !hll_set_merge(t, h, NULL, NULL, err))
 					return 0;
 			}
 	return 1;
@@ -1566,7 +1471,7 @@ xpu_agg_table_finish(XpuAggTable *t, XpuError *err)
 uint32_t
 xpu_agg_extra_export(int kind, const XpuAggState *s, const uint8_t **data, int *dense)
 {
-	const HllSet *h = HLL_SET(s);
+	const HllSketch *h = HLL_SET(s);
 
 	*data = NULL;
 	*dense = 0;

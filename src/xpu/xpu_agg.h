@@ -71,7 +71,7 @@
  *				p = XpuAggDesc.param: kept as the set of distinct hashes while
  *				there are at most XPU_HLL_EXPLICIT_LIMIT(p) of them, then as
  *				2^p registers (xpu_hll_update), exactly when pg_warp's own
- *				sketch (src/types/hll_sketch.h) changes representation, so
+ *				sketch (xpu_hll_sketch.h) changes representation, so
  *				that the backend rebuilds the very sketch PostgreSQL would
  *				have built.  The CPU table keeps the set in memory of its own
  *				(v.i points to it there); in an AGG_RESULT group, v.i is the
@@ -113,26 +113,8 @@
 #define XPU_AGG_H
 
 #include "xpu_program.h"
-
-typedef enum XpuAggKind
-{
-	XPU_AGG_COUNT_STAR = 1,
-	XPU_AGG_COUNT,
-	XPU_AGG_SUM_INT,
-	XPU_AGG_SUM_NUMERIC,
-	XPU_AGG_SUM_FLOAT,
-	XPU_AGG_MOMENTS,
-	XPU_AGG_MIN,
-	XPU_AGG_MAX,
-	XPU_AGG_SUM_FLOAT4,
-	XPU_AGG_SUMSQ_INT,
-	XPU_AGG_SUMSQ_NUMERIC,
-	XPU_AGG_VAR_FLOAT,
-	XPU_AGG_HLL,
-	XPU_AGG_MIN_TEXT,
-	XPU_AGG_MAX_TEXT,
-	XPU_AGG_N_KINDS
-} XpuAggKind;
+#include "xpu_agg_kinds.h"
+#include "xpu_hll.h"
 
 /* flags of an XpuAggState */
 #define XPU_AGGF_OVERFLOW		0x0001
@@ -145,17 +127,6 @@ typedef struct XpuAggDesc
 	uint16_t	out;			/* the program out holding the argument (unused for COUNT_STAR) */
 	uint32_t	limit;			/* HLL: MiB of sets a table may hold; else 0 */
 } XpuAggDesc;
-
-/*
- * The most distinct hashes an HLL set keeps explicitly at precision p: as
- * many as fit (8 bytes each) in the 6-bit packed registers, the limit of
- * pg_warp's sketch (hll_explicit_limit in src/types/hll_sketch.c)
- */
-#define XPU_HLL_EXPLICIT_LIMIT(p)	((uint32_t) ((UINT64_C(6) << (p)) / 64))
-
-/* does a state of kind k keep its value outside the state (the file header) */
-#define XPU_AGG_EXTENDED(k) \
-	((k) == XPU_AGG_HLL || (k) == XPU_AGG_MIN_TEXT || (k) == XPU_AGG_MAX_TEXT)
 
 typedef struct XpuAggState
 {

@@ -19,14 +19,16 @@
  *	states[capacity * n_aggs]	XpuAggState of group g, aggregate j at
  *						[g * n_aggs + j], initialised by kern_agg_init
  *
- * While a kernel runs, states are in their *GPU form*: as xpu_agg.h says,
- * except that a SUM_INT, SUM_NUMERIC, SUMSQ_INT or SUMSQ_NUMERIC state keeps
- * in `pad` (as int32) the number of times its int128 wrapped (the exact sum
- * is v + pad * 2^128; the host sets XPU_AGGF_OVERFLOW unless that fits
- * int128, see gagg_state_finish in service/gpu_agg.c), and a numeric
- * MIN/MAX or a VAR_FLOAT state uses `pad` as its lock (VAR_FLOAT's N, Sx
- * and Sxx change together); MIN/MAX states hold a
- * sentinel (the largest/least value) while count is 0.
+ * While a kernel runs, states are in their *GPU form* (the atomic mode of
+ * xpu_agg_ops.h): as xpu_agg.h says, except that a state of an exact
+ * integer sum (SUM_INT, SUM_NUMERIC, SUMSQ_INT, SUMSQ_NUMERIC: FINISH
+ * xpu_agg_fin_wide in xpu_agg_kinds.h) keeps in `pad` (as int32) the number
+ * of times its int128 wrapped (the exact sum is v + pad * 2^128, v
+ * unsigned), a numeric MIN/MAX or a VAR_FLOAT state uses `pad` as its lock
+ * (VAR_FLOAT's N, Sx and Sxx change together), and a MIN/MAX state holds a
+ * sentinel (the largest/least value) while count is 0.  The host
+ * makes each state xpu_agg.h's with xpu_agg_gpu_finish (the kind's FINISH
+ * piece: XPU_AGGF_OVERFLOW unless a wide sum fits int128).
  *
  * HLL states.  A group's HLL aggregates keep their sketches in the table's
  * HLL area (hll[capacity * spec.hll_group_bytes], zeroed by the host before
@@ -45,7 +47,7 @@
  * set is no longer updated.  So at the end a sketch is the distinct
  * hashes of its group (not DENSE: the set) or more than the limit of them
  * (DENSE: the registers, the maximum over every hash), which is exactly
- * what the CPU engine's HllSet (xpu_agg.c) holds after
+ * what the CPU engine's sketch (xpu_agg.c) holds after
  * xpu_agg_table_finish.  The XpuAggState of an HLL aggregate counts the
  * non-NULL arguments and holds nothing else.  Without GROUP BY a block
  * keeps its own copy of the registers in shared memory where they fit

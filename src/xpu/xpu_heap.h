@@ -113,37 +113,46 @@ xpu_heap_align(uint32_t off, uint32_t align)
 }
 
 /*
- * xpu_heap_deform: the attributes 1 .. n_atts of the heap tuple tup (len
- * bytes, starting at a MAXALIGN'ed address as every tuple of a page does):
- * ptrs[a] / lens[a] are attribute a + 1's bytes, ptrs[a] NULL when it is
- * NULL.  An attribute the tuple is too short to have reads the table's
- * missing value (missing + atts[a].missing_off) or is NULL.  Returns XPU_OK,
- * or XPU_ERR_FALLBACK when the tuple is malformed.
+ * xpu_heap_deform_some: walks the attributes 1 .. n_atts of the heap tuple
+ * tup (len bytes, starting at a MAXALIGN'ed address as every tuple of a
+ * page does) and returns the bytes of those wanted: with want NULL every
+ * one, attribute a + 1's into ptrs[a] / lens[a] (n_out = n_atts); else
+ * attribute a + 1's into ptrs[want[a]] / lens[want[a]] where want[a] >= 0
+ * (n_out entries).  ptrs[w] is NULL for a NULL attribute.  An attribute the
+ * tuple is too short to have reads the table's missing value (missing +
+ * atts[a].missing_off) or is NULL.  Returns XPU_OK, or XPU_ERR_FALLBACK
+ * when the tuple is malformed.  The CPU engine (xpu_heap_deform) and the
+ * GPU's heap kernels (xpu_hg_deform, xpu_heap_gpu.h) both decode with it.
  */
 XPU_HOST_DEVICE int
-xpu_heap_deform(const uint8_t *tup, uint32_t len, const XpuHeapAtt *atts, int n_atts,
-				const uint8_t *missing, const uint8_t **ptrs, uint32_t *lens)
+xpu_heap_deform_some(const uint8_t *tup, uint32_t len, const XpuHeapAtt *atts, int n_atts,
+					 const uint8_t *missing, const int16_t *want, int n_out,
+					 const uint8_t **ptrs, uint32_t *lens)
 {
 	int			natts = xpu_heap_rd16(tup + 18) & 0x07FF;	/* t_infomask2 */
 	int			hasnull = xpu_heap_rd16(tup + 20) & 0x0001;	/* HEAP_HASNULL */
 	uint32_t	off = tup[22];	/* t_hoff */
 
+	for (int w = 0; w < n_out; w++)
+	{
+		ptrs[w] = NULL;
+		lens[w] = 0;
+	}
 	if (off < XPU_HEAP_TUPLE_HDR || off > len ||
 		(hasnull && XPU_HEAP_TUPLE_HDR + (uint32_t) (natts + 7) / 8 > off))
 		return XPU_ERR_FALLBACK;
 	for (int a = 0; a < n_atts; a++)
 	{
 		const XpuHeapAtt *at = &atts[a];
+		int			w = want != NULL ? want[a] : a;
 		uint32_t	sz;
 
-		ptrs[a] = NULL;
-		lens[a] = 0;
 		if (a >= natts)
 		{
-			if (at->flags & XPU_HEAP_ATT_MISSING)
+			if (w >= 0 && (at->flags & XPU_HEAP_ATT_MISSING))
 			{
-				ptrs[a] = missing + at->missing_off;
-				lens[a] = at->missing_len;
+				ptrs[w] = missing + at->missing_off;
+				lens[w] = at->missing_len;
 			}
 			continue;
 		}
@@ -166,11 +175,25 @@ xpu_heap_deform(const uint8_t *tup, uint32_t len, const XpuHeapAtt *atts, int n_
 		}
 		if (sz == 0 || sz > len - off)
 			return XPU_ERR_FALLBACK;
-		ptrs[a] = tup + off;
-		lens[a] = sz;
+		if (w >= 0)
+		{
+			ptrs[w] = tup + off;
+			lens[w] = sz;
+		}
 		off += sz;
 	}
 	return XPU_OK;
+}
+
+/*
+ * xpu_heap_deform: every attribute 1 .. n_atts of tup into ptrs[a] /
+ * lens[a] (xpu_heap_deform_some without want)
+ */
+XPU_HOST_DEVICE int
+xpu_heap_deform(const uint8_t *tup, uint32_t len, const XpuHeapAtt *atts, int n_atts,
+				const uint8_t *missing, const uint8_t **ptrs, uint32_t *lens)
+{
+	return xpu_heap_deform_some(tup, len, atts, n_atts, missing, NULL, n_atts, ptrs, lens);
 }
 
 /*

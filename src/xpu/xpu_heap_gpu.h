@@ -140,67 +140,16 @@ xpu_hg_set_bit(uint8_t *bits, uint32_t r)
 }
 
 /*
- * xpu_hg_deform: xpu_heap_deform (xpu_heap.h) keeping only the wanted
- * attributes: ptrs[w] / lens[w] for the attribute a with d->want[a] == w.
- * The same walk, the same checks, the same XPU_ERR_FALLBACK.
+ * xpu_hg_deform: the wanted attributes of a tuple (xpu_heap_deform_some
+ * with the run's want[]): ptrs[w] / lens[w] for the attribute a with
+ * d->want[a] == w; XPU_ERR_FALLBACK as the CPU engine's decode fails
  */
 XPU_HOST_DEVICE int
 xpu_hg_deform(const uint8_t *tup, uint32_t len, const XpuHeapGpuDesc *d,
 			  const uint8_t **ptrs, uint32_t *lens)
 {
-	int			natts = xpu_heap_rd16(tup + 18) & 0x07FF;	/* t_infomask2 */
-	int			hasnull = xpu_heap_rd16(tup + 20) & 0x0001;	/* HEAP_HASNULL */
-	uint32_t	off = tup[22];	/* t_hoff */
-
-	for (int w = 0; w < d->n_want; w++)
-	{
-		ptrs[w] = NULL;
-		lens[w] = 0;
-	}
-	if (off < XPU_HEAP_TUPLE_HDR || off > len ||
-		(hasnull && XPU_HEAP_TUPLE_HDR + (uint32_t) (natts + 7) / 8 > off))
-		return XPU_ERR_FALLBACK;
-	for (int a = 0; a < d->n_deform; a++)
-	{
-		const XpuHeapAtt *at = &d->atts[a];
-		int			w = d->want[a];
-		uint32_t	sz;
-
-		if (a >= natts)
-		{
-			if (w >= 0 && (at->flags & XPU_HEAP_ATT_MISSING))
-			{
-				ptrs[w] = d->missing + at->missing_off;
-				lens[w] = at->missing_len;
-			}
-			continue;
-		}
-		if (hasnull && !(tup[XPU_HEAP_TUPLE_HDR + (a >> 3)] & (1 << (a & 7))))
-			continue;
-		if (at->attlen != -1 || off >= len || tup[off] == 0)
-			off = xpu_heap_align(off, at->align);
-		if (off > len)
-			return XPU_ERR_FALLBACK;
-		if (at->attlen > 0)
-			sz = (uint32_t) at->attlen;
-		else if (at->attlen == -1)
-			sz = xpu_heap_varsize(tup + off, len - off);
-		else
-		{
-			for (sz = 0; off + sz < len && tup[off + sz] != 0; sz++)
-				;
-			sz++;
-		}
-		if (sz == 0 || sz > len - off)
-			return XPU_ERR_FALLBACK;
-		if (w >= 0)
-		{
-			ptrs[w] = tup + off;
-			lens[w] = sz;
-		}
-		off += sz;
-	}
-	return XPU_OK;
+	return xpu_heap_deform_some(tup, len, d->atts, d->n_deform, d->missing, d->want,
+								d->n_want, ptrs, lens);
 }
 
 /*

@@ -40,6 +40,14 @@
 #define XPU_HLL_MIN_BITS	4
 #define XPU_HLL_MAX_BITS	18
 
+/*
+ * The most distinct hashes a sketch keeps explicitly at precision p: as
+ * many as fit (8 bytes each) in the 6-bit packed registers of the dense
+ * form (xpu_hll_sketch.h), so an explicit sketch is never the larger.  The
+ * CPU engine, the GPU and the SQL functions change representation there.
+ */
+#define XPU_HLL_EXPLICIT_LIMIT(p)	((uint32_t) ((UINT64_C(6) << (p)) / 64))
+
 /* the greatest rank a register holds at precision p */
 #define XPU_HLL_MAX_RANK(p)	(64 - (p) + 1)
 

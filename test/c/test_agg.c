@@ -17,6 +17,7 @@
 #include "tap.h"
 #include "xpu_agg.h"
 #include "xpu_agg_ops.h"
+#include "xpu_hll_sketch.h"
 
 static char errbuf[256];
 
@@ -1372,6 +1373,134 @@ test_empty(void)
 	free_result(&r);
 }
 
+/*
+ * The table of kinds (xpu_agg_kinds.h): the numbers that travel in the
+ * protocol stay those of the rows' order, and the facts the CPU engine, the
+ * GPU runner and the planner read agree with xpu_agg.h
+ */
+static void
+test_kind_table(void)
+{
+	int			ok = 1;
+
+	tap_ok(XPU_AGG_COUNT_STAR == 1 && XPU_AGG_COUNT == 2 && XPU_AGG_SUM_INT == 3 &&
+		   XPU_AGG_SUM_NUMERIC == 4 && XPU_AGG_SUM_FLOAT == 5 && XPU_AGG_MOMENTS == 6 &&
+		   XPU_AGG_MIN == 7 && XPU_AGG_MAX == 8 && XPU_AGG_SUM_FLOAT4 == 9 &&
+		   XPU_AGG_SUMSQ_INT == 10 && XPU_AGG_SUMSQ_NUMERIC == 11 &&
+		   XPU_AGG_VAR_FLOAT == 12 && XPU_AGG_HLL == 13 && XPU_AGG_MIN_TEXT == 14 &&
+		   XPU_AGG_MAX_TEXT == 15 && XPU_AGG_N_KINDS == 16,
+		   "the kinds keep their protocol numbers");
+	for (int k = XPU_AGG_COUNT_STAR; k < XPU_AGG_N_KINDS; k++)
+	{
+		int			ext = k == XPU_AGG_HLL || k == XPU_AGG_MIN_TEXT || k == XPU_AGG_MAX_TEXT;
+
+		ok &= XPU_AGG_EXTENDED(k) == ext;
+		ok &= xpu_agg_kind_gpu(k) == (k != XPU_AGG_MIN_TEXT && k != XPU_AGG_MAX_TEXT);
+		ok &= (xpu_agg_kind_arg(k) == XPU_AGG_ARG_NONE) == (k == XPU_AGG_COUNT_STAR);
+	}
+	ok &= !xpu_agg_arg_supported(XPU_AGG_NONE, XPU_T_INT8) &&
+		!xpu_agg_arg_supported(XPU_AGG_N_KINDS, XPU_T_INT8) &&
+		xpu_agg_arg_supported(XPU_AGG_COUNT_STAR, XPU_T_NONE) &&
+		xpu_agg_arg_supported(XPU_AGG_MIN, XPU_T_DATE) &&
+		!xpu_agg_arg_supported(XPU_AGG_SUM_FLOAT4, XPU_T_FLOAT8) &&
+		xpu_agg_arg_supported(XPU_AGG_HLL, XPU_T_TEXT) &&
+		!xpu_agg_arg_supported(XPU_AGG_SUM_INT, XPU_T_NUMERIC);
+	tap_ok(ok, "extended, GPU and argument facts of every kind");
+}
+
+/*
+ * xpu_agg_gpu_finish: a GPU-form wide sum (v unsigned, pad its wraps)
+ * overflows unless v + pad * 2^128 fits int128; a MIN/MAX without a value
+ * loses its sentinel; pad is 0 afterwards
+ */
+static void
+test_gpu_finish(void)
+{
+	XpuAggState s;
+	int			ok = 1;
+
+	xpu_agg_init(&s, XPU_AGG_SUM_NUMERIC);
+	s.count = 2;
+	s.v.i128 = -5;
+	s.pad = (uint32_t) -1;		/* -5 as unsigned wrapped once down */
+	xpu_agg_gpu_finish(&s, XPU_AGG_SUM_NUMERIC);
+	ok &= s.flags == 0 && s.pad == 0 && s.v.i128 == -5;
+	s.v.i128 = -5;
+	s.pad = 0;					/* 2^128 - 5: past int128 */
+	xpu_agg_gpu_finish(&s, XPU_AGG_SUM_NUMERIC);
+	ok &= s.flags == XPU_AGGF_OVERFLOW;
+	xpu_agg_init(&s, XPU_AGG_SUM_INT);
+	s.v.i128 = 7;
+	s.pad = 1;
+	xpu_agg_gpu_finish(&s, XPU_AGG_SUM_INT);
+	ok &= s.flags == XPU_AGGF_OVERFLOW;
+	xpu_agg_init_mode(&s, XPU_AGG_MIN, XPU_T_INT8, XPU_AGG_ATOMIC);
+	ok &= s.v.i == INT64_MAX;
+	xpu_agg_gpu_finish(&s, XPU_AGG_MIN);
+	ok &= s.v.i128 == 0 && s.count == 0;
+	xpu_agg_init_mode(&s, XPU_AGG_MAX, XPU_T_FLOAT8, XPU_AGG_ATOMIC);
+	ok &= s.v.f8[0] == -HUGE_VAL;
+	xpu_agg_init_mode(&s, XPU_AGG_MIN, XPU_T_FLOAT4, XPU_AGG_ATOMIC);
+	ok &= isnan(s.v.f8[0]);
+	/* the plain takes replace a GPU-form sentinel as they replace "none" */
+	{
+		XpuValue	v;
+
+		v.f4 = 2.5f;
+		xpu_agg_update(&s, XPU_AGG_MIN, XPU_T_FLOAT4, &v, 0);
+		ok &= s.count == 1 && s.v.f8[0] == 2.5;
+	}
+	tap_ok(ok, "xpu_agg_gpu_finish: wide sums, MIN/MAX sentinels");
+}
+
+/* an HllResizeFn that fails from its arg's countdown on */
+static void *
+failing_resize(void *arg, void *ptr, size_t size)
+{
+	int		   *left = arg;
+
+	if (size == 0)
+	{
+		free(ptr);
+		return NULL;
+	}
+	if ((*left)-- <= 0)
+		return NULL;
+	return realloc(ptr, size);
+}
+
+/*
+ * The shared sketch (xpu_hll_sketch.h) says when its memory is not there
+ * and stays a valid sketch: the CPU engine turns that into an error
+ */
+static void
+test_hll_sketch_memory(void)
+{
+	HllSketch	sk;
+	int			left = 4;		/* 16, 32, 64, 128 hashes; not 192 */
+	int			ok = 1,
+				failed = 0;
+	uint32_t	added = 0;
+
+	hll_init(&sk, 10, failing_resize, &left);
+	for (uint64_t i = 1; i < 100000 && !failed; i++)
+	{
+		if (hll_add_hash(&sk, xpu_hll_hash_int64((int64_t) i)))
+			added++;
+		else
+			failed = 1;
+	}
+	ok &= failed && !sk.dense && sk.n == added && sk.n == 128 && sk.cap == 128;
+	ok &= hll_memory(&sk) == (size_t) sk.cap * 8;
+	left = 0;
+	/* 128 distinct hashes, past the limit of 96: the registers, no memory */
+	ok &= hll_normalize(&sk) == 0 && !sk.dense && sk.n == 128;
+	left = 1;
+	ok &= hll_normalize(&sk) == 1 && sk.dense && hll_memory(&sk) == 1024;
+	hll_free(&sk);
+	tap_ok(ok, "the HLL sketch reports a failed allocation and stays usable");
+}
+
 int
 main(void)
 {
@@ -1396,5 +1525,8 @@ main(void)
 	test_merge();
 	test_many_groups();
 	test_empty();
+	test_kind_table();
+	test_gpu_finish();
+	test_hll_sketch_memory();
 	return tap_done();
 }

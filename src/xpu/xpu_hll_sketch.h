@@ -1,11 +1,14 @@
 /*-------------------------------------------------------------------------
  *
- * hll_sketch.h
+ * xpu_hll_sketch.h
  *		The HyperLogLog sketch of pg_warp (doc/hll.md) as plain C, without
  *		PostgreSQL: its two representations, adding hashes, merging, folding
  *		to a lower precision, the estimator, and the serialized format with
- *		its validation.  hll.c wraps it into SQL functions; the per-value
- *		hash and register update are in xpu/xpu_hll.h.
+ *		its validation.  The one sketch of pg_warp: src/types/hll.c wraps it
+ *		into SQL functions, the CPU engine's HLL states are sketches
+ *		(xpu_agg.c), and the GPU's (kern_agg_hll.h: the same hashes, limit
+ *		and registers in an atomic layout) are folded into them on the host.
+ *		The per-value hash and register update are in xpu_hll.h.
  *
  * A sketch at precision p is either
  *	explicit	the set of distinct 64-bit hashes seen, while there are at most
@@ -17,15 +20,19 @@
  * the grouping of the additions and merges.
  *
  * Memory comes from the caller's HllResizeFn, so that the extension can
- * allocate in an aggregate's memory context.
+ * allocate in an aggregate's memory context.  The functions that allocate
+ * return 0 when resize returned NULL (the CPU engine's malloc; palloc never
+ * does), the sketch then as it was or with the hashes added so far.
  *
  *-------------------------------------------------------------------------
  */
-#ifndef HLL_SKETCH_H
-#define HLL_SKETCH_H
+#ifndef XPU_HLL_SKETCH_H
+#define XPU_HLL_SKETCH_H
 
 #include <stddef.h>
 #include <stdint.h>
+
+#include "xpu_hll.h"
 
 /*
  * The serialized format (all integers little-endian):
@@ -67,14 +74,17 @@ extern uint32_t hll_explicit_limit(int p);
 extern size_t hll_dense_bytes(int p);
 extern void hll_init(HllSketch *sk, int p, HllResizeFn resize, void *arg);
 extern void hll_free(HllSketch *sk);
-extern void hll_add_hash(HllSketch *sk, uint64_t hash);
-extern void hll_merge(HllSketch *dst, const HllSketch *src);
-extern void hll_fold(HllSketch *sk, int p);
+extern int	hll_add_hash(HllSketch *sk, uint64_t hash);
+extern int	hll_merge(HllSketch *dst, const HllSketch *src);
+extern int	hll_merge_registers(HllSketch *dst, int p, const uint8_t *regs);
+extern int	hll_fold(HllSketch *sk, int p);
+extern int	hll_normalize(HllSketch *sk);
+extern size_t hll_memory(const HllSketch *sk);
 extern double hll_estimate(HllSketch *sk);
 extern void hll_histogram(HllSketch *sk, uint32_t *counts);
 extern size_t hll_serialized_size(HllSketch *sk);
 extern void hll_serialize(HllSketch *sk, uint8_t *out);
 extern const char *hll_validate(const uint8_t *buf, size_t len);
-extern void hll_merge_serialized(HllSketch *dst, const uint8_t *buf, size_t len);
+extern int	hll_merge_serialized(HllSketch *dst, const uint8_t *buf, size_t len);
 
-#endif							/* HLL_SKETCH_H */
+#endif							/* XPU_HLL_SKETCH_H */

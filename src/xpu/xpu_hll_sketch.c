@@ -1,9 +1,12 @@
 /*-------------------------------------------------------------------------
  *
- * hll_sketch.c
+ * xpu_hll_sketch.c
  *		pg_warp's HyperLogLog sketch in plain C (no PostgreSQL headers):
  *		representations, merge, fold, estimator and serialized format.  The
- *		contract of each function is in hll_sketch.h and above it here;
+ *		one implementation: the SQL functions (src/types/hll.c), the CPU
+ *		engine's HLL states (xpu_agg.c) and the host half of the GPU's
+ *		(whose sets and registers the service folds in here) use it.  The
+ *		contract of each function is in xpu_hll_sketch.h and above it here;
  *		doc/hll.md describes the sketch for users.
  *
  * The estimator of a dense sketch is the "improved raw estimator" of
@@ -19,8 +22,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "types/hll_sketch.h"
-#include "xpu/xpu_hll.h"
+#include "xpu_hll_sketch.h"
 
 #define HLL_FIRST_CAP	16
 
@@ -32,7 +34,7 @@
 uint32_t
 hll_explicit_limit(int p)
 {
-	return (uint32_t) ((UINT64_C(6) << p) / 64);
+	return XPU_HLL_EXPLICIT_LIMIT(p);
 }
 
 /* hll_dense_bytes: the size of the packed registers of a dense sketch */
@@ -91,14 +93,19 @@ compact(HllSketch *sk)
 	sk->n = sk->sorted = out;
 }
 
-/* densify: turn an explicit sketch into m zeroed registers, then add its hashes */
-static void
+/*
+ * densify: turn an explicit sketch into m zeroed registers, then add its
+ * hashes; 0 (the sketch unchanged) when the memory is not there
+ */
+static int
 densify(HllSketch *sk)
 {
 	size_t		m = (size_t) 1 << sk->p;
 	uint32_t	i;
 
 	sk->regs = sk->resize(sk->resize_arg, NULL, m);
+	if (sk->regs == NULL)
+		return 0;
 	memset(sk->regs, 0, m);
 	for (i = 0; i < sk->n; i++)
 		xpu_hll_update(sk->regs, sk->p, sk->hashes[i]);
@@ -107,28 +114,29 @@ densify(HllSketch *sk)
 	sk->hashes = NULL;
 	sk->n = sk->cap = sk->sorted = 0;
 	sk->dense = 1;
+	return 1;
 }
 
 /*
- * normalize: the canonical representation of the hashes added so far:
- * explicit (sorted, distinct) while they are few enough, else dense.
+ * hll_normalize: the canonical representation of the hashes added so far:
+ * explicit (sorted, distinct) while they are few enough, else dense; 0
+ * when the memory for the registers is not there
  */
-static void
-normalize(HllSketch *sk)
+int
+hll_normalize(HllSketch *sk)
 {
 	if (sk->dense)
-		return;
+		return 1;
 	compact(sk);
-	if (sk->n > hll_explicit_limit(sk->p))
-		densify(sk);
+	return sk->n <= hll_explicit_limit(sk->p) || densify(sk);
 }
 
 /*
  * make_room: called on a full explicit array: grows it (up to twice the
  * explicit limit), else compacts it, and densifies the sketch when the
- * distinct hashes exceed the limit.
+ * distinct hashes exceed the limit; 0 when the memory is not there.
  */
-static void
+static int
 make_room(HllSketch *sk)
 {
 	uint32_t	maxcap = 2 * hll_explicit_limit(sk->p);
@@ -136,26 +144,31 @@ make_room(HllSketch *sk)
 	if (sk->cap < maxcap)
 	{
 		uint32_t	cap = sk->cap ? 2 * sk->cap : HLL_FIRST_CAP;
+		uint64_t   *h;
 
 		if (cap > maxcap)
 			cap = maxcap;
-		sk->hashes = sk->resize(sk->resize_arg, sk->hashes, cap * sizeof(uint64_t));
+		h = sk->resize(sk->resize_arg, sk->hashes, cap * sizeof(uint64_t));
+		if (h == NULL)
+			return 0;
+		sk->hashes = h;
 		sk->cap = cap;
-		return;
+		return 1;
 	}
-	normalize(sk);
+	return hll_normalize(sk);
 }
 
-/* hll_add_hash: adds one value's hash (p must be fixed) */
-void
+/* hll_add_hash: adds one value's hash (p must be fixed); 0 when out of memory */
+int
 hll_add_hash(HllSketch *sk, uint64_t hash)
 {
-	if (!sk->dense && sk->n >= sk->cap)
-		make_room(sk);
+	if (!sk->dense && sk->n >= sk->cap && !make_room(sk))
+		return 0;
 	if (sk->dense)
 		xpu_hll_update(sk->regs, sk->p, hash);
 	else
 		sk->hashes[sk->n++] = hash;
+	return 1;
 }
 
 /*
@@ -191,68 +204,96 @@ merge_register(HllSketch *dst, int srcp, uint32_t i, uint8_t r)
 
 /*
  * hll_fold: lowers the precision of *sk to p (no-op when it is not
- * higher): the result equals the sketch of the same values built at p.
+ * higher): the result equals the sketch of the same values built at p; 0
+ * (the sketch unchanged) when out of memory.
  */
-void
+int
 hll_fold(HllSketch *sk, int p)
 {
 	if (p >= sk->p)
-		return;
+		return 1;
 	if (sk->dense)
 	{
 		uint8_t    *old = sk->regs;
+		uint8_t    *regs = sk->resize(sk->resize_arg, NULL, (size_t) 1 << p);
 		int			oldp = sk->p;
 		uint32_t	i;
 
+		if (regs == NULL)
+			return 0;
 		sk->p = p;
-		sk->regs = sk->resize(sk->resize_arg, NULL, (size_t) 1 << p);
+		sk->regs = regs;
 		memset(sk->regs, 0, (size_t) 1 << p);
 		for (i = 0; i < (UINT32_C(1) << oldp); i++)
 			merge_register(sk, oldp, i, old[i]);
 		sk->resize(sk->resize_arg, old, 0);
-		return;
+		return 1;
 	}
 	sk->p = p;
-	normalize(sk);
+	return hll_normalize(sk);
 }
 
 /*
  * prepare_merge: before merging a sketch of precision srcp into dst: fixes
- * dst's precision if it had none, folds dst down to srcp if it is finer,
- * and returns the precision the source must be folded to.
+ * dst's precision if it had none and folds dst down to srcp if it is finer
+ * (the source is then folded to dst's precision by merge_register); 0 when
+ * out of memory.
  */
 static int
 prepare_merge(HllSketch *dst, int srcp)
 {
 	if (dst->p == 0)
 		dst->p = srcp;
-	hll_fold(dst, srcp);
-	return dst->p;
+	return hll_fold(dst, srcp);
+}
+
+/*
+ * hll_merge_registers: adds a dense sketch of precision p, given as its 2^p
+ * one-byte registers (xpu_hll_update's, as the GPU keeps them), to dst; 0
+ * when out of memory.
+ */
+int
+hll_merge_registers(HllSketch *dst, int p, const uint8_t *regs)
+{
+	uint32_t	i;
+
+	if (!prepare_merge(dst, p))
+		return 0;
+	/* the source has more distinct hashes than any explicit sketch holds */
+	if (!dst->dense && !densify(dst))
+		return 0;
+	for (i = 0; i < (UINT32_C(1) << p); i++)
+		merge_register(dst, p, i, regs[i]);
+	return 1;
 }
 
 /*
  * hll_merge: adds every hash of src to dst (the union); the result's
- * precision is the lower of the two.  src is not changed.
+ * precision is the lower of the two.  src is not changed.  0 when out of
+ * memory.
  */
-void
+int
 hll_merge(HllSketch *dst, const HllSketch *src)
 {
 	uint32_t	i;
 
 	if (src->p == 0)
-		return;
-	prepare_merge(dst, src->p);
-	if (!src->dense)
-	{
-		for (i = 0; i < src->n; i++)
-			hll_add_hash(dst, src->hashes[i]);
-		return;
-	}
-	/* src has more distinct hashes than any explicit sketch at dst->p holds */
-	if (!dst->dense)
-		densify(dst);
-	for (i = 0; i < (UINT32_C(1) << src->p); i++)
-		merge_register(dst, src->p, i, src->regs[i]);
+		return 1;
+	if (src->dense)
+		return hll_merge_registers(dst, src->p, src->regs);
+	if (!prepare_merge(dst, src->p))
+		return 0;
+	for (i = 0; i < src->n; i++)
+		if (!hll_add_hash(dst, src->hashes[i]))
+			return 0;
+	return 1;
+}
+
+/* hll_memory: the bytes of memory *sk holds besides its HllSketch */
+size_t
+hll_memory(const HllSketch *sk)
+{
+	return (size_t) sk->cap * sizeof(uint64_t) + (sk->regs ? (size_t) 1 << sk->p : 0);
 }
 
 /* read_u64: the little-endian 64-bit word at b */
@@ -279,25 +320,31 @@ packed_register(const uint8_t *b, uint32_t i)
 	return (uint8_t) ((w >> (bit % 8)) & 0x3f);
 }
 
-/* hll_merge_serialized: hll_merge from a serialized sketch that hll_validate accepted */
-void
+/*
+ * hll_merge_serialized: hll_merge from a serialized sketch that
+ * hll_validate accepted; 0 when out of memory
+ */
+int
 hll_merge_serialized(HllSketch *dst, const uint8_t *buf, size_t len)
 {
 	int			srcp = buf[3];
 	const uint8_t *payload = buf + HLL_HEADER_SIZE;
 	uint32_t	i;
 
-	prepare_merge(dst, srcp);
+	if (!prepare_merge(dst, srcp))
+		return 0;
 	if (buf[4] == HLL_ENC_EXPLICIT)
 	{
 		for (i = 0; i < (len - HLL_HEADER_SIZE) / 8; i++)
-			hll_add_hash(dst, read_u64(payload + 8 * i));
-		return;
+			if (!hll_add_hash(dst, read_u64(payload + 8 * i)))
+				return 0;
+		return 1;
 	}
-	if (!dst->dense)
-		densify(dst);
+	if (!dst->dense && !densify(dst))
+		return 0;
 	for (i = 0; i < (UINT32_C(1) << srcp); i++)
 		merge_register(dst, srcp, i, packed_register(payload, i));
+	return 1;
 }
 
 /* hll_histogram: counts[k] = registers of rank k, k = 0 .. 65 - p (66 - p entries) */
@@ -308,7 +355,7 @@ hll_histogram(HllSketch *sk, uint32_t *counts)
 	uint32_t	m = UINT32_C(1) << p;
 	uint32_t	i;
 
-	normalize(sk);
+	(void) hll_normalize(sk);
 	memset(counts, 0, sizeof(uint32_t) * (XPU_HLL_MAX_RANK(p) + 1));
 	if (sk->dense)
 	{
@@ -389,7 +436,7 @@ hll_estimate(HllSketch *sk)
 
 	if (sk->p == 0)
 		return 0.0;
-	normalize(sk);
+	(void) hll_normalize(sk);
 	if (!sk->dense)
 		return (double) sk->n;
 	hll_histogram(sk, counts);
@@ -406,7 +453,7 @@ hll_estimate(HllSketch *sk)
 size_t
 hll_serialized_size(HllSketch *sk)
 {
-	normalize(sk);
+	(void) hll_normalize(sk);
 	if (sk->dense)
 		return HLL_HEADER_SIZE + hll_dense_bytes(sk->p);
 	return HLL_HEADER_SIZE + (size_t) 8 * sk->n;
@@ -420,7 +467,7 @@ hll_serialize(HllSketch *sk, uint8_t *out)
 	uint32_t	i;
 	int			k;
 
-	normalize(sk);
+	(void) hll_normalize(sk);
 	memset(out, 0, HLL_HEADER_SIZE);
 	out[0] = HLL_MAGIC0;
 	out[1] = HLL_MAGIC1;
