@@ -14,7 +14,7 @@ EXTENSION    = pg_warp
 EXTVERSION   = 0.1.0
 
 MODULE_big   = pg_warp
-# The extension's sources by layer (DESIGN.md, "Layout"), one per line: the
+# The extension's sources by layer (doc/architecture.md, "Layers"), one per line: the
 # top (main.c), arrow_fdw (src/fdw), the backend half of the engine
 # (src/engine) and SQL types and aggregates (src/types).
 OBJS         = \

@@ -1,24 +1,369 @@
-"""psql helpers shared by the pytest suites that talk to the test cluster
-(the PG* environment variables name it)."""
+"""The pytest suites' one way to reach PostgreSQL and to check the engine
+against it (doc/testing.md, "Engine tests").
+
+    Db                  psql access to one cluster: Db() is the cluster of
+                        scripts/test.sh (the PG* environment variables name
+                        it), Db(env) any other (Cluster is a Db).
+    Cluster             a throwaway preloaded cluster of a module's own
+                        (scripts/cluster.sh), for tests that kill, restart
+                        or reconfigure it.
+    db.same(sql, node)  the engine's answer is PostgreSQL's AND the engine
+                        ran: sql runs with pg_warp on and off, the rows must
+                        be equal, and EXPLAIN (ANALYZE, VERBOSE, FORMAT JSON)
+                        must show every `node` of the plan served by the
+                        engine (no fallback to PostgreSQL, no batch rechecked
+                        by PostgreSQL), so a silent fallback cannot pass.
+    db.same_error(sql, node)
+                        both raise the same error (SQLSTATE and message),
+                        and the plan with pg_warp on has `node`.
+    db.same_answer(sql, node)
+                        one of the two, whichever PostgreSQL gives.
+    db.engine_ran(sql, node), db.plan(sql), db.result(sql), db.psql(sql)
+
+`node` is "GpuPreAgg", "GpuScan" (their Custom Scans) or FILTER (arrow_fdw's
+Foreign Scan with the engine's filter).  The module-level psql() and
+sqlstate() work on Db().
+"""
+import json
+import math
+import os
+import shutil
+import socket
 import subprocess
+import tempfile
+import time
+
+import pytest
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+CLUSTER = os.path.join(ROOT, "scripts", "cluster.sh")
+
+# engine plans whatever the costs of the tiny test tables; the oracle
+ON = ("SET pg_warp.engine_startup_cost = 0",)
+OFF = ("SET pg_warp.enabled = off",)
+FILTER = "Engine Filter"        # node: arrow_fdw's scan with the engine's filter
+ENGINES = ("CPU", "GPU")
+# EXPLAIN ANALYZE counters of work PostgreSQL did in the engine's place
+RECHECKED = ("Batches Rechecked by PostgreSQL", "Chunks Rechecked by PostgreSQL",
+             "Engine Fallback Batches")
+
+
+class Db:
+    """psql against one cluster: env None is this process's environment (the
+    cluster of scripts/test.sh), else the environment naming another one."""
+
+    def __init__(self, env=None):
+        self.env = env
+
+    def psql(self, sql, settings=(), check=True, user=None, db=None, sep="|",
+             timeout=300):
+        """Runs the settings statements, then sql, in one psql session (-XAtq,
+        fields separated by sep, VERBOSITY verbose); returns (returncode,
+        stdout stripped, stderr).  check: it must succeed."""
+        args = ["psql", "-XAtq", "-F", sep, "-v", "ON_ERROR_STOP=1",
+                "-v", "VERBOSITY=verbose"]
+        if user:
+            args += ["-U", user]
+        if db:
+            args += ["-d", db]
+        for s in settings:
+            args += ["-c", s]
+        r = subprocess.run(args + ["-c", sql], env=self.env, capture_output=True,
+                           text=True, timeout=timeout)
+        if check:
+            assert r.returncode == 0, (sql, r.stderr)
+        return r.returncode, r.stdout.strip(), r.stderr
+
+    def sql(self, sql, settings=()):
+        """sql's output; it must succeed."""
+        return self.psql(sql, settings)[1]
+
+    def result(self, sql, settings=()):
+        """("ok", output) or ("error", "SQLSTATE: message") of the first error."""
+        rc, out, err = self.psql(sql, settings, check=False)
+        if rc == 0:
+            return ("ok", out)
+        for line in err.splitlines():
+            if line.startswith("ERROR:"):
+                return ("error", line.split(None, 1)[1].strip())
+        return ("error", err)
+
+    def plan(self, sql, settings=ON, analyze=False):
+        """EXPLAIN (VERBOSE, FORMAT JSON[, ANALYZE]) of sql: the top plan node."""
+        opts = "ANALYZE, TIMING OFF, " if analyze else ""
+        out = self.sql("EXPLAIN (%sVERBOSE, COSTS OFF, FORMAT JSON) %s" % (opts, sql),
+                       settings)
+        return json.loads(out)[0]["Plan"]
+
+    def engine_ran(self, sql, node, settings=ON, rechecked=False):
+        """EXPLAIN ANALYZE of sql has at least one `node` and the engine
+        served each of them (rechecked: PostgreSQL may have evaluated some
+        batches or chunks, as when a value raises in the engine).  Returns the
+        plan (JSON)."""
+        top = self.plan(sql, settings, analyze=True)
+        nodes = find_nodes(top, node)
+        assert nodes, "no %s in the plan of %s:\n%s" % (node, sql, show(top))
+        for n in nodes:
+            why = not_served(n, node, rechecked)
+            assert why is None, "%s did not run in the engine (%s): %s\n%s" % (
+                node, why, sql, show(top))
+        return top
+
+    def same(self, sql, node, settings=(), on=ON, off=OFF, ordered=False, rel_tol=0.0,
+             rechecked=False):
+        """The rows of sql with pg_warp on equal PostgreSQL's (pg_warp off),
+        and the engine ran every `node` (engine_ran).  ordered: compare in
+        order, else as sorted lines; rel_tol: float fields may differ by this
+        relative amount (float sums in another order).  Returns the rows."""
+        on, off = tuple(on) + tuple(settings), tuple(off) + tuple(settings)
+        got, want = self.result(sql, on), self.result(sql, off)
+        assert want[0] == "ok", ("PostgreSQL raised: use same_error", sql, want)
+        assert got == want or got[0] == "ok", (sql, got, want)
+        assert_rows_equal(sql, got[1], want[1], ordered, rel_tol)
+        self.engine_ran(sql, node, on, rechecked)
+        return lines(got[1])
+
+    def same_error(self, sql, node, settings=(), on=ON, off=OFF, message=True):
+        """sql raises the same error with pg_warp on as off (SQLSTATE, and
+        with message the text), and its plan with pg_warp on has `node`.
+        Returns the error ("SQLSTATE: message")."""
+        on, off = tuple(on) + tuple(settings), tuple(off) + tuple(settings)
+        got, want = self.result(sql, on), self.result(sql, off)
+        assert want[0] == "error", ("PostgreSQL raised no error", sql, want)
+        assert got[0] == "error", (sql, got, want)
+        if message:
+            assert got == want, (sql, got, want)
+        else:
+            assert got[1].split(":")[0] == want[1].split(":")[0], (sql, got, want)
+        top = self.plan(sql, on)
+        assert find_nodes(top, node), "no %s in the plan of %s:\n%s" % (node, sql, show(top))
+        return got[1]
+
+    def same_answer(self, sql, node, settings=(), rel_tol=0.0, rechecked=False):
+        """same() where PostgreSQL answers sql, same_error() where it raises."""
+        if self.result(sql, OFF + tuple(settings))[0] == "error":
+            return self.same_error(sql, node, settings)
+        return self.same(sql, node, settings, rel_tol=rel_tol, rechecked=rechecked)
+
+    def falls_back(self, sql, node, settings=(), on=ON, off=OFF):
+        """The plan of sql has `node`, which falls back to PostgreSQL's plan
+        (EXPLAIN ANALYZE says "PostgreSQL (fallback)" unless the query
+        raises), and the answer is PostgreSQL's.  Returns the plan (JSON) or
+        None where it raises."""
+        if self.result(sql, tuple(off) + tuple(settings))[0] == "error":
+            self.same_error(sql, node, settings, on, off)
+            return None
+        on = tuple(on) + tuple(settings)
+        assert_rows_equal(sql, self.result(sql, on)[1], self.result(sql, tuple(off) +
+                                                                    tuple(settings))[1])
+        top = self.plan(sql, on, analyze=True)
+        nodes = find_nodes(top, node)
+        assert nodes, "no %s in the plan of %s:\n%s" % (node, sql, show(top))
+        assert any(str(n.get("Engine")).startswith("PostgreSQL") for n in nodes), show(top)
+        return top
+
+    def not_planned(self, sql, node, settings=ON):
+        """The plan of sql (EXPLAIN) has no `node`."""
+        top = self.plan(sql, settings)
+        assert not find_nodes(top, node), "%s in the plan of %s:\n%s" % (node, sql, show(top))
+
+    def sqlstate(self, sql, settings=(), db=None):
+        """The SQLSTATE and text of the error sql raises."""
+        rc, out, err = self.psql(sql, settings, check=False, db=db)
+        assert rc != 0, "expected an error from: " + sql
+        for line in err.splitlines():
+            if line.startswith("ERROR:"):
+                return line.split()[1].rstrip(":"), err
+        raise AssertionError(err)
+
+
+def lines(out):
+    return out.split("\n") if out else []
+
+
+def find_nodes(top, node):
+    """Every plan node under top (inclusive) that is `node`."""
+    found, todo = [], [top]
+    while todo:
+        n = todo.pop()
+        todo.extend(n.get("Plans", []))
+        if node == FILTER:
+            if n.get("Node Type") == "Foreign Scan" and FILTER in n:
+                found.append(n)
+        elif n.get("Custom Plan Provider") == node:
+            found.append(n)
+    return found
+
+
+def not_served(n, node, rechecked):
+    """Why the engine did not serve plan node n (EXPLAIN ANALYZE), or None."""
+    engines = [n.get("Engine")] + [w.get("Engine") for w in n.get("Workers", [])
+                                   if "Engine" in w]
+    bad = [e for e in engines if e not in ENGINES]
+    if bad:
+        return "Engine: %s%s" % (bad[0], ", " + n["Fallback Reason"]
+                                 if "Fallback Reason" in n else "")
+    if node == FILTER and "Engine Fallback Batches" not in n:
+        return "the filter was not begun"
+    if node != FILTER and n.get("Actual Loops", 0) == 0:
+        return "never executed"
+    for k in RECHECKED:
+        if not rechecked and n.get(k, 0) > 0:
+            return "%s: %d" % (k, n[k])
+    return None
+
+
+def show(top):
+    return json.dumps(top, indent=1)[:6000]
+
+
+def fields_close(a, b, rel_tol):
+    """Two result lines equal, float fields within rel_tol (NaN equals NaN)."""
+    fa, fb = a.split("|"), b.split("|")
+    if len(fa) != len(fb):
+        return False
+    for x, y in zip(fa, fb):
+        if x == y:
+            continue
+        try:
+            vx, vy = float(x), float(y)
+        except ValueError:
+            return False
+        if not (math.isnan(vx) and math.isnan(vy)) and \
+                not math.isclose(vx, vy, rel_tol=rel_tol, abs_tol=1e-300):
+            return False
+    return True
+
+
+def assert_rows_equal(sql, got, want, ordered=False, rel_tol=0.0):
+    """psql outputs got and want hold the same rows (in order if ordered);
+    with rel_tol, float fields may differ by that much."""
+    g, w = lines(got), lines(want)
+    if not ordered:
+        g, w = sorted(g), sorted(w)
+    assert len(g) == len(w), (sql, got, want)
+    if g == w:
+        return
+    assert rel_tol > 0, (sql, got, want)
+    if ordered:
+        for a, b in zip(g, w):
+            assert fields_close(a, b, rel_tol), (sql, a, b)
+        return
+    # rows with float fields may sort differently in their last digits
+    left = list(w)
+    for r in g:
+        m = next((x for x in left if fields_close(r, x, rel_tol)), None)
+        assert m is not None, (sql, r, want)
+        left.remove(m)
+
+
+DB = Db()
 
 
 def psql(sql, check=True, db=None):
-    """Runs sql with psql; returns (rc, stdout, stderr)."""
-    args = ["psql", "-XAtq", "-v", "ON_ERROR_STOP=1", "-v", "VERBOSITY=verbose"]
-    if db:
-        args += ["-d", db]
-    r = subprocess.run(args + ["-c", sql], capture_output=True, text=True)
-    if check:
-        assert r.returncode == 0, r.stderr
-    return r.returncode, r.stdout.strip(), r.stderr
+    """Runs sql on the cluster of scripts/test.sh; returns (rc, stdout, stderr)."""
+    return DB.psql(sql, check=check, db=db)
 
 
 def sqlstate(sql, db=None):
     """The SQLSTATE and text of the error sql raises (VERBOSITY=verbose prints it)."""
-    rc, out, err = psql(sql, check=False, db=db)
-    assert rc != 0, "expected an error from: " + sql
-    for line in err.splitlines():
-        if line.startswith("ERROR:"):
-            return line.split()[1].rstrip(":"), err
-    raise AssertionError(err)
+    return DB.sqlstate(sql, db=db)
+
+
+# ---------------------------------------------------------------- own clusters
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def wait_until(cond, timeout=15.0, what="condition"):
+    """Polls cond() until it returns a true value; fails after timeout s."""
+    end = time.monotonic() + timeout
+    while True:
+        v = cond()
+        if v:
+            return v
+        if time.monotonic() > end:
+            pytest.fail("timed out after %.0f s waiting for %s" % (timeout, what))
+        time.sleep(0.05)
+
+
+def alive(pid):
+    """Whether pid is a running process (a zombie counts as gone)."""
+    try:
+        with open("/proc/%d/stat" % pid) as f:
+            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except FileNotFoundError:
+        return False
+
+
+class Cluster(Db):
+    """A throwaway preloaded cluster: env for psql, its directory and log."""
+
+    def __init__(self):
+        self.base = tempfile.mkdtemp(prefix="pg_warp_svc.")
+        os.chmod(self.base, 0o755)
+        self.dir = os.path.join(self.base, "c")
+        self.data = os.path.join(self.dir, "data")
+        self.log = os.path.join(self.dir, "server.log")
+        self.sock = os.path.join(self.data, "pg_warp.sock")
+        env = dict(os.environ, PGPORT=str(free_port()), PG_WARP_PRELOAD="1")
+        out = subprocess.run(["bash", CLUSTER, "start", self.dir], env=env,
+                             check=True, capture_output=True, text=True).stdout
+        for word in out.split():
+            if "=" in word and word.startswith("PG"):
+                k, v = word.split("=", 1)
+                env[k] = v
+        Db.__init__(self, env)
+        self.sql("CREATE EXTENSION IF NOT EXISTS pg_warp")
+
+    def run(self, sql, timeout=30, settings=()):
+        """psql's CompletedProcess of sql after the settings statements."""
+        args = ["psql", "-XAtq", "-v", "ON_ERROR_STOP=1"]
+        for s in settings:
+            args += ["-c", s]
+        return subprocess.run(args + ["-c", sql], env=self.env, capture_output=True,
+                              text=True, timeout=timeout)
+
+    def status(self):
+        cols = ("pid", "started_at", "uptime", "protocol_version", "engine",
+                "engine_detail", "device_count", "devices", "memory_in_use",
+                "running_tasks", "connections")
+        row = self.sql("SELECT %s FROM pgwarp.service_status()" % ", ".join(cols))
+        return dict(zip(cols, row.split("|")))
+
+    def service_pid(self):
+        return int(self.sql("SELECT pid FROM pgwarp.service_status()"))
+
+    def new_service(self, old_pid, timeout=15.0):
+        """Waits until status works again with a service other than old_pid."""
+        def ok():
+            r = self.run("SELECT pid FROM pgwarp.service_status()")
+            return r.returncode == 0 and int(r.stdout) != old_pid and int(r.stdout)
+        return wait_until(ok, timeout, "the service to come back")
+
+    def postmaster_pid(self):
+        with open(os.path.join(self.data, "postmaster.pid")) as f:
+            return int(f.readline())
+
+    def log_text(self):
+        with open(self.log, errors="replace") as f:
+            return f.read()
+
+    def stop(self):
+        subprocess.run(["bash", CLUSTER, "stop", self.dir], env=self.env, check=True)
+
+    def start(self):
+        """Starts the stopped cluster again (same data directory and settings)."""
+        subprocess.run(["bash", CLUSTER, "start", self.dir], env=self.env, check=True,
+                       capture_output=True)
+
+    def restart(self):
+        self.stop()
+        self.start()
+
+    def destroy(self):
+        subprocess.run(["bash", CLUSTER, "destroy", self.dir], env=self.env, check=False)
+        shutil.rmtree(self.base, ignore_errors=True)

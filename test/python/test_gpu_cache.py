@@ -18,7 +18,8 @@ import time
 import pyarrow as pa
 import pytest
 
-from test_service import Cluster, service_program, wait_until
+from pg_sql import Cluster, wait_until
+from test_service import service_program
 
 ON = "SET pg_warp.engine_startup_cost = 0; "
 OFF = "SET pg_warp.enabled = off; "

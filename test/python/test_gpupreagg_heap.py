@@ -20,7 +20,7 @@ import pytest
 
 from engine_interrupt import (cancel_in_flight, in_flight, kill_service_mid_run,
                               running_tasks, start_slow, statement_timeout)
-from test_service import Cluster, alive, wait_until
+from pg_sql import Cluster, alive, wait_until
 
 # the engine plan whatever the costs: a heap run pays a serial scan's page and tuple
 # costs, which a parallel plan divides among its workers

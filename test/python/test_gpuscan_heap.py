@@ -403,7 +403,6 @@ def test_prepared_statement_executed_again(big):
 @pytest.fixture(scope="module")
 def own_cluster():
     """A cluster of this module's own, whose service may be killed."""
-    from test_service import Cluster
     c = Cluster()
     try:
         c.sql("CREATE TABLE slow AS SELECT i % 1000 AS a, i::int8 AS b "
@@ -462,7 +461,6 @@ def fake_gpu_cluster():
     decode, kern_warp_exec's mask, the slots handed back) runs for real."""
     from test_gpu_fault import TOP
     from test_gpupreagg_heap import TYPES_TABLE
-    from test_service import Cluster
     lib = os.path.join(TOP, "test", "gpu", "bin", "fake", "libcuda.so.1")
     if os.path.exists(os.path.join(TOP, "test", "gpu", "fake_cuda.c")):
         r = subprocess.run(["make", "-s", "-C", os.path.join(TOP, "test", "gpu"),

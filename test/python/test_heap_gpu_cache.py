@@ -17,7 +17,7 @@ import time
 
 import pytest
 
-from test_service import Cluster
+from pg_sql import Cluster
 
 OFF = ("SET pg_warp.enabled = off",)
 GPU = ("SET pg_warp.engine = gpu", "SET pg_warp.engine_startup_cost = 0",
