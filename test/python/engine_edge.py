@@ -1,33 +1,27 @@
-"""What test_engine_filter.py and test_gpuscan.py share: psql against the
-cluster of scripts/test.sh, the Arrow table of edge values and NULLs (N rows
-in record batches of BATCH rows, so that errors and fallbacks hit some
-batches and not others), and the on/off oracle: a PL/pgSQL function
-SCHEMA.run(q, on_off) that runs q with pg_warp.enabled on or off and returns
-'ok ' and its one value, or 'error ' with the SQLSTATE and message, and
-compare(), which runs queries both ways in one statement.
+"""The Arrow edge data that the engine suites share (test_engine_filter.py,
+test_gpuscan.py, ...): the table of edge values and NULLs (N rows in record
+batches of BATCH rows, so that errors and fallbacks hit some batches and not
+others) and its writer.  The on/off oracle that runs many queries both ways
+in one statement is pg_sql.Db.create_run_function and Db.compare.
 """
 import datetime
 import decimal
 import os
-import subprocess
 
 import pyarrow as pa
+
+from pg_sql import DB
 
 N = 60          # rows
 BATCH = 7       # rows per record batch: errors and fallbacks hit some batches
 
 
 def psql(sql, check=True, user=None, sep="|"):
-    """Runs sql with psql -XAtq (fields separated by sep).  check: it must
-    succeed, and its output comes back stripped; else (returncode, stdout
-    stripped, stderr)."""
-    cmd = ["psql", "-XAtq", "-F", sep, "-v", "ON_ERROR_STOP=1", "-c", sql]
-    if user:
-        cmd[1:1] = ["-U", user]
-    r = subprocess.run(cmd, capture_output=True, text=True)
-    if check:
-        assert r.returncode == 0, r.stderr
-    return r.stdout.strip() if check else (r.returncode, r.stdout.strip(), r.stderr)
+    """pg_sql.Db.psql of sql (fields separated by sep; psql's terse errors).
+    check: it must succeed, and its output comes back stripped; else
+    (returncode, stdout stripped, stderr)."""
+    rc, out, err = DB.psql(sql, check=check, user=user, sep=sep, verbose=False)
+    return out if check else (rc, out, err)
 
 
 def column(edges, stride, n=N):
@@ -89,36 +83,3 @@ def write(path, table, batch=BATCH):
         for b in table.to_batches(max_chunksize=batch):
             w.write_batch(b)
     os.chmod(path, 0o644)
-
-
-def create_run_function(schema, settings=()):
-    """Creates schema.run(q text, on_off bool): q's one value run with
-    pg_warp.enabled = on_off and the (name, value) settings (all local to
-    its transaction), as 'ok VALUE' ('-' for NULL) or 'error SQLSTATE MSG'."""
-    sets = "".join("PERFORM set_config('%s', '%s', true);\n              " % s
-                   for s in settings)
-    psql("""CREATE FUNCTION %s.run(q text, on_off bool) RETURNS text LANGUAGE plpgsql AS $f$
-            DECLARE r text;
-            BEGIN
-              PERFORM set_config('pg_warp.enabled', on_off::text, true);
-              %sEXECUTE q INTO r;
-              RETURN 'ok ' || coalesce(r, '-');
-            EXCEPTION WHEN others THEN
-              RETURN 'error ' || SQLSTATE || ' ' || SQLERRM;
-            END $f$""" % (schema, sets))
-
-
-def compare(schema, queries, settings=""):
-    """Runs each query with schema.run on and off, after settings (SQL run
-    first in the same session); returns [(query, on, off)] in their order."""
-    vals = ",".join("(%d, '%s')" % (k, q.replace("'", "''")) for k, q in enumerate(queries))
-    out = psql(settings + "SELECT k, %s.run(q, true), %s.run(q, false) FROM (VALUES %s) v(k, q) "
-               "ORDER BY k" % (schema, schema, vals), sep="\x1f")
-    rows = [ln.split("\x1f") for ln in out.split("\n")]
-    assert len(rows) == len(queries)
-    return [(queries[int(k)], on, off) for k, on, off in rows]
-
-
-def unequal(results):
-    """The (query, on, off) results whose on and off differ, one message each."""
-    return ["%s:\n  on:  %s\n  off: %s" % (q, on, off) for q, on, off in results if on != off]

@@ -43,9 +43,11 @@ ON = ("SET pg_warp.engine_startup_cost = 0",)
 OFF = ("SET pg_warp.enabled = off",)
 FILTER = "Engine Filter"        # node: arrow_fdw's scan with the engine's filter
 ENGINES = ("CPU", "GPU")
-# EXPLAIN ANALYZE counters of work PostgreSQL did in the engine's place
-RECHECKED = ("Batches Rechecked by PostgreSQL", "Chunks Rechecked by PostgreSQL",
-             "Engine Fallback Batches")
+# EXPLAIN ANALYZE counters of work PostgreSQL did in the engine's place, and
+# of the work there was
+RECHECKED = {"Batches Rechecked by PostgreSQL": "Batches Read",
+             "Chunks Rechecked by PostgreSQL": "Chunks",
+             "Engine Fallback Batches": "Batches Read"}
 
 
 class Db:
@@ -55,13 +57,15 @@ class Db:
     def __init__(self, env=None):
         self.env = env
 
-    def psql(self, sql, settings=(), check=True, user=None, db=None, sep="|",
-             timeout=300):
+    def psql(self, sql, settings=(), check=True, user=None, db=None, sep="|", rsep=None,
+             verbose=True, timeout=300):
         """Runs the settings statements, then sql, in one psql session (-XAtq,
-        fields separated by sep, VERBOSITY verbose); returns (returncode,
-        stdout stripped, stderr).  check: it must succeed."""
-        args = ["psql", "-XAtq", "-F", sep, "-v", "ON_ERROR_STOP=1",
-                "-v", "VERBOSITY=verbose"]
+        fields separated by sep, rows by rsep (a newline), VERBOSITY verbose
+        unless not verbose); returns (returncode, stdout stripped, stderr).
+        check: it must succeed."""
+        args = ["psql", "-XAtq", "-F", sep, "-v", "ON_ERROR_STOP=1"]
+        args += ["-v", "VERBOSITY=verbose"] if verbose else []
+        args += ["-R", rsep] if rsep else []
         if user:
             args += ["-U", user]
         if db:
@@ -95,22 +99,22 @@ class Db:
                        settings)
         return json.loads(out)[0]["Plan"]
 
-    def engine_ran(self, sql, node, settings=ON, rechecked=False):
+    def engine_ran(self, sql, node, settings=ON, rechecked=False, engine=None):
         """EXPLAIN ANALYZE of sql has at least one `node` and the engine
         served each of them (rechecked: PostgreSQL may have evaluated some
-        batches or chunks, as when a value raises in the engine).  Returns the
-        plan (JSON)."""
+        batches or chunks, as when a value raises in the engine; engine:
+        "CPU" or "GPU" must be the one that ran).  Returns the plan (JSON)."""
         top = self.plan(sql, settings, analyze=True)
         nodes = find_nodes(top, node)
         assert nodes, "no %s in the plan of %s:\n%s" % (node, sql, show(top))
         for n in nodes:
-            why = not_served(n, node, rechecked)
+            why = not_served(n, node, rechecked, engine)
             assert why is None, "%s did not run in the engine (%s): %s\n%s" % (
                 node, why, sql, show(top))
         return top
 
     def same(self, sql, node, settings=(), on=ON, off=OFF, ordered=False, rel_tol=0.0,
-             rechecked=False):
+             rechecked=False, engine=None):
         """The rows of sql with pg_warp on equal PostgreSQL's (pg_warp off),
         and the engine ran every `node` (engine_ran).  ordered: compare in
         order, else as sorted lines; rel_tol: float fields may differ by this
@@ -120,7 +124,7 @@ class Db:
         assert want[0] == "ok", ("PostgreSQL raised: use same_error", sql, want)
         assert got == want or got[0] == "ok", (sql, got, want)
         assert_rows_equal(sql, got[1], want[1], ordered, rel_tol)
-        self.engine_ran(sql, node, on, rechecked)
+        self.engine_ran(sql, node, on, rechecked, engine)
         return lines(got[1])
 
     def same_error(self, sql, node, settings=(), on=ON, off=OFF, message=True):
@@ -147,19 +151,23 @@ class Db:
 
     def falls_back(self, sql, node, settings=(), on=ON, off=OFF):
         """The plan of sql has `node`, which falls back to PostgreSQL's plan
-        (EXPLAIN ANALYZE says "PostgreSQL (fallback)" unless the query
+        in at least one participant (EXPLAIN ANALYZE says "PostgreSQL
+        (fallback)" for the node or a parallel worker of it; unless the query
         raises), and the answer is PostgreSQL's.  Returns the plan (JSON) or
         None where it raises."""
-        if self.result(sql, tuple(off) + tuple(settings))[0] == "error":
+        want = self.result(sql, tuple(off) + tuple(settings))
+        if want[0] == "error":
             self.same_error(sql, node, settings, on, off)
             return None
         on = tuple(on) + tuple(settings)
-        assert_rows_equal(sql, self.result(sql, on)[1], self.result(sql, tuple(off) +
-                                                                    tuple(settings))[1])
+        got = self.result(sql, on)
+        assert got[0] == "ok", (sql, got, want)
+        assert_rows_equal(sql, got[1], want[1])
         top = self.plan(sql, on, analyze=True)
         nodes = find_nodes(top, node)
         assert nodes, "no %s in the plan of %s:\n%s" % (node, sql, show(top))
-        assert any(str(n.get("Engine")).startswith("PostgreSQL") for n in nodes), show(top)
+        assert any(str(e).startswith("PostgreSQL") for n in nodes for e in engines_of(n)), \
+            show(top)
         return top
 
     def not_planned(self, sql, node, settings=ON):
@@ -177,39 +185,137 @@ class Db:
         raise AssertionError(err)
 
 
+    # ------------------------------------------------ many queries in one statement
+
+    def create_run_function(self, schema, settings=()):
+        """Creates schema.run(q text, on_off bool): q's one value run with
+        pg_warp.enabled = on_off and the (name, value) settings (all local to
+        its transaction), as 'ok VALUE' ('-' for NULL) or 'error SQLSTATE
+        MSG'; and schema.explain(q text): with pg_warp on and the settings,
+        EXPLAIN (ANALYZE, VERBOSE, FORMAT JSON) of q, or where q raises, 'planned '
+        and its EXPLAIN (VERBOSE, FORMAT JSON), or where that raises (q does
+        not parse or plan), 'error ' and the error."""
+        sets = "".join("PERFORM set_config('%s', '%s', true);\n              " % s
+                       for s in settings)
+        self.sql("""CREATE FUNCTION %s.run(q text, on_off bool) RETURNS text LANGUAGE plpgsql AS $f$
+            DECLARE r text;
+            BEGIN
+              PERFORM set_config('pg_warp.enabled', on_off::text, true);
+              %sEXECUTE q INTO r;
+              RETURN 'ok ' || coalesce(r, '-');
+            EXCEPTION WHEN others THEN
+              RETURN 'error ' || SQLSTATE || ' ' || SQLERRM;
+            END $f$""" % (schema, sets))
+        self.sql("""CREATE FUNCTION %s.explain(q text) RETURNS text LANGUAGE plpgsql AS $f$
+            DECLARE r text;
+            BEGIN
+              PERFORM set_config('pg_warp.enabled', 'on', true);
+              %sBEGIN
+                EXECUTE 'EXPLAIN (ANALYZE, VERBOSE, COSTS OFF, TIMING OFF, FORMAT JSON) ' || q
+                  INTO r;
+              EXCEPTION WHEN others THEN
+                BEGIN
+                  EXECUTE 'EXPLAIN (VERBOSE, COSTS OFF, FORMAT JSON) ' || q INTO r;
+                  r := 'planned ' || r;
+                EXCEPTION WHEN others THEN
+                  r := 'error ' || SQLSTATE || ' ' || SQLERRM;
+                END;
+              END;
+              RETURN r;
+            END $f$""" % (schema, sets))
+
+    def compare(self, schema, queries, settings="", node=None, rechecked=False):
+        """Runs each query with schema.run on and off (create_run_function),
+        after settings (SQL run first in the same session); returns [(query,
+        on, off)] in their order.  With node, each query's plan with pg_warp on
+        has `node`, and where the query answers, the engine ran every such
+        node (Db.engine_ran; rechecked as there); a query that raises before
+        it is planned (parse errors) has no plan to check."""
+        vals = ",".join("(%d, '%s')" % (k, q.replace("'", "''")) for k, q in enumerate(queries))
+        ex = "%s.explain(q)" % schema if node else "'-'"
+        out = self.psql(settings + "SELECT k, %s.run(q, true), %s.run(q, false), %s "
+                        "FROM (VALUES %s) v(k, q) ORDER BY k" % (schema, schema, ex, vals),
+                        sep="\x1f", rsep="\x1e")[1]
+        rows = [r.split("\x1f") for r in out.split("\x1e")]
+        assert len(rows) == len(queries)
+        if node:
+            bad = [engine_not_run(queries[int(k)], plan, node, rechecked)
+                   for k, on, _, plan in rows if not (on.startswith("error ") and
+                                                      plan.startswith("error "))]
+            bad = [b for b in bad if b]
+            assert not bad, "\n".join(bad)
+        return [(queries[int(k)], on, off) for k, on, off, _ in rows]
+
+
+def engine_not_run(sql, explain, node, rechecked):
+    """Why schema.explain's answer explain does not show the engine serving
+    `node` for sql, or None."""
+    if explain.startswith("planned "):
+        top = json.loads(explain[len("planned "):])[0]["Plan"]
+        return None if find_nodes(top, node) else "no %s in the plan of %s" % (node, sql)
+    top = json.loads(explain)[0]["Plan"]
+    nodes = find_nodes(top, node)
+    if not nodes:
+        return "no %s in the plan of %s" % (node, sql)
+    for n in nodes:
+        why = not_served(n, node, rechecked)
+        if why:
+            return "%s did not run in the engine (%s): %s" % (node, why, sql)
+    return None
+
+
+def unequal(results):
+    """The (query, on, off) results whose on and off differ, one message each."""
+    return ["%s:\n  on:  %s\n  off: %s" % (q, on, off) for q, on, off in results if on != off]
+
+
 def lines(out):
     return out.split("\n") if out else []
 
 
+def is_node(n, node):
+    """Whether plan node n is `node` (a name, or a tuple of names: any of them)."""
+    if isinstance(node, tuple):
+        return any(is_node(n, x) for x in node)
+    if node == FILTER:
+        return n.get("Node Type") == "Foreign Scan" and FILTER in n
+    return n.get("Custom Plan Provider") == node
+
+
 def find_nodes(top, node):
-    """Every plan node under top (inclusive) that is `node`."""
+    """Every plan node under top (inclusive) that is `node` (is_node)."""
     found, todo = [], [top]
     while todo:
         n = todo.pop()
         todo.extend(n.get("Plans", []))
-        if node == FILTER:
-            if n.get("Node Type") == "Foreign Scan" and FILTER in n:
-                found.append(n)
-        elif n.get("Custom Plan Provider") == node:
+        if is_node(n, node):
             found.append(n)
     return found
 
 
-def not_served(n, node, rechecked):
+def engines_of(n):
+    """The engines plan node n and its parallel workers ran on (EXPLAIN ANALYZE)."""
+    return [n.get("Engine")] + [w["Engine"] for w in n.get("Workers", []) if "Engine" in w]
+
+
+def not_served(n, node, rechecked, engine=None):
     """Why the engine did not serve plan node n (EXPLAIN ANALYZE), or None."""
-    engines = [n.get("Engine")] + [w.get("Engine") for w in n.get("Workers", [])
-                                   if "Engine" in w]
-    bad = [e for e in engines if e not in ENGINES]
+    bad = [e for e in engines_of(n) if e not in ((engine,) if engine else ENGINES)]
     if bad:
         return "Engine: %s%s" % (bad[0], ", " + n["Fallback Reason"]
                                  if "Fallback Reason" in n else "")
-    if node == FILTER and "Engine Fallback Batches" not in n:
-        return "the filter was not begun"
-    if node != FILTER and n.get("Actual Loops", 0) == 0:
+    if is_node(n, FILTER):
+        if "Engine Fallback Batches" not in n:
+            return "the filter was not begun"
+    elif n.get("Actual Loops", 0) == 0:
         return "never executed"
     for k in RECHECKED:
-        if not rechecked and n.get(k, 0) > 0:
+        if n.get(k, 0) > 0 and not rechecked:
             return "%s: %d" % (k, n[k])
+        # rechecked: some batches, never all of them
+        total = n.get(RECHECKED[k], 0)
+        if n.get(k, 0) > 0 and total and n[k] >= total:
+            return "%s: %d of %d" % (k, n[k], total)
     return None
 
 

@@ -18,8 +18,8 @@ import tempfile
 import pyarrow as pa
 import pytest
 
-from engine_edge import compare as compare_queries
-from engine_edge import create_run_function, psql, unequal, write
+from engine_edge import psql, write
+from pg_sql import DB, unequal
 
 TEXTS = ["cat_1x", "cat11", "CAT_1", "cat_1", "é_x", "", "a%b", "a_b", "a\\b", None, "日本語",
          "abcabc", "Abc", "xé日🙂y", "%", "_", "\\", "ab\\", "aBc_d", "ÉA", "cat_1%"]
@@ -56,7 +56,7 @@ def tables():
     psql("CREATE TABLE englike.h AS SELECT id, t, CASE WHEN d BETWEEN '4713-11-24 BC' AND "
          "'5874897-12-31' OR NOT isfinite(d) THEN d END AS d FROM englike.a; "
          "INSERT INTO englike.h SELECT id + 3000, t, d FROM englike.h; ANALYZE englike.h")
-    create_run_function("englike", [("pg_warp.engine_startup_cost", "0")])
+    DB.create_run_function("englike", [("pg_warp.engine_startup_cost", "0")])
     yield
     psql("DROP SCHEMA IF EXISTS englike CASCADE")
     shutil.rmtree(d, ignore_errors=True)
@@ -85,7 +85,7 @@ UNITS = ["day", "week", "month", "quarter", "year", "decade", "century", "millen
 
 
 def run(queries, settings=""):
-    return compare_queries("englike", queries, settings)
+    return DB.compare("englike", queries, settings)
 
 
 def plan(sql, settings="SET pg_warp.engine_startup_cost = 0; "):

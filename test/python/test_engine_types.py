@@ -14,8 +14,8 @@ import tempfile
 
 import pytest
 
-from engine_edge import compare as compare_queries
-from engine_edge import create_run_function, psql, unequal, write
+from engine_edge import psql, write
+from pg_sql import DB, unequal
 from test_engine_filter import CLAUSES_TYPES, edge_table_types
 
 COLS = ("id int4, i2 int2, i4 int4, i8 int8, z int4, f4 float4, f8 float8, n numeric(20,2), "
@@ -34,13 +34,13 @@ def edge():
          "CREATE SCHEMA engt_agg")
     psql("CREATE FOREIGN TABLE engt.edge (%s) SERVER arrow_fdw OPTIONS (file '%s')"
          % (COLS, path))
-    create_run_function("engt", ENGINE + (("pg_warp.enable_gpupreagg", "off"),))
-    create_run_function("engt_agg", ENGINE)
+    DB.create_run_function("engt", ENGINE + (("pg_warp.enable_gpupreagg", "off"),))
+    DB.create_run_function("engt_agg", ENGINE)
     # the same runs with the file's buffers copied instead of mapped (on by default)
     psql("CREATE SCHEMA engt_copy; CREATE SCHEMA engt_agg_copy")
-    create_run_function("engt_copy", ENGINE + (("pg_warp.enable_gpupreagg", "off"),
+    DB.create_run_function("engt_copy", ENGINE + (("pg_warp.enable_gpupreagg", "off"),
                                                ("pg_warp.map_arrow_files", "off")))
-    create_run_function("engt_agg_copy", ENGINE + (("pg_warp.map_arrow_files", "off"),))
+    DB.create_run_function("engt_agg_copy", ENGINE + (("pg_warp.map_arrow_files", "off"),))
     yield
     psql("DROP SCHEMA IF EXISTS engt CASCADE; DROP SCHEMA IF EXISTS engt_agg CASCADE; "
          "DROP SCHEMA IF EXISTS engt_copy CASCADE; DROP SCHEMA IF EXISTS engt_agg_copy CASCADE")
@@ -58,7 +58,7 @@ def plan(sql, agg=False):
 def test_gpuscan_equal_postgresql(schema):
     """Each added form as a GpuScan qual: rows or error as PostgreSQL's
     (the file mapped by the service, and read into its own buffers)."""
-    res = compare_queries(schema, ["SELECT string_agg(id::text, ',' ORDER BY id) FROM engt.edge "
+    res = DB.compare(schema, ["SELECT string_agg(id::text, ',' ORDER BY id) FROM engt.edge "
                                    "WHERE " + c for c in CLAUSES_TYPES])
     bad = unequal(res)
     assert not bad, "\n".join(bad)
@@ -101,7 +101,7 @@ def test_gpupreagg_equal_postgresql(schema):
     and read into its own buffers)."""
     queries = ["SELECT string_agg(s::text, ';' ORDER BY s::text) FROM (SELECT %s AS k, %s "
                "FROM engt.edge WHERE %s GROUP BY 1) s" % g for g in GROUPINGS]
-    bad = unequal(compare_queries(schema, queries))
+    bad = unequal(DB.compare(schema, queries))
     assert not bad, "\n".join(bad)
     for key, aggs, where in GROUPINGS[:4]:
         p = plan("SELECT %s, %s FROM engt.edge WHERE %s GROUP BY 1" % (key, aggs, where), True)

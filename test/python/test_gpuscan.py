@@ -22,10 +22,11 @@ import time
 import pyarrow as pa
 import pytest
 
-from engine_edge import compare as compare_queries
-from engine_edge import create_run_function, edge_table, psql, unequal, write
-from test_engine_filter import CLAUSES
+from engine_edge import edge_table, psql, write
+from pg_sql import DB, FILTER, unequal
+from test_engine_filter import CLAUSES, CLAUSES_NOT_IN_ENGINE, clauses_in_engine
 
+ENGINE_SCAN = ("GpuScan", FILTER)
 ON = ("SET pg_warp.engine_startup_cost = 0; SET pg_warp.engine_row_cost = 0; "
       "SET pg_warp.enable_gpupreagg = off; ")
 
@@ -51,11 +52,13 @@ def edge():
     write(os.path.join(d, "one.arrow"), table.slice(4, 1))
     psql("CREATE EXTENSION IF NOT EXISTS pg_warp")
     psql("DROP SCHEMA IF EXISTS gs CASCADE; CREATE SCHEMA gs")
+    psql("CREATE COLLATION gs.nd (provider = icu, locale = 'und-u-ks-level2', "
+         "deterministic = false)")
     for name, opt in (("edge", "file '%s/edge.arrow'" % d), ("dir", "dir '%s/dir'" % d),
                       ("empty", "file '%s/empty.arrow'" % d),
                       ("one", "file '%s/one.arrow'" % d)):
         psql("CREATE FOREIGN TABLE gs.%s (%s) SERVER arrow_fdw OPTIONS (%s)" % (name, COLS, opt))
-    create_run_function("gs", (("pg_warp.engine_startup_cost", "0"),
+    DB.create_run_function("gs", (("pg_warp.engine_startup_cost", "0"),
                                ("pg_warp.engine_row_cost", "0"),
                                ("pg_warp.enable_gpupreagg", "off")))
     yield d
@@ -63,12 +66,15 @@ def edge():
     shutil.rmtree(d, ignore_errors=True)
 
 
-def compare(queries):
-    return compare_queries("gs", queries)
+def compare(queries, rechecked=False):
+    """DB.compare of the queries: equal on and off, and the engine ran (a
+    GpuScan, or arrow_fdw's scan with the engine's filter, which the planner
+    prefers where their costs tie: IS NOT NULL quals, empty tables)."""
+    return DB.compare("gs", queries, node=ENGINE_SCAN, rechecked=rechecked)
 
 
-def assert_equal(queries):
-    bad = unequal(compare(queries))
+def assert_equal(queries, rechecked=False):
+    bad = unequal(compare(queries, rechecked))
     assert not bad, "\n".join(bad)
 
 
@@ -77,13 +83,20 @@ def plan(sql, opts="COSTS OFF", settings=ON):
 
 
 def rows_query(where, table="gs.edge", cols=ALL):
+    """The rows of table where `where`; the filter suite's collation is gs.nd here."""
     return ("SELECT string_agg(concat_ws('|', %s), ',' ORDER BY id) FROM %s WHERE %s"
-            % (cols, table, where))
+            % (cols, table, where.replace("engf.nd", "gs.nd")))
 
 
 def test_every_clause_all_columns():
-    """Every clause of the engine filter's suite, every column returned."""
-    assert_equal([rows_query(c) for c in CLAUSES])
+    """Every clause of the engine filter's suite, every column returned: the
+    engine evaluates those it compiles (PostgreSQL rechecks the batches where
+    values leave its range), the others stay in PostgreSQL's plan."""
+    assert_equal([rows_query(c) for c in clauses_in_engine(False)])
+    assert_equal([rows_query(c) for c in clauses_in_engine(True)], rechecked=True)
+    assert not unequal(DB.compare("gs", [rows_query(c) for c in CLAUSES_NOT_IN_ENGINE]))
+    for c in CLAUSES_NOT_IN_ENGINE:
+        DB.not_planned(rows_query(c), ENGINE_SCAN, (ON,))
 
 
 def test_plans_are_gpuscan():
@@ -140,8 +153,11 @@ def test_directory_empty_and_one_row_tables():
 
 
 def test_limit():
+    # LIMIT 0 never runs the scan
+    assert not unequal(DB.compare("gs", ["SELECT string_agg(id::text, ',') FROM (SELECT id "
+                                         "FROM gs.edge WHERE i4 > 0 LIMIT 0) s"]))
     assert_equal(["SELECT string_agg(id::text, ',') FROM (SELECT id FROM gs.edge "
-                  "WHERE i4 > 0 LIMIT %d) s" % k for k in (0, 1, 3, 8, 100)] +
+                  "WHERE i4 > 0 LIMIT %d) s" % k for k in (1, 3, 8, 100)] +
                  ["SELECT string_agg(id::text, ',') FROM (SELECT id FROM gs.dir "
                   "WHERE i2 <> 0 ORDER BY id LIMIT 5) s"])
 
@@ -154,9 +170,7 @@ def test_rescan_nested_loop_inner():
          "WHERE e.i2 > 0")
     p = plan(q, "ANALYZE, COSTS OFF, TIMING OFF", ON + s)
     assert "Nested Loop" in p and "GpuScan" in p and "loops=3" in p, p
-    on = psql(ON + s + q)
-    off = psql(s + "SET pg_warp.enabled = off; " + q)
-    assert on == off and on
+    assert DB.same(q, "GpuScan", on=(ON + s,), off=(s + "SET pg_warp.enabled = off",))
 
 
 @pytest.fixture(scope="module")
@@ -186,8 +200,8 @@ def test_parallel_plan_equals_serial(big):
     assert "Parallel Custom Scan (GpuScan)" in p and "Gather" in p, p
     rows_read = [ln for ln in p.split("\n") if "Rows Read:" in ln][0]
     assert int(rows_read.split(":")[1]) == 200000, p
-    par = psql(ON + PAR + q)
-    assert par == psql(ON + q) == psql("SET pg_warp.enabled = off; " + q)
+    par = DB.same(q, "GpuScan", on=(ON + PAR,))
+    assert par == DB.same(q, "GpuScan", on=(ON,))
 
 
 def test_non_superuser():
@@ -271,8 +285,8 @@ def test_gpu_engine_equal():
     (runs only where the service has a GPU)."""
     if psql("SELECT engine FROM pgwarp.service_status()") != "gpu":
         pytest.skip("the service has no GPU")
-    bad = unequal(compare_queries("gs", [rows_query(c) for c in CLAUSES],
-                                  "SET pg_warp.engine = gpu; "))
+    bad = unequal(DB.compare("gs", [rows_query(c) for c in CLAUSES], "SET pg_warp.engine = gpu; ",
+                             node=ENGINE_SCAN))
     assert not bad, "\n".join(bad)
     for engine in ("gpu", "auto"):
         p = plan(rows_query("i4 > 0"), "ANALYZE, COSTS OFF, TIMING OFF",

@@ -24,8 +24,8 @@ import time
 
 import pytest
 
-from engine_edge import compare as compare_queries
-from engine_edge import create_run_function, edge_table, psql, unequal, write
+from engine_edge import edge_table, psql, write
+from pg_sql import DB, unequal
 from test_engine_filter import CLAUSES
 
 SETTINGS = (("pg_warp.engine_startup_cost", "0"), ("pg_warp.engine_row_cost", "0"),
@@ -53,14 +53,14 @@ def edge():
          "CREATE TABLE gsh.empty (LIKE gsh.edge); "
          "CREATE TABLE gsh.one AS SELECT * FROM gsh.edge WHERE id = 5")
     psql("VACUUM ANALYZE gsh.edge, gsh.empty, gsh.one")
-    create_run_function("gsh", SETTINGS)
+    DB.create_run_function("gsh", SETTINGS)
     yield d
     psql("DROP SCHEMA IF EXISTS gsh CASCADE")
     shutil.rmtree(d, ignore_errors=True)
 
 
 def assert_equal(queries):
-    bad = unequal(compare_queries("gsh", queries))
+    bad = unequal(DB.compare("gsh", queries))
     assert not bad, "\n".join(bad)
 
 
@@ -102,7 +102,7 @@ def test_off_by_default():
 
 
 def test_errors_are_postgresql_errors():
-    res = [on for q, on, off in compare_queries("gsh", [rows_query(c) for c in (
+    res = [on for q, on, off in DB.compare("gsh", [rows_query(c) for c in (
         "i4 * i4 > 0", "i4 / z > 1", "f8 / 0 > 0", "d - 2140000000 < '2000-01-01'",
         "substring(t, 1, -1) = ''", "z <> 0 AND i4 / z > 1")])]
     assert res[0].startswith("error 22003 integer out of range"), res[0]
@@ -161,7 +161,7 @@ def test_empty_and_one_row_tables():
         qs.append("SELECT count(*) FROM %s WHERE i2 < 1000" % table)
     # their sequential scans cost next to nothing: this takes the GpuScan
     noseq = "SET enable_seqscan = off; "
-    bad = unequal(compare_queries("gsh", qs, noseq))
+    bad = unequal(DB.compare("gsh", qs, noseq))
     assert not bad, "\n".join(bad)
     for table in ("gsh.empty", "gsh.one"):
         assert "GpuScan" in plan("SELECT id FROM %s WHERE i4 > 0" % table, settings=ON + noseq)
@@ -438,7 +438,7 @@ def test_gpu_engine_equal():
     PostgreSQL's rows and errors (runs only where the service has a GPU)."""
     if psql("SELECT engine FROM pgwarp.service_status()") != "gpu":
         pytest.skip("the service has no GPU")
-    bad = unequal(compare_queries("gsh", [rows_query(c) for c in CLAUSES],
+    bad = unequal(DB.compare("gsh", [rows_query(c) for c in CLAUSES],
                                   "SET pg_warp.engine = gpu; "))
     assert not bad, "\n".join(bad)
     for engine in ("gpu", "auto"):
