@@ -10,7 +10,7 @@ import os
 
 import pyarrow as pa
 
-from pg_sql import DB
+from pg_sql import DB, unequal
 
 N = 60          # rows
 BATCH = 7       # rows per record batch: errors and fallbacks hit some batches
@@ -83,3 +83,39 @@ def write(path, table, batch=BATCH):
         for b in table.to_batches(max_chunksize=batch):
             w.write_batch(b)
     os.chmod(path, 0o644)
+
+
+# ---------------------------------------------------------------- GpuScan suites
+# test_gpuscan.py (Arrow) and test_gpuscan_heap.py (heap) run the same cases over
+# their own copies of the edge table: `schema` holds the run/explain functions
+# (pg_sql.Db.create_run_function), rows_query(where) is the suite's query of every
+# column of the rows where `where` holds, node the engine nodes that may serve it.
+
+# each clause raises in PostgreSQL (SQLSTATE) or, guarded, does not ("ok")
+SCAN_ERRORS = [("i4 * i4 > 0", "error 22003 integer out of range"),
+               ("i4 / z > 1", "error 22012 division by zero"), ("f8 / 0 > 0", "error 22012"),
+               ("d - 2140000000 < '2000-01-01'", "error 22008"),
+               ("substring(t, 1, -1) = ''", "error 22011"), ("z <> 0 AND i4 / z > 1", "ok ")]
+
+
+def check_every_clause(schema, rows_query, node, in_engine, rechecked, not_in_engine,
+                       settings=(), prefix=""):
+    """The clauses in_engine (the engine ran, nothing rechecked), rechecked (the
+    engine ran, PostgreSQL rechecked some batches or chunks) and not_in_engine
+    (no engine node in the plan with the settings) give PostgreSQL's rows and
+    errors; prefix is SQL run first in the session (Db.compare's settings)."""
+    for clauses, recheck in ((in_engine, False), (rechecked, True)):
+        bad = unequal(DB.compare(schema, [rows_query(c) for c in clauses], prefix, node=node,
+                                 rechecked=recheck))
+        assert not bad, "\n".join(bad)
+    bad = unequal(DB.compare(schema, [rows_query(c) for c in not_in_engine], prefix))
+    assert not bad, "\n".join(bad)
+    for c in not_in_engine:
+        DB.not_planned(rows_query(c), node, settings)
+
+
+def check_scan_errors(schema, rows_query, node):
+    """SCAN_ERRORS: PostgreSQL's error, or its rows, with the engine in the plan."""
+    res = DB.compare(schema, [rows_query(c) for c, _ in SCAN_ERRORS], node=node)
+    for (q, on, off), (_, want) in zip(res, SCAN_ERRORS):
+        assert on == off and on.startswith(want), (q, on, off)

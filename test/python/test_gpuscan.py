@@ -22,9 +22,9 @@ import time
 import pyarrow as pa
 import pytest
 
-from engine_edge import edge_table, psql, write
+from engine_edge import check_every_clause, check_scan_errors, edge_table, psql, write
 from pg_sql import DB, FILTER, unequal
-from test_engine_filter import CLAUSES, CLAUSES_NOT_IN_ENGINE, clauses_in_engine
+from test_engine_filter import CLAUSES_NOT_IN_ENGINE, clauses_in_engine
 
 ENGINE_SCAN = ("GpuScan", FILTER)
 ON = ("SET pg_warp.engine_startup_cost = 0; SET pg_warp.engine_row_cost = 0; "
@@ -92,11 +92,8 @@ def test_every_clause_all_columns():
     """Every clause of the engine filter's suite, every column returned: the
     engine evaluates those it compiles (PostgreSQL rechecks the batches where
     values leave its range), the others stay in PostgreSQL's plan."""
-    assert_equal([rows_query(c) for c in clauses_in_engine(False)])
-    assert_equal([rows_query(c) for c in clauses_in_engine(True)], rechecked=True)
-    assert not unequal(DB.compare("gs", [rows_query(c) for c in CLAUSES_NOT_IN_ENGINE]))
-    for c in CLAUSES_NOT_IN_ENGINE:
-        DB.not_planned(rows_query(c), ENGINE_SCAN, (ON,))
+    check_every_clause("gs", rows_query, ENGINE_SCAN, clauses_in_engine(False),
+                       clauses_in_engine(True), CLAUSES_NOT_IN_ENGINE, (ON,))
 
 
 def test_plans_are_gpuscan():
@@ -107,16 +104,7 @@ def test_plans_are_gpuscan():
 
 
 def test_errors_are_postgresql_errors():
-    res = {q: on for q, on, off in compare([rows_query(c) for c in (
-        "i4 * i4 > 0", "i4 / z > 1", "f8 / 0 > 0", "d - 2140000000 < '2000-01-01'",
-        "substring(t, 1, -1) = ''", "z <> 0 AND i4 / z > 1")])}
-    got = list(res.values())
-    assert got[0].startswith("error 22003 integer out of range"), got[0]
-    assert got[1].startswith("error 22012 division by zero"), got[1]
-    assert got[2].startswith("error 22012"), got[2]
-    assert got[3].startswith("error 22008"), got[3]
-    assert got[4].startswith("error 22011"), got[4]
-    assert got[5].startswith("ok "), got[5]
+    check_scan_errors("gs", rows_query, ENGINE_SCAN)
 
 
 def test_rechecked_batches_in_explain():
@@ -285,9 +273,10 @@ def test_gpu_engine_equal():
     (runs only where the service has a GPU)."""
     if psql("SELECT engine FROM pgwarp.service_status()") != "gpu":
         pytest.skip("the service has no GPU")
-    bad = unequal(DB.compare("gs", [rows_query(c) for c in CLAUSES], "SET pg_warp.engine = gpu; ",
-                             node=ENGINE_SCAN))
-    assert not bad, "\n".join(bad)
+    check_every_clause("gs", rows_query, ENGINE_SCAN, clauses_in_engine(False),
+                       clauses_in_engine(True),
+                       CLAUSES_NOT_IN_ENGINE, (ON, "SET pg_warp.engine = gpu"),
+                       "SET pg_warp.engine = gpu; ")
     for engine in ("gpu", "auto"):
         p = plan(rows_query("i4 > 0"), "ANALYZE, COSTS OFF, TIMING OFF",
                  ON + "SET pg_warp.engine = %s; " % engine)
