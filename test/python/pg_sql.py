@@ -100,17 +100,11 @@ class Db:
         return json.loads(out)[0]["Plan"]
 
     def engine_ran(self, sql, node, settings=ON, rechecked=False, engine=None):
-        """EXPLAIN ANALYZE of sql has at least one `node` and the engine
-        served each of them (rechecked: PostgreSQL may have evaluated some
-        batches or chunks, as when a value raises in the engine; engine:
-        "CPU" or "GPU" must be the one that ran).  Returns the plan (JSON)."""
+        """EXPLAIN ANALYZE of sql has a `node` that executed, and the engine
+        served each one that did (why_not_run).  Returns the plan (JSON)."""
         top = self.plan(sql, settings, analyze=True)
-        nodes = find_nodes(top, node)
-        assert nodes, "no %s in the plan of %s:\n%s" % (node, sql, show(top))
-        for n in nodes:
-            why = not_served(n, node, rechecked, engine)
-            assert why is None, "%s did not run in the engine (%s): %s\n%s" % (
-                node, why, sql, show(top))
+        why = why_not_run(top, node, rechecked, engine)
+        assert why is None, "%s: %s\n%s" % (why, sql, show(top))
         return top
 
     def same(self, sql, node, settings=(), on=ON, off=OFF, ordered=False, rel_tol=0.0,
@@ -143,11 +137,12 @@ class Db:
         assert find_nodes(top, node), "no %s in the plan of %s:\n%s" % (node, sql, show(top))
         return got[1]
 
-    def same_answer(self, sql, node, settings=(), rel_tol=0.0, rechecked=False):
+    def same_answer(self, sql, node, settings=(), on=ON, off=OFF, rel_tol=0.0,
+                    rechecked=False):
         """same() where PostgreSQL answers sql, same_error() where it raises."""
-        if self.result(sql, OFF + tuple(settings))[0] == "error":
-            return self.same_error(sql, node, settings)
-        return self.same(sql, node, settings, rel_tol=rel_tol, rechecked=rechecked)
+        if self.result(sql, tuple(off) + tuple(settings))[0] == "error":
+            return self.same_error(sql, node, settings, on, off)
+        return self.same(sql, node, settings, on, off, rel_tol=rel_tol, rechecked=rechecked)
 
     def falls_back(self, sql, node, settings=(), on=ON, off=OFF):
         """The plan of sql has `node`, which falls back to PostgreSQL's plan
@@ -253,15 +248,8 @@ def engine_not_run(sql, explain, node, rechecked):
     if explain.startswith("planned "):
         top = json.loads(explain[len("planned "):])[0]["Plan"]
         return None if find_nodes(top, node) else "no %s in the plan of %s" % (node, sql)
-    top = json.loads(explain)[0]["Plan"]
-    nodes = find_nodes(top, node)
-    if not nodes:
-        return "no %s in the plan of %s" % (node, sql)
-    for n in nodes:
-        why = not_served(n, node, rechecked)
-        if why:
-            return "%s did not run in the engine (%s): %s" % (node, why, sql)
-    return None
+    why = why_not_run(json.loads(explain)[0]["Plan"], node, rechecked)
+    return why and "%s: %s" % (why, sql)
 
 
 def unequal(results):
@@ -298,17 +286,35 @@ def engines_of(n):
     return [n.get("Engine")] + [w["Engine"] for w in n.get("Workers", []) if "Engine" in w]
 
 
-def not_served(n, node, rechecked, engine=None):
+def why_not_run(top, node, rechecked=False, engine=None):
+    """Why EXPLAIN ANALYZE's plan top does not show the engine serving `node`,
+    or None: some `node` must have executed, and each one that did must have
+    run in the engine (engine: "CPU" or "GPU", the one; rechecked:
+    PostgreSQL may have evaluated some of its batches or chunks, as where a
+    value leaves the engine's range, never all).  A node that never executed
+    (as a GpuScan in the fallback plan of a GpuPreAgg that ran) does not count."""
+    nodes = find_nodes(top, node)
+    if not nodes:
+        return "no %s in the plan" % (node,)
+    ran = [n for n in nodes if n.get("Actual Loops", 0) > 0]
+    if not ran:
+        return "%s never executed" % (node,)
+    for n in ran:
+        why = not_served(n, rechecked, engine)
+        if why:
+            return "%s did not run in the engine (%s)" % (n.get("Custom Plan Provider",
+                                                                n.get("Node Type")), why)
+    return None
+
+
+def not_served(n, rechecked, engine=None):
     """Why the engine did not serve plan node n (EXPLAIN ANALYZE), or None."""
     bad = [e for e in engines_of(n) if e not in ((engine,) if engine else ENGINES)]
     if bad:
         return "Engine: %s%s" % (bad[0], ", " + n["Fallback Reason"]
                                  if "Fallback Reason" in n else "")
-    if is_node(n, FILTER):
-        if "Engine Fallback Batches" not in n:
-            return "the filter was not begun"
-    elif n.get("Actual Loops", 0) == 0:
-        return "never executed"
+    if is_node(n, FILTER) and "Engine Fallback Batches" not in n:
+        return "the filter was not begun"
     for k in RECHECKED:
         if n.get(k, 0) > 0 and not rechecked:
             return "%s: %d" % (k, n[k])
