@@ -108,16 +108,17 @@ class Db:
         return top
 
     def same(self, sql, node, settings=(), on=ON, off=OFF, ordered=False, rel_tol=0.0,
-             rechecked=False, engine=None):
+             rechecked=False, engine=None, fuzzy=None):
         """The rows of sql with pg_warp on equal PostgreSQL's (pg_warp off),
         and the engine ran every `node` (engine_ran).  ordered: compare in
-        order, else as sorted lines; rel_tol: float fields may differ by this
-        relative amount (float sums in another order).  Returns the rows."""
+        order, else as sorted lines; rel_tol: float fields (those numbered
+        in fuzzy, from 0, if given) may differ by this relative amount
+        (float sums in another order).  Returns the rows."""
         on, off = tuple(on) + tuple(settings), tuple(off) + tuple(settings)
         got, want = self.result(sql, on), self.result(sql, off)
         assert want[0] == "ok", ("PostgreSQL raised: use same_error", sql, want)
         assert got == want or got[0] == "ok", (sql, got, want)
-        assert_rows_equal(sql, got[1], want[1], ordered, rel_tol)
+        assert_rows_equal(sql, got[1], want[1], ordered, rel_tol, fuzzy)
         self.engine_ran(sql, node, on, rechecked, engine)
         return lines(got[1])
 
@@ -329,14 +330,17 @@ def show(top):
     return json.dumps(top, indent=1)[:6000]
 
 
-def fields_close(a, b, rel_tol):
-    """Two result lines equal, float fields within rel_tol (NaN equals NaN)."""
+def fields_close(a, b, rel_tol, fuzzy=None):
+    """Two result lines equal, float fields (those numbered in fuzzy, if
+    given) within rel_tol (NaN equals NaN)."""
     fa, fb = a.split("|"), b.split("|")
     if len(fa) != len(fb):
         return False
-    for x, y in zip(fa, fb):
+    for j, (x, y) in enumerate(zip(fa, fb)):
         if x == y:
             continue
+        if fuzzy is not None and j not in fuzzy:
+            return False
         try:
             vx, vy = float(x), float(y)
         except ValueError:
@@ -347,9 +351,10 @@ def fields_close(a, b, rel_tol):
     return True
 
 
-def assert_rows_equal(sql, got, want, ordered=False, rel_tol=0.0):
+def assert_rows_equal(sql, got, want, ordered=False, rel_tol=0.0, fuzzy=None):
     """psql outputs got and want hold the same rows (in order if ordered);
-    with rel_tol, float fields may differ by that much."""
+    with rel_tol, float fields (those numbered in fuzzy, if given) may differ
+    by that much."""
     g, w = lines(got), lines(want)
     if not ordered:
         g, w = sorted(g), sorted(w)
@@ -359,12 +364,12 @@ def assert_rows_equal(sql, got, want, ordered=False, rel_tol=0.0):
     assert rel_tol > 0, (sql, got, want)
     if ordered:
         for a, b in zip(g, w):
-            assert fields_close(a, b, rel_tol), (sql, a, b)
+            assert fields_close(a, b, rel_tol, fuzzy), (sql, a, b)
         return
     # rows with float fields may sort differently in their last digits
     left = list(w)
     for r in g:
-        m = next((x for x in left if fields_close(r, x, rel_tol)), None)
+        m = next((x for x in left if fields_close(r, x, rel_tol, fuzzy)), None)
         assert m is not None, (sql, r, want)
         left.remove(m)
 
