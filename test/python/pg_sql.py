@@ -97,7 +97,7 @@ class Db:
         opts = "ANALYZE, TIMING OFF, " if analyze else ""
         out = self.sql("EXPLAIN (%sVERBOSE, COSTS OFF, FORMAT JSON) %s" % (opts, sql),
                        settings)
-        return json.loads(out)[0]["Plan"]
+        return json_plan(out)
 
     def engine_ran(self, sql, node, settings=ON, rechecked=False, engine=None):
         """EXPLAIN ANALYZE of sql has a `node` that executed, and the engine
@@ -247,9 +247,9 @@ def engine_not_run(sql, explain, node, rechecked):
     """Why schema.explain's answer explain does not show the engine serving
     `node` for sql, or None."""
     if explain.startswith("planned "):
-        top = json.loads(explain[len("planned "):])[0]["Plan"]
+        top = json_plan(explain[len("planned "):])
         return None if find_nodes(top, node) else "no %s in the plan of %s" % (node, sql)
-    why = why_not_run(json.loads(explain)[0]["Plan"], node, rechecked)
+    why = why_not_run(json_plan(explain), node, rechecked)
     return why and "%s: %s" % (why, sql)
 
 
@@ -260,6 +260,21 @@ def unequal(results):
 
 def lines(out):
     return out.split("\n") if out else []
+
+
+def merged_pairs(pairs):
+    """A JSON object of pairs whose repeated keys' lists are joined: a
+    parallel node has two "Workers" lists (PostgreSQL's figures of each
+    worker, and the engine's)."""
+    d = {}
+    for k, v in pairs:
+        d[k] = d[k] + v if k in d and isinstance(d[k], list) and isinstance(v, list) else v
+    return d
+
+
+def json_plan(text):
+    """The top plan node of EXPLAIN (FORMAT JSON)'s output text."""
+    return json.loads(text, object_pairs_hook=merged_pairs)[0]["Plan"]
 
 
 def is_node(n, node):
@@ -283,8 +298,10 @@ def find_nodes(top, node):
 
 
 def engines_of(n):
-    """The engines plan node n and its parallel workers ran on (EXPLAIN ANALYZE)."""
-    return [n.get("Engine")] + [w["Engine"] for w in n.get("Workers", []) if "Engine" in w]
+    """The engines plan node n and its parallel workers ran on (EXPLAIN
+    ANALYZE; a leader that does not participate reports none)."""
+    own = [n["Engine"]] if "Engine" in n else []
+    return own + [w["Engine"] for w in n.get("Workers", []) if "Engine" in w]
 
 
 def why_not_run(top, node, rechecked=False, engine=None):
@@ -310,7 +327,10 @@ def why_not_run(top, node, rechecked=False, engine=None):
 
 def not_served(n, rechecked, engine=None):
     """Why the engine did not serve plan node n (EXPLAIN ANALYZE), or None."""
-    bad = [e for e in engines_of(n) if e not in ((engine,) if engine else ENGINES)]
+    engines = engines_of(n)
+    if not engines:
+        return "no engine reported"
+    bad = [e for e in engines if e not in ((engine,) if engine else ENGINES)]
     if bad:
         return "Engine: %s%s" % (bad[0], ", " + n["Fallback Reason"]
                                  if "Fallback Reason" in n else "")
@@ -339,7 +359,8 @@ def fields_close(a, b, rel_tol, fuzzy=None):
     for j, (x, y) in enumerate(zip(fa, fb)):
         if x == y:
             continue
-        if fuzzy is not None and j not in fuzzy:
+        # integers (no point, exponent, NaN or Infinity) are never close
+        if (fuzzy is not None and j not in fuzzy) or not any(ch in x + y for ch in ".eEnN"):
             return False
         try:
             vx, vy = float(x), float(y)

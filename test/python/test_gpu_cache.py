@@ -101,13 +101,10 @@ def make_table(c, data_dir, seed):
 
 
 def same_as_postgresql(c, sql):
-    plan = c.run("EXPLAIN (COSTS OFF) " + sql, settings=[ON.strip()])
-    assert plan.returncode == 0 and "GpuPreAgg" in plan.stdout, plan.stdout + plan.stderr
-    on = c.run(sql, settings=[ON.strip()])
-    off = c.run(sql, settings=[OFF.strip()])
-    assert on.returncode == 0 and off.returncode == 0, on.stderr + off.stderr
-    assert on.stdout == off.stdout
-    return on.stdout
+    """sql's rows, in order, are PostgreSQL's through a GpuPreAgg the engine
+    ran (pg_sql.Db.same)."""
+    return "\n".join(c.same(sql, "GpuPreAgg", on=(ON.strip(),), off=(OFF.strip(),),
+                             ordered=True))
 
 
 def test_setting_is_passed_to_the_service(cluster):
