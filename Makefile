@@ -99,6 +99,12 @@ include $(PGXS)
 dev:
 	$(MAKE) ASSERT=1 WERROR=1
 
+# the fast test tier (doc/testing.md): builds what changed, installs, runs the
+# unit, library and layout tests; no cluster
+.PHONY: check-fast
+check-fast:
+	bash scripts/test.sh --fast
+
 .PHONY: regress-prep
 regress-prep:
 	python3 test/data/prepare_regress.py $(REGRESS_DIR)
