@@ -104,14 +104,7 @@ run_pytest() {
     # shellcheck disable=SC2086
     python3 -m pytest "$@" -q -p no:cacheprovider --junitxml="$work/pytest.xml" ${PYTEST_ARGS:-} 2>&1 | tail -40
     if [ -f "$work/pytest.xml" ]; then
-        read -r t f e s < <(python3 - "$work/pytest.xml" <<'PY'
-import sys, xml.etree.ElementTree as ET
-r = ET.parse(sys.argv[1]).getroot()
-suites = [r] if r.tag == "testsuite" else list(r)
-g = lambda k: sum(int(x.get(k, 0)) for x in suites)
-print(g("tests"), g("failures"), g("errors"), g("skipped"))
-PY
-)
+        read -r t f e s < <(python3 test/python/junit_counts.py "$work/pytest.xml")
         passed=$((passed + t - f - e - s))
         skipped=$((skipped + s))
         for _ in $(seq $((f + e))); do failed=$((failed + 1)); done

@@ -244,14 +244,7 @@ if [ -d "$top/test/python" ] && python3 -c "import pytest" 2>/dev/null; then
     sed -n '/short test summary info/,$p' "$work/pytest.log" | cut -c1-400
     grep -qE 'short test summary info' "$work/pytest.log" || tail -40 "$work/pytest.log"
     if [ -f "$work/pytest.xml" ]; then
-        read -r t f e s < <(python3 - "$work/pytest.xml" <<'PY'
-import sys, xml.etree.ElementTree as ET
-r = ET.parse(sys.argv[1]).getroot()
-suites = [r] if r.tag == "testsuite" else list(r)
-g = lambda k: sum(int(x.get(k, 0)) for x in suites)
-print(g("tests"), g("failures"), g("errors"), g("skipped"))
-PY
-)
+        read -r t f e s < <(python3 "$top/test/python/junit_counts.py" "$work/pytest.xml")
         passed=$((passed + t - f - e - s))
         skipped=$((skipped + s))
         for _ in $(seq $((f + e))); do note_fail "pytest"; done
