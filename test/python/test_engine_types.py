@@ -16,7 +16,8 @@ import pytest
 
 from engine_edge import psql, write
 from pg_sql import DB, FILTER, find_nodes, unequal
-from test_engine_filter import CLAUSES_TYPES, edge_table_types
+from test_engine_filter import (CLAUSES_TYPES, TYPES_NOT_IN_ENGINE, TYPES_RECHECKED_EVERYWHERE,
+                                edge_table_types)
 
 COLS = ("id int4, i2 int2, i4 int4, i8 int8, z int4, f4 float4, f8 float8, n numeric(20,2), "
         "t text, d date, ts timestamp, tstz timestamptz, b bool, iv interval, dd date")
@@ -54,33 +55,20 @@ def plan(sql, agg=False):
     return psql(sets + "EXPLAIN (COSTS OFF) " + sql)
 
 
-# clauses of CLAUSES_TYPES that stay in PostgreSQL's plan (test_engine_filter's
-# test_stays_in_postgresql says why), and those whose every batch PostgreSQL
-# rechecks: each batch of the edge table holds an infinite dd (extract() of it
-# is numeric infinity, past the engine's numeric) or a true b (which selects
-# the 38-digit constant, past the engine's numeric at n's scale); the engine's
-# forms of these are not exercised here
-NOT_IN_ENGINE = ["tstz + interval '1 day' > '2000-01-01 00:00+00'",
-                 "CASE WHEN b THEN 1.5 ELSE n * n END > 0"]
-RECHECKED_EVERYWHERE = ["extract(year from dd) > 5000", "extract(epoch from dd) > 0",
-                        "extract(isoyear from dd) < 2000",
-                        "CASE WHEN b THEN 99999999999999999999999999999999999999 ELSE n END > 0"]
-
-
 @pytest.mark.parametrize("schema", ["engt", "engt_copy"])
 def test_gpuscan_equal_postgresql(schema):
     """Each added form as a GpuScan qual: rows or error as PostgreSQL's
     (the file mapped by the service, and read into its own buffers)."""
     q = "SELECT string_agg(id::text, ',' ORDER BY id) FROM engt.edge WHERE "
-    in_engine = [c for c in CLAUSES_TYPES if c not in NOT_IN_ENGINE + RECHECKED_EVERYWHERE]
+    in_engine = [c for c in CLAUSES_TYPES if c not in TYPES_NOT_IN_ENGINE + TYPES_RECHECKED_EVERYWHERE]
     bad = unequal(DB.compare(schema, [q + c for c in in_engine], node=("GpuScan", FILTER),
                              rechecked=True))
-    bad += unequal(DB.compare(schema, [q + c for c in NOT_IN_ENGINE + RECHECKED_EVERYWHERE]))
+    bad += unequal(DB.compare(schema, [q + c for c in TYPES_NOT_IN_ENGINE + TYPES_RECHECKED_EVERYWHERE]))
     assert not bad, "\n".join(bad)
     sets = tuple("SET %s = %s" % x for x in ENGINE) + ("SET pg_warp.enable_gpupreagg = off",)
-    for c in NOT_IN_ENGINE:
+    for c in TYPES_NOT_IN_ENGINE:
         DB.not_planned(q + c, ("GpuScan", FILTER), sets)
-    for c in RECHECKED_EVERYWHERE:
+    for c in TYPES_RECHECKED_EVERYWHERE:
         n = find_nodes(DB.plan(q + c, sets, analyze=True), "GpuScan")
         assert len(n) == 1 and n[0]["Batches Rechecked by PostgreSQL"] == n[0]["Batches Read"], n
 
