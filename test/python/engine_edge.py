@@ -91,6 +91,18 @@ def write(path, table, batch=BATCH):
 # (pg_sql.Db.create_run_function), rows_query(where) is the suite's query of every
 # column of the rows where `where` holds, node the engine nodes that may serve it.
 
+# every column of edge_table(returned_only=True) as text
+ALL = ("id, i2, i4, i8, z, f4, f8, n, t, d, ts, tstz, b, md5(lt), encode(bin, 'hex'), u4, tm, "
+       "d64")
+
+
+def rows_query(schema, where, table=None, cols=ALL):
+    """The query of cols of the rows of table (schema.edge) where `where`
+    holds, as one value; the filter suite's collation engf.nd is schema.nd."""
+    return ("SELECT string_agg(concat_ws('|', %s), ',' ORDER BY id) FROM %s WHERE %s"
+            % (cols, table or schema + ".edge", where.replace("engf.nd", schema + ".nd")))
+
+
 # each clause raises in PostgreSQL (SQLSTATE) or, guarded, does not ("ok")
 SCAN_ERRORS = [("i4 * i4 > 0", "error 22003 integer out of range"),
                ("i4 / z > 1", "error 22012 division by zero"), ("f8 / 0 > 0", "error 22012"),

@@ -14,6 +14,7 @@ Runs against the cluster that scripts/test.sh starts (pg_warp preloaded, so
 the service runs; without a GPU it runs the CPU engine).
 """
 import os
+from functools import partial
 import shutil
 import tempfile
 import threading
@@ -22,7 +23,8 @@ import time
 import pyarrow as pa
 import pytest
 
-from engine_edge import check_every_clause, check_scan_errors, edge_table, psql, write
+from engine_edge import ALL, check_every_clause, check_scan_errors, edge_table, psql, write
+from engine_edge import rows_query as edge_rows_query
 from pg_sql import DB, FILTER, unequal
 from test_engine_filter import CLAUSES_NOT_IN_ENGINE, clauses_in_engine
 
@@ -34,8 +36,8 @@ ON = ("SET pg_warp.engine_startup_cost = 0; SET pg_warp.engine_row_cost = 0; "
 COLS = ("id int4, i2 int2, i4 int4, i8 int8, z int4, f4 float4, f8 float8, n numeric(20,2), "
         "t text, d date, ts timestamp, tstz timestamptz, b bool, lt text, bin bytea, "
         "u4 int8, tm time, d64 date")
-ALL = ("id, i2, i4, i8, z, f4, f8, n, t, d, ts, tstz, b, md5(lt), encode(bin, 'hex'), u4, tm, "
-       "d64")
+# rows_query(where, table=None, cols=ALL): engine_edge.rows_query in this schema
+rows_query = partial(edge_rows_query, "gs")
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -80,12 +82,6 @@ def assert_equal(queries, rechecked=False):
 
 def plan(sql, opts="COSTS OFF", settings=ON):
     return psql(settings + "EXPLAIN (%s) %s" % (opts, sql))
-
-
-def rows_query(where, table="gs.edge", cols=ALL):
-    """The rows of table where `where`; the filter suite's collation is gs.nd here."""
-    return ("SELECT string_agg(concat_ws('|', %s), ',' ORDER BY id) FROM %s WHERE %s"
-            % (cols, table, where.replace("engf.nd", "gs.nd")))
 
 
 def test_every_clause_all_columns():

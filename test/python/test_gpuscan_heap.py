@@ -16,6 +16,7 @@ Runs against the cluster that scripts/test.sh starts (pg_warp preloaded, so
 the service runs; without a GPU it runs the CPU engine).
 """
 import os
+from functools import partial
 import shutil
 import subprocess
 import tempfile
@@ -24,7 +25,8 @@ import time
 
 import pytest
 
-from engine_edge import check_every_clause, check_scan_errors, edge_table, psql, write
+from engine_edge import ALL, check_every_clause, check_scan_errors, edge_table, psql, write
+from engine_edge import rows_query as edge_rows_query
 from pg_sql import DB, Cluster, unequal
 from test_engine_filter import CLAUSES_NOT_IN_ENGINE, clauses_in_engine
 
@@ -35,8 +37,8 @@ ON = "".join("SET %s = %s; " % s for s in SETTINGS)
 OFF = "SET pg_warp.enabled = off; "
 NOSEQ = "SET enable_seqscan = off; "
 
-ALL = ("id, i2, i4, i8, z, f4, f8, n, t, d, ts, tstz, b, md5(lt), encode(bin, 'hex'), u4, tm, "
-       "d64")
+# rows_query(where, table=None, cols=ALL): engine_edge.rows_query in this schema
+rows_query = partial(edge_rows_query, "gsh")
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -70,12 +72,6 @@ def assert_equal(queries, node="GpuScan", rechecked=False):
 
 def plan(sql, opts="COSTS OFF", settings=ON):
     return psql(settings + "EXPLAIN (%s) %s" % (opts, sql))
-
-
-def rows_query(where, table="gsh.edge", cols=ALL):
-    """The rows of table where `where`; the filter suite's collation is gsh.nd here."""
-    return ("SELECT string_agg(concat_ws('|', %s), ',' ORDER BY id) FROM %s WHERE %s"
-            % (cols, table, where.replace("engf.nd", "gsh.nd")))
 
 
 def counter(p, name):
