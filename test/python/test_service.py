@@ -9,13 +9,11 @@ runs as the unprivileged user of cluster.sh, which lets the tests check that
 the service refuses other users."""
 import os
 import resource
-import shutil
 import signal
 import socket
 import stat
 import struct
 import subprocess
-import tempfile
 import time
 from contextlib import contextmanager
 
