@@ -33,12 +33,14 @@ OBJS         = \
 	src/fdw/table.o \
 	src/engine/codegen.o \
 	src/engine/device.o \
+	src/engine/executor.o \
 	src/engine/explain_why.o \
 	src/engine/filter.o \
 	src/engine/gpu_preagg.o \
 	src/engine/heap_source.o \
 	src/engine/preagg_store.o \
 	src/engine/preagg_values.o \
+	src/engine/shippable.o \
 	src/engine/shm_chunk.o \
 	src/engine/gpuscan.o \
 	src/engine/service_client.o \

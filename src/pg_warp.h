@@ -55,8 +55,8 @@ extern void pg_warp_explain_why_init(void);
 extern void explain_why_codegen(struct PlannerInfo *root, Index relid, const char *node,
 								struct Expr *fallback);
 extern void explain_why_note(const char *fmt,...) pg_attribute_printf(1, 2);
-extern void explain_why_grouping(struct PlannerInfo *root, struct RelOptInfo *input_rel,
-								 struct RelOptInfo *output_rel);
+extern void explain_why_rel(struct PlannerInfo *root, Index relid, const char *node,
+							const char *why);
 extern void explain_why_offered(struct RelOptInfo *rel, const char *node, double cost);
 extern void explain_why_show(struct ExplainState *es, Oid relid);
 

@@ -281,10 +281,10 @@ CLAUSES = [
 ]
 
 
-def compare(queries, node=None):
-    """pg_sql.Db.compare in the suite's database; node: the engine nodes that
-    must have run."""
-    return F2.compare("public", queries, node=node)
+def compare(queries, settings="", node=None):
+    """pg_sql.Db.compare in the suite's database, after settings (SQL); node:
+    the engine nodes that must have run."""
+    return F2.compare("public", queries, settings, node=node)
 
 
 def test_where_clauses_equal_postgresql(edge_table):
@@ -315,6 +315,25 @@ def test_engine_evaluates(edge_table, where):
     rc, plan, _ = _psql("EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF) SELECT id FROM edge WHERE "
                         + where, check=False, db=DB)
     assert rc != 0 or "Rows Removed by Filter" not in plan, plan
+
+
+GPUSCAN = "SET pg_warp.engine_startup_cost = 0; SET pg_warp.engine_row_cost = 0; "
+
+
+def test_gpuscan_evaluates_float2_quals(edge_table):
+    """GpuScan evaluates float2 quals on Float16 columns in the service (as
+    the filter and GpuPreAgg do), with PostgreSQL's answers and errors."""
+    clauses = [c for c in CLAUSES if "NOT IN" not in c]
+    for where in clauses:
+        plan = psql(GPUSCAN + "EXPLAIN (COSTS OFF) SELECT id, a, f4 FROM edge WHERE " + where)
+        if where == "a IS NOT NULL":
+            continue    # passes most rows: arrow_fdw's own engine filter costs less
+        assert "Custom Scan (GpuScan)" in plan and engine_filter(plan) is not None, (where, plan)
+    queries = ["SELECT string_agg(id::text || ':' || coalesce(a::text, '-'), ',' ORDER BY id) "
+               "FROM edge WHERE " + c for c in clauses]
+    # (a IS NOT NULL: arrow_fdw's scan with the engine's filter)
+    bad = unequal(compare(queries, GPUSCAN, ("GpuScan", FILTER)))
+    assert not bad, "\n".join(bad)
 
 
 def test_explain_verbose_shows_float2_program(edge_table):
