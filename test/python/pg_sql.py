@@ -368,9 +368,13 @@ def fields_close(a, b, rel_tol, fuzzy=None):
     for j, (x, y) in enumerate(zip(fa, fb)):
         if x == y:
             continue
-        # integers (no point, exponent, NaN or Infinity) are never close
-        if (fuzzy is not None and j not in fuzzy) or not any(ch in x + y for ch in ".eEnN"):
+        if fuzzy is not None and j not in fuzzy:
             return False
+        # integers compare exactly (as numbers: -0 is 0)
+        if x.lstrip("-").isdigit() and y.lstrip("-").isdigit():
+            if int(x) != int(y):
+                return False
+            continue
         try:
             vx, vy = float(x), float(y)
         except ValueError:

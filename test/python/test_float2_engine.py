@@ -290,7 +290,7 @@ def compare(queries, settings="", node=None):
 def test_where_clauses_equal_postgresql(edge_table):
     """Every clause as the engine's filter (NOT IN lists: PostgreSQL's)."""
     q = "SELECT string_agg(id::text, ',' ORDER BY id) FROM edge WHERE "
-    res = compare([q + c for c in CLAUSES if "NOT IN" not in c], ("GpuScan", FILTER))
+    res = compare([q + c for c in CLAUSES if "NOT IN" not in c], node=("GpuScan", FILTER))
     res += compare([q + c for c in CLAUSES if "NOT IN" in c])
     bad = unequal(res)
     assert not bad, "\n".join(bad)
@@ -352,5 +352,5 @@ def test_grouping_with_float2_quals(edge_table):
                "SELECT string_agg(k::text || '=' || n, ',' ORDER BY k) FROM (SELECT i4 % 3 AS k,"
                " count(*) AS n FROM edge WHERE a >= b OR a IS NULL GROUP BY 1) s",
                "SELECT count(*) FROM edge WHERE f4 > 0 AND '1.5'::float2 < f4"]
-    for q, on, off in compare(queries, ("GpuPreAgg", "GpuScan", FILTER)):
+    for q, on, off in compare(queries, node=("GpuPreAgg", "GpuScan", FILTER)):
         assert on == off and on.startswith("ok "), (q, on, off)
