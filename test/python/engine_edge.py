@@ -78,11 +78,14 @@ def edge_table(returned_only=False):
 
 def write(path, table, batch=BATCH):
     """Writes table as the Arrow file path (record batches of at most batch
-    rows), readable by the server's OS user."""
-    with pa.ipc.new_file(path, table.schema) as w:
+    rows), readable by the server's OS user: a new file (inode) renamed over
+    any old one, so that a reader of the old one never sees a torn file."""
+    tmp = path + ".tmp"
+    with pa.ipc.new_file(tmp, table.schema) as w:
         for b in table.to_batches(max_chunksize=batch):
             w.write_batch(b)
-    os.chmod(path, 0o644)
+    os.chmod(tmp, 0o644)
+    os.replace(tmp, path)
 
 
 # ---------------------------------------------------------------- GpuScan suites

@@ -18,6 +18,7 @@ import time
 import pyarrow as pa
 import pytest
 
+from engine_edge import write
 from pg_sql import Cluster, wait_until
 from test_service import service_program
 
@@ -79,22 +80,13 @@ def lineorder(n, seed):
                      "mode": pa.array(cols["mode"], pa.string())})
 
 
-def write_arrow(path, table, batch=5000):
-    tmp = path + ".tmp"
-    with pa.ipc.new_file(tmp, table.schema) as w:
-        for b in table.to_batches(max_chunksize=batch):
-            w.write_batch(b)
-    os.chmod(tmp, 0o644)
-    os.replace(tmp, path)
-
-
 Q1 = "SELECT sum(p * d) FROM gc.lo WHERE d BETWEEN 1 AND 3 AND q < 25"
 Q2 = ("SELECT prio, mode, count(*), sum(p), avg(q), max(p) FROM gc.lo "
       "GROUP BY 1, 2 ORDER BY 1, 2")
 
 
 def make_table(c, data_dir, seed):
-    write_arrow(os.path.join(data_dir, "lo.arrow"), lineorder(20000, seed))
+    write(os.path.join(data_dir, "lo.arrow"), lineorder(20000, seed), 5000)
     c.sql("DROP SCHEMA IF EXISTS gc CASCADE; CREATE SCHEMA gc; "
           "CREATE FOREIGN TABLE gc.lo (q int4, d int4, p int4, prio text, mode text) "
           "SERVER arrow_fdw OPTIONS (file '%s/lo.arrow')" % data_dir)
@@ -187,7 +179,7 @@ def test_cache_serves_and_never_serves_stale_data(cluster, data_dir):
     assert "Engine: GPU" in out, out
     assert bytes_from(out, "Bytes Read") == 0 and bytes_from(out, "Bytes From GPU Cache") > 0, out
     # the file replaced: new answer, nothing from the cache
-    write_arrow(os.path.join(data_dir, "lo.arrow"), lineorder(20000, 2))
+    write(os.path.join(data_dir, "lo.arrow"), lineorder(20000, 2), 5000)
     time.sleep(0.01)
     second = same_as_postgresql(cluster, Q2)
     assert second != first
