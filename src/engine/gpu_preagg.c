@@ -381,7 +381,6 @@ gpa_codegen_scan(Relation rel, Index relid, List *exprs, AttrNumber **attnos_out
 	{
 		ec->cols = arrow_fdw_columns(rel, attnos, n);
 		ec->n_cols = n;
-		ec->float16 = true;		/* the service loads Float16 fields as float2 */
 		scan->column = engine_column_hook;
 		scan->column_arg = ec;
 		scan->every_row = true;	/* arrow_fdw converts every row's columns */
@@ -1069,7 +1068,7 @@ gpa_compile(GpaState *st, CustomScan *cs, Index relid, int n_keys, int n_aggs)
 		if (st->partial)
 			elog(ERROR, "GpuPreAgg: a parallel run of a foreign table");
 		st->src = arrow_fdw_engine_source(st->rel, relid, st->quals, attnos, n_attnos);
-		now = (EngineColumns) {st->src->cols, n_attnos, true};
+		now = (EngineColumns) {st->src->cols, n_attnos};
 	}
 	st->prog = engine_exec_program(list_nth(cs->custom_private, 4),
 								   st->src ? &now : NULL, &st->fallback_why);

@@ -135,7 +135,6 @@ gs_columns(Oid relid, List *attnos)
 		a[foreach_current_index(lc)] = (AttrNumber) lfirst_int(lc);
 	ec->n_cols = list_length(attnos);
 	ec->cols = arrow_fdw_columns(rel, a, ec->n_cols);
-	ec->float16 = true;			/* the service loads Float16 fields as float2 */
 	table_close(rel, NoLock);
 	return ec;
 }
@@ -600,7 +599,7 @@ gs_begin(CustomScanState *node, EState *estate, int eflags)
 									  list_concat(list_copy(st->engine_quals),
 												  cs->scan.plan.qual),
 									  st->attnos, st->n_cols);
-	now = (EngineColumns) {st->src->cols, st->n_cols, true};
+	now = (EngineColumns) {st->src->cols, st->n_cols};
 	gs_program(st, cs, &now);
 	if (st->always_recheck)
 		st->n_outs = st->n_cols;
