@@ -14,7 +14,7 @@ EXTENSION    = pg_warp
 EXTVERSION   = 0.1.0
 
 MODULE_big   = pg_warp
-# The extension's sources by layer (DESIGN.md, "Layout"), one per line: the
+# The extension's sources by layer (doc/architecture.md, "Layers"), one per line: the
 # top (main.c), arrow_fdw (src/fdw), the backend half of the engine
 # (src/engine) and SQL types and aggregates (src/types).
 OBJS         = \
@@ -99,6 +99,12 @@ include $(PGXS)
 .PHONY: dev
 dev:
 	$(MAKE) ASSERT=1 WERROR=1
+
+# the fast test tier (doc/testing.md): builds what changed, installs, runs the
+# unit, library and layout tests; no cluster
+.PHONY: check-fast
+check-fast:
+	bash scripts/test.sh --fast
 
 .PHONY: regress-prep
 regress-prep:

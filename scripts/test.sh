@@ -1,6 +1,12 @@
 #!/usr/bin/env bash
 # Runs every pg_warp test on this machine and ends with one line
-# "N passed, N failed" (non-zero exit on any failure).
+# "N passed, N failed, N skipped" (non-zero exit on any failure).
+#
+# scripts/test.sh --fast: the fast tier (doc/testing.md), for a tree that has been
+# built before: builds what changed (no make clean) and installs it, then runs the C
+# unit tests (test/c), the GPU heap path's CPU stand-in (test/gpu heapfake) and the
+# pytest suites that need no cluster (FAST_PYTEST below: the Arrow library, the
+# tools, the layout and the library boundary); no dependencies, no cluster, no fuzzer.
 #
 # On a fresh Debian 12 machine, as root: installs what it needs (setup-deps.sh),
 # builds with assertions, installs into the system PostgreSQL 15, starts a
@@ -13,6 +19,15 @@
 # setup-deps.sh; PYTEST_ARGS passes extra arguments to pytest (e.g. "-k fdw");
 # PG_WARP_FUZZ_SECONDS (default 60) how long to fuzz the reader (0: replay the corpus only).
 set -uo pipefail
+fast=0
+case "${1:-}" in
+    --fast) fast=1 ;;
+    "") ;;
+    *) echo "usage: $0 [--fast]" >&2; exit 2 ;;
+esac
+# the pytest files of the fast tier: none of them starts or needs a cluster
+FAST_PYTEST=(test_layout.py test_symbols.py test_arrow_json_form.py test_reader_smoke.py
+             test_interop_read.py test_interop_write.py test_tools_common.py test_ssbgen.py)
 cd "$(dirname "$0")/.."
 root=$PWD
 work=$(mktemp -d /tmp/pg_warp_test.XXXXXX)
@@ -25,6 +40,7 @@ export PG_WARP_TOOLS=$root/tools/bin
 export PG_WARP_TEST_CLUSTER=1
 passed=0
 failed=0
+skipped=0
 failures=()
 
 note_fail() { failed=$((failed + 1)); failures+=("$1"); echo "FAILED: $1"; }
@@ -34,19 +50,80 @@ finish() {
     for f in "${failures[@]+"${failures[@]}"}"; do echo "failed: $f"; done
     # keep the logs and the cluster of a failed run for a look; drop a clean one
     [ "$failed" -eq 0 ] && rm -rf "$work"
-    echo "$passed passed, $failed failed"
+    echo "$passed passed, $failed failed, $skipped skipped"
     [ "$failed" -eq 0 ]
     exit $?
 }
 trap 'note_fail "interrupted"; finish' INT TERM
 
+# run_ctests: the C unit tests of test/c (TAP), each "ok" a pass
+run_ctests() {
+    local t out rc ok bad
+    echo "== C unit tests (test/c, ASan + UBSan)"
+    if make -j2 -C test/c >"$work/ctest-build.log" 2>&1; then
+        for t in test/c/bin/test_*; do
+            [ -x "$t" ] || continue
+            out=$(cd test/c && "bin/$(basename "$t")" 2>&1); rc=$?
+            ok=$(grep -c '^ok ' <<<"$out"); bad=$(grep -c '^not ok ' <<<"$out")
+            passed=$((passed + ok))
+            grep '^not ok ' <<<"$out" | head -20
+            [ "$bad" -gt 0 ] && for _ in $(seq "$bad"); do note_fail "$(basename "$t")"; done
+            if [ "$rc" -ne 0 ] && [ "$bad" -eq 0 ]; then
+                tail -20 <<<"$out"; note_fail "$(basename "$t") exited with $rc"
+            fi
+            echo "$(basename "$t"): $ok passed, $bad failed"
+        done
+    else
+        tail -30 "$work/ctest-build.log"; note_fail "C unit test build"
+    fi
+}
+
+# run_heapfake: the GPU heap path with the stand-in CUDA driver (test/gpu)
+run_heapfake() {
+    local out ok bad
+    echo "== the service's GPU heap path with a stand-in CUDA driver (test/gpu: make heapfake)"
+    # no GPU here: test/gpu/fake_cuda.c runs the kernels' work on the host, so that
+    # gpu_agg.c and heap_chunk.c's GPU path (staging, slots, fallbacks, cancel) run;
+    # the real kernels run on a GPU host (make -C test/gpu heapcheck)
+    if out=$(make -C test/gpu heapfake 2>&1); then :; fi
+    ok=$(grep -c '^ok ' <<<"$out"); bad=$(grep -c '^not ok ' <<<"$out")
+    passed=$((passed + ok))
+    grep '^not ok ' <<<"$out" | head -20
+    [ "$bad" -gt 0 ] && for _ in $(seq "$bad"); do note_fail "heap_gpucheck (fake driver)"; done
+    if ! grep -q '^1\.\.[0-9]' <<<"$out" || [ "$ok" -eq 0 ]; then
+        tail -20 <<<"$out"; note_fail "heap_gpucheck (fake driver) did not finish"
+    fi
+    echo "heap_gpucheck (fake driver): $ok passed, $bad failed"
+}
+
+# run_pytest PATHS...: pytest over the paths; its passed, failed and skipped
+# (xfailed too) tests are added to the counts
+run_pytest() {
+    local t f e s
+    echo "== pytest ($*)"
+    # shellcheck disable=SC2086
+    python3 -m pytest "$@" -q -p no:cacheprovider --junitxml="$work/pytest.xml" ${PYTEST_ARGS:-} 2>&1 | tail -40
+    if [ -f "$work/pytest.xml" ]; then
+        read -r t f e s < <(python3 test/python/junit_counts.py "$work/pytest.xml")
+        passed=$((passed + t - f - e - s))
+        skipped=$((skipped + s))
+        for _ in $(seq $((f + e))); do failed=$((failed + 1)); done
+        [ $((f + e)) -gt 0 ] && failures+=("pytest: $((f + e)) failed")
+        [ "$t" -eq 0 ] && note_fail "pytest ran no test"
+    else
+        note_fail "pytest did not run"
+    fi
+}
+
 echo "== dependencies"
-if [ "${PG_WARP_SKIP_DEPS:-0}" != 1 ]; then
+if [ "$fast" = 1 ]; then
+    echo "skipped (--fast)"
+elif [ "${PG_WARP_SKIP_DEPS:-0}" != 1 ]; then
     scripts/setup-deps.sh || { note_fail "setup-deps.sh"; finish; }
 fi
 
 echo "== build (assertions on) and install"
-make clean >/dev/null 2>&1
+[ "$fast" = 1 ] || make clean >/dev/null 2>&1
 # without a GPU the fatbin only has to compile (for one architecture), never run
 archs=()
 nvidia-smi -L >/dev/null 2>&1 || archs=(CUDA_ARCHS=90)
@@ -57,6 +134,13 @@ if ! { make -j2 ASSERT=1 WERROR=1 "${archs[@]}" >"$work/build.log" 2>&1 &&
     finish
 fi
 grep -E "warning|nvcc" "$work/build.log" | head -20
+
+if [ "$fast" = 1 ]; then
+    run_ctests
+    run_heapfake
+    run_pytest "${FAST_PYTEST[@]/#/test/python/}"
+    finish
+fi
 
 echo "== cluster"
 if ! cluster_env=$(scripts/cluster.sh start "$PG_WARP_CLUSTER"); then
@@ -88,37 +172,8 @@ if [ "$n_bad" -gt 0 ] || [ "$n_ok" -eq 0 ]; then
     for _ in $(seq "$n_bad"); do note_fail "pg_regress (see $regress_dir/regression.diffs)"; done
 fi
 
-echo "== C unit tests (test/c, ASan + UBSan)"
-if make -j2 -C test/c >"$work/ctest-build.log" 2>&1; then
-    for t in test/c/bin/test_*; do
-        [ -x "$t" ] || continue
-        out=$(cd test/c && "bin/$(basename "$t")" 2>&1); rc=$?
-        ok=$(grep -c '^ok ' <<<"$out"); bad=$(grep -c '^not ok ' <<<"$out")
-        passed=$((passed + ok))
-        grep '^not ok ' <<<"$out" | head -20
-        [ "$bad" -gt 0 ] && for _ in $(seq "$bad"); do note_fail "$(basename "$t")"; done
-        if [ "$rc" -ne 0 ] && [ "$bad" -eq 0 ]; then
-            tail -20 <<<"$out"; note_fail "$(basename "$t") exited with $rc"
-        fi
-        echo "$(basename "$t"): $ok passed, $bad failed"
-    done
-else
-    tail -30 "$work/ctest-build.log"; note_fail "C unit test build"
-fi
-
-echo "== the service's GPU heap path with a stand-in CUDA driver (test/gpu: make heapfake)"
-# no GPU here: test/gpu/fake_cuda.c runs the kernels' work on the host, so that
-# gpu_agg.c and heap_chunk.c's GPU path (staging, slots, fallbacks, cancel) run;
-# the real kernels run on a GPU host (make -C test/gpu heapcheck)
-if out=$(make -C test/gpu heapfake 2>&1); then :; fi
-ok=$(grep -c '^ok ' <<<"$out"); bad=$(grep -c '^not ok ' <<<"$out")
-passed=$((passed + ok))
-grep '^not ok ' <<<"$out" | head -20
-[ "$bad" -gt 0 ] && for _ in $(seq "$bad"); do note_fail "heap_gpucheck (fake driver)"; done
-if ! grep -q '^1\.\.[0-9]' <<<"$out" || [ "$ok" -eq 0 ]; then
-    tail -20 <<<"$out"; note_fail "heap_gpucheck (fake driver) did not finish"
-fi
-echo "heap_gpucheck (fake driver): $ok passed, $bad failed"
+run_ctests
+run_heapfake
 
 echo "== fuzzing the Arrow reader (seed corpus replayed, then ${PG_WARP_FUZZ_SECONDS:-60} s; ASan + UBSan)"
 if scripts/fuzz.sh "${PG_WARP_FUZZ_SECONDS:-60}" >"$work/fuzz.log" 2>&1; then
@@ -128,24 +183,6 @@ else
     tail -30 "$work/fuzz.log"; note_fail "fuzz (scripts/fuzz.sh)"
 fi
 
-echo "== pytest (test/python)"
-# shellcheck disable=SC2086
-python3 -m pytest test/python -q -p no:cacheprovider --junitxml="$work/pytest.xml" ${PYTEST_ARGS:-} 2>&1 | tail -40
-if [ -f "$work/pytest.xml" ]; then
-    read -r t f e s < <(python3 - "$work/pytest.xml" <<'PY'
-import sys, xml.etree.ElementTree as ET
-r = ET.parse(sys.argv[1]).getroot()
-suites = [r] if r.tag == "testsuite" else list(r)
-g = lambda k: sum(int(x.get(k, 0)) for x in suites)
-print(g("tests"), g("failures"), g("errors"), g("skipped"))
-PY
-)
-    passed=$((passed + t - f - e - s))
-    for _ in $(seq $((f + e))); do failed=$((failed + 1)); done
-    [ $((f + e)) -gt 0 ] && failures+=("pytest: $((f + e)) failed")
-    [ "$t" -eq 0 ] && note_fail "pytest ran no test"
-else
-    note_fail "pytest did not run"
-fi
+run_pytest test/python
 
 finish

@@ -4,7 +4,7 @@
  *		Declarations shared by the layers of the extension, grouped by the
  *		file that defines them.
  *
- * The extension's sources live in folders by layer (DESIGN.md, "Layout"):
+ * The extension's sources live in folders by layer (doc/architecture.md, "Layers"):
  * main.c here at the top, fdw/ (arrow_fdw; its internals are in
  * fdw/arrow_fdw.h, its interface for the engine in fdw/fdw_scan.h) and
  * engine/ (the backend half of the engine).  What one layer needs of another,

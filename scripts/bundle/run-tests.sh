@@ -8,8 +8,9 @@
 # (test/sql, test/expected, and test/input, test/output converted with their Arrow
 # fixtures by test/data/prepare_regress.py in the temporary directory), prints
 # pgwarp.gpu_devices() and pgwarp.gpu_selftest(), runs test/python with pytest when
-# python3 has pytest, stops the cluster and ends with one line "N passed, N failed"
-# (exit status 1 on any failure).
+# python3 has pytest, stops the cluster and ends with one line
+# "N passed, N failed, N skipped" (skipped: pytest's skipped and xfailed tests;
+# exit status 1 on any failure).
 #
 # Environment: PGPORT (default: the first free port from 54339),
 # PG_WARP_OSUSER, PG_WARP_KEEP=1 keeps the temporary directory,
@@ -22,6 +23,7 @@ set -uo pipefail
 top=$(cd "$(dirname "$(readlink -f "$0")")" && pwd)
 passed=0
 failed=0
+skipped=0
 failures=()
 pgrunning=0
 
@@ -84,7 +86,7 @@ finish() {
     else
         echo "logs and results: $work"
     fi
-    echo "$passed passed, $failed failed"
+    echo "$passed passed, $failed failed, $skipped skipped"
     [ "$failed" -eq 0 ]
     exit $?
 }
@@ -242,15 +244,9 @@ if [ -d "$top/test/python" ] && python3 -c "import pytest" 2>/dev/null; then
     sed -n '/short test summary info/,$p' "$work/pytest.log" | cut -c1-400
     grep -qE 'short test summary info' "$work/pytest.log" || tail -40 "$work/pytest.log"
     if [ -f "$work/pytest.xml" ]; then
-        read -r t f e s < <(python3 - "$work/pytest.xml" <<'PY'
-import sys, xml.etree.ElementTree as ET
-r = ET.parse(sys.argv[1]).getroot()
-suites = [r] if r.tag == "testsuite" else list(r)
-g = lambda k: sum(int(x.get(k, 0)) for x in suites)
-print(g("tests"), g("failures"), g("errors"), g("skipped"))
-PY
-)
+        read -r t f e s < <(python3 "$top/test/python/junit_counts.py" "$work/pytest.xml")
         passed=$((passed + t - f - e - s))
+        skipped=$((skipped + s))
         for _ in $(seq $((f + e))); do note_fail "pytest"; done
         [ "$t" -eq 0 ] && note_fail "pytest ran no test"
     else

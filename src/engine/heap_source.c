@@ -112,10 +112,10 @@ StaticAssertDecl(MaxHeapTuplesPerPage <= XPU_HEAP_VIS_BYTES * 8,
 
 /* pg_warp.heap_chunk_pages: pages per chunk of the ring */
 /*
- * 512 (4 MiB): on the 16-core H100 host, SSB SF 20 with 16 workers, GPU
- * GpuPreAgg over the heap table took 1.40 s (Q1) and 1.38 s (Q2) at 512
- * pages, 2.0 s at 4096 (the chunks of the participants' rings reach the
- * GPU in a steadier stream); 256 and 1024 about as 512, 128 and 2048 slower
+ * 512 (4 MiB): the chunks of the participants' rings reach the GPU in a
+ * steadier stream than with larger chunks, without the per-chunk cost of
+ * smaller ones (the sizes measured: bench/results/README.md, "Figures
+ * behind constants and choices in the code")
  */
 int			pg_warp_heap_chunk_pages = 512;
 

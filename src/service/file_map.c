@@ -3,10 +3,9 @@
  * file_map.c
  *		Read-only mappings of the Arrow files that CPU engine runs read in
  *		place: the workers' programs load a batch's values straight from
- *		the page cache instead of a pread copy of them (ArrowFile.map).  On
- *		the 16-core H100 host, 16 threads summing a page-cached 10 GiB file
- *		through one mapping ran at 75-82 GB/s, through pread into their own
- *		buffers at 26 GB/s (bench/read_paths.c).
+ *		the page cache instead of a pread copy of them (ArrowFile.map),
+ *		which saves a copy of every byte read (the read rates of both
+ *		paths: bench/results/README.md, bench/read_paths.c).
  *
  * A mapped file that shrinks (truncated by its owner while a query reads
  * it) would kill the service with SIGBUS on the first touch of a page past

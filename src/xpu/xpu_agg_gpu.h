@@ -205,11 +205,10 @@ typedef struct XpuGaggCacheEntry
 #define XPU_GAGG_BLOCK		256
 /*
  * blocks of kern_agg_exec an SM holds at once: 4 caps its registers at 64
- * a thread (some spill).  On the H100 (gpu_aggcheck's bench, 40 M rows)
- * that cut the kernel time of two text keys and 35 groups from 48 to 31
- * ms and of hll_count by 5 groups from 17.5 to 10.8 ms, the filter-only
- * sum unchanged; without it the compiler took 128 registers: 2 blocks.
- * GAGG_BLOCKS_PER_SM (service/gpu_agg_int.h) sizes the grid to match.
+ * a thread (some spill); without the bound the compiler takes 128, two
+ * blocks an SM, and the text-key and hll groupings run slower (figures:
+ * bench/results/README.md).  GAGG_BLOCKS_PER_SM (service/gpu_agg_int.h)
+ * sizes the grid to match.
  */
 #define XPU_GAGG_MIN_BLOCKS	4
 #define XPU_GAGG_CANCEL_EVERY	4	/* a power of 2 */

@@ -1,33 +1,27 @@
-"""What test_engine_filter.py and test_gpuscan.py share: psql against the
-cluster of scripts/test.sh, the Arrow table of edge values and NULLs (N rows
-in record batches of BATCH rows, so that errors and fallbacks hit some
-batches and not others), and the on/off oracle: a PL/pgSQL function
-SCHEMA.run(q, on_off) that runs q with pg_warp.enabled on or off and returns
-'ok ' and its one value, or 'error ' with the SQLSTATE and message, and
-compare(), which runs queries both ways in one statement.
+"""The Arrow edge data that the engine suites share (test_engine_filter.py,
+test_gpuscan.py, ...): the table of edge values and NULLs (N rows in record
+batches of BATCH rows, so that errors and fallbacks hit some batches and not
+others) and its writer.  The on/off oracle that runs many queries both ways
+in one statement is pg_sql.Db.create_run_function and Db.compare.
 """
 import datetime
 import decimal
 import os
-import subprocess
 
 import pyarrow as pa
+
+from pg_sql import DB, unequal
 
 N = 60          # rows
 BATCH = 7       # rows per record batch: errors and fallbacks hit some batches
 
 
 def psql(sql, check=True, user=None, sep="|"):
-    """Runs sql with psql -XAtq (fields separated by sep).  check: it must
-    succeed, and its output comes back stripped; else (returncode, stdout
-    stripped, stderr)."""
-    cmd = ["psql", "-XAtq", "-F", sep, "-v", "ON_ERROR_STOP=1", "-c", sql]
-    if user:
-        cmd[1:1] = ["-U", user]
-    r = subprocess.run(cmd, capture_output=True, text=True)
-    if check:
-        assert r.returncode == 0, r.stderr
-    return r.stdout.strip() if check else (r.returncode, r.stdout.strip(), r.stderr)
+    """pg_sql.Db.psql of sql (fields separated by sep; psql's terse errors).
+    check: it must succeed, and its output comes back stripped; else
+    (returncode, stdout stripped, stderr)."""
+    rc, out, err = DB.psql(sql, check=check, user=user, sep=sep, verbose=False)
+    return out if check else (rc, out, err)
 
 
 def column(edges, stride, n=N):
@@ -84,41 +78,59 @@ def edge_table(returned_only=False):
 
 def write(path, table, batch=BATCH):
     """Writes table as the Arrow file path (record batches of at most batch
-    rows), readable by the server's OS user."""
-    with pa.ipc.new_file(path, table.schema) as w:
+    rows), readable by the server's OS user: a new file (inode) renamed over
+    any old one, so that a reader of the old one never sees a torn file."""
+    tmp = path + ".tmp"
+    with pa.ipc.new_file(tmp, table.schema) as w:
         for b in table.to_batches(max_chunksize=batch):
             w.write_batch(b)
-    os.chmod(path, 0o644)
+    os.chmod(tmp, 0o644)
+    os.replace(tmp, path)
 
 
-def create_run_function(schema, settings=()):
-    """Creates schema.run(q text, on_off bool): q's one value run with
-    pg_warp.enabled = on_off and the (name, value) settings (all local to
-    its transaction), as 'ok VALUE' ('-' for NULL) or 'error SQLSTATE MSG'."""
-    sets = "".join("PERFORM set_config('%s', '%s', true);\n              " % s
-                   for s in settings)
-    psql("""CREATE FUNCTION %s.run(q text, on_off bool) RETURNS text LANGUAGE plpgsql AS $f$
-            DECLARE r text;
-            BEGIN
-              PERFORM set_config('pg_warp.enabled', on_off::text, true);
-              %sEXECUTE q INTO r;
-              RETURN 'ok ' || coalesce(r, '-');
-            EXCEPTION WHEN others THEN
-              RETURN 'error ' || SQLSTATE || ' ' || SQLERRM;
-            END $f$""" % (schema, sets))
+# ---------------------------------------------------------------- GpuScan suites
+# test_gpuscan.py (Arrow) and test_gpuscan_heap.py (heap) run the same cases over
+# their own copies of the edge table: `schema` holds the run/explain functions
+# (pg_sql.Db.create_run_function), rows_query(where) is the suite's query of every
+# column of the rows where `where` holds, node the engine nodes that may serve it.
+
+# every column of edge_table(returned_only=True) as text
+ALL = ("id, i2, i4, i8, z, f4, f8, n, t, d, ts, tstz, b, md5(lt), encode(bin, 'hex'), u4, tm, "
+       "d64")
 
 
-def compare(schema, queries, settings=""):
-    """Runs each query with schema.run on and off, after settings (SQL run
-    first in the same session); returns [(query, on, off)] in their order."""
-    vals = ",".join("(%d, '%s')" % (k, q.replace("'", "''")) for k, q in enumerate(queries))
-    out = psql(settings + "SELECT k, %s.run(q, true), %s.run(q, false) FROM (VALUES %s) v(k, q) "
-               "ORDER BY k" % (schema, schema, vals), sep="\x1f")
-    rows = [ln.split("\x1f") for ln in out.split("\n")]
-    assert len(rows) == len(queries)
-    return [(queries[int(k)], on, off) for k, on, off in rows]
+def rows_query(schema, where, table=None, cols=ALL):
+    """The query of cols of the rows of table (schema.edge) where `where`
+    holds, as one value; the filter suite's collation engf.nd is schema.nd."""
+    return ("SELECT string_agg(concat_ws('|', %s), ',' ORDER BY id) FROM %s WHERE %s"
+            % (cols, table or schema + ".edge", where.replace("engf.nd", schema + ".nd")))
 
 
-def unequal(results):
-    """The (query, on, off) results whose on and off differ, one message each."""
-    return ["%s:\n  on:  %s\n  off: %s" % (q, on, off) for q, on, off in results if on != off]
+# each clause raises in PostgreSQL (SQLSTATE) or, guarded, does not ("ok")
+SCAN_ERRORS = [("i4 * i4 > 0", "error 22003 integer out of range"),
+               ("i4 / z > 1", "error 22012 division by zero"), ("f8 / 0 > 0", "error 22012"),
+               ("d - 2140000000 < '2000-01-01'", "error 22008"),
+               ("substring(t, 1, -1) = ''", "error 22011"), ("z <> 0 AND i4 / z > 1", "ok ")]
+
+
+def check_every_clause(schema, rows_query, node, in_engine, rechecked, not_in_engine,
+                       settings=(), prefix=""):
+    """The clauses in_engine (the engine ran, nothing rechecked), rechecked (the
+    engine ran, PostgreSQL rechecked some batches or chunks) and not_in_engine
+    (no engine node in the plan with the settings) give PostgreSQL's rows and
+    errors; prefix is SQL run first in the session (Db.compare's settings)."""
+    for clauses, recheck in ((in_engine, False), (rechecked, True)):
+        bad = unequal(DB.compare(schema, [rows_query(c) for c in clauses], prefix, node=node,
+                                 rechecked=recheck))
+        assert not bad, "\n".join(bad)
+    bad = unequal(DB.compare(schema, [rows_query(c) for c in not_in_engine], prefix))
+    assert not bad, "\n".join(bad)
+    for c in not_in_engine:
+        DB.not_planned(rows_query(c), node, settings)
+
+
+def check_scan_errors(schema, rows_query, node):
+    """SCAN_ERRORS: PostgreSQL's error, or its rows, with the engine in the plan."""
+    res = DB.compare(schema, [rows_query(c) for c, _ in SCAN_ERRORS], node=node)
+    for (q, on, off), (_, want) in zip(res, SCAN_ERRORS):
+        assert on == off and on.startswith(want), (q, on, off)

@@ -11,7 +11,7 @@ import signal
 import subprocess
 import time
 
-from test_service import alive, wait_until
+from pg_sql import alive, wait_until
 
 
 def running_tasks(cluster):

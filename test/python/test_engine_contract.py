@@ -14,6 +14,8 @@ import tempfile
 import pyarrow as pa
 import pytest
 
+from engine_edge import write
+from pg_sql import DB
 from pg_sql import psql as pg_psql
 
 ON = "SET pg_warp.engine_startup_cost = 0; SET pg_warp.engine_row_cost = 0; "
@@ -21,14 +23,9 @@ OFF = "SET pg_warp.enabled = off; "
 
 
 def run(sql, settings=ON):
-    """('ok', rows) or ('error', 'SQLSTATE message') of sql under settings."""
-    rc, out, err = pg_psql(settings + sql, check=False)
-    if rc == 0:
-        return ("ok", out)
-    for line in err.splitlines():
-        if line.startswith("ERROR:"):
-            return ("error", line.split(None, 1)[1])
-    return ("error", err)
+    """('ok', rows) or ('error', 'SQLSTATE: message') of sql after the
+    settings (SQL)."""
+    return DB.result(sql, (settings,))
 
 
 def plan(sql, settings=ON):
@@ -39,10 +36,10 @@ def plan(sql, settings=ON):
 
 def same(sql, node=None):
     """sql gives the same rows (sorted) or the same error on and off; node:
-    the engine node its plan must show with the engine on."""
+    the engine node that must have run with the engine on (or be in the plan
+    of a query that raises: pg_sql.Db.same_answer)."""
     if node is not None:
-        p = plan(sql)
-        assert "Custom Scan (%s)" % node in p, p
+        DB.same_answer(sql, node, on=(ON,), off=(OFF,))
     on, off = run(sql, ON), run(sql, OFF)
     if on[0] == "ok" and off[0] == "ok":
         assert sorted(on[1].splitlines()) == sorted(off[1].splitlines()), (sql, on, off)
@@ -51,42 +48,35 @@ def same(sql, node=None):
     return on
 
 
-def write_arrow(path, table, batch=1000):
-    with pa.ipc.new_file(path, table.schema) as w:
-        for b in table.to_batches(max_chunksize=batch):
-            w.write_batch(b)
-    os.chmod(path, 0o644)
-
-
 @pytest.fixture(scope="module", autouse=True)
 def schema():
     d = tempfile.mkdtemp(prefix="pg_warp_contract.")
     os.chmod(d, 0o755)
     n = 3000
-    write_arrow(os.path.join(d, "qo.arrow"),
-                pa.table({"a": pa.array([1 + i % 7 for i in range(n)], pa.int32()),
-                          "z": pa.array([i % 5 for i in range(n)], pa.int32())}))
+    write(os.path.join(d, "qo.arrow"),
+          pa.table({"a": pa.array([1 + i % 7 for i in range(n)], pa.int32()),
+                    "z": pa.array([i % 5 for i in range(n)], pa.int32())}), 1000)
     # strings that fit varchar(3) and char(3) in the first rows only
     vals = ["ab", "abc", None, "x"] * 250 + ["abcdef", "ab", "éé", "abcd"] * 10
     # every value fits varchar(3), some only once PostgreSQL trims their
     # trailing spaces (fit.arrow: none of those)
     fits = ["ab", "abc", None, "é日本", "", "a"] * 300
-    write_arrow(os.path.join(d, "fit.arrow"),
-                pa.table({"id": pa.array(range(1, len(fits) + 1), pa.int32()),
-                          "vc": pa.array(fits, pa.string()),
-                          "n": pa.array([i % 10 for i in range(len(fits))], pa.int64())}),
-                batch=256)
+    write(os.path.join(d, "fit.arrow"),
+          pa.table({"id": pa.array(range(1, len(fits) + 1), pa.int32()),
+                    "vc": pa.array(fits, pa.string()),
+                    "n": pa.array([i % 10 for i in range(len(fits))], pa.int64())}),
+          batch=256)
     trim = fits + ["ab   ", "abc ", "é日本  "] * 5
-    write_arrow(os.path.join(d, "trim.arrow"),
-                pa.table({"id": pa.array(range(1, len(trim) + 1), pa.int32()),
-                          "vc": pa.array(trim, pa.string()),
-                          "n": pa.array([i % 10 for i in range(len(trim))], pa.int64())}),
-                batch=256)
-    write_arrow(os.path.join(d, "tm.arrow"),
-                pa.table({"id": pa.array(range(1, len(vals) + 1), pa.int32()),
-                          "vc": pa.array(vals, pa.string()),
-                          "n": pa.array([i % 10 for i in range(len(vals))], pa.int64())}),
-                batch=256)
+    write(os.path.join(d, "trim.arrow"),
+          pa.table({"id": pa.array(range(1, len(trim) + 1), pa.int32()),
+                    "vc": pa.array(trim, pa.string()),
+                    "n": pa.array([i % 10 for i in range(len(trim))], pa.int64())}),
+          batch=256)
+    write(os.path.join(d, "tm.arrow"),
+          pa.table({"id": pa.array(range(1, len(vals) + 1), pa.int32()),
+                    "vc": pa.array(vals, pa.string()),
+                    "n": pa.array([i % 10 for i in range(len(vals))], pa.int64())}),
+          batch=256)
     pg_psql("CREATE EXTENSION IF NOT EXISTS pg_warp")
     pg_psql("DROP SCHEMA IF EXISTS ct CASCADE; CREATE SCHEMA ct")
     pg_psql("CREATE TABLE ct.qo2 (a int4, z int4); INSERT INTO ct.qo2 VALUES (1, 0), (5, 1);"
@@ -242,8 +232,8 @@ def test_engine_gpu_without_gpu_says_so():
 @pytest.fixture(scope="module")
 def no_columns(schema):
     d = schema
-    write_arrow(os.path.join(d, "nc.arrow"),
-                pa.table({"a": pa.array(range(50000), pa.int32())}), batch=4096)
+    write(os.path.join(d, "nc.arrow"),
+          pa.table({"a": pa.array(range(50000), pa.int32())}), batch=4096)
     pg_psql("CREATE TABLE ct.z (); INSERT INTO ct.z SELECT FROM generate_series(1, 300000);"
             "CREATE TABLE ct.zd (a int, b text);"
             "INSERT INTO ct.zd SELECT i, 'x' FROM generate_series(1, 200000) i;"
@@ -396,7 +386,7 @@ def test_gpuscan_time_zone_changed_after_planning(schema, table):
     pg_psql("DROP FOREIGN TABLE IF EXISTS ct.tza")
     import datetime
     t0 = datetime.datetime(2024, 3, 9, 12, tzinfo=datetime.timezone.utc)
-    write_arrow(os.path.join(schema, "tz.arrow"), pa.table({
+    write(os.path.join(schema, "tz.arrow"), pa.table({
         "t": pa.array([t0 + datetime.timedelta(hours=i) for i in range(5001)],
                       pa.timestamp("us", tz="UTC")),
         "v": pa.array(range(5001), pa.int32())}), batch=700)
@@ -426,7 +416,7 @@ def bad_values(schema):
     # row 2999: a date past PostgreSQL's range, a timestamp with nanoseconds
     days = [18000 + i for i in range(n - 1)] + [2**31 - 2]
     ns = [1_600_000_000_000_000_000 + 1000 * i for i in range(n - 1)] + [1_600_000_000_000_000_001]
-    write_arrow(os.path.join(schema, "bad.arrow"), pa.table({
+    write(os.path.join(schema, "bad.arrow"), pa.table({
         "id": pa.array(range(n), pa.int32()),
         "d": pa.array(days, pa.date32()),
         "ts": pa.array(ns, pa.timestamp("ns")),

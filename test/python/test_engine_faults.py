@@ -19,7 +19,7 @@ import pytest
 
 from engine_interrupt import (cancel_in_flight, in_flight, kill_service_mid_run,
                               running_tasks, start_slow, statement_timeout)
-from test_service import Cluster
+from pg_sql import Cluster
 
 ROWS = int(os.environ.get("PG_WARP_FAULT_ROWS", 24_000_000))
 SOAK_SECONDS = int(os.environ.get("PG_WARP_SOAK_SECONDS", 60))

@@ -18,6 +18,7 @@ import tempfile
 import pyarrow as pa
 import pytest
 
+from engine_edge import write
 from pg_sql import psql
 
 ON = ("SET pg_warp.engine_startup_cost = 0; SET pg_warp.engine_row_cost = 0; "
@@ -32,15 +33,6 @@ def script(sql):
     return r.stdout.splitlines()
 
 
-def write_arrow(path, table, batch=500):
-    tmp = path + ".tmp"
-    with pa.ipc.new_file(tmp, table.schema) as w:
-        for b in table.to_batches(max_chunksize=batch):
-            w.write_batch(b)
-    os.chmod(tmp, 0o644)
-    os.replace(tmp, path)       # a new file (inode) under the same name
-
-
 def ints(n, typ):
     return pa.table({"id": pa.array(range(n), pa.int32()),
                      "v": pa.array([None if i % 11 == 0 else i % 97 - 40 for i in range(n)],
@@ -52,12 +44,12 @@ def d():
     d = tempfile.mkdtemp(prefix="pg_warp_plan.")
     os.chmod(d, 0o755)
     n = 4000
-    write_arrow(os.path.join(d, "v.arrow"), ints(n, pa.int64()))
+    write(os.path.join(d, "v.arrow"), ints(n, pa.int64()), 500)
     base = pa.scalar(1577836800, pa.int64()).as_py()        # 2020-01-01 00:00:00
     ts = [None if i % 13 == 0 else (base + i * 3607) * 1000000 for i in range(n)]
-    write_arrow(os.path.join(d, "ts.arrow"),
-                pa.table({"id": pa.array(range(n), pa.int32()),
-                          "ts": pa.array(ts, pa.timestamp("us", tz="UTC"))}))
+    write(os.path.join(d, "ts.arrow"),
+          pa.table({"id": pa.array(range(n), pa.int32()),
+                    "ts": pa.array(ts, pa.timestamp("us", tz="UTC"))}), 500)
     psql("CREATE EXTENSION IF NOT EXISTS pg_warp")
     psql("DROP SCHEMA IF EXISTS ep CASCADE; CREATE SCHEMA ep")
     psql("CREATE FOREIGN TABLE ep.v (id int4, v int8) SERVER arrow_fdw "
@@ -129,8 +121,8 @@ def test_cached_plan_after_files_replaced(d, query, node, why_line):
     int32 under an int8 column, which arrow_fdw reads and the plan's
     program does not): PostgreSQL's answer, and EXPLAIN says why."""
     path = os.path.join(d, "v.arrow")
-    write_arrow(path, ints(4000, pa.int64()))
-    write_arrow(path + ".new", ints(4100, pa.int32()))
+    write(path, ints(4000, pa.int64()), 500)
+    write(path + ".new", ints(4100, pa.int32()), 500)
     try:
         # the session caches the plan, runs it, then the file is replaced
         # (psql's \! runs the rename between two EXECUTEs of the same plan)
@@ -149,7 +141,7 @@ def test_cached_plan_after_files_replaced(d, query, node, why_line):
         assert any("Custom Scan (%s)" % node in l for l in explain), explain
         assert any(why_line in l for l in explain), explain
     finally:
-        write_arrow(path, ints(4000, pa.int64()))
+        write(path, ints(4000, pa.int64()), 500)
 
 
 def test_parallel_workers_run_the_plans_program(d):
@@ -190,7 +182,7 @@ def nested(d):
                   "l": pa.array([[i, i + 1] if i % 4 else None for i in range(300)],
                                 pa.list_(pa.int32())),
                   "iv": pa.array([i % 17 for i in range(300)], pa.int64())})
-    write_arrow(os.path.join(d, "l.arrow"), t)
+    write(os.path.join(d, "l.arrow"), t, 500)
     psql("CREATE FOREIGN TABLE ep.l (id int4, l int4[], iv int8) SERVER arrow_fdw "
          "OPTIONS (file '%s/l.arrow')" % d)
     psql("CREATE TABLE ep.rls (id int4, v int8); INSERT INTO ep.rls "

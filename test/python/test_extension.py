@@ -2,20 +2,12 @@
 cluster that does not preload pg_warp (features that need preloading say so)."""
 import os
 import shutil
-import socket
 import subprocess
 import tempfile
 
 import pytest
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-CLUSTER = os.path.join(ROOT, "scripts", "cluster.sh")
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+from pg_sql import CLUSTER, free_port
 
 
 @pytest.fixture(scope="module")

@@ -15,7 +15,6 @@ parallel plans).
 
 Runs in a database of its own on the cluster of the environment.
 """
-import math
 import os
 import random
 import shutil
@@ -25,9 +24,12 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
+from engine_edge import write
+from pg_sql import Db
 from pg_sql import psql as _psql
 
 DB = "float2_gpa_%d" % os.getpid()
+F2 = Db(dict(os.environ, PGDATABASE=DB))     # the suite's own database
 N = 5000
 BATCH = 700
 
@@ -35,9 +37,8 @@ BATCH = 700
 # the extremes, subnormals, ordinary multiples of 1/4
 KEY_BITS = [0x0000, 0x8000, 0x7e00, 0x7c01, 0xfe00, 0x7c00, 0xfc00, 0x7bff, 0xfbff,
             0x0001, 0x8001, 0x3c00, 0xbc00, 0x3e00, 0x4100, None]
-ON = "SET pg_warp.engine_startup_cost = 0; SET pg_warp.engine_row_cost = 0; " \
-     "SET max_parallel_workers_per_gather = 0; "
-OFF = "SET pg_warp.enabled = off; "
+ON = ("SET pg_warp.engine_startup_cost = 0", "SET pg_warp.engine_row_cost = 0",
+      "SET max_parallel_workers_per_gather = 0")
 
 
 def psql(sql, check=True):
@@ -85,10 +86,7 @@ def tables():
         "v": half_array([r[3] for r in rows]),
         "w": half_array([r[4] for r in rows]),
     })
-    with pa.ipc.new_file(path, table.schema) as wr:
-        for b in table.to_batches(max_chunksize=BATCH):
-            wr.write_batch(b)
-    os.chmod(path, 0o644)
+    write(path, table, BATCH)
     psql("CREATE FOREIGN TABLE af (id int4, g int4, k float2, v float2, w float2) "
          "SERVER arrow_fdw OPTIONS (file '%s')" % path)
     # the heap table: the very bits, through float2's binary input
@@ -103,53 +101,16 @@ def tables():
     shutil.rmtree(d, ignore_errors=True)
 
 
-def run(sql, settings):
-    rc, out, err = psql(settings + sql, check=False)
-    if rc != 0:
-        return ("error", [ln for ln in err.splitlines() if ln.startswith("ERROR:")][:1])
-    return ("ok", out.splitlines() if out else [])
-
-
-def close_rows(a, b, fuzzy):
-    if len(a) != len(b):
-        return False
-    for ra, rb in zip(a, b):
-        fa, fb = ra.split("|"), rb.split("|")
-        if len(fa) != len(fb):
-            return False
-        for j, (x, y) in enumerate(zip(fa, fb)):
-            if x == y:
-                continue
-            if j not in fuzzy:
-                return False
-            try:
-                vx, vy = float(x), float(y)
-            except ValueError:
-                return False
-            if not math.isclose(vx, vy, rel_tol=1e-12, abs_tol=1e-300):
-                return False
-    return True
-
-
 def same(sql, fuzzy=()):
     """sql over the Arrow table (`{t}` af) and the heap table (hf) gives
-    PostgreSQL's rows with a GpuPreAgg that the engine ran; columns in fuzzy
-    (0-based) within a relative 1e-12.  Returns the Arrow table's rows."""
+    PostgreSQL's rows, in order, with a GpuPreAgg that the engine ran
+    (pg_sql.Db.same); columns in fuzzy (0-based) within a relative 1e-12.
+    Returns the Arrow table's rows."""
     result = None
     for t in ("af", "hf"):
-        q = sql.replace("{t}", t)
-        kind, plan = run("EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY OFF) " + q, ON)
-        assert kind == "ok", plan
-        text = "\n".join(plan)
-        # the CPU engine here, the GPU on a service with one (pg_warp.engine auto)
-        assert "Custom Scan (GpuPreAgg)" in text and ("Engine: CPU" in text or
-                                                      "Engine: GPU" in text), text
-        assert "fallback" not in text, text
-        on, off = run(q, ON), run(q, OFF)
-        assert on[0] == off[0] == "ok", (q, on, off)
-        assert close_rows(on[1], off[1], fuzzy), (q, on[1], off[1])
-        if result is None:
-            result = on[1]
+        rows = F2.same(sql.replace("{t}", t), "GpuPreAgg", on=ON, ordered=True,
+                       rel_tol=1e-12 if fuzzy else 0.0, fuzzy=fuzzy)
+        result = rows if result is None else result
     return result
 
 

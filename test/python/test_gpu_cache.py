@@ -18,7 +18,9 @@ import time
 import pyarrow as pa
 import pytest
 
-from test_service import Cluster, service_program, wait_until
+from engine_edge import write
+from pg_sql import Cluster, wait_until
+from test_service import service_program
 
 ON = "SET pg_warp.engine_startup_cost = 0; "
 OFF = "SET pg_warp.enabled = off; "
@@ -78,35 +80,23 @@ def lineorder(n, seed):
                      "mode": pa.array(cols["mode"], pa.string())})
 
 
-def write_arrow(path, table, batch=5000):
-    tmp = path + ".tmp"
-    with pa.ipc.new_file(tmp, table.schema) as w:
-        for b in table.to_batches(max_chunksize=batch):
-            w.write_batch(b)
-    os.chmod(tmp, 0o644)
-    os.replace(tmp, path)
-
-
 Q1 = "SELECT sum(p * d) FROM gc.lo WHERE d BETWEEN 1 AND 3 AND q < 25"
 Q2 = ("SELECT prio, mode, count(*), sum(p), avg(q), max(p) FROM gc.lo "
       "GROUP BY 1, 2 ORDER BY 1, 2")
 
 
 def make_table(c, data_dir, seed):
-    write_arrow(os.path.join(data_dir, "lo.arrow"), lineorder(20000, seed))
+    write(os.path.join(data_dir, "lo.arrow"), lineorder(20000, seed), 5000)
     c.sql("DROP SCHEMA IF EXISTS gc CASCADE; CREATE SCHEMA gc; "
           "CREATE FOREIGN TABLE gc.lo (q int4, d int4, p int4, prio text, mode text) "
           "SERVER arrow_fdw OPTIONS (file '%s/lo.arrow')" % data_dir)
 
 
 def same_as_postgresql(c, sql):
-    plan = c.run("EXPLAIN (COSTS OFF) " + sql, settings=[ON.strip()])
-    assert plan.returncode == 0 and "GpuPreAgg" in plan.stdout, plan.stdout + plan.stderr
-    on = c.run(sql, settings=[ON.strip()])
-    off = c.run(sql, settings=[OFF.strip()])
-    assert on.returncode == 0 and off.returncode == 0, on.stderr + off.stderr
-    assert on.stdout == off.stdout
-    return on.stdout
+    """sql's rows, in order, are PostgreSQL's through a GpuPreAgg the engine
+    ran (pg_sql.Db.same)."""
+    return "\n".join(c.same(sql, "GpuPreAgg", on=(ON.strip(),), off=(OFF.strip(),),
+                             ordered=True))
 
 
 def test_setting_is_passed_to_the_service(cluster):
@@ -189,7 +179,7 @@ def test_cache_serves_and_never_serves_stale_data(cluster, data_dir):
     assert "Engine: GPU" in out, out
     assert bytes_from(out, "Bytes Read") == 0 and bytes_from(out, "Bytes From GPU Cache") > 0, out
     # the file replaced: new answer, nothing from the cache
-    write_arrow(os.path.join(data_dir, "lo.arrow"), lineorder(20000, 2))
+    write(os.path.join(data_dir, "lo.arrow"), lineorder(20000, 2), 5000)
     time.sleep(0.01)
     second = same_as_postgresql(cluster, Q2)
     assert second != first

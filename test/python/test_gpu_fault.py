@@ -25,7 +25,7 @@ import pyarrow as pa
 import pytest
 
 from engine_interrupt import alive
-from test_service import Cluster, wait_until
+from pg_sql import Cluster, wait_until
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 TOP = os.path.abspath(os.path.join(HERE, "..", ".."))

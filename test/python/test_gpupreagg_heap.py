@@ -20,13 +20,13 @@ import pytest
 
 from engine_interrupt import (cancel_in_flight, in_flight, kill_service_mid_run,
                               running_tasks, start_slow, statement_timeout)
-from test_service import Cluster, alive, wait_until
+from pg_sql import OFF, Cluster, alive, wait_until
 
 # the engine plan whatever the costs: a heap run pays a serial scan's page and tuple
 # costs, which a parallel plan divides among its workers
 ON = ("SET pg_warp.engine_startup_cost = 0", "SET pg_warp.engine_row_cost = 0",
       "SET max_parallel_workers_per_gather = 0")
-OFF = ("SET pg_warp.enabled = off",)
+NODE = "GpuPreAgg"
 
 
 @pytest.fixture(scope="module")
@@ -84,17 +84,14 @@ def ran(cluster):
 
 
 def same(cluster, sql, settings=(), engine=True):
-    """sql gives PostgreSQL's rows with the engine; with engine=True the plan is
-    a GpuPreAgg that the engine ran (no fallback).  Returns the rows."""
-    plan = explain(cluster, sql, settings)
-    assert "GpuPreAgg" in plan, plan
+    """sql gives PostgreSQL's rows, in order, through a GpuPreAgg that the
+    engine ran (pg_sql.Db.same: on the engine the service has); with
+    engine=False one that fell back (Db.falls_back).  Returns the rows."""
     if engine:
-        assert ran(cluster) in plan and "fallback" not in plan, plan
-    on = run(cluster, sql, ON + tuple(settings))
-    off = run(cluster, sql, OFF + tuple(settings))
-    assert on == off, (sql, on, off)
-    assert on[0] == 0, on
-    return on[1]
+        return "\n".join(cluster.same(sql, NODE, settings, on=ON, ordered=True,
+                                       engine=ran(cluster)[len("Engine: "):]))
+    cluster.falls_back(sql, NODE, settings, on=ON)
+    return run(cluster, sql, ON + tuple(settings))[1]
 
 
 KEYS = ["i2", "i4", "i8", "f4", "f8", "n", "t", "vc", "d", "ts", "tz", "b"]
@@ -435,20 +432,22 @@ def explain_par(cluster, sql, settings=(), workers=2):
 
 
 def same_par(cluster, sql, settings=(), workers=2, engine=True):
-    """sql gives PostgreSQL's rows through a parallel GpuPreAgg (Finalize
-    Aggregate over Gather over the node returning partial states), compared
-    with PostgreSQL's own plan under the same settings (a parallel one too);
-    with engine=True no participant fell back.  Returns (rows, plan)."""
+    """sql gives PostgreSQL's rows, in order, through a parallel GpuPreAgg
+    (Finalize Aggregate over Gather over the node returning partial states),
+    compared with PostgreSQL's own plan under the same settings (a parallel
+    one too); with engine=True every participant ran the engine
+    (pg_sql.Db.same), else one fell back (Db.falls_back).  Returns (rows,
+    the text of EXPLAIN ANALYZE)."""
+    on = par(workers)
+    if engine:
+        rows = "\n".join(cluster.same(sql, NODE, settings, on=on, off=on + OFF, ordered=True))
+    else:
+        cluster.falls_back(sql, NODE, settings, on=on, off=on + OFF)
+        rows = run(cluster, sql, on + tuple(settings))[1]
     plan = explain_par(cluster, sql, settings, workers)
     assert "Parallel Custom Scan (GpuPreAgg)" in plan and "Aggregate States: partial" in plan, plan
     assert "Finalize" in plan and "Gather" in plan, plan
-    if engine:
-        assert "fallback" not in plan, plan
-    on = run(cluster, sql, par(workers) + tuple(settings))
-    off = run(cluster, sql, par(workers) + OFF + tuple(settings))
-    assert on == off, (sql, on, off)
-    assert on[0] == 0, on
-    return on[1], plan
+    return rows, plan
 
 
 PAR_AGGS = AGGS + [
@@ -476,14 +475,7 @@ def test_parallel_every_aggregate(cluster, workers):
              "FROM ptypes GROUP BY t ORDER BY t", workers=workers)
     # the float aggregates PostgreSQL combines with float8_combine: equal to 1e-9
     q = "SELECT t, avg(f8), stddev(f8), var_pop(f4), variance(f8) FROM ptypes GROUP BY t ORDER BY t"
-    plan = explain_par(cluster, q, workers=workers)
-    assert "Parallel Custom Scan (GpuPreAgg)" in plan and "fallback" not in plan, plan
-    on, off = run(cluster, q, par(workers)), run(cluster, q, par(workers) + OFF)
-    assert on[0] == 0 and off[0] == 0, (on, off)
-    for a, b in zip(on[1].split("\n"), off[1].split("\n")):
-        for x, y in zip(a.split("|"), b.split("|")):
-            if x != y:
-                assert abs(float(x) - float(y)) <= 1e-9 * max(1.0, abs(float(y))), (a, b)
+    cluster.same(q, NODE, on=par(workers), off=par(workers) + OFF, ordered=True, rel_tol=1e-9)
 
 
 def test_parallel_path_divides_the_engine_row_cost(cluster):

@@ -17,7 +17,7 @@ import time
 
 import pytest
 
-from test_service import Cluster
+from pg_sql import Cluster
 
 ON = ("SET pg_warp.engine_startup_cost = 0", "SET pg_warp.engine_row_cost = 0",
       "SET max_parallel_workers_per_gather = 0")

@@ -17,7 +17,7 @@ import time
 
 import pytest
 
-from test_service import Cluster
+from pg_sql import Cluster
 
 OFF = ("SET pg_warp.enabled = off",)
 GPU = ("SET pg_warp.engine = gpu", "SET pg_warp.engine_startup_cost = 0",
@@ -97,37 +97,14 @@ def explain(c, q, sets):
     return run(c, "EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF) " + q, sets)
 
 
-def same_value(a, b):
-    """Equal text, or floats within 1e-12 relative: a float sum's last bits
-    depend on the order the rows are added in, on the GPU as in PostgreSQL's
-    own parallel plans."""
-    if a == b:
-        return True
-    if not any(ch in a + b for ch in ".eE"):
-        return False
-    try:
-        x, y = float(a), float(b)
-    except ValueError:
-        return False
-    return abs(x - y) <= 1e-12 * max(abs(x), abs(y))
-
-
-def same_answer(a, b):
-    la, lb = a.split("\n"), b.split("\n")
-    return len(la) == len(lb) and all(
-        len(ra.split("|")) == len(rb.split("|")) and
-        all(same_value(x, y) for x, y in zip(ra.split("|"), rb.split("|")))
-        for ra, rb in zip(la, lb))
-
-
 def same_as_postgresql(c, sets, queries=QUERIES):
     """Every query's answer with sets equals PostgreSQL's; the plans' unit counters summed."""
     probed = served = 0
     for q in queries:
-        on, off = run(c, q, sets), run(c, q, OFF)
-        assert same_answer(on, off), (q, on, off)
+        # float sums' last bits depend on the order of the additions, on the
+        # GPU as in PostgreSQL's own parallel plans
+        c.same(q, "GpuPreAgg", on=sets, ordered=True, rel_tol=1e-12, engine="GPU")
         p = explain(c, q, sets)
-        assert "GpuPreAgg" in p and "Engine: GPU" in p, p
         probed += counter(p, "Units Probed")
         served += counter(p, "Units from GPU Cache")
     return probed, served
@@ -169,9 +146,9 @@ def test_off_and_cpu_engine_probe_nothing_served(gpu):
     p = explain(gpu, q, SERIAL + ("SET pg_warp.heap_direct_read = off",))
     assert counter(p, "Units Probed") == 0, p
     cpu = tuple(s for s in SERIAL if "engine =" not in s) + ("SET pg_warp.engine = cpu",)
-    assert same_answer(run(gpu, q, cpu), run(gpu, q, OFF))
+    gpu.same(q, "GpuPreAgg", on=cpu, ordered=True, rel_tol=1e-12, engine="CPU")
     p = explain(gpu, q, cpu)
-    assert "Engine: CPU" in p and counter(p, "Units from GPU Cache") == 0, p
+    assert counter(p, "Units from GPU Cache") == 0, p
     # the CPU engine's first answer stops probing: at most the ring's 4 chunks were offered
     assert counter(p, "Units Probed") <= 4, p
 

@@ -9,22 +9,19 @@ runs as the unprivileged user of cluster.sh, which lets the tests check that
 the service refuses other users."""
 import os
 import resource
-import shutil
 import signal
 import socket
 import stat
 import struct
 import subprocess
-import tempfile
 import time
 from contextlib import contextmanager
 
 import pytest
 
+from pg_sql import CLUSTER, ROOT, Cluster, alive, free_port, wait_until  # noqa: F401
 from test_extension import plain_cluster, psql as plain_psql  # noqa: F401 (fixture)
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-CLUSTER = os.path.join(ROOT, "scripts", "cluster.sh")
 IS_ROOT = os.geteuid() == 0
 
 # xpu/protocol.h
@@ -47,109 +44,9 @@ def service_program():
     return os.path.join(libdir, "pg_warp_service")
 
 
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def wait_until(cond, timeout=15.0, what="condition"):
-    """Polls cond() until it returns a true value; fails after timeout s."""
-    end = time.monotonic() + timeout
-    while True:
-        v = cond()
-        if v:
-            return v
-        if time.monotonic() > end:
-            pytest.fail("timed out after %.0f s waiting for %s" % (timeout, what))
-        time.sleep(0.05)
-
-
-def alive(pid):
-    """Whether pid is a running process (a zombie counts as gone)."""
-    try:
-        with open("/proc/%d/stat" % pid) as f:
-            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
-    except FileNotFoundError:
-        return False
-
-
 def parent_of(pid):
     with open("/proc/%d/stat" % pid) as f:
         return int(f.read().rsplit(")", 1)[1].split()[1])
-
-
-class Cluster:
-    """A throwaway preloaded cluster: env for psql, its directory and log."""
-
-    def __init__(self):
-        self.base = tempfile.mkdtemp(prefix="pg_warp_svc.")
-        os.chmod(self.base, 0o755)
-        self.dir = os.path.join(self.base, "c")
-        self.data = os.path.join(self.dir, "data")
-        self.log = os.path.join(self.dir, "server.log")
-        self.sock = os.path.join(self.data, "pg_warp.sock")
-        self.env = dict(os.environ, PGPORT=str(free_port()), PG_WARP_PRELOAD="1")
-        out = subprocess.run(["bash", CLUSTER, "start", self.dir], env=self.env,
-                             check=True, capture_output=True, text=True).stdout
-        for word in out.split():
-            if "=" in word and word.startswith("PG"):
-                k, v = word.split("=", 1)
-                self.env[k] = v
-        self.sql("CREATE EXTENSION IF NOT EXISTS pg_warp")
-
-    def run(self, sql, timeout=30, settings=()):
-        args = ["psql", "-XAtq", "-v", "ON_ERROR_STOP=1"]
-        for s in settings:
-            args += ["-c", s]
-        return subprocess.run(args + ["-c", sql], env=self.env, capture_output=True,
-                              text=True, timeout=timeout)
-
-    def sql(self, sql):
-        r = self.run(sql)
-        assert r.returncode == 0, r.stderr
-        return r.stdout.strip()
-
-    def status(self):
-        cols = ("pid", "started_at", "uptime", "protocol_version", "engine",
-                "engine_detail", "device_count", "devices", "memory_in_use",
-                "running_tasks", "connections")
-        row = self.sql("SELECT %s FROM pgwarp.service_status()" % ", ".join(cols))
-        return dict(zip(cols, row.split("|")))
-
-    def service_pid(self):
-        return int(self.sql("SELECT pid FROM pgwarp.service_status()"))
-
-    def new_service(self, old_pid, timeout=15.0):
-        """Waits until status works again with a service other than old_pid."""
-        def ok():
-            r = self.run("SELECT pid FROM pgwarp.service_status()")
-            return r.returncode == 0 and int(r.stdout) != old_pid and int(r.stdout)
-        return wait_until(ok, timeout, "the service to come back")
-
-    def postmaster_pid(self):
-        with open(os.path.join(self.data, "postmaster.pid")) as f:
-            return int(f.readline())
-
-    def log_text(self):
-        with open(self.log, errors="replace") as f:
-            return f.read()
-
-    def stop(self):
-        subprocess.run(["bash", CLUSTER, "stop", self.dir], env=self.env, check=True)
-
-    def start(self):
-        """Starts the stopped cluster again (same data directory and settings)."""
-        subprocess.run(["bash", CLUSTER, "start", self.dir], env=self.env, check=True,
-                       capture_output=True)
-
-    def restart(self):
-        self.stop()
-        self.start()
-
-    def destroy(self):
-        subprocess.run(["bash", CLUSTER, "destroy", self.dir], env=self.env, check=False)
-        shutil.rmtree(self.base, ignore_errors=True)
 
 
 @pytest.fixture(scope="module")
