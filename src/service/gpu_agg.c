@@ -1001,7 +1001,7 @@ gagg_plan_batch(GaggRun *g, GaggSlot *s, uint32_t fi, int32_t batch, GaggPiece *
  * GPU is done with its batch); with published, the entries it filled are
  * complete and later runs may use them, else they are dropped
  */
-static void
+void
 gagg_slot_release(GaggRun *g, GaggSlot *s, bool published)
 {
 	for (int k = 0; s->entries != NULL && k < g->prog->n_cols; k++)
@@ -1155,7 +1155,7 @@ gagg_check_offsets(GaggRun *g, GaggSlot *s, AggRunFile *f, int32_t batch,
  * slot's pinned buffer as the chunk the kernel reads, except the columns
  * the cache holds, and lists the copies to make (s->copies)
  */
-static int
+int
 gagg_fill_slot(GaggRun *g, GaggSlot *s, uint32_t fi, int32_t batch)
 {
 	AggRunFile *f = &g->run->files[fi];
@@ -1214,7 +1214,7 @@ done:
 }
 
 /* gagg_copy_slot: queues the slot's copies on its stream */
-static int
+int
 gagg_copy_slot(GaggRun *g, GaggSlot *s)
 {
 	for (int i = 0; i < s->n_copies; i++)

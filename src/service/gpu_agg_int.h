@@ -1,10 +1,12 @@
 /*-------------------------------------------------------------------------
  *
  * gpu_agg_int.h
- *		What gpu_agg.c (a GpuPreAgg run on the GPU over Arrow record batches)
- *		and gpu_heap.c (the same run over heap chunks) share: a run's state
- *		(GaggRun: its slots, I/O threads, table and error) and the steps
- *		gpu_heap.c reuses.  Internal to the service's GPU runner.
+ *		The service's one GPU input path and what its users share: a run's
+ *		state (GaggRun: its pinned double-buffered slots, I/O threads, column
+ *		cache entries, table and error) and its steps, defined in gpu_agg.c
+ *		(GpuPreAgg over Arrow record batches) and reused by gpu_heap.c (heap
+ *		chunks) and gpu_scan.c (GpuScan's filter over Arrow record batches).
+ *		Internal to the service's GPU runner.
  *
  *-------------------------------------------------------------------------
  */
@@ -191,5 +193,8 @@ extern void gagg_batch_release(GaggRun *g, uint8_t **p, size_t cap);
 extern int gagg_slot_reserve(GaggRun *g, GaggSlot *s, size_t host_len, size_t dev_len,
 							 int64_t nrows, int slack_div, const char *what);
 extern int gagg_batch_buffer(GaggRun *g, uint8_t **p, size_t *cap);
+extern int gagg_fill_slot(GaggRun *g, GaggSlot *s, uint32_t fi, int32_t batch);
+extern int gagg_copy_slot(GaggRun *g, GaggSlot *s);
+extern void gagg_slot_release(GaggRun *g, GaggSlot *s, bool published);
 
 #endif							/* GPU_AGG_INT_H */
