@@ -23,9 +23,11 @@
  * every chunk column of every row, flagged WARP_SCAN_RECHECK, and the
  * backend evaluates the qual in PostgreSQL, which raises its own error.
  *
- * A request that asks for the GPU engine (pg_warp.engine = gpu) has
- * each worker filter its batches on a GPU (gpu_scan.c: the mask comes
- * back) and compacts on the host; the replies say which engine ran.
+ * On the GPU engine the run's thread filters the batches on a GPU
+ * (gpu_scan.c: the GPU input path GpuPreAgg uses, with its I/O threads,
+ * double-buffered pinned slots and column cache) and hands each batch's
+ * mask to the same workers, which load only the returned columns and
+ * compact; the replies say which engine ran.
  *
  *-------------------------------------------------------------------------
  */
@@ -56,6 +58,15 @@ typedef struct ScanPiece
 	uint32_t	len;
 } ScanPiece;
 
+/* where a batch's pass mask is (ScanWork.state) */
+typedef enum ScanMask
+{
+	SCAN_MASK_LOCAL = 0,		/* the worker computes it (CPU engine); on
+								 * the GPU engine: not there yet */
+	SCAN_MASK_GPU,				/* the GPU's, in ScanWork.mask */
+	SCAN_MASK_RECHECK			/* the GPU's program failed: recheck it */
+} ScanMask;
+
 /* one record batch to read, and its blocks once done */
 typedef struct ScanWork
 {
@@ -63,6 +74,8 @@ typedef struct ScanWork
 	int32_t		batch;
 	uint32_t	n_pieces;
 	ScanPiece  *pieces;
+	int			state;			/* ScanMask; under ScanTask.lock on the GPU */
+	uint8_t    *mask;			/* SCAN_MASK_GPU: one byte per row */
 } ScanWork;
 
 struct ScanTask
@@ -82,6 +95,10 @@ struct ScanTask
 	int			notify_fd;
 	pthread_t	thread;
 	bool		started;
+	/* the GPU engine: the masks that the run's thread hands to the workers */
+	pthread_mutex_t lock;
+	pthread_cond_t mask_ready;
+	bool		gpu_done;		/* no more masks will come */
 	volatile int canceled;
 	int			done;			/* atomic */
 	int64_t		start_us;
@@ -210,7 +227,8 @@ open_file(ScanTask *t, uint32_t i)
 	const ArrowSchema *sc;
 	uint32_t	width;
 
-	if (!svc_input_open(f, t->req->max_buffer_size, t->engine == WARP_ENGINE_CPU, &t->fail) ||
+	/* the workers read in place on either engine: the GPU's input path preads */
+	if (!svc_input_open(f, t->req->max_buffer_size, true, &t->fail) ||
 		!svc_input_check(f, t->prog, t->req->n_cols, &t->fail))
 		return false;
 	sc = &f->file->schema;
@@ -235,7 +253,6 @@ typedef struct ScanWorker
 	uint32_t   *sel;			/* [mask_cap]: rows to return */
 	XpuColumnData *cols;		/* [n_cols] */
 	bool	   *want;			/* [widest schema] */
-	GpuScanDev *gdev;			/* the GPU engine: this worker's device state */
 } ScanWorker;
 
 /* bytes that row r takes in a block of columns arrays[0 .. n - 1], at most */
@@ -413,10 +430,9 @@ make_pieces(ScanTask *t, ScanWork *w, const ScanFile *f, const ArrowBatch *batch
 /* ---------------------------------------------------------------- workers */
 
 /*
- * filter_batch: runs the program over a loaded batch into w->mask, on the
- * worker's GPU or on this thread; 1, or 0 when it raised an error or
- * FALLBACK (the batch is then rechecked), or -1 when the GPU failed (the
- * run has failed).
+ * filter_batch: runs the program over a loaded batch into w->mask on this
+ * thread (the CPU engine); 1, or 0 when it raised an error or FALLBACK
+ * (the batch is then rechecked)
  */
 static int
 filter_batch(ScanWorker *w, const ScanFile *f, const ArrowBatch *batch)
@@ -424,17 +440,6 @@ filter_batch(ScanWorker *w, const ScanFile *f, const ArrowBatch *batch)
 	ScanTask   *t = w->task;
 	const XpuProgram *prog = t->prog;
 	XpuError	err;
-
-	if (w->gdev != NULL)
-	{
-		int			werr = 0;
-		char		msg[200];
-
-		if (gpu_scan_filter(w->gdev, prog, batch, f->fields, t->req->n_cols, w->mask, &err,
-							&werr, msg, sizeof(msg)) != 0)
-			return svc_fail(&t->fail, (WarpErrorCode) werr, "%s", msg), -1;
-		return err.code == XPU_OK;
-	}
 
 	svc_input_bind(f, prog, batch, w->cols);
 	for (int64_t row0 = 0; row0 < batch->n_rows && !scan_stopping(t); row0 += SCAN_SLICE)
@@ -452,7 +457,34 @@ filter_batch(ScanWorker *w, const ScanFile *f, const ArrowBatch *batch)
 	return 1;
 }
 
-/* filters batch i of the work and makes its blocks */
+/*
+ * gpu_mask: on the GPU engine, waits until the run's thread has handed over
+ * work item wk's mask; 1 (a mask), 0 (a recheck), or -1 when the run stops
+ * first (failed or canceled)
+ */
+static int
+gpu_mask(ScanTask *t, ScanWork *wk)
+{
+	int			state;
+
+	pthread_mutex_lock(&t->lock);
+	while ((state = wk->state) == SCAN_MASK_LOCAL && !t->gpu_done && !scan_stopping(t))
+		pthread_cond_wait(&t->mask_ready, &t->lock);
+	pthread_mutex_unlock(&t->lock);
+	if (state == SCAN_MASK_LOCAL)
+	{
+		if (!scan_stopping(t))
+			svc_fail(&t->fail, WARP_ERR_IO, "the GPU returned no mask for a record batch");
+		return -1;
+	}
+	return state == SCAN_MASK_GPU;
+}
+
+/*
+ * scan_one: filters batch i of the work (or takes its mask from the GPU)
+ * and makes its blocks.  Of the chunk columns it loads those it returns,
+ * and the program's too on the CPU engine or for a recheck.
+ */
 static void
 scan_one(ScanWorker *w, int64_t i)
 {
@@ -461,12 +493,19 @@ scan_one(ScanWorker *w, int64_t i)
 	const ScanFile *f = &t->files[wk->file];
 	ArrowBatch *batch = NULL;
 	ArrowError	aerr;
-	int64_t		t0 = svc_now_us(CLOCK_MONOTONIC), t1;
-	uint32_t	n = 0;
-	int			ok;
+	int64_t		t0, t1;
+	const uint8_t *mask;
+	uint32_t	n = 0,
+				n_load = t->req->n_cols;
+	int			ok = 1;
 
+	if (t->engine == WARP_ENGINE_GPU && (ok = gpu_mask(t, wk)) < 0)
+		return;
+	if (t->engine == WARP_ENGINE_GPU && ok)
+		n_load = t->req->n_outs;
+	t0 = svc_now_us(CLOCK_MONOTONIC);
 	memset(w->want, 0, sizeof(bool) * f->file->schema.n_fields);
-	for (uint32_t j = 0; j < t->req->n_cols; j++)
+	for (uint32_t j = 0; j < n_load; j++)
 		w->want[f->fields[j]] = true;
 	if (arrow_batch_load(f->file, wk->batch, w->want, &batch, &aerr) != ARROW_OK)
 	{
@@ -492,13 +531,11 @@ scan_one(ScanWorker *w, int64_t i)
 			return;
 		}
 	}
-	if ((ok = filter_batch(w, f, batch)) < 0)
-	{
-		arrow_batch_free(batch);
-		return;
-	}
+	if (t->engine == WARP_ENGINE_CPU)
+		ok = filter_batch(w, f, batch);
+	mask = t->engine == WARP_ENGINE_GPU ? wk->mask : w->mask;
 	for (int64_t r = 0; r < batch->n_rows; r++)
-		if (!ok || w->mask[r])
+		if (!ok || mask[r])
 			w->sel[n++] = (uint32_t) r;
 	if (!scan_stopping(t))
 		make_pieces(t, wk, f, batch, w->sel, n, ok ? t->req->n_outs : t->req->n_cols, !ok);
@@ -506,6 +543,8 @@ scan_one(ScanWorker *w, int64_t i)
 	if (!ok)
 		svc_add_counter(&t->recheck_batches, 1);
 	arrow_batch_free(batch);
+	free(wk->mask);
+	wk->mask = NULL;
 	svc_add_counter(&t->exec_us, svc_now_us(CLOCK_MONOTONIC) - t1);
 }
 
@@ -526,7 +565,59 @@ worker_main(void *arg)
 	return NULL;
 }
 
-/* runs the workers over t->work */
+/*
+ * gpu_pass: a batch's mask from the GPU (GpuScanPass): kept for the worker
+ * that takes the batch, which is woken
+ */
+static void
+gpu_pass(void *arg, int64_t work, const uint8_t *mask, int64_t nrows)
+{
+	ScanTask   *t = arg;
+	ScanWork   *wk = &t->work[work];
+	uint8_t    *copy = NULL;
+
+	if (mask != NULL && (copy = malloc(nrows > 0 ? (size_t) nrows : 1)) == NULL)
+		svc_fail(&t->fail, WARP_ERR_OUT_OF_MEMORY, "out of memory");
+	else if (mask != NULL)
+		memcpy(copy, mask, (size_t) nrows);
+	pthread_mutex_lock(&t->lock);
+	wk->mask = copy;
+	wk->state = mask == NULL ? SCAN_MASK_RECHECK : copy != NULL ? SCAN_MASK_GPU : SCAN_MASK_LOCAL;
+	pthread_cond_broadcast(&t->mask_ready);
+	pthread_mutex_unlock(&t->lock);
+}
+
+/*
+ * gpu_filter: on the run's thread, the GPU engine's filter of every batch
+ * (gpu_scan.c), the masks going to the workers; then no more will come
+ */
+static void
+gpu_filter(ScanTask *t)
+{
+	AggRun		run;
+	int			werr = 0;
+	char		msg[248];
+
+	memset(&run, 0, sizeof(run));
+	run.prog = t->prog;
+	run.n_files = t->n_files;
+	run.files = t->files;
+	run.n_threads = t->n_threads;
+	run.max_buffer_size = t->req->max_buffer_size;
+	run.canceled = &t->canceled;
+	if (t->fail.werr == 0 &&
+		gpu_scan_run(t->gpu, &run, gpu_pass, t, &werr, msg, sizeof(msg)) != 0)
+		svc_fail(&t->fail, (WarpErrorCode) werr, "%s", msg);
+	svc_add_counter(&t->bytes_read, run.bytes_read);
+	svc_add_counter(&t->io_us, run.io_us);
+	svc_add_counter(&t->exec_us, run.exec_us);
+	pthread_mutex_lock(&t->lock);
+	t->gpu_done = true;
+	pthread_cond_broadcast(&t->mask_ready);
+	pthread_mutex_unlock(&t->lock);
+}
+
+/* runs the workers over t->work (on the GPU engine, with gpu_filter) */
 static void
 run_workers(ScanTask *t)
 {
@@ -559,17 +650,6 @@ run_workers(ScanTask *t)
 			svc_fail(&t->fail, WARP_ERR_OUT_OF_MEMORY, "out of memory");
 			break;
 		}
-		if (t->engine == WARP_ENGINE_GPU)
-		{
-			int			werr = 0;
-			char		msg[200];
-
-			if ((w->gdev = gpu_scan_open(i % t->gpu->n_devices, &werr, msg, sizeof(msg))) == NULL)
-			{
-				svc_fail(&t->fail, (WarpErrorCode) werr, "%s", msg);
-				break;
-			}
-		}
 		if (pthread_create(&w->thread, NULL, worker_main, w) != 0)
 		{
 			svc_fail(&t->fail, WARP_ERR_OUT_OF_MEMORY, "could not start a thread");
@@ -577,6 +657,8 @@ run_workers(ScanTask *t)
 		}
 		started++;
 	}
+	if (t->engine == WARP_ENGINE_GPU)
+		gpu_filter(t);
 	for (uint32_t i = 0; i < started; i++)
 		pthread_join(ws[i].thread, NULL);
 	for (uint32_t i = 0; i < t->n_files; i++)
@@ -588,7 +670,6 @@ run_workers(ScanTask *t)
 		free(ws[i].want);
 		free(ws[i].mask);
 		free(ws[i].sel);
-		gpu_scan_close(ws[i].gdev);
 	}
 	free(ws);
 }
@@ -607,7 +688,7 @@ task_main(void *arg)
 		svc_fail(&t->fail, WARP_ERR_OUT_OF_MEMORY, "out of memory");
 	for (uint32_t i = 0; i < t->n_files && t->fail.werr == 0; i++)
 		for (uint32_t b = 0; b < t->files[i].wf->n_batches; b++)
-			t->work[k++] = (ScanWork) {i, t->files[i].batches[b], 0, NULL};
+			t->work[k++] = (ScanWork) {i, t->files[i].batches[b], 0, NULL, SCAN_MASK_LOCAL, NULL};
 	if (t->fail.werr == 0 && !t->canceled)
 		run_workers(t);
 	__atomic_store_n(&t->done, 1, __ATOMIC_RELEASE);
@@ -634,6 +715,8 @@ scan_task_start(const uint8_t *payload, uint32_t len, const ServiceGpu *gpu,
 	if (t == NULL)
 		return NULL;
 	svc_failure_init(&t->fail);
+	pthread_mutex_init(&t->lock, NULL);
+	pthread_cond_init(&t->mask_ready, NULL);
 	t->notify_fd = notify_fd;
 	t->gpu = gpu;
 	t->start_us = svc_now_us(CLOCK_MONOTONIC);
@@ -752,10 +835,13 @@ scan_task_free(ScanTask *t)
 		for (uint32_t p = 0; p < t->work[i].n_pieces; p++)
 			free(t->work[i].pieces[p].buf);
 		free(t->work[i].pieces);
+		free(t->work[i].mask);
 	}
 	free(t->files);
 	free(t->work);
 	free(t->payload);
 	svc_failure_destroy(&t->fail);
+	pthread_cond_destroy(&t->mask_ready);
+	pthread_mutex_destroy(&t->lock);
 	free(t);
 }
