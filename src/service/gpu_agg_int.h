@@ -172,6 +172,8 @@ align_up(size_t n, size_t a)
 
 /* in gpu_agg.c */
 extern int gagg_cuda(GaggRun *g, CUresult rc, const char *what);
+extern int gagg_begin(GaggRun *g, const ServiceGpu *gpu, AggRun *run, uint32_t device,
+					  XpuError *err, int *werr, char *msg, size_t msglen);
 extern int gagg_fail(GaggRun *g, int code, const char *fmt,...)
 			__attribute__((format(printf, 3, 4)));
 extern int gagg_slot_finish(GaggRun *g, GaggSlot *s);
@@ -194,6 +196,12 @@ extern int gagg_slot_reserve(GaggRun *g, GaggSlot *s, size_t host_len, size_t de
 							 int64_t nrows, int slack_div, const char *what);
 extern int gagg_batch_buffer(GaggRun *g, uint8_t **p, size_t *cap);
 extern int gagg_fill_slot(GaggRun *g, GaggSlot *s, uint32_t fi, int32_t batch);
+
+/* in gpu_scan.c */
+extern int gagg_launch_filter(GaggRun *g, GaggSlot *s, CUfunction f, CUdeviceptr d_prog,
+							  CUdeviceptr res, CUdeviceptr xerr, CUdeviceptr mask,
+							  XpuError *err_host);
+
 extern int gagg_copy_slot(GaggRun *g, GaggSlot *s);
 extern void gagg_slot_release(GaggRun *g, GaggSlot *s, bool published);
 

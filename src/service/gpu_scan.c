@@ -79,43 +79,61 @@ gscan_reserve(GscanRun *gs, int si, int64_t nrows)
 }
 
 /*
- * gscan_launch: queues on slot si's stream (after its batch's copies) the
- * filter into the mask and the copies of the mask and the error back
+ * gagg_launch_filter (gpu_agg_int.h): queues on slot s's stream the filter
+ * of its chunk (at s->dev) by kern_warp_exec (f) with the program at
+ * d_prog: the program's error at xerr cleared, the kernel writing the mask
+ * the XpuResult at res names (mask, s->nrows bytes), ev_end recorded, then
+ * the mask copied back into the slot's pinned buffer and the error to
+ * err_host.  The slot is busy until gagg_stream_wait.
+ */
+int
+gagg_launch_filter(GaggRun *g, GaggSlot *s, CUfunction f, CUdeviceptr d_prog, CUdeviceptr res,
+				   CUdeviceptr xerr, CUdeviceptr mask, XpuError *err_host)
+{
+	const XpuProgram *prog = g->run->prog;
+	uint32_t	prog_len = prog->total_len;
+	uint32_t	smem = prog_len <= GSCAN_SMEM_MAX ? (uint32_t) align_up(prog_len, 16) : 0;
+	uint32_t	blocks = (uint32_t) ((s->nrows + GSCAN_BLOCK - 1) / GSCAN_BLOCK);
+	CUdeviceptr chunk = s->dev;
+	void	   *params[] = {&d_prog, &prog_len, &smem, &chunk, &res, &xerr};
+
+	if (blocks > GSCAN_MAX_GRID)
+		blocks = GSCAN_MAX_GRID;	/* the kernel strides over the grid */
+	if (gagg_cuda(g, gpu_drv.cuMemsetD8Async(xerr, 0, sizeof(XpuError), s->stream),
+				  "cuMemsetD8Async") != 0 ||
+		gagg_cuda(g, GAGG_RETRY(g, gpu_drv.cuLaunchKernel(f, blocks, 1, 1, GSCAN_BLOCK,
+														  1, 1, smem, s->stream, params, NULL)),
+				  "cuLaunchKernel") != 0 ||
+		gagg_cuda(g, gpu_drv.cuEventRecord(s->ev_end, s->stream), "cuEventRecord") != 0 ||
+		gagg_cuda(g, gpu_drv.cuMemcpyDtoHAsync(s->host, mask, (size_t) s->nrows, s->stream),
+				  "cuMemcpyDtoHAsync") != 0 ||
+		gagg_cuda(g, gpu_drv.cuMemcpyDtoHAsync(err_host, xerr, sizeof(XpuError), s->stream),
+				  "cuMemcpyDtoHAsync") != 0)
+		return -1;
+	s->busy = 1;
+	return 0;
+}
+
+/*
+ * gscan_launch: queues on slot si's stream (after its batch's copies) its
+ * XpuResult, then the filter into the mask and the copies of the mask and
+ * the error back
  */
 static int
 gscan_launch(GscanRun *gs, int si)
 {
 	GaggRun    *g = &gs->g;
 	GaggSlot   *s = &g->slots[si];
-	const XpuProgram *prog = g->run->prog;
-	uint32_t	prog_len = prog->total_len;
-	uint32_t	smem = prog_len <= GSCAN_SMEM_MAX ? (uint32_t) align_up(prog_len, 16) : 0;
-	uint32_t	blocks = (uint32_t) ((s->nrows + GSCAN_BLOCK - 1) / GSCAN_BLOCK);
-	CUdeviceptr chunk = s->dev,
-				res = gs->d_aux[si],
-				xerr = gs->d_aux[si] + GSCAN_AUX_ERR,
+	CUdeviceptr res = gs->d_aux[si],
 				mask = gs->d_aux[si] + GSCAN_AUX_MASK;
-	void	   *params[] = {&gs->d_prog, &prog_len, &smem, &chunk, &res, &xerr};
 
-	if (blocks > GSCAN_MAX_GRID)
-		blocks = GSCAN_MAX_GRID;	/* the kernel strides over the grid */
 	gs->stage[si]->res = (XpuResult) {s->nrows, (uint8_t *) (uintptr_t) mask, NULL, NULL};
 	if (gagg_cuda(g, gpu_drv.cuMemcpyHtoDAsync(res, &gs->stage[si]->res, sizeof(XpuResult),
 											   s->stream), "cuMemcpyHtoDAsync") != 0 ||
-		gagg_cuda(g, gpu_drv.cuMemsetD8Async(xerr, 0, sizeof(XpuError), s->stream),
-				  "cuMemsetD8Async") != 0 ||
-		gagg_cuda(g, gpu_drv.cuEventRecord(s->ev_start, s->stream), "cuEventRecord") != 0 ||
-		gagg_cuda(g, GAGG_RETRY(g, gpu_drv.cuLaunchKernel(gs->f_warp, blocks, 1, 1, GSCAN_BLOCK,
-														  1, 1, smem, s->stream, params, NULL)),
-				  "cuLaunchKernel") != 0 ||
-		gagg_cuda(g, gpu_drv.cuEventRecord(s->ev_end, s->stream), "cuEventRecord") != 0 ||
-		gagg_cuda(g, gpu_drv.cuMemcpyDtoHAsync(s->host, mask, (size_t) s->nrows, s->stream),
-				  "cuMemcpyDtoHAsync") != 0 ||
-		gagg_cuda(g, gpu_drv.cuMemcpyDtoHAsync(&gs->stage[si]->err, xerr, sizeof(XpuError),
-											   s->stream), "cuMemcpyDtoHAsync") != 0)
+		gagg_cuda(g, gpu_drv.cuEventRecord(s->ev_start, s->stream), "cuEventRecord") != 0)
 		return -1;
-	s->busy = 1;
-	return 0;
+	return gagg_launch_filter(g, s, gs->f_warp, gs->d_prog, res, res + GSCAN_AUX_ERR, mask,
+							  &gs->stage[si]->err);
 }
 
 /*
@@ -221,29 +239,15 @@ gpu_scan_run(const ServiceGpu *gpu, AggRun *run, GpuScanPass pass, void *pass_ar
 	GaggRun    *g = &gs.g;
 	XpuError	err;
 	CUcontext	ctx;
-	uint32_t	dev;
 	int			rc;
 
 	memset(&gs, 0, sizeof(gs));
-	memset(&err, 0, sizeof(err));
-	*werr = 0;
-	msg[0] = '\0';
 	gs.pass = pass;
 	gs.pass_arg = pass_arg;
-	g->run = run;
-	g->prog = run->prog;
-	g->err = &err;
-	g->werr = werr;
-	g->msg = msg;
-	g->msglen = msglen;
-	g->io.stop = 1;				/* no threads yet */
-	if (gpu->n_devices == 0)
-		return gagg_fail(g, WARP_ERR_UNSUPPORTED, "no GPU");
-	dev = __atomic_fetch_add(&next_device, 1, __ATOMIC_RELAXED) % gpu->n_devices;
-	g->dev = dev;
-	if (gagg_cuda(g, gpu_drv.cuCtxPushCurrent(gpu_device_context(dev)), "cuCtxPushCurrent") != 0)
+	if (gagg_begin(g, gpu, run, __atomic_fetch_add(&next_device, 1, __ATOMIC_RELAXED), &err,
+				   werr, msg, msglen) != 0)
 		return -1;
-	rc = gscan_setup(&gs, gpu, dev);
+	rc = gscan_setup(&gs, gpu, g->dev);
 	if (rc == 0)
 		rc = gscan_run_batches(&gs);
 	gagg_teardown(g);			/* waits for the slots' streams */
