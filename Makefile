@@ -195,6 +195,7 @@ SERVICE_SRCS = \
 	src/service/heap_chunk.c \
 	src/service/input.c \
 	src/service/main.c \
+	src/service/run.c \
 	src/service/scan.c \
 	src/service/server.c
 # the xPU sources the service compiles in (the CPU engine and its table)
@@ -208,6 +209,7 @@ SERVICE_HDRS = \
 	src/service/gpu_cache.h \
 	src/service/gpu_driver.h \
 	src/service/input.h \
+	src/service/run.h \
 	src/service/service.h \
 	src/arrow/arrow.h \
 	$(wildcard src/xpu/*.h)

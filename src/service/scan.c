@@ -40,12 +40,12 @@
 #include <unistd.h>
 
 #include "service.h"
+#include "service/run.h"
 #include "service/input.h"
 #include "arrow/arrow.h"
 #include "arrow/arrow_bits.h"
 
 #define SCAN_SLICE			16384	/* rows per xpu_cpu_exec */
-#define SCAN_MAX_THREADS	256
 #define SCAN_ALIGN(x)		(((size_t) (x) + 7) & ~(size_t) 7)
 
 /* one file of the request (input.h), opened by the run's thread */
@@ -81,7 +81,8 @@ typedef struct ScanWork
 struct ScanTask
 {
 	uint8_t    *payload;		/* copy of the request, 16-byte aligned */
-	const WarpScanRequest *req;
+	SvcRunDesc	desc;			/* the request, parsed (run.c); its files are
+								 * files[] below */
 	const XpuProgram *prog;
 	uint32_t	n_files;
 	ScanFile   *files;
@@ -127,69 +128,6 @@ scan_stopping(ScanTask *t)
 	return svc_stopping(&t->fail, &t->canceled);
 }
 
-/* ---------------------------------------------------------------- parsing */
-
-/* parses the file parts; false with msg set */
-static bool
-parse_files(ScanTask *t, size_t len, size_t off, char *msg, size_t msglen)
-{
-	const uint32_t n_cols = t->req->n_cols;
-
-	t->files = calloc(t->n_files ? t->n_files : 1, sizeof(ScanFile));
-	if (t->files == NULL)
-		return snprintf(msg, msglen, "out of memory"), false;
-	for (uint32_t i = 0; i < t->n_files; i++)
-		t->files[i].fd = -1;
-	for (uint32_t i = 0; i < t->n_files; i++)
-	{
-		if (!svc_input_parse(&t->files[i], i, t->payload, len, &off, n_cols, "SCAN_RUN",
-							 msg, msglen))
-			return false;
-		t->n_work += t->files[i].n_batches;
-	}
-	if (SCAN_ALIGN(off) < len)
-		return snprintf(msg, msglen, "SCAN_RUN has %zu bytes after its last part",
-						len - off), false;
-	return true;
-}
-
-/* fills t from t->payload (len bytes); false with msg set when malformed */
-static bool
-parse_request(ScanTask *t, size_t len, char *msg, size_t msglen)
-{
-	size_t		off = 0;
-	const WarpScanRequest *req = svc_take(t->payload, len, &off, sizeof(*req), 8);
-	const XpuProgram *prog;
-	char		why[256];
-
-	if (req == NULL)
-		return snprintf(msg, msglen, "SCAN_RUN of %zu bytes is too short", len), false;
-	if (req->n_cols > 4096 || req->n_outs > req->n_cols ||
-		req->n_files > PGWARP_MAX_PAYLOAD / sizeof(WarpAggFile) || req->max_buffer_size < 0)
-		return snprintf(msg, msglen, "SCAN_RUN has too many columns or files"), false;
-	t->req = req;
-	prog = svc_take(t->payload, len, &off, req->prog_len, 16);
-	if (prog == NULL)
-		return snprintf(msg, msglen, "SCAN_RUN of %zu bytes is truncated at the program",
-						len), false;
-	if (!xpu_program_validate(prog, req->prog_len, why, sizeof(why)))
-		return snprintf(msg, msglen, "invalid program: %s", why), false;
-	if (prog->n_outs != 0)
-		return snprintf(msg, msglen, "a SCAN_RUN program has no outputs"), false;
-	for (int i = 0; i < prog->n_cols; i++)
-		if (XPU_COLS(prog)[i].col_index >= req->n_cols)
-			return snprintf(msg, msglen, "program column %d reads chunk column %u of %u",
-							i, XPU_COLS(prog)[i].col_index, req->n_cols), false;
-	t->prog = prog;
-	t->n_files = req->n_files;
-	t->n_threads = req->n_threads ? req->n_threads : (uint32_t) svc_cpu_threads;
-	if (t->n_threads > SCAN_MAX_THREADS)
-		t->n_threads = SCAN_MAX_THREADS;
-	if (t->n_threads == 0)
-		t->n_threads = 1;
-	return parse_files(t, len, off, msg, msglen);
-}
-
 /* ---------------------------------------------------------------- files */
 
 /* the layout in which a field's values are returned; 0: not returnable */
@@ -228,11 +166,11 @@ open_file(ScanTask *t, uint32_t i)
 	uint32_t	width;
 
 	/* the workers read in place on either engine: the GPU's input path preads */
-	if (!svc_input_open(f, t->req->max_buffer_size, true, &t->fail) ||
-		!svc_input_check(f, t->prog, t->req->n_cols, &t->fail))
+	if (!svc_input_open(f, t->desc.max_buffer_size, true, &t->fail) ||
+		!svc_input_check(f, t->prog, t->desc.n_cols, &t->fail))
 		return false;
 	sc = &f->file->schema;
-	for (uint32_t j = 0; j < t->req->n_cols; j++)
+	for (uint32_t j = 0; j < t->desc.n_cols; j++)
 		if (field_layout(&sc->fields[f->fields[j]], &width) == 0)
 			return svc_fail(&t->fail, WARP_ERR_PROTOCOL,
 							"field \"%s\" of file \"%s\" has no flat layout",
@@ -445,10 +383,10 @@ filter_batch(ScanWorker *w, const ScanFile *f, const ArrowBatch *batch)
 	for (int64_t row0 = 0; row0 < batch->n_rows && !scan_stopping(t); row0 += SCAN_SLICE)
 	{
 		int64_t		n = batch->n_rows - row0 < SCAN_SLICE ? batch->n_rows - row0 : SCAN_SLICE;
-		XpuChunk	chunk = {n, (int32_t) t->req->n_cols, 0, w->cols};
+		XpuChunk	chunk = {n, (int32_t) t->desc.n_cols, 0, w->cols};
 		XpuResult	res = {n, w->mask + row0, NULL, NULL};
 
-		for (uint32_t k = 0; k < t->req->n_cols; k++)
+		for (uint32_t k = 0; k < t->desc.n_cols; k++)
 			w->cols[k].offset = row0;
 		memset(&err, 0, sizeof(err));
 		if (xpu_cpu_exec(prog, &chunk, &res, w->workspace, &err) != XPU_OK)
@@ -496,13 +434,13 @@ scan_one(ScanWorker *w, int64_t i)
 	int64_t		t0, t1;
 	const uint8_t *mask;
 	uint32_t	n = 0,
-				n_load = t->req->n_cols;
+				n_load = t->desc.n_cols;
 	int			ok = 1;
 
 	if (t->engine == WARP_ENGINE_GPU && (ok = gpu_mask(t, wk)) < 0)
 		return;
 	if (t->engine == WARP_ENGINE_GPU && ok)
-		n_load = t->req->n_outs;
+		n_load = t->desc.n_outs;
 	t0 = svc_now_us(CLOCK_MONOTONIC);
 	memset(w->want, 0, sizeof(bool) * f->file->schema.n_fields);
 	for (uint32_t j = 0; j < n_load; j++)
@@ -538,7 +476,7 @@ scan_one(ScanWorker *w, int64_t i)
 		if (!ok || mask[r])
 			w->sel[n++] = (uint32_t) r;
 	if (!scan_stopping(t))
-		make_pieces(t, wk, f, batch, w->sel, n, ok ? t->req->n_outs : t->req->n_cols, !ok);
+		make_pieces(t, wk, f, batch, w->sel, n, ok ? t->desc.n_outs : t->desc.n_cols, !ok);
 	svc_add_counter(&t->rows_passed, n);
 	if (!ok)
 		svc_add_counter(&t->recheck_batches, 1);
@@ -603,7 +541,7 @@ gpu_filter(ScanTask *t)
 	run.n_files = t->n_files;
 	run.files = t->files;
 	run.n_threads = t->n_threads;
-	run.max_buffer_size = t->req->max_buffer_size;
+	run.max_buffer_size = t->desc.max_buffer_size;
 	run.canceled = &t->canceled;
 	if (t->fail.werr == 0 &&
 		gpu_scan_run(t->gpu, &run, gpu_pass, t, &werr, msg, sizeof(msg)) != 0)
@@ -643,7 +581,7 @@ run_workers(ScanTask *t)
 
 		w->task = t;
 		w->workspace = aligned_alloc(16, (xpu_cpu_workspace_size(t->prog) + 15) & ~(size_t) 15);
-		w->cols = calloc(t->req->n_cols ? t->req->n_cols : 1, sizeof(XpuColumnData));
+		w->cols = calloc(t->desc.n_cols ? t->desc.n_cols : 1, sizeof(XpuColumnData));
 		w->want = calloc(widest, sizeof(bool));
 		if (!w->workspace || !w->cols || !w->want)
 		{
@@ -709,6 +647,7 @@ scan_task_start(const uint8_t *payload, uint32_t len, const ServiceGpu *gpu,
 				int notify_fd, uint32_t *werr, char *msg, size_t msglen)
 {
 	ScanTask   *t = calloc(1, sizeof(ScanTask));
+	bool		ok;
 
 	*werr = WARP_ERR_OUT_OF_MEMORY;
 	snprintf(msg, msglen, "out of memory");
@@ -723,21 +662,22 @@ scan_task_start(const uint8_t *payload, uint32_t len, const ServiceGpu *gpu,
 	if ((t->payload = aligned_alloc(16, ((size_t) len + 16) & ~(size_t) 15)) == NULL)
 		return scan_task_free(t), NULL;
 	memcpy(t->payload, payload, len);
-	if (!parse_request(t, len, msg, msglen))
+	ok = svc_run_parse(WARP_MSG_SCAN_RUN, t->payload, len, &t->desc, msg, msglen);
+	/* the files are the run's (scan_task_free), parsed or not */
+	t->n_files = t->desc.n_files;
+	t->files = t->desc.files;
+	t->desc.files = NULL;
+	if (!ok)
 	{
 		*werr = strcmp(msg, "out of memory") == 0 ? WARP_ERR_OUT_OF_MEMORY : WARP_ERR_PROTOCOL;
 		return scan_task_free(t), NULL;
 	}
-	if (t->req->engine > WARP_ENGINE_GPU ||
-		(t->req->engine == WARP_ENGINE_GPU && gpu->engine != WARP_ENGINE_GPU))
-	{
-		*werr = t->req->engine > WARP_ENGINE_GPU ? WARP_ERR_PROTOCOL : WARP_ERR_UNSUPPORTED;
-		snprintf(msg, msglen, t->req->engine > WARP_ENGINE_GPU ? "unknown engine" : "no GPU");
-		return scan_task_free(t), NULL;
-	}
+	t->prog = t->desc.prog;
+	t->n_work = t->desc.n_batches;
+	t->n_threads = t->desc.n_threads;
 	/* auto: the GPU where the service has one, as GpuPreAgg */
-	t->engine = t->req->engine == WARP_ENGINE_CPU || gpu->engine != WARP_ENGINE_GPU ?
-		WARP_ENGINE_CPU : WARP_ENGINE_GPU;
+	if (!svc_run_engine(gpu, &t->desc, &t->engine, werr, msg, msglen))
+		return scan_task_free(t), NULL;
 	if (pthread_create(&t->thread, NULL, task_main, t) != 0)
 	{
 		*werr = WARP_ERR_OUT_OF_MEMORY;
