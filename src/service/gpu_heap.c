@@ -1,10 +1,11 @@
 /*-------------------------------------------------------------------------
  *
  * gpu_heap.c
- *		GpuPreAgg over heap chunks on the GPU: gpu_agg_heap_execute and
- *		gpu_agg_heap_run (gpu_driver.h), the run of gpu_agg.c (setup, table,
- *		slots, overflow reruns, cancel, drain) fed with the heap pages of a
- *		HEAP_RUN's ring and decoded by kern_heap.cu.
+ *		The heap source on the GPU: gpu_heap_execute (gpu_driver.h), the run
+ *		of gpu_agg.c (setup, table, slots, overflow reruns, cancel, drain)
+ *		fed with the heap pages of a HEAP_RUN's ring and decoded by
+ *		kern_heap.cu, then aggregated (GpuPreAgg: gpu_agg_heap_run) or
+ *		filtered (GpuScan: gpu_heap_scan_run).
  *
  *-------------------------------------------------------------------------
  */
@@ -22,7 +23,7 @@
 #include "gpu_agg_int.h"
 #include "xpu/xpu_heap_gpu.h"
 
-/* ---------------- heap chunks (gpu_agg_heap_execute) ---------------- */
+/* ---------------- heap chunks (gpu_heap_execute) ---------------- */
 
 /*
  * A HEAP_RUN on the GPU reuses the run above (setup, table, the two slots
@@ -1007,9 +1008,9 @@ gheap_unregister_ring(GheapRun *gh)
 
 /* see gpu_driver.h */
 int
-gpu_agg_heap_execute(const ServiceGpu *gpu, AggRun *run, GpuHeapSource *src,
-					 const GpuAggOptions *opts, GpuAggSink sink, void *sink_arg,
-					 XpuError *err, int *werr, char *msg, size_t msglen)
+gpu_heap_execute(const ServiceGpu *gpu, AggRun *run, GpuHeapSource *src,
+				 const GpuAggOptions *opts, GpuAggSink sink, void *sink_arg,
+				 XpuError *err, int *werr, char *msg, size_t msglen)
 {
 	GheapRun	gh;
 	GaggRun    *g = &gh.g;
@@ -1089,7 +1090,7 @@ gpu_agg_heap_run(const ServiceGpu *gpu, AggRun *run, GpuHeapSource *src,
 
 	opts.initial_groups = 1u << 16;
 	opts.device = gheap_next_device();
-	return gpu_agg_heap_execute(gpu, run, src, &opts, gagg_fold_into_table, &ts, err, werr,
+	return gpu_heap_execute(gpu, run, src, &opts, gagg_fold_into_table, &ts, err, werr,
 								msg, msglen);
 }
 
@@ -1102,5 +1103,5 @@ gpu_heap_scan_run(const ServiceGpu *gpu, AggRun *run, GpuHeapSource *src, XpuErr
 
 	opts.initial_groups = 1;	/* no groups: the smallest table */
 	opts.device = gheap_next_device();
-	return gpu_agg_heap_execute(gpu, run, src, &opts, NULL, NULL, err, werr, msg, msglen);
+	return gpu_heap_execute(gpu, run, src, &opts, NULL, NULL, err, werr, msg, msglen);
 }
