@@ -1,12 +1,16 @@
 #!/usr/bin/env python3
 """GpuPreAgg's engine beside PostgreSQL, DuckDB and a pinned host-to-GPU copy (a benchmark, not a test).
 
-Issue 11, item 8.  Two queries on SSB lineorder,
+Issue 11, item 8, and issue 28, item 6.  Queries on SSB lineorder,
 
   Q1  SELECT sum(lo_extendedprice * lo_discount) FROM lineorder
       WHERE lo_discount BETWEEN 1 AND 3 AND lo_quantity < 25
   Q2  SELECT lo_orderpriority, lo_shipmode, count(*), sum(lo_revenue),
       avg(lo_quantity), max(lo_supplycost) FROM lineorder GROUP BY 1, 2
+  Q3  SELECT lo_orderkey % 600000, count(*), sum(lo_revenue) FROM lineorder
+      GROUP BY 1                                   (600,000 groups)
+  Q4  SELECT lo_shipmode, lo_orderpriority, count(*) FROM lineorder
+      GROUP BY 1, 2                                (text keys alone)
 
 side by side in one run, on (--sides picks a subset, by these names):
 
@@ -41,11 +45,14 @@ each round); medians.  A side that fails is reported with its error and no
 number; the run goes on.  A wrong answer is reported loudly and the exit
 status is 1.
 
-Reported: seconds, lineorder rows/s, and the issue's goals, each met / not met
-/ not measured: GPU on Arrow faster than DuckDB (both queries), GPU at least
-2.5 G rows/s, GPU referenced bytes/s at least 80% of the pinned copy rate, GPU
-on heap at least 5x PostgreSQL heap, CPU engine on Arrow at least 5x PostgreSQL
-heap.  Results: bench/results/engine_bench_<tag>.json and .png.
+Reported: seconds, lineorder rows/s, and issue 11's goals over Q1 and Q2,
+each met / not met / not measured: GPU on Arrow faster than DuckDB (both
+queries), GPU at least 2.5 G rows/s, GPU referenced bytes/s at least 80% of
+the pinned copy rate, GPU on heap at least 5x PostgreSQL heap, CPU engine on
+Arrow at least 5x PostgreSQL heap; then, for Q3 and Q4 (the CPU engine's hash
+aggregation on many groups and on text keys), the CPU engine on Arrow beside
+DuckDB and PostgreSQL heap.  --queries picks a subset of the queries.
+Results: bench/results/engine_bench_<tag>.json and .png.
 
     make -C bench h2d_copy        # optional: built on first use when missing
     bench/engine_bench.py -d ssb_sf1 -a /tmp/ssb/lineorder.arrow -w 2 -r 3
@@ -81,7 +88,14 @@ QUERIES = [
     ("q2", "SELECT lo_orderpriority, lo_shipmode, count(*), sum(lo_revenue), "
            "avg(lo_quantity), max(lo_supplycost) FROM lineorder GROUP BY 1, 2",
      ["lo_orderpriority", "lo_shipmode", "lo_revenue", "lo_quantity", "lo_supplycost"]),
+    ("q3", "SELECT lo_orderkey % 600000, count(*), sum(lo_revenue) FROM lineorder GROUP BY 1",
+     ["lo_orderkey", "lo_revenue"]),
+    ("q4", "SELECT lo_shipmode, lo_orderpriority, count(*) FROM lineorder GROUP BY 1, 2",
+     ["lo_shipmode", "lo_orderpriority"]),
 ]
+# the queries of issue 11's goals, and those of the CPU engine's hash aggregation (issue 28)
+GOAL_QUERIES = ["q1", "q2"]
+HASH_QUERIES = ["q3", "q4"]
 
 SIDES = ["heap", "arrow_pg", "warp_gpu", "warp_cpu", "warp_cpu_heap", "warp_gpu_heap", "duckdb",
          "h2d"]
@@ -591,7 +605,9 @@ def ratio(qres, num, den):
 
 
 def goals(res, rows):
-    """The goals of issue 11 item 8, each over both queries."""
+    """The goals of issue 11 item 8, each over Q1 and Q2 (those of them that ran)."""
+    res = {q: res[q] for q in GOAL_QUERIES if q in res}
+
     def gpu_rows(qres):
         t, why = median_of(qres, "warp_gpu")
         return (rows / t, None) if t else (None, why)
@@ -617,8 +633,25 @@ def fmt_rate(v):
     return "%.1f M" % (v / 1e6) if v < 1e9 else "%.2f G" % (v / 1e9)
 
 
+def hash_comparison(res):
+    """For Q3 and Q4: the CPU engine on Arrow, DuckDB and PostgreSQL heap
+    (medians), and the ratios DuckDB / CPU engine and heap / CPU engine."""
+    out = []
+    for q in HASH_QUERIES:
+        if q not in res:
+            continue
+        row = {"query": q}
+        for side in ("warp_cpu", "duckdb", "heap"):
+            row[side], row[side + "_why"] = median_of(res[q], side)
+        row["duckdb_vs_cpu"], _ = ratio(res[q], "duckdb", "warp_cpu")
+        row["heap_vs_cpu"], _ = ratio(res[q], "heap", "warp_cpu")
+        out.append(row)
+    return out
+
+
 def print_report(res, goal_list, rows, nbytes, info):
-    """Per query a table of the sides (and GpuPreAgg's figures), then the goals."""
+    """Per query a table of the sides (and GpuPreAgg's figures), the goals,
+    then the CPU engine's hash aggregation beside DuckDB and PostgreSQL."""
     for q, sql, cols in QUERIES:
         print("\n%s: %s" % (q.upper(), sql))
         print("    referenced columns %s: %.1f MB in the Arrow file" % (", ".join(cols), nbytes[q] / 1e6))
@@ -652,6 +685,20 @@ def print_report(res, goal_list, rows, nbytes, info):
                 whys.append(p["why"])
         print("  %-13s %s: %s%s" % (g["status"].upper(), g["goal"], ", ".join(parts),
                                     "".join("\n  %13s   (%s)" % ("", w) for w in whys)))
+    hash_rows = hash_comparison(res)
+    if hash_rows:
+        print("\nCPU engine's hash aggregation (issue 28 item 6; ratio > 1: the CPU engine is faster):")
+        print("  %-5s %12s %10s %15s %14s %14s" % ("query", "CPU engine s", "DuckDB s", "PostgreSQL s",
+                                                  "DuckDB / CPU", "heap / CPU"))
+        for h in hash_rows:
+            cell = lambda v, f: (f % v) if v is not None else "-"
+            print("  %-5s %12s %10s %15s %14s %14s" % (
+                h["query"].upper(), cell(h["warp_cpu"], "%.4f"), cell(h["duckdb"], "%.4f"),
+                cell(h["heap"], "%.4f"), cell(h["duckdb_vs_cpu"], "%.2fx"),
+                cell(h["heap_vs_cpu"], "%.2fx")))
+            whys = [h[s + "_why"] for s in ("warp_cpu", "duckdb", "heap") if h[s + "_why"]]
+            if whys:
+                print("  %5s (%s)" % ("", "; ".join(whys)))
 
 
 def png_chart(path, res, rows, title):
@@ -764,6 +811,8 @@ def main():
                     help="PostgreSQL parallel workers and DuckDB threads (default 16)")
     ap.add_argument("-r", "--runs", type=int, default=5, help="measured runs per side and query")
     ap.add_argument("--sides", default=",".join(SIDES), help="a comma-separated subset (default: all)")
+    ap.add_argument("--queries", default=",".join(q for q, _, _ in QUERIES),
+                    help="a comma-separated subset of q1,q2,q3,q4 (default: all)")
     ap.add_argument("--tag", help="result name (default: sfSF_Nworkers)")
     ap.add_argument("--timeout", type=int, default=600, help="statement_timeout, seconds")
     ap.add_argument("--h2d", help="the h2d_copy binary (default: bench/h2d_copy, built if missing)")
@@ -775,6 +824,12 @@ def main():
     bad = [s for s in args.sides if s not in SIDES]
     if bad or not args.sides:
         ap.error("unknown side(s) %s; sides: %s" % (", ".join(bad), ", ".join(SIDES)))
+    wanted = [q.strip().lower() for q in args.queries.split(",") if q.strip()]
+    bad = [q for q in wanted if q not in [name for name, _, _ in QUERIES]]
+    if bad or not wanted:
+        ap.error("unknown query(ies) %s; queries: %s" % (", ".join(bad),
+                                                         ", ".join(q for q, _, _ in QUERIES)))
+    QUERIES[:] = [q for q in QUERIES if q[0] in wanted]
     if args.runs < 1 or args.workers < 0:
         ap.error("-r wants at least 1 run, -w at least 0 workers")
     if not os.path.isfile(args.arrow):
@@ -816,7 +871,7 @@ def main():
         "workers": args.workers, "runs": args.runs, "sides": args.sides, "info": info,
         "queries": {q: {"sql": sql, "referenced_columns": cols, "referenced_bytes": nbytes[q],
                         "sides": res[q]} for q, sql, cols in QUERIES},
-        "goals": goal_list, "wrong_answers": wrong,
+        "goals": goal_list, "hash_aggregation": hash_comparison(res), "wrong_answers": wrong,
     }
     jpath = os.path.join(args.outdir, "engine_bench_%s.json" % tag)
     with open(jpath, "w") as f:

@@ -40,8 +40,8 @@ LANGUAGE C STRICT VOLATILE PARALLEL RESTRICTED ROWS 8;
 COMMENT ON FUNCTION pgwarp.gpu_devices() IS 'the GPUs that the CUDA driver reports (no rows without a GPU)';
 GRANT EXECUTE ON FUNCTION pgwarp.gpu_devices() TO PUBLIC;
 
--- The self-test creates a CUDA context in the calling backend (hundreds of
--- MB of GPU memory while it runs): superusers only, unless granted.
+-- The self-test loads GPU code and takes GPU memory on every GPU of the warp
+-- service while it runs: superusers only, unless granted.
 CREATE FUNCTION pgwarp.gpu_selftest(
     OUT device_index int,
     OUT name text,

@@ -67,6 +67,7 @@ _PG_init(void)
 
 	pg_warp_gpu_init();
 	arrow_fdw_init();
+	pg_warp_filter_init();
 	pg_warp_service_init();
 	pg_warp_gpu_preagg_init();
 	pg_warp_gpuscan_init();

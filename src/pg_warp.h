@@ -55,8 +55,8 @@ extern void pg_warp_explain_why_init(void);
 extern void explain_why_codegen(struct PlannerInfo *root, Index relid, const char *node,
 								struct Expr *fallback);
 extern void explain_why_note(const char *fmt,...) pg_attribute_printf(1, 2);
-extern void explain_why_grouping(struct PlannerInfo *root, struct RelOptInfo *input_rel,
-								 struct RelOptInfo *output_rel);
+extern void explain_why_rel(struct PlannerInfo *root, Index relid, const char *node,
+							const char *why);
 extern void explain_why_offered(struct RelOptInfo *rel, const char *node, double cost);
 extern void explain_why_show(struct ExplainState *es, Oid relid);
 
@@ -64,24 +64,8 @@ extern void explain_why_show(struct ExplainState *es, Oid relid);
 extern bool pg_warp_enable_gpuscan;
 extern void pg_warp_gpuscan_init(void);
 
-/* in engine/filter.c: the engine's row filter of Arrow scans */
-struct ScanState;
-struct ExprContext;
-struct TupleTableSlot;
-struct ExplainState;
-struct ArrowScanColumn;
-struct ArrowArray;
-typedef struct EngineFilter EngineFilter;
-extern EngineFilter *engine_filter_begin(struct ScanState *ss, Index scanrelid,
-										 const struct ArrowScanColumn *cols, int n_cols);
-extern void engine_filter_batch(EngineFilter *f, const struct ArrowArray *const *arrays,
-								int64 nrows);
-extern bool engine_filter_row(const EngineFilter *f, int64 row);
-extern bool engine_filter_recheck(EngineFilter *f, struct ExprContext *econtext,
-								  struct TupleTableSlot *slot);
-extern void engine_filter_explain(struct ScanState *ss, Index scanrelid,
-								  const struct ArrowScanColumn *cols, int n_cols,
-								  const EngineFilter *f, struct ExplainState *es);
+/* in engine/filter.c: installs the engine's row filter of Arrow scans */
+extern void pg_warp_filter_init(void);
 
 /* in fdw/arrow_fdw.c */
 extern void arrow_fdw_init(void);

@@ -332,10 +332,16 @@ typedef struct Cg
 	Oid			float2_oid;		/* pg_warp's float2 type, if this database has it */
 	bool		failed;
 	CodegenWhyNot why;			/* the first reason noted (why.why[0]: none) */
+	bool		used_tz;		/* the program holds the session's UTC offset */
+	int64		tz_offset;		/* that offset (cg_tz_reg) */
 } Cg;
 
 /* why the last compilation failed (codegen_why_not) */
 static CodegenWhyNot cg_last_why;
+
+/* the last program's dependence on the session's time zone (codegen_used_timezone) */
+static bool cg_last_used_tz;
+static int64 cg_last_tz_offset;
 
 static int	cg_expr(Cg *cg, Expr *expr);
 
@@ -906,8 +912,9 @@ cg_like(Cg *cg, int reg, Expr *pattern, bool fold)
  * of Greenwich positive), where its time zone has one fixed offset
  * (pg_get_timezone_offset): then date2timestamptz and timestamptz_trunc
  * are the same arithmetic on every date.  A zone with daylight saving time
- * or any other change of offset stays in PostgreSQL.  Executors compile
- * their programs again (under the TimeZone of that moment).
+ * or any other change of offset stays in PostgreSQL.  The plan keeps the
+ * offset (codegen_used_timezone): an executor that runs under another one
+ * leaves the program's work to PostgreSQL (executor.c).
  */
 static int
 cg_tz_reg(Cg *cg)
@@ -919,6 +926,8 @@ cg_tz_reg(Cg *cg)
 		return cg_fail(cg, NULL, "the time zone \"%s\" changes its UTC offset",
 					   session_timezone ? pg_get_timezone_name(session_timezone) : "?");
 	tz = -(int64) gmtoff;
+	cg->used_tz = true;
+	cg->tz_offset = tz;
 	return cg_const_reg(cg, XPU_OP_CONST_INT, XPU_T_INT8, 0,
 						xpu_add_const(cg->b, &tz, sizeof(tz)));
 }
@@ -1706,6 +1715,8 @@ cg_finish(Cg *cg, bool ok)
 	if (prog == NULL && cg->why.why[0] == '\0')
 		cg_fail(cg, NULL, "the program is beyond the engine's limits");
 	cg_last_why = cg->why;
+	cg_last_used_tz = prog != NULL && cg->used_tz;
+	cg_last_tz_offset = cg->tz_offset;
 	xpu_builder_free(cg->b);
 	pfree(cg);
 	return prog;
@@ -1784,6 +1795,19 @@ const CodegenWhyNot *
 codegen_why_not(void)
 {
 	return &cg_last_why;
+}
+
+/*
+ * codegen_used_timezone: does the last program this backend compiled hold
+ * the session's UTC offset (a timestamptz computation), and which one (in
+ * *offset, PostgreSQL's sign)?  A program that does is right only under a
+ * time zone of that offset.
+ */
+bool
+codegen_used_timezone(int64 *offset)
+{
+	*offset = cg_last_tz_offset;
+	return cg_last_used_tz;
 }
 
 /* codegen_disassemble: the program in readable form (palloc'ed) */

@@ -53,6 +53,7 @@ extern XpuProgram *codegen_proj_program(const CodegenScan *scan, List *quals,
 										List *exprs);
 extern char *codegen_disassemble(const XpuProgram *prog);
 extern const CodegenWhyNot *codegen_why_not(void);
+extern bool codegen_used_timezone(int64 *offset);
 extern Oid	codegen_float2_type(void);
 
 #endif							/* PG_WARP_CODEGEN_H */

@@ -15,17 +15,11 @@
 
 /* in filter.c */
 
-/*
- * The columns of an Arrow scan, for engine_column_hook.  float16: the
- * program's runner loads Arrow float16 columns as float2 (the backend's
- * filter does; the service's aggregation runners do not yet, so a zeroed
- * EngineColumns leaves those columns out).
- */
+/* The columns of an Arrow scan, for engine_column_hook */
 typedef struct EngineColumns
 {
 	const ArrowScanColumn *cols;
 	int			n_cols;
-	bool		float16;
 } EngineColumns;
 
 extern bool engine_column_hook(void *arg, AttrNumber attno, Oid typid,
@@ -39,6 +33,11 @@ struct PlannerInfo;
 extern List *engine_order_quals(struct PlannerInfo *root, List *quals);
 struct ExplainState;
 extern void engine_explain_program(const XpuProgram *prog, struct ExplainState *es);
+
+/* in service_client.c: the service's GPUs, and their self-test (device.c) */
+extern WarpDevices *service_devices(const char *selftest_path);
+struct ErrorData;
+extern struct ErrorData *service_caught(MemoryContext cxt);
 
 /* in service_client.c: whether the service runs on a GPU (planner) */
 extern bool service_engine_gpu(void);

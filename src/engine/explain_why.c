@@ -127,6 +127,19 @@ explain_why_codegen(PlannerInfo *root, Index relid, const char *node, Expr *fall
 			psprintf("%s: %s", node, w->why[0] ? w->why : "not compiled"));
 }
 
+/*
+ * explain_why_rel: notes why node (GpuScan, GpuPreAgg) does not take
+ * relation relid of root's range table (a reason from shippable.c)
+ */
+void
+explain_why_rel(PlannerInfo *root, Index relid, const char *node, const char *why)
+{
+	if (!why_collecting)
+		return;
+	why_add(strcmp(node, "GpuScan") == 0 ? WHY_SCAN : WHY_GROUPING,
+			planner_rt_fetch(relid, root)->relid, psprintf("%s: %s", node, why));
+}
+
 /* explain_why_note: notes a reason of rank grouping (GpuPreAgg's) */
 void
 explain_why_note(const char *fmt,...)
@@ -140,74 +153,6 @@ explain_why_note(const char *fmt,...)
 	vsnprintf(buf, sizeof(buf), fmt, ap);
 	va_end(ap);
 	why_add(WHY_GROUPING, InvalidOid, pstrdup(buf));
-}
-
-/* the first Aggref below node that GpuPreAgg never takes, or NULL */
-static bool
-why_odd_aggref(Node *node, Aggref **found)
-{
-	if (node == NULL)
-		return false;
-	if (IsA(node, Aggref))
-	{
-		Aggref	   *a = (Aggref *) node;
-
-		if (a->aggorder != NIL || a->aggdistinct != NIL || a->aggfilter != NULL)
-		{
-			*found = a;
-			return true;
-		}
-		return false;
-	}
-	return expression_tree_walker(node, why_odd_aggref, found);
-}
-
-/*
- * explain_why_grouping: notes why GpuPreAgg does not take the grouping of
- * input_rel into output_rel (its planner found it unfit before any
- * compilation): the query's shape where that is the reason, else the
- * aggregates and group keys it was given
- */
-void
-explain_why_grouping(PlannerInfo *root, RelOptInfo *input_rel, RelOptInfo *output_rel)
-{
-	Query	   *parse = root->parse;
-	RangeTblEntry *rte;
-	Aggref	   *odd = NULL;
-
-	if (!why_collecting)
-		return;
-	if (input_rel->reloptkind != RELOPT_BASEREL)
-	{
-		explain_why_note("GpuPreAgg: the grouping reads a join of %d relations "
-						 "(GpuPreAgg groups the rows of one table)",
-						 bms_num_members(input_rel->relids));
-		return;
-	}
-	if (parse->groupingSets != NIL)
-	{
-		explain_why_note("GpuPreAgg: GROUPING SETS, ROLLUP or CUBE");
-		return;
-	}
-	rte = planner_rt_fetch(input_rel->relid, root);
-	if (rte->rtekind != RTE_RELATION || rte->inh || rte->tablesample != NULL)
-	{
-		explain_why_note("GpuPreAgg: the grouping reads %s",
-						 rte->rtekind != RTE_RELATION ? "a subquery or a function" :
-						 rte->inh ? "a partitioned or inherited table" : "a TABLESAMPLE");
-		return;
-	}
-	if (why_odd_aggref((Node *) output_rel->reltarget->exprs, &odd) ||
-		why_odd_aggref(parse->havingQual, &odd))
-	{
-		explain_why_note("GpuPreAgg: %s() with DISTINCT, ORDER BY or FILTER",
-						 get_func_name(odd->aggfnoid));
-		return;
-	}
-	explain_why_note("GpuPreAgg: an aggregate, a group key or a clause of \"%s\" that it does "
-					 "not offload (pseudo-constant quals, a key type, an aggregate of "
-					 "another kind, more keys or states than the engine holds)",
-					 get_rel_name(rte->relid));
 }
 
 /*

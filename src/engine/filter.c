@@ -6,6 +6,8 @@
  *		interpreter (xpu_cpu.c, per tile) over the Arrow columns of each
  *		record batch to a pass mask; rows that fail are skipped before any
  *		Datum is built, and PostgreSQL no longer evaluates those quals.
+ *		arrow_fdw calls it through the hook that pg_warp_filter_init
+ *		installs (ArrowScanFilterHook, fdw/fdw_scan.h).
  *
  * Which quals: the longest prefix of the plan's qual list (in the order
  * ExecQual evaluates it) whose conjuncts all compile.  A conjunct after one
@@ -42,7 +44,8 @@
 #include "engine/engine.h"
 #include "fdw/fdw_scan.h"
 
-struct EngineFilter
+/* the filter of one scan (fdw_scan.h declares the type, opaque there) */
+struct ArrowScanFilter
 {
 	List	   *quals;			/* the conjuncts the engine evaluates */
 	XpuProgram *prog;			/* their program (palloc'ed, 16-aligned) */
@@ -123,7 +126,7 @@ engine_column_hook(void *arg, AttrNumber attno, Oid typid, int *col_index,
 		default:
 			/* pg_warp's float2: arrow_fdw reads a float16's bits as they are */
 			*kind = XPU_COL_FLOAT16;
-			return fc->float16 && c->arrow_id == ARROW_TYPE_FLOAT16 &&
+			return c->arrow_id == ARROW_TYPE_FLOAT16 &&
 				typid == codegen_float2_type();
 	}
 }
@@ -214,22 +217,22 @@ engine_every_row(CodegenScan *scan, const EngineColumns *ec)
  * conjuncts the engine evaluates leave ss->ps.qual (which ExecScan checks).
  * Returns NULL (and changes nothing) when no conjunct compiles.
  */
-EngineFilter *
+static ArrowScanFilter *
 engine_filter_begin(ScanState *ss, Index scanrelid, const ArrowScanColumn *cols, int n_cols)
 {
-	EngineColumns fc = {cols, n_cols, true};
+	EngineColumns fc = {cols, n_cols};
 	CodegenScan scan = {scanrelid, engine_column_hook, &fc};
 	List	   *rest;
 	List	   *engine = engine_filter_split(ss->ps.plan->qual, scanrelid, &fc, &rest);
 	XpuProgram *prog;
-	EngineFilter *f;
+	ArrowScanFilter *f;
 
 	if (engine == NIL || !engine_every_row(&scan, &fc))
 		return NULL;
 	prog = codegen_qual_program(&scan, engine);
 	if (prog == NULL)
 		return NULL;			/* together past a limit (registers, masks) */
-	f = palloc0(sizeof(EngineFilter));
+	f = palloc0(sizeof(ArrowScanFilter));
 	f->cxt = CurrentMemoryContext;
 	f->quals = engine;
 	f->prog = palloc_aligned16(prog->total_len);
@@ -248,8 +251,8 @@ engine_filter_begin(ScanState *ss, Index scanrelid, const ArrowScanColumn *cols,
  * whose columns (those engine_filter_begin was given, in that order) are
  * arrays[0 .. n_cols - 1].
  */
-void
-engine_filter_batch(EngineFilter *f, const ArrowArray *const *arrays, int64 nrows)
+static void
+engine_filter_batch(ArrowScanFilter *f, const ArrowArray *const *arrays, int64 nrows)
 {
 	XpuChunk	chunk;
 	XpuResult	res;
@@ -307,8 +310,8 @@ engine_filter_batch(EngineFilter *f, const ArrowArray *const *arrays, int64 nrow
  * engine_filter_row: may row of the current batch pass (false: skip it
  * without building its tuple)?
  */
-bool
-engine_filter_row(const EngineFilter *f, int64 row)
+static bool
+engine_filter_row(const ArrowScanFilter *f, int64 row)
 {
 	return f->fallback || f->mask[row];
 }
@@ -317,8 +320,8 @@ engine_filter_row(const EngineFilter *f, int64 row)
  * engine_filter_recheck: for a row of a fallback batch, evaluate the
  * filter's quals on its tuple in PostgreSQL; true otherwise.
  */
-bool
-engine_filter_recheck(EngineFilter *f, ExprContext *econtext, TupleTableSlot *slot)
+static bool
+engine_filter_recheck(ArrowScanFilter *f, ExprContext *econtext, TupleTableSlot *slot)
 {
 	if (!f->fallback)
 		return true;
@@ -362,11 +365,11 @@ engine_explain_program(const XpuProgram *prog, ExplainState *es)
  * PostgreSQL evaluated).  Without f (EXPLAIN alone) the quals are compiled
  * here over cols, as engine_filter_begin would.
  */
-void
+static void
 engine_filter_explain(ScanState *ss, Index scanrelid, const ArrowScanColumn *cols,
-					  int n_cols, const EngineFilter *f, ExplainState *es)
+					  int n_cols, const ArrowScanFilter *f, ExplainState *es)
 {
-	EngineColumns fc = {cols, n_cols, true};
+	EngineColumns fc = {cols, n_cols};
 	CodegenScan scan = {scanrelid, engine_column_hook, &fc};
 	List	   *quals,
 			   *rest;
@@ -396,6 +399,25 @@ engine_filter_explain(ScanState *ss, Index scanrelid, const ArrowScanColumn *col
 	if (es->analyze && f != NULL &&
 		(f->fallback_batches > 0 || es->format != EXPLAIN_FORMAT_TEXT))
 		ExplainPropertyInteger("Engine Fallback Batches", NULL, f->fallback_batches, es);
+}
+
+/* the filter as arrow_fdw calls it (fdw_scan.h) */
+static const ArrowScanFilterHook engine_filter_hook = {
+	.begin = engine_filter_begin,
+	.batch = engine_filter_batch,
+	.row = engine_filter_row,
+	.recheck = engine_filter_recheck,
+	.explain = engine_filter_explain,
+};
+
+/*
+ * pg_warp_filter_init: at _PG_init, installs the engine's filter into
+ * arrow_fdw's scans
+ */
+void
+pg_warp_filter_init(void)
+{
+	arrow_fdw_set_scan_filter(&engine_filter_hook);
 }
 
 /*

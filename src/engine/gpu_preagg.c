@@ -97,6 +97,8 @@
 #include "pg_warp.h"
 #include "engine/codegen.h"
 #include "engine/engine.h"
+#include "engine/executor.h"
+#include "engine/shippable.h"
 #include "engine/gpu_preagg.h"
 #include "engine/heap_source.h"
 #include "xpu/xpu_agg.h"
@@ -307,7 +309,8 @@ gpa_float2_agg(Oid fn)
 	return NULL;
 }
 
-static const GpaAggInfo *
+/* gpa_agg_info: the engine's form of aggregate fn, or NULL */
+const GpaAggInfo *
 gpa_agg_info(Oid fn)
 {
 	const GpaAggInfo *f2;
@@ -320,64 +323,6 @@ gpa_agg_info(Oid fn)
 	return gpa_is_hll_agg(fn) ? &gpa_hll_agg : NULL;
 }
 
-/*
- * gpa_hll_arg_ok: may the engine hash an argument of type typid (collation
- * coll) exactly as hll_count does (src/types/hll.c: integers, floats,
- * strings in a deterministic collation, by-value date/time types and bool)
- */
-static bool
-gpa_hll_arg_ok(Oid typid, Oid coll)
-{
-	switch (typid)
-	{
-		case TEXTOID:
-		case VARCHAROID:
-			return !OidIsValid(coll) || get_collation_isdeterministic(coll);
-		case INT2OID:
-		case INT4OID:
-		case INT8OID:
-		case FLOAT4OID:
-		case FLOAT8OID:
-		case BOOLOID:
-		case DATEOID:
-		case TIMEOID:
-		case TIMESTAMPOID:
-		case TIMESTAMPTZOID:
-			return true;
-		default:
-			return false;
-	}
-}
-
-/*
- * the group key types the engine groups exactly as PostgreSQL does (pg_warp's
- * float2 as its exact float4: -0 and 0 one group, every NaN one group)
- */
-static bool
-gpa_key_type_ok(Oid typid)
-{
-	if (OidIsValid(typid) && typid == codegen_float2_type())
-		return true;
-	switch (typid)
-	{
-		case BOOLOID:
-		case INT2OID:
-		case INT4OID:
-		case INT8OID:
-		case FLOAT4OID:
-		case FLOAT8OID:
-		case NUMERICOID:
-		case DATEOID:
-		case TIMESTAMPOID:
-		case TIMESTAMPTZOID:
-		case TEXTOID:
-		case VARCHAROID:
-			return true;
-		default:
-			return false;
-	}
-}
-
 /* ---------------- planning ---------------- */
 
 /* what the planner found out about one grouping (GpaPlanInfo) */
@@ -388,56 +333,47 @@ typedef struct GpaPlanInfo
 	List	   *keys;			/* group key expressions */
 	List	   *aggrefs;		/* distinct Aggrefs of the target and HAVING */
 	List	   *having;			/* HAVING, implicit AND */
+	Node	   *program;		/* the engine's program (engine_plan_program) */
 } GpaPlanInfo;
 
-/* collects the Aggrefs below node (false: one that cannot be offloaded) */
-static bool
-gpa_collect_aggrefs(Node *node, List **aggrefs)
-{
-	if (node == NULL)
-		return false;
-	if (IsA(node, Aggref))
-	{
-		Aggref	   *a = (Aggref *) node;
-		const GpaAggInfo *info = gpa_agg_info(a->aggfnoid);
-
-		if (info == NULL || a->aggorder != NIL || a->aggdistinct != NIL ||
-			a->aggfilter != NULL || a->agglevelsup != 0 ||
-			a->aggkind != AGGKIND_NORMAL ||
-			(a->aggsplit != AGGSPLIT_SIMPLE && a->aggsplit != AGGSPLIT_INITIAL_SERIAL) ||
-			list_length(a->args) != (info->kind == XPU_AGG_COUNT_STAR ? 0 : 1))
-			return true;
-		if (!list_member(*aggrefs, a))
-			*aggrefs = lappend(*aggrefs, a);
-		return false;			/* the arguments are the engine's */
-	}
-	if (IsA(node, GroupingFunc) || IsA(node, WindowFunc) || IsA(node, SubPlan))
-		return true;
-	return expression_tree_walker(node, gpa_collect_aggrefs, (void *) aggrefs);
-}
-
-/* a CodegenScan over the columns of the Arrow table relid that exprs use */
-static CodegenScan *
-gpa_codegen_scan(Relation rel, Index relid, List *exprs, AttrNumber **attnos_out,
-				 int *n_out)
+/*
+ * gpa_attnos: the columns (attnos, ascending: the chunk columns) of table
+ * relid that exprs use, their number in *n; NULL when exprs use a system
+ * column or the whole row
+ */
+static AttrNumber *
+gpa_attnos(Index relid, List *exprs, int *n)
 {
 	Bitmapset  *attrs = NULL;
 	AttrNumber *attnos;
-	int			n = 0,
-				x = -1;
-	EngineColumns *ec = palloc0(sizeof(EngineColumns));
-	CodegenScan *scan = palloc0(sizeof(CodegenScan));
+	int			x = -1;
 
 	pull_varattnos((Node *) exprs, relid, &attrs);
 	attnos = palloc(sizeof(AttrNumber) * Max(bms_num_members(attrs), 1));
+	*n = 0;
 	while ((x = bms_next_member(attrs, x)) >= 0)
 	{
 		AttrNumber	a = x + FirstLowInvalidHeapAttributeNumber;
 
 		if (a <= 0)
-			return NULL;		/* a system column or a whole-row reference */
-		attnos[n++] = a;
+			return NULL;
+		attnos[(*n)++] = a;
 	}
+	return attnos;
+}
+
+/* a CodegenScan over the columns of the table relid that exprs use */
+static CodegenScan *
+gpa_codegen_scan(Relation rel, Index relid, List *exprs, AttrNumber **attnos_out,
+				 int *n_out)
+{
+	int			n;
+	AttrNumber *attnos = gpa_attnos(relid, exprs, &n);
+	EngineColumns *ec = palloc0(sizeof(EngineColumns));
+	CodegenScan *scan = palloc0(sizeof(CodegenScan));
+
+	if (attnos == NULL)
+		return NULL;
 	scan->scanrelid = relid;
 	if (rel->rd_rel->relkind != RELKIND_FOREIGN_TABLE)
 		heap_source_codegen_scan(scan, rel, attnos, n);
@@ -445,7 +381,6 @@ gpa_codegen_scan(Relation rel, Index relid, List *exprs, AttrNumber **attnos_out
 	{
 		ec->cols = arrow_fdw_columns(rel, attnos, n);
 		ec->n_cols = n;
-		ec->float16 = true;		/* the service loads Float16 fields as float2 */
 		scan->column = engine_column_hook;
 		scan->column_arg = ec;
 		scan->every_row = true;	/* arrow_fdw converts every row's columns */
@@ -474,31 +409,26 @@ gpa_agg_args(List *aggrefs)
 
 /*
  * gpa_check_keys: the group key expressions of the grouping (in the order of
- * the GROUP BY clause), or false when one cannot be grouped by the engine
- * exactly as PostgreSQL groups it.
+ * the GROUP BY clause) into *keys, or why one cannot be grouped by the
+ * engine exactly as PostgreSQL groups it (ship_group_key)
  */
-static bool
+static const char *
 gpa_check_keys(PlannerInfo *root, List **keys)
 {
-	Query	   *parse = root->parse;
 	ListCell   *lc;
 
 	*keys = NIL;
-	foreach(lc, parse->groupClause)
+	foreach(lc, root->parse->groupClause)
 	{
 		SortGroupClause *sgc = lfirst(lc);
 		Expr	   *e = (Expr *) get_sortgroupclause_expr(sgc, root->processed_tlist);
-		Oid			type = exprType((Node *) e);
-		TypeCacheEntry *tc = lookup_type_cache(type, TYPECACHE_EQ_OPR);
-		Oid			coll = exprCollation((Node *) e);
+		const char *why = ship_group_key(sgc, e);
 
-		if (!gpa_key_type_ok(type) || sgc->eqop != tc->eq_opr)
-			return false;
-		if (OidIsValid(coll) && !get_collation_isdeterministic(coll))
-			return false;
+		if (why != NULL)
+			return why;
 		*keys = lappend(*keys, e);
 	}
-	return true;
+	return NULL;
 }
 
 /* the engine states (XpuAggDesc) of aggrefs */
@@ -530,32 +460,24 @@ gpa_partial_target_ok(List *exprs, GpaPlanInfo *pi)
 
 /*
  * gpa_plan_info: whether the grouping of input_rel into output_rel can be
- * offloaded, and what it consists of; NULL if not.  partial: output_rel is
- * the partially grouped relation of a parallel aggregation (heap tables
- * only; HAVING is the Finalize Aggregate's).
+ * offloaded, and what it consists of; NULL if not, with *why saying why
+ * (NULL: a grouping no engine path is made for, as no aggregate at all).
+ * partial: output_rel is the partially grouped relation of a parallel
+ * aggregation (heap tables only; HAVING is the Finalize Aggregate's).
  */
 static GpaPlanInfo *
 gpa_plan_info(PlannerInfo *root, RelOptInfo *input_rel, RelOptInfo *output_rel,
-			  GroupPathExtraData *extra, bool partial)
+			  GroupPathExtraData *extra, bool partial, const char **why)
 {
 	Query	   *parse = root->parse;
-	RangeTblEntry *rte;
 	GpaPlanInfo *pi;
 	ListCell   *lc;
 
-	if (input_rel->reloptkind != RELOPT_BASEREL || parse->groupingSets != NIL ||
-		root->hasHavingQual != (extra->havingQual != NULL) ||
+	*why = NULL;
+	if (root->hasHavingQual != (extra->havingQual != NULL) ||
 		(parse->groupClause == NIL && !parse->hasAggs))
 		return NULL;
-	rte = planner_rt_fetch(input_rel->relid, root);
-	if (rte->rtekind != RTE_RELATION || rte->inh || rte->tablesample != NULL ||
-		rte->securityQuals != NIL)
-		return NULL;
-	/* an Arrow table, or a plain heap table (heap_source.c) */
-	if (partial && rte->relkind == RELKIND_FOREIGN_TABLE)
-		return NULL;
-	if (rte->relkind == RELKIND_FOREIGN_TABLE ? !arrow_fdw_is_table(rte->relid) :
-		!heap_source_plannable(rte->relid) || !gpa_heap_enabled())
+	if ((*why = ship_grouping_input(root, input_rel, partial, gpa_heap_enabled())) != NULL)
 		return NULL;
 	pi = palloc0(sizeof(GpaPlanInfo));
 	pi->relid = input_rel->relid;
@@ -564,31 +486,43 @@ gpa_plan_info(PlannerInfo *root, RelOptInfo *input_rel, RelOptInfo *output_rel,
 		RestrictInfo *ri = lfirst(lc);
 
 		if (ri->pseudoconstant || ri->security_level > 0)
+		{
+			*why = ri->pseudoconstant ? "a clause that is constant for the query" :
+				"a security barrier clause";
 			return NULL;
+		}
 		pi->quals = lappend(pi->quals, ri->clause);
 	}
 	/* PostgreSQL's order, so that the same rows raise the same errors */
 	pi->quals = engine_order_quals(root, pi->quals);
-	if (!gpa_check_keys(root, &pi->keys))
+	if ((*why = gpa_check_keys(root, &pi->keys)) != NULL)
 		return NULL;
 	pi->having = partial ? NIL : (List *) extra->havingQual;
-	if (gpa_collect_aggrefs((Node *) output_rel->reltarget->exprs, &pi->aggrefs) ||
-		gpa_collect_aggrefs((Node *) pi->having, &pi->aggrefs))
+	if ((*why = ship_aggrefs((Node *) output_rel->reltarget->exprs, &pi->aggrefs,
+							 pg_warp_engine == WARP_ENGINE_GPU)) != NULL ||
+		(*why = ship_aggrefs((Node *) pi->having, &pi->aggrefs,
+							 pg_warp_engine == WARP_ENGINE_GPU)) != NULL)
 		return NULL;
 	if (partial && !gpa_partial_target_ok(output_rel->reltarget->exprs, pi))
+	{
+		*why = "the partial grouping returns an expression of its keys";
 		return NULL;
-	if (list_length(pi->keys) > XPU_AGG_MAX_KEYS ||
-		gpa_count_states(pi->aggrefs) > XPU_AGG_MAX_AGGS)
-		return NULL;
-	return pi;
+	}
+	if (list_length(pi->keys) > XPU_AGG_MAX_KEYS)
+		*why = psprintf("%d group keys (the engine holds %d)",
+						list_length(pi->keys), XPU_AGG_MAX_KEYS);
+	else if (gpa_count_states(pi->aggrefs) > XPU_AGG_MAX_AGGS)
+		*why = psprintf("%d aggregate states (the engine holds %d)",
+						gpa_count_states(pi->aggrefs), XPU_AGG_MAX_AGGS);
+	return *why == NULL ? pi : NULL;
 }
 
 /*
  * gpa_heap_enabled: may GpuPreAgg read heap tables (pg_warp.enable_gpupreagg_heap):
  * under auto, only where its run goes to a GPU.  The CPU engine over heap
- * pages was measured slower than PostgreSQL's own aggregation (each page is
- * copied to the service and decoded there, where PostgreSQL reads it in
- * place): 597 against 194 ms median on a 2-core host at 4 workers.
+ * pages is slower than PostgreSQL's own aggregation (each page is copied to
+ * the service and decoded there, where PostgreSQL reads it in place; the
+ * figures are in doc/engine.md's settings).
  */
 static bool
 gpa_heap_enabled(void)
@@ -618,62 +552,24 @@ gpa_compiles(PlannerInfo *root, GpaPlanInfo *pi)
 										 list_concat(list_copy(exprs), pi->quals),
 										 &attnos, &n);
 	XpuProgram *prog = scan ? codegen_proj_program(scan, pi->quals, exprs) : NULL;
-	bool		ok = prog != NULL;
+	bool		ok = prog != NULL && prog->n_cols == n;
 
-	table_close(rel, NoLock);
-	if (scan != NULL && !ok)
-		explain_why_codegen(root, pi->relid, "GpuPreAgg", NULL);
+	/* every column the expressions use is a chunk column the program loads */
 	if (ok)
-	{
-		ListCell   *lc;
-
-		/* each aggregate's argument must have the type its kind expects */
-		foreach(lc, pi->aggrefs)
-		{
-			Aggref	   *a = lfirst(lc);
-			const GpaAggInfo *info = gpa_agg_info(a->aggfnoid);
-
-			Node	   *arg = a->args ? (Node *) ((TargetEntry *) linitial(a->args))->expr : NULL;
-
-			if (arg != NULL && OidIsValid(info->argtype) && exprType(arg) != info->argtype)
-				ok = false;
-			if (info->kind == XPU_AGG_HLL &&
-				!gpa_hll_arg_ok(exprType(arg), exprCollation(arg)))
-				ok = false;
-			/*
-			 * text_smaller and text_larger order bytewise only in C; the GPU
-			 * computes neither, so pg_warp.engine = gpu leaves them to
-			 * PostgreSQL (auto runs them on the CPU engine)
-			 */
-			if ((info->kind == XPU_AGG_MIN_TEXT || info->kind == XPU_AGG_MAX_TEXT) &&
-				(!(OidIsValid(a->inputcollid) && lc_collate_is_c(a->inputcollid)) ||
-				 pg_warp_engine == WARP_ENGINE_GPU))
-				ok = false;
-		}
-		free(prog);
-	}
+		pi->program = engine_plan_program(prog, scan->column == engine_column_hook ?
+										  scan->column_arg : NULL);
+	free(prog);
+	table_close(rel, NoLock);
+	if (scan == NULL)
+		explain_why_note("GpuPreAgg: the grouping reads a system column or the whole row");
+	else if (!ok)
+		explain_why_codegen(root, pi->relid, "GpuPreAgg", NULL);
 	return ok;
 }
 
 static CustomPathMethods gpa_path_methods;
 static CustomScanMethods gpa_scan_methods;
 static CustomExecMethods gpa_exec_methods;
-
-/*
- * gpa_parallel_divisor: the share of a parallel scan's rows one participant
- * reads, as PostgreSQL's cost model reckons it (costsize.c: the leader
- * helps less the more workers there are)
- */
-static double
-gpa_parallel_divisor(int workers)
-{
-	double		divisor = workers;
-	double		leader = 1.0 - 0.3 * workers;
-
-	if (parallel_leader_participation && leader > 0)
-		divisor += leader;
-	return Max(divisor, 1.0);
-}
 
 /*
  * gpa_make_path: a GpuPreAgg path of the grouping pi into output_rel, with
@@ -694,6 +590,7 @@ gpa_make_path(RelOptInfo *output_rel, GpaPlanInfo *pi, Path *fallback, bool part
 									pi->keys, pi->aggrefs);
 	cp->custom_private = lappend(cp->custom_private, pi->having);
 	cp->custom_private = lappend(cp->custom_private, makeInteger(partial ? 1 : 0));
+	cp->custom_private = lappend(cp->custom_private, pi->program);
 	cp->methods = &gpa_path_methods;
 	return cp;
 }
@@ -716,7 +613,7 @@ gpa_partial_path(PlannerInfo *root, RelOptInfo *input_rel, RelOptInfo *pgr,
 {
 	Path	   *partial_scan = linitial(input_rel->partial_pathlist);
 	int			workers = partial_scan->parallel_workers;
-	double		divisor = gpa_parallel_divisor(workers);
+	double		divisor = engine_parallel_divisor(workers);
 	double		rows_in = input_rel->tuples > 0 ? input_rel->tuples : input_rel->rows;
 	double		ngroups;
 	Path	   *fallback;
@@ -757,6 +654,7 @@ gpa_parallel_paths(PlannerInfo *root, RelOptInfo *input_rel, RelOptInfo *output_
 {
 	RelOptInfo *pgr;
 	GpaPlanInfo *pi;
+	const char *why;			/* the serial path noted it */
 	Path	   *partial;
 	Path	   *gather;
 	double		total_groups;
@@ -767,7 +665,7 @@ gpa_parallel_paths(PlannerInfo *root, RelOptInfo *input_rel, RelOptInfo *output_
 	pgr = fetch_upper_rel(root, UPPERREL_PARTIAL_GROUP_AGG, output_rel->relids);
 	if (!pgr->consider_parallel || pgr->reltarget == NULL || pgr->reltarget->exprs == NIL)
 		return;
-	if ((pi = gpa_plan_info(root, input_rel, pgr, gx, true)) == NULL ||
+	if ((pi = gpa_plan_info(root, input_rel, pgr, gx, true, &why)) == NULL ||
 		!gpa_compiles(root, pi) ||
 		(partial = gpa_partial_path(root, input_rel, pgr, gx, pi)) == NULL)
 		return;
@@ -845,6 +743,7 @@ gpa_upper_paths(PlannerInfo *root, UpperRelationKind stage, RelOptInfo *input_re
 {
 	GroupPathExtraData *gx = extra;
 	GpaPlanInfo *pi;
+	const char *why;
 	CustomPath *cp;
 	Path	   *fallback;
 	double		rows_in,
@@ -857,9 +756,10 @@ gpa_upper_paths(PlannerInfo *root, UpperRelationKind stage, RelOptInfo *input_re
 		!pg_warp_enable_gpupreagg || !pg_warp_preloaded ||
 		input_rel->cheapest_total_path == NULL)
 		return;
-	if ((pi = gpa_plan_info(root, input_rel, output_rel, gx, false)) == NULL)
+	if ((pi = gpa_plan_info(root, input_rel, output_rel, gx, false, &why)) == NULL)
 	{
-		explain_why_grouping(root, input_rel, output_rel);
+		if (why != NULL)
+			explain_why_note("GpuPreAgg: %s", why);
 		return;
 	}
 	if (!gpa_compiles(root, pi))
@@ -939,8 +839,9 @@ gpa_anchor_var(PlannerInfo *root, Index relid, List *exprs)
  * (keys..., aggregates..., quals..., anchor) (custom_scan_tlist; the last
  * ones resjunk, never filled: they are there so that set_plan_references
  * adjusts their Vars); the target list and HAVING are expressions over it.
- * custom_private: the number of keys, of aggregates and of quals, and
- * whether the node returns partial states (a parallel heap run).
+ * custom_private: the number of keys, of aggregates and of quals, whether
+ * the node returns partial states (a parallel heap run), and the engine's
+ * program (engine_plan_program, compiled by gpa_compiles).
  */
 static Plan *
 gpa_plan_path(PlannerInfo *root, RelOptInfo *rel, CustomPath *best_path,
@@ -971,10 +872,10 @@ gpa_plan_path(PlannerInfo *root, RelOptInfo *rel, CustomPath *best_path,
 	cs->scan.scanrelid = 0;
 	cs->custom_plans = custom_plans;
 	cs->custom_scan_tlist = scan_tlist;
-	cs->custom_private = list_make4(makeInteger(list_length(keys)),
+	cs->custom_private = list_make5(makeInteger(list_length(keys)),
 									makeInteger(list_length(aggrefs)),
 									makeInteger(list_length(quals)),
-									list_nth(priv, 5));
+									list_nth(priv, 5), list_nth(priv, 6));
 	cs->methods = &gpa_scan_methods;
 	return &cs->scan.plan;
 }
@@ -1027,7 +928,7 @@ typedef struct GpaState
 	List	   *quals;
 	bool		compiled;		/* false: the child runs (EXPLAIN says why) */
 	/* the run */
-	int			conn;			/* the service connection, or -1 */
+	EngineRun	run;			/* the service connection */
 	bool		ran;
 	bool		fallback;		/* the child produces the rows */
 	const char *fallback_why;
@@ -1052,28 +953,8 @@ gpa_create_state(CustomScan *cs)
 	GpaState   *st = (GpaState *) newNode(sizeof(GpaState), T_CustomScanState);
 
 	st->css.methods = &gpa_exec_methods;
-	st->conn = -1;
+	st->run.conn = -1;
 	return (Node *) st;
-}
-
-/* closes the service connection if the query ends before the run does */
-static void
-gpa_close_conn(void *arg)
-{
-	GpaState   *st = arg;
-
-	if (st->conn >= 0)
-		service_run_end(st->conn);
-	st->conn = -1;
-}
-
-/* palloc'ed memory of size bytes at a 16-byte boundary */
-static void *
-gpa_palloc16(Size size)
-{
-	char	   *p = palloc(size + 15);
-
-	return (void *) TYPEALIGN(16, (uintptr_t) p);
 }
 
 /*
@@ -1137,8 +1018,9 @@ gpa_compile_agg(GpaState *st, GpaAggExec *ae, Aggref *a, List **args)
 }
 
 /*
- * gpa_compile: the program, the key and aggregate descriptions; false (and
- * the child will run) when it no longer compiles (the table's files changed
+ * gpa_compile: the plan's program and the key and aggregate descriptions;
+ * false (and the child will run, st->fallback_why says why) when the
+ * program no longer fits (engine_exec_program: the table's files changed
  * since planning, say).
  */
 static bool
@@ -1149,8 +1031,7 @@ gpa_compile(GpaState *st, CustomScan *cs, Index relid, int n_keys, int n_aggs)
 			   *args = NIL;
 	AttrNumber *attnos;
 	int			n_attnos;
-	CodegenScan *scan;
-	XpuProgram *prog;
+	EngineColumns now = {0};
 	ListCell   *lc;
 
 	st->n_keys = n_keys;
@@ -1178,30 +1059,29 @@ gpa_compile(GpaState *st, CustomScan *cs, Index relid, int n_keys, int n_aggs)
 		else
 			gpa_compile_agg(st, &st->aggs[i - st->n_keys], (Aggref *) te->expr, &args);
 	}
-	scan = gpa_codegen_scan(st->rel, relid, list_concat(list_concat(list_copy(keys), args),
-														st->quals), &attnos, &n_attnos);
-	prog = scan ? codegen_proj_program(scan, st->quals, list_concat(list_copy(keys), args)) : NULL;
-	if (prog == NULL || prog->n_cols != n_attnos)
+	attnos = gpa_attnos(relid, list_concat(list_concat(list_copy(keys), args), st->quals),
+						&n_attnos);
+	if (attnos == NULL)
+		elog(ERROR, "GpuPreAgg: the plan's expressions read a system column");
+	if (st->rel->rd_rel->relkind == RELKIND_FOREIGN_TABLE)
 	{
-		/* every column the expressions use is a chunk column the program loads */
-		free(prog);
-		return false;
+		if (st->partial)
+			elog(ERROR, "GpuPreAgg: a parallel run of a foreign table");
+		st->src = arrow_fdw_engine_source(st->rel, relid, st->quals, attnos, n_attnos);
+		now = (EngineColumns) {st->src->cols, n_attnos};
 	}
-	st->prog = gpa_palloc16(prog->total_len);
-	memcpy(st->prog, prog, prog->total_len);
-	free(prog);
+	st->prog = engine_exec_program(list_nth(cs->custom_private, 4),
+								   st->src ? &now : NULL, &st->fallback_why);
+	if (st->prog == NULL)
+		return false;
 	for (int i = 0; i < st->n_keys; i++)
 		st->key_scales[i] = XPU_REGS(st->prog)[XPU_OUTS(st->prog)[i]].scale;
 	for (int i = 0; i < st->n_aggs; i++)
 		if (st->aggs[i].info->kind != XPU_AGG_COUNT_STAR)
 			st->aggs[i].scale =
 				XPU_REGS(st->prog)[XPU_OUTS(st->prog)[st->descs[st->aggs[i].first].out]].scale;
-	if (st->rel->rd_rel->relkind != RELKIND_FOREIGN_TABLE)
+	if (st->src == NULL)
 		st->heap = heap_agg_prepare(st->rel, attnos, n_attnos);
-	else if (st->partial)
-		elog(ERROR, "GpuPreAgg: a parallel run of a foreign table");
-	else
-		st->src = arrow_fdw_engine_source(st->rel, relid, st->quals, attnos, n_attnos);
 	return true;
 }
 
@@ -1215,7 +1095,6 @@ gpa_begin(CustomScanState *node, EState *estate, int eflags)
 	int			n_quals = intVal(lthird(cs->custom_private));
 	Var		   *anchor = (Var *) llast_node(TargetEntry, cs->custom_scan_tlist)->expr;
 	Index		relid = (Index) anchor->varno;
-	MemoryContextCallback *cb;
 
 	st->partial = intVal(lfourth(cs->custom_private)) != 0;
 
@@ -1230,29 +1109,14 @@ gpa_begin(CustomScanState *node, EState *estate, int eflags)
 	if (!st->compiled && st->partial)
 		st->heap = heap_agg_prepare(st->rel, NULL, 0);	/* its claims only */
 	if (!st->compiled)
-	{
-		st->fallback = true;
-		st->fallback_why = "the expressions no longer compile for the table's files";
-	}
+		st->fallback = true;	/* gpa_compile said why */
 	st->row_cxt = AllocSetContextCreate(estate->es_query_cxt, "GpuPreAgg rows",
 										ALLOCSET_DEFAULT_SIZES);
 	st->groups = gpa_store_create();
-	cb = MemoryContextAlloc(estate->es_query_cxt, sizeof(MemoryContextCallback));
-	cb->func = gpa_close_conn;
-	cb->arg = st;
-	MemoryContextRegisterResetCallback(estate->es_query_cxt, cb);
+	engine_run_init(&st->run, estate);
 }
 
 /* ---------------- the request ---------------- */
-
-/* appends len bytes, after zero padding to align, to buf */
-static void
-gpa_put(StringInfo buf, const void *data, size_t len, int align)
-{
-	while (buf->len % align != 0)
-		appendStringInfoChar(buf, '\0');
-	appendBinaryStringInfo(buf, data, (int) len);
-}
 
 /* the AGG_RUN payload of st (protocol.h); NULL if it is too large */
 static StringInfo
@@ -1267,33 +1131,23 @@ gpa_request(GpaState *st)
 	req.prog_len = st->prog->total_len;
 	req.engine = (uint32) pg_warp_engine;
 	req.max_buffer_size = (int64) pg_warp_arrow_max_buffer_size * 1024;
-	gpa_put(buf, &req, sizeof(req), 8);
-	gpa_put(buf, st->key_outs, sizeof(uint16) * st->n_keys, 8);
-	gpa_put(buf, st->descs, sizeof(XpuAggDesc) * st->n_descs, 8);
-	gpa_put(buf, st->prog, st->prog->total_len, 16);
+	engine_put(buf, &req, sizeof(req), 8);
+	engine_put(buf, st->key_outs, sizeof(uint16) * st->n_keys, 8);
+	engine_put(buf, st->descs, sizeof(XpuAggDesc) * st->n_descs, 8);
+	engine_put(buf, st->prog, st->prog->total_len, 16);
 	if (st->heap)
 		heap_agg_put_request(st->heap, buf);
 	for (int f = 0; st->src && f < st->src->n_files; f++)
 	{
 		const ArrowEngineFile *ef = &st->src->files[f];
-		WarpAggFile wf = service_file_part(ef, (uint32) ef->n_batches, st->prog->n_cols);
 
-		gpa_put(buf, &wf, sizeof(wf), 8);
-		gpa_put(buf, ef->path, wf.path_len, 1);
-		gpa_put(buf, ef->batches, sizeof(int32) * ef->n_batches, 8);
 		/* chunk column j (XpuColumn.col_index) reads field fields[j] */
-		for (int j = 0; j < st->prog->n_cols; j++)
-		{
-			int32		field = st->src->fields[j];
-
-			gpa_put(buf, &field, sizeof(field), j == 0 ? 8 : 4);
-		}
+		engine_put_file(buf, ef, ef->batches, ef->n_batches, st->src->fields,
+						st->prog->n_cols);
 		if (buf->len > PGWARP_MAX_PAYLOAD)
 			return NULL;
 	}
-	while (buf->len % 8 != 0)
-		appendStringInfoChar(buf, '\0');
-	return buf->len <= PGWARP_MAX_PAYLOAD ? buf : NULL;
+	return engine_request_end(buf) ? buf : NULL;
 }
 
 /*
@@ -1343,18 +1197,18 @@ gpa_run_engine(GpaState *st)
 		return;
 	}
 	if (st->heap && !heap_agg_begin(st->heap, st->css.ss.ps.state->es_snapshot, req->data,
-									(uint32) req->len, &st->conn, &st->fallback_why))
+									(uint32) req->len, &st->run.conn, &st->fallback_why))
 	{
 		st->fallback = true;
 		return;
 	}
 	if (!st->heap)
-		st->conn = service_run_begin(WARP_MSG_AGG_RUN, req->data, (uint32) req->len);
+		st->run.conn = service_run_begin(WARP_MSG_AGG_RUN, req->data, (uint32) req->len);
 	for (;;)
 	{
 		uint32		len;
-		char	   *msg = st->heap ? heap_agg_next(st->heap, st->conn, &len) :
-			service_run_next(st->conn, WARP_MSG_AGG_RESULT, &len);
+		char	   *msg = st->heap ? heap_agg_next(st->heap, st->run.conn, &len) :
+			service_run_next(st->run.conn, WARP_MSG_AGG_RESULT, &len);
 		WarpAggResult hdr;
 
 		if (len < sizeof(WarpAggResult))
@@ -1368,7 +1222,7 @@ gpa_run_engine(GpaState *st)
 			break;
 		}
 	}
-	gpa_close_conn(st);
+	engine_run_close(&st->run);
 	if (st->last.status != XPU_OK)
 	{
 		/* PostgreSQL evaluates the query: its own result, or its own error */
@@ -1573,7 +1427,7 @@ gpa_end(CustomScanState *node)
 {
 	GpaState   *st = (GpaState *) node;
 
-	gpa_close_conn(st);
+	engine_run_close(&st->run);
 	gpa_store_reset(st->groups);	/* its temporary file */
 	ExecEndNode(linitial(node->custom_ps));
 }
@@ -1586,7 +1440,7 @@ gpa_rescan(CustomScanState *node)
 	if (st->partial)
 	{
 		/* a new run over the blocks claimed anew (ReInitializeDSM resets the counter) */
-		gpa_close_conn(st);
+		engine_run_close(&st->run);
 		st->ran = false;
 		st->fallback = !st->compiled;
 		st->fb_scanning = false;
@@ -1722,13 +1576,7 @@ gpa_explain(CustomScanState *node, List *ancestors, ExplainState *es)
 							deparse_expression((Node *) make_ands_explicit(st->quals),
 											   ctx, true, false), es);
 	if (st->src != NULL)
-	{
-		ExplainPropertyInteger("Arrow Files", NULL, st->src->n_files, es);
-		ExplainPropertyInteger("Record Batches", NULL,
-							   st->src->batches_total - st->src->batches_skipped, es);
-		ExplainPropertyInteger("Batches Skipped by Statistics", NULL,
-							   st->src->batches_skipped, es);
-	}
+		engine_explain_source(es, st->src);
 	if (st->heap != NULL)
 		heap_agg_explain(st->heap, es->analyze && st->ran && !st->fallback, es);
 	if (st->partial)
@@ -1740,7 +1588,7 @@ gpa_explain(CustomScanState *node, List *ancestors, ExplainState *es)
 	if (!es->analyze)
 		ExplainPropertyText("Fallback Plan", st->compiled ?
 							"the plan below, run only where the engine cannot answer" :
-							"the plan below runs (the expressions do not compile)", es);
+							psprintf("the plan below runs (%s)", st->fallback_why), es);
 	if (!es->analyze || !st->ran)
 		return;
 	if (st->fallback)
@@ -1751,8 +1599,7 @@ gpa_explain(CustomScanState *node, List *ancestors, ExplainState *es)
 			ExplainPropertyText("Fallback Detail", st->last.err_message, es);
 		return;
 	}
-	ExplainPropertyText("Engine", st->last.engine == WARP_ENGINE_GPU ? "GPU" : "CPU", es);
-	ExplainPropertyInteger("Engine Threads", NULL, st->last.threads, es);
+	engine_explain_engine(es, true, st->last.engine);
 	ExplainPropertyInteger("Rows Read", NULL, (int64) st->last.rows_in, es);
 	ExplainPropertyInteger("Rows Passed", NULL, (int64) st->last.rows_passed, es);
 	ExplainPropertyInteger("Groups", NULL, (int64) st->last.groups_total, es);
@@ -1762,8 +1609,7 @@ gpa_explain(CustomScanState *node, List *ancestors, ExplainState *es)
 	ExplainPropertyInteger("Bytes Read", "bytes", (int64) st->last.bytes_read, es);
 	if (st->last.engine == WARP_ENGINE_GPU)
 		ExplainPropertyInteger("Bytes From GPU Cache", "bytes", (int64) st->last.bytes_cached, es);
-	ExplainPropertyFloat("I/O Time", "ms", st->last.io_us / 1000.0, 3, es);
-	ExplainPropertyFloat("Engine Time", "ms", st->last.exec_us / 1000.0, 3, es);
+	engine_explain_times(es, st->last.io_us, st->last.exec_us, st->last.threads);
 	ExplainPropertyFloat("Service Wall Time", "ms", st->last.wall_us / 1000.0, 3, es);
 }
 

@@ -64,6 +64,9 @@ typedef struct GpaAggExec
 	bool		poly;			/* FIN_VAR_EXACT: an Int128AggState (int2/int4) */
 } GpaAggExec;
 
+/* in gpu_preagg.c */
+extern const GpaAggInfo *gpa_agg_info(Oid fn);
+
 /* in preagg_values.c */
 
 /*

@@ -20,6 +20,11 @@
  * rows with ExecQual, so that PostgreSQL raises its own error at its own
  * row.
  *
+ * The program is compiled when the plan is made and carried in it
+ * (executor.c); a plan whose program no longer fits the table's files or
+ * the session's time zone sends every row of the batches to PostgreSQL's
+ * evaluation of the engine's quals instead.
+ *
  * Parallel: under a Gather the processes share a counter of record batches
  * in the DSM; each claims runs of batches and asks the service for those.
  *
@@ -76,7 +81,9 @@
 #include "pg_warp.h"
 #include "engine/codegen.h"
 #include "engine/engine.h"
+#include "engine/executor.h"
 #include "engine/heap_source.h"
+#include "engine/shippable.h"
 
 /* pg_warp.enable_gpuscan */
 bool		pg_warp_enable_gpuscan = true;
@@ -94,48 +101,6 @@ static CustomScanMethods gs_scan_methods;
 static CustomExecMethods gs_exec_methods;
 
 /* ---------------- planning ---------------- */
-
-/* can the service return column c (flat layout, the FDW's plain values) */
-static bool
-gs_column_ok(const ArrowScanColumn *c)
-{
-	if (!c->plain)
-		return false;
-	switch (c->arrow_id)
-	{
-		case ARROW_TYPE_BOOL:
-		case ARROW_TYPE_UTF8:
-		case ARROW_TYPE_BINARY:
-		case ARROW_TYPE_LARGE_UTF8:
-		case ARROW_TYPE_LARGE_BINARY:
-		case ARROW_TYPE_INT8:
-		case ARROW_TYPE_INT16:
-		case ARROW_TYPE_INT32:
-		case ARROW_TYPE_INT64:
-		case ARROW_TYPE_UINT8:
-		case ARROW_TYPE_UINT16:
-		case ARROW_TYPE_UINT32:
-		case ARROW_TYPE_UINT64:
-		case ARROW_TYPE_FLOAT16:
-		case ARROW_TYPE_FLOAT32:
-		case ARROW_TYPE_FLOAT64:
-		case ARROW_TYPE_DECIMAL128:
-		case ARROW_TYPE_DECIMAL256:
-		case ARROW_TYPE_DATE32:
-		case ARROW_TYPE_DATE64:
-		case ARROW_TYPE_TIME32:
-		case ARROW_TYPE_TIME64:
-		case ARROW_TYPE_TIMESTAMP:
-		case ARROW_TYPE_INTERVAL_YM:
-		case ARROW_TYPE_INTERVAL_DT:
-		case ARROW_TYPE_INTERVAL_MDN:
-		case ARROW_TYPE_DURATION:
-		case ARROW_TYPE_FIXED_SIZE_BINARY:
-			return true;
-		default:
-			return false;
-	}
-}
 
 /* the attnos (> 0) of relid that exprs use, appended to *attnos; false: a
  * system column or a whole-row reference */
@@ -192,17 +157,6 @@ gs_cheapest_path(List *pathlist, NodeTag type)
 	return best;
 }
 
-/* the share of the rows one process of a parallel scan handles, inverted */
-static double
-gs_parallel_divisor(int workers)
-{
-	double		divisor = workers;
-
-	if (parallel_leader_participation && 1.0 - 0.3 * workers > 0)
-		divisor += 1.0 - 0.3 * workers;
-	return divisor;
-}
-
 /*
  * gs_make_path: a GpuScan path costed against arrow_fdw's path `plain`: the
  * same reading of the files, the engine's cost per row read instead of
@@ -243,16 +197,16 @@ gs_make_path(PlannerInfo *root, RelOptInfo *rel, Path *plain, List *engine,
 		 */
 		get_tablespace_page_costs(rel->reltablespace, NULL, &spc_seq_page_cost);
 		io = spc_seq_page_cost * rel->pages +
-			cpu_operator_cost * rows_in / (workers > 0 ? gs_parallel_divisor(workers) : 1.0);
+			cpu_operator_cost * rows_in / (workers > 0 ? engine_parallel_divisor(workers) : 1.0);
 	}
 	out = (cpu_tuple_cost + cpu_operator_cost * n_ref + qrest.per_tuple) * rows_e +
 		rel->reltarget->cost.per_tuple * rel->rows;
 	if (workers > 0)
-		out /= gs_parallel_divisor(workers);
+		out /= engine_parallel_divisor(workers);
 	cp->path.pathtype = T_CustomScan;
 	cp->path.parent = rel;
 	cp->path.pathtarget = rel->reltarget;
-	cp->path.rows = workers > 0 ? clamp_row_est(rel->rows / gs_parallel_divisor(workers)) :
+	cp->path.rows = workers > 0 ? clamp_row_est(rel->rows / engine_parallel_divisor(workers)) :
 		rel->rows;
 	cp->path.startup_cost = pg_warp_engine_startup_cost + qrest.startup +
 		rel->reltarget->cost.startup;
@@ -397,8 +351,15 @@ gs_rel_pathlist(PlannerInfo *root, RelOptInfo *rel, Index rti, RangeTblEntry *rt
 		return;
 	ec = gs_columns(rte->relid, attnos);
 	for (int i = 0; i < ec->n_cols; i++)
-		if (!gs_column_ok(&ec->cols[i]))
+	{
+		const char *why = ship_scan_column(rte->relid, &ec->cols[i]);
+
+		if (why != NULL)
+		{
+			explain_why_rel(root, rel->relid, "GpuScan", why);
 			return;
+		}
+	}
 	engine = engine_filter_split(quals, rel->relid, ec, &rest);
 	if (rest != NIL)
 		explain_why_codegen(root, rel->relid, "GpuScan", linitial(rest));
@@ -421,12 +382,12 @@ gs_rel_pathlist(PlannerInfo *root, RelOptInfo *rel, Index rti, RangeTblEntry *rt
  * (scanrelid) whose scan tuple is the table's row; custom_exprs holds the
  * engine's quals, plan.qual the others (clauses come in the executor's
  * order).  custom_private: the chunk columns' attnos (those returned
- * first), how many are returned, and whether the table is a heap table
- * (its chunk columns: what the engine's quals read; no column is returned,
- * the tuples are).
+ * first), how many are returned, whether the table is a heap table (its
+ * chunk columns: what the engine's quals read; no column is returned, the
+ * tuples are) and the engine's program (engine_plan_program).
  */
-static List *gs_plan_arrow(CustomScan *cs, RelOptInfo *rel, EngineColumns *ec, List *quals,
-						   List **rest);
+static List *gs_plan_arrow(CustomScan *cs, RelOptInfo *rel, Oid table, EngineColumns *ec,
+						   List *quals, List **rest);
 
 static Plan *
 gs_plan_path(PlannerInfo *root, RelOptInfo *rel, CustomPath *best_path,
@@ -443,10 +404,14 @@ gs_plan_path(PlannerInfo *root, RelOptInfo *rel, CustomPath *best_path,
 	if (rte->relkind != RELKIND_FOREIGN_TABLE)
 	{
 		Relation	r = table_open(rte->relid, NoLock);
+		XpuProgram *prog;
 
 		engine = gs_heap_split(r, rel->relid, quals, &rest, &attnos);
+		prog = codegen_qual_program(gs_heap_codegen(r, rel->relid, engine, &attnos), engine);
 		table_close(r, NoLock);
-		cs->custom_private = list_make3(attnos, makeInteger(0), makeInteger(1));
+		cs->custom_private = list_make4(attnos, makeInteger(0), makeInteger(1),
+										engine_plan_program(prog, NULL));
+		free(prog);
 	}
 	else
 	{
@@ -454,7 +419,7 @@ gs_plan_path(PlannerInfo *root, RelOptInfo *rel, CustomPath *best_path,
 			!gs_add_attnos(quals, rel->relid, &attnos))
 			elog(ERROR, "GpuScan: a column the path accepted is now refused");
 		ec = gs_columns(rte->relid, attnos);
-		engine = gs_plan_arrow(cs, rel, ec, quals, &rest);
+		engine = gs_plan_arrow(cs, rel, rte->relid, ec, quals, &rest);
 	}
 	cs->scan.plan.targetlist = tlist;
 	cs->scan.plan.qual = rest;
@@ -467,18 +432,29 @@ gs_plan_path(PlannerInfo *root, RelOptInfo *rel, CustomPath *best_path,
 
 /* gs_plan_path's split of an Arrow table's quals; custom_private set */
 static List *
-gs_plan_arrow(CustomScan *cs, RelOptInfo *rel, EngineColumns *ec, List *quals, List **rest)
+gs_plan_arrow(CustomScan *cs, RelOptInfo *rel, Oid table, EngineColumns *ec, List *quals,
+			  List **rest)
 {
 	List	   *outs = NIL,
 			   *engine;
 	int			n_outs;
+	EngineColumns *chunk;
+	CodegenScan scan;
+	XpuProgram *prog = NULL;
 
 	engine = engine_filter_split(quals, rel->relid, ec, rest);
 	(void) gs_add_attnos(rel->reltarget->exprs, rel->relid, &outs);
 	(void) gs_add_attnos(*rest, rel->relid, &outs);
 	n_outs = list_length(outs);
 	(void) gs_add_attnos(engine, rel->relid, &outs);
-	cs->custom_private = list_make3(outs, makeInteger(n_outs), makeInteger(0));
+	/* the program over the chunk columns, in the order the service sends them */
+	chunk = gs_columns(table, outs);
+	scan = (CodegenScan) {rel->relid, engine_column_hook, chunk};
+	if (engine_every_row(&scan, chunk))
+		prog = codegen_qual_program(&scan, engine);
+	cs->custom_private = list_make4(outs, makeInteger(n_outs), makeInteger(0),
+									engine_plan_program(prog, chunk));
+	free(prog);
 	return engine;
 }
 
@@ -508,8 +484,9 @@ typedef struct GsState
 	ArrowEngineSource *src;
 	List	   *engine_quals;
 	ExprState  *recheck;
-	XpuProgram *prog;			/* palloc'ed, 16-byte aligned */
-	bool		always_recheck; /* the quals no longer compile: PostgreSQL's */
+	XpuProgram *prog;			/* the plan's (executor.c), or one passing all */
+	bool		always_recheck; /* the plan's program does not fit: PostgreSQL's */
+	const char *stale_why;		/* why (engine_exec_program) */
 	int			n_cols;
 	int			n_outs;
 	AttrNumber *attnos;			/* chunk column -> attno */
@@ -521,8 +498,7 @@ typedef struct GsState
 	int64		next_local;
 	GsShared   *shared;
 	/* the run */
-	int			conn;			/* service connection, or -1 */
-	bool		in_run;			/* a SCAN_RUN's replies are coming */
+	EngineRun	run;			/* active: a SCAN_RUN's replies are coming */
 	char	   *msg;			/* the current SCAN_RESULT */
 	uint32		n_rows;
 	uint32		cur_row;
@@ -553,52 +529,25 @@ gs_create_state(CustomScan *cs)
 	GsState    *st = (GsState *) newNode(sizeof(GsState), T_CustomScanState);
 
 	st->css.methods = &gs_exec_methods;
-	st->conn = -1;
+	st->run.conn = -1;
 	st->heap = list_length(cs->custom_private) > 2 && intVal(lthird(cs->custom_private)) != 0;
 	return (Node *) st;
 }
 
-/* closes the service connection (a run not finished is cancelled) */
+/*
+ * gs_program: the plan's program (custom_private's fourth item) for the
+ * chunk columns now (NULL: a heap table), or, where it no longer fits, a
+ * program that passes every row, which PostgreSQL then filters
+ */
 static void
-gs_close_conn(void *arg)
+gs_program(GsState *st, CustomScan *cs, const EngineColumns *now)
 {
-	GsState    *st = arg;
-
-	if (st->conn >= 0)
-		service_run_end(st->conn);
-	st->conn = -1;
-	st->in_run = false;
-}
-
-/* palloc'ed memory of size bytes at a 16-byte boundary */
-static void *
-gs_palloc16(Size size)
-{
-	char	   *p = palloc(size + 15);
-
-	return (void *) TYPEALIGN(16, (uintptr_t) p);
-}
-
-/* compiles the engine's quals over the chunk columns (or marks recheck) */
-static void
-gs_compile(GsState *st, Index relid)
-{
-	EngineColumns ec = {st->src->cols, st->n_cols};
-	CodegenScan scan = {relid, engine_column_hook, &ec};
-	XpuProgram *prog = engine_every_row(&scan, &ec) ?
-		codegen_qual_program(&scan, st->engine_quals) : NULL;
-
-	if (prog == NULL)
+	st->prog = engine_exec_program(lfourth(cs->custom_private), now, &st->stale_why);
+	if (st->prog == NULL)
 	{
-		/* the files changed since planning: every row is PostgreSQL's */
 		st->always_recheck = true;
-		prog = codegen_proj_program(&scan, NIL, NIL);	/* every row passes */
-		if (prog == NULL)
-			elog(ERROR, "GpuScan: could not build an empty program");
+		st->prog = engine_pass_all_program();
 	}
-	st->prog = gs_palloc16(prog->total_len);
-	memcpy(st->prog, prog, prog->total_len);
-	free(prog);
 }
 
 /*
@@ -612,27 +561,8 @@ gs_heap_begin(GsState *st, CustomScan *cs, EState *estate)
 {
 	ScanState  *ss = &st->css.ss;
 	Relation	rel = ss->ss_currentRelation;
-	CodegenScan scan = {0};
-	XpuProgram *prog;
 
-	scan.scanrelid = cs->scan.scanrelid;
-	heap_source_codegen_scan(&scan, rel, st->attnos, st->n_cols);
-	prog = codegen_qual_program(&scan, st->engine_quals);
-	if (prog == NULL)
-	{
-		/*
-		 * they compiled when planned, not now (a setting they depend on,
-		 * such as the time zone, changed): every visible tuple comes back
-		 * and PostgreSQL evaluates the quals
-		 */
-		st->always_recheck = true;
-		prog = codegen_proj_program(&scan, NIL, NIL);	/* every row passes */
-		if (prog == NULL)
-			elog(ERROR, "GpuScan: could not build an empty program");
-	}
-	st->prog = gs_palloc16(prog->total_len);
-	memcpy(st->prog, prog, prog->total_len);
-	free(prog);
+	gs_program(st, cs, NULL);
 	st->hrun = heap_agg_prepare(rel, st->attnos, st->n_cols);
 	st->hrun->scan = true;
 	ExecInitScanTupleSlot(estate, ss, RelationGetDescr(rel), &TTSOpsHeapTuple);
@@ -649,7 +579,7 @@ gs_begin(CustomScanState *node, EState *estate, int eflags)
 	List	   *attnos = linitial(cs->custom_private);
 	Relation	rel = node->ss.ss_currentRelation;
 	Index		relid = cs->scan.scanrelid;
-	MemoryContextCallback *cb;
+	EngineColumns now;
 	ListCell   *lc;
 	int64		k = 0;
 
@@ -659,10 +589,7 @@ gs_begin(CustomScanState *node, EState *estate, int eflags)
 	st->attnos = palloc(sizeof(AttrNumber) * Max(st->n_cols, 1));
 	foreach(lc, attnos)
 		st->attnos[foreach_current_index(lc)] = (AttrNumber) lfirst_int(lc);
-	cb = MemoryContextAlloc(estate->es_query_cxt, sizeof(MemoryContextCallback));
-	cb->func = gs_close_conn;
-	cb->arg = st;
-	MemoryContextRegisterResetCallback(estate->es_query_cxt, cb);
+	engine_run_init(&st->run, estate);
 	if (st->heap)
 	{
 		gs_heap_begin(st, cs, estate);
@@ -672,7 +599,8 @@ gs_begin(CustomScanState *node, EState *estate, int eflags)
 									  list_concat(list_copy(st->engine_quals),
 												  cs->scan.plan.qual),
 									  st->attnos, st->n_cols);
-	gs_compile(st, relid);
+	now = (EngineColumns) {st->src->cols, st->n_cols};
+	gs_program(st, cs, &now);
 	if (st->always_recheck)
 		st->n_outs = st->n_cols;
 	st->recheck = ExecInitQual(st->engine_quals, &node->ss.ps);
@@ -694,20 +622,11 @@ gs_begin(CustomScanState *node, EState *estate, int eflags)
 
 /* ---------------- requests ---------------- */
 
-/* appends len bytes, after zero padding to align, to buf */
-static void
-gs_put(StringInfo buf, const void *data, size_t len, int align)
-{
-	while (buf->len % align != 0)
-		appendStringInfoChar(buf, '\0');
-	appendBinaryStringInfo(buf, data, (int) len);
-}
-
-/* a request must fit one message of the protocol */
+/* a request must fit one message of the protocol (engine_request_end) */
 static void
 gs_check_size(StringInfo buf)
 {
-	if (buf->len > PGWARP_MAX_PAYLOAD)
+	if (!engine_request_end(buf))
 		ereport(ERROR,
 				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
 				 errmsg("GpuScan request of %d bytes is larger than the pg_warp protocol allows",
@@ -729,25 +648,18 @@ gs_request(GsState *st, int64 w0, int64 w1)
 	req.max_buffer_size = (int64) pg_warp_arrow_max_buffer_size * 1024;
 	for (int64 w = w0; w < w1; w++)
 		req.n_files += (w == w0 || st->work_file[w] != st->work_file[w - 1]);
-	gs_put(buf, &req, sizeof(req), 8);
-	gs_put(buf, st->prog, st->prog->total_len, 16);
+	engine_put(buf, &req, sizeof(req), 8);
+	engine_put(buf, st->prog, st->prog->total_len, 16);
 	for (int64 w = w0; w < w1;)
 	{
-		const ArrowEngineFile *ef = &st->src->files[st->work_file[w]];
-		WarpAggFile wf;
 		int64		e = w;
 
 		while (e < w1 && st->work_file[e] == st->work_file[w])
 			e++;
-		wf = service_file_part(ef, (uint32) (e - w), st->n_cols);
-		gs_put(buf, &wf, sizeof(wf), 8);
-		gs_put(buf, ef->path, wf.path_len, 1);
-		gs_put(buf, &st->work_batch[w], sizeof(int32) * (e - w), 8);
-		gs_put(buf, st->src->fields, sizeof(int32) * st->n_cols, 8);
+		engine_put_file(buf, &st->src->files[st->work_file[w]], &st->work_batch[w],
+						(int) (e - w), st->src->fields, st->n_cols);
 		w = e;
 	}
-	while (buf->len % 8 != 0)
-		appendStringInfoChar(buf, '\0');
 	gs_check_size(buf);
 	return buf;
 }
@@ -780,11 +692,11 @@ gs_start_request(GsState *st)
 	if (!gs_claim(st, &w0, &w1))
 		return false;
 	req = gs_request(st, w0, w1);
-	if (st->conn < 0)
-		st->conn = service_run_begin(WARP_MSG_SCAN_RUN, req->data, (uint32) req->len);
+	if (st->run.conn < 0)
+		st->run.conn = service_run_begin(WARP_MSG_SCAN_RUN, req->data, (uint32) req->len);
 	else
-		service_run_send(st->conn, WARP_MSG_SCAN_RUN, req->data, (uint32) req->len);
-	st->in_run = true;
+		service_run_send(st->run.conn, WARP_MSG_SCAN_RUN, req->data, (uint32) req->len);
+	st->run.active = true;
 	st->ran = true;
 	pfree(req->data);
 	pfree(req);
@@ -875,16 +787,16 @@ gs_next_block(GsState *st)
 			pfree(st->msg);
 		st->msg = NULL;
 		st->n_rows = st->cur_row = 0;
-		if (!st->in_run && !gs_start_request(st))
+		if (!st->run.active && !gs_start_request(st))
 			return false;
-		st->msg = service_run_next(st->conn, WARP_MSG_SCAN_RESULT, &len);
+		st->msg = service_run_next(st->run.conn, WARP_MSG_SCAN_RESULT, &len);
 		if (len < sizeof(WarpScanResult))
 			elog(ERROR, "GpuScan: short SCAN_RESULT (%u bytes) from the pg_warp service", len);
 		memcpy(&h, st->msg, sizeof(h));
 		if (h.flags & WARP_SCAN_LAST)
 		{
 			gs_add_counters(st, &h);
-			st->in_run = false;
+			st->run.active = false;
 			continue;
 		}
 		gs_parse_block(st, len, &h);
@@ -902,7 +814,7 @@ gs_heap_counters(GsState *st, const WarpAggResult *last)
 	HeapAggRun *h = st->hrun;
 	uint64		v[GC_N] = {h->tuples_shipped, 0, h->chunks, 0,
 		h->pages_shipped * BLCKSZ, 0, INSTR_TIME_GET_MICROSEC(h->read_time), last->exec_us,
-	st->conn >= 0};
+	st->run.conn >= 0};
 
 	for (int i = 0; i < GC_N; i++)
 	{
@@ -914,7 +826,7 @@ gs_heap_counters(GsState *st, const WarpAggResult *last)
 	}
 	st->wall_us += last->wall_us;
 	st->threads = Max(st->threads, last->threads);
-	st->engine = st->conn >= 0 ? last->engine : 0;
+	st->engine = st->run.conn >= 0 ? last->engine : 0;
 }
 
 /* adds n to counter i, the node's and the DSM's */
@@ -939,15 +851,15 @@ gs_heap_start(GsState *st)
 		st->hrun->shared = &st->shared->heap;
 	req.prog_len = st->prog->total_len;
 	req.engine = (uint32) pg_warp_engine;
-	gs_put(buf, &req, sizeof(req), 8);
-	gs_put(buf, st->prog, st->prog->total_len, 16);
+	engine_put(buf, &req, sizeof(req), 8);
+	engine_put(buf, st->prog, st->prog->total_len, 16);
 	heap_agg_put_request(st->hrun, buf);
 	gs_check_size(buf);
 	st->hrun->ssi = IsolationIsSerializable();
 	if (st->hrun->ssi)
 		PredicateLockRelation(st->hrun->rel, estate->es_snapshot);
 	st->hstarted = st->ran = true;
-	heap_scan_begin(st->hrun, estate->es_snapshot, buf->data, (uint32) buf->len, &st->conn);
+	heap_scan_begin(st->hrun, estate->es_snapshot, buf->data, (uint32) buf->len, &st->run.conn);
 	MemoryContextSwitchTo(old);
 }
 
@@ -965,7 +877,7 @@ gs_heap_chunk(GsState *st)
 	if (st->hdone)
 		return false;
 	old = MemoryContextSwitchTo(estate->es_query_cxt);
-	more = heap_scan_next(st->hrun, st->conn, &st->hc, &last);
+	more = heap_scan_next(st->hrun, st->run.conn, &st->hc, &last);
 	MemoryContextSwitchTo(old);
 	st->hpage = 0;
 	st->hbit = 0;
@@ -974,14 +886,14 @@ gs_heap_chunk(GsState *st)
 		st->hdone = true;
 		gs_heap_counters(st, &last);
 		heap_scan_end(st->hrun);
-		gs_close_conn(st);
+		engine_run_close(&st->run);
 		return false;
 	}
 	if (st->hc.recheck)
 		gs_count(st, GC_RECHECK, 1);
 	else
 		gs_count(st, GC_ROWS_PASSED, st->hc.n_passed);
-	if (st->conn >= 0)
+	if (st->run.conn >= 0)
 		gs_count(st, GC_BYTES_SENT, sizeof(WarpHeapPass) +
 				 (uint64) st->hc.n_pages * XPU_HEAP_VIS_BYTES);
 	return true;
@@ -1121,7 +1033,7 @@ gs_end(CustomScanState *node)
 
 	if (st->heap && st->hstarted)
 		heap_scan_end(st->hrun);
-	gs_close_conn(node);
+	engine_run_close(&st->run);
 }
 
 static void
@@ -1130,8 +1042,8 @@ gs_rescan(CustomScanState *node)
 	GsState    *st = (GsState *) node;
 
 	/* a run in progress is cancelled by closing its connection */
-	if (st->in_run || st->heap)
-		gs_close_conn(st);
+	if (st->run.active || st->heap)
+		engine_run_close(&st->run);
 	if (st->heap)
 	{
 		if (st->hstarted)
@@ -1226,18 +1138,28 @@ gs_column_names(Relation rel, const AttrNumber *attnos, int from, int to)
 	return names;
 }
 
+/*
+ * where the plan's program no longer fits (engine_exec_program): why, and
+ * that PostgreSQL evaluates the engine's quals
+ */
+static void
+gs_explain_stale(GsState *st, ExplainState *es)
+{
+	if (st->stale_why != NULL)
+		ExplainPropertyText("Engine Filter Rechecked by PostgreSQL", st->stale_why, es);
+}
+
 /* gs_explain of a heap table's scan */
 static void
 gs_heap_explain(GsState *st, List *ctx, ExplainState *es)
 {
 	Relation	rel = st->css.ss.ss_currentRelation;
 
-	if (es->analyze && st->ran)
-		ExplainPropertyText("Engine", st->c[GC_REQUESTS] == 0 ? "PostgreSQL (no chunk ring)" :
-							st->engine == WARP_ENGINE_GPU ? "GPU" : "CPU", es);
+	if (es->analyze && st->ran && st->c[GC_REQUESTS] == 0)
+		ExplainPropertyText("Engine", "PostgreSQL (no chunk ring)", es);
 	else
-		ExplainPropertyText("Engine", pg_warp_engine == WARP_ENGINE_GPU ? "GPU" :
-							pg_warp_engine == WARP_ENGINE_CPU ? "CPU" : "auto", es);
+		engine_explain_engine(es, st->ran, st->engine);
+	gs_explain_stale(st, es);
 	ExplainPropertyText("Engine Filter",
 						deparse_expression((Node *) make_ands_explicit(st->engine_quals),
 										   ctx, list_length(es->rtable) > 1, false), es);
@@ -1274,12 +1196,8 @@ gs_explain(CustomScanState *node, List *ancestors, ExplainState *es)
 		gs_heap_explain(st, ctx, es);
 		return;
 	}
-	/* what ran (ANALYZE), else what pg_warp.engine asks for */
-	if (es->analyze && st->ran)
-		ExplainPropertyText("Engine", st->engine == WARP_ENGINE_GPU ? "GPU" : "CPU", es);
-	else
-		ExplainPropertyText("Engine", pg_warp_engine == WARP_ENGINE_GPU ? "GPU" :
-							pg_warp_engine == WARP_ENGINE_CPU ? "CPU" : "auto", es);
+	engine_explain_engine(es, st->ran, st->engine);
+	gs_explain_stale(st, es);
 	if (st->engine_quals != NIL)
 		ExplainPropertyText("Engine Filter",
 							deparse_expression((Node *) make_ands_explicit(st->engine_quals),
@@ -1288,9 +1206,7 @@ gs_explain(CustomScanState *node, List *ancestors, ExplainState *es)
 	if (st->n_cols > st->n_outs || es->format != EXPLAIN_FORMAT_TEXT)
 		ExplainPropertyList("Columns Only Filtered",
 							gs_column_names(rel, st->attnos, st->n_outs, st->n_cols), es);
-	ExplainPropertyInteger("Arrow Files", NULL, st->src->n_files, es);
-	ExplainPropertyInteger("Record Batches", NULL, st->n_work, es);
-	ExplainPropertyInteger("Batches Skipped by Statistics", NULL, st->src->batches_skipped, es);
+	engine_explain_source(es, st->src);
 	if (es->verbose)
 		engine_explain_program(st->prog, es);
 	if (!es->analyze)
@@ -1299,10 +1215,7 @@ gs_explain(CustomScanState *node, List *ancestors, ExplainState *es)
 		if (names[i] != NULL)
 			ExplainPropertyInteger(names[i], i == GC_BYTES_READ || i == GC_BYTES_SENT ?
 								   "bytes" : NULL, (int64) st->c[i], es);
-	ExplainPropertyFloat("I/O Time", "ms", st->c[GC_IO_US] / 1000.0, 3, es);
-	ExplainPropertyFloat("Engine Time", "ms", st->c[GC_EXEC_US] / 1000.0, 3, es);
-	if (st->threads > 0)
-		ExplainPropertyInteger("Engine Threads", NULL, st->threads, es);
+	engine_explain_times(es, st->c[GC_IO_US], st->c[GC_EXEC_US], st->threads);
 }
 
 /* ---------------- registration ---------------- */

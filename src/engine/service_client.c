@@ -3,7 +3,8 @@
  * service_client.c
  *		The backend's side of the warp service protocol (xpu/protocol.h):
  *		connecting to the service, HELLO, requests, and
- *		pgwarp.service_status() and pgwarp.service_tasks().
+ *		pgwarp.service_status() and pgwarp.service_tasks(); the GPUs'
+ *		description and self-test for device.c (DEVICES).
  *
  * Every wait for the service is a WaitLatchOrSocket() on the backend's latch,
  * followed by CHECK_FOR_INTERRUPTS(), so that a query cancel, a
@@ -403,13 +404,13 @@ service_request(ServiceConn *conn, WarpMsgType type, const void *req, uint32 req
 }
 
 /*
- * service_fetch_status
- *		Connects to the service, says HELLO and asks for its STATUS and its
- *		TASKS (*tasks: the palloc'ed WarpTaskList and its entries); the
- *		connection is closed on every path, errors included.
+ * service_session
+ *		Connects to the service, says HELLO and runs exchange(conn, arg): its
+ *		requests and their replies; the connection is closed on every path,
+ *		errors included.
  */
 static void
-service_fetch_status(WarpStatus *st, WarpTaskList **tasks)
+service_session(void (*exchange) (ServiceConn *conn, void *arg), void *arg)
 {
 	ServiceConn *conn = palloc0(sizeof(ServiceConn));	/* survives longjmp */
 
@@ -428,16 +429,12 @@ service_fetch_status(WarpStatus *st, WarpTaskList **tasks)
 	{
 		WarpHello	hello = {(uint32) MyProcPid, PGWARP_PROTO_VERSION};
 		WarpHello	reply;
-		uint32		len;
 
 		conn->deadline = TimestampTzPlusMilliseconds(GetCurrentTimestamp(),
 													 pg_warp_service_timeout);
 		service_connect(conn);
 		service_request(conn, WARP_MSG_HELLO, &hello, sizeof(hello), &reply, sizeof(reply));
-		service_request(conn, WARP_MSG_STATUS, NULL, 0, st, sizeof(*st));
-		service_send(conn, WARP_MSG_TASKS, NULL, 0);
-		*tasks = service_recv_list(conn, WARP_MSG_TASKS, sizeof(WarpTaskList),
-								   sizeof(WarpTaskInfo), &len);
+		exchange(conn, arg);
 	}
 	PG_FINALLY();
 	{
@@ -448,6 +445,98 @@ service_fetch_status(WarpStatus *st, WarpTaskList **tasks)
 	PG_END_TRY();
 }
 
+/* what service_fetch_status asks for */
+typedef struct StatusReply
+{
+	WarpStatus *st;
+	WarpTaskList **tasks;
+} StatusReply;
+
+/* exchange_status: STATUS and TASKS into a StatusReply */
+static void
+exchange_status(ServiceConn *conn, void *arg)
+{
+	StatusReply *r = arg;
+	uint32		len;
+
+	service_request(conn, WARP_MSG_STATUS, NULL, 0, r->st, sizeof(*r->st));
+	service_send(conn, WARP_MSG_TASKS, NULL, 0);
+	*r->tasks = service_recv_list(conn, WARP_MSG_TASKS, sizeof(WarpTaskList),
+								  sizeof(WarpTaskInfo), &len);
+}
+
+/*
+ * service_fetch_status
+ *		Asks the service for its STATUS and its TASKS (*tasks: the palloc'ed
+ *		WarpTaskList and its entries).
+ */
+static void
+service_fetch_status(WarpStatus *st, WarpTaskList **tasks)
+{
+	StatusReply r = {st, tasks};
+
+	service_session(exchange_status, &r);
+}
+
+/* what service_devices asks: the request, and where its reply goes */
+typedef struct DevicesExchange
+{
+	WarpDevicesRequest *req;	/* followed by the path */
+	WarpDevices *reply;
+} DevicesExchange;
+
+/* exchange_devices: DEVICES */
+static void
+exchange_devices(ServiceConn *conn, void *arg)
+{
+	DevicesExchange *x = arg;
+	uint32		len;
+
+	service_send(conn, WARP_MSG_DEVICES, x->req, sizeof(*x->req) + x->req->path_len);
+	x->reply = service_recv_list(conn, WARP_MSG_DEVICES, sizeof(WarpDevices),
+								 sizeof(WarpDeviceDetail), &len);
+	if (x->reply->n_devices != (len - sizeof(WarpDevices)) / sizeof(WarpDeviceDetail))
+		lost("The service sent a malformed DEVICES reply.");
+}
+
+/*
+ * service_devices
+ *		Asks the service for its GPUs (DEVICES), and with selftest_path (a
+ *		fatbin) for the self-test of that code on each of them: the reply,
+ *		palloc'ed, a WarpDevices and its WarpDeviceDetail entries.  Raises
+ *		the errors of service_status (no service, no answer).
+ */
+WarpDevices *
+service_devices(const char *selftest_path)
+{
+	uint32		path_len = selftest_path ? strlen(selftest_path) : 0;
+	DevicesExchange x = {palloc0(sizeof(WarpDevicesRequest) + path_len), NULL};
+
+	x.req->flags = selftest_path ? WARP_DEVICES_SELFTEST : 0;
+	x.req->path_len = path_len;
+	memcpy(x.req + 1, selftest_path, path_len);
+	service_session(exchange_devices, &x);
+	return x.reply;
+}
+
+/*
+ * service_caught
+ *		In the PG_CATCH of a request to the service: its error, copied into
+ *		cxt and flushed, for the caller to report or drop when the service
+ *		could not answer.  A cancel or a shutdown is re-thrown.
+ */
+ErrorData *
+service_caught(MemoryContext cxt)
+{
+	ErrorData  *e;
+
+	MemoryContextSwitchTo(cxt);
+	e = CopyErrorData();
+	if (e->sqlerrcode == ERRCODE_QUERY_CANCELED || e->sqlerrcode == ERRCODE_ADMIN_SHUTDOWN)
+		PG_RE_THROW();
+	FlushErrorState();
+	return e;
+}
 
 /*
  * service_engine_gpu
@@ -473,15 +562,8 @@ service_engine_gpu(void)
 	}
 	PG_CATCH();
 	{
-		ErrorData  *e;
-
 		/* no service (not up yet, gone): no GPU known; a cancel stays one */
-		MemoryContextSwitchTo(cxt);
-		e = CopyErrorData();
-		if (e->sqlerrcode == ERRCODE_QUERY_CANCELED || e->sqlerrcode == ERRCODE_ADMIN_SHUTDOWN)
-			PG_RE_THROW();
-		FlushErrorState();
-		FreeErrorData(e);
+		FreeErrorData(service_caught(cxt));
 	}
 	PG_END_TRY();
 	return known == 1;

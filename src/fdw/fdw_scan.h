@@ -78,8 +78,50 @@ typedef struct ArrowEngineSource
 	const void *convs;			/* cols[i]'s converter (arrow_fdw_engine_value) */
 } ArrowEngineSource;
 
+/*
+ * The row filter of Arrow scans: a hook that the engine installs at
+ * _PG_init (arrow_fdw_set_scan_filter), so that arrow_fdw calls no function
+ * of the engine by name.  Without it arrow_fdw filters nothing and
+ * PostgreSQL evaluates every qual of the scan.
+ *
+ *	begin	at BeginForeignScan: the filter of the scan's quals over the
+ *			referenced columns cols[n_cols], or NULL when the engine takes
+ *			none; the quals it takes leave ss->ps.qual
+ *	batch	runs the filter over a record batch whose columns (those begin
+ *			was given, in that order) are arrays[0 .. n_cols - 1]
+ *	row		may row of the current batch pass (false: skip it without
+ *			building its tuple)?
+ *	recheck	for a row that passed: evaluates the filter's quals on its
+ *			tuple in PostgreSQL where the engine left the batch to it; true
+ *			otherwise
+ *	explain	EXPLAIN lines of the filter; without one (filter NULL: EXPLAIN
+ *			alone) it compiles the quals over cols as begin would
+ */
+struct ScanState;
+struct ExprContext;
+struct TupleTableSlot;
+struct ExplainState;
+typedef struct ArrowScanFilter ArrowScanFilter;	/* the engine's */
+
+typedef struct ArrowScanFilterHook
+{
+	ArrowScanFilter *(*begin) (struct ScanState *ss, Index scanrelid,
+							   const ArrowScanColumn *cols, int n_cols);
+	void		(*batch) (ArrowScanFilter *f, const ArrowArray *const *arrays,
+						  int64 nrows);
+	bool		(*row) (const ArrowScanFilter *f, int64 row);
+	bool		(*recheck) (ArrowScanFilter *f, struct ExprContext *econtext,
+							struct TupleTableSlot *slot);
+	void		(*explain) (struct ScanState *ss, Index scanrelid,
+							const ArrowScanColumn *cols, int n_cols,
+							const ArrowScanFilter *f, struct ExplainState *es);
+} ArrowScanFilterHook;
+
 /* in fdw/arrow_fdw.c */
 extern bool arrow_fdw_is_table(Oid relid);
+
+/* in fdw/scan.c: hook lives as long as the process (NULL: no filter) */
+extern void arrow_fdw_set_scan_filter(const ArrowScanFilterHook *hook);
 
 /* in fdw/engine_source.c */
 extern ArrowScanColumn *arrow_fdw_columns(Relation rel, const AttrNumber *attnos,

@@ -16,8 +16,10 @@
  * "file changed during scan".
  *
  * The quals that the engine compiles are evaluated per record batch by the
- * engine filter (engine/filter.c) before any row is formed; PostgreSQL
- * evaluates only the others.
+ * engine's filter before any row is formed; PostgreSQL evaluates only the
+ * others.  arrow_fdw reaches that filter only through the hook the engine
+ * installs (ArrowScanFilterHook, fdw_scan.h); without it no qual is
+ * filtered here.
  *
  *-------------------------------------------------------------------------
  */
@@ -59,7 +61,7 @@ typedef struct ArrowFdwScanState
 	ArrowStatCond *conds;
 	int			n_conds;
 	ArrowScanColumn *scan_cols;	/* the referenced columns, for the engine */
-	EngineFilter *filter;		/* the engine's quals (engine/filter.c) */
+	ArrowScanFilter *filter;	/* the engine's quals (filter_hook) */
 	uint64		rows_filtered;	/* rows the filter removed (this process) */
 	uint64		rows_filtered_flushed;	/* of those, added to shared */
 	MemoryContext row_cxt;
@@ -81,6 +83,20 @@ typedef struct ArrowFdwScanState
 	TupleDesc	tupdesc;
 	int			ctx_attidx;		/* column being converted, -1: none */
 } ArrowFdwScanState;
+
+/* the engine's row filter (arrow_fdw_set_scan_filter), or NULL */
+static const ArrowScanFilterHook *filter_hook = NULL;
+
+/*
+ * arrow_fdw_set_scan_filter: installs the row filter that scans use from
+ * then on (the engine does, at _PG_init); hook must live as long as the
+ * process.
+ */
+void
+arrow_fdw_set_scan_filter(const ArrowScanFilterHook *hook)
+{
+	filter_hook = hook;
+}
 
 
 /* ----------------------------------------------------------------
@@ -107,8 +123,8 @@ explain_engine_filter(ForeignScanState *node, List *files, List *referenced,
 	foreach(lc, referenced)
 		attnos[n++] = lfirst_int(lc);
 	t = arrow_table_open(node->ss.ss_currentRelation, paths);
-	engine_filter_explain(&node->ss, ((ForeignScan *) node->ss.ps.plan)->scan.scanrelid,
-						  arrow_table_scan_columns(t, attnos, n), n, NULL, es);
+	filter_hook->explain(&node->ss, ((ForeignScan *) node->ss.ps.plan)->scan.scanrelid,
+						 arrow_table_scan_columns(t, attnos, n), n, NULL, es);
 	for (int i = 0; i < t->n_files; i++)
 		arrow_file_close(t->files[i].file);
 }
@@ -164,8 +180,9 @@ arrowExplainForeignScan(ForeignScanState *node, ExplainState *es)
 	}
 
 	if (st != NULL && st->filter != NULL)
-		engine_filter_explain(&node->ss, plan->scan.scanrelid, NULL, 0, st->filter, es);
-	else if (st == NULL && pg_warp_enabled && plan->scan.plan.qual != NIL)
+		filter_hook->explain(&node->ss, plan->scan.scanrelid, NULL, 0, st->filter, es);
+	else if (st == NULL && filter_hook != NULL && pg_warp_enabled &&
+			 plan->scan.plan.qual != NIL)
 		explain_engine_filter(node, files, referenced, es);
 
 	if (es->analyze && st != NULL)
@@ -260,11 +277,11 @@ arrowBeginForeignScan(ForeignScanState *node, int eflags)
 	st->tupdesc = RelationGetDescr(node->ss.ss_currentRelation);
 	st->ctx_attidx = -1;
 	st->conds = arrow_stats_prepare(plan->fdw_exprs, &st->n_conds);
-	if (pg_warp_enabled)
+	if (filter_hook != NULL && pg_warp_enabled)
 	{
 		st->scan_cols = arrow_table_scan_columns(st->table, st->ref_attnos, st->n_ref);
-		st->filter = engine_filter_begin(&node->ss, plan->scan.scanrelid,
-										 st->scan_cols, st->n_ref);
+		st->filter = filter_hook->begin(&node->ss, plan->scan.scanrelid,
+										st->scan_cols, st->n_ref);
 	}
 	st->row_cxt = AllocSetContextCreate(node->ss.ps.state->es_query_cxt,
 										"arrow_fdw rows", ALLOCSET_DEFAULT_SIZES);
@@ -371,9 +388,9 @@ next_row:
 			if (!next_batch(st))
 				return slot;
 			if (st->filter)
-				engine_filter_batch(st->filter, st->ref_arrays, st->batch->n_rows);
+				filter_hook->batch(st->filter, st->ref_arrays, st->batch->n_rows);
 		}
-		if (st->filter == NULL || engine_filter_row(st->filter, st->row))
+		if (st->filter == NULL || filter_hook->row(st->filter, st->row))
 			break;
 		st->row++;
 		st->rows_filtered++;
@@ -416,7 +433,7 @@ next_row:
 	ExecStoreVirtualTuple(slot);
 	/* a batch the engine left to PostgreSQL: the engine's quals here */
 	if (st->filter &&
-		!engine_filter_recheck(st->filter, node->ss.ps.ps_ExprContext, slot))
+		!filter_hook->recheck(st->filter, node->ss.ps.ps_ExprContext, slot))
 	{
 		st->rows_filtered++;
 		goto next_row;

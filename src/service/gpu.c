@@ -21,7 +21,6 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "gpu_cache.h"
 #include "gpu_driver.h"
 
 /* the driver's entry points (gpu_driver.h) */
@@ -42,6 +41,7 @@ static const struct
 	{"cuDeviceGetName", (void **) &gpu_drv.cuDeviceGetName},
 	{"cuDeviceTotalMem_v2", (void **) &gpu_drv.cuDeviceTotalMem},
 	{"cuDeviceGetAttribute", (void **) &gpu_drv.cuDeviceGetAttribute},
+	{"cuDeviceGetPCIBusId", (void **) &gpu_drv.cuDeviceGetPCIBusId},
 	{"cuDevicePrimaryCtxRetain", (void **) &gpu_drv.cuDevicePrimaryCtxRetain},
 	{"cuDevicePrimaryCtxRelease_v2", (void **) &gpu_drv.cuDevicePrimaryCtxRelease},
 	{"cuGetErrorName", (void **) &gpu_drv.cuGetErrorName},
@@ -49,6 +49,7 @@ static const struct
 	{"cuCtxPopCurrent_v2", (void **) &gpu_drv.cuCtxPopCurrent},
 	{"cuModuleLoad", (void **) &gpu_drv.cuModuleLoad},
 	{"cuModuleGetFunction", (void **) &gpu_drv.cuModuleGetFunction},
+	{"cuModuleUnload", (void **) &gpu_drv.cuModuleUnload},
 	{"cuMemAlloc_v2", (void **) &gpu_drv.cuMemAlloc},
 	{"cuMemFree_v2", (void **) &gpu_drv.cuMemFree},
 	{"cuMemAllocHost_v2", (void **) &gpu_drv.cuMemAllocHost},
@@ -189,6 +190,7 @@ gpu_open(ServiceGpu *gpu, bool use_gpus)
 	}
 	if (!load_driver(gpu, &installed))
 	{
+		gpu->driver_failed = installed;
 		svc_log(installed ? "WARNING" : "LOG", "%s; the CPU engine serves", gpu->detail);
 		return;
 	}
@@ -204,6 +206,7 @@ gpu_open(ServiceGpu *gpu, bool use_gpus)
 				 cu_error(rc));
 	if (gpu->detail[0] != '\0')
 	{
+		gpu->driver_failed = rc != CUDA_ERROR_NO_DEVICE && rc != CUDA_ERROR_STUB_LIBRARY;
 		svc_log(rc == CUDA_ERROR_NO_DEVICE || rc == CUDA_ERROR_STUB_LIBRARY ? "LOG" : "WARNING",
 				"%s; the CPU engine serves", gpu->detail);
 		return;
@@ -218,6 +221,7 @@ gpu_open(ServiceGpu *gpu, bool use_gpus)
 	else
 	{
 		snprintf(gpu->detail, sizeof(gpu->detail), "no GPU: none of %d devices is usable", count);
+		gpu->driver_failed = true;
 		svc_log("WARNING", "%s; the CPU engine serves", gpu->detail);
 	}
 }
@@ -314,13 +318,15 @@ gpu_device_module(uint32_t i, CUmodule *mod, char *msg, size_t msglen)
 	return *mod != NULL;
 }
 
-/* gpu_close: releases the contexts that gpu_open created */
+/*
+ * gpu_close: releases the contexts that gpu_open created (the caller has
+ * emptied the devices' GPU caches)
+ */
 void
 gpu_close(ServiceGpu *gpu)
 {
 	for (uint32_t i = 0; i < gpu->n_devices; i++)
 	{
-		gpu_cache_clear(i);
 		held_modules[i] = NULL;
 		gpu_drv.cuDevicePrimaryCtxRelease(held_devices[i]);
 	}

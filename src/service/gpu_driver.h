@@ -33,6 +33,7 @@ typedef struct GpuDriver
 	CUresult	(*cuDeviceGetName) (char *name, int len, CUdevice dev);
 	CUresult	(*cuDeviceTotalMem) (size_t *bytes, CUdevice dev);
 	CUresult	(*cuDeviceGetAttribute) (int *value, int attrib, CUdevice dev);
+	CUresult	(*cuDeviceGetPCIBusId) (char *busid, int len, CUdevice dev);
 	CUresult	(*cuDevicePrimaryCtxRetain) (CUcontext *ctx, CUdevice dev);
 	CUresult	(*cuDevicePrimaryCtxRelease) (CUdevice dev);
 	CUresult	(*cuGetErrorName) (CUresult err, const char **name);
@@ -40,6 +41,7 @@ typedef struct GpuDriver
 	CUresult	(*cuCtxPopCurrent) (CUcontext *ctx);
 	CUresult	(*cuModuleLoad) (CUmodule *mod, const char *path);
 	CUresult	(*cuModuleGetFunction) (CUfunction *f, CUmodule mod, const char *name);
+	CUresult	(*cuModuleUnload) (CUmodule mod);
 	CUresult	(*cuMemAlloc) (CUdeviceptr *p, size_t bytes);
 	CUresult	(*cuMemFree) (CUdeviceptr p);
 	CUresult	(*cuMemAllocHost) (void **p, size_t bytes);

@@ -4,9 +4,8 @@
  *		pg_warp_service: the process that owns every GPU of one PostgreSQL
  *		cluster and runs the engine's work for its backends (doc/service.md).
  *
- *		pg_warp_service -D DATADIR [--parent-pid PID] [--no-gpu] [--threads N]
- *						[--fatbin PATH] [--gpu-cache-size MB|auto]
- *						[--max-async-tasks N]
+ * This file is the program's entry point only: the command line is read by
+ * options.c, the socket served by server.c.
  *
  * The supervisor background worker (src/engine/service_supervisor.c) starts
  * it with the cluster's data directory and its own pid.  The service then
@@ -20,105 +19,18 @@
  */
 #include <errno.h>
 #include <signal.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
 #include <sys/signalfd.h>
 #include <sys/stat.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "file_map.h"
 #include "gpu_cache.h"
 #include "gpu_driver.h"
 #include "service.h"
-
-/* --threads: the CPU engine's threads per AGG_RUN that names none */
-int			svc_cpu_threads;
-
-/* --max-async-tasks: runs executed at once; later ones wait in a queue */
-int			svc_max_async_tasks = 16;
-
-/*
- * svc_log
- *		Writes one line "TIMESTAMP [pid] pg_warp service LEVEL:  message" to
- *		stderr with a single write(), so that lines of concurrent writers to
- *		the server log never interleave.
- */
-void
-svc_log(const char *level, const char *fmt, ...)
-{
-	char		buf[1024];
-	char		ts[64];
-	struct tm	tm;
-	time_t		now = time(NULL);
-	va_list		ap;
-	int			n;
-
-	gmtime_r(&now, &tm);
-	strftime(ts, sizeof(ts), "%Y-%m-%d %H:%M:%S UTC", &tm);
-	n = snprintf(buf, sizeof(buf), "%s [%d] pg_warp service %s:  ",
-				 ts, (int) getpid(), level);
-	va_start(ap, fmt);
-	vsnprintf(buf + n, sizeof(buf) - n - 1, fmt, ap);
-	va_end(ap);
-	n = strlen(buf);
-	buf[n++] = '\n';
-	if (write(STDERR_FILENO, buf, n) < 0)
-		return;					/* nowhere left to report it */
-}
-
-/* svc_now_us: the time on clock clock_id in microseconds */
-int64_t
-svc_now_us(int clock_id)
-{
-	struct timespec ts;
-
-	clock_gettime(clock_id, &ts);
-	return (int64_t) ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
-}
-
-/* usage: explains the command line on stderr and exits with code 2 */
-static void
-usage(void)
-{
-	fprintf(stderr, "usage: pg_warp_service -D DATADIR [--parent-pid PID] [--no-gpu] [--threads N]\n"
-			"                       [--fatbin PATH] [--gpu-cache-size MB|auto]\n"
-			"                       [--max-async-tasks N]\n"
-			"Serves pg_warp's engine to the backends of the PostgreSQL cluster in\n"
-			"DATADIR through the socket DATADIR/%s.  Started by pg_warp's\n"
-			"supervisor background worker, not by hand.  --no-gpu serves with the\n"
-			"CPU engine without loading the GPU driver.  --threads N: the CPU\n"
-			"engine's threads per run (default: the online CPUs).  --fatbin names\n"
-			"the GPU code (pg_warp.fatbin) that the GPU engine runs.  --gpu-cache-size:\n"
-			"the GPU column cache per device in MiB (0: off; auto, the default: a\n"
-			"quarter of the smallest GPU's memory).\n"
-			"--max-async-tasks N: the runs executed at once (default 16); later\n"
-			"ones wait in a queue, first come first served.\n", PGWARP_SOCKET_NAME);
-	exit(2);
-}
-
-/*
- * parse_cache_size
- *		--gpu-cache-size: "auto" (-1) or a number of MiB (0: off); exits
- *		through usage() on anything else
- */
-static int64_t
-parse_cache_size(const char *s)
-{
-	char	   *end;
-	long long	mb;
-
-	if (strcmp(s, "auto") == 0)
-		return -1;
-	errno = 0;
-	mb = strtoll(s, &end, 10);
-	if (errno != 0 || end == s || *end != '\0' || mb < 0 || mb > (INT64_MAX >> 20))
-		usage();
-	return (int64_t) mb << 20;
-}
 
 /*
  * setup_signals
@@ -166,58 +78,21 @@ watch_parent(pid_t parent)
 int
 main(int argc, char **argv)
 {
-	const char *datadir = NULL;
-	pid_t		parent = 0;
-	bool		use_gpus = true;
-	int64_t		cache_size = -1;
+	ServiceOptions opts;
 	ServiceGpu	gpu;
 	int			signal_fd;
 	int			listen_fd;
 	int			rc;
 
-	for (int i = 1; i < argc; i++)
-	{
-		if (strcmp(argv[i], "-D") == 0 && i + 1 < argc)
-			datadir = argv[++i];
-		else if (strcmp(argv[i], "--parent-pid") == 0 && i + 1 < argc)
-			parent = (pid_t) atoi(argv[++i]);
-		else if (strcmp(argv[i], "--no-gpu") == 0)
-			use_gpus = false;
-		else if (strcmp(argv[i], "--threads") == 0 && i + 1 < argc)
-		{
-			svc_cpu_threads = atoi(argv[++i]);
-			if (svc_cpu_threads < 1 || svc_cpu_threads > 256)
-				usage();
-		}
-		else if (strcmp(argv[i], "--fatbin") == 0 && i + 1 < argc)
-			gpu_fatbin_path = argv[++i];
-		else if (strcmp(argv[i], "--gpu-cache-size") == 0 && i + 1 < argc)
-			cache_size = parse_cache_size(argv[++i]);
-		else if (strcmp(argv[i], "--max-async-tasks") == 0 && i + 1 < argc)
-		{
-			svc_max_async_tasks = atoi(argv[++i]);
-			if (svc_max_async_tasks < 1 || svc_max_async_tasks > 10000)
-				usage();
-		}
-		else
-			usage();
-	}
-	if (datadir == NULL)
-		usage();
-	if (svc_cpu_threads == 0)
-	{
-		long		n = sysconf(_SC_NPROCESSORS_ONLN);
-
-		svc_cpu_threads = n < 1 ? 1 : (n > 256 ? 256 : (int) n);
-	}
-	if (parent > 0)
-		watch_parent(parent);
+	svc_options_parse(argc, argv, &opts);
+	if (opts.parent > 0)
+		watch_parent(opts.parent);
 
 	/* the socket is named relative to the data directory: no sun_path limit */
-	if (chdir(datadir) != 0)
+	if (chdir(opts.datadir) != 0)
 	{
 		svc_log("FATAL", "could not change to data directory \"%s\": %s",
-				datadir, strerror(errno));
+				opts.datadir, strerror(errno));
 		return 1;
 	}
 	umask(S_IRWXG | S_IRWXO);	/* the socket is created with mode 0600 */
@@ -237,14 +112,16 @@ main(int argc, char **argv)
 	listen_fd = server_listen();
 	if (listen_fd < 0)
 		return 1;
-	gpu_open(&gpu, use_gpus);
-	gpu_cache_configure(&gpu, cache_size);
+	gpu_open(&gpu, opts.use_gpus);
+	gpu_cache_configure(&gpu, opts.cache_size);
 	/* after the GPUs' driver is loaded, so that the handler is ours */
 	if (!svc_file_map_init())
 		svc_log("WARNING", "could not install the SIGBUS handler (%s): Arrow files are read, never mapped",
 				strerror(errno));
-	rc = server_run(listen_fd, signal_fd, parent, &gpu);
+	rc = server_run(listen_fd, signal_fd, opts.parent, &gpu);
 	server_unlink_socket();
+	for (uint32_t i = 0; i < gpu.n_devices; i++)
+		gpu_cache_clear(i);
 	gpu_close(&gpu);
 	svc_log("LOG", "shut down");
 	return rc;

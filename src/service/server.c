@@ -57,8 +57,6 @@
 #define MAX_OUT_BACKLOG		(4 * 1024 * 1024)	/* unread replies: drop the client */
 #define PUMP_LOW			(1024 * 1024)	/* queue another AGG_RESULT below this */
 
-ServiceCounters svc_counters;
-
 /* the most HEAP_CHUNK / HEAP_END messages a waiting HEAP_RUN keeps */
 #define MAX_HELD	64
 
@@ -941,6 +939,13 @@ dispatch(Conn *c, const WarpMsgHeader *hdr, const uint8_t *payload)
 			if (hdr->length != 0)
 				return conn_fail(c, true, WARP_ERR_PROTOCOL, "CANCEL with a payload");
 			return true;
+		case WARP_MSG_DEVICES:
+			{
+				uint32_t	type;
+				uint32_t	n = devices_answer(service_gpu, payload, hdr->length, pump_buf, &type);
+
+				return conn_send(c, type, pump_buf, n);
+			}
 		case WARP_MSG_AGG_RESULT:
 		case WARP_MSG_SCAN_RESULT:
 			/* a reply of the service's own, sent to it */

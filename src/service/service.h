@@ -20,10 +20,33 @@
 #include "xpu/protocol.h"
 #include "xpu/xpu_agg.h"
 
-/* in main.c */
+/* in util.c */
 extern void svc_log(const char *level, const char *fmt, ...)
 			__attribute__((format(printf, 2, 3)));
 extern int64_t svc_now_us(int clock_id);
+
+/* the counters that STATUS reports (server.c keeps them, the runs add to them) */
+typedef struct ServiceCounters
+{
+	uint64_t	memory_in_use;	/* bytes of GPU + pinned memory held */
+	uint32_t	running_tasks;	/* tasks executing now */
+	uint32_t	connections;	/* clients connected now */
+	uint32_t	queued_tasks;	/* runs waiting for admission */
+} ServiceCounters;
+
+extern ServiceCounters svc_counters;
+
+
+/* in options.c: the command line (main.c) and the settings it gives */
+typedef struct ServiceOptions
+{
+	const char *datadir;		/* -D */
+	pid_t		parent;			/* --parent-pid, 0: none */
+	bool		use_gpus;		/* false: --no-gpu */
+	int64_t		cache_size;		/* --gpu-cache-size in bytes, -1: auto */
+} ServiceOptions;
+
+extern void svc_options_parse(int argc, char **argv, ServiceOptions *opts);
 extern int	svc_cpu_threads;	/* --threads: CPU engine threads of a run */
 extern int	svc_max_async_tasks;	/* --max-async-tasks: runs at once */
 
@@ -34,6 +57,7 @@ typedef struct ServiceGpu
 {
 	WarpEngine	engine;			/* GPU when n_devices > 0 */
 	char		detail[192];	/* why there is no GPU, or "" */
+	bool		driver_failed;	/* a driver is installed but does not work */
 	uint32_t	n_devices;
 	WarpDeviceInfo devices[WARP_MAX_DEVICES];
 } ServiceGpu;
@@ -41,18 +65,15 @@ typedef struct ServiceGpu
 extern void gpu_open(ServiceGpu *gpu, bool use_gpus);
 extern void gpu_close(ServiceGpu *gpu);
 
+/*
+ * in devices.c: the reply to DEVICES (xpu/protocol.h) into buf (at least
+ * PGWARP_MAX_PAYLOAD bytes, 16-aligned): its length, *type
+ * WARP_MSG_DEVICES, or WARP_MSG_ERROR with a WarpErrorMsg
+ */
+extern uint32_t devices_answer(const ServiceGpu *gpu, const uint8_t *payload,
+							   uint32_t len, uint8_t *buf, uint32_t *type);
+
 /* in server.c */
-
-/* the counters that STATUS reports */
-typedef struct ServiceCounters
-{
-	uint64_t	memory_in_use;	/* bytes of GPU + pinned memory held */
-	uint32_t	running_tasks;	/* tasks executing now */
-	uint32_t	connections;	/* clients connected now */
-	uint32_t	queued_tasks;	/* runs waiting for admission */
-} ServiceCounters;
-
-extern ServiceCounters svc_counters;
 
 extern int	server_listen(void);
 extern int	server_run(int listen_fd, int signal_fd, pid_t parent_pid,

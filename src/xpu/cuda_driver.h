@@ -2,10 +2,10 @@
  *
  * cuda_driver.h
  *		The few types and constants of the CUDA driver API that pg_warp's
- *		host code uses.  The backend (engine/device.c) and the service
- *		(service/gpu.c) load the driver with dlopen at run time and are
- *		never linked with it, so neither includes cuda.h; both take these
- *		declarations from here.  Values as in the driver's cuda.h.
+ *		host code uses.  The service (service/gpu.c) loads the driver with
+ *		dlopen at run time and is never linked with it, so it includes no
+ *		cuda.h and takes these declarations from here (as does test/gpu's
+ *		stand-in driver).  Values as in the driver's cuda.h.
  *
  *-------------------------------------------------------------------------
  */

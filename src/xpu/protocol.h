@@ -115,7 +115,14 @@ typedef enum WarpMsgType
 	 * max_async_tasks execute at once; the others wait, first come first
 	 * served, and a waiting run is cancelled as a running one is).
 	 */
-	WARP_MSG_TASKS = 30
+	WARP_MSG_TASKS = 30,
+
+	/*
+	 * DEVICES: the GPUs the service owns (pgwarp.gpu_devices()) and, with
+	 * WARP_DEVICES_SELFTEST, the self-test of GPU code on each of them
+	 * (pgwarp.gpu_selftest()); see WarpDevicesRequest.
+	 */
+	WARP_MSG_DEVICES = 31
 } WarpMsgType;
 
 /* HELLO: the backend sends its pid, the service answers with its own */
@@ -508,5 +515,59 @@ typedef struct WarpScanColumn
 } WarpScanColumn;
 
 WARP_STATIC_ASSERT(sizeof(WarpScanColumn) == 24, "WarpScanColumn layout");
+
+/*
+ * DEVICES: request WarpDevicesRequest, then path_len bytes (no NUL) naming
+ * the fatbin to test when flags has WARP_DEVICES_SELFTEST; reply
+ * WarpDevices, then n_devices WarpDeviceDetail (the devices of STATUS).
+ * The self-test (xpu/xpu_selftest.h) loads that fatbin into each device's
+ * context, runs its kernel and checks the result; it runs on the service's
+ * main loop, so other requests wait for it.
+ */
+#define WARP_DEVICES_SELFTEST	0x0001
+
+typedef struct WarpDevicesRequest
+{
+	uint32_t	flags;			/* WARP_DEVICES_SELFTEST */
+	uint32_t	path_len;		/* bytes of the fatbin's path that follow */
+} WarpDevicesRequest;
+
+WARP_STATIC_ASSERT(sizeof(WarpDevicesRequest) == 8, "WarpDevicesRequest layout");
+
+typedef enum WarpDriverState
+{
+	WARP_DRIVER_READY = 1,		/* the driver works (n_devices may still be 0) */
+	WARP_DRIVER_ABSENT = 2,		/* no driver, no device, or --no-gpu: no GPU */
+	WARP_DRIVER_FAILED = 3		/* a driver is installed but does not work */
+} WarpDriverState;
+
+typedef struct WarpDevices
+{
+	uint32_t	driver;			/* WarpDriverState */
+	uint32_t	n_devices;		/* WarpDeviceDetail that follow */
+	char		detail[192];	/* why there is no GPU, or "" (as STATUS) */
+} WarpDevices;
+
+WARP_STATIC_ASSERT(sizeof(WarpDevices) == 200, "WarpDevices layout");
+
+typedef enum WarpSelftestStatus
+{
+	WARP_SELFTEST_NONE = 0,		/* not asked for */
+	WARP_SELFTEST_RAN = 1,		/* result: "ok" or the first wrong element */
+	WARP_SELFTEST_FAILED = 2	/* result: the driver call or kernel error */
+} WarpSelftestStatus;
+
+typedef struct WarpDeviceDetail
+{
+	WarpDeviceInfo info;
+	char		pci_bus_id[32];	/* "0000:1B:00.0" as the driver writes it */
+	uint32_t	selftest;		/* WarpSelftestStatus */
+	uint32_t	pad;
+	int64_t		selftest_us;	/* the test's wall time on this device */
+	char		result[240];	/* NUL-terminated */
+} WarpDeviceDetail;
+
+WARP_STATIC_ASSERT(sizeof(WarpDeviceDetail) == 120 + 32 + 16 + 240,
+				   "WarpDeviceDetail layout");
 
 #endif							/* XPU_PROTOCOL_H */

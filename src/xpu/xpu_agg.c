@@ -17,12 +17,16 @@
  * group, then each aggregate runs one tight loop over the rows.  A row's
  * key is not encoded to be found: a block of rows at a time, each key
  * column gives every row a fixed-size print of its value (KeyPrint) and
- * adds it to the row's hash, texts sorted into classes by length first so
- * that no branch depends on a row's length; the probe then compares the
- * prints with those each group keeps (the bytes of texts longer than 16
- * where the prints agree).  Only a new group's key bytes are encoded.  A
- * group folded in from key bytes (merge, fold) is hashed and printed from
- * them, with the same results (read_encoded).  A
+ * adds it to the row's hash (short texts without a branch on their length:
+ * print_text_rows); the probe then compares the prints with those each
+ * group keeps (the bytes of texts longer than 16 where the prints agree),
+ * with the slots and groups of rows further on prefetched, since a table
+ * of many groups is larger than the caches.  Only a new group's key bytes
+ * are encoded.  A group folded in from key bytes (fold) is hashed and
+ * printed from them, with the same results (read_encoded); a merge takes
+ * the hash and prints the source table keeps, and may take one partition
+ * of the hashes only (xpu_agg_table_merge_part), so that threads can merge
+ * the same tables at once.  A
  * table without keys has exactly one group from its creation (the one row
  * of a query without GROUP BY, even over no rows) and skips the lookup.
  *
@@ -446,8 +450,8 @@ slots_grow(XpuAggTable *t, XpuError *err)
 }
 
 /*
- * appends a group of key bytes key[len] with hash h and key prints print
- * (NULL: made from the bytes); returns it or -1
+ * appends a group of key bytes key[len] with hash h and key prints print;
+ * returns it or -1
  */
 static int64_t
 group_add(XpuAggTable *t, const uint8_t *key, uint32_t len, uint64_t h,
@@ -476,10 +480,7 @@ group_add(XpuAggTable *t, const uint8_t *key, uint32_t len, uint64_t h,
 	t->klen[g] = len;
 	t->keys_len += len;
 	t->ghash[g] = h;
-	if (print != NULL)
-		memcpy(t->gprint + g * t->n_keys, print, t->n_keys * sizeof(KeyPrint));
-	else
-		read_encoded(t, key, len, t->gprint + g * t->n_keys);
+	memcpy(t->gprint + g * t->n_keys, print, t->n_keys * sizeof(KeyPrint));
 	for (a = 0; a < t->n_aggs; a++)
 		xpu_agg_init(&t->states[g * t->n_aggs + a], t->aggs[a].kind);
 	t->ngroups++;
@@ -518,8 +519,8 @@ keys_equal(const uint8_t *a, const uint8_t *b, uint32_t len)
 
 /*
  * group_insert: a new group of key bytes key[len] with hash h and key
- * prints print (NULL: made from the bytes), listed in empty slot i (the end
- * of its probe); -1 (err set) when memory runs out
+ * prints print, listed in empty slot i (the end of its probe); -1 (err
+ * set) when memory runs out
  */
 static int64_t
 group_insert(XpuAggTable *t, uint64_t i, const uint8_t *key, uint32_t len, uint64_t h,
@@ -558,22 +559,50 @@ probe_next(const XpuAggTable *t, uint64_t *i, uint64_t h)
 }
 
 /*
- * group_find: the group of key bytes key[len] with hash h (read_encoded),
- * added when it is new; -1 (err set) when memory runs out.
+ * print_needs_bytes: must a key of prints p be compared by its bytes too:
+ * it has a text longer than 16 bytes, or it is no key of the table
+ * (KEY_TAG_BAD, read_encoded)
+ */
+static inline int
+print_needs_bytes(const XpuAggTable *t, const KeyPrint *p)
+{
+	for (int k = 0; k < t->n_keys; k++)
+		if (p[k].tag > 16 && p[k].tag != KEY_TAG_NULL &&
+			(t->key_types[k] == XPU_T_TEXT || p[k].tag == KEY_TAG_BAD))
+			return 1;
+	return 0;
+}
+
+/*
+ * group_find: the group of key bytes key[len] with hash h and prints print
+ * (read_encoded), added when it is new; -1 (err set) when memory runs out.
+ * The prints are compared, the bytes too where print_needs_bytes.
  */
 #ifdef __GNUC__
 __attribute__((always_inline))
 #endif
 static inline int64_t
-group_find(XpuAggTable *t, const uint8_t *key, uint32_t len, uint64_t h, XpuError *err)
+group_find(XpuAggTable *t, const uint8_t *key, uint32_t len, uint64_t h,
+		   const KeyPrint *print, XpuError *err)
 {
+	const int	nk = t->n_keys;
 	uint64_t	i = h & t->mask;
 	int64_t		g;
+	int			bytes = print_needs_bytes(t, print);
 
 	while ((g = probe_next(t, &i, h)) >= 0)
-		if (t->klen[g] == len && keys_equal(t->keys + t->koff[g], key, len))
+	{
+		const KeyPrint *gp = t->gprint + g * nk;
+		int			eq = 1;
+
+		for (int k = 0; k < nk; k++)
+			eq &= (gp[k].tag == print[k].tag) & (gp[k].w0 == print[k].w0) &
+				(gp[k].w1 == print[k].w1);
+		if (eq && (!bytes ||
+				   (t->klen[g] == len && keys_equal(t->keys + t->koff[g], key, len))))
 			return g;
-	return group_insert(t, i, key, len, h, NULL, err);
+	}
+	return group_insert(t, i, key, len, h, print, err);
 }
 
 /* ---------------------------------------------------------------- the API */
@@ -595,6 +624,7 @@ XpuAggTable *
 xpu_agg_table_create(const XpuProgram *prog, const XpuAggSpec *spec, XpuError *err)
 {
 	XpuAggTable *t;
+	KeyPrint	none = {0};
 	int			i;
 
 	if (spec->n_keys < 0 || spec->n_keys > XPU_AGG_MAX_KEYS ||
@@ -650,7 +680,7 @@ xpu_agg_table_create(const XpuProgram *prog, const XpuAggSpec *spec, XpuError *e
 		return OOM(err), NULL;
 	}
 	if (!slots_grow(t, err) || !kbuf_reserve(t, XPU_AGG_MAX_KEYS * 17, err) ||
-		(t->n_keys == 0 && group_find(t, NULL, 0, read_encoded(t, NULL, 0, NULL), err) < 0))
+		(t->n_keys == 0 && group_find(t, NULL, 0, read_encoded(t, NULL, 0, NULL), &none, err) < 0))
 	{
 		xpu_agg_table_free(t);
 		return NULL;
@@ -687,42 +717,58 @@ xpu_agg_table_free(XpuAggTable *t)
 }
 
 /*
- * The hash of a group key.  Each key value adds words to an
- * xpu_agg_hash_step chain (xpu_agg_ops.h): a NULL one word; a text its
- * length, then its bytes (up to 8 bytes: one word, zero-padded; more: the
- * words at 0, 8, ... that end before its last byte, then the last 8 bytes);
- * a numeric its two halves; any other type its canonical 8 bytes (floats
- * canonical: xpu_agg_key_value_put).  print_rows computes it from a row's
- * values, read_encoded from key bytes (xpu_agg.h), so that a group folded
- * in from outside (merge, fold) meets the rows of the same key.  No load
- * reaches past a value's bytes.
+ * The hash of a group key.  Each key value adds one word to an
+ * xpu_agg_hash_step chain (xpu_agg_ops.h), then xpu_agg_hash_end: a NULL
+ * KEY_NULL_WORD; a numeric its two halves; any other non-text type its
+ * canonical 8 bytes (floats canonical: xpu_agg_key_value_put); a text a mix
+ * of its print (text_mix: three independent products, not a chain of
+ * steps) and, when it is longer than 16 bytes, the hash of all its bytes.
+ * print_rows computes it from a row's values, read_encoded from key bytes
+ * (xpu_agg.h), so that a group folded in from outside (merge, fold) meets
+ * the rows of the same key.
+ *
+ * The print of a text of up to 16 bytes is its bytes zero-padded: w0 bytes
+ * 0..7, w1 bytes 8..15; of a longer one its first and its last 8 bytes.
+ * No load reaches past the bytes of a value, or of the values of other
+ * rows that follow it in memory (print_text_rows).
  */
 #define KEY_NULL_WORD	UINT64_C(0x8F1BBCDCCA62C1D6)
 #define KEY_TEXT_WORD	UINT64_C(0x6ED9EBA1)
+#define TEXT_MIX_W0		UINT64_C(0x9E3779B97F4A7C15)
+#define TEXT_MIX_W1		UINT64_C(0xC2B2AE3D27D4EB4F)
+#define TEXT_MIX_LEN	UINT64_C(0x165667B19E3779F9)
 
-/* the len bytes at p, 1 to 3 of them, as a zero-padded little-endian word */
-static inline uint64_t
-word_of_1_to_3(const uint8_t *p, uint32_t len)
-{
-	return p[0] | (uint64_t) p[len / 2] << (8 * (len / 2)) | (uint64_t) p[len - 1] << (8 * (len - 1));
-}
-
-/* the len bytes at p, 4 to 7 of them, as a zero-padded little-endian word */
-static inline uint64_t
-word_of_4_to_7(const uint8_t *p, uint32_t len)
-{
-	uint32_t	lo, hi;
-
-	memcpy(&lo, p, 4);
-	memcpy(&hi, p + len - 4, 4);
-	return lo | (uint64_t) hi << (8 * (len - 4));
-}
+/*
+ * the masks of the bytes of a text of len (<= 16) bytes in the two words
+ * of 8 bytes loaded from its start: [len][0] for bytes 0..7, [len][1] for
+ * bytes 8..15
+ */
+static const uint64_t text_masks[17][2] = {
+	{0, 0},
+	{UINT64_C(0xFF), 0},
+	{UINT64_C(0xFFFF), 0},
+	{UINT64_C(0xFFFFFF), 0},
+	{UINT64_C(0xFFFFFFFF), 0},
+	{UINT64_C(0xFFFFFFFFFF), 0},
+	{UINT64_C(0xFFFFFFFFFFFF), 0},
+	{UINT64_C(0xFFFFFFFFFFFFFF), 0},
+	{UINT64_MAX, 0},
+	{UINT64_MAX, UINT64_C(0xFF)},
+	{UINT64_MAX, UINT64_C(0xFFFF)},
+	{UINT64_MAX, UINT64_C(0xFFFFFF)},
+	{UINT64_MAX, UINT64_C(0xFFFFFFFF)},
+	{UINT64_MAX, UINT64_C(0xFFFFFFFFFF)},
+	{UINT64_MAX, UINT64_C(0xFFFFFFFFFFFF)},
+	{UINT64_MAX, UINT64_C(0xFFFFFFFFFFFFFF)},
+	{UINT64_MAX, UINT64_MAX},
+};
 
 /* the len (<= 8) bytes at p as a zero-padded little-endian word */
 static inline uint64_t
 text_word(const uint8_t *p, uint32_t len)
 {
 	uint64_t	w;
+	uint32_t	lo, hi;
 
 	if (len >= 8)
 	{
@@ -730,20 +776,25 @@ text_word(const uint8_t *p, uint32_t len)
 		return w;
 	}
 	if (len >= 4)
-		return word_of_4_to_7(p, len);
-	return len == 0 ? 0 : word_of_1_to_3(p, len);
+	{
+		memcpy(&lo, p, 4);
+		memcpy(&hi, p + len - 4, 4);
+		return lo | (uint64_t) hi << (8 * (len - 4));
+	}
+	if (len == 0)
+		return 0;
+	return p[0] | (uint64_t) p[len / 2] << (8 * (len / 2)) |
+		(uint64_t) p[len - 1] << (8 * (len - 1));
 }
 
-/* h with the len bytes of a text at p added */
+/* the hash of all len bytes of a text at p (one longer than 16 bytes) */
 static inline uint64_t
-text_hash_step(uint64_t h, const uint8_t *p, uint32_t len)
+text_bytes_hash(const uint8_t *p, uint32_t len)
 {
-	uint64_t	w;
+	uint64_t	h = xpu_agg_hash_start(len),
+				w;
 	uint32_t	i;
 
-	h = xpu_agg_hash_step(h, (uint64_t) len << 32 | KEY_TEXT_WORD);
-	if (len <= 8)
-		return xpu_agg_hash_step(h, text_word(p, len));
 	for (i = 0; i + 8 < len; i += 8)
 	{
 		memcpy(&w, p + i, 8);
@@ -751,6 +802,33 @@ text_hash_step(uint64_t h, const uint8_t *p, uint32_t len)
 	}
 	memcpy(&w, p + len - 8, 8);
 	return xpu_agg_hash_step(h, w);
+}
+
+/* the word a text of print (len, w0, w1) adds to its key's hash (but the
+ * bytes of one longer than 16) */
+static inline uint64_t
+text_mix(uint32_t len, uint64_t w0, uint64_t w1)
+{
+	return (w0 * TEXT_MIX_W0) ^ (w1 * TEXT_MIX_W1) ^ (((uint64_t) len | KEY_TEXT_WORD << 32) * TEXT_MIX_LEN);
+}
+
+/*
+ * text_print: the print of the len bytes of a text at p into *kp, loading
+ * none but them; returns the word it adds to its key's hash
+ */
+static inline uint64_t
+text_print(const uint8_t *p, uint32_t len, KeyPrint *kp)
+{
+	kp->tag = len;
+	if (len > 16)
+	{
+		memcpy(&kp->w0, p, 8);
+		memcpy(&kp->w1, p + len - 8, 8);
+		return text_mix(len, kp->w0, kp->w1) ^ text_bytes_hash(p, len);
+	}
+	kp->w0 = text_word(p, len < 8 ? len : 8);
+	kp->w1 = len > 8 ? text_word(p + 8, len - 8) : 0;
+	return text_mix(len, kp->w0, kp->w1);
 }
 
 /* the canonical 8 bytes of a non-NULL key value of an 8-byte form */
@@ -816,15 +894,7 @@ read_encoded(const XpuAggTable *t, const uint8_t *key, uint32_t len, KeyPrint *p
 		pos += 4;
 		if (tl > len - pos)
 			break;
-		p->tag = tl;
-		if (tl <= 8)
-			p->w0 = text_word(key + pos, tl);
-		else
-		{
-			memcpy(&p->w0, key + pos, 8);
-			memcpy(&p->w1, key + pos + tl - 8, 8);
-		}
-		h = text_hash_step(h, key + pos, tl);
+		h = xpu_agg_hash_step(h, text_print(key + pos, tl, p));
 		pos += tl;
 	}
 	if (k == t->n_keys && pos == len)
@@ -837,87 +907,57 @@ read_encoded(const XpuAggTable *t, const uint8_t *key, uint32_t len, KeyPrint *p
 /*
  * print_text_rows: the prints of text key column v/nl for the n rows
  * rows[] of a block into rp[j * nk] and their words into the hashes h[],
- * long[j] set where a text is longer than 16 bytes.  The rows are first
- * sorted into classes by length (no branch: the class is a sum of
- * comparisons), then each class runs its own loop, so that no branch
- * depends on a row's length (texts of random lengths would mispredict).
+ * long[j] set where a text is longer than 16 bytes.
+ *
+ * A text of up to 16 bytes is printed from the two words of 8 bytes at its
+ * start, masked to its length (no branch on the length: texts of random
+ * lengths would mispredict), where those 16 bytes are known to be
+ * readable: the texts of the rows that follow it in the block continue it
+ * in memory (as the values of an Arrow column do) at least that far.  The
+ * rows are walked from the last, so that each row knows where the run of
+ * texts that it starts ends.  Other texts are printed byte-safely
+ * (text_print).
  */
 static void
 print_text_rows(const XpuValue *v, const uint8_t *nl, const int64_t *rows, int n, int nk,
 				KeyPrint *rp, uint64_t *h, uint8_t *lng)
 {
-	uint8_t		cls[KEY_BLOCK];
-	uint16_t	idx[KEY_BLOCK];
-	unsigned	present = 0;
-	int			c, i, j, cnt;
+	uintptr_t	next_p = 0,		/* the text of row j + 1 starts here */
+				run_end = 0;	/* ... and its run of adjacent texts ends here */
 
-	for (j = 0; j < n; j++)
+	for (int j = n - 1; j >= 0; j--)
 	{
-		uint32_t	len = (uint32_t) v[rows[j]].t.len;
+		KeyPrint   *p = &rp[j * nk];
+		const uint8_t *s;
+		uint32_t	len;
 
-		c = (len > 0) + (len >= 4) + (len >= 8) + (len > 8) + (len > 16);
-		cls[j] = (uint8_t) (nl[rows[j]] ? 6 : c);
-		present |= 1u << cls[j];
-	}
-	for (c = 0; c < 7; c++)
-	{
-		if (!(present & (1u << c)))
+		if (nl[rows[j]])
+		{
+			p->tag = KEY_TAG_NULL;
+			p->w0 = p->w1 = 0;
+			h[j] = xpu_agg_hash_step(h[j], KEY_NULL_WORD);
+			next_p = 0;
 			continue;
-		/* the rows of class c, in order: a count kept in a register */
-		for (j = 0, cnt = 0; j < n; j++)
-		{
-			idx[cnt] = (uint16_t) j;
-			cnt += cls[j] == c;
 		}
-		for (i = 0; i < cnt; i++)
+		s = (const uint8_t *) v[rows[j]].t.p;
+		len = (uint32_t) v[rows[j]].t.len;
+		if ((uintptr_t) s + len != next_p)
+			run_end = (uintptr_t) s + len;
+		next_p = (uintptr_t) s;
+		if (len <= 16 && (uintptr_t) s + 16 <= run_end)
 		{
-			KeyPrint   *p;
-			const uint8_t *s;
-			uint32_t	len;
-			uint64_t	w0 = 0, w1 = 0;
+			uint64_t	w0, w1;
 
-			j = idx[i];
-			p = &rp[j * nk];
-			if (c == 6)
-			{
-				p->tag = KEY_TAG_NULL;
-				p->w0 = p->w1 = 0;
-				h[j] = xpu_agg_hash_step(h[j], KEY_NULL_WORD);
-				continue;
-			}
-			s = (const uint8_t *) v[rows[j]].t.p;
-			len = (uint32_t) v[rows[j]].t.len;
-			switch (c)
-			{
-				case 1:
-					w0 = word_of_1_to_3(s, len);
-					break;
-				case 2:
-					w0 = word_of_4_to_7(s, len);
-					break;
-				case 3:
-					memcpy(&w0, s, 8);
-					break;
-				case 4:
-				case 5:
-					memcpy(&w0, s, 8);
-					memcpy(&w1, s + len - 8, 8);
-					break;
-			}
+			memcpy(&w0, s, 8);
+			memcpy(&w1, s + 8, 8);
 			p->tag = len;
-			p->w0 = w0;
-			p->w1 = w1;
-			if (c == 5)
-			{
-				h[j] = text_hash_step(h[j], s, len);
-				lng[j] = 1;
-				continue;
-			}
-			h[j] = xpu_agg_hash_step(xpu_agg_hash_step(h[j], (uint64_t) len << 32 | KEY_TEXT_WORD),
-									 w0);
-			if (c == 4)
-				h[j] = xpu_agg_hash_step(h[j], w1);
+			p->w0 = w0 & text_masks[len][0];
+			p->w1 = w1 & text_masks[len][1];
+			h[j] = xpu_agg_hash_step(h[j], text_mix(len, p->w0, p->w1));
+			continue;
 		}
+		h[j] = xpu_agg_hash_step(h[j], text_print(s, len, p));
+		lng[j] |= len > 16;
 	}
 }
 
@@ -1203,6 +1243,31 @@ row_group(XpuAggTable *t, const XpuResult *res, int64_t r, const KeyPrint *rp, u
 }
 
 /*
+ * Prefetch distances of find_groups, in rows: the slot of a row's hash
+ * PREFETCH_SLOT rows ahead, and PREFETCH_GROUP rows ahead the key prints
+ * and first states of the group its slot names (the slot arrived by then),
+ * so that a table larger than the caches has many misses in flight
+ * instead of one at a time
+ */
+#define PREFETCH_SLOT	16
+#define PREFETCH_GROUP	8
+
+/* prefetches the prints and states of the group in the first slot of hash h */
+static inline void
+prefetch_group(const XpuAggTable *t, uint64_t h)
+{
+	uint64_t	s = t->slots[h & t->mask];
+
+	if (s != 0)
+	{
+		int64_t		g = (int64_t) (s & UINT32_MAX) - 1;
+
+		__builtin_prefetch(t->gprint + g * t->n_keys);
+		__builtin_prefetch(t->states + g * t->n_aggs);
+	}
+}
+
+/*
  * find_groups: t->rowgroup[r] = the group of row r of res (added when new),
  * -1 for a row that did not pass; 0 (err set) when memory runs out.  A
  * block of rows at a time: the passing rows' key prints and hashes first,
@@ -1228,11 +1293,17 @@ find_groups(XpuAggTable *t, const XpuResult *res, XpuError *err)
 				krow[m++] = r;
 		}
 		print_rows(t, res, krow, m, kh, lng);
+		for (j = 0; j < m && j < PREFETCH_SLOT; j++)
+			__builtin_prefetch(&t->slots[kh[j] & t->mask]);
 		for (j = 0; j < m; j++)
 		{
-			int64_t		g = row_group(t, res, krow[j], t->rprint + j * t->n_keys, kh[j],
-									  lng[j], err);
+			int64_t		g;
 
+			if (j + PREFETCH_SLOT < m)
+				__builtin_prefetch(&t->slots[kh[j + PREFETCH_SLOT] & t->mask]);
+			if (j + PREFETCH_GROUP < m)
+				prefetch_group(t, kh[j + PREFETCH_GROUP]);
+			g = row_group(t, res, krow[j], t->rprint + j * t->n_keys, kh[j], lng[j], err);
 			if (g < 0)
 				return 0;
 			t->rowgroup[krow[j]] = g;
@@ -1318,27 +1389,84 @@ combine_group(XpuAggTable *dst, int64_t dg, const XpuAggState *src, XpuError *er
 	return 1;
 }
 
-int
-xpu_agg_table_merge(XpuAggTable *dst, const XpuAggTable *src, XpuError *err)
+/*
+ * merge_block: folds the n groups sgs[] of src into dst, with the slots and
+ * groups of dst that they meet prefetched ahead (find_groups)
+ */
+static int
+merge_block(XpuAggTable *dst, const XpuAggTable *src, const int64_t *sgs, int n, XpuError *err)
 {
-	int64_t		g;
+	int			j;
 
-	for (g = 0; g < src->ngroups; g++)
+	for (j = 0; j < n && j < PREFETCH_SLOT; j++)
+		__builtin_prefetch(&dst->slots[src->ghash[sgs[j]] & dst->mask]);
+	for (j = 0; j < n; j++)
 	{
-		int64_t		dg = group_find(dst, src->keys + src->koff[g], src->klen[g],
-									src->ghash[g], err);
+		int64_t		sg = sgs[j],
+					dg;
 
-		if (dg < 0 || !combine_group(dst, dg, src->states + g * src->n_aggs, err))
+		if (j + PREFETCH_SLOT < n)
+			__builtin_prefetch(&dst->slots[src->ghash[sgs[j + PREFETCH_SLOT]] & dst->mask]);
+		if (j + PREFETCH_GROUP < n)
+			prefetch_group(dst, src->ghash[sgs[j + PREFETCH_GROUP]]);
+		dg = group_find(dst, src->keys + src->koff[sg], src->klen[sg], src->ghash[sg],
+						src->gprint + sg * src->n_keys, err);
+		if (dg < 0 || !combine_group(dst, dg, src->states + sg * src->n_aggs, err))
 			return 0;
 	}
 	return 1;
+}
+
+/* the partition (0 .. nparts - 1) of a group of key hash h */
+static inline int
+hash_part(uint64_t h, int nparts)
+{
+	return (int) (((h >> 32) * (uint64_t) nparts) >> 32);
+}
+
+int
+xpu_agg_table_merge_part(XpuAggTable *dst, const XpuAggTable *src, int part, int nparts,
+						 XpuError *err)
+{
+	int64_t		sgs[KEY_BLOCK];
+	int			n = 0;
+
+	for (int64_t g = 0; g < src->ngroups; g++)
+	{
+		if (nparts > 1 && hash_part(src->ghash[g], nparts) != part)
+			continue;
+		sgs[n++] = g;
+		if (n == KEY_BLOCK)
+		{
+			if (!merge_block(dst, src, sgs, n, err))
+				return 0;
+			n = 0;
+		}
+	}
+	return merge_block(dst, src, sgs, n, err);
+}
+
+int
+xpu_agg_table_merge(XpuAggTable *dst, const XpuAggTable *src, XpuError *err)
+{
+	return xpu_agg_table_merge_part(dst, src, 0, 1, err);
+}
+
+/* the group of key bytes key[key_len] in t, added when new; -1 (err set) */
+static int64_t
+group_of_key(XpuAggTable *t, const uint8_t *key, uint32_t key_len, XpuError *err)
+{
+	KeyPrint	print[XPU_AGG_MAX_KEYS];
+	uint64_t	h = read_encoded(t, key, key_len, print);
+
+	return group_find(t, key, key_len, h, print, err);
 }
 
 int
 xpu_agg_table_fold_group(XpuAggTable *t, const uint8_t *key, uint32_t key_len,
 						 const XpuAggState *states, XpuError *err)
 {
-	int64_t		g = group_find(t, key, key_len, read_encoded(t, key, key_len, NULL), err);
+	int64_t		g = group_of_key(t, key, key_len, err);
 
 	return g >= 0 && combine_group(t, g, states, err);
 }
@@ -1357,7 +1485,7 @@ xpu_agg_table_fold_hll(XpuAggTable *t, const uint8_t *key, uint32_t key_len, int
 	if (len == 0)
 		return 1;
 	p = t->aggs[a].param;
-	g = group_find(t, key, key_len, read_encoded(t, key, key_len, NULL), err);
+	g = group_of_key(t, key, key_len, err);
 	if (g < 0 || (h = hll_set_of(t, &t->states[g * t->n_aggs + a], p, err)) == NULL)
 		return 0;
 	if (!dense)

@@ -213,6 +213,15 @@ extern int	xpu_agg_table_update(XpuAggTable *t, const XpuResult *res,
 extern int	xpu_agg_table_merge(XpuAggTable *dst, const XpuAggTable *src,
 								XpuError *err);
 
+/*
+ * folds into dst the groups of src in partition part (0 <= part < nparts)
+ * of nparts: the groups' keys fall into nparts disjoint partitions (by
+ * their hash), so that nparts threads can merge the same tables into
+ * nparts tables of their own at once, which then hold every group once
+ */
+extern int	xpu_agg_table_merge_part(XpuAggTable *dst, const XpuAggTable *src,
+									 int part, int nparts, XpuError *err);
+
 /* folds one group (key bytes and n_aggs states, e.g. from a GPU's table)
  * into t */
 extern int	xpu_agg_table_fold_group(XpuAggTable *t, const uint8_t *key,

@@ -277,6 +277,23 @@ cmp_keybuf(const void *a, const void *b)
 	return memcmp(x->b, y->b, x->len);
 }
 
+/* folds every group of src into dst from its key bytes and states */
+static int
+fold_groups(XpuAggTable *dst, const XpuAggTable *src, XpuError *err)
+{
+	for (int64_t g = 0; g < xpu_agg_table_ngroups(src); g++)
+	{
+		const uint8_t *k;
+		uint32_t	kl;
+		const XpuAggState *st;
+
+		xpu_agg_table_group(src, g, &k, &kl, &st);
+		if (!xpu_agg_table_fold_group(dst, k, kl, st, err))
+			return 0;
+	}
+	return 1;
+}
+
 /*
  * Keys of every text length class (0 to 40 bytes; texts of one length that
  * differ only in one middle byte, where the first and last 8 bytes agree),
@@ -366,15 +383,7 @@ test_key_classes(void)
 	/* a table of groups folded in from key bytes only, then the rows */
 	xpu_agg_table_free(t2);
 	t2 = xpu_agg_table_create(prog, &spec, &err);
-	for (int64_t g = 0; g < ng && ok; g++)
-	{
-		const uint8_t *k;
-		uint32_t	kl;
-		const XpuAggState *st;
-
-		xpu_agg_table_group(t, g, &k, &kl, &st);
-		ok &= xpu_agg_table_fold_group(t2, k, kl, st, &err);
-	}
+	ok &= fold_groups(t2, t, &err);
 	ok &= xpu_agg_table_update(t2, &all, &err);
 	tap_ok(ok && xpu_agg_table_ngroups(t2) == ng,
 		   "key classes: rows meet the groups that key bytes made");
@@ -382,6 +391,97 @@ test_key_classes(void)
 	xpu_agg_table_free(t2);
 	free(prog);
 	free_result(&all);
+}
+
+/*
+ * Text keys packed one after the other in one buffer of exactly their
+ * bytes, as an Arrow column holds them (the table then prints a text from
+ * the 16 bytes at its start where the texts after it reach that far; the
+ * sanitizers catch a load past the buffer): lengths 0 to 20 in an order
+ * that runs the texts near the buffer's end short, NULLs and rows that do
+ * not pass in between, two text keys; as many groups as distinct keys of
+ * the passing rows, each passing row counted once; the groups' key bytes
+ * folded into a fresh table and merged with it, and a table of the rows in
+ * reverse merged with it, find the same groups.
+ */
+static void
+test_packed_text_keys(void)
+{
+	static const XpuType types[2] = {XPU_T_TEXT, XPU_T_TEXT};
+	static const uint16_t key_outs[2] = {0, 1};
+	static const XpuAggDesc aggs[1] = {{XPU_AGG_COUNT_STAR, 0, 0, 0}};
+	enum {ROWS = 3000};
+	XpuAggSpec	spec = {2, key_outs, 1, aggs};
+	XpuProgram *prog = outs_program(types, 2, 0);
+	XpuError	err = {0};
+	XpuAggTable *t = xpu_agg_table_create(prog, &spec, &err);
+	XpuAggTable *t2 = xpu_agg_table_create(prog, &spec, &err);
+	XpuAggTable *t3 = xpu_agg_table_create(prog, &spec, &err);
+	XpuResult	all = new_result(ROWS, 2), rev = new_result(ROWS, 2);
+	static KeyBuf keys[ROWS];
+	char	   *buf[2];
+	size_t		size[2] = {0, 0};
+	int64_t		distinct = 0, passing = 0, ng;
+	int			ok = 1, nk = 0;
+
+	for (int k = 0; k < 2; k++)
+	{
+		for (int r = 0; r < ROWS; r++)
+			size[k] += (ROWS - 1 - r + 7 * k) % 21;
+		buf[k] = malloc(size[k] ? size[k] : 1);
+	}
+	for (int k = 0, off = 0; k < 2; k++, off = 0)
+		for (int r = 0; r < ROWS; r++)
+		{
+			/* lengths fall to 0 at the buffer's end for key 0 */
+			int			len = (ROWS - 1 - r + 7 * k) % 21;
+
+			for (int i = 0; i < len; i++)
+				buf[k][off + i] = (char) ('a' + (r * 7 + i * (k + 1) + r / 50) % 3);
+			VAL(&all, k, r).t = (XpuText) {buf[k] + off, len};
+			NUL(&all, k, r) = (r + k) % 61 == 0;
+			off += len;
+		}
+	for (int r = 0; r < ROWS; r++)
+		all.mask[r] = r % 13 != 5;
+	for (int r = 0; r < ROWS; r++)
+	{
+		for (int k = 0; k < 2; k++)
+		{
+			VAL(&rev, k, r) = VAL(&all, k, ROWS - 1 - r);
+			NUL(&rev, k, r) = NUL(&all, k, ROWS - 1 - r);
+		}
+		rev.mask[r] = all.mask[ROWS - 1 - r];
+		if (all.mask[r])
+		{
+			keys[nk].len = xpu_agg_key_encode(prog, &spec, &all, r, keys[nk].b,
+											  sizeof(keys[nk].b));
+			nk++;
+		}
+	}
+	passing = nk;
+	qsort(keys, nk, sizeof(KeyBuf), cmp_keybuf);
+	for (int r = 0; r < nk; r++)
+		distinct += r == 0 || cmp_keybuf(&keys[r], &keys[r - 1]) != 0;
+	ok &= xpu_agg_table_update(t, &all, &err) && xpu_agg_table_update(t2, &rev, &err);
+	ng = xpu_agg_table_ngroups(t);
+	tap_ok(ok && ng == distinct && total_count(t) == passing,
+		   "packed text keys: %lld groups for %lld distinct keys, %lld of %lld rows counted",
+		   (long long) ng, (long long) distinct, (long long) total_count(t), (long long) passing);
+	ok &= fold_groups(t3, t, &err);
+	ok &= xpu_agg_table_merge(t3, t, &err) && xpu_agg_table_merge(t3, t2, &err);
+	tap_ok(ok && xpu_agg_table_ngroups(t3) == ng && total_count(t3) == 3 * passing,
+		   "packed text keys: folded key bytes and merged tables meet the rows' groups "
+		   "(%lld groups, %lld rows)", (long long) xpu_agg_table_ngroups(t3),
+		   (long long) total_count(t3));
+	xpu_agg_table_free(t);
+	xpu_agg_table_free(t2);
+	xpu_agg_table_free(t3);
+	free(buf[0]);
+	free(buf[1]);
+	free(prog);
+	free_result(&all);
+	free_result(&rev);
 }
 
 /* a spec the table must refuse */
@@ -1281,6 +1381,7 @@ main(void)
 	test_numeric_and_text_keys();
 	test_multi_keys();
 	test_key_classes();
+	test_packed_text_keys();
 	test_refused_specs();
 	test_agg_kinds();
 	test_variance_kinds();

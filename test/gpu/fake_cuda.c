@@ -11,7 +11,8 @@
  *		GpuScan's filter); kern_agg_exec is replaced by the CPU engine folding the
  *		decoded chunk into the side table the check registers
  *		(fake_side_table), which the check compares with the CPU engine's
- *		heap run.  Only what gpu.c resolves is defined.  With
+ *		heap run; pg_warp_selftest as kern_selftest.cu computes it.  Only
+ *		what gpu.c resolves is defined.  With
  *		PG_WARP_FAKE_CUDA_FAULT=N in the environment every launch returns
  *		the driver result N instead (a kernel fault, for the service's
  *		recovery test, test/python/test_gpu_fault.py).  Host registration
@@ -40,7 +41,7 @@ FAKE_API int fake_host_registered;
 
 enum
 {
-	K_AGG_EXEC, K_HEAP_MEASURE, K_HEAP_SCAN, K_HEAP_DECODE, K_WARP_EXEC, K_OTHER
+	K_AGG_EXEC, K_HEAP_MEASURE, K_HEAP_SCAN, K_HEAP_DECODE, K_WARP_EXEC, K_SELFTEST, K_OTHER
 };
 
 struct CUfunc_st
@@ -48,7 +49,7 @@ struct CUfunc_st
 	int			id;
 };
 static struct CUfunc_st funcs[] = {{K_AGG_EXEC}, {K_HEAP_MEASURE}, {K_HEAP_SCAN},
-{K_HEAP_DECODE}, {K_WARP_EXEC}, {K_OTHER}};
+{K_HEAP_DECODE}, {K_WARP_EXEC}, {K_SELFTEST}, {K_OTHER}};
 static int	dummy;
 
 FAKE_API CUresult cuInit(unsigned int f) { return 0; }
@@ -72,13 +73,20 @@ FAKE_API CUresult cuGetErrorName(CUresult e, const char **s) { *s = "CUDA_ERROR_
 FAKE_API CUresult cuCtxPushCurrent_v2(CUcontext c) { return 0; }
 FAKE_API CUresult cuCtxPopCurrent_v2(CUcontext *c) { *c = (CUcontext) &dummy; return 0; }
 FAKE_API CUresult cuModuleLoad(CUmodule *m, const char *path) { *m = (CUmodule) &dummy; return 0; }
+FAKE_API CUresult cuModuleUnload(CUmodule m) { return 0; }
+FAKE_API CUresult cuDeviceGetPCIBusId(char *id, int len, CUdevice d)
+{
+	strncpy(id, "0000:0F:00.0", len);
+	return 0;
+}
 FAKE_API CUresult cuModuleGetFunction(CUfunction *f, CUmodule m, const char *name)
 {
 	*f = &funcs[strcmp(name, "kern_agg_exec") == 0 ? K_AGG_EXEC :
 				strcmp(name, "kern_heap_measure") == 0 ? K_HEAP_MEASURE :
 				strcmp(name, "kern_heap_scan") == 0 ? K_HEAP_SCAN :
 				strcmp(name, "kern_heap_decode") == 0 ? K_HEAP_DECODE :
-				strcmp(name, "kern_warp_exec") == 0 ? K_WARP_EXEC : K_OTHER];
+				strcmp(name, "kern_warp_exec") == 0 ? K_WARP_EXEC :
+				strcmp(name, "pg_warp_selftest") == 0 ? K_SELFTEST : K_OTHER];
 	return 0;
 }
 /* device memory starts as garbage, as a GPU's does */
@@ -305,6 +313,11 @@ cuLaunchKernel(CUfunction f, unsigned int gx, unsigned int gy, unsigned int gz,
 		case K_WARP_EXEC:
 			fake_warp(ARG(0, const XpuProgram *), ARG(3, const XpuChunk *),
 					  ARG(4, const XpuResult *), ARG(5, XpuError *));
+			break;
+		case K_SELFTEST:
+			/* kern_selftest.cu: y[i] = a * x[i] + i */
+			for (int64_t i = 0; i < ARG(0, int64_t); i++)
+				ARG(3, int64_t *)[i] = ARG(1, int64_t) * ARG(2, const int64_t *)[i] + i;
 			break;
 	}
 	return 0;

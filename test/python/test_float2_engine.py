@@ -289,10 +289,10 @@ CLAUSES = [
 ]
 
 
-def compare(queries):
+def compare(queries, settings=""):
     vals = ",".join("(%d, '%s')" % (k, q.replace("'", "''")) for k, q in enumerate(queries))
-    out = psql("SELECT k, run(q, true), run(q, false) FROM (VALUES %s) v(k, q) ORDER BY k"
-               % vals)
+    out = psql(settings + "SELECT k, run(q, true), run(q, false) FROM (VALUES %s) v(k, q) "
+               "ORDER BY k" % vals)
     return [(queries[int(k)], on, off) for k, on, off in (ln.split("|") for ln in out.split("\n"))]
 
 
@@ -323,6 +323,25 @@ def test_engine_evaluates(edge_table, where):
     rc, plan, _ = _psql("EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF) SELECT id FROM edge WHERE "
                         + where, check=False, db=DB)
     assert rc != 0 or "Rows Removed by Filter" not in plan, plan
+
+
+GPUSCAN = "SET pg_warp.engine_startup_cost = 0; SET pg_warp.engine_row_cost = 0; "
+
+
+def test_gpuscan_evaluates_float2_quals(edge_table):
+    """GpuScan evaluates float2 quals on Float16 columns in the service (as
+    the filter and GpuPreAgg do), with PostgreSQL's answers and errors."""
+    clauses = [c for c in CLAUSES if "NOT IN" not in c]
+    for where in clauses:
+        plan = psql(GPUSCAN + "EXPLAIN (COSTS OFF) SELECT id, a, f4 FROM edge WHERE " + where)
+        if where == "a IS NOT NULL":
+            continue    # passes most rows: arrow_fdw's own engine filter costs less
+        assert "Custom Scan (GpuScan)" in plan and engine_filter(plan) is not None, (where, plan)
+    queries = ["SELECT string_agg(id::text || ':' || coalesce(a::text, '-'), ',' ORDER BY id) "
+               "FROM edge WHERE " + c for c in clauses]
+    bad = ["%s:\n  on:  %s\n  off: %s" % (q, on, off)
+           for q, on, off in compare(queries, GPUSCAN) if on != off]
+    assert not bad, "\n".join(bad)
 
 
 def test_explain_verbose_shows_float2_program(edge_table):

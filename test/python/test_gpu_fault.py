@@ -10,6 +10,10 @@ There is no GPU here: the service loads test/gpu's stand-in driver
 (fake_cuda.c, one "GPU" whose memory is host memory) through
 LD_LIBRARY_PATH, with PG_WARP_FAKE_CUDA_FAULT=700 so that every kernel
 launch returns CUDA_ERROR_ILLEGAL_ADDRESS (700), as after a kernel fault.
+
+GPU discovery and the self-test (pgwarp.gpu_devices(), gpu_selftest())
+go through the service too: they are checked here on the stand-in GPU,
+faulting and (a cluster of its own) healthy.
 """
 import os
 import shutil
@@ -48,16 +52,31 @@ def fake_driver():
     shutil.rmtree(d, ignore_errors=True)
 
 
+def stand_in_cluster(driver, fault):
+    """A preloaded cluster whose service (and backends) find the stand-in
+    driver, each launch failing with driver result fault (None: working)."""
+    saved = {k: os.environ.get(k) for k in ("LD_LIBRARY_PATH", "PG_WARP_FAKE_CUDA_FAULT")}
+    os.environ["LD_LIBRARY_PATH"] = driver
+    os.environ.pop("PG_WARP_FAKE_CUDA_FAULT", None)
+    if fault:
+        os.environ["PG_WARP_FAKE_CUDA_FAULT"] = fault
+    try:
+        return Cluster()
+    finally:
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+
+
 @pytest.fixture(scope="module")
 def cluster(fake_driver):
-    saved = {k: os.environ.get(k) for k in ("LD_LIBRARY_PATH", "PG_WARP_FAKE_CUDA_FAULT")}
-    os.environ["LD_LIBRARY_PATH"] = fake_driver
-    os.environ["PG_WARP_FAKE_CUDA_FAULT"] = "700"
     data = tempfile.mkdtemp(prefix="pg_warp_fault.")
     os.chmod(data, 0o755)
     c = None
     try:
-        c = Cluster()
+        c = stand_in_cluster(fake_driver, "700")
         path = os.path.join(data, "t.arrow")
         t = pa.table({"k": pa.array(np.arange(20000, dtype=np.int32) % 7),
                       "v": pa.array(np.arange(20000, dtype=np.int64))})
@@ -69,11 +88,6 @@ def cluster(fake_driver):
               "OPTIONS (file '%s')" % path)
         yield c
     finally:
-        for k, v in saved.items():
-            if v is None:
-                os.environ.pop(k, None)
-            else:
-                os.environ[k] = v
         if c is not None:
             c.destroy()
         shutil.rmtree(data, ignore_errors=True)
@@ -115,3 +129,69 @@ def test_runs_after_the_restart_fail_the_same_clear_way(cluster):
         r = cluster.run(QUERY, settings=GPU_ON, timeout=60)
         assert r.returncode != 0 and "(700)" in r.stderr, r.stdout + r.stderr
         cluster.new_service(old, timeout=30)
+
+
+def stand_in_row(c):
+    """gpu_devices()'s row for the stand-in, with its attributes as the
+    service reported them (fake_cuda.c's cuDeviceGetAttribute)"""
+    st = c.sql("SELECT devices[1] FROM pgwarp.service_status()")
+    assert st == "fake GPU (host memory)", st
+    return c.sql("SELECT device_index, name, total_memory, multiprocessors, "
+                 "compute_capability, pci_bus_id FROM pgwarp.gpu_devices()")
+
+
+def test_gpu_devices_of_the_service(cluster):
+    """gpu_devices() shows the service's GPU (bus id in lower case), and the
+    backend that asked has no CUDA driver loaded: one loader, the service's."""
+    if cluster.status()["engine"] != "gpu":
+        pytest.skip("no stand-in GPU")
+    row = stand_in_row(cluster).split("|")
+    assert row[:3] == ["0", "fake GPU (host memory)", "8589934592"], row
+    assert row[5] == "0000:0f:00.0", row
+    assert int(row[3]) > 0 and row[4].count(".") == 1, row
+    assert cluster.sql("SELECT count(*) FROM pgwarp.gpu_devices(); "
+                       "SELECT pg_read_file('/proc/self/maps') LIKE '%libcuda%'"
+                       ).split() == ["1", "f"]
+
+
+def test_selftest_on_a_faulting_gpu_is_a_clear_error(cluster):
+    """The self-test's launch faults: an ERROR naming the device and the
+    driver's error; the service restarts as after any GPU fault, not the
+    cluster."""
+    if cluster.status()["engine"] != "gpu":
+        pytest.skip("no stand-in GPU")
+    old = cluster.service_pid()
+    started = cluster.sql("SELECT pg_postmaster_start_time()")
+    r = cluster.run("SELECT * FROM pgwarp.gpu_selftest()")
+    assert r.returncode != 0, r.stdout
+    assert "GPU self-test failed on device 0 (fake GPU (host memory))" in r.stderr, r.stderr
+    assert "cuLaunchKernel" in r.stderr and "(700)" in r.stderr, r.stderr
+    cluster.new_service(old, timeout=30)
+    assert cluster.sql("SELECT pg_postmaster_start_time()") == started
+
+
+@pytest.fixture(scope="module")
+def healthy(fake_driver):
+    c = stand_in_cluster(fake_driver, None)
+    try:
+        yield c
+    finally:
+        c.destroy()
+
+
+def test_selftest_through_the_service(healthy):
+    """On a working (stand-in) GPU the service runs the self-test kernel and
+    checks its million elements: one row, 'ok'; a fatbin that is not there
+    is the backend's clear error before the service is asked."""
+    if healthy.status()["engine"] != "gpu":
+        pytest.skip("no stand-in GPU")
+    assert healthy.sql("SELECT device_index, name, result, elapsed_ms > 0 "
+                       "FROM pgwarp.gpu_selftest()") == "0|fake GPU (host memory)|ok|t"
+    r = healthy.run("SET pg_warp.fatbin_path = '/nonexistent/pg_warp.fatbin'; "
+                    "SELECT * FROM pgwarp.gpu_selftest()")
+    assert r.returncode != 0
+    assert 'could not open GPU code file "/nonexistent/pg_warp.fatbin"' in r.stderr, r.stderr
+    # the service is the one it was: the test released what it took
+    pid = healthy.service_pid()
+    assert healthy.sql("SELECT result FROM pgwarp.gpu_selftest()") == "ok"
+    assert healthy.service_pid() == pid

@@ -31,7 +31,11 @@ IS_ROOT = os.geteuid() == 0
 MAGIC = 0x50524157
 VERSION = 1
 HEADER = struct.Struct("<IHHII")            # magic, version, type, length, reserved
-MSG_HELLO, MSG_STATUS, MSG_ERROR, MSG_AGG_RESULT = 1, 2, 3, 23
+MSG_HELLO, MSG_STATUS, MSG_ERROR, MSG_AGG_RESULT, MSG_DEVICES = 1, 2, 3, 23, 31
+DEVICES_SELFTEST = 0x0001
+DRIVER_READY, DRIVER_ABSENT, DRIVER_FAILED = 1, 2, 3
+DEVICES_HEAD = struct.Struct("<II192s")     # WarpDevices: driver, n_devices, detail
+DEVICE_DETAIL_SIZE = 120 + 32 + 16 + 240    # WarpDeviceDetail
 ERR_PROTOCOL, ERR_VERSION, ERR_UNSUPPORTED = 1, 2, 3
 STATUS_HEAD = struct.Struct("<IIqqQIIII")   # WarpStatus up to engine_detail
 STATUS_SIZE = 48 + 192 + 16 * 120
@@ -497,6 +501,21 @@ def test_status_without_preload(plain_cluster):  # noqa: F811 (fixture)
     assert "shared_preload_libraries" in r.stderr
 
 
+def test_gpu_functions_without_preload(plain_cluster):  # noqa: F811 (fixture)
+    """Without the service the GPUs are not known: gpu_devices() says so in
+    a WARNING and returns no rows, gpu_selftest() is an error."""
+    env = plain_cluster
+    plain_psql(env, "CREATE EXTENSION IF NOT EXISTS pg_warp")
+    r = subprocess.run(["psql", "-XAtq", "-c", "SELECT count(*) FROM pgwarp.gpu_devices()"],
+                       env=env, capture_output=True, text=True, timeout=30)
+    assert r.returncode == 0 and r.stdout.strip() == "0", r.stderr
+    assert "WARNING:  could not ask the pg_warp service for its GPUs: " \
+        "pg_warp service is not available" in r.stderr, r.stderr
+    r = subprocess.run(["psql", "-XAtq", "-c", "SELECT * FROM pgwarp.gpu_selftest()"],
+                       env=env, capture_output=True, text=True, timeout=30)
+    assert r.returncode != 0 and "ERROR:  pg_warp service is not available" in r.stderr
+
+
 # --- the service program and its protocol, without PostgreSQL ---
 
 def test_protocol(service):
@@ -580,6 +599,61 @@ def test_no_gpu_option(tmp_path):
         assert "no GPU: started with --no-gpu; the CPU engine serves" in s.log()
     finally:
         s.stop()
+
+
+def devices_request(flags=0, path=b""):
+    return message(MSG_DEVICES, struct.pack("<II", flags, len(path)) + path)
+
+
+def test_devices_without_gpu(tmp_path):
+    """DEVICES (pgwarp.gpu_devices(), gpu_selftest()) on a service without a
+    GPU: no devices, the reason, the driver absent (not failed); a malformed
+    request is an ERROR and the session goes on."""
+    s = Service(str(tmp_path), argv=["--no-gpu"])
+    try:
+        with connect(s.sock) as c:
+            hello(c)
+            for req in (devices_request(), devices_request(DEVICES_SELFTEST, b"/x/pg_warp.fatbin")):
+                c.sendall(req)
+                mtype, payload = recv_message(c)
+                assert mtype == MSG_DEVICES and len(payload) == DEVICES_HEAD.size
+                driver, ndev, detail = DEVICES_HEAD.unpack(payload)
+                assert (driver, ndev) == (DRIVER_ABSENT, 0)
+                assert detail.split(b"\0")[0] == b"no GPU: started with --no-gpu"
+            for bad in (message(MSG_DEVICES, b"abc"), devices_request(0x80),
+                        devices_request(DEVICES_SELFTEST),
+                        message(MSG_DEVICES, struct.pack("<II", 0, 9) + b"ab")):
+                c.sendall(bad)
+                assert error_of(recv_message(c))[0] == ERR_PROTOCOL
+            c.sendall(devices_request())
+            assert recv_message(c)[0] == MSG_DEVICES
+    finally:
+        s.stop()
+
+
+def test_gpu_devices_come_from_the_service(cluster):
+    """pgwarp.gpu_devices() lists the service's GPUs; the backend never
+    loads the CUDA driver itself (the service's loader is the only one)."""
+    r = cluster.run("SELECT count(*) FROM pgwarp.gpu_devices(); "
+                    "SELECT device_count FROM pgwarp.service_status(); "
+                    "SELECT pg_read_file('/proc/self/maps') LIKE '%libcuda%'")
+    assert r.returncode == 0, r.stderr
+    ndev, service_ndev, backend_cuda = r.stdout.split()
+    assert ndev == service_ndev and backend_cuda == "f"
+    assert "WARNING" not in r.stderr, r.stderr
+
+
+def test_gpu_functions_while_the_service_is_down(cluster):
+    """With the service down, gpu_devices() warns and returns no rows (it
+    never fails), gpu_selftest() fails with the service's error."""
+    pid = cluster.service_pid()
+    with stopped(pid):
+        r = cluster.run("SET pg_warp.service_timeout = 500; "
+                        "SELECT count(*) FROM pgwarp.gpu_devices()")
+        assert r.returncode == 0 and r.stdout.strip() == "0", r.stderr
+        assert "WARNING:  could not ask the pg_warp service for its GPUs" in r.stderr, r.stderr
+        r = cluster.run("SET pg_warp.service_timeout = 500; SELECT * FROM pgwarp.gpu_selftest()")
+        assert r.returncode != 0 and "pg_warp service did not answer" in r.stderr, r.stderr
 
 
 def test_out_of_file_descriptors(tmp_path):

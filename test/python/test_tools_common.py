@@ -1,9 +1,9 @@
 """The command-line tools share tools/common (issue 10): `pg2arrow --dump` and
 `arrow-inspect` print an Arrow file with one printer, so they print the same
 text; each helper (messages, allocation, connection options, the password
-prompt) exists once; pg2arrow prompts with PostgreSQL's own simple_prompt;
-and pg2arrow's files do not call each other in a circle (main.c only calls
-the others).
+prompt) exists once; pg2arrow prompts with PostgreSQL's own simple_prompt.
+(That pg2arrow's files do not call each other in a circle is checked with
+the other programs' in test_layout.py.)
 
 The structure checks read the object files of the build tree (tools/bin/obj);
 they are skipped where the tools come from elsewhere (PG_WARP_TOOLS pointing
@@ -15,6 +15,8 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.ipc as ipc
 import pytest
+
+from test_layout import nm as symbols
 
 ROOT = Path(__file__).resolve().parent.parent.parent
 BUILD = ROOT / "tools" / "bin"
@@ -84,20 +86,6 @@ def objects_or_skip():
     return OBJ
 
 
-def symbols(path):
-    """(defined global symbols, undefined symbols) of an object file."""
-    out = subprocess.run(["nm", str(path)], check=True, capture_output=True,
-                         text=True).stdout
-    defined, undefined = set(), set()
-    for line in out.splitlines():
-        f = line.split()
-        if len(f) == 2 and f[0] == "U":
-            undefined.add(f[1])
-        elif len(f) == 3 and f[1] in "TDBR":
-            defined.add(f[2])
-    return defined, undefined
-
-
 def test_each_helper_is_defined_once():
     """No symbol is defined in two object files of the tools (but main):
     the helpers the tools share live in tools/common only."""
@@ -111,29 +99,6 @@ def test_each_helper_is_defined_once():
     assert not twice, twice
     for name in ("fatal", "report", "xmalloc", "xstrdup", "conn_open", "arrow_print_file"):
         assert where.get(name, [""])[0].startswith("common/"), (name, where.get(name))
-
-
-def test_pg2arrow_files_depend_on_each_other_without_a_circle():
-    objdir = objects_or_skip() / "pg2arrow"
-    syms = {o.stem: symbols(o) for o in sorted(objdir.glob("*.o"))}
-    assert syms["main"][0] == {"main"}, "main.c defines more than main: %s" % syms["main"][0]
-    uses = {a: {b for b in syms if b != a and syms[a][1] & syms[b][0]} for a in syms}
-    # depth-first search for a cycle
-    state = {}
-
-    def visit(a, path):
-        state[a] = "open"
-        for b in sorted(uses[a]):
-            if state.get(b) == "open":
-                pytest.fail("pg2arrow files call each other in a circle: %s"
-                            % " -> ".join(path + [a, b]))
-            if b not in state:
-                visit(b, path + [a])
-        state[a] = "done"
-
-    for a in sorted(syms):
-        if a not in state:
-            visit(a, [])
 
 
 def test_pg2arrow_prompts_with_postgres_simple_prompt():

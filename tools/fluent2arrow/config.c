@@ -4,7 +4,8 @@
  *		fluent2arrow: the configuration file (its format is in
  *		doc/fluent2arrow.md): global "key = value" lines, then one
  *		"[route NAME]" section per output with its tag patterns, directory,
- *		rotation and typed columns; and the tag matching of routes.
+ *		rotation and typed columns; the tag matching of routes; and the
+ *		configuration in force (g_cfg, replaced by a reload).
  *
  *-------------------------------------------------------------------------
  */
@@ -15,6 +16,10 @@
 #include <sys/stat.h>
 
 #include "fluent2arrow.h"
+
+/* the configuration in force, and its generation (changes at each reload) */
+Config	   *g_cfg;
+unsigned	g_cfg_generation;
 
 /* Parses "16MB", "512k", "100": bytes; -1 if not a size */
 int64_t
@@ -642,7 +647,6 @@ config_free(Config *cfg)
 	{
 		Route	   *r = &cfg->routes[i];
 
-		output_route_free(r);
 		for (int j = 0; j < r->n_match; j++)
 			free(r->match[j]);
 		for (int j = 0; j < r->n_columns; j++)

@@ -832,7 +832,8 @@ tick(int64_t *last_trunc, int64_t *last_stats)
 
 		if (low > wal_next_lsn())
 			low = wal_next_lsn();
-		wal_truncate(low);
+		if (output_stored())	/* the rejects of these frames first */
+			wal_truncate(low);
 		deadletter_sync();
 		*last_trunc = now;
 	}
@@ -978,9 +979,9 @@ dispatch(struct epoll_event *ev)
 		conn_close(c);
 }
 
-/* Runs the event loop until *stop is set */
+/* Runs the event loop until *stop is set; see fluent2arrow.h */
 void
-conn_loop(volatile int *stop, volatile int *reload)
+conn_loop(volatile int *stop, volatile int *reload, void (*on_reload) (void))
 {
 	int64_t		last_trunc = now_ms(),
 				last_stats = now_ms();
@@ -994,7 +995,7 @@ conn_loop(volatile int *stop, volatile int *reload)
 		if (*reload)
 		{
 			*reload = 0;
-			reload_config();
+			on_reload();
 		}
 		if (wal_backlog() > WAL_BACKLOG_MAX || output_pending() > FINISH_QUEUE_MAX)
 		{

@@ -112,6 +112,7 @@ typedef struct Config
 
 /* Reads the file; NULL (message in errbuf) when it is not valid */
 extern Config *config_load(const char *path, char *errbuf, size_t errlen);
+/* Frees cfg (the output state of its routes must be freed first) */
 extern void config_free(Config *cfg);
 /* The route whose patterns match tag first, or NULL */
 extern Route *config_route(Config *cfg, const char *tag, size_t len);
@@ -119,7 +120,7 @@ extern Route *config_route(Config *cfg, const char *tag, size_t len);
 extern int64_t parse_size(const char *s);
 
 /* ------------------------------------------------------------------------
- * Counters (main.c) and the global state
+ * Counters (log.c) and the configuration in force (config.c)
  * ------------------------------------------------------------------------
  */
 typedef struct Counters
@@ -179,7 +180,7 @@ extern int	frame_scan(FrameScan *st, const uint8_t *buf, size_t len,
 					   int64_t max_frame, size_t *frame_len,
 					   char *errbuf, size_t errlen);
 
-/* Seconds and ns of an EventTime (ext 0) or msgpack timestamp (ext -1) */
+/* Seconds and ns of an EventTime (ext 0) or msgpack timestamp (ext -1) (frame.c) */
 extern bool ext_time(const msgpack_object *o, int64_t *sec, int64_t *ns);
 
 /* Big-endian unsigned integer of n bytes */
@@ -200,10 +201,6 @@ typedef struct FrameResult
  */
 extern bool forward_frame(const msgpack_object *frame, uint64_t lsn,
 						  FrameResult *res, char *errbuf, size_t errlen);
-/* The position of the next event to decode (after the last one decoded) */
-extern WalPos forward_position(void);
-/* Replay: events before pos are stored already and are skipped */
-extern void forward_skip_before(WalPos pos);
 
 /* ------------------------------------------------------------------------
  * Records to rows (convert.c)
@@ -250,6 +247,8 @@ extern int	output_pending(void);
 extern int	output_eventfd(void);
 /* A file failed: true from then on (the WAL is kept for the next start) */
 extern bool output_failed(void);
+/* No file failed and the dead letters are durable: WAL segments may go */
+extern bool output_stored(void);
 /* Removes hidden temporary files left by dead processes in dir */
 extern void output_remove_stale(const char *dir);
 
@@ -268,12 +267,36 @@ extern uint64_t wal_durable_lsn(void);
 /* Bytes appended but not yet durable (back-pressure) */
 extern int64_t wal_backlog(void);
 extern int	wal_eventfd(void);
-/* Removes segments wholly before low_water (all of them: UINT64_MAX) */
+/* Removes segments wholly before low_water (all of them: UINT64_MAX),
+ * once output_stored() */
 extern void wal_truncate(uint64_t low_water);
 /* Records that every event before pos is stored (the finisher calls it) */
 extern void wal_checkpoint(WalPos pos);
+/*
+ * What a replay does with the spool a previous run left: each frame that
+ * holds events not yet stored is handed to frame (false: malformed, why
+ * logged), and finish is called after the last (false: the events could
+ * not be stored; the spool is kept)
+ */
+typedef struct WalReplayOps
+{
+	bool		(*frame) (const msgpack_object *frame, uint64_t lsn, char *why,
+						  size_t whylen);
+	bool		(*finish) (void);
+} WalReplayOps;
+
 /* Replays the segments a previous run left; returns frames replayed */
-extern int64_t wal_replay(const char *dir, char *errbuf, size_t errlen);
+extern int64_t wal_replay(const char *dir, const WalReplayOps *ops, char *errbuf,
+						  size_t errlen);
+
+/*
+ * The events' positions: the frame at lsn starts (wal_frame_start), each
+ * event takes the next position (wal_next_event: false when a replay skips
+ * the event, stored already); wal_event_position is the next event's
+ */
+extern void wal_frame_start(uint64_t lsn);
+extern bool wal_next_event(WalPos *pos);
+extern WalPos wal_event_position(void);
 extern void wal_close(void);
 
 /* ------------------------------------------------------------------------
@@ -281,13 +304,16 @@ extern void wal_close(void);
  * ------------------------------------------------------------------------
  */
 extern bool conn_listen(Config *cfg, char *errbuf, size_t errlen);
-/* Runs the event loop until *stop is set */
-extern void conn_loop(volatile int *stop, volatile int *reload);
+/* Runs the event loop until *stop is set; on_reload when *reload is set */
+extern void conn_loop(volatile int *stop, volatile int *reload, void (*on_reload) (void));
 extern void conn_close_all(void);
 
-/* in main.c */
+/* ------------------------------------------------------------------------
+ * The log and the clock (log.c)
+ * ------------------------------------------------------------------------
+ */
+extern void stats_start(void);
 extern void stats_line(bool final);
-extern void reload_config(void);
 extern int64_t now_ms(void);
 extern void logmsg(const char *fmt,...) __attribute__((format(printf, 1, 2)));
 

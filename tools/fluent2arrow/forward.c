@@ -26,34 +26,6 @@
 #include "fluent2arrow.h"
 
 
-/*
- * Seconds and nanoseconds of a time extension: Fluentd's EventTime (type 0:
- * big-endian uint32 seconds, uint32 nanoseconds) or msgpack's timestamp
- * (type -1: 4, 8 or 12 bytes).  false for any other extension.
- */
-bool
-ext_time(const msgpack_object *o, int64_t *sec, int64_t *ns)
-{
-	const uint8_t *p = (const uint8_t *) o->via.ext.ptr;
-	uint64_t	v;
-
-	if (o->via.ext.type == 0 && o->via.ext.size == 8)
-		*sec = (int64_t) be(p, 4), *ns = (int64_t) be(p + 4, 4);
-	else if (o->via.ext.type == -1 && o->via.ext.size == 4)
-		*sec = (int64_t) be(p, 4), *ns = 0;
-	else if (o->via.ext.type == -1 && o->via.ext.size == 8)
-	{
-		v = be(p, 8);
-		*sec = (int64_t) (v & 0x3ffffffffULL);
-		*ns = (int64_t) (v >> 34);
-	}
-	else if (o->via.ext.type == -1 && o->via.ext.size == 12)
-		*ns = (int64_t) be(p, 4), *sec = (int64_t) be(p + 4, 8);
-	else
-		return false;
-	return *ns < 1000000000;
-}
-
 /* An event time as microseconds since the epoch; false if not a time */
 static bool
 event_time(const msgpack_object *o, int64_t *us)
@@ -90,35 +62,6 @@ event_time(const msgpack_object *o, int64_t *us)
 		default:
 			return false;
 	}
-}
-
-static WalPos cursor;			/* the next event's position */
-static WalPos skip_to;			/* replay: events before it are stored */
-
-/* The position of the next event to decode; see fluent2arrow.h */
-WalPos
-forward_position(void)
-{
-	return cursor;
-}
-
-/* Replay: events before pos are skipped; see fluent2arrow.h */
-void
-forward_skip_before(WalPos pos)
-{
-	skip_to = pos;
-}
-
-/*
- * Takes the next event's position (*pos); false when a replay skips the
- * event (it is in a finished file or the dead-letter file already).
- */
-static bool
-next_event(WalPos *pos)
-{
-	*pos = cursor;
-	cursor.k++;
-	return !walpos_before(*pos, skip_to);
 }
 
 /* The route of tag, remembering the last one asked for */
@@ -173,7 +116,7 @@ one_entry(const char *tag, size_t tag_len, const msgpack_object *e)
 {
 	WalPos		pos;
 
-	if (!next_event(&pos))
+	if (!wal_next_event(&pos))
 		return;
 	if (e->type != MSGPACK_OBJECT_ARRAY || e->via.array.size != 2)
 	{
@@ -282,7 +225,7 @@ packed_entries(const char *tag, size_t tag_len, const uint8_t *data, size_t len)
 				 r == 0 ? "ends inside an entry" : scan_why,
 				 rest.via.bin.size == len - before ? "the rest of the stream" :
 				 "the first max_frame bytes of the rest of the stream");
-		if (next_event(&pos))
+		if (wal_next_event(&pos))
 			deadletter(why, tag, tag_len, 0, &rest);
 		break;
 	}
@@ -365,8 +308,7 @@ forward_frame(const msgpack_object *frame, uint64_t lsn, FrameResult *res,
 	WalPos		pos;
 
 	memset(res, 0, sizeof(*res));
-	cursor.lsn = lsn;
-	cursor.k = 0;
+	wal_frame_start(lsn);
 	if (frame->type != MSGPACK_OBJECT_ARRAY)
 		return snprintf(errbuf, errlen, "a frame must be an array"), false;
 	a = frame->via.array.ptr;
@@ -406,7 +348,7 @@ forward_frame(const msgpack_object *frame, uint64_t lsn, FrameResult *res,
 		return snprintf(errbuf, errlen, "Message mode frame without a record"), false;
 	if (!read_option(n == 4 ? &a[3] : NULL, res, &enc, errbuf, errlen))
 		return false;
-	if (next_event(&pos))
+	if (wal_next_event(&pos))
 		one_event(tag, tag_len, &a[1], &a[2], pos);
 	return true;
 }

@@ -123,3 +123,31 @@ frame_scan(FrameScan *st, const uint8_t *buf, size_t len, int64_t max_frame,
 			st->depth--;
 	}
 }
+
+/*
+ * Seconds and nanoseconds of a time extension: Fluentd's EventTime (type 0:
+ * big-endian uint32 seconds, uint32 nanoseconds) or msgpack's timestamp
+ * (type -1: 4, 8 or 12 bytes).  false for any other extension.
+ */
+bool
+ext_time(const msgpack_object *o, int64_t *sec, int64_t *ns)
+{
+	const uint8_t *p = (const uint8_t *) o->via.ext.ptr;
+	uint64_t	v;
+
+	if (o->via.ext.type == 0 && o->via.ext.size == 8)
+		*sec = (int64_t) be(p, 4), *ns = (int64_t) be(p + 4, 4);
+	else if (o->via.ext.type == -1 && o->via.ext.size == 4)
+		*sec = (int64_t) be(p, 4), *ns = 0;
+	else if (o->via.ext.type == -1 && o->via.ext.size == 8)
+	{
+		v = be(p, 8);
+		*sec = (int64_t) (v & 0x3ffffffffULL);
+		*ns = (int64_t) (v >> 34);
+	}
+	else if (o->via.ext.type == -1 && o->via.ext.size == 12)
+		*ns = (int64_t) be(p, 4), *sec = (int64_t) be(p + 4, 8);
+	else
+		return false;
+	return *ns < 1000000000;
+}

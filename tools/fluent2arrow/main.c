@@ -13,12 +13,16 @@
  * decoding and writing over a file of frames without sockets or WAL (the
  * benchmark's raw write rate).
  *
+ * This file is the entry point only (it exports main alone): the files
+ * below it are used in one direction (fluent2arrow.h), and what the event
+ * loop and the spool's replay call back here (a reload, the replayed frames)
+ * they are handed as functions.
+ *
  *-------------------------------------------------------------------------
  */
 #include <errno.h>
 #include <getopt.h>
 #include <signal.h>
-#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -27,66 +31,9 @@
 
 #include "fluent2arrow.h"
 
-Config	   *g_cfg;
-Counters	g_count;
-unsigned	g_cfg_generation;
-
 static volatile int stop_flag;
 static volatile int reload_flag;
 static int	stats_option;	/* --stats: survives reloads */
-static Counters last_count;
-static int64_t last_ms;
-
-int64_t
-now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t) ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-/* "2026-11-24 23:05:00 fluent2arrow: message" on stderr (the log) */
-void
-logmsg(const char *fmt,...)
-{
-	va_list		ap;
-	time_t		t = time(NULL);
-	struct tm	tm;
-	char		ts[32];
-
-	gmtime_r(&t, &tm);
-	strftime(ts, sizeof(ts), "%Y-%m-%d %H:%M:%S", &tm);
-	flockfile(stderr);			/* one line at a time from each thread */
-	fprintf(stderr, "%s UTC fluent2arrow: ", ts);
-	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
-	va_end(ap);
-	fputc('\n', stderr);
-	fflush(stderr);
-	funlockfile(stderr);
-}
-
-/* The status line: totals and rates since the last line */
-void
-stats_line(bool final)
-{
-	int64_t		now = now_ms();
-	double		dt = (now - last_ms) / 1000.0;
-	uint64_t	files = __atomic_load_n(&g_count.files, __ATOMIC_RELAXED);
-
-	if (dt <= 0)
-		dt = 1e-3;
-	logmsg("%sevents=%llu (%.0f/s) bytes=%llu (%.1f MB/s) frames=%llu acks=%llu files=%llu rejects=%llu bad_frames=%llu auth_failures=%llu",
-		   final ? "final: " : "",
-		   (unsigned long long) g_count.events, (g_count.events - last_count.events) / dt,
-		   (unsigned long long) g_count.bytes, (g_count.bytes - last_count.bytes) / dt / 1e6,
-		   (unsigned long long) g_count.frames, (unsigned long long) g_count.acks,
-		   (unsigned long long) files, (unsigned long long) g_count.rejects,
-		   (unsigned long long) g_count.bad_frames, (unsigned long long) g_count.auth_failures);
-	last_count = g_count;
-	last_ms = now;
-}
 
 static void
 on_signal(int sig)
@@ -131,8 +78,17 @@ init_routes(Config *cfg, char *errbuf, size_t errlen)
 	return true;
 }
 
+/* A configuration and the output state of its routes freed */
+static void
+drop_config(Config *cfg)
+{
+	for (int i = 0; i < cfg->n_routes; i++)
+		output_route_free(&cfg->routes[i]);
+	config_free(cfg);
+}
+
 /* SIGHUP: reopen the log, reload the configuration */
-void
+static void
 reload_config(void)
 {
 	char		err[1024];
@@ -145,14 +101,14 @@ reload_config(void)
 	{
 		logmsg("configuration not reloaded: %s", err);
 		if (cfg)
-			config_free(cfg);
+			drop_config(cfg);
 		return;
 	}
 	output_finish_all(g_cfg);
 	/* settings that need a restart keep their old values */
 	free(cfg->spool_dir);
 	cfg->spool_dir = xstrdup(g_cfg->spool_dir);
-	config_free(g_cfg);
+	drop_config(g_cfg);
 	g_cfg = cfg;
 	g_cfg_generation++;
 	if (stats_option > 0)
@@ -223,15 +179,34 @@ usage(void)
 		   "  -h, --help             show this help and exit\n", progname, progname);
 }
 
+/* Replay: one frame of the spool, decoded and routed as when it came */
+static bool
+replay_frame(const msgpack_object *frame, uint64_t lsn, char *why, size_t whylen)
+{
+	FrameResult res;
+
+	return forward_frame(frame, lsn, &res, why, whylen);
+}
+
+/* Replay: the replayed events' files finished; whether they are stored */
+static bool
+replay_finish(void)
+{
+	output_finish_all(g_cfg);
+	output_drain();
+	return output_stored();
+}
+
 /* Listens and runs until SIGTERM/SIGINT; returns the exit status */
 static int
 serve(void)
 {
 	char		err[1024];
+	static const WalReplayOps replay = {replay_frame, replay_finish};
 
 	if (!wal_open(g_cfg->spool_dir, g_cfg->wal_segment, err, sizeof(err)))
 		fatal("%s", err);
-	if (wal_replay(g_cfg->spool_dir, err, sizeof(err)) < 0)
+	if (wal_replay(g_cfg->spool_dir, &replay, err, sizeof(err)) < 0)
 		fatal("%s", err);
 	if (!conn_listen(g_cfg, err, sizeof(err)))
 		fatal("%s", err);
@@ -239,13 +214,14 @@ serve(void)
 		   g_cfg->listen_port ? g_cfg->listen_host : "",
 		   g_cfg->unix_path ? " and on " : "", g_cfg->unix_path ? g_cfg->unix_path : "",
 		   g_cfg->spool_dir);
-	conn_loop(&stop_flag, &reload_flag);
+	conn_loop(&stop_flag, &reload_flag, reload_config);
 	logmsg("stopping: finishing files");
 	output_finish_all(g_cfg);
 	output_drain();
 	wal_close();
 	conn_close_all();
-	wal_truncate(UINT64_MAX);
+	if (output_stored())
+		wal_truncate(UINT64_MAX);
 	stats_line(true);
 	return output_failed() || !deadletter_sync() ? 1 : 0;
 }
@@ -311,13 +287,13 @@ main(int argc, char **argv)
 		g_cfg->stats_interval = stats_option = stats;
 	open_log();
 	install_signals();
-	last_ms = now_ms();
+	stats_start();
 	if (!init_routes(g_cfg, err, sizeof(err)) || !output_start(err, sizeof(err)) ||
 		!deadletter_open(g_cfg->deadletter_path, err, sizeof(err)))
 		fatal("%s", err);
 	rc = ingest ? ingest_file(ingest) : serve();
 	output_stop();
 	deadletter_close();
-	config_free(g_cfg);
+	drop_config(g_cfg);
 	return rc;
 }

@@ -250,7 +250,7 @@ flush_batch(Route *r)
 static bool
 checkpoint_bound(WalPos *pos)
 {
-	*pos = forward_position();
+	*pos = wal_event_position();
 	for (int i = 0; i < g_cfg->n_routes; i++)
 	{
 		OutFile    *f = g_cfg->routes[i].file;
@@ -259,6 +259,17 @@ checkpoint_bound(WalPos *pos)
 			*pos = f->first;
 	}
 	return deadletter_sync() && !atomic_load(&failed);
+}
+
+/*
+ * Whether the events of the files finished so far are stored for good: no
+ * file failed and the dead letters are durable (checked before WAL
+ * segments are removed)
+ */
+bool
+output_stored(void)
+{
+	return !output_failed() && deadletter_sync();
 }
 
 /* Hands the route's file (after its last batch) to the finisher */

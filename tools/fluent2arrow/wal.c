@@ -307,7 +307,10 @@ list_segments(int *n)
 	return v;
 }
 
-/* Removes segments wholly before low_water (all of them: UINT64_MAX) */
+/*
+ * Removes segments wholly before low_water (all of them: UINT64_MAX); the
+ * caller has made sure that their events are stored (output_stored)
+ */
 void
 wal_truncate(uint64_t low_water)
 {
@@ -315,8 +318,6 @@ wal_truncate(uint64_t low_water)
 	uint64_t   *seg;
 	bool		removed = false;
 
-	if (output_failed() || !deadletter_sync())	/* the rejects of these frames first */
-		return;
 	seg = list_segments(&n);
 	for (int i = 0; i < n; i++)
 	{
@@ -404,12 +405,40 @@ read_checkpoint(WalPos *pos)
 	return true;
 }
 
+/* the next event's position, and (replay) the first one not stored yet */
+static WalPos cursor;
+static WalPos skip_to;
+
+/* The next event's position; see fluent2arrow.h */
+WalPos
+wal_event_position(void)
+{
+	return cursor;
+}
+
+/* The events that follow are those of the frame at lsn; see fluent2arrow.h */
+void
+wal_frame_start(uint64_t lsn)
+{
+	cursor.lsn = lsn;
+	cursor.k = 0;
+}
+
+/* Takes the next event's position; see fluent2arrow.h */
+bool
+wal_next_event(WalPos *pos)
+{
+	*pos = cursor;
+	cursor.k++;
+	return !walpos_before(*pos, skip_to);
+}
+
 /*
  * Replays one segment's frames, those wholly before skip.lsn unread (their
  * events are stored); returns the LSN after its last good one.
  */
 static uint64_t
-replay_segment(uint64_t start, WalPos skip, int64_t *frames)
+replay_segment(uint64_t start, WalPos skip, const WalReplayOps *ops, int64_t *frames)
 {
 	char	   *path = seg_path(start);
 	FILE	   *f = fopen(path, "rb");
@@ -423,7 +452,6 @@ replay_segment(uint64_t start, WalPos skip, int64_t *frames)
 	{
 		uint32_t	hdr[2];
 		size_t		off = 0;
-		FrameResult res;
 		char		why[256];
 
 		if (fread(hdr, sizeof(hdr), 1, f) != 1)
@@ -443,7 +471,7 @@ replay_segment(uint64_t start, WalPos skip, int64_t *frames)
 			break;
 		}
 		if (msgpack_unpack_next(&u, (const char *) frame, hdr[0], &off) == MSGPACK_UNPACK_SUCCESS &&
-			!forward_frame(&u.data, lsn, &res, why, sizeof(why)))
+			!ops->frame(&u.data, lsn, why, sizeof(why)))
 			logmsg("\"%s\": frame at offset %llu: %s", path, (unsigned long long) (lsn - start), why);
 		lsn += sizeof(hdr) + hdr[0];
 		(*frames)++;
@@ -457,11 +485,12 @@ replay_segment(uint64_t start, WalPos skip, int64_t *frames)
 }
 
 /*
- * Replays what a previous run left, finishes the files, removes the old
- * segments and starts the log; returns the number of frames replayed.
+ * Replays what a previous run left (each frame to ops->frame), has the
+ * files finished (ops->finish), removes the old segments and starts the
+ * log; returns the number of frames replayed.
  */
 int64_t
-wal_replay(const char *dir, char *errbuf, size_t errlen)
+wal_replay(const char *dir, const WalReplayOps *ops, char *errbuf, size_t errlen)
 {
 	int			n;
 	uint64_t   *seg = list_segments(&n);
@@ -471,10 +500,10 @@ wal_replay(const char *dir, char *errbuf, size_t errlen)
 
 	if (read_checkpoint(&skip))
 		end = skip.lsn + 1;		/* a new log starts past it */
-	forward_skip_before(skip);
+	skip_to = skip;
 	for (int i = 0; i < n; i++)
 	{
-		uint64_t	e = replay_segment(seg[i], skip, &frames);
+		uint64_t	e = replay_segment(seg[i], skip, ops, &frames);
 
 		if (e > end)
 			end = e;
@@ -483,9 +512,7 @@ wal_replay(const char *dir, char *errbuf, size_t errlen)
 	}
 	if (n > 0)
 	{
-		output_finish_all(g_cfg);
-		output_drain();
-		if (output_failed() || !deadletter_sync())
+		if (!ops->finish())
 		{
 			free(seg);
 			return snprintf(errbuf, errlen, "the replayed events could not be written"), -1;

@@ -1,0 +1,272 @@
+/*-------------------------------------------------------------------------
+ *
+ * executor.c
+ *		What the engine's CustomScan nodes share (executor.h): GpuScan
+ *		(gpuscan.c) and GpuPreAgg (gpu_preagg.c) plan, run and explain their
+ *		work in the service through these pieces.
+ *
+ * The program in the plan.  A node's xPU program is compiled once, when
+ * the plan is made, and kept in the plan's custom_private
+ * (engine_plan_program): a bytea constant, so that it is copied with the
+ * plan, cached with a prepared statement and sent to parallel workers as
+ * the rest of the plan is.  Beside it the plan keeps what the program was
+ * compiled against and PostgreSQL's plan cache does not watch: the columns
+ * of the Arrow table's files (their layouts, as arrow_fdw found them) and
+ * the session's UTC offset where the program computes with it.  At run
+ * time engine_exec_program hands out the program, or says why it no longer
+ * fits (the files were replaced by others of another layout, the session's
+ * time zone changed): the node then leaves the program's work to
+ * PostgreSQL, as it does for any other fallback; nothing is compiled again.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "catalog/pg_type.h"
+#include "optimizer/cost.h"
+#include "optimizer/optimizer.h"
+#include "commands/explain.h"
+#include "nodes/makefuncs.h"
+#include "nodes/value.h"
+#include "pgtime.h"
+#include "utils/memutils.h"
+
+#include "pg_warp.h"
+#include "engine/codegen.h"
+#include "engine/executor.h"
+
+/*
+ * engine_parallel_divisor: the share of a parallel scan's rows one
+ * participant reads, inverted, as PostgreSQL's cost model reckons it
+ * (costsize.c: the leader helps less the more workers there are)
+ */
+double
+engine_parallel_divisor(int workers)
+{
+	double		divisor = workers;
+
+	if (parallel_leader_participation && 1.0 - 0.3 * workers > 0)
+		divisor += 1.0 - 0.3 * workers;
+	return divisor;
+}
+
+/* a bytea constant of len bytes at data */
+static Const *
+bytea_const(const void *data, Size len)
+{
+	bytea	   *b = palloc(VARHDRSZ + len);
+
+	SET_VARSIZE(b, VARHDRSZ + len);
+	memcpy(VARDATA(b), data, len);
+	return makeConst(BYTEAOID, -1, InvalidOid, -1, PointerGetDatum(b), false, false);
+}
+
+/*
+ * engine_plan_program: the custom_private item that carries prog (a program
+ * just compiled: its time zone dependence is the last compilation's) and,
+ * for an Arrow table, the columns ec it was compiled against (NULL: a heap
+ * table, whose layout the plan cache watches).
+ */
+Node *
+engine_plan_program(const XpuProgram *prog, const EngineColumns *ec)
+{
+	int64		tz = 0;
+	bool		used_tz = codegen_used_timezone(&tz);
+	Node	   *cols;
+
+	if (ec != NULL)
+		cols = (Node *) bytea_const(ec->cols, sizeof(ArrowScanColumn) * ec->n_cols);
+	else
+		cols = (Node *) makeNullConst(BYTEAOID, -1, InvalidOid);
+	return (Node *) list_make4(bytea_const(prog, prog->total_len), cols,
+							   makeInteger(used_tz ? 1 : 0), makeInteger((int) tz));
+}
+
+/* are the columns the plan was compiled against (bytea b) the columns now? */
+static bool
+columns_same(bytea *b, const EngineColumns *now)
+{
+	Size		len = VARSIZE_ANY_EXHDR(b);
+	ArrowScanColumn then;
+
+	if (len != sizeof(ArrowScanColumn) * now->n_cols)
+		return false;
+	for (int i = 0; i < now->n_cols; i++)
+	{
+		const ArrowScanColumn *c = &now->cols[i];
+
+		memcpy(&then, VARDATA_ANY(b) + sizeof(ArrowScanColumn) * i, sizeof(then));
+		if (then.attno != c->attno || then.typid != c->typid || then.plain != c->plain ||
+			then.checked != c->checked || then.may_fail != c->may_fail ||
+			then.max_chars != c->max_chars || then.arrow_id != c->arrow_id ||
+			then.unit != c->unit || then.scale != c->scale)
+			return false;
+	}
+	return true;
+}
+
+/*
+ * engine_exec_program: the program of a plan's engine_plan_program item
+ * (palloc'ed, 16-byte aligned, as the protocol sends it), or NULL with
+ * *stale saying why it no longer fits: the Arrow table's columns `now`
+ * (NULL for a heap table) differ from the plan's, or the session's UTC
+ * offset from the one the program holds.
+ */
+XpuProgram *
+engine_exec_program(Node *planned, const EngineColumns *now, const char **stale)
+{
+	List	   *item = castNode(List, planned);
+	Const	   *pc = linitial_node(Const, item);
+	Const	   *cc = lsecond_node(Const, item);
+	bytea	   *code = DatumGetByteaPP(pc->constvalue);
+	Size		len = VARSIZE_ANY_EXHDR(code);
+	XpuProgram *prog;
+	long int	gmtoff;
+
+	if (intVal(lthird(item)) != 0 &&
+		(session_timezone == NULL || !pg_get_timezone_offset(session_timezone, &gmtoff) ||
+		 -(int64) gmtoff != (int64) intVal(lfourth(item))))
+	{
+		*stale = "the time zone is not the one the plan was made under";
+		return NULL;
+	}
+	if (now != NULL && (cc->constisnull || !columns_same(DatumGetByteaPP(cc->constvalue), now)))
+	{
+		*stale = "the table's files changed since the plan was made";
+		return NULL;
+	}
+	if (len < sizeof(XpuProgram))
+		elog(ERROR, "pg_warp: the plan's program is truncated");
+	prog = (XpuProgram *) TYPEALIGN(16, (uintptr_t) palloc(len + 15));
+	memcpy(prog, VARDATA_ANY(code), len);
+	if (prog->magic != XPU_PROGRAM_MAGIC || prog->total_len != len)
+		elog(ERROR, "pg_warp: the plan's program is damaged");
+	*stale = NULL;
+	return prog;
+}
+
+/*
+ * engine_pass_all_program: a program that reads no column and passes every
+ * row (palloc'ed, 16-byte aligned): a scan whose program no longer fits
+ * still lets the service read its rows, and PostgreSQL filters them.
+ */
+XpuProgram *
+engine_pass_all_program(void)
+{
+	CodegenScan scan = {0};
+	XpuProgram *built = codegen_proj_program(&scan, NIL, NIL);
+	XpuProgram *prog;
+
+	if (built == NULL)
+		elog(ERROR, "pg_warp: could not build a program that passes every row");
+	prog = (XpuProgram *) TYPEALIGN(16, (uintptr_t) palloc(built->total_len + 15));
+	memcpy(prog, built, built->total_len);
+	free(built);
+	return prog;
+}
+
+/* the query's memory context reset callback: the run's end */
+static void
+run_close_callback(void *arg)
+{
+	engine_run_close((EngineRun *) arg);
+}
+
+/* engine_run_init: no connection yet; closed when the query ends */
+void
+engine_run_init(EngineRun *run, EState *estate)
+{
+	MemoryContextCallback *cb = MemoryContextAlloc(estate->es_query_cxt, sizeof(*cb));
+
+	run->conn = -1;
+	run->active = false;
+	cb->func = run_close_callback;
+	cb->arg = run;
+	MemoryContextRegisterResetCallback(estate->es_query_cxt, cb);
+}
+
+/* engine_run_close: closes the connection (a run not finished is cancelled) */
+void
+engine_run_close(EngineRun *run)
+{
+	if (run->conn >= 0)
+		service_run_end(run->conn);
+	run->conn = -1;
+	run->active = false;
+}
+
+/* engine_put: appends len bytes at data to buf after zero padding to align */
+void
+engine_put(StringInfo buf, const void *data, size_t len, int align)
+{
+	while (buf->len % align != 0)
+		appendStringInfoChar(buf, '\0');
+	appendBinaryStringInfo(buf, data, (int) len);
+}
+
+/*
+ * engine_put_file: a request's part for file ef (xpu/protocol.h): its
+ * WarpAggFile, path, the n_batches record batches to read and the field of
+ * each of the n_cols chunk columns
+ */
+void
+engine_put_file(StringInfo buf, const ArrowEngineFile *ef, const int32 *batches,
+				int n_batches, const int *fields, int n_cols)
+{
+	WarpAggFile wf = service_file_part(ef, (uint32) n_batches, (uint32) n_cols);
+
+	StaticAssertStmt(sizeof(int) == sizeof(int32), "fields are sent as int32");
+	engine_put(buf, &wf, sizeof(wf), 8);
+	engine_put(buf, ef->path, wf.path_len, 1);
+	engine_put(buf, batches, sizeof(int32) * n_batches, 8);
+	engine_put(buf, fields, sizeof(int32) * n_cols, 8);
+}
+
+/*
+ * engine_request_end: pads the request to its 8-byte end; false when it is
+ * larger than one message of the protocol
+ */
+bool
+engine_request_end(StringInfo buf)
+{
+	while (buf->len % 8 != 0)
+		appendStringInfoChar(buf, '\0');
+	return buf->len <= PGWARP_MAX_PAYLOAD;
+}
+
+/*
+ * engine_explain_engine: EXPLAIN's "Engine": the one that ran (ANALYZE of a
+ * node that ran), else the one pg_warp.engine asks for
+ */
+void
+engine_explain_engine(ExplainState *es, bool ran, uint32 engine)
+{
+	if (es->analyze && ran)
+		ExplainPropertyText("Engine", engine == WARP_ENGINE_GPU ? "GPU" : "CPU", es);
+	else
+		ExplainPropertyText("Engine", pg_warp_engine == WARP_ENGINE_GPU ? "GPU" :
+							pg_warp_engine == WARP_ENGINE_CPU ? "CPU" : "auto", es);
+}
+
+/*
+ * engine_explain_times: EXPLAIN ANALYZE's times of a run in the service
+ * (microseconds) and its threads (0: not known)
+ */
+void
+engine_explain_times(ExplainState *es, uint64 io_us, uint64 exec_us, uint32 threads)
+{
+	ExplainPropertyFloat("I/O Time", "ms", io_us / 1000.0, 3, es);
+	ExplainPropertyFloat("Engine Time", "ms", exec_us / 1000.0, 3, es);
+	if (threads > 0)
+		ExplainPropertyInteger("Engine Threads", NULL, threads, es);
+}
+
+/* engine_explain_source: EXPLAIN's lines of an Arrow table read by the engine */
+void
+engine_explain_source(ExplainState *es, const ArrowEngineSource *src)
+{
+	ExplainPropertyInteger("Arrow Files", NULL, src->n_files, es);
+	ExplainPropertyInteger("Record Batches", NULL,
+						   src->batches_total - src->batches_skipped, es);
+	ExplainPropertyInteger("Batches Skipped by Statistics", NULL, src->batches_skipped, es);
+}

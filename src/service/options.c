@@ -1,0 +1,118 @@
+/*-------------------------------------------------------------------------
+ *
+ * options.c
+ *		pg_warp_service's command line and the settings it gives the rest
+ *		of the service:
+ *
+ *		pg_warp_service -D DATADIR [--parent-pid PID] [--no-gpu] [--threads N]
+ *						[--fatbin PATH] [--gpu-cache-size MB|auto]
+ *						[--max-async-tasks N]
+ *
+ * The supervisor background worker (src/engine/service_supervisor.c) passes
+ * them; doc/service.md describes each.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "gpu_driver.h"
+#include "service.h"
+
+/* --threads: the CPU engine's threads per AGG_RUN that names none */
+int			svc_cpu_threads;
+
+/* --max-async-tasks: runs executed at once; later ones wait in a queue */
+int			svc_max_async_tasks = 16;
+
+/* usage: explains the command line on stderr and exits with code 2 */
+static void
+usage(void)
+{
+	fprintf(stderr, "usage: pg_warp_service -D DATADIR [--parent-pid PID] [--no-gpu] [--threads N]\n"
+			"                       [--fatbin PATH] [--gpu-cache-size MB|auto]\n"
+			"                       [--max-async-tasks N]\n"
+			"Serves pg_warp's engine to the backends of the PostgreSQL cluster in\n"
+			"DATADIR through the socket DATADIR/%s.  Started by pg_warp's\n"
+			"supervisor background worker, not by hand.  --no-gpu serves with the\n"
+			"CPU engine without loading the GPU driver.  --threads N: the CPU\n"
+			"engine's threads per run (default: the online CPUs).  --fatbin names\n"
+			"the GPU code (pg_warp.fatbin) that the GPU engine runs.  --gpu-cache-size:\n"
+			"the GPU column cache per device in MiB (0: off; auto, the default: a\n"
+			"quarter of the smallest GPU's memory).\n"
+			"--max-async-tasks N: the runs executed at once (default 16); later\n"
+			"ones wait in a queue, first come first served.\n", PGWARP_SOCKET_NAME);
+	exit(2);
+}
+
+/*
+ * parse_cache_size
+ *		--gpu-cache-size: "auto" (-1) or a number of MiB (0: off); exits
+ *		through usage() on anything else
+ */
+static int64_t
+parse_cache_size(const char *s)
+{
+	char	   *end;
+	long long	mb;
+
+	if (strcmp(s, "auto") == 0)
+		return -1;
+	errno = 0;
+	mb = strtoll(s, &end, 10);
+	if (errno != 0 || end == s || *end != '\0' || mb < 0 || mb > (INT64_MAX >> 20))
+		usage();
+	return (int64_t) mb << 20;
+}
+
+/*
+ * svc_options_parse
+ *		Reads the command line into *opts and the settings svc_cpu_threads,
+ *		svc_max_async_tasks and gpu_fatbin_path; on a bad or missing
+ *		argument explains the usage and exits with code 2.
+ */
+void
+svc_options_parse(int argc, char **argv, ServiceOptions *opts)
+{
+	memset(opts, 0, sizeof(*opts));
+	opts->use_gpus = true;
+	opts->cache_size = -1;
+	for (int i = 1; i < argc; i++)
+	{
+		if (strcmp(argv[i], "-D") == 0 && i + 1 < argc)
+			opts->datadir = argv[++i];
+		else if (strcmp(argv[i], "--parent-pid") == 0 && i + 1 < argc)
+			opts->parent = (pid_t) atoi(argv[++i]);
+		else if (strcmp(argv[i], "--no-gpu") == 0)
+			opts->use_gpus = false;
+		else if (strcmp(argv[i], "--threads") == 0 && i + 1 < argc)
+		{
+			svc_cpu_threads = atoi(argv[++i]);
+			if (svc_cpu_threads < 1 || svc_cpu_threads > 256)
+				usage();
+		}
+		else if (strcmp(argv[i], "--fatbin") == 0 && i + 1 < argc)
+			gpu_fatbin_path = argv[++i];
+		else if (strcmp(argv[i], "--gpu-cache-size") == 0 && i + 1 < argc)
+			opts->cache_size = parse_cache_size(argv[++i]);
+		else if (strcmp(argv[i], "--max-async-tasks") == 0 && i + 1 < argc)
+		{
+			svc_max_async_tasks = atoi(argv[++i]);
+			if (svc_max_async_tasks < 1 || svc_max_async_tasks > 10000)
+				usage();
+		}
+		else
+			usage();
+	}
+	if (opts->datadir == NULL)
+		usage();
+	if (svc_cpu_threads == 0)
+	{
+		long		n = sysconf(_SC_NPROCESSORS_ONLN);
+
+		svc_cpu_threads = n < 1 ? 1 : (n > 256 ? 256 : (int) n);
+	}
+}
