@@ -205,6 +205,7 @@ SERVICE_SRCS = \
 	src/service/input.c \
 	src/service/main.c \
 	src/service/options.c \
+	src/service/run.c \
 	src/service/scan.c \
 	src/service/server.c \
 	src/service/util.c
@@ -220,6 +221,7 @@ SERVICE_HDRS = \
 	src/service/gpu_cache.h \
 	src/service/gpu_driver.h \
 	src/service/input.h \
+	src/service/run.h \
 	src/service/service.h \
 	src/arrow/arrow.h \
 	$(wildcard src/xpu/*.h)

@@ -49,6 +49,7 @@
 #include <unistd.h>
 
 #include "service.h"
+#include "service/run.h"
 #include "service/input.h"
 #include "arrow/arrow.h"
 
@@ -58,7 +59,6 @@
  * runs against 16384: whole runs 9 % (Q2) and 3 % (Q1) shorter
  */
 #define AGG_SLICE		4096
-#define AGG_MAX_THREADS	256
 
 /*
  * groups (summed over the workers' tables) from which the workers' tables
@@ -125,7 +125,7 @@ struct AggTask
 	 * The result: n_parts tables whose groups are disjoint (the partitions of
 	 * a parallel merge), or t->table alone (task_main moves it here)
 	 */
-	XpuAggTable *parts[AGG_MAX_THREADS];
+	XpuAggTable *parts[SVC_RUN_MAX_THREADS];	/* at most one a thread */
 	uint32_t	n_parts;
 
 	/* replies sent so far: the next group is group next_group of parts[next_part] */
@@ -158,31 +158,6 @@ task_table_error(AggTask *t, const XpuError *err)
 
 /* ---------------------------------------------------------------- parsing */
 
-/* a cursor over the payload; every take checks the bounds */
-typedef struct Cursor
-{
-	const uint8_t *p;
-	size_t		len;
-	size_t		off;
-	const char *bad;			/* what did not fit, or NULL */
-} Cursor;
-
-/* the next part of n bytes at an `align`-aligned offset, or NULL */
-static const void *
-take(Cursor *c, size_t n, size_t align, const char *what)
-{
-	size_t		off = (c->off + align - 1) & ~(align - 1);
-
-	if (c->bad != NULL || off > c->len || n > c->len - off)
-	{
-		if (c->bad == NULL)
-			c->bad = what;
-		return NULL;
-	}
-	c->off = off + n;
-	return c->p + off;
-}
-
 /* checks the aggregation spec against the program; false with msg set */
 static bool
 check_spec(AggTask *t, char *msg, size_t msglen)
@@ -199,117 +174,38 @@ check_spec(AggTask *t, char *msg, size_t msglen)
 	return true;
 }
 
-/* parses the n_files file parts (input.c) after the cursor; false with msg set */
-static bool
-parse_files(AggTask *t, Cursor *c, char *msg, size_t msglen)
-{
-	AggRun	   *run = &t->run;
-
-	run->files = calloc(run->n_files ? run->n_files : 1, sizeof(AggRunFile));
-	if (run->files == NULL)
-		return snprintf(msg, msglen, "out of memory"), false;
-	for (uint32_t i = 0; i < run->n_files; i++)
-		run->files[i].fd = -1;
-	for (uint32_t i = 0; i < run->n_files; i++)
-	{
-		if (!svc_input_parse(&run->files[i], i, c->p, c->len, &c->off, run->prog->n_cols,
-							 "AGG_RUN", msg, msglen))
-			return false;
-		t->n_work += run->files[i].n_batches;
-	}
-	if (((c->off + 7) & ~(size_t) 7) < c->len)
-	{
-		snprintf(msg, msglen, "AGG_RUN has %zu bytes after its last part", c->len - c->off);
-		return false;
-	}
-	return true;
-}
-
 /*
- * parse_request: fills t->run from t->payload (len bytes); false with msg
- * set when the request is malformed.
+ * parse_request: fills t->run (and t->heap for a HEAP_RUN: memfd >= 0)
+ * from t->payload (len bytes) through the run parser (run.c); false with
+ * msg set when the request is malformed.
  */
 static bool
-parse_request(AggTask *t, size_t len, int memfd, char *msg, size_t msglen)
+parse_request(AggTask *t, size_t len, int memfd, SvcRunDesc *d, char *msg, size_t msglen)
 {
-	Cursor		c = {t->payload, len, 0, NULL};
-	const WarpAggRequest *req = take(&c, sizeof(WarpAggRequest), 8, "the request header");
 	AggRun	   *run = &t->run;
-	const void *prog;
-	char		why[256];
+	bool		ok = svc_run_parse(memfd >= 0 ? WARP_MSG_HEAP_RUN : WARP_MSG_AGG_RUN,
+								   t->payload, len, d, msg, msglen);
 
-	if (req == NULL)
-		return snprintf(msg, msglen, "AGG_RUN of %zu bytes is too short", len), false;
-	if (req->n_keys > XPU_AGG_MAX_KEYS || req->n_aggs > XPU_AGG_MAX_AGGS ||
-		req->n_files > PGWARP_MAX_PAYLOAD / sizeof(WarpAggFile) || req->max_buffer_size < 0)
-		return snprintf(msg, msglen, "AGG_RUN has too many keys, aggregates or files"), false;
-	run->spec.n_keys = (int) req->n_keys;
-	run->spec.key_outs = take(&c, req->n_keys * sizeof(uint16_t), 8, "the key list");
-	run->spec.n_aggs = (int) req->n_aggs;
-	run->spec.aggs = take(&c, req->n_aggs * sizeof(XpuAggDesc), 8, "the aggregate list");
-	prog = take(&c, req->prog_len, 16, "the program");
-	if (c.bad)
-		return snprintf(msg, msglen, "AGG_RUN of %zu bytes is truncated at %s", len, c.bad), false;
-	if (!xpu_program_validate(prog, req->prog_len, why, sizeof(why)))
-		return snprintf(msg, msglen, "invalid program: %s", why), false;
-	run->prog = prog;
+	/* the files are the run's (agg_task_free), parsed or not */
+	run->n_files = d->n_files;
+	run->files = d->files;
+	d->files = NULL;
+	if (!ok)
+		return false;
+	run->prog = d->prog;
+	run->spec = d->spec;
 	if (!check_spec(t, msg, msglen))
 		return false;
-	run->n_files = req->n_files;
-	run->max_buffer_size = req->max_buffer_size;
-	run->n_threads = req->n_threads ? req->n_threads : (uint32_t) svc_cpu_threads;
-	if (run->n_threads > AGG_MAX_THREADS)
-		run->n_threads = AGG_MAX_THREADS;
+	t->n_work = d->n_batches;
+	run->max_buffer_size = d->max_buffer_size;
+	run->n_threads = d->n_threads;
 	run->canceled = &t->canceled;
-	if (memfd >= 0)
+	if (d->source == SVC_SOURCE_HEAP)
 	{
-		/* HEAP_RUN: the heap part follows the program (heap_chunk.c) */
-		c.off = (c.off + 7) & ~(size_t) 7;
-		if (req->n_files != 0 || c.off > len)
-			return snprintf(msg, msglen, "HEAP_RUN names files or is truncated"), false;
-		t->heap = heap_run_parse(t->payload + c.off, len - c.off, prog, memfd, t->notify_fd,
+		t->heap = heap_run_parse(d->heap, d->heap_len, d->prog, memfd, t->notify_fd,
 								 msg, msglen);
 		return t->heap != NULL;
 	}
-	return parse_files(t, &c, msg, msglen);
-}
-
-/* does spec have an aggregate only the CPU engine computes (min/max of text) */
-static bool
-spec_extended(const XpuAggSpec *spec)
-{
-	for (int a = 0; a < spec->n_aggs; a++)
-		if (!xpu_agg_kind_gpu(spec->aggs[a].kind))
-			return true;
-	return false;
-}
-
-/*
- * agg_choose_engine: the engine that runs a request of spec asking for
- * `requested` (0: the service's choice); false with msg set when it cannot
- * run.  Min/max of text are the CPU engine's alone; HyperLogLog sketches
- * run on either (service/gpu_agg.c).
- */
-static bool
-agg_choose_engine(const ServiceGpu *gpu, uint32_t requested, const XpuAggSpec *spec,
-				  WarpEngine *engine, uint32_t *werr, char *msg, size_t msglen)
-{
-	bool		ext = spec_extended(spec);
-
-	if (requested > WARP_ENGINE_GPU)
-	{
-		*werr = WARP_ERR_PROTOCOL;
-		return snprintf(msg, msglen, "unknown engine %u", requested), false;
-	}
-	if (requested == WARP_ENGINE_GPU && (gpu->engine != WARP_ENGINE_GPU || ext))
-	{
-		*werr = WARP_ERR_UNSUPPORTED;
-		return snprintf(msg, msglen, ext ? "the GPU engine does not compute min/max of text" :
-						"no GPU"), false;
-	}
-	/* auto: the GPU when there is one */
-	*engine = requested == WARP_ENGINE_CPU || gpu->engine != WARP_ENGINE_GPU || ext ?
-		WARP_ENGINE_CPU : WARP_ENGINE_GPU;
 	return true;
 }
 
@@ -909,6 +805,7 @@ agg_task_start(const uint8_t *payload, uint32_t len, const ServiceGpu *gpu,
 			   int notify_fd, int memfd, uint32_t *werr, char *msg, size_t msglen)
 {
 	AggTask    *t = calloc(1, sizeof(AggTask));
+	SvcRunDesc	d;
 
 	*werr = WARP_ERR_OUT_OF_MEMORY;
 	snprintf(msg, msglen, "out of memory");
@@ -924,14 +821,13 @@ agg_task_start(const uint8_t *payload, uint32_t len, const ServiceGpu *gpu,
 		return NULL;
 	}
 	memcpy(t->payload, payload, len);
-	if (!parse_request(t, len, memfd, msg, msglen))
+	if (!parse_request(t, len, memfd, &d, msg, msglen))
 	{
 		*werr = strcmp(msg, "out of memory") == 0 ? WARP_ERR_OUT_OF_MEMORY : WARP_ERR_PROTOCOL;
 		agg_task_free(t);
 		return NULL;
 	}
-	if (!agg_choose_engine(gpu, ((const WarpAggRequest *) t->payload)->engine, &t->run.spec,
-						   &t->engine, werr, msg, msglen))
+	if (!svc_run_engine(gpu, &d, &t->engine, werr, msg, msglen))
 	{
 		agg_task_free(t);
 		return NULL;

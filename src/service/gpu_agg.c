@@ -982,7 +982,7 @@ gagg_plan_batch(GaggRun *g, GaggSlot *s, uint32_t fi, int32_t batch, GaggPiece *
  * GPU is done with its batch); with published, the entries it filled are
  * complete and later runs may use them, else they are dropped
  */
-static void
+void
 gagg_slot_release(GaggRun *g, GaggSlot *s, bool published)
 {
 	for (int k = 0; s->entries != NULL && k < g->prog->n_cols; k++)
@@ -1136,7 +1136,7 @@ gagg_check_offsets(GaggRun *g, GaggSlot *s, AggRunFile *f, int32_t batch,
  * slot's pinned buffer as the chunk the kernel reads, except the columns
  * the cache holds, and lists the copies to make (s->copies)
  */
-static int
+int
 gagg_fill_slot(GaggRun *g, GaggSlot *s, uint32_t fi, int32_t batch)
 {
 	AggRunFile *f = &g->run->files[fi];
@@ -1195,7 +1195,7 @@ done:
 }
 
 /* gagg_copy_slot: queues the slot's copies on its stream */
-static int
+int
 gagg_copy_slot(GaggRun *g, GaggSlot *s)
 {
 	for (int i = 0; i < s->n_copies; i++)
@@ -1621,6 +1621,32 @@ gagg_teardown(GaggRun *g)
 }
 
 /*
+ * gagg_begin: the start of every GPU run over g (zeroed by the caller):
+ * the run, its error outputs (cleared), no I/O threads yet, and device
+ * `device` (modulo the devices) made current.  -1 with the error set when
+ * there is no GPU or its context cannot be made current (nothing to pop).
+ */
+int
+gagg_begin(GaggRun *g, const ServiceGpu *gpu, AggRun *run, uint32_t device, XpuError *err,
+		   int *werr, char *msg, size_t msglen)
+{
+	memset(err, 0, sizeof(*err));
+	*werr = 0;
+	msg[0] = '\0';
+	g->run = run;
+	g->prog = run->prog;
+	g->err = err;
+	g->werr = werr;
+	g->msg = msg;
+	g->msglen = msglen;
+	g->io.stop = 1;				/* no threads yet */
+	if (gpu->n_devices == 0)
+		return gagg_fail(g, WARP_ERR_UNSUPPORTED, "no GPU");
+	g->dev = device % gpu->n_devices;
+	return gagg_cuda(g, gpu_drv.cuCtxPushCurrent(gpu_device_context(g->dev)), "cuCtxPushCurrent");
+}
+
+/*
  * gpu_agg_execute
  *		gpu_agg_run (service.h) on device opts->device, the groups going to
  *		sink(sink_arg, ...).  Same results.
@@ -1633,29 +1659,14 @@ gpu_agg_execute(const ServiceGpu *gpu, AggRun *run, const GpuAggOptions *opts,
 	GaggRun		g;
 	CUcontext	ctx;
 	XpuGaggTable th;
-	uint32_t	dev;
 	int			rc;
 
 	memset(&g, 0, sizeof(g));
-	memset(err, 0, sizeof(*err));
-	*werr = 0;
-	msg[0] = '\0';
-	g.run = run;
-	g.prog = run->prog;
 	g.sink = sink;
 	g.sink_arg = sink_arg;
-	g.err = err;
-	g.werr = werr;
-	g.msg = msg;
-	g.msglen = msglen;
-	g.io.stop = 1;				/* no threads yet */
-	if (gpu->n_devices == 0)
-		return gagg_fail(&g, WARP_ERR_UNSUPPORTED, "no GPU");
-	dev = opts->device % gpu->n_devices;
-	g.dev = dev;
-	if (gagg_cuda(&g, gpu_drv.cuCtxPushCurrent(gpu_device_context(dev)), "cuCtxPushCurrent") != 0)
+	if (gagg_begin(&g, gpu, run, opts->device, err, werr, msg, msglen) != 0)
 		return -1;
-	rc = gagg_setup(&g, gpu, dev, opts);
+	rc = gagg_setup(&g, gpu, g.dev, opts);
 	if (rc == 0)
 		rc = gagg_run_batches(&g);
 	if (rc == 0)

@@ -1,10 +1,12 @@
 /*-------------------------------------------------------------------------
  *
  * gpu_agg_int.h
- *		What gpu_agg.c (a GpuPreAgg run on the GPU over Arrow record batches)
- *		and gpu_heap.c (the same run over heap chunks) share: a run's state
- *		(GaggRun: its slots, I/O threads, table and error) and the steps
- *		gpu_heap.c reuses.  Internal to the service's GPU runner.
+ *		The service's one GPU input path and what its users share: a run's
+ *		state (GaggRun: its pinned double-buffered slots, I/O threads, column
+ *		cache entries, table and error) and its steps, defined in gpu_agg.c
+ *		(GpuPreAgg over Arrow record batches) and reused by gpu_heap.c (heap
+ *		chunks) and gpu_scan.c (GpuScan's filter over Arrow record batches).
+ *		Internal to the service's GPU runner.
  *
  *-------------------------------------------------------------------------
  */
@@ -170,6 +172,8 @@ align_up(size_t n, size_t a)
 
 /* in gpu_agg.c */
 extern int gagg_cuda(GaggRun *g, CUresult rc, const char *what);
+extern int gagg_begin(GaggRun *g, const ServiceGpu *gpu, AggRun *run, uint32_t device,
+					  XpuError *err, int *werr, char *msg, size_t msglen);
 extern int gagg_fail(GaggRun *g, int code, const char *fmt,...)
 			__attribute__((format(printf, 3, 4)));
 extern int gagg_slot_finish(GaggRun *g, GaggSlot *s);
@@ -191,5 +195,14 @@ extern void gagg_batch_release(GaggRun *g, uint8_t **p, size_t cap);
 extern int gagg_slot_reserve(GaggRun *g, GaggSlot *s, size_t host_len, size_t dev_len,
 							 int64_t nrows, int slack_div, const char *what);
 extern int gagg_batch_buffer(GaggRun *g, uint8_t **p, size_t *cap);
+extern int gagg_fill_slot(GaggRun *g, GaggSlot *s, uint32_t fi, int32_t batch);
+
+/* in gpu_scan.c */
+extern int gagg_launch_filter(GaggRun *g, GaggSlot *s, CUfunction f, CUdeviceptr d_prog,
+							  CUdeviceptr res, CUdeviceptr xerr, CUdeviceptr mask,
+							  XpuError *err_host);
+
+extern int gagg_copy_slot(GaggRun *g, GaggSlot *s);
+extern void gagg_slot_release(GaggRun *g, GaggSlot *s, bool published);
 
 #endif							/* GPU_AGG_INT_H */

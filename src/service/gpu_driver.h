@@ -133,7 +133,7 @@ extern int	gpu_agg_execute(const ServiceGpu *gpu, AggRun *run,
 							XpuError *err, int *werr, char *msg, size_t msglen);
 
 /*
- * The heap chunks of a HEAP_RUN as gpu_agg_heap_execute reads them
+ * The heap chunks of a HEAP_RUN as gpu_heap_execute reads them
  * (service/heap_chunk.c fills it): the ring of slots in the backend's memfd
  * (pages read with pread from fd, visibility bitmaps from the mapping),
  * what the run decodes, and the queue of filled slots: take() blocks for
@@ -175,18 +175,19 @@ typedef struct GpuHeapSource
 } GpuHeapSource;
 
 /*
- * gpu_agg_heap_execute: a HEAP_RUN on device opts->device: every chunk
- * src gives is decoded (kern_heap.cu) and aggregated on the GPU, the groups
- * going to sink(sink_arg, ...).  Returns as gpu_agg_run does; a chunk the
+ * gpu_heap_execute: a HEAP_RUN (the heap source) on device opts->device:
+ * every chunk src gives is decoded (kern_heap.cu) and aggregated on the
+ * GPU, the groups going to sink(sink_arg, ...), or, for a GpuScan's run
+ * (src->pass set), filtered.  Returns as gpu_agg_run does; a chunk the
  * GPU cannot decode exactly returns XPU_ERR_FALLBACK as the CPU engine
  * would.  WARP_ERR_UNSUPPORTED (src->taken false): the run is one the GPU
  * does not serve, the CPU engine may take it.
  */
-extern int	gpu_agg_heap_execute(const ServiceGpu *gpu, AggRun *run, GpuHeapSource *src,
-								 const GpuAggOptions *opts, GpuAggSink sink, void *sink_arg,
-								 XpuError *err, int *werr, char *msg, size_t msglen);
+extern int	gpu_heap_execute(const ServiceGpu *gpu, AggRun *run, GpuHeapSource *src,
+							 const GpuAggOptions *opts, GpuAggSink sink, void *sink_arg,
+							 XpuError *err, int *werr, char *msg, size_t msglen);
 
-/* gpu_agg_heap_execute into the table out (as gpu_agg_run), the runs taking the GPUs in turn */
+/* gpu_heap_execute into the table out (as gpu_agg_run), the runs taking the GPUs in turn */
 extern int	gpu_agg_heap_run(const ServiceGpu *gpu, AggRun *run, GpuHeapSource *src,
 							 struct XpuAggTable *out, XpuError *err, int *werr,
 							 char *msg, size_t msglen);
@@ -194,7 +195,7 @@ extern int	gpu_agg_heap_run(const ServiceGpu *gpu, AggRun *run, GpuHeapSource *s
 /*
  * gpu_heap_scan_run: a GpuScan's HEAP_RUN (src->pass set) on the GPUs in
  * turn: every chunk decoded and filtered on the GPU, its mask to src->pass;
- * returns as gpu_agg_heap_execute
+ * returns as gpu_heap_execute
  */
 extern int	gpu_heap_scan_run(const ServiceGpu *gpu, AggRun *run, GpuHeapSource *src,
 							  XpuError *err, int *werr, char *msg, size_t msglen);

@@ -1,10 +1,11 @@
 /*-------------------------------------------------------------------------
  *
  * gpu_heap.c
- *		GpuPreAgg over heap chunks on the GPU: gpu_agg_heap_execute and
- *		gpu_agg_heap_run (gpu_driver.h), the run of gpu_agg.c (setup, table,
- *		slots, overflow reruns, cancel, drain) fed with the heap pages of a
- *		HEAP_RUN's ring and decoded by kern_heap.cu.
+ *		The heap source on the GPU: gpu_heap_execute (gpu_driver.h), the run
+ *		of gpu_agg.c (setup, table, slots, overflow reruns, cancel, drain)
+ *		fed with the heap pages of a HEAP_RUN's ring and decoded by
+ *		kern_heap.cu, then aggregated (GpuPreAgg: gpu_agg_heap_run) or
+ *		filtered (GpuScan: gpu_heap_scan_run).
  *
  *-------------------------------------------------------------------------
  */
@@ -22,7 +23,7 @@
 #include "gpu_agg_int.h"
 #include "xpu/xpu_heap_gpu.h"
 
-/* ---------------- heap chunks (gpu_agg_heap_execute) ---------------- */
+/* ---------------- heap chunks (gpu_heap_execute) ---------------- */
 
 /*
  * A HEAP_RUN on the GPU reuses the run above (setup, table, the two slots
@@ -602,31 +603,10 @@ gheap_launch_filter(GheapRun *gh, int si)
 	GaggRun    *g = &gh->g;
 	GaggSlot   *s = &g->slots[si];
 	GheapLayout *l = &gh->lay[si];
-	const XpuProgram *prog = g->run->prog;
-	uint32_t	prog_len = prog->total_len;
-	uint32_t	smem = prog_len <= 48 * 1024 ? (uint32_t) align_up(prog_len, 16) : 0;
-	uint32_t	blocks = (uint32_t) ((s->nrows + 255) / 256);
-	CUdeviceptr chunk = s->dev,
-				res = s->dev + l->res,
-				xerr = s->dev + l->xerr;
-	void	   *params[] = {&gh->d_scan_prog, &prog_len, &smem, &chunk, &res, &xerr};
 
-	if (blocks > 65535)
-		blocks = 65535;			/* the kernel strides over the grid */
-	if (gagg_cuda(g, gpu_drv.cuMemsetD8Async(xerr, 0, sizeof(XpuError), s->stream),
-				  "cuMemsetD8Async") != 0 ||
-		gagg_cuda(g, GAGG_RETRY(g, gpu_drv.cuLaunchKernel(gh->f_warp, blocks, 1, 1, 256, 1, 1,
-														  smem, s->stream, params, NULL)),
-				  "cuLaunchKernel") != 0 ||
-		gagg_cuda(g, gpu_drv.cuMemcpyDtoHAsync(s->host, s->dev + l->mask, (size_t) s->nrows,
-											   s->stream), "cuMemcpyDtoHAsync") != 0 ||
-		gagg_cuda(g, gpu_drv.cuMemcpyDtoHAsync(s->host + align_up(s->nrows, 16), xerr,
-											   sizeof(XpuError), s->stream),
-				  "cuMemcpyDtoHAsync") != 0 ||
-		gagg_cuda(g, gpu_drv.cuEventRecord(s->ev_end, s->stream), "cuEventRecord") != 0)
-		return -1;
-	s->busy = 1;
-	return 0;
+	return gagg_launch_filter(g, s, gh->f_warp, gh->d_scan_prog, s->dev + l->res,
+							  s->dev + l->xerr, s->dev + l->mask,
+							  (XpuError *) (s->host + align_up(s->nrows, 16)));
 }
 
 /*
@@ -1028,40 +1008,25 @@ gheap_unregister_ring(GheapRun *gh)
 
 /* see gpu_driver.h */
 int
-gpu_agg_heap_execute(const ServiceGpu *gpu, AggRun *run, GpuHeapSource *src,
-					 const GpuAggOptions *opts, GpuAggSink sink, void *sink_arg,
-					 XpuError *err, int *werr, char *msg, size_t msglen)
+gpu_heap_execute(const ServiceGpu *gpu, AggRun *run, GpuHeapSource *src,
+				 const GpuAggOptions *opts, GpuAggSink sink, void *sink_arg,
+				 XpuError *err, int *werr, char *msg, size_t msglen)
 {
 	GheapRun	gh;
 	GaggRun    *g = &gh.g;
 	CUcontext	ctx;
 	XpuGaggTable th;
-	uint32_t	dev;
 	int			rc;
 
 	memset(&gh, 0, sizeof(gh));
 	gh.seg_fd = -1;
-	memset(err, 0, sizeof(*err));
-	*werr = 0;
-	msg[0] = '\0';
 	gh.src = src;
 	gh.scan = src->pass != NULL;
-	g->run = run;
-	g->prog = run->prog;
 	g->sink = sink;
 	g->sink_arg = sink_arg;
-	g->err = err;
-	g->werr = werr;
-	g->msg = msg;
-	g->msglen = msglen;
-	g->io.stop = 1;				/* no threads yet */
-	if (gpu->n_devices == 0)
-		return gagg_fail(g, WARP_ERR_UNSUPPORTED, "no GPU");
-	dev = opts->device % gpu->n_devices;
-	g->dev = dev;
-	if (gagg_cuda(g, gpu_drv.cuCtxPushCurrent(gpu_device_context(dev)), "cuCtxPushCurrent") != 0)
+	if (gagg_begin(g, gpu, run, opts->device, err, werr, msg, msglen) != 0)
 		return -1;
-	rc = gheap_setup(&gh, gpu, dev, opts);
+	rc = gheap_setup(&gh, gpu, g->dev, opts);
 	/*
 	 * a run that may be served units (the ring mostly idle) stages the pages
 	 * it does get: registering a ring takes the driver long (tens of ms for
@@ -1125,7 +1090,7 @@ gpu_agg_heap_run(const ServiceGpu *gpu, AggRun *run, GpuHeapSource *src,
 
 	opts.initial_groups = 1u << 16;
 	opts.device = gheap_next_device();
-	return gpu_agg_heap_execute(gpu, run, src, &opts, gagg_fold_into_table, &ts, err, werr,
+	return gpu_heap_execute(gpu, run, src, &opts, gagg_fold_into_table, &ts, err, werr,
 								msg, msglen);
 }
 
@@ -1138,5 +1103,5 @@ gpu_heap_scan_run(const ServiceGpu *gpu, AggRun *run, GpuHeapSource *src, XpuErr
 
 	opts.initial_groups = 1;	/* no groups: the smallest table */
 	opts.device = gheap_next_device();
-	return gpu_agg_heap_execute(gpu, run, src, &opts, NULL, NULL, err, werr, msg, msglen);
+	return gpu_heap_execute(gpu, run, src, &opts, NULL, NULL, err, werr, msg, msglen);
 }

@@ -1,18 +1,22 @@
 /*-------------------------------------------------------------------------
  *
  * gpu_scan.c
- *		GpuScan's filter on a GPU: a SCAN_RUN worker (scan.c) that runs on a
- *		service with a GPU hands each loaded record batch here; the columns
- *		the qual program loads are copied to the device, kern_warp_exec
- *		(src/xpu/kern_warp.cu, the per-row interpreter) writes the pass
- *		mask, and the mask and the program's first error come back to the
- *		host, where scan.c compacts the passing rows into blocks.
+ *		GpuScan's filter of Arrow record batches on a GPU: gpu_scan_run
+ *		(service.h) takes a SCAN_RUN's batches through the service's one GPU
+ *		input path (gpu_agg.c, gpu_agg_int.h) and hands each batch's pass
+ *		mask to the caller (scan.c), whose workers compact the passing rows.
  *
- * Each worker has its own GpuScanDev: a stream in the device's primary
- * context and one device arena, grown as batches need, that holds the
- * program, the chunk's descriptors, the result's mask and the column
- * buffers.  A batch is one synchronous round trip (copies in, kernel, copy
- * back); several workers keep the GPU busy with several batches at once.
+ * The run is GpuPreAgg's over the same batches without its aggregation:
+ * two slots, each a pinned host buffer, a device buffer and a stream, take
+ * the batches in turn, so that while the GPU filters batch k the I/O
+ * threads read the program's columns of batch k + 1; a column the device's
+ * column cache holds is not read or copied at all, and one the run reads
+ * is kept there for later runs.  kern_warp_exec (kern_warp.cu, the per-row
+ * interpreter) writes one byte per row into the slot's mask on the device;
+ * the mask and the program's first error come back into the slot's pinned
+ * buffer (the batch staged there is copied by then: the stream keeps the
+ * order).  A batch whose program raised an error or FALLBACK is handed
+ * over without a mask, for PostgreSQL to recheck; the run goes on.
  *
  *-------------------------------------------------------------------------
  */
@@ -20,248 +24,242 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "gpu_driver.h"
-#include "arrow/arrow.h"
+#include "gpu_agg_int.h"
 
 #define GSCAN_BLOCK		256
 #define GSCAN_MAX_GRID	65535
 #define GSCAN_SMEM_MAX	(48 * 1024)
 
-struct GpuScanDev
+/* what a slot's launch needs besides its batch: pinned, one per slot */
+typedef struct GscanStage
 {
-	uint32_t	device;
-	CUcontext	ctx;
-	CUfunction	f_exec;
-	CUstream	stream;
-	CUdeviceptr arena;
-	size_t		arena_cap;
-	uint8_t    *host;			/* staging of the descriptors */
-	size_t		host_cap;
-};
+	XpuResult	res;			/* copied to the device before the launch */
+	XpuError	err;			/* the program's first error, copied back */
+} GscanStage;
 
-static size_t
-gscan_align(size_t n)
+typedef struct GscanRun
 {
-	return (n + 15) & ~(size_t) 15;
-}
+	GaggRun		g;				/* the input path: slots, I/O threads, cache */
+	CUfunction	f_warp;			/* kern_warp_exec */
+	CUdeviceptr d_prog;			/* the program as the request has it */
+	GscanStage *stage[GAGG_SLOTS];
+	CUdeviceptr d_aux[GAGG_SLOTS];	/* XpuResult, XpuError, then the mask */
+	size_t		aux_cap[GAGG_SLOTS];
+	int64_t		work[GAGG_SLOTS];	/* the batch a slot holds, in request order */
+	GpuScanPass pass;
+	void	   *pass_arg;
+} GscanRun;
 
-/* -1 with msg naming the call unless rc is success; *werr set */
-static int
-gscan_cuda(CUresult rc, const char *what, int *werr, char *msg, size_t msglen)
-{
-	char		buf[96];
-
-	if (rc == CUDA_SUCCESS)
-		return 0;
-	*werr = rc == CUDA_ERROR_OUT_OF_MEMORY ? WARP_ERR_OUT_OF_MEMORY : WARP_ERR_IO;
-	gpu_note_result(rc, what);
-	snprintf(msg, msglen, "GPU failure in GpuScan: %s: %s", what,
-			 gpu_error_text(rc, buf, sizeof(buf)));
-	return -1;
-}
+/* where the parts of a slot's d_aux lie */
+#define GSCAN_AUX_ERR		align_up(sizeof(XpuResult), GAGG_ALIGN)
+#define GSCAN_AUX_MASK		(GSCAN_AUX_ERR + align_up(sizeof(XpuError), GAGG_ALIGN))
 
 /*
- * gpu_scan_open: a worker's state on device `device` of the service; NULL
- * with *werr and msg set when the GPU cannot run the kernel.
+ * gscan_reserve: room in (idle) slot si for a mask of nrows rows: on the
+ * device after the XpuResult and XpuError, in the pinned buffer the mask
+ * comes back to
  */
-GpuScanDev *
-gpu_scan_open(uint32_t device, int *werr, char *msg, size_t msglen)
-{
-	GpuScanDev *d = calloc(1, sizeof(GpuScanDev));
-	CUmodule	mod;
-	CUcontext	old;
-
-	if (d == NULL)
-		return *werr = WARP_ERR_OUT_OF_MEMORY, snprintf(msg, msglen, "out of memory"), NULL;
-	d->device = device;
-	d->ctx = gpu_device_context(device);
-	if (gscan_cuda(gpu_drv.cuCtxPushCurrent(d->ctx), "cuCtxPushCurrent", werr, msg, msglen))
-		return free(d), NULL;
-	if (!gpu_device_module(device, &mod, msg, msglen))
-		*werr = WARP_ERR_UNSUPPORTED;
-	else if (gscan_cuda(gpu_drv.cuModuleGetFunction(&d->f_exec, mod, "kern_warp_exec"),
-						"cuModuleGetFunction", werr, msg, msglen) == 0 &&
-			 gscan_cuda(gpu_drv.cuStreamCreate(&d->stream, CU_STREAM_NON_BLOCKING),
-						"cuStreamCreate", werr, msg, msglen) == 0)
-	{
-		gpu_drv.cuCtxPopCurrent(&old);
-		return d;
-	}
-	gpu_drv.cuCtxPopCurrent(&old);
-	free(d);
-	return NULL;
-}
-
-/* gpu_scan_close: frees what gpu_scan_open and the batches allocated */
-void
-gpu_scan_close(GpuScanDev *d)
-{
-	CUcontext	old;
-
-	if (d == NULL)
-		return;
-	if (gpu_drv.cuCtxPushCurrent(d->ctx) == CUDA_SUCCESS)
-	{
-		if (d->arena)
-		{
-			gpu_drv.cuMemFree(d->arena);
-			__atomic_sub_fetch(&svc_counters.memory_in_use, d->arena_cap, __ATOMIC_RELAXED);
-		}
-		if (d->stream)
-			gpu_drv.cuStreamDestroy(d->stream);
-		gpu_drv.cuCtxPopCurrent(&old);
-	}
-	free(d->host);
-	free(d);
-}
-
-/*
- * bytes of the values (or utf8 offsets) buffer of array a over n rows,
- * from the Arrow type scan.c checked against the program column's kind
- */
-static size_t
-gscan_values_len(const ArrowArray *a, int64_t n)
-{
-	if (a->field->type.id == ARROW_TYPE_BOOL)
-		return ((size_t) n + 7) / 8;
-	if (a->field->type.id == ARROW_TYPE_UTF8)
-		return 4 * ((size_t) n + 1);
-	return (size_t) arrow_type_value_width(&a->field->type) * (size_t) n;
-}
-
-/* makes room: arena of n bytes, host staging of h bytes */
 static int
-gscan_reserve(GpuScanDev *d, size_t n, size_t h, int *werr, char *msg, size_t msglen)
+gscan_reserve(GscanRun *gs, int si, int64_t nrows)
 {
-	if (h > d->host_cap)
-	{
-		free(d->host);
-		if ((d->host = malloc(h)) == NULL)
-			return d->host_cap = 0, *werr = WARP_ERR_OUT_OF_MEMORY,
-				snprintf(msg, msglen, "out of memory"), -1;
-		d->host_cap = h;
-	}
-	if (n <= d->arena_cap)
-		return 0;
-	if (d->arena)
-	{
-		gpu_drv.cuMemFree(d->arena);
-		__atomic_sub_fetch(&svc_counters.memory_in_use, d->arena_cap, __ATOMIC_RELAXED);
-		d->arena = 0;
-		d->arena_cap = 0;
-	}
-	n = n + n / 4;
-	if (gscan_cuda(gpu_drv.cuMemAlloc(&d->arena, n), "cuMemAlloc", werr, msg, msglen))
+	GaggRun    *g = &gs->g;
+	size_t		need = GSCAN_AUX_MASK + align_up((size_t) nrows, GAGG_ALIGN);
+
+	if (gagg_slot_reserve(g, &g->slots[si], (size_t) nrows, 0, 0, 4, "a mask") != 0)
 		return -1;
-	d->arena_cap = n;
-	__atomic_add_fetch(&svc_counters.memory_in_use, n, __ATOMIC_RELAXED);
+	if (need <= gs->aux_cap[si])
+		return 0;
+	need += need / 4;
+	gagg_dev_free(g, &gs->d_aux[si], gs->aux_cap[si]);
+	gs->aux_cap[si] = 0;
+	if (gagg_dev_alloc(g, &gs->d_aux[si], need, "a mask") != 0)
+		return -1;
+	gs->aux_cap[si] = need;
 	return 0;
 }
 
 /*
- * gpu_scan_filter: runs prog over the loaded batch (its chunk column j is
- * batch->columns[fields[j]], n_cols of them) into mask[0 .. n_rows - 1].
- * Returns 0 (err->code: the program's first error, XPU_OK if none), or -1
- * with *werr and msg set when the GPU failed.
+ * gagg_launch_filter (gpu_agg_int.h): queues on slot s's stream the filter
+ * of its chunk (at s->dev) by kern_warp_exec (f) with the program at
+ * d_prog: the program's error at xerr cleared, the kernel writing the mask
+ * the XpuResult at res names (mask, s->nrows bytes), ev_end recorded, then
+ * the mask copied back into the slot's pinned buffer and the error to
+ * err_host.  The slot is busy until gagg_stream_wait.
  */
 int
-gpu_scan_filter(GpuScanDev *d, const XpuProgram *prog, const ArrowBatch *batch,
-				const int32_t *fields, uint32_t n_cols, uint8_t *mask, XpuError *err,
-				int *werr, char *msg, size_t msglen)
+gagg_launch_filter(GaggRun *g, GaggSlot *s, CUfunction f, CUdeviceptr d_prog, CUdeviceptr res,
+				   CUdeviceptr xerr, CUdeviceptr mask, XpuError *err_host)
 {
-	const int64_t n = batch->n_rows;
-	const size_t o_chunk = gscan_align(prog->total_len);
-	const size_t o_cols = o_chunk + gscan_align(sizeof(XpuChunk));
-	const size_t o_res = o_cols + gscan_align(sizeof(XpuColumnData) * (n_cols ? n_cols : 1));
-	const size_t o_err = o_res + gscan_align(sizeof(XpuResult));
-	const size_t o_mask = o_err + gscan_align(sizeof(XpuError));
-	size_t		total = o_mask + gscan_align((size_t) n);
+	const XpuProgram *prog = g->run->prog;
 	uint32_t	prog_len = prog->total_len;
-	uint32_t	smem = prog_len <= GSCAN_SMEM_MAX ? (uint32_t) gscan_align(prog_len) : 0;
-	uint32_t	blocks = (uint32_t) ((n + GSCAN_BLOCK - 1) / GSCAN_BLOCK);
-	CUdeviceptr d_prog, d_chunk, d_res, d_err;
-	CUcontext	old;
-	XpuColumnData *cd;
-	int			rc = -1;
+	uint32_t	smem = prog_len <= GSCAN_SMEM_MAX ? (uint32_t) align_up(prog_len, 16) : 0;
+	uint32_t	blocks = (uint32_t) ((s->nrows + GSCAN_BLOCK - 1) / GSCAN_BLOCK);
+	CUdeviceptr chunk = s->dev;
+	void	   *params[] = {&d_prog, &prog_len, &smem, &chunk, &res, &xerr};
 
-	memset(err, 0, sizeof(*err));
-	if (n == 0)
-		return 0;
-	for (int k = 0; k < prog->n_cols; k++)
-	{
-		const XpuColumn *col = &XPU_COLS(prog)[k];
-		const ArrowArray *a = &batch->columns[fields[col->col_index]];
-
-		total += gscan_align(a->validity ? ((size_t) n + 7) / 8 : 0) +
-			gscan_align(gscan_values_len(a, n)) +
-			gscan_align(col->kind == XPU_COL_UTF8 ? (size_t) a->data_length : 0);
-	}
-	if (gscan_cuda(gpu_drv.cuCtxPushCurrent(d->ctx), "cuCtxPushCurrent", werr, msg, msglen))
+	if (blocks > GSCAN_MAX_GRID)
+		blocks = GSCAN_MAX_GRID;	/* the kernel strides over the grid */
+	if (gagg_cuda(g, gpu_drv.cuMemsetD8Async(xerr, 0, sizeof(XpuError), s->stream),
+				  "cuMemsetD8Async") != 0 ||
+		gagg_cuda(g, GAGG_RETRY(g, gpu_drv.cuLaunchKernel(f, blocks, 1, 1, GSCAN_BLOCK,
+														  1, 1, smem, s->stream, params, NULL)),
+				  "cuLaunchKernel") != 0 ||
+		gagg_cuda(g, gpu_drv.cuEventRecord(s->ev_end, s->stream), "cuEventRecord") != 0 ||
+		gagg_cuda(g, gpu_drv.cuMemcpyDtoHAsync(s->host, mask, (size_t) s->nrows, s->stream),
+				  "cuMemcpyDtoHAsync") != 0 ||
+		gagg_cuda(g, gpu_drv.cuMemcpyDtoHAsync(err_host, xerr, sizeof(XpuError), s->stream),
+				  "cuMemcpyDtoHAsync") != 0)
 		return -1;
-	if (gscan_reserve(d, total, o_mask, werr, msg, msglen) != 0)
-		goto done;
-	memset(d->host, 0, o_mask);
-	memcpy(d->host, prog, prog->total_len);
-	d_prog = d->arena;
-	d_chunk = d->arena + o_chunk;
-	d_res = d->arena + o_res;
-	d_err = d->arena + o_err;
-	*(XpuChunk *) (d->host + o_chunk) =
-		(XpuChunk) {n, (int32_t) n_cols, 0, (const XpuColumnData *) (uintptr_t) (d->arena + o_cols)};
-	*(XpuResult *) (d->host + o_res) =
-		(XpuResult) {n, (uint8_t *) (uintptr_t) (d->arena + o_mask), NULL, NULL};
-	cd = (XpuColumnData *) (d->host + o_cols);
+	s->busy = 1;
+	return 0;
+}
+
+/*
+ * gscan_launch: queues on slot si's stream (after its batch's copies) its
+ * XpuResult, then the filter into the mask and the copies of the mask and
+ * the error back
+ */
+static int
+gscan_launch(GscanRun *gs, int si)
+{
+	GaggRun    *g = &gs->g;
+	GaggSlot   *s = &g->slots[si];
+	CUdeviceptr res = gs->d_aux[si],
+				mask = gs->d_aux[si] + GSCAN_AUX_MASK;
+
+	gs->stage[si]->res = (XpuResult) {s->nrows, (uint8_t *) (uintptr_t) mask, NULL, NULL};
+	if (gagg_cuda(g, gpu_drv.cuMemcpyHtoDAsync(res, &gs->stage[si]->res, sizeof(XpuResult),
+											   s->stream), "cuMemcpyHtoDAsync") != 0 ||
+		gagg_cuda(g, gpu_drv.cuEventRecord(s->ev_start, s->stream), "cuEventRecord") != 0)
+		return -1;
+	return gagg_launch_filter(g, s, gs->f_warp, gs->d_prog, res, res + GSCAN_AUX_ERR, mask,
+							  &gs->stage[si]->err);
+}
+
+/*
+ * gscan_finish: waits for slot si's filter, hands its mask (or, when the
+ * program raised an error or FALLBACK, none: a recheck) to the caller and
+ * publishes the cache entries its batch filled
+ */
+static int
+gscan_finish(GscanRun *gs, int si)
+{
+	GaggRun    *g = &gs->g;
+	GaggSlot   *s = &g->slots[si];
+	float		ms = 0;
+
+	if (gagg_stream_wait(g, s->stream) != 0)
+		return -1;
+	s->busy = 0;
+	if (gpu_drv.cuEventElapsedTime(&ms, s->ev_start, s->ev_end) == CUDA_SUCCESS)
+		GAGG_ADD(g->run->exec_us, (uint64_t) (ms * 1000.0f));
+	gs->pass(gs->pass_arg, gs->work[si],
+			 gs->stage[si]->err.code == XPU_OK ? s->host : NULL, s->nrows);
+	gagg_slot_release(g, s, true);
+	return 0;
+}
+
+/* every batch of every file through the two slots, in request order */
+static int
+gscan_run_batches(GscanRun *gs)
+{
+	GaggRun    *g = &gs->g;
+	AggRun	   *run = g->run;
+	int64_t		work = 0;
+	int			next = 0;
+
+	for (uint32_t fi = 0; fi < run->n_files; fi++)
 	{
-		size_t		off = o_mask + gscan_align((size_t) n);
+		AggRunFile *f = &run->files[fi];
 
-		for (int k = 0; k < prog->n_cols; k++)
+		for (uint32_t bi = 0; bi < f->n_batches; bi++, work++)
 		{
-			const XpuColumn *col = &XPU_COLS(prog)[k];
-			const ArrowArray *a = &batch->columns[fields[col->col_index]];
-			const void *bufs[3] = {a->validity,
-				col->kind == XPU_COL_UTF8 ? a->offsets : (const void *) a->values, a->data};
-			size_t		lens[3] = {a->validity ? ((size_t) n + 7) / 8 : 0,
-				gscan_values_len(a, n), col->kind == XPU_COL_UTF8 ? (size_t) a->data_length : 0};
-			CUdeviceptr at[3] = {0, 0, 0};
+			GaggSlot   *s = &g->slots[next];
 
-			for (int b = 0; b < 3; b++)
+			if (run->canceled != NULL && *run->canceled)
+				return gagg_fail(g, WARP_ERR_CANCELED, "canceled");
+			if (s->busy && gscan_finish(gs, next) != 0)
+				return -1;
+			if (gscan_reserve(gs, next, f->file->batches[f->batches[bi]].n_rows) != 0 ||
+				gagg_fill_slot(g, s, fi, f->batches[bi]) != 0)
+				return -1;
+			if (s->nrows == 0)
 			{
-				if (lens[b] == 0 || bufs[b] == NULL)
-					continue;
-				at[b] = d->arena + off;
-				if (gscan_cuda(gpu_drv.cuMemcpyHtoDAsync(at[b], bufs[b], lens[b], d->stream),
-							   "cuMemcpyHtoDAsync", werr, msg, msglen))
-					goto done;
-				off += gscan_align(lens[b]);
+				gs->pass(gs->pass_arg, work, s->host, 0);
+				continue;
 			}
-			cd[col->col_index].validity = (const uint8_t *) (uintptr_t) at[0];
-			cd[col->col_index].values = (const void *) (uintptr_t) at[1];
-			cd[col->col_index].data = (const char *) (uintptr_t) at[2];
-			cd[col->col_index].offset = 0;
+			gs->work[next] = work;
+			if (gagg_copy_slot(g, s) != 0 || gscan_launch(gs, next) != 0)
+				return -1;
+			next = (next + 1) % GAGG_SLOTS;
 		}
 	}
-	if (blocks > GSCAN_MAX_GRID)
-		blocks = GSCAN_MAX_GRID;
+	for (int i = 0; i < GAGG_SLOTS; i++)
 	{
-		void	   *params[] = {&d_prog, &prog_len, &smem, &d_chunk, &d_res, &d_err};
+		int			si = (next + i) % GAGG_SLOTS;
 
-		if (gscan_cuda(gpu_drv.cuMemcpyHtoDAsync(d->arena, d->host, o_mask, d->stream),
-					   "cuMemcpyHtoDAsync", werr, msg, msglen) ||
-			gscan_cuda(gpu_drv.cuLaunchKernel(d->f_exec, blocks, 1, 1, GSCAN_BLOCK, 1, 1, smem,
-											  d->stream, params, NULL),
-					   "cuLaunchKernel", werr, msg, msglen) ||
-			gscan_cuda(gpu_drv.cuMemcpyDtoHAsync(mask, d->arena + o_mask, (size_t) n, d->stream),
-					   "cuMemcpyDtoHAsync", werr, msg, msglen) ||
-			gscan_cuda(gpu_drv.cuMemcpyDtoHAsync(err, d_err, sizeof(XpuError), d->stream),
-					   "cuMemcpyDtoHAsync", werr, msg, msglen) ||
-			gscan_cuda(gpu_drv.cuStreamSynchronize(d->stream), "cuStreamSynchronize",
-					   werr, msg, msglen))
-			goto done;
+		if (g->slots[si].busy && gscan_finish(gs, si) != 0)
+			return -1;
 	}
-	rc = 0;
-done:
-	/* an async copy may still read host memory: wait before returning */
-	gpu_drv.cuStreamSynchronize(d->stream);
-	gpu_drv.cuCtxPopCurrent(&old);
-	return rc;
+	return 0;
+}
+
+/* the kernel, the request's program on the device, the slots' stages */
+static int
+gscan_setup(GscanRun *gs, const ServiceGpu *gpu, uint32_t dev)
+{
+	GaggRun    *g = &gs->g;
+	const XpuProgram *prog = g->run->prog;
+	GpuAggOptions opts = {1, dev};	/* no groups: the smallest table */
+	CUmodule	mod;
+
+	if (gagg_setup(g, gpu, dev, &opts) != 0)
+		return -1;
+	if (!gpu_device_module(dev, &mod, g->msg, g->msglen))
+		return gagg_fail(g, WARP_ERR_UNSUPPORTED, "%s", g->msg);
+	if (gagg_cuda(g, gpu_drv.cuModuleGetFunction(&gs->f_warp, mod, "kern_warp_exec"),
+				  "cuModuleGetFunction") != 0 ||
+		gagg_dev_alloc(g, &gs->d_prog, prog->total_len, "the program") != 0 ||
+		gagg_cuda(g, gpu_drv.cuMemcpyHtoDAsync(gs->d_prog, prog, prog->total_len,
+											   g->slots[0].stream), "cuMemcpyHtoDAsync") != 0)
+		return -1;
+	for (int i = 0; i < GAGG_SLOTS; i++)
+		if (gagg_host_alloc(g, (void **) &gs->stage[i], sizeof(GscanStage), "a scan stage") != 0)
+			return -1;
+	return 0;
+}
+
+/* see service.h; the runs take the GPUs in turn */
+int
+gpu_scan_run(const ServiceGpu *gpu, AggRun *run, GpuScanPass pass, void *pass_arg,
+			 int *werr, char *msg, size_t msglen)
+{
+	static uint32_t next_device;
+	GscanRun	gs;
+	GaggRun    *g = &gs.g;
+	XpuError	err;
+	CUcontext	ctx;
+	int			rc;
+
+	memset(&gs, 0, sizeof(gs));
+	gs.pass = pass;
+	gs.pass_arg = pass_arg;
+	if (gagg_begin(g, gpu, run, __atomic_fetch_add(&next_device, 1, __ATOMIC_RELAXED), &err,
+				   werr, msg, msglen) != 0)
+		return -1;
+	rc = gscan_setup(&gs, gpu, g->dev);
+	if (rc == 0)
+		rc = gscan_run_batches(&gs);
+	gagg_teardown(g);			/* waits for the slots' streams */
+	for (int i = 0; i < GAGG_SLOTS; i++)
+	{
+		gagg_dev_free(g, &gs.d_aux[i], gs.aux_cap[i]);
+		gagg_host_free(g, (void **) &gs.stage[i], sizeof(GscanStage));
+	}
+	gagg_dev_free(g, &gs.d_prog, run->prog->total_len);
+	gpu_drv.cuCtxPopCurrent(&ctx);
+	/* an error of the program only makes a recheck: any other rc is the run's */
+	if (rc != 0 && *werr == 0)
+		gagg_fail(g, WARP_ERR_IO, "GPU failure in GpuScan: %s", err.message);
+	return rc == 0 ? 0 : -1;
 }

@@ -23,9 +23,11 @@
  * every chunk column of every row, flagged WARP_SCAN_RECHECK, and the
  * backend evaluates the qual in PostgreSQL, which raises its own error.
  *
- * A request that asks for the GPU engine (pg_warp.engine = gpu) has
- * each worker filter its batches on a GPU (gpu_scan.c: the mask comes
- * back) and compacts on the host; the replies say which engine ran.
+ * On the GPU engine the run's thread filters the batches on a GPU
+ * (gpu_scan.c: the GPU input path GpuPreAgg uses, with its I/O threads,
+ * double-buffered pinned slots and column cache) and hands each batch's
+ * mask to the same workers, which load only the returned columns and
+ * compact; the replies say which engine ran.
  *
  *-------------------------------------------------------------------------
  */
@@ -38,12 +40,12 @@
 #include <unistd.h>
 
 #include "service.h"
+#include "service/run.h"
 #include "service/input.h"
 #include "arrow/arrow.h"
 #include "arrow/arrow_bits.h"
 
 #define SCAN_SLICE			16384	/* rows per xpu_cpu_exec */
-#define SCAN_MAX_THREADS	256
 #define SCAN_ALIGN(x)		(((size_t) (x) + 7) & ~(size_t) 7)
 
 /* one file of the request (input.h), opened by the run's thread */
@@ -56,6 +58,15 @@ typedef struct ScanPiece
 	uint32_t	len;
 } ScanPiece;
 
+/* where a batch's pass mask is (ScanWork.state) */
+typedef enum ScanMask
+{
+	SCAN_MASK_LOCAL = 0,		/* the worker computes it (CPU engine); on
+								 * the GPU engine: not there yet */
+	SCAN_MASK_GPU,				/* the GPU's, in ScanWork.mask */
+	SCAN_MASK_RECHECK			/* the GPU's program failed: recheck it */
+} ScanMask;
+
 /* one record batch to read, and its blocks once done */
 typedef struct ScanWork
 {
@@ -63,12 +74,15 @@ typedef struct ScanWork
 	int32_t		batch;
 	uint32_t	n_pieces;
 	ScanPiece  *pieces;
+	int			state;			/* ScanMask; under ScanTask.lock on the GPU */
+	uint8_t    *mask;			/* SCAN_MASK_GPU: one byte per row */
 } ScanWork;
 
 struct ScanTask
 {
 	uint8_t    *payload;		/* copy of the request, 16-byte aligned */
-	const WarpScanRequest *req;
+	SvcRunDesc	desc;			/* the request, parsed (run.c); its files are
+								 * files[] below */
 	const XpuProgram *prog;
 	uint32_t	n_files;
 	ScanFile   *files;
@@ -82,6 +96,10 @@ struct ScanTask
 	int			notify_fd;
 	pthread_t	thread;
 	bool		started;
+	/* the GPU engine: the masks that the run's thread hands to the workers */
+	pthread_mutex_t lock;
+	pthread_cond_t mask_ready;
+	bool		gpu_done;		/* no more masks will come */
 	volatile int canceled;
 	int			done;			/* atomic */
 	int64_t		start_us;
@@ -108,69 +126,6 @@ static bool
 scan_stopping(ScanTask *t)
 {
 	return svc_stopping(&t->fail, &t->canceled);
-}
-
-/* ---------------------------------------------------------------- parsing */
-
-/* parses the file parts; false with msg set */
-static bool
-parse_files(ScanTask *t, size_t len, size_t off, char *msg, size_t msglen)
-{
-	const uint32_t n_cols = t->req->n_cols;
-
-	t->files = calloc(t->n_files ? t->n_files : 1, sizeof(ScanFile));
-	if (t->files == NULL)
-		return snprintf(msg, msglen, "out of memory"), false;
-	for (uint32_t i = 0; i < t->n_files; i++)
-		t->files[i].fd = -1;
-	for (uint32_t i = 0; i < t->n_files; i++)
-	{
-		if (!svc_input_parse(&t->files[i], i, t->payload, len, &off, n_cols, "SCAN_RUN",
-							 msg, msglen))
-			return false;
-		t->n_work += t->files[i].n_batches;
-	}
-	if (SCAN_ALIGN(off) < len)
-		return snprintf(msg, msglen, "SCAN_RUN has %zu bytes after its last part",
-						len - off), false;
-	return true;
-}
-
-/* fills t from t->payload (len bytes); false with msg set when malformed */
-static bool
-parse_request(ScanTask *t, size_t len, char *msg, size_t msglen)
-{
-	size_t		off = 0;
-	const WarpScanRequest *req = svc_take(t->payload, len, &off, sizeof(*req), 8);
-	const XpuProgram *prog;
-	char		why[256];
-
-	if (req == NULL)
-		return snprintf(msg, msglen, "SCAN_RUN of %zu bytes is too short", len), false;
-	if (req->n_cols > 4096 || req->n_outs > req->n_cols ||
-		req->n_files > PGWARP_MAX_PAYLOAD / sizeof(WarpAggFile) || req->max_buffer_size < 0)
-		return snprintf(msg, msglen, "SCAN_RUN has too many columns or files"), false;
-	t->req = req;
-	prog = svc_take(t->payload, len, &off, req->prog_len, 16);
-	if (prog == NULL)
-		return snprintf(msg, msglen, "SCAN_RUN of %zu bytes is truncated at the program",
-						len), false;
-	if (!xpu_program_validate(prog, req->prog_len, why, sizeof(why)))
-		return snprintf(msg, msglen, "invalid program: %s", why), false;
-	if (prog->n_outs != 0)
-		return snprintf(msg, msglen, "a SCAN_RUN program has no outputs"), false;
-	for (int i = 0; i < prog->n_cols; i++)
-		if (XPU_COLS(prog)[i].col_index >= req->n_cols)
-			return snprintf(msg, msglen, "program column %d reads chunk column %u of %u",
-							i, XPU_COLS(prog)[i].col_index, req->n_cols), false;
-	t->prog = prog;
-	t->n_files = req->n_files;
-	t->n_threads = req->n_threads ? req->n_threads : (uint32_t) svc_cpu_threads;
-	if (t->n_threads > SCAN_MAX_THREADS)
-		t->n_threads = SCAN_MAX_THREADS;
-	if (t->n_threads == 0)
-		t->n_threads = 1;
-	return parse_files(t, len, off, msg, msglen);
 }
 
 /* ---------------------------------------------------------------- files */
@@ -210,11 +165,12 @@ open_file(ScanTask *t, uint32_t i)
 	const ArrowSchema *sc;
 	uint32_t	width;
 
-	if (!svc_input_open(f, t->req->max_buffer_size, t->engine == WARP_ENGINE_CPU, &t->fail) ||
-		!svc_input_check(f, t->prog, t->req->n_cols, &t->fail))
+	/* the workers read in place on either engine: the GPU's input path preads */
+	if (!svc_input_open(f, t->desc.max_buffer_size, true, &t->fail) ||
+		!svc_input_check(f, t->prog, t->desc.n_cols, &t->fail))
 		return false;
 	sc = &f->file->schema;
-	for (uint32_t j = 0; j < t->req->n_cols; j++)
+	for (uint32_t j = 0; j < t->desc.n_cols; j++)
 		if (field_layout(&sc->fields[f->fields[j]], &width) == 0)
 			return svc_fail(&t->fail, WARP_ERR_PROTOCOL,
 							"field \"%s\" of file \"%s\" has no flat layout",
@@ -235,7 +191,6 @@ typedef struct ScanWorker
 	uint32_t   *sel;			/* [mask_cap]: rows to return */
 	XpuColumnData *cols;		/* [n_cols] */
 	bool	   *want;			/* [widest schema] */
-	GpuScanDev *gdev;			/* the GPU engine: this worker's device state */
 } ScanWorker;
 
 /* bytes that row r takes in a block of columns arrays[0 .. n - 1], at most */
@@ -413,10 +368,9 @@ make_pieces(ScanTask *t, ScanWork *w, const ScanFile *f, const ArrowBatch *batch
 /* ---------------------------------------------------------------- workers */
 
 /*
- * filter_batch: runs the program over a loaded batch into w->mask, on the
- * worker's GPU or on this thread; 1, or 0 when it raised an error or
- * FALLBACK (the batch is then rechecked), or -1 when the GPU failed (the
- * run has failed).
+ * filter_batch: runs the program over a loaded batch into w->mask on this
+ * thread (the CPU engine); 1, or 0 when it raised an error or FALLBACK
+ * (the batch is then rechecked)
  */
 static int
 filter_batch(ScanWorker *w, const ScanFile *f, const ArrowBatch *batch)
@@ -425,25 +379,14 @@ filter_batch(ScanWorker *w, const ScanFile *f, const ArrowBatch *batch)
 	const XpuProgram *prog = t->prog;
 	XpuError	err;
 
-	if (w->gdev != NULL)
-	{
-		int			werr = 0;
-		char		msg[200];
-
-		if (gpu_scan_filter(w->gdev, prog, batch, f->fields, t->req->n_cols, w->mask, &err,
-							&werr, msg, sizeof(msg)) != 0)
-			return svc_fail(&t->fail, (WarpErrorCode) werr, "%s", msg), -1;
-		return err.code == XPU_OK;
-	}
-
 	svc_input_bind(f, prog, batch, w->cols);
 	for (int64_t row0 = 0; row0 < batch->n_rows && !scan_stopping(t); row0 += SCAN_SLICE)
 	{
 		int64_t		n = batch->n_rows - row0 < SCAN_SLICE ? batch->n_rows - row0 : SCAN_SLICE;
-		XpuChunk	chunk = {n, (int32_t) t->req->n_cols, 0, w->cols};
+		XpuChunk	chunk = {n, (int32_t) t->desc.n_cols, 0, w->cols};
 		XpuResult	res = {n, w->mask + row0, NULL, NULL};
 
-		for (uint32_t k = 0; k < t->req->n_cols; k++)
+		for (uint32_t k = 0; k < t->desc.n_cols; k++)
 			w->cols[k].offset = row0;
 		memset(&err, 0, sizeof(err));
 		if (xpu_cpu_exec(prog, &chunk, &res, w->workspace, &err) != XPU_OK)
@@ -452,7 +395,34 @@ filter_batch(ScanWorker *w, const ScanFile *f, const ArrowBatch *batch)
 	return 1;
 }
 
-/* filters batch i of the work and makes its blocks */
+/*
+ * gpu_mask: on the GPU engine, waits until the run's thread has handed over
+ * work item wk's mask; 1 (a mask), 0 (a recheck), or -1 when the run stops
+ * first (failed or canceled)
+ */
+static int
+gpu_mask(ScanTask *t, ScanWork *wk)
+{
+	int			state;
+
+	pthread_mutex_lock(&t->lock);
+	while ((state = wk->state) == SCAN_MASK_LOCAL && !t->gpu_done && !scan_stopping(t))
+		pthread_cond_wait(&t->mask_ready, &t->lock);
+	pthread_mutex_unlock(&t->lock);
+	if (state == SCAN_MASK_LOCAL)
+	{
+		if (!scan_stopping(t))
+			svc_fail(&t->fail, WARP_ERR_IO, "the GPU returned no mask for a record batch");
+		return -1;
+	}
+	return state == SCAN_MASK_GPU;
+}
+
+/*
+ * scan_one: filters batch i of the work (or takes its mask from the GPU)
+ * and makes its blocks.  Of the chunk columns it loads those it returns,
+ * and the program's too on the CPU engine or for a recheck.
+ */
 static void
 scan_one(ScanWorker *w, int64_t i)
 {
@@ -461,12 +431,19 @@ scan_one(ScanWorker *w, int64_t i)
 	const ScanFile *f = &t->files[wk->file];
 	ArrowBatch *batch = NULL;
 	ArrowError	aerr;
-	int64_t		t0 = svc_now_us(CLOCK_MONOTONIC), t1;
-	uint32_t	n = 0;
-	int			ok;
+	int64_t		t0, t1;
+	const uint8_t *mask;
+	uint32_t	n = 0,
+				n_load = t->desc.n_cols;
+	int			ok = 1;
 
+	if (t->engine == WARP_ENGINE_GPU && (ok = gpu_mask(t, wk)) < 0)
+		return;
+	if (t->engine == WARP_ENGINE_GPU && ok)
+		n_load = t->desc.n_outs;
+	t0 = svc_now_us(CLOCK_MONOTONIC);
 	memset(w->want, 0, sizeof(bool) * f->file->schema.n_fields);
-	for (uint32_t j = 0; j < t->req->n_cols; j++)
+	for (uint32_t j = 0; j < n_load; j++)
 		w->want[f->fields[j]] = true;
 	if (arrow_batch_load(f->file, wk->batch, w->want, &batch, &aerr) != ARROW_OK)
 	{
@@ -492,20 +469,20 @@ scan_one(ScanWorker *w, int64_t i)
 			return;
 		}
 	}
-	if ((ok = filter_batch(w, f, batch)) < 0)
-	{
-		arrow_batch_free(batch);
-		return;
-	}
+	if (t->engine == WARP_ENGINE_CPU)
+		ok = filter_batch(w, f, batch);
+	mask = t->engine == WARP_ENGINE_GPU ? wk->mask : w->mask;
 	for (int64_t r = 0; r < batch->n_rows; r++)
-		if (!ok || w->mask[r])
+		if (!ok || mask[r])
 			w->sel[n++] = (uint32_t) r;
 	if (!scan_stopping(t))
-		make_pieces(t, wk, f, batch, w->sel, n, ok ? t->req->n_outs : t->req->n_cols, !ok);
+		make_pieces(t, wk, f, batch, w->sel, n, ok ? t->desc.n_outs : t->desc.n_cols, !ok);
 	svc_add_counter(&t->rows_passed, n);
 	if (!ok)
 		svc_add_counter(&t->recheck_batches, 1);
 	arrow_batch_free(batch);
+	free(wk->mask);
+	wk->mask = NULL;
 	svc_add_counter(&t->exec_us, svc_now_us(CLOCK_MONOTONIC) - t1);
 }
 
@@ -526,7 +503,59 @@ worker_main(void *arg)
 	return NULL;
 }
 
-/* runs the workers over t->work */
+/*
+ * gpu_pass: a batch's mask from the GPU (GpuScanPass): kept for the worker
+ * that takes the batch, which is woken
+ */
+static void
+gpu_pass(void *arg, int64_t work, const uint8_t *mask, int64_t nrows)
+{
+	ScanTask   *t = arg;
+	ScanWork   *wk = &t->work[work];
+	uint8_t    *copy = NULL;
+
+	if (mask != NULL && (copy = malloc(nrows > 0 ? (size_t) nrows : 1)) == NULL)
+		svc_fail(&t->fail, WARP_ERR_OUT_OF_MEMORY, "out of memory");
+	else if (mask != NULL)
+		memcpy(copy, mask, (size_t) nrows);
+	pthread_mutex_lock(&t->lock);
+	wk->mask = copy;
+	wk->state = mask == NULL ? SCAN_MASK_RECHECK : copy != NULL ? SCAN_MASK_GPU : SCAN_MASK_LOCAL;
+	pthread_cond_broadcast(&t->mask_ready);
+	pthread_mutex_unlock(&t->lock);
+}
+
+/*
+ * gpu_filter: on the run's thread, the GPU engine's filter of every batch
+ * (gpu_scan.c), the masks going to the workers; then no more will come
+ */
+static void
+gpu_filter(ScanTask *t)
+{
+	AggRun		run;
+	int			werr = 0;
+	char		msg[248];
+
+	memset(&run, 0, sizeof(run));
+	run.prog = t->prog;
+	run.n_files = t->n_files;
+	run.files = t->files;
+	run.n_threads = t->n_threads;
+	run.max_buffer_size = t->desc.max_buffer_size;
+	run.canceled = &t->canceled;
+	if (t->fail.werr == 0 &&
+		gpu_scan_run(t->gpu, &run, gpu_pass, t, &werr, msg, sizeof(msg)) != 0)
+		svc_fail(&t->fail, (WarpErrorCode) werr, "%s", msg);
+	svc_add_counter(&t->bytes_read, run.bytes_read);
+	svc_add_counter(&t->io_us, run.io_us);
+	svc_add_counter(&t->exec_us, run.exec_us);
+	pthread_mutex_lock(&t->lock);
+	t->gpu_done = true;
+	pthread_cond_broadcast(&t->mask_ready);
+	pthread_mutex_unlock(&t->lock);
+}
+
+/* runs the workers over t->work (on the GPU engine, with gpu_filter) */
 static void
 run_workers(ScanTask *t)
 {
@@ -552,23 +581,12 @@ run_workers(ScanTask *t)
 
 		w->task = t;
 		w->workspace = aligned_alloc(16, (xpu_cpu_workspace_size(t->prog) + 15) & ~(size_t) 15);
-		w->cols = calloc(t->req->n_cols ? t->req->n_cols : 1, sizeof(XpuColumnData));
+		w->cols = calloc(t->desc.n_cols ? t->desc.n_cols : 1, sizeof(XpuColumnData));
 		w->want = calloc(widest, sizeof(bool));
 		if (!w->workspace || !w->cols || !w->want)
 		{
 			svc_fail(&t->fail, WARP_ERR_OUT_OF_MEMORY, "out of memory");
 			break;
-		}
-		if (t->engine == WARP_ENGINE_GPU)
-		{
-			int			werr = 0;
-			char		msg[200];
-
-			if ((w->gdev = gpu_scan_open(i % t->gpu->n_devices, &werr, msg, sizeof(msg))) == NULL)
-			{
-				svc_fail(&t->fail, (WarpErrorCode) werr, "%s", msg);
-				break;
-			}
 		}
 		if (pthread_create(&w->thread, NULL, worker_main, w) != 0)
 		{
@@ -577,6 +595,8 @@ run_workers(ScanTask *t)
 		}
 		started++;
 	}
+	if (t->engine == WARP_ENGINE_GPU)
+		gpu_filter(t);
 	for (uint32_t i = 0; i < started; i++)
 		pthread_join(ws[i].thread, NULL);
 	for (uint32_t i = 0; i < t->n_files; i++)
@@ -588,7 +608,6 @@ run_workers(ScanTask *t)
 		free(ws[i].want);
 		free(ws[i].mask);
 		free(ws[i].sel);
-		gpu_scan_close(ws[i].gdev);
 	}
 	free(ws);
 }
@@ -607,7 +626,7 @@ task_main(void *arg)
 		svc_fail(&t->fail, WARP_ERR_OUT_OF_MEMORY, "out of memory");
 	for (uint32_t i = 0; i < t->n_files && t->fail.werr == 0; i++)
 		for (uint32_t b = 0; b < t->files[i].wf->n_batches; b++)
-			t->work[k++] = (ScanWork) {i, t->files[i].batches[b], 0, NULL};
+			t->work[k++] = (ScanWork) {i, t->files[i].batches[b], 0, NULL, SCAN_MASK_LOCAL, NULL};
 	if (t->fail.werr == 0 && !t->canceled)
 		run_workers(t);
 	__atomic_store_n(&t->done, 1, __ATOMIC_RELEASE);
@@ -628,33 +647,37 @@ scan_task_start(const uint8_t *payload, uint32_t len, const ServiceGpu *gpu,
 				int notify_fd, uint32_t *werr, char *msg, size_t msglen)
 {
 	ScanTask   *t = calloc(1, sizeof(ScanTask));
+	bool		ok;
 
 	*werr = WARP_ERR_OUT_OF_MEMORY;
 	snprintf(msg, msglen, "out of memory");
 	if (t == NULL)
 		return NULL;
 	svc_failure_init(&t->fail);
+	pthread_mutex_init(&t->lock, NULL);
+	pthread_cond_init(&t->mask_ready, NULL);
 	t->notify_fd = notify_fd;
 	t->gpu = gpu;
 	t->start_us = svc_now_us(CLOCK_MONOTONIC);
 	if ((t->payload = aligned_alloc(16, ((size_t) len + 16) & ~(size_t) 15)) == NULL)
 		return scan_task_free(t), NULL;
 	memcpy(t->payload, payload, len);
-	if (!parse_request(t, len, msg, msglen))
+	ok = svc_run_parse(WARP_MSG_SCAN_RUN, t->payload, len, &t->desc, msg, msglen);
+	/* the files are the run's (scan_task_free), parsed or not */
+	t->n_files = t->desc.n_files;
+	t->files = t->desc.files;
+	t->desc.files = NULL;
+	if (!ok)
 	{
 		*werr = strcmp(msg, "out of memory") == 0 ? WARP_ERR_OUT_OF_MEMORY : WARP_ERR_PROTOCOL;
 		return scan_task_free(t), NULL;
 	}
-	if (t->req->engine > WARP_ENGINE_GPU ||
-		(t->req->engine == WARP_ENGINE_GPU && gpu->engine != WARP_ENGINE_GPU))
-	{
-		*werr = t->req->engine > WARP_ENGINE_GPU ? WARP_ERR_PROTOCOL : WARP_ERR_UNSUPPORTED;
-		snprintf(msg, msglen, t->req->engine > WARP_ENGINE_GPU ? "unknown engine" : "no GPU");
-		return scan_task_free(t), NULL;
-	}
+	t->prog = t->desc.prog;
+	t->n_work = t->desc.n_batches;
+	t->n_threads = t->desc.n_threads;
 	/* auto: the GPU where the service has one, as GpuPreAgg */
-	t->engine = t->req->engine == WARP_ENGINE_CPU || gpu->engine != WARP_ENGINE_GPU ?
-		WARP_ENGINE_CPU : WARP_ENGINE_GPU;
+	if (!svc_run_engine(gpu, &t->desc, &t->engine, werr, msg, msglen))
+		return scan_task_free(t), NULL;
 	if (pthread_create(&t->thread, NULL, task_main, t) != 0)
 	{
 		*werr = WARP_ERR_OUT_OF_MEMORY;
@@ -752,10 +775,13 @@ scan_task_free(ScanTask *t)
 		for (uint32_t p = 0; p < t->work[i].n_pieces; p++)
 			free(t->work[i].pieces[p].buf);
 		free(t->work[i].pieces);
+		free(t->work[i].mask);
 	}
 	free(t->files);
 	free(t->work);
 	free(t->payload);
 	svc_failure_destroy(&t->fail);
+	pthread_cond_destroy(&t->mask_ready);
+	pthread_mutex_destroy(&t->lock);
 	free(t);
 }

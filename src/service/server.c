@@ -946,15 +946,11 @@ dispatch(Conn *c, const WarpMsgHeader *hdr, const uint8_t *payload)
 
 				return conn_send(c, type, pump_buf, n);
 			}
-		case WARP_MSG_OPEN_QUERY:
-		case WARP_MSG_PROGRAM:
-		case WARP_MSG_SOURCE:
-		case WARP_MSG_RUN:
-		case WARP_MSG_RESULT:
 		case WARP_MSG_AGG_RESULT:
 		case WARP_MSG_SCAN_RESULT:
+			/* a reply of the service's own, sent to it */
 			return conn_fail(c, false, WARP_ERR_UNSUPPORTED,
-							 "message type %u is not implemented by this service", hdr->type);
+							 "message type %u is not a request", hdr->type);
 		default:
 			return conn_fail(c, true, WARP_ERR_PROTOCOL, "unknown message type %u", hdr->type);
 	}

@@ -113,6 +113,21 @@ typedef struct AggRun
 } AggRun;
 
 /*
+ * in gpu_scan.c: GpuScan's filter of a SCAN_RUN's record batches on a GPU,
+ * through the GPU input path of gpu_agg.c (run: the SCAN_RUN as an AggRun
+ * without keys or aggregates).  pass(pass_arg, work, mask, nrows) is called
+ * once for each batch, work counting the batches in request order (files,
+ * then batches), on the caller's thread: mask[0 .. nrows - 1] nonzero where
+ * the row passes, valid during the call only, or NULL when the program
+ * raised an error or FALLBACK in that batch (PostgreSQL rechecks it).
+ * Returns 0, or -1 with *werr and msg set (I/O, GPU failure, canceled).
+ */
+typedef void (*GpuScanPass) (void *arg, int64_t work, const uint8_t *mask, int64_t nrows);
+
+extern int	gpu_scan_run(const ServiceGpu *gpu, AggRun *run, GpuScanPass pass, void *pass_arg,
+						 int *werr, char *msg, size_t msglen);
+
+/*
  * in agg.c: the life of one AGG_RUN as the epoll loop (server.c) sees it:
  * start (the request parsed and checked, the run on its own thread), an
  * eventfd write when the run is done, then its replies one by one, then
@@ -150,17 +165,6 @@ extern bool scan_task_done(const ScanTask *t);
 extern uint32_t scan_task_reply(ScanTask *t, uint8_t *buf, uint32_t *type, bool *last);
 extern size_t scan_task_memory(const ScanTask *t);
 extern void scan_task_free(ScanTask *t);
-
-/* in gpu_scan.c: GpuScan's filter on a GPU, for scan.c's workers */
-typedef struct GpuScanDev GpuScanDev;
-struct ArrowBatch;
-
-extern GpuScanDev *gpu_scan_open(uint32_t device, int *werr, char *msg, size_t msglen);
-extern void gpu_scan_close(GpuScanDev *d);
-extern int	gpu_scan_filter(GpuScanDev *d, const XpuProgram *prog,
-							const struct ArrowBatch *batch, const int32_t *fields,
-							uint32_t n_cols, uint8_t *mask, XpuError *err,
-							int *werr, char *msg, size_t msglen);
 
 /*
  * in gpu_agg.c: runs `run` on the GPUs of `gpu` and folds every group into

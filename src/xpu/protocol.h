@@ -59,15 +59,11 @@ typedef enum WarpMsgType
 	WARP_MSG_ERROR = 3,			/* service -> backend: WarpErrorMsg */
 
 	/*
-	 * The query messages of doc/engine-design.md section 5.  Not implemented
-	 * yet: the service answers each with ERROR (WARP_ERR_UNSUPPORTED).
+	 * CANCEL (no payload): stop the run in progress on this connection.
+	 * Numbers 16 to 19 and 21 are not used: the service answers them as
+	 * any unknown type.
 	 */
-	WARP_MSG_OPEN_QUERY = 16,
-	WARP_MSG_PROGRAM = 17,
-	WARP_MSG_SOURCE = 18,
-	WARP_MSG_RUN = 19,
 	WARP_MSG_CANCEL = 20,
-	WARP_MSG_RESULT = 21,
 
 	/*
 	 * GpuPreAgg over Arrow files: the backend sends AGG_RUN (WarpAggRequest

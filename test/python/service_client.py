@@ -19,6 +19,11 @@ from test_service import ROOT, Service
 
 TEST_C = os.path.join(ROOT, "test", "c")
 
+# make -C test/gpu scanfake: the service runs its GPU engine on fake_cuda.c's
+# stand-in driver (on LD_LIBRARY_PATH), which does the kernels' work on the host
+FAKE_GPU = os.environ.get("PG_WARP_TEST_FAKE_GPU") == "1"
+ENGINE = 2 if FAKE_GPU else 1       # the WarpEngine that must run the tests' runs
+
 
 def client_path(name):
     """The path of test/c/bin/NAME."""
@@ -43,12 +48,14 @@ def client_fixture(name):
 
 def service_fixture():
     """A fixture: a pg_warp_service of the test's own (--no-gpu, two
-    threads), which must still be running at the end of the test."""
+    threads; the stand-in GPU with FAKE_GPU), which must still be running
+    at the end of the test."""
     @pytest.fixture
     def svc(tmp_path):
         d = tmp_path / "svc"
         d.mkdir()
-        s = Service(str(d), argv=["--no-gpu", "--threads", "2"])
+        s = Service(str(d), argv=["--threads", "2"] +
+                    (["--fatbin", "fake"] if FAKE_GPU else ["--no-gpu"]))
         try:
             yield s
         finally:

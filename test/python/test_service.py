@@ -28,7 +28,7 @@ IS_ROOT = os.geteuid() == 0
 MAGIC = 0x50524157
 VERSION = 1
 HEADER = struct.Struct("<IHHII")            # magic, version, type, length, reserved
-MSG_HELLO, MSG_STATUS, MSG_ERROR, MSG_PROGRAM, MSG_DEVICES = 1, 2, 3, 17, 31
+MSG_HELLO, MSG_STATUS, MSG_ERROR, MSG_AGG_RESULT, MSG_DEVICES = 1, 2, 3, 23, 31
 DEVICES_SELFTEST = 0x0001
 DRIVER_READY, DRIVER_ABSENT, DRIVER_FAILED = 1, 2, 3
 DEVICES_HEAD = struct.Struct("<II192s")     # WarpDevices: driver, n_devices, detail
@@ -427,9 +427,9 @@ def test_protocol(service):
         assert (spid, sversion, mem, tasks, conns) == (service.proc.pid, VERSION, 0, 0, 1)
         assert abs(started / 1e6 - time.time()) < 60 and uptime >= 0
         assert engine in (1, 2) and (ndev == 0) == (engine == 1)
-        # a query message is not implemented yet: an ERROR, the session goes on
-        s.sendall(message(MSG_PROGRAM, b"x" * 10))
-        assert error_of(recv_message(s))[0] == ERR_UNSUPPORTED
+        # a reply type is no request: an ERROR, the session goes on
+        s.sendall(message(MSG_AGG_RESULT, b"x" * 10))
+        assert error_of(recv_message(s)) == (ERR_UNSUPPORTED, "message type 23 is not a request")
         s.sendall(message(MSG_STATUS))
         assert recv_message(s)[0] == MSG_STATUS
 
@@ -449,6 +449,18 @@ def test_protocol_errors_close_the_session(service):
             got = error_of(recv_message(s))
             assert got[0] == code and text in got[1], got
             assert recv_message(s) is None      # closed after the error
+    assert service.answers()
+
+
+def test_unused_message_numbers_are_unknown(service):
+    """16 to 19 and 21 (once reserved for query messages never served) are
+    unknown types: ERROR, and the session closes."""
+    for mtype in (16, 17, 18, 19, 21):
+        with connect(service.sock) as s:
+            hello(s)
+            s.sendall(message(mtype, b"x" * 10))
+            assert error_of(recv_message(s)) == (ERR_PROTOCOL, "unknown message type %d" % mtype)
+            assert recv_message(s) is None
     assert service.answers()
 
 

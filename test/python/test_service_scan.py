@@ -11,7 +11,7 @@ rows, in file and batch order, of the requested columns only.
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from service_client import client_fixture, run_client, service_fixture, write
+from service_client import ENGINE, client_fixture, run_client, service_fixture, write
 
 client = client_fixture("scan_client")
 svc = service_fixture()
@@ -86,7 +86,7 @@ def test_every_row_every_column(client, svc, tmp_path):
     want = expected(t, 256, lambda b, i: True) + expected(t.slice(17), 1000, lambda b, i: True)
     assert rows_of(blocks) == want
     assert int(end["rows_in"]) == int(end["rows_passed"]) == 3000 + 2983
-    assert int(end["recheck"]) == 0 and int(end["engine"]) == 1
+    assert int(end["recheck"]) == 0 and int(end["engine"]) == ENGINE
 
 
 def test_passing_rows_of_requested_columns(client, svc, tmp_path):
