@@ -521,10 +521,13 @@ xpu_agg_add_i128(XpuAggState *s, __int128 x, int32_t hi, int mode)
  * xpu_agg_lock_read, xpu_agg_write_unlock: a state whose update changes
  * several fields together (VAR_FLOAT's N, Sx and Sxx; a numeric MIN/MAX's
  * 16 bytes) is updated in a copy c: read_lock fills c, the body changes
- * it, write_unlock stores its count and value back and ORs its flags in.
- * Atomic: under the state's lock (pad; the GPU form of such a state keeps
- * nothing else there), with volatile loads and stores, so that no thread
- * sees a stale half.
+ * it, write_unlock stores its value (and, with own_count, its count) back
+ * and ORs its flags in.  own_count: the body keeps the count under the
+ * lock (VAR_FLOAT's N); a MIN/MAX's count is added outside the lock by
+ * every row's update, so storing the copy's count would lose the adds
+ * made between the read and the write.  Atomic: under the state's lock
+ * (pad; the GPU form of such a state keeps nothing else there), with
+ * volatile loads and stores, so that no thread sees a stale half.
  */
 XPU_HOST_DEVICE void
 xpu_agg_lock_read(XpuAggState *s, XpuAggState *c, int mode)
@@ -552,14 +555,15 @@ xpu_agg_lock_read(XpuAggState *s, XpuAggState *c, int mode)
 }
 
 XPU_HOST_DEVICE void
-xpu_agg_write_unlock(XpuAggState *s, const XpuAggState *c, int mode)
+xpu_agg_write_unlock(XpuAggState *s, const XpuAggState *c, int own_count, int mode)
 {
 #ifdef __CUDA_ARCH__
 	if (XPU_AGG_IS_ATOMIC(mode))
 	{
 		volatile unsigned long long *w = (volatile unsigned long long *) &s->v;
 
-		*(volatile int64_t *) &s->count = c->count;
+		if (own_count)
+			*(volatile int64_t *) &s->count = c->count;
 		w[0] = (unsigned long long) c->v.i128;
 		w[1] = (unsigned long long) ((unsigned __int128) c->v.i128 >> 64);
 		__threadfence();
@@ -635,7 +639,7 @@ xpu_agg_take_i128(XpuAggState *s, __int128 x, int want, int mode)
 	if ((c.count == 0 && !XPU_AGG_IS_ATOMIC(mode)) ||
 		(want < 0 ? x <= c.v.i128 : x >= c.v.i128))
 		c.v.i128 = x;
-	xpu_agg_write_unlock(s, &c, mode);
+	xpu_agg_write_unlock(s, &c, 0, mode);
 }
 
 /*
@@ -800,7 +804,7 @@ xpu_agg_upd_var_float(XpuAggState *s, int type, const XpuValue *v, int mode)
 	if (xpu_agg_float_risky(x, XPU_AGG_MOMENTS_LIMIT))
 		c.flags |= XPU_AGGF_OVERFLOW;
 	xpu_agg_var_accum(&c.count, &c.v.f8[0], &c.v.f8[1], x, &c.flags);
-	xpu_agg_write_unlock(s, &c, mode);
+	xpu_agg_write_unlock(s, &c, 1, mode);
 }
 
 /* a MIN/MAX argument in state form (xpu_agg.h) */
@@ -879,7 +883,7 @@ xpu_agg_comb_var_float(XpuAggState *dst, const XpuAggState *src, int type, int m
 	c.flags |= src->flags;
 	xpu_agg_var_combine(&c.count, &c.v.f8[0], &c.v.f8[1], src->count, src->v.f8[0],
 						src->v.f8[1], &c.flags);
-	xpu_agg_write_unlock(dst, &c, mode);
+	xpu_agg_write_unlock(dst, &c, 1, mode);
 }
 
 XPU_HOST_DEVICE void
