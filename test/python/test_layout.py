@@ -35,6 +35,8 @@ import subprocess
 
 import pytest
 
+from object_symbols import nm
+
 TOP = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 SRC = os.path.join(TOP, "src")
 INCLUDE = re.compile(r'^\s*#\s*include\s+([<"])([^>"]+)[>"]', re.M)
@@ -145,19 +147,6 @@ def test_makefile_names_every_source():
 BUILD_SERVICE = os.path.join(TOP, "build", "service")
 TOOLS_BUILD = os.path.join(TOP, "tools", "bin")
 TOOLS = os.environ.get("PG_WARP_TOOLS", TOOLS_BUILD)
-
-
-def nm(path):
-    """(defined global symbols, undefined symbols) of an object file."""
-    out = subprocess.run(["nm", path], check=True, capture_output=True, text=True).stdout
-    defined, undefined = set(), set()
-    for line in out.splitlines():
-        f = line.split()
-        if len(f) == 2 and f[0] == "U":
-            undefined.add(f[1])
-        elif len(f) == 3 and f[1] in "TDBRCVWG":
-            defined.add(f[2])
-    return defined, undefined
 
 
 def layer_objects():

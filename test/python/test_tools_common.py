@@ -16,7 +16,7 @@ import pyarrow as pa
 import pyarrow.ipc as ipc
 import pytest
 
-from test_layout import nm as symbols
+from object_symbols import nm as symbols
 
 ROOT = Path(__file__).resolve().parent.parent.parent
 BUILD = ROOT / "tools" / "bin"
