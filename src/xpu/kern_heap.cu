@@ -6,7 +6,7 @@
  *		XpuChunk, which kern_agg_exec (kern_agg.cu) then aggregates as it
  *		does a record batch.  xpu_heap_gpu.h gives the launch contract and
  *		the per-tuple work (the same functions the host can run);
- *		service/gpu_agg.c (gpu_agg_heap_execute) drives them.
+ *		service/gpu_heap.c (gpu_heap_execute) drives them.
  *
  * Design.  Decoding into device column buffers, rather than teaching the
  * aggregation kernel to read heap tuples, keeps kern_agg.cu's one input

@@ -3,7 +3,7 @@
  * xpu_heap_gpu.h
  *		The launch contract of the heap decoding kernels (kern_heap.cu),
  *		shared by the kernels and the service code that drives them
- *		(service/gpu_agg.c, gpu_agg_heap_execute): plain data with
+ *		(service/gpu_heap.c, gpu_heap_execute): plain data with
  *		fixed-width fields, so that host C and device code agree on the
  *		layout.
  *
