@@ -63,9 +63,10 @@ bytea_const(const void *data, Size len)
 
 /*
  * engine_plan_program: the custom_private item that carries prog (a program
- * just compiled: its time zone dependence is the last compilation's) and,
- * for an Arrow table, the columns ec it was compiled against (NULL: a heap
- * table, whose layout the plan cache watches).
+ * just compiled: its time zone dependence is the last compilation's; NULL:
+ * none compiled, and engine_exec_program will say so) and, for an Arrow
+ * table, the columns ec it was compiled against (NULL: a heap table, whose
+ * layout the plan cache watches).
  */
 Node *
 engine_plan_program(const XpuProgram *prog, const EngineColumns *ec)
@@ -78,8 +79,9 @@ engine_plan_program(const XpuProgram *prog, const EngineColumns *ec)
 		cols = (Node *) bytea_const(ec->cols, sizeof(ArrowScanColumn) * ec->n_cols);
 	else
 		cols = (Node *) makeNullConst(BYTEAOID, -1, InvalidOid);
-	return (Node *) list_make4(bytea_const(prog, prog->total_len), cols,
-							   makeInteger(used_tz ? 1 : 0), makeInteger((int) tz));
+	return (Node *) list_make4(prog ? (Node *) bytea_const(prog, prog->total_len) :
+							   (Node *) makeNullConst(BYTEAOID, -1, InvalidOid), cols,
+							   makeInteger(prog && used_tz ? 1 : 0), makeInteger((int) tz));
 }
 
 /* are the columns the plan was compiled against (bytea b) the columns now? */
@@ -118,10 +120,18 @@ engine_exec_program(Node *planned, const EngineColumns *now, const char **stale)
 	List	   *item = castNode(List, planned);
 	Const	   *pc = linitial_node(Const, item);
 	Const	   *cc = lsecond_node(Const, item);
-	bytea	   *code = DatumGetByteaPP(pc->constvalue);
-	Size		len = VARSIZE_ANY_EXHDR(code);
+	bytea	   *code;
+	Size		len;
 	XpuProgram *prog;
 	long int	gmtoff;
+
+	if (pc->constisnull)
+	{
+		*stale = "the engine's expressions did not compile when the plan was made";
+		return NULL;
+	}
+	code = DatumGetByteaPP(pc->constvalue);
+	len = VARSIZE_ANY_EXHDR(code);
 
 	if (intVal(lthird(item)) != 0 &&
 		(session_timezone == NULL || !pg_get_timezone_offset(session_timezone, &gmtoff) ||

@@ -103,6 +103,13 @@ typedef struct HeapAggRun
 	uint32	   *free_slots;		/* [n_slots] */
 	uint32		n_free;
 	uint32		n_out;			/* chunks shipped, not yet back */
+	uint32	   *shipped;		/* [n_slots]: a FIFO of the slots in shipping
+								 * (block) order, returned in that order */
+	uint32		ship_head;		/* its first entry */
+	uint32		n_shipped;		/* its entries */
+	char	  **early;			/* [n_slots]: HEAP_DONEs that came back before
+								 * their turn, or NULL */
+	uint32	   *early_len;		/* [n_slots] */
 	int			cur_slot;		/* the chunk being returned, or -1 */
 	char	   *cur_msg;		/* its HEAP_DONE */
 	bool		read_done;		/* the claims are read, HEAP_END sent */

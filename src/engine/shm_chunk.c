@@ -293,7 +293,10 @@ heap_scan_begin(HeapAggRun *h, Snapshot snap, const char *req, uint32 len, int *
 	h->strategy = GetAccessStrategy(BAS_BULKREAD);
 	h->blocks = palloc(sizeof(BlockNumber) * h->n_slots * h->slot_pages);
 	h->free_slots = palloc(sizeof(uint32) * h->n_slots);
-	h->n_free = h->n_out = 0;
+	h->shipped = palloc(sizeof(uint32) * h->n_slots);
+	h->early = palloc0(sizeof(char *) * h->n_slots);
+	h->early_len = palloc0(sizeof(uint32) * h->n_slots);
+	h->n_free = h->n_out = h->ship_head = h->n_shipped = 0;
 	h->cur_slot = -1;
 	h->cur_msg = NULL;
 	h->read_done = false;
@@ -321,6 +324,54 @@ scan_read_end(HeapAggRun *h)
 }
 
 /*
+ * scan_next_reply: the service's next reply of the heap GpuScan run of h,
+ * with the chunks' HEAP_DONEs in the order the chunks were shipped (block
+ * order), so that PostgreSQL's rechecks meet the rows, and their errors,
+ * in the order of its own scan; a chunk's reply that comes back before its
+ * turn (the service's threads finish out of order) is kept until then.
+ * Checks every HEAP_DONE against the chunks shipped.
+ */
+static char *
+scan_next_reply(HeapAggRun *h, int conn, uint32 *type, uint32 *len)
+{
+	for (;;)
+	{
+		uint32		want = h->shipped[h->ship_head];
+		char	   *msg;
+		WarpHeapPass ph;
+		instr_time	start,
+					end;
+
+		if (h->n_shipped > 0 && h->early[want] != NULL)
+		{
+			msg = h->early[want];
+			*len = h->early_len[want];
+			*type = WARP_MSG_HEAP_DONE;
+			h->early[want] = NULL;
+			h->ship_head = (h->ship_head + 1) % h->n_slots;
+			h->n_shipped--;
+			return msg;
+		}
+		INSTR_TIME_SET_CURRENT(start);
+		msg = service_run_next_any(conn, type, len);
+		INSTR_TIME_SET_CURRENT(end);
+		INSTR_TIME_ACCUM_DIFF(h->wait_time, end, start);
+		if (*type != WARP_MSG_HEAP_DONE || *len < sizeof(ph))
+			return msg;			/* the caller checks it */
+		memcpy(&ph, msg, sizeof(ph));
+		if (ph.slot >= h->n_slots || ph.n_pages == 0 || ph.n_pages > h->slot_pages ||
+			*len != sizeof(ph) + (uint64) ph.n_pages * XPU_HEAP_VIS_BYTES || h->n_out == 0 ||
+			h->n_shipped == 0 || h->early[ph.slot] != NULL)
+			ereport(ERROR,
+					(errcode(ERRCODE_PROTOCOL_VIOLATION),
+					 errmsg("pg_warp service returned a heap chunk it was not given")));
+		h->n_out--;
+		h->early[ph.slot] = msg;
+		h->early_len[ph.slot] = *len;
+	}
+}
+
+/*
  * heap_scan_next: the next filtered chunk of the heap GpuScan run of h into
  * *out, valid until the next call (which gives its slot back to the ring);
  * false at the end, with the run's last AGG_RESULT header in *last (zeroed
@@ -335,8 +386,6 @@ heap_scan_next(HeapAggRun *h, int conn, HeapScanChunk *out, WarpAggResult *last)
 				len;
 	char	   *msg;
 	WarpHeapPass ph;
-	instr_time	start,
-				end;
 
 	if (h->cur_slot >= 0)
 		h->free_slots[h->n_free++] = (uint32) h->cur_slot;
@@ -384,18 +433,17 @@ heap_scan_next(HeapAggRun *h, int conn, HeapScanChunk *out, WarpAggResult *last)
 			break;
 		}
 		service_run_send(conn, WARP_MSG_HEAP_CHUNK, &ch, sizeof(ch));
+		h->shipped[(h->ship_head + h->n_shipped++) % h->n_slots] = slot;
 		h->chunks++;
 		h->n_out++;
 	}
-	INSTR_TIME_SET_CURRENT(start);
-	msg = service_run_next_any(conn, &type, &len);
-	INSTR_TIME_SET_CURRENT(end);
-	INSTR_TIME_ACCUM_DIFF(h->wait_time, end, start);
+	msg = scan_next_reply(h, conn, &type, &len);
 	if (type == WARP_MSG_AGG_RESULT && len >= sizeof(WarpAggResult))
 	{
 		memcpy(last, msg, sizeof(*last));
 		last->err_message[sizeof(last->err_message) - 1] = '\0';
-		if (h->n_out > 0 || !h->read_done || !(last->flags & WARP_AGG_LAST) ||
+		if (h->n_out > 0 || h->n_shipped > 0 || !h->read_done ||
+			!(last->flags & WARP_AGG_LAST) ||
 			last->n_groups != 0 || last->status != XPU_OK)
 			ereport(ERROR,
 					(errcode(ERRCODE_INTERNAL_ERROR),
@@ -411,12 +459,6 @@ heap_scan_next(HeapAggRun *h, int conn, HeapScanChunk *out, WarpAggResult *last)
 				 errdetail("Received message type %u of %u bytes during a heap scan.",
 						   type, len)));
 	memcpy(&ph, msg, sizeof(ph));
-	if (ph.slot >= h->n_slots || ph.n_pages == 0 || ph.n_pages > h->slot_pages ||
-		len != sizeof(ph) + (uint64) ph.n_pages * XPU_HEAP_VIS_BYTES || h->n_out == 0)
-		ereport(ERROR,
-				(errcode(ERRCODE_PROTOCOL_VIOLATION),
-				 errmsg("pg_warp service returned a heap chunk it was not given")));
-	h->n_out--;
 	h->cur_slot = (int) ph.slot;
 	h->cur_msg = msg;
 	out->pages = r->base + (size_t) ph.slot * h->slot_size;
@@ -444,4 +486,9 @@ heap_scan_end(HeapAggRun *h)
 		pfree(h->cur_msg);
 	h->cur_msg = NULL;
 	h->cur_slot = -1;
+	for (uint32 i = 0; h->early != NULL && i < h->n_slots; i++)
+		if (h->early[i] != NULL)
+			pfree(h->early[i]);
+	h->early = NULL;
+	h->n_shipped = 0;
 }
