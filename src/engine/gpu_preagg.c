@@ -79,6 +79,7 @@
 #include "optimizer/tlist.h"
 #include "parser/parsetree.h"
 #include "libpq/pqformat.h"
+#include "storage/spin.h"
 #include "utils/array.h"
 #include "utils/builtins.h"
 #include "utils/date.h"
@@ -643,7 +644,9 @@ gpa_partial_path(PlannerInfo *root, RelOptInfo *input_rel, RelOptInfo *pgr,
 /*
  * gpa_parallel_paths: PostgreSQL's parallel aggregation over a parallel
  * GpuPreAgg of heap table input_rel (Finalize Aggregate over Gather over
- * the node), where PostgreSQL would consider parallel aggregation: it made
+ * the node, whose participants share one run in the service: the groups
+ * come back once, merged, plus the partial groups of any participant that
+ * fell back), where PostgreSQL would consider parallel aggregation: it made
  * the partially grouped relation (create_upper_paths_hook is not called
  * for it, so its paths are gathered and finalized here, as PostgreSQL's
  * gather_grouping_paths and add_paths_to_grouping_rel do)
@@ -669,7 +672,8 @@ gpa_parallel_paths(PlannerInfo *root, RelOptInfo *input_rel, RelOptInfo *output_
 		!gpa_compiles(root, pi) ||
 		(partial = gpa_partial_path(root, input_rel, pgr, gx, pi)) == NULL)
 		return;
-	total_groups = partial->rows * partial->parallel_workers;
+	/* the query's shared run returns the groups once (GpaShared), not once per participant */
+	total_groups = ngroups;
 	gather = (Path *) create_gather_path(root, pgr, partial, pgr->reltarget, NULL,
 										 &total_groups);
 	add_path(output_rel, (Path *) create_agg_path(root, output_rel, gather,
@@ -901,10 +905,34 @@ typedef struct GpaInstr
 #define GPA_RAN_ENGINE	1
 #define GPA_RAN_FALLBACK 2		/* PostgreSQL's partial aggregation ran */
 
-/* a parallel GpuPreAgg's dynamic shared memory */
+/*
+ * A parallel GpuPreAgg's dynamic shared memory: the block counter, the
+ * query's shared run in the service and the participants' figures.
+ *
+ * The shared run (xpu/protocol.h, SHARE_OPEN).  The leader opens it before
+ * the workers start and holds it open until the node ends.  Each
+ * participant that joins (attached) leaves the groups of the blocks it
+ * claims in it instead of returning them; one whose run falls back returns
+ * PostgreSQL's partial groups of its blocks as before.  A participant is
+ * done once it finds no block left to claim and its own rows are out; the
+ * one that makes done equal attached is the last: every block is claimed
+ * and every part is in the run, so it closes the run to late joiners and
+ * returns the run's groups, merged, once for the query.  Finalize Aggregate
+ * then combines as many rows as there are groups (plus any fallback's),
+ * not one per group per participant.  share_id 0: no shared run (the
+ * service could not be reached); each participant returns its own groups.
+ */
 typedef struct GpaShared
 {
 	HeapAggShared heap;			/* the block counter */
+	uint64		share_id;		/* the shared run, or 0 */
+	slock_t		mutex;			/* guards attached, done, closed, finish_* */
+	int			attached;		/* participants that joined the run */
+	int			done;			/* ... whose part is in it or went to PostgreSQL */
+	bool		closed;			/* the last is returning the groups: no joiner */
+	int			finisher;		/* who returned them: -1 the leader, else the
+								 * worker's number; -2 none yet */
+	uint64		finish_groups;	/* the groups returned */
 	int			n_instr;		/* leader (0) and workers (1 ..) */
 	GpaInstr	instr[FLEXIBLE_ARRAY_MEMBER];
 } GpaShared;
@@ -943,8 +971,14 @@ typedef struct GpaState
 	bool		partial;		/* partial states out, blocks claimed */
 	GpaShared  *shared;			/* the DSM of the Gather, or NULL */
 	bool		fb_scanning;	/* the fallback child reads a range now */
+	EngineRun	share;			/* the leader's: holds the shared run open */
+	bool		joined;			/* a part of the shared run, not done yet */
+	bool		late;			/* came after the shared run closed: no rows */
+	bool		finishing;		/* returns the shared run's groups */
 	GpaInstr   *instr;			/* the participants' figures after shutdown */
 	int			n_instr;
+	int			finisher;		/* the shared run's, after shutdown (GpaShared) */
+	uint64		finish_groups;
 } GpaState;
 
 static Node *
@@ -954,6 +988,8 @@ gpa_create_state(CustomScan *cs)
 
 	st->css.methods = &gpa_exec_methods;
 	st->run.conn = -1;
+	st->share.conn = -1;
+	st->finisher = -2;
 	return (Node *) st;
 }
 
@@ -1114,13 +1150,18 @@ gpa_begin(CustomScanState *node, EState *estate, int eflags)
 										ALLOCSET_DEFAULT_SIZES);
 	st->groups = gpa_store_create();
 	engine_run_init(&st->run, estate);
+	engine_run_init(&st->share, estate);
 }
 
 /* ---------------- the request ---------------- */
 
-/* the AGG_RUN payload of st (protocol.h); NULL if it is too large */
+/*
+ * the AGG_RUN (HEAP_RUN) payload of st (protocol.h), as a part of the
+ * query's shared run when st joined it, or the finish of that run
+ * (share_role WARP_SHARE_FINISH: no source); NULL if it is too large
+ */
 static StringInfo
-gpa_request(GpaState *st)
+gpa_request(GpaState *st, uint32 share_role)
 {
 	StringInfo	buf = makeStringInfo();
 	WarpAggRequest req = {0};
@@ -1131,10 +1172,17 @@ gpa_request(GpaState *st)
 	req.prog_len = st->prog->total_len;
 	req.engine = (uint32) pg_warp_engine;
 	req.max_buffer_size = (int64) pg_warp_arrow_max_buffer_size * 1024;
+	if (share_role != 0)
+	{
+		req.share_id = st->shared->share_id;
+		req.share_role = share_role;
+	}
 	engine_put(buf, &req, sizeof(req), 8);
 	engine_put(buf, st->key_outs, sizeof(uint16) * st->n_keys, 8);
 	engine_put(buf, st->descs, sizeof(XpuAggDesc) * st->n_descs, 8);
 	engine_put(buf, st->prog, st->prog->total_len, 16);
+	if (share_role == WARP_SHARE_FINISH)
+		return engine_request_end(buf) ? buf : NULL;
 	if (st->heap)
 		heap_agg_put_request(st->heap, buf);
 	for (int f = 0; st->src && f < st->src->n_files; f++)
@@ -1176,6 +1224,35 @@ gpa_groups_rewind(GpaState *st)
 }
 
 /*
+ * gpa_collect: the replies of the run on st->run.conn (through the heap
+ * run's ring when heap is set) into st->groups, until the last, whose
+ * header goes to *last; then the connection is closed
+ */
+static void
+gpa_collect(GpaState *st, HeapAggRun *heap, WarpAggResult *last)
+{
+	for (;;)
+	{
+		uint32		len;
+		char	   *msg = heap ? heap_agg_next(heap, st->run.conn, &len) :
+			service_run_next(st->run.conn, WARP_MSG_AGG_RESULT, &len);
+		WarpAggResult hdr;
+
+		if (len < sizeof(WarpAggResult))
+			elog(ERROR, "pg_warp service sent a short AGG_RESULT (%u bytes)", len);
+		memcpy(&hdr, msg, sizeof(hdr));
+		gpa_store_add(st->groups, msg, len);
+		if (hdr.flags & WARP_AGG_LAST)
+		{
+			*last = hdr;
+			last->err_message[sizeof(hdr.err_message) - 1] = '\0';
+			break;
+		}
+	}
+	engine_run_close(&st->run);
+}
+
+/*
  * gpa_run_engine: runs the aggregation in the service and keeps its groups,
  * or decides that the child runs instead.
  */
@@ -1184,7 +1261,7 @@ gpa_run_engine(GpaState *st)
 {
 	StringInfo	req;
 
-	if ((req = gpa_request(st)) == NULL)
+	if ((req = gpa_request(st, st->joined ? WARP_SHARE_PART : 0)) == NULL)
 	{
 		st->fallback = true;
 		st->fallback_why = "the request is larger than the protocol allows";
@@ -1204,25 +1281,7 @@ gpa_run_engine(GpaState *st)
 	}
 	if (!st->heap)
 		st->run.conn = service_run_begin(WARP_MSG_AGG_RUN, req->data, (uint32) req->len);
-	for (;;)
-	{
-		uint32		len;
-		char	   *msg = st->heap ? heap_agg_next(st->heap, st->run.conn, &len) :
-			service_run_next(st->run.conn, WARP_MSG_AGG_RESULT, &len);
-		WarpAggResult hdr;
-
-		if (len < sizeof(WarpAggResult))
-			elog(ERROR, "pg_warp service sent a short AGG_RESULT (%u bytes)", len);
-		memcpy(&hdr, msg, sizeof(hdr));
-		gpa_store_add(st->groups, msg, len);
-		if (hdr.flags & WARP_AGG_LAST)
-		{
-			st->last = hdr;
-			st->last.err_message[sizeof(hdr.err_message) - 1] = '\0';
-			break;
-		}
-	}
-	engine_run_close(&st->run);
+	gpa_collect(st, st->heap, &st->last);
 	if (st->last.status != XPU_OK)
 	{
 		/* PostgreSQL evaluates the query: its own result, or its own error */
@@ -1256,15 +1315,92 @@ gpa_report(GpaState *st)
 }
 
 /*
+ * gpa_join: a parallel participant joins the query's shared run, if there
+ * is one (else it returns its own groups); false when it comes too late:
+ * the last participant is returning the run's groups, every block is read
+ */
+static bool
+gpa_join(GpaState *st)
+{
+	GpaShared  *sh = st->shared;
+
+	if (sh->share_id == 0)
+		return true;
+	SpinLockAcquire(&sh->mutex);
+	if (!sh->closed)
+	{
+		sh->attached++;
+		st->joined = true;
+	}
+	SpinLockRelease(&sh->mutex);
+	st->late = !st->joined;
+	return st->joined;
+}
+
+/*
+ * gpa_leave: a participant of the shared run whose part is in the run (or
+ * whose blocks went to PostgreSQL) and who found no block left to claim;
+ * true when it is the last: then no one joins any more, and it returns the
+ * run's groups (gpa_finish)
+ */
+static bool
+gpa_leave(GpaState *st)
+{
+	GpaShared  *sh = st->shared;
+	bool		last;
+
+	st->joined = false;
+	SpinLockAcquire(&sh->mutex);
+	last = ++sh->done == sh->attached;
+	if (last)
+		sh->closed = true;
+	SpinLockRelease(&sh->mutex);
+	return last;
+}
+
+/*
+ * gpa_finish: the last participant takes the shared run's groups, every
+ * part's merged, into its store; gpa_next returns them
+ */
+static void
+gpa_finish(GpaState *st)
+{
+	StringInfo	req = gpa_request(st, WARP_SHARE_FINISH);
+	WarpAggResult last;
+
+	if (req == NULL)
+		elog(ERROR, "GpuPreAgg: the finish of a shared run is larger than the protocol allows");
+	st->finishing = true;
+	gpa_store_reset(st->groups);
+	st->run.conn = service_run_begin(WARP_MSG_AGG_RUN, req->data, (uint32) req->len);
+	gpa_collect(st, NULL, &last);
+	if (last.status != XPU_OK)
+		ereport(ERROR,
+				(errcode(ERRCODE_INTERNAL_ERROR),
+				 errmsg("pg_warp service could not return the groups of a parallel GpuPreAgg"),
+				 errdetail("%s", last.err_message)));
+	SpinLockAcquire(&st->shared->mutex);
+	st->shared->finisher = ParallelWorkerNumber;
+	st->shared->finish_groups = last.groups_total;
+	SpinLockRelease(&st->shared->mutex);
+	gpa_groups_rewind(st);
+}
+
+/*
  * gpa_run: the node's first call: the engine's run (a parallel node's over
- * the blocks it claims from the shared counter), unless the child runs
+ * the blocks it claims from the shared counter, as a part of the query's
+ * shared run), unless the child runs
  */
 static void
 gpa_run(GpaState *st)
 {
 	st->ran = true;
 	if (st->partial && st->shared != NULL)
+	{
 		st->heap->shared = &st->shared->heap;
+		if (!gpa_join(st))
+			return;
+	}
 	if (!st->fallback)
 		gpa_run_engine(st);
 	if (st->partial)
@@ -1408,17 +1544,31 @@ gpa_recheck(ScanState *ss, TupleTableSlot *slot)
 	return true;
 }
 
+/*
+ * gpa_exec: the node's rows: the engine's groups, or the child's; a part
+ * of a shared run returns only the rows of its fallback (if it fell back),
+ * then, when it is the last to be done, the run's groups
+ */
 static TupleTableSlot *
 gpa_exec(CustomScanState *node)
 {
 	GpaState   *st = (GpaState *) node;
+	TupleTableSlot *slot;
 
 	if (!st->ran)
 		gpa_run(st);
-	if (st->fallback && st->partial)
-		return gpa_partial_fallback(st);
-	if (st->fallback)
+	if (st->late)
+		return ExecClearTuple(node->ss.ps.ps_ResultTupleSlot);
+	if (st->fallback && !st->partial)
 		return ExecProcNode(linitial(node->custom_ps));
+	if (!st->finishing)
+	{
+		slot = st->fallback ? gpa_partial_fallback(st) :
+			ExecScan(&node->ss, gpa_next, gpa_recheck);
+		if (!TupIsNull(slot) || !st->joined || !gpa_leave(st))
+			return slot;
+		gpa_finish(st);
+	}
 	return ExecScan(&node->ss, gpa_next, gpa_recheck);
 }
 
@@ -1428,6 +1578,7 @@ gpa_end(CustomScanState *node)
 	GpaState   *st = (GpaState *) node;
 
 	engine_run_close(&st->run);
+	engine_run_close(&st->share);
 	gpa_store_reset(st->groups);	/* its temporary file */
 	ExecEndNode(linitial(node->custom_ps));
 }
@@ -1444,6 +1595,7 @@ gpa_rescan(CustomScanState *node)
 		st->ran = false;
 		st->fallback = !st->compiled;
 		st->fb_scanning = false;
+		st->joined = st->late = st->finishing = false;
 		gpa_store_reset(st->groups);
 		st->cur_msg = NULL;
 		memset(&st->last, 0, sizeof(st->last));
@@ -1460,7 +1612,7 @@ gpa_rescan(CustomScanState *node)
 
 /* ---------------- parallel heap runs ---------------- */
 
-/* the DSM of a parallel node: the block counter and the participants' figures */
+/* the DSM of a parallel node (GpaShared) */
 static Size
 gpa_estimate_dsm(CustomScanState *node, ParallelContext *pcxt)
 {
@@ -1468,7 +1620,48 @@ gpa_estimate_dsm(CustomScanState *node, ParallelContext *pcxt)
 					mul_size(sizeof(GpaInstr), pcxt->nworkers + 1));
 }
 
-/* the leader: the counter over the table's blocks now */
+/*
+ * gpa_share_open: opens the query's shared run in the service for at most
+ * participants processes, held open by st->share until the node ends; its
+ * id, or 0 when the service cannot be reached (the participants then
+ * return their own groups, or fall back, as their runs find)
+ */
+static uint64
+gpa_share_open(GpaState *st, int participants)
+{
+	MemoryContext cxt = CurrentMemoryContext;
+	WarpShareOpen req = {0};
+	volatile uint64 id = 0;
+
+	engine_run_close(&st->share);
+	if (!pg_strong_random(&req.share_id, sizeof(req.share_id)))
+		return 0;
+	req.share_id |= 1;			/* never 0 */
+	req.participants = (uint32) participants;
+	PG_TRY();
+	{
+		uint32		len;
+		WarpShareOpen *reply;
+
+		st->share.conn = service_run_begin(WARP_MSG_SHARE_OPEN, &req, sizeof(req));
+		reply = service_run_next(st->share.conn, WARP_MSG_SHARE_OPEN, &len);
+		if (len == sizeof(req) && reply->share_id == req.share_id)
+			id = req.share_id;
+	}
+	PG_CATCH();
+	{
+		FreeErrorData(service_caught(cxt));
+	}
+	PG_END_TRY();
+	if (id == 0)
+		engine_run_close(&st->share);
+	return id;
+}
+
+/*
+ * the leader, before the workers start (and before a rescan's): the counter
+ * over the table's blocks now, and a new shared run
+ */
 static void
 gpa_init_dsm(CustomScanState *node, ParallelContext *pcxt, void *coordinate)
 {
@@ -1476,12 +1669,17 @@ gpa_init_dsm(CustomScanState *node, ParallelContext *pcxt, void *coordinate)
 	GpaShared  *sh = coordinate;
 
 	heap_agg_shared_init(&sh->heap, st->rel, false);
+	SpinLockInit(&sh->mutex);
+	sh->attached = sh->done = 0;
+	sh->closed = false;
+	sh->finisher = -2;
+	sh->finish_groups = 0;
+	sh->share_id = st->compiled ? gpa_share_open(st, pcxt->nworkers + 1) : 0;
 	sh->n_instr = pcxt->nworkers + 1;
 	memset(sh->instr, 0, sizeof(GpaInstr) * sh->n_instr);
 	st->shared = sh;
 }
 
-/* the leader, before a rescan's workers start: the counter from the start */
 static void
 gpa_reinit_dsm(CustomScanState *node, ParallelContext *pcxt, void *coordinate)
 {
@@ -1509,6 +1707,8 @@ gpa_shutdown(CustomScanState *node)
 	st->n_instr = st->shared->n_instr;
 	st->instr = palloc(sizeof(GpaInstr) * st->n_instr);
 	memcpy(st->instr, st->shared->instr, sizeof(GpaInstr) * st->n_instr);
+	st->finisher = st->shared->finisher;
+	st->finish_groups = st->shared->finish_groups;
 	st->shared = NULL;
 	if (st->heap != NULL)
 		st->heap->shared = NULL;
@@ -1583,6 +1783,13 @@ gpa_explain(CustomScanState *node, List *ancestors, ExplainState *es)
 		ExplainPropertyText("Aggregate States", "partial", es);
 	if (es->analyze && st->instr != NULL)
 		gpa_explain_workers(st, es);
+	if (es->analyze && st->finisher != -2)
+	{
+		/* the shared run's groups, returned once for the query */
+		ExplainPropertyInteger("Shared Run Groups", NULL, (int64) st->finish_groups, es);
+		ExplainPropertyText("Shared Run Groups Returned By", st->finisher < 0 ? "leader" :
+							psprintf("worker %d", st->finisher), es);
+	}
 	if (es->verbose && st->prog != NULL)
 		engine_explain_program(st->prog, es);
 	if (!es->analyze)

@@ -34,6 +34,12 @@
  * arrive while it runs (heap_chunk.c decodes and aggregates them on its own
  * CPU workers); the replies are an AGG_RUN's.
  *
+ * Shared runs (share.c, doc/service.md "One run per query").  A HEAP_RUN
+ * that is a part of a parallel query's shared run leaves its checked groups
+ * there (deposit_part) and replies only its counters; the finish, an
+ * AGG_RUN without files, takes every part's groups and merges them as the
+ * workers' tables are merged (finish_share).
+ *
  * Cancel.  agg_task_cancel (a CANCEL message, or the backend closing the
  * connection) sets a flag that every worker checks between slices; the
  * run then ends with ERROR WARP_ERR_CANCELED.
@@ -51,6 +57,7 @@
 #include "service.h"
 #include "service/run.h"
 #include "service/input.h"
+#include "service/share.h"
 #include "arrow/arrow.h"
 
 /*
@@ -123,10 +130,18 @@ struct AggTask
 
 	/*
 	 * The result: n_parts tables whose groups are disjoint (the partitions of
-	 * a parallel merge), or t->table alone (task_main moves it here)
+	 * a parallel merge), or t->table alone (task_main moves it here); a
+	 * shared run's finish may also return its parts' tables as they are
+	 * (groups in several of them: partial states, combined by the backend)
 	 */
-	XpuAggTable *parts[SVC_RUN_MAX_THREADS];	/* at most one a thread */
+	XpuAggTable **parts;		/* [SVC_RUN_MAX_THREADS], or the parts' tables */
 	uint32_t	n_parts;
+
+	/* a part or the finish of a query's shared run (share.c), or NULL */
+	SvcShare   *share;
+	uint32_t	share_role;		/* WARP_SHARE_PART or WARP_SHARE_FINISH */
+	SvcShareSpec share_spec;
+	int64_t		part_groups;	/* a part's groups, left in the shared run */
 
 	/* replies sent so far: the next group is group next_group of parts[next_part] */
 	uint32_t	next_part;
@@ -200,6 +215,16 @@ parse_request(AggTask *t, size_t len, int memfd, SvcRunDesc *d, char *msg, size_
 	run->max_buffer_size = d->max_buffer_size;
 	run->n_threads = d->n_threads;
 	run->canceled = &t->canceled;
+	if (d->share_role != 0)
+	{
+		if ((t->share = svc_share_attach(d->share_id)) == NULL)
+			return snprintf(msg, msglen, "%s names shared run %016llx, which is not open",
+							d->what, (unsigned long long) d->share_id), false;
+		t->share_role = d->share_role;
+		t->share_spec = (SvcShareSpec) {d->spec_bytes, d->spec_len};
+		if (t->share_role == WARP_SHARE_PART)
+			run->n_threads = svc_share_threads(t->share, run->n_threads);
+	}
 	if (d->source == SVC_SOURCE_HEAP)
 	{
 		t->heap = heap_run_parse(d->heap, d->heap_len, d->prog, memfd, t->notify_fd,
@@ -450,92 +475,110 @@ worker_setup(AggTask *t, AggWorker *w, int widest)
 	return true;
 }
 
-/* one thread of a parallel merge: partition part of the workers' tables */
+/* one thread of a parallel merge: partition part of the tables */
 typedef struct AggMerger
 {
-	AggTask    *task;
-	const AggWorker *ws;
-	uint32_t	n_ws;
+	const AggTask *task;
+	XpuAggTable *const *tables;
+	uint32_t	n_tables;
 	uint32_t	part;
+	uint32_t	n_parts;
+	XpuAggTable *dst;			/* the partition's groups */
+	XpuError	err;			/* the failure (dst NULL then) */
 	pthread_t	thread;
 	bool		started;		/* runs on thread (else it ran inline) */
 } AggMerger;
 
 /*
- * merge_main: merges partition m->part of every worker table into
- * t->parts[m->part] (a table of its own; the run fails on OOM)
+ * merge_main: merges partition m->part of every table into m->dst (a table
+ * of its own); on failure m->dst is NULL and m->err says why (FALLBACK: HLL
+ * sets past their limit; else out of memory)
  */
 static void *
 merge_main(void *arg)
 {
 	AggMerger  *m = arg;
-	AggTask    *t = m->task;
-	XpuError	err = {0};
-	XpuAggTable *dst = xpu_agg_table_create(t->run.prog, &t->run.spec, &err);
+	const AggTask *t = m->task;
 
-	t->parts[m->part] = dst;
-	if (dst == NULL)
+	if ((m->dst = xpu_agg_table_create(t->run.prog, &t->run.spec, &m->err)) == NULL)
 	{
-		svc_fail(&t->fail, WARP_ERR_OUT_OF_MEMORY, "out of memory");
+		XPU_ERROR(&m->err, XPU_ERR_INTERNAL, "out of memory");
 		return NULL;
 	}
-	for (uint32_t i = 0; i < m->n_ws && !task_stopping(t); i++)
-		if (!xpu_agg_table_merge_part(dst, m->ws[i].table, (int) m->part, (int) t->threads,
-									  &err))
+	for (uint32_t i = 0; i < m->n_tables && !task_stopping((AggTask *) t); i++)
+		if (!xpu_agg_table_merge_part(m->dst, m->tables[i], (int) m->part, (int) m->n_parts,
+									  &m->err))
 		{
-			task_table_error(t, &err);
+			xpu_agg_table_free(m->dst);
+			m->dst = NULL;
 			break;
 		}
 	return NULL;
 }
 
 /*
- * merge_parallel: when the n workers' tables hold many groups, merges them
- * on n threads, each into a table of its own that takes one partition of
- * the groups (xpu_agg_table_merge_part), the result's t->parts; false (and
- * nothing done) when they are few, or an HLL aggregate's memory limit
- * must hold for the whole result (one table)
+ * merge_tables: the groups of the n tables merged into *n_out new tables
+ * (out[], room for SVC_RUN_MAX_THREADS) whose groups are disjoint: one
+ * partition of the groups' hashes on each of t->threads threads when they
+ * hold many groups (16 tables of 600,000 groups one after the other took
+ * longer than the scan), else one table.  An HLL aggregate's memory limit
+ * must hold for the whole result: one table then.  The tables are left as
+ * they are.  False with *err set (FALLBACK, or any other code: out of
+ * memory) and nothing in out on failure.
  */
 static bool
-merge_parallel(AggTask *t, AggWorker *ws, uint32_t n)
+merge_tables(const AggTask *t, XpuAggTable *const *tables, uint32_t n, XpuAggTable **out,
+			 uint32_t *n_out, XpuError *err)
 {
 	int64_t		groups = 0;
+	uint32_t	parts = t->threads > 1 ? t->threads : 1;
 	AggMerger  *ms;
+	bool		ok = true;
 
 	for (uint32_t i = 0; i < n; i++)
-		groups += xpu_agg_table_ngroups(ws[i].table);
+		groups += xpu_agg_table_ngroups(tables[i]);
 	for (int a = 0; a < t->run.spec.n_aggs; a++)
 		if (t->run.spec.aggs[a].kind == XPU_AGG_HLL)
-			return false;
-	if (n < 2 || groups < AGG_PARALLEL_MERGE || (ms = calloc(n, sizeof(AggMerger))) == NULL)
-		return false;
-	t->n_parts = n;
-	for (uint32_t p = 0; p < n; p++)
+			parts = 1;
+	if (n < 2 || groups < AGG_PARALLEL_MERGE)
+		parts = 1;
+	if (parts > SVC_RUN_MAX_THREADS)
+		parts = SVC_RUN_MAX_THREADS;
+	if ((ms = calloc(parts, sizeof(AggMerger))) == NULL)
+		return XPU_ERROR(err, XPU_ERR_INTERNAL, "out of memory"), false;
+	for (uint32_t p = 0; p < parts; p++)
 	{
-		ms[p] = (AggMerger) {t, ws, n, p};
-		ms[p].started = pthread_create(&ms[p].thread, NULL, merge_main, &ms[p]) == 0;
+		ms[p] = (AggMerger) {t, tables, n, p, parts};
+		ms[p].started = parts > 1 &&
+			pthread_create(&ms[p].thread, NULL, merge_main, &ms[p]) == 0;
 		if (!ms[p].started)
 			merge_main(&ms[p]);
 	}
-	for (uint32_t p = 0; p < n; p++)
+	for (uint32_t p = 0; p < parts; p++)
 		if (ms[p].started)
 			pthread_join(ms[p].thread, NULL);
+	for (uint32_t p = 0; p < parts && ok; p++)
+		if (ms[p].dst == NULL)
+			*err = ms[p].err, ok = false;
+	for (uint32_t p = 0; p < parts; p++)
+		if (ok)
+			out[p] = ms[p].dst;
+		else
+			xpu_agg_table_free(ms[p].dst);
+	*n_out = ok ? parts : 0;
 	free(ms);
-	return true;
+	return ok;
 }
 
-/*
- * runs the workers over t->work and merges their tables: into t->parts
- * (merge_parallel), or one after the other into t->table
- */
+/* runs the workers over t->work and merges their tables into t->parts */
 static void
 run_workers(AggTask *t)
 {
 	uint32_t	n = t->run.n_threads ? t->run.n_threads : 1;
 	AggWorker  *ws;
+	XpuAggTable **tables;
 	int			widest = 0;
 	uint32_t	started = 0;
-	bool		merged;
 	XpuError	err = {0};
 
 	if ((int64_t) n > t->n_work)
@@ -544,10 +587,12 @@ run_workers(AggTask *t)
 	for (uint32_t i = 0; i < t->run.n_files; i++)
 		if (t->run.files[i].file->schema.n_fields > widest)
 			widest = t->run.files[i].file->schema.n_fields;
-	if ((ws = calloc(n, sizeof(AggWorker))) == NULL ||
-		(t->live = calloc(n, sizeof(AggLive *))) == NULL)
+	ws = calloc(n, sizeof(AggWorker));
+	tables = calloc(n, sizeof(XpuAggTable *));
+	if (ws == NULL || tables == NULL || (t->live = calloc(n, sizeof(AggLive *))) == NULL)
 	{
 		free(ws);
+		free(tables);
 		return svc_fail(&t->fail, WARP_ERR_OUT_OF_MEMORY, "out of memory");
 	}
 	pthread_mutex_init(&t->live_lock, NULL);
@@ -564,21 +609,21 @@ run_workers(AggTask *t)
 	}
 	for (uint32_t i = 0; i < started; i++)
 		pthread_join(ws[i].thread, NULL);
-	merged = started == n && t->fail.werr == 0 && t->xerr.code == XPU_OK && !t->canceled &&
-		merge_parallel(t, ws, n);
+	for (uint32_t i = 0; i < n; i++)
+		tables[i] = ws[i].table;
+	if (started == n && t->fail.werr == 0 && t->xerr.code == XPU_OK && !t->canceled)
+	{
+		if (n == 1)
+			t->parts[t->n_parts++] = tables[0], ws[0].table = NULL;
+		else if (!merge_tables(t, tables, n, t->parts, &t->n_parts, &err))
+			task_table_error(t, &err);
+	}
 	for (uint32_t i = 0; i < n; i++)
 	{
-		if (!merged && ws[i].table && t->fail.werr == 0 && t->xerr.code == XPU_OK &&
-			!t->canceled)
-		{
-			if (t->table == NULL)
-				t->table = ws[i].table, ws[i].table = NULL;
-			else if (!xpu_agg_table_merge(t->table, ws[i].table, &err))
-				task_table_error(t, &err);
-		}
 		xpu_agg_table_free(ws[i].table);
 		worker_release(&ws[i]);
 	}
+	free(tables);
 	free(ws);
 	free(t->live);
 	t->live = NULL;
@@ -716,41 +761,101 @@ result_ngroups(const AggTask *t)
 	return n;
 }
 
-/* after the merge: overflowed states and oversized groups are a FALLBACK */
-static void
-check_result(AggTask *t)
+/*
+ * result_ok: can the n tables go back as a result: false with *err set
+ * when a state overflowed or a group is too large for an AGG_RESULT
+ * (FALLBACK), or the HLL sets' finish failed (FALLBACK: past their limit;
+ * another code: out of memory)
+ */
+static bool
+result_ok(const AggTask *t, XpuAggTable *const *parts, uint32_t n, XpuError *err)
 {
 	const uint8_t *key;
 	uint32_t	key_len;
 	const XpuAggState *states;
 	uint32_t	flags = 0;
 
+	for (uint32_t p = 0; p < n; p++)
+		flags |= xpu_agg_table_flags(parts[p]);
+	if (flags & XPU_AGGF_OVERFLOW)
+		return XPU_ERROR(err, XPU_ERR_FALLBACK, "an aggregate overflowed the engine's state"),
+			false;
+	for (uint32_t p = 0; p < n; p++)
+	{
+		if (!xpu_agg_table_finish(parts[p], err))
+			return false;
+		for (int64_t g = 0; g < xpu_agg_table_ngroups(parts[p]); g++)
+		{
+			xpu_agg_table_group(parts[p], g, &key, &key_len, &states);
+			if (sizeof(WarpAggResult) + group_size(t, key_len, states) > PGWARP_MAX_PAYLOAD)
+				return XPU_ERROR(err, XPU_ERR_FALLBACK,
+								 "a group key is too long for AGG_RESULT"), false;
+		}
+	}
+	return true;
+}
+
+/* after the merge: overflowed states and oversized groups are a FALLBACK */
+static void
+check_result(AggTask *t)
+{
 	XpuError	err = {0};
 
-	for (uint32_t p = 0; p < t->n_parts; p++)
-		flags |= xpu_agg_table_flags(t->parts[p]);
-	if (flags & XPU_AGGF_OVERFLOW)
-	{
-		XPU_ERROR(&t->xerr, XPU_ERR_FALLBACK, "an aggregate overflowed the engine's state");
+	if (!result_ok(t, t->parts, t->n_parts, &err))
+		task_table_error(t, &err);
+}
+
+/* a part of a shared run: its groups (checked) go into the run, none back */
+static void
+deposit_part(AggTask *t)
+{
+	char		msg[sizeof(t->fail.msg)];
+
+	t->part_groups = result_ngroups(t);
+	if (!svc_share_deposit(t->share, &t->share_spec, t->parts, t->n_parts, msg, sizeof(msg)))
+		return svc_fail(&t->fail, strcmp(msg, "out of memory") == 0 ?
+						WARP_ERR_OUT_OF_MEMORY : WARP_ERR_PROTOCOL, "%s", msg);
+	t->n_parts = 0;
+}
+
+/*
+ * finish_share: the groups that every part left in the shared run, merged
+ * on the run's threads into t->parts.  When the merged groups cannot go
+ * back (a state overflowed where no part's had, memory ran out) the parts'
+ * tables go back as they are: each was checked as a result, and their
+ * partial states combine in the backend's Finalize Aggregate as the
+ * merge would have.  A finish never falls back: the parts' blocks were
+ * read by other processes, which are gone.
+ */
+static void
+finish_share(AggTask *t)
+{
+	XpuAggTable **tables;
+	uint32_t	n;
+	XpuError	err = {0};
+	char		msg[sizeof(t->fail.msg)];
+
+	if (!svc_share_take(t->share, &t->share_spec, &tables, &n, msg, sizeof(msg)))
+		return svc_fail(&t->fail, WARP_ERR_PROTOCOL, "%s", msg);
+	t->threads = t->run.n_threads;
+	if (n == 0)
 		return;
-	}
-	for (uint32_t p = 0; p < t->n_parts; p++)
+	if (merge_tables(t, tables, n, t->parts, &t->n_parts, &err))
 	{
-		if (!xpu_agg_table_finish(t->parts[p], &err))
+		if (result_ok(t, t->parts, t->n_parts, &err))
 		{
-			task_table_error(t, &err);
+			for (uint32_t i = 0; i < n; i++)
+				xpu_agg_table_free(tables[i]);
+			free(tables);
 			return;
 		}
-		for (int64_t g = 0; g < xpu_agg_table_ngroups(t->parts[p]); g++)
-		{
-			xpu_agg_table_group(t->parts[p], g, &key, &key_len, &states);
-			if (sizeof(WarpAggResult) + group_size(t, key_len, states) > PGWARP_MAX_PAYLOAD)
-			{
-				XPU_ERROR(&t->xerr, XPU_ERR_FALLBACK, "a group key is too long for AGG_RESULT");
-				return;
-			}
-		}
+		for (uint32_t p = 0; p < t->n_parts; p++)
+			xpu_agg_table_free(t->parts[p]);
 	}
+	svc_log("LOG", "a shared run returns its %u parts unmerged: %s", n, err.message);
+	free(t->parts);
+	t->parts = tables;
+	t->n_parts = n;
 }
 
 /* the run's thread: files, workers, merge; then tells the epoll thread */
@@ -770,7 +875,9 @@ task_main(void *arg)
 			t->work[w++] = (AggWork) {i, t->run.files[i].batches[b]};
 	if (t->fail.werr == 0 && !t->canceled)
 	{
-		if (t->heap != NULL)
+		if (t->share_role == WARP_SHARE_FINISH)
+			finish_share(t);
+		else if (t->heap != NULL)
 			run_heap(t);
 		else if (t->engine == WARP_ENGINE_GPU)
 			run_gpu(t);
@@ -784,8 +891,12 @@ task_main(void *arg)
 		t->parts[t->n_parts++] = t->table;
 		t->table = NULL;
 	}
-	if (t->fail.werr == 0 && !t->canceled && t->xerr.code == XPU_OK && t->n_parts > 0)
+	if (t->fail.werr == 0 && !t->canceled && t->xerr.code == XPU_OK && t->n_parts > 0 &&
+		t->share_role != WARP_SHARE_FINISH)
 		check_result(t);
+	if (t->fail.werr == 0 && !t->canceled && t->xerr.code == XPU_OK &&
+		t->share_role == WARP_SHARE_PART)
+		deposit_part(t);
 	__atomic_store_n(&t->done, 1, __ATOMIC_RELEASE);
 	if (write(t->notify_fd, &one, sizeof(one)) < 0)
 		svc_log("WARNING", "could not signal the end of an AGG_RUN: %s", strerror(errno));
@@ -815,7 +926,8 @@ agg_task_start(const uint8_t *payload, uint32_t len, const ServiceGpu *gpu,
 	t->gpu = gpu;
 	t->notify_fd = notify_fd;
 	t->start_us = svc_now_us(CLOCK_MONOTONIC);
-	if ((t->payload = aligned_alloc(16, ((size_t) len + 16) & ~(size_t) 15)) == NULL)
+	if ((t->payload = aligned_alloc(16, ((size_t) len + 16) & ~(size_t) 15)) == NULL ||
+		(t->parts = calloc(SVC_RUN_MAX_THREADS, sizeof(XpuAggTable *))) == NULL)
 	{
 		agg_task_free(t);
 		return NULL;
@@ -877,7 +989,8 @@ fill_header(AggTask *t, WarpAggResult *h, bool last)
 	h->batches = t->run.batches;
 	h->bytes_read = t->run.bytes_read;
 	h->bytes_cached = t->run.bytes_cached;
-	h->groups_total = t->xerr.code == XPU_OK ? result_ngroups(t) : 0;
+	h->groups_total = t->xerr.code != XPU_OK ? 0 :
+		t->share_role == WARP_SHARE_PART ? t->part_groups : result_ngroups(t);
 	h->io_us = t->run.io_us;
 	h->exec_us = t->run.exec_us;
 	h->threads = t->threads;
@@ -984,6 +1097,8 @@ agg_task_free(AggTask *t)
 	xpu_agg_table_free(t->table);
 	for (uint32_t p = 0; p < t->n_parts; p++)
 		xpu_agg_table_free(t->parts[p]);
+	free(t->parts);
+	svc_share_detach(t->share);
 	free(t->payload);
 	svc_failure_destroy(&t->fail);
 	free(t);

@@ -93,6 +93,16 @@ parse_agg(SvcRunDesc *d, bool heap, const uint8_t *p, size_t len, char *msg, siz
 						d->spec.key_outs == NULL ? "the key list" : "the aggregate list"), false;
 	if (!parse_program(d, p, len, &off, req->prog_len, msg, msglen))
 		return false;
+	d->spec_bytes = p + sizeof(*req);
+	d->spec_len = off - sizeof(*req);
+	d->share_id = req->share_id;
+	d->share_role = req->share_role;
+	if ((d->share_role == 0) != (d->share_id == 0) ||
+		(d->share_role == WARP_SHARE_PART && !heap) ||
+		(d->share_role == WARP_SHARE_FINISH && (heap || req->n_files != 0)) ||
+		d->share_role > WARP_SHARE_FINISH)
+		return snprintf(msg, msglen, "%s has a shared run role %u it cannot take",
+						d->what, d->share_role), false;
 	d->sink = SVC_SINK_GROUPS;
 	d->n_files = req->n_files;
 	d->n_cols = (uint32_t) d->prog->n_cols;
@@ -111,6 +121,8 @@ parse_agg(SvcRunDesc *d, bool heap, const uint8_t *p, size_t len, char *msg, siz
 	if (d->heap_len >= sizeof(WarpHeapRequest) &&
 		(((const WarpHeapRequest *) d->heap)->flags & WARP_HEAP_SCAN))
 		d->sink = SVC_SINK_ROWS;
+	if (d->sink == SVC_SINK_ROWS && d->share_role != 0)
+		return snprintf(msg, msglen, "a heap scan is no part of a shared run"), false;
 	return true;
 }
 

@@ -62,6 +62,11 @@ typedef struct SvcRunDesc
 								 * are returned (sink ROWS over Arrow) */
 	/* the sink */
 	SvcSink		sink;
+	/* a part or the finish of a query's shared run (xpu/protocol.h), or 0 */
+	uint64_t	share_id;
+	uint32_t	share_role;		/* WARP_SHARE_PART or WARP_SHARE_FINISH */
+	const uint8_t *spec_bytes;	/* keys, aggregates and program, as sent: */
+	size_t		spec_len;		/* what the parts and the finish must share */
 	/* how it runs */
 	uint32_t	engine;			/* asked for: 0 (the service's choice) or WarpEngine */
 	uint32_t	n_threads;		/* CPU engine threads (the default filled in) */

@@ -51,6 +51,7 @@
 
 #include "gpu_driver.h"
 #include "service.h"
+#include "service/share.h"
 
 #define HDR_SIZE			sizeof(WarpMsgHeader)
 #define MAX_MSGS_PER_WAKEUP	16
@@ -91,6 +92,7 @@ typedef struct Conn
 		uint16_t	type;
 		WarpHeapChunk chunk;
 	}			held[MAX_HELD];
+	SvcShare   *share;			/* the shared run it opened (SHARE_OPEN), or NULL */
 	struct Conn *qnext;			/* the next one in the admission queue */
 	struct Conn *prev;
 	struct Conn *next;
@@ -373,6 +375,7 @@ conn_close(Conn *c)
 {
 	queue_remove(c);
 	task_release(c);
+	svc_share_detach(c->share);
 	epoll_ctl(epoll_fd, EPOLL_CTL_DEL, c->fd, NULL);
 	close(c->fd);
 	if (c->passed_fd >= 0)
@@ -887,6 +890,27 @@ collect_tasks(void)
 }
 
 /*
+ * open_share: SHARE_OPEN: the query's shared run, kept until the
+ * connection closes (one a connection)
+ */
+static bool
+open_share(Conn *c, const uint8_t *payload, uint32_t len)
+{
+	WarpShareOpen req;
+	char		msg[200];
+
+	if (len != sizeof(req))
+		return conn_fail(c, true, WARP_ERR_PROTOCOL, "SHARE_OPEN of %u bytes", len);
+	if (c->share != NULL)
+		return conn_fail(c, true, WARP_ERR_PROTOCOL, "a second SHARE_OPEN on a connection");
+	memcpy(&req, payload, sizeof(req));
+	if ((c->share = svc_share_open(req.share_id, req.participants, msg, sizeof(msg))) == NULL)
+		return conn_fail(c, true, strcmp(msg, "out of memory") == 0 ?
+						 WARP_ERR_OUT_OF_MEMORY : WARP_ERR_PROTOCOL, "%s", msg);
+	return conn_send(c, WARP_MSG_SHARE_OPEN, &req, sizeof(req));
+}
+
+/*
  * dispatch
  *		Serves one complete message.  Returns false when the connection was
  *		closed.
@@ -939,6 +963,8 @@ dispatch(Conn *c, const WarpMsgHeader *hdr, const uint8_t *payload)
 			if (hdr->length != 0)
 				return conn_fail(c, true, WARP_ERR_PROTOCOL, "CANCEL with a payload");
 			return true;
+		case WARP_MSG_SHARE_OPEN:
+			return open_share(c, payload, hdr->length);
 		case WARP_MSG_DEVICES:
 			{
 				uint32_t	type;

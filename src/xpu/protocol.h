@@ -30,7 +30,7 @@
 
 #define PGWARP_SOCKET_NAME		"pg_warp.sock"
 #define PGWARP_PROTO_MAGIC		0x50524157u		/* "WARP" in memory */
-#define PGWARP_PROTO_VERSION	1
+#define PGWARP_PROTO_VERSION	2
 
 /* the largest payload either side accepts; longer messages are refused */
 #define PGWARP_MAX_PAYLOAD		(1024 * 1024)
@@ -122,7 +122,18 @@ typedef enum WarpMsgType
 	 * WARP_DEVICES_SELFTEST, the self-test of GPU code on each of them
 	 * (pgwarp.gpu_selftest()); see WarpDevicesRequest.
 	 */
-	WARP_MSG_DEVICES = 31
+	WARP_MSG_DEVICES = 31,
+
+	/*
+	 * SHARE_OPEN: the leader of a parallel query opens the query's shared
+	 * run (WarpShareOpen) before its workers start; the service answers
+	 * SHARE_OPEN with the same payload, or ERROR.  The shared run lives
+	 * until this connection closes.  The participants' HEAP_RUNs
+	 * (WARP_SHARE_PART) leave their groups in it, and one AGG_RUN without
+	 * files (WARP_SHARE_FINISH) takes them all back, merged: see
+	 * WarpAggRequest.
+	 */
+	WARP_MSG_SHARE_OPEN = 32
 } WarpMsgType;
 
 /* HELLO: the backend sends its pid, the service answers with its own */
@@ -257,7 +268,23 @@ WARP_STATIC_ASSERT(sizeof(WarpTaskInfo) == 32, "WarpTaskInfo layout");
  * the fields the program loads, runs the program and folds the passing rows
  * into the groups.  Files are read by the service, which runs as the same OS
  * user as the backend; the backend has checked the user's privileges.
+ *
+ * A shared run (share_id, see WARP_MSG_SHARE_OPEN): the participants of one
+ * parallel query aggregate into one run of the service, so that the groups
+ * come back once for all of them, not once per participant.
+ *	WARP_SHARE_PART		a HEAP_RUN (not a scan) whose groups stay in the
+ *						shared run: its last AGG_RESULT has no groups, only
+ *						the counters and status (groups_total: the part's)
+ *	WARP_SHARE_FINISH	an AGG_RUN without files: the groups of every part
+ *						left so far, merged (or, when the merged states would
+ *						overflow or memory runs out, each part's groups as
+ *						they are: partial states, which the backend's
+ *						Finalize Aggregate combines either way).  Keys,
+ *						aggregates and program must be the parts'.
  */
+#define WARP_SHARE_PART			1
+#define WARP_SHARE_FINISH		2
+
 typedef struct WarpAggRequest
 {
 	uint32_t	n_files;
@@ -267,9 +294,28 @@ typedef struct WarpAggRequest
 	uint32_t	n_threads;		/* CPU engine threads; 0: the service's default */
 	uint32_t	engine;			/* 0: the service's choice, else WarpEngine */
 	int64_t		max_buffer_size;	/* per Arrow buffer (0: no limit) */
+	uint64_t	share_id;		/* 0, or the query's shared run */
+	uint32_t	share_role;		/* WARP_SHARE_PART or _FINISH (share_id set) */
+	uint32_t	pad;			/* zero */
 } WarpAggRequest;
 
-WARP_STATIC_ASSERT(sizeof(WarpAggRequest) == 32, "WarpAggRequest layout");
+WARP_STATIC_ASSERT(sizeof(WarpAggRequest) == 48, "WarpAggRequest layout");
+
+/*
+ * SHARE_OPEN: a shared run for the participants of one query.  share_id is
+ * random (the leader's strong random bytes), non-zero, and put in the
+ * query's dynamic shared memory for its workers; participants at most the
+ * processes that will take part (leader and workers): the service gives
+ * each part its share of the CPU engine's threads.
+ */
+typedef struct WarpShareOpen
+{
+	uint64_t	share_id;
+	uint32_t	participants;
+	uint32_t	pad;			/* zero */
+} WarpShareOpen;
+
+WARP_STATIC_ASSERT(sizeof(WarpShareOpen) == 16, "WarpShareOpen layout");
 
 /*
  * WARP_FILE_MAP: the service may read the file through a mapping of it

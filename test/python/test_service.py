@@ -26,7 +26,7 @@ IS_ROOT = os.geteuid() == 0
 
 # xpu/protocol.h
 MAGIC = 0x50524157
-VERSION = 1
+VERSION = 2
 HEADER = struct.Struct("<IHHII")            # magic, version, type, length, reserved
 MSG_HELLO, MSG_STATUS, MSG_ERROR, MSG_AGG_RESULT, MSG_DEVICES = 1, 2, 3, 23, 31
 DEVICES_SELFTEST = 0x0001
@@ -192,7 +192,7 @@ def test_status(cluster):
     assert parent_of(supervisor) == cluster.postmaster_pid()
     with open("/proc/%d/cmdline" % supervisor, "rb") as f:
         assert b"pg_warp service supervisor" in f.read()
-    assert st["protocol_version"] == "1"
+    assert st["protocol_version"] == "2"
     assert st["memory_in_use"] == "0" and st["running_tasks"] == "0"
     assert int(st["connections"]) >= 1
     if st["engine"] == "cpu only":
@@ -437,7 +437,7 @@ def test_protocol(service):
 def test_protocol_errors_close_the_session(service):
     cases = [
         (message(MSG_HELLO, struct.pack("<II", 1, 99), version=99), ERR_VERSION,
-         "protocol version mismatch: the service speaks version 1, the client version 99"),
+         "protocol version mismatch: the service speaks version %d, the client version 99" % VERSION),
         (message(MSG_STATUS), ERR_PROTOCOL, "message type 2 before HELLO"),
         (message(MSG_HELLO, b"abc"), ERR_PROTOCOL, "HELLO of 3 bytes"),
         (message(MSG_HELLO, magic=0x12345678), ERR_PROTOCOL, "bad magic"),

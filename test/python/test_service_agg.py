@@ -424,7 +424,7 @@ def patch(payload, offset, fmt, value):
 def file_offset(payload):
     """Offset of the first WarpAggFile in a payload."""
     n_files, n_keys, n_aggs, prog_len = struct.unpack_from("<IIII", payload)
-    off = 32
+    off = 48  # sizeof(WarpAggRequest)
     off = (off + n_keys * 2 + 7) // 8 * 8
     off = (off + n_aggs * 8 + 15) // 16 * 16
     return (off + prog_len + 7) // 8 * 8

@@ -16,12 +16,13 @@ import os
 import random
 import socket
 import struct
+import time
 
 import pytest
 
 from test_service import connect, error_of, hello, message, recv_message
-from test_service_agg import (RESULT_HEAD, RESULT_SIZE, client, dump, file_offset,  # noqa: F401
-                              svc, write)
+from test_service_agg import (RESULT_HEAD, RESULT_SIZE, all_table, client, dump,  # noqa: F401
+                              file_offset, svc, write)
 
 import pyarrow as pa
 
@@ -390,4 +391,118 @@ def test_damaged_pages_fall_back(client, svc, tmp_path, damage):
     groups, status = results(c)
     c.close()
     assert status == XPU_ERR_FALLBACK and groups == {}
+    assert svc.proc.poll() is None
+
+
+# ---------------- a query's shared run (SHARE_OPEN, WARP_SHARE_PART / _FINISH) ----------------
+
+MSG_AGG_RUN, MSG_SHARE_OPEN = 22, 32
+SHARE_PART, SHARE_FINISH = 1, 2
+
+
+def shared(payload, share_id, role):
+    """payload (an AGG_RUN's or HEAP_RUN's) as a part or the finish of shared run share_id"""
+    b = bytearray(payload)
+    struct.pack_into("<QI", b, 32, share_id, role)      # WarpAggRequest.share_id, share_role
+    return bytes(b)
+
+
+def finish_payload(client, tmp_path, share_id):
+    """the finish: the heap payload's keys, aggregates and program, no source"""
+    good = dump("many", [write(tmp_path / "shape.arrow", pa.table({
+        "k": pa.array([1], pa.int64()), "v": pa.array([1], pa.int64())}))])
+    head = bytearray(good[:file_offset(good)])
+    struct.pack_into("<I", head, 0, 0)                  # n_files
+    return shared(bytes(head), share_id, SHARE_FINISH)
+
+
+def open_share(svc, share_id, participants=3):
+    c = connect(svc.sock, 30)
+    hello(c)
+    c.sendall(message(MSG_SHARE_OPEN, struct.pack("<QII", share_id, participants, 0)))
+    return c, recv_message(c)
+
+
+def run_part(client, svc, tmp_path, share_id, pages, visible):
+    fd, ring = make_ring()
+    c = start(svc, shared(heap_payload(client, tmp_path), share_id, SHARE_PART), fd)
+    os.close(fd)
+    ship(c, ring, pages, visible)
+    return results(c)
+
+
+def finish(client, svc, tmp_path, share_id):
+    c = connect(svc.sock, 30)
+    hello(c)
+    c.sendall(message(MSG_AGG_RUN, finish_payload(client, tmp_path, share_id)))
+    try:
+        return results(c)
+    finally:
+        c.close()
+
+
+def test_shared_run_returns_the_parts_groups_once(client, svc, tmp_path):
+    """Three parts on connections of their own leave their groups in the
+    run (their last replies carry none); the finish returns every part's
+    groups merged, each key once; a second finish finds none left."""
+    rnd = random.Random(5)
+    sid = rnd.getrandbits(64) | 1
+    owner, reply = open_share(svc, sid)
+    assert reply == (MSG_SHARE_OPEN, struct.pack("<QII", sid, 3, 0)), reply
+    want = {}
+    for part in range(3):
+        rows = [[(rnd.choice([None, 1, 2, 3, 1000 + part]), rnd.choice([None, 5, -3, 2**50]))
+                 for _ in range(rnd.randint(1, 150))] for _ in range(9)]
+        pages = [(page_bytes([tuple_bytes(k, v) for k, v in r]), len(r)) for r in rows]
+        for r in rows:
+            for k, v in r:
+                cnt, s = want.get(k, (0, 0))
+                want[k] = (cnt + 1, s + (v or 0))
+        groups, status = run_part(client, svc, tmp_path, sid, pages, lambda p, t: True)
+        assert status == 0 and groups == {}, (groups, status)
+    groups, status = finish(client, svc, tmp_path, sid)
+    assert status == 0 and groups == want
+    assert finish(client, svc, tmp_path, sid) == ({}, 0)
+    owner.close()
+
+
+def test_shared_run_refusals(client, svc, tmp_path):
+    """A part or a finish naming no open run, a second SHARE_OPEN of an id,
+    a finish of other aggregates, a run whose owner closed: ERROR
+    (protocol), and the service keeps serving."""
+    sid = 0x5EED0000F00D0001
+    pages = [(page_bytes([tuple_bytes(1, 2)]), 1)]
+    groups, err = run_part(client, svc, tmp_path, sid, pages, lambda p, t: True)
+    assert groups is None and err[0] == ERR_PROTOCOL and "not open" in err[1], err
+    owner, reply = open_share(svc, sid)
+    assert reply[0] == MSG_SHARE_OPEN
+    other, reply = open_share(svc, sid)
+    assert reply[0] == MSG_ERROR and error_of(reply)[0] == ERR_PROTOCOL, reply
+    other.close()
+    # a share id without its role, a scan as a part, a part as an AGG_RUN: refused
+    for bad in (shared(heap_payload(client, tmp_path), sid, 0),
+                shared(heap_payload(client, tmp_path, flags=1), sid, SHARE_PART),
+                shared(heap_payload(client, tmp_path), sid, 3)):
+        fd, _ = make_ring()
+        c = start(svc, bad, fd)
+        os.close(fd)
+        m = recv_message(c)
+        assert m[0] == MSG_ERROR and error_of(m)[0] == ERR_PROTOCOL, m
+        c.close()
+    assert run_part(client, svc, tmp_path, sid, pages, lambda p, t: True) == ({}, 0)
+    # the finish of another spec: the "all" shape's aggregates
+    good = dump("all", [write(tmp_path / "a.arrow", all_table(10, 1))])
+    c = connect(svc.sock, 30)
+    hello(c)
+    head = bytearray(good[:file_offset(good)])
+    struct.pack_into("<I", head, 0, 0)
+    c.sendall(message(MSG_AGG_RUN, shared(bytes(head), sid, SHARE_FINISH)))
+    m = recv_message(c)
+    assert m[0] == MSG_ERROR and error_of(m)[0] == ERR_PROTOCOL and "other" in error_of(m)[1], m
+    c.close()
+    owner.close()
+    # the owner's connection closed: the run and its groups are gone
+    time.sleep(0.2)
+    groups, err = finish(client, svc, tmp_path, sid)
+    assert groups is None and err[0] == ERR_PROTOCOL and "not open" in err[1], err
     assert svc.proc.poll() is None
