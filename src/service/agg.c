@@ -667,23 +667,46 @@ run_gpu(AggTask *t)
 				 &err, werr, msg);
 }
 
-/* runs a HEAP_RUN's chunks on the CPU workers of heap_chunk.c, or on the GPU */
+/*
+ * runs a HEAP_RUN's chunks on the CPU workers of heap_chunk.c, or on the
+ * GPU, into t->parts: its workers' tables merged as run_workers merges
+ * them; a part of a shared run keeps them as they are (the finish merges
+ * every part's at once)
+ */
 static void
 run_heap(AggTask *t)
 {
 	XpuError	err = {0};
 	int			werr = 0;
 	char		msg[sizeof(t->fail.msg)];
+	XpuAggTable **tables = calloc(SVC_RUN_MAX_THREADS, sizeof(XpuAggTable *));
+	uint32_t	n = 0;
 	int			rc;
 
+	if (tables == NULL)
+		return svc_fail(&t->fail, WARP_ERR_OUT_OF_MEMORY, "out of memory");
 	msg[0] = '\0';
 	if (t->engine == WARP_ENGINE_GPU)
-		rc = heap_run_exec_gpu(t->heap, t->gpu, &t->run, &t->table, &t->threads, &t->engine,
+		rc = heap_run_exec_gpu(t->heap, t->gpu, &t->run, tables, &n, &t->threads, &t->engine,
 							   &err, &werr, msg, sizeof(msg));
 	else
-		rc = heap_run_exec(t->heap, &t->run, &t->table, &t->threads, &err, &werr, msg,
+		rc = heap_run_exec(t->heap, &t->run, tables, &n, &t->threads, &err, &werr, msg,
 						   sizeof(msg));
 	task_outcome(t, rc, &err, werr, msg);
+	if (rc == XPU_OK && !t->canceled)
+	{
+		if (n == 1 || t->share_role == WARP_SHARE_PART)
+		{
+			memcpy(t->parts, tables, sizeof(XpuAggTable *) * n);
+			t->n_parts = n;
+			n = 0;
+		}
+		else if (n > 1 && !merge_tables(t, tables, n, t->parts, &t->n_parts, &err))
+			task_table_error(t, &err);
+	}
+	for (uint32_t i = 0; i < n; i++)
+		xpu_agg_table_free(tables[i]);
+	free(tables);
 }
 
 /* the bytes of an extended state's value in an AGG_RESULT group (16-byte multiple) */

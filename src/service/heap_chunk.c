@@ -846,14 +846,15 @@ workers_outcome(HeapWorker *ws, uint32_t n, XpuError *err, int *werr, char *msg,
 
 /*
  * heap_run_exec: runs the workers (run->n_threads) until every chunk of
- * the run is aggregated, and merges their groups into *out (created
- * here).  Returns as gpu_agg_run does (service.h); *threads is the number
- * of workers.  A canceled run returns XPU_OK with *out unset or partial:
- * the caller checks its cancel flag.
+ * the run is aggregated; their tables go to tables[0 .. *n_tables) (room
+ * for HEAP_MAX_THREADS; the caller merges them, on as many threads).
+ * Returns as gpu_agg_run does (service.h); *threads is the number of
+ * workers.  A canceled run returns XPU_OK with the tables partial: the
+ * caller checks its cancel flag.
  */
 int
-heap_run_exec(HeapRun *h, AggRun *run, XpuAggTable **out, uint32_t *threads,
-			  XpuError *err, int *werr, char *msg, size_t msglen)
+heap_run_exec(HeapRun *h, AggRun *run, XpuAggTable **tables, uint32_t *n_tables,
+			  uint32_t *threads, XpuError *err, int *werr, char *msg, size_t msglen)
 {
 	uint32_t	n = run->n_threads ? run->n_threads : 1;
 	uint32_t	started = 0;
@@ -885,16 +886,7 @@ heap_run_exec(HeapRun *h, AggRun *run, XpuAggTable **out, uint32_t *threads,
 	for (uint32_t i = 0; i < n; i++)
 	{
 		if (rc == XPU_OK && ws[i].table != NULL)
-		{
-			if (*out == NULL)
-				*out = ws[i].table, ws[i].table = NULL;
-			else if (!xpu_agg_table_merge(*out, ws[i].table, err))
-			{
-				*werr = WARP_ERR_OUT_OF_MEMORY;
-				snprintf(msg, msglen, "out of memory merging the groups");
-				rc = -1;
-			}
-		}
+			tables[(*n_tables)++] = ws[i].table, ws[i].table = NULL;
 		xpu_agg_table_free(ws[i].table);
 		worker_release(h, &ws[i]);
 	}
@@ -968,9 +960,9 @@ gpu_pass(void *arg, uint32_t slot, const uint8_t *mask, int64_t nrows, bool rech
  * *engine says which engine ran it (the result's header reports it).
  */
 int
-heap_run_exec_gpu(HeapRun *h, const ServiceGpu *gpu, AggRun *run, XpuAggTable **out,
-				  uint32_t *threads, WarpEngine *engine, XpuError *err, int *werr,
-				  char *msg, size_t msglen)
+heap_run_exec_gpu(HeapRun *h, const ServiceGpu *gpu, AggRun *run, XpuAggTable **tables,
+				  uint32_t *n_tables, uint32_t *threads, WarpEngine *engine, XpuError *err,
+				  int *werr, char *msg, size_t msglen)
 {
 	GpuHeapSource src;
 	int			rc;
@@ -1002,19 +994,21 @@ heap_run_exec_gpu(HeapRun *h, const ServiceGpu *gpu, AggRun *run, XpuAggTable **
 	}
 	else
 	{
-		if ((*out = xpu_agg_table_create(h->prog, &run->spec, err)) == NULL)
+		if ((tables[0] = xpu_agg_table_create(h->prog, &run->spec, err)) == NULL)
 			return *werr = WARP_ERR_OUT_OF_MEMORY, snprintf(msg, msglen, "out of memory"), -1;
-		rc = gpu_agg_heap_run(gpu, run, &src, *out, err, werr, msg, msglen);
+		*n_tables = 1;
+		rc = gpu_agg_heap_run(gpu, run, &src, tables[0], err, werr, msg, msglen);
 	}
 	if (rc == -1 && *werr == WARP_ERR_UNSUPPORTED && !src.taken)
 	{
 		svc_log("LOG", "a heap run goes to the CPU engine: %s", msg);
 		*engine = WARP_ENGINE_CPU;
-		xpu_agg_table_free(*out);
-		*out = NULL;
+		if (*n_tables > 0)
+			xpu_agg_table_free(tables[0]);
+		*n_tables = 0;
 		*werr = 0;
 		msg[0] = '\0';
-		return heap_run_exec(h, run, out, threads, err, werr, msg, msglen);
+		return heap_run_exec(h, run, tables, n_tables, threads, err, werr, msg, msglen);
 	}
 	if (rc != XPU_OK)
 		heap_run_cancel(h);	/* as a failed CPU worker stops the run */

@@ -182,8 +182,9 @@ extern int	gpu_agg_run(const ServiceGpu *gpu, AggRun *run,
  * in heap_chunk.c: the heap part of a HEAP_RUN (xpu/protocol.h): its ring
  * of chunks in the backend's memfd and the CPU workers that decode and
  * aggregate them.  agg.c parses (heap_run_parse), runs (heap_run_exec, or
- * heap_run_exec_gpu on the GPU engine, on
- * the run's thread) and frees it; server.c passes it the HEAP_CHUNK and
+ * heap_run_exec_gpu on the GPU engine, on the run's thread: the groups in
+ * one table a worker, which agg.c merges as an AGG_RUN's) and frees it;
+ * server.c passes it the HEAP_CHUNK and
  * HEAP_END messages and sends a HEAP_DONE for each slot heap_run_next_done
  * gives back.
  */
@@ -195,13 +196,13 @@ extern bool heap_run_message(HeapRun *h, uint32_t type, const uint8_t *payload,
 							 uint32_t len, char *msg, size_t msglen);
 extern bool heap_run_next_done(HeapRun *h, uint8_t *buf, uint32_t *len);
 extern void heap_run_cancel(HeapRun *h);
-extern int	heap_run_exec(HeapRun *h, AggRun *run, struct XpuAggTable **out,
-						  uint32_t *threads, XpuError *err, int *werr,
+extern int	heap_run_exec(HeapRun *h, AggRun *run, struct XpuAggTable **tables,
+						  uint32_t *n_tables, uint32_t *threads, XpuError *err, int *werr,
 						  char *msg, size_t msglen);
 extern int	heap_run_exec_gpu(HeapRun *h, const ServiceGpu *gpu, AggRun *run,
-							  struct XpuAggTable **out, uint32_t *threads,
-							  WarpEngine *engine, XpuError *err, int *werr,
-							  char *msg, size_t msglen);
+							  struct XpuAggTable **tables, uint32_t *n_tables,
+							  uint32_t *threads, WarpEngine *engine, XpuError *err,
+							  int *werr, char *msg, size_t msglen);
 extern void heap_run_free(HeapRun *h);
 
 #endif							/* PG_WARP_SERVICE_H */

@@ -223,6 +223,19 @@ class Session:
         return out
 
 
+def test_many_groups_merged_by_partition(cluster):
+    """200,000 groups: the service's workers' tables (one a thread) are
+    merged by hash partition on as many threads, each group once, as for
+    Arrow files (agg.c, merge_tables); the plan's Groups is the result's"""
+    make_big(cluster)
+    q = ("SELECT b % 200000, count(*), sum(c), min(b), max(a), avg(c) FROM big "
+         "GROUP BY 1 ORDER BY 1")
+    rows = same(cluster, q, settings=("SET pg_warp.heap_chunk_pages = 64",))
+    assert len(rows.split("\n")) == 200000
+    plan = explain(cluster, q, ("SET pg_warp.heap_chunk_pages = 64",))
+    assert "Groups: 200000" in plan, plan
+
+
 def test_deleted_and_updated_rows(cluster):
     cluster.sql("CREATE TABLE vis AS SELECT i AS id, i % 10 AS a, i::int8 AS b "
                 "FROM generate_series(1, 30000) i")
