@@ -841,16 +841,19 @@ cancel_main(void *arg)
 static void
 exec_run(int engine, const Built *bq, HeapRun *h, const ServiceGpu *gpu, Outcome *o)
 {
+	XpuAggTable *tables[256] = {0};	/* one a worker (heap_chunk.c's HEAP_MAX_THREADS) */
+	uint32_t	n = 0;
+
 	if (engine == ENG_GPU && fake_side != NULL)
 		*fake_side = xpu_agg_table_create(bq->prog, &bq->spec, &o->err);
 	if (engine == ENG_CPU)
-		o->rc = heap_run_exec(h, &o->run, &o->table, &o->threads, &o->err, &o->werr,
+		o->rc = heap_run_exec(h, &o->run, tables, &n, &o->threads, &o->err, &o->werr,
 							  o->msg, sizeof(o->msg));
 	else
 	{
 		WarpEngine	ran = WARP_ENGINE_GPU;
 
-		o->rc = heap_run_exec_gpu(h, gpu, &o->run, &o->table, &o->threads, &ran,
+		o->rc = heap_run_exec_gpu(h, gpu, &o->run, tables, &n, &o->threads, &ran,
 								  &o->err, &o->werr, o->msg, sizeof(o->msg));
 		/* a check of the GPU that the CPU engine answered checks nothing */
 		if (ran != WARP_ENGINE_GPU && o->rc == XPU_OK)
@@ -859,6 +862,18 @@ exec_run(int engine, const Built *bq, HeapRun *h, const ServiceGpu *gpu, Outcome
 			o->werr = WARP_ERR_UNSUPPORTED;
 			snprintf(o->msg, sizeof(o->msg), "the GPU did not serve the run: the CPU engine ran it");
 		}
+	}
+	/* the workers' tables into one, as the service's agg.c merges them */
+	o->table = n > 0 ? tables[0] : NULL;
+	for (uint32_t i = 1; i < n; i++)
+	{
+		if (o->rc == XPU_OK && !xpu_agg_table_merge(o->table, tables[i], &o->err))
+		{
+			o->rc = -1;
+			o->werr = WARP_ERR_OUT_OF_MEMORY;
+			snprintf(o->msg, sizeof(o->msg), "merging the workers' tables: %s", o->err.message);
+		}
+		xpu_agg_table_free(tables[i]);
 	}
 	if (engine == ENG_GPU && fake_side != NULL)
 	{
