@@ -117,7 +117,7 @@ EXPLAIN_KEYS = ["Engine", "Engine Threads", "Rows Read", "Rows Passed", "Groups"
                 "I/O Time", "Engine Time", "Service Wall Time", "Fallback Reason",
                 "Arrow Files", "Record Batches", "Batches Skipped by Statistics",
                 "Heap Pages", "Pages Shipped", "Pages Read Directly", "Page Read Time",
-                "Ring Wait Time", "Units Probed", "Units from GPU Cache"]
+                "Ring Wait Time", "Units Probed", "Units from GPU Cache", "Shared Run Groups"]
 GPU_ROWS_GOAL = 2.5e9
 
 
