@@ -40,6 +40,7 @@
  */
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 #include "xpu_agg_ops.h"
 #include "xpu_hll_sketch.h"
@@ -76,6 +77,15 @@ struct XpuAggTable
 	/* HLL sets: bytes held, and the most the table may hold (0: no HLL) */
 	size_t		hll_bytes;
 	size_t		hll_max;
+
+	/*
+	 * Spilling (xpu_agg_table_set_spill): the groups from which an update
+	 * moves every group into spill[] (0: never), and the groups moved so
+	 * far, by partition of their hash (tables without slots; NULL: none)
+	 */
+	int64_t		spill_limit;
+	struct XpuAggTable **spill; /* [XPU_AGG_PARTS] */
+	int			spilled_groups; /* this is a buffer of spill[] */
 
 	/* each group's key prints (KeyPrint), n_keys a group */
 	struct KeyPrint *gprint;	/* [gcap * n_keys] */
@@ -321,39 +331,135 @@ update_hll(XpuAggTable *t, int a, const XpuResult *res, const int64_t *rg, XpuEr
 
 /* ---------------------------------------------------------------- groups */
 
-/* makes room for one more group */
+/*
+ * The arrays of a table (groups, key bytes, slots) of BIG_ARRAY bytes or
+ * more are mappings of their own, with transparent huge pages asked for:
+ * a table of many groups is read at random, and with 4 KiB pages nearly
+ * every probe of one larger than the caches also missed the TLB (and
+ * walked page tables that missed the caches too); a mapping grows by
+ * mremap, which moves pages rather than copying bytes.  Smaller arrays
+ * come from malloc, and so do all arrays of spilled groups (written and
+ * read in order, and sized as they come: huge pages would mostly be zeroed
+ * for nothing).  arr_resize: the array p of old bytes made size bytes
+ * (p NULL, old 0: a new one), its first old bytes kept (zero when zero is
+ * set: the new bytes are zero); NULL when memory runs out (p unchanged).
+ */
+#define BIG_ARRAY	((size_t) 2 << 20)
+
+static size_t
+big_size(size_t size)
+{
+	return (size + BIG_ARRAY - 1) & ~(BIG_ARRAY - 1);
+}
+
+static void *
+arr_resize(const XpuAggTable *t, void *p, size_t old, size_t size, int zero)
+{
+	void	   *q;
+
+	if (size < BIG_ARRAY || t->spilled_groups)
+	{
+		if (!zero)
+			return realloc(p, size);
+		if ((q = calloc(1, size)) != NULL && old > 0)
+			memcpy(q, p, old);
+		if (q != NULL)
+			free(p);
+		return q;
+	}
+	if (old >= BIG_ARRAY)
+		q = mremap(p, big_size(old), big_size(size), MREMAP_MAYMOVE);
+	else
+		q = mmap(NULL, big_size(size), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
+				 -1, 0);
+	if (q == MAP_FAILED)
+		return NULL;
+#ifdef MADV_HUGEPAGE
+	(void) madvise(q, big_size(size), MADV_HUGEPAGE);
+#endif
+	if (old > 0 && old < BIG_ARRAY)
+	{
+		memcpy(q, p, old);
+		free(p);
+	}
+	return q;
+}
+
+/* frees array p of size bytes (arr_resize's) */
+static void
+arr_free(const XpuAggTable *t, void *p, size_t size)
+{
+	if (p == NULL)
+		return;
+	if (size < BIG_ARRAY || t->spilled_groups)
+		free(p);
+	else
+		munmap(p, big_size(size));
+}
+
+/* makes room for need groups in all */
 static int
-groups_reserve(XpuAggTable *t, XpuError *err)
+groups_reserve(XpuAggTable *t, int64_t need, XpuError *err)
 {
 	int64_t		cap;
 	void	   *p;
 
-	if (t->ngroups < t->gcap)
+	if (need <= t->gcap)
 		return 1;
 	cap = t->gcap ? t->gcap * 2 : 64;
+	while (cap < need)
+		cap *= 2;
 	if (cap > (int64_t) UINT32_MAX - 1)
 		cap = (int64_t) UINT32_MAX - 1;
-	if (t->ngroups >= cap)
+	if (need > cap)
 	{
 		XPU_ERROR(err, XPU_ERR_INTERNAL, "too many groups");
 		return 0;
 	}
-	if ((p = realloc(t->ghash, cap * sizeof(uint64_t))) == NULL)
-		return OOM(err), 0;
-	t->ghash = p;
-	if ((p = realloc(t->koff, cap * sizeof(int64_t))) == NULL)
-		return OOM(err), 0;
-	t->koff = p;
-	if ((p = realloc(t->klen, cap * sizeof(uint32_t))) == NULL)
-		return OOM(err), 0;
-	t->klen = p;
-	if ((p = realloc(t->states, cap * (t->n_aggs ? t->n_aggs : 1) * sizeof(XpuAggState))) == NULL)
-		return OOM(err), 0;
-	t->states = p;
-	if ((p = realloc(t->gprint, cap * (t->n_keys ? t->n_keys : 1) * sizeof(KeyPrint))) == NULL)
-		return OOM(err), 0;
-	t->gprint = p;
+	/* each array resized, then gcap: the arrays' sizes follow from gcap (groups_free) */
+#define GROW(field, unit) \
+	if ((p = arr_resize(t, t->field, t->gcap * (unit), cap * (unit), 0)) == NULL) \
+		return OOM(err), 0; \
+	t->field = p
+	GROW(ghash, sizeof(uint64_t));
+	GROW(koff, sizeof(int64_t));
+	GROW(klen, sizeof(uint32_t));
+	GROW(states, (t->n_aggs ? t->n_aggs : 1) * sizeof(XpuAggState));
+	GROW(gprint, (t->n_keys ? t->n_keys : 1) * sizeof(KeyPrint));
+#undef GROW
 	t->gcap = cap;
+	return 1;
+}
+
+/* frees the arrays of t's groups, keys and slots */
+static void
+groups_free(XpuAggTable *t)
+{
+	arr_free(t, t->ghash, t->gcap * sizeof(uint64_t));
+	arr_free(t, t->koff, t->gcap * sizeof(int64_t));
+	arr_free(t, t->klen, t->gcap * sizeof(uint32_t));
+	arr_free(t, t->states, t->gcap * (t->n_aggs ? t->n_aggs : 1) * sizeof(XpuAggState));
+	arr_free(t, t->gprint, t->gcap * (t->n_keys ? t->n_keys : 1) * sizeof(KeyPrint));
+	arr_free(t, t->keys, t->keys_cap);
+	if (t->slots != NULL)
+		arr_free(t, t->slots, (t->mask + 1) * sizeof(uint64_t));
+}
+
+/* makes room for need more bytes of keys in the arena */
+static int
+keys_reserve(XpuAggTable *t, int64_t need, XpuError *err)
+{
+	int64_t		cap = t->keys_cap ? t->keys_cap : 4096;
+	uint8_t    *p;
+
+	if (t->keys_len + need <= t->keys_cap)
+		return 1;
+	while (cap < t->keys_len + need)
+		cap *= 2;
+	if ((p = arr_resize(t, t->keys, t->keys_cap, cap, 0)) == NULL)
+		return OOM(err), 0;
+	t->keys = p;
+	t->keys_cap = cap;
 	return 1;
 }
 
@@ -362,7 +468,7 @@ static int
 slots_grow(XpuAggTable *t, XpuError *err)
 {
 	uint64_t	n = t->slots ? (t->mask + 1) * 2 : 256;
-	uint64_t   *s = calloc(n, sizeof(uint64_t));
+	uint64_t   *s = arr_resize(t, NULL, 0, n * sizeof(uint64_t), 1);
 	int64_t		g;
 
 	if (s == NULL)
@@ -375,7 +481,8 @@ slots_grow(XpuAggTable *t, XpuError *err)
 			i = (i + 1) & (n - 1);
 		s[i] = (t->ghash[g] & ~(uint64_t) UINT32_MAX) | (uint64_t) (g + 1);
 	}
-	free(t->slots);
+	if (t->slots != NULL)
+		arr_free(t, t->slots, (t->mask + 1) * sizeof(uint64_t));
 	t->slots = s;
 	t->mask = n - 1;
 	return 1;
@@ -392,20 +499,8 @@ group_add(XpuAggTable *t, const uint8_t *key, uint32_t len, uint64_t h,
 	int64_t		g = t->ngroups;
 	int			a;
 
-	if (!groups_reserve(t, err))
+	if (!groups_reserve(t, g + 1, err) || !keys_reserve(t, len, err))
 		return -1;
-	if (t->keys_len + len > t->keys_cap)
-	{
-		int64_t		cap = t->keys_cap ? t->keys_cap : 4096;
-		uint8_t    *p;
-
-		while (cap < t->keys_len + len)
-			cap *= 2;
-		if ((p = realloc(t->keys, cap)) == NULL)
-			return OOM(err), -1;
-		t->keys = p;
-		t->keys_cap = cap;
-	}
 	if (len > 0)
 		memcpy(t->keys + t->keys_len, key, len);
 	t->koff[g] = t->keys_len;
@@ -490,6 +585,17 @@ probe_next(const XpuAggTable *t, uint64_t *i, uint64_t h)
 	}
 }
 
+/* are the nk key prints a and b equal (values of up to 16 bytes: are the keys) */
+static inline int
+prints_equal(const KeyPrint *a, const KeyPrint *b, int nk)
+{
+	int			eq = 1;
+
+	for (int k = 0; k < nk; k++)
+		eq &= (a[k].tag == b[k].tag) & (a[k].w0 == b[k].w0) & (a[k].w1 == b[k].w1);
+	return eq;
+}
+
 /*
  * print_needs_bytes: must a key of prints p be compared by its bytes too:
  * it has a text longer than 16 bytes, or it is no key of the table
@@ -524,17 +630,127 @@ group_find(XpuAggTable *t, const uint8_t *key, uint32_t len, uint64_t h,
 
 	while ((g = probe_next(t, &i, h)) >= 0)
 	{
-		const KeyPrint *gp = t->gprint + g * nk;
-		int			eq = 1;
-
-		for (int k = 0; k < nk; k++)
-			eq &= (gp[k].tag == print[k].tag) & (gp[k].w0 == print[k].w0) &
-				(gp[k].w1 == print[k].w1);
-		if (eq && (!bytes ||
+		if (prints_equal(t->gprint + g * nk, print, nk) && (!bytes ||
 				   (t->klen[g] == len && keys_equal(t->keys + t->koff[g], key, len))))
 			return g;
 	}
 	return group_insert(t, i, key, len, h, print, err);
+}
+
+/* ---------------------------------------------------------------- spilling */
+
+/* the partition (0 .. nparts - 1) of a group of key hash h */
+static inline int
+hash_part(uint64_t h, int nparts)
+{
+	return (int) (((h >> 32) * (uint64_t) nparts) >> 32);
+}
+
+/* an empty table without slots for t's groups (a partition of t->spill), or NULL */
+static XpuAggTable *
+spill_buffer(const XpuAggTable *t)
+{
+	XpuAggTable *b = calloc(1, sizeof(XpuAggTable));
+
+	if (b == NULL)
+		return NULL;
+	b->spilled_groups = 1;
+	b->n_keys = t->n_keys;
+	b->n_aggs = t->n_aggs;
+	memcpy(b->key_outs, t->key_outs, sizeof(t->key_outs));
+	memcpy(b->key_types, t->key_types, sizeof(t->key_types));
+	memcpy(b->aggs, t->aggs, sizeof(t->aggs));
+	memcpy(b->arg_types, t->arg_types, sizeof(t->arg_types));
+	return b;
+}
+
+/*
+ * spill_groups: moves every group of t (hash, key, prints and states, the
+ * copies of MIN_TEXT / MAX_TEXT states with them) to the end of the buffer
+ * of its partition in t->spill, and empties t's hash; 0 (err set, nothing
+ * moved) when memory runs out.  Room is made in every buffer first, so
+ * that no group is ever in two tables.
+ */
+static int
+spill_groups(XpuAggTable *t, XpuError *err)
+{
+	int64_t		count[XPU_AGG_PARTS] = {0},
+				bytes[XPU_AGG_PARTS] = {0};
+	const int	nk = t->n_keys,
+				na = t->n_aggs;
+	int64_t		g;
+	int			p;
+
+	if (t->spill == NULL && (t->spill = calloc(XPU_AGG_PARTS, sizeof(XpuAggTable *))) == NULL)
+		return OOM(err), 0;
+	for (g = 0; g < t->ngroups; g++)
+	{
+		p = hash_part(t->ghash[g], XPU_AGG_PARTS);
+		count[p]++;
+		bytes[p] += t->klen[g];
+	}
+	for (p = 0; p < XPU_AGG_PARTS; p++)
+	{
+		XpuAggTable *b = t->spill[p];
+
+		if (count[p] == 0)
+			continue;
+		if (b == NULL && (b = t->spill[p] = spill_buffer(t)) == NULL)
+			return OOM(err), 0;
+		if (!groups_reserve(b, b->ngroups + count[p], err) || !keys_reserve(b, bytes[p], err))
+			return 0;
+	}
+	for (g = 0; g < t->ngroups; g++)
+	{
+		XpuAggTable *b = t->spill[hash_part(t->ghash[g], XPU_AGG_PARTS)];
+		int64_t		bg = b->ngroups++;
+		uint32_t	len = t->klen[g];
+
+		b->ghash[bg] = t->ghash[g];
+		b->koff[bg] = b->keys_len;
+		b->klen[bg] = len;
+		/* element by element: a library call per group cost more than the copies */
+		for (uint32_t i = 0; i < len; i++)
+			b->keys[b->keys_len + i] = t->keys[t->koff[g] + i];
+		b->keys_len += len;
+		for (int k = 0; k < nk; k++)
+			b->gprint[bg * nk + k] = t->gprint[g * nk + k];
+		for (int a = 0; a < na; a++)
+			b->states[bg * na + a] = t->states[g * na + a];
+	}
+	t->ngroups = 0;
+	t->keys_len = 0;
+	memset(t->slots, 0, (t->mask + 1) * sizeof(uint64_t));
+	return 1;
+}
+
+/* can t spill: it has keys, and no HLL aggregate (whose limit holds for one table) */
+static int
+spillable(const XpuAggTable *t)
+{
+	for (int a = 0; a < t->n_aggs; a++)
+		if (t->aggs[a].kind == XPU_AGG_HLL)
+			return 0;
+	return t->n_keys > 0;
+}
+
+void
+xpu_agg_table_set_spill(XpuAggTable *t, int64_t limit)
+{
+	if (spillable(t))
+		t->spill_limit = limit;
+}
+
+int
+xpu_agg_table_spill(XpuAggTable *t, XpuError *err)
+{
+	return !spillable(t) || spill_groups(t, err);
+}
+
+int
+xpu_agg_table_spilled(const XpuAggTable *t)
+{
+	return t->spill != NULL;
 }
 
 /* ---------------------------------------------------------------- the API */
@@ -635,14 +851,11 @@ xpu_agg_table_free(XpuAggTable *t)
 			else
 				free(TEXT_COPY(s));
 		}
-	free(t->ghash);
-	free(t->koff);
-	free(t->klen);
-	free(t->states);
-	free(t->keys);
-	free(t->slots);
+	for (int p = 0; t->spill != NULL && p < XPU_AGG_PARTS; p++)
+		xpu_agg_table_free(t->spill[p]);
+	free(t->spill);
+	groups_free(t);
 	free(t->kbuf);
-	free(t->gprint);
 	free(t->rprint);
 	free(t->rowgroup);
 	free(t);
@@ -1140,12 +1353,7 @@ row_group(XpuAggTable *t, const XpuResult *res, int64_t r, const KeyPrint *rp, u
 
 	while ((g = probe_next(t, &i, h)) >= 0)
 	{
-		const KeyPrint *gp = t->gprint + g * nk;
-		int			eq = 1;
-
-		for (int k = 0; k < nk; k++)
-			eq &= (gp[k].tag == rp[k].tag) & (gp[k].w0 == rp[k].w0) & (gp[k].w1 == rp[k].w1);
-		if (eq && (!lng || long_texts_equal(t, g, res, r)))
+		if (prints_equal(t->gprint + g * nk, rp, nk) && (!lng || long_texts_equal(t, g, res, r)))
 			return g;
 	}
 	if ((len = encode_row(t, res, r, err)) == 0)
@@ -1191,6 +1399,8 @@ find_groups(XpuAggTable *t, const XpuResult *res, XpuError *err)
 	int64_t		krow[KEY_BLOCK];
 	uint64_t	kh[KEY_BLOCK];
 	uint8_t		lng[KEY_BLOCK];
+	const int	nk = t->n_keys;
+	int64_t		prev = -1;
 
 	for (int64_t r0 = 0; r0 < n; r0 += KEY_BLOCK)
 	{
@@ -1208,16 +1418,20 @@ find_groups(XpuAggTable *t, const XpuResult *res, XpuError *err)
 			__builtin_prefetch(&t->slots[kh[j] & t->mask]);
 		for (j = 0; j < m; j++)
 		{
+			const KeyPrint *rp = t->rprint + j * nk;
 			int64_t		g;
 
 			if (j + PREFETCH_SLOT < m)
 				__builtin_prefetch(&t->slots[kh[j + PREFETCH_SLOT] & t->mask]);
 			if (j + PREFETCH_GROUP < m)
 				prefetch_group(t, kh[j + PREFETCH_GROUP]);
-			g = row_group(t, res, krow[j], t->rprint + j * t->n_keys, kh[j], lng[j], err);
-			if (g < 0)
+			/* the key of the row before: its group, without a probe */
+			if (j > 0 && kh[j] == kh[j - 1] && prints_equal(rp, rp - nk, nk) &&
+				(!lng[j] || long_texts_equal(t, prev, res, krow[j])))
+				g = prev;
+			else if ((g = row_group(t, res, krow[j], rp, kh[j], lng[j], err)) < 0)
 				return 0;
-			t->rowgroup[krow[j]] = g;
+			t->rowgroup[krow[j]] = prev = g;
 		}
 	}
 	return 1;
@@ -1268,7 +1482,7 @@ xpu_agg_table_update(XpuAggTable *t, const XpuResult *res, XpuError *err)
 		else
 			update_rows(t, a, res);
 	}
-	return 1;
+	return t->spill_limit == 0 || t->ngroups < t->spill_limit || spill_groups(t, err);
 }
 
 /* folds the states src of a group into dst group dg */
@@ -1327,16 +1541,10 @@ merge_block(XpuAggTable *dst, const XpuAggTable *src, const int64_t *sgs, int n,
 	return 1;
 }
 
-/* the partition (0 .. nparts - 1) of a group of key hash h */
-static inline int
-hash_part(uint64_t h, int nparts)
-{
-	return (int) (((h >> 32) * (uint64_t) nparts) >> 32);
-}
-
-int
-xpu_agg_table_merge_part(XpuAggTable *dst, const XpuAggTable *src, int part, int nparts,
-						 XpuError *err)
+/* merge_part of the groups of src itself (not of its spill buffers) */
+static int
+merge_part_groups(XpuAggTable *dst, const XpuAggTable *src, int part, int nparts,
+				  XpuError *err)
 {
 	int64_t		sgs[KEY_BLOCK];
 	int			n = 0;
@@ -1354,6 +1562,26 @@ xpu_agg_table_merge_part(XpuAggTable *dst, const XpuAggTable *src, int part, int
 		}
 	}
 	return merge_block(dst, src, sgs, n, err);
+}
+
+/*
+ * xpu_agg_table_merge_part: see xpu_agg.h.  The groups src spilled are
+ * folded too: with nparts = XPU_AGG_PARTS partition part's buffer alone
+ * (whole), else every buffer's groups of the partition.
+ */
+int
+xpu_agg_table_merge_part(XpuAggTable *dst, const XpuAggTable *src, int part, int nparts,
+						 XpuError *err)
+{
+	for (int p = 0; src->spill != NULL && p < XPU_AGG_PARTS; p++)
+	{
+		if (src->spill[p] == NULL || (nparts == XPU_AGG_PARTS && p != part))
+			continue;
+		if (!merge_part_groups(dst, src->spill[p], part, nparts == XPU_AGG_PARTS ? 1 : nparts,
+							   err))
+			return 0;
+	}
+	return merge_part_groups(dst, src, part, nparts, err);
 }
 
 int
@@ -1437,18 +1665,26 @@ xpu_agg_table_flags(const XpuAggTable *t)
 
 	for (i = 0; i < t->ngroups * t->n_aggs; i++)
 		f |= t->states[i].flags;
+	for (int p = 0; t->spill != NULL && p < XPU_AGG_PARTS; p++)
+		if (t->spill[p] != NULL)
+			f |= xpu_agg_table_flags(t->spill[p]);
 	return f;
 }
 
 size_t
 xpu_agg_table_memory(const XpuAggTable *t)
 {
-	return sizeof(XpuAggTable) +
+	size_t		spilled = 0;
+
+	for (int p = 0; t->spill != NULL && p < XPU_AGG_PARTS; p++)
+		if (t->spill[p] != NULL)
+			spilled += xpu_agg_table_memory(t->spill[p]);
+	return sizeof(XpuAggTable) + spilled +
 		(size_t) t->gcap * (sizeof(uint64_t) + sizeof(int64_t) + sizeof(uint32_t) +
 							(size_t) t->n_aggs * sizeof(XpuAggState) +
 							(size_t) t->n_keys * sizeof(KeyPrint)) +
 		(t->rprint ? (size_t) KEY_BLOCK * t->n_keys * sizeof(KeyPrint) : 0) +
-		(size_t) t->keys_cap + (size_t) (t->mask + 1) * sizeof(uint64_t) +
+		(size_t) t->keys_cap + (t->slots ? (size_t) (t->mask + 1) * sizeof(uint64_t) : 0) +
 		t->kbuf_cap + (size_t) t->rowgroup_cap * sizeof(int64_t) + t->hll_bytes;
 }
 
