@@ -87,6 +87,17 @@ struct XpuAggTable
 	struct XpuAggTable **spill; /* [XPU_AGG_PARTS] */
 	int			spilled_groups; /* this is a buffer of spill[] */
 
+	/*
+	 * The few-values shortcut of find_groups (KeyDict): 0 not tried yet, 1
+	 * on, -1 off for good; per key column the values met (dict[n_keys]),
+	 * and the group of each combination of their numbers (combo), and how
+	 * many blocks in a row missed it
+	 */
+	int			dict_on;
+	struct KeyDict *dict;
+	int32_t    *combo;
+	int			dict_misses;
+
 	/* each group's key prints (KeyPrint), n_keys a group */
 	struct KeyPrint *gprint;	/* [gcap * n_keys] */
 
@@ -120,6 +131,7 @@ typedef struct KeyPrint
 #define KEY_TAG_BAD		(UINT32_MAX - 1)	/* key bytes of no key of the table */
 
 static int	kbuf_reserve(XpuAggTable *t, size_t need, XpuError *err);
+static size_t dict_combos(const XpuAggTable *t);
 static uint64_t read_encoded(const XpuAggTable *t, const uint8_t *key, uint32_t len,
 							 KeyPrint *print);
 
@@ -721,6 +733,8 @@ spill_groups(XpuAggTable *t, XpuError *err)
 	t->ngroups = 0;
 	t->keys_len = 0;
 	memset(t->slots, 0, (t->mask + 1) * sizeof(uint64_t));
+	if (t->combo != NULL)
+		memset(t->combo, 0xFF, dict_combos(t) * sizeof(int32_t));
 	return 1;
 }
 
@@ -854,6 +868,8 @@ xpu_agg_table_free(XpuAggTable *t)
 	for (int p = 0; t->spill != NULL && p < XPU_AGG_PARTS; p++)
 		xpu_agg_table_free(t->spill[p]);
 	free(t->spill);
+	free(t->dict);
+	free(t->combo);
 	groups_free(t);
 	free(t->kbuf);
 	free(t->rprint);
@@ -1080,7 +1096,8 @@ print_text_rows(const XpuValue *v, const uint8_t *nl, const int64_t *rows, int n
 		{
 			p->tag = KEY_TAG_NULL;
 			p->w0 = p->w1 = 0;
-			h[j] = xpu_agg_hash_step(h[j], KEY_NULL_WORD);
+			if (h != NULL)
+				h[j] = xpu_agg_hash_step(h[j], KEY_NULL_WORD);
 			next_p = 0;
 			continue;
 		}
@@ -1098,10 +1115,14 @@ print_text_rows(const XpuValue *v, const uint8_t *nl, const int64_t *rows, int n
 			p->tag = len;
 			p->w0 = w0 & text_masks[len][0];
 			p->w1 = w1 & text_masks[len][1];
-			h[j] = xpu_agg_hash_step(h[j], text_mix(len, p->w0, p->w1));
+			if (h != NULL)
+				h[j] = xpu_agg_hash_step(h[j], text_mix(len, p->w0, p->w1));
 			continue;
 		}
-		h[j] = xpu_agg_hash_step(h[j], text_print(s, len, p));
+		if (h != NULL)
+			h[j] = xpu_agg_hash_step(h[j], text_print(s, len, p));
+		else
+			(void) text_print(s, len, p);
 		lng[j] |= len > 16;
 	}
 }
@@ -1109,8 +1130,8 @@ print_text_rows(const XpuValue *v, const uint8_t *nl, const int64_t *rows, int n
 /*
  * print_rows: the key prints of the n rows rows[] of res into t->rprint
  * (row j's at j * n_keys) and their key hashes into h[] (read_encoded's
- * value for their key bytes), a key column at a time; long[j] set where
- * row j has a text key longer than 16 bytes
+ * value for their key bytes; h NULL: the prints alone), a key column at a
+ * time; long[j] set where row j has a text key longer than 16 bytes
  */
 static void
 print_rows(XpuAggTable *t, const XpuResult *res, const int64_t *rows, int n, uint64_t *h,
@@ -1121,7 +1142,8 @@ print_rows(XpuAggTable *t, const XpuResult *res, const int64_t *rows, int n, uin
 
 	for (j = 0; j < n; j++)
 	{
-		h[j] = xpu_agg_hash_start(0);
+		if (h != NULL)
+			h[j] = xpu_agg_hash_start(0);
 		lng[j] = 0;
 	}
 	for (int k = 0; k < nk; k++)
@@ -1143,21 +1165,21 @@ print_rows(XpuAggTable *t, const XpuResult *res, const int64_t *rows, int n, uin
 
 			p->tag = nl[r] ? KEY_TAG_NULL : 0;
 			p->w0 = p->w1 = 0;
+			if (!nl[r] && type == XPU_T_NUMERIC)
+				memcpy(&p->w0, &v[r].n, 16);
+			else if (!nl[r])
+				p->w0 = key_word(type, &v[r]);
+			if (h == NULL)
+				continue;
 			if (nl[r])
 				h[j] = xpu_agg_hash_step(h[j], KEY_NULL_WORD);
 			else if (type == XPU_T_NUMERIC)
-			{
-				memcpy(&p->w0, &v[r].n, 16);
 				h[j] = xpu_agg_hash_step(xpu_agg_hash_step(h[j], p->w0), p->w1);
-			}
 			else
-			{
-				p->w0 = key_word(type, &v[r]);
 				h[j] = xpu_agg_hash_step(h[j], p->w0);
-			}
 		}
 	}
-	for (j = 0; j < n; j++)
+	for (j = 0; h != NULL && j < n; j++)
 		h[j] = xpu_agg_hash_end(h[j]);
 }
 
@@ -1362,6 +1384,145 @@ row_group(XpuAggTable *t, const XpuResult *res, int64_t r, const KeyPrint *rp, u
 }
 
 /*
+ * KeyDict: the few-values shortcut of find_groups.  Where each key column
+ * of a table of one or two keys holds few distinct values (lo_shipmode and
+ * lo_orderpriority: 7 and 5), a row's group follows from the numbers of its
+ * values in small per-column dictionaries, without the key's hash or a
+ * probe of the slots: each value's print (KeyPrint, of up to 16 bytes: a
+ * print is the value) is looked up in its column's dictionary, and the
+ * numbers index combo[], every combination's group (-1: none known yet).
+ * A block of rows that misses (a value or a combination not met yet, a
+ * text longer than 16 bytes) takes the probe, then teaches the
+ * dictionaries its values and groups.  A column of more than DICT_IDS
+ * values, or DICT_MISS_BLOCKS blocks in a row that missed, turn the
+ * shortcut off for the table; a spill forgets the groups (combo).
+ */
+#define DICT_IDS			255
+#define DICT_SLOTS			512
+#define DICT_MISS_BLOCKS	64
+
+typedef struct KeyDict
+{
+	KeyPrint	e[DICT_SLOTS];	/* pad: the value's number + 1, 0: empty */
+	int			n;				/* numbers given */
+} KeyDict;
+
+/* combo's entries: DICT_IDS + 1 numbers a key column */
+static size_t
+dict_combos(const XpuAggTable *t)
+{
+	return t->n_keys == 1 ? 256 : 65536;
+}
+
+/* the slot of print p in a dictionary */
+static inline uint32_t
+dict_slot(const KeyPrint *p)
+{
+	return (uint32_t) (((p->w0 ^ (p->w1 * TEXT_MIX_W1) ^ p->tag) * TEXT_MIX_W0) >> 55);
+}
+
+/*
+ * the number of value p in dictionary d, or -1: not there (or a text
+ * longer than 16 bytes, whose print is not the value); with add, a value
+ * not there gets the next number, -1 when DICT_IDS are given
+ */
+static inline int
+dict_number(KeyDict *d, const KeyPrint *p, int add)
+{
+	uint32_t	i = dict_slot(p);
+
+	if (p->tag > 16 && p->tag != KEY_TAG_NULL)
+		return -1;
+	for (;; i = (i + 1) & (DICT_SLOTS - 1))
+	{
+		KeyPrint   *e = &d->e[i];
+
+		if (e->pad == 0)
+			break;
+		if (e->tag == p->tag && e->w0 == p->w0 && e->w1 == p->w1)
+			return (int) e->pad - 1;
+	}
+	if (!add || d->n >= DICT_IDS)
+		return -1;
+	d->e[i] = *p;
+	d->e[i].pad = (uint32_t) ++d->n;
+	return d->n - 1;
+}
+
+/* turns the shortcut on (a table of one or two keys, memory there) or off */
+static void
+dict_start(XpuAggTable *t)
+{
+	t->dict_on = -1;
+	if (t->n_keys > 2 ||
+		(t->dict = calloc(t->n_keys, sizeof(KeyDict))) == NULL ||
+		(t->combo = malloc(dict_combos(t) * sizeof(int32_t))) == NULL)
+		return;
+	memset(t->combo, 0xFF, dict_combos(t) * sizeof(int32_t));
+	t->dict_on = 1;
+}
+
+/* the combo index of the key of prints rp (t->n_keys of them), or -1; add as dict_number's */
+static inline int
+dict_index(XpuAggTable *t, const KeyPrint *rp, int add)
+{
+	int			i0 = dict_number(&t->dict[0], &rp[0], add),
+				i1 = t->n_keys == 2 ? dict_number(&t->dict[1], &rp[1], add) : 0;
+
+	return (i0 | i1) < 0 ? -1 : i0 | i1 << 8;
+}
+
+/*
+ * dict_groups: the groups of the m rows krow[] of a block, whose prints are
+ * in t->rprint, from the dictionaries into t->rowgroup; false when a row
+ * missed (the block must take the probe)
+ */
+static int
+dict_groups(XpuAggTable *t, const int64_t *krow, int m)
+{
+	const int	nk = t->n_keys;
+
+	for (int j = 0; j < m; j++)
+	{
+		int			c = dict_index(t, t->rprint + j * nk, 0);
+		int32_t		g;
+
+		if (c < 0 || (g = t->combo[c]) < 0)
+			return 0;
+		t->rowgroup[krow[j]] = g;
+	}
+	return 1;
+}
+
+/* dict_learn: after a block's probe, its values and groups into the dictionaries */
+static void
+dict_learn(XpuAggTable *t, const int64_t *krow, int m)
+{
+	const int	nk = t->n_keys;
+
+	for (int j = 0; j < m; j++)
+	{
+		const KeyPrint *rp = t->rprint + j * nk;
+		int64_t		g = t->rowgroup[krow[j]];
+		int			c;
+
+		if ((c = dict_index(t, rp, 1)) >= 0)
+		{
+			if (g <= INT32_MAX)
+				t->combo[c] = (int32_t) g;
+			continue;
+		}
+		/* a long text misses for ever; DICT_IDS values taken: no shortcut */
+		for (int k = 0; k < nk; k++)
+			if (rp[k].tag <= 16 || rp[k].tag == KEY_TAG_NULL)
+				if (dict_number(&t->dict[k], &rp[k], 0) < 0)
+					t->dict_on = -1;
+		if (t->dict_on < 0)
+			return;
+	}
+}
+
+/*
  * Prefetch distances of find_groups, in rows: the slot of a row's hash
  * PREFETCH_SLOT rows ahead, and PREFETCH_GROUP rows ahead the key prints
  * and first states of the group its slot names (the slot arrived by then),
@@ -1413,6 +1574,19 @@ find_groups(XpuAggTable *t, const XpuResult *res, XpuError *err)
 			if (!res->mask || res->mask[r])
 				krow[m++] = r;
 		}
+		if (t->dict_on == 0)
+			dict_start(t);
+		if (t->dict_on > 0)
+		{
+			print_rows(t, res, krow, m, NULL, lng);
+			if (dict_groups(t, krow, m))
+			{
+				t->dict_misses = 0;
+				continue;
+			}
+			if (++t->dict_misses > DICT_MISS_BLOCKS)
+				t->dict_on = -1;
+		}
 		print_rows(t, res, krow, m, kh, lng);
 		for (j = 0; j < m && j < PREFETCH_SLOT; j++)
 			__builtin_prefetch(&t->slots[kh[j] & t->mask]);
@@ -1433,6 +1607,8 @@ find_groups(XpuAggTable *t, const XpuResult *res, XpuError *err)
 				return 0;
 			t->rowgroup[krow[j]] = prev = g;
 		}
+		if (t->dict_on > 0)
+			dict_learn(t, krow, m);
 	}
 	return 1;
 }
@@ -1679,6 +1855,8 @@ xpu_agg_table_memory(const XpuAggTable *t)
 	for (int p = 0; t->spill != NULL && p < XPU_AGG_PARTS; p++)
 		if (t->spill[p] != NULL)
 			spilled += xpu_agg_table_memory(t->spill[p]);
+	if (t->dict != NULL)
+		spilled += t->n_keys * sizeof(KeyDict) + dict_combos(t) * sizeof(int32_t);
 	return sizeof(XpuAggTable) + spilled +
 		(size_t) t->gcap * (sizeof(uint64_t) + sizeof(int64_t) + sizeof(uint32_t) +
 							(size_t) t->n_aggs * sizeof(XpuAggState) +
