@@ -96,27 +96,43 @@ finish(XpuBuilder *b)
 }
 
 /*
+ * describe: q is query `name`, the program b builds, reading the n_fields
+ * fields named (chunk column i reads fields[i]), grouped by its first
+ * n_keys outs, with the n_aggs aggregates aggs
+ */
+static void
+describe(Query *q, const char *name, XpuBuilder *b, int n_fields, const char *const *fields,
+		 int n_keys, int n_aggs, const XpuAggDesc *aggs)
+{
+	q->name = name;
+	q->prog = finish(b);
+	q->n_fields = n_fields;
+	for (int i = 0; i < n_fields; i++)
+		q->fields[i] = fields[i];
+	q->spec.n_keys = n_keys;
+	for (int i = 0; i < n_keys; i++)
+		q->key_outs[i] = (uint16_t) i;
+	q->spec.n_aggs = n_aggs;
+	for (int i = 0; i < n_aggs; i++)
+		q->aggs[i] = aggs[i];
+	q->spec.aggs = q->aggs;
+	q->spec.key_outs = q->key_outs;
+}
+
+/*
  * Q1: sum(lo_extendedprice * lo_discount) WHERE lo_discount BETWEEN 1 AND 3
  * AND lo_quantity < 25 (chunk columns: quantity, extendedprice, discount)
  */
 static void
 build_q1(Query *q)
 {
+	static const char *const fields[3] = {"lo_quantity", "lo_extendedprice", "lo_discount"};
+	static const XpuAggDesc aggs[1] = {{XPU_AGG_SUM_INT, 0, 0, 0}};
 	XpuBuilder *b = xpu_builder_create();
 
 	ssb_q1_build(b, 0);
 	xpu_builder_fold_moves(b);	/* as codegen compiles it now */
-	q->name = "q1";
-	q->prog = finish(b);
-	q->n_fields = 3;
-	q->fields[0] = "lo_quantity";
-	q->fields[1] = "lo_extendedprice";
-	q->fields[2] = "lo_discount";
-	q->spec.n_keys = 0;
-	q->spec.n_aggs = 1;
-	q->aggs[0] = (XpuAggDesc) {XPU_AGG_SUM_INT, 0, 0, 0};
-	q->spec.aggs = q->aggs;
-	q->spec.key_outs = q->key_outs;
+	describe(q, "q1", b, 3, fields, 0, 1, aggs);
 }
 
 /*
@@ -132,6 +148,10 @@ build_q2(Query *q)
 	static const XpuType types[6] = {XPU_T_BOOL, XPU_T_TEXT, XPU_T_TEXT, XPU_T_INT4,
 	XPU_T_INT4, XPU_T_INT4};
 	static const int cols[5] = {0, 4, 2, 1, 3};
+	static const char *const fields[5] = {"lo_orderpriority", "lo_revenue", "lo_quantity",
+	"lo_supplycost", "lo_shipmode"};
+	static const XpuAggDesc aggs[4] = {{XPU_AGG_COUNT_STAR, 0, 0, 0}, {XPU_AGG_SUM_INT, 0, 3, 0},
+	{XPU_AGG_SUM_INT, 0, 2, 0}, {XPU_AGG_MAX, 0, 4, 0}};
 
 	for (int i = 0; i < 6; i++)
 		r[i] = xpu_add_reg(b, types[i], 0);
@@ -145,24 +165,7 @@ build_q2(Query *q)
 		xpu_add_instr(b, XPU_OP_LOAD_COL, r[i + 1], 0, 0, 0, cols[i]);
 	for (int i = 0; i < 5; i++)
 		xpu_add_output(b, r[i + 1]);
-	q->name = "q2";
-	q->prog = finish(b);
-	q->n_fields = 5;
-	q->fields[0] = "lo_orderpriority";
-	q->fields[1] = "lo_revenue";
-	q->fields[2] = "lo_quantity";
-	q->fields[3] = "lo_supplycost";
-	q->fields[4] = "lo_shipmode";
-	q->spec.n_keys = 2;
-	q->key_outs[0] = 0;
-	q->key_outs[1] = 1;
-	q->spec.n_aggs = 4;
-	q->aggs[0] = (XpuAggDesc) {XPU_AGG_COUNT_STAR, 0, 0, 0};
-	q->aggs[1] = (XpuAggDesc) {XPU_AGG_SUM_INT, 0, 3, 0};
-	q->aggs[2] = (XpuAggDesc) {XPU_AGG_SUM_INT, 0, 2, 0};
-	q->aggs[3] = (XpuAggDesc) {XPU_AGG_MAX, 0, 4, 0};
-	q->spec.aggs = q->aggs;
-	q->spec.key_outs = q->key_outs;
+	describe(q, "q2", b, 5, fields, 2, 4, aggs);
 }
 
 /*
@@ -174,6 +177,8 @@ build_q3(Query *q)
 {
 	XpuBuilder *b = xpu_builder_create();
 	int64_t		m = 600000;
+	static const char *const fields[2] = {"lo_orderkey", "lo_revenue"};
+	static const XpuAggDesc aggs[2] = {{XPU_AGG_COUNT_STAR, 0, 0, 0}, {XPU_AGG_SUM_INT, 0, 1, 0}};
 	int			r1, r2, r3, r4;
 
 	xpu_add_reg(b, XPU_T_BOOL, 0);
@@ -190,18 +195,7 @@ build_q3(Query *q)
 	xpu_add_instr(b, XPU_OP_LOAD_COL, r4, 0, 0, 0, 1);
 	xpu_add_output(b, r3);
 	xpu_add_output(b, r4);
-	q->name = "q3";
-	q->prog = finish(b);
-	q->n_fields = 2;
-	q->fields[0] = "lo_orderkey";
-	q->fields[1] = "lo_revenue";
-	q->spec.n_keys = 1;
-	q->key_outs[0] = 0;
-	q->spec.n_aggs = 2;
-	q->aggs[0] = (XpuAggDesc) {XPU_AGG_COUNT_STAR, 0, 0, 0};
-	q->aggs[1] = (XpuAggDesc) {XPU_AGG_SUM_INT, 0, 1, 0};
-	q->spec.aggs = q->aggs;
-	q->spec.key_outs = q->key_outs;
+	describe(q, "q3", b, 2, fields, 1, 2, aggs);
 }
 
 /*
@@ -211,31 +205,23 @@ build_q3(Query *q)
 static void
 build_q4(Query *q)
 {
+	static const char *const fields[2] = {"lo_shipmode", "lo_orderpriority"};
+	static const XpuAggDesc aggs[1] = {{XPU_AGG_COUNT_STAR, 0, 0, 0}};
 	XpuBuilder *b = xpu_builder_create();
-	int			r1, r2;
+	int			r[2];
 
 	xpu_add_reg(b, XPU_T_BOOL, 0);
-	r1 = xpu_add_reg(b, XPU_T_TEXT, 0);
-	r2 = xpu_add_reg(b, XPU_T_TEXT, 0);
-	xpu_add_column(b, 0, XPU_COL_UTF8, 0);
-	xpu_add_column(b, 1, XPU_COL_UTF8, 0);
+	for (int i = 0; i < 2; i++)
+	{
+		r[i] = xpu_add_reg(b, XPU_T_TEXT, 0);
+		xpu_add_column(b, i, XPU_COL_UTF8, 0);
+	}
 	xpu_begin_stage(b, XPU_STAGE_PROJ);
-	xpu_add_instr(b, XPU_OP_LOAD_COL, r1, 0, 0, 0, 0);
-	xpu_add_instr(b, XPU_OP_LOAD_COL, r2, 0, 0, 0, 1);
-	xpu_add_output(b, r1);
-	xpu_add_output(b, r2);
-	q->name = "q4";
-	q->prog = finish(b);
-	q->n_fields = 2;
-	q->fields[0] = "lo_shipmode";
-	q->fields[1] = "lo_orderpriority";
-	q->spec.n_keys = 2;
-	q->key_outs[0] = 0;
-	q->key_outs[1] = 1;
-	q->spec.n_aggs = 1;
-	q->aggs[0] = (XpuAggDesc) {XPU_AGG_COUNT_STAR, 0, 0, 0};
-	q->spec.aggs = q->aggs;
-	q->spec.key_outs = q->key_outs;
+	for (int i = 0; i < 2; i++)
+		xpu_add_instr(b, XPU_OP_LOAD_COL, r[i], 0, 0, 0, i);
+	for (int i = 0; i < 2; i++)
+		xpu_add_output(b, r[i]);
+	describe(q, "q4", b, 2, fields, 2, 1, aggs);
 }
 
 /* the answer's fingerprint (of the groups in any order, over the n tables
