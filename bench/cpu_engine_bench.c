@@ -20,8 +20,8 @@
  * With THREADS=N in the environment, N threads claim the batches from one
  * counter, each into its own table, as the service's workers do; the
  * tables are then merged as agg.c's run_workers merges them (timed apart):
- * by partitions on N threads when a table spilled (xpu_agg.h), else one
- * after the other into the first.  SPILL=G sets the tables' spill limit
+ * by partitions on N threads when a table spilled (xpu_agg.h) or the
+ * tables hold many groups, else one after the other into the first.  SPILL=G sets the tables' spill limit
  * (default XPU_AGG_SPILL_GROUPS, as the service; 0: never spill).
  *
  * Prints per query: the load time, the engine time (program + table) and
@@ -266,6 +266,8 @@ typedef struct Run
 	const int  *fidx;
 	int64_t		spill;			/* the tables' spill limit */
 	int			next;			/* atomic: the next batch, or (merge) partition */
+	int			nparts;			/* the merge's partitions */
+	int64_t		most;			/* the groups of the largest table */
 	int			nthreads;
 	XpuAggTable **tables;		/* [nthreads] the scan's */
 	XpuAggTable *parts[XPU_AGG_PARTS];	/* the partitioned merge's */
@@ -361,12 +363,13 @@ merge_main(void *arg)
 	double		c0 = cpu_s();
 	int			p;
 
-	while ((p = __atomic_fetch_add(&run->next, 1, __ATOMIC_RELAXED)) < XPU_AGG_PARTS)
+	while ((p = __atomic_fetch_add(&run->next, 1, __ATOMIC_RELAXED)) < run->nparts)
 	{
-		if ((run->parts[p] = xpu_agg_table_create(run->q->prog, &run->q->spec, &err)) == NULL)
+		if ((run->parts[p] = xpu_agg_table_create(run->q->prog, &run->q->spec, &err)) == NULL ||
+			!xpu_agg_table_reserve(run->parts[p], run->most / run->nparts, &err))
 			fail("merge", err.message);
 		for (int i = 0; i < run->nthreads; i++)
-			if (!xpu_agg_table_merge_part(run->parts[p], run->tables[i], p, XPU_AGG_PARTS, &err))
+			if (!xpu_agg_table_merge_part(run->parts[p], run->tables[i], p, run->nparts, &err))
 				fail("merge", err.message);
 	}
 	w->c_merge = cpu_s() - c0;
@@ -418,6 +421,9 @@ run_query(Query *q, ArrowFile *file, int repeat)
 	{
 		double		t0;
 		int			spilled = 0;
+		int64_t		groups = 0;
+
+		run.most = 0;
 
 		for (int i = 0; i < XPU_AGG_PARTS; i++)
 		{
@@ -442,16 +448,21 @@ run_query(Query *q, ArrowFile *file, int repeat)
 			c_exec += ws[i].c_exec;
 			rows += ws[i].rows;
 			spilled |= xpu_agg_table_spilled(tables[i]);
+			groups += xpu_agg_table_ngroups(tables[i]);
+			if (xpu_agg_table_ngroups(tables[i]) > run.most)
+				run.most = xpu_agg_table_ngroups(tables[i]);
 			mem += xpu_agg_table_memory(tables[i]) / (1024.0 * 1024.0 * repeat);
 		}
 		t0 = now_s();
 		run.next = 0;
-		if (spilled)
+		/* agg.c's merge_tables: AGG_PARALLEL_MERGE groups */
+		run.nparts = spilled ? XPU_AGG_PARTS : nthreads > 1 && groups >= 65536 ? nthreads : 1;
+		if (run.nparts > 1)
 		{
 			run_threads(ws, nthreads, merge_main);
 			for (int i = 0; i < nthreads; i++)
 				c_merge += ws[i].c_merge;
-			nparts = XPU_AGG_PARTS;
+			nparts = run.nparts;
 		}
 		else
 		{

@@ -511,6 +511,7 @@ typedef struct AggMerge
 	XpuAggTable *const *tables;
 	uint32_t	n_tables;
 	uint32_t	n_parts;		/* partitions of the groups */
+	int64_t		reserve;		/* groups a partition's table is made for */
 	uint32_t	next;			/* atomic: the next partition to merge */
 	int			failed;			/* atomic: a partition failed */
 	XpuAggTable **dst;			/* [n_parts] each partition's groups */
@@ -547,7 +548,7 @@ merge_main(void *arg)
 
 		if ((m->dst[p] = xpu_agg_table_create(t->run.prog, &t->run.spec, &err)) == NULL)
 			XPU_ERROR(&err, XPU_ERR_INTERNAL, "out of memory");
-		ok = m->dst[p] != NULL;
+		ok = m->dst[p] != NULL && xpu_agg_table_reserve(m->dst[p], m->reserve, &err);
 		for (uint32_t i = 0; ok && i < m->n_tables && !task_stopping((AggTask *) t); i++)
 			ok = xpu_agg_table_merge_part(m->dst[p], m->tables[i], (int) p, (int) m->n_parts,
 										  &err);
@@ -566,7 +567,8 @@ merge_main(void *arg)
 /*
  * merge_tables: the groups of the n tables merged into *n_out new tables
  * (out[], room for SVC_RUN_MAX_THREADS) whose groups are disjoint, each
- * one partition of the groups' hashes each, claimed by t->threads threads,
+ * made for its share of the largest table's groups (no growth then): one
+ * partition of the groups' hashes each, claimed by t->threads threads,
  * XPU_AGG_PARTS of them when a table spilled (xpu_agg.h: it must), else
  * t->threads when they hold many groups (16 tables of 600,000 groups one
  * after the other took longer than the scan), else one table.  An HLL
@@ -579,7 +581,8 @@ static bool
 merge_tables(const AggTask *t, XpuAggTable *const *tables, uint32_t n, XpuAggTable **out,
 			 uint32_t *n_out, XpuError *err)
 {
-	int64_t		groups = 0;
+	int64_t		groups = 0,
+				most = 0;
 	bool		spilled = false;
 	uint32_t	threads = t->threads > 1 ? t->threads : 1,
 				parts = threads;
@@ -588,7 +591,10 @@ merge_tables(const AggTask *t, XpuAggTable *const *tables, uint32_t n, XpuAggTab
 
 	for (uint32_t i = 0; i < n; i++)
 	{
-		groups += xpu_agg_table_ngroups(tables[i]);
+		int64_t		g = xpu_agg_table_ngroups(tables[i]);
+
+		groups += g;
+		most = g > most ? g : most;
 		spilled |= xpu_agg_table_spilled(tables[i]) != 0;
 	}
 	for (int a = 0; a < t->run.spec.n_aggs; a++)
@@ -605,7 +611,8 @@ merge_tables(const AggTask *t, XpuAggTable *const *tables, uint32_t n, XpuAggTab
 	if ((ms = calloc(threads, sizeof(AggMerger))) == NULL)
 		return XPU_ERROR(err, XPU_ERR_INTERNAL, "out of memory"), false;
 	memset(out, 0, parts * sizeof(XpuAggTable *));
-	m = (AggMerge) {t, tables, n, parts, 0, 0, out};
+	/* the largest table's groups are all in the result: room for them, no growth */
+	m = (AggMerge) {t, tables, n, parts, most / parts, 0, 0, out};
 	pthread_mutex_init(&m.lock, NULL);
 	for (uint32_t i = 0; i < threads; i++)
 	{

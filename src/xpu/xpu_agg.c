@@ -762,6 +762,17 @@ xpu_agg_table_spill(XpuAggTable *t, XpuError *err)
 }
 
 int
+xpu_agg_table_reserve(XpuAggTable *t, int64_t groups, XpuError *err)
+{
+	if (!groups_reserve(t, groups, err))
+		return 0;
+	while ((uint64_t) groups * 2 > t->mask + 1)
+		if (!slots_grow(t, err))
+			return 0;
+	return 1;
+}
+
+int
 xpu_agg_table_spilled(const XpuAggTable *t)
 {
 	return t->spill != NULL;
@@ -1706,7 +1717,14 @@ merge_block(XpuAggTable *dst, const XpuAggTable *src, const int64_t *sgs, int n,
 					dg;
 
 		if (j + PREFETCH_SLOT < n)
-			__builtin_prefetch(&dst->slots[src->ghash[sgs[j + PREFETCH_SLOT]] & dst->mask]);
+		{
+			int64_t		ahead = sgs[j + PREFETCH_SLOT];
+
+			/* the source's groups too: one partition of a table is every nparts-th */
+			__builtin_prefetch(&dst->slots[src->ghash[ahead] & dst->mask]);
+			__builtin_prefetch(src->gprint + ahead * src->n_keys);
+			__builtin_prefetch(src->states + ahead * src->n_aggs);
+		}
 		if (j + PREFETCH_GROUP < n)
 			prefetch_group(dst, src->ghash[sgs[j + PREFETCH_GROUP]]);
 		dg = group_find(dst, src->keys + src->koff[sg], src->klen[sg], src->ghash[sg],

@@ -215,6 +215,9 @@ extern void xpu_agg_table_set_spill(XpuAggTable *t, int64_t limit);
 /* moves t's groups into its buffers now (nothing for a table that never
  * spills); 0 with err set when memory runs out */
 extern int	xpu_agg_table_spill(XpuAggTable *t, XpuError *err);
+/* makes room in t for groups groups in all (no growth until then); 0 with
+ * err set when memory runs out */
+extern int	xpu_agg_table_reserve(XpuAggTable *t, int64_t groups, XpuError *err);
 /* has t spilled groups (its result must then be merged by partitions) */
 extern int	xpu_agg_table_spilled(const XpuAggTable *t);
 

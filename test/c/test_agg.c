@@ -1562,6 +1562,14 @@ test_many_groups(void)
 	}
 	tap_ok(ok, "1e6 groups: every count and sum right after growth");
 	tap_ok(xpu_agg_table_memory(t) > mem0 + (size_t) n * 64, "memory grows with the groups");
+	{
+		XpuAggTable *r2 = xpu_agg_table_create(prog, &spec, &err);
+
+		tap_ok(r2 != NULL && xpu_agg_table_reserve(r2, n, &err) &&
+			   xpu_agg_table_memory(r2) > (size_t) n * (64 + 16) && xpu_agg_table_ngroups(r2) == 0,
+			   "xpu_agg_table_reserve: room for 1e6 groups, none there");
+		xpu_agg_table_free(r2);
+	}
 	xpu_agg_table_free(t);
 	free(prog);
 	free_result(&r);
