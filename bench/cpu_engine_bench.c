@@ -22,7 +22,8 @@
  * tables are then merged as agg.c's run_workers merges them (timed apart):
  * by partitions on N threads when a table spilled (xpu_agg.h) or the
  * tables hold many groups, else one after the other into the first.  SPILL=G sets the tables' spill limit
- * (default XPU_AGG_SPILL_GROUPS, as the service; 0: never spill).
+ * (default XPU_AGG_SPILL_GROUPS, as the service; 0: never spill).  Q3_GROUPS=M
+ * makes Q3's modulus M instead of 600,000.
  *
  * Prints per query: the load time, the engine time (program + table) and
  * the engine threads' CPU time (the figure to compare on a busy machine),
@@ -176,7 +177,7 @@ static void
 build_q3(Query *q)
 {
 	XpuBuilder *b = xpu_builder_create();
-	int64_t		m = 600000;
+	int64_t		m = getenv("Q3_GROUPS") ? atoll(getenv("Q3_GROUPS")) : 600000;
 	static const char *const fields[2] = {"lo_orderkey", "lo_revenue"};
 	static const XpuAggDesc aggs[2] = {{XPU_AGG_COUNT_STAR, 0, 0, 0}, {XPU_AGG_SUM_INT, 0, 1, 0}};
 	int			r1, r2, r3, r4;
