@@ -11,7 +11,8 @@
  * at most half full, linear probing) holds per slot the upper 32 bits of
  * the hash and g + 1 (0: empty), so that a probe rarely touches a group
  * whose hash differs.  Growth doubles the slots and re-inserts the stored
- * hashes; no key is hashed twice.
+ * hashes; no key is hashed twice.  Arrays of 2 MiB or more are mappings
+ * with huge pages (arr_resize).
  *
  * An update works on a whole XpuResult: first every passing row finds its
  * group, then each aggregate runs one tight loop over the rows.  A row's
@@ -21,12 +22,16 @@
  * print_text_rows); the probe then compares the prints with those each
  * group keeps (the bytes of texts longer than 16 where the prints agree),
  * with the slots and groups of rows further on prefetched, since a table
- * of many groups is larger than the caches.  Only a new group's key bytes
- * are encoded.  A group folded in from key bytes (fold) is hashed and
+ * of many groups is larger than the caches; a row whose key is the row
+ * before's takes its group, and where each key column has few values
+ * their numbers in small dictionaries name the group without a hash or a
+ * probe (KeyDict).  Only a new group's key bytes are encoded.  A group folded in from key bytes (fold) is hashed and
  * printed from them, with the same results (read_encoded); a merge takes
  * the hash and prints the source table keeps, and may take one partition
  * of the hashes only (xpu_agg_table_merge_part), so that threads can merge
- * the same tables at once.  A
+ * the same tables at once.  A table with a spill limit moves its groups
+ * into buffers by partition once it holds that many, and goes on from an
+ * empty hash (spill_groups: partitioned aggregation, xpu_agg.h).  A
  * table without keys has exactly one group from its creation (the one row
  * of a query without GROUP BY, even over no rows) and skips the lookup.
  *
