@@ -1577,12 +1577,12 @@ find_groups(XpuAggTable *t, const XpuResult *res, XpuError *err)
 	uint64_t	kh[KEY_BLOCK];
 	uint8_t		lng[KEY_BLOCK];
 	const int	nk = t->n_keys;
-	int64_t		prev = -1;
 
 	for (int64_t r0 = 0; r0 < n; r0 += KEY_BLOCK)
 	{
 		int64_t		end = n - r0 < KEY_BLOCK ? n : r0 + KEY_BLOCK;
-		int			m = 0, j;
+		int			m = 0, j, h, nh;
+		int			heads[KEY_BLOCK + 1];
 
 		for (int64_t r = r0; r < end; r++)
 		{
@@ -1604,24 +1604,37 @@ find_groups(XpuAggTable *t, const XpuResult *res, XpuError *err)
 				t->dict_on = -1;
 		}
 		print_rows(t, res, krow, m, kh, lng);
-		for (j = 0; j < m && j < PREFETCH_SLOT; j++)
-			__builtin_prefetch(&t->slots[kh[j] & t->mask]);
-		for (j = 0; j < m; j++)
+
+		/*
+		 * Runs: a row whose hash and prints are the row before's (no text
+		 * longer than 16 bytes) has its group; the rows that start a run
+		 * (heads, without a branch a row) are looked up, and the prefetch
+		 * distances count heads
+		 */
+		heads[0] = 0;
+		nh = m > 0;
+		for (j = 1; j < m; j++)
 		{
-			const KeyPrint *rp = t->rprint + j * nk;
+			heads[nh] = j;
+			nh += (kh[j] != kh[j - 1]) | lng[j] |
+				!prints_equal(t->rprint + j * nk, t->rprint + (j - 1) * nk, nk);
+		}
+		heads[nh] = m;
+		for (h = 0; h < nh && h < PREFETCH_SLOT; h++)
+			__builtin_prefetch(&t->slots[kh[heads[h]] & t->mask]);
+		for (h = 0; h < nh; h++)
+		{
 			int64_t		g;
 
-			if (j + PREFETCH_SLOT < m)
-				__builtin_prefetch(&t->slots[kh[j + PREFETCH_SLOT] & t->mask]);
-			if (j + PREFETCH_GROUP < m)
-				prefetch_group(t, kh[j + PREFETCH_GROUP]);
-			/* the key of the row before: its group, without a probe */
-			if (j > 0 && kh[j] == kh[j - 1] && prints_equal(rp, rp - nk, nk) &&
-				(!lng[j] || long_texts_equal(t, prev, res, krow[j])))
-				g = prev;
-			else if ((g = row_group(t, res, krow[j], rp, kh[j], lng[j], err)) < 0)
+			j = heads[h];
+			if (h + PREFETCH_SLOT < nh)
+				__builtin_prefetch(&t->slots[kh[heads[h + PREFETCH_SLOT]] & t->mask]);
+			if (h + PREFETCH_GROUP < nh)
+				prefetch_group(t, kh[heads[h + PREFETCH_GROUP]]);
+			if ((g = row_group(t, res, krow[j], t->rprint + j * nk, kh[j], lng[j], err)) < 0)
 				return 0;
-			t->rowgroup[krow[j]] = prev = g;
+			for (; j < heads[h + 1]; j++)
+				t->rowgroup[krow[j]] = g;
 		}
 		if (t->dict_on > 0)
 			dict_learn(t, krow, m);
