@@ -21,9 +21,10 @@
  * counter, each into its own table, as the service's workers do; the
  * tables are then merged as agg.c's run_workers merges them (timed apart):
  * by partitions on N threads when a table spilled (xpu_agg.h) or the
- * tables hold many groups, else one after the other into the first.  SPILL=G sets the tables' spill limit
- * (default XPU_AGG_SPILL_GROUPS, as the service; 0: never spill).  Q3_GROUPS=M
- * makes Q3's modulus M instead of 600,000.
+ * tables hold many groups (from 4 threads on), else one after the other
+ * into the first.  SPILL=G sets the tables' spill limit (default as the
+ * service's: XPU_AGG_SPILL_GROUPS from 8 threads on, else 0, never spill).
+ * Q3_GROUPS=M makes Q3's modulus M instead of 600,000.
  *
  * Prints per query: the load time, the engine time (program + table) and
  * the engine threads' CPU time (the figure to compare on a busy machine),
@@ -397,8 +398,9 @@ run_query(Query *q, ArrowFile *file, int repeat)
 	int			nthreads = getenv("THREADS") ? atoi(getenv("THREADS")) : 1;
 	XpuAggTable *tables[MAX_THREADS] = {0};
 	Worker		ws[MAX_THREADS];
+	/* agg.c's agg_spill_limit: from AGG_SPILL_THREADS (8) threads on */
 	Run			run = {q, file, want, fidx,
-		getenv("SPILL") ? atoll(getenv("SPILL")) : XPU_AGG_SPILL_GROUPS};
+		getenv("SPILL") ? atoll(getenv("SPILL")) : nthreads >= 8 ? XPU_AGG_SPILL_GROUPS : 0};
 	double		t_load = 0, t_exec = 0, c_exec = 0, t_merge = 0, c_merge = 0, mem = 0;
 	int64_t		rows = 0;
 	int			nparts = 1;
