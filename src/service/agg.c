@@ -70,10 +70,9 @@
 #define AGG_SLICE		4096
 
 /*
- * groups (summed over the workers' tables) from which the workers' tables
- * are merged by as many threads as there are workers, each taking a
- * partition of the groups (merge_parallel), rather than one after the other
- * into one table by the run's thread
+ * groups (summed over the tables) from which unspilled tables are merged
+ * by as many threads as the run has, each taking partitions of the groups
+ * (merge_tables), rather than all into one table by the run's thread
  */
 #define AGG_PARALLEL_MERGE	65536
 
