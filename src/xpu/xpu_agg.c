@@ -75,6 +75,13 @@ struct XpuAggTable
 	int64_t		keys_len;
 	int64_t		keys_cap;
 
+	/* the bytes of each array of the groups (arr_resize) */
+	size_t		ghash_bytes,
+				koff_bytes,
+				klen_bytes,
+				states_bytes,
+				gprint_bytes;
+
 	/* slots: (hash >> 32) << 32 | (group + 1), 0 = empty */
 	uint64_t   *slots;
 	uint64_t	mask;			/* slot count - 1 */
@@ -433,11 +440,15 @@ groups_reserve(XpuAggTable *t, int64_t need, XpuError *err)
 		XPU_ERROR(err, XPU_ERR_INTERNAL, "too many groups");
 		return 0;
 	}
-	/* each array resized, then gcap: the arrays' sizes follow from gcap (groups_free) */
+	/*
+	 * each array resized and its size kept as it succeeds (groups_free: one
+	 * that failed leaves the others larger), then gcap
+	 */
 #define GROW(field, unit) \
-	if ((p = arr_resize(t, t->field, t->gcap * (unit), cap * (unit), 0)) == NULL) \
+	if ((p = arr_resize(t, t->field, t->field##_bytes, cap * (unit), 0)) == NULL) \
 		return OOM(err), 0; \
-	t->field = p
+	t->field = p; \
+	t->field##_bytes = cap * (unit)
 	GROW(ghash, sizeof(uint64_t));
 	GROW(koff, sizeof(int64_t));
 	GROW(klen, sizeof(uint32_t));
@@ -452,11 +463,11 @@ groups_reserve(XpuAggTable *t, int64_t need, XpuError *err)
 static void
 groups_free(XpuAggTable *t)
 {
-	arr_free(t, t->ghash, t->gcap * sizeof(uint64_t));
-	arr_free(t, t->koff, t->gcap * sizeof(int64_t));
-	arr_free(t, t->klen, t->gcap * sizeof(uint32_t));
-	arr_free(t, t->states, t->gcap * (t->n_aggs ? t->n_aggs : 1) * sizeof(XpuAggState));
-	arr_free(t, t->gprint, t->gcap * (t->n_keys ? t->n_keys : 1) * sizeof(KeyPrint));
+	arr_free(t, t->ghash, t->ghash_bytes);
+	arr_free(t, t->koff, t->koff_bytes);
+	arr_free(t, t->klen, t->klen_bytes);
+	arr_free(t, t->states, t->states_bytes);
+	arr_free(t, t->gprint, t->gprint_bytes);
 	arr_free(t, t->keys, t->keys_cap);
 	if (t->slots != NULL)
 		arr_free(t, t->slots, (t->mask + 1) * sizeof(uint64_t));
@@ -1892,7 +1903,9 @@ xpu_agg_table_memory(const XpuAggTable *t)
 		if (t->spill[p] != NULL)
 			spilled += xpu_agg_table_memory(t->spill[p]);
 	if (t->dict != NULL)
-		spilled += t->n_keys * sizeof(KeyDict) + dict_combos(t) * sizeof(int32_t);
+		spilled += t->n_keys * sizeof(KeyDict);
+	if (t->combo != NULL)
+		spilled += dict_combos(t) * sizeof(int32_t);
 	return sizeof(XpuAggTable) + spilled +
 		(size_t) t->gcap * (sizeof(uint64_t) + sizeof(int64_t) + sizeof(uint32_t) +
 							(size_t) t->n_aggs * sizeof(XpuAggState) +
