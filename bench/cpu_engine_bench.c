@@ -458,8 +458,8 @@ run_query(Query *q, ArrowFile *file, int repeat)
 		}
 		t0 = now_s();
 		run.next = 0;
-		/* agg.c's merge_tables: AGG_PARALLEL_MERGE groups */
-		run.nparts = spilled ? XPU_AGG_PARTS : nthreads > 1 && groups >= 65536 ? nthreads : 1;
+		/* agg.c's fold_tables (AGG_FOLD_TABLES) and merge_tables (AGG_PARALLEL_MERGE) */
+		run.nparts = spilled ? XPU_AGG_PARTS : nthreads >= 4 && groups >= 65536 ? nthreads : 1;
 		if (run.nparts > 1)
 		{
 			run_threads(ws, nthreads, merge_main);
