@@ -19,9 +19,11 @@
  * the last batches do not leave all but a few threads idle (39 batches on
  * 16 threads is 3 batches for some, 2 for others: a quarter of the time
  * lost).  The tables are merged at the end (with many groups by as many
- * threads, each into a table of its own for one partition of the groups'
+ * threads, each into tables of their own for partitions of the groups'
  * hashes: 16 tables of 600,000 groups one after the other took longer than
- * the scan) and the thread signals
+ * the scan; by XPU_AGG_PARTS partitions when a table spilled, as the
+ * workers' tables do when PG_WARP_AGG_SPILL_GROUPS asks, xpu_agg.h) and the
+ * thread signals
  * the epoll thread (notify_fd), which then sends the replies
  * (agg_task_reply) as the socket takes them, so that a result of millions
  * of groups never sits in one buffer.
@@ -68,12 +70,13 @@
 #define AGG_SLICE		4096
 
 /*
- * groups (summed over the workers' tables) from which the workers' tables
- * are merged by as many threads as there are workers, each taking a
- * partition of the groups (merge_parallel), rather than one after the other
- * into one table by the run's thread
+ * groups (summed over the tables) from which unspilled tables are merged
+ * by as many threads as the run has, each taking partitions of the groups
+ * (merge_tables), rather than all into one table by the run's thread
  */
 #define AGG_PARALLEL_MERGE	65536
+
+_Static_assert(XPU_AGG_PARTS <= SVC_RUN_MAX_THREADS, "a run's parts hold a spilled run's partitions");
 
 /* one record batch to read: file and batch number */
 typedef struct AggWork
@@ -450,6 +453,25 @@ worker_release(AggWorker *w)
 	free(w->want);
 }
 
+/*
+ * The spill limit of the workers' tables (xpu_agg.h): PG_WARP_AGG_SPILL_GROUPS
+ * of the service's environment, else 0 (never spill).  Not on by default
+ * until it is measured where it could pay: on 1 and 2 threads of the 2-core
+ * development machine spilling made 600,000 groups of SSB SF 1-2
+ * (lo_orderkey % 600000) about 2x slower (doc/engine-design.md, "Many
+ * groups"): each order's 4 rows are the only repeats a small table sees, so
+ * it spills 1 group for 4 rows, where one table of all groups stays at
+ * 132 MB with the L3 cache and memory to itself.  With 16 threads, 16 such
+ * tables compete for them: the GPU host's 16 cores are to tell.
+ */
+static int64_t
+agg_spill_limit(void)
+{
+	const char *v = getenv("PG_WARP_AGG_SPILL_GROUPS");
+
+	return v != NULL && *v != '\0' ? strtoll(v, NULL, 10) : 0;
+}
+
 /* allocates a worker's buffers and table; false (run failed) on OOM */
 static bool
 worker_setup(AggTask *t, AggWorker *w, int widest)
@@ -466,6 +488,8 @@ worker_setup(AggTask *t, AggWorker *w, int widest)
 	w->cols = calloc(prog->n_cols ? prog->n_cols : 1, sizeof(XpuColumnData));
 	w->want = calloc(widest ? widest : 1, sizeof(bool));
 	w->table = xpu_agg_table_create(prog, &t->run.spec, &err);
+	if (w->table != NULL)
+		xpu_agg_table_set_spill(w->table, agg_spill_limit());
 	if (!w->workspace || !w->values || !w->nulls || !w->mask || !w->cols || !w->want ||
 		!w->table)
 	{
@@ -475,99 +499,167 @@ worker_setup(AggTask *t, AggWorker *w, int widest)
 	return true;
 }
 
-/* one thread of a parallel merge: partition part of the tables */
-typedef struct AggMerger
+/* a parallel merge: what its threads share */
+typedef struct AggMerge
 {
 	const AggTask *task;
 	XpuAggTable *const *tables;
 	uint32_t	n_tables;
-	uint32_t	part;
-	uint32_t	n_parts;
-	XpuAggTable *dst;			/* the partition's groups */
-	XpuError	err;			/* the failure (dst NULL then) */
+	uint32_t	n_parts;		/* partitions of the groups */
+	int64_t		reserve;		/* groups a partition's table is made for */
+	uint32_t	next;			/* atomic: the next partition to merge */
+	int			failed;			/* atomic: a partition failed */
+	XpuAggTable **dst;			/* [n_parts] each partition's groups */
+	pthread_mutex_t lock;		/* guards err */
+	XpuError	err;			/* the first failure */
+} AggMerge;
+
+/* one thread of a parallel merge */
+typedef struct AggMerger
+{
+	AggMerge   *merge;
 	pthread_t	thread;
 	bool		started;		/* runs on thread (else it ran inline) */
 } AggMerger;
 
 /*
- * merge_main: merges partition m->part of every table into m->dst (a table
- * of its own); on failure m->dst is NULL and m->err says why (FALLBACK: HLL
- * sets past their limit; else out of memory)
+ * merge_main: claims partitions p until none is left and merges partition p
+ * of every table into m->dst[p] (a table of its own); on failure m->failed
+ * is set and m->err says why (FALLBACK: HLL sets past their limit; else out
+ * of memory)
  */
 static void *
 merge_main(void *arg)
 {
-	AggMerger  *m = arg;
+	AggMerge   *m = ((AggMerger *) arg)->merge;
 	const AggTask *t = m->task;
+	XpuError	err = {0};
+	uint32_t	p;
 
-	if ((m->dst = xpu_agg_table_create(t->run.prog, &t->run.spec, &m->err)) == NULL)
+	while (!__atomic_load_n(&m->failed, __ATOMIC_RELAXED) &&
+		   (p = __atomic_fetch_add(&m->next, 1, __ATOMIC_RELAXED)) < m->n_parts)
 	{
-		XPU_ERROR(&m->err, XPU_ERR_INTERNAL, "out of memory");
-		return NULL;
-	}
-	for (uint32_t i = 0; i < m->n_tables && !task_stopping((AggTask *) t); i++)
-		if (!xpu_agg_table_merge_part(m->dst, m->tables[i], (int) m->part, (int) m->n_parts,
-									  &m->err))
+		bool		ok;
+
+		if ((m->dst[p] = xpu_agg_table_create(t->run.prog, &t->run.spec, &err)) == NULL)
+			XPU_ERROR(&err, XPU_ERR_INTERNAL, "out of memory");
+		ok = m->dst[p] != NULL && xpu_agg_table_reserve(m->dst[p], m->reserve, &err);
+		for (uint32_t i = 0; ok && i < m->n_tables && !task_stopping((AggTask *) t); i++)
+			ok = xpu_agg_table_merge_part(m->dst[p], m->tables[i], (int) p, (int) m->n_parts,
+										  &err);
+		if (!ok)
 		{
-			xpu_agg_table_free(m->dst);
-			m->dst = NULL;
-			break;
+			pthread_mutex_lock(&m->lock);
+			if (!m->failed)
+				m->err = err;
+			__atomic_store_n(&m->failed, 1, __ATOMIC_RELAXED);
+			pthread_mutex_unlock(&m->lock);
 		}
+	}
 	return NULL;
 }
 
 /*
  * merge_tables: the groups of the n tables merged into *n_out new tables
- * (out[], room for SVC_RUN_MAX_THREADS) whose groups are disjoint: one
- * partition of the groups' hashes on each of t->threads threads when they
- * hold many groups (16 tables of 600,000 groups one after the other took
- * longer than the scan), else one table.  An HLL aggregate's memory limit
- * must hold for the whole result: one table then.  The tables are left as
- * they are.  False with *err set (FALLBACK, or any other code: out of
- * memory) and nothing in out on failure.
+ * (out[], room for SVC_RUN_MAX_THREADS) whose groups are disjoint, each
+ * made for its share of the largest table's groups (no growth then): one
+ * partition of the groups' hashes each, claimed by t->threads threads,
+ * XPU_AGG_PARTS of them when a table spilled (xpu_agg.h: it must), else
+ * t->threads when they hold many groups (16 tables of 600,000 groups one
+ * after the other took longer than the scan), else one table.  An HLL
+ * aggregate's memory limit must hold for the whole result: one table then
+ * (HLL tables never spill).  The tables are left as they are.  False with
+ * *err set (FALLBACK, or any other code: out of memory) and nothing in out
+ * on failure.
  */
 static bool
 merge_tables(const AggTask *t, XpuAggTable *const *tables, uint32_t n, XpuAggTable **out,
 			 uint32_t *n_out, XpuError *err)
 {
-	int64_t		groups = 0;
-	uint32_t	parts = t->threads > 1 ? t->threads : 1;
+	int64_t		groups = 0,
+				most = 0;
+	bool		spilled = false;
+	uint32_t	threads = t->threads > 1 ? t->threads : 1,
+				parts = threads;
+	AggMerge	m;
 	AggMerger  *ms;
-	bool		ok = true;
 
 	for (uint32_t i = 0; i < n; i++)
-		groups += xpu_agg_table_ngroups(tables[i]);
+	{
+		int64_t		g = xpu_agg_table_ngroups(tables[i]);
+
+		groups += g;
+		most = g > most ? g : most;
+		spilled |= xpu_agg_table_spilled(tables[i]) != 0;
+	}
 	for (int a = 0; a < t->run.spec.n_aggs; a++)
 		if (t->run.spec.aggs[a].kind == XPU_AGG_HLL)
 			parts = 1;
-	if (n < 2 || groups < AGG_PARALLEL_MERGE)
+	if (spilled)
+		parts = XPU_AGG_PARTS;
+	else if (n < 2 || groups < AGG_PARALLEL_MERGE)
 		parts = 1;
 	if (parts > SVC_RUN_MAX_THREADS)
 		parts = SVC_RUN_MAX_THREADS;
-	if ((ms = calloc(parts, sizeof(AggMerger))) == NULL)
+	if (threads > parts)
+		threads = parts;
+	if ((ms = calloc(threads, sizeof(AggMerger))) == NULL)
 		return XPU_ERROR(err, XPU_ERR_INTERNAL, "out of memory"), false;
-	for (uint32_t p = 0; p < parts; p++)
+	memset(out, 0, parts * sizeof(XpuAggTable *));
+	/* the largest table's groups are all in the result: room for them, no growth */
+	m = (AggMerge) {t, tables, n, parts, most / parts, 0, 0, out};
+	pthread_mutex_init(&m.lock, NULL);
+	for (uint32_t i = 0; i < threads; i++)
 	{
-		ms[p] = (AggMerger) {t, tables, n, p, parts};
-		ms[p].started = parts > 1 &&
-			pthread_create(&ms[p].thread, NULL, merge_main, &ms[p]) == 0;
-		if (!ms[p].started)
-			merge_main(&ms[p]);
+		ms[i].merge = &m;
+		ms[i].started = threads > 1 &&
+			pthread_create(&ms[i].thread, NULL, merge_main, &ms[i]) == 0;
+		if (!ms[i].started)
+			merge_main(&ms[i]);
 	}
-	for (uint32_t p = 0; p < parts; p++)
-		if (ms[p].started)
-			pthread_join(ms[p].thread, NULL);
-	for (uint32_t p = 0; p < parts && ok; p++)
-		if (ms[p].dst == NULL)
-			*err = ms[p].err, ok = false;
-	for (uint32_t p = 0; p < parts; p++)
-		if (ok)
-			out[p] = ms[p].dst;
-		else
-			xpu_agg_table_free(ms[p].dst);
-	*n_out = ok ? parts : 0;
+	for (uint32_t i = 0; i < threads; i++)
+		if (ms[i].started)
+			pthread_join(ms[i].thread, NULL);
+	pthread_mutex_destroy(&m.lock);
 	free(ms);
-	return ok;
+	if (m.failed)
+	{
+		for (uint32_t p = 0; p < parts; p++)
+		{
+			xpu_agg_table_free(out[p]);
+			out[p] = NULL;
+		}
+		*err = m.err;
+		*n_out = 0;
+		return false;
+	}
+	*n_out = parts;
+	return true;
+}
+
+/*
+ * fold_tables: when the workers are fewer than AGG_FOLD_TABLES and no table
+ * spilled, folds tables[1 ..] into tables[0], the run's one result table
+ * (true); false when they must go to merge_tables, or (err set) when the
+ * fold failed.  Folding a table into one that has its groups is lookups,
+ * where merge_tables builds its partitions' tables from nothing: with 2
+ * tables of 600,000 groups (bench/cpu_engine_bench THREADS=2 q3) 14 ms
+ * against 45 ms wall for two threads' partitions.
+ */
+#define AGG_FOLD_TABLES		4
+
+static bool
+fold_tables(XpuAggTable **tables, uint32_t n, XpuError *err)
+{
+	if (n >= AGG_FOLD_TABLES)
+		return false;
+	for (uint32_t i = 0; i < n; i++)
+		if (xpu_agg_table_spilled(tables[i]))
+			return false;
+	for (uint32_t i = 1; i < n; i++)
+		if (!xpu_agg_table_merge(tables[0], tables[i], err))
+			return false;
+	return true;
 }
 
 /* runs the workers over t->work and merges their tables into t->parts */
@@ -613,8 +705,10 @@ run_workers(AggTask *t)
 		tables[i] = ws[i].table;
 	if (started == n && t->fail.werr == 0 && t->xerr.code == XPU_OK && !t->canceled)
 	{
-		if (n == 1)
+		if (fold_tables(tables, n, &err))
 			t->parts[t->n_parts++] = tables[0], ws[0].table = NULL;
+		else if (err.code != XPU_OK)
+			task_table_error(t, &err);
 		else if (!merge_tables(t, tables, n, t->parts, &t->n_parts, &err))
 			task_table_error(t, &err);
 	}

@@ -11,7 +11,8 @@
  * at most half full, linear probing) holds per slot the upper 32 bits of
  * the hash and g + 1 (0: empty), so that a probe rarely touches a group
  * whose hash differs.  Growth doubles the slots and re-inserts the stored
- * hashes; no key is hashed twice.
+ * hashes; no key is hashed twice.  Arrays of 2 MiB or more are mappings
+ * with huge pages (arr_resize).
  *
  * An update works on a whole XpuResult: first every passing row finds its
  * group, then each aggregate runs one tight loop over the rows.  A row's
@@ -21,12 +22,16 @@
  * print_text_rows); the probe then compares the prints with those each
  * group keeps (the bytes of texts longer than 16 where the prints agree),
  * with the slots and groups of rows further on prefetched, since a table
- * of many groups is larger than the caches.  Only a new group's key bytes
- * are encoded.  A group folded in from key bytes (fold) is hashed and
+ * of many groups is larger than the caches; a row whose key is the row
+ * before's takes its group, and where each key column has few values
+ * their numbers in small dictionaries name the group without a hash or a
+ * probe (KeyDict).  Only a new group's key bytes are encoded.  A group folded in from key bytes (fold) is hashed and
  * printed from them, with the same results (read_encoded); a merge takes
  * the hash and prints the source table keeps, and may take one partition
  * of the hashes only (xpu_agg_table_merge_part), so that threads can merge
- * the same tables at once.  A
+ * the same tables at once.  A table with a spill limit moves its groups
+ * into buffers by partition once it holds that many, and goes on from an
+ * empty hash (spill_groups: partitioned aggregation, xpu_agg.h).  A
  * table without keys has exactly one group from its creation (the one row
  * of a query without GROUP BY, even over no rows) and skips the lookup.
  *
@@ -40,6 +45,7 @@
  */
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 #include "xpu_agg_ops.h"
 #include "xpu_hll_sketch.h"
@@ -69,6 +75,13 @@ struct XpuAggTable
 	int64_t		keys_len;
 	int64_t		keys_cap;
 
+	/* the bytes of each array of the groups (arr_resize) */
+	size_t		ghash_bytes,
+				koff_bytes,
+				klen_bytes,
+				states_bytes,
+				gprint_bytes;
+
 	/* slots: (hash >> 32) << 32 | (group + 1), 0 = empty */
 	uint64_t   *slots;
 	uint64_t	mask;			/* slot count - 1 */
@@ -76,6 +89,26 @@ struct XpuAggTable
 	/* HLL sets: bytes held, and the most the table may hold (0: no HLL) */
 	size_t		hll_bytes;
 	size_t		hll_max;
+
+	/*
+	 * Spilling (xpu_agg_table_set_spill): the groups from which an update
+	 * moves every group into spill[] (0: never), and the groups moved so
+	 * far, by partition of their hash (tables without slots; NULL: none)
+	 */
+	int64_t		spill_limit;
+	struct XpuAggTable **spill; /* [XPU_AGG_PARTS] */
+	int			spilled_groups; /* this is a buffer of spill[] */
+
+	/*
+	 * The few-values shortcut of find_groups (KeyDict): 0 not tried yet, 1
+	 * on, -1 off for good; per key column the values met (dict[n_keys]),
+	 * and the group of each combination of their numbers (combo), and how
+	 * many blocks in a row missed it
+	 */
+	int			dict_on;
+	struct KeyDict *dict;
+	int32_t    *combo;
+	int			dict_misses;
 
 	/* each group's key prints (KeyPrint), n_keys a group */
 	struct KeyPrint *gprint;	/* [gcap * n_keys] */
@@ -110,6 +143,7 @@ typedef struct KeyPrint
 #define KEY_TAG_BAD		(UINT32_MAX - 1)	/* key bytes of no key of the table */
 
 static int	kbuf_reserve(XpuAggTable *t, size_t need, XpuError *err);
+static size_t dict_combos(const XpuAggTable *t);
 static uint64_t read_encoded(const XpuAggTable *t, const uint8_t *key, uint32_t len,
 							 KeyPrint *print);
 
@@ -321,39 +355,139 @@ update_hll(XpuAggTable *t, int a, const XpuResult *res, const int64_t *rg, XpuEr
 
 /* ---------------------------------------------------------------- groups */
 
-/* makes room for one more group */
+/*
+ * The arrays of a table (groups, key bytes, slots) of BIG_ARRAY bytes or
+ * more are mappings of their own, with transparent huge pages asked for:
+ * a table of many groups is read at random, and with 4 KiB pages nearly
+ * every probe of one larger than the caches also missed the TLB (and
+ * walked page tables that missed the caches too); a mapping grows by
+ * mremap, which moves pages rather than copying bytes.  Smaller arrays
+ * come from malloc, and so do all arrays of spilled groups (written and
+ * read in order, and sized as they come: huge pages would mostly be zeroed
+ * for nothing).  arr_resize: the array p of old bytes made size bytes
+ * (p NULL, old 0: a new one), its first old bytes kept (zero when zero is
+ * set: the new bytes are zero); NULL when memory runs out (p unchanged).
+ */
+#define BIG_ARRAY	((size_t) 2 << 20)
+
+static size_t
+big_size(size_t size)
+{
+	return (size + BIG_ARRAY - 1) & ~(BIG_ARRAY - 1);
+}
+
+static void *
+arr_resize(const XpuAggTable *t, void *p, size_t old, size_t size, int zero)
+{
+	void	   *q;
+
+	if (size < BIG_ARRAY || t->spilled_groups)
+	{
+		if (!zero)
+			return realloc(p, size);
+		if ((q = calloc(1, size)) != NULL && old > 0)
+			memcpy(q, p, old);
+		if (q != NULL)
+			free(p);
+		return q;
+	}
+	if (old >= BIG_ARRAY)
+		q = mremap(p, big_size(old), big_size(size), MREMAP_MAYMOVE);
+	else
+		q = mmap(NULL, big_size(size), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
+				 -1, 0);
+	if (q == MAP_FAILED)
+		return NULL;
+#ifdef MADV_HUGEPAGE
+	(void) madvise(q, big_size(size), MADV_HUGEPAGE);
+#endif
+	if (old > 0 && old < BIG_ARRAY)
+	{
+		memcpy(q, p, old);
+		free(p);
+	}
+	return q;
+}
+
+/* frees array p of size bytes (arr_resize's) */
+static void
+arr_free(const XpuAggTable *t, void *p, size_t size)
+{
+	if (p == NULL)
+		return;
+	if (size < BIG_ARRAY || t->spilled_groups)
+		free(p);
+	else
+		munmap(p, big_size(size));
+}
+
+/* makes room for need groups in all */
 static int
-groups_reserve(XpuAggTable *t, XpuError *err)
+groups_reserve(XpuAggTable *t, int64_t need, XpuError *err)
 {
 	int64_t		cap;
 	void	   *p;
 
-	if (t->ngroups < t->gcap)
+	if (need <= t->gcap)
 		return 1;
 	cap = t->gcap ? t->gcap * 2 : 64;
+	while (cap < need)
+		cap *= 2;
 	if (cap > (int64_t) UINT32_MAX - 1)
 		cap = (int64_t) UINT32_MAX - 1;
-	if (t->ngroups >= cap)
+	if (need > cap)
 	{
 		XPU_ERROR(err, XPU_ERR_INTERNAL, "too many groups");
 		return 0;
 	}
-	if ((p = realloc(t->ghash, cap * sizeof(uint64_t))) == NULL)
-		return OOM(err), 0;
-	t->ghash = p;
-	if ((p = realloc(t->koff, cap * sizeof(int64_t))) == NULL)
-		return OOM(err), 0;
-	t->koff = p;
-	if ((p = realloc(t->klen, cap * sizeof(uint32_t))) == NULL)
-		return OOM(err), 0;
-	t->klen = p;
-	if ((p = realloc(t->states, cap * (t->n_aggs ? t->n_aggs : 1) * sizeof(XpuAggState))) == NULL)
-		return OOM(err), 0;
-	t->states = p;
-	if ((p = realloc(t->gprint, cap * (t->n_keys ? t->n_keys : 1) * sizeof(KeyPrint))) == NULL)
-		return OOM(err), 0;
-	t->gprint = p;
+	/*
+	 * each array resized and its size kept as it succeeds (groups_free: one
+	 * that failed leaves the others larger), then gcap
+	 */
+#define GROW(field, unit) \
+	if ((p = arr_resize(t, t->field, t->field##_bytes, cap * (unit), 0)) == NULL) \
+		return OOM(err), 0; \
+	t->field = p; \
+	t->field##_bytes = cap * (unit)
+	GROW(ghash, sizeof(uint64_t));
+	GROW(koff, sizeof(int64_t));
+	GROW(klen, sizeof(uint32_t));
+	GROW(states, (t->n_aggs ? t->n_aggs : 1) * sizeof(XpuAggState));
+	GROW(gprint, (t->n_keys ? t->n_keys : 1) * sizeof(KeyPrint));
+#undef GROW
 	t->gcap = cap;
+	return 1;
+}
+
+/* frees the arrays of t's groups, keys and slots */
+static void
+groups_free(XpuAggTable *t)
+{
+	arr_free(t, t->ghash, t->ghash_bytes);
+	arr_free(t, t->koff, t->koff_bytes);
+	arr_free(t, t->klen, t->klen_bytes);
+	arr_free(t, t->states, t->states_bytes);
+	arr_free(t, t->gprint, t->gprint_bytes);
+	arr_free(t, t->keys, t->keys_cap);
+	if (t->slots != NULL)
+		arr_free(t, t->slots, (t->mask + 1) * sizeof(uint64_t));
+}
+
+/* makes room for need more bytes of keys in the arena */
+static int
+keys_reserve(XpuAggTable *t, int64_t need, XpuError *err)
+{
+	int64_t		cap = t->keys_cap ? t->keys_cap : 4096;
+	uint8_t    *p;
+
+	if (t->keys_len + need <= t->keys_cap)
+		return 1;
+	while (cap < t->keys_len + need)
+		cap *= 2;
+	if ((p = arr_resize(t, t->keys, t->keys_cap, cap, 0)) == NULL)
+		return OOM(err), 0;
+	t->keys = p;
+	t->keys_cap = cap;
 	return 1;
 }
 
@@ -362,7 +496,7 @@ static int
 slots_grow(XpuAggTable *t, XpuError *err)
 {
 	uint64_t	n = t->slots ? (t->mask + 1) * 2 : 256;
-	uint64_t   *s = calloc(n, sizeof(uint64_t));
+	uint64_t   *s = arr_resize(t, NULL, 0, n * sizeof(uint64_t), 1);
 	int64_t		g;
 
 	if (s == NULL)
@@ -375,7 +509,8 @@ slots_grow(XpuAggTable *t, XpuError *err)
 			i = (i + 1) & (n - 1);
 		s[i] = (t->ghash[g] & ~(uint64_t) UINT32_MAX) | (uint64_t) (g + 1);
 	}
-	free(t->slots);
+	if (t->slots != NULL)
+		arr_free(t, t->slots, (t->mask + 1) * sizeof(uint64_t));
 	t->slots = s;
 	t->mask = n - 1;
 	return 1;
@@ -392,20 +527,8 @@ group_add(XpuAggTable *t, const uint8_t *key, uint32_t len, uint64_t h,
 	int64_t		g = t->ngroups;
 	int			a;
 
-	if (!groups_reserve(t, err))
+	if (!groups_reserve(t, g + 1, err) || !keys_reserve(t, len, err))
 		return -1;
-	if (t->keys_len + len > t->keys_cap)
-	{
-		int64_t		cap = t->keys_cap ? t->keys_cap : 4096;
-		uint8_t    *p;
-
-		while (cap < t->keys_len + len)
-			cap *= 2;
-		if ((p = realloc(t->keys, cap)) == NULL)
-			return OOM(err), -1;
-		t->keys = p;
-		t->keys_cap = cap;
-	}
 	if (len > 0)
 		memcpy(t->keys + t->keys_len, key, len);
 	t->koff[g] = t->keys_len;
@@ -490,6 +613,17 @@ probe_next(const XpuAggTable *t, uint64_t *i, uint64_t h)
 	}
 }
 
+/* are the nk key prints a and b equal (values of up to 16 bytes: are the keys) */
+static inline int
+prints_equal(const KeyPrint *a, const KeyPrint *b, int nk)
+{
+	int			eq = 1;
+
+	for (int k = 0; k < nk; k++)
+		eq &= (a[k].tag == b[k].tag) & (a[k].w0 == b[k].w0) & (a[k].w1 == b[k].w1);
+	return eq;
+}
+
 /*
  * print_needs_bytes: must a key of prints p be compared by its bytes too:
  * it has a text longer than 16 bytes, or it is no key of the table
@@ -524,17 +658,140 @@ group_find(XpuAggTable *t, const uint8_t *key, uint32_t len, uint64_t h,
 
 	while ((g = probe_next(t, &i, h)) >= 0)
 	{
-		const KeyPrint *gp = t->gprint + g * nk;
-		int			eq = 1;
-
-		for (int k = 0; k < nk; k++)
-			eq &= (gp[k].tag == print[k].tag) & (gp[k].w0 == print[k].w0) &
-				(gp[k].w1 == print[k].w1);
-		if (eq && (!bytes ||
+		if (prints_equal(t->gprint + g * nk, print, nk) && (!bytes ||
 				   (t->klen[g] == len && keys_equal(t->keys + t->koff[g], key, len))))
 			return g;
 	}
 	return group_insert(t, i, key, len, h, print, err);
+}
+
+/* ---------------------------------------------------------------- spilling */
+
+/* the partition (0 .. nparts - 1) of a group of key hash h */
+static inline int
+hash_part(uint64_t h, int nparts)
+{
+	return (int) (((h >> 32) * (uint64_t) nparts) >> 32);
+}
+
+/* an empty table without slots for t's groups (a partition of t->spill), or NULL */
+static XpuAggTable *
+spill_buffer(const XpuAggTable *t)
+{
+	XpuAggTable *b = calloc(1, sizeof(XpuAggTable));
+
+	if (b == NULL)
+		return NULL;
+	b->spilled_groups = 1;
+	b->n_keys = t->n_keys;
+	b->n_aggs = t->n_aggs;
+	memcpy(b->key_outs, t->key_outs, sizeof(t->key_outs));
+	memcpy(b->key_types, t->key_types, sizeof(t->key_types));
+	memcpy(b->aggs, t->aggs, sizeof(t->aggs));
+	memcpy(b->arg_types, t->arg_types, sizeof(t->arg_types));
+	return b;
+}
+
+/*
+ * spill_groups: moves every group of t (hash, key, prints and states, the
+ * copies of MIN_TEXT / MAX_TEXT states with them) to the end of the buffer
+ * of its partition in t->spill, and empties t's hash; 0 (err set, nothing
+ * moved) when memory runs out.  Room is made in every buffer first, so
+ * that no group is ever in two tables.
+ */
+static int
+spill_groups(XpuAggTable *t, XpuError *err)
+{
+	int64_t		count[XPU_AGG_PARTS] = {0},
+				bytes[XPU_AGG_PARTS] = {0};
+	const int	nk = t->n_keys,
+				na = t->n_aggs;
+	int64_t		g;
+	int			p;
+
+	if (t->spill == NULL && (t->spill = calloc(XPU_AGG_PARTS, sizeof(XpuAggTable *))) == NULL)
+		return OOM(err), 0;
+	for (g = 0; g < t->ngroups; g++)
+	{
+		p = hash_part(t->ghash[g], XPU_AGG_PARTS);
+		count[p]++;
+		bytes[p] += t->klen[g];
+	}
+	for (p = 0; p < XPU_AGG_PARTS; p++)
+	{
+		XpuAggTable *b = t->spill[p];
+
+		if (count[p] == 0)
+			continue;
+		if (b == NULL && (b = t->spill[p] = spill_buffer(t)) == NULL)
+			return OOM(err), 0;
+		if (!groups_reserve(b, b->ngroups + count[p], err) || !keys_reserve(b, bytes[p], err))
+			return 0;
+	}
+	for (g = 0; g < t->ngroups; g++)
+	{
+		XpuAggTable *b = t->spill[hash_part(t->ghash[g], XPU_AGG_PARTS)];
+		int64_t		bg = b->ngroups++;
+		uint32_t	len = t->klen[g];
+
+		b->ghash[bg] = t->ghash[g];
+		b->koff[bg] = b->keys_len;
+		b->klen[bg] = len;
+		/* element by element: a library call per group cost more than the copies */
+		for (uint32_t i = 0; i < len; i++)
+			b->keys[b->keys_len + i] = t->keys[t->koff[g] + i];
+		b->keys_len += len;
+		for (int k = 0; k < nk; k++)
+			b->gprint[bg * nk + k] = t->gprint[g * nk + k];
+		for (int a = 0; a < na; a++)
+			b->states[bg * na + a] = t->states[g * na + a];
+	}
+	t->ngroups = 0;
+	t->keys_len = 0;
+	memset(t->slots, 0, (t->mask + 1) * sizeof(uint64_t));
+	if (t->combo != NULL)
+		memset(t->combo, 0xFF, dict_combos(t) * sizeof(int32_t));
+	return 1;
+}
+
+/* can t spill: it has keys, and no HLL aggregate (whose limit holds for one table) */
+static int
+spillable(const XpuAggTable *t)
+{
+	for (int a = 0; a < t->n_aggs; a++)
+		if (t->aggs[a].kind == XPU_AGG_HLL)
+			return 0;
+	return t->n_keys > 0;
+}
+
+void
+xpu_agg_table_set_spill(XpuAggTable *t, int64_t limit)
+{
+	if (spillable(t))
+		t->spill_limit = limit;
+}
+
+int
+xpu_agg_table_spill(XpuAggTable *t, XpuError *err)
+{
+	return !spillable(t) || spill_groups(t, err);
+}
+
+int
+xpu_agg_table_reserve(XpuAggTable *t, int64_t groups, XpuError *err)
+{
+	if (!groups_reserve(t, groups, err))
+		return 0;
+	while ((uint64_t) groups * 2 > t->mask + 1)
+		if (!slots_grow(t, err))
+			return 0;
+	return 1;
+}
+
+int
+xpu_agg_table_spilled(const XpuAggTable *t)
+{
+	return t->spill != NULL;
 }
 
 /* ---------------------------------------------------------------- the API */
@@ -635,14 +892,13 @@ xpu_agg_table_free(XpuAggTable *t)
 			else
 				free(TEXT_COPY(s));
 		}
-	free(t->ghash);
-	free(t->koff);
-	free(t->klen);
-	free(t->states);
-	free(t->keys);
-	free(t->slots);
+	for (int p = 0; t->spill != NULL && p < XPU_AGG_PARTS; p++)
+		xpu_agg_table_free(t->spill[p]);
+	free(t->spill);
+	free(t->dict);
+	free(t->combo);
+	groups_free(t);
 	free(t->kbuf);
-	free(t->gprint);
 	free(t->rprint);
 	free(t->rowgroup);
 	free(t);
@@ -867,7 +1123,8 @@ print_text_rows(const XpuValue *v, const uint8_t *nl, const int64_t *rows, int n
 		{
 			p->tag = KEY_TAG_NULL;
 			p->w0 = p->w1 = 0;
-			h[j] = xpu_agg_hash_step(h[j], KEY_NULL_WORD);
+			if (h != NULL)
+				h[j] = xpu_agg_hash_step(h[j], KEY_NULL_WORD);
 			next_p = 0;
 			continue;
 		}
@@ -885,10 +1142,14 @@ print_text_rows(const XpuValue *v, const uint8_t *nl, const int64_t *rows, int n
 			p->tag = len;
 			p->w0 = w0 & text_masks[len][0];
 			p->w1 = w1 & text_masks[len][1];
-			h[j] = xpu_agg_hash_step(h[j], text_mix(len, p->w0, p->w1));
+			if (h != NULL)
+				h[j] = xpu_agg_hash_step(h[j], text_mix(len, p->w0, p->w1));
 			continue;
 		}
-		h[j] = xpu_agg_hash_step(h[j], text_print(s, len, p));
+		if (h != NULL)
+			h[j] = xpu_agg_hash_step(h[j], text_print(s, len, p));
+		else
+			(void) text_print(s, len, p);
 		lng[j] |= len > 16;
 	}
 }
@@ -896,8 +1157,8 @@ print_text_rows(const XpuValue *v, const uint8_t *nl, const int64_t *rows, int n
 /*
  * print_rows: the key prints of the n rows rows[] of res into t->rprint
  * (row j's at j * n_keys) and their key hashes into h[] (read_encoded's
- * value for their key bytes), a key column at a time; long[j] set where
- * row j has a text key longer than 16 bytes
+ * value for their key bytes; h NULL: the prints alone), a key column at a
+ * time; long[j] set where row j has a text key longer than 16 bytes
  */
 static void
 print_rows(XpuAggTable *t, const XpuResult *res, const int64_t *rows, int n, uint64_t *h,
@@ -908,7 +1169,8 @@ print_rows(XpuAggTable *t, const XpuResult *res, const int64_t *rows, int n, uin
 
 	for (j = 0; j < n; j++)
 	{
-		h[j] = xpu_agg_hash_start(0);
+		if (h != NULL)
+			h[j] = xpu_agg_hash_start(0);
 		lng[j] = 0;
 	}
 	for (int k = 0; k < nk; k++)
@@ -930,21 +1192,21 @@ print_rows(XpuAggTable *t, const XpuResult *res, const int64_t *rows, int n, uin
 
 			p->tag = nl[r] ? KEY_TAG_NULL : 0;
 			p->w0 = p->w1 = 0;
+			if (!nl[r] && type == XPU_T_NUMERIC)
+				memcpy(&p->w0, &v[r].n, 16);
+			else if (!nl[r])
+				p->w0 = key_word(type, &v[r]);
+			if (h == NULL)
+				continue;
 			if (nl[r])
 				h[j] = xpu_agg_hash_step(h[j], KEY_NULL_WORD);
 			else if (type == XPU_T_NUMERIC)
-			{
-				memcpy(&p->w0, &v[r].n, 16);
 				h[j] = xpu_agg_hash_step(xpu_agg_hash_step(h[j], p->w0), p->w1);
-			}
 			else
-			{
-				p->w0 = key_word(type, &v[r]);
 				h[j] = xpu_agg_hash_step(h[j], p->w0);
-			}
 		}
 	}
-	for (j = 0; j < n; j++)
+	for (j = 0; h != NULL && j < n; j++)
 		h[j] = xpu_agg_hash_end(h[j]);
 }
 
@@ -1140,17 +1402,151 @@ row_group(XpuAggTable *t, const XpuResult *res, int64_t r, const KeyPrint *rp, u
 
 	while ((g = probe_next(t, &i, h)) >= 0)
 	{
-		const KeyPrint *gp = t->gprint + g * nk;
-		int			eq = 1;
-
-		for (int k = 0; k < nk; k++)
-			eq &= (gp[k].tag == rp[k].tag) & (gp[k].w0 == rp[k].w0) & (gp[k].w1 == rp[k].w1);
-		if (eq && (!lng || long_texts_equal(t, g, res, r)))
+		if (prints_equal(t->gprint + g * nk, rp, nk) && (!lng || long_texts_equal(t, g, res, r)))
 			return g;
 	}
 	if ((len = encode_row(t, res, r, err)) == 0)
 		return -1;
 	return group_insert(t, i, t->kbuf, len, h, rp, err);
+}
+
+/*
+ * KeyDict: the few-values shortcut of find_groups.  Where each key column
+ * of a table of one or two keys holds few distinct values (lo_shipmode and
+ * lo_orderpriority: 7 and 5), a row's group follows from the numbers of its
+ * values in small per-column dictionaries, without the key's hash or a
+ * probe of the slots: each value's print (KeyPrint, of up to 16 bytes: a
+ * print is the value) is looked up in its column's dictionary, and the
+ * numbers index combo[], every combination's group (-1: none known yet).
+ * A block of rows that misses (a value or a combination not met yet, a
+ * text longer than 16 bytes) takes the probe, then teaches the
+ * dictionaries its values and groups.  A column of more than DICT_IDS
+ * values, or DICT_MISS_BLOCKS blocks in a row that missed, turn the
+ * shortcut off for the table; a spill forgets the groups (combo).
+ */
+#define DICT_IDS			255
+#define DICT_SLOTS			512
+#define DICT_MISS_BLOCKS	64
+
+typedef struct KeyDict
+{
+	KeyPrint	e[DICT_SLOTS];	/* pad: the value's number + 1, 0: empty */
+	int			n;				/* numbers given */
+} KeyDict;
+
+/* combo's entries: DICT_IDS + 1 numbers a key column */
+static size_t
+dict_combos(const XpuAggTable *t)
+{
+	return t->n_keys == 1 ? 256 : 65536;
+}
+
+/* the slot of print p in a dictionary */
+static inline uint32_t
+dict_slot(const KeyPrint *p)
+{
+	return (uint32_t) (((p->w0 ^ (p->w1 * TEXT_MIX_W1) ^ p->tag) * TEXT_MIX_W0) >> 55);
+}
+
+/*
+ * the number of value p in dictionary d, or -1: not there (or a text
+ * longer than 16 bytes, whose print is not the value); with add, a value
+ * not there gets the next number, -1 when DICT_IDS are given
+ */
+static inline int
+dict_number(KeyDict *d, const KeyPrint *p, int add)
+{
+	uint32_t	i = dict_slot(p);
+
+	if (p->tag > 16 && p->tag != KEY_TAG_NULL)
+		return -1;
+	for (;; i = (i + 1) & (DICT_SLOTS - 1))
+	{
+		KeyPrint   *e = &d->e[i];
+
+		if (e->pad == 0)
+			break;
+		if (e->tag == p->tag && e->w0 == p->w0 && e->w1 == p->w1)
+			return (int) e->pad - 1;
+	}
+	if (!add || d->n >= DICT_IDS)
+		return -1;
+	d->e[i] = *p;
+	d->e[i].pad = (uint32_t) ++d->n;
+	return d->n - 1;
+}
+
+/* turns the shortcut on (a table of one or two keys, memory there) or off */
+static void
+dict_start(XpuAggTable *t)
+{
+	t->dict_on = -1;
+	if (t->n_keys > 2 ||
+		(t->dict = calloc(t->n_keys, sizeof(KeyDict))) == NULL ||
+		(t->combo = malloc(dict_combos(t) * sizeof(int32_t))) == NULL)
+		return;
+	memset(t->combo, 0xFF, dict_combos(t) * sizeof(int32_t));
+	t->dict_on = 1;
+}
+
+/* the combo index of the key of prints rp (t->n_keys of them), or -1; add as dict_number's */
+static inline int
+dict_index(XpuAggTable *t, const KeyPrint *rp, int add)
+{
+	int			i0 = dict_number(&t->dict[0], &rp[0], add),
+				i1 = t->n_keys == 2 ? dict_number(&t->dict[1], &rp[1], add) : 0;
+
+	return (i0 | i1) < 0 ? -1 : i0 | i1 << 8;
+}
+
+/*
+ * dict_groups: the groups of the m rows krow[] of a block, whose prints are
+ * in t->rprint, from the dictionaries into t->rowgroup; false when a row
+ * missed (the block must take the probe)
+ */
+static int
+dict_groups(XpuAggTable *t, const int64_t *krow, int m)
+{
+	const int	nk = t->n_keys;
+
+	for (int j = 0; j < m; j++)
+	{
+		int			c = dict_index(t, t->rprint + j * nk, 0);
+		int32_t		g;
+
+		if (c < 0 || (g = t->combo[c]) < 0)
+			return 0;
+		t->rowgroup[krow[j]] = g;
+	}
+	return 1;
+}
+
+/* dict_learn: after a block's probe, its values and groups into the dictionaries */
+static void
+dict_learn(XpuAggTable *t, const int64_t *krow, int m)
+{
+	const int	nk = t->n_keys;
+
+	for (int j = 0; j < m; j++)
+	{
+		const KeyPrint *rp = t->rprint + j * nk;
+		int64_t		g = t->rowgroup[krow[j]];
+		int			c;
+
+		if ((c = dict_index(t, rp, 1)) >= 0)
+		{
+			if (g <= INT32_MAX)
+				t->combo[c] = (int32_t) g;
+			continue;
+		}
+		/* a long text misses for ever; DICT_IDS values taken: no shortcut */
+		for (int k = 0; k < nk; k++)
+			if (rp[k].tag <= 16 || rp[k].tag == KEY_TAG_NULL)
+				if (dict_number(&t->dict[k], &rp[k], 0) < 0)
+					t->dict_on = -1;
+		if (t->dict_on < 0)
+			return;
+	}
 }
 
 /*
@@ -1191,11 +1587,13 @@ find_groups(XpuAggTable *t, const XpuResult *res, XpuError *err)
 	int64_t		krow[KEY_BLOCK];
 	uint64_t	kh[KEY_BLOCK];
 	uint8_t		lng[KEY_BLOCK];
+	const int	nk = t->n_keys;
 
 	for (int64_t r0 = 0; r0 < n; r0 += KEY_BLOCK)
 	{
 		int64_t		end = n - r0 < KEY_BLOCK ? n : r0 + KEY_BLOCK;
-		int			m = 0, j;
+		int			m = 0, j, h, nh;
+		int			heads[KEY_BLOCK + 1];
 
 		for (int64_t r = r0; r < end; r++)
 		{
@@ -1203,22 +1601,54 @@ find_groups(XpuAggTable *t, const XpuResult *res, XpuError *err)
 			if (!res->mask || res->mask[r])
 				krow[m++] = r;
 		}
+		if (t->dict_on == 0)
+			dict_start(t);
+		if (t->dict_on > 0)
+		{
+			print_rows(t, res, krow, m, NULL, lng);
+			if (dict_groups(t, krow, m))
+			{
+				t->dict_misses = 0;
+				continue;
+			}
+			if (++t->dict_misses > DICT_MISS_BLOCKS)
+				t->dict_on = -1;
+		}
 		print_rows(t, res, krow, m, kh, lng);
-		for (j = 0; j < m && j < PREFETCH_SLOT; j++)
-			__builtin_prefetch(&t->slots[kh[j] & t->mask]);
-		for (j = 0; j < m; j++)
+
+		/*
+		 * Runs: a row whose hash and prints are the row before's (no text
+		 * longer than 16 bytes) has its group; the rows that start a run
+		 * (heads, without a branch a row) are looked up, and the prefetch
+		 * distances count heads
+		 */
+		heads[0] = 0;
+		nh = m > 0;
+		for (j = 1; j < m; j++)
+		{
+			heads[nh] = j;
+			nh += (kh[j] != kh[j - 1]) | lng[j] |
+				!prints_equal(t->rprint + j * nk, t->rprint + (j - 1) * nk, nk);
+		}
+		heads[nh] = m;
+		for (h = 0; h < nh && h < PREFETCH_SLOT; h++)
+			__builtin_prefetch(&t->slots[kh[heads[h]] & t->mask]);
+		for (h = 0; h < nh; h++)
 		{
 			int64_t		g;
 
-			if (j + PREFETCH_SLOT < m)
-				__builtin_prefetch(&t->slots[kh[j + PREFETCH_SLOT] & t->mask]);
-			if (j + PREFETCH_GROUP < m)
-				prefetch_group(t, kh[j + PREFETCH_GROUP]);
-			g = row_group(t, res, krow[j], t->rprint + j * t->n_keys, kh[j], lng[j], err);
-			if (g < 0)
+			j = heads[h];
+			if (h + PREFETCH_SLOT < nh)
+				__builtin_prefetch(&t->slots[kh[heads[h + PREFETCH_SLOT]] & t->mask]);
+			if (h + PREFETCH_GROUP < nh)
+				prefetch_group(t, kh[heads[h + PREFETCH_GROUP]]);
+			if ((g = row_group(t, res, krow[j], t->rprint + j * nk, kh[j], lng[j], err)) < 0)
 				return 0;
-			t->rowgroup[krow[j]] = g;
+			for (; j < heads[h + 1]; j++)
+				t->rowgroup[krow[j]] = g;
 		}
+		if (t->dict_on > 0)
+			dict_learn(t, krow, m);
 	}
 	return 1;
 }
@@ -1268,7 +1698,7 @@ xpu_agg_table_update(XpuAggTable *t, const XpuResult *res, XpuError *err)
 		else
 			update_rows(t, a, res);
 	}
-	return 1;
+	return t->spill_limit == 0 || t->ngroups < t->spill_limit || spill_groups(t, err);
 }
 
 /* folds the states src of a group into dst group dg */
@@ -1316,7 +1746,14 @@ merge_block(XpuAggTable *dst, const XpuAggTable *src, const int64_t *sgs, int n,
 					dg;
 
 		if (j + PREFETCH_SLOT < n)
-			__builtin_prefetch(&dst->slots[src->ghash[sgs[j + PREFETCH_SLOT]] & dst->mask]);
+		{
+			int64_t		ahead = sgs[j + PREFETCH_SLOT];
+
+			/* the source's groups too: one partition of a table is every nparts-th */
+			__builtin_prefetch(&dst->slots[src->ghash[ahead] & dst->mask]);
+			__builtin_prefetch(src->gprint + ahead * src->n_keys);
+			__builtin_prefetch(src->states + ahead * src->n_aggs);
+		}
 		if (j + PREFETCH_GROUP < n)
 			prefetch_group(dst, src->ghash[sgs[j + PREFETCH_GROUP]]);
 		dg = group_find(dst, src->keys + src->koff[sg], src->klen[sg], src->ghash[sg],
@@ -1327,16 +1764,10 @@ merge_block(XpuAggTable *dst, const XpuAggTable *src, const int64_t *sgs, int n,
 	return 1;
 }
 
-/* the partition (0 .. nparts - 1) of a group of key hash h */
-static inline int
-hash_part(uint64_t h, int nparts)
-{
-	return (int) (((h >> 32) * (uint64_t) nparts) >> 32);
-}
-
-int
-xpu_agg_table_merge_part(XpuAggTable *dst, const XpuAggTable *src, int part, int nparts,
-						 XpuError *err)
+/* merge_part of the groups of src itself (not of its spill buffers) */
+static int
+merge_part_groups(XpuAggTable *dst, const XpuAggTable *src, int part, int nparts,
+				  XpuError *err)
 {
 	int64_t		sgs[KEY_BLOCK];
 	int			n = 0;
@@ -1354,6 +1785,26 @@ xpu_agg_table_merge_part(XpuAggTable *dst, const XpuAggTable *src, int part, int
 		}
 	}
 	return merge_block(dst, src, sgs, n, err);
+}
+
+/*
+ * xpu_agg_table_merge_part: see xpu_agg.h.  The groups src spilled are
+ * folded too: with nparts = XPU_AGG_PARTS partition part's buffer alone
+ * (whole), else every buffer's groups of the partition.
+ */
+int
+xpu_agg_table_merge_part(XpuAggTable *dst, const XpuAggTable *src, int part, int nparts,
+						 XpuError *err)
+{
+	for (int p = 0; src->spill != NULL && p < XPU_AGG_PARTS; p++)
+	{
+		if (src->spill[p] == NULL || (nparts == XPU_AGG_PARTS && p != part))
+			continue;
+		if (!merge_part_groups(dst, src->spill[p], part, nparts == XPU_AGG_PARTS ? 1 : nparts,
+							   err))
+			return 0;
+	}
+	return merge_part_groups(dst, src, part, nparts, err);
 }
 
 int
@@ -1437,18 +1888,30 @@ xpu_agg_table_flags(const XpuAggTable *t)
 
 	for (i = 0; i < t->ngroups * t->n_aggs; i++)
 		f |= t->states[i].flags;
+	for (int p = 0; t->spill != NULL && p < XPU_AGG_PARTS; p++)
+		if (t->spill[p] != NULL)
+			f |= xpu_agg_table_flags(t->spill[p]);
 	return f;
 }
 
 size_t
 xpu_agg_table_memory(const XpuAggTable *t)
 {
-	return sizeof(XpuAggTable) +
+	size_t		spilled = 0;
+
+	for (int p = 0; t->spill != NULL && p < XPU_AGG_PARTS; p++)
+		if (t->spill[p] != NULL)
+			spilled += xpu_agg_table_memory(t->spill[p]);
+	if (t->dict != NULL)
+		spilled += t->n_keys * sizeof(KeyDict);
+	if (t->combo != NULL)
+		spilled += dict_combos(t) * sizeof(int32_t);
+	return sizeof(XpuAggTable) + spilled +
 		(size_t) t->gcap * (sizeof(uint64_t) + sizeof(int64_t) + sizeof(uint32_t) +
 							(size_t) t->n_aggs * sizeof(XpuAggState) +
 							(size_t) t->n_keys * sizeof(KeyPrint)) +
 		(t->rprint ? (size_t) KEY_BLOCK * t->n_keys * sizeof(KeyPrint) : 0) +
-		(size_t) t->keys_cap + (size_t) (t->mask + 1) * sizeof(uint64_t) +
+		(size_t) t->keys_cap + (t->slots ? (size_t) (t->mask + 1) * sizeof(uint64_t) : 0) +
 		t->kbuf_cap + (size_t) t->rowgroup_cap * sizeof(int64_t) + t->hll_bytes;
 }
 

@@ -193,6 +193,32 @@ extern int	xpu_agg_table_merge(XpuAggTable *dst, const XpuAggTable *src,
 extern int	xpu_agg_table_merge_part(XpuAggTable *dst, const XpuAggTable *src,
 									 int part, int nparts, XpuError *err);
 
+/*
+ * Partitioned aggregation, for many groups.  A table given a spill limit
+ * (xpu_agg_table_set_spill; tables with HLL aggregates and tables without
+ * keys never spill) moves all its groups, once an update leaves it with
+ * limit groups or more, into XPU_AGG_PARTS buffers by partition of their
+ * hash (hash_part in xpu_agg.c, as xpu_agg_table_merge_part's), and goes on
+ * from an empty hash that stays small enough for the caches; the same key
+ * may then be in several buffers and in the hash.  A table that spilled
+ * holds its groups for merging only: xpu_agg_table_merge_part(dst, src, p,
+ * XPU_AGG_PARTS, err) folds src's groups of partition p (its buffer p and
+ * the groups of its hash in p) into dst, so that one thread a partition
+ * merges the tables into XPU_AGG_PARTS disjoint tables of a partition's
+ * groups each; ngroups and group see the groups of its hash alone.
+ */
+#define XPU_AGG_PARTS			64
+
+extern void xpu_agg_table_set_spill(XpuAggTable *t, int64_t limit);
+/* moves t's groups into its buffers now (nothing for a table that never
+ * spills); 0 with err set when memory runs out */
+extern int	xpu_agg_table_spill(XpuAggTable *t, XpuError *err);
+/* makes room in t for groups groups in all (no growth until then); 0 with
+ * err set when memory runs out */
+extern int	xpu_agg_table_reserve(XpuAggTable *t, int64_t groups, XpuError *err);
+/* has t spilled groups (its result must then be merged by partitions) */
+extern int	xpu_agg_table_spilled(const XpuAggTable *t);
+
 /* folds one group (key bytes and n_aggs states, e.g. from a GPU's table)
  * into t */
 extern int	xpu_agg_table_fold_group(XpuAggTable *t, const uint8_t *key,

@@ -1251,6 +1251,231 @@ test_merge(void)
 	free(prog);
 }
 
+/*
+ * are the groups of `all` those of the n disjoint tables parts[] (each
+ * group in exactly one), with the same states; the extended states
+ * (MIN_TEXT/MAX_TEXT) by their text
+ */
+static int
+parts_equal(const XpuAggTable *all, XpuAggTable *const *parts, int n,
+			const XpuAggDesc *aggs, int naggs)
+{
+	int64_t		total = 0;
+
+	for (int p = 0; p < n; p++)
+		total += xpu_agg_table_ngroups(parts[p]);
+	if (total != xpu_agg_table_ngroups(all))
+		return 0;
+	for (int64_t g = 0; g < xpu_agg_table_ngroups(all); g++)
+	{
+		const uint8_t *ka, *kb;
+		uint32_t	la, lb;
+		const XpuAggState *sa, *sb = NULL;
+		int			found = 0;
+
+		xpu_agg_table_group(all, g, &ka, &la, &sa);
+		for (int p = 0; p < n; p++)
+			for (int64_t h = 0; h < xpu_agg_table_ngroups(parts[p]); h++)
+			{
+				const XpuAggState *s;
+
+				xpu_agg_table_group(parts[p], h, &kb, &lb, &s);
+				if (la == lb && memcmp(ka, kb, la) == 0)
+					found++, sb = s;
+			}
+		if (found != 1)
+			return 0;
+		for (int a = 0; a < naggs; a++)
+		{
+			const uint8_t *da, *db;
+			int			fa, fb;
+			uint32_t	na, nb;
+
+			if (!XPU_AGG_EXTENDED(aggs[a].kind))
+			{
+				if (memcmp(&sa[a], &sb[a], sizeof(XpuAggState)) != 0)
+					return 0;
+				continue;
+			}
+			na = xpu_agg_extra_export(aggs[a].kind, &sa[a], &da, &fa);
+			nb = xpu_agg_extra_export(aggs[a].kind, &sb[a], &db, &fb);
+			if (sa[a].count != sb[a].count || na != nb || (na > 0 && memcmp(da, db, na) != 0))
+				return 0;
+		}
+	}
+	return 1;
+}
+
+/*
+ * Spilling (partitioned aggregation): tables that spill many times (a
+ * limit of 7 groups, 40 rows an update) over keys with NULLs, texts longer
+ * than 16 bytes, numeric sums and MIN_TEXT/MAX_TEXT states, merged by
+ * partitions (XPU_AGG_PARTS disjoint tables), by any other number of
+ * partitions and into one table, equal one table over all rows; an
+ * overflow in a spilled group still flags the result; HLL tables and
+ * tables without keys never spill
+ */
+static void
+test_spill(void)
+{
+	static const XpuAggDesc aggs[9] = {
+		{XPU_AGG_COUNT_STAR, 0, 0, 0}, {XPU_AGG_SUM_INT, 0, 0, 0}, {XPU_AGG_SUM_FLOAT, 0, 2, 0},
+		{XPU_AGG_MOMENTS, 0, 2, 0}, {XPU_AGG_MIN, 0, 2, 0}, {XPU_AGG_MAX, 0, 3, 0},
+		{XPU_AGG_SUM_NUMERIC, 0, 3, 0}, {XPU_AGG_MIN_TEXT, 0, 1, 0}, {XPU_AGG_MAX_TEXT, 0, 1, 0},
+	};
+	static const XpuAggDesc hll[1] = {{XPU_AGG_HLL, 10, 0, 64}};
+	XpuAggSpec	spec = {2, merge_keys, 9, aggs};
+	XpuAggSpec	hspec = {2, merge_keys, 1, hll};
+	XpuAggSpec	nokeys = {0, NULL, 9, aggs};
+	XpuProgram *prog = outs_program(merge_types, 4, 6);
+	XpuError	err = {0};
+	XpuAggTable *all = xpu_agg_table_create(prog, &spec, &err);
+	XpuAggTable *one = xpu_agg_table_create(prog, &spec, &err);
+	XpuAggTable *src[2], *parts[XPU_AGG_PARTS], *thirds[3];
+	XpuAggTable *h = xpu_agg_table_create(prog, &hspec, &err);
+	XpuAggTable *k0 = xpu_agg_table_create(prog, &nokeys, &err);
+	unsigned	seed = 7;
+	int			ok = 1;
+
+	for (int i = 0; i < 2; i++)
+	{
+		src[i] = xpu_agg_table_create(prog, &spec, &err);
+		xpu_agg_table_set_spill(src[i], 7);
+	}
+	xpu_agg_table_set_spill(h, 7);
+	xpu_agg_table_set_spill(k0, 1);
+	for (int u = 0; u < 150; u++)
+	{
+		XpuResult	r = new_result(40, 4);
+
+		fill_random(&r, &seed);
+		ok &= xpu_agg_table_update(all, &r, &err) &&
+			xpu_agg_table_update(src[u % 2], &r, &err) &&
+			xpu_agg_table_update(h, &r, &err) && xpu_agg_table_update(k0, &r, &err);
+		free_result(&r);
+	}
+	tap_ok(ok && xpu_agg_table_spilled(src[0]) && xpu_agg_table_spilled(src[1]) &&
+		   xpu_agg_table_ngroups(src[0]) < 7 + 40 && xpu_agg_table_ngroups(all) > 200,
+		   "spill: both tables spilled, their hashes stay small (%lld groups in all)",
+		   (long long) xpu_agg_table_ngroups(all));
+	tap_ok(!xpu_agg_table_spilled(h) && xpu_agg_table_ngroups(h) > 200 &&
+		   !xpu_agg_table_spilled(k0) && xpu_agg_table_ngroups(k0) == 1,
+		   "spill: an HLL table and a table without keys never spill");
+	for (int p = 0; p < XPU_AGG_PARTS; p++)
+	{
+		parts[p] = xpu_agg_table_create(prog, &spec, &err);
+		for (int i = 0; i < 2; i++)
+			ok &= xpu_agg_table_merge_part(parts[p], src[i], p, XPU_AGG_PARTS, &err);
+	}
+	tap_ok(ok && parts_equal(all, parts, XPU_AGG_PARTS, aggs, 9),
+		   "spill: merged by XPU_AGG_PARTS partitions == one table over all rows");
+	for (int p = 0; p < 3; p++)
+	{
+		thirds[p] = xpu_agg_table_create(prog, &spec, &err);
+		for (int i = 0; i < 2; i++)
+			ok &= xpu_agg_table_merge_part(thirds[p], src[i], p, 3, &err);
+	}
+	tap_ok(ok && parts_equal(all, thirds, 3, aggs, 9),
+		   "spill: merged by 3 partitions == one table over all rows");
+	/* a final spill of what the hash holds changes no answer */
+	ok &= xpu_agg_table_spill(src[0], &err) && xpu_agg_table_ngroups(src[0]) == 0;
+	for (int i = 0; i < 2; i++)
+		ok &= xpu_agg_table_merge(one, src[i], &err);
+	tap_ok(ok && parts_equal(all, &one, 1, aggs, 9),
+		   "spill: merged into one table == one table over all rows");
+	tap_ok(xpu_agg_table_memory(src[0]) > xpu_agg_table_memory(h) / 4,
+		   "spill: the spilled groups count in the table's memory");
+	/* an overflowed state in a spilled group flags the merged result */
+	{
+		XpuResult	r = new_result(2, 4);
+		XpuAggTable *dst = xpu_agg_table_create(prog, &spec, &err);
+		uint32_t	f = 0;
+
+		for (int i = 0; i < 2; i++)
+		{
+			VAL(&r, 0, i).i = 1;
+			VAL(&r, 1, i).t = (XpuText) {"x", 1};
+			VAL(&r, 3, i).n = ((__int128) 1 << 126) + 1;
+		}
+		ok &= xpu_agg_table_update(src[1], &r, &err) && xpu_agg_table_spill(src[1], &err);
+		tap_ok(ok && (xpu_agg_table_flags(src[1]) & XPU_AGGF_OVERFLOW),
+			   "spill: a spilled overflow shows in the table's flags");
+		for (int p = 0; p < XPU_AGG_PARTS; p++)
+		{
+			xpu_agg_table_free(parts[p]);
+			parts[p] = xpu_agg_table_create(prog, &spec, &err);
+			ok &= xpu_agg_table_merge_part(parts[p], src[1], p, XPU_AGG_PARTS, &err);
+			f |= xpu_agg_table_flags(parts[p]);
+		}
+		tap_ok(ok && (f & XPU_AGGF_OVERFLOW), "spill: ... and in the merged partitions'");
+		xpu_agg_table_free(dst);
+		free_result(&r);
+	}
+	for (int p = 0; p < XPU_AGG_PARTS; p++)
+		xpu_agg_table_free(parts[p]);
+	for (int p = 0; p < 3; p++)
+		xpu_agg_table_free(thirds[p]);
+	for (int i = 0; i < 2; i++)
+		xpu_agg_table_free(src[i]);
+	xpu_agg_table_free(all);
+	xpu_agg_table_free(one);
+	xpu_agg_table_free(h);
+	xpu_agg_table_free(k0);
+	free(prog);
+}
+
+/*
+ * Rows whose key repeats the row before's take its group without a probe:
+ * runs of equal keys (NULLs, long texts, texts equal in their first and
+ * last 8 bytes but not between) group as one table of shuffled rows does
+ */
+static void
+test_key_runs(void)
+{
+	static const XpuType types[2] = {XPU_T_TEXT, XPU_T_INT8};
+	static const uint16_t keys[2] = {0, 1};
+	static const XpuAggDesc aggs[1] = {{XPU_AGG_COUNT_STAR, 0, 0, 0}};
+	static const char *const texts[4] = {
+		"abcdefgh-1-ijklmnop", "abcdefgh-2-ijklmnop", "short", "abcdefgh-1-ijklmnop"};
+	XpuAggSpec	spec = {2, keys, 1, aggs};
+	XpuProgram *prog = outs_program(types, 2, 0);
+	XpuError	err = {0};
+	XpuAggTable *runs = xpu_agg_table_create(prog, &spec, &err);
+	XpuAggTable *shuffled = xpu_agg_table_create(prog, &spec, &err);
+	XpuResult	r = new_result(600, 2), q = new_result(600, 2);
+	int			ok = 1;
+
+	for (int64_t i = 0; i < r.nrows; i++)
+	{
+		int64_t		run = i / 7;	/* runs of 7 rows, across the blocks of 256 */
+
+		VAL(&r, 0, i).t = (XpuText) {texts[run % 4], (int32_t) strlen(texts[run % 4])};
+		NUL(&r, 0, i) = run % 5 == 4;
+		VAL(&r, 1, i).i = run % 3;
+		NUL(&r, 1, i) = run % 7 == 6;
+		r.mask[i] = i % 11 != 3;
+	}
+	for (int64_t i = 0; i < q.nrows; i++)
+	{
+		int64_t		j = i * 367 % q.nrows;	/* a permutation */
+
+		VAL(&q, 0, i) = VAL(&r, 0, j);
+		NUL(&q, 0, i) = NUL(&r, 0, j);
+		VAL(&q, 1, i) = VAL(&r, 1, j);
+		NUL(&q, 1, i) = NUL(&r, 1, j);
+		q.mask[i] = r.mask[j];
+	}
+	ok &= xpu_agg_table_update(runs, &r, &err) && xpu_agg_table_update(shuffled, &q, &err);
+	tap_ok(ok && xpu_agg_table_ngroups(runs) > 10 && tables_equal(runs, shuffled, 1),
+		   "runs of equal keys group as shuffled rows do (%lld groups)",
+		   (long long) xpu_agg_table_ngroups(runs));
+	xpu_agg_table_free(runs);
+	xpu_agg_table_free(shuffled);
+	free_result(&r);
+	free_result(&q);
+	free(prog);
+}
+
 /* state combine == updates over the concatenated input, for each kind */
 static void
 test_combine(void)
@@ -1337,6 +1562,14 @@ test_many_groups(void)
 	}
 	tap_ok(ok, "1e6 groups: every count and sum right after growth");
 	tap_ok(xpu_agg_table_memory(t) > mem0 + (size_t) n * 64, "memory grows with the groups");
+	{
+		XpuAggTable *r2 = xpu_agg_table_create(prog, &spec, &err);
+
+		tap_ok(r2 != NULL && xpu_agg_table_reserve(r2, n, &err) &&
+			   xpu_agg_table_memory(r2) > (size_t) n * (64 + 16) && xpu_agg_table_ngroups(r2) == 0,
+			   "xpu_agg_table_reserve: room for 1e6 groups, none there");
+		xpu_agg_table_free(r2);
+	}
 	xpu_agg_table_free(t);
 	free(prog);
 	free_result(&r);
@@ -1524,6 +1757,8 @@ main(void)
 	test_combine();
 	test_merge();
 	test_many_groups();
+	test_spill();
+	test_key_runs();
 	test_empty();
 	test_kind_table();
 	test_gpu_finish();

@@ -356,6 +356,33 @@ def test_many_groups(client, svc, tmp_path):
     assert len(got) == k == int(end["groups"]) and got == want
 
 
+def test_many_groups_spilled(client, tmp_path, monkeypatch):
+    """The workers' tables spill (PG_WARP_AGG_SPILL_GROUPS in the service's
+    environment; off by default): 150,000 groups through tables of at most
+    1,000 before they move into 64 partitions, merged into 64 disjoint parts
+    of the result: every group once, its count and sum pyarrow's"""
+    from test_service import Service
+    monkeypatch.setenv("PG_WARP_AGG_SPILL_GROUPS", "1000")
+    d = tmp_path / "svc"
+    d.mkdir()
+    s = Service(str(d), argv=["--no-gpu", "--threads", "2"])
+    try:
+        n, k = 400_000, 150_000
+        rnd = random.Random(7)
+        keys = [rnd.randrange(k) for _ in range(n)]
+        t = pa.table({"k": pa.array(keys, pa.int64()), "v": pa.array(range(n), pa.int64())})
+        f = write(tmp_path / "s.arrow", t, chunk=50000)
+        groups, end, err = run_client(s, "many", [f], "--threads", 2)
+        assert err is None and end["status"] == "0", (err, end)
+        got = {int(g[0]): (g[1], g[2]) for g in groups}
+        o = t.group_by("k").aggregate([("v", "sum"), ("v", "count")])
+        want = {kk: ("%d" % c, "%d:%d" % (c, sm)) for kk, sm, c in
+                zip(o["k"].to_pylist(), o["v_sum"].to_pylist(), o["v_count"].to_pylist())}
+        assert len(groups) == len(want) == int(end["groups"]) and got == want
+    finally:
+        s.stop()
+
+
 def test_no_rows(client, svc, tmp_path):
     """No GROUP BY over no rows (zero-row file, no file): one group of
     count 0 and NULL min/max, as PostgreSQL's one row."""
@@ -494,9 +521,12 @@ def test_file_changed_fifo_and_corrupt(client, svc, tmp_path):
 # --- runs alongside other work ---
 
 def long_file(tmp_path):
-    """A file and how many times to name it so that a run takes seconds."""
+    """A file and how many times to name it so that a run takes seconds (60
+    times took 0.3 s on one thread of the 2-core development machine once the
+    CPU engine grouped text keys faster: test_concurrent_runs_and_status then
+    found its runs done when it looked)."""
     f = write(tmp_path / "long.arrow", bench_table(200000, 9), chunk=16384)
-    return f, 60
+    return f, 240
 
 
 def test_cancel_and_close(client, svc, tmp_path):
