@@ -611,6 +611,22 @@ def test_parallel_groups_come_back_once(cluster, workers):
         assert len(parts) > 1 and sum(parts) > groups, plan
 
 
+def test_parallel_rescan(cluster):
+    """A Gather over the parallel GpuPreAgg rescanned (a plain Finalize
+    Aggregate in a SubPlan, rerun for each outer row): each rescan opens a
+    new shared run (ReInitializeDSM) and its groups come back once; the
+    last outer row equals the aggregate, so a rescan that lost or doubled
+    its groups changes the answer"""
+    make_big(cluster)
+    v = int(cluster.sql("SELECT sum(b)::int8 / 1000000 FROM big WHERE a < 500"))
+    q = ("SELECT g, g <> ALL (SELECT sum(b)::int8 / 1000000 FROM big WHERE a < 500) "
+         "FROM generate_series(%d, %d) g ORDER BY g" % (v - 3, v))
+    settings = ("SET enable_material = off", "SET pg_warp.heap_chunk_pages = 64")
+    rows, plan = same_par(cluster, q, settings=settings)
+    assert rows.split("\n")[-1] == "%d|f" % v, rows
+    assert "Gather (actual rows=1 loops=4)" in plan and "Shared Run Groups: 1" in plan, plan
+
+
 def test_parallel_leader_only(cluster):
     """no worker launched (max_parallel_workers = 0): the leader claims every
     range; and with the leader not participating, the workers do"""
