@@ -529,7 +529,7 @@ send_status(Conn *c)
 	st.protocol_version = PGWARP_PROTO_VERSION;
 	st.started_at_us = started_at_us;
 	st.uptime_us = svc_now_us(CLOCK_MONOTONIC) - started_mono_us;
-	st.memory_in_use = svc_counters.memory_in_use;
+	st.memory_in_use = svc_counters.memory_in_use + svc_share_memory();
 	st.running_tasks = svc_counters.running_tasks;
 	st.connections = svc_counters.connections;
 	st.engine = service_gpu->engine;

@@ -210,3 +210,17 @@ svc_share_take(SvcShare *s, const SvcShareSpec *spec, XpuAggTable ***tables, uin
 	pthread_mutex_unlock(&share_lock);
 	return ok;
 }
+
+/* svc_share_memory: bytes of the groups left in every shared run (STATUS) */
+uint64_t
+svc_share_memory(void)
+{
+	uint64_t	n = 0;
+
+	pthread_mutex_lock(&share_lock);
+	for (SvcShare *s = shares; s != NULL; s = s->next)
+		for (uint32_t i = 0; i < s->n_parts; i++)
+			n += xpu_agg_table_memory(s->parts[i]);
+	pthread_mutex_unlock(&share_lock);
+	return n;
+}

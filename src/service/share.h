@@ -38,5 +38,6 @@ extern bool svc_share_deposit(SvcShare *s, const SvcShareSpec *spec, XpuAggTable
 							  uint32_t n, char *msg, size_t msglen);
 extern bool svc_share_take(SvcShare *s, const SvcShareSpec *spec, XpuAggTable ***tables,
 						   uint32_t *n, char *msg, size_t msglen);
+extern uint64_t svc_share_memory(void);
 
 #endif							/* PG_WARP_SERVICE_SHARE_H */

@@ -20,9 +20,10 @@ import time
 
 import pytest
 
-from test_service import connect, error_of, hello, message, recv_message
+from test_service import connect, error_of, hello, message, recv_message, wait_until
 from test_service_agg import (RESULT_HEAD, RESULT_SIZE, all_table, client, dump,  # noqa: F401
                               file_offset, svc, write)
+from test_service_agg import status as status_of
 
 import pyarrow as pa
 
@@ -447,6 +448,7 @@ def test_shared_run_returns_the_parts_groups_once(client, svc, tmp_path):
     groups merged, each key once; a second finish finds none left."""
     rnd = random.Random(5)
     sid = rnd.getrandbits(64) | 1
+    before = status_of(svc)[4]                          # memory_in_use
     owner, reply = open_share(svc, sid)
     assert reply == (MSG_SHARE_OPEN, struct.pack("<QII", sid, 3, 0)), reply
     want = {}
@@ -460,10 +462,13 @@ def test_shared_run_returns_the_parts_groups_once(client, svc, tmp_path):
                 want[k] = (cnt + 1, s + (v or 0))
         groups, status = run_part(client, svc, tmp_path, sid, pages, lambda p, t: True)
         assert status == 0 and groups == {}, (groups, status)
+    # the groups waiting in the run are memory the service holds (STATUS)
+    assert status_of(svc)[4] > before
     groups, status = finish(client, svc, tmp_path, sid)
     assert status == 0 and groups == want
     assert finish(client, svc, tmp_path, sid) == ({}, 0)
     owner.close()
+    wait_until(lambda: status_of(svc)[4] == before, 10, "the shared run's memory to go")
 
 
 def test_shared_run_refusals(client, svc, tmp_path):
