@@ -129,12 +129,10 @@ struct AggTask
 	SvcFailure	fail;			/* the first failure (its lock guards xerr too);
 								 * werr 0: the run was done */
 	XpuError	xerr;			/* the program's error or FALLBACK */
-	XpuAggTable *table;			/* the GPU's, a HEAP_RUN's or a merged table */
 
 	/*
 	 * The result: n_parts tables whose groups are disjoint (the partitions of
-	 * a parallel merge), or t->table alone (task_main moves it here); a
-	 * shared run's finish may also return its parts' tables as they are
+	 * a parallel merge, or one table); a shared run's finish may also return its parts' tables as they are
 	 * (groups in several of them: partial states, combined by the backend)
 	 */
 	XpuAggTable **parts;		/* [SVC_RUN_MAX_THREADS], or the parts' tables */
@@ -662,6 +660,28 @@ fold_tables(XpuAggTable **tables, uint32_t n, XpuError *err)
 	return true;
 }
 
+/*
+ * take_tables: the n workers' tables as t's result parts: fewer than
+ * AGG_FOLD_TABLES folded into the first (one table as it is), else merged
+ * by partition (merge_tables); a table moved into t->parts is set to NULL
+ * in tables[], the others stay the caller's to free
+ */
+static void
+take_tables(AggTask *t, XpuAggTable **tables, uint32_t n)
+{
+	XpuError	err = {0};
+
+	if (n == 0)
+		return;
+	if (fold_tables(tables, n, &err))
+	{
+		t->parts[t->n_parts++] = tables[0];
+		tables[0] = NULL;
+	}
+	else if (err.code != XPU_OK || !merge_tables(t, tables, n, t->parts, &t->n_parts, &err))
+		task_table_error(t, &err);
+}
+
 /* runs the workers over t->work and merges their tables into t->parts */
 static void
 run_workers(AggTask *t)
@@ -671,7 +691,6 @@ run_workers(AggTask *t)
 	XpuAggTable **tables;
 	int			widest = 0;
 	uint32_t	started = 0;
-	XpuError	err = {0};
 
 	if ((int64_t) n > t->n_work)
 		n = t->n_work > 0 ? (uint32_t) t->n_work : 1;
@@ -704,17 +723,10 @@ run_workers(AggTask *t)
 	for (uint32_t i = 0; i < n; i++)
 		tables[i] = ws[i].table;
 	if (started == n && t->fail.werr == 0 && t->xerr.code == XPU_OK && !t->canceled)
-	{
-		if (fold_tables(tables, n, &err))
-			t->parts[t->n_parts++] = tables[0], ws[0].table = NULL;
-		else if (err.code != XPU_OK)
-			task_table_error(t, &err);
-		else if (!merge_tables(t, tables, n, t->parts, &t->n_parts, &err))
-			task_table_error(t, &err);
-	}
+		take_tables(t, tables, n);
 	for (uint32_t i = 0; i < n; i++)
 	{
-		xpu_agg_table_free(ws[i].table);
+		xpu_agg_table_free(tables[i]);
 		worker_release(&ws[i]);
 	}
 	free(tables);
@@ -745,7 +757,7 @@ task_outcome(AggTask *t, int rc, const XpuError *err, int werr, const char *msg)
 	}
 }
 
-/* runs t on the GPUs (gpu_agg.c) into t->table */
+/* runs t on the GPUs (gpu_agg.c) into one table, t->parts[0] */
 static void
 run_gpu(AggTask *t)
 {
@@ -754,18 +766,19 @@ run_gpu(AggTask *t)
 	char		msg[sizeof(t->fail.msg)];
 
 	t->threads = 1;
-	if ((t->table = xpu_agg_table_create(t->run.prog, &t->run.spec, &err)) == NULL)
+	if ((t->parts[0] = xpu_agg_table_create(t->run.prog, &t->run.spec, &err)) == NULL)
 		return svc_fail(&t->fail, WARP_ERR_OUT_OF_MEMORY, "out of memory");
+	t->n_parts = 1;
 	msg[0] = '\0';
-	task_outcome(t, gpu_agg_run(t->gpu, &t->run, t->table, &err, &werr, msg, sizeof(msg)),
+	task_outcome(t, gpu_agg_run(t->gpu, &t->run, t->parts[0], &err, &werr, msg, sizeof(msg)),
 				 &err, werr, msg);
 }
 
 /*
  * runs a HEAP_RUN's chunks on the CPU workers of heap_chunk.c, or on the
- * GPU, into t->parts: its workers' tables merged as run_workers merges
- * them; a part of a shared run keeps them as they are (the finish merges
- * every part's at once)
+ * GPU, into t->parts: its workers' tables taken as run_workers takes them;
+ * a part of a shared run keeps them as they are (the finish merges every
+ * part's at once)
  */
 static void
 run_heap(AggTask *t)
@@ -787,17 +800,14 @@ run_heap(AggTask *t)
 		rc = heap_run_exec(t->heap, &t->run, tables, &n, &t->threads, &err, &werr, msg,
 						   sizeof(msg));
 	task_outcome(t, rc, &err, werr, msg);
-	if (rc == XPU_OK && !t->canceled)
+	if (rc == XPU_OK && !t->canceled && t->share_role == WARP_SHARE_PART)
 	{
-		if (n == 1 || t->share_role == WARP_SHARE_PART)
-		{
-			memcpy(t->parts, tables, sizeof(XpuAggTable *) * n);
-			t->n_parts = n;
-			n = 0;
-		}
-		else if (n > 1 && !merge_tables(t, tables, n, t->parts, &t->n_parts, &err))
-			task_table_error(t, &err);
+		memcpy(t->parts, tables, sizeof(XpuAggTable *) * n);
+		t->n_parts = n;
+		n = 0;
 	}
+	else if (rc == XPU_OK && !t->canceled)
+		take_tables(t, tables, n);
 	for (uint32_t i = 0; i < n; i++)
 		xpu_agg_table_free(tables[i]);
 	free(tables);
@@ -953,7 +963,8 @@ finish_share(AggTask *t)
 	char		msg[sizeof(t->fail.msg)];
 
 	if (!svc_share_take(t->share, &t->share_spec, &tables, &n, msg, sizeof(msg)))
-		return svc_fail(&t->fail, WARP_ERR_PROTOCOL, "%s", msg);
+		return svc_fail(&t->fail, strcmp(msg, "out of memory") == 0 ?
+						WARP_ERR_OUT_OF_MEMORY : WARP_ERR_PROTOCOL, "%s", msg);
 	t->threads = t->run.n_threads;
 	if (n == 0)
 		return;
@@ -1002,11 +1013,6 @@ task_main(void *arg)
 			run_workers(t);
 		for (uint32_t i = 0; i < t->run.n_files; i++)
 			svc_input_check_end(&t->run.files[i], &t->fail);
-	}
-	if (t->n_parts == 0 && t->table != NULL)
-	{
-		t->parts[t->n_parts++] = t->table;
-		t->table = NULL;
 	}
 	if (t->fail.werr == 0 && !t->canceled && t->xerr.code == XPU_OK && t->n_parts > 0 &&
 		t->share_role != WARP_SHARE_FINISH)
@@ -1188,7 +1194,7 @@ agg_task_reply(AggTask *t, uint8_t *buf, uint32_t *type, bool *last)
 size_t
 agg_task_memory(const AggTask *t)
 {
-	size_t		n = t->table ? xpu_agg_table_memory(t->table) : 0;
+	size_t		n = 0;
 
 	for (uint32_t p = 0; p < t->n_parts; p++)
 		n += t->parts[p] ? xpu_agg_table_memory(t->parts[p]) : 0;
@@ -1211,7 +1217,6 @@ agg_task_free(AggTask *t)
 	free(t->run.files);
 	free(t->work);
 	heap_run_free(t->heap);
-	xpu_agg_table_free(t->table);
 	for (uint32_t p = 0; p < t->n_parts; p++)
 		xpu_agg_table_free(t->parts[p]);
 	free(t->parts);

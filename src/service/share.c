@@ -139,19 +139,26 @@ svc_share_threads(const SvcShare *s, uint32_t threads)
 	return n > 0 ? n : 1;
 }
 
-/* does spec equal the run's (the first one seen becomes the run's); share_lock held */
+/*
+ * same_spec: does spec equal the run's (the first one seen becomes the
+ * run's); false with msg set ("out of memory", or that what names the run
+ * with other keys or aggregates); share_lock held
+ */
 static bool
-same_spec(SvcShare *s, const SvcShareSpec *spec)
+same_spec(SvcShare *s, const SvcShareSpec *spec, const char *what, char *msg, size_t msglen)
 {
 	if (s->spec == NULL)
 	{
 		if ((s->spec = malloc(spec->len ? spec->len : 1)) == NULL)
-			return false;
+			return snprintf(msg, msglen, "out of memory"), false;
 		memcpy(s->spec, spec->bytes, spec->len);
 		s->spec_len = spec->len;
 		return true;
 	}
-	return s->spec_len == spec->len && memcmp(s->spec, spec->bytes, spec->len) == 0;
+	if (s->spec_len == spec->len && memcmp(s->spec, spec->bytes, spec->len) == 0)
+		return true;
+	return snprintf(msg, msglen, "%s of shared run %016llx groups other keys or aggregates",
+					what, (unsigned long long) s->id), false;
 }
 
 /*
@@ -166,9 +173,7 @@ svc_share_deposit(SvcShare *s, const SvcShareSpec *spec, XpuAggTable **tables, u
 	bool		ok;
 
 	pthread_mutex_lock(&share_lock);
-	if (!(ok = same_spec(s, spec)))
-		snprintf(msg, msglen, "a part of shared run %016llx groups other keys or aggregates",
-				 (unsigned long long) s->id);
+	ok = same_spec(s, spec, "a part", msg, msglen);
 	if (ok && s->n_parts + n > s->cap)
 	{
 		uint32_t	cap = (s->n_parts + n) * 2;
@@ -197,16 +202,13 @@ svc_share_take(SvcShare *s, const SvcShareSpec *spec, XpuAggTable ***tables, uin
 	bool		ok;
 
 	pthread_mutex_lock(&share_lock);
-	if ((ok = s->n_parts == 0 || same_spec(s, spec)))
+	if ((ok = s->n_parts == 0 || same_spec(s, spec, "the finish", msg, msglen)))
 	{
 		*tables = s->parts;
 		*n = s->n_parts;
 		s->parts = NULL;
 		s->n_parts = s->cap = 0;
 	}
-	else
-		snprintf(msg, msglen, "the finish of shared run %016llx groups other keys or aggregates",
-				 (unsigned long long) s->id);
 	pthread_mutex_unlock(&share_lock);
 	return ok;
 }
