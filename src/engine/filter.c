@@ -277,7 +277,8 @@ engine_filter_batch(ArrowScanFilter *f, const ArrowArray *const *arrays, int64 n
 	}
 	chunk.nrows = nrows;
 	chunk.ncols = f->n_cols;
-	chunk.pad = 0;
+	chunk.n_parts = 0;
+	chunk.parts = NULL;
 	chunk.cols = f->cols;
 	res.nrows = nrows;
 	res.mask = f->mask;

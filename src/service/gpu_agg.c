@@ -244,8 +244,11 @@ gagg_io_take(GaggIo *io)
 			rc = arrow_pread_all(r.fd, r.dst, r.len, r.offset, NULL, &aerr);
 		pthread_mutex_lock(&io->lock);
 		if (rc != ARROW_OK && io->failed_errno == 0)
+		{
 			io->failed_errno = rc == -2 ? -2 :
 				rc == ARROW_ERR_IO && aerr.sys_errno != 0 ? aerr.sys_errno : -1;
+			io->failed_tag = r.tag;
+		}
 		if (++io->finished == io->n_reads)
 			pthread_cond_signal(&io->done);
 		pthread_mutex_unlock(&io->lock);
@@ -305,7 +308,8 @@ gagg_io_stop(GaggIo *io)
 
 /*
  * gagg_io_run: does the n reads (the calling thread helps) and returns 0,
- * or the errno of the first failed read (-1: the file ended first)
+ * or the errno of the first failed read (-1: the file ended first; -2: a
+ * check of offsets failed), whose tag is then io->failed_tag
  */
 int
 gagg_io_run(GaggIo *io, GaggRead *reads, int n)
@@ -318,6 +322,7 @@ gagg_io_run(GaggIo *io, GaggRead *reads, int n)
 	io->next = 0;
 	io->finished = 0;
 	io->failed_errno = 0;
+	io->failed_tag = 0;
 	pthread_cond_broadcast(&io->work);
 	pthread_mutex_unlock(&io->lock);
 	gagg_io_take(io);
@@ -866,11 +871,18 @@ gagg_plan_cached(const GpuCacheEntry *e, GaggPiece *pc)
 	}
 }
 
-/* is program column k of the slot's batch a cache hit (nothing to read or copy) */
+/*
+ * the cache entries of part p of the slot's launch, by program column, and
+ * whether the launch fills them
+ */
+#define GAGG_PART_ENTRIES(g, s, p)	((s)->entries + (size_t) (p) * (g)->prog->n_cols)
+#define GAGG_PART_FILLING(g, s, p)	((s)->filling + (size_t) (p) * (g)->prog->n_cols)
+
+/* is program column k (of a part whose entries are ent, fill) a cache hit */
 static bool
-gagg_col_hit(const GaggSlot *s, int k)
+gagg_col_hit(GpuCacheEntry *const *ent, const uint8_t *fill, int k)
 {
-	return s->entries[k] != NULL && !s->filling[k];
+	return ent[k] != NULL && !fill[k];
 }
 
 /*
@@ -878,8 +890,8 @@ gagg_col_hit(const GaggSlot *s, int k)
  * that the cache did not have, and plans their pieces from it (*ab)
  */
 static int
-gagg_load_missing(GaggRun *g, GaggSlot *s, AggRunFile *f, int32_t batch, GaggPiece *pc,
-				  ArrowBatch **ab)
+gagg_load_missing(GaggRun *g, GpuCacheEntry *const *ent, const uint8_t *fill, AggRunFile *f,
+				  int32_t batch, GaggPiece *pc, ArrowBatch **ab)
 {
 	ArrowFile  *file = f->file;
 	bool	   *want = calloc(file->schema.n_fields, sizeof(bool));
@@ -889,7 +901,7 @@ gagg_load_missing(GaggRun *g, GaggSlot *s, AggRunFile *f, int32_t batch, GaggPie
 	if (want == NULL)
 		return gagg_fail(g, WARP_ERR_OUT_OF_MEMORY, "out of memory");
 	for (int k = 0; k < g->prog->n_cols; k++)
-		if (!gagg_col_hit(s, k))
+		if (!gagg_col_hit(ent, fill, k))
 			want[gagg_field(g, f, k)] = true;
 	rc = arrow_batch_load(file, batch, want, ab, &aerr);
 	free(want);
@@ -901,7 +913,7 @@ gagg_load_missing(GaggRun *g, GaggSlot *s, AggRunFile *f, int32_t batch, GaggPie
 	{
 		int			width;
 
-		if (gagg_col_hit(s, k))
+		if (gagg_col_hit(ent, fill, k))
 			continue;
 		svc_field_fits(&file->schema.fields[gagg_field(g, f, k)], XPU_COLS(g->prog) + k, &width);
 		if (gagg_plan_loaded(g, f, *ab, k, width, pc + 3 * k) != 0)
@@ -913,15 +925,15 @@ gagg_load_missing(GaggRun *g, GaggSlot *s, AggRunFile *f, int32_t batch, GaggPie
 /*
  * gagg_plan_batch: the pieces of every program column of batch `batch` of
  * file fi into pc (3 per column): a column the device's cache holds is
- * taken from there (s->entries[k]); the others are planned from the file,
- * loading the batch first when it is compressed (*ab), and get a cache entry
- * to fill where the cache has room (s->filling[k]).  *file_bytes and
- * *cached_bytes: the bytes the referenced buffers take in the file, read
- * and served from the cache.
+ * taken from there (ent[k]); the others are planned from the file, loading
+ * the batch first when it is compressed (*ab), and get a cache entry to
+ * fill where the cache has room (fill[k]).  *file_bytes and *cached_bytes
+ * grow by the bytes the referenced buffers take in the file, read and
+ * served from the cache.
  */
 static int
-gagg_plan_batch(GaggRun *g, GaggSlot *s, uint32_t fi, int32_t batch, GaggPiece *pc,
-				ArrowBatch **ab, uint64_t *file_bytes, uint64_t *cached_bytes)
+gagg_plan_batch(GaggRun *g, GpuCacheEntry **ent, uint8_t *fill, uint32_t fi, int32_t batch,
+				GaggPiece *pc, ArrowBatch **ab, uint64_t *file_bytes, uint64_t *cached_bytes)
 {
 	AggRunFile *f = &g->run->files[fi];
 	ArrowFile  *file = f->file;
@@ -930,7 +942,6 @@ gagg_plan_batch(GaggRun *g, GaggSlot *s, uint32_t fi, int32_t batch, GaggPiece *
 	bool		cache = g->use_cache && g->ids[fi].ino != 0;
 	ArrowError	aerr;
 
-	*file_bytes = *cached_bytes = 0;
 	for (int k = 0; k < n_cols; k++)
 	{
 		const XpuColumn *col = XPU_COLS(g->prog) + k;
@@ -947,12 +958,12 @@ gagg_plan_batch(GaggRun *g, GaggSlot *s, uint32_t fi, int32_t batch, GaggPiece *
 		n_ext = arrow_column_extents(file, batch, field, ext, 4, &aerr);
 		for (int e = 0; e < n_ext; e++)
 			bytes += (uint64_t) ext[e].length;
-		s->entries[k] = cache ? gpu_cache_get(g->dev, &g->ids[fi], batch, field, col->kind) : NULL;
-		s->filling[k] = 0;
-		if (s->entries[k] != NULL)
+		ent[k] = cache ? gpu_cache_get(g->dev, &g->ids[fi], batch, field, col->kind) : NULL;
+		fill[k] = 0;
+		if (ent[k] != NULL)
 		{
 			*cached_bytes += bytes;
-			gagg_plan_cached(s->entries[k], pc + 3 * k);
+			gagg_plan_cached(ent[k], pc + 3 * k);
 			continue;
 		}
 		*file_bytes += bytes;
@@ -962,30 +973,30 @@ gagg_plan_batch(GaggRun *g, GaggSlot *s, uint32_t fi, int32_t batch, GaggPiece *
 			return -1;
 	}
 	if (n_missing > 0 && file->batches[batch].codec != ARROW_CODEC_NONE &&
-		gagg_load_missing(g, s, f, batch, pc, ab) != 0)
+		gagg_load_missing(g, ent, fill, f, batch, pc, ab) != 0)
 		return -1;
 	for (int k = 0; k < n_cols && cache; k++)
 	{
 		size_t		len[3] = {pc[3 * k].len, pc[3 * k + 1].len, pc[3 * k + 2].len};
 
-		if (s->entries[k] != NULL)
+		if (ent[k] != NULL)
 			continue;
-		s->entries[k] = gpu_cache_reserve(g->dev, &g->ids[fi], batch, gagg_field(g, f, k),
-										  XPU_COLS(g->prog)[k].kind, len);
-		s->filling[k] = s->entries[k] != NULL;
+		ent[k] = gpu_cache_reserve(g->dev, &g->ids[fi], batch, gagg_field(g, f, k),
+								   XPU_COLS(g->prog)[k].kind, len);
+		fill[k] = ent[k] != NULL;
 	}
 	return 0;
 }
 
 /*
  * gagg_slot_release: drops the slot's references to cache entries (the
- * GPU is done with its batch); with published, the entries it filled are
+ * GPU is done with its launch); with published, the entries it filled are
  * complete and later runs may use them, else they are dropped
  */
 void
 gagg_slot_release(GaggRun *g, GaggSlot *s, bool published)
 {
-	for (int k = 0; s->entries != NULL && k < g->prog->n_cols; k++)
+	for (int k = 0; s->entries != NULL && k < s->n_parts * g->prog->n_cols; k++)
 	{
 		if (s->entries[k] == NULL)
 			continue;
@@ -1014,181 +1025,287 @@ gagg_add_copy(GaggSlot *s, size_t host_off, size_t len, CUdeviceptr dst)
 }
 
 /*
- * gagg_place_pieces: lays the pieces of the columns that are no cache hit
- * out after the chunk header of the slot's pinned buffer, copies the loaded
- * ones, lists the reads of the stored ones (in slices) in *reads and the
- * host-to-device copies in s->copies (a column with a cache entry to fill
- * goes there, the others to the slot's device buffer), and points the column
- * descriptors at their device addresses
+ * gagg_place_pieces: lays the pieces of part p's columns that are no cache
+ * hit out at *pos of the slot's pinned buffer, copies the loaded ones, adds
+ * the reads of the stored ones (in slices, tagged p) to *reads and the
+ * host-to-device copies to s->copies (a column with a cache entry to fill
+ * goes there, the others to the slot's device buffer), and points the
+ * part's column descriptors (cols, in the pinned buffer) at their device
+ * addresses
  */
 static int
-gagg_place_pieces(GaggRun *g, GaggSlot *s, AggRunFile *f, const GaggPiece *pc,
-				  size_t header, GaggRead **reads, int *n_reads)
+gagg_place_pieces(GaggRun *g, GaggSlot *s, int p, const GaggPiece *pc, XpuColumnData *cols,
+				  size_t *pos, GaggRead **reads, int *n_reads, int *cap)
 {
-	XpuColumnData *cols = (XpuColumnData *) (s->host + sizeof(XpuChunk));
-	size_t		pos = header;
-	int			n = 0,
-				cap = 16;
+	AggRunFile *f = &g->run->files[s->parts[p].fi];
+	GpuCacheEntry **ent = GAGG_PART_ENTRIES(g, s, p);
+	uint8_t    *fill = GAGG_PART_FILLING(g, s, p);
 
-	*reads = malloc(cap * sizeof(GaggRead));
-	if (*reads == NULL)
-		return gagg_fail(g, WARP_ERR_OUT_OF_MEMORY, "out of memory");
-	s->n_copies = 0;
-	gagg_add_copy(s, 0, header, s->dev);
 	for (int k = 0; k < g->prog->n_cols; k++)
 	{
 		XpuColumnData *cd = cols + XPU_COLS(g->prog)[k].col_index;
-		bool		hit = gagg_col_hit(s, k);
-		CUdeviceptr base = s->entries[k] != NULL ? gpu_cache_entry_ptr(s->entries[k]) : s->dev + pos;
-		size_t		start = pos,
+		bool		hit = gagg_col_hit(ent, fill, k);
+		CUdeviceptr base = ent[k] != NULL ? gpu_cache_entry_ptr(ent[k]) : s->dev + *pos;
+		size_t		start = *pos,
 					off = 0;
 		const void *addr[3];
 
-		for (int p = 0; p < 3; p++)
+		for (int q = 0; q < 3; q++)
 		{
-			const GaggPiece *piece = pc + 3 * k + p;
+			const GaggPiece *piece = pc + 3 * k + q;
 
-			addr[p] = piece->len > 0 || p == 2 ? (const void *) (uintptr_t) (base + off) : NULL;
+			addr[q] = piece->len > 0 || q == 2 ? (const void *) (uintptr_t) (base + off) : NULL;
 			off += align_up(piece->len, GAGG_ALIGN);
 			if (hit)
 				continue;
 			if (piece->file_off < 0 && piece->len > 0)
-				memcpy(s->host + pos, piece->src, piece->len);
+				memcpy(s->host + *pos, piece->src, piece->len);
 			for (size_t done = 0; piece->file_off >= 0 && done < piece->len; done += GAGG_IO_SLICE)
 			{
-				if (n == cap)
+				GaggRead   *r;
+
+				if (*n_reads == *cap)
 				{
-					GaggRead   *more = realloc(*reads, 2 * cap * sizeof(GaggRead));
+					GaggRead   *more = realloc(*reads, 2 * *cap * sizeof(GaggRead));
 
 					if (more == NULL)
 						return gagg_fail(g, WARP_ERR_OUT_OF_MEMORY, "out of memory");
 					*reads = more;
-					cap *= 2;
+					*cap *= 2;
 				}
-				memset(&(*reads)[n], 0, sizeof(GaggRead));
-				(*reads)[n].fd = f->fd;
-				(*reads)[n].offset = piece->file_off + (int64_t) done;
-				(*reads)[n].dst = s->host + pos + done;
-				(*reads)[n++].len = piece->len - done < GAGG_IO_SLICE ? piece->len - done : GAGG_IO_SLICE;
+				r = &(*reads)[(*n_reads)++];
+				memset(r, 0, sizeof(GaggRead));
+				r->fd = f->fd;
+				r->tag = p;
+				r->offset = piece->file_off + (int64_t) done;
+				r->dst = s->host + *pos + done;
+				r->len = piece->len - done < GAGG_IO_SLICE ? piece->len - done : GAGG_IO_SLICE;
 			}
-			pos += align_up(piece->len, GAGG_ALIGN);
+			*pos += align_up(piece->len, GAGG_ALIGN);
 		}
-		if (!hit && pos > start)
-			gagg_add_copy(s, start, pos - start, base);
+		if (!hit && *pos > start)
+			gagg_add_copy(s, start, *pos - start, base);
 		cd->validity = addr[0];
 		cd->values = addr[1];
 		cd->data = addr[2];
 		cd->offset = 0;
 	}
-	*n_reads = n;
 	return 0;
 }
 
 /*
- * checks the utf8 offsets the pinned buffer holds (after the reads): within
+ * gagg_check_offsets: checks the utf8 offsets the pinned buffer holds
+ * (after the reads; laid out from `header` as gagg_place_pieces did): within
  * [0, data length] and never decreasing, in slices spread over the I/O
  * threads.  Cache hits were checked when they were read.
  */
 static int
-gagg_check_offsets(GaggRun *g, GaggSlot *s, AggRunFile *f, int32_t batch,
-				   const GaggPiece *pc, size_t header)
+gagg_check_offsets(GaggRun *g, GaggSlot *s, const GaggPiece *pc, size_t header)
 {
 	size_t		pos = header;
 	GaggRead	jobs[64];
 	int			n_jobs = 0,
-				bad = 0;
+				bad_part = -1,
+				n_cols = g->prog->n_cols;
 
-	for (int k = 0; k < g->prog->n_cols; k++)
+	for (int p = 0; p < s->n_parts && bad_part < 0; p++)
 	{
-		const GaggPiece *p = pc + 3 * k;
-		const int32_t *off;
+		int64_t		nrows = gagg_part_rows(s, p);
 
-		if (gagg_col_hit(s, k))
-			continue;
-		pos += align_up(p[0].len, GAGG_ALIGN);
-		off = (const int32_t *) (s->host + pos);
-		pos += align_up(p[1].len, GAGG_ALIGN) + align_up(p[2].len, GAGG_ALIGN);
-		if (XPU_COLS(g->prog)[k].kind != XPU_COL_UTF8)
-			continue;
-		bad |= off[0] < 0 || (size_t) off[s->nrows] > p[2].len;
-		for (int64_t i = 0; i < s->nrows && !bad; i += GAGG_CHECK_SLICE)
+		for (int k = 0; k < n_cols && bad_part < 0; k++)
 		{
-			if (n_jobs == 64)
+			const GaggPiece *q = pc + 3 * ((size_t) p * n_cols + k);
+			const int32_t *off;
+
+			if (gagg_col_hit(GAGG_PART_ENTRIES(g, s, p), GAGG_PART_FILLING(g, s, p), k))
+				continue;
+			pos += align_up(q[0].len, GAGG_ALIGN);
+			off = (const int32_t *) (s->host + pos);
+			pos += align_up(q[1].len, GAGG_ALIGN) + align_up(q[2].len, GAGG_ALIGN);
+			if (XPU_COLS(g->prog)[k].kind != XPU_COL_UTF8)
+				continue;
+			if (off[0] < 0 || (size_t) off[nrows] > q[2].len)
+				bad_part = p;
+			for (int64_t i = 0; i < nrows && bad_part < 0; i += GAGG_CHECK_SLICE)
 			{
-				bad |= gagg_io_run(&g->io, jobs, n_jobs) != 0;
-				n_jobs = 0;
+				if (n_jobs == 64)
+				{
+					if (gagg_io_run(&g->io, jobs, n_jobs) != 0)
+						bad_part = g->io.failed_tag;
+					n_jobs = 0;
+				}
+				memset(&jobs[n_jobs], 0, sizeof(GaggRead));
+				jobs[n_jobs].tag = p;
+				jobs[n_jobs].off = off + i;
+				jobs[n_jobs++].n_off = nrows - i < GAGG_CHECK_SLICE ? nrows - i : GAGG_CHECK_SLICE;
 			}
-			memset(&jobs[n_jobs], 0, sizeof(GaggRead));
-			jobs[n_jobs].off = off + i;
-			jobs[n_jobs++].n_off = s->nrows - i < GAGG_CHECK_SLICE ? s->nrows - i : GAGG_CHECK_SLICE;
 		}
 	}
-	if (!bad && n_jobs > 0)
-		bad |= gagg_io_run(&g->io, jobs, n_jobs) != 0;
-	if (bad)
-		return gagg_fail(g, WARP_ERR_BAD_FILE,
-						 "%s: record batch %d has invalid utf8 offsets", f->path, batch);
+	if (bad_part < 0 && n_jobs > 0 && gagg_io_run(&g->io, jobs, n_jobs) != 0)
+		bad_part = g->io.failed_tag;
+	if (bad_part >= 0)
+		return gagg_fail(g, WARP_ERR_BAD_FILE, "%s: record batch %d has invalid utf8 offsets",
+						 g->run->files[s->parts[bad_part].fi].path, s->parts[bad_part].batch);
 	return 0;
 }
 
 /*
- * gagg_fill_slot: reads record batch `batch` of file fi into the (idle)
- * slot's pinned buffer as the chunk the kernel reads, except the columns
- * the cache holds, and lists the copies to make (s->copies)
+ * gagg_batch_bytes: the bytes that the program's columns take in record
+ * batch `batch` of file f (what reading them would read)
+ */
+static uint64_t
+gagg_batch_bytes(GaggRun *g, AggRunFile *f, int32_t batch)
+{
+	uint64_t	bytes = 0;
+
+	for (int k = 0; k < g->prog->n_cols; k++)
+	{
+		ArrowExtent ext[4];
+		ArrowError	aerr;
+		int32_t		field = gagg_field(g, f, k);
+		int			n = field >= 0 && field < f->file->schema.n_fields ?
+			arrow_column_extents(f->file, batch, field, ext, 4, &aerr) : 0;
+
+		for (int e = 0; e < n; e++)
+			bytes += (uint64_t) ext[e].length;
+	}
+	return bytes;
+}
+
+/*
+ * gagg_next_launch: the record batches of the next launch, from cursor c on
+ * in request order (consecutive batches, across files, within the
+ * GAGG_LAUNCH_* limits), into w; returns how many (0: none is left) and
+ * moves c past them
  */
 int
-gagg_fill_slot(GaggRun *g, GaggSlot *s, uint32_t fi, int32_t batch)
+gagg_next_launch(GaggRun *g, GaggCursor *c, GaggWork *w)
 {
-	AggRunFile *f = &g->run->files[fi];
-	size_t		header = align_up(sizeof(XpuChunk) + g->chunk_ncols * sizeof(XpuColumnData),
-								  GAGG_ALIGN);
-	size_t		total = header;
+	AggRun	   *run = g->run;
+	int64_t		rows = 0;
+	uint64_t	bytes = 0;
+	int			n = 0;
+
+	while (c->fi < run->n_files && n < GAGG_LAUNCH_PARTS)
+	{
+		AggRunFile *f = &run->files[c->fi];
+		int32_t		batch;
+		int64_t		r;
+		uint64_t	b;
+
+		if (c->bi >= f->n_batches)
+		{
+			c->fi++;
+			c->bi = 0;
+			continue;
+		}
+		batch = f->batches[c->bi];
+		r = f->file->batches[batch].n_rows;
+		b = gagg_batch_bytes(g, f, batch);
+		if (n > 0 && (rows + r > GAGG_LAUNCH_ROWS || bytes + b > GAGG_LAUNCH_BYTES))
+			break;
+		w[n].fi = c->fi;
+		w[n++].batch = batch;
+		rows += r;
+		bytes += b;
+		c->bi++;
+	}
+	return n;
+}
+
+/*
+ * gagg_fill_slot: reads the n record batches w (gagg_next_launch) into the
+ * (idle) slot's pinned buffer as the chunk the kernel reads (one part per
+ * batch when there are several), except the columns the cache holds, and
+ * lists the copies to make (s->copies)
+ */
+int
+gagg_fill_slot(GaggRun *g, GaggSlot *s, const GaggWork *w, int n)
+{
+	int			n_cols = g->prog->n_cols;
+	size_t		cols_at = sizeof(XpuChunk) + (size_t) n * sizeof(XpuChunkPart);
+	size_t		part_cols = (size_t) g->chunk_ncols * sizeof(XpuColumnData);
+	size_t		header = align_up(cols_at + (size_t) n * part_cols, GAGG_ALIGN);
+	size_t		total = header,
+				pos = header;
 	int64_t		t0 = svc_now_us(CLOCK_MONOTONIC);
-	GaggPiece  *pc = calloc((size_t) g->prog->n_cols * 3 + 1, sizeof(GaggPiece));
-	GaggRead   *reads = NULL;
-	ArrowBatch *ab = NULL;
+	GaggPiece  *pc = calloc((size_t) n * n_cols * 3 + 1, sizeof(GaggPiece));
+	ArrowBatch **abs = calloc(n, sizeof(ArrowBatch *));
+	GaggRead   *reads = malloc(16 * sizeof(GaggRead));
 	uint64_t	file_bytes = 0,
 				cached_bytes = 0;
 	XpuChunk   *chunk;
+	XpuChunkPart *parts;
 	int			n_reads = 0,
+				cap = 16,
 				rc = -1,
 				io_rc;
 
 	gagg_slot_release(g, s, false);
-	if (pc == NULL)
-		return gagg_fail(g, WARP_ERR_OUT_OF_MEMORY, "out of memory");
-	s->nrows = f->file->batches[batch].n_rows;
-	if (gagg_plan_batch(g, s, fi, batch, pc, &ab, &file_bytes, &cached_bytes) != 0)
+	s->n_parts = 0;
+	s->nrows = 0;
+	if (pc == NULL || abs == NULL || reads == NULL)
+	{
+		gagg_fail(g, WARP_ERR_OUT_OF_MEMORY, "out of memory");
 		goto done;
-	for (int i = 0; i < 3 * g->prog->n_cols; i++)
-		if (!gagg_col_hit(s, i / 3))
-			total += align_up(pc[i].len, GAGG_ALIGN);
+	}
+	for (int p = 0; p < n; p++)
+	{
+		s->parts[p] = w[p];
+		s->first_row[p] = s->nrows;
+		s->nrows += g->run->files[w[p].fi].file->batches[w[p].batch].n_rows;
+		s->n_parts = p + 1;
+		if (gagg_plan_batch(g, GAGG_PART_ENTRIES(g, s, p), GAGG_PART_FILLING(g, s, p),
+							w[p].fi, w[p].batch, pc + (size_t) 3 * n_cols * p, &abs[p],
+							&file_bytes, &cached_bytes) != 0)
+			goto done;
+		for (int i = 0; i < 3 * n_cols; i++)
+			if (!gagg_col_hit(GAGG_PART_ENTRIES(g, s, p), GAGG_PART_FILLING(g, s, p), i / 3))
+				total += align_up(pc[(size_t) 3 * n_cols * p + i].len, GAGG_ALIGN);
+	}
 	if (gagg_slot_reserve(g, s, total, total, s->nrows, 4, "a batch") != 0)
 		goto done;
 	memset(s->host, 0, header);
 	chunk = (XpuChunk *) s->host;
+	parts = (XpuChunkPart *) (s->host + sizeof(XpuChunk));
 	chunk->nrows = s->nrows;
 	chunk->ncols = g->chunk_ncols;
-	chunk->cols = (const XpuColumnData *) (uintptr_t) (s->dev + sizeof(XpuChunk));
-	if (gagg_place_pieces(g, s, f, pc, header, &reads, &n_reads) != 0)
-		goto done;
+	chunk->n_parts = n > 1 ? n : 0;
+	chunk->cols = (const XpuColumnData *) (uintptr_t) (s->dev + cols_at);
+	chunk->parts = n > 1 ? (const XpuChunkPart *) (uintptr_t) (s->dev + sizeof(XpuChunk)) : NULL;
+	s->n_copies = 0;
+	gagg_add_copy(s, 0, header, s->dev);
+	for (int p = 0; p < n; p++)
+	{
+		parts[p].first_row = s->first_row[p];
+		parts[p].cols = (const XpuColumnData *) (uintptr_t) (s->dev + cols_at + p * part_cols);
+		s->part_cols[p] = parts[p].cols;
+		if (gagg_place_pieces(g, s, p, pc + (size_t) 3 * n_cols * p,
+							  (XpuColumnData *) (s->host + cols_at + p * part_cols),
+							  &pos, &reads, &n_reads, &cap) != 0)
+			goto done;
+	}
 	io_rc = gagg_io_run(&g->io, reads, n_reads);
 	if (io_rc != 0)
 	{
+		const char *path = g->run->files[s->parts[g->io.failed_tag].fi].path;
+
 		gagg_fail(g, io_rc > 0 ? WARP_ERR_IO : WARP_ERR_BAD_FILE,
 				  io_rc > 0 ? "could not read file \"%s\": %s" : "file \"%s\" is truncated%s",
-				  f->path, io_rc > 0 ? strerror(io_rc) : "");
+				  path, io_rc > 0 ? strerror(io_rc) : "");
 		goto done;
 	}
-	if (gagg_check_offsets(g, s, f, batch, pc, header) != 0)
+	if (gagg_check_offsets(g, s, pc, header) != 0)
 		goto done;
 	GAGG_ADD(g->run->bytes_read, file_bytes);
 	GAGG_ADD(g->run->bytes_cached, cached_bytes);
 	rc = 0;
 done:
 	GAGG_ADD(g->run->io_us, (uint64_t) (svc_now_us(CLOCK_MONOTONIC) - t0));
-	if (ab != NULL)
-		arrow_batch_free(ab);
+	for (int p = 0; abs != NULL && p < n; p++)
+		if (abs[p] != NULL)
+			arrow_batch_free(abs[p]);
+	free(abs);
 	free(reads);
 	free(pc);
 	return rc;
@@ -1326,38 +1443,37 @@ gagg_slot_finish(GaggRun *g, GaggSlot *s)
 }
 
 /*
- * gagg_run_batches: every batch of every file through the two slots: the
- * batch after the one the GPU works on is read meanwhile
+ * gagg_run_batches: every batch of every file through the two slots, a
+ * launch taking several small ones: the batches after the ones the GPU
+ * works on are read meanwhile
  */
 static int
 gagg_run_batches(GaggRun *g)
 {
 	AggRun	   *run = g->run;
+	GaggCursor	cur = {0, 0};
+	GaggWork	w[GAGG_LAUNCH_PARTS];
 	int			next = 0,
+				n,
 				rc;
 
-	for (uint32_t fi = 0; fi < run->n_files; fi++)
+	while ((n = gagg_next_launch(g, &cur, w)) > 0)
 	{
-		AggRunFile *f = &run->files[fi];
+		GaggSlot   *s = &g->slots[next];
 
-		for (uint32_t bi = 0; bi < f->n_batches; bi++)
-		{
-			GaggSlot   *s = &g->slots[next];
-
-			if (run->canceled != NULL && *run->canceled)
-				return gagg_fail(g, WARP_ERR_CANCELED, "canceled");
-			if (s->busy && (rc = gagg_slot_finish(g, s)) != 0)
-				return rc;
-			if (gagg_fill_slot(g, s, fi, f->batches[bi]) != 0)
-				return -1;
-			GAGG_ADD(run->rows_in, (uint64_t) s->nrows);
-			GAGG_ADD(run->batches, 1);
-			if (s->nrows == 0)
-				continue;
-			if (gagg_copy_slot(g, s) != 0 || gagg_launch(g, s, 0, 0, s->ovf) != 0)
-				return -1;
-			next = (next + 1) % GAGG_SLOTS;
-		}
+		if (run->canceled != NULL && *run->canceled)
+			return gagg_fail(g, WARP_ERR_CANCELED, "canceled");
+		if (s->busy && (rc = gagg_slot_finish(g, s)) != 0)
+			return rc;
+		if (gagg_fill_slot(g, s, w, n) != 0)
+			return -1;
+		GAGG_ADD(run->rows_in, (uint64_t) s->nrows);
+		GAGG_ADD(run->batches, (uint64_t) n);
+		if (s->nrows == 0)
+			continue;
+		if (gagg_copy_slot(g, s) != 0 || gagg_launch(g, s, 0, 0, s->ovf) != 0)
+			return -1;
+		next = (next + 1) % GAGG_SLOTS;
 	}
 	for (int i = 0; i < GAGG_SLOTS; i++)
 	{
@@ -1413,9 +1529,11 @@ gagg_slots_create(GaggRun *g)
 			gagg_host_alloc(g, (void **) &s->status, sizeof(XpuGaggLaunch), "a status") != 0 ||
 			gagg_dev_alloc(g, &s->d_launch, sizeof(XpuGaggLaunch), "a status") != 0)
 			return -1;
-		s->entries = calloc(g->prog->n_cols + 1, sizeof(GpuCacheEntry *));
-		s->filling = calloc(g->prog->n_cols + 1, 1);
-		s->copies = calloc(g->prog->n_cols + 1, sizeof(GaggCopy));
+		size_t		n = (size_t) GAGG_LAUNCH_PARTS * g->prog->n_cols + 1;
+
+		s->entries = calloc(n, sizeof(GpuCacheEntry *));
+		s->filling = calloc(n, 1);
+		s->copies = calloc(n, sizeof(GaggCopy));
 		if (s->entries == NULL || s->filling == NULL || s->copies == NULL)
 			return gagg_fail(g, WARP_ERR_OUT_OF_MEMORY, "out of memory");
 	}

@@ -36,6 +36,17 @@
 #define GAGG_SMEM_LIMIT		(48 * 1024)	/* a block's shared memory without opting in */
 
 /*
+ * A launch takes consecutive record batches (of one or several files) until
+ * it has GAGG_LAUNCH_ROWS rows, GAGG_LAUNCH_BYTES referenced bytes or
+ * GAGG_LAUNCH_PARTS batches (a larger batch goes alone): small batches
+ * (pg2arrow writes 8 MB ones) would otherwise pay a launch, a wait and a
+ * flush of the blocks' tables each.
+ */
+#define GAGG_LAUNCH_PARTS	64
+#define GAGG_LAUNCH_ROWS	((int64_t) 1 << 22)
+#define GAGG_LAUNCH_BYTES	((uint64_t) 256 << 20)
+
+/*
  * GAGG_RETRY: a driver call that may need device memory (a stream, an
  * event, a launch), done again while it runs out of it and the column
  * cache has entries to evict
@@ -53,6 +64,7 @@
 typedef struct GaggRead
 {
 	int			fd;
+	int			tag;			/* the caller's: which of its inputs this is */
 	int64_t		offset;
 	size_t		len;
 	uint8_t    *dst;
@@ -76,6 +88,7 @@ typedef struct GaggIo
 	int			finished;
 	int			failed_errno;	/* first errno of a failed read; -1: file too
 								 * short; -2: offsets decrease */
+	int			failed_tag;		/* that read's tag */
 	int			stop;
 } GaggIo;
 
@@ -86,6 +99,20 @@ typedef struct GaggCopy
 	size_t		len;
 	CUdeviceptr dst;
 } GaggCopy;
+
+/* one record batch of a launch: file fi of the run, its batch number */
+typedef struct GaggWork
+{
+	uint32_t	fi;
+	int32_t		batch;
+} GaggWork;
+
+/* where the next launch's batches start: file fi, its bi-th batch of the request */
+typedef struct GaggCursor
+{
+	uint32_t	fi;
+	uint32_t	bi;
+} GaggCursor;
 
 typedef struct GaggSlot
 {
@@ -101,12 +128,19 @@ typedef struct GaggSlot
 	CUdeviceptr d_launch;
 	XpuGaggLaunch *status;		/* pinned copy of d_launch after the kernel */
 	int			busy;			/* a batch is in flight */
-	int64_t		nrows;
-	/* per program column: the cache entry the batch reads it from (a hit,
-	 * or one this batch fills: filling[k]), referenced until the batch is done */
+	int64_t		nrows;			/* of all its batches */
+	int			n_parts;		/* its record batches (Arrow input; 0: heap) */
+	GaggWork	parts[GAGG_LAUNCH_PARTS];
+	int64_t		first_row[GAGG_LAUNCH_PARTS];	/* each part's first chunk row */
+	const XpuColumnData *part_cols[GAGG_LAUNCH_PARTS];	/* its descriptors on the device */
+	/*
+	 * per part and program column (entries[p * n_cols + k]): the cache entry
+	 * the batch reads it from (a hit, or one this launch fills: filling[]),
+	 * referenced until the launch is done
+	 */
 	GpuCacheEntry **entries;
 	uint8_t    *filling;
-	GaggCopy   *copies;			/* the batch's host-to-device copies */
+	GaggCopy   *copies;			/* the launch's host-to-device copies */
 	int			n_copies;
 } GaggSlot;
 
@@ -170,6 +204,13 @@ align_up(size_t n, size_t a)
 	return (n + a - 1) / a * a;
 }
 
+/* the rows of part p of slot s's launch */
+static inline int64_t
+gagg_part_rows(const GaggSlot *s, int p)
+{
+	return (p + 1 < s->n_parts ? s->first_row[p + 1] : s->nrows) - s->first_row[p];
+}
+
 /* in gpu_agg.c */
 extern int gagg_cuda(GaggRun *g, CUresult rc, const char *what);
 extern int gagg_begin(GaggRun *g, const ServiceGpu *gpu, AggRun *run, uint32_t device,
@@ -195,7 +236,8 @@ extern void gagg_batch_release(GaggRun *g, uint8_t **p, size_t cap);
 extern int gagg_slot_reserve(GaggRun *g, GaggSlot *s, size_t host_len, size_t dev_len,
 							 int64_t nrows, int slack_div, const char *what);
 extern int gagg_batch_buffer(GaggRun *g, uint8_t **p, size_t *cap);
-extern int gagg_fill_slot(GaggRun *g, GaggSlot *s, uint32_t fi, int32_t batch);
+extern int gagg_next_launch(GaggRun *g, GaggCursor *c, GaggWork *w);
+extern int gagg_fill_slot(GaggRun *g, GaggSlot *s, const GaggWork *w, int n);
 
 /* in gpu_scan.c */
 extern int gagg_launch_filter(GaggRun *g, GaggSlot *s, CUfunction f, CUdeviceptr d_prog,

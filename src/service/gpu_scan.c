@@ -35,6 +35,7 @@ typedef struct GscanStage
 {
 	XpuResult	res;			/* copied to the device before the launch */
 	XpuError	err;			/* the program's first error, copied back */
+	XpuChunk	part;			/* one part of the slot's chunk (gscan_narrow) */
 } GscanStage;
 
 typedef struct GscanRun
@@ -45,7 +46,7 @@ typedef struct GscanRun
 	GscanStage *stage[GAGG_SLOTS];
 	CUdeviceptr d_aux[GAGG_SLOTS];	/* XpuResult, XpuError, then the mask */
 	size_t		aux_cap[GAGG_SLOTS];
-	int64_t		work[GAGG_SLOTS];	/* the batch a slot holds, in request order */
+	int64_t		work[GAGG_SLOTS];	/* a slot's first batch, in request order */
 	GpuScanPass pass;
 	void	   *pass_arg;
 } GscanRun;
@@ -137,9 +138,75 @@ gscan_launch(GscanRun *gs, int si)
 }
 
 /*
+ * gscan_pass: hands each batch of slot si's launch its part of the mask
+ * (NULL: none, a recheck) in request order
+ */
+static void
+gscan_pass(GscanRun *gs, int si, const uint8_t *mask)
+{
+	GaggSlot   *s = &gs->g.slots[si];
+
+	for (int p = 0; p < s->n_parts; p++)
+		gs->pass(gs->pass_arg, gs->work[si] + p, mask != NULL ? mask + s->first_row[p] : NULL,
+				 gagg_part_rows(s, p));
+}
+
+/*
+ * gscan_narrow: slot si's launch over several batches raised an error or
+ * FALLBACK: each batch is filtered again on its own (its data is still on
+ * the device), so that only the batches that raise it come back without a
+ * mask, for PostgreSQL to recheck, as they would have on their own.  The
+ * slot's chunk header is replaced by each part's in turn (its part and
+ * column descriptors lie after it), the mask comes back to the start of
+ * the pinned buffer.
+ */
+static int
+gscan_narrow(GscanRun *gs, int si)
+{
+	GaggRun    *g = &gs->g;
+	GaggSlot   *s = &g->slots[si];
+	GscanStage *st = gs->stage[si];
+	int64_t		total = s->nrows;
+	CUdeviceptr res = gs->d_aux[si],
+				mask = gs->d_aux[si] + GSCAN_AUX_MASK;
+	int			rc = 0;
+
+	for (int p = 0; p < s->n_parts && rc == 0; p++)
+	{
+		int64_t		rows = (p + 1 < s->n_parts ? s->first_row[p + 1] : total) - s->first_row[p];
+
+		if (rows == 0)
+		{
+			gs->pass(gs->pass_arg, gs->work[si] + p, s->host, 0);
+			continue;
+		}
+		st->part = (XpuChunk) {rows, g->chunk_ncols, 0, s->part_cols[p], NULL};
+		st->res = (XpuResult) {rows, (uint8_t *) (uintptr_t) mask, NULL, NULL};
+		s->nrows = rows;
+		rc = gagg_cuda(g, gpu_drv.cuMemcpyHtoDAsync(s->dev, &st->part, sizeof(XpuChunk),
+													s->stream), "cuMemcpyHtoDAsync");
+		if (rc == 0)
+			rc = gagg_cuda(g, gpu_drv.cuMemcpyHtoDAsync(res, &st->res, sizeof(XpuResult),
+														s->stream), "cuMemcpyHtoDAsync");
+		if (rc == 0)
+			rc = gagg_launch_filter(g, s, gs->f_warp, gs->d_prog, res, res + GSCAN_AUX_ERR,
+									mask, &st->err);
+		if (rc == 0)
+			rc = gagg_stream_wait(g, s->stream);
+		s->busy = 0;
+		if (rc == 0)
+			gs->pass(gs->pass_arg, gs->work[si] + p, st->err.code == XPU_OK ? s->host : NULL,
+					 rows);
+	}
+	s->nrows = total;
+	return rc;
+}
+
+/*
  * gscan_finish: waits for slot si's filter, hands its mask (or, when the
- * program raised an error or FALLBACK, none: a recheck) to the caller and
- * publishes the cache entries its batch filled
+ * program raised an error or FALLBACK, none: a recheck, narrowed down to
+ * the batches that raise it) to the caller and publishes the cache entries
+ * its launch filled
  */
 static int
 gscan_finish(GscanRun *gs, int si)
@@ -153,46 +220,52 @@ gscan_finish(GscanRun *gs, int si)
 	s->busy = 0;
 	if (gpu_drv.cuEventElapsedTime(&ms, s->ev_start, s->ev_end) == CUDA_SUCCESS)
 		GAGG_ADD(g->run->exec_us, (uint64_t) (ms * 1000.0f));
-	gs->pass(gs->pass_arg, gs->work[si],
-			 gs->stage[si]->err.code == XPU_OK ? s->host : NULL, s->nrows);
+	if (gs->stage[si]->err.code == XPU_OK || s->n_parts == 1)
+		gscan_pass(gs, si, gs->stage[si]->err.code == XPU_OK ? s->host : NULL);
+	else if (gscan_narrow(gs, si) != 0)
+		return -1;
 	gagg_slot_release(g, s, true);
 	return 0;
 }
 
-/* every batch of every file through the two slots, in request order */
+/*
+ * every batch of every file through the two slots, in request order, a
+ * launch taking several small ones
+ */
 static int
 gscan_run_batches(GscanRun *gs)
 {
 	GaggRun    *g = &gs->g;
 	AggRun	   *run = g->run;
+	GaggCursor	cur = {0, 0};
+	GaggWork	w[GAGG_LAUNCH_PARTS];
 	int64_t		work = 0;
-	int			next = 0;
+	int			next = 0,
+				n;
 
-	for (uint32_t fi = 0; fi < run->n_files; fi++)
+	while ((n = gagg_next_launch(g, &cur, w)) > 0)
 	{
-		AggRunFile *f = &run->files[fi];
+		GaggSlot   *s = &g->slots[next];
+		int64_t		rows = 0;
 
-		for (uint32_t bi = 0; bi < f->n_batches; bi++, work++)
+		if (run->canceled != NULL && *run->canceled)
+			return gagg_fail(g, WARP_ERR_CANCELED, "canceled");
+		if (s->busy && gscan_finish(gs, next) != 0)
+			return -1;
+		for (int p = 0; p < n; p++)
+			rows += run->files[w[p].fi].file->batches[w[p].batch].n_rows;
+		if (gscan_reserve(gs, next, rows) != 0 || gagg_fill_slot(g, s, w, n) != 0)
+			return -1;
+		gs->work[next] = work;
+		work += n;
+		if (s->nrows == 0)
 		{
-			GaggSlot   *s = &g->slots[next];
-
-			if (run->canceled != NULL && *run->canceled)
-				return gagg_fail(g, WARP_ERR_CANCELED, "canceled");
-			if (s->busy && gscan_finish(gs, next) != 0)
-				return -1;
-			if (gscan_reserve(gs, next, f->file->batches[f->batches[bi]].n_rows) != 0 ||
-				gagg_fill_slot(g, s, fi, f->batches[bi]) != 0)
-				return -1;
-			if (s->nrows == 0)
-			{
-				gs->pass(gs->pass_arg, work, s->host, 0);
-				continue;
-			}
-			gs->work[next] = work;
-			if (gagg_copy_slot(g, s) != 0 || gscan_launch(gs, next) != 0)
-				return -1;
-			next = (next + 1) % GAGG_SLOTS;
+			gscan_pass(gs, next, s->host);
+			continue;
 		}
+		if (gagg_copy_slot(g, s) != 0 || gscan_launch(gs, next) != 0)
+			return -1;
+		next = (next + 1) % GAGG_SLOTS;
 	}
 	for (int i = 0; i < GAGG_SLOTS; i++)
 	{

@@ -515,7 +515,8 @@ kern_agg_init(XpuGaggTable *t, const XpuGaggSpec *sp)
 }
 
 /*
- * gagg_eval: runs LOAD and QUAL for one row, and PROJ when it passes;
+ * gagg_eval: runs LOAD and QUAL for one row of the chunk (of any of its
+ * parts), and PROJ when it passes;
  * returns whether it passed (xpu_row_eval's contract, without results).
  * The program's hoisted constants already hold their registers (run once
  * by gagg_hoisted_setup); null0 is the null flags every row starts from.
@@ -525,14 +526,15 @@ gagg_eval(const XpuProgram *prog, const XpuChunk *chunk, int64_t row,
 		  XpuValue *regs, uint8_t *nulls, const uint8_t *null0, XpuError *err)
 {
 	const uint16_t *st = prog->stage_start;
+	const XpuColumnData *cols = xpu_chunk_part(chunk, &row);
 
 	for (int k = 0; k < prog->n_regs; k++)
 		nulls[k] = null0[k];
-	xpu_row_run(prog, prog->n_hoisted, st[XPU_STAGE_JOIN], chunk->cols, row,
+	xpu_row_run(prog, prog->n_hoisted, st[XPU_STAGE_JOIN], cols, row,
 				regs, nulls, 1, err);
 	if (st[XPU_STAGE_QUAL] != st[XPU_STAGE_JOIN] && !XPU_TRUE(&regs[0], nulls[0]))
 		return 0;
-	xpu_row_run(prog, st[XPU_STAGE_PROJ], st[XPU_N_STAGES], chunk->cols, row,
+	xpu_row_run(prog, st[XPU_STAGE_PROJ], st[XPU_N_STAGES], cols, row,
 				regs, nulls, 1, err);
 	return 1;
 }

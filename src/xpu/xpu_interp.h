@@ -166,8 +166,9 @@ xpu_row_run(const XpuProgram *prog, int begin, int end,
 }
 
 /*
- * xpu_row_eval: the whole run contract for one row of the chunk; regs and
- * nulls have room for the program's registers.
+ * xpu_row_eval: the whole run contract for one row of the chunk (of any of
+ * its parts: results are indexed by the chunk's row); regs and nulls have
+ * room for the program's registers.
  */
 XPU_HOST_DEVICE void
 xpu_row_eval(const XpuProgram *prog, const XpuChunk *chunk, int64_t row,
@@ -175,16 +176,18 @@ xpu_row_eval(const XpuProgram *prog, const XpuChunk *chunk, int64_t row,
 {
 	const uint16_t *st = prog->stage_start;
 	const uint8_t *outs = XPU_OUTS(prog);
+	int64_t		in_part = row;
+	const XpuColumnData *cols = xpu_chunk_part(chunk, &in_part);
 	int			pass, k;
 
 	for (k = 0; k < prog->n_regs; k++)
 		nulls[k] = 1;
-	xpu_row_run(prog, st[XPU_STAGE_LOAD], st[XPU_STAGE_JOIN], chunk->cols, row,
+	xpu_row_run(prog, st[XPU_STAGE_LOAD], st[XPU_STAGE_JOIN], cols, in_part,
 				regs, nulls, 1, err);
 	pass = st[XPU_STAGE_QUAL] == st[XPU_STAGE_JOIN] || XPU_TRUE(&regs[0], nulls[0]);
 	res->mask[row] = (uint8_t) pass;
 	if (pass)
-		xpu_row_run(prog, st[XPU_STAGE_PROJ], st[XPU_N_STAGES], chunk->cols, row,
+		xpu_row_run(prog, st[XPU_STAGE_PROJ], st[XPU_N_STAGES], cols, in_part,
 					regs, nulls, 1, err);
 	for (k = 0; k < prog->n_outs; k++)
 	{

@@ -176,13 +176,53 @@ typedef struct XpuColumnData
 	int64_t		offset;			/* Arrow array offset, in rows */
 } XpuColumnData;
 
+/* one record batch of a chunk that holds several (XpuChunk.parts) */
+typedef struct XpuChunkPart
+{
+	int64_t		first_row;		/* the chunk's row that is its row 0 */
+	const XpuColumnData *cols;	/* [ncols] */
+} XpuChunkPart;
+
+/*
+ * XpuChunk: the rows a run evaluates.  One record batch: cols, n_parts 0
+ * (or 1).  The GPU input path launches a kernel over several small record
+ * batches at once (n_parts > 1): the chunk's rows are the parts' rows one
+ * after the other, parts[] ascending by first_row, parts[0].first_row 0,
+ * and xpu_chunk_part finds a row's part.
+ */
 typedef struct XpuChunk
 {
 	int64_t		nrows;
 	int32_t		ncols;
-	int32_t		pad;
-	const XpuColumnData *cols;	/* [ncols] */
+	int32_t		n_parts;
+	const XpuColumnData *cols;	/* [ncols]: the columns of one batch (parts[0]'s) */
+	const XpuChunkPart *parts;	/* [n_parts] where n_parts > 1 */
 } XpuChunk;
+
+/*
+ * xpu_chunk_part: the columns that chunk row *row lies in, *row made the
+ * row within them
+ */
+XPU_HOST_DEVICE const XpuColumnData *
+xpu_chunk_part(const XpuChunk *chunk, int64_t *row)
+{
+	int32_t		lo = 0,
+				hi = chunk->n_parts - 1;
+
+	if (chunk->n_parts <= 1)
+		return chunk->cols;
+	while (lo < hi)
+	{
+		int32_t		mid = (lo + hi + 1) / 2;
+
+		if (chunk->parts[mid].first_row <= *row)
+			lo = mid;
+		else
+			hi = mid - 1;
+	}
+	*row -= chunk->parts[lo].first_row;
+	return chunk->parts[lo].cols;
+}
 
 /*
  * XpuResult: where a run writes its results, nrows entries per array.

@@ -912,6 +912,52 @@ test_forms_agree(void)
 	tcol_free(&cols[1]);
 }
 
+/*
+ * a chunk of several parts (the GPU's launch over several record batches)
+ * gives each row the results of the whole chunk in one: parts at odd
+ * boundaries (not multiples of 8, so the validity bits are sliced), an empty
+ * part in the middle and one at the end
+ */
+static void
+test_chunk_parts(void)
+{
+	static const int64_t cuts[] = {1, 77, 77, 2501, 4999, 5000};
+	XpuProgram *progs[3] = {and_program(1), case_program(), coalesce_or_program()};
+	XpuColumnData cd[4];
+	XpuChunkPart parts[4];
+	XpuChunk	chunk = {100, 1, 4, cd, parts};
+	TCol		cols[2];
+	TRun		r;
+	int			k, n = 5000, ok = 1;
+	int64_t		row;
+
+	for (k = 0; k < 4; k++)
+		parts[k] = (XpuChunkPart) {k == 0 ? 0 : k == 1 ? 10 : k == 2 ? 10 : 60, &cd[k]};
+	for (row = 0; row < 100; row++)
+	{
+		int64_t		in = row;
+		const XpuColumnData *c = xpu_chunk_part(&chunk, &in);
+		int			want = row < 10 ? 0 : row < 60 ? 2 : 3;
+
+		ok &= c == &cd[want] && in == row - parts[want].first_row;
+	}
+	tap_ok(ok, "xpu_chunk_part finds each row's part, past an empty one");
+	random_int_col(&cols[0], n, 1);
+	random_int_col(&cols[1], n, 2);
+	for (k = 0; k < 3; k++)
+	{
+		trun_exec_parts(&r, progs[k], cols, 2, n, cuts, 6);
+		tap_ok(r.err[0].code == r.err[1].code && (k == 2 || r.err[1].code == XPU_OK) &&
+			   trun_agree(&r, progs[k], XPU_T_INT4),
+			   "program %d over %d rows in 7 parts (per row) and in one chunk (per tile) agree "
+			   "(error code %d, %d)", k, n, r.err[0].code, r.err[1].code);
+		trun_free(&r);
+		free(progs[k]);
+	}
+	tcol_free(&cols[0]);
+	tcol_free(&cols[1]);
+}
+
 /* ---------------------------------------------------------------- loads */
 
 /* load one column of kind/scale into a register of type t; run both forms */
@@ -931,7 +977,8 @@ load_run(TRun *r, XpuColKind kind, XpuType t, int scale, const XpuColumnData *cd
 	xpu_builder_free(b);
 	chunk.nrows = n;
 	chunk.ncols = 1;
-	chunk.pad = 0;
+	chunk.n_parts = 0;
+	chunk.parts = NULL;
 	chunk.cols = cd;
 	r->nrows = n;
 	ws = aligned_alloc(16, xpu_cpu_workspace_size(p));
@@ -1124,6 +1171,7 @@ main(void)
 	test_hoist_consts();
 	test_three_valued_logic();
 	test_forms_agree();
+	test_chunk_parts();
 	test_loads();
 	test_constants();
 	test_disassemble();

@@ -158,26 +158,50 @@ trun_free(TRun *r)
 	}
 }
 
-/* run prog over ncols columns of nrows rows in both forms */
+#define TRUN_MAX_PARTS	8
+
+/*
+ * run prog over ncols columns of nrows rows in both forms; with n_cuts > 0
+ * the per-row form reads them as a chunk of n_cuts + 1 parts (XpuChunk.parts,
+ * the GPU's launch over several record batches), part p starting at row
+ * cuts[p - 1] (ascending; equal cuts make empty parts), each part an Arrow
+ * slice (XpuColumnData.offset) of the same buffers
+ */
 static inline void
-trun_exec(TRun *r, const XpuProgram *prog, const TCol *cols, int ncols, int64_t nrows)
+trun_exec_parts(TRun *r, const XpuProgram *prog, const TCol *cols, int ncols, int64_t nrows,
+				const int64_t *cuts, int n_cuts)
 {
-	XpuColumnData cd[8];
-	XpuChunk	chunk;
+	XpuColumnData cd[TRUN_MAX_PARTS][8];
+	XpuChunkPart parts[TRUN_MAX_PARTS];
+	XpuChunk	chunk,
+				parted;
 	void	   *ws = aligned_alloc(16, (xpu_cpu_workspace_size(prog) + 15) & ~(size_t) 15);
-	int			k;
+	int			k, p;
 
 	memset(cd, 0, sizeof(cd));
-	for (k = 0; k < ncols; k++)
+	for (p = 0; p <= n_cuts && p < TRUN_MAX_PARTS; p++)
 	{
-		cd[k].validity = cols[k].validity;
-		cd[k].values = cols[k].values;
-		cd[k].data = cols[k].data;
+		parts[p].first_row = p == 0 ? 0 : cuts[p - 1];
+		parts[p].cols = cd[p];
+		for (k = 0; k < ncols; k++)
+		{
+			cd[p][k].validity = cols[k].validity;
+			cd[p][k].values = cols[k].values;
+			cd[p][k].data = cols[k].data;
+			cd[p][k].offset = parts[p].first_row;
+		}
 	}
 	chunk.nrows = nrows;
 	chunk.ncols = ncols;
-	chunk.pad = 0;
-	chunk.cols = cd;
+	chunk.n_parts = 0;
+	chunk.cols = cd[0];
+	chunk.parts = NULL;
+	parted = chunk;
+	if (n_cuts > 0)
+	{
+		parted.n_parts = n_cuts + 1;
+		parted.parts = parts;
+	}
 	r->nrows = nrows;
 	for (k = 0; k < 2; k++)
 	{
@@ -189,9 +213,16 @@ trun_exec(TRun *r, const XpuProgram *prog, const TCol *cols, int ncols, int64_t 
 		r->res[k].values = (XpuValue *) calloc(nout, sizeof(XpuValue));
 		r->res[k].nulls = (uint8_t *) calloc(nout, 1);
 	}
-	xpu_row_exec(prog, &chunk, &r->res[0], &r->err[0]);
+	xpu_row_exec(prog, &parted, &r->res[0], &r->err[0]);
 	xpu_cpu_exec(prog, &chunk, &r->res[1], ws, &r->err[1]);
 	free(ws);
+}
+
+/* run prog over ncols columns of nrows rows in both forms */
+static inline void
+trun_exec(TRun *r, const XpuProgram *prog, const TCol *cols, int ncols, int64_t nrows)
+{
+	trun_exec_parts(r, prog, cols, ncols, nrows, NULL, 0);
 }
 
 /* are two values of type t equal (NaN equal to NaN, text by content) */

@@ -213,6 +213,32 @@ fake_scan(const XpuHeapGpuDesc *d, const XpuHeapGpuChunk *hc)
 	}
 }
 
+/*
+ * fake_slice: the columns (cols) of chunk rows r0 .. r0 + n - 1, n at most
+ * max and within the part r0 lies in (a chunk of several record batches,
+ * XpuChunk.parts, as the kernels read it); returns n
+ */
+static int64_t
+fake_slice(const XpuChunk *chunk, int64_t r0, int64_t max, XpuColumnData *cols)
+{
+	int64_t		in = r0,
+				end = chunk->nrows;
+	const XpuColumnData *part = xpu_chunk_part(chunk, &in);
+
+	for (int p = 0; p + 1 < chunk->n_parts; p++)
+		if (chunk->parts[p + 1].first_row > r0)
+		{
+			end = chunk->parts[p + 1].first_row;
+			break;
+		}
+	for (int j = 0; j < chunk->ncols; j++)
+	{
+		cols[j] = part[j];
+		cols[j].offset += in;
+	}
+	return end - r0 < max ? end - r0 : max;
+}
+
 /* kern_agg_exec's stand-in: the CPU engine over the chunk into fake_side_table */
 static void
 fake_agg(const XpuProgram *prog, const XpuChunk *chunk, XpuGaggLaunch *launch,
@@ -229,15 +255,11 @@ fake_agg(const XpuProgram *prog, const XpuChunk *chunk, XpuGaggLaunch *launch,
 			   *mask = malloc(SLICE);
 	XpuColumnData *cols = malloc((chunk->ncols + 1) * sizeof(XpuColumnData));
 
-	memcpy(cols, chunk->cols, chunk->ncols * sizeof(XpuColumnData));
-	for (int64_t r0 = 0; r0 < chunk->nrows && *cancel == 0; r0 += SLICE)
+	for (int64_t r0 = 0, n; r0 < chunk->nrows && *cancel == 0; r0 += n)
 	{
-		int64_t		n = chunk->nrows - r0 < SLICE ? chunk->nrows - r0 : SLICE;
-		XpuChunk	c = {n, chunk->ncols, 0, cols};
+		XpuChunk	c = {n = fake_slice(chunk, r0, SLICE, cols), chunk->ncols, 0, cols};
 		XpuResult	res = {n, mask, values, nulls};
 
-		for (int j = 0; j < chunk->ncols; j++)
-			cols[j].offset = r0;
 		if (xpu_cpu_exec(prog, &c, &res, ws, &launch->err) != XPU_OK ||
 			!xpu_agg_table_update(fake_side_table, &res, &launch->err))
 			break;
@@ -265,15 +287,11 @@ fake_warp(const XpuProgram *prog, const XpuChunk *chunk, const XpuResult *res, X
 	uint8_t    *nulls = malloc(outs * SLICE);
 	XpuColumnData *cols = malloc((chunk->ncols + 1) * sizeof(XpuColumnData));
 
-	memcpy(cols, chunk->cols, chunk->ncols * sizeof(XpuColumnData));
-	for (int64_t r0 = 0; r0 < chunk->nrows && err->code == XPU_OK; r0 += SLICE)
+	for (int64_t r0 = 0, n; r0 < chunk->nrows && err->code == XPU_OK; r0 += n)
 	{
-		int64_t		n = chunk->nrows - r0 < SLICE ? chunk->nrows - r0 : SLICE;
-		XpuChunk	c = {n, chunk->ncols, 0, cols};
+		XpuChunk	c = {n = fake_slice(chunk, r0, SLICE, cols), chunk->ncols, 0, cols};
 		XpuResult	r = {n, res->mask + r0, values, nulls};
 
-		for (int j = 0; j < chunk->ncols; j++)
-			cols[j].offset = r0;
 		xpu_cpu_exec(prog, &c, &r, ws, err);
 	}
 	free(ws);

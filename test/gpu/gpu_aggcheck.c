@@ -843,6 +843,12 @@ typedef struct TRunResult
 	double		wall_s;
 } TRunResult;
 
+/*
+ * with odd_batches_only set, gpu_run_cancel runs over the file's odd record
+ * batches only (a run that fills the cache with every other batch)
+ */
+static int	odd_batches_only;
+
 /* runs q over the Arrow file path on the GPU into m; cancel: the run's flag (or NULL) */
 static void
 gpu_run_cancel(const ServiceGpu *gpu, const char *path, const XpuProgram *prog,
@@ -851,7 +857,7 @@ gpu_run_cancel(const ServiceGpu *gpu, const char *path, const XpuProgram *prog,
 {
 	ArrowFile  *file;
 	ArrowError	aerr;
-	AggRunFile	f;
+	AggRunFile	f = {0};
 	uint16_t	key_outs[4];
 	int32_t    *batches;
 	volatile int canceled = 0;
@@ -864,15 +870,15 @@ gpu_run_cancel(const ServiceGpu *gpu, const char *path, const XpuProgram *prog,
 		exit(1);
 	}
 	batches = malloc(sizeof(int32_t) * (file->n_batches + 1));
+	f.n_batches = 0;
 	for (int i = 0; i < file->n_batches; i++)
-		batches[i] = i;
+		if (!odd_batches_only || i % 2 == 1)
+			batches[f.n_batches++] = i;
 	for (int k = 0; k < q->n_keys; k++)
 		key_outs[k] = (uint16_t) q->keys[k];
-	memset(&f, 0, sizeof(f));
 	f.path = (char *) path;
 	f.fd = file->fd;
 	f.file = file;
-	f.n_batches = (uint32_t) file->n_batches;
 	f.batches = batches;
 	f.fields = fields;
 	memset(res, 0, sizeof(*res));
@@ -1074,6 +1080,20 @@ check_case(const ServiceGpu *gpu, const char *dir, const char *name, const TData
 	tmap_init(&ref, q->n_aggs, q->aggs, types, d->n + 1);
 	tmap_init(&got, q->n_aggs, q->aggs, types, d->n + 1);
 	ref_run(d, q, &ref, &ref_err);
+	if (gpu_cache_capacity(0) > 0)
+	{
+		/*
+		 * every other batch into the cache first: the run below launches
+		 * batches the cache holds beside batches it reads
+		 */
+		TMap		half;
+
+		tmap_init(&half, q->n_aggs, q->aggs, types, d->n + 1);
+		odd_batches_only = 1;
+		gpu_run(gpu, path, prog, fields, q, initial_groups, &half, &res);
+		odd_batches_only = 0;
+		tmap_free(&half);
+	}
 	gpu_run(gpu, path, prog, fields, q, initial_groups, &got, &res);
 	if (expect_err != XPU_OK)
 		tap_ok(res.rc == expect_err && res.err.code == expect_err && ref_err.code == expect_err,
@@ -1082,10 +1102,14 @@ check_case(const ServiceGpu *gpu, const char *dir, const char *name, const TData
 	else if (res.rc != 0)
 		tap_ok(0, "%s: run failed: rc %d, %s%s", name, res.rc, res.err.message, res.msg);
 	else
-		tap_ok(maps_same(&got, &ref, name) && res.run.rows_in == (uint64_t) d->n,
-			   "%s: %ld groups equal the reference (%ld rows, %ld passed, %.3f s)",
+		tap_ok(maps_same(&got, &ref, name) && res.run.rows_in == (uint64_t) d->n &&
+			   (gpu_cache_capacity(0) == 0 || res.run.batches < 2 ||
+				(res.run.bytes_cached > 0 && res.run.bytes_read > 0)),
+			   "%s: %ld groups equal the reference (%ld rows, %ld passed, %lu batches, "
+			   "%lu bytes from the cache, %lu read, %.3f s)",
 			   name, (long) ref.n, (long) res.run.rows_in, (long) res.run.rows_passed,
-			   res.wall_s);
+			   (unsigned long) res.run.batches, (unsigned long) res.run.bytes_cached,
+			   (unsigned long) res.run.bytes_read, res.wall_s);
 	if (expect_err == XPU_OK && res.rc == 0 && gpu_cache_capacity(0) > 0)
 		check_cached_rerun(gpu, path, name, prog, fields, q, initial_groups, &ref, types);
 	if (expect_err == XPU_OK && recompress)

@@ -121,12 +121,19 @@ concrete(int spec, XpuType dst, XpuType a1)
 	}
 }
 
-/* run prog over cols on the GPU into res (host arrays of nrows), err */
+/*
+ * run prog over cols on the GPU into res (host arrays of nrows), err; with
+ * parted, the chunk is 5 parts (a launch over several record batches, one
+ * of them empty), each an Arrow slice of the same device buffers
+ */
 static void
 gpu_exec(const XpuProgram *prog, const TCol *cols, int ncols, int64_t n,
-		 XpuResult *res, XpuError *err, const char **dprog_out, const char **ddata)
+		 XpuResult *res, XpuError *err, const char **dprog_out, const char **ddata, int parted)
 {
-	XpuColumnData cd[3];
+	static const int64_t first[5] = {0, 1, 1234, 1234, 4097};
+	XpuColumnData cd[3],
+				pcd[5][3];
+	XpuChunkPart parts[5];
 	XpuChunk	chunk;
 	XpuResult	dres;
 	void	   *dprog = dcopy(prog, prog->total_len);
@@ -149,8 +156,25 @@ gpu_exec(const XpuProgram *prog, const TCol *cols, int ncols, int64_t n,
 	}
 	chunk.nrows = n;
 	chunk.ncols = ncols;
-	chunk.pad = 0;
+	chunk.n_parts = 0;
 	chunk.cols = (const XpuColumnData *) dcopy(cd, sizeof(cd));
+	chunk.parts = NULL;
+	if (parted && n > first[4])
+	{
+		for (int p = 0; p < 5; p++)
+		{
+			for (k = 0; k < 3; k++)
+			{
+				pcd[p][k] = cd[k];
+				pcd[p][k].offset = first[p];
+			}
+			parts[p].first_row = first[p];
+			parts[p].cols = (const XpuColumnData *) dcopy(pcd[p], sizeof(pcd[p]));
+		}
+		chunk.n_parts = 5;
+		chunk.cols = parts[0].cols;
+		chunk.parts = (const XpuChunkPart *) dcopy(parts, sizeof(parts));
+	}
 	dchunk = (XpuChunk *) dcopy(&chunk, sizeof(chunk));
 	dres.nrows = n;
 	CUDA_OK(cudaMalloc(&dres.mask, n));
@@ -268,13 +292,13 @@ check_op(int op, int edges)
 		tcol_build(&cols[k], o.at[k], o.as[k], vals, NROWS);
 	}
 	trun_exec(&r, prog, cols, d->nargs, NROWS);
-	gpu_exec(prog, cols, d->nargs, NROWS, &r.res[0], &r.err[0], &dprog, ddata);
+	gpu_exec(prog, cols, d->nargs, NROWS, &r.res[0], &r.err[0], &dprog, ddata, edges);
 	if (o.rt == XPU_T_TEXT)
 		fix_text(&r.res[0], NROWS, dprog, prog, ddata, cols, d->nargs);
 	tap_ok((r.err[0].code != 0) == (r.err[1].code != 0) &&
 		   (r.err[0].code != 0 || trun_agree(&r, prog, o.rt)),
-		   "%s (%s values): GPU and CPU agree (error codes %d / %d)", d->name,
-		   edges ? "edge" : "small", r.err[0].code, r.err[1].code);
+		   "%s (%s values%s): GPU and CPU agree (error codes %d / %d)", d->name,
+		   edges ? "edge" : "small", edges ? ", 5 parts" : "", r.err[0].code, r.err[1].code);
 	trun_free(&r);
 	for (k = 0; k < d->nargs; k++)
 		tcol_free(&cols[k]);
