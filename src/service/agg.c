@@ -1017,13 +1017,12 @@ agg_task_start(const uint8_t *payload, uint32_t len, const ServiceGpu *gpu,
 	t->gpu = gpu;
 	t->notify_fd = notify_fd;
 	t->start_us = svc_now_us(CLOCK_MONOTONIC);
-	if ((t->payload = aligned_alloc(16, ((size_t) len + 16) & ~(size_t) 15)) == NULL ||
+	if ((t->payload = svc_run_copy(payload, len)) == NULL ||
 		(t->parts = calloc(SVC_RUN_MAX_THREADS, sizeof(XpuAggTable *))) == NULL)
 	{
 		agg_task_free(t);
 		return NULL;
 	}
-	memcpy(t->payload, payload, len);
 	if (!parse_request(t, len, memfd, &d, msg, msglen))
 	{
 		*werr = strcmp(msg, "out of memory") == 0 ? WARP_ERR_OUT_OF_MEMORY : WARP_ERR_PROTOCOL;

@@ -650,9 +650,8 @@ scan_task_start(const uint8_t *payload, uint32_t len, const ServiceGpu *gpu,
 	pthread_cond_init(&t->mask_ready, NULL);
 	t->gpu = gpu;
 	t->start_us = svc_now_us(CLOCK_MONOTONIC);
-	if ((t->payload = aligned_alloc(16, ((size_t) len + 16) & ~(size_t) 15)) == NULL)
+	if ((t->payload = svc_run_copy(payload, len)) == NULL)
 		return scan_task_free(t), NULL;
-	memcpy(t->payload, payload, len);
 	ok = svc_run_parse(WARP_MSG_SCAN_RUN, t->payload, len, &t->desc, msg, msglen);
 	/* the files are the run's (scan_task_free), parsed or not */
 	t->n_files = t->desc.n_files;
