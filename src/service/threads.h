@@ -12,10 +12,9 @@
  * start (pthread_create fails: the process's or the user's thread limit,
  * no memory for a stack) is therefore not a failure of the run: the
  * threads that did start do the work, and when none could start the
- * calling thread runs the first worker itself.  The service logs one
- * WARNING for the run.  A caller learns how many workers ran (the
- * replies' thread count), and the workers whose argument was never run are
- * the arguments past that count.
+ * calling thread runs the first worker itself.  The service logs a
+ * WARNING each time.  A caller learns how many workers ran (the replies'
+ * thread count): args[0 .. that - 1]; the arguments past it were never run.
  *
  * The threads live for one run: starting one costs microseconds against a
  * run's milliseconds (doc/service.md "Threads"), so the service keeps no
