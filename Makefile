@@ -209,6 +209,7 @@ SERVICE_SRCS = \
 	src/service/scan.c \
 	src/service/server.c \
 	src/service/share.c \
+	src/service/threads.c \
 	src/service/util.c
 # the xPU sources the service compiles in (the CPU engine and its table)
 SERVICE_XPU_SRCS = \
@@ -225,6 +226,7 @@ SERVICE_HDRS = \
 	src/service/run.h \
 	src/service/service.h \
 	src/service/share.h \
+	src/service/threads.h \
 	src/arrow/arrow.h \
 	$(wildcard src/xpu/*.h)
 # -O3: bench/cpu_engine_bench's engine time (one thread, SSB SF 1) about 13 % lower

@@ -48,18 +48,17 @@
  *
  *-------------------------------------------------------------------------
  */
-#include <errno.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
-#include <unistd.h>
 
 #include "service.h"
 #include "service/run.h"
 #include "service/input.h"
 #include "service/share.h"
+#include "service/threads.h"
 #include "arrow/arrow.h"
 
 /*
@@ -108,10 +107,8 @@ struct AggTask
 	HeapRun    *heap;			/* a HEAP_RUN's chunk ring (heap_chunk.c), or NULL */
 	WarpEngine	engine;			/* the engine that runs it */
 	int			notify_fd;		/* eventfd to write when done */
-	pthread_t	thread;
-	bool		started;
+	SvcTaskThread task;			/* the run's thread (threads.c) */
 	volatile int canceled;
-	int			done;			/* atomic: the run's thread finished */
 	int64_t		start_us;
 
 	/* work */
@@ -254,7 +251,6 @@ open_file(AggTask *t, uint32_t i)
 typedef struct AggWorker
 {
 	AggTask    *task;
-	pthread_t	thread;
 	XpuAggTable *table;
 	void	   *workspace;
 	XpuValue   *values;			/* [n_outs * AGG_SLICE] */
@@ -512,14 +508,6 @@ typedef struct AggMerge
 	XpuError	err;			/* the first failure */
 } AggMerge;
 
-/* one thread of a parallel merge */
-typedef struct AggMerger
-{
-	AggMerge   *merge;
-	pthread_t	thread;
-	bool		started;		/* runs on thread (else it ran inline) */
-} AggMerger;
-
 /*
  * merge_main: claims partitions p until none is left and merges partition p
  * of every table into m->dst[p] (a table of its own); on failure m->failed
@@ -529,7 +517,7 @@ typedef struct AggMerger
 static void *
 merge_main(void *arg)
 {
-	AggMerge   *m = ((AggMerger *) arg)->merge;
+	AggMerge   *m = arg;
 	const AggTask *t = m->task;
 	XpuError	err = {0};
 	uint32_t	p;
@@ -580,7 +568,6 @@ merge_tables(const AggTask *t, XpuAggTable *const *tables, uint32_t n, XpuAggTab
 	uint32_t	threads = t->threads > 1 ? t->threads : 1,
 				parts = threads;
 	AggMerge	m;
-	AggMerger  *ms;
 
 	for (uint32_t i = 0; i < n; i++)
 	{
@@ -601,25 +588,13 @@ merge_tables(const AggTask *t, XpuAggTable *const *tables, uint32_t n, XpuAggTab
 		parts = SVC_RUN_MAX_THREADS;
 	if (threads > parts)
 		threads = parts;
-	if ((ms = calloc(threads, sizeof(AggMerger))) == NULL)
-		return XPU_ERROR(err, XPU_ERR_INTERNAL, "out of memory"), false;
 	memset(out, 0, parts * sizeof(XpuAggTable *));
 	/* the largest table's groups are all in the result: room for them, no growth */
 	m = (AggMerge) {t, tables, n, parts, most / parts, 0, 0, out};
 	pthread_mutex_init(&m.lock, NULL);
-	for (uint32_t i = 0; i < threads; i++)
-	{
-		ms[i].merge = &m;
-		ms[i].started = threads > 1 &&
-			pthread_create(&ms[i].thread, NULL, merge_main, &ms[i]) == 0;
-		if (!ms[i].started)
-			merge_main(&ms[i]);
-	}
-	for (uint32_t i = 0; i < threads; i++)
-		if (ms[i].started)
-			pthread_join(ms[i].thread, NULL);
+	/* every thread shares m (argument size 0) and claims partitions from it */
+	svc_workers_run("a merge of aggregation tables", merge_main, &m, 0, threads);
 	pthread_mutex_destroy(&m.lock);
-	free(ms);
 	if (m.failed)
 	{
 		for (uint32_t p = 0; p < parts; p++)
@@ -682,7 +657,11 @@ take_tables(AggTask *t, XpuAggTable **tables, uint32_t n)
 		task_table_error(t, &err);
 }
 
-/* runs the workers over t->work and merges their tables into t->parts */
+/*
+ * runs the workers over t->work and merges their tables into t->parts;
+ * t->threads is then the number of workers that ran (threads.h: fewer
+ * when threads could not start)
+ */
 static void
 run_workers(AggTask *t)
 {
@@ -690,7 +669,7 @@ run_workers(AggTask *t)
 	AggWorker  *ws;
 	XpuAggTable **tables;
 	int			widest = 0;
-	uint32_t	started = 0;
+	uint32_t	ran = 0;
 
 	if ((int64_t) n > t->n_work)
 		n = t->n_work > 0 ? (uint32_t) t->n_work : 1;
@@ -709,21 +688,15 @@ run_workers(AggTask *t)
 	pthread_mutex_init(&t->live_lock, NULL);
 	pthread_cond_init(&t->live_cond, NULL);
 	for (uint32_t i = 0; i < n && worker_setup(t, &ws[i], widest); i++)
-	{
 		ws[i].index = i;
-		if (pthread_create(&ws[i].thread, NULL, worker_main, &ws[i]) != 0)
-		{
-			svc_fail(&t->fail, WARP_ERR_OUT_OF_MEMORY, "could not start a thread");
-			break;
-		}
-		started++;
-	}
-	for (uint32_t i = 0; i < started; i++)
-		pthread_join(ws[i].thread, NULL);
+	if (t->fail.werr == 0)
+		ran = svc_workers_run("an AGG_RUN's workers", worker_main, ws, sizeof(AggWorker), n);
+	/* t->live[] stays sized n; the workers are gone, the merge reads t->threads */
+	t->threads = ran;
 	for (uint32_t i = 0; i < n; i++)
 		tables[i] = ws[i].table;
-	if (started == n && t->fail.werr == 0 && t->xerr.code == XPU_OK && !t->canceled)
-		take_tables(t, tables, n);
+	if (ran > 0 && t->fail.werr == 0 && t->xerr.code == XPU_OK && !t->canceled)
+		take_tables(t, tables, ran);
 	for (uint32_t i = 0; i < n; i++)
 	{
 		xpu_agg_table_free(tables[i]);
@@ -986,12 +959,11 @@ finish_share(AggTask *t)
 	t->n_parts = n;
 }
 
-/* the run's thread: files, workers, merge; then tells the epoll thread */
-static void *
+/* the run's thread: files, workers, merge (threads.c then tells the epoll thread) */
+static void
 task_main(void *arg)
 {
 	AggTask    *t = arg;
-	uint64_t	one = 1;
 	int64_t		w = 0;
 
 	for (uint32_t i = 0; i < t->run.n_files && t->fail.werr == 0; i++)
@@ -1020,10 +992,6 @@ task_main(void *arg)
 	if (t->fail.werr == 0 && !t->canceled && t->xerr.code == XPU_OK &&
 		t->share_role == WARP_SHARE_PART)
 		deposit_part(t);
-	__atomic_store_n(&t->done, 1, __ATOMIC_RELEASE);
-	if (write(t->notify_fd, &one, sizeof(one)) < 0)
-		svc_log("WARNING", "could not signal the end of an AGG_RUN: %s", strerror(errno));
-	return NULL;
 }
 
 /* ---------------------------------------------------------------- the API */
@@ -1049,13 +1017,12 @@ agg_task_start(const uint8_t *payload, uint32_t len, const ServiceGpu *gpu,
 	t->gpu = gpu;
 	t->notify_fd = notify_fd;
 	t->start_us = svc_now_us(CLOCK_MONOTONIC);
-	if ((t->payload = aligned_alloc(16, ((size_t) len + 16) & ~(size_t) 15)) == NULL ||
+	if ((t->payload = svc_run_copy(payload, len)) == NULL ||
 		(t->parts = calloc(SVC_RUN_MAX_THREADS, sizeof(XpuAggTable *))) == NULL)
 	{
 		agg_task_free(t);
 		return NULL;
 	}
-	memcpy(t->payload, payload, len);
 	if (!parse_request(t, len, memfd, &d, msg, msglen))
 	{
 		*werr = strcmp(msg, "out of memory") == 0 ? WARP_ERR_OUT_OF_MEMORY : WARP_ERR_PROTOCOL;
@@ -1067,14 +1034,11 @@ agg_task_start(const uint8_t *payload, uint32_t len, const ServiceGpu *gpu,
 		agg_task_free(t);
 		return NULL;
 	}
-	if (pthread_create(&t->thread, NULL, task_main, t) != 0)
+	if (!svc_task_thread_start(&t->task, "AGG_RUN", task_main, t, notify_fd, werr, msg, msglen))
 	{
-		*werr = WARP_ERR_OUT_OF_MEMORY;
-		snprintf(msg, msglen, "could not start a thread");
 		agg_task_free(t);
 		return NULL;
 	}
-	t->started = true;
 	return t;
 }
 
@@ -1098,7 +1062,7 @@ agg_task_heap(AggTask *t)
 bool
 agg_task_done(const AggTask *t)
 {
-	return __atomic_load_n(&t->done, __ATOMIC_ACQUIRE) != 0;
+	return svc_task_thread_done(&t->task);
 }
 
 /* the last AGG_RESULT's header: counters and status */
@@ -1210,8 +1174,7 @@ agg_task_free(AggTask *t)
 {
 	if (t == NULL)
 		return;
-	if (t->started)
-		pthread_join(t->thread, NULL);
+	svc_task_thread_join(&t->task);
 	for (uint32_t i = 0; t->run.files && i < t->run.n_files; i++)
 		svc_input_close(&t->run.files[i]);
 	free(t->run.files);

@@ -45,6 +45,7 @@
 
 #include "gpu_driver.h"
 #include "service.h"
+#include "service/threads.h"
 #include "xpu/xpu_heap.h"
 
 #define HEAP_SLICE			16384	/* rows per xpu_cpu_exec */
@@ -104,7 +105,6 @@ typedef struct HeapWorker
 {
 	HeapRun    *h;
 	AggRun	   *run;
-	pthread_t	thread;
 	XpuAggTable *table;
 	void	   *workspace;
 	XpuValue   *values;
@@ -849,43 +849,40 @@ workers_outcome(HeapWorker *ws, uint32_t n, XpuError *err, int *werr, char *msg,
  * the run is aggregated; their tables go to tables[0 .. *n_tables) (room
  * for HEAP_MAX_THREADS; the caller merges them, on as many threads).
  * Returns as gpu_agg_run does (service.h); *threads is the number of
- * workers.  A canceled run returns XPU_OK with the tables partial: the
- * caller checks its cancel flag.
+ * workers that ran (threads.h: fewer when threads could not start).  A
+ * canceled run returns XPU_OK with the tables partial: the caller checks
+ * its cancel flag.
  */
 int
 heap_run_exec(HeapRun *h, AggRun *run, XpuAggTable **tables, uint32_t *n_tables,
 			  uint32_t *threads, XpuError *err, int *werr, char *msg, size_t msglen)
 {
 	uint32_t	n = run->n_threads ? run->n_threads : 1;
-	uint32_t	started = 0;
+	uint32_t	ran = 0;
 	HeapWorker *ws;
 	int			rc = XPU_OK;
 
 	if (n > HEAP_MAX_THREADS)
 		n = HEAP_MAX_THREADS;
-	*threads = n;
 	if ((ws = calloc(n, sizeof(HeapWorker))) == NULL)
 		return *werr = WARP_ERR_OUT_OF_MEMORY, snprintf(msg, msglen, "out of memory"), -1;
-	for (uint32_t i = 0; i < n; i++)
-	{
-		if (!worker_setup(h, run, &ws[i]) ||
-			pthread_create(&ws[i].thread, NULL, worker_main, &ws[i]) != 0)
+	for (uint32_t i = 0; i < n && rc == XPU_OK; i++)
+		if (!worker_setup(h, run, &ws[i]))
 		{
 			*werr = WARP_ERR_OUT_OF_MEMORY;
 			snprintf(msg, msglen, "out of memory starting the heap workers");
 			rc = -1;
 			heap_run_cancel(h);
-			break;
 		}
-		started++;
-	}
-	for (uint32_t i = 0; i < started; i++)
-		pthread_join(ws[i].thread, NULL);
 	if (rc == XPU_OK)
-		rc = workers_outcome(ws, started, err, werr, msg, msglen);
+	{
+		ran = svc_workers_run("a HEAP_RUN's workers", worker_main, ws, sizeof(HeapWorker), n);
+		rc = workers_outcome(ws, ran, err, werr, msg, msglen);
+	}
+	*threads = ran;
 	for (uint32_t i = 0; i < n; i++)
 	{
-		if (rc == XPU_OK && ws[i].table != NULL)
+		if (rc == XPU_OK && i < ran && ws[i].table != NULL)
 			tables[(*n_tables)++] = ws[i].table, ws[i].table = NULL;
 		xpu_agg_table_free(ws[i].table);
 		worker_release(h, &ws[i]);

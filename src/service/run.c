@@ -185,6 +185,21 @@ svc_run_parse(uint32_t type, const uint8_t *payload, size_t len, SvcRunDesc *d,
 	}
 }
 
+/*
+ * svc_run_copy: the run's copy of a request's payload (len bytes), 16-byte
+ * aligned as svc_run_parse wants it; the run keeps pointers into it while
+ * it lives.  NULL when out of memory.
+ */
+uint8_t *
+svc_run_copy(const uint8_t *payload, size_t len)
+{
+	uint8_t    *p = aligned_alloc(16, (len + 16) & ~(size_t) 15);
+
+	if (p != NULL)
+		memcpy(p, payload, len);
+	return p;
+}
+
 /* svc_run_free_files: closes and frees the description's files */
 void
 svc_run_free_files(SvcRunDesc *d)

@@ -75,6 +75,7 @@ typedef struct SvcRunDesc
 
 extern bool svc_run_parse(uint32_t type, const uint8_t *payload, size_t len, SvcRunDesc *d,
 						  char *msg, size_t msglen);
+extern uint8_t *svc_run_copy(const uint8_t *payload, size_t len);
 extern void svc_run_free_files(SvcRunDesc *d);
 
 struct ServiceGpu;

@@ -31,17 +31,16 @@
  *
  *-------------------------------------------------------------------------
  */
-#include <errno.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
-#include <unistd.h>
 
 #include "service.h"
 #include "service/run.h"
 #include "service/input.h"
+#include "service/threads.h"
 #include "arrow/arrow.h"
 #include "arrow/arrow_bits.h"
 
@@ -93,15 +92,12 @@ struct ScanTask
 	uint32_t	threads;		/* used */
 	const ServiceGpu *gpu;
 	WarpEngine	engine;			/* GPU: the workers filter on the GPUs */
-	int			notify_fd;
-	pthread_t	thread;
-	bool		started;
+	SvcTaskThread task;			/* the run's thread (threads.c) */
 	/* the GPU engine: the masks that the run's thread hands to the workers */
 	pthread_mutex_t lock;
 	pthread_cond_t mask_ready;
 	bool		gpu_done;		/* no more masks will come */
 	volatile int canceled;
-	int			done;			/* atomic */
 	int64_t		start_us;
 	SvcFailure	fail;			/* the first failure; werr 0: the run was done */
 	/* counters (atomic while the workers run) */
@@ -184,7 +180,6 @@ open_file(ScanTask *t, uint32_t i)
 typedef struct ScanWorker
 {
 	ScanTask   *task;
-	pthread_t	thread;
 	void	   *workspace;
 	uint8_t    *mask;			/* [mask_cap] */
 	int64_t		mask_cap;
@@ -555,14 +550,19 @@ gpu_filter(ScanTask *t)
 	pthread_mutex_unlock(&t->lock);
 }
 
-/* runs the workers over t->work (on the GPU engine, with gpu_filter) */
+/*
+ * runs the workers over t->work (on the GPU engine, with gpu_filter on
+ * this thread meanwhile); t->threads is then the number of workers that
+ * ran (threads.h: fewer when threads could not start; when none could,
+ * this thread runs one after the GPU's filter, whose masks wait for it)
+ */
 static void
 run_workers(ScanTask *t)
 {
 	uint32_t	n = t->n_threads;
 	ScanWorker *ws;
+	SvcWorkers	pool;
 	int			widest = 1;
-	uint32_t	started = 0;
 
 	if ((int64_t) n > t->n_work)
 		n = t->n_work > 0 ? (uint32_t) t->n_work : 1;
@@ -588,17 +588,14 @@ run_workers(ScanTask *t)
 			svc_fail(&t->fail, WARP_ERR_OUT_OF_MEMORY, "out of memory");
 			break;
 		}
-		if (pthread_create(&w->thread, NULL, worker_main, w) != 0)
-		{
-			svc_fail(&t->fail, WARP_ERR_OUT_OF_MEMORY, "could not start a thread");
-			break;
-		}
-		started++;
 	}
-	if (t->engine == WARP_ENGINE_GPU)
-		gpu_filter(t);
-	for (uint32_t i = 0; i < started; i++)
-		pthread_join(ws[i].thread, NULL);
+	if (t->fail.werr == 0)
+	{
+		svc_workers_start(&pool, "a SCAN_RUN's workers", worker_main, ws, sizeof(ScanWorker), n);
+		if (t->engine == WARP_ENGINE_GPU)
+			gpu_filter(t);
+		t->threads = svc_workers_join(&pool);
+	}
 	for (uint32_t i = 0; i < t->n_files; i++)
 		svc_input_check_end(&t->files[i], &t->fail);
 	for (uint32_t i = 0; i < n; i++)
@@ -612,12 +609,11 @@ run_workers(ScanTask *t)
 	free(ws);
 }
 
-/* the run's thread: files, work list, workers; then tells the epoll thread */
-static void *
+/* the run's thread: files, work list, workers (threads.c then tells the epoll thread) */
+static void
 task_main(void *arg)
 {
 	ScanTask   *t = arg;
-	uint64_t	one = 1;
 	int64_t		k = 0;
 
 	for (uint32_t i = 0; i < t->n_files && t->fail.werr == 0 && !t->canceled; i++)
@@ -629,10 +625,6 @@ task_main(void *arg)
 			t->work[k++] = (ScanWork) {i, t->files[i].batches[b], 0, NULL, SCAN_MASK_LOCAL, NULL};
 	if (t->fail.werr == 0 && !t->canceled)
 		run_workers(t);
-	__atomic_store_n(&t->done, 1, __ATOMIC_RELEASE);
-	if (write(t->notify_fd, &one, sizeof(one)) < 0)
-		svc_log("WARNING", "could not signal the end of a SCAN_RUN: %s", strerror(errno));
-	return NULL;
 }
 
 /* ---------------------------------------------------------------- the API */
@@ -656,12 +648,10 @@ scan_task_start(const uint8_t *payload, uint32_t len, const ServiceGpu *gpu,
 	svc_failure_init(&t->fail);
 	pthread_mutex_init(&t->lock, NULL);
 	pthread_cond_init(&t->mask_ready, NULL);
-	t->notify_fd = notify_fd;
 	t->gpu = gpu;
 	t->start_us = svc_now_us(CLOCK_MONOTONIC);
-	if ((t->payload = aligned_alloc(16, ((size_t) len + 16) & ~(size_t) 15)) == NULL)
+	if ((t->payload = svc_run_copy(payload, len)) == NULL)
 		return scan_task_free(t), NULL;
-	memcpy(t->payload, payload, len);
 	ok = svc_run_parse(WARP_MSG_SCAN_RUN, t->payload, len, &t->desc, msg, msglen);
 	/* the files are the run's (scan_task_free), parsed or not */
 	t->n_files = t->desc.n_files;
@@ -678,13 +668,8 @@ scan_task_start(const uint8_t *payload, uint32_t len, const ServiceGpu *gpu,
 	/* auto: the GPU where the service has one, as GpuPreAgg */
 	if (!svc_run_engine(gpu, &t->desc, &t->engine, werr, msg, msglen))
 		return scan_task_free(t), NULL;
-	if (pthread_create(&t->thread, NULL, task_main, t) != 0)
-	{
-		*werr = WARP_ERR_OUT_OF_MEMORY;
-		snprintf(msg, msglen, "could not start a thread");
+	if (!svc_task_thread_start(&t->task, "SCAN_RUN", task_main, t, notify_fd, werr, msg, msglen))
 		return scan_task_free(t), NULL;
-	}
-	t->started = true;
 	return t;
 }
 
@@ -699,7 +684,7 @@ scan_task_cancel(ScanTask *t)
 bool
 scan_task_done(const ScanTask *t)
 {
-	return __atomic_load_n(&t->done, __ATOMIC_ACQUIRE) != 0;
+	return svc_task_thread_done(&t->task);
 }
 
 /*
@@ -766,8 +751,7 @@ scan_task_free(ScanTask *t)
 {
 	if (t == NULL)
 		return;
-	if (t->started)
-		pthread_join(t->thread, NULL);
+	svc_task_thread_join(&t->task);
 	for (uint32_t i = 0; t->files && i < t->n_files; i++)
 		svc_input_close(&t->files[i]);
 	for (int64_t i = 0; t->work && i < t->n_work; i++)

@@ -10,12 +10,15 @@ A test module takes the fixtures with
     svc = service_fixture()
 """
 import os
+import shutil
 import subprocess
+import tempfile
+from contextlib import contextmanager
 
 import pyarrow.ipc as ipc
 import pytest
 
-from test_service import ROOT, Service
+from test_service import ROOT, Service, as_uid, wait_until
 
 TEST_C = os.path.join(ROOT, "test", "c")
 
@@ -64,13 +67,14 @@ def service_fixture():
     return svc
 
 
-def run_client(client, sock, what, files, *opts, timeout=120):
-    """Runs `client OPTS... SOCK WHAT FILES...`, which must exit 0; returns
-    (lines, end, error): the output lines other than END and ERROR, each
-    split at tabs; END's counters as a dict of strings (None without one);
-    ERROR's (code, message) (None without one)."""
+def run_client(client, sock, what, files, *opts, timeout=120, uid=None):
+    """Runs `client OPTS... SOCK WHAT FILES...` (as uid when given), which
+    must exit 0; returns (lines, end, error): the output lines other than
+    END and ERROR, each split at tabs; END's counters as a dict of strings
+    (None without one); ERROR's (code, message) (None without one)."""
     r = subprocess.run([client, *map(str, opts), sock, what, *map(str, files)],
-                       capture_output=True, text=True, timeout=timeout)
+                       capture_output=True, text=True, timeout=timeout,
+                       preexec_fn=None if uid is None else as_uid(uid))
     assert r.returncode == 0, r.stderr
     lines, end, error = [], None, None
     for line in r.stdout.splitlines():
@@ -92,3 +96,53 @@ def write(path, table, chunk=None, compression=None):
         if table.num_rows:
             w.write_table(table, max_chunksize=chunk)
     return str(path)
+
+
+def unused_uid():
+    """A uid that no process has (so that its count of threads is the
+    service's and its client's alone); no user of that uid need exist."""
+    used = set()
+    for p in os.listdir("/proc"):
+        try:
+            used.add(os.stat("/proc/" + p).st_uid)
+        except OSError:
+            pass
+    first = 47000 + os.getpid() % 1000      # apart from another session's test
+    return next(u for u in range(first, first + 1000) if u not in used)
+
+
+def task_count(pid):
+    """The threads of process pid now."""
+    return len(os.listdir("/proc/%d/task" % pid))
+
+
+@contextmanager
+def thread_limited_service(argv):
+    """A pg_warp_service of a uid of its own (root only) in a directory of
+    that uid, and limit(allowed): from then on the service may start only
+    `allowed` threads beyond its idle ones while one client of the uid runs
+    (RLIMIT_NPROC, which counts the uid's threads: the service's and that
+    client's).  Yields (service, uid, directory, limit); limit(None) lifts it."""
+    uid = unused_uid()
+    d = tempfile.mkdtemp(prefix="pg_warp_threads.", dir="/tmp")
+    os.chmod(d, 0o755)
+    os.chown(d, uid, -1)
+    s = Service(d, argv=argv, uid=uid)
+    idle = task_count(s.proc.pid)
+
+    def limit(allowed):
+        # the threads of the last run are gone first (joined when its replies went out)
+        wait_until(lambda: task_count(s.proc.pid) == idle, 10, "the last run's threads to end")
+        # the soft limit (None: the hard one), set by a process of the uid:
+        # root may lack CAP_SYS_RESOURCE, which another uid's limits take
+        with open("/proc/%d/limits" % s.proc.pid) as f:
+            hard = next(ln.split()[3] for ln in f if ln.startswith("Max processes"))
+        soft = hard if allowed is None else str(idle + 1 + allowed)
+        subprocess.run(["prlimit", "--pid", str(s.proc.pid), "--nproc=%s:" % soft],
+                       check=True, preexec_fn=as_uid(uid))
+    try:
+        yield s, uid, d, limit
+    finally:
+        assert s.proc.poll() is None, "the service died:\n" + s.log()
+        s.stop()
+        shutil.rmtree(d, ignore_errors=True)

@@ -127,28 +127,47 @@ def hello(sock):
     return struct.unpack("<II", payload)        # service pid, protocol version
 
 
+def as_uid(uid):
+    """A preexec_fn that makes the child run as uid (and its gid), without
+    supplementary groups; the caller must be root."""
+    def switch():
+        os.setgroups([])
+        os.setgid(uid)
+        os.setuid(uid)
+    return switch
+
+
 class Service:
-    """pg_warp_service started by hand on directory d (as this user);
+    """pg_warp_service started by hand on directory d (as this user, or as
+    uid when given: root only, and only a client of that uid is served);
     max_files limits its file descriptors."""
 
-    def __init__(self, d, argv=(), wait=True, max_files=None, max_memory=None):
+    def __init__(self, d, argv=(), wait=True, max_files=None, max_memory=None, uid=None):
         self.dir = d
         self.sock = os.path.join(d, "pg_warp.sock")
         self.logpath = os.path.join(d, "service.log")
         self.logf = open(self.logpath, "ab")
+        self.uid = uid
 
         def limit():
             if max_files:
                 resource.setrlimit(resource.RLIMIT_NOFILE, (max_files, max_files))
             if max_memory:
                 resource.setrlimit(resource.RLIMIT_AS, (max_memory, max_memory))
+            if uid is not None:
+                as_uid(uid)()
         self.proc = subprocess.Popen([service_program(), "-D", d, *argv],
                                      stdout=self.logf, stderr=self.logf,
-                                     preexec_fn=limit if max_files or max_memory else None)
+                                     preexec_fn=limit if max_files or max_memory or
+                                     uid is not None else None)
         if wait:
             wait_until(self.answers, 10, "the service to listen")
 
     def answers(self):
+        if self.uid is not None:
+            # a connection of this user's would be refused: the log says it listens
+            return "listening on" in self.log() or (self.proc.poll() is not None and pytest.fail(
+                "the service exited with %s:\n%s" % (self.proc.returncode, self.log())))
         try:
             with connect(self.sock, 2) as s:
                 return hello(s)[0] == self.proc.pid

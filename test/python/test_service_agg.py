@@ -21,6 +21,7 @@ from decimal import Decimal
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.ipc as ipc
+import pytest
 
 import service_client
 from service_client import client_fixture, client_path, service_fixture, write
@@ -28,8 +29,8 @@ from test_service import STATUS_HEAD, connect, error_of, hello, message, recv_me
 
 CLIENT = client_path("agg_client")
 MSG_STATUS, MSG_ERROR, MSG_CANCEL, MSG_AGG_RUN, MSG_AGG_RESULT = 2, 3, 20, 22, 23
-ERR_PROTOCOL, ERR_UNSUPPORTED, ERR_FILE_CHANGED, ERR_IO, ERR_BAD_FILE, ERR_CANCELED = \
-    1, 3, 4, 5, 6, 8
+ERR_PROTOCOL, ERR_UNSUPPORTED, ERR_FILE_CHANGED, ERR_IO, ERR_BAD_FILE, ERR_OUT_OF_MEMORY, \
+    ERR_CANCELED = 1, 3, 4, 5, 6, 7, 8
 XPU_ERR_DIVISION_BY_ZERO, XPU_ERR_FALLBACK = 4, 8
 RESULT_HEAD = struct.Struct("<IIiI")        # n_groups, flags, status, engine
 RESULT_SIZE = 96 + 128             # sizeof(WarpAggResult)
@@ -335,6 +336,39 @@ def test_uneven_batches_are_shared_by_idle_threads(client, svc, tmp_path):
         groups, end, err = run_client(svc, "text2", [f], "--threads", 4)
         assert err is None and text2_groups(groups) == want
         assert int(end["rows_in"]) == 200_000 and int(end["threads"]) == 4
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="the service runs as a uid of its own: root only")
+def test_threads_that_cannot_start(client):
+    """Worker threads that cannot start (the service's uid at its
+    RLIMIT_NPROC: pthread_create fails with EAGAIN) do not fail the run
+    (threads.h): the threads that started do the work, and when none did
+    the run's thread runs one worker itself; the groups are exact and END's
+    threads counts the workers that ran.  When even the run's thread cannot
+    start, the request is refused with OUT_OF_MEMORY and the service serves
+    the next one."""
+    with service_client.thread_limited_service(["--no-gpu", "--threads", "4"]) as (s, uid, d,
+                                                                                   limit):
+        t = bench_table(40_000, 11)
+        f = write(os.path.join(d, "t.arrow"), t, chunk=5000)
+        want = text2_want(t)
+        # allowed threads: the run's own, then workers
+        for allowed, ran in ((1, 1), (3, 2), (5, 4)):
+            limit(allowed)
+            lines, end, err = service_client.run_client(CLIENT, s.sock, "text2", [f],
+                                                        "--threads", 4, uid=uid)
+            groups = [g[1:] for g in lines if g[0] == "G"]
+            assert err is None and text2_groups(groups) == want, (allowed, err, s.log())
+            assert int(end["threads"]) == ran and int(end["rows_in"]) == 40_000, (allowed, end)
+        assert "could not start thread 1 of 4" in s.log()
+        assert "could not start thread 3 of 4" in s.log()
+        limit(0)
+        lines, end, err = service_client.run_client(CLIENT, s.sock, "text2", [f], uid=uid)
+        assert err == (ERR_OUT_OF_MEMORY, "could not start a thread"), (err, s.log())
+        limit(None)
+        lines, end, err = service_client.run_client(CLIENT, s.sock, "text2", [f],
+                                                    "--threads", 4, uid=uid)
+        assert err is None and int(end["threads"]) == 4
 
 
 def test_many_groups(client, svc, tmp_path):

@@ -8,18 +8,23 @@ Arrow layout (fixed-width values and variable-length bytes as hex, booleans as
 bits, NULLs), with what pyarrow computes from the same files: the passing
 rows, in file and batch order, of the requested columns only.
 """
+import os
+
 import pyarrow as pa
 import pyarrow.compute as pc
+import pytest
 
+import service_client
 from service_client import ENGINE, client_fixture, run_client, service_fixture, write
 
 client = client_fixture("scan_client")
 svc = service_fixture()
 
 
-def run(client, svc, qual, files, *opts, timeout=120):
+def run(client, svc, qual, files, *opts, timeout=120, uid=None):
     """(blocks: list of (n_rows, n_cols, recheck, rows), end: dict, error)."""
-    lines, end, error = run_client(client, svc.sock, qual, files, *opts, timeout=timeout)
+    lines, end, error = run_client(client, svc.sock, qual, files, *opts, timeout=timeout,
+                                   uid=uid)
     blocks = []
     for f in lines:
         if f[0] == "B":
@@ -87,6 +92,26 @@ def test_every_row_every_column(client, svc, tmp_path):
     assert rows_of(blocks) == want
     assert int(end["rows_in"]) == int(end["rows_passed"]) == 3000 + 2983
     assert int(end["recheck"]) == 0 and int(end["engine"]) == ENGINE
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="the service runs as a uid of its own: root only")
+@pytest.mark.skipif(ENGINE != 1, reason="the CPU engine's workers")
+def test_threads_that_cannot_start(client):
+    """Workers that cannot start (RLIMIT_NPROC of the service's uid) do not
+    fail a SCAN_RUN (threads.h): the ones that started filter every batch,
+    or the run's thread alone when none did; the rows are exact."""
+    with service_client.thread_limited_service(["--no-gpu", "--threads", "4"]) as (s, uid, d,
+                                                                                   limit):
+        t = table(3000)
+        f = write(os.path.join(d, "a.arrow"), t, 256)
+        want = expected(t, 256, lambda b, i: True)
+        # allowed threads: the run's own, then workers
+        for allowed, ran in ((1, 1), (3, 2), (None, 4)):
+            limit(allowed)
+            blocks, end, error = run(client, s, "none", [f], "--threads", 4, uid=uid)
+            assert error is None and rows_of(blocks) == want, (allowed, error, s.log())
+            assert int(end["threads"]) == ran, (allowed, end)
+        assert "could not start thread 1 of 4" in s.log()
 
 
 def test_passing_rows_of_requested_columns(client, svc, tmp_path):
