@@ -33,6 +33,7 @@ OBJS         = \
 	src/fdw/table.o \
 	src/engine/codegen.o \
 	src/engine/device.o \
+	src/engine/engine_scan.o \
 	src/engine/executor.o \
 	src/engine/explain_why.o \
 	src/engine/filter.o \

@@ -30,6 +30,7 @@
 #include "nodes/value.h"
 #include "pgtime.h"
 #include "utils/memutils.h"
+#include "utils/ruleutils.h"
 
 #include "pg_warp.h"
 #include "engine/codegen.h"
@@ -269,6 +270,20 @@ engine_explain_times(ExplainState *es, uint64 io_us, uint64 exec_us, uint32 thre
 	ExplainPropertyFloat("Engine Time", "ms", exec_us / 1000.0, 3, es);
 	if (threads > 0)
 		ExplainPropertyInteger("Engine Threads", NULL, threads, es);
+}
+
+/*
+ * engine_explain_filter: EXPLAIN's "Engine Filter": the quals the engine
+ * evaluates (none: no line), deparsed in ctx (prefix: with the relations'
+ * names)
+ */
+void
+engine_explain_filter(ExplainState *es, List *quals, List *ctx, bool prefix)
+{
+	if (quals != NIL)
+		ExplainPropertyText("Engine Filter",
+							deparse_expression((Node *) make_ands_explicit(quals), ctx,
+											   prefix, false), es);
 }
 
 /* engine_explain_source: EXPLAIN's lines of an Arrow table read by the engine */

@@ -44,6 +44,8 @@ extern void engine_put_file(StringInfo buf, const ArrowEngineFile *ef, const int
 							int n_batches, const int *fields, int n_cols);
 extern bool engine_request_end(StringInfo buf);
 extern void engine_explain_engine(struct ExplainState *es, bool ran, uint32 engine);
+extern void engine_explain_filter(struct ExplainState *es, List *quals, List *ctx,
+								  bool prefix);
 extern void engine_explain_source(struct ExplainState *es, const ArrowEngineSource *src);
 extern void engine_explain_times(struct ExplainState *es, uint64 io_us, uint64 exec_us,
 								 uint32 threads);

@@ -51,6 +51,10 @@
  * is lost or read twice.  On Arrow tables the service spreads the work over
  * its own threads or the GPU and the node is not parallel.
  *
+ * The node runs through the engine's one executor (engine_scan.c: the
+ * source, the program, the run, the block claims, the shared run and the
+ * DSM); this file has GpuPreAgg's planning and its EngineOps (gpa_ops).
+ *
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
@@ -98,6 +102,7 @@
 #include "pg_warp.h"
 #include "engine/codegen.h"
 #include "engine/engine.h"
+#include "engine/engine_scan.h"
 #include "engine/executor.h"
 #include "engine/shippable.h"
 #include "engine/gpu_preagg.h"
@@ -568,9 +573,7 @@ gpa_compiles(PlannerInfo *root, GpaPlanInfo *pi)
 	return ok;
 }
 
-static CustomPathMethods gpa_path_methods;
-static CustomScanMethods gpa_scan_methods;
-static CustomExecMethods gpa_exec_methods;
+static const EngineOps gpa_ops;
 
 /*
  * gpa_make_path: a GpuPreAgg path of the grouping pi into output_rel, with
@@ -592,7 +595,7 @@ gpa_make_path(RelOptInfo *output_rel, GpaPlanInfo *pi, Path *fallback, bool part
 	cp->custom_private = lappend(cp->custom_private, pi->having);
 	cp->custom_private = lappend(cp->custom_private, makeInteger(partial ? 1 : 0));
 	cp->custom_private = lappend(cp->custom_private, pi->program);
-	cp->methods = &gpa_path_methods;
+	cp->methods = &gpa_ops.path;
 	return cp;
 }
 
@@ -706,7 +709,7 @@ gpa_postgres_path(RelOptInfo *output_rel)
 		Path	   *p = lfirst(lc);
 
 		if (p->param_info != NULL ||
-			(IsA(p, CustomPath) && ((CustomPath *) p)->methods == &gpa_path_methods))
+			(IsA(p, CustomPath) && ((CustomPath *) p)->methods == &gpa_ops.path))
 			continue;
 		if (best == NULL || p->total_cost < best->total_cost)
 			best = p;
@@ -880,12 +883,11 @@ gpa_plan_path(PlannerInfo *root, RelOptInfo *rel, CustomPath *best_path,
 									makeInteger(list_length(aggrefs)),
 									makeInteger(list_length(quals)),
 									list_nth(priv, 5), list_nth(priv, 6));
-	cs->methods = &gpa_scan_methods;
+	cs->methods = &gpa_ops.scan;
 	return &cs->scan.plan;
 }
 
 /* ---------------- execution ---------------- */
-
 
 /* one participant's figures of a parallel GpuPreAgg (EXPLAIN ANALYZE) */
 typedef struct GpaInstr
@@ -906,8 +908,9 @@ typedef struct GpaInstr
 #define GPA_RAN_FALLBACK 2		/* PostgreSQL's partial aggregation ran */
 
 /*
- * A parallel GpuPreAgg's dynamic shared memory: the block counter, the
- * query's shared run in the service and the participants' figures.
+ * GpuPreAgg's part of a parallel node's dynamic shared memory (the block
+ * counter and the shared run are the common part's, engine_scan.h): who
+ * returned the shared run's groups, and the participants' figures.
  *
  * The shared run (xpu/protocol.h, SHARE_OPEN).  The leader opens it before
  * the workers start and holds it open until the node ends.  Each
@@ -924,12 +927,7 @@ typedef struct GpaInstr
  */
 typedef struct GpaShared
 {
-	HeapAggShared heap;			/* the block counter */
-	uint64		share_id;		/* the shared run, or 0 */
-	slock_t		mutex;			/* guards attached, done, closed, finish_* */
-	int			attached;		/* participants that joined the run */
-	int			done;			/* ... whose part is in it or went to PostgreSQL */
-	bool		closed;			/* the last is returning the groups: no joiner */
+	/* finish_*: guarded by EngineShared.mutex */
 	int			finisher;		/* who returned them: -1 the leader, else the
 								 * worker's number; -2 none yet */
 	uint64		finish_groups;	/* the groups returned */
@@ -939,11 +937,8 @@ typedef struct GpaShared
 
 typedef struct GpaState
 {
-	CustomScanState css;
-	Relation	rel;
-	ArrowEngineSource *src;
-	HeapAggRun *heap;			/* a heap table's run (heap_source.h), or NULL */
-	XpuProgram *prog;			/* palloc'ed, 16-byte aligned */
+	EngineScanState es;			/* the table (es.heap: a heap table's run, or
+								 * NULL), program, run (engine_scan.h) */
 	int			n_keys;
 	Oid			float2_oid;		/* pg_warp's float2 type (codegen_float2_type) */
 	Oid		   *key_types;
@@ -956,8 +951,6 @@ typedef struct GpaState
 	List	   *quals;
 	bool		compiled;		/* false: the child runs (EXPLAIN says why) */
 	/* the run */
-	EngineRun	run;			/* the service connection */
-	bool		ran;
 	bool		fallback;		/* the child produces the rows */
 	const char *fallback_why;
 	GpaStore   *groups;			/* the AGG_RESULT messages (preagg_store.c) */
@@ -969,29 +962,13 @@ typedef struct GpaState
 	MemoryContext row_cxt;
 	/* a parallel heap run (custom_private's partial flag) */
 	bool		partial;		/* partial states out, blocks claimed */
-	GpaShared  *shared;			/* the DSM of the Gather, or NULL */
 	bool		fb_scanning;	/* the fallback child reads a range now */
-	EngineRun	share;			/* the leader's: holds the shared run open */
-	bool		joined;			/* a part of the shared run, not done yet */
-	bool		late;			/* came after the shared run closed: no rows */
 	bool		finishing;		/* returns the shared run's groups */
 	GpaInstr   *instr;			/* the participants' figures after shutdown */
 	int			n_instr;
 	int			finisher;		/* the shared run's, after shutdown (GpaShared) */
 	uint64		finish_groups;
 } GpaState;
-
-static Node *
-gpa_create_state(CustomScan *cs)
-{
-	GpaState   *st = (GpaState *) newNode(sizeof(GpaState), T_CustomScanState);
-
-	st->css.methods = &gpa_exec_methods;
-	st->run.conn = -1;
-	st->share.conn = -1;
-	st->finisher = -2;
-	return (Node *) st;
-}
 
 /*
  * gpa_agg_functions: PostgreSQL's final function (and for FIN_VAR_EXACT and
@@ -1060,14 +1037,13 @@ gpa_compile_agg(GpaState *st, GpaAggExec *ae, Aggref *a, List **args)
  * since planning, say).
  */
 static bool
-gpa_compile(GpaState *st, CustomScan *cs, Index relid, int n_keys, int n_aggs)
+gpa_compile(GpaState *st, CustomScan *cs, Index relid, int eflags, int n_keys, int n_aggs)
 {
 	List	   *tl = cs->custom_scan_tlist;
 	List	   *keys = NIL,
 			   *args = NIL;
 	AttrNumber *attnos;
 	int			n_attnos;
-	EngineColumns now = {0};
 	ListCell   *lc;
 
 	st->n_keys = n_keys;
@@ -1099,33 +1075,34 @@ gpa_compile(GpaState *st, CustomScan *cs, Index relid, int n_keys, int n_aggs)
 						&n_attnos);
 	if (attnos == NULL)
 		elog(ERROR, "GpuPreAgg: the plan's expressions read a system column");
-	if (st->rel->rd_rel->relkind == RELKIND_FOREIGN_TABLE)
+	engine_scan_open(&st->es, relid, eflags, st->quals, attnos, n_attnos);
+	if (st->es.src != NULL && st->partial)
+		elog(ERROR, "GpuPreAgg: a parallel run of a foreign table");
+	if (engine_scan_program(&st->es, cs) == NULL)
 	{
-		if (st->partial)
-			elog(ERROR, "GpuPreAgg: a parallel run of a foreign table");
-		st->src = arrow_fdw_engine_source(st->rel, relid, st->quals, attnos, n_attnos);
-		now = (EngineColumns) {st->src->cols, n_attnos};
-	}
-	st->prog = engine_exec_program(list_nth(cs->custom_private, 4),
-								   st->src ? &now : NULL, &st->fallback_why);
-	if (st->prog == NULL)
+		st->fallback_why = st->es.stale_why;
 		return false;
+	}
 	for (int i = 0; i < st->n_keys; i++)
-		st->key_scales[i] = XPU_REGS(st->prog)[XPU_OUTS(st->prog)[i]].scale;
+		st->key_scales[i] = XPU_REGS(st->es.prog)[XPU_OUTS(st->es.prog)[i]].scale;
 	for (int i = 0; i < st->n_aggs; i++)
 		if (st->aggs[i].info->kind != XPU_AGG_COUNT_STAR)
 			st->aggs[i].scale =
-				XPU_REGS(st->prog)[XPU_OUTS(st->prog)[st->descs[st->aggs[i].first].out]].scale;
-	if (st->src == NULL)
-		st->heap = heap_agg_prepare(st->rel, attnos, n_attnos);
+				XPU_REGS(st->es.prog)[XPU_OUTS(st->es.prog)[st->descs[st->aggs[i].first].out]].scale;
+	if (st->es.src == NULL)
+		st->es.heap = heap_agg_prepare(st->es.rel, attnos, n_attnos);
 	return true;
 }
 
+/*
+ * EngineOps.begin: the plan's program, keys and aggregates, the table's
+ * source; the child (custom_ps, begun by engine_scan.c) is PostgreSQL's plan
+ * for the same grouping
+ */
 static void
-gpa_begin(CustomScanState *node, EState *estate, int eflags)
+gpa_begin(EngineScanState *node, CustomScan *cs, EState *estate, int eflags)
 {
 	GpaState   *st = (GpaState *) node;
-	CustomScan *cs = (CustomScan *) node->ss.ps.plan;
 	int			n_keys = intVal(linitial(cs->custom_private));
 	int			n_aggs = intVal(lsecond(cs->custom_private));
 	int			n_quals = intVal(lthird(cs->custom_private));
@@ -1133,24 +1110,19 @@ gpa_begin(CustomScanState *node, EState *estate, int eflags)
 	Index		relid = (Index) anchor->varno;
 
 	st->partial = intVal(lfourth(cs->custom_private)) != 0;
-
-	/* the child: PostgreSQL's plan for the same grouping */
-	node->custom_ps = list_make1(ExecInitNode(linitial(cs->custom_plans), estate, eflags));
-	st->rel = ExecOpenScanRelation(estate, relid, eflags);
+	st->finisher = -2;
 	for (int i = 0; i < n_quals; i++)
 		st->quals = lappend(st->quals,
 							list_nth_node(TargetEntry, cs->custom_scan_tlist,
 										  n_keys + n_aggs + i)->expr);
-	st->compiled = gpa_compile(st, cs, relid, n_keys, n_aggs);
+	st->compiled = gpa_compile(st, cs, relid, eflags, n_keys, n_aggs);
 	if (!st->compiled && st->partial)
-		st->heap = heap_agg_prepare(st->rel, NULL, 0);	/* its claims only */
+		st->es.heap = heap_agg_prepare(st->es.rel, NULL, 0);	/* its claims only */
 	if (!st->compiled)
 		st->fallback = true;	/* gpa_compile said why */
 	st->row_cxt = AllocSetContextCreate(estate->es_query_cxt, "GpuPreAgg rows",
 										ALLOCSET_DEFAULT_SIZES);
 	st->groups = gpa_store_create();
-	engine_run_init(&st->run, estate);
-	engine_run_init(&st->share, estate);
 }
 
 /* ---------------- the request ---------------- */
@@ -1166,32 +1138,32 @@ gpa_request(GpaState *st, uint32 share_role)
 	StringInfo	buf = makeStringInfo();
 	WarpAggRequest req = {0};
 
-	req.n_files = st->heap ? 0 : st->src->n_files;
+	req.n_files = st->es.heap ? 0 : st->es.src->n_files;
 	req.n_keys = st->n_keys;
 	req.n_aggs = st->n_descs;
-	req.prog_len = st->prog->total_len;
+	req.prog_len = st->es.prog->total_len;
 	req.engine = (uint32) pg_warp_engine;
 	req.max_buffer_size = (int64) pg_warp_arrow_max_buffer_size * 1024;
 	if (share_role != 0)
 	{
-		req.share_id = st->shared->share_id;
+		req.share_id = st->es.shared->share_id;
 		req.share_role = share_role;
 	}
 	engine_put(buf, &req, sizeof(req), 8);
 	engine_put(buf, st->key_outs, sizeof(uint16) * st->n_keys, 8);
 	engine_put(buf, st->descs, sizeof(XpuAggDesc) * st->n_descs, 8);
-	engine_put(buf, st->prog, st->prog->total_len, 16);
+	engine_put(buf, st->es.prog, st->es.prog->total_len, 16);
 	if (share_role == WARP_SHARE_FINISH)
 		return engine_request_end(buf) ? buf : NULL;
-	if (st->heap)
-		heap_agg_put_request(st->heap, buf);
-	for (int f = 0; st->src && f < st->src->n_files; f++)
+	if (st->es.heap)
+		heap_agg_put_request(st->es.heap, buf);
+	for (int f = 0; st->es.src && f < st->es.src->n_files; f++)
 	{
-		const ArrowEngineFile *ef = &st->src->files[f];
+		const ArrowEngineFile *ef = &st->es.src->files[f];
 
 		/* chunk column j (XpuColumn.col_index) reads field fields[j] */
-		engine_put_file(buf, ef, ef->batches, ef->n_batches, st->src->fields,
-						st->prog->n_cols);
+		engine_put_file(buf, ef, ef->batches, ef->n_batches, st->es.src->fields,
+						st->es.prog->n_cols);
 		if (buf->len > PGWARP_MAX_PAYLOAD)
 			return NULL;
 	}
@@ -1224,7 +1196,7 @@ gpa_groups_rewind(GpaState *st)
 }
 
 /*
- * gpa_collect: the replies of the run on st->run.conn (through the heap
+ * gpa_collect: the replies of the run on st->es.run.conn (through the heap
  * run's ring when heap is set) into st->groups, until the last, whose
  * header goes to *last; then the connection is closed
  */
@@ -1234,8 +1206,8 @@ gpa_collect(GpaState *st, HeapAggRun *heap, WarpAggResult *last)
 	for (;;)
 	{
 		uint32		len;
-		char	   *msg = heap ? heap_agg_next(heap, st->run.conn, &len) :
-			service_run_next(st->run.conn, WARP_MSG_AGG_RESULT, &len);
+		char	   *msg = heap ? heap_agg_next(heap, st->es.run.conn, &len) :
+			service_run_next(st->es.run.conn, WARP_MSG_AGG_RESULT, &len);
 		WarpAggResult hdr;
 
 		if (len < sizeof(WarpAggResult))
@@ -1249,7 +1221,7 @@ gpa_collect(GpaState *st, HeapAggRun *heap, WarpAggResult *last)
 			break;
 		}
 	}
-	engine_run_close(&st->run);
+	engine_run_close(&st->es.run);
 }
 
 /*
@@ -1261,27 +1233,27 @@ gpa_run_engine(GpaState *st)
 {
 	StringInfo	req;
 
-	if ((req = gpa_request(st, st->joined ? WARP_SHARE_PART : 0)) == NULL)
+	if ((req = gpa_request(st, st->es.joined ? WARP_SHARE_PART : 0)) == NULL)
 	{
 		st->fallback = true;
 		st->fallback_why = "the request is larger than the protocol allows";
 		return;
 	}
-	if (st->heap && IsolationIsSerializable())
+	if (st->es.heap && IsolationIsSerializable())
 	{
 		st->fallback = true;
 		st->fallback_why = "serializable transactions read heap tables in PostgreSQL";
 		return;
 	}
-	if (st->heap && !heap_agg_begin(st->heap, st->css.ss.ps.state->es_snapshot, req->data,
-									(uint32) req->len, &st->run.conn, &st->fallback_why))
+	if (st->es.heap && !heap_agg_begin(st->es.heap, st->es.css.ss.ps.state->es_snapshot, req->data,
+									(uint32) req->len, &st->es.run.conn, &st->fallback_why))
 	{
 		st->fallback = true;
 		return;
 	}
-	if (!st->heap)
-		st->run.conn = service_run_begin(WARP_MSG_AGG_RUN, req->data, (uint32) req->len);
-	gpa_collect(st, st->heap, &st->last);
+	if (!st->es.heap)
+		st->es.run.conn = service_run_begin(WARP_MSG_AGG_RUN, req->data, (uint32) req->len);
+	gpa_collect(st, st->es.heap, &st->last);
 	if (st->last.status != XPU_OK)
 	{
 		/* PostgreSQL evaluates the query: its own result, or its own error */
@@ -1298,64 +1270,21 @@ static void
 gpa_report(GpaState *st)
 {
 	int			slot = ParallelWorkerNumber + 1;
+	GpaShared  *part = engine_scan_part(&st->es);
 	GpaInstr   *in;
 
-	if (st->shared == NULL || slot < 0 || slot >= st->shared->n_instr)
+	if (part == NULL || slot < 0 || slot >= part->n_instr)
 		return;
-	in = &st->shared->instr[slot];
+	in = &part->instr[slot];
 	in->state = st->fallback ? GPA_RAN_FALLBACK : GPA_RAN_ENGINE;
 	in->engine = (int32) st->last.engine;
-	in->ranges = (uint64) list_length(st->heap->ranges) / 2;
-	in->pages_shipped = st->heap->pages_shipped;
-	in->tuples_shipped = st->heap->tuples_shipped;
-	in->chunks = st->heap->chunks;
-	in->units_served = st->heap->units_served;
+	in->ranges = (uint64) list_length(st->es.heap->ranges) / 2;
+	in->pages_shipped = st->es.heap->pages_shipped;
+	in->tuples_shipped = st->es.heap->tuples_shipped;
+	in->chunks = st->es.heap->chunks;
+	in->units_served = st->es.heap->units_served;
 	in->rows_in = st->fallback ? 0 : st->last.rows_in;
 	in->groups = st->fallback ? 0 : st->last.groups_total;
-}
-
-/*
- * gpa_join: a parallel participant joins the query's shared run, if there
- * is one (else it returns its own groups); false when it comes too late:
- * the last participant is returning the run's groups, every block is read
- */
-static bool
-gpa_join(GpaState *st)
-{
-	GpaShared  *sh = st->shared;
-
-	if (sh->share_id == 0)
-		return true;
-	SpinLockAcquire(&sh->mutex);
-	if (!sh->closed)
-	{
-		sh->attached++;
-		st->joined = true;
-	}
-	SpinLockRelease(&sh->mutex);
-	st->late = !st->joined;
-	return st->joined;
-}
-
-/*
- * gpa_leave: a participant of the shared run whose part is in the run (or
- * whose blocks went to PostgreSQL) and who found no block left to claim;
- * true when it is the last: then no one joins any more, and it returns the
- * run's groups (gpa_finish)
- */
-static bool
-gpa_leave(GpaState *st)
-{
-	GpaShared  *sh = st->shared;
-	bool		last;
-
-	st->joined = false;
-	SpinLockAcquire(&sh->mutex);
-	last = ++sh->done == sh->attached;
-	if (last)
-		sh->closed = true;
-	SpinLockRelease(&sh->mutex);
-	return last;
 }
 
 /*
@@ -1366,23 +1295,24 @@ static void
 gpa_finish(GpaState *st)
 {
 	StringInfo	req = gpa_request(st, WARP_SHARE_FINISH);
+	GpaShared  *part = engine_scan_part(&st->es);
 	WarpAggResult last;
 
 	if (req == NULL)
 		elog(ERROR, "GpuPreAgg: the finish of a shared run is larger than the protocol allows");
 	st->finishing = true;
 	gpa_store_reset(st->groups);
-	st->run.conn = service_run_begin(WARP_MSG_AGG_RUN, req->data, (uint32) req->len);
+	st->es.run.conn = service_run_begin(WARP_MSG_AGG_RUN, req->data, (uint32) req->len);
 	gpa_collect(st, NULL, &last);
 	if (last.status != XPU_OK)
 		ereport(ERROR,
 				(errcode(ERRCODE_INTERNAL_ERROR),
 				 errmsg("pg_warp service could not return the groups of a parallel GpuPreAgg"),
 				 errdetail("%s", last.err_message)));
-	SpinLockAcquire(&st->shared->mutex);
-	st->shared->finisher = ParallelWorkerNumber;
-	st->shared->finish_groups = last.groups_total;
-	SpinLockRelease(&st->shared->mutex);
+	SpinLockAcquire(&st->es.shared->mutex);
+	part->finisher = ParallelWorkerNumber;
+	part->finish_groups = last.groups_total;
+	SpinLockRelease(&st->es.shared->mutex);
 	gpa_groups_rewind(st);
 }
 
@@ -1394,11 +1324,11 @@ gpa_finish(GpaState *st)
 static void
 gpa_run(GpaState *st)
 {
-	st->ran = true;
-	if (st->partial && st->shared != NULL)
+	st->es.ran = true;
+	if (st->partial && st->es.shared != NULL)
 	{
-		st->heap->shared = &st->shared->heap;
-		if (!gpa_join(st))
+		st->es.heap->shared = &st->es.shared->heap;
+		if (!engine_scan_join(&st->es))
 			return;
 	}
 	if (!st->fallback)
@@ -1418,7 +1348,7 @@ gpa_run(GpaState *st)
 static void
 gpa_restrict_child(GpaState *st, BlockNumber start, BlockNumber n)
 {
-	PlanState  *agg = linitial(st->css.custom_ps);
+	PlanState  *agg = linitial(st->es.css.custom_ps);
 	ScanState  *scan = (ScanState *) outerPlanState(agg);
 
 	if (!IsA(agg, AggState) || scan == NULL || !IsA(scan, SeqScanState))
@@ -1452,13 +1382,13 @@ gpa_partial_fallback(GpaState *st)
 
 		if (st->fb_scanning)
 		{
-			TupleTableSlot *slot = ExecProcNode(linitial(st->css.custom_ps));
+			TupleTableSlot *slot = ExecProcNode(linitial(st->es.css.custom_ps));
 
 			if (!TupIsNull(slot))
 				return slot;
 			st->fb_scanning = false;
 		}
-		if (!heap_agg_fallback_range(st->heap, &start, &n))
+		if (!heap_agg_fallback_range(st->es.heap, &start, &n))
 		{
 			gpa_report(st);
 			return NULL;
@@ -1550,168 +1480,102 @@ gpa_recheck(ScanState *ss, TupleTableSlot *slot)
  * then, when it is the last to be done, the run's groups
  */
 static TupleTableSlot *
-gpa_exec(CustomScanState *node)
+gpa_exec(EngineScanState *node)
 {
 	GpaState   *st = (GpaState *) node;
 	TupleTableSlot *slot;
 
-	if (!st->ran)
+	if (!st->es.ran)
 		gpa_run(st);
-	if (st->late)
-		return ExecClearTuple(node->ss.ps.ps_ResultTupleSlot);
+	if (st->es.late)
+		return ExecClearTuple(node->css.ss.ps.ps_ResultTupleSlot);
 	if (st->fallback && !st->partial)
-		return ExecProcNode(linitial(node->custom_ps));
+		return ExecProcNode(linitial(node->css.custom_ps));
 	if (!st->finishing)
 	{
 		slot = st->fallback ? gpa_partial_fallback(st) :
-			ExecScan(&node->ss, gpa_next, gpa_recheck);
-		if (!TupIsNull(slot) || !st->joined || !gpa_leave(st))
+			ExecScan(&node->css.ss, gpa_next, gpa_recheck);
+		if (!TupIsNull(slot) || !st->es.joined || !engine_scan_leave(&st->es))
 			return slot;
 		gpa_finish(st);
 	}
-	return ExecScan(&node->ss, gpa_next, gpa_recheck);
+	return ExecScan(&node->css.ss, gpa_next, gpa_recheck);
 }
 
+/* EngineOps.end: the groups' temporary file (engine_scan.c ends the rest) */
 static void
-gpa_end(CustomScanState *node)
+gpa_end(EngineScanState *node)
 {
-	GpaState   *st = (GpaState *) node;
-
-	engine_run_close(&st->run);
-	engine_run_close(&st->share);
-	gpa_store_reset(st->groups);	/* its temporary file */
-	ExecEndNode(linitial(node->custom_ps));
+	gpa_store_reset(((GpaState *) node)->groups);
 }
 
+/* EngineOps.rescan */
 static void
-gpa_rescan(CustomScanState *node)
+gpa_rescan(EngineScanState *node)
 {
 	GpaState   *st = (GpaState *) node;
 
 	if (st->partial)
 	{
 		/* a new run over the blocks claimed anew (ReInitializeDSM resets the counter) */
-		engine_run_close(&st->run);
-		st->ran = false;
+		engine_run_close(&st->es.run);
+		st->es.ran = false;
 		st->fallback = !st->compiled;
 		st->fb_scanning = false;
-		st->joined = st->late = st->finishing = false;
+		st->es.joined = st->es.late = st->finishing = false;
 		gpa_store_reset(st->groups);
 		st->cur_msg = NULL;
 		memset(&st->last, 0, sizeof(st->last));
-		heap_agg_reset(st->heap);
-		if (st->shared == NULL)
-			st->heap->shared = NULL;	/* the whole table again */
+		engine_scan_rewind(&st->es);
 		return;
 	}
 	if (st->fallback)
-		ExecReScan(linitial(node->custom_ps));
+		ExecReScan(linitial(node->css.custom_ps));
 	if (!st->fallback)
 		gpa_groups_rewind(st);
 }
 
 /* ---------------- parallel heap runs ---------------- */
 
-/* the DSM of a parallel node (GpaShared) */
+/* EngineOps.dsm_size: GpaShared */
 static Size
-gpa_estimate_dsm(CustomScanState *node, ParallelContext *pcxt)
+gpa_dsm_size(EngineScanState *node, int nworkers)
 {
-	return add_size(offsetof(GpaShared, instr),
-					mul_size(sizeof(GpaInstr), pcxt->nworkers + 1));
+	return add_size(offsetof(GpaShared, instr), mul_size(sizeof(GpaInstr), nworkers + 1));
 }
 
 /*
- * gpa_share_open: opens the query's shared run in the service for at most
- * participants processes, held open by st->share until the node ends; its
- * id, or 0 when the service cannot be reached (the participants then
- * return their own groups, or fall back, as their runs find)
- */
-static uint64
-gpa_share_open(GpaState *st, int participants)
-{
-	MemoryContext cxt = CurrentMemoryContext;
-	WarpShareOpen req = {0};
-	volatile uint64 id = 0;
-
-	engine_run_close(&st->share);
-	if (!pg_strong_random(&req.share_id, sizeof(req.share_id)))
-		return 0;
-	req.share_id |= 1;			/* never 0 */
-	req.participants = (uint32) participants;
-	PG_TRY();
-	{
-		uint32		len;
-		WarpShareOpen *reply;
-
-		st->share.conn = service_run_begin(WARP_MSG_SHARE_OPEN, &req, sizeof(req));
-		reply = service_run_next(st->share.conn, WARP_MSG_SHARE_OPEN, &len);
-		if (len == sizeof(req) && reply->share_id == req.share_id)
-			id = req.share_id;
-	}
-	PG_CATCH();
-	{
-		FreeErrorData(service_caught(cxt));
-	}
-	PG_END_TRY();
-	if (id == 0)
-		engine_run_close(&st->share);
-	return id;
-}
-
-/*
- * the leader, before the workers start (and before a rescan's): the counter
- * over the table's blocks now, and a new shared run
+ * EngineOps.dsm_init: the leader, before the workers start (and before a
+ * rescan's): a new shared run, no figures yet
  */
 static void
-gpa_init_dsm(CustomScanState *node, ParallelContext *pcxt, void *coordinate)
+gpa_dsm_init(EngineScanState *node, int nworkers, bool reinit)
 {
 	GpaState   *st = (GpaState *) node;
-	GpaShared  *sh = coordinate;
+	GpaShared  *part = engine_scan_part(node);
 
-	heap_agg_shared_init(&sh->heap, st->rel, false);
-	SpinLockInit(&sh->mutex);
-	sh->attached = sh->done = 0;
-	sh->closed = false;
-	sh->finisher = -2;
-	sh->finish_groups = 0;
-	sh->share_id = st->compiled ? gpa_share_open(st, pcxt->nworkers + 1) : 0;
-	sh->n_instr = pcxt->nworkers + 1;
-	memset(sh->instr, 0, sizeof(GpaInstr) * sh->n_instr);
-	st->shared = sh;
-}
-
-static void
-gpa_reinit_dsm(CustomScanState *node, ParallelContext *pcxt, void *coordinate)
-{
-	gpa_init_dsm(node, pcxt, coordinate);
-}
-
-/* a worker: the leader's counter */
-static void
-gpa_init_worker(CustomScanState *node, shm_toc *toc, void *coordinate)
-{
-	((GpaState *) node)->shared = coordinate;
+	part->finisher = -2;
+	part->finish_groups = 0;
+	node->shared->share_id = st->compiled ? engine_scan_share_open(node, nworkers + 1) : 0;
+	part->n_instr = nworkers + 1;
+	memset(part->instr, 0, sizeof(GpaInstr) * part->n_instr);
 }
 
 /*
- * gpa_shutdown: keeps the participants' figures for EXPLAIN before the DSM
- * goes away with the workers (the leader's ExecShutdownNode)
+ * EngineOps.shutdown: keeps the participants' figures for EXPLAIN before
+ * the DSM goes away with the workers (the leader's ExecShutdownNode)
  */
 static void
-gpa_shutdown(CustomScanState *node)
+gpa_shutdown(EngineScanState *node)
 {
 	GpaState   *st = (GpaState *) node;
+	GpaShared  *part = engine_scan_part(node);
 
-	if (st->shared == NULL || IsParallelWorker())
-		return;
-	st->n_instr = st->shared->n_instr;
+	st->n_instr = part->n_instr;
 	st->instr = palloc(sizeof(GpaInstr) * st->n_instr);
-	memcpy(st->instr, st->shared->instr, sizeof(GpaInstr) * st->n_instr);
-	st->finisher = st->shared->finisher;
-	st->finish_groups = st->shared->finish_groups;
-	st->shared = NULL;
-	if (st->heap != NULL)
-		st->heap->shared = NULL;
+	memcpy(st->instr, part->instr, sizeof(GpaInstr) * st->n_instr);
+	st->finisher = part->finisher;
+	st->finish_groups = part->finish_groups;
 }
 
 /*
@@ -1765,20 +1629,17 @@ gpa_explain_workers(GpaState *st, ExplainState *es)
 
 /* ---------------- EXPLAIN ---------------- */
 
+/* EngineOps.explain */
 static void
-gpa_explain(CustomScanState *node, List *ancestors, ExplainState *es)
+gpa_explain(EngineScanState *node, List *ctx, ExplainState *es)
 {
 	GpaState   *st = (GpaState *) node;
-	List	   *ctx = set_deparse_context_plan(es->deparse_cxt, node->ss.ps.plan, ancestors);
 
-	if (st->quals != NIL)
-		ExplainPropertyText("Engine Filter",
-							deparse_expression((Node *) make_ands_explicit(st->quals),
-											   ctx, true, false), es);
-	if (st->src != NULL)
-		engine_explain_source(es, st->src);
-	if (st->heap != NULL)
-		heap_agg_explain(st->heap, es->analyze && st->ran && !st->fallback, es);
+	engine_explain_filter(es, st->quals, ctx, true);
+	if (st->es.src != NULL)
+		engine_explain_source(es, st->es.src);
+	if (st->es.heap != NULL)
+		heap_agg_explain(st->es.heap, es->analyze && st->es.ran && !st->fallback, es);
 	if (st->partial)
 		ExplainPropertyText("Aggregate States", "partial", es);
 	if (es->analyze && st->instr != NULL)
@@ -1790,13 +1651,13 @@ gpa_explain(CustomScanState *node, List *ancestors, ExplainState *es)
 		ExplainPropertyText("Shared Run Groups Returned By", st->finisher < 0 ? "leader" :
 							psprintf("worker %d", st->finisher), es);
 	}
-	if (es->verbose && st->prog != NULL)
-		engine_explain_program(st->prog, es);
+	if (es->verbose && st->es.prog != NULL)
+		engine_explain_program(st->es.prog, es);
 	if (!es->analyze)
 		ExplainPropertyText("Fallback Plan", st->compiled ?
 							"the plan below, run only where the engine cannot answer" :
 							psprintf("the plan below runs (%s)", st->fallback_why), es);
-	if (!es->analyze || !st->ran)
+	if (!es->analyze || !st->es.ran)
 		return;
 	if (st->fallback)
 	{
@@ -1822,29 +1683,7 @@ gpa_explain(CustomScanState *node, List *ancestors, ExplainState *es)
 
 /* ---------------- registration ---------------- */
 
-static CustomPathMethods gpa_path_methods = {
-	.CustomName = "GpuPreAgg",
-	.PlanCustomPath = gpa_plan_path,
-};
-
-static CustomScanMethods gpa_scan_methods = {
-	.CustomName = "GpuPreAgg",
-	.CreateCustomScanState = gpa_create_state,
-};
-
-static CustomExecMethods gpa_exec_methods = {
-	.CustomName = "GpuPreAgg",
-	.BeginCustomScan = gpa_begin,
-	.ExecCustomScan = gpa_exec,
-	.EndCustomScan = gpa_end,
-	.ReScanCustomScan = gpa_rescan,
-	.EstimateDSMCustomScan = gpa_estimate_dsm,
-	.InitializeDSMCustomScan = gpa_init_dsm,
-	.ReInitializeDSMCustomScan = gpa_reinit_dsm,
-	.InitializeWorkerCustomScan = gpa_init_worker,
-	.ShutdownCustomScan = gpa_shutdown,
-	.ExplainCustomScan = gpa_explain,
-};
+static const EngineOps gpa_ops = ENGINE_OPS(gpa, "GpuPreAgg", GpaState);
 
 /* pg_warp_gpu_preagg_init: settings and the planner hook (from _PG_init) */
 void
@@ -1889,7 +1728,7 @@ pg_warp_gpu_preagg_init(void)
 							 NULL, &pg_warp_engine_row_cost, 0.001, 0.0, 1e10,
 							 PGC_USERSET, 0, NULL, NULL, NULL);
 	heap_source_init();
-	RegisterCustomScanMethods(&gpa_scan_methods);
+	engine_scan_register(&gpa_ops);
 	prev_upper_paths_hook = create_upper_paths_hook;
 	create_upper_paths_hook = gpa_upper_paths;
 }

@@ -28,6 +28,11 @@
  * Parallel: under a Gather the processes share a counter of record batches
  * in the DSM; each claims runs of batches and asks the service for those.
  *
+ * The node runs through the engine's one executor (engine_scan.c: the
+ * source, the program, the run, the claims and the DSM); this file has
+ * GpuScan's planning and its EngineOps (gs_ops): how it reads its plan,
+ * streams the service's replies into rows, rescans and explains itself.
+ *
  * Heap tables.  The node reads the table's pages itself, as GpuPreAgg does
  * (heap_source.c: each page's visible tuples decided for the query's
  * snapshot, the pages copied into a ring of chunks in shared memory,
@@ -81,6 +86,7 @@
 #include "pg_warp.h"
 #include "engine/codegen.h"
 #include "engine/engine.h"
+#include "engine/engine_scan.h"
 #include "engine/executor.h"
 #include "engine/heap_source.h"
 #include "engine/shippable.h"
@@ -91,14 +97,8 @@ bool		pg_warp_enable_gpuscan = true;
 /* pg_warp.enable_gpuscan_heap */
 bool		pg_warp_enable_gpuscan_heap = false;
 
-/* rows one request asks for, about (whole record batches) */
-#define GS_CHUNK_ROWS		(1024 * 1024)
-#define GS_MAX_CHUNK		256
-
 static set_rel_pathlist_hook_type prev_rel_pathlist_hook = NULL;
-static CustomPathMethods gs_path_methods;
-static CustomScanMethods gs_scan_methods;
-static CustomExecMethods gs_exec_methods;
+static const EngineOps gs_ops;
 
 /* ---------------- planning ---------------- */
 
@@ -216,7 +216,7 @@ gs_make_path(PlannerInfo *root, RelOptInfo *rel, Path *plain, List *engine,
 	cp->path.parallel_safe = rel->consider_parallel;
 	cp->path.parallel_workers = workers;
 	cp->flags = CUSTOMPATH_SUPPORT_PROJECTION;
-	cp->methods = &gs_path_methods;
+	cp->methods = &gs_ops.path;
 	return cp;
 }
 
@@ -426,7 +426,7 @@ gs_plan_path(PlannerInfo *root, RelOptInfo *rel, CustomPath *best_path,
 	cs->scan.scanrelid = rel->relid;
 	cs->custom_exprs = engine;
 	cs->custom_plans = custom_plans;
-	cs->methods = &gs_scan_methods;
+	cs->methods = &gs_ops.scan;
 	return &cs->scan.plan;
 }
 
@@ -460,17 +460,6 @@ gs_plan_arrow(CustomScan *cs, RelOptInfo *rel, Oid table, EngineColumns *ec, Lis
 
 /* ---------------- execution ---------------- */
 
-/* the DSM of a parallel GpuScan */
-typedef struct GsShared
-{
-	pg_atomic_uint64 next;		/* the next work item to claim */
-	int64		n_work;			/* the leader's, checked by the workers */
-	int32		chunk;			/* work items per claim */
-	HeapAggShared heap;			/* a heap table's block counter */
-	/* counters, summed over the processes */
-	pg_atomic_uint64 c[9];
-} GsShared;
-
 /* the counters of EXPLAIN ANALYZE, as GsShared.c holds them */
 enum
 {
@@ -478,27 +467,25 @@ enum
 	GC_BYTES_SENT, GC_IO_US, GC_EXEC_US, GC_REQUESTS, GC_N
 };
 
+/*
+ * GpuScan's part of a parallel node's DSM (engine_scan.h: the claims are
+ * the common part's): the counters, summed over the processes
+ */
+typedef struct GsShared
+{
+	pg_atomic_uint64 c[GC_N];
+} GsShared;
+
 typedef struct GsState
 {
-	CustomScanState css;
-	ArrowEngineSource *src;
+	EngineScanState es;			/* the table, program, run, claims (engine_scan.h) */
 	List	   *engine_quals;
 	ExprState  *recheck;
-	XpuProgram *prog;			/* the plan's (executor.c), or one passing all */
 	bool		always_recheck; /* the plan's program does not fit: PostgreSQL's */
-	const char *stale_why;		/* why (engine_exec_program) */
 	int			n_cols;
 	int			n_outs;
 	AttrNumber *attnos;			/* chunk column -> attno */
-	/* the work: record batches in file order */
-	int64		n_work;
-	int32	   *work_file;
-	int32	   *work_batch;
-	int			chunk;
-	int64		next_local;
-	GsShared   *shared;
-	/* the run */
-	EngineRun	run;			/* active: a SCAN_RUN's replies are coming */
+	/* the run (es.run.active: a SCAN_RUN's replies are coming) */
 	char	   *msg;			/* the current SCAN_RESULT */
 	uint32		n_rows;
 	uint32		cur_row;
@@ -511,10 +498,8 @@ typedef struct GsState
 	uint64		wall_us;
 	uint32		threads;
 	uint32		engine;
-	bool		ran;
-	/* a heap table's scan */
+	/* a heap table's scan (es.heap: claims, ring, counters) */
 	bool		heap;
-	HeapAggRun *hrun;			/* heap_source.h: claims, ring, counters */
 	bool		hstarted;		/* the run was started */
 	bool		hdone;			/* and has returned its last chunk */
 	HeapScanChunk hc;			/* the chunk whose tuples are returned */
@@ -523,30 +508,18 @@ typedef struct GsState
 	HeapTupleData htup;			/* the tuple in the scan slot */
 } GsState;
 
-static Node *
-gs_create_state(CustomScan *cs)
-{
-	GsState    *st = (GsState *) newNode(sizeof(GsState), T_CustomScanState);
-
-	st->css.methods = &gs_exec_methods;
-	st->run.conn = -1;
-	st->heap = list_length(cs->custom_private) > 2 && intVal(lthird(cs->custom_private)) != 0;
-	return (Node *) st;
-}
-
 /*
- * gs_program: the plan's program (custom_private's fourth item) for the
- * chunk columns now (NULL: a heap table), or, where it no longer fits, a
- * program that passes every row, which PostgreSQL then filters
+ * gs_program: the plan's program (engine_scan_program) for the chunk
+ * columns now, or, where it no longer fits, a program that passes every
+ * row, which PostgreSQL then filters
  */
 static void
-gs_program(GsState *st, CustomScan *cs, const EngineColumns *now)
+gs_program(GsState *st, CustomScan *cs)
 {
-	st->prog = engine_exec_program(lfourth(cs->custom_private), now, &st->stale_why);
-	if (st->prog == NULL)
+	if (engine_scan_program(&st->es, cs) == NULL)
 	{
 		st->always_recheck = true;
-		st->prog = engine_pass_all_program();
+		st->es.prog = engine_pass_all_program();
 	}
 }
 
@@ -559,62 +532,46 @@ gs_program(GsState *st, CustomScan *cs, const EngineColumns *now)
 static void
 gs_heap_begin(GsState *st, CustomScan *cs, EState *estate)
 {
-	ScanState  *ss = &st->css.ss;
+	ScanState  *ss = &st->es.css.ss;
 	Relation	rel = ss->ss_currentRelation;
 
-	gs_program(st, cs, NULL);
-	st->hrun = heap_agg_prepare(rel, st->attnos, st->n_cols);
-	st->hrun->scan = true;
+	gs_program(st, cs);
+	st->es.heap = heap_agg_prepare(rel, st->attnos, st->n_cols);
+	st->es.heap->scan = true;
 	ExecInitScanTupleSlot(estate, ss, RelationGetDescr(rel), &TTSOpsHeapTuple);
 	ExecAssignScanProjectionInfoWithVarno(ss, cs->scan.scanrelid);
 	ss->ps.qual = ExecInitQual(cs->scan.plan.qual, &ss->ps);
 	st->recheck = ExecInitQual(st->engine_quals, &ss->ps);
 }
 
+/* EngineOps.begin: the plan's columns, the table's source and the program */
 static void
-gs_begin(CustomScanState *node, EState *estate, int eflags)
+gs_begin(EngineScanState *node, CustomScan *cs, EState *estate, int eflags)
 {
 	GsState    *st = (GsState *) node;
-	CustomScan *cs = (CustomScan *) node->ss.ps.plan;
 	List	   *attnos = linitial(cs->custom_private);
-	Relation	rel = node->ss.ss_currentRelation;
-	Index		relid = cs->scan.scanrelid;
-	EngineColumns now;
 	ListCell   *lc;
-	int64		k = 0;
 
+	st->heap = intVal(lthird(cs->custom_private)) != 0;
 	st->engine_quals = cs->custom_exprs;
 	st->n_cols = list_length(attnos);
 	st->n_outs = intVal(lsecond(cs->custom_private));
 	st->attnos = palloc(sizeof(AttrNumber) * Max(st->n_cols, 1));
 	foreach(lc, attnos)
 		st->attnos[foreach_current_index(lc)] = (AttrNumber) lfirst_int(lc);
-	engine_run_init(&st->run, estate);
 	if (st->heap)
 	{
+		engine_scan_open(node, cs->scan.scanrelid, eflags, NIL, st->attnos, st->n_cols);
 		gs_heap_begin(st, cs, estate);
 		return;
 	}
-	st->src = arrow_fdw_engine_source(rel, relid,
-									  list_concat(list_copy(st->engine_quals),
-												  cs->scan.plan.qual),
-									  st->attnos, st->n_cols);
-	now = (EngineColumns) {st->src->cols, st->n_cols};
-	gs_program(st, cs, &now);
+	engine_scan_open(node, cs->scan.scanrelid, eflags,
+					 list_concat(list_copy(st->engine_quals), cs->scan.plan.qual),
+					 st->attnos, st->n_cols);
+	gs_program(st, cs);
 	if (st->always_recheck)
 		st->n_outs = st->n_cols;
-	st->recheck = ExecInitQual(st->engine_quals, &node->ss.ps);
-	st->n_work = st->src->batches_total - st->src->batches_skipped;
-	st->work_file = palloc(sizeof(int32) * Max(st->n_work, 1));
-	st->work_batch = palloc(sizeof(int32) * Max(st->n_work, 1));
-	for (int f = 0; f < st->src->n_files; f++)
-		for (int b = 0; b < st->src->files[f].n_batches; b++)
-		{
-			st->work_file[k] = f;
-			st->work_batch[k++] = st->src->files[f].batches[b];
-		}
-	st->chunk = (int) Min(Max(GS_CHUNK_ROWS / Max(st->src->rows_to_read / Max(st->n_work, 1), 1),
-							  1), GS_MAX_CHUNK);
+	st->recheck = ExecInitQual(st->engine_quals, &node->css.ss.ps);
 	st->arrays = palloc0(sizeof(ArrowArray) * Max(st->n_cols, 1));
 	st->row_cxt = AllocSetContextCreate(estate->es_query_cxt, "GpuScan rows",
 										ALLOCSET_DEFAULT_SIZES);
@@ -643,42 +600,15 @@ gs_request(GsState *st, int64 w0, int64 w1)
 
 	req.n_cols = st->n_cols;
 	req.n_outs = st->n_outs;
-	req.prog_len = st->prog->total_len;
+	req.prog_len = st->es.prog->total_len;
 	req.engine = (uint32) pg_warp_engine;
 	req.max_buffer_size = (int64) pg_warp_arrow_max_buffer_size * 1024;
-	for (int64 w = w0; w < w1; w++)
-		req.n_files += (w == w0 || st->work_file[w] != st->work_file[w - 1]);
+	req.n_files = engine_scan_work_files(&st->es, w0, w1);
 	engine_put(buf, &req, sizeof(req), 8);
-	engine_put(buf, st->prog, st->prog->total_len, 16);
-	for (int64 w = w0; w < w1;)
-	{
-		int64		e = w;
-
-		while (e < w1 && st->work_file[e] == st->work_file[w])
-			e++;
-		engine_put_file(buf, &st->src->files[st->work_file[w]], &st->work_batch[w],
-						(int) (e - w), st->src->fields, st->n_cols);
-		w = e;
-	}
+	engine_put(buf, st->es.prog, st->es.prog->total_len, 16);
+	engine_scan_put_work(&st->es, buf, w0, w1, st->n_cols);
 	gs_check_size(buf);
 	return buf;
-}
-
-/* claims the next run of work items; false when none is left */
-static bool
-gs_claim(GsState *st, int64 *w0, int64 *w1)
-{
-	int			chunk = st->shared ? st->shared->chunk : st->chunk;
-
-	if (st->shared)
-		*w0 = (int64) pg_atomic_fetch_add_u64(&st->shared->next, chunk);
-	else
-	{
-		*w0 = st->next_local;
-		st->next_local += chunk;
-	}
-	*w1 = Min(*w0 + chunk, st->n_work);
-	return *w0 < st->n_work;
 }
 
 /* sends SCAN_RUN for the next claimed batches; false when none is left */
@@ -689,18 +619,29 @@ gs_start_request(GsState *st)
 				w1;
 	StringInfo	req;
 
-	if (!gs_claim(st, &w0, &w1))
+	if (!engine_scan_claim(&st->es, &w0, &w1))
 		return false;
 	req = gs_request(st, w0, w1);
-	if (st->run.conn < 0)
-		st->run.conn = service_run_begin(WARP_MSG_SCAN_RUN, req->data, (uint32) req->len);
+	if (st->es.run.conn < 0)
+		st->es.run.conn = service_run_begin(WARP_MSG_SCAN_RUN, req->data, (uint32) req->len);
 	else
-		service_run_send(st->run.conn, WARP_MSG_SCAN_RUN, req->data, (uint32) req->len);
-	st->run.active = true;
-	st->ran = true;
+		service_run_send(st->es.run.conn, WARP_MSG_SCAN_RUN, req->data, (uint32) req->len);
+	st->es.run.active = true;
+	st->es.ran = true;
 	pfree(req->data);
 	pfree(req);
 	return true;
+}
+
+/* adds n to counter i, the node's and the DSM's */
+static void
+gs_count(GsState *st, int i, uint64 n)
+{
+	GsShared   *part = engine_scan_part(&st->es);
+
+	st->c[i] += n;
+	if (part)
+		pg_atomic_fetch_add_u64(&part->c[i], n);
 }
 
 /* adds the last message's counters to the node's (and the DSM's) */
@@ -711,11 +652,7 @@ gs_add_counters(GsState *st, const WarpScanResult *h)
 		h->bytes_read, h->bytes_sent, h->io_us, h->exec_us, 1};
 
 	for (int i = 0; i < GC_N; i++)
-	{
-		st->c[i] += v[i];
-		if (st->shared)
-			pg_atomic_fetch_add_u64(&st->shared->c[i], v[i]);
-	}
+		gs_count(st, i, v[i]);
 	st->wall_us += h->wall_us;
 	st->threads = Max(st->threads, h->threads);
 	st->engine = h->engine;
@@ -787,16 +724,16 @@ gs_next_block(GsState *st)
 			pfree(st->msg);
 		st->msg = NULL;
 		st->n_rows = st->cur_row = 0;
-		if (!st->run.active && !gs_start_request(st))
+		if (!st->es.run.active && !gs_start_request(st))
 			return false;
-		st->msg = service_run_next(st->run.conn, WARP_MSG_SCAN_RESULT, &len);
+		st->msg = service_run_next(st->es.run.conn, WARP_MSG_SCAN_RESULT, &len);
 		if (len < sizeof(WarpScanResult))
 			elog(ERROR, "GpuScan: short SCAN_RESULT (%u bytes) from the pg_warp service", len);
 		memcpy(&h, st->msg, sizeof(h));
 		if (h.flags & WARP_SCAN_LAST)
 		{
 			gs_add_counters(st, &h);
-			st->run.active = false;
+			st->es.run.active = false;
 			continue;
 		}
 		gs_parse_block(st, len, &h);
@@ -811,55 +748,42 @@ gs_next_block(GsState *st)
 static void
 gs_heap_counters(GsState *st, const WarpAggResult *last)
 {
-	HeapAggRun *h = st->hrun;
+	HeapAggRun *h = st->es.heap;
 	uint64		v[GC_N] = {h->tuples_shipped, 0, h->chunks, 0,
 		h->pages_shipped * BLCKSZ, 0, INSTR_TIME_GET_MICROSEC(h->read_time), last->exec_us,
-	st->run.conn >= 0};
+	st->es.run.conn >= 0};
 
+	/* rows passed, chunks rechecked and bytes sent are counted chunk by chunk */
 	for (int i = 0; i < GC_N; i++)
-	{
-		if (i == GC_ROWS_PASSED || i == GC_RECHECK || i == GC_BYTES_SENT)
-			continue;			/* counted chunk by chunk */
-		st->c[i] += v[i];
-		if (st->shared)
-			pg_atomic_fetch_add_u64(&st->shared->c[i], v[i]);
-	}
+		if (i != GC_ROWS_PASSED && i != GC_RECHECK && i != GC_BYTES_SENT)
+			gs_count(st, i, v[i]);
 	st->wall_us += last->wall_us;
 	st->threads = Max(st->threads, last->threads);
-	st->engine = st->run.conn >= 0 ? last->engine : 0;
-}
-
-/* adds n to counter i, the node's and the DSM's */
-static void
-gs_count(GsState *st, int i, uint64 n)
-{
-	st->c[i] += n;
-	if (st->shared)
-		pg_atomic_fetch_add_u64(&st->shared->c[i], n);
+	st->engine = st->es.run.conn >= 0 ? last->engine : 0;
 }
 
 /* starts the heap run: the HEAP_RUN request (WARP_HEAP_SCAN) and the ring */
 static void
 gs_heap_start(GsState *st)
 {
-	EState	   *estate = st->css.ss.ps.state;
+	EState	   *estate = st->es.css.ss.ps.state;
 	MemoryContext old = MemoryContextSwitchTo(estate->es_query_cxt);
 	StringInfo	buf = makeStringInfo();
 	WarpAggRequest req = {0};
 
-	if (st->shared)
-		st->hrun->shared = &st->shared->heap;
-	req.prog_len = st->prog->total_len;
+	if (st->es.shared)
+		st->es.heap->shared = &st->es.shared->heap;
+	req.prog_len = st->es.prog->total_len;
 	req.engine = (uint32) pg_warp_engine;
 	engine_put(buf, &req, sizeof(req), 8);
-	engine_put(buf, st->prog, st->prog->total_len, 16);
-	heap_agg_put_request(st->hrun, buf);
+	engine_put(buf, st->es.prog, st->es.prog->total_len, 16);
+	heap_agg_put_request(st->es.heap, buf);
 	gs_check_size(buf);
-	st->hrun->ssi = IsolationIsSerializable();
-	if (st->hrun->ssi)
-		PredicateLockRelation(st->hrun->rel, estate->es_snapshot);
-	st->hstarted = st->ran = true;
-	heap_scan_begin(st->hrun, estate->es_snapshot, buf->data, (uint32) buf->len, &st->run.conn);
+	st->es.heap->ssi = IsolationIsSerializable();
+	if (st->es.heap->ssi)
+		PredicateLockRelation(st->es.heap->rel, estate->es_snapshot);
+	st->hstarted = st->es.ran = true;
+	heap_scan_begin(st->es.heap, estate->es_snapshot, buf->data, (uint32) buf->len, &st->es.run.conn);
 	MemoryContextSwitchTo(old);
 }
 
@@ -867,7 +791,7 @@ gs_heap_start(GsState *st)
 static bool
 gs_heap_chunk(GsState *st)
 {
-	EState	   *estate = st->css.ss.ps.state;
+	EState	   *estate = st->es.css.ss.ps.state;
 	MemoryContext old;
 	WarpAggResult last;
 	bool		more;
@@ -877,7 +801,7 @@ gs_heap_chunk(GsState *st)
 	if (st->hdone)
 		return false;
 	old = MemoryContextSwitchTo(estate->es_query_cxt);
-	more = heap_scan_next(st->hrun, st->run.conn, &st->hc, &last);
+	more = heap_scan_next(st->es.heap, st->es.run.conn, &st->hc, &last);
 	MemoryContextSwitchTo(old);
 	st->hpage = 0;
 	st->hbit = 0;
@@ -885,15 +809,15 @@ gs_heap_chunk(GsState *st)
 	{
 		st->hdone = true;
 		gs_heap_counters(st, &last);
-		heap_scan_end(st->hrun);
-		engine_run_close(&st->run);
+		heap_scan_end(st->es.heap);
+		engine_run_close(&st->es.run);
 		return false;
 	}
 	if (st->hc.recheck)
 		gs_count(st, GC_RECHECK, 1);
 	else
 		gs_count(st, GC_ROWS_PASSED, st->hc.n_passed);
-	if (st->run.conn >= 0)
+	if (st->es.run.conn >= 0)
 		gs_count(st, GC_BYTES_SENT, sizeof(WarpHeapPass) +
 				 (uint64) st->hc.n_pages * XPU_HEAP_VIS_BYTES);
 	return true;
@@ -907,8 +831,8 @@ gs_heap_chunk(GsState *st)
 static TupleTableSlot *
 gs_heap_next(GsState *st, TupleTableSlot *slot)
 {
-	ExprContext *econtext = st->css.ss.ps.ps_ExprContext;
-	Oid			relid = RelationGetRelid(st->css.ss.ss_currentRelation);
+	ExprContext *econtext = st->es.css.ss.ps.ps_ExprContext;
+	Oid			relid = RelationGetRelid(st->es.css.ss.ss_currentRelation);
 
 	for (;;)
 	{
@@ -987,7 +911,7 @@ gs_next(ScanState *ss)
 		{
 			int			a = st->attnos[j] - 1;
 
-			slot->tts_values[a] = arrow_fdw_engine_value(st->src, j, &st->arrays[j],
+			slot->tts_values[a] = arrow_fdw_engine_value(st->es.src, j, &st->arrays[j],
 														 st->cur_row, &slot->tts_isnull[a]);
 		}
 		MemoryContextSwitchTo(old);
@@ -1020,108 +944,76 @@ gs_recheck(ScanState *ss, TupleTableSlot *slot)
 	return ExecQual(st->recheck, econtext);
 }
 
+/* EngineOps.exec: the next row that passed every qual, projected */
 static TupleTableSlot *
-gs_exec(CustomScanState *node)
+gs_exec(EngineScanState *node)
 {
-	return ExecScan(&node->ss, gs_next, gs_recheck);
+	return ExecScan(&node->css.ss, gs_next, gs_recheck);
 }
 
+/* EngineOps.end: a heap table's ring (engine_scan.c closes the run) */
 static void
-gs_end(CustomScanState *node)
+gs_end(EngineScanState *node)
 {
 	GsState    *st = (GsState *) node;
 
 	if (st->heap && st->hstarted)
-		heap_scan_end(st->hrun);
-	engine_run_close(&st->run);
+		heap_scan_end(st->es.heap);
 }
 
+/* EngineOps.rescan */
 static void
-gs_rescan(CustomScanState *node)
+gs_rescan(EngineScanState *node)
 {
 	GsState    *st = (GsState *) node;
 
 	/* a run in progress is cancelled by closing its connection */
-	if (st->run.active || st->heap)
-		engine_run_close(&st->run);
+	if (st->es.run.active || st->heap)
+		engine_run_close(&st->es.run);
 	if (st->heap)
 	{
 		if (st->hstarted)
-			heap_scan_end(st->hrun);
-		heap_agg_reset(st->hrun);
-		if (st->shared == NULL)
-			st->hrun->shared = NULL;	/* the whole table again */
+			heap_scan_end(st->es.heap);
 		st->hstarted = st->hdone = false;
 		memset(&st->hc, 0, sizeof(st->hc));
 	}
+	engine_scan_rewind(&st->es);
 	if (st->msg)
 		pfree(st->msg);
 	st->msg = NULL;
 	st->n_rows = st->cur_row = 0;
-	st->next_local = 0;
 }
 
 /* ---------------- parallel ---------------- */
 
+/* EngineOps.dsm_size: GsShared */
 static Size
-gs_estimate_dsm(CustomScanState *node, ParallelContext *pcxt)
+gs_dsm_size(EngineScanState *node, int nworkers)
 {
 	return sizeof(GsShared);
 }
 
+/* EngineOps.dsm_init: the counters start at 0 (a rescan's add to them) */
 static void
-gs_init_dsm(CustomScanState *node, ParallelContext *pcxt, void *coordinate)
+gs_dsm_init(EngineScanState *node, int nworkers, bool reinit)
 {
-	GsState    *st = (GsState *) node;
-	GsShared   *sh = coordinate;
-	int64		per = st->n_work / (4 * (pcxt->nworkers + 1));
+	GsShared   *part = engine_scan_part(node);
 
-	pg_atomic_init_u64(&sh->next, 0);
-	if (st->heap)
-		heap_agg_shared_init(&sh->heap, node->ss.ss_currentRelation, false);
-	sh->n_work = st->n_work;
-	sh->chunk = (int32) Max(Min((int64) st->chunk, per), 1);
-	for (int i = 0; i < GC_N; i++)
-		pg_atomic_init_u64(&sh->c[i], 0);
-	st->shared = sh;
-}
-
-static void
-gs_reinit_dsm(CustomScanState *node, ParallelContext *pcxt, void *coordinate)
-{
-	GsShared   *sh = coordinate;
-
-	pg_atomic_write_u64(&sh->next, 0);
-	if (((GsState *) node)->heap)
-		heap_agg_shared_init(&sh->heap, node->ss.ss_currentRelation, false);
-}
-
-static void
-gs_init_worker(CustomScanState *node, shm_toc *toc, void *coordinate)
-{
-	GsState    *st = (GsState *) node;
-	GsShared   *sh = coordinate;
-
-	if (sh->n_work != st->n_work)
-		ereport(ERROR,
-				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-				 errmsg("the files of foreign table \"%s\" changed during scan",
-						RelationGetRelationName(node->ss.ss_currentRelation)),
-				 errhint("Run the query again.")));
-	st->shared = sh;
-}
-
-/* at the end of a parallel scan: the counters of every process, for EXPLAIN */
-static void
-gs_shutdown(CustomScanState *node)
-{
-	GsState    *st = (GsState *) node;
-
-	if (st->shared == NULL || IsParallelWorker())
+	if (reinit)
 		return;
 	for (int i = 0; i < GC_N; i++)
-		st->c[i] = pg_atomic_read_u64(&st->shared->c[i]);
-	st->shared = NULL;
+		pg_atomic_init_u64(&part->c[i], 0);
+}
+
+/* EngineOps.shutdown: the counters of every process, for EXPLAIN */
+static void
+gs_shutdown(EngineScanState *node)
+{
+	GsState    *st = (GsState *) node;
+	GsShared   *part = engine_scan_part(node);
+
+	for (int i = 0; i < GC_N; i++)
+		st->c[i] = pg_atomic_read_u64(&part->c[i]);
 }
 
 /* ---------------- EXPLAIN ---------------- */
@@ -1145,28 +1037,26 @@ gs_column_names(Relation rel, const AttrNumber *attnos, int from, int to)
 static void
 gs_explain_stale(GsState *st, ExplainState *es)
 {
-	if (st->stale_why != NULL)
-		ExplainPropertyText("Engine Filter Rechecked by PostgreSQL", st->stale_why, es);
+	if (st->es.stale_why != NULL)
+		ExplainPropertyText("Engine Filter Rechecked by PostgreSQL", st->es.stale_why, es);
 }
 
 /* gs_explain of a heap table's scan */
 static void
 gs_heap_explain(GsState *st, List *ctx, ExplainState *es)
 {
-	Relation	rel = st->css.ss.ss_currentRelation;
+	Relation	rel = st->es.rel;
 
-	if (es->analyze && st->ran && st->c[GC_REQUESTS] == 0)
+	if (es->analyze && st->es.ran && st->c[GC_REQUESTS] == 0)
 		ExplainPropertyText("Engine", "PostgreSQL (no chunk ring)", es);
 	else
-		engine_explain_engine(es, st->ran, st->engine);
+		engine_explain_engine(es, st->es.ran, st->engine);
 	gs_explain_stale(st, es);
-	ExplainPropertyText("Engine Filter",
-						deparse_expression((Node *) make_ands_explicit(st->engine_quals),
-										   ctx, list_length(es->rtable) > 1, false), es);
+	engine_explain_filter(es, st->engine_quals, ctx, list_length(es->rtable) > 1);
 	ExplainPropertyList("Columns Filtered", gs_column_names(rel, st->attnos, 0, st->n_cols), es);
 	if (es->verbose)
-		engine_explain_program(st->prog, es);
-	heap_agg_explain(st->hrun, false, es);
+		engine_explain_program(st->es.prog, es);
+	heap_agg_explain(st->es.heap, false, es);
 	if (!es->analyze)
 		return;
 	ExplainPropertyInteger("Tuples Read", NULL, (int64) st->c[GC_ROWS_IN], es);
@@ -1180,12 +1070,12 @@ gs_heap_explain(GsState *st, List *ctx, ExplainState *es)
 		ExplainPropertyInteger("Engine Threads", NULL, st->threads, es);
 }
 
+/* EngineOps.explain */
 static void
-gs_explain(CustomScanState *node, List *ancestors, ExplainState *es)
+gs_explain(EngineScanState *node, List *ctx, ExplainState *es)
 {
 	GsState    *st = (GsState *) node;
-	Relation	rel = node->ss.ss_currentRelation;
-	List	   *ctx = set_deparse_context_plan(es->deparse_cxt, node->ss.ps.plan, ancestors);
+	Relation	rel = node->rel;
 	const char *names[GC_N] = {"Rows Read", "Rows Returned by Engine", "Batches Read",
 		"Batches Rechecked by PostgreSQL", "Bytes Read", "Bytes Returned", NULL, NULL,
 	"Service Requests"};
@@ -1196,19 +1086,16 @@ gs_explain(CustomScanState *node, List *ancestors, ExplainState *es)
 		gs_heap_explain(st, ctx, es);
 		return;
 	}
-	engine_explain_engine(es, st->ran, st->engine);
+	engine_explain_engine(es, st->es.ran, st->engine);
 	gs_explain_stale(st, es);
-	if (st->engine_quals != NIL)
-		ExplainPropertyText("Engine Filter",
-							deparse_expression((Node *) make_ands_explicit(st->engine_quals),
-											   ctx, list_length(es->rtable) > 1, false), es);
+	engine_explain_filter(es, st->engine_quals, ctx, list_length(es->rtable) > 1);
 	ExplainPropertyList("Columns Returned", gs_column_names(rel, st->attnos, 0, st->n_outs), es);
 	if (st->n_cols > st->n_outs || es->format != EXPLAIN_FORMAT_TEXT)
 		ExplainPropertyList("Columns Only Filtered",
 							gs_column_names(rel, st->attnos, st->n_outs, st->n_cols), es);
-	engine_explain_source(es, st->src);
+	engine_explain_source(es, st->es.src);
 	if (es->verbose)
-		engine_explain_program(st->prog, es);
+		engine_explain_program(st->es.prog, es);
 	if (!es->analyze)
 		return;
 	for (int i = 0; i < GC_N; i++)
@@ -1220,29 +1107,7 @@ gs_explain(CustomScanState *node, List *ancestors, ExplainState *es)
 
 /* ---------------- registration ---------------- */
 
-static CustomPathMethods gs_path_methods = {
-	.CustomName = "GpuScan",
-	.PlanCustomPath = gs_plan_path,
-};
-
-static CustomScanMethods gs_scan_methods = {
-	.CustomName = "GpuScan",
-	.CreateCustomScanState = gs_create_state,
-};
-
-static CustomExecMethods gs_exec_methods = {
-	.CustomName = "GpuScan",
-	.BeginCustomScan = gs_begin,
-	.ExecCustomScan = gs_exec,
-	.EndCustomScan = gs_end,
-	.ReScanCustomScan = gs_rescan,
-	.EstimateDSMCustomScan = gs_estimate_dsm,
-	.InitializeDSMCustomScan = gs_init_dsm,
-	.ReInitializeDSMCustomScan = gs_reinit_dsm,
-	.InitializeWorkerCustomScan = gs_init_worker,
-	.ShutdownCustomScan = gs_shutdown,
-	.ExplainCustomScan = gs_explain,
-};
+static const EngineOps gs_ops = ENGINE_OPS(gs, "GpuScan", GsState);
 
 /* pg_warp_gpuscan_init: the setting and the planner hook (from _PG_init) */
 void
@@ -1258,7 +1123,7 @@ pg_warp_gpuscan_init(void)
 							 "PostgreSQL's own scan.",
 							 &pg_warp_enable_gpuscan_heap, false,
 							 PGC_USERSET, 0, NULL, NULL, NULL);
-	RegisterCustomScanMethods(&gs_scan_methods);
+	engine_scan_register(&gs_ops);
 	prev_rel_pathlist_hook = set_rel_pathlist_hook;
 	set_rel_pathlist_hook = gs_rel_pathlist;
 }
