@@ -3,7 +3,8 @@
  * executor.c
  *		What the engine's CustomScan nodes share (executor.h): GpuScan
  *		(gpuscan.c) and GpuPreAgg (gpu_preagg.c) plan, run and explain their
- *		work in the service through these pieces.
+ *		work in the service through these pieces; their one executor
+ *		(engine_scan.c) runs them.
  *
  * The program in the plan.  A node's xPU program is compiled once, when
  * the plan is made, and kept in the plan's custom_private
@@ -243,6 +244,59 @@ engine_request_end(StringInfo buf)
 	while (buf->len % 8 != 0)
 		appendStringInfoChar(buf, '\0');
 	return buf->len <= PGWARP_MAX_PAYLOAD;
+}
+
+/* a part of n bytes at the next 8-byte boundary of msg (len bytes) */
+static const char *
+rows_take(const char *msg, uint32 len, uint32 *off, uint64 n, const char *who)
+{
+	uint32		o = (uint32) TYPEALIGN(8, *off);
+
+	if (o > len || n > len - o)
+		elog(ERROR, "%s: a SCAN_RESULT from the pg_warp service is truncated", who);
+	*off = o + (uint32) n;
+	return msg + o;
+}
+
+/*
+ * engine_rows_block: the columns of a block of rows from the service (msg,
+ * len bytes, its header h: a SCAN_RESULT, xpu/protocol.h) as Arrow arrays
+ * arrays[0 .. h->n_cols - 1] pointing into msg; who names the node in
+ * errors.  The caller checks that h->n_cols is what it asked for.
+ */
+void
+engine_rows_block(const char *msg, uint32 len, const WarpScanResult *h, ArrowArray *arrays,
+				  const char *who)
+{
+	uint32		off = sizeof(WarpScanResult);
+	uint64		bits = ((uint64) h->n_rows + 7) / 8;
+
+	for (uint32 j = 0; j < h->n_cols; j++)
+	{
+		WarpScanColumn cs;
+		ArrowArray *a = &arrays[j];
+
+		memcpy(&cs, rows_take(msg, len, &off, sizeof(cs), who), sizeof(cs));
+		memset(a, 0, sizeof(*a));
+		a->length = h->n_rows;
+		a->null_count = cs.null_count;
+		a->validity = cs.null_count ? (const uint8 *) rows_take(msg, len, &off, bits, who) : NULL;
+		if (cs.layout == WARP_SCAN_BITS)
+			a->values = (const uint8 *) rows_take(msg, len, &off, bits, who);
+		else if (cs.layout == WARP_SCAN_FIXED)
+			a->values = (const uint8 *) rows_take(msg, len, &off,
+												  (uint64) cs.width * h->n_rows, who);
+		else if (cs.layout == WARP_SCAN_VAR32 || cs.layout == WARP_SCAN_VAR64)
+		{
+			uint64		ow = cs.layout == WARP_SCAN_VAR32 ? 4 : 8;
+
+			a->offsets = rows_take(msg, len, &off, ow * (h->n_rows + 1), who);
+			a->data = (const uint8 *) rows_take(msg, len, &off, cs.data_len, who);
+			a->data_length = (int64) cs.data_len;
+		}
+		else
+			elog(ERROR, "%s: unknown column layout %u from the pg_warp service", who, cs.layout);
+	}
 }
 
 /*

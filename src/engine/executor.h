@@ -3,7 +3,9 @@
  * executor.h
  *		What the engine's CustomScan nodes (GpuScan, GpuPreAgg) share at plan
  *		and run time (executor.c): the program carried in the plan, the run
- *		in the service, the request's parts and EXPLAIN's common lines.
+ *		in the service, the request's parts, the blocks of rows of its
+ *		replies and EXPLAIN's common lines.  Their one executor is
+ *		engine_scan.c (engine_scan.h).
  *
  *-------------------------------------------------------------------------
  */
@@ -43,6 +45,8 @@ extern void engine_put(StringInfo buf, const void *data, size_t len, int align);
 extern void engine_put_file(StringInfo buf, const ArrowEngineFile *ef, const int32 *batches,
 							int n_batches, const int *fields, int n_cols);
 extern bool engine_request_end(StringInfo buf);
+extern void engine_rows_block(const char *msg, uint32 len, const WarpScanResult *h,
+							  ArrowArray *arrays, const char *who);
 extern void engine_explain_engine(struct ExplainState *es, bool ran, uint32 engine);
 extern void engine_explain_filter(struct ExplainState *es, List *quals, List *ctx,
 								  bool prefix);

@@ -658,54 +658,15 @@ gs_add_counters(GsState *st, const WarpScanResult *h)
 	st->engine = h->engine;
 }
 
-/* a part of n bytes at the next 8-byte boundary of the message */
-static const char *
-gs_take(GsState *st, uint32 len, uint32 *off, uint64 n)
-{
-	uint32		o = (uint32) TYPEALIGN(8, *off);
-
-	if (o > len || n > len - o)
-		elog(ERROR, "GpuScan: a SCAN_RESULT from the pg_warp service is truncated");
-	*off = o + (uint32) n;
-	return st->msg + o;
-}
-
 /* sets st->arrays from the block of the current message (len bytes) */
 static void
 gs_parse_block(GsState *st, uint32 len, const WarpScanResult *h)
 {
-	uint32		off = sizeof(WarpScanResult);
-	uint64		bits = ((uint64) h->n_rows + 7) / 8;
-
 	st->block_recheck = (h->flags & WARP_SCAN_RECHECK) != 0;
 	st->block_cols = (int) h->n_cols;
 	if (h->n_cols != (uint32) (st->block_recheck ? st->n_cols : st->n_outs))
 		elog(ERROR, "GpuScan: a SCAN_RESULT from the pg_warp service has %u columns", h->n_cols);
-	for (uint32 j = 0; j < h->n_cols; j++)
-	{
-		WarpScanColumn cs;
-		ArrowArray *a = &st->arrays[j];
-
-		memcpy(&cs, gs_take(st, len, &off, sizeof(cs)), sizeof(cs));
-		memset(a, 0, sizeof(*a));
-		a->length = h->n_rows;
-		a->null_count = cs.null_count;
-		a->validity = cs.null_count ? (const uint8 *) gs_take(st, len, &off, bits) : NULL;
-		if (cs.layout == WARP_SCAN_BITS)
-			a->values = (const uint8 *) gs_take(st, len, &off, bits);
-		else if (cs.layout == WARP_SCAN_FIXED)
-			a->values = (const uint8 *) gs_take(st, len, &off, (uint64) cs.width * h->n_rows);
-		else if (cs.layout == WARP_SCAN_VAR32 || cs.layout == WARP_SCAN_VAR64)
-		{
-			uint64		ow = cs.layout == WARP_SCAN_VAR32 ? 4 : 8;
-
-			a->offsets = gs_take(st, len, &off, ow * (h->n_rows + 1));
-			a->data = (const uint8 *) gs_take(st, len, &off, cs.data_len);
-			a->data_length = (int64) cs.data_len;
-		}
-		else
-			elog(ERROR, "GpuScan: unknown column layout %u from the pg_warp service", cs.layout);
-	}
+	engine_rows_block(st->msg, len, h, st->arrays, "GpuScan");
 }
 
 /*
