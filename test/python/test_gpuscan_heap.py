@@ -221,6 +221,24 @@ def test_parallel_plan_equals_serial(big):
     assert par == psql(ON + "SET pg_warp.heap_chunk_pages = 4096; " + q) == psql(OFF + q)
 
 
+def test_parallel_rescan(big):
+    """A Gather over the parallel GpuScan rescanned (a plain SubPlan, rerun for
+    each outer row): ReInitializeDSM starts the block counter over, so each
+    rerun reads every block once; a rescan that lost or doubled blocks
+    changes the answer"""
+    s = "SET enable_material = off; "
+    sub = "SELECT count(*) + sum(id) % 1000 FROM gsh.big WHERE a < 100 AND s LIKE 's1%'"
+    want = int(psql(sub))
+    q = "SELECT g, g <> ALL (%s) FROM generate_series(%d, %d) g ORDER BY g" % (sub, want - 3, want)
+    p = plan(q, "ANALYZE, COSTS OFF, TIMING OFF", ON + PAR + s)
+    gather = next(ln for ln in p.split("\n") if "->  Gather " in ln)
+    assert "Parallel Custom Scan (GpuScan)" in p and "loops=4)" in gather, p
+    # the counters of every participant over the four runs: each tuple read once a run
+    assert counter(p, "Tuples Read") == 4 * 200000, p
+    on = psql(ON + PAR + s + q)
+    assert on == psql(PAR + s + OFF + q) and on.split("\n")[-1] == "%d|f" % want, on
+
+
 def test_visibility_follows_the_snapshot(big):
     """Rows deleted, updated and inserted by this transaction, and by one
     that has not committed, are seen as PostgreSQL's scan sees them."""
