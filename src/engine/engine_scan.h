@@ -83,6 +83,14 @@ typedef struct EngineShared
  * exec      required.  The node's next row (ExecCustomScan): it starts the
  *           run at its first call (sets st->ran), streams the service's
  *           replies (st->run.conn) into the scan slot or its result slot.
+ *           GpuScan asks for the record batches of one claim at a time
+ *           (engine_scan_claim, engine_scan_put_work) and reads blocks of
+ *           rows (engine_rows_block); GpuPreAgg asks once for the whole
+ *           table and reads groups; a parallel participant of a shared run
+ *           joins it first (engine_scan_join) and, when it has nothing left
+ *           to claim, leaves it (engine_scan_leave: the last one returns
+ *           the run's result).  GpuJoin: rows or groups as these do, its
+ *           inner hash tables in the query's shared run.
  * end       what the node holds beside the connections and children: a
  *           ring of heap chunks, a store of results with its files.
  * rescan    required.  Makes the next exec start again: a run in progress
