@@ -156,6 +156,22 @@ engine_exec(CustomScanState *node)
 }
 
 /*
+ * engine_scan_send: sends request req (a message of type `type`) in the
+ * node's run: the first opens the run's connection, the next go on it;
+ * their replies are then coming (st->run.active)
+ */
+void
+engine_scan_send(EngineScanState *st, WarpMsgType type, StringInfo req)
+{
+	if (st->run.conn < 0)
+		st->run.conn = service_run_begin(type, req->data, (uint32) req->len);
+	else
+		service_run_send(st->run.conn, type, req->data, (uint32) req->len);
+	st->run.active = true;
+	st->ran = true;
+}
+
+/*
  * engine_scan_claim: the next run of work items [*w0, *w1) of an Arrow
  * table, from the DSM's counter under a Gather; false when none is left
  */

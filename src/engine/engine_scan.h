@@ -182,6 +182,7 @@ extern void engine_scan_register(const EngineOps *ops);
 extern void engine_scan_open(EngineScanState *st, Index relid, int eflags, List *quals,
 							 const AttrNumber *attnos, int n_attnos);
 extern XpuProgram *engine_scan_program(EngineScanState *st, CustomScan *cs);
+extern void engine_scan_send(EngineScanState *st, WarpMsgType type, StringInfo req);
 extern bool engine_scan_claim(EngineScanState *st, int64 *w0, int64 *w1);
 extern uint32 engine_scan_work_files(EngineScanState *st, int64 w0, int64 w1);
 extern void engine_scan_put_work(EngineScanState *st, StringInfo buf, int64 w0, int64 w1,

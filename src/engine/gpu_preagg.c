@@ -1245,14 +1245,15 @@ gpa_run_engine(GpaState *st)
 		st->fallback_why = "serializable transactions read heap tables in PostgreSQL";
 		return;
 	}
-	if (st->es.heap && !heap_agg_begin(st->es.heap, st->es.css.ss.ps.state->es_snapshot, req->data,
-									(uint32) req->len, &st->es.run.conn, &st->fallback_why))
+	if (st->es.heap && !heap_agg_begin(st->es.heap, st->es.css.ss.ps.state->es_snapshot,
+									   req->data, (uint32) req->len, &st->es.run.conn,
+									   &st->fallback_why))
 	{
 		st->fallback = true;
 		return;
 	}
 	if (!st->es.heap)
-		st->es.run.conn = service_run_begin(WARP_MSG_AGG_RUN, req->data, (uint32) req->len);
+		engine_scan_send(&st->es, WARP_MSG_AGG_RUN, req);
 	gpa_collect(st, st->es.heap, &st->last);
 	if (st->last.status != XPU_OK)
 	{
@@ -1302,7 +1303,7 @@ gpa_finish(GpaState *st)
 		elog(ERROR, "GpuPreAgg: the finish of a shared run is larger than the protocol allows");
 	st->finishing = true;
 	gpa_store_reset(st->groups);
-	st->es.run.conn = service_run_begin(WARP_MSG_AGG_RUN, req->data, (uint32) req->len);
+	engine_scan_send(&st->es, WARP_MSG_AGG_RUN, req);
 	gpa_collect(st, NULL, &last);
 	if (last.status != XPU_OK)
 		ereport(ERROR,

@@ -622,12 +622,7 @@ gs_start_request(GsState *st)
 	if (!engine_scan_claim(&st->es, &w0, &w1))
 		return false;
 	req = gs_request(st, w0, w1);
-	if (st->es.run.conn < 0)
-		st->es.run.conn = service_run_begin(WARP_MSG_SCAN_RUN, req->data, (uint32) req->len);
-	else
-		service_run_send(st->es.run.conn, WARP_MSG_SCAN_RUN, req->data, (uint32) req->len);
-	st->es.run.active = true;
-	st->es.ran = true;
+	engine_scan_send(&st->es, WARP_MSG_SCAN_RUN, req);
 	pfree(req->data);
 	pfree(req);
 	return true;
@@ -744,7 +739,8 @@ gs_heap_start(GsState *st)
 	if (st->es.heap->ssi)
 		PredicateLockRelation(st->es.heap->rel, estate->es_snapshot);
 	st->hstarted = st->es.ran = true;
-	heap_scan_begin(st->es.heap, estate->es_snapshot, buf->data, (uint32) buf->len, &st->es.run.conn);
+	heap_scan_begin(st->es.heap, estate->es_snapshot, buf->data, (uint32) buf->len,
+					&st->es.run.conn);
 	MemoryContextSwitchTo(old);
 }
 
