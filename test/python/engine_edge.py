@@ -134,3 +134,20 @@ def check_scan_errors(schema, rows_query, node):
     res = DB.compare(schema, [rows_query(c) for c, _ in SCAN_ERRORS], node=node)
     for (q, on, off), (_, want) in zip(res, SCAN_ERRORS):
         assert on == off and on.startswith(want), (q, on, off)
+
+
+def parallel_rescan(sub, explain, read, rows):
+    """A Gather over a parallel GpuScan rescanned: the query that reruns the
+    aggregate sub (one integer) as a plain SubPlan (with enable_material off)
+    for four outer rows, and the last row it must return ("<value>|f").
+    explain(sql) is EXPLAIN ANALYZE with the engine's parallel settings: its
+    counter `read` sums every participant's over the four runs, and each run
+    reads each of the table's rows once."""
+    want = int(psql(sub))
+    q = "SELECT g, g <> ALL (%s) FROM generate_series(%d, %d) g ORDER BY g" % (sub, want - 3, want)
+    p = explain(q)
+    gather = next(ln for ln in p.split("\n") if "->  Gather " in ln)
+    assert "Parallel Custom Scan (GpuScan)" in p and "loops=4)" in gather, p
+    got = [int(ln.split(":")[1]) for ln in p.split("\n") if ln.strip().startswith(read + ":")]
+    assert got == [4 * rows], p
+    return q, "%d|f" % want
