@@ -246,17 +246,17 @@ gpa_prosrc(Oid fn)
 }
 
 /*
- * gpa_is_hll_agg: is fn pg_warp's hll_count or hll_sketch (an aggregate of
- * the C function pg_warp_hll_trans with one of their final functions)
+ * gpa_agg_prosrcs: the C function names (prosrc) of the transition function
+ * (*trans) and the final function (*final, NULL if none) of aggregate fn,
+ * one that is not built in (an extension's OIDs vary, its C names do not);
+ * false for a built-in aggregate or one whose transition function has none
  */
 static bool
-gpa_is_hll_agg(Oid fn)
+gpa_agg_prosrcs(Oid fn, char **trans, char **final)
 {
 	HeapTuple	tup;
-	Oid			transfn = InvalidOid,
-				finalfn = InvalidOid;
-	char	   *t,
-			   *f;
+	Oid			transfn,
+				finalfn;
 
 	if (fn < FirstNormalObjectId)
 		return false;
@@ -266,16 +266,29 @@ gpa_is_hll_agg(Oid fn)
 	transfn = ((Form_pg_aggregate) GETSTRUCT(tup))->aggtransfn;
 	finalfn = ((Form_pg_aggregate) GETSTRUCT(tup))->aggfinalfn;
 	ReleaseSysCache(tup);
-	t = gpa_prosrc(transfn);
-	f = OidIsValid(finalfn) ? gpa_prosrc(finalfn) : NULL;
-	return t != NULL && f != NULL && strcmp(t, "pg_warp_hll_trans") == 0 &&
+	*trans = gpa_prosrc(transfn);
+	*final = OidIsValid(finalfn) ? gpa_prosrc(finalfn) : NULL;
+	return *trans != NULL;
+}
+
+/*
+ * gpa_is_hll_agg: is fn pg_warp's hll_count or hll_sketch (an aggregate of
+ * the C function pg_warp_hll_trans with one of their final functions)
+ */
+static bool
+gpa_is_hll_agg(Oid fn)
+{
+	char	   *t,
+			   *f;
+
+	return gpa_agg_prosrcs(fn, &t, &f) && f != NULL && strcmp(t, "pg_warp_hll_trans") == 0 &&
 		(strcmp(f, "pg_warp_hll_final_count") == 0 || strcmp(f, "pg_warp_hll_final_sketch") == 0);
 }
 
 /*
  * gpa_float2_agg: the engine's form of fn if it is one of pg_warp's float2
- * aggregates (by the C functions of its transition and final functions:
- * the extension's OIDs vary), else NULL
+ * aggregates (by the C functions of its transition and final functions),
+ * else NULL
  */
 static const GpaAggInfo *
 gpa_float2_agg(Oid fn)
@@ -283,23 +296,10 @@ gpa_float2_agg(Oid fn)
 	static const char *const var_finals[] = {
 		"float8_stddev_samp", "float8_stddev_pop", "float8_var_samp", "float8_var_pop"
 	};
-	HeapTuple	tup;
-	Oid			transfn,
-				finalfn;
 	char	   *t,
 			   *f;
 
-	if (fn < FirstNormalObjectId)
-		return NULL;
-	tup = SearchSysCache1(AGGFNOID, ObjectIdGetDatum(fn));
-	if (!HeapTupleIsValid(tup))
-		return NULL;
-	transfn = ((Form_pg_aggregate) GETSTRUCT(tup))->aggtransfn;
-	finalfn = ((Form_pg_aggregate) GETSTRUCT(tup))->aggfinalfn;
-	ReleaseSysCache(tup);
-	t = gpa_prosrc(transfn);
-	f = OidIsValid(finalfn) ? gpa_prosrc(finalfn) : NULL;
-	if (t == NULL)
+	if (!gpa_agg_prosrcs(fn, &t, &f))
 		return NULL;
 	if (f == NULL)
 		return strcmp(t, "float2_sum_accum") == 0 ? &gpa_f2_sum :
