@@ -426,6 +426,19 @@ extern int	arrow_file_open_source(const ArrowSource *src,
 extern void arrow_file_close(ArrowFile *file);
 
 /*
+ * A copy of an open file's metadata (schema, layout, every batch's and
+ * dictionary's metadata) in memory of alloc, reading through src (which
+ * must outlive the copy and describe the same bytes: e.g. the same file
+ * opened again, its identity checked by the caller), without reading
+ * anything: what opening it again would give, for the cost of copying
+ * arrays.  The copy owns no descriptor and has no mapping (map NULL,
+ * max_buffer_size 0: the caller sets them as after an open); close it with
+ * arrow_file_close.
+ */
+extern int	arrow_file_copy(const ArrowFile *file, const ArrowSource *src,
+							const ArrowAllocator *alloc, ArrowFile **out, ArrowError *err);
+
+/*
  * Byte extents (absolute file offsets and stored lengths) of the buffers of
  * top-level column 'column' in record batch 'batch', children included, in
  * IPC order.  Returns the number of extents written (at most max_extents) or

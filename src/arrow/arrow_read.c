@@ -711,6 +711,126 @@ arrow_file_close(ArrowFile *file)
 	arrow_free(alloc, file);
 }
 
+/* n elements of size bytes from src into *dst (NULL when n is 0) */
+static int
+copy_array(const ArrowAllocator *alloc, void **dst, const void *src, size_t n, size_t size,
+		   ArrowError *err)
+{
+	*dst = NULL;
+	if (n == 0 || src == NULL)
+		return ARROW_OK;
+	if ((*dst = arrow_malloc(alloc, n * size, err)) == NULL)
+		return ARROW_ERR_NOMEM;
+	memcpy(*dst, src, n * size);
+	return ARROW_OK;
+}
+
+/* a deep copy of one batch's metadata; dst is freed by batch_info_free */
+static int
+batch_info_copy(const ArrowAllocator *alloc, ArrowBatchInfo *dst, const ArrowBatchInfo *src,
+				int32_t n_fields, ArrowError *err)
+{
+	*dst = *src;
+	dst->nodes = NULL;
+	dst->buffers = NULL;
+	dst->variadic_counts = NULL;
+	dst->column_first_buffer = NULL;
+	dst->column_first_variadic = NULL;
+	memset(&dst->metadata, 0, sizeof(ArrowMetadata));
+	if (copy_array(alloc, (void **) &dst->nodes, src->nodes, src->n_nodes,
+				   sizeof(ArrowNode), err) != ARROW_OK ||
+		copy_array(alloc, (void **) &dst->buffers, src->buffers, src->n_buffers,
+				   sizeof(ArrowBufferRef), err) != ARROW_OK ||
+		copy_array(alloc, (void **) &dst->variadic_counts, src->variadic_counts,
+				   src->n_variadic, sizeof(int64_t), err) != ARROW_OK ||
+		copy_array(alloc, (void **) &dst->column_first_buffer, src->column_first_buffer,
+				   src->column_first_buffer ? n_fields + 1 : 0, sizeof(int32_t), err) != ARROW_OK ||
+		copy_array(alloc, (void **) &dst->column_first_variadic, src->column_first_variadic,
+				   src->column_first_variadic ? n_fields : 0, sizeof(int32_t), err) != ARROW_OK ||
+		arrow_metadata_copy(alloc, &dst->metadata, &src->metadata, err) != ARROW_OK)
+		return err ? err->code : ARROW_ERR_NOMEM;
+	return ARROW_OK;
+}
+
+/* see arrow.h */
+int
+arrow_file_copy(const ArrowFile *file, const ArrowSource *src, const ArrowAllocator *alloc,
+				ArrowFile **out, ArrowError *err)
+{
+	const ReaderPriv *fp = file->priv;
+	ArrowFile  *copy;
+	ReaderPriv *priv;
+	int32_t		n_fields = file->schema.n_fields;
+
+	*out = NULL;
+	if ((copy = arrow_calloc(alloc, 1, sizeof(ArrowFile), err)) == NULL)
+		return ARROW_ERR_NOMEM;
+	copy->alloc = alloc;
+	copy->source = *src;
+	copy->fd = -1;
+	copy->is_stream = file->is_stream;
+	copy->metadata_version = file->metadata_version;
+	copy->total_rows = file->total_rows;
+	/*
+	 * the schema, then what opening derives from it (the columns' layout,
+	 * the dictionary-encoded fields, which point into the copy's schema);
+	 * the layout as the original has it after reading its batches (view
+	 * fields widen it), and which dictionaries it has seen
+	 */
+	if ((copy->priv = priv = arrow_calloc(alloc, 1, sizeof(ReaderPriv), err)) == NULL ||
+		arrow_schema_copy(alloc, &copy->schema, &file->schema, err) != ARROW_OK ||
+		arrow_prepare_schema(copy, err) != ARROW_OK)
+		goto fail;
+	if (n_fields > 0)
+		memcpy(copy->columns, file->columns, n_fields * sizeof(ArrowColumnLayout));
+	if (priv->n_dict_fields != fp->n_dict_fields)
+	{
+		arrow_set_error(err, ARROW_ERR_INVALID, "the copy of a file has other dictionaries");
+		goto fail;
+	}
+	for (int32_t i = 0; i < priv->n_dict_fields; i++)
+		priv->dict_fields[i].seen = fp->dict_fields[i].seen;
+	if (file->n_batches > 0)
+	{
+		if ((copy->batches = arrow_calloc(alloc, file->n_batches, sizeof(ArrowBatchInfo),
+										  err)) == NULL)
+			goto fail;
+		for (int32_t i = 0; i < file->n_batches; i++)
+		{
+			copy->n_batches = i + 1;
+			if (batch_info_copy(alloc, &copy->batches[i], &file->batches[i], n_fields,
+								err) != ARROW_OK)
+				goto fail;
+		}
+	}
+	if (file->n_dictionaries > 0)
+	{
+		if ((copy->dictionaries = arrow_calloc(alloc, file->n_dictionaries,
+											   sizeof(ArrowDictionaryBatchInfo), err)) == NULL)
+			goto fail;
+		for (int32_t i = 0; i < file->n_dictionaries; i++)
+		{
+			copy->n_dictionaries = i + 1;
+			copy->dictionaries[i].id = file->dictionaries[i].id;
+			copy->dictionaries[i].is_delta = file->dictionaries[i].is_delta;
+			if (batch_info_copy(alloc, &copy->dictionaries[i].batch,
+								&file->dictionaries[i].batch, n_fields, err) != ARROW_OK)
+				goto fail;
+		}
+	}
+	priv->batches_cap = copy->n_batches;
+	priv->dicts_cap = copy->n_dictionaries;
+	if (copy_array(alloc, (void **) &priv->visible_dicts, fp->visible_dicts, file->n_batches,
+				   sizeof(int32_t), err) != ARROW_OK)
+		goto fail;
+	*out = copy;
+	return ARROW_OK;
+
+fail:
+	arrow_file_close(copy);
+	return err && err->code != ARROW_OK ? err->code : ARROW_ERR_NOMEM;
+}
+
 /*
  * Common part of the two open functions.  With fd >= 0 the source is that
  * file descriptor (of 'size' bytes), which the ArrowFile then owns; else

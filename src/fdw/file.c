@@ -441,9 +441,129 @@ report_interrupted_append(const ArrowError *err, const char *path)
 					 path)));
 }
 
+/* ----------------------------------------------------------------
+ * The backend's cache of opened files' metadata
+ *
+ * Opening a file reads every record batch's message (one read each): a
+ * file of pg2arrow's 8 MB batches has a thousand of them, and a query opens
+ * its table's files several times (its paths, its plan, its executor).  The
+ * metadata of the files opened last is kept, keyed by the identity of what
+ * was opened (device, inode, size, modification and change times, path),
+ * and a later open of the same file copies it (arrow_file_copy) instead of
+ * reading it again.  A file replaced, appended to, truncated or rewritten
+ * has another identity and is read again.
+ * ----------------------------------------------------------------
+ */
+#define META_CACHE_ENTRIES	32
+#define META_CACHE_BYTES	((Size) 64 << 20)
+
+typedef struct MetaCacheEntry
+{
+	char	   *path;
+	int64		dev,
+				ino,
+				size,
+				mtime_ns,
+				ctime_ns;
+	MemoryContext cxt;			/* holds the entry's path and file */
+	ArrowFile  *file;			/* never read through: copied from */
+	uint64		used;			/* when it was last used (a counter) */
+} MetaCacheEntry;
+
+static MetaCacheEntry meta_cache[META_CACHE_ENTRIES];
+static uint64 meta_cache_clock;
+static const ArrowSource meta_cache_no_source;	/* the cached files read nothing */
+
+/* s's ctime (the descriptor is open after arrow_pg_source_init) */
+static int64
+source_ctime_ns(const ArrowPgSource *s)
+{
+	struct stat st;
+
+	if (s->fd < 0 || fstat(s->fd, &st) != 0)
+		return -1;
+	return (int64) st.st_ctim.tv_sec * 1000000000 + st.st_ctim.tv_nsec;
+}
+
+static void
+meta_cache_drop(MetaCacheEntry *e)
+{
+	if (e->cxt != NULL)
+		MemoryContextDelete(e->cxt);
+	memset(e, 0, sizeof(MetaCacheEntry));
+}
+
+/* the entry for the file s opened, or NULL */
+static MetaCacheEntry *
+meta_cache_find(const ArrowPgSource *s, int64 ctime_ns)
+{
+	for (int i = 0; i < META_CACHE_ENTRIES; i++)
+	{
+		MetaCacheEntry *e = &meta_cache[i];
+
+		if (e->file != NULL && e->dev == s->dev && e->ino == s->ino && e->size == s->size &&
+			e->mtime_ns == s->mtime_ns && e->ctime_ns == ctime_ns &&
+			strcmp(e->path, s->path) == 0)
+			return e;
+	}
+	return NULL;
+}
+
 /*
- * Opens an Arrow file: metadata of every batch is read now, the source
- * (in *s, which must outlive the file) stays usable for batch loads.
+ * keeps a copy of file (just opened through s) in the cache, in place of
+ * the entry used longest ago; entries go while the cache holds more than
+ * META_CACHE_BYTES.  Nothing is kept when the copy cannot be made.
+ */
+static void
+meta_cache_add(const ArrowPgSource *s, int64 ctime_ns, const ArrowFile *file)
+{
+	MetaCacheEntry *e = &meta_cache[0];
+	MemoryContext cxt;
+	ArrowError	err;
+	Size		total = 0;
+
+	if (ctime_ns < 0)
+		return;
+	for (int i = 1; i < META_CACHE_ENTRIES; i++)
+		if (meta_cache[i].used < e->used)
+			e = &meta_cache[i];
+	meta_cache_drop(e);
+	/* an error below leaves the entry without a file: never found */
+	e->cxt = cxt = AllocSetContextCreate(TopMemoryContext, "arrow_fdw file metadata",
+										 ALLOCSET_DEFAULT_SIZES);
+	e->path = MemoryContextStrdup(cxt, s->path);
+	memset(&err, 0, sizeof(err));
+	if (arrow_file_copy(file, &meta_cache_no_source, arrow_pg_allocator(cxt), &e->file,
+						&err) != ARROW_OK)
+	{
+		meta_cache_drop(e);
+		return;
+	}
+	e->dev = s->dev;
+	e->ino = s->ino;
+	e->size = s->size;
+	e->mtime_ns = s->mtime_ns;
+	e->ctime_ns = ctime_ns;
+	e->used = ++meta_cache_clock;
+	for (int i = 0; i < META_CACHE_ENTRIES; i++)
+		if (meta_cache[i].cxt != NULL)
+			total += MemoryContextMemAllocated(meta_cache[i].cxt, true);
+	while (total > META_CACHE_BYTES)
+	{
+		MetaCacheEntry *old = NULL;
+
+		for (int i = 0; i < META_CACHE_ENTRIES; i++)
+			if (meta_cache[i].cxt != NULL && (old == NULL || meta_cache[i].used < old->used))
+				old = &meta_cache[i];
+		total -= MemoryContextMemAllocated(old->cxt, true);
+		meta_cache_drop(old);
+	}
+}
+
+/*
+ * Opens an Arrow file: metadata of every batch is read now (or copied from
+ * the cache above, for a file this backend opened before), the source (in
+ * *s, which must outlive the file) stays usable for batch loads.
  * 'within': see arrow_pg_source_init.
  * Memory comes from the current memory context.  Never returns NULL.
  */
@@ -453,15 +573,23 @@ arrow_pg_open(const char *path, ArrowPgSource *s, const char *within)
 	ArrowFile  *file = NULL;
 	ArrowError	err;
 	ArrowAllocator *alloc = arrow_pg_allocator(CurrentMemoryContext);
+	MetaCacheEntry *e;
+	int64		ctime_ns;
 
 	arrow_pg_source_init(s, path, within);
+	ctime_ns = source_ctime_ns(s);
 	memset(&err, 0, sizeof(err));
-	if (arrow_file_open_source(&s->src, alloc, &file, &err) != ARROW_OK)
+	if (ctime_ns >= 0 && (e = meta_cache_find(s, ctime_ns)) != NULL &&
+		arrow_file_copy(e->file, &s->src, alloc, &file, &err) == ARROW_OK)
+		e->used = ++meta_cache_clock;
+	else if (arrow_file_open_source(&s->src, alloc, &file, &err) != ARROW_OK)
 	{
 		arrow_pg_source_close(s);
 		report_interrupted_append(&err, path);
 		arrow_pg_report(&err, "open", path);
 	}
+	else
+		meta_cache_add(s, ctime_ns, file);
 	file->max_buffer_size = (int64) pg_warp_arrow_max_buffer_size * 1024;
 	return file;
 }

@@ -1,0 +1,155 @@
+"""arrow_fdw's cache of opened files' metadata (src/fdw/file.c): a backend
+that opens a file it opened before copies its metadata instead of reading
+every record batch's message again.  What must hold: a file changed in any
+way between two queries of one session is read again (never a stale
+schema, batch list or statistics), and a copy answers as the file read anew
+does (dictionaries, many batches, statistics, the engine on and off).
+
+Runs against the cluster that scripts/test.sh starts.  Each test runs its
+queries in one psql session (the cache is the backend's) and changes the
+file between them with psql's \\! (this process and the server share the
+file system).
+"""
+import os
+import shutil
+import sys
+import tempfile
+
+import pyarrow as pa
+import pytest
+
+from pg_sql import Db
+
+DB = Db()
+PY = sys.executable
+
+
+@pytest.fixture
+def tmp():
+    d = tempfile.mkdtemp(prefix="pgwarp_meta_")
+    os.chmod(d, 0o755)
+    yield d
+    shutil.rmtree(d, ignore_errors=True)
+
+
+def write(path, table, chunk):
+    with pa.ipc.new_file(path, table.schema) as w:
+        for b in table.to_batches(max_chunksize=chunk):
+            w.write_batch(b)
+    os.chmod(path, 0o644)
+
+
+def script(tmpdir, name, body):
+    """A python script psql runs with \\! between two queries."""
+    p = os.path.join(tmpdir, name)
+    with open(p, "w") as f:
+        f.write("import os, pyarrow as pa\n" + body)
+    return "\\! %s %s" % (PY, p)
+
+
+def session(statements):
+    """Runs the statements in one session; returns their output lines."""
+    out = DB.psql(statements[-1], settings=statements[:-1])[1]
+    return out.splitlines()
+
+
+def table(tmpdir, ftable, path, cols="x int"):
+    DB.sql("DROP FOREIGN TABLE IF EXISTS %s; CREATE FOREIGN TABLE %s (%s) SERVER arrow_fdw "
+           "OPTIONS (file '%s')" % (ftable, ftable, cols, path))
+
+
+def ints(n, k):
+    return pa.table({"x": pa.array([(i * 7 + k) % 1000 + k for i in range(n)], pa.int32())})
+
+
+@pytest.mark.parametrize("how", ["same_size_same_mtime", "appended", "replaced", "truncated"])
+def test_changed_file_is_read_again(tmp, how):
+    """The second query of the session sees the file as it is then: rewritten
+    in place with the same size and its old modification time (only the
+    change time differs), grown by batches, replaced by a new file under the
+    same name, or cut to fewer batches."""
+    path = os.path.join(tmp, "t.arrow")
+    write(path, ints(4000, 0), 100)
+    ft = "meta_cache_" + how
+    table(tmp, ft, path)
+    q = "SELECT count(*), sum(x) FROM %s" % ft
+    if how == "same_size_same_mtime":
+        # other batch boundaries (20 of 200 rows, not 40 of 100) in a file of
+        # the same size (schema metadata pads it): metadata kept from the old
+        # file would read the new one's buffers where they are not
+        body = ("st = os.stat(%r)\n"
+                "t = pa.table({'x': pa.array([(i * 7 + 3) %% 1000 + 3 for i in range(4000)], pa.int32())})\n"
+                "def build(pad):\n"
+                "    s = t.schema.with_metadata({'pad': 'p' * pad})\n"
+                "    b = pa.BufferOutputStream()\n"
+                "    w = pa.ipc.new_file(b, s)\n"
+                "    [w.write_batch(x) for x in t.cast(s).to_batches(max_chunksize=200)]\n"
+                "    w.close()\n"
+                "    return b.getvalue().to_pybytes()\n"
+                "data = next((d for d in map(build, range(4000)) if len(d) == st.st_size), None)\n"
+                "assert data is not None, 'no padding gives the old size'\n"
+                "with open(%r, 'r+b') as f:\n"
+                "    f.write(data)\n"
+                "os.utime(%r, ns=(st.st_atime_ns, st.st_mtime_ns))\n"
+                "assert os.stat(%r).st_mtime_ns == st.st_mtime_ns\n") % (path, path, path, path)
+        want = ints(4000, 3)
+    elif how == "appended":
+        body = ("t = pa.table({'x': pa.array([(i * 7) %% 1000 for i in range(6000)], pa.int32())})\n"
+                "w = pa.ipc.new_file(%r + '.new', t.schema)\n"
+                "[w.write_batch(x) for x in t.to_batches(max_chunksize=100)]\n"
+                "w.close()\n"
+                "data = open(%r + '.new', 'rb').read()\n"
+                "open(%r, 'r+b').write(data)\n") % (path, path, path)
+        want = ints(6000, 0)
+    elif how == "replaced":
+        body = ("t = pa.table({'x': pa.array([(i * 7 + 5) %% 1000 + 5 for i in range(3000)], pa.int32())})\n"
+                "w = pa.ipc.new_file(%r + '.new', t.schema)\n"
+                "[w.write_batch(x) for x in t.to_batches(max_chunksize=300)]\n"
+                "w.close()\n"
+                "os.chmod(%r + '.new', 0o644)\n"
+                "os.replace(%r + '.new', %r)\n") % (path, path, path, path)
+        want = ints(3000, 5)
+    else:
+        body = ("t = pa.table({'x': pa.array([(i * 7) %% 1000 for i in range(500)], pa.int32())})\n"
+                "b = pa.BufferOutputStream()\n"
+                "w = pa.ipc.new_file(b, t.schema)\n"
+                "[w.write_batch(x) for x in t.to_batches(max_chunksize=100)]\n"
+                "w.close()\n"
+                "with open(%r, 'r+b') as f:\n"
+                "    f.write(b.getvalue().to_pybytes())\n"
+                "    f.truncate()\n") % path
+        want = ints(500, 0)
+    rows = session([q, q, script(tmp, "change.py", body), q])
+    first = "4000|%d" % sum(ints(4000, 0).column(0).to_pylist())
+    assert rows[:2] == [first, first], rows
+    assert rows[2] == "%d|%d" % (want.num_rows, sum(want.column(0).to_pylist())), rows
+
+
+def test_copy_answers_as_the_file(tmp):
+    """Many batches, a dictionary column, text and string views (their
+    batches' buffer counts differ) and NULLs: the session's second open (a copy) gives the first's rows,
+    with the engine on and off, and a range query."""
+    n = 20000
+    t = pa.table({
+        "k": pa.array([i for i in range(n)], pa.int64()),
+        "d": pa.array(["red", "green", None, "blue"] * (n // 4)).dictionary_encode(),
+        "s": pa.array([None if i % 13 == 0 else "v%d" % (i % 97) for i in range(n)]),
+        "v": pa.array([None if i % 11 == 0 else "view value number %d" % (i % 89)
+                       for i in range(n)], pa.string_view()),
+    })
+    path = os.path.join(tmp, "many.arrow")
+    write(path, t, 64)
+    table(tmp, "meta_cache_many", path, "k bigint, d text, s text, v text")
+    q = ("SELECT d, count(*), count(s), sum(k), min(s), max(s), max(v), count(v) "
+         "FROM meta_cache_many "
+         "WHERE k % 5 <> 1 GROUP BY d ORDER BY d NULLS FIRST")
+    for setting in ("SET pg_warp.enabled = on", "SET pg_warp.enabled = off"):
+        out = session([setting, q, q, q])
+        third = len(out) // 3
+        assert third > 0 and out[:third] == out[third:2 * third] == out[2 * third:], out
+    on = session(["SET pg_warp.enabled = on", q])
+    off = session(["SET pg_warp.enabled = off", q])
+    assert on == off
+    rng = "SELECT count(*), sum(k) FROM meta_cache_many WHERE k BETWEEN 5000 AND 5099"
+    out = session([rng, rng])
+    assert out == ["100|%d" % sum(range(5000, 5100))] * 2, out
