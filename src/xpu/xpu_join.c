@@ -1,0 +1,683 @@
+/*-------------------------------------------------------------------------
+ *
+ * xpu_join.c
+ *		Building a hash join's inner table on the host (xpu_join.h gives the
+ *		layout and the semantics), and checking one received from another
+ *		process.  Plain C, no PostgreSQL headers.
+ *
+ * The builder collects the rows first (xpu_join_builder_add may be called
+ * once per batch of the inner relation, whose size is not known in
+ * advance): per row its payload values, and for a row without a NULL key
+ * its hash and canonical key bytes.  xpu_join_builder_finish then knows
+ * every size, picks the form, and writes the table in one allocation:
+ * the hash form's entries sorted by bucket with a counting sort (stable,
+ * so duplicates of a key stay in inner-row order), the key bytes copied in
+ * entry order so that a bucket's keys are together in memory.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "xpu_join.h"
+
+/* a growing byte array */
+typedef struct Buf
+{
+	uint8_t    *p;
+	uint64_t	len;
+	uint64_t	cap;
+} Buf;
+
+/* per keyed row, while building */
+typedef struct KeyedRow
+{
+	uint64_t	hash;
+	uint64_t	key_off;		/* its key bytes in the builder's keys buffer */
+	uint32_t	key_len;
+	uint32_t	row;
+} KeyedRow;
+
+struct XpuJoinBuilder
+{
+	XpuJoinSpec spec;
+	uint64_t	limit;			/* bytes the table may take */
+	uint32_t	n_rows;
+	Buf			keyed;			/* KeyedRow[] */
+	Buf			keys;			/* key bytes of the keyed rows */
+	Buf			null_rows;		/* uint32[] */
+	Buf			pay_vals[XPU_JOIN_MAX_PAYLOAD];	/* width bytes a row; texts as
+												 * XpuJoinText with off into text */
+	Buf			pay_nulls[XPU_JOIN_MAX_PAYLOAD];
+	Buf			text;			/* payload text bytes */
+};
+
+#define ALIGN16(x)	(((x) + 15) & ~(uint64_t) 15)
+
+static int
+fail(XpuError *err, int code, const char *msg)
+{
+	XPU_ERROR(err, code, msg);
+	return 0;
+}
+
+static int
+oom(XpuError *err)
+{
+	return fail(err, XPU_ERR_INTERNAL, "out of memory");
+}
+
+/* room for more bytes at the end of b; 0 when memory runs out */
+static int
+buf_reserve(Buf *b, uint64_t more)
+{
+	uint64_t	need = b->len + more;
+	uint64_t	cap = b->cap ? b->cap : 256;
+	uint8_t    *p;
+
+	if (need <= b->cap)
+		return 1;
+	while (cap < need)
+		cap *= 2;
+	if (cap != (size_t) cap || (p = (uint8_t *) realloc(b->p, (size_t) cap)) == NULL)
+		return 0;
+	b->p = p;
+	b->cap = cap;
+	return 1;
+}
+
+static int
+buf_append(Buf *b, const void *src, uint64_t n)
+{
+	if (!buf_reserve(b, n))
+		return 0;
+	if (n > 0)
+		memcpy(b->p + b->len, src, (size_t) n);
+	b->len += n;
+	return 1;
+}
+
+/* copies b's bytes to dst (b may never have been given any) */
+static void
+buf_copy_to(void *dst, const Buf *b)
+{
+	if (b->len > 0)
+		memcpy(dst, b->p, (size_t) b->len);
+}
+
+static void
+buf_free(Buf *b)
+{
+	free(b->p);
+	b->p = NULL;
+	b->len = b->cap = 0;
+}
+
+/* ---------------------------------------------------------------- the spec */
+
+static int
+check_spec(const XpuJoinSpec *spec, XpuError *err)
+{
+	if (spec->n_keys < 1 || spec->n_keys > XPU_JOIN_MAX_KEYS)
+		return fail(err, XPU_ERR_INVALID_ARGUMENT, "a join needs 1 to 4 key columns");
+	if (spec->n_pay < 0 || spec->n_pay > XPU_JOIN_MAX_PAYLOAD)
+		return fail(err, XPU_ERR_INVALID_ARGUMENT, "too many payload columns for a join depth");
+	if (spec->form != XPU_JOIN_AUTO && spec->form != XPU_JOIN_HASH)
+		return fail(err, XPU_ERR_INVALID_ARGUMENT, "unknown join table form");
+	for (int k = 0; k < spec->n_keys; k++)
+	{
+		const XpuJoinKeyDesc *d = &spec->keys[k];
+
+		if (!xpu_join_key_supported(d->type, d->probe_type))
+			return fail(err, XPU_ERR_INVALID_ARGUMENT, "join key types cannot be compared");
+		if (d->type == XPU_T_NUMERIC &&
+			(d->scale < 0 || d->scale > XPU_NUMERIC_MAX_SCALE ||
+			 d->probe_scale < 0 || d->probe_scale > XPU_NUMERIC_MAX_SCALE))
+			return fail(err, XPU_ERR_INVALID_ARGUMENT, "join key numeric scale out of range");
+	}
+	for (int c = 0; c < spec->n_pay; c++)
+		if (xpu_join_pay_width(spec->pay_types[c]) == 0)
+			return fail(err, XPU_ERR_INVALID_ARGUMENT, "unknown join payload type");
+	return 1;
+}
+
+XpuJoinBuilder *
+xpu_join_builder_create(const XpuJoinSpec *spec, XpuError *err)
+{
+	XpuJoinBuilder *b;
+
+	if (!check_spec(spec, err))
+		return NULL;
+	if ((b = (XpuJoinBuilder *) calloc(1, sizeof(XpuJoinBuilder))) == NULL)
+	{
+		oom(err);
+		return NULL;
+	}
+	b->spec = *spec;
+	for (int k = 0; k < spec->n_keys; k++)
+	{
+		XpuJoinKeyDesc *d = &b->spec.keys[k];
+
+		d->key_scale = 0;
+		if (d->type == XPU_T_NUMERIC)
+			d->key_scale = d->scale > d->probe_scale ? d->scale : d->probe_scale;
+	}
+	b->limit = spec->max_bytes == 0 || spec->max_bytes > XPU_JOIN_MAX_BYTES ?
+		XPU_JOIN_MAX_BYTES : spec->max_bytes;
+	return b;
+}
+
+void
+xpu_join_builder_free(XpuJoinBuilder *b)
+{
+	if (b == NULL)
+		return;
+	buf_free(&b->keyed);
+	buf_free(&b->keys);
+	buf_free(&b->null_rows);
+	for (int c = 0; c < XPU_JOIN_MAX_PAYLOAD; c++)
+	{
+		buf_free(&b->pay_vals[c]);
+		buf_free(&b->pay_nulls[c]);
+	}
+	buf_free(&b->text);
+	free(b);
+}
+
+/* ---------------------------------------------------------------- adding rows */
+
+/*
+ * a lower bound of the finished table's bytes: what the rows take in the
+ * hash form (buckets and entries, key bytes, payload, null list, texts);
+ * the dense form is chosen only where it is smaller
+ */
+static uint64_t
+bytes_so_far(const XpuJoinBuilder *b)
+{
+	uint64_t	n = b->keyed.len / sizeof(KeyedRow);
+	uint64_t	s = sizeof(XpuJoinTable) + 4 * (n + 1) + sizeof(XpuJoinEntry) * n +
+		b->keys.len + b->null_rows.len + b->text.len;
+
+	for (int c = 0; c < b->spec.n_pay; c++)
+		s += b->pay_vals[c].len + b->pay_nulls[c].len;
+	return s;
+}
+
+static int
+too_large(XpuError *err)
+{
+	return fail(err, XPU_ERR_FALLBACK, "join inner table exceeds its size limit");
+}
+
+/* the key of row i (of n) into b: its hash and key bytes, or the NULL list */
+static int
+add_key(XpuJoinBuilder *b, int64_t n, int64_t i, const XpuValue *keys,
+		const uint8_t *key_nulls, XpuError *err)
+{
+	const XpuJoinSpec *sp = &b->spec;
+	XpuValue	vals[XPU_JOIN_MAX_KEYS];
+	uint8_t		nulls[XPU_JOIN_MAX_KEYS];
+	XpuJoinKeyForm f;
+	KeyedRow	kr;
+	uint64_t	key_len;
+	int			r;
+
+	for (int k = 0; k < sp->n_keys; k++)
+	{
+		vals[k] = keys[k * n + i];
+		nulls[k] = key_nulls[k * n + i];
+	}
+	r = xpu_join_key_form(sp->keys, sp->n_keys, 0, vals, nulls, &f);
+	if (r == XPU_JOIN_FORM_NULL)
+		return buf_append(&b->null_rows, &b->n_rows, 4) || oom(err);
+	if (r == XPU_JOIN_FORM_RANGE)
+		return fail(err, XPU_ERR_FALLBACK,
+					"join key out of the engine's 38-digit numeric range at the key scale");
+	kr.hash = xpu_join_form_hash(sp->keys, sp->n_keys, &f);
+	kr.key_off = b->keys.len;
+	kr.row = b->n_rows;
+	key_len = 0;
+	for (int k = 0; k < sp->n_keys; k++)
+		key_len += xpu_agg_key_value_len(sp->keys[k].type, &vals[k], 0);
+	if (key_len > UINT32_MAX)
+		return too_large(err);
+	kr.key_len = (uint32_t) key_len;
+	if (!buf_reserve(&b->keys, kr.key_len))
+		return oom(err);
+	for (int k = 0; k < sp->n_keys; k++)
+	{
+		XpuValue	x;
+
+		xpu_join_key_value(&sp->keys[k], 0, &vals[k], &x);
+		b->keys.len += xpu_agg_key_value_put(b->keys.p + b->keys.len, sp->keys[k].type, &x, 0);
+	}
+	return buf_append(&b->keyed, &kr, sizeof(kr)) || oom(err);
+}
+
+/* payload column c of row i (of n) into b */
+static int
+add_pay(XpuJoinBuilder *b, int c, int64_t n, int64_t i, const XpuValue *pay,
+		const uint8_t *pay_nulls, XpuError *err)
+{
+	int			type = b->spec.pay_types[c];
+	int			width = xpu_join_pay_width(type);
+	uint8_t		isnull = pay_nulls[c * n + i] ? 1 : 0;
+	const XpuValue *v = &pay[c * n + i];
+	uint8_t		slot[16];
+
+	memset(slot, 0, sizeof(slot));
+	if (!isnull && type == XPU_T_TEXT)
+	{
+		XpuJoinText tx;
+
+		if (v->t.len < 0)
+			return fail(err, XPU_ERR_INVALID_ARGUMENT, "negative text length");
+		/* the offset is made the table's when it is written */
+		tx.off = b->text.len;
+		tx.len = v->t.len;
+		tx.pad = 0;
+		if (!buf_append(&b->text, v->t.p, (uint64_t) v->t.len))
+			return oom(err);
+		memcpy(slot, &tx, sizeof(tx));
+	}
+	else if (!isnull)
+		memcpy(slot, v, (size_t) width);
+	if (!buf_append(&b->pay_vals[c], slot, (uint64_t) width) ||
+		!buf_append(&b->pay_nulls[c], &isnull, 1))
+		return oom(err);
+	return 1;
+}
+
+int
+xpu_join_builder_add(XpuJoinBuilder *b, int64_t n, const XpuValue *keys,
+					 const uint8_t *key_nulls, const XpuValue *pay,
+					 const uint8_t *pay_nulls, XpuError *err)
+{
+	if (n < 0)
+		return fail(err, XPU_ERR_INVALID_ARGUMENT, "negative row count");
+	for (int64_t i = 0; i < n; i++)
+	{
+		if (b->n_rows >= XPU_JOIN_MAX_ROWS)
+			return too_large(err);
+		for (int k = 0; k < b->spec.n_keys; k++)
+			if (!key_nulls[k * n + i] && b->spec.keys[k].type == XPU_T_TEXT &&
+				keys[k * n + i].t.len < 0)
+				return fail(err, XPU_ERR_INVALID_ARGUMENT, "negative text length");
+		if (!add_key(b, n, i, keys, key_nulls, err))
+			return 0;
+		for (int c = 0; c < b->spec.n_pay; c++)
+			if (!add_pay(b, c, n, i, pay, pay_nulls, err))
+				return 0;
+		b->n_rows++;
+		/* now and then: a table past its limit fails before it is finished */
+		if ((b->n_rows & 1023) == 0 && bytes_so_far(b) > b->limit)
+			return too_large(err);
+	}
+	if (bytes_so_far(b) > b->limit)
+		return too_large(err);
+	return 1;
+}
+
+/* ---------------------------------------------------------------- finishing */
+
+/*
+ * dense_slots: the slot array of the dense form (xpu_join.h: one integer-like
+ * key, unique, max - min + 1 <= 2 * keyed rows) into *slots (calloc'd) with
+ * *min and *range; 0 when the rows do not qualify (or memory runs out: the
+ * hash form is then tried, which needs no such array)
+ */
+static int
+dense_slots(const XpuJoinBuilder *b, uint32_t **slots, int64_t *min, uint64_t *range)
+{
+	const KeyedRow *kr = (const KeyedRow *) b->keyed.p;
+	uint64_t	n = b->keyed.len / sizeof(KeyedRow);
+	int			type = b->spec.keys[0].type;
+	int64_t		lo = INT64_MAX,
+				hi = INT64_MIN;
+	uint32_t   *s;
+
+	if (b->spec.form == XPU_JOIN_HASH || b->spec.n_keys != 1 || n == 0 ||
+		!xpu_agg_intlike(type) || !xpu_agg_intlike(b->spec.keys[0].probe_type))
+		return 0;
+	for (uint64_t i = 0; i < n; i++)
+	{
+		int64_t		v;
+
+		memcpy(&v, b->keys.p + kr[i].key_off + 1, 8);
+		lo = v < lo ? v : lo;
+		hi = v > hi ? v : hi;
+	}
+	/* unsigned: hi - lo may pass INT64_MAX */
+	if ((uint64_t) hi - (uint64_t) lo >= 2 * n)
+		return 0;
+	*range = (uint64_t) hi - (uint64_t) lo + 1;
+	if ((s = (uint32_t *) calloc((size_t) *range, 4)) == NULL)
+		return 0;
+	for (uint64_t i = 0; i < n; i++)
+	{
+		int64_t		v;
+		uint64_t	slot;
+
+		memcpy(&v, b->keys.p + kr[i].key_off + 1, 8);
+		slot = (uint64_t) v - (uint64_t) lo;
+		if (s[slot] != 0)
+		{
+			free(s);			/* a duplicate key */
+			return 0;
+		}
+		s[slot] = kr[i].row + 1;
+	}
+	*slots = s;
+	*min = lo;
+	return 1;
+}
+
+/* the hash form's buckets and entries (sorted by bucket) and key bytes into t */
+static void
+write_hash(const XpuJoinBuilder *b, XpuJoinTable *t)
+{
+	const KeyedRow *kr = (const KeyedRow *) b->keyed.p;
+	uint32_t	n = t->n_keyed;
+	uint32_t   *buckets = (uint32_t *) ((uint8_t *) t + t->buckets_off);
+	XpuJoinEntry *ents = (XpuJoinEntry *) ((uint8_t *) t + t->entries_off);
+	uint64_t	kpos = t->keys_off;
+	uint32_t	mask = t->n_buckets - 1;
+
+	/* counts, then each bucket's start; buckets[b + 1] is then b's end */
+	for (uint32_t i = 0; i < n; i++)
+		buckets[(kr[i].hash & mask) + 1]++;
+	for (uint32_t i = 0; i < t->n_buckets; i++)
+		buckets[i + 1] += buckets[i];
+	/* place (key_off holds the keyed row for now): buckets[bk] counts up
+	 * to bk's end, then the array is shifted back to the starts */
+	for (uint32_t i = 0; i < n; i++)
+	{
+		uint32_t	bk = (uint32_t) (kr[i].hash & mask);
+		XpuJoinEntry *e = &ents[buckets[bk]++];
+
+		e->tag = (uint32_t) (kr[i].hash >> 32);
+		e->row = kr[i].row;
+		e->key_off = i;
+	}
+	for (uint32_t i = t->n_buckets; i > 0; i--)
+		buckets[i] = buckets[i - 1];
+	buckets[0] = 0;
+	/* key bytes in entry order, so that a bucket's keys lie together */
+	for (uint32_t e = 0; e < n; e++)
+	{
+		const KeyedRow *k = &kr[ents[e].key_off];
+
+		memcpy((uint8_t *) t + kpos, b->keys.p + k->key_off, k->key_len);
+		ents[e].key_off = kpos;
+		kpos += k->key_len;
+	}
+}
+
+/* the payload columns and their texts into t (offsets set) */
+static void
+write_payload(const XpuJoinBuilder *b, XpuJoinTable *t)
+{
+	buf_copy_to((uint8_t *) t + t->text_off, &b->text);
+	for (int c = 0; c < t->n_pay; c++)
+	{
+		XpuJoinPayCol *pc = &t->pay[c];
+		uint8_t    *vals = (uint8_t *) t + pc->vals_off;
+
+		buf_copy_to(vals, &b->pay_vals[c]);
+		buf_copy_to((uint8_t *) t + pc->nulls_off, &b->pay_nulls[c]);
+		if (pc->type != XPU_T_TEXT)
+			continue;
+		for (uint32_t r = 0; r < t->n_rows; r++)
+		{
+			XpuJoinText tx;
+
+			memcpy(&tx, vals + (uint64_t) r * 16, sizeof(tx));
+			tx.off += t->text_off;
+			memcpy(vals + (uint64_t) r * 16, &tx, sizeof(tx));
+		}
+	}
+}
+
+XpuJoinTable *
+xpu_join_builder_finish(XpuJoinBuilder *b, XpuError *err)
+{
+	XpuJoinTable hdr;
+	XpuJoinTable *t;
+	uint32_t   *slots = NULL;
+	uint64_t	n_keyed = b->keyed.len / sizeof(KeyedRow);
+	uint64_t	off,
+				nb = 1;
+	void	   *mem;
+
+	memset(&hdr, 0, sizeof(hdr));
+	hdr.magic = XPU_JOIN_MAGIC;
+	hdr.version = XPU_JOIN_VERSION;
+	hdr.n_keys = (uint8_t) b->spec.n_keys;
+	hdr.n_pay = (uint8_t) b->spec.n_pay;
+	hdr.n_rows = b->n_rows;
+	hdr.n_keyed = (uint32_t) n_keyed;
+	hdr.n_null_keys = (uint32_t) (b->null_rows.len / 4);
+	memcpy(hdr.keys, b->spec.keys, sizeof(hdr.keys));
+	off = ALIGN16(sizeof(XpuJoinTable));
+	if (dense_slots(b, &slots, &hdr.dense_min, &hdr.dense_range))
+	{
+		hdr.form = XPU_JOIN_DENSE;
+		hdr.slots_off = off;
+		off = ALIGN16(off + 4 * hdr.dense_range);
+	}
+	else
+	{
+		hdr.form = XPU_JOIN_HASH;
+		while (nb < n_keyed)
+			nb *= 2;
+		hdr.n_buckets = (uint32_t) nb;
+		hdr.buckets_off = off;
+		off = ALIGN16(off + 4 * (nb + 1));
+		hdr.entries_off = off;
+		off = ALIGN16(off + sizeof(XpuJoinEntry) * n_keyed);
+		hdr.keys_off = off;
+		hdr.keys_len = b->keys.len;
+		off = ALIGN16(off + b->keys.len);
+	}
+	hdr.null_rows_off = off;
+	off = ALIGN16(off + b->null_rows.len);
+	for (int c = 0; c < b->spec.n_pay; c++)
+	{
+		XpuJoinPayCol *pc = &hdr.pay[c];
+
+		pc->type = b->spec.pay_types[c];
+		pc->width = (uint8_t) xpu_join_pay_width(pc->type);
+		pc->vals_off = off;
+		off = ALIGN16(off + (uint64_t) pc->width * hdr.n_rows);
+		pc->nulls_off = off;
+		off = ALIGN16(off + hdr.n_rows);
+	}
+	hdr.text_off = off;
+	hdr.text_len = b->text.len;
+	off = ALIGN16(off + b->text.len);
+	hdr.total_len = off;
+	if (off > b->limit)
+	{
+		free(slots);
+		too_large(err);
+		return NULL;
+	}
+	if (off != (size_t) off || posix_memalign(&mem, 64, (size_t) off) != 0)
+	{
+		free(slots);
+		oom(err);
+		return NULL;
+	}
+	t = (XpuJoinTable *) mem;
+	/* zeroed: padding and the counting sort's counts start at 0 */
+	memset(t, 0, (size_t) off);
+	*t = hdr;
+	if (t->form == XPU_JOIN_DENSE)
+		memcpy((uint8_t *) t + t->slots_off, slots, (size_t) (4 * t->dense_range));
+	else
+		write_hash(b, t);
+	free(slots);
+	buf_copy_to((uint8_t *) t + t->null_rows_off, &b->null_rows);
+	write_payload(b, t);
+	return t;
+}
+
+/* ---------------------------------------------------------------- validation */
+
+static int
+bad(XpuError *err, const char *what)
+{
+	char		msg[XPU_ERROR_MESSAGE_LEN];
+
+	snprintf(msg, sizeof(msg), "invalid join inner table: %s", what);
+	return fail(err, XPU_ERR_INVALID_ARGUMENT, msg);
+}
+
+/* is [off, off + n) within len bytes, off 16-byte aligned */
+static int
+in_bounds(uint64_t off, uint64_t n, uint64_t len)
+{
+	return off % 16 == 0 && off <= len && n <= len - off;
+}
+
+/* do the key bytes at off (within end) have the form of t's keys */
+static int
+key_bytes_ok(const XpuJoinTable *t, uint64_t off, uint64_t end)
+{
+	const uint8_t *base = (const uint8_t *) t;
+
+	for (int k = 0; k < t->n_keys; k++)
+	{
+		int			type = t->keys[k].type;
+		uint64_t	need = type == XPU_T_NUMERIC ? 16 : 8;
+
+		if (off >= end || base[off++] != 1)
+			return 0;
+		if (type == XPU_T_TEXT)
+		{
+			int32_t		len;
+
+			if (end - off < 4)
+				return 0;
+			memcpy(&len, base + off, 4);
+			off += 4;
+			if (len < 0)
+				return 0;
+			need = (uint64_t) len;
+		}
+		if (end - off < need)
+			return 0;
+		off += need;
+	}
+	return 1;
+}
+
+static int
+validate_hash(const XpuJoinTable *t, uint64_t len, XpuError *err)
+{
+	const uint32_t *buckets;
+	const XpuJoinEntry *ents;
+	uint64_t	kend = t->keys_off + t->keys_len;
+
+	if (t->n_buckets == 0 || (t->n_buckets & (t->n_buckets - 1)) != 0)
+		return bad(err, "bucket count");
+	if (!in_bounds(t->buckets_off, 4 * ((uint64_t) t->n_buckets + 1), len) ||
+		!in_bounds(t->entries_off, sizeof(XpuJoinEntry) * (uint64_t) t->n_keyed, len) ||
+		!in_bounds(t->keys_off, t->keys_len, len))
+		return bad(err, "section out of bounds");
+	buckets = (const uint32_t *) XPU_JOIN_AT(t, t->buckets_off);
+	ents = (const XpuJoinEntry *) XPU_JOIN_AT(t, t->entries_off);
+	if (buckets[0] != 0 || buckets[t->n_buckets] != t->n_keyed)
+		return bad(err, "buckets");
+	for (uint32_t i = 0; i < t->n_buckets; i++)
+		if (buckets[i] > buckets[i + 1])
+			return bad(err, "buckets not ascending");
+	for (uint32_t e = 0; e < t->n_keyed; e++)
+		if (ents[e].row >= t->n_rows || ents[e].key_off < t->keys_off ||
+			ents[e].key_off >= kend || !key_bytes_ok(t, ents[e].key_off, kend))
+			return bad(err, "entry");
+	return 1;
+}
+
+static int
+validate_payload(const XpuJoinTable *t, uint64_t len, XpuError *err)
+{
+	if (!in_bounds(t->text_off, t->text_len, len))
+		return bad(err, "text out of bounds");
+	for (int c = 0; c < t->n_pay; c++)
+	{
+		const XpuJoinPayCol *pc = &t->pay[c];
+		const uint8_t *vals;
+
+		if (xpu_join_pay_width(pc->type) == 0 || pc->width != xpu_join_pay_width(pc->type) ||
+			!in_bounds(pc->vals_off, (uint64_t) pc->width * t->n_rows, len) ||
+			!in_bounds(pc->nulls_off, t->n_rows, len))
+			return bad(err, "payload column");
+		if (pc->type != XPU_T_TEXT)
+			continue;
+		vals = XPU_JOIN_AT(t, pc->vals_off);
+		for (uint32_t r = 0; r < t->n_rows; r++)
+		{
+			XpuJoinText tx;
+
+			if (XPU_JOIN_AT(t, pc->nulls_off)[r])
+				continue;
+			memcpy(&tx, vals + (uint64_t) r * 16, sizeof(tx));
+			if (tx.len < 0 || tx.off < t->text_off ||
+				tx.off - t->text_off > t->text_len ||
+				(uint64_t) tx.len > t->text_len - (tx.off - t->text_off))
+				return bad(err, "payload text out of bounds");
+		}
+	}
+	return 1;
+}
+
+int
+xpu_join_table_validate(const XpuJoinTable *t, uint64_t len, XpuError *err)
+{
+	const uint32_t *nr;
+
+	if (((uintptr_t) t & 15) != 0)
+		return bad(err, "not 16-byte aligned");
+	if (len < sizeof(XpuJoinTable) || t->magic != XPU_JOIN_MAGIC ||
+		t->version != XPU_JOIN_VERSION || t->total_len != len)
+		return bad(err, "header");
+	if (t->n_keys < 1 || t->n_keys > XPU_JOIN_MAX_KEYS || t->n_pay > XPU_JOIN_MAX_PAYLOAD ||
+		t->n_rows > XPU_JOIN_MAX_ROWS ||
+		(uint64_t) t->n_keyed + t->n_null_keys != t->n_rows)
+		return bad(err, "counts");
+	for (int k = 0; k < t->n_keys; k++)
+	{
+		const XpuJoinKeyDesc *d = &t->keys[k];
+
+		if (!xpu_join_key_supported(d->type, d->probe_type) ||
+			(d->type == XPU_T_NUMERIC &&
+			 (d->scale < 0 || d->probe_scale < 0 || d->key_scale > XPU_NUMERIC_MAX_SCALE ||
+			  d->key_scale < d->scale || d->key_scale < d->probe_scale)))
+			return bad(err, "key column");
+	}
+	if (!in_bounds(t->null_rows_off, 4 * (uint64_t) t->n_null_keys, len))
+		return bad(err, "null rows out of bounds");
+	nr = (const uint32_t *) XPU_JOIN_AT(t, t->null_rows_off);
+	for (uint32_t i = 0; i < t->n_null_keys; i++)
+		if (nr[i] >= t->n_rows)
+			return bad(err, "null row");
+	if (t->form == XPU_JOIN_DENSE)
+	{
+		const uint32_t *slots;
+
+		if (t->n_keys != 1 || !xpu_agg_intlike(t->keys[0].type) ||
+			!xpu_agg_intlike(t->keys[0].probe_type) || t->dense_range == 0 ||
+			t->dense_range > 2 * (uint64_t) t->n_keyed ||
+			!in_bounds(t->slots_off, 4 * t->dense_range, len))
+			return bad(err, "dense slots");
+		slots = (const uint32_t *) XPU_JOIN_AT(t, t->slots_off);
+		for (uint64_t s = 0; s < t->dense_range; s++)
+			if (slots[s] > t->n_rows)
+				return bad(err, "dense slot");
+	}
+	else if (t->form != XPU_JOIN_HASH || !validate_hash(t, len, err))
+		return err->code != XPU_OK ? 0 : bad(err, "form");
+	return validate_payload(t, len, err);
+}
