@@ -644,7 +644,7 @@ xpu_join_emit(const XpuJoinTable *t, XpuJoinCursor *c, uint32_t *matched, int32_
 
 /* ---------------------------------------------------------------- host: building */
 
-#ifndef __CUDACC__
+/* host functions (declared for nvcc too: host code of a .cu may call them) */
 #include <stddef.h>
 
 #ifdef __cplusplus
@@ -700,6 +700,5 @@ extern int	xpu_join_table_validate(const XpuJoinTable *t, uint64_t len, XpuError
 #ifdef __cplusplus
 }
 #endif
-#endif							/* !__CUDACC__ */
 
 #endif							/* XPU_JOIN_H */

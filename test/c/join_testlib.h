@@ -284,8 +284,9 @@ jt_keys_meet(const XpuJoinSpec *spec, const JtRows *outer, int o, const JtRows *
 	return 1;
 }
 
-/* the join qual of the tests' quals runs: drops about a quarter of the pairs */
-static inline int
+/* the join qual of the tests' quals runs: drops about a quarter of the pairs
+ * (on the GPU too) */
+XPU_HOST_DEVICE int
 jt_qual(int o, int r)
 {
 	return (o * 7 + r * 3) % 4 != 0;
