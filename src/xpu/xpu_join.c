@@ -197,7 +197,11 @@ bytes_so_far(const XpuJoinBuilder *b)
 {
 	uint64_t	n = b->keyed.len / sizeof(KeyedRow);
 	uint64_t	s = sizeof(XpuJoinTable) + 4 * (n + 1) + sizeof(XpuJoinEntry) * n +
-		b->keys.len + b->null_rows.len + b->text.len;
+		b->null_rows.len + b->text.len;
+
+	/* one-word keys live in the entries (xpu_join.h) */
+	if (!xpu_join_key_inline(b->spec.keys, b->spec.n_keys))
+		s += b->keys.len;
 
 	for (int c = 0; c < b->spec.n_pay; c++)
 		s += b->pay_vals[c].len + b->pay_nulls[c].len;
@@ -408,6 +412,11 @@ write_hash(const XpuJoinBuilder *b, XpuJoinTable *t)
 	{
 		const KeyedRow *k = &kr[ents[e].key_off];
 
+		if (t->inline_key)
+		{
+			memcpy(&ents[e].key_off, b->keys.p + k->key_off + 1, 8);
+			continue;
+		}
 		memcpy((uint8_t *) t + kpos, b->keys.p + k->key_off, k->key_len);
 		ents[e].key_off = kpos;
 		kpos += k->key_len;
@@ -476,9 +485,10 @@ xpu_join_builder_finish(XpuJoinBuilder *b, XpuError *err)
 		off = ALIGN16(off + 4 * (nb + 1));
 		hdr.entries_off = off;
 		off = ALIGN16(off + sizeof(XpuJoinEntry) * n_keyed);
+		hdr.inline_key = (uint8_t) xpu_join_key_inline(b->spec.keys, b->spec.n_keys);
 		hdr.keys_off = off;
-		hdr.keys_len = b->keys.len;
-		off = ALIGN16(off + b->keys.len);
+		hdr.keys_len = hdr.inline_key ? 0 : b->keys.len;
+		off = ALIGN16(off + hdr.keys_len);
 	}
 	hdr.null_rows_off = off;
 	off = ALIGN16(off + b->null_rows.len);
@@ -521,6 +531,109 @@ xpu_join_builder_finish(XpuJoinBuilder *b, XpuError *err)
 	buf_copy_to((uint8_t *) t + t->null_rows_off, &b->null_rows);
 	write_payload(b, t);
 	return t;
+}
+
+/* ---------------------------------------------------------------- batch probe */
+
+/* rows of xpu_join_first_batch whose loads are started together */
+#define BATCH_GROUP		32
+
+/* starts loading the cache line at p (a no-op where the compiler has no prefetch) */
+#if defined(__GNUC__)
+#define PREFETCH(p)		__builtin_prefetch((p), 0, 3)
+#else
+#define PREFETCH(p)		((void) (p))
+#endif
+
+/*
+ * one group of rows [from, to) of xpu_join_first_batch: each step starts
+ * the loads of the next for every row of the group before a row waits
+ */
+static void
+first_group(const XpuJoinTable *t, int from, int to, const XpuValue *keys,
+			const uint8_t *nulls, int64_t stride, XpuJoinCursor *curs, int32_t *first)
+{
+	const uint32_t *buckets = (const uint32_t *) XPU_JOIN_AT(t, t->buckets_off);
+	const uint32_t *slots = (const uint32_t *) XPU_JOIN_AT(t, t->slots_off);
+	const XpuJoinEntry *ents = (const XpuJoinEntry *) XPU_JOIN_AT(t, t->entries_off);
+	uint8_t		ok[BATCH_GROUP];
+	uint64_t	where[BATCH_GROUP];
+
+	/* the keys' forms and hashes; the bucket or slot starts loading */
+	for (int i = from; i < to; i++)
+	{
+		XpuJoinCursor *c = &curs[i];
+		XpuValue	vals[XPU_JOIN_MAX_KEYS];
+		uint8_t		nl[XPU_JOIN_MAX_KEYS];
+
+		for (int k = 0; k < t->n_keys; k++)
+		{
+			vals[k] = keys[k * stride + i];
+			nl[k] = nulls[k * stride + i];
+		}
+		c->pos = c->end = 0;
+		c->row = -1;
+		ok[i - from] = xpu_join_key_form(t->keys, t->n_keys, 1, vals, nl, &c->key) ==
+			XPU_JOIN_FORM_OK;
+		if (!ok[i - from])
+			continue;
+		if (t->form == XPU_JOIN_DENSE)
+		{
+			where[i - from] = c->key.w[0][0] - (uint64_t) t->dense_min;
+			if (where[i - from] < t->dense_range)
+				PREFETCH(&slots[where[i - from]]);
+			continue;
+		}
+		c->hash = xpu_join_form_hash(t->keys, t->n_keys, &c->key);
+		where[i - from] = c->hash & (t->n_buckets - 1);
+		PREFETCH(&buckets[where[i - from]]);
+	}
+	/* the bucket's entries start loading (dense: the match is known) */
+	for (int i = from; i < to; i++)
+	{
+		XpuJoinCursor *c = &curs[i];
+
+		if (!ok[i - from])
+			continue;
+		if (t->form == XPU_JOIN_DENSE)
+		{
+			if (where[i - from] < t->dense_range && slots[where[i - from]] != 0)
+				c->row = (int32_t) (slots[where[i - from]] - 1);
+			continue;
+		}
+		c->pos = buckets[where[i - from]];
+		c->end = buckets[where[i - from] + 1];
+		if (c->pos < c->end)
+			PREFETCH(&ents[c->pos]);
+	}
+	/* the first entry's key bytes start loading (keys not in the entries) */
+	for (int i = from; i < to && t->form == XPU_JOIN_HASH && !t->inline_key; i++)
+		if (curs[i].pos < curs[i].end)
+			PREFETCH(XPU_JOIN_AT(t, ents[curs[i].pos].key_off));
+	for (int i = from; i < to; i++)
+	{
+		if (t->form == XPU_JOIN_HASH && ok[i - from])
+			xpu_join_next(t, &curs[i]);
+		first[i] = curs[i].row;
+	}
+	/* the matches' payload starts loading for the caller */
+	for (int i = from; i < to; i++)
+		for (int col = 0; col < t->n_pay && first[i] >= 0; col++)
+		{
+			PREFETCH(XPU_JOIN_AT(t, t->pay[col].vals_off) +
+					 (uint64_t) first[i] * t->pay[col].width);
+			PREFETCH(XPU_JOIN_AT(t, t->pay[col].nulls_off) + first[i]);
+		}
+}
+
+void
+xpu_join_first_batch(const XpuJoinTable *t, int n, const XpuValue *keys,
+					 const uint8_t *nulls, int64_t stride, XpuJoinCursor *curs,
+					 int32_t *first)
+{
+	for (int from = 0; from < n; from += BATCH_GROUP)
+		first_group(t, from, from + BATCH_GROUP < n ? from + BATCH_GROUP : n, keys, nulls,
+					stride, curs, first);
 }
 
 /* ---------------------------------------------------------------- validation */
@@ -582,6 +695,8 @@ validate_hash(const XpuJoinTable *t, uint64_t len, XpuError *err)
 
 	if (t->n_buckets == 0 || (t->n_buckets & (t->n_buckets - 1)) != 0)
 		return bad(err, "bucket count");
+	if (t->inline_key > 1 || (t->inline_key && !xpu_join_key_inline(t->keys, t->n_keys)))
+		return bad(err, "inline key");
 	if (!in_bounds(t->buckets_off, 4 * ((uint64_t) t->n_buckets + 1), len) ||
 		!in_bounds(t->entries_off, sizeof(XpuJoinEntry) * (uint64_t) t->n_keyed, len) ||
 		!in_bounds(t->keys_off, t->keys_len, len))
@@ -594,7 +709,10 @@ validate_hash(const XpuJoinTable *t, uint64_t len, XpuError *err)
 		if (buckets[i] > buckets[i + 1])
 			return bad(err, "buckets not ascending");
 	for (uint32_t e = 0; e < t->n_keyed; e++)
-		if (ents[e].row >= t->n_rows || ents[e].key_off < t->keys_off ||
+		if (ents[e].row >= t->n_rows)
+			return bad(err, "entry row");
+	for (uint32_t e = 0; e < t->n_keyed && !t->inline_key; e++)
+		if (ents[e].key_off < t->keys_off ||
 			ents[e].key_off >= kend || !key_bytes_ok(t, ents[e].key_off, kend))
 			return bad(err, "entry");
 	return 1;

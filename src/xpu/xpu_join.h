@@ -39,7 +39,10 @@
  *					[buckets[b], buckets[b + 1]) (sorted by bucket: no
  *					chains to follow, a bucket's entries are contiguous)
  *	  XpuJoinEntry entries[n_keyed]	32-bit hash tag, inner row, key bytes
- *	  uint8		keys[keys_len]	the entries' key bytes, in entry order
+ *	  uint8		keys[keys_len]	the entries' key bytes, in entry order;
+ *					none when the key is one column of an 8-byte form
+ *					(not text or numeric: inline_key), whose 8 canonical
+ *					bytes the entry holds itself (one load fewer a probe)
  *	dense form (XPU_JOIN_DENSE):
  *	  uint32	slots[dense_range]	slot key - dense_min: the row + 1 of
  *					the inner row with that key, 0 none
@@ -136,7 +139,9 @@ typedef struct XpuJoinEntry
 {
 	uint32_t	tag;			/* the key hash's high 32 bits */
 	uint32_t	row;			/* the inner row */
-	uint64_t	key_off;		/* its key bytes (xpu_agg.h's form) */
+	uint64_t	key_off;		/* its key bytes (xpu_agg.h's form); with
+								 * inline_key the 8 bytes after the key's
+								 * leading 1 */
 } XpuJoinEntry;
 
 typedef struct XpuJoinTable
@@ -147,7 +152,7 @@ typedef struct XpuJoinTable
 	uint8_t		form;			/* XPU_JOIN_HASH or XPU_JOIN_DENSE */
 	uint8_t		n_keys;
 	uint8_t		n_pay;
-	uint8_t		pad;
+	uint8_t		inline_key;		/* hash: entries hold the key (see above) */
 	uint32_t	n_rows;			/* inner rows: payload rows 0 .. n_rows - 1 */
 	uint32_t	n_keyed;		/* rows without a NULL key (in the hash or slots) */
 	uint32_t	n_null_keys;	/* rows with a NULL key (null_rows[]) */
@@ -206,6 +211,13 @@ xpu_join_key_supported(int type, int probe_type)
 {
 	return xpu_join_key_class(type) != 0 &&
 		xpu_join_key_class(type) == xpu_join_key_class(probe_type);
+}
+
+/* do the keys of descs fit an entry (XpuJoinTable.inline_key) */
+XPU_HOST_DEVICE int
+xpu_join_key_inline(const XpuJoinKeyDesc *descs, int n_keys)
+{
+	return n_keys == 1 && descs[0].type != XPU_T_TEXT && descs[0].type != XPU_T_NUMERIC;
 }
 
 /* bytes of one payload value of type in the table: 0 for an unknown type */
@@ -412,6 +424,18 @@ xpu_join_next(const XpuJoinTable *t, XpuJoinCursor *c)
 	const XpuJoinEntry *ents = (const XpuJoinEntry *) XPU_JOIN_AT(t, t->entries_off);
 	uint32_t	tag = (uint32_t) (c->hash >> 32);
 
+	if (t->inline_key)
+	{
+		/* the entry's 8 bytes are the whole key */
+		while (c->pos < c->end)
+		{
+			const XpuJoinEntry *e = &ents[c->pos++];
+
+			if (e->key_off == c->key.w[0][0])
+				return c->row = (int32_t) e->row;
+		}
+		return c->row = -1;
+	}
 	while (c->pos < c->end)
 	{
 		const XpuJoinEntry *e = &ents[c->pos++];
@@ -688,6 +712,21 @@ extern int	xpu_join_builder_add(XpuJoinBuilder *b, int64_t n, const XpuValue *ke
 
 /* the table of the rows added (malloc'd, 16-byte aligned, total_len bytes: free()) */
 extern XpuJoinTable *xpu_join_builder_finish(XpuJoinBuilder *b, XpuError *err);
+
+/*
+ * xpu_join_first_batch: xpu_join_first of n outer rows at once, for the
+ * CPU engine: key column k of row i at keys[k * stride + i] /
+ * nulls[k * stride + i]; row i's cursor into curs[i] (go on with
+ * xpu_join_next) and its first match into first[i] (-1 none).  The same
+ * results as n calls of xpu_join_first; faster on a table larger than the
+ * caches, since a group of rows starts each of its loads (bucket, entries,
+ * key bytes, the first match's payload) before any row waits for one.  The
+ * join-type helpers go on from such a cursor after setting its jointype
+ * and clearing accepted and done (as xpu_join_begin does).
+ */
+extern void xpu_join_first_batch(const XpuJoinTable *t, int n, const XpuValue *keys,
+								 const uint8_t *nulls, int64_t stride, XpuJoinCursor *curs,
+								 int32_t *first);
 
 /*
  * checks len bytes received as a table (from another process) before a

@@ -247,6 +247,47 @@ all_types_agree(const XpuJoinTable *t, const XpuJoinSpec *spec, const JtRows *in
 	return all;
 }
 
+/*
+ * does xpu_join_first_batch (over runs of 100 outer rows: groups end
+ * inside a run) give every outer row the matches xpu_join_first/next give
+ */
+static int
+batch_agrees(const XpuJoinTable *t, const XpuJoinSpec *spec, const JtRows *outer)
+{
+	XpuJoinCursor *curs = (XpuJoinCursor *) malloc(sizeof(XpuJoinCursor) * 100);
+	int32_t		first[100];
+	int			ok = 1;
+
+	for (int from = 0; from < outer->n; from += 100)
+	{
+		int			n = outer->n - from < 100 ? outer->n - from : 100;
+
+		xpu_join_first_batch(t, n, outer->keys + from, outer->key_nulls + from, outer->n,
+							 curs, first);
+		for (int i = 0; i < n; i++)
+		{
+			XpuValue	vals[XPU_JOIN_MAX_KEYS];
+			uint8_t		nulls[XPU_JOIN_MAX_KEYS];
+			XpuJoinCursor c;
+			int32_t		a,
+						b = first[i];
+
+			jt_outer_keys(spec, outer, from + i, vals, nulls);
+			a = xpu_join_first(t, &c, vals, nulls);
+			for (;;)
+			{
+				ok &= a == b;
+				if (a < 0 || b < 0)
+					break;
+				a = xpu_join_next(t, &c);
+				b = xpu_join_next(t, &curs[i]);
+			}
+		}
+	}
+	free(curs);
+	return ok;
+}
+
 /* are the table's null_rows the inner rows with a NULL key, ascending */
 static int
 null_rows_ok(const XpuJoinTable *t, const XpuJoinSpec *spec, const JtRows *inner)
@@ -292,14 +333,20 @@ run_case(const char *name, const XpuJoinSpec *spec, const JtRows *inner,
 	}
 	len = t->total_len;
 	tap_ok(xpu_join_table_validate(t, len, &err), "%s: %s form of %u rows (%u keyed, %llu bytes) "
-		   "validates", name, t->form == XPU_JOIN_DENSE ? "dense" : "hash", t->n_rows,
+		   "validates", name, t->form == XPU_JOIN_DENSE ? "dense" :
+		   t->inline_key ? "hash (keys in the entries)" : "hash", t->n_rows,
 		   t->n_keyed, (unsigned long long) len);
+	if (t->form == XPU_JOIN_HASH)
+		tap_ok(t->inline_key == xpu_join_key_inline(spec->keys, spec->n_keys) &&
+			   (t->inline_key ? t->keys_len == 0 : t->keys_len > 0 || t->n_keyed == 0),
+			   "%s: the entries hold the key where it is one column of 8 bytes", name);
 	if (expect_form != XPU_JOIN_AUTO)
 		tap_ok(t->form == expect_form, "%s: the %s form is chosen", name,
 			   expect_form == XPU_JOIN_DENSE ? "dense" : "hash");
 	tap_ok(null_rows_ok(t, spec, inner), "%s: rows with a NULL key are listed", name);
 	oracle_make(&or, spec, inner, outer);
 	all_types_agree(t, spec, inner, outer, &or, name, "where it was built");
+	tap_ok(batch_agrees(t, spec, outer), "%s: the batch probe finds the rows' matches", name);
 
 	/* another address, 16-byte aligned but not 64: the original is freed */
 	space = (uint8_t *) malloc((size_t) len + 64);
@@ -733,6 +780,7 @@ static void m_text_off(XpuJoinTable *t)
 			return;
 		}
 }
+static void m_inline(XpuJoinTable *t) { t->inline_key = 1; }
 static void m_dense_range(XpuJoinTable *t) { t->dense_range = 3 * (uint64_t) t->n_keyed; }
 static void m_dense_slot(XpuJoinTable *t) { ((uint32_t *) ((char *) t + t->slots_off))[0] = t->n_rows + 1; }
 
@@ -760,6 +808,7 @@ test_validator(void)
 		{"entry key offset", m_entry_key}, {"key text length", m_key_len},
 		{"null row", m_null_row}, {"payload offset", m_pay_off},
 		{"payload width", m_pay_width}, {"payload text offset", m_text_off},
+		{"inline key flag (text key)", m_inline},
 	};
 
 	jt_rows_alloc(&inner, 300, 1, spec.n_pay);
