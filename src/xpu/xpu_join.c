@@ -125,6 +125,9 @@ check_spec(const XpuJoinSpec *spec, XpuError *err)
 		return fail(err, XPU_ERR_INVALID_ARGUMENT, "too many payload columns for a join depth");
 	if (spec->form != XPU_JOIN_AUTO && spec->form != XPU_JOIN_HASH)
 		return fail(err, XPU_ERR_INVALID_ARGUMENT, "unknown join table form");
+	if (spec->n_parts > XPU_JOIN_MAX_PARTS ||
+		(spec->n_parts > 1 && spec->part >= spec->n_parts))
+		return fail(err, XPU_ERR_INVALID_ARGUMENT, "join table partition out of range");
 	for (int k = 0; k < spec->n_keys; k++)
 	{
 		const XpuJoinKeyDesc *d = &spec->keys[k];
@@ -214,7 +217,14 @@ too_large(XpuError *err)
 	return fail(err, XPU_ERR_FALLBACK, "join inner table exceeds its size limit");
 }
 
-/* the key of row i (of n) into b: its hash and key bytes, or the NULL list */
+/* add_key's result for a row of another partition: not kept */
+#define ROW_SKIPPED		2
+
+/*
+ * the key of row i (of n) into b: its hash and key bytes, or the NULL
+ * list; returns 1, ROW_SKIPPED (the row is another partition's), or 0
+ * with err set
+ */
 static int
 add_key(XpuJoinBuilder *b, int64_t n, int64_t i, const XpuValue *keys,
 		const uint8_t *key_nulls, XpuError *err)
@@ -233,12 +243,16 @@ add_key(XpuJoinBuilder *b, int64_t n, int64_t i, const XpuValue *keys,
 		nulls[k] = key_nulls[k * n + i];
 	}
 	r = xpu_join_key_form(sp->keys, sp->n_keys, 0, vals, nulls, &f);
+	if (r == XPU_JOIN_FORM_NULL && sp->n_parts > 1 && sp->part != 0)
+		return ROW_SKIPPED;		/* partition 0 keeps the NULL keys */
 	if (r == XPU_JOIN_FORM_NULL)
 		return buf_append(&b->null_rows, &b->n_rows, 4) || oom(err);
 	if (r == XPU_JOIN_FORM_RANGE)
 		return fail(err, XPU_ERR_FALLBACK,
 					"join key out of the engine's 38-digit numeric range at the key scale");
 	kr.hash = xpu_join_form_hash(sp->keys, sp->n_keys, &f);
+	if (sp->n_parts > 1 && xpu_join_part_of(kr.hash, sp->n_parts) != sp->part)
+		return ROW_SKIPPED;
 	kr.key_off = b->keys.len;
 	kr.row = b->n_rows;
 	key_len = 0;
@@ -308,8 +322,12 @@ xpu_join_builder_add(XpuJoinBuilder *b, int64_t n, const XpuValue *keys,
 			if (!key_nulls[k * n + i] && b->spec.keys[k].type == XPU_T_TEXT &&
 				keys[k * n + i].t.len < 0)
 				return fail(err, XPU_ERR_INVALID_ARGUMENT, "negative text length");
-		if (!add_key(b, n, i, keys, key_nulls, err))
+		int			kept = add_key(b, n, i, keys, key_nulls, err);
+
+		if (kept == 0)
 			return 0;
+		if (kept == ROW_SKIPPED)
+			continue;
 		for (int c = 0; c < b->spec.n_pay; c++)
 			if (!add_pay(b, c, n, i, pay, pay_nulls, err))
 				return 0;
@@ -467,6 +485,8 @@ xpu_join_builder_finish(XpuJoinBuilder *b, XpuError *err)
 	hdr.n_rows = b->n_rows;
 	hdr.n_keyed = (uint32_t) n_keyed;
 	hdr.n_null_keys = (uint32_t) (b->null_rows.len / 4);
+	hdr.n_parts = b->spec.n_parts > 1 ? b->spec.n_parts : 1;
+	hdr.part = b->spec.n_parts > 1 ? b->spec.part : 0;
 	memcpy(hdr.keys, b->spec.keys, sizeof(hdr.keys));
 	off = ALIGN16(sizeof(XpuJoinTable));
 	if (dense_slots(b, &slots, &hdr.dense_min, &hdr.dense_range))
@@ -571,10 +591,7 @@ first_group(const XpuJoinTable *t, int from, int to, const XpuValue *keys,
 			vals[k] = keys[k * stride + i];
 			nl[k] = nulls[k * stride + i];
 		}
-		c->pos = c->end = 0;
-		c->row = -1;
-		ok[i - from] = xpu_join_key_form(t->keys, t->n_keys, 1, vals, nl, &c->key) ==
-			XPU_JOIN_FORM_OK;
+		ok[i - from] = (uint8_t) xpu_join_start(t, c, vals, nl);
 		if (!ok[i - from])
 			continue;
 		if (t->form == XPU_JOIN_DENSE)
@@ -584,7 +601,6 @@ first_group(const XpuJoinTable *t, int from, int to, const XpuValue *keys,
 				PREFETCH(&slots[where[i - from]]);
 			continue;
 		}
-		c->hash = xpu_join_form_hash(t->keys, t->n_keys, &c->key);
 		where[i - from] = c->hash & (t->n_buckets - 1);
 		PREFETCH(&buckets[where[i - from]]);
 	}
@@ -765,6 +781,8 @@ xpu_join_table_validate(const XpuJoinTable *t, uint64_t len, XpuError *err)
 		t->n_rows > XPU_JOIN_MAX_ROWS ||
 		(uint64_t) t->n_keyed + t->n_null_keys != t->n_rows)
 		return bad(err, "counts");
+	if (t->n_parts == 0 || t->n_parts > XPU_JOIN_MAX_PARTS || t->part >= t->n_parts)
+		return bad(err, "partition");
 	for (int k = 0; k < t->n_keys; k++)
 	{
 		const XpuJoinKeyDesc *d = &t->keys[k];

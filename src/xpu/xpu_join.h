@@ -25,6 +25,18 @@
  * build with XPU_ERR_FALLBACK (the join stays in PostgreSQL); an outer one
  * has no match, exactly: every inner key fits that range.
  *
+ * Partitions.  An inner side too large for one table is joined in passes:
+ * the builder of pass p of P (XpuJoinSpec.n_parts, part) keeps only the
+ * rows whose key hash falls into partition p (xpu_join_part_of: the hash's
+ * high 32 bits scaled to P), and inner rows with a NULL key in pass 0 only.
+ * A probe of a partition's table looks up only the outer keys of that
+ * partition; an outer row of another partition yields nothing there, not
+ * even LEFT's NULL-extended or ANTI's row (XpuJoinCursor.other_part), and
+ * an outer row that matches nowhere (NULL key, or a numeric beyond the key
+ * scale) yields its unmatched row in pass 0.  So the passes together yield
+ * each output row once, and each pass's RIGHT/FULL unmatched inner rows
+ * are its own.  A table's rows are numbered in the order they were kept.
+ *
  * NULL never matches: an inner row with a NULL in any key column is not
  * put into the hash or dense form, but keeps its payload row and is listed
  * in null_rows[] (RIGHT/FULL OUTER emit it unmatched); an outer row with a
@@ -84,6 +96,7 @@
 #define XPU_JOIN_MAX_ROWS		INT32_MAX
 /* the largest table the builder makes, whatever the caller's limit */
 #define XPU_JOIN_MAX_BYTES		(UINT64_C(1) << 40)
+#define XPU_JOIN_MAX_PARTS		65536
 
 /* XpuJoinTable.form; XPU_JOIN_AUTO only in an XpuJoinSpec */
 typedef enum XpuJoinForm
@@ -157,6 +170,8 @@ typedef struct XpuJoinTable
 	uint32_t	n_keyed;		/* rows without a NULL key (in the hash or slots) */
 	uint32_t	n_null_keys;	/* rows with a NULL key (null_rows[]) */
 	uint32_t	n_buckets;		/* hash: a power of 2 */
+	uint32_t	n_parts;		/* partitions of the inner side (0, 1: one) */
+	uint32_t	part;			/* the partition of this table */
 	uint32_t	pad2;
 	int64_t		dense_min;		/* dense: the least key */
 	uint64_t	dense_range;	/* dense: slots (max - min + 1) */
@@ -211,6 +226,13 @@ xpu_join_key_supported(int type, int probe_type)
 {
 	return xpu_join_key_class(type) != 0 &&
 		xpu_join_key_class(type) == xpu_join_key_class(probe_type);
+}
+
+/* the partition (0 .. n_parts - 1) of a key of hash hash, for n_parts >= 1 */
+XPU_HOST_DEVICE uint32_t
+xpu_join_part_of(uint64_t hash, uint32_t n_parts)
+{
+	return (uint32_t) (((hash >> 32) * (uint64_t) n_parts) >> 32);
 }
 
 /* do the keys of descs fit an entry (XpuJoinTable.inline_key) */
@@ -414,7 +436,7 @@ typedef struct XpuJoinCursor
 	uint8_t		jointype;		/* XpuJoinType (xpu_join_begin) */
 	uint8_t		accepted;		/* a match was accepted (xpu_join_accept) */
 	uint8_t		done;			/* the outer row has no further output */
-	uint8_t		pad;
+	uint8_t		other_part;		/* the outer row is another partition's */
 } XpuJoinCursor;
 
 /* xpu_join_next: the next inner row that matches the cursor's key, -1 when none is left */
@@ -447,6 +469,38 @@ xpu_join_next(const XpuJoinTable *t, XpuJoinCursor *c)
 }
 
 /*
+ * xpu_join_start: the first step of a probe (xpu_join_first, and
+ * xpu_join_first_batch's): the outer key's form into c, and its hash
+ * where the table needs it; returns 1 when the key may have matches in t,
+ * 0 for a NULL key, a numeric beyond the key scale, or a key of another
+ * partition (c->other_part: the partitions above)
+ */
+XPU_HOST_DEVICE int
+xpu_join_start(const XpuJoinTable *t, XpuJoinCursor *c, const XpuValue *vals,
+			   const uint8_t *nulls)
+{
+	int			parted = t->n_parts > 1;
+
+	c->pos = c->end = 0;
+	c->row = -1;
+	c->other_part = 0;
+	if (xpu_join_key_form(t->keys, t->n_keys, 1, vals, nulls, &c->key) != XPU_JOIN_FORM_OK)
+	{
+		/* no match in any partition: its unmatched row is pass 0's */
+		c->other_part = parted && t->part != 0;
+		return 0;
+	}
+	if (t->form == XPU_JOIN_HASH || parted)
+		c->hash = xpu_join_form_hash(t->keys, t->n_keys, &c->key);
+	if (parted && xpu_join_part_of(c->hash, t->n_parts) != t->part)
+	{
+		c->other_part = 1;
+		return 0;
+	}
+	return 1;
+}
+
+/*
  * xpu_join_first: starts cursor c for the outer row whose key registers
  * are vals[n_keys] / nulls[n_keys] (consecutive, in key column order, of
  * the probe types) and returns its first matching inner row, -1 when it
@@ -456,9 +510,7 @@ XPU_HOST_DEVICE int32_t
 xpu_join_first(const XpuJoinTable *t, XpuJoinCursor *c, const XpuValue *vals,
 			   const uint8_t *nulls)
 {
-	c->pos = c->end = 0;
-	c->row = -1;
-	if (xpu_join_key_form(t->keys, t->n_keys, 1, vals, nulls, &c->key) != XPU_JOIN_FORM_OK)
+	if (!xpu_join_start(t, c, vals, nulls))
 		return -1;
 	if (t->form == XPU_JOIN_DENSE)
 	{
@@ -473,10 +525,8 @@ xpu_join_first(const XpuJoinTable *t, XpuJoinCursor *c, const XpuValue *vals,
 	else
 	{
 		const uint32_t *buckets = (const uint32_t *) XPU_JOIN_AT(t, t->buckets_off);
-		uint32_t	b;
+		uint32_t	b = (uint32_t) (c->hash & (t->n_buckets - 1));
 
-		c->hash = xpu_join_form_hash(t->keys, t->n_keys, &c->key);
-		b = (uint32_t) (c->hash & (t->n_buckets - 1));
 		c->pos = buckets[b];
 		c->end = buckets[b + 1];
 		return xpu_join_next(t, c);
@@ -629,7 +679,7 @@ xpu_join_advance(const XpuJoinTable *t, XpuJoinCursor *c)
 XPU_HOST_DEVICE int
 xpu_join_unmatched(const XpuJoinCursor *c)
 {
-	return !c->accepted &&
+	return !c->accepted && !c->other_part &&
 		(c->jointype == XPU_JOIN_LEFT || c->jointype == XPU_JOIN_FULL ||
 		 c->jointype == XPU_JOIN_ANTI);
 }
@@ -684,6 +734,8 @@ typedef struct XpuJoinSpec
 	uint8_t		pay_types[XPU_JOIN_MAX_PAYLOAD];
 	int			form;			/* XPU_JOIN_AUTO or XPU_JOIN_HASH (never dense) */
 	uint64_t	max_bytes;		/* the table's limit; 0: XPU_JOIN_MAX_BYTES */
+	uint32_t	n_parts;		/* 0 or 1: all rows; else the table of */
+	uint32_t	part;			/* partition part (< n_parts) only */
 } XpuJoinSpec;
 
 /*

@@ -139,11 +139,13 @@ payload_ok(const XpuJoinTable *t, const XpuJoinSpec *spec, const JtRows *inner, 
  * the rows of jointype over outer and t's inner rows into out, with
  * jt_qual when quals (the begin/accept/advance form), else by
  * xpu_join_emit; RIGHT/FULL add the rows their matched flags leave
- * unmarked.  *pay_bad counts output rows whose payload is wrong.
+ * unmarked.  *pay_bad counts output rows whose payload is wrong.  ids:
+ * the inner row number of each table row for the qual (NULL: the same).
  */
 static void
 probe(const XpuJoinTable *t, const XpuJoinSpec *spec, const JtRows *inner,
-	  const JtRows *outer, int jointype, int quals, JtPairs *out, int *pay_bad)
+	  const JtRows *outer, int jointype, int quals, const int32_t *ids, JtPairs *out,
+	  int *pay_bad)
 {
 	uint32_t   *matched = (uint32_t *) calloc(xpu_join_matched_words(t->n_rows) + 1, 4);
 
@@ -159,7 +161,7 @@ probe(const XpuJoinTable *t, const XpuJoinSpec *spec, const JtRows *inner,
 		if (quals)
 		{
 			for (; c.row >= 0; xpu_join_advance(t, &c))
-				if (jt_qual(o, c.row) && xpu_join_accept(&c, matched))
+				if (jt_qual(o, ids ? ids[c.row] : c.row) && xpu_join_accept(&c, matched))
 				{
 					jt_pair(out, o, c.row);
 					*pay_bad += !payload_ok(t, spec, inner, c.row);
@@ -231,7 +233,7 @@ all_types_agree(const XpuJoinTable *t, const XpuJoinSpec *spec, const JtRows *in
 			JtPairs    *want = &or->want[j][quals];
 			int			pay_bad = 0;
 
-			probe(t, spec, inner, outer, jointypes[j], quals, &got, &pay_bad);
+			probe(t, spec, inner, outer, jointypes[j], quals, NULL, &got, &pay_bad);
 			if (!jt_pairs_same(&got, want) || pay_bad)
 			{
 				ok = 0;
@@ -590,6 +592,150 @@ test_larger(void)
 				XPU_JOIN_HASH);
 }
 
+/* ---------------------------------------------------------------- partitions */
+
+/*
+ * parts_case: inner's rows (payload column 0 their row number) joined with
+ * outer in n_parts passes, one table a partition; the passes' rows together
+ * (each table's rows mapped back by their row number) must be the nested
+ * loop's, every join type, with and without the qual
+ */
+static void
+parts_case(const char *name, XpuJoinSpec *spec, JtRows *inner, const JtRows *outer,
+		   int n_parts)
+{
+	XpuJoinTable *tabs[8];
+	JtRows		kept[8];
+	int32_t    *ids[8];
+	Oracle		or;
+	int			built = 1,
+				rows = 0,
+				nulls_ok = 1,
+				ok = 1;
+
+	for (int i = 0; i < inner->n; i++)
+		inner->pay[i].i = i;
+	spec->n_parts = (uint32_t) n_parts;
+	for (int p = 0; p < n_parts; p++)
+	{
+		XpuError	err;
+
+		spec->part = (uint32_t) p;
+		tabs[p] = build(spec, inner, 2, &err);
+		if (tabs[p] == NULL || !xpu_join_table_validate(tabs[p], tabs[p]->total_len, &err))
+		{
+			tap_diag("%s part %d: %s", name, p, err.message);
+			built = 0;
+			continue;
+		}
+		/* the inner rows the table kept, in its order (its row numbers) */
+		jt_rows_alloc(&kept[p], (int) tabs[p]->n_rows, spec->n_keys, spec->n_pay);
+		ids[p] = (int32_t *) malloc(sizeof(int32_t) * (tabs[p]->n_rows + 1));
+		for (int r = 0; r < (int) tabs[p]->n_rows; r++)
+		{
+			XpuValue	v;
+			uint8_t		isnull;
+			int			id;
+
+			xpu_join_payload(tabs[p], r, 0, &v, &isnull);
+			id = ids[p][r] = (int32_t) v.i;
+			for (int k = 0; k < spec->n_keys; k++)
+			{
+				kept[p].keys[k * kept[p].n + r] = inner->keys[k * inner->n + id];
+				kept[p].key_nulls[k * kept[p].n + r] = inner->key_nulls[k * inner->n + id];
+			}
+			for (int c = 0; c < spec->n_pay; c++)
+			{
+				kept[p].pay[c * kept[p].n + r] = inner->pay[c * inner->n + id];
+				kept[p].pay_nulls[c * kept[p].n + r] = inner->pay_nulls[c * inner->n + id];
+			}
+		}
+		rows += (int) tabs[p]->n_rows;
+		nulls_ok &= p == 0 || tabs[p]->n_null_keys == 0;
+	}
+	spec->n_parts = spec->part = 0;
+	if (!tap_ok(built && rows == inner->n && nulls_ok,
+				"%s: %d partitions hold each inner row once (NULL keys in the first)",
+				name, n_parts))
+		return;
+	oracle_make(&or, spec, inner, outer);
+	for (int j = 0; j < N_JOINTYPES; j++)
+		for (int quals = 0; quals <= 1; quals++)
+		{
+			JtPairs		got = {0, 0, NULL};
+			int			pay_bad = 0;
+
+			for (int p = 0; p < n_parts; p++)
+			{
+				JtPairs		part = {0, 0, NULL};
+
+				probe(tabs[p], spec, &kept[p], outer, jointypes[j], quals, ids[p], &part,
+					  &pay_bad);
+				for (int i = 0; i < part.n; i++)
+					jt_pair(&got, part.p[2 * i],
+							part.p[2 * i + 1] < 0 ? -1 : ids[p][part.p[2 * i + 1]]);
+				free(part.p);
+			}
+			if (!jt_pairs_same(&got, &or.want[j][quals]) || pay_bad)
+			{
+				ok = 0;
+				tap_diag("%s %s quals %d: %d rows, nested loop %d, %d bad payloads", name,
+						 jointype_names[jointypes[j]], quals, got.n, or.want[j][quals].n,
+						 pay_bad);
+			}
+			free(got.p);
+		}
+	tap_ok(ok, "%s: every join type over %d partitions equals the nested loop", name,
+		   n_parts);
+	oracle_free(&or);
+	for (int p = 0; p < n_parts; p++)
+	{
+		free(tabs[p]);
+		free(ids[p]);
+		jt_rows_free(&kept[p]);
+	}
+}
+
+static void
+test_partitions(void)
+{
+	static const int pay[] = {XPU_T_INT8, XPU_T_TEXT, XPU_T_NUMERIC};
+	static const struct
+	{
+		const char *name;
+		int			n_keys;
+		int			types[2];
+		int			scales[2];
+		int			probe_scales[2];
+		JtDomain	dom[2];
+		int			n_parts;
+	}			cases[] = {
+		{"int4 with duplicates and NULLs", 1, {XPU_T_INT4}, {0}, {0}, {{10, 400, 0}}, 3},
+		{"int4 unique-ish, 2 partitions", 1, {XPU_T_INT8}, {0}, {0}, {{5, 5000, 0}}, 2},
+		{"text", 1, {XPU_T_TEXT}, {0}, {0}, {{10, 0, 0}}, 4},
+		{"numeric 1 inner, 2 outer", 1, {XPU_T_NUMERIC}, {1}, {2}, {{10, 0, 0}}, 3},
+		{"composite (int4, text)", 2, {XPU_T_INT4, XPU_T_TEXT}, {0, 0}, {0, 0},
+		{{10, 5, 0}, {10, 0, 0}}, 5},
+	};
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
+	{
+		XpuJoinSpec spec = spec_of(cases[i].n_keys, cases[i].types, NULL, cases[i].scales,
+								   cases[i].probe_scales, 3, pay);
+		JtRows		inner,
+					outer;
+
+		jt_rows_alloc(&inner, 1500, spec.n_keys, spec.n_pay);
+		jt_rows_alloc(&outer, 1500, spec.n_keys, 0);
+		jt_fill_keys(&inner, &spec, 0, cases[i].dom);
+		jt_fill_keys(&outer, &spec, 1, cases[i].dom);
+		jt_fill_pay(&inner, &spec);
+		parts_case(cases[i].name, &spec, &inner, &outer, cases[i].n_parts);
+		jt_rows_free(&inner);
+		jt_rows_free(&outer);
+	}
+}
+
 /* ---------------------------------------------------------------- numeric range */
 
 static void
@@ -705,6 +851,7 @@ test_bad_specs(void)
 		{"numeric scale 39", 1, XPU_T_NUMERIC, XPU_T_NUMERIC, 39, 0, 0},
 		{"unknown payload type", 1, XPU_T_INT4, XPU_T_INT4, 0, XPU_T_N_TYPES, 0},
 		{"unknown form", 1, XPU_T_INT4, XPU_T_INT4, 0, 0, XPU_JOIN_DENSE},
+		{"partition 3 of 3", 1, XPU_T_INT4, XPU_T_INT4, 0, 0, 0},
 	};
 
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
@@ -725,6 +872,11 @@ test_bad_specs(void)
 		spec = spec_of(cases[i].n_keys, types, probe_types, scales, NULL,
 					   cases[i].pay_type != 0, &cases[i].pay_type);
 		spec.form = cases[i].form;
+		if (i == sizeof(cases) / sizeof(cases[0]) - 1)
+		{
+			spec.n_parts = 3;
+			spec.part = 3;
+		}
 		memset(&err, 0, sizeof(err));
 		b = xpu_join_builder_create(&spec, &err);
 		tap_ok(b == NULL && err.code == XPU_ERR_INVALID_ARGUMENT,
@@ -781,6 +933,7 @@ static void m_text_off(XpuJoinTable *t)
 		}
 }
 static void m_inline(XpuJoinTable *t) { t->inline_key = 1; }
+static void m_part(XpuJoinTable *t) { t->part = t->n_parts; }
 static void m_dense_range(XpuJoinTable *t) { t->dense_range = 3 * (uint64_t) t->n_keyed; }
 static void m_dense_slot(XpuJoinTable *t) { ((uint32_t *) ((char *) t + t->slots_off))[0] = t->n_rows + 1; }
 
@@ -808,7 +961,7 @@ test_validator(void)
 		{"entry key offset", m_entry_key}, {"key text length", m_key_len},
 		{"null row", m_null_row}, {"payload offset", m_pay_off},
 		{"payload width", m_pay_width}, {"payload text offset", m_text_off},
-		{"inline key flag (text key)", m_inline},
+		{"inline key flag (text key)", m_inline}, {"partition", m_part},
 	};
 
 	jt_rows_alloc(&inner, 300, 1, spec.n_pay);
@@ -888,6 +1041,7 @@ main(void)
 	test_text_float_numeric_keys();
 	test_composite_keys();
 	test_larger();
+	test_partitions();
 	test_numeric_range();
 	test_limits();
 	test_bad_specs();
