@@ -76,9 +76,16 @@
  * integer-like type (integers, bool, date, time, timestamp[tz]) whose keys
  * are unique and span a range of at most twice the number of keyed rows
  * (max - min + 1 <= 2 * n_keyed): its 4 bytes a slot then take at most 8
- * bytes a row, against the hash form's 4 (buckets) + 16 (entry) + 9 (key
- * bytes); a probe is one subtraction, one compare and one load.  Dimension
- * primary keys (SSB's d_datekey, c_custkey) are of this kind.
+ * bytes a row, against the hash form's 4 to 8 (buckets) + 16 (entry); a
+ * probe is one subtraction, one compare and one load, against the hash
+ * form's hash, bucket, entries (and key bytes where the key is not in the
+ * entry).  Dimension primary keys (SSB's d_datekey, c_custkey) are of this
+ * kind.  A partitioned table (below) is dense only where its own rows
+ * follow the rule.
+ *
+ * On the CPU, xpu_join_first_batch probes a tile's rows with their loads
+ * overlapped (a table larger than the caches costs a few misses a probe,
+ * which one row at a time would wait for one after the other).
  *
  *-------------------------------------------------------------------------
  */
