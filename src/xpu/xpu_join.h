@@ -80,7 +80,7 @@
  * probe is one subtraction, one compare and one load, against the hash
  * form's hash, bucket, entries (and key bytes where the key is not in the
  * entry).  Dimension primary keys (SSB's d_datekey, c_custkey) are of this
- * kind.  A partitioned table (below) is dense only where its own rows
+ * kind.  A partitioned table (above) is dense only where its own rows
  * follow the rule.
  *
  * On the CPU, xpu_join_first_batch probes a tile's rows with their loads
