@@ -143,8 +143,10 @@ probe_batch(const XpuJoinTable *t, const XpuValue *outer, int m, int64_t *matche
 	for (int from = 0; from < m; from += 1024)
 	{
 		int			n = m - from < 1024 ? m - from : 1024;
+		const XpuValue *keys[1] = {outer + from};
+		const uint8_t *nulls[1] = {nonull};
 
-		xpu_join_first_batch(t, n, outer + from, nonull, m, curs, first);
+		xpu_join_first_batch(t, n, NULL, keys, nulls, curs, first);
 		for (int i = 0; i < n; i++)
 			add_matches(t, &curs[i], first[i], &sum, matches);
 	}

@@ -570,8 +570,9 @@ xpu_join_builder_finish(XpuJoinBuilder *b, XpuError *err)
  * the loads of the next for every row of the group before a row waits
  */
 static void
-first_group(const XpuJoinTable *t, int from, int to, const XpuValue *keys,
-			const uint8_t *nulls, int64_t stride, XpuJoinCursor *curs, int32_t *first)
+first_group(const XpuJoinTable *t, int from, int to, const uint16_t *sel,
+			const XpuValue *const *keys, const uint8_t *const *nulls,
+			XpuJoinCursor *curs, int32_t *first)
 {
 	const uint32_t *buckets = (const uint32_t *) XPU_JOIN_AT(t, t->buckets_off);
 	const uint32_t *slots = (const uint32_t *) XPU_JOIN_AT(t, t->slots_off);
@@ -585,11 +586,12 @@ first_group(const XpuJoinTable *t, int from, int to, const XpuValue *keys,
 		XpuJoinCursor *c = &curs[i];
 		XpuValue	vals[XPU_JOIN_MAX_KEYS];
 		uint8_t		nl[XPU_JOIN_MAX_KEYS];
+		int			row = sel != NULL ? sel[i] : i;
 
 		for (int k = 0; k < t->n_keys; k++)
 		{
-			vals[k] = keys[k * stride + i];
-			nl[k] = nulls[k * stride + i];
+			vals[k] = keys[k][row];
+			nl[k] = nulls[k][row];
 		}
 		ok[i - from] = (uint8_t) xpu_join_start(t, c, vals, nl);
 		if (!ok[i - from])
@@ -643,13 +645,13 @@ first_group(const XpuJoinTable *t, int from, int to, const XpuValue *keys,
 }
 
 void
-xpu_join_first_batch(const XpuJoinTable *t, int n, const XpuValue *keys,
-					 const uint8_t *nulls, int64_t stride, XpuJoinCursor *curs,
-					 int32_t *first)
+xpu_join_first_batch(const XpuJoinTable *t, int n, const uint16_t *sel,
+					 const XpuValue *const *keys, const uint8_t *const *nulls,
+					 XpuJoinCursor *curs, int32_t *first)
 {
 	for (int from = 0; from < n; from += BATCH_GROUP)
-		first_group(t, from, from + BATCH_GROUP < n ? from + BATCH_GROUP : n, keys, nulls,
-					stride, curs, first);
+		first_group(t, from, from + BATCH_GROUP < n ? from + BATCH_GROUP : n, sel, keys,
+					nulls, curs, first);
 }
 
 /* ---------------------------------------------------------------- validation */

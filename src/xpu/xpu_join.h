@@ -774,18 +774,20 @@ extern XpuJoinTable *xpu_join_builder_finish(XpuJoinBuilder *b, XpuError *err);
 
 /*
  * xpu_join_first_batch: xpu_join_first of n outer rows at once, for the
- * CPU engine: key column k of row i at keys[k * stride + i] /
- * nulls[k * stride + i]; row i's cursor into curs[i] (go on with
- * xpu_join_next) and its first match into first[i] (-1 none).  The same
+ * CPU engine: the rows sel[0 .. n - 1] (a tile's selection vector; NULL:
+ * rows 0 .. n - 1), key column k of row r at keys[k][r] / nulls[k][r]
+ * (a tile's key registers: n_keys vectors); the i-th row's cursor into
+ * curs[i] (go on with xpu_join_next) and its first match into first[i]
+ * (-1 none).  The same
  * results as n calls of xpu_join_first; faster on a table larger than the
  * caches, since a group of rows starts each of its loads (bucket, entries,
  * key bytes, the first match's payload) before any row waits for one.  The
  * join-type helpers go on from such a cursor after setting its jointype
  * and clearing accepted and done (as xpu_join_begin does).
  */
-extern void xpu_join_first_batch(const XpuJoinTable *t, int n, const XpuValue *keys,
-								 const uint8_t *nulls, int64_t stride, XpuJoinCursor *curs,
-								 int32_t *first);
+extern void xpu_join_first_batch(const XpuJoinTable *t, int n, const uint16_t *sel,
+								 const XpuValue *const *keys, const uint8_t *const *nulls,
+								 XpuJoinCursor *curs, int32_t *first);
 
 /*
  * checks len bytes received as a table (from another process) before a

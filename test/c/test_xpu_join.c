@@ -250,39 +250,55 @@ all_types_agree(const XpuJoinTable *t, const XpuJoinSpec *spec, const JtRows *in
 }
 
 /*
- * does xpu_join_first_batch (over runs of 100 outer rows: groups end
- * inside a run) give every outer row the matches xpu_join_first/next give
+ * does xpu_join_first_batch give every outer row the matches
+ * xpu_join_first/next give: over runs of 100 outer rows (groups end inside
+ * a run), all of a run's rows, then every third through a selection vector
  */
 static int
 batch_agrees(const XpuJoinTable *t, const XpuJoinSpec *spec, const JtRows *outer)
 {
 	XpuJoinCursor *curs = (XpuJoinCursor *) malloc(sizeof(XpuJoinCursor) * 100);
 	int32_t		first[100];
+	uint16_t	sel[100];
 	int			ok = 1;
 
 	for (int from = 0; from < outer->n; from += 100)
 	{
 		int			n = outer->n - from < 100 ? outer->n - from : 100;
+		int			n_sel = 0;
+		const XpuValue *keys[XPU_JOIN_MAX_KEYS];
+		const uint8_t *nulls[XPU_JOIN_MAX_KEYS];
 
-		xpu_join_first_batch(t, n, outer->keys + from, outer->key_nulls + from, outer->n,
-							 curs, first);
-		for (int i = 0; i < n; i++)
+		for (int k = 0; k < spec->n_keys; k++)
 		{
-			XpuValue	vals[XPU_JOIN_MAX_KEYS];
-			uint8_t		nulls[XPU_JOIN_MAX_KEYS];
-			XpuJoinCursor c;
-			int32_t		a,
-						b = first[i];
+			keys[k] = outer->keys + k * outer->n + from;
+			nulls[k] = outer->key_nulls + k * outer->n + from;
+		}
+		for (int i = 0; i < n; i += 3)
+			sel[n_sel++] = (uint16_t) i;
+		for (int pass = 0; pass < 2; pass++)
+		{
+			int			count = pass == 0 ? n : n_sel;
 
-			jt_outer_keys(spec, outer, from + i, vals, nulls);
-			a = xpu_join_first(t, &c, vals, nulls);
-			for (;;)
+			xpu_join_first_batch(t, count, pass == 0 ? NULL : sel, keys, nulls, curs, first);
+			for (int i = 0; i < count; i++)
 			{
-				ok &= a == b;
-				if (a < 0 || b < 0)
-					break;
-				a = xpu_join_next(t, &c);
-				b = xpu_join_next(t, &curs[i]);
+				XpuValue	vals[XPU_JOIN_MAX_KEYS];
+				uint8_t		nl[XPU_JOIN_MAX_KEYS];
+				XpuJoinCursor c;
+				int32_t		a,
+							b = first[i];
+
+				jt_outer_keys(spec, outer, from + (pass == 0 ? i : sel[i]), vals, nl);
+				a = xpu_join_first(t, &c, vals, nl);
+				for (;;)
+				{
+					ok &= a == b;
+					if (a < 0 || b < 0)
+						break;
+					a = xpu_join_next(t, &c);
+					b = xpu_join_next(t, &curs[i]);
+				}
 			}
 		}
 	}
