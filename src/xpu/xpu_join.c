@@ -51,6 +51,10 @@ struct XpuJoinBuilder
 												 * XpuJoinText with off into text */
 	Buf			pay_nulls[XPU_JOIN_MAX_PAYLOAD];
 	Buf			text;			/* payload text bytes */
+	/* the layout, once xpu_join_builder_layout made it (no rows after) */
+	int			laid_out;
+	XpuJoinTable hdr;
+	uint32_t   *slots;			/* the dense form's slots */
 };
 
 #define ALIGN16(x)	(((x) + 15) & ~(uint64_t) 15)
@@ -185,6 +189,7 @@ xpu_join_builder_free(XpuJoinBuilder *b)
 		buf_free(&b->pay_nulls[c]);
 	}
 	buf_free(&b->text);
+	free(b->slots);
 	free(b);
 }
 
@@ -312,8 +317,9 @@ xpu_join_builder_add(XpuJoinBuilder *b, int64_t n, const XpuValue *keys,
 					 const uint8_t *key_nulls, const XpuValue *pay,
 					 const uint8_t *pay_nulls, XpuError *err)
 {
-	if (n < 0)
-		return fail(err, XPU_ERR_INVALID_ARGUMENT, "negative row count");
+	if (n < 0 || b->laid_out)
+		return fail(err, XPU_ERR_INVALID_ARGUMENT,
+					n < 0 ? "negative row count" : "rows added to a laid-out join table");
 	for (int64_t i = 0; i < n; i++)
 	{
 		if (b->n_rows >= XPU_JOIN_MAX_ROWS)
@@ -466,91 +472,108 @@ write_payload(const XpuJoinBuilder *b, XpuJoinTable *t)
 	}
 }
 
-XpuJoinTable *
-xpu_join_builder_finish(XpuJoinBuilder *b, XpuError *err)
+uint64_t
+xpu_join_builder_layout(XpuJoinBuilder *b, XpuError *err)
 {
-	XpuJoinTable hdr;
-	XpuJoinTable *t;
-	uint32_t   *slots = NULL;
+	XpuJoinTable *h = &b->hdr;
 	uint64_t	n_keyed = b->keyed.len / sizeof(KeyedRow);
 	uint64_t	off,
 				nb = 1;
-	void	   *mem;
 
-	memset(&hdr, 0, sizeof(hdr));
-	hdr.magic = XPU_JOIN_MAGIC;
-	hdr.version = XPU_JOIN_VERSION;
-	hdr.n_keys = (uint8_t) b->spec.n_keys;
-	hdr.n_pay = (uint8_t) b->spec.n_pay;
-	hdr.n_rows = b->n_rows;
-	hdr.n_keyed = (uint32_t) n_keyed;
-	hdr.n_null_keys = (uint32_t) (b->null_rows.len / 4);
-	hdr.n_parts = b->spec.n_parts > 1 ? b->spec.n_parts : 1;
-	hdr.part = b->spec.n_parts > 1 ? b->spec.part : 0;
-	memcpy(hdr.keys, b->spec.keys, sizeof(hdr.keys));
+	if (b->laid_out)
+		return h->total_len;
+	free(b->slots);				/* of a layout that passed the limit */
+	b->slots = NULL;
+	memset(h, 0, sizeof(*h));
+	h->magic = XPU_JOIN_MAGIC;
+	h->version = XPU_JOIN_VERSION;
+	h->n_keys = (uint8_t) b->spec.n_keys;
+	h->n_pay = (uint8_t) b->spec.n_pay;
+	h->n_rows = b->n_rows;
+	h->n_keyed = (uint32_t) n_keyed;
+	h->n_null_keys = (uint32_t) (b->null_rows.len / 4);
+	h->n_parts = b->spec.n_parts > 1 ? b->spec.n_parts : 1;
+	h->part = b->spec.n_parts > 1 ? b->spec.part : 0;
+	memcpy(h->keys, b->spec.keys, sizeof(h->keys));
 	off = ALIGN16(sizeof(XpuJoinTable));
-	if (dense_slots(b, &slots, &hdr.dense_min, &hdr.dense_range))
+	if (dense_slots(b, &b->slots, &h->dense_min, &h->dense_range))
 	{
-		hdr.form = XPU_JOIN_DENSE;
-		hdr.slots_off = off;
-		off = ALIGN16(off + 4 * hdr.dense_range);
+		h->form = XPU_JOIN_DENSE;
+		h->slots_off = off;
+		off = ALIGN16(off + 4 * h->dense_range);
 	}
 	else
 	{
-		hdr.form = XPU_JOIN_HASH;
+		h->form = XPU_JOIN_HASH;
 		while (nb < n_keyed)
 			nb *= 2;
-		hdr.n_buckets = (uint32_t) nb;
-		hdr.buckets_off = off;
+		h->n_buckets = (uint32_t) nb;
+		h->buckets_off = off;
 		off = ALIGN16(off + 4 * (nb + 1));
-		hdr.entries_off = off;
+		h->entries_off = off;
 		off = ALIGN16(off + sizeof(XpuJoinEntry) * n_keyed);
-		hdr.inline_key = (uint8_t) xpu_join_key_inline(b->spec.keys, b->spec.n_keys);
-		hdr.keys_off = off;
-		hdr.keys_len = hdr.inline_key ? 0 : b->keys.len;
-		off = ALIGN16(off + hdr.keys_len);
+		h->inline_key = (uint8_t) xpu_join_key_inline(b->spec.keys, b->spec.n_keys);
+		h->keys_off = off;
+		h->keys_len = h->inline_key ? 0 : b->keys.len;
+		off = ALIGN16(off + h->keys_len);
 	}
-	hdr.null_rows_off = off;
+	h->null_rows_off = off;
 	off = ALIGN16(off + b->null_rows.len);
 	for (int c = 0; c < b->spec.n_pay; c++)
 	{
-		XpuJoinPayCol *pc = &hdr.pay[c];
+		XpuJoinPayCol *pc = &h->pay[c];
 
 		pc->type = b->spec.pay_types[c];
 		pc->width = (uint8_t) xpu_join_pay_width(pc->type);
 		pc->vals_off = off;
-		off = ALIGN16(off + (uint64_t) pc->width * hdr.n_rows);
+		off = ALIGN16(off + (uint64_t) pc->width * h->n_rows);
 		pc->nulls_off = off;
-		off = ALIGN16(off + hdr.n_rows);
+		off = ALIGN16(off + h->n_rows);
 	}
-	hdr.text_off = off;
-	hdr.text_len = b->text.len;
+	h->text_off = off;
+	h->text_len = b->text.len;
 	off = ALIGN16(off + b->text.len);
-	hdr.total_len = off;
+	h->total_len = off;
 	if (off > b->limit)
 	{
-		free(slots);
 		too_large(err);
-		return NULL;
+		return 0;
 	}
-	if (off != (size_t) off || posix_memalign(&mem, 64, (size_t) off) != 0)
+	b->laid_out = 1;
+	return off;
+}
+
+void
+xpu_join_builder_write(XpuJoinBuilder *b, void *dst)
+{
+	XpuJoinTable *t = (XpuJoinTable *) dst;
+
+	/* zeroed: padding and the counting sort's counts start at 0 */
+	memset(t, 0, (size_t) b->hdr.total_len);
+	*t = b->hdr;
+	if (t->form == XPU_JOIN_DENSE)
+		memcpy((uint8_t *) t + t->slots_off, b->slots, (size_t) (4 * t->dense_range));
+	else
+		write_hash(b, t);
+	buf_copy_to((uint8_t *) t + t->null_rows_off, &b->null_rows);
+	write_payload(b, t);
+}
+
+XpuJoinTable *
+xpu_join_builder_finish(XpuJoinBuilder *b, XpuError *err)
+{
+	uint64_t	len = xpu_join_builder_layout(b, err);
+	void	   *mem;
+
+	if (len == 0)
+		return NULL;
+	if (len != (size_t) len || posix_memalign(&mem, 64, (size_t) len) != 0)
 	{
-		free(slots);
 		oom(err);
 		return NULL;
 	}
-	t = (XpuJoinTable *) mem;
-	/* zeroed: padding and the counting sort's counts start at 0 */
-	memset(t, 0, (size_t) off);
-	*t = hdr;
-	if (t->form == XPU_JOIN_DENSE)
-		memcpy((uint8_t *) t + t->slots_off, slots, (size_t) (4 * t->dense_range));
-	else
-		write_hash(b, t);
-	free(slots);
-	buf_copy_to((uint8_t *) t + t->null_rows_off, &b->null_rows);
-	write_payload(b, t);
-	return t;
+	xpu_join_builder_write(b, mem);
+	return (XpuJoinTable *) mem;
 }
 
 /* ---------------------------------------------------------------- batch probe */

@@ -773,6 +773,16 @@ extern int	xpu_join_builder_add(XpuJoinBuilder *b, int64_t n, const XpuValue *ke
 extern XpuJoinTable *xpu_join_builder_finish(XpuJoinBuilder *b, XpuError *err);
 
 /*
+ * The same in memory of the caller's (a shared-memory segment for the
+ * service, pinned memory for a copy to the GPU): xpu_join_builder_layout
+ * chooses the form and returns the table's bytes (0 with err set past the
+ * limit; no rows may be added after it), xpu_join_builder_write writes
+ * the table at dst (16-byte aligned, that many bytes).
+ */
+extern uint64_t xpu_join_builder_layout(XpuJoinBuilder *b, XpuError *err);
+extern void xpu_join_builder_write(XpuJoinBuilder *b, void *dst);
+
+/*
  * xpu_join_first_batch: xpu_join_first of n outer rows at once, for the
  * CPU engine: the rows sel[0 .. n - 1] (a tile's selection vector; NULL:
  * rows 0 .. n - 1), key column k of row r at keys[k][r] / nulls[k][r]

@@ -800,6 +800,49 @@ test_numeric_range(void)
 	}
 }
 
+/* ---------------------------------------------------------------- caller's memory */
+
+/* layout + write into memory of the test's gives finish's bytes; no rows after layout */
+static void
+test_caller_memory(void)
+{
+	int			t[2] = {XPU_T_TEXT, XPU_T_INT4};
+	XpuJoinSpec spec = spec_of(2, t, NULL, NULL, NULL, N_STD_PAY, std_pay);
+	JtRows		inner;
+	JtDomain	d[2] = {{10, 0, 0}, {10, 50, 0}};
+	XpuError	err;
+	XpuJoinTable *a;
+	XpuJoinBuilder *b;
+	uint64_t	len;
+	uint8_t    *space;
+	int			ok;
+
+	jt_rows_alloc(&inner, 500, 2, spec.n_pay);
+	jt_fill_keys(&inner, &spec, 0, d);
+	jt_fill_pay(&inner, &spec);
+	a = build(&spec, &inner, 1, &err);
+	memset(&err, 0, sizeof(err));
+	b = xpu_join_builder_create(&spec, &err);
+	ok = xpu_join_builder_add(b, inner.n, inner.keys, inner.key_nulls, inner.pay,
+							  inner.pay_nulls, &err);
+	len = xpu_join_builder_layout(b, &err);
+	space = (uint8_t *) malloc((size_t) len + 32);
+	memset(space, 0x5A, (size_t) len + 32);
+	xpu_join_builder_write(b, space + 16 - ((uintptr_t) space & 15));
+	tap_ok(ok && a != NULL && len == a->total_len &&
+		   memcmp(space + 16 - ((uintptr_t) space & 15), a, (size_t) len) == 0,
+		   "a table written into the caller's memory is finish's, byte for byte (%llu bytes)",
+		   (unsigned long long) len);
+	tap_ok(!xpu_join_builder_add(b, 1, inner.keys, inner.key_nulls, inner.pay,
+								 inner.pay_nulls, &err) &&
+		   err.code == XPU_ERR_INVALID_ARGUMENT && xpu_join_builder_layout(b, &err) == len,
+		   "rows added after the layout are refused; the layout stays");
+	xpu_join_builder_free(b);
+	free(space);
+	free(a);
+	jt_rows_free(&inner);
+}
+
 /* ---------------------------------------------------------------- limits and specs */
 
 static void
@@ -1059,6 +1102,7 @@ main(void)
 	test_larger();
 	test_partitions();
 	test_numeric_range();
+	test_caller_memory();
 	test_limits();
 	test_bad_specs();
 	test_validator();
