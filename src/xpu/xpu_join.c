@@ -197,21 +197,27 @@ xpu_join_builder_free(XpuJoinBuilder *b)
 
 /*
  * a lower bound of the finished table's bytes: what the rows take in the
- * hash form (buckets and entries, key bytes, payload, null list, texts);
- * the dense form is chosen only where it is smaller
+ * hash form (buckets and entries, key bytes, payload, null list, texts),
+ * or where the dense form may be chosen its least (a slot a keyed row)
  */
 static uint64_t
 bytes_so_far(const XpuJoinBuilder *b)
 {
+	const XpuJoinSpec *sp = &b->spec;
 	uint64_t	n = b->keyed.len / sizeof(KeyedRow);
-	uint64_t	s = sizeof(XpuJoinTable) + 4 * (n + 1) + sizeof(XpuJoinEntry) * n +
-		b->null_rows.len + b->text.len;
+	uint64_t	s = sizeof(XpuJoinTable) + b->null_rows.len + b->text.len;
 
-	/* one-word keys live in the entries (xpu_join.h) */
-	if (!xpu_join_key_inline(b->spec.keys, b->spec.n_keys))
-		s += b->keys.len;
-
-	for (int c = 0; c < b->spec.n_pay; c++)
+	if (sp->form == XPU_JOIN_AUTO && sp->n_keys == 1 && xpu_agg_intlike(sp->keys[0].type) &&
+		xpu_agg_intlike(sp->keys[0].probe_type))
+		s += 4 * n;
+	else
+	{
+		s += 4 * (n + 1) + sizeof(XpuJoinEntry) * n;
+		/* one-word keys live in the entries (xpu_join.h) */
+		if (!xpu_join_key_inline(sp->keys, sp->n_keys))
+			s += b->keys.len;
+	}
+	for (int c = 0; c < sp->n_pay; c++)
 		s += b->pay_vals[c].len + b->pay_nulls[c].len;
 	return s;
 }

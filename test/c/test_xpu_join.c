@@ -886,6 +886,25 @@ test_limits(void)
 	}
 	free(tab);
 	jt_rows_free(&inner);
+
+	/* a dense table within a limit its hash form would pass */
+	jt_rows_alloc(&inner, 5000, 1, 0);
+	for (int i = 0; i < inner.n; i++)
+		inner.keys[i].i = 3 * (int64_t) i / 2;
+	spec.n_pay = 0;
+	spec.max_bytes = 0;
+	tab = build(&spec, &inner, 1, &err);
+	if (tap_ok(tab != NULL && tab->form == XPU_JOIN_DENSE, "5000 keys over 7500 values: dense"))
+	{
+		spec.max_bytes = tab->total_len;
+		free(tab);
+		tab = build(&spec, &inner, 1, &err);
+		tap_ok(tab != NULL && tab->form == XPU_JOIN_DENSE && 20 * 5000 > spec.max_bytes,
+			   "a limit of the dense table's size (%llu bytes) builds it, the hash form's "
+			   "entries alone would pass it", (unsigned long long) spec.max_bytes);
+	}
+	free(tab);
+	jt_rows_free(&inner);
 }
 
 static void
