@@ -328,14 +328,15 @@ xpu_join_builder_add(XpuJoinBuilder *b, int64_t n, const XpuValue *keys,
 					n < 0 ? "negative row count" : "rows added to a laid-out join table");
 	for (int64_t i = 0; i < n; i++)
 	{
+		int			kept;
+
 		if (b->n_rows >= XPU_JOIN_MAX_ROWS)
 			return too_large(err);
 		for (int k = 0; k < b->spec.n_keys; k++)
 			if (!key_nulls[k * n + i] && b->spec.keys[k].type == XPU_T_TEXT &&
 				keys[k * n + i].t.len < 0)
 				return fail(err, XPU_ERR_INVALID_ARGUMENT, "negative text length");
-		int			kept = add_key(b, n, i, keys, key_nulls, err);
-
+		kept = add_key(b, n, i, keys, key_nulls, err);
 		if (kept == 0)
 			return 0;
 		if (kept == ROW_SKIPPED)
