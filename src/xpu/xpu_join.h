@@ -430,7 +430,7 @@ xpu_join_key_equal(const XpuJoinTable *t, const uint8_t *p, const XpuJoinKeyForm
 /*
  * XpuJoinCursor: one outer row's walk over its matches.  xpu_join_first
  * starts it, xpu_join_next goes on; the join-type helpers below keep their
- * state in it too.  Plain data of about 150 bytes: a GPU thread keeps its
+ * state in it too.  Plain data of 136 bytes: a GPU thread keeps its
  * own.
  */
 typedef struct XpuJoinCursor
@@ -633,8 +633,11 @@ xpu_join_marked(const uint32_t *matched, int32_t row)
  *
  * as PostgreSQL's hash join does: a candidate that fails the quals is no
  * match (a LEFT join then still yields its NULL-extended row); SEMI stops at
- * its first accepted match and ANTI at its first match (no row).  Without
- * join quals, xpu_join_emit runs that loop one output row at a time.
+ * its first accepted match and ANTI at its first match (no row).  In a
+ * partitioned table, an outer row of another partition has no candidate
+ * and no unmatched row.  Without join quals, xpu_join_emit runs that loop
+ * one output row at a time.  After xpu_join_first_batch, set c->jointype
+ * and clear c->accepted and c->done, then go on as after xpu_join_begin.
  */
 XPU_HOST_DEVICE int32_t
 xpu_join_begin(const XpuJoinTable *t, XpuJoinCursor *c, int jointype,
