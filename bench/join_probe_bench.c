@@ -146,7 +146,7 @@ probe_batch(const XpuJoinTable *t, const XpuValue *outer, int m, int64_t *matche
 		const XpuValue *keys[1] = {outer + from};
 		const uint8_t *nulls[1] = {nonull};
 
-		xpu_join_first_batch(t, n, NULL, keys, nulls, curs, first);
+		xpu_join_first_batch(t, XPU_JOIN_INNER, n, NULL, keys, nulls, curs, first);
 		for (int i = 0; i < n; i++)
 			add_matches(t, &curs[i], first[i], &sum, matches);
 	}

@@ -600,7 +600,7 @@ xpu_join_builder_finish(XpuJoinBuilder *b, XpuError *err)
  * the loads of the next for every row of the group before a row waits
  */
 static void
-first_group(const XpuJoinTable *t, int from, int to, const uint16_t *sel,
+first_group(const XpuJoinTable *t, int jointype, int from, int to, const uint16_t *sel,
 			const XpuValue *const *keys, const uint8_t *const *nulls,
 			XpuJoinCursor *curs, int32_t *first)
 {
@@ -623,6 +623,9 @@ first_group(const XpuJoinTable *t, int from, int to, const uint16_t *sel,
 			vals[k] = keys[k][row];
 			nl[k] = nulls[k][row];
 		}
+		c->jointype = (uint8_t) jointype;
+		c->accepted = 0;
+		c->done = 0;
 		ok[i - from] = (uint8_t) xpu_join_start(t, c, vals, nl);
 		if (!ok[i - from])
 			continue;
@@ -675,13 +678,13 @@ first_group(const XpuJoinTable *t, int from, int to, const uint16_t *sel,
 }
 
 void
-xpu_join_first_batch(const XpuJoinTable *t, int n, const uint16_t *sel,
+xpu_join_first_batch(const XpuJoinTable *t, int jointype, int n, const uint16_t *sel,
 					 const XpuValue *const *keys, const uint8_t *const *nulls,
 					 XpuJoinCursor *curs, int32_t *first)
 {
 	for (int from = 0; from < n; from += BATCH_GROUP)
-		first_group(t, from, from + BATCH_GROUP < n ? from + BATCH_GROUP : n, sel, keys,
-					nulls, curs, first);
+		first_group(t, jointype, from, from + BATCH_GROUP < n ? from + BATCH_GROUP : n, sel,
+					keys, nulls, curs, first);
 }
 
 /* ---------------------------------------------------------------- validation */

@@ -636,8 +636,8 @@ xpu_join_marked(const uint32_t *matched, int32_t row)
  * its first accepted match and ANTI at its first match (no row).  In a
  * partitioned table, an outer row of another partition has no candidate
  * and no unmatched row.  Without join quals, xpu_join_emit runs that loop
- * one output row at a time.  After xpu_join_first_batch, set c->jointype
- * and clear c->accepted and c->done, then go on as after xpu_join_begin.
+ * one output row at a time.  A cursor of xpu_join_first_batch goes on as
+ * one of xpu_join_begin.
  */
 XPU_HOST_DEVICE int32_t
 xpu_join_begin(const XpuJoinTable *t, XpuJoinCursor *c, int jointype,
@@ -791,14 +791,14 @@ extern void xpu_join_builder_write(XpuJoinBuilder *b, void *dst);
  * rows 0 .. n - 1), key column k of row r at keys[k][r] / nulls[k][r]
  * (a tile's key registers: n_keys vectors); the i-th row's cursor into
  * curs[i] (go on with xpu_join_next) and its first match into first[i]
- * (-1 none).  The same
- * results as n calls of xpu_join_first; faster on a table larger than the
- * caches, since a group of rows starts each of its loads (bucket, entries,
- * key bytes, the first match's payload) before any row waits for one.  The
- * join-type helpers go on from such a cursor after setting its jointype
- * and clearing accepted and done (as xpu_join_begin does).
+ * (-1 none), each cursor begun for jointype as xpu_join_begin begins it
+ * (the join-type helpers go on from it).  The same results as n calls of
+ * xpu_join_begin; faster on a table larger than the caches, since a group
+ * of rows starts each of its loads (bucket, entries, key bytes, the first
+ * match's payload) before any row waits for one.
  */
-extern void xpu_join_first_batch(const XpuJoinTable *t, int n, const uint16_t *sel,
+extern void xpu_join_first_batch(const XpuJoinTable *t, int jointype, int n,
+								 const uint16_t *sel,
 								 const XpuValue *const *keys, const uint8_t *const *nulls,
 								 XpuJoinCursor *curs, int32_t *first);
 

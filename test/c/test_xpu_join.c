@@ -252,7 +252,8 @@ all_types_agree(const XpuJoinTable *t, const XpuJoinSpec *spec, const JtRows *in
 /*
  * does xpu_join_first_batch give every outer row the matches
  * xpu_join_first/next give: over runs of 100 outer rows (groups end inside
- * a run), all of a run's rows, then every third through a selection vector
+ * a run), all of a run's rows, then every third through a selection vector;
+ * and do its cursors, begun for LEFT, emit what xpu_join_begin's emit
  */
 static int
 batch_agrees(const XpuJoinTable *t, const XpuJoinSpec *spec, const JtRows *outer)
@@ -280,7 +281,8 @@ batch_agrees(const XpuJoinTable *t, const XpuJoinSpec *spec, const JtRows *outer
 		{
 			int			count = pass == 0 ? n : n_sel;
 
-			xpu_join_first_batch(t, count, pass == 0 ? NULL : sel, keys, nulls, curs, first);
+			xpu_join_first_batch(t, pass == 0 ? XPU_JOIN_INNER : XPU_JOIN_LEFT, count,
+								 pass == 0 ? NULL : sel, keys, nulls, curs, first);
 			for (int i = 0; i < count; i++)
 			{
 				XpuValue	vals[XPU_JOIN_MAX_KEYS];
@@ -290,6 +292,21 @@ batch_agrees(const XpuJoinTable *t, const XpuJoinSpec *spec, const JtRows *outer
 							b = first[i];
 
 				jt_outer_keys(spec, outer, from + (pass == 0 ? i : sel[i]), vals, nl);
+				if (pass == 1)
+				{
+					int			more_a,
+								more_b;
+
+					/* LEFT: the same rows, the NULL-extended one too */
+					xpu_join_begin(t, &c, XPU_JOIN_LEFT, vals, nl);
+					do
+					{
+						more_a = xpu_join_emit(t, &c, NULL, &a);
+						more_b = xpu_join_emit(t, &curs[i], NULL, &b);
+						ok &= more_a == more_b && (!more_a || a == b);
+					} while (more_a && more_b);
+					continue;
+				}
 				a = xpu_join_first(t, &c, vals, nl);
 				for (;;)
 				{
