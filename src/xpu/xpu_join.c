@@ -1,0 +1,854 @@
+/*-------------------------------------------------------------------------
+ *
+ * xpu_join.c
+ *		Building a hash join's inner table on the host (xpu_join.h gives the
+ *		layout and the semantics), and checking one received from another
+ *		process.  Plain C, no PostgreSQL headers.
+ *
+ * The builder collects the rows first (xpu_join_builder_add may be called
+ * once per batch of the inner relation, whose size is not known in
+ * advance): per row its payload values, and for a row without a NULL key
+ * its hash and canonical key bytes.  xpu_join_builder_finish then knows
+ * every size, picks the form, and writes the table in one allocation:
+ * the hash form's entries sorted by bucket with a counting sort (stable,
+ * so duplicates of a key stay in inner-row order), the key bytes copied in
+ * entry order so that a bucket's keys are together in memory.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "xpu_join.h"
+
+/* a growing byte array */
+typedef struct Buf
+{
+	uint8_t    *p;
+	uint64_t	len;
+	uint64_t	cap;
+} Buf;
+
+/* per keyed row, while building */
+typedef struct KeyedRow
+{
+	uint64_t	hash;
+	uint64_t	key_off;		/* its key bytes in the builder's keys buffer */
+	uint32_t	key_len;
+	uint32_t	row;
+} KeyedRow;
+
+struct XpuJoinBuilder
+{
+	XpuJoinSpec spec;
+	uint64_t	limit;			/* bytes the table may take */
+	uint32_t	n_rows;
+	Buf			keyed;			/* KeyedRow[] */
+	Buf			keys;			/* key bytes of the keyed rows */
+	Buf			null_rows;		/* uint32[] */
+	Buf			pay_vals[XPU_JOIN_MAX_PAYLOAD];	/* width bytes a row; texts as
+												 * XpuJoinText with off into text */
+	Buf			pay_nulls[XPU_JOIN_MAX_PAYLOAD];
+	Buf			text;			/* payload text bytes */
+	/* the layout, once xpu_join_builder_layout made it (no rows after) */
+	int			laid_out;
+	XpuJoinTable hdr;
+	uint32_t   *slots;			/* the dense form's slots */
+};
+
+#define ALIGN16(x)	(((x) + 15) & ~(uint64_t) 15)
+
+static int
+fail(XpuError *err, int code, const char *msg)
+{
+	XPU_ERROR(err, code, msg);
+	return 0;
+}
+
+static int
+oom(XpuError *err)
+{
+	return fail(err, XPU_ERR_INTERNAL, "out of memory");
+}
+
+/* room for more bytes at the end of b; 0 when memory runs out */
+static int
+buf_reserve(Buf *b, uint64_t more)
+{
+	uint64_t	need = b->len + more;
+	uint64_t	cap = b->cap ? b->cap : 256;
+	uint8_t    *p;
+
+	if (need <= b->cap)
+		return 1;
+	while (cap < need)
+		cap *= 2;
+	if (cap != (size_t) cap || (p = (uint8_t *) realloc(b->p, (size_t) cap)) == NULL)
+		return 0;
+	b->p = p;
+	b->cap = cap;
+	return 1;
+}
+
+static int
+buf_append(Buf *b, const void *src, uint64_t n)
+{
+	if (!buf_reserve(b, n))
+		return 0;
+	if (n > 0)
+		memcpy(b->p + b->len, src, (size_t) n);
+	b->len += n;
+	return 1;
+}
+
+/* copies b's bytes to dst (b may never have been given any) */
+static void
+buf_copy_to(void *dst, const Buf *b)
+{
+	if (b->len > 0)
+		memcpy(dst, b->p, (size_t) b->len);
+}
+
+static void
+buf_free(Buf *b)
+{
+	free(b->p);
+	b->p = NULL;
+	b->len = b->cap = 0;
+}
+
+/* ---------------------------------------------------------------- the spec */
+
+static int
+check_spec(const XpuJoinSpec *spec, XpuError *err)
+{
+	if (spec->n_keys < 1 || spec->n_keys > XPU_JOIN_MAX_KEYS)
+		return fail(err, XPU_ERR_INVALID_ARGUMENT, "a join needs 1 to 4 key columns");
+	if (spec->n_pay < 0 || spec->n_pay > XPU_JOIN_MAX_PAYLOAD)
+		return fail(err, XPU_ERR_INVALID_ARGUMENT, "too many payload columns for a join depth");
+	if (spec->form != XPU_JOIN_AUTO && spec->form != XPU_JOIN_HASH)
+		return fail(err, XPU_ERR_INVALID_ARGUMENT, "unknown join table form");
+	if (spec->n_parts > XPU_JOIN_MAX_PARTS ||
+		(spec->n_parts > 1 && spec->part >= spec->n_parts))
+		return fail(err, XPU_ERR_INVALID_ARGUMENT, "join table partition out of range");
+	for (int k = 0; k < spec->n_keys; k++)
+	{
+		const XpuJoinKeyDesc *d = &spec->keys[k];
+
+		if (!xpu_join_key_supported(d->type, d->probe_type))
+			return fail(err, XPU_ERR_INVALID_ARGUMENT, "join key types cannot be compared");
+		if (d->type == XPU_T_NUMERIC &&
+			(d->scale < 0 || d->scale > XPU_NUMERIC_MAX_SCALE ||
+			 d->probe_scale < 0 || d->probe_scale > XPU_NUMERIC_MAX_SCALE))
+			return fail(err, XPU_ERR_INVALID_ARGUMENT, "join key numeric scale out of range");
+	}
+	for (int c = 0; c < spec->n_pay; c++)
+		if (xpu_join_pay_width(spec->pay_types[c]) == 0)
+			return fail(err, XPU_ERR_INVALID_ARGUMENT, "unknown join payload type");
+	return 1;
+}
+
+XpuJoinBuilder *
+xpu_join_builder_create(const XpuJoinSpec *spec, XpuError *err)
+{
+	XpuJoinBuilder *b;
+
+	if (!check_spec(spec, err))
+		return NULL;
+	if ((b = (XpuJoinBuilder *) calloc(1, sizeof(XpuJoinBuilder))) == NULL)
+	{
+		oom(err);
+		return NULL;
+	}
+	b->spec = *spec;
+	for (int k = 0; k < spec->n_keys; k++)
+	{
+		XpuJoinKeyDesc *d = &b->spec.keys[k];
+
+		d->key_scale = 0;
+		if (d->type == XPU_T_NUMERIC)
+			d->key_scale = d->scale > d->probe_scale ? d->scale : d->probe_scale;
+	}
+	b->limit = spec->max_bytes == 0 || spec->max_bytes > XPU_JOIN_MAX_BYTES ?
+		XPU_JOIN_MAX_BYTES : spec->max_bytes;
+	return b;
+}
+
+void
+xpu_join_builder_free(XpuJoinBuilder *b)
+{
+	if (b == NULL)
+		return;
+	buf_free(&b->keyed);
+	buf_free(&b->keys);
+	buf_free(&b->null_rows);
+	for (int c = 0; c < XPU_JOIN_MAX_PAYLOAD; c++)
+	{
+		buf_free(&b->pay_vals[c]);
+		buf_free(&b->pay_nulls[c]);
+	}
+	buf_free(&b->text);
+	free(b->slots);
+	free(b);
+}
+
+/* ---------------------------------------------------------------- adding rows */
+
+/*
+ * a lower bound of the finished table's bytes: what the rows take in the
+ * hash form (buckets and entries, key bytes, payload, null list, texts),
+ * or where the dense form may be chosen its least (a slot a keyed row)
+ */
+static uint64_t
+bytes_so_far(const XpuJoinBuilder *b)
+{
+	const XpuJoinSpec *sp = &b->spec;
+	uint64_t	n = b->keyed.len / sizeof(KeyedRow);
+	uint64_t	s = sizeof(XpuJoinTable) + b->null_rows.len + b->text.len;
+
+	if (sp->form == XPU_JOIN_AUTO && sp->n_keys == 1 && xpu_agg_intlike(sp->keys[0].type) &&
+		xpu_agg_intlike(sp->keys[0].probe_type))
+		s += 4 * n;
+	else
+	{
+		s += 4 * (n + 1) + sizeof(XpuJoinEntry) * n;
+		/* one-word keys live in the entries (xpu_join.h) */
+		if (!xpu_join_key_inline(sp->keys, sp->n_keys))
+			s += b->keys.len;
+	}
+	for (int c = 0; c < sp->n_pay; c++)
+		s += b->pay_vals[c].len + b->pay_nulls[c].len;
+	return s;
+}
+
+static int
+too_large(XpuError *err)
+{
+	return fail(err, XPU_ERR_FALLBACK, "join inner table exceeds its size limit");
+}
+
+/* add_key's result for a row of another partition: not kept */
+#define ROW_SKIPPED		2
+
+/*
+ * the key of row i (of n) into b: its hash and key bytes, or the NULL
+ * list; returns 1, ROW_SKIPPED (the row is another partition's), or 0
+ * with err set
+ */
+static int
+add_key(XpuJoinBuilder *b, int64_t n, int64_t i, const XpuValue *keys,
+		const uint8_t *key_nulls, XpuError *err)
+{
+	const XpuJoinSpec *sp = &b->spec;
+	XpuValue	vals[XPU_JOIN_MAX_KEYS];
+	uint8_t		nulls[XPU_JOIN_MAX_KEYS];
+	XpuJoinKeyForm f;
+	KeyedRow	kr;
+	uint64_t	key_len;
+	int			r;
+
+	for (int k = 0; k < sp->n_keys; k++)
+	{
+		vals[k] = keys[k * n + i];
+		nulls[k] = key_nulls[k * n + i];
+	}
+	r = xpu_join_key_form(sp->keys, sp->n_keys, 0, vals, nulls, &f);
+	if (r == XPU_JOIN_FORM_NULL && sp->n_parts > 1 && sp->part != 0)
+		return ROW_SKIPPED;		/* partition 0 keeps the NULL keys */
+	if (r == XPU_JOIN_FORM_NULL)
+		return buf_append(&b->null_rows, &b->n_rows, 4) || oom(err);
+	if (r == XPU_JOIN_FORM_RANGE)
+		return fail(err, XPU_ERR_FALLBACK,
+					"join key out of the engine's 38-digit numeric range at the key scale");
+	kr.hash = xpu_join_form_hash(sp->keys, sp->n_keys, &f);
+	if (sp->n_parts > 1 && xpu_join_part_of(kr.hash, sp->n_parts) != sp->part)
+		return ROW_SKIPPED;
+	kr.key_off = b->keys.len;
+	kr.row = b->n_rows;
+	key_len = 0;
+	for (int k = 0; k < sp->n_keys; k++)
+		key_len += xpu_agg_key_value_len(sp->keys[k].type, &vals[k], 0);
+	if (key_len > UINT32_MAX)
+		return too_large(err);
+	kr.key_len = (uint32_t) key_len;
+	if (!buf_reserve(&b->keys, kr.key_len))
+		return oom(err);
+	for (int k = 0; k < sp->n_keys; k++)
+	{
+		XpuValue	x;
+
+		xpu_join_key_value(&sp->keys[k], 0, &vals[k], &x);
+		b->keys.len += xpu_agg_key_value_put(b->keys.p + b->keys.len, sp->keys[k].type, &x, 0);
+	}
+	return buf_append(&b->keyed, &kr, sizeof(kr)) || oom(err);
+}
+
+/* payload column c of row i (of n) into b */
+static int
+add_pay(XpuJoinBuilder *b, int c, int64_t n, int64_t i, const XpuValue *pay,
+		const uint8_t *pay_nulls, XpuError *err)
+{
+	int			type = b->spec.pay_types[c];
+	int			width = xpu_join_pay_width(type);
+	uint8_t		isnull = pay_nulls[c * n + i] ? 1 : 0;
+	const XpuValue *v = &pay[c * n + i];
+	uint8_t		slot[16];
+
+	memset(slot, 0, sizeof(slot));
+	if (!isnull && type == XPU_T_TEXT)
+	{
+		XpuJoinText tx;
+
+		if (v->t.len < 0)
+			return fail(err, XPU_ERR_INVALID_ARGUMENT, "negative text length");
+		/* the offset is made the table's when it is written */
+		tx.off = b->text.len;
+		tx.len = v->t.len;
+		tx.pad = 0;
+		if (!buf_append(&b->text, v->t.p, (uint64_t) v->t.len))
+			return oom(err);
+		memcpy(slot, &tx, sizeof(tx));
+	}
+	else if (!isnull)
+		memcpy(slot, v, (size_t) width);
+	if (!buf_append(&b->pay_vals[c], slot, (uint64_t) width) ||
+		!buf_append(&b->pay_nulls[c], &isnull, 1))
+		return oom(err);
+	return 1;
+}
+
+int
+xpu_join_builder_add(XpuJoinBuilder *b, int64_t n, const XpuValue *keys,
+					 const uint8_t *key_nulls, const XpuValue *pay,
+					 const uint8_t *pay_nulls, XpuError *err)
+{
+	if (n < 0 || b->laid_out)
+		return fail(err, XPU_ERR_INVALID_ARGUMENT,
+					n < 0 ? "negative row count" : "rows added to a laid-out join table");
+	for (int64_t i = 0; i < n; i++)
+	{
+		int			kept;
+
+		if (b->n_rows >= XPU_JOIN_MAX_ROWS)
+			return too_large(err);
+		for (int k = 0; k < b->spec.n_keys; k++)
+			if (!key_nulls[k * n + i] && b->spec.keys[k].type == XPU_T_TEXT &&
+				keys[k * n + i].t.len < 0)
+				return fail(err, XPU_ERR_INVALID_ARGUMENT, "negative text length");
+		kept = add_key(b, n, i, keys, key_nulls, err);
+		if (kept == 0)
+			return 0;
+		if (kept == ROW_SKIPPED)
+			continue;
+		for (int c = 0; c < b->spec.n_pay; c++)
+			if (!add_pay(b, c, n, i, pay, pay_nulls, err))
+				return 0;
+		b->n_rows++;
+		/* now and then: a table past its limit fails before it is finished */
+		if ((b->n_rows & 1023) == 0 && bytes_so_far(b) > b->limit)
+			return too_large(err);
+	}
+	if (bytes_so_far(b) > b->limit)
+		return too_large(err);
+	return 1;
+}
+
+/* ---------------------------------------------------------------- finishing */
+
+/*
+ * dense_slots: the slot array of the dense form (xpu_join.h: one integer-like
+ * key, unique, max - min + 1 <= 2 * keyed rows) into *slots (calloc'd) with
+ * *min and *range; 0 when the rows do not qualify (or memory runs out: the
+ * hash form is then tried, which needs no such array)
+ */
+static int
+dense_slots(const XpuJoinBuilder *b, uint32_t **slots, int64_t *min, uint64_t *range)
+{
+	const KeyedRow *kr = (const KeyedRow *) b->keyed.p;
+	uint64_t	n = b->keyed.len / sizeof(KeyedRow);
+	int			type = b->spec.keys[0].type;
+	int64_t		lo = INT64_MAX,
+				hi = INT64_MIN;
+	uint32_t   *s;
+
+	if (b->spec.form == XPU_JOIN_HASH || b->spec.n_keys != 1 || n == 0 ||
+		!xpu_agg_intlike(type) || !xpu_agg_intlike(b->spec.keys[0].probe_type))
+		return 0;
+	for (uint64_t i = 0; i < n; i++)
+	{
+		int64_t		v;
+
+		memcpy(&v, b->keys.p + kr[i].key_off + 1, 8);
+		lo = v < lo ? v : lo;
+		hi = v > hi ? v : hi;
+	}
+	/* unsigned: hi - lo may pass INT64_MAX */
+	if ((uint64_t) hi - (uint64_t) lo >= 2 * n)
+		return 0;
+	*range = (uint64_t) hi - (uint64_t) lo + 1;
+	if ((s = (uint32_t *) calloc((size_t) *range, 4)) == NULL)
+		return 0;
+	for (uint64_t i = 0; i < n; i++)
+	{
+		int64_t		v;
+		uint64_t	slot;
+
+		memcpy(&v, b->keys.p + kr[i].key_off + 1, 8);
+		slot = (uint64_t) v - (uint64_t) lo;
+		if (s[slot] != 0)
+		{
+			free(s);			/* a duplicate key */
+			return 0;
+		}
+		s[slot] = kr[i].row + 1;
+	}
+	*slots = s;
+	*min = lo;
+	return 1;
+}
+
+/* the hash form's buckets and entries (sorted by bucket) and key bytes into t */
+static void
+write_hash(const XpuJoinBuilder *b, XpuJoinTable *t)
+{
+	const KeyedRow *kr = (const KeyedRow *) b->keyed.p;
+	uint32_t	n = t->n_keyed;
+	uint32_t   *buckets = (uint32_t *) ((uint8_t *) t + t->buckets_off);
+	XpuJoinEntry *ents = (XpuJoinEntry *) ((uint8_t *) t + t->entries_off);
+	uint64_t	kpos = t->keys_off;
+	uint32_t	mask = t->n_buckets - 1;
+
+	/* counts, then each bucket's start; buckets[b + 1] is then b's end */
+	for (uint32_t i = 0; i < n; i++)
+		buckets[(kr[i].hash & mask) + 1]++;
+	for (uint32_t i = 0; i < t->n_buckets; i++)
+		buckets[i + 1] += buckets[i];
+	/* place (key_off holds the keyed row for now): buckets[bk] counts up
+	 * to bk's end, then the array is shifted back to the starts */
+	for (uint32_t i = 0; i < n; i++)
+	{
+		uint32_t	bk = (uint32_t) (kr[i].hash & mask);
+		XpuJoinEntry *e = &ents[buckets[bk]++];
+
+		e->tag = (uint32_t) (kr[i].hash >> 32);
+		e->row = kr[i].row;
+		e->key_off = i;
+	}
+	for (uint32_t i = t->n_buckets; i > 0; i--)
+		buckets[i] = buckets[i - 1];
+	buckets[0] = 0;
+	/* key bytes in entry order, so that a bucket's keys lie together */
+	for (uint32_t e = 0; e < n; e++)
+	{
+		const KeyedRow *k = &kr[ents[e].key_off];
+
+		if (t->inline_key)
+		{
+			memcpy(&ents[e].key_off, b->keys.p + k->key_off + 1, 8);
+			continue;
+		}
+		memcpy((uint8_t *) t + kpos, b->keys.p + k->key_off, k->key_len);
+		ents[e].key_off = kpos;
+		kpos += k->key_len;
+	}
+}
+
+/* the payload columns and their texts into t (offsets set) */
+static void
+write_payload(const XpuJoinBuilder *b, XpuJoinTable *t)
+{
+	buf_copy_to((uint8_t *) t + t->text_off, &b->text);
+	for (int c = 0; c < t->n_pay; c++)
+	{
+		XpuJoinPayCol *pc = &t->pay[c];
+		uint8_t    *vals = (uint8_t *) t + pc->vals_off;
+
+		buf_copy_to(vals, &b->pay_vals[c]);
+		buf_copy_to((uint8_t *) t + pc->nulls_off, &b->pay_nulls[c]);
+		if (pc->type != XPU_T_TEXT)
+			continue;
+		for (uint32_t r = 0; r < t->n_rows; r++)
+		{
+			XpuJoinText tx;
+
+			memcpy(&tx, vals + (uint64_t) r * 16, sizeof(tx));
+			tx.off += t->text_off;
+			memcpy(vals + (uint64_t) r * 16, &tx, sizeof(tx));
+		}
+	}
+}
+
+uint64_t
+xpu_join_builder_layout(XpuJoinBuilder *b, XpuError *err)
+{
+	XpuJoinTable *h = &b->hdr;
+	uint64_t	n_keyed = b->keyed.len / sizeof(KeyedRow);
+	uint64_t	off,
+				nb = 1;
+
+	if (b->laid_out)
+		return h->total_len;
+	free(b->slots);				/* of a layout that passed the limit */
+	b->slots = NULL;
+	memset(h, 0, sizeof(*h));
+	h->magic = XPU_JOIN_MAGIC;
+	h->version = XPU_JOIN_VERSION;
+	h->n_keys = (uint8_t) b->spec.n_keys;
+	h->n_pay = (uint8_t) b->spec.n_pay;
+	h->n_rows = b->n_rows;
+	h->n_keyed = (uint32_t) n_keyed;
+	h->n_null_keys = (uint32_t) (b->null_rows.len / 4);
+	h->n_parts = b->spec.n_parts > 1 ? b->spec.n_parts : 1;
+	h->part = b->spec.n_parts > 1 ? b->spec.part : 0;
+	memcpy(h->keys, b->spec.keys, sizeof(h->keys));
+	off = ALIGN16(sizeof(XpuJoinTable));
+	if (dense_slots(b, &b->slots, &h->dense_min, &h->dense_range))
+	{
+		h->form = XPU_JOIN_DENSE;
+		h->slots_off = off;
+		off = ALIGN16(off + 4 * h->dense_range);
+	}
+	else
+	{
+		h->form = XPU_JOIN_HASH;
+		while (nb < n_keyed)
+			nb *= 2;
+		h->n_buckets = (uint32_t) nb;
+		h->buckets_off = off;
+		off = ALIGN16(off + 4 * (nb + 1));
+		h->entries_off = off;
+		off = ALIGN16(off + sizeof(XpuJoinEntry) * n_keyed);
+		h->inline_key = (uint8_t) xpu_join_key_inline(b->spec.keys, b->spec.n_keys);
+		h->keys_off = off;
+		h->keys_len = h->inline_key ? 0 : b->keys.len;
+		off = ALIGN16(off + h->keys_len);
+	}
+	h->null_rows_off = off;
+	off = ALIGN16(off + b->null_rows.len);
+	for (int c = 0; c < b->spec.n_pay; c++)
+	{
+		XpuJoinPayCol *pc = &h->pay[c];
+
+		pc->type = b->spec.pay_types[c];
+		pc->width = (uint8_t) xpu_join_pay_width(pc->type);
+		pc->vals_off = off;
+		off = ALIGN16(off + (uint64_t) pc->width * h->n_rows);
+		pc->nulls_off = off;
+		off = ALIGN16(off + h->n_rows);
+	}
+	h->text_off = off;
+	h->text_len = b->text.len;
+	off = ALIGN16(off + b->text.len);
+	h->total_len = off;
+	if (off > b->limit)
+	{
+		too_large(err);
+		return 0;
+	}
+	b->laid_out = 1;
+	return off;
+}
+
+void
+xpu_join_builder_write(XpuJoinBuilder *b, void *dst)
+{
+	XpuJoinTable *t = (XpuJoinTable *) dst;
+
+	/* zeroed: padding and the counting sort's counts start at 0 */
+	memset(t, 0, (size_t) b->hdr.total_len);
+	*t = b->hdr;
+	if (t->form == XPU_JOIN_DENSE)
+		memcpy((uint8_t *) t + t->slots_off, b->slots, (size_t) (4 * t->dense_range));
+	else
+		write_hash(b, t);
+	buf_copy_to((uint8_t *) t + t->null_rows_off, &b->null_rows);
+	write_payload(b, t);
+}
+
+XpuJoinTable *
+xpu_join_builder_finish(XpuJoinBuilder *b, XpuError *err)
+{
+	uint64_t	len = xpu_join_builder_layout(b, err);
+	void	   *mem;
+
+	if (len == 0)
+		return NULL;
+	if (len != (size_t) len || posix_memalign(&mem, 64, (size_t) len) != 0)
+	{
+		oom(err);
+		return NULL;
+	}
+	xpu_join_builder_write(b, mem);
+	return (XpuJoinTable *) mem;
+}
+
+/* ---------------------------------------------------------------- batch probe */
+
+/* rows of xpu_join_first_batch whose loads are started together */
+#define BATCH_GROUP		32
+
+/* starts loading the cache line at p (a no-op where the compiler has no prefetch) */
+#if defined(__GNUC__)
+#define PREFETCH(p)		__builtin_prefetch((p), 0, 3)
+#else
+#define PREFETCH(p)		((void) (p))
+#endif
+
+/*
+ * one group of rows [from, to) of xpu_join_first_batch: each step starts
+ * the loads of the next for every row of the group before a row waits
+ */
+static void
+first_group(const XpuJoinTable *t, int jointype, int from, int to, const uint16_t *sel,
+			const XpuValue *const *keys, const uint8_t *const *nulls,
+			XpuJoinCursor *curs, int32_t *first)
+{
+	const uint32_t *buckets = (const uint32_t *) XPU_JOIN_AT(t, t->buckets_off);
+	const uint32_t *slots = (const uint32_t *) XPU_JOIN_AT(t, t->slots_off);
+	const XpuJoinEntry *ents = (const XpuJoinEntry *) XPU_JOIN_AT(t, t->entries_off);
+	uint8_t		ok[BATCH_GROUP];
+	uint64_t	where[BATCH_GROUP];
+
+	/* the keys' forms and hashes; the bucket or slot starts loading */
+	for (int i = from; i < to; i++)
+	{
+		XpuJoinCursor *c = &curs[i];
+		XpuValue	vals[XPU_JOIN_MAX_KEYS];
+		uint8_t		nl[XPU_JOIN_MAX_KEYS];
+		int			row = sel != NULL ? sel[i] : i;
+
+		for (int k = 0; k < t->n_keys; k++)
+		{
+			vals[k] = keys[k][row];
+			nl[k] = nulls[k][row];
+		}
+		c->jointype = (uint8_t) jointype;
+		c->accepted = 0;
+		c->done = 0;
+		ok[i - from] = (uint8_t) xpu_join_start(t, c, vals, nl);
+		if (!ok[i - from])
+			continue;
+		if (t->form == XPU_JOIN_DENSE)
+		{
+			where[i - from] = c->key.w[0][0] - (uint64_t) t->dense_min;
+			if (where[i - from] < t->dense_range)
+				PREFETCH(&slots[where[i - from]]);
+			continue;
+		}
+		where[i - from] = c->hash & (t->n_buckets - 1);
+		PREFETCH(&buckets[where[i - from]]);
+	}
+	/* the bucket's entries start loading (dense: the match is known) */
+	for (int i = from; i < to; i++)
+	{
+		XpuJoinCursor *c = &curs[i];
+
+		if (!ok[i - from])
+			continue;
+		if (t->form == XPU_JOIN_DENSE)
+		{
+			if (where[i - from] < t->dense_range && slots[where[i - from]] != 0)
+				c->row = (int32_t) (slots[where[i - from]] - 1);
+			continue;
+		}
+		c->pos = buckets[where[i - from]];
+		c->end = buckets[where[i - from] + 1];
+		if (c->pos < c->end)
+			PREFETCH(&ents[c->pos]);
+	}
+	/* the first entry's key bytes start loading (keys not in the entries) */
+	for (int i = from; i < to && t->form == XPU_JOIN_HASH && !t->inline_key; i++)
+		if (curs[i].pos < curs[i].end)
+			PREFETCH(XPU_JOIN_AT(t, ents[curs[i].pos].key_off));
+	for (int i = from; i < to; i++)
+	{
+		if (t->form == XPU_JOIN_HASH && ok[i - from])
+			xpu_join_next(t, &curs[i]);
+		first[i] = curs[i].row;
+	}
+	/* the matches' payload starts loading for the caller */
+	for (int i = from; i < to; i++)
+		for (int col = 0; col < t->n_pay && first[i] >= 0; col++)
+		{
+			PREFETCH(XPU_JOIN_AT(t, t->pay[col].vals_off) +
+					 (uint64_t) first[i] * t->pay[col].width);
+			PREFETCH(XPU_JOIN_AT(t, t->pay[col].nulls_off) + first[i]);
+		}
+}
+
+void
+xpu_join_first_batch(const XpuJoinTable *t, int jointype, int n, const uint16_t *sel,
+					 const XpuValue *const *keys, const uint8_t *const *nulls,
+					 XpuJoinCursor *curs, int32_t *first)
+{
+	for (int from = 0; from < n; from += BATCH_GROUP)
+		first_group(t, jointype, from, from + BATCH_GROUP < n ? from + BATCH_GROUP : n, sel,
+					keys, nulls, curs, first);
+}
+
+/* ---------------------------------------------------------------- validation */
+
+static int
+bad(XpuError *err, const char *what)
+{
+	char		msg[XPU_ERROR_MESSAGE_LEN];
+
+	snprintf(msg, sizeof(msg), "invalid join inner table: %s", what);
+	return fail(err, XPU_ERR_INVALID_ARGUMENT, msg);
+}
+
+/* is [off, off + n) within len bytes, off 16-byte aligned */
+static int
+in_bounds(uint64_t off, uint64_t n, uint64_t len)
+{
+	return off % 16 == 0 && off <= len && n <= len - off;
+}
+
+/* do the key bytes at off (within end) have the form of t's keys */
+static int
+key_bytes_ok(const XpuJoinTable *t, uint64_t off, uint64_t end)
+{
+	const uint8_t *base = (const uint8_t *) t;
+
+	for (int k = 0; k < t->n_keys; k++)
+	{
+		int			type = t->keys[k].type;
+		uint64_t	need = type == XPU_T_NUMERIC ? 16 : 8;
+
+		if (off >= end || base[off++] != 1)
+			return 0;
+		if (type == XPU_T_TEXT)
+		{
+			int32_t		len;
+
+			if (end - off < 4)
+				return 0;
+			memcpy(&len, base + off, 4);
+			off += 4;
+			if (len < 0)
+				return 0;
+			need = (uint64_t) len;
+		}
+		if (end - off < need)
+			return 0;
+		off += need;
+	}
+	return 1;
+}
+
+static int
+validate_hash(const XpuJoinTable *t, uint64_t len, XpuError *err)
+{
+	const uint32_t *buckets;
+	const XpuJoinEntry *ents;
+	uint64_t	kend = t->keys_off + t->keys_len;
+
+	if (t->n_buckets == 0 || (t->n_buckets & (t->n_buckets - 1)) != 0)
+		return bad(err, "bucket count");
+	if (t->inline_key > 1 || (t->inline_key && !xpu_join_key_inline(t->keys, t->n_keys)))
+		return bad(err, "inline key");
+	if (!in_bounds(t->buckets_off, 4 * ((uint64_t) t->n_buckets + 1), len) ||
+		!in_bounds(t->entries_off, sizeof(XpuJoinEntry) * (uint64_t) t->n_keyed, len) ||
+		!in_bounds(t->keys_off, t->keys_len, len))
+		return bad(err, "section out of bounds");
+	buckets = (const uint32_t *) XPU_JOIN_AT(t, t->buckets_off);
+	ents = (const XpuJoinEntry *) XPU_JOIN_AT(t, t->entries_off);
+	if (buckets[0] != 0 || buckets[t->n_buckets] != t->n_keyed)
+		return bad(err, "buckets");
+	for (uint32_t i = 0; i < t->n_buckets; i++)
+		if (buckets[i] > buckets[i + 1])
+			return bad(err, "buckets not ascending");
+	for (uint32_t e = 0; e < t->n_keyed; e++)
+		if (ents[e].row >= t->n_rows)
+			return bad(err, "entry row");
+	for (uint32_t e = 0; e < t->n_keyed && !t->inline_key; e++)
+		if (ents[e].key_off < t->keys_off ||
+			ents[e].key_off >= kend || !key_bytes_ok(t, ents[e].key_off, kend))
+			return bad(err, "entry");
+	return 1;
+}
+
+static int
+validate_payload(const XpuJoinTable *t, uint64_t len, XpuError *err)
+{
+	if (!in_bounds(t->text_off, t->text_len, len))
+		return bad(err, "text out of bounds");
+	for (int c = 0; c < t->n_pay; c++)
+	{
+		const XpuJoinPayCol *pc = &t->pay[c];
+		const uint8_t *vals;
+
+		if (xpu_join_pay_width(pc->type) == 0 || pc->width != xpu_join_pay_width(pc->type) ||
+			!in_bounds(pc->vals_off, (uint64_t) pc->width * t->n_rows, len) ||
+			!in_bounds(pc->nulls_off, t->n_rows, len))
+			return bad(err, "payload column");
+		if (pc->type != XPU_T_TEXT)
+			continue;
+		vals = XPU_JOIN_AT(t, pc->vals_off);
+		for (uint32_t r = 0; r < t->n_rows; r++)
+		{
+			XpuJoinText tx;
+
+			if (XPU_JOIN_AT(t, pc->nulls_off)[r])
+				continue;
+			memcpy(&tx, vals + (uint64_t) r * 16, sizeof(tx));
+			if (tx.len < 0 || tx.off < t->text_off ||
+				tx.off - t->text_off > t->text_len ||
+				(uint64_t) tx.len > t->text_len - (tx.off - t->text_off))
+				return bad(err, "payload text out of bounds");
+		}
+	}
+	return 1;
+}
+
+int
+xpu_join_table_validate(const XpuJoinTable *t, uint64_t len, XpuError *err)
+{
+	const uint32_t *nr;
+
+	if (((uintptr_t) t & 15) != 0)
+		return bad(err, "not 16-byte aligned");
+	if (len < sizeof(XpuJoinTable) || t->magic != XPU_JOIN_MAGIC ||
+		t->version != XPU_JOIN_VERSION || t->total_len != len)
+		return bad(err, "header");
+	if (t->n_keys < 1 || t->n_keys > XPU_JOIN_MAX_KEYS || t->n_pay > XPU_JOIN_MAX_PAYLOAD ||
+		t->n_rows > XPU_JOIN_MAX_ROWS ||
+		(uint64_t) t->n_keyed + t->n_null_keys != t->n_rows)
+		return bad(err, "counts");
+	if (t->n_parts == 0 || t->n_parts > XPU_JOIN_MAX_PARTS || t->part >= t->n_parts)
+		return bad(err, "partition");
+	for (int k = 0; k < t->n_keys; k++)
+	{
+		const XpuJoinKeyDesc *d = &t->keys[k];
+
+		if (!xpu_join_key_supported(d->type, d->probe_type) ||
+			(d->type == XPU_T_NUMERIC &&
+			 (d->scale < 0 || d->probe_scale < 0 || d->key_scale > XPU_NUMERIC_MAX_SCALE ||
+			  d->key_scale < d->scale || d->key_scale < d->probe_scale)))
+			return bad(err, "key column");
+	}
+	if (!in_bounds(t->null_rows_off, 4 * (uint64_t) t->n_null_keys, len))
+		return bad(err, "null rows out of bounds");
+	nr = (const uint32_t *) XPU_JOIN_AT(t, t->null_rows_off);
+	for (uint32_t i = 0; i < t->n_null_keys; i++)
+		if (nr[i] >= t->n_rows)
+			return bad(err, "null row");
+	if (t->form == XPU_JOIN_DENSE)
+	{
+		const uint32_t *slots;
+
+		if (t->n_keys != 1 || !xpu_agg_intlike(t->keys[0].type) ||
+			!xpu_agg_intlike(t->keys[0].probe_type) || t->dense_range == 0 ||
+			t->dense_range > 2 * (uint64_t) t->n_keyed ||
+			!in_bounds(t->slots_off, 4 * t->dense_range, len))
+			return bad(err, "dense slots");
+		slots = (const uint32_t *) XPU_JOIN_AT(t, t->slots_off);
+		for (uint64_t s = 0; s < t->dense_range; s++)
+			if (slots[s] > t->n_rows)
+				return bad(err, "dense slot");
+	}
+	else if (t->form != XPU_JOIN_HASH || !validate_hash(t, len, err))
+		return err->code != XPU_OK ? 0 : bad(err, "form");
+	return validate_payload(t, len, err);
+}

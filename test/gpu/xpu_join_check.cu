@@ -1,0 +1,429 @@
+/*
+ * xpu_join_check.cu
+ *		On a GPU host: the join table's probe (src/xpu/xpu_join.h) on the
+ *		device.  Tables built on the host (xpu_join.c) are copied as they are
+ *		to GPU memory and probed there by a kernel, one outer row a thread,
+ *		for every join type with and without a join qual, RIGHT/FULL marking
+ *		the matched bitmap with atomics, over one table or over a table per
+ *		partition of the inner rows (their rows together); the rows (and a
+ *		hash of each row's payload, read on the device) must equal the
+ *		nested-loop join of test/c/join_testlib.h and the payload the host
+ *		reads.  Prints TAP.
+ *
+ *		nvcc -std=c++17 -O2 -arch=sm_90 -I../../src/xpu -I../c \
+ *			-o bin/xpu_join_check xpu_join_check.cu ../../src/xpu/xpu_join.c
+ *		bin/xpu_join_check			(needs a GPU)
+ */
+#include <stdio.h>
+#include <cuda_runtime.h>
+
+extern "C" {
+#include "tap.h"
+}
+#include "join_testlib.h"
+
+#define CUDA_OK(x) do { cudaError_t e_ = (x); if (e_ != cudaSuccess) { \
+	printf("Bail out! %s: %s\n", #x, cudaGetErrorString(e_)); exit(1); } } while (0)
+
+/* a device copy of n bytes of host memory */
+static void *
+dcopy(const void *p, size_t n)
+{
+	void	   *d;
+
+	CUDA_OK(cudaMalloc(&d, n ? n : 1));
+	if (n)
+		CUDA_OK(cudaMemcpy(d, p, n, cudaMemcpyHostToDevice));
+	return d;
+}
+
+/* a hash of inner row row's payload as xpu_join_payload reads it (-1: all NULL) */
+__host__ __device__ static uint64_t
+payload_sum(const XpuJoinTable *t, int32_t row)
+{
+	uint64_t	h = xpu_agg_hash_start(0);
+
+	for (int c = 0; c < t->n_pay; c++)
+	{
+		XpuValue	v;
+		uint8_t		isnull;
+		uint64_t	w[2];
+
+		xpu_join_payload(t, row, c, &v, &isnull);
+		if (isnull)
+		{
+			h = xpu_agg_hash_step(h, UINT64_C(0x6e756c6c));
+			continue;
+		}
+		if (t->pay[c].type == XPU_T_TEXT)
+		{
+			h = xpu_agg_hash_step(h, (uint64_t) v.t.len);
+			h = xpu_join_hash_bytes(h, (const uint8_t *) v.t.p, v.t.len);
+			continue;
+		}
+		memcpy(w, &v, 16);
+		h = xpu_agg_hash_step(xpu_agg_hash_step(h, w[0]), w[1]);
+	}
+	return xpu_agg_hash_end(h);
+}
+
+typedef struct OutRow
+{
+	int32_t		o;
+	int32_t		r;
+	uint64_t	sum;
+} OutRow;
+
+__device__ static void
+emit(const XpuJoinTable *t, OutRow *out, unsigned long long *n_out,
+	 unsigned long long cap, int32_t o, int32_t r)
+{
+	unsigned long long i = atomicAdd(n_out, 1ULL);
+
+	if (i < cap)
+	{
+		out[i].o = o;
+		out[i].r = r;
+		out[i].sum = payload_sum(t, r);
+	}
+}
+
+/*
+ * probes t with the outer keys (column-major, n_outer rows), one outer row
+ * a thread; the qual sees inner row ids[r] for table row r (ids NULL: r)
+ */
+__global__ void
+join_probe(const XpuJoinTable *t, const XpuValue *keys, const uint8_t *nulls, int n_outer,
+		   int jointype, int quals, const int32_t *ids, uint32_t *matched, OutRow *out,
+		   unsigned long long *n_out, unsigned long long cap)
+{
+	for (int o = blockIdx.x * blockDim.x + threadIdx.x; o < n_outer;
+		 o += gridDim.x * blockDim.x)
+	{
+		XpuValue	vals[XPU_JOIN_MAX_KEYS];
+		uint8_t		nl[XPU_JOIN_MAX_KEYS];
+		XpuJoinCursor c;
+		int32_t		r;
+
+		for (int k = 0; k < t->n_keys; k++)
+		{
+			vals[k] = keys[k * n_outer + o];
+			nl[k] = nulls[k * n_outer + o];
+		}
+		xpu_join_begin(t, &c, jointype, vals, nl);
+		if (quals)
+		{
+			for (; c.row >= 0; xpu_join_advance(t, &c))
+				if (jt_qual(o, ids ? ids[c.row] : c.row) && xpu_join_accept(&c, matched))
+					emit(t, out, n_out, cap, o, c.row);
+			if (xpu_join_unmatched(&c))
+				emit(t, out, n_out, cap, o, -1);
+			continue;
+		}
+		while (xpu_join_emit(t, &c, matched, &r))
+			emit(t, out, n_out, cap, o, jointype == XPU_JOIN_ANTI ? -1 : r);
+	}
+}
+
+static const int jointypes[] = {XPU_JOIN_INNER, XPU_JOIN_LEFT, XPU_JOIN_SEMI,
+XPU_JOIN_ANTI, XPU_JOIN_RIGHT, XPU_JOIN_FULL};
+static const char *const jointype_names[] = {"", "inner", "left", "semi", "anti", "right", "full"};
+
+/* the outer rows' keys in device memory, their texts too */
+typedef struct DevOuter
+{
+	int			n;
+	void	   *keys;
+	void	   *nulls;
+	char	   *text;
+} DevOuter;
+
+static void
+dev_outer(DevOuter *d, const XpuJoinSpec *spec, const JtRows *outer)
+{
+	int			nk = spec->n_keys,
+				m = outer->n;
+	XpuValue   *hkeys = (XpuValue *) malloc(sizeof(XpuValue) * ((size_t) nk * m + 1));
+	size_t		text_len = 0;
+
+	memcpy(hkeys, outer->keys, sizeof(XpuValue) * (size_t) nk * m);
+	for (int i = 0; i < nk * m; i++)
+		if (spec->keys[i / m].probe_type == XPU_T_TEXT && !outer->key_nulls[i])
+			text_len += (size_t) hkeys[i].t.len;
+	CUDA_OK(cudaMalloc((void **) &d->text, text_len + 1));
+	text_len = 0;
+	for (int i = 0; i < nk * m; i++)
+		if (spec->keys[i / m].probe_type == XPU_T_TEXT && !outer->key_nulls[i])
+		{
+			if (hkeys[i].t.len > 0)
+				CUDA_OK(cudaMemcpy(d->text + text_len, hkeys[i].t.p, (size_t) hkeys[i].t.len,
+								   cudaMemcpyHostToDevice));
+			hkeys[i].t.p = d->text + text_len;
+			text_len += (size_t) hkeys[i].t.len;
+		}
+	d->n = m;
+	d->keys = dcopy(hkeys, sizeof(XpuValue) * (size_t) nk * m);
+	d->nulls = dcopy(outer->key_nulls, (size_t) nk * m);
+	free(hkeys);
+}
+
+static void
+dev_outer_free(DevOuter *d)
+{
+	CUDA_OK(cudaFree(d->keys));
+	CUDA_OK(cudaFree(d->nulls));
+	CUDA_OK(cudaFree(d->text));
+}
+
+/*
+ * gpu_probe: the rows of jointype over the outer rows and table t (host
+ * copy t, device copy dt) as the device yields them, into got (inner rows
+ * as ids[r]), RIGHT/FULL's unmarked rows added; *pay_bad counts rows whose
+ * payload hash differs from the host's reading.  0 when more than cap rows
+ * came.
+ */
+static int
+gpu_probe(const XpuJoinTable *t, const XpuJoinTable *dt, const DevOuter *outer,
+		  int jointype, int quals, const int32_t *ids, const int32_t *dids,
+		  unsigned long long cap, JtPairs *got, int *pay_bad)
+{
+	unsigned long long n_out = 0,
+			   *dn;
+	uint64_t	words = xpu_join_matched_words(t->n_rows) + 1;
+	uint32_t   *matched = (uint32_t *) calloc(words, 4),
+			   *dmatched;
+	OutRow	   *out = (OutRow *) malloc(sizeof(OutRow) * cap),
+			   *dout;
+
+	CUDA_OK(cudaMalloc((void **) &dout, sizeof(OutRow) * cap));
+	dn = (unsigned long long *) dcopy(&n_out, sizeof(n_out));
+	dmatched = (uint32_t *) dcopy(matched, 4 * words);
+	if (outer->n > 0)
+		join_probe<<<(outer->n + 255) / 256, 256>>>(dt, (const XpuValue *) outer->keys,
+													(const uint8_t *) outer->nulls, outer->n,
+													jointype, quals, dids, dmatched, dout,
+													dn, cap);
+	CUDA_OK(cudaGetLastError());
+	CUDA_OK(cudaDeviceSynchronize());
+	CUDA_OK(cudaMemcpy(&n_out, dn, sizeof(n_out), cudaMemcpyDeviceToHost));
+	CUDA_OK(cudaMemcpy(matched, dmatched, 4 * words, cudaMemcpyDeviceToHost));
+	if (n_out <= cap)
+		CUDA_OK(cudaMemcpy(out, dout, sizeof(OutRow) * n_out, cudaMemcpyDeviceToHost));
+	for (unsigned long long i = 0; i < n_out && i < cap; i++)
+	{
+		jt_pair(got, out[i].o, out[i].r < 0 ? -1 : ids[out[i].r]);
+		*pay_bad += out[i].sum != payload_sum(t, out[i].r);
+	}
+	if (jointype == XPU_JOIN_RIGHT || jointype == XPU_JOIN_FULL)
+		for (uint32_t r = 0; r < t->n_rows; r++)
+			if (!xpu_join_marked(matched, (int32_t) r))
+				jt_pair(got, -1, ids[r]);
+	free(out);
+	free(matched);
+	CUDA_OK(cudaFree(dout));
+	CUDA_OK(cudaFree(dn));
+	CUDA_OK(cudaFree(dmatched));
+	return n_out <= cap;
+}
+
+/* the table of inner's rows (of partition part of n_parts where n_parts > 1) */
+static XpuJoinTable *
+build(XpuJoinSpec *spec, const JtRows *inner, int n_parts, int part)
+{
+	XpuError	err;
+	XpuJoinBuilder *b;
+	XpuJoinTable *t = NULL;
+
+	memset(&err, 0, sizeof(err));
+	spec->n_parts = (uint32_t) n_parts;
+	spec->part = (uint32_t) part;
+	b = xpu_join_builder_create(spec, &err);
+	if (b != NULL && xpu_join_builder_add(b, inner->n, inner->keys, inner->key_nulls,
+										  inner->pay, inner->pay_nulls, &err))
+		t = xpu_join_builder_finish(b, &err);
+	xpu_join_builder_free(b);
+	spec->n_parts = spec->part = 0;
+	if (t == NULL)
+		tap_diag("build: %s", err.message);
+	return t;
+}
+
+/*
+ * gpu_case: the table of inner in n_parts partitions (1: one table),
+ * copied to the device with outer's keys; every join type's rows there
+ * (over the partitions together, each table's rows mapped back to inner's
+ * by payload column 0, which holds the inner row number) must be the
+ * nested loop's
+ */
+static void
+gpu_case(const char *name, XpuJoinSpec *spec, JtRows *inner, const JtRows *outer,
+		 int n_parts)
+{
+	XpuJoinTable *tabs[8],
+			   *dtabs[8];
+	int32_t    *ids[8],
+			   *dids[8];
+	DevOuter	dout;
+	int			built = 1;
+
+	for (int i = 0; i < inner->n; i++)
+		inner->pay[i].i = i;
+	for (int p = 0; p < n_parts; p++)
+	{
+		tabs[p] = build(spec, inner, n_parts, p);
+		if (tabs[p] == NULL)
+		{
+			built = 0;
+			n_parts = p;
+			break;
+		}
+		ids[p] = (int32_t *) malloc(sizeof(int32_t) * (tabs[p]->n_rows + 1));
+		for (uint32_t r = 0; r < tabs[p]->n_rows; r++)
+		{
+			XpuValue	v;
+			uint8_t		isnull;
+
+			xpu_join_payload(tabs[p], (int32_t) r, 0, &v, &isnull);
+			ids[p][r] = (int32_t) v.i;
+		}
+		dtabs[p] = (XpuJoinTable *) dcopy(tabs[p], tabs[p]->total_len);
+		dids[p] = (int32_t *) dcopy(ids[p], sizeof(int32_t) * (tabs[p]->n_rows + 1));
+	}
+	if (tap_ok(built, "%s: %d table(s) built", name, n_parts))
+	{
+		dev_outer(&dout, spec, outer);
+		for (size_t j = 0; j < sizeof(jointypes) / sizeof(jointypes[0]); j++)
+			for (int quals = 0; quals <= 1; quals++)
+			{
+				JtPairs		got = {0, 0, NULL},
+							want = {0, 0, NULL};
+				int			pay_bad = 0,
+							fits = 1;
+
+				jt_nested_loop(spec, jointypes[j], quals, outer, inner, &want);
+				for (int p = 0; p < n_parts; p++)
+					fits &= gpu_probe(tabs[p], dtabs[p], &dout, jointypes[j], quals, ids[p],
+									  dids[p], (unsigned long long) want.n + 16, &got,
+									  &pay_bad);
+				tap_ok(fits && jt_pairs_same(&got, &want) && pay_bad == 0,
+					   "%s: %s join%s on the GPU equals the nested loop (%d rows, %d "
+					   "emitted, %d bad payloads)", name, jointype_names[jointypes[j]],
+					   quals ? " with a qual" : "", want.n, got.n, pay_bad);
+				free(got.p);
+				free(want.p);
+			}
+		dev_outer_free(&dout);
+	}
+	for (int p = 0; p < n_parts; p++)
+	{
+		CUDA_OK(cudaFree(dtabs[p]));
+		CUDA_OK(cudaFree(dids[p]));
+		free(tabs[p]);
+		free(ids[p]);
+	}
+}
+
+/* random rows of spec from one domain per key column, then gpu_case */
+static void
+random_case(const char *name, XpuJoinSpec *spec, int n_inner, int n_outer,
+			const JtDomain *dom, int n_parts)
+{
+	JtRows		inner,
+				outer;
+
+	jt_rows_alloc(&inner, n_inner, spec->n_keys, spec->n_pay);
+	jt_rows_alloc(&outer, n_outer, spec->n_keys, 0);
+	jt_fill_keys(&inner, spec, 0, dom);
+	jt_fill_keys(&outer, spec, 1, dom);
+	jt_fill_pay(&inner, spec);
+	gpu_case(name, spec, &inner, &outer, n_parts);
+	jt_rows_free(&inner);
+	jt_rows_free(&outer);
+}
+
+static XpuJoinSpec
+spec1(int type, int probe_type, int scale, int probe_scale, int form)
+{
+	static const uint8_t pay[] = {XPU_T_INT8, XPU_T_TEXT, XPU_T_NUMERIC, XPU_T_FLOAT8,
+	XPU_T_BOOL, XPU_T_INTERVAL, XPU_T_FLOAT4};
+	XpuJoinSpec s;
+
+	memset(&s, 0, sizeof(s));
+	s.n_keys = 1;
+	s.keys[0].type = (uint8_t) type;
+	s.keys[0].probe_type = (uint8_t) probe_type;
+	s.keys[0].scale = (int16_t) scale;
+	s.keys[0].probe_scale = (int16_t) probe_scale;
+	s.n_pay = (int) sizeof(pay);
+	memcpy(s.pay_types, pay, sizeof(pay));
+	s.form = form;
+	return s;
+}
+
+int
+main(void)
+{
+	XpuJoinSpec s;
+
+	{
+		/* unique keys 0 .. 4999: the dense form */
+		JtRows		inner,
+					outer;
+		JtDomain	dout[1] = {{10, 5200, -100}};
+
+		s = spec1(XPU_T_INT4, XPU_T_INT4, 0, 0, XPU_JOIN_AUTO);
+		jt_rows_alloc(&inner, 5000, 1, s.n_pay);
+		jt_rows_alloc(&outer, 20000, 1, 0);
+		for (int i = 0; i < 5000; i++)
+			inner.keys[i].i = (i * 7919) % 5000;
+		jt_fill_keys(&outer, &s, 1, dout);
+		jt_fill_pay(&inner, &s);
+		gpu_case("int4 unique (dense)", &s, &inner, &outer, 1);
+		s.form = XPU_JOIN_HASH;
+		gpu_case("int4 unique (forced hash)", &s, &inner, &outer, 1);
+		jt_rows_free(&inner);
+		jt_rows_free(&outer);
+	}
+	{
+		JtDomain	d[1] = {{10, 700, 0}};
+
+		s = spec1(XPU_T_INT8, XPU_T_INT4, 0, 0, XPU_JOIN_AUTO);
+		random_case("int8 duplicates, int4 outer", &s, 3000, 20000, d, 1);
+		random_case("int8 duplicates, int4 outer, 4 partitions", &s, 3000, 20000, d, 4);
+	}
+	{
+		JtDomain	d[1] = {{10, 0, 0}};
+
+		s = spec1(XPU_T_INT8, XPU_T_INT8, 0, 0, XPU_JOIN_AUTO);
+		random_case("int8 extremes", &s, 500, 5000, d, 1);
+		s = spec1(XPU_T_TEXT, XPU_T_TEXT, 0, 0, XPU_JOIN_AUTO);
+		random_case("text", &s, 1000, 5000, d, 1);
+		random_case("text in 3 partitions", &s, 1000, 5000, d, 3);
+		s = spec1(XPU_T_FLOAT4, XPU_T_FLOAT8, 0, 0, XPU_JOIN_AUTO);
+		random_case("float4 inner, float8 outer (-0, NaN, inf)", &s, 1000, 5000, d, 1);
+		s = spec1(XPU_T_NUMERIC, XPU_T_NUMERIC, 1, 2, XPU_JOIN_AUTO);
+		random_case("numeric scale 1 inner, 2 outer", &s, 1000, 5000, d, 1);
+		s = spec1(XPU_T_INT4, XPU_T_INT4, 0, 0, XPU_JOIN_AUTO);
+		random_case("empty inner", &s, 0, 1000, d, 1);
+	}
+	{
+		JtDomain	d[1] = {{100, 10, 0}};
+
+		s = spec1(XPU_T_INT4, XPU_T_INT4, 0, 0, XPU_JOIN_AUTO);
+		random_case("all keys NULL", &s, 300, 1000, d, 1);
+		random_case("all keys NULL, 2 partitions", &s, 300, 1000, d, 2);
+	}
+	{
+		JtDomain	d[4] = {{3, 3, 0}, {3, 0, 0}, {3, 0, 0}, {3, 0, 0}};
+
+		s = spec1(XPU_T_INT8, XPU_T_INT2, 0, 0, XPU_JOIN_AUTO);
+		s.n_keys = 4;
+		s.keys[1].type = s.keys[1].probe_type = XPU_T_NUMERIC;
+		s.keys[1].scale = 3;
+		s.keys[1].probe_scale = 1;
+		s.keys[2].type = s.keys[2].probe_type = XPU_T_TEXT;
+		s.keys[3].type = s.keys[3].probe_type = XPU_T_FLOAT8;
+		random_case("composite of 4 (int8/int2, numeric 3/1, text, float8)", &s, 3000, 5000, d, 1);
+	}
+	return tap_done();
+}
