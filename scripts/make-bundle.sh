@@ -153,16 +153,16 @@ install -m 755 "$build/test/c/bin/xpu_harness" "$stage/test/c/bin/"
 install -m 755 "$build/test/c/bin/agg_client" "$stage/test/c/bin/"
 install -m 755 "$build/test/c/bin/scan_client" "$stage/test/c/bin/"
 if [ -f "$build/src/xpu/pg_warp.fatbin" ]; then
-    make -C "$build/test/gpu" bin/xpu_gpu_check \
+    make -C "$build/test/gpu" bin/xpu_gpu_check bin/xpu_join_check \
         GPU_ARCH="-gencode arch=compute_80,code=sm_80 -gencode arch=compute_90,code=[sm_90,compute_90]" \
-        >>"$work/build.log" 2>&1 || die "building test/gpu/bin/xpu_gpu_check failed"
+        >>"$work/build.log" 2>&1 || die "building test/gpu/bin/xpu_gpu_check and xpu_join_check failed"
     # the GPU runner against host references (GROUP BY over Arrow batches, heap
     # chunks): plain C programs that load the bundle's fatbin
     make -C "$build/test/gpu" bin/gpu_aggcheck bin/heap_gpucheck >>"$work/build.log" 2>&1 \
         || die "building test/gpu/bin/gpu_aggcheck and heap_gpucheck failed"
     mkdir -p "$stage/test/gpu/bin"
-    install -m 755 "$build/test/gpu/bin/xpu_gpu_check" "$build/test/gpu/bin/gpu_aggcheck" \
-        "$build/test/gpu/bin/heap_gpucheck" "$stage/test/gpu/bin/"
+    install -m 755 "$build/test/gpu/bin/xpu_gpu_check" "$build/test/gpu/bin/xpu_join_check" \
+        "$build/test/gpu/bin/gpu_aggcheck" "$build/test/gpu/bin/heap_gpucheck" "$stage/test/gpu/bin/"
 fi
 # the stand-in CUDA driver of test_gpu_fault.py (a GPU fault on demand)
 make -C "$build/test/gpu" bin/fake/libcuda.so.1 >>"$work/build.log" 2>&1 \

@@ -71,7 +71,7 @@ finish() {
     if [ -n "${PG_WARP_LOG_DIR:-}" ]; then
         mkdir -p "$PG_WARP_LOG_DIR"
         for f in pytest.log pytest.xml regress/regression.diffs cluster/server.log \
-            xpu_gpu_check.log gpu_aggcheck.log heap_gpucheck.log; do
+            xpu_gpu_check.log gpu_aggcheck.log heap_gpucheck.log xpu_join_check.log; do
             [ -f "$work/$f" ] && cp "$work/$f" "$PG_WARP_LOG_DIR/"
         done
     fi
@@ -258,12 +258,17 @@ else
     echo "skipped: no test/python in the bundle"
 fi
 
-echo "== the GPU runner against host references (test/gpu: gpu_aggcheck, heap_gpucheck)"
+echo "== the GPU runner against host references (test/gpu: gpu_aggcheck, heap_gpucheck, xpu_join_check)"
 fatbin=$top/usr/lib/postgresql/15/lib/pg_warp.fatbin
 if [ "${ngpu_smi:-0}" -gt 0 ] && [ -x "$top/test/gpu/bin/gpu_aggcheck" ] && [ -f "$fatbin" ]; then
     mkdir -p "$work/gpucheck"
     gpu_check gpu_aggcheck "$fatbin" "$work/gpucheck"
     gpu_check heap_gpucheck "$fatbin"
+    if [ -x "$top/test/gpu/bin/xpu_join_check" ]; then
+        gpu_check xpu_join_check
+    else
+        note_fail "this bundle has no test/gpu/bin/xpu_join_check"
+    fi
     rm -rf "$work/gpucheck"
 elif [ "${ngpu_smi:-0}" -gt 0 ]; then
     note_fail "this bundle has no test/gpu/bin/gpu_aggcheck (built without nvcc?)"

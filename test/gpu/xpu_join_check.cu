@@ -10,9 +10,8 @@
  *		nested-loop join of test/c/join_testlib.h and the payload the host
  *		reads.  Prints TAP.
  *
- *		nvcc -std=c++17 -O2 -arch=sm_90 -I../../src/xpu -I../c \
- *			-o bin/xpu_join_check xpu_join_check.cu ../../src/xpu/xpu_join.c
- *		bin/xpu_join_check			(needs a GPU)
+ *		make -C test/gpu joincheck		(needs a GPU; the bundle's run-tests.sh
+ *										runs it too)
  */
 #include <stdio.h>
 #include <cuda_runtime.h>
