@@ -37,20 +37,7 @@ static const OpDesc ops[] = {
 	XPU_OPCODE_TABLE(OPDESC)
 };
 
-#define CUDA_OK(x) do { cudaError_t e_ = (x); if (e_ != cudaSuccess) { \
-	printf("Bail out! %s: %s\n", #x, cudaGetErrorString(e_)); exit(1); } } while (0)
-
-/* a device copy of n bytes of host memory */
-static void *
-dcopy(const void *p, size_t n)
-{
-	void	   *d;
-
-	CUDA_OK(cudaMalloc(&d, n ? n : 1));
-	if (n)
-		CUDA_OK(cudaMemcpy(d, p, n, cudaMemcpyHostToDevice));
-	return d;
-}
+#include "cuda_testlib.h"
 
 /* a random value of type t: edge values often */
 static void

@@ -21,20 +21,7 @@ extern "C" {
 }
 #include "join_testlib.h"
 
-#define CUDA_OK(x) do { cudaError_t e_ = (x); if (e_ != cudaSuccess) { \
-	printf("Bail out! %s: %s\n", #x, cudaGetErrorString(e_)); exit(1); } } while (0)
-
-/* a device copy of n bytes of host memory */
-static void *
-dcopy(const void *p, size_t n)
-{
-	void	   *d;
-
-	CUDA_OK(cudaMalloc(&d, n ? n : 1));
-	if (n)
-		CUDA_OK(cudaMemcpy(d, p, n, cudaMemcpyHostToDevice));
-	return d;
-}
+#include "cuda_testlib.h"
 
 /* a hash of inner row row's payload as xpu_join_payload reads it (-1: all NULL) */
 __host__ __device__ static uint64_t

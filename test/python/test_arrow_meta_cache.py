@@ -62,65 +62,56 @@ def ints(n, k):
     return pa.table({"x": pa.array([(i * 7 + k) % 1000 + k for i in range(n)], pa.int32())})
 
 
-@pytest.mark.parametrize("how", ["same_size_same_mtime", "appended", "replaced", "truncated"])
+def arrow_bytes(t, chunk, pad=0):
+    """t as an Arrow file of batches of chunk rows, its schema metadata
+    padded with pad bytes."""
+    schema = t.schema.with_metadata({"pad": "p" * pad})
+    b = pa.BufferOutputStream()
+    with pa.ipc.new_file(b, schema) as w:
+        for x in t.cast(schema).to_batches(max_chunksize=chunk):
+            w.write_batch(x)
+    return b.getvalue().to_pybytes()
+
+
+# what the session's \! does to the file (p) with the new bytes (in n)
+CHANGES = {
+    # in place, then its old modification time back: only the change time moves
+    "same_size_same_mtime": "st = os.stat(p); open(p, 'r+b').write(open(n, 'rb').read()); "
+                            "os.utime(p, ns=(st.st_atime_ns, st.st_mtime_ns)); "
+                            "assert os.stat(p).st_mtime_ns == st.st_mtime_ns",
+    "appended": "open(p, 'r+b').write(open(n, 'rb').read())",
+    "replaced": "os.chmod(n, 0o644); os.replace(n, p)",
+    "truncated": "f = open(p, 'r+b'); f.write(open(n, 'rb').read()); f.truncate(); f.close()",
+}
+
+
+@pytest.mark.parametrize("how", sorted(CHANGES))
 def test_changed_file_is_read_again(tmp, how):
     """The second query of the session sees the file as it is then: rewritten
-    in place with the same size and its old modification time (only the
-    change time differs), grown by batches, replaced by a new file under the
-    same name, or cut to fewer batches."""
+    in place with the same size and its old modification time (other batch
+    boundaries: metadata kept from the old file would read the new one's
+    buffers where they are not), grown by batches, replaced by a new file
+    under the same name, or cut to fewer batches."""
     path = os.path.join(tmp, "t.arrow")
-    write(path, ints(4000, 0), 100)
+    old = ints(4000, 0)
+    write(path, old, 100)
+    size = os.stat(path).st_size
+    want, chunk = {"same_size_same_mtime": (ints(4000, 3), 200), "appended": (ints(6000, 1), 100),
+                   "replaced": (ints(3000, 5), 300), "truncated": (ints(500, 2), 100)}[how]
+    data = arrow_bytes(want, chunk)
+    if how == "same_size_same_mtime":
+        data = next((d for d in (arrow_bytes(want, chunk, pad) for pad in range(4000))
+                     if len(d) == size), None)
+        assert data is not None, "no padding gives the old file's size"
+    new = os.path.join(tmp, "new.arrow")
+    with open(new, "wb") as f:
+        f.write(data)
     ft = "meta_cache_" + how
     table(tmp, ft, path)
     q = "SELECT count(*), sum(x) FROM %s" % ft
-    if how == "same_size_same_mtime":
-        # other batch boundaries (20 of 200 rows, not 40 of 100) in a file of
-        # the same size (schema metadata pads it): metadata kept from the old
-        # file would read the new one's buffers where they are not
-        body = ("st = os.stat(%r)\n"
-                "t = pa.table({'x': pa.array([(i * 7 + 3) %% 1000 + 3 for i in range(4000)], pa.int32())})\n"
-                "def build(pad):\n"
-                "    s = t.schema.with_metadata({'pad': 'p' * pad})\n"
-                "    b = pa.BufferOutputStream()\n"
-                "    w = pa.ipc.new_file(b, s)\n"
-                "    [w.write_batch(x) for x in t.cast(s).to_batches(max_chunksize=200)]\n"
-                "    w.close()\n"
-                "    return b.getvalue().to_pybytes()\n"
-                "data = next((d for d in map(build, range(4000)) if len(d) == st.st_size), None)\n"
-                "assert data is not None, 'no padding gives the old size'\n"
-                "with open(%r, 'r+b') as f:\n"
-                "    f.write(data)\n"
-                "os.utime(%r, ns=(st.st_atime_ns, st.st_mtime_ns))\n"
-                "assert os.stat(%r).st_mtime_ns == st.st_mtime_ns\n") % (path, path, path, path)
-        want = ints(4000, 3)
-    elif how == "appended":
-        body = ("t = pa.table({'x': pa.array([(i * 7) %% 1000 for i in range(6000)], pa.int32())})\n"
-                "w = pa.ipc.new_file(%r + '.new', t.schema)\n"
-                "[w.write_batch(x) for x in t.to_batches(max_chunksize=100)]\n"
-                "w.close()\n"
-                "data = open(%r + '.new', 'rb').read()\n"
-                "open(%r, 'r+b').write(data)\n") % (path, path, path)
-        want = ints(6000, 0)
-    elif how == "replaced":
-        body = ("t = pa.table({'x': pa.array([(i * 7 + 5) %% 1000 + 5 for i in range(3000)], pa.int32())})\n"
-                "w = pa.ipc.new_file(%r + '.new', t.schema)\n"
-                "[w.write_batch(x) for x in t.to_batches(max_chunksize=300)]\n"
-                "w.close()\n"
-                "os.chmod(%r + '.new', 0o644)\n"
-                "os.replace(%r + '.new', %r)\n") % (path, path, path, path)
-        want = ints(3000, 5)
-    else:
-        body = ("t = pa.table({'x': pa.array([(i * 7) %% 1000 for i in range(500)], pa.int32())})\n"
-                "b = pa.BufferOutputStream()\n"
-                "w = pa.ipc.new_file(b, t.schema)\n"
-                "[w.write_batch(x) for x in t.to_batches(max_chunksize=100)]\n"
-                "w.close()\n"
-                "with open(%r, 'r+b') as f:\n"
-                "    f.write(b.getvalue().to_pybytes())\n"
-                "    f.truncate()\n") % path
-        want = ints(500, 0)
+    body = "p, n = %r, %r\n%s\n" % (path, new, CHANGES[how])
     rows = session([q, q, script(tmp, "change.py", body), q])
-    first = "4000|%d" % sum(ints(4000, 0).column(0).to_pylist())
+    first = "4000|%d" % sum(old.column(0).to_pylist())
     assert rows[:2] == [first, first], rows
     assert rows[2] == "%d|%d" % (want.num_rows, sum(want.column(0).to_pylist())), rows
 
