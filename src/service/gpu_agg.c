@@ -742,6 +742,26 @@ gagg_field(const GaggRun *g, const AggRunFile *f, int k)
 }
 
 /*
+ * gagg_column_bytes: the bytes that program column k's field takes in
+ * record batch `batch` of file f (what reading it reads); 0 for a field the
+ * file does not have
+ */
+static uint64_t
+gagg_column_bytes(const GaggRun *g, const AggRunFile *f, int32_t batch, int k)
+{
+	ArrowExtent ext[4];
+	ArrowError	aerr;
+	int32_t		field = gagg_field(g, f, k);
+	int			n = field >= 0 && field < f->file->schema.n_fields ?
+		arrow_column_extents(f->file, batch, field, ext, 4, &aerr) : 0;
+	uint64_t	bytes = 0;
+
+	for (int e = 0; e < n; e++)
+		bytes += (uint64_t) ext[e].length;
+	return bytes;
+}
+
+/*
  * gagg_plan_stored: the pieces (validity, values, utf8 data) of program
  * column k in an uncompressed batch, as file extents checked against the
  * batch's rows
@@ -940,24 +960,19 @@ gagg_plan_batch(GaggRun *g, GpuCacheEntry **ent, uint8_t *fill, uint32_t fi, int
 	int			n_cols = g->prog->n_cols,
 				n_missing = 0;
 	bool		cache = g->use_cache && g->ids[fi].ino != 0;
-	ArrowError	aerr;
 
 	for (int k = 0; k < n_cols; k++)
 	{
 		const XpuColumn *col = XPU_COLS(g->prog) + k;
 		int32_t		field = gagg_field(g, f, k);
-		uint64_t	bytes = 0;
+		uint64_t	bytes;
 		int			width;
-		ArrowExtent ext[4];
-		int			n_ext;
 
 		if (field < 0 || field >= file->schema.n_fields ||
 			!svc_field_fits(&file->schema.fields[field], col, &width))
 			return gagg_fail(g, WARP_ERR_BAD_FILE,
 							 "%s: column %d is not of the type the plan reads", f->path, field);
-		n_ext = arrow_column_extents(file, batch, field, ext, 4, &aerr);
-		for (int e = 0; e < n_ext; e++)
-			bytes += (uint64_t) ext[e].length;
+		bytes = gagg_column_bytes(g, f, batch, k);
 		ent[k] = cache ? gpu_cache_get(g->dev, &g->ids[fi], batch, field, col->kind) : NULL;
 		fill[k] = 0;
 		if (ent[k] != NULL)
@@ -1150,41 +1165,19 @@ gagg_check_offsets(GaggRun *g, GaggSlot *s, const GaggPiece *pc, size_t header)
 }
 
 /*
- * gagg_batch_bytes: the bytes that the program's columns take in record
- * batch `batch` of file f (what reading them would read)
- */
-static uint64_t
-gagg_batch_bytes(GaggRun *g, AggRunFile *f, int32_t batch)
-{
-	uint64_t	bytes = 0;
-
-	for (int k = 0; k < g->prog->n_cols; k++)
-	{
-		ArrowExtent ext[4];
-		ArrowError	aerr;
-		int32_t		field = gagg_field(g, f, k);
-		int			n = field >= 0 && field < f->file->schema.n_fields ?
-			arrow_column_extents(f->file, batch, field, ext, 4, &aerr) : 0;
-
-		for (int e = 0; e < n; e++)
-			bytes += (uint64_t) ext[e].length;
-	}
-	return bytes;
-}
-
-/*
  * gagg_next_launch: the record batches of the next launch, from cursor c on
  * in request order (consecutive batches, across files, within the
- * GAGG_LAUNCH_* limits), into w; returns how many (0: none is left) and
- * moves c past them
+ * GAGG_LAUNCH_* limits), into w, and their rows into *rows; returns how
+ * many (0: none is left) and moves c past them
  */
 int
-gagg_next_launch(GaggRun *g, GaggCursor *c, GaggWork *w)
+gagg_next_launch(GaggRun *g, GaggCursor *c, GaggWork *w, int64_t *rows)
 {
 	AggRun	   *run = g->run;
-	int64_t		rows = 0;
 	uint64_t	bytes = 0;
 	int			n = 0;
+
+	*rows = 0;
 
 	while (c->fi < run->n_files && n < GAGG_LAUNCH_PARTS)
 	{
@@ -1201,12 +1194,14 @@ gagg_next_launch(GaggRun *g, GaggCursor *c, GaggWork *w)
 		}
 		batch = f->batches[c->bi];
 		r = f->file->batches[batch].n_rows;
-		b = gagg_batch_bytes(g, f, batch);
-		if (n > 0 && (rows + r > GAGG_LAUNCH_ROWS || bytes + b > GAGG_LAUNCH_BYTES))
+		b = 0;
+		for (int k = 0; k < g->prog->n_cols; k++)
+			b += gagg_column_bytes(g, f, batch, k);
+		if (n > 0 && (*rows + r > GAGG_LAUNCH_ROWS || bytes + b > GAGG_LAUNCH_BYTES))
 			break;
 		w[n].fi = c->fi;
 		w[n++].batch = batch;
-		rows += r;
+		*rows += r;
 		bytes += b;
 		c->bi++;
 	}
@@ -1249,11 +1244,12 @@ gagg_fill_slot(GaggRun *g, GaggSlot *s, const GaggWork *w, int n)
 		gagg_fail(g, WARP_ERR_OUT_OF_MEMORY, "out of memory");
 		goto done;
 	}
+	s->first_row[0] = 0;
 	for (int p = 0; p < n; p++)
 	{
 		s->parts[p] = w[p];
-		s->first_row[p] = s->nrows;
 		s->nrows += g->run->files[w[p].fi].file->batches[w[p].batch].n_rows;
+		s->first_row[p + 1] = s->nrows;
 		s->n_parts = p + 1;
 		if (gagg_plan_batch(g, GAGG_PART_ENTRIES(g, s, p), GAGG_PART_FILLING(g, s, p),
 							w[p].fi, w[p].batch, pc + (size_t) 3 * n_cols * p, &abs[p],
@@ -1453,11 +1449,12 @@ gagg_run_batches(GaggRun *g)
 	AggRun	   *run = g->run;
 	GaggCursor	cur = {0, 0};
 	GaggWork	w[GAGG_LAUNCH_PARTS];
+	int64_t		rows;
 	int			next = 0,
 				n,
 				rc;
 
-	while ((n = gagg_next_launch(g, &cur, w)) > 0)
+	while ((n = gagg_next_launch(g, &cur, w, &rows)) > 0)
 	{
 		GaggSlot   *s = &g->slots[next];
 

@@ -131,7 +131,8 @@ typedef struct GaggSlot
 	int64_t		nrows;			/* of all its batches */
 	int			n_parts;		/* its record batches (Arrow input; 0: heap) */
 	GaggWork	parts[GAGG_LAUNCH_PARTS];
-	int64_t		first_row[GAGG_LAUNCH_PARTS];	/* each part's first chunk row */
+	int64_t		first_row[GAGG_LAUNCH_PARTS + 1];	/* each part's first chunk row;
+												 * [n_parts]: the rows of all */
 	const XpuColumnData *part_cols[GAGG_LAUNCH_PARTS];	/* its descriptors on the device */
 	/*
 	 * per part and program column (entries[p * n_cols + k]): the cache entry
@@ -208,7 +209,7 @@ align_up(size_t n, size_t a)
 static inline int64_t
 gagg_part_rows(const GaggSlot *s, int p)
 {
-	return (p + 1 < s->n_parts ? s->first_row[p + 1] : s->nrows) - s->first_row[p];
+	return s->first_row[p + 1] - s->first_row[p];
 }
 
 /* in gpu_agg.c */
@@ -236,7 +237,7 @@ extern void gagg_batch_release(GaggRun *g, uint8_t **p, size_t cap);
 extern int gagg_slot_reserve(GaggRun *g, GaggSlot *s, size_t host_len, size_t dev_len,
 							 int64_t nrows, int slack_div, const char *what);
 extern int gagg_batch_buffer(GaggRun *g, uint8_t **p, size_t *cap);
-extern int gagg_next_launch(GaggRun *g, GaggCursor *c, GaggWork *w);
+extern int gagg_next_launch(GaggRun *g, GaggCursor *c, GaggWork *w, int64_t *rows);
 extern int gagg_fill_slot(GaggRun *g, GaggSlot *s, const GaggWork *w, int n);
 
 /* in gpu_scan.c */

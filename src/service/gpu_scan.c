@@ -173,7 +173,7 @@ gscan_narrow(GscanRun *gs, int si)
 
 	for (int p = 0; p < s->n_parts && rc == 0; p++)
 	{
-		int64_t		rows = (p + 1 < s->n_parts ? s->first_row[p + 1] : total) - s->first_row[p];
+		int64_t		rows = gagg_part_rows(s, p);
 
 		if (rows == 0)
 		{
@@ -239,21 +239,19 @@ gscan_run_batches(GscanRun *gs)
 	AggRun	   *run = g->run;
 	GaggCursor	cur = {0, 0};
 	GaggWork	w[GAGG_LAUNCH_PARTS];
-	int64_t		work = 0;
+	int64_t		work = 0,
+				rows;
 	int			next = 0,
 				n;
 
-	while ((n = gagg_next_launch(g, &cur, w)) > 0)
+	while ((n = gagg_next_launch(g, &cur, w, &rows)) > 0)
 	{
 		GaggSlot   *s = &g->slots[next];
-		int64_t		rows = 0;
 
 		if (run->canceled != NULL && *run->canceled)
 			return gagg_fail(g, WARP_ERR_CANCELED, "canceled");
 		if (s->busy && gscan_finish(gs, next) != 0)
 			return -1;
-		for (int p = 0; p < n; p++)
-			rows += run->files[w[p].fi].file->batches[w[p].batch].n_rows;
 		if (gscan_reserve(gs, next, rows) != 0 || gagg_fill_slot(g, s, w, n) != 0)
 			return -1;
 		gs->work[next] = work;
