@@ -267,6 +267,21 @@ jt_fill_pay(JtRows *r, const XpuJoinSpec *spec)
 		}
 }
 
+/*
+ * random inner rows (keys from inner_dom, payload) and outer rows (keys
+ * from outer_dom) of spec; free both with jt_rows_free
+ */
+static inline void
+jt_random_rows(const XpuJoinSpec *spec, int n_inner, int n_outer, const JtDomain *inner_dom,
+			   const JtDomain *outer_dom, JtRows *inner, JtRows *outer)
+{
+	jt_rows_alloc(inner, n_inner, spec->n_keys, spec->n_pay);
+	jt_rows_alloc(outer, n_outer, spec->n_keys, 0);
+	jt_fill_keys(inner, spec, 0, inner_dom);
+	jt_fill_keys(outer, spec, 1, outer_dom);
+	jt_fill_pay(inner, spec);
+}
+
 /* the keys of outer row o and inner row r meet */
 static inline int
 jt_keys_meet(const XpuJoinSpec *spec, const JtRows *outer, int o, const JtRows *inner, int r)

@@ -431,11 +431,7 @@ random_case(const char *name, const XpuJoinSpec *spec, int n_inner, int n_outer,
 	JtRows		inner,
 				outer;
 
-	jt_rows_alloc(&inner, n_inner, spec->n_keys, spec->n_pay);
-	jt_rows_alloc(&outer, n_outer, spec->n_keys, 0);
-	jt_fill_keys(&inner, spec, 0, inner_dom);
-	jt_fill_keys(&outer, spec, 1, outer_dom);
-	jt_fill_pay(&inner, spec);
+	jt_random_rows(spec, n_inner, n_outer, inner_dom, outer_dom, &inner, &outer);
 	run_case(name, spec, &inner, &outer, expect_form);
 	jt_rows_free(&inner);
 	jt_rows_free(&outer);
@@ -758,11 +754,7 @@ test_partitions(void)
 		JtRows		inner,
 					outer;
 
-		jt_rows_alloc(&inner, 1500, spec.n_keys, spec.n_pay);
-		jt_rows_alloc(&outer, 1500, spec.n_keys, 0);
-		jt_fill_keys(&inner, &spec, 0, cases[i].dom);
-		jt_fill_keys(&outer, &spec, 1, cases[i].dom);
-		jt_fill_pay(&inner, &spec);
+		jt_random_rows(&spec, 1500, 1500, cases[i].dom, cases[i].dom, &inner, &outer);
 		parts_case(cases[i].name, &spec, &inner, &outer, cases[i].n_parts);
 		jt_rows_free(&inner);
 		jt_rows_free(&outer);

@@ -317,11 +317,7 @@ random_case(const char *name, XpuJoinSpec *spec, int n_inner, int n_outer,
 	JtRows		inner,
 				outer;
 
-	jt_rows_alloc(&inner, n_inner, spec->n_keys, spec->n_pay);
-	jt_rows_alloc(&outer, n_outer, spec->n_keys, 0);
-	jt_fill_keys(&inner, spec, 0, dom);
-	jt_fill_keys(&outer, spec, 1, dom);
-	jt_fill_pay(&inner, spec);
+	jt_random_rows(spec, n_inner, n_outer, dom, dom, &inner, &outer);
 	gpu_case(name, spec, &inner, &outer, n_parts);
 	jt_rows_free(&inner);
 	jt_rows_free(&outer);
