@@ -11,9 +11,7 @@ file between them with psql's \\! (this process and the server share the
 file system).
 """
 import os
-import shutil
 import sys
-import tempfile
 
 import pyarrow as pa
 import pytest
@@ -22,14 +20,6 @@ from pg_sql import Db
 
 DB = Db()
 PY = sys.executable
-
-
-@pytest.fixture
-def tmp():
-    d = tempfile.mkdtemp(prefix="pgwarp_meta_")
-    os.chmod(d, 0o755)
-    yield d
-    shutil.rmtree(d, ignore_errors=True)
 
 
 def write(path, table, chunk):
@@ -86,13 +76,13 @@ CHANGES = {
 
 
 @pytest.mark.parametrize("how", sorted(CHANGES))
-def test_changed_file_is_read_again(tmp, how):
+def test_changed_file_is_read_again(tmpdir_world, how):
     """The second query of the session sees the file as it is then: rewritten
     in place with the same size and its old modification time (other batch
     boundaries: metadata kept from the old file would read the new one's
     buffers where they are not), grown by batches, replaced by a new file
     under the same name, or cut to fewer batches."""
-    path = os.path.join(tmp, "t.arrow")
+    path = os.path.join(tmpdir_world, "t.arrow")
     old = ints(4000, 0)
     write(path, old, 100)
     size = os.stat(path).st_size
@@ -103,20 +93,20 @@ def test_changed_file_is_read_again(tmp, how):
         data = next((d for d in (arrow_bytes(want, chunk, pad) for pad in range(4000))
                      if len(d) == size), None)
         assert data is not None, "no padding gives the old file's size"
-    new = os.path.join(tmp, "new.arrow")
+    new = os.path.join(tmpdir_world, "new.arrow")
     with open(new, "wb") as f:
         f.write(data)
     ft = "meta_cache_" + how
-    table(tmp, ft, path)
+    table(tmpdir_world, ft, path)
     q = "SELECT count(*), sum(x) FROM %s" % ft
     body = "p, n = %r, %r\n%s\n" % (path, new, CHANGES[how])
-    rows = session([q, q, script(tmp, "change.py", body), q])
+    rows = session([q, q, script(tmpdir_world, "change.py", body), q])
     first = "4000|%d" % sum(old.column(0).to_pylist())
     assert rows[:2] == [first, first], rows
     assert rows[2] == "%d|%d" % (want.num_rows, sum(want.column(0).to_pylist())), rows
 
 
-def test_copy_answers_as_the_file(tmp):
+def test_copy_answers_as_the_file(tmpdir_world):
     """Many batches, a dictionary column, text and string views (their
     batches' buffer counts differ) and NULLs: the session's second open (a copy) gives the first's rows,
     with the engine on and off, and a range query."""
@@ -128,9 +118,9 @@ def test_copy_answers_as_the_file(tmp):
         "v": pa.array([None if i % 11 == 0 else "view value number %d" % (i % 89)
                        for i in range(n)], pa.string_view()),
     })
-    path = os.path.join(tmp, "many.arrow")
+    path = os.path.join(tmpdir_world, "many.arrow")
     write(path, t, 64)
-    table(tmp, "meta_cache_many", path, "k bigint, d text, s text, v text")
+    table(tmpdir_world, "meta_cache_many", path, "k bigint, d text, s text, v text")
     q = ("SELECT d, count(*), count(s), sum(k), min(s), max(s), max(v), count(v) "
          "FROM meta_cache_many "
          "WHERE k % 5 <> 1 GROUP BY d ORDER BY d NULLS FIRST")
