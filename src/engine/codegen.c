@@ -61,6 +61,7 @@
 #include "pgtime.h"
 
 #include "engine/codegen.h"
+#include "xpu/xpu_join.h"
 #include "xpu/xpu_half.h"
 #include "xpu/xpu_date.h"
 
@@ -327,6 +328,11 @@ typedef struct Cg
 	AttrNumber	var_attno[XPU_MAX_REGS];	/* loaded columns and their registers */
 	int			var_reg[XPU_MAX_REGS];
 	int			nvars;
+	/* inner columns of the join depths compiled so far (JOIN_PAY) */
+	Index		jvar_relid[XPU_MAX_REGS];
+	AttrNumber	jvar_attno[XPU_MAX_REGS];
+	int			jvar_reg[XPU_MAX_REGS];
+	int			njvars;
 	int			case_reg;		/* the CASE's test value (CaseTestExpr) */
 	bool		in_qual;		/* compiling quals: only values matter */
 	Oid			float2_oid;		/* pg_warp's float2 type, if this database has it */
@@ -411,6 +417,52 @@ cg_type(const Cg *cg, Oid typid)
 	}
 }
 
+/*
+ * codegen_value_type: the engine's type of values of PostgreSQL type typid
+ * with typmod that a program receives from outside a column load (a join's
+ * inner columns, which the backend converts): XPU_T_NONE where the engine
+ * does not take them so (interval, float2, a numeric without a scale of 0
+ * to XPU_NUMERIC_MAX_SCALE in its typmod, text outside a UTF8 database);
+ * *scale: a numeric's
+ */
+XpuType
+codegen_value_type(Oid typid, int32 typmod, int *scale)
+{
+	*scale = 0;
+	switch (typid)
+	{
+		case BOOLOID: return XPU_T_BOOL;
+		case INT2OID: return XPU_T_INT2;
+		case INT4OID: return XPU_T_INT4;
+		case INT8OID: return XPU_T_INT8;
+		case FLOAT4OID: return XPU_T_FLOAT4;
+		case FLOAT8OID: return XPU_T_FLOAT8;
+		case DATEOID: return XPU_T_DATE;
+		case TIMESTAMPOID: return XPU_T_TIMESTAMP;
+		case TIMESTAMPTZOID: return XPU_T_TIMESTAMPTZ;
+		case TEXTOID:
+		case VARCHAROID:
+			return GetDatabaseEncoding() == PG_UTF8 ? XPU_T_TEXT : XPU_T_NONE;
+		case NUMERICOID:
+			*scale = codegen_numeric_typmod_scale(typmod);
+			return *scale >= 0 ? XPU_T_NUMERIC : XPU_T_NONE;
+		default:
+			return XPU_T_NONE;
+	}
+}
+
+/* the scale of a numeric typmod the engine takes (0 .. XPU_NUMERIC_MAX_SCALE), or -1 */
+int
+codegen_numeric_typmod_scale(int32 typmod)
+{
+	int			scale;
+
+	if (typmod < (int32) VARHDRSZ)
+		return -1;				/* unconstrained: no fixed scale */
+	scale = ((((typmod - VARHDRSZ) & 0x7ff) ^ 1024) - 1024);
+	return scale >= 0 && scale <= XPU_NUMERIC_MAX_SCALE ? scale : -1;
+}
+
 /* a new register; -1 (and the compilation fails) past the limit */
 static int
 cg_reg(Cg *cg, XpuType type, int scale)
@@ -491,12 +543,30 @@ cg_widen(Cg *cg, int reg, XpuType to)
 
 /* ---------------- leaves: columns and constants ---------------- */
 
-/* the register holding column attno (loaded in the LOAD stage) */
+/* the register of an inner relation's column var (JOIN_PAY), -1 if none */
+static int
+cg_join_var(Cg *cg, Var *var)
+{
+	if (var->varlevelsup != 0)
+		return -1;
+	for (int i = 0; i < cg->njvars; i++)
+	{
+		if (cg->jvar_relid[i] == var->varno && cg->jvar_attno[i] == var->varattno)
+			return cg->jvar_reg[i];
+	}
+	return -1;
+}
+
+/*
+ * the register holding column attno (loaded in the LOAD stage), or an
+ * inner relation's column of a join depth compiled before
+ */
 static int
 cg_var(Cg *cg, Var *var)
 {
-	if (var->varno != cg->scan->scanrelid || var->varlevelsup != 0 ||
-		var->varattno <= 0)
+	if (var->varno != cg->scan->scanrelid)
+		return cg_join_var(cg, var);
+	if (var->varlevelsup != 0 || var->varattno <= 0)
 		return -1;
 	for (int i = 0; i < cg->nvars; i++)
 	{
@@ -520,6 +590,8 @@ cg_load_vars(Cg *cg, Node *expr)
 		int			col, scale = 0, reg, desc, i;
 		XpuColKind	kind;
 
+		if (IsA(v, Var) && v->varno != cg->scan->scanrelid && cg_join_var(cg, v) >= 0)
+			continue;			/* a join depth's payload register */
 		if (!IsA(v, Var) || v->varno != cg->scan->scanrelid ||
 			v->varlevelsup != 0 || v->varattno <= 0)
 		{
@@ -617,8 +689,8 @@ cg_load_checked(Cg *cg, List *exprs)
  * A numeric Datum as v / 10^scale with |v| < 10^38; false for NaN, the
  * infinities and values beyond the fixed-point form.
  */
-static bool
-cg_numeric_value(Datum d, __int128 *v, int *scale)
+bool
+codegen_numeric_value(Datum d, __int128 *v, int *scale)
 {
 	char	   *s = DatumGetCString(DirectFunctionCall1(numeric_out, d));
 	bool		neg = false,
@@ -700,7 +772,7 @@ cg_const(Cg *cg, Const *c)
 				int			scale;
 				uint64		w[2];
 
-				if (!cg_numeric_value(c->constvalue, &v, &scale))
+				if (!codegen_numeric_value(c->constvalue, &v, &scale))
 					return cg_fail(cg, (Expr *) c, "a numeric constant beyond 38 digits, NaN or infinite");
 				w[0] = (uint64) v;
 				w[1] = (uint64) ((unsigned __int128) v >> 64);
@@ -1131,7 +1203,7 @@ cg_peek_scale(Cg *cg, Expr *e)
 		e = ((RelabelType *) e)->arg;
 	if (e != NULL && IsA(e, Const) && ((Const *) e)->consttype == NUMERICOID &&
 		!((Const *) e)->constisnull &&
-		cg_numeric_value(((Const *) e)->constvalue, &v, &scale))
+		codegen_numeric_value(((Const *) e)->constvalue, &v, &scale))
 		return scale;
 	if (e != NULL && IsA(e, Var) && (r = cg_var(cg, (Var *) e)) >= 0 &&
 		cg->rtype[r] == XPU_T_NUMERIC)
@@ -1739,6 +1811,114 @@ codegen_qual_program(const CodegenScan *scan, List *quals)
 }
 
 /*
+ * cg_join_depth: depth d of the JOIN stage (see codegen_join_program), for
+ * the rows still active: the outer keys, the probe, the inner columns later
+ * expressions read, then r0 for the join type and the join quals.  pushed
+ * counts the masks left open (the caller pops them).
+ */
+static bool
+cg_join_depth(Cg *cg, const CodegenJoin *j, int d, int *pushed)
+{
+	int			keys[3];
+	int			nk = 0, row, test, col = 0;
+	ListCell   *lc;
+
+	if (list_length(j->outer_keys) < 1 || list_length(j->outer_keys) > 3)
+		return cg_fail(cg, NULL, "a join of %d key columns (the engine takes 1 to 3)",
+					   list_length(j->outer_keys)) >= 0;
+	if (list_length(j->pay_vars) > XPU_JOIN_MAX_PAYLOAD)
+		return cg_fail(cg, NULL, "a join that reads %d inner columns (the engine holds %d)",
+					   list_length(j->pay_vars), XPU_JOIN_MAX_PAYLOAD) >= 0;
+	foreach(lc, j->outer_keys)
+	{
+		if (!cg_load_vars(cg, lfirst(lc)) || (keys[nk++] = cg_expr(cg, lfirst(lc))) < 0)
+			return false;
+	}
+	row = cg_reg(cg, XPU_T_INT8, 0);
+	if (row < 0 ||
+		!cg_emit(cg, XPU_OP_JOIN_PROBE, row, keys[0], nk > 1 ? keys[1] : keys[0],
+				 nk > 2 ? keys[2] : keys[0], d | (nk << 8)))
+		return false;
+	foreach(lc, j->pay_vars)
+	{
+		Var		   *v = lfirst(lc);
+		int			scale;
+		XpuType		type = codegen_value_type(v->vartype, v->vartypmod, &scale);
+		int			r;
+
+		if (type == XPU_T_NONE)
+			return cg_fail(cg, (Expr *) v, "the engine cannot carry this %s column of a join",
+						   format_type_be(v->vartype)) >= 0;
+		if ((r = cg_reg(cg, type, scale)) < 0 ||
+			!cg_emit(cg, XPU_OP_JOIN_PAY, r, row, 0, 0, d | (col++ << 8)))
+			return false;
+		cg->jvar_relid[cg->njvars] = v->varno;
+		cg->jvar_attno[cg->njvars] = v->varattno;
+		cg->jvar_reg[cg->njvars++] = r;
+	}
+	/* INNER and SEMI keep the rows that found their inner row, ANTI the others */
+	test = cg_reg(cg, XPU_T_BOOL, 0);
+	if (test < 0 ||
+		!cg_emit(cg, j->jointype == XPU_JOIN_ANTI ? XPU_OP_IS_NULL : XPU_OP_IS_NOT_NULL,
+				 test, row, 0, 0, 0) ||
+		!cg_emit(cg, XPU_OP_MOVE, 0, test, 0, 0, 0))
+		return false;
+	if (j->quals != NIL && j->jointype != XPU_JOIN_INNER)
+		return cg_fail(cg, NULL, "join quals beyond the keys of a semi or anti join") >= 0;
+	/* the join quals of an inner join, each where the ones before hold (as ExecQual) */
+	foreach(lc, j->quals)
+	{
+		int			r;
+
+		if (!cg_emit(cg, XPU_OP_MASK_PUSH_TRUE, 0, 0, 0, 0, 0))
+			return false;
+		(*pushed)++;
+		if (!cg_load_vars(cg, lfirst(lc)) || (r = cg_expr(cg, lfirst(lc))) < 0)
+			return false;
+		if (cg->rtype[r] != XPU_T_BOOL || !cg_emit(cg, XPU_OP_MOVE, 0, r, 0, 0, 0))
+			return false;
+	}
+	return true;
+}
+
+/*
+ * cg_joins: the JOIN stage: the depths of joins in order, each for the
+ * rows that passed the quals and every depth before (a mask on r0 per
+ * depth).  Without quals r0 starts true (in the QUAL stage).
+ */
+static bool
+cg_joins(Cg *cg, List *quals, List *joins)
+{
+	ListCell   *lc;
+	int			pushed = 0,
+				d = 0;
+
+	if (joins == NIL)
+		return true;
+	if (list_length(joins) > XPU_MAX_MASK_DEPTH / 2)
+		return cg_fail(cg, NULL, "a join of %d depths (the engine takes %d)",
+					   list_length(joins), XPU_MAX_MASK_DEPTH / 2) >= 0;
+	if (quals == NIL && !cg_emit(cg, XPU_OP_CONST_BOOL, 0, 0, 0, 0, 1))
+		return false;
+	xpu_begin_stage(cg->b, XPU_STAGE_JOIN);
+	cg->in_qual = false;
+	foreach(lc, joins)
+	{
+		if (!cg_emit(cg, XPU_OP_MASK_PUSH_TRUE, 0, 0, 0, 0, 0))
+			return false;
+		pushed++;
+		if (!cg_join_depth(cg, lfirst(lc), d++, &pushed))
+			return false;
+		/* past the mask depth: close them all, the next push starts from r0 */
+		while (pushed > XPU_MAX_MASK_DEPTH / 2 && cg_emit(cg, XPU_OP_MASK_POP, 0, 0, 0, 0, 0))
+			pushed--;
+	}
+	while (pushed > 0 && cg_emit(cg, XPU_OP_MASK_POP, 0, 0, 0, 0, 0))
+		pushed--;
+	return !cg->failed;
+}
+
+/*
  * codegen_proj_program: the program whose QUAL stage evaluates quals (see
  * cg_quals; NIL: every row passes) and whose PROJ stage computes, for the
  * rows that pass, exprs[i] into output i; NULL if anything is not
@@ -1750,13 +1930,26 @@ codegen_qual_program(const CodegenScan *scan, List *quals)
 XpuProgram *
 codegen_proj_program(const CodegenScan *scan, List *quals, List *exprs)
 {
+	return codegen_join_program(scan, quals, NIL, exprs);
+}
+
+/*
+ * codegen_join_program: codegen_proj_program with a JOIN stage between the
+ * quals and the outputs: the depths of joins (CodegenJoin), in order.  A
+ * row passes when it passes the quals and every depth (INNER and SEMI: its
+ * inner row is found and the join quals hold; ANTI: none is found); exprs
+ * may read the inner columns of every depth (pay_vars).
+ */
+XpuProgram *
+codegen_join_program(const CodegenScan *scan, List *quals, List *joins, List *exprs)
+{
 	Cg		   *cg = cg_create(scan);
 	ListCell   *lc;
 	bool		ok;
 
 	if (cg == NULL)
 		return NULL;
-	ok = cg_quals(cg, quals, exprs);
+	ok = cg_quals(cg, quals, exprs) && cg_joins(cg, quals, joins);
 	if (ok)
 		xpu_begin_stage(cg->b, XPU_STAGE_PROJ);
 	foreach(lc, exprs)

@@ -46,11 +46,33 @@ typedef struct CodegenWhyNot
 	char		why[160];
 } CodegenWhyNot;
 
+/*
+ * One depth of a join (GpuJoin) in a program: the inner relation relid's
+ * columns come from its inner table, whose payload column i holds
+ * pay_vars[i] (Vars of relid); outer_keys (1 to 3 expressions over the
+ * scan relation and the depths before) are probed against its keys;
+ * jointype is XPU_JOIN_INNER, XPU_JOIN_SEMI or XPU_JOIN_ANTI
+ * (xpu/xpu_join.h); quals: an inner join's quals beyond the keys.
+ */
+typedef struct CodegenJoin
+{
+	Index		relid;
+	int			jointype;
+	List	   *outer_keys;
+	List	   *quals;
+	List	   *pay_vars;
+} CodegenJoin;
+
 /* in codegen.c */
 extern bool codegen_expr_supported(const CodegenScan *scan, Expr *expr);
 extern XpuProgram *codegen_qual_program(const CodegenScan *scan, List *quals);
 extern XpuProgram *codegen_proj_program(const CodegenScan *scan, List *quals,
 										List *exprs);
+extern XpuProgram *codegen_join_program(const CodegenScan *scan, List *quals,
+										List *joins, List *exprs);
+extern XpuType codegen_value_type(Oid typid, int32 typmod, int *scale);
+extern int	codegen_numeric_typmod_scale(int32 typmod);
+extern bool codegen_numeric_value(Datum d, __int128 *v, int *scale);
 extern char *codegen_disassemble(const XpuProgram *prog);
 extern const CodegenWhyNot *codegen_why_not(void);
 extern bool codegen_used_timezone(int64 *offset);

@@ -106,6 +106,7 @@
 #include "engine/executor.h"
 #include "engine/shippable.h"
 #include "engine/gpu_preagg.h"
+#include "engine/gpu_join.h"
 #include "engine/heap_source.h"
 #include "xpu/xpu_agg.h"
 #include "xpu/xpu_half.h"
@@ -339,6 +340,7 @@ typedef struct GpaPlanInfo
 	List	   *keys;			/* group key expressions */
 	List	   *aggrefs;		/* distinct Aggrefs of the target and HAVING */
 	List	   *having;			/* HAVING, implicit AND */
+	GjPlan	   *join;			/* the joins under the grouping (GpuJoin), or NULL */
 	Node	   *program;		/* the engine's program (engine_plan_program) */
 } GpaPlanInfo;
 
@@ -477,17 +479,31 @@ gpa_plan_info(PlannerInfo *root, RelOptInfo *input_rel, RelOptInfo *output_rel,
 {
 	Query	   *parse = root->parse;
 	GpaPlanInfo *pi;
+	GjPlan	   *join = NULL;
+	RelOptInfo *base = input_rel;
 	ListCell   *lc;
 
 	*why = NULL;
 	if (root->hasHavingQual != (extra->havingQual != NULL) ||
 		(parse->groupClause == NIL && !parse->hasAggs))
 		return NULL;
-	if ((*why = ship_grouping_input(root, input_rel, partial, gpa_heap_enabled())) != NULL)
+	/* a join of an outer table with dimension tables: GpuJoin's depths */
+	if (input_rel->reloptkind == RELOPT_JOINREL && !partial)
+	{
+		if ((join = gj_plan_input(root, input_rel, gpa_heap_enabled(), why)) == NULL)
+		{
+			*why = psprintf("the grouping reads a join of %d relations (%s)",
+							bms_num_members(input_rel->relids), *why);
+			return NULL;
+		}
+		base = join->outer;
+	}
+	if ((*why = ship_grouping_input(root, base, partial, gpa_heap_enabled())) != NULL)
 		return NULL;
 	pi = palloc0(sizeof(GpaPlanInfo));
-	pi->relid = input_rel->relid;
-	foreach(lc, input_rel->baserestrictinfo)
+	pi->relid = base->relid;
+	pi->join = join;
+	foreach(lc, base->baserestrictinfo)
 	{
 		RestrictInfo *ri = lfirst(lc);
 
@@ -514,6 +530,10 @@ gpa_plan_info(PlannerInfo *root, RelOptInfo *input_rel, RelOptInfo *output_rel,
 		*why = "the partial grouping returns an expression of its keys";
 		return NULL;
 	}
+	if (join != NULL &&
+		(*why = gj_plan_payload(join, list_concat(list_copy(pi->keys),
+												  gpa_agg_args(pi->aggrefs)))) != NULL)
+		return NULL;
 	if (list_length(pi->keys) > XPU_AGG_MAX_KEYS)
 		*why = psprintf("%d group keys (the engine holds %d)",
 						list_length(pi->keys), XPU_AGG_MAX_KEYS);
@@ -552,12 +572,16 @@ gpa_compiles(PlannerInfo *root, GpaPlanInfo *pi)
 	RangeTblEntry *rte = planner_rt_fetch(pi->relid, root);
 	Relation	rel = table_open(rte->relid, NoLock);
 	List	   *exprs = list_concat(list_copy(pi->keys), gpa_agg_args(pi->aggrefs));
+	List	   *outer_exprs = pi->join ? gj_outer_exprs(pi->join) : NIL;
 	AttrNumber *attnos;
 	int			n;
 	CodegenScan *scan = gpa_codegen_scan(rel, pi->relid,
-										 list_concat(list_copy(exprs), pi->quals),
+										 list_concat(list_concat(list_copy(exprs), pi->quals),
+													 outer_exprs),
 										 &attnos, &n);
-	XpuProgram *prog = scan ? codegen_proj_program(scan, pi->quals, exprs) : NULL;
+	XpuProgram *prog = scan ? codegen_join_program(scan, pi->quals,
+												   pi->join ? gj_codegen_joins(pi->join) : NIL,
+												   exprs) : NULL;
 	bool		ok = prog != NULL && prog->n_cols == n;
 
 	/* every column the expressions use is a chunk column the program loads */
@@ -594,7 +618,17 @@ gpa_make_path(RelOptInfo *output_rel, GpaPlanInfo *pi, Path *fallback, bool part
 									pi->keys, pi->aggrefs);
 	cp->custom_private = lappend(cp->custom_private, pi->having);
 	cp->custom_private = lappend(cp->custom_private, makeInteger(partial ? 1 : 0));
+	cp->custom_private = lappend(cp->custom_private, pi->join ? gj_private(pi->join) : NIL);
 	cp->custom_private = lappend(cp->custom_private, pi->program);
+	/* the inner relations of the joins, which PostgreSQL runs (GpuJoin) */
+	if (pi->join != NULL)
+	{
+		ListCell   *lc;
+
+		foreach(lc, pi->join->depths)
+			cp->custom_paths = lappend(cp->custom_paths,
+									   ((GjDepth *) lfirst(lc))->rel->cheapest_total_path);
+	}
 	cp->methods = &gpa_ops.path;
 	return cp;
 }
@@ -756,6 +790,7 @@ gpa_upper_paths(PlannerInfo *root, UpperRelationKind stage, RelOptInfo *input_re
 	double		rows_in,
 				ngroups;
 	bool		heap;
+	RelOptInfo *base;
 
 	if (prev_upper_paths_hook)
 		prev_upper_paths_hook(root, stage, input_rel, output_rel, extra);
@@ -788,10 +823,12 @@ gpa_upper_paths(PlannerInfo *root, UpperRelationKind stage, RelOptInfo *input_re
 											ngroups);
 
 	cp = gpa_make_path(output_rel, pi, fallback, false);
-	rows_in = input_rel->tuples > 0 ? input_rel->tuples : input_rel->rows;
+	base = pi->join ? pi->join->outer : input_rel;
+	rows_in = base->tuples > 0 ? base->tuples : base->rows;
 	heap = planner_rt_fetch(pi->relid, root)->relkind != RELKIND_FOREIGN_TABLE;
 	cp->path.startup_cost = pg_warp_engine_startup_cost +
-		rows_in * (heap ? pg_warp_heap_row_cost : pg_warp_engine_row_cost);
+		rows_in * (heap ? pg_warp_heap_row_cost : pg_warp_engine_row_cost) +
+		(pi->join ? gj_inner_cost(pi->join) : 0);
 
 	/*
 	 * A heap table's pages are read, checked for visibility and copied by
@@ -800,11 +837,11 @@ gpa_upper_paths(PlannerInfo *root, UpperRelationKind stage, RelOptInfo *input_re
 	 * the parallel GpuPreAgg).
 	 */
 	if (heap)
-		cp->path.startup_cost += input_rel->pages * seq_page_cost + rows_in * cpu_tuple_cost;
+		cp->path.startup_cost += base->pages * seq_page_cost + rows_in * cpu_tuple_cost;
 	cp->path.total_cost = cp->path.startup_cost + ngroups * cpu_tuple_cost;
 	explain_why_offered(output_rel, "GpuPreAgg", cp->path.total_cost);
 	add_path(output_rel, (Path *) cp);
-	if (heap)
+	if (heap && pi->join == NULL)
 		gpa_parallel_paths(root, input_rel, output_rel, gx, ngroups);
 }
 
@@ -821,9 +858,12 @@ gpa_anchor_var(PlannerInfo *root, Index relid, List *exprs)
 	RangeTblEntry *rte;
 	Relation	rel;
 	Var		   *v = NULL;
+	ListCell   *lc;
 
-	if (vars != NIL)
-		return copyObject(linitial_node(Var, vars));
+	/* (a join's expressions read the inner relations' columns too) */
+	foreach(lc, vars)
+		if (((Var *) lfirst(lc))->varno == relid)
+			return copyObject((Var *) lfirst(lc));
 	rte = planner_rt_fetch(relid, root);
 	rel = table_open(rte->relid, NoLock);
 	for (int i = 0; i < RelationGetDescr(rel)->natts && v == NULL; i++)
@@ -843,12 +883,14 @@ gpa_anchor_var(PlannerInfo *root, Index relid, List *exprs)
 
 /*
  * gpa_plan_path: the CustomScan of a GpuPreAgg path.  Its scan tuple is
- * (keys..., aggregates..., quals..., anchor) (custom_scan_tlist; the last
- * ones resjunk, never filled: they are there so that set_plan_references
- * adjusts their Vars); the target list and HAVING are expressions over it.
- * custom_private: the number of keys, of aggregates and of quals, whether
- * the node returns partial states (a parallel heap run), and the engine's
- * program (engine_plan_program, compiled by gpa_compiles).
+ * (keys..., aggregates..., quals..., join clauses..., anchor)
+ * (custom_scan_tlist; the last ones resjunk, never filled: they are there so
+ * that set_plan_references adjusts their Vars); the target list and HAVING
+ * are expressions over it.  custom_private: the number of keys, of
+ * aggregates and of quals, whether the node returns partial states (a
+ * parallel heap run), the join depths (gj_private: GpuJoin's, NIL without
+ * joins) and the engine's program (engine_plan_program, compiled by
+ * gpa_compiles).  custom_plans: the fallback, then each depth's inner plan.
  */
 static Plan *
 gpa_plan_path(PlannerInfo *root, RelOptInfo *rel, CustomPath *best_path,
@@ -870,6 +912,14 @@ gpa_plan_path(PlannerInfo *root, RelOptInfo *rel, CustomPath *best_path,
 		scan_tlist = lappend(scan_tlist, makeTargetEntry(lfirst(lc), resno++, NULL, false));
 	foreach(lc, quals)
 		scan_tlist = lappend(scan_tlist, makeTargetEntry(lfirst(lc), resno++, NULL, true));
+	/* each join depth's clauses, for EXPLAIN (set_plan_references adjusts their Vars) */
+	foreach(lc, list_nth(priv, 6))
+	{
+		ListCell   *lq;
+
+		foreach(lq, lfourth((List *) lfirst(lc)))
+			scan_tlist = lappend(scan_tlist, makeTargetEntry(lfirst(lq), resno++, NULL, true));
+	}
 	scan_tlist = lappend(scan_tlist,
 						 makeTargetEntry((Expr *) gpa_anchor_var(root, relid,
 																 list_concat(list_copy(keys), aggrefs)),
@@ -877,12 +927,19 @@ gpa_plan_path(PlannerInfo *root, RelOptInfo *rel, CustomPath *best_path,
 	cs->scan.plan.targetlist = tlist;
 	cs->scan.plan.qual = list_nth(priv, 4);
 	cs->scan.scanrelid = 0;
-	cs->custom_plans = custom_plans;
+	/* the fallback, then each join depth's inner plan, returning its keys and payload */
+	cs->custom_plans = list_make1(linitial(custom_plans));
+	foreach(lc, list_nth(priv, 6))
+		cs->custom_plans = lappend(cs->custom_plans,
+								   gj_inner_plan(list_nth(custom_plans,
+														  foreach_current_index(lc) + 1),
+												 lfirst(lc)));
 	cs->custom_scan_tlist = scan_tlist;
 	cs->custom_private = list_make5(makeInteger(list_length(keys)),
 									makeInteger(list_length(aggrefs)),
 									makeInteger(list_length(quals)),
 									list_nth(priv, 5), list_nth(priv, 6));
+	cs->custom_private = lappend(cs->custom_private, list_nth(priv, 7));
 	cs->methods = &gpa_ops.scan;
 	return &cs->scan.plan;
 }
@@ -949,6 +1006,11 @@ typedef struct GpaState
 	XpuAggDesc *descs;
 	uint16	   *key_outs;
 	List	   *quals;
+	/* the join depths (GpuJoin): their plan items, clauses and inner tables */
+	List	   *join_private;
+	List	   *join_clauses;	/* per depth, from the scan tuple (EXPLAIN) */
+	GjInner    *inner;
+	int			n_depths;
 	bool		compiled;		/* false: the child runs (EXPLAIN says why) */
 	/* the run */
 	bool		fallback;		/* the child produces the rows */
@@ -1071,6 +1133,9 @@ gpa_compile(GpaState *st, CustomScan *cs, Index relid, int eflags, int n_keys, i
 		else
 			gpa_compile_agg(st, &st->aggs[i - st->n_keys], (Aggref *) te->expr, &args);
 	}
+	/* the columns the program loads: also those of the join depths' clauses */
+	foreach(lc, st->join_clauses)
+		args = list_concat(args, lfirst(lc));
 	attnos = gpa_attnos(relid, list_concat(list_concat(list_copy(keys), args), st->quals),
 						&n_attnos);
 	if (attnos == NULL)
@@ -1108,6 +1173,8 @@ gpa_begin(EngineScanState *node, CustomScan *cs, EState *estate, int eflags)
 	int			n_quals = intVal(lthird(cs->custom_private));
 	Var		   *anchor = (Var *) llast_node(TargetEntry, cs->custom_scan_tlist)->expr;
 	Index		relid = (Index) anchor->varno;
+	int			te = n_keys + n_aggs + n_quals;
+	ListCell   *lc;
 
 	st->partial = intVal(lfourth(cs->custom_private)) != 0;
 	st->finisher = -2;
@@ -1115,6 +1182,18 @@ gpa_begin(EngineScanState *node, CustomScan *cs, EState *estate, int eflags)
 		st->quals = lappend(st->quals,
 							list_nth_node(TargetEntry, cs->custom_scan_tlist,
 										  n_keys + n_aggs + i)->expr);
+	st->join_private = list_nth(cs->custom_private, 4);
+	foreach(lc, st->join_private)
+	{
+		List	   *clauses = NIL;
+
+		for (int i = 0; i < list_length(lfourth((List *) lfirst(lc))); i++)
+			clauses = lappend(clauses,
+							  list_nth_node(TargetEntry, cs->custom_scan_tlist, te++)->expr);
+		st->join_clauses = lappend(st->join_clauses, clauses);
+	}
+	st->inner = gj_exec_init(st->join_private,
+							 list_copy_tail(node->css.custom_ps, 1), &st->n_depths);
 	st->compiled = gpa_compile(st, cs, relid, eflags, n_keys, n_aggs);
 	if (!st->compiled && st->partial)
 		st->es.heap = heap_agg_prepare(st->es.rel, NULL, 0);	/* its claims only */
@@ -1142,6 +1221,7 @@ gpa_request(GpaState *st, uint32 share_role)
 	req.n_keys = st->n_keys;
 	req.n_aggs = st->n_descs;
 	req.prog_len = st->es.prog->total_len;
+	req.n_joins = (uint32) st->n_depths;
 	req.engine = (uint32) pg_warp_engine;
 	req.max_buffer_size = (int64) pg_warp_arrow_max_buffer_size * 1024;
 	if (share_role != 0)
@@ -1153,6 +1233,8 @@ gpa_request(GpaState *st, uint32 share_role)
 	engine_put(buf, st->key_outs, sizeof(uint16) * st->n_keys, 8);
 	engine_put(buf, st->descs, sizeof(XpuAggDesc) * st->n_descs, 8);
 	engine_put(buf, st->es.prog, st->es.prog->total_len, 16);
+	for (int d = 0; d < st->n_depths; d++)
+		engine_put(buf, &st->inner[d].join_id, sizeof(uint64), 8);
 	if (share_role == WARP_SHARE_FINISH)
 		return engine_request_end(buf) ? buf : NULL;
 	if (st->es.heap)
@@ -1233,6 +1315,13 @@ gpa_run_engine(GpaState *st)
 {
 	StringInfo	req;
 
+	/* the join depths' inner tables first: PostgreSQL runs their plans */
+	if (st->n_depths > 0 && !gj_exec_load(st->inner, st->n_depths, st->es.prog,
+										  &st->fallback_why))
+	{
+		st->fallback = true;
+		return;
+	}
 	if ((req = gpa_request(st, st->es.joined ? WARP_SHARE_PART : 0)) == NULL)
 	{
 		st->fallback = true;
@@ -1637,6 +1726,9 @@ gpa_explain(EngineScanState *node, List *ctx, ExplainState *es)
 	GpaState   *st = (GpaState *) node;
 
 	engine_explain_filter(es, st->quals, ctx, true);
+	if (st->n_depths > 0)
+		gj_explain(st->inner, st->n_depths, st->join_clauses, ctx,
+				   es->analyze && st->es.ran && !st->fallback, es);
 	if (st->es.src != NULL)
 		engine_explain_source(es, st->es.src);
 	if (st->es.heap != NULL)
@@ -1729,6 +1821,7 @@ pg_warp_gpu_preagg_init(void)
 							 NULL, &pg_warp_engine_row_cost, 0.001, 0.0, 1e10,
 							 PGC_USERSET, 0, NULL, NULL, NULL);
 	heap_source_init();
+	pg_warp_gpu_join_init();
 	engine_scan_register(&gpa_ops);
 	prev_upper_paths_hook = create_upper_paths_hook;
 	create_upper_paths_hook = gpa_upper_paths;

@@ -181,18 +181,6 @@ heap_source_plannable(Oid relid)
 	return ok;
 }
 
-/* the scale of a numeric typmod the engine reads, or -1 */
-static int
-numeric_typmod_scale(int32 typmod)
-{
-	int			scale;
-
-	if (typmod < (int32) VARHDRSZ)
-		return -1;				/* unconstrained: no fixed scale */
-	scale = ((((typmod - VARHDRSZ) & 0x7ff) ^ 1024) - 1024);
-	return scale >= 0 && scale <= XPU_NUMERIC_MAX_SCALE ? scale : -1;
-}
-
 /* codegen's column hook over a HeapColumns: the engine's load of an attribute */
 static bool
 heap_column_hook(void *arg, AttrNumber attno, Oid typid, int *col_index,
@@ -233,7 +221,7 @@ heap_column_hook(void *arg, AttrNumber attno, Oid typid, int *col_index,
 		case VARCHAROID: *kind = XPU_COL_UTF8; return true;
 		case NUMERICOID:
 			*kind = XPU_COL_DECIMAL128;
-			*scale = numeric_typmod_scale(att->atttypmod);
+			*scale = codegen_numeric_typmod_scale(att->atttypmod);
 			return *scale >= 0;
 		default:
 			return false;

@@ -1,0 +1,762 @@
+/*-------------------------------------------------------------------------
+ *
+ * gpu_join.c
+ *		GpuJoin: the hash joins of a star query run in the engine, in the
+ *		same pass as the scan of the outer (fact) table and the grouping
+ *		above them, so that joined rows never leave the engine.
+ *
+ * Planning.  gj_plan_input takes the relation a grouping reads when it is a
+ * join of base relations by inner joins: the outer relation is the largest
+ * one the engine reads (an Arrow table, or a heap table where the engine
+ * reads heap tables), every other one becomes a join depth, probed in the
+ * order that drops rows soonest (its filtered share of rows, least first),
+ * each after the depths its keys read.  A depth's join clauses are the
+ * equalities PostgreSQL derives between it and the relations before it
+ * (equivalence classes) and the join clauses among them; the equalities
+ * whose sides are an expression of the relations before and one of the
+ * inner relation, with an operator whose equality the engine's key bytes
+ * give exactly (integers of any width, float4/float8, numeric, date,
+ * timestamp[tz], bool, text of a deterministic collation), are the keys;
+ * the other clauses are join quals, compiled into the program.  The inner
+ * keys must be provably unique (innerrel_is_unique: a primary key or a
+ * unique index, as dimension tables have), so that a probe finds at most
+ * one inner row and the join never multiplies rows.  What stays in
+ * PostgreSQL says why (EXPLAIN VERBOSE, explain_why).
+ *
+ * Execution.  Each inner relation runs as PostgreSQL plans it (its own
+ * filters and scan), its plan's target list being the inner keys, then the
+ * inner columns later expressions read (the payload).  The node reads its
+ * rows once, builds the depth's inner table (xpu/xpu_join.h: dense for
+ * dimension keys, else hashed) straight into a sealed memfd and loads it
+ * into the service (JOIN_LOAD), which keeps one copy for every run of the
+ * query; the run's program probes it in its JOIN stage (codegen).
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "catalog/pg_type.h"
+#include "commands/explain.h"
+#include "executor/executor.h"
+#include "miscadmin.h"
+#include "nodes/makefuncs.h"
+#include "nodes/nodeFuncs.h"
+#include "optimizer/optimizer.h"
+#include "optimizer/pathnode.h"
+#include "optimizer/paths.h"
+#include "optimizer/planmain.h"
+#include "optimizer/restrictinfo.h"
+#include "optimizer/tlist.h"
+#include "parser/parsetree.h"
+#include "portability/instr_time.h"
+#include "utils/builtins.h"
+#include "utils/date.h"
+#include "utils/fmgroids.h"
+#include "utils/guc.h"
+#include "utils/lsyscache.h"
+#include "utils/memutils.h"
+#include "utils/ruleutils.h"
+
+#include "pg_warp.h"
+#include "engine/codegen.h"
+#include "engine/engine.h"
+#include "engine/gpu_join.h"
+#include "engine/shippable.h"
+#include "xpu/xpu_join.h"
+
+bool		pg_warp_enable_gpujoin = true;
+static int	pg_warp_gpujoin_inner_limit = 4096;	/* MB per inner table */
+
+/* ---------------- planning ---------------- */
+
+/*
+ * gj_equality_ok: is opno, comparing with collation collid, an equality the
+ * engine's key bytes (xpu_agg.h) decide exactly as PostgreSQL does
+ */
+static bool
+gj_equality_ok(Oid opno, Oid collid)
+{
+	switch (get_opcode(opno))
+	{
+		case F_INT2EQ: case F_INT4EQ: case F_INT8EQ:
+		case F_INT24EQ: case F_INT42EQ: case F_INT28EQ: case F_INT82EQ:
+		case F_INT48EQ: case F_INT84EQ:
+		case F_BOOLEQ: case F_DATE_EQ: case F_TIMESTAMP_EQ:
+		case F_FLOAT4EQ: case F_FLOAT8EQ: case F_FLOAT48EQ: case F_FLOAT84EQ:
+		case F_NUMERIC_EQ:
+			return true;
+		case F_TEXTEQ:
+			/* bytes equal exactly where the collation is deterministic */
+			return !OidIsValid(collid) || get_collation_isdeterministic(collid);
+		default:
+			return false;
+	}
+}
+
+/*
+ * gj_key_clause: is ri an equality key between the relations joined (an
+ * expression of them on one side) and inner relation rel (one of rel on
+ * the other)?  Its sides into *okey and *ikey.
+ */
+static bool
+gj_key_clause(RestrictInfo *ri, Relids joined, RelOptInfo *rel, Expr **okey, Expr **ikey)
+{
+	OpExpr	   *op = (OpExpr *) ri->clause;
+	Expr	   *l, *r;
+	XpuType		itype, otype;
+	int			scale;
+
+	if (!IsA(op, OpExpr) || list_length(op->args) != 2 || ri->left_relids == NULL ||
+		ri->right_relids == NULL || !gj_equality_ok(op->opno, op->inputcollid) ||
+		contain_volatile_functions((Node *) op))
+		return false;
+	l = linitial(op->args);
+	r = lsecond(op->args);
+	if (bms_is_subset(ri->left_relids, joined) && bms_is_subset(ri->right_relids, rel->relids))
+		*okey = l, *ikey = r;
+	else if (bms_is_subset(ri->right_relids, joined) && bms_is_subset(ri->left_relids, rel->relids))
+		*okey = r, *ikey = l;
+	else
+		return false;
+	/* an inner numeric key has its column's scale; an outer one codegen's */
+	itype = codegen_value_type(exprType((Node *) *ikey), exprTypmod((Node *) *ikey), &scale);
+	otype = exprType((Node *) *okey) == NUMERICOID ? XPU_T_NUMERIC :
+		codegen_value_type(exprType((Node *) *okey), -1, &scale);
+	return itype != XPU_T_NONE && otype != XPU_T_NONE && xpu_join_key_supported(itype, otype);
+}
+
+/* does node hold a PARAM_EXEC Param (a value that may change on a rescan) */
+static bool
+gj_has_exec_param(Node *node, void *context)
+{
+	if (node == NULL)
+		return false;
+	if (IsA(node, Param) && ((Param *) node)->paramkind == PARAM_EXEC)
+		return true;
+	return expression_tree_walker(node, gj_has_exec_param, context);
+}
+
+/*
+ * gj_depth: rel as the next depth after the relations joined, or NULL with
+ * *why saying why not
+ */
+static GjDepth *
+gj_depth(PlannerInfo *root, Relids joined, RelOptInfo *rel, const char **why)
+{
+	Relids		jr = bms_union(joined, rel->relids);
+	List	   *clauses = generate_join_implied_equalities(root, jr, joined, rel);
+	GjDepth    *d = palloc0(sizeof(GjDepth));
+	char	   *name = get_rel_name(planner_rt_fetch(rel->relid, root)->relid);
+	ListCell   *lc;
+
+	foreach(lc, rel->joininfo)
+	{
+		RestrictInfo *ri = lfirst(lc);
+
+		if (bms_is_subset(ri->required_relids, jr))
+			clauses = lappend(clauses, ri);
+	}
+	foreach(lc, clauses)
+	{
+		RestrictInfo *ri = lfirst(lc);
+		Expr	   *okey, *ikey;
+
+		if (ri->pseudoconstant || ri->security_level > 0 ||
+			gj_has_exec_param((Node *) ri->clause, NULL))
+		{
+			*why = "a join clause that is constant for the query, a security barrier "
+				"or one with a value of an outer query";
+			return NULL;
+		}
+		if (list_length(d->outer_keys) < 3 && gj_key_clause(ri, joined, rel, &okey, &ikey))
+		{
+			d->outer_keys = lappend(d->outer_keys, okey);
+			d->inner_keys = lappend(d->inner_keys, ikey);
+			d->key_clauses = lappend(d->key_clauses, ri->clause);
+		}
+		else
+			d->quals = lappend(d->quals, ri->clause);
+	}
+	if (d->outer_keys == NIL)
+	{
+		*why = psprintf("no equality the engine compares joins \"%s\" to the relations before it",
+						name ? name : "?");
+		return NULL;
+	}
+	if (!innerrel_is_unique(root, joined, rel->relids, rel, JOIN_INNER, clauses, false))
+	{
+		*why = psprintf("the join keys of \"%s\" are not known to be unique "
+						"(GpuJoin probes a primary key or a unique index)", name ? name : "?");
+		return NULL;
+	}
+	d->rel = rel;
+	d->jointype = XPU_JOIN_INNER;
+	return d;
+}
+
+/*
+ * gj_plan_input: the joins of input_rel (the relation a grouping reads) as
+ * the engine would run them, or NULL with *why saying why they stay in
+ * PostgreSQL (NULL *why: input_rel is no join).  heap_ok: may the outer
+ * relation be a heap table.
+ */
+GjPlan *
+gj_plan_input(PlannerInfo *root, RelOptInfo *input_rel, bool heap_ok, const char **why)
+{
+	GjPlan	   *gp;
+	Relids		joined,
+				left;
+	int			x = -1;
+	ListCell   *lc;
+
+	*why = NULL;
+	if (input_rel->reloptkind != RELOPT_JOINREL)
+		return NULL;
+	if (!pg_warp_enable_gpujoin)
+		return (*why = "pg_warp.enable_gpujoin is off"), NULL;
+	if (root->join_info_list != NIL)
+		return (*why = "an outer, semi or anti join (GpuJoin takes inner joins)"), NULL;
+	if (root->placeholder_list != NIL || root->hasLateralRTEs)
+		return (*why = "a LATERAL reference or a placeholder of a subquery"), NULL;
+	gp = palloc0(sizeof(GjPlan));
+	while ((x = bms_next_member(input_rel->relids, x)) >= 0)
+	{
+		RelOptInfo *r = find_base_rel(root, x);
+
+		if (r->reloptkind != RELOPT_BASEREL || r->cheapest_total_path == NULL ||
+			!bms_is_empty(r->lateral_relids) || r->rtekind != RTE_RELATION)
+			return (*why = "a joined relation that is not a table"), NULL;
+		/* an inner table is built once: its rows must not depend on a rescan's values */
+		foreach(lc, r->baserestrictinfo)
+			if (gj_has_exec_param((Node *) ((RestrictInfo *) lfirst(lc))->clause, NULL))
+				return (*why = "a joined relation filtered by a value of an outer query"), NULL;
+		if (ship_grouping_input(root, r, false, heap_ok) == NULL &&
+			(gp->outer == NULL || r->tuples > gp->outer->tuples))
+			gp->outer = r;
+	}
+	if (gp->outer == NULL)
+		return (*why = "no joined relation is an Arrow table or a heap table the engine reads"), NULL;
+
+	joined = bms_copy(gp->outer->relids);
+	left = bms_difference(input_rel->relids, joined);
+	while (!bms_is_empty(left))
+	{
+		GjDepth    *best = NULL;
+		double		best_share = 0;
+		const char *why1 = NULL;
+
+		x = -1;
+		while ((x = bms_next_member(left, x)) >= 0)
+		{
+			RelOptInfo *r = find_base_rel(root, x);
+			GjDepth    *d = gj_depth(root, joined, r, &why1);
+			double		share = r->rows / Max(r->tuples, 1.0);
+
+			if (d != NULL && (best == NULL || share < best_share))
+				best = d, best_share = share;
+		}
+		if (best == NULL)
+			return (*why = why1), NULL;
+		if (list_length(gp->depths) >= XPU_MAX_MASK_DEPTH / 2)
+			return (*why = psprintf("more than %d joins", XPU_MAX_MASK_DEPTH / 2)), NULL;
+		gp->depths = lappend(gp->depths, best);
+		joined = bms_add_members(joined, best->rel->relids);
+		left = bms_del_members(left, best->rel->relids);
+	}
+	return gp;
+}
+
+/*
+ * gj_plan_payload: each depth's payload: the columns of its relation that
+ * the depths after it (keys, quals), its own quals and upper_exprs (the
+ * grouping's keys and aggregate arguments) read; why not, or NULL
+ */
+const char *
+gj_plan_payload(GjPlan *gp, List *upper_exprs)
+{
+	ListCell   *lc;
+
+	foreach(lc, gp->depths)
+	{
+		GjDepth    *d = lfirst(lc);
+		List	   *later = list_concat(list_copy(upper_exprs), d->quals);
+		List	   *vars;
+		ListCell   *lv;
+
+		for_each_cell(lv, gp->depths, lnext(gp->depths, lc))
+		{
+			GjDepth    *e = lfirst(lv);
+
+			later = list_concat(list_concat(later, e->outer_keys), e->quals);
+		}
+		vars = pull_var_clause((Node *) later, PVC_RECURSE_AGGREGATES |
+							   PVC_RECURSE_PLACEHOLDERS);
+		d->pay_vars = NIL;
+		foreach(lv, vars)
+		{
+			Var		   *v = lfirst(lv);
+			ListCell   *lp;
+			bool		seen = false;
+
+			if (!IsA(v, Var) || v->varno != d->rel->relid)
+				continue;
+			if (v->varattno <= 0 || v->varlevelsup != 0)
+				return "a join reads a system column or the whole row of an inner relation";
+			foreach(lp, d->pay_vars)
+				seen |= ((Var *) lfirst(lp))->varattno == v->varattno;
+			if (!seen)
+				d->pay_vars = lappend(d->pay_vars, copyObject(v));
+		}
+	}
+	return NULL;
+}
+
+/* the depths as codegen compiles them (CodegenJoin) */
+List *
+gj_codegen_joins(const GjPlan *gp)
+{
+	List	   *joins = NIL;
+	ListCell   *lc;
+
+	foreach(lc, gp->depths)
+	{
+		GjDepth    *d = lfirst(lc);
+		CodegenJoin *j = palloc0(sizeof(CodegenJoin));
+
+		j->relid = d->rel->relid;
+		j->jointype = d->jointype;
+		j->outer_keys = d->outer_keys;
+		j->quals = d->quals;
+		j->pay_vars = d->pay_vars;
+		joins = lappend(joins, j);
+	}
+	return joins;
+}
+
+/* the expressions the depths evaluate in the program (their outer keys and quals) */
+List *
+gj_outer_exprs(const GjPlan *gp)
+{
+	List	   *exprs = NIL;
+	ListCell   *lc;
+
+	foreach(lc, gp->depths)
+	{
+		GjDepth    *d = lfirst(lc);
+
+		exprs = list_concat(list_concat(exprs, d->outer_keys), d->quals);
+	}
+	return exprs;
+}
+
+/*
+ * gj_private: what the plan keeps of each depth: (jointype, inner keys,
+ * payload Vars, the join's clauses for EXPLAIN)
+ */
+List *
+gj_private(const GjPlan *gp)
+{
+	List	   *priv = NIL;
+	ListCell   *lc;
+
+	foreach(lc, gp->depths)
+	{
+		GjDepth    *d = lfirst(lc);
+
+		priv = lappend(priv, list_make4(makeInteger(d->jointype), d->inner_keys,
+										d->pay_vars,
+										list_concat(list_copy(d->key_clauses), d->quals)));
+	}
+	return priv;
+}
+
+/* the planner's cost of running the inner plans once */
+double
+gj_inner_cost(const GjPlan *gp)
+{
+	double		cost = 0;
+	ListCell   *lc;
+
+	foreach(lc, gp->depths)
+	{
+		GjDepth    *d = lfirst(lc);
+
+		/* each inner row read, converted and put into the table */
+		cost += d->rel->cheapest_total_path->total_cost + d->rel->rows * cpu_tuple_cost;
+	}
+	return cost;
+}
+
+/*
+ * gj_inner_plan: the inner plan of a depth (its private item) made to return
+ * the inner keys, then the payload columns
+ */
+Plan *
+gj_inner_plan(Plan *plan, List *depth_private)
+{
+	List	   *tlist = NIL;
+	ListCell   *lc;
+	AttrNumber	resno = 1;
+
+	foreach(lc, list_concat(list_copy(lsecond(depth_private)), lthird(depth_private)))
+		tlist = lappend(tlist, makeTargetEntry(copyObject(lfirst(lc)), resno++, NULL, false));
+	return change_plan_targetlist(plan, tlist, plan->parallel_safe);
+}
+
+/* ---------------- execution ---------------- */
+
+/* gj_exec_init: the depths of a plan (private: gj_private's) over their inner plans */
+GjInner *
+gj_exec_init(List *private, List *inner_ps, int *n_depths)
+{
+	GjInner    *inner;
+	ListCell   *lc;
+
+	*n_depths = list_length(private);
+	if (*n_depths == 0)
+		return NULL;
+	Assert(list_length(inner_ps) == *n_depths);
+	inner = palloc0(sizeof(GjInner) * *n_depths);
+	foreach(lc, private)
+	{
+		int			d = foreach_current_index(lc);
+		List	   *dp = lfirst(lc);
+
+		inner[d].ps = list_nth(inner_ps, d);
+		inner[d].n_keys = list_length(lsecond(dp));
+	}
+	return inner;
+}
+
+/*
+ * gj_value: Datum d of type typid (an inner key or payload column of the
+ * engine's type type, numeric scale scale) as the engine's value; false
+ * where the engine cannot hold it (a numeric beyond its fixed-point form)
+ */
+static bool
+gj_value(Datum d, Oid typid, XpuType type, int scale, XpuValue *v)
+{
+	memset(v, 0, sizeof(*v));
+	switch (type)
+	{
+		case XPU_T_BOOL: v->i = DatumGetBool(d) ? 1 : 0; return true;
+		case XPU_T_INT2: v->i = DatumGetInt16(d); return true;
+		case XPU_T_INT4: v->i = DatumGetInt32(d); return true;
+		case XPU_T_DATE: v->i = DatumGetDateADT(d); return true;
+		case XPU_T_INT8:
+		case XPU_T_TIMESTAMP:
+		case XPU_T_TIMESTAMPTZ: v->i = DatumGetInt64(d); return true;
+		case XPU_T_FLOAT4: v->f4 = DatumGetFloat4(d); return true;
+		case XPU_T_FLOAT8: v->f8 = DatumGetFloat8(d); return true;
+		case XPU_T_TEXT:
+			{
+				/* a copy in the batch's context: the slot's tuple goes at the next row */
+				text	   *t = DatumGetTextPP(d);
+				char	   *copy = palloc(Max(VARSIZE_ANY_EXHDR(t), 1));
+
+				memcpy(copy, VARDATA_ANY(t), VARSIZE_ANY_EXHDR(t));
+				v->t.p = copy;
+				v->t.len = VARSIZE_ANY_EXHDR(t);
+				return true;
+			}
+		case XPU_T_NUMERIC:
+			{
+				__int128	n;
+				int			s;
+
+				if (!codegen_numeric_value(d, &n, &s) || s > scale)
+					return false;
+				for (; s < scale; s++)
+				{
+					if (xpu_abs128(n) > xpu_num_max() / 10)
+						return false;
+					n *= 10;
+				}
+				v->n = n;
+				return true;
+			}
+		default:
+			return false;
+	}
+}
+
+/* the key registers' types of depth d's probe in prog (its JOIN_PROBE) */
+static bool
+gj_probe_types(const XpuProgram *prog, int d, XpuJoinKeyDesc *keys, int n_keys)
+{
+	const XpuInstr *in = XPU_INSTRS(prog);
+
+	for (int pc = 0; pc < prog->n_instrs; pc++)
+	{
+		int			regs[3];
+
+		if (in[pc].op != XPU_OP_JOIN_PROBE || (in[pc].imm & 0xff) != d)
+			continue;
+		if ((in[pc].imm >> 8) != n_keys)
+			return false;
+		regs[0] = in[pc].a, regs[1] = in[pc].b, regs[2] = in[pc].c;
+		for (int k = 0; k < n_keys; k++)
+		{
+			keys[k].probe_type = XPU_REGS(prog)[regs[k]].type;
+			keys[k].probe_scale = XPU_REGS(prog)[regs[k]].scale;
+		}
+		return true;
+	}
+	return false;
+}
+
+#define GJ_BATCH	1024		/* inner rows per xpu_join_builder_add */
+
+/*
+ * gj_read_inner: every row of depth g's inner plan into builder b, GJ_BATCH
+ * rows at a time; false (why) where a value does not fit the engine
+ */
+static bool
+gj_read_inner(GjInner *g, const XpuJoinSpec *spec, const Oid *typids, const int16 *pay_scales,
+			  XpuJoinBuilder *b, const char **why)
+{
+	int			nk = spec->n_keys,
+				np = spec->n_pay;
+	XpuValue   *keys = palloc(sizeof(XpuValue) * nk * GJ_BATCH);
+	uint8	   *knulls = palloc(nk * GJ_BATCH);
+	XpuValue   *pay = palloc(sizeof(XpuValue) * Max(np, 1) * GJ_BATCH);
+	uint8	   *pnulls = palloc(Max(np, 1) * GJ_BATCH);
+	MemoryContext batch_cxt = AllocSetContextCreate(CurrentMemoryContext, "GpuJoin inner rows",
+													ALLOCSET_DEFAULT_SIZES);
+	MemoryContext old;
+	XpuError	err = {0};
+	int			n = 0;
+	bool		done = false;
+
+	while (!done)
+	{
+		TupleTableSlot *slot;
+
+		CHECK_FOR_INTERRUPTS();
+		slot = ExecProcNode(g->ps);
+		done = TupIsNull(slot);
+		if (!done)
+		{
+			slot_getallattrs(slot);
+			old = MemoryContextSwitchTo(batch_cxt);
+			for (int c = 0; c < nk + np; c++)
+			{
+				bool		isnull = slot->tts_isnull[c];
+				XpuType		type = c < nk ? (XpuType) spec->keys[c].type :
+					(XpuType) spec->pay_types[c - nk];
+				int			scale = c < nk ? spec->keys[c].scale : 0;
+				XpuValue   *v = c < nk ? &keys[c * GJ_BATCH + n] : &pay[(c - nk) * GJ_BATCH + n];
+				uint8	   *vn = c < nk ? &knulls[c * GJ_BATCH + n] : &pnulls[(c - nk) * GJ_BATCH + n];
+
+				if (c >= nk && type == XPU_T_NUMERIC)
+					scale = pay_scales[c - nk];
+				*vn = isnull;
+				if (!isnull && !gj_value(slot->tts_values[c], typids[c], type, scale, v))
+				{
+					MemoryContextSwitchTo(old);
+					*why = "an inner value the engine does not hold exactly";
+					return false;
+				}
+			}
+			MemoryContextSwitchTo(old);
+			g->rows++;
+			n++;
+		}
+		if (n == GJ_BATCH || (done && n > 0))
+		{
+			/* the builder's layout wants each column's n values together */
+			for (int c = 0; c < nk; c++)
+				if (c > 0)
+				{
+					memmove(&keys[c * n], &keys[c * GJ_BATCH], sizeof(XpuValue) * n);
+					memmove(&knulls[c * n], &knulls[c * GJ_BATCH], n);
+				}
+			for (int c = 1; c < np; c++)
+			{
+				memmove(&pay[c * n], &pay[c * GJ_BATCH], sizeof(XpuValue) * n);
+				memmove(&pnulls[c * n], &pnulls[c * GJ_BATCH], n);
+			}
+			if (!xpu_join_builder_add(b, n, keys, knulls, pay, pnulls, &err))
+			{
+				*why = err.code == XPU_ERR_FALLBACK ?
+					"an inner table larger than pg_warp.gpujoin_inner_limit" :
+					pstrdup(err.message);
+				return false;
+			}
+			MemoryContextReset(batch_cxt);
+			n = 0;
+		}
+	}
+	MemoryContextDelete(batch_cxt);
+	return true;
+}
+
+/*
+ * gj_load: depth d's table, written into a sealed memfd and loaded into
+ * the service; false (why) where the engine cannot take it
+ */
+static bool
+gj_load(GjInner *g, int d, const XpuProgram *prog, const char **why)
+{
+	XpuJoinSpec spec = {0};
+	Oid			typids[XPU_JOIN_MAX_KEYS + XPU_JOIN_MAX_PAYLOAD];
+	int16		pay_scales[XPU_JOIN_MAX_PAYLOAD];
+	List	   *tlist = g->ps->plan->targetlist;
+	XpuJoinBuilder *b;
+	XpuError	err = {0};
+	uint64		len;
+	int			fd;
+	void	   *p;
+	ListCell   *lc;
+	instr_time	start, end;
+
+	INSTR_TIME_SET_CURRENT(start);
+	spec.n_keys = g->n_keys;
+	spec.n_pay = list_length(tlist) - g->n_keys;
+	spec.form = XPU_JOIN_AUTO;
+	spec.max_bytes = (uint64) pg_warp_gpujoin_inner_limit * 1024 * 1024;
+	foreach(lc, tlist)
+	{
+		TargetEntry *te = lfirst(lc);
+		int			c = foreach_current_index(lc);
+		int			scale;
+		XpuType		t = codegen_value_type(exprType((Node *) te->expr),
+										   exprTypmod((Node *) te->expr), &scale);
+
+		typids[c] = exprType((Node *) te->expr);
+		if (c < spec.n_keys)
+		{
+			spec.keys[c].type = (uint8) t;
+			spec.keys[c].scale = (int16) scale;
+		}
+		else
+		{
+			spec.pay_types[c - spec.n_keys] = (uint8) t;
+			pay_scales[c - spec.n_keys] = (int16) scale;
+		}
+	}
+	if (!gj_probe_types(prog, d, spec.keys, spec.n_keys))
+		elog(ERROR, "GpuJoin: the program does not probe depth %d with %d keys", d, spec.n_keys);
+	if ((b = xpu_join_builder_create(&spec, &err)) == NULL)
+	{
+		*why = pstrdup(err.message);
+		return false;
+	}
+	if (!gj_read_inner(g, &spec, typids, pay_scales, b, why))
+	{
+		xpu_join_builder_free(b);
+		return false;
+	}
+	if ((len = xpu_join_builder_layout(b, &err)) == 0)
+	{
+		xpu_join_builder_free(b);
+		*why = err.code == XPU_ERR_FALLBACK ?
+			"an inner table larger than pg_warp.gpujoin_inner_limit" : pstrdup(err.message);
+		return false;
+	}
+	fd = memfd_create("pg_warp_join", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+	if (fd < 0 || ftruncate(fd, (off_t) len) != 0 ||
+		(p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0)) == MAP_FAILED)
+	{
+		int			e = errno;
+
+		if (fd >= 0)
+			close(fd);
+		xpu_join_builder_free(b);
+		errno = e;
+		ereport(ERROR,
+				(errcode(ERRCODE_OUT_OF_MEMORY),
+				 errmsg("could not make the shared memory of a GpuJoin inner table (%llu bytes): %m",
+						(unsigned long long) len)));
+	}
+	xpu_join_builder_write(b, p);
+	xpu_join_builder_free(b);
+	munmap(p, len);
+	if (fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE | F_SEAL_SEAL) != 0)
+	{
+		int			e = errno;
+
+		close(fd);
+		errno = e;
+		elog(ERROR, "could not seal a GpuJoin inner table: %m");
+	}
+	PG_TRY();
+	{
+		g->join_id = service_join_load(fd, len);
+	}
+	PG_FINALLY();
+	{
+		close(fd);
+	}
+	PG_END_TRY();
+	g->bytes = len;
+	INSTR_TIME_SET_CURRENT(end);
+	INSTR_TIME_SUBTRACT(end, start);
+	g->build_ms = INSTR_TIME_GET_MILLISEC(end);
+	return true;
+}
+
+/*
+ * gj_exec_load: the inner tables of the n depths, built and loaded once
+ * for the node (prog: the node's program, whose probes give the outer key
+ * types); false with *why where one stays with PostgreSQL
+ */
+bool
+gj_exec_load(GjInner *inner, int n, const XpuProgram *prog, const char **why)
+{
+	for (int d = 0; d < n; d++)
+	{
+		if (inner[d].join_id != 0)
+			continue;
+		inner[d].rows = 0;
+		if (!gj_load(&inner[d], d, prog, why))
+			return false;
+	}
+	return true;
+}
+
+/*
+ * gj_explain: a line per depth: its join (clauses: per depth, the clauses
+ * as the node's scan tuple holds them), with ANALYZE its inner table
+ */
+void
+gj_explain(GjInner *inner, int n, List *clauses, List *ctx, bool analyze, ExplainState *es)
+{
+	ListCell   *lc;
+
+	foreach(lc, clauses)
+	{
+		int			d = foreach_current_index(lc);
+		char	   *label = psprintf("Join Depth %d", d + 1);
+		char	   *cond = deparse_expression((Node *) make_ands_explicit(lfirst(lc)),
+											  ctx, true, false);
+		StringInfoData s;
+
+		initStringInfo(&s);
+		appendStringInfo(&s, "Inner Join on %s", cond);
+		if (analyze && inner != NULL && d < n && inner[d].join_id != 0)
+			appendStringInfo(&s, " (inner rows %.0f, table %llu kB, built in %.3f ms)",
+							 inner[d].rows, (unsigned long long) (inner[d].bytes + 1023) / 1024,
+							 inner[d].build_ms);
+		ExplainPropertyText(label, s.data, es);
+	}
+}
+
+/* pg_warp_gpu_join_init: GpuJoin's settings (from _PG_init) */
+void
+pg_warp_gpu_join_init(void)
+{
+	DefineCustomBoolVariable("pg_warp.enable_gpujoin",
+							 "Lets the planner run the inner joins under a GpuPreAgg in the engine.",
+							 NULL, &pg_warp_enable_gpujoin, true,
+							 PGC_USERSET, 0, NULL, NULL, NULL);
+	DefineCustomIntVariable("pg_warp.gpujoin_inner_limit",
+							"The largest inner table of one GpuJoin depth.",
+							"A join whose inner rows need more runs in PostgreSQL.",
+							&pg_warp_gpujoin_inner_limit, 4096, 1, INT_MAX / 2,
+							PGC_USERSET, GUC_UNIT_MB, NULL, NULL, NULL);
+}

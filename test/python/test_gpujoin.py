@@ -1,0 +1,219 @@
+"""GpuJoin under GpuPreAgg (src/engine/gpu_join.c): star queries whose joins,
+scan and grouping run in one engine pass, against PostgreSQL as the oracle.
+
+The fact table is an Arrow file (and, where the engine reads heap tables, a
+heap copy of it) with foreign keys of several types, NULL keys and keys that
+match no dimension row; the dimensions are heap tables with primary keys
+(what makes the engine's probe find at most one row), NULL payload values
+and their own filters.  Every query runs with pg_warp on (the plan must be a
+GpuPreAgg whose run the engine served, with the expected join depths) and
+off; the rows, or the error, must be equal.  Joins the engine does not take
+must stay in PostgreSQL's plan, and EXPLAIN (VERBOSE) must say why.
+"""
+import datetime
+import decimal
+import os
+import random
+import shutil
+import tempfile
+
+import pyarrow as pa
+import pytest
+
+from engine_edge import write
+from pg_sql import DB, OFF, ON, find_nodes, show
+from pg_sql import psql as pg_psql
+
+NODE = "GpuPreAgg"
+N = 5000
+D = decimal.Decimal
+
+
+def fact_table(n, seed):
+    rnd = random.Random(seed)
+
+    def pick(vals, null_frac=0.05):
+        return [None if rnd.random() < null_frac else rnd.choice(vals) for _ in range(n)]
+
+    base = datetime.date(1992, 1, 1)
+    return pa.table({
+        "id": pa.array(range(n), pa.int64()),
+        # 0 and 60..64 match no dimension row
+        "ck": pa.array(pick(list(range(0, 65))), pa.int32()),
+        "sk": pa.array(pick(list(range(1, 25))), pa.int16()),
+        "pk": pa.array(pick(list(range(1, 210))), pa.int64()),
+        "dk": pa.array(pick([base + datetime.timedelta(days=i) for i in range(0, 800, 3)]),
+                       pa.date32()),
+        "tk": pa.array(pick(["AIR", "MAIL", "SHIP", "TRUCK", "RAIL", "é", "", "nope"]),
+                       pa.string()),
+        "nk": pa.array(pick([D("1.50"), D("2.00"), D("-3.25"), D("7.77"), D("0.00")]),
+                       pa.decimal128(12, 2)),
+        "q1": pa.array(pick(list(range(1, 5))), pa.int32()),
+        "q2": pa.array(pick(list(range(1, 4))), pa.int32()),
+        "v": pa.array(pick([0, 1, -1, 7, 100, 2**31 - 1, -2**31]), pa.int32()),
+        "f": pa.array(pick([0.5, -0.0, 1e300, 3.25, float("nan")]), pa.float64()),
+        "amt": pa.array(pick([D("10.00"), D("0.01"), D("-5.50"), D("123456.78")]),
+                        pa.decimal128(12, 2)),
+    })
+
+
+FACT_COLUMNS = ("id int8, ck int4, sk int2, pk int8, dk date, tk text, nk numeric(12,2), "
+                "q1 int4, q2 int4, v int4, f float8, amt numeric(12,2)")
+
+DIMS = """
+CREATE TABLE gj.customer (c_key int4 PRIMARY KEY, c_nation text, c_region text,
+                          c_score int8, c_bal numeric(10,3));
+INSERT INTO gj.customer SELECT i, 'NATION' || (i % 7), CASE WHEN i % 11 = 0 THEN NULL
+       ELSE 'REGION' || (i % 3) END, i * 1000003, (i * 1.125)::numeric(10,3)
+  FROM generate_series(1, 59) i;
+CREATE TABLE gj.supplier (s_key int8 PRIMARY KEY, s_city varchar(20), s_nation_key int4);
+INSERT INTO gj.supplier SELECT i, 'CITY' || (i % 5), 1 + i % 4 FROM generate_series(1, 20) i;
+CREATE TABLE gj.nation (n_key int4 PRIMARY KEY, n_name text);
+INSERT INTO gj.nation VALUES (1, 'ONE'), (2, 'TWO'), (3, NULL);
+CREATE TABLE gj.part (p_key int4 PRIMARY KEY, p_brand text, p_size int2, p_price float8);
+INSERT INTO gj.part SELECT i, 'BRAND#' || (i % 13), (i % 50)::int2,
+       CASE WHEN i % 17 = 0 THEN 'NaN'::float8 ELSE i * 0.5 END
+  FROM generate_series(1, 200) i;
+CREATE TABLE gj.date1 (d_datekey date PRIMARY KEY, d_year int4, d_month text);
+INSERT INTO gj.date1 SELECT d, extract(year from d)::int4, to_char(d, 'Mon')
+  FROM generate_series('1992-01-01'::date, '1994-12-31'::date, '1 day') d;
+CREATE TABLE gj.mode (m_name text PRIMARY KEY, m_cost int4);
+INSERT INTO gj.mode VALUES ('AIR', 10), ('MAIL', 3), ('SHIP', 1), ('TRUCK', NULL), ('é', 99),
+                           ('', 0);
+CREATE TABLE gj.rate (r_key numeric(6,1) PRIMARY KEY, r_name text);
+INSERT INTO gj.rate VALUES (1.5, 'one and a half'), (2.0, 'two'), (-3.3, 'no match'),
+                           (0, 'zero');
+CREATE TABLE gj.pair (a int4, b int4, label text, PRIMARY KEY (a, b));
+INSERT INTO gj.pair SELECT a, b, a || '/' || b FROM generate_series(1, 4) a,
+       generate_series(1, 2) b;
+CREATE TABLE gj.nokey (k int4, label text);
+INSERT INTO gj.nokey SELECT i % 10, 'L' || i FROM generate_series(1, 30) i;
+ANALYZE gj.customer, gj.supplier, gj.nation, gj.part, gj.date1, gj.mode, gj.rate, gj.pair,
+        gj.nokey;
+"""
+
+
+@pytest.fixture(scope="module", autouse=True)
+def tables():
+    d = tempfile.mkdtemp(prefix="pg_warp_gj.")
+    os.chmod(d, 0o755)
+    write(os.path.join(d, "fact.arrow"), fact_table(N, 7), 700)
+    write(os.path.join(d, "empty.arrow"), fact_table(0, 8), 700)
+    pg_psql("CREATE EXTENSION IF NOT EXISTS pg_warp")
+    pg_psql("DROP SCHEMA IF EXISTS gj CASCADE; CREATE SCHEMA gj")
+    pg_psql(DIMS)
+    for name in ("fact", "empty"):
+        pg_psql("CREATE FOREIGN TABLE gj.%s (%s) SERVER arrow_fdw OPTIONS (file '%s/%s.arrow')"
+                % (name, FACT_COLUMNS, d, name))
+    pg_psql("CREATE TABLE gj.hfact AS SELECT * FROM gj.fact; ANALYZE gj.hfact")
+    yield d
+    pg_psql("DROP SCHEMA IF EXISTS gj CASCADE")
+    shutil.rmtree(d, ignore_errors=True)
+
+
+def joined(sql, depths, settings=(), fact="fact"):
+    """sql (with {f} the fact table) answers as PostgreSQL does, in a
+    GpuPreAgg whose engine run joined `depths` inner relations."""
+    sql = sql.replace("{f}", "gj." + fact)
+    DB.same_answer(sql, NODE, settings=settings, rel_tol=1e-9)
+    if DB.result(sql, tuple(ON) + tuple(settings))[0] == "error":
+        return
+    top = DB.engine_ran(sql, NODE, tuple(ON) + tuple(settings))
+    nodes = find_nodes(top, NODE)
+    got = [k for k in nodes[0] if k.startswith("Join Depth")]
+    assert len(got) == depths, (sql, show(top))
+    assert "inner rows" in nodes[0]["Join Depth 1"], show(top)
+
+
+STAR = [
+    # one depth, group by an inner column
+    ("SELECT d.d_year, count(*), sum(f.v) FROM {f} f, gj.date1 d "
+     "WHERE f.dk = d.d_datekey GROUP BY d.d_year", 1),
+    # SSB Q2-like: three depths, inner filters, text payload keys
+    ("SELECT d.d_year, p.p_brand, sum(f.amt), count(f.v) FROM {f} f, gj.date1 d, gj.part p, "
+     "gj.supplier s WHERE f.dk = d.d_datekey AND f.pk = p.p_key AND f.sk = s.s_key "
+     "AND p.p_size < 20 AND s.s_city = 'CITY1' GROUP BY d.d_year, p.p_brand", 3),
+    # SSB Q3-like: four depths, the outer filtered too
+    ("SELECT c.c_nation, s.s_city, d.d_year, sum(f.v), min(f.amt), max(c.c_score) "
+     "FROM {f} f, gj.customer c, gj.supplier s, gj.date1 d "
+     "WHERE f.ck = c.c_key AND f.sk = s.s_key AND f.dk = d.d_datekey "
+     "AND c.c_region = 'REGION1' AND d.d_year BETWEEN 1992 AND 1993 AND f.q1 > 1 "
+     "GROUP BY c.c_nation, s.s_city, d.d_year", 3 + 0),
+    # no GROUP BY: one group, also over no joined row
+    ("SELECT count(*), sum(f.v), avg(c.c_bal) FROM {f} f, gj.customer c "
+     "WHERE f.ck = c.c_key", 1),
+    ("SELECT count(*), sum(f.v) FROM {f} f, gj.customer c "
+     "WHERE f.ck = c.c_key AND c.c_nation = 'nowhere'", 1),
+    # a text key (bytes, a deterministic collation) and a NULL inner payload
+    ("SELECT m.m_cost, count(*), sum(f.v) FROM {f} f, gj.mode m WHERE f.tk = m.m_name "
+     "GROUP BY m.m_cost", 1),
+    # a numeric key of another scale (numeric(12,2) against numeric(6,1))
+    ("SELECT r.r_name, count(*) FROM {f} f, gj.rate r WHERE f.nk = r.r_key GROUP BY r.r_name", 1),
+    # a composite key
+    ("SELECT p.label, count(*), sum(f.id) FROM {f} f, gj.pair p "
+     "WHERE f.q1 = p.a AND f.q2 = p.b GROUP BY p.label", 1),
+    # a snowflake: the nation depth's key is the supplier depth's payload
+    ("SELECT n.n_name, count(*), sum(f.v) FROM {f} f, gj.supplier s, gj.nation n "
+     "WHERE f.sk = s.s_key AND s.s_nation_key = n.n_key GROUP BY n.n_name", 2),
+    # a join qual beyond the keys, and an aggregate of an inner expression
+    ("SELECT c.c_region, count(*), sum(f.v + c.c_key) FROM {f} f, gj.customer c "
+     "WHERE f.ck = c.c_key AND f.v > c.c_key GROUP BY c.c_region", 1),
+    # float payloads with NaN; group keys from two depths
+    ("SELECT p.p_brand, d.d_month, sum(p.p_price), max(p.p_price), count(*) "
+     "FROM {f} f, gj.part p, gj.date1 d WHERE f.pk = p.p_key AND f.dk = d.d_datekey "
+     "GROUP BY p.p_brand, d.d_month", 2),
+]
+
+
+@pytest.mark.parametrize("sql,depths", STAR)
+def test_star_arrow(sql, depths):
+    joined(sql, depths)
+
+
+def test_empty_fact():
+    joined("SELECT d.d_year, count(*) FROM {f} f, gj.date1 d WHERE f.dk = d.d_datekey "
+           "GROUP BY d.d_year", 1, fact="empty")
+
+
+def test_error_is_postgres_own():
+    """A division by zero in an aggregate over joined rows: PostgreSQL's error."""
+    DB.same_error("SELECT c.c_nation, sum(f.v / (c.c_key - c.c_key)) FROM gj.fact f, "
+                  "gj.customer c WHERE f.ck = c.c_key GROUP BY c.c_nation", NODE)
+
+
+HEAP = ("SET pg_warp.enable_gpupreagg_heap = on",)
+
+
+@pytest.mark.parametrize("sql,depths", STAR[:3])
+def test_star_heap(sql, depths):
+    joined(sql, depths, settings=HEAP, fact="hfact")
+
+
+NOT_JOINED = [
+    # no unique key on the inner side: rows could multiply
+    ("SELECT n.label, count(*) FROM gj.fact f, gj.nokey n WHERE f.q1 = n.k GROUP BY n.label",
+     "not known to be unique"),
+    # an outer join
+    ("SELECT c.c_nation, count(*) FROM gj.fact f LEFT JOIN gj.customer c ON f.ck = c.c_key "
+     "GROUP BY c.c_nation", "outer, semi or anti join"),
+    # a join by an inequality only
+    ("SELECT count(*) FROM gj.fact f, gj.customer c WHERE f.ck < c.c_key",
+     "no equality"),
+]
+
+
+@pytest.mark.parametrize("sql,why", NOT_JOINED)
+def test_joins_left_to_postgres(sql, why):
+    """PostgreSQL's answer and plan, and EXPLAIN (VERBOSE) says why."""
+    assert DB.result(sql, ON) == DB.result(sql, OFF)
+    top = DB.plan(sql, ON)
+    assert not find_nodes(top, NODE), show(top)
+    out = DB.sql("EXPLAIN (VERBOSE) " + sql, ON)
+    assert why in out, out
+
+
+def test_setting_turns_it_off():
+    sql = ("SELECT d.d_year, count(*) FROM gj.fact f, gj.date1 d WHERE f.dk = d.d_datekey "
+           "GROUP BY d.d_year")
+    top = DB.plan(sql, tuple(ON) + ("SET pg_warp.enable_gpujoin = off",))
+    assert not find_nodes(top, NODE), show(top)
