@@ -204,6 +204,7 @@ SERVICE_SRCS = \
 	src/service/gpu_scan.c \
 	src/service/heap_chunk.c \
 	src/service/input.c \
+	src/service/join_store.c \
 	src/service/main.c \
 	src/service/options.c \
 	src/service/run.c \
@@ -217,13 +218,15 @@ SERVICE_XPU_SRCS = \
 	src/xpu/xpu_agg.c \
 	src/xpu/xpu_build.c \
 	src/xpu/xpu_cpu.c \
-	src/xpu/xpu_hll_sketch.c
+	src/xpu/xpu_hll_sketch.c \
+	src/xpu/xpu_join.c
 SERVICE_HDRS = \
 	src/service/buf_cache.h \
 	src/service/file_map.h \
 	src/service/gpu_cache.h \
 	src/service/gpu_driver.h \
 	src/service/input.h \
+	src/service/join_store.h \
 	src/service/run.h \
 	src/service/service.h \
 	src/service/share.h \

@@ -7,12 +7,15 @@
  *		over the Arrow files given, and prints the groups as text.
  *
  *	agg_client [--threads N] [--engine E] [--max-buffer N] [--cancel-ms MS]
- *			   [--dump FILE] SOCKET SHAPE FILE...
+ *			   [--dump FILE] [--join DIM]... [--join-fault F] SOCKET SHAPE FILE...
  *
  * The shapes name the columns they read (e.g. q1 reads price, discount and
  * quantity); each file must have them.  --dump writes the AGG_RUN payload
  * to FILE instead of sending it (SOCKET is then ignored).  --cancel-ms
- * sends CANCEL that many milliseconds after the request.
+ * sends CANCEL that many milliseconds after the request.  --join adds a
+ * join depth probing test dimension DIM ("even" or "text", warp_client.h),
+ * loaded (JOIN_LOAD) before the run; --join-fault breaks the first load or
+ * the ids (WcJoins.fault).
  *
  * Output, one line each: "G" then the keys and the states, tab-separated;
  * "END" with the status and counters of the last AGG_RESULT, or "ERROR
@@ -406,6 +409,8 @@ main(int argc, char **argv)
 	Query		q = {0};
 	XpuProgram *prog;
 	WcBuf		req = {0};
+	WcJoins		joins = {0};
+	static const uint64_t no_ids[WARP_MAX_JOINS];	/* the ids, once loaded */
 	char		errbuf[256];
 	void		(*build) (Query *) = NULL;
 
@@ -421,6 +426,10 @@ main(int argc, char **argv)
 			cancel_ms = atoi(argv[i + 1]);
 		else if (strcmp(argv[i], "--dump") == 0)
 			dump = argv[i + 1];
+		else if (strcmp(argv[i], "--join") == 0 && joins.n < WARP_MAX_JOINS)
+			joins.dims[joins.n++] = strcmp(argv[i + 1], "text") == 0 ? WC_DIM_TEXT : WC_DIM_EVEN;
+		else if (strcmp(argv[i], "--join-fault") == 0)
+			joins.fault = argv[i + 1];
 		else
 			wc_die("unknown option");
 	}
@@ -443,6 +452,9 @@ main(int argc, char **argv)
 	wc_put(&req, q.key_outs, 2 * q.n_keys, 8);
 	wc_put(&req, q.aggs, sizeof(XpuAggDesc) * q.n_aggs, 8);
 	wc_put(&req, prog, prog->total_len, 16);
+	hdr.n_joins = joins.n;
+	memcpy(req.p, &hdr, sizeof(hdr));
+	joins.ids_off = (uint8_t *) wc_put(&req, no_ids, 8 * joins.n, 8) - req.p;
 	for (int f = i + 2; f < argc; f++)
 		put_file(&req, &q, argv[f]);
 	if (dump)
@@ -453,5 +465,6 @@ main(int argc, char **argv)
 			wc_die("could not write the dump");
 		return 0;
 	}
-	return wc_run(argv[i], WARP_MSG_AGG_RUN, WARP_MSG_AGG_RESULT, &req, cancel_ms, reply, &q);
+	return wc_run(argv[i], WARP_MSG_AGG_RUN, WARP_MSG_AGG_RESULT, &req, &joins, cancel_ms,
+				  reply, &q);
 }

@@ -203,6 +203,6 @@ main(int argc, char **argv)
 	for (int k = i + 2; k < argc; k++)
 		put_file(&req, argv[k], hdr.n_cols);
 	wc_put(&req, NULL, 0, 8);
-	return wc_run(argv[i], WARP_MSG_SCAN_RUN, WARP_MSG_SCAN_RESULT, &req, cancel_ms, reply,
+	return wc_run(argv[i], WARP_MSG_SCAN_RUN, WARP_MSG_SCAN_RESULT, &req, NULL, cancel_ms, reply,
 				  NULL);
 }
