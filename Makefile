@@ -123,7 +123,7 @@ $(ARROW_LIB): $(ARROW_OBJS)
 # to link once codegen uses it.
 XPU_LIB      = src/xpu/libwarpxpu.a
 XPU_C_OBJS   = src/xpu/xpu_agg.o src/xpu/xpu_build.o src/xpu/xpu_cpu.o \
-               src/xpu/xpu_hll_sketch.o
+               src/xpu/xpu_hll_sketch.o src/xpu/xpu_join.o
 EXTRA_CLEAN += $(XPU_LIB) $(XPU_C_OBJS) $(XPU_C_OBJS:.o=.d)
 -include $(XPU_C_OBJS:.o=.d)
 

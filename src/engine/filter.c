@@ -275,6 +275,7 @@ engine_filter_batch(ArrowScanFilter *f, const ArrowArray *const *arrays, int64 n
 		f->cols[i].data = (const char *) a->data;
 		f->cols[i].offset = 0;
 	}
+	memset(&chunk, 0, sizeof(chunk));	/* no join tables (XpuChunk.joins) */
 	chunk.nrows = nrows;
 	chunk.ncols = f->n_cols;
 	chunk.n_parts = 0;

@@ -515,8 +515,8 @@ kern_agg_init(XpuGaggTable *t, const XpuGaggSpec *sp)
 }
 
 /*
- * gagg_eval: runs LOAD and QUAL for one row of the chunk (of any of its
- * parts), and PROJ when it passes;
+ * gagg_eval: runs LOAD, QUAL and JOIN for one row of the chunk (of any of
+ * its parts), and PROJ when it passes;
  * returns whether it passed (xpu_row_eval's contract, without results).
  * The program's hoisted constants already hold their registers (run once
  * by gagg_hoisted_setup); null0 is the null flags every row starts from.
@@ -530,11 +530,11 @@ gagg_eval(const XpuProgram *prog, const XpuChunk *chunk, int64_t row,
 
 	for (int k = 0; k < prog->n_regs; k++)
 		nulls[k] = null0[k];
-	xpu_row_run(prog, prog->n_hoisted, st[XPU_STAGE_JOIN], cols, row,
+	xpu_row_run(prog, prog->n_hoisted, st[XPU_STAGE_GROUP], chunk, cols, row,
 				regs, nulls, 1, err);
-	if (st[XPU_STAGE_QUAL] != st[XPU_STAGE_JOIN] && !XPU_TRUE(&regs[0], nulls[0]))
+	if (xpu_program_filters(prog) && !XPU_TRUE(&regs[0], nulls[0]))
 		return 0;
-	xpu_row_run(prog, st[XPU_STAGE_PROJ], st[XPU_N_STAGES], cols, row,
+	xpu_row_run(prog, st[XPU_STAGE_PROJ], st[XPU_N_STAGES], chunk, cols, row,
 				regs, nulls, 1, err);
 	return 1;
 }
@@ -636,7 +636,7 @@ gagg_hoisted_setup(const XpuProgram *prog, const XpuChunk *chunk, XpuValue *regs
 {
 	for (int k = 0; k < prog->n_regs; k++)
 		nulls[k] = 1;
-	xpu_row_run(prog, 0, prog->n_hoisted, chunk->cols, 0, regs, nulls, 1, err);
+	xpu_row_run(prog, 0, prog->n_hoisted, chunk, chunk->cols, 0, regs, nulls, 1, err);
 	if (threadIdx.x == 0)
 	{
 		for (int k = 0; k < prog->n_regs; k++)

@@ -19,6 +19,7 @@
 #include "xpu_program.h"
 #include "xpu_date.h"
 #include "xpu_half.h"
+#include "xpu_join.h"
 
 /* what the opcode table says about each opcode */
 typedef enum OpKind
@@ -644,7 +645,7 @@ check_header(const XpuProgram *prog, size_t len, char *errbuf, size_t errlen)
 		if (prog->stage_start[s] > prog->stage_start[s + 1])
 			return bad(errbuf, errlen, "xpu program stages out of order");
 	}
-	for (s = XPU_STAGE_JOIN; s <= XPU_STAGE_AGG; s++)
+	for (s = XPU_STAGE_GROUP; s <= XPU_STAGE_AGG; s++)
 	{
 		if (prog->stage_start[s] != prog->stage_start[s + 1])
 			return bad(errbuf, errlen, "xpu program stage %d is not supported yet", s);
@@ -681,8 +682,7 @@ check_tables(const XpuProgram *prog, char *errbuf, size_t errlen)
 		if (XPU_OUTS(prog)[i] >= prog->n_regs)
 			return bad(errbuf, errlen, "output %d names a missing register", i);
 	}
-	if (prog->stage_start[XPU_STAGE_QUAL] != prog->stage_start[XPU_STAGE_JOIN] &&
-		regs[0].type != XPU_T_BOOL)
+	if (xpu_program_filters(prog) && regs[0].type != XPU_T_BOOL)
 		return bad(errbuf, errlen, "the qual's register r0 is not bool");
 	return 1;
 }
@@ -841,6 +841,17 @@ imm_ok(const XpuProgram *prog, const XpuInstr *in)
 		case XPU_OP_EXTRACT_DATE:
 		case XPU_OP_DATE_PART_IV:
 		case XPU_OP_EXTRACT_IV: return xpu_date_field_ok(in->op, in->imm);
+		case XPU_OP_JOIN_PROBE:
+			/* depth | n_keys << 8, n_keys 1..3; key fields beyond n_keys repeat a */
+			return in->imm >= 0 && (in->imm >> 16) == 0 &&
+				XPU_JOIN_IMM_ARG(in->imm) >= 1 &&
+				XPU_JOIN_IMM_ARG(in->imm) <= XPU_JOIN_PROBE_MAX_KEYS &&
+				(XPU_JOIN_IMM_ARG(in->imm) > 1 || in->b == in->a) &&
+				(XPU_JOIN_IMM_ARG(in->imm) > 2 || in->c == in->a);
+		case XPU_OP_JOIN_PAY:
+			/* depth | col << 8 */
+			return in->imm >= 0 && (in->imm >> 16) == 0 &&
+				XPU_JOIN_IMM_ARG(in->imm) < XPU_JOIN_MAX_PAYLOAD;
 		default: return in->imm == 0;
 	}
 }
@@ -955,6 +966,10 @@ xpu_program_validate(const XpuProgram *prog, size_t len, char *errbuf, size_t er
 
 			if (!check_instr(prog, pc, errbuf, errlen))
 				return 0;
+			if ((in->op == XPU_OP_JOIN_PROBE || in->op == XPU_OP_JOIN_PAY) &&
+				s != XPU_STAGE_JOIN)
+				return bad(errbuf, errlen, "instruction %d (%s) outside the join stage",
+						   pc, op_info[in->op].name);
 			if (in->op == XPU_OP_MASK_POP && --depth < 0)
 				return bad(errbuf, errlen, "instruction %d: MASK_POP without a push", pc);
 			if (op_info[in->op].kind == KIND_MASK && in->op != XPU_OP_MASK_POP &&
@@ -1134,6 +1149,16 @@ out_instr(Out *o, const XpuProgram *prog, int pc)
 			case 'a': out(o, "r%d", in->a); break;
 			case 'b': out(o, "r%d", in->b); break;
 			case 'c': out(o, "r%d", in->c); break;
+			case 'j': out(o, "%d", XPU_JOIN_IMM_DEPTH(in->imm)); break;
+			case 'p': out(o, "%d", XPU_JOIN_IMM_ARG(in->imm)); break;
+			case 'K':
+				/* the probe's n_keys key registers */
+				out(o, "r%d", in->a);
+				if (XPU_JOIN_IMM_ARG(in->imm) > 1)
+					out(o, ", r%d", in->b);
+				if (XPU_JOIN_IMM_ARG(in->imm) > 2)
+					out(o, ", r%d", in->c);
+				break;
 			default: out_imm(o, prog, in); break;
 		}
 	}

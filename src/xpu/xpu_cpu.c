@@ -25,6 +25,17 @@ align16(size_t n)
  * prog (16-byte aligned memory, e.g. from malloc); one workspace serves one
  * thread at a time.
  */
+/*
+ * the workspace's cursors of JOIN_PROBE (xpu_tile_probe) and their first
+ * matches: only for a program with a JOIN stage
+ */
+static size_t
+cpu_probe_space(const XpuProgram *prog)
+{
+	return xpu_program_probes(prog) ?
+		align16(XPU_TILE * sizeof(XpuJoinCursor)) + align16(XPU_TILE * sizeof(int32_t)) : 0;
+}
+
 size_t
 xpu_cpu_workspace_size(const XpuProgram *prog)
 {
@@ -32,22 +43,23 @@ xpu_cpu_workspace_size(const XpuProgram *prog)
 
 	return align16(nregs * XPU_TILE * sizeof(XpuValue)) +
 		align16(nregs * XPU_TILE) + align16(XPU_TILE) +
-		align16((size_t) (XPU_MAX_MASK_DEPTH + 1) * XPU_TILE * sizeof(uint16_t));
+		align16((size_t) (XPU_MAX_MASK_DEPTH + 1) * XPU_TILE * sizeof(uint16_t)) +
+		cpu_probe_space(prog);
 }
 
-/* one tile: LOAD + QUAL for all rows, PROJ for the passing ones, outputs */
+/* one tile: LOAD, QUAL and JOIN for all rows, PROJ for the passing ones, outputs */
 static void
 cpu_tile(const XpuProgram *prog, const XpuChunk *chunk, int64_t row0, int n,
 		 XpuTile *t, XpuResult *res, XpuError *err)
 {
 	const uint16_t *st = prog->stage_start;
 	const uint8_t *outs = XPU_OUTS(prog);
-	int			has_qual = st[XPU_STAGE_QUAL] != st[XPU_STAGE_JOIN];
+	int			has_qual = xpu_program_filters(prog);
 	int			i, k;
 
 	memset(t->n, 1, (size_t) prog->n_regs * XPU_TILE);
 	memset(t->act, 1, XPU_TILE);
-	xpu_tile_run(prog, st[XPU_STAGE_LOAD], st[XPU_STAGE_JOIN], chunk->cols, row0,
+	xpu_tile_run(prog, st[XPU_STAGE_LOAD], st[XPU_STAGE_GROUP], chunk->cols, row0,
 				 n, t, err);
 	for (i = 0; i < n; i++)
 	{
@@ -122,7 +134,7 @@ cpu_loads_only(const XpuProgram *prog, const XpuChunk *chunk, XpuResult *res)
 	int64_t		n = chunk->nrows;
 	int			k;
 
-	if (st[XPU_STAGE_LOAD] != st[XPU_STAGE_JOIN])
+	if (st[XPU_STAGE_LOAD] != st[XPU_STAGE_GROUP])
 		return 0;
 	for (int pc = st[XPU_STAGE_PROJ]; pc < st[XPU_N_STAGES]; pc++)
 		if (instrs[pc].op != XPU_OP_LOAD_COL ||
@@ -150,6 +162,25 @@ cpu_loads_only(const XpuProgram *prog, const XpuChunk *chunk, XpuResult *res)
 }
 
 /*
+ * cpu_chunk_ok: does chunk fit prog (columns, result rows, and where either
+ * has joins, the program's JOIN stage the chunk's tables); sets err if not
+ */
+static int
+cpu_chunk_ok(const XpuProgram *prog, const XpuChunk *chunk, const XpuResult *res,
+			 XpuError *err)
+{
+	if (!xpu_chunk_check(prog, chunk) || res->nrows != chunk->nrows ||
+		chunk->n_joins < 0 || (chunk->n_joins > 0 && chunk->joins == NULL))
+	{
+		XPU_ERROR(err, XPU_ERR_INVALID_ARGUMENT, "chunk does not match the program");
+		return 0;
+	}
+	if (chunk->n_joins > 0 || xpu_program_probes(prog))
+		return xpu_program_join_check(prog, chunk->joins, chunk->n_joins, err);
+	return 1;
+}
+
+/*
  * xpu_cpu_exec: run prog over every row of chunk, vectorised, into res
  * (res->nrows == chunk->nrows).  Stops after the tile in which the first
  * error is recorded; returns err->code.
@@ -163,11 +194,8 @@ xpu_cpu_exec(const XpuProgram *prog, const XpuChunk *chunk, XpuResult *res,
 	XpuTile		t;
 	int64_t		row0;
 
-	if (!xpu_chunk_check(prog, chunk) || res->nrows != chunk->nrows)
-	{
-		XPU_ERROR(err, XPU_ERR_INVALID_ARGUMENT, "chunk does not match the program");
+	if (!cpu_chunk_ok(prog, chunk, res, err))
 		return err->code;
-	}
 	if (cpu_loads_only(prog, chunk, res))
 		return err->code;
 	t.v = (XpuValue *) w;
@@ -177,6 +205,17 @@ xpu_cpu_exec(const XpuProgram *prog, const XpuChunk *chunk, XpuResult *res,
 	t.act = (uint8_t *) w;
 	w += align16(XPU_TILE);
 	t.sel_stack = (uint16_t *) w;
+	w += align16((size_t) (XPU_MAX_MASK_DEPTH + 1) * XPU_TILE * sizeof(uint16_t));
+	t.joins = chunk->joins;
+	t.n_joins = chunk->n_joins;
+	t.curs = NULL;
+	t.first = NULL;
+	if (cpu_probe_space(prog) > 0)
+	{
+		t.curs = (XpuJoinCursor *) w;
+		w += align16(XPU_TILE * sizeof(XpuJoinCursor));
+		t.first = (int32_t *) w;
+	}
 	xpu_tile_count_reads(prog, &t);
 	for (row0 = 0; row0 < chunk->nrows && err->code == XPU_OK; row0 += XPU_TILE)
 	{
@@ -199,11 +238,8 @@ xpu_row_exec(const XpuProgram *prog, const XpuChunk *chunk, XpuResult *res,
 	uint8_t		nulls[XPU_MAX_REGS];
 	int64_t		row;
 
-	if (!xpu_chunk_check(prog, chunk) || res->nrows != chunk->nrows)
-	{
-		XPU_ERROR(err, XPU_ERR_INVALID_ARGUMENT, "chunk does not match the program");
+	if (!cpu_chunk_ok(prog, chunk, res, err))
 		return err->code;
-	}
 	for (row = 0; row < chunk->nrows && err->code == XPU_OK; row++)
 		xpu_row_eval(prog, chunk, row, regs, nulls, res, err);
 	return err->code;

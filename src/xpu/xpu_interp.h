@@ -19,13 +19,16 @@
  * its destination keeps whatever it held.  There are no jumps: the
  * instruction stream is the same for every row.
  *
- * Run contract (both forms): every register starts NULL; LOAD and QUAL
- * run for all rows; a row passes when QUAL is empty or register 0 is true;
- * PROJ runs for passing rows and fills the outputs; outputs of rows that
+ * Run contract (both forms): every register starts NULL; LOAD, QUAL and
+ * JOIN run for all rows (codegen puts the JOIN stage's probes under
+ * MASK_PUSH_TRUE r0, so only rows that passed the qual probe); a row passes
+ * when QUAL and JOIN are both empty or register 0 is true after them
+ * (xpu_program_filters); PROJ runs for passing rows and fills the outputs; outputs of rows that
  * do not pass are NULL.  The first error is kept in XpuError; results are
  * meaningless once one is recorded (the caller discards them, or
  * re-evaluates the rows in PostgreSQL for XPU_ERR_FALLBACK).  Programs must
- * have passed xpu_program_validate() and the chunk xpu_chunk_check().
+ * have passed xpu_program_validate() and the chunk xpu_chunk_check() (and
+ * with inner tables, xpu_program_join_check()).
  *
  *-------------------------------------------------------------------------
  */
@@ -41,6 +44,7 @@
 #include "xpu_date.h"
 #include "xpu_interval.h"
 #include "xpu_load.h"
+#include "xpu_join.h"
 
 #if defined(__GNUC__) && !defined(__CUDACC__)
 #define XPU_ALWAYS_INLINE __attribute__((always_inline))
@@ -124,10 +128,12 @@ xpu_row_bind(XpuCtx *s, const XpuInstr *in, XpuValue *regs, uint8_t *nulls)
 
 /*
  * xpu_row_run: run instructions [begin, end) for one row whose registers
- * are regs/nulls, starting active or not.
+ * are regs/nulls, starting active or not; cols (of chunk, or of its part
+ * that holds the row) and row say where LOAD_COL reads, chunk's joins
+ * where the JOIN stage probes.
  */
 XPU_HOST_DEVICE void
-xpu_row_run(const XpuProgram *prog, int begin, int end,
+xpu_row_run(const XpuProgram *prog, int begin, int end, const XpuChunk *chunk,
 			const XpuColumnData *cols, int64_t row,
 			XpuValue *regs, uint8_t *nulls, int active, XpuError *err)
 {
@@ -140,6 +146,8 @@ xpu_row_run(const XpuProgram *prog, int begin, int end,
 	s.err = err;
 	s.cols = cols;
 	s.row = row;
+	s.joins = chunk->joins;
+	s.n_joins = chunk->n_joins;
 	for (pc = begin; pc < end; pc++)
 	{
 		const XpuInstr *in = instrs + pc;
@@ -182,12 +190,12 @@ xpu_row_eval(const XpuProgram *prog, const XpuChunk *chunk, int64_t row,
 
 	for (k = 0; k < prog->n_regs; k++)
 		nulls[k] = 1;
-	xpu_row_run(prog, st[XPU_STAGE_LOAD], st[XPU_STAGE_JOIN], cols, in_part,
+	xpu_row_run(prog, st[XPU_STAGE_LOAD], st[XPU_STAGE_GROUP], chunk, cols, in_part,
 				regs, nulls, 1, err);
-	pass = st[XPU_STAGE_QUAL] == st[XPU_STAGE_JOIN] || XPU_TRUE(&regs[0], nulls[0]);
+	pass = !xpu_program_filters(prog) || XPU_TRUE(&regs[0], nulls[0]);
 	res->mask[row] = (uint8_t) pass;
 	if (pass)
-		xpu_row_run(prog, st[XPU_STAGE_PROJ], st[XPU_N_STAGES], cols, in_part,
+		xpu_row_run(prog, st[XPU_STAGE_PROJ], st[XPU_N_STAGES], chunk, cols, in_part,
 					regs, nulls, 1, err);
 	for (k = 0; k < prog->n_outs; k++)
 	{

@@ -852,3 +852,59 @@ xpu_join_table_validate(const XpuJoinTable *t, uint64_t len, XpuError *err)
 		return err->code != XPU_OK ? 0 : bad(err, "form");
 	return validate_payload(t, len, err);
 }
+
+/* ---------------------------------------------------------------- programs */
+
+/* a program that does not fit its tables: the message into err, returns 0 */
+static int
+prog_bad(XpuError *err, int pc, const char *what)
+{
+	char		msg[XPU_ERROR_MESSAGE_LEN];
+
+	snprintf(msg, sizeof(msg), "instruction %d: %s", pc, what);
+	return fail(err, XPU_ERR_INVALID_ARGUMENT, msg);
+}
+
+int
+xpu_program_join_check(const XpuProgram *prog, const XpuJoinTable *const *joins,
+					   int n_joins, XpuError *err)
+{
+	const XpuInstr *ins = XPU_INSTRS(prog);
+	const XpuReg *regs = XPU_REGS(prog);
+
+	if (n_joins < 0 || (n_joins > 0 && joins == NULL))
+		return fail(err, XPU_ERR_INVALID_ARGUMENT, "join tables missing");
+	for (int pc = 0; pc < prog->n_instrs; pc++)
+	{
+		const XpuInstr *in = &ins[pc];
+		int			depth = XPU_JOIN_IMM_DEPTH(in->imm);
+		int			arg = XPU_JOIN_IMM_ARG(in->imm);
+		const XpuJoinTable *t;
+
+		if (in->op != XPU_OP_JOIN_PROBE && in->op != XPU_OP_JOIN_PAY)
+			continue;
+		if (depth >= n_joins || joins[depth] == NULL)
+			return prog_bad(err, pc, "join depth without an inner table");
+		t = joins[depth];
+		if (in->op == XPU_OP_JOIN_PROBE)
+		{
+			const uint16_t keyregs[XPU_JOIN_PROBE_MAX_KEYS] = {in->a, in->b, in->c};
+
+			if (arg != t->n_keys)
+				return prog_bad(err, pc, "join probe of another number of keys than its table's");
+			for (int k = 0; k < arg; k++)
+			{
+				const XpuReg *r = &regs[keyregs[k]];
+
+				if (r->type != t->keys[k].probe_type ||
+					(r->type == XPU_T_NUMERIC && r->scale != t->keys[k].probe_scale))
+					return prog_bad(err, pc, "join probe key of another type than its table's");
+			}
+		}
+		else if (arg >= t->n_pay)
+			return prog_bad(err, pc, "join payload column the table has not");
+		else if (regs[in->dst].type != t->pay[arg].type)
+			return prog_bad(err, pc, "join payload into a register of another type");
+	}
+	return 1;
+}

@@ -726,6 +726,96 @@ xpu_join_emit(const XpuJoinTable *t, XpuJoinCursor *c, uint32_t *matched, int32_
 	return 0;
 }
 
+/* ---------------------------------------------------------------- the JOIN stage */
+
+/*
+ * The opcodes of the xPU program's JOIN stage (xpu_opcodes.h), over the
+ * chunk's tables (XpuCtx.joins).  xpu_program_join_check has matched the
+ * program with the tables before a run; the bodies still refuse a depth,
+ * key count, column or row that the tables do not have (an internal
+ * error, never a read out of bounds).
+ */
+#define XPU_JOIN_IMM_DEPTH(imm)		((int) ((imm) & 0xff))
+#define XPU_JOIN_IMM_ARG(imm)		((int) (((imm) >> 8) & 0xff))	/* n_keys, col */
+#define XPU_JOIN_PROBE_MAX_KEYS		3	/* key registers a, b, c */
+
+/* the table of the instruction's depth, NULL (an error recorded) when none */
+XPU_HOST_DEVICE const XpuJoinTable *
+xpu_join_of(XpuCtx *s)
+{
+	int			depth = XPU_JOIN_IMM_DEPTH(s->ins->imm);
+
+	if (depth >= s->n_joins || s->joins == 0 || s->joins[depth] == 0)
+	{
+		XPU_STEP_FAIL(s, XPU_ERR_INTERNAL, "join depth without an inner table");
+		return 0;
+	}
+	return s->joins[depth];
+}
+
+XPU_STEP(JOIN_PROBE)
+{
+	const XpuJoinTable *t = xpu_join_of(s);
+	XpuValue	vals[XPU_JOIN_PROBE_MAX_KEYS];
+	uint8_t		nulls[XPU_JOIN_PROBE_MAX_KEYS];
+	XpuJoinCursor c;
+	int32_t		row;
+
+	if (t == 0)
+		return;
+	if (XPU_JOIN_IMM_ARG(s->ins->imm) != t->n_keys || t->n_keys > XPU_JOIN_PROBE_MAX_KEYS)
+	{
+		XPU_STEP_FAIL(s, XPU_ERR_INTERNAL, "join probe keys do not match the inner table");
+		return;
+	}
+	vals[0] = *s->a;
+	vals[1] = *s->b;
+	vals[2] = *s->c;
+	nulls[0] = s->an;
+	nulls[1] = s->bn;
+	nulls[2] = s->cn;
+	row = xpu_join_first(t, &c, vals, nulls);
+	s->d->i = row;
+	*s->dn = row < 0;
+}
+
+/* is row an inner row of t whose payload column col exists */
+XPU_HOST_DEVICE int
+xpu_join_pay_ok(const XpuJoinTable *t, int64_t row, int col)
+{
+	return row >= 0 && row < (int64_t) t->n_rows && col < t->n_pay;
+}
+
+XPU_STEP(JOIN_PAY)
+{
+	const XpuJoinTable *t = xpu_join_of(s);
+	int			col = XPU_JOIN_IMM_ARG(s->ins->imm);
+
+	if (t == 0)
+		return;
+	if (!xpu_join_pay_ok(t, s->a->i, col))
+	{
+		XPU_STEP_FAIL(s, XPU_ERR_INTERNAL, "join payload of a row or column the inner table has not");
+		return;
+	}
+	xpu_join_payload(t, (int32_t) s->a->i, col, s->d, s->dn);
+}
+
+/*
+ * xpu_program_probes: does the program run a JOIN stage opcode (and so
+ * need the chunk's inner tables)
+ */
+XPU_HOST_DEVICE int
+xpu_program_probes(const XpuProgram *prog)
+{
+	const XpuInstr *ins = XPU_INSTRS(prog);
+
+	for (int pc = 0; pc < prog->n_instrs; pc++)
+		if (ins[pc].op == XPU_OP_JOIN_PROBE || ins[pc].op == XPU_OP_JOIN_PAY)
+			return 1;
+	return 0;
+}
+
 /* ---------------------------------------------------------------- host: building */
 
 /* host functions (declared for nvcc too: host code of a .cu may call them) */
@@ -809,6 +899,17 @@ extern void xpu_join_first_batch(const XpuJoinTable *t, int jointype, int n,
  * 0 with XPU_ERR_INVALID_ARGUMENT in err if not
  */
 extern int	xpu_join_table_validate(const XpuJoinTable *t, uint64_t len, XpuError *err);
+
+/*
+ * xpu_program_join_check: may prog run with the inner tables joins[n_joins]
+ * (joins[d]: depth d's): every JOIN_PROBE's depth < n_joins, its n_keys the
+ * table's, key register k of the table's probe type (numeric: of its probe
+ * scale); every JOIN_PAY's depth < n_joins, column < the table's n_pay,
+ * destination of the column's type.  1, or 0 with XPU_ERR_INVALID_ARGUMENT
+ * in err.  The program must have passed xpu_program_validate.
+ */
+extern int	xpu_program_join_check(const XpuProgram *prog, const XpuJoinTable *const *joins,
+								   int n_joins, XpuError *err);
 
 #ifdef __cplusplus
 }

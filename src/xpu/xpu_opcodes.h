@@ -30,6 +30,13 @@
  * destination scale is xpu_extract_scale's); CONST_BOOL its value;
  * CONST_IV an offset to an XpuInterval.
  *
+ * JOIN_PROBE: imm = depth | (n_keys << 8), n_keys 1..3 key registers a, b,
+ * c (the fields beyond n_keys repeat a); dst = the row number of the first
+ * inner row of XpuChunk.joins[depth] whose keys equal them, NULL when none
+ * does or a key is NULL.  JOIN_PAY: imm = depth | (col << 8); dst = payload
+ * column col of inner row a of joins[depth] (a text points into the table).
+ * Forms: $j the depth, $K the key registers, $p the payload column.
+ *
  *-------------------------------------------------------------------------
  */
 #ifndef XPU_OPCODES_H
@@ -174,7 +181,10 @@
 	X(SUB_IV, VAL, 2, INTERVAL, INTERVAL, INTERVAL, NONE, "$d = $a - $b") \
 	X(NEG_IV, VAL, 1, INTERVAL, INTERVAL, NONE, NONE, "$d = -$a") \
 	X(DATE_PART_IV, VAL, 1, FLOAT8, INTERVAL, NONE, NONE, "$d = date_part($k, $a)") \
-	X(EXTRACT_IV, VAL, 1, NUMERIC, INTERVAL, NONE, NONE, "$d = extract($k from $a)")
+	X(EXTRACT_IV, VAL, 1, NUMERIC, INTERVAL, NONE, NONE, "$d = extract($k from $a)") \
+	/* the JOIN stage: inner tables of XpuChunk.joins (xpu_join.h) */ \
+	X(JOIN_PROBE, NS, 3, INT8, ANY, ANY, ANY, "$d = join $j probe ($K)") \
+	X(JOIN_PAY,   VAL, 1, ANY, INT8, NONE, NONE, "$d = join $j column $p of $a")
 
 /* arithmetic of one integer width W (I2, I4, I8) on type T */
 #define XPU_INT_OPS(X, W, T, NAME) \

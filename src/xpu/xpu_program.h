@@ -19,9 +19,13 @@
  *				text as int32 length + bytes; IN lists as XpuInList
  *
  * Stages run in order: LOAD (columns -> registers), QUAL (leaves the WHERE
- * clause's bool in register 0; an empty QUAL stage passes every row), then
- * the JOIN/GROUP/AGG stages (reserved for later milestones: must be empty
- * now) and PROJ, which runs only for rows that passed the qual and computes
+ * clause's bool in register 0), JOIN (the hash-join depths: JOIN_PROBE and
+ * JOIN_PAY of the inner tables in XpuChunk.joins, and register 0 updated,
+ * under MASK_PUSH_TRUE r0 so that only rows that passed probe), the
+ * GROUP/AGG stages (reserved for later milestones: must be empty now) and
+ * PROJ.  LOAD, QUAL and JOIN run for every row; a row passes when QUAL and
+ * JOIN are both empty or register 0 is true after them
+ * (xpu_program_filters); PROJ runs only for rows that passed and computes
  * the registers that outs[] names.  stage_start[s] is the first instruction
  * of stage s; stage s ends where stage s + 1 starts (stage_start[XPU_N_STAGES]
  * == n_instrs).  Masks pushed in a stage are popped in the same stage.
@@ -197,7 +201,23 @@ typedef struct XpuChunk
 	int32_t		n_parts;
 	const XpuColumnData *cols;	/* [ncols]: the columns of one batch (parts[0]'s) */
 	const XpuChunkPart *parts;	/* [n_parts] where n_parts > 1 */
+	/* the inner tables of the JOIN stage: joins[d] is depth d's (host
+	 * memory for the CPU engine; in a chunk a GPU kernel reads, a device
+	 * array of device pointers); n_joins 0: none */
+	const struct XpuJoinTable *const *joins;
+	int32_t		n_joins;
+	int32_t		pad_joins;
 } XpuChunk;
+
+/*
+ * xpu_program_filters: does the program decide which rows pass (a QUAL or a
+ * JOIN stage: register 0 after them), rather than passing every row
+ */
+XPU_HOST_DEVICE int
+xpu_program_filters(const XpuProgram *prog)
+{
+	return prog->stage_start[XPU_STAGE_QUAL] != prog->stage_start[XPU_STAGE_GROUP];
+}
 
 /*
  * xpu_chunk_part: the columns that chunk row *row lies in, *row made the

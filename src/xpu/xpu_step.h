@@ -31,6 +31,8 @@ typedef struct XpuCtx
 	XpuError   *err;
 	const XpuColumnData *cols;	/* the chunk's columns (LOAD_COL) */
 	int64_t		row;			/* the row in the chunk (LOAD_COL) */
+	const struct XpuJoinTable *const *joins;	/* the chunk's inner tables */
+	int32_t		n_joins;		/* (JOIN_PROBE, JOIN_PAY) */
 	XpuValue   *d;				/* destination value and null flag */
 	uint8_t    *dn;
 	const XpuValue *a;			/* arguments and their null flags */

@@ -48,6 +48,11 @@ typedef struct XpuTile
 	uint8_t    *n;
 	uint8_t    *act;
 	uint16_t   *sel_stack;
+	const XpuJoinTable *const *joins;	/* the chunk's inner tables */
+	int			n_joins;
+	XpuJoinCursor *curs;		/* XPU_TILE cursors and first matches of
+								 * JOIN_PROBE (xpu_tile_probe); NULL: the */
+	int32_t    *first;			/* program does not probe */
 	int			nsel_stack[XPU_MAX_MASK_DEPTH + 1];
 	uint8_t		reads[XPU_MAX_REGS + 1];	/* xpu_tile_count_reads */
 } XpuTile;
@@ -491,6 +496,104 @@ xpu_tile_fuse(const XpuProgram *prog, const XpuInstr *in, int pc, int end, XpuTi
 	return in;
 }
 
+/*
+ * xpu_tile_probe: JOIN_PROBE over the selected rows, their loads
+ * overlapped (xpu_join_first_batch); 0 (nothing done) where the tile has no
+ * cursors or the instruction does not fit the table, which the step body
+ * then refuses row by row
+ */
+static inline int
+xpu_tile_probe(const XpuInstr *in, XpuTile *t, const uint16_t *sel, int nsel, int nrows)
+{
+	int			depth = XPU_JOIN_IMM_DEPTH(in->imm);
+	const XpuJoinTable *tab;
+	XpuValue   *d = &t->v[in->dst * XPU_TILE];
+	uint8_t    *dn = &t->n[in->dst * XPU_TILE];
+	const XpuValue *keys[XPU_JOIN_PROBE_MAX_KEYS] = {
+		&t->v[in->a * XPU_TILE], &t->v[in->b * XPU_TILE], &t->v[in->c * XPU_TILE]
+	};
+	const uint8_t *nulls[XPU_JOIN_PROBE_MAX_KEYS] = {
+		&t->n[in->a * XPU_TILE], &t->n[in->b * XPU_TILE], &t->n[in->c * XPU_TILE]
+	};
+	int			i, k;
+
+	if (t->curs == NULL || depth >= t->n_joins || t->joins[depth] == NULL)
+		return 0;
+	tab = t->joins[depth];
+	if (XPU_JOIN_IMM_ARG(in->imm) != tab->n_keys)
+		return 0;
+	xpu_join_first_batch(tab, XPU_JOIN_INNER, nsel, nsel == nrows ? NULL : sel,
+						 keys, nulls, t->curs, t->first);
+	XPU_TILE_FOR_SEL(i, k, sel, nsel, nrows, {
+		d[i].i = t->first[k];
+		dn[i] = t->first[k] < 0;
+	});
+	return 1;
+}
+
+/*
+ * xpu_tile_pay: JOIN_PAY over the selected rows, a gather of the payload
+ * column at the rows that register a names; 0 (nothing done) where a row
+ * is not one of the table's or the column not either, which the step body
+ * then refuses
+ */
+static inline int
+xpu_tile_pay(const XpuInstr *in, XpuTile *t, const uint16_t *sel, int nsel, int nrows)
+{
+	int			depth = XPU_JOIN_IMM_DEPTH(in->imm);
+	int			col = XPU_JOIN_IMM_ARG(in->imm);
+	const XpuJoinTable *tab;
+	const XpuJoinPayCol *pc;
+	XpuValue   *d = &t->v[in->dst * XPU_TILE];
+	uint8_t    *dn = &t->n[in->dst * XPU_TILE];
+	const XpuValue *a = &t->v[in->a * XPU_TILE];
+	const uint8_t *an = &t->n[in->a * XPU_TILE];
+	const uint8_t *pnull, *pval;
+	int			i, k, bad = 0;
+
+	if (depth >= t->n_joins || t->joins == NULL || t->joins[depth] == NULL)
+		return 0;
+	tab = t->joins[depth];
+	if (col >= tab->n_pay)
+		return 0;
+	pc = &tab->pay[col];
+	pnull = XPU_JOIN_AT(tab, pc->nulls_off);
+	pval = XPU_JOIN_AT(tab, pc->vals_off);
+	/* every row a NULL argument or one of the table's (before any write:
+	 * the destination may be the argument) */
+	XPU_TILE_FOR_SEL(i, k, sel, nsel, nrows, {
+		bad |= an[i] == 0 && (uint64_t) a[i].i >= tab->n_rows;
+	});
+	if (bad)
+		return 0;
+#define XPU_TILE_GATHER(LOAD) \
+	XPU_TILE_FOR_SEL(i, k, sel, nsel, nrows, { \
+		uint64_t	r = (uint64_t) a[i].i; \
+		\
+		if (an[i] || pnull[r]) \
+			dn[i] = 1; \
+		else \
+		{ \
+			LOAD; \
+			dn[i] = 0; \
+		} \
+	})
+	if (pc->type == XPU_T_TEXT)
+		XPU_TILE_GATHER({
+			XpuJoinText tx;
+
+			memcpy(&tx, pval + r * 16, sizeof(tx));
+			d[i].t.p = (const char *) XPU_JOIN_AT(tab, tx.off);
+			d[i].t.len = tx.len;
+		});
+	else if (pc->width == 16)
+		XPU_TILE_GATHER(memcpy(&d[i], pval + r * 16, 16));
+	else
+		XPU_TILE_GATHER(memcpy(&d[i].i, pval + r * 8, 8));
+#undef XPU_TILE_GATHER
+	return 1;
+}
+
 /* a function of its own, compiled once (GNU C and C++) */
 #if defined(__GNUC__)
 #define XPU_NOINLINE __attribute__((noinline))
@@ -539,6 +642,8 @@ xpu_tile_run(const XpuProgram *prog, int begin, int end,
 	s.prog = prog;
 	s.err = err;
 	s.cols = cols;
+	s.joins = t->joins;
+	s.n_joins = t->n_joins;
 	for (pc = begin; pc < end; pc += used)
 	{
 		const XpuInstr *in = instrs + pc;
@@ -569,6 +674,16 @@ xpu_tile_run(const XpuProgram *prog, int begin, int end,
 		if (in->op == XPU_OP_LOAD_COL)
 		{
 			if (xpu_tile_load(prog, in, cols, row0, t, sel, nsel, nrows))
+				continue;
+		}
+		else if (in->op == XPU_OP_JOIN_PROBE)
+		{
+			if (xpu_tile_probe(in, t, sel, nsel, nrows))
+				continue;
+		}
+		else if (in->op == XPU_OP_JOIN_PAY)
+		{
+			if (xpu_tile_pay(in, t, sel, nsel, nrows))
 				continue;
 		}
 		else if (xpu_tile_simple(prog, in, t, sel, nsel, nrows))

@@ -76,7 +76,12 @@ refuses_header(const XpuProgram *prog, void (*fn) (XpuProgram *), size_t len)
 static void bad_magic(XpuProgram *p) { p->magic ^= 1; }
 static void bad_regs(XpuProgram *p) { p->n_regs = 2; }
 static void bad_consts(XpuProgram *p) { p->consts_len = p->total_len; }
-static void bad_stage(XpuProgram *p) { p->stage_start[XPU_STAGE_JOIN] = 1; }
+/* instruction 2 (the qual's comparison) made a GROUP / an AGG stage, reserved */
+static void bad_stage(XpuProgram *p) { p->stage_start[XPU_STAGE_JOIN] = p->stage_start[XPU_STAGE_GROUP] = 2; }
+static void bad_agg_stage(XpuProgram *p)
+{
+	p->stage_start[XPU_STAGE_JOIN] = p->stage_start[XPU_STAGE_GROUP] = p->stage_start[XPU_STAGE_AGG] = 2;
+}
 static void bad_regtype(XpuProgram *p) { ((XpuReg *) ((char *) p + p->regs_off))[1].type = 99; }
 static void bad_qualtype(XpuProgram *p) { ((XpuReg *) ((char *) p + p->regs_off))[0].type = XPU_T_INT4; }
 static void bad_output(XpuProgram *p) { ((uint8_t *) p + p->outs_off)[0] = 200; }
@@ -109,7 +114,8 @@ test_validator(void)
 	tap_ok(refuses_header(p, bad_magic, p->total_len), "a bad magic number is refused");
 	tap_ok(refuses_header(p, bad_regs, p->total_len), "instructions naming registers >= n_regs are refused");
 	tap_ok(refuses_header(p, bad_consts, p->total_len), "a constants pool beyond the program is refused");
-	tap_ok(refuses_header(p, bad_stage, p->total_len), "a non-empty JOIN stage is refused");
+	tap_ok(refuses_header(p, bad_stage, p->total_len), "a non-empty GROUP stage is refused");
+	tap_ok(refuses_header(p, bad_agg_stage, p->total_len), "a non-empty AGG stage is refused");
 	tap_ok(refuses_header(p, bad_regtype, p->total_len), "an unknown register type is refused");
 	tap_ok(refuses_header(p, bad_qualtype, p->total_len), "a qual whose r0 is not bool is refused");
 	tap_ok(refuses_header(p, bad_output, p->total_len), "an output naming a missing register is refused");
@@ -628,10 +634,15 @@ run_hoisted(const XpuProgram *prog, const TCol *cols, int ncols, int nrows,
 	XpuValue	regs[XPU_MAX_REGS];
 	uint8_t		nulls[XPU_MAX_REGS], null0[XPU_MAX_REGS];
 	const uint16_t *st = prog->stage_start;
+	XpuChunk	chunk;
 	XpuError	err;
 
 	memset(&err, 0, sizeof(err));
 	memset(cd, 0, sizeof(cd));
+	memset(&chunk, 0, sizeof(chunk));
+	chunk.nrows = nrows;
+	chunk.ncols = ncols;
+	chunk.cols = cd;
 	for (int k = 0; k < ncols; k++)
 	{
 		cd[k].validity = cols[k].validity;
@@ -640,18 +651,19 @@ run_hoisted(const XpuProgram *prog, const TCol *cols, int ncols, int nrows,
 	}
 	for (int k = 0; k < prog->n_regs; k++)
 		nulls[k] = 1;
-	xpu_row_run(prog, 0, prog->n_hoisted, cd, 0, regs, nulls, 1, &err);
+	xpu_row_run(prog, 0, prog->n_hoisted, &chunk, cd, 0, regs, nulls, 1, &err);
 	memcpy(null0, nulls, sizeof(null0));
 	for (int row = 0; row < nrows && err.code == XPU_OK; row++)
 	{
 		int			reg = XPU_OUTS(prog)[0];
 
 		memcpy(nulls, null0, sizeof(nulls));
-		xpu_row_run(prog, prog->n_hoisted, st[XPU_STAGE_JOIN], cd, row, regs, nulls, 1, &err);
-		mask[row] = st[XPU_STAGE_QUAL] == st[XPU_STAGE_JOIN] || XPU_TRUE(&regs[0], nulls[0]);
+		xpu_row_run(prog, prog->n_hoisted, st[XPU_STAGE_GROUP], &chunk, cd, row, regs, nulls,
+					1, &err);
+		mask[row] = !xpu_program_filters(prog) || XPU_TRUE(&regs[0], nulls[0]);
 		if (mask[row])
-			xpu_row_run(prog, st[XPU_STAGE_PROJ], st[XPU_N_STAGES], cd, row, regs, nulls, 1,
-						&err);
+			xpu_row_run(prog, st[XPU_STAGE_PROJ], st[XPU_N_STAGES], &chunk, cd, row, regs,
+						nulls, 1, &err);
 		out[row] = !mask[row] || nulls[reg] ? N_NULL : regs[reg].i;
 	}
 	return err.code;
@@ -975,6 +987,7 @@ load_run(TRun *r, XpuColKind kind, XpuType t, int scale, const XpuColumnData *cd
 	xpu_add_output(b, d);
 	p = xpu_builder_finish(b, errbuf, sizeof(errbuf));
 	xpu_builder_free(b);
+	memset(&chunk, 0, sizeof(chunk));
 	chunk.nrows = n;
 	chunk.ncols = 1;
 	chunk.n_parts = 0;

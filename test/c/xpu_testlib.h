@@ -191,6 +191,7 @@ trun_exec_parts(TRun *r, const XpuProgram *prog, const TCol *cols, int ncols, in
 			cd[p][k].offset = parts[p].first_row;
 		}
 	}
+	memset(&chunk, 0, sizeof(chunk));
 	chunk.nrows = nrows;
 	chunk.ncols = ncols;
 	chunk.n_parts = 0;
