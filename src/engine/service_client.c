@@ -405,15 +405,16 @@ service_request(ServiceConn *conn, WarpMsgType type, const void *req, uint32 req
 }
 
 /*
- * service_session
- *		Connects to the service, says HELLO and runs exchange(conn, arg): its
- *		requests and their replies; the connection is closed on every path,
- *		errors included.
+ * service_open
+ *		Connects to the service and says HELLO: conn->fd is then open (an
+ *		external FD acquired), for service_run_end to close.  On error
+ *		nothing is left open.
  */
 static void
-service_session(void (*exchange) (ServiceConn *conn, void *arg), void *arg)
+service_open(ServiceConn *conn)
 {
-	ServiceConn *conn = palloc0(sizeof(ServiceConn));	/* survives longjmp */
+	WarpHello	hello = {(uint32) MyProcPid, PGWARP_PROTO_VERSION};
+	WarpHello	reply;
 
 	if (!pg_warp_preloaded)
 		ereport(ERROR,
@@ -428,20 +429,40 @@ service_session(void (*exchange) (ServiceConn *conn, void *arg), void *arg)
 	conn->fd = -1;
 	PG_TRY();
 	{
-		WarpHello	hello = {(uint32) MyProcPid, PGWARP_PROTO_VERSION};
-		WarpHello	reply;
-
 		conn->deadline = TimestampTzPlusMilliseconds(GetCurrentTimestamp(),
 													 pg_warp_service_timeout);
 		service_connect(conn);
 		service_request(conn, WARP_MSG_HELLO, &hello, sizeof(hello), &reply, sizeof(reply));
-		exchange(conn, arg);
 	}
-	PG_FINALLY();
+	PG_CATCH();
 	{
 		if (conn->fd >= 0)
 			close(conn->fd);
 		ReleaseExternalFD();
+		PG_RE_THROW();
+	}
+	PG_END_TRY();
+}
+
+/*
+ * service_session
+ *		Connects to the service, says HELLO and runs exchange(conn, arg): its
+ *		requests and their replies; the connection is closed on every path,
+ *		errors included.
+ */
+static void
+service_session(void (*exchange) (ServiceConn *conn, void *arg), void *arg)
+{
+	ServiceConn *conn = palloc0(sizeof(ServiceConn));	/* survives longjmp */
+
+	service_open(conn);
+	PG_TRY();
+	{
+		exchange(conn, arg);
+	}
+	PG_FINALLY();
+	{
+		service_run_end(conn->fd);
 	}
 	PG_END_TRY();
 }
@@ -571,45 +592,6 @@ service_engine_gpu(void)
 }
 
 /* ---------------- long requests (AGG_RUN) ---------------- */
-
-/*
- * service_open
- *		Connects to the service and says HELLO: conn->fd is then open (an
- *		external FD acquired), for service_run_end to close.  On error
- *		nothing is left open.
- */
-static void
-service_open(ServiceConn *conn)
-{
-	WarpHello	hello = {(uint32) MyProcPid, PGWARP_PROTO_VERSION};
-	WarpHello	reply;
-
-	if (!pg_warp_preloaded)
-		ereport(ERROR,
-				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-				 errmsg("pg_warp service is not available"),
-				 errdetail("The service is started only when pg_warp is in shared_preload_libraries.")));
-	if (!AcquireExternalFD())
-		ereport(ERROR,
-				(errcode(ERRCODE_INSUFFICIENT_RESOURCES),
-				 errmsg("could not connect to the pg_warp service: too many open files")));
-	conn->fd = -1;
-	PG_TRY();
-	{
-		conn->deadline = TimestampTzPlusMilliseconds(GetCurrentTimestamp(),
-													 pg_warp_service_timeout);
-		service_connect(conn);
-		service_request(conn, WARP_MSG_HELLO, &hello, sizeof(hello), &reply, sizeof(reply));
-	}
-	PG_CATCH();
-	{
-		if (conn->fd >= 0)
-			close(conn->fd);
-		ReleaseExternalFD();
-		PG_RE_THROW();
-	}
-	PG_END_TRY();
-}
 
 /*
  * service_run_begin

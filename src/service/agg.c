@@ -300,6 +300,7 @@ run_slices(AggWorker *w, AggLive *l)
 			break;
 		n = batch->n_rows - row0 < AGG_SLICE ? batch->n_rows - row0 : AGG_SLICE;
 		chunk = (XpuChunk) {n, prog->n_cols, 0, w->cols};
+		svc_join_chunk(&chunk, t->run.joins);
 		res.nrows = n;
 		for (int k = 0; k < prog->n_cols; k++)
 			w->cols[k].offset = row0;

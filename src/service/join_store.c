@@ -257,6 +257,18 @@ svc_join_release_set(SvcJoinSet *set)
 	memset(set, 0, sizeof(*set));
 }
 
+bool
+svc_join_check(const SvcJoinSet *set, const XpuProgram *prog, char *msg, size_t msglen)
+{
+	XpuError	err;
+
+	memset(&err, 0, sizeof(err));
+	if (xpu_program_join_check(prog, set->tables, (int) set->n, &err))
+		return true;
+	return snprintf(msg, msglen, "the program does not fit its join tables: %s",
+					err.message), false;
+}
+
 CUdeviceptr
 svc_join_device_copy(const SvcJoinSet *set, uint32_t d, uint32_t dev, CUstream st,
 					 CUresult *rc)

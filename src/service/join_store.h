@@ -64,6 +64,17 @@ extern bool svc_join_acquire(SvcJoinSet *set, const uint64_t *ids, uint32_t n,
 /* drops the set's references (a set never acquired, zeroed, holds none) */
 extern void svc_join_release_set(SvcJoinSet *set);
 
+/* the set's tables (NULL: none) as chunk's inner tables, for the CPU engine */
+static inline void
+svc_join_chunk(XpuChunk *chunk, const SvcJoinSet *set)
+{
+	if (set != NULL)
+	{
+		chunk->joins = set->tables;
+		chunk->n_joins = (int32_t) set->n;
+	}
+}
+
 /* xpu_program_join_check of prog against the set's tables; false with msg set */
 extern bool svc_join_check(const SvcJoinSet *set, const XpuProgram *prog,
 						   char *msg, size_t msglen);

@@ -247,9 +247,8 @@ svc_run_joins(const SvcRunDesc *d, SvcJoinSet *set, uint32_t *werr, char *msg, s
 	*werr = WARP_ERR_PROTOCOL;
 	if (!svc_join_acquire(set, d->join_ids, d->n_joins, msg, msglen))
 		return false;
-	if (set->n > 0)
+	if (!svc_join_check(set, d->prog, msg, msglen))
 	{
-		snprintf(msg, msglen, "join depths are not served yet");
 		svc_join_release_set(set);
 		return false;
 	}

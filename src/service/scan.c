@@ -383,6 +383,8 @@ filter_batch(ScanWorker *w, const ScanFile *f, const ArrowBatch *batch)
 		XpuChunk	chunk = {n, (int32_t) t->desc.n_cols, 0, w->cols};
 		XpuResult	res = {n, w->mask + row0, NULL, NULL};
 
+		svc_join_chunk(&chunk, &t->joins);
+
 		for (uint32_t k = 0; k < t->desc.n_cols; k++)
 			w->cols[k].offset = row0;
 		memset(&err, 0, sizeof(err));

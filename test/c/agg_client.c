@@ -31,6 +31,7 @@
 
 #include "warp_client.h"
 #include "xpu_agg.h"
+#include "xpu_join.h"
 
 #define MAX_COLS	32
 
@@ -51,6 +52,7 @@ typedef struct Query
 	int			n_outs;
 	XpuType		out_types[64];
 	int			out_scales[64];
+	WcJoins    *joins;			/* the depths the shape probes (join shapes) */
 } Query;
 
 /* loads column `name` (kind, scale) into a new register of type */
@@ -238,6 +240,111 @@ shape_numsum(Query *q)
 	agg(q, XPU_AGG_SUM_NUMERIC, col_out(q, "n", XPU_COL_DECIMAL128, XPU_T_NUMERIC, 0));
 }
 
+/* ---------------------------------------------------------------- join shapes */
+
+/*
+ * The join shapes read the fact columns k (int64), c (utf8) and v (int64)
+ * and probe the test dimensions (warp_client.h) in a JOIN stage as codegen
+ * makes it (wc_join_begin, wc_join_depth).
+ */
+
+/* count(*), sum(v) in the PROJ stage */
+static void
+join_count_sum(Query *q)
+{
+	xpu_begin_stage(q->b, XPU_STAGE_PROJ);
+	agg(q, XPU_AGG_COUNT_STAR, -1);
+	agg(q, XPU_AGG_SUM_INT, col_out(q, "v", XPU_COL_INT64, XPU_T_INT8, 0));
+}
+
+/* JOIN even ON k GROUP BY even's payload column col (of type): count(*), sum(v) */
+static void
+by_even_payload(Query *q, int col, XpuType type)
+{
+	int			k,
+				p;
+
+	wc_join_begin(q->b);
+	k = load(q, "k", XPU_COL_INT64, XPU_T_INT8, 0);
+	wc_join_depth(q->b, q->joins, WC_DIM_EVEN, k, XPU_JOIN_INNER, 1, &col, &type, &p);
+	key(q, p, type, 0);
+	join_count_sum(q);
+}
+
+/* jinner: JOIN even ON k GROUP BY even.g (int8) */
+static void
+shape_jinner(Query *q)
+{
+	by_even_payload(q, 0, XPU_T_INT8);
+}
+
+/* jsemi / janti: WHERE [NOT] EXISTS (even with key k): count(*), sum(v) */
+static void
+semi_anti(Query *q, int jt)
+{
+	int			k;
+
+	wc_join_begin(q->b);
+	k = load(q, "k", XPU_COL_INT64, XPU_T_INT8, 0);
+	wc_join_depth(q->b, q->joins, WC_DIM_EVEN, k, jt, 0, NULL, NULL, NULL);
+	join_count_sum(q);
+}
+
+static void
+shape_jsemi(Query *q)
+{
+	semi_anti(q, XPU_JOIN_SEMI);
+}
+
+static void
+shape_janti(Query *q)
+{
+	semi_anti(q, XPU_JOIN_ANTI);
+}
+
+/* jtext: JOIN even ON k GROUP BY even.name (a text payload) */
+static void
+shape_jtext(Query *q)
+{
+	by_even_payload(q, 1, XPU_T_TEXT);
+}
+
+/*
+ * j2: JOIN even ON k JOIN text ON c GROUP BY even.g, text.h: count(*),
+ * sum(v) (two depths, the second on a text key)
+ */
+static void
+shape_j2(Query *q)
+{
+	int			k,
+				c,
+				g,
+				h;
+	const int	pay[] = {0};
+	const XpuType t1[] = {XPU_T_INT8},
+				t2[] = {XPU_T_INT4};
+
+	wc_join_begin(q->b);
+	k = load(q, "k", XPU_COL_INT64, XPU_T_INT8, 0);
+	c = load(q, "c", XPU_COL_UTF8, XPU_T_TEXT, 0);
+	wc_join_depth(q->b, q->joins, WC_DIM_EVEN, k, XPU_JOIN_INNER, 1, pay, t1, &g);
+	wc_join_depth(q->b, q->joins, WC_DIM_TEXT, c, XPU_JOIN_INNER, 1, pay, t2, &h);
+	key(q, g, XPU_T_INT8, 0);
+	key(q, h, XPU_T_INT4, 0);
+	join_count_sum(q);
+}
+
+/*
+ * jbadkey: jinner with the table built for an int4 outer key while the
+ * program probes an int8 register: xpu_program_join_check refuses it
+ */
+static void
+shape_jbadkey(Query *q)
+{
+	shape_jinner(q);
+	q->joins->probe_type[0] = XPU_T_INT4;
+}
+
 static const struct
 {
 	const char *name;
@@ -245,6 +352,8 @@ static const struct
 }			shapes[] = {
 	{"q1", shape_q1}, {"text2", shape_text2}, {"all", shape_all}, {"many", shape_many},
 	{"cnt", shape_cnt}, {"divzero", shape_divzero}, {"numsum", shape_numsum},
+	{"jinner", shape_jinner}, {"jsemi", shape_jsemi}, {"janti", shape_janti},
+	{"jtext", shape_jtext}, {"j2", shape_j2}, {"jbadkey", shape_jbadkey},
 };
 
 /* ---------------------------------------------------------------- request */
@@ -441,6 +550,7 @@ main(int argc, char **argv)
 	if (build == NULL)
 		wc_die("unknown shape");
 	q.b = xpu_builder_create();
+	q.joins = &joins;
 	build(&q);
 	if ((prog = xpu_builder_finish(q.b, errbuf, sizeof(errbuf))) == NULL)
 		wc_die(errbuf);

@@ -127,6 +127,47 @@ recv_msg(int fd, WarpMsgHeader *h, uint8_t **payload)
 
 /* ---------------------------------------------------------------- joins */
 
+/* register 0 (r0), and a QUAL stage that passes every row to the JOIN stage */
+int
+wc_join_begin(XpuBuilder *b)
+{
+	int			acc = xpu_add_reg(b, XPU_T_BOOL, 0);
+
+	xpu_begin_stage(b, XPU_STAGE_QUAL);
+	xpu_add_instr(b, XPU_OP_CONST_BOOL, acc, 0, 0, 0, 1);
+	return acc;
+}
+
+/*
+ * The next join depth of joins, as codegen makes it (xpu/xpu_program.h):
+ * under MASK_PUSH_TRUE r0, probe dimension dim with key register key,
+ * update r0 for join type jt (XPU_JOIN_INNER or SEMI: a match; ANTI: none)
+ * and load payload columns pay[0 .. n_pay - 1] (of types types[]) into new
+ * registers regs[].  The first depth begins the JOIN stage.
+ */
+void
+wc_join_depth(XpuBuilder *b, WcJoins *joins, WcDim dim, int key, int jt, int n_pay,
+			  const int *pay, const XpuType *types, int *regs)
+{
+	int			d = joins->n;
+	int			row = xpu_add_reg(b, XPU_T_INT8, 0);
+
+	if (d >= WARP_MAX_JOINS)
+		wc_die("too many join depths");
+	joins->dims[joins->n++] = dim;
+	if (d == 0)
+		xpu_begin_stage(b, XPU_STAGE_JOIN);
+	xpu_add_instr(b, XPU_OP_MASK_PUSH_TRUE, 0, 0, 0, 0, 0);
+	xpu_add_instr(b, XPU_OP_JOIN_PROBE, row, key, key, key, d | (1 << 8));
+	xpu_add_instr(b, jt == XPU_JOIN_ANTI ? XPU_OP_IS_NULL : XPU_OP_IS_NOT_NULL, 0, row, 0, 0, 0);
+	for (int i = 0; i < n_pay; i++)
+	{
+		regs[i] = xpu_add_reg(b, types[i], 0);
+		xpu_add_instr(b, XPU_OP_JOIN_PAY, regs[i], row, 0, 0, d | (pay[i] << 8));
+	}
+	xpu_add_instr(b, XPU_OP_MASK_POP, 0, 0, 0, 0, 0);
+}
+
 /* the rows of the test dimension dim (warp_client.h) into a new builder */
 static XpuJoinBuilder *
 build_dim(WcDim dim, XpuType probe_type)

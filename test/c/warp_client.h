@@ -14,6 +14,7 @@
 
 #include "arrow.h"
 #include "protocol.h"
+#include "xpu_program.h"
 #include "xpu_types.h"
 
 /* a request being built: len bytes used of cap at p */
@@ -66,6 +67,9 @@ typedef struct WcJoins
 } WcJoins;
 
 extern void wc_die(const char *msg) __attribute__((noreturn));
+extern int	wc_join_begin(XpuBuilder *b);
+extern void wc_join_depth(XpuBuilder *b, WcJoins *joins, WcDim dim, int key, int jt,
+						  int n_pay, const int *pay, const XpuType *types, int *regs);
 extern void *wc_put(WcBuf *b, const void *data, size_t n, size_t align);
 extern ArrowFile *wc_put_file_head(WcBuf *b, const char *path, uint32_t n_cols);
 extern int	wc_run(const char *sock, int run_type, int result_type, const WcBuf *req,

@@ -9,7 +9,10 @@ same joins computed in Python over the pyarrow data.
 Also the refusals: an unsealed memfd, a plain file's descriptor, a
 table_len past the file's end, a corrupt table, an id never loaded, the id
 of a connection that closed; the service survives each and serves the next
-run.  doc/service.md describes JOIN_LOAD."""
+run.  The same joins as SCAN_RUN quals (test/c/bin/scan_client): the rows
+that pass, which the stand-in GPU (make -C test/gpu scanfake's libcuda, with
+PG_WARP_TEST_FAKE_GPU=1) filters through the service's GPU path, the tables
+copied to its "device".  doc/service.md describes JOIN_LOAD."""
 import pyarrow as pa
 import pytest
 
@@ -17,15 +20,23 @@ import service_client
 from service_client import client_fixture, client_path, service_fixture, write
 
 CLIENT = client_path("agg_client")
+SCAN_CLIENT = client_path("scan_client")
 ERR_PROTOCOL, ERR_BAD_FILE = 1, 6
 
+# the stand-in GPU runs no aggregation in the service (its kern_agg_exec folds
+# into heap_gpucheck's side table): there AGG_RUN asks for the CPU engine
+AGG_OPTS = ("--engine", "1") if service_client.FAKE_GPU else ()
+AGG_ENGINE = 1 if service_client.FAKE_GPU else service_client.ENGINE
+
 client = client_fixture("agg_client")
+scan_client = client_fixture("scan_client")
 svc = service_fixture()
 
 
 def run_client(svc, shape, files, *opts):
     """Runs agg_client; returns (groups: list of token lists, end: dict, error)."""
-    lines, end, error = service_client.run_client(CLIENT, svc.sock, shape, files, *opts)
+    lines, end, error = service_client.run_client(CLIENT, svc.sock, shape, files,
+                                                  *AGG_OPTS, *opts)
     return [f[1:] for f in lines if f[0] == "G"], end, error
 
 
@@ -69,3 +80,118 @@ def test_refused_tables(client, svc, tmp_path, fault, code, words):
     groups, end, error = run_client(svc, "cnt", [f])
     assert error is None and end["status"] == "0"
     assert groups == cnt_groups(t.to_pylist())
+
+
+# the test dimensions of warp_client.h, as the client builds them
+EVEN = {2 * i: {"g": None if i % 50 == 3 else i % 7, "name": "n%d" % (i % 5)}
+        for i in range(999)}
+TEXT = {"c%d" % i: {"h": 3 * i} for i in range(50)}
+
+
+def key_token(v):
+    """agg_client's form of a group key value."""
+    if v is None:
+        return "N"
+    if isinstance(v, str):
+        return "x" + v.encode().hex()
+    return str(v)
+
+
+def grouped(rows, key):
+    """count(*), sum(v) GROUP BY key(row) in agg_client's form, sorted."""
+    groups = {}
+    for r in rows:
+        groups.setdefault(key(r), []).append(r["v"])
+    return sorted([*map(key_token, k), str(len(vs)), "%d:%d" % (len(vs), sum(vs))]
+                  for k, vs in groups.items())
+
+
+def probe(table, k):
+    """table's row of key k: None when k is NULL or absent (NULL never matches)."""
+    return None if k is None else table.get(k)
+
+
+def expected(shape, rows):
+    if shape == "jinner":
+        return grouped([r for r in rows if probe(EVEN, r["k"])],
+                       lambda r: (EVEN[r["k"]]["g"],))
+    if shape == "jtext":
+        return grouped([r for r in rows if probe(EVEN, r["k"])],
+                       lambda r: (EVEN[r["k"]]["name"],))
+    if shape in ("jsemi", "janti"):
+        keep = [r for r in rows if (probe(EVEN, r["k"]) is not None) == (shape == "jsemi")]
+        return grouped(keep, lambda r: ())
+    assert shape == "j2"
+    return grouped([r for r in rows if probe(EVEN, r["k"]) and probe(TEXT, r["c"])],
+                   lambda r: (EVEN[r["k"]]["g"], TEXT[r["c"]]["h"]))
+
+
+@pytest.mark.parametrize("shape", ["jinner", "jsemi", "janti", "jtext", "j2"])
+def test_join_results(client, svc, tmp_path, shape):
+    """INNER, SEMI and ANTI probes, a text payload as a group key, two depths
+    (an int8 key on a dense table, a text key on a hash table): the groups
+    equal the same joins computed in Python, over several record batches
+    and threads."""
+    t = fact_table()
+    f = write(tmp_path / "fact.arrow", t, chunk=700)
+    groups, end, error = run_client(svc, shape, [f])
+    assert error is None, error
+    assert end["status"] == "0", end
+    assert end["engine"] == str(AGG_ENGINE)
+    assert sorted(groups) == expected(shape, t.to_pylist())
+    assert int(end["rows_in"]) == t.num_rows
+
+
+def test_join_key_type_mismatch(client, svc, tmp_path):
+    """A program whose probe key type is not the table's is refused before
+    it runs (xpu_program_join_check); the service goes on serving."""
+    t = fact_table(300)
+    f = write(tmp_path / "fact.arrow", t)
+    groups, end, error = run_client(svc, "jbadkey", [f])
+    assert end is None and error is not None and error[0] == ERR_PROTOCOL, error
+    assert "join" in error[1]
+    groups, end, error = run_client(svc, "jinner", [f])
+    assert error is None and sorted(groups) == expected("jinner", t.to_pylist())
+
+
+def test_join_table_shared_by_runs(client, svc, tmp_path):
+    """Several files in one run, and runs one after another with their own
+    loads: the same groups each time."""
+    t = fact_table(3000)
+    files = [write(tmp_path / ("f%d.arrow" % i), t.slice(i * 1000, 1000), chunk=300)
+             for i in range(3)]
+    want = expected("j2", t.to_pylist())
+    for _ in range(3):
+        groups, end, error = run_client(svc, "j2", files)
+        assert error is None and sorted(groups) == want
+
+
+def scan_value(v):
+    """A fact column's value as scan_client prints it (int64 or utf8)."""
+    if v is None:
+        return "N"
+    if isinstance(v, str):
+        return v.encode().hex()
+    return v.to_bytes(8, "little", signed=True).hex()
+
+
+@pytest.mark.parametrize("qual", ["jsemi", "janti", "j2"])
+def test_join_scan(scan_client, svc, tmp_path, qual):
+    """SCAN_RUN with join depths: the rows whose keys have (jsemi, j2) or lack
+    (janti) matches, in order, every column."""
+    t = fact_table(4000)
+    f = write(tmp_path / "fact.arrow", t, chunk=900)
+    lines, end, error = service_client.run_client(SCAN_CLIENT, svc.sock, qual, [f])
+    assert error is None, error
+    assert end["engine"] == str(service_client.ENGINE)
+    got = [r[1:] for r in lines if r[0] == "R"]
+    assert not any(r[0] == "B" and r[3] == "recheck" for r in lines)
+
+    def passes(r):
+        if qual == "janti":
+            return probe(EVEN, r["k"]) is None
+        return probe(EVEN, r["k"]) is not None and \
+            (qual == "jsemi" or probe(TEXT, r["c"]) is not None)
+    want = [[scan_value(r[c]) for c in ("k", "c", "v")] for r in t.to_pylist() if passes(r)]
+    assert got == want
+    assert int(end["rows_passed"]) == len(want)
