@@ -7,7 +7,8 @@
  *		over the Arrow files given, and prints the groups as text.
  *
  *	agg_client [--threads N] [--engine E] [--max-buffer N] [--cancel-ms MS]
- *			   [--dump FILE] [--join DIM]... [--join-fault F] SOCKET SHAPE FILE...
+ *			   [--dump FILE] [--join DIM]... [--join-fault F] [--hold-ms MS]
+ *			   SOCKET SHAPE FILE...
  *
  * The shapes name the columns they read (e.g. q1 reads price, discount and
  * quantity); each file must have them.  --dump writes the AGG_RUN payload
@@ -15,9 +16,11 @@
  * sends CANCEL that many milliseconds after the request.  --join adds a
  * join depth probing test dimension DIM ("even" or "text", warp_client.h),
  * loaded (JOIN_LOAD) before the run; --join-fault breaks the first load or
- * the ids (WcJoins.fault).
+ * the ids (WcJoins.fault); --hold-ms keeps the connection, and its join
+ * tables, open that long after the last reply (printing "HELD" first).
  *
- * Output, one line each: "G" then the keys and the states, tab-separated;
+ * Output, one line each: "JOIN", the depth and the join id of each table
+ * loaded; "G" then the keys and the states, tab-separated;
  * "END" with the status and counters of the last AGG_RESULT, or "ERROR
  * code message".  Keys: N for NULL, integers and dates/timestamps as
  * their int64, floats as %.17g, numerics as decimals, text as x + hex.
@@ -539,6 +542,8 @@ main(int argc, char **argv)
 			joins.dims[joins.n++] = strcmp(argv[i + 1], "text") == 0 ? WC_DIM_TEXT : WC_DIM_EVEN;
 		else if (strcmp(argv[i], "--join-fault") == 0)
 			joins.fault = argv[i + 1];
+		else if (strcmp(argv[i], "--hold-ms") == 0)
+			joins.hold_ms = atoi(argv[i + 1]);
 		else
 			wc_die("unknown option");
 	}

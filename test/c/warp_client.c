@@ -309,8 +309,9 @@ wc_connect(const char *sock)
 }
 
 /*
- * loads the tables of joins on connection fd, their ids into ids[]; 0 when
- * the service refused one (its ERROR printed)
+ * loads the tables of joins on connection fd, their ids into ids[] (each
+ * printed: "JOIN depth id"); 0 when the service refused one (its ERROR
+ * printed)
  */
 static int
 load_joins(int fd, const WcJoins *joins, uint64_t *ids)
@@ -341,6 +342,7 @@ load_joins(int fd, const WcJoins *joins, uint64_t *ids)
 			wc_die("no JOIN_LOAD reply");
 		memcpy(&ids[d], p, 8);
 		free(p);
+		printf("JOIN\t%d\t%llu\n", d, (unsigned long long) ids[d]);
 	}
 	return 1;
 }
@@ -426,6 +428,12 @@ wc_run(const char *sock, int run_type, int result_type, const WcBuf *req,
 		else if (h.type == result_type)
 			last = reply(arg, &h, p);
 		free(p);
+		if (last && joins != NULL && joins->hold_ms > 0)
+		{
+			printf("HELD\n");
+			fflush(stdout);
+			usleep(joins->hold_ms * 1000);
+		}
 		if (last)
 		{
 			close(fd);

@@ -55,7 +55,9 @@ typedef enum WcDim
  * end), "corrupt" (a table with a bucket offset out of its bounds),
  * "unknown" (an id never loaded), "closed" (the ids of a connection
  * closed before the run).  A refused load prints "ERROR code message" and
- * ends the client as a refused run does.
+ * ends the client as a refused run does.  hold_ms > 0: after the last
+ * reply the client prints "HELD" and keeps the connection (and so its
+ * tables) open that many milliseconds more.
  */
 typedef struct WcJoins
 {
@@ -64,6 +66,7 @@ typedef struct WcJoins
 	XpuType		probe_type[WARP_MAX_JOINS];
 	size_t		ids_off;
 	const char *fault;
+	int			hold_ms;
 } WcJoins;
 
 extern void wc_die(const char *msg) __attribute__((noreturn));

@@ -13,11 +13,17 @@ run.  The same joins as SCAN_RUN quals (test/c/bin/scan_client): the rows
 that pass, which the stand-in GPU (make -C test/gpu scanfake's libcuda, with
 PG_WARP_TEST_FAKE_GPU=1) filters through the service's GPU path, the tables
 copied to its "device".  doc/service.md describes JOIN_LOAD."""
+import os
+import struct
+import subprocess
+
 import pyarrow as pa
 import pytest
 
 import service_client
 from service_client import client_fixture, client_path, service_fixture, write
+from test_service import MSG_STATUS, STATUS_HEAD, connect, hello, message, recv_message, \
+    wait_until
 
 CLIENT = client_path("agg_client")
 SCAN_CLIENT = client_path("scan_client")
@@ -195,3 +201,100 @@ def test_join_scan(scan_client, svc, tmp_path, qual):
     want = [[scan_value(r[c]) for c in ("k", "c", "v")] for r in t.to_pylist() if passes(r)]
     assert got == want
     assert int(end["rows_passed"]) == len(want)
+
+
+def memory_in_use(svc):
+    """STATUS's memory_in_use of the service now."""
+    with connect(svc.sock) as s:
+        hello(s)
+        s.sendall(message(MSG_STATUS))
+        mtype, payload = recv_message(s)
+        assert mtype == MSG_STATUS
+        return STATUS_HEAD.unpack_from(payload)[4]
+
+
+def test_tables_live_with_their_connection(client, svc, tmp_path):
+    """A loaded table counts in STATUS's memory_in_use while the connection
+    that loaded it is open, and is gone once it closes."""
+    f = write(tmp_path / "fact.arrow", fact_table(300))
+    base = memory_in_use(svc)
+    p = subprocess.Popen([CLIENT, *AGG_OPTS, "--hold-ms", "20000", svc.sock, "j2", f],
+                         stdout=subprocess.PIPE, text=True)
+    try:
+        lines = []
+        for line in p.stdout:
+            lines.append(line)
+            if line == "HELD\n":
+                break
+        assert lines[-1] == "HELD\n" and lines[-2].startswith("END\t"), lines
+        held = memory_in_use(svc)
+        # the two tables (WC_DIM_EVEN alone has 1000 rows)
+        assert held - base > 16 * 1000, (base, held)
+    finally:
+        p.kill()
+        p.wait()
+    wait_until(lambda: memory_in_use(svc) == base, 10, "the tables to be freed")
+
+
+def held_tables(svc, shape, f):
+    """agg_client running shape over file f and then holding its connection
+    (and join tables) open: (process, {depth: join id})."""
+    p = subprocess.Popen([CLIENT, *AGG_OPTS, "--hold-ms", "30000", svc.sock, shape, f],
+                         stdout=subprocess.PIPE, text=True)
+    ids = {}
+    for line in p.stdout:
+        if line.startswith("JOIN\t"):
+            ids[int(line.split("\t")[1])] = int(line.split("\t")[2])
+        if line == "HELD\n":
+            return p, ids
+    p.kill()
+    pytest.fail("agg_client did not hold its tables")
+
+
+def test_heap_run_probes_tables_of_another_connection(client, svc, tmp_path):
+    """A HEAP_RUN (heap pages through the chunk ring, as test_service_heap.py
+    ships them) with the jinner program probes a table that another
+    connection loaded and holds (as a parallel worker probes the leader's):
+    the groups of the visible tuples that match, by the table's payload."""
+    from test_service_agg import dump, file_offset
+    from test_service_heap import make_ring, page_bytes, results, ship, slot_size, start, \
+        tuple_bytes, SLOT_PAGES, N_SLOTS
+
+    f = write(tmp_path / "fact.arrow", fact_table(200))
+    holder, ids = held_tables(svc, "jinner", f)
+    try:
+        good = dump("jinner", [f])
+        ids_at = file_offset(good)
+        head = bytearray(good[:ids_at + 8])
+        struct.pack_into("<I", head, 0, 0)                  # n_files
+        struct.pack_into("<I", head, 20, AGG_ENGINE)        # engine
+        struct.pack_into("<I", head, 44, 1)                 # n_joins
+        struct.pack_into("<Q", head, ids_at, ids[0])        # join_ids[0]
+        heap = struct.pack("<IIQIIIIII", N_SLOTS, SLOT_PAGES, slot_size(SLOT_PAGES), 2, 0, 0,
+                           0, 0, 0)
+        heap += struct.pack("<hBBIII", 8, 8, 0, 0, 0, 0) * 2     # k, v: int8
+        heap += struct.pack("<hh", 1, 2) + b"\0" * 4             # chunk columns -> attributes
+        rows = [[(None if (p * 31 + t) % 23 == 0 else (p * 131 + t * 7) % 2100, t - p)
+                 for t in range(120)] for p in range(9)]
+        pages = [(page_bytes([tuple_bytes(k, v) for k, v in r]), len(r)) for r in rows]
+
+        def visible(p, t):
+            return (p + t) % 4 != 0
+
+        want = {}
+        for p, r in enumerate(rows):
+            for t, (k, v) in enumerate(r):
+                if visible(p, t) and probe(EVEN, k):
+                    cnt, s = want.get(EVEN[k]["g"], (0, 0))
+                    want[EVEN[k]["g"]] = (cnt + 1, s + v)
+        assert len(want) == 8       # g 0 .. 6 and NULL
+        fd, ring = make_ring()
+        c = start(svc, bytes(head) + heap, fd)
+        os.close(fd)
+        ship(c, ring, pages, visible)
+        groups, status = results(c)
+        c.close()
+        assert status == 0 and groups == want
+    finally:
+        holder.kill()
+        holder.wait()
