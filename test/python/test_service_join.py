@@ -22,8 +22,8 @@ import pytest
 
 import service_client
 from service_client import client_fixture, client_path, service_fixture, write
-from test_service import MSG_STATUS, STATUS_HEAD, connect, hello, message, recv_message, \
-    wait_until
+from test_service import wait_until
+from test_service_agg import status as status_of
 
 CLIENT = client_path("agg_client")
 SCAN_CLIENT = client_path("scan_client")
@@ -205,12 +205,7 @@ def test_join_scan(scan_client, svc, tmp_path, qual):
 
 def memory_in_use(svc):
     """STATUS's memory_in_use of the service now."""
-    with connect(svc.sock) as s:
-        hello(s)
-        s.sendall(message(MSG_STATUS))
-        mtype, payload = recv_message(s)
-        assert mtype == MSG_STATUS
-        return STATUS_HEAD.unpack_from(payload)[4]
+    return status_of(svc)[4]
 
 
 def test_tables_live_with_their_connection(client, svc, tmp_path):
