@@ -205,6 +205,7 @@ SERVICE_SRCS = \
 	src/service/gpu_scan.c \
 	src/service/heap_chunk.c \
 	src/service/input.c \
+	src/service/join_store.c \
 	src/service/main.c \
 	src/service/options.c \
 	src/service/run.c \
@@ -226,6 +227,7 @@ SERVICE_HDRS = \
 	src/service/gpu_cache.h \
 	src/service/gpu_driver.h \
 	src/service/input.h \
+	src/service/join_store.h \
 	src/service/run.h \
 	src/service/service.h \
 	src/service/share.h \

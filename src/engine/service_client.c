@@ -21,6 +21,7 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include "access/xact.h"
 #include "fmgr.h"
 #include "funcapi.h"
 #include "miscadmin.h"
@@ -404,15 +405,16 @@ service_request(ServiceConn *conn, WarpMsgType type, const void *req, uint32 req
 }
 
 /*
- * service_session
- *		Connects to the service, says HELLO and runs exchange(conn, arg): its
- *		requests and their replies; the connection is closed on every path,
- *		errors included.
+ * service_open
+ *		Connects to the service and says HELLO: conn->fd is then open (an
+ *		external FD acquired), for service_run_end to close.  On error
+ *		nothing is left open.
  */
 static void
-service_session(void (*exchange) (ServiceConn *conn, void *arg), void *arg)
+service_open(ServiceConn *conn)
 {
-	ServiceConn *conn = palloc0(sizeof(ServiceConn));	/* survives longjmp */
+	WarpHello	hello = {(uint32) MyProcPid, PGWARP_PROTO_VERSION};
+	WarpHello	reply;
 
 	if (!pg_warp_preloaded)
 		ereport(ERROR,
@@ -427,20 +429,40 @@ service_session(void (*exchange) (ServiceConn *conn, void *arg), void *arg)
 	conn->fd = -1;
 	PG_TRY();
 	{
-		WarpHello	hello = {(uint32) MyProcPid, PGWARP_PROTO_VERSION};
-		WarpHello	reply;
-
 		conn->deadline = TimestampTzPlusMilliseconds(GetCurrentTimestamp(),
 													 pg_warp_service_timeout);
 		service_connect(conn);
 		service_request(conn, WARP_MSG_HELLO, &hello, sizeof(hello), &reply, sizeof(reply));
-		exchange(conn, arg);
 	}
-	PG_FINALLY();
+	PG_CATCH();
 	{
 		if (conn->fd >= 0)
 			close(conn->fd);
 		ReleaseExternalFD();
+		PG_RE_THROW();
+	}
+	PG_END_TRY();
+}
+
+/*
+ * service_session
+ *		Connects to the service, says HELLO and runs exchange(conn, arg): its
+ *		requests and their replies; the connection is closed on every path,
+ *		errors included.
+ */
+static void
+service_session(void (*exchange) (ServiceConn *conn, void *arg), void *arg)
+{
+	ServiceConn *conn = palloc0(sizeof(ServiceConn));	/* survives longjmp */
+
+	service_open(conn);
+	PG_TRY();
+	{
+		exchange(conn, arg);
+	}
+	PG_FINALLY();
+	{
+		service_run_end(conn->fd);
 	}
 	PG_END_TRY();
 }
@@ -593,32 +615,15 @@ int
 service_run_begin_fd(WarpMsgType type, const void *req, uint32 len, int pass_fd)
 {
 	ServiceConn conn;
-	WarpHello	hello = {(uint32) MyProcPid, PGWARP_PROTO_VERSION};
-	WarpHello	reply;
 
-	if (!pg_warp_preloaded)
-		ereport(ERROR,
-				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-				 errmsg("pg_warp service is not available"),
-				 errdetail("The service is started only when pg_warp is in shared_preload_libraries.")));
-	if (!AcquireExternalFD())
-		ereport(ERROR,
-				(errcode(ERRCODE_INSUFFICIENT_RESOURCES),
-				 errmsg("could not connect to the pg_warp service: too many open files")));
-	conn.fd = -1;
+	service_open(&conn);
 	PG_TRY();
 	{
-		conn.deadline = TimestampTzPlusMilliseconds(GetCurrentTimestamp(),
-													pg_warp_service_timeout);
-		service_connect(&conn);
-		service_request(&conn, WARP_MSG_HELLO, &hello, sizeof(hello), &reply, sizeof(reply));
 		service_send_fd(&conn, type, req, len, pass_fd);
 	}
 	PG_CATCH();
 	{
-		if (conn.fd >= 0)
-			close(conn.fd);
-		ReleaseExternalFD();
+		service_run_end(conn.fd);
 		PG_RE_THROW();
 	}
 	PG_END_TRY();
@@ -697,6 +702,79 @@ service_run_end(int fd)
 {
 	close(fd);
 	ReleaseExternalFD();
+}
+
+/*
+ * The join tables of this backend's query (JOIN_LOAD) live in the service
+ * while the connection that loaded them is open: join_fd, kept until
+ * service_join_release_all, which the executor calls at the end of the
+ * node and the transaction callback at the end of the transaction (an
+ * error included).
+ */
+static int	join_fd = -1;
+static bool join_callback_registered;
+
+static void
+join_xact_callback(XactEvent event, void *arg)
+{
+	service_join_release_all();
+}
+
+/*
+ * service_join_load
+ *		Loads the join table in memfd (len bytes at offset 0, sealed: see
+ *		WarpJoinLoad in xpu/protocol.h) into the service over this backend's
+ *		join connection (opened on first use); returns its join id for the
+ *		requests of this transaction.  A refused table raises an ERROR (the
+ *		connection, and the tables loaded before, are dropped then).  The
+ *		memfd stays the caller's.
+ */
+uint64
+service_join_load(int memfd, uint64 len)
+{
+	ServiceConn conn;
+	WarpJoinLoad req = {len, 0, 0};
+	WarpJoinLoaded reply;
+
+	if (!join_callback_registered)
+	{
+		RegisterXactCallback(join_xact_callback, NULL);
+		join_callback_registered = true;
+	}
+	if (join_fd < 0)
+	{
+		service_open(&conn);
+		join_fd = conn.fd;
+	}
+	conn.fd = join_fd;
+	PG_TRY();
+	{
+		conn.deadline = TimestampTzPlusMilliseconds(GetCurrentTimestamp(),
+													pg_warp_service_timeout);
+		service_send_fd(&conn, WARP_MSG_JOIN_LOAD, &req, sizeof(req), memfd);
+		service_recv(&conn, WARP_MSG_JOIN_LOAD, &reply, sizeof(reply));
+	}
+	PG_CATCH();
+	{
+		service_join_release_all();
+		PG_RE_THROW();
+	}
+	PG_END_TRY();
+	return reply.join_id;
+}
+
+/*
+ * service_join_release_all
+ *		Closes the join connection: the service drops this backend's join
+ *		ids (a run that still holds a table keeps it until it ends).
+ */
+void
+service_join_release_all(void)
+{
+	if (join_fd < 0)
+		return;
+	service_run_end(join_fd);
+	join_fd = -1;
 }
 
 PG_FUNCTION_INFO_V1(pg_warp_service_status);

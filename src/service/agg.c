@@ -57,6 +57,7 @@
 #include "service.h"
 #include "service/run.h"
 #include "service/input.h"
+#include "service/join_store.h"
 #include "service/share.h"
 #include "service/threads.h"
 #include "arrow/arrow.h"
@@ -135,6 +136,8 @@ struct AggTask
 	XpuAggTable **parts;		/* [SVC_RUN_MAX_THREADS], or the parts' tables */
 	uint32_t	n_parts;
 
+	SvcJoinSet	joins;			/* the join depths' tables, held (join_store.c) */
+
 	/* a part or the finish of a query's shared run (share.c), or NULL */
 	SvcShare   *share;
 	uint32_t	share_role;		/* WARP_SHARE_PART or WARP_SHARE_FINISH */
@@ -196,6 +199,7 @@ static bool
 parse_request(AggTask *t, size_t len, int memfd, SvcRunDesc *d, char *msg, size_t msglen)
 {
 	AggRun	   *run = &t->run;
+	uint32_t	werr;
 	bool		ok = svc_run_parse(memfd >= 0 ? WARP_MSG_HEAP_RUN : WARP_MSG_AGG_RUN,
 								   t->payload, len, d, msg, msglen);
 
@@ -207,8 +211,9 @@ parse_request(AggTask *t, size_t len, int memfd, SvcRunDesc *d, char *msg, size_
 		return false;
 	run->prog = d->prog;
 	run->spec = d->spec;
-	if (!check_spec(t, msg, msglen))
+	if (!check_spec(t, msg, msglen) || !svc_run_joins(d, &t->joins, &werr, msg, msglen))
 		return false;
+	run->joins = &t->joins;
 	t->n_work = d->n_batches;
 	run->max_buffer_size = d->max_buffer_size;
 	run->n_threads = d->n_threads;
@@ -295,6 +300,7 @@ run_slices(AggWorker *w, AggLive *l)
 			break;
 		n = batch->n_rows - row0 < AGG_SLICE ? batch->n_rows - row0 : AGG_SLICE;
 		chunk = (XpuChunk) {n, prog->n_cols, 0, w->cols};
+		svc_join_chunk(&chunk, t->run.joins);
 		res.nrows = n;
 		for (int k = 0; k < prog->n_cols; k++)
 			w->cols[k].offset = row0;
@@ -1184,6 +1190,7 @@ agg_task_free(AggTask *t)
 		xpu_agg_table_free(t->parts[p]);
 	free(t->parts);
 	svc_share_detach(t->share);
+	svc_join_release_set(&t->joins);
 	free(t->payload);
 	svc_failure_destroy(&t->fail);
 	free(t);

@@ -1269,6 +1269,7 @@ gagg_fill_slot(GaggRun *g, GaggSlot *s, const GaggWork *w, int n)
 	chunk->n_parts = n > 1 ? n : 0;
 	chunk->cols = (const XpuColumnData *) (uintptr_t) (s->dev + cols_at);
 	chunk->parts = n > 1 ? (const XpuChunkPart *) (uintptr_t) (s->dev + sizeof(XpuChunk)) : NULL;
+	gagg_chunk_joins(g, chunk);
 	s->n_copies = 0;
 	gagg_add_copy(s, 0, header, s->dev);
 	for (int p = 0; p < n; p++)
@@ -1624,6 +1625,37 @@ gagg_first_table(GaggRun *g, const GpuAggOptions *opts, int64_t total_rows)
 }
 
 /*
+ * gagg_joins_setup: the run's join tables in device memory (each copied
+ * once per device by join_store.c, on the first run that probes it there)
+ * and the array of their device addresses that the chunks point at
+ */
+static int
+gagg_joins_setup(GaggRun *g)
+{
+	const SvcJoinSet *set = g->run->joins;
+	CUstream	st = g->slots[0].stream;
+	CUresult	rc;
+
+	g->n_joins = set != NULL ? (int32_t) set->n : 0;
+	if (g->n_joins == 0)
+		return 0;
+	for (int d = 0; d < g->n_joins; d++)
+	{
+		/* an allocation evicts from the column cache while that makes room */
+		if ((g->join_ptrs[d] = svc_join_device_copy(set, d, g->dev, st, &rc)) == 0)
+			return rc == CUDA_ERROR_OUT_OF_MEMORY ?
+				gagg_fail(g, WARP_ERR_OUT_OF_MEMORY,
+						  "out of GPU memory: could not copy join table %d", d) :
+				gagg_cuda(g, rc, "a join table's copy");
+	}
+	if (gagg_dev_alloc(g, &g->d_joins, g->n_joins * sizeof(CUdeviceptr), "the join tables") != 0)
+		return -1;
+	return gagg_cuda(g, gpu_drv.cuMemcpyHtoDAsync(g->d_joins, g->join_ptrs,
+												  g->n_joins * sizeof(CUdeviceptr), st),
+					 "cuMemcpyHtoDAsync");
+}
+
+/*
  * everything a run needs before its first batch; -1 (error set), or
  * XPU_ERR_FALLBACK when one group's HLL sketches pass their memory limit
  */
@@ -1671,7 +1703,7 @@ gagg_setup(GaggRun *g, const ServiceGpu *gpu, uint32_t dev, const GpuAggOptions 
 		if (XPU_COLS(prog)[k].col_index + 1 > g->chunk_ncols)
 			g->chunk_ncols = XPU_COLS(prog)[k].col_index + 1;
 	if (gagg_cache_setup(g) != 0 || gagg_slots_create(g) != 0 ||
-		gagg_cancel_setup(g) != 0 ||
+		gagg_cancel_setup(g) != 0 || gagg_joins_setup(g) != 0 ||
 		gagg_dev_alloc(g, &g->d_prog, prog->total_len, "the program") != 0 ||
 		gagg_dev_alloc(g, &g->d_spec, sizeof(XpuGaggSpec), "the aggregates") != 0 ||
 		gagg_dev_alloc(g, &g->d_table, sizeof(XpuGaggTable), "the table") != 0 ||
@@ -1716,6 +1748,7 @@ gagg_teardown(GaggRun *g)
 	gagg_dev_free(g, &g->d_prog, g->prog->total_len);
 	gagg_dev_free(g, &g->d_spec, sizeof(XpuGaggSpec));
 	gagg_dev_free(g, &g->d_table, sizeof(XpuGaggTable));
+	gagg_dev_free(g, &g->d_joins, g->n_joins * sizeof(CUdeviceptr));
 	if (g->cancel_stream != NULL)
 	{
 		gpu_drv.cuStreamSynchronize(g->cancel_stream);

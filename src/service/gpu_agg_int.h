@@ -21,6 +21,7 @@
 #include "gpu_cache.h"
 #include "gpu_driver.h"
 #include "service.h"
+#include "service/join_store.h"
 #include "xpu/xpu_agg_gpu.h"
 
 #define GAGG_SLOTS			2
@@ -170,6 +171,10 @@ typedef struct GaggRun
 	CUdeviceptr d_prog;
 	CUdeviceptr d_spec;
 	CUdeviceptr d_table;
+	CUdeviceptr d_joins;		/* [n_joins]: the join tables' device copies */
+	CUdeviceptr join_ptrs[WARP_MAX_JOINS];	/* what d_joins holds (join_store.c's
+											 * copies, kept while the tables live) */
+	int32_t		n_joins;
 	CUdeviceptr table_mem;
 	size_t		table_bytes;
 	XpuGaggTable table;			/* host copy of what d_table holds */
@@ -203,6 +208,14 @@ static inline size_t
 align_up(size_t n, size_t a)
 {
 	return (n + a - 1) / a * a;
+}
+
+/* a chunk the kernel reads probes the run's join tables on the device */
+static inline void
+gagg_chunk_joins(const GaggRun *g, XpuChunk *chunk)
+{
+	chunk->joins = (const struct XpuJoinTable *const *) (uintptr_t) g->d_joins;
+	chunk->n_joins = g->n_joins;
 }
 
 /* the rows of part p of slot s's launch */

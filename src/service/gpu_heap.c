@@ -283,6 +283,7 @@ gheap_fill_slot(GheapRun *gh, int si, uint32_t slot, uint32_t n_pages)
 	chunk->nrows = s->nrows;
 	chunk->ncols = gh->src->n_cols;
 	chunk->cols = (const XpuColumnData *) (uintptr_t) (s->dev + sizeof(XpuChunk));
+	gagg_chunk_joins(g, chunk);
 	memcpy(s->host + sizeof(XpuChunk), cols, gh->src->n_cols * sizeof(XpuColumnData));
 	hc = (XpuHeapGpuChunk *) (s->host + l->hc);
 	hc->pages = (const uint8_t *) (uintptr_t) (s->dev + l->pages);
@@ -447,6 +448,7 @@ gheap_probe(GheapRun *gh, int si, const WarpHeapChunk *ch)
 	chunk->nrows = nrows;
 	chunk->ncols = src->n_cols;
 	chunk->cols = (const XpuColumnData *) (uintptr_t) (s->dev + sizeof(XpuChunk));
+	gagg_chunk_joins(g, chunk);
 	cols = (XpuColumnData *) (s->host + sizeof(XpuChunk));
 	for (int j = 0; j < src->n_cols; j++)
 	{

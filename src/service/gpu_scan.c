@@ -181,6 +181,7 @@ gscan_narrow(GscanRun *gs, int si)
 			continue;
 		}
 		st->part = (XpuChunk) {rows, g->chunk_ncols, 0, s->part_cols[p], NULL};
+		gagg_chunk_joins(g, &st->part);
 		st->res = (XpuResult) {rows, (uint8_t *) (uintptr_t) mask, NULL, NULL};
 		s->nrows = rows;
 		rc = gagg_cuda(g, gpu_drv.cuMemcpyHtoDAsync(s->dev, &st->part, sizeof(XpuChunk),

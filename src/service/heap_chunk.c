@@ -45,6 +45,7 @@
 
 #include "gpu_driver.h"
 #include "service.h"
+#include "service/join_store.h"
 #include "service/threads.h"
 #include "xpu/xpu_heap.h"
 
@@ -442,6 +443,7 @@ flush_slice(HeapWorker *w)
 
 	if (w->nrows == 0)
 		return true;
+	svc_join_chunk(&chunk, w->run->joins);
 	for (int j = 0; j < h->n_cols; j++)
 	{
 		w->cols[j].validity = w->hcols[j].validity;

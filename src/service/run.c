@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "service.h"
+#include "service/join_store.h"
 #include "service/run.h"
 
 #define ALIGN8(x)	(((size_t) (x) + 7) & ~(size_t) 7)
@@ -44,6 +45,24 @@ parse_program(SvcRunDesc *d, const uint8_t *p, size_t len, size_t *off, uint32_t
 						d->what, len), false;
 	if (!xpu_program_validate(d->prog, prog_len, why, sizeof(why)))
 		return snprintf(msg, msglen, "invalid program: %s", why), false;
+	return true;
+}
+
+/* the n_joins join ids after the program at *off; false with msg set */
+static bool
+parse_join_ids(SvcRunDesc *d, const uint8_t *p, size_t len, size_t *off, uint32_t n_joins,
+			   char *msg, size_t msglen)
+{
+	if (n_joins > WARP_MAX_JOINS)
+		return snprintf(msg, msglen, "%s has %u join depths, more than %d", d->what,
+						n_joins, WARP_MAX_JOINS), false;
+	d->n_joins = n_joins;
+	if (n_joins == 0)
+		return true;
+	d->join_ids = svc_take(p, len, off, n_joins * sizeof(uint64_t), 8);
+	if (d->join_ids == NULL)
+		return snprintf(msg, msglen, "%s of %zu bytes is truncated at the join ids",
+						d->what, len), false;
 	return true;
 }
 
@@ -91,8 +110,10 @@ parse_agg(SvcRunDesc *d, bool heap, const uint8_t *p, size_t len, char *msg, siz
 	if (d->spec.aggs == NULL)
 		return snprintf(msg, msglen, "%s of %zu bytes is truncated at %s", d->what, len,
 						d->spec.key_outs == NULL ? "the key list" : "the aggregate list"), false;
-	if (!parse_program(d, p, len, &off, req->prog_len, msg, msglen))
+	if (!parse_program(d, p, len, &off, req->prog_len, msg, msglen) ||
+		!parse_join_ids(d, p, len, &off, req->n_joins, msg, msglen))
 		return false;
+	/* a shared run's parts and finish share keys, aggregates, program and join ids */
 	d->spec_bytes = p + sizeof(*req);
 	d->spec_len = off - sizeof(*req);
 	d->share_id = req->share_id;
@@ -138,8 +159,11 @@ parse_scan(SvcRunDesc *d, const uint8_t *p, size_t len, char *msg, size_t msglen
 	if (req->n_cols > 4096 || req->n_outs > req->n_cols ||
 		req->n_files > PGWARP_MAX_PAYLOAD / sizeof(WarpAggFile) || req->max_buffer_size < 0)
 		return snprintf(msg, msglen, "SCAN_RUN has too many columns or files"), false;
-	if (!parse_program(d, p, len, &off, req->prog_len, msg, msglen))
+	if (!parse_program(d, p, len, &off, req->prog_len, msg, msglen) ||
+		!parse_join_ids(d, p, len, &off, req->n_joins, msg, msglen))
 		return false;
+	if (req->pad != 0)
+		return snprintf(msg, msglen, "SCAN_RUN's pad is not zero"), false;
 	if (d->prog->n_outs != 0)
 		return snprintf(msg, msglen, "a SCAN_RUN program has no outputs"), false;
 	for (int i = 0; i < d->prog->n_cols; i++)
@@ -208,6 +232,27 @@ svc_run_free_files(SvcRunDesc *d)
 		svc_input_close(&d->files[i]);
 	free(d->files);
 	d->files = NULL;
+}
+
+/*
+ * svc_run_joins: a reference on each table that d's join ids name, into
+ * set, and the program checked against them (xpu_program_join_check); false
+ * with *werr and msg set (a table not loaded, a program that does not fit
+ * them), nothing held then.  The caller releases the set when the run ends
+ * (svc_join_release_set).
+ */
+bool
+svc_run_joins(const SvcRunDesc *d, SvcJoinSet *set, uint32_t *werr, char *msg, size_t msglen)
+{
+	*werr = WARP_ERR_PROTOCOL;
+	if (!svc_join_acquire(set, d->join_ids, d->n_joins, msg, msglen))
+		return false;
+	if (!svc_join_check(set, d->prog, msg, msglen))
+	{
+		svc_join_release_set(set);
+		return false;
+	}
+	return true;
 }
 
 /* does spec have an aggregate only the CPU engine computes (min/max of text) */

@@ -10,7 +10,8 @@
  *	source	Arrow record batches (files), heap chunks (a ring in the
  *			backend's memfd), or heap units in the GPU column cache (probed
  *			through the same ring: WARP_HEAP_UNITS)
- *	stages	quals (the program), join depths (none yet: GpuJoin's slot),
+ *	stages	quals (the program), join depths (the loaded tables its
+ *			JOIN_PROBE steps probe: join_store.c),
  *			group/aggregate (spec), projection (the chunk columns returned)
  *	sink	groups (AGG_RESULT) or rows (SCAN_RESULT, or a heap scan's pass
  *			bitmaps in HEAP_DONE)
@@ -55,7 +56,8 @@ typedef struct SvcRunDesc
 	size_t		heap_len;
 	/* the stages, in the order a row meets them */
 	const XpuProgram *prog;		/* quals, keys and aggregate arguments; validated */
-	uint32_t	n_joins;		/* join depths: 0 until GpuJoin */
+	uint32_t	n_joins;		/* join depths */
+	const uint64_t *join_ids;	/* [n_joins]: depth d probes join_ids[d] */
 	XpuAggSpec	spec;			/* group/aggregate; n_keys = n_aggs = 0: none */
 	uint32_t	n_cols;			/* chunk columns of a file part */
 	uint32_t	n_outs;			/* projection: the first n_outs chunk columns
@@ -77,6 +79,10 @@ extern bool svc_run_parse(uint32_t type, const uint8_t *payload, size_t len, Svc
 						  char *msg, size_t msglen);
 extern uint8_t *svc_run_copy(const uint8_t *payload, size_t len);
 extern void svc_run_free_files(SvcRunDesc *d);
+
+struct SvcJoinSet;
+extern bool svc_run_joins(const SvcRunDesc *d, struct SvcJoinSet *set, uint32_t *werr,
+						  char *msg, size_t msglen);
 
 struct ServiceGpu;
 extern bool svc_run_engine(const struct ServiceGpu *gpu, const SvcRunDesc *d,

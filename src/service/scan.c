@@ -38,6 +38,7 @@
 #include <time.h>
 
 #include "service.h"
+#include "service/join_store.h"
 #include "service/run.h"
 #include "service/input.h"
 #include "service/threads.h"
@@ -83,6 +84,7 @@ struct ScanTask
 	SvcRunDesc	desc;			/* the request, parsed (run.c); its files are
 								 * files[] below */
 	const XpuProgram *prog;
+	SvcJoinSet	joins;			/* the join depths' tables, held (join_store.c) */
 	uint32_t	n_files;
 	ScanFile   *files;
 	ScanWork   *work;
@@ -381,6 +383,8 @@ filter_batch(ScanWorker *w, const ScanFile *f, const ArrowBatch *batch)
 		XpuChunk	chunk = {n, (int32_t) t->desc.n_cols, 0, w->cols};
 		XpuResult	res = {n, w->mask + row0, NULL, NULL};
 
+		svc_join_chunk(&chunk, &t->joins);
+
 		for (uint32_t k = 0; k < t->desc.n_cols; k++)
 			w->cols[k].offset = row0;
 		memset(&err, 0, sizeof(err));
@@ -538,6 +542,7 @@ gpu_filter(ScanTask *t)
 	run.n_threads = t->n_threads;
 	run.max_buffer_size = t->desc.max_buffer_size;
 	run.canceled = &t->canceled;
+	run.joins = &t->joins;
 	if (t->fail.werr == 0 &&
 		gpu_scan_run(t->gpu, &run, gpu_pass, t, &werr, msg, sizeof(msg)) != 0)
 		svc_fail(&t->fail, (WarpErrorCode) werr, "%s", msg);
@@ -663,6 +668,8 @@ scan_task_start(const uint8_t *payload, uint32_t len, const ServiceGpu *gpu,
 		return scan_task_free(t), NULL;
 	}
 	t->prog = t->desc.prog;
+	if (!svc_run_joins(&t->desc, &t->joins, werr, msg, msglen))
+		return scan_task_free(t), NULL;
 	t->n_work = t->desc.n_batches;
 	t->n_threads = t->desc.n_threads;
 	/* auto: the GPU where the service has one, as GpuPreAgg */
@@ -763,6 +770,7 @@ scan_task_free(ScanTask *t)
 	}
 	free(t->files);
 	free(t->work);
+	svc_join_release_set(&t->joins);
 	free(t->payload);
 	svc_failure_destroy(&t->fail);
 	pthread_cond_destroy(&t->mask_ready);

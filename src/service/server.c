@@ -21,6 +21,9 @@
  * than about PUMP_LOW bytes plus one message.  A run whose connection
  * closed is canceled and freed once its thread ends (orphans).
  *
+ * JOIN_LOAD comes with a memfd too: the table is registered (join_store.c),
+ * owned by the connection, whose close drops its ids.
+ *
  * HEAP_RUN comes with a memfd (SCM_RIGHTS, kept by conn_recv); while it
  * runs, its HEAP_CHUNK and HEAP_END messages go to heap_chunk.c, and the
  * HEAP_DONE of each chunk goes out when the run's eventfd fires.
@@ -51,6 +54,7 @@
 
 #include "gpu_driver.h"
 #include "service.h"
+#include "service/join_store.h"
 #include "service/share.h"
 
 #define HDR_SIZE			sizeof(WarpMsgHeader)
@@ -376,6 +380,7 @@ conn_close(Conn *c)
 	queue_remove(c);
 	task_release(c);
 	svc_share_detach(c->share);
+	svc_join_drop_owner(c);
 	epoll_ctl(epoll_fd, EPOLL_CTL_DEL, c->fd, NULL);
 	close(c->fd);
 	if (c->passed_fd >= 0)
@@ -529,7 +534,7 @@ send_status(Conn *c)
 	st.protocol_version = PGWARP_PROTO_VERSION;
 	st.started_at_us = started_at_us;
 	st.uptime_us = svc_now_us(CLOCK_MONOTONIC) - started_mono_us;
-	st.memory_in_use = svc_counters.memory_in_use + svc_share_memory();
+	st.memory_in_use = svc_counters.memory_in_use + svc_share_memory() + svc_join_memory();
 	st.running_tasks = svc_counters.running_tasks;
 	st.connections = svc_counters.connections;
 	st.engine = service_gpu->engine;
@@ -911,6 +916,38 @@ open_share(Conn *c, const uint8_t *payload, uint32_t len)
 }
 
 /*
+ * join_load: JOIN_LOAD with the memfd that came with it (closed here: the
+ * table stays mapped); a refused table is answered with ERROR and the
+ * connection stays usable
+ */
+static bool
+join_load(Conn *c, const uint8_t *payload, uint32_t len)
+{
+	int			fd = c->passed_fd;
+	WarpJoinLoad req;
+	WarpJoinLoaded res;
+	char		msg[200];
+	bool		ok;
+
+	c->passed_fd = -1;
+	if (len != sizeof(req))
+	{
+		if (fd >= 0)
+			close(fd);
+		return conn_fail(c, true, WARP_ERR_PROTOCOL, "JOIN_LOAD of %u bytes", len);
+	}
+	if (fd < 0)
+		return conn_fail(c, true, WARP_ERR_PROTOCOL, "JOIN_LOAD without its memfd");
+	memcpy(&req, payload, sizeof(req));
+	ok = svc_join_load(c, fd, &req, &res.join_id, &res.bytes, msg, sizeof(msg));
+	close(fd);
+	if (!ok)
+		return conn_fail(c, false, strcmp(msg, "out of memory") == 0 ?
+						 WARP_ERR_OUT_OF_MEMORY : WARP_ERR_BAD_FILE, "%s", msg);
+	return conn_send(c, WARP_MSG_JOIN_LOAD, &res, sizeof(res));
+}
+
+/*
  * dispatch
  *		Serves one complete message.  Returns false when the connection was
  *		closed.
@@ -965,6 +1002,8 @@ dispatch(Conn *c, const WarpMsgHeader *hdr, const uint8_t *payload)
 			return true;
 		case WARP_MSG_SHARE_OPEN:
 			return open_share(c, payload, hdr->length);
+		case WARP_MSG_JOIN_LOAD:
+			return join_load(c, payload, hdr->length);
 		case WARP_MSG_DEVICES:
 			{
 				uint32_t	type;

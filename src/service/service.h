@@ -88,6 +88,7 @@ extern void server_unlink_socket(void);
  */
 struct ArrowFile;
 struct XpuAggTable;
+struct SvcJoinSet;
 
 /* one file of the run (input.h); its fields[] are indexed by chunk column,
  * which for an AGG_RUN is the program's column */
@@ -102,6 +103,8 @@ typedef struct AggRun
 	uint32_t	n_threads;		/* CPU threads to use */
 	int64_t		max_buffer_size;
 	volatile int *canceled;		/* set (nonzero) when the backend cancels */
+	const struct SvcJoinSet *joins;	/* the join depths' tables (join_store.h), held
+									 * while the run lives; NULL: none */
 	/* counters the run adds to (atomically: several threads) */
 	uint64_t	rows_in;
 	uint64_t	rows_passed;

@@ -133,7 +133,17 @@ typedef enum WarpMsgType
 	 * files (WARP_SHARE_FINISH) takes them all back, merged: see
 	 * WarpAggRequest.
 	 */
-	WARP_MSG_SHARE_OPEN = 32
+	WARP_MSG_SHARE_OPEN = 32,
+
+	/*
+	 * JOIN_LOAD: the backend hands the service the inner table of one join
+	 * depth (WarpJoinLoad, with a sealed memfd as SCM_RIGHTS ancillary data
+	 * holding an XpuJoinTable, xpu/xpu_join.h, at offset 0); the service
+	 * answers JOIN_LOAD (WarpJoinLoaded: the table's join id) or ERROR.
+	 * Runs name the tables they probe by join id (WarpAggRequest.n_joins).
+	 * The table lives until this connection closes and no run holds it.
+	 */
+	WARP_MSG_JOIN_LOAD = 33
 } WarpMsgType;
 
 /* HELLO: the backend sends its pid, the service answers with its own */
@@ -254,6 +264,9 @@ WARP_STATIC_ASSERT(sizeof(WarpTaskInfo) == 32, "WarpTaskInfo layout");
  *	XpuAggDesc	aggs[n_aggs]			(xpu/xpu_agg.h)
  *	program		prog_len bytes			(xpu/xpu_program.h, validated by the
  *										service before it runs)
+ *	uint64_t	join_ids[n_joins]		the loaded tables (JOIN_LOAD) that the
+ *										program's join depths probe: depth d
+ *										probes join_ids[d]
  *	n_files times:
  *		WarpAggFile
  *		char	path[path_len]			(absolute, no NUL)
@@ -280,9 +293,17 @@ WARP_STATIC_ASSERT(sizeof(WarpTaskInfo) == 32, "WarpTaskInfo layout");
  *						overflow or memory runs out, each part's groups as
  *						they are: partial states, which the backend's
  *						Finalize Aggregate combines either way).  Keys,
- *						aggregates and program must be the parts'.
+ *						aggregates, program and join ids must be the
+ *						parts'.
+ *
+ * Join depths (n_joins > 0, at most WARP_MAX_JOINS): the run takes a
+ * reference on each table named by join_ids (ERROR WARP_ERR_PROTOCOL when
+ * one is not loaded, or its connection closed) and checks the program's
+ * JOIN_PROBE and JOIN_PAY against the tables (xpu_program_join_check)
+ * before it runs; the tables stay loaded while the run holds them.
  */
 #define WARP_SHARE_PART			1
+#define WARP_MAX_JOINS			16	/* join depths of a run, at most */
 #define WARP_SHARE_FINISH		2
 
 typedef struct WarpAggRequest
@@ -296,7 +317,7 @@ typedef struct WarpAggRequest
 	int64_t		max_buffer_size;	/* per Arrow buffer (0: no limit) */
 	uint64_t	share_id;		/* 0, or the query's shared run */
 	uint32_t	share_role;		/* WARP_SHARE_PART or _FINISH (share_id set) */
-	uint32_t	pad;			/* zero */
+	uint32_t	n_joins;		/* join ids after the program */
 } WarpAggRequest;
 
 WARP_STATIC_ASSERT(sizeof(WarpAggRequest) == 48, "WarpAggRequest layout");
@@ -384,6 +405,7 @@ WARP_STATIC_ASSERT(sizeof(WarpAggResult) == 96 + 128, "WarpAggResult layout");
  *	uint16_t	key_outs[n_keys]
  *	XpuAggDesc	aggs[n_aggs]
  *	program		prog_len bytes
+ *	uint64_t	join_ids[n_joins]	as for AGG_RUN
  *	WarpHeapRequest
  *	XpuHeapAtt	atts[n_atts]		attributes 1 .. n_atts of the table
  *										(xpu/xpu_heap.h), dropped ones too
@@ -478,6 +500,8 @@ WARP_STATIC_ASSERT(sizeof(WarpHeapPass) == 16, "WarpHeapPass layout");
  *	WarpScanRequest
  *	program		prog_len bytes			(a qual program: no outputs; its
  *										columns read chunk columns below n_cols)
+ *	uint64_t	join_ids[n_joins]		as for AGG_RUN (SEMI and ANTI depths:
+ *										a row passes on its probes' outcome)
  *	n_files times:
  *		WarpAggFile						(n_cols: the request's n_cols)
  *		char	path[path_len]
@@ -501,9 +525,11 @@ typedef struct WarpScanRequest
 	uint32_t	n_threads;		/* CPU engine threads; 0: the service's default */
 	uint32_t	engine;			/* 0: the service's choice, else WarpEngine */
 	int64_t		max_buffer_size;	/* per Arrow buffer (0: no limit) */
+	uint32_t	n_joins;		/* join ids after the program */
+	uint32_t	pad;			/* zero */
 } WarpScanRequest;
 
-WARP_STATIC_ASSERT(sizeof(WarpScanRequest) == 32, "WarpScanRequest layout");
+WARP_STATIC_ASSERT(sizeof(WarpScanRequest) == 40, "WarpScanRequest layout");
 
 /*
  * SCAN_RESULT: WarpScanResult, then n_cols columns of n_rows rows, each a
@@ -615,5 +641,35 @@ typedef struct WarpDeviceDetail
 
 WARP_STATIC_ASSERT(sizeof(WarpDeviceDetail) == 120 + 32 + 16 + 240,
 				   "WarpDeviceDetail layout");
+
+/*
+ * JOIN_LOAD: the inner table of one join depth, built by the backend with
+ * xpu_join_builder_write into a memfd (offset 0, table_len bytes) sealed
+ * with F_SEAL_SHRINK, F_SEAL_GROW, F_SEAL_WRITE and F_SEAL_SEAL, passed as
+ * SCM_RIGHTS ancillary data with the request.  The service refuses (ERROR,
+ * the connection stays usable) a descriptor without those seals, a file
+ * shorter than table_len, or a table that xpu_join_table_validate rejects;
+ * it maps the table read-only and registers it under a random non-zero
+ * join_id, owned by this connection: the id stops naming the table when
+ * the connection closes, and the table is unmapped once no run holds it.
+ * bytes: the table's bytes counted in STATUS's memory_in_use (host; a GPU
+ * run adds one device copy per device, kept as long).
+ */
+typedef struct WarpJoinLoad
+{
+	uint64_t	table_len;		/* bytes of the table (XpuJoinTable.total_len) */
+	uint32_t	flags;			/* zero */
+	uint32_t	pad;			/* zero */
+} WarpJoinLoad;
+
+WARP_STATIC_ASSERT(sizeof(WarpJoinLoad) == 16, "WarpJoinLoad layout");
+
+typedef struct WarpJoinLoaded
+{
+	uint64_t	join_id;		/* non-zero */
+	uint64_t	bytes;			/* the table's bytes held by the service */
+} WarpJoinLoaded;
+
+WARP_STATIC_ASSERT(sizeof(WarpJoinLoaded) == 16, "WarpJoinLoaded layout");
 
 #endif							/* XPU_PROTOCOL_H */

@@ -7,14 +7,20 @@
  *		over the Arrow files given, and prints the groups as text.
  *
  *	agg_client [--threads N] [--engine E] [--max-buffer N] [--cancel-ms MS]
- *			   [--dump FILE] SOCKET SHAPE FILE...
+ *			   [--dump FILE] [--join DIM]... [--join-fault F] [--hold-ms MS]
+ *			   SOCKET SHAPE FILE...
  *
  * The shapes name the columns they read (e.g. q1 reads price, discount and
  * quantity); each file must have them.  --dump writes the AGG_RUN payload
  * to FILE instead of sending it (SOCKET is then ignored).  --cancel-ms
- * sends CANCEL that many milliseconds after the request.
+ * sends CANCEL that many milliseconds after the request.  --join adds a
+ * join depth probing test dimension DIM ("even" or "text", warp_client.h),
+ * loaded (JOIN_LOAD) before the run; --join-fault breaks the first load or
+ * the ids (WcJoins.fault); --hold-ms keeps the connection, and its join
+ * tables, open that long after the last reply (printing "HELD" first).
  *
- * Output, one line each: "G" then the keys and the states, tab-separated;
+ * Output, one line each: "JOIN", the depth and the join id of each table
+ * loaded; "G" then the keys and the states, tab-separated;
  * "END" with the status and counters of the last AGG_RESULT, or "ERROR
  * code message".  Keys: N for NULL, integers and dates/timestamps as
  * their int64, floats as %.17g, numerics as decimals, text as x + hex.
@@ -28,6 +34,7 @@
 
 #include "warp_client.h"
 #include "xpu_agg.h"
+#include "xpu_join.h"
 
 #define MAX_COLS	32
 
@@ -48,6 +55,7 @@ typedef struct Query
 	int			n_outs;
 	XpuType		out_types[64];
 	int			out_scales[64];
+	WcJoins    *joins;			/* the depths the shape probes (join shapes) */
 } Query;
 
 /* loads column `name` (kind, scale) into a new register of type */
@@ -235,6 +243,111 @@ shape_numsum(Query *q)
 	agg(q, XPU_AGG_SUM_NUMERIC, col_out(q, "n", XPU_COL_DECIMAL128, XPU_T_NUMERIC, 0));
 }
 
+/* ---------------------------------------------------------------- join shapes */
+
+/*
+ * The join shapes read the fact columns k (int64), c (utf8) and v (int64)
+ * and probe the test dimensions (warp_client.h) in a JOIN stage as codegen
+ * makes it (wc_join_begin, wc_join_depth).
+ */
+
+/* count(*), sum(v) in the PROJ stage */
+static void
+join_count_sum(Query *q)
+{
+	xpu_begin_stage(q->b, XPU_STAGE_PROJ);
+	agg(q, XPU_AGG_COUNT_STAR, -1);
+	agg(q, XPU_AGG_SUM_INT, col_out(q, "v", XPU_COL_INT64, XPU_T_INT8, 0));
+}
+
+/* JOIN even ON k GROUP BY even's payload column col (of type): count(*), sum(v) */
+static void
+by_even_payload(Query *q, int col, XpuType type)
+{
+	int			k,
+				p;
+
+	wc_join_begin(q->b);
+	k = load(q, "k", XPU_COL_INT64, XPU_T_INT8, 0);
+	wc_join_depth(q->b, q->joins, WC_DIM_EVEN, k, XPU_JOIN_INNER, 1, &col, &type, &p);
+	key(q, p, type, 0);
+	join_count_sum(q);
+}
+
+/* jinner: JOIN even ON k GROUP BY even.g (int8) */
+static void
+shape_jinner(Query *q)
+{
+	by_even_payload(q, 0, XPU_T_INT8);
+}
+
+/* jsemi / janti: WHERE [NOT] EXISTS (even with key k): count(*), sum(v) */
+static void
+semi_anti(Query *q, int jt)
+{
+	int			k;
+
+	wc_join_begin(q->b);
+	k = load(q, "k", XPU_COL_INT64, XPU_T_INT8, 0);
+	wc_join_depth(q->b, q->joins, WC_DIM_EVEN, k, jt, 0, NULL, NULL, NULL);
+	join_count_sum(q);
+}
+
+static void
+shape_jsemi(Query *q)
+{
+	semi_anti(q, XPU_JOIN_SEMI);
+}
+
+static void
+shape_janti(Query *q)
+{
+	semi_anti(q, XPU_JOIN_ANTI);
+}
+
+/* jtext: JOIN even ON k GROUP BY even.name (a text payload) */
+static void
+shape_jtext(Query *q)
+{
+	by_even_payload(q, 1, XPU_T_TEXT);
+}
+
+/*
+ * j2: JOIN even ON k JOIN text ON c GROUP BY even.g, text.h: count(*),
+ * sum(v) (two depths, the second on a text key)
+ */
+static void
+shape_j2(Query *q)
+{
+	int			k,
+				c,
+				g,
+				h;
+	const int	pay[] = {0};
+	const XpuType t1[] = {XPU_T_INT8},
+				t2[] = {XPU_T_INT4};
+
+	wc_join_begin(q->b);
+	k = load(q, "k", XPU_COL_INT64, XPU_T_INT8, 0);
+	c = load(q, "c", XPU_COL_UTF8, XPU_T_TEXT, 0);
+	wc_join_depth(q->b, q->joins, WC_DIM_EVEN, k, XPU_JOIN_INNER, 1, pay, t1, &g);
+	wc_join_depth(q->b, q->joins, WC_DIM_TEXT, c, XPU_JOIN_INNER, 1, pay, t2, &h);
+	key(q, g, XPU_T_INT8, 0);
+	key(q, h, XPU_T_INT4, 0);
+	join_count_sum(q);
+}
+
+/*
+ * jbadkey: jinner with the table built for an int4 outer key while the
+ * program probes an int8 register: xpu_program_join_check refuses it
+ */
+static void
+shape_jbadkey(Query *q)
+{
+	shape_jinner(q);
+	q->joins->probe_type[0] = XPU_T_INT4;
+}
+
 static const struct
 {
 	const char *name;
@@ -242,6 +355,8 @@ static const struct
 }			shapes[] = {
 	{"q1", shape_q1}, {"text2", shape_text2}, {"all", shape_all}, {"many", shape_many},
 	{"cnt", shape_cnt}, {"divzero", shape_divzero}, {"numsum", shape_numsum},
+	{"jinner", shape_jinner}, {"jsemi", shape_jsemi}, {"janti", shape_janti},
+	{"jtext", shape_jtext}, {"j2", shape_j2}, {"jbadkey", shape_jbadkey},
 };
 
 /* ---------------------------------------------------------------- request */
@@ -406,6 +521,8 @@ main(int argc, char **argv)
 	Query		q = {0};
 	XpuProgram *prog;
 	WcBuf		req = {0};
+	WcJoins		joins = {0};
+	static const uint64_t no_ids[WARP_MAX_JOINS];	/* the ids, once loaded */
 	char		errbuf[256];
 	void		(*build) (Query *) = NULL;
 
@@ -421,6 +538,12 @@ main(int argc, char **argv)
 			cancel_ms = atoi(argv[i + 1]);
 		else if (strcmp(argv[i], "--dump") == 0)
 			dump = argv[i + 1];
+		else if (strcmp(argv[i], "--join") == 0 && joins.n < WARP_MAX_JOINS)
+			joins.dims[joins.n++] = strcmp(argv[i + 1], "text") == 0 ? WC_DIM_TEXT : WC_DIM_EVEN;
+		else if (strcmp(argv[i], "--join-fault") == 0)
+			joins.fault = argv[i + 1];
+		else if (strcmp(argv[i], "--hold-ms") == 0)
+			joins.hold_ms = atoi(argv[i + 1]);
 		else
 			wc_die("unknown option");
 	}
@@ -432,6 +555,7 @@ main(int argc, char **argv)
 	if (build == NULL)
 		wc_die("unknown shape");
 	q.b = xpu_builder_create();
+	q.joins = &joins;
 	build(&q);
 	if ((prog = xpu_builder_finish(q.b, errbuf, sizeof(errbuf))) == NULL)
 		wc_die(errbuf);
@@ -443,6 +567,9 @@ main(int argc, char **argv)
 	wc_put(&req, q.key_outs, 2 * q.n_keys, 8);
 	wc_put(&req, q.aggs, sizeof(XpuAggDesc) * q.n_aggs, 8);
 	wc_put(&req, prog, prog->total_len, 16);
+	hdr.n_joins = joins.n;
+	memcpy(req.p, &hdr, sizeof(hdr));
+	joins.ids_off = (uint8_t *) wc_put(&req, no_ids, 8 * joins.n, 8) - req.p;
 	for (int f = i + 2; f < argc; f++)
 		put_file(&req, &q, argv[f]);
 	if (dump)
@@ -453,5 +580,6 @@ main(int argc, char **argv)
 			wc_die("could not write the dump");
 		return 0;
 	}
-	return wc_run(argv[i], WARP_MSG_AGG_RUN, WARP_MSG_AGG_RESULT, &req, cancel_ms, reply, &q);
+	return wc_run(argv[i], WARP_MSG_AGG_RUN, WARP_MSG_AGG_RESULT, &req, &joins, cancel_ms,
+				  reply, &q);
 }

@@ -9,7 +9,11 @@
  *	scan_client [--threads N] [--outs N] [--cancel-ms MS] SOCKET QUAL FILE...
  *
  * QUAL: "none" (every row passes), "pos" (field 0, int32, > 0) or "div"
- * (field 0 / field 1, both int32, > 0: division by zero rechecks a batch).
+ * (field 0 / field 1, both int32, > 0: division by zero rechecks a batch);
+ * or a join qual over the test dimensions of warp_client.h, loaded before
+ * the run: "jsemi" / "janti" (field 0, int64, has / lacks a match in
+ * WC_DIM_EVEN), "j2" (field 0 in WC_DIM_EVEN and field 1, utf8, in
+ * WC_DIM_TEXT).
  * --outs: the chunk columns returned (the first N; default all).
  *
  * Output, one line each: "B", the block's rows and columns and "recheck"
@@ -18,22 +22,54 @@
  * hex; "END" with the counters of the last SCAN_RESULT, or "ERROR code
  * message".
  */
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "warp_client.h"
+#include "xpu_join.h"
 #include "xpu_program.h"
 
-/* the qual program named q */
+/*
+ * the join quals: "jsemi" / "janti", field 0 (int64) has / lacks a match
+ * in WC_DIM_EVEN; "j2", field 0 matches in WC_DIM_EVEN and field 1 (utf8)
+ * in WC_DIM_TEXT (warp_client.h); false when q is none of them
+ */
+static bool
+build_join(XpuBuilder *b, const char *q, WcJoins *joins)
+{
+	int			k,
+				c;
+
+	if (strcmp(q, "jsemi") != 0 && strcmp(q, "janti") != 0 && strcmp(q, "j2") != 0)
+		return false;
+	wc_join_begin(b);
+	k = xpu_add_reg(b, XPU_T_INT8, 0);
+	xpu_add_instr(b, XPU_OP_LOAD_COL, k, 0, 0, 0, xpu_add_column(b, 0, XPU_COL_INT64, 0));
+	wc_join_depth(b, joins, WC_DIM_EVEN, k, strcmp(q, "janti") == 0 ? XPU_JOIN_ANTI :
+				  XPU_JOIN_SEMI, 0, NULL, NULL, NULL);
+	if (strcmp(q, "j2") == 0)
+	{
+		c = xpu_add_reg(b, XPU_T_TEXT, 0);
+		xpu_add_instr(b, XPU_OP_LOAD_COL, c, 0, 0, 0, xpu_add_column(b, 1, XPU_COL_UTF8, 0));
+		wc_join_depth(b, joins, WC_DIM_TEXT, c, XPU_JOIN_INNER, 0, NULL, NULL, NULL);
+	}
+	return true;
+}
+
+/* the qual program named q (a join qual's depths into joins) */
 static XpuProgram *
-build(const char *q)
+build(const char *q, WcJoins *joins)
 {
 	XpuBuilder *b = xpu_builder_create();
-	int			acc = xpu_add_reg(b, XPU_T_BOOL, 0);	/* r0 */
+	int			acc;
 	char		err[256];
 	XpuProgram *prog;
 
+	if (build_join(b, q, joins))
+		goto done;
+	acc = xpu_add_reg(b, XPU_T_BOOL, 0);	/* r0 */
 	if (strcmp(q, "pos") == 0 || strcmp(q, "div") == 0)
 	{
 		int			a = xpu_add_reg(b, XPU_T_INT4, 0);
@@ -62,6 +98,7 @@ build(const char *q)
 	}
 	else if (strcmp(q, "none") != 0)
 		wc_die("unknown qual");
+done:
 	if ((prog = xpu_builder_finish(b, err, sizeof(err))) == NULL)
 		wc_die(err);
 	xpu_builder_free(b);
@@ -174,6 +211,8 @@ main(int argc, char **argv)
 				i = 1;
 	XpuProgram *prog;
 	WcBuf		req = {0};
+	WcJoins		joins = {0};
+	static const uint64_t no_ids[WARP_MAX_JOINS];	/* the ids, once loaded */
 	ArrowFile  *f;
 	ArrowError	err;
 
@@ -190,7 +229,7 @@ main(int argc, char **argv)
 	}
 	if (argc - i < 3)
 		wc_die("usage: scan_client [options] SOCKET QUAL FILE...");
-	prog = build(argv[i + 1]);
+	prog = build(argv[i + 1], &joins);
 	if (arrow_file_open(argv[i + 2], NULL, &f, &err) != ARROW_OK)
 		wc_die(argv[i + 2]);
 	hdr.n_cols = f->schema.n_fields;
@@ -198,11 +237,13 @@ main(int argc, char **argv)
 	hdr.n_outs = outs < 0 ? hdr.n_cols : (uint32_t) outs;
 	hdr.n_files = argc - i - 2;
 	hdr.prog_len = prog->total_len;
+	hdr.n_joins = joins.n;
 	wc_put(&req, &hdr, sizeof(hdr), 8);
 	wc_put(&req, prog, prog->total_len, 16);
+	joins.ids_off = (uint8_t *) wc_put(&req, no_ids, 8 * joins.n, 8) - req.p;
 	for (int k = i + 2; k < argc; k++)
 		put_file(&req, argv[k], hdr.n_cols);
 	wc_put(&req, NULL, 0, 8);
-	return wc_run(argv[i], WARP_MSG_SCAN_RUN, WARP_MSG_SCAN_RESULT, &req, cancel_ms, reply,
+	return wc_run(argv[i], WARP_MSG_SCAN_RUN, WARP_MSG_SCAN_RESULT, &req, &joins, cancel_ms, reply,
 				  NULL);
 }

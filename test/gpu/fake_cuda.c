@@ -11,7 +11,9 @@
  *		GpuScan's filter); kern_agg_exec is replaced by the CPU engine folding the
  *		decoded chunk into the side table the check registers
  *		(fake_side_table), which the check compares with the CPU engine's
- *		heap run; pg_warp_selftest as kern_selftest.cu computes it.  Only
+ *		heap run; pg_warp_selftest as kern_selftest.cu computes it.  A
+ *		chunk's join tables (XpuChunk.joins: the "device" copies, host
+ *		memory here) go on to the CPU engine's slices.  Only
  *		what gpu.c resolves is defined.  With
  *		PG_WARP_FAKE_CUDA_FAULT=N in the environment every launch returns
  *		the driver result N instead (a kernel fault, for the service's
@@ -257,7 +259,8 @@ fake_agg(const XpuProgram *prog, const XpuChunk *chunk, XpuGaggLaunch *launch,
 
 	for (int64_t r0 = 0, n; r0 < chunk->nrows && *cancel == 0; r0 += n)
 	{
-		XpuChunk	c = {n = fake_slice(chunk, r0, SLICE, cols), chunk->ncols, 0, cols};
+		XpuChunk	c = {n = fake_slice(chunk, r0, SLICE, cols), chunk->ncols, 0, cols,
+		NULL, chunk->joins, chunk->n_joins};
 		XpuResult	res = {n, mask, values, nulls};
 
 		if (xpu_cpu_exec(prog, &c, &res, ws, &launch->err) != XPU_OK ||
@@ -289,7 +292,8 @@ fake_warp(const XpuProgram *prog, const XpuChunk *chunk, const XpuResult *res, X
 
 	for (int64_t r0 = 0, n; r0 < chunk->nrows && err->code == XPU_OK; r0 += n)
 	{
-		XpuChunk	c = {n = fake_slice(chunk, r0, SLICE, cols), chunk->ncols, 0, cols};
+		XpuChunk	c = {n = fake_slice(chunk, r0, SLICE, cols), chunk->ncols, 0, cols,
+		NULL, chunk->joins, chunk->n_joins};
 		XpuResult	r = {n, res->mask + r0, values, nulls};
 
 		xpu_cpu_exec(prog, &c, &r, ws, err);

@@ -1,0 +1,472 @@
+/*
+ * test_xpu_jstage.c
+ *		Unit tests of the xPU program's JOIN stage (JOIN_PROBE, JOIN_PAY;
+ *		xpu_interp.h, xpu_tile.h, xpu_join.h): the cases of jstage_testlib.h
+ *		(INNER, SEMI, ANTI; two depths, depth 1 keyed by depth 0's payload;
+ *		NULL outer keys and payloads; text keys and payloads; int2/int4
+ *		probes of int8 tables; numeric keys of different scales; dense and
+ *		hash tables; with and without a qual) through the per-row form (the
+ *		GPU's) and the per-tile form (the CPU engine's), each against the
+ *		nested-loop oracle; the validator's checks of the two opcodes, the
+ *		disassembly, xpu_program_join_check and the refusals of a program
+ *		that does not fit the chunk's tables (errors, never a fault).
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "tap.h"
+#include "jstage_testlib.h"
+
+static char errbuf[256];
+
+/* one form's run: results of js's shape */
+typedef struct JsRun
+{
+	XpuResult	res;
+	XpuError	err;
+} JsRun;
+
+static void
+js_run_alloc(JsRun *r, int64_t n, int n_outs)
+{
+	memset(r, 0, sizeof(*r));
+	r->res.nrows = n;
+	r->res.mask = (uint8_t *) calloc((size_t) n + 1, 1);
+	r->res.values = (XpuValue *) calloc((size_t) (n * n_outs) + 1, sizeof(XpuValue));
+	r->res.nulls = (uint8_t *) calloc((size_t) (n * n_outs) + 1, 1);
+}
+
+static void
+js_run_free(JsRun *r)
+{
+	free(r->res.mask);
+	free(r->res.values);
+	free(r->res.nulls);
+}
+
+/* run prog over chunk in form 0 (per row) or 1 (per tile) into r */
+static int
+js_exec(const XpuProgram *prog, const XpuChunk *chunk, int form, JsRun *r)
+{
+	void	   *ws;
+
+	js_run_alloc(r, chunk->nrows, prog->n_outs);
+	if (form == 0)
+		return xpu_row_exec(prog, chunk, &r->res, &r->err);
+	ws = aligned_alloc(16, (xpu_cpu_workspace_size(prog) + 15) & ~(size_t) 15);
+	xpu_cpu_exec(prog, chunk, &r->res, ws, &r->err);
+	free(ws);
+	return r->err.code;
+}
+
+/* ---------------------------------------------------------------- the cases */
+
+static void
+test_cases(void)
+{
+	static const char *const forms[2] = {"per row", "per tile"};
+
+	for (int i = 0; i < JS_N_CASES; i++)
+	{
+		JsCase		c;
+		JsData		js;
+		XpuColumnData cd[16];
+		XpuChunk	chunk;
+		int64_t		pass;
+
+		js_case(i, &c);
+		if (!tap_ok(js_build(&c, &js, errbuf, sizeof(errbuf)), "%s: builds", c.name))
+		{
+			tap_diag("%s", errbuf);
+			continue;
+		}
+		pass = js_passing(&js);
+		tap_ok(pass > 0 && pass < c.n_outer, "%s: %lld of %d outer rows pass (some, not all)",
+			   c.name, (long long) pass, c.n_outer);
+		js_chunk(&c, &js, cd, &chunk);
+		for (int f = 0; f < 2; f++)
+		{
+			JsRun		r;
+			int64_t		row;
+			int			out;
+			int64_t		bad;
+
+			js_exec(js.prog, &chunk, f, &r);
+			bad = r.err.code == XPU_OK ? js_compare(&js, &r.res, &row, &out) : -1;
+			if (!tap_ok(bad == 0, "%s: %s equals the nested loop", c.name, forms[f]))
+				tap_diag("error %d (%s); %lld rows differ, the first %lld at output %d",
+						 r.err.code, r.err.message, (long long) bad, (long long) row, out);
+			js_run_free(&r);
+		}
+		js_free(&c, &js);
+	}
+}
+
+/* ---------------------------------------------------------------- validator, disassembler */
+
+/* a one-depth program: r0 bool, r1 int4 key, r2 int8 probe, r3 int4 payload */
+static XpuProgram *
+small_program(int32_t probe_imm, int32_t pay_imm, int pay_stage, int balanced)
+{
+	XpuBuilder *b = xpu_builder_create();
+	int			r0 = xpu_add_reg(b, XPU_T_BOOL, 0);
+	int			k = xpu_add_reg(b, XPU_T_INT4, 0);
+	int			p = xpu_add_reg(b, XPU_T_INT8, 0);
+	int			v = xpu_add_reg(b, XPU_T_INT4, 0);
+	XpuProgram *prog;
+
+	xpu_add_instr(b, XPU_OP_LOAD_COL, k, 0, 0, 0, xpu_add_column(b, 0, XPU_COL_INT32, 0));
+	xpu_begin_stage(b, XPU_STAGE_JOIN);
+	xpu_add_instr(b, XPU_OP_CONST_BOOL, r0, 0, 0, 0, 1);
+	xpu_add_instr(b, XPU_OP_MASK_PUSH_TRUE, 0, r0, 0, 0, 0);
+	xpu_add_instr(b, XPU_OP_JOIN_PROBE, p, k, k, k, probe_imm);
+	xpu_add_instr(b, XPU_OP_IS_NOT_NULL, r0, p, 0, 0, 0);
+	if (pay_stage == XPU_STAGE_JOIN)
+		xpu_add_instr(b, XPU_OP_JOIN_PAY, v, p, 0, 0, pay_imm);
+	if (balanced)
+		xpu_add_instr(b, XPU_OP_MASK_POP, 0, 0, 0, 0, 0);
+	xpu_begin_stage(b, XPU_STAGE_PROJ);
+	if (pay_stage == XPU_STAGE_PROJ)
+		xpu_add_instr(b, XPU_OP_JOIN_PAY, v, p, 0, 0, pay_imm);
+	xpu_add_output(b, v);
+	prog = xpu_builder_finish(b, errbuf, sizeof(errbuf));
+	xpu_builder_free(b);
+	return prog;
+}
+
+/* a copy of prog with instruction pc's fields changed by fn; is it refused? */
+static int
+refused(const XpuProgram *prog, int pc, void (*fn) (XpuInstr *))
+{
+	XpuProgram *c = (XpuProgram *) malloc(prog->total_len);
+	int			ok;
+
+	memcpy(c, prog, prog->total_len);
+	fn((XpuInstr *) ((char *) c + c->instrs_off) + pc);
+	ok = xpu_program_validate(c, c->total_len, errbuf, sizeof(errbuf));
+	free(c);
+	return !ok;
+}
+
+/* instruction 3 of small_program is the probe, 5 the payload */
+static void probe_no_keys(XpuInstr *in) { in->imm = 0; }
+static void probe_four_keys(XpuInstr *in) { in->imm = 4 << 8; }
+static void probe_high_bits(XpuInstr *in) { in->imm |= 1 << 16; }
+static void probe_negative(XpuInstr *in) { in->imm = -1; }
+static void probe_b_differs(XpuInstr *in) { in->b = 2; }
+static void probe_two_keys_c(XpuInstr *in) { in->imm = 2 << 8; in->b = 2; in->c = 2; }
+static void probe_into_int4(XpuInstr *in) { in->dst = 1; }
+static void pay_col_64(XpuInstr *in) { in->imm = 64 << 8; }
+static void pay_col_63(XpuInstr *in) { in->imm = (63 << 8) | 255; }
+static void pay_high_bits(XpuInstr *in) { in->imm = 1 << 16; }
+static void pay_of_int4(XpuInstr *in) { in->a = 1; }
+
+static void
+test_validator(void)
+{
+	XpuProgram *p = small_program(1 << 8, 2 << 8, XPU_STAGE_JOIN, 1);
+	char		text[2048];
+
+	if (!tap_ok(p != NULL, "a program with a JOIN stage builds and validates"))
+	{
+		tap_diag("%s", errbuf);
+		return;
+	}
+	tap_ok(XPU_INSTRS(p)[3].op == XPU_OP_JOIN_PROBE && XPU_INSTRS(p)[5].op == XPU_OP_JOIN_PAY,
+		   "the probe and the payload are instructions 3 and 5");
+	tap_ok(refused(p, 3, probe_no_keys), "JOIN_PROBE of 0 keys is refused");
+	tap_ok(refused(p, 3, probe_four_keys), "JOIN_PROBE of 4 keys is refused");
+	tap_ok(refused(p, 3, probe_high_bits), "JOIN_PROBE with immediate bits above 16 (depth >= 256) is refused");
+	tap_ok(refused(p, 3, probe_negative), "JOIN_PROBE with a negative immediate is refused");
+	tap_ok(refused(p, 3, probe_b_differs), "JOIN_PROBE of 1 key whose b is not a is refused");
+	tap_ok(refused(p, 3, probe_two_keys_c), "JOIN_PROBE of 2 keys whose c is not a is refused");
+	tap_ok(refused(p, 3, probe_into_int4), "JOIN_PROBE into an int4 register is refused");
+	tap_ok(refused(p, 5, pay_col_64), "JOIN_PAY of column 64 is refused");
+	tap_ok(!refused(p, 5, pay_col_63), "JOIN_PAY of column 63 at depth 255 is accepted");
+	tap_ok(refused(p, 5, pay_high_bits), "JOIN_PAY with immediate bits above 16 is refused");
+	tap_ok(refused(p, 5, pay_of_int4), "JOIN_PAY of an int4 row register is refused");
+	xpu_program_disassemble(p, text, sizeof(text));
+	tap_ok(strstr(text, "join:\n") != NULL &&
+		   strstr(text, "r2 = join 0 probe (r1)  [JOIN_PROBE]") != NULL &&
+		   strstr(text, "r3 = join 0 column 2 of r2  [JOIN_PAY]") != NULL,
+		   "the disassembly reads 'r2 = join 0 probe (r1)' and 'r3 = join 0 column 2 of r2'");
+	free(p);
+
+	p = small_program(3 | (2 << 8), 1 | (5 << 8), XPU_STAGE_JOIN, 1);
+	{
+		XpuProgram *c = (XpuProgram *) malloc(p->total_len);
+		XpuInstr   *in;
+
+		memcpy(c, p, p->total_len);
+		in = (XpuInstr *) ((char *) c + c->instrs_off) + 3;
+		in->a = 1;
+		in->b = 3;				/* the int4 register: any key type validates */
+		in->c = 1;
+		tap_ok(xpu_program_validate(c, c->total_len, errbuf, sizeof(errbuf)),
+			   "JOIN_PROBE of 2 keys (c repeating a) validates");
+		xpu_program_disassemble(c, text, sizeof(text));
+		tap_ok(strstr(text, "r2 = join 3 probe (r1, r3)") != NULL &&
+			   strstr(text, "r3 = join 1 column 5 of r2") != NULL,
+			   "two keys and another depth disassemble");
+		free(c);
+	}
+	free(p);
+
+	p = small_program(1 << 8, 0, XPU_STAGE_PROJ, 1);
+	tap_ok(p == NULL && strstr(errbuf, "outside the join stage") != NULL,
+		   "JOIN_PAY in the PROJ stage is refused (%s)", errbuf);
+	free(p);
+	p = small_program(1 << 8, 0, XPU_STAGE_JOIN, 0);
+	tap_ok(p == NULL && strstr(errbuf, "masks pushed") != NULL,
+		   "a JOIN stage that leaves a mask pushed is refused (%s)", errbuf);
+	free(p);
+	{
+		/* JOIN_PROBE in the QUAL stage */
+		XpuBuilder *b = xpu_builder_create();
+		int			r0 = xpu_add_reg(b, XPU_T_BOOL, 0);
+		int			k = xpu_add_reg(b, XPU_T_INT4, 0);
+		int			pr = xpu_add_reg(b, XPU_T_INT8, 0);
+
+		xpu_add_instr(b, XPU_OP_LOAD_COL, k, 0, 0, 0, xpu_add_column(b, 0, XPU_COL_INT32, 0));
+		xpu_begin_stage(b, XPU_STAGE_QUAL);
+		xpu_add_instr(b, XPU_OP_JOIN_PROBE, pr, k, k, k, 1 << 8);
+		xpu_add_instr(b, XPU_OP_IS_NOT_NULL, r0, pr, 0, 0, 0);
+		p = xpu_builder_finish(b, errbuf, sizeof(errbuf));
+		xpu_builder_free(b);
+		tap_ok(p == NULL && strstr(errbuf, "outside the join stage") != NULL,
+			   "JOIN_PROBE in the QUAL stage is refused (%s)", errbuf);
+		free(p);
+	}
+	{
+		/* a JOIN stage without a qual needs a bool r0 */
+		XpuBuilder *b = xpu_builder_create();
+		int			r = xpu_add_reg(b, XPU_T_INT8, 0);
+
+		xpu_begin_stage(b, XPU_STAGE_JOIN);
+		xpu_add_instr(b, XPU_OP_JOIN_PROBE, r, r, r, r, 1 << 8);
+		p = xpu_builder_finish(b, errbuf, sizeof(errbuf));
+		xpu_builder_free(b);
+		tap_ok(p == NULL && strstr(errbuf, "r0 is not bool") != NULL,
+			   "a JOIN stage whose r0 is not bool is refused (%s)", errbuf);
+		free(p);
+	}
+}
+
+/* ---------------------------------------------------------------- join_check and refusals */
+
+/* a table of one key (inner type, probe type, probe scale) and payload types */
+static XpuJoinTable *
+table_of(int type, int probe_type, int probe_scale, const uint8_t *pay, int n_pay, int n_keys)
+{
+	XpuJoinSpec spec;
+	XpuJoinBuilder *b;
+	XpuJoinTable *t;
+	XpuValue	keys[4 * 3];
+	uint8_t		knull[4 * 3];
+	XpuValue	vals[4 * 8];
+	uint8_t		vnull[4 * 8];
+	XpuError	err;
+
+	memset(&spec, 0, sizeof(spec));
+	memset(keys, 0, sizeof(keys));
+	memset(knull, 0, sizeof(knull));
+	memset(vals, 0, sizeof(vals));
+	memset(vnull, 1, sizeof(vnull));
+	memset(&err, 0, sizeof(err));
+	spec.n_keys = n_keys;
+	for (int k = 0; k < n_keys; k++)
+	{
+		spec.keys[k].type = (uint8_t) type;
+		spec.keys[k].probe_type = (uint8_t) probe_type;
+		spec.keys[k].probe_scale = (int16_t) probe_scale;
+	}
+	spec.n_pay = n_pay;
+	memcpy(spec.pay_types, pay, (size_t) n_pay);
+	for (int i = 0; i < 4 * n_keys; i++)
+		keys[i].i = i % 4;
+	for (int c = 0; c < n_pay; c++)
+		for (int i = 0; i < 4; i++)
+		{
+			if (pay[c] == XPU_T_TEXT)
+			{
+				vals[c * 4 + i].t.p = "text";
+				vals[c * 4 + i].t.len = i;
+			}
+			else
+				vals[c * 4 + i].i = 100 + i;
+			vnull[c * 4 + i] = 0;
+		}
+	b = xpu_join_builder_create(&spec, &err);
+	xpu_join_builder_add(b, 4, keys, knull, vals, vnull, &err);
+	t = xpu_join_builder_finish(b, &err);
+	xpu_join_builder_free(b);
+	return t;
+}
+
+/* does xpu_program_join_check refuse p with tables[n] (message containing what) */
+static int
+check_refuses(const XpuProgram *p, XpuJoinTable *const *tabs, int n, const char *what)
+{
+	XpuError	err;
+
+	memset(&err, 0, sizeof(err));
+	if (xpu_program_join_check(p, (const XpuJoinTable *const *) tabs, n, &err))
+		return 0;
+	if (err.code != XPU_ERR_INVALID_ARGUMENT || strstr(err.message, what) == NULL)
+	{
+		tap_diag("code %d: %s", err.code, err.message);
+		return 0;
+	}
+	return 1;
+}
+
+/* both forms over 5 rows of keys 0 .. 4 with tables tabs[n]: their error codes */
+static void
+run_small(const XpuProgram *p, XpuJoinTable *const *tabs, int n, int codes[2], int64_t outs[2][5])
+{
+	int32_t		keys[5] = {0, 1, 2, 3, 4};
+	XpuColumnData cd;
+	XpuChunk	chunk;
+
+	memset(&cd, 0, sizeof(cd));
+	cd.values = keys;
+	memset(&chunk, 0, sizeof(chunk));
+	chunk.nrows = 5;
+	chunk.ncols = 1;
+	chunk.cols = &cd;
+	chunk.joins = (const XpuJoinTable *const *) tabs;
+	chunk.n_joins = n;
+	for (int f = 0; f < 2; f++)
+	{
+		JsRun		r;
+
+		codes[f] = js_exec(p, &chunk, f, &r);
+		for (int i = 0; i < 5; i++)
+			outs[f][i] = r.res.mask[i] && !r.res.nulls[i] ? r.res.values[i].i : -1;
+		js_run_free(&r);
+	}
+}
+
+static void
+test_join_check(void)
+{
+	static const uint8_t pay3[] = {XPU_T_INT8, XPU_T_TEXT, XPU_T_INT4};
+	static const uint8_t pay2[] = {XPU_T_INT8, XPU_T_TEXT};
+	static const uint8_t pay3b[] = {XPU_T_INT8, XPU_T_TEXT, XPU_T_INT8};
+	XpuProgram *p = small_program(1 << 8, 2 << 8, XPU_STAGE_JOIN, 1);
+	XpuJoinTable *good = table_of(XPU_T_INT8, XPU_T_INT4, 0, pay3, 3, 1);
+	XpuJoinTable *tabs[2];
+	XpuError	err;
+	int			codes[2];
+	int64_t		outs[2][5];
+
+	memset(&err, 0, sizeof(err));
+	tabs[0] = good;
+	tap_ok(xpu_program_join_check(p, (const XpuJoinTable *const *) tabs, 1, &err),
+		   "join_check accepts a program whose probe and payload fit the table");
+	run_small(p, tabs, 1, codes, outs);
+	tap_ok(codes[0] == XPU_OK && codes[1] == XPU_OK &&
+		   memcmp(outs[0], outs[1], sizeof(outs[0])) == 0 &&
+		   outs[1][0] == 100 && outs[1][3] == 103 && outs[1][4] == -1,
+		   "both forms probe the int8 table with int4 keys (0 -> 100, 3 -> 103, 4 none)");
+	tap_ok(check_refuses(p, tabs, 0, "join depth without an inner table"),
+		   "join_check refuses a probe of depth 0 with no tables");
+	run_small(p, tabs, 0, codes, outs);
+	tap_ok(codes[0] == XPU_ERR_INVALID_ARGUMENT && codes[1] == XPU_ERR_INVALID_ARGUMENT,
+		   "a program that probes with no tables is an error in both forms (%d, %d)",
+		   codes[0], codes[1]);
+	tabs[0] = NULL;
+	tap_ok(check_refuses(p, tabs, 1, "join depth without an inner table"),
+		   "join_check refuses a NULL table");
+	run_small(p, tabs, 1, codes, outs);
+	tap_ok(codes[0] == XPU_ERR_INVALID_ARGUMENT && codes[1] == XPU_ERR_INVALID_ARGUMENT,
+		   "a NULL table is an error in both forms");
+
+	tabs[0] = table_of(XPU_T_INT8, XPU_T_INT4, 0, pay3, 3, 2);
+	tap_ok(check_refuses(p, tabs, 1, "another number of keys"),
+		   "join_check refuses a probe of 1 key against a table of 2");
+	free(tabs[0]);
+	tabs[0] = table_of(XPU_T_INT8, XPU_T_INT8, 0, pay3, 3, 1);
+	tap_ok(check_refuses(p, tabs, 1, "key of another type"),
+		   "join_check refuses an int4 key register against the probe type int8");
+	free(tabs[0]);
+	tabs[0] = table_of(XPU_T_INT8, XPU_T_INT4, 0, pay2, 2, 1);
+	tap_ok(check_refuses(p, tabs, 1, "payload column the table has not"),
+		   "join_check refuses payload column 2 of a table of 2 columns");
+	free(tabs[0]);
+	tabs[0] = table_of(XPU_T_INT8, XPU_T_INT4, 0, pay3b, 3, 1);
+	tap_ok(check_refuses(p, tabs, 1, "register of another type"),
+		   "join_check refuses an int8 payload into an int4 register");
+	free(tabs[0]);
+	free(p);
+
+	/* a probe of depth 1 with one table */
+	p = small_program(1 | (1 << 8), 1 << 8, XPU_STAGE_JOIN, 1);
+	tabs[0] = good;
+	tap_ok(check_refuses(p, tabs, 1, "join depth without an inner table"),
+		   "join_check refuses a probe of depth 1 with one table");
+	free(p);
+
+	/* numeric keys: the register's scale must be the probe scale */
+	{
+		XpuBuilder *b = xpu_builder_create();
+		int			r0 = xpu_add_reg(b, XPU_T_BOOL, 0);
+		int			k = xpu_add_reg(b, XPU_T_NUMERIC, 2);
+		int			pr = xpu_add_reg(b, XPU_T_INT8, 0);
+		XpuJoinTable *num;
+
+		xpu_add_instr(b, XPU_OP_LOAD_COL, k, 0, 0, 0, xpu_add_column(b, 0, XPU_COL_DECIMAL128, 2));
+		xpu_begin_stage(b, XPU_STAGE_JOIN);
+		xpu_add_instr(b, XPU_OP_CONST_BOOL, r0, 0, 0, 0, 1);
+		xpu_add_instr(b, XPU_OP_MASK_PUSH_TRUE, 0, r0, 0, 0, 0);
+		xpu_add_instr(b, XPU_OP_JOIN_PROBE, pr, k, k, k, 1 << 8);
+		xpu_add_instr(b, XPU_OP_MASK_POP, 0, 0, 0, 0, 0);
+		xpu_add_output(b, pr);
+		p = xpu_builder_finish(b, errbuf, sizeof(errbuf));
+		xpu_builder_free(b);
+		num = table_of(XPU_T_NUMERIC, XPU_T_NUMERIC, 2, pay3, 0, 1);
+		tabs[0] = num;
+		tap_ok(p != NULL && xpu_program_join_check(p, (const XpuJoinTable *const *) tabs, 1, &err),
+			   "join_check accepts a numeric(2) key register against probe scale 2");
+		free(num);
+		tabs[0] = num = table_of(XPU_T_NUMERIC, XPU_T_NUMERIC, 3, pay3, 0, 1);
+		tap_ok(p != NULL && check_refuses(p, tabs, 1, "key of another type"),
+			   "join_check refuses a numeric(2) key register against probe scale 3");
+		free(num);
+		free(p);
+	}
+
+	/* JOIN_PAY of a row the table has not (not from a probe): an error, no read */
+	{
+		XpuBuilder *b = xpu_builder_create();
+		int			r0 = xpu_add_reg(b, XPU_T_BOOL, 0);
+		int			k = xpu_add_reg(b, XPU_T_INT8, 0);
+		int			v = xpu_add_reg(b, XPU_T_INT8, 0);
+		int64_t		far = 4;
+
+		xpu_begin_stage(b, XPU_STAGE_JOIN);
+		xpu_add_instr(b, XPU_OP_CONST_BOOL, r0, 0, 0, 0, 1);
+		xpu_add_instr(b, XPU_OP_CONST_INT, k, 0, 0, 0, xpu_add_const(b, &far, 8));
+		xpu_add_instr(b, XPU_OP_JOIN_PAY, v, k, 0, 0, 0);
+		xpu_add_output(b, v);
+		p = xpu_builder_finish(b, errbuf, sizeof(errbuf));
+		xpu_builder_free(b);
+		tabs[0] = good;
+		run_small(p, tabs, 1, codes, outs);
+		tap_ok(p != NULL && codes[0] == XPU_ERR_INTERNAL && codes[1] == XPU_ERR_INTERNAL,
+			   "JOIN_PAY of row 4 of a 4-row table is an internal error in both forms (%d, %d)",
+			   codes[0], codes[1]);
+		free(p);
+	}
+	free(good);
+}
+
+int
+main(void)
+{
+	test_cases();
+	test_validator();
+	test_join_check();
+	return tap_done();
+}
