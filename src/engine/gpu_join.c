@@ -187,7 +187,7 @@ gj_depth(PlannerInfo *root, Relids joined, RelOptInfo *rel, const char **why)
 						name ? name : "?");
 		return NULL;
 	}
-	if (!innerrel_is_unique(root, joined, rel->relids, rel, JOIN_INNER, clauses, false))
+	if (!innerrel_is_unique(root, jr, joined, rel, JOIN_INNER, clauses, false))
 	{
 		*why = psprintf("the join keys of \"%s\" are not known to be unique "
 						"(GpuJoin probes a primary key or a unique index)", name ? name : "?");
@@ -521,9 +521,10 @@ gj_read_inner(GjInner *g, const XpuJoinSpec *spec, const Oid *typids, const int1
 {
 	int			nk = spec->n_keys,
 				np = spec->n_pay;
-	XpuValue   *keys = palloc(sizeof(XpuValue) * nk * GJ_BATCH);
+	/* XpuValue holds an int128: 16-byte aligned, beyond palloc's alignment */
+	XpuValue   *keys = (XpuValue *) TYPEALIGN(16, palloc(sizeof(XpuValue) * nk * GJ_BATCH + 15));
 	uint8	   *knulls = palloc(nk * GJ_BATCH);
-	XpuValue   *pay = palloc(sizeof(XpuValue) * Max(np, 1) * GJ_BATCH);
+	XpuValue   *pay = (XpuValue *) TYPEALIGN(16, palloc(sizeof(XpuValue) * Max(np, 1) * GJ_BATCH + 15));
 	uint8	   *pnulls = palloc(Max(np, 1) * GJ_BATCH);
 	MemoryContext batch_cxt = AllocSetContextCreate(CurrentMemoryContext, "GpuJoin inner rows",
 													ALLOCSET_DEFAULT_SIZES);

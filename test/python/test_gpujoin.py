@@ -156,8 +156,11 @@ STAR = [
     ("SELECT n.n_name, count(*), sum(f.v) FROM {f} f, gj.supplier s, gj.nation n "
      "WHERE f.sk = s.s_key AND s.s_nation_key = n.n_key GROUP BY n.n_name", 2),
     # a join qual beyond the keys, and an aggregate of an inner expression
-    ("SELECT c.c_region, count(*), sum(f.v + c.c_key) FROM {f} f, gj.customer c "
+    ("SELECT c.c_region, count(*), sum(f.v::int8 + c.c_key) FROM {f} f, gj.customer c "
      "WHERE f.ck = c.c_key AND f.v > c.c_key GROUP BY c.c_region", 1),
+    # JOIN ... ON, an expression of two depths as the group key
+    ("SELECT s.s_city || '/' || c.c_nation, count(*) FROM {f} f JOIN gj.customer c "
+     "ON f.ck = c.c_key JOIN gj.supplier s ON s.s_key = f.sk GROUP BY 1", 2),
     # float payloads with NaN; group keys from two depths
     ("SELECT p.p_brand, d.d_month, sum(p.p_price), max(p.p_price), count(*) "
      "FROM {f} f, gj.part p, gj.date1 d WHERE f.pk = p.p_key AND f.dk = d.d_datekey "
