@@ -97,6 +97,19 @@ why_deparse(PlannerInfo *root, Index relid, Expr *expr)
 	Node	   *e = copyObject((Node *) expr);
 	char	   *name = rte->rtekind == RTE_RELATION ? get_rel_name(rte->relid) : NULL;
 
+	Relids		rels = pull_varnos(root, e);
+
+	if (!bms_is_empty(rels) && !bms_equal(rels, bms_make_singleton(relid)))
+	{
+		/* the columns of a join (GpuJoin): the query's range table names them */
+		PlannedStmt *ps = makeNode(PlannedStmt);
+
+		ps->rtable = root->parse->rtable;
+		return deparse_expression(e, deparse_context_for_plan_tree(ps,
+																	select_rtable_names_for_explain(ps->rtable,
+																									bms_add_range(NULL, 1, list_length(ps->rtable)))),
+								  true, false);
+	}
 	if (name == NULL)
 		return nodeToString(e);
 	/* the relation alone in a range table of one: its Vars are varno 1 */

@@ -199,17 +199,64 @@ gj_depth(PlannerInfo *root, Relids joined, RelOptInfo *rel, const char **why)
 }
 
 /*
+ * gj_plan_depths: the depths of input_rel's joins with outer as the outer
+ * relation, in probe order, or NIL with *why saying why not
+ */
+static List *
+gj_plan_depths(PlannerInfo *root, RelOptInfo *input_rel, RelOptInfo *outer, const char **why)
+{
+	Relids		joined = bms_copy(outer->relids);
+	Relids		left = bms_difference(input_rel->relids, joined);
+	List	   *depths = NIL;
+
+	while (!bms_is_empty(left))
+	{
+		GjDepth    *best = NULL;
+		double		best_share = 0;
+		const char *why1 = NULL;
+		int			x = -1;
+
+		while ((x = bms_next_member(left, x)) >= 0)
+		{
+			RelOptInfo *r = find_base_rel(root, x);
+			GjDepth    *d = gj_depth(root, joined, r, &why1);
+			double		share = r->rows / Max(r->tuples, 1.0);
+
+			if (d != NULL && (best == NULL || share < best_share))
+				best = d, best_share = share;
+		}
+		if (best == NULL)
+			return (*why = why1), NIL;
+		if (list_length(depths) >= XPU_MAX_MASK_DEPTH / 2)
+			return (*why = psprintf("more than %d joins", XPU_MAX_MASK_DEPTH / 2)), NIL;
+		depths = lappend(depths, best);
+		joined = bms_add_members(joined, best->rel->relids);
+		left = bms_del_members(left, best->rel->relids);
+	}
+	return depths;
+}
+
+/* the larger relation first (qsort) */
+static int
+gj_cmp_tuples(const ListCell *a, const ListCell *b)
+{
+	double		ta = ((RelOptInfo *) lfirst(a))->tuples,
+				tb = ((RelOptInfo *) lfirst(b))->tuples;
+
+	return ta > tb ? -1 : ta < tb ? 1 : 0;
+}
+
+/*
  * gj_plan_input: the joins of input_rel (the relation a grouping reads) as
  * the engine would run them, or NULL with *why saying why they stay in
  * PostgreSQL (NULL *why: input_rel is no join).  heap_ok: may the outer
- * relation be a heap table.
+ * relation be a heap table.  The outer relation is the largest one the
+ * engine reads whose joins to the others the engine runs.
  */
 GjPlan *
 gj_plan_input(PlannerInfo *root, RelOptInfo *input_rel, bool heap_ok, const char **why)
 {
-	GjPlan	   *gp;
-	Relids		joined,
-				left;
+	List	   *outers = NIL;
 	int			x = -1;
 	ListCell   *lc;
 
@@ -222,7 +269,6 @@ gj_plan_input(PlannerInfo *root, RelOptInfo *input_rel, bool heap_ok, const char
 		return (*why = "an outer, semi or anti join (GpuJoin takes inner joins)"), NULL;
 	if (root->placeholder_list != NIL || root->hasLateralRTEs)
 		return (*why = "a LATERAL reference or a placeholder of a subquery"), NULL;
-	gp = palloc0(sizeof(GjPlan));
 	while ((x = bms_next_member(input_rel->relids, x)) >= 0)
 	{
 		RelOptInfo *r = find_base_rel(root, x);
@@ -234,40 +280,29 @@ gj_plan_input(PlannerInfo *root, RelOptInfo *input_rel, bool heap_ok, const char
 		foreach(lc, r->baserestrictinfo)
 			if (gj_has_exec_param((Node *) ((RestrictInfo *) lfirst(lc))->clause, NULL))
 				return (*why = "a joined relation filtered by a value of an outer query"), NULL;
-		if (ship_grouping_input(root, r, false, heap_ok) == NULL &&
-			(gp->outer == NULL || r->tuples > gp->outer->tuples))
-			gp->outer = r;
+		if (ship_grouping_input(root, r, false, heap_ok) == NULL)
+			outers = lappend(outers, r);
 	}
-	if (gp->outer == NULL)
+	if (outers == NIL)
 		return (*why = "no joined relation is an Arrow table or a heap table the engine reads"), NULL;
-
-	joined = bms_copy(gp->outer->relids);
-	left = bms_difference(input_rel->relids, joined);
-	while (!bms_is_empty(left))
+	list_sort(outers, gj_cmp_tuples);
+	foreach(lc, outers)
 	{
-		GjDepth    *best = NULL;
-		double		best_share = 0;
 		const char *why1 = NULL;
+		List	   *depths = gj_plan_depths(root, input_rel, lfirst(lc), &why1);
 
-		x = -1;
-		while ((x = bms_next_member(left, x)) >= 0)
+		if (depths != NIL)
 		{
-			RelOptInfo *r = find_base_rel(root, x);
-			GjDepth    *d = gj_depth(root, joined, r, &why1);
-			double		share = r->rows / Max(r->tuples, 1.0);
+			GjPlan	   *gp = palloc0(sizeof(GjPlan));
 
-			if (d != NULL && (best == NULL || share < best_share))
-				best = d, best_share = share;
+			gp->outer = lfirst(lc);
+			gp->depths = depths;
+			return gp;
 		}
-		if (best == NULL)
-			return (*why = why1), NULL;
-		if (list_length(gp->depths) >= XPU_MAX_MASK_DEPTH / 2)
-			return (*why = psprintf("more than %d joins", XPU_MAX_MASK_DEPTH / 2)), NULL;
-		gp->depths = lappend(gp->depths, best);
-		joined = bms_add_members(joined, best->rel->relids);
-		left = bms_del_members(left, best->rel->relids);
+		if (*why == NULL)
+			*why = why1;		/* the largest outer relation's reason */
 	}
-	return gp;
+	return NULL;
 }
 
 /*

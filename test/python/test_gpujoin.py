@@ -159,8 +159,9 @@ STAR = [
     ("SELECT c.c_region, count(*), sum(f.v::int8 + c.c_key) FROM {f} f, gj.customer c "
      "WHERE f.ck = c.c_key AND f.v > c.c_key GROUP BY c.c_region", 1),
     # JOIN ... ON, an expression of two depths as the group key
-    ("SELECT s.s_city || '/' || c.c_nation, count(*) FROM {f} f JOIN gj.customer c "
-     "ON f.ck = c.c_key JOIN gj.supplier s ON s.s_key = f.sk GROUP BY 1", 2),
+    ("SELECT s.s_city, c.c_nation, count(*), sum(c.c_key * s.s_nation_key) FROM {f} f "
+     "JOIN gj.customer c ON f.ck = c.c_key JOIN gj.supplier s ON s.s_key = f.sk "
+     "GROUP BY 1, 2", 2),
     # float payloads with NaN; group keys from two depths
     ("SELECT p.p_brand, d.d_month, sum(p.p_price), max(p.p_price), count(*) "
      "FROM {f} f, gj.part p, gj.date1 d WHERE f.pk = p.p_key AND f.dk = d.d_datekey "
@@ -173,9 +174,16 @@ def test_star_arrow(sql, depths):
     joined(sql, depths)
 
 
+# PostgreSQL's own joins cost more than anything: the engine's plan however small the input
+NO_PG_JOINS = ("SET enable_hashjoin = off", "SET enable_mergejoin = off",
+               "SET enable_nestloop = off")
+
+
 def test_empty_fact():
     joined("SELECT d.d_year, count(*) FROM {f} f, gj.date1 d WHERE f.dk = d.d_datekey "
-           "GROUP BY d.d_year", 1, fact="empty")
+           "GROUP BY d.d_year", 1, settings=NO_PG_JOINS, fact="empty")
+    joined("SELECT count(*), sum(f.v) FROM {f} f, gj.date1 d WHERE f.dk = d.d_datekey",
+           1, settings=NO_PG_JOINS, fact="empty")
 
 
 def test_error_is_postgres_own():
