@@ -216,10 +216,12 @@ def explain_summary(side, rows, depths=None):
     if side in WARP_ENGINE:
         want = WARP_ENGINE[side]
         if not gpa:
-            problem = "PostgreSQL's own plan was chosen (no GpuPreAgg node): %s" % \
-                " > ".join(summary["nodes"])
             if summary.get("pg_warp"):
-                problem += "; pg_warp: %s" % summary["pg_warp"]
+                problem = "PostgreSQL's own plan was chosen (no GpuPreAgg node; pg_warp: %s)" % \
+                    summary["pg_warp"]
+            else:
+                problem = "PostgreSQL's own plan was chosen (no GpuPreAgg node): %s" % \
+                    " > ".join(summary["nodes"])
         else:
             engine = gpa[0].get("Engine")
             if engine == "PostgreSQL (fallback)":
@@ -671,7 +673,8 @@ def png_chart(path, res, queries, sides, title, extra=None):
     chart; the figure is written beside it), or the side's status where it
     has no number.  extra: per query, a note printed after its name."""
     shown = [s for s in sides if any(s in res[q] for q in res)]
-    bar_h, gap, left, width = 18, 6, 250, 1000
+    bar_h, gap, width = 18, 6, 1000
+    left = 20 + 8 * max([len(LABELS[s]) for s in shown] + [28])
     panel = 30 + len(shown) * (bar_h + gap)
     c = Canvas(width, 40 + panel * len(res))
     c.text(10, 10, title)
@@ -721,3 +724,74 @@ def setup_database(args, schema):
                       "SELECT extversion FROM pg_extension WHERE extname = 'pg_warp';" % args.workers)
     count, version, ext_version = out.strip().split("\n")[:3]
     return int(count), version, ext_version
+
+
+# ---------------------------------------------------------------- a runner's frame
+
+def add_common_args(ap, runs, runs_help):
+    """The options every lineorder runner takes (connection, Arrow file,
+    workers, runs, tag, timeout, h2d, note, output folder)."""
+    ap.add_argument("-d", "--dbname", default=os.environ.get("PGDATABASE"))
+    ap.add_argument("-a", "--arrow", required=True, help="lineorder as an Arrow file with statistics")
+    ap.add_argument("-w", "--workers", type=int, default=16,
+                    help="PostgreSQL parallel workers and DuckDB threads (default 16)")
+    ap.add_argument("-r", "--runs", type=int, default=runs, help=runs_help)
+    ap.add_argument("--tag", help="result name (default: sfSF_Nworkers)")
+    ap.add_argument("--timeout", type=int, default=600, help="statement_timeout, seconds")
+    ap.add_argument("--h2d", help="the h2d_copy binary (default: bench/h2d_copy, built if missing)")
+    ap.add_argument("--note", help="free text kept in the JSON, e.g. which pg_warp build the server runs")
+    ap.add_argument("-o", "--outdir", default=os.path.join(HERE, "results"))
+
+
+def check_common_args(ap, args, sides):
+    """Validates add_common_args' options and --sides (a comma-separated
+    subset of sides; becomes a list)."""
+    args.arrow = os.path.abspath(args.arrow)
+    args.sides = [s.strip() for s in args.sides.split(",") if s.strip()]
+    bad = [s for s in args.sides if s not in sides]
+    if bad or not args.sides:
+        ap.error("unknown side(s) %s; sides: %s" % (", ".join(bad), ", ".join(sides)))
+    if args.runs < 1 or args.workers < 0:
+        ap.error("-r wants at least 1 run, -w at least 0 workers")
+    if not os.path.isfile(args.arrow):
+        ap.error("no Arrow file %s" % args.arrow)
+
+
+def open_data(args, schema, queries):
+    """setup_database, and the queries' (name, sql, columns, ...) referenced
+    bytes in the Arrow file; returns a dict: columns (all of them), nbytes
+    (per query), arrow_rows, heap_rows, version, ext_version."""
+    d = {"columns": sorted({c for _, _, cols, *_ in queries for c in cols}),
+         "nbytes": {q: referenced_bytes(args.arrow, cols)[0] for q, _, cols, *_ in queries}}
+    d["arrow_rows"] = referenced_bytes(args.arrow, [])[1]
+    d["heap_rows"], d["version"], d["ext_version"] = setup_database(args, schema)
+    print("lineorder: heap %d rows, Arrow file %d rows (%s, %.2f GB); %d workers/threads; %d runs"
+          % (d["heap_rows"], d["arrow_rows"], args.arrow, os.path.getsize(args.arrow) / 1e9,
+             args.workers, args.runs))
+    if d["heap_rows"] != d["arrow_rows"]:
+        print("WARNING: the Arrow file does not hold the heap table's rows: answers will differ")
+    return d
+
+
+def result_head(args, tag, data, info):
+    """The JSON fields that every runner's result starts with."""
+    return {"tag": tag, "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+            "host": os.uname().nodename, "cpus": os.cpu_count(), "bench_commit": git_commit(),
+            "note": args.note, "server": data["version"], "pg_warp_version": data["ext_version"],
+            "lineorder_rows": data["heap_rows"], "arrow_rows": data["arrow_rows"],
+            "arrow_file": args.arrow, "arrow_file_bytes": os.path.getsize(args.arrow),
+            "workers": args.workers, "runs": args.runs, "sides": args.sides, "info": info}
+
+
+def write_results(args, name, summary, chart, wrong, what="WRONG ANSWERS"):
+    """bench/results/NAME.json (summary) and NAME.png (chart(path)); exit
+    status 1, after saying so, when wrong lists anything."""
+    os.makedirs(args.outdir, exist_ok=True)
+    jpath = os.path.join(args.outdir, name + ".json")
+    with open(jpath, "w") as f:
+        json.dump(summary, f, indent=2)
+    chart(os.path.join(args.outdir, name + ".png"))
+    print("\nwrote %s and .png" % jpath)
+    if wrong:
+        print("\n*** %s: %s ***" % (what, "; ".join(wrong)))
+        sys.exit(1)

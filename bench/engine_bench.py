@@ -66,16 +66,11 @@ reported as unavailable.  bench/gpu-host.sh engine runs all of this on the GPU
 host.
 """
 import argparse
-import json
-import os
-import sys
-import time
 
-from bench_sides import (LABELS, DuckSide, PgSide, fmt_rate, git_commit, goal_of,
-                         measured_runs, open_sides, ratio, referenced_bytes, png_chart,
-                         setup_database, summarise, time_of, warm_up_all)
+from bench_sides import (LABELS, DuckSide, PgSide, add_common_args, check_common_args, fmt_rate,
+                         goal_of, measured_runs, open_data, open_sides, png_chart, ratio, result_head,
+                         summarise, time_of, warm_up_all, write_results)
 
-HERE = os.path.dirname(os.path.abspath(__file__))
 SCHEMA = "engine_bench"
 
 QUERIES = [
@@ -196,49 +191,26 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0],
                                  formatter_class=argparse.RawDescriptionHelpFormatter,
                                  epilog="sides: " + ", ".join(SIDES))
-    ap.add_argument("-d", "--dbname", default=os.environ.get("PGDATABASE"))
-    ap.add_argument("-a", "--arrow", required=True, help="lineorder as an Arrow file with statistics")
-    ap.add_argument("-w", "--workers", type=int, default=16,
-                    help="PostgreSQL parallel workers and DuckDB threads (default 16)")
-    ap.add_argument("-r", "--runs", type=int, default=5, help="measured runs per side and query")
+    add_common_args(ap, 5, "measured runs per side and query")
     ap.add_argument("--sides", default=",".join(SIDES), help="a comma-separated subset (default: all)")
     ap.add_argument("--queries", default=",".join(q for q, _, _ in QUERIES),
                     help="a comma-separated subset of q1,q2,q3,q4 (default: all)")
-    ap.add_argument("--tag", help="result name (default: sfSF_Nworkers)")
-    ap.add_argument("--timeout", type=int, default=600, help="statement_timeout, seconds")
-    ap.add_argument("--h2d", help="the h2d_copy binary (default: bench/h2d_copy, built if missing)")
-    ap.add_argument("--note", help="free text kept in the JSON, e.g. which pg_warp build the server runs")
-    ap.add_argument("-o", "--outdir", default=os.path.join(HERE, "results"))
     args = ap.parse_args()
-    args.arrow = os.path.abspath(args.arrow)
-    args.sides = [s.strip() for s in args.sides.split(",") if s.strip()]
-    bad = [s for s in args.sides if s not in SIDES]
-    if bad or not args.sides:
-        ap.error("unknown side(s) %s; sides: %s" % (", ".join(bad), ", ".join(SIDES)))
+    check_common_args(ap, args, SIDES)
     wanted = [q.strip().lower() for q in args.queries.split(",") if q.strip()]
     bad = [q for q in wanted if q not in [name for name, _, _ in QUERIES]]
     if bad or not wanted:
         ap.error("unknown query(ies) %s; queries: %s" % (", ".join(bad),
                                                          ", ".join(q for q, _, _ in QUERIES)))
     QUERIES[:] = [q for q in QUERIES if q[0] in wanted]
-    if args.runs < 1 or args.workers < 0:
-        ap.error("-r wants at least 1 run, -w at least 0 workers")
-    if not os.path.isfile(args.arrow):
-        ap.error("no Arrow file %s" % args.arrow)
 
-    columns = sorted({c for _, _, cols in QUERIES for c in cols})
-    nbytes = {q: referenced_bytes(args.arrow, cols)[0] for q, _, cols in QUERIES}
-    _, arrow_rows = referenced_bytes(args.arrow, [])
-    heap_rows, version, ext_version = setup_database(args, SCHEMA)
-    print("lineorder: heap %d rows, Arrow file %d rows (%s, %.2f GB); %d workers/threads; %d runs"
-          % (heap_rows, arrow_rows, args.arrow, os.path.getsize(args.arrow) / 1e9, args.workers, args.runs))
-    if heap_rows != arrow_rows:
-        print("WARNING: the Arrow file does not hold the heap table's rows: answers will differ")
-
+    data = open_data(args, SCHEMA, QUERIES)
+    heap_rows, nbytes = data["heap_rows"], data["nbytes"]
     res = {q: {} for q, _, _ in QUERIES}
+
     def make_duck():
         duck = DuckSide(args.workers)
-        duck.load_arrow("lineorder", args.arrow, columns)
+        duck.load_arrow("lineorder", args.arrow, data["columns"])
         return duck
     runners, info = open_sides(args, res, SCHEMA, make_duck)
     print("service: %s" % info.get("service_note"))
@@ -257,26 +229,15 @@ def main():
     wrong = ["%s %s" % (q.upper(), LABELS[s]) for q in res for s, e in res[q].items()
              if e["status"] == "wrong answer"]
     tag = args.tag or "sf%g_%dworkers" % (round(heap_rows / 6e6, 2), args.workers)
-    os.makedirs(args.outdir, exist_ok=True)
-    summary = {
-        "tag": tag, "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-        "host": os.uname().nodename, "cpus": os.cpu_count(), "bench_commit": git_commit(),
-        "note": args.note, "server": version, "pg_warp_version": ext_version, "lineorder_rows": heap_rows, "arrow_rows": arrow_rows,
-        "arrow_file": args.arrow, "arrow_file_bytes": os.path.getsize(args.arrow),
-        "workers": args.workers, "runs": args.runs, "sides": args.sides, "info": info,
+    summary = result_head(args, tag, data, info)
+    summary.update({
         "queries": {q: {"sql": sql, "referenced_columns": cols, "referenced_bytes": nbytes[q],
                         "sides": res[q]} for q, sql, cols in QUERIES},
         "goals": goal_list, "hash_aggregation": hash_comparison(res), "wrong_answers": wrong,
-    }
-    jpath = os.path.join(args.outdir, "engine_bench_%s.json" % tag)
-    with open(jpath, "w") as f:
-        json.dump(summary, f, indent=2)
-    png_chart(os.path.join(args.outdir, "engine_bench_%s.png" % tag), res, [q for q, _, _ in QUERIES], SIDES,
-              "ENGINE BENCH %s: LINEORDER %.1fM ROWS, %d WORKERS" % (tag.upper(), heap_rows / 1e6, args.workers))
-    print("\nwrote %s and .png" % jpath)
-    if wrong:
-        print("\n*** WRONG ANSWERS: %s ***" % "; ".join(wrong))
-        sys.exit(1)
+    })
+    write_results(args, "engine_bench_" + tag, summary, lambda path: png_chart(
+        path, res, [q for q, _, _ in QUERIES], SIDES, "ENGINE BENCH %s: LINEORDER %.1fM ROWS, %d WORKERS"
+        % (tag.upper(), heap_rows / 1e6, args.workers)), wrong)
 
 
 if __name__ == "__main__":

@@ -56,12 +56,11 @@ import json
 import math
 import os
 import statistics
-import sys
 import time
 
 from canvas import Canvas
 from bench_sides import (PgSide, explain_summary, git_commit, service_status, setup_database,
-                         fmt_rate)
+                         fmt_rate, write_results)
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 SCHEMA = "engine_bench"          # engine_bench.py's schema of the foreign table
@@ -406,7 +405,6 @@ def main():
 
     host = os.uname().nodename
     tag = args.tag or "sf%g-%s-%dworkers" % (round(rows / 6e6, 2), host, args.workers)
-    os.makedirs(args.outdir, exist_ok=True)
     summary = {
         "tag": tag, "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "host": host,
         "cpus": os.cpu_count(), "bench_commit": git_commit(), "note": args.note,
@@ -416,16 +414,9 @@ def main():
         "info": info, "queries": SQL, "sides": res, "speedups": ups, "accuracy": accuracy,
         "goals": goal_list, "wrong_answers": wrong,
     }
-    jpath = os.path.join(args.outdir, "hll_ssb_%s.json" % tag)
-    with open(jpath, "w") as f:
-        json.dump(summary, f, indent=2)
-    png_chart(os.path.join(args.outdir, "hll_ssb_%s.png" % tag), res,
-              "HLL_COUNT VS COUNT(DISTINCT LO_CUSTKEY) %s: %.1fM ROWS, %d WORKERS"
-              % (tag.upper(), rows / 1e6, args.workers))
-    print("\nwrote %s and .png" % jpath)
-    if wrong:
-        print("\n*** ESTIMATES DIFFER BETWEEN SIDES: %s ***" % "; ".join(wrong))
-        sys.exit(1)
+    write_results(args, "hll_ssb_" + tag, summary, lambda path: png_chart(
+        path, res, "HLL_COUNT VS COUNT(DISTINCT LO_CUSTKEY) %s: %.1fM ROWS, %d WORKERS"
+        % (tag.upper(), rows / 1e6, args.workers)), wrong, "ESTIMATES DIFFER BETWEEN SIDES")
 
 
 if __name__ == "__main__":
