@@ -101,6 +101,22 @@ def read_through(path):
     return time.perf_counter() - t0
 
 
+def wait_for_service(runner, engine, seconds=120):
+    """Waits until a new session of runner finds the service up with the
+    engine (after a restart), so that a run then is the query alone; None,
+    or why not."""
+    why = None
+    deadline = time.time() + seconds
+    while time.time() < deadline:
+        rows, _, err = runner.run("SELECT engine FROM pgwarp.service_status()")
+        if not err and rows and rows[-1] == engine:
+            return None
+        why = err or "the service's engine is %s" % (rows[-1] if rows else "unknown")
+        runner.close()
+        time.sleep(1)
+    return "%s after %d s" % (why, seconds)
+
+
 def first_runs(args, queries, runner, res):
     """warp_gpu's first run of each query, before any other run of it: the
     Arrow file in the page cache, and with --cold-cmd the GPU column cache
@@ -115,8 +131,10 @@ def first_runs(args, queries, runner, res):
             if r.returncode != 0:
                 e.update(status="failed", note="--cold-cmd failed: %s" % (r.stderr.strip()[-300:]))
                 continue
-            # a new session that has reached the service, so the run below is the query alone
-            runner.run("SELECT pid FROM pgwarp.service_status()")
+            why = wait_for_service(runner, "gpu")
+            if why:
+                e.update(status="failed", note="after --cold-cmd: %s" % why)
+                continue
             e["gpu_column_cache"] = "emptied before this run (--cold-cmd)"
         else:
             before = [c for c in cols if c in seen]
