@@ -29,6 +29,17 @@
 #                                           first: lineorder in the page cache only (the
 #                                           load's ctid-range export otherwise leaves it in
 #                                           shared buffers); NOTE goes into the JSON
+#   bench/gpu-host.sh ssb-engine            issue 29's SSB benchmark (bench/ssb_engine_bench.py):
+#                                           the 13 SSB queries on PostgreSQL heap, pg_warp GPU
+#                                           on Arrow (first run per query, then warm), GPU on
+#                                           heap, CPU engine on Arrow, DuckDB (WHEELS, as for
+#                                           engine) and the pinned copy of each query's
+#                                           referenced bytes; best of RUNS (default 3); the
+#                                           ssb step's database and Arrow file (SF default 20;
+#                                           loaded if missing).  Before each query's first GPU
+#                                           run the cluster is restarted, which empties the
+#                                           GPU column cache (COLD_FIRST_RUNS=0: not);
+#                                           QUERIES (e.g. q1.1,q2.1) picks a subset
 #   bench/gpu-host.sh hll                   issue 12's HLL benchmark (bench/hll_ssb.py):
 #                                           hll_count(lo_custkey) vs count(DISTINCT
 #                                           lo_custkey), with and without GROUP BY
@@ -38,9 +49,9 @@
 #                                           missing).  RUNS hll_count runs (default 5),
 #                                           DISTINCT_RUNS count(DISTINCT) runs (default 1)
 #
-# Environment: SF (scale factor, default 10; 20 for ssb, engine and hll), WORKERS (parallel
+# Environment: SF (scale factor, default 10; 20 for ssb, engine, ssb-engine and hll), WORKERS (parallel
 # workers for the scan benchmarks, DuckDB's threads, default 16), RUNS (ssb, engine:
-# measured runs per query, default 5), SIDES (engine, hll: a subset of their sides),
+# measured runs per query, default 5; ssb-engine: default 3), SIDES (engine, hll: a subset of their sides),
 # SHARED_BUFFERS (default 16GB), WHEELS (a directory
 # of Python wheels to install first, e.g. connectorx, psycopg, duckdb), PGPORT (default 5500),
 # EXPORT_WORKERS (default 1,2,4,8,16), REPEAT (rounds over every point, best kept;
@@ -188,6 +199,26 @@ engine)
     python3 bench/engine_bench.py -d "$db" -a "$arrow" -w "${WORKERS:-16}" -r "${RUNS:-5}" \
         ${SIDES:+--sides "$SIDES"} ${NOTE:+--note "$NOTE"} --tag "$tag" 2>&1 | tee "$top/engine.log" || status=$?
     keep "$top/engine.log" $(find bench/results -name "engine_bench_$tag.*" -newer "$top/engine.start")
+    exit $status
+    ;;
+ssb-engine)
+    env_from_bundle
+    sf=${SF:-20}
+    ssb_database "$sf"
+    make -s -C bench h2d_copy || log "bench/h2d_copy not built: bus times at a nominal 55 GB/s"
+    tag=sf$sf-gpu-host-${WORKERS:-16}workers
+    cold=()
+    if [ "${COLD_FIRST_RUNS:-1}" = 1 ]; then
+        cold=(--cold-cmd "PGDATABASE=postgres $root/scripts/cluster.sh stop $cluster &&
+                          PGDATABASE=postgres $root/scripts/cluster.sh start $cluster >/dev/null")
+    fi
+    log "SSB engine benchmark, SF $sf, ${WORKERS:-16} workers, best of ${RUNS:-3} runs"
+    touch "$top/ssb-engine.start"
+    status=0
+    python3 bench/ssb_engine_bench.py -d "$db" -a "$arrow" -w "${WORKERS:-16}" -r "${RUNS:-3}" \
+        ${SIDES:+--sides "$SIDES"} ${QUERIES:+-q "$QUERIES"} ${NOTE:+--note "$NOTE"} "${cold[@]}" \
+        --tag "$tag" 2>&1 | tee "$top/ssb-engine.log" || status=$?
+    keep "$top/ssb-engine.log" $(find bench/results -name "ssb_engine_$tag.*" -newer "$top/ssb-engine.start")
     exit $status
     ;;
 hll)

@@ -48,7 +48,7 @@ and .png.
 The database holds SSB (bench/ssb/load.sh) and pg_warp; the Arrow file is
 lineorder exported with statistics (pg2arrow -t lineorder -S), readable by
 the server.  It shares engine_bench.py's session, setup and EXPLAIN reading
-(schema engine_bench holds the foreign table).  Connection: the PG*
+(bench_sides.py; schema engine_bench holds the foreign table).  Connection: the PG*
 variables and -d.  bench/gpu-host.sh hll runs all of this on the GPU host.
 """
 import argparse
@@ -56,14 +56,14 @@ import json
 import math
 import os
 import statistics
-import sys
 import time
 
 from canvas import Canvas
-from engine_bench import (PgSession, SessionLost, explain_summary, git_commit,
-                          service_status, setup_database, side_settings, fmt_rate)
+from bench_sides import (PgSide, explain_summary, git_commit, service_status, setup_database,
+                         fmt_rate, write_results)
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+SCHEMA = "engine_bench"          # engine_bench.py's schema of the foreign table
 
 QUERIES = [
     ("all_hll", "SELECT pgwarp.hll_count(lo_custkey) FROM lineorder"),
@@ -81,27 +81,6 @@ LABELS = {"heap": "PostgreSQL heap", "arrow_pg": "PostgreSQL on arrow_fdw",
           "warp_gpu": "pg_warp GPU on Arrow", "warp_cpu": "pg_warp CPU engine on Arrow"}
 SPEEDUP_GOAL = 40.0
 GPU_ROWS_GOAL = 1e9
-
-
-class Side:
-    """One side's warm psql session (engine_bench's settings), reopened when lost."""
-
-    def __init__(self, side, args):
-        self.side, self.args, self.session = side, args, None
-
-    def run(self, sql):
-        """(rows, seconds, error) of one statement."""
-        try:
-            if self.session is None:
-                self.session = PgSession(self.args.dbname, side_settings(self.side, self.args))
-            return self.session.run(sql + ";")
-        except SessionLost as e:
-            self.session = None
-            return [], None, str(e)
-
-    def close(self):
-        if self.session:
-            self.session.close()
 
 
 def side_queries(side):
@@ -171,7 +150,7 @@ def open_sides(args):
                 e.update(status="unavailable",
                          note="the pg_warp service has no GPU: %s" % info.get("service_note"))
             continue
-        runners[side] = Side(side, args)
+        runners[side] = PgSide(side, args, SCHEMA)
     return runners, res, info
 
 
@@ -408,7 +387,7 @@ def main():
     if not os.path.isfile(args.arrow):
         ap.error("no Arrow file %s" % args.arrow)
 
-    rows, version, ext_version = setup_database(args)
+    rows, version, ext_version = setup_database(args, SCHEMA)
     print("lineorder: %d rows; Arrow file %s (%.2f GB); %d workers; %d runs (count(DISTINCT) %d)"
           % (rows, args.arrow, os.path.getsize(args.arrow) / 1e9, args.workers, args.runs,
              args.distinct_runs), flush=True)
@@ -426,7 +405,6 @@ def main():
 
     host = os.uname().nodename
     tag = args.tag or "sf%g-%s-%dworkers" % (round(rows / 6e6, 2), host, args.workers)
-    os.makedirs(args.outdir, exist_ok=True)
     summary = {
         "tag": tag, "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "host": host,
         "cpus": os.cpu_count(), "bench_commit": git_commit(), "note": args.note,
@@ -436,16 +414,9 @@ def main():
         "info": info, "queries": SQL, "sides": res, "speedups": ups, "accuracy": accuracy,
         "goals": goal_list, "wrong_answers": wrong,
     }
-    jpath = os.path.join(args.outdir, "hll_ssb_%s.json" % tag)
-    with open(jpath, "w") as f:
-        json.dump(summary, f, indent=2)
-    png_chart(os.path.join(args.outdir, "hll_ssb_%s.png" % tag), res,
-              "HLL_COUNT VS COUNT(DISTINCT LO_CUSTKEY) %s: %.1fM ROWS, %d WORKERS"
-              % (tag.upper(), rows / 1e6, args.workers))
-    print("\nwrote %s and .png" % jpath)
-    if wrong:
-        print("\n*** ESTIMATES DIFFER BETWEEN SIDES: %s ***" % "; ".join(wrong))
-        sys.exit(1)
+    write_results(args, "hll_ssb_" + tag, summary, lambda path: png_chart(
+        path, res, "HLL_COUNT VS COUNT(DISTINCT LO_CUSTKEY) %s: %.1fM ROWS, %d WORKERS"
+        % (tag.upper(), rows / 1e6, args.workers)), wrong, "ESTIMATES DIFFER BETWEEN SIDES")
 
 
 if __name__ == "__main__":

@@ -1,0 +1,402 @@
+#!/usr/bin/env python3
+"""The 13 SSB queries end to end: PostgreSQL, pg_warp's engines and DuckDB (a benchmark, not a test).
+
+Issue 29, item 8.  Every query of bench/ssb/queries (lineorder joined with its
+dimension tables by their primary keys, then grouped) side by side in one run,
+on (--sides picks a subset, by these names):
+
+  heap           PostgreSQL, heap tables, N parallel workers (pg_warp.enabled off)
+  warp_gpu       pg_warp GPU on Arrow: lineorder an arrow_fdw table over the Arrow
+                 file, the dimensions heap tables, pg_warp.engine = gpu.  Reported
+                 twice: its first run per query ("first run", the Arrow file in the
+                 page cache; with --cold-cmd the GPU column cache emptied before
+                 each), and warm (the measured runs, from the GPU column cache).
+                 Skipped, with a note, when pgwarp.service_status() has no GPU
+  warp_gpu_heap  pg_warp GPU on heap (heap lineorder, pg_warp.engine = gpu),
+                 measured after one run over the table
+  warp_cpu       pg_warp CPU engine on Arrow (pg_warp.engine = cpu)
+  duckdb         DuckDB (python package duckdb), N threads, native tables: lineorder
+                 from the Arrow file's columns that the queries read, the dimension
+                 tables from PostgreSQL (COPY ... CSV); timed around execute().fetchall()
+  h2d            a pinned host-to-GPU copy (bench/h2d_copy) of the query's referenced
+                 lineorder column buffers in the Arrow file: the bus time that the
+                 GPU's first run is reported beside (without it: at a nominal 55 GB/s)
+
+and, when asked for, arrow_pg (PostgreSQL on the arrow_fdw table) and
+warp_cpu_heap (the CPU engine on heap).
+
+Per query: PostgreSQL heap's unmeasured run gives the reference answer; every
+other side's answer, in every run, must equal it (floats within 1e-9
+relative); one unmeasured run per side, then for the PostgreSQL sides one
+EXPLAIN (ANALYZE, VERBOSE): a pg_warp side counts as the engine only when the
+plan has a GpuPreAgg node that ran on the asked engine with a Join Depth line
+for each join of the query.  PostgreSQL's own plan (the joins in PostgreSQL:
+pg_warp's reason is shown) or a fallback is reported as such, with its time,
+never as the engine.  Then R measured rounds interleaved across the sides (the
+order rotates each round); the best of them.  A failing side is reported with
+its error; a wrong answer loudly, with exit status 1.
+
+Reported per query and side: seconds, lineorder rows/s, the ratio to
+PostgreSQL heap and to DuckDB; per side the geometric mean over the queries;
+issue 29's goals, each met / not met / not measured (reported, for the first
+run beside the bus time).  Results: bench/results/ssb_engine_<tag>.json and .png.
+
+    bench/ssb/load.sh -d ssb -s 1 --no-arrow
+    pg2arrow -d ssb -t lineorder -S -o /tmp/ssb/lineorder.arrow
+    bench/ssb_engine_bench.py -d ssb -a /tmp/ssb/lineorder.arrow -w 2 -r 3
+
+The database holds SSB with its primary keys (load.sh) and pg_warp; the Arrow
+file is lineorder exported with statistics, readable by the server.
+Connection: the PG* environment variables and -d.  bench/gpu-host.sh
+ssb-engine runs all of this on the GPU host from the offline bundle.
+"""
+import argparse
+import glob
+import os
+import re
+import subprocess
+import time
+
+from bench_sides import (LABELS, DuckSide, PgSide, add_common_args, check, check_common_args, entry,
+                         fmt_rate, geomean, goal_of, measured_runs, open_data, open_sides, png_chart,
+                         psql_rows, referenced_bytes, result_head, summarise, time_of, warm_up_all,
+                         write_results)
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+SCHEMA = "ssb_engine"
+QUERY_DIR = os.path.join(HERE, "ssb", "queries")
+DIMENSIONS = ["customer", "supplier", "part", "date1"]
+SIDES = ["heap", "warp_gpu", "warp_gpu_heap", "warp_cpu", "duckdb", "h2d"]
+OPTIONAL_SIDES = ["arrow_pg", "warp_cpu_heap"]
+# the report's order; warp_gpu_first is warp_gpu's first run per query
+REPORT_SIDES = ["heap", "arrow_pg", "warp_gpu_first", "warp_gpu", "warp_gpu_heap", "warp_cpu",
+                "warp_cpu_heap", "duckdb", "h2d"]
+NOMINAL_BUS = 55e9              # bytes/s of a pinned host-to-GPU copy (DESIGN.md)
+GPU_ROWS_GOAL = 2.5e9
+
+
+def load_queries(wanted):
+    """(name, sql, lineorder columns, joins) of bench/ssb/queries' files
+    (wanted: names such as q1.1, or None for all); comments dropped."""
+    out = []
+    for path in sorted(glob.glob(os.path.join(QUERY_DIR, "q*.sql"))):
+        name = os.path.basename(path)[:-4]
+        if wanted and name not in wanted:
+            continue
+        with open(path) as f:
+            sql = " ".join(line.split("--")[0].strip() for line in f).strip().rstrip(";").strip()
+        sql = re.sub(r"\s+", " ", sql)
+        tables = re.search(r"\bFROM (.*?) WHERE\b", sql, re.I).group(1).split(",")
+        cols = sorted(set(re.findall(r"\blo_\w+", sql)))
+        out.append((name, sql, cols, len(tables) - 1))
+    return out
+
+
+def read_through(path):
+    """Reads the file once (into the page cache); seconds."""
+    t0 = time.perf_counter()
+    with open(path, "rb", buffering=0) as f:
+        while f.read(16 << 20):
+            pass
+    return time.perf_counter() - t0
+
+
+def wait_for_service(runner, engine, seconds=120):
+    """Waits until a new session of runner finds the service up with the
+    engine (after a restart), so that a run then is the query alone; None,
+    or why not."""
+    why = None
+    deadline = time.time() + seconds
+    while time.time() < deadline:
+        rows, _, err = runner.run("SELECT engine FROM pgwarp.service_status()")
+        if not err and rows and rows[-1] == engine:
+            return None
+        why = err or "the service's engine is %s" % (rows[-1] if rows else "unknown")
+        runner.close()
+        time.sleep(1)
+    return "%s after %d s" % (why, seconds)
+
+
+def first_runs(args, queries, runner, res):
+    """warp_gpu's first run of each query, before any other run of it: the
+    Arrow file in the page cache, and with --cold-cmd the GPU column cache
+    emptied before each.  Returns the answers, checked once the reference is
+    known (check_first_runs)."""
+    answers, seen = {}, set()
+    for q, sql, cols, _ in queries:
+        e = res[q]["warp_gpu_first"] = entry("ok")
+        if args.cold_cmd:
+            runner.close()
+            r = subprocess.run(args.cold_cmd, shell=True, capture_output=True, text=True)
+            if r.returncode != 0:
+                e.update(status="failed", note="--cold-cmd failed: %s" % (r.stderr.strip()[-300:]))
+                continue
+            why = wait_for_service(runner, "gpu")
+            if why:
+                e.update(status="failed", note="after --cold-cmd: %s" % why)
+                continue
+            e["gpu_column_cache"] = "emptied before this run (--cold-cmd)"
+        else:
+            before = [c for c in cols if c in seen]
+            e["gpu_column_cache"] = "not emptied (no --cold-cmd)"
+            if before:
+                e["columns_read_by_an_earlier_first_run"] = before
+                e["bytes_read_by_an_earlier_first_run"] = referenced_bytes(args.arrow, before)[0]
+        seen.update(cols)
+        rows, secs, err = runner.run(sql)
+        if err or secs is None:
+            e.update(status="failed", note=err or "psql printed no timing")
+            continue
+        e["runs_s"].append(secs)
+        answers[q] = psql_rows(rows)
+        print("  %s: first GPU run %.3f s" % (q, secs), flush=True)
+    return answers
+
+
+def check_first_runs(res, ref, answers):
+    """The first runs' answers against the reference; their plan is warp_gpu's
+    (the same session settings): not the engine there, not the engine here."""
+    for q, rows in answers.items():
+        e = res[q]["warp_gpu_first"]
+        check(e, ref[q], rows)
+        warm = res[q].get("warp_gpu", {})
+        if "explain" in warm:
+            e["plan"] = warm["explain"]["plan"]
+        if warm.get("status") == "not the engine" and e["status"] == "ok":
+            e.update(status="not the engine", note=warm["note"])
+
+
+def bus_times(res, nbytes, info):
+    """Per query, the seconds a pinned copy of its referenced bytes takes:
+    bench/h2d_copy's best when measured, else at the nominal 55 GB/s."""
+    out = {}
+    for q in res:
+        t, _ = time_of(res[q], "h2d")
+        if t is not None:
+            out[q] = {"seconds": t, "source": "bench/h2d_copy (%s)" % info.get("gpu_device", "GPU")}
+        else:
+            out[q] = {"seconds": nbytes[q] / NOMINAL_BUS, "source": "nominal 55 GB/s"}
+    return out
+
+
+def side_geomeans(res, sides):
+    """Per side: the geometric mean of its best times over the queries it has
+    a time for, how many, how many ran what the side stands for, and its
+    ratios to PostgreSQL heap and DuckDB over the queries both have."""
+    out = {}
+    for side in sides:
+        qs = [q for q in res if "time_s" in res[q].get(side, {})]
+        if not qs:
+            continue
+        g = {"geomean_s": geomean([res[q][side]["time_s"] for q in qs]), "queries": len(qs),
+             "as_the_side": sum(1 for q in qs if res[q][side]["status"] == "ok")}
+        for base in ("heap", "duckdb"):
+            both = [q for q in qs if "time_s" in res[q].get(base, {})]
+            if both and base != side:
+                g["vs_" + base] = geomean([res[q][base]["time_s"] for q in both]) / \
+                    geomean([res[q][side]["time_s"] for q in both])
+        out[side] = g
+    return out
+
+
+def geomean_goal(name, res, num, den, passes, fmt):
+    """A goal on geomean(num's times) / geomean(den's times) over every query:
+    measured only when both sides ran what they stand for on all of them."""
+    a, b, whys = [], [], {}
+    for q in res:
+        ta, wa = time_of(res[q], num)
+        tb, wb = time_of(res[q], den)
+        if ta is None or tb is None:
+            whys.setdefault("; ".join(w for w in (wa, wb) if w), []).append(q.upper())
+        else:
+            a.append(ta)
+            b.append(tb)
+    if whys:
+        return {"goal": name, "status": "not measured", "value": None,
+                "why": ["%s: %s" % (", ".join(qs), w) for w, qs in whys.items()]}
+    v = geomean(a) / geomean(b)
+    return {"goal": name, "status": "met" if passes(v) else "not met", "value": v, "shown": fmt(v)}
+
+
+def goals(res, rows, bus):
+    """Issue 29 item 8's goals, over one run."""
+    q12 = {q: res[q] for q in res if re.match(r"^q[12]\.", q)}
+
+    def gpu_rows(qres):
+        t, why = time_of(qres, "warp_gpu")
+        return (rows / t, None) if t else (None, why)
+
+    per_query = {}
+    for q in res:
+        t, why = time_of(res[q], "warp_gpu_first")
+        per_query[q] = {"value": None, "why": why} if t is None else {
+            "value": t / bus[q]["seconds"],
+            "shown": "%.3f s / %.3f s = %.1fx" % (t, bus[q]["seconds"], t / bus[q]["seconds"])}
+    first = {"goal": "GPU on Arrow, first run (page cache): its time / the bus time of its referenced "
+                     "bytes", "per_query": per_query,
+             "status": "reported" if any(p["value"] is not None for p in per_query.values())
+             else "not measured"}
+    return [
+        geomean_goal("GPU on Arrow, warm: SSB geometric mean at least 3x faster than DuckDB's", res,
+                     "duckdb", "warp_gpu", lambda v: v >= 3, lambda v: "%.2fx" % v),
+        goal_of("GPU on Arrow, warm: every Q1.x and Q2.x at least 2.5 G lineorder rows/s", q12, gpu_rows,
+                lambda v: v >= GPU_ROWS_GOAL, lambda v: "%.2f G rows/s" % (v / 1e9)),
+        first,
+        geomean_goal("CPU engine on Arrow: geometric mean at least 5x faster than PostgreSQL heap", res,
+                     "heap", "warp_cpu", lambda v: v >= 5, lambda v: "%.2fx" % v),
+        geomean_goal("CPU engine on Arrow: geometric mean within 4x of DuckDB's", res,
+                     "warp_cpu", "duckdb", lambda v: v <= 4, lambda v: "%.2fx DuckDB's time" % v),
+        geomean_goal("GPU on heap (after one run over the table): geometric mean at least 5x "
+                     "PostgreSQL heap", res, "heap", "warp_gpu_heap", lambda v: v >= 5,
+                     lambda v: "%.2fx" % v),
+    ]
+
+
+def plan_line(e):
+    """A pg_warp side's plan in a line: GpuPreAgg's engine and join depths,
+    its figures, or PostgreSQL's plan and why."""
+    x = e.get("explain")
+    if not x:
+        return e.get("plan")
+    line = x["plan"]
+    g = x.get("gpupreagg")
+    if g:
+        line += "; " + ", ".join("%s %s" % (k, g[k]) for k in ("Rows Read", "Rows Passed", "Groups",
+                                                                "Bytes Read", "Bytes From GPU Cache",
+                                                                "Engine Time", "Fallback Reason") if k in g)
+        for i, d in enumerate(x.get("join_depths", [])):
+            line += "\n%s Join Depth %d: %s" % (" " * 32, i + 1, d)
+    return line
+
+
+def print_report(queries, res, rows, nbytes, bus, means, goal_list):
+    for q, sql, cols, joins in queries:
+        print("\n%s (%d joins): %s" % (q.upper(), joins, sql))
+        print("    referenced lineorder columns %s: %.1f MB in the Arrow file; bus time %.4f s (%s)"
+              % (", ".join(cols), nbytes[q] / 1e6, bus[q]["seconds"], bus[q]["source"]))
+        print("    %-31s %-15s %9s %10s %8s %9s  %s" % ("side", "status", "best s", "rows/s", "vs heap",
+                                                       "vs DuckDB", "runs (s) / note"))
+        for side in REPORT_SIDES:
+            e = res[q].get(side)
+            if e is None:
+                continue
+            cell = lambda k, f, w: (f % e[k]) if k in e else "%*s" % (w, "-")
+            runs = " ".join("%.4f" % t for t in e["runs_s"])
+            note = e.get("note") or ""
+            print("    %-31s %-15s %s %s %s %s  %s%s" % (
+                LABELS[side], e["status"], cell("time_s", "%9.4f", 9),
+                "%10s" % (fmt_rate(e["rows_per_s"]) if "rows_per_s" in e else "-"),
+                cell("speedup_vs_heap", "%7.2fx", 8), cell("speedup_vs_duckdb", "%8.2fx", 9),
+                runs, ("; " if runs and note else "") + note))
+            if side == "warp_gpu_first" and "gpu_column_cache" in e:
+                print("    %31s GPU column cache %s%s" % (
+                    "", e["gpu_column_cache"], "; %.1f of its %.1f MB read by an earlier query's first run"
+                    % (e["bytes_read_by_an_earlier_first_run"] / 1e6, nbytes[q] / 1e6)
+                    if "bytes_read_by_an_earlier_first_run" in e else ""))
+            elif side.startswith("warp_") and plan_line(e):
+                print("    %31s %s" % ("", plan_line(e)))
+    print("\nGeometric means over the queries (best of each; 'as the side': the queries where it ran "
+          "what it stands for):")
+    print("  %-31s %10s %8s %12s %9s %9s" % ("side", "geomean s", "queries", "as the side", "vs heap",
+                                            "vs DuckDB"))
+    for side in REPORT_SIDES:
+        g = means.get(side)
+        if g:
+            print("  %-31s %10.4f %8d %12d %9s %9s" % (
+                LABELS[side], g["geomean_s"], g["queries"], g["as_the_side"],
+                "%.2fx" % g["vs_heap"] if "vs_heap" in g else "-",
+                "%.2fx" % g["vs_duckdb"] if "vs_duckdb" in g else "-"))
+    print("\nGoals (issue 29 item 8), from this run:")
+    for g in goal_list:
+        if "per_query" in g:
+            shown = ", ".join("%s %s" % (q.upper(), p["shown"] if p["value"] is not None else "-")
+                              for q, p in g["per_query"].items())
+            whys = []
+            for p in g["per_query"].values():
+                if p["value"] is None and p["why"] and p["why"] not in whys:
+                    whys.append(p["why"])
+        else:
+            shown = g.get("shown", "-")
+            whys = g.get("why", [])
+        print("  %-13s %s: %s" % (g["status"].upper(), g["goal"], shown))
+        for w in whys[:3]:
+            print("  %13s   (%s)" % ("", w))
+        if len(whys) > 3:
+            print("  %13s   (and %d more)" % ("", len(whys) - 3))
+
+
+def main():
+    """Options, setup, first GPU runs, warm-up, measured rounds, report, JSON and PNG."""
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0],
+                                 formatter_class=argparse.RawDescriptionHelpFormatter,
+                                 epilog="sides: " + ", ".join(SIDES + OPTIONAL_SIDES))
+    add_common_args(ap, 3, "measured runs per side and query (the best is kept)")
+    ap.add_argument("--sides", default=",".join(SIDES), help="a comma-separated subset (default: %(default)s)")
+    ap.add_argument("-q", "--queries", help="e.g. q1.1,q2.1 (default: all 13)")
+    ap.add_argument("--cold-cmd", help="a shell command that empties the GPU column cache, run before "
+                    "each query's first GPU run (e.g. a cluster restart)")
+    args = ap.parse_args()
+    check_common_args(ap, args, SIDES + OPTIONAL_SIDES)
+    wanted = set(args.queries.split(",")) if args.queries else None
+    queries = load_queries(wanted)
+    if not queries or (wanted and len(queries) != len(wanted)):
+        ap.error("unknown query(ies) in %s; queries: q1.1 .. q4.3" % args.queries)
+
+    data = open_data(args, SCHEMA, queries)
+    heap_rows, nbytes = data["heap_rows"], data["nbytes"]
+    res = {q: {} for q, _, _, _ in queries}
+
+    def make_duck():
+        duck = DuckSide(args.workers)
+        duck.load_arrow("lineorder", args.arrow, data["columns"])
+        for t in DIMENSIONS:
+            duck.load_pg(args.dbname, t)
+        return duck
+    runners, info = open_sides(args, res, SCHEMA, make_duck)
+    print("service: %s" % info.get("service_note"))
+    if "duckdb" in info:
+        print("duckdb %(version)s, %(threads)s threads, native tables loaded in %(load_s)s s" % info["duckdb"])
+    if any(s in runners for s in ("warp_gpu", "warp_cpu", "arrow_pg")):
+        info["arrow_read_through_s"] = round(read_through(args.arrow), 3)
+        print("Arrow file read once into the page cache in %.2f s" % info["arrow_read_through_s"])
+
+    first = {}
+    if "warp_gpu" in runners:
+        print("first GPU runs%s:" % (" (GPU column cache emptied before each: %s)" % args.cold_cmd
+                                    if args.cold_cmd else ""))
+        first = first_runs(args, queries, runners["warp_gpu"], res)
+    elif "warp_gpu" in args.sides:
+        for q in res:
+            res[q]["warp_gpu_first"] = dict(res[q]["warp_gpu"], runs_s=[])
+    depths = {q: joins for q, _, _, joins in queries}
+    ref = warm_up_all(args, queries, runners, res, nbytes, SCHEMA, depths)
+    check_first_runs(res, ref, first)
+    measured_runs(args, queries, runners, res, ref, nbytes)
+    for r in runners.values():
+        if isinstance(r, PgSide):
+            r.close()
+    summarise(res, heap_rows, nbytes, best=True)
+    bus = bus_times(res, nbytes, info)
+    means = side_geomeans(res, REPORT_SIDES)
+    goal_list = goals(res, heap_rows, bus)
+    print_report(queries, res, heap_rows, nbytes, bus, means, goal_list)
+
+    wrong = ["%s %s" % (q.upper(), LABELS[s]) for q in res for s, e in res[q].items()
+             if e["status"] == "wrong answer"]
+    tag = args.tag or "sf%g_%dworkers" % (round(heap_rows / 6e6, 2), args.workers)
+    summary = result_head(args, tag, data, info)
+    summary.update({
+        "statistic": "best", "cold_cmd": args.cold_cmd,
+        "queries": {q: {"sql": sql, "joins": joins, "referenced_columns": cols,
+                        "referenced_bytes": nbytes[q], "bus": bus[q], "sides": res[q]}
+                    for q, sql, cols, joins in queries},
+        "geomeans": means, "goals": goal_list, "wrong_answers": wrong,
+    })
+    write_results(args, "ssb_engine_" + tag, summary, lambda path: png_chart(
+        path, res, [q for q, _, _, _ in queries], REPORT_SIDES,
+        "SSB ENGINE %s: LINEORDER %.1fM ROWS, %d WORKERS, BEST OF %d"
+        % (tag.upper(), heap_rows / 1e6, args.workers, args.runs)), wrong)
+
+
+if __name__ == "__main__":
+    main()
