@@ -39,6 +39,7 @@ struct SvcJoin
 	int			refs;			/* the owner's (while it is open) + the runs' */
 	const XpuJoinTable *table;	/* mapped read-only */
 	uint64_t	len;			/* bytes mapped */
+	pthread_mutex_t copy_lock;	/* guards dev_copy[]: one copy a device */
 	CUdeviceptr dev_copy[WARP_MAX_DEVICES];	/* device copies, 0: none yet */
 	SvcJoin    *next;			/* in the registry, while owned */
 };
@@ -77,6 +78,7 @@ join_free(SvcJoin *j)
 		freed += j->len;
 	}
 	munmap((void *) j->table, j->len);
+	pthread_mutex_destroy(&j->copy_lock);
 	pthread_mutex_lock(&store_lock);
 	store_bytes -= freed;
 	pthread_mutex_unlock(&store_lock);
@@ -155,6 +157,7 @@ svc_join_load(const void *owner, int fd, const WarpJoinLoad *req,
 		munmap(map, req->table_len);
 		return snprintf(msg, msglen, "out of memory"), false;
 	}
+	pthread_mutex_init(&j->copy_lock, NULL);
 	j->owner = owner;
 	j->refs = 1;
 	j->table = map;
@@ -170,6 +173,7 @@ svc_join_load(const void *owner, int fd, const WarpJoinLoad *req,
 	if (!ok)
 	{
 		munmap(map, req->table_len);
+		pthread_mutex_destroy(&j->copy_lock);
 		free(j);
 		return snprintf(msg, msglen, "could not draw a join id: %s", strerror(errno)), false;
 	}
@@ -279,8 +283,12 @@ svc_join_device_copy(const SvcJoinSet *set, uint32_t d, uint32_t dev, CUstream s
 	*rc = CUDA_SUCCESS;
 	if (dev >= WARP_MAX_DEVICES)
 		return *rc = CUDA_ERROR_OUT_OF_MEMORY, 0;
-	/* one copy a device: the lock is held across it (tables are copied once) */
-	pthread_mutex_lock(&store_lock);
+	/*
+	 * one copy a device: the table's own lock is held across it (the
+	 * registry's would hold up the service's loop meanwhile); the caller's
+	 * reference keeps the table
+	 */
+	pthread_mutex_lock(&j->copy_lock);
 	if ((p = j->dev_copy[dev]) == 0)
 	{
 		while ((*rc = gpu_drv.cuMemAlloc(&p, j->len)) == CUDA_ERROR_OUT_OF_MEMORY &&
@@ -293,7 +301,9 @@ svc_join_device_copy(const SvcJoinSet *set, uint32_t d, uint32_t dev, CUstream s
 		if (*rc == CUDA_SUCCESS)
 		{
 			j->dev_copy[dev] = p;
+			pthread_mutex_lock(&store_lock);
 			store_bytes += j->len;
+			pthread_mutex_unlock(&store_lock);
 		}
 		else
 		{
@@ -302,7 +312,7 @@ svc_join_device_copy(const SvcJoinSet *set, uint32_t d, uint32_t dev, CUstream s
 			p = 0;
 		}
 	}
-	pthread_mutex_unlock(&store_lock);
+	pthread_mutex_unlock(&j->copy_lock);
 	return p;
 }
 

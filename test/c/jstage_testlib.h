@@ -468,7 +468,7 @@ js_add_key(JsDepth *d, int type, int probe_type, int scale, int probe_scale)
 	d->spec.keys[k].probe_scale = (int16_t) probe_scale;
 }
 
-#define JS_N_CASES	14
+#define JS_N_CASES	15
 
 /* case i (0 .. JS_N_CASES - 1) into *c */
 static inline void
@@ -571,6 +571,13 @@ js_case(int i, JsCase *c)
 			c->qual = 1;
 			c->d[0] = js_depth1(XPU_T_NUMERIC, XPU_T_NUMERIC, 0, 4, XPU_JOIN_SEMI,
 								XPU_JOIN_AUTO, 60, 0, pay_one, 1);
+			break;
+		case 13:
+			c->name = "INNER float8 probe of a float4 inner (-0, NaN, infinities), hash";
+			c->qual = 1;
+			c->d[0] = js_depth1(XPU_T_FLOAT4, XPU_T_FLOAT8, 0, 0, XPU_JOIN_INNER,
+								XPU_JOIN_AUTO, 12, 0, pay_text, 2);
+			c->d[0].want_form = XPU_JOIN_HASH;
 			break;
 		default:
 			c->name = "INNER on three keys (int4, text, numeric scales 2 / 3)";

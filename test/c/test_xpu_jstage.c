@@ -73,6 +73,7 @@ test_cases(void)
 		JsData		js;
 		XpuColumnData cd[16];
 		XpuChunk	chunk;
+		XpuProgram *hoisted;
 		int64_t		pass;
 
 		js_case(i, &c);
@@ -85,20 +86,28 @@ test_cases(void)
 		tap_ok(pass > 0 && pass < c.n_outer, "%s: %lld of %d outer rows pass (some, not all)",
 			   c.name, (long long) pass, c.n_outer);
 		js_chunk(&c, &js, cd, &chunk);
-		for (int f = 0; f < 2; f++)
+		/* the program, and its form with hoisted constants (the GPU kernel's) */
+		hoisted = xpu_program_hoist_consts(js.prog);
+		for (int f = 0; f < 4; f++)
 		{
+			const XpuProgram *p = f < 2 ? js.prog : hoisted;
 			JsRun		r;
 			int64_t		row;
 			int			out;
 			int64_t		bad;
 
-			js_exec(js.prog, &chunk, f, &r);
+			if (p == NULL)
+				continue;
+			js_exec(p, &chunk, f % 2, &r);
 			bad = r.err.code == XPU_OK ? js_compare(&js, &r.res, &row, &out) : -1;
-			if (!tap_ok(bad == 0, "%s: %s equals the nested loop", c.name, forms[f]))
+			if (!tap_ok(bad == 0, "%s: %s%s equals the nested loop", c.name, forms[f % 2],
+						f < 2 ? "" : " (constants hoisted)"))
 				tap_diag("error %d (%s); %lld rows differ, the first %lld at output %d",
 						 r.err.code, r.err.message, (long long) bad, (long long) row, out);
 			js_run_free(&r);
 		}
+		tap_ok(!c.qual || hoisted != NULL, "%s: the qual's constants hoist", c.name);
+		free(hoisted);
 		js_free(&c, &js);
 	}
 }

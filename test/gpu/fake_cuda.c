@@ -259,8 +259,8 @@ fake_agg(const XpuProgram *prog, const XpuChunk *chunk, XpuGaggLaunch *launch,
 
 	for (int64_t r0 = 0, n; r0 < chunk->nrows && *cancel == 0; r0 += n)
 	{
-		XpuChunk	c = {n = fake_slice(chunk, r0, SLICE, cols), chunk->ncols, 0, cols,
-		NULL, chunk->joins, chunk->n_joins};
+		XpuChunk	c = {n = fake_slice(chunk, r0, SLICE, cols), chunk->ncols, 0, cols, NULL,
+		chunk->joins, chunk->n_joins, 0};	/* "device" memory is the host's */
 		XpuResult	res = {n, mask, values, nulls};
 
 		if (xpu_cpu_exec(prog, &c, &res, ws, &launch->err) != XPU_OK ||
@@ -292,8 +292,8 @@ fake_warp(const XpuProgram *prog, const XpuChunk *chunk, const XpuResult *res, X
 
 	for (int64_t r0 = 0, n; r0 < chunk->nrows && err->code == XPU_OK; r0 += n)
 	{
-		XpuChunk	c = {n = fake_slice(chunk, r0, SLICE, cols), chunk->ncols, 0, cols,
-		NULL, chunk->joins, chunk->n_joins};
+		XpuChunk	c = {n = fake_slice(chunk, r0, SLICE, cols), chunk->ncols, 0, cols, NULL,
+		chunk->joins, chunk->n_joins, 0};
 		XpuResult	r = {n, res->mask + r0, values, nulls};
 
 		xpu_cpu_exec(prog, &c, &r, ws, err);

@@ -8,7 +8,10 @@
  *		partition of the inner rows (their rows together); the rows (and a
  *		hash of each row's payload, read on the device) must equal the
  *		nested-loop join of test/c/join_testlib.h and the payload the host
- *		reads.  Prints TAP.
+ *		reads.  And programs with a JOIN stage (test/c/jstage_testlib.h's
+ *		cases) run by kern_warp_exec, the per-row form, over a chunk whose
+ *		XpuChunk.joins are the tables copied to the device, against the
+ *		nested-loop oracle.  Prints TAP.
  *
  *		make -C test/gpu joincheck		(needs a GPU; the bundle's run-tests.sh
  *										runs it too)
@@ -20,6 +23,8 @@ extern "C" {
 #include "tap.h"
 }
 #include "join_testlib.h"
+#include "jstage_testlib.h"
+#include "kern_warp.cu"
 
 #include "cuda_testlib.h"
 
@@ -342,10 +347,110 @@ spec1(int type, int probe_type, int scale, int probe_scale, int form)
 	return s;
 }
 
+/* ---------------------------------------------------------------- the JOIN stage */
+
+/*
+ * one jstage_testlib.h case on the GPU: the outer columns and the tables
+ * copied to the device, kern_warp_exec over the chunk, the results (text
+ * payloads pointing into the device tables mapped back to the host's)
+ * against the oracle
+ */
+static void
+gpu_jstage_case(int i)
+{
+	JsCase		c;
+	JsData		js;
+	XpuColumnData cd[16];
+	XpuChunk	chunk;
+	const XpuJoinTable *dtabs[JS_MAX_DEPTHS];
+	XpuResult	dres,
+				got;
+	XpuError	err;
+	XpuResult  *dresp;
+	XpuError   *derr;
+	char		errbuf[256];
+	int64_t		n, row, bad;
+	size_t		nout;
+	uint32_t	smem;
+	int			out;
+	void	   *dprog;
+
+	js_case(i, &c);
+	if (!tap_ok(js_build(&c, &js, errbuf, sizeof(errbuf)), "%s: builds", c.name))
+	{
+		tap_diag("%s", errbuf);
+		return;
+	}
+	n = c.n_outer;
+	nout = (size_t) js.n_outs * (size_t) n;
+	js_chunk(&c, &js, cd, &chunk);
+	for (int k = 0; k < js.ncols; k++)
+	{
+		size_t		dlen = js.cols[k].kind == XPU_COL_UTF8 ?
+			(size_t) ((int32_t *) js.cols[k].values)[n] : 0;
+
+		cd[k].validity = (const uint8_t *) dcopy(js.cols[k].validity, (size_t) n / 8 + 1);
+		cd[k].values = dcopy(js.cols[k].values, ((size_t) n + 1) * 16);
+		cd[k].data = (const char *) dcopy(js.cols[k].data, dlen);
+	}
+	chunk.cols = (const XpuColumnData *) dcopy(cd, sizeof(XpuColumnData) * (size_t) js.ncols);
+	for (int d = 0; d < c.n_depths; d++)
+		dtabs[d] = (const XpuJoinTable *) dcopy(js.tabs[d], js.tabs[d]->total_len);
+	chunk.joins = (const XpuJoinTable *const *) dcopy(dtabs, sizeof(dtabs[0]) * (size_t) c.n_depths);
+	dprog = dcopy(js.prog, js.prog->total_len);
+	dres.nrows = n;
+	CUDA_OK(cudaMalloc(&dres.mask, n));
+	CUDA_OK(cudaMalloc(&dres.values, nout * sizeof(XpuValue)));
+	CUDA_OK(cudaMalloc(&dres.nulls, nout));
+	dresp = (XpuResult *) dcopy(&dres, sizeof(dres));
+	memset(&err, 0, sizeof(err));
+	derr = (XpuError *) dcopy(&err, sizeof(err));
+	smem = js.prog->total_len <= 40000 ? js.prog->total_len : 0;
+	kern_warp_exec<<<(unsigned) ((n + 127) / 128), 128, smem>>>(
+		(const XpuProgram *) dprog, js.prog->total_len, smem,
+		(const XpuChunk *) dcopy(&chunk, sizeof(chunk)), dresp, derr);
+	CUDA_OK(cudaGetLastError());
+	CUDA_OK(cudaDeviceSynchronize());
+	got.nrows = n;
+	got.mask = (uint8_t *) malloc((size_t) n);
+	got.values = (XpuValue *) malloc(nout * sizeof(XpuValue));
+	got.nulls = (uint8_t *) malloc(nout);
+	CUDA_OK(cudaMemcpy(got.mask, dres.mask, n, cudaMemcpyDeviceToHost));
+	CUDA_OK(cudaMemcpy(got.values, dres.values, nout * sizeof(XpuValue), cudaMemcpyDeviceToHost));
+	CUDA_OK(cudaMemcpy(got.nulls, dres.nulls, nout, cudaMemcpyDeviceToHost));
+	CUDA_OK(cudaMemcpy(&err, derr, sizeof(err), cudaMemcpyDeviceToHost));
+	for (size_t o = 0; o < nout; o++)
+	{
+		const char *p = got.values[o].t.p;
+
+		if (js.out_type[o / (size_t) n] != XPU_T_TEXT || got.nulls[o])
+			continue;
+		for (int d = 0; d < c.n_depths; d++)
+		{
+			const char *base = (const char *) dtabs[d];
+
+			if (p >= base && p < base + js.tabs[d]->total_len)
+				got.values[o].t.p = (const char *) js.tabs[d] + (p - base);
+		}
+	}
+	bad = err.code == XPU_OK ? js_compare(&js, &got, &row, &out) : -1;
+	if (!tap_ok(bad == 0, "%s: the GPU's per-row form equals the nested loop (%lld of %lld rows pass)",
+				c.name, (long long) js_passing(&js), (long long) n))
+		tap_diag("error %d (%s); %lld rows differ, the first %lld at output %d",
+				 err.code, err.message, (long long) bad, (long long) row, out);
+	free(got.mask);
+	free(got.values);
+	free(got.nulls);
+	js_free(&c, &js);
+}
+
 int
 main(void)
 {
 	XpuJoinSpec s;
+
+	for (int i = 0; i < JS_N_CASES; i++)
+		gpu_jstage_case(i);
 
 	{
 		/* unique keys 0 .. 4999: the dense form */

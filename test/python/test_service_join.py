@@ -246,50 +246,117 @@ def held_tables(svc, shape, f):
     pytest.fail("agg_client did not hold its tables")
 
 
-def test_heap_run_probes_tables_of_another_connection(client, svc, tmp_path):
-    """A HEAP_RUN (heap pages through the chunk ring, as test_service_heap.py
-    ships them) with the jinner program probes a table that another
-    connection loaded and holds (as a parallel worker probes the leader's):
-    the groups of the visible tuples that match, by the table's payload."""
+def jinner_head(f, join_id, n_joins=1):
+    """An AGG_RUN's head without files: jinner's keys, aggregates and program
+    (agg_client --dump over file f), then n_joins join ids, all join_id."""
     from test_service_agg import dump, file_offset
-    from test_service_heap import make_ring, page_bytes, results, ship, slot_size, start, \
-        tuple_bytes, SLOT_PAGES, N_SLOTS
+
+    good = dump("jinner", [f])
+    ids_at = file_offset(good)
+    head = bytearray(good[:ids_at] + struct.pack("<Q", join_id) * n_joins)
+    struct.pack_into("<I", head, 0, 0)                  # n_files
+    struct.pack_into("<I", head, 20, AGG_ENGINE)        # engine
+    struct.pack_into("<I", head, 44, n_joins)           # n_joins
+    return bytes(head)
+
+
+def jinner_heap_payload(f, join_id):
+    """HEAP_RUN's payload: jinner_head, then a heap part of (k int8, v int8)
+    tuples as test_service_heap.py ships them."""
+    from test_service_heap import SLOT_PAGES, N_SLOTS, slot_size
+
+    heap = struct.pack("<IIQIIIIII", N_SLOTS, SLOT_PAGES, slot_size(SLOT_PAGES), 2, 0, 0,
+                       0, 0, 0)
+    heap += struct.pack("<hBBIII", 8, 8, 0, 0, 0, 0) * 2     # k, v: int8
+    heap += struct.pack("<hh", 1, 2) + b"\0" * 4             # chunk columns -> attributes
+    return jinner_head(f, join_id) + heap
+
+
+def heap_pages(seed):
+    """Nine heap pages of (k, v) tuples, and jinner's groups {g: (count, sum
+    of v)} over their visible tuples (heap_visible)."""
+    from test_service_heap import page_bytes, tuple_bytes
+
+    rows = [[(None if (p * 31 + t) % 23 == 0 else (p * 131 + t * 7 + seed) % 2100, t - p)
+             for t in range(120)] for p in range(9)]
+    want = {}
+    for p, r in enumerate(rows):
+        for t, (k, v) in enumerate(r):
+            if heap_visible(p, t) and probe(EVEN, k):
+                cnt, s = want.get(EVEN[k]["g"], (0, 0))
+                want[EVEN[k]["g"]] = (cnt + 1, s + v)
+    return [(page_bytes([tuple_bytes(k, v) for k, v in r]), len(r)) for r in rows], want
+
+
+def heap_visible(p, t):
+    return (p + t) % 4 != 0
+
+
+def test_heap_run_probes_tables_of_another_connection(client, svc, tmp_path):
+    """A HEAP_RUN (heap pages through the chunk ring) with the jinner program
+    probes a table that another connection loaded and holds (as a parallel
+    worker probes the leader's): the groups of the visible tuples that
+    match, by the table's payload."""
+    from test_service_heap import make_ring, results, ship, start
 
     f = write(tmp_path / "fact.arrow", fact_table(200))
     holder, ids = held_tables(svc, "jinner", f)
     try:
-        good = dump("jinner", [f])
-        ids_at = file_offset(good)
-        head = bytearray(good[:ids_at + 8])
-        struct.pack_into("<I", head, 0, 0)                  # n_files
-        struct.pack_into("<I", head, 20, AGG_ENGINE)        # engine
-        struct.pack_into("<I", head, 44, 1)                 # n_joins
-        struct.pack_into("<Q", head, ids_at, ids[0])        # join_ids[0]
-        heap = struct.pack("<IIQIIIIII", N_SLOTS, SLOT_PAGES, slot_size(SLOT_PAGES), 2, 0, 0,
-                           0, 0, 0)
-        heap += struct.pack("<hBBIII", 8, 8, 0, 0, 0, 0) * 2     # k, v: int8
-        heap += struct.pack("<hh", 1, 2) + b"\0" * 4             # chunk columns -> attributes
-        rows = [[(None if (p * 31 + t) % 23 == 0 else (p * 131 + t * 7) % 2100, t - p)
-                 for t in range(120)] for p in range(9)]
-        pages = [(page_bytes([tuple_bytes(k, v) for k, v in r]), len(r)) for r in rows]
-
-        def visible(p, t):
-            return (p + t) % 4 != 0
-
-        want = {}
-        for p, r in enumerate(rows):
-            for t, (k, v) in enumerate(r):
-                if visible(p, t) and probe(EVEN, k):
-                    cnt, s = want.get(EVEN[k]["g"], (0, 0))
-                    want[EVEN[k]["g"]] = (cnt + 1, s + v)
+        pages, want = heap_pages(0)
         assert len(want) == 8       # g 0 .. 6 and NULL
         fd, ring = make_ring()
-        c = start(svc, bytes(head) + heap, fd)
+        c = start(svc, jinner_heap_payload(f, ids[0]), fd)
         os.close(fd)
-        ship(c, ring, pages, visible)
+        ship(c, ring, pages, heap_visible)
         groups, status = results(c)
         c.close()
         assert status == 0 and groups == want
     finally:
         holder.kill()
         holder.wait()
+
+
+def test_shared_run_parts_and_finish_share_join_ids(client, svc, tmp_path):
+    """A parallel query's shared run: the parts (HEAP_RUNs) and the finish
+    carry the same join ids; a finish naming another table (the same rows
+    loaded again) is refused as another spec, the one with the parts' ids
+    returns every part's groups merged."""
+    from test_service_heap import SHARE_FINISH, SHARE_PART, make_ring, open_share, results, \
+        ship, shared, start
+    from test_service import connect, hello, message
+
+    f = write(tmp_path / "fact.arrow", fact_table(200))
+    holder, ids = held_tables(svc, "jinner", f)
+    other, other_ids = held_tables(svc, "jinner", f)
+    sid = 0x10AD0000BEEF0001
+    owner, reply = open_share(svc, sid, 2)
+    try:
+        want = {}
+        for part in range(2):
+            pages, part_want = heap_pages(part)
+            for g, (cnt, s) in part_want.items():
+                c0, s0 = want.get(g, (0, 0))
+                want[g] = (c0 + cnt, s0 + s)
+            fd, ring = make_ring()
+            c = start(svc, shared(jinner_heap_payload(f, ids[0]), sid, SHARE_PART), fd)
+            os.close(fd)
+            ship(c, ring, pages, heap_visible)
+            assert results(c) == ({}, 0)
+            c.close()
+
+        def finish(join_id):
+            c = connect(svc.sock, 30)
+            hello(c)
+            c.sendall(message(22, shared(jinner_head(f, join_id), sid, SHARE_FINISH)))
+            try:
+                return results(c)
+            finally:
+                c.close()
+        groups, err = finish(other_ids[0])
+        assert groups is None and err[0] == ERR_PROTOCOL and "other keys" in err[1], err
+        assert finish(ids[0]) == (want, 0)
+    finally:
+        owner.close()
+        for p in (holder, other):
+            p.kill()
+            p.wait()
