@@ -390,12 +390,10 @@ codegen_float2_type(void)
 						   ObjectIdGetDatum(nsp));
 }
 
-/* the engine's type of a PostgreSQL type, XPU_T_NONE if it has none */
+/* the engine's type of a built-in PostgreSQL type, XPU_T_NONE if it has none */
 static XpuType
-cg_type(const Cg *cg, Oid typid)
+cg_builtin_type(Oid typid)
 {
-	if (OidIsValid(cg->float2_oid) && typid == cg->float2_oid)
-		return XPU_T_FLOAT2;
 	switch (typid)
 	{
 		case BOOLOID: return XPU_T_BOOL;
@@ -417,6 +415,15 @@ cg_type(const Cg *cg, Oid typid)
 	}
 }
 
+/* the engine's type of a PostgreSQL type, XPU_T_NONE if it has none */
+static XpuType
+cg_type(const Cg *cg, Oid typid)
+{
+	if (OidIsValid(cg->float2_oid) && typid == cg->float2_oid)
+		return XPU_T_FLOAT2;
+	return cg_builtin_type(typid);
+}
+
 /*
  * codegen_value_type: the engine's type of values of PostgreSQL type typid
  * with typmod that a program receives from outside a column load (a join's
@@ -428,27 +435,15 @@ cg_type(const Cg *cg, Oid typid)
 XpuType
 codegen_value_type(Oid typid, int32 typmod, int *scale)
 {
+	XpuType		t = typid == INTERVALOID ? XPU_T_NONE : cg_builtin_type(typid);
+
 	*scale = 0;
-	switch (typid)
+	if (t == XPU_T_NUMERIC)
 	{
-		case BOOLOID: return XPU_T_BOOL;
-		case INT2OID: return XPU_T_INT2;
-		case INT4OID: return XPU_T_INT4;
-		case INT8OID: return XPU_T_INT8;
-		case FLOAT4OID: return XPU_T_FLOAT4;
-		case FLOAT8OID: return XPU_T_FLOAT8;
-		case DATEOID: return XPU_T_DATE;
-		case TIMESTAMPOID: return XPU_T_TIMESTAMP;
-		case TIMESTAMPTZOID: return XPU_T_TIMESTAMPTZ;
-		case TEXTOID:
-		case VARCHAROID:
-			return GetDatabaseEncoding() == PG_UTF8 ? XPU_T_TEXT : XPU_T_NONE;
-		case NUMERICOID:
-			*scale = codegen_numeric_typmod_scale(typmod);
-			return *scale >= 0 ? XPU_T_NUMERIC : XPU_T_NONE;
-		default:
-			return XPU_T_NONE;
+		*scale = codegen_numeric_typmod_scale(typmod);
+		return *scale >= 0 ? XPU_T_NUMERIC : XPU_T_NONE;
 	}
+	return t;
 }
 
 /* the scale of a numeric typmod the engine takes (0 .. XPU_NUMERIC_MAX_SCALE), or -1 */
