@@ -86,10 +86,12 @@ INSERT INTO gj.rate VALUES (1.5, 'one and a half'), (2.0, 'two'), (-3.3, 'no mat
 CREATE TABLE gj.pair (a int4, b int4, label text, PRIMARY KEY (a, b));
 INSERT INTO gj.pair SELECT a, b, a || '/' || b FROM generate_series(1, 4) a,
        generate_series(1, 2) b;
+CREATE TABLE gj.big (b_key int8 PRIMARY KEY, b_label text);
+INSERT INTO gj.big SELECT i, repeat('x', 20) || i FROM generate_series(0, 99999) i;
 CREATE TABLE gj.nokey (k int4, label text);
 INSERT INTO gj.nokey SELECT i % 10, 'L' || i FROM generate_series(1, 30) i;
 ANALYZE gj.customer, gj.supplier, gj.nation, gj.part, gj.date1, gj.mode, gj.rate, gj.pair,
-        gj.nokey;
+        gj.nokey, gj.big;
 """
 
 
@@ -184,6 +186,17 @@ def test_empty_fact():
            "GROUP BY d.d_year", 1, settings=NO_PG_JOINS, fact="empty")
     joined("SELECT count(*), sum(f.v) FROM {f} f, gj.date1 d WHERE f.dk = d.d_datekey",
            1, settings=NO_PG_JOINS, fact="empty")
+
+
+def test_inner_table_over_the_limit_falls_back():
+    """An inner table beyond pg_warp.gpujoin_inner_limit: PostgreSQL's plan
+    runs (EXPLAIN ANALYZE says so), with PostgreSQL's answer; under the
+    limit the engine joins it."""
+    sql = ("SELECT b.b_key % 3, count(*), sum(f.v) FROM gj.fact f, gj.big b "
+           "WHERE f.id = b.b_key AND b.b_label > 'x' GROUP BY 1")
+    top = DB.falls_back(sql, NODE, settings=("SET pg_warp.gpujoin_inner_limit = '1MB'",))
+    assert "pg_warp.gpujoin_inner_limit" in str(top), show(top)
+    joined(sql, 1)
 
 
 def test_error_is_postgres_own():
