@@ -541,6 +541,76 @@ xpu_join_first(const XpuJoinTable *t, XpuJoinCursor *c, const XpuValue *vals,
 }
 
 /*
+ * Probes without a cursor.  A table of one key column and one partition is
+ * probed with the key's 8 canonical bytes alone (xpu_agg_key_word of the
+ * probe type: the int64 of an integer-like key) where it is dense of an
+ * integer-like key, or hash with the key in its entries (inline_key): the
+ * first match as xpu_join_first finds it, without the cursor's 136 bytes
+ * (a GPU thread's local memory) or the key form.  The JOIN stage's probe
+ * takes this way where it can (xpu_join_word_form).
+ */
+#define XPU_JOIN_WORD_NONE		0	/* a cursor's probe (xpu_join_first) */
+#define XPU_JOIN_WORD_DENSE		1
+#define XPU_JOIN_WORD_HASH		2
+
+XPU_HOST_DEVICE int
+xpu_join_word_form(const XpuJoinTable *t)
+{
+	if (t->n_keys != 1 || t->n_parts > 1)
+		return XPU_JOIN_WORD_NONE;
+	if (t->form == XPU_JOIN_DENSE && xpu_agg_intlike(t->keys[0].probe_type))
+		return XPU_JOIN_WORD_DENSE;
+	if (t->form == XPU_JOIN_HASH && t->inline_key)
+		return XPU_JOIN_WORD_HASH;
+	return XPU_JOIN_WORD_NONE;
+}
+
+/* the bucket of key word w in a hash table of one key (xpu_join_form_hash's) */
+XPU_HOST_DEVICE uint32_t
+xpu_join_word_bucket(const XpuJoinTable *t, uint64_t w)
+{
+	XpuJoinKeyForm f;
+
+	f.w[0][0] = w;
+	f.w[0][1] = 0;
+	f.tp[0] = 0;
+	f.tl[0] = 0;
+	return (uint32_t) (xpu_join_form_hash(t->keys, 1, &f) & (t->n_buckets - 1));
+}
+
+/* the row of the first of entries [pos, end) whose inline key is w, -1 none */
+XPU_HOST_DEVICE int32_t
+xpu_join_word_walk(const XpuJoinTable *t, uint32_t pos, uint32_t end, uint64_t w)
+{
+	const XpuJoinEntry *ents = (const XpuJoinEntry *) XPU_JOIN_AT(t, t->entries_off);
+
+	for (; pos < end; pos++)
+		if (ents[pos].key_off == w)
+			return (int32_t) ents[pos].row;
+	return -1;
+}
+
+/* the first inner row whose key word is w (a key that is not NULL), -1 none */
+XPU_HOST_DEVICE int32_t
+xpu_join_first_word(const XpuJoinTable *t, int word_form, uint64_t w)
+{
+	if (word_form == XPU_JOIN_WORD_DENSE)
+	{
+		const uint32_t *slots = (const uint32_t *) XPU_JOIN_AT(t, t->slots_off);
+		uint64_t	slot = w - (uint64_t) t->dense_min;
+
+		return slot < t->dense_range ? (int32_t) slots[slot] - 1 : -1;
+	}
+	else
+	{
+		const uint32_t *buckets = (const uint32_t *) XPU_JOIN_AT(t, t->buckets_off);
+		uint32_t	b = xpu_join_word_bucket(t, w);
+
+		return xpu_join_word_walk(t, buckets[b], buckets[b + 1], w);
+	}
+}
+
+/*
  * xpu_join_payload: payload column col of inner row row into *v, *isnull;
  * row -1 (no inner row: an outer join's NULL side) gives NULL.  A text
  * points into the table, wherever it lies now.
@@ -760,6 +830,7 @@ XPU_STEP(JOIN_PROBE)
 	uint8_t		nulls[XPU_JOIN_PROBE_MAX_KEYS];
 	XpuJoinCursor c;
 	int32_t		row;
+	int			wf;
 
 	if (t == 0)
 		return;
@@ -768,13 +839,19 @@ XPU_STEP(JOIN_PROBE)
 		XPU_STEP_FAIL(s, XPU_ERR_INTERNAL, "join probe keys do not match the inner table");
 		return;
 	}
-	vals[0] = *s->a;
-	vals[1] = *s->b;
-	vals[2] = *s->c;
-	nulls[0] = s->an;
-	nulls[1] = s->bn;
-	nulls[2] = s->cn;
-	row = xpu_join_first(t, &c, vals, nulls);
+	if ((wf = xpu_join_word_form(t)) != XPU_JOIN_WORD_NONE)
+		row = s->an ? -1 :
+			xpu_join_first_word(t, wf, xpu_agg_key_word(t->keys[0].probe_type, s->a));
+	else
+	{
+		vals[0] = *s->a;
+		vals[1] = *s->b;
+		vals[2] = *s->c;
+		nulls[0] = s->an;
+		nulls[1] = s->bn;
+		nulls[2] = s->cn;
+		row = xpu_join_first(t, &c, vals, nulls);
+	}
 	s->d->i = row;
 	*s->dn = row < 0;
 }

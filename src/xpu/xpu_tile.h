@@ -497,50 +497,18 @@ xpu_tile_fuse(const XpuProgram *prog, const XpuInstr *in, int pc, int end, XpuTi
 }
 
 /*
- * xpu_tile_probe_dense: JOIN_PROBE of one integer-like key in a dense table
- * of one partition (whose probe, xpu_join_first, is a subtraction, a
- * compare and a slot: the canonical form of an integer-like key is its
- * int64) as one loop over the selected rows, whose iterations are
- * independent, so the slots' cache misses overlap
+ * xpu_tile_probe_word: JOIN_PROBE of a table with a word form
+ * (xpu_join_word_form: one key, dense or with the key in its hash entries)
+ * in loops over the selected rows whose iterations are independent, so that
+ * their cache misses overlap: dense, one loop (subtract, compare, slot);
+ * hash, two: each key's bucket bounds (into the cursors' memory, which no
+ * row needs here), then the bucket's entries up to the first equal key
  */
 static inline void
-xpu_tile_probe_dense(const XpuJoinTable *tab, const XpuInstr *in, XpuTile *t,
-					 const uint16_t *sel, int nsel, int nrows)
-{
-	const uint32_t *slots = (const uint32_t *) XPU_JOIN_AT(tab, tab->slots_off);
-	const uint64_t min = (uint64_t) tab->dense_min,
-				range = tab->dense_range;
-	const XpuValue *a = &t->v[in->a * XPU_TILE];
-	const uint8_t *an = &t->n[in->a * XPU_TILE];
-	XpuValue   *d = &t->v[in->dst * XPU_TILE];
-	uint8_t    *dn = &t->n[in->dst * XPU_TILE];
-	int			i, k;
-
-	XPU_TILE_FOR_SEL(i, k, sel, nsel, nrows, {
-		uint64_t	slot = (uint64_t) a[i].i - min;
-		uint32_t	r = an[i] == 0 && slot < range ? slots[slot] : 0;
-
-		d[i].i = (int64_t) r - 1;
-		dn[i] = r == 0;
-	});
-}
-
-/*
- * xpu_tile_probe_inline: JOIN_PROBE of one key in a hash table of one
- * partition whose entries hold the key (inline_key: the 8 canonical bytes,
- * xpu_agg_key_word of the probe type) in two loops over the selected rows,
- * each of independent iterations so that their cache misses overlap: the
- * key's hash and its bucket's bounds (into the cursors' memory, which no
- * row needs here), then the bucket's entries up to the first equal key, as
- * xpu_join_first walks them
- */
-static inline void
-xpu_tile_probe_inline(const XpuJoinTable *tab, const XpuInstr *in, XpuTile *t,
-					  const uint16_t *sel, int nsel, int nrows)
+xpu_tile_probe_word(const XpuJoinTable *tab, int word_form, const XpuInstr *in, XpuTile *t,
+					const uint16_t *sel, int nsel, int nrows)
 {
 	const uint32_t *buckets = (const uint32_t *) XPU_JOIN_AT(tab, tab->buckets_off);
-	const XpuJoinEntry *ents = (const XpuJoinEntry *) XPU_JOIN_AT(tab, tab->entries_off);
-	const uint32_t mask = tab->n_buckets - 1;
 	const int	type = tab->keys[0].probe_type;
 	const XpuValue *a = &t->v[in->a * XPU_TILE];
 	const uint8_t *an = &t->n[in->a * XPU_TILE];
@@ -548,30 +516,27 @@ xpu_tile_probe_inline(const XpuJoinTable *tab, const XpuInstr *in, XpuTile *t,
 	uint8_t    *dn = &t->n[in->dst * XPU_TILE];
 	uint32_t   *pos = (uint32_t *) t->curs,
 			   *end = pos + XPU_TILE;
-	XpuJoinKeyForm f;
 	int			i, k;
 
-	f.tp[0] = NULL;
-	f.tl[0] = 0;
-	f.w[0][1] = 0;
-	XPU_TILE_FOR_SEL(i, k, sel, nsel, nrows, {
-		uint32_t	b;
+	if (word_form == XPU_JOIN_WORD_DENSE)
+	{
+		XPU_TILE_FOR_SEL(i, k, sel, nsel, nrows, {
+			int32_t		r = an[i] ? -1 : xpu_join_first_word(tab, word_form, (uint64_t) a[i].i);
 
-		f.w[0][0] = xpu_agg_key_word(type, &a[i]);
-		b = (uint32_t) xpu_join_form_hash(tab->keys, 1, &f) & mask;
+			d[i].i = r;
+			dn[i] = r < 0;
+		});
+		return;
+	}
+	XPU_TILE_FOR_SEL(i, k, sel, nsel, nrows, {
+		uint32_t	b = xpu_join_word_bucket(tab, xpu_agg_key_word(type, &a[i]));
+
 		pos[k] = an[i] ? 0 : buckets[b];
 		end[k] = an[i] ? 0 : buckets[b + 1];
 	});
 	XPU_TILE_FOR_SEL(i, k, sel, nsel, nrows, {
-		uint64_t	w = xpu_agg_key_word(type, &a[i]);
-		int64_t		r = -1;
+		int32_t		r = xpu_join_word_walk(tab, pos[k], end[k], xpu_agg_key_word(type, &a[i]));
 
-		for (uint32_t p = pos[k]; p < end[k]; p++)
-			if (ents[p].key_off == w)
-			{
-				r = ents[p].row;
-				break;
-			}
 		d[i].i = r;
 		dn[i] = r < 0;
 	});
@@ -579,7 +544,7 @@ xpu_tile_probe_inline(const XpuJoinTable *tab, const XpuInstr *in, XpuTile *t,
 
 /*
  * xpu_tile_probe: JOIN_PROBE over the selected rows, their loads
- * overlapped (xpu_tile_probe_dense or _inline, else xpu_join_first_batch); 0 (nothing
+ * overlapped (xpu_tile_probe_word, else xpu_join_first_batch); 0 (nothing
  * done) where the tile has no cursors or the instruction does not fit the
  * table, which the step body then refuses row by row
  */
@@ -603,16 +568,10 @@ xpu_tile_probe(const XpuInstr *in, XpuTile *t, const uint16_t *sel, int nsel, in
 	tab = t->joins[depth];
 	if (XPU_JOIN_IMM_ARG(in->imm) != tab->n_keys)
 		return 0;
-	if (tab->form == XPU_JOIN_DENSE && tab->n_keys == 1 && tab->n_parts <= 1 &&
-		xpu_agg_intlike(tab->keys[0].probe_type))
+	if (xpu_join_word_form(tab) != XPU_JOIN_WORD_NONE)
 	{
-		xpu_tile_probe_dense(tab, in, t, sel, nsel, nrows);
-		return 1;
-	}
-	if (tab->form == XPU_JOIN_HASH && tab->inline_key && tab->n_keys == 1 &&
-		tab->n_parts <= 1 && XPU_TILE * 2 * sizeof(uint32_t) <= XPU_TILE * sizeof(XpuJoinCursor))
-	{
-		xpu_tile_probe_inline(tab, in, t, sel, nsel, nrows);
+		/* two uint32 bucket bounds a row in the 136 bytes of its cursor */
+		xpu_tile_probe_word(tab, xpu_join_word_form(tab), in, t, sel, nsel, nrows);
 		return 1;
 	}
 	xpu_join_first_batch(tab, XPU_JOIN_INNER, nsel, nsel == nrows ? NULL : sel,
