@@ -141,12 +141,32 @@ gj_has_exec_param(Node *node, void *context)
 }
 
 /*
+ * gj_special_join: the semi or anti join whose inner side is rel alone, or
+ * NULL (gj_plan_input took only those)
+ */
+static SpecialJoinInfo *
+gj_special_join(PlannerInfo *root, RelOptInfo *rel)
+{
+	ListCell   *lc;
+
+	foreach(lc, root->join_info_list)
+	{
+		SpecialJoinInfo *sj = lfirst(lc);
+
+		if (bms_equal(sj->syn_righthand, rel->relids))
+			return sj;
+	}
+	return NULL;
+}
+
+/*
  * gj_depth: rel as the next depth after the relations joined, or NULL with
  * *why saying why not
  */
 static GjDepth *
 gj_depth(PlannerInfo *root, Relids joined, RelOptInfo *rel, const char **why)
 {
+	SpecialJoinInfo *sj = gj_special_join(root, rel);
 	Relids		jr = bms_union(joined, rel->relids);
 	List	   *clauses = generate_join_implied_equalities(root, jr, joined, rel);
 	GjDepth    *d = palloc0(sizeof(GjDepth));
@@ -186,6 +206,25 @@ gj_depth(PlannerInfo *root, Relids joined, RelOptInfo *rel, const char **why)
 		*why = psprintf("no equality the engine compares joins \"%s\" to the relations before it",
 						name ? name : "?");
 		return NULL;
+	}
+	if (sj != NULL)
+	{
+		/* EXISTS, IN (a semi join) or NOT EXISTS (an anti join): any match decides */
+		if (!bms_is_subset(sj->min_lefthand, joined))
+		{
+			*why = psprintf("the semi or anti join of \"%s\" needs relations not joined before it",
+							name ? name : "?");
+			return NULL;
+		}
+		if (d->quals != NIL)
+		{
+			*why = psprintf("the semi or anti join of \"%s\" has clauses beyond equal keys",
+							name ? name : "?");
+			return NULL;
+		}
+		d->rel = rel;
+		d->jointype = sj->jointype == JOIN_SEMI ? XPU_JOIN_SEMI : XPU_JOIN_ANTI;
+		return d;
 	}
 	if (!innerrel_is_unique(root, jr, joined, rel, JOIN_INNER, clauses, false))
 	{
@@ -265,8 +304,17 @@ gj_plan_input(PlannerInfo *root, RelOptInfo *input_rel, bool heap_ok, const char
 		return NULL;
 	if (!pg_warp_enable_gpujoin)
 		return (*why = "pg_warp.enable_gpujoin is off"), NULL;
-	if (root->join_info_list != NIL)
-		return (*why = "an outer, semi or anti join (GpuJoin takes inner joins)"), NULL;
+	foreach(lc, root->join_info_list)
+	{
+		SpecialJoinInfo *sj = lfirst(lc);
+
+		/* EXISTS / IN / NOT EXISTS of one table; no outer join yet */
+		if ((sj->jointype != JOIN_SEMI && sj->jointype != JOIN_ANTI) ||
+			bms_num_members(sj->syn_righthand) != 1 ||
+			!bms_equal(sj->min_righthand, sj->syn_righthand))
+			return (*why = "an outer join, or a semi or anti join of several tables "
+					"(GpuJoin takes inner joins, and semi and anti joins of one table)"), NULL;
+	}
 	if (root->placeholder_list != NIL || root->hasLateralRTEs)
 		return (*why = "a LATERAL reference or a placeholder of a subquery"), NULL;
 	while ((x = bms_next_member(input_rel->relids, x)) >= 0)
@@ -280,7 +328,8 @@ gj_plan_input(PlannerInfo *root, RelOptInfo *input_rel, bool heap_ok, const char
 		foreach(lc, r->baserestrictinfo)
 			if (gj_has_exec_param((Node *) ((RestrictInfo *) lfirst(lc))->clause, NULL))
 				return (*why = "a joined relation filtered by a value of an outer query"), NULL;
-		if (ship_grouping_input(root, r, false, heap_ok) == NULL)
+		if (ship_grouping_input(root, r, false, heap_ok) == NULL &&
+			gj_special_join(root, r) == NULL)
 			outers = lappend(outers, r);
 	}
 	if (outers == NIL)
@@ -462,6 +511,7 @@ gj_exec_init(List *private, List *inner_ps, int *n_depths)
 		List	   *dp = lfirst(lc);
 
 		inner[d].ps = list_nth(inner_ps, d);
+		inner[d].jointype = intVal(linitial(dp));
 		inner[d].n_keys = list_length(lsecond(dp));
 	}
 	return inner;
@@ -773,8 +823,10 @@ gj_explain(GjInner *inner, int n, List *clauses, List *ctx, bool analyze, Explai
 		StringInfoData s;
 
 		initStringInfo(&s);
-		appendStringInfo(&s, "Inner Join on %s", cond);
-		if (analyze && inner != NULL && d < n && inner[d].join_id != 0)
+		appendStringInfo(&s, "%s Join on %s",
+						 inner[d].jointype == XPU_JOIN_SEMI ? "Semi" :
+						 inner[d].jointype == XPU_JOIN_ANTI ? "Anti" : "Inner", cond);
+		if (analyze && inner[d].join_id != 0)
 			appendStringInfo(&s, " (inner rows %.0f, table %llu kB, built in %.3f ms)",
 							 inner[d].rows, (unsigned long long) (inner[d].bytes + 1023) / 1024,
 							 inner[d].build_ms);

@@ -171,6 +171,28 @@ STAR = [
 ]
 
 
+SEMI_ANTI = [
+    # EXISTS of a table without a unique key: a semi join, any match decides
+    ("SELECT f.q1, count(*), sum(f.v) FROM {f} f WHERE EXISTS "
+     "(SELECT 1 FROM gj.nokey n WHERE n.k = f.q1) GROUP BY f.q1", 1),
+    # NOT EXISTS: an anti join; rows with a NULL key or no match stay
+    ("SELECT f.q2, count(*), sum(f.v) FROM {f} f WHERE NOT EXISTS "
+     "(SELECT 1 FROM gj.customer c WHERE c.c_key = f.ck AND c.c_region = 'REGION2') "
+     "GROUP BY f.q2", 1),
+    # an inner depth and an anti depth of a text key
+    ("SELECT d.d_year, count(*) FROM {f} f, gj.date1 d WHERE f.dk = d.d_datekey AND "
+     "NOT EXISTS (SELECT 1 FROM gj.mode m WHERE m.m_name = f.tk) GROUP BY d.d_year", 2),
+    # IN (subquery): a semi join, or an inner join where the keys are unique
+    ("SELECT count(*), sum(f.amt) FROM {f} f WHERE f.pk IN "
+     "(SELECT p_key FROM gj.part WHERE p_size < 10)", 1),
+]
+
+
+@pytest.mark.parametrize("sql,depths", SEMI_ANTI)
+def test_semi_anti(sql, depths):
+    joined(sql, depths)
+
+
 @pytest.mark.parametrize("sql,depths", STAR)
 def test_star_arrow(sql, depths):
     joined(sql, depths)
@@ -219,7 +241,10 @@ NOT_JOINED = [
      "not known to be unique"),
     # an outer join
     ("SELECT c.c_nation, count(*) FROM gj.fact f LEFT JOIN gj.customer c ON f.ck = c.c_key "
-     "GROUP BY c.c_nation", "outer, semi or anti join"),
+     "GROUP BY c.c_nation", "an outer join"),
+    # a semi join with a clause beyond its keys
+    ("SELECT count(*) FROM gj.fact f WHERE EXISTS (SELECT 1 FROM gj.nokey n "
+     "WHERE n.k = f.q1 AND n.label > f.tk)", "clauses beyond equal keys"),
     # a join by an inequality only
     ("SELECT count(*) FROM gj.fact f, gj.customer c WHERE f.ck < c.c_key",
      "no equality"),
