@@ -192,11 +192,19 @@ gj_depth(PlannerInfo *root, Relids joined, RelOptInfo *rel, const char **why)
 				"or one with a value of an outer query";
 			return NULL;
 		}
-		if (list_length(d->outer_keys) < 3 && gj_key_clause(ri, joined, rel, &okey, &ikey))
+		if (sj != NULL && sj->jointype == JOIN_LEFT && RINFO_IS_PUSHED_DOWN(ri, jr))
+			d->quals = lappend(d->quals, ri->clause);	/* a WHERE clause above the join */
+		else if (list_length(d->outer_keys) < 3 && gj_key_clause(ri, joined, rel, &okey, &ikey))
 		{
 			d->outer_keys = lappend(d->outer_keys, okey);
 			d->inner_keys = lappend(d->inner_keys, ikey);
 			d->key_clauses = lappend(d->key_clauses, ri->clause);
+		}
+		else if (sj != NULL && sj->jointype == JOIN_LEFT)
+		{
+			*why = psprintf("the left join of \"%s\" has clauses beyond equal keys",
+							name ? name : "?");
+			return NULL;
 		}
 		else
 			d->quals = lappend(d->quals, ri->clause);
@@ -207,7 +215,7 @@ gj_depth(PlannerInfo *root, Relids joined, RelOptInfo *rel, const char **why)
 						name ? name : "?");
 		return NULL;
 	}
-	if (sj != NULL)
+	if (sj != NULL && sj->jointype != JOIN_LEFT)
 	{
 		/* EXISTS, IN (a semi join) or NOT EXISTS (an anti join): any match decides */
 		if (!bms_is_subset(sj->min_lefthand, joined))
@@ -226,14 +234,20 @@ gj_depth(PlannerInfo *root, Relids joined, RelOptInfo *rel, const char **why)
 		d->jointype = sj->jointype == JOIN_SEMI ? XPU_JOIN_SEMI : XPU_JOIN_ANTI;
 		return d;
 	}
-	if (!innerrel_is_unique(root, jr, joined, rel, JOIN_INNER, clauses, false))
+	if (sj != NULL && !bms_is_subset(sj->min_lefthand, joined))
+	{
+		*why = psprintf("the left join of \"%s\" needs relations not joined before it",
+						name ? name : "?");
+		return NULL;
+	}
+	if (!innerrel_is_unique(root, jr, joined, rel, sj ? JOIN_LEFT : JOIN_INNER, clauses, false))
 	{
 		*why = psprintf("the join keys of \"%s\" are not known to be unique "
 						"(GpuJoin probes a primary key or a unique index)", name ? name : "?");
 		return NULL;
 	}
 	d->rel = rel;
-	d->jointype = XPU_JOIN_INNER;
+	d->jointype = sj ? XPU_JOIN_LEFT : XPU_JOIN_INNER;
 	return d;
 }
 
@@ -308,12 +322,14 @@ gj_plan_input(PlannerInfo *root, RelOptInfo *input_rel, bool heap_ok, const char
 	{
 		SpecialJoinInfo *sj = lfirst(lc);
 
-		/* EXISTS / IN / NOT EXISTS of one table; no outer join yet */
-		if ((sj->jointype != JOIN_SEMI && sj->jointype != JOIN_ANTI) ||
+		/* EXISTS / IN / NOT EXISTS / LEFT JOIN of one table */
+		if ((sj->jointype != JOIN_SEMI && sj->jointype != JOIN_ANTI &&
+			 sj->jointype != JOIN_LEFT) ||
 			bms_num_members(sj->syn_righthand) != 1 ||
 			!bms_equal(sj->min_righthand, sj->syn_righthand))
-			return (*why = "an outer join, or a semi or anti join of several tables "
-					"(GpuJoin takes inner joins, and semi and anti joins of one table)"), NULL;
+			return (*why = "a right or full join, or an outer, semi or anti join of several "
+					"tables (GpuJoin takes inner joins, and left, semi and anti joins of one "
+					"table)"), NULL;
 	}
 	if (root->placeholder_list != NIL || root->hasLateralRTEs)
 		return (*why = "a LATERAL reference or a placeholder of a subquery"), NULL;
@@ -825,7 +841,8 @@ gj_explain(GjInner *inner, int n, List *clauses, List *ctx, bool analyze, Explai
 		initStringInfo(&s);
 		appendStringInfo(&s, "%s Join on %s",
 						 inner[d].jointype == XPU_JOIN_SEMI ? "Semi" :
-						 inner[d].jointype == XPU_JOIN_ANTI ? "Anti" : "Inner", cond);
+						 inner[d].jointype == XPU_JOIN_ANTI ? "Anti" :
+						 inner[d].jointype == XPU_JOIN_LEFT ? "Left" : "Inner", cond);
 		if (analyze && inner[d].join_id != 0)
 			appendStringInfo(&s, " (inner rows %.0f, table %llu kB, built in %.3f ms)",
 							 inner[d].rows, (unsigned long long) (inner[d].bytes + 1023) / 1024,
