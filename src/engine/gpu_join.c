@@ -455,7 +455,8 @@ gj_outer_exprs(const GjPlan *gp)
 
 /*
  * gj_private: what the plan keeps of each depth: (jointype, inner keys,
- * payload Vars, the join's clauses for EXPLAIN)
+ * payload Vars, the join's clauses for EXPLAIN: the keys' then the others,
+ * the number of the keys')
  */
 List *
 gj_private(const GjPlan *gp)
@@ -467,9 +468,10 @@ gj_private(const GjPlan *gp)
 	{
 		GjDepth    *d = lfirst(lc);
 
-		priv = lappend(priv, list_make4(makeInteger(d->jointype), d->inner_keys,
+		priv = lappend(priv, list_make5(makeInteger(d->jointype), d->inner_keys,
 										d->pay_vars,
-										list_concat(list_copy(d->key_clauses), d->quals)));
+										list_concat(list_copy(d->key_clauses), d->quals),
+										makeInteger(list_length(d->key_clauses))));
 	}
 	return priv;
 }
@@ -528,6 +530,7 @@ gj_exec_init(List *private, List *inner_ps, int *n_depths)
 
 		inner[d].ps = list_nth(inner_ps, d);
 		inner[d].jointype = intVal(linitial(dp));
+		inner[d].n_key_clauses = intVal(list_nth(dp, 4));
 		inner[d].n_keys = list_length(lsecond(dp));
 	}
 	return inner;
@@ -834,15 +837,22 @@ gj_explain(GjInner *inner, int n, List *clauses, List *ctx, bool analyze, Explai
 	{
 		int			d = foreach_current_index(lc);
 		char	   *label = psprintf("Join Depth %d", d + 1);
-		char	   *cond = deparse_expression((Node *) make_ands_explicit(lfirst(lc)),
-											  ctx, true, false);
+		List	   *keys = list_copy_head(lfirst(lc), inner[d].n_key_clauses);
+		List	   *others = list_copy_tail(lfirst(lc), inner[d].n_key_clauses);
 		StringInfoData s;
 
 		initStringInfo(&s);
 		appendStringInfo(&s, "%s Join on %s",
 						 inner[d].jointype == XPU_JOIN_SEMI ? "Semi" :
 						 inner[d].jointype == XPU_JOIN_ANTI ? "Anti" :
-						 inner[d].jointype == XPU_JOIN_LEFT ? "Left" : "Inner", cond);
+						 inner[d].jointype == XPU_JOIN_LEFT ? "Left" : "Inner",
+						 deparse_expression((Node *) make_ands_explicit(keys), ctx, true, false));
+		/* an inner join's quals beyond the keys; the WHERE clauses over a left join */
+		if (others != NIL)
+			appendStringInfo(&s, ", %s %s",
+							 inner[d].jointype == XPU_JOIN_LEFT ? "then filter" : "join filter",
+							 deparse_expression((Node *) make_ands_explicit(others), ctx, true,
+												false));
 		if (analyze && inner[d].join_id != 0)
 			appendStringInfo(&s, " (inner rows %.0f, table %llu kB, built in %.3f ms)",
 							 inner[d].rows, (unsigned long long) (inner[d].bytes + 1023) / 1024,
