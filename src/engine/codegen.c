@@ -1851,16 +1851,23 @@ cg_join_depth(Cg *cg, const CodegenJoin *j, int d, int *pushed)
 		cg->jvar_attno[cg->njvars] = v->varattno;
 		cg->jvar_reg[cg->njvars++] = r;
 	}
-	/* INNER and SEMI keep the rows that found their inner row, ANTI the others */
+	/*
+	 * INNER and SEMI keep the rows that found their inner row, ANTI the
+	 * others, LEFT every row (a row without one reads NULL inner columns)
+	 */
 	test = cg_reg(cg, XPU_T_BOOL, 0);
-	if (test < 0 ||
-		!cg_emit(cg, j->jointype == XPU_JOIN_ANTI ? XPU_OP_IS_NULL : XPU_OP_IS_NOT_NULL,
-				 test, row, 0, 0, 0) ||
-		!cg_emit(cg, XPU_OP_MOVE, 0, test, 0, 0, 0))
+	if (j->jointype != XPU_JOIN_LEFT &&
+		(test < 0 ||
+		 !cg_emit(cg, j->jointype == XPU_JOIN_ANTI ? XPU_OP_IS_NULL : XPU_OP_IS_NOT_NULL,
+				  test, row, 0, 0, 0) ||
+		 !cg_emit(cg, XPU_OP_MOVE, 0, test, 0, 0, 0)))
 		return false;
-	if (j->quals != NIL && j->jointype != XPU_JOIN_INNER)
+	if (j->quals != NIL && j->jointype != XPU_JOIN_INNER && j->jointype != XPU_JOIN_LEFT)
 		return cg_fail(cg, NULL, "join quals beyond the keys of a semi or anti join") >= 0;
-	/* the join quals of an inner join, each where the ones before hold (as ExecQual) */
+	/*
+	 * the join quals of an inner join, each where the ones before hold (as
+	 * ExecQual); of a left join, the WHERE clauses above it
+	 */
 	foreach(lc, j->quals)
 	{
 		int			r;

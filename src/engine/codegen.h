@@ -51,8 +51,10 @@ typedef struct CodegenWhyNot
  * columns come from its inner table, whose payload column i holds
  * pay_vars[i] (Vars of relid); outer_keys (1 to 3 expressions over the
  * scan relation and the depths before) are probed against its keys;
- * jointype is XPU_JOIN_INNER, XPU_JOIN_SEMI or XPU_JOIN_ANTI
- * (xpu/xpu_join.h); quals: an inner join's quals beyond the keys.
+ * jointype is XPU_JOIN_INNER, XPU_JOIN_LEFT, XPU_JOIN_SEMI or
+ * XPU_JOIN_ANTI (xpu/xpu_join.h); quals: an inner join's quals beyond the
+ * keys, or the WHERE clauses over a left join's row (its inner columns NULL
+ * where it found no inner row).
  */
 typedef struct CodegenJoin
 {

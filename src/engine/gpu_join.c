@@ -141,12 +141,32 @@ gj_has_exec_param(Node *node, void *context)
 }
 
 /*
+ * gj_special_join: the semi or anti join whose inner side is rel alone, or
+ * NULL (gj_plan_input took only those)
+ */
+static SpecialJoinInfo *
+gj_special_join(PlannerInfo *root, RelOptInfo *rel)
+{
+	ListCell   *lc;
+
+	foreach(lc, root->join_info_list)
+	{
+		SpecialJoinInfo *sj = lfirst(lc);
+
+		if (bms_equal(sj->syn_righthand, rel->relids))
+			return sj;
+	}
+	return NULL;
+}
+
+/*
  * gj_depth: rel as the next depth after the relations joined, or NULL with
  * *why saying why not
  */
 static GjDepth *
 gj_depth(PlannerInfo *root, Relids joined, RelOptInfo *rel, const char **why)
 {
+	SpecialJoinInfo *sj = gj_special_join(root, rel);
 	Relids		jr = bms_union(joined, rel->relids);
 	List	   *clauses = generate_join_implied_equalities(root, jr, joined, rel);
 	GjDepth    *d = palloc0(sizeof(GjDepth));
@@ -172,11 +192,19 @@ gj_depth(PlannerInfo *root, Relids joined, RelOptInfo *rel, const char **why)
 				"or one with a value of an outer query";
 			return NULL;
 		}
-		if (list_length(d->outer_keys) < 3 && gj_key_clause(ri, joined, rel, &okey, &ikey))
+		if (sj != NULL && sj->jointype == JOIN_LEFT && RINFO_IS_PUSHED_DOWN(ri, jr))
+			d->quals = lappend(d->quals, ri->clause);	/* a WHERE clause above the join */
+		else if (list_length(d->outer_keys) < 3 && gj_key_clause(ri, joined, rel, &okey, &ikey))
 		{
 			d->outer_keys = lappend(d->outer_keys, okey);
 			d->inner_keys = lappend(d->inner_keys, ikey);
 			d->key_clauses = lappend(d->key_clauses, ri->clause);
+		}
+		else if (sj != NULL && sj->jointype == JOIN_LEFT)
+		{
+			*why = psprintf("the left join of \"%s\" has clauses beyond equal keys",
+							name ? name : "?");
+			return NULL;
 		}
 		else
 			d->quals = lappend(d->quals, ri->clause);
@@ -187,14 +215,39 @@ gj_depth(PlannerInfo *root, Relids joined, RelOptInfo *rel, const char **why)
 						name ? name : "?");
 		return NULL;
 	}
-	if (!innerrel_is_unique(root, jr, joined, rel, JOIN_INNER, clauses, false))
+	if (sj != NULL && sj->jointype != JOIN_LEFT)
+	{
+		/* EXISTS, IN (a semi join) or NOT EXISTS (an anti join): any match decides */
+		if (!bms_is_subset(sj->min_lefthand, joined))
+		{
+			*why = psprintf("the semi or anti join of \"%s\" needs relations not joined before it",
+							name ? name : "?");
+			return NULL;
+		}
+		if (d->quals != NIL)
+		{
+			*why = psprintf("the semi or anti join of \"%s\" has clauses beyond equal keys",
+							name ? name : "?");
+			return NULL;
+		}
+		d->rel = rel;
+		d->jointype = sj->jointype == JOIN_SEMI ? XPU_JOIN_SEMI : XPU_JOIN_ANTI;
+		return d;
+	}
+	if (sj != NULL && !bms_is_subset(sj->min_lefthand, joined))
+	{
+		*why = psprintf("the left join of \"%s\" needs relations not joined before it",
+						name ? name : "?");
+		return NULL;
+	}
+	if (!innerrel_is_unique(root, jr, joined, rel, sj ? JOIN_LEFT : JOIN_INNER, clauses, false))
 	{
 		*why = psprintf("the join keys of \"%s\" are not known to be unique "
 						"(GpuJoin probes a primary key or a unique index)", name ? name : "?");
 		return NULL;
 	}
 	d->rel = rel;
-	d->jointype = XPU_JOIN_INNER;
+	d->jointype = sj ? XPU_JOIN_LEFT : XPU_JOIN_INNER;
 	return d;
 }
 
@@ -265,8 +318,19 @@ gj_plan_input(PlannerInfo *root, RelOptInfo *input_rel, bool heap_ok, const char
 		return NULL;
 	if (!pg_warp_enable_gpujoin)
 		return (*why = "pg_warp.enable_gpujoin is off"), NULL;
-	if (root->join_info_list != NIL)
-		return (*why = "an outer, semi or anti join (GpuJoin takes inner joins)"), NULL;
+	foreach(lc, root->join_info_list)
+	{
+		SpecialJoinInfo *sj = lfirst(lc);
+
+		/* EXISTS / IN / NOT EXISTS / LEFT JOIN of one table */
+		if ((sj->jointype != JOIN_SEMI && sj->jointype != JOIN_ANTI &&
+			 sj->jointype != JOIN_LEFT) ||
+			bms_num_members(sj->syn_righthand) != 1 ||
+			!bms_equal(sj->min_righthand, sj->syn_righthand))
+			return (*why = "a right or full join, or an outer, semi or anti join of several "
+					"tables (GpuJoin takes inner joins, and left, semi and anti joins of one "
+					"table)"), NULL;
+	}
 	if (root->placeholder_list != NIL || root->hasLateralRTEs)
 		return (*why = "a LATERAL reference or a placeholder of a subquery"), NULL;
 	while ((x = bms_next_member(input_rel->relids, x)) >= 0)
@@ -280,7 +344,8 @@ gj_plan_input(PlannerInfo *root, RelOptInfo *input_rel, bool heap_ok, const char
 		foreach(lc, r->baserestrictinfo)
 			if (gj_has_exec_param((Node *) ((RestrictInfo *) lfirst(lc))->clause, NULL))
 				return (*why = "a joined relation filtered by a value of an outer query"), NULL;
-		if (ship_grouping_input(root, r, false, heap_ok) == NULL)
+		if (ship_grouping_input(root, r, false, heap_ok) == NULL &&
+			gj_special_join(root, r) == NULL)
 			outers = lappend(outers, r);
 	}
 	if (outers == NIL)
@@ -390,7 +455,8 @@ gj_outer_exprs(const GjPlan *gp)
 
 /*
  * gj_private: what the plan keeps of each depth: (jointype, inner keys,
- * payload Vars, the join's clauses for EXPLAIN)
+ * payload Vars, the join's clauses for EXPLAIN: the keys' then the others,
+ * the number of the keys')
  */
 List *
 gj_private(const GjPlan *gp)
@@ -402,9 +468,10 @@ gj_private(const GjPlan *gp)
 	{
 		GjDepth    *d = lfirst(lc);
 
-		priv = lappend(priv, list_make4(makeInteger(d->jointype), d->inner_keys,
+		priv = lappend(priv, list_make5(makeInteger(d->jointype), d->inner_keys,
 										d->pay_vars,
-										list_concat(list_copy(d->key_clauses), d->quals)));
+										list_concat(list_copy(d->key_clauses), d->quals),
+										makeInteger(list_length(d->key_clauses))));
 	}
 	return priv;
 }
@@ -462,6 +529,8 @@ gj_exec_init(List *private, List *inner_ps, int *n_depths)
 		List	   *dp = lfirst(lc);
 
 		inner[d].ps = list_nth(inner_ps, d);
+		inner[d].jointype = intVal(linitial(dp));
+		inner[d].n_key_clauses = intVal(list_nth(dp, 4));
 		inner[d].n_keys = list_length(lsecond(dp));
 	}
 	return inner;
@@ -768,13 +837,23 @@ gj_explain(GjInner *inner, int n, List *clauses, List *ctx, bool analyze, Explai
 	{
 		int			d = foreach_current_index(lc);
 		char	   *label = psprintf("Join Depth %d", d + 1);
-		char	   *cond = deparse_expression((Node *) make_ands_explicit(lfirst(lc)),
-											  ctx, true, false);
+		List	   *keys = list_copy_head(lfirst(lc), inner[d].n_key_clauses);
+		List	   *others = list_copy_tail(lfirst(lc), inner[d].n_key_clauses);
 		StringInfoData s;
 
 		initStringInfo(&s);
-		appendStringInfo(&s, "Inner Join on %s", cond);
-		if (analyze && inner != NULL && d < n && inner[d].join_id != 0)
+		appendStringInfo(&s, "%s Join on %s",
+						 inner[d].jointype == XPU_JOIN_SEMI ? "Semi" :
+						 inner[d].jointype == XPU_JOIN_ANTI ? "Anti" :
+						 inner[d].jointype == XPU_JOIN_LEFT ? "Left" : "Inner",
+						 deparse_expression((Node *) make_ands_explicit(keys), ctx, true, false));
+		/* an inner join's quals beyond the keys; the WHERE clauses over a left join */
+		if (others != NIL)
+			appendStringInfo(&s, ", %s %s",
+							 inner[d].jointype == XPU_JOIN_LEFT ? "then filter" : "join filter",
+							 deparse_expression((Node *) make_ands_explicit(others), ctx, true,
+												false));
+		if (analyze && inner[d].join_id != 0)
 			appendStringInfo(&s, " (inner rows %.0f, table %llu kB, built in %.3f ms)",
 							 inner[d].rows, (unsigned long long) (inner[d].bytes + 1023) / 1024,
 							 inner[d].build_ms);

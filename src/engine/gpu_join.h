@@ -19,7 +19,7 @@
 typedef struct GjDepth
 {
 	RelOptInfo *rel;			/* the inner relation (a base relation) */
-	int			jointype;		/* XPU_JOIN_INNER */
+	int			jointype;		/* XPU_JOIN_INNER, _LEFT, _SEMI or _ANTI */
 	List	   *outer_keys;		/* Exprs over the outer relation and the depths before */
 	List	   *inner_keys;		/* Exprs over rel, equal to outer_keys' */
 	List	   *key_clauses;	/* the clauses the keys come from */
@@ -38,7 +38,9 @@ typedef struct GjPlan
 typedef struct GjInner
 {
 	PlanState  *ps;				/* the inner plan: keys, then payload columns */
+	int			jointype;		/* XPU_JOIN_INNER, _LEFT, _SEMI or _ANTI */
 	int			n_keys;
+	int			n_key_clauses;	/* of the depth's clauses (EXPLAIN), the keys' */
 	uint64		join_id;		/* the service's table, 0: not loaded */
 	double		rows;			/* inner rows read */
 	uint64		bytes;			/* the table's bytes */

@@ -171,6 +171,34 @@ STAR = [
 ]
 
 
+SEMI_ANTI = [
+    # EXISTS of a table without a unique key: a semi join, any match decides
+    ("SELECT f.q1, count(*), sum(f.v) FROM {f} f WHERE EXISTS "
+     "(SELECT 1 FROM gj.nokey n WHERE n.k = f.q1) GROUP BY f.q1", 1),
+    # NOT EXISTS: an anti join; rows with a NULL key or no match stay
+    ("SELECT f.q2, count(*), sum(f.v) FROM {f} f WHERE NOT EXISTS "
+     "(SELECT 1 FROM gj.customer c WHERE c.c_key = f.ck AND c.c_region = 'REGION2') "
+     "GROUP BY f.q2", 1),
+    # an inner depth and an anti depth of a text key
+    ("SELECT d.d_year, count(*) FROM {f} f, gj.date1 d WHERE f.dk = d.d_datekey AND "
+     "NOT EXISTS (SELECT 1 FROM gj.mode m WHERE m.m_name = f.tk) GROUP BY d.d_year", 2),
+    # LEFT JOIN: a fact row without its dimension row groups under NULL
+    ("SELECT c.c_nation, count(*), sum(f.v), max(c.c_score) FROM {f} f "
+     "LEFT JOIN gj.customer c ON f.ck = c.c_key GROUP BY c.c_nation", 1),
+    # a WHERE clause over the left join's NULL-extended rows, a later inner depth
+    ("SELECT d.d_year, count(*), sum(f.v) FROM {f} f LEFT JOIN gj.mode m ON f.tk = m.m_name "
+     "JOIN gj.date1 d ON f.dk = d.d_datekey WHERE m.m_cost IS NULL GROUP BY d.d_year", 2),
+    # IN (subquery): a semi join, or an inner join where the keys are unique
+    ("SELECT count(*), sum(f.amt) FROM {f} f WHERE f.pk IN "
+     "(SELECT p_key FROM gj.part WHERE p_size < 10)", 1),
+]
+
+
+@pytest.mark.parametrize("sql,depths", SEMI_ANTI)
+def test_semi_anti(sql, depths):
+    joined(sql, depths)
+
+
 @pytest.mark.parametrize("sql,depths", STAR)
 def test_star_arrow(sql, depths):
     joined(sql, depths)
@@ -217,9 +245,15 @@ NOT_JOINED = [
     # no unique key on the inner side: rows could multiply
     ("SELECT n.label, count(*) FROM gj.fact f, gj.nokey n WHERE f.q1 = n.k GROUP BY n.label",
      "not known to be unique"),
-    # an outer join
-    ("SELECT c.c_nation, count(*) FROM gj.fact f LEFT JOIN gj.customer c ON f.ck = c.c_key "
-     "GROUP BY c.c_nation", "outer, semi or anti join"),
+    # a full join
+    ("SELECT c.c_nation, count(*) FROM gj.fact f FULL JOIN gj.customer c ON f.ck = c.c_key "
+     "GROUP BY c.c_nation", "a right or full join"),
+    # a left join with a clause beyond its keys
+    ("SELECT c.c_nation, count(*) FROM gj.fact f LEFT JOIN gj.customer c "
+     "ON f.ck = c.c_key AND c.c_score > f.v GROUP BY c.c_nation", "clauses beyond equal keys"),
+    # a semi join with a clause beyond its keys
+    ("SELECT count(*) FROM gj.fact f WHERE EXISTS (SELECT 1 FROM gj.nokey n "
+     "WHERE n.k = f.q1 AND n.label > f.tk)", "clauses beyond equal keys"),
     # a join by an inequality only
     ("SELECT count(*) FROM gj.fact f, gj.customer c WHERE f.ck < c.c_key",
      "no equality"),
