@@ -45,6 +45,7 @@
 #include "miscadmin.h"
 #include "nodes/makefuncs.h"
 #include "nodes/nodeFuncs.h"
+#include "optimizer/cost.h"
 #include "optimizer/optimizer.h"
 #include "optimizer/pathnode.h"
 #include "optimizer/paths.h"
@@ -289,6 +290,26 @@ gj_plan_depths(PlannerInfo *root, RelOptInfo *input_rel, RelOptInfo *outer, cons
 	return depths;
 }
 
+/*
+ * gj_inner_path: the plan of an inner relation's rows: a Gather over its
+ * cheapest partial path where PostgreSQL has one (a table large enough for
+ * parallel workers), else its cheapest path.  The inner plans run one after
+ * the other in one backend before the outer scan; a serial scan of a large
+ * dimension (SSB SF 20: part's 1 M rows) then took most of a star query's
+ * time on the GPU host (bench/results/README.md).  PostgreSQL's cost of a
+ * Gather (parallel_tuple_cost a row) is written for wide rows a plan goes on
+ * with; an inner plan returns only the keys and the columns the query reads.
+ */
+static Path *
+gj_inner_path(PlannerInfo *root, RelOptInfo *rel)
+{
+	if (rel->consider_parallel && rel->partial_pathlist != NIL &&
+		root->glob->parallelModeOK && max_parallel_workers_per_gather > 0)
+		return (Path *) create_gather_path(root, rel, linitial(rel->partial_pathlist),
+										   rel->reltarget, NULL, NULL);
+	return rel->cheapest_total_path;
+}
+
 /* the larger relation first (qsort) */
 static int
 gj_cmp_tuples(const ListCell *a, const ListCell *b)
@@ -359,6 +380,11 @@ gj_plan_input(PlannerInfo *root, RelOptInfo *input_rel, bool heap_ok, const char
 		if (depths != NIL)
 		{
 			GjPlan	   *gp = palloc0(sizeof(GjPlan));
+			ListCell   *ld;
+
+			foreach(ld, depths)
+				((GjDepth *) lfirst(ld))->inner_path =
+					gj_inner_path(root, ((GjDepth *) lfirst(ld))->rel);
 
 			gp->outer = lfirst(lc);
 			gp->depths = depths;
@@ -488,7 +514,7 @@ gj_inner_cost(const GjPlan *gp)
 		GjDepth    *d = lfirst(lc);
 
 		/* each inner row read, converted and put into the table */
-		cost += d->rel->cheapest_total_path->total_cost + d->rel->rows * cpu_tuple_cost;
+		cost += d->inner_path->total_cost + d->rel->rows * cpu_tuple_cost;
 	}
 	return cost;
 }

@@ -19,6 +19,7 @@
 typedef struct GjDepth
 {
 	RelOptInfo *rel;			/* the inner relation (a base relation) */
+	Path	   *inner_path;		/* the plan of its rows (gj_inner_path) */
 	int			jointype;		/* XPU_JOIN_INNER, _LEFT, _SEMI or _ANTI */
 	List	   *outer_keys;		/* Exprs over the outer relation and the depths before */
 	List	   *inner_keys;		/* Exprs over rel, equal to outer_keys' */

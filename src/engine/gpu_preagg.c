@@ -627,7 +627,7 @@ gpa_make_path(RelOptInfo *output_rel, GpaPlanInfo *pi, Path *fallback, bool part
 
 		foreach(lc, pi->join->depths)
 			cp->custom_paths = lappend(cp->custom_paths,
-									   ((GjDepth *) lfirst(lc))->rel->cheapest_total_path);
+									   ((GjDepth *) lfirst(lc))->inner_path);
 	}
 	cp->methods = &gpa_ops.path;
 	return cp;
