@@ -175,6 +175,8 @@ typedef struct ArrowMetadata
 {
 	int32_t		count;
 	ArrowKeyValue *items;
+	bool		unique;			/* no key appears twice (set by the reader for
+								 * a record batch's metadata; false: not known) */
 } ArrowMetadata;
 
 typedef struct ArrowDictionaryInfo
@@ -226,6 +228,15 @@ extern bool arrow_schema_equal(const ArrowSchema *a, const ArrowSchema *b,
 extern void arrow_type_format(const ArrowType *type, char *buf, size_t len);
 /* Value of key in md, or NULL */
 extern const char *arrow_metadata_get(const ArrowMetadata *md, const char *key);
+
+/*
+ * arrow_metadata_get with a hint: *hint is where the key was found last
+ * (in another batch's metadata of the same layout; -1: none), tried first
+ * where md's keys are unique, and set to where it is found now.  The same
+ * value as arrow_metadata_get, for one comparison where the hint holds.
+ */
+extern const char *arrow_metadata_get_hinted(const ArrowMetadata *md, const char *key,
+											 int32_t *hint);
 /* Adds (or replaces) key=value; copies both strings. */
 extern int	arrow_metadata_set(const ArrowAllocator *alloc, ArrowMetadata *md,
 							   const char *key, const char *value,
@@ -433,10 +444,14 @@ extern void arrow_file_close(ArrowFile *file);
  * anything: what opening it again would give, for the cost of copying
  * arrays.  The copy owns no descriptor and has no mapping (map NULL,
  * max_buffer_size 0: the caller sets them as after an open); close it with
- * arrow_file_close.
+ * arrow_file_close.  share_batches: the copy's record batches point into
+ * the original's arrays (node and buffer lists, metadata) instead of copies
+ * of them, which costs nothing per batch; the original must then outlive
+ * the copy, and nobody changes it meanwhile.
  */
 extern int	arrow_file_copy(const ArrowFile *file, const ArrowSource *src,
-							const ArrowAllocator *alloc, ArrowFile **out, ArrowError *err);
+							const ArrowAllocator *alloc, bool share_batches,
+							ArrowFile **out, ArrowError *err);
 
 /*
  * Byte extents (absolute file offsets and stored lengths) of the buffers of

@@ -278,6 +278,22 @@ parse_buffers(const ArrowFile *file, const FbVector *buffers, int32_t n,
 }
 
 /*
+ * does no key of md appear twice (what arrow_metadata_get_hinted needs to
+ * trust a hint); false beyond 256 keys, which are not compared
+ */
+static bool
+metadata_keys_unique(const ArrowMetadata *md)
+{
+	if (md->count > 256)
+		return false;
+	for (int32_t i = 0; i < md->count; i++)
+		for (int32_t j = 0; j < i; j++)
+			if (strcmp(md->items[i].key, md->items[j].key) == 0)
+				return false;
+	return true;
+}
+
+/*
  * Parses the RecordBatch table rb of message m (a record batch of 'fields',
  * or the data of a dictionary batch with its one value field) into *info,
  * checking the counts against the fields and every extent against the body.
@@ -346,6 +362,7 @@ parse_batch(const ArrowFile *file, const Message *m, const FbTable *rb,
 	}
 	if (arrow_parse_metadata(file->alloc, &m->msg, MESSAGE_METADATA, &info->metadata, err) != ARROW_OK)
 		goto fail;
+	info->metadata.unique = metadata_keys_unique(&info->metadata);
 	return ARROW_OK;
 
 fail:
@@ -692,7 +709,7 @@ arrow_file_close(ArrowFile *file)
 		return;
 	alloc = file->alloc;
 	priv = file->priv;
-	for (int32_t i = 0; i < file->n_batches; i++)
+	for (int32_t i = priv != NULL ? priv->n_borrowed : 0; i < file->n_batches; i++)
 		batch_info_free(alloc, &file->batches[i]);
 	for (int32_t i = 0; i < file->n_dictionaries; i++)
 		batch_info_free(alloc, &file->dictionaries[i].batch);
@@ -755,7 +772,7 @@ batch_info_copy(const ArrowAllocator *alloc, ArrowBatchInfo *dst, const ArrowBat
 /* see arrow.h */
 int
 arrow_file_copy(const ArrowFile *file, const ArrowSource *src, const ArrowAllocator *alloc,
-				ArrowFile **out, ArrowError *err)
+				bool share_batches, ArrowFile **out, ArrowError *err)
 {
 	const ReaderPriv *fp = file->priv;
 	ArrowFile  *copy;
@@ -795,7 +812,13 @@ arrow_file_copy(const ArrowFile *file, const ArrowSource *src, const ArrowAlloca
 		if ((copy->batches = arrow_calloc(alloc, file->n_batches, sizeof(ArrowBatchInfo),
 										  err)) == NULL)
 			goto fail;
-		for (int32_t i = 0; i < file->n_batches; i++)
+		if (share_batches)
+		{
+			/* the batches' arrays and metadata stay the original's */
+			memcpy(copy->batches, file->batches, file->n_batches * sizeof(ArrowBatchInfo));
+			copy->n_batches = priv->n_borrowed = file->n_batches;
+		}
+		for (int32_t i = copy->n_batches; i < file->n_batches; i++)
 		{
 			copy->n_batches = i + 1;
 			if (batch_info_copy(alloc, &copy->batches[i], &file->batches[i], n_fields,

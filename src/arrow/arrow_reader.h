@@ -95,6 +95,9 @@ typedef struct ReaderPriv
 	DictValueField *dict_fields;
 	int32_t		batches_cap;	/* allocated entries of batches, dicts */
 	int32_t		dicts_cap;
+	int32_t		n_borrowed;		/* batches[0..n) point into another file's
+								 * arrays (arrow_file_copy's share_batches):
+								 * not freed by arrow_file_close */
 } ReaderPriv;
 
 /* One message read from the file */

@@ -240,6 +240,25 @@ arrow_metadata_get(const ArrowMetadata *md, const char *key)
 	return NULL;
 }
 
+const char *
+arrow_metadata_get_hinted(const ArrowMetadata *md, const char *key, int32_t *hint)
+{
+	if (md == NULL)
+		return NULL;
+	if (md->unique && *hint >= 0 && *hint < md->count &&
+		strcmp(md->items[*hint].key, key) == 0)
+		return md->items[*hint].value;
+	for (int32_t i = 0; i < md->count; i++)
+	{
+		if (strcmp(md->items[i].key, key) == 0)
+		{
+			*hint = i;
+			return md->items[i].value;
+		}
+	}
+	return NULL;
+}
+
 int
 arrow_metadata_set(const ArrowAllocator *alloc, ArrowMetadata *md,
 				   const char *key, const char *value, ArrowError *err)
@@ -282,8 +301,10 @@ arrow_metadata_copy(const ArrowAllocator *alloc, ArrowMetadata *dst,
 {
 	dst->count = 0;
 	dst->items = NULL;
+	dst->unique = false;
 	if (src == NULL || src->count == 0)
 		return ARROW_OK;
+	dst->unique = src->unique;
 	dst->items = arrow_calloc(alloc, src->count, sizeof(ArrowKeyValue), err);
 	if (dst->items == NULL)
 		return ARROW_ERR_NOMEM;

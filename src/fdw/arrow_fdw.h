@@ -154,6 +154,8 @@ extern ArrowStatCond *arrow_stats_prepare(List *clauses, int *n_conds);
 struct Expr;
 extern bool arrow_stats_parse_clause(struct Expr *clause, Index relid,
 									 ArrowStatCond *cond);
+extern void arrow_stats_strings(const ArrowBatchInfo *batch, int field, const char **smin,
+								const char **smax);
 extern bool arrow_stats_skip_batch(const ArrowStatCond *conds, int n_conds,
 								   const ArrowConv *convs, const int *fields,
 								   const ArrowBatchInfo *batch);

@@ -316,17 +316,14 @@ static bool
 batch_min_max(const ArrowColEstimate *g, const ArrowBatchInfo *batch,
 			  double *min, double *max)
 {
-	char		key[64];
-	const char *s;
+	const char *smin,
+			   *smax;
 	Datum		d;
 
-	snprintf(key, sizeof(key), "pg_warp.min.%d", g->field);
-	s = arrow_metadata_get(&batch->metadata, key);
-	if (!s || !arrow_conv_stat(g->conv, s, &d) || !scalar_of(d, g->conv->typid, min))
+	arrow_stats_strings(batch, g->field, &smin, &smax);
+	if (!smin || !arrow_conv_stat(g->conv, smin, &d) || !scalar_of(d, g->conv->typid, min))
 		return false;
-	snprintf(key, sizeof(key), "pg_warp.max.%d", g->field);
-	s = arrow_metadata_get(&batch->metadata, key);
-	if (!s || !arrow_conv_stat(g->conv, s, &d) || !scalar_of(d, g->conv->typid, max))
+	if (!smax || !arrow_conv_stat(g->conv, smax, &d) || !scalar_of(d, g->conv->typid, max))
 		return false;
 	return isfinite(*min) && isfinite(*max) && *min <= *max;
 }

@@ -40,6 +40,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "access/xact.h"
 #include "miscadmin.h"
 #include "storage/fd.h"
 #include "utils/memutils.h"
@@ -451,7 +452,11 @@ report_interrupted_append(const ArrowError *err, const char *path)
  * was opened (device, inode, size, modification and change times, path),
  * and a later open of the same file copies it (arrow_file_copy) instead of
  * reading it again.  A file replaced, appended to, truncated or rewritten
- * has another identity and is read again.
+ * has another identity and is read again.  The copy's record batches point
+ * into the entry's arrays (copying a thousand batches' statistics took
+ * most of a star query's planning): an entry that a copy was made of is
+ * pinned until the end of the transaction (the copies live in the memory of
+ * the query that opened them) and is not evicted before.
  * ----------------------------------------------------------------
  */
 #define META_CACHE_ENTRIES	32
@@ -468,11 +473,24 @@ typedef struct MetaCacheEntry
 	MemoryContext cxt;			/* holds the entry's path and file */
 	ArrowFile  *file;			/* never read through: copied from */
 	uint64		used;			/* when it was last used (a counter) */
+	bool		pinned;			/* copies of this transaction point into it */
 } MetaCacheEntry;
 
 static MetaCacheEntry meta_cache[META_CACHE_ENTRIES];
 static uint64 meta_cache_clock;
 static const ArrowSource meta_cache_no_source;	/* the cached files read nothing */
+static bool meta_cache_callback;	/* meta_cache_unpin is registered */
+
+/* at the end of a transaction: its copies are gone, no entry is pinned */
+static void
+meta_cache_unpin(XactEvent event, void *arg)
+{
+	if (event == XACT_EVENT_COMMIT || event == XACT_EVENT_ABORT ||
+		event == XACT_EVENT_PARALLEL_COMMIT || event == XACT_EVENT_PARALLEL_ABORT ||
+		event == XACT_EVENT_PREPARE)
+		for (int i = 0; i < META_CACHE_ENTRIES; i++)
+			meta_cache[i].pinned = false;
+}
 
 /* s's ctime (the descriptor is open after arrow_pg_source_init) */
 static int64
@@ -524,16 +542,19 @@ meta_cache_add(const ArrowPgSource *s, int64 ctime_ns, const ArrowFile *file)
 
 	if (ctime_ns < 0)
 		return;
-	for (int i = 1; i < META_CACHE_ENTRIES; i++)
-		if (meta_cache[i].used < e->used)
+	e = NULL;
+	for (int i = 0; i < META_CACHE_ENTRIES; i++)
+		if (!meta_cache[i].pinned && (e == NULL || meta_cache[i].used < e->used))
 			e = &meta_cache[i];
+	if (e == NULL)
+		return;					/* every entry is in use: keep nothing */
 	meta_cache_drop(e);
 	/* an error below leaves the entry without a file: never found */
 	e->cxt = cxt = AllocSetContextCreate(TopMemoryContext, "arrow_fdw file metadata",
 										 ALLOCSET_DEFAULT_SIZES);
 	e->path = MemoryContextStrdup(cxt, s->path);
 	memset(&err, 0, sizeof(err));
-	if (arrow_file_copy(file, &meta_cache_no_source, arrow_pg_allocator(cxt), &e->file,
+	if (arrow_file_copy(file, &meta_cache_no_source, arrow_pg_allocator(cxt), false, &e->file,
 						&err) != ARROW_OK)
 	{
 		meta_cache_drop(e);
@@ -553,8 +574,11 @@ meta_cache_add(const ArrowPgSource *s, int64 ctime_ns, const ArrowFile *file)
 		MetaCacheEntry *old = NULL;
 
 		for (int i = 0; i < META_CACHE_ENTRIES; i++)
-			if (meta_cache[i].cxt != NULL && (old == NULL || meta_cache[i].used < old->used))
+			if (meta_cache[i].cxt != NULL && !meta_cache[i].pinned &&
+				(old == NULL || meta_cache[i].used < old->used))
 				old = &meta_cache[i];
+		if (old == NULL)
+			break;				/* the rest is pinned: over the limit until the end */
 		total -= MemoryContextMemAllocated(old->cxt, true);
 		meta_cache_drop(old);
 	}
@@ -579,9 +603,17 @@ arrow_pg_open(const char *path, ArrowPgSource *s, const char *within)
 	arrow_pg_source_init(s, path, within);
 	ctime_ns = source_ctime_ns(s);
 	memset(&err, 0, sizeof(err));
+	if (!meta_cache_callback)
+	{
+		RegisterXactCallback(meta_cache_unpin, NULL);
+		meta_cache_callback = true;
+	}
 	if (ctime_ns >= 0 && (e = meta_cache_find(s, ctime_ns)) != NULL &&
-		arrow_file_copy(e->file, &s->src, alloc, &file, &err) == ARROW_OK)
+		arrow_file_copy(e->file, &s->src, alloc, true, &file, &err) == ARROW_OK)
+	{
 		e->used = ++meta_cache_clock;
+		e->pinned = true;
+	}
 	else if (arrow_file_open_source(&s->src, alloc, &file, &err) != ARROW_OK)
 	{
 		arrow_pg_source_close(s);

@@ -289,6 +289,29 @@ cmp_stat(const ArrowStatCond *c, Datum stat, Datum value)
  * statistics.  convs and fields are indexed by attno - 1 (fields: the
  * top-level field of the column, -1 when none).
  */
+/*
+ * where a field's min and max statistics were found in the last batch's
+ * metadata: pg2arrow writes every batch's keys in one order, so the next
+ * batch has them there too (arrow_metadata_get_hinted checks it)
+ */
+#define STAT_HINTS	256
+static int32 stat_hints[2][STAT_HINTS];
+
+/* the min and max statistics of top-level field in batch as written (NULL: none) */
+void
+arrow_stats_strings(const ArrowBatchInfo *batch, int field, const char **smin,
+					const char **smax)
+{
+	char		key[64];
+
+	snprintf(key, sizeof(key), "pg_warp.min.%d", field);
+	*smin = arrow_metadata_get_hinted(&batch->metadata, key,
+									  &stat_hints[0][field % STAT_HINTS]);
+	snprintf(key, sizeof(key), "pg_warp.max.%d", field);
+	*smax = arrow_metadata_get_hinted(&batch->metadata, key,
+									  &stat_hints[1][field % STAT_HINTS]);
+}
+
 bool
 arrow_stats_skip_batch(const ArrowStatCond *conds, int n_conds,
 					   const ArrowConv *convs, const int *fields,
@@ -301,7 +324,6 @@ arrow_stats_skip_batch(const ArrowStatCond *conds, int n_conds,
 		const ArrowStatCond *c = &conds[i];
 		const ArrowConv *conv = &convs[c->attno - 1];
 		int			field = fields[c->attno - 1];
-		char		key[64];
 		const char *smin,
 				   *smax;
 		Datum		dmin,
@@ -312,10 +334,7 @@ arrow_stats_skip_batch(const ArrowStatCond *conds, int n_conds,
 
 		if (field < 0)
 			continue;
-		snprintf(key, sizeof(key), "pg_warp.min.%d", field);
-		smin = arrow_metadata_get(&batch->metadata, key);
-		snprintf(key, sizeof(key), "pg_warp.max.%d", field);
-		smax = arrow_metadata_get(&batch->metadata, key);
+		arrow_stats_strings(batch, field, &smin, &smax);
 		has_min = smin && arrow_conv_stat(conv, smin, &dmin);
 		has_max = smax && arrow_conv_stat(conv, smax, &dmax) && !is_float;
 
