@@ -641,6 +641,15 @@ gj_probe_types(const XpuProgram *prog, int d, XpuJoinKeyDesc *keys, int n_keys)
 
 #define GJ_BATCH	1024		/* inner rows per xpu_join_builder_add */
 
+/* why the builder refused an inner table, in the user's terms */
+static const char *
+gj_build_why(const XpuError *err)
+{
+	if (strstr(err->message, "size limit") != NULL)
+		return "an inner table larger than pg_warp.gpujoin_inner_limit";
+	return psprintf("an inner table the engine cannot build (%s)", err->message);
+}
+
 /*
  * gj_read_inner: every row of depth g's inner plan into builder b, GJ_BATCH
  * rows at a time; false (why) where a value does not fit the engine
@@ -700,12 +709,11 @@ gj_read_inner(GjInner *g, const XpuJoinSpec *spec, const Oid *typids, const int1
 		if (n == GJ_BATCH || (done && n > 0))
 		{
 			/* the builder's layout wants each column's n values together */
-			for (int c = 0; c < nk; c++)
-				if (c > 0)
-				{
-					memmove(&keys[c * n], &keys[c * GJ_BATCH], sizeof(XpuValue) * n);
-					memmove(&knulls[c * n], &knulls[c * GJ_BATCH], n);
-				}
+			for (int c = 1; c < nk; c++)
+			{
+				memmove(&keys[c * n], &keys[c * GJ_BATCH], sizeof(XpuValue) * n);
+				memmove(&knulls[c * n], &knulls[c * GJ_BATCH], n);
+			}
 			for (int c = 1; c < np; c++)
 			{
 				memmove(&pay[c * n], &pay[c * GJ_BATCH], sizeof(XpuValue) * n);
@@ -713,9 +721,7 @@ gj_read_inner(GjInner *g, const XpuJoinSpec *spec, const Oid *typids, const int1
 			}
 			if (!xpu_join_builder_add(b, n, keys, knulls, pay, pnulls, &err))
 			{
-				*why = err.code == XPU_ERR_FALLBACK ?
-					"an inner table larger than pg_warp.gpujoin_inner_limit" :
-					pstrdup(err.message);
+				*why = gj_build_why(&err);
 				return false;
 			}
 			MemoryContextReset(batch_cxt);
@@ -785,8 +791,7 @@ gj_load(GjInner *g, int d, const XpuProgram *prog, const char **why)
 	if ((len = xpu_join_builder_layout(b, &err)) == 0)
 	{
 		xpu_join_builder_free(b);
-		*why = err.code == XPU_ERR_FALLBACK ?
-			"an inner table larger than pg_warp.gpujoin_inner_limit" : pstrdup(err.message);
+		*why = gj_build_why(&err);
 		return false;
 	}
 	fd = memfd_create("pg_warp_join", MFD_CLOEXEC | MFD_ALLOW_SEALING);

@@ -83,6 +83,8 @@ INSERT INTO gj.mode VALUES ('AIR', 10), ('MAIL', 3), ('SHIP', 1), ('TRUCK', NULL
 CREATE TABLE gj.rate (r_key numeric(6,1) PRIMARY KEY, r_name text);
 INSERT INTO gj.rate VALUES (1.5, 'one and a half'), (2.0, 'two'), (-3.3, 'no match'),
                            (0, 'zero');
+CREATE TABLE gj.huge (h_key numeric(45,0) PRIMARY KEY, h_name text);
+INSERT INTO gj.huge VALUES (2, 'two'), (10::numeric ^ 40, 'beyond 38 digits');
 CREATE TABLE gj.pair (a int4, b int4, label text, PRIMARY KEY (a, b));
 INSERT INTO gj.pair SELECT a, b, a || '/' || b FROM generate_series(1, 4) a,
        generate_series(1, 2) b;
@@ -91,7 +93,7 @@ INSERT INTO gj.big SELECT i, repeat('x', 20) || i FROM generate_series(0, 99999)
 CREATE TABLE gj.nokey (k int4, label text);
 INSERT INTO gj.nokey SELECT i % 10, 'L' || i FROM generate_series(1, 30) i;
 ANALYZE gj.customer, gj.supplier, gj.nation, gj.part, gj.date1, gj.mode, gj.rate, gj.pair,
-        gj.nokey, gj.big;
+        gj.nokey, gj.big, gj.huge;
 """
 
 
@@ -225,6 +227,13 @@ def test_inner_table_over_the_limit_falls_back():
     top = DB.falls_back(sql, NODE, settings=("SET pg_warp.gpujoin_inner_limit = '1MB'",))
     assert "pg_warp.gpujoin_inner_limit" in str(top), show(top)
     joined(sql, 1)
+
+
+def test_inner_value_beyond_the_engine_falls_back():
+    """An inner key the engine's 38 digits cannot hold: PostgreSQL's plan and answer."""
+    top = DB.falls_back("SELECT h.h_name, count(*) FROM gj.fact f, gj.huge h "
+                        "WHERE f.nk = h.h_key GROUP BY h.h_name", NODE)
+    assert "does not hold exactly" in str(top), show(top)
 
 
 def test_error_is_postgres_own():
