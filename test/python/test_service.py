@@ -211,7 +211,7 @@ def test_status(cluster):
     assert parent_of(supervisor) == cluster.postmaster_pid()
     with open("/proc/%d/cmdline" % supervisor, "rb") as f:
         assert b"pg_warp service supervisor" in f.read()
-    assert st["protocol_version"] == "2"
+    assert st["protocol_version"] == str(VERSION)
     assert st["memory_in_use"] == "0" and st["running_tasks"] == "0"
     assert int(st["connections"]) >= 1
     if st["engine"] == "cpu only":
