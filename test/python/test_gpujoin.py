@@ -83,6 +83,11 @@ INSERT INTO gj.mode VALUES ('AIR', 10), ('MAIL', 3), ('SHIP', 1), ('TRUCK', NULL
 CREATE TABLE gj.rate (r_key numeric(6,1) PRIMARY KEY, r_name text);
 INSERT INTO gj.rate VALUES (1.5, 'one and a half'), (2.0, 'two'), (-3.3, 'no match'),
                            (0, 'zero');
+CREATE TABLE gj.fdim (f_key float8 PRIMARY KEY, f_name text);
+INSERT INTO gj.fdim VALUES ('-0', 'zero'), ('NaN', 'not a number'), (3.25, 'three'),
+                           ('1e300', 'big'), ('Infinity', 'inf');
+CREATE TABLE gj.flag (b bool PRIMARY KEY, b_name text);
+INSERT INTO gj.flag VALUES (true, 'positive'), (false, 'not positive');
 CREATE TABLE gj.huge (h_key numeric(45,0) PRIMARY KEY, h_name text);
 INSERT INTO gj.huge VALUES (2, 'two'), (10::numeric ^ 40, 'beyond 38 digits');
 CREATE TABLE gj.pair (a int4, b int4, label text, PRIMARY KEY (a, b));
@@ -93,7 +98,7 @@ INSERT INTO gj.big SELECT i, repeat('x', 20) || i FROM generate_series(0, 99999)
 CREATE TABLE gj.nokey (k int4, label text);
 INSERT INTO gj.nokey SELECT i % 10, 'L' || i FROM generate_series(1, 30) i;
 ANALYZE gj.customer, gj.supplier, gj.nation, gj.part, gj.date1, gj.mode, gj.rate, gj.pair,
-        gj.nokey, gj.big, gj.huge;
+        gj.nokey, gj.big, gj.huge, gj.fdim, gj.flag;
 """
 
 
@@ -166,6 +171,12 @@ STAR = [
     ("SELECT s.s_city, c.c_nation, count(*), sum(c.c_key * s.s_nation_key) FROM {f} f "
      "JOIN gj.customer c ON f.ck = c.c_key JOIN gj.supplier s ON s.s_key = f.sk "
      "GROUP BY 1, 2", 2),
+    # a float8 key: -0 meets 0, NaN meets NaN (PostgreSQL's float equality)
+    ("SELECT d.f_name, count(*), sum(f.v) FROM {f} f, gj.fdim d WHERE f.f = d.f_key "
+     "GROUP BY d.f_name", 1),
+    # an expression of the outer row as the key, of type bool
+    ("SELECT g.b_name, count(*) FROM {f} f, gj.flag g WHERE (f.v > 0) = g.b "
+     "GROUP BY g.b_name", 1),
     # float payloads with NaN; group keys from two depths
     ("SELECT p.p_brand, d.d_month, sum(p.p_price), max(p.p_price), count(*) "
      "FROM {f} f, gj.part p, gj.date1 d WHERE f.pk = p.p_key AND f.dk = d.d_datekey "
