@@ -108,10 +108,15 @@ def tables():
     os.chmod(d, 0o755)
     write(os.path.join(d, "fact.arrow"), fact_table(N, 7), 700)
     write(os.path.join(d, "empty.arrow"), fact_table(0, 8), 700)
+    # skewed: half of the rows have one customer key (one hot group, one hot inner row)
+    skew = fact_table(N, 9)
+    ck = [1 if i % 2 == 0 else v for i, v in enumerate(skew.column("ck").to_pylist())]
+    write(os.path.join(d, "skew.arrow"),
+          skew.set_column(skew.schema.get_field_index("ck"), "ck", pa.array(ck, pa.int32())), 700)
     pg_psql("CREATE EXTENSION IF NOT EXISTS pg_warp")
     pg_psql("DROP SCHEMA IF EXISTS gj CASCADE; CREATE SCHEMA gj")
     pg_psql(DIMS)
-    for name in ("fact", "empty"):
+    for name in ("fact", "empty", "skew"):
         pg_psql("CREATE FOREIGN TABLE gj.%s (%s) SERVER arrow_fdw OPTIONS (file '%s/%s.arrow')"
                 % (name, FACT_COLUMNS, d, name))
     pg_psql("CREATE TABLE gj.hfact AS SELECT * FROM gj.fact; ANALYZE gj.hfact")
@@ -220,6 +225,20 @@ def test_star_arrow(sql, depths):
 # PostgreSQL's own joins cost more than anything: the engine's plan however small the input
 NO_PG_JOINS = ("SET enable_hashjoin = off", "SET enable_mergejoin = off",
                "SET enable_nestloop = off")
+
+
+SKEWED = [
+    ("SELECT c.c_nation, count(*), sum(f.v) FROM {f} f, gj.customer c WHERE f.ck = c.c_key "
+     "GROUP BY c.c_nation", 1),
+    ("SELECT c.c_key, d.d_year, count(*), sum(f.amt) FROM {f} f, gj.customer c, gj.date1 d "
+     "WHERE f.ck = c.c_key AND f.dk = d.d_datekey GROUP BY c.c_key, d.d_year", 2),
+]
+
+
+@pytest.mark.parametrize("sql,depths", SKEWED)
+def test_star_skewed(sql, depths):
+    """Half of the fact rows meet one customer row (a hot inner row and group)."""
+    joined(sql, depths, fact="skew")
 
 
 def test_empty_fact():
