@@ -18,8 +18,8 @@
  * give exactly (integers of any width, float4/float8, numeric, date,
  * timestamp[tz], bool, text of a deterministic collation), are the keys;
  * the other clauses are join quals, compiled into the program.  The inner
- * keys must be provably unique (innerrel_is_unique: a primary key or a
- * unique index, as dimension tables have), so that a probe finds at most
+ * keys must be provably unique by themselves (a primary key or a unique
+ * index over them, as dimension tables have), so that a probe finds at most
  * one inner row and the join never multiplies rows.  What stays in
  * PostgreSQL says why (EXPLAIN VERBOSE, explain_why).
  *
@@ -86,7 +86,7 @@ gj_equality_ok(Oid opno, Oid collid)
 		case F_INT2EQ: case F_INT4EQ: case F_INT8EQ:
 		case F_INT24EQ: case F_INT42EQ: case F_INT28EQ: case F_INT82EQ:
 		case F_INT48EQ: case F_INT84EQ:
-		case F_BOOLEQ: case F_DATE_EQ: case F_TIMESTAMP_EQ:
+		case F_BOOLEQ: case F_DATE_EQ: case F_TIMESTAMP_EQ: case F_TIMESTAMPTZ_EQ:
 		case F_FLOAT4EQ: case F_FLOAT8EQ: case F_FLOAT48EQ: case F_FLOAT84EQ:
 		case F_NUMERIC_EQ:
 			return true;
@@ -142,6 +142,38 @@ gj_has_exec_param(Node *node, void *context)
 }
 
 /*
+ * gj_keys_unique: do the key clauses alone (the ones the probe compares:
+ * never the join quals, which the engine checks after the one row a probe
+ * finds) prove that rel has one row per key, by a unique index?  Not
+ * innerrel_is_unique, which proves it from all of a join's clauses (and
+ * remembers that for the pair of relations).
+ */
+static bool
+gj_keys_unique(PlannerInfo *root, Relids joined, RelOptInfo *rel, List *key_ris)
+{
+	List	   *usable = NIL;
+	ListCell   *lc;
+
+	foreach(lc, key_ris)
+	{
+		RestrictInfo *ri = lfirst(lc);
+
+		if (!ri->can_join || ri->mergeopfamilies == NIL)
+			continue;
+		/* which side is rel's: relation_has_unique_index_for reads outer_is_left */
+		if (bms_is_subset(ri->left_relids, joined) && bms_is_subset(ri->right_relids, rel->relids))
+			ri->outer_is_left = true;
+		else if (bms_is_subset(ri->right_relids, joined) &&
+				 bms_is_subset(ri->left_relids, rel->relids))
+			ri->outer_is_left = false;
+		else
+			continue;
+		usable = lappend(usable, ri);
+	}
+	return usable != NIL && relation_has_unique_index_for(root, rel, usable, NIL, NIL);
+}
+
+/*
  * gj_special_join: the semi or anti join whose inner side is rel alone, or
  * NULL (gj_plan_input took only those)
  */
@@ -172,6 +204,7 @@ gj_depth(PlannerInfo *root, Relids joined, RelOptInfo *rel, const char **why)
 	List	   *clauses = generate_join_implied_equalities(root, jr, joined, rel);
 	GjDepth    *d = palloc0(sizeof(GjDepth));
 	char	   *name = get_rel_name(planner_rt_fetch(rel->relid, root)->relid);
+	List	   *key_ris = NIL;
 	ListCell   *lc;
 
 	foreach(lc, rel->joininfo)
@@ -200,6 +233,7 @@ gj_depth(PlannerInfo *root, Relids joined, RelOptInfo *rel, const char **why)
 			d->outer_keys = lappend(d->outer_keys, okey);
 			d->inner_keys = lappend(d->inner_keys, ikey);
 			d->key_clauses = lappend(d->key_clauses, ri->clause);
+			key_ris = lappend(key_ris, ri);
 		}
 		else if (sj != NULL && sj->jointype == JOIN_LEFT)
 		{
@@ -241,7 +275,7 @@ gj_depth(PlannerInfo *root, Relids joined, RelOptInfo *rel, const char **why)
 						name ? name : "?");
 		return NULL;
 	}
-	if (!innerrel_is_unique(root, jr, joined, rel, sj ? JOIN_LEFT : JOIN_INNER, clauses, false))
+	if (!gj_keys_unique(root, joined, rel, key_ris))
 	{
 		*why = psprintf("the join keys of \"%s\" are not known to be unique "
 						"(GpuJoin probes a primary key or a unique index)", name ? name : "?");

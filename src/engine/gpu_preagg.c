@@ -439,6 +439,66 @@ gpa_check_keys(PlannerInfo *root, List **keys)
 	return NULL;
 }
 
+/*
+ * gpa_dependent_keys: the columns that exprs (the grouping's target and
+ * HAVING) read outside aggregates and that no group key is, appended to
+ * *keys.  PostgreSQL drops from GROUP BY the columns of a table whose
+ * primary key is grouped by (remove_useless_groupby_columns): they are
+ * functionally dependent on it, so grouping by them too makes the same
+ * groups, and the node's scan tuple then holds them (a dimension's
+ * columns under a GpuJoin: GROUP BY c_custkey, c_name).  Why one cannot be
+ * a key of the engine's, or NULL.
+ */
+typedef struct GpaDependent
+{
+	List	   *keys;			/* the group keys */
+	List	   *found;			/* columns read outside them and aggregates */
+	bool		placeholder;	/* a PlaceHolderVar outside them */
+} GpaDependent;
+
+static bool
+gpa_dependent_walker(Node *node, GpaDependent *c)
+{
+	if (node == NULL || IsA(node, Aggref) || IsA(node, GroupingFunc) ||
+		list_member(c->keys, node))
+		return false;			/* a key is matched whole; aggregates read rows */
+	if (IsA(node, PlaceHolderVar))
+	{
+		c->placeholder = true;
+		return false;
+	}
+	if (IsA(node, Var))
+	{
+		if (((Var *) node)->varlevelsup == 0 && !list_member(c->found, node))
+			c->found = lappend(c->found, node);
+		return false;
+	}
+	return expression_tree_walker(node, gpa_dependent_walker, c);
+}
+
+static const char *
+gpa_dependent_keys(List *exprs, List **keys)
+{
+	GpaDependent c = {*keys, NIL, false};
+	ListCell   *lc;
+
+	gpa_dependent_walker((Node *) exprs, &c);
+	if (c.placeholder)
+		return "the grouping's target reads a placeholder of a subquery";
+	foreach(lc, c.found)
+	{
+		Var		   *v = lfirst(lc);
+		SortGroupClause sgc = {.type = T_SortGroupClause};
+		const char *why;
+
+		sgc.eqop = lookup_type_cache(v->vartype, TYPECACHE_EQ_OPR)->eq_opr;
+		if ((why = ship_group_key(&sgc, (Expr *) v)) != NULL)
+			return why;
+		*keys = lappend(*keys, v);
+	}
+	return NULL;
+}
+
 /* the engine states (XpuAggDesc) of aggrefs */
 static int
 gpa_count_states(List *aggrefs)
@@ -517,7 +577,10 @@ gpa_plan_info(PlannerInfo *root, RelOptInfo *input_rel, RelOptInfo *output_rel,
 	}
 	/* PostgreSQL's order, so that the same rows raise the same errors */
 	pi->quals = engine_order_quals(root, pi->quals);
-	if ((*why = gpa_check_keys(root, &pi->keys)) != NULL)
+	if ((*why = gpa_check_keys(root, &pi->keys)) != NULL ||
+		(*why = gpa_dependent_keys(list_concat(list_copy(output_rel->reltarget->exprs),
+											   partial ? NIL : (List *) extra->havingQual),
+								   &pi->keys)) != NULL)
 		return NULL;
 	pi->having = partial ? NIL : (List *) extra->havingQual;
 	if ((*why = ship_aggrefs((Node *) output_rel->reltarget->exprs, &pi->aggrefs,

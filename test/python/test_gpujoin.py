@@ -95,10 +95,19 @@ INSERT INTO gj.pair SELECT a, b, a || '/' || b FROM generate_series(1, 4) a,
        generate_series(1, 2) b;
 CREATE TABLE gj.big (b_key int8 PRIMARY KEY, b_label text);
 INSERT INTO gj.big SELECT i, repeat('x', 20) || i FROM generate_series(0, 99999) i;
+CREATE TABLE gj.tzfact AS SELECT (i % 3)::int4 k, i % 4 AS q,
+       '2020-01-01 01:00+00'::timestamptz + (i % 2) * interval '1 hour' z, i v
+  FROM generate_series(1, 3000) i;
+CREATE TABLE gj.tzdim (k int4, z timestamptz, x int4, PRIMARY KEY (k, z));
+INSERT INTO gj.tzdim VALUES (1, '2020-01-01 00:00+00', 100), (1, '2020-01-01 01:00+00', 101),
+                            (2, '2020-01-01 02:00+00', 102), (0, '2020-01-01 01:00+00', 103);
+CREATE TABLE gj.quad (a int4, b int4, c int4, e int4, x int4, UNIQUE (a, b, c, e));
+INSERT INTO gj.quad VALUES (1, 1, 1, 0, 100), (1, 1, 1, 1, 101), (2, 1, 1, 2, 102),
+                           (1, 1, 1, 7, 103);
 CREATE TABLE gj.nokey (k int4, label text);
 INSERT INTO gj.nokey SELECT i % 10, 'L' || i FROM generate_series(1, 30) i;
 ANALYZE gj.customer, gj.supplier, gj.nation, gj.part, gj.date1, gj.mode, gj.rate, gj.pair,
-        gj.nokey, gj.big, gj.huge, gj.fdim, gj.flag;
+        gj.nokey, gj.big, gj.huge, gj.fdim, gj.flag, gj.tzfact, gj.tzdim, gj.quad;
 """
 
 
@@ -241,6 +250,24 @@ def test_star_skewed(sql, depths):
     joined(sql, depths, fact="skew")
 
 
+def test_timestamptz_composite_key():
+    """A timestamptz key in a composite primary key: both columns are probed."""
+    joined("SELECT d.x, count(*), sum(f.v) FROM {f} f JOIN gj.tzdim d "
+           "ON f.k = d.k AND f.z = d.z GROUP BY d.x", 1, settings=HEAP, fact="tzfact")
+
+
+def test_group_by_primary_key_and_dependent_columns():
+    """GROUP BY a dimension's primary key and its other columns: PostgreSQL
+    groups by the key alone, the others depend on it (and the same over a
+    heap table's own primary key)."""
+    joined("SELECT c.c_key, c.c_nation, c.c_region, count(*), sum(f.v) FROM {f} f "
+           "JOIN gj.customer c ON f.ck = c.c_key GROUP BY c.c_key, c.c_nation, c.c_region", 1)
+    joined("SELECT c.c_nation, count(*) FROM {f} f JOIN gj.customer c ON f.ck = c.c_key "
+           "GROUP BY c.c_key HAVING max(f.v) > 0 AND c.c_nation <> 'NATION3'", 1)
+    DB.same("SELECT c_nation, count(*), sum(c_score) FROM gj.customer GROUP BY c_key",
+            NODE, settings=HEAP)
+
+
 def test_empty_fact():
     joined("SELECT d.d_year, count(*) FROM {f} f, gj.date1 d WHERE f.dk = d.d_datekey "
            "GROUP BY d.d_year", 1, settings=NO_PG_JOINS, fact="empty")
@@ -284,6 +311,9 @@ NOT_JOINED = [
     # no unique key on the inner side: rows could multiply
     ("SELECT n.label, count(*) FROM gj.fact f, gj.nokey n WHERE f.q1 = n.k GROUP BY n.label",
      "not known to be unique"),
+    # a unique index of four columns: the probe compares three, so they may match several
+    ("SELECT d.x, count(*) FROM gj.fact f JOIN gj.quad d ON f.q1 = d.a AND f.q2 = d.b "
+     "AND f.ck = d.c AND f.v = d.e GROUP BY d.x", "not known to be unique"),
     # a full join
     ("SELECT c.c_nation, count(*) FROM gj.fact f FULL JOIN gj.customer c ON f.ck = c.c_key "
      "GROUP BY c.c_nation", "a right or full join"),
