@@ -32,6 +32,7 @@ OBJS         = \
 	src/fdw/stats.o \
 	src/fdw/table.o \
 	src/engine/codegen.o \
+	src/engine/codegen_types.o \
 	src/engine/device.o \
 	src/engine/engine_scan.o \
 	src/engine/executor.o \

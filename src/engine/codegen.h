@@ -72,12 +72,15 @@ extern XpuProgram *codegen_proj_program(const CodegenScan *scan, List *quals,
 										List *exprs);
 extern XpuProgram *codegen_join_program(const CodegenScan *scan, List *quals,
 										List *joins, List *exprs);
-extern XpuType codegen_value_type(Oid typid, int32 typmod, int *scale);
-extern int	codegen_numeric_typmod_scale(int32 typmod);
-extern bool codegen_numeric_value(Datum d, __int128 *v, int *scale);
 extern char *codegen_disassemble(const XpuProgram *prog);
 extern const CodegenWhyNot *codegen_why_not(void);
 extern bool codegen_used_timezone(int64 *offset);
 extern Oid	codegen_float2_type(void);
+
+/* in codegen_types.c */
+extern XpuType codegen_builtin_type(Oid typid);
+extern XpuType codegen_value_type(Oid typid, int32 typmod, int *scale);
+extern int	codegen_numeric_typmod_scale(int32 typmod);
+extern bool codegen_numeric_value(Datum d, __int128 *v, int *scale);
 
 #endif							/* PG_WARP_CODEGEN_H */
