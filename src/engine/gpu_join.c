@@ -45,6 +45,7 @@
 #include "miscadmin.h"
 #include "nodes/makefuncs.h"
 #include "nodes/nodeFuncs.h"
+#include "optimizer/appendinfo.h"
 #include "optimizer/cost.h"
 #include "optimizer/optimizer.h"
 #include "optimizer/pathnode.h"
@@ -355,6 +356,70 @@ gj_cmp_tuples(const ListCell *a, const ListCell *b)
 }
 
 /*
+ * gj_plan_checks: can the engine take input_rel's joins at all (their
+ * kinds, every joined relation a table whose rows do not depend on a
+ * rescan)?  Why not, or NULL.
+ */
+static const char *
+gj_plan_checks(PlannerInfo *root, RelOptInfo *input_rel)
+{
+	int			x = -1;
+	ListCell   *lc;
+
+	if (!pg_warp_enable_gpujoin)
+		return "pg_warp.enable_gpujoin is off";
+	foreach(lc, root->join_info_list)
+	{
+		SpecialJoinInfo *sj = lfirst(lc);
+
+		/* EXISTS / IN / NOT EXISTS / LEFT JOIN of one table */
+		if ((sj->jointype != JOIN_SEMI && sj->jointype != JOIN_ANTI &&
+			 sj->jointype != JOIN_LEFT) ||
+			bms_num_members(sj->syn_righthand) != 1 ||
+			!bms_equal(sj->min_righthand, sj->syn_righthand))
+			return "a right or full join, or an outer, semi or anti join of several "
+				"tables (GpuJoin takes inner joins, and left, semi and anti joins of one "
+				"table)";
+	}
+	if (root->placeholder_list != NIL || root->hasLateralRTEs)
+		return "a LATERAL reference or a placeholder of a subquery";
+	while ((x = bms_next_member(input_rel->relids, x)) >= 0)
+	{
+		RelOptInfo *r = find_base_rel(root, x);
+
+		if (r->reloptkind != RELOPT_BASEREL || r->cheapest_total_path == NULL ||
+			!bms_is_empty(r->lateral_relids) || r->rtekind != RTE_RELATION)
+			return "a joined relation that is not a table";
+		/* an inner table is built once: its rows must not depend on a rescan's values */
+		foreach(lc, r->baserestrictinfo)
+			if (gj_has_exec_param((Node *) ((RestrictInfo *) lfirst(lc))->clause, NULL))
+				return "a joined relation filtered by a value of an outer query";
+	}
+	return NULL;
+}
+
+/*
+ * gj_plan_with: input_rel's joins with outer as the outer relation, or
+ * NULL with *why saying why not
+ */
+static GjPlan *
+gj_plan_with(PlannerInfo *root, RelOptInfo *input_rel, RelOptInfo *outer, const char **why)
+{
+	List	   *depths = gj_plan_depths(root, input_rel, outer, why);
+	GjPlan	   *gp;
+	ListCell   *ld;
+
+	if (depths == NIL)
+		return NULL;
+	foreach(ld, depths)
+		((GjDepth *) lfirst(ld))->inner_path = gj_inner_path(root, ((GjDepth *) lfirst(ld))->rel);
+	gp = palloc0(sizeof(GjPlan));
+	gp->outer = outer;
+	gp->depths = depths;
+	return gp;
+}
+
+/*
  * gj_plan_input: the joins of input_rel (the relation a grouping reads) as
  * the engine would run them, or NULL with *why saying why they stay in
  * PostgreSQL (NULL *why: input_rel is no join).  heap_ok: may the outer
@@ -371,34 +436,12 @@ gj_plan_input(PlannerInfo *root, RelOptInfo *input_rel, bool heap_ok, const char
 	*why = NULL;
 	if (input_rel->reloptkind != RELOPT_JOINREL)
 		return NULL;
-	if (!pg_warp_enable_gpujoin)
-		return (*why = "pg_warp.enable_gpujoin is off"), NULL;
-	foreach(lc, root->join_info_list)
-	{
-		SpecialJoinInfo *sj = lfirst(lc);
-
-		/* EXISTS / IN / NOT EXISTS / LEFT JOIN of one table */
-		if ((sj->jointype != JOIN_SEMI && sj->jointype != JOIN_ANTI &&
-			 sj->jointype != JOIN_LEFT) ||
-			bms_num_members(sj->syn_righthand) != 1 ||
-			!bms_equal(sj->min_righthand, sj->syn_righthand))
-			return (*why = "a right or full join, or an outer, semi or anti join of several "
-					"tables (GpuJoin takes inner joins, and left, semi and anti joins of one "
-					"table)"), NULL;
-	}
-	if (root->placeholder_list != NIL || root->hasLateralRTEs)
-		return (*why = "a LATERAL reference or a placeholder of a subquery"), NULL;
+	if ((*why = gj_plan_checks(root, input_rel)) != NULL)
+		return NULL;
 	while ((x = bms_next_member(input_rel->relids, x)) >= 0)
 	{
 		RelOptInfo *r = find_base_rel(root, x);
 
-		if (r->reloptkind != RELOPT_BASEREL || r->cheapest_total_path == NULL ||
-			!bms_is_empty(r->lateral_relids) || r->rtekind != RTE_RELATION)
-			return (*why = "a joined relation that is not a table"), NULL;
-		/* an inner table is built once: its rows must not depend on a rescan's values */
-		foreach(lc, r->baserestrictinfo)
-			if (gj_has_exec_param((Node *) ((RestrictInfo *) lfirst(lc))->clause, NULL))
-				return (*why = "a joined relation filtered by a value of an outer query"), NULL;
 		if (ship_grouping_input(root, r, false, heap_ok) == NULL &&
 			gj_special_join(root, r) == NULL)
 			outers = lappend(outers, r);
@@ -409,25 +452,59 @@ gj_plan_input(PlannerInfo *root, RelOptInfo *input_rel, bool heap_ok, const char
 	foreach(lc, outers)
 	{
 		const char *why1 = NULL;
-		List	   *depths = gj_plan_depths(root, input_rel, lfirst(lc), &why1);
+		GjPlan	   *gp = gj_plan_with(root, input_rel, lfirst(lc), &why1);
 
-		if (depths != NIL)
-		{
-			GjPlan	   *gp = palloc0(sizeof(GjPlan));
-			ListCell   *ld;
-
-			foreach(ld, depths)
-				((GjDepth *) lfirst(ld))->inner_path =
-					gj_inner_path(root, ((GjDepth *) lfirst(ld))->rel);
-
-			gp->outer = lfirst(lc);
-			gp->depths = depths;
+		if (gp != NULL)
 			return gp;
-		}
 		if (*why == NULL)
 			*why = why1;		/* the largest outer relation's reason */
 	}
 	return NULL;
+}
+
+/*
+ * gj_plan_outer: the joins of input_rel (a join relation) with outer, a
+ * member of it (a partitioned table: gpu_join_part.c), as the outer
+ * relation, or NULL with *why saying why not
+ */
+GjPlan *
+gj_plan_outer(PlannerInfo *root, RelOptInfo *input_rel, RelOptInfo *outer, const char **why)
+{
+	*why = NULL;
+	if (input_rel->reloptkind != RELOPT_JOINREL ||
+		!bms_is_subset(outer->relids, input_rel->relids))
+		return (*why = "no join"), NULL;
+	if ((*why = gj_plan_checks(root, input_rel)) != NULL)
+		return NULL;
+	if (gj_special_join(root, outer) != NULL)
+		return (*why = "the partitioned table is the inner side of an outer, semi or anti join"),
+			NULL;
+	return gj_plan_with(root, input_rel, outer, why);
+}
+
+/*
+ * gj_plan_child: gp (over a partitioned outer relation) for its partition
+ * child, whose AppendRelInfo is ai: the outer keys and the join clauses
+ * translated to the partition's columns; the inner side is the same
+ */
+GjPlan *
+gj_plan_child(PlannerInfo *root, const GjPlan *gp, RelOptInfo *child, AppendRelInfo *ai)
+{
+	GjPlan	   *cp = palloc0(sizeof(GjPlan));
+	ListCell   *lc;
+
+	cp->outer = child;
+	foreach(lc, gp->depths)
+	{
+		GjDepth    *d = palloc(sizeof(GjDepth));
+
+		*d = *(GjDepth *) lfirst(lc);
+		d->outer_keys = (List *) adjust_appendrel_attrs(root, (Node *) d->outer_keys, 1, &ai);
+		d->key_clauses = (List *) adjust_appendrel_attrs(root, (Node *) d->key_clauses, 1, &ai);
+		d->quals = (List *) adjust_appendrel_attrs(root, (Node *) d->quals, 1, &ai);
+		cp->depths = lappend(cp->depths, d);
+	}
+	return cp;
 }
 
 /*
@@ -571,11 +648,103 @@ gj_inner_plan(Plan *plan, List *depth_private)
 
 /* ---------------- execution ---------------- */
 
+/*
+ * The inner tables a query has loaded, shared by its nodes: a partitioned
+ * outer table's per-partition GpuPreAggs join the same inner relations, and
+ * each of them has its own copy of the inner plans.  A depth's table is
+ * keyed by what decides its bytes: the depth's kind, inner keys and payload
+ * (its plan item without the clauses, which name the outer relation), its
+ * inner plan (without the fields that differ between equal copies: node ids,
+ * the parameters PostgreSQL assigns to each copy) and the types its probe
+ * compares.  One cache per executor state, gone with its query context.
+ */
+typedef struct GjShared
+{
+	char	   *key;
+	uint64		join_id;
+	double		rows;
+	uint64		bytes;
+	double		build_ms;
+	const char *name;			/* the node that built it */
+} GjShared;
+
+typedef struct GjCache
+{
+	EState	   *estate;
+	List	   *tables;			/* GjShared, in the query's context */
+	MemoryContextCallback cb;
+} GjCache;
+
+static List *gj_caches;			/* GjCache, one per running query (TopMemoryContext) */
+
+static void
+gj_cache_drop(void *arg)
+{
+	gj_caches = list_delete_ptr(gj_caches, arg);
+}
+
+/* the cache of estate's query, made on first use */
+static GjCache *
+gj_cache(EState *estate)
+{
+	GjCache    *c;
+	MemoryContext old;
+	ListCell   *lc;
+
+	foreach(lc, gj_caches)
+		if (((GjCache *) lfirst(lc))->estate == estate)
+			return lfirst(lc);
+	c = MemoryContextAllocZero(estate->es_query_cxt, sizeof(GjCache));
+	c->estate = estate;
+	c->cb.func = gj_cache_drop;
+	c->cb.arg = c;
+	MemoryContextRegisterResetCallback(estate->es_query_cxt, &c->cb);
+	old = MemoryContextSwitchTo(TopMemoryContext);
+	gj_caches = lappend(gj_caches, c);
+	MemoryContextSwitchTo(old);
+	return c;
+}
+
+/*
+ * gj_share_key: s (nodeToString of an inner plan) without the values of the
+ * fields that differ between equal copies of one plan
+ */
+static void
+gj_share_key_plan(StringInfo key, const char *s)
+{
+	static const char *const fields[] = {":plan_node_id ", ":rescan_param ", ":extParam ",
+	":allParam "};
+
+	while (*s)
+	{
+		int			f;
+		int			depth = 0;
+
+		for (f = 0; f < lengthof(fields); f++)
+			if (strncmp(s, fields[f], strlen(fields[f])) == 0)
+				break;
+		if (f == lengthof(fields))
+		{
+			appendStringInfoChar(key, *s++);
+			continue;
+		}
+		appendStringInfoString(key, fields[f]);
+		s += strlen(fields[f]);
+		/* the value: one token, or a parenthesized group */
+		while (*s && (depth > 0 || (*s != ' ' && *s != '}' && *s != ')') || *s == '('))
+		{
+			depth += *s == '(' ? 1 : *s == ')' ? -1 : 0;
+			s++;
+		}
+	}
+}
+
 /* gj_exec_init: the depths of a plan (private: gj_private's) over their inner plans */
 GjInner *
 gj_exec_init(List *private, List *inner_ps, int *n_depths)
 {
 	GjInner    *inner;
+	StringInfoData key;
 	ListCell   *lc;
 
 	*n_depths = list_length(private);
@@ -592,8 +761,21 @@ gj_exec_init(List *private, List *inner_ps, int *n_depths)
 		inner[d].jointype = intVal(linitial(dp));
 		inner[d].n_key_clauses = intVal(list_nth(dp, 4));
 		inner[d].n_keys = list_length(lsecond(dp));
+		initStringInfo(&key);
+		appendStringInfoString(&key, nodeToString(list_make3(linitial(dp), lsecond(dp),
+															 lthird(dp))));
+		gj_share_key_plan(&key, nodeToString(inner[d].ps->plan));
+		inner[d].share_key = key.data;
 	}
 	return inner;
+}
+
+/* gj_exec_name: the name EXPLAIN gives the node of the depths inner (n of them) */
+void
+gj_exec_name(GjInner *inner, int n, const char *name)
+{
+	for (int d = 0; d < n; d++)
+		inner[d].name = name;
 }
 
 /*
@@ -872,19 +1054,61 @@ gj_load(GjInner *g, int d, const XpuProgram *prog, const char **why)
 
 /*
  * gj_exec_load: the inner tables of the n depths, built and loaded once
- * for the node (prog: the node's program, whose probes give the outer key
- * types); false with *why where one stays with PostgreSQL
+ * for the query (prog: the node's program, whose probes give the outer key
+ * types): a depth whose table another node of the query loaded (the
+ * query's cache, GjShared) takes its join id; false with *why where one
+ * stays with PostgreSQL
  */
 bool
 gj_exec_load(GjInner *inner, int n, const XpuProgram *prog, const char **why)
 {
 	for (int d = 0; d < n; d++)
 	{
-		if (inner[d].join_id != 0)
+		GjInner    *g = &inner[d];
+		GjCache    *cache;
+		GjShared   *t;
+		XpuJoinKeyDesc keys[XPU_JOIN_MAX_KEYS];
+		StringInfoData key;
+		MemoryContext old;
+		ListCell   *lc;
+
+		if (g->join_id != 0)
 			continue;
-		inner[d].rows = 0;
-		if (!gj_load(&inner[d], d, prog, why))
+		g->rows = 0;
+		memset(keys, 0, sizeof(keys));
+		if (!gj_probe_types(prog, d, keys, g->n_keys))
+			elog(ERROR, "GpuJoin: the program does not probe depth %d with %d keys", d, g->n_keys);
+		cache = gj_cache(g->ps->state);
+		initStringInfo(&key);
+		appendStringInfoString(&key, g->share_key);
+		for (int k = 0; k < g->n_keys; k++)
+			appendStringInfo(&key, " probe %d:%d", keys[k].probe_type, keys[k].probe_scale);
+		foreach(lc, cache->tables)
+		{
+			t = lfirst(lc);
+			if (strcmp(t->key, key.data) != 0)
+				continue;
+			g->join_id = t->join_id;
+			g->rows = t->rows;
+			g->bytes = t->bytes;
+			g->build_ms = t->build_ms;
+			g->shared_with = t->name;
+			break;
+		}
+		if (g->join_id != 0)
+			continue;
+		if (!gj_load(g, d, prog, why))
 			return false;
+		old = MemoryContextSwitchTo(g->ps->state->es_query_cxt);
+		t = palloc0(sizeof(GjShared));
+		t->key = pstrdup(key.data);
+		t->join_id = g->join_id;
+		t->rows = g->rows;
+		t->bytes = g->bytes;
+		t->build_ms = g->build_ms;
+		t->name = g->name ? pstrdup(g->name) : "another node";
+		cache->tables = lappend(cache->tables, t);
+		MemoryContextSwitchTo(old);
 	}
 	return true;
 }
@@ -918,7 +1142,9 @@ gj_explain(GjInner *inner, int n, List *clauses, List *ctx, bool analyze, Explai
 							 inner[d].jointype == XPU_JOIN_LEFT ? "then filter" : "join filter",
 							 deparse_expression((Node *) make_ands_explicit(others), ctx, true,
 												false));
-		if (analyze && inner[d].join_id != 0)
+		if (analyze && inner[d].join_id != 0 && inner[d].shared_with != NULL)
+			appendStringInfo(&s, " (inner table shared with %s)", inner[d].shared_with);
+		else if (analyze && inner[d].join_id != 0)
 			appendStringInfo(&s, " (inner rows %.0f, table %llu kB, built in %.3f ms)",
 							 inner[d].rows, (unsigned long long) (inner[d].bytes + 1023) / 1024,
 							 inner[d].build_ms);

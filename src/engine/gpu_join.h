@@ -46,6 +46,9 @@ typedef struct GjInner
 	double		rows;			/* inner rows read */
 	uint64		bytes;			/* the table's bytes */
 	double		build_ms;		/* reading the inner rows and building */
+	char	   *share_key;		/* what decides its table (gj_exec_load) */
+	const char *name;			/* its node, for EXPLAIN (gj_exec_name) */
+	const char *shared_with;	/* the node that built the table, NULL: this one */
 } GjInner;
 
 extern bool pg_warp_enable_gpujoin;
@@ -53,6 +56,10 @@ extern bool pg_warp_enable_gpujoin;
 /* planning */
 extern GjPlan *gj_plan_input(PlannerInfo *root, RelOptInfo *input_rel, bool heap_ok,
 							 const char **why);
+extern GjPlan *gj_plan_outer(PlannerInfo *root, RelOptInfo *input_rel, RelOptInfo *outer,
+							 const char **why);
+extern GjPlan *gj_plan_child(PlannerInfo *root, const GjPlan *gp, RelOptInfo *child,
+							 AppendRelInfo *ai);
 extern const char *gj_plan_payload(GjPlan *gp, List *upper_exprs);
 extern List *gj_codegen_joins(const GjPlan *gp);
 extern List *gj_outer_exprs(const GjPlan *gp);
@@ -62,6 +69,7 @@ extern double gj_inner_cost(const GjPlan *gp);
 
 /* execution */
 extern GjInner *gj_exec_init(List *private, List *inner_ps, int *n_depths);
+extern void gj_exec_name(GjInner *inner, int n, const char *name);
 extern bool gj_exec_load(GjInner *inner, int n, const XpuProgram *prog, const char **why);
 extern void gj_explain(GjInner *inner, int n, List *clauses, List *ctx, bool analyze,
 					   struct ExplainState *es);

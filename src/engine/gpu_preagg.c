@@ -142,7 +142,6 @@ static const struct config_enum_entry engine_options[] = {
 
 static create_upper_paths_hook_type prev_upper_paths_hook = NULL;
 
-static bool gpa_heap_enabled(void);
 
 /* ---------------- the aggregates the engine computes ---------------- */
 
@@ -332,17 +331,6 @@ gpa_agg_info(Oid fn)
 
 /* ---------------- planning ---------------- */
 
-/* what the planner found out about one grouping (GpaPlanInfo) */
-typedef struct GpaPlanInfo
-{
-	Index		relid;			/* the Arrow table's range table index */
-	List	   *quals;			/* its restriction clauses (plain exprs) */
-	List	   *keys;			/* group key expressions */
-	List	   *aggrefs;		/* distinct Aggrefs of the target and HAVING */
-	List	   *having;			/* HAVING, implicit AND */
-	GjPlan	   *join;			/* the joins under the grouping (GpuJoin), or NULL */
-	Node	   *program;		/* the engine's program (engine_plan_program) */
-} GpaPlanInfo;
 
 /*
  * gpa_attnos: the columns (attnos, ascending: the chunk columns) of table
@@ -537,15 +525,11 @@ static GpaPlanInfo *
 gpa_plan_info(PlannerInfo *root, RelOptInfo *input_rel, RelOptInfo *output_rel,
 			  GroupPathExtraData *extra, bool partial, const char **why)
 {
-	Query	   *parse = root->parse;
-	GpaPlanInfo *pi;
 	GjPlan	   *join = NULL;
 	RelOptInfo *base = input_rel;
-	ListCell   *lc;
 
 	*why = NULL;
-	if (root->hasHavingQual != (extra->havingQual != NULL) ||
-		(parse->groupClause == NIL && !parse->hasAggs))
+	if (!gpa_grouping_offloadable(root, extra))
 		return NULL;
 	/* a join of an outer table with dimension tables: GpuJoin's depths */
 	if (input_rel->reloptkind == RELOPT_JOINREL && !partial)
@@ -560,9 +544,29 @@ gpa_plan_info(PlannerInfo *root, RelOptInfo *input_rel, RelOptInfo *output_rel,
 	}
 	if ((*why = ship_grouping_input(root, base, partial, gpa_heap_enabled())) != NULL)
 		return NULL;
-	pi = palloc0(sizeof(GpaPlanInfo));
-	pi->relid = base->relid;
-	pi->join = join;
+	return gpa_plan_grouping(root, base, join, output_rel, extra, partial, why);
+}
+
+/* is there a grouping GpuPreAgg could take (aggregates or GROUP BY, HAVING as planned) */
+bool
+gpa_grouping_offloadable(PlannerInfo *root, GroupPathExtraData *extra)
+{
+	return root->hasHavingQual == (extra->havingQual != NULL) &&
+		(root->parse->groupClause != NIL || root->parse->hasAggs);
+}
+
+/*
+ * gpa_base_quals: the restriction clauses of base (plain expressions, in
+ * PostgreSQL's order, so that the same rows raise the same errors), or
+ * NULL with *why where one cannot go to the engine
+ */
+List *
+gpa_base_quals(PlannerInfo *root, RelOptInfo *base, const char **why)
+{
+	List	   *quals = NIL;
+	ListCell   *lc;
+
+	*why = NULL;
 	foreach(lc, base->baserestrictinfo)
 	{
 		RestrictInfo *ri = lfirst(lc);
@@ -571,12 +575,29 @@ gpa_plan_info(PlannerInfo *root, RelOptInfo *input_rel, RelOptInfo *output_rel,
 		{
 			*why = ri->pseudoconstant ? "a clause that is constant for the query" :
 				"a security barrier clause";
-			return NULL;
+			return NIL;
 		}
-		pi->quals = lappend(pi->quals, ri->clause);
+		quals = lappend(quals, ri->clause);
 	}
-	/* PostgreSQL's order, so that the same rows raise the same errors */
-	pi->quals = engine_order_quals(root, pi->quals);
+	return engine_order_quals(root, quals);
+}
+
+/*
+ * gpa_plan_grouping: the grouping of base (joined as join says, or NULL)
+ * into output_rel as GpuPreAgg would run it, or NULL with *why (see
+ * gpa_plan_info)
+ */
+GpaPlanInfo *
+gpa_plan_grouping(PlannerInfo *root, RelOptInfo *base, GjPlan *join, RelOptInfo *output_rel,
+				  GroupPathExtraData *extra, bool partial, const char **why)
+{
+	GpaPlanInfo *pi = palloc0(sizeof(GpaPlanInfo));
+
+	pi->relid = base->relid;
+	pi->join = join;
+	pi->quals = gpa_base_quals(root, base, why);
+	if (*why != NULL)
+		return NULL;
 	if ((*why = gpa_check_keys(root, &pi->keys)) != NULL ||
 		(*why = gpa_dependent_keys(list_concat(list_copy(output_rel->reltarget->exprs),
 											   partial ? NIL : (List *) extra->havingQual),
@@ -613,7 +634,7 @@ gpa_plan_info(PlannerInfo *root, RelOptInfo *input_rel, RelOptInfo *output_rel,
  * the service and decoded there, where PostgreSQL reads it in place; the
  * figures are in doc/engine.md's settings).
  */
-static bool
+bool
 gpa_heap_enabled(void)
 {
 	switch (pg_warp_enable_gpupreagg_heap)
@@ -629,7 +650,7 @@ gpa_heap_enabled(void)
 }
 
 /* does everything of pi compile for the Arrow table? */
-static bool
+bool
 gpa_compiles(PlannerInfo *root, GpaPlanInfo *pi)
 {
 	RangeTblEntry *rte = planner_rt_fetch(pi->relid, root);
@@ -664,11 +685,12 @@ static const EngineOps gpa_ops;
 
 /*
  * gpa_make_path: a GpuPreAgg path of the grouping pi into output_rel, with
- * fallback as the child PostgreSQL runs where the engine cannot; the costs
- * are set by the caller
+ * fallback as the child PostgreSQL runs where the engine cannot; mode:
+ * GPA_FINAL, GPA_PARTIAL_PARALLEL or GPA_PARTIAL; the costs are set by the
+ * caller
  */
-static CustomPath *
-gpa_make_path(RelOptInfo *output_rel, GpaPlanInfo *pi, Path *fallback, bool partial)
+CustomPath *
+gpa_make_path(RelOptInfo *output_rel, GpaPlanInfo *pi, Path *fallback, int mode)
 {
 	CustomPath *cp = makeNode(CustomPath);
 
@@ -680,7 +702,7 @@ gpa_make_path(RelOptInfo *output_rel, GpaPlanInfo *pi, Path *fallback, bool part
 	cp->custom_private = list_make4(makeInteger((int) pi->relid), pi->quals,
 									pi->keys, pi->aggrefs);
 	cp->custom_private = lappend(cp->custom_private, pi->having);
-	cp->custom_private = lappend(cp->custom_private, makeInteger(partial ? 1 : 0));
+	cp->custom_private = lappend(cp->custom_private, makeInteger(mode));
 	cp->custom_private = lappend(cp->custom_private, pi->join ? gj_private(pi->join) : NIL);
 	cp->custom_private = lappend(cp->custom_private, pi->program);
 	/* the inner relations of the joins, which PostgreSQL runs (GpuJoin) */
@@ -694,6 +716,33 @@ gpa_make_path(RelOptInfo *output_rel, GpaPlanInfo *pi, Path *fallback, bool part
 	}
 	cp->methods = &gpa_ops.path;
 	return cp;
+}
+
+/*
+ * gpa_path_cost: the costs of GpuPreAgg path cp of pi, whose outer
+ * relation is base, returning ngroups groups; with_inner: its inner
+ * tables are built for it (not shared with another node of the query)
+ */
+void
+gpa_path_cost(PlannerInfo *root, CustomPath *cp, GpaPlanInfo *pi, RelOptInfo *base,
+			  double ngroups, bool with_inner)
+{
+	double		rows_in = base->tuples > 0 ? base->tuples : base->rows;
+	bool		heap = planner_rt_fetch(pi->relid, root)->relkind != RELKIND_FOREIGN_TABLE;
+
+	cp->path.startup_cost = pg_warp_engine_startup_cost +
+		rows_in * (heap ? pg_warp_heap_row_cost : pg_warp_engine_row_cost) +
+		(pi->join && with_inner ? gj_inner_cost(pi->join) : 0);
+
+	/*
+	 * A heap table's pages are read, checked for visibility and copied by
+	 * this one backend: it pays a serial scan's page and tuple costs, which
+	 * a parallel plan divides among its workers (gpa_parallel_paths offers
+	 * the parallel GpuPreAgg).
+	 */
+	if (heap)
+		cp->path.startup_cost += base->pages * seq_page_cost + rows_in * cpu_tuple_cost;
+	cp->path.total_cost = cp->path.startup_cost + ngroups * cpu_tuple_cost;
 }
 
 /*
@@ -730,7 +779,7 @@ gpa_partial_path(PlannerInfo *root, RelOptInfo *input_rel, RelOptInfo *pgr,
 										root->parse->groupClause ? AGG_HASHED : AGG_PLAIN,
 										AGGSPLIT_INITIAL_SERIAL, root->parse->groupClause,
 										NIL, &gx->agg_partial_costs, ngroups);
-	cp = gpa_make_path(pgr, pi, fallback, true);
+	cp = gpa_make_path(pgr, pi, fallback, GPA_PARTIAL_PARALLEL);
 	cp->path.parallel_aware = true;
 	cp->path.parallel_safe = true;
 	cp->path.parallel_workers = workers;
@@ -850,16 +899,17 @@ gpa_upper_paths(PlannerInfo *root, UpperRelationKind stage, RelOptInfo *input_re
 	const char *why;
 	CustomPath *cp;
 	Path	   *fallback;
-	double		rows_in,
-				ngroups;
+	double		ngroups;
 	bool		heap;
-	RelOptInfo *base;
 
 	if (prev_upper_paths_hook)
 		prev_upper_paths_hook(root, stage, input_rel, output_rel, extra);
 	if (stage != UPPERREL_GROUP_AGG || extra == NULL || !pg_warp_enabled ||
 		!pg_warp_enable_gpupreagg || !pg_warp_preloaded ||
 		input_rel->cheapest_total_path == NULL)
+		return;
+	/* a partitioned outer table: a GpuPreAgg per partition (gpu_join_part.c) */
+	if (gpa_partition_paths(root, input_rel, output_rel, gx))
 		return;
 	if ((pi = gpa_plan_info(root, input_rel, output_rel, gx, false, &why)) == NULL)
 	{
@@ -885,23 +935,9 @@ gpa_upper_paths(PlannerInfo *root, UpperRelationKind stage, RelOptInfo *input_re
 											pi->having, &gx->agg_final_costs,
 											ngroups);
 
-	cp = gpa_make_path(output_rel, pi, fallback, false);
-	base = pi->join ? pi->join->outer : input_rel;
-	rows_in = base->tuples > 0 ? base->tuples : base->rows;
+	cp = gpa_make_path(output_rel, pi, fallback, GPA_FINAL);
+	gpa_path_cost(root, cp, pi, pi->join ? pi->join->outer : input_rel, ngroups, true);
 	heap = planner_rt_fetch(pi->relid, root)->relkind != RELKIND_FOREIGN_TABLE;
-	cp->path.startup_cost = pg_warp_engine_startup_cost +
-		rows_in * (heap ? pg_warp_heap_row_cost : pg_warp_engine_row_cost) +
-		(pi->join ? gj_inner_cost(pi->join) : 0);
-
-	/*
-	 * A heap table's pages are read, checked for visibility and copied by
-	 * this one backend: it pays a serial scan's page and tuple costs, which
-	 * a parallel plan divides among its workers (gpa_parallel_paths offers
-	 * the parallel GpuPreAgg).
-	 */
-	if (heap)
-		cp->path.startup_cost += base->pages * seq_page_cost + rows_in * cpu_tuple_cost;
-	cp->path.total_cost = cp->path.startup_cost + ngroups * cpu_tuple_cost;
 	explain_why_offered(output_rel, "GpuPreAgg", cp->path.total_cost);
 	add_path(output_rel, (Path *) cp);
 	if (heap && pi->join == NULL)
@@ -1085,7 +1121,8 @@ typedef struct GpaState
 	uint32		cur_off;		/* byte offset of the next group in it */
 	WarpAggResult last;			/* the last message's counters */
 	MemoryContext row_cxt;
-	/* a parallel heap run (custom_private's partial flag) */
+	bool		partial_states; /* PostgreSQL's partial states out (GPA_PARTIAL*) */
+	/* a parallel heap run (custom_private's mode GPA_PARTIAL_PARALLEL) */
 	bool		partial;		/* partial states out, blocks claimed */
 	bool		fb_scanning;	/* the fallback child reads a range now */
 	bool		finishing;		/* returns the shared run's groups */
@@ -1131,7 +1168,7 @@ gpa_compile_agg(GpaState *st, GpaAggExec *ae, Aggref *a, List **args)
 	d[0].kind = (uint8) ae->info->kind;
 	d[1].kind = (uint8) ae->info->kind2;
 	/* partial states of avg(float) are float8_accum's, Sxx included */
-	if (st->partial && ae->info->kind == XPU_AGG_MOMENTS)
+	if (st->partial_states && ae->info->kind == XPU_AGG_MOMENTS)
 		d[0].kind = (uint8) XPU_AGG_VAR_FLOAT;
 	st->n_descs += gpa_n_states(ae->info);
 	if (a->args != NIL)
@@ -1239,7 +1276,8 @@ gpa_begin(EngineScanState *node, CustomScan *cs, EState *estate, int eflags)
 	int			te = n_keys + n_aggs + n_quals;
 	ListCell   *lc;
 
-	st->partial = intVal(lfourth(cs->custom_private)) != 0;
+	st->partial = intVal(lfourth(cs->custom_private)) == GPA_PARTIAL_PARALLEL;
+	st->partial_states = intVal(lfourth(cs->custom_private)) != GPA_FINAL;
 	st->finisher = -2;
 	for (int i = 0; i < n_quals; i++)
 		st->quals = lappend(st->quals,
@@ -1258,6 +1296,9 @@ gpa_begin(EngineScanState *node, CustomScan *cs, EState *estate, int eflags)
 	st->inner = gj_exec_init(st->join_private,
 							 list_copy_tail(node->css.custom_ps, 1), &st->n_depths);
 	st->compiled = gpa_compile(st, cs, relid, eflags, n_keys, n_aggs);
+	/* who builds a depth's inner table, where another node of the query shares it */
+	gj_exec_name(st->inner, st->n_depths,
+				 psprintf("GpuPreAgg on %s", RelationGetRelationName(st->es.rel)));
 	if (!st->compiled && st->partial)
 		st->es.heap = heap_agg_prepare(st->es.rel, NULL, 0);	/* its claims only */
 	if (!st->compiled)
@@ -1606,7 +1647,7 @@ gpa_next(ScanState *ss)
 				extra = (const uint8 *) msg + st->cur_off + extra_off;
 				extra_off += n;
 			}
-			slot->tts_values[st->n_keys + a] = st->partial ?
+			slot->tts_values[st->n_keys + a] = st->partial_states ?
 				gpa_partial(&st->aggs[a], s, extra, &slot->tts_isnull[st->n_keys + a]) :
 				gpa_final(&st->aggs[a], s, extra, &slot->tts_isnull[st->n_keys + a]);
 		}
@@ -1796,7 +1837,7 @@ gpa_explain(EngineScanState *node, List *ctx, ExplainState *es)
 		engine_explain_source(es, st->es.src);
 	if (st->es.heap != NULL)
 		heap_agg_explain(st->es.heap, es->analyze && st->es.ran && !st->fallback, es);
-	if (st->partial)
+	if (st->partial_states)
 		ExplainPropertyText("Aggregate States", "partial", es);
 	if (es->analyze && st->instr != NULL)
 		gpa_explain_workers(st, es);
@@ -1885,6 +1926,7 @@ pg_warp_gpu_preagg_init(void)
 							 PGC_USERSET, 0, NULL, NULL, NULL);
 	heap_source_init();
 	pg_warp_gpu_join_init();
+	pg_warp_gpu_join_part_init();
 	engine_scan_register(&gpa_ops);
 	prev_upper_paths_hook = create_upper_paths_hook;
 	create_upper_paths_hook = gpa_upper_paths;

@@ -12,6 +12,10 @@
 #define PG_WARP_GPU_PREAGG_H
 
 #include "fmgr.h"
+#include "nodes/extensible.h"
+#include "nodes/pathnodes.h"
+
+#include "engine/gpu_join.h"
 #include "xpu/xpu_agg.h"
 
 /* how a group's state becomes PostgreSQL's result */
@@ -64,8 +68,41 @@ typedef struct GpaAggExec
 	bool		poly;			/* FIN_VAR_EXACT: an Int128AggState (int2/int4) */
 } GpaAggExec;
 
+/* what the planner found out about one grouping (GpaPlanInfo) */
+typedef struct GpaPlanInfo
+{
+	Index		relid;			/* the outer table's range table index */
+	List	   *quals;			/* its restriction clauses (plain exprs) */
+	List	   *keys;			/* group key expressions */
+	List	   *aggrefs;		/* distinct Aggrefs of the target and HAVING */
+	List	   *having;			/* HAVING, implicit AND */
+	GjPlan	   *join;			/* the joins under the grouping (GpuJoin), or NULL */
+	Node	   *program;		/* the engine's program (engine_plan_program) */
+} GpaPlanInfo;
+
+/* what a GpuPreAgg node returns (custom_private's mode) */
+#define GPA_FINAL				0	/* the grouping's rows */
+#define GPA_PARTIAL_PARALLEL	1	/* partial states, a parallel heap run's share */
+#define GPA_PARTIAL				2	/* partial states of its whole input (a partition) */
+
 /* in gpu_preagg.c */
 extern const GpaAggInfo *gpa_agg_info(Oid fn);
+extern bool gpa_heap_enabled(void);
+extern bool gpa_grouping_offloadable(PlannerInfo *root, GroupPathExtraData *extra);
+extern List *gpa_base_quals(PlannerInfo *root, RelOptInfo *base, const char **why);
+extern GpaPlanInfo *gpa_plan_grouping(PlannerInfo *root, RelOptInfo *base, GjPlan *join,
+									  RelOptInfo *output_rel, GroupPathExtraData *extra,
+									  bool partial, const char **why);
+extern bool gpa_compiles(PlannerInfo *root, GpaPlanInfo *pi);
+extern CustomPath *gpa_make_path(RelOptInfo *output_rel, GpaPlanInfo *pi, Path *fallback,
+								 int mode);
+extern void gpa_path_cost(PlannerInfo *root, CustomPath *cp, GpaPlanInfo *pi,
+						  RelOptInfo *base, double ngroups, bool with_inner);
+
+/* in gpu_join_part.c */
+extern bool gpa_partition_paths(PlannerInfo *root, RelOptInfo *input_rel,
+								RelOptInfo *output_rel, GroupPathExtraData *gx);
+extern void pg_warp_gpu_join_part_init(void);
 
 /* in preagg_values.c */
 
