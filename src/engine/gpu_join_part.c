@@ -103,7 +103,7 @@ gpp_partitioned_outer(PlannerInfo *root, RelOptInfo *input_rel)
 
 /* a PathTarget of exprs (sortgrouprefs: the first n_refs of them have refs[]) */
 static PathTarget *
-gpp_target(List *exprs, const Index *refs, int n_refs)
+gpp_target(PlannerInfo *root, List *exprs, const Index *refs, int n_refs)
 {
 	PathTarget *t = create_empty_pathtarget();
 	ListCell   *lc;
@@ -114,7 +114,10 @@ gpp_target(List *exprs, const Index *refs, int n_refs)
 
 		add_column_to_pathtarget(t, lfirst(lc), i < n_refs ? refs[i] : 0);
 	}
-	return set_pathtarget_cost_width(NULL, t);
+	/* widths for the costs: the partial states' are those of the values they hold */
+	t->width = root->upper_targets[UPPERREL_GROUP_AGG] ?
+		root->upper_targets[UPPERREL_GROUP_AGG]->width : 32 * list_length(exprs);
+	return t;
 }
 
 /* target translated to a partition (ai: its AppendRelInfo) */
@@ -152,7 +155,7 @@ gpp_partial_target(PlannerInfo *root, GpaPlanInfo *pi)
 	}
 	pi->aggrefs = partial;
 	pi->having = NIL;			/* Finalize Aggregate's */
-	return gpp_target(list_concat(list_copy(pi->keys), partial), refs, n_refs);
+	return gpp_target(root, list_concat(list_copy(pi->keys), partial), refs, n_refs);
 }
 
 /* an empty upper relation of relids, for paths of a partition's partial grouping */
