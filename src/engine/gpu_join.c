@@ -666,6 +666,7 @@ typedef struct GjShared
 	uint64		bytes;
 	double		build_ms;
 	const char *name;			/* the node that built it */
+	const char *why;			/* join_id 0: why the engine cannot take it */
 } GjShared;
 
 typedef struct GjCache
@@ -1056,8 +1057,9 @@ gj_load(GjInner *g, int d, const XpuProgram *prog, const char **why)
  * gj_exec_load: the inner tables of the n depths, built and loaded once
  * for the query (prog: the node's program, whose probes give the outer key
  * types): a depth whose table another node of the query loaded (the
- * query's cache, GjShared) takes its join id; false with *why where one
- * stays with PostgreSQL
+ * query's cache, GjShared) takes its join id, one that another node could
+ * not build is not built again; false with *why where one stays with
+ * PostgreSQL
  */
 bool
 gj_exec_load(GjInner *inner, int n, const XpuProgram *prog, const char **why)
@@ -1070,6 +1072,7 @@ gj_exec_load(GjInner *inner, int n, const XpuProgram *prog, const char **why)
 		XpuJoinKeyDesc keys[XPU_JOIN_MAX_KEYS];
 		StringInfoData key;
 		MemoryContext old;
+		bool		ok;
 		ListCell   *lc;
 
 		if (g->join_id != 0)
@@ -1088,6 +1091,8 @@ gj_exec_load(GjInner *inner, int n, const XpuProgram *prog, const char **why)
 			t = lfirst(lc);
 			if (strcmp(t->key, key.data) != 0)
 				continue;
+			if (t->join_id == 0)
+				return (*why = t->why), false;	/* another node found it would not fit */
 			g->join_id = t->join_id;
 			g->rows = t->rows;
 			g->bytes = t->bytes;
@@ -1097,10 +1102,10 @@ gj_exec_load(GjInner *inner, int n, const XpuProgram *prog, const char **why)
 		}
 		if (g->join_id != 0)
 			continue;
-		if (!gj_load(g, d, prog, why))
-			return false;
+		ok = gj_load(g, d, prog, why);
 		old = MemoryContextSwitchTo(g->ps->state->es_query_cxt);
 		t = palloc0(sizeof(GjShared));
+		t->why = ok ? NULL : pstrdup(*why);
 		t->key = pstrdup(key.data);
 		t->join_id = g->join_id;
 		t->rows = g->rows;
@@ -1109,6 +1114,8 @@ gj_exec_load(GjInner *inner, int n, const XpuProgram *prog, const char **why)
 		t->name = g->name ? pstrdup(g->name) : "another node";
 		cache->tables = lappend(cache->tables, t);
 		MemoryContextSwitchTo(old);
+		if (!ok)
+			return false;
 	}
 	return true;
 }
