@@ -429,8 +429,9 @@ gpp_offer(PlannerInfo *root, RelOptInfo *input_rel, RelOptInfo *parent,
 /*
  * gpa_partition_paths: where the grouping of input_rel into output_rel
  * reads a partitioned table, offers the partition-wise GpuPreAgg; true if
- * it did (the caller offers nothing else), false where the grouping is left
- * to the caller (EXPLAIN VERBOSE says why not here)
+ * it did (EXPLAIN VERBOSE says why not otherwise).  The caller may offer
+ * its one-node GpuPreAgg too (a join whose partitioned table is not the
+ * one the engine scans best); add_path keeps the cheaper.
  */
 bool
 gpa_partition_paths(PlannerInfo *root, RelOptInfo *input_rel, RelOptInfo *output_rel,

@@ -901,6 +901,7 @@ gpa_upper_paths(PlannerInfo *root, UpperRelationKind stage, RelOptInfo *input_re
 	Path	   *fallback;
 	double		ngroups;
 	bool		heap;
+	bool		parts;
 
 	if (prev_upper_paths_hook)
 		prev_upper_paths_hook(root, stage, input_rel, output_rel, extra);
@@ -909,11 +910,10 @@ gpa_upper_paths(PlannerInfo *root, UpperRelationKind stage, RelOptInfo *input_re
 		input_rel->cheapest_total_path == NULL)
 		return;
 	/* a partitioned outer table: a GpuPreAgg per partition (gpu_join_part.c) */
-	if (gpa_partition_paths(root, input_rel, output_rel, gx))
-		return;
+	parts = gpa_partition_paths(root, input_rel, output_rel, gx);
 	if ((pi = gpa_plan_info(root, input_rel, output_rel, gx, false, &why)) == NULL)
 	{
-		if (why != NULL)
+		if (why != NULL && !parts)
 			explain_why_note("GpuPreAgg: %s", why);
 		return;
 	}

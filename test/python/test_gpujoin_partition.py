@@ -297,3 +297,31 @@ def test_partition_of_another_wrapper_or_heap_off_runs_in_postgres():
     top = DB.engine_ran(sql, NODE, on)
     assert len(find_nodes(top, NODE)) == 2, show(top)      # mixed_a, mixed_e
     assert plan_types(top, "Aggregate", "Partial Mode", "Partial"), show(top)
+
+
+def test_partition_columns_in_another_order_and_subpartitions():
+    """A partition attached with its columns in another order (and a dropped
+    one): expressions are translated to its columns; a partition that is
+    partitioned itself runs PostgreSQL's partial aggregation in the Append.
+    GROUP BY an expression of the fact table and a dimension's primary key
+    (its other columns depend on it)."""
+    pg_psql("""
+        CREATE TABLE gp.odd (%s) PARTITION BY RANGE (id);
+        CREATE TABLE gp.odd0 PARTITION OF gp.odd FOR VALUES FROM (0) TO (%d);
+        CREATE TABLE gp.odd1 (junk int, tk text, v int4, g int4, amt numeric(12,2),
+                              sk int2, ck int4, id int8);
+        ALTER TABLE gp.odd1 DROP COLUMN junk;
+        ALTER TABLE gp.odd ATTACH PARTITION gp.odd1 FOR VALUES FROM (%d) TO (%d);
+        CREATE TABLE gp.odd2 PARTITION OF gp.odd FOR VALUES FROM (%d) TO (%d)
+            PARTITION BY LIST (g);
+        CREATE TABLE gp.odd2a PARTITION OF gp.odd2 FOR VALUES IN (1, 2);
+        CREATE TABLE gp.odd2b PARTITION OF gp.odd2 DEFAULT;
+        INSERT INTO gp.odd SELECT * FROM gp.hrange;
+        ANALYZE gp.odd;
+    """ % (COLUMNS, N, N, 2 * N, 2 * N, 3 * N))
+    top = partitioned("SELECT c.c_key, c.c_nation, f.g %% 2, count(*), sum(f.amt) "
+                      "FROM {f} f JOIN gp.customer c ON f.ck = c.c_key "
+                      "GROUP BY c.c_key, f.g %% 2" % (), 2, 1, fact="odd")
+    assert plan_types(top, "Aggregate", "Partial Mode", "Partial"), show(top)
+    partitioned("SELECT tk, count(*), sum(v), max(amt) FROM {f} WHERE v <> 0 GROUP BY tk",
+                2, fact="odd")

@@ -152,13 +152,18 @@ def test_stays_in_postgresql(cluster):
                 "INSERT INTO inh_parent SELECT i % 10, i FROM generate_series(1, 5000) i; "
                 "ANALYZE inh_parent")
     for sql, settings in [
-            ("SELECT a, count(*) FROM part GROUP BY a", ()),
+            # a partitioned table: a GpuPreAgg per partition (test_gpujoin_partition.py)
+            # unless partition-wise GpuPreAgg is off
+            ("SELECT a, count(*) FROM part GROUP BY a",
+             ("SET pg_warp.enable_partitionwise_gpujoin = off",)),
             ("SELECT a, count(*) FROM inh_parent GROUP BY a", ()),
             ("SELECT i4, count(*) FROM types TABLESAMPLE SYSTEM (50) GROUP BY i4", ()),
             ("SELECT i4, count(*) FROM types GROUP BY i4", ("SET pg_warp.enable_gpupreagg = off",)),
             ("SELECT i4, count(*) FROM types GROUP BY i4", ("SET pg_warp.enabled = off",))]:
         r = cluster.run("EXPLAIN (COSTS OFF) " + sql, settings=ON + settings)
         assert r.returncode == 0 and "GpuPreAgg" not in r.stdout, (sql, r.stdout, r.stderr)
+    assert "Aggregate States: partial" in explain(cluster, "SELECT a, count(*) FROM part "
+                                                  "GROUP BY a")
     # ONLY the parent of an inheritance tree is a plain table
     assert "GpuPreAgg" in explain(cluster, "SELECT a, count(*) FROM ONLY inh_parent GROUP BY a")
 
