@@ -14,7 +14,8 @@
  *		the others take its join id and EXPLAIN ANALYZE says "shared with").
  *
  * Planning.  create_upper_paths_hook (gpu_preagg.c) calls
- * gpa_partition_paths first.  Where the relation grouped is a partitioned
+ * gpa_partition_paths after offering its one-node paths (so that their
+ * fallback is PostgreSQL's own plan, not this one).  Where the relation grouped is a partitioned
  * table, or a join one of whose members is (the largest, as the outer
  * relation of GpuJoin's depths: gj_plan_outer), the grouping is planned
  * once for the parent table (gpa_plan_grouping: keys, aggregates, join
@@ -429,9 +430,9 @@ gpp_offer(PlannerInfo *root, RelOptInfo *input_rel, RelOptInfo *parent,
 /*
  * gpa_partition_paths: where the grouping of input_rel into output_rel
  * reads a partitioned table, offers the partition-wise GpuPreAgg; true if
- * it did (EXPLAIN VERBOSE says why not otherwise).  The caller may offer
- * its one-node GpuPreAgg too (a join whose partitioned table is not the
- * one the engine scans best); add_path keeps the cheaper.
+ * it did (EXPLAIN VERBOSE says why not otherwise).  The caller may have
+ * offered its one-node GpuPreAgg too (a join whose partitioned table is not
+ * the one the engine scans best); add_path keeps the cheaper.
  */
 bool
 gpa_partition_paths(PlannerInfo *root, RelOptInfo *input_rel, RelOptInfo *output_rel,

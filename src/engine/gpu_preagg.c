@@ -142,6 +142,9 @@ static const struct config_enum_entry engine_options[] = {
 
 static create_upper_paths_hook_type prev_upper_paths_hook = NULL;
 
+static const char *gpa_one_node_paths(PlannerInfo *root, RelOptInfo *input_rel,
+									  RelOptInfo *output_rel, GroupPathExtraData *gx);
+
 
 /* ---------------- the aggregates the engine computes ---------------- */
 
@@ -888,20 +891,15 @@ gpa_postgres_path(RelOptInfo *output_rel)
 /*
  * gpa_upper_paths: create_upper_paths_hook; offers GpuPreAgg for the
  * grouping of one Arrow or heap table, beside PostgreSQL's own paths, and
- * for a heap table a parallel aggregation over a parallel GpuPreAgg.
+ * for a heap table a parallel aggregation over a parallel GpuPreAgg; for
+ * the grouping of a partitioned table a GpuPreAgg per partition.
  */
 static void
 gpa_upper_paths(PlannerInfo *root, UpperRelationKind stage, RelOptInfo *input_rel,
 				RelOptInfo *output_rel, void *extra)
 {
 	GroupPathExtraData *gx = extra;
-	GpaPlanInfo *pi;
 	const char *why;
-	CustomPath *cp;
-	Path	   *fallback;
-	double		ngroups;
-	bool		heap;
-	bool		parts;
 
 	if (prev_upper_paths_hook)
 		prev_upper_paths_hook(root, stage, input_rel, output_rel, extra);
@@ -909,18 +907,39 @@ gpa_upper_paths(PlannerInfo *root, UpperRelationKind stage, RelOptInfo *input_re
 		!pg_warp_enable_gpupreagg || !pg_warp_preloaded ||
 		input_rel->cheapest_total_path == NULL)
 		return;
-	/* a partitioned outer table: a GpuPreAgg per partition (gpu_join_part.c) */
-	parts = gpa_partition_paths(root, input_rel, output_rel, gx);
+	why = gpa_one_node_paths(root, input_rel, output_rel, gx);
+
+	/*
+	 * A partitioned outer table: a GpuPreAgg per partition (gpu_join_part.c),
+	 * after the one-node paths, whose fallback is PostgreSQL's own plan
+	 */
+	if (!gpa_partition_paths(root, input_rel, output_rel, gx) && why != NULL)
+		explain_why_note("GpuPreAgg: %s", why);
+}
+
+/*
+ * gpa_one_node_paths: the GpuPreAgg of the grouping of input_rel into
+ * output_rel as one node (and its parallel form over a heap table), added
+ * to output_rel; why not, or NULL (offered, or a grouping GpuPreAgg does
+ * not take)
+ */
+static const char *
+gpa_one_node_paths(PlannerInfo *root, RelOptInfo *input_rel, RelOptInfo *output_rel,
+				   GroupPathExtraData *gx)
+{
+	GpaPlanInfo *pi;
+	const char *why;
+	CustomPath *cp;
+	Path	   *fallback;
+	double		ngroups;
+	bool		heap;
+
 	if ((pi = gpa_plan_info(root, input_rel, output_rel, gx, false, &why)) == NULL)
-	{
-		if (why != NULL && !parts)
-			explain_why_note("GpuPreAgg: %s", why);
-		return;
-	}
+		return why;
 	if (!gpa_compiles(root, pi))
-		return;
+		return NULL;
 	if (root->parse->groupClause != NIL && !grouping_is_hashable(root->parse->groupClause))
-		return;
+		return NULL;
 
 	ngroups = pi->keys == NIL ? 1.0 :
 		estimate_num_groups(root, pi->keys, input_rel->rows, NULL, NULL);
@@ -942,6 +961,7 @@ gpa_upper_paths(PlannerInfo *root, UpperRelationKind stage, RelOptInfo *input_re
 	add_path(output_rel, (Path *) cp);
 	if (heap && pi->join == NULL)
 		gpa_parallel_paths(root, input_rel, output_rel, gx, ngroups);
+	return NULL;
 }
 
 /*
