@@ -1935,6 +1935,12 @@ gpa_explain(EngineScanState *node, List *ctx, ExplainState *es)
 							psprintf("the plan below runs (%s)", st->fallback_why), es);
 	if (!es->analyze || !st->es.ran)
 		return;
+	if (st->es.late)
+	{
+		ExplainPropertyText("Engine", "none (the other participants had claimed every block)",
+							es);
+		return;
+	}
 	if (st->fallback)
 	{
 		ExplainPropertyText("Engine", "PostgreSQL (fallback)", es);
