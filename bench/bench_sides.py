@@ -223,11 +223,14 @@ def explain_summary(side, rows, depths=None):
                 problem = "PostgreSQL's own plan was chosen (no GpuPreAgg node): %s" % \
                     " > ".join(summary["nodes"])
         else:
-            engine = gpa[0].get("Engine")
-            if engine == "PostgreSQL (fallback)":
+            # a parallel node: the leader's engine (if it took part) and each worker's
+            engines = [e for e in [gpa[0].get("Engine")] +
+                       [w.get("Engine") for w in gpa[0].get("Workers", [])]
+                       if e is not None and not e.startswith("none")]
+            if "PostgreSQL (fallback)" in engines:
                 problem = "GpuPreAgg fell back to PostgreSQL: %s" % gpa[0].get("Fallback Reason")
-            elif engine != want:
-                problem = "GpuPreAgg ran on engine %s, not %s" % (engine, want)
+            elif not engines or set(engines) != {want}:
+                problem = "GpuPreAgg ran on engine %s, not %s" % ("/".join(engines) or "none", want)
             elif depths is not None and len(joins) != depths:
                 problem = "GpuPreAgg has %d join depths, the query %d joins" % (len(joins), depths)
     elif gpa:

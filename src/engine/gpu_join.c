@@ -326,6 +326,30 @@ gj_plan_depths(PlannerInfo *root, RelOptInfo *input_rel, RelOptInfo *outer, cons
 }
 
 /*
+ * gj_cheapest_safe_path: rel's cheapest unparameterized parallel-safe path
+ * (a Gather path is never parallel-safe), or NULL
+ */
+static Path *
+gj_cheapest_safe_path(RelOptInfo *rel)
+{
+	Path	   *best = NULL;
+	ListCell   *lc;
+
+	if (rel->cheapest_total_path != NULL && rel->cheapest_total_path->parallel_safe &&
+		rel->cheapest_total_path->param_info == NULL)
+		return rel->cheapest_total_path;
+	foreach(lc, rel->pathlist)
+	{
+		Path	   *p = lfirst(lc);
+
+		if (p->parallel_safe && p->param_info == NULL &&
+			(best == NULL || p->total_cost < best->total_cost))
+			best = p;
+	}
+	return best;
+}
+
+/*
  * gj_inner_path: the plan of an inner relation's rows: a Gather over its
  * cheapest partial path where PostgreSQL has one (a table large enough for
  * parallel workers), else its cheapest path.  The inner plans run one after
@@ -343,6 +367,29 @@ gj_inner_path(PlannerInfo *root, RelOptInfo *rel)
 		return (Path *) create_gather_path(root, rel, linitial(rel->partial_pathlist),
 										   rel->reltarget, NULL, NULL);
 	return rel->cheapest_total_path;
+}
+
+/*
+ * gj_plan_parallel: makes gp's inner plans fit under a parallel GpuPreAgg,
+ * whose leader builds the inner tables before the workers start
+ * (gpu_preagg.c) and whose plan every worker receives: each inner
+ * relation's cheapest parallel-safe path without a Gather of its own (no
+ * Gather may run below another); false when a relation has none.
+ */
+bool
+gj_plan_parallel(GjPlan *gp)
+{
+	ListCell   *lc;
+
+	foreach(lc, gp->depths)
+	{
+		GjDepth    *d = lfirst(lc);
+
+		d->inner_path = gj_cheapest_safe_path(d->rel);
+		if (d->inner_path == NULL)
+			return false;
+	}
+	return true;
 }
 
 /* the larger relation first (qsort) */

@@ -60,6 +60,7 @@ extern GjPlan *gj_plan_outer(PlannerInfo *root, RelOptInfo *input_rel, RelOptInf
 							 const char **why);
 extern GjPlan *gj_plan_child(PlannerInfo *root, const GjPlan *gp, RelOptInfo *child,
 							 AppendRelInfo *ai);
+extern bool gj_plan_parallel(GjPlan *gp);
 extern const char *gj_plan_payload(GjPlan *gp, List *upper_exprs);
 extern List *gj_codegen_joins(const GjPlan *gp);
 extern List *gj_outer_exprs(const GjPlan *gp);

@@ -76,8 +76,10 @@
 #include "nodes/extensible.h"
 #include "nodes/makefuncs.h"
 #include "nodes/nodeFuncs.h"
+#include "optimizer/cost.h"
 #include "optimizer/optimizer.h"
 #include "optimizer/pathnode.h"
+#include "optimizer/paths.h"
 #include "optimizer/planner.h"
 #include "optimizer/restrictinfo.h"
 #include "optimizer/tlist.h"
@@ -535,12 +537,17 @@ gpa_plan_info(PlannerInfo *root, RelOptInfo *input_rel, RelOptInfo *output_rel,
 	if (!gpa_grouping_offloadable(root, extra))
 		return NULL;
 	/* a join of an outer table with dimension tables: GpuJoin's depths */
-	if (input_rel->reloptkind == RELOPT_JOINREL && !partial)
+	if (input_rel->reloptkind == RELOPT_JOINREL)
 	{
 		if ((join = gj_plan_input(root, input_rel, gpa_heap_enabled(), why)) == NULL)
 		{
 			*why = psprintf("the grouping reads a join of %d relations (%s)",
 							bms_num_members(input_rel->relids), *why);
+			return NULL;
+		}
+		if (partial && !gj_plan_parallel(join))
+		{
+			*why = "a joined relation has no plan a parallel worker may run";
 			return NULL;
 		}
 		base = join->outer;
@@ -764,20 +771,31 @@ static Path *
 gpa_partial_path(PlannerInfo *root, RelOptInfo *input_rel, RelOptInfo *pgr,
 				 GroupPathExtraData *gx, GpaPlanInfo *pi)
 {
-	Path	   *partial_scan = linitial(input_rel->partial_pathlist);
-	int			workers = partial_scan->parallel_workers;
+	RelOptInfo *base = pi->join ? pi->join->outer : input_rel;
+	int			workers = compute_parallel_worker(base, base->pages, -1,
+												  max_parallel_workers_per_gather);
 	double		divisor = engine_parallel_divisor(workers);
-	double		rows_in = input_rel->tuples > 0 ? input_rel->tuples : input_rel->rows;
+	double		rows_in = base->tuples > 0 ? base->tuples : base->rows;
 	double		ngroups;
+	Path	   *child;
 	Path	   *fallback;
 	CustomPath *cp;
 
 	if (workers <= 0)
 		return NULL;
+	/*
+	 * The fallback of a join: PostgreSQL's own parallel plan of the join,
+	 * whose participants share its rows among themselves, run by all of
+	 * them, or by the last alone (gpa_join_fallback); of one table: a scan
+	 * that each limits to its blocks
+	 */
+	child = !pi->join ? create_seqscan_path(root, input_rel, NULL, 0) :
+		input_rel->partial_pathlist != NIL ? linitial(input_rel->partial_pathlist) : NULL;
+	if (child == NULL)
+		return NULL;
 	ngroups = pi->keys == NIL ? 1.0 :
 		estimate_num_groups(root, pi->keys, input_rel->rows / divisor, NULL, NULL);
-	fallback = (Path *) create_agg_path(root, pgr,
-										create_seqscan_path(root, input_rel, NULL, 0),
+	fallback = (Path *) create_agg_path(root, pgr, child,
 										pgr->reltarget,
 										root->parse->groupClause ? AGG_HASHED : AGG_PLAIN,
 										AGGSPLIT_INITIAL_SERIAL, root->parse->groupClause,
@@ -788,7 +806,8 @@ gpa_partial_path(PlannerInfo *root, RelOptInfo *input_rel, RelOptInfo *pgr,
 	cp->path.parallel_workers = workers;
 	cp->path.startup_cost = pg_warp_engine_startup_cost +
 		rows_in * pg_warp_heap_row_cost / divisor +
-		input_rel->pages * seq_page_cost + rows_in * cpu_tuple_cost / divisor;
+		base->pages * seq_page_cost + rows_in * cpu_tuple_cost / divisor +
+		(pi->join ? gj_inner_cost(pi->join) : 0);
 	cp->path.total_cost = cp->path.startup_cost + ngroups * cpu_tuple_cost;
 	return (Path *) cp;
 }
@@ -814,8 +833,8 @@ gpa_parallel_paths(PlannerInfo *root, RelOptInfo *input_rel, RelOptInfo *output_
 	Path	   *gather;
 	double		total_groups;
 
-	if (input_rel->partial_pathlist == NIL || !output_rel->consider_parallel ||
-		(gx->flags & GROUPING_CAN_PARTIAL_AGG) == 0)
+	if ((input_rel->partial_pathlist == NIL && input_rel->reloptkind != RELOPT_JOINREL) ||
+		!output_rel->consider_parallel || (gx->flags & GROUPING_CAN_PARTIAL_AGG) == 0)
 		return;
 	pgr = fetch_upper_rel(root, UPPERREL_PARTIAL_GROUP_AGG, output_rel->relids);
 	if (!pgr->consider_parallel || pgr->reltarget == NULL || pgr->reltarget->exprs == NIL)
@@ -959,7 +978,7 @@ gpa_one_node_paths(PlannerInfo *root, RelOptInfo *input_rel, RelOptInfo *output_
 	heap = planner_rt_fetch(pi->relid, root)->relkind != RELKIND_FOREIGN_TABLE;
 	explain_why_offered(output_rel, "GpuPreAgg", cp->path.total_cost);
 	add_path(output_rel, (Path *) cp);
-	if (heap && pi->join == NULL)
+	if (heap)
 		gpa_parallel_paths(root, input_rel, output_rel, gx, ngroups);
 	return NULL;
 }
@@ -1103,13 +1122,23 @@ typedef struct GpaInstr
  */
 typedef struct GpaShared
 {
-	/* finish_*: guarded by EngineShared.mutex */
+	/* finish_* and join_fallback: guarded by EngineShared.mutex */
 	int			finisher;		/* who returned them: -1 the leader, else the
 								 * worker's number; -2 none yet */
 	uint64		finish_groups;	/* the groups returned */
+	/* the join depths' inner tables, built by the leader in gpa_dsm_init */
+	int			join_state;		/* GPA_JOINS_* */
+	bool		join_fallback;	/* a participant's run fell back: the last
+								 * runs PostgreSQL's plan of the whole join */
+	uint64		join_ids[WARP_MAX_JOINS];
+	char		join_why[256];	/* GPA_JOINS_REFUSED: why */
 	int			n_instr;		/* leader (0) and workers (1 ..) */
 	GpaInstr	instr[FLEXIBLE_ARRAY_MEMBER];
 } GpaShared;
+
+#define GPA_JOINS_NONE		0	/* not built yet (or no joins) */
+#define GPA_JOINS_BUILT		1	/* join_ids are the service's tables */
+#define GPA_JOINS_REFUSED	2	/* they stay in PostgreSQL: join_why */
 
 typedef struct GpaState
 {
@@ -1146,6 +1175,9 @@ typedef struct GpaState
 	bool		partial;		/* partial states out, blocks claimed */
 	bool		fb_scanning;	/* the fallback child reads a range now */
 	bool		finishing;		/* returns the shared run's groups */
+	bool		whole;			/* returns PostgreSQL's plan of the whole join */
+	const char *build_why;		/* the leader's: why the inner tables were not
+								 * built for the workers (gpa_build_joins) */
 	GpaInstr   *instr;			/* the participants' figures after shutdown */
 	int			n_instr;
 	int			finisher;		/* the shared run's, after shutdown (GpaShared) */
@@ -1439,9 +1471,25 @@ gpa_run_engine(GpaState *st)
 {
 	StringInfo	req;
 
-	/* the join depths' inner tables first: PostgreSQL runs their plans */
-	if (st->n_depths > 0 && !gj_exec_load(st->inner, st->n_depths, st->es.prog,
-										  &st->fallback_why))
+	/*
+	 * The join depths' inner tables first: PostgreSQL runs their plans; in a
+	 * parallel node the leader did before the workers started
+	 */
+	if (st->n_depths > 0 && st->partial && st->es.shared != NULL)
+	{
+		GpaShared  *part = engine_scan_part(&st->es);
+
+		if (part->join_state != GPA_JOINS_BUILT)
+		{
+			st->fallback = true;
+			st->fallback_why = pstrdup(part->join_why);
+			return;
+		}
+		for (int d = 0; d < st->n_depths; d++)
+			st->inner[d].join_id = part->join_ids[d];
+	}
+	else if (st->n_depths > 0 && !gj_exec_load(st->inner, st->n_depths, st->es.prog,
+											   &st->fallback_why))
 	{
 		st->fallback = true;
 		return;
@@ -1508,10 +1556,23 @@ gpa_report(GpaState *st)
 static void
 gpa_finish(GpaState *st)
 {
-	StringInfo	req = gpa_request(st, WARP_SHARE_FINISH);
+	StringInfo	req;
 	GpaShared  *part = engine_scan_part(&st->es);
 	WarpAggResult last;
+	bool		whole;
 
+	SpinLockAcquire(&st->es.shared->mutex);
+	whole = part->join_fallback;
+	if (whole)
+		part->finisher = ParallelWorkerNumber;
+	SpinLockRelease(&st->es.shared->mutex);
+	if (whole)
+	{
+		/* the run lacks a part: PostgreSQL's plan of the whole join instead */
+		st->finishing = st->whole = true;
+		return;
+	}
+	req = gpa_request(st, WARP_SHARE_FINISH);
 	if (req == NULL)
 		elog(ERROR, "GpuPreAgg: the finish of a shared run is larger than the protocol allows");
 	st->finishing = true;
@@ -1689,6 +1750,31 @@ gpa_recheck(ScanState *ss, TupleTableSlot *slot)
 }
 
 /*
+ * gpa_join_fallback: a participant of a parallel node with join depths
+ * whose run fell back.  The fallback plan is PostgreSQL's parallel plan of
+ * the join, whose parallel scans share the fact table's blocks among the
+ * participants that run it.  Without a shared run every participant falls
+ * back and runs it; in a shared run, the other parts may be in the run
+ * already, so this one leaves the run and marks it, and the last to leave
+ * drops the run's groups and runs the plan alone, over every block
+ * (gpa_finish).  Returns this participant's next row.
+ */
+static TupleTableSlot *
+gpa_join_fallback(GpaState *st)
+{
+	if (!st->es.joined)
+	{
+		st->whole = true;
+		return ExecProcNode(linitial(st->es.css.custom_ps));
+	}
+	SpinLockAcquire(&st->es.shared->mutex);
+	((GpaShared *) engine_scan_part(&st->es))->join_fallback = true;
+	SpinLockRelease(&st->es.shared->mutex);
+	gpa_report(st);
+	return ExecClearTuple(st->es.css.ss.ps.ps_ResultTupleSlot);
+}
+
+/*
  * gpa_exec: the node's rows: the engine's groups, or the child's; a part
  * of a shared run returns only the rows of its fallback (if it fell back),
  * then, when it is the last to be done, the run's groups
@@ -1703,15 +1789,17 @@ gpa_exec(EngineScanState *node)
 		gpa_run(st);
 	if (st->es.late)
 		return ExecClearTuple(node->css.ss.ps.ps_ResultTupleSlot);
-	if (st->fallback && !st->partial)
+	if ((st->fallback && !st->partial) || st->whole)
 		return ExecProcNode(linitial(node->css.custom_ps));
 	if (!st->finishing)
 	{
-		slot = st->fallback ? gpa_partial_fallback(st) :
-			ExecScan(&node->css.ss, gpa_next, gpa_recheck);
+		slot = !st->fallback ? ExecScan(&node->css.ss, gpa_next, gpa_recheck) :
+			st->n_depths > 0 ? gpa_join_fallback(st) : gpa_partial_fallback(st);
 		if (!TupIsNull(slot) || !st->es.joined || !engine_scan_leave(&st->es))
 			return slot;
 		gpa_finish(st);
+		if (st->whole)
+			return ExecProcNode(linitial(node->css.custom_ps));
 	}
 	return ExecScan(&node->css.ss, gpa_next, gpa_recheck);
 }
@@ -1736,7 +1824,7 @@ gpa_rescan(EngineScanState *node)
 		st->es.ran = false;
 		st->fallback = !st->compiled;
 		st->fb_scanning = false;
-		st->es.joined = st->es.late = st->finishing = false;
+		st->es.joined = st->es.late = st->finishing = st->whole = false;
 		gpa_store_reset(st->groups);
 		st->cur_msg = NULL;
 		memset(&st->last, 0, sizeof(st->last));
@@ -1759,6 +1847,32 @@ gpa_dsm_size(EngineScanState *node, int nworkers)
 }
 
 /*
+ * gpa_build_joins: the leader of a parallel node with join depths builds
+ * their inner tables and loads them into the service before the workers
+ * start, once for the query: every participant's part of the shared run
+ * probes the same tables (the ids in part), which live while the leader's
+ * connection does (until its transaction ends)
+ */
+static void
+gpa_build_joins(GpaState *st, GpaShared *part)
+{
+	const char *why = NULL;
+
+	if (st->es.shared->share_id == 0)
+		why = "the pg_warp service could not open the query's shared run";
+	else if (gj_exec_load(st->inner, st->n_depths, st->es.prog, &why))
+	{
+		for (int d = 0; d < st->n_depths; d++)
+			part->join_ids[d] = st->inner[d].join_id;
+		part->join_state = GPA_JOINS_BUILT;
+		return;
+	}
+	part->join_state = GPA_JOINS_REFUSED;
+	strlcpy(part->join_why, why, sizeof(part->join_why));
+	st->build_why = why;
+}
+
+/*
  * EngineOps.dsm_init: the leader, before the workers start (and before a
  * rescan's): a new shared run, no figures yet
  */
@@ -1773,6 +1887,11 @@ gpa_dsm_init(EngineScanState *node, int nworkers, bool reinit)
 	node->shared->share_id = st->compiled ? engine_scan_share_open(node, nworkers + 1) : 0;
 	part->n_instr = nworkers + 1;
 	memset(part->instr, 0, sizeof(GpaInstr) * part->n_instr);
+	part->join_fallback = false;
+	if (!reinit)
+		part->join_state = GPA_JOINS_NONE;
+	if (st->n_depths > 0 && st->compiled && part->join_state == GPA_JOINS_NONE)
+		gpa_build_joins(st, part);
 }
 
 /*
@@ -1851,8 +1970,9 @@ gpa_explain(EngineScanState *node, List *ctx, ExplainState *es)
 
 	engine_explain_filter(es, st->quals, ctx, true);
 	if (st->n_depths > 0)
-		gj_explain(st->inner, st->n_depths, st->join_clauses, ctx,
-				   es->analyze && st->es.ran && !st->fallback, es);
+		gj_explain(st->inner, st->n_depths, st->join_clauses, ctx, es->analyze, es);
+	if (es->analyze && st->build_why != NULL)
+		ExplainPropertyText("Inner Tables Not Built", st->build_why, es);
 	if (st->es.src != NULL)
 		engine_explain_source(es, st->es.src);
 	if (st->es.heap != NULL)
@@ -1876,6 +1996,12 @@ gpa_explain(EngineScanState *node, List *ctx, ExplainState *es)
 							psprintf("the plan below runs (%s)", st->fallback_why), es);
 	if (!es->analyze || !st->es.ran)
 		return;
+	if (st->es.late)
+	{
+		ExplainPropertyText("Engine", "none (the other participants had claimed every block)",
+							es);
+		return;
+	}
 	if (st->fallback)
 	{
 		ExplainPropertyText("Engine", "PostgreSQL (fallback)", es);

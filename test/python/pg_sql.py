@@ -306,9 +306,11 @@ def find_nodes(top, node):
 
 def engines_of(n):
     """The engines plan node n and its parallel workers ran on (EXPLAIN
-    ANALYZE; a leader that does not participate reports none)."""
+    ANALYZE; a leader that does not participate reports none, one that came
+    after the others had claimed every block "none (...)")."""
     own = [n["Engine"]] if "Engine" in n else []
-    return own + [w["Engine"] for w in n.get("Workers", []) if "Engine" in w]
+    return [e for e in own + [w["Engine"] for w in n.get("Workers", []) if "Engine" in w]
+            if not e.startswith("none")]
 
 
 def why_not_run(top, node, rechecked=False, engine=None):

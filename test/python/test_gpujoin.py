@@ -307,6 +307,68 @@ def test_star_heap(sql, depths):
     joined(sql, depths, settings=HEAP, fact="hfact")
 
 
+# a parallel plan however small the tables: Gather over the parallel GpuPreAgg
+# (PostgreSQL's own parallel hash joins would cost less on tables this small)
+PARALLEL = HEAP + NO_PG_JOINS + ("SET parallel_setup_cost = 0", "SET parallel_tuple_cost = 0",
+                   "SET min_parallel_table_scan_size = 0",
+                   "SET max_parallel_workers_per_gather = 2",
+                   "SET parallel_leader_participation = on")
+
+
+def parallel_node(sql, settings):
+    """the parallel GpuPreAgg of sql's plan, asserted to be one whose
+    participants read the fact table's blocks"""
+    top = DB.plan(sql.replace("{f}", "gj.hfact"), tuple(ON) + tuple(settings))
+    nodes = [n for n in find_nodes(top, NODE) if n.get("Parallel Aware")]
+    assert nodes, show(top)
+    return nodes[0]
+
+
+@pytest.mark.parametrize("sql,depths", STAR[:4] + SEMI_ANTI[1:2] + SEMI_ANTI[3:4])
+@pytest.mark.parametrize("leader", ["on", "off"])
+def test_star_heap_parallel(sql, depths, leader):
+    """A parallel GpuPreAgg with join depths over a heap fact table: the
+    leader builds the inner tables once, before the workers start, and every
+    participant's part of the query's shared run probes them; with or
+    without the leader as a participant."""
+    settings = PARALLEL + ("SET parallel_leader_participation = " + leader,)
+    parallel_node(sql, settings)
+    joined(sql, depths, settings=settings, fact="hfact")
+
+
+def test_parallel_inner_table_over_the_limit_falls_back():
+    """The leader's build refused (over pg_warp.gpujoin_inner_limit): every
+    participant runs PostgreSQL's parallel plan of the join instead, with
+    PostgreSQL's answer, and EXPLAIN ANALYZE says why."""
+    sql = ("SELECT f.q1, count(*), sum(f.v), max(b.b_key) FROM {f} f, gj.big b "
+           "WHERE f.id = b.b_key AND b.b_label > 'x' GROUP BY 1")
+    settings = PARALLEL + ("SET pg_warp.gpujoin_inner_limit = '1MB'",)
+    # (a serial GpuPreAgg would read gj.big through a Gather of its own, and cost less)
+    pg_psql("ALTER TABLE gj.big SET (parallel_workers = 0)")
+    try:
+        parallel_node(sql, settings)
+        top = DB.falls_back(sql.replace("{f}", "gj.hfact"), NODE, settings=settings)
+        assert "pg_warp.gpujoin_inner_limit" in str(top), show(top)
+        joined(sql, 1, settings=PARALLEL, fact="hfact")
+    finally:
+        pg_psql("ALTER TABLE gj.big RESET (parallel_workers)")
+
+
+def test_parallel_run_falls_back_midway():
+    """One participant's run meets a value the engine does not hold (a sum
+    beyond 38 digits in the rows it reads) while the others' parts are in
+    the shared run: the last to leave drops the run's groups and runs
+    PostgreSQL's plan of the whole join, so no row counts twice or not at all."""
+    pg_psql("DROP TABLE IF EXISTS gj.hbig; CREATE TABLE gj.hbig AS SELECT f.*, "
+            "CASE WHEN f.id BETWEEN 4000 AND 4003 THEN 9e37 ELSE f.id END::numeric(38, 0) AS big "
+            "FROM gj.hfact f ORDER BY f.id; ANALYZE gj.hbig")
+    sql = ("SELECT d.d_year, count(*), sum(f.big) FROM gj.hbig f, gj.date1 d "
+           "WHERE f.dk = d.d_datekey GROUP BY d.d_year")
+    top = DB.falls_back(sql, NODE, settings=PARALLEL)
+    assert [n for n in find_nodes(top, NODE) if n.get("Parallel Aware")], show(top)
+    pg_psql("DROP TABLE gj.hbig")
+
+
 NOT_JOINED = [
     # no unique key on the inner side: rows could multiply
     ("SELECT n.label, count(*) FROM gj.fact f, gj.nokey n WHERE f.q1 = n.k GROUP BY n.label",
