@@ -255,17 +255,38 @@ def test_inner_table_built_once():
     assert sorted(n["Relation Name"] for n in ran) == ["customer", "supplier"], show(top)
 
 
-def test_fallback_is_per_partition_and_postgres_answer():
+FALLBACK = [
+    ("SELECT h.h_name, count(*), sum(f.v) FROM {f} f JOIN gp.huge h "
+     "ON f.g = h.h_key GROUP BY h.h_name"),
+    ("SELECT h.h_name, f.g, count(*), sum(f.v) FROM {f} f LEFT JOIN gp.huge h "
+     "ON f.g = h.h_key GROUP BY h.h_name, f.g"),
+    ("SELECT f.g, count(*), sum(f.amt) FROM {f} f WHERE EXISTS "
+     "(SELECT 1 FROM gp.huge h WHERE h.h_key = f.g) GROUP BY f.g"),
+    ("SELECT f.g, count(*), sum(f.amt) FROM {f} f WHERE NOT EXISTS "
+     "(SELECT 1 FROM gp.huge h WHERE h.h_key = f.g) GROUP BY f.g"),
+    # the second depth's table cannot be built; the first one's was
+    ("SELECT c.c_region, h.h_name, count(*) FROM {f} f JOIN gp.customer c ON f.ck = c.c_key "
+     "JOIN gp.huge h ON f.g = h.h_key GROUP BY 1, 2"),
+]
+
+
+@pytest.mark.parametrize("fact", ["hrange", "arange"])
+@pytest.mark.parametrize("sql", FALLBACK)
+def test_fallback_is_per_partition_and_postgres_answer(sql, fact):
     """An inner key beyond the engine's numeric range: every partition's
-    node runs PostgreSQL's partial aggregation of its own rows (a hash join
-    of the partition with the inner relation), the answer is PostgreSQL's."""
-    sql = ("SELECT h.h_name, count(*), sum(f.v) FROM gp.hrange f JOIN gp.huge h "
-           "ON f.g = h.h_key GROUP BY h.h_name")
+    node runs PostgreSQL's partial aggregation of its own rows (hash joins
+    of the partition with the inner relations: inner, left, semi, anti), the
+    answer is PostgreSQL's; the table is tried once, not once per partition."""
+    sql = sql.replace("{f}", "gp." + fact)
     top = DB.falls_back(sql, NODE, settings=HEAP)
     nodes = find_nodes(top, NODE)
     assert len(nodes) == 3, show(top)
     assert all(n.get("Engine") == "PostgreSQL (fallback)" for n in nodes), show(top)
     assert "does not hold exactly" in str(top), show(top)
+    huge = [n for n in plan_types(top, "Seq Scan")
+            if n.get("Relation Name") == "huge" and n.get("Actual Loops", 0) > 0]
+    # read by the one node that tried to build it, then by each partition's hash join
+    assert len(huge) == 1 + 3, show(top)
 
 
 def test_error_is_postgres_own():
