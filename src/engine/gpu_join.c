@@ -698,12 +698,13 @@ gj_inner_plan(Plan *plan, List *depth_private)
 /*
  * The inner tables a query has loaded, shared by its nodes: a partitioned
  * outer table's per-partition GpuPreAggs join the same inner relations, and
- * each of them has its own copy of the inner plans.  A depth's table is
- * keyed by what decides its bytes: the depth's kind, inner keys and payload
- * (its plan item without the clauses, which name the outer relation), its
- * inner plan (without the fields that differ between equal copies: node ids,
- * the parameters PostgreSQL assigns to each copy) and the types its probe
- * compares.  One cache per executor state, gone with its query context.
+ * each of them has its own copy of the inner plans; two groupings of one
+ * query may join one dimension the same way.  A depth's table is keyed by
+ * what decides its bytes: the depth's kind and number of keys, its inner
+ * plan, whose target list is the inner keys and the payload
+ * (gj_share_key_plan: without what differs between equal copies, tables
+ * named by OID) and the types its probe compares.  One cache per executor
+ * state, gone with its query context.
  */
 typedef struct GjShared
 {
@@ -754,30 +755,53 @@ gj_cache(EState *estate)
 }
 
 /*
- * gj_share_key: s (nodeToString of an inner plan) without the values of the
- * fields that differ between equal copies of one plan
+ * gj_share_key_plan: s (nodeToString of an inner plan) without the values of
+ * the fields that differ between equal copies of one plan (node ids, the
+ * parameters PostgreSQL assigns to each copy), and with each range table
+ * index of a table (a scan's, a Var's) replaced by the table's OID, so that
+ * two scans of one table with the same quals and columns (one dimension
+ * joined in two branches of a UNION ALL, say) are the same inner table
  */
 static void
-gj_share_key_plan(StringInfo key, const char *s)
+gj_share_key_plan(StringInfo key, const char *s, List *rtable)
 {
-	static const char *const fields[] = {":plan_node_id ", ":rescan_param ", ":extParam ",
-	":allParam "};
+	static const char *const drop[] = {":plan_node_id ", ":rescan_param ", ":extParam ",
+	":allParam ", ":location "};
+	static const char *const rti[] = {":scanrelid ", ":varno ", ":varnosyn "};
 
 	while (*s)
 	{
-		int			f;
+		int			f,
+					r;
 		int			depth = 0;
 
-		for (f = 0; f < lengthof(fields); f++)
-			if (strncmp(s, fields[f], strlen(fields[f])) == 0)
+		for (f = 0; f < lengthof(drop); f++)
+			if (strncmp(s, drop[f], strlen(drop[f])) == 0)
 				break;
-		if (f == lengthof(fields))
+		for (r = 0; r < lengthof(rti); r++)
+			if (strncmp(s, rti[r], strlen(rti[r])) == 0)
+				break;
+		if (r < lengthof(rti))
+		{
+			char	   *end;
+			long		i = strtol(s + strlen(rti[r]), &end, 10);
+			RangeTblEntry *rte = i >= 1 && i <= list_length(rtable) ?
+				rt_fetch(i, rtable) : NULL;
+
+			if (rte != NULL && rte->rtekind == RTE_RELATION)
+			{
+				appendStringInfo(key, "%soid%u", rti[r], rte->relid);
+				s = end;
+				continue;
+			}
+		}
+		if (f == lengthof(drop))
 		{
 			appendStringInfoChar(key, *s++);
 			continue;
 		}
-		appendStringInfoString(key, fields[f]);
-		s += strlen(fields[f]);
+		appendStringInfoString(key, drop[f]);
+		s += strlen(drop[f]);
 		/* the value: one token, or a parenthesized group */
 		while (*s && (depth > 0 || (*s != ' ' && *s != '}' && *s != ')') || *s == '('))
 		{
@@ -809,10 +833,11 @@ gj_exec_init(List *private, List *inner_ps, int *n_depths)
 		inner[d].jointype = intVal(linitial(dp));
 		inner[d].n_key_clauses = intVal(list_nth(dp, 4));
 		inner[d].n_keys = list_length(lsecond(dp));
+		/* the inner plan's target list is the inner keys, then the payload */
 		initStringInfo(&key);
-		appendStringInfoString(&key, nodeToString(list_make3(linitial(dp), lsecond(dp),
-															 lthird(dp))));
-		gj_share_key_plan(&key, nodeToString(inner[d].ps->plan));
+		appendStringInfo(&key, "jointype %d keys %d ", inner[d].jointype, inner[d].n_keys);
+		gj_share_key_plan(&key, nodeToString(inner[d].ps->plan),
+						  inner[d].ps->state->es_range_table);
 		inner[d].share_key = key.data;
 	}
 	return inner;

@@ -346,3 +346,31 @@ def test_partition_columns_in_another_order_and_subpartitions():
     assert plan_types(top, "Aggregate", "Partial Mode", "Partial"), show(top)
     partitioned("SELECT tk, count(*), sum(v), max(amt) FROM {f} WHERE v <> 0 GROUP BY tk",
                 2, fact="odd")
+
+
+def test_second_grouping_of_the_query_shares_the_inner_table():
+    """Two groupings of one query (UNION ALL) joining one dimension the same
+    way: one inner table for both, whether they are partition-wise (six
+    partition nodes) or one node each (two partitions read directly)."""
+    for sql, n in [
+            ("SELECT c.c_region, count(*), sum(f.v) FROM gp.arange f JOIN gp.customer c "
+             "ON f.ck = c.c_key GROUP BY 1 UNION ALL SELECT c.c_region, count(*), sum(f.v) "
+             "FROM gp.hrange f JOIN gp.customer c ON f.ck = c.c_key GROUP BY 1", 6),
+            ("SELECT c.c_region, count(*), sum(f.v) FROM gp.arange0 f JOIN gp.customer c "
+             "ON f.ck = c.c_key GROUP BY 1 UNION ALL SELECT c.c_region, count(*), sum(f.v) "
+             "FROM gp.hrange1 f JOIN gp.customer c ON f.ck = c.c_key GROUP BY 1", 2)]:
+        DB.same_answer(sql, NODE, settings=HEAP)
+        top = DB.engine_ran(sql, NODE, tuple(ON) + HEAP)
+        lines = [x["Join Depth 1"] for x in find_nodes(top, NODE)]
+        assert len(lines) == n, show(top)
+        assert len([x for x in lines if "inner rows" in x]) == 1, lines
+        assert len([x for x in lines if "shared with" in x]) == n - 1, lines
+    # another filter on the dimension: another table
+    sql = ("SELECT c.c_region, count(*) FROM gp.arange0 f JOIN gp.customer c "
+           "ON f.ck = c.c_key GROUP BY 1 UNION ALL SELECT c.c_region, count(*) "
+           "FROM gp.arange1 f JOIN gp.customer c ON f.ck = c.c_key "
+           "WHERE c.c_nation <> 'NATION1' GROUP BY 1")
+    DB.same_answer(sql, NODE, settings=HEAP)
+    top = DB.engine_ran(sql, NODE, tuple(ON) + HEAP)
+    lines = [x["Join Depth 1"] for x in find_nodes(top, NODE)]
+    assert len([x for x in lines if "inner rows" in x]) == 2, lines
