@@ -811,6 +811,22 @@ gj_share_key_plan(StringInfo key, const char *s, List *rtable)
 	}
 }
 
+/*
+ * gj_plan_volatile: does plan (an inner plan: scans, a Gather, a Result)
+ * evaluate a volatile function, whose rows another copy of the plan need
+ * not return?
+ */
+static bool
+gj_plan_volatile(Plan *plan)
+{
+	if (plan == NULL)
+		return false;
+	return contain_volatile_functions((Node *) plan->qual) ||
+		contain_volatile_functions((Node *) plan->targetlist) ||
+		(IsA(plan, Result) && contain_volatile_functions(((Result *) plan)->resconstantqual)) ||
+		gj_plan_volatile(plan->lefttree) || gj_plan_volatile(plan->righttree);
+}
+
 /* gj_exec_init: the depths of a plan (private: gj_private's) over their inner plans */
 GjInner *
 gj_exec_init(List *private, List *inner_ps, int *n_depths)
@@ -834,6 +850,8 @@ gj_exec_init(List *private, List *inner_ps, int *n_depths)
 		inner[d].n_key_clauses = intVal(list_nth(dp, 4));
 		inner[d].n_keys = list_length(lsecond(dp));
 		/* the inner plan's target list is the inner keys, then the payload */
+		if (gj_plan_volatile(inner[d].ps->plan))
+			continue;			/* its own table (share_key NULL) */
 		initStringInfo(&key);
 		appendStringInfo(&key, "jointype %d keys %d ", inner[d].jointype, inner[d].n_keys);
 		gj_share_key_plan(&key, nodeToString(inner[d].ps->plan),
@@ -1150,6 +1168,12 @@ gj_exec_load(GjInner *inner, int n, const XpuProgram *prog, const char **why)
 		if (g->join_id != 0)
 			continue;
 		g->rows = 0;
+		if (g->share_key == NULL)
+		{
+			if (!gj_load(g, d, prog, why))
+				return false;
+			continue;
+		}
 		memset(keys, 0, sizeof(keys));
 		if (!gj_probe_types(prog, d, keys, g->n_keys))
 			elog(ERROR, "GpuJoin: the program does not probe depth %d with %d keys", d, g->n_keys);

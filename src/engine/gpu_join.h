@@ -46,7 +46,8 @@ typedef struct GjInner
 	double		rows;			/* inner rows read */
 	uint64		bytes;			/* the table's bytes */
 	double		build_ms;		/* reading the inner rows and building */
-	char	   *share_key;		/* what decides its table (gj_exec_load) */
+	char	   *share_key;		/* what decides its table (gj_exec_load); NULL:
+								 * a table of its own (a volatile inner plan) */
 	const char *name;			/* its node, for EXPLAIN (gj_exec_name) */
 	const char *shared_with;	/* the node that built the table, NULL: this one */
 } GjInner;

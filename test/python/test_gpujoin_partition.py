@@ -374,3 +374,12 @@ def test_second_grouping_of_the_query_shares_the_inner_table():
     top = DB.engine_ran(sql, NODE, tuple(ON) + HEAP)
     lines = [x["Join Depth 1"] for x in find_nodes(top, NODE)]
     assert len([x for x in lines if "inner rows" in x]) == 2, lines
+    # a volatile function in the dimension's filter: each node reads its own rows
+    sql = ("SELECT c.c_region, count(*) FROM gp.arange0 f JOIN gp.customer c "
+           "ON f.ck = c.c_key WHERE c.c_nation || timeofday() <> '' GROUP BY 1 UNION ALL "
+           "SELECT c.c_region, count(*) FROM gp.arange1 f JOIN gp.customer c "
+           "ON f.ck = c.c_key WHERE c.c_nation || timeofday() <> '' GROUP BY 1")
+    DB.same_answer(sql, NODE, settings=HEAP)
+    top = DB.engine_ran(sql, NODE, tuple(ON) + HEAP)
+    lines = [x["Join Depth 1"] for x in find_nodes(top, NODE)]
+    assert len([x for x in lines if "inner rows" in x]) == 2, lines
