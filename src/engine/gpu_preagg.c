@@ -51,6 +51,11 @@
  * is lost or read twice.  On Arrow tables the service spreads the work over
  * its own threads or the GPU and the node is not parallel.
  *
+ * Partitioned tables.  The grouping of a partitioned table (alone or joined
+ * with tables that are not partitioned) is a node per partition returning
+ * partial states under an Append and a Finalize Aggregate, planned by
+ * gpu_join_part.c with this file's planning functions (gpu_preagg.h).
+ *
  * The node runs through the engine's one executor (engine_scan.c: the
  * source, the program, the run, the block claims, the shared run and the
  * DSM); this file has GpuPreAgg's planning and its EngineOps (gpa_ops).
@@ -1025,8 +1030,9 @@ gpa_anchor_var(PlannerInfo *root, Index relid, List *exprs)
  * (custom_scan_tlist; the last ones resjunk, never filled: they are there so
  * that set_plan_references adjusts their Vars); the target list and HAVING
  * are expressions over it.  custom_private: the number of keys, of
- * aggregates and of quals, whether the node returns partial states (a
- * parallel heap run), the join depths (gj_private: GpuJoin's, NIL without
+ * aggregates and of quals, what the node returns (GPA_FINAL, or partial
+ * states: GPA_PARTIAL_PARALLEL for a parallel heap run, GPA_PARTIAL for one
+ * partition of a partitioned table, gpu_join_part.c), the join depths (gj_private: GpuJoin's, NIL without
  * joins) and the engine's program (engine_plan_program, compiled by
  * gpa_compiles).  custom_plans: the fallback, then each depth's inner plan.
  */
