@@ -427,26 +427,42 @@ gpp_offer(PlannerInfo *root, RelOptInfo *input_rel, RelOptInfo *parent,
 	return NULL;
 }
 
+/* is rel the largest table (in rows) of input_rel (itself, or a join) */
+static bool
+gpp_largest(PlannerInfo *root, RelOptInfo *input_rel, RelOptInfo *rel)
+{
+	int			x = -1;
+
+	while ((x = bms_next_member(input_rel->relids, x)) >= 0)
+		if (find_base_rel(root, x)->tuples > rel->tuples)
+			return false;
+	return true;
+}
+
 /*
  * gpa_partition_paths: where the grouping of input_rel into output_rel
  * reads a partitioned table, offers the partition-wise GpuPreAgg; true if
- * it did (EXPLAIN VERBOSE says why not otherwise).  The caller may have
- * offered its one-node GpuPreAgg too (a join whose partitioned table is not
- * the one the engine scans best); add_path keeps the cheaper.
+ * it did.  Else *why says why not where the partitioned table is the
+ * largest one the grouping reads (the fact table of a star query), NULL
+ * where it is not (the caller's one-node GpuPreAgg's reason tells more).
+ * The caller may have offered its one-node GpuPreAgg too (a join whose
+ * partitioned table is a dimension); add_path keeps the cheaper.
  */
 bool
 gpa_partition_paths(PlannerInfo *root, RelOptInfo *input_rel, RelOptInfo *output_rel,
-					GroupPathExtraData *gx)
+					GroupPathExtraData *gx, const char **why)
 {
 	RelOptInfo *parent = gpp_partitioned_outer(root, input_rel);
-	const char *why;
+	const char *why1;
 
+	*why = NULL;
 	if (parent == NULL || !gpa_grouping_offloadable(root, gx))
 		return false;
-	if ((why = gpp_offer(root, input_rel, parent, output_rel, gx)) == NULL)
+	if ((why1 = gpp_offer(root, input_rel, parent, output_rel, gx)) == NULL)
 		return true;
-	explain_why_note("GpuPreAgg: partition-wise over \"%s\": %s",
-					 get_rel_name(planner_rt_fetch(parent->relid, root)->relid), why);
+	if (gpp_largest(root, input_rel, parent))
+		*why = psprintf("partition-wise over \"%s\": %s",
+						get_rel_name(planner_rt_fetch(parent->relid, root)->relid), why1);
 	return false;
 }
 

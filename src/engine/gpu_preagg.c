@@ -923,7 +923,8 @@ gpa_upper_paths(PlannerInfo *root, UpperRelationKind stage, RelOptInfo *input_re
 				RelOptInfo *output_rel, void *extra)
 {
 	GroupPathExtraData *gx = extra;
-	const char *why;
+	const char *why,
+			   *why_part;
 
 	if (prev_upper_paths_hook)
 		prev_upper_paths_hook(root, stage, input_rel, output_rel, extra);
@@ -937,8 +938,9 @@ gpa_upper_paths(PlannerInfo *root, UpperRelationKind stage, RelOptInfo *input_re
 	 * A partitioned outer table: a GpuPreAgg per partition (gpu_join_part.c),
 	 * after the one-node paths, whose fallback is PostgreSQL's own plan
 	 */
-	if (!gpa_partition_paths(root, input_rel, output_rel, gx) && why != NULL)
-		explain_why_note("GpuPreAgg: %s", why);
+	if (!gpa_partition_paths(root, input_rel, output_rel, gx, &why_part) &&
+		(why_part != NULL || why != NULL))
+		explain_why_note("GpuPreAgg: %s", why_part != NULL ? why_part : why);
 }
 
 /*

@@ -101,7 +101,8 @@ extern void gpa_path_cost(PlannerInfo *root, CustomPath *cp, GpaPlanInfo *pi,
 
 /* in gpu_join_part.c */
 extern bool gpa_partition_paths(PlannerInfo *root, RelOptInfo *input_rel,
-								RelOptInfo *output_rel, GroupPathExtraData *gx);
+								RelOptInfo *output_rel, GroupPathExtraData *gx,
+								const char **why);
 extern void pg_warp_gpu_join_part_init(void);
 
 /* in preagg_values.c */
