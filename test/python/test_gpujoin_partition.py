@@ -383,3 +383,20 @@ def test_second_grouping_of_the_query_shares_the_inner_table():
     top = DB.engine_ran(sql, NODE, tuple(ON) + HEAP)
     lines = [x["Join Depth 1"] for x in find_nodes(top, NODE)]
     assert len([x for x in lines if "inner rows" in x]) == 2, lines
+
+
+def test_partitioned_dimension_says_why():
+    """A partitioned table that is not the largest one joined (a dimension):
+    no partition-wise plan over it; EXPLAIN VERBOSE gives the one-node
+    GpuPreAgg's reason (PostgreSQL keeps no unique index of a partitioned
+    table for the planner to prove its keys unique with)."""
+    pg_psql("CREATE TABLE gp.pdim (k int4 PRIMARY KEY, name text) PARTITION BY RANGE (k); "
+            "CREATE TABLE gp.pdim1 PARTITION OF gp.pdim FOR VALUES FROM (0) TO (20); "
+            "CREATE TABLE gp.pdim2 PARTITION OF gp.pdim FOR VALUES FROM (20) TO (100); "
+            "INSERT INTO gp.pdim SELECT i, 'P' || (i % 4) FROM generate_series(1, 40) i; "
+            "ANALYZE gp.pdim")
+    sql = "SELECT d.name, count(*) FROM gp.arange0 f JOIN gp.pdim d ON f.ck = d.k GROUP BY 1"
+    out = DB.sql("EXPLAIN (VERBOSE, COSTS OFF) " + sql, tuple(ON) + HEAP)
+    assert "GpuPreAgg" not in out.replace("pg_warp: GpuPreAgg:", ""), out
+    assert 'the join keys of "pdim" are not known to be unique' in out, out
+    assert DB.result(sql, tuple(ON) + HEAP) == DB.result(sql, OFF), sql
