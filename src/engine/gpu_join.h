@@ -13,6 +13,8 @@
 #include "nodes/execnodes.h"
 #include "nodes/pathnodes.h"
 
+#include "utils/relcache.h"
+#include "xpu/xpu_join.h"
 #include "xpu/xpu_program.h"
 
 /* one join depth as the planner found it */
@@ -26,6 +28,7 @@ typedef struct GjDepth
 	List	   *key_clauses;	/* the clauses the keys come from */
 	List	   *quals;			/* join clauses beyond the keys (Exprs) */
 	List	   *pay_vars;		/* Vars of rel that later expressions read */
+	List	   *cache_item;		/* gj_cache_plan's, NIL: its table is not kept */
 } GjDepth;
 
 /* the joins under a grouping: the outer relation and the depths in probe order */
@@ -46,6 +49,8 @@ typedef struct GjInner
 	double		rows;			/* inner rows read */
 	uint64		bytes;			/* the table's bytes */
 	double		build_ms;		/* reading the inner rows and building */
+	List	   *cache_item;		/* gj_cache_plan's, NIL: the table is not kept */
+	bool		from_cache;		/* the table an earlier query kept */
 } GjInner;
 
 extern bool pg_warp_enable_gpujoin;
@@ -67,5 +72,13 @@ extern bool gj_exec_load(GjInner *inner, int n, const XpuProgram *prog, const ch
 extern void gj_explain(GjInner *inner, int n, List *clauses, List *ctx, bool analyze,
 					   struct ExplainState *es);
 extern void pg_warp_gpu_join_init(void);
+
+/* in gpu_join_cache.c: inner tables kept for later queries */
+extern bool pg_warp_gpujoin_cache;
+extern List *gj_cache_plan(PlannerInfo *root, const GjDepth *d);
+extern void gj_cache_key(List *item, Relation rel, const XpuJoinSpec *spec,
+						 const int16 *pay_scales, uint8 *out);
+extern bool gj_cache_version(Relation rel, uint8 *out);
+extern void gj_cache_init(void);
 
 #endif							/* PG_WARP_GPU_JOIN_H */
