@@ -54,7 +54,9 @@ extern WarpAggFile service_file_part(const ArrowEngineFile *ef, uint32 n_batches
 									 uint32 n_cols);
 
 /* in service_client.c: the join tables of this backend's query (JOIN_LOAD) */
-extern uint64 service_join_load(int memfd, uint64 len);
+extern void service_join_load(int memfd, uint64 len, const uint8 *key, const uint8 *version,
+							  WarpJoinLoaded *loaded);
+extern void service_join_find(const uint8 *key, const uint8 *version, WarpJoinLoaded *found);
 extern void service_join_release_all(void);
 
 #endif							/* PG_WARP_ENGINE_H */

@@ -39,6 +39,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include "access/table.h"
 #include "catalog/pg_type.h"
 #include "commands/explain.h"
 #include "executor/executor.h"
@@ -557,10 +558,12 @@ gj_plan_child(PlannerInfo *root, const GjPlan *gp, RelOptInfo *child, AppendRelI
 /*
  * gj_plan_payload: each depth's payload: the columns of its relation that
  * the depths after it (keys, quals), its own quals and upper_exprs (the
- * grouping's keys and aggregate arguments) read; why not, or NULL
+ * grouping's keys and aggregate arguments) read, and the item that lets a
+ * table be kept for later queries (gj_cache_plan, whose key names the
+ * payload); why not, or NULL
  */
 const char *
-gj_plan_payload(GjPlan *gp, List *upper_exprs)
+gj_plan_payload(PlannerInfo *root, GjPlan *gp, List *upper_exprs)
 {
 	ListCell   *lc;
 
@@ -595,6 +598,8 @@ gj_plan_payload(GjPlan *gp, List *upper_exprs)
 			if (!seen)
 				d->pay_vars = lappend(d->pay_vars, copyObject(v));
 		}
+		/* the key of a table kept for later queries names the payload too */
+		d->cache_item = gj_cache_plan(root, d);
 	}
 	return NULL;
 }
@@ -640,7 +645,7 @@ gj_outer_exprs(const GjPlan *gp)
 /*
  * gj_private: what the plan keeps of each depth: (jointype, inner keys,
  * payload Vars, the join's clauses for EXPLAIN: the keys' then the others,
- * the number of the keys')
+ * the number of the keys', gj_cache_plan's item or NIL)
  */
 List *
 gj_private(const GjPlan *gp)
@@ -652,10 +657,11 @@ gj_private(const GjPlan *gp)
 	{
 		GjDepth    *d = lfirst(lc);
 
-		priv = lappend(priv, list_make5(makeInteger(d->jointype), d->inner_keys,
-										d->pay_vars,
-										list_concat(list_copy(d->key_clauses), d->quals),
-										makeInteger(list_length(d->key_clauses))));
+		List	   *item = list_make5(makeInteger(d->jointype), d->inner_keys, d->pay_vars,
+									  list_concat(list_copy(d->key_clauses), d->quals),
+									  makeInteger(list_length(d->key_clauses)));
+
+		priv = lappend(priv, lappend(item, d->cache_item));
 	}
 	return priv;
 }
@@ -848,6 +854,7 @@ gj_exec_init(List *private, List *inner_ps, int *n_depths)
 		inner[d].ps = list_nth(inner_ps, d);
 		inner[d].jointype = intVal(linitial(dp));
 		inner[d].n_key_clauses = intVal(list_nth(dp, 4));
+		inner[d].cache_item = list_nth(dp, 5);
 		inner[d].n_keys = list_length(lsecond(dp));
 		/* the inner plan's target list is the inner keys, then the payload */
 		if (gj_plan_volatile(inner[d].ps->plan))
@@ -1057,8 +1064,15 @@ gj_load(GjInner *g, int d, const XpuProgram *prog, const char **why)
 	void	   *p;
 	ListCell   *lc;
 	instr_time	start, end;
+	Relation	rel = NULL;
+	bool		keep = false;	/* the service keeps the table (gpu_join_cache.c) */
+	uint8		key[WARP_JOIN_DIGEST];
+	uint8		version[WARP_JOIN_DIGEST];
+	const uint8 *volatile kept_key;
+	const uint8 *volatile kept_version;
 
 	INSTR_TIME_SET_CURRENT(start);
+	g->from_cache = false;
 	spec.n_keys = g->n_keys;
 	spec.n_pay = list_length(tlist) - g->n_keys;
 	spec.form = XPU_JOIN_AUTO;
@@ -1085,6 +1099,31 @@ gj_load(GjInner *g, int d, const XpuProgram *prog, const char **why)
 	}
 	if (!gj_probe_types(prog, d, spec.keys, spec.n_keys))
 		elog(ERROR, "GpuJoin: the program does not probe depth %d with %d keys", d, spec.n_keys);
+	/* the table an earlier query kept, if the relation did not change since */
+	if (g->cache_item != NIL && pg_warp_gpujoin_cache)
+	{
+		rel = table_open((Oid) strtoul(strVal(linitial(g->cache_item)), NULL, 10), NoLock);
+		if (gj_cache_version(rel, version))
+		{
+			WarpJoinLoaded found;
+
+			gj_cache_key(g->cache_item, rel, &spec, pay_scales, key);
+			keep = true;
+			service_join_find(key, version, &found);
+			if (found.join_id != 0 && found.bytes <= spec.max_bytes)
+			{
+				table_close(rel, NoLock);
+				g->join_id = found.join_id;
+				g->rows = (double) found.rows;
+				g->bytes = found.bytes;
+				g->from_cache = true;
+				INSTR_TIME_SET_CURRENT(end);
+				INSTR_TIME_SUBTRACT(end, start);
+				g->build_ms = INSTR_TIME_GET_MILLISEC(end);
+				return true;
+			}
+		}
+	}
 	if ((b = xpu_join_builder_create(&spec, &err)) == NULL)
 	{
 		*why = pstrdup(err.message);
@@ -1093,8 +1132,19 @@ gj_load(GjInner *g, int d, const XpuProgram *prog, const char **why)
 	if (!gj_read_inner(g, &spec, typids, pay_scales, b, why))
 	{
 		xpu_join_builder_free(b);
+		if (rel != NULL)
+			table_close(rel, NoLock);
 		return false;
 	}
+	/* kept for later queries only if no tuple changed while the rows were read */
+	if (keep)
+	{
+		uint8		after[WARP_JOIN_DIGEST];
+
+		keep = gj_cache_version(rel, after) && memcmp(after, version, sizeof(after)) == 0;
+	}
+	if (rel != NULL)
+		table_close(rel, NoLock);
 	if ((len = xpu_join_builder_layout(b, &err)) == 0)
 	{
 		xpu_join_builder_free(b);
@@ -1127,9 +1177,14 @@ gj_load(GjInner *g, int d, const XpuProgram *prog, const char **why)
 		errno = e;
 		elog(ERROR, "could not seal a GpuJoin inner table: %m");
 	}
+	kept_key = keep ? key : NULL;
+	kept_version = keep ? version : NULL;
 	PG_TRY();
 	{
-		g->join_id = service_join_load(fd, len);
+		WarpJoinLoaded loaded;
+
+		service_join_load(fd, len, kept_key, kept_version, &loaded);
+		g->join_id = loaded.join_id;
 	}
 	PG_FINALLY();
 	{
@@ -1248,8 +1303,9 @@ gj_explain(GjInner *inner, int n, List *clauses, List *ctx, bool analyze, Explai
 		if (analyze && inner[d].join_id != 0 && inner[d].shared_with != NULL)
 			appendStringInfo(&s, " (inner table shared with %s)", inner[d].shared_with);
 		else if (analyze && inner[d].join_id != 0)
-			appendStringInfo(&s, " (inner rows %.0f, table %llu kB, built in %.3f ms)",
+			appendStringInfo(&s, " (inner rows %.0f, table %llu kB, %s in %.3f ms)",
 							 inner[d].rows, (unsigned long long) (inner[d].bytes + 1023) / 1024,
+							 inner[d].from_cache ? "kept from an earlier query, found" : "built",
 							 inner[d].build_ms);
 		ExplainPropertyText(label, s.data, es);
 	}
@@ -1259,6 +1315,7 @@ gj_explain(GjInner *inner, int n, List *clauses, List *ctx, bool analyze, Explai
 void
 pg_warp_gpu_join_init(void)
 {
+	gj_cache_init();
 	DefineCustomBoolVariable("pg_warp.enable_gpujoin",
 							 "Lets the planner run the inner joins under a GpuPreAgg in the engine.",
 							 NULL, &pg_warp_enable_gpujoin, true,

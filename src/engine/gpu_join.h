@@ -13,6 +13,8 @@
 #include "nodes/execnodes.h"
 #include "nodes/pathnodes.h"
 
+#include "utils/relcache.h"
+#include "xpu/xpu_join.h"
 #include "xpu/xpu_program.h"
 
 /* one join depth as the planner found it */
@@ -26,6 +28,7 @@ typedef struct GjDepth
 	List	   *key_clauses;	/* the clauses the keys come from */
 	List	   *quals;			/* join clauses beyond the keys (Exprs) */
 	List	   *pay_vars;		/* Vars of rel that later expressions read */
+	List	   *cache_item;		/* gj_cache_plan's, NIL: its table is not kept */
 } GjDepth;
 
 /* the joins under a grouping: the outer relation and the depths in probe order */
@@ -50,6 +53,8 @@ typedef struct GjInner
 								 * a table of its own (a volatile inner plan) */
 	const char *name;			/* its node, for EXPLAIN (gj_exec_name) */
 	const char *shared_with;	/* the node that built the table, NULL: this one */
+	List	   *cache_item;		/* gj_cache_plan's, NIL: the table is not kept */
+	bool		from_cache;		/* the table an earlier query kept */
 } GjInner;
 
 extern bool pg_warp_enable_gpujoin;
@@ -62,7 +67,7 @@ extern GjPlan *gj_plan_outer(PlannerInfo *root, RelOptInfo *input_rel, RelOptInf
 extern GjPlan *gj_plan_child(PlannerInfo *root, const GjPlan *gp, RelOptInfo *child,
 							 AppendRelInfo *ai);
 extern bool gj_plan_parallel(GjPlan *gp);
-extern const char *gj_plan_payload(GjPlan *gp, List *upper_exprs);
+extern const char *gj_plan_payload(PlannerInfo *root, GjPlan *gp, List *upper_exprs);
 extern List *gj_codegen_joins(const GjPlan *gp);
 extern List *gj_outer_exprs(const GjPlan *gp);
 extern List *gj_private(const GjPlan *gp);
@@ -76,5 +81,13 @@ extern bool gj_exec_load(GjInner *inner, int n, const XpuProgram *prog, const ch
 extern void gj_explain(GjInner *inner, int n, List *clauses, List *ctx, bool analyze,
 					   struct ExplainState *es);
 extern void pg_warp_gpu_join_init(void);
+
+/* in gpu_join_cache.c: inner tables kept for later queries */
+extern bool pg_warp_gpujoin_cache;
+extern List *gj_cache_plan(PlannerInfo *root, const GjDepth *d);
+extern void gj_cache_key(List *item, Relation rel, const XpuJoinSpec *spec,
+						 const int16 *pay_scales, uint8 *out);
+extern bool gj_cache_version(Relation rel, uint8 *out);
+extern void gj_cache_init(void);
 
 #endif							/* PG_WARP_GPU_JOIN_H */

@@ -630,7 +630,7 @@ gpa_plan_grouping(PlannerInfo *root, RelOptInfo *base, GjPlan *join, RelOptInfo 
 		return NULL;
 	}
 	if (join != NULL &&
-		(*why = gj_plan_payload(join, list_concat(list_copy(pi->keys),
+		(*why = gj_plan_payload(root, join, list_concat(list_copy(pi->keys),
 												  gpa_agg_args(pi->aggrefs)))) != NULL)
 		return NULL;
 	if (list_length(pi->keys) > XPU_AGG_MAX_KEYS)

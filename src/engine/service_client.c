@@ -720,21 +720,11 @@ join_xact_callback(XactEvent event, void *arg)
 	service_join_release_all();
 }
 
-/*
- * service_join_load
- *		Loads the join table in memfd (len bytes at offset 0, sealed: see
- *		WarpJoinLoad in xpu/protocol.h) into the service over this backend's
- *		join connection (opened on first use); returns its join id for the
- *		requests of this transaction.  A refused table raises an ERROR (the
- *		connection, and the tables loaded before, are dropped then).  The
- *		memfd stays the caller's.
- */
-uint64
-service_join_load(int memfd, uint64 len)
+/* the join connection, opened on first use */
+static ServiceConn
+service_join_conn(void)
 {
 	ServiceConn conn;
-	WarpJoinLoad req = {len, 0, 0};
-	WarpJoinLoaded reply;
 
 	if (!join_callback_registered)
 	{
@@ -747,12 +737,38 @@ service_join_load(int memfd, uint64 len)
 		join_fd = conn.fd;
 	}
 	conn.fd = join_fd;
+	conn.deadline = TimestampTzPlusMilliseconds(GetCurrentTimestamp(), pg_warp_service_timeout);
+	return conn;
+}
+
+/*
+ * service_join_load
+ *		Loads the join table in memfd (len bytes at offset 0, sealed: see
+ *		WarpJoinLoad in xpu/protocol.h) into the service over this backend's
+ *		join connection; *loaded gets its join id for the requests of this
+ *		transaction.  With key and version (WARP_JOIN_DIGEST bytes each), the
+ *		service also keeps it for later queries (service_join_find).  A
+ *		refused table raises an ERROR (the connection, and the tables loaded
+ *		before, are dropped then).  The memfd stays the caller's.
+ */
+void
+service_join_load(int memfd, uint64 len, const uint8 *key, const uint8 *version,
+				  WarpJoinLoaded *loaded)
+{
+	ServiceConn conn = service_join_conn();
+	WarpJoinLoad req = {0};
+
+	req.table_len = len;
+	if (key != NULL)
+	{
+		req.flags = WARP_JOIN_CACHE;
+		memcpy(req.key, key, WARP_JOIN_DIGEST);
+		memcpy(req.version, version, WARP_JOIN_DIGEST);
+	}
 	PG_TRY();
 	{
-		conn.deadline = TimestampTzPlusMilliseconds(GetCurrentTimestamp(),
-													pg_warp_service_timeout);
 		service_send_fd(&conn, WARP_MSG_JOIN_LOAD, &req, sizeof(req), memfd);
-		service_recv(&conn, WARP_MSG_JOIN_LOAD, &reply, sizeof(reply));
+		service_recv(&conn, WARP_MSG_JOIN_LOAD, loaded, sizeof(*loaded));
 	}
 	PG_CATCH();
 	{
@@ -760,7 +776,32 @@ service_join_load(int memfd, uint64 len)
 		PG_RE_THROW();
 	}
 	PG_END_TRY();
-	return reply.join_id;
+}
+
+/*
+ * service_join_find
+ *		The table an earlier query loaded with key as of version, into
+ *		*found (join_id 0: none), held for this transaction as a loaded one
+ */
+void
+service_join_find(const uint8 *key, const uint8 *version, WarpJoinLoaded *found)
+{
+	ServiceConn conn = service_join_conn();
+	WarpJoinFind req;
+
+	memcpy(req.key, key, WARP_JOIN_DIGEST);
+	memcpy(req.version, version, WARP_JOIN_DIGEST);
+	PG_TRY();
+	{
+		service_send(&conn, WARP_MSG_JOIN_FIND, &req, sizeof(req));
+		service_recv(&conn, WARP_MSG_JOIN_FIND, found, sizeof(*found));
+	}
+	PG_CATCH();
+	{
+		service_join_release_all();
+		PG_RE_THROW();
+	}
+	PG_END_TRY();
 }
 
 /*

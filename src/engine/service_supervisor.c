@@ -56,6 +56,11 @@ PGDLLEXPORT void pg_warp_supervisor_main(Datum main_arg);
  * start: the service is started with it (--gpu-cache-size).
  */
 static int	gpu_cache_size_mb = -1;
+/*
+ * pg_warp.gpujoin_cache_size: the join tables the service keeps for later
+ * queries, in MB of host memory (--join-cache-size; 0: none)
+ */
+static int	join_cache_size_mb = 1024;
 /* pg_warp.max_async_tasks: runs the service executes at once (--max-async-tasks) */
 int			pg_warp_max_async_tasks = 16;
 
@@ -105,6 +110,19 @@ pg_warp_service_init(void)
 							GUC_UNIT_MB,
 							NULL, NULL, NULL);
 
+	DefineCustomIntVariable("pg_warp.gpujoin_cache_size",
+							"Host memory of the GpuJoin inner tables the pg_warp service keeps "
+							"for later queries.",
+							"A later query whose join depth reads the same rows of an unchanged "
+							"table probes the kept table instead of building it again "
+							"(pg_warp.gpujoin_cache); the least recently used go first.  "
+							"0 keeps none.",
+							&join_cache_size_mb,
+							1024, 0, INT_MAX,
+							PGC_POSTMASTER,
+							GUC_UNIT_MB,
+							NULL, NULL, NULL);
+
 	memset(&worker, 0, sizeof(worker));
 	worker.bgw_flags = BGWORKER_SHMEM_ACCESS;
 	worker.bgw_start_time = BgWorkerStart_PostmasterStart;
@@ -130,7 +148,8 @@ handle_sigchld(SIGNAL_ARGS)
  * start_service
  *		Forks and execs the service with the data directory, our pid, the
  *		GPU code to load (pg_warp.fatbin_path), the GPU cache size
- *		(pg_warp.gpu_cache_size) and pg_warp.max_async_tasks.
+ *		(pg_warp.gpu_cache_size), pg_warp.max_async_tasks and the join
+ *		cache's size (pg_warp.gpujoin_cache_size).
  *		Between fork and exec the child runs nothing of PostgreSQL (no
  *		ereport, no exit handlers): it closes the descriptors it inherited
  *		except stdin/stdout/stderr (stderr is the server log) and execs.
@@ -143,7 +162,8 @@ start_service(ServiceProc *svc)
 	char		fatbin[MAXPGPATH];
 	char		cache_size[16];
 	char		max_tasks[16];
-	char	   *argv[12];
+	char		join_cache[16];
+	char	   *argv[14];
 	pid_t		pid;
 
 	snprintf(path, sizeof(path), "%s/%s", pkglib_path, SERVICE_PROGRAM);
@@ -170,7 +190,10 @@ start_service(ServiceProc *svc)
 	snprintf(max_tasks, sizeof(max_tasks), "%d", pg_warp_max_async_tasks);
 	argv[9] = "--max-async-tasks";
 	argv[10] = max_tasks;
-	argv[11] = NULL;
+	snprintf(join_cache, sizeof(join_cache), "%d", join_cache_size_mb);
+	argv[11] = "--join-cache-size";
+	argv[12] = join_cache;
+	argv[13] = NULL;
 
 	svc->started = GetCurrentTimestamp();
 	pid = fork();

@@ -13,6 +13,15 @@
  * The tables are few (one a join depth of a running query) and a run looks
  * its ids up once: a list under one mutex serves.
  *
+ * The cache (WARP_JOIN_CACHE, JOIN_FIND): a table loaded to be kept stays
+ * in the registry after its loader's connection closed, holding a
+ * reference of its own, until a JOIN_FIND of its key with another version
+ * (the relation changed), a load of its key, or the room a new table needs
+ * (--join-cache-size; the least recently found one first, never one a run
+ * or a connection holds) drops it.  A connection that found it holds it
+ * as its loader does (a SvcJoinHold each), so that the ids of its query
+ * name the table until the connection closes.
+ *
  *-------------------------------------------------------------------------
  */
 #include <errno.h>
@@ -36,17 +45,34 @@ struct SvcJoin
 {
 	uint64_t	id;
 	const void *owner;			/* the loading connection; NULL once it closed */
-	int			refs;			/* the owner's (while it is open) + the runs' */
+	int			refs;			/* the owner's (while it is open), the cache's
+								 * (while cached), the holders' and the runs' */
+	bool		cached;			/* kept for later queries under key, version */
+	uint8_t		key[WARP_JOIN_DIGEST];
+	uint8_t		version[WARP_JOIN_DIGEST];
+	uint64_t	last_found;		/* cache clock of its load or last JOIN_FIND */
 	const XpuJoinTable *table;	/* mapped read-only */
 	uint64_t	len;			/* bytes mapped */
 	pthread_mutex_t copy_lock;	/* guards dev_copy[]: one copy a device */
 	CUdeviceptr dev_copy[WARP_MAX_DEVICES];	/* device copies, 0: none yet */
-	SvcJoin    *next;			/* in the registry, while owned */
+	SvcJoin    *next;			/* in the registry, while owned or cached */
 };
 
+/* a connection's hold on a cached table it found (JOIN_FIND) */
+typedef struct SvcJoinHold
+{
+	const void *owner;
+	SvcJoin    *join;
+	struct SvcJoinHold *next;
+} SvcJoinHold;
+
 static pthread_mutex_t store_lock = PTHREAD_MUTEX_INITIALIZER;
-static SvcJoin *registry;		/* the tables whose owner is open */
+static SvcJoin *registry;		/* the tables whose owner is open, or cached */
+static SvcJoinHold *holds;		/* the finders' holds */
 static uint64_t store_bytes;	/* mapped + device copies, every live table */
+static uint64_t cache_bytes;	/* the host bytes of the cached tables */
+static uint64_t cache_clock;	/* counts loads and finds */
+uint64_t	svc_join_cache_limit = UINT64_C(1024) * 1024 * 1024;
 
 /* the registered table with id (store_lock held), or NULL */
 static SvcJoin *
@@ -99,7 +125,7 @@ check_fd(int fd, const WarpJoinLoad *req, char *msg, size_t msglen)
 	struct stat st;
 	int			seals;
 
-	if (req->flags != 0 || req->pad != 0)
+	if ((req->flags & ~WARP_JOIN_CACHE) != 0 || req->pad != 0)
 		return snprintf(msg, msglen, "JOIN_LOAD with flags %u it does not know",
 						req->flags), false;
 	if (req->table_len < sizeof(XpuJoinTable) || req->table_len > XPU_JOIN_MAX_BYTES)
@@ -131,10 +157,135 @@ new_id_locked(uint64_t *id)
 	return false;
 }
 
-bool
-svc_join_load(const void *owner, int fd, const WarpJoinLoad *req,
-			  uint64_t *id, uint64_t *bytes, char *msg, size_t msglen)
+/*
+ * uncache_locked: j leaves the cache (store_lock held), and the registry
+ * unless its loader's connection is still open; true when that dropped its
+ * last reference (the caller frees it, outside the lock)
+ */
+static bool
+uncache_locked(SvcJoin *j)
 {
+	j->cached = false;
+	cache_bytes -= j->len;
+	if (j->owner == NULL)
+	{
+		for (SvcJoin **p = &registry; *p != NULL; p = &(*p)->next)
+			if (*p == j)
+			{
+				*p = j->next;
+				break;
+			}
+		j->next = NULL;
+	}
+	return unref_locked(j);
+}
+
+/* the cached table of key, or NULL (store_lock held) */
+static SvcJoin *
+cached_locked(const uint8_t *key)
+{
+	for (SvcJoin *j = registry; j != NULL; j = j->next)
+		if (j->cached && memcmp(j->key, key, WARP_JOIN_DIGEST) == 0)
+			return j;
+	return NULL;
+}
+
+/*
+ * cache_locked: keeps j (just registered) under req's key and version,
+ * dropping what the cache held under that key and, while the room is
+ * short, its least recently found tables that nothing else holds; j is not
+ * kept when that does not make room.  Tables whose last reference went are
+ * put on *unheld for the caller to free.
+ */
+static void
+cache_locked(SvcJoin *j, const WarpJoinLoad *req, SvcJoin **unheld)
+{
+	SvcJoin    *old = cached_locked(req->key);
+
+	if (old != NULL && uncache_locked(old))
+	{
+		old->next = *unheld;
+		*unheld = old;
+	}
+	while (cache_bytes + j->len > svc_join_cache_limit)
+	{
+		SvcJoin    *lru = NULL;
+
+		for (SvcJoin *c = registry; c != NULL; c = c->next)
+			if (c->cached && c->refs == 1 && (lru == NULL || c->last_found < lru->last_found))
+				lru = c;
+		if (lru == NULL)
+			return;
+		if (uncache_locked(lru))
+		{
+			lru->next = *unheld;
+			*unheld = lru;
+		}
+	}
+	memcpy(j->key, req->key, WARP_JOIN_DIGEST);
+	memcpy(j->version, req->version, WARP_JOIN_DIGEST);
+	j->cached = true;
+	j->last_found = ++cache_clock;
+	j->refs++;
+	cache_bytes += j->len;
+}
+
+/* frees the tables of list (linked by next), outside store_lock */
+static void
+free_list(SvcJoin *list)
+{
+	while (list != NULL)
+	{
+		SvcJoin    *j = list;
+
+		list = j->next;
+		join_free(j);
+	}
+}
+
+bool
+svc_join_find(const void *owner, const WarpJoinFind *req, WarpJoinLoaded *res)
+{
+	SvcJoinHold *h = malloc(sizeof(SvcJoinHold));
+	SvcJoin    *unheld = NULL;
+	SvcJoin    *j;
+
+	memset(res, 0, sizeof(*res));
+	if (h == NULL)
+		return false;
+	pthread_mutex_lock(&store_lock);
+	j = cached_locked(req->key);
+	if (j != NULL && memcmp(j->version, req->version, WARP_JOIN_DIGEST) != 0)
+	{
+		/* the relation changed since: no query finds these rows again */
+		if (uncache_locked(j))
+			unheld = j;
+		j = NULL;
+	}
+	if (j != NULL)
+	{
+		j->refs++;
+		j->last_found = ++cache_clock;
+		h->owner = owner;
+		h->join = j;
+		h->next = holds;
+		holds = h;
+		res->join_id = j->id;
+		res->bytes = j->len;
+		res->rows = j->table->n_rows;
+	}
+	pthread_mutex_unlock(&store_lock);
+	if (j == NULL)
+		free(h);
+	free_list(unheld);
+	return true;
+}
+
+bool
+svc_join_load(const void *owner, int fd, const WarpJoinLoad *req, WarpJoinLoaded *res,
+			  char *msg, size_t msglen)
+{
+	SvcJoin    *unheld = NULL;
 	SvcJoin    *j;
 	void	   *map;
 	XpuError	err;
@@ -168,8 +319,11 @@ svc_join_load(const void *owner, int fd, const WarpJoinLoad *req,
 		j->next = registry;
 		registry = j;
 		store_bytes += j->len;
+		if (req->flags & WARP_JOIN_CACHE)
+			cache_locked(j, req, &unheld);
 	}
 	pthread_mutex_unlock(&store_lock);
+	free_list(unheld);
 	if (!ok)
 	{
 		munmap(map, req->table_len);
@@ -177,8 +331,10 @@ svc_join_load(const void *owner, int fd, const WarpJoinLoad *req,
 		free(j);
 		return snprintf(msg, msglen, "could not draw a join id: %s", strerror(errno)), false;
 	}
-	*id = j->id;
-	*bytes = j->len;
+	memset(res, 0, sizeof(*res));
+	res->join_id = j->id;
+	res->bytes = j->len;
+	res->rows = j->table->n_rows;
 	return true;
 }
 
@@ -187,6 +343,7 @@ svc_join_drop_owner(const void *owner)
 {
 	SvcJoin   **p = &registry;
 	SvcJoin    *unheld = NULL;
+	SvcJoinHold **hp = &holds;
 
 	pthread_mutex_lock(&store_lock);
 	while (*p != NULL)
@@ -198,23 +355,42 @@ svc_join_drop_owner(const void *owner)
 			p = &j->next;
 			continue;
 		}
-		*p = j->next;
 		j->owner = NULL;
-		j->next = NULL;
+		/* a cached table stays in the registry (and keeps the cache's reference) */
+		if (!j->cached)
+		{
+			*p = j->next;
+			j->next = NULL;
+		}
+		else
+			p = &j->next;
 		if (unref_locked(j))
 		{
+			/* (only an uncached table can lose its last reference here) */
 			j->next = unheld;
 			unheld = j;
 		}
 	}
-	pthread_mutex_unlock(&store_lock);
-	while (unheld != NULL)
+	while (*hp != NULL)
 	{
-		SvcJoin    *j = unheld;
+		SvcJoinHold *h = *hp;
 
-		unheld = j->next;
-		join_free(j);
+		if (h->owner != owner)
+		{
+			hp = &h->next;
+			continue;
+		}
+		*hp = h->next;
+		if (unref_locked(h->join))
+		{
+			/* (not cached any more, nor in the registry) */
+			h->join->next = unheld;
+			unheld = h->join;
+		}
+		free(h);
 	}
+	pthread_mutex_unlock(&store_lock);
+	free_list(unheld);
 }
 
 bool

@@ -44,11 +44,22 @@ typedef struct SvcJoinSet
 
 /*
  * JOIN_LOAD: registers the table in memfd fd (table_len bytes at offset 0)
- * for owner; the descriptor stays the caller's.  True with *id and *bytes
- * set; false with msg set ("out of memory" or why the table is refused).
+ * for owner (and keeps it in the cache with WARP_JOIN_CACHE); the
+ * descriptor stays the caller's.  True with *res set; false with msg set
+ * ("out of memory" or why the table is refused).
  */
 extern bool svc_join_load(const void *owner, int fd, const WarpJoinLoad *req,
-						  uint64_t *id, uint64_t *bytes, char *msg, size_t msglen);
+						  WarpJoinLoaded *res, char *msg, size_t msglen);
+
+/*
+ * JOIN_FIND: the cached table of req's key and version into res (a hold of
+ * owner on it, released as its own tables are), join_id 0 for none (a
+ * table of another version is dropped); false: out of memory
+ */
+extern bool svc_join_find(const void *owner, const WarpJoinFind *req, WarpJoinLoaded *res);
+
+/* --join-cache-size in bytes: the most the cached tables take (host memory) */
+extern uint64_t svc_join_cache_limit;
 
 /* the owner's connection closed: its ids are gone, its tables freed once unheld */
 extern void svc_join_drop_owner(const void *owner);

@@ -6,7 +6,7 @@
  *
  *		pg_warp_service -D DATADIR [--parent-pid PID] [--no-gpu] [--threads N]
  *						[--fatbin PATH] [--gpu-cache-size MB|auto]
- *						[--max-async-tasks N]
+ *						[--max-async-tasks N] [--join-cache-size MB]
  *
  * The supervisor background worker (src/engine/service_supervisor.c) passes
  * them; doc/service.md describes each.
@@ -21,6 +21,7 @@
 
 #include "gpu_driver.h"
 #include "service.h"
+#include "service/join_store.h"
 
 /* --threads: the CPU engine's threads per AGG_RUN that names none */
 int			svc_cpu_threads;
@@ -34,7 +35,7 @@ usage(void)
 {
 	fprintf(stderr, "usage: pg_warp_service -D DATADIR [--parent-pid PID] [--no-gpu] [--threads N]\n"
 			"                       [--fatbin PATH] [--gpu-cache-size MB|auto]\n"
-			"                       [--max-async-tasks N]\n"
+			"                       [--max-async-tasks N] [--join-cache-size MB]\n"
 			"Serves pg_warp's engine to the backends of the PostgreSQL cluster in\n"
 			"DATADIR through the socket DATADIR/%s.  Started by pg_warp's\n"
 			"supervisor background worker, not by hand.  --no-gpu serves with the\n"
@@ -44,7 +45,9 @@ usage(void)
 			"the GPU column cache per device in MiB (0: off; auto, the default: a\n"
 			"quarter of the smallest GPU's memory).\n"
 			"--max-async-tasks N: the runs executed at once (default 16); later\n"
-			"ones wait in a queue, first come first served.\n", PGWARP_SOCKET_NAME);
+			"ones wait in a queue, first come first served.  --join-cache-size: the\n"
+			"join tables kept for later queries, in MiB of host memory (default\n"
+			"1024; 0: none kept).\n", PGWARP_SOCKET_NAME);
 	exit(2);
 }
 
@@ -98,6 +101,14 @@ svc_options_parse(int argc, char **argv, ServiceOptions *opts)
 			gpu_fatbin_path = argv[++i];
 		else if (strcmp(argv[i], "--gpu-cache-size") == 0 && i + 1 < argc)
 			opts->cache_size = parse_cache_size(argv[++i]);
+		else if (strcmp(argv[i], "--join-cache-size") == 0 && i + 1 < argc)
+		{
+			int64_t		bytes = parse_cache_size(argv[++i]);
+
+			if (bytes < 0)
+				usage();
+			svc_join_cache_limit = (uint64_t) bytes;
+		}
 		else if (strcmp(argv[i], "--max-async-tasks") == 0 && i + 1 < argc)
 		{
 			svc_max_async_tasks = atoi(argv[++i]);

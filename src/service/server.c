@@ -939,12 +939,27 @@ join_load(Conn *c, const uint8_t *payload, uint32_t len)
 	if (fd < 0)
 		return conn_fail(c, true, WARP_ERR_PROTOCOL, "JOIN_LOAD without its memfd");
 	memcpy(&req, payload, sizeof(req));
-	ok = svc_join_load(c, fd, &req, &res.join_id, &res.bytes, msg, sizeof(msg));
+	ok = svc_join_load(c, fd, &req, &res, msg, sizeof(msg));
 	close(fd);
 	if (!ok)
 		return conn_fail(c, false, strcmp(msg, "out of memory") == 0 ?
 						 WARP_ERR_OUT_OF_MEMORY : WARP_ERR_BAD_FILE, "%s", msg);
 	return conn_send(c, WARP_MSG_JOIN_LOAD, &res, sizeof(res));
+}
+
+/* join_find: JOIN_FIND, a table an earlier query kept (join_store.c) */
+static bool
+join_find(Conn *c, const uint8_t *payload, uint32_t len)
+{
+	WarpJoinFind req;
+	WarpJoinLoaded res;
+
+	if (len != sizeof(req))
+		return conn_fail(c, true, WARP_ERR_PROTOCOL, "JOIN_FIND of %u bytes", len);
+	memcpy(&req, payload, sizeof(req));
+	if (!svc_join_find(c, &req, &res))
+		return conn_fail(c, false, WARP_ERR_OUT_OF_MEMORY, "out of memory");
+	return conn_send(c, WARP_MSG_JOIN_FIND, &res, sizeof(res));
 }
 
 /*
@@ -1004,6 +1019,8 @@ dispatch(Conn *c, const WarpMsgHeader *hdr, const uint8_t *payload)
 			return open_share(c, payload, hdr->length);
 		case WARP_MSG_JOIN_LOAD:
 			return join_load(c, payload, hdr->length);
+		case WARP_MSG_JOIN_FIND:
+			return join_find(c, payload, hdr->length);
 		case WARP_MSG_DEVICES:
 			{
 				uint32_t	type;

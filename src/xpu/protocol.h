@@ -30,7 +30,7 @@
 
 #define PGWARP_SOCKET_NAME		"pg_warp.sock"
 #define PGWARP_PROTO_MAGIC		0x50524157u		/* "WARP" in memory */
-#define PGWARP_PROTO_VERSION	3
+#define PGWARP_PROTO_VERSION	4
 
 /* the largest payload either side accepts; longer messages are refused */
 #define PGWARP_MAX_PAYLOAD		(1024 * 1024)
@@ -143,7 +143,14 @@ typedef enum WarpMsgType
 	 * Runs name the tables they probe by join id (WarpAggRequest.n_joins).
 	 * The table lives until this connection closes and no run holds it.
 	 */
-	WARP_MSG_JOIN_LOAD = 33
+	WARP_MSG_JOIN_LOAD = 33,
+
+	/*
+	 * JOIN_FIND: the backend asks for a table an earlier query loaded with
+	 * WARP_JOIN_CACHE (WarpJoinFind: its key and version); the service
+	 * answers JOIN_FIND (WarpJoinLoaded, join_id 0: none of that version).
+	 */
+	WARP_MSG_JOIN_FIND = 34
 } WarpMsgType;
 
 /* HELLO: the backend sends its pid, the service answers with its own */
@@ -653,23 +660,48 @@ WARP_STATIC_ASSERT(sizeof(WarpDeviceDetail) == 120 + 32 + 16 + 240,
  * join_id, owned by this connection: the id stops naming the table when
  * the connection closes, and the table is unmapped once no run holds it.
  * bytes: the table's bytes counted in STATUS's memory_in_use (host; a GPU
- * run adds one device copy per device, kept as long).
+ * run adds one device copy per device, kept as long); rows: its inner rows.
+ *
+ * With WARP_JOIN_CACHE the service also keeps the table for later queries
+ * under key (what the table holds: the inner relation, its filters, keys
+ * and payload; a digest made by the backend), as of version (a digest of
+ * the relation's state the backend proved the rows are those of), replacing
+ * what it kept under that key before, within --join-cache-size (the least
+ * recently found tables not in use are dropped first; a table that does
+ * not fit is not kept).  A JOIN_FIND with the same key and version finds
+ * it; one with another version drops it.  The finder's connection holds it
+ * as if it had loaded it.
  */
+#define WARP_JOIN_CACHE			1	/* WarpJoinLoad.flags */
+#define WARP_JOIN_DIGEST		32	/* bytes of a key or a version (SHA-256) */
+
 typedef struct WarpJoinLoad
 {
 	uint64_t	table_len;		/* bytes of the table (XpuJoinTable.total_len) */
-	uint32_t	flags;			/* zero */
+	uint32_t	flags;			/* 0 or WARP_JOIN_CACHE */
 	uint32_t	pad;			/* zero */
+	uint8_t		key[WARP_JOIN_DIGEST];	/* WARP_JOIN_CACHE: else zero */
+	uint8_t		version[WARP_JOIN_DIGEST];	/* likewise */
 } WarpJoinLoad;
 
-WARP_STATIC_ASSERT(sizeof(WarpJoinLoad) == 16, "WarpJoinLoad layout");
+WARP_STATIC_ASSERT(sizeof(WarpJoinLoad) == 16 + 2 * WARP_JOIN_DIGEST, "WarpJoinLoad layout");
 
+typedef struct WarpJoinFind
+{
+	uint8_t		key[WARP_JOIN_DIGEST];
+	uint8_t		version[WARP_JOIN_DIGEST];
+} WarpJoinFind;
+
+WARP_STATIC_ASSERT(sizeof(WarpJoinFind) == 2 * WARP_JOIN_DIGEST, "WarpJoinFind layout");
+
+/* the reply to JOIN_LOAD and JOIN_FIND */
 typedef struct WarpJoinLoaded
 {
-	uint64_t	join_id;		/* non-zero */
+	uint64_t	join_id;		/* non-zero; JOIN_FIND: 0 for none */
 	uint64_t	bytes;			/* the table's bytes held by the service */
+	uint64_t	rows;			/* the table's inner rows */
 } WarpJoinLoaded;
 
-WARP_STATIC_ASSERT(sizeof(WarpJoinLoaded) == 16, "WarpJoinLoaded layout");
+WARP_STATIC_ASSERT(sizeof(WarpJoinLoaded) == 24, "WarpJoinLoaded layout");
 
 #endif							/* XPU_PROTOCOL_H */

@@ -400,3 +400,20 @@ def test_partitioned_dimension_says_why():
     assert "GpuPreAgg" not in out.replace("pg_warp: GpuPreAgg:", ""), out
     assert 'the join keys of "pdim" are not known to be unique' in out, out
     assert DB.result(sql, tuple(ON) + HEAP) == DB.result(sql, OFF), sql
+
+
+def test_kept_inner_table_is_the_one_with_the_payload_read():
+    """An inner table the service keeps for later queries (pg_warp.gpujoin_cache)
+    is found only by a depth that reads the same columns: a query that groups
+    by another column of the same dimension gets its own table (the key names
+    the payload), over partitions and over one table."""
+    pg_psql("CREATE TABLE gp.cdim (k int4 PRIMARY KEY, a text, b text); "
+            "INSERT INTO gp.cdim SELECT i, 'A' || (i % 3), 'B' || (i % 5) "
+            "FROM generate_series(0, 50) i")
+    pg_psql("VACUUM ANALYZE gp.cdim")
+    for fact, parts in (("arange", 3), ("arange0", 1)):
+        for col in ("a", "b", "a", "b"):
+            sql = ("SELECT d.%s, count(*), sum(f.v) FROM gp.%s f JOIN gp.cdim d ON f.ck = d.k "
+                   "GROUP BY 1" % (col, fact))
+            DB.same(sql, NODE, settings=HEAP)
+            assert len(find_nodes(DB.engine_ran(sql, NODE, tuple(ON) + HEAP), NODE)) == parts

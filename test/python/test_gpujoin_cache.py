@@ -1,0 +1,274 @@
+"""GpuJoin's inner tables kept by the service for later queries
+(src/engine/gpu_join_cache.c, src/service/join_store.c).
+
+A join depth whose relation did not change since an earlier query read the
+same rows probes the table that query built; any change of a tuple (insert,
+update, delete, truncate, rewrite), in this transaction, committed or still
+running elsewhere, must make the next query read the relation again.  Rows
+that depend on more than the relation (a stable function, a prepared
+statement's parameter) and relations whose changes leave no trace in the
+visibility map's LSNs (unlogged tables) are never kept.  Every answer is
+compared with PostgreSQL's (pg_warp off), and each test says whether the
+depth was built or found (EXPLAIN ANALYZE's Join Depth line).
+"""
+import os
+import shutil
+import subprocess
+import tempfile
+
+import pyarrow as pa
+import pytest
+
+from engine_edge import write
+from pg_sql import DB, OFF, ON, Cluster, find_nodes, show, wait_until
+from pg_sql import psql as pg_psql
+
+NODE = "GpuPreAgg"
+KEPT = "kept from an earlier query"
+N = 20000
+
+SQL = ("SELECT d.grp, count(*), sum(f.v), max(d.name) FROM gjc.fact f, gjc.dim d "
+       "WHERE f.k = d.k AND d.name <> 'none' GROUP BY d.grp")
+
+
+def fact_table(n):
+    k = [None if i % 97 == 0 else (i * 7) % (n + 500) for i in range(n)]
+    return pa.table({"k": pa.array(k, pa.int32()), "v": pa.array(list(range(n)), pa.int32())})
+
+
+DIM = """
+DROP TABLE IF EXISTS gjc.dim;
+CREATE TABLE gjc.dim (k int4 PRIMARY KEY, grp int4, name text);
+INSERT INTO gjc.dim SELECT i, i %% 13, 'name ' || i FROM generate_series(1, %d) i
+""" % N
+
+
+def vacuum(table="gjc.dim", db=None):
+    """VACUUM (FREEZE, ANALYZE) table: every block all-visible (VACUUM runs
+    outside a transaction block: a psql command of its own)"""
+    (db.sql if db else pg_psql)("VACUUM (FREEZE, ANALYZE) %s" % table)
+
+
+@pytest.fixture(scope="module", autouse=True)
+def tables():
+    d = tempfile.mkdtemp(prefix="pg_warp_gjc.")
+    os.chmod(d, 0o755)
+    write(os.path.join(d, "fact.arrow"), fact_table(N), 4000)
+    pg_psql("CREATE EXTENSION IF NOT EXISTS pg_warp")
+    pg_psql("DROP SCHEMA IF EXISTS gjc CASCADE; CREATE SCHEMA gjc")
+    pg_psql("CREATE FOREIGN TABLE gjc.fact (k int4, v int4) SERVER arrow_fdw "
+            "OPTIONS (file '%s/fact.arrow')" % d)
+    yield d
+    pg_psql("DROP SCHEMA IF EXISTS gjc CASCADE")
+    shutil.rmtree(d, ignore_errors=True)
+
+
+@pytest.fixture(autouse=True)
+def fresh_dim():
+    """each test starts from its own all-visible dimension (a new relation:
+    nothing an earlier test kept matches it)"""
+    pg_psql(DIM)
+    vacuum()
+
+
+def depth(sql=SQL, settings=(), db=DB):
+    """the Join Depth 1 line of the GpuPreAgg that ran sql (EXPLAIN ANALYZE,
+    which executes it: a build here may keep the table)"""
+    top = db.engine_ran(sql, NODE, tuple(ON) + tuple(settings))
+    line = find_nodes(top, NODE)[0]["Join Depth 1"]
+    assert "inner rows" in line, show(top)
+    return line
+
+
+def same(sql=SQL, settings=()):
+    """pg_warp's answer is PostgreSQL's"""
+    on = DB.result(sql, tuple(ON) + tuple(settings))
+    off = DB.result(sql, tuple(OFF) + tuple(settings))
+    assert on[0] == "ok" and sorted(on[1].splitlines()) == sorted(off[1].splitlines()), (on, off)
+
+
+def test_kept_and_found():
+    assert KEPT not in depth()
+    line = depth()
+    assert KEPT in line, line
+    same()
+    assert KEPT in depth()
+
+
+def test_insert_reads_again():
+    depth()
+    assert KEPT in depth()
+    pg_psql("INSERT INTO gjc.dim VALUES (%d, 99, 'new')" % (N + 7))
+    assert KEPT not in depth()          # a block is not all-visible: built, not kept
+    same()
+    assert KEPT not in depth()
+    vacuum()
+    assert KEPT not in depth()          # all-visible again: built and kept
+    assert KEPT in depth()
+    same()
+
+
+@pytest.mark.parametrize("change", [
+    "UPDATE gjc.dim SET grp = grp + 100 WHERE k % 10 = 3",
+    "DELETE FROM gjc.dim WHERE k % 4 = 1",
+    "UPDATE gjc.dim SET name = 'none' WHERE k < 5000",
+    "TRUNCATE gjc.dim; INSERT INTO gjc.dim SELECT i, i % 5, 'again ' || i "
+    "FROM generate_series(1, 300) i",
+    "ALTER TABLE gjc.dim ALTER COLUMN name TYPE varchar(40)",
+])
+def test_change_and_vacuum_reads_again(change):
+    """a change that VACUUM has made all-visible again: the map page's LSN
+    (or the relation's file) is not the kept table's"""
+    depth()
+    assert KEPT in depth()
+    pg_psql(change)
+    vacuum()
+    assert KEPT not in depth()
+    same()
+    assert KEPT in depth()
+
+
+def test_own_uncommitted_change():
+    """a change of this transaction: its own rows, not the kept ones"""
+    depth()
+    assert KEPT in depth()
+    sql = "SELECT * FROM (%s) q ORDER BY 1" % SQL
+    on = DB.result(sql, tuple(ON) + ("BEGIN", "UPDATE gjc.dim SET grp = -1 WHERE k < 100"))
+    off = DB.result(sql, tuple(OFF) + ("BEGIN", "UPDATE gjc.dim SET grp = -1 WHERE k < 100"))
+    assert on == off and "-1|" in on[1], (on, off)
+    # rolled back, but its blocks are not all-visible until VACUUM: read again
+    assert KEPT not in depth()
+    same()
+
+
+def test_uncommitted_change_of_another_session():
+    """another session's running transaction changed the relation: this
+    query's snapshot does not see it, and the kept table is not used (its
+    block is not all-visible); once committed and vacuumed, the new rows"""
+    depth()
+    assert KEPT in depth()
+    other = subprocess.Popen(["psql", "-XAtq", "-v", "ON_ERROR_STOP=1"], stdin=subprocess.PIPE,
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        other.stdin.write("BEGIN;\nUPDATE gjc.dim SET grp = 500 WHERE k % 2 = 0;\n"
+                          "SELECT 'updated';\n")
+        other.stdin.flush()
+        assert other.stdout.readline().strip() == "updated"
+        assert KEPT not in depth()
+        same()
+        other.stdin.write("COMMIT;\n")
+        other.stdin.close()
+        assert other.wait(timeout=60) == 0, other.stderr.read()
+    finally:
+        if other.poll() is None:
+            other.kill()
+    same()
+    assert "500|" in DB.sql(SQL, ON)
+    vacuum()
+    depth()
+    assert KEPT in depth()
+    same()
+
+
+def test_not_all_visible_never_kept():
+    pg_psql("DROP TABLE gjc.dim; CREATE TABLE gjc.dim (k int4 PRIMARY KEY, grp int4, name text); "
+            "INSERT INTO gjc.dim SELECT i, i % 3, 'n' || i FROM generate_series(1, 500) i")
+    assert KEPT not in depth()
+    assert KEPT not in depth()
+    same()
+
+
+@pytest.mark.parametrize("clause", [
+    # a stable function: its value is the session's, not the rows'
+    "d.name < current_setting('application_name') || 'zzz'",
+    "d.grp::text < to_char(now(), 'YYYY')",
+])
+def test_rows_beyond_the_relation_never_kept(clause):
+    sql = SQL.replace("d.name <> 'none'", clause)
+    assert KEPT not in depth(sql)
+    assert KEPT not in depth(sql)
+    same(sql)
+
+
+def test_prepared_statement_parameter():
+    """a generic plan's $1 in the dimension's filter: each execution its own rows"""
+    prep = ("SET plan_cache_mode = force_generic_plan",
+            "PREPARE q(int) AS SELECT d.grp, count(*), sum(f.v) FROM gjc.fact f, gjc.dim d "
+            "WHERE f.k = d.k AND d.grp < $1 GROUP BY d.grp")
+    for n in (3, 7, 3, 11):
+        sql = "EXECUTE q(%d)" % n
+        on = DB.result(sql, tuple(ON) + prep)
+        off = DB.result(sql, tuple(OFF) + prep)
+        assert on[0] == "ok" and sorted(on[1].splitlines()) == sorted(off[1].splitlines())
+        assert len(on[1].splitlines()) == n
+    top = DB.plan("EXECUTE q(5)", tuple(ON) + prep, analyze=True)
+    line = find_nodes(top, NODE)[0]["Join Depth 1"]
+    assert KEPT not in line, show(top)
+
+
+def test_unlogged_never_kept():
+    pg_psql("ALTER TABLE gjc.dim SET UNLOGGED")
+    vacuum()
+    assert KEPT not in depth()
+    assert KEPT not in depth()
+    same()
+
+
+def test_setting_off():
+    depth()
+    assert KEPT in depth()
+    assert KEPT not in depth(settings=("SET pg_warp.gpujoin_cache = off",))
+
+
+def test_privileges_are_the_querys_own():
+    """a kept table does not let a role without SELECT on the dimension read it"""
+    depth()
+    assert KEPT in depth()
+    pg_psql("DROP ROLE IF EXISTS gjc_reader; CREATE ROLE gjc_reader LOGIN; "
+            "GRANT USAGE ON SCHEMA gjc TO gjc_reader; GRANT SELECT ON gjc.fact TO gjc_reader")
+    try:
+        for settings in (ON, OFF):
+            rc, out, err = DB.psql(SQL, settings, check=False, user="gjc_reader")
+            assert rc != 0 and "permission denied for table dim" in err, (out, err)
+    finally:
+        pg_psql("DROP OWNED BY gjc_reader; DROP ROLE gjc_reader")
+
+
+def test_cache_size_keeps_the_recent_tables():
+    """pg_warp.gpujoin_cache_size: a table beyond the room left drops the
+    least recently found one"""
+    c = Cluster()
+    try:
+        c.sql("ALTER SYSTEM SET pg_warp.gpujoin_cache_size = '1MB'")
+        c.restart()
+        wait_until(lambda: c.run("SELECT pid FROM pgwarp.service_status()").returncode == 0,
+                   what="the service")
+        pid = c.service_pid()
+        with open("/proc/%d/cmdline" % pid, "rb") as f:
+            argv = f.read().decode().split("\0")
+        assert argv[argv.index("--join-cache-size") + 1] == "1", argv
+        d = tempfile.mkdtemp(prefix="pg_warp_gjc2.")
+        os.chmod(d, 0o755)
+        try:
+            write(os.path.join(d, "fact.arrow"), fact_table(N), 4000)
+            c.sql("CREATE SCHEMA gjc; CREATE FOREIGN TABLE gjc.fact (k int4, v int4) "
+                  "SERVER arrow_fdw OPTIONS (file '%s/fact.arrow')" % d)
+            for t in ("dim", "dim2"):
+                # about 600 kB each as an inner table: one fits the room, two do not
+                c.sql("CREATE TABLE gjc.%s (k int4 PRIMARY KEY, grp int4, name text); "
+                      "INSERT INTO gjc.%s SELECT i, i %% 13, repeat('x', 20) || i "
+                      "FROM generate_series(1, %d) i" % (t, t, N // 2))
+                vacuum("gjc." + t, c)
+            q1, q2 = SQL, SQL.replace("gjc.dim d", "gjc.dim2 d")
+            line = depth(q1, db=c)
+            kb = int(line.split("table ")[1].split(" kB")[0])
+            assert 512 < kb < 1024, line
+            assert KEPT not in line
+            assert KEPT in depth(q1, db=c)
+            assert KEPT not in depth(q2, db=c)       # kept, dim's table dropped for it
+            assert KEPT in depth(q2, db=c)
+            assert KEPT not in depth(q1, db=c)
+        finally:
+            shutil.rmtree(d, ignore_errors=True)
+    finally:
+        c.destroy()
