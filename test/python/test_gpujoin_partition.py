@@ -348,41 +348,32 @@ def test_partition_columns_in_another_order_and_subpartitions():
                 2, fact="odd")
 
 
+def depth_lines(sql):
+    """sql answers as PostgreSQL does and the engine ran it; the first join
+    depth's line of each GpuPreAgg node (EXPLAIN ANALYZE)."""
+    DB.same_answer(sql, NODE, settings=HEAP)
+    top = DB.engine_ran(sql, NODE, tuple(ON) + HEAP)
+    return [x["Join Depth 1"] for x in find_nodes(top, NODE)]
+
+
 def test_second_grouping_of_the_query_shares_the_inner_table():
     """Two groupings of one query (UNION ALL) joining one dimension the same
     way: one inner table for both, whether they are partition-wise (six
-    partition nodes) or one node each (two partitions read directly)."""
-    for sql, n in [
-            ("SELECT c.c_region, count(*), sum(f.v) FROM gp.arange f JOIN gp.customer c "
-             "ON f.ck = c.c_key GROUP BY 1 UNION ALL SELECT c.c_region, count(*), sum(f.v) "
-             "FROM gp.hrange f JOIN gp.customer c ON f.ck = c.c_key GROUP BY 1", 6),
-            ("SELECT c.c_region, count(*), sum(f.v) FROM gp.arange0 f JOIN gp.customer c "
-             "ON f.ck = c.c_key GROUP BY 1 UNION ALL SELECT c.c_region, count(*), sum(f.v) "
-             "FROM gp.hrange1 f JOIN gp.customer c ON f.ck = c.c_key GROUP BY 1", 2)]:
-        DB.same_answer(sql, NODE, settings=HEAP)
-        top = DB.engine_ran(sql, NODE, tuple(ON) + HEAP)
-        lines = [x["Join Depth 1"] for x in find_nodes(top, NODE)]
-        assert len(lines) == n, show(top)
-        assert len([x for x in lines if "inner rows" in x]) == 1, lines
-        assert len([x for x in lines if "shared with" in x]) == n - 1, lines
-    # another filter on the dimension: another table
-    sql = ("SELECT c.c_region, count(*) FROM gp.arange0 f JOIN gp.customer c "
-           "ON f.ck = c.c_key GROUP BY 1 UNION ALL SELECT c.c_region, count(*) "
-           "FROM gp.arange1 f JOIN gp.customer c ON f.ck = c.c_key "
-           "WHERE c.c_nation <> 'NATION1' GROUP BY 1")
-    DB.same_answer(sql, NODE, settings=HEAP)
-    top = DB.engine_ran(sql, NODE, tuple(ON) + HEAP)
-    lines = [x["Join Depth 1"] for x in find_nodes(top, NODE)]
-    assert len([x for x in lines if "inner rows" in x]) == 2, lines
-    # a volatile function in the dimension's filter: each node reads its own rows
-    sql = ("SELECT c.c_region, count(*) FROM gp.arange0 f JOIN gp.customer c "
-           "ON f.ck = c.c_key WHERE c.c_nation || timeofday() <> '' GROUP BY 1 UNION ALL "
-           "SELECT c.c_region, count(*) FROM gp.arange1 f JOIN gp.customer c "
-           "ON f.ck = c.c_key WHERE c.c_nation || timeofday() <> '' GROUP BY 1")
-    DB.same_answer(sql, NODE, settings=HEAP)
-    top = DB.engine_ran(sql, NODE, tuple(ON) + HEAP)
-    lines = [x["Join Depth 1"] for x in find_nodes(top, NODE)]
-    assert len([x for x in lines if "inner rows" in x]) == 2, lines
+    partition nodes) or one node each (two partitions read directly); not
+    with another filter on the dimension, nor with a volatile one."""
+    union = ("SELECT c.c_region, count(*), sum(f.v) FROM gp.%s f JOIN gp.customer c "
+             "ON f.ck = c.c_key %s GROUP BY 1 UNION ALL SELECT c.c_region, count(*), sum(f.v) "
+             "FROM gp.%s f JOIN gp.customer c ON f.ck = c.c_key %s GROUP BY 1")
+    volatile = "WHERE c.c_nation || timeofday() <> ''"
+    for facts, wheres, n, built in [
+            (("arange", "hrange"), ("", ""), 6, 1),
+            (("arange0", "hrange1"), ("", ""), 2, 1),
+            (("arange0", "arange1"), ("", "WHERE c.c_nation <> 'NATION1'"), 2, 2),
+            (("arange0", "arange1"), (volatile, volatile), 2, 2)]:
+        lines = depth_lines(union % (facts[0], wheres[0], facts[1], wheres[1]))
+        assert len(lines) == n, lines
+        assert len([x for x in lines if "inner rows" in x]) == built, lines
+        assert len([x for x in lines if "shared with" in x]) == n - built, lines
 
 
 def test_partitioned_dimension_says_why():
