@@ -992,6 +992,20 @@ gj_exec_load(GjInner *inner, int n, const XpuProgram *prog, const char **why)
 }
 
 /*
+ * gj_exec_end: the node is done with its depths' tables: the service drops
+ * them (unless a run holds one, or keeps it for later queries)
+ */
+void
+gj_exec_end(GjInner *inner, int n)
+{
+	for (int d = 0; d < n; d++)
+	{
+		service_join_drop(inner[d].join_id);
+		inner[d].join_id = 0;
+	}
+}
+
+/*
  * gj_explain: a line per depth: its join (clauses: per depth, the clauses
  * as the node's scan tuple holds them), with ANALYZE its inner table
  */

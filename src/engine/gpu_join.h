@@ -69,6 +69,7 @@ extern double gj_inner_cost(const GjPlan *gp);
 /* execution */
 extern GjInner *gj_exec_init(List *private, List *inner_ps, int *n_depths);
 extern bool gj_exec_load(GjInner *inner, int n, const XpuProgram *prog, const char **why);
+extern void gj_exec_end(GjInner *inner, int n);
 extern void gj_explain(GjInner *inner, int n, List *clauses, List *ctx, bool analyze,
 					   struct ExplainState *es);
 extern void pg_warp_gpu_join_init(void);

@@ -1743,11 +1743,14 @@ gpa_exec(EngineScanState *node)
 	return ExecScan(&node->css.ss, gpa_next, gpa_recheck);
 }
 
-/* EngineOps.end: the groups' temporary file (engine_scan.c ends the rest) */
+/* EngineOps.end: the groups' temporary file, the join tables (engine_scan.c ends the rest) */
 static void
 gpa_end(EngineScanState *node)
 {
-	gpa_store_reset(((GpaState *) node)->groups);
+	GpaState   *st = (GpaState *) node;
+
+	gpa_store_reset(st->groups);
+	gj_exec_end(st->inner, st->n_depths);
 }
 
 /* EngineOps.rescan */
