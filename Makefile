@@ -39,6 +39,7 @@ OBJS         = \
 	src/engine/explain_why.o \
 	src/engine/filter.o \
 	src/engine/gpu_join.o \
+	src/engine/gpu_join_scan.o \
 	src/engine/gpu_preagg.o \
 	src/engine/heap_source.o \
 	src/engine/preagg_store.o \

@@ -82,12 +82,16 @@
 #include "utils/memutils.h"
 #include "utils/rel.h"
 #include "utils/ruleutils.h"
+#include "utils/builtins.h"
+#include "arrow/arrow_bits.h"
 
 #include "pg_warp.h"
 #include "engine/codegen.h"
 #include "engine/engine.h"
 #include "engine/engine_scan.h"
 #include "engine/executor.h"
+#include "engine/gpu_join.h"
+#include "engine/gpu_join_scan.h"
 #include "engine/heap_source.h"
 #include "engine/shippable.h"
 
@@ -99,12 +103,13 @@ bool		pg_warp_enable_gpuscan_heap = false;
 
 static set_rel_pathlist_hook_type prev_rel_pathlist_hook = NULL;
 static const EngineOps gs_ops;
+static const EngineOps gjs_ops;
 
 /* ---------------- planning ---------------- */
 
 /* the attnos (> 0) of relid that exprs use, appended to *attnos; false: a
  * system column or a whole-row reference */
-static bool
+bool
 gs_add_attnos(List *exprs, Index relid, List **attnos)
 {
 	Bitmapset  *attrs = NULL;
@@ -123,7 +128,7 @@ gs_add_attnos(List *exprs, Index relid, List **attnos)
 }
 
 /* EngineColumns over the columns attnos (IntList) of relation relid */
-static EngineColumns *
+EngineColumns *
 gs_columns(Oid relid, List *attnos)
 {
 	Relation	rel = table_open(relid, NoLock);
@@ -140,7 +145,7 @@ gs_columns(Oid relid, List *attnos)
 }
 
 /* the cheapest unparameterized path of pathlist that is a `type` plan, or NULL */
-static Path *
+Path *
 gs_cheapest_path(List *pathlist, NodeTag type)
 {
 	Path	   *best = NULL;
@@ -506,6 +511,21 @@ typedef struct GsState
 	uint32		hpage;			/* the page of hc returned now */
 	int			hbit;			/* the next line pointer index to try */
 	HeapTupleData htup;			/* the tuple in the scan slot */
+	/*
+	 * GpuJoin (gjs_ops, gpu_join_scan.c): the scan tuple is the program's
+	 * outputs (n_outs of them), which a projection run returns; the join
+	 * depths' inner tables are loaded at the first row; where one cannot
+	 * be built, or the program no longer fits, the fallback child runs
+	 */
+	bool		join;
+	GjInner    *inner;
+	int			n_depths;
+	List	   *join_clauses;	/* per depth, for EXPLAIN */
+	Oid		   *out_types;		/* [n_outs] */
+	int		   *out_scales;		/* [n_outs]: numeric outputs' */
+	bool		loaded;			/* the inner tables were tried */
+	bool		fallback;
+	const char *fallback_why;
 } GsState;
 
 /*
@@ -544,6 +564,62 @@ gs_heap_begin(GsState *st, CustomScan *cs, EState *estate)
 	st->recheck = ExecInitQual(st->engine_quals, &ss->ps);
 }
 
+/*
+ * gjs_begin: gs_begin of a GpuJoin (gjs_plan_path's plan): the outer table's
+ * source, the program, the depths over their inner plans (custom_ps after
+ * the fallback), and what EXPLAIN shows from the scan tuple's resjunk part
+ */
+static void
+gjs_begin(GsState *st, CustomScan *cs, EState *estate, int eflags)
+{
+	List	   *priv = cs->custom_private;
+	List	   *attnos = lthird(priv);
+	List	   *join_private = list_nth(priv, 4);
+	int			te;
+	ListCell   *lc;
+
+	st->join = true;
+	st->n_outs = intVal(lfourth(priv));
+	st->n_cols = list_length(attnos);
+	st->attnos = palloc(sizeof(AttrNumber) * Max(st->n_cols, 1));
+	foreach(lc, attnos)
+		st->attnos[foreach_current_index(lc)] = (AttrNumber) lfirst_int(lc);
+	te = st->n_outs;
+	for (int i = 0; i < list_length(lsecond(priv)); i++)
+		st->engine_quals = lappend(st->engine_quals,
+								   list_nth_node(TargetEntry, cs->custom_scan_tlist, te++)->expr);
+	foreach(lc, join_private)
+	{
+		List	   *clauses = NIL;
+
+		for (int i = 0; i < list_length(lfourth((List *) lfirst(lc))); i++)
+			clauses = lappend(clauses,
+							  list_nth_node(TargetEntry, cs->custom_scan_tlist, te++)->expr);
+		st->join_clauses = lappend(st->join_clauses, clauses);
+	}
+	engine_scan_open(&st->es, (Index) intVal(linitial(priv)), eflags, lsecond(priv),
+					 st->attnos, st->n_cols);
+	if (engine_scan_program(&st->es, cs) == NULL)
+	{
+		st->fallback = true;
+		st->fallback_why = st->es.stale_why;
+	}
+	st->inner = gj_exec_init(join_private, list_copy_tail(st->es.css.custom_ps, 1),
+							 &st->n_depths);
+	st->out_types = palloc(sizeof(Oid) * Max(st->n_outs, 1));
+	st->out_scales = palloc0(sizeof(int) * Max(st->n_outs, 1));
+	for (int k = 0; k < st->n_outs; k++)
+	{
+		st->out_types[k] = exprType((Node *) list_nth_node(TargetEntry, cs->custom_scan_tlist,
+															k)->expr);
+		if (st->es.prog != NULL)
+			st->out_scales[k] = XPU_REGS(st->es.prog)[XPU_OUTS(st->es.prog)[k]].scale;
+	}
+	st->arrays = palloc0(sizeof(ArrowArray) * Max(st->n_cols, 1));
+	st->row_cxt = AllocSetContextCreate(estate->es_query_cxt, "GpuJoin rows",
+										ALLOCSET_DEFAULT_SIZES);
+}
+
 /* EngineOps.begin: the plan's columns, the table's source and the program */
 static void
 gs_begin(EngineScanState *node, CustomScan *cs, EState *estate, int eflags)
@@ -551,6 +627,12 @@ gs_begin(EngineScanState *node, CustomScan *cs, EState *estate, int eflags)
 	GsState    *st = (GsState *) node;
 	List	   *attnos = linitial(cs->custom_private);
 	ListCell   *lc;
+
+	if (node->ops == &gjs_ops)
+	{
+		gjs_begin(st, cs, estate, eflags);
+		return;
+	}
 
 	st->heap = intVal(lthird(cs->custom_private)) != 0;
 	st->engine_quals = cs->custom_exprs;
@@ -599,13 +681,16 @@ gs_request(GsState *st, int64 w0, int64 w1)
 	WarpScanRequest req = {0};
 
 	req.n_cols = st->n_cols;
-	req.n_outs = st->n_outs;
+	req.n_outs = st->join ? 0 : st->n_outs;	/* GpuJoin's: the program's outputs */
 	req.prog_len = st->es.prog->total_len;
 	req.engine = (uint32) pg_warp_engine;
 	req.max_buffer_size = (int64) pg_warp_arrow_max_buffer_size * 1024;
 	req.n_files = engine_scan_work_files(&st->es, w0, w1);
+	req.n_joins = (uint32) st->n_depths;
 	engine_put(buf, &req, sizeof(req), 8);
 	engine_put(buf, st->es.prog, st->es.prog->total_len, 16);
+	for (int d = 0; d < st->n_depths; d++)
+		engine_put(buf, &st->inner[d].join_id, sizeof(uint64), 8);
 	engine_scan_put_work(&st->es, buf, w0, w1, st->n_cols);
 	gs_check_size(buf);
 	return buf;
@@ -841,6 +926,156 @@ gs_heap_next(GsState *st, TupleTableSlot *slot)
 	}
 }
 
+/* ---------------- GpuJoin ---------------- */
+
+/* a numeric Datum of v / 10^scale */
+static Datum
+gjs_numeric(__int128 v, int scale)
+{
+	char		buf[64];
+
+	xpu_numeric_format(v, scale, buf);
+	return DirectFunctionCall3(numeric_in, CStringGetDatum(buf),
+							   ObjectIdGetDatum(InvalidOid), Int32GetDatum(-1));
+}
+
+/*
+ * gjs_value: output k of row `row` of the current block as a Datum of its
+ * type (service/scan.c's out_layout: C values, numeric's 128-bit fixed
+ * point, text as VAR32)
+ */
+static Datum
+gjs_value(GsState *st, int k, uint32 row, bool *isnull)
+{
+	const ArrowArray *a = &st->arrays[k];
+	const uint8 *p;
+
+	*isnull = !arrow_bit_valid(a->validity, row);
+	if (*isnull)
+		return (Datum) 0;
+	switch (st->out_types[k])
+	{
+		case BOOLOID:
+			return BoolGetDatum(arrow_bit_get(a->values, row));
+		case INT2OID:
+			{
+				int16		v;
+
+				memcpy(&v, a->values + (Size) row * 2, 2);
+				return Int16GetDatum(v);
+			}
+		case INT4OID:
+		case DATEOID:
+			{
+				int32		v;
+
+				memcpy(&v, a->values + (Size) row * 4, 4);
+				return Int32GetDatum(v);
+			}
+		case FLOAT4OID:
+			{
+				float4		v;
+
+				memcpy(&v, a->values + (Size) row * 4, 4);
+				return Float4GetDatum(v);
+			}
+		case FLOAT8OID:
+			{
+				float8		v;
+
+				memcpy(&v, a->values + (Size) row * 8, 8);
+				return Float8GetDatum(v);
+			}
+		case NUMERICOID:
+			{
+				__int128	v;
+
+				memcpy(&v, a->values + (Size) row * 16, 16);
+				return gjs_numeric(v, st->out_scales[k]);
+			}
+		case TEXTOID:
+		case VARCHAROID:
+			{
+				const int32 *off = a->offsets;
+
+				p = a->data + off[row];
+				return PointerGetDatum(cstring_to_text_with_len((const char *) p,
+																off[row + 1] - off[row]));
+			}
+		default:
+			{
+				int64		v;
+
+				memcpy(&v, a->values + (Size) row * 8, 8);
+				return Int64GetDatum(v);
+			}
+	}
+}
+
+/* the fallback child's next row as the scan tuple (its target is the outputs) */
+static TupleTableSlot *
+gjs_fallback_next(GsState *st, TupleTableSlot *slot)
+{
+	TupleTableSlot *in = ExecProcNode(linitial(st->es.css.custom_ps));
+
+	ExecClearTuple(slot);
+	if (TupIsNull(in))
+		return slot;
+	slot_getallattrs(in);
+	memset(slot->tts_isnull, true, sizeof(bool) * slot->tts_tupleDescriptor->natts);
+	for (int k = 0; k < st->n_outs; k++)
+	{
+		slot->tts_values[k] = in->tts_values[k];
+		slot->tts_isnull[k] = in->tts_isnull[k];
+	}
+	return ExecStoreVirtualTuple(slot);
+}
+
+/*
+ * gjs_next: GpuJoin's next joined row into the scan slot: the inner tables
+ * loaded first (PostgreSQL runs their plans), then the outputs of the
+ * service's blocks; the fallback child's rows where the engine cannot
+ */
+static TupleTableSlot *
+gjs_next(GsState *st, TupleTableSlot *slot)
+{
+	int			natts = slot->tts_tupleDescriptor->natts;
+
+	if (!st->loaded)
+	{
+		st->loaded = true;
+		if (!st->fallback &&
+			!gj_exec_load(st->inner, st->n_depths, st->es.prog, &st->fallback_why))
+			st->fallback = true;
+	}
+	if (st->fallback)
+		return gjs_fallback_next(st, slot);
+	for (;;)
+	{
+		MemoryContext old;
+
+		ExecClearTuple(slot);
+		MemoryContextReset(st->row_cxt);
+		if (st->cur_row >= st->n_rows && !gs_next_block(st))
+			return slot;
+		if (st->cur_row >= st->n_rows)
+			continue;
+		if (st->block_recheck)
+			ereport(ERROR,
+					(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+					 errmsg("GpuJoin: the engine could not evaluate the join of a record batch "
+							"(an error, or a value it does not hold exactly)"),
+					 errhint("Set pg_warp.enable_gpujoin to off for this query.")));
+		memset(slot->tts_isnull, true, sizeof(bool) * natts);
+		old = MemoryContextSwitchTo(st->row_cxt);
+		for (int k = 0; k < st->n_outs; k++)
+			slot->tts_values[k] = gjs_value(st, k, st->cur_row, &slot->tts_isnull[k]);
+		MemoryContextSwitchTo(old);
+		st->cur_row++;
+		return ExecStoreVirtualTuple(slot);
+	}
+}
+
 /* the next row into the scan slot, or an empty slot at the end */
 static TupleTableSlot *
 gs_next(ScanState *ss)
@@ -852,6 +1087,8 @@ gs_next(ScanState *ss)
 
 	if (st->heap)
 		return gs_heap_next(st, slot);
+	if (st->join)
+		return gjs_next(st, slot);
 	for (;;)
 	{
 		MemoryContext old;
@@ -935,6 +1172,9 @@ gs_rescan(EngineScanState *node)
 		memset(&st->hc, 0, sizeof(st->hc));
 	}
 	engine_scan_rewind(&st->es);
+	/* GpuJoin: its inner tables stay loaded; a fallback child starts again */
+	if (st->join && st->fallback)
+		ExecReScan(linitial(st->es.css.custom_ps));
 	if (st->msg)
 		pfree(st->msg);
 	st->msg = NULL;
@@ -1027,6 +1267,37 @@ gs_heap_explain(GsState *st, List *ctx, ExplainState *es)
 		ExplainPropertyInteger("Engine Threads", NULL, st->threads, es);
 }
 
+/* gs_explain of a GpuJoin: as GpuScan's, with the join depths and any fallback */
+static void
+gjs_explain(GsState *st, List *ctx, ExplainState *es)
+{
+	bool		ran = es->analyze && st->es.ran && !st->fallback;
+
+	if (st->fallback && (st->loaded || st->es.prog == NULL))
+	{
+		ExplainPropertyText("Engine", "PostgreSQL (fallback)", es);
+		ExplainPropertyText("Fallback Reason", st->fallback_why ? st->fallback_why : "?", es);
+	}
+	else
+		engine_explain_engine(es, st->es.ran, st->engine);
+	engine_explain_filter(es, st->engine_quals, ctx, true);
+	gj_explain(st->inner, st->n_depths, st->join_clauses, ctx, ran, es);
+	ExplainPropertyList("Outer Columns Read",
+						gs_column_names(st->es.rel, st->attnos, 0, st->n_cols), es);
+	engine_explain_source(es, st->es.src);
+	if (es->verbose && st->es.prog != NULL)
+		engine_explain_program(st->es.prog, es);
+	if (!ran)
+		return;
+	ExplainPropertyInteger("Rows Read", NULL, (int64) st->c[GC_ROWS_IN], es);
+	ExplainPropertyInteger("Rows Returned by Engine", NULL, (int64) st->c[GC_ROWS_PASSED], es);
+	ExplainPropertyInteger("Batches Read", NULL, (int64) st->c[GC_BATCHES], es);
+	ExplainPropertyInteger("Bytes Read", "bytes", (int64) st->c[GC_BYTES_READ], es);
+	ExplainPropertyInteger("Bytes Returned", "bytes", (int64) st->c[GC_BYTES_SENT], es);
+	ExplainPropertyInteger("Service Requests", NULL, (int64) st->c[GC_REQUESTS], es);
+	engine_explain_times(es, st->c[GC_IO_US], st->c[GC_EXEC_US], st->threads);
+}
+
 /* EngineOps.explain */
 static void
 gs_explain(EngineScanState *node, List *ctx, ExplainState *es)
@@ -1041,6 +1312,11 @@ gs_explain(EngineScanState *node, List *ctx, ExplainState *es)
 	if (st->heap)
 	{
 		gs_heap_explain(st, ctx, es);
+		return;
+	}
+	if (st->join)
+	{
+		gjs_explain(st, ctx, es);
 		return;
 	}
 	engine_explain_engine(es, st->es.ran, st->engine);
@@ -1066,6 +1342,34 @@ gs_explain(EngineScanState *node, List *ctx, ExplainState *es)
 
 static const EngineOps gs_ops = ENGINE_OPS(gs, "GpuScan", GsState);
 
+/* GpuJoin's node (gpu_join_scan.c plans it): GpuScan's executor */
+static const EngineOps gjs_ops = {
+	.scan = {.CustomName = "GpuJoin", .CreateCustomScanState = engine_scan_create},
+	.path = {.CustomName = "GpuJoin", .PlanCustomPath = gjs_plan_path},
+	.state_size = sizeof(GsState),
+	.begin = gs_begin,
+	.exec = gs_exec,
+	.end = gs_end,
+	.rescan = gs_rescan,
+	.dsm_size = gs_dsm_size,
+	.dsm_init = gs_dsm_init,
+	.shutdown = gs_shutdown,
+	.explain = gs_explain,
+};
+
+/* GpuJoin's path and plan methods (gpu_join_scan.c) */
+const CustomPathMethods *
+gpuscan_join_path_methods(void)
+{
+	return &gjs_ops.path;
+}
+
+const CustomScanMethods *
+gpuscan_join_scan_methods(void)
+{
+	return &gjs_ops.scan;
+}
+
 /* pg_warp_gpuscan_init: the setting and the planner hook (from _PG_init) */
 void
 pg_warp_gpuscan_init(void)
@@ -1081,6 +1385,8 @@ pg_warp_gpuscan_init(void)
 							 &pg_warp_enable_gpuscan_heap, false,
 							 PGC_USERSET, 0, NULL, NULL, NULL);
 	engine_scan_register(&gs_ops);
+	engine_scan_register(&gjs_ops);
+	pg_warp_gpu_join_scan_init();
 	prev_rel_pathlist_hook = set_rel_pathlist_hook;
 	set_rel_pathlist_hook = gs_rel_pathlist;
 }

@@ -1,0 +1,341 @@
+/*-------------------------------------------------------------------------
+ *
+ * gpu_join_scan.c
+ *		GpuJoin as a plan node: a query that joins an outer (fact) table
+ *		with dimension tables and returns the joined rows, without grouping
+ *		(`SELECT lo.x, d.y FROM lineorder lo JOIN date d ON ... WHERE ...`),
+ *		runs as one engine pass: the scan of the outer Arrow table, its
+ *		quals, every join depth and the projection of the output columns,
+ *		whose rows come back through GpuScan's row path.
+ *
+ * Planning.  The joins are GpuJoin's (gpu_join.c: gj_plan_input, its depth
+ * rules, gj_plan_payload); the node's outputs are the join relation's
+ * target (Vars of any depth, the expressions above them PostgreSQL's
+ * projection or the node's), compiled by codegen_join_program as its PROJ
+ * stage.  The path is offered on the join relation the join search returns
+ * (join_search_hook, after PostgreSQL's search): GpuJoin's fallback child
+ * is PostgreSQL's cheapest plan of that same relation, which the node runs
+ * instead where an inner table cannot be built (too large, a value the
+ * engine does not hold) or the plan's program no longer fits the files; a
+ * path added from set_join_pathlist_hook would meet the relation before
+ * PostgreSQL's own paths for it were all there.  Its cost: the inner plans
+ * (PostgreSQL's costs) and building their tables, the outer table's reading
+ * (arrow_fdw's cost without its conversion of every row), the engine's
+ * cost per outer row and depth, and PostgreSQL's cost per returned row, so
+ * that a hash join wins where the outer table is small.  Grouped queries
+ * are GpuPreAgg's (the join, scan and partial aggregation in one pass): no
+ * GpuJoin is offered under them.
+ *
+ * Execution: gpuscan.c (GsState, the GpuJoin EngineOps): the inner tables
+ * are built and loaded at the first row (gj_exec_load), the SCAN_RUN
+ * requests carry their join ids, and the service returns the program's
+ * outputs of the passing rows (service/scan.c, a projection run).
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "catalog/pg_class.h"
+#include "catalog/pg_type.h"
+#include "nodes/makefuncs.h"
+#include "nodes/nodeFuncs.h"
+#include "optimizer/cost.h"
+#include "optimizer/geqo.h"
+#include "optimizer/optimizer.h"
+#include "optimizer/pathnode.h"
+#include "optimizer/paths.h"
+#include "optimizer/restrictinfo.h"
+#include "parser/parsetree.h"
+#include "utils/builtins.h"
+
+#include "pg_warp.h"
+#include "engine/codegen.h"
+#include "engine/engine.h"
+#include "engine/executor.h"
+#include "engine/gpu_join.h"
+#include "engine/gpu_join_scan.h"
+#include "engine/shippable.h"
+
+static join_search_hook_type prev_join_search_hook = NULL;
+
+/*
+ * gjs_output_type: may an output of PostgreSQL type typid, held by the
+ * engine as type, come back from a projection run (service/scan.c,
+ * out_layout) and be made a Datum (gpuscan.c)?
+ */
+bool
+gjs_output_type(Oid typid, XpuType type)
+{
+	switch (typid)
+	{
+		case BOOLOID: return type == XPU_T_BOOL;
+		case INT2OID: return type == XPU_T_INT2;
+		case INT4OID: return type == XPU_T_INT4;
+		case INT8OID: return type == XPU_T_INT8;
+		case FLOAT4OID: return type == XPU_T_FLOAT4;
+		case FLOAT8OID: return type == XPU_T_FLOAT8;
+		case NUMERICOID: return type == XPU_T_NUMERIC;
+		case DATEOID: return type == XPU_T_DATE;
+		case TIMESTAMPOID: return type == XPU_T_TIMESTAMP;
+		case TIMESTAMPTZOID: return type == XPU_T_TIMESTAMPTZ;
+		case TEXTOID: case VARCHAROID: return type == XPU_T_TEXT;
+		default: return false;
+	}
+}
+
+/* what gjs_plan found: the path's custom_private (gjs_plan_path reads it) */
+typedef struct GjsInfo
+{
+	GjPlan	   *gp;
+	List	   *quals;			/* the outer table's, in the executor's order */
+	List	   *attnos;			/* the chunk columns */
+	List	   *exprs;			/* the outputs: the join relation's target */
+	Node	   *program;		/* engine_plan_program */
+} GjsInfo;
+
+/*
+ * gjs_plan: the engine's plan of join relation rel (gi), or why not (NULL
+ * with gi set)
+ */
+static const char *
+gjs_plan(PlannerInfo *root, RelOptInfo *rel, GjsInfo *gi)
+{
+	const char *why;
+	RelOptInfo *outer;
+	RangeTblEntry *rte;
+	EngineColumns *ec;
+	CodegenScan scan;
+	XpuProgram *prog;
+	ListCell   *lc;
+
+	if ((gi->gp = gj_plan_input(root, rel, false, &why)) == NULL)
+		return why ? why : "no join";
+	outer = gi->gp->outer;
+	rte = planner_rt_fetch(outer->relid, root);
+	if (rte->relkind != RELKIND_FOREIGN_TABLE || !arrow_fdw_is_table(rte->relid))
+		return "the outer relation is not an Arrow table (GpuJoin reads no heap table yet)";
+	foreach(lc, outer->baserestrictinfo)
+	{
+		RestrictInfo *ri = lfirst(lc);
+
+		if (ri->pseudoconstant || ri->security_level > 0)
+			return "a clause of the outer table that is constant for the query, or a "
+				"security barrier";
+		gi->quals = lappend(gi->quals, ri->clause);
+	}
+	gi->quals = engine_order_quals(root, gi->quals);
+	gi->exprs = rel->reltarget->exprs;
+	if ((why = gj_plan_payload(gi->gp, gi->exprs)) != NULL)
+		return why;
+	if (!gs_add_attnos(gi->exprs, outer->relid, &gi->attnos) ||
+		!gs_add_attnos(gi->quals, outer->relid, &gi->attnos) ||
+		!gs_add_attnos(gj_outer_exprs(gi->gp), outer->relid, &gi->attnos))
+		return "the join reads a system column or the whole row of the outer table";
+	ec = gs_columns(rte->relid, gi->attnos);
+	for (int i = 0; i < ec->n_cols; i++)
+		if ((why = ship_scan_column(rte->relid, &ec->cols[i])) != NULL)
+			return why;
+	scan = (CodegenScan) {outer->relid, engine_column_hook, ec};
+	if (!engine_every_row(&scan, ec))
+		return "a column of the outer table whose conversion PostgreSQL checks "
+			"(a char(n) or a domain)";
+	prog = codegen_join_program(&scan, gi->quals, gj_codegen_joins(gi->gp), gi->exprs);
+	if (prog == NULL)
+	{
+		explain_why_codegen(root, outer->relid, "GpuJoin", NULL);
+		return "";
+	}
+	foreach(lc, gi->exprs)
+	{
+		int			k = foreach_current_index(lc);
+		const XpuReg *reg = &XPU_REGS(prog)[XPU_OUTS(prog)[k]];
+
+		if (!gjs_output_type(exprType(lfirst(lc)), (XpuType) reg->type))
+		{
+			free(prog);
+			return psprintf("an output of type %s (GpuJoin returns integers, floats, "
+							"numeric, bool, date, timestamp and text)",
+							format_type_be(exprType(lfirst(lc))));
+		}
+	}
+	gi->program = engine_plan_program(prog, ec);
+	free(prog);
+	return NULL;
+}
+
+/*
+ * gjs_copy_path: a copy of path (the fallback child), so that add_path's
+ * freeing of a dominated path leaves the child alone; NULL for a kind of
+ * path not known here
+ */
+static Path *
+gjs_copy_path(Path *path)
+{
+	size_t		size;
+	Path	   *copy;
+
+	switch (nodeTag(path))
+	{
+		case T_NestPath: size = sizeof(NestPath); break;
+		case T_MergePath: size = sizeof(MergePath); break;
+		case T_HashPath: size = sizeof(HashPath); break;
+		case T_GatherPath: size = sizeof(GatherPath); break;
+		case T_GatherMergePath: size = sizeof(GatherMergePath); break;
+		case T_ProjectionPath: size = sizeof(ProjectionPath); break;
+		case T_SortPath: size = sizeof(SortPath); break;
+		case T_IncrementalSortPath: size = sizeof(IncrementalSortPath); break;
+		case T_MaterialPath: size = sizeof(MaterialPath); break;
+		default: return NULL;
+	}
+	copy = palloc(size);
+	memcpy(copy, path, size);
+	return copy;
+}
+
+/*
+ * gjs_add_path: GpuJoin's path of join relation rel (the join search's
+ * result), beside PostgreSQL's, whose cheapest is its fallback child
+ */
+static void
+gjs_add_path(PlannerInfo *root, RelOptInfo *rel)
+{
+	Query	   *parse = root->parse;
+	GjsInfo		gi = {0};
+	const char *why;
+	CustomPath *cp;
+	Path	   *fallback,
+			   *plain;
+	QualCost	qall;
+	double		rows_in,
+				io;
+	int			n_depths;
+	ListCell   *lc;
+
+	if (!pg_warp_enabled || !pg_warp_enable_gpujoin || !pg_warp_preloaded ||
+		rel == NULL || rel->reloptkind != RELOPT_JOINREL || rel->cheapest_total_path == NULL)
+		return;
+	/* a grouping is GpuPreAgg's, joins and all; rows a statement locks or changes PostgreSQL's */
+	if (parse->hasAggs || parse->groupClause != NIL || parse->groupingSets != NIL ||
+		root->hasHavingQual || parse->resultRelation != 0 || root->rowMarks != NIL)
+		return;
+	if ((why = gjs_plan(root, rel, &gi)) != NULL)
+	{
+		if (*why != '\0')
+			explain_why_note("GpuJoin: %s", why);
+		return;
+	}
+	if ((fallback = gjs_copy_path(rel->cheapest_total_path)) == NULL ||
+		fallback->param_info != NULL ||
+		(plain = gs_cheapest_path(gi.gp->outer->pathlist, T_ForeignScan)) == NULL)
+		return;
+	n_depths = list_length(gi.gp->depths);
+	cp = makeNode(CustomPath);
+	cp->path.pathtype = T_CustomScan;
+	cp->path.parent = rel;
+	cp->path.pathtarget = rel->reltarget;
+	cp->path.rows = rel->rows;
+	cp->path.parallel_safe = false;	/* its inner plans may be Gathers */
+	cp->flags = CUSTOMPATH_SUPPORT_PROJECTION;
+	cp->methods = gpuscan_join_path_methods();
+	cp->custom_paths = list_make1(fallback);
+	foreach(lc, gi.gp->depths)
+		cp->custom_paths = lappend(cp->custom_paths, ((GjDepth *) lfirst(lc))->inner_path);
+	cp->custom_private = list_make5(makeInteger((int) gi.gp->outer->relid), gi.quals,
+									gi.attnos, gi.exprs, gj_private(gi.gp));
+	cp->custom_private = lappend(cp->custom_private, gi.program);
+
+	/*
+	 * Costs: the inner plans and their tables before the first row; the
+	 * outer table's reading as arrow_fdw's path costs it, less its per-row
+	 * conversion and quals (the engine's instead, per depth too); then the
+	 * returned rows, each made a tuple by the node.
+	 */
+	cost_qual_eval(&qall, gi.quals, root);
+	rows_in = Max(gi.gp->outer->tuples, 1.0);
+	io = plain->total_cost - plain->startup_cost -
+		(cpu_tuple_cost + qall.per_tuple + cpu_operator_cost * list_length(gi.attnos)) * rows_in -
+		gi.gp->outer->reltarget->cost.per_tuple * gi.gp->outer->rows;
+	cp->path.startup_cost = pg_warp_engine_startup_cost + gj_inner_cost(gi.gp);
+	cp->path.total_cost = cp->path.startup_cost + Max(io, 0.0) +
+		rows_in * pg_warp_engine_row_cost * (1 + n_depths) +
+		rel->rows * (cpu_tuple_cost + cpu_operator_cost * list_length(gi.exprs)) +
+		rel->reltarget->cost.per_tuple * rel->rows;
+	explain_why_offered(rel, "GpuJoin", cp->path.total_cost);
+	add_path(rel, &cp->path);
+	set_cheapest(rel);
+}
+
+/* join_search_hook: PostgreSQL's (or the previous hook's) search, then GpuJoin's path */
+static RelOptInfo *
+gjs_join_search(PlannerInfo *root, int levels_needed, List *initial_rels)
+{
+	RelOptInfo *rel;
+
+	if (prev_join_search_hook)
+		rel = prev_join_search_hook(root, levels_needed, initial_rels);
+	else if (enable_geqo && levels_needed >= geqo_threshold)
+		rel = geqo(root, levels_needed, initial_rels);
+	else
+		rel = standard_join_search(root, levels_needed, initial_rels);
+	gjs_add_path(root, rel);
+	return rel;
+}
+
+/*
+ * gjs_plan_path: the CustomScan of a GpuJoin path: no scan relation; its
+ * scan tuple (custom_scan_tlist) is the outputs, then (resjunk, so that
+ * set_plan_references adjusts them for EXPLAIN) the outer table's quals and
+ * each depth's clauses.  custom_private: the outer table's range table
+ * index, its quals (unadjusted: the Arrow source's batch skipping reads
+ * them), the chunk columns' attnos, the number of outputs, the depths
+ * (gj_private) and the program.  custom_plans: the fallback, then each
+ * depth's inner plan returning its keys and payload.
+ */
+Plan *
+gjs_plan_path(PlannerInfo *root, RelOptInfo *rel, CustomPath *best_path,
+			  List *tlist, List *clauses, List *custom_plans)
+{
+	CustomScan *cs = makeNode(CustomScan);
+	List	   *priv = best_path->custom_private;
+	List	   *quals = lsecond(priv);
+	List	   *exprs = lfourth(priv);
+	List	   *depths = list_nth(priv, 4);
+	List	   *scan_tlist = NIL;
+	AttrNumber	resno = 1;
+	ListCell   *lc;
+
+	foreach(lc, exprs)
+		scan_tlist = lappend(scan_tlist, makeTargetEntry(lfirst(lc), resno++, NULL, false));
+	foreach(lc, quals)
+		scan_tlist = lappend(scan_tlist, makeTargetEntry(lfirst(lc), resno++, NULL, true));
+	foreach(lc, depths)
+	{
+		ListCell   *lq;
+
+		foreach(lq, lfourth((List *) lfirst(lc)))
+			scan_tlist = lappend(scan_tlist, makeTargetEntry(lfirst(lq), resno++, NULL, true));
+	}
+	cs->scan.plan.targetlist = tlist;
+	cs->scan.plan.qual = extract_actual_clauses(clauses, false);
+	cs->scan.scanrelid = 0;
+	cs->custom_scan_tlist = scan_tlist;
+	cs->custom_plans = list_make1(linitial(custom_plans));
+	foreach(lc, depths)
+		cs->custom_plans = lappend(cs->custom_plans,
+								   gj_inner_plan(list_nth(custom_plans,
+														  foreach_current_index(lc) + 1),
+												 lfirst(lc)));
+	cs->custom_private = list_make5(linitial(priv), quals, lthird(priv),
+									makeInteger(list_length(exprs)), depths);
+	cs->custom_private = lappend(cs->custom_private, list_nth(priv, 5));
+	cs->methods = gpuscan_join_scan_methods();
+	return &cs->scan.plan;
+}
+
+/* pg_warp_gpu_join_scan_init: the planner hook (from _PG_init) */
+void
+pg_warp_gpu_join_scan_init(void)
+{
+	prev_join_search_hook = join_search_hook;
+	join_search_hook = gjs_join_search;
+}
