@@ -47,6 +47,7 @@
 #include "optimizer/restrictinfo.h"
 #include "parser/parsetree.h"
 #include "utils/builtins.h"
+#include "utils/lsyscache.h"
 
 #include "pg_warp.h"
 #include "engine/codegen.h"
@@ -127,9 +128,11 @@ gjs_plan(PlannerInfo *root, RelOptInfo *rel, GjsInfo *gi)
 	gi->exprs = rel->reltarget->exprs;
 	if ((why = gj_plan_payload(gi->gp, gi->exprs)) != NULL)
 		return why;
+	if (!gs_add_attnos(gj_outer_exprs(gi->gp), outer->relid, &gi->attnos) || gi->attnos == NIL)
+		return "the joins read a system column or the whole row of the outer table, or none "
+			"of its columns";
 	if (!gs_add_attnos(gi->exprs, outer->relid, &gi->attnos) ||
-		!gs_add_attnos(gi->quals, outer->relid, &gi->attnos) ||
-		!gs_add_attnos(gj_outer_exprs(gi->gp), outer->relid, &gi->attnos))
+		!gs_add_attnos(gi->quals, outer->relid, &gi->attnos))
 		return "the join reads a system column or the whole row of the outer table";
 	ec = gs_columns(rte->relid, gi->attnos);
 	for (int i = 0; i < ec->n_cols; i++)
@@ -225,8 +228,11 @@ gjs_add_path(PlannerInfo *root, RelOptInfo *rel)
 		return;
 	}
 	if ((fallback = gjs_copy_path(rel->cheapest_total_path)) == NULL ||
-		fallback->param_info != NULL ||
-		(plain = gs_cheapest_path(gi.gp->outer->pathlist, T_ForeignScan)) == NULL)
+		fallback->param_info != NULL)
+		return;
+	/* arrow_fdw's path, or where GpuScan's won over it, GpuScan's */
+	plain = gs_cheapest_path(gi.gp->outer->pathlist, T_ForeignScan);
+	if (plain == NULL && (plain = gs_cheapest_path(gi.gp->outer->pathlist, T_CustomScan)) == NULL)
 		return;
 	n_depths = list_length(gi.gp->depths);
 	cp = makeNode(CustomPath);
@@ -252,9 +258,13 @@ gjs_add_path(PlannerInfo *root, RelOptInfo *rel)
 	 */
 	cost_qual_eval(&qall, gi.quals, root);
 	rows_in = Max(gi.gp->outer->tuples, 1.0);
-	io = plain->total_cost - plain->startup_cost -
-		(cpu_tuple_cost + qall.per_tuple + cpu_operator_cost * list_length(gi.attnos)) * rows_in -
-		gi.gp->outer->reltarget->cost.per_tuple * gi.gp->outer->rows;
+	if (plain->pathtype == T_ForeignScan)
+		io = plain->total_cost - plain->startup_cost -
+			(cpu_tuple_cost + qall.per_tuple + cpu_operator_cost * list_length(gi.attnos)) *
+			rows_in - gi.gp->outer->reltarget->cost.per_tuple * gi.gp->outer->rows;
+	else
+		io = plain->total_cost - plain->startup_cost - rows_in * pg_warp_engine_row_cost -
+			plain->rows * cpu_tuple_cost;
 	cp->path.startup_cost = pg_warp_engine_startup_cost + gj_inner_cost(gi.gp);
 	cp->path.total_cost = cp->path.startup_cost + Max(io, 0.0) +
 		rows_in * pg_warp_engine_row_cost * (1 + n_depths) +
@@ -284,11 +294,11 @@ gjs_join_search(PlannerInfo *root, int levels_needed, List *initial_rels)
 /*
  * gjs_plan_path: the CustomScan of a GpuJoin path: no scan relation; its
  * scan tuple (custom_scan_tlist) is the outputs, then (resjunk, so that
- * set_plan_references adjusts them for EXPLAIN) the outer table's quals and
- * each depth's clauses.  custom_private: the outer table's range table
- * index, its quals (unadjusted: the Arrow source's batch skipping reads
- * them), the chunk columns' attnos, the number of outputs, the depths
- * (gj_private) and the program.  custom_plans: the fallback, then each
+ * set_plan_references adjusts them) the outer table's quals (EXPLAIN, and
+ * the Arrow source's skipping of record batches), each depth's clauses
+ * (EXPLAIN) and an anchor Var of the outer table.  custom_private: the
+ * number of the outer table's quals, NIL, the chunk columns' attnos, the
+ * number of outputs, the depths (gj_private) and the program.  custom_plans: the fallback, then each
  * depth's inner plan returning its keys and payload.
  */
 Plan *
@@ -304,6 +314,11 @@ gjs_plan_path(PlannerInfo *root, RelOptInfo *rel, CustomPath *best_path,
 	AttrNumber	resno = 1;
 	ListCell   *lc;
 
+	Index		relid = (Index) intVal(linitial(priv));
+	Oid			typid,
+				collid;
+	int32		typmod;
+
 	foreach(lc, exprs)
 		scan_tlist = lappend(scan_tlist, makeTargetEntry(lfirst(lc), resno++, NULL, false));
 	foreach(lc, quals)
@@ -315,6 +330,19 @@ gjs_plan_path(PlannerInfo *root, RelOptInfo *rel, CustomPath *best_path,
 		foreach(lq, lfourth((List *) lfirst(lc)))
 			scan_tlist = lappend(scan_tlist, makeTargetEntry(lfirst(lq), resno++, NULL, true));
 	}
+	/*
+	 * an anchor: a Var of the outer table's first chunk column, through
+	 * which the executor learns the table's range table index after
+	 * set_plan_references (which offsets the Vars of custom_scan_tlist, and
+	 * nothing else the node keeps)
+	 */
+	get_atttypetypmodcoll(planner_rt_fetch(relid, root)->relid,
+						  (AttrNumber) linitial_int(lthird(priv)), &typid, &typmod, &collid);
+	scan_tlist = lappend(scan_tlist,
+						 makeTargetEntry((Expr *) makeVar(relid,
+														  (AttrNumber) linitial_int(lthird(priv)),
+														  typid, typmod, collid, 0),
+										 resno++, NULL, true));
 	cs->scan.plan.targetlist = tlist;
 	cs->scan.plan.qual = extract_actual_clauses(clauses, false);
 	cs->scan.scanrelid = 0;
@@ -325,7 +353,7 @@ gjs_plan_path(PlannerInfo *root, RelOptInfo *rel, CustomPath *best_path,
 								   gj_inner_plan(list_nth(custom_plans,
 														  foreach_current_index(lc) + 1),
 												 lfirst(lc)));
-	cs->custom_private = list_make5(linitial(priv), quals, lthird(priv),
+	cs->custom_private = list_make5(makeInteger(list_length(quals)), NIL, lthird(priv),
 									makeInteger(list_length(exprs)), depths);
 	cs->custom_private = lappend(cs->custom_private, list_nth(priv, 5));
 	cs->methods = gpuscan_join_scan_methods();

@@ -585,7 +585,7 @@ gjs_begin(GsState *st, CustomScan *cs, EState *estate, int eflags)
 	foreach(lc, attnos)
 		st->attnos[foreach_current_index(lc)] = (AttrNumber) lfirst_int(lc);
 	te = st->n_outs;
-	for (int i = 0; i < list_length(lsecond(priv)); i++)
+	for (int i = 0; i < intVal(linitial(priv)); i++)
 		st->engine_quals = lappend(st->engine_quals,
 								   list_nth_node(TargetEntry, cs->custom_scan_tlist, te++)->expr);
 	foreach(lc, join_private)
@@ -597,8 +597,9 @@ gjs_begin(GsState *st, CustomScan *cs, EState *estate, int eflags)
 							  list_nth_node(TargetEntry, cs->custom_scan_tlist, te++)->expr);
 		st->join_clauses = lappend(st->join_clauses, clauses);
 	}
-	engine_scan_open(&st->es, (Index) intVal(linitial(priv)), eflags, lsecond(priv),
-					 st->attnos, st->n_cols);
+	/* the outer table: its anchor Var's (gjs_plan_path), the scan tuple's last */
+	engine_scan_open(&st->es, ((Var *) llast_node(TargetEntry, cs->custom_scan_tlist)->expr)->varno,
+					 eflags, st->engine_quals, st->attnos, st->n_cols);
 	if (engine_scan_program(&st->es, cs) == NULL)
 	{
 		st->fallback = true;
