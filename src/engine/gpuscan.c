@@ -616,7 +616,8 @@ gjs_begin(GsState *st, CustomScan *cs, EState *estate, int eflags)
 		if (st->es.prog != NULL)
 			st->out_scales[k] = XPU_REGS(st->es.prog)[XPU_OUTS(st->es.prog)[k]].scale;
 	}
-	st->arrays = palloc0(sizeof(ArrowArray) * Max(st->n_cols, 1));
+	/* a block has the outputs, or (flagged for recheck) the chunk columns */
+	st->arrays = palloc0(sizeof(ArrowArray) * Max(Max(st->n_cols, st->n_outs), 1));
 	st->row_cxt = AllocSetContextCreate(estate->es_query_cxt, "GpuJoin rows",
 										ALLOCSET_DEFAULT_SIZES);
 }

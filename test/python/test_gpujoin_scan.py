@@ -127,8 +127,11 @@ def test_semi_anti_left(sql, depths):
 
 def test_empty_outer_and_inner():
     """No outer row, no inner row, an inner plan whose filter keeps nothing."""
-    joined("SELECT f.id, d.d_year FROM {f} f JOIN gj.date1 d ON f.dk = d.d_datekey", 1,
-           fact="empty")
+    # no record batch to scan: the inner table is built, no run is sent
+    sql = q("SELECT f.id, d.d_year FROM {f} f JOIN gj.date1 d ON f.dk = d.d_datekey", "empty")
+    assert DB.result(sql, tuple(ON) + NO_PG_JOINS) == ("ok", "")
+    top = DB.plan(sql, tuple(ON) + NO_PG_JOINS, analyze=True)
+    assert "inner rows 1096" in find_nodes(top, NODE)[0]["Join Depth 1"], show(top)
     joined("SELECT f.id, e.e_name FROM {f} f JOIN gj.emptydim e ON f.ck = e.e_key", 1)
     joined("SELECT f.id, e.e_name FROM {f} f LEFT JOIN gj.emptydim e ON f.ck = e.e_key", 1)
     joined("SELECT f.id FROM {f} f WHERE NOT EXISTS "
