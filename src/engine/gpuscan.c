@@ -1283,7 +1283,8 @@ gjs_explain(GsState *st, List *ctx, ExplainState *es)
 	else
 		engine_explain_engine(es, st->es.ran, st->engine);
 	engine_explain_filter(es, st->engine_quals, ctx, true);
-	gj_explain(st->inner, st->n_depths, st->join_clauses, ctx, ran, es);
+	gj_explain(st->inner, st->n_depths, st->join_clauses, ctx,
+			   es->analyze && st->loaded && !st->fallback, es);
 	ExplainPropertyList("Outer Columns Read",
 						gs_column_names(st->es.rel, st->attnos, 0, st->n_cols), es);
 	engine_explain_source(es, st->es.src);
