@@ -524,6 +524,7 @@ typedef struct GsState
 	Oid		   *out_types;		/* [n_outs] */
 	int		   *out_scales;		/* [n_outs]: numeric outputs' */
 	bool		loaded;			/* the inner tables were tried */
+	uint64		returned;		/* rows the engine's run returned */
 	bool		fallback;
 	const char *fallback_why;
 } GsState;
@@ -1034,6 +1035,49 @@ gjs_fallback_next(GsState *st, TupleTableSlot *slot)
 }
 
 /*
+ * gjs_recheck_error: a block the engine could not evaluate (flagged for
+ * recheck: every chunk column of every row of its record batch) after rows
+ * were returned: PostgreSQL evaluates the outer table's quals over its rows,
+ * raising its own error where the engine met one there; else the node
+ * raises its own
+ */
+static void
+gjs_recheck_error(GsState *st)
+{
+	ScanState  *ss = &st->es.css.ss;
+	ExprContext *econtext = ss->ps.ps_ExprContext;
+	TupleTableSlot *slot = MakeSingleTupleTableSlot(RelationGetDescr(st->es.rel),
+													&TTSOpsVirtual);
+	ExprState  *qual = ExecInitQual(st->engine_quals, &ss->ps);
+	int			natts = slot->tts_tupleDescriptor->natts;
+
+	for (uint32 r = 0; r < st->n_rows; r++)
+	{
+		ExecClearTuple(slot);
+		memset(slot->tts_isnull, true, sizeof(bool) * natts);
+		MemoryContextReset(st->row_cxt);
+		for (int j = 0; j < st->block_cols; j++)
+		{
+			int			a = st->attnos[j] - 1;
+			MemoryContext old = MemoryContextSwitchTo(st->row_cxt);
+
+			slot->tts_values[a] = arrow_fdw_engine_value(st->es.src, j, &st->arrays[j], r,
+														 &slot->tts_isnull[a]);
+			MemoryContextSwitchTo(old);
+		}
+		ExecStoreVirtualTuple(slot);
+		ResetExprContext(econtext);
+		econtext->ecxt_scantuple = slot;
+		(void) ExecQual(qual, econtext);
+	}
+	ereport(ERROR,
+			(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+			 errmsg("GpuJoin: the engine could not evaluate the joins of a record batch "
+					"(an error, or a value it does not hold exactly)"),
+			 errhint("Set pg_warp.enable_gpujoin to off for this query.")));
+}
+
+/*
  * gjs_next: GpuJoin's next joined row into the scan slot: the inner tables
  * loaded first (PostgreSQL runs their plans), then the outputs of the
  * service's blocks; the fallback child's rows where the engine cannot
@@ -1062,12 +1106,17 @@ gjs_next(GsState *st, TupleTableSlot *slot)
 			return slot;
 		if (st->cur_row >= st->n_rows)
 			continue;
+		if (st->block_recheck && st->returned == 0)
+		{
+			/* nothing returned yet: PostgreSQL's plan answers, or raises its error */
+			engine_run_close(&st->es.run);
+			st->fallback = true;
+			st->fallback_why = "the engine met an error or a value it does not hold exactly";
+			return gjs_fallback_next(st, slot);
+		}
 		if (st->block_recheck)
-			ereport(ERROR,
-					(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-					 errmsg("GpuJoin: the engine could not evaluate the join of a record batch "
-							"(an error, or a value it does not hold exactly)"),
-					 errhint("Set pg_warp.enable_gpujoin to off for this query.")));
+			gjs_recheck_error(st);
+		st->returned++;
 		memset(slot->tts_isnull, true, sizeof(bool) * natts);
 		old = MemoryContextSwitchTo(st->row_cxt);
 		for (int k = 0; k < st->n_outs; k++)
@@ -1177,6 +1226,7 @@ gs_rescan(EngineScanState *node)
 	/* GpuJoin: its inner tables stay loaded; a fallback child starts again */
 	if (st->join && st->fallback)
 		ExecReScan(linitial(st->es.css.custom_ps));
+	st->returned = 0;
 	if (st->msg)
 		pfree(st->msg);
 	st->msg = NULL;

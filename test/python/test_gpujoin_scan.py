@@ -211,3 +211,13 @@ def test_ssb_like_projection_default_costs():
            "gj.customer c, gj.supplier s WHERE f.dk = d.d_datekey AND f.ck = c.c_key "
            "AND f.sk = s.s_key AND c.c_region = 'REGION1' AND d.d_year = 1993", 3,
            settings=())
+
+
+def test_error_is_postgres_own():
+    """An overflow in a qual of the outer table (v holds 2^31 - 1), a division
+    by zero in the target list: PostgreSQL's error, the engine's plan."""
+    settings = NO_PG_JOINS
+    DB.same_error(q("SELECT f.id, d.d_year FROM {f} f JOIN gj.date1 d ON f.dk = d.d_datekey "
+                    "WHERE f.v * 2 > 0"), NODE, settings=settings)
+    DB.same_error(q("SELECT f.id, f.v / (d.d_year - d.d_year) FROM {f} f "
+                    "JOIN gj.date1 d ON f.dk = d.d_datekey"), NODE, settings=settings)
