@@ -951,68 +951,54 @@ static Datum
 gjs_value(GsState *st, int k, uint32 row, bool *isnull)
 {
 	const ArrowArray *a = &st->arrays[k];
-	const uint8 *p;
+	union
+	{
+		int16		i2;
+		int32		i4;
+		int64		i8;
+		float4		f4;
+		float8		f8;
+		__int128	n;
+	}			v;
 
 	*isnull = !arrow_bit_valid(a->validity, row);
 	if (*isnull)
 		return (Datum) 0;
+#define GJS_FIXED(w)	memcpy(&v, a->values + (Size) row * (w), (w))
 	switch (st->out_types[k])
 	{
 		case BOOLOID:
 			return BoolGetDatum(arrow_bit_get(a->values, row));
 		case INT2OID:
-			{
-				int16		v;
-
-				memcpy(&v, a->values + (Size) row * 2, 2);
-				return Int16GetDatum(v);
-			}
+			GJS_FIXED(2);
+			return Int16GetDatum(v.i2);
 		case INT4OID:
 		case DATEOID:
-			{
-				int32		v;
-
-				memcpy(&v, a->values + (Size) row * 4, 4);
-				return Int32GetDatum(v);
-			}
+			GJS_FIXED(4);
+			return Int32GetDatum(v.i4);
 		case FLOAT4OID:
-			{
-				float4		v;
-
-				memcpy(&v, a->values + (Size) row * 4, 4);
-				return Float4GetDatum(v);
-			}
+			GJS_FIXED(4);
+			return Float4GetDatum(v.f4);
 		case FLOAT8OID:
-			{
-				float8		v;
-
-				memcpy(&v, a->values + (Size) row * 8, 8);
-				return Float8GetDatum(v);
-			}
+			GJS_FIXED(8);
+			return Float8GetDatum(v.f8);
 		case NUMERICOID:
-			{
-				__int128	v;
-
-				memcpy(&v, a->values + (Size) row * 16, 16);
-				return gjs_numeric(v, st->out_scales[k]);
-			}
+			GJS_FIXED(16);
+			return gjs_numeric(v.n, st->out_scales[k]);
 		case TEXTOID:
 		case VARCHAROID:
 			{
 				const int32 *off = a->offsets;
 
-				p = a->data + off[row];
-				return PointerGetDatum(cstring_to_text_with_len((const char *) p,
+				return PointerGetDatum(cstring_to_text_with_len((const char *) a->data + off[row],
 																off[row + 1] - off[row]));
 			}
 		default:
-			{
-				int64		v;
-
-				memcpy(&v, a->values + (Size) row * 8, 8);
-				return Int64GetDatum(v);
-			}
+			/* int8, timestamp, timestamptz */
+			GJS_FIXED(8);
+			return Int64GetDatum(v.i8);
 	}
+#undef GJS_FIXED
 }
 
 /* the fallback child's next row as the scan tuple (its target is the outputs) */
