@@ -48,6 +48,9 @@
 #include "parser/parsetree.h"
 #include "utils/builtins.h"
 #include "utils/lsyscache.h"
+#include "utils/spccache.h"
+#include "utils/rel.h"
+#include "access/table.h"
 
 #include "pg_warp.h"
 #include "engine/codegen.h"
@@ -55,6 +58,7 @@
 #include "engine/executor.h"
 #include "engine/gpu_join.h"
 #include "engine/gpu_join_scan.h"
+#include "engine/heap_source.h"
 #include "engine/shippable.h"
 
 static join_search_hook_type prev_join_search_hook = NULL;
@@ -92,7 +96,54 @@ typedef struct GjsInfo
 	List	   *attnos;			/* the chunk columns */
 	List	   *exprs;			/* the outputs: the join relation's target */
 	Node	   *program;		/* engine_plan_program */
+	bool		heap;			/* the outer table is a heap table */
 } GjsInfo;
+
+/*
+ * gjs_plan_heap: gjs_plan's part for an outer heap table (range table index
+ * relid): the service's heap scan (GpuScan's) passes the tuples that meet
+ * the quals and every depth, and returns the tuples themselves, not
+ * computed columns, so the node's outputs must be columns of that table;
+ * the program (no outputs) reads the chunk columns the quals and the
+ * depths' outer keys and quals read
+ */
+static const char *
+gjs_plan_heap(PlannerInfo *root, GjsInfo *gi, Oid table, Index relid)
+{
+	Relation	r;
+	CodegenScan *scan;
+	XpuProgram *prog;
+	ListCell   *lc;
+
+	if (!heap_source_plannable(table))
+		return "the outer heap table is one the engine does not read";
+	foreach(lc, gi->exprs)
+	{
+		Var		   *v = lfirst(lc);
+
+		if (!IsA(v, Var) || v->varno != relid || v->varattno <= 0 || v->varlevelsup != 0)
+			return "the query reads columns of the inner relations above a join whose outer "
+				"table is a heap table (GpuJoin returns that table's tuples)";
+	}
+	r = table_open(table, NoLock);
+	scan = gs_heap_codegen(r, relid, list_concat(list_copy(gi->quals), gj_outer_exprs(gi->gp)),
+						   &gi->attnos);
+	prog = codegen_join_program(scan, gi->quals, gj_codegen_joins(gi->gp), NIL);
+	table_close(r, NoLock);
+	if (prog == NULL)
+	{
+		explain_why_codegen(root, relid, "GpuJoin", NULL);
+		return "";
+	}
+	if (gi->attnos == NIL)
+	{
+		free(prog);
+		return "the joins read no column of the outer table";
+	}
+	gi->program = engine_plan_program(prog, NULL);
+	free(prog);
+	return NULL;
+}
 
 /*
  * gjs_plan: the engine's plan of join relation rel (gi), or why not (NULL
@@ -109,12 +160,13 @@ gjs_plan(PlannerInfo *root, RelOptInfo *rel, GjsInfo *gi)
 	XpuProgram *prog;
 	ListCell   *lc;
 
-	if ((gi->gp = gj_plan_input(root, rel, false, &why)) == NULL)
+	if ((gi->gp = gj_plan_input(root, rel, pg_warp_enable_gpuscan_heap, &why)) == NULL)
 		return why ? why : "no join";
 	outer = gi->gp->outer;
 	rte = planner_rt_fetch(outer->relid, root);
-	if (rte->relkind != RELKIND_FOREIGN_TABLE || !arrow_fdw_is_table(rte->relid))
-		return "the outer relation is not an Arrow table (GpuJoin reads no heap table yet)";
+	gi->heap = rte->relkind != RELKIND_FOREIGN_TABLE;
+	if (!gi->heap && !arrow_fdw_is_table(rte->relid))
+		return "the outer relation is not an Arrow table";
 	foreach(lc, outer->baserestrictinfo)
 	{
 		RestrictInfo *ri = lfirst(lc);
@@ -128,6 +180,8 @@ gjs_plan(PlannerInfo *root, RelOptInfo *rel, GjsInfo *gi)
 	gi->exprs = rel->reltarget->exprs;
 	if ((why = gj_plan_payload(gi->gp, gi->exprs)) != NULL)
 		return why;
+	if (gi->heap)
+		return gjs_plan_heap(root, gi, rte->relid, outer->relid);
 	if (!gs_add_attnos(gj_outer_exprs(gi->gp), outer->relid, &gi->attnos) || gi->attnos == NIL)
 		return "the joins read a system column or the whole row of the outer table, or none "
 			"of its columns";
@@ -231,8 +285,9 @@ gjs_add_path(PlannerInfo *root, RelOptInfo *rel)
 		fallback->param_info != NULL)
 		return;
 	/* arrow_fdw's path, or where GpuScan's won over it, GpuScan's */
-	plain = gs_cheapest_path(gi.gp->outer->pathlist, T_ForeignScan);
-	if (plain == NULL && (plain = gs_cheapest_path(gi.gp->outer->pathlist, T_CustomScan)) == NULL)
+	plain = gs_cheapest_path(gi.gp->outer->pathlist, gi.heap ? T_SeqScan : T_ForeignScan);
+	if (plain == NULL && !gi.heap &&
+		(plain = gs_cheapest_path(gi.gp->outer->pathlist, T_CustomScan)) == NULL)
 		return;
 	n_depths = list_length(gi.gp->depths);
 	cp = makeNode(CustomPath);
@@ -248,6 +303,7 @@ gjs_add_path(PlannerInfo *root, RelOptInfo *rel)
 		cp->custom_paths = lappend(cp->custom_paths, ((GjDepth *) lfirst(lc))->inner_path);
 	cp->custom_private = list_make5(makeInteger((int) gi.gp->outer->relid), gi.quals,
 									gi.attnos, gi.exprs, gj_private(gi.gp));
+	cp->custom_private = lappend(cp->custom_private, makeInteger(gi.heap ? 1 : 0));
 	cp->custom_private = lappend(cp->custom_private, gi.program);
 
 	/*
@@ -258,7 +314,15 @@ gjs_add_path(PlannerInfo *root, RelOptInfo *rel)
 	 */
 	cost_qual_eval(&qall, gi.quals, root);
 	rows_in = Max(gi.gp->outer->tuples, 1.0);
-	if (plain->pathtype == T_ForeignScan)
+	if (gi.heap)
+	{
+		double		spc_seq_page_cost;
+
+		/* a heap table's pages read, each tuple's visibility decided, by the backend */
+		get_tablespace_page_costs(gi.gp->outer->reltablespace, NULL, &spc_seq_page_cost);
+		io = spc_seq_page_cost * gi.gp->outer->pages + cpu_operator_cost * rows_in;
+	}
+	else if (plain != NULL && plain->pathtype == T_ForeignScan)
 		io = plain->total_cost - plain->startup_cost -
 			(cpu_tuple_cost + qall.per_tuple + cpu_operator_cost * list_length(gi.attnos)) *
 			rows_in - gi.gp->outer->reltarget->cost.per_tuple * gi.gp->outer->rows;
@@ -297,8 +361,9 @@ gjs_join_search(PlannerInfo *root, int levels_needed, List *initial_rels)
  * set_plan_references adjusts them) the outer table's quals (EXPLAIN, and
  * the Arrow source's skipping of record batches), each depth's clauses
  * (EXPLAIN) and an anchor Var of the outer table.  custom_private: the
- * number of the outer table's quals, NIL, the chunk columns' attnos, the
- * number of outputs, the depths (gj_private) and the program.  custom_plans: the fallback, then each
+ * number of the outer table's quals, whether it is a heap table, the chunk
+ * columns' attnos, the number of outputs, the depths (gj_private) and the
+ * program.  custom_plans: the fallback, then each
  * depth's inner plan returning its keys and payload.
  */
 Plan *
@@ -353,9 +418,9 @@ gjs_plan_path(PlannerInfo *root, RelOptInfo *rel, CustomPath *best_path,
 								   gj_inner_plan(list_nth(custom_plans,
 														  foreach_current_index(lc) + 1),
 												 lfirst(lc)));
-	cs->custom_private = list_make5(makeInteger(list_length(quals)), NIL, lthird(priv),
-									makeInteger(list_length(exprs)), depths);
-	cs->custom_private = lappend(cs->custom_private, list_nth(priv, 5));
+	cs->custom_private = list_make5(makeInteger(list_length(quals)), list_nth(priv, 5),
+									lthird(priv), makeInteger(list_length(exprs)), depths);
+	cs->custom_private = lappend(cs->custom_private, list_nth(priv, 6));
 	cs->methods = gpuscan_join_scan_methods();
 	return &cs->scan.plan;
 }

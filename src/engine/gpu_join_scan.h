@@ -15,12 +15,17 @@
 #include "nodes/pathnodes.h"
 #include "nodes/plannodes.h"
 
+#include "engine/codegen.h"
 #include "engine/engine.h"
 
 /* in gpuscan.c: GpuScan's planning helpers GpuJoin shares, and its node's methods */
 extern bool gs_add_attnos(List *exprs, Index relid, List **attnos);
 extern EngineColumns *gs_columns(Oid relid, List *attnos);
 extern Path *gs_cheapest_path(List *pathlist, NodeTag type);
+struct RelationData;
+extern CodegenScan *gs_heap_codegen(struct RelationData *rel, Index relid, List *quals,
+									List **attnos);
+extern bool pg_warp_enable_gpuscan_heap;
 extern const CustomPathMethods *gpuscan_join_path_methods(void);
 extern const CustomScanMethods *gpuscan_join_scan_methods(void);
 

@@ -229,7 +229,7 @@ gs_make_path(PlannerInfo *root, RelOptInfo *rel, Path *plain, List *engine,
  * gs_heap_codegen: a CodegenScan over the user columns of heap table rel
  * (range table index relid) that quals read; their attnos in *attnos
  */
-static CodegenScan *
+CodegenScan *
 gs_heap_codegen(Relation rel, Index relid, List *quals, List **attnos)
 {
 	CodegenScan *scan = palloc0(sizeof(CodegenScan));
@@ -523,6 +523,10 @@ typedef struct GsState
 	List	   *join_clauses;	/* per depth, for EXPLAIN */
 	Oid		   *out_types;		/* [n_outs] */
 	int		   *out_scales;		/* [n_outs]: numeric outputs' */
+	TupleTableSlot *hslot;		/* an outer heap table's tuples (outputs: its columns) */
+	AttrNumber *out_attnos;		/* [n_outs]: the outer heap table's columns returned */
+	int			max_attno;
+	bool		heap_recheck;	/* gs_heap_next met a tuple of a chunk to recheck */
 	bool		loaded;			/* the inner tables were tried */
 	uint64		returned;		/* rows the engine's run returned */
 	bool		fallback;
@@ -599,12 +603,29 @@ gjs_begin(GsState *st, CustomScan *cs, EState *estate, int eflags)
 		st->join_clauses = lappend(st->join_clauses, clauses);
 	}
 	/* the outer table: its anchor Var's (gjs_plan_path), the scan tuple's last */
+	st->heap = intVal(lsecond(priv)) != 0;
 	engine_scan_open(&st->es, ((Var *) llast_node(TargetEntry, cs->custom_scan_tlist)->expr)->varno,
-					 eflags, st->engine_quals, st->attnos, st->n_cols);
+					 eflags, st->heap ? NIL : st->engine_quals, st->attnos, st->n_cols);
 	if (engine_scan_program(&st->es, cs) == NULL)
 	{
 		st->fallback = true;
 		st->fallback_why = st->es.stale_why;
+	}
+	if (st->heap)
+	{
+		/* the run's tuples in a slot of their own; the outputs are their columns */
+		st->es.heap = heap_agg_prepare(st->es.rel, st->attnos, st->n_cols);
+		st->es.heap->scan = true;
+		st->hslot = ExecAllocTableSlot(&estate->es_tupleTable, RelationGetDescr(st->es.rel),
+									   &TTSOpsHeapTuple);
+		st->recheck = ExecInitQual(st->engine_quals, &st->es.css.ss.ps);
+		st->out_attnos = palloc(sizeof(AttrNumber) * Max(st->n_outs, 1));
+		for (int k = 0; k < st->n_outs; k++)
+		{
+			st->out_attnos[k] = castNode(Var, list_nth_node(TargetEntry, cs->custom_scan_tlist,
+															  k)->expr)->varattno;
+			st->max_attno = Max(st->max_attno, st->out_attnos[k]);
+		}
 	}
 	st->inner = gj_exec_init(join_private, list_copy_tail(st->es.css.custom_ps, 1),
 							 &st->n_depths);
@@ -819,8 +840,11 @@ gs_heap_start(GsState *st)
 		st->es.heap->shared = &st->es.shared->heap;
 	req.prog_len = st->es.prog->total_len;
 	req.engine = (uint32) pg_warp_engine;
+	req.n_joins = (uint32) st->n_depths;	/* GpuJoin's */
 	engine_put(buf, &req, sizeof(req), 8);
 	engine_put(buf, st->es.prog, st->es.prog->total_len, 16);
+	for (int d = 0; d < st->n_depths; d++)
+		engine_put(buf, &st->inner[d].join_id, sizeof(uint64), 8);
 	heap_agg_put_request(st->es.heap, buf);
 	gs_check_size(buf);
 	st->es.heap->ssi = IsolationIsSerializable();
@@ -877,7 +901,7 @@ static TupleTableSlot *
 gs_heap_next(GsState *st, TupleTableSlot *slot)
 {
 	ExprContext *econtext = st->es.css.ss.ps.ps_ExprContext;
-	Oid			relid = RelationGetRelid(st->es.css.ss.ss_currentRelation);
+	Oid			relid = RelationGetRelid(st->es.rel);
 
 	for (;;)
 	{
@@ -910,6 +934,11 @@ gs_heap_next(GsState *st, TupleTableSlot *slot)
 				st->htup.t_tableOid = relid;
 				ItemPointerSet(&st->htup.t_self, st->hc.blocks[st->hpage], off);
 				ExecStoreHeapTuple(&st->htup, slot, false);
+				if (st->join && (st->hc.recheck || st->always_recheck))
+				{
+					st->heap_recheck = true;	/* GpuJoin decides (gjs_heap_next) */
+					return slot;
+				}
 				if (st->hc.recheck || st->always_recheck)
 				{
 					/* PostgreSQL evaluates the engine's quals: its own errors */
@@ -1064,6 +1093,57 @@ gjs_recheck_error(GsState *st)
 }
 
 /*
+ * gjs_heap_next: gjs_next over an outer heap table: the next tuple the
+ * engine passed, its columns as the outputs.  A chunk the engine could not
+ * evaluate: the fallback child where nothing was returned yet, else
+ * PostgreSQL evaluates the outer table's quals over the tuple (its own
+ * error) before the node raises.
+ */
+static TupleTableSlot *
+gjs_heap_next(GsState *st, TupleTableSlot *slot)
+{
+	TupleTableSlot *h;
+
+	st->heap_recheck = false;
+	h = gs_heap_next(st, st->hslot);
+	if (st->heap_recheck && st->returned == 0)
+	{
+		if (st->hstarted)
+			heap_scan_end(st->es.heap);
+		engine_run_close(&st->es.run);
+		st->hstarted = false;
+		st->hdone = true;
+		st->fallback = true;
+		st->fallback_why = "the engine met an error or a value it does not hold exactly";
+		return gjs_fallback_next(st, slot);
+	}
+	if (st->heap_recheck)
+	{
+		ExprContext *econtext = st->es.css.ss.ps.ps_ExprContext;
+
+		ResetExprContext(econtext);
+		econtext->ecxt_scantuple = h;
+		(void) ExecQual(st->recheck, econtext);
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("GpuJoin: the engine could not evaluate the joins of a chunk of a heap table "
+						"(an error, or a value it does not hold exactly)"),
+				 errhint("Set pg_warp.enable_gpujoin to off for this query.")));
+	}
+	ExecClearTuple(slot);
+	if (TupIsNull(h))
+		return slot;
+	slot_getsomeattrs(h, st->max_attno);
+	for (int k = 0; k < st->n_outs; k++)
+	{
+		slot->tts_values[k] = h->tts_values[st->out_attnos[k] - 1];
+		slot->tts_isnull[k] = h->tts_isnull[st->out_attnos[k] - 1];
+	}
+	st->returned++;
+	return ExecStoreVirtualTuple(slot);
+}
+
+/*
  * gjs_next: GpuJoin's next joined row into the scan slot: the inner tables
  * loaded first (PostgreSQL runs their plans), then the outputs of the
  * service's blocks; the fallback child's rows where the engine cannot
@@ -1082,6 +1162,8 @@ gjs_next(GsState *st, TupleTableSlot *slot)
 	}
 	if (st->fallback)
 		return gjs_fallback_next(st, slot);
+	if (st->heap)
+		return gjs_heap_next(st, slot);
 	for (;;)
 	{
 		MemoryContext old;
@@ -1122,10 +1204,10 @@ gs_next(ScanState *ss)
 	ExprContext *econtext = ss->ps.ps_ExprContext;
 	int			natts = slot->tts_tupleDescriptor->natts;
 
-	if (st->heap)
-		return gs_heap_next(st, slot);
 	if (st->join)
 		return gjs_next(st, slot);
+	if (st->heap)
+		return gs_heap_next(st, slot);
 	for (;;)
 	{
 		MemoryContext old;
@@ -1323,7 +1405,10 @@ gjs_explain(GsState *st, List *ctx, ExplainState *es)
 			   es->analyze && st->loaded && !st->fallback, es);
 	ExplainPropertyList("Outer Columns Read",
 						gs_column_names(st->es.rel, st->attnos, 0, st->n_cols), es);
-	engine_explain_source(es, st->es.src);
+	if (st->heap)
+		heap_agg_explain(st->es.heap, ran, es);
+	else
+		engine_explain_source(es, st->es.src);
 	if (es->verbose && st->es.prog != NULL)
 		engine_explain_program(st->es.prog, es);
 	if (!ran)
@@ -1348,14 +1433,14 @@ gs_explain(EngineScanState *node, List *ctx, ExplainState *es)
 	"Service Requests"};
 
 	explain_why_show(es, RelationGetRelid(rel));
-	if (st->heap)
-	{
-		gs_heap_explain(st, ctx, es);
-		return;
-	}
 	if (st->join)
 	{
 		gjs_explain(st, ctx, es);
+		return;
+	}
+	if (st->heap)
+	{
+		gs_heap_explain(st, ctx, es);
 		return;
 	}
 	engine_explain_engine(es, st->es.ran, st->engine);

@@ -38,6 +38,7 @@ def tables():
                 % (S, name, FACT_COLUMNS, d, name))
     pg_psql("CREATE TABLE %s.emptydim (e_key int4 PRIMARY KEY, e_name text); "
             "ANALYZE %s.emptydim" % (S, S))
+    pg_psql("CREATE TABLE {s}.hfact AS SELECT * FROM {s}.fact; ANALYZE {s}.hfact".format(s=S))
     yield d
     pg_psql("DROP SCHEMA IF EXISTS %s CASCADE" % S)
     shutil.rmtree(d, ignore_errors=True)
@@ -221,3 +222,42 @@ def test_error_is_postgres_own():
                     "WHERE f.v * 2 > 0"), NODE, settings=settings)
     DB.same_error(q("SELECT f.id, f.v / (d.d_year - d.d_year) FROM {f} f "
                     "JOIN gj.date1 d ON f.dk = d.d_datekey"), NODE, settings=settings)
+
+
+HEAP = ("SET pg_warp.enable_gpuscan_heap = on",) + NO_PG_JOINS
+
+HEAP_QUERIES = [
+    # the joins as filters of a heap table: its tuples come back
+    ("SELECT f.id, f.v, f.tk, f.amt, f.dk FROM {f} f JOIN gj.date1 d ON f.dk = d.d_datekey "
+     "WHERE d.d_year = 1993", 1),
+    ("SELECT f.* FROM {f} f, gj.customer c, gj.supplier s WHERE f.ck = c.c_key "
+     "AND f.sk = s.s_key AND c.c_region = 'REGION1' AND f.q1 > 1", 2),
+    ("SELECT f.id, f.q1 FROM {f} f WHERE EXISTS (SELECT 1 FROM gj.nokey n WHERE n.k = f.q1)", 1),
+    ("SELECT f.id, f.tk FROM {f} f WHERE NOT EXISTS "
+     "(SELECT 1 FROM gj.mode m WHERE m.m_name = f.tk)", 1),
+    # a snowflake: the second depth keys on the first's payload, which is not returned
+    ("SELECT f.id, f.nk FROM {f} f, gj.supplier s, gj.nation n WHERE f.sk = s.s_key "
+     "AND s.s_nation_key = n.n_key AND n.n_name = 'ONE'", 2),
+    ("SELECT f.id FROM {f} f JOIN gj.emptydim e ON f.ck = e.e_key", 1),
+]
+
+
+@pytest.mark.parametrize("sql,depths", HEAP_QUERIES)
+def test_heap_outer(sql, depths):
+    top = joined(sql, depths, settings=HEAP, fact="hfact")
+    assert "Heap" in show(top) or "heap" in show(top), show(top)
+
+
+def test_heap_outer_reading_inner_columns_stays_in_postgres():
+    """A heap outer table's tuples are what comes back: a query reading a
+    dimension's columns above the join is PostgreSQL's, EXPLAIN VERBOSE says why."""
+    sql = q("SELECT f.id, d.d_year FROM {f} f JOIN gj.date1 d ON f.dk = d.d_datekey", "hfact")
+    DB.not_planned(sql, NODE, tuple(ON) + HEAP)
+    out = DB.sql("EXPLAIN (VERBOSE) " + sql, tuple(ON) + HEAP)
+    assert "heap table" in out, out
+    DB.same("SELECT count(*) FROM (%s) s" % sql, "GpuPreAgg", settings=HEAP)
+
+
+def test_heap_outer_error_is_postgres_own():
+    DB.same_error(q("SELECT f.id FROM {f} f JOIN gj.date1 d ON f.dk = d.d_datekey "
+                    "WHERE f.v * 2 > 0", "hfact"), NODE, settings=HEAP)
