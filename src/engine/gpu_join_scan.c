@@ -250,6 +250,69 @@ gjs_copy_path(Path *path)
 }
 
 /*
+ * gjs_add_partial_path: the parallel GpuJoin of the scan/join relation rel
+ * beside serial (the serial path, costed): each participant claims record
+ * batches (or heap blocks) of the outer table from the DSM, as GpuScan's,
+ * and builds the inner tables itself, from the inner relations' cheapest
+ * plans (no Gather under a Gather); its fallback child is PostgreSQL's
+ * cheapest partial path of rel, which every participant runs where the
+ * inner tables cannot be built (the same in each).  PostgreSQL puts the
+ * Gather above it (rel is the topmost scan/join relation).
+ */
+static void
+gjs_add_partial_path(PlannerInfo *root, RelOptInfo *rel, GjsInfo *gi, CustomPath *serial)
+{
+	CustomPath *cp;
+	Path	   *fallback,
+			   *outer;
+	double		divisor,
+				startup;
+	ListCell   *lc;
+
+	if (!rel->consider_parallel || rel->partial_pathlist == NIL ||
+		!bms_equal(rel->relids, root->all_baserels) ||
+		gi->gp->outer->partial_pathlist == NIL)
+		return;
+	outer = linitial(gi->gp->outer->partial_pathlist);
+	fallback = gjs_copy_path(linitial(rel->partial_pathlist));
+	if (fallback == NULL || !fallback->parallel_safe || outer->parallel_workers < 1)
+		return;
+	cp = makeNode(CustomPath);
+	memcpy(cp, serial, sizeof(CustomPath));
+	cp->custom_paths = list_make1(fallback);
+	startup = serial->path.startup_cost - gj_inner_cost(gi->gp);
+	foreach(lc, gi->gp->depths)
+	{
+		Path	   *inner = NULL;
+		ListCell   *lp;
+
+		/* the cheapest plan a worker may run (not a Gather) */
+		foreach(lp, ((GjDepth *) lfirst(lc))->rel->pathlist)
+		{
+			Path	   *p = lfirst(lp);
+
+			if (p->parallel_safe && p->param_info == NULL &&
+				(inner == NULL || p->total_cost < inner->total_cost))
+				inner = p;
+		}
+		if (inner == NULL)
+			return;
+		cp->custom_paths = lappend(cp->custom_paths, inner);
+		startup += inner->total_cost + ((GjDepth *) lfirst(lc))->rel->rows * cpu_tuple_cost;
+	}
+	divisor = engine_parallel_divisor(outer->parallel_workers);
+	cp->path.parallel_aware = true;
+	cp->path.parallel_safe = true;
+	cp->path.parallel_workers = outer->parallel_workers;
+	cp->path.rows = clamp_row_est(rel->rows / divisor);
+	/* each participant builds every inner table; the rest is shared out */
+	cp->path.startup_cost = startup;
+	cp->path.total_cost = startup +
+		(serial->path.total_cost - serial->path.startup_cost) / divisor;
+	add_partial_path(rel, &cp->path);
+}
+
+/*
  * gjs_add_path: GpuJoin's path of join relation rel (the join search's
  * result), beside PostgreSQL's, whose cheapest is its fallback child
  */
@@ -277,7 +340,8 @@ gjs_add_path(PlannerInfo *root, RelOptInfo *rel)
 		return;
 	if ((why = gjs_plan(root, rel, &gi)) != NULL)
 	{
-		if (*why != '\0')
+		/* a join of no table the engine reads is no news */
+		if (*why != '\0' && strstr(why, "no joined relation is") == NULL)
 			explain_why_note("GpuJoin: %s", why);
 		return;
 	}
@@ -335,6 +399,7 @@ gjs_add_path(PlannerInfo *root, RelOptInfo *rel)
 		rel->rows * (cpu_tuple_cost + cpu_operator_cost * list_length(gi.exprs)) +
 		rel->reltarget->cost.per_tuple * rel->rows;
 	explain_why_offered(rel, "GpuJoin", cp->path.total_cost);
+	gjs_add_partial_path(root, rel, &gi, cp);
 	add_path(rel, &cp->path);
 	set_cheapest(rel);
 }

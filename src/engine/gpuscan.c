@@ -1106,7 +1106,7 @@ gjs_heap_next(GsState *st, TupleTableSlot *slot)
 
 	st->heap_recheck = false;
 	h = gs_heap_next(st, st->hslot);
-	if (st->heap_recheck && st->returned == 0)
+	if (st->heap_recheck && st->returned == 0 && !st->es.css.ss.ps.plan->parallel_aware)
 	{
 		if (st->hstarted)
 			heap_scan_end(st->es.heap);
@@ -1174,9 +1174,13 @@ gjs_next(GsState *st, TupleTableSlot *slot)
 			return slot;
 		if (st->cur_row >= st->n_rows)
 			continue;
-		if (st->block_recheck && st->returned == 0)
+		if (st->block_recheck && st->returned == 0 && !st->es.css.ss.ps.plan->parallel_aware)
 		{
-			/* nothing returned yet: PostgreSQL's plan answers, or raises its error */
+			/*
+			 * nothing returned yet: PostgreSQL's plan answers, or raises its
+			 * error (not under a Gather: the other participants' rows came
+			 * from the engine)
+			 */
 			engine_run_close(&st->es.run);
 			st->fallback = true;
 			st->fallback_why = "the engine met an error or a value it does not hold exactly";

@@ -153,16 +153,51 @@ def test_order_by_limit_above():
     assert DB.result(sql, tuple(ON) + NO_PG_JOINS) == DB.result(sql, NO_PG_JOINS)
 
 
-def test_under_parallel_settings():
-    """With parallel plans on: GpuJoin (not parallel itself) or PostgreSQL's
-    parallel plan, and the same rows."""
-    par = ("SET max_parallel_workers_per_gather = 2", "SET parallel_setup_cost = 0",
-           "SET parallel_tuple_cost = 0", "SET min_parallel_table_scan_size = 0")
-    joined("SELECT f.id, d.d_year, s.s_city FROM {f} f, gj.date1 d, gj.supplier s "
-           "WHERE f.dk = d.d_datekey AND f.sk = s.s_key", 2, settings=par + NO_PG_JOINS)
+PAR = ("SET max_parallel_workers_per_gather = 2", "SET parallel_setup_cost = 0",
+       "SET parallel_tuple_cost = 0", "SET min_parallel_table_scan_size = 0")
+
+
+def parallel_join(top):
+    """The GpuJoin of plan top is parallel aware, under a Gather."""
+    nodes = find_nodes(top, NODE)
+    assert nodes and all(n.get("Parallel Aware") for n in nodes), show(top)
+    assert top["Node Type"] in ("Gather", "Gather Merge"), show(top)
+
+
+@pytest.mark.parametrize("sql,depths", [
+    ("SELECT f.id, d.d_year, s.s_city FROM {f} f, gj.date1 d, gj.supplier s "
+     "WHERE f.dk = d.d_datekey AND f.sk = s.s_key", 2),
+    ("SELECT f.id, c.c_nation, c.c_bal FROM {f} f LEFT JOIN gj.customer c ON f.ck = c.c_key "
+     "WHERE f.q1 > 1", 1),
+    ("SELECT f.id, f.tk FROM {f} f WHERE NOT EXISTS "
+     "(SELECT 1 FROM gj.mode m WHERE m.m_name = f.tk)", 1),
+])
+def test_parallel(sql, depths):
+    """A parallel GpuJoin: each participant claims record batches and builds
+    the inner tables; the rows are PostgreSQL's."""
+    parallel_join(joined(sql, depths, settings=PAR + NO_PG_JOINS))
+
+
+def test_parallel_heap_outer():
+    parallel_join(joined("SELECT f.id, f.v FROM {f} f JOIN gj.date1 d ON f.dk = d.d_datekey "
+                         "WHERE d.d_year = 1993", 1, settings=PAR + HEAP, fact="hfact"))
+
+
+def test_parallel_fallback():
+    """Under a Gather an inner value the engine cannot hold: every
+    participant runs the fallback (PostgreSQL's partial plan), the rows once."""
+    sql = q("SELECT f.id, h.h_name FROM {f} f, gj.huge h WHERE f.nk = h.h_key")
+    top = DB.falls_back(sql, NODE, settings=PAR + NO_PG_JOINS)
+    parallel_join(top)
+    assert "does not hold exactly" in str(top), show(top)
+
+
+def test_under_parallel_settings_default_costs():
+    """Parallel plans allowed, default costs: GpuJoin or PostgreSQL's
+    parallel plan, the same rows."""
     sql = q("SELECT f.id, d.d_year FROM {f} f JOIN gj.date1 d ON f.dk = d.d_datekey")
-    on, off = DB.result(sql, tuple(ON) + par), DB.result(sql, par)
-    assert sorted(on[1].splitlines()) == sorted(off[1].splitlines())
+    on, off = DB.result(sql, tuple(ON) + PAR), DB.result(sql, PAR)
+    assert on[0] == "ok" and sorted(on[1].splitlines()) == sorted(off[1].splitlines())
 
 
 def test_grouped_query_stays_gpupreagg():
