@@ -262,6 +262,7 @@ gjs_copy_path(Path *path)
 static void
 gjs_add_partial_path(PlannerInfo *root, RelOptInfo *rel, GjsInfo *gi, CustomPath *serial)
 {
+	double		serial_inner_cost = gj_inner_cost(gi->gp);
 	CustomPath *cp;
 	Path	   *fallback,
 			   *outer;
@@ -277,29 +278,15 @@ gjs_add_partial_path(PlannerInfo *root, RelOptInfo *rel, GjsInfo *gi, CustomPath
 	fallback = gjs_copy_path(linitial(rel->partial_pathlist));
 	if (fallback == NULL || !fallback->parallel_safe || outer->parallel_workers < 1)
 		return;
+	/* the inner relations' plans a worker may run (no Gather) */
+	if (!gj_plan_parallel(gi->gp))
+		return;
 	cp = makeNode(CustomPath);
 	memcpy(cp, serial, sizeof(CustomPath));
 	cp->custom_paths = list_make1(fallback);
-	startup = serial->path.startup_cost - gj_inner_cost(gi->gp);
 	foreach(lc, gi->gp->depths)
-	{
-		Path	   *inner = NULL;
-		ListCell   *lp;
-
-		/* the cheapest plan a worker may run (not a Gather) */
-		foreach(lp, ((GjDepth *) lfirst(lc))->rel->pathlist)
-		{
-			Path	   *p = lfirst(lp);
-
-			if (p->parallel_safe && p->param_info == NULL &&
-				(inner == NULL || p->total_cost < inner->total_cost))
-				inner = p;
-		}
-		if (inner == NULL)
-			return;
-		cp->custom_paths = lappend(cp->custom_paths, inner);
-		startup += inner->total_cost + ((GjDepth *) lfirst(lc))->rel->rows * cpu_tuple_cost;
-	}
+		cp->custom_paths = lappend(cp->custom_paths, ((GjDepth *) lfirst(lc))->inner_path);
+	startup = serial->path.startup_cost - serial_inner_cost + gj_inner_cost(gi->gp);
 	divisor = engine_parallel_divisor(outer->parallel_workers);
 	cp->path.parallel_aware = true;
 	cp->path.parallel_safe = true;
