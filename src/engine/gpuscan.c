@@ -958,6 +958,22 @@ gs_heap_next(GsState *st, TupleTableSlot *slot)
 	}
 }
 
+/*
+ * gs_row_ready: slot cleared, and a row of the service's blocks current
+ * (st->cur_row of the block in st), the next block received where the
+ * current one is done; false at the end of the scan
+ */
+static bool
+gs_row_ready(GsState *st, TupleTableSlot *slot)
+{
+	ExecClearTuple(slot);
+	MemoryContextReset(st->row_cxt);
+	while (st->cur_row >= st->n_rows)
+		if (!gs_next_block(st))
+			return false;
+	return true;
+}
+
 /* ---------------- GpuJoin ---------------- */
 
 /* a numeric Datum of v / 10^scale */
@@ -1168,12 +1184,8 @@ gjs_next(GsState *st, TupleTableSlot *slot)
 	{
 		MemoryContext old;
 
-		ExecClearTuple(slot);
-		MemoryContextReset(st->row_cxt);
-		if (st->cur_row >= st->n_rows && !gs_next_block(st))
+		if (!gs_row_ready(st, slot))
 			return slot;
-		if (st->cur_row >= st->n_rows)
-			continue;
 		if (st->block_recheck && st->returned == 0 && !st->es.css.ss.ps.plan->parallel_aware)
 		{
 			/*
@@ -1216,12 +1228,8 @@ gs_next(ScanState *ss)
 	{
 		MemoryContext old;
 
-		ExecClearTuple(slot);
-		MemoryContextReset(st->row_cxt);
-		if (st->cur_row >= st->n_rows && !gs_next_block(st))
+		if (!gs_row_ready(st, slot))
 			return slot;
-		if (st->cur_row >= st->n_rows)
-			continue;
 		memset(slot->tts_isnull, true, sizeof(bool) * natts);
 		old = MemoryContextSwitchTo(st->row_cxt);
 		for (int j = 0; j < st->block_cols; j++)
