@@ -496,9 +496,65 @@ out_data(ScanOut *o, const char *p, int32_t len)
 }
 
 /*
+ * out_value: output k's value v of row r, not null, into its column form
+ * (text appended to its data); false: out of memory, or text beyond VAR32
+ */
+static bool
+out_value(ScanOut *o, uint8_t type, const XpuValue *v, int64_t r)
+{
+	uint8_t    *p = o->values + (size_t) r * o->cs.width;
+
+	o->validity[r / 8] |= (uint8_t) (1u << (r % 8));
+	switch (type)
+	{
+		case XPU_T_TEXT:
+			o->offsets[r] = (int32_t) o->data_len;
+			if (!out_data(o, v->t.p, v->t.len))
+				return false;
+			o->offsets[r + 1] = (int32_t) o->data_len;
+			return true;
+		case XPU_T_BOOL:
+			if (v->i)
+				o->values[r / 8] |= (uint8_t) (1u << (r % 8));
+			else
+				o->values[r / 8] &= (uint8_t) ~(1u << (r % 8));
+			return true;
+		case XPU_T_INT2:
+			{
+				int16_t		x = (int16_t) v->i;
+
+				memcpy(p, &x, 2);
+				return true;
+			}
+		case XPU_T_INT4:
+		case XPU_T_DATE:
+			{
+				int32_t		x = (int32_t) v->i;
+
+				memcpy(p, &x, 4);
+				return true;
+			}
+		case XPU_T_FLOAT4:
+			memcpy(p, &v->f4, 4);
+			return true;
+		case XPU_T_FLOAT8:
+			memcpy(p, &v->f8, 8);
+			return true;
+		case XPU_T_NUMERIC:
+			memcpy(p, &v->n, 16);
+			return true;
+		default:
+			memcpy(p, &v->i, 8);
+			return true;
+	}
+}
+
+/*
  * out_slice: the outputs of rows row0 .. row0 + n - 1 of the batch (the
- * slice just run: w->ovals, w->onulls) into its column form; a row that did
- * not pass is null.  False: out of memory, or text beyond VAR32.
+ * slice just run: w->ovals, w->onulls) into its column form, for the rows
+ * that passed (only they are returned: pieces_of reads the rows of
+ * w->sel); the others are null.  row0 is a multiple of 8 (SCAN_SLICE).
+ * False: out of memory, or text beyond VAR32.
  */
 static bool
 out_slice(ScanWorker *w, const ScanTask *t, int64_t row0, int64_t n)
@@ -506,69 +562,29 @@ out_slice(ScanWorker *w, const ScanTask *t, int64_t row0, int64_t n)
 	for (uint32_t k = 0; k < t->n_pouts; k++)
 	{
 		ScanOut    *o = &w->outs[k];
-		uint8_t		type = out_type(t->prog, k);
 
 		if (row0 == 0)
-		{
 			o->data_len = 0;
-			o->offsets[0] = 0;
-		}
-		for (int64_t i = 0; i < n; i++)
+		memset(o->validity + row0 / 8, 0, (size_t) (n + 7) / 8);
+	}
+	for (int64_t i = 0; i < n; i++)
+	{
+		if (!w->mask[row0 + i])
+			continue;
+		for (uint32_t k = 0; k < t->n_pouts; k++)
 		{
-			int64_t		r = row0 + i;
-			const XpuValue *v = &w->ovals[(size_t) k * n + i];
-			bool		valid = w->mask[r] && !w->onulls[(size_t) k * n + i];
-			uint8_t    *p = o->values + (size_t) r * o->cs.width;
+			ScanOut    *o = &w->outs[k];
+			size_t		at = (size_t) k * n + i;
 
-			if (valid)
-				o->validity[r / 8] |= (uint8_t) (1u << (r % 8));
-			else
-				o->validity[r / 8] &= (uint8_t) ~(1u << (r % 8));
-			if (o->cs.layout == WARP_SCAN_VAR32)
+			if (w->onulls[at])
 			{
-				if (valid && !out_data(o, v->t.p, v->t.len))
-					return false;
-				o->offsets[r + 1] = (int32_t) o->data_len;
+				/* a null text still has its (empty) place in the offsets */
+				if (o->cs.layout == WARP_SCAN_VAR32)
+					o->offsets[row0 + i] = o->offsets[row0 + i + 1] = (int32_t) o->data_len;
 				continue;
 			}
-			if (!valid)
-				continue;
-			switch (type)
-			{
-				case XPU_T_BOOL:
-					if (v->i)
-						o->values[r / 8] |= (uint8_t) (1u << (r % 8));
-					else
-						o->values[r / 8] &= (uint8_t) ~(1u << (r % 8));
-					break;
-				case XPU_T_INT2:
-					{
-						int16_t		x = (int16_t) v->i;
-
-						memcpy(p, &x, 2);
-						break;
-					}
-				case XPU_T_INT4:
-				case XPU_T_DATE:
-					{
-						int32_t		x = (int32_t) v->i;
-
-						memcpy(p, &x, 4);
-						break;
-					}
-				case XPU_T_FLOAT4:
-					memcpy(p, &v->f4, 4);
-					break;
-				case XPU_T_FLOAT8:
-					memcpy(p, &v->f8, 8);
-					break;
-				case XPU_T_NUMERIC:
-					memcpy(p, &v->n, 16);
-					break;
-				default:
-					memcpy(p, &v->i, 8);
-					break;
-			}
+			if (!out_value(o, out_type(t->prog, k), &w->ovals[at], row0 + i))
+				return false;
 		}
 	}
 	return true;
