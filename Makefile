@@ -40,6 +40,7 @@ OBJS         = \
 	src/engine/filter.o \
 	src/engine/gpu_join.o \
 	src/engine/gpu_join_cache.o \
+	src/engine/gpu_join_scan.o \
 	src/engine/gpu_preagg.o \
 	src/engine/heap_source.o \
 	src/engine/preagg_store.o \
