@@ -992,6 +992,56 @@ gj_exec_load(GjInner *inner, int n, const XpuProgram *prog, const char **why)
 }
 
 /*
+ * gj_shared_build: the leader of a parallel node builds its n depths'
+ * tables and loads them into the service once for the query, before the
+ * workers start (the node's dsm_init; reinit: a rescan's, which keeps what
+ * was built), into sh: every participant's run probes the same tables,
+ * which live while the leader's join connection does.  cannot: why they
+ * may not be built (the service unreachable), or NULL.  Returns why they
+ * stay in PostgreSQL, or NULL.
+ */
+const char *
+gj_shared_build(GjShared *sh, bool reinit, GjInner *inner, int n, const XpuProgram *prog,
+				const char *cannot)
+{
+	const char *why = cannot;
+
+	if (!reinit)
+		sh->state = GJ_SHARED_NONE;
+	if (sh->state != GJ_SHARED_NONE)
+		return sh->state == GJ_SHARED_REFUSED ? pstrdup(sh->why) : NULL;
+	Assert(n <= WARP_MAX_JOINS);
+	if (why == NULL && gj_exec_load(inner, n, prog, &why))
+	{
+		for (int d = 0; d < n; d++)
+			sh->ids[d] = inner[d].join_id;
+		sh->state = GJ_SHARED_BUILT;
+		return NULL;
+	}
+	sh->state = GJ_SHARED_REFUSED;
+	strlcpy(sh->why, why, sizeof(sh->why));
+	return why;
+}
+
+/*
+ * gj_shared_take: a participant's depths probe the tables the leader built
+ * (sh); false with *why where they stay in PostgreSQL
+ */
+bool
+gj_shared_take(const GjShared *sh, GjInner *inner, int n, const char **why)
+{
+	if (sh->state != GJ_SHARED_BUILT)
+	{
+		*why = pstrdup(sh->state == GJ_SHARED_REFUSED ? sh->why :
+					   "the leader did not build the inner tables");
+		return false;
+	}
+	for (int d = 0; d < n; d++)
+		inner[d].join_id = sh->ids[d];
+	return true;
+}
+
+/*
  * gj_exec_end: the node is done with its depths' tables: the service drops
  * them (unless a run holds one, or keeps it for later queries)
  */

@@ -479,6 +479,7 @@ enum
 typedef struct GsShared
 {
 	pg_atomic_uint64 c[GC_N];
+	GjShared	joins;			/* GpuJoin: the tables the leader built */
 } GsShared;
 
 typedef struct GsState
@@ -1172,8 +1173,12 @@ gjs_next(GsState *st, TupleTableSlot *slot)
 	if (!st->loaded)
 	{
 		st->loaded = true;
+		/* a parallel node's participants probe the tables its leader built */
 		if (!st->fallback &&
-			!gj_exec_load(st->inner, st->n_depths, st->es.prog, &st->fallback_why))
+			!(st->es.shared != NULL ?
+			  gj_shared_take(&((GsShared *) engine_scan_part(&st->es))->joins, st->inner,
+							 st->n_depths, &st->fallback_why) :
+			  gj_exec_load(st->inner, st->n_depths, st->es.prog, &st->fallback_why)))
 			st->fallback = true;
 	}
 	if (st->fallback)
@@ -1284,6 +1289,8 @@ gs_end(EngineScanState *node)
 
 	if (st->heap && st->hstarted)
 		heap_scan_end(st->es.heap);
+	if (st->join)
+		gj_exec_end(st->inner, st->n_depths);
 }
 
 /* EngineOps.rescan */
@@ -1322,12 +1329,20 @@ gs_dsm_size(EngineScanState *node, int nworkers)
 	return sizeof(GsShared);
 }
 
-/* EngineOps.dsm_init: the counters start at 0 (a rescan's add to them) */
+/*
+ * EngineOps.dsm_init: the counters start at 0 (a rescan's add to them);
+ * GpuJoin's leader builds the inner tables for every participant
+ * (gj_shared_build)
+ */
 static void
 gs_dsm_init(EngineScanState *node, int nworkers, bool reinit)
 {
+	GsState    *st = (GsState *) node;
 	GsShared   *part = engine_scan_part(node);
 
+	if (st->join && st->n_depths > 0 && !st->fallback)
+		(void) gj_shared_build(&part->joins, reinit, st->inner, st->n_depths, st->es.prog,
+							   NULL);
 	if (reinit)
 		return;
 	for (int i = 0; i < GC_N; i++)
