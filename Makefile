@@ -41,6 +41,7 @@ OBJS         = \
 	src/engine/gpu_join.o \
 	src/engine/gpu_join_part.o \
 	src/engine/gpu_join_cache.o \
+	src/engine/gpu_join_scan.o \
 	src/engine/gpu_preagg.o \
 	src/engine/heap_source.o \
 	src/engine/preagg_store.o \

@@ -57,6 +57,7 @@ extern WarpAggFile service_file_part(const ArrowEngineFile *ef, uint32 n_batches
 extern void service_join_load(int memfd, uint64 len, const uint8 *key, const uint8 *version,
 							  WarpJoinLoaded *loaded);
 extern void service_join_find(const uint8 *key, const uint8 *version, WarpJoinLoaded *found);
+extern void service_join_drop(uint64 join_id);
 extern void service_join_release_all(void);
 
 #endif							/* PG_WARP_ENGINE_H */

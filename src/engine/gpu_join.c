@@ -462,6 +462,7 @@ gj_plan_with(PlannerInfo *root, RelOptInfo *input_rel, RelOptInfo *outer, const 
 	foreach(ld, depths)
 		((GjDepth *) lfirst(ld))->inner_path = gj_inner_path(root, ((GjDepth *) lfirst(ld))->rel);
 	gp = palloc0(sizeof(GjPlan));
+	gp->root = root;
 	gp->outer = outer;
 	gp->depths = depths;
 	return gp;
@@ -541,6 +542,7 @@ gj_plan_child(PlannerInfo *root, const GjPlan *gp, RelOptInfo *child, AppendRelI
 	GjPlan	   *cp = palloc0(sizeof(GjPlan));
 	ListCell   *lc;
 
+	cp->root = gp->root;
 	cp->outer = child;
 	foreach(lc, gp->depths)
 	{
@@ -563,7 +565,7 @@ gj_plan_child(PlannerInfo *root, const GjPlan *gp, RelOptInfo *child, AppendRelI
  * payload); why not, or NULL
  */
 const char *
-gj_plan_payload(PlannerInfo *root, GjPlan *gp, List *upper_exprs)
+gj_plan_payload(GjPlan *gp, List *upper_exprs)
 {
 	ListCell   *lc;
 
@@ -599,7 +601,7 @@ gj_plan_payload(PlannerInfo *root, GjPlan *gp, List *upper_exprs)
 				d->pay_vars = lappend(d->pay_vars, copyObject(v));
 		}
 		/* the key of a table kept for later queries names the payload too */
-		d->cache_item = gj_cache_plan(root, d);
+		d->cache_item = gj_cache_plan(gp->root, d);
 	}
 	return NULL;
 }
@@ -712,7 +714,7 @@ gj_inner_plan(Plan *plan, List *depth_private)
  * named by OID) and the types its probe compares.  One cache per executor
  * state, gone with its query context.
  */
-typedef struct GjShared
+typedef struct GjQueryTable
 {
 	char	   *key;
 	uint64		join_id;
@@ -721,41 +723,41 @@ typedef struct GjShared
 	double		build_ms;
 	const char *name;			/* the node that built it */
 	const char *why;			/* join_id 0: why the engine cannot take it */
-} GjShared;
+} GjQueryTable;
 
-typedef struct GjCache
+typedef struct GjQueryCache
 {
 	EState	   *estate;
-	List	   *tables;			/* GjShared, in the query's context */
+	List	   *tables;			/* GjQueryTable, in the query's context */
 	MemoryContextCallback cb;
-} GjCache;
+} GjQueryCache;
 
-static List *gj_caches;			/* GjCache, one per running query (TopMemoryContext) */
+static List *gj_query_caches;	/* GjQueryCache, one per running query (TopMemoryContext) */
 
 static void
 gj_cache_drop(void *arg)
 {
-	gj_caches = list_delete_ptr(gj_caches, arg);
+	gj_query_caches = list_delete_ptr(gj_query_caches, arg);
 }
 
 /* the cache of estate's query, made on first use */
-static GjCache *
+static GjQueryCache *
 gj_cache(EState *estate)
 {
-	GjCache    *c;
+	GjQueryCache *c;
 	MemoryContext old;
 	ListCell   *lc;
 
-	foreach(lc, gj_caches)
-		if (((GjCache *) lfirst(lc))->estate == estate)
+	foreach(lc, gj_query_caches)
+		if (((GjQueryCache *) lfirst(lc))->estate == estate)
 			return lfirst(lc);
-	c = MemoryContextAllocZero(estate->es_query_cxt, sizeof(GjCache));
+	c = MemoryContextAllocZero(estate->es_query_cxt, sizeof(GjQueryCache));
 	c->estate = estate;
 	c->cb.func = gj_cache_drop;
 	c->cb.arg = c;
 	MemoryContextRegisterResetCallback(estate->es_query_cxt, &c->cb);
 	old = MemoryContextSwitchTo(TopMemoryContext);
-	gj_caches = lappend(gj_caches, c);
+	gj_query_caches = lappend(gj_query_caches, c);
 	MemoryContextSwitchTo(old);
 	return c;
 }
@@ -1202,7 +1204,7 @@ gj_load(GjInner *g, int d, const XpuProgram *prog, const char **why)
  * gj_exec_load: the inner tables of the n depths, built and loaded once
  * for the query (prog: the node's program, whose probes give the outer key
  * types): a depth whose table another node of the query loaded (the
- * query's cache, GjShared) takes its join id, one that another node could
+ * query's cache, GjQueryTable) takes its join id, one that another node could
  * not build is not built again; false with *why where one stays with
  * PostgreSQL
  */
@@ -1212,8 +1214,8 @@ gj_exec_load(GjInner *inner, int n, const XpuProgram *prog, const char **why)
 	for (int d = 0; d < n; d++)
 	{
 		GjInner    *g = &inner[d];
-		GjCache    *cache;
-		GjShared   *t;
+		GjQueryCache *cache;
+		GjQueryTable *t;
 		XpuJoinKeyDesc keys[XPU_JOIN_MAX_KEYS];
 		StringInfoData key;
 		MemoryContext old;
@@ -1255,7 +1257,7 @@ gj_exec_load(GjInner *inner, int n, const XpuProgram *prog, const char **why)
 			continue;
 		ok = gj_load(g, d, prog, why);
 		old = MemoryContextSwitchTo(g->ps->state->es_query_cxt);
-		t = palloc0(sizeof(GjShared));
+		t = palloc0(sizeof(GjQueryTable));
 		t->why = ok ? NULL : pstrdup(*why);
 		t->key = pstrdup(key.data);
 		t->join_id = g->join_id;
@@ -1269,6 +1271,72 @@ gj_exec_load(GjInner *inner, int n, const XpuProgram *prog, const char **why)
 			return false;
 	}
 	return true;
+}
+
+/*
+ * gj_shared_build: the leader of a parallel node builds its n depths'
+ * tables and loads them into the service once for the query, before the
+ * workers start (the node's dsm_init; reinit: a rescan's, which keeps what
+ * was built), into sh: every participant's run probes the same tables,
+ * which live while the leader's join connection does.  cannot: why they
+ * may not be built (the service unreachable), or NULL.  Returns why they
+ * stay in PostgreSQL, or NULL.
+ */
+const char *
+gj_shared_build(GjShared *sh, bool reinit, GjInner *inner, int n, const XpuProgram *prog,
+				const char *cannot)
+{
+	const char *why = cannot;
+
+	if (!reinit)
+		sh->state = GJ_SHARED_NONE;
+	if (sh->state != GJ_SHARED_NONE)
+		return sh->state == GJ_SHARED_REFUSED ? pstrdup(sh->why) : NULL;
+	Assert(n <= WARP_MAX_JOINS);
+	if (why == NULL && gj_exec_load(inner, n, prog, &why))
+	{
+		for (int d = 0; d < n; d++)
+			sh->ids[d] = inner[d].join_id;
+		sh->state = GJ_SHARED_BUILT;
+		return NULL;
+	}
+	sh->state = GJ_SHARED_REFUSED;
+	strlcpy(sh->why, why, sizeof(sh->why));
+	return why;
+}
+
+/*
+ * gj_shared_take: a participant's depths probe the tables the leader built
+ * (sh); false with *why where they stay in PostgreSQL
+ */
+bool
+gj_shared_take(const GjShared *sh, GjInner *inner, int n, const char **why)
+{
+	if (sh->state != GJ_SHARED_BUILT)
+	{
+		*why = pstrdup(sh->state == GJ_SHARED_REFUSED ? sh->why :
+					   "the leader did not build the inner tables");
+		return false;
+	}
+	for (int d = 0; d < n; d++)
+		inner[d].join_id = sh->ids[d];
+	return true;
+}
+
+/*
+ * gj_exec_end: the node is done with its depths' tables: the service drops
+ * them (unless a run holds one, or keeps it for later queries)
+ */
+void
+gj_exec_end(GjInner *inner, int n)
+{
+	for (int d = 0; d < n; d++)
+	{
+		/* a table another node of the query loaded is that node's to drop */
+		if (inner[d].shared_with == NULL)
+			service_join_drop(inner[d].join_id);
+		inner[d].join_id = 0;
+	}
 }
 
 /*

@@ -14,6 +14,7 @@
 #include "nodes/pathnodes.h"
 
 #include "utils/relcache.h"
+#include "xpu/protocol.h"
 #include "xpu/xpu_join.h"
 #include "xpu/xpu_program.h"
 
@@ -34,6 +35,7 @@ typedef struct GjDepth
 /* the joins under a grouping: the outer relation and the depths in probe order */
 typedef struct GjPlan
 {
+	PlannerInfo *root;			/* the query's planner state */
 	RelOptInfo *outer;
 	List	   *depths;			/* GjDepth */
 } GjPlan;
@@ -57,6 +59,22 @@ typedef struct GjInner
 	bool		from_cache;		/* the table an earlier query kept */
 } GjInner;
 
+/*
+ * The inner tables of a parallel node, in its DSM: the leader builds them
+ * once for the query before the workers start (gj_shared_build, from the
+ * node's dsm_init), every participant probes them (gj_shared_take).
+ */
+typedef struct GjShared
+{
+	int			state;			/* GJ_SHARED_* */
+	uint64		ids[WARP_MAX_JOINS];	/* GJ_SHARED_BUILT: the service's tables */
+	char		why[256];		/* GJ_SHARED_REFUSED: why they stay in PostgreSQL */
+} GjShared;
+
+#define GJ_SHARED_NONE		0	/* not built yet */
+#define GJ_SHARED_BUILT		1
+#define GJ_SHARED_REFUSED	2
+
 extern bool pg_warp_enable_gpujoin;
 
 /* planning */
@@ -67,7 +85,7 @@ extern GjPlan *gj_plan_outer(PlannerInfo *root, RelOptInfo *input_rel, RelOptInf
 extern GjPlan *gj_plan_child(PlannerInfo *root, const GjPlan *gp, RelOptInfo *child,
 							 AppendRelInfo *ai);
 extern bool gj_plan_parallel(GjPlan *gp);
-extern const char *gj_plan_payload(PlannerInfo *root, GjPlan *gp, List *upper_exprs);
+extern const char *gj_plan_payload(GjPlan *gp, List *upper_exprs);
 extern List *gj_codegen_joins(const GjPlan *gp);
 extern List *gj_outer_exprs(const GjPlan *gp);
 extern List *gj_private(const GjPlan *gp);
@@ -78,6 +96,10 @@ extern double gj_inner_cost(const GjPlan *gp);
 extern GjInner *gj_exec_init(List *private, List *inner_ps, int *n_depths);
 extern void gj_exec_name(GjInner *inner, int n, const char *name);
 extern bool gj_exec_load(GjInner *inner, int n, const XpuProgram *prog, const char **why);
+extern void gj_exec_end(GjInner *inner, int n);
+extern const char *gj_shared_build(GjShared *sh, bool reinit, GjInner *inner, int n,
+								   const XpuProgram *prog, const char *cannot);
+extern bool gj_shared_take(const GjShared *sh, GjInner *inner, int n, const char **why);
 extern void gj_explain(GjInner *inner, int n, List *clauses, List *ctx, bool analyze,
 					   struct ExplainState *es);
 extern void pg_warp_gpu_join_init(void);

@@ -630,7 +630,7 @@ gpa_plan_grouping(PlannerInfo *root, RelOptInfo *base, GjPlan *join, RelOptInfo 
 		return NULL;
 	}
 	if (join != NULL &&
-		(*why = gj_plan_payload(root, join, list_concat(list_copy(pi->keys),
+		(*why = gj_plan_payload(join, list_concat(list_copy(pi->keys),
 												  gpa_agg_args(pi->aggrefs)))) != NULL)
 		return NULL;
 	if (list_length(pi->keys) > XPU_AGG_MAX_KEYS)
@@ -1134,19 +1134,12 @@ typedef struct GpaShared
 	int			finisher;		/* who returned them: -1 the leader, else the
 								 * worker's number; -2 none yet */
 	uint64		finish_groups;	/* the groups returned */
-	/* the join depths' inner tables, built by the leader in gpa_dsm_init */
-	int			join_state;		/* GPA_JOINS_* */
 	bool		join_fallback;	/* a participant's run fell back: the last
 								 * runs PostgreSQL's plan of the whole join */
-	uint64		join_ids[WARP_MAX_JOINS];
-	char		join_why[256];	/* GPA_JOINS_REFUSED: why */
+	GjShared	joins;			/* the join depths' tables (the leader's) */
 	int			n_instr;		/* leader (0) and workers (1 ..) */
 	GpaInstr	instr[FLEXIBLE_ARRAY_MEMBER];
 } GpaShared;
-
-#define GPA_JOINS_NONE		0	/* not built yet (or no joins) */
-#define GPA_JOINS_BUILT		1	/* join_ids are the service's tables */
-#define GPA_JOINS_REFUSED	2	/* they stay in PostgreSQL: join_why */
 
 typedef struct GpaState
 {
@@ -1185,7 +1178,7 @@ typedef struct GpaState
 	bool		finishing;		/* returns the shared run's groups */
 	bool		whole;			/* returns PostgreSQL's plan of the whole join */
 	const char *build_why;		/* the leader's: why the inner tables were not
-								 * built for the workers (gpa_build_joins) */
+								 * built for the workers (gj_shared_build) */
 	GpaInstr   *instr;			/* the participants' figures after shutdown */
 	int			n_instr;
 	int			finisher;		/* the shared run's, after shutdown (GpaShared) */
@@ -1485,16 +1478,12 @@ gpa_run_engine(GpaState *st)
 	 */
 	if (st->n_depths > 0 && st->partial && st->es.shared != NULL)
 	{
-		GpaShared  *part = engine_scan_part(&st->es);
-
-		if (part->join_state != GPA_JOINS_BUILT)
+		if (!gj_shared_take(&((GpaShared *) engine_scan_part(&st->es))->joins, st->inner,
+							st->n_depths, &st->fallback_why))
 		{
 			st->fallback = true;
-			st->fallback_why = pstrdup(part->join_why);
 			return;
 		}
-		for (int d = 0; d < st->n_depths; d++)
-			st->inner[d].join_id = part->join_ids[d];
 	}
 	else if (st->n_depths > 0 && !gj_exec_load(st->inner, st->n_depths, st->es.prog,
 											   &st->fallback_why))
@@ -1812,11 +1801,14 @@ gpa_exec(EngineScanState *node)
 	return ExecScan(&node->css.ss, gpa_next, gpa_recheck);
 }
 
-/* EngineOps.end: the groups' temporary file (engine_scan.c ends the rest) */
+/* EngineOps.end: the groups' temporary file, the join tables (engine_scan.c ends the rest) */
 static void
 gpa_end(EngineScanState *node)
 {
-	gpa_store_reset(((GpaState *) node)->groups);
+	GpaState   *st = (GpaState *) node;
+
+	gpa_store_reset(st->groups);
+	gj_exec_end(st->inner, st->n_depths);
 }
 
 /* EngineOps.rescan */
@@ -1855,32 +1847,6 @@ gpa_dsm_size(EngineScanState *node, int nworkers)
 }
 
 /*
- * gpa_build_joins: the leader of a parallel node with join depths builds
- * their inner tables and loads them into the service before the workers
- * start, once for the query: every participant's part of the shared run
- * probes the same tables (the ids in part), which live while the leader's
- * connection does (until its transaction ends)
- */
-static void
-gpa_build_joins(GpaState *st, GpaShared *part)
-{
-	const char *why = NULL;
-
-	if (st->es.shared->share_id == 0)
-		why = "the pg_warp service could not open the query's shared run";
-	else if (gj_exec_load(st->inner, st->n_depths, st->es.prog, &why))
-	{
-		for (int d = 0; d < st->n_depths; d++)
-			part->join_ids[d] = st->inner[d].join_id;
-		part->join_state = GPA_JOINS_BUILT;
-		return;
-	}
-	part->join_state = GPA_JOINS_REFUSED;
-	strlcpy(part->join_why, why, sizeof(part->join_why));
-	st->build_why = why;
-}
-
-/*
  * EngineOps.dsm_init: the leader, before the workers start (and before a
  * rescan's): a new shared run, no figures yet
  */
@@ -1896,10 +1862,11 @@ gpa_dsm_init(EngineScanState *node, int nworkers, bool reinit)
 	part->n_instr = nworkers + 1;
 	memset(part->instr, 0, sizeof(GpaInstr) * part->n_instr);
 	part->join_fallback = false;
-	if (!reinit)
-		part->join_state = GPA_JOINS_NONE;
-	if (st->n_depths > 0 && st->compiled && part->join_state == GPA_JOINS_NONE)
-		gpa_build_joins(st, part);
+	if (st->n_depths > 0 && st->compiled)
+		st->build_why = gj_shared_build(&part->joins, reinit, st->inner, st->n_depths,
+										st->es.prog, node->shared->share_id == 0 ?
+										"the pg_warp service could not open the query's "
+										"shared run" : NULL);
 }
 
 /*

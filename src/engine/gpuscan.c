@@ -82,12 +82,16 @@
 #include "utils/memutils.h"
 #include "utils/rel.h"
 #include "utils/ruleutils.h"
+#include "utils/builtins.h"
+#include "arrow/arrow_bits.h"
 
 #include "pg_warp.h"
 #include "engine/codegen.h"
 #include "engine/engine.h"
 #include "engine/engine_scan.h"
 #include "engine/executor.h"
+#include "engine/gpu_join.h"
+#include "engine/gpu_join_scan.h"
 #include "engine/heap_source.h"
 #include "engine/shippable.h"
 
@@ -99,12 +103,13 @@ bool		pg_warp_enable_gpuscan_heap = false;
 
 static set_rel_pathlist_hook_type prev_rel_pathlist_hook = NULL;
 static const EngineOps gs_ops;
+static const EngineOps gjs_ops;
 
 /* ---------------- planning ---------------- */
 
 /* the attnos (> 0) of relid that exprs use, appended to *attnos; false: a
  * system column or a whole-row reference */
-static bool
+bool
 gs_add_attnos(List *exprs, Index relid, List **attnos)
 {
 	Bitmapset  *attrs = NULL;
@@ -123,7 +128,7 @@ gs_add_attnos(List *exprs, Index relid, List **attnos)
 }
 
 /* EngineColumns over the columns attnos (IntList) of relation relid */
-static EngineColumns *
+EngineColumns *
 gs_columns(Oid relid, List *attnos)
 {
 	Relation	rel = table_open(relid, NoLock);
@@ -140,7 +145,7 @@ gs_columns(Oid relid, List *attnos)
 }
 
 /* the cheapest unparameterized path of pathlist that is a `type` plan, or NULL */
-static Path *
+Path *
 gs_cheapest_path(List *pathlist, NodeTag type)
 {
 	Path	   *best = NULL;
@@ -224,7 +229,7 @@ gs_make_path(PlannerInfo *root, RelOptInfo *rel, Path *plain, List *engine,
  * gs_heap_codegen: a CodegenScan over the user columns of heap table rel
  * (range table index relid) that quals read; their attnos in *attnos
  */
-static CodegenScan *
+CodegenScan *
 gs_heap_codegen(Relation rel, Index relid, List *quals, List **attnos)
 {
 	CodegenScan *scan = palloc0(sizeof(CodegenScan));
@@ -474,6 +479,7 @@ enum
 typedef struct GsShared
 {
 	pg_atomic_uint64 c[GC_N];
+	GjShared	joins;			/* GpuJoin: the tables the leader built */
 } GsShared;
 
 typedef struct GsState
@@ -506,6 +512,26 @@ typedef struct GsState
 	uint32		hpage;			/* the page of hc returned now */
 	int			hbit;			/* the next line pointer index to try */
 	HeapTupleData htup;			/* the tuple in the scan slot */
+	/*
+	 * GpuJoin (gjs_ops, gpu_join_scan.c): the scan tuple is the program's
+	 * outputs (n_outs of them), which a projection run returns; the join
+	 * depths' inner tables are loaded at the first row; where one cannot
+	 * be built, or the program no longer fits, the fallback child runs
+	 */
+	bool		join;
+	GjInner    *inner;
+	int			n_depths;
+	List	   *join_clauses;	/* per depth, for EXPLAIN */
+	Oid		   *out_types;		/* [n_outs] */
+	int		   *out_scales;		/* [n_outs]: numeric outputs' */
+	TupleTableSlot *hslot;		/* an outer heap table's tuples (outputs: its columns) */
+	AttrNumber *out_attnos;		/* [n_outs]: the outer heap table's columns returned */
+	int			max_attno;
+	bool		heap_recheck;	/* gs_heap_next met a tuple of a chunk to recheck */
+	bool		loaded;			/* the inner tables were tried */
+	uint64		returned;		/* rows the engine's run returned */
+	bool		fallback;
+	const char *fallback_why;
 } GsState;
 
 /*
@@ -544,6 +570,81 @@ gs_heap_begin(GsState *st, CustomScan *cs, EState *estate)
 	st->recheck = ExecInitQual(st->engine_quals, &ss->ps);
 }
 
+/*
+ * gjs_begin: gs_begin of a GpuJoin (gjs_plan_path's plan): the outer table's
+ * source, the program, the depths over their inner plans (custom_ps after
+ * the fallback), and what EXPLAIN shows from the scan tuple's resjunk part
+ */
+static void
+gjs_begin(GsState *st, CustomScan *cs, EState *estate, int eflags)
+{
+	List	   *priv = cs->custom_private;
+	List	   *attnos = lthird(priv);
+	List	   *join_private = list_nth(priv, 4);
+	int			te;
+	ListCell   *lc;
+
+	st->join = true;
+	st->n_outs = intVal(lfourth(priv));
+	st->n_cols = list_length(attnos);
+	st->attnos = palloc(sizeof(AttrNumber) * Max(st->n_cols, 1));
+	foreach(lc, attnos)
+		st->attnos[foreach_current_index(lc)] = (AttrNumber) lfirst_int(lc);
+	te = st->n_outs;
+	for (int i = 0; i < intVal(linitial(priv)); i++)
+		st->engine_quals = lappend(st->engine_quals,
+								   list_nth_node(TargetEntry, cs->custom_scan_tlist, te++)->expr);
+	foreach(lc, join_private)
+	{
+		List	   *clauses = NIL;
+
+		for (int i = 0; i < list_length(lfourth((List *) lfirst(lc))); i++)
+			clauses = lappend(clauses,
+							  list_nth_node(TargetEntry, cs->custom_scan_tlist, te++)->expr);
+		st->join_clauses = lappend(st->join_clauses, clauses);
+	}
+	/* the outer table: its anchor Var's (gjs_plan_path), the scan tuple's last */
+	st->heap = intVal(lsecond(priv)) != 0;
+	engine_scan_open(&st->es, ((Var *) llast_node(TargetEntry, cs->custom_scan_tlist)->expr)->varno,
+					 eflags, st->heap ? NIL : st->engine_quals, st->attnos, st->n_cols);
+	if (engine_scan_program(&st->es, cs) == NULL)
+	{
+		st->fallback = true;
+		st->fallback_why = st->es.stale_why;
+	}
+	if (st->heap)
+	{
+		/* the run's tuples in a slot of their own; the outputs are their columns */
+		st->es.heap = heap_agg_prepare(st->es.rel, st->attnos, st->n_cols);
+		st->es.heap->scan = true;
+		st->hslot = ExecAllocTableSlot(&estate->es_tupleTable, RelationGetDescr(st->es.rel),
+									   &TTSOpsHeapTuple);
+		st->recheck = ExecInitQual(st->engine_quals, &st->es.css.ss.ps);
+		st->out_attnos = palloc(sizeof(AttrNumber) * Max(st->n_outs, 1));
+		for (int k = 0; k < st->n_outs; k++)
+		{
+			st->out_attnos[k] = castNode(Var, list_nth_node(TargetEntry, cs->custom_scan_tlist,
+															  k)->expr)->varattno;
+			st->max_attno = Max(st->max_attno, st->out_attnos[k]);
+		}
+	}
+	st->inner = gj_exec_init(join_private, list_copy_tail(st->es.css.custom_ps, 1),
+							 &st->n_depths);
+	st->out_types = palloc(sizeof(Oid) * Max(st->n_outs, 1));
+	st->out_scales = palloc0(sizeof(int) * Max(st->n_outs, 1));
+	for (int k = 0; k < st->n_outs; k++)
+	{
+		st->out_types[k] = exprType((Node *) list_nth_node(TargetEntry, cs->custom_scan_tlist,
+															k)->expr);
+		if (st->es.prog != NULL)
+			st->out_scales[k] = XPU_REGS(st->es.prog)[XPU_OUTS(st->es.prog)[k]].scale;
+	}
+	/* a block has the outputs, or (flagged for recheck) the chunk columns */
+	st->arrays = palloc0(sizeof(ArrowArray) * Max(Max(st->n_cols, st->n_outs), 1));
+	st->row_cxt = AllocSetContextCreate(estate->es_query_cxt, "GpuJoin rows",
+										ALLOCSET_DEFAULT_SIZES);
+}
+
 /* EngineOps.begin: the plan's columns, the table's source and the program */
 static void
 gs_begin(EngineScanState *node, CustomScan *cs, EState *estate, int eflags)
@@ -551,6 +652,12 @@ gs_begin(EngineScanState *node, CustomScan *cs, EState *estate, int eflags)
 	GsState    *st = (GsState *) node;
 	List	   *attnos = linitial(cs->custom_private);
 	ListCell   *lc;
+
+	if (node->ops == &gjs_ops)
+	{
+		gjs_begin(st, cs, estate, eflags);
+		return;
+	}
 
 	st->heap = intVal(lthird(cs->custom_private)) != 0;
 	st->engine_quals = cs->custom_exprs;
@@ -599,13 +706,16 @@ gs_request(GsState *st, int64 w0, int64 w1)
 	WarpScanRequest req = {0};
 
 	req.n_cols = st->n_cols;
-	req.n_outs = st->n_outs;
+	req.n_outs = st->join ? 0 : st->n_outs;	/* GpuJoin's: the program's outputs */
 	req.prog_len = st->es.prog->total_len;
 	req.engine = (uint32) pg_warp_engine;
 	req.max_buffer_size = (int64) pg_warp_arrow_max_buffer_size * 1024;
 	req.n_files = engine_scan_work_files(&st->es, w0, w1);
+	req.n_joins = (uint32) st->n_depths;
 	engine_put(buf, &req, sizeof(req), 8);
 	engine_put(buf, st->es.prog, st->es.prog->total_len, 16);
+	for (int d = 0; d < st->n_depths; d++)
+		engine_put(buf, &st->inner[d].join_id, sizeof(uint64), 8);
 	engine_scan_put_work(&st->es, buf, w0, w1, st->n_cols);
 	gs_check_size(buf);
 	return buf;
@@ -731,8 +841,11 @@ gs_heap_start(GsState *st)
 		st->es.heap->shared = &st->es.shared->heap;
 	req.prog_len = st->es.prog->total_len;
 	req.engine = (uint32) pg_warp_engine;
+	req.n_joins = (uint32) st->n_depths;	/* GpuJoin's */
 	engine_put(buf, &req, sizeof(req), 8);
 	engine_put(buf, st->es.prog, st->es.prog->total_len, 16);
+	for (int d = 0; d < st->n_depths; d++)
+		engine_put(buf, &st->inner[d].join_id, sizeof(uint64), 8);
 	heap_agg_put_request(st->es.heap, buf);
 	gs_check_size(buf);
 	st->es.heap->ssi = IsolationIsSerializable();
@@ -789,7 +902,7 @@ static TupleTableSlot *
 gs_heap_next(GsState *st, TupleTableSlot *slot)
 {
 	ExprContext *econtext = st->es.css.ss.ps.ps_ExprContext;
-	Oid			relid = RelationGetRelid(st->es.css.ss.ss_currentRelation);
+	Oid			relid = RelationGetRelid(st->es.rel);
 
 	for (;;)
 	{
@@ -822,6 +935,11 @@ gs_heap_next(GsState *st, TupleTableSlot *slot)
 				st->htup.t_tableOid = relid;
 				ItemPointerSet(&st->htup.t_self, st->hc.blocks[st->hpage], off);
 				ExecStoreHeapTuple(&st->htup, slot, false);
+				if (st->join && (st->hc.recheck || st->always_recheck))
+				{
+					st->heap_recheck = true;	/* GpuJoin decides (gjs_heap_next) */
+					return slot;
+				}
 				if (st->hc.recheck || st->always_recheck)
 				{
 					/* PostgreSQL evaluates the engine's quals: its own errors */
@@ -841,6 +959,263 @@ gs_heap_next(GsState *st, TupleTableSlot *slot)
 	}
 }
 
+/*
+ * gs_row_ready: slot cleared, and a row of the service's blocks current
+ * (st->cur_row of the block in st), the next block received where the
+ * current one is done; false at the end of the scan
+ */
+static bool
+gs_row_ready(GsState *st, TupleTableSlot *slot)
+{
+	ExecClearTuple(slot);
+	MemoryContextReset(st->row_cxt);
+	while (st->cur_row >= st->n_rows)
+		if (!gs_next_block(st))
+			return false;
+	return true;
+}
+
+/* ---------------- GpuJoin ---------------- */
+
+/* a numeric Datum of v / 10^scale */
+static Datum
+gjs_numeric(__int128 v, int scale)
+{
+	char		buf[64];
+
+	xpu_numeric_format(v, scale, buf);
+	return DirectFunctionCall3(numeric_in, CStringGetDatum(buf),
+							   ObjectIdGetDatum(InvalidOid), Int32GetDatum(-1));
+}
+
+/*
+ * gjs_value: output k of row `row` of the current block as a Datum of its
+ * type (service/scan.c's out_layout: C values, numeric's 128-bit fixed
+ * point, text as VAR32)
+ */
+static Datum
+gjs_value(GsState *st, int k, uint32 row, bool *isnull)
+{
+	const ArrowArray *a = &st->arrays[k];
+	union
+	{
+		int16		i2;
+		int32		i4;
+		int64		i8;
+		float4		f4;
+		float8		f8;
+		__int128	n;
+	}			v;
+
+	*isnull = !arrow_bit_valid(a->validity, row);
+	if (*isnull)
+		return (Datum) 0;
+#define GJS_FIXED(w)	memcpy(&v, a->values + (Size) row * (w), (w))
+	switch (st->out_types[k])
+	{
+		case BOOLOID:
+			return BoolGetDatum(arrow_bit_get(a->values, row));
+		case INT2OID:
+			GJS_FIXED(2);
+			return Int16GetDatum(v.i2);
+		case INT4OID:
+		case DATEOID:
+			GJS_FIXED(4);
+			return Int32GetDatum(v.i4);
+		case FLOAT4OID:
+			GJS_FIXED(4);
+			return Float4GetDatum(v.f4);
+		case FLOAT8OID:
+			GJS_FIXED(8);
+			return Float8GetDatum(v.f8);
+		case NUMERICOID:
+			GJS_FIXED(16);
+			return gjs_numeric(v.n, st->out_scales[k]);
+		case TEXTOID:
+		case VARCHAROID:
+			{
+				const int32 *off = a->offsets;
+
+				return PointerGetDatum(cstring_to_text_with_len((const char *) a->data + off[row],
+																off[row + 1] - off[row]));
+			}
+		default:
+			/* int8, timestamp, timestamptz */
+			GJS_FIXED(8);
+			return Int64GetDatum(v.i8);
+	}
+#undef GJS_FIXED
+}
+
+/* the fallback child's next row as the scan tuple (its target is the outputs) */
+static TupleTableSlot *
+gjs_fallback_next(GsState *st, TupleTableSlot *slot)
+{
+	TupleTableSlot *in = ExecProcNode(linitial(st->es.css.custom_ps));
+
+	ExecClearTuple(slot);
+	if (TupIsNull(in))
+		return slot;
+	slot_getallattrs(in);
+	memset(slot->tts_isnull, true, sizeof(bool) * slot->tts_tupleDescriptor->natts);
+	for (int k = 0; k < st->n_outs; k++)
+	{
+		slot->tts_values[k] = in->tts_values[k];
+		slot->tts_isnull[k] = in->tts_isnull[k];
+	}
+	return ExecStoreVirtualTuple(slot);
+}
+
+/*
+ * gjs_recheck_error: a block the engine could not evaluate (flagged for
+ * recheck: every chunk column of every row of its record batch) after rows
+ * were returned: PostgreSQL evaluates the outer table's quals over its rows,
+ * raising its own error where the engine met one there; else the node
+ * raises its own
+ */
+static void
+gjs_recheck_error(GsState *st)
+{
+	ScanState  *ss = &st->es.css.ss;
+	ExprContext *econtext = ss->ps.ps_ExprContext;
+	TupleTableSlot *slot = MakeSingleTupleTableSlot(RelationGetDescr(st->es.rel),
+													&TTSOpsVirtual);
+	ExprState  *qual = ExecInitQual(st->engine_quals, &ss->ps);
+	int			natts = slot->tts_tupleDescriptor->natts;
+
+	for (uint32 r = 0; r < st->n_rows; r++)
+	{
+		ExecClearTuple(slot);
+		memset(slot->tts_isnull, true, sizeof(bool) * natts);
+		MemoryContextReset(st->row_cxt);
+		for (int j = 0; j < st->block_cols; j++)
+		{
+			int			a = st->attnos[j] - 1;
+			MemoryContext old = MemoryContextSwitchTo(st->row_cxt);
+
+			slot->tts_values[a] = arrow_fdw_engine_value(st->es.src, j, &st->arrays[j], r,
+														 &slot->tts_isnull[a]);
+			MemoryContextSwitchTo(old);
+		}
+		ExecStoreVirtualTuple(slot);
+		ResetExprContext(econtext);
+		econtext->ecxt_scantuple = slot;
+		(void) ExecQual(qual, econtext);
+	}
+	ereport(ERROR,
+			(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+			 errmsg("GpuJoin: the engine could not evaluate the joins of a record batch "
+					"(an error, or a value it does not hold exactly)"),
+			 errhint("Set pg_warp.enable_gpujoin to off for this query.")));
+}
+
+/*
+ * gjs_heap_next: gjs_next over an outer heap table: the next tuple the
+ * engine passed, its columns as the outputs.  A chunk the engine could not
+ * evaluate: the fallback child where nothing was returned yet, else
+ * PostgreSQL evaluates the outer table's quals over the tuple (its own
+ * error) before the node raises.
+ */
+static TupleTableSlot *
+gjs_heap_next(GsState *st, TupleTableSlot *slot)
+{
+	TupleTableSlot *h;
+
+	st->heap_recheck = false;
+	h = gs_heap_next(st, st->hslot);
+	if (st->heap_recheck && st->returned == 0 && !st->es.css.ss.ps.plan->parallel_aware)
+	{
+		if (st->hstarted)
+			heap_scan_end(st->es.heap);
+		engine_run_close(&st->es.run);
+		st->hstarted = false;
+		st->hdone = true;
+		st->fallback = true;
+		st->fallback_why = "the engine met an error or a value it does not hold exactly";
+		return gjs_fallback_next(st, slot);
+	}
+	if (st->heap_recheck)
+	{
+		ExprContext *econtext = st->es.css.ss.ps.ps_ExprContext;
+
+		ResetExprContext(econtext);
+		econtext->ecxt_scantuple = h;
+		(void) ExecQual(st->recheck, econtext);
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("GpuJoin: the engine could not evaluate the joins of a chunk of a heap table "
+						"(an error, or a value it does not hold exactly)"),
+				 errhint("Set pg_warp.enable_gpujoin to off for this query.")));
+	}
+	ExecClearTuple(slot);
+	if (TupIsNull(h))
+		return slot;
+	slot_getsomeattrs(h, st->max_attno);
+	for (int k = 0; k < st->n_outs; k++)
+	{
+		slot->tts_values[k] = h->tts_values[st->out_attnos[k] - 1];
+		slot->tts_isnull[k] = h->tts_isnull[st->out_attnos[k] - 1];
+	}
+	st->returned++;
+	return ExecStoreVirtualTuple(slot);
+}
+
+/*
+ * gjs_next: GpuJoin's next joined row into the scan slot: the inner tables
+ * loaded first (PostgreSQL runs their plans), then the outputs of the
+ * service's blocks; the fallback child's rows where the engine cannot
+ */
+static TupleTableSlot *
+gjs_next(GsState *st, TupleTableSlot *slot)
+{
+	int			natts = slot->tts_tupleDescriptor->natts;
+
+	if (!st->loaded)
+	{
+		st->loaded = true;
+		/* a parallel node's participants probe the tables its leader built */
+		if (!st->fallback &&
+			!(st->es.shared != NULL ?
+			  gj_shared_take(&((GsShared *) engine_scan_part(&st->es))->joins, st->inner,
+							 st->n_depths, &st->fallback_why) :
+			  gj_exec_load(st->inner, st->n_depths, st->es.prog, &st->fallback_why)))
+			st->fallback = true;
+	}
+	if (st->fallback)
+		return gjs_fallback_next(st, slot);
+	if (st->heap)
+		return gjs_heap_next(st, slot);
+	for (;;)
+	{
+		MemoryContext old;
+
+		if (!gs_row_ready(st, slot))
+			return slot;
+		if (st->block_recheck && st->returned == 0 && !st->es.css.ss.ps.plan->parallel_aware)
+		{
+			/*
+			 * nothing returned yet: PostgreSQL's plan answers, or raises its
+			 * error (not under a Gather: the other participants' rows came
+			 * from the engine)
+			 */
+			engine_run_close(&st->es.run);
+			st->fallback = true;
+			st->fallback_why = "the engine met an error or a value it does not hold exactly";
+			return gjs_fallback_next(st, slot);
+		}
+		if (st->block_recheck)
+			gjs_recheck_error(st);
+		st->returned++;
+		memset(slot->tts_isnull, true, sizeof(bool) * natts);
+		old = MemoryContextSwitchTo(st->row_cxt);
+		for (int k = 0; k < st->n_outs; k++)
+			slot->tts_values[k] = gjs_value(st, k, st->cur_row, &slot->tts_isnull[k]);
+		MemoryContextSwitchTo(old);
+		st->cur_row++;
+		return ExecStoreVirtualTuple(slot);
+	}
+}
+
 /* the next row into the scan slot, or an empty slot at the end */
 static TupleTableSlot *
 gs_next(ScanState *ss)
@@ -850,18 +1225,16 @@ gs_next(ScanState *ss)
 	ExprContext *econtext = ss->ps.ps_ExprContext;
 	int			natts = slot->tts_tupleDescriptor->natts;
 
+	if (st->join)
+		return gjs_next(st, slot);
 	if (st->heap)
 		return gs_heap_next(st, slot);
 	for (;;)
 	{
 		MemoryContext old;
 
-		ExecClearTuple(slot);
-		MemoryContextReset(st->row_cxt);
-		if (st->cur_row >= st->n_rows && !gs_next_block(st))
+		if (!gs_row_ready(st, slot))
 			return slot;
-		if (st->cur_row >= st->n_rows)
-			continue;
 		memset(slot->tts_isnull, true, sizeof(bool) * natts);
 		old = MemoryContextSwitchTo(st->row_cxt);
 		for (int j = 0; j < st->block_cols; j++)
@@ -916,6 +1289,8 @@ gs_end(EngineScanState *node)
 
 	if (st->heap && st->hstarted)
 		heap_scan_end(st->es.heap);
+	if (st->join)
+		gj_exec_end(st->inner, st->n_depths);
 }
 
 /* EngineOps.rescan */
@@ -935,6 +1310,10 @@ gs_rescan(EngineScanState *node)
 		memset(&st->hc, 0, sizeof(st->hc));
 	}
 	engine_scan_rewind(&st->es);
+	/* GpuJoin: its inner tables stay loaded; a fallback child starts again */
+	if (st->join && st->fallback)
+		ExecReScan(linitial(st->es.css.custom_ps));
+	st->returned = 0;
 	if (st->msg)
 		pfree(st->msg);
 	st->msg = NULL;
@@ -950,12 +1329,20 @@ gs_dsm_size(EngineScanState *node, int nworkers)
 	return sizeof(GsShared);
 }
 
-/* EngineOps.dsm_init: the counters start at 0 (a rescan's add to them) */
+/*
+ * EngineOps.dsm_init: the counters start at 0 (a rescan's add to them);
+ * GpuJoin's leader builds the inner tables for every participant
+ * (gj_shared_build)
+ */
 static void
 gs_dsm_init(EngineScanState *node, int nworkers, bool reinit)
 {
+	GsState    *st = (GsState *) node;
 	GsShared   *part = engine_scan_part(node);
 
+	if (st->join && st->n_depths > 0 && !st->fallback)
+		(void) gj_shared_build(&part->joins, reinit, st->inner, st->n_depths, st->es.prog,
+							   NULL);
 	if (reinit)
 		return;
 	for (int i = 0; i < GC_N; i++)
@@ -1027,6 +1414,41 @@ gs_heap_explain(GsState *st, List *ctx, ExplainState *es)
 		ExplainPropertyInteger("Engine Threads", NULL, st->threads, es);
 }
 
+/* gs_explain of a GpuJoin: as GpuScan's, with the join depths and any fallback */
+static void
+gjs_explain(GsState *st, List *ctx, ExplainState *es)
+{
+	bool		ran = es->analyze && st->es.ran && !st->fallback;
+
+	if (st->fallback && (st->loaded || st->es.prog == NULL))
+	{
+		ExplainPropertyText("Engine", "PostgreSQL (fallback)", es);
+		ExplainPropertyText("Fallback Reason", st->fallback_why ? st->fallback_why : "?", es);
+	}
+	else
+		engine_explain_engine(es, st->es.ran, st->engine);
+	engine_explain_filter(es, st->engine_quals, ctx, true);
+	gj_explain(st->inner, st->n_depths, st->join_clauses, ctx,
+			   es->analyze && st->loaded && !st->fallback, es);
+	ExplainPropertyList("Outer Columns Read",
+						gs_column_names(st->es.rel, st->attnos, 0, st->n_cols), es);
+	if (st->heap)
+		heap_agg_explain(st->es.heap, ran, es);
+	else
+		engine_explain_source(es, st->es.src);
+	if (es->verbose && st->es.prog != NULL)
+		engine_explain_program(st->es.prog, es);
+	if (!ran)
+		return;
+	ExplainPropertyInteger("Rows Read", NULL, (int64) st->c[GC_ROWS_IN], es);
+	ExplainPropertyInteger("Rows Returned by Engine", NULL, (int64) st->c[GC_ROWS_PASSED], es);
+	ExplainPropertyInteger("Batches Read", NULL, (int64) st->c[GC_BATCHES], es);
+	ExplainPropertyInteger("Bytes Read", "bytes", (int64) st->c[GC_BYTES_READ], es);
+	ExplainPropertyInteger("Bytes Returned", "bytes", (int64) st->c[GC_BYTES_SENT], es);
+	ExplainPropertyInteger("Service Requests", NULL, (int64) st->c[GC_REQUESTS], es);
+	engine_explain_times(es, st->c[GC_IO_US], st->c[GC_EXEC_US], st->threads);
+}
+
 /* EngineOps.explain */
 static void
 gs_explain(EngineScanState *node, List *ctx, ExplainState *es)
@@ -1038,6 +1460,11 @@ gs_explain(EngineScanState *node, List *ctx, ExplainState *es)
 	"Service Requests"};
 
 	explain_why_show(es, RelationGetRelid(rel));
+	if (st->join)
+	{
+		gjs_explain(st, ctx, es);
+		return;
+	}
 	if (st->heap)
 	{
 		gs_heap_explain(st, ctx, es);
@@ -1066,6 +1493,34 @@ gs_explain(EngineScanState *node, List *ctx, ExplainState *es)
 
 static const EngineOps gs_ops = ENGINE_OPS(gs, "GpuScan", GsState);
 
+/* GpuJoin's node (gpu_join_scan.c plans it): GpuScan's executor */
+static const EngineOps gjs_ops = {
+	.scan = {.CustomName = "GpuJoin", .CreateCustomScanState = engine_scan_create},
+	.path = {.CustomName = "GpuJoin", .PlanCustomPath = gjs_plan_path},
+	.state_size = sizeof(GsState),
+	.begin = gs_begin,
+	.exec = gs_exec,
+	.end = gs_end,
+	.rescan = gs_rescan,
+	.dsm_size = gs_dsm_size,
+	.dsm_init = gs_dsm_init,
+	.shutdown = gs_shutdown,
+	.explain = gs_explain,
+};
+
+/* GpuJoin's path and plan methods (gpu_join_scan.c) */
+const CustomPathMethods *
+gpuscan_join_path_methods(void)
+{
+	return &gjs_ops.path;
+}
+
+const CustomScanMethods *
+gpuscan_join_scan_methods(void)
+{
+	return &gjs_ops.scan;
+}
+
 /* pg_warp_gpuscan_init: the setting and the planner hook (from _PG_init) */
 void
 pg_warp_gpuscan_init(void)
@@ -1081,6 +1536,8 @@ pg_warp_gpuscan_init(void)
 							 &pg_warp_enable_gpuscan_heap, false,
 							 PGC_USERSET, 0, NULL, NULL, NULL);
 	engine_scan_register(&gs_ops);
+	engine_scan_register(&gjs_ops);
+	pg_warp_gpu_join_scan_init();
 	prev_rel_pathlist_hook = set_rel_pathlist_hook;
 	set_rel_pathlist_hook = gs_rel_pathlist;
 }

@@ -707,9 +707,10 @@ service_run_end(int fd)
 /*
  * The join tables of this backend's query (JOIN_LOAD) live in the service
  * while the connection that loaded them is open: join_fd, kept until
- * service_join_release_all, which the executor calls at the end of the
- * node and the transaction callback at the end of the transaction (an
- * error included).
+ * service_join_release_all, which the transaction callback calls at the
+ * end of the transaction (an error included); the node that loaded a table
+ * drops it when it ends (service_join_drop), so that a loop of queries in
+ * one transaction holds one query's tables at a time.
  */
 static int	join_fd = -1;
 static bool join_callback_registered;
@@ -795,6 +796,36 @@ service_join_find(const uint8 *key, const uint8 *version, WarpJoinLoaded *found)
 	{
 		service_send(&conn, WARP_MSG_JOIN_FIND, &req, sizeof(req));
 		service_recv(&conn, WARP_MSG_JOIN_FIND, found, sizeof(*found));
+	}
+	PG_CATCH();
+	{
+		service_join_release_all();
+		PG_RE_THROW();
+	}
+	PG_END_TRY();
+}
+
+/*
+ * service_join_drop
+ *		This backend is done with table join_id (the node that loaded or
+ *		found it ended): the service drops it unless a run holds it or it is
+ *		kept.  Nothing when the join connection is closed (its ids went with
+ *		it) or the id is not this connection's (a parallel worker's copy of
+ *		the leader's).
+ */
+void
+service_join_drop(uint64 join_id)
+{
+	ServiceConn conn;
+	WarpJoinDrop req = {join_id};
+
+	if (join_fd < 0 || join_id == 0)
+		return;
+	conn = service_join_conn();
+	PG_TRY();
+	{
+		service_send(&conn, WARP_MSG_JOIN_DROP, &req, sizeof(req));
+		service_recv(&conn, WARP_MSG_JOIN_DROP, &req, sizeof(req));
 	}
 	PG_CATCH();
 	{

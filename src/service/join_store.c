@@ -393,6 +393,48 @@ svc_join_drop_owner(const void *owner)
 	free_list(unheld);
 }
 
+void
+svc_join_drop(const void *owner, uint64_t id)
+{
+	SvcJoin    *unheld = NULL;
+	SvcJoin    *j;
+
+	pthread_mutex_lock(&store_lock);
+	if ((j = find_locked(id)) != NULL && j->owner == owner)
+	{
+		j->owner = NULL;
+		if (!j->cached)
+		{
+			for (SvcJoin **p = &registry; *p != NULL; p = &(*p)->next)
+				if (*p == j)
+				{
+					*p = j->next;
+					break;
+				}
+			j->next = NULL;
+		}
+		if (unref_locked(j))
+			unheld = j;
+	}
+	else
+	{
+		for (SvcJoinHold **hp = &holds; *hp != NULL; hp = &(*hp)->next)
+		{
+			SvcJoinHold *h = *hp;
+
+			if (h->owner != owner || h->join->id != id)
+				continue;
+			*hp = h->next;
+			if (unref_locked(h->join))
+				unheld = h->join;
+			free(h);
+			break;
+		}
+	}
+	pthread_mutex_unlock(&store_lock);
+	free_list(unheld);
+}
+
 bool
 svc_join_acquire(SvcJoinSet *set, const uint64_t *ids, uint32_t n, char *msg, size_t msglen)
 {

@@ -58,6 +58,12 @@ extern bool svc_join_load(const void *owner, int fd, const WarpJoinLoad *req,
  */
 extern bool svc_join_find(const void *owner, const WarpJoinFind *req, WarpJoinLoaded *res);
 
+/*
+ * JOIN_DROP: owner is done with table id (one it loaded, or a hold of one it
+ * found); nothing when owner holds no such table
+ */
+extern void svc_join_drop(const void *owner, uint64_t id);
+
 /* --join-cache-size in bytes: the most the cached tables take (host memory) */
 extern uint64_t svc_join_cache_limit;
 

@@ -147,7 +147,7 @@ parse_agg(SvcRunDesc *d, bool heap, const uint8_t *p, size_t len, char *msg, siz
 	return true;
 }
 
-/* SCAN_RUN: WarpScanRequest, a qual program, the files */
+/* SCAN_RUN: WarpScanRequest, a qual (or projection) program, the files */
 static bool
 parse_scan(SvcRunDesc *d, const uint8_t *p, size_t len, char *msg, size_t msglen)
 {
@@ -164,8 +164,10 @@ parse_scan(SvcRunDesc *d, const uint8_t *p, size_t len, char *msg, size_t msglen
 		return false;
 	if (req->pad != 0)
 		return snprintf(msg, msglen, "SCAN_RUN's pad is not zero"), false;
-	if (d->prog->n_outs != 0)
-		return snprintf(msg, msglen, "a SCAN_RUN program has no outputs"), false;
+	/* a projection run (scan.c) returns its program's outputs, no chunk column */
+	if (d->prog->n_outs != 0 && req->n_outs != 0)
+		return snprintf(msg, msglen, "a SCAN_RUN program with outputs returns no chunk column"),
+			false;
 	for (int i = 0; i < d->prog->n_cols; i++)
 		if (XPU_COLS(d->prog)[i].col_index >= req->n_cols)
 			return snprintf(msg, msglen, "program column %d reads chunk column %u of %u",

@@ -23,6 +23,12 @@
  * every chunk column of every row, flagged WARP_SCAN_RECHECK, and the
  * backend evaluates the qual in PostgreSQL, which raises its own error.
  *
+ * A projection run (a program with outputs, which the request asks for with
+ * n_outs 0: GpuJoin's, whose outputs read the inner tables of its join
+ * depths) returns the program's outputs for the passing rows instead of
+ * chunk columns, each in the layout of its type (out_layout); it runs on
+ * the CPU engine, whose workers compute the outputs as they filter.
+ *
  * On the GPU engine the run's thread filters the batches on a GPU
  * (gpu_scan.c: the GPU input path GpuPreAgg uses, with its I/O threads,
  * double-buffered pinned slots and column cache) and hands each batch's
@@ -85,6 +91,7 @@ struct ScanTask
 								 * files[] below */
 	const XpuProgram *prog;
 	SvcJoinSet	joins;			/* the join depths' tables, held (join_store.c) */
+	uint32_t	n_pouts;		/* a projection run: the program's outputs; 0: none */
 	uint32_t	n_files;
 	ScanFile   *files;
 	ScanWork   *work;
@@ -188,7 +195,25 @@ typedef struct ScanWorker
 	uint32_t   *sel;			/* [mask_cap]: rows to return */
 	XpuColumnData *cols;		/* [n_cols] */
 	bool	   *want;			/* [widest schema] */
+	/* a projection run: a slice's outputs, then the batch's in column form */
+	XpuValue   *ovals;			/* [n_pouts * SCAN_SLICE] */
+	uint8_t    *onulls;			/* [n_pouts * SCAN_SLICE] */
+	struct ScanOut *outs;		/* [n_pouts] */
 } ScanWorker;
+
+/* one program output of a projection run over one batch, in column form */
+typedef struct ScanOut
+{
+	WarpScanColumn cs;			/* its layout (out_layout) */
+	ArrowArray	arr;			/* over the buffers below, for put_column */
+	uint8_t    *validity;		/* [cap / 8] */
+	uint8_t    *values;			/* [cap * width] or bits */
+	int32_t    *offsets;		/* [cap + 1] (VAR32) */
+	uint8_t    *data;			/* [data_cap] (VAR32) */
+	size_t		data_len;
+	size_t		data_cap;
+	int64_t		cap;			/* rows the buffers hold */
+} ScanOut;
 
 /* bytes that row r takes in a block of columns arrays[0 .. n - 1], at most */
 static size_t
@@ -312,27 +337,21 @@ add_piece(ScanTask *t, ScanWork *w, const ArrowArray *const *arrays, const WarpS
 }
 
 /*
- * make_pieces: the blocks of rows sel[0 .. n - 1] of batch `batch` (columns:
- * the first n_cols chunk columns), each small enough for one message.
+ * pieces_of: the blocks of rows sel[0 .. n - 1] of columns arrays[0 ..
+ * n_cols - 1] (layouts cs) of batch `batch` of file f, each small enough
+ * for one message.
  */
 static void
-make_pieces(ScanTask *t, ScanWork *w, const ScanFile *f, const ArrowBatch *batch,
-			const uint32_t *sel, uint32_t n, uint32_t n_cols, bool recheck)
+pieces_of(ScanTask *t, ScanWork *w, const ScanFile *f, const ArrowBatch *batch,
+		  const ArrowArray *const *arrays, const WarpScanColumn *cs,
+		  const uint32_t *sel, uint32_t n, uint32_t n_cols, bool recheck)
 {
-	const ArrowArray *arrays[4096];
-	WarpScanColumn cs[4096];
 	const size_t fixed = sizeof(WarpScanResult) +
 		(size_t) n_cols * (SCAN_ALIGN(sizeof(WarpScanColumn)) + 4 * 8 + 16);
 	const size_t budget = PGWARP_MAX_PAYLOAD - fixed;
 	uint32_t	start = 0;
 	size_t		bytes = 0;
 
-	for (uint32_t j = 0; j < n_cols; j++)
-	{
-		arrays[j] = &batch->columns[f->fields[j]];
-		memset(&cs[j], 0, sizeof(cs[j]));
-		cs[j].layout = field_layout(&f->file->schema.fields[f->fields[j]], &cs[j].width);
-	}
 	for (uint32_t i = 0; i < n && !scan_stopping(t); i++)
 	{
 		size_t		rb = row_bytes(arrays, cs, n_cols, sel[i]);
@@ -362,6 +381,236 @@ make_pieces(ScanTask *t, ScanWork *w, const ScanFile *f, const ArrowBatch *batch
 		svc_fail(&t->fail, WARP_ERR_OUT_OF_MEMORY, "out of memory");
 }
 
+/*
+ * make_pieces: the blocks of rows sel[0 .. n - 1] of batch `batch` (columns:
+ * the first n_cols chunk columns), each small enough for one message.
+ */
+static void
+make_pieces(ScanTask *t, ScanWork *w, const ScanFile *f, const ArrowBatch *batch,
+			const uint32_t *sel, uint32_t n, uint32_t n_cols, bool recheck)
+{
+	const ArrowArray *arrays[4096];
+	WarpScanColumn cs[4096];
+
+	for (uint32_t j = 0; j < n_cols; j++)
+	{
+		arrays[j] = &batch->columns[f->fields[j]];
+		memset(&cs[j], 0, sizeof(cs[j]));
+		cs[j].layout = field_layout(&f->file->schema.fields[f->fields[j]], &cs[j].width);
+	}
+	pieces_of(t, w, f, batch, arrays, cs, sel, n, n_cols, recheck);
+}
+
+/* ---------------------------------------------------------------- outputs */
+
+/*
+ * out_layout: the layout in which a projection run returns an output of
+ * XpuType type (its width): integers, dates, timestamps and floats as
+ * their C values, numeric as its 128-bit fixed point (the register's
+ * scale, which the backend knows from the program), text as VAR32; 0: none
+ */
+static WarpScanLayout
+out_layout(uint8_t type, uint32_t *width)
+{
+	*width = 0;
+	switch (type)
+	{
+		case XPU_T_BOOL:
+			return WARP_SCAN_BITS;
+		case XPU_T_INT2:
+			*width = 2;
+			return WARP_SCAN_FIXED;
+		case XPU_T_INT4: case XPU_T_DATE: case XPU_T_FLOAT4:
+			*width = 4;
+			return WARP_SCAN_FIXED;
+		case XPU_T_INT8: case XPU_T_TIMESTAMP: case XPU_T_TIMESTAMPTZ: case XPU_T_FLOAT8:
+			*width = 8;
+			return WARP_SCAN_FIXED;
+		case XPU_T_NUMERIC:
+			*width = 16;
+			return WARP_SCAN_FIXED;
+		case XPU_T_TEXT:
+			return WARP_SCAN_VAR32;
+		default:
+			return 0;
+	}
+}
+
+/* the type of output k of prog */
+static uint8_t
+out_type(const XpuProgram *prog, uint32_t k)
+{
+	return XPU_REGS(prog)[XPU_OUTS(prog)[k]].type;
+}
+
+/* room for n_rows rows in each output of worker w; false: out of memory */
+static bool
+out_reserve(ScanWorker *w, const ScanTask *t, int64_t n_rows)
+{
+	for (uint32_t k = 0; k < t->n_pouts; k++)
+	{
+		ScanOut    *o = &w->outs[k];
+		size_t		vb = o->cs.layout == WARP_SCAN_BITS ? (size_t) (n_rows + 7) / 8 :
+			(size_t) n_rows * o->cs.width;
+		void	   *v, *b, *off;
+
+		if (n_rows <= o->cap)
+			continue;
+		b = realloc(o->validity, (size_t) (n_rows + 7) / 8);
+		if (b != NULL)
+			o->validity = b;
+		v = realloc(o->values, vb > 0 ? vb : 1);
+		if (v != NULL)
+			o->values = v;
+		off = realloc(o->offsets, sizeof(int32_t) * (size_t) (n_rows + 1));
+		if (off != NULL)
+			o->offsets = off;
+		if (b == NULL || v == NULL || off == NULL)
+			return false;
+		o->cap = n_rows;
+	}
+	return true;
+}
+
+/* appends len bytes to output o's data; false: out of memory or too long */
+static bool
+out_data(ScanOut *o, const char *p, int32_t len)
+{
+	if (o->data_len + (size_t) len > (size_t) INT32_MAX)
+		return false;
+	if (o->data_len + (size_t) len > o->data_cap)
+	{
+		size_t		cap = o->data_cap ? o->data_cap : 65536;
+		uint8_t    *d;
+
+		while (cap < o->data_len + (size_t) len)
+			cap *= 2;
+		if ((d = realloc(o->data, cap)) == NULL)
+			return false;
+		o->data = d;
+		o->data_cap = cap;
+	}
+	memcpy(o->data + o->data_len, p, (size_t) len);
+	o->data_len += (size_t) len;
+	return true;
+}
+
+/*
+ * out_value: output k's value v of row r, not null, into its column form
+ * (text appended to its data); false: out of memory, or text beyond VAR32
+ */
+static bool
+out_value(ScanOut *o, uint8_t type, const XpuValue *v, int64_t r)
+{
+	uint8_t    *p = o->values + (size_t) r * o->cs.width;
+
+	o->validity[r / 8] |= (uint8_t) (1u << (r % 8));
+	switch (type)
+	{
+		case XPU_T_TEXT:
+			o->offsets[r] = (int32_t) o->data_len;
+			if (!out_data(o, v->t.p, v->t.len))
+				return false;
+			o->offsets[r + 1] = (int32_t) o->data_len;
+			return true;
+		case XPU_T_BOOL:
+			if (v->i)
+				o->values[r / 8] |= (uint8_t) (1u << (r % 8));
+			else
+				o->values[r / 8] &= (uint8_t) ~(1u << (r % 8));
+			return true;
+		case XPU_T_INT2:
+			{
+				int16_t		x = (int16_t) v->i;
+
+				memcpy(p, &x, 2);
+				return true;
+			}
+		case XPU_T_INT4:
+		case XPU_T_DATE:
+			{
+				int32_t		x = (int32_t) v->i;
+
+				memcpy(p, &x, 4);
+				return true;
+			}
+		case XPU_T_FLOAT4:
+			memcpy(p, &v->f4, 4);
+			return true;
+		case XPU_T_FLOAT8:
+			memcpy(p, &v->f8, 8);
+			return true;
+		case XPU_T_NUMERIC:
+			memcpy(p, &v->n, 16);
+			return true;
+		default:
+			memcpy(p, &v->i, 8);
+			return true;
+	}
+}
+
+/*
+ * out_slice: the outputs of rows row0 .. row0 + n - 1 of the batch (the
+ * slice just run: w->ovals, w->onulls) into its column form, for the rows
+ * that passed (only they are returned: pieces_of reads the rows of
+ * w->sel); the others are null.  row0 is a multiple of 8 (SCAN_SLICE).
+ * False: out of memory, or text beyond VAR32.
+ */
+static bool
+out_slice(ScanWorker *w, const ScanTask *t, int64_t row0, int64_t n)
+{
+	for (uint32_t k = 0; k < t->n_pouts; k++)
+	{
+		ScanOut    *o = &w->outs[k];
+
+		if (row0 == 0)
+			o->data_len = 0;
+		memset(o->validity + row0 / 8, 0, (size_t) (n + 7) / 8);
+	}
+	for (int64_t i = 0; i < n; i++)
+	{
+		if (!w->mask[row0 + i])
+			continue;
+		for (uint32_t k = 0; k < t->n_pouts; k++)
+		{
+			ScanOut    *o = &w->outs[k];
+			size_t		at = (size_t) k * n + i;
+
+			if (w->onulls[at])
+			{
+				/* a null text still has its (empty) place in the offsets */
+				if (o->cs.layout == WARP_SCAN_VAR32)
+					o->offsets[row0 + i] = o->offsets[row0 + i + 1] = (int32_t) o->data_len;
+				continue;
+			}
+			if (!out_value(o, out_type(t->prog, k), &w->ovals[at], row0 + i))
+				return false;
+		}
+	}
+	return true;
+}
+
+/* the batch's outputs (out_slice) as arrays for pieces_of, over n_rows rows */
+static void
+out_arrays(ScanWorker *w, const ScanTask *t, int64_t n_rows,
+		   const ArrowArray **arrays, WarpScanColumn *cs)
+{
+	for (uint32_t k = 0; k < t->n_pouts; k++)
+	{
+		ScanOut    *o = &w->outs[k];
+
+		memset(&o->arr, 0, sizeof(o->arr));
+		o->arr.length = n_rows;
+		o->arr.validity = o->validity;
+		o->arr.values = o->values;
+		o->arr.offsets = o->offsets;
+		o->arr.data = o->data;
+		o->arr.data_length = (int64_t) o->data_len;
+		arrays[k] = &o->arr;
+		cs[k] = o->cs;
+	}
+}
+
 /* ---------------------------------------------------------------- workers */
 
 /*
@@ -381,7 +630,8 @@ filter_batch(ScanWorker *w, const ScanFile *f, const ArrowBatch *batch)
 	{
 		int64_t		n = batch->n_rows - row0 < SCAN_SLICE ? batch->n_rows - row0 : SCAN_SLICE;
 		XpuChunk	chunk = {n, (int32_t) t->desc.n_cols, 0, w->cols};
-		XpuResult	res = {n, w->mask + row0, NULL, NULL};
+		XpuResult	res = {n, w->mask + row0, t->n_pouts ? w->ovals : NULL,
+		t->n_pouts ? w->onulls : NULL};
 
 		svc_join_chunk(&chunk, &t->joins);
 
@@ -390,6 +640,12 @@ filter_batch(ScanWorker *w, const ScanFile *f, const ArrowBatch *batch)
 		memset(&err, 0, sizeof(err));
 		if (xpu_cpu_exec(prog, &chunk, &res, w->workspace, &err) != XPU_OK)
 			return 0;
+		if (t->n_pouts > 0 && !out_slice(w, t, row0, n))
+		{
+			svc_fail(&t->fail, WARP_ERR_OUT_OF_MEMORY,
+					  "out of memory for the outputs of a projection (or text beyond 2 GB)");
+			return 0;
+		}
 	}
 	return 1;
 }
@@ -468,13 +724,28 @@ scan_one(ScanWorker *w, int64_t i)
 			return;
 		}
 	}
+	if (t->n_pouts > 0 && !out_reserve(w, t, batch->n_rows))
+	{
+		arrow_batch_free(batch);
+		svc_fail(&t->fail, WARP_ERR_OUT_OF_MEMORY, "out of memory");
+		return;
+	}
 	if (t->engine == WARP_ENGINE_CPU)
 		ok = filter_batch(w, f, batch);
 	mask = t->engine == WARP_ENGINE_GPU ? wk->mask : w->mask;
 	for (int64_t r = 0; r < batch->n_rows; r++)
 		if (!ok || mask[r])
 			w->sel[n++] = (uint32_t) r;
-	if (!scan_stopping(t))
+	if (!scan_stopping(t) && ok && t->n_pouts > 0)
+	{
+		/* a projection run: the program's outputs */
+		const ArrowArray *arrays[4096];
+		WarpScanColumn cs[4096];
+
+		out_arrays(w, t, batch->n_rows, arrays, cs);
+		pieces_of(t, wk, f, batch, arrays, cs, w->sel, n, t->n_pouts, false);
+	}
+	else if (!scan_stopping(t))
 		make_pieces(t, wk, f, batch, w->sel, n, ok ? t->desc.n_outs : t->desc.n_cols, !ok);
 	svc_add_counter(&t->rows_passed, n);
 	if (!ok)
@@ -588,7 +859,17 @@ run_workers(ScanTask *t)
 		w->workspace = aligned_alloc(16, (xpu_cpu_workspace_size(t->prog) + 15) & ~(size_t) 15);
 		w->cols = calloc(t->desc.n_cols ? t->desc.n_cols : 1, sizeof(XpuColumnData));
 		w->want = calloc(widest, sizeof(bool));
-		if (!w->workspace || !w->cols || !w->want)
+		if (t->n_pouts > 0)
+		{
+			w->ovals = malloc(sizeof(XpuValue) * t->n_pouts * SCAN_SLICE);
+			w->onulls = malloc((size_t) t->n_pouts * SCAN_SLICE);
+			if ((w->outs = calloc(t->n_pouts, sizeof(ScanOut))) != NULL)
+				for (uint32_t k = 0; k < t->n_pouts; k++)
+					w->outs[k].cs.layout = out_layout(out_type(t->prog, k),
+													  &w->outs[k].cs.width);
+		}
+		if (!w->workspace || !w->cols || !w->want ||
+			(t->n_pouts > 0 && (!w->ovals || !w->onulls || !w->outs)))
 		{
 			svc_fail(&t->fail, WARP_ERR_OUT_OF_MEMORY, "out of memory");
 			break;
@@ -610,6 +891,16 @@ run_workers(ScanTask *t)
 		free(ws[i].want);
 		free(ws[i].mask);
 		free(ws[i].sel);
+		free(ws[i].ovals);
+		free(ws[i].onulls);
+		for (uint32_t k = 0; ws[i].outs != NULL && k < t->n_pouts; k++)
+		{
+			free(ws[i].outs[k].validity);
+			free(ws[i].outs[k].values);
+			free(ws[i].outs[k].offsets);
+			free(ws[i].outs[k].data);
+		}
+		free(ws[i].outs);
 	}
 	free(ws);
 }
@@ -675,6 +966,21 @@ scan_task_start(const uint8_t *payload, uint32_t len, const ServiceGpu *gpu,
 	/* auto: the GPU where the service has one, as GpuPreAgg */
 	if (!svc_run_engine(gpu, &t->desc, &t->engine, werr, msg, msglen))
 		return scan_task_free(t), NULL;
+	/* a projection run: outputs of types SCAN_RESULT carries, on the CPU engine */
+	t->n_pouts = t->prog->n_outs;
+	for (uint32_t k = 0; k < t->n_pouts; k++)
+	{
+		uint32_t	width;
+
+		if (out_layout(out_type(t->prog, k), &width) == 0)
+		{
+			*werr = WARP_ERR_UNSUPPORTED;
+			snprintf(msg, msglen, "SCAN_RUN output %u has a type SCAN_RESULT does not carry", k);
+			return scan_task_free(t), NULL;
+		}
+	}
+	if (t->n_pouts > 0)
+		t->engine = WARP_ENGINE_CPU;
 	if (!svc_task_thread_start(&t->task, "SCAN_RUN", task_main, t, notify_fd, werr, msg, msglen))
 		return scan_task_free(t), NULL;
 	return t;

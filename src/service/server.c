@@ -947,6 +947,19 @@ join_load(Conn *c, const uint8_t *payload, uint32_t len)
 	return conn_send(c, WARP_MSG_JOIN_LOAD, &res, sizeof(res));
 }
 
+/* join_drop: JOIN_DROP, the backend is done with a table (join_store.c) */
+static bool
+join_drop(Conn *c, const uint8_t *payload, uint32_t len)
+{
+	WarpJoinDrop req;
+
+	if (len != sizeof(req))
+		return conn_fail(c, true, WARP_ERR_PROTOCOL, "JOIN_DROP of %u bytes", len);
+	memcpy(&req, payload, sizeof(req));
+	svc_join_drop(c, req.join_id);
+	return conn_send(c, WARP_MSG_JOIN_DROP, &req, sizeof(req));
+}
+
 /* join_find: JOIN_FIND, a table an earlier query kept (join_store.c) */
 static bool
 join_find(Conn *c, const uint8_t *payload, uint32_t len)
@@ -1021,6 +1034,8 @@ dispatch(Conn *c, const WarpMsgHeader *hdr, const uint8_t *payload)
 			return join_load(c, payload, hdr->length);
 		case WARP_MSG_JOIN_FIND:
 			return join_find(c, payload, hdr->length);
+		case WARP_MSG_JOIN_DROP:
+			return join_drop(c, payload, hdr->length);
 		case WARP_MSG_DEVICES:
 			{
 				uint32_t	type;

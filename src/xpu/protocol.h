@@ -150,7 +150,16 @@ typedef enum WarpMsgType
 	 * WARP_JOIN_CACHE (WarpJoinFind: its key and version); the service
 	 * answers JOIN_FIND (WarpJoinLoaded, join_id 0: none of that version).
 	 */
-	WARP_MSG_JOIN_FIND = 34
+	WARP_MSG_JOIN_FIND = 34,
+
+	/*
+	 * JOIN_DROP: the backend is done with a table it loaded or found
+	 * (WarpJoinDrop); the id stops naming it for this connection's runs (a
+	 * run that holds it keeps it; a kept table stays kept).  The answer is
+	 * JOIN_DROP with the same payload; an id the connection does not hold
+	 * is no error.
+	 */
+	WARP_MSG_JOIN_DROP = 35
 } WarpMsgType;
 
 /* HELLO: the backend sends its pid, the service answers with its own */
@@ -693,6 +702,13 @@ typedef struct WarpJoinFind
 } WarpJoinFind;
 
 WARP_STATIC_ASSERT(sizeof(WarpJoinFind) == 2 * WARP_JOIN_DIGEST, "WarpJoinFind layout");
+
+typedef struct WarpJoinDrop
+{
+	uint64_t	join_id;
+} WarpJoinDrop;
+
+WARP_STATIC_ASSERT(sizeof(WarpJoinDrop) == 8, "WarpJoinDrop layout");
 
 /* the reply to JOIN_LOAD and JOIN_FIND */
 typedef struct WarpJoinLoaded

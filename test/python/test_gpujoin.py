@@ -293,6 +293,30 @@ def test_inner_value_beyond_the_engine_falls_back():
     assert "does not hold exactly" in str(top), show(top)
 
 
+def test_tables_dropped_when_the_node_ends():
+    """A loop of star queries in one transaction (a plpgsql loop) holds one
+    query's inner tables at a time in the service, not one set per query
+    (the node drops its tables when it ends, not at the transaction's end)."""
+    settings = tuple(ON) + NO_PG_JOINS + ("SET pg_warp.gpujoin_cache = off",)
+    sql = "SELECT count(*) FROM gj.fact f JOIN gj.big b ON f.id = b.b_key"
+    top = DB.engine_ran(sql, NODE, settings)
+    line = find_nodes(top, NODE)[0]["Join Depth 1"]
+    table = int(line.split("table ")[1].split(" kB")[0]) * 1024
+    _, _, err = DB.psql("""
+DO $$
+DECLARE r bigint; m bigint; peak bigint := 0;
+BEGIN
+  FOR i IN 1..30 LOOP
+    SELECT count(*) INTO r FROM gj.fact f JOIN gj.big b ON f.id = b.b_key;
+    SELECT memory_in_use INTO m FROM pgwarp.service_status();
+    peak := greatest(peak, m);
+  END LOOP;
+  RAISE NOTICE 'peak %', peak;
+END $$""", settings + ("SET client_min_messages = notice",))
+    peak = int(err.split("peak ")[1].split()[0])
+    assert table > 100 * 1024 and peak < 3 * table, (peak, table, err)
+
+
 def test_error_is_postgres_own():
     """A division by zero in an aggregate over joined rows: PostgreSQL's error."""
     DB.same_error("SELECT c.c_nation, sum(f.v / (c.c_key - c.c_key)) FROM gj.fact f, "
