@@ -46,6 +46,7 @@
 #include "miscadmin.h"
 #include "nodes/makefuncs.h"
 #include "nodes/nodeFuncs.h"
+#include "optimizer/clauses.h"
 #include "optimizer/cost.h"
 #include "optimizer/optimizer.h"
 #include "optimizer/pathnode.h"
@@ -445,8 +446,16 @@ gj_plan_input(PlannerInfo *root, RelOptInfo *input_rel, bool heap_ok, const char
 			return (*why = "a joined relation that is not a table"), NULL;
 		/* an inner table is built once: its rows must not depend on a rescan's values */
 		foreach(lc, r->baserestrictinfo)
-			if (gj_has_exec_param((Node *) ((RestrictInfo *) lfirst(lc))->clause, NULL))
+		{
+			Node	   *clause = (Node *) ((RestrictInfo *) lfirst(lc))->clause;
+
+			/* (a subquery's own parameters are no outer query's values) */
+			if (contain_subplans(clause))
+				return (*why = psprintf("\"%s\" is filtered by a subquery",
+										get_rel_name(planner_rt_fetch(x, root)->relid))), NULL;
+			if (gj_has_exec_param(clause, NULL))
 				return (*why = "a joined relation filtered by a value of an outer query"), NULL;
+		}
 		if (ship_grouping_input(root, r, false, heap_ok) == NULL &&
 			gj_special_join(root, r) == NULL)
 			outers = lappend(outers, r);
