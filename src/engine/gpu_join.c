@@ -47,6 +47,7 @@
 #include "nodes/makefuncs.h"
 #include "nodes/nodeFuncs.h"
 #include "optimizer/appendinfo.h"
+#include "optimizer/clauses.h"
 #include "optimizer/cost.h"
 #include "optimizer/optimizer.h"
 #include "optimizer/pathnode.h"
@@ -440,8 +441,16 @@ gj_plan_checks(PlannerInfo *root, RelOptInfo *input_rel)
 			return "a joined relation that is not a table";
 		/* an inner table is built once: its rows must not depend on a rescan's values */
 		foreach(lc, r->baserestrictinfo)
-			if (gj_has_exec_param((Node *) ((RestrictInfo *) lfirst(lc))->clause, NULL))
+		{
+			Node	   *clause = (Node *) ((RestrictInfo *) lfirst(lc))->clause;
+
+			/* (a subquery's own parameters are no outer query's values) */
+			if (contain_subplans(clause))
+				return psprintf("\"%s\" is filtered by a subquery",
+								get_rel_name(planner_rt_fetch(x, root)->relid));
+			if (gj_has_exec_param(clause, NULL))
 				return "a joined relation filtered by a value of an outer query";
+		}
 	}
 	return NULL;
 }

@@ -409,6 +409,10 @@ NOT_JOINED = [
     # a semi join with a clause beyond its keys
     ("SELECT count(*) FROM gj.fact f WHERE EXISTS (SELECT 1 FROM gj.nokey n "
      "WHERE n.k = f.q1 AND n.label > f.tk)", "clauses beyond equal keys"),
+    # NOT IN (subquery) over the fact table: the subquery is named, not an outer query
+    ("SELECT c.c_nation, count(*) FROM gj.fact f JOIN gj.customer c ON f.ck = c.c_key "
+     "WHERE f.q1 NOT IN (SELECT k FROM gj.nokey) GROUP BY c.c_nation",
+     '"fact" is filtered by a subquery'),
     # a join by an inequality only
     ("SELECT count(*) FROM gj.fact f, gj.customer c WHERE f.ck < c.c_key",
      "no equality"),
