@@ -82,5 +82,6 @@ extern XpuType codegen_builtin_type(Oid typid);
 extern XpuType codegen_value_type(Oid typid, int32 typmod, int *scale);
 extern int	codegen_numeric_typmod_scale(int32 typmod);
 extern bool codegen_numeric_value(Datum d, __int128 *v, int *scale);
+extern Datum codegen_numeric_datum(__int128 v, int scale);
 
 #endif							/* PG_WARP_CODEGEN_H */

@@ -115,3 +115,14 @@ codegen_numeric_value(Datum d, __int128 *v, int *scale)
 	*v = neg ? -acc : acc;
 	return *scale <= XPU_NUMERIC_MAX_SCALE;
 }
+
+/* the numeric Datum of v / 10^scale (the inverse of codegen_numeric_value) */
+Datum
+codegen_numeric_datum(__int128 v, int scale)
+{
+	char		buf[64];
+
+	xpu_numeric_format(v, scale, buf);
+	return DirectFunctionCall3(numeric_in, CStringGetDatum(buf),
+							   ObjectIdGetDatum(InvalidOid), Int32GetDatum(-1));
+}

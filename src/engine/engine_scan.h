@@ -131,10 +131,12 @@ typedef struct EngineOps
  * op_begin, op_exec, op_end, op_rescan, op_dsm_size, op_dsm_init,
  * op_shutdown and op_explain.  GpuScan's: ENGINE_OPS(gs, "GpuScan", GsState).
  */
-#define ENGINE_OPS(op, name, State) \
+#define ENGINE_OPS(op, name, State) ENGINE_OPS_PLAN(op, op##_plan_path, name, State)
+/* the same, for an operator whose plan function is another operator's (plan) */
+#define ENGINE_OPS_PLAN(op, plan, name, State) \
 { \
 	.scan = {.CustomName = (name), .CreateCustomScanState = engine_scan_create}, \
-	.path = {.CustomName = (name), .PlanCustomPath = op##_plan_path}, \
+	.path = {.CustomName = (name), .PlanCustomPath = (plan)}, \
 	.state_size = sizeof(State), \
 	.begin = op##_begin, \
 	.exec = op##_exec, \

@@ -977,17 +977,6 @@ gs_row_ready(GsState *st, TupleTableSlot *slot)
 
 /* ---------------- GpuJoin ---------------- */
 
-/* a numeric Datum of v / 10^scale */
-static Datum
-gjs_numeric(__int128 v, int scale)
-{
-	char		buf[64];
-
-	xpu_numeric_format(v, scale, buf);
-	return DirectFunctionCall3(numeric_in, CStringGetDatum(buf),
-							   ObjectIdGetDatum(InvalidOid), Int32GetDatum(-1));
-}
-
 /*
  * gjs_value: output k of row `row` of the current block as a Datum of its
  * type (service/scan.c's out_layout: C values, numeric's 128-bit fixed
@@ -1030,7 +1019,7 @@ gjs_value(GsState *st, int k, uint32 row, bool *isnull)
 			return Float8GetDatum(v.f8);
 		case NUMERICOID:
 			GJS_FIXED(16);
-			return gjs_numeric(v.n, st->out_scales[k]);
+			return codegen_numeric_datum(v.n, st->out_scales[k]);
 		case TEXTOID:
 		case VARCHAROID:
 			{
@@ -1494,19 +1483,7 @@ gs_explain(EngineScanState *node, List *ctx, ExplainState *es)
 static const EngineOps gs_ops = ENGINE_OPS(gs, "GpuScan", GsState);
 
 /* GpuJoin's node (gpu_join_scan.c plans it): GpuScan's executor */
-static const EngineOps gjs_ops = {
-	.scan = {.CustomName = "GpuJoin", .CreateCustomScanState = engine_scan_create},
-	.path = {.CustomName = "GpuJoin", .PlanCustomPath = gjs_plan_path},
-	.state_size = sizeof(GsState),
-	.begin = gs_begin,
-	.exec = gs_exec,
-	.end = gs_end,
-	.rescan = gs_rescan,
-	.dsm_size = gs_dsm_size,
-	.dsm_init = gs_dsm_init,
-	.shutdown = gs_shutdown,
-	.explain = gs_explain,
-};
+static const EngineOps gjs_ops = ENGINE_OPS_PLAN(gs, gjs_plan_path, "GpuJoin", GsState);
 
 /* GpuJoin's path and plan methods (gpu_join_scan.c) */
 const CustomPathMethods *

@@ -18,21 +18,11 @@
 #include "utils/date.h"
 #include "utils/pg_locale.h"
 
+#include "engine/codegen.h"
 #include "engine/gpu_preagg.h"
 #include "xpu/xpu_half.h"
 
 /* ---------------- groups into tuples ---------------- */
-
-/* a numeric Datum of v / 10^scale */
-static Datum
-gpa_numeric(__int128 v, int scale)
-{
-	char		buf[64];
-
-	xpu_numeric_format(v, scale, buf);
-	return DirectFunctionCall3(numeric_in, CStringGetDatum(buf),
-							   ObjectIdGetDatum(InvalidOid), Int32GetDatum(-1));
-}
 
 /*
  * the Datum of type typid held as an XpuValue-like int64/double/int128;
@@ -51,7 +41,7 @@ gpa_value_datum(Oid typid, Oid float2_oid, int scale, int64 i, double f8, __int1
 		case INT8OID: return Int64GetDatum(i);
 		case FLOAT4OID: return Float4GetDatum((float4) f8);
 		case FLOAT8OID: return Float8GetDatum(f8);
-		case NUMERICOID: return gpa_numeric(n, scale);
+		case NUMERICOID: return codegen_numeric_datum(n, scale);
 		case DATEOID: return DateADTGetDatum((DateADT) i);
 		case TIMESTAMPOID:
 		case TIMESTAMPTZOID: return Int64GetDatum(i);
@@ -386,9 +376,9 @@ gpa_final(GpaAggExec *ae, const XpuAggState *s, const uint8 *extra, bool *isnull
 			/* int4_sum and int2_sum add in int64 without an overflow check */
 			return Int64GetDatum((int64) (uint64) s->v.i128);
 		case FIN_SUM_NUMERIC:
-			return gpa_numeric(s->v.i128, ae->scale);
+			return codegen_numeric_datum(s->v.i128, ae->scale);
 		case FIN_AVG_NUMERIC:
-			return DirectFunctionCall2(numeric_div, gpa_numeric(s->v.i128, ae->scale),
+			return DirectFunctionCall2(numeric_div, codegen_numeric_datum(s->v.i128, ae->scale),
 									   DirectFunctionCall1(int8_numeric,
 														   Int64GetDatum(s->count)));
 		case FIN_SUM_FLOAT8:
