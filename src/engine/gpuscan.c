@@ -83,7 +83,6 @@
 #include "utils/rel.h"
 #include "utils/ruleutils.h"
 #include "utils/builtins.h"
-#include "arrow/arrow_bits.h"
 
 #include "pg_warp.h"
 #include "engine/codegen.h"
@@ -977,6 +976,13 @@ gs_row_ready(GsState *st, TupleTableSlot *slot)
 
 /* ---------------- GpuJoin ---------------- */
 
+/* is bit i of an Arrow bitmap set */
+static inline bool
+gjs_bit(const uint8 *bits, uint32 i)
+{
+	return (bits[i >> 3] >> (i & 7)) & 1;
+}
+
 /*
  * gjs_value: output k of row `row` of the current block as a Datum of its
  * type (service/scan.c's out_layout: C values, numeric's 128-bit fixed
@@ -996,14 +1002,14 @@ gjs_value(GsState *st, int k, uint32 row, bool *isnull)
 		__int128	n;
 	}			v;
 
-	*isnull = !arrow_bit_valid(a->validity, row);
+	*isnull = a->validity != NULL && !gjs_bit(a->validity, row);
 	if (*isnull)
 		return (Datum) 0;
 #define GJS_FIXED(w)	memcpy(&v, a->values + (Size) row * (w), (w))
 	switch (st->out_types[k])
 	{
 		case BOOLOID:
-			return BoolGetDatum(arrow_bit_get(a->values, row));
+			return BoolGetDatum(gjs_bit(a->values, row));
 		case INT2OID:
 			GJS_FIXED(2);
 			return Int16GetDatum(v.i2);
