@@ -44,6 +44,7 @@ OBJS         = \
 	src/engine/gpu_join_scan.o \
 	src/engine/gpu_preagg.o \
 	src/engine/heap_source.o \
+	src/engine/preagg_aggs.o \
 	src/engine/preagg_store.o \
 	src/engine/preagg_values.o \
 	src/engine/shippable.o \

@@ -87,6 +87,7 @@ typedef struct GpaPlanInfo
 
 /* in gpu_preagg.c */
 extern const GpaAggInfo *gpa_agg_info(Oid fn);
+extern int	gpa_n_states(const GpaAggInfo *info);
 extern bool gpa_heap_enabled(void);
 extern bool gpa_grouping_offloadable(PlannerInfo *root, GroupPathExtraData *extra);
 extern List *gpa_base_quals(PlannerInfo *root, RelOptInfo *base, const char **why);
