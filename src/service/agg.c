@@ -274,9 +274,28 @@ task_stopping(AggTask *t)
 	return svc_stopping(&t->fail, &t->canceled);
 }
 
+/* an expanding program's output rows into the worker's table (xpu_cpu_exec_each) */
+typedef struct AggSink
+{
+	AggWorker  *w;
+	uint64_t	passed;
+} AggSink;
+
+static int
+agg_sink(void *arg, const XpuResult *res, XpuError *err)
+{
+	AggSink    *as = (AggSink *) arg;
+
+	for (int64_t r = 0; r < res->nrows; r++)
+		as->passed += res->mask[r];
+	return xpu_agg_table_update(as->w->table, res, err);
+}
+
 /*
  * run_slices: runs the program over the slices of l's batch that this
- * worker claims, until none is left or the run stops, into w->table
+ * worker claims, until none is left or the run stops, into w->table (a
+ * program whose rows expand, through xpu_cpu_exec_each: a slice's output
+ * rows AGG_SLICE at a time)
  */
 static void
 run_slices(AggWorker *w, AggLive *l)
@@ -305,6 +324,22 @@ run_slices(AggWorker *w, AggLive *l)
 		for (int k = 0; k < prog->n_cols; k++)
 			w->cols[k].offset = row0;
 		memset(&err, 0, sizeof(err));
+		if (xpu_program_expands(prog))
+		{
+			AggSink		as = {w, 0};
+			int			rc;
+
+			res.nrows = AGG_SLICE;
+			rc = xpu_cpu_exec_each(prog, &chunk, &res, w->workspace, &err, agg_sink, &as);
+			passed += as.passed;
+			if (rc == 0)
+				task_xpu_error(t, &err);
+			else if (rc < 0)
+				task_table_error(t, &err);
+			if (rc <= 0)
+				break;
+			continue;
+		}
 		if (xpu_cpu_exec(prog, &chunk, &res, w->workspace, &err) != XPU_OK)
 		{
 			task_xpu_error(t, &err);

@@ -186,18 +186,6 @@ xpu_row_run(const XpuProgram *prog, int begin, int end, const XpuChunk *chunk,
 
 /* ---------------- probes of every match (xpu_join.h) ---------------- */
 
-/* does prog hold a probe of every match (its rows may expand) */
-XPU_HOST_DEVICE int
-xpu_program_expands(const XpuProgram *prog)
-{
-	const XpuInstr *ins = XPU_INSTRS(prog);
-
-	for (int pc = prog->stage_start[XPU_STAGE_JOIN]; pc < prog->stage_start[XPU_STAGE_JOIN + 1]; pc++)
-		if (ins[pc].op == XPU_OP_JOIN_PROBE && (ins[pc].imm & XPU_JOIN_PROBE_EACH))
-			return 1;
-	return 0;
-}
-
 /*
  * xpu_row_each_first: LOAD, QUAL and JOIN (instructions [begin, the GROUP
  * stage)) for one row, cols/row as xpu_row_span's, every probe of every

@@ -1030,6 +1030,18 @@ xpu_program_probes(const XpuProgram *prog)
 	return 0;
 }
 
+/* does prog hold a probe of every match (its rows may expand: xpu_cpu_exec_each) */
+XPU_HOST_DEVICE int
+xpu_program_expands(const XpuProgram *prog)
+{
+	const XpuInstr *ins = XPU_INSTRS(prog);
+
+	for (int pc = prog->stage_start[XPU_STAGE_JOIN]; pc < prog->stage_start[XPU_STAGE_JOIN + 1]; pc++)
+		if (ins[pc].op == XPU_OP_JOIN_PROBE && (ins[pc].imm & XPU_JOIN_PROBE_EACH))
+			return 1;
+	return 0;
+}
+
 /* ---------------------------------------------------------------- host: building */
 
 /* host functions (declared for nvcc too: host code of a .cu may call them) */
