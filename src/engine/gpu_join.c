@@ -17,11 +17,14 @@
  * inner relation, with an operator whose equality the engine's key bytes
  * give exactly (integers of any width, float4/float8, numeric, date,
  * timestamp[tz], bool, text of a deterministic collation), are the keys;
- * the other clauses are join quals, compiled into the program.  The inner
- * keys must be provably unique by themselves (a primary key or a unique
- * index over them, as dimension tables have), so that a probe finds at most
- * one inner row and the join never multiplies rows.  What stays in
- * PostgreSQL says why (EXPLAIN VERBOSE, explain_why).
+ * the other clauses are join quals, compiled into the program.  Where the
+ * inner keys are provably unique by themselves (a primary key or a unique
+ * index over them, as dimension tables have), a probe finds at most one
+ * inner row; elsewhere an INNER or LEFT depth probes every match (the
+ * outer row goes on once per matching inner row: row expansion, xpu_join.h)
+ * unless PostgreSQL estimates that the depths multiply the outer rows by
+ * more than GJ_MAX_EXPANSION.  What stays in PostgreSQL says why (EXPLAIN
+ * VERBOSE, explain_why).
  *
  * Execution.  Each inner relation runs as PostgreSQL plans it (its own
  * filters and scan), its plan's target list being the inner keys, then the
@@ -275,15 +278,49 @@ gj_depth(PlannerInfo *root, Relids joined, RelOptInfo *rel, const char **why)
 						name ? name : "?");
 		return NULL;
 	}
-	if (!gj_keys_unique(root, joined, rel, key_ris))
-	{
-		*why = psprintf("the join keys of \"%s\" are not known to be unique "
-						"(GpuJoin probes a primary key or a unique index)", name ? name : "?");
-		return NULL;
-	}
+	/* keys not known to be unique: the depth probes every match (row expansion) */
+	d->unique = gj_keys_unique(root, joined, rel, key_ris);
 	d->rel = rel;
 	d->jointype = sj ? XPU_JOIN_LEFT : XPU_JOIN_INNER;
 	return d;
+}
+
+/* does depth d probe every match (an INNER or LEFT depth of keys that may repeat) */
+static bool
+gj_depth_each(const GjDepth *d)
+{
+	return !d->unique && (d->jointype == XPU_JOIN_INNER || d->jointype == XPU_JOIN_LEFT);
+}
+
+/*
+ * GJ_MAX_EXPANSION: a plan whose depths of keys that may repeat multiply
+ * the outer rows by more than this (PostgreSQL's estimate) stays in
+ * PostgreSQL: the engine would run each joined row through the program
+ * and the aggregation, where PostgreSQL may choose another join order
+ */
+#define GJ_MAX_EXPANSION	100.0
+
+/*
+ * gj_depth_rows: PostgreSQL's estimate of the rows after depth d, from
+ * rows before it: the join selectivity of its key clauses
+ * (clauselist_selectivity, as a join's size estimate takes it) over the
+ * product of the rows; a LEFT depth keeps every row at least, a SEMI or
+ * ANTI depth at most every row, a depth of unique keys at most one a row
+ */
+static double
+gj_depth_rows(PlannerInfo *root, const GjDepth *d, double rows)
+{
+	double		sel, out;
+
+	if (d->jointype == XPU_JOIN_SEMI || d->jointype == XPU_JOIN_ANTI)
+		return rows;
+	sel = clauselist_selectivity(root, d->key_clauses, 0, JOIN_INNER, NULL);
+	out = clamp_row_est(rows * d->rel->rows * sel);
+	if (d->unique)
+		out = Min(out, rows);
+	if (d->jointype == XPU_JOIN_LEFT)
+		out = Max(out, rows);
+	return out;
 }
 
 /*
@@ -296,6 +333,7 @@ gj_plan_depths(PlannerInfo *root, RelOptInfo *input_rel, RelOptInfo *outer, cons
 	Relids		joined = bms_copy(outer->relids);
 	Relids		left = bms_difference(input_rel->relids, joined);
 	List	   *depths = NIL;
+	double		rows = outer->rows;
 
 	while (!bms_is_empty(left))
 	{
@@ -317,6 +355,18 @@ gj_plan_depths(PlannerInfo *root, RelOptInfo *input_rel, RelOptInfo *outer, cons
 			return (*why = why1), NIL;
 		if (list_length(depths) >= XPU_MAX_MASK_DEPTH / 2)
 			return (*why = psprintf("more than %d joins", XPU_MAX_MASK_DEPTH / 2)), NIL;
+		best->rows_out = gj_depth_rows(root, best, rows);
+		if (gj_depth_each(best) && best->rows_out > GJ_MAX_EXPANSION * Max(outer->rows, 1.0))
+		{
+			char	   *name = get_rel_name(planner_rt_fetch(best->rel->relid, root)->relid);
+
+			return (*why = psprintf("the join keys of \"%s\" are not known to be unique and "
+									"PostgreSQL estimates %.0f joined rows from %.0f outer rows "
+									"(GpuJoin takes at most %.0f times as many)",
+									name ? name : "?", best->rows_out, outer->rows,
+									GJ_MAX_EXPANSION)), NIL;
+		}
+		rows = best->rows_out;
 		depths = lappend(depths, best);
 		joined = bms_add_members(joined, best->rel->relids);
 		left = bms_del_members(left, best->rel->relids);
@@ -492,6 +542,7 @@ gj_codegen_joins(const GjPlan *gp)
 		j->outer_keys = d->outer_keys;
 		j->quals = d->quals;
 		j->pay_vars = d->pay_vars;
+		j->each = gj_depth_each(d);
 		joins = lappend(joins, j);
 	}
 	return joins;
@@ -516,7 +567,7 @@ gj_outer_exprs(const GjPlan *gp)
 /*
  * gj_private: what the plan keeps of each depth: (jointype, inner keys,
  * payload Vars, the join's clauses for EXPLAIN: the keys' then the others,
- * the number of the keys')
+ * the number of the keys', whether its keys may repeat)
  */
 List *
 gj_private(const GjPlan *gp)
@@ -528,10 +579,11 @@ gj_private(const GjPlan *gp)
 	{
 		GjDepth    *d = lfirst(lc);
 
-		priv = lappend(priv, list_make5(makeInteger(d->jointype), d->inner_keys,
-										d->pay_vars,
-										list_concat(list_copy(d->key_clauses), d->quals),
-										makeInteger(list_length(d->key_clauses))));
+		priv = lappend(priv, lappend(list_make5(makeInteger(d->jointype), d->inner_keys,
+												d->pay_vars,
+												list_concat(list_copy(d->key_clauses), d->quals),
+												makeInteger(list_length(d->key_clauses))),
+									 makeInteger(gj_depth_each(d) ? 1 : 0)));
 	}
 	return priv;
 }
@@ -549,6 +601,18 @@ gj_inner_cost(const GjPlan *gp)
 
 		/* each inner row read, converted and put into the table */
 		cost += d->inner_path->total_cost + d->rel->rows * cpu_tuple_cost;
+	}
+	/*
+	 * the rows that depths of keys that may repeat add (their estimate past
+	 * the outer rows, which the caller costs): each runs the program's rest
+	 * and the aggregation as an outer row does
+	 */
+	if (gp->depths != NIL)
+	{
+		GjDepth    *last = llast(gp->depths);
+
+		if (last->rows_out > gp->outer->rows)
+			cost += (last->rows_out - gp->outer->rows) * pg_warp_engine_row_cost;
 	}
 	return cost;
 }
@@ -592,6 +656,7 @@ gj_exec_init(List *private, List *inner_ps, int *n_depths)
 		inner[d].jointype = intVal(linitial(dp));
 		inner[d].n_key_clauses = intVal(list_nth(dp, 4));
 		inner[d].n_keys = list_length(lsecond(dp));
+		inner[d].each = intVal(list_nth(dp, 5)) != 0;
 	}
 	return inner;
 }
@@ -918,6 +983,9 @@ gj_explain(GjInner *inner, int n, List *clauses, List *ctx, bool analyze, Explai
 							 inner[d].jointype == XPU_JOIN_LEFT ? "then filter" : "join filter",
 							 deparse_expression((Node *) make_ands_explicit(others), ctx, true,
 												false));
+		/* a probe of every match: the keys may repeat, the rows expand */
+		if (inner[d].each)
+			appendStringInfoString(&s, ", every match");
 		if (analyze && inner[d].join_id != 0)
 			appendStringInfo(&s, " (inner rows %.0f, table %llu kB, built in %.3f ms)",
 							 inner[d].rows, (unsigned long long) (inner[d].bytes + 1023) / 1024,

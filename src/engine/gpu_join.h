@@ -26,6 +26,9 @@ typedef struct GjDepth
 	List	   *key_clauses;	/* the clauses the keys come from */
 	List	   *quals;			/* join clauses beyond the keys (Exprs) */
 	List	   *pay_vars;		/* Vars of rel that later expressions read */
+	bool		unique;			/* the inner keys are proved unique (else an
+								 * INNER or LEFT depth probes every match) */
+	double		rows_out;		/* PostgreSQL's estimate of the rows after it */
 } GjDepth;
 
 /* the joins under a grouping: the outer relation and the depths in probe order */
@@ -42,6 +45,7 @@ typedef struct GjInner
 	int			jointype;		/* XPU_JOIN_INNER, _LEFT, _SEMI or _ANTI */
 	int			n_keys;
 	int			n_key_clauses;	/* of the depth's clauses (EXPLAIN), the keys' */
+	bool		each;			/* the keys may repeat: a probe of every match */
 	uint64		join_id;		/* the service's table, 0: not loaded */
 	double		rows;			/* inner rows read */
 	uint64		bytes;			/* the table's bytes */
