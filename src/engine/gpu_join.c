@@ -723,9 +723,9 @@ gj_probe_types(const XpuProgram *prog, int d, XpuJoinKeyDesc *keys, int n_keys)
 	{
 		int			regs[3];
 
-		if (in[pc].op != XPU_OP_JOIN_PROBE || (in[pc].imm & 0xff) != d)
+		if (in[pc].op != XPU_OP_JOIN_PROBE || XPU_JOIN_IMM_DEPTH(in[pc].imm) != d)
 			continue;
-		if ((in[pc].imm >> 8) != n_keys)
+		if (XPU_JOIN_IMM_ARG(in[pc].imm) != n_keys)
 			return false;
 		regs[0] = in[pc].a, regs[1] = in[pc].b, regs[2] = in[pc].c;
 		for (int k = 0; k < n_keys; k++)
