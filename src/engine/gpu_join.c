@@ -301,21 +301,37 @@ gj_depth_each(const GjDepth *d)
 #define GJ_MAX_EXPANSION	100.0
 
 /*
- * gj_depth_rows: PostgreSQL's estimate of the rows after depth d, from
- * rows before it: the join selectivity of its key clauses
- * (clauselist_selectivity, as a join's size estimate takes it) over the
- * product of the rows; a LEFT depth keeps every row at least, a SEMI or
- * ANTI depth at most every row, a depth of unique keys at most one a row
+ * gj_depth_rows: PostgreSQL's estimate of the rows after depth d, whose
+ * relations before it are joined (rows of them): the size of the join
+ * relation of them and d's relation where the join search made one (what
+ * PostgreSQL's own plan of that join estimates), else rows times d's rows
+ * times the join selectivity of d's key clauses; a LEFT depth keeps every
+ * row at least, a SEMI or ANTI depth at most every row, a depth of unique
+ * keys at most one a row
  */
 static double
-gj_depth_rows(PlannerInfo *root, const GjDepth *d, double rows)
+gj_depth_rows(PlannerInfo *root, Relids joined, const GjDepth *d, double rows)
 {
-	double		sel, out;
+	RelOptInfo *jrel;
+	double		out;
 
 	if (d->jointype == XPU_JOIN_SEMI || d->jointype == XPU_JOIN_ANTI)
 		return rows;
-	sel = clauselist_selectivity(root, d->key_clauses, 0, JOIN_INNER, NULL);
-	out = clamp_row_est(rows * d->rel->rows * sel);
+	jrel = find_join_rel(root, bms_union(joined, d->rel->relids));
+	if (jrel != NULL)
+		out = jrel->rows;
+	else
+	{
+		SpecialJoinInfo sj;
+
+		memset(&sj, 0, sizeof(sj));
+		sj.type = T_SpecialJoinInfo;
+		sj.min_lefthand = sj.syn_lefthand = joined;
+		sj.min_righthand = sj.syn_righthand = d->rel->relids;
+		sj.jointype = JOIN_INNER;
+		out = clamp_row_est(rows * d->rel->rows *
+							clauselist_selectivity(root, d->key_clauses, 0, JOIN_INNER, &sj));
+	}
 	if (d->unique)
 		out = Min(out, rows);
 	if (d->jointype == XPU_JOIN_LEFT)
@@ -355,7 +371,7 @@ gj_plan_depths(PlannerInfo *root, RelOptInfo *input_rel, RelOptInfo *outer, cons
 			return (*why = why1), NIL;
 		if (list_length(depths) >= XPU_MAX_MASK_DEPTH / 2)
 			return (*why = psprintf("more than %d joins", XPU_MAX_MASK_DEPTH / 2)), NIL;
-		best->rows_out = gj_depth_rows(root, best, rows);
+		best->rows_out = gj_depth_rows(root, joined, best, rows);
 		if (gj_depth_each(best) && best->rows_out > GJ_MAX_EXPANSION * Max(outer->rows, 1.0))
 		{
 			char	   *name = get_rel_name(planner_rt_fetch(best->rel->relid, root)->relid);
@@ -409,12 +425,16 @@ gj_cmp_tuples(const ListCell *a, const ListCell *b)
  * the engine would run them, or NULL with *why saying why they stay in
  * PostgreSQL (NULL *why: input_rel is no join).  heap_ok: may the outer
  * relation be a heap table.  The outer relation is the largest one the
- * engine reads whose joins to the others the engine runs.
+ * engine reads whose joins to the others the engine runs, by probes of
+ * unique keys where one is (today's star plans), else with depths whose
+ * probes meet every match.
  */
 GjPlan *
 gj_plan_input(PlannerInfo *root, RelOptInfo *input_rel, bool heap_ok, const char **why)
 {
 	List	   *outers = NIL;
+	RelOptInfo *best = NULL;
+	List	   *best_depths = NIL;
 	int			x = -1;
 	ListCell   *lc;
 
@@ -460,22 +480,38 @@ gj_plan_input(PlannerInfo *root, RelOptInfo *input_rel, bool heap_ok, const char
 	{
 		const char *why1 = NULL;
 		List	   *depths = gj_plan_depths(root, input_rel, lfirst(lc), &why1);
+		ListCell   *ld;
+		bool		expands = false;
 
-		if (depths != NIL)
+		foreach(ld, depths)
+			expands |= gj_depth_each(lfirst(ld));
+		/*
+		 * the largest outer relation whose depths all probe unique keys, else
+		 * the largest whose depths expand its rows: a star query of
+		 * dimension keys keeps its fact table as the outer one
+		 */
+		if (depths != NIL && (!expands || best_depths == NIL))
 		{
-			GjPlan	   *gp = palloc0(sizeof(GjPlan));
-			ListCell   *ld;
-
-			foreach(ld, depths)
-				((GjDepth *) lfirst(ld))->inner_path =
-					gj_inner_path(root, ((GjDepth *) lfirst(ld))->rel);
-
-			gp->outer = lfirst(lc);
-			gp->depths = depths;
-			return gp;
+			best = lfirst(lc);
+			best_depths = depths;
+			if (!expands)
+				break;
 		}
-		if (*why == NULL)
+		if (*why == NULL && depths == NIL)
 			*why = why1;		/* the largest outer relation's reason */
+	}
+	if (best_depths != NIL)
+	{
+		GjPlan	   *gp = palloc0(sizeof(GjPlan));
+		ListCell   *ld;
+
+		foreach(ld, best_depths)
+			((GjDepth *) lfirst(ld))->inner_path =
+				gj_inner_path(root, ((GjDepth *) lfirst(ld))->rel);
+		gp->outer = best;
+		gp->depths = best_depths;
+		*why = NULL;
+		return gp;
 	}
 	return NULL;
 }
