@@ -29,6 +29,7 @@
 #include "xpu/xpu_agg.h"
 #include "xpu/xpu_agg_gpu.h"
 #include "xpu/xpu_heap_gpu.h"
+#include "xpu/xpu_join.h"
 
 typedef struct CUevent_st *CUevent;
 
@@ -241,6 +242,17 @@ fake_slice(const XpuChunk *chunk, int64_t r0, int64_t max, XpuColumnData *cols)
 	return end - r0 < max ? end - r0 : max;
 }
 
+/* an expanding program's output rows into fake_side_table (xpu_cpu_exec_each) */
+static int
+fake_agg_sink(void *arg, const XpuResult *res, XpuError *err)
+{
+	XpuGaggLaunch *launch = arg;
+
+	for (int64_t r = 0; r < res->nrows; r++)
+		launch->rows_passed += res->mask[r];
+	return xpu_agg_table_update(fake_side_table, res, err);
+}
+
 /* kern_agg_exec's stand-in: the CPU engine over the chunk into fake_side_table */
 static void
 fake_agg(const XpuProgram *prog, const XpuChunk *chunk, XpuGaggLaunch *launch,
@@ -263,6 +275,15 @@ fake_agg(const XpuProgram *prog, const XpuChunk *chunk, XpuGaggLaunch *launch,
 		chunk->joins, chunk->n_joins, 0};	/* "device" memory is the host's */
 		XpuResult	res = {n, mask, values, nulls};
 
+		/* a program whose rows expand: SLICE output rows at a time */
+		if (xpu_program_expands(prog))
+		{
+			res.nrows = SLICE;
+			if (xpu_cpu_exec_each(prog, &c, &res, ws, &launch->err, fake_agg_sink,
+								  launch) != 1)
+				break;
+			continue;
+		}
 		if (xpu_cpu_exec(prog, &c, &res, ws, &launch->err) != XPU_OK ||
 			!xpu_agg_table_update(fake_side_table, &res, &launch->err))
 			break;
