@@ -590,6 +590,21 @@ xpu_join_word_walk(const XpuJoinTable *t, uint32_t pos, uint32_t end, uint64_t w
 	return -1;
 }
 
+/*
+ * the row of the first of entries [*pos, end) whose inline key is w, -1
+ * none; *pos moves past it (the probes of every match walk on from there)
+ */
+XPU_HOST_DEVICE int32_t
+xpu_join_word_walk_at(const XpuJoinTable *t, uint32_t *pos, uint32_t end, uint64_t w)
+{
+	const XpuJoinEntry *ents = (const XpuJoinEntry *) XPU_JOIN_AT(t, t->entries_off);
+
+	while (*pos < end)
+		if (ents[(*pos)++].key_off == w)
+			return (int32_t) ents[*pos - 1].row;
+	return -1;
+}
+
 /* the first inner row whose key word is w (a key that is not NULL), -1 none */
 XPU_HOST_DEVICE int32_t
 xpu_join_first_word(const XpuJoinTable *t, int word_form, uint64_t w)
@@ -879,6 +894,10 @@ xpu_join_each_after(const XpuJoinTable *t, XpuEachPoint *p, const XpuValue *vals
 	XpuJoinCursor c;
 	int32_t		row;
 
+	if (xpu_join_word_form(t) == XPU_JOIN_WORD_HASH)
+		return nulls[0] ? -1 :
+			xpu_join_word_walk_at(t, &p->pos, p->end,
+								  xpu_agg_key_word(t->keys[0].probe_type, &vals[0]));
 	if (xpu_join_key_form(t->keys, t->n_keys, 1, vals, nulls, &c.key) != XPU_JOIN_FORM_OK)
 		return -1;
 	c.hash = (uint64_t) p->tag << 32;
@@ -900,22 +919,38 @@ xpu_join_probe_each(XpuCtx *s, const XpuJoinTable *t, const XpuValue *vals,
 {
 	XpuEach    *e = s->each;
 	XpuJoinCursor c;
-	int32_t		row = xpu_join_first(t, &c, vals, nulls);
+	int32_t		row;
 
 	if (e == 0)
 	{
 		XPU_STEP_FAIL(s, XPU_ERR_INTERNAL, "a join probe of every match outside a run that expands rows");
 		return;
 	}
+	if (xpu_join_word_form(t) == XPU_JOIN_WORD_HASH)
+	{
+		/* the key in the entries: the bucket's walk by the key word, no cursor */
+		const uint32_t *buckets = (const uint32_t *) XPU_JOIN_AT(t, t->buckets_off);
+		uint64_t	w = xpu_agg_key_word(t->keys[0].probe_type, &vals[0]);
+		uint32_t	b = xpu_join_word_bucket(t, w);
+
+		c.pos = buckets[b];
+		c.end = buckets[b + 1];
+		c.hash = 0;
+		row = nulls[0] ? -1 : xpu_join_word_walk_at(t, &c.pos, c.end, w);
+		c.row = row < 0 ? -1 : xpu_join_word_walk_at(t, &c.pos, c.end, w);
+	}
+	else
+	{
+		row = xpu_join_first(t, &c, vals, nulls);
+		c.row = row >= 0 && t->form == XPU_JOIN_HASH ? xpu_join_next(t, &c) : -1;
+	}
 	s->d->i = row;
 	*s->dn = row < 0;
-	if (row >= 0 && t->form == XPU_JOIN_HASH)
+	if (c.row >= 0)
 	{
-		int32_t		next = xpu_join_next(t, &c);
+		int32_t		next = c.row;
 		XpuEachPoint *p;
 
-		if (next < 0)
-			return;
 		if (e->n >= XPU_JOIN_EACH_MAX)
 		{
 			XPU_STEP_FAIL(s, XPU_ERR_INTERNAL, "too many join probes of every match");
