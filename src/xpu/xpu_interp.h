@@ -28,7 +28,11 @@
  * meaningless once one is recorded (the caller discards them, or
  * re-evaluates the rows in PostgreSQL for XPU_ERR_FALLBACK).  Programs must
  * have passed xpu_program_validate() and the chunk xpu_chunk_check() (and
- * with inner tables, xpu_program_join_check()).
+ * with inner tables, xpu_program_join_check()).  A program whose probes
+ * meet every match (xpu_program_expands: rows expand, xpu_join.h) runs
+ * in the per-row form only, through xpu_row_each_first and
+ * xpu_row_each_next: each combination of an outer row's matches passes
+ * or not and runs PROJ as a row of its own.
  *
  *-------------------------------------------------------------------------
  */
