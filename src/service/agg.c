@@ -274,23 +274,6 @@ task_stopping(AggTask *t)
 	return svc_stopping(&t->fail, &t->canceled);
 }
 
-/* an expanding program's output rows into the worker's table (xpu_cpu_exec_each) */
-typedef struct AggSink
-{
-	AggWorker  *w;
-	uint64_t	passed;
-} AggSink;
-
-static int
-agg_sink(void *arg, const XpuResult *res, XpuError *err)
-{
-	AggSink    *as = (AggSink *) arg;
-
-	for (int64_t r = 0; r < res->nrows; r++)
-		as->passed += res->mask[r];
-	return xpu_agg_table_update(as->w->table, res, err);
-}
-
 /*
  * run_slices: runs the program over the slices of l's batch that this
  * worker claims, until none is left or the run stops, into w->table (a
@@ -326,12 +309,12 @@ run_slices(AggWorker *w, AggLive *l)
 		memset(&err, 0, sizeof(err));
 		if (xpu_program_expands(prog))
 		{
-			AggSink		as = {w, 0};
+			XpuAggSink	as = {w->table, 0};
 			int			rc;
 
 			res.nrows = AGG_SLICE;
-			rc = xpu_cpu_exec_each(prog, &chunk, &res, w->workspace, &err, agg_sink, &as);
-			passed += as.passed;
+			rc = xpu_cpu_exec_each(prog, &chunk, &res, w->workspace, &err, xpu_agg_sink, &as);
+			passed += as.rows;
 			if (rc == 0)
 				task_xpu_error(t, &err);
 			else if (rc < 0)

@@ -432,23 +432,6 @@ heap_run_cancel(HeapRun *h)
 
 /* ---------------------------------------------------------------- workers */
 
-/* an expanding program's output rows into the worker's table (xpu_cpu_exec_each) */
-typedef struct HeapSink
-{
-	HeapWorker *w;
-	uint64_t	passed;
-} HeapSink;
-
-static int
-heap_sink(void *arg, const XpuResult *res, XpuError *err)
-{
-	HeapSink   *hs = (HeapSink *) arg;
-
-	for (int64_t r = 0; r < res->nrows; r++)
-		hs->passed += res->mask[r];
-	return xpu_agg_table_update(hs->w->table, res, err);
-}
-
 /*
  * flush_slice_each: flush_slice of an aggregation whose program's rows
  * expand: the output rows, HEAP_SLICE at a time, into the worker's table
@@ -457,11 +440,11 @@ static bool
 flush_slice_each(HeapWorker *w, XpuChunk *chunk)
 {
 	XpuResult	res = {HEAP_SLICE, w->mask, w->values, w->nulls};
-	HeapSink	hs = {w, 0};
+	XpuAggSink	as = {w->table, 0};
 	int			rc = xpu_cpu_exec_each(w->h->prog, chunk, &res, w->workspace, &w->err,
-									   heap_sink, &hs);
+									   xpu_agg_sink, &as);
 
-	__atomic_add_fetch(&w->run->rows_passed, hs.passed, __ATOMIC_RELAXED);
+	__atomic_add_fetch(&w->run->rows_passed, as.rows, __ATOMIC_RELAXED);
 	if (rc < 0 && w->err.code != XPU_ERR_FALLBACK)
 		w->werr = WARP_ERR_OUT_OF_MEMORY;
 	return rc > 0;

@@ -242,17 +242,6 @@ fake_slice(const XpuChunk *chunk, int64_t r0, int64_t max, XpuColumnData *cols)
 	return end - r0 < max ? end - r0 : max;
 }
 
-/* an expanding program's output rows into fake_side_table (xpu_cpu_exec_each) */
-static int
-fake_agg_sink(void *arg, const XpuResult *res, XpuError *err)
-{
-	XpuGaggLaunch *launch = arg;
-
-	for (int64_t r = 0; r < res->nrows; r++)
-		launch->rows_passed += res->mask[r];
-	return xpu_agg_table_update(fake_side_table, res, err);
-}
-
 /* kern_agg_exec's stand-in: the CPU engine over the chunk into fake_side_table */
 static void
 fake_agg(const XpuProgram *prog, const XpuChunk *chunk, XpuGaggLaunch *launch,
@@ -278,9 +267,13 @@ fake_agg(const XpuProgram *prog, const XpuChunk *chunk, XpuGaggLaunch *launch,
 		/* a program whose rows expand: SLICE output rows at a time */
 		if (xpu_program_expands(prog))
 		{
+			XpuAggSink	as = {fake_side_table, 0};
+			int			rc;
+
 			res.nrows = SLICE;
-			if (xpu_cpu_exec_each(prog, &c, &res, ws, &launch->err, fake_agg_sink,
-								  launch) != 1)
+			rc = xpu_cpu_exec_each(prog, &c, &res, ws, &launch->err, xpu_agg_sink, &as);
+			launch->rows_passed += as.rows;
+			if (rc != 1)
 				break;
 			continue;
 		}
