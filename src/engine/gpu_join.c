@@ -561,6 +561,23 @@ gj_plan_payload(GjPlan *gp, List *upper_exprs)
 	return NULL;
 }
 
+/*
+ * gj_plan_expands: does a depth of gp probe every match, so that the
+ * engine's output rows may outnumber its input rows (a pipeline of one
+ * output row an input row, GpuScan's projection, must refuse such a plan;
+ * GpuPreAgg folds them all)
+ */
+bool
+gj_plan_expands(const GjPlan *gp)
+{
+	ListCell   *lc;
+
+	foreach(lc, gp->depths)
+		if (gj_depth_each(lfirst(lc)))
+			return true;
+	return false;
+}
+
 /* the depths as codegen compiles them (CodegenJoin) */
 List *
 gj_codegen_joins(const GjPlan *gp)

@@ -58,6 +58,7 @@ extern bool pg_warp_enable_gpujoin;
 extern GjPlan *gj_plan_input(PlannerInfo *root, RelOptInfo *input_rel, bool heap_ok,
 							 const char **why);
 extern const char *gj_plan_payload(GjPlan *gp, List *upper_exprs);
+extern bool gj_plan_expands(const GjPlan *gp);
 extern List *gj_codegen_joins(const GjPlan *gp);
 extern List *gj_outer_exprs(const GjPlan *gp);
 extern List *gj_private(const GjPlan *gp);
