@@ -25,8 +25,7 @@
 #ifndef JEXPAND_TESTLIB_H
 #define JEXPAND_TESTLIB_H
 
-#include "join_testlib.h"
-#include "xpu_testlib.h"
+#include "jstage_testlib.h"
 
 #define JX_DEPTHS	3
 #define JX_OUTS		7			/* id, p0, p1, p2, a, b, c */
@@ -291,7 +290,7 @@ jx_program(const JxCase *c, char *errbuf, size_t errlen)
 	int			k1 = xpu_add_reg(b, XPU_T_TEXT, 0);
 	int			k2 = xpu_add_reg(b, XPU_T_INT8, 0);
 	int			p[JX_DEPTHS], ra, rlink, rb, rc, three, zero, m;
-	int64_t		v3 = 3, v0 = 0, v5 = 5;
+	int64_t		v3 = 3, v0 = 0;
 	XpuProgram *prog;
 
 #define JX_EACH(d)	(c->each[d] ? XPU_JOIN_PROBE_EACH : 0)
@@ -301,17 +300,7 @@ jx_program(const JxCase *c, char *errbuf, size_t errlen)
 				  xpu_add_column(b, 2, tcol_kind(XPU_T_TEXT), 0));
 	xpu_add_instr(b, XPU_OP_LOAD_COL, k2, 0, 0, 0, xpu_add_column(b, 3, XPU_COL_INT64, 0));
 	if (c->qual)
-	{
-		int			r5 = xpu_add_reg(b, XPU_T_INT4, 0);
-		int			rz = xpu_add_reg(b, XPU_T_INT4, 0);
-		int			rm = xpu_add_reg(b, XPU_T_INT4, 0);
-
-		xpu_begin_stage(b, XPU_STAGE_QUAL);
-		xpu_add_instr(b, XPU_OP_CONST_INT, r5, 0, 0, 0, xpu_add_const(b, &v5, 8));
-		xpu_add_instr(b, XPU_OP_MOD_I4, rm, rid, r5, 0, 0);
-		xpu_add_instr(b, XPU_OP_CONST_INT, rz, 0, 0, 0, xpu_add_const(b, &v0, 8));
-		xpu_add_instr(b, XPU_OP_NE_INT, r0, rm, rz, 0, 0);
-	}
+		js_qual_mod(b, r0, rid, 5);
 	xpu_begin_stage(b, XPU_STAGE_JOIN);
 	if (!c->qual)
 		xpu_add_instr(b, XPU_OP_CONST_BOOL, r0, 0, 0, 0, 1);
