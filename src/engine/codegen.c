@@ -333,6 +333,7 @@ typedef struct Cg
 	AttrNumber	jvar_attno[XPU_MAX_REGS];
 	int			jvar_reg[XPU_MAX_REGS];
 	int			njvars;
+	int			n_each;			/* join probes of every match so far */
 	int			case_reg;		/* the CASE's test value (CaseTestExpr) */
 	bool		in_qual;		/* compiling quals: only values matter */
 	Oid			float2_oid;		/* pg_warp's float2 type, if this database has it */
@@ -1722,6 +1723,11 @@ cg_join_depth(Cg *cg, const CodegenJoin *j, int d, int *pushed)
 	int			nk = 0, row, test, col = 0;
 	ListCell   *lc;
 
+	if (j->each && j->jointype != XPU_JOIN_INNER && j->jointype != XPU_JOIN_LEFT)
+		return cg_fail(cg, NULL, "a semi or anti join that probes every match") >= 0;
+	if (j->each && ++cg->n_each > XPU_JOIN_EACH_MAX)
+		return cg_fail(cg, NULL, "more than %d joins whose inner keys may repeat",
+					   XPU_JOIN_EACH_MAX) >= 0;
 	if (list_length(j->outer_keys) < 1 || list_length(j->outer_keys) > 3)
 		return cg_fail(cg, NULL, "a join of %d key columns (the engine takes 1 to 3)",
 					   list_length(j->outer_keys)) >= 0;
@@ -1736,7 +1742,8 @@ cg_join_depth(Cg *cg, const CodegenJoin *j, int d, int *pushed)
 	row = cg_reg(cg, XPU_T_INT8, 0);
 	if (row < 0 ||
 		!cg_emit(cg, XPU_OP_JOIN_PROBE, row, keys[0], nk > 1 ? keys[1] : keys[0],
-				 nk > 2 ? keys[2] : keys[0], d | (nk << 8)))
+				 nk > 2 ? keys[2] : keys[0],
+				 d | (nk << 8) | (j->each ? XPU_JOIN_PROBE_EACH : 0)))
 		return false;
 	foreach(lc, j->pay_vars)
 	{

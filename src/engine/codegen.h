@@ -63,6 +63,7 @@ typedef struct CodegenJoin
 	List	   *outer_keys;
 	List	   *quals;
 	List	   *pay_vars;
+	bool		each;			/* the inner keys may repeat: probe every match */
 } CodegenJoin;
 
 /* in codegen.c */

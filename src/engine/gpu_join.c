@@ -17,11 +17,14 @@
  * inner relation, with an operator whose equality the engine's key bytes
  * give exactly (integers of any width, float4/float8, numeric, date,
  * timestamp[tz], bool, text of a deterministic collation), are the keys;
- * the other clauses are join quals, compiled into the program.  The inner
- * keys must be provably unique by themselves (a primary key or a unique
- * index over them, as dimension tables have), so that a probe finds at most
- * one inner row and the join never multiplies rows.  What stays in
- * PostgreSQL says why (EXPLAIN VERBOSE, explain_why).
+ * the other clauses are join quals, compiled into the program.  Where the
+ * inner keys are provably unique by themselves (a primary key or a unique
+ * index over them, as dimension tables have), a probe finds at most one
+ * inner row; elsewhere an INNER or LEFT depth probes every match (the
+ * outer row goes on once per matching inner row: row expansion, xpu_join.h)
+ * unless PostgreSQL estimates that the depths multiply the outer rows by
+ * more than GJ_MAX_EXPANSION.  What stays in PostgreSQL says why (EXPLAIN
+ * VERBOSE, explain_why).
  *
  * Execution.  Each inner relation runs as PostgreSQL plans it (its own
  * filters and scan), its plan's target list being the inner keys, then the
@@ -278,15 +281,65 @@ gj_depth(PlannerInfo *root, Relids joined, RelOptInfo *rel, const char **why)
 						name ? name : "?");
 		return NULL;
 	}
-	if (!gj_keys_unique(root, joined, rel, key_ris))
-	{
-		*why = psprintf("the join keys of \"%s\" are not known to be unique "
-						"(GpuJoin probes a primary key or a unique index)", name ? name : "?");
-		return NULL;
-	}
+	/* keys not known to be unique: the depth probes every match (row expansion) */
+	d->unique = gj_keys_unique(root, joined, rel, key_ris);
 	d->rel = rel;
 	d->jointype = sj ? XPU_JOIN_LEFT : XPU_JOIN_INNER;
 	return d;
+}
+
+/* does depth d probe every match (an INNER or LEFT depth of keys that may repeat) */
+static bool
+gj_depth_each(const GjDepth *d)
+{
+	return !d->unique && (d->jointype == XPU_JOIN_INNER || d->jointype == XPU_JOIN_LEFT);
+}
+
+/*
+ * GJ_MAX_EXPANSION: a plan whose depths of keys that may repeat multiply
+ * the outer rows by more than this (PostgreSQL's estimate) stays in
+ * PostgreSQL: the engine would run each joined row through the program
+ * and the aggregation, where PostgreSQL may choose another join order
+ */
+#define GJ_MAX_EXPANSION	100.0
+
+/*
+ * gj_depth_rows: PostgreSQL's estimate of the rows after depth d, whose
+ * relations before it are joined (rows of them): the size of the join
+ * relation of them and d's relation where the join search made one (what
+ * PostgreSQL's own plan of that join estimates), else rows times d's rows
+ * times the join selectivity of d's key clauses; a LEFT depth keeps every
+ * row at least, a SEMI or ANTI depth at most every row, a depth of unique
+ * keys at most one a row
+ */
+static double
+gj_depth_rows(PlannerInfo *root, Relids joined, const GjDepth *d, double rows)
+{
+	RelOptInfo *jrel;
+	double		out;
+
+	if (d->jointype == XPU_JOIN_SEMI || d->jointype == XPU_JOIN_ANTI)
+		return rows;
+	jrel = find_join_rel(root, bms_union(joined, d->rel->relids));
+	if (jrel != NULL)
+		out = jrel->rows;
+	else
+	{
+		SpecialJoinInfo sj;
+
+		memset(&sj, 0, sizeof(sj));
+		sj.type = T_SpecialJoinInfo;
+		sj.min_lefthand = sj.syn_lefthand = joined;
+		sj.min_righthand = sj.syn_righthand = d->rel->relids;
+		sj.jointype = JOIN_INNER;
+		out = clamp_row_est(rows * d->rel->rows *
+							clauselist_selectivity(root, d->key_clauses, 0, JOIN_INNER, &sj));
+	}
+	if (d->unique)
+		out = Min(out, rows);
+	if (d->jointype == XPU_JOIN_LEFT)
+		out = Max(out, rows);
+	return out;
 }
 
 /*
@@ -299,6 +352,7 @@ gj_plan_depths(PlannerInfo *root, RelOptInfo *input_rel, RelOptInfo *outer, cons
 	Relids		joined = bms_copy(outer->relids);
 	Relids		left = bms_difference(input_rel->relids, joined);
 	List	   *depths = NIL;
+	double		rows = outer->rows;
 
 	while (!bms_is_empty(left))
 	{
@@ -320,6 +374,18 @@ gj_plan_depths(PlannerInfo *root, RelOptInfo *input_rel, RelOptInfo *outer, cons
 			return (*why = why1), NIL;
 		if (list_length(depths) >= XPU_MAX_MASK_DEPTH / 2)
 			return (*why = psprintf("more than %d joins", XPU_MAX_MASK_DEPTH / 2)), NIL;
+		best->rows_out = gj_depth_rows(root, joined, best, rows);
+		if (gj_depth_each(best) && best->rows_out > GJ_MAX_EXPANSION * Max(outer->rows, 1.0))
+		{
+			char	   *name = get_rel_name(planner_rt_fetch(best->rel->relid, root)->relid);
+
+			return (*why = psprintf("the join keys of \"%s\" are not known to be unique and "
+									"PostgreSQL estimates %.0f joined rows from %.0f outer rows "
+									"(GpuJoin takes at most %.0f times as many)",
+									name ? name : "?", best->rows_out, outer->rows,
+									GJ_MAX_EXPANSION)), NIL;
+		}
+		rows = best->rows_out;
 		depths = lappend(depths, best);
 		joined = bms_add_members(joined, best->rel->relids);
 		left = bms_del_members(left, best->rel->relids);
@@ -482,12 +548,15 @@ gj_plan_with(PlannerInfo *root, RelOptInfo *input_rel, RelOptInfo *outer, const 
  * the engine would run them, or NULL with *why saying why they stay in
  * PostgreSQL (NULL *why: input_rel is no join).  heap_ok: may the outer
  * relation be a heap table.  The outer relation is the largest one the
- * engine reads whose joins to the others the engine runs.
+ * engine reads whose joins to the others the engine runs, by probes of
+ * unique keys where one is (today's star plans), else with depths whose
+ * probes meet every match.
  */
 GjPlan *
 gj_plan_input(PlannerInfo *root, RelOptInfo *input_rel, bool heap_ok, const char **why)
 {
 	List	   *outers = NIL;
+	GjPlan	   *best = NULL;
 	int			x = -1;
 	ListCell   *lc;
 
@@ -511,13 +580,30 @@ gj_plan_input(PlannerInfo *root, RelOptInfo *input_rel, bool heap_ok, const char
 	{
 		const char *why1 = NULL;
 		GjPlan	   *gp = gj_plan_with(root, input_rel, lfirst(lc), &why1);
+		ListCell   *ld;
+		bool		expands = false;
 
-		if (gp != NULL)
-			return gp;
-		if (*why == NULL)
-			*why = why1;		/* the largest outer relation's reason */
+		if (gp == NULL)
+		{
+			if (*why == NULL)
+				*why = why1;	/* the largest outer relation's reason */
+			continue;
+		}
+		foreach(ld, gp->depths)
+			expands |= gj_depth_each(lfirst(ld));
+		/*
+		 * the largest outer relation whose depths all probe unique keys, else
+		 * the largest whose depths expand its rows: a star query of
+		 * dimension keys keeps its fact table as the outer one
+		 */
+		if (!expands)
+			return (*why = NULL), gp;
+		if (best == NULL)
+			best = gp;
 	}
-	return NULL;
+	if (best != NULL)
+		*why = NULL;
+	return best;
 }
 
 /*
@@ -615,6 +701,23 @@ gj_plan_payload(GjPlan *gp, List *upper_exprs)
 	return NULL;
 }
 
+/*
+ * gj_plan_expands: does a depth of gp probe every match, so that the
+ * engine's output rows may outnumber its input rows (a pipeline of one
+ * output row an input row, GpuScan's projection, must refuse such a plan;
+ * GpuPreAgg folds them all)
+ */
+bool
+gj_plan_expands(const GjPlan *gp)
+{
+	ListCell   *lc;
+
+	foreach(lc, gp->depths)
+		if (gj_depth_each(lfirst(lc)))
+			return true;
+	return false;
+}
+
 /* the depths as codegen compiles them (CodegenJoin) */
 List *
 gj_codegen_joins(const GjPlan *gp)
@@ -632,6 +735,7 @@ gj_codegen_joins(const GjPlan *gp)
 		j->outer_keys = d->outer_keys;
 		j->quals = d->quals;
 		j->pay_vars = d->pay_vars;
+		j->each = gj_depth_each(d);
 		joins = lappend(joins, j);
 	}
 	return joins;
@@ -656,7 +760,8 @@ gj_outer_exprs(const GjPlan *gp)
 /*
  * gj_private: what the plan keeps of each depth: (jointype, inner keys,
  * payload Vars, the join's clauses for EXPLAIN: the keys' then the others,
- * the number of the keys', gj_cache_plan's item or NIL)
+ * the number of the keys', gj_cache_plan's item or NIL, whether its keys may
+ * repeat)
  */
 List *
 gj_private(const GjPlan *gp)
@@ -672,7 +777,8 @@ gj_private(const GjPlan *gp)
 									  list_concat(list_copy(d->key_clauses), d->quals),
 									  makeInteger(list_length(d->key_clauses)));
 
-		priv = lappend(priv, lappend(item, d->cache_item));
+		item = lappend(item, d->cache_item);
+		priv = lappend(priv, lappend(item, makeInteger(gj_depth_each(d) ? 1 : 0)));
 	}
 	return priv;
 }
@@ -690,6 +796,18 @@ gj_inner_cost(const GjPlan *gp)
 
 		/* each inner row read, converted and put into the table */
 		cost += d->inner_path->total_cost + d->rel->rows * cpu_tuple_cost;
+	}
+	/*
+	 * the rows that depths of keys that may repeat add (their estimate past
+	 * the outer rows, which the caller costs): each runs the program's rest
+	 * and the aggregation as an outer row does
+	 */
+	if (gp->depths != NIL)
+	{
+		GjDepth    *last = llast(gp->depths);
+
+		if (last->rows_out > gp->outer->rows)
+			cost += (last->rows_out - gp->outer->rows) * pg_warp_engine_row_cost;
 	}
 	return cost;
 }
@@ -867,6 +985,7 @@ gj_exec_init(List *private, List *inner_ps, int *n_depths)
 		inner[d].n_key_clauses = intVal(list_nth(dp, 4));
 		inner[d].cache_item = list_nth(dp, 5);
 		inner[d].n_keys = list_length(lsecond(dp));
+		inner[d].each = intVal(list_nth(dp, 6)) != 0;
 		/* the inner plan's target list is the inner keys, then the payload */
 		if (gj_plan_volatile(inner[d].ps->plan))
 			continue;			/* its own table (share_key NULL) */
@@ -949,9 +1068,9 @@ gj_probe_types(const XpuProgram *prog, int d, XpuJoinKeyDesc *keys, int n_keys)
 	{
 		int			regs[3];
 
-		if (in[pc].op != XPU_OP_JOIN_PROBE || (in[pc].imm & 0xff) != d)
+		if (in[pc].op != XPU_OP_JOIN_PROBE || XPU_JOIN_IMM_DEPTH(in[pc].imm) != d)
 			continue;
-		if ((in[pc].imm >> 8) != n_keys)
+		if (XPU_JOIN_IMM_ARG(in[pc].imm) != n_keys)
 			return false;
 		regs[0] = in[pc].a, regs[1] = in[pc].b, regs[2] = in[pc].c;
 		for (int k = 0; k < n_keys; k++)
@@ -1377,6 +1496,9 @@ gj_explain(GjInner *inner, int n, List *clauses, List *ctx, bool analyze, Explai
 							 inner[d].jointype == XPU_JOIN_LEFT ? "then filter" : "join filter",
 							 deparse_expression((Node *) make_ands_explicit(others), ctx, true,
 												false));
+		/* a probe of every match: the keys may repeat, the rows expand */
+		if (inner[d].each)
+			appendStringInfoString(&s, ", every match");
 		if (analyze && inner[d].join_id != 0 && inner[d].shared_with != NULL)
 			appendStringInfo(&s, " (inner table shared with %s)", inner[d].shared_with);
 		else if (analyze && inner[d].join_id != 0)

@@ -30,6 +30,9 @@ typedef struct GjDepth
 	List	   *quals;			/* join clauses beyond the keys (Exprs) */
 	List	   *pay_vars;		/* Vars of rel that later expressions read */
 	List	   *cache_item;		/* gj_cache_plan's, NIL: its table is not kept */
+	bool		unique;			/* the inner keys are proved unique (else an
+								 * INNER or LEFT depth probes every match) */
+	double		rows_out;		/* PostgreSQL's estimate of the rows after it */
 } GjDepth;
 
 /* the joins under a grouping: the outer relation and the depths in probe order */
@@ -47,6 +50,7 @@ typedef struct GjInner
 	int			jointype;		/* XPU_JOIN_INNER, _LEFT, _SEMI or _ANTI */
 	int			n_keys;
 	int			n_key_clauses;	/* of the depth's clauses (EXPLAIN), the keys' */
+	bool		each;			/* the keys may repeat: a probe of every match */
 	uint64		join_id;		/* the service's table, 0: not loaded */
 	double		rows;			/* inner rows read */
 	uint64		bytes;			/* the table's bytes */
@@ -86,6 +90,7 @@ extern GjPlan *gj_plan_child(PlannerInfo *root, const GjPlan *gp, RelOptInfo *ch
 							 AppendRelInfo *ai);
 extern bool gj_plan_parallel(GjPlan *gp);
 extern const char *gj_plan_payload(GjPlan *gp, List *upper_exprs);
+extern bool gj_plan_expands(const GjPlan *gp);
 extern List *gj_codegen_joins(const GjPlan *gp);
 extern List *gj_outer_exprs(const GjPlan *gp);
 extern List *gj_private(const GjPlan *gp);

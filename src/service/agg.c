@@ -276,7 +276,9 @@ task_stopping(AggTask *t)
 
 /*
  * run_slices: runs the program over the slices of l's batch that this
- * worker claims, until none is left or the run stops, into w->table
+ * worker claims, until none is left or the run stops, into w->table (a
+ * program whose rows expand, through xpu_cpu_exec_each: a slice's output
+ * rows AGG_SLICE at a time)
  */
 static void
 run_slices(AggWorker *w, AggLive *l)
@@ -305,6 +307,22 @@ run_slices(AggWorker *w, AggLive *l)
 		for (int k = 0; k < prog->n_cols; k++)
 			w->cols[k].offset = row0;
 		memset(&err, 0, sizeof(err));
+		if (xpu_program_expands(prog))
+		{
+			XpuAggSink	as = {w->table, 0};
+			int			rc;
+
+			res.nrows = AGG_SLICE;
+			rc = xpu_cpu_exec_each(prog, &chunk, &res, w->workspace, &err, xpu_agg_sink, &as);
+			passed += as.rows;
+			if (rc == 0)
+				task_xpu_error(t, &err);
+			else if (rc < 0)
+				task_table_error(t, &err);
+			if (rc <= 0)
+				break;
+			continue;
+		}
 		if (xpu_cpu_exec(prog, &chunk, &res, w->workspace, &err) != XPU_OK)
 		{
 			task_xpu_error(t, &err);

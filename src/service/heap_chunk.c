@@ -432,6 +432,24 @@ heap_run_cancel(HeapRun *h)
 
 /* ---------------------------------------------------------------- workers */
 
+/*
+ * flush_slice_each: flush_slice of an aggregation whose program's rows
+ * expand: the output rows, HEAP_SLICE at a time, into the worker's table
+ */
+static bool
+flush_slice_each(HeapWorker *w, XpuChunk *chunk)
+{
+	XpuResult	res = {HEAP_SLICE, w->mask, w->values, w->nulls};
+	XpuAggSink	as = {w->table, 0};
+	int			rc = xpu_cpu_exec_each(w->h->prog, chunk, &res, w->workspace, &w->err,
+									   xpu_agg_sink, &as);
+
+	__atomic_add_fetch(&w->run->rows_passed, as.rows, __ATOMIC_RELAXED);
+	if (rc < 0 && w->err.code != XPU_ERR_FALLBACK)
+		w->werr = WARP_ERR_OUT_OF_MEMORY;
+	return rc > 0;
+}
+
 /* runs the program over the worker's slice and folds it into its table */
 static bool
 flush_slice(HeapWorker *w)
@@ -450,6 +468,15 @@ flush_slice(HeapWorker *w)
 		w->cols[j].values = w->hcols[j].values;
 		w->cols[j].data = w->hcols[j].data;
 		w->cols[j].offset = 0;
+	}
+	if (!h->scan && xpu_program_expands(h->prog))
+	{
+		if (!flush_slice_each(w, &chunk))
+			return false;
+		w->nrows = 0;
+		for (int j = 0; j < h->n_cols; j++)
+			w->hcols[j].data_len = 0;
+		return true;
 	}
 	if (xpu_cpu_exec(h->prog, &chunk, &res, w->workspace, &w->err) != XPU_OK)
 		return false;

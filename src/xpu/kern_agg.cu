@@ -514,29 +514,59 @@ kern_agg_init(XpuGaggTable *t, const XpuGaggSpec *sp)
 	}
 }
 
+/* the pass test of a row after its JOIN stage, and PROJ when it passes */
+XPU_DEVICE int
+gagg_pass(const XpuProgram *prog, const XpuChunk *chunk, const XpuColumnData *cols,
+		  int64_t row, XpuValue *regs, uint8_t *nulls, XpuError *err)
+{
+	const uint16_t *st = prog->stage_start;
+
+	if (xpu_program_filters(prog) && !XPU_TRUE(&regs[0], nulls[0]))
+		return 0;
+	xpu_row_run(prog, st[XPU_STAGE_PROJ], st[XPU_N_STAGES], chunk, cols, row,
+				regs, nulls, 1, err);
+	return 1;
+}
+
 /*
  * gagg_eval: runs LOAD, QUAL and JOIN for one row of the chunk (of any of
  * its parts), and PROJ when it passes;
  * returns whether it passed (xpu_row_eval's contract, without results).
  * The program's hoisted constants already hold their registers (run once
  * by gagg_hoisted_setup); null0 is the null flags every row starts from.
+ * each: NULL, or for a program whose rows expand (xpu_program_expands)
+ * where the row's probes of every match open their points: the row's
+ * first combination of matches; gagg_eval_next the others.
  */
 XPU_DEVICE int
 gagg_eval(const XpuProgram *prog, const XpuChunk *chunk, int64_t row,
-		  XpuValue *regs, uint8_t *nulls, const uint8_t *null0, XpuError *err)
+		  XpuValue *regs, uint8_t *nulls, const uint8_t *null0, XpuEach *each, XpuError *err)
 {
 	const uint16_t *st = prog->stage_start;
 	const XpuColumnData *cols = xpu_chunk_part(chunk, &row);
 
 	for (int k = 0; k < prog->n_regs; k++)
 		nulls[k] = null0[k];
-	xpu_row_run(prog, prog->n_hoisted, st[XPU_STAGE_GROUP], chunk, cols, row,
-				regs, nulls, 1, err);
-	if (xpu_program_filters(prog) && !XPU_TRUE(&regs[0], nulls[0]))
+	if (each != NULL)
+		xpu_row_each_first(prog, prog->n_hoisted, chunk, cols, row, regs, nulls, each, err);
+	else
+		xpu_row_run(prog, prog->n_hoisted, st[XPU_STAGE_GROUP], chunk, cols, row,
+					regs, nulls, 1, err);
+	return gagg_pass(prog, chunk, cols, row, regs, nulls, err);
+}
+
+/*
+ * gagg_eval_next: the next combination of the matches of the row that
+ * gagg_eval began with each (each->n > 0: one is left); returns whether
+ * it passed
+ */
+XPU_DEVICE int
+gagg_eval_next(const XpuProgram *prog, const XpuChunk *chunk, XpuValue *regs,
+			   uint8_t *nulls, XpuEach *each, XpuError *err)
+{
+	if (!xpu_row_each_next(prog, chunk, each, err))
 		return 0;
-	xpu_row_run(prog, st[XPU_STAGE_PROJ], st[XPU_N_STAGES], chunk, cols, row,
-				regs, nulls, 1, err);
-	return 1;
+	return gagg_pass(prog, chunk, each->cols, each->row, regs, nulls, err);
 }
 
 /* the program and the spec into shared memory, the cache and the HLL copies emptied */
@@ -645,6 +675,19 @@ gagg_hoisted_setup(const XpuProgram *prog, const XpuChunk *chunk, XpuValue *regs
 	__syncthreads();
 }
 
+/*
+ * gagg_each_full: a combination of an expanding row's matches found the
+ * table full.  The row cannot go to the overflow list (its combinations
+ * before are folded, and a later run would fold them again): the run
+ * falls back (the query runs in PostgreSQL).
+ */
+XPU_DEVICE void
+gagg_each_full(XpuGaggLaunch *launch)
+{
+	XPU_ERROR(&launch->err, XPU_ERR_FALLBACK,
+			  "the GPU's group table filled during a row's join matches");
+}
+
 /* see xpu_agg_gpu.h */
 XPU_KERNEL void __launch_bounds__(XPU_GAGG_BLOCK, XPU_GAGG_MIN_BLOCKS)
 kern_agg_exec(const XpuProgram *gprog, uint32_t prog_len, uint32_t smem_prog,
@@ -665,6 +708,8 @@ kern_agg_exec(const XpuProgram *gprog, uint32_t prog_len, uint32_t smem_prog,
 	uint8_t		nulls[XPU_MAX_REGS];
 	XpuAggState acc[GAGG_LOCAL_AGGS];
 	XpuAggState *accp = NULL;
+	XpuEach		each;
+	XpuEach    *eachp;
 	int64_t		n = rows != NULL ? (int64_t) n_rows : chunk->nrows;
 	int64_t		stride = (int64_t) gridDim.x * blockDim.x;
 	unsigned long long passed = 0;
@@ -672,6 +717,7 @@ kern_agg_exec(const XpuProgram *gprog, uint32_t prog_len, uint32_t smem_prog,
 	prog = gagg_block_setup(gprog, prog_len, smem_prog, gspec, &sp, kern_agg_smem,
 							cstates, ce, entries, hsmem);
 	gagg_hoisted_setup(prog, chunk, regs, nulls, null0, &launch->err);
+	eachp = xpu_program_expands(prog) ? &each : NULL;
 	if (sp.n_keys == 0 && sp.n_aggs <= GAGG_LOCAL_AGGS)
 	{
 		accp = acc;
@@ -695,13 +741,36 @@ kern_agg_exec(const XpuProgram *gprog, uint32_t prog_len, uint32_t smem_prog,
 
 		if (__any_sync(0xffffffffu, stop))
 			break;
-		pass = row >= 0 && gagg_eval(prog, chunk, row, regs, nulls, null0, &launch->err);
+		pass = row >= 0 && gagg_eval(prog, chunk, row, regs, nulls, null0, eachp, &launch->err);
 		__syncwarp();
 		if (gagg_fold_row(t, &sp, ce, cstates, entries, accp, pass, regs, nulls, hsmem,
 						  &hll_dense))
 			passed++;
-		else if (pass)
+		else if (pass && eachp == NULL)
 			ovf_rows[atomicAdd(&launch->n_overflow, 1u)] = (uint32_t) row;
+		else if (pass)
+			gagg_each_full(launch);
+		if (eachp != NULL)
+		{
+			/*
+			 * the rows' further combinations of matches, the warp's lanes
+			 * together (gagg_fold_row's meeting points) until every lane's
+			 * are done
+			 */
+			int			more = row >= 0 && each.n > 0;
+
+			while (__any_sync(0xffffffffu, more))
+			{
+				pass = more && gagg_eval_next(prog, chunk, regs, nulls, &each, &launch->err);
+				more = more && each.n > 0;
+				__syncwarp();
+				if (gagg_fold_row(t, &sp, ce, cstates, entries, accp, pass, regs, nulls,
+								  hsmem, &hll_dense))
+					passed++;
+				else if (pass)
+					gagg_each_full(launch);
+			}
+		}
 	}
 	if (accp != NULL)
 	{

@@ -1701,6 +1701,17 @@ xpu_agg_table_update(XpuAggTable *t, const XpuResult *res, XpuError *err)
 	return t->spill_limit == 0 || t->ngroups < t->spill_limit || spill_groups(t, err);
 }
 
+/* see xpu_agg.h */
+int
+xpu_agg_sink(void *arg, const XpuResult *res, XpuError *err)
+{
+	XpuAggSink *as = (XpuAggSink *) arg;
+
+	for (int64_t r = 0; r < res->nrows; r++)
+		as->rows += res->mask[r];
+	return xpu_agg_table_update(as->table, res, err);
+}
+
 /* folds the states src of a group into dst group dg */
 static int
 combine_group(XpuAggTable *dst, int64_t dg, const XpuAggState *src, XpuError *err)

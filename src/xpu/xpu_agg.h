@@ -180,6 +180,19 @@ extern void xpu_agg_table_free(XpuAggTable *t);
 extern int	xpu_agg_table_update(XpuAggTable *t, const XpuResult *res,
 								 XpuError *err);
 
+/*
+ * xpu_agg_sink: an XpuResultSink (xpu_cpu_exec_each, for a program whose
+ * rows expand) that folds the rows into an aggregation table: arg an
+ * XpuAggSink, whose rows counts the rows folded
+ */
+typedef struct XpuAggSink
+{
+	XpuAggTable *table;
+	uint64_t	rows;
+} XpuAggSink;
+
+extern int	xpu_agg_sink(void *arg, const XpuResult *res, XpuError *err);
+
 /* folds every group of src into dst (same program and spec) */
 extern int	xpu_agg_table_merge(XpuAggTable *dst, const XpuAggTable *src,
 								XpuError *err);

@@ -842,8 +842,8 @@ imm_ok(const XpuProgram *prog, const XpuInstr *in)
 		case XPU_OP_DATE_PART_IV:
 		case XPU_OP_EXTRACT_IV: return xpu_date_field_ok(in->op, in->imm);
 		case XPU_OP_JOIN_PROBE:
-			/* depth | n_keys << 8, n_keys 1..3; key fields beyond n_keys repeat a */
-			return in->imm >= 0 && (in->imm >> 16) == 0 &&
+			/* depth | n_keys << 8 [| EACH], n_keys 1..3; key fields beyond n_keys repeat a */
+			return in->imm >= 0 && ((in->imm & ~XPU_JOIN_PROBE_EACH) >> 16) == 0 &&
 				XPU_JOIN_IMM_ARG(in->imm) >= 1 &&
 				XPU_JOIN_IMM_ARG(in->imm) <= XPU_JOIN_PROBE_MAX_KEYS &&
 				(XPU_JOIN_IMM_ARG(in->imm) > 1 || in->b == in->a) &&
@@ -944,6 +944,48 @@ check_hoisted(const XpuProgram *prog, char *errbuf, size_t errlen)
 }
 
 /*
+ * check_each: the probes of every match (xpu_join.h): at most
+ * XPU_JOIN_EACH_MAX, and after each, every register an instruction writes
+ * but r0 neither written before the probe nor one of its keys, so that
+ * the probe's re-runs find them NULL (xpu_each_reset)
+ */
+static int
+check_each(const XpuProgram *prog, char *errbuf, size_t errlen)
+{
+	const XpuInstr *ins = XPU_INSTRS(prog);
+	uint8_t		before[XPU_MAX_REGS + 1];
+	int			n_each = 0,
+				from = 0;
+
+	memset(before, 0, sizeof(before));
+	for (int p = 0; p < prog->n_instrs; p++)
+	{
+		const XpuInstr *pin = &ins[p];
+
+		if (pin->op != XPU_OP_JOIN_PROBE || !(pin->imm & XPU_JOIN_PROBE_EACH))
+			continue;
+		if (++n_each > XPU_JOIN_EACH_MAX)
+			return bad(errbuf, errlen, "instruction %d: more than %d join probes of every match",
+					   p, XPU_JOIN_EACH_MAX);
+		for (; from < p; from++)
+			if (op_info[ins[from].op].result != XPU_T_NONE)
+				before[ins[from].dst] = 1;
+		for (int pc = p + 1; pc < prog->n_instrs; pc++)
+		{
+			int			d = ins[pc].dst;
+
+			if (op_info[ins[pc].op].result == XPU_T_NONE || d == 0)
+				continue;
+			if (before[d] || d == pin->a || d == pin->b || d == pin->c)
+				return bad(errbuf, errlen,
+						   "instruction %d: writes r%d, which the probe of every match "
+						   "at %d finds written", pc, d, p);
+		}
+	}
+	return 1;
+}
+
+/*
  * xpu_program_validate: is the len bytes at prog a well-formed program
  * that the interpreter can run without reading or writing out of bounds?
  * Returns 1, or 0 with a message in errbuf.
@@ -979,7 +1021,7 @@ xpu_program_validate(const XpuProgram *prog, size_t len, char *errbuf, size_t er
 		if (depth != 0)
 			return bad(errbuf, errlen, "stage %d ends with %d masks pushed", s, depth);
 	}
-	return 1;
+	return check_each(prog, errbuf, errlen);
 }
 
 /* ---------------- disassembler ---------------- */
@@ -1158,6 +1200,8 @@ out_instr(Out *o, const XpuProgram *prog, int pc)
 					out(o, ", r%d", in->b);
 				if (XPU_JOIN_IMM_ARG(in->imm) > 2)
 					out(o, ", r%d", in->c);
+				if (in->imm & XPU_JOIN_PROBE_EACH)
+					out(o, ", each match");
 				break;
 			default: out_imm(o, prog, in); break;
 		}

@@ -196,6 +196,12 @@ xpu_cpu_exec(const XpuProgram *prog, const XpuChunk *chunk, XpuResult *res,
 
 	if (!cpu_chunk_ok(prog, chunk, res, err))
 		return err->code;
+	if (xpu_program_expands(prog))
+	{
+		XPU_ERROR(err, XPU_ERR_INVALID_ARGUMENT,
+				  "a program whose rows expand runs with xpu_cpu_exec_each");
+		return err->code;
+	}
 	if (cpu_loads_only(prog, chunk, res))
 		return err->code;
 	t.v = (XpuValue *) w;
@@ -243,4 +249,101 @@ xpu_row_exec(const XpuProgram *prog, const XpuChunk *chunk, XpuResult *res,
 	for (row = 0; row < chunk->nrows && err->code == XPU_OK; row++)
 		xpu_row_eval(prog, chunk, row, regs, nulls, res, err);
 	return err->code;
+}
+
+/* row i of res: the outputs of the row whose registers are regs/nulls */
+static void
+cpu_row_out(const XpuProgram *prog, const XpuValue *regs, const uint8_t *nulls,
+			XpuResult *res, int64_t i)
+{
+	const uint8_t *outs = XPU_OUTS(prog);
+
+	res->mask[i] = 1;
+	for (int k = 0; k < prog->n_outs; k++)
+	{
+		res->values[k * res->nrows + i] = regs[outs[k]];
+		res->nulls[k * res->nrows + i] = nulls[outs[k]];
+	}
+}
+
+/*
+ * xpu_cpu_exec_each: run prog over every row of chunk into batches of
+ * output rows, for a program whose rows may expand (xpu_program_expands:
+ * probes of every match, xpu_join.h) as for any other: res holds up to
+ * res->nrows output rows (any number, its capacity); each time it is full,
+ * and once at the end where it holds any, sink(arg, res, err) takes them
+ * (rows whose mask is 0 are none).  A program that does not expand runs
+ * as xpu_cpu_exec, vectorised, one chunk row an output row (res->nrows
+ * must then be chunk->nrows); one that does runs through the per-row form,
+ * each outer row once per combination of its matches, in order.  Returns
+ * 1, 0 on the program's error (err), -1 when sink returned 0 (sink said
+ * why, through err or arg).
+ */
+int
+xpu_cpu_exec_each(const XpuProgram *prog, const XpuChunk *chunk, XpuResult *res,
+				  void *workspace, XpuError *err, XpuResultSink sink, void *arg)
+{
+	const uint16_t *st = prog->stage_start;
+	XpuValue	regs[XPU_MAX_REGS];
+	uint8_t		nulls[XPU_MAX_REGS];
+	XpuEach		each;
+	int64_t		filled = 0;
+
+	if (!xpu_program_expands(prog))
+	{
+		if (xpu_cpu_exec(prog, chunk, res, workspace, err) != XPU_OK)
+			return 0;
+		return sink(arg, res, err) ? 1 : -1;
+	}
+	if (res->nrows <= 0)
+	{
+		XPU_ERROR(err, XPU_ERR_INVALID_ARGUMENT, "no room for output rows");
+		return 0;
+	}
+	/* the chunk's columns and tables as xpu_cpu_exec checks them */
+	if (!xpu_chunk_check(prog, chunk) || chunk->n_joins < 0 ||
+		(chunk->n_joins > 0 && chunk->joins == NULL))
+	{
+		XPU_ERROR(err, XPU_ERR_INVALID_ARGUMENT, "chunk does not match the program");
+		return 0;
+	}
+	if (!xpu_program_join_check(prog, chunk->joins, chunk->n_joins, err))
+		return 0;
+	for (int64_t row = 0; row < chunk->nrows && err->code == XPU_OK; row++)
+	{
+		int64_t		in_part = row;
+		const XpuColumnData *cols = xpu_chunk_part(chunk, &in_part);
+
+		for (int k = 0; k < prog->n_regs; k++)
+			nulls[k] = 1;
+		xpu_row_each_first(prog, st[XPU_STAGE_LOAD], chunk, cols, in_part, regs, nulls,
+						   &each, err);
+		do
+		{
+			if (err->code != XPU_OK)
+				break;
+			if (xpu_program_filters(prog) && !XPU_TRUE(&regs[0], nulls[0]))
+				continue;
+			xpu_row_run(prog, st[XPU_STAGE_PROJ], st[XPU_N_STAGES], chunk, cols, in_part,
+						regs, nulls, 1, err);
+			if (err->code != XPU_OK)
+				break;
+			cpu_row_out(prog, regs, nulls, res, filled++);
+			if (filled == res->nrows)
+			{
+				if (!sink(arg, res, err))
+					return -1;
+				filled = 0;
+			}
+		} while (xpu_row_each_next(prog, chunk, &each, err));
+	}
+	if (err->code != XPU_OK)
+		return 0;
+	if (filled > 0)
+	{
+		memset(res->mask + filled, 0, (size_t) (res->nrows - filled));
+		if (!sink(arg, res, err))
+			return -1;
+	}
+	return 1;
 }

@@ -28,7 +28,11 @@
  * meaningless once one is recorded (the caller discards them, or
  * re-evaluates the rows in PostgreSQL for XPU_ERR_FALLBACK).  Programs must
  * have passed xpu_program_validate() and the chunk xpu_chunk_check() (and
- * with inner tables, xpu_program_join_check()).
+ * with inner tables, xpu_program_join_check()).  A program whose probes
+ * meet every match (xpu_program_expands: rows expand, xpu_join.h) runs
+ * in the per-row form only, through xpu_row_each_first and
+ * xpu_row_each_next: each combination of an outer row's matches passes
+ * or not and runs PROJ as a row of its own.
  *
  *-------------------------------------------------------------------------
  */
@@ -127,18 +131,18 @@ xpu_row_bind(XpuCtx *s, const XpuInstr *in, XpuValue *regs, uint8_t *nulls)
 }
 
 /*
- * xpu_row_run: run instructions [begin, end) for one row whose registers
- * are regs/nulls, starting active or not; cols (of chunk, or of its part
- * that holds the row) and row say where LOAD_COL reads, chunk's joins
- * where the JOIN stage probes.
+ * xpu_row_span: run instructions [begin, end) for one row whose registers
+ * are regs/nulls, starting active or not with the mask stack stack; cols
+ * (of chunk, or of its part that holds the row) and row say where LOAD_COL
+ * reads, chunk's joins where the JOIN stage probes, each where a probe of
+ * every match opens its points (NULL: the program has none).
  */
 XPU_HOST_DEVICE void
-xpu_row_run(const XpuProgram *prog, int begin, int end, const XpuChunk *chunk,
-			const XpuColumnData *cols, int64_t row,
-			XpuValue *regs, uint8_t *nulls, int active, XpuError *err)
+xpu_row_span(const XpuProgram *prog, int begin, int end, const XpuChunk *chunk,
+			 const XpuColumnData *cols, int64_t row, XpuValue *regs, uint8_t *nulls,
+			 int active, uint64_t stack, XpuEach *each, XpuError *err)
 {
 	const XpuInstr *instrs = XPU_INSTRS(prog);
-	uint64_t	stack = 0;
 	XpuCtx		s;
 	int			pc;
 
@@ -148,6 +152,8 @@ xpu_row_run(const XpuProgram *prog, int begin, int end, const XpuChunk *chunk,
 	s.row = row;
 	s.joins = chunk->joins;
 	s.n_joins = chunk->n_joins;
+	s.each = each;
+	s.stack = stack;
 	for (pc = begin; pc < end; pc++)
 	{
 		const XpuInstr *in = instrs + pc;
@@ -158,12 +164,12 @@ xpu_row_run(const XpuProgram *prog, int begin, int end, const XpuChunk *chunk,
 			case XPU_OP_MASK_PUSH_NOT_TRUE:
 			case XPU_OP_MASK_PUSH_NOT_FALSE:
 			case XPU_OP_MASK_PUSH_NULL:
-				stack = (stack << 1) | (uint64_t) (active != 0);
+				s.stack = (s.stack << 1) | (uint64_t) (active != 0);
 				active = active && xpu_mask_keeps(in->op, &regs[in->a], nulls[in->a]);
 				break;
 			case XPU_OP_MASK_POP:
-				active = (int) (stack & 1);
-				stack >>= 1;
+				active = (int) (s.stack & 1);
+				s.stack >>= 1;
 				break;
 			XPU_OPCODE_TABLE(XPU_ROW_CASE)
 			default:
@@ -171,6 +177,99 @@ xpu_row_run(const XpuProgram *prog, int begin, int end, const XpuChunk *chunk,
 				return;
 		}
 	}
+}
+
+/* xpu_row_span from an empty mask stack, without probes of every match */
+XPU_HOST_DEVICE void
+xpu_row_run(const XpuProgram *prog, int begin, int end, const XpuChunk *chunk,
+			const XpuColumnData *cols, int64_t row,
+			XpuValue *regs, uint8_t *nulls, int active, XpuError *err)
+{
+	xpu_row_span(prog, begin, end, chunk, cols, row, regs, nulls, active, 0, 0, err);
+}
+
+/* ---------------- probes of every match (xpu_join.h) ---------------- */
+
+/*
+ * xpu_row_each_first: LOAD, QUAL and JOIN (instructions [begin, the GROUP
+ * stage)) for one row, cols/row as xpu_row_span's, every probe of every
+ * match taking its first match and opening its points in each; the caller
+ * then tests r0 and runs what follows, as after xpu_row_run
+ */
+XPU_HOST_DEVICE void
+xpu_row_each_first(const XpuProgram *prog, int begin, const XpuChunk *chunk,
+				   const XpuColumnData *cols, int64_t row, XpuValue *regs, uint8_t *nulls,
+				   XpuEach *each, XpuError *err)
+{
+	each->n = 0;
+	each->regs = regs;
+	each->nulls = nulls;
+	each->cols = cols;
+	each->row = row;
+	xpu_row_span(prog, begin, prog->stage_start[XPU_STAGE_GROUP], chunk, cols, row,
+				 regs, nulls, 1, 0, each, err);
+}
+
+/*
+ * xpu_each_reset: the registers that instructions after pc write (but
+ * r0) back to NULL, as they were at pc (xpu_join.h); r0 back to v, n
+ */
+XPU_HOST_DEVICE void
+xpu_each_reset(const XpuProgram *prog, int pc, uint8_t *nulls, XpuValue *regs,
+			   const XpuValue *v, uint8_t n)
+{
+	const XpuInstr *ins = XPU_INSTRS(prog);
+
+	for (int k = pc + 1; k < prog->n_instrs; k++)
+		nulls[ins[k].dst] = 1;
+	regs[0] = *v;
+	nulls[0] = n;
+}
+
+/*
+ * xpu_row_each_next: the row's next combination of matches (see
+ * xpu_join.h): the newest open point takes its next match and the JOIN
+ * stage runs on from its probe; returns 0 when no point is open (the
+ * row's combinations are done), else 1, the caller then going on as after
+ * xpu_row_each_first
+ */
+XPU_HOST_DEVICE int
+xpu_row_each_next(const XpuProgram *prog, const XpuChunk *chunk, XpuEach *each,
+				  XpuError *err)
+{
+	XpuValue   *regs = each->regs;
+	uint8_t    *nulls = each->nulls;
+
+	while (each->n > 0)
+	{
+		XpuEachPoint *p = &each->p[each->n - 1];
+		const XpuInstr *in = XPU_INSTRS(prog) + p->pc;
+		int			depth = XPU_JOIN_IMM_DEPTH(in->imm);
+		int			pc = p->pc;
+		uint64_t	stack = p->stack;
+		int32_t		row = p->next_row;
+		XpuValue	kv[XPU_JOIN_PROBE_MAX_KEYS] = {regs[in->a], regs[in->b], regs[in->c]};
+		uint8_t		kn[XPU_JOIN_PROBE_MAX_KEYS] = {nulls[in->a], nulls[in->b], nulls[in->c]};
+
+		if (depth >= chunk->n_joins || chunk->joins == 0 || chunk->joins[depth] == 0)
+		{
+			XPU_ERROR(err, XPU_ERR_INTERNAL, "join depth without an inner table");
+			each->n = 0;
+			return 0;
+		}
+		/* the reset comes before any register is written: r0 from the point */
+		xpu_each_reset(prog, pc, nulls, regs, &p->r0, p->r0n);
+		/* the match after this one for the next resume, or the point closes */
+		p->next_row = xpu_join_each_after(chunk->joins[depth], p, kv, kn);
+		if (p->next_row < 0)
+			each->n--;
+		regs[in->dst].i = row;
+		nulls[in->dst] = 0;
+		xpu_row_span(prog, pc + 1, prog->stage_start[XPU_STAGE_GROUP], chunk, each->cols,
+					 each->row, regs, nulls, 1, stack, each, err);
+		return 1;
+	}
+	return 0;
 }
 
 /*

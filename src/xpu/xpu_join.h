@@ -590,6 +590,21 @@ xpu_join_word_walk(const XpuJoinTable *t, uint32_t pos, uint32_t end, uint64_t w
 	return -1;
 }
 
+/*
+ * the row of the first of entries [*pos, end) whose inline key is w, -1
+ * none; *pos moves past it (the probes of every match walk on from there)
+ */
+XPU_HOST_DEVICE int32_t
+xpu_join_word_walk_at(const XpuJoinTable *t, uint32_t *pos, uint32_t end, uint64_t w)
+{
+	const XpuJoinEntry *ents = (const XpuJoinEntry *) XPU_JOIN_AT(t, t->entries_off);
+
+	while (*pos < end)
+		if (ents[(*pos)++].key_off == w)
+			return (int32_t) ents[*pos - 1].row;
+	return -1;
+}
+
 /* the first inner row whose key word is w (a key that is not NULL), -1 none */
 XPU_HOST_DEVICE int32_t
 xpu_join_first_word(const XpuJoinTable *t, int word_form, uint64_t w)
@@ -809,6 +824,150 @@ xpu_join_emit(const XpuJoinTable *t, XpuJoinCursor *c, uint32_t *matched, int32_
 #define XPU_JOIN_IMM_ARG(imm)		((int) (((imm) >> 8) & 0xff))	/* n_keys, col */
 #define XPU_JOIN_PROBE_MAX_KEYS		3	/* key registers a, b, c */
 
+/*
+ * Probes of every match (row expansion).  A JOIN_PROBE whose imm has
+ * XPU_JOIN_PROBE_EACH probes a depth whose inner keys are not known to be
+ * unique (codegen sets it where the planner proved nothing): the row goes
+ * on once per matching inner row, in inner-row order (or once with a NULL
+ * row when none matches: LEFT's NULL-extended row, INNER's failing row).
+ * The per-row form enumerates an outer row's combinations depth-first:
+ *
+ *	xpu_row_each_first		LOAD, QUAL and JOIN with the first match of each
+ *							probe; a probe with a further match opens a point
+ *	xpu_row_each_next		resumes the newest open point with its next
+ *							match (closing it when that is its last) and
+ *							runs the rest of the JOIN stage again
+ *
+ * and the caller runs what follows the JOIN stage (the pass test, PROJ,
+ * the aggregation's update) after each; xpu_interp.h.  A point keeps what
+ * a re-run from just after its probe needs and the registers do not: the
+ * mask stack and register 0 at the probe (the JOIN stage writes r0 after
+ * it), and where its bucket walk stands.  Every other register that an
+ * instruction after the probe writes is, at the probe, still NULL as the
+ * row started: xpu_program_validate refuses a program where such a
+ * register is written before the probe too, or is one of the probe's key
+ * registers (the walk reads them on); so a resume sets those NULL
+ * (xpu_each_reset) and the re-run sees exactly the registers the first
+ * run saw.  A table of unique keys (dense) never opens a point, nor an
+ * outer key with one match: the walk looks one match ahead.  Only the
+ * per-row form runs such probes (the tile form leaves them to it,
+ * xpu_cpu.c); a run without an XpuEach fails on one.
+ */
+#define XPU_JOIN_PROBE_EACH			(1 << 16)
+#define XPU_JOIN_EACH_MAX			8	/* such probes in one program */
+
+/* one open probe of every match */
+typedef struct XpuEachPoint
+{
+	uint64_t	stack;			/* the mask stack at the probe */
+	XpuValue	r0;				/* register 0 at the probe */
+	uint32_t	pos;			/* the bucket entry after next_row's */
+	uint32_t	end;			/* the bucket's end */
+	uint32_t	tag;			/* the outer key hash's high 32 bits */
+	int32_t		next_row;		/* the match the next resume takes */
+	uint16_t	pc;				/* the probe's instruction */
+	uint8_t		r0n;
+	uint8_t		pad;
+} XpuEachPoint;
+
+/* one row's open points, newest last, and where the row's registers are */
+typedef struct XpuEach
+{
+	int32_t		n;
+	int32_t		pad;
+	XpuValue   *regs;
+	uint8_t    *nulls;
+	const XpuColumnData *cols;	/* the row's part of the chunk, and */
+	int64_t		row;			/* the row in it (LOAD_COL) */
+	XpuEachPoint p[XPU_JOIN_EACH_MAX];
+} XpuEach;
+
+/*
+ * xpu_join_each_after: the match after p's walk position (the key of the
+ * probe's registers vals/nulls, which matched before), -1 none; moves the
+ * position past it
+ */
+XPU_HOST_DEVICE int32_t
+xpu_join_each_after(const XpuJoinTable *t, XpuEachPoint *p, const XpuValue *vals,
+					const uint8_t *nulls)
+{
+	XpuJoinCursor c;
+	int32_t		row;
+
+	if (xpu_join_word_form(t) == XPU_JOIN_WORD_HASH)
+		return nulls[0] ? -1 :
+			xpu_join_word_walk_at(t, &p->pos, p->end,
+								  xpu_agg_key_word(t->keys[0].probe_type, &vals[0]));
+	if (xpu_join_key_form(t->keys, t->n_keys, 1, vals, nulls, &c.key) != XPU_JOIN_FORM_OK)
+		return -1;
+	c.hash = (uint64_t) p->tag << 32;
+	c.pos = p->pos;
+	c.end = p->end;
+	row = xpu_join_next(t, &c);
+	p->pos = c.pos;
+	return row;
+}
+
+/*
+ * xpu_join_probe_each: the JOIN_PROBE body of a probe of every match: the
+ * first match into the destination, and a point opened in s->each where
+ * the bucket holds another
+ */
+XPU_HOST_DEVICE void
+xpu_join_probe_each(XpuCtx *s, const XpuJoinTable *t, const XpuValue *vals,
+					const uint8_t *nulls)
+{
+	XpuEach    *e = s->each;
+	XpuJoinCursor c;
+	int32_t		row;
+
+	if (e == 0)
+	{
+		XPU_STEP_FAIL(s, XPU_ERR_INTERNAL, "a join probe of every match outside a run that expands rows");
+		return;
+	}
+	if (xpu_join_word_form(t) == XPU_JOIN_WORD_HASH)
+	{
+		/* the key in the entries: the bucket's walk by the key word, no cursor */
+		const uint32_t *buckets = (const uint32_t *) XPU_JOIN_AT(t, t->buckets_off);
+		uint64_t	w = xpu_agg_key_word(t->keys[0].probe_type, &vals[0]);
+		uint32_t	b = xpu_join_word_bucket(t, w);
+
+		c.pos = buckets[b];
+		c.end = buckets[b + 1];
+		c.hash = 0;
+		row = nulls[0] ? -1 : xpu_join_word_walk_at(t, &c.pos, c.end, w);
+		c.row = row < 0 ? -1 : xpu_join_word_walk_at(t, &c.pos, c.end, w);
+	}
+	else
+	{
+		row = xpu_join_first(t, &c, vals, nulls);
+		c.row = row >= 0 && t->form == XPU_JOIN_HASH ? xpu_join_next(t, &c) : -1;
+	}
+	s->d->i = row;
+	*s->dn = row < 0;
+	if (c.row >= 0)
+	{
+		int32_t		next = c.row;
+		XpuEachPoint *p;
+
+		if (e->n >= XPU_JOIN_EACH_MAX)
+		{
+			XPU_STEP_FAIL(s, XPU_ERR_INTERNAL, "too many join probes of every match");
+			return;
+		}
+		p = &e->p[e->n++];
+		p->stack = s->stack;
+		p->r0 = e->regs[0];
+		p->r0n = e->nulls[0];
+		p->pos = c.pos;
+		p->end = c.end;
+		p->tag = (uint32_t) (c.hash >> 32);
+		p->next_row = next;
+		p->pc = (uint16_t) (s->ins - XPU_INSTRS(s->prog));
+	}
+}
+
 /* the table of the instruction's depth, NULL (an error recorded) when none */
 XPU_HOST_DEVICE const XpuJoinTable *
 xpu_join_of(XpuCtx *s)
@@ -821,6 +980,18 @@ xpu_join_of(XpuCtx *s)
 		return 0;
 	}
 	return s->joins[depth];
+}
+
+/* the probe's key registers into vals[3], nulls[3] */
+XPU_HOST_DEVICE void
+xpu_join_probe_keys(const XpuCtx *s, XpuValue *vals, uint8_t *nulls)
+{
+	vals[0] = *s->a;
+	vals[1] = *s->b;
+	vals[2] = *s->c;
+	nulls[0] = s->an;
+	nulls[1] = s->bn;
+	nulls[2] = s->cn;
 }
 
 XPU_STEP(JOIN_PROBE)
@@ -839,17 +1010,18 @@ XPU_STEP(JOIN_PROBE)
 		XPU_STEP_FAIL(s, XPU_ERR_INTERNAL, "join probe keys do not match the inner table");
 		return;
 	}
+	if (s->ins->imm & XPU_JOIN_PROBE_EACH)
+	{
+		xpu_join_probe_keys(s, vals, nulls);
+		xpu_join_probe_each(s, t, vals, nulls);
+		return;
+	}
 	if ((wf = xpu_join_word_form(t)) != XPU_JOIN_WORD_NONE)
 		row = s->an ? -1 :
 			xpu_join_first_word(t, wf, xpu_agg_key_word(t->keys[0].probe_type, s->a));
 	else
 	{
-		vals[0] = *s->a;
-		vals[1] = *s->b;
-		vals[2] = *s->c;
-		nulls[0] = s->an;
-		nulls[1] = s->bn;
-		nulls[2] = s->cn;
+		xpu_join_probe_keys(s, vals, nulls);
 		row = xpu_join_first(t, &c, vals, nulls);
 	}
 	s->d->i = row;
@@ -889,6 +1061,18 @@ xpu_program_probes(const XpuProgram *prog)
 
 	for (int pc = 0; pc < prog->n_instrs; pc++)
 		if (ins[pc].op == XPU_OP_JOIN_PROBE || ins[pc].op == XPU_OP_JOIN_PAY)
+			return 1;
+	return 0;
+}
+
+/* does prog hold a probe of every match (its rows may expand: xpu_cpu_exec_each) */
+XPU_HOST_DEVICE int
+xpu_program_expands(const XpuProgram *prog)
+{
+	const XpuInstr *ins = XPU_INSTRS(prog);
+
+	for (int pc = prog->stage_start[XPU_STAGE_JOIN]; pc < prog->stage_start[XPU_STAGE_JOIN + 1]; pc++)
+		if (ins[pc].op == XPU_OP_JOIN_PROBE && (ins[pc].imm & XPU_JOIN_PROBE_EACH))
 			return 1;
 	return 0;
 }

@@ -33,7 +33,8 @@
  * JOIN_PROBE: imm = depth | (n_keys << 8), n_keys 1..3 key registers a, b,
  * c (the fields beyond n_keys repeat a); dst = the row number of the first
  * inner row of XpuChunk.joins[depth] whose keys equal them, NULL when none
- * does or a key is NULL.  JOIN_PAY: imm = depth | (col << 8); dst = payload
+ * does or a key is NULL; with XPU_JOIN_PROBE_EACH (1 << 16) in imm, each
+ * matching row in turn (rows expand: xpu_join.h).  JOIN_PAY: imm = depth | (col << 8); dst = payload
  * column col of inner row a of joins[depth] (a text points into the table).
  * Forms: $j the depth, $K the key registers, $p the payload column.
  *

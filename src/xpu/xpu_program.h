@@ -315,6 +315,12 @@ extern int	xpu_cpu_exec(const XpuProgram *prog, const XpuChunk *chunk,
 extern int	xpu_row_exec(const XpuProgram *prog, const XpuChunk *chunk,
 						 XpuResult *res, XpuError *err);
 
+/* a taker of output rows (xpu_cpu_exec_each): 0 stops the run */
+typedef int (*XpuResultSink) (void *arg, const XpuResult *res, XpuError *err);
+extern int	xpu_cpu_exec_each(const XpuProgram *prog, const XpuChunk *chunk,
+							  XpuResult *res, void *workspace, XpuError *err,
+							  XpuResultSink sink, void *arg);
+
 #ifdef __cplusplus
 }
 #endif

@@ -33,6 +33,9 @@ typedef struct XpuCtx
 	int64_t		row;			/* the row in the chunk (LOAD_COL) */
 	const struct XpuJoinTable *const *joins;	/* the chunk's inner tables */
 	int32_t		n_joins;		/* (JOIN_PROBE, JOIN_PAY) */
+	struct XpuEach *each;		/* the per-row form's open probes of every
+								 * match (xpu_join.h), NULL: none may run */
+	uint64_t	stack;			/* the per-row form's mask stack */
 	XpuValue   *d;				/* destination value and null flag */
 	uint8_t    *dn;
 	const XpuValue *a;			/* arguments and their null flags */

@@ -563,7 +563,8 @@ xpu_tile_probe(const XpuInstr *in, XpuTile *t, const uint16_t *sel, int nsel, in
 	};
 	int			i, k;
 
-	if (t->curs == NULL || depth >= t->n_joins || t->joins[depth] == NULL)
+	if (t->curs == NULL || depth >= t->n_joins || t->joins[depth] == NULL ||
+		(in->imm & XPU_JOIN_PROBE_EACH))
 		return 0;
 	tab = t->joins[depth];
 	if (XPU_JOIN_IMM_ARG(in->imm) != tab->n_keys)
@@ -696,6 +697,8 @@ xpu_tile_run(const XpuProgram *prog, int begin, int end,
 	s.cols = cols;
 	s.joins = t->joins;
 	s.n_joins = t->n_joins;
+	s.each = 0;				/* expanding programs run per row (xpu_cpu.c) */
+	s.stack = 0;
 	for (pc = begin; pc < end; pc += used)
 	{
 		const XpuInstr *in = instrs + pc;

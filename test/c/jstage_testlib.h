@@ -154,6 +154,22 @@ js_pay_scale(int type)
 	return type == XPU_T_NUMERIC ? JS_PAY_SCALE : 0;
 }
 
+/* a QUAL stage of b: r0 = id % m <> 0 (rid: the id's int4 register) */
+static inline void
+js_qual_mod(XpuBuilder *b, int r0, int rid, int64_t m)
+{
+	int64_t		zero = 0;
+	int			km = xpu_add_reg(b, XPU_T_INT4, 0);
+	int			k0 = xpu_add_reg(b, XPU_T_INT4, 0);
+	int			rem = xpu_add_reg(b, XPU_T_INT4, 0);
+
+	xpu_begin_stage(b, XPU_STAGE_QUAL);
+	xpu_add_instr(b, XPU_OP_CONST_INT, km, 0, 0, 0, xpu_add_const(b, &m, 8));
+	xpu_add_instr(b, XPU_OP_MOD_I4, rem, rid, km, 0, 0);
+	xpu_add_instr(b, XPU_OP_CONST_INT, k0, 0, 0, 0, xpu_add_const(b, &zero, 8));
+	xpu_add_instr(b, XPU_OP_NE_INT, r0, rem, k0, 0, 0);
+}
+
 /*
  * js_program: case c's program (as codegen would build it), its output
  * types into js; NULL with errbuf set if the builder refuses it
@@ -184,18 +200,7 @@ js_program(const JsCase *c, JsData *js, char *errbuf, size_t errlen)
 		}
 	}
 	if (c->qual)
-	{
-		int64_t		three = 3, zero = 0;
-		int			k3 = xpu_add_reg(b, XPU_T_INT4, 0);
-		int			k0 = xpu_add_reg(b, XPU_T_INT4, 0);
-		int			m = xpu_add_reg(b, XPU_T_INT4, 0);
-
-		xpu_begin_stage(b, XPU_STAGE_QUAL);
-		xpu_add_instr(b, XPU_OP_CONST_INT, k3, 0, 0, 0, xpu_add_const(b, &three, 8));
-		xpu_add_instr(b, XPU_OP_MOD_I4, m, rid, k3, 0, 0);
-		xpu_add_instr(b, XPU_OP_CONST_INT, k0, 0, 0, 0, xpu_add_const(b, &zero, 8));
-		xpu_add_instr(b, XPU_OP_NE_INT, r0, m, k0, 0, 0);
-	}
+		js_qual_mod(b, r0, rid, 3);
 	xpu_begin_stage(b, XPU_STAGE_JOIN);
 	if (!c->qual)
 		xpu_add_instr(b, XPU_OP_CONST_BOOL, r0, 0, 0, 0, 1);

@@ -161,7 +161,9 @@ refused(const XpuProgram *prog, int pc, void (*fn) (XpuInstr *))
 /* instruction 3 of small_program is the probe, 5 the payload */
 static void probe_no_keys(XpuInstr *in) { in->imm = 0; }
 static void probe_four_keys(XpuInstr *in) { in->imm = 4 << 8; }
-static void probe_high_bits(XpuInstr *in) { in->imm |= 1 << 16; }
+/* bit 16 is XPU_JOIN_PROBE_EACH (test_xpu_jexpand.c); every bit above is refused */
+static void probe_high_bits(XpuInstr *in) { in->imm |= 1 << 17; }
+static void probe_top_bit(XpuInstr *in) { in->imm |= 1 << 30; }
 static void probe_negative(XpuInstr *in) { in->imm = -1; }
 static void probe_b_differs(XpuInstr *in) { in->b = 2; }
 static void probe_two_keys_c(XpuInstr *in) { in->imm = 2 << 8; in->b = 2; in->c = 2; }
@@ -186,7 +188,8 @@ test_validator(void)
 		   "the probe and the payload are instructions 3 and 5");
 	tap_ok(refused(p, 3, probe_no_keys), "JOIN_PROBE of 0 keys is refused");
 	tap_ok(refused(p, 3, probe_four_keys), "JOIN_PROBE of 4 keys is refused");
-	tap_ok(refused(p, 3, probe_high_bits), "JOIN_PROBE with immediate bits above 16 (depth >= 256) is refused");
+	tap_ok(refused(p, 3, probe_high_bits), "JOIN_PROBE with immediate bit 17 (above the EACH flag) is refused");
+	tap_ok(refused(p, 3, probe_top_bit), "JOIN_PROBE with immediate bit 30 is refused");
 	tap_ok(refused(p, 3, probe_negative), "JOIN_PROBE with a negative immediate is refused");
 	tap_ok(refused(p, 3, probe_b_differs), "JOIN_PROBE of 1 key whose b is not a is refused");
 	tap_ok(refused(p, 3, probe_two_keys_c), "JOIN_PROBE of 2 keys whose c is not a is refused");

@@ -29,6 +29,7 @@
 #include "xpu/xpu_agg.h"
 #include "xpu/xpu_agg_gpu.h"
 #include "xpu/xpu_heap_gpu.h"
+#include "xpu/xpu_join.h"
 
 typedef struct CUevent_st *CUevent;
 
@@ -263,6 +264,19 @@ fake_agg(const XpuProgram *prog, const XpuChunk *chunk, XpuGaggLaunch *launch,
 		chunk->joins, chunk->n_joins, 0};	/* "device" memory is the host's */
 		XpuResult	res = {n, mask, values, nulls};
 
+		/* a program whose rows expand: SLICE output rows at a time */
+		if (xpu_program_expands(prog))
+		{
+			XpuAggSink	as = {fake_side_table, 0};
+			int			rc;
+
+			res.nrows = SLICE;
+			rc = xpu_cpu_exec_each(prog, &c, &res, ws, &launch->err, xpu_agg_sink, &as);
+			launch->rows_passed += as.rows;
+			if (rc != 1)
+				break;
+			continue;
+		}
 		if (xpu_cpu_exec(prog, &c, &res, ws, &launch->err) != XPU_OK ||
 			!xpu_agg_table_update(fake_side_table, &res, &launch->err))
 			break;

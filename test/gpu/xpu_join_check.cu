@@ -11,7 +11,12 @@
  *		reads.  And programs with a JOIN stage (test/c/jstage_testlib.h's
  *		cases) run by kern_warp_exec, the per-row form, over a chunk whose
  *		XpuChunk.joins are the tables copied to the device, against the
- *		nested-loop oracle.  Prints TAP.
+ *		nested-loop oracle.  And programs whose probes meet every match
+ *		(test/c/jexpand_testlib.h's cases: rows expand) run by a kernel of
+ *		the aggregation kernel's loop (xpu_row_each_first, then
+ *		xpu_row_each_next until the row's combinations are done), counting
+ *		each row's output rows, then writing them; the rows, in order,
+ *		against the oracle.  Prints TAP.
  *
  *		make -C test/gpu joincheck		(needs a GPU; the bundle's run-tests.sh
  *										runs it too)
@@ -24,6 +29,7 @@ extern "C" {
 }
 #include "join_testlib.h"
 #include "jstage_testlib.h"
+#include "jexpand_testlib.h"
 #include "kern_warp.cu"
 
 #include "cuda_testlib.h"
@@ -444,6 +450,134 @@ gpu_jstage_case(int i)
 	js_free(&c, &js);
 }
 
+/* ---------------------------------------------------------------- rows that expand */
+
+/*
+ * one outer row a thread: its combinations of matches as kern_agg.cu's
+ * loop makes them; counts[row] their number, and where out is not NULL
+ * the rows from out[offs[row]] on
+ */
+__global__ void
+kern_jexpand(const XpuProgram *prog, const XpuChunk *chunk, const int64_t *offs,
+			 int64_t *counts, JxRow *out, XpuError *err)
+{
+	int64_t		row = (int64_t) blockIdx.x * blockDim.x + threadIdx.x;
+	const uint16_t *st = prog->stage_start;
+	const uint8_t *outs = XPU_OUTS(prog);
+	XpuValue	regs[XPU_MAX_REGS];
+	uint8_t		nulls[XPU_MAX_REGS];
+	XpuEach		each;
+	int64_t		in_part = row,
+				n = 0;
+	const XpuColumnData *cols;
+
+	if (row >= chunk->nrows)
+		return;
+	cols = xpu_chunk_part(chunk, &in_part);
+	for (int k = 0; k < prog->n_regs; k++)
+		nulls[k] = 1;
+	xpu_row_each_first(prog, st[XPU_STAGE_LOAD], chunk, cols, in_part, regs, nulls, &each, err);
+	do
+	{
+		if (xpu_program_filters(prog) && !XPU_TRUE(&regs[0], nulls[0]))
+			continue;
+		xpu_row_run(prog, st[XPU_STAGE_PROJ], st[XPU_N_STAGES], chunk, each.cols, each.row,
+					regs, nulls, 1, err);
+		if (out != NULL)
+		{
+			JxRow	   *r = &out[offs[row] + n];
+
+			for (int k = 0; k < JX_OUTS; k++)
+			{
+				r->n[k] = nulls[outs[k]];
+				r->v[k] = r->n[k] ? 0 : regs[outs[k]].i;
+			}
+		}
+		n++;
+	} while (xpu_row_each_next(prog, chunk, &each, err));
+	counts[row] = n;
+}
+
+/* one jexpand_testlib.h case on the GPU: counts, then rows, against the oracle */
+static void
+gpu_jexpand_case(int i)
+{
+	JxCase		c;
+	JxData		x;
+	XpuColumnData cd[4];
+	XpuChunk	chunk;
+	const XpuJoinTable *dtabs[JX_DEPTHS];
+	XpuError	err;
+	XpuError   *derr;
+	char		errbuf[256];
+	int64_t		n, total = 0, *counts, *offs, *dcounts, *doffs;
+	JxRows		got = {0};
+	JxRow	   *dout;
+	const XpuProgram *dprog;
+	const XpuChunk *dchunk;
+	unsigned	blocks;
+
+	jx_case(i, &c);
+	if (!tap_ok(jx_build(&c, &x, errbuf, sizeof(errbuf)), "%s: builds", c.name))
+	{
+		tap_diag("%s", errbuf);
+		return;
+	}
+	n = c.n_outer;
+	blocks = (unsigned) ((n + 127) / 128);
+	jx_chunk(&c, &x, cd, &chunk);
+	for (int k = 0; k < 4; k++)
+	{
+		size_t		dlen = x.cols[k].kind == XPU_COL_UTF8 ?
+			(size_t) ((int32_t *) x.cols[k].values)[n] : 0;
+
+		cd[k].validity = (const uint8_t *) dcopy(x.cols[k].validity, (size_t) n / 8 + 1);
+		cd[k].values = dcopy(x.cols[k].values, ((size_t) n + 1) * 16);
+		cd[k].data = (const char *) dcopy(x.cols[k].data, dlen);
+	}
+	chunk.cols = (const XpuColumnData *) dcopy(cd, sizeof(cd));
+	for (int d = 0; d < JX_DEPTHS; d++)
+		dtabs[d] = (const XpuJoinTable *) dcopy(x.tabs[d], x.tabs[d]->total_len);
+	chunk.joins = (const XpuJoinTable *const *) dcopy(dtabs, sizeof(dtabs));
+	dchunk = (const XpuChunk *) dcopy(&chunk, sizeof(chunk));
+	dprog = (const XpuProgram *) dcopy(x.prog, x.prog->total_len);
+	memset(&err, 0, sizeof(err));
+	derr = (XpuError *) dcopy(&err, sizeof(err));
+	counts = (int64_t *) malloc((size_t) n * sizeof(int64_t));
+	offs = (int64_t *) malloc((size_t) n * sizeof(int64_t));
+	CUDA_OK(cudaMalloc(&dcounts, (size_t) n * sizeof(int64_t)));
+	kern_jexpand<<<blocks, 128>>>(dprog, dchunk, NULL, dcounts, NULL, derr);
+	CUDA_OK(cudaGetLastError());
+	CUDA_OK(cudaDeviceSynchronize());
+	CUDA_OK(cudaMemcpy(counts, dcounts, (size_t) n * sizeof(int64_t), cudaMemcpyDeviceToHost));
+	for (int64_t o = 0; o < n; o++)
+	{
+		offs[o] = total;
+		total += counts[o];
+	}
+	doffs = (int64_t *) dcopy(offs, (size_t) n * sizeof(int64_t));
+	CUDA_OK(cudaMalloc(&dout, (size_t) (total + 1) * sizeof(JxRow)));
+	kern_jexpand<<<blocks, 128>>>(dprog, dchunk, doffs, dcounts, dout, derr);
+	CUDA_OK(cudaGetLastError());
+	CUDA_OK(cudaDeviceSynchronize());
+	CUDA_OK(cudaMemcpy(&err, derr, sizeof(err), cudaMemcpyDeviceToHost));
+	got.n = got.cap = total;
+	got.r = (JxRow *) malloc((size_t) (total + 1) * sizeof(JxRow));
+	CUDA_OK(cudaMemcpy(got.r, dout, (size_t) total * sizeof(JxRow), cudaMemcpyDeviceToHost));
+	{
+		int64_t		d = err.code == XPU_OK ? jx_diff(&x.want, &got) : -2;
+
+		if (!tap_ok(d == -1, "%s: the GPU's rows of every match equal the nested loops "
+					"(%lld rows from %lld)", c.name, (long long) x.want.n, (long long) n))
+			tap_diag("error %d (%s); %lld rows, the first difference at %lld", err.code,
+					 err.message, (long long) total, (long long) d);
+	}
+	free(got.r);
+	free(counts);
+	free(offs);
+	jx_free(&x);
+}
+
 int
 main(void)
 {
@@ -451,6 +585,8 @@ main(void)
 
 	for (int i = 0; i < JS_N_CASES; i++)
 		gpu_jstage_case(i);
+	for (int i = 0; i < JX_N_CASES; i++)
+		gpu_jexpand_case(i);
 
 	{
 		/* unique keys 0 .. 4999: the dense form */

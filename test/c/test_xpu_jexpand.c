@@ -1,0 +1,354 @@
+/*
+ * test_xpu_jexpand.c
+ *		Unit tests of join probes of every match (row expansion: JOIN_PROBE
+ *		with XPU_JOIN_PROBE_EACH; xpu_join.h, xpu_interp.h, xpu_cpu.c): the
+ *		cases of jexpand_testlib.h (duplicate keys, a hot key, NULL keys on
+ *		both sides, LEFT with and without matches, a composite key read
+ *		from an expanding depth's payload, a join qual that writes r0 after
+ *		a probe, a qual stage, a dense table) through xpu_cpu_exec_each
+ *		(several batch sizes) and the GPU kernel's loop run on the host
+ *		(hoisted constants, xpu_row_each_first / xpu_row_each_next), each
+ *		against the nested-loop oracle, output rows in order; the
+ *		validator's checks of such programs, the disassembly, and the
+ *		refusals of the runs that cannot expand rows.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "tap.h"
+#include "jexpand_testlib.h"
+#include "xpu_interp.h"
+
+static char errbuf[256];
+
+/* what collect keeps: the rows of a program of n_outs outputs */
+typedef struct Collect
+{
+	JxRows	   *got;
+	int			n_outs;
+} Collect;
+
+/* a sink that keeps the rows of a batch whose mask is set */
+static int
+collect(void *arg, const XpuResult *res, XpuError *err)
+{
+	Collect    *cl = (Collect *) arg;
+	JxRows	   *got = cl->got;
+
+	for (int64_t i = 0; i < res->nrows; i++)
+	{
+		JxRow		row;
+
+		if (!res->mask[i])
+			continue;
+		jx_row_of(res, i, cl->n_outs, &row);
+		jx_rows_add(got, &row);
+	}
+	return 1;
+}
+
+/* xpu_cpu_exec_each of prog over chunk, batches of cap rows, into got */
+static int
+run_each(const XpuProgram *prog, const XpuChunk *chunk, int64_t cap, JxRows *got, XpuError *err)
+{
+	XpuResult	res;
+	void	   *ws = aligned_alloc(16, (xpu_cpu_workspace_size(prog) + 15) & ~(size_t) 15);
+	Collect		cl = {got, prog->n_outs};
+	int			rc;
+
+	res.nrows = cap;
+	res.mask = (uint8_t *) calloc((size_t) cap, 1);
+	res.values = (XpuValue *) calloc((size_t) (cap * prog->n_outs), sizeof(XpuValue));
+	res.nulls = (uint8_t *) calloc((size_t) (cap * prog->n_outs), 1);
+	memset(err, 0, sizeof(*err));
+	rc = xpu_cpu_exec_each(prog, chunk, &res, ws, err, collect, &cl);
+	free(res.mask);
+	free(res.values);
+	free(res.nulls);
+	free(ws);
+	return rc;
+}
+
+/*
+ * the GPU kernel's loop (kern_agg.cu gagg_eval, gagg_eval_next) on the
+ * host: the hoisted constants once, every row from their null flags
+ */
+static void
+run_gpu_form(const XpuProgram *prog, const XpuChunk *chunk, JxRows *got, XpuError *err)
+{
+	const uint16_t *st = prog->stage_start;
+	const uint8_t *outs = XPU_OUTS(prog);
+	XpuValue	regs[XPU_MAX_REGS];
+	uint8_t		nulls[XPU_MAX_REGS], null0[XPU_MAX_REGS];
+	XpuEach		each;
+
+	memset(err, 0, sizeof(*err));
+	memset(regs, 0, sizeof(regs));
+	memset(nulls, 1, sizeof(nulls));
+	xpu_row_run(prog, 0, prog->n_hoisted, chunk, chunk->cols, 0, regs, nulls, 1, err);
+	memcpy(null0, nulls, sizeof(null0));
+	for (int64_t row = 0; row < chunk->nrows; row++)
+	{
+		int64_t		in_part = row;
+		const XpuColumnData *cols = xpu_chunk_part(chunk, &in_part);
+
+		memcpy(nulls, null0, (size_t) prog->n_regs);
+		xpu_row_each_first(prog, prog->n_hoisted, chunk, cols, in_part, regs, nulls, &each, err);
+		do
+		{
+			JxRow		r;
+
+			if (xpu_program_filters(prog) && !XPU_TRUE(&regs[0], nulls[0]))
+				continue;
+			xpu_row_run(prog, st[XPU_STAGE_PROJ], st[XPU_N_STAGES], chunk, each.cols,
+						each.row, regs, nulls, 1, err);
+			memset(&r, 0, sizeof(r));
+			for (int k = 0; k < JX_OUTS; k++)
+			{
+				r.n[k] = nulls[outs[k]];
+				r.v[k] = r.n[k] ? 0 : regs[outs[k]].i;
+			}
+			jx_rows_add(got, &r);
+		} while (xpu_row_each_next(prog, chunk, &each, err));
+	}
+}
+
+static void
+report(const char *what, const JxCase *c, const JxData *x, const JxRows *got, const XpuError *err)
+{
+	int64_t		i = err->code == XPU_OK ? jx_diff(&x->want, got) : -2;
+
+	if (!tap_ok(i == -1, "%s: %s: %lld rows equal the nested loops", c->name, what,
+				(long long) x->want.n))
+	{
+		tap_diag("error %d (%s); %lld rows, want %lld, first difference at %lld",
+				 err->code, err->message, (long long) got->n, (long long) x->want.n,
+				 (long long) i);
+		if (i >= 0 && i < got->n && i < x->want.n)
+			tap_diag("got id %lld rows %lld/%lld/%lld, want id %lld rows %lld/%lld/%lld",
+					 (long long) got->r[i].v[0], (long long) got->r[i].v[1],
+					 (long long) got->r[i].v[2], (long long) got->r[i].v[3],
+					 (long long) x->want.r[i].v[0], (long long) x->want.r[i].v[1],
+					 (long long) x->want.r[i].v[2], (long long) x->want.r[i].v[3]);
+	}
+}
+
+static void
+test_cases(void)
+{
+	static const int64_t caps[3] = {1, 7, 4096};
+
+	for (int i = 0; i < JX_N_CASES; i++)
+	{
+		JxCase		c;
+		JxData		x;
+		XpuColumnData cd[4];
+		XpuChunk	chunk;
+		XpuProgram *hoisted;
+		int			expands;
+
+		jx_case(i, &c);
+		if (!tap_ok(jx_build(&c, &x, errbuf, sizeof(errbuf)), "%s: builds", c.name))
+		{
+			tap_diag("%s", errbuf);
+			continue;
+		}
+		expands = c.each[0] || c.each[1] || c.each[2];
+		tap_ok(xpu_program_expands(x.prog) == expands, "%s: expands %d", c.name, expands);
+		/* the oracle: rows expand where a depth probes every match (not vacuous) */
+		if (expands && !c.dense0)
+			tap_ok(x.want.n > c.n_outer, "%s: %lld joined rows from %d outer rows", c.name,
+				   (long long) x.want.n, c.n_outer);
+		jx_chunk(&c, &x, cd, &chunk);
+		for (int k = 0; k < 3; k++)
+		{
+			JxRows		got = {0};
+			XpuError	err;
+			char		what[64];
+
+			run_each(x.prog, &chunk, expands ? caps[k] : chunk.nrows, &got, &err);
+			snprintf(what, sizeof(what), "xpu_cpu_exec_each, batches of %lld",
+					 (long long) (expands ? caps[k] : chunk.nrows));
+			report(what, &c, &x, &got, &err);
+			free(got.r);
+			if (!expands)
+				break;
+		}
+		hoisted = xpu_program_hoist_consts(x.prog);
+		tap_ok(hoisted != NULL, "%s: the constants hoist", c.name);
+		if (hoisted != NULL)
+		{
+			JxRows		got = {0};
+			XpuError	err;
+
+			if (expands)
+			{
+				run_gpu_form(hoisted, &chunk, &got, &err);
+				report("the GPU's loop, constants hoisted", &c, &x, &got, &err);
+				free(got.r);
+				memset(&got, 0, sizeof(got));
+			}
+			run_each(hoisted, &chunk, expands ? 1000 : chunk.nrows, &got, &err);
+			report("xpu_cpu_exec_each, constants hoisted", &c, &x, &got, &err);
+			free(got.r);
+			free(hoisted);
+		}
+		jx_free(&x);
+	}
+}
+
+/* ---------------------------------------------------------------- refusals */
+
+/*
+ * a one-depth program of a probe of every match: r0 bool, r1 int4 key, r2
+ * int8 probe, r3 int4 payload; bad 1: the payload written into the key
+ * register after the probe; 2: r3 written before the probe too; 3: nine
+ * probes of every match
+ */
+static XpuProgram *
+each_program(int bad)
+{
+	XpuBuilder *b = xpu_builder_create();
+	int			r0 = xpu_add_reg(b, XPU_T_BOOL, 0);
+	int			k = xpu_add_reg(b, XPU_T_INT4, 0);
+	int			p = xpu_add_reg(b, XPU_T_INT8, 0);
+	int			v = xpu_add_reg(b, XPU_T_INT4, 0);
+	XpuProgram *prog;
+
+	xpu_add_instr(b, XPU_OP_LOAD_COL, k, 0, 0, 0, xpu_add_column(b, 0, XPU_COL_INT32, 0));
+	if (bad == 2)
+		xpu_add_instr(b, XPU_OP_LOAD_COL, v, 0, 0, 0, xpu_add_column(b, 0, XPU_COL_INT32, 0));
+	xpu_begin_stage(b, XPU_STAGE_JOIN);
+	xpu_add_instr(b, XPU_OP_CONST_BOOL, r0, 0, 0, 0, 1);
+	for (int i = 0; i < (bad == 3 ? XPU_JOIN_EACH_MAX + 1 : 1); i++)
+	{
+		/* each probe its own registers */
+		if (i > 0)
+		{
+			p = xpu_add_reg(b, XPU_T_INT8, 0);
+			v = xpu_add_reg(b, XPU_T_INT4, 0);
+		}
+		xpu_add_instr(b, XPU_OP_MASK_PUSH_TRUE, 0, r0, 0, 0, 0);
+		xpu_add_instr(b, XPU_OP_JOIN_PROBE, p, k, k, k, 0 | (1 << 8) | XPU_JOIN_PROBE_EACH);
+		xpu_add_instr(b, XPU_OP_IS_NOT_NULL, r0, p, 0, 0, 0);
+		xpu_add_instr(b, XPU_OP_JOIN_PAY, bad == 1 ? k : v, p, 0, 0, 0);
+		xpu_add_instr(b, XPU_OP_MASK_POP, 0, 0, 0, 0, 0);
+	}
+	xpu_begin_stage(b, XPU_STAGE_PROJ);
+	xpu_add_output(b, v);
+	prog = xpu_builder_finish(b, errbuf, sizeof(errbuf));
+	xpu_builder_free(b);
+	return prog;
+}
+
+/* a table of int4 keys keys[n] (payload: the key) */
+static XpuJoinTable *
+int_table(const int64_t *keys, int n)
+{
+	XpuJoinSpec sp;
+	XpuValue	kv[16], pv[16];
+	uint8_t		kn[16] = {0}, pn[16] = {0};
+	XpuError	err = {0};
+	XpuJoinBuilder *b;
+	XpuJoinTable *t = NULL;
+
+	memset(&sp, 0, sizeof(sp));
+	sp.n_keys = 1;
+	sp.keys[0].type = sp.keys[0].probe_type = XPU_T_INT4;
+	sp.n_pay = 1;
+	sp.pay_types[0] = XPU_T_INT4;
+	for (int i = 0; i < n; i++)
+		kv[i].i = pv[i].i = keys[i];
+	if ((b = xpu_join_builder_create(&sp, &err)) != NULL &&
+		xpu_join_builder_add(b, n, kv, kn, pv, pn, &err))
+		t = xpu_join_builder_finish(b, &err);
+	xpu_join_builder_free(b);
+	return t;
+}
+
+static void
+test_refusals(void)
+{
+	XpuProgram *p;
+	char		dis[2048];
+	static const int64_t keys[4] = {5, 5, 6, 5};
+	XpuJoinTable *t = int_table(keys, 4);
+	const XpuJoinTable *tabs[1] = {t};
+	int32_t		kcol[3] = {5, 6, 7};
+	uint8_t		valid = 0x07;
+	XpuColumnData cd;
+	XpuChunk	chunk;
+
+	p = each_program(1);
+	tap_ok(p == NULL && strstr(errbuf, "probe of every match") != NULL,
+		   "validator: a key register written after a probe of every match (%s)", errbuf);
+	free(p);
+	p = each_program(2);
+	tap_ok(p == NULL && strstr(errbuf, "probe of every match") != NULL,
+		   "validator: a register written before and after a probe of every match (%s)", errbuf);
+	free(p);
+	p = each_program(3);
+	tap_ok(p == NULL && strstr(errbuf, "more than") != NULL,
+		   "validator: %d probes of every match (%s)", XPU_JOIN_EACH_MAX + 1, errbuf);
+	free(p);
+	p = each_program(0);
+	if (!tap_ok(p != NULL, "validator: a probe of every match (%s)", p ? "" : errbuf))
+		return;
+	xpu_program_disassemble(p, dis, sizeof(dis));
+	tap_ok(strstr(dis, "probe (r1, each match)") != NULL, "disassembly says 'each match'");
+	tap_ok(xpu_program_expands(p), "xpu_program_expands");
+
+	/* three outer rows (keys 5, 6, 7): 3 + 1 + 0 output rows */
+	memset(&cd, 0, sizeof(cd));
+	cd.validity = &valid;
+	cd.values = kcol;
+	memset(&chunk, 0, sizeof(chunk));
+	chunk.nrows = 3;
+	chunk.ncols = 1;
+	chunk.cols = &cd;
+	chunk.joins = tabs;
+	chunk.n_joins = 1;
+	{
+		XpuResult	res;
+		XpuValue	vals[8];
+		uint8_t		nulls[8], mask[8];
+		XpuError	err = {0};
+		void	   *ws = aligned_alloc(16, (xpu_cpu_workspace_size(p) + 15) & ~(size_t) 15);
+		JxRows		got = {0};
+		Collect		cl = {&got, 1};
+		int			rc;
+
+		res.nrows = 3;
+		res.mask = mask;
+		res.values = vals;
+		res.nulls = nulls;
+		xpu_cpu_exec(p, &chunk, &res, ws, &err);
+		tap_ok(err.code == XPU_ERR_INVALID_ARGUMENT,
+			   "xpu_cpu_exec refuses a program whose rows expand (%s)", err.message);
+		memset(&err, 0, sizeof(err));
+		xpu_row_exec(p, &chunk, &res, &err);
+		tap_ok(err.code == XPU_ERR_INTERNAL,
+			   "xpu_row_exec (no XpuEach) fails on a probe of every match (%s)", err.message);
+		memset(&err, 0, sizeof(err));
+		res.nrows = 2;
+		rc = xpu_cpu_exec_each(p, &chunk, &res, ws, &err, collect, &cl);
+		tap_ok(rc == 1 && got.n == 4,
+			   "xpu_cpu_exec_each: 4 rows from keys 5 (three rows), 6 (one), 7 (none): %lld",
+			   (long long) got.n);
+		tap_ok(got.n == 4 && got.r[0].v[0] == 5 && got.r[1].v[0] == 5 && got.r[2].v[0] == 5 &&
+			   got.r[3].v[0] == 6, "... their payloads in inner-row order");
+		free(got.r);
+		free(ws);
+	}
+	free(p);
+	free(t);
+}
+
+int
+main(void)
+{
+	test_cases();
+	test_refusals();
+	return tap_done();
+}
