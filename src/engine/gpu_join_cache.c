@@ -42,7 +42,9 @@
  *
  * Only filters and columns whose values depend on nothing but the rows are
  * kept (no volatile or stable function: not now(), not a setting; no
- * subquery, no parameter: not a prepared statement's $1), and no relation with row level security (whose
+ * function that is not built in, whose body may be replaced under the same
+ * OID; no subquery, no parameter: not a prepared statement's $1), and no
+ * relation with row level security (whose
  * policies depend on the user).  Privileges are the query's own: the inner
  * plan stays in the plan and PostgreSQL checks them at executor start.
  *
@@ -52,6 +54,7 @@
 
 #include <regex.h>
 
+#include "access/transam.h"
 #include "access/visibilitymap.h"
 #include "commands/explain.h"
 #include "catalog/pg_class.h"
@@ -99,15 +102,27 @@ gj_cache_text(Node *node)
 	return out.data;
 }
 
-/* does node read a Param (a prepared statement's value, an outer query's)? */
+/* is func_id a function that CREATE OR REPLACE may change (not built in)? */
 static bool
-gj_cache_has_param(Node *node, void *context)
+gj_cache_replaceable(Oid func_id, void *context)
+{
+	return func_id >= FirstNormalObjectId;
+}
+
+/*
+ * does node read a Param (a prepared statement's value, an outer query's),
+ * or call a function that is not built in (whose body CREATE OR REPLACE
+ * may change while its OID, the key's, stays)?
+ */
+static bool
+gj_cache_unkeyable(Node *node, void *context)
 {
 	if (node == NULL)
 		return false;
-	if (IsA(node, Param))
+	if (IsA(node, Param) ||
+		check_functions_in_node(node, gj_cache_replaceable, context))
 		return true;
-	return expression_tree_walker(node, gj_cache_has_param, context);
+	return expression_tree_walker(node, gj_cache_unkeyable, context);
 }
 
 /*
@@ -137,7 +152,7 @@ gj_cache_plan(PlannerInfo *root, const GjDepth *d)
 	}
 	what = (Node *) list_make3(quals, d->inner_keys, d->pay_vars);
 	if (contain_mutable_functions(what) || contain_subplans(what) ||
-		gj_cache_has_param(what, NULL))
+		gj_cache_unkeyable(what, NULL))
 		return NIL;
 	what = copyObject(what);
 	ChangeVarNodes(what, d->rel->relid, 1, 0);

@@ -190,6 +190,22 @@ def test_rows_beyond_the_relation_never_kept(clause):
     same(sql)
 
 
+def test_replaced_function_never_kept():
+    """an IMMUTABLE plpgsql function in the filter: CREATE OR REPLACE may
+    change its body under the same OID, so its rows are never kept (a
+    reviewer's find: the old body's rows came back)"""
+    pg_psql("CREATE OR REPLACE FUNCTION gjc.keep(v int4) RETURNS bool LANGUAGE plpgsql "
+            "IMMUTABLE AS 'BEGIN RETURN v > 3; END'")
+    sql = SQL.replace("d.name <> 'none'", "gjc.keep(d.grp)")
+    depth(sql)
+    assert KEPT not in depth(sql)
+    same(sql)
+    pg_psql("CREATE OR REPLACE FUNCTION gjc.keep(v int4) RETURNS bool LANGUAGE plpgsql "
+            "IMMUTABLE AS 'BEGIN RETURN v <= 3; END'")
+    assert KEPT not in depth(sql)
+    same(sql)
+
+
 def test_prepared_statement_parameter():
     """a generic plan's $1 in the dimension's filter: each execution its own rows"""
     prep = ("SET plan_cache_mode = force_generic_plan",
