@@ -162,6 +162,10 @@ gjs_plan(PlannerInfo *root, RelOptInfo *rel, GjsInfo *gi)
 
 	if ((gi->gp = gj_plan_input(root, rel, pg_warp_enable_gpuscan_heap, &why)) == NULL)
 		return why ? why : "no join";
+	/* a row of the outer table becomes at most one row of the node's */
+	if (gj_plan_expands(gi->gp))
+		return "the join keys of a depth are not known to be unique (a probe of every "
+			"match returns several rows for one outer row: only GpuPreAgg folds them)";
 	outer = gi->gp->outer;
 	rte = planner_rt_fetch(outer->relid, root);
 	gi->heap = rte->relkind != RELKIND_FOREIGN_TABLE;
