@@ -50,6 +50,26 @@ extern int	arrow_pg_resolve_within(const char *path, const char *dir,
 									struct stat *st);
 extern ArrowFile *arrow_pg_open(const char *path, ArrowPgSource *s,
 								const char *within);
+
+/*
+ * The min and max statistics of one top-level field in every record batch
+ * of a file (arrow_pg_stat_column): as written (NULL: none), and, where the
+ * field's type keeps them as bits (as_bits), parsed by arrow_stat_parse
+ * (parsed[b]: ARROW_STAT_MIN / ARROW_STAT_MAX where that succeeded)
+ */
+#define ARROW_STAT_MIN	1
+#define ARROW_STAT_MAX	2
+typedef struct ArrowStatColumn
+{
+	const char **min_s;
+	const char **max_s;
+	bool		as_bits;
+	int64	   *min;
+	int64	   *max;
+	uint8	   *parsed;
+} ArrowStatColumn;
+
+extern const ArrowStatColumn *arrow_pg_stat_column(const ArrowFile *file, int field);
 extern void arrow_pg_report(const ArrowError *err, const char *what,
 							const char *path) pg_attribute_noreturn();
 extern void arrow_pg_report_errno(int save_errno, const char *path)
@@ -95,6 +115,8 @@ extern bool arrow_conv_init(ArrowConv *c, const ArrowField *f, Oid typid,
 extern Datum arrow_conv_value(const ArrowConv *c, const ArrowArray *a,
 							  int64 row, bool *isnull);
 extern bool arrow_conv_stat(const ArrowConv *c, const char *s, Datum *out);
+extern bool arrow_stat_parse(ArrowTypeId id, const char *s, int64 *bits);
+extern bool arrow_conv_stat_bits(const ArrowConv *c, int64 bits, Datum *out);
 
 /* c->fast values (the value is the stored value: no check, no memory) */
 #define ARROW_FAST_NONE		0
@@ -154,11 +176,14 @@ extern ArrowStatCond *arrow_stats_prepare(List *clauses, int *n_conds);
 struct Expr;
 extern bool arrow_stats_parse_clause(struct Expr *clause, Index relid,
 									 ArrowStatCond *cond);
-extern void arrow_stats_strings(const ArrowBatchInfo *batch, int field, const char **smin,
-								const char **smax);
+extern void arrow_batch_stat_strings(const ArrowBatchInfo *batch, int field,
+									 const char **smin, const char **smax);
+extern void arrow_stats_values(const ArrowFile *file, int32 b, int field,
+							   const ArrowConv *conv, bool *has_min, Datum *dmin,
+							   bool *has_max, Datum *dmax);
 extern bool arrow_stats_skip_batch(const ArrowStatCond *conds, int n_conds,
 								   const ArrowConv *convs, const int *fields,
-								   const ArrowBatchInfo *batch);
+								   const ArrowFile *file, int32 b);
 
 /* in estimate.c */
 

@@ -1399,89 +1399,13 @@ arrow_conv_value(const ArrowConv *c, const ArrowArray *a, int64 row,
 	return check_domain(c, d, false);
 }
 
-/*
- * A record-batch statistic (doc/arrow-metadata.md: the stored value in the
- * field's unit, as text) as a Datum of the column's type.  Returns false
- * when the statistic is malformed or not exactly representable; the caller
- * then does not use it.  Only scalar integer, float, decimal, date, time and
- * timestamp fields have statistics.
- */
-bool
-arrow_conv_stat(const ArrowConv *c, const char *s, Datum *out)
+/* a parsed statistic (not a decimal into numeric) as a Datum of c's type */
+static bool
+stat_raw_datum(const ArrowConv *c, RawValue *r, Datum *out)
 {
-	RawValue	r;
-	char	   *end;
-
-	memset(&r, 0, sizeof(r));
-	/* a domain's statistics are values of its base type, c->typid */
-	if (s == NULL || *s == '\0' || c->has_dictionary)
-		return false;
-	errno = 0;
-	switch (c->arrow_id)
+	if (c->kind == TK_NUMERIC && !r->is_u64 && c->arrow_id != ARROW_TYPE_DECIMAL128)
 	{
-		case ARROW_TYPE_INT8:
-		case ARROW_TYPE_INT16:
-		case ARROW_TYPE_INT32:
-		case ARROW_TYPE_INT64:
-		case ARROW_TYPE_UINT8:
-		case ARROW_TYPE_UINT16:
-		case ARROW_TYPE_UINT32:
-		case ARROW_TYPE_DATE32:
-		case ARROW_TYPE_DATE64:
-		case ARROW_TYPE_TIME32:
-		case ARROW_TYPE_TIME64:
-		case ARROW_TYPE_TIMESTAMP:
-			r.i = strtoll(s, &end, 10);
-			if (errno != 0 || *end != '\0')
-				return false;
-			break;
-		case ARROW_TYPE_UINT64:
-			if (*s == '-')
-				return false;
-			r.u = strtoull(s, &end, 10);
-			if (errno != 0 || *end != '\0')
-				return false;
-			r.is_u64 = true;
-			r.i = (int64) r.u;
-			break;
-		case ARROW_TYPE_FLOAT16:
-		case ARROW_TYPE_FLOAT32:
-		case ARROW_TYPE_FLOAT64:
-			r.d = strtod(s, &end);
-			if (*end != '\0' || isnan(r.d))
-				return false;
-			if (c->kind == TK_FLOAT2)
-			{
-				/* a statistic of a float16 field is a half value, exactly */
-				r.i = arrow_float_to_half((float) r.d);
-				if ((double) arrow_half_to_float((uint16) r.i) != r.d)
-					return false;
-			}
-			break;
-		case ARROW_TYPE_DECIMAL128:
-			{
-				ArrowError	err;
-
-				if (arrow_decimal128_parse(s, 38, c->scale, &r.dec, &err) != ARROW_OK)
-					return false;
-				break;
-			}
-		default:
-			return false;
-	}
-	if (c->kind == TK_NUMERIC && c->arrow_id == ARROW_TYPE_DECIMAL128)
-	{
-		/* a typmod could reject it: compare against the unconstrained value */
-		char		buf[ARROW_DECIMAL128_MAX_TEXT];
-
-		arrow_decimal128_format(r.dec, c->scale, buf, sizeof(buf));
-		*out = DirectFunctionCall3(numeric_in, CStringGetDatum(buf),
-								   ObjectIdGetDatum(InvalidOid), Int32GetDatum(-1));
-		return true;
-	}
-	if (c->kind == TK_NUMERIC && !r.is_u64)
-	{
-		*out = NumericGetDatum(int64_to_numeric(r.i));
+		*out = NumericGetDatum(int64_to_numeric(r->i));
 		return true;
 	}
 	switch (c->kind)
@@ -1496,10 +1420,150 @@ arrow_conv_stat(const ArrowConv *c, const char *s, Datum *out)
 		case TK_DATE:
 		case TK_TIME:
 		case TK_TIMESTAMP:
-			return raw_to_datum(c, &r, out, true);
+			return raw_to_datum(c, r, out, true);
 		default:
 			return false;
 	}
+}
+
+/*
+ * arrow_stat_parse
+ *		A record-batch statistic (doc/arrow-metadata.md: the stored value in
+ *		the field's unit, as text) of a field of Arrow type id, parsed into the
+ *		64 bits that arrow_conv_stat_bits converts: the integer (temporal types
+ *		as stored; UINT64 as its bits) or the double's bits.  False for a
+ *		malformed statistic, a NaN, and a type whose statistics are not kept
+ *		as bits (decimals: arrow_conv_stat parses those itself).
+ */
+bool
+arrow_stat_parse(ArrowTypeId id, const char *s, int64 *bits)
+{
+	char	   *end;
+
+	if (s == NULL || *s == '\0')
+		return false;
+	errno = 0;
+	switch (id)
+	{
+		case ARROW_TYPE_INT8:
+		case ARROW_TYPE_INT16:
+		case ARROW_TYPE_INT32:
+		case ARROW_TYPE_INT64:
+		case ARROW_TYPE_UINT8:
+		case ARROW_TYPE_UINT16:
+		case ARROW_TYPE_UINT32:
+		case ARROW_TYPE_DATE32:
+		case ARROW_TYPE_DATE64:
+		case ARROW_TYPE_TIME32:
+		case ARROW_TYPE_TIME64:
+		case ARROW_TYPE_TIMESTAMP:
+			*bits = strtoll(s, &end, 10);
+			return errno == 0 && *end == '\0';
+		case ARROW_TYPE_UINT64:
+			{
+				uint64		u;
+
+				if (*s == '-')
+					return false;
+				u = strtoull(s, &end, 10);
+				*bits = (int64) u;
+				return errno == 0 && *end == '\0';
+			}
+		case ARROW_TYPE_FLOAT16:
+		case ARROW_TYPE_FLOAT32:
+		case ARROW_TYPE_FLOAT64:
+			{
+				double		d = strtod(s, &end);
+
+				if (*end != '\0' || isnan(d))
+					return false;
+				memcpy(bits, &d, sizeof(d));
+				return true;
+			}
+		default:
+			return false;
+	}
+}
+
+/*
+ * arrow_conv_stat_bits
+ *		A statistic that arrow_stat_parse parsed for c's field, as a Datum of
+ *		the column's type; false when it is not exactly representable (the
+ *		caller then does not use it).
+ */
+bool
+arrow_conv_stat_bits(const ArrowConv *c, int64 bits, Datum *out)
+{
+	RawValue	r;
+
+	memset(&r, 0, sizeof(r));
+	if (c->has_dictionary)
+		return false;
+	switch (c->arrow_id)
+	{
+		case ARROW_TYPE_UINT64:
+			r.u = (uint64) bits;
+			r.is_u64 = true;
+			r.i = bits;
+			break;
+		case ARROW_TYPE_FLOAT16:
+		case ARROW_TYPE_FLOAT32:
+		case ARROW_TYPE_FLOAT64:
+			memcpy(&r.d, &bits, sizeof(r.d));
+			if (c->kind == TK_FLOAT2)
+			{
+				/* a statistic of a float16 field is a half value, exactly */
+				r.i = arrow_float_to_half((float) r.d);
+				if ((double) arrow_half_to_float((uint16) r.i) != r.d)
+					return false;
+			}
+			break;
+		case ARROW_TYPE_DECIMAL128:
+			return false;
+		default:
+			r.i = bits;
+			break;
+	}
+	return stat_raw_datum(c, &r, out);
+}
+
+/*
+ * A record-batch statistic (doc/arrow-metadata.md: the stored value in the
+ * field's unit, as text) as a Datum of the column's type.  Returns false
+ * when the statistic is malformed or not exactly representable; the caller
+ * then does not use it.  Only scalar integer, float, decimal, date, time and
+ * timestamp fields have statistics.
+ */
+bool
+arrow_conv_stat(const ArrowConv *c, const char *s, Datum *out)
+{
+	int64		bits;
+
+	if (s == NULL || *s == '\0' || c->has_dictionary)
+		return false;
+	if (c->arrow_id == ARROW_TYPE_DECIMAL128)
+	{
+		ArrowDecimal128 dec;
+		ArrowError	err;
+		char		buf[ARROW_DECIMAL128_MAX_TEXT];
+
+		if (arrow_decimal128_parse(s, 38, c->scale, &dec, &err) != ARROW_OK)
+			return false;
+		if (c->kind != TK_NUMERIC)
+		{
+			RawValue	r;
+
+			memset(&r, 0, sizeof(r));
+			r.dec = dec;
+			return stat_raw_datum(c, &r, out);
+		}
+		/* a typmod could reject it: compare against the unconstrained value */
+		arrow_decimal128_format(dec, c->scale, buf, sizeof(buf));
+		*out = DirectFunctionCall3(numeric_in, CStringGetDatum(buf),
+								   ObjectIdGetDatum(InvalidOid), Int32GetDatum(-1));
+		return true;
+	}
+	return arrow_stat_parse(c->arrow_id, s, &bits) && arrow_conv_stat_bits(c, bits, out);
 }
 
 /* True when values of this column are floating point (NaN sorts last) */

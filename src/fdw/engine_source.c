@@ -111,7 +111,7 @@ arrow_fdw_engine_source(Relation rel, Index relid, List *quals,
 
 			es->batches_total++;
 			if (n_conds > 0 &&
-				arrow_stats_skip_batch(conds, n_conds, t->convs, t->fields, bi))
+				arrow_stats_skip_batch(conds, n_conds, t->convs, t->fields, file->file, b))
 			{
 				es->batches_skipped++;
 				continue;

@@ -313,17 +313,18 @@ in_range(const ArrowColEstimate *g, double v)
 
 /* the batch's [min, max] of g's column on g's scale; false when unknown */
 static bool
-batch_min_max(const ArrowColEstimate *g, const ArrowBatchInfo *batch,
+batch_min_max(const ArrowColEstimate *g, const ArrowFile *file, int32 b,
 			  double *min, double *max)
 {
-	const char *smin,
-			   *smax;
-	Datum		d;
+	Datum		dmin,
+				dmax;
+	bool		has_min,
+				has_max;
 
-	arrow_stats_strings(batch, g->field, &smin, &smax);
-	if (!smin || !arrow_conv_stat(g->conv, smin, &d) || !scalar_of(d, g->conv->typid, min))
+	arrow_stats_values(file, b, g->field, g->conv, &has_min, &dmin, &has_max, &dmax);
+	if (!has_min || !scalar_of(dmin, g->conv->typid, min))
 		return false;
-	if (!smax || !arrow_conv_stat(g->conv, smax, &d) || !scalar_of(d, g->conv->typid, max))
+	if (!has_max || !scalar_of(dmax, g->conv->typid, max))
 		return false;
 	return isfinite(*min) && isfinite(*max) && *min <= *max;
 }
@@ -387,7 +388,7 @@ batch_eval(const ArrowColEstimate *g, const ArrowFile *file, int32 b,
 	*upper = nonnull;
 	if (!g->positioned)
 		return;
-	if (!batch_min_max(g, batch, &m, &M))
+	if (!batch_min_max(g, file, b, &m, &M))
 	{
 		*guess = nonnull * g->def_sel;
 		return;
@@ -426,7 +427,7 @@ eval_column(PlannerInfo *root, const ArrowEstimateTable *t, ArrowColEstimate *g,
 		{
 			const ArrowBatchInfo *batch = &t->files[f]->batches[b];
 			bool		skipped = arrow_stats_skip_batch(conds, n_conds, t->convs,
-														 t->fields, batch);
+														 t->fields, t->files[f], b);
 
 			batch_eval(g, t->files[f], b, skipped, &lower[gb], &upper[gb],
 					   &g->frac[gb]);

@@ -474,6 +474,15 @@ typedef struct MetaCacheEntry
 	ArrowFile  *file;			/* never read through: copied from */
 	uint64		used;			/* when it was last used (a counter) */
 	bool		pinned;			/* copies of this transaction point into it */
+	/*
+	 * the min and max statistics of each top-level field in every batch,
+	 * found and parsed on first use (arrow_pg_stat_column; in cxt, NULL
+	 * until then): looking them up by key in each batch's metadata and
+	 * parsing them took most of the planning and executor start of a query
+	 * over a file of a thousand batches, for every query
+	 */
+	int			n_stat_fields;
+	ArrowStatColumn **stats;
 } MetaCacheEntry;
 
 static MetaCacheEntry meta_cache[META_CACHE_ENTRIES];
@@ -582,6 +591,77 @@ meta_cache_add(const ArrowPgSource *s, int64 ctime_ns, const ArrowFile *file)
 		total -= MemoryContextMemAllocated(old->cxt, true);
 		meta_cache_drop(old);
 	}
+}
+
+/* the entry that `file` (a copy arrow_pg_open made of it) shares its batches' arrays with */
+static MetaCacheEntry *
+meta_cache_of(const ArrowFile *file)
+{
+	static MetaCacheEntry *last;
+
+	if (file->n_batches <= 0 || file->batches[0].nodes == NULL)
+		return NULL;
+	if (last != NULL && last->file != NULL && last->file->n_batches == file->n_batches &&
+		last->file->batches[0].nodes == file->batches[0].nodes &&
+		last->file->batches[0].message_offset == file->batches[0].message_offset)
+		return last;
+	for (int i = 0; i < META_CACHE_ENTRIES; i++)
+	{
+		MetaCacheEntry *e = &meta_cache[i];
+
+		if (e->file != NULL && e->file->n_batches == file->n_batches &&
+			e->file->batches[0].nodes == file->batches[0].nodes &&
+			e->file->batches[0].message_offset == file->batches[0].message_offset)
+			return last = e;
+	}
+	return NULL;
+}
+
+/*
+ * arrow_pg_stat_column
+ *		The min and max statistics of top-level field `field` in every record
+ *		batch of `file` (ArrowStatColumn, arrow_fdw.h), when file is a copy of a
+ *		cached file's metadata made by arrow_pg_open in this transaction (the
+ *		entry is pinned until its end): found and parsed once per field and
+ *		kept with the entry.  NULL for any other file; the caller then looks
+ *		each batch's up itself (arrow_batch_stat_strings).
+ */
+const ArrowStatColumn *
+arrow_pg_stat_column(const ArrowFile *file, int field)
+{
+	MetaCacheEntry *e = meta_cache_of(file);
+	ArrowStatColumn *c;
+	int32		n = file->n_batches;
+	ArrowTypeId id;
+	int64		bits;
+
+	if (e == NULL || field < 0 || field >= e->file->schema.n_fields)
+		return NULL;
+	if (e->stats == NULL)
+	{
+		e->n_stat_fields = e->file->schema.n_fields;
+		e->stats = MemoryContextAllocZero(e->cxt, sizeof(ArrowStatColumn *) * e->n_stat_fields);
+	}
+	if (e->stats[field] != NULL)
+		return e->stats[field];
+	c = MemoryContextAllocZero(e->cxt, sizeof(ArrowStatColumn));
+	c->min_s = MemoryContextAlloc(e->cxt, sizeof(char *) * n);
+	c->max_s = MemoryContextAlloc(e->cxt, sizeof(char *) * n);
+	c->min = MemoryContextAlloc(e->cxt, sizeof(int64) * n);
+	c->max = MemoryContextAlloc(e->cxt, sizeof(int64) * n);
+	c->parsed = MemoryContextAllocZero(e->cxt, sizeof(uint8) * n);
+	id = e->file->schema.fields[field].type.id;
+	c->as_bits = arrow_stat_parse(id, "0", &bits);
+	for (int32 b = 0; b < n; b++)
+	{
+		arrow_batch_stat_strings(&e->file->batches[b], field, &c->min_s[b], &c->max_s[b]);
+		if (c->as_bits && arrow_stat_parse(id, c->min_s[b], &c->min[b]))
+			c->parsed[b] |= ARROW_STAT_MIN;
+		if (c->as_bits && arrow_stat_parse(id, c->max_s[b], &c->max[b]))
+			c->parsed[b] |= ARROW_STAT_MAX;
+	}
+	e->stats[field] = c;
+	return c;
 }
 
 /*

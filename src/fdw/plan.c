@@ -99,7 +99,7 @@ arrowGetForeignRelSize(PlannerInfo *root, RelOptInfo *baserel,
 		{
 			if (n_conds > 0 &&
 				arrow_stats_skip_batch(conds, n_conds, ps->table->convs,
-									   ps->table->fields, &file->file->batches[b]))
+									   ps->table->fields, file->file, b))
 				continue;
 			ps->kept_batches++;
 			ps->kept_rows += file->file->batches[b].n_rows;

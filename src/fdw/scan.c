@@ -333,7 +333,7 @@ next_batch(ArrowFdwScanState *st)
 		file = &t->files[f];
 		if (st->n_conds > 0 &&
 			arrow_stats_skip_batch(st->conds, st->n_conds, t->convs, t->fields,
-								   &file->file->batches[b]))
+								   file->file, b))
 		{
 			st->batches_skipped++;
 			if (st->shared)

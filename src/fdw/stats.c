@@ -285,11 +285,6 @@ cmp_stat(const ArrowStatCond *c, Datum stat, Datum value)
 }
 
 /*
- * True when no row of 'batch' can satisfy every condition according to its
- * statistics.  convs and fields are indexed by attno - 1 (fields: the
- * top-level field of the column, -1 when none).
- */
-/*
  * where a field's min and max statistics were found in the last batch's
  * metadata: pg2arrow writes every batch's keys in one order, so the next
  * batch has them there too (arrow_metadata_get_hinted checks it)
@@ -299,8 +294,8 @@ static int32 stat_hints[2][STAT_HINTS];
 
 /* the min and max statistics of top-level field in batch as written (NULL: none) */
 void
-arrow_stats_strings(const ArrowBatchInfo *batch, int field, const char **smin,
-					const char **smax)
+arrow_batch_stat_strings(const ArrowBatchInfo *batch, int field, const char **smin,
+						 const char **smax)
 {
 	char		key[64];
 
@@ -312,31 +307,68 @@ arrow_stats_strings(const ArrowBatchInfo *batch, int field, const char **smin,
 									  &stat_hints[1][field % STAT_HINTS]);
 }
 
+/*
+ * arrow_stats_values
+ *		The min and max statistics of top-level field in batch b of file as
+ *		Datums of conv's column (has_*: false where the batch has none or it is
+ *		not exactly representable); from what the metadata cache keeps per
+ *		field where file is a copy of a cached file's (file.c), else looked up
+ *		and parsed here
+ */
+void
+arrow_stats_values(const ArrowFile *file, int32 b, int field, const ArrowConv *conv,
+				   bool *has_min, Datum *dmin, bool *has_max, Datum *dmax)
+{
+	const ArrowStatColumn *c = arrow_pg_stat_column(file, field);
+	const char *smin,
+			   *smax;
+
+	if (c != NULL && c->as_bits)
+	{
+		*has_min = (c->parsed[b] & ARROW_STAT_MIN) != 0 &&
+			arrow_conv_stat_bits(conv, c->min[b], dmin);
+		*has_max = (c->parsed[b] & ARROW_STAT_MAX) != 0 &&
+			arrow_conv_stat_bits(conv, c->max[b], dmax);
+		return;
+	}
+	if (c != NULL)
+	{
+		smin = c->min_s[b];
+		smax = c->max_s[b];
+	}
+	else
+		arrow_batch_stat_strings(&file->batches[b], field, &smin, &smax);
+	*has_min = smin != NULL && arrow_conv_stat(conv, smin, dmin);
+	*has_max = smax != NULL && arrow_conv_stat(conv, smax, dmax);
+}
+
+/*
+ * True when no row of batch b of file can satisfy every condition according
+ * to its statistics.  convs and fields are indexed by attno - 1 (fields: the
+ * top-level field of the column, -1 when none).
+ */
 bool
 arrow_stats_skip_batch(const ArrowStatCond *conds, int n_conds,
 					   const ArrowConv *convs, const int *fields,
-					   const ArrowBatchInfo *batch)
+					   const ArrowFile *file, int32 b)
 {
-	if (!pg_warp_arrow_stats_skip || batch->metadata.count == 0)
+	if (!pg_warp_arrow_stats_skip || file->batches[b].metadata.count == 0)
 		return false;
 	for (int i = 0; i < n_conds; i++)
 	{
 		const ArrowStatCond *c = &conds[i];
 		const ArrowConv *conv = &convs[c->attno - 1];
 		int			field = fields[c->attno - 1];
-		const char *smin,
-				   *smax;
 		Datum		dmin,
 					dmax;
 		bool		has_min,
 					has_max;
-		bool		is_float = arrow_conv_is_float(conv);
 
 		if (field < 0)
 			continue;
-		arrow_stats_strings(batch, field, &smin, &smax);
-		has_min = smin && arrow_conv_stat(conv, smin, &dmin);
-		has_max = smax && arrow_conv_stat(conv, smax, &dmax) && !is_float;
+		arrow_stats_values(file, b, field, conv, &has_min, &dmin, &has_max, &dmax);
+		if (arrow_conv_is_float(conv))
+			has_max = false;
 
 		switch (c->strategy)
 		{

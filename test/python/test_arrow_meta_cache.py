@@ -134,3 +134,117 @@ def test_copy_answers_as_the_file(tmpdir_world):
     rng = "SELECT count(*), sum(k) FROM meta_cache_many WHERE k BETWEEN 5000 AND 5099"
     out = session([rng, rng])
     assert out == ["100|%d" % sum(range(5000, 5100))] * 2, out
+
+
+def stat_file(path, cols, chunk, stats=None, pad=0):
+    """cols (name -> pyarrow array) as a file of batches of chunk rows, each
+    with pg2arrow's pg_warp.min.N / pg_warp.max.N statistics of its values;
+    stats(field, batch number, min, max) may replace a batch's strings (None:
+    leave the key out); pad: bytes of padding in the first batch's metadata."""
+    t = pa.table(cols)
+    with pa.ipc.new_file(path, t.schema) as w:
+        for bn, b in enumerate(t.to_batches(max_chunksize=chunk)):
+            md = {}
+            for i, name in enumerate(t.column_names):
+                vals = [v for v in b.column(i).to_pylist() if v is not None and v == v]
+                if not vals:
+                    continue
+                lo, hi = min(vals), max(vals)
+                typ = b.schema.field(i).type
+                if pa.types.is_date32(typ):
+                    lo, hi = ((v - __import__("datetime").date(1970, 1, 1)).days for v in (lo, hi))
+                s = (repr(float(lo)), repr(float(hi))) if pa.types.is_floating(typ) \
+                    else (str(lo), str(hi))
+                if stats is not None:
+                    s = stats(i, bn, *s)
+                for k, v in zip(("min", "max"), s):
+                    if v is not None:
+                        md["pg_warp.%s.%d" % (k, i)] = v
+            if bn == 0:
+                md["pad"] = "p" * pad
+            w.write_batch(b, custom_metadata=md)
+    os.chmod(path, 0o644)
+
+
+def test_cached_statistics_skip_as_the_file(tmpdir_world):
+    """The statistics a session keeps parsed per field (file.c's cache)
+    decide what the file's own statistics decide: every range query over
+    ints, bigints, unsigned, floats (with infinities, NaN and -0), dates and
+    decimals (kept as strings) answers as with skipping off, on the first
+    open (no cache) and the copies after it; a batch whose statistics are
+    missing or malformed is never skipped; and the file rewritten in place
+    with its old size and modification time (other values, so other
+    statistics) is skipped by the new statistics, not the kept ones."""
+    import datetime
+    import decimal
+    n, chunk = 6000, 250
+    path = os.path.join(tmpdir_world, "stats.arrow")
+
+    def cols(shift):
+        return {
+            "i": pa.array([None if k % 17 == 0 else k + shift for k in range(n)], pa.int32()),
+            "b": pa.array([(k + shift) * 1000003 - 2 ** 40 for k in range(n)], pa.int64()),
+            "u": pa.array([2 ** 63 + k + shift for k in range(n)], pa.uint64()),
+            "f": pa.array([float("inf") if k == 10 else float("nan") if k == 20 else
+                           -0.0 if k == 30 else (k + shift) / 4 - 300 for k in range(n)],
+                          pa.float64()),
+            "d": pa.array([datetime.date(1990, 1, 1) + datetime.timedelta(days=k + shift)
+                           for k in range(n)], pa.date32()),
+            "m": pa.array([decimal.Decimal(k + shift) / 100 for k in range(n)],
+                          pa.decimal128(12, 2)),
+        }
+
+    def broken(field, bn, lo, hi):
+        # batch 3: no statistics of i; batch 5: malformed ones; batch 7: empty
+        if field == 0 and bn == 3:
+            return None, None
+        if bn == 5:
+            return "abc", "12x"
+        if bn == 7:
+            return "", ""
+        return lo, hi
+
+    stat_file(path, cols(0), chunk, broken, pad=400)
+    size = os.stat(path).st_size
+    table(tmpdir_world, "meta_cache_stats", path,
+          "i int, b bigint, u numeric, f float8, d date, m numeric(12,2)")
+    qs = ["SELECT count(*), sum(i) FROM meta_cache_stats WHERE i BETWEEN 1000 AND 1300",
+          "SELECT count(*) FROM meta_cache_stats WHERE i = 1276 OR i IS NULL",
+          "SELECT count(*) FROM meta_cache_stats WHERE i IN (3, 1776, 5999)",
+          "SELECT count(*), min(b) FROM meta_cache_stats WHERE b > 4000000000 - 1099511627776",
+          "SELECT count(*) FROM meta_cache_stats WHERE u >= 9223372036854779000",
+          "SELECT count(*) FROM meta_cache_stats WHERE f < -290",
+          "SELECT count(*) FROM meta_cache_stats WHERE f > 1000",
+          "SELECT count(*) FROM meta_cache_stats WHERE f = 0",
+          "SELECT count(*) FROM meta_cache_stats WHERE d < '1990-03-01'",
+          "SELECT count(*) FROM meta_cache_stats WHERE d >= '2005-01-01'",
+          "SELECT count(*) FROM meta_cache_stats WHERE m BETWEEN 12.5 AND 13.75"]
+    skip_off = ["SET pg_warp.arrow_stats_skip = off"]
+    for q in qs:
+        want = session(skip_off + [q])
+        got = session([q, q, q])
+        assert got == want * 3, (q, want, got)
+    # the statistics skip batches at all (else the test proves nothing)
+    plan = DB.sql("EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY OFF) " + qs[0])
+    skipped = [int(line.split(":")[1]) for line in plan.splitlines()
+               if line.strip().startswith("Batches Skipped:")]
+    read = [int(line.split(":")[1]) for line in plan.splitlines()
+            if line.strip().startswith("Batches Read:")]
+    # batches 4 and 5 hold the range; 3 (no statistics of i), 5 (malformed)
+    # and 7 (empty strings) cannot be skipped
+    assert skipped == [n // chunk - 4] and read == [4], plan
+
+    # rewritten in place: same size and modification time, values shifted
+    # by 2000 (the old statistics would skip the batches that now match)
+    new = os.path.join(tmpdir_world, "stats_new.arrow")
+    for pad in range(800):
+        stat_file(new, cols(2000), chunk, broken, pad=pad)
+        if os.stat(new).st_size == size:
+            break
+    assert os.stat(new).st_size == size, "no padding gives the old file's size"
+    body = "p, n = %r, %r\n%s\n" % (path, new, CHANGES["same_size_same_mtime"])
+    change = script(tmpdir_world, "rewrite.py", body)
+    out = session([qs[0], change, qs[0]])
+    after = session(skip_off + [qs[0]])
+    assert out[1] == after[0], (out, after)
+    assert out[0] != out[1], out
