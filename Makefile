@@ -51,6 +51,7 @@ OBJS         = \
 	src/engine/shm_chunk.o \
 	src/engine/gpuscan.o \
 	src/engine/service_client.o \
+	src/engine/gpu_cache_admin.o \
 	src/engine/service_supervisor.o \
 	src/types/float2.o \
 	src/types/float2_ops.o \

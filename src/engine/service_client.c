@@ -500,6 +500,37 @@ service_fetch_status(WarpStatus *st, WarpTaskList **tasks)
 	service_session(exchange_status, &r);
 }
 
+/* exchange_cache_info: CACHE_INFO into *(WarpCacheList **) arg */
+static void
+exchange_cache_info(ServiceConn *conn, void *arg)
+{
+	WarpCacheList *list;
+	uint32		len;
+
+	service_send(conn, WARP_MSG_CACHE_INFO, NULL, 0);
+	list = service_recv_list(conn, WARP_MSG_CACHE_INFO, sizeof(WarpCacheList),
+							 sizeof(WarpCacheInfo), &len);
+	if (list->n_entries != (len - sizeof(WarpCacheList)) / sizeof(WarpCacheInfo))
+		ereport(ERROR,
+				(errcode(ERRCODE_PROTOCOL_VIOLATION),
+				 errmsg("pg_warp service sent a malformed CACHE_INFO reply")));
+	*(WarpCacheList **) arg = list;
+}
+
+/*
+ * service_cache_info
+ *		What the service's GPU column caches hold (CACHE_INFO): the palloc'ed
+ *		WarpCacheList and its entries.
+ */
+WarpCacheList *
+service_cache_info(void)
+{
+	WarpCacheList *list = NULL;
+
+	service_session(exchange_cache_info, &list);
+	return list;
+}
+
 /* what service_devices asks: the request, and where its reply goes */
 typedef struct DevicesExchange
 {

@@ -52,6 +52,7 @@ struct GpuCacheEntry
 	size_t		bytes;
 	size_t		len[3];			/* validity, values, utf8 data */
 	uint64_t	tag;			/* the filler's word about its contents (rows) */
+	uint64_t	hits;			/* gpu_cache_get calls that found it READY */
 	GpuCacheSlab *slab;			/* kept while DEAD: its references pin the slab */
 	GpuCacheFile *file;
 	GpuCacheEntry *hnext;		/* hash chain */
@@ -465,6 +466,7 @@ gpu_cache_get(uint32_t dev, const GpuCacheFileId *id, int32_t batch, int32_t fie
 		e->refs++;
 		e->slab->refs++;
 		e->slab->last_use = ++c->tick;
+		e->hits++;
 		c->st.hits++;
 	}
 	else
@@ -646,4 +648,51 @@ gpu_cache_stats(uint32_t dev, GpuCacheStats *st)
 	pthread_mutex_lock(&c->lock);
 	*st = c->st;
 	pthread_mutex_unlock(&c->lock);
+}
+
+/* see gpu_cache.h */
+uint32_t
+gpu_cache_list(uint32_t dev, WarpCacheInfo *out, uint32_t max)
+{
+	GpuCacheDev *c = cache_of(dev);
+	uint32_t	n = 0;
+
+	if (c == NULL)
+		return 0;
+	pthread_mutex_lock(&c->lock);
+	for (GpuCacheFile *f = c->files; f != NULL; f = f->next)
+	{
+		uint32_t	first = n;
+
+		for (GpuCacheEntry *e = f->entries; e != NULL; e = e->fnext)
+		{
+			WarpCacheInfo *w = NULL;
+
+			if (e->state != ENTRY_READY)
+				continue;
+			for (uint32_t i = first; i < n && i < max; i++)
+				if (out[i].field == e->field && out[i].kind == e->kind)
+					w = &out[i];
+			if (w == NULL && n++ >= max)
+				continue;		/* counted, left out */
+			if (w == NULL)
+			{
+				w = &out[n - 1];
+				memset(w, 0, sizeof(*w));
+				w->dev = f->id.dev;
+				w->ino = f->id.ino;
+				w->size = f->id.size;
+				w->mtime_ns = f->id.mtime_ns;
+				w->ctime_ns = f->id.ctime_ns;
+				w->device = dev;
+				w->field = e->field;
+				w->kind = e->kind;
+			}
+			w->batches++;
+			w->bytes += e->bytes;
+			w->hits += e->hits;
+		}
+	}
+	pthread_mutex_unlock(&c->lock);
+	return n;
 }

@@ -108,4 +108,11 @@ extern void gpu_cache_clear(uint32_t dev);
 
 extern void gpu_cache_stats(uint32_t dev, GpuCacheStats *st);
 
+/*
+ * the entries of device dev summed per file version, field and column kind
+ * into out (room for max); returns how many it filled, or more than max
+ * when some were left out
+ */
+extern uint32_t gpu_cache_list(uint32_t dev, WarpCacheInfo *out, uint32_t max);
+
 #endif							/* PG_WARP_GPU_CACHE_H */

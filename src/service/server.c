@@ -54,6 +54,7 @@
 
 #include "gpu_driver.h"
 #include "service.h"
+#include "gpu_cache.h"
 #include "service/join_store.h"
 #include "service/share.h"
 
@@ -604,6 +605,35 @@ send_tasks(Conn *c)
 }
 
 /*
+ * send_cache_info
+ *		Answers CACHE_INFO: what each device's GPU column cache holds, summed
+ *		per file version, field and kind (gpu_cache_list), as many as fit one
+ *		message.
+ */
+static bool
+send_cache_info(Conn *c)
+{
+	const uint32_t cap = (PGWARP_MAX_PAYLOAD - sizeof(WarpCacheList)) / sizeof(WarpCacheInfo);
+	WarpCacheInfo *e = (WarpCacheInfo *) (pump_buf + sizeof(WarpCacheList));
+	WarpCacheList h = {0, 0};
+
+	for (uint32_t d = 0; d < service_gpu->n_devices; d++)
+	{
+		uint32_t	n = gpu_cache_list(d, e + h.n_entries, cap - h.n_entries);
+
+		if (n > cap - h.n_entries)
+		{
+			h.truncated = 1;
+			n = cap - h.n_entries;
+		}
+		h.n_entries += n;
+	}
+	memcpy(pump_buf, &h, sizeof(h));
+	return conn_send(c, WARP_MSG_CACHE_INFO, pump_buf,
+					 sizeof(h) + h.n_entries * sizeof(WarpCacheInfo));
+}
+
+/*
  * conn_pump
  *		Sends the replies of the connection's finished run while its output
  *		holds less than PUMP_LOW bytes; frees the run after its last reply.
@@ -1006,6 +1036,10 @@ dispatch(Conn *c, const WarpMsgHeader *hdr, const uint8_t *payload)
 			if (hdr->length != 0)
 				return conn_fail(c, true, WARP_ERR_PROTOCOL, "TASKS with a payload");
 			return send_tasks(c);
+		case WARP_MSG_CACHE_INFO:
+			if (hdr->length != 0)
+				return conn_fail(c, true, WARP_ERR_PROTOCOL, "CACHE_INFO with a payload");
+			return send_cache_info(c);
 		case WARP_MSG_AGG_RUN:
 		case WARP_MSG_SCAN_RUN:
 			return start_run(c, hdr->type, payload, hdr->length, -1);

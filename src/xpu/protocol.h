@@ -159,7 +159,14 @@ typedef enum WarpMsgType
 	 * JOIN_DROP with the same payload; an id the connection does not hold
 	 * is no error.
 	 */
-	WARP_MSG_JOIN_DROP = 35
+	WARP_MSG_JOIN_DROP = 35,
+
+	/*
+	 * CACHE_INFO (no payload): what the GPU column caches hold now; the
+	 * answer is CACHE_INFO with a WarpCacheList and its WarpCacheInfo
+	 * entries (pgwarp.gpu_cache_info()).
+	 */
+	WARP_MSG_CACHE_INFO = 36
 } WarpMsgType;
 
 /* HELLO: the backend sends its pid, the service answers with its own */
@@ -230,6 +237,39 @@ typedef struct WarpStatus
 } WarpStatus;
 
 WARP_STATIC_ASSERT(sizeof(WarpStatus) == 48 + 192 + 16 * 120, "WarpStatus layout");
+
+/*
+ * CACHE_INFO reply: WarpCacheList, then n_entries WarpCacheInfo: the
+ * entries of the devices' GPU column caches summed per device, file version
+ * (its identity when its buffers were read), field and column kind.  A
+ * file is an Arrow file (batches: record batches) or a segment file of a
+ * heap relation (batches: units of its blocks; field: the attribute).
+ */
+typedef struct WarpCacheList
+{
+	uint32_t	n_entries;		/* WarpCacheInfo that follow */
+	uint32_t	truncated;		/* 1: more than fit one message were left out */
+} WarpCacheList;
+
+WARP_STATIC_ASSERT(sizeof(WarpCacheList) == 8, "WarpCacheList layout");
+
+typedef struct WarpCacheInfo
+{
+	int64_t		dev;			/* the file's identity (GpuCacheFileId) */
+	int64_t		ino;
+	int64_t		size;
+	int64_t		mtime_ns;
+	int64_t		ctime_ns;
+	uint32_t	device;			/* index into the service's GPUs */
+	int32_t		field;
+	int32_t		kind;			/* XpuColKind the runs read it as */
+	uint32_t	reserved;
+	uint64_t	batches;		/* entries: one per record batch (heap unit) */
+	uint64_t	bytes;			/* device memory they hold */
+	uint64_t	hits;			/* runs that found them there */
+} WarpCacheInfo;
+
+WARP_STATIC_ASSERT(sizeof(WarpCacheInfo) == 80, "WarpCacheInfo layout");
 
 /*
  * TASKS reply: WarpTaskList, then n_entries WarpTaskInfo, the running runs

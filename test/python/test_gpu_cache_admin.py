@@ -1,0 +1,172 @@
+"""The GPU column cache as a tool (src/engine/gpu_cache_admin.c; doc/engine.md,
+"The GPU column cache"): pgwarp.gpu_cache_info() and
+pgwarp.gpu_cache_prewarm(regclass [, text[]]).
+
+Without a GPU: no rows, and prewarm refuses with the reason.  With one (the
+bundle's tests on a GPU host): a prewarm reads each column the engine can read
+into the cache (a NOTICE for the others), the info then names the table, file,
+column and record batches of every cached column, a later query is served from
+the cache (its plan says so, and the hits count it), a second prewarm reads
+nothing, a file rewritten under the cache shows as not current, heap tables
+are prewarmed by units, and the caller needs SELECT on the table.
+"""
+import os
+import time
+
+import pyarrow as pa
+import pytest
+
+from pg_sql import Db
+
+GPU = ("SET pg_warp.engine = gpu", "SET pg_warp.engine_startup_cost = 0",
+       "SET max_parallel_workers_per_gather = 0")
+N, CHUNK = 40000, 4000
+
+
+@pytest.fixture(scope="module")
+def cluster():
+    return Db()
+
+
+def has_gpu(c):
+    return c.sql("SELECT engine FROM pgwarp.service_status()") == "gpu"
+
+
+def write_arrow(path, shift=0):
+    t = pa.table({
+        "k": pa.array([i + shift for i in range(N)], pa.int64()),
+        "v": pa.array([None if i % 7 == 0 else (i * 3) % 1000 for i in range(N)], pa.int32()),
+        "f": pa.array([i / 8 for i in range(N)], pa.float64()),
+        "t": pa.array(["s%d" % (i % 13) for i in range(N)]),
+        "u": pa.array([[i, i + 1] for i in range(N)], pa.list_(pa.int32())),
+    })
+    with pa.ipc.new_file(path, t.schema) as w:
+        for b in t.to_batches(max_chunksize=CHUNK):
+            w.write_batch(b)
+    os.chmod(path, 0o644)
+
+
+def info(c, table):
+    return [r.split("|") for r in c.sql(
+        "SELECT column_name, source, batches, bytes > 0, hits, current, file "
+        "FROM pgwarp.gpu_cache_info() WHERE relation = '%s'::regclass "
+        "ORDER BY column_name" % table).splitlines() if r]
+
+
+def test_without_gpu(cluster):
+    """The CPU engine has no GPU cache: no rows, and a prewarm is refused."""
+    if has_gpu(cluster):
+        pytest.skip("the service has a GPU")
+    assert cluster.sql("SELECT count(*) FROM pgwarp.gpu_cache_info()").strip() == "0"
+    cluster.sql("DROP TABLE IF EXISTS gca_h; CREATE TABLE gca_h AS SELECT 1 AS x")
+    r = cluster.psql("SELECT pgwarp.gpu_cache_prewarm('gca_h')", check=False)
+    assert r[0] != 0 and "has no GPU" in r[2], r
+
+
+@pytest.fixture(scope="module")
+def gpu(cluster, tmp_path_factory):
+    if not has_gpu(cluster):
+        pytest.skip("the service has no GPU")
+    d = tmp_path_factory.mktemp("gca")
+    os.chmod(str(d), 0o755)
+    path = os.path.join(str(d), "gca.arrow")
+    write_arrow(path)
+    cluster.sql("DROP FOREIGN TABLE IF EXISTS gca_a; CREATE FOREIGN TABLE gca_a "
+                "(k bigint, v int, f float8, t text, u int[]) SERVER arrow_fdw "
+                "OPTIONS (file '%s')" % path)
+    return cluster, path
+
+
+def test_prewarm_arrow_then_served_from_cache(gpu):
+    c, path = gpu
+    r = c.psql("SELECT pgwarp.gpu_cache_prewarm('gca_a', ARRAY['k', 'v', 'f', 't'])")
+    assert r[0] == 0, r
+    rows = info(c, "gca_a")
+    cols = {x[0]: x for x in rows}
+    assert set(cols) == {"k", "v", "f", "t"}, rows
+    for name, x in cols.items():
+        assert x[1] == "arrow" and x[2] == str(N // CHUNK) and x[3] == "t", x
+        assert x[5] == "t" and x[6] == path, x
+    q = "SELECT count(*), sum(k), sum(v), sum(f), count(t) FROM gca_a WHERE v > 10"
+    want = c.psql(q, settings=["SET pg_warp.enabled = off"])[1]
+    plan = c.psql("EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY OFF) " + q,
+                  settings=list(GPU))[1]
+    assert "Engine: GPU" in plan and "Bytes Read: 0 bytes" in plan, plan
+    assert c.psql(q, settings=list(GPU))[1] == want
+    hits = {x[0]: int(x[4]) for x in info(c, "gca_a")}
+    assert all(hits[k] >= 2 * (N // CHUNK) for k in ("k", "v", "f", "t")), hits
+    # everything is there: a second prewarm reads nothing
+    r = c.psql("SELECT pgwarp.gpu_cache_prewarm('gca_a', ARRAY['k', 'v', 'f', 't'])")
+    assert r[0] == 0 and r[1].strip() == "0", r
+
+
+def test_prewarm_skips_what_the_engine_cannot_read(gpu):
+    """Every column by default: the array column is skipped with a NOTICE."""
+    c, _ = gpu
+    r = c.psql("SELECT pgwarp.gpu_cache_prewarm('gca_a') >= 0")
+    assert r[0] == 0 and r[1].strip() == "t", r
+    assert 'column "u" of "gca_a" was not prewarmed' in r[2], r
+
+
+def test_prewarm_arguments(gpu):
+    c, _ = gpu
+    r = c.psql("SELECT pgwarp.gpu_cache_prewarm('gca_a', ARRAY['nope'])", check=False)
+    assert r[0] != 0 and 'column "nope" of relation "gca_a" does not exist' in r[2], r
+    r = c.psql("SELECT pgwarp.gpu_cache_prewarm('gca_a', ARRAY['k', NULL])", check=False)
+    assert r[0] != 0 and "NULL" in r[2], r
+    c.sql("DROP VIEW IF EXISTS gca_v; CREATE VIEW gca_v AS SELECT 1 AS x")
+    r = c.psql("SELECT pgwarp.gpu_cache_prewarm('gca_v')", check=False)
+    assert r[0] != 0 and "neither a table nor an arrow_fdw foreign table" in r[2], r
+
+
+def test_role_without_select(gpu):
+    c, _ = gpu
+    c.sql("DROP ROLE IF EXISTS gca_nobody; CREATE ROLE gca_nobody LOGIN")
+    try:
+        r = c.psql("SELECT pgwarp.gpu_cache_prewarm('gca_a', ARRAY['k'])", user="gca_nobody",
+                   check=False)
+        assert r[0] != 0 and "permission denied" in r[2], r
+        # the info leaves out what the role may not read
+        r = c.psql("SELECT count(*) FROM pgwarp.gpu_cache_info() WHERE relation = "
+                   "'gca_a'::regclass", user="gca_nobody")
+        assert r[0] == 0 and r[1].strip() == "0", r
+    finally:
+        c.sql("DROP ROLE gca_nobody")
+
+
+def test_rewritten_file_is_not_current(gpu):
+    """Rewritten in place (same inode, another mtime): the cached version
+    shows as not current until a run drops it; replaced by another inode:
+    the old version names no table."""
+    c, path = gpu
+    c.psql("SELECT pgwarp.gpu_cache_prewarm('gca_a', ARRAY['k'])")
+    assert [x[5] for x in info(c, "gca_a") if x[0] == "k"] == ["t"]
+    new = path + ".new"
+    write_arrow(new, shift=5)
+    with open(new, "rb") as src, open(path, "r+b") as dst:
+        dst.write(src.read())
+        dst.truncate()
+    os.utime(path, ns=(time.time_ns(), time.time_ns() + 10 ** 9))
+    assert [x[5] for x in info(c, "gca_a") if x[0] == "k"] == ["f"]
+    q = "SELECT count(*), sum(k) FROM gca_a"
+    want = c.psql(q, settings=["SET pg_warp.enabled = off"])[1]
+    assert want.startswith("%d|" % N) and c.psql(q, settings=list(GPU))[1] == want
+    assert [x[5] for x in info(c, "gca_a") if x[0] == "k"] == ["t"]
+    write_arrow(new, shift=9)
+    os.replace(new, path)
+    assert info(c, "gca_a") == []
+    want = c.psql(q, settings=["SET pg_warp.enabled = off"])[1]
+    assert c.psql(q, settings=list(GPU))[1] == want
+
+
+def test_prewarm_heap(gpu):
+    c, _ = gpu
+    c.sql("DROP TABLE IF EXISTS gca_h; CREATE TABLE gca_h AS SELECT i AS id, i % 10 AS g, "
+          "(i * 7) % 1000 AS v FROM generate_series(1, 300000) i")
+    c.sql("VACUUM (FREEZE, ANALYZE) gca_h")
+    time.sleep(1.3)     # units are kept only from files unchanged for a second
+    r = c.psql("SELECT pgwarp.gpu_cache_prewarm('gca_h', ARRAY['g', 'v'])",
+               settings=["SET pg_warp.heap_gpu_cache = on"])
+    assert r[0] == 0, r
+    rows = info(c, "gca_h")
+    assert {x[0] for x in rows} == {"g", "v"} and all(x[1] == "heap" for x in rows), rows
