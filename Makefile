@@ -208,6 +208,7 @@ SERVICE_SRCS = \
 	src/service/gpu_agg.c \
 	src/service/gpu_heap.c \
 	src/service/gpu_cache.c \
+	src/service/gpu_multi.c \
 	src/service/gpu_scan.c \
 	src/service/heap_chunk.c \
 	src/service/input.c \

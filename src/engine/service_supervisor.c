@@ -61,6 +61,11 @@ static int	gpu_cache_size_mb = -1;
  * queries, in MB of host memory (--join-cache-size; 0: none)
  */
 static int	join_cache_size_mb = 1024;
+/*
+ * pg_warp.gpus: the CUDA device ordinals the service uses, e.g. '0,1'
+ * (--gpus; '': every GPU the driver reports)
+ */
+static char *gpus_setting = "";
 /* pg_warp.max_async_tasks: runs the service executes at once (--max-async-tasks) */
 int			pg_warp_max_async_tasks = 16;
 
@@ -72,6 +77,18 @@ typedef struct ServiceProc
 	TimestampTz next_start;		/* when to start it again */
 	int			backoff_ms;		/* the delay after the next unexpected exit */
 } ServiceProc;
+
+/* pg_warp.gpus: digits and commas only (the service's --gpus) */
+static bool
+check_gpus(char **newval, void **extra, GucSource source)
+{
+	if (strspn(*newval, "0123456789, ") != strlen(*newval))
+	{
+		GUC_check_errdetail("pg_warp.gpus takes CUDA device ordinals separated by commas, such as '0,1'.");
+		return false;
+	}
+	return true;
+}
 
 /*
  * pg_warp_service_init
@@ -123,6 +140,17 @@ pg_warp_service_init(void)
 							GUC_UNIT_MB,
 							NULL, NULL, NULL);
 
+	DefineCustomStringVariable("pg_warp.gpus",
+							   "The GPUs the pg_warp service uses, as CUDA device ordinals.",
+							   "A comma-separated list such as '0,1'; empty: every GPU the driver "
+							   "reports.  Runs over Arrow files spread their record batches over "
+							   "these GPUs.",
+							   &gpus_setting,
+							   "",
+							   PGC_POSTMASTER,
+							   0,
+							   check_gpus, NULL, NULL);
+
 	memset(&worker, 0, sizeof(worker));
 	worker.bgw_flags = BGWORKER_SHMEM_ACCESS;
 	worker.bgw_start_time = BgWorkerStart_PostmasterStart;
@@ -163,7 +191,8 @@ start_service(ServiceProc *svc)
 	char		cache_size[16];
 	char		max_tasks[16];
 	char		join_cache[16];
-	char	   *argv[14];
+	char		gpus[256];
+	char	   *argv[16];
 	pid_t		pid;
 
 	snprintf(path, sizeof(path), "%s/%s", pkglib_path, SERVICE_PROGRAM);
@@ -194,6 +223,21 @@ start_service(ServiceProc *svc)
 	argv[11] = "--join-cache-size";
 	argv[12] = join_cache;
 	argv[13] = NULL;
+	/* pg_warp.gpus without its blanks; none: every GPU */
+	{
+		int			n = 0;
+
+		for (const char *p = gpus_setting; *p != '\0' && n < (int) sizeof(gpus) - 1; p++)
+			if (*p != ' ')
+				gpus[n++] = *p;
+		gpus[n] = '\0';
+		if (strpbrk(gpus, "0123456789") != NULL)
+		{
+			argv[13] = "--gpus";
+			argv[14] = gpus;
+			argv[15] = NULL;
+		}
+	}
 
 	svc->started = GetCurrentTimestamp();
 	pid = fork();

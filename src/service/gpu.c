@@ -19,6 +19,7 @@
 #include <dlfcn.h>
 #include <pthread.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "gpu_driver.h"
@@ -78,6 +79,9 @@ static CUdevice held_devices[WARP_MAX_DEVICES];
 static CUcontext held_contexts[WARP_MAX_DEVICES];
 static CUmodule held_modules[WARP_MAX_DEVICES];
 static pthread_mutex_t module_lock = PTHREAD_MUTEX_INITIALIZER;
+
+/* --gpus (options.c): the CUDA device ordinals to use, comma-separated (NULL: all) */
+const char *svc_gpu_list;
 
 /* cu_error: gpu_error_text into a static buffer (gpu_open's thread only) */
 static const char *
@@ -211,16 +215,54 @@ gpu_open(ServiceGpu *gpu, bool use_gpus)
 				"%s; the CPU engine serves", gpu->detail);
 		return;
 	}
-	if (count > WARP_MAX_DEVICES)
-		svc_log("WARNING", "%d GPUs found; the service uses the first %d",
-				count, WARP_MAX_DEVICES);
-	for (int i = 0; i < count && i < WARP_MAX_DEVICES; i++)
-		open_device(gpu, i);
+	if (svc_gpu_list != NULL)
+	{
+		/*
+		 * --gpus: the listed ordinals, in their order; one listed twice is
+		 * used as two devices of its own (two column caches, two shares of
+		 * each run), which tests the spreading of runs over GPUs on a host
+		 * with one
+		 */
+		const char *p = svc_gpu_list;
+
+		while (*p != '\0')
+		{
+			char	   *end;
+			long		ordinal;
+
+			if (*p == ',')
+			{
+				p++;
+				continue;
+			}
+			ordinal = strtol(p, &end, 10);
+			p = end;
+			if (ordinal >= count || ordinal >= WARP_MAX_DEVICES)
+				svc_log("WARNING", "--gpus names GPU %ld, but the driver reports %d GPUs; it is left out",
+						ordinal, count);
+			else if (gpu->n_devices < WARP_MAX_DEVICES)
+				open_device(gpu, (int) ordinal);
+		}
+	}
+	else
+	{
+		if (count > WARP_MAX_DEVICES)
+			svc_log("WARNING", "%d GPUs found; the service uses the first %d",
+					count, WARP_MAX_DEVICES);
+		for (int i = 0; i < count && i < WARP_MAX_DEVICES; i++)
+			open_device(gpu, i);
+	}
 	if (gpu->n_devices > 0)
 		gpu->engine = WARP_ENGINE_GPU;
 	else
 	{
-		snprintf(gpu->detail, sizeof(gpu->detail), "no GPU: none of %d devices is usable", count);
+		if (svc_gpu_list != NULL)
+			snprintf(gpu->detail, sizeof(gpu->detail),
+					 "no GPU: none of the GPUs of --gpus %s is usable (the driver reports %d)",
+					 svc_gpu_list, count);
+		else
+			snprintf(gpu->detail, sizeof(gpu->detail), "no GPU: none of %d devices is usable",
+					 count);
 		gpu->driver_failed = true;
 		svc_log("WARNING", "%s; the CPU engine serves", gpu->detail);
 	}

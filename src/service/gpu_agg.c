@@ -1853,17 +1853,3 @@ gagg_fold_into_table(void *arg, const uint8_t *key, uint32_t key_len,
 	}
 	return 1;
 }
-
-/* see service.h; the runs take the GPUs in turn */
-int
-gpu_agg_run(const ServiceGpu *gpu, AggRun *run, struct XpuAggTable *out, XpuError *err,
-			int *werr, char *msg, size_t msglen)
-{
-	static uint32_t next_device;
-	GpuAggOptions opts;
-	GaggTableSink ts = {out, &run->spec};
-
-	opts.initial_groups = 0;
-	opts.device = __atomic_fetch_add(&next_device, 1, __ATOMIC_RELAXED);
-	return gpu_agg_execute(gpu, run, &opts, gagg_fold_into_table, &ts, err, werr, msg, msglen);
-}

@@ -7,6 +7,7 @@
  *		pg_warp_service -D DATADIR [--parent-pid PID] [--no-gpu] [--threads N]
  *						[--fatbin PATH] [--gpu-cache-size MB|auto]
  *						[--max-async-tasks N] [--join-cache-size MB]
+ *						[--gpus N[,N...]]
  *
  * The supervisor background worker (src/engine/service_supervisor.c) passes
  * them; doc/service.md describes each.
@@ -36,6 +37,7 @@ usage(void)
 	fprintf(stderr, "usage: pg_warp_service -D DATADIR [--parent-pid PID] [--no-gpu] [--threads N]\n"
 			"                       [--fatbin PATH] [--gpu-cache-size MB|auto]\n"
 			"                       [--max-async-tasks N] [--join-cache-size MB]\n"
+			"                       [--gpus N[,N...]]\n"
 			"Serves pg_warp's engine to the backends of the PostgreSQL cluster in\n"
 			"DATADIR through the socket DATADIR/%s.  Started by pg_warp's\n"
 			"supervisor background worker, not by hand.  --no-gpu serves with the\n"
@@ -47,7 +49,8 @@ usage(void)
 			"--max-async-tasks N: the runs executed at once (default 16); later\n"
 			"ones wait in a queue, first come first served.  --join-cache-size: the\n"
 			"join tables kept for later queries, in MiB of host memory (default\n"
-			"1024; 0: none kept).\n", PGWARP_SOCKET_NAME);
+			"1024; 0: none kept).  --gpus: the CUDA device ordinals to use, e.g.\n"
+			"0,1 (default: every GPU the driver reports).\n", PGWARP_SOCKET_NAME);
 	exit(2);
 }
 
@@ -108,6 +111,15 @@ svc_options_parse(int argc, char **argv, ServiceOptions *opts)
 			if (bytes < 0)
 				usage();
 			svc_join_cache_limit = (uint64_t) bytes;
+		}
+		else if (strcmp(argv[i], "--gpus") == 0 && i + 1 < argc)
+		{
+			const char *p = argv[++i];
+
+			/* digits and commas, at least one digit */
+			if (strspn(p, "0123456789,") != strlen(p) || strpbrk(p, "0123456789") == NULL)
+				usage();
+			svc_gpu_list = p;
 		}
 		else if (strcmp(argv[i], "--max-async-tasks") == 0 && i + 1 < argc)
 		{

@@ -48,6 +48,7 @@ typedef struct ServiceOptions
 
 extern void svc_options_parse(int argc, char **argv, ServiceOptions *opts);
 extern int	svc_cpu_threads;	/* --threads: CPU engine threads of a run */
+extern const char *svc_gpu_list;	/* --gpus: device ordinals to use (NULL: all) */
 extern int	svc_max_async_tasks;	/* --max-async-tasks: runs at once */
 
 /* in gpu.c */

@@ -1,0 +1,234 @@
+/*-------------------------------------------------------------------------
+ *
+ * gpu_multi.c
+ *		GpuPreAgg over Arrow files on every GPU of the service (gpu_agg_run,
+ *		service.h): the run's record batches are spread over the devices,
+ *		each device aggregates its share with the one GPU input path of
+ *		gpu_agg.c (its own slots, I/O threads, column cache and copies of the
+ *		join tables) into a table of its own, on a thread of its own, and the
+ *		devices' tables are merged into the run's.
+ *
+ * Which device reads a record batch depends only on the file's identity and
+ * the batch number (gmulti_owner), never on the run: every run over a file
+ * sends a batch to the same device, so that each device's column cache holds
+ * its own batches and no batch is cached twice.  Batches go in groups of
+ * GMULTI_STRIDE consecutive ones, which keeps a device's launches over
+ * neighbouring batches.
+ *
+ * With one GPU (or a run of one batch) the run goes to one device, the
+ * devices taken in turn by successive runs, as before.  A run whose program
+ * marks inner rows for a RIGHT or FULL join stays on one device: the marks
+ * are the run's, not a device's.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "gpu_agg_int.h"
+#include "gpu_driver.h"
+#include "service.h"
+
+#define GMULTI_STRIDE	8		/* consecutive batches that go to one device */
+
+/* one device's share of a run */
+typedef struct GmultiPart
+{
+	const ServiceGpu *gpu;
+	uint32_t	device;
+	AggRun		run;			/* the run's, with only this device's batches */
+	XpuAggTable *table;
+	XpuError	err;
+	int			werr;
+	char		msg[256];
+	int			rc;
+	pthread_t	thread;
+	bool		started;
+} GmultiPart;
+
+/* the device (of n) that reads batch b of the file fd refers to */
+static uint32_t
+gmulti_owner(const struct stat *st, int32_t b, uint32_t n)
+{
+	uint64_t	h = (uint64_t) st->st_ino * 0x9E3779B97F4A7C15ULL ^ (uint64_t) st->st_dev;
+
+	h ^= h >> 31;
+	return (uint32_t) ((h + (uint64_t) (b / GMULTI_STRIDE)) % n);
+}
+
+/* gmulti_main: a device's share, on its own thread (or the caller's) */
+static void *
+gmulti_main(void *arg)
+{
+	GmultiPart *p = arg;
+	GpuAggOptions opts = {0, p->device};
+	GaggTableSink ts = {p->table, &p->run.spec};
+
+	p->rc = gpu_agg_execute(p->gpu, &p->run, &opts, gagg_fold_into_table, &ts, &p->err,
+							&p->werr, p->msg, sizeof(p->msg));
+	return NULL;
+}
+
+/*
+ * gmulti_split: parts[d].run made the run with only device d's batches
+ * (of n devices); false when out of memory
+ */
+static bool
+gmulti_split(const AggRun *run, GmultiPart *parts, uint32_t n)
+{
+	for (uint32_t d = 0; d < n; d++)
+	{
+		parts[d].run = *run;
+		parts[d].run.rows_in = parts[d].run.rows_passed = parts[d].run.batches = 0;
+		parts[d].run.bytes_read = parts[d].run.bytes_cached = 0;
+		parts[d].run.io_us = parts[d].run.exec_us = 0;
+		parts[d].run.files = calloc(run->n_files > 0 ? run->n_files : 1, sizeof(AggRunFile));
+		if (parts[d].run.files == NULL)
+			return false;
+	}
+	for (uint32_t fi = 0; fi < run->n_files; fi++)
+	{
+		const AggRunFile *f = &run->files[fi];
+		struct stat st;
+
+		memset(&st, 0, sizeof(st));
+		if (fstat(f->fd, &st) != 0)
+			memset(&st, 0, sizeof(st));
+		for (uint32_t d = 0; d < n; d++)
+		{
+			int32_t    *b = malloc((f->n_batches > 0 ? f->n_batches : 1) * sizeof(int32_t));
+
+			if (b == NULL)
+				return false;
+			parts[d].run.files[fi] = *f;
+			parts[d].run.files[fi].batches = b;
+			parts[d].run.files[fi].n_batches = 0;
+		}
+		for (uint32_t bi = 0; bi < f->n_batches; bi++)
+		{
+			AggRunFile *pf = &parts[gmulti_owner(&st, f->batches[bi], n)].run.files[fi];
+
+			((int32_t *) pf->batches)[pf->n_batches++] = f->batches[bi];
+		}
+	}
+	return true;
+}
+
+/* gmulti_free: what gmulti_split and the parts' tables took */
+static void
+gmulti_free(GmultiPart *parts, uint32_t n, const AggRun *run)
+{
+	for (uint32_t d = 0; d < n; d++)
+	{
+		for (uint32_t fi = 0; parts[d].run.files != NULL && fi < run->n_files; fi++)
+			if (parts[d].run.files[fi].batches != run->files[fi].batches)
+				free((void *) parts[d].run.files[fi].batches);
+		free(parts[d].run.files);
+		if (parts[d].table != NULL)
+			xpu_agg_table_free(parts[d].table);
+	}
+	free(parts);
+}
+
+/* does the run's program mark inner rows (RIGHT/FULL joins: the marks are the run's) */
+static bool
+gmulti_marks(const AggRun *run)
+{
+#ifdef XPU_JOIN_PROBE_MARK
+	return xpu_program_marks(run->prog);
+#else
+	(void) run;
+	return false;
+#endif
+}
+
+/*
+ * gmulti_run: the run on devices 0 .. n-1 at once, each device's groups
+ * merged into out; returns as gpu_agg_run does, the first device's failure
+ * (in device order) when any fails
+ */
+static int
+gmulti_run(const ServiceGpu *gpu, AggRun *run, uint32_t n, XpuAggTable *out, XpuError *err,
+		   int *werr, char *msg, size_t msglen)
+{
+	GmultiPart *parts = calloc(n, sizeof(GmultiPart));
+	int			rc = 0;
+
+	if (parts == NULL || !gmulti_split(run, parts, n))
+	{
+		if (parts != NULL)
+			gmulti_free(parts, n, run);
+		*werr = WARP_ERR_OUT_OF_MEMORY;
+		snprintf(msg, msglen, "out of memory");
+		return -1;
+	}
+	for (uint32_t d = 0; d < n; d++)
+	{
+		parts[d].gpu = gpu;
+		parts[d].device = d;
+		if ((parts[d].table = xpu_agg_table_create(run->prog, &run->spec, err)) == NULL)
+		{
+			gmulti_free(parts, n, run);
+			*werr = WARP_ERR_OUT_OF_MEMORY;
+			snprintf(msg, msglen, "out of memory");
+			return -1;
+		}
+	}
+	/* devices 1.. on threads of their own (one that cannot start runs here) */
+	for (uint32_t d = 1; d < n; d++)
+		parts[d].started = pthread_create(&parts[d].thread, NULL, gmulti_main, &parts[d]) == 0;
+	gmulti_main(&parts[0]);
+	for (uint32_t d = 1; d < n; d++)
+	{
+		if (parts[d].started)
+			pthread_join(parts[d].thread, NULL);
+		else
+			gmulti_main(&parts[d]);
+	}
+	for (uint32_t d = 0; d < n; d++)
+	{
+		AggRun	   *pr = &parts[d].run;
+
+		GAGG_ADD(run->rows_in, pr->rows_in);
+		GAGG_ADD(run->rows_passed, pr->rows_passed);
+		GAGG_ADD(run->batches, pr->batches);
+		GAGG_ADD(run->bytes_read, pr->bytes_read);
+		GAGG_ADD(run->bytes_cached, pr->bytes_cached);
+		GAGG_ADD(run->io_us, pr->io_us);
+		GAGG_ADD(run->exec_us, pr->exec_us);
+		if (rc == 0 && parts[d].rc != 0)
+		{
+			rc = parts[d].rc;
+			*err = parts[d].err;
+			*werr = parts[d].werr;
+			snprintf(msg, msglen, "%s", parts[d].msg);
+		}
+	}
+	for (uint32_t d = 0; d < n && rc == 0; d++)
+		if (xpu_agg_table_merge(out, parts[d].table, err) != XPU_OK)
+			rc = err->code;
+	gmulti_free(parts, n, run);
+	return rc;
+}
+
+/* see service.h */
+int
+gpu_agg_run(const ServiceGpu *gpu, AggRun *run, struct XpuAggTable *out, XpuError *err,
+			int *werr, char *msg, size_t msglen)
+{
+	static uint32_t next_device;
+	GpuAggOptions opts;
+	GaggTableSink ts = {out, &run->spec};
+	uint32_t	n_batches = 0;
+
+	for (uint32_t fi = 0; fi < run->n_files; fi++)
+		n_batches += run->files[fi].n_batches;
+	if (gpu->n_devices > 1 && n_batches > 1 && !gmulti_marks(run))
+		return gmulti_run(gpu, run, gpu->n_devices, out, err, werr, msg, msglen);
+	opts.initial_groups = 0;
+	opts.device = __atomic_fetch_add(&next_device, 1, __ATOMIC_RELAXED);
+	return gpu_agg_execute(gpu, run, &opts, gagg_fold_into_table, &ts, err, werr, msg, msglen);
+}

@@ -1,0 +1,117 @@
+"""GpuPreAgg over Arrow files spread over several GPUs (src/service/gpu_multi.c;
+doc/service.md, "Several GPUs").
+
+Runs where the service has a GPU (the bundle's tests on a GPU host) and skips
+elsewhere.  A throwaway cluster is started with pg_warp.gpus naming the first
+GPU twice, which the service then uses as two devices: every run over Arrow
+files of more than one record batch is split between them and their groups
+merged, exactly as on a host with two GPUs.  On a host with two GPUs the same
+tests run with pg_warp.gpus = '0,1' as well.  Every answer is compared with
+PostgreSQL's (pg_warp.enabled = off), the plan must say the GPU ran, and the
+column cache must hold each record batch on one device only.
+"""
+import os
+import decimal
+
+import pyarrow as pa
+import pytest
+
+from pg_sql import Cluster, Db
+
+N, CHUNK = 120000, 5000
+GPU = ("SET pg_warp.engine = gpu", "SET pg_warp.engine_startup_cost = 0",
+       "SET max_parallel_workers_per_gather = 0")
+OFF = ("SET pg_warp.enabled = off",)
+
+QUERIES = [
+    "SELECT count(*), sum(v), sum(f), sum(n), min(d), max(d) FROM gm_a",
+    "SELECT g, count(*), sum(v), avg(f), min(n), max(t) FROM gm_a WHERE v % 3 <> 0 "
+    "GROUP BY g ORDER BY g",
+    "SELECT t, count(v), sum(n) FROM gm_a GROUP BY t ORDER BY t",
+    "SELECT d.name, count(*), sum(a.v) FROM gm_a a JOIN gm_dim d ON a.g % 50 = d.k "
+    "GROUP BY d.name ORDER BY d.name",
+    "SELECT count(*) FROM gm_a WHERE v < -1",
+]
+
+
+def gpu_count():
+    out = Db().psql("SELECT count(*) FROM pgwarp.gpu_devices()", check=False)
+    return int(out[1]) if out[0] == 0 and out[1].isdigit() else 0
+
+
+def settings_to_test():
+    n = gpu_count()
+    return ["0,0"] + (["0,1"] if n >= 2 else [])
+
+
+@pytest.fixture(scope="module", params=settings_to_test())
+def multi(request, tmp_path_factory):
+    if Db().sql("SELECT engine FROM pgwarp.service_status()") != "gpu":
+        pytest.skip("the service has no GPU")
+    c = Cluster()
+    try:
+        c.sql("ALTER SYSTEM SET pg_warp.gpus = '%s'" % request.param)
+        c.restart()
+        d = tmp_path_factory.mktemp("gm")
+        os.chmod(str(d), 0o755)
+        path = os.path.join(str(d), "gm.arrow")
+        t = pa.table({
+            "g": pa.array([i % 997 for i in range(N)], pa.int32()),
+            "v": pa.array([None if i % 11 == 0 else (i * 7) % 1001 - 500 for i in range(N)],
+                          pa.int64()),
+            "f": pa.array([(i % 113) / 7 for i in range(N)], pa.float64()),
+            "n": pa.array([decimal.Decimal(i % 5000) / 100 for i in range(N)],
+                          pa.decimal128(12, 2)),
+            "t": pa.array(["w%d" % (i % 17) for i in range(N)]),
+            "d": pa.array([i % 3650 for i in range(N)], pa.date32()),
+        })
+        with pa.ipc.new_file(path, t.schema) as w:
+            for b in t.to_batches(max_chunksize=CHUNK):
+                w.write_batch(b)
+        os.chmod(path, 0o644)
+        c.sql("CREATE FOREIGN TABLE gm_a (g int, v bigint, f float8, n numeric(12,2), t text, "
+              "d date) SERVER arrow_fdw OPTIONS (file '%s')" % path)
+        c.sql("CREATE TABLE gm_dim (k int PRIMARY KEY, name text); INSERT INTO gm_dim "
+              "SELECT i, 'n' || (i % 7) FROM generate_series(0, 49) i; ANALYZE gm_dim")
+        yield c, request.param
+    finally:
+        c.destroy()
+
+
+def test_both_devices_listed(multi):
+    c, gpus = multi
+    assert c.sql("SELECT count(*) FROM pgwarp.gpu_devices()") == "2", gpus
+    assert c.status()["device_count"] == "2"
+
+
+@pytest.mark.parametrize("q", QUERIES)
+def test_answers_and_engine(multi, q):
+    c, _ = multi
+    want = c.psql(q, settings=OFF)[1]
+    for _ in range(2):      # the first run fills both caches, the second reads them
+        plan = c.psql("EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY OFF) " + q,
+                      settings=GPU)[1]
+        assert "GpuPreAgg" in plan and "Engine: GPU" in plan, plan
+        assert c.psql(q, settings=GPU)[1] == want, q
+
+
+def test_each_batch_cached_on_one_device(multi):
+    c, _ = multi
+    c.psql(QUERIES[0], settings=GPU)
+    rows = [r.split("|") for r in c.sql(
+        "SELECT device, column_name, batches FROM pgwarp.gpu_cache_info() "
+        "WHERE relation = 'gm_a'::regclass AND column_name = 'v'").splitlines()]
+    per_device = {int(r[0]): int(r[2]) for r in rows}
+    assert set(per_device) == {0, 1} and sum(per_device.values()) == N // CHUNK, rows
+    plan = c.psql("EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY OFF) " + QUERIES[0],
+                  settings=GPU)[1]
+    assert "Bytes Read: 0 bytes" in plan, plan
+
+
+def test_error_from_one_device(multi):
+    """An error raised on one device's share is the run's (PostgreSQL's error)."""
+    c, _ = multi
+    q = "SELECT sum(v / (g - 500)) FROM gm_a"
+    off = c.result(q, settings=OFF)
+    on = c.result(q, settings=GPU)
+    assert off[0] == "error" and on == off, (on, off)
