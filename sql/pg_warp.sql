@@ -105,6 +105,27 @@ AS 'MODULE_PATHNAME', 'pg_warp_service_tasks'
 LANGUAGE C STRICT VOLATILE PARALLEL RESTRICTED ROWS 10;
 COMMENT ON FUNCTION pgwarp.service_tasks() IS 'the runs of the pg_warp service: running, then queued in admission order';
 
+CREATE FUNCTION pgwarp.gpu_cache_info(
+    OUT device int,
+    OUT relation regclass,
+    OUT file text,
+    OUT column_name text,
+    OUT source text,
+    OUT batches bigint,
+    OUT bytes bigint,
+    OUT hits bigint,
+    OUT current bool)
+RETURNS SETOF record
+AS 'MODULE_PATHNAME', 'pg_warp_gpu_cache_info'
+LANGUAGE C STRICT VOLATILE PARALLEL RESTRICTED ROWS 100;
+COMMENT ON FUNCTION pgwarp.gpu_cache_info() IS 'what the GPU column cache of the pg_warp service holds, per GPU, table, file and column';
+
+CREATE FUNCTION pgwarp.gpu_cache_prewarm(rel regclass, columns text[] DEFAULT NULL)
+RETURNS bigint
+AS 'MODULE_PATHNAME', 'pg_warp_gpu_cache_prewarm'
+LANGUAGE C CALLED ON NULL INPUT VOLATILE PARALLEL UNSAFE;
+COMMENT ON FUNCTION pgwarp.gpu_cache_prewarm(regclass, text[]) IS 'reads columns of a table into the GPU column cache of the pg_warp service; returns the bytes read';
+
 -- ---------------------------------------------------------------------------
 -- float2: IEEE 754 half-precision floating point (doc/float2.md)
 --   src/types/float2.c (I/O, casts) and src/types/float2_ops.c (operators,
