@@ -200,34 +200,31 @@ gj_special_join(PlannerInfo *root, RelOptInfo *rel)
 }
 
 /*
- * gj_top_outer_rel: the relation that sj, a join of the relations all,
- * joins last as a RIGHT or FULL OUTER depth, or 0: sj is the top of the
- * join tree (its two sides are all of them), one of its sides is one
- * table, and that table keeps every row of its side (PostgreSQL keeps a
- * RIGHT join as a LEFT join with the sides swapped: the one table is its
- * left side; a FULL join keeps both, the one table may be either, the
- * right one where both are one table)
+ * gj_top_outer_ok: is sj, a join of the relations all, a RIGHT or FULL
+ * OUTER join the engine runs as its last depth: the top of the join tree
+ * (its two sides are all of them), with a side of one table that keeps
+ * every row of its side (PostgreSQL keeps a RIGHT join as a LEFT join with
+ * the sides swapped: its left side; a FULL join keeps both)
  */
-static Index
-gj_top_outer_rel(const SpecialJoinInfo *sj, Relids all)
+static bool
+gj_top_outer_ok(const SpecialJoinInfo *sj, Relids all)
 {
 	Relids		l = sj->syn_lefthand,
 				r = sj->syn_righthand;
-	int			x;
 
 	if (!bms_equal(bms_union(l, r), all) || bms_overlap(l, r))
-		return 0;
-	if (sj->jointype == JOIN_LEFT && bms_get_singleton_member(l, &x) &&
-		bms_equal(sj->min_lefthand, l))
-		return (Index) x;
-	if (sj->jointype == JOIN_FULL && bms_get_singleton_member(r, &x))
-		return (Index) x;
-	if (sj->jointype == JOIN_FULL && bms_get_singleton_member(l, &x))
-		return (Index) x;
-	return 0;
+		return false;
+	if (sj->jointype == JOIN_LEFT)
+		return bms_membership(l) == BMS_SINGLETON && bms_equal(sj->min_lefthand, l);
+	return sj->jointype == JOIN_FULL &&
+		(bms_membership(l) == BMS_SINGLETON || bms_membership(r) == BMS_SINGLETON);
 }
 
-/* the special join whose RIGHT/FULL OUTER depth is rel (gj_top_outer_rel), or NULL */
+/*
+ * gj_top_outer: the top RIGHT or FULL join (gj_top_outer_ok) whose side of
+ * one table is rel, which then joins last as a RIGHT or FULL depth; NULL
+ * if none
+ */
 static SpecialJoinInfo *
 gj_top_outer(PlannerInfo *root, RelOptInfo *rel, Relids all)
 {
@@ -237,8 +234,35 @@ gj_top_outer(PlannerInfo *root, RelOptInfo *rel, Relids all)
 	{
 		SpecialJoinInfo *sj = lfirst(lc);
 
-		if (gj_top_outer_rel(sj, all) == rel->relid)
+		if (gj_top_outer_ok(sj, all) &&
+			(bms_equal(sj->syn_lefthand, rel->relids) ||
+			 (sj->jointype == JOIN_FULL && bms_equal(sj->syn_righthand, rel->relids))))
 			return sj;
+	}
+	return NULL;
+}
+
+/*
+ * gj_top_outer_why: why outer cannot be the outer relation of input_rel's
+ * top RIGHT or FULL join, or NULL: it must lie on the side that is not
+ * the depth's one table, except for a LEFT join of one table (then outer
+ * may be its kept side, and the other table a LEFT depth)
+ */
+static const char *
+gj_top_outer_why(PlannerInfo *root, Relids all, RelOptInfo *outer)
+{
+	ListCell   *lc;
+
+	foreach(lc, root->join_info_list)
+	{
+		SpecialJoinInfo *sj = lfirst(lc);
+		bool		in_left = bms_is_member(outer->relid, sj->syn_lefthand);
+		Relids		other = in_left ? sj->syn_righthand : sj->syn_lefthand;
+
+		if (!gj_top_outer_ok(sj, all) || bms_membership(other) == BMS_SINGLETON)
+			continue;
+		return "the outer relation would be the one table of a right or full join over "
+			"several tables";
 	}
 	return NULL;
 }
@@ -557,7 +581,7 @@ gj_plan_checks(PlannerInfo *root, RelOptInfo *input_rel)
 		SpecialJoinInfo *sj = lfirst(lc);
 
 		/* the RIGHT or FULL join of one table at the top (the last depth) */
-		if (gj_top_outer_rel(sj, input_rel->relids) != 0)
+		if (gj_top_outer_ok(sj, input_rel->relids))
 			continue;
 		/* EXISTS / IN / NOT EXISTS / LEFT JOIN of one table */
 		if ((sj->jointype != JOIN_SEMI && sj->jointype != JOIN_ANTI &&
@@ -601,11 +625,13 @@ gj_plan_checks(PlannerInfo *root, RelOptInfo *input_rel)
 static GjPlan *
 gj_plan_with(PlannerInfo *root, RelOptInfo *input_rel, RelOptInfo *outer, const char **why)
 {
-	List	   *depths = gj_plan_depths(root, input_rel, outer, why);
+	List	   *depths;
 	GjPlan	   *gp;
 	ListCell   *ld;
 
-	if (depths == NIL)
+	if ((*why = gj_top_outer_why(root, input_rel->relids, outer)) != NULL)
+		return NULL;
+	if ((depths = gj_plan_depths(root, input_rel, outer, why)) == NIL)
 		return NULL;
 	foreach(ld, depths)
 		((GjDepth *) lfirst(ld))->inner_path = gj_inner_path(root, ((GjDepth *) lfirst(ld))->rel);
@@ -646,7 +672,7 @@ gj_plan_input(PlannerInfo *root, RelOptInfo *input_rel, bool heap_ok, const char
 
 		/* (the nullable side of a top RIGHT join may be the outer one) */
 		if (ship_grouping_input(root, r, false, heap_ok) == NULL &&
-			(sj == NULL || gj_top_outer_rel(sj, input_rel->relids) != 0))
+			(sj == NULL || gj_top_outer_ok(sj, input_rel->relids)))
 			outers = lappend(outers, r);
 	}
 	if (outers == NIL)
