@@ -213,6 +213,7 @@ setup_matched(AggTask *t, char *msg, size_t msglen)
 	if (depth >= (int) t->joins.n)
 		return snprintf(msg, msglen, "a marking probe of a depth without a table"), false;
 	words = xpu_join_matched_words(t->joins.tables[depth]->n_rows);
+	t->joins.matched_words = words;
 	if (t->share != NULL)
 		t->joins.matched = svc_share_matched(t->share, words, msg, msglen);
 	else if ((t->joins.matched = t->matched_own = calloc(words ? words : 1, 4)) == NULL)
@@ -836,6 +837,7 @@ run_gpu(AggTask *t)
 {
 	XpuError	err = {0};
 	int			werr = 0;
+	int			rc;
 	char		msg[sizeof(t->fail.msg)];
 
 	t->threads = 1;
@@ -843,8 +845,11 @@ run_gpu(AggTask *t)
 		return svc_fail(&t->fail, WARP_ERR_OUT_OF_MEMORY, "out of memory");
 	t->n_parts = 1;
 	msg[0] = '\0';
-	task_outcome(t, gpu_agg_run(t->gpu, &t->run, t->parts[0], &err, &werr, msg, sizeof(msg)),
-				 &err, werr, msg);
+	rc = gpu_agg_run(t->gpu, &t->run, t->parts[0], &err, &werr, msg, sizeof(msg));
+	task_outcome(t, rc, &err, werr, msg);
+	/* the GPU marked, the CPU emits the unmatched inner rows (few: an inner table's) */
+	if (rc == XPU_OK && !t->canceled)
+		emit_unmatched(t, t->parts[0]);
 }
 
 /*
@@ -1171,18 +1176,6 @@ agg_task_start(const uint8_t *payload, uint32_t len, const ServiceGpu *gpu,
 	{
 		agg_task_free(t);
 		return NULL;
-	}
-	/* RIGHT/FULL OUTER depths: the CPU engine's alone (the GPU kernel marks nothing yet) */
-	if (t->joins.matched != NULL && t->engine == WARP_ENGINE_GPU)
-	{
-		if (d.engine == WARP_ENGINE_GPU)
-		{
-			*werr = WARP_ERR_UNSUPPORTED;
-			snprintf(msg, msglen, "the GPU engine does not run right or full joins");
-			agg_task_free(t);
-			return NULL;
-		}
-		t->engine = WARP_ENGINE_CPU;
 	}
 	if (!svc_task_thread_start(&t->task, "AGG_RUN", task_main, t, notify_fd, werr, msg, msglen))
 	{

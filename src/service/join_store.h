@@ -41,7 +41,9 @@ typedef struct SvcJoinSet
 	SvcJoin    *refs[WARP_MAX_JOINS];
 	const XpuJoinTable *tables[WARP_MAX_JOINS];
 	uint32_t   *matched;		/* the run's matched flags of its RIGHT/FULL
-								 * depth (agg.c), NULL: none */
+								 * depth (agg.c), NULL: none; a GPU run marks
+								 * its own and ORs them in (gpu_agg.c) */
+	uint64_t	matched_words;
 } SvcJoinSet;
 
 /*
