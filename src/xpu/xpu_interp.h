@@ -283,7 +283,8 @@ xpu_row_each_next(const XpuProgram *prog, const XpuChunk *chunk, XpuEach *each,
  * after the probe with every mask open and no marks (chunk->matched is
  * not read); the caller then tests r0 and runs what follows, as after
  * xpu_row_run.  chunk's joins are read; its columns never (codegen loads
- * every outer column before the probe).
+ * every outer column before the probe).  A program whose constants are
+ * hoisted (xpu_program_hoist_consts) has them computed first.
  */
 XPU_HOST_DEVICE void
 xpu_row_unmatched(const XpuProgram *prog, int pc, const XpuChunk *chunk, int32_t row,
@@ -295,6 +296,7 @@ xpu_row_unmatched(const XpuProgram *prog, int pc, const XpuChunk *chunk, int32_t
 	c.matched = 0;
 	for (int k = 0; k < prog->n_regs; k++)
 		nulls[k] = 1;
+	xpu_row_run(prog, 0, prog->n_hoisted, &c, chunk->cols, 0, regs, nulls, 1, err);
 	regs[0].n = 0;
 	regs[0].i = 1;
 	nulls[0] = 0;
