@@ -301,3 +301,21 @@ def test_gpujoin_projection_refuses():
     DB.not_planned(sql, "GpuJoin", tuple(ON) + NO_PG_JOINS)
     out = DB.sql("EXPLAIN (VERBOSE) " + sql, tuple(ON) + NO_PG_JOINS)
     assert "only GpuPreAgg takes them" in out, out
+
+
+def test_partitioned_outer_refuses():
+    """Partition-wise GpuPreAgg runs each partition apart: each run would
+    emit the unmatched inner rows, so a right or full join over a
+    partitioned fact table stays in PostgreSQL, with the reason."""
+    pg_psql("CREATE TABLE gjo.pf (k int4, v int4) PARTITION BY RANGE (k); "
+            "CREATE TABLE gjo.pf1 PARTITION OF gjo.pf FOR VALUES FROM (0) TO (40); "
+            "CREATE TABLE gjo.pf2 PARTITION OF gjo.pf FOR VALUES FROM (40) TO (1000); "
+            "INSERT INTO gjo.pf SELECT i % 90, i FROM generate_series(1, 3000) i; "
+            "ANALYZE gjo.pf")
+    for kind, why in (("RIGHT", "the partitioned table is the inner side of an outer"),
+                      ("FULL", "a right or full join over a partitioned table")):
+        sql = ("SELECT d.grp, count(*), sum(f.v) FROM gjo.pf f %s JOIN gjo.dim d ON f.k = d.k "
+               "GROUP BY d.grp" % kind)
+        DB.not_planned(sql, NODE, tuple(ON) + HEAP)
+        out = DB.sql("EXPLAIN (VERBOSE) " + sql, tuple(ON) + HEAP)
+        assert why in out, out
