@@ -319,3 +319,33 @@ def test_partitioned_outer_refuses():
         DB.not_planned(sql, NODE, tuple(ON) + HEAP)
         out = DB.sql("EXPLAIN (VERBOSE) " + sql, tuple(ON) + HEAP)
         assert why in out, out
+
+
+def gpu_count():
+    return int(DB.sql("SELECT count(*) FROM pgwarp.gpu_devices()").strip())
+
+
+GPU = ("SET pg_warp.engine = gpu",)
+
+
+@pytest.mark.parametrize("sql,kind,settings,fact", [
+    (RIGHT[0][0], "Right", (), "fact"),
+    (RIGHT[4][0], "Right", (), "fact"),
+    (RIGHT[5][0], "Right", (), "skew"),
+    (FULL[2][0], "Full", (), "fact"),
+    (FULL[3][0], "Full", HEAP, "hfact"),
+    (RIGHT[0][0], "Right", PARALLEL, "hfact"),
+    (RIGHT[4][0], "Right", PARALLEL + ("SET parallel_leader_participation = off",), "hfact"),
+    (RIGHT[0][0], "Right", (), "empty"),
+])
+def test_on_the_gpu(sql, kind, settings, fact):
+    """On a GPU host (skipped elsewhere): the GPU kernel's probes mark the
+    run's flags in device memory, read back at the end of the pass (every
+    participant's and device's ORed together), and the CPU emits the inner
+    rows none marked; the same answers as PostgreSQL's, with Engine: GPU."""
+    if gpu_count() == 0:
+        pytest.skip("no GPU")
+    q = sql.replace("{f}", "gjo." + fact)
+    settings = tuple(settings) + GPU
+    DB.same(q, NODE, settings=settings, rel_tol=1e-9, engine="GPU")
+    joined(sql, sql.count(" JOIN "), kind, settings=settings, fact=fact)
