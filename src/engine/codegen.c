@@ -334,6 +334,9 @@ typedef struct Cg
 	int			jvar_reg[XPU_MAX_REGS];
 	int			njvars;
 	int			n_each;			/* join probes of every match so far */
+	List	   *later;			/* what the program computes after the JOIN
+								 * stage (a RIGHT/FULL depth loads its outer
+								 * columns before its probe) */
 	int			case_reg;		/* the CASE's test value (CaseTestExpr) */
 	bool		in_qual;		/* compiling quals: only values matter */
 	Oid			float2_oid;		/* pg_warp's float2 type, if this database has it */
@@ -351,6 +354,7 @@ static bool cg_last_used_tz;
 static int64 cg_last_tz_offset;
 
 static int	cg_expr(Cg *cg, Expr *expr);
+static bool cg_load_scan_vars(Cg *cg, List *exprs);
 
 /*
  * cg_fail: fails the compilation, noting why expression e (NULL: the
@@ -1722,10 +1726,21 @@ cg_join_depth(Cg *cg, const CodegenJoin *j, int d, int *pushed)
 	int			keys[3];
 	int			nk = 0, row, test, col = 0;
 	ListCell   *lc;
+	bool		outer = j->jointype == XPU_JOIN_RIGHT || j->jointype == XPU_JOIN_FULL;
+	bool		each = j->each || outer;
+	int			flags = (each ? XPU_JOIN_PROBE_EACH : 0) | (outer ? XPU_JOIN_PROBE_MARK : 0);
 
-	if (j->each && j->jointype != XPU_JOIN_INNER && j->jointype != XPU_JOIN_LEFT)
+	if (each && !outer && j->jointype != XPU_JOIN_INNER && j->jointype != XPU_JOIN_LEFT)
 		return cg_fail(cg, NULL, "a semi or anti join that probes every match") >= 0;
-	if (j->each && ++cg->n_each > XPU_JOIN_EACH_MAX)
+	/*
+	 * a RIGHT/FULL depth (the last; its probes mark the inner rows they
+	 * yield, in the per-row form): every outer column the rest reads loaded
+	 * before its probe, so that an unmatched inner row runs on from the
+	 * probe with them NULL (xpu_row_unmatched)
+	 */
+	if (outer && !cg_load_scan_vars(cg, list_concat(list_copy(j->quals), cg->later)))
+		return false;
+	if (each && ++cg->n_each > XPU_JOIN_EACH_MAX)
 		return cg_fail(cg, NULL, "more than %d joins whose inner keys may repeat",
 					   XPU_JOIN_EACH_MAX) >= 0;
 	if (list_length(j->outer_keys) < 1 || list_length(j->outer_keys) > 3)
@@ -1742,8 +1757,7 @@ cg_join_depth(Cg *cg, const CodegenJoin *j, int d, int *pushed)
 	row = cg_reg(cg, XPU_T_INT8, 0);
 	if (row < 0 ||
 		!cg_emit(cg, XPU_OP_JOIN_PROBE, row, keys[0], nk > 1 ? keys[1] : keys[0],
-				 nk > 2 ? keys[2] : keys[0],
-				 d | (nk << 8) | (j->each ? XPU_JOIN_PROBE_EACH : 0)))
+				 nk > 2 ? keys[2] : keys[0], d | (nk << 8) | flags))
 		return false;
 	foreach(lc, j->pay_vars)
 	{
@@ -1763,21 +1777,23 @@ cg_join_depth(Cg *cg, const CodegenJoin *j, int d, int *pushed)
 		cg->jvar_reg[cg->njvars++] = r;
 	}
 	/*
-	 * INNER and SEMI keep the rows that found their inner row, ANTI the
-	 * others, LEFT every row (a row without one reads NULL inner columns)
+	 * INNER, RIGHT and SEMI keep the rows that found their inner row, ANTI
+	 * the others, LEFT and FULL every row (a row without one reads NULL
+	 * inner columns)
 	 */
 	test = cg_reg(cg, XPU_T_BOOL, 0);
-	if (j->jointype != XPU_JOIN_LEFT &&
+	if (j->jointype != XPU_JOIN_LEFT && j->jointype != XPU_JOIN_FULL &&
 		(test < 0 ||
 		 !cg_emit(cg, j->jointype == XPU_JOIN_ANTI ? XPU_OP_IS_NULL : XPU_OP_IS_NOT_NULL,
 				  test, row, 0, 0, 0) ||
 		 !cg_emit(cg, XPU_OP_MOVE, 0, test, 0, 0, 0)))
 		return false;
-	if (j->quals != NIL && j->jointype != XPU_JOIN_INNER && j->jointype != XPU_JOIN_LEFT)
+	if (j->quals != NIL && j->jointype != XPU_JOIN_INNER && j->jointype != XPU_JOIN_LEFT &&
+		!outer)
 		return cg_fail(cg, NULL, "join quals beyond the keys of a semi or anti join") >= 0;
 	/*
 	 * the join quals of an inner join, each where the ones before hold (as
-	 * ExecQual); of a left join, the WHERE clauses above it
+	 * ExecQual); of a left, right or full join, the WHERE clauses above it
 	 */
 	foreach(lc, j->quals)
 	{
@@ -1792,6 +1808,24 @@ cg_join_depth(Cg *cg, const CodegenJoin *j, int d, int *pushed)
 			return false;
 	}
 	return true;
+}
+
+/* cg_load_vars of the scan relation's columns that expr reads (no other's) */
+static bool
+cg_load_scan_vars(Cg *cg, List *exprs)
+{
+	List	   *vars = pull_var_clause((Node *) exprs, PVC_RECURSE_PLACEHOLDERS);
+	List	   *own = NIL;
+	ListCell   *lc;
+
+	foreach(lc, vars)
+	{
+		Var		   *v = lfirst(lc);
+
+		if (IsA(v, Var) && v->varno == cg->scan->scanrelid)
+			own = lappend(own, v);
+	}
+	return own == NIL || cg_load_vars(cg, (Node *) own);
 }
 
 /*
@@ -1862,6 +1896,7 @@ codegen_join_program(const CodegenScan *scan, List *quals, List *joins, List *ex
 
 	if (cg == NULL)
 		return NULL;
+	cg->later = exprs;
 	ok = cg_quals(cg, quals, exprs) && cg_joins(cg, quals, joins);
 	if (ok)
 		xpu_begin_stage(cg->b, XPU_STAGE_PROJ);

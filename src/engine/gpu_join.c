@@ -192,8 +192,77 @@ gj_special_join(PlannerInfo *root, RelOptInfo *rel)
 	{
 		SpecialJoinInfo *sj = lfirst(lc);
 
-		if (bms_equal(sj->syn_righthand, rel->relids))
+		/* a FULL join: only the top one of gj_top_outer */
+		if (sj->jointype != JOIN_FULL && bms_equal(sj->syn_righthand, rel->relids))
 			return sj;
+	}
+	return NULL;
+}
+
+/*
+ * gj_top_outer_ok: is sj, a join of the relations all, a RIGHT or FULL
+ * OUTER join the engine runs as its last depth: the top of the join tree
+ * (its two sides are all of them), with a side of one table that keeps
+ * every row of its side (PostgreSQL keeps a RIGHT join as a LEFT join with
+ * the sides swapped: its left side; a FULL join keeps both)
+ */
+static bool
+gj_top_outer_ok(const SpecialJoinInfo *sj, Relids all)
+{
+	Relids		l = sj->syn_lefthand,
+				r = sj->syn_righthand;
+
+	if (!bms_equal(bms_union(l, r), all) || bms_overlap(l, r))
+		return false;
+	if (sj->jointype == JOIN_LEFT)
+		return bms_membership(l) == BMS_SINGLETON && bms_equal(sj->min_lefthand, l);
+	return sj->jointype == JOIN_FULL &&
+		(bms_membership(l) == BMS_SINGLETON || bms_membership(r) == BMS_SINGLETON);
+}
+
+/*
+ * gj_top_outer: the top RIGHT or FULL join (gj_top_outer_ok) whose side of
+ * one table is rel, which then joins last as a RIGHT or FULL depth; NULL
+ * if none
+ */
+static SpecialJoinInfo *
+gj_top_outer(PlannerInfo *root, RelOptInfo *rel, Relids all)
+{
+	ListCell   *lc;
+
+	foreach(lc, root->join_info_list)
+	{
+		SpecialJoinInfo *sj = lfirst(lc);
+
+		if (gj_top_outer_ok(sj, all) &&
+			(bms_equal(sj->syn_lefthand, rel->relids) ||
+			 (sj->jointype == JOIN_FULL && bms_equal(sj->syn_righthand, rel->relids))))
+			return sj;
+	}
+	return NULL;
+}
+
+/*
+ * gj_top_outer_why: why outer cannot be the outer relation of input_rel's
+ * top RIGHT or FULL join, or NULL: it must lie on the side that is not
+ * the depth's one table, except for a LEFT join of one table (then outer
+ * may be its kept side, and the other table a LEFT depth)
+ */
+static const char *
+gj_top_outer_why(PlannerInfo *root, Relids all, RelOptInfo *outer)
+{
+	ListCell   *lc;
+
+	foreach(lc, root->join_info_list)
+	{
+		SpecialJoinInfo *sj = lfirst(lc);
+		bool		in_left = bms_is_member(outer->relid, sj->syn_lefthand);
+		Relids		other = in_left ? sj->syn_righthand : sj->syn_lefthand;
+
+		if (!gj_top_outer_ok(sj, all) || bms_membership(other) == BMS_SINGLETON)
+			continue;
+		return "the outer relation would be the one table of a right or full join over "
+			"several tables";
 	}
 	return NULL;
 }
@@ -203,9 +272,11 @@ gj_special_join(PlannerInfo *root, RelOptInfo *rel)
  * *why saying why not
  */
 static GjDepth *
-gj_depth(PlannerInfo *root, Relids joined, RelOptInfo *rel, const char **why)
+gj_depth(PlannerInfo *root, Relids joined, RelOptInfo *rel, Relids all, const char **why)
 {
-	SpecialJoinInfo *sj = gj_special_join(root, rel);
+	SpecialJoinInfo *top = gj_top_outer(root, rel, all);
+	SpecialJoinInfo *sj = top ? top : gj_special_join(root, rel);
+	bool		outer = sj != NULL && (sj->jointype == JOIN_LEFT || sj == top);
 	Relids		jr = bms_union(joined, rel->relids);
 	List	   *clauses = generate_join_implied_equalities(root, jr, joined, rel);
 	GjDepth    *d = palloc0(sizeof(GjDepth));
@@ -232,7 +303,7 @@ gj_depth(PlannerInfo *root, Relids joined, RelOptInfo *rel, const char **why)
 				"or one with a value of an outer query";
 			return NULL;
 		}
-		if (sj != NULL && sj->jointype == JOIN_LEFT && RINFO_IS_PUSHED_DOWN(ri, jr))
+		if (outer && RINFO_IS_PUSHED_DOWN(ri, jr))
 			d->quals = lappend(d->quals, ri->clause);	/* a WHERE clause above the join */
 		else if (list_length(d->outer_keys) < 3 && gj_key_clause(ri, joined, rel, &okey, &ikey))
 		{
@@ -241,9 +312,10 @@ gj_depth(PlannerInfo *root, Relids joined, RelOptInfo *rel, const char **why)
 			d->key_clauses = lappend(d->key_clauses, ri->clause);
 			key_ris = lappend(key_ris, ri);
 		}
-		else if (sj != NULL && sj->jointype == JOIN_LEFT)
+		else if (outer)
 		{
-			*why = psprintf("the left join of \"%s\" has clauses beyond equal keys",
+			*why = psprintf("the %s join of \"%s\" has clauses beyond equal keys",
+							top == NULL ? "left" : top->jointype == JOIN_FULL ? "full" : "right",
 							name ? name : "?");
 			return NULL;
 		}
@@ -255,6 +327,21 @@ gj_depth(PlannerInfo *root, Relids joined, RelOptInfo *rel, const char **why)
 		*why = psprintf("no equality the engine compares joins \"%s\" to the relations before it",
 						name ? name : "?");
 		return NULL;
+	}
+	if (top != NULL)
+	{
+		/* RIGHT/FULL: the last depth, its unmatched inner rows emitted after the pass */
+		if (!bms_is_subset(bms_difference(all, rel->relids), joined))
+		{
+			*why = psprintf("the %s join of \"%s\" is joined last (every other relation "
+							"before it)", top->jointype == JOIN_FULL ? "full" : "right",
+							name ? name : "?");
+			return NULL;
+		}
+		d->unique = gj_keys_unique(root, joined, rel, key_ris);
+		d->rel = rel;
+		d->jointype = top->jointype == JOIN_FULL ? XPU_JOIN_FULL : XPU_JOIN_RIGHT;
+		return d;
 	}
 	if (sj != NULL && sj->jointype != JOIN_LEFT)
 	{
@@ -288,11 +375,15 @@ gj_depth(PlannerInfo *root, Relids joined, RelOptInfo *rel, const char **why)
 	return d;
 }
 
-/* does depth d probe every match (an INNER or LEFT depth of keys that may repeat) */
+/*
+ * does depth d probe every match (an INNER, LEFT, RIGHT or FULL depth of
+ * keys that may repeat; codegen probes a RIGHT/FULL depth of unique keys
+ * in the same form, which yields one match)
+ */
 static bool
 gj_depth_each(const GjDepth *d)
 {
-	return !d->unique && (d->jointype == XPU_JOIN_INNER || d->jointype == XPU_JOIN_LEFT);
+	return !d->unique && d->jointype != XPU_JOIN_SEMI && d->jointype != XPU_JOIN_ANTI;
 }
 
 /*
@@ -337,8 +428,10 @@ gj_depth_rows(PlannerInfo *root, Relids joined, const GjDepth *d, double rows)
 	}
 	if (d->unique)
 		out = Min(out, rows);
-	if (d->jointype == XPU_JOIN_LEFT)
+	if (d->jointype == XPU_JOIN_LEFT || d->jointype == XPU_JOIN_FULL)
 		out = Max(out, rows);
+	if (d->jointype == XPU_JOIN_RIGHT || d->jointype == XPU_JOIN_FULL)
+		out = Max(out, d->rel->rows);
 	return out;
 }
 
@@ -364,7 +457,7 @@ gj_plan_depths(PlannerInfo *root, RelOptInfo *input_rel, RelOptInfo *outer, cons
 		while ((x = bms_next_member(left, x)) >= 0)
 		{
 			RelOptInfo *r = find_base_rel(root, x);
-			GjDepth    *d = gj_depth(root, joined, r, &why1);
+			GjDepth    *d = gj_depth(root, joined, r, input_rel->relids, &why1);
 			double		share = r->rows / Max(r->tuples, 1.0);
 
 			if (d != NULL && (best == NULL || share < best_share))
@@ -487,14 +580,18 @@ gj_plan_checks(PlannerInfo *root, RelOptInfo *input_rel)
 	{
 		SpecialJoinInfo *sj = lfirst(lc);
 
+		/* the RIGHT or FULL join of one table at the top (the last depth) */
+		if (gj_top_outer_ok(sj, input_rel->relids))
+			continue;
 		/* EXISTS / IN / NOT EXISTS / LEFT JOIN of one table */
 		if ((sj->jointype != JOIN_SEMI && sj->jointype != JOIN_ANTI &&
 			 sj->jointype != JOIN_LEFT) ||
 			bms_num_members(sj->syn_righthand) != 1 ||
 			!bms_equal(sj->min_righthand, sj->syn_righthand))
-			return "a right or full join, or an outer, semi or anti join of several "
-				"tables (GpuJoin takes inner joins, and left, semi and anti joins of one "
-				"table)";
+			return "a right or full join below another join, or an outer, semi or anti "
+				"join of several tables (GpuJoin takes inner joins, left, semi and anti "
+				"joins of one table, and a right or full join of one table over all the "
+				"others)";
 	}
 	if (root->placeholder_list != NIL || root->hasLateralRTEs)
 		return "a LATERAL reference or a placeholder of a subquery";
@@ -528,11 +625,13 @@ gj_plan_checks(PlannerInfo *root, RelOptInfo *input_rel)
 static GjPlan *
 gj_plan_with(PlannerInfo *root, RelOptInfo *input_rel, RelOptInfo *outer, const char **why)
 {
-	List	   *depths = gj_plan_depths(root, input_rel, outer, why);
+	List	   *depths;
 	GjPlan	   *gp;
 	ListCell   *ld;
 
-	if (depths == NIL)
+	if ((*why = gj_top_outer_why(root, input_rel->relids, outer)) != NULL)
+		return NULL;
+	if ((depths = gj_plan_depths(root, input_rel, outer, why)) == NIL)
 		return NULL;
 	foreach(ld, depths)
 		((GjDepth *) lfirst(ld))->inner_path = gj_inner_path(root, ((GjDepth *) lfirst(ld))->rel);
@@ -569,8 +668,11 @@ gj_plan_input(PlannerInfo *root, RelOptInfo *input_rel, bool heap_ok, const char
 	{
 		RelOptInfo *r = find_base_rel(root, x);
 
+		SpecialJoinInfo *sj = gj_special_join(root, r);
+
+		/* (the nullable side of a top RIGHT join may be the outer one) */
 		if (ship_grouping_input(root, r, false, heap_ok) == NULL &&
-			gj_special_join(root, r) == NULL)
+			(sj == NULL || gj_top_outer_ok(sj, input_rel->relids)))
 			outers = lappend(outers, r);
 	}
 	if (outers == NIL)
@@ -614,6 +716,8 @@ gj_plan_input(PlannerInfo *root, RelOptInfo *input_rel, bool heap_ok, const char
 GjPlan *
 gj_plan_outer(PlannerInfo *root, RelOptInfo *input_rel, RelOptInfo *outer, const char **why)
 {
+	GjPlan	   *gp;
+
 	*why = NULL;
 	if (input_rel->reloptkind != RELOPT_JOINREL ||
 		!bms_is_subset(outer->relids, input_rel->relids))
@@ -623,7 +727,26 @@ gj_plan_outer(PlannerInfo *root, RelOptInfo *input_rel, RelOptInfo *outer, const
 	if (gj_special_join(root, outer) != NULL)
 		return (*why = "the partitioned table is the inner side of an outer, semi or anti join"),
 			NULL;
-	return gj_plan_with(root, input_rel, outer, why);
+	if ((gp = gj_plan_with(root, input_rel, outer, why)) != NULL && gj_plan_outer_join(gp))
+		return (*why = "a right or full join over a partitioned table (each partition's run "
+				"would emit the unmatched rows)"), NULL;
+	return gp;
+}
+
+/* does a depth of gp keep every inner row (RIGHT or FULL OUTER) */
+bool
+gj_plan_outer_join(const GjPlan *gp)
+{
+	ListCell   *lc;
+
+	foreach(lc, gp->depths)
+	{
+		GjDepth    *d = lfirst(lc);
+
+		if (d->jointype == XPU_JOIN_RIGHT || d->jointype == XPU_JOIN_FULL)
+			return true;
+	}
+	return false;
 }
 
 /*
@@ -1488,12 +1611,14 @@ gj_explain(GjInner *inner, int n, List *clauses, List *ctx, bool analyze, Explai
 		appendStringInfo(&s, "%s Join on %s",
 						 inner[d].jointype == XPU_JOIN_SEMI ? "Semi" :
 						 inner[d].jointype == XPU_JOIN_ANTI ? "Anti" :
-						 inner[d].jointype == XPU_JOIN_LEFT ? "Left" : "Inner",
+						 inner[d].jointype == XPU_JOIN_LEFT ? "Left" :
+						 inner[d].jointype == XPU_JOIN_RIGHT ? "Right" :
+						 inner[d].jointype == XPU_JOIN_FULL ? "Full" : "Inner",
 						 deparse_expression((Node *) make_ands_explicit(keys), ctx, true, false));
-		/* an inner join's quals beyond the keys; the WHERE clauses over a left join */
+		/* an inner join's quals beyond the keys; the WHERE clauses over an outer join */
 		if (others != NIL)
 			appendStringInfo(&s, ", %s %s",
-							 inner[d].jointype == XPU_JOIN_LEFT ? "then filter" : "join filter",
+							 inner[d].jointype != XPU_JOIN_INNER ? "then filter" : "join filter",
 							 deparse_expression((Node *) make_ands_explicit(others), ctx, true,
 												false));
 		/* a probe of every match: the keys may repeat, the rows expand */

@@ -23,7 +23,8 @@ typedef struct GjDepth
 {
 	RelOptInfo *rel;			/* the inner relation (a base relation) */
 	Path	   *inner_path;		/* the plan of its rows (gj_inner_path) */
-	int			jointype;		/* XPU_JOIN_INNER, _LEFT, _SEMI or _ANTI */
+	int			jointype;		/* XPU_JOIN_INNER, _LEFT, _SEMI, _ANTI, or
+								 * _RIGHT / _FULL (the last depth only) */
 	List	   *outer_keys;		/* Exprs over the outer relation and the depths before */
 	List	   *inner_keys;		/* Exprs over rel, equal to outer_keys' */
 	List	   *key_clauses;	/* the clauses the keys come from */
@@ -91,6 +92,7 @@ extern GjPlan *gj_plan_child(PlannerInfo *root, const GjPlan *gp, RelOptInfo *ch
 extern bool gj_plan_parallel(GjPlan *gp);
 extern const char *gj_plan_payload(GjPlan *gp, List *upper_exprs);
 extern bool gj_plan_expands(const GjPlan *gp);
+extern bool gj_plan_outer_join(const GjPlan *gp);
 extern List *gj_codegen_joins(const GjPlan *gp);
 extern List *gj_outer_exprs(const GjPlan *gp);
 extern List *gj_private(const GjPlan *gp);

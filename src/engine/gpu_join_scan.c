@@ -162,6 +162,10 @@ gjs_plan(PlannerInfo *root, RelOptInfo *rel, GjsInfo *gi)
 
 	if ((gi->gp = gj_plan_input(root, rel, pg_warp_enable_gpuscan_heap, &why)) == NULL)
 		return why ? why : "no join";
+	/* the unmatched inner rows come after the pass, which the scan's sink does not take */
+	if (gj_plan_outer_join(gi->gp))
+		return "a right or full join (its unmatched inner rows come after the pass: only "
+			"GpuPreAgg takes them)";
 	/* a row of the outer table becomes at most one row of the node's */
 	if (gj_plan_expands(gi->gp))
 		return "the join keys of a depth are not known to be unique (a probe of every "

@@ -137,6 +137,8 @@ struct AggTask
 	uint32_t	n_parts;
 
 	SvcJoinSet	joins;			/* the join depths' tables, held (join_store.c) */
+	uint32_t   *matched_own;	/* a serial run's matched flags (joins.matched;
+								 * a shared run's are the run's, share.c) */
 
 	/* a part or the finish of a query's shared run (share.c), or NULL */
 	SvcShare   *share;
@@ -190,6 +192,78 @@ check_spec(AggTask *t, char *msg, size_t msglen)
 	return true;
 }
 
+/* ---------------------------------------------------------------- RIGHT/FULL */
+
+/*
+ * setup_matched: the matched flags of a program whose last depth is a
+ * RIGHT or FULL OUTER join (xpu_join.h, XPU_JOIN_PROBE_MARK) into
+ * t->joins.matched: the shared run's where t is a part or the finish of
+ * one, else t's own; false with msg set when memory runs out
+ */
+static bool
+setup_matched(AggTask *t, char *msg, size_t msglen)
+{
+	int			pc = xpu_program_marks(t->run.prog);
+	int			depth;
+	uint64_t	words;
+
+	if (pc < 0)
+		return true;
+	depth = XPU_JOIN_IMM_DEPTH(XPU_INSTRS(t->run.prog)[pc].imm);
+	if (depth >= (int) t->joins.n)
+		return snprintf(msg, msglen, "a marking probe of a depth without a table"), false;
+	words = xpu_join_matched_words(t->joins.tables[depth]->n_rows);
+	t->joins.matched_words = words;
+	if (t->share != NULL)
+		t->joins.matched = svc_share_matched(t->share, words, msg, msglen);
+	else if ((t->joins.matched = t->matched_own = calloc(words ? words : 1, 4)) == NULL)
+		snprintf(msg, msglen, "out of memory");
+	return t->joins.matched != NULL;
+}
+
+/*
+ * emit_unmatched: the unmatched inner rows of t's RIGHT or FULL OUTER
+ * depth into table, once the pass is done (a serial run's end, or a shared
+ * run's finish: never a part of one); false when the run failed (the
+ * program's error, or memory)
+ */
+static bool
+emit_unmatched(AggTask *t, XpuAggTable *table)
+{
+	const XpuProgram *prog = t->run.prog;
+	size_t		outs = prog->n_outs ? prog->n_outs : 1;
+	XpuValue   *values = aligned_alloc(16, outs * AGG_SLICE * sizeof(XpuValue));
+	uint8_t    *nulls = malloc(outs * AGG_SLICE);
+	uint8_t    *mask = malloc(AGG_SLICE);
+	XpuChunk	chunk = {0, prog->n_cols, 0, NULL};
+	XpuResult	res = {AGG_SLICE, mask, values, nulls};
+	XpuAggSink	as = {table, 0};
+	XpuError	err = {0};
+	int			rc = 1;
+
+	if (t->joins.matched == NULL || t->share_role == WARP_SHARE_PART)
+		rc = 1;
+	else if (values == NULL || nulls == NULL || mask == NULL)
+		rc = -2;
+	else
+	{
+		svc_join_chunk(&chunk, &t->joins);
+		rc = xpu_cpu_exec_unmatched(prog, &chunk, t->joins.matched, &res, &err,
+									xpu_agg_sink, &as);
+		svc_add_counter(&t->run.rows_passed, as.rows);
+	}
+	free(values);
+	free(nulls);
+	free(mask);
+	if (rc == -2)
+		svc_fail(&t->fail, WARP_ERR_OUT_OF_MEMORY, "out of memory");
+	else if (rc == 0)
+		task_xpu_error(t, &err);
+	else if (rc < 0)
+		task_table_error(t, &err);
+	return rc > 0;
+}
+
 /*
  * parse_request: fills t->run (and t->heap for a HEAP_RUN: memfd >= 0)
  * from t->payload (len bytes) through the run parser (run.c); false with
@@ -228,6 +302,8 @@ parse_request(AggTask *t, size_t len, int memfd, SvcRunDesc *d, char *msg, size_
 		if (t->share_role == WARP_SHARE_PART)
 			run->n_threads = svc_share_threads(t->share, run->n_threads);
 	}
+	if (!setup_matched(t, msg, msglen))
+		return false;
 	if (d->source == SVC_SOURCE_HEAP)
 	{
 		t->heap = heap_run_parse(d->heap, d->heap_len, d->prog, memfd, t->notify_fd,
@@ -719,7 +795,8 @@ run_workers(AggTask *t)
 	t->threads = ran;
 	for (uint32_t i = 0; i < n; i++)
 		tables[i] = ws[i].table;
-	if (ran > 0 && t->fail.werr == 0 && t->xerr.code == XPU_OK && !t->canceled)
+	if (ran > 0 && t->fail.werr == 0 && t->xerr.code == XPU_OK && !t->canceled &&
+		emit_unmatched(t, tables[0]))
 		take_tables(t, tables, ran);
 	for (uint32_t i = 0; i < n; i++)
 	{
@@ -760,6 +837,7 @@ run_gpu(AggTask *t)
 {
 	XpuError	err = {0};
 	int			werr = 0;
+	int			rc;
 	char		msg[sizeof(t->fail.msg)];
 
 	t->threads = 1;
@@ -767,8 +845,11 @@ run_gpu(AggTask *t)
 		return svc_fail(&t->fail, WARP_ERR_OUT_OF_MEMORY, "out of memory");
 	t->n_parts = 1;
 	msg[0] = '\0';
-	task_outcome(t, gpu_agg_run(t->gpu, &t->run, t->parts[0], &err, &werr, msg, sizeof(msg)),
-				 &err, werr, msg);
+	rc = gpu_agg_run(t->gpu, &t->run, t->parts[0], &err, &werr, msg, sizeof(msg));
+	task_outcome(t, rc, &err, werr, msg);
+	/* the GPU marked, the CPU emits the unmatched inner rows (few: an inner table's) */
+	if (rc == XPU_OK && !t->canceled)
+		emit_unmatched(t, t->parts[0]);
 }
 
 /*
@@ -804,7 +885,15 @@ run_heap(AggTask *t)
 		n = 0;
 	}
 	else if (rc == XPU_OK && !t->canceled)
-		take_tables(t, tables, n);
+	{
+		if (n == 0 && t->joins.matched != NULL &&
+			(tables[0] = xpu_agg_table_create(t->run.prog, &t->run.spec, &err)) != NULL)
+			n = 1;
+		if (t->joins.matched == NULL || (n > 0 && emit_unmatched(t, tables[0])))
+			take_tables(t, tables, n);
+		else if (n == 0)
+			svc_fail(&t->fail, WARP_ERR_OUT_OF_MEMORY, "out of memory");
+	}
 	for (uint32_t i = 0; i < n; i++)
 		xpu_agg_table_free(tables[i]);
 	free(tables);
@@ -943,6 +1032,29 @@ deposit_part(AggTask *t)
 }
 
 /*
+ * finish_unmatched: a shared run's unmatched inner rows of its RIGHT or
+ * FULL OUTER depth (every part has marked the run's flags) as one more
+ * table of groups after *tables' *n; false when the run failed
+ */
+static bool
+finish_unmatched(AggTask *t, XpuAggTable ***tables, uint32_t *n)
+{
+	XpuError	err = {0};
+	XpuAggTable *x = xpu_agg_table_create(t->run.prog, &t->run.spec, &err);
+	XpuAggTable **more = x ? realloc(*tables, sizeof(XpuAggTable *) * (*n + 1)) : NULL;
+
+	if (more == NULL)
+	{
+		xpu_agg_table_free(x);
+		svc_fail(&t->fail, WARP_ERR_OUT_OF_MEMORY, "out of memory");
+		return false;
+	}
+	*tables = more;
+	more[(*n)++] = x;
+	return emit_unmatched(t, x);
+}
+
+/*
  * finish_share: the groups that every part left in the shared run, merged
  * on the run's threads into t->parts.  When the merged groups cannot go
  * back (a state overflowed where no part's had, memory ran out) the parts'
@@ -963,6 +1075,13 @@ finish_share(AggTask *t)
 		return svc_fail(&t->fail, strcmp(msg, "out of memory") == 0 ?
 						WARP_ERR_OUT_OF_MEMORY : WARP_ERR_PROTOCOL, "%s", msg);
 	t->threads = t->run.n_threads;
+	if (t->joins.matched != NULL && !finish_unmatched(t, &tables, &n))
+	{
+		for (uint32_t i = 0; i < n; i++)
+			xpu_agg_table_free(tables[i]);
+		free(tables);
+		return;
+	}
 	if (n == 0)
 		return;
 	if (merge_tables(t, tables, n, t->parts, &t->n_parts, &err))
@@ -1209,6 +1328,7 @@ agg_task_free(AggTask *t)
 	free(t->parts);
 	svc_share_detach(t->share);
 	svc_join_release_set(&t->joins);
+	free(t->matched_own);
 	free(t->payload);
 	svc_failure_destroy(&t->fail);
 	free(t);

@@ -637,6 +637,35 @@ gagg_sink_groups(GaggRun *g, uint64_t n, uint64_t arena_len, const uint64_t *key
 }
 
 /*
+ * gagg_matched_back: the device's matched flags of the run's RIGHT/FULL
+ * depth ORed into the run's (every participant's and device's marks meet
+ * there; agg.c emits the rows none marked after the pass).  Streams idle.
+ */
+static int
+gagg_matched_back(GaggRun *g)
+{
+	uint32_t   *m = g->run->joins ? g->run->joins->matched : NULL;
+	uint32_t   *host;
+
+	if (g->d_matched == 0 || m == NULL)
+		return 0;
+	if ((host = malloc(g->matched_words * 4 + 4)) == NULL)
+		return gagg_fail(g, WARP_ERR_OUT_OF_MEMORY, "out of memory reading back the matched flags");
+	if (gagg_cuda(g, gpu_drv.cuMemcpyDtoHAsync(host, g->d_matched, g->matched_words * 4,
+											   g->slots[0].stream), "cuMemcpyDtoHAsync") != 0 ||
+		gagg_cuda(g, gpu_drv.cuStreamSynchronize(g->slots[0].stream), "cuStreamSynchronize") != 0)
+	{
+		free(host);
+		return -1;
+	}
+	for (uint64_t w = 0; w < g->matched_words; w++)
+		if (host[w] != 0)
+			__atomic_fetch_or(&m[w], host[w], __ATOMIC_RELAXED);
+	free(host);
+	return 0;
+}
+
+/*
  * gagg_table_drain: hands every group of the GPU table to the sink (all
  * streams idle); *thp receives the table's header with its counters.
  * Returns 0, -1 (error set) or gagg_sink_groups' XPU_ERR_FALLBACK.
@@ -654,6 +683,8 @@ gagg_table_drain(GaggRun *g, XpuGaggTable *thp)
 	uint8_t    *hll = NULL;
 	int			rc = -1;
 
+	if (gagg_matched_back(g) != 0)
+		return -1;
 	if (gagg_cuda(g, gpu_drv.cuMemcpyDtoHAsync(&th, g->d_table, sizeof(th), g->slots[0].stream),
 				  "cuMemcpyDtoHAsync") != 0 ||
 		gagg_cuda(g, gpu_drv.cuStreamSynchronize(g->slots[0].stream), "cuStreamSynchronize") != 0)
@@ -1650,6 +1681,13 @@ gagg_joins_setup(GaggRun *g)
 	}
 	if (gagg_dev_alloc(g, &g->d_joins, g->n_joins * sizeof(CUdeviceptr), "the join tables") != 0)
 		return -1;
+	/* a RIGHT/FULL depth: the run's flags on this device, zeroed (gagg_matched_back) */
+	if (set->matched != NULL &&
+		(gagg_dev_alloc(g, &g->d_matched, set->matched_words * 4, "the matched flags") != 0 ||
+		 gagg_cuda(g, gpu_drv.cuMemsetD8Async(g->d_matched, 0, set->matched_words * 4, st),
+				   "cuMemsetD8Async") != 0))
+		return -1;
+	g->matched_words = g->d_matched ? set->matched_words : 0;
 	return gagg_cuda(g, gpu_drv.cuMemcpyHtoDAsync(g->d_joins, g->join_ptrs,
 												  g->n_joins * sizeof(CUdeviceptr), st),
 					 "cuMemcpyHtoDAsync");
@@ -1749,6 +1787,7 @@ gagg_teardown(GaggRun *g)
 	gagg_dev_free(g, &g->d_spec, sizeof(XpuGaggSpec));
 	gagg_dev_free(g, &g->d_table, sizeof(XpuGaggTable));
 	gagg_dev_free(g, &g->d_joins, g->n_joins * sizeof(CUdeviceptr));
+	gagg_dev_free(g, &g->d_matched, g->matched_words * 4);
 	if (g->cancel_stream != NULL)
 	{
 		gpu_drv.cuStreamSynchronize(g->cancel_stream);

@@ -175,6 +175,9 @@ typedef struct GaggRun
 	CUdeviceptr join_ptrs[WARP_MAX_JOINS];	/* what d_joins holds (join_store.c's
 											 * copies, kept while the tables live) */
 	int32_t		n_joins;
+	CUdeviceptr d_matched;		/* the run's matched flags on the device (a
+								 * RIGHT/FULL depth), 0: none */
+	uint64_t	matched_words;
 	CUdeviceptr table_mem;
 	size_t		table_bytes;
 	XpuGaggTable table;			/* host copy of what d_table holds */
@@ -216,6 +219,7 @@ gagg_chunk_joins(const GaggRun *g, XpuChunk *chunk)
 {
 	chunk->joins = (const struct XpuJoinTable *const *) (uintptr_t) g->d_joins;
 	chunk->n_joins = g->n_joins;
+	chunk->matched = (uint32_t *) (uintptr_t) g->d_matched;
 }
 
 /* the rows of part p of slot s's launch */

@@ -40,6 +40,10 @@ typedef struct SvcJoinSet
 	uint32_t	n;
 	SvcJoin    *refs[WARP_MAX_JOINS];
 	const XpuJoinTable *tables[WARP_MAX_JOINS];
+	uint32_t   *matched;		/* the run's matched flags of its RIGHT/FULL
+								 * depth (agg.c), NULL: none; a GPU run marks
+								 * its own and ORs them in (gpu_agg.c) */
+	uint64_t	matched_words;
 } SvcJoinSet;
 
 /*
@@ -89,6 +93,7 @@ svc_join_chunk(XpuChunk *chunk, const SvcJoinSet *set)
 	{
 		chunk->joins = set->tables;
 		chunk->n_joins = (int32_t) set->n;
+		chunk->matched = set->matched;
 	}
 }
 

@@ -37,6 +37,8 @@ struct SvcShare
 	XpuAggTable **parts;		/* the groups left so far */
 	uint32_t	n_parts;
 	uint32_t	cap;
+	uint32_t   *matched;		/* the matched flags of a RIGHT/FULL depth */
+	uint64_t	matched_words;
 	SvcShare   *next;
 };
 
@@ -121,7 +123,33 @@ svc_share_detach(SvcShare *s)
 		xpu_agg_table_free(s->parts[i]);
 	free(s->parts);
 	free(s->spec);
+	free(s->matched);
 	free(s);
+}
+
+/*
+ * svc_share_matched: the run's matched flags of its RIGHT/FULL OUTER depth
+ * (xpu_join.h), words of them, zeroed by the first part or finish that
+ * asks: every part of the query marks the same flags, the finish emits
+ * the rows none marked.  NULL with msg set when memory runs out or
+ * another part asked for another size (another inner table).
+ */
+uint32_t *
+svc_share_matched(SvcShare *s, uint64_t words, char *msg, size_t msglen)
+{
+	uint32_t   *m;
+
+	pthread_mutex_lock(&share_lock);
+	if (s->matched == NULL && (s->matched = calloc(words ? words : 1, sizeof(uint32_t))) != NULL)
+		s->matched_words = words;
+	m = s->matched;
+	pthread_mutex_unlock(&share_lock);
+	if (m == NULL)
+		return snprintf(msg, msglen, "out of memory"), NULL;
+	if (s->matched_words != words)
+		return snprintf(msg, msglen, "a part of shared run %016llx probes another inner table",
+						(unsigned long long) s->id), NULL;
+	return m;
 }
 
 /*

@@ -39,5 +39,6 @@ extern bool svc_share_deposit(SvcShare *s, const SvcShareSpec *spec, XpuAggTable
 extern bool svc_share_take(SvcShare *s, const SvcShareSpec *spec, XpuAggTable ***tables,
 						   uint32_t *n, char *msg, size_t msglen);
 extern uint64_t svc_share_memory(void);
+extern uint32_t *svc_share_matched(SvcShare *s, uint64_t words, char *msg, size_t msglen);
 
 #endif							/* PG_WARP_SERVICE_SHARE_H */

@@ -843,7 +843,10 @@ imm_ok(const XpuProgram *prog, const XpuInstr *in)
 		case XPU_OP_EXTRACT_IV: return xpu_date_field_ok(in->op, in->imm);
 		case XPU_OP_JOIN_PROBE:
 			/* depth | n_keys << 8 [| EACH], n_keys 1..3; key fields beyond n_keys repeat a */
-			return in->imm >= 0 && ((in->imm & ~XPU_JOIN_PROBE_EACH) >> 16) == 0 &&
+			/* [| MARK, only with EACH] */
+			return in->imm >= 0 &&
+				((in->imm & ~(XPU_JOIN_PROBE_EACH | XPU_JOIN_PROBE_MARK)) >> 16) == 0 &&
+				(!(in->imm & XPU_JOIN_PROBE_MARK) || (in->imm & XPU_JOIN_PROBE_EACH)) &&
 				XPU_JOIN_IMM_ARG(in->imm) >= 1 &&
 				XPU_JOIN_IMM_ARG(in->imm) <= XPU_JOIN_PROBE_MAX_KEYS &&
 				(XPU_JOIN_IMM_ARG(in->imm) > 1 || in->b == in->a) &&
@@ -967,6 +970,12 @@ check_each(const XpuProgram *prog, char *errbuf, size_t errlen)
 		if (++n_each > XPU_JOIN_EACH_MAX)
 			return bad(errbuf, errlen, "instruction %d: more than %d join probes of every match",
 					   p, XPU_JOIN_EACH_MAX);
+		/* a probe that marks: the last, no column loaded after it (xpu_row_unmatched) */
+		for (int pc = p + 1; (pin->imm & XPU_JOIN_PROBE_MARK) && pc < prog->n_instrs; pc++)
+			if (ins[pc].op == XPU_OP_JOIN_PROBE || ins[pc].op == XPU_OP_LOAD_COL)
+				return bad(errbuf, errlen,
+						   "instruction %d: a probe or a load after the marking probe at %d",
+						   pc, p);
 		for (; from < p; from++)
 			if (op_info[ins[from].op].result != XPU_T_NONE)
 				before[ins[from].dst] = 1;
@@ -1202,6 +1211,8 @@ out_instr(Out *o, const XpuProgram *prog, int pc)
 					out(o, ", r%d", in->c);
 				if (in->imm & XPU_JOIN_PROBE_EACH)
 					out(o, ", each match");
+				if (in->imm & XPU_JOIN_PROBE_MARK)
+					out(o, ", marks matched");
 				break;
 			default: out_imm(o, prog, in); break;
 		}

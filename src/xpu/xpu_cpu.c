@@ -267,6 +267,47 @@ cpu_row_out(const XpuProgram *prog, const XpuValue *regs, const uint8_t *nulls,
 }
 
 /*
+ * cpu_row_sink: PROJ for the passing row whose registers are regs/nulls,
+ * its outputs into row *filled of res, and res into sink when full: 1, 0
+ * on the program's error, -1 when sink returned 0
+ */
+static int
+cpu_row_sink(const XpuProgram *prog, const XpuChunk *chunk, const XpuColumnData *cols,
+			 int64_t row, XpuValue *regs, uint8_t *nulls, XpuResult *res, int64_t *filled,
+			 XpuError *err, XpuResultSink sink, void *arg)
+{
+	const uint16_t *st = prog->stage_start;
+
+	xpu_row_run(prog, st[XPU_STAGE_PROJ], st[XPU_N_STAGES], chunk, cols, row, regs, nulls, 1,
+				err);
+	if (err->code != XPU_OK)
+		return 0;
+	cpu_row_out(prog, regs, nulls, res, (*filled)++);
+	if (*filled == res->nrows)
+	{
+		if (!sink(arg, res, err))
+			return -1;
+		*filled = 0;
+	}
+	return 1;
+}
+
+/* the last rows of res (filled of them) into sink; returns as cpu_row_sink */
+static int
+cpu_sink_end(XpuResult *res, int64_t filled, XpuError *err, XpuResultSink sink, void *arg)
+{
+	if (err->code != XPU_OK)
+		return 0;
+	if (filled > 0)
+	{
+		memset(res->mask + filled, 0, (size_t) (res->nrows - filled));
+		if (!sink(arg, res, err))
+			return -1;
+	}
+	return 1;
+}
+
+/*
  * xpu_cpu_exec_each: run prog over every row of chunk into batches of
  * output rows, for a program whose rows may expand (xpu_program_expands:
  * probes of every match, xpu_join.h) as for any other: res holds up to
@@ -288,6 +329,7 @@ xpu_cpu_exec_each(const XpuProgram *prog, const XpuChunk *chunk, XpuResult *res,
 	uint8_t		nulls[XPU_MAX_REGS];
 	XpuEach		each;
 	int64_t		filled = 0;
+	int			rc;
 
 	if (!xpu_program_expands(prog))
 	{
@@ -324,26 +366,63 @@ xpu_cpu_exec_each(const XpuProgram *prog, const XpuChunk *chunk, XpuResult *res,
 				break;
 			if (xpu_program_filters(prog) && !XPU_TRUE(&regs[0], nulls[0]))
 				continue;
-			xpu_row_run(prog, st[XPU_STAGE_PROJ], st[XPU_N_STAGES], chunk, cols, in_part,
-						regs, nulls, 1, err);
-			if (err->code != XPU_OK)
+			if ((rc = cpu_row_sink(prog, chunk, cols, in_part, regs, nulls, res, &filled, err,
+								   sink, arg)) < 0)
+				return -1;
+			if (rc == 0)
 				break;
-			cpu_row_out(prog, regs, nulls, res, filled++);
-			if (filled == res->nrows)
-			{
-				if (!sink(arg, res, err))
-					return -1;
-				filled = 0;
-			}
 		} while (xpu_row_each_next(prog, chunk, &each, err));
 	}
-	if (err->code != XPU_OK)
-		return 0;
-	if (filled > 0)
+	return cpu_sink_end(res, filled, err, sink, arg);
+}
+
+/*
+ * xpu_cpu_exec_unmatched: after the pass of a program whose last depth is
+ * a RIGHT or FULL OUTER join (xpu_program_marks), its unmatched inner
+ * rows (those whose flag in matched, the pass's, is clear) through the
+ * rest of the program as xpu_row_unmatched runs them, their output rows
+ * into res and sink as xpu_cpu_exec_each's; chunk gives the inner tables
+ * (no rows, no columns).  Returns as xpu_cpu_exec_each.
+ */
+int
+xpu_cpu_exec_unmatched(const XpuProgram *prog, const XpuChunk *chunk, const uint32_t *matched,
+					   XpuResult *res, XpuError *err, XpuResultSink sink, void *arg)
+{
+	int			pc = xpu_program_marks(prog);
+	XpuValue	regs[XPU_MAX_REGS];
+	uint8_t		nulls[XPU_MAX_REGS];
+	const XpuJoinTable *t;
+	int64_t		filled = 0;
+	int			depth, rc;
+
+	if (pc < 0 || matched == NULL || res->nrows <= 0)
 	{
-		memset(res->mask + filled, 0, (size_t) (res->nrows - filled));
-		if (!sink(arg, res, err))
-			return -1;
+		XPU_ERROR(err, XPU_ERR_INVALID_ARGUMENT, "no marking probe, flags or room for rows");
+		return 0;
 	}
-	return 1;
+	depth = XPU_JOIN_IMM_DEPTH(XPU_INSTRS(prog)[pc].imm);
+	if (chunk->joins == NULL || depth >= chunk->n_joins || chunk->joins[depth] == NULL)
+	{
+		XPU_ERROR(err, XPU_ERR_INVALID_ARGUMENT, "chunk does not match the program");
+		return 0;
+	}
+	if (!xpu_program_join_check(prog, chunk->joins, chunk->n_joins, err))
+		return 0;
+	t = chunk->joins[depth];
+	for (uint32_t r = 0; r < t->n_rows && err->code == XPU_OK; r++)
+	{
+		if (xpu_join_marked(matched, (int32_t) r))
+			continue;
+		xpu_row_unmatched(prog, pc, chunk, (int32_t) r, regs, nulls, err);
+		if (err->code != XPU_OK)
+			break;
+		if (xpu_program_filters(prog) && !XPU_TRUE(&regs[0], nulls[0]))
+			continue;
+		if ((rc = cpu_row_sink(prog, chunk, chunk->cols, 0, regs, nulls, res, &filled, err,
+							   sink, arg)) < 0)
+			return -1;
+		if (rc == 0)
+			break;
+	}
+	return cpu_sink_end(res, filled, err, sink, arg);
 }

@@ -154,6 +154,7 @@ xpu_row_span(const XpuProgram *prog, int begin, int end, const XpuChunk *chunk,
 	s.n_joins = chunk->n_joins;
 	s.each = each;
 	s.stack = stack;
+	s.matched = chunk->matched;
 	for (pc = begin; pc < end; pc++)
 	{
 		const XpuInstr *in = instrs + pc;
@@ -265,11 +266,44 @@ xpu_row_each_next(const XpuProgram *prog, const XpuChunk *chunk, XpuEach *each,
 			each->n--;
 		regs[in->dst].i = row;
 		nulls[in->dst] = 0;
+		if ((in->imm & XPU_JOIN_PROBE_MARK) && chunk->matched != 0)
+			xpu_join_mark(chunk->matched, row);
 		xpu_row_span(prog, pc + 1, prog->stage_start[XPU_STAGE_GROUP], chunk, each->cols,
 					 each->row, regs, nulls, 1, stack, each, err);
 		return 1;
 	}
 	return 0;
+}
+
+/*
+ * xpu_row_unmatched: LOAD, QUAL and JOIN for inner row row of the depth
+ * whose probe (XPU_JOIN_PROBE_MARK) is instruction pc, as an unmatched
+ * row of a RIGHT or FULL OUTER join (xpu_join.h): every register NULL
+ * but r0 (true) and the probe's (the row), the run going on from just
+ * after the probe with every mask open and no marks (chunk->matched is
+ * not read); the caller then tests r0 and runs what follows, as after
+ * xpu_row_run.  chunk's joins are read; its columns never (codegen loads
+ * every outer column before the probe).  A program whose constants are
+ * hoisted (xpu_program_hoist_consts) has them computed first.
+ */
+XPU_HOST_DEVICE void
+xpu_row_unmatched(const XpuProgram *prog, int pc, const XpuChunk *chunk, int32_t row,
+				  XpuValue *regs, uint8_t *nulls, XpuError *err)
+{
+	const XpuInstr *in = XPU_INSTRS(prog) + pc;
+	XpuChunk	c = *chunk;
+
+	c.matched = 0;
+	for (int k = 0; k < prog->n_regs; k++)
+		nulls[k] = 1;
+	xpu_row_run(prog, 0, prog->n_hoisted, &c, chunk->cols, 0, regs, nulls, 1, err);
+	regs[0].n = 0;
+	regs[0].i = 1;
+	nulls[0] = 0;
+	regs[in->dst].i = row;
+	nulls[in->dst] = 0;
+	xpu_row_span(prog, pc + 1, prog->stage_start[XPU_STAGE_GROUP], &c, chunk->cols, 0,
+				 regs, nulls, 1, ~UINT64_C(0), 0, err);
 }
 
 /*

@@ -856,6 +856,21 @@ xpu_join_emit(const XpuJoinTable *t, XpuJoinCursor *c, uint32_t *matched, int32_
 #define XPU_JOIN_PROBE_EACH			(1 << 16)
 #define XPU_JOIN_EACH_MAX			8	/* such probes in one program */
 
+/*
+ * RIGHT and FULL OUTER depths.  A JOIN_PROBE whose imm has
+ * XPU_JOIN_PROBE_MARK (always with XPU_JOIN_PROBE_EACH: the per-row form)
+ * marks each inner row it yields in the run's matched flags
+ * (XpuChunk.matched, XpuCtx.matched: one bitmap for the run, shared by
+ * its threads and by every participant of a shared run); codegen puts it
+ * only at the last depth, with no join quals beyond the keys, so a row
+ * the probe yields is a match.  After the pass, xpu_row_unmatched runs
+ * each inner row whose flag is clear through the rest of the program as
+ * if the probe had yielded it for an outer row of NULLs: every register
+ * written before the probe (the outer columns, codegen loads them all
+ * before it, and the depths before) NULL, register 0 true.
+ */
+#define XPU_JOIN_PROBE_MARK			(1 << 17)
+
 /* one open probe of every match */
 typedef struct XpuEachPoint
 {
@@ -946,6 +961,8 @@ xpu_join_probe_each(XpuCtx *s, const XpuJoinTable *t, const XpuValue *vals,
 	}
 	s->d->i = row;
 	*s->dn = row < 0;
+	if (row >= 0 && (s->ins->imm & XPU_JOIN_PROBE_MARK) && s->matched != 0)
+		xpu_join_mark(s->matched, row);
 	if (c.row >= 0)
 	{
 		int32_t		next = c.row;
@@ -1063,6 +1080,21 @@ xpu_program_probes(const XpuProgram *prog)
 		if (ins[pc].op == XPU_OP_JOIN_PROBE || ins[pc].op == XPU_OP_JOIN_PAY)
 			return 1;
 	return 0;
+}
+
+/*
+ * xpu_program_marks: the instruction of prog's probe that marks matched
+ * inner rows (XPU_JOIN_PROBE_MARK), -1 none
+ */
+XPU_HOST_DEVICE int
+xpu_program_marks(const XpuProgram *prog)
+{
+	const XpuInstr *ins = XPU_INSTRS(prog);
+
+	for (int pc = prog->stage_start[XPU_STAGE_JOIN]; pc < prog->stage_start[XPU_STAGE_JOIN + 1]; pc++)
+		if (ins[pc].op == XPU_OP_JOIN_PROBE && (ins[pc].imm & XPU_JOIN_PROBE_MARK))
+			return pc;
+	return -1;
 }
 
 /* does prog hold a probe of every match (its rows may expand: xpu_cpu_exec_each) */

@@ -207,6 +207,9 @@ typedef struct XpuChunk
 	const struct XpuJoinTable *const *joins;
 	int32_t		n_joins;
 	int32_t		pad_joins;
+	/* the run's matched flags of its RIGHT/FULL depth (xpu_join.h,
+	 * XPU_JOIN_PROBE_MARK), NULL: the probes mark nothing */
+	uint32_t   *matched;
 } XpuChunk;
 
 /*
@@ -320,6 +323,9 @@ typedef int (*XpuResultSink) (void *arg, const XpuResult *res, XpuError *err);
 extern int	xpu_cpu_exec_each(const XpuProgram *prog, const XpuChunk *chunk,
 							  XpuResult *res, void *workspace, XpuError *err,
 							  XpuResultSink sink, void *arg);
+extern int	xpu_cpu_exec_unmatched(const XpuProgram *prog, const XpuChunk *chunk,
+								   const uint32_t *matched, XpuResult *res, XpuError *err,
+								   XpuResultSink sink, void *arg);
 
 #ifdef __cplusplus
 }

@@ -36,6 +36,7 @@ typedef struct XpuCtx
 	struct XpuEach *each;		/* the per-row form's open probes of every
 								 * match (xpu_join.h), NULL: none may run */
 	uint64_t	stack;			/* the per-row form's mask stack */
+	uint32_t   *matched;		/* XpuChunk.matched (JOIN_PROBE's marks) */
 	XpuValue   *d;				/* destination value and null flag */
 	uint8_t    *dn;
 	const XpuValue *a;			/* arguments and their null flags */

@@ -698,6 +698,7 @@ xpu_tile_run(const XpuProgram *prog, int begin, int end,
 	s.joins = t->joins;
 	s.n_joins = t->n_joins;
 	s.each = 0;				/* expanding programs run per row (xpu_cpu.c) */
+	s.matched = 0;			/* and so do the ones that mark (xpu_join.h) */
 	s.stack = 0;
 	for (pc = begin; pc < end; pc += used)
 	{

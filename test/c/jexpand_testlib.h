@@ -15,7 +15,11 @@
  *				(c % 3 <> 0) that writes r0 under a mask
  *
  *		optionally after a QUAL stage (id % 5 <> 0); each depth probes
- *		every match or the first (each[d]).  Outputs: the id, the three
+ *		every match or the first (each[d]).  Or (outer2) depth 2 a RIGHT or
+ *		FULL OUTER join (its probe marks, XPU_JOIN_PROBE_MARK; no join qual:
+ *		codegen puts none there), whose unmatched inner rows come after
+ *		every outer row's, in inner-row order, with every outer-side
+ *		output NULL (xpu_cpu_exec_unmatched).  Outputs: the id, the three
  *		probe rows and a payload of each depth.  The oracle enumerates an
  *		outer row's combinations depth-first in inner-row order with
  *		nested loops over the inner rows (never the tables), which is the
@@ -41,6 +45,7 @@ typedef struct JxCase
 	int			each[JX_DEPTHS];	/* probe every match (else the first) */
 	int			dense0;			/* depth 0's keys unique (a dense table) */
 	int			hot;			/* inner rows of depth 0's key 0 */
+	int			outer2;			/* 0, or depth 2 XPU_JOIN_RIGHT / _FULL */
 } JxCase;
 
 /* inner rows of one depth: keys k * n + i, payload columns c * n + i */
@@ -76,6 +81,7 @@ typedef struct JxData
 	TCol		cols[4];		/* id int4, k0 int4, k1 text, k2 int8 */
 	XpuProgram *prog;
 	JxRows		want;
+	uint8_t    *matched2;		/* outer2: depth 2's inner rows an outer row met */
 } JxData;
 
 static inline void
@@ -328,6 +334,17 @@ jx_program(const JxCase *c, char *errbuf, size_t errlen)
 	zero = xpu_add_reg(b, XPU_T_INT4, 0);
 	m = xpu_add_reg(b, XPU_T_INT4, 0);
 	xpu_add_instr(b, XPU_OP_MASK_PUSH_TRUE, 0, r0, 0, 0, 0);
+	if (c->outer2)
+	{
+		/* RIGHT / FULL: a marking probe of every match, no join qual */
+		xpu_add_instr(b, XPU_OP_JOIN_PROBE, p[2], rlink, k2, rlink,
+					  2 | (2 << 8) | XPU_JOIN_PROBE_EACH | XPU_JOIN_PROBE_MARK);
+		if (c->outer2 == XPU_JOIN_RIGHT)
+			xpu_add_instr(b, XPU_OP_IS_NOT_NULL, r0, p[2], 0, 0, 0);
+		xpu_add_instr(b, XPU_OP_JOIN_PAY, rc, p[2], 0, 0, 2 | (0 << 8));
+		xpu_add_instr(b, XPU_OP_MASK_POP, 0, 0, 0, 0, 0);
+		goto outputs;
+	}
 	xpu_add_instr(b, XPU_OP_JOIN_PROBE, p[2], rlink, k2, rlink, 2 | (2 << 8) | JX_EACH(2));
 	xpu_add_instr(b, XPU_OP_IS_NOT_NULL, r0, p[2], 0, 0, 0);
 	xpu_add_instr(b, XPU_OP_JOIN_PAY, rc, p[2], 0, 0, 2 | (0 << 8));
@@ -339,6 +356,7 @@ jx_program(const JxCase *c, char *errbuf, size_t errlen)
 	xpu_add_instr(b, XPU_OP_MASK_POP, 0, 0, 0, 0, 0);
 	xpu_add_instr(b, XPU_OP_MASK_POP, 0, 0, 0, 0, 0);
 #undef JX_EACH
+outputs:
 	xpu_begin_stage(b, XPU_STAGE_PROJ);
 	xpu_add_output(b, rid);
 	for (int d = 0; d < JX_DEPTHS; d++)
@@ -410,8 +428,8 @@ jx_walk(const JxCase *c, JxData *x, int o, int d, int32_t *m)
 		const JxInner *a = &x->in[0], *b = &x->in[1], *cc = &x->in[2];
 		JxRow		row;
 
-		/* the join qual c % 3 <> 0 (NULL fails) */
-		if (cc->pay_nulls[m[2]] || cc->pay[m[2]].i % 3 == 0)
+		/* the join qual c % 3 <> 0 (NULL fails; none over an outer join) */
+		if (!c->outer2 && (cc->pay_nulls[m[2]] || cc->pay[m[2]].i % 3 == 0))
 			return;
 		memset(&row, 0, sizeof(row));
 		row.v[0] = o;
@@ -424,8 +442,8 @@ jx_walk(const JxCase *c, JxData *x, int o, int d, int32_t *m)
 		row.n[4] = a->pay_nulls[m[0]];
 		row.v[5] = m[1] < 0 ? 0 : b->pay[m[1]].i;
 		row.n[5] = m[1] < 0 || b->pay_nulls[m[1]];
-		row.v[6] = cc->pay[m[2]].i;
-		row.n[6] = 0;
+		row.v[6] = m[2] < 0 || cc->pay_nulls[m[2]] ? 0 : cc->pay[m[2]].i;
+		row.n[6] = m[2] < 0 || cc->pay_nulls[m[2]];
 		jx_rows_add(&x->want, &row);
 		return;
 	}
@@ -447,12 +465,36 @@ jx_walk(const JxCase *c, JxData *x, int o, int d, int32_t *m)
 			continue;
 		found = 1;
 		m[d] = r;
+		if (d == 2 && c->outer2)
+			x->matched2[r] = 1;
 		jx_walk(c, x, o, d + 1, m);
 	}
-	if (!found && d == 1)
+	if (!found && (d == 1 || (d == 2 && c->outer2 == XPU_JOIN_FULL)))
 	{
-		m[d] = -1;				/* LEFT: the NULL-extended row */
+		m[d] = -1;				/* LEFT, FULL: the NULL-extended row */
 		jx_walk(c, x, o, d + 1, m);
+	}
+}
+
+/* outer2: depth 2's inner rows no outer row met, every outer-side output NULL */
+static inline void
+jx_unmatched(const JxCase *c, JxData *x)
+{
+	const JxInner *cc = &x->in[2];
+
+	for (int r = 0; c->outer2 && r < cc->n; r++)
+	{
+		JxRow		row;
+
+		if (x->matched2[r])
+			continue;
+		memset(&row, 0, sizeof(row));
+		memset(row.n, 1, sizeof(row.n));
+		row.v[3] = r;
+		row.n[3] = 0;
+		row.n[6] = cc->pay_nulls[r];
+		row.v[6] = row.n[6] ? 0 : cc->pay[r].i;
+		jx_rows_add(&x->want, &row);
 	}
 }
 
@@ -468,9 +510,11 @@ jx_build(const JxCase *c, JxData *x, char *errbuf, size_t errlen)
 	if (!jx_tables(c, x, errbuf, errlen) ||
 		(x->prog = jx_program(c, errbuf, errlen)) == NULL)
 		return 0;
+	x->matched2 = (uint8_t *) calloc((size_t) x->in[2].n + 1, 1);
 	for (int o = 0; o < c->n_outer; o++)
 		if (!c->qual || o % 5 != 0)
 			jx_walk(c, x, o, 0, m);
+	jx_unmatched(c, x);
 	return 1;
 }
 
@@ -486,6 +530,7 @@ jx_free(JxData *x)
 		tcol_free(&x->cols[k]);
 	free(x->prog);
 	free(x->want.r);
+	free(x->matched2);
 }
 
 /* a chunk over x's columns (cd: room for 4) and tables */
@@ -532,7 +577,7 @@ jx_diff(const JxRows *want, const JxRows *got)
 	return want->n == got->n ? -1 : n;
 }
 
-#define JX_N_CASES	6
+#define JX_N_CASES	9
 
 static inline void
 jx_case(int i, JxCase *c)
@@ -558,6 +603,20 @@ jx_case(int i, JxCase *c)
 			c->hot = 1000;
 			c->n_outer = 500;
 			c->each[1] = c->each[2] = 0;
+			break;
+		case 6:
+			c->name = "depth 2 a RIGHT join (marks, then its unmatched rows)";
+			c->outer2 = XPU_JOIN_RIGHT;
+			break;
+		case 7:
+			c->name = "depth 2 a FULL join, a qual";
+			c->outer2 = XPU_JOIN_FULL;
+			c->qual = 1;
+			break;
+		case 8:
+			c->name = "depth 2 a FULL join, depths 0 and 1 first match only";
+			c->outer2 = XPU_JOIN_FULL;
+			c->each[0] = c->each[1] = 0;
 			break;
 		default:
 			c->name = "no depth of every match (first matches)";

@@ -48,21 +48,43 @@ collect(void *arg, const XpuResult *res, XpuError *err)
 	return 1;
 }
 
-/* xpu_cpu_exec_each of prog over chunk, batches of cap rows, into got */
+/* the matched flags of a program that marks (zeroed), NULL for one that does not */
+static uint32_t *
+flags_for(const XpuProgram *prog, const XpuChunk *chunk)
+{
+	int			pc = xpu_program_marks(prog);
+
+	if (pc < 0)
+		return NULL;
+	return (uint32_t *) calloc(xpu_join_matched_words(
+		chunk->joins[XPU_JOIN_IMM_DEPTH(XPU_INSTRS(prog)[pc].imm)]->n_rows) + 1, 4);
+}
+
+/*
+ * xpu_cpu_exec_each of prog over chunk, batches of cap rows, into got;
+ * where prog marks (a RIGHT/FULL depth), with flags of its own, then
+ * xpu_cpu_exec_unmatched's rows after the others
+ */
 static int
-run_each(const XpuProgram *prog, const XpuChunk *chunk, int64_t cap, JxRows *got, XpuError *err)
+run_each(const XpuProgram *prog, const XpuChunk *in, int64_t cap, JxRows *got, XpuError *err)
 {
 	XpuResult	res;
 	void	   *ws = aligned_alloc(16, (xpu_cpu_workspace_size(prog) + 15) & ~(size_t) 15);
 	Collect		cl = {got, prog->n_outs};
+	XpuChunk	c = *in;
+	const XpuChunk *chunk = &c;
 	int			rc;
 
+	c.matched = flags_for(prog, in);
 	res.nrows = cap;
 	res.mask = (uint8_t *) calloc((size_t) cap, 1);
 	res.values = (XpuValue *) calloc((size_t) (cap * prog->n_outs), sizeof(XpuValue));
 	res.nulls = (uint8_t *) calloc((size_t) (cap * prog->n_outs), 1);
 	memset(err, 0, sizeof(*err));
 	rc = xpu_cpu_exec_each(prog, chunk, &res, ws, err, collect, &cl);
+	if (rc > 0 && c.matched != NULL)
+		rc = xpu_cpu_exec_unmatched(prog, chunk, c.matched, &res, err, collect, &cl);
+	free(c.matched);
 	free(res.mask);
 	free(res.values);
 	free(res.nulls);
@@ -75,14 +97,17 @@ run_each(const XpuProgram *prog, const XpuChunk *chunk, int64_t cap, JxRows *got
  * host: the hoisted constants once, every row from their null flags
  */
 static void
-run_gpu_form(const XpuProgram *prog, const XpuChunk *chunk, JxRows *got, XpuError *err)
+run_gpu_form(const XpuProgram *prog, const XpuChunk *in, JxRows *got, XpuError *err)
 {
 	const uint16_t *st = prog->stage_start;
 	const uint8_t *outs = XPU_OUTS(prog);
 	XpuValue	regs[XPU_MAX_REGS];
 	uint8_t		nulls[XPU_MAX_REGS], null0[XPU_MAX_REGS];
 	XpuEach		each;
+	XpuChunk	c = *in;
+	const XpuChunk *chunk = &c;
 
+	c.matched = flags_for(prog, in);
 	memset(err, 0, sizeof(*err));
 	memset(regs, 0, sizeof(regs));
 	memset(nulls, 1, sizeof(nulls));
@@ -112,6 +137,28 @@ run_gpu_form(const XpuProgram *prog, const XpuChunk *chunk, JxRows *got, XpuErro
 			jx_rows_add(got, &r);
 		} while (xpu_row_each_next(prog, chunk, &each, err));
 	}
+	/* a RIGHT/FULL depth: the rows none marked, one after the other (xpu_row_unmatched) */
+	for (int64_t r = 0; c.matched != NULL && err->code == XPU_OK &&
+		 r < chunk->joins[2]->n_rows; r++)
+	{
+		JxRow		row;
+
+		if (xpu_join_marked(c.matched, (int32_t) r))
+			continue;
+		xpu_row_unmatched(prog, xpu_program_marks(prog), chunk, (int32_t) r, regs, nulls, err);
+		if (xpu_program_filters(prog) && !XPU_TRUE(&regs[0], nulls[0]))
+			continue;
+		xpu_row_run(prog, st[XPU_STAGE_PROJ], st[XPU_N_STAGES], chunk, chunk->cols, 0,
+					regs, nulls, 1, err);
+		memset(&row, 0, sizeof(row));
+		for (int k = 0; k < JX_OUTS; k++)
+		{
+			row.n[k] = nulls[outs[k]];
+			row.v[k] = row.n[k] ? 0 : regs[outs[k]].i;
+		}
+		jx_rows_add(got, &row);
+	}
+	free(c.matched);
 }
 
 static void
@@ -176,7 +223,8 @@ test_cases(void)
 				break;
 		}
 		hoisted = xpu_program_hoist_consts(x.prog);
-		tap_ok(hoisted != NULL, "%s: the constants hoist", c.name);
+		/* (an outer join's depth 2 has no join qual: without the QUAL stage, no constant) */
+		tap_ok(hoisted != NULL || (c.outer2 && !c.qual), "%s: the constants hoist", c.name);
 		if (hoisted != NULL)
 		{
 			JxRows		got = {0};

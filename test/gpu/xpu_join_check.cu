@@ -16,7 +16,11 @@
  *		the aggregation kernel's loop (xpu_row_each_first, then
  *		xpu_row_each_next until the row's combinations are done), counting
  *		each row's output rows, then writing them; the rows, in order,
- *		against the oracle.  Prints TAP.
+ *		against the oracle; where depth 2 is a RIGHT or FULL join, the
+ *		kernel's probes mark device flags (XpuChunk.matched, atomicOr),
+ *		which come back to the host, whose xpu_cpu_exec_unmatched emits
+ *		the inner rows none marked after them (as the service does after
+ *		a GPU run).  Prints TAP.
  *
  *		make -C test/gpu joincheck		(needs a GPU; the bundle's run-tests.sh
  *										runs it too)
@@ -498,6 +502,47 @@ kern_jexpand(const XpuProgram *prog, const XpuChunk *chunk, const int64_t *offs,
 	counts[row] = n;
 }
 
+/* a sink of xpu_cpu_exec_unmatched: the rows into a JxRows */
+static int
+collect_rows(void *arg, const XpuResult *res, XpuError *err)
+{
+	for (int64_t i = 0; i < res->nrows; i++)
+	{
+		JxRow		row;
+
+		if (!res->mask[i])
+			continue;
+		jx_row_of(res, i, JX_OUTS, &row);
+		jx_rows_add((JxRows *) arg, &row);
+	}
+	return 1;
+}
+
+/*
+ * after the GPU's rows of case c: where depth 2 marks, the device flags
+ * dflags (words of them) back to the host and the inner rows none marked
+ * into got by the CPU engine, over x's host tables
+ */
+static void
+gpu_jexpand_unmatched(const JxCase *c, JxData *x, uint32_t *dflags, uint64_t words,
+					  JxRows *got, XpuError *err)
+{
+	XpuColumnData hcd[4];
+	XpuChunk	hchunk;
+	uint32_t   *flags;
+	XpuValue	vals[JX_OUTS * 64];
+	uint8_t		nulls[JX_OUTS * 64], mask[64];
+	XpuResult	res = {64, mask, vals, nulls};
+
+	if (dflags == NULL || err->code != XPU_OK)
+		return;
+	flags = (uint32_t *) malloc(words * 4 + 4);
+	CUDA_OK(cudaMemcpy(flags, dflags, words * 4, cudaMemcpyDeviceToHost));
+	jx_chunk(c, x, hcd, &hchunk);
+	xpu_cpu_exec_unmatched(x->prog, &hchunk, flags, &res, err, collect_rows, got);
+	free(flags);
+}
+
 /* one jexpand_testlib.h case on the GPU: counts, then rows, against the oracle */
 static void
 gpu_jexpand_case(int i)
@@ -516,6 +561,8 @@ gpu_jexpand_case(int i)
 	const XpuProgram *dprog;
 	const XpuChunk *dchunk;
 	unsigned	blocks;
+	uint32_t   *dflags;
+	uint64_t	words;
 
 	jx_case(i, &c);
 	if (!tap_ok(jx_build(&c, &x, errbuf, sizeof(errbuf)), "%s: builds", c.name))
@@ -539,6 +586,15 @@ gpu_jexpand_case(int i)
 	for (int d = 0; d < JX_DEPTHS; d++)
 		dtabs[d] = (const XpuJoinTable *) dcopy(x.tabs[d], x.tabs[d]->total_len);
 	chunk.joins = (const XpuJoinTable *const *) dcopy(dtabs, sizeof(dtabs));
+	/* a RIGHT/FULL depth 2: the run's flags in device memory, zeroed */
+	words = xpu_join_matched_words((uint32_t) x.in[2].n);
+	dflags = NULL;
+	if (c.outer2)
+	{
+		CUDA_OK(cudaMalloc(&dflags, words * 4 + 4));
+		CUDA_OK(cudaMemset(dflags, 0, words * 4 + 4));
+	}
+	chunk.matched = dflags;
 	dchunk = (const XpuChunk *) dcopy(&chunk, sizeof(chunk));
 	dprog = (const XpuProgram *) dcopy(x.prog, x.prog->total_len);
 	memset(&err, 0, sizeof(err));
@@ -564,6 +620,7 @@ gpu_jexpand_case(int i)
 	got.n = got.cap = total;
 	got.r = (JxRow *) malloc((size_t) (total + 1) * sizeof(JxRow));
 	CUDA_OK(cudaMemcpy(got.r, dout, (size_t) total * sizeof(JxRow), cudaMemcpyDeviceToHost));
+	gpu_jexpand_unmatched(&c, &x, dflags, words, &got, &err);
 	{
 		int64_t		d = err.code == XPU_OK ? jx_diff(&x.want, &got) : -2;
 
@@ -575,6 +632,8 @@ gpu_jexpand_case(int i)
 	free(got.r);
 	free(counts);
 	free(offs);
+	if (dflags != NULL)
+		CUDA_OK(cudaFree(dflags));
 	jx_free(&x);
 }
 

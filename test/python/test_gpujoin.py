@@ -407,9 +407,10 @@ def test_parallel_run_falls_back_midway():
 
 
 NOT_JOINED = [
-    # a full join
-    ("SELECT c.c_nation, count(*) FROM gj.fact f FULL JOIN gj.customer c ON f.ck = c.c_key "
-     "GROUP BY c.c_nation", "a right or full join"),
+    # a full join below another join (a full join at the top: test_gpujoin_outer.py)
+    ("SELECT d.d_year, count(*) FROM gj.fact f FULL JOIN gj.customer c ON f.ck = c.c_key "
+     "JOIN gj.date1 d ON coalesce(f.dk, '1992-01-01') = d.d_datekey GROUP BY d.d_year",
+     "a right or full join below another join"),
     # a left join with a clause beyond its keys
     ("SELECT c.c_nation, count(*) FROM gj.fact f LEFT JOIN gj.customer c "
      "ON f.ck = c.c_key AND c.c_score > f.v GROUP BY c.c_nation", "clauses beyond equal keys"),
