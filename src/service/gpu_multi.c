@@ -16,9 +16,10 @@
  * neighbouring batches.
  *
  * With one GPU (or a run of one batch) the run goes to one device, the
- * devices taken in turn by successive runs, as before.  A run whose program
- * marks inner rows for a RIGHT or FULL join stays on one device: the marks
- * are the run's, not a device's.
+ * devices taken in turn by successive runs, as before.  The matched flags of
+ * a RIGHT or FULL join are the run's: each device ORs its own into them
+ * (gpu_agg.c, gagg_matched_back), and agg.c emits the unmatched inner rows
+ * once the devices are done.
  *
  *-------------------------------------------------------------------------
  */
@@ -133,18 +134,6 @@ gmulti_free(GmultiPart *parts, uint32_t n, const AggRun *run)
 	free(parts);
 }
 
-/* does the run's program mark inner rows (RIGHT/FULL joins: the marks are the run's) */
-static bool
-gmulti_marks(const AggRun *run)
-{
-#ifdef XPU_JOIN_PROBE_MARK
-	return xpu_program_marks(run->prog);
-#else
-	(void) run;
-	return false;
-#endif
-}
-
 /*
  * gmulti_run: the run on devices 0 .. n-1 at once, each device's groups
  * merged into out; returns as gpu_agg_run does, the first device's failure
@@ -226,7 +215,7 @@ gpu_agg_run(const ServiceGpu *gpu, AggRun *run, struct XpuAggTable *out, XpuErro
 
 	for (uint32_t fi = 0; fi < run->n_files; fi++)
 		n_batches += run->files[fi].n_batches;
-	if (gpu->n_devices > 1 && n_batches > 1 && !gmulti_marks(run))
+	if (gpu->n_devices > 1 && n_batches > 1)
 		return gmulti_run(gpu, run, gpu->n_devices, out, err, werr, msg, msglen);
 	opts.initial_groups = 0;
 	opts.device = __atomic_fetch_add(&next_device, 1, __ATOMIC_RELAXED);

@@ -31,6 +31,9 @@ QUERIES = [
     "SELECT d.name, count(*), sum(a.v) FROM gm_a a JOIN gm_dim d ON a.g % 50 = d.k "
     "GROUP BY d.name ORDER BY d.name",
     "SELECT count(*) FROM gm_a WHERE v < -1",
+    # RIGHT: each GPU marks its share's matches, the run emits the rest once
+    "SELECT r.name, count(*), count(a.v), sum(a.v) FROM gm_a a RIGHT JOIN gm_rd r "
+    "ON a.g = r.k GROUP BY r.name ORDER BY r.name",
 ]
 
 
@@ -73,6 +76,8 @@ def multi(request, tmp_path_factory):
               "d date) SERVER arrow_fdw OPTIONS (file '%s')" % path)
         c.sql("CREATE TABLE gm_dim (k int PRIMARY KEY, name text); INSERT INTO gm_dim "
               "SELECT i, 'n' || (i % 7) FROM generate_series(0, 49) i; ANALYZE gm_dim")
+        c.sql("CREATE TABLE gm_rd (k int PRIMARY KEY, name text); INSERT INTO gm_rd "
+              "SELECT i, 'r' || (i % 5) FROM generate_series(0, 1199) i; ANALYZE gm_rd")
         yield c, request.param
     finally:
         c.destroy()
