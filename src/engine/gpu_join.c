@@ -1509,14 +1509,13 @@ gj_explain(GjInner *inner, int n, List *clauses, List *ctx, bool analyze, Explai
 		/* the rows into and out of the depth (gpu_join_rows.c) */
 		if (analyze && inner[d].join_id != 0)
 		{
-			if (es->format == EXPLAIN_FORMAT_TEXT)
-				gj_rows_explain(inner, d, &s, es);
+			gj_rows_explain(inner, d, &s, es);
 			appendStringInfoChar(&s, ')');
 		}
 		ExplainPropertyText(label, s.data, es);
-		if (analyze && inner[d].join_id != 0 && es->format != EXPLAIN_FORMAT_TEXT)
-			gj_rows_explain(inner, d, &s, es);
 	}
+	if (analyze)
+		gj_rows_explain_group(inner, n, es);
 }
 
 /* pg_warp_gpu_join_init: GpuJoin's settings (from _PG_init) */

@@ -134,6 +134,7 @@ extern void gj_rows_uncounted(GjRows *r);
 extern void gj_rows_sum(GjRows *r, const GjRows *other);
 extern void gj_rows_show(GjInner *inner, int n, const GjRows *r);
 extern void gj_rows_explain(const GjInner *inner, int d, StringInfo s, struct ExplainState *es);
+extern void gj_rows_explain_group(const GjInner *inner, int n, struct ExplainState *es);
 
 /* in gpu_join_cache.c: inner tables kept for later queries */
 extern bool pg_warp_gpujoin_cache;

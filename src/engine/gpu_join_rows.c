@@ -11,8 +11,8 @@
  *		  Join Depth 1: Inner Join on (lo.k = d.k) (inner rows 2556, table
  *		  64 kB, built in 1.2 ms; rows in 6001215, out 910812)
  *
- *		and, in the other formats, as the fields "Join Depth 1 Rows In" and
- *		"Join Depth 1 Rows Out".  Rows in: those that passed the scan's
+ *		and, in the other formats, as the list "Join Rows" of {"Depth": 1,
+ *		"Rows In": 6001215, "Rows Out": 910812}, one a depth.  Rows in: those that passed the scan's
  *		quals and every depth before; rows out: INNER and SEMI the rows that
  *		found their inner row (and whose join quals hold), ANTI those that
  *		found none, LEFT every row kept (NULL-extended ones too); a depth
@@ -81,22 +81,43 @@ gj_rows_show(GjInner *inner, int n, const GjRows *r)
 }
 
 /*
- * gj_rows_explain: depth d's rows: in text, "; rows in N, out M" into s
- * (its parenthesis open), else the fields of their own
+ * gj_rows_explain: in text, depth d's rows, "; rows in N, out M", into s
+ * (its parenthesis open)
  */
 void
 gj_rows_explain(const GjInner *inner, int d, StringInfo s, ExplainState *es)
 {
-	if (!inner[d].rows_counted)
-		return;
-	if (es->format == EXPLAIN_FORMAT_TEXT)
-	{
+	if (inner[d].rows_counted && es->format == EXPLAIN_FORMAT_TEXT)
 		appendStringInfo(s, "; rows in " UINT64_FORMAT ", out " UINT64_FORMAT,
 						 inner[d].rows_in, inner[d].rows_out);
+}
+
+/*
+ * gj_rows_explain_group: in the other formats, the depths' rows as a list
+ * "Join Rows" of {"Depth": d, "Rows In": N, "Rows Out": M}, for the depths
+ * counted
+ */
+void
+gj_rows_explain_group(const GjInner *inner, int n, ExplainState *es)
+{
+	bool		any = false;
+
+	if (es->format == EXPLAIN_FORMAT_TEXT)
 		return;
+	for (int d = 0; d < n; d++)
+		any = any || inner[d].rows_counted;
+	if (!any)
+		return;
+	ExplainOpenGroup("Join Rows", "Join Rows", false, es);
+	for (int d = 0; d < n; d++)
+	{
+		if (!inner[d].rows_counted)
+			continue;
+		ExplainOpenGroup("Join Depth", NULL, true, es);
+		ExplainPropertyInteger("Depth", NULL, d + 1, es);
+		ExplainPropertyInteger("Rows In", NULL, (int64) inner[d].rows_in, es);
+		ExplainPropertyInteger("Rows Out", NULL, (int64) inner[d].rows_out, es);
+		ExplainCloseGroup("Join Depth", NULL, true, es);
 	}
-	ExplainPropertyInteger(psprintf("Join Depth %d Rows In", d + 1), NULL,
-						   (int64) inner[d].rows_in, es);
-	ExplainPropertyInteger(psprintf("Join Depth %d Rows Out", d + 1), NULL,
-						   (int64) inner[d].rows_out, es);
+	ExplainCloseGroup("Join Rows", "Join Rows", false, es);
 }
