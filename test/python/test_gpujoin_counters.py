@@ -107,16 +107,17 @@ def expected(frags_in_order, filt, fact, settings=()):
 
 
 def check(frags, filt="", fact="fact", settings=(), node="GpuPreAgg", group="f.q2",
-          select=None):
-    """the query's answer is PostgreSQL's, the engine ran it, and each
-    depth's rows in and out are PostgreSQL's counts; returns the node"""
+          select=None, engine=None):
+    """the query's answer is PostgreSQL's, the engine ran it (engine: that
+    one, "CPU" or "GPU"), and each depth's rows in and out are PostgreSQL's
+    counts; returns the node"""
     if select is None:
         cols = [j.col for j in frags if j.col]
         select = ", ".join((["f.q2", "count(*)", "sum(f.v)"] if group else ["f.id", "f.v"]) +
                            [("count(%s)" if group else "%s") % c for c in cols])
     sql = q(build(select, frags, filt, group), fact)
-    DB.same(sql, node, settings=settings, rel_tol=1e-12)
-    top = DB.engine_ran(sql, node, tuple(ON) + tuple(settings))
+    DB.same(sql, node, settings=settings, rel_tol=1e-12, engine=engine)
+    top = DB.engine_ran(sql, node, tuple(ON) + tuple(settings), engine=engine)
     got, lines, n = depth_rows(top, node)
     assert len(got) == len(frags), ("a depth without its rows", show(top))
     order = [frag_of(line, frags) for line in lines]
@@ -166,6 +167,34 @@ CASES = [
 @pytest.mark.parametrize("fact", ["fact", "hfact"])
 def test_preagg(name, frags, filt, fact):
     check(frags, filt, fact, settings=NO_PG_JOINS + (HEAP if fact == "hfact" else ()))
+
+
+def gpu_service():
+    """does the service run the GPU engine (a GPU host)"""
+    return DB.sql("SELECT engine FROM pgwarp.service_status()").strip() == "gpu"
+
+
+GPU = ("SET pg_warp.engine = gpu",)
+
+
+@pytest.mark.parametrize("name,frags,filt", CASES, ids=[c[0] for c in CASES])
+@pytest.mark.parametrize("fact", ["fact", "hfact"])
+def test_preagg_gpu(name, frags, filt, fact):
+    """On a GPU host: the GPU kernel's counts (kern_agg.cu, per block)."""
+    if not gpu_service():
+        pytest.skip("the service has no GPU")
+    check(frags, filt, fact, settings=NO_PG_JOINS + GPU + (HEAP if fact == "hfact" else ()),
+          engine="GPU")
+
+
+@pytest.mark.parametrize("leader", ["on", "off"])
+def test_parallel_gpu(leader):
+    """On a GPU host: a parallel GpuPreAgg's participants on the GPU, summed."""
+    if not gpu_service():
+        pytest.skip("the service has no GPU")
+    check([DATE, CUST], "f.q1 > 1", "hfact",
+          settings=PARALLEL + GPU + ("SET parallel_leader_participation = " + leader,),
+          engine="GPU")
 
 
 def test_each_rows_out_beyond_rows_in():
