@@ -12,48 +12,24 @@ clause over its NULL-extended rows), SEMI, ANTI, depths whose keys repeat
 (every match: rows out beyond rows in), several depths, Arrow and heap
 outers, parallel plans (the participants' sum), GpuJoin (no grouping), a
 run that falls back (no counts shown), and a rescanned node.  The tables are
-test_gpujoin.py's: NULL keys, keys without a match, NULL payloads, an empty
-dimension and an empty fact table.
+test_gpujoin_scan.py's (test_gpujoin.py's dimensions): NULL keys, keys
+without a match, NULL payloads, an empty dimension and an empty fact table.
 """
-import os
 import re
-import shutil
-import tempfile
 
 import pytest
 
-from engine_edge import write
 from pg_sql import DB, OFF, ON, find_nodes, show
 from pg_sql import psql as pg_psql
-from test_gpujoin import DIMS, FACT_COLUMNS, N, fact_table
-
-S = "gjc"
+# the tables: test_gpujoin_scan.py's fixture (its schema, the fact table as Arrow and
+# heap, an empty one, the dimensions and an empty dimension), for this module too
+from test_gpujoin_scan import S, tables  # noqa: F401 (an autouse fixture)
 NO_PG_JOINS = ("SET enable_hashjoin = off", "SET enable_mergejoin = off",
                "SET enable_nestloop = off")
 HEAP = ("SET pg_warp.enable_gpupreagg_heap = on",)
 PARALLEL = HEAP + NO_PG_JOINS + ("SET parallel_setup_cost = 0", "SET parallel_tuple_cost = 0",
                                  "SET min_parallel_table_scan_size = 0",
                                  "SET max_parallel_workers_per_gather = 2")
-
-
-@pytest.fixture(scope="module", autouse=True)
-def tables():
-    d = tempfile.mkdtemp(prefix="pg_warp_gjc.")
-    os.chmod(d, 0o755)
-    write(os.path.join(d, "fact.arrow"), fact_table(N, 11), 700)
-    write(os.path.join(d, "empty.arrow"), fact_table(0, 12), 700)
-    pg_psql("CREATE EXTENSION IF NOT EXISTS pg_warp")
-    pg_psql("DROP SCHEMA IF EXISTS %s CASCADE; CREATE SCHEMA %s" % (S, S))
-    pg_psql(DIMS.replace("gj.", S + "."))
-    for name in ("fact", "empty"):
-        pg_psql("CREATE FOREIGN TABLE %s.%s (%s) SERVER arrow_fdw OPTIONS (file '%s/%s.arrow')"
-                % (S, name, FACT_COLUMNS, d, name))
-    pg_psql("CREATE TABLE {s}.emptydim (e_key int4 PRIMARY KEY, e_name text); "
-            "CREATE TABLE {s}.hfact AS SELECT * FROM {s}.fact; "
-            "ANALYZE {s}.emptydim, {s}.hfact".format(s=S))
-    yield d
-    pg_psql("DROP SCHEMA IF EXISTS %s CASCADE" % S)
-    shutil.rmtree(d, ignore_errors=True)
 
 
 def q(sql, fact):
