@@ -216,6 +216,17 @@ def test_gpujoin(name, frags, filt):
     check(frags, filt, "fact", settings=NO_PG_JOINS, node="GpuJoin", group=None)
 
 
+def test_gpujoin_heap_outer():
+    """GpuJoin over a heap outer table (the heap scan run's pass bitmaps),
+    serial and parallel."""
+    date93 = J("d.d_datekey", "JOIN gj.date1 d ON f.dk = d.d_datekey AND d.d_year = 1993")
+    heap = ("SET pg_warp.enable_gpuscan_heap = on",) + NO_PG_JOINS
+    check([date93], "f.q1 > 1", "hfact", settings=heap, node="GpuJoin", group=None)
+    n = check([date93, ANTI], "", "hfact", node="GpuJoin", group=None,
+              settings=heap + PARALLEL[len(HEAP + NO_PG_JOINS):])
+    assert n.get("Parallel Aware"), n
+
+
 def test_gpujoin_parallel():
     settings = NO_PG_JOINS + ("SET max_parallel_workers_per_gather = 2",
                               "SET parallel_setup_cost = 0", "SET parallel_tuple_cost = 0",
