@@ -236,6 +236,42 @@ def test_gpujoin_parallel():
     assert n.get("Parallel Aware"), n
 
 
+def test_partition_wise():
+    """Partition-wise GpuPreAgg (gpu_join_part.c): each partition's node
+    counts its own rows; over the partitions, PostgreSQL's counts of the
+    whole table (the depths in the same order in every partition)."""
+    pg_psql("""DROP TABLE IF EXISTS {s}.pfact;
+CREATE TABLE {s}.pfact (LIKE {s}.hfact) PARTITION BY RANGE (id);
+CREATE TABLE {s}.pfact0 PARTITION OF {s}.pfact FOR VALUES FROM (MINVALUE) TO (2000);
+CREATE TABLE {s}.pfact1 PARTITION OF {s}.pfact FOR VALUES FROM (2000) TO (MAXVALUE);
+INSERT INTO {s}.pfact SELECT * FROM {s}.hfact; ANALYZE {s}.pfact""".format(s=S))
+    try:
+        frags = [DATE, SUPP, ANTI]
+        settings = NO_PG_JOINS + HEAP
+        sql = q(build("f.q2, count(*), sum(f.v)", frags, "f.q1 > 1", "f.q2"), "pfact")
+        DB.same(sql, "GpuPreAgg", settings=settings)
+        top = DB.engine_ran(sql, "GpuPreAgg", tuple(ON) + settings)
+        nodes = find_nodes(top, "GpuPreAgg")
+        assert len(nodes) == 2, show(top)
+        total = [[0, 0] for _ in frags]
+        orders = []
+        for n in nodes:
+            rows = n.get("Join Rows", [])
+            assert len(rows) == len(frags), show(top)
+            lines = [n["Join Depth %d" % (d + 1)] for d in range(len(frags))]
+            orders.append([frag_of(line, frags).key for line in lines])
+            for d, r in enumerate(rows):
+                total[d][0] += r["Rows In"]
+                total[d][1] += r["Rows Out"]
+        assert orders[0] == orders[1], orders
+        order = [frag_of(line, frags) for line in
+                 [nodes[0]["Join Depth %d" % (d + 1)] for d in range(len(frags))]]
+        want = expected(order, "f.q1 > 1", "pfact")
+        assert [tuple(t) for t in total] == want, (total, want, show(top))
+    finally:
+        pg_psql("DROP TABLE IF EXISTS %s.pfact" % S)
+
+
 def test_fallback_shows_no_counts():
     """A run that falls back (an inner table over pg_warp.gpujoin_inner_limit;
     an inner key beyond the engine's numeric): PostgreSQL's answer, and no
