@@ -41,6 +41,7 @@ OBJS         = \
 	src/engine/gpu_join.o \
 	src/engine/gpu_join_part.o \
 	src/engine/gpu_join_cache.o \
+	src/engine/gpu_join_rows.o \
 	src/engine/gpu_join_scan.o \
 	src/engine/gpu_preagg.o \
 	src/engine/heap_source.o \
@@ -212,6 +213,7 @@ SERVICE_SRCS = \
 	src/service/gpu_scan.c \
 	src/service/heap_chunk.c \
 	src/service/input.c \
+	src/service/join_counts.c \
 	src/service/join_store.c \
 	src/service/main.c \
 	src/service/options.c \

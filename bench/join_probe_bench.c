@@ -10,7 +10,9 @@
  *		same rows: the dense form, the hash form (forced), and a hash form
  *		keyed by a text ("Customer#000000123").  For the int4 keys, also a
  *		program whose JOIN stage probes and reads the payload, run by the CPU
- *		engine's tile form (xpu_cpu_exec).  Best of 3.
+ *		engine's tile form (xpu_cpu_exec; with COUNTED=1 in the environment
+ *		xpu_cpu_exec_counted, which also counts the rows entering the depth,
+ *		EXPLAIN ANALYZE's rows in).  Best of 3.
  *
  *		cc -std=gnu11 -O3 -D_GNU_SOURCE -Isrc/xpu -Itest/c -o /tmp/join_probe_bench \
  *			bench/join_probe_bench.c src/xpu/xpu_join.c src/xpu/xpu_cpu.c \
@@ -180,6 +182,9 @@ probe_program(const XpuJoinTable *t, const int32_t *outer, int m, int64_t *match
 	uint8_t    *mask = malloc(SLICE),
 			   *nulls = malloc(SLICE);
 	int64_t		sum = 0;
+	/* COUNTED=1: EXPLAIN ANALYZE's count of the rows entering the depth too */
+	int			counted = getenv("COUNTED") != NULL && atoi(getenv("COUNTED")) != 0;
+	uint64_t	probes[XPU_JOIN_COUNT_DEPTHS] = {0};
 
 	xpu_add_instr(b, XPU_OP_LOAD_COL, k, 0, 0, 0, xpu_add_column(b, 0, XPU_COL_INT32, 0));
 	xpu_begin_stage(b, XPU_STAGE_JOIN);
@@ -207,7 +212,8 @@ probe_program(const XpuJoinTable *t, const int32_t *outer, int m, int64_t *match
 		XpuResult	res = {n, mask, vals, nulls};
 		XpuError	err = {0};
 
-		if (xpu_cpu_exec(prog, &chunk, &res, ws, &err) != XPU_OK)
+		if (xpu_cpu_exec_counted(prog, &chunk, &res, ws, &err, counted ? probes : NULL) !=
+			XPU_OK)
 		{
 			fprintf(stderr, "run: %s\n", err.message);
 			exit(1);
@@ -218,6 +224,12 @@ probe_program(const XpuJoinTable *t, const int32_t *outer, int m, int64_t *match
 				sum += vals[i].i;
 				(*matches)++;
 			}
+	}
+	if (counted && probes[0] != (uint64_t) m)
+	{
+		fprintf(stderr, "counted %llu rows into the depth, not %d\n",
+				(unsigned long long) probes[0], m);
+		exit(1);
 	}
 	free(ws);
 	free(prog);

@@ -1625,14 +1625,22 @@ gj_explain(GjInner *inner, int n, List *clauses, List *ctx, bool analyze, Explai
 		if (inner[d].each)
 			appendStringInfoString(&s, ", every match");
 		if (analyze && inner[d].join_id != 0 && inner[d].shared_with != NULL)
-			appendStringInfo(&s, " (inner table shared with %s)", inner[d].shared_with);
+			appendStringInfo(&s, " (inner table shared with %s", inner[d].shared_with);
 		else if (analyze && inner[d].join_id != 0)
-			appendStringInfo(&s, " (inner rows %.0f, table %llu kB, %s in %.3f ms)",
+			appendStringInfo(&s, " (inner rows %.0f, table %llu kB, %s in %.3f ms",
 							 inner[d].rows, (unsigned long long) (inner[d].bytes + 1023) / 1024,
 							 inner[d].from_cache ? "kept from an earlier query, found" : "built",
 							 inner[d].build_ms);
+		/* the rows into and out of the depth (gpu_join_rows.c) */
+		if (analyze && inner[d].join_id != 0)
+		{
+			gj_rows_explain(inner, d, &s, es);
+			appendStringInfoChar(&s, ')');
+		}
 		ExplainPropertyText(label, s.data, es);
 	}
+	if (analyze)
+		gj_rows_explain_group(inner, n, es);
 }
 
 /* pg_warp_gpu_join_init: GpuJoin's settings (from _PG_init) */

@@ -62,7 +62,26 @@ typedef struct GjInner
 	const char *shared_with;	/* the node that built the table, NULL: this one */
 	List	   *cache_item;		/* gj_cache_plan's, NIL: the table is not kept */
 	bool		from_cache;		/* the table an earlier query kept */
+	/* EXPLAIN ANALYZE: the rows into and out of the depth (gj_rows_show) */
+	bool		rows_counted;
+	uint64		rows_in;
+	uint64		rows_out;
 } GjInner;
+
+/*
+ * The rows into and out of each depth of a node's engine runs (the last
+ * reply's join_in / join_out, xpu/protocol.h), summed over its runs and
+ * participants (gpu_join_rows.c); runs counts the runs that counted them,
+ * uncounted those that did not (a runner that does not count, a fallback):
+ * EXPLAIN shows them only where every run counted.
+ */
+typedef struct GjRows
+{
+	int32		runs;
+	int32		uncounted;
+	uint64		in[WARP_MAX_JOINS];
+	uint64		out[WARP_MAX_JOINS];
+} GjRows;
 
 /*
  * The inner tables of a parallel node, in its DSM: the leader builds them
@@ -110,6 +129,14 @@ extern bool gj_shared_take(const GjShared *sh, GjInner *inner, int n, const char
 extern void gj_explain(GjInner *inner, int n, List *clauses, List *ctx, bool analyze,
 					   struct ExplainState *es);
 extern void pg_warp_gpu_join_init(void);
+
+/* in gpu_join_rows.c: the rows into and out of each depth */
+extern void gj_rows_add(GjRows *r, int n, uint32 depths, const uint64 *in, const uint64 *out);
+extern void gj_rows_uncounted(GjRows *r);
+extern void gj_rows_sum(GjRows *r, const GjRows *other);
+extern void gj_rows_show(GjInner *inner, int n, const GjRows *r);
+extern void gj_rows_explain(const GjInner *inner, int d, StringInfo s, struct ExplainState *es);
+extern void gj_rows_explain_group(const GjInner *inner, int n, struct ExplainState *es);
 
 /* in gpu_join_cache.c: inner tables kept for later queries */
 extern bool pg_warp_gpujoin_cache;

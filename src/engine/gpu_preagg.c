@@ -924,6 +924,7 @@ typedef struct GpaInstr
 	uint64		units_served;	/* units aggregated from the GPU cache */
 	uint64		rows_in;		/* rows the engine read */
 	uint64		groups;			/* partial groups returned by the engine */
+	GjRows		join_rows;		/* its run's rows into and out of each depth */
 } GpaInstr;
 
 #define GPA_RAN_NOT		0		/* the participant did not run the node */
@@ -1364,6 +1365,36 @@ gpa_report(GpaState *st)
 	in->units_served = st->es.heap->units_served;
 	in->rows_in = st->fallback ? 0 : st->last.rows_in;
 	in->groups = st->fallback ? 0 : st->last.groups_total;
+	memset(&in->join_rows, 0, sizeof(in->join_rows));
+	if (st->fallback)
+		gj_rows_uncounted(&in->join_rows);
+	else
+		gj_rows_add(&in->join_rows, st->n_depths, st->last.join_depths, st->last.join_in,
+					st->last.join_out);
+}
+
+/*
+ * gpa_join_rows: the rows into and out of each depth for EXPLAIN ANALYZE
+ * (gpu_join_rows.c): the participants' sum, or this node's run's
+ */
+static void
+gpa_join_rows(GpaState *st)
+{
+	GjRows		r;
+
+	memset(&r, 0, sizeof(r));
+	if (st->instr != NULL)
+	{
+		for (int i = 0; i < st->n_instr; i++)
+			if (st->instr[i].state != GPA_RAN_NOT)
+				gj_rows_sum(&r, &st->instr[i].join_rows);
+	}
+	else if (st->fallback)
+		gj_rows_uncounted(&r);
+	else if (st->es.ran)
+		gj_rows_add(&r, st->n_depths, st->last.join_depths, st->last.join_in,
+					st->last.join_out);
+	gj_rows_show(st->inner, st->n_depths, &r);
 }
 
 /*
@@ -1764,6 +1795,8 @@ gpa_explain(EngineScanState *node, List *ctx, ExplainState *es)
 	GpaState   *st = (GpaState *) node;
 
 	engine_explain_filter(es, st->quals, ctx, true);
+	if (st->n_depths > 0 && es->analyze)
+		gpa_join_rows(st);
 	if (st->n_depths > 0)
 		gj_explain(st->inner, st->n_depths, st->join_clauses, ctx, es->analyze, es);
 	if (es->analyze && st->build_why != NULL)

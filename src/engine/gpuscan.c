@@ -479,6 +479,8 @@ typedef struct GsShared
 {
 	pg_atomic_uint64 c[GC_N];
 	GjShared	joins;			/* GpuJoin: the tables the leader built */
+	GjRows		join_rows;		/* GpuJoin: the rows into and out of each
+								 * depth (EngineShared.mutex) */
 } GsShared;
 
 typedef struct GsState
@@ -521,6 +523,7 @@ typedef struct GsState
 	GjInner    *inner;
 	int			n_depths;
 	List	   *join_clauses;	/* per depth, for EXPLAIN */
+	GjRows		join_rows;		/* the rows into and out of each depth */
 	Oid		   *out_types;		/* [n_outs] */
 	int		   *out_scales;		/* [n_outs]: numeric outputs' */
 	TupleTableSlot *hslot;		/* an outer heap table's tuples (outputs: its columns) */
@@ -748,6 +751,25 @@ gs_count(GsState *st, int i, uint64 n)
 		pg_atomic_fetch_add_u64(&part->c[i], n);
 }
 
+/*
+ * GpuJoin: adds a run's rows into and out of each depth (its last reply's)
+ * to the node's and the DSM's (gpu_join_rows.c)
+ */
+static void
+gs_join_rows(GsState *st, uint32 depths, const uint64 *in, const uint64 *out)
+{
+	GsShared   *part = engine_scan_part(&st->es);
+
+	if (!st->join || st->n_depths == 0)
+		return;
+	gj_rows_add(&st->join_rows, st->n_depths, depths, in, out);
+	if (part == NULL)
+		return;
+	SpinLockAcquire(&st->es.shared->mutex);
+	gj_rows_add(&part->join_rows, st->n_depths, depths, in, out);
+	SpinLockRelease(&st->es.shared->mutex);
+}
+
 /* adds the last message's counters to the node's (and the DSM's) */
 static void
 gs_add_counters(GsState *st, const WarpScanResult *h)
@@ -755,6 +777,7 @@ gs_add_counters(GsState *st, const WarpScanResult *h)
 	uint64		v[GC_N] = {h->rows_in, h->rows_passed, h->batches, h->recheck_batches,
 		h->bytes_read, h->bytes_sent, h->io_us, h->exec_us, 1};
 
+	gs_join_rows(st, h->join_depths, h->join_in, h->join_out);
 	for (int i = 0; i < GC_N; i++)
 		gs_count(st, i, v[i]);
 	st->wall_us += h->wall_us;
@@ -818,6 +841,7 @@ gs_heap_counters(GsState *st, const WarpAggResult *last)
 		h->pages_shipped * BLCKSZ, 0, INSTR_TIME_GET_MICROSEC(h->read_time), last->exec_us,
 	st->es.run.conn >= 0};
 
+	gs_join_rows(st, last->join_depths, last->join_in, last->join_out);
 	/* rows passed, chunks rechecked and bytes sent are counted chunk by chunk */
 	for (int i = 0; i < GC_N; i++)
 		if (i != GC_ROWS_PASSED && i != GC_RECHECK && i != GC_BYTES_SENT)
@@ -1342,6 +1366,7 @@ gs_dsm_init(EngineScanState *node, int nworkers, bool reinit)
 		return;
 	for (int i = 0; i < GC_N; i++)
 		pg_atomic_init_u64(&part->c[i], 0);
+	memset(&part->join_rows, 0, sizeof(part->join_rows));
 }
 
 /* EngineOps.shutdown: the counters of every process, for EXPLAIN */
@@ -1353,6 +1378,7 @@ gs_shutdown(EngineScanState *node)
 
 	for (int i = 0; i < GC_N; i++)
 		st->c[i] = pg_atomic_read_u64(&part->c[i]);
+	st->join_rows = part->join_rows;
 }
 
 /* ---------------- EXPLAIN ---------------- */
@@ -1423,6 +1449,7 @@ gjs_explain(GsState *st, List *ctx, ExplainState *es)
 	else
 		engine_explain_engine(es, st->es.ran, st->engine);
 	engine_explain_filter(es, st->engine_quals, ctx, true);
+	gj_rows_show(st->inner, st->n_depths, &st->join_rows);
 	gj_explain(st->inner, st->n_depths, st->join_clauses, ctx,
 			   es->analyze && st->loaded && !st->fallback, es);
 	ExplainPropertyList("Outer Columns Read",

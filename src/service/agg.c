@@ -364,6 +364,7 @@ run_slices(AggWorker *w, AggLive *l)
 	const ArrowBatch *batch = l->batch;
 	XpuError	err;
 	uint64_t	passed = 0;
+	uint64_t	probes[XPU_JOIN_COUNT_DEPTHS] = {0};
 
 	svc_input_bind(l->f, prog, batch, w->cols);
 	while (!task_stopping(t))
@@ -389,7 +390,8 @@ run_slices(AggWorker *w, AggLive *l)
 			int			rc;
 
 			res.nrows = AGG_SLICE;
-			rc = xpu_cpu_exec_each(prog, &chunk, &res, w->workspace, &err, xpu_agg_sink, &as);
+			rc = xpu_cpu_exec_each_counted(prog, &chunk, &res, w->workspace, &err, xpu_agg_sink,
+										   &as, probes);
 			passed += as.rows;
 			if (rc == 0)
 				task_xpu_error(t, &err);
@@ -399,7 +401,7 @@ run_slices(AggWorker *w, AggLive *l)
 				break;
 			continue;
 		}
-		if (xpu_cpu_exec(prog, &chunk, &res, w->workspace, &err) != XPU_OK)
+		if (xpu_cpu_exec_counted(prog, &chunk, &res, w->workspace, &err, probes) != XPU_OK)
 		{
 			task_xpu_error(t, &err);
 			break;
@@ -413,6 +415,7 @@ run_slices(AggWorker *w, AggLive *l)
 		}
 	}
 	svc_add_counter(&t->run.rows_passed, passed);
+	svc_join_counts_add(&t->run.join_rows, probes, XPU_JOIN_COUNT_DEPTHS);
 }
 
 /*
@@ -1224,6 +1227,9 @@ fill_header(AggTask *t, WarpAggResult *h, bool last)
 	h->io_us = t->run.io_us;
 	h->exec_us = t->run.exec_us;
 	h->threads = t->threads;
+	svc_join_counts_reply(&t->run.join_rows, t->run.joins != NULL ? (int) t->run.joins->n : 0,
+						  t->run.rows_passed, !t->run.join_uncounted, &h->join_depths,
+						  h->join_in, h->join_out);
 	if (last)
 	{
 		h->flags = WARP_AGG_LAST;

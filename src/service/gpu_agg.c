@@ -1451,6 +1451,9 @@ gagg_slot_finish(GaggRun *g, GaggSlot *s)
 			return st.err.code;
 		}
 		GAGG_ADD(g->run->rows_passed, (uint64_t) st.rows_passed);
+		for (int d = 0; d < XPU_JOIN_COUNT_DEPTHS; d++)
+			if (st.join_in[d] != 0)
+				GAGG_ADD(g->run->join_rows.in[d], (uint64_t) st.join_in[d]);
 		if (st.n_overflow == 0)
 		{
 			gagg_slot_release(g, s, true);

@@ -441,10 +441,12 @@ flush_slice_each(HeapWorker *w, XpuChunk *chunk)
 {
 	XpuResult	res = {HEAP_SLICE, w->mask, w->values, w->nulls};
 	XpuAggSink	as = {w->table, 0};
-	int			rc = xpu_cpu_exec_each(w->h->prog, chunk, &res, w->workspace, &w->err,
-									   xpu_agg_sink, &as);
+	uint64_t	probes[XPU_JOIN_COUNT_DEPTHS] = {0};
+	int			rc = xpu_cpu_exec_each_counted(w->h->prog, chunk, &res, w->workspace, &w->err,
+											   xpu_agg_sink, &as, probes);
 
 	__atomic_add_fetch(&w->run->rows_passed, as.rows, __ATOMIC_RELAXED);
+	svc_join_counts_add(&w->run->join_rows, probes, chunk->n_joins);
 	if (rc < 0 && w->err.code != XPU_ERR_FALLBACK)
 		w->werr = WARP_ERR_OUT_OF_MEMORY;
 	return rc > 0;
@@ -458,6 +460,7 @@ flush_slice(HeapWorker *w)
 	XpuChunk	chunk = {w->nrows, h->n_cols, 0, w->cols};
 	XpuResult	res = {w->nrows, w->mask, w->values, w->nulls};
 	uint64_t	passed = 0;
+	uint64_t	probes[XPU_JOIN_COUNT_DEPTHS] = {0};
 
 	if (w->nrows == 0)
 		return true;
@@ -478,7 +481,8 @@ flush_slice(HeapWorker *w)
 			w->hcols[j].data_len = 0;
 		return true;
 	}
-	if (xpu_cpu_exec(h->prog, &chunk, &res, w->workspace, &w->err) != XPU_OK)
+	if (xpu_cpu_exec_counted(h->prog, &chunk, &res, w->workspace, &w->err,
+							 chunk.n_joins > 0 ? probes : NULL) != XPU_OK)
 		return false;
 	for (int64_t r = 0; r < w->nrows; r++)
 		passed += w->mask[r];
@@ -499,6 +503,7 @@ flush_slice(HeapWorker *w)
 		return false;
 	}
 	__atomic_add_fetch(&w->run->rows_passed, passed, __ATOMIC_RELAXED);
+	svc_join_counts_add(&w->run->join_rows, probes, chunk.n_joins);
 	w->nrows = 0;
 	for (int j = 0; j < h->n_cols; j++)
 		w->hcols[j].data_len = 0;
@@ -1016,6 +1021,7 @@ heap_run_exec_gpu(HeapRun *h, const ServiceGpu *gpu, AggRun *run, XpuAggTable **
 		/* GpuScan: the chunks decoded and filtered on the GPU (gpu_heap.c) */
 		src.pass = gpu_pass;
 		h->run_rows_passed = &run->rows_passed;
+		run->join_uncounted = 1;	/* the filter kernel counts no join rows */
 		rc = gpu_heap_scan_run(gpu, run, &src, err, werr, msg, msglen);
 	}
 	else
@@ -1034,6 +1040,7 @@ heap_run_exec_gpu(HeapRun *h, const ServiceGpu *gpu, AggRun *run, XpuAggTable **
 		*n_tables = 0;
 		*werr = 0;
 		msg[0] = '\0';
+		run->join_uncounted = 0;
 		return heap_run_exec(h, run, tables, n_tables, threads, err, werr, msg, msglen);
 	}
 	if (rc != XPU_OK)

@@ -119,6 +119,7 @@ struct ScanTask
 	uint64_t	io_us;
 	uint64_t	exec_us;
 	uint64_t	memory;
+	SvcJoinCounts join_rows;	/* the rows entering each join depth (CPU) */
 	/* replies */
 	int64_t		reply_work;
 	uint32_t	reply_piece;
@@ -624,6 +625,7 @@ filter_batch(ScanWorker *w, const ScanFile *f, const ArrowBatch *batch)
 	ScanTask   *t = w->task;
 	const XpuProgram *prog = t->prog;
 	XpuError	err;
+	uint64_t	probes[XPU_JOIN_COUNT_DEPTHS] = {0};
 
 	svc_input_bind(f, prog, batch, w->cols);
 	for (int64_t row0 = 0; row0 < batch->n_rows && !scan_stopping(t); row0 += SCAN_SLICE)
@@ -638,7 +640,8 @@ filter_batch(ScanWorker *w, const ScanFile *f, const ArrowBatch *batch)
 		for (uint32_t k = 0; k < t->desc.n_cols; k++)
 			w->cols[k].offset = row0;
 		memset(&err, 0, sizeof(err));
-		if (xpu_cpu_exec(prog, &chunk, &res, w->workspace, &err) != XPU_OK)
+		if (xpu_cpu_exec_counted(prog, &chunk, &res, w->workspace, &err,
+								 chunk.n_joins > 0 ? probes : NULL) != XPU_OK)
 			return 0;
 		if (t->n_pouts > 0 && !out_slice(w, t, row0, n))
 		{
@@ -647,6 +650,8 @@ filter_batch(ScanWorker *w, const ScanFile *f, const ArrowBatch *batch)
 			return 0;
 		}
 	}
+	/* a rechecked batch's rows are PostgreSQL's to join (none counted) */
+	svc_join_counts_add(&t->join_rows, probes, XPU_JOIN_COUNT_DEPTHS);
 	return 1;
 }
 
@@ -1047,6 +1052,10 @@ scan_task_reply(ScanTask *t, uint8_t *buf, uint32_t *type, bool *last)
 	h->exec_us = t->exec_us;
 	h->wall_us = svc_now_us(CLOCK_MONOTONIC) - t->start_us;
 	h->threads = t->threads;
+	/* counted by the CPU engine, every batch answered by the engine */
+	svc_join_counts_reply(&t->join_rows, (int) t->joins.n, t->rows_passed,
+						  t->engine != WARP_ENGINE_GPU && t->recheck_batches == 0,
+						  &h->join_depths, h->join_in, h->join_out);
 	*last = true;
 	return sizeof(*h);
 }

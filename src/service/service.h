@@ -17,6 +17,7 @@
 #include <sys/types.h>
 
 #include "service/input.h"
+#include "service/join_counts.h"
 #include "xpu/protocol.h"
 #include "xpu/xpu_agg.h"
 
@@ -114,6 +115,8 @@ typedef struct AggRun
 	uint64_t	bytes_cached;	/* served from the GPU column cache instead */
 	uint64_t	io_us;
 	uint64_t	exec_us;
+	SvcJoinCounts join_rows;	/* the rows entering each join depth */
+	int			join_uncounted;	/* a runner that does not count them ran */
 } AggRun;
 
 /*

@@ -536,11 +536,13 @@ gagg_pass(const XpuProgram *prog, const XpuChunk *chunk, const XpuColumnData *co
  * by gagg_hoisted_setup); null0 is the null flags every row starts from.
  * each: NULL, or for a program whose rows expand (xpu_program_expands)
  * where the row's probes of every match open their points: the row's
- * first combination of matches; gagg_eval_next the others.
+ * first combination of matches; gagg_eval_next the others.  probes: NULL,
+ * or the thread's counts of the rows entering each join depth.
  */
 XPU_DEVICE int
 gagg_eval(const XpuProgram *prog, const XpuChunk *chunk, int64_t row,
-		  XpuValue *regs, uint8_t *nulls, const uint8_t *null0, XpuEach *each, XpuError *err)
+		  XpuValue *regs, uint8_t *nulls, const uint8_t *null0, XpuEach *each,
+		  uint64_t *probes, XpuError *err)
 {
 	const uint16_t *st = prog->stage_start;
 	const XpuColumnData *cols = xpu_chunk_part(chunk, &row);
@@ -548,10 +550,11 @@ gagg_eval(const XpuProgram *prog, const XpuChunk *chunk, int64_t row,
 	for (int k = 0; k < prog->n_regs; k++)
 		nulls[k] = null0[k];
 	if (each != NULL)
-		xpu_row_each_first(prog, prog->n_hoisted, chunk, cols, row, regs, nulls, each, err);
+		xpu_row_each_first_counted(prog, prog->n_hoisted, chunk, cols, row, regs, nulls,
+								   each, probes, err);
 	else
-		xpu_row_run(prog, prog->n_hoisted, st[XPU_STAGE_GROUP], chunk, cols, row,
-					regs, nulls, 1, err);
+		xpu_row_span_counted(prog, prog->n_hoisted, st[XPU_STAGE_GROUP], chunk, cols, row,
+							 regs, nulls, 1, 0, 0, probes, err);
 	return gagg_pass(prog, chunk, cols, row, regs, nulls, err);
 }
 
@@ -688,6 +691,27 @@ gagg_each_full(XpuGaggLaunch *launch)
 			  "the GPU's group table filled during a row's join matches");
 }
 
+/*
+ * gagg_join_counts: the block's threads' counts of the rows entering each
+ * join depth (probes, NULL for all or none: the same for the block) into
+ * the launch's: summed in shared memory (sh, zeroed before the block's
+ * first barrier), then one atomic a block a depth.  Every thread of the
+ * block calls it.
+ */
+XPU_DEVICE void
+gagg_join_counts(XpuGaggLaunch *launch, const uint64_t *probes, int n_joins,
+				 unsigned long long *sh)
+{
+	if (probes == NULL)
+		return;
+	for (int d = 0; d < n_joins; d++)
+		if (probes[d] != 0)
+			atomicAdd(&sh[d], (unsigned long long) probes[d]);
+	__syncthreads();
+	if (threadIdx.x < (unsigned) n_joins && sh[threadIdx.x] != 0)
+		atomicAdd(&launch->join_in[threadIdx.x], sh[threadIdx.x]);
+}
+
 /* see xpu_agg_gpu.h */
 XPU_KERNEL void __launch_bounds__(XPU_GAGG_BLOCK, XPU_GAGG_MIN_BLOCKS)
 kern_agg_exec(const XpuProgram *gprog, uint32_t prog_len, uint32_t smem_prog,
@@ -713,7 +737,17 @@ kern_agg_exec(const XpuProgram *gprog, uint32_t prog_len, uint32_t smem_prog,
 	int64_t		n = rows != NULL ? (int64_t) n_rows : chunk->nrows;
 	int64_t		stride = (int64_t) gridDim.x * blockDim.x;
 	unsigned long long passed = 0;
+	__shared__ unsigned long long join_sh[XPU_JOIN_COUNT_DEPTHS];
+	uint64_t	probes[XPU_JOIN_COUNT_DEPTHS];
+	int			n_joins = chunk->n_joins < XPU_JOIN_COUNT_DEPTHS ? chunk->n_joins :
+		XPU_JOIN_COUNT_DEPTHS;
+	/* the chunk's rows (not an overflow list's, counted before) */
+	uint64_t   *probesp = rows == NULL && n_joins > 0 ? probes : NULL;
 
+	for (int d = 0; d < XPU_JOIN_COUNT_DEPTHS; d++)
+		probes[d] = 0;
+	if (threadIdx.x < XPU_JOIN_COUNT_DEPTHS)
+		join_sh[threadIdx.x] = 0;	/* before gagg_block_setup's barrier */
 	prog = gagg_block_setup(gprog, prog_len, smem_prog, gspec, &sp, kern_agg_smem,
 							cstates, ce, entries, hsmem);
 	gagg_hoisted_setup(prog, chunk, regs, nulls, null0, &launch->err);
@@ -741,7 +775,8 @@ kern_agg_exec(const XpuProgram *gprog, uint32_t prog_len, uint32_t smem_prog,
 
 		if (__any_sync(0xffffffffu, stop))
 			break;
-		pass = row >= 0 && gagg_eval(prog, chunk, row, regs, nulls, null0, eachp, &launch->err);
+		pass = row >= 0 && gagg_eval(prog, chunk, row, regs, nulls, null0, eachp, probesp,
+									 &launch->err);
 		__syncwarp();
 		if (gagg_fold_row(t, &sp, ce, cstates, entries, accp, pass, regs, nulls, hsmem,
 						  &hll_dense))
@@ -794,4 +829,5 @@ kern_agg_exec(const XpuProgram *gprog, uint32_t prog_len, uint32_t smem_prog,
 	gagg_block_flush(t, &sp, cstates, ce, entries);
 	if (sp.hll_smem > 0)
 		gagg_hll_block_flush(t, &sp, hsmem);
+	gagg_join_counts(launch, probesp, n_joins, join_sh);
 }

@@ -30,7 +30,7 @@
 
 #define PGWARP_SOCKET_NAME		"pg_warp.sock"
 #define PGWARP_PROTO_MAGIC		0x50524157u		/* "WARP" in memory */
-#define PGWARP_PROTO_VERSION	4
+#define PGWARP_PROTO_VERSION	5
 
 /* the largest payload either side accepts; longer messages are refused */
 #define PGWARP_MAX_PAYLOAD		(1024 * 1024)
@@ -430,6 +430,19 @@ WARP_STATIC_ASSERT(sizeof(WarpAggFile) == 48, "WarpAggFile layout");
  */
 #define WARP_AGG_LAST			0x0001
 
+/*
+ * The join depths' rows, in the last message of a run with join depths
+ * (AGG_RESULT, SCAN_RESULT), summed over the run's threads (and a shared
+ * run's part: this participant's): join_in[d] the rows that enter depth d
+ * (those that passed the qual and every depth before), join_out[d] those
+ * that leave it (INNER, SEMI: found, and the join quals hold; ANTI: none
+ * found; LEFT: every row, found or NULL-extended, that the filters over it
+ * keep; a probe of every match: a row once per combination of its
+ * matches, so out may exceed in).  join_out[d] is join_in[d + 1]; the last
+ * depth's is the rows that pass.
+ */
+#define WARP_JOIN_DEPTHS		16
+
 typedef struct WarpAggResult
 {
 	uint32_t	n_groups;		/* in this message */
@@ -449,9 +462,16 @@ typedef struct WarpAggResult
 	uint64_t	bytes_cached;	/* bytes of the files' buffers that the GPU
 								 * column cache served (not read) */
 	char		err_message[128];	/* status's message, NUL-terminated */
+	/* the join depths' rows (WarpJoinCounts) */
+	uint32_t	join_depths;	/* depths counted; 0: none (no joins, or the
+								 * runner does not count) */
+	uint32_t	pad2;
+	uint64_t	join_in[WARP_JOIN_DEPTHS];
+	uint64_t	join_out[WARP_JOIN_DEPTHS];
 } WarpAggResult;
 
-WARP_STATIC_ASSERT(sizeof(WarpAggResult) == 96 + 128, "WarpAggResult layout");
+WARP_STATIC_ASSERT(sizeof(WarpAggResult) == 96 + 128 + 8 + 16 * WARP_JOIN_DEPTHS,
+				   "WarpAggResult layout");
 
 /*
  * HEAP_RUN: aggregate the visible tuples of a heap table.  Payload, each
@@ -629,9 +649,15 @@ typedef struct WarpScanResult
 	uint64_t	wall_us;		/* the run, start to last message */
 	uint32_t	threads;		/* CPU threads used */
 	uint32_t	pad;
+	/* the join depths' rows, as WarpAggResult's */
+	uint32_t	join_depths;
+	uint32_t	pad2;
+	uint64_t	join_in[WARP_JOIN_DEPTHS];
+	uint64_t	join_out[WARP_JOIN_DEPTHS];
 } WarpScanResult;
 
-WARP_STATIC_ASSERT(sizeof(WarpScanResult) == 96, "WarpScanResult layout");
+WARP_STATIC_ASSERT(sizeof(WarpScanResult) == 96 + 8 + 16 * WARP_JOIN_DEPTHS,
+				   "WarpScanResult layout");
 
 typedef struct WarpScanColumn
 {

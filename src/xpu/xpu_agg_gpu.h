@@ -162,6 +162,10 @@ typedef struct XpuGaggLaunch
 	unsigned long long rows_passed;
 	uint32_t	n_overflow;
 	uint32_t	pad;
+	/* the rows that entered each join depth: a launch over the chunk's
+	 * rows counts (one atomic a block a depth), one over an overflow list
+	 * does not (those rows were counted) */
+	unsigned long long join_in[XPU_JOIN_COUNT_DEPTHS];
 } XpuGaggLaunch;
 
 /*

@@ -189,6 +189,14 @@ int
 xpu_cpu_exec(const XpuProgram *prog, const XpuChunk *chunk, XpuResult *res,
 			 void *workspace, XpuError *err)
 {
+	return xpu_cpu_exec_counted(prog, chunk, res, workspace, err, NULL);
+}
+
+/* xpu_cpu_exec counting the rows that enter each join depth (xpu_program.h) */
+int
+xpu_cpu_exec_counted(const XpuProgram *prog, const XpuChunk *chunk, XpuResult *res,
+					 void *workspace, XpuError *err, uint64_t *probes)
+{
 	char	   *w = (char *) workspace;
 	size_t		nregs = prog->n_regs ? prog->n_regs : 1;
 	XpuTile		t;
@@ -216,6 +224,7 @@ xpu_cpu_exec(const XpuProgram *prog, const XpuChunk *chunk, XpuResult *res,
 	t.n_joins = chunk->n_joins;
 	t.curs = NULL;
 	t.first = NULL;
+	t.probes = probes;
 	if (cpu_probe_space(prog) > 0)
 	{
 		t.curs = (XpuJoinCursor *) w;
@@ -324,6 +333,15 @@ int
 xpu_cpu_exec_each(const XpuProgram *prog, const XpuChunk *chunk, XpuResult *res,
 				  void *workspace, XpuError *err, XpuResultSink sink, void *arg)
 {
+	return xpu_cpu_exec_each_counted(prog, chunk, res, workspace, err, sink, arg, NULL);
+}
+
+/* xpu_cpu_exec_each counting the rows that enter each join depth (xpu_program.h) */
+int
+xpu_cpu_exec_each_counted(const XpuProgram *prog, const XpuChunk *chunk, XpuResult *res,
+						  void *workspace, XpuError *err, XpuResultSink sink, void *arg,
+						  uint64_t *probes)
+{
 	const uint16_t *st = prog->stage_start;
 	XpuValue	regs[XPU_MAX_REGS];
 	uint8_t		nulls[XPU_MAX_REGS];
@@ -333,7 +351,7 @@ xpu_cpu_exec_each(const XpuProgram *prog, const XpuChunk *chunk, XpuResult *res,
 
 	if (!xpu_program_expands(prog))
 	{
-		if (xpu_cpu_exec(prog, chunk, res, workspace, err) != XPU_OK)
+		if (xpu_cpu_exec_counted(prog, chunk, res, workspace, err, probes) != XPU_OK)
 			return 0;
 		return sink(arg, res, err) ? 1 : -1;
 	}
@@ -358,8 +376,8 @@ xpu_cpu_exec_each(const XpuProgram *prog, const XpuChunk *chunk, XpuResult *res,
 
 		for (int k = 0; k < prog->n_regs; k++)
 			nulls[k] = 1;
-		xpu_row_each_first(prog, st[XPU_STAGE_LOAD], chunk, cols, in_part, regs, nulls,
-						   &each, err);
+		xpu_row_each_first_counted(prog, st[XPU_STAGE_LOAD], chunk, cols, in_part, regs,
+								   nulls, &each, probes, err);
 		do
 		{
 			if (err->code != XPU_OK)

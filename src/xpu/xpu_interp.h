@@ -138,14 +138,16 @@ xpu_row_bind(XpuCtx *s, const XpuInstr *in, XpuValue *regs, uint8_t *nulls)
  * every match opens its points (NULL: the program has none).
  */
 XPU_HOST_DEVICE void
-xpu_row_span(const XpuProgram *prog, int begin, int end, const XpuChunk *chunk,
-			 const XpuColumnData *cols, int64_t row, XpuValue *regs, uint8_t *nulls,
-			 int active, uint64_t stack, XpuEach *each, XpuError *err)
+xpu_row_span_counted(const XpuProgram *prog, int begin, int end, const XpuChunk *chunk,
+					 const XpuColumnData *cols, int64_t row, XpuValue *regs, uint8_t *nulls,
+					 int active, uint64_t stack, XpuEach *each, uint64_t *probes,
+					 XpuError *err)
 {
 	const XpuInstr *instrs = XPU_INSTRS(prog);
 	XpuCtx		s;
 	int			pc;
 
+	s.probes = probes;
 	s.prog = prog;
 	s.err = err;
 	s.cols = cols;
@@ -180,6 +182,22 @@ xpu_row_span(const XpuProgram *prog, int begin, int end, const XpuChunk *chunk,
 	}
 }
 
+/*
+ * xpu_row_span: xpu_row_span_counted counting into each's probes (NULL
+ * each: no counts); xpu_row_span_counted's probes: NULL, or where each
+ * JOIN_PROBE that runs (the row active) adds one at its depth: the rows,
+ * or combinations of matches, that enter each join depth (EXPLAIN
+ * ANALYZE; a resumed probe of every match does not run again)
+ */
+XPU_HOST_DEVICE void
+xpu_row_span(const XpuProgram *prog, int begin, int end, const XpuChunk *chunk,
+			 const XpuColumnData *cols, int64_t row, XpuValue *regs, uint8_t *nulls,
+			 int active, uint64_t stack, XpuEach *each, XpuError *err)
+{
+	xpu_row_span_counted(prog, begin, end, chunk, cols, row, regs, nulls, active, stack,
+						 each, each != 0 ? each->probes : 0, err);
+}
+
 /* xpu_row_span from an empty mask stack, without probes of every match */
 XPU_HOST_DEVICE void
 xpu_row_run(const XpuProgram *prog, int begin, int end, const XpuChunk *chunk,
@@ -190,6 +208,21 @@ xpu_row_run(const XpuProgram *prog, int begin, int end, const XpuChunk *chunk,
 }
 
 /* ---------------- probes of every match (xpu_join.h) ---------------- */
+
+/* xpu_row_each_first's run, counting where each->probes says */
+XPU_HOST_DEVICE void
+xpu_row_each_go(const XpuProgram *prog, int begin, const XpuChunk *chunk,
+				const XpuColumnData *cols, int64_t row, XpuValue *regs, uint8_t *nulls,
+				XpuEach *each, XpuError *err)
+{
+	each->n = 0;
+	each->regs = regs;
+	each->nulls = nulls;
+	each->cols = cols;
+	each->row = row;
+	xpu_row_span(prog, begin, prog->stage_start[XPU_STAGE_GROUP], chunk, cols, row,
+				 regs, nulls, 1, 0, each, err);
+}
 
 /*
  * xpu_row_each_first: LOAD, QUAL and JOIN (instructions [begin, the GROUP
@@ -202,13 +235,22 @@ xpu_row_each_first(const XpuProgram *prog, int begin, const XpuChunk *chunk,
 				   const XpuColumnData *cols, int64_t row, XpuValue *regs, uint8_t *nulls,
 				   XpuEach *each, XpuError *err)
 {
-	each->n = 0;
-	each->regs = regs;
-	each->nulls = nulls;
-	each->cols = cols;
-	each->row = row;
-	xpu_row_span(prog, begin, prog->stage_start[XPU_STAGE_GROUP], chunk, cols, row,
-				 regs, nulls, 1, 0, each, err);
+	each->probes = 0;
+	xpu_row_each_go(prog, begin, chunk, cols, row, regs, nulls, each, err);
+}
+
+/*
+ * xpu_row_each_first_counted: xpu_row_each_first counting the rows that
+ * enter each depth into probes (xpu_row_span_counted), this combination's
+ * and, through each, those xpu_row_each_next runs
+ */
+XPU_HOST_DEVICE void
+xpu_row_each_first_counted(const XpuProgram *prog, int begin, const XpuChunk *chunk,
+						   const XpuColumnData *cols, int64_t row, XpuValue *regs,
+						   uint8_t *nulls, XpuEach *each, uint64_t *probes, XpuError *err)
+{
+	each->probes = probes;
+	xpu_row_each_go(prog, begin, chunk, cols, row, regs, nulls, each, err);
 }
 
 /*

@@ -894,6 +894,8 @@ typedef struct XpuEach
 	uint8_t    *nulls;
 	const XpuColumnData *cols;	/* the row's part of the chunk, and */
 	int64_t		row;			/* the row in it (LOAD_COL) */
+	uint64_t   *probes;			/* NULL, or the rows entering each depth
+								 * (xpu_row_each_first_counted) */
 	XpuEachPoint p[XPU_JOIN_EACH_MAX];
 } XpuEach;
 
@@ -1027,6 +1029,9 @@ XPU_STEP(JOIN_PROBE)
 		XPU_STEP_FAIL(s, XPU_ERR_INTERNAL, "join probe keys do not match the inner table");
 		return;
 	}
+	/* one more row (or combination of matches) enters this depth */
+	if (s->probes != 0 && XPU_JOIN_IMM_DEPTH(s->ins->imm) < XPU_JOIN_COUNT_DEPTHS)
+		s->probes[XPU_JOIN_IMM_DEPTH(s->ins->imm)]++;
 	if (s->ins->imm & XPU_JOIN_PROBE_EACH)
 	{
 		xpu_join_probe_keys(s, vals, nulls);

@@ -47,6 +47,9 @@
 #define XPU_PROGRAM_VERSION		1
 #define XPU_MAX_REGS			255
 #define XPU_MAX_MASK_DEPTH		32
+/* join depths a program may have (codegen: a depth needs two mask levels),
+ * each with its count of the rows entering it (XpuCtx.probes) */
+#define XPU_JOIN_COUNT_DEPTHS	(XPU_MAX_MASK_DEPTH / 2)
 #define XPU_TILE				1024	/* rows per CPU tile */
 
 typedef enum XpuStage
@@ -326,6 +329,17 @@ extern int	xpu_cpu_exec_each(const XpuProgram *prog, const XpuChunk *chunk,
 extern int	xpu_cpu_exec_unmatched(const XpuProgram *prog, const XpuChunk *chunk,
 								   const uint32_t *matched, XpuResult *res, XpuError *err,
 								   XpuResultSink sink, void *arg);
+/*
+ * the same, adding to probes[d] (XPU_JOIN_COUNT_DEPTHS of them, NULL: not
+ * counted) the rows, or combinations of matches, that enter join depth d
+ * (EXPLAIN ANALYZE's rows into each depth): per tile, no per-row atomics
+ */
+extern int	xpu_cpu_exec_counted(const XpuProgram *prog, const XpuChunk *chunk,
+								 XpuResult *res, void *workspace, XpuError *err,
+								 uint64_t *probes);
+extern int	xpu_cpu_exec_each_counted(const XpuProgram *prog, const XpuChunk *chunk,
+									  XpuResult *res, void *workspace, XpuError *err,
+									  XpuResultSink sink, void *arg, uint64_t *probes);
 
 #ifdef __cplusplus
 }

@@ -37,6 +37,9 @@ typedef struct XpuCtx
 								 * match (xpu_join.h), NULL: none may run */
 	uint64_t	stack;			/* the per-row form's mask stack */
 	uint32_t   *matched;		/* XpuChunk.matched (JOIN_PROBE's marks) */
+	uint64_t   *probes;			/* NULL, or JOIN_PROBE counts by depth
+								 * (XPU_JOIN_COUNT_DEPTHS): the rows that
+								 * enter each depth (EXPLAIN ANALYZE) */
 	XpuValue   *d;				/* destination value and null flag */
 	uint8_t    *dn;
 	const XpuValue *a;			/* arguments and their null flags */

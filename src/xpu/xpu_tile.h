@@ -53,6 +53,8 @@ typedef struct XpuTile
 	XpuJoinCursor *curs;		/* XPU_TILE cursors and first matches of
 								 * JOIN_PROBE (xpu_tile_probe); NULL: the */
 	int32_t    *first;			/* program does not probe */
+	uint64_t   *probes;			/* NULL, or where each JOIN_PROBE adds its
+								 * tile's selected rows (XpuCtx.probes) */
 	int			nsel_stack[XPU_MAX_MASK_DEPTH + 1];
 	uint8_t		reads[XPU_MAX_REGS + 1];	/* xpu_tile_count_reads */
 } XpuTile;
@@ -700,6 +702,7 @@ xpu_tile_run(const XpuProgram *prog, int begin, int end,
 	s.each = 0;				/* expanding programs run per row (xpu_cpu.c) */
 	s.matched = 0;			/* and so do the ones that mark (xpu_join.h) */
 	s.stack = 0;
+	s.probes = 0;			/* counted per tile, below */
 	for (pc = begin; pc < end; pc += used)
 	{
 		const XpuInstr *in = instrs + pc;
@@ -734,6 +737,8 @@ xpu_tile_run(const XpuProgram *prog, int begin, int end,
 		}
 		else if (in->op == XPU_OP_JOIN_PROBE)
 		{
+			if (t->probes != NULL && XPU_JOIN_IMM_DEPTH(in->imm) < XPU_JOIN_COUNT_DEPTHS)
+				t->probes[XPU_JOIN_IMM_DEPTH(in->imm)] += (uint64_t) nsel;
 			if (xpu_tile_probe(in, t, sel, nsel, nrows))
 				continue;
 		}

@@ -57,6 +57,7 @@ typedef struct JsData
 	int			n_outs;
 	XpuType		out_type[1 + JS_MAX_DEPTHS * (1 + XPU_JOIN_MAX_PAYLOAD)];
 	XpuResult	want;			/* the oracle's */
+	uint64_t	in[JS_MAX_DEPTHS];	/* the oracle's rows entering each depth */
 } JsData;
 
 /* a TVal of value v of type (the outer column's) */
@@ -297,6 +298,7 @@ js_expect(const JsCase *c, JsData *js)
 			XpuValue	vals[XPU_JOIN_MAX_KEYS];
 			uint8_t		nulls[XPU_JOIN_MAX_KEYS];
 
+			js->in[d]++;
 			if (dp->key_from >= 0)
 			{
 				const JtRows *in0 = &js->inner[0];

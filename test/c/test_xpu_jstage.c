@@ -7,7 +7,9 @@
  *		probes of int8 tables; numeric keys of different scales; dense and
  *		hash tables; with and without a qual) through the per-row form (the
  *		GPU's) and the per-tile form (the CPU engine's), each against the
- *		nested-loop oracle; the validator's checks of the two opcodes, the
+ *		nested-loop oracle, and their counts of the rows entering each
+ *		depth (EXPLAIN ANALYZE's rows in) against the oracle's; the
+ *		validator's checks of the two opcodes, the
  *		disassembly, xpu_program_join_check and the refusals of a program
  *		that does not fit the chunk's tables (errors, never a fault).
  */
@@ -17,6 +19,7 @@
 
 #include "tap.h"
 #include "jstage_testlib.h"
+#include "xpu_interp.h"
 
 static char errbuf[256];
 
@@ -108,6 +111,69 @@ test_cases(void)
 		}
 		tap_ok(!c.qual || hoisted != NULL, "%s: the qual's constants hoist", c.name);
 		free(hoisted);
+		js_free(&c, &js);
+	}
+}
+
+/* ---------------------------------------------------------------- rows entering each depth */
+
+/*
+ * the counts of the rows entering each depth: the per-tile form
+ * (xpu_cpu_exec_counted, the CPU engine) and the per-row form
+ * (xpu_row_span_counted, the GPU kernel's loop) against the oracle, the
+ * tile form also when the counts go on over two chunks (added, not reset)
+ */
+static void
+test_probe_counts(void)
+{
+	for (int i = 0; i < JS_N_CASES; i++)
+	{
+		JsCase		c;
+		JsData		js;
+		XpuColumnData cd[16];
+		XpuChunk	chunk;
+		uint64_t	want[XPU_JOIN_COUNT_DEPTHS] = {0},
+					tile[XPU_JOIN_COUNT_DEPTHS] = {0},
+					row[XPU_JOIN_COUNT_DEPTHS] = {0};
+		XpuValue	regs[XPU_MAX_REGS];
+		uint8_t		nulls[XPU_MAX_REGS];
+		JsRun		r;
+		void	   *ws;
+		int			same_tile = 1,
+					same_row = 1;
+
+		js_case(i, &c);
+		if (!js_build(&c, &js, errbuf, sizeof(errbuf)))
+			continue;
+		js_chunk(&c, &js, cd, &chunk);
+		memcpy(want, js.in, sizeof(js.in));	/* js_expect's */
+		js_run_alloc(&r, chunk.nrows, js.prog->n_outs);
+		ws = aligned_alloc(16, (xpu_cpu_workspace_size(js.prog) + 15) & ~(size_t) 15);
+		for (int twice = 0; twice < 2; twice++)
+			xpu_cpu_exec_counted(js.prog, &chunk, &r.res, ws, &r.err, tile);
+		for (int64_t o = 0; o < chunk.nrows && r.err.code == XPU_OK; o++)
+		{
+			for (int k = 0; k < js.prog->n_regs; k++)
+				nulls[k] = 1;
+			xpu_row_span_counted(js.prog, js.prog->stage_start[XPU_STAGE_LOAD],
+								 js.prog->stage_start[XPU_STAGE_GROUP], &chunk, chunk.cols, o,
+								 regs, nulls, 1, 0, NULL, row, &r.err);
+		}
+		for (int d = 0; d < XPU_JOIN_COUNT_DEPTHS; d++)
+		{
+			same_tile = same_tile && tile[d] == 2 * want[d];
+			same_row = same_row && row[d] == want[d];
+		}
+		if (!tap_ok(r.err.code == XPU_OK && same_tile && same_row && want[0] > 0,
+					"%s: the rows entering each depth, per tile and per row, are the nested "
+					"loop's (%llu, %llu)", c.name, (unsigned long long) want[0],
+					(unsigned long long) want[1]))
+			for (int d = 0; d < c.n_depths; d++)
+				tap_diag("depth %d: want %llu, tile %llu (two chunks), row %llu; error %d %s", d,
+						 (unsigned long long) want[d], (unsigned long long) tile[d],
+						 (unsigned long long) row[d], r.err.code, r.err.message);
+		free(ws);
+		js_run_free(&r);
 		js_free(&c, &js);
 	}
 }
@@ -478,6 +544,7 @@ int
 main(void)
 {
 	test_cases();
+	test_probe_counts();
 	test_validator();
 	test_join_check();
 	return tap_done();

@@ -257,6 +257,7 @@ fake_agg(const XpuProgram *prog, const XpuChunk *chunk, XpuGaggLaunch *launch,
 	uint8_t    *nulls = malloc(outs * SLICE),
 			   *mask = malloc(SLICE);
 	XpuColumnData *cols = malloc((chunk->ncols + 1) * sizeof(XpuColumnData));
+	uint64_t	probes[XPU_JOIN_COUNT_DEPTHS] = {0};
 
 	for (int64_t r0 = 0, n; r0 < chunk->nrows && *cancel == 0; r0 += n)
 	{
@@ -271,18 +272,22 @@ fake_agg(const XpuProgram *prog, const XpuChunk *chunk, XpuGaggLaunch *launch,
 			int			rc;
 
 			res.nrows = SLICE;
-			rc = xpu_cpu_exec_each(prog, &c, &res, ws, &launch->err, xpu_agg_sink, &as);
+			rc = xpu_cpu_exec_each_counted(prog, &c, &res, ws, &launch->err, xpu_agg_sink,
+										   &as, probes);
 			launch->rows_passed += as.rows;
 			if (rc != 1)
 				break;
 			continue;
 		}
-		if (xpu_cpu_exec(prog, &c, &res, ws, &launch->err) != XPU_OK ||
+		if (xpu_cpu_exec_counted(prog, &c, &res, ws, &launch->err, probes) != XPU_OK ||
 			!xpu_agg_table_update(fake_side_table, &res, &launch->err))
 			break;
 		for (int64_t r = 0; r < n; r++)
 			launch->rows_passed += mask[r];
 	}
+	/* the rows entering each join depth, as the kernel's one atomic a block */
+	for (int d = 0; d < XPU_JOIN_COUNT_DEPTHS; d++)
+		launch->join_in[d] += probes[d];
 	free(ws);
 	free(values);
 	free(nulls);

@@ -16,11 +16,12 @@
  *		the aggregation kernel's loop (xpu_row_each_first, then
  *		xpu_row_each_next until the row's combinations are done), counting
  *		each row's output rows, then writing them; the rows, in order,
- *		against the oracle; where depth 2 is a RIGHT or FULL join, the
- *		kernel's probes mark device flags (XpuChunk.matched, atomicOr),
- *		which come back to the host, whose xpu_cpu_exec_unmatched emits
- *		the inner rows none marked after them (as the service does after
- *		a GPU run).  Prints TAP.
+ *		against the oracle, and the rows entering each depth (the per-row
+ *		form's counts, EXPLAIN ANALYZE's rows in) against the CPU engine's;
+ *		where depth 2 is a RIGHT or FULL join, the kernel's probes mark
+ *		device flags (XpuChunk.matched, atomicOr), which come back to the
+ *		host, whose xpu_cpu_exec_unmatched emits the inner rows none marked
+ *		after them (as the service does after a GPU run).  Prints TAP.
  *
  *		make -C test/gpu joincheck		(needs a GPU; the bundle's run-tests.sh
  *										runs it too)
@@ -463,8 +464,9 @@ gpu_jstage_case(int i)
  */
 __global__ void
 kern_jexpand(const XpuProgram *prog, const XpuChunk *chunk, const int64_t *offs,
-			 int64_t *counts, JxRow *out, XpuError *err)
+			 int64_t *counts, JxRow *out, XpuError *err, unsigned long long *probes)
 {
+	uint64_t	mine[XPU_JOIN_COUNT_DEPTHS] = {0};	/* the rows entering each depth */
 	int64_t		row = (int64_t) blockIdx.x * blockDim.x + threadIdx.x;
 	const uint16_t *st = prog->stage_start;
 	const uint8_t *outs = XPU_OUTS(prog);
@@ -480,7 +482,8 @@ kern_jexpand(const XpuProgram *prog, const XpuChunk *chunk, const int64_t *offs,
 	cols = xpu_chunk_part(chunk, &in_part);
 	for (int k = 0; k < prog->n_regs; k++)
 		nulls[k] = 1;
-	xpu_row_each_first(prog, st[XPU_STAGE_LOAD], chunk, cols, in_part, regs, nulls, &each, err);
+	xpu_row_each_first_counted(prog, st[XPU_STAGE_LOAD], chunk, cols, in_part, regs, nulls,
+							   &each, probes != NULL ? mine : NULL, err);
 	do
 	{
 		if (xpu_program_filters(prog) && !XPU_TRUE(&regs[0], nulls[0]))
@@ -500,6 +503,41 @@ kern_jexpand(const XpuProgram *prog, const XpuChunk *chunk, const int64_t *offs,
 		n++;
 	} while (xpu_row_each_next(prog, chunk, &each, err));
 	counts[row] = n;
+	for (int d = 0; probes != NULL && d < JX_DEPTHS; d++)
+		if (mine[d] != 0)
+			atomicAdd(&probes[d], (unsigned long long) mine[d]);
+}
+
+/* a sink of xpu_cpu_exec_each that keeps nothing */
+static int
+jx_discard(void *arg, const XpuResult *res, XpuError *err)
+{
+	return 1;
+}
+
+/*
+ * the host's counts of the rows entering each depth (xpu_cpu_exec_each_counted,
+ * the CPU engine's, test_gpujoin_counters.py checking them against PostgreSQL)
+ */
+static void
+jx_host_probes(const XpuProgram *prog, const XpuChunk *chunk, uint64_t *probes)
+{
+	XpuResult	res;
+	XpuError	err;
+	void	   *ws = aligned_alloc(16, (xpu_cpu_workspace_size(prog) + 15) & ~(size_t) 15);
+	size_t		outs = prog->n_outs ? prog->n_outs : 1;
+
+	res.nrows = 256;
+	res.mask = (uint8_t *) calloc(256, 1);
+	res.values = (XpuValue *) calloc(256 * outs, sizeof(XpuValue));
+	res.nulls = (uint8_t *) calloc(256 * outs, 1);
+	memset(&err, 0, sizeof(err));
+	memset(probes, 0, XPU_JOIN_COUNT_DEPTHS * sizeof(uint64_t));
+	xpu_cpu_exec_each_counted(prog, chunk, &res, ws, &err, jx_discard, NULL, probes);
+	free(res.mask);
+	free(res.values);
+	free(res.nulls);
+	free(ws);
 }
 
 /* a sink of xpu_cpu_exec_unmatched: the rows into a JxRows */
@@ -563,6 +601,10 @@ gpu_jexpand_case(int i)
 	unsigned	blocks;
 	uint32_t   *dflags;
 	uint64_t	words;
+	uint64_t	host_probes[XPU_JOIN_COUNT_DEPTHS];
+	unsigned long long gpu_probes[JX_DEPTHS],
+			   *dprobes;
+	int			probes_differ = 0;
 
 	jx_case(i, &c);
 	if (!tap_ok(jx_build(&c, &x, errbuf, sizeof(errbuf)), "%s: builds", c.name))
@@ -573,6 +615,7 @@ gpu_jexpand_case(int i)
 	n = c.n_outer;
 	blocks = (unsigned) ((n + 127) / 128);
 	jx_chunk(&c, &x, cd, &chunk);
+	jx_host_probes(x.prog, &chunk, host_probes);
 	for (int k = 0; k < 4; k++)
 	{
 		size_t		dlen = x.cols[k].kind == XPU_COL_UTF8 ?
@@ -602,9 +645,19 @@ gpu_jexpand_case(int i)
 	counts = (int64_t *) malloc((size_t) n * sizeof(int64_t));
 	offs = (int64_t *) malloc((size_t) n * sizeof(int64_t));
 	CUDA_OK(cudaMalloc(&dcounts, (size_t) n * sizeof(int64_t)));
-	kern_jexpand<<<blocks, 128>>>(dprog, dchunk, NULL, dcounts, NULL, derr);
+	CUDA_OK(cudaMalloc(&dprobes, sizeof(gpu_probes)));
+	CUDA_OK(cudaMemset(dprobes, 0, sizeof(gpu_probes)));
+	kern_jexpand<<<blocks, 128>>>(dprog, dchunk, NULL, dcounts, NULL, derr, dprobes);
 	CUDA_OK(cudaGetLastError());
 	CUDA_OK(cudaDeviceSynchronize());
+	CUDA_OK(cudaMemcpy(gpu_probes, dprobes, sizeof(gpu_probes), cudaMemcpyDeviceToHost));
+	for (int d = 0; d < JX_DEPTHS; d++)
+		probes_differ += gpu_probes[d] != host_probes[d];
+	if (!tap_ok(probes_differ == 0, "%s: the GPU's rows entering each depth equal the CPU "
+				"engine's (EXPLAIN ANALYZE's rows in)", c.name))
+		for (int d = 0; d < JX_DEPTHS; d++)
+			tap_diag("depth %d: GPU %llu, CPU %llu", d, gpu_probes[d],
+					 (unsigned long long) host_probes[d]);
 	CUDA_OK(cudaMemcpy(counts, dcounts, (size_t) n * sizeof(int64_t), cudaMemcpyDeviceToHost));
 	for (int64_t o = 0; o < n; o++)
 	{
@@ -613,7 +666,7 @@ gpu_jexpand_case(int i)
 	}
 	doffs = (int64_t *) dcopy(offs, (size_t) n * sizeof(int64_t));
 	CUDA_OK(cudaMalloc(&dout, (size_t) (total + 1) * sizeof(JxRow)));
-	kern_jexpand<<<blocks, 128>>>(dprog, dchunk, doffs, dcounts, dout, derr);
+	kern_jexpand<<<blocks, 128>>>(dprog, dchunk, doffs, dcounts, dout, derr, NULL);
 	CUDA_OK(cudaGetLastError());
 	CUDA_OK(cudaDeviceSynchronize());
 	CUDA_OK(cudaMemcpy(&err, derr, sizeof(err), cudaMemcpyDeviceToHost));
