@@ -1,0 +1,309 @@
+/*-------------------------------------------------------------------------
+ *
+ * xpu_agg_dict.h
+ *		KeyDict, the few-values shortcut of the CPU engine's hash
+ *		aggregation table (xpu_agg.c's find_groups).  Included by xpu_agg.c
+ *		alone, after the table (struct XpuAggTable), the key prints
+ *		(KeyPrint, text_masks, text_print, key_word) and print_rows: it is
+ *		a part of that file, kept apart for its size.
+ *
+ * Where each key column of a table of one or two keys holds few distinct
+ * values (lo_shipmode and lo_orderpriority: 7 and 5), a row's group
+ * follows from the numbers of its values in small per-column dictionaries,
+ * without the key's hash or a probe of the slots: each value's print
+ * (KeyPrint, of up to 16 bytes: a print is the value) is looked up in its
+ * column's dictionary, and the numbers index combo[], every combination's
+ * group (-1: none known yet).
+ *
+ * dict_groups does it a key column at a time over a block of rows, straight
+ * from the rows' values: a text's print is made in registers (two loads of
+ * 8 bytes masked to its length where the texts of the rows after it are
+ * known to follow it in memory, as print_text_rows does) and looked up at
+ * once, never stored; each row keeps one byte, its value's number.  So a
+ * block that finds all its rows costs per row and text key two loads, two
+ * products and one compare of a dictionary entry, and one load of combo.
+ *
+ * A block of rows that misses (a value or a combination not met yet, a
+ * text longer than 16 bytes) takes the probe, then teaches the
+ * dictionaries its values and groups (dict_learn, from the prints that
+ * print_rows made for the probe).  A column of more than DICT_IDS values,
+ * or DICT_MISS_BLOCKS blocks in a row that missed, turn the shortcut off
+ * for the table; a spill forgets the groups (combo).
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef XPU_AGG_DICT_H
+#define XPU_AGG_DICT_H
+
+#define DICT_IDS			255
+#define DICT_SLOTS			512
+#define DICT_MISS_BLOCKS	64
+
+typedef struct KeyDict
+{
+	KeyPrint	e[DICT_SLOTS];	/* pad: the value's number + 1, 0: empty */
+	int			n;				/* numbers given */
+} KeyDict;
+
+/* combo's entries: DICT_IDS + 1 numbers a key column */
+static size_t
+dict_combos(const XpuAggTable *t)
+{
+	return t->n_keys == 1 ? 256 : 65536;
+}
+
+/*
+ * the first slot of print (w0, w1, tag) in a dictionary: two independent
+ * products, so that a row's slot costs one product's latency
+ */
+static inline uint32_t
+dict_slot(uint64_t w0, uint64_t w1, uint32_t tag)
+{
+	return (uint32_t) ((((w0 + tag) * TEXT_MIX_W0) ^ (w1 * TEXT_MIX_W1)) >> 55);
+}
+
+/* the number of the value of print (w0, w1, tag) in d, or -1: not there */
+static inline int
+dict_find(const KeyDict *d, uint64_t w0, uint64_t w1, uint32_t tag)
+{
+	for (uint32_t i = dict_slot(w0, w1, tag);; i = (i + 1) & (DICT_SLOTS - 1))
+	{
+		const KeyPrint *e = &d->e[i];
+
+		if (e->w0 == w0 && e->w1 == w1 && e->tag == tag)
+			return (int) e->pad - 1;	/* the empty slot (all 0) finds -1 */
+		if (e->pad == 0)
+			return -1;
+	}
+}
+
+/*
+ * the number of value p in dictionary d, or -1: not there (or a text
+ * longer than 16 bytes, whose print is not the value); with add, a value
+ * not there gets the next number, -1 when DICT_IDS are given
+ */
+static inline int
+dict_number(KeyDict *d, const KeyPrint *p, int add)
+{
+	uint32_t	i = dict_slot(p->w0, p->w1, p->tag);
+
+	if (p->tag > 16 && p->tag != KEY_TAG_NULL)
+		return -1;
+	for (;; i = (i + 1) & (DICT_SLOTS - 1))
+	{
+		KeyPrint   *e = &d->e[i];
+
+		if (e->pad == 0)
+			break;
+		if (e->tag == p->tag && e->w0 == p->w0 && e->w1 == p->w1)
+			return (int) e->pad - 1;
+	}
+	if (!add || d->n >= DICT_IDS)
+		return -1;
+	d->e[i] = *p;
+	d->e[i].pad = (uint32_t) ++d->n;
+	return d->n - 1;
+}
+
+/* turns the shortcut on (a table of one or two keys, memory there) or off */
+static void
+dict_start(XpuAggTable *t)
+{
+	t->dict_on = -1;
+	if (t->n_keys > 2 ||
+		(t->dict = calloc(t->n_keys, sizeof(KeyDict))) == NULL ||
+		(t->combo = malloc(dict_combos(t) * sizeof(int32_t))) == NULL)
+		return;
+	memset(t->combo, 0xFF, dict_combos(t) * sizeof(int32_t));
+	t->dict_on = 1;
+}
+
+/* the combo index of the key of prints rp (t->n_keys of them), or -1; add as dict_number's */
+static inline int
+dict_index(XpuAggTable *t, const KeyPrint *rp, int add)
+{
+	int			i0 = dict_number(&t->dict[0], &rp[0], add),
+				i1 = t->n_keys == 2 ? dict_number(&t->dict[1], &rp[1], add) : 0;
+
+	return (i0 | i1) < 0 ? -1 : i0 | i1 << 8;
+}
+
+/*
+ * dict_prefetch_texts: where the texts of the n rows rows[] lie in one
+ * ascending span of memory of at most DICT_PREFETCH_SPAN bytes (the values of
+ * an Arrow column), asks for all its cache lines at once: dict_text_ids
+ * walks them from the last, which the hardware's prefetchers follow badly
+ */
+#define DICT_PREFETCH_SPAN	16384
+
+static inline void
+dict_prefetch_texts(const XpuValue *v, const int64_t *rows, int n)
+{
+	uintptr_t	lo = (uintptr_t) v[rows[0]].t.p,
+				hi = (uintptr_t) v[rows[n - 1]].t.p;
+
+	if (hi < lo || hi - lo > DICT_PREFETCH_SPAN)
+		return;
+	for (uintptr_t a = hi + 64; a > lo; a -= 64)
+		__builtin_prefetch((const void *) (a - 64));
+}
+
+/*
+ * dict_text_ids: the numbers in d of text column v/nl's values of the n
+ * rows rows[] into id[]; false at the first value not there (or longer than
+ * 16 bytes).  The rows are walked from the last, as print_text_rows walks
+ * them, so that each knows how far the run of adjacent texts that it
+ * starts reaches: where 16 bytes from its start are in that run, the print
+ * is the two words loaded there, masked to its length; else text_print
+ * reads the text's bytes alone.
+ */
+static int
+dict_text_ids(const KeyDict *d, const XpuValue *v, const uint8_t *nl, const int64_t *rows, int n,
+			  uint8_t *id)
+{
+	uintptr_t	next_p = 0,		/* the text of row j + 1 starts here */
+				run_end = 0;	/* ... and its run of adjacent texts ends here */
+
+	if (n > 0)
+		dict_prefetch_texts(v, rows, n);
+	for (int j = n - 1; j >= 0; j--)
+	{
+		int64_t		r = rows[j];
+		uintptr_t	s = (uintptr_t) v[r].t.p;
+		uint32_t	len = (uint32_t) v[r].t.len;
+		uint64_t	w0, w1;
+		int			c;
+
+		if (nl[r])
+		{
+			next_p = 0;
+			if ((c = dict_find(d, 0, 0, KEY_TAG_NULL)) < 0)
+				return 0;
+			id[j] = (uint8_t) c;
+			continue;
+		}
+		if (s + len != next_p)
+			run_end = s + len;
+		next_p = s;
+		if (__builtin_expect(len <= 16 && s + 16 <= run_end, 1))
+		{
+			memcpy(&w0, (const void *) s, 8);
+			memcpy(&w1, (const void *) (s + 8), 8);
+			w0 &= text_masks[len][0];
+			w1 &= text_masks[len][1];
+		}
+		else
+		{
+			KeyPrint	p;
+
+			if (len > 16)
+				return 0;
+			(void) text_print((const uint8_t *) s, len, &p);
+			w0 = p.w0;
+			w1 = p.w1;
+		}
+		if ((c = dict_find(d, w0, w1, len)) < 0)
+			return 0;
+		id[j] = (uint8_t) c;
+	}
+	return 1;
+}
+
+/*
+ * dict_value_ids: as dict_text_ids for a key column of another type (its
+ * print as print_rows makes it)
+ */
+static int
+dict_value_ids(const KeyDict *d, int type, const XpuValue *v, const uint8_t *nl,
+			   const int64_t *rows, int n, uint8_t *id)
+{
+	for (int j = 0; j < n; j++)
+	{
+		int64_t		r = rows[j];
+		uint64_t	w[2] = {0, 0};
+		int			c;
+
+		if (!nl[r] && type == XPU_T_NUMERIC)
+			memcpy(w, &v[r].n, 16);
+		else if (!nl[r])
+			w[0] = key_word(type, &v[r]);
+		if ((c = dict_find(d, w[0], w[1], nl[r] ? KEY_TAG_NULL : 0)) < 0)
+			return 0;
+		id[j] = (uint8_t) c;
+	}
+	return 1;
+}
+
+/*
+ * dict_groups: the groups of the m rows krow[] of a block of res, from the
+ * dictionaries into t->rowgroup; false when a row missed (the block must
+ * take the probe, which sets every row's group)
+ */
+static int
+dict_groups(XpuAggTable *t, const XpuResult *res, const int64_t *krow, int m)
+{
+	uint8_t		id[XPU_AGG_MAX_KEYS][KEY_BLOCK];
+	int32_t		bad = 0;
+
+	for (int k = 0; k < t->n_keys; k++)
+	{
+		int			type = t->key_types[k];
+		const XpuValue *v = res->values + t->key_outs[k] * res->nrows;
+		const uint8_t *nl = res->nulls + t->key_outs[k] * res->nrows;
+
+		if (type == XPU_T_TEXT ? !dict_text_ids(&t->dict[k], v, nl, krow, m, id[k]) :
+			!dict_value_ids(&t->dict[k], type, v, nl, krow, m, id[k]))
+			return 0;
+	}
+	if (t->n_keys == 1)
+	{
+		for (int j = 0; j < m; j++)
+		{
+			int32_t		g = t->combo[id[0][j]];
+
+			bad |= g;
+			t->rowgroup[krow[j]] = g;
+		}
+	}
+	else
+	{
+		for (int j = 0; j < m; j++)
+		{
+			int32_t		g = t->combo[id[0][j] | id[1][j] << 8];
+
+			bad |= g;
+			t->rowgroup[krow[j]] = g;
+		}
+	}
+	return bad >= 0;
+}
+
+/* dict_learn: after a block's probe, its values and groups into the dictionaries */
+static void
+dict_learn(XpuAggTable *t, const int64_t *krow, int m)
+{
+	const int	nk = t->n_keys;
+
+	for (int j = 0; j < m; j++)
+	{
+		const KeyPrint *rp = t->rprint + j * nk;
+		int64_t		g = t->rowgroup[krow[j]];
+		int			c;
+
+		if ((c = dict_index(t, rp, 1)) >= 0)
+		{
+			if (g <= INT32_MAX)
+				t->combo[c] = (int32_t) g;
+			continue;
+		}
+		/* a long text misses for ever; DICT_IDS values taken: no shortcut */
+		for (int k = 0; k < nk; k++)
+			if (rp[k].tag <= 16 || rp[k].tag == KEY_TAG_NULL)
+				if (dict_number(&t->dict[k], &rp[k], 0) < 0)
+					t->dict_on = -1;
+		if (t->dict_on < 0)
+			return;
+	}
+}
+
+#endif							/* XPU_AGG_DICT_H */
