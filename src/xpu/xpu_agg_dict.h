@@ -129,46 +129,24 @@ dict_index(XpuAggTable *t, const KeyPrint *rp, int add)
 }
 
 /*
- * dict_prefetch_texts: where the texts of the n rows rows[] lie in one
- * ascending span of memory of at most DICT_PREFETCH_SPAN bytes (the values of
- * an Arrow column), asks for all its cache lines at once: dict_text_ids
- * walks them from the last, which the hardware's prefetchers follow badly
- */
-#define DICT_PREFETCH_SPAN	16384
-
-static inline void
-dict_prefetch_texts(const XpuValue *v, const int64_t *rows, int n)
-{
-	uintptr_t	lo = (uintptr_t) v[rows[0]].t.p,
-				hi = (uintptr_t) v[rows[n - 1]].t.p;
-
-	if (hi < lo || hi - lo > DICT_PREFETCH_SPAN)
-		return;
-	for (uintptr_t a = hi + 64; a > lo; a -= 64)
-		__builtin_prefetch((const void *) (a - 64));
-}
-
-/*
  * dict_text_ids: the numbers in d of text column v/nl's values of the n
- * rows rows[] into id[]; false at the first value not there (or longer than
- * 16 bytes).  The rows are walked from the last, as print_text_rows walks
+ * rows rows[] (NULL: rows 0 to n - 1) into id[]; false at the first value
+ * not there (or longer than 16 bytes).  The rows are walked from the last, as print_text_rows walks
  * them, so that each knows how far the run of adjacent texts that it
  * starts reaches: where 16 bytes from its start are in that run, the print
  * is the two words loaded there, masked to its length; else text_print
  * reads the text's bytes alone.
  */
-static int
+static inline __attribute__((always_inline)) int
 dict_text_ids(const KeyDict *d, const XpuValue *v, const uint8_t *nl, const int64_t *rows, int n,
 			  uint8_t *id)
 {
 	uintptr_t	next_p = 0,		/* the text of row j + 1 starts here */
 				run_end = 0;	/* ... and its run of adjacent texts ends here */
 
-	if (n > 0)
-		dict_prefetch_texts(v, rows, n);
 	for (int j = n - 1; j >= 0; j--)
 	{
-		int64_t		r = rows[j];
+		int64_t		r = rows != NULL ? rows[j] : j;
 		uintptr_t	s = (uintptr_t) v[r].t.p;
 		uint32_t	len = (uint32_t) v[r].t.len;
 		uint64_t	w0, w1;
@@ -213,13 +191,13 @@ dict_text_ids(const KeyDict *d, const XpuValue *v, const uint8_t *nl, const int6
  * dict_value_ids: as dict_text_ids for a key column of another type (its
  * print as print_rows makes it)
  */
-static int
+static inline __attribute__((always_inline)) int
 dict_value_ids(const KeyDict *d, int type, const XpuValue *v, const uint8_t *nl,
 			   const int64_t *rows, int n, uint8_t *id)
 {
 	for (int j = 0; j < n; j++)
 	{
-		int64_t		r = rows[j];
+		int64_t		r = rows != NULL ? rows[j] : j;
 		uint64_t	w[2] = {0, 0};
 		int			c;
 
@@ -235,47 +213,57 @@ dict_value_ids(const KeyDict *d, int type, const XpuValue *v, const uint8_t *nl,
 }
 
 /*
- * dict_groups: the groups of the m rows krow[] of a block of res, from the
- * dictionaries into t->rowgroup; false when a row missed (the block must
- * take the probe, which sets every row's group)
+ * dict_block: dict_groups of the m rows rows[] (NULL: rows 0 to m - 1) of
+ * key columns vs[]/nls[] into rowgroup[]
  */
-static int
-dict_groups(XpuAggTable *t, const XpuResult *res, const int64_t *krow, int m)
+static inline __attribute__((always_inline)) int
+dict_block(XpuAggTable *t, const XpuValue *const *vs, const uint8_t *const *nls,
+		   const int64_t *rows, int m, int64_t *rowgroup)
 {
 	uint8_t		id[XPU_AGG_MAX_KEYS][KEY_BLOCK];
 	int32_t		bad = 0;
 
 	for (int k = 0; k < t->n_keys; k++)
 	{
-		int			type = t->key_types[k];
-		const XpuValue *v = res->values + t->key_outs[k] * res->nrows;
-		const uint8_t *nl = res->nulls + t->key_outs[k] * res->nrows;
-
-		if (type == XPU_T_TEXT ? !dict_text_ids(&t->dict[k], v, nl, krow, m, id[k]) :
-			!dict_value_ids(&t->dict[k], type, v, nl, krow, m, id[k]))
+		if (t->key_types[k] == XPU_T_TEXT ?
+			!dict_text_ids(&t->dict[k], vs[k], nls[k], rows, m, id[k]) :
+			!dict_value_ids(&t->dict[k], t->key_types[k], vs[k], nls[k], rows, m, id[k]))
 			return 0;
 	}
 	if (t->n_keys == 1)
+		memset(id[1], 0, m);
+	for (int j = 0; j < m; j++)
 	{
-		for (int j = 0; j < m; j++)
-		{
-			int32_t		g = t->combo[id[0][j]];
+		int32_t		g = t->combo[id[0][j] | id[1][j] << 8];
 
-			bad |= g;
-			t->rowgroup[krow[j]] = g;
-		}
-	}
-	else
-	{
-		for (int j = 0; j < m; j++)
-		{
-			int32_t		g = t->combo[id[0][j] | id[1][j] << 8];
-
-			bad |= g;
-			t->rowgroup[krow[j]] = g;
-		}
+		bad |= g;
+		rowgroup[rows != NULL ? rows[j] : j] = g;
 	}
 	return bad >= 0;
+}
+
+/*
+ * dict_groups: the groups of the m rows krow[] of a block of res, from the
+ * dictionaries into t->rowgroup; false when a row missed (the block must
+ * take the probe, which sets every row's group).  A block whose rows all
+ * passed (krow[] consecutive) is indexed without krow.
+ */
+static int
+dict_groups(XpuAggTable *t, const XpuResult *res, const int64_t *krow, int m)
+{
+	const XpuValue *vs[2];
+	const uint8_t *nls[2];
+	int64_t		r0 = m > 0 ? krow[0] : 0;
+	int			dense = m > 0 && krow[m - 1] - r0 == m - 1;
+
+	for (int k = 0; k < t->n_keys; k++)
+	{
+		vs[k] = res->values + t->key_outs[k] * res->nrows + (dense ? r0 : 0);
+		nls[k] = res->nulls + t->key_outs[k] * res->nrows + (dense ? r0 : 0);
+	}
+	if (dense)
+		return dict_block(t, vs, nls, NULL, m, t->rowgroup + r0);
+	return dict_block(t, vs, nls, krow, m, t->rowgroup);
 }
 
 /* dict_learn: after a block's probe, its values and groups into the dictionaries */
