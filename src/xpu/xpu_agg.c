@@ -109,6 +109,7 @@ struct XpuAggTable
 	struct KeyDict *dict;
 	int32_t    *combo;
 	int			dict_misses;
+	int64_t		dict_hits;		/* blocks it found (xpu_agg_table_shortcut) */
 
 	/* each group's key prints (KeyPrint), n_keys a group */
 	struct KeyPrint *gprint;	/* [gcap * n_keys] */
@@ -1472,6 +1473,7 @@ find_groups(XpuAggTable *t, const XpuResult *res, XpuError *err)
 			if (dict_groups(t, res, krow, m))
 			{
 				t->dict_misses = 0;
+				t->dict_hits++;
 				continue;
 			}
 			if (++t->dict_misses > DICT_MISS_BLOCKS)

@@ -294,4 +294,13 @@ dict_learn(XpuAggTable *t, const int64_t *krow, int m)
 	}
 }
 
+/* see xpu_agg.h */
+int
+xpu_agg_table_shortcut(const XpuAggTable *t, int64_t *hits)
+{
+	if (hits != NULL)
+		*hits = t->dict_hits;
+	return t->dict_on;
+}
+
 #endif							/* XPU_AGG_DICT_H */
