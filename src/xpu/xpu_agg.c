@@ -1460,11 +1460,14 @@ find_groups(XpuAggTable *t, const XpuResult *res, XpuError *err)
 		int			m = 0, j, h, nh;
 		int			heads[KEY_BLOCK + 1];
 
+		/* without a branch a row; rowgroup[r] = -1 where a row did not pass */
 		for (int64_t r = r0; r < end; r++)
 		{
+			int			pass = !res->mask || res->mask[r];
+
 			t->rowgroup[r] = -1;
-			if (!res->mask || res->mask[r])
-				krow[m++] = r;
+			krow[m] = r;
+			m += pass;
 		}
 		if (t->dict_on == 0)
 			dict_start(t);

@@ -12,7 +12,9 @@
  *		bytes now and then (its blocks take the probe, the shortcut stays);
  *		a column whose values grow past the shortcut's 255 in the middle of
  *		a slice (it gives up, the answer stays right); a text key beside an
- *		int8 key; one text key; the tables merged.
+ *		int8 key; one text key; the same without NULLs, where the texts of
+ *		a block are packed (dict_packed_ids), and laid out from the last
+ *		row, where they are not; the tables merged.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -56,6 +58,8 @@ typedef struct Case
 	int64_t		rows;
 	int			skip_mod;		/* rows r % skip_mod == 1 do not pass (0: all pass) */
 	int			want_on;		/* the shortcut on at the end (1) or given up (-1) */
+	int			no_nulls;		/* no NULL (the packed texts' loop) */
+	int			backwards;		/* each slice's texts in its buffer from the last row */
 } Case;
 
 static const char *const modes[] = {"TRUCK", "AIR", "REG AIR", "MAIL", "FOB", "RAIL", "SHIP",
@@ -144,14 +148,15 @@ fill_slice(const Case *c, int64_t row0, int n, XpuResult *res, char **buf)
 			size += strlen(c->fn[k] (row0 + j, &isnull));
 		free(buf[k]);
 		buf[k] = malloc(size ? size : 1);
-		for (int j = 0; j < n; j++)
+		for (int i = 0; i < n; i++)
 		{
+			int			j = c->backwards ? n - 1 - i : i;
 			const char *s = c->fn[k] (row0 + j, &isnull);
 			size_t		len = strlen(s);
 
 			memcpy(buf[k] + off, s, len);
 			res->values[k * n + j].t = (XpuText) {buf[k] + off, (int32_t) len};
-			res->nulls[k * n + j] = (uint8_t) isnull;
+			res->nulls[k * n + j] = (uint8_t) (isnull && !c->no_nulls);
 			off += len;
 		}
 	}
@@ -238,6 +243,16 @@ main(void)
 		{few_long, few_a}, 40000, 0, 1},
 		{"values grow past the shortcut mid-slice", 2, {XPU_T_TEXT, XPU_T_TEXT}, {few_b, grows},
 		30000, 0, -1},
+		{"two text keys, no NULL (packed texts)", 2, {XPU_T_TEXT, XPU_T_TEXT}, {few_a, few_b},
+		50000, 0, 1, 1},
+		{"packed texts, rows that do not pass", 2, {XPU_T_TEXT, XPU_T_TEXT}, {few_b, few_a},
+		30000, 3, 1, 1},
+		{"packed texts longer than 16 bytes now and then", 2, {XPU_T_TEXT, XPU_T_TEXT},
+		{few_a, few_long}, 40000, 0, 1, 1},
+		{"packed values grow past the shortcut mid-slice", 2, {XPU_T_TEXT, XPU_T_TEXT},
+		{grows, few_a}, 30000, 0, -1, 1},
+		{"texts laid out from the last row (not packed)", 2, {XPU_T_TEXT, XPU_T_TEXT},
+		{few_a, few_b}, 30000, 0, 1, 1, 1},
 	};
 	XpuProgram *prog[2];
 	XpuAggTable *t[2];
