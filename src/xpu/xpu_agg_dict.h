@@ -39,11 +39,29 @@
 #define DICT_SLOTS			512
 #define DICT_MISS_BLOCKS	64
 
+/*
+ * dict_packed_ids' table of the values of up to 16 bytes: by length and
+ * FAST_BITS bits of a product of the print's words, the words of the first
+ * value learnt there and its number + 1 (0: none); a value that lost its
+ * slot to another is found in e[] (dict_find)
+ */
+#define FAST_BITS			5
+#define FAST_SLOTS			(17 << FAST_BITS)
+
 typedef struct KeyDict
 {
 	KeyPrint	e[DICT_SLOTS];	/* pad: the value's number + 1, 0: empty */
 	int			n;				/* numbers given */
+	uint64_t	fw[FAST_SLOTS][2];
+	uint8_t		fid[FAST_SLOTS];
 } KeyDict;
+
+/* the fast slot of a text of len (<= 16) bytes and print words w0, w1 */
+static inline uint32_t
+fast_slot(uint64_t w0, uint64_t w1, uint32_t len)
+{
+	return len << FAST_BITS | (uint32_t) (((w0 ^ w1) * TEXT_MIX_W0) >> (64 - FAST_BITS));
+}
 
 /* combo's entries: DICT_IDS + 1 numbers a key column */
 static size_t
@@ -102,6 +120,12 @@ dict_number(KeyDict *d, const KeyPrint *p, int add)
 		return -1;
 	d->e[i] = *p;
 	d->e[i].pad = (uint32_t) ++d->n;
+	if (p->tag <= 16 && d->fid[i = fast_slot(p->w0, p->w1, p->tag)] == 0)
+	{
+		d->fw[i][0] = p->w0;
+		d->fw[i][1] = p->w1;
+		d->fid[i] = (uint8_t) d->n;
+	}
 	return d->n - 1;
 }
 
@@ -195,33 +219,44 @@ dict_text_ids(const KeyDict *d, const XpuValue *v, const uint8_t *nl, const int6
  * from its start (up to the end of the last one), so that the loop has no
  * test of a run's end, and looks the dictionary's first slot up without a
  * branch per word; the last texts, and a value not in its first slot, take
- * dict_text_ids' ways.
+ * dict_text_ids' ways.  Not inlined: in find_groups the loop would lack
+ * registers.
  */
-static inline int
+static __attribute__((noinline)) int
 dict_packed_ids(const KeyDict *d, const XpuValue *v, const uint8_t *nl, int n, uint8_t *id)
 {
-	uint64_t	nulls = 0;
-	uintptr_t	end;
+	uint64_t	nulls = 0,
+				eight;
+	uintptr_t	end = (uintptr_t) v[0].t.p;
 	int			packed = 1,
-				tail;
+				tail,
+				j;
 
 	if (n == 0)
 		return 1;
-	for (int j = 0; j < n; j++)
+	for (j = 0; j + 8 <= n; j += 8)
+	{
+		memcpy(&eight, nl + j, 8);
+		nulls |= eight;
+	}
+	for (; j < n; j++)
 		nulls |= nl[j];
-	for (int j = 0; j + 1 < n; j++)
-		packed &= (uintptr_t) v[j].t.p + (uint32_t) v[j].t.len == (uintptr_t) v[j + 1].t.p;
+	/* each text starts where the one before ends; end: where the last ends */
+	for (j = 0; j < n; j++)
+	{
+		packed &= (uintptr_t) v[j].t.p == end;
+		end = (uintptr_t) v[j].t.p + (uint32_t) v[j].t.len;
+	}
 	if (nulls != 0 || !packed)
 		return -1;
-	end = (uintptr_t) v[n - 1].t.p + (uint32_t) v[n - 1].t.len;
 	for (tail = n; tail > 0 && (uintptr_t) v[tail - 1].t.p + 16 > end; tail--)
 		;
-	for (int j = 0; j < tail; j++)
+	for (j = 0; j < tail; j++)
 	{
 		const uint8_t *s = (const uint8_t *) v[j].t.p;
-		uint32_t	len = (uint32_t) v[j].t.len;
+		uint32_t	len = (uint32_t) v[j].t.len,
+					f;
 		uint64_t	w0, w1;
-		const KeyPrint *e;
 		int			c;
 
 		if (__builtin_expect(len > 16, 0))
@@ -230,9 +265,9 @@ dict_packed_ids(const KeyDict *d, const XpuValue *v, const uint8_t *nl, int n, u
 		memcpy(&w1, s + 8, 8);
 		w0 &= text_masks[len][0];
 		w1 &= text_masks[len][1];
-		e = &d->e[dict_slot(w0, w1, len)];
-		if (__builtin_expect(((e->w0 ^ w0) | (e->w1 ^ w1) | (e->tag ^ len)) == 0 && e->pad != 0, 1))
-			c = (int) e->pad - 1;
+		f = fast_slot(w0, w1, len);
+		if (__builtin_expect(((d->fw[f][0] ^ w0) | (d->fw[f][1] ^ w1)) == 0 && d->fid[f] != 0, 1))
+			c = d->fid[f] - 1;
 		else if ((c = dict_find(d, w0, w1, len)) < 0)
 			return 0;
 		id[j] = (uint8_t) c;
