@@ -1439,6 +1439,26 @@ prefetch_group(const XpuAggTable *t, uint64_t h)
 	}
 }
 
+/* is every byte of mask[r0 .. end - 1] 1 (mask NULL: every row passes) */
+static inline int
+all_pass(const uint8_t *mask, int64_t r0, int64_t end)
+{
+	uint64_t	w,
+				diff = 0;
+	int64_t		r = r0;
+
+	if (mask == NULL)
+		return 1;
+	for (; r + 8 <= end; r += 8)
+	{
+		memcpy(&w, mask + r, 8);
+		diff |= w ^ UINT64_C(0x0101010101010101);
+	}
+	for (; r < end; r++)
+		diff |= mask[r] ^ 1;
+	return diff == 0;
+}
+
 /*
  * find_groups: t->rowgroup[r] = the group of row r of res (added when new),
  * -1 for a row that did not pass; 0 (err set) when memory runs out.  A
@@ -1460,15 +1480,22 @@ find_groups(XpuAggTable *t, const XpuResult *res, XpuError *err)
 		int			m = 0, j, h, nh;
 		int			heads[KEY_BLOCK + 1];
 
-		/* without a branch a row; rowgroup[r] = -1 where a row did not pass */
-		for (int64_t r = r0; r < end; r++)
-		{
-			int			pass = !res->mask || res->mask[r];
+		/*
+		 * the passing rows, without a branch a row; rowgroup[r] = -1 where a
+		 * row did not pass (a block whose every mask byte is 1 passes whole)
+		 */
+		if (all_pass(res->mask, r0, end))
+			for (int64_t r = r0; r < end; r++)
+				krow[m++] = r;
+		else
+			for (int64_t r = r0; r < end; r++)
+			{
+				int			pass = !res->mask || res->mask[r];
 
-			t->rowgroup[r] = -1;
-			krow[m] = r;
-			m += pass;
-		}
+				t->rowgroup[r] = -1;
+				krow[m] = r;
+				m += pass;
+			}
 		if (t->dict_on == 0)
 			dict_start(t);
 		if (t->dict_on > 0)

@@ -227,9 +227,9 @@ dict_packed_ids(const KeyDict *d, const XpuValue *v, const uint8_t *nl, int n, u
 {
 	uint64_t	nulls = 0,
 				eight;
-	uintptr_t	end = (uintptr_t) v[0].t.p;
-	int			packed = 1,
-				tail,
+	uintptr_t	end = (uintptr_t) v[0].t.p,
+				gaps = 0;
+	int			tail,
 				j;
 
 	if (n == 0)
@@ -244,10 +244,10 @@ dict_packed_ids(const KeyDict *d, const XpuValue *v, const uint8_t *nl, int n, u
 	/* each text starts where the one before ends; end: where the last ends */
 	for (j = 0; j < n; j++)
 	{
-		packed &= (uintptr_t) v[j].t.p == end;
+		gaps |= (uintptr_t) v[j].t.p ^ end;
 		end = (uintptr_t) v[j].t.p + (uint32_t) v[j].t.len;
 	}
-	if (nulls != 0 || !packed)
+	if (nulls != 0 || gaps != 0)
 		return -1;
 	for (tail = n; tail > 0 && (uintptr_t) v[tail - 1].t.p + 16 > end; tail--)
 		;
