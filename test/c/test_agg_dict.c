@@ -93,6 +93,14 @@ few_long(int64_t r, int *is_null)
 	return prios[r % 5];
 }
 
+/* few values, and runs of 100 '' (over the ends of blocks: their texts have no byte) */
+static const char *
+empty_runs(int64_t r, int *is_null)
+{
+	*is_null = r % 89 == 0;
+	return r % 300 >= 200 ? "" : prios[r % 5];
+}
+
 /* few values, then (from row 10000, in the middle of a slice) 400 values */
 static const char *
 grows(int64_t r, int *is_null)
@@ -251,6 +259,9 @@ main(void)
 		{few_a, few_long}, 40000, 0, 1, 1},
 		{"packed values grow past the shortcut mid-slice", 2, {XPU_T_TEXT, XPU_T_TEXT},
 		{grows, few_a}, 30000, 0, -1, 1},
+		{"packed texts, runs of ''", 2, {XPU_T_TEXT, XPU_T_TEXT}, {empty_runs, few_a},
+		30000, 0, 1, 1},
+		{"runs of '' beside NULLs", 1, {XPU_T_TEXT}, {empty_runs}, 30000, 0, 1},
 		{"texts laid out from the last row (not packed)", 2, {XPU_T_TEXT, XPU_T_TEXT},
 		{few_a, few_b}, 30000, 0, 1, 1, 1},
 	};
