@@ -19,9 +19,14 @@
  * from the rows' values: a text's print is made in registers (two loads of
  * 8 bytes masked to its length where the texts of the rows after it are
  * known to follow it in memory, as print_text_rows does) and looked up at
- * once, never stored; each row keeps one byte, its value's number.  So a
- * block that finds all its rows costs per row and text key two loads, two
- * products and one compare of a dictionary entry, and one load of combo.
+ * once, never stored; each row keeps one byte, its value's number.  A
+ * block whose rows all passed is indexed without the row list; a text
+ * column of such a block without NULLs whose texts follow one another (an
+ * Arrow column's values: dict_packed_ids) is looked up in one loop without
+ * a test of where a run of texts ends, in a table by length and 5 bits of
+ * one product of the print (fw/fid), without a probe loop.  So such a
+ * block costs per row and text key two loads of the text, one product and
+ * one compare of a table entry, and one load of combo a row.
  *
  * A block of rows that misses (a value or a combination not met yet, a
  * text longer than 16 bytes) takes the probe, then teaches the
