@@ -15,7 +15,11 @@
  *	cpu_engine_bench FILE [q1|q2|q3|q4|both|all] [REPEAT]
  *
  * With MAP=1 in the environment the file is mapped and its buffers read in
- * place (ArrowFile.map), as the service does with pg_warp.map_arrow_files.
+ * place (ArrowFile.map), as the service does with pg_warp.map_arrow_files;
+ * MAP=2 maps it anew for every repetition, as the service maps a file for
+ * every run (src/service/file_map.c), so that every run's first touch of
+ * each page faults in the engine threads (the cost that MAP=1's repetitions
+ * after the first do not see).
  *
  * With THREADS=N in the environment, N threads claim the batches from one
  * counter, each into its own table, as the service's workers do; the
@@ -389,6 +393,19 @@ run_threads(Worker *ws, int n, void *(*fn) (void *))
 		pthread_join(ws[i].thread, NULL);
 }
 
+/* MAP=2: a fresh mapping of the file, as the service makes one per run */
+static void
+remap(ArrowFile *file)
+{
+	void	   *m;
+
+	munmap((void *) file->map, file->source.size);
+	m = mmap(NULL, file->source.size, PROT_READ, MAP_SHARED, file->fd, 0);
+	if (m == MAP_FAILED)
+		fail("mmap", "failed");
+	file->map = m;
+}
+
 /* runs q over every batch of file, repeat times, and prints its figures and answer */
 static void
 run_query(Query *q, ArrowFile *file, int repeat)
@@ -442,6 +459,8 @@ run_query(Query *q, ArrowFile *file, int repeat)
 			ws[i].index = i;
 		}
 		run.next = 0;
+		if (rep > 0 && getenv("MAP") != NULL && atoi(getenv("MAP")) == 2)
+			remap(file);
 		run_threads(ws, nthreads, scan_main);
 		for (int i = 0; i < nthreads; i++)
 		{

@@ -109,6 +109,7 @@ struct XpuAggTable
 	struct KeyDict *dict;
 	int32_t    *combo;
 	int			dict_misses;
+	int64_t		dict_hits;		/* blocks it found (xpu_agg_table_shortcut) */
 
 	/* each group's key prints (KeyPrint), n_keys a group */
 	struct KeyPrint *gprint;	/* [gcap * n_keys] */
@@ -1410,144 +1411,8 @@ row_group(XpuAggTable *t, const XpuResult *res, int64_t r, const KeyPrint *rp, u
 	return group_insert(t, i, t->kbuf, len, h, rp, err);
 }
 
-/*
- * KeyDict: the few-values shortcut of find_groups.  Where each key column
- * of a table of one or two keys holds few distinct values (lo_shipmode and
- * lo_orderpriority: 7 and 5), a row's group follows from the numbers of its
- * values in small per-column dictionaries, without the key's hash or a
- * probe of the slots: each value's print (KeyPrint, of up to 16 bytes: a
- * print is the value) is looked up in its column's dictionary, and the
- * numbers index combo[], every combination's group (-1: none known yet).
- * A block of rows that misses (a value or a combination not met yet, a
- * text longer than 16 bytes) takes the probe, then teaches the
- * dictionaries its values and groups.  A column of more than DICT_IDS
- * values, or DICT_MISS_BLOCKS blocks in a row that missed, turn the
- * shortcut off for the table; a spill forgets the groups (combo).
- */
-#define DICT_IDS			255
-#define DICT_SLOTS			512
-#define DICT_MISS_BLOCKS	64
-
-typedef struct KeyDict
-{
-	KeyPrint	e[DICT_SLOTS];	/* pad: the value's number + 1, 0: empty */
-	int			n;				/* numbers given */
-} KeyDict;
-
-/* combo's entries: DICT_IDS + 1 numbers a key column */
-static size_t
-dict_combos(const XpuAggTable *t)
-{
-	return t->n_keys == 1 ? 256 : 65536;
-}
-
-/* the slot of print p in a dictionary */
-static inline uint32_t
-dict_slot(const KeyPrint *p)
-{
-	return (uint32_t) (((p->w0 ^ (p->w1 * TEXT_MIX_W1) ^ p->tag) * TEXT_MIX_W0) >> 55);
-}
-
-/*
- * the number of value p in dictionary d, or -1: not there (or a text
- * longer than 16 bytes, whose print is not the value); with add, a value
- * not there gets the next number, -1 when DICT_IDS are given
- */
-static inline int
-dict_number(KeyDict *d, const KeyPrint *p, int add)
-{
-	uint32_t	i = dict_slot(p);
-
-	if (p->tag > 16 && p->tag != KEY_TAG_NULL)
-		return -1;
-	for (;; i = (i + 1) & (DICT_SLOTS - 1))
-	{
-		KeyPrint   *e = &d->e[i];
-
-		if (e->pad == 0)
-			break;
-		if (e->tag == p->tag && e->w0 == p->w0 && e->w1 == p->w1)
-			return (int) e->pad - 1;
-	}
-	if (!add || d->n >= DICT_IDS)
-		return -1;
-	d->e[i] = *p;
-	d->e[i].pad = (uint32_t) ++d->n;
-	return d->n - 1;
-}
-
-/* turns the shortcut on (a table of one or two keys, memory there) or off */
-static void
-dict_start(XpuAggTable *t)
-{
-	t->dict_on = -1;
-	if (t->n_keys > 2 ||
-		(t->dict = calloc(t->n_keys, sizeof(KeyDict))) == NULL ||
-		(t->combo = malloc(dict_combos(t) * sizeof(int32_t))) == NULL)
-		return;
-	memset(t->combo, 0xFF, dict_combos(t) * sizeof(int32_t));
-	t->dict_on = 1;
-}
-
-/* the combo index of the key of prints rp (t->n_keys of them), or -1; add as dict_number's */
-static inline int
-dict_index(XpuAggTable *t, const KeyPrint *rp, int add)
-{
-	int			i0 = dict_number(&t->dict[0], &rp[0], add),
-				i1 = t->n_keys == 2 ? dict_number(&t->dict[1], &rp[1], add) : 0;
-
-	return (i0 | i1) < 0 ? -1 : i0 | i1 << 8;
-}
-
-/*
- * dict_groups: the groups of the m rows krow[] of a block, whose prints are
- * in t->rprint, from the dictionaries into t->rowgroup; false when a row
- * missed (the block must take the probe)
- */
-static int
-dict_groups(XpuAggTable *t, const int64_t *krow, int m)
-{
-	const int	nk = t->n_keys;
-
-	for (int j = 0; j < m; j++)
-	{
-		int			c = dict_index(t, t->rprint + j * nk, 0);
-		int32_t		g;
-
-		if (c < 0 || (g = t->combo[c]) < 0)
-			return 0;
-		t->rowgroup[krow[j]] = g;
-	}
-	return 1;
-}
-
-/* dict_learn: after a block's probe, its values and groups into the dictionaries */
-static void
-dict_learn(XpuAggTable *t, const int64_t *krow, int m)
-{
-	const int	nk = t->n_keys;
-
-	for (int j = 0; j < m; j++)
-	{
-		const KeyPrint *rp = t->rprint + j * nk;
-		int64_t		g = t->rowgroup[krow[j]];
-		int			c;
-
-		if ((c = dict_index(t, rp, 1)) >= 0)
-		{
-			if (g <= INT32_MAX)
-				t->combo[c] = (int32_t) g;
-			continue;
-		}
-		/* a long text misses for ever; DICT_IDS values taken: no shortcut */
-		for (int k = 0; k < nk; k++)
-			if (rp[k].tag <= 16 || rp[k].tag == KEY_TAG_NULL)
-				if (dict_number(&t->dict[k], &rp[k], 0) < 0)
-					t->dict_on = -1;
-		if (t->dict_on < 0)
-			return;
-	}
-}
+/* the few-values shortcut (KeyDict): needs the table, the prints and print_rows above */
+#include "xpu_agg_dict.h"
 
 /*
  * Prefetch distances of find_groups, in rows: the slot of a row's hash
@@ -1574,6 +1439,26 @@ prefetch_group(const XpuAggTable *t, uint64_t h)
 	}
 }
 
+/* is every byte of mask[r0 .. end - 1] 1 (mask NULL: every row passes) */
+static inline int
+all_pass(const uint8_t *mask, int64_t r0, int64_t end)
+{
+	uint64_t	w,
+				diff = 0;
+	int64_t		r = r0;
+
+	if (mask == NULL)
+		return 1;
+	for (; r + 8 <= end; r += 8)
+	{
+		memcpy(&w, mask + r, 8);
+		diff |= w ^ UINT64_C(0x0101010101010101);
+	}
+	for (; r < end; r++)
+		diff |= mask[r] ^ 1;
+	return diff == 0;
+}
+
 /*
  * find_groups: t->rowgroup[r] = the group of row r of res (added when new),
  * -1 for a row that did not pass; 0 (err set) when memory runs out.  A
@@ -1595,20 +1480,30 @@ find_groups(XpuAggTable *t, const XpuResult *res, XpuError *err)
 		int			m = 0, j, h, nh;
 		int			heads[KEY_BLOCK + 1];
 
-		for (int64_t r = r0; r < end; r++)
-		{
-			t->rowgroup[r] = -1;
-			if (!res->mask || res->mask[r])
+		/*
+		 * the passing rows, without a branch a row; rowgroup[r] = -1 where a
+		 * row did not pass (a block whose every mask byte is 1 passes whole)
+		 */
+		if (all_pass(res->mask, r0, end))
+			for (int64_t r = r0; r < end; r++)
 				krow[m++] = r;
-		}
+		else
+			for (int64_t r = r0; r < end; r++)
+			{
+				int			pass = !res->mask || res->mask[r];
+
+				t->rowgroup[r] = -1;
+				krow[m] = r;
+				m += pass;
+			}
 		if (t->dict_on == 0)
 			dict_start(t);
 		if (t->dict_on > 0)
 		{
-			print_rows(t, res, krow, m, NULL, lng);
-			if (dict_groups(t, krow, m))
+			if (dict_groups(t, res, krow, m))
 			{
 				t->dict_misses = 0;
+				t->dict_hits++;
 				continue;
 			}
 			if (++t->dict_misses > DICT_MISS_BLOCKS)

@@ -264,6 +264,13 @@ extern uint32_t xpu_agg_table_flags(const XpuAggTable *t);
 extern size_t xpu_agg_table_memory(const XpuAggTable *t);
 
 /*
+ * The few-values shortcut of the group lookup (xpu_agg_dict.h): 1 on, -1
+ * off for good, 0 not tried yet; *hits (NULL: not asked) the blocks of rows
+ * it found every group of
+ */
+extern int	xpu_agg_table_shortcut(const XpuAggTable *t, int64_t *hits);
+
+/*
  * After the last update or merge: every HLL set of t in its final form
  * (distinct explicit hashes, or registers once there are more than the
  * explicit limit); 0 with err set (FALLBACK past the limit, or out of
