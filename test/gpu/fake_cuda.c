@@ -8,7 +8,8 @@
  *		them.  The heap kernels are emulated with the same per-tuple
  *		functions kern_heap.cu calls (xpu/xpu_heap_gpu.h), block by block in
  *		thread order; kern_warp_exec by the CPU engine's pass mask (a heap
- *		GpuScan's filter); kern_agg_exec is replaced by the CPU engine folding the
+ *		GpuScan's filter); kern_join_scan_exec by its host form
+ *		(xpu_join_scan_exec, the same per-row function); kern_agg_exec is replaced by the CPU engine folding the
  *		decoded chunk into the side table the check registers
  *		(fake_side_table), which the check compares with the CPU engine's
  *		heap run; pg_warp_selftest as kern_selftest.cu computes it.  A
@@ -30,6 +31,7 @@
 #include "xpu/xpu_agg_gpu.h"
 #include "xpu/xpu_heap_gpu.h"
 #include "xpu/xpu_join.h"
+#include "xpu/xpu_join_scan.h"
 
 typedef struct CUevent_st *CUevent;
 
@@ -44,7 +46,8 @@ FAKE_API int fake_host_registered;
 
 enum
 {
-	K_AGG_EXEC, K_HEAP_MEASURE, K_HEAP_SCAN, K_HEAP_DECODE, K_WARP_EXEC, K_SELFTEST, K_OTHER
+	K_AGG_EXEC, K_HEAP_MEASURE, K_HEAP_SCAN, K_HEAP_DECODE, K_WARP_EXEC, K_SELFTEST, K_OTHER,
+	K_JOIN_SCAN
 };
 
 struct CUfunc_st
@@ -52,7 +55,7 @@ struct CUfunc_st
 	int			id;
 };
 static struct CUfunc_st funcs[] = {{K_AGG_EXEC}, {K_HEAP_MEASURE}, {K_HEAP_SCAN},
-{K_HEAP_DECODE}, {K_WARP_EXEC}, {K_SELFTEST}, {K_OTHER}};
+{K_HEAP_DECODE}, {K_WARP_EXEC}, {K_SELFTEST}, {K_OTHER}, {K_JOIN_SCAN}};
 static int	dummy;
 
 FAKE_API CUresult cuInit(unsigned int f) { return 0; }
@@ -89,6 +92,7 @@ FAKE_API CUresult cuModuleGetFunction(CUfunction *f, CUmodule m, const char *nam
 				strcmp(name, "kern_heap_scan") == 0 ? K_HEAP_SCAN :
 				strcmp(name, "kern_heap_decode") == 0 ? K_HEAP_DECODE :
 				strcmp(name, "kern_warp_exec") == 0 ? K_WARP_EXEC :
+				strcmp(name, "kern_join_scan_exec") == 0 ? K_JOIN_SCAN :
 				strcmp(name, "pg_warp_selftest") == 0 ? K_SELFTEST : K_OTHER];
 	return 0;
 }
@@ -349,6 +353,10 @@ cuLaunchKernel(CUfunction f, unsigned int gx, unsigned int gy, unsigned int gz,
 		case K_WARP_EXEC:
 			fake_warp(ARG(0, const XpuProgram *), ARG(3, const XpuChunk *),
 					  ARG(4, const XpuResult *), ARG(5, XpuError *));
+			break;
+		case K_JOIN_SCAN:
+			xpu_join_scan_exec(ARG(0, const XpuProgram *), ARG(3, const XpuChunk *),
+							   ARG(4, uint8_t *), ARG(5, int32_t *), ARG(6, XpuError *));
 			break;
 		case K_SELFTEST:
 			/* kern_selftest.cu: y[i] = a * x[i] + i */
