@@ -1124,6 +1124,7 @@ scan_task_reply(ScanTask *t, uint8_t *buf, uint32_t *type, bool *last)
 	h->exec_us = t->exec_us;
 	h->wall_us = svc_now_us(CLOCK_MONOTONIC) - t->start_us;
 	h->threads = t->threads;
+	h->cpu_batches = (uint32_t) t->cpu_batches;
 	*last = true;
 	return sizeof(*h);
 }

@@ -87,6 +87,9 @@ def joined(sql, depths, settings=NO_PG_JOINS, fact="fact", ordered=False, db=DB)
     got = [k for k in nodes[0] if k.startswith("Join Depth")]
     assert len(got) == depths, (sql, show(top))
     assert "inner rows" in nodes[0]["Join Depth 1"], show(top)
+    if engine == "GPU":
+        # no batch's GPU run raised an error (the CPU engine would have run it)
+        assert nodes[0]["Batches Run on the CPU Engine"] == 0, show(top)
     return top
 
 
