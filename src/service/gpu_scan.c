@@ -102,6 +102,36 @@ gscan_reserve(GscanRun *gs, int si, int64_t nrows)
 }
 
 /*
+ * gscan_kernel: queues on slot s's stream kernel f over its chunk with
+ * params (a grid of blocks covering its rows, smem bytes of shared memory):
+ * the program's error at xerr cleared first, ev_end recorded after, then
+ * result_len bytes at result copied back to the start of the slot's pinned
+ * buffer and the error to err_host.  The slot is busy until gagg_stream_wait.
+ */
+static int
+gscan_kernel(GaggRun *g, GaggSlot *s, CUfunction f, void **params, uint32_t smem,
+			 CUdeviceptr xerr, CUdeviceptr result, size_t result_len, XpuError *err_host)
+{
+	uint32_t	blocks = (uint32_t) ((s->nrows + GSCAN_BLOCK - 1) / GSCAN_BLOCK);
+
+	if (blocks > GSCAN_MAX_GRID)
+		blocks = GSCAN_MAX_GRID;	/* the kernels stride over the grid */
+	if (gagg_cuda(g, gpu_drv.cuMemsetD8Async(xerr, 0, sizeof(XpuError), s->stream),
+				  "cuMemsetD8Async") != 0 ||
+		gagg_cuda(g, GAGG_RETRY(g, gpu_drv.cuLaunchKernel(f, blocks, 1, 1, GSCAN_BLOCK,
+														  1, 1, smem, s->stream, params, NULL)),
+				  "cuLaunchKernel") != 0 ||
+		gagg_cuda(g, gpu_drv.cuEventRecord(s->ev_end, s->stream), "cuEventRecord") != 0 ||
+		gagg_cuda(g, gpu_drv.cuMemcpyDtoHAsync(s->host, result, result_len, s->stream),
+				  "cuMemcpyDtoHAsync") != 0 ||
+		gagg_cuda(g, gpu_drv.cuMemcpyDtoHAsync(err_host, xerr, sizeof(XpuError), s->stream),
+				  "cuMemcpyDtoHAsync") != 0)
+		return -1;
+	s->busy = 1;
+	return 0;
+}
+
+/*
  * gagg_launch_filter (gpu_agg_int.h): queues on slot s's stream the filter
  * of its chunk (at s->dev) by kern_warp_exec (f) with the program at
  * d_prog: the program's error at xerr cleared, the kernel writing the mask
@@ -116,25 +146,10 @@ gagg_launch_filter(GaggRun *g, GaggSlot *s, CUfunction f, CUdeviceptr d_prog, CU
 	const XpuProgram *prog = g->run->prog;
 	uint32_t	prog_len = prog->total_len;
 	uint32_t	smem = prog_len <= GSCAN_SMEM_MAX ? (uint32_t) align_up(prog_len, 16) : 0;
-	uint32_t	blocks = (uint32_t) ((s->nrows + GSCAN_BLOCK - 1) / GSCAN_BLOCK);
 	CUdeviceptr chunk = s->dev;
 	void	   *params[] = {&d_prog, &prog_len, &smem, &chunk, &res, &xerr};
 
-	if (blocks > GSCAN_MAX_GRID)
-		blocks = GSCAN_MAX_GRID;	/* the kernel strides over the grid */
-	if (gagg_cuda(g, gpu_drv.cuMemsetD8Async(xerr, 0, sizeof(XpuError), s->stream),
-				  "cuMemsetD8Async") != 0 ||
-		gagg_cuda(g, GAGG_RETRY(g, gpu_drv.cuLaunchKernel(f, blocks, 1, 1, GSCAN_BLOCK,
-														  1, 1, smem, s->stream, params, NULL)),
-				  "cuLaunchKernel") != 0 ||
-		gagg_cuda(g, gpu_drv.cuEventRecord(s->ev_end, s->stream), "cuEventRecord") != 0 ||
-		gagg_cuda(g, gpu_drv.cuMemcpyDtoHAsync(s->host, mask, (size_t) s->nrows, s->stream),
-				  "cuMemcpyDtoHAsync") != 0 ||
-		gagg_cuda(g, gpu_drv.cuMemcpyDtoHAsync(err_host, xerr, sizeof(XpuError), s->stream),
-				  "cuMemcpyDtoHAsync") != 0)
-		return -1;
-	s->busy = 1;
-	return 0;
+	return gscan_kernel(g, s, f, params, smem, xerr, mask, (size_t) s->nrows, err_host);
 }
 
 /*
@@ -151,26 +166,12 @@ gscan_launch_join(GscanRun *gs, GaggSlot *s, CUdeviceptr xerr, CUdeviceptr mask,
 	const XpuProgram *prog = g->run->prog;
 	uint32_t	prog_len = prog->total_len;
 	uint32_t	smem = prog_len <= GSCAN_SMEM_MAX ? (uint32_t) align_up(prog_len, 16) : 0;
-	uint32_t	blocks = (uint32_t) ((s->nrows + GSCAN_BLOCK - 1) / GSCAN_BLOCK);
 	CUdeviceptr chunk = s->dev,
 				rows = mask + GSCAN_ROWS_AT(s->nrows);
 	void	   *params[] = {&gs->d_prog, &prog_len, &smem, &chunk, &mask, &rows, &xerr};
 
-	if (blocks > GSCAN_MAX_GRID)
-		blocks = GSCAN_MAX_GRID;	/* the kernel strides over the grid */
-	if (gagg_cuda(g, gpu_drv.cuMemsetD8Async(xerr, 0, sizeof(XpuError), s->stream),
-				  "cuMemsetD8Async") != 0 ||
-		gagg_cuda(g, GAGG_RETRY(g, gpu_drv.cuLaunchKernel(gs->f_join, blocks, 1, 1, GSCAN_BLOCK,
-														  1, 1, smem, s->stream, params, NULL)),
-				  "cuLaunchKernel") != 0 ||
-		gagg_cuda(g, gpu_drv.cuEventRecord(s->ev_end, s->stream), "cuEventRecord") != 0 ||
-		gagg_cuda(g, gpu_drv.cuMemcpyDtoHAsync(s->host, mask, gscan_result_len(gs, s->nrows),
-											   s->stream), "cuMemcpyDtoHAsync") != 0 ||
-		gagg_cuda(g, gpu_drv.cuMemcpyDtoHAsync(err_host, xerr, sizeof(XpuError), s->stream),
-				  "cuMemcpyDtoHAsync") != 0)
-		return -1;
-	s->busy = 1;
-	return 0;
+	return gscan_kernel(g, s, gs->f_join, params, smem, xerr, mask,
+						gscan_result_len(gs, s->nrows), err_host);
 }
 
 /* the filter (gagg_launch_filter) or, for a projection run, the join (gscan_launch_join) */

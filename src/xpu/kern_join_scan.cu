@@ -15,34 +15,20 @@
  *-------------------------------------------------------------------------
  */
 #include "xpu_join_scan.h"
+#include "xpu_kernel.h"
 
 XPU_KERNEL void
 kern_join_scan_exec(const XpuProgram *gprog, uint32_t prog_len, uint32_t smem_len,
 					const XpuChunk *chunk, uint8_t *mask, int32_t *rows, XpuError *err)
 {
 	extern __shared__ uint4 kern_join_scan_smem[];
-	const XpuProgram *prog = gprog;
+	const XpuProgram *prog = xpu_block_program(gprog, prog_len, smem_len, kern_join_scan_smem);
 	XpuValue	regs[XPU_MAX_REGS];
 	uint8_t		nulls[XPU_MAX_REGS];
-	int64_t		row;
 	int64_t		stride = (int64_t) gridDim.x * blockDim.x;
 
-	if (smem_len >= prog_len && prog_len > 0)
-	{
-		const uint4 *src = (const uint4 *) gprog;
-		uint32_t	i;
-
-		for (i = threadIdx.x; i < (prog_len + 15) / 16; i += blockDim.x)
-			kern_join_scan_smem[i] = src[i];
-		__syncthreads();
-		prog = (const XpuProgram *) kern_join_scan_smem;
-	}
-	for (row = (int64_t) blockIdx.x * blockDim.x + threadIdx.x;
-		 row < chunk->nrows;
-		 row += stride)
-	{
-		if (err->code != XPU_OK)
-			break;
+	/* a grid-stride loop: any launch geometry covers the chunk */
+	for (int64_t row = (int64_t) blockIdx.x * blockDim.x + threadIdx.x;
+		 row < chunk->nrows && err->code == XPU_OK; row += stride)
 		xpu_join_scan_row(prog, chunk, row, regs, nulls, mask, rows, chunk->nrows, err);
-	}
 }

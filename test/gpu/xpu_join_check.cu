@@ -359,6 +359,35 @@ spec1(int type, int probe_type, int scale, int probe_scale, int form)
 /* ---------------------------------------------------------------- the JOIN stage */
 
 /*
+ * js_device: case c's chunk (js_chunk) whose outer columns (cd), tables
+ * (dtabs: room for its depths) and column array are copied to the device;
+ * returns the program's device copy
+ */
+static void *
+js_device(const JsCase *c, JsData *js, XpuColumnData *cd, XpuChunk *chunk,
+		  const XpuJoinTable **dtabs)
+{
+	int64_t		n = c->n_outer;
+
+	js_chunk(c, js, cd, chunk);
+	for (int k = 0; k < js->ncols; k++)
+	{
+		size_t		dlen = js->cols[k].kind == XPU_COL_UTF8 ?
+			(size_t) ((int32_t *) js->cols[k].values)[n] : 0;
+
+		cd[k].validity = (const uint8_t *) dcopy(js->cols[k].validity, (size_t) n / 8 + 1);
+		cd[k].values = dcopy(js->cols[k].values, ((size_t) n + 1) * 16);
+		cd[k].data = (const char *) dcopy(js->cols[k].data, dlen);
+	}
+	chunk->cols = (const XpuColumnData *) dcopy(cd, sizeof(XpuColumnData) * (size_t) js->ncols);
+	for (int d = 0; d < c->n_depths; d++)
+		dtabs[d] = (const XpuJoinTable *) dcopy(js->tabs[d], js->tabs[d]->total_len);
+	chunk->joins = (const XpuJoinTable *const *) dcopy(dtabs,
+													   sizeof(dtabs[0]) * (size_t) c->n_depths);
+	return dcopy(js->prog, js->prog->total_len);
+}
+
+/*
  * one jstage_testlib.h case on the GPU: the outer columns and the tables
  * copied to the device, kern_warp_exec over the chunk, the results (text
  * payloads pointing into the device tables mapped back to the host's)
@@ -392,21 +421,7 @@ gpu_jstage_case(int i)
 	}
 	n = c.n_outer;
 	nout = (size_t) js.n_outs * (size_t) n;
-	js_chunk(&c, &js, cd, &chunk);
-	for (int k = 0; k < js.ncols; k++)
-	{
-		size_t		dlen = js.cols[k].kind == XPU_COL_UTF8 ?
-			(size_t) ((int32_t *) js.cols[k].values)[n] : 0;
-
-		cd[k].validity = (const uint8_t *) dcopy(js.cols[k].validity, (size_t) n / 8 + 1);
-		cd[k].values = dcopy(js.cols[k].values, ((size_t) n + 1) * 16);
-		cd[k].data = (const char *) dcopy(js.cols[k].data, dlen);
-	}
-	chunk.cols = (const XpuColumnData *) dcopy(cd, sizeof(XpuColumnData) * (size_t) js.ncols);
-	for (int d = 0; d < c.n_depths; d++)
-		dtabs[d] = (const XpuJoinTable *) dcopy(js.tabs[d], js.tabs[d]->total_len);
-	chunk.joins = (const XpuJoinTable *const *) dcopy(dtabs, sizeof(dtabs[0]) * (size_t) c.n_depths);
-	dprog = dcopy(js.prog, js.prog->total_len);
+	dprog = js_device(&c, &js, cd, &chunk, dtabs);
 	dres.nrows = n;
 	CUDA_OK(cudaMalloc(&dres.mask, n));
 	CUDA_OK(cudaMalloc(&dres.values, nout * sizeof(XpuValue)));
@@ -499,21 +514,7 @@ gpu_join_scan_case(int i)
 	nout = (size_t) js.n_outs * (size_t) n;
 	nrows_len = sizeof(int32_t) * ((size_t) np * (size_t) n + 1);
 	js_chunk(&c, &js, hcd, &hchunk);
-	js_chunk(&c, &js, cd, &chunk);
-	for (int k = 0; k < js.ncols; k++)
-	{
-		size_t		dlen = js.cols[k].kind == XPU_COL_UTF8 ?
-			(size_t) ((int32_t *) js.cols[k].values)[n] : 0;
-
-		cd[k].validity = (const uint8_t *) dcopy(js.cols[k].validity, (size_t) n / 8 + 1);
-		cd[k].values = dcopy(js.cols[k].values, ((size_t) n + 1) * 16);
-		cd[k].data = (const char *) dcopy(js.cols[k].data, dlen);
-	}
-	chunk.cols = (const XpuColumnData *) dcopy(cd, sizeof(XpuColumnData) * (size_t) js.ncols);
-	for (int d = 0; d < c.n_depths; d++)
-		dtabs[d] = (const XpuJoinTable *) dcopy(js.tabs[d], js.tabs[d]->total_len);
-	chunk.joins = (const XpuJoinTable *const *) dcopy(dtabs, sizeof(dtabs[0]) * (size_t) c.n_depths);
-	dprog = dcopy(js.prog, js.prog->total_len);
+	dprog = js_device(&c, &js, cd, &chunk, dtabs);
 	CUDA_OK(cudaMalloc(&dmask, n ? (size_t) n : 1));
 	CUDA_OK(cudaMalloc(&drows, nrows_len));
 	memset(&err, 0, sizeof(err));
