@@ -25,7 +25,11 @@
  * workers compute the outputs of the passing rows from the host copies of
  * the batch and of the inner tables.  Copying back 1 + 4 * depths bytes a
  * row costs less than the outputs themselves would (16 + 1 bytes a row and
- * output as XpuValues, whose text would point into device memory).
+ * output as XpuValues), and a text output would point into device memory
+ * (the batch's columns or the column cache, an inner table, the program),
+ * which the host would have to map back; the host's replay reads its own
+ * copies instead.  Its cost is the per-row interpreter's for the passing
+ * rows only (xpu_join_scan.h).
  *
  *-------------------------------------------------------------------------
  */
