@@ -353,7 +353,7 @@ def test_stand_in_gpu_projection(fake_gpu, sql, depths):
     joined(sql, depths, db=fake_gpu)
 
 
-def test_stand_in_gpu_parallel_and_empty(fake_gpu):
+def test_stand_in_gpu_parallel_empty_limit(fake_gpu):
     joined("SELECT f.id, d.d_year, s.s_city FROM {f} f, gj.date1 d, gj.supplier s "
            "WHERE f.dk = d.d_datekey AND f.sk = s.s_key", 2, settings=PAR + NO_PG_JOINS,
            db=fake_gpu)
@@ -363,6 +363,12 @@ def test_stand_in_gpu_parallel_and_empty(fake_gpu):
            "WHERE c.c_nation = 'nowhere'", 1, db=fake_gpu)
     sql = q("SELECT f.id, d.d_year FROM {f} f JOIN gj.date1 d ON f.dk = d.d_datekey", "empty")
     assert fake_gpu.result(sql, tuple(ON) + NO_PG_JOINS) == ("ok", "")
+    # ORDER BY and LIMIT above the node (the run may be stopped early)
+    joined("SELECT f.id, d.d_year, f.amt FROM {f} f JOIN gj.date1 d ON f.dk = d.d_datekey "
+           "ORDER BY f.amt DESC NULLS LAST, f.id LIMIT 37", 1, ordered=True, db=fake_gpu)
+    sql = q("SELECT count(*) FROM (SELECT f.id, c.c_nation FROM {f} f JOIN gj.customer c "
+            "ON f.ck = c.c_key LIMIT 10) s")
+    assert fake_gpu.result(sql, tuple(ON) + NO_PG_JOINS) == fake_gpu.result(sql, NO_PG_JOINS)
 
 
 def test_stand_in_gpu_error_is_postgres_own(fake_gpu):
