@@ -9,7 +9,9 @@
  *		functions kern_heap.cu calls (xpu/xpu_heap_gpu.h), block by block in
  *		thread order; kern_warp_exec by the CPU engine's pass mask (a heap
  *		GpuScan's filter); kern_join_scan_exec by its host form
- *		(xpu_join_scan_exec, the same per-row function); kern_agg_exec is replaced by the CPU engine folding the
+ *		(xpu_join_scan_exec, the same per-row function; with
+ *		PG_WARP_FAKE_JOIN_SCAN_FALLBACK set every launch raises FALLBACK, so
+ *		that the service runs each batch on the CPU engine); kern_agg_exec is replaced by the CPU engine folding the
  *		decoded chunk into the side table the check registers
  *		(fake_side_table), which the check compares with the CPU engine's
  *		heap run; pg_warp_selftest as kern_selftest.cu computes it.  A
@@ -357,6 +359,9 @@ cuLaunchKernel(CUfunction f, unsigned int gx, unsigned int gy, unsigned int gz,
 		case K_JOIN_SCAN:
 			xpu_join_scan_exec(ARG(0, const XpuProgram *), ARG(3, const XpuChunk *),
 							   ARG(4, uint8_t *), ARG(5, int32_t *), ARG(6, XpuError *));
+			/* every launch as if its program raised FALLBACK (test_gpujoin_scan.py) */
+			if (getenv("PG_WARP_FAKE_JOIN_SCAN_FALLBACK") != NULL)
+				ARG(6, XpuError *)->code = XPU_ERR_FALLBACK;
 			break;
 		case K_SELFTEST:
 			/* kern_selftest.cu: y[i] = a * x[i] + i */

@@ -327,11 +327,16 @@ def test_heap_outer_error_is_postgres_own():
 
 # ---------------------------------------------------------------- the stand-in GPU
 
-@pytest.fixture(scope="module")
-def fake_gpu(tables, fake_driver):
-    """A cluster of its own whose service runs on test/gpu's stand-in driver
-    (one "GPU", pg_warp.engine auto: GPU), with this module's tables."""
-    c = stand_in_cluster(fake_driver, None)
+def stand_in_with_tables(driver, tables, fallback=False):
+    """A cluster whose service runs on test/gpu's stand-in driver (one
+    "GPU", pg_warp.engine auto: GPU), with this module's tables; fallback:
+    each GPU launch of a projection run raises FALLBACK."""
+    if fallback:
+        os.environ["PG_WARP_FAKE_JOIN_SCAN_FALLBACK"] = "1"
+    try:
+        c = stand_in_cluster(driver, None)
+    finally:
+        os.environ.pop("PG_WARP_FAKE_JOIN_SCAN_FALLBACK", None)
     try:
         c.sql("CREATE SCHEMA " + S)
         c.sql(DIMS.replace("gj.", S + "."))
@@ -341,9 +346,17 @@ def fake_gpu(tables, fake_driver):
         c.sql("CREATE TABLE %s.emptydim (e_key int4 PRIMARY KEY, e_name text); "
               "ANALYZE %s.emptydim" % (S, S))
         assert c.status()["engine"] == "gpu", c.status()
-        yield c
-    finally:
+    except BaseException:
         c.destroy()
+        raise
+    return c
+
+
+@pytest.fixture(scope="module")
+def fake_gpu(tables, fake_driver):
+    c = stand_in_with_tables(fake_driver, tables)
+    yield c
+    c.destroy()
 
 
 @pytest.mark.parametrize("sql,depths", PROJECTIONS + SEMI_ANTI_LEFT)
@@ -379,3 +392,19 @@ def test_stand_in_gpu_error_is_postgres_own(fake_gpu):
                           "ON f.dk = d.d_datekey WHERE f.v * 2 > 0"), NODE, settings=NO_PG_JOINS)
     fake_gpu.same_error(q("SELECT f.id, f.v / (d.d_year - d.d_year) FROM {f} f "
                           "JOIN gj.date1 d ON f.dk = d.d_datekey"), NODE, settings=NO_PG_JOINS)
+
+
+def test_stand_in_gpu_fallback_runs_batches_on_the_cpu_engine(tables, fake_driver):
+    """Every GPU launch raises FALLBACK: each batch runs on the CPU engine in
+    the service's workers, PostgreSQL's rows; EXPLAIN ANALYZE says GPU and
+    counts those batches."""
+    c = stand_in_with_tables(fake_driver, tables, fallback=True)
+    try:
+        sql = q("SELECT f.id, d.d_year, c.c_nation FROM {f} f, gj.date1 d, gj.customer c "
+                "WHERE f.dk = d.d_datekey AND f.ck = c.c_key AND f.q1 > 1")
+        c.same(sql, NODE, settings=NO_PG_JOINS, engine="GPU")
+        top = c.engine_ran(sql, NODE, tuple(ON) + NO_PG_JOINS, engine="GPU")
+        node = find_nodes(top, NODE)[0]
+        assert node["Batches Run on the CPU Engine"] == node["Batches Read"] > 0, show(top)
+    finally:
+        c.destroy()
