@@ -131,7 +131,7 @@ $(ARROW_LIB): $(ARROW_OBJS)
 # to link once codegen uses it.
 XPU_LIB      = src/xpu/libwarpxpu.a
 XPU_C_OBJS   = src/xpu/xpu_agg.o src/xpu/xpu_build.o src/xpu/xpu_cpu.o \
-               src/xpu/xpu_hll_sketch.o src/xpu/xpu_join.o
+               src/xpu/xpu_hll_sketch.o src/xpu/xpu_join.o src/xpu/xpu_join_scan.o
 EXTRA_CLEAN += $(XPU_LIB) $(XPU_C_OBJS) $(XPU_C_OBJS:.o=.d)
 -include $(XPU_C_OBJS:.o=.d)
 
@@ -162,7 +162,8 @@ XPU_SRCS     = \
 	src/xpu/kern_selftest.cu \
 	src/xpu/kern_warp.cu \
 	src/xpu/kern_agg.cu \
-	src/xpu/kern_heap.cu
+	src/xpu/kern_heap.cu \
+	src/xpu/kern_join_scan.cu
 # CUDA_ARCHS: the GPUs' compute capabilities to build machine code for (the
 # last one's PTX goes in too, for newer GPUs); nvcc compiles them in parallel
 CUDA_ARCHS  ?= 80 90
@@ -229,7 +230,8 @@ SERVICE_XPU_SRCS = \
 	src/xpu/xpu_build.c \
 	src/xpu/xpu_cpu.c \
 	src/xpu/xpu_hll_sketch.c \
-	src/xpu/xpu_join.c
+	src/xpu/xpu_join.c \
+	src/xpu/xpu_join_scan.c
 SERVICE_HDRS = \
 	src/service/buf_cache.h \
 	src/service/file_map.h \

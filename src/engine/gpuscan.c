@@ -468,7 +468,7 @@ gs_plan_arrow(CustomScan *cs, RelOptInfo *rel, Oid table, EngineColumns *ec, Lis
 enum
 {
 	GC_ROWS_IN, GC_ROWS_PASSED, GC_BATCHES, GC_RECHECK, GC_BYTES_READ,
-	GC_BYTES_SENT, GC_IO_US, GC_EXEC_US, GC_REQUESTS, GC_N
+	GC_BYTES_SENT, GC_IO_US, GC_EXEC_US, GC_REQUESTS, GC_CPU_BATCHES, GC_N
 };
 
 /*
@@ -775,7 +775,7 @@ static void
 gs_add_counters(GsState *st, const WarpScanResult *h)
 {
 	uint64		v[GC_N] = {h->rows_in, h->rows_passed, h->batches, h->recheck_batches,
-		h->bytes_read, h->bytes_sent, h->io_us, h->exec_us, 1};
+		h->bytes_read, h->bytes_sent, h->io_us, h->exec_us, 1, h->cpu_batches};
 
 	gs_join_rows(st, h->join_depths, h->join_in, h->join_out);
 	for (int i = 0; i < GC_N; i++)
@@ -1468,6 +1468,10 @@ gjs_explain(GsState *st, List *ctx, ExplainState *es)
 	ExplainPropertyInteger("Bytes Read", "bytes", (int64) st->c[GC_BYTES_READ], es);
 	ExplainPropertyInteger("Bytes Returned", "bytes", (int64) st->c[GC_BYTES_SENT], es);
 	ExplainPropertyInteger("Service Requests", NULL, (int64) st->c[GC_REQUESTS], es);
+	/* on the GPU: batches whose GPU run raised an error, run on the CPU engine */
+	if (st->c[GC_CPU_BATCHES] > 0 || es->format != EXPLAIN_FORMAT_TEXT)
+		ExplainPropertyInteger("Batches Run on the CPU Engine", NULL,
+							   (int64) st->c[GC_CPU_BATCHES], es);
 	engine_explain_times(es, st->c[GC_IO_US], st->c[GC_EXEC_US], st->threads);
 }
 

@@ -18,6 +18,19 @@
  * order).  A batch whose program raised an error or FALLBACK is handed
  * over without a mask, for PostgreSQL to recheck; the run goes on.
  *
+ * A projection run (GpuJoin's: a program with outputs) launches
+ * kern_join_scan_exec (kern_join_scan.cu) instead: with the mask comes
+ * back, per join depth, the inner row each passing row found (int32 per
+ * row, xpu_join_scan.h), after the mask in the pinned buffer; the caller's
+ * workers compute the outputs of the passing rows from the host copies of
+ * the batch and of the inner tables.  Copying back 1 + 4 * depths bytes a
+ * row costs less than the outputs themselves would (16 + 1 bytes a row and
+ * output as XpuValues), and a text output would point into device memory
+ * (the batch's columns or the column cache, an inner table, the program),
+ * which the host would have to map back; the host's replay reads its own
+ * copies instead.  Its cost is the per-row interpreter's for the passing
+ * rows only (xpu_join_scan.h).
+ *
  *-------------------------------------------------------------------------
  */
 #include <stdio.h>
@@ -25,6 +38,7 @@
 #include <string.h>
 
 #include "gpu_agg_int.h"
+#include "xpu/xpu_join_scan.h"
 
 #define GSCAN_BLOCK		256
 #define GSCAN_MAX_GRID	65535
@@ -42,6 +56,9 @@ typedef struct GscanRun
 {
 	GaggRun		g;				/* the input path: slots, I/O threads, cache */
 	CUfunction	f_warp;			/* kern_warp_exec */
+	CUfunction	f_join;			/* kern_join_scan_exec: a projection run */
+	int			n_probes;		/* its probes (xpu_join_scan_probes); 0: none */
+	bool		join;			/* a projection run (the program has outputs) */
 	CUdeviceptr d_prog;			/* the program as the request has it */
 	GscanStage *stage[GAGG_SLOTS];
 	CUdeviceptr d_aux[GAGG_SLOTS];	/* XpuResult, XpuError, then the mask */
@@ -49,11 +66,21 @@ typedef struct GscanRun
 	int64_t		work[GAGG_SLOTS];	/* a slot's first batch, in request order */
 	GpuScanPass pass;
 	void	   *pass_arg;
+	uint64_t   *join_in;		/* a projection run's rows entering each depth, or NULL */
+	CUdeviceptr d_counts;		/* their device counters (XPU_JOIN_COUNT_DEPTHS) */
 } GscanRun;
 
-/* where the parts of a slot's d_aux lie */
+/* where the parts of a slot's d_aux lie; a projection run's rows after the mask */
 #define GSCAN_AUX_ERR		align_up(sizeof(XpuResult), GAGG_ALIGN)
 #define GSCAN_AUX_MASK		(GSCAN_AUX_ERR + align_up(sizeof(XpuError), GAGG_ALIGN))
+#define GSCAN_ROWS_AT(nrows)	align_up((size_t) (nrows), GAGG_ALIGN)
+
+/* bytes of mask and (a projection run) probe rows for nrows rows */
+static size_t
+gscan_result_len(const GscanRun *gs, int64_t nrows)
+{
+	return GSCAN_ROWS_AT(nrows) + (size_t) gs->n_probes * (size_t) nrows * sizeof(int32_t);
+}
 
 /*
  * gscan_reserve: room in (idle) slot si for a mask of nrows rows: on the
@@ -64,9 +91,10 @@ static int
 gscan_reserve(GscanRun *gs, int si, int64_t nrows)
 {
 	GaggRun    *g = &gs->g;
-	size_t		need = GSCAN_AUX_MASK + align_up((size_t) nrows, GAGG_ALIGN);
+	size_t		need = GSCAN_AUX_MASK + gscan_result_len(gs, nrows);
 
-	if (gagg_slot_reserve(g, &g->slots[si], (size_t) nrows, 0, 0, 4, "a mask") != 0)
+	if (gagg_slot_reserve(g, &g->slots[si], gscan_result_len(gs, nrows), 0, 0, 4,
+						  "a mask") != 0)
 		return -1;
 	if (need <= gs->aux_cap[si])
 		return 0;
@@ -76,6 +104,36 @@ gscan_reserve(GscanRun *gs, int si, int64_t nrows)
 	if (gagg_dev_alloc(g, &gs->d_aux[si], need, "a mask") != 0)
 		return -1;
 	gs->aux_cap[si] = need;
+	return 0;
+}
+
+/*
+ * gscan_kernel: queues on slot s's stream kernel f over its chunk with
+ * params (a grid of blocks covering its rows, smem bytes of shared memory):
+ * the program's error at xerr cleared first, ev_end recorded after, then
+ * result_len bytes at result copied back to the start of the slot's pinned
+ * buffer and the error to err_host.  The slot is busy until gagg_stream_wait.
+ */
+static int
+gscan_kernel(GaggRun *g, GaggSlot *s, CUfunction f, void **params, uint32_t smem,
+			 CUdeviceptr xerr, CUdeviceptr result, size_t result_len, XpuError *err_host)
+{
+	uint32_t	blocks = (uint32_t) ((s->nrows + GSCAN_BLOCK - 1) / GSCAN_BLOCK);
+
+	if (blocks > GSCAN_MAX_GRID)
+		blocks = GSCAN_MAX_GRID;	/* the kernels stride over the grid */
+	if (gagg_cuda(g, gpu_drv.cuMemsetD8Async(xerr, 0, sizeof(XpuError), s->stream),
+				  "cuMemsetD8Async") != 0 ||
+		gagg_cuda(g, GAGG_RETRY(g, gpu_drv.cuLaunchKernel(f, blocks, 1, 1, GSCAN_BLOCK,
+														  1, 1, smem, s->stream, params, NULL)),
+				  "cuLaunchKernel") != 0 ||
+		gagg_cuda(g, gpu_drv.cuEventRecord(s->ev_end, s->stream), "cuEventRecord") != 0 ||
+		gagg_cuda(g, gpu_drv.cuMemcpyDtoHAsync(s->host, result, result_len, s->stream),
+				  "cuMemcpyDtoHAsync") != 0 ||
+		gagg_cuda(g, gpu_drv.cuMemcpyDtoHAsync(err_host, xerr, sizeof(XpuError), s->stream),
+				  "cuMemcpyDtoHAsync") != 0)
+		return -1;
+	s->busy = 1;
 	return 0;
 }
 
@@ -94,25 +152,46 @@ gagg_launch_filter(GaggRun *g, GaggSlot *s, CUfunction f, CUdeviceptr d_prog, CU
 	const XpuProgram *prog = g->run->prog;
 	uint32_t	prog_len = prog->total_len;
 	uint32_t	smem = prog_len <= GSCAN_SMEM_MAX ? (uint32_t) align_up(prog_len, 16) : 0;
-	uint32_t	blocks = (uint32_t) ((s->nrows + GSCAN_BLOCK - 1) / GSCAN_BLOCK);
 	CUdeviceptr chunk = s->dev;
 	void	   *params[] = {&d_prog, &prog_len, &smem, &chunk, &res, &xerr};
 
-	if (blocks > GSCAN_MAX_GRID)
-		blocks = GSCAN_MAX_GRID;	/* the kernel strides over the grid */
-	if (gagg_cuda(g, gpu_drv.cuMemsetD8Async(xerr, 0, sizeof(XpuError), s->stream),
-				  "cuMemsetD8Async") != 0 ||
-		gagg_cuda(g, GAGG_RETRY(g, gpu_drv.cuLaunchKernel(f, blocks, 1, 1, GSCAN_BLOCK,
-														  1, 1, smem, s->stream, params, NULL)),
-				  "cuLaunchKernel") != 0 ||
-		gagg_cuda(g, gpu_drv.cuEventRecord(s->ev_end, s->stream), "cuEventRecord") != 0 ||
-		gagg_cuda(g, gpu_drv.cuMemcpyDtoHAsync(s->host, mask, (size_t) s->nrows, s->stream),
-				  "cuMemcpyDtoHAsync") != 0 ||
-		gagg_cuda(g, gpu_drv.cuMemcpyDtoHAsync(err_host, xerr, sizeof(XpuError), s->stream),
-				  "cuMemcpyDtoHAsync") != 0)
-		return -1;
-	s->busy = 1;
-	return 0;
+	return gscan_kernel(g, s, f, params, smem, xerr, mask, (size_t) s->nrows, err_host);
+}
+
+/*
+ * gscan_launch_join: gagg_launch_filter's counterpart of a projection run:
+ * kern_join_scan_exec over slot s's chunk into the mask at mask and the
+ * probes' rows after it (GSCAN_ROWS_AT), both copied back to the start of
+ * the slot's pinned buffer (in the same layout), the error to err_host
+ */
+static int
+gscan_launch_join(GscanRun *gs, GaggSlot *s, CUdeviceptr xerr, CUdeviceptr mask,
+				  XpuError *err_host)
+{
+	GaggRun    *g = &gs->g;
+	const XpuProgram *prog = g->run->prog;
+	uint32_t	prog_len = prog->total_len;
+	uint32_t	smem = prog_len <= GSCAN_SMEM_MAX ? (uint32_t) align_up(prog_len, 16) : 0;
+	CUdeviceptr chunk = s->dev,
+				rows = mask + GSCAN_ROWS_AT(s->nrows);
+	void	   *params[] = {&gs->d_prog, &prog_len, &smem, &chunk, &mask, &rows, &xerr,
+		&gs->d_counts};
+
+	return gscan_kernel(g, s, gs->f_join, params, smem, xerr, mask,
+						gscan_result_len(gs, s->nrows), err_host);
+}
+
+/* the filter (gagg_launch_filter) or, for a projection run, the join (gscan_launch_join) */
+static int
+gscan_queue(GscanRun *gs, GaggSlot *s, CUdeviceptr res)
+{
+	CUdeviceptr mask = res + GSCAN_AUX_MASK;
+	XpuError   *err_host = &gs->stage[s - gs->g.slots]->err;
+
+	if (gs->join)
+		return gscan_launch_join(gs, s, res + GSCAN_AUX_ERR, mask, err_host);
+	return gagg_launch_filter(&gs->g, s, gs->f_warp, gs->d_prog, res, res + GSCAN_AUX_ERR, mask,
+							  err_host);
 }
 
 /*
@@ -133,22 +212,23 @@ gscan_launch(GscanRun *gs, int si)
 											   s->stream), "cuMemcpyHtoDAsync") != 0 ||
 		gagg_cuda(g, gpu_drv.cuEventRecord(s->ev_start, s->stream), "cuEventRecord") != 0)
 		return -1;
-	return gagg_launch_filter(g, s, gs->f_warp, gs->d_prog, res, res + GSCAN_AUX_ERR, mask,
-							  &gs->stage[si]->err);
+	return gscan_queue(gs, s, res);
 }
 
 /*
  * gscan_pass: hands each batch of slot si's launch its part of the mask
- * (NULL: none, a recheck) in request order
+ * (NULL: none, a recheck) and of the probes' rows in request order
  */
 static void
 gscan_pass(GscanRun *gs, int si, const uint8_t *mask)
 {
 	GaggSlot   *s = &gs->g.slots[si];
+	const int32_t *rows = mask != NULL && gs->join ?
+		(const int32_t *) (mask + GSCAN_ROWS_AT(s->nrows)) : NULL;
 
 	for (int p = 0; p < s->n_parts; p++)
 		gs->pass(gs->pass_arg, gs->work[si] + p, mask != NULL ? mask + s->first_row[p] : NULL,
-				 gagg_part_rows(s, p));
+				 rows != NULL ? rows + s->first_row[p] : NULL, s->nrows, gagg_part_rows(s, p));
 }
 
 /*
@@ -168,7 +248,7 @@ gscan_narrow(GscanRun *gs, int si)
 	GscanStage *st = gs->stage[si];
 	int64_t		total = s->nrows;
 	CUdeviceptr res = gs->d_aux[si],
-				mask = gs->d_aux[si] + GSCAN_AUX_MASK;
+				mask = res + GSCAN_AUX_MASK;
 	int			rc = 0;
 
 	for (int p = 0; p < s->n_parts && rc == 0; p++)
@@ -177,7 +257,7 @@ gscan_narrow(GscanRun *gs, int si)
 
 		if (rows == 0)
 		{
-			gs->pass(gs->pass_arg, gs->work[si] + p, s->host, 0);
+			gs->pass(gs->pass_arg, gs->work[si] + p, s->host, NULL, 0, 0);
 			continue;
 		}
 		st->part = (XpuChunk) {rows, g->chunk_ncols, 0, s->part_cols[p], NULL};
@@ -190,14 +270,16 @@ gscan_narrow(GscanRun *gs, int si)
 			rc = gagg_cuda(g, gpu_drv.cuMemcpyHtoDAsync(res, &st->res, sizeof(XpuResult),
 														s->stream), "cuMemcpyHtoDAsync");
 		if (rc == 0)
-			rc = gagg_launch_filter(g, s, gs->f_warp, gs->d_prog, res, res + GSCAN_AUX_ERR,
-									mask, &st->err);
+			rc = gscan_queue(gs, s, res);
 		if (rc == 0)
 			rc = gagg_stream_wait(g, s->stream);
 		s->busy = 0;
-		if (rc == 0)
-			gs->pass(gs->pass_arg, gs->work[si] + p, st->err.code == XPU_OK ? s->host : NULL,
-					 rows);
+		if (rc == 0 && st->err.code == XPU_OK)
+			gs->pass(gs->pass_arg, gs->work[si] + p, s->host,
+					 gs->join ? (const int32_t *) (s->host + GSCAN_ROWS_AT(rows)) : NULL,
+					 rows, rows);
+		else if (rc == 0)
+			gs->pass(gs->pass_arg, gs->work[si] + p, NULL, NULL, 0, rows);
 	}
 	s->nrows = total;
 	return rc;
@@ -291,6 +373,9 @@ gscan_setup(GscanRun *gs, const ServiceGpu *gpu, uint32_t dev)
 		return gagg_fail(g, WARP_ERR_UNSUPPORTED, "%s", g->msg);
 	if (gagg_cuda(g, gpu_drv.cuModuleGetFunction(&gs->f_warp, mod, "kern_warp_exec"),
 				  "cuModuleGetFunction") != 0 ||
+		(gs->join &&
+		 gagg_cuda(g, gpu_drv.cuModuleGetFunction(&gs->f_join, mod, "kern_join_scan_exec"),
+				   "cuModuleGetFunction") != 0) ||
 		gagg_dev_alloc(g, &gs->d_prog, prog->total_len, "the program") != 0 ||
 		gagg_cuda(g, gpu_drv.cuMemcpyHtoDAsync(gs->d_prog, prog, prog->total_len,
 											   g->slots[0].stream), "cuMemcpyHtoDAsync") != 0)
@@ -298,13 +383,44 @@ gscan_setup(GscanRun *gs, const ServiceGpu *gpu, uint32_t dev)
 	for (int i = 0; i < GAGG_SLOTS; i++)
 		if (gagg_host_alloc(g, (void **) &gs->stage[i], sizeof(GscanStage), "a scan stage") != 0)
 			return -1;
+	/* a projection run counts the rows entering each depth (EXPLAIN ANALYZE) */
+	if (gs->join && gs->join_in != NULL &&
+		(gagg_dev_alloc(g, &gs->d_counts, XPU_JOIN_COUNT_DEPTHS * sizeof(uint64_t),
+						"the join counts") != 0 ||
+		 gagg_cuda(g, gpu_drv.cuMemsetD8Async(gs->d_counts, 0,
+											  XPU_JOIN_COUNT_DEPTHS * sizeof(uint64_t),
+											  g->slots[0].stream), "cuMemsetD8Async") != 0 ||
+		 gagg_cuda(g, gpu_drv.cuStreamSynchronize(g->slots[0].stream),
+				   "cuStreamSynchronize") != 0))
+		return -1;
+	return 0;
+}
+
+/*
+ * gscan_counts_back: a projection run's device counts of the rows entering
+ * each depth added to gs->join_in (the slots' streams idle)
+ */
+static int
+gscan_counts_back(GscanRun *gs)
+{
+	GaggRun    *g = &gs->g;
+	uint64_t	c[XPU_JOIN_COUNT_DEPTHS];
+
+	if (gs->d_counts == 0)
+		return 0;
+	if (gagg_cuda(g, gpu_drv.cuMemcpyDtoHAsync(c, gs->d_counts, sizeof(c), g->slots[0].stream),
+				  "cuMemcpyDtoHAsync") != 0 ||
+		gagg_cuda(g, gpu_drv.cuStreamSynchronize(g->slots[0].stream), "cuStreamSynchronize") != 0)
+		return -1;
+	for (int d = 0; d < XPU_JOIN_COUNT_DEPTHS; d++)
+		gs->join_in[d] += c[d];
 	return 0;
 }
 
 /* see service.h; the runs take the GPUs in turn */
 int
 gpu_scan_run(const ServiceGpu *gpu, AggRun *run, GpuScanPass pass, void *pass_arg,
-			 int *werr, char *msg, size_t msglen)
+			 uint64_t *join_in, int *werr, char *msg, size_t msglen)
 {
 	static uint32_t next_device;
 	GscanRun	gs;
@@ -316,13 +432,19 @@ gpu_scan_run(const ServiceGpu *gpu, AggRun *run, GpuScanPass pass, void *pass_ar
 	memset(&gs, 0, sizeof(gs));
 	gs.pass = pass;
 	gs.pass_arg = pass_arg;
+	gs.join_in = join_in;
+	gs.join = run->prog->n_outs > 0;
+	gs.n_probes = gs.join ? xpu_join_scan_probes(run->prog) : 0;
 	if (gagg_begin(g, gpu, run, __atomic_fetch_add(&next_device, 1, __ATOMIC_RELAXED), &err,
 				   werr, msg, msglen) != 0)
 		return -1;
 	rc = gscan_setup(&gs, gpu, g->dev);
 	if (rc == 0)
 		rc = gscan_run_batches(&gs);
+	if (rc == 0)
+		rc = gscan_counts_back(&gs);
 	gagg_teardown(g);			/* waits for the slots' streams */
+	gagg_dev_free(g, &gs.d_counts, XPU_JOIN_COUNT_DEPTHS * sizeof(uint64_t));
 	for (int i = 0; i < GAGG_SLOTS; i++)
 	{
 		gagg_dev_free(g, &gs.d_aux[i], gs.aux_cap[i]);

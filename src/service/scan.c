@@ -26,8 +26,16 @@
  * A projection run (a program with outputs, which the request asks for with
  * n_outs 0: GpuJoin's, whose outputs read the inner tables of its join
  * depths) returns the program's outputs for the passing rows instead of
- * chunk columns, each in the layout of its type (out_layout); it runs on
- * the CPU engine, whose workers compute the outputs as they filter.
+ * chunk columns, each in the layout of its type (out_layout).  On the CPU
+ * engine the workers compute the outputs as they filter; on the GPU engine
+ * the GPU runs the quals and the join depths (gpu_scan.c,
+ * kern_join_scan.cu) and hands over with each batch's mask the inner row
+ * each probe found, and the workers compute the outputs of the passing
+ * rows from the batch and the host copies of the inner tables
+ * (xpu_join_scan_project).  A batch whose GPU run raised an error or
+ * FALLBACK runs on the CPU engine in the worker, as it would have on a
+ * host without a GPU (a recheck by PostgreSQL only where that raises it
+ * too); the reply counts those batches (recheck_batches does not).
  *
  * On the GPU engine the run's thread filters the batches on a GPU
  * (gpu_scan.c: the GPU input path GpuPreAgg uses, with its I/O threads,
@@ -50,6 +58,7 @@
 #include "service/threads.h"
 #include "arrow/arrow.h"
 #include "arrow/arrow_bits.h"
+#include "xpu/xpu_join_scan.h"
 
 #define SCAN_SLICE			16384	/* rows per xpu_cpu_exec */
 #define SCAN_ALIGN(x)		(((size_t) (x) + 7) & ~(size_t) 7)
@@ -82,6 +91,8 @@ typedef struct ScanWork
 	ScanPiece  *pieces;
 	int			state;			/* ScanMask; under ScanTask.lock on the GPU */
 	uint8_t    *mask;			/* SCAN_MASK_GPU: one byte per row */
+	int32_t    *rows;			/* SCAN_MASK_GPU of a projection run: probe p's
+								 * inner row of row r at [p * rows + r] */
 } ScanWork;
 
 struct ScanTask
@@ -114,12 +125,15 @@ struct ScanTask
 	uint64_t	rows_passed;
 	uint64_t	batches;
 	uint64_t	recheck_batches;
+	uint64_t	cpu_batches;	/* a projection run on the GPU: batches its
+								 * workers ran on the CPU engine */
 	uint64_t	bytes_read;
 	uint64_t	bytes_sent;
 	uint64_t	io_us;
 	uint64_t	exec_us;
 	uint64_t	memory;
-	SvcJoinCounts join_rows;	/* the rows entering each join depth (CPU) */
+	SvcJoinCounts join_rows;	/* the rows entering each join depth */
+	bool		gpu_counted;	/* a projection run on the GPU counted them */
 	/* replies */
 	int64_t		reply_work;
 	uint32_t	reply_piece;
@@ -656,6 +670,44 @@ filter_batch(ScanWorker *w, const ScanFile *f, const ArrowBatch *batch)
 }
 
 /*
+ * project_batch: a projection run's outputs of a loaded batch whose GPU run
+ * passed the rows of wk->mask with the probes' rows wk->rows, computed on
+ * this thread (xpu_join_scan_project) into the column form; the mask is
+ * copied to w->mask.  1, or 0 when the replay raised an error (the batch
+ * then runs on the CPU engine: filter_batch).
+ */
+static int
+project_batch(ScanWorker *w, const ScanFile *f, const ArrowBatch *batch, const ScanWork *wk)
+{
+	ScanTask   *t = w->task;
+	const XpuProgram *prog = t->prog;
+	XpuChunk	chunk = {batch->n_rows, (int32_t) t->desc.n_cols, 0, w->cols};
+	XpuError	err;
+
+	memcpy(w->mask, wk->mask, (size_t) batch->n_rows);
+	svc_input_bind(f, prog, batch, w->cols);
+	svc_join_chunk(&chunk, &t->joins);
+	for (uint32_t k = 0; k < t->desc.n_cols; k++)
+		w->cols[k].offset = 0;
+	for (int64_t row0 = 0; row0 < batch->n_rows && !scan_stopping(t); row0 += SCAN_SLICE)
+	{
+		int64_t		n = batch->n_rows - row0 < SCAN_SLICE ? batch->n_rows - row0 : SCAN_SLICE;
+
+		memset(&err, 0, sizeof(err));
+		if (xpu_join_scan_project(prog, &chunk, w->mask, wk->rows, batch->n_rows, row0, n,
+								  w->ovals, w->onulls, &err) != XPU_OK)
+			return 0;
+		if (!out_slice(w, t, row0, n))
+		{
+			svc_fail(&t->fail, WARP_ERR_OUT_OF_MEMORY,
+					  "out of memory for the outputs of a projection (or text beyond 2 GB)");
+			return 0;
+		}
+	}
+	return 1;
+}
+
+/*
  * gpu_mask: on the GPU engine, waits until the run's thread has handed over
  * work item wk's mask; 1 (a mask), 0 (a recheck), or -1 when the run stops
  * first (failed or canceled)
@@ -699,7 +751,8 @@ scan_one(ScanWorker *w, int64_t i)
 
 	if (t->engine == WARP_ENGINE_GPU && (ok = gpu_mask(t, wk)) < 0)
 		return;
-	if (t->engine == WARP_ENGINE_GPU && ok)
+	/* a projection run reads the program's columns (all of them) either way */
+	if (t->engine == WARP_ENGINE_GPU && ok && t->n_pouts == 0)
 		n_load = t->desc.n_outs;
 	t0 = svc_now_us(CLOCK_MONOTONIC);
 	memset(w->want, 0, sizeof(bool) * f->file->schema.n_fields);
@@ -737,7 +790,13 @@ scan_one(ScanWorker *w, int64_t i)
 	}
 	if (t->engine == WARP_ENGINE_CPU)
 		ok = filter_batch(w, f, batch);
-	mask = t->engine == WARP_ENGINE_GPU ? wk->mask : w->mask;
+	else if (t->n_pouts > 0 && !(ok && project_batch(w, f, batch, wk)) && !scan_stopping(t))
+	{
+		/* the GPU's run of a projection raised an error: the CPU engine's */
+		svc_add_counter(&t->cpu_batches, 1);
+		ok = filter_batch(w, f, batch);
+	}
+	mask = t->engine == WARP_ENGINE_GPU && t->n_pouts == 0 ? wk->mask : w->mask;
 	for (int64_t r = 0; r < batch->n_rows; r++)
 		if (!ok || mask[r])
 			w->sel[n++] = (uint32_t) r;
@@ -758,6 +817,8 @@ scan_one(ScanWorker *w, int64_t i)
 	arrow_batch_free(batch);
 	free(wk->mask);
 	wk->mask = NULL;
+	free(wk->rows);
+	wk->rows = NULL;
 	svc_add_counter(&t->exec_us, svc_now_us(CLOCK_MONOTONIC) - t1);
 }
 
@@ -783,17 +844,32 @@ worker_main(void *arg)
  * that takes the batch, which is woken
  */
 static void
-gpu_pass(void *arg, int64_t work, const uint8_t *mask, int64_t nrows)
+gpu_pass(void *arg, int64_t work, const uint8_t *mask, const int32_t *rows,
+		 int64_t rows_stride, int64_t nrows)
 {
 	ScanTask   *t = arg;
 	ScanWork   *wk = &t->work[work];
 	uint8_t    *copy = NULL;
+	int32_t    *rcopy = NULL;
+	int			n_probes = rows != NULL ? xpu_join_scan_probes(t->prog) : 0;
 
 	if (mask != NULL && (copy = malloc(nrows > 0 ? (size_t) nrows : 1)) == NULL)
 		svc_fail(&t->fail, WARP_ERR_OUT_OF_MEMORY, "out of memory");
 	else if (mask != NULL)
 		memcpy(copy, mask, (size_t) nrows);
+	/* a projection run's probe rows, probe p's nrows at [p * nrows] */
+	if (copy != NULL && rows != NULL &&
+		(rcopy = malloc(sizeof(int32_t) * (size_t) (n_probes * nrows + 1))) == NULL)
+	{
+		svc_fail(&t->fail, WARP_ERR_OUT_OF_MEMORY, "out of memory");
+		free(copy);
+		copy = NULL;
+	}
+	for (int p = 0; rcopy != NULL && p < n_probes; p++)
+		memcpy(rcopy + (int64_t) p * nrows, rows + (int64_t) p * rows_stride,
+			   sizeof(int32_t) * (size_t) nrows);
 	pthread_mutex_lock(&t->lock);
+	wk->rows = rcopy;
 	wk->mask = copy;
 	wk->state = mask == NULL ? SCAN_MASK_RECHECK : copy != NULL ? SCAN_MASK_GPU : SCAN_MASK_LOCAL;
 	pthread_cond_broadcast(&t->mask_ready);
@@ -810,6 +886,7 @@ gpu_filter(ScanTask *t)
 	AggRun		run;
 	int			werr = 0;
 	char		msg[248];
+	uint64_t	join_in[XPU_JOIN_COUNT_DEPTHS] = {0};
 
 	memset(&run, 0, sizeof(run));
 	run.prog = t->prog;
@@ -820,8 +897,14 @@ gpu_filter(ScanTask *t)
 	run.canceled = &t->canceled;
 	run.joins = &t->joins;
 	if (t->fail.werr == 0 &&
-		gpu_scan_run(t->gpu, &run, gpu_pass, t, &werr, msg, sizeof(msg)) != 0)
+		gpu_scan_run(t->gpu, &run, gpu_pass, t, t->joins.n > 0 ? join_in : NULL, &werr, msg,
+					 sizeof(msg)) != 0)
 		svc_fail(&t->fail, (WarpErrorCode) werr, "%s", msg);
+	else if (t->fail.werr == 0 && t->joins.n > 0 && t->prog->n_outs > 0)
+	{
+		svc_join_counts_add(&t->join_rows, join_in, XPU_JOIN_COUNT_DEPTHS);
+		t->gpu_counted = true;
+	}
 	svc_add_counter(&t->bytes_read, run.bytes_read);
 	svc_add_counter(&t->io_us, run.io_us);
 	svc_add_counter(&t->exec_us, run.exec_us);
@@ -923,7 +1006,8 @@ task_main(void *arg)
 		svc_fail(&t->fail, WARP_ERR_OUT_OF_MEMORY, "out of memory");
 	for (uint32_t i = 0; i < t->n_files && t->fail.werr == 0; i++)
 		for (uint32_t b = 0; b < t->files[i].wf->n_batches; b++)
-			t->work[k++] = (ScanWork) {i, t->files[i].batches[b], 0, NULL, SCAN_MASK_LOCAL, NULL};
+			t->work[k++] = (ScanWork) {i, t->files[i].batches[b], 0, NULL, SCAN_MASK_LOCAL, NULL,
+			NULL};
 	if (t->fail.werr == 0 && !t->canceled)
 		run_workers(t);
 }
@@ -971,7 +1055,7 @@ scan_task_start(const uint8_t *payload, uint32_t len, const ServiceGpu *gpu,
 	/* auto: the GPU where the service has one, as GpuPreAgg */
 	if (!svc_run_engine(gpu, &t->desc, &t->engine, werr, msg, msglen))
 		return scan_task_free(t), NULL;
-	/* a projection run: outputs of types SCAN_RESULT carries, on the CPU engine */
+	/* a projection run: outputs of types SCAN_RESULT carries */
 	t->n_pouts = t->prog->n_outs;
 	for (uint32_t k = 0; k < t->n_pouts; k++)
 	{
@@ -984,7 +1068,8 @@ scan_task_start(const uint8_t *payload, uint32_t len, const ServiceGpu *gpu,
 			return scan_task_free(t), NULL;
 		}
 	}
-	if (t->n_pouts > 0)
+	/* rows that expand (never GpuJoin's without grouping): the CPU engine */
+	if (t->n_pouts > 0 && xpu_program_expands(t->prog))
 		t->engine = WARP_ENGINE_CPU;
 	if (!svc_task_thread_start(&t->task, "SCAN_RUN", task_main, t, notify_fd, werr, msg, msglen))
 		return scan_task_free(t), NULL;
@@ -1052,10 +1137,12 @@ scan_task_reply(ScanTask *t, uint8_t *buf, uint32_t *type, bool *last)
 	h->exec_us = t->exec_us;
 	h->wall_us = svc_now_us(CLOCK_MONOTONIC) - t->start_us;
 	h->threads = t->threads;
-	/* counted by the CPU engine, every batch answered by the engine */
+	/* counted by the CPU engine or the GPU projection run, every batch answered by the engine */
 	svc_join_counts_reply(&t->join_rows, (int) t->joins.n, t->rows_passed,
-						  t->engine != WARP_ENGINE_GPU && t->recheck_batches == 0,
+						  (t->engine != WARP_ENGINE_GPU || t->gpu_counted) &&
+						  t->recheck_batches == 0 && t->cpu_batches == 0,
 						  &h->join_depths, h->join_in, h->join_out);
+	h->cpu_batches = (uint32_t) t->cpu_batches;
 	*last = true;
 	return sizeof(*h);
 }
@@ -1082,6 +1169,7 @@ scan_task_free(ScanTask *t)
 			free(t->work[i].pieces[p].buf);
 		free(t->work[i].pieces);
 		free(t->work[i].mask);
+		free(t->work[i].rows);
 	}
 	free(t->files);
 	free(t->work);

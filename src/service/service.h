@@ -127,12 +127,19 @@ typedef struct AggRun
  * then batches), on the caller's thread: mask[0 .. nrows - 1] nonzero where
  * the row passes, valid during the call only, or NULL when the program
  * raised an error or FALLBACK in that batch (PostgreSQL rechecks it).
+ * A projection run (a program with outputs: GpuJoin's) runs the JOIN
+ * stage on the GPU (kern_join_scan.cu) and hands over with the mask the
+ * inner row each probe found: probe p of row r at rows[p * rows_stride + r]
+ * (xpu_join_scan.h); rows NULL for a program without outputs.  join_in
+ * (NULL: not counted): a projection run adds to join_in[d] the rows that
+ * entered join depth d (XPU_JOIN_COUNT_DEPTHS of them; EXPLAIN ANALYZE).
  * Returns 0, or -1 with *werr and msg set (I/O, GPU failure, canceled).
  */
-typedef void (*GpuScanPass) (void *arg, int64_t work, const uint8_t *mask, int64_t nrows);
+typedef void (*GpuScanPass) (void *arg, int64_t work, const uint8_t *mask,
+							 const int32_t *rows, int64_t rows_stride, int64_t nrows);
 
 extern int	gpu_scan_run(const ServiceGpu *gpu, AggRun *run, GpuScanPass pass, void *pass_arg,
-						 int *werr, char *msg, size_t msglen);
+						 uint64_t *join_in, int *werr, char *msg, size_t msglen);
 
 /*
  * in agg.c: the life of one AGG_RUN as the epoll loop (server.c) sees it:

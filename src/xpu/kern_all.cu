@@ -11,3 +11,4 @@
 #include "kern_warp.cu"
 #include "kern_agg.cu"
 #include "kern_heap.cu"
+#include "kern_join_scan.cu"

@@ -18,28 +18,19 @@
  *-------------------------------------------------------------------------
  */
 #include "xpu_interp.h"
+#include "xpu_kernel.h"
 
 XPU_KERNEL void
 kern_warp_exec(const XpuProgram *gprog, uint32_t prog_len, uint32_t smem_len,
 			   const XpuChunk *chunk, XpuResult *res, XpuError *err)
 {
 	extern __shared__ uint4 kern_warp_smem[];
-	const XpuProgram *prog = gprog;
+	const XpuProgram *prog = xpu_block_program(gprog, prog_len, smem_len, kern_warp_smem);
 	XpuValue	regs[XPU_MAX_REGS];
 	uint8_t		nulls[XPU_MAX_REGS];
 	int64_t		row;
 	int64_t		stride = (int64_t) gridDim.x * blockDim.x;
 
-	if (smem_len >= prog_len && prog_len > 0)
-	{
-		const uint4 *src = (const uint4 *) gprog;
-		uint32_t	i;
-
-		for (i = threadIdx.x; i < (prog_len + 15) / 16; i += blockDim.x)
-			kern_warp_smem[i] = src[i];
-		__syncthreads();
-		prog = (const XpuProgram *) kern_warp_smem;
-	}
 	for (row = (int64_t) blockIdx.x * blockDim.x + threadIdx.x;
 		 row < chunk->nrows;
 		 row += stride)

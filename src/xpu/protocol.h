@@ -648,7 +648,9 @@ typedef struct WarpScanResult
 	uint64_t	exec_us;		/* summed over threads: program + compaction */
 	uint64_t	wall_us;		/* the run, start to last message */
 	uint32_t	threads;		/* CPU threads used */
-	uint32_t	pad;
+	uint32_t	cpu_batches;	/* a projection run on the GPU: batches whose
+								 * GPU run raised an error, run on the CPU
+								 * engine instead (service/scan.c) */
 	/* the join depths' rows, as WarpAggResult's */
 	uint32_t	join_depths;
 	uint32_t	pad2;

@@ -8,7 +8,10 @@
  *		them.  The heap kernels are emulated with the same per-tuple
  *		functions kern_heap.cu calls (xpu/xpu_heap_gpu.h), block by block in
  *		thread order; kern_warp_exec by the CPU engine's pass mask (a heap
- *		GpuScan's filter); kern_agg_exec is replaced by the CPU engine folding the
+ *		GpuScan's filter); kern_join_scan_exec by its host form
+ *		(xpu_join_scan_exec, the same per-row function; with
+ *		PG_WARP_FAKE_JOIN_SCAN_FALLBACK set every launch raises FALLBACK, so
+ *		that the service runs each batch on the CPU engine); kern_agg_exec is replaced by the CPU engine folding the
  *		decoded chunk into the side table the check registers
  *		(fake_side_table), which the check compares with the CPU engine's
  *		heap run; pg_warp_selftest as kern_selftest.cu computes it.  A
@@ -30,6 +33,7 @@
 #include "xpu/xpu_agg_gpu.h"
 #include "xpu/xpu_heap_gpu.h"
 #include "xpu/xpu_join.h"
+#include "xpu/xpu_join_scan.h"
 
 typedef struct CUevent_st *CUevent;
 
@@ -44,7 +48,8 @@ FAKE_API int fake_host_registered;
 
 enum
 {
-	K_AGG_EXEC, K_HEAP_MEASURE, K_HEAP_SCAN, K_HEAP_DECODE, K_WARP_EXEC, K_SELFTEST, K_OTHER
+	K_AGG_EXEC, K_HEAP_MEASURE, K_HEAP_SCAN, K_HEAP_DECODE, K_WARP_EXEC, K_SELFTEST, K_OTHER,
+	K_JOIN_SCAN
 };
 
 struct CUfunc_st
@@ -52,7 +57,7 @@ struct CUfunc_st
 	int			id;
 };
 static struct CUfunc_st funcs[] = {{K_AGG_EXEC}, {K_HEAP_MEASURE}, {K_HEAP_SCAN},
-{K_HEAP_DECODE}, {K_WARP_EXEC}, {K_SELFTEST}, {K_OTHER}};
+{K_HEAP_DECODE}, {K_WARP_EXEC}, {K_SELFTEST}, {K_OTHER}, {K_JOIN_SCAN}};
 static int	dummy;
 
 FAKE_API CUresult cuInit(unsigned int f) { return 0; }
@@ -89,6 +94,7 @@ FAKE_API CUresult cuModuleGetFunction(CUfunction *f, CUmodule m, const char *nam
 				strcmp(name, "kern_heap_scan") == 0 ? K_HEAP_SCAN :
 				strcmp(name, "kern_heap_decode") == 0 ? K_HEAP_DECODE :
 				strcmp(name, "kern_warp_exec") == 0 ? K_WARP_EXEC :
+				strcmp(name, "kern_join_scan_exec") == 0 ? K_JOIN_SCAN :
 				strcmp(name, "pg_warp_selftest") == 0 ? K_SELFTEST : K_OTHER];
 	return 0;
 }
@@ -354,6 +360,21 @@ cuLaunchKernel(CUfunction f, unsigned int gx, unsigned int gy, unsigned int gz,
 		case K_WARP_EXEC:
 			fake_warp(ARG(0, const XpuProgram *), ARG(3, const XpuChunk *),
 					  ARG(4, const XpuResult *), ARG(5, XpuError *));
+			break;
+		case K_JOIN_SCAN:
+			{
+				uint64_t	probes[XPU_JOIN_COUNT_DEPTHS] = {0};
+				unsigned long long *counts = ARG(7, unsigned long long *);
+
+				xpu_join_scan_exec(ARG(0, const XpuProgram *), ARG(3, const XpuChunk *),
+								   ARG(4, uint8_t *), ARG(5, int32_t *),
+								   counts != NULL ? probes : NULL, ARG(6, XpuError *));
+				for (int d = 0; counts != NULL && d < XPU_JOIN_COUNT_DEPTHS; d++)
+					counts[d] += probes[d];
+			}
+			/* every launch as if its program raised FALLBACK (test_gpujoin_scan.py) */
+			if (getenv("PG_WARP_FAKE_JOIN_SCAN_FALLBACK") != NULL)
+				ARG(6, XpuError *)->code = XPU_ERR_FALLBACK;
 			break;
 		case K_SELFTEST:
 			/* kern_selftest.cu: y[i] = a * x[i] + i */

@@ -11,7 +11,9 @@
  *		reads.  And programs with a JOIN stage (test/c/jstage_testlib.h's
  *		cases) run by kern_warp_exec, the per-row form, over a chunk whose
  *		XpuChunk.joins are the tables copied to the device, against the
- *		nested-loop oracle.  And programs whose probes meet every match
+ *		nested-loop oracle, and through GpuJoin's projection run
+ *		(kern_join_scan_exec's mask and probe rows against the host form's,
+ *		the host's replay of them against the oracle).  And programs whose probes meet every match
  *		(test/c/jexpand_testlib.h's cases: rows expand) run by a kernel of
  *		the aggregation kernel's loop (xpu_row_each_first, then
  *		xpu_row_each_next until the row's combinations are done), counting
@@ -36,6 +38,7 @@ extern "C" {
 #include "jstage_testlib.h"
 #include "jexpand_testlib.h"
 #include "kern_warp.cu"
+#include "kern_join_scan.cu"
 
 #include "cuda_testlib.h"
 
@@ -361,6 +364,35 @@ spec1(int type, int probe_type, int scale, int probe_scale, int form)
 /* ---------------------------------------------------------------- the JOIN stage */
 
 /*
+ * js_device: case c's chunk (js_chunk) whose outer columns (cd), tables
+ * (dtabs: room for its depths) and column array are copied to the device;
+ * returns the program's device copy
+ */
+static void *
+js_device(const JsCase *c, JsData *js, XpuColumnData *cd, XpuChunk *chunk,
+		  const XpuJoinTable **dtabs)
+{
+	int64_t		n = c->n_outer;
+
+	js_chunk(c, js, cd, chunk);
+	for (int k = 0; k < js->ncols; k++)
+	{
+		size_t		dlen = js->cols[k].kind == XPU_COL_UTF8 ?
+			(size_t) ((int32_t *) js->cols[k].values)[n] : 0;
+
+		cd[k].validity = (const uint8_t *) dcopy(js->cols[k].validity, (size_t) n / 8 + 1);
+		cd[k].values = dcopy(js->cols[k].values, ((size_t) n + 1) * 16);
+		cd[k].data = (const char *) dcopy(js->cols[k].data, dlen);
+	}
+	chunk->cols = (const XpuColumnData *) dcopy(cd, sizeof(XpuColumnData) * (size_t) js->ncols);
+	for (int d = 0; d < c->n_depths; d++)
+		dtabs[d] = (const XpuJoinTable *) dcopy(js->tabs[d], js->tabs[d]->total_len);
+	chunk->joins = (const XpuJoinTable *const *) dcopy(dtabs,
+													   sizeof(dtabs[0]) * (size_t) c->n_depths);
+	return dcopy(js->prog, js->prog->total_len);
+}
+
+/*
  * one jstage_testlib.h case on the GPU: the outer columns and the tables
  * copied to the device, kern_warp_exec over the chunk, the results (text
  * payloads pointing into the device tables mapped back to the host's)
@@ -394,21 +426,7 @@ gpu_jstage_case(int i)
 	}
 	n = c.n_outer;
 	nout = (size_t) js.n_outs * (size_t) n;
-	js_chunk(&c, &js, cd, &chunk);
-	for (int k = 0; k < js.ncols; k++)
-	{
-		size_t		dlen = js.cols[k].kind == XPU_COL_UTF8 ?
-			(size_t) ((int32_t *) js.cols[k].values)[n] : 0;
-
-		cd[k].validity = (const uint8_t *) dcopy(js.cols[k].validity, (size_t) n / 8 + 1);
-		cd[k].values = dcopy(js.cols[k].values, ((size_t) n + 1) * 16);
-		cd[k].data = (const char *) dcopy(js.cols[k].data, dlen);
-	}
-	chunk.cols = (const XpuColumnData *) dcopy(cd, sizeof(XpuColumnData) * (size_t) js.ncols);
-	for (int d = 0; d < c.n_depths; d++)
-		dtabs[d] = (const XpuJoinTable *) dcopy(js.tabs[d], js.tabs[d]->total_len);
-	chunk.joins = (const XpuJoinTable *const *) dcopy(dtabs, sizeof(dtabs[0]) * (size_t) c.n_depths);
-	dprog = dcopy(js.prog, js.prog->total_len);
+	dprog = js_device(&c, &js, cd, &chunk, dtabs);
 	dres.nrows = n;
 	CUDA_OK(cudaMalloc(&dres.mask, n));
 	CUDA_OK(cudaMalloc(&dres.values, nout * sizeof(XpuValue)));
@@ -452,6 +470,113 @@ gpu_jstage_case(int i)
 	free(got.mask);
 	free(got.values);
 	free(got.nulls);
+	js_free(&c, &js);
+}
+
+/* ---------------------------------------------------------------- GpuJoin's projection run */
+
+/*
+ * one jstage_testlib.h case through GpuJoin's projection run split
+ * between the GPU and the host (xpu_join_scan.h): kern_join_scan_exec on
+ * the device writes the mask and the probes' inner rows, which must equal
+ * the host form's (xpu_join_scan_exec, what the stand-in driver runs); the
+ * host's replay of the passing rows over the host copies of the columns
+ * and tables (xpu_join_scan_project, the service's workers) must give the
+ * nested loop's outputs
+ */
+static void
+gpu_join_scan_case(int i)
+{
+	JsCase		c;
+	JsData		js;
+	XpuColumnData cd[16],
+				hcd[16];
+	XpuChunk	chunk,
+				hchunk;
+	const XpuJoinTable *dtabs[JS_MAX_DEPTHS];
+	XpuError	err,
+				herr,
+				perr;
+	XpuError   *derr;
+	XpuResult	got;
+	char		errbuf[256];
+	int64_t		n, row, bad;
+	size_t		nout, nrows_len;
+	uint32_t	smem;
+	int			np, out, same;
+	void	   *dprog;
+	uint8_t    *dmask, *hmask;
+	int32_t    *drows, *rows, *hrows;
+	unsigned long long gcounts[XPU_JOIN_COUNT_DEPTHS],
+			   *dcounts;
+	uint64_t	hcounts[XPU_JOIN_COUNT_DEPTHS];
+
+	js_case(i, &c);
+	if (!tap_ok(js_build(&c, &js, errbuf, sizeof(errbuf)), "%s: builds (join scan)", c.name))
+	{
+		tap_diag("%s", errbuf);
+		return;
+	}
+	n = c.n_outer;
+	np = xpu_join_scan_probes(js.prog);
+	nout = (size_t) js.n_outs * (size_t) n;
+	nrows_len = sizeof(int32_t) * ((size_t) np * (size_t) n + 1);
+	js_chunk(&c, &js, hcd, &hchunk);
+	dprog = js_device(&c, &js, cd, &chunk, dtabs);
+	CUDA_OK(cudaMalloc(&dmask, n ? (size_t) n : 1));
+	CUDA_OK(cudaMalloc(&drows, nrows_len));
+	memset(&err, 0, sizeof(err));
+	derr = (XpuError *) dcopy(&err, sizeof(err));
+	smem = js.prog->total_len <= 40000 ? (js.prog->total_len + 15) & ~15u : 0;
+	CUDA_OK(cudaMalloc(&dcounts, sizeof(gcounts)));
+	CUDA_OK(cudaMemset(dcounts, 0, sizeof(gcounts)));
+	kern_join_scan_exec<<<(unsigned) ((n + 127) / 128 + (n == 0)), 128, smem>>>(
+		(const XpuProgram *) dprog, js.prog->total_len, smem,
+		(const XpuChunk *) dcopy(&chunk, sizeof(chunk)), dmask, drows, derr, dcounts);
+	CUDA_OK(cudaGetLastError());
+	CUDA_OK(cudaDeviceSynchronize());
+	got.nrows = n;
+	got.mask = (uint8_t *) malloc(n ? (size_t) n : 1);
+	got.values = (XpuValue *) malloc((nout ? nout : 1) * sizeof(XpuValue));
+	got.nulls = (uint8_t *) malloc(nout ? nout : 1);
+	rows = (int32_t *) malloc(nrows_len);
+	hmask = (uint8_t *) malloc(n ? (size_t) n : 1);
+	hrows = (int32_t *) malloc(nrows_len);
+	CUDA_OK(cudaMemcpy(got.mask, dmask, (size_t) n, cudaMemcpyDeviceToHost));
+	CUDA_OK(cudaMemcpy(rows, drows, nrows_len - sizeof(int32_t), cudaMemcpyDeviceToHost));
+	CUDA_OK(cudaMemcpy(&err, derr, sizeof(err), cudaMemcpyDeviceToHost));
+	CUDA_OK(cudaMemcpy(gcounts, dcounts, sizeof(gcounts), cudaMemcpyDeviceToHost));
+	CUDA_OK(cudaFree(dcounts));
+	/* the device's mask, rows and rows entering each depth: the host form's */
+	memset(&herr, 0, sizeof(herr));
+	memset(hcounts, 0, sizeof(hcounts));
+	xpu_join_scan_exec(js.prog, &hchunk, hmask, hrows, hcounts, &herr);
+	same = err.code == XPU_OK && herr.code == XPU_OK &&
+		memcmp(hmask, got.mask, (size_t) n) == 0 &&
+		memcmp(hrows, rows, nrows_len - sizeof(int32_t)) == 0;
+	for (int d = 0; d < XPU_JOIN_COUNT_DEPTHS; d++)
+		same = same && gcounts[d] == hcounts[d];
+	if (!tap_ok(same, "%s: kern_join_scan_exec's mask, %d probes' rows and rows entering each "
+				"depth equal the host form's", c.name, np))
+		tap_diag("device error %d (%s), host error %d (%s)", err.code, err.message,
+				 herr.code, herr.message);
+	/* the host's replay of the device's rows: the nested loop's outputs */
+	memset(&perr, 0, sizeof(perr));
+	xpu_join_scan_project(js.prog, &hchunk, got.mask, rows, n, 0, n, got.values, got.nulls, &perr);
+	bad = err.code == XPU_OK && perr.code == XPU_OK ? js_compare(&js, &got, &row, &out) : -1;
+	if (!tap_ok(bad == 0, "%s: the replay of the device's probe rows equals the nested loop "
+				"(%lld of %lld rows pass)", c.name, (long long) js_passing(&js), (long long) n))
+		tap_diag("error %d (%s), replay error %d (%s); %lld rows differ, the first %lld at "
+				 "output %d", err.code, err.message, perr.code, perr.message, (long long) bad,
+				 (long long) row, out);
+	CUDA_OK(cudaFree(dmask));
+	CUDA_OK(cudaFree(drows));
+	free(got.mask);
+	free(got.values);
+	free(got.nulls);
+	free(rows);
+	free(hmask);
+	free(hrows);
 	js_free(&c, &js);
 }
 
@@ -697,6 +822,8 @@ main(void)
 
 	for (int i = 0; i < JS_N_CASES; i++)
 		gpu_jstage_case(i);
+	for (int i = 0; i < JS_N_CASES; i++)
+		gpu_join_scan_case(i);
 	for (int i = 0; i < JX_N_CASES; i++)
 		gpu_jexpand_case(i);
 

@@ -8,6 +8,13 @@ types, NULL keys and keys that match no dimension row; heap dimensions with
 primary keys and NULL payload values), in a schema of their own.  Every query
 runs with pg_warp on (the plan must have a GpuJoin that the engine served,
 with the expected join depths) and off; the rows must be equal.
+
+An Arrow outer table's projection run takes the engine the service has
+(pg_warp.engine auto): on a GPU host the GPU runs the quals and the join
+depths (kern_join_scan.cu) and EXPLAIN ANALYZE must say "Engine: GPU", here
+"Engine: CPU".  The tests at the end run the same path here on test/gpu's
+stand-in driver (fake_cuda.c: the GPU kernel's per-row function on the
+host), a cluster of their own whose service sees one "GPU".
 """
 import os
 import shutil
@@ -19,6 +26,7 @@ from engine_edge import write
 from pg_sql import DB, ON, find_nodes, show
 from pg_sql import psql as pg_psql
 from test_gpujoin import DIMS, FACT_COLUMNS, N, fact_table
+from test_gpu_fault import fake_driver, stand_in_cluster  # noqa: F401 (a fixture)
 
 NODE = "GpuJoin"
 S = "gjs"
@@ -53,16 +61,38 @@ def q(sql, fact="fact"):
     return sql.replace("{f}", "%s.%s" % (S, fact)).replace("gj.", S + ".")
 
 
-def joined(sql, depths, settings=NO_PG_JOINS, fact="fact", ordered=False):
+_ENGINE = []
+
+
+def service_engine(db=DB):
+    """The engine a projection run of an Arrow outer table takes: "GPU"
+    where the service has a GPU, else "CPU"."""
+    if db is not DB:
+        return "GPU" if db.status()["engine"] == "gpu" else "CPU"
+    if not _ENGINE:
+        _ENGINE.append("GPU" if DB.sql("SELECT engine FROM pgwarp.service_status()") == "gpu"
+                       else "CPU")
+    return _ENGINE[0]
+
+
+def joined(sql, depths, settings=NO_PG_JOINS, fact="fact", ordered=False, db=DB):
     """sql (with {f} the fact table) returns PostgreSQL's rows through a
-    GpuJoin whose engine run joined `depths` inner relations."""
+    GpuJoin whose engine run joined `depths` inner relations (on the
+    service's engine where the outer table is Arrow)."""
     sql = q(sql, fact)
-    DB.same(sql, NODE, settings=settings, ordered=ordered, rel_tol=1e-12)
-    top = DB.engine_ran(sql, NODE, tuple(ON) + tuple(settings))
+    engine = service_engine(db) if fact != "hfact" else None
+    db.same(sql, NODE, settings=settings, ordered=ordered, rel_tol=1e-12, engine=engine)
+    top = db.engine_ran(sql, NODE, tuple(ON) + tuple(settings), engine=engine)
     nodes = find_nodes(top, NODE)
     got = [k for k in nodes[0] if k.startswith("Join Depth")]
     assert len(got) == depths, (sql, show(top))
     assert "inner rows" in nodes[0]["Join Depth 1"], show(top)
+    if engine == "GPU":
+        # no batch's GPU run raised an error (the CPU engine would have run it)
+        assert nodes[0]["Batches Run on the CPU Engine"] == 0, show(top)
+    if engine is not None:
+        # the rows into and out of each depth, counted by the engine that ran
+        assert len(nodes[0].get("Join Rows", [])) == depths, show(top)
     return top
 
 
@@ -296,3 +326,93 @@ def test_heap_outer_reading_inner_columns_stays_in_postgres():
 def test_heap_outer_error_is_postgres_own():
     DB.same_error(q("SELECT f.id FROM {f} f JOIN gj.date1 d ON f.dk = d.d_datekey "
                     "WHERE f.v * 2 > 0", "hfact"), NODE, settings=HEAP)
+
+
+# ---------------------------------------------------------------- the stand-in GPU
+
+def stand_in_with_tables(driver, tables, fallback=False):
+    """A cluster whose service runs on test/gpu's stand-in driver (one
+    "GPU", pg_warp.engine auto: GPU), with this module's tables; fallback:
+    each GPU launch of a projection run raises FALLBACK."""
+    if fallback:
+        os.environ["PG_WARP_FAKE_JOIN_SCAN_FALLBACK"] = "1"
+    try:
+        c = stand_in_cluster(driver, None)
+    finally:
+        os.environ.pop("PG_WARP_FAKE_JOIN_SCAN_FALLBACK", None)
+    try:
+        c.sql("CREATE SCHEMA " + S)
+        c.sql(DIMS.replace("gj.", S + "."))
+        for name in ("fact", "empty"):
+            c.sql("CREATE FOREIGN TABLE %s.%s (%s) SERVER arrow_fdw OPTIONS "
+                  "(file '%s/%s.arrow')" % (S, name, FACT_COLUMNS, tables, name))
+        c.sql("CREATE TABLE %s.emptydim (e_key int4 PRIMARY KEY, e_name text); "
+              "ANALYZE %s.emptydim" % (S, S))
+        assert c.status()["engine"] == "gpu", c.status()
+    except BaseException:
+        c.destroy()
+        raise
+    return c
+
+
+@pytest.fixture(scope="module")
+def fake_gpu(tables, fake_driver):
+    c = stand_in_with_tables(fake_driver, tables)
+    yield c
+    c.destroy()
+
+
+@pytest.mark.parametrize("sql,depths", PROJECTIONS + SEMI_ANTI_LEFT)
+def test_stand_in_gpu_projection(fake_gpu, sql, depths):
+    """The GPU path of a projection run (gpu_scan.c's kern_join_scan_exec,
+    the workers' replay of the probes' rows): PostgreSQL's rows, Engine: GPU,
+    and the rows into and out of each depth the CPU engine counts."""
+    gpu = joined(sql, depths, db=fake_gpu)
+    cpu = fake_gpu.engine_ran(q(sql), NODE, tuple(ON) + NO_PG_JOINS + ("SET pg_warp.engine = cpu",),
+                              engine="CPU")
+    assert (find_nodes(gpu, NODE)[0]["Join Rows"] == find_nodes(cpu, NODE)[0]["Join Rows"]), \
+        (show(gpu), show(cpu))
+
+
+def test_stand_in_gpu_parallel_empty_limit(fake_gpu):
+    joined("SELECT f.id, d.d_year, s.s_city FROM {f} f, gj.date1 d, gj.supplier s "
+           "WHERE f.dk = d.d_datekey AND f.sk = s.s_key", 2, settings=PAR + NO_PG_JOINS,
+           db=fake_gpu)
+    joined("SELECT f.id, e.e_name FROM {f} f LEFT JOIN gj.emptydim e ON f.ck = e.e_key", 1,
+           db=fake_gpu)
+    joined("SELECT f.id, c.c_key FROM {f} f JOIN gj.customer c ON f.ck = c.c_key "
+           "WHERE c.c_nation = 'nowhere'", 1, db=fake_gpu)
+    sql = q("SELECT f.id, d.d_year FROM {f} f JOIN gj.date1 d ON f.dk = d.d_datekey", "empty")
+    assert fake_gpu.result(sql, tuple(ON) + NO_PG_JOINS) == ("ok", "")
+    # ORDER BY and LIMIT above the node (the run may be stopped early)
+    joined("SELECT f.id, d.d_year, f.amt FROM {f} f JOIN gj.date1 d ON f.dk = d.d_datekey "
+           "ORDER BY f.amt DESC NULLS LAST, f.id LIMIT 37", 1, ordered=True, db=fake_gpu)
+    sql = q("SELECT count(*) FROM (SELECT f.id, c.c_nation FROM {f} f JOIN gj.customer c "
+            "ON f.ck = c.c_key LIMIT 10) s")
+    assert fake_gpu.result(sql, tuple(ON) + NO_PG_JOINS) == fake_gpu.result(sql, NO_PG_JOINS)
+
+
+def test_stand_in_gpu_error_is_postgres_own(fake_gpu):
+    """An overflow in a qual raised on the GPU, a division by zero in the
+    target list raised by the host's replay: the batch runs on the CPU
+    engine, which raises it too; PostgreSQL's error."""
+    fake_gpu.same_error(q("SELECT f.id, d.d_year FROM {f} f JOIN gj.date1 d "
+                          "ON f.dk = d.d_datekey WHERE f.v * 2 > 0"), NODE, settings=NO_PG_JOINS)
+    fake_gpu.same_error(q("SELECT f.id, f.v / (d.d_year - d.d_year) FROM {f} f "
+                          "JOIN gj.date1 d ON f.dk = d.d_datekey"), NODE, settings=NO_PG_JOINS)
+
+
+def test_stand_in_gpu_fallback_runs_batches_on_the_cpu_engine(tables, fake_driver):
+    """Every GPU launch raises FALLBACK: each batch runs on the CPU engine in
+    the service's workers, PostgreSQL's rows; EXPLAIN ANALYZE says GPU and
+    counts those batches."""
+    c = stand_in_with_tables(fake_driver, tables, fallback=True)
+    try:
+        sql = q("SELECT f.id, d.d_year, c.c_nation FROM {f} f, gj.date1 d, gj.customer c "
+                "WHERE f.dk = d.d_datekey AND f.ck = c.c_key AND f.q1 > 1")
+        c.same(sql, NODE, settings=NO_PG_JOINS, engine="GPU")
+        top = c.engine_ran(sql, NODE, tuple(ON) + NO_PG_JOINS, engine="GPU")
+        node = find_nodes(top, NODE)[0]
+        assert node["Batches Run on the CPU Engine"] == node["Batches Read"] > 0, show(top)
+    finally:
+        c.destroy()
