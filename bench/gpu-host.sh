@@ -40,6 +40,12 @@
 #                                           run the cluster is restarted, which empties the
 #                                           GPU column cache (COLD_FIRST_RUNS=0: not);
 #                                           QUERIES (e.g. q1.1,q2.1) picks a subset
+#   bench/gpu-host.sh gpus                  issue 31's benchmark (bench/gpus_bench.py): the flat
+#                                           queries and the 13 SSB queries on pg_warp GPU over
+#                                           Arrow, first run and warm, once per pg_warp.gpus
+#                                           setting of GPUS_SETTINGS (default "0 0,1"; "0 0,0"
+#                                           on a host with one GPU), the cluster restarted for
+#                                           each; answers checked against PostgreSQL heap
 #   bench/gpu-host.sh hll                   issue 12's HLL benchmark (bench/hll_ssb.py):
 #                                           hll_count(lo_custkey) vs count(DISTINCT
 #                                           lo_custkey), with and without GROUP BY
@@ -219,6 +225,23 @@ ssb-engine)
         ${SIDES:+--sides "$SIDES"} ${QUERIES:+-q "$QUERIES"} ${NOTE:+--note "$NOTE"} "${cold[@]}" \
         --tag "$tag" 2>&1 | tee "$top/ssb-engine.log" || status=$?
     keep "$top/ssb-engine.log" $(find bench/results -name "ssb_engine_$tag.*" -newer "$top/ssb-engine.start")
+    exit $status
+    ;;
+gpus)
+    env_from_bundle
+    sf=${SF:-20}
+    ssb_database "$sf"
+    tag=sf$sf-gpu-host-$(nvidia-smi -L 2>/dev/null | wc -l)gpus
+    settings=()
+    for g in ${GPUS_SETTINGS:-0 0,1}; do settings+=(--gpus "$g"); done
+    log "pg_warp on GPUs ${GPUS_SETTINGS:-0 0,1}, SSB SF $sf, best of ${RUNS:-3} runs"
+    touch "$top/gpus.start"
+    status=0
+    python3 bench/gpus_bench.py -d "$db" -a "$arrow" -r "${RUNS:-3}" -w "${WORKERS:-16}" \
+        --restart-cmd "PGDATABASE=postgres $root/scripts/cluster.sh stop $cluster &&
+                       PGDATABASE=postgres $root/scripts/cluster.sh start $cluster >/dev/null" \
+        "${settings[@]}" ${QUERIES:+-q "$QUERIES"} --tag "$tag" 2>&1 | tee "$top/gpus.log" || status=$?
+    keep "$top/gpus.log" $(find bench/results -name "gpus_$tag.*" -newer "$top/gpus.start")
     exit $status
     ;;
 hll)
