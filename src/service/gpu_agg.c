@@ -1684,10 +1684,14 @@ gagg_joins_setup(GaggRun *g)
 	}
 	if (gagg_dev_alloc(g, &g->d_joins, g->n_joins * sizeof(CUdeviceptr), "the join tables") != 0)
 		return -1;
-	/* a RIGHT/FULL depth: the run's flags on this device, zeroed (gagg_matched_back) */
+	/*
+	 * a RIGHT/FULL depth: the run's flags on this device, zeroed
+	 * (gagg_matched_back); a word more than they need, so that an empty
+	 * inner table's are no allocation of 0 bytes (which the driver refuses)
+	 */
 	if (set->matched != NULL &&
-		(gagg_dev_alloc(g, &g->d_matched, set->matched_words * 4, "the matched flags") != 0 ||
-		 gagg_cuda(g, gpu_drv.cuMemsetD8Async(g->d_matched, 0, set->matched_words * 4, st),
+		(gagg_dev_alloc(g, &g->d_matched, (set->matched_words + 1) * 4, "the matched flags") != 0 ||
+		 gagg_cuda(g, gpu_drv.cuMemsetD8Async(g->d_matched, 0, (set->matched_words + 1) * 4, st),
 				   "cuMemsetD8Async") != 0))
 		return -1;
 	g->matched_words = g->d_matched ? set->matched_words : 0;
@@ -1790,7 +1794,8 @@ gagg_teardown(GaggRun *g)
 	gagg_dev_free(g, &g->d_spec, sizeof(XpuGaggSpec));
 	gagg_dev_free(g, &g->d_table, sizeof(XpuGaggTable));
 	gagg_dev_free(g, &g->d_joins, g->n_joins * sizeof(CUdeviceptr));
-	gagg_dev_free(g, &g->d_matched, g->matched_words * 4);
+	if (g->d_matched != 0)
+		gagg_dev_free(g, &g->d_matched, (g->matched_words + 1) * 4);
 	if (g->cancel_stream != NULL)
 	{
 		gpu_drv.cuStreamSynchronize(g->cancel_stream);

@@ -11,6 +11,8 @@ nothing, a file rewritten under the cache shows as not current, heap tables
 are prewarmed by units, and the caller needs SELECT on the table.
 """
 import os
+import shutil
+import tempfile
 import time
 
 import pyarrow as pa
@@ -64,17 +66,19 @@ def test_without_gpu(cluster):
 
 
 @pytest.fixture(scope="module")
-def gpu(cluster, tmp_path_factory):
+def gpu(cluster):
     if not has_gpu(cluster):
         pytest.skip("the service has no GPU")
-    d = tmp_path_factory.mktemp("gca")
-    os.chmod(str(d), 0o755)
-    path = os.path.join(str(d), "gca.arrow")
+    # readable by the cluster's OS user (pytest's own tmp_path is root's only)
+    d = tempfile.mkdtemp(prefix="pg_warp_%s." % __name__)
+    os.chmod(d, 0o755)
+    path = os.path.join(d, "gca.arrow")
     write_arrow(path)
     cluster.sql("DROP FOREIGN TABLE IF EXISTS gca_a; CREATE FOREIGN TABLE gca_a "
                 "(k bigint, v int, f float8, t text, u int[]) SERVER arrow_fdw "
                 "OPTIONS (file '%s')" % path)
-    return cluster, path
+    yield cluster, path
+    shutil.rmtree(d, ignore_errors=True)
 
 
 def test_prewarm_arrow_then_served_from_cache(gpu):

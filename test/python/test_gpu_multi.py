@@ -11,6 +11,8 @@ PostgreSQL's (pg_warp.enabled = off), the plan must say the GPU ran, and the
 column cache must hold each record batch on one device only.
 """
 import os
+import shutil
+import tempfile
 import decimal
 
 import pyarrow as pa
@@ -48,16 +50,17 @@ def settings_to_test():
 
 
 @pytest.fixture(scope="module", params=settings_to_test())
-def multi(request, tmp_path_factory):
+def multi(request):
     if Db().sql("SELECT engine FROM pgwarp.service_status()") != "gpu":
         pytest.skip("the service has no GPU")
     c = Cluster()
+    # readable by the cluster's OS user (pytest's own tmp_path is root's only)
+    d = tempfile.mkdtemp(prefix="pg_warp_%s." % __name__)
+    os.chmod(d, 0o755)
     try:
         c.sql("ALTER SYSTEM SET pg_warp.gpus = '%s'" % request.param)
         c.restart()
-        d = tmp_path_factory.mktemp("gm")
-        os.chmod(str(d), 0o755)
-        path = os.path.join(str(d), "gm.arrow")
+        path = os.path.join(d, "gm.arrow")
         t = pa.table({
             "g": pa.array([i % 997 for i in range(N)], pa.int32()),
             "v": pa.array([None if i % 11 == 0 else (i * 7) % 1001 - 500 for i in range(N)],
@@ -81,6 +84,7 @@ def multi(request, tmp_path_factory):
         yield c, request.param
     finally:
         c.destroy()
+        shutil.rmtree(d, ignore_errors=True)
 
 
 def test_both_devices_listed(multi):

@@ -326,16 +326,19 @@ def gpu_count():
 
 
 GPU = ("SET pg_warp.engine = gpu",)
+# RIGHT[4] less max(n.name): pg_warp.engine = gpu computes no min/max of text
+# (shippable.c), which would leave the whole grouping to PostgreSQL
+RIGHT_DIMN_GPU = RIGHT[4][0].replace(", max(n.name)", "")
 
 
 @pytest.mark.parametrize("sql,kind,settings,fact", [
     (RIGHT[0][0], "Right", (), "fact"),
-    (RIGHT[4][0], "Right", (), "fact"),
+    (RIGHT_DIMN_GPU, "Right", (), "fact"),
     (RIGHT[5][0], "Right", (), "skew"),
     (FULL[2][0], "Full", (), "fact"),
     (FULL[3][0], "Full", HEAP, "hfact"),
     (RIGHT[0][0], "Right", PARALLEL, "hfact"),
-    (RIGHT[4][0], "Right", PARALLEL + ("SET parallel_leader_participation = off",), "hfact"),
+    (RIGHT_DIMN_GPU, "Right", PARALLEL + ("SET parallel_leader_participation = off",), "hfact"),
     (RIGHT[0][0], "Right", (), "empty"),
 ])
 def test_on_the_gpu(sql, kind, settings, fact):
