@@ -652,10 +652,11 @@ jx_host_probes(const XpuProgram *prog, const XpuChunk *chunk, uint64_t *probes)
 	void	   *ws = aligned_alloc(16, (xpu_cpu_workspace_size(prog) + 15) & ~(size_t) 15);
 	size_t		outs = prog->n_outs ? prog->n_outs : 1;
 
-	res.nrows = 256;
-	res.mask = (uint8_t *) calloc(256, 1);
-	res.values = (XpuValue *) calloc(256 * outs, sizeof(XpuValue));
-	res.nulls = (uint8_t *) calloc(256 * outs, 1);
+	/* a program without probes of every match runs the tile form: a row of the result a chunk row */
+	res.nrows = chunk->nrows > 256 ? chunk->nrows : 256;
+	res.mask = (uint8_t *) calloc((size_t) res.nrows, 1);
+	res.values = (XpuValue *) calloc((size_t) res.nrows * outs, sizeof(XpuValue));
+	res.nulls = (uint8_t *) calloc((size_t) res.nrows * outs, 1);
 	memset(&err, 0, sizeof(err));
 	memset(probes, 0, XPU_JOIN_COUNT_DEPTHS * sizeof(uint64_t));
 	xpu_cpu_exec_each_counted(prog, chunk, &res, ws, &err, jx_discard, NULL, probes);

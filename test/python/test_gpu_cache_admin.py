@@ -18,7 +18,7 @@ import time
 import pyarrow as pa
 import pytest
 
-from pg_sql import Db
+from pg_sql import Cluster, Db
 
 GPU = ("SET pg_warp.engine = gpu", "SET pg_warp.engine_startup_cost = 0",
        "SET max_parallel_workers_per_gather = 0")
@@ -164,13 +164,22 @@ def test_rewritten_file_is_not_current(gpu):
 
 
 def test_prewarm_heap(gpu):
-    c, _ = gpu
-    c.sql("DROP TABLE IF EXISTS gca_h; CREATE TABLE gca_h AS SELECT i AS id, i % 10 AS g, "
-          "(i * 7) % 1000 AS v FROM generate_series(1, 300000) i")
-    c.sql("VACUUM (FREEZE, ANALYZE) gca_h")
-    time.sleep(1.3)     # units are kept only from files unchanged for a second
-    r = c.psql("SELECT pgwarp.gpu_cache_prewarm('gca_h', ARRAY['g', 'v'])",
-               settings=["SET pg_warp.heap_gpu_cache = on"])
-    assert r[0] == 0, r
-    rows = info(c, "gca_h")
-    assert {x[0] for x in rows} == {"g", "v"} and all(x[1] == "heap" for x in rows), rows
+    """Heap tables are prewarmed by units: a cluster of its own, the table
+    settled (all-visible, written out, out of shared buffers, unchanged for a
+    second: test_heap_gpu_cache's rules), then a query is served its units."""
+    from test_heap_gpu_cache import SERIAL, counter, explain, make_table, settle
+    c = Cluster()
+    try:
+        make_table(c, 170000)
+        settle(c)
+        r = c.psql("SELECT pgwarp.gpu_cache_prewarm('hc', ARRAY['k', 'v'])")
+        assert r[0] == 0 and int(r[1]) > 0, r
+        rows = [x.split("|") for x in c.sql(
+            "SELECT column_name, source, batches FROM pgwarp.gpu_cache_info() "
+            "WHERE relation = 'hc'::regclass ORDER BY 1").splitlines()]
+        assert [x[:2] for x in rows] == [["k", "heap"], ["v", "heap"]], rows
+        assert all(int(x[2]) >= 3 for x in rows), rows
+        p = explain(c, "SELECT k, count(*), sum(v) FROM hc GROUP BY k", SERIAL)
+        assert counter(p, "Units from GPU Cache") == counter(p, "Units Probed") > 0, p
+    finally:
+        c.destroy()
