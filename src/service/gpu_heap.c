@@ -1072,13 +1072,24 @@ gpu_heap_execute(const ServiceGpu *gpu, AggRun *run, GpuHeapSource *src,
 	return rc;
 }
 
-/* the device of the next heap run: the runs take the GPUs in turn */
+/*
+ * the device of a heap run over src: one that keeps units in the GPU
+ * column cache (src->relpath) goes to the device of its relation, so that
+ * every run over a table finds the units an earlier one kept, each unit on
+ * one device (with several GPUs, different tables spread over them); the
+ * others take the GPUs in turn
+ */
 static uint32_t
-gheap_next_device(void)
+gheap_device(const GpuHeapSource *src)
 {
 	static uint32_t next_device;
+	uint64_t	h = 1469598103934665603ULL;
 
-	return __atomic_fetch_add(&next_device, 1, __ATOMIC_RELAXED);
+	if (src->relpath == NULL)
+		return __atomic_fetch_add(&next_device, 1, __ATOMIC_RELAXED);
+	for (const char *p = src->relpath; *p != '\0'; p++)
+		h = (h ^ (uint8_t) *p) * 1099511628211ULL;
+	return (uint32_t) (h ^ (h >> 32));
 }
 
 /* see gpu_driver.h */
@@ -1091,7 +1102,7 @@ gpu_agg_heap_run(const ServiceGpu *gpu, AggRun *run, GpuHeapSource *src,
 	GaggTableSink ts = {out, &run->spec};
 
 	opts.initial_groups = 1u << 16;
-	opts.device = gheap_next_device();
+	opts.device = gheap_device(src);
 	return gpu_heap_execute(gpu, run, src, &opts, gagg_fold_into_table, &ts, err, werr,
 								msg, msglen);
 }
@@ -1104,6 +1115,6 @@ gpu_heap_scan_run(const ServiceGpu *gpu, AggRun *run, GpuHeapSource *src, XpuErr
 	GpuAggOptions opts;
 
 	opts.initial_groups = 1;	/* no groups: the smallest table */
-	opts.device = gheap_next_device();
+	opts.device = gheap_device(src);
 	return gpu_heap_execute(gpu, run, src, &opts, NULL, NULL, err, werr, msg, msglen);
 }

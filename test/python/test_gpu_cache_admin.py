@@ -49,10 +49,14 @@ def write_arrow(path, shift=0):
 
 
 def info(c, table):
+    """table's cached columns, summed over the GPUs (with several, each holds
+    its share of the batches): name, source, batches, bytes > 0, hits,
+    current, file"""
     return [r.split("|") for r in c.sql(
-        "SELECT column_name, source, batches, bytes > 0, hits, current, file "
-        "FROM pgwarp.gpu_cache_info() WHERE relation = '%s'::regclass "
-        "ORDER BY column_name" % table).splitlines() if r]
+        "SELECT column_name, min(source), sum(batches), bool_and(bytes > 0), sum(hits), "
+        "bool_and(current), min(file) FROM pgwarp.gpu_cache_info() "
+        "WHERE relation = '%s'::regclass GROUP BY column_name ORDER BY column_name"
+        % table).splitlines() if r]
 
 
 def test_without_gpu(cluster):
@@ -174,9 +178,7 @@ def test_prewarm_heap(gpu):
         settle(c)
         r = c.psql("SELECT pgwarp.gpu_cache_prewarm('hc', ARRAY['k', 'v'])")
         assert r[0] == 0 and int(r[1]) > 0, r
-        rows = [x.split("|") for x in c.sql(
-            "SELECT column_name, source, batches FROM pgwarp.gpu_cache_info() "
-            "WHERE relation = 'hc'::regclass ORDER BY 1").splitlines()]
+        rows = [x[:3] for x in info(c, "hc")]
         assert [x[:2] for x in rows] == [["k", "heap"], ["v", "heap"]], rows
         assert all(int(x[2]) >= 3 for x in rows), rows
         p = explain(c, "SELECT k, count(*), sum(v) FROM hc GROUP BY k", SERIAL)
