@@ -18,7 +18,7 @@ import decimal
 import pyarrow as pa
 import pytest
 
-from pg_sql import Cluster, Db
+from pg_sql import Cluster, Db, find_nodes
 
 N, CHUNK = 120000, 5000
 GPU = ("SET pg_warp.engine = gpu", "SET pg_warp.engine_startup_cost = 0",
@@ -101,6 +101,13 @@ def test_answers_and_engine(multi, q):
     c, _ = multi
     for _ in range(2):
         c.same(q, "GpuPreAgg", on=GPU, ordered=True, rel_tol=1e-12, engine="GPU")
+    if " JOIN " in q:
+        # the rows into and out of each depth: the devices' counts summed
+        gpu = find_nodes(c.engine_ran(q, "GpuPreAgg", GPU, engine="GPU"), "GpuPreAgg")[0]
+        cpu = find_nodes(c.engine_ran(q, "GpuPreAgg", ("SET pg_warp.engine = cpu",
+                                                       "SET max_parallel_workers_per_gather = 0"),
+                                      engine="CPU"), "GpuPreAgg")[0]
+        assert gpu["Join Rows"] == cpu["Join Rows"], (gpu, cpu)
 
 
 def test_each_batch_cached_on_one_device(multi):
