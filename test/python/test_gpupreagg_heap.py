@@ -594,9 +594,13 @@ def test_parallel_workers_claim_the_table(cluster):
 
 
 def shared_groups(plan):
-    """the groups the shared run returned, and each participant's own part's"""
+    """the groups the shared run returned, and each participant's own part's
+    (a worker that claimed no block range, all taken before it started, has
+    none and is left out)"""
     total = int(re.search(r"Shared Run Groups: (\d+)", plan).group(1))
-    parts = [int(x) for x in re.findall(r"Engine: (?:CPU|GPU)  .*  Groups: (\d+)", plan)]
+    parts = [int(g) for ranges, g in
+             re.findall(r"Engine: (?:CPU|GPU)  Block Ranges: (\d+)  .*  Groups: (\d+)", plan)
+             if int(ranges) > 0]
     return total, parts
 
 
