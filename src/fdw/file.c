@@ -593,6 +593,15 @@ meta_cache_add(const ArrowPgSource *s, int64 ctime_ns, const ArrowFile *file)
 	}
 }
 
+/* is file a copy of entry e's file (its batches' arrays are e's) */
+static bool
+meta_cache_holds(const MetaCacheEntry *e, const ArrowFile *file)
+{
+	return e->file != NULL && e->file->n_batches == file->n_batches &&
+		e->file->batches[0].nodes == file->batches[0].nodes &&
+		e->file->batches[0].message_offset == file->batches[0].message_offset;
+}
+
 /* the entry that `file` (a copy arrow_pg_open made of it) shares its batches' arrays with */
 static MetaCacheEntry *
 meta_cache_of(const ArrowFile *file)
@@ -601,19 +610,11 @@ meta_cache_of(const ArrowFile *file)
 
 	if (file->n_batches <= 0 || file->batches[0].nodes == NULL)
 		return NULL;
-	if (last != NULL && last->file != NULL && last->file->n_batches == file->n_batches &&
-		last->file->batches[0].nodes == file->batches[0].nodes &&
-		last->file->batches[0].message_offset == file->batches[0].message_offset)
+	if (last != NULL && meta_cache_holds(last, file))
 		return last;
 	for (int i = 0; i < META_CACHE_ENTRIES; i++)
-	{
-		MetaCacheEntry *e = &meta_cache[i];
-
-		if (e->file != NULL && e->file->n_batches == file->n_batches &&
-			e->file->batches[0].nodes == file->batches[0].nodes &&
-			e->file->batches[0].message_offset == file->batches[0].message_offset)
-			return last = e;
-	}
+		if (meta_cache_holds(&meta_cache[i], file))
+			return last = &meta_cache[i];
 	return NULL;
 }
 
