@@ -82,8 +82,8 @@ cpu_tile(const XpuProgram *prog, const XpuChunk *chunk, int64_t row0, int n,
 }
 
 /*
- * does xpu_load_rows load column col (integers, floats, utf8 without a
- * length limit: never failing)
+ * may xpu_load_rows load column col (integers, floats, utf8: never failing;
+ * a varchar(n) column only while its values have at most n bytes)
  */
 static int
 cpu_fast_col(const XpuColumn *col)
@@ -92,7 +92,7 @@ cpu_fast_col(const XpuColumn *col)
 
 	return kind == XPU_COL_INT8 || kind == XPU_COL_INT16 || kind == XPU_COL_INT32 ||
 		kind == XPU_COL_INT64 || kind == XPU_COL_FLOAT32 || kind == XPU_COL_FLOAT64 ||
-		(kind == XPU_COL_UTF8 && col->scale == 0);
+		kind == XPU_COL_UTF8;
 }
 
 /*
@@ -123,7 +123,8 @@ cpu_out_load(const XpuProgram *prog, int r)
  * (GROUP BY columns, aggregates of columns: no LOAD or QUAL stage, every
  * PROJ instruction a LOAD_COL of a kind that xpu_load_rows loads, every
  * output loaded by exactly one) loads them straight into res, without the
- * tiles; false (nothing done) for any other program.
+ * tiles; false for any other program, or a varchar(n) value of more than n
+ * bytes (res written in part: the tiles write it all).
  */
 static int
 cpu_loads_only(const XpuProgram *prog, const XpuChunk *chunk, XpuResult *res)
@@ -153,8 +154,9 @@ cpu_loads_only(const XpuProgram *prog, const XpuChunk *chunk, XpuResult *res)
 		{
 			int			m = (int) (n - r0 < INT32_MAX ? n - r0 : INT32_MAX);
 
-			xpu_load_rows(col, cd, cd->offset + r0, NULL, m, m,
-						  &res->values[k * n + r0], &res->nulls[k * n + r0]);
+			if (!xpu_load_rows(col, cd, cd->offset + r0, NULL, m, m,
+							   &res->values[k * n + r0], &res->nulls[k * n + r0]))
+				return 0;		/* a varchar(n) value longer than n bytes: the tiles */
 		}
 	}
 	memset(res->mask, 1, (size_t) n);
