@@ -8,6 +8,7 @@
  *	   data_paths FILE [-b BYTES] [-t THREADS] [-s SLICE_MIB] [-R REGION_MIB]
  *	                   [-S STREAMS] [-D DEVICE_MIB] [-g GPU] [-w WAY,WAY,...]
  *	                   [-T WAY_SECONDS]
+ *	   data_paths -E FILE
  *
  * The first BYTES of FILE (default: all of it; K, M, G suffixes are powers
  * of 1024; rounded down to 4 KiB) move by each way, in order:
@@ -49,6 +50,10 @@
  * every way says the share of BYTES in the page cache before it (mincore) and
  * whether an eviction held (posix_fadvise(POSIX_FADV_DONTNEED): without root,
  * for clean pages no one maps or has pinned).
+ *
+ * -E: only evicts FILE from the page cache (as the cold ways do) and prints
+ * {"file", "bytes", "resident_before", "resident_after"} (shares of its
+ * bytes in the page cache; -1 when mincore fails), for bench/data_path_bench.py.
  *
  * Output: one JSON object on standard output (per way: status ok /
  * unavailable / failed, seconds, GB/s with GB = 10^9 bytes, the page cache
@@ -1354,6 +1359,7 @@ usage(void)
 {
 	fprintf(stderr, "usage: data_paths FILE [-b BYTES] [-t THREADS] [-s SLICE_MIB] [-R REGION_MIB]\n"
 			"                  [-S STREAMS] [-D DEVICE_MIB] [-g GPU] [-w WAY,...] [-T WAY_SECONDS]\n"
+			"       data_paths -E FILE    (evict it from the page cache)\n"
 			"ways:");
 	for (int i = 0; i < N_WAYS; i++)
 		fprintf(stderr, " %s", way_names[i]);
@@ -1366,11 +1372,12 @@ main(int argc, char **argv)
 {
 	const char *ways = NULL;
 	struct stat st;
-	bool		gpu_asked = false,
+	bool		evict_only = false,
+				gpu_asked = false,
 				failed = false;
 	int			opt;
 
-	while ((opt = getopt(argc, argv, "b:t:s:R:S:D:g:w:T:h")) != -1)
+	while ((opt = getopt(argc, argv, "b:t:s:R:S:D:g:w:T:Eh")) != -1)
 	{
 		switch (opt)
 		{
@@ -1400,6 +1407,9 @@ main(int argc, char **argv)
 				break;
 			case 'T':
 				way_limit_s = atoi(optarg);
+				break;
+			case 'E':
+				evict_only = true;
 				break;
 			default:
 				usage();
@@ -1458,6 +1468,17 @@ main(int argc, char **argv)
 
 		if (dev_bytes > unit)
 			dev_bytes -= dev_bytes % unit;
+	}
+	if (evict_only)
+	{
+		double		before = resident_share();
+		double		after = evict();
+
+		printf("{\"file\": ");
+		json_string(path);
+		printf(", \"bytes\": %zu, \"resident_before\": %.4f, \"resident_after\": %.4f}\n",
+			   nbytes, before, after);
+		return 0;
 	}
 	direct_fd = open(path, O_RDONLY | O_DIRECT);
 	direct_errno = errno;
