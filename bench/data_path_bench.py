@@ -186,10 +186,13 @@ def evict(dp, files):
 
 # ---------------------------------------------------------------- first and cold runs
 
-def restart(args, runner, engine):
+def restart(args, runners, runner, engine):
     """Runs --restart-cmd (the GPU column cache emptied), then waits for the
-    service; None, or why it failed."""
-    runner.close()
+    service (through runner); None, or why it failed.  Every PostgreSQL
+    side's session is closed first (the restart ends them)."""
+    for r in runners.values():
+        if isinstance(r, PgSide):
+            r.close()
     r = subprocess.run(args.restart_cmd, shell=True, capture_output=True, text=True)
     if r.returncode != 0:
         return "--restart-cmd failed: %s" % r.stderr.strip()[-300:]
@@ -214,7 +217,7 @@ def first_and_cold(args, queries, runners, res, files, dp, engine):
                     e.update(status="not measured", note="no --restart-cmd: the GPU column cache "
                              "cannot be emptied")
                     continue
-                why = restart(args, runners[side], engine)
+                why = restart(args, runners, runners[side], engine)
                 if why:
                     e.update(status="failed", note=why)
                     continue
@@ -279,20 +282,25 @@ def path_figures(runners, queries, res):
             res[q][side]["data_path"] = figs
 
 
-def referenced(res, q, side, arrow_bytes, heap_bytes):
-    """(bytes the query references on side's source, how known)."""
+def referenced(res, q, side, arrow_bytes, heap):
+    """(bytes the query references on side's source, how known).  Arrow: the
+    engine's Bytes Read + Bytes From GPU Cache (the shared run's figures, on
+    the leader); heap: every page of the table (Heap Pages x the block size;
+    the node's Bytes Read counts only the leader's shipped pages)."""
     x = res[q].get(side, {}).get("explain", {}).get("gpupreagg", {})
+    if HEAP_SOURCE[side]:
+        if x.get("Heap Pages"):
+            return x["Heap Pages"] * heap["block_size"], "EXPLAIN ANALYZE: Heap Pages x the block size"
+        return heap["bytes"], "the heap table's size (pg_relation_size)"
     n = (x.get("Bytes Read") or 0) + (x.get("Bytes From GPU Cache") or 0)
     if n > 0:
         return n, "EXPLAIN ANALYZE: Bytes Read + Bytes From GPU Cache"
-    if HEAP_SOURCE[side]:
-        return heap_bytes, "the heap table's size (pg_relation_size)"
     return arrow_bytes[q], "the Arrow file's metadata (the referenced columns' buffers)"
 
 
 # ---------------------------------------------------------------- the report
 
-def rates(res, queries, limits, arrow_bytes, heap_bytes):
+def rates(res, queries, limits, arrow_bytes, heap):
     """Per query and pg_warp side: referenced bytes, and per mode the time,
     bytes/s and its share of the limit (first: pinned copy, cold: O_DIRECT);
     res entries get the figures too."""
@@ -303,7 +311,7 @@ def rates(res, queries, limits, arrow_bytes, heap_bytes):
         for side in WARP_SIDES:
             if side not in res[q]:
                 continue
-            nbytes, how = referenced(res, q, side, arrow_bytes, heap_bytes)
+            nbytes, how = referenced(res, q, side, arrow_bytes, heap)
             row = {"referenced_bytes": nbytes, "referenced_bytes_from": how}
             for mode in MODES:
                 key = side if mode == "warm" else side + "_" + mode
@@ -526,7 +534,9 @@ def main():
 
     hfiles, hwhy = heap_files(args)
     files = {False: ([args.arrow], None), True: (hfiles, hwhy)}
-    heap_bytes = int(psql_script(args.dbname, "SELECT pg_relation_size('public.lineorder')").strip())
+    heap_bytes, block_size = map(int, psql_script(
+        args.dbname, "SELECT pg_relation_size('public.lineorder'), current_setting('block_size')")
+        .strip().split("|"))
     if hwhy:
         print("heap files: %s" % hwhy)
     if not args.restart_cmd:
@@ -547,7 +557,7 @@ def main():
         if isinstance(r, PgSide):
             r.close()
     summarise(res, data["heap_rows"], data["nbytes"], best=True)
-    table = rates(res, queries, limits, data["nbytes"], heap_bytes)
+    table = rates(res, queries, limits, data["nbytes"], {"bytes": heap_bytes, "block_size": block_size})
     goal_list = goals(res, table, queries)
     print_report(queries, res, table, limits, goal_list, heap_bytes)
 
