@@ -73,6 +73,7 @@ import json
 import os
 import re
 import subprocess
+import sys
 import time
 
 from bench_sides import (LABELS, DuckSide, PgSide, add_common_args, check, check_common_args, entry,
@@ -137,13 +138,83 @@ def raw_limits(args, dp):
 
 
 def limit_rate(limits, way):
-    """(bytes/s, None) of a way data_paths measured, or (None, why not)."""
+    """(bytes/s, None) of a way data_paths measured (or KvikIO's, as
+    kvikio-warm and kvikio-cold), or (None, why not)."""
+    if way.startswith("kvikio-"):
+        k = limits.get("kvikio", {})
+        m = k.get(way[len("kvikio-"):], {})
+        return (m["bytes"] / m["seconds"], None) if "gb_per_s" in m else \
+            (None, "KvikIO: %s" % (m.get("why") or k.get("why") or "not run"))
     w = limits.get("by_way", {}).get(way)
     if w is None:
         return None, "data_paths %s: %s" % (way, limits.get("why") or "not run")
     if w["status"] != "ok":
         return None, "data_paths %s: %s (%s)" % (way, w["status"], w.get("why"))
     return w["bytes"] / w["seconds"], None
+
+
+# ---------------------------------------------------------------- KvikIO, the peer
+
+def kvikio_probe(path, threads, cap):
+    """In a child process (--kvikio-probe): KvikIO reads the first cap bytes
+    of path into a CuPy device buffer, once as the page cache holds it and
+    once evicted first by the parent (see kvikio_rates); prints one JSON
+    object: version, mode (GDS or compatibility, as KvikIO reports it),
+    seconds, bytes."""
+    import cupy
+    import kvikio
+    import kvikio.defaults as kd
+    if hasattr(kd, "set"):
+        kd.set({"num_threads": threads})
+    else:
+        kd.num_threads_reset(threads)
+    compat = kd.get("compat_mode") if hasattr(kd, "get") else kd.compat_mode()
+    gds = None
+    try:
+        import kvikio.cufile_driver as cd
+        gds = bool(cd.get("is_gds_available"))
+    except Exception:           # older KvikIO: no such property
+        pass
+    n = min(os.path.getsize(path), cap)
+    buf = cupy.empty(n, dtype=cupy.uint8)
+    t0 = time.perf_counter()
+    with kvikio.CuFile(path, "r") as f:
+        got = f.read(buf)
+    cupy.cuda.runtime.deviceSynchronize()
+    secs = time.perf_counter() - t0
+    print(json.dumps({"version": getattr(kvikio, "__version__", None), "compat_mode": str(compat),
+                      "gds_available": gds, "seconds": secs, "bytes": int(got), "threads": threads}))
+
+
+def kvikio_rates(args, dp):
+    """KvikIO beside data_paths: its read of the Arrow file into GPU memory,
+    warm (read through first) and cold (evicted first), each in a child
+    process; {"warm": ..., "cold": ...} or {"status": "unavailable", ...}."""
+    try:
+        import cupy            # noqa: F401  (only whether they import)
+        import kvikio          # noqa: F401
+    except Exception as e:     # ImportError, or a CUDA library that fails to load
+        return {"status": "unavailable", "why": "python packages kvikio and cupy are needed "
+                "(pip wheels kvikio-cu13 and cupy-cuda13x; on the GPU host through WHEELS): %s" % e}
+    out = {"status": "ok"}
+    for mode in ("warm", "cold"):
+        if mode == "warm":
+            read_through(args.arrow)
+        else:
+            left, why = evict(dp, [args.arrow])
+            out["cold_resident_after_evict"] = left if why is None else why
+        r = subprocess.run([sys.executable, os.path.abspath(__file__), "--kvikio-probe", args.arrow,
+                            str(args.io_threads)], capture_output=True, text=True, timeout=600)
+        try:
+            o = json.loads(r.stdout.strip().split("\n")[-1])
+            o["gb_per_s"] = o["bytes"] / o["seconds"] / 1e9
+            out[mode] = o
+            print("kvikio %s: %.3f s, %.2f GB/s, compat_mode %s, GDS available %s" % (
+                mode, o["seconds"], o["gb_per_s"], o["compat_mode"], o["gds_available"]), flush=True)
+        except (ValueError, IndexError, KeyError, ZeroDivisionError):
+            out[mode] = {"status": "failed", "why": (r.stderr.strip() or "no output")[-500:]}
+            print("kvikio %s failed: %s" % (mode, out[mode]["why"][-200:]), flush=True)
+    return out
 
 
 # ---------------------------------------------------------------- the sources' files
@@ -399,6 +470,14 @@ def print_report(queries, res, table, limits, goal_list, heap_bytes):
             print("  %-16s %s: %s" % (way, w["status"], w.get("why")))
     if limits.get("by_way", {}).get("cufile", {}).get("mode"):
         print("  cuFile mode: %s" % limits["by_way"]["cufile"]["mode"])
+    kv = limits.get("kvikio", {})
+    for mode in ("warm", "cold"):
+        if "gb_per_s" in kv.get(mode, {}):
+            print("  %-16s %8.3f s %8.2f GB/s  KvikIO into GPU memory, the file %s; compat_mode %s" % (
+                "kvikio-" + mode, kv[mode]["seconds"], kv[mode]["gb_per_s"],
+                "in the page cache" if mode == "warm" else "evicted first", kv[mode]["compat_mode"]))
+    if kv.get("status") and kv["status"] != "ok":
+        print("  %-16s %s: %s" % ("kvikio", kv["status"], kv.get("why")))
     print("\nheap lineorder: %.2f GB" % (heap_bytes / 1e9))
     for q, sql, *_ in queries:
         print("\n%s: %s" % (q.upper(), sql))
@@ -448,7 +527,8 @@ def chart(path, queries, res, table, limits, title):
     linear scale."""
     table = {q: {s: row for s, row in table[q].items() if res[q][s]["status"] != "unavailable"}
              for q in table}
-    lims = [(w, limit_rate(limits, w)[0]) for w in LIMIT_WAYS if w != "register"]
+    lims = [(w, limit_rate(limits, w)[0]) for w in LIMIT_WAYS + ["kvikio-warm", "kvikio-cold"]
+            if w != "register"]
     lims = [(w, r) for w, r in lims if r]
     rows = [(q, s, m, table[q][s][m].get("bytes_per_s")) for q, *_ in queries for s in table.get(q, {})
             for m in MODES]
@@ -485,6 +565,9 @@ def chart(path, queries, res, table, limits, title):
 # ---------------------------------------------------------------- main
 
 def main():
+    if len(sys.argv) == 4 and sys.argv[1] == "--kvikio-probe":
+        kvikio_probe(sys.argv[2], int(sys.argv[3]), 16 << 30)
+        return
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0],
                                  formatter_class=argparse.RawDescriptionHelpFormatter,
                                  epilog="sides: " + ", ".join(SIDES))
@@ -504,7 +587,8 @@ def main():
     check_common_args(ap, args, SIDES)
     wanted = [x.strip().lower() for x in args.queries.split(",")] if args.queries else None
     queries = [(q, sql, cols, 0) for q, sql, cols in FLAT_QUERIES if not wanted or q in wanted]
-    queries += load_queries(set(wanted or SSB_QUERIES) & set(SSB_QUERIES))
+    ssb = set(wanted or SSB_QUERIES) & set(SSB_QUERIES)
+    queries += load_queries(ssb) if ssb else []
     if not queries or (wanted and len(queries) != len(wanted)):
         ap.error("unknown query(ies) in %s" % args.queries)
 
@@ -512,6 +596,10 @@ def main():
     limits = raw_limits(args, dp) if dp else {"status": "unavailable", "why": dp_why}
     if dp is None:
         print("raw limits not measured: %s" % dp_why)
+    else:
+        limits["kvikio"] = kvikio_rates(args, dp)
+        if limits["kvikio"]["status"] != "ok":
+            print("KvikIO not measured: %s" % limits["kvikio"]["why"])
 
     data = open_data(args, SCHEMA, queries)
     res = {q: {} for q, *_ in queries}
