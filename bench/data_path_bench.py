@@ -69,6 +69,7 @@ heap sides' page cache state is reported as not controlled.  bench/gpu-host.sh
 datapath runs all of this on the GPU host.
 """
 import argparse
+import importlib
 import json
 import os
 import re
@@ -77,7 +78,7 @@ import sys
 import time
 
 from bench_sides import (LABELS, DuckSide, PgSide, add_common_args, check, check_common_args, entry,
-                         geomean, measured_runs, open_data, open_sides, psql_rows, psql_script,
+                         find_tool, geomean, measured_runs, open_data, open_sides, psql_rows, psql_script,
                          result_head, summarise, time_of, walk, warm_up_all, write_results)
 from canvas import Canvas
 from engine_bench import QUERIES as FLAT_QUERIES
@@ -104,18 +105,6 @@ for _s in WARP_SIDES:
 
 
 # ---------------------------------------------------------------- the raw limits
-
-def data_paths_bin(args):
-    """bench/data_paths, built when missing; (path, error)."""
-    path = args.data_paths or os.path.join(HERE, "data_paths")
-    if not os.path.exists(path) and not args.data_paths:
-        r = subprocess.run(["make", "-s", "-C", HERE, "data_paths"], capture_output=True, text=True)
-        if r.returncode != 0:
-            return None, "bench/data_paths could not be built: %s" % r.stderr.strip()[-300:]
-    if not os.access(path, os.X_OK):
-        return None, "%s is not an executable (make -C bench data_paths)" % path
-    return path, None
-
 
 def raw_limits(args, dp):
     """data_paths over the Arrow file: its JSON (ways by name), or why not."""
@@ -191,8 +180,8 @@ def kvikio_rates(args, dp):
     warm (read through first) and cold (evicted first), each in a child
     process; {"warm": ..., "cold": ...} or {"status": "unavailable", ...}."""
     try:
-        import cupy            # noqa: F401  (only whether they import)
-        import kvikio          # noqa: F401
+        for module in ("cupy", "kvikio"):
+            importlib.import_module(module)
     except Exception as e:     # ImportError, or a CUDA library that fails to load
         return {"status": "unavailable", "why": "python packages kvikio and cupy are needed "
                 "(pip wheels kvikio-cu13 and cupy-cuda13x; on the GPU host through WHEELS): %s" % e}
@@ -592,7 +581,7 @@ def main():
     if not queries or (wanted and len(queries) != len(wanted)):
         ap.error("unknown query(ies) in %s" % args.queries)
 
-    dp, dp_why = data_paths_bin(args)
+    dp, dp_why = find_tool("data_paths", args.data_paths)
     limits = raw_limits(args, dp) if dp else {"status": "unavailable", "why": dp_why}
     if dp is None:
         print("raw limits not measured: %s" % dp_why)

@@ -156,58 +156,45 @@ static volatile double way_started;
 
 /* ---------------------------------------------------------------- the driver */
 
+/*
+ * The driver's entry points this program calls: the field, the exported name
+ * (the _v2 ABI where the driver has more than one), the parameters.
+ */
+#define DRIVER_CALLS(X) \
+	X(cuInit, "cuInit", (unsigned int)) \
+	X(cuGetErrorName, "cuGetErrorName", (CUresult, const char **)) \
+	X(cuDeviceGetCount, "cuDeviceGetCount", (int *)) \
+	X(cuDeviceGet, "cuDeviceGet", (CUdevice *, int)) \
+	X(cuDeviceGetName, "cuDeviceGetName", (char *, int, CUdevice)) \
+	X(cuDevicePrimaryCtxRetain, "cuDevicePrimaryCtxRetain", (CUcontext *, CUdevice)) \
+	X(cuCtxPushCurrent, "cuCtxPushCurrent_v2", (CUcontext)) \
+	X(cuMemAllocHost, "cuMemAllocHost_v2", (void **, size_t)) \
+	X(cuMemFreeHost, "cuMemFreeHost", (void *)) \
+	X(cuMemAlloc, "cuMemAlloc_v2", (CUdeviceptr *, size_t)) \
+	X(cuMemcpyHtoDAsync, "cuMemcpyHtoDAsync_v2", (CUdeviceptr, const void *, size_t, CUstream)) \
+	X(cuStreamCreate, "cuStreamCreate", (CUstream *, unsigned int)) \
+	X(cuStreamDestroy, "cuStreamDestroy_v2", (CUstream)) \
+	X(cuStreamSynchronize, "cuStreamSynchronize", (CUstream)) \
+	X(cuEventCreate, "cuEventCreate", (CUevent *, unsigned int)) \
+	X(cuEventRecord, "cuEventRecord", (CUevent, CUstream)) \
+	X(cuEventSynchronize, "cuEventSynchronize", (CUevent)) \
+	X(cuEventDestroy, "cuEventDestroy_v2", (CUevent)) \
+	X(cuMemHostRegister, "cuMemHostRegister_v2", (void *, size_t, unsigned int)) \
+	X(cuMemHostUnregister, "cuMemHostUnregister", (void *))
+
+#define DRIVER_FIELD(field, name, params) CUresult (*field) params;
+#define DRIVER_SYMBOL(field, name, params) {name, offsetof(Driver, field)},
+
 typedef struct Driver
 {
-	CUresult	(*cuInit) (unsigned int);
-	CUresult	(*cuGetErrorName) (CUresult, const char **);
-	CUresult	(*cuDeviceGetCount) (int *);
-	CUresult	(*cuDeviceGet) (CUdevice *, int);
-	CUresult	(*cuDeviceGetName) (char *, int, CUdevice);
-	CUresult	(*cuDevicePrimaryCtxRetain) (CUcontext *, CUdevice);
-	CUresult	(*cuCtxPushCurrent) (CUcontext);
-	CUresult	(*cuMemAllocHost) (void **, size_t);
-	CUresult	(*cuMemFreeHost) (void *);
-	CUresult	(*cuMemAlloc) (CUdeviceptr *, size_t);
-	CUresult	(*cuMemFree) (CUdeviceptr);
-	CUresult	(*cuMemcpyHtoDAsync) (CUdeviceptr, const void *, size_t, CUstream);
-	CUresult	(*cuStreamCreate) (CUstream *, unsigned int);
-	CUresult	(*cuStreamDestroy) (CUstream);
-	CUresult	(*cuStreamSynchronize) (CUstream);
-	CUresult	(*cuEventCreate) (CUevent *, unsigned int);
-	CUresult	(*cuEventRecord) (CUevent, CUstream);
-	CUresult	(*cuEventSynchronize) (CUevent);
-	CUresult	(*cuEventDestroy) (CUevent);
-	CUresult	(*cuMemHostRegister) (void *, size_t, unsigned int);
-	CUresult	(*cuMemHostUnregister) (void *);
+	DRIVER_CALLS(DRIVER_FIELD)
 } Driver;
 
 static const struct
 {
 	const char *name;
 	size_t		offset;
-}			driver_symbols[] = {
-	{"cuInit", offsetof(Driver, cuInit)},
-	{"cuGetErrorName", offsetof(Driver, cuGetErrorName)},
-	{"cuDeviceGetCount", offsetof(Driver, cuDeviceGetCount)},
-	{"cuDeviceGet", offsetof(Driver, cuDeviceGet)},
-	{"cuDeviceGetName", offsetof(Driver, cuDeviceGetName)},
-	{"cuDevicePrimaryCtxRetain", offsetof(Driver, cuDevicePrimaryCtxRetain)},
-	{"cuCtxPushCurrent_v2", offsetof(Driver, cuCtxPushCurrent)},
-	{"cuMemAllocHost_v2", offsetof(Driver, cuMemAllocHost)},
-	{"cuMemFreeHost", offsetof(Driver, cuMemFreeHost)},
-	{"cuMemAlloc_v2", offsetof(Driver, cuMemAlloc)},
-	{"cuMemFree_v2", offsetof(Driver, cuMemFree)},
-	{"cuMemcpyHtoDAsync_v2", offsetof(Driver, cuMemcpyHtoDAsync)},
-	{"cuStreamCreate", offsetof(Driver, cuStreamCreate)},
-	{"cuStreamDestroy_v2", offsetof(Driver, cuStreamDestroy)},
-	{"cuStreamSynchronize", offsetof(Driver, cuStreamSynchronize)},
-	{"cuEventCreate", offsetof(Driver, cuEventCreate)},
-	{"cuEventRecord", offsetof(Driver, cuEventRecord)},
-	{"cuEventSynchronize", offsetof(Driver, cuEventSynchronize)},
-	{"cuEventDestroy_v2", offsetof(Driver, cuEventDestroy)},
-	{"cuMemHostRegister_v2", offsetof(Driver, cuMemHostRegister)},
-	{"cuMemHostUnregister", offsetof(Driver, cuMemHostUnregister)},
-};
+}			driver_symbols[] = {DRIVER_CALLS(DRIVER_SYMBOL)};
 
 static Driver drv;
 static bool have_gpu;
@@ -408,6 +395,30 @@ run_threads(void *(*fn) (void *), int threads, size_t unit, void *arg)
 	return run.error[0] ? -1 : t0;
 }
 
+/* queues a copy of len bytes to the GPU on stream; false (and the run's error) if refused */
+static bool
+copy_async(CUdeviceptr dst, const void *src, size_t len, CUstream stream)
+{
+	CUresult	rc = drv.cuMemcpyHtoDAsync(dst, src, len, stream);
+
+	if (rc != CUDA_SUCCESS)
+		run_cu_fail("cuMemcpyHtoDAsync", rc);
+	return rc == CUDA_SUCCESS;
+}
+
+/* waits for a thread's stream (its copies done) and destroys it */
+static void
+end_stream(CUstream stream)
+{
+	CUresult	rc;
+
+	if (stream == NULL)
+		return;
+	if ((rc = drv.cuStreamSynchronize(stream)) != CUDA_SUCCESS)
+		run_cu_fail("cuStreamSynchronize", rc);
+	drv.cuStreamDestroy(stream);
+}
+
 /* reads len bytes at off of fd into buf, whole; false (and the run's error) if not */
 static bool
 read_all(int fd, void *buf, size_t len, size_t off)
@@ -566,10 +577,11 @@ pread_worker(void *unused)
 		}
 		if (!read_all(file_fd, buf[b], len, off))
 			break;
-		if ((rc = drv.cuMemcpyHtoDAsync(dev_at(off), buf[b], len, stream)) != CUDA_SUCCESS ||
-			(rc = drv.cuEventRecord(done[b], stream)) != CUDA_SUCCESS)
+		if (!copy_async(dev_at(off), buf[b], len, stream))
+			break;
+		if ((rc = drv.cuEventRecord(done[b], stream)) != CUDA_SUCCESS)
 		{
-			run_cu_fail("cuMemcpyHtoDAsync", rc);
+			run_cu_fail("cuEventRecord", rc);
 			break;
 		}
 		pending[b] = true;
@@ -577,8 +589,7 @@ pread_worker(void *unused)
 	}
 	if (pread_to_gpu)
 	{
-		if (stream && (rc = drv.cuStreamSynchronize(stream)) != CUDA_SUCCESS)
-			run_cu_fail("cuStreamSynchronize", rc);
+		end_stream(stream);
 		for (int i = 0; i < 2; i++)
 		{
 			if (done[i])
@@ -586,8 +597,6 @@ pread_worker(void *unused)
 			if (buf[i])
 				drv.cuMemFreeHost(buf[i]);
 		}
-		if (stream)
-			drv.cuStreamDestroy(stream);
 	}
 	else
 		free(buf[0]);
@@ -631,20 +640,10 @@ start:
 	ready();
 	while (claim(&off, &len))
 	{
-		const void *src = copy_map ? (const void *) (copy_map + off) : buf;
-
-		if ((rc = drv.cuMemcpyHtoDAsync(dev_at(off), src, len, stream)) != CUDA_SUCCESS)
-		{
-			run_cu_fail("cuMemcpyHtoDAsync", rc);
+		if (!copy_async(dev_at(off), copy_map ? (const void *) (copy_map + off) : buf, len, stream))
 			break;
-		}
 	}
-	if (stream)
-	{
-		if ((rc = drv.cuStreamSynchronize(stream)) != CUDA_SUCCESS)
-			run_cu_fail("cuStreamSynchronize", rc);
-		drv.cuStreamDestroy(stream);
-	}
+	end_stream(stream);
 	if (buf && copy_pinned)
 		drv.cuMemFreeHost(buf);
 	else
@@ -704,23 +703,13 @@ reg_worker(void *unused)
 			/* the region's copy in slices, queued; the next region's registration overlaps it */
 			for (size_t o = 0; o < len; o += slice)
 			{
-				size_t		n = len - o < slice ? len - o : slice;
-
-				if ((rc = drv.cuMemcpyHtoDAsync(dev_at(off + o), reg_map + off + o, n,
-												stream)) != CUDA_SUCCESS)
-				{
-					run_cu_fail("cuMemcpyHtoDAsync", rc);
+				if (!copy_async(dev_at(off + o), reg_map + off + o,
+								len - o < slice ? len - o : slice, stream))
 					break;
-				}
 			}
 		}
 	}
-	if (stream)
-	{
-		if ((rc = drv.cuStreamSynchronize(stream)) != CUDA_SUCCESS)
-			run_cu_fail("cuStreamSynchronize", rc);
-		drv.cuStreamDestroy(stream);
-	}
+	end_stream(stream);
 	return NULL;
 }
 
@@ -1212,12 +1201,10 @@ json_string(const char *s)
 	{
 		unsigned char c = (unsigned char) *s;
 
-		if (c == '"' || c == '\\')
-			printf("\\%c", c);
-		else if (c < 0x20)
-			printf("\\u%04x", c);
-		else
+		if (c >= 0x20 && c != '"' && c != '\\')
 			putchar(c);
+		else
+			printf(c < 0x20 ? "\\u%04x" : "\\%c", c);
 	}
 	putchar('"');
 }
@@ -1372,6 +1359,17 @@ main(int argc, char **argv)
 {
 	const char *ways = NULL;
 	struct stat st;
+	/* the options that take a number: a count, or mebibytes */
+	const struct
+	{
+		int			letter;
+		int		   *ival;
+		size_t	   *mib;
+	}			int_options[] = {
+		{'t', &n_threads, NULL}, {'S', &n_streams, NULL}, {'g', &gpu_ordinal, NULL},
+		{'T', &way_limit_s, NULL}, {'s', NULL, &slice}, {'R', NULL, &region}, {'D', NULL, &dev_bytes}
+	};
+	size_t		opt_i;
 	bool		evict_only = false,
 				gpu_asked = false,
 				failed = false;
@@ -1383,40 +1381,31 @@ main(int argc, char **argv)
 		{
 			case 'b':
 				nbytes = parse_size(optarg, "BYTES");
-				break;
-			case 't':
-				n_threads = atoi(optarg);
-				break;
-			case 's':
-				slice = (size_t) atoi(optarg) * MIB;
-				break;
-			case 'R':
-				region = (size_t) atoi(optarg) * MIB;
-				break;
-			case 'S':
-				n_streams = atoi(optarg);
-				break;
-			case 'D':
-				dev_bytes = (size_t) atoi(optarg) * MIB;
-				break;
-			case 'g':
-				gpu_ordinal = atoi(optarg);
-				break;
+				continue;
 			case 'w':
 				ways = optarg;
-				break;
-			case 'T':
-				way_limit_s = atoi(optarg);
-				break;
+				continue;
 			case 'E':
 				evict_only = true;
-				break;
-			default:
-				usage();
+				continue;
 		}
+		for (opt_i = 0; opt_i < sizeof(int_options) / sizeof(int_options[0]); opt_i++)
+			if (int_options[opt_i].letter == opt)
+			{
+				int			v = atoi(optarg);
+
+				if (int_options[opt_i].ival)
+					*int_options[opt_i].ival = v;
+				else
+					*int_options[opt_i].mib = (size_t) (v < 0 ? 0 : v) * MIB;
+				break;
+			}
+		if (opt_i == sizeof(int_options) / sizeof(int_options[0]))
+			usage();
 	}
 	if (optind != argc - 1 || n_threads < 1 || n_threads > MAX_THREADS || n_streams < 1 ||
-		n_streams > MAX_THREADS || way_limit_s < 1 || slice == 0 || region == 0 || dev_bytes == 0 || gpu_ordinal < 0)
+		n_streams > MAX_THREADS || way_limit_s < 1 || slice == 0 || region == 0 ||
+		dev_bytes == 0 || gpu_ordinal < 0)
 		usage();
 	path = argv[optind];
 

@@ -85,6 +85,8 @@ top=/tmp/pg_warp_gpu_host
 sf=${SF:-10}
 export PGPORT=${PGPORT:-5500}
 cluster=$top/cluster
+# restarts the benchmark cluster (and the pg_warp service: the GPU column cache emptied)
+restart_cmd="PGDATABASE=postgres $root/scripts/cluster.sh stop $cluster && PGDATABASE=postgres $root/scripts/cluster.sh start $cluster >/dev/null"
 arrow_dir=$top/ssb-sf$sf
 out=${OUT:-}
 
@@ -272,9 +274,7 @@ datapath)
     touch "$top/datapath.start"
     status=0
     python3 bench/data_path_bench.py -d "$db" -a "$arrow" -w "${WORKERS:-16}" -r "${RUNS:-3}" \
-        --restart-cmd "PGDATABASE=postgres $root/scripts/cluster.sh stop $cluster &&
-                       PGDATABASE=postgres $root/scripts/cluster.sh start $cluster >/dev/null" \
-        ${SIDES:+--sides "$SIDES"} ${QUERIES:+-q "$QUERIES"} ${NOTE:+--note "$NOTE"} \
+        --restart-cmd "$restart_cmd" ${SIDES:+--sides "$SIDES"} ${QUERIES:+-q "$QUERIES"} ${NOTE:+--note "$NOTE"} \
         ${DATA_PATHS_ARGS:+--data-paths-args "$DATA_PATHS_ARGS"} --tag "$tag" 2>&1 | tee "$top/datapath.log" \
         || status=$?
     keep "$top/datapath.log" $(find bench/results -name "data_path_$tag.*" -newer "$top/datapath.start")
