@@ -399,8 +399,14 @@ run_threads(void *(*fn) (void *), int threads, size_t unit, void *arg)
 static bool
 copy_async(CUdeviceptr dst, const void *src, size_t len, CUstream stream)
 {
-	CUresult	rc = drv.cuMemcpyHtoDAsync(dst, src, len, stream);
+	CUresult	rc;
 
+	if (dst < dev_buf || dst + len > dev_buf + dev_bytes)
+	{
+		run_fail("%s (%ld)", "a copy past the end of the device buffer (a bug)", (long) len);
+		return false;
+	}
+	rc = drv.cuMemcpyHtoDAsync(dst, src, len, stream);
 	if (rc != CUDA_SUCCESS)
 		run_cu_fail("cuMemcpyHtoDAsync", rc);
 	return rc == CUDA_SUCCESS;
@@ -1451,12 +1457,23 @@ main(int argc, char **argv)
 	}
 	if (dev_bytes > nbytes)
 		dev_bytes = (nbytes + MIB - 1) / MIB * MIB;
-	/* offsets wrap at a multiple of every piece size */
+	/*
+	 * Offsets wrap at a multiple of every piece size, and a slice never
+	 * spans two registered regions (a copy's source is in one registration)
+	 */
+	if (region % slice != 0)
 	{
-		size_t		unit = slice > region ? slice : region;
-
-		if (dev_bytes > unit)
-			dev_bytes -= dev_bytes % unit;
+		fprintf(stderr, "data_paths: REGION_MIB must be a multiple of SLICE_MIB\n");
+		return EXIT_USAGE;
+	}
+	if (dev_bytes < nbytes)
+	{
+		dev_bytes -= dev_bytes % region;
+		if (dev_bytes == 0)
+		{
+			fprintf(stderr, "data_paths: DEVICE_MIB must hold a region (REGION_MIB)\n");
+			return EXIT_USAGE;
+		}
 	}
 	if (evict_only)
 	{

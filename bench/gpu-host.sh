@@ -68,7 +68,7 @@
 #                                           when WHEELS holds it; DATA_PATHS_ARGS more data_paths
 #                                           options (e.g. "-b 4G"); QUERIES a subset (q1,q1.1)
 #
-# Environment: SF (scale factor, default 10; 20 for ssb, engine, ssb-engine and hll), WORKERS (parallel
+# Environment: SF (scale factor, default 10; 20 for ssb, engine, ssb-engine, hll and datapath), WORKERS (parallel
 # workers for the scan benchmarks, DuckDB's threads, default 16), RUNS (ssb, engine:
 # measured runs per query, default 5; ssb-engine: default 3), SIDES (engine, hll: a subset of their sides),
 # SHARED_BUFFERS (default 16GB), WHEELS (a directory
