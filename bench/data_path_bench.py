@@ -34,8 +34,9 @@ Issue 30, item 9.  One run on one host:
             (bench/data_paths -E: posix_fadvise DONTNEED, checked with mincore)
      warm   the best of R runs after one unmeasured run (the GPU column cache
             holding the query's columns or units)
-   The first and cold runs are a new session's first statement after the
-   restart (the backend's first query, as an application's first one).  Every
+   The first and cold runs are the first query on lineorder of a new session
+   that has only asked the service whether it is up (as bench/ssb_engine_bench.py's
+   first runs).  Every
    answer, first, cold and warm, must equal PostgreSQL heap's (floats within
    1e-9 relative); a pg_warp side counts only where EXPLAIN ANALYZE shows
    GpuPreAgg on the asked engine.
@@ -257,7 +258,6 @@ def restart(args, runners, runner, engine):
     if r.returncode != 0:
         return "--restart-cmd failed: %s" % r.stderr.strip()[-300:]
     why = wait_for_service(runner, engine)
-    runner.close()          # the run is a new session's first statement
     return "after --restart-cmd: %s" % why if why else None
 
 
