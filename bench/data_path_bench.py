@@ -8,7 +8,9 @@ Issue 30, item 9.  One run on one host:
    pinned and pageable host-to-GPU copy rates (the bus), and the candidate
    ways a page-cached file reaches GPU memory (pread into pinned buffers as
    the service does today, a registered read-only mapping of the file, its
-   pipelined first touch, cuFile in GDS or compatibility mode).  See
+   pipelined first touch, cuFile in GDS or compatibility mode), right after
+   a restart (--restart-cmd: no server process holding the file mapped); and
+   KvikIO reading it into GPU memory where kvikio and cupy import.  See
    bench/results/README.md, "Storage to GPU", for what each way measures.
 
 2. pg_warp on the flat queries of bench/engine_bench.py (Q1-Q4) and SSB
