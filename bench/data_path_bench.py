@@ -100,6 +100,8 @@ PATH_KEY = re.compile(r"Bytes|Pages|Path|Rate|I/O|GPU Cache|Direct|Regist|cuFile
 # the limits of data_paths that runs are set against, and the candidates shown beside them
 LIMIT_WAYS = ["odirect", "pinned", "pageable", "pread", "cold-pread", "pread-pinned", "register",
               "registered-copy", "register-copy", "cufile"]
+# the ways measured again at other slice sizes (a slice: one pread, one copy)
+SWEEP_WAYS = "pinned,pread-pinned,registered-copy"
 GOAL_SHARE = 0.8
 HEAP_FIRST_GOAL = 3.0
 for _s in WARP_SIDES:
@@ -109,11 +111,13 @@ for _s in WARP_SIDES:
 
 # ---------------------------------------------------------------- the raw limits
 
-def raw_limits(args, dp):
-    """data_paths over the Arrow file: its JSON (ways by name), or why not."""
-    cmd = [dp, args.arrow, "-t", str(args.io_threads), "-s", str(args.slice_mib), "-S",
-           str(args.streams)] + (args.data_paths_args.split() if args.data_paths_args else [])
-    print("raw limits: %s" % " ".join(cmd), flush=True)
+def run_data_paths(args, dp, slice_mib, ways=None):
+    """One data_paths run over the Arrow file (ways: a -w list, None all):
+    its JSON with ways by name and the exit status said, or why not."""
+    cmd = [dp, args.arrow, "-t", str(args.io_threads), "-s", str(slice_mib), "-S",
+           str(args.streams)] + (["-w", ways] if ways else []) + \
+        (args.data_paths_args.split() if args.data_paths_args else [])
+    print("data_paths: %s" % " ".join(cmd), flush=True)
     t0 = time.time()
     r = subprocess.run(cmd, capture_output=True, text=True, cwd="/tmp")
     print(r.stderr.rstrip())
@@ -126,6 +130,26 @@ def raw_limits(args, dp):
         r.returncode, "exit %d" % r.returncode), exit=r.returncode, command=" ".join(cmd),
         seconds=round(time.time() - t0, 1))
     out["by_way"] = {w["way"]: w for w in out["ways"]}
+    return out
+
+
+def raw_limits(args, dp):
+    """Every way of data_paths at --slice-mib, then (with a GPU) the ways
+    whose rate depends on the slice size at each of --sweep-slices: the
+    first run's JSON, the sweep under "slice_sweep" (GB/s per slice and way)."""
+    out = run_data_paths(args, dp, args.slice_mib)
+    if not out.get("device"):
+        return out
+    sweep = {}
+    for mib in [int(x) for x in args.sweep_slices.split(",") if x.strip()]:
+        if mib == args.slice_mib:
+            continue
+        o = run_data_paths(args, dp, mib, SWEEP_WAYS)
+        sweep[mib] = {w: (o["by_way"][w]["gb_per_s"] if o.get("by_way", {}).get(w, {}).get("status") == "ok"
+                          else o.get("by_way", {}).get(w, {}).get("why") or o.get("why"))
+                      for w in SWEEP_WAYS.split(",")}
+    sweep[args.slice_mib] = {w: out["by_way"].get(w, {}).get("gb_per_s") for w in SWEEP_WAYS.split(",")}
+    out["slice_sweep"] = sweep
     return out
 
 
@@ -461,6 +485,9 @@ def print_report(queries, res, table, limits, goal_list, heap_bytes):
             print("  %-16s %s: %s" % (way, w["status"], w.get("why")))
     if limits.get("by_way", {}).get("cufile", {}).get("mode"):
         print("  cuFile mode: %s" % limits["by_way"]["cufile"]["mode"])
+    for mib, ways in sorted(limits.get("slice_sweep", {}).items()):
+        print("  slices of %3d MiB: %s" % (mib, ", ".join(
+            "%s %s" % (w, "%.2f GB/s" % v if isinstance(v, float) else v) for w, v in ways.items())))
     kv = limits.get("kvikio", {})
     for mode in ("warm", "cold"):
         if "gb_per_s" in kv.get(mode, {}):
@@ -574,6 +601,9 @@ def main():
                     help="data_paths' threads (default: the CPU count)")
     ap.add_argument("--streams", type=int, default=4, help="data_paths' copy streams (default 4)")
     ap.add_argument("--slice-mib", type=int, default=8, help="data_paths' slice size (default 8 MiB)")
+    ap.add_argument("--sweep-slices", default="2,32,64",
+                    help="other slice sizes (MiB) at which %s run again (default %%(default)s; "
+                    "'' none)" % SWEEP_WAYS)
     ap.add_argument("--data-paths-args", help="more data_paths options, e.g. '-b 4G -D 2048'")
     args = ap.parse_args()
     check_common_args(ap, args, SIDES)
