@@ -350,9 +350,10 @@ def path_figures(runners, queries, res):
             if side not in runners or res[q][side]["status"] not in ("ok", "not the engine"):
                 continue
             rows, _, err = runners[side].run("EXPLAIN (ANALYZE, VERBOSE, FORMAT JSON) " + sql)
-            if err:
-                continue
-            nodes = walk(json.loads("\n".join(rows))[0]["Plan"], [])
+            try:
+                nodes = [] if err else walk(json.loads("\n".join(rows))[0]["Plan"], [])
+            except (ValueError, KeyError, IndexError):
+                nodes = []      # a notice among the rows: no figures, the run goes on
             gpa = [n for n in nodes if n.get("Custom Plan Provider") == "GpuPreAgg"]
             if not gpa:
                 continue
