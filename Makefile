@@ -210,6 +210,7 @@ SERVICE_SRCS = \
 	src/service/gpu_agg.c \
 	src/service/gpu_heap.c \
 	src/service/gpu_input.c \
+	src/service/gpu_mem.c \
 	src/service/file_reg.c \
 	src/service/gpu_cache.c \
 	src/service/gpu_multi.c \

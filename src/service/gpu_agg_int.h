@@ -4,7 +4,8 @@
  *		The service's one GPU input path and what its users share: a run's
  *		state (GaggRun: its pinned double-buffered slots, I/O threads, column
  *		cache entries, table and error) and its steps, defined in gpu_agg.c
- *		(GpuPreAgg over Arrow record batches) and reused by gpu_heap.c (heap
+ *		(GpuPreAgg over Arrow record batches), gpu_input.c (the input path)
+ *		and gpu_mem.c (errors, allocations) and reused by gpu_heap.c (heap
  *		chunks) and gpu_scan.c (GpuScan's filter over Arrow record batches).
  *		Internal to the service's GPU runner.
  *
@@ -252,14 +253,9 @@ gagg_part_rows(const GaggSlot *s, int p)
 }
 
 /* in gpu_agg.c */
-extern int gagg_cuda(GaggRun *g, CUresult rc, const char *what);
 extern int gagg_begin(GaggRun *g, const ServiceGpu *gpu, AggRun *run, uint32_t device,
 					  XpuError *err, int *werr, char *msg, size_t msglen);
-extern int gagg_fail(GaggRun *g, int code, const char *fmt,...)
-			__attribute__((format(printf, 3, 4)));
 extern int gagg_slot_finish(GaggRun *g, GaggSlot *s);
-extern void gagg_dev_free(GaggRun *g, CUdeviceptr *p, size_t n);
-extern int gagg_dev_alloc(GaggRun *g, CUdeviceptr *p, size_t n, const char *what);
 extern int gagg_setup(GaggRun *g, const ServiceGpu *gpu, uint32_t dev,
 						const GpuAggOptions *opts);
 extern int gagg_launch(GaggRun *g, GaggSlot *s, CUdeviceptr rows, uint32_t n_rows,
@@ -269,6 +265,13 @@ extern int gagg_fold_into_table(void *arg, const uint8_t *key, uint32_t key_len,
 extern void gagg_teardown(GaggRun *g);
 extern int gagg_table_drain(GaggRun *g, XpuGaggTable *thp);
 extern int gagg_stream_wait(GaggRun *g, CUstream st);
+
+/* in gpu_mem.c */
+extern int gagg_cuda(GaggRun *g, CUresult rc, const char *what);
+extern int gagg_fail(GaggRun *g, int code, const char *fmt,...)
+			__attribute__((format(printf, 3, 4)));
+extern void gagg_dev_free(GaggRun *g, CUdeviceptr *p, size_t n);
+extern int gagg_dev_alloc(GaggRun *g, CUdeviceptr *p, size_t n, const char *what);
 extern void gagg_host_free(GaggRun *g, void **p, size_t n);
 extern int gagg_host_alloc(GaggRun *g, void **p, size_t n, const char *what);
 extern void gagg_batch_release(GaggRun *g, uint8_t **p, size_t cap);

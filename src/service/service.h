@@ -65,7 +65,7 @@ typedef struct ServiceGpu
 } ServiceGpu;
 
 extern void gpu_open(ServiceGpu *gpu, bool use_gpus);
-/* in gpu_agg.c: the GPU runs' first pinned buffers, before any run */
+/* in gpu_mem.c: the GPU runs' first pinned buffers, before any run */
 extern void gpu_agg_prewarm(const ServiceGpu *gpu);
 extern void gpu_close(ServiceGpu *gpu);
 
