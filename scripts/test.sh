@@ -83,7 +83,7 @@ run_heapfake() {
     local out ok bad
     echo "== the service's GPU heap path with a stand-in CUDA driver (test/gpu: make heapfake)"
     # no GPU here: test/gpu/fake_cuda.c runs the kernels' work on the host, so that
-    # gpu_agg.c and heap_chunk.c's GPU path (staging, slots, fallbacks, cancel) run;
+    # gpu_agg.c, gpu_input.c and heap_chunk.c's GPU path (staging, slots, fallbacks, cancel) run;
     # the real kernels run on a GPU host (make -C test/gpu heapcheck)
     if out=$(make -C test/gpu heapfake 2>&1); then :; fi
     ok=$(grep -c '^ok ' <<<"$out"); bad=$(grep -c '^not ok ' <<<"$out")
