@@ -344,6 +344,37 @@ xpu_tile_simple(const XpuProgram *prog, const XpuInstr *in, XpuTile *t,
  * without a validity bitmap has no NULLs: its null flags are set to 0 in
  * the same loop.
  */
+/*
+ * xpu_load_rows of a dictionary-encoded utf8 column (xpu_dict.h): each
+ * row's value from its index, NULL for a NULL index or value; 0 (rows
+ * left to LOAD_COL, which records the error) at an index outside the
+ * dictionary
+ */
+static inline int
+xpu_load_dict_rows(const XpuColumnData *cd, int64_t off, const uint16_t *sel, int nsel,
+				   int nrows, XpuValue *d, uint8_t *dn)
+{
+	const int32_t *o = cd->dict_offsets;
+	const uint8_t *iv = cd->validity;
+	int			i, k, bad = 0;
+
+	XPU_TILE_FOR_SEL(i, k, sel, nsel, nrows, {
+		int64_t		ix;
+
+		if (iv != NULL && !xpu_bit(iv, off + i))
+			dn[i] = 1;
+		else if (!xpu_dict_index_ok(cd, ix = xpu_dict_index(cd, off + i)))
+			bad = 1;
+		else
+		{
+			dn[i] = (uint8_t) xpu_dict_value_null(cd, ix);
+			d[i].t.p = cd->data + o[ix];
+			d[i].t.len = o[ix + 1] - o[ix];
+		}
+	});
+	return !bad;
+}
+
 static inline int
 xpu_load_rows(const XpuColumn *col, const XpuColumnData *cd, int64_t off,
 			  const uint16_t *sel, int nsel, int nrows, XpuValue *d, uint8_t *dn)
@@ -369,6 +400,8 @@ xpu_load_rows(const XpuColumn *col, const XpuColumnData *cd, int64_t off,
 		case XPU_COL_FLOAT32: XPU_LOAD_VALS(float, f4); break;
 		case XPU_COL_FLOAT64: XPU_LOAD_VALS(double, f8); break;
 		case XPU_COL_UTF8:
+			if (cd->dict_width != 0)
+				return xpu_load_dict_rows(cd, off, sel, nsel, nrows, d, dn);
 			{
 				const int32_t *o = (const int32_t *) cd->values + off;
 

@@ -1,0 +1,71 @@
+/*-------------------------------------------------------------------------
+ *
+ * xpu_arrow_bind.h
+ *		xpu_column_bind: an XpuColumnData over a loaded Arrow column (the
+ *		service's workers, the backend's row filter, the benchmarks),
+ *		dictionary-encoded utf8 included (xpu_dict.h).  Host code only.
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef XPU_ARROW_BIND_H
+#define XPU_ARROW_BIND_H
+
+#include "../arrow/arrow.h"
+#include "xpu_program.h"
+
+/* the dict_width of an Arrow index type (0: none) */
+static inline int32_t
+xpu_dict_width_of(ArrowTypeId id)
+{
+	switch (id)
+	{
+		case ARROW_TYPE_INT8: return 1;
+		case ARROW_TYPE_INT16: return 2;
+		case ARROW_TYPE_INT32: return 4;
+		case ARROW_TYPE_INT64: return 8;
+		case ARROW_TYPE_UINT8: return -1;
+		case ARROW_TYPE_UINT16: return -2;
+		case ARROW_TYPE_UINT32: return -4;
+		case ARROW_TYPE_UINT64: return -8;
+		default: return 0;
+	}
+}
+
+/*
+ * xpu_column_bind: cd over column a, top-level field `field` of a batch of
+ * file (NULL: not known), its offset left as it is.  A dictionary-encoded column of utf8 values gets its dictionary:
+ * in the file format every record batch sees every dictionary batch, so
+ * the dictionary's version is the file's and the field's (unique while
+ * the file is open); in a stream, one of its own per bind.
+ */
+static inline void
+xpu_column_bind(XpuColumnData *cd, const ArrowArray *a, const ArrowFile *file, int32_t field)
+{
+	const ArrowArray *d = a->dictionary;
+
+	cd->validity = a->validity;
+	cd->dict_offsets = NULL;
+	cd->dict_validity = NULL;
+	cd->dict_len = 0;
+	cd->dict_version = 0;
+	cd->dict_width = 0;
+	if (a->field->has_dictionary && d != NULL && d->field != NULL &&
+		d->field->type.id == ARROW_TYPE_UTF8)
+	{
+		cd->values = a->values;
+		cd->data = (const char *) d->data;
+		cd->dict_offsets = (const int32_t *) d->offsets;
+		cd->dict_validity = d->validity;
+		cd->dict_len = d->length;
+		cd->dict_width = xpu_dict_width_of(a->field->dictionary.index_type);
+		if (file != NULL && !file->is_stream)
+			cd->dict_version = ((uint64_t) (uintptr_t) file << 16) ^ (uint16_t) field;
+		else
+			cd->dict_version = xpu_dict_new_version();
+		return;
+	}
+	cd->values = a->field->type.id == ARROW_TYPE_UTF8 ? a->offsets : a->values;
+	cd->data = (const char *) a->data;
+}
+
+#endif							/* XPU_ARROW_BIND_H */
