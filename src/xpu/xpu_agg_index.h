@@ -36,18 +36,31 @@
  * in the dictionary, else 0.  One loop a width, without a branch a row.
  */
 static int
-index_decode(const XpuColumnData *cd, int64_t off, int m, uint64_t *ix)
+index_decode(const XpuColumnData *cd, int64_t off, int m, uint32_t *ix)
 {
 	const uint8_t *vb = cd->validity;
 	uint64_t	len = (uint64_t) cd->dict_len,
 				bad = 0;
 	int			j;
 
+	/* a negative index is a huge one as uint64; len < 2^20: ix holds the rest */
 #define INDEX_DECODE(T) \
 	do { \
 		const T *v = (const T *) cd->values + off; \
-		for (j = 0; j < m; j++) \
-			ix[j] = (uint64_t) v[j]; \
+		if (vb == NULL) \
+			for (j = 0; j < m; j++) \
+			{ \
+				bad |= (uint64_t) v[j] >= len; \
+				ix[j] = (uint32_t) v[j]; \
+			} \
+		else \
+			for (j = 0; j < m; j++) \
+			{ \
+				int64_t		r = off + j; \
+				uint64_t	valid = (vb[r >> 3] >> (r & 7)) & 1; \
+				bad |= valid & ((uint64_t) v[j] >= len); \
+				ix[j] = valid ? (uint32_t) v[j] : (uint32_t) len; \
+			} \
 	} while (0)
 	switch (cd->dict_width)
 	{
@@ -61,18 +74,6 @@ index_decode(const XpuColumnData *cd, int64_t off, int m, uint64_t *ix)
 		default: INDEX_DECODE(uint64_t); break;
 	}
 #undef INDEX_DECODE
-	if (vb == NULL)
-		for (j = 0; j < m; j++)
-			bad |= ix[j] >= len;	/* a negative index is a huge one as uint64 */
-	else
-		for (j = 0; j < m; j++)
-		{
-			int64_t		r = off + j;
-			uint64_t	valid = (vb[r >> 3] >> (r & 7)) & 1;
-
-			bad |= valid & (ix[j] >= len);
-			ix[j] = valid ? ix[j] : len;
-		}
 	return bad == 0;
 }
 
@@ -107,7 +108,7 @@ static int
 index_fill_all(const XpuAggTable *t, const XpuResult *res,
 			   const XpuColumnData *const *dict_cols, XpuError *err)
 {
-	uint64_t	ix[KEY_BLOCK];
+	uint32_t	ix[KEY_BLOCK];
 
 	for (int k = 0; dict_cols != NULL && k < t->n_keys; k++)
 	{
@@ -182,6 +183,36 @@ index_fits(const XpuAggTable *t, const XpuColumnData *const *dict_cols, int64_t 
 }
 
 /*
+ * index_learn: the group of row r, whose combination c of indices (n1:
+ * the second key's indices + 1) is not in the map yet, by its key values,
+ * into the map; -1 (err set) on an error, -2 when the table turns the
+ * index grouping off (the key values filled in for find_groups)
+ */
+static int64_t
+index_learn(XpuAggTable *t, const XpuResult *res, const XpuColumnData *const *cd, int64_t r,
+			uint32_t c, int64_t n1, const XpuColumnData *const *dict_cols, XpuError *err)
+{
+	uint64_t	h;
+	uint8_t		lng;
+	int64_t		g;
+
+	index_fill(t, res, 0, cd[0], r, t->n_keys == 2 ? c / n1 : c);
+	if (t->n_keys == 2)
+		index_fill(t, res, 1, cd[1], r, c % n1);
+	print_rows(t, res, &r, 1, &h, &lng);
+	if ((g = row_group(t, res, r, t->rprint, h, lng, err)) < 0)
+		return -1;
+	if (g > INT32_MAX)
+	{
+		/* the map holds int32: find_groups from now on */
+		t->ix_off = 1;
+		return index_fill_all(t, res, dict_cols, err) ? -2 : -1;
+	}
+	t->ix_map[c] = (int32_t) g;
+	return g;
+}
+
+/*
  * index_groups: t->rowgroup[r] for every row of res from the indices of
  * its dictionary keys (dict_cols[k]: output k's column, xpu_cpu_dict_outs);
  * 1 done, 0 not for this table or these rows (find_groups does it, the
@@ -196,7 +227,7 @@ index_groups(XpuAggTable *t, const XpuResult *res, const XpuColumnData *const *d
 	int64_t		n = res->nrows,
 				n1 = 1,
 				combos;
-	uint64_t	ix0[KEY_BLOCK],
+	uint32_t	ix0[KEY_BLOCK],
 				ix1[KEY_BLOCK];
 	int32_t    *map;
 
@@ -220,7 +251,7 @@ index_groups(XpuAggTable *t, const XpuResult *res, const XpuColumnData *const *d
 							 "dictionary index outside the dictionary"), -1;
 		if (t->n_keys == 2)
 			for (int j = 0; j < m; j++)
-				ix0[j] = ix0[j] * (uint64_t) n1 + ix1[j];
+				ix0[j] = ix0[j] * (uint32_t) n1 + ix1[j];
 		for (int j = 0; j < m; j++)
 		{
 			int64_t		r = r0 + j,
@@ -231,26 +262,9 @@ index_groups(XpuAggTable *t, const XpuResult *res, const XpuColumnData *const *d
 				t->rowgroup[r] = -1;
 				continue;
 			}
-			if (g < 0)
-			{
-				uint64_t	h;
-				uint8_t		lng;
-
-				/* the first row of this combination: its group by its values */
-				index_fill(t, res, 0, cd[0], r, t->n_keys == 2 ? ix0[j] / n1 : ix0[j]);
-				if (t->n_keys == 2)
-					index_fill(t, res, 1, cd[1], r, ix0[j] % n1);
-				print_rows(t, res, &r, 1, &h, &lng);
-				if ((g = row_group(t, res, r, t->rprint, h, lng, err)) < 0)
-					return -1;
-				if (g > INT32_MAX)
-				{
-					/* the map holds int32: find_groups from now on */
-					t->ix_off = 1;
-					return index_fill_all(t, res, dict_cols, err) ? 0 : -1;
-				}
-				map[ix0[j]] = (int32_t) g;
-			}
+			if (__builtin_expect(g < 0, 0) &&
+				(g = index_learn(t, res, cd, r, ix0[j], n1, dict_cols, err)) < 0)
+				return g == -1 ? -1 : 0;
 			t->rowgroup[r] = g;
 		}
 	}
