@@ -363,6 +363,7 @@ typedef struct AggWorker
 	uint8_t    *mask;			/* [AGG_SLICE] */
 	XpuColumnData *cols;		/* [n_cols] */
 	const XpuColumnData **dict_cols;	/* [n_outs] (xpu_cpu_dict_outs) */
+	uint8_t    *skip;			/* [n_outs] (xpu_agg_table_dict_skip) */
 	bool	   *want;			/* [widest schema] */
 	uint32_t	index;			/* its slot in AggTask.live */
 	AggLive		live;			/* the batch it loaded */
@@ -397,6 +398,7 @@ run_slices(AggWorker *w, AggLive *l)
 		int64_t		s = __atomic_fetch_add(&l->next_slice, 1, __ATOMIC_RELAXED);
 		int64_t		row0 = s * AGG_SLICE;
 		int64_t		n;
+		int			nd;
 		XpuChunk	chunk;
 		XpuResult	res = {0, w->mask, w->values, w->nulls};
 
@@ -426,16 +428,18 @@ run_slices(AggWorker *w, AggLive *l)
 				break;
 			continue;
 		}
-		if (xpu_cpu_exec_counted(prog, &chunk, &res, w->workspace, &err, probes) != XPU_OK)
+		/* dictionary keys: grouped on their indices, left unloaded (xpu_dict.h) */
+		if ((nd = xpu_cpu_dict_outs(prog, &chunk, w->dict_cols)) > 0)
+			xpu_agg_table_dict_skip(w->table, prog->n_outs, w->dict_cols, w->skip);
+		if (xpu_cpu_exec_skip(prog, &chunk, &res, w->workspace, &err, probes,
+							  nd > 0 ? w->skip : NULL) != XPU_OK)
 		{
 			task_xpu_error(t, &err);
 			break;
 		}
 		for (int64_t r = 0; r < n; r++)
 			passed += w->mask[r];
-		if (!xpu_agg_table_update_dict(w->table, &res,
-									   xpu_cpu_dict_outs(prog, &chunk, w->dict_cols) ?
-									   w->dict_cols : NULL, &err))
+		if (!xpu_agg_table_update_dict(w->table, &res, nd > 0 ? w->dict_cols : NULL, &err))
 		{
 			task_table_error(t, &err);
 			break;
@@ -576,6 +580,7 @@ worker_release(AggWorker *w)
 	free(w->cols);
 	free(w->want);
 	free(w->dict_cols);
+	free(w->skip);
 }
 
 /*
@@ -613,11 +618,12 @@ worker_setup(AggTask *t, AggWorker *w, int widest)
 	w->cols = calloc(prog->n_cols ? prog->n_cols : 1, sizeof(XpuColumnData));
 	w->want = calloc(widest ? widest : 1, sizeof(bool));
 	w->dict_cols = calloc(outs, sizeof(XpuColumnData *));
+	w->skip = calloc(outs, 1);
 	w->table = xpu_agg_table_create(prog, &t->run.spec, &err);
 	if (w->table != NULL)
 		xpu_agg_table_set_spill(w->table, agg_spill_limit());
 	if (!w->workspace || !w->values || !w->nulls || !w->mask || !w->cols || !w->want ||
-		!w->dict_cols || !w->table)
+		!w->dict_cols || !w->skip || !w->table)
 	{
 		svc_fail(&t->fail, WARP_ERR_OUT_OF_MEMORY, "out of memory");
 		return false;
