@@ -5,13 +5,19 @@
  *		service's workers, the backend's row filter, the benchmarks),
  *		dictionary-encoded utf8 included (xpu_dict.h).  Host code only.
  *
+ * src/xpu includes nothing of src/arrow (test/python/test_layout.py): the
+ * functions are there where the includer has included the Arrow library's
+ * arrow.h first (its guard PG_WARP_ARROW_H), as the service, the backend's
+ * filter (through fdw/fdw_scan.h), the benchmarks and the tests do.
+ *
  *-------------------------------------------------------------------------
  */
 #ifndef XPU_ARROW_BIND_H
 #define XPU_ARROW_BIND_H
 
-#include "../arrow/arrow.h"
 #include "xpu_program.h"
+
+#ifdef PG_WARP_ARROW_H
 
 /* the dict_width of an Arrow index type (0: none) */
 static inline int32_t
@@ -67,5 +73,7 @@ xpu_column_bind(XpuColumnData *cd, const ArrowArray *a, const ArrowFile *file, i
 	cd->values = a->field->type.id == ARROW_TYPE_UTF8 ? a->offsets : a->values;
 	cd->data = (const char *) a->data;
 }
+
+#endif							/* PG_WARP_ARROW_H */
 
 #endif							/* XPU_ARROW_BIND_H */

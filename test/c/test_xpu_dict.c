@@ -18,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "arrow.h"
 #include "tap.h"
 #include "xpu_agg.h"
 #include "xpu_arrow_bind.h"
