@@ -30,6 +30,13 @@
 
 #define INDEX_MAX_COMBOS	(INT64_C(1) << 20)
 
+/* is an index of least lo and largest hi outside a dictionary of len values */
+static inline int
+index_out(int64_t lo, uint64_t hi, uint64_t len)
+{
+	return lo < 0 || hi >= len;
+}
+
 /*
  * index_decode: ix[j] = the index of the column's row off + j (j < m), its
  * dictionary's length for a NULL index; 1 where every non-NULL index is
@@ -47,17 +54,24 @@ index_decode(const XpuColumnData *cd, int64_t off, int m, uint32_t *ix)
 #define INDEX_DECODE(T) \
 	do { \
 		const T *v = (const T *) cd->values + off; \
-		if (vb == NULL) \
+		if (vb == NULL && m > 0) \
+		{ \
+			/* the least and the largest index: loops the compiler vectorizes */ \
+			T			lo = v[0], \
+						hi = v[0]; \
 			for (j = 0; j < m; j++) \
 			{ \
-				bad |= (uint64_t) v[j] >= len; \
+				lo = v[j] < lo ? v[j] : lo; \
+				hi = v[j] > hi ? v[j] : hi; \
 				ix[j] = (uint32_t) v[j]; \
 			} \
+			bad = index_out(lo, hi, len); \
+		} \
 		else \
 			for (j = 0; j < m; j++) \
 			{ \
 				int64_t		r = off + j; \
-				uint64_t	valid = (vb[r >> 3] >> (r & 7)) & 1; \
+				uint64_t	valid = vb != NULL ? (vb[r >> 3] >> (r & 7)) & 1 : 1; \
 				bad |= valid & ((uint64_t) v[j] >= len); \
 				ix[j] = valid ? (uint32_t) v[j] : (uint32_t) len; \
 			} \
@@ -229,7 +243,8 @@ index_groups(XpuAggTable *t, const XpuResult *res, const XpuColumnData *const *d
 				combos;
 	uint32_t	ix0[KEY_BLOCK],
 				ix1[KEY_BLOCK];
-	int32_t    *map;
+	const int32_t *map;
+	int64_t    *rg;
 
 	if (!index_fits(t, dict_cols, &combos))
 		return index_fill_all(t, res, dict_cols, err) ? 0 : -1;
@@ -240,6 +255,7 @@ index_groups(XpuAggTable *t, const XpuResult *res, const XpuColumnData *const *d
 	if (!index_start(t, cd, combos, err))
 		return -1;
 	map = t->ix_map;
+	rg = t->rowgroup;
 	for (int64_t r0 = 0; r0 < n; r0 += KEY_BLOCK)
 	{
 		int			m = (int) (n - r0 < KEY_BLOCK ? n - r0 : KEY_BLOCK);
@@ -252,21 +268,28 @@ index_groups(XpuAggTable *t, const XpuResult *res, const XpuColumnData *const *d
 		if (t->n_keys == 2)
 			for (int j = 0; j < m; j++)
 				ix0[j] = ix0[j] * (uint32_t) n1 + ix1[j];
-		for (int j = 0; j < m; j++)
-		{
-			int64_t		r = r0 + j,
-						g = map[ix0[j]];
-
-			if (!all && !mask[r])
+		if (all)
+			for (int j = 0; j < m; j++)
 			{
-				t->rowgroup[r] = -1;
-				continue;
+				int64_t		g = map[ix0[j]];
+
+				if (__builtin_expect(g < 0, 0) &&
+					(g = index_learn(t, res, cd, r0 + j, ix0[j], n1, dict_cols, err)) < 0)
+					return g == -1 ? -1 : 0;
+				rg[r0 + j] = g;
 			}
-			if (__builtin_expect(g < 0, 0) &&
-				(g = index_learn(t, res, cd, r, ix0[j], n1, dict_cols, err)) < 0)
-				return g == -1 ? -1 : 0;
-			t->rowgroup[r] = g;
-		}
+		else
+			for (int j = 0; j < m; j++)
+			{
+				int64_t		g = map[ix0[j]];
+
+				if (!mask[r0 + j])
+					g = -1;
+				else if (__builtin_expect(g < 0, 0) &&
+						 (g = index_learn(t, res, cd, r0 + j, ix0[j], n1, dict_cols, err)) < 0)
+					return g == -1 ? -1 : 0;
+				rg[r0 + j] = g;
+			}
 	}
 	return 1;
 }
