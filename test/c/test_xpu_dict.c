@@ -258,6 +258,42 @@ random_indices(int64_t *ix, int n, int nvalues, unsigned seed, int null_mod)
 		ix[i] = null_mod && i % null_mod == 3 ? -1 : rand() % nvalues;
 }
 
+/* a column bound for a run of program p: its arrays, binding, result, workspace */
+typedef struct Bound
+{
+	Col			c;
+	XpuColumnData cd;
+	XpuChunk	chunk;
+	XpuResult	r;
+	XpuError	err;
+	void	   *ws;
+} Bound;
+
+static void
+bound_make(Bound *b, const Dict *d, ArrowTypeId itype, const int64_t *ix, const XpuProgram *p)
+{
+	memset(b, 0, sizeof(*b));
+	col_make(&b->c, d, itype, ix, ROWS);
+	b->r = result_new(ROWS, 1);
+	b->ws = aligned_alloc(16, (xpu_cpu_workspace_size(p) + 15) & ~(size_t) 15);
+}
+
+/* binds b's column (after any change of its arrays) */
+static void
+bound_bind(Bound *b)
+{
+	xpu_column_bind(&b->cd, &b->c.arr, NULL, 0);
+	b->chunk = (XpuChunk) {ROWS, 1, 0, &b->cd};
+}
+
+static void
+bound_free(Bound *b)
+{
+	col_free(&b->c);
+	result_free(&b->r);
+	free(b->ws);
+}
+
 /* every index type through the three loads */
 static void
 test_loads(void)
@@ -274,62 +310,45 @@ test_loads(void)
 	random_indices(ix, ROWS, NVALUES, 1, 17);
 	for (int t = 0; t < 8; t++)
 	{
-		Col			c;
-		XpuColumnData cd;
-		XpuChunk	chunk;
-		XpuResult	r = result_new(ROWS, 1);
-		XpuError	err = {0};
-		void	   *ws = aligned_alloc(16, (xpu_cpu_workspace_size(qp) + 15) & ~(size_t) 15);
+		Bound		b;
 
-		col_make(&c, &d, types[t], ix, ROWS);
-		memset(&cd, 0, sizeof(cd));
-		xpu_column_bind(&cd, &c.arr, NULL, 0);
-		chunk = (XpuChunk) {ROWS, 1, 0, &cd};
-		tap_ok(cd.dict_width == (types[t] >= ARROW_TYPE_UINT8 ? -1 : 1) * type_width(types[t]),
+		bound_make(&b, &d, types[t], ix, qp);
+		bound_bind(&b);
+		tap_ok(b.cd.dict_width == (types[t] >= ARROW_TYPE_UINT8 ? -1 : 1) * type_width(types[t]),
 			   "type %d: bound as a dictionary of %d-byte indices", t, type_width(types[t]));
-		tap_ok(xpu_cpu_exec(lp, &chunk, &r, ws, &err) == XPU_OK &&
-			   output_is(&r, 0, &d, ix, ROWS, NULL), "type %d: loads-only path", t);
-		memset(r.mask, 0, ROWS);
-		tap_ok(xpu_row_exec(lp, &chunk, &r, &err) == XPU_OK &&
-			   output_is(&r, 0, &d, ix, ROWS, NULL), "type %d: per-row LOAD_COL", t);
-		tap_ok(xpu_cpu_exec(qp, &chunk, &r, ws, &err) == XPU_OK &&
-			   output_is(&r, 0, &d, ix, ROWS, "AIR"), "type %d: qual = 'AIR' in tiles", t);
-		tap_ok(xpu_row_exec(qp, &chunk, &r, &err) == XPU_OK &&
-			   output_is(&r, 0, &d, ix, ROWS, "AIR"), "type %d: qual = 'AIR' per row", t);
-		col_free(&c);
-		result_free(&r);
-		free(ws);
+		tap_ok(xpu_cpu_exec(lp, &b.chunk, &b.r, b.ws, &b.err) == XPU_OK &&
+			   output_is(&b.r, 0, &d, ix, ROWS, NULL), "type %d: loads-only path", t);
+		memset(b.r.mask, 0, ROWS);
+		tap_ok(xpu_row_exec(lp, &b.chunk, &b.r, &b.err) == XPU_OK &&
+			   output_is(&b.r, 0, &d, ix, ROWS, NULL), "type %d: per-row LOAD_COL", t);
+		tap_ok(xpu_cpu_exec(qp, &b.chunk, &b.r, b.ws, &b.err) == XPU_OK &&
+			   output_is(&b.r, 0, &d, ix, ROWS, "AIR"), "type %d: qual = 'AIR' in tiles", t);
+		tap_ok(xpu_row_exec(qp, &b.chunk, &b.r, &b.err) == XPU_OK &&
+			   output_is(&b.r, 0, &d, ix, ROWS, "AIR"), "type %d: qual = 'AIR' per row", t);
+		bound_free(&b);
 	}
 	/* an index outside the dictionary (9), and a negative one: errors */
 	for (int bad = 0; bad < 2; bad++)
 	{
-		Col			c;
-		XpuColumnData cd;
-		XpuChunk	chunk;
-		XpuResult	r = result_new(ROWS, 1);
-		XpuError	err = {0};
-		void	   *ws = aligned_alloc(16, (xpu_cpu_workspace_size(qp) + 15) & ~(size_t) 15);
+		Bound		b;
+		const char *which = bad ? "-2" : "9";
 
 		ix[1234] = bad ? -2 : NVALUES;
-		col_make(&c, &d, ARROW_TYPE_INT8, ix, ROWS);
+		bound_make(&b, &d, ARROW_TYPE_INT8, ix, qp);
 		if (bad)
-			((int8_t *) c.values)[1234] = -2;	/* valid, negative */
-		c.validity[1234 / 8] |= 1 << (1234 % 8);
-		memset(&cd, 0, sizeof(cd));
-		xpu_column_bind(&cd, &c.arr, NULL, 0);
-		chunk = (XpuChunk) {ROWS, 1, 0, &cd};
-		tap_ok(xpu_cpu_exec(lp, &chunk, &r, ws, &err) == XPU_ERR_INVALID_ARGUMENT,
-			   "index %s: loads-only path errs", bad ? "-2" : "9");
-		memset(&err, 0, sizeof(err));
-		tap_ok(xpu_cpu_exec(qp, &chunk, &r, ws, &err) == XPU_ERR_INVALID_ARGUMENT,
-			   "index %s: tiles err", bad ? "-2" : "9");
-		memset(&err, 0, sizeof(err));
-		tap_ok(xpu_row_exec(lp, &chunk, &r, &err) == XPU_ERR_INVALID_ARGUMENT,
-			   "index %s: per-row LOAD_COL errs (%s)", bad ? "-2" : "9", err.message);
+			((int8_t *) b.c.values)[1234] = -2;	/* valid, negative */
+		b.c.validity[1234 / 8] |= 1 << (1234 % 8);
+		bound_bind(&b);
+		tap_ok(xpu_cpu_exec(lp, &b.chunk, &b.r, b.ws, &b.err) == XPU_ERR_INVALID_ARGUMENT,
+			   "index %s: loads-only path errs", which);
+		memset(&b.err, 0, sizeof(b.err));
+		tap_ok(xpu_cpu_exec(qp, &b.chunk, &b.r, b.ws, &b.err) == XPU_ERR_INVALID_ARGUMENT,
+			   "index %s: tiles err", which);
+		memset(&b.err, 0, sizeof(b.err));
+		tap_ok(xpu_row_exec(lp, &b.chunk, &b.r, &b.err) == XPU_ERR_INVALID_ARGUMENT,
+			   "index %s: per-row LOAD_COL errs (%s)", which, b.err.message);
 		ix[1234] = 0;
-		col_free(&c);
-		result_free(&r);
-		free(ws);
+		bound_free(&b);
 	}
 	dict_free(&d);
 	free(lp);

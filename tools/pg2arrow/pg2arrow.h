@@ -282,6 +282,10 @@ extern bool run_workers(Export *ex, char *errbuf, size_t errlen);
 /* in dictionary.c */
 extern bool write_dictionaries(Export *ex, const PgColumn *cols, int n,
 							   char *errbuf, size_t errlen);
+extern bool read_append_batch(const char *path, const bool *want, bool last,
+							  const char *what, ArrowFile **file, ArrowBatch **batch,
+							  char *errbuf, size_t errlen);
+extern void close_append_batch(ArrowFile *file, ArrowBatch *batch);
 extern bool check_append_dictionaries(Export *ex, const char *path,
 									  char *errbuf, size_t errlen);
 

@@ -253,11 +253,10 @@ bool
 text_dicts_append(Export *ex, const char *path, char *errbuf, size_t errlen)
 {
 	ArrowFile  *file;
-	ArrowBatch *batch = NULL;
-	ArrowError	err;
+	ArrowBatch *batch;
 	bool	   *want = xcalloc(ex->n_columns + 1, sizeof(bool));
 	bool		any = false,
-				ok = true;
+				ok;
 
 	for (int i = 0; i < ex->n_columns; i++)
 		any |= want[i] = ex->columns[i].tdict != NULL;
@@ -266,23 +265,7 @@ text_dicts_append(Export *ex, const char *path, char *errbuf, size_t errlen)
 		free(want);
 		return true;
 	}
-	if (arrow_file_open(path, NULL, &file, &err) != ARROW_OK)
-	{
-		snprintf(errbuf, errlen, "cannot read \"%s\": %s", path, err.message);
-		free(want);
-		return false;
-	}
-	if (file->n_batches == 0)
-	{
-		snprintf(errbuf, errlen, "cannot read the dictionaries of \"%s\": it has no record batch\n"
-				 "hint: write a new file with -o", path);
-		ok = false;
-	}
-	else if (arrow_batch_load(file, file->n_batches - 1, want, &batch, &err) != ARROW_OK)
-	{
-		snprintf(errbuf, errlen, "cannot read \"%s\": %s", path, err.message);
-		ok = false;
-	}
+	ok = read_append_batch(path, want, true, "dictionaries", &file, &batch, errbuf, errlen);
 	for (int i = 0; ok && i < ex->n_columns; i++)
 	{
 		TextDict   *d = ex->columns[i].tdict;
@@ -315,9 +298,7 @@ text_dicts_append(Export *ex, const char *path, char *errbuf, size_t errlen)
 		}
 		d->written = d->n;
 	}
-	if (batch)
-		arrow_batch_free(batch);
-	arrow_file_close(file);
+	close_append_batch(file, batch);
 	free(want);
 	return ok;
 }
