@@ -15,7 +15,7 @@
 #ifndef XPU_ARROW_BIND_H
 #define XPU_ARROW_BIND_H
 
-#include "xpu_program.h"
+#include "xpu_dict.h"
 
 #ifdef PG_WARP_ARROW_H
 
@@ -38,6 +38,33 @@ xpu_dict_width_of(ArrowTypeId id)
 }
 
 /*
+ * the most characters (UTF-8: bytes that continue none) of a value of
+ * dictionary d, for a varchar(n) column's check once for all its rows
+ * (xpu_dict.h); -1 for a dictionary above XPU_DICT_MAX_CHARS_BYTES bytes,
+ * which would cost more than the rows' own checks
+ */
+#define XPU_DICT_MAX_CHARS_BYTES	(1 << 20)
+
+static inline int32_t
+xpu_dict_max_chars(const ArrowArray *d)
+{
+	const int32_t *o = (const int32_t *) d->offsets;
+	int32_t		most = 0;
+
+	if (d->length == 0 || o[d->length] - o[0] > XPU_DICT_MAX_CHARS_BYTES)
+		return d->length == 0 ? 0 : -1;
+	for (int64_t i = 0; i < d->length; i++)
+	{
+		int32_t		chars = 0;
+
+		for (int32_t b = o[i]; b < o[i + 1]; b++)
+			chars += (d->data[b] & 0xC0) != 0x80;
+		most = chars > most ? chars : most;
+	}
+	return most;
+}
+
+/*
  * xpu_column_bind: cd over column a, top-level field `field` of a batch of
  * file (NULL: not known), its offset left as it is.  A dictionary-encoded column of utf8 values gets its dictionary:
  * in the file format every record batch sees every dictionary batch, so
@@ -55,6 +82,8 @@ xpu_column_bind(XpuColumnData *cd, const ArrowArray *a, const ArrowFile *file, i
 	cd->dict_len = 0;
 	cd->dict_version = 0;
 	cd->dict_width = 0;
+	cd->dict_magic = 0;
+	cd->dict_max_chars = -1;
 	if (a->field->has_dictionary && d != NULL && d->field != NULL &&
 		d->field->type.id == ARROW_TYPE_UTF8)
 	{
@@ -64,6 +93,8 @@ xpu_column_bind(XpuColumnData *cd, const ArrowArray *a, const ArrowFile *file, i
 		cd->dict_validity = d->validity;
 		cd->dict_len = d->length;
 		cd->dict_width = xpu_dict_width_of(a->field->dictionary.index_type);
+		cd->dict_magic = XPU_DICT_MAGIC;
+		cd->dict_max_chars = xpu_dict_max_chars(d);
 		if (file != NULL && !file->is_stream)
 			cd->dict_version = ((uint64_t) (uintptr_t) file << 16) ^ (uint16_t) field;
 		else

@@ -82,17 +82,18 @@ cpu_tile(const XpuProgram *prog, const XpuChunk *chunk, int64_t row0, int n,
 }
 
 /*
- * does xpu_load_rows load column col (integers, floats, utf8 without a
- * length limit: never failing)
+ * does xpu_load_rows load column col of data cd (integers, floats, utf8
+ * without a length limit or a dictionary whose values all fit it: never
+ * failing)
  */
 static int
-cpu_fast_col(const XpuColumn *col)
+cpu_fast_col(const XpuColumn *col, const XpuColumnData *cd)
 {
 	int			kind = col->kind;
 
 	return kind == XPU_COL_INT8 || kind == XPU_COL_INT16 || kind == XPU_COL_INT32 ||
 		kind == XPU_COL_INT64 || kind == XPU_COL_FLOAT32 || kind == XPU_COL_FLOAT64 ||
-		(kind == XPU_COL_UTF8 && col->scale == 0);
+		(kind == XPU_COL_UTF8 && (col->scale == 0 || xpu_dict_fits(col, cd)));
 }
 
 /*
@@ -139,7 +140,8 @@ cpu_loads_only(const XpuProgram *prog, const XpuChunk *chunk, XpuResult *res,
 		return 0;
 	for (int pc = st[XPU_STAGE_PROJ]; pc < st[XPU_N_STAGES]; pc++)
 		if (instrs[pc].op != XPU_OP_LOAD_COL ||
-			!cpu_fast_col(&XPU_COLS(prog)[instrs[pc].imm]))
+			!cpu_fast_col(&XPU_COLS(prog)[instrs[pc].imm],
+						  chunk->cols + XPU_COLS(prog)[instrs[pc].imm].col_index))
 			return 0;
 	for (k = 0; k < prog->n_outs; k++)
 		if (cpu_out_load(prog, outs[k]) == NULL)
@@ -150,7 +152,7 @@ cpu_loads_only(const XpuProgram *prog, const XpuChunk *chunk, XpuResult *res,
 		const XpuColumnData *cd = chunk->cols + col->col_index;
 
 		/* a dictionary column the consumer reads itself (xpu_cpu_exec_skip) */
-		if (skip != NULL && skip[k] && cd->dict_width != 0)
+		if (skip != NULL && skip[k] && xpu_is_dict(cd))
 			continue;
 		/* rows in pieces of at most INT32_MAX (xpu_load_rows counts in int) */
 		for (int64_t r0 = 0; r0 < n; r0 += INT32_MAX)
@@ -203,7 +205,7 @@ xpu_cpu_dict_outs(const XpuProgram *prog, const XpuChunk *chunk,
 		if (!masked && in != NULL && in->op == XPU_OP_LOAD_COL && chunk->n_parts <= 1 &&
 			!xpu_program_expands(prog))
 			cd = chunk->cols + XPU_COLS(prog)[in->imm].col_index;
-		dict_cols[k] = cd != NULL && cd->dict_width != 0 ? cd : NULL;
+		dict_cols[k] = cd != NULL && xpu_is_dict(cd) ? cd : NULL;
 		n += dict_cols[k] != NULL;
 	}
 	return n;

@@ -22,9 +22,10 @@
  * LOAD_COL.  Index types int8 .. int64 and uint8 .. uint64 (Arrow allows
  * both); a uint64 index above INT64_MAX is outside every dictionary.
  *
- * Only the CPU engine reads them: the GPU kernels never see a column with
- * dict_width != 0 (service/input.c, svc_field_fits refuses dictionaries
- * for the GPU, and an AGG_RUN over such a file runs on the CPU engine).
+ * Only the CPU engine reads them: the GPU kernels never take a column for
+ * one (xpu_is_dict compiles to 0 there; service/input.c's svc_field_fits
+ * refuses dictionaries for the GPU, and an AGG_RUN over such a file runs
+ * on the CPU engine).
  *
  *-------------------------------------------------------------------------
  */
@@ -32,6 +33,23 @@
 #define XPU_DICT_H
 
 #include "xpu_program.h"
+
+/* XpuColumnData.dict_magic of a dictionary column ("XPUDICT1") */
+#define XPU_DICT_MAGIC		UINT64_C(0x5850554449435431)
+
+/*
+ * is cd a dictionary-encoded column: never in the GPU kernels, which read
+ * no dictionaries (and whose descriptors' dict_* fields nobody sets)
+ */
+XPU_HOST_DEVICE int
+xpu_is_dict(const XpuColumnData *cd)
+{
+#ifdef __CUDACC__
+	return 0;
+#else
+	return cd->dict_magic == XPU_DICT_MAGIC;
+#endif
+}
 
 /* the index of row i (in the column's rows: offset added) of column cd */
 XPU_HOST_DEVICE int64_t
@@ -64,6 +82,17 @@ XPU_HOST_DEVICE int
 xpu_dict_value_null(const XpuColumnData *cd, int64_t ix)
 {
 	return cd->dict_validity != NULL && !((cd->dict_validity[ix >> 3] >> (ix & 7)) & 1);
+}
+
+/*
+ * does every value of dictionary column cd fit column col's varchar(n)
+ * (checked once for the dictionary, xpu_arrow_bind.h: its rows need no
+ * check of their own)
+ */
+XPU_HOST_DEVICE int
+xpu_dict_fits(const XpuColumn *col, const XpuColumnData *cd)
+{
+	return xpu_is_dict(cd) && cd->dict_max_chars >= 0 && cd->dict_max_chars <= col->scale;
 }
 
 #endif							/* XPU_DICT_H */

@@ -119,7 +119,7 @@ xpu_load_value(XpuCtx *s, const XpuColumn *col, const XpuColumnData *cd, int64_t
 			{
 				const int32_t *off = (const int32_t *) v;
 
-				if (cd->dict_width != 0)
+				if (xpu_is_dict(cd))
 				{
 					/* dictionary-encoded (xpu_dict.h): the value at the row's index */
 					i = xpu_dict_index(cd, i);

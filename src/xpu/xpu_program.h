@@ -176,11 +176,13 @@ typedef struct XpuInList
 
 /*
  * one Arrow column of a chunk in memory the interpreter can read.  A
- * dictionary-encoded utf8 column (dict_width != 0; the CPU engine alone,
- * xpu_dict.h: every other reader leaves the dict_* fields 0): values are
- * the rows' dictionary indices, validity the indices' bitmap, data the
- * dictionary values' bytes, at dict_offsets[index]; dict_version names
- * the dictionary (the same version: the same index -> value mapping)
+ * dictionary-encoded utf8 column (the CPU engine alone, xpu_dict.h): its
+ * dict_magic is XPU_DICT_MAGIC, which xpu_column_bind sets (any other
+ * value, even the garbage of a descriptor whose dict_* fields its maker
+ * never set: not a dictionary); values are the rows' dictionary indices,
+ * validity the indices' bitmap, data the dictionary values' bytes, at
+ * dict_offsets[index]; dict_version names the dictionary (the same
+ * version: the same index -> value mapping)
  */
 typedef struct XpuColumnData
 {
@@ -192,9 +194,12 @@ typedef struct XpuColumnData
 	const uint8_t *dict_validity;	/* the values' null bitmap, or NULL */
 	int64_t		dict_len;		/* values in the dictionary */
 	uint64_t	dict_version;
+	uint64_t	dict_magic;		/* XPU_DICT_MAGIC: a dictionary column */
 	int32_t		dict_width;		/* index bytes: 1, 2, 4, 8 signed, -1 .. -8
-								 * unsigned; 0: not dictionary-encoded */
-	int32_t		dict_pad;
+								 * unsigned */
+	int32_t		dict_max_chars; /* the most characters of a value (a
+								 * varchar(n) column's check once for all
+								 * rows); -1: not known */
 } XpuColumnData;
 
 /* one record batch of a chunk that holds several (XpuChunk.parts) */

@@ -381,7 +381,7 @@ xpu_load_rows(const XpuColumn *col, const XpuColumnData *cd, int64_t off,
 {
 	int			i, k;
 
-	if (col->kind == XPU_COL_UTF8 && col->scale > 0)
+	if (col->kind == XPU_COL_UTF8 && col->scale > 0 && !xpu_dict_fits(col, cd))
 		return 0;				/* checked against varchar(n) by LOAD_COL */
 #define XPU_LOAD_VALS(CTYPE, FIELD) \
 	do { \
@@ -400,7 +400,7 @@ xpu_load_rows(const XpuColumn *col, const XpuColumnData *cd, int64_t off,
 		case XPU_COL_FLOAT32: XPU_LOAD_VALS(float, f4); break;
 		case XPU_COL_FLOAT64: XPU_LOAD_VALS(double, f8); break;
 		case XPU_COL_UTF8:
-			if (cd->dict_width != 0)
+			if (xpu_is_dict(cd))
 				return xpu_load_dict_rows(cd, off, sel, nsel, nrows, d, dn);
 			{
 				const int32_t *o = (const int32_t *) cd->values + off;

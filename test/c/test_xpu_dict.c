@@ -314,7 +314,8 @@ test_loads(void)
 
 		bound_make(&b, &d, types[t], ix, qp);
 		bound_bind(&b);
-		tap_ok(b.cd.dict_width == (types[t] >= ARROW_TYPE_UINT8 ? -1 : 1) * type_width(types[t]),
+		tap_ok(xpu_is_dict(&b.cd) &&
+			   b.cd.dict_width == (types[t] >= ARROW_TYPE_UINT8 ? -1 : 1) * type_width(types[t]),
 			   "type %d: bound as a dictionary of %d-byte indices", t, type_width(types[t]));
 		tap_ok(xpu_cpu_exec(lp, &b.chunk, &b.r, b.ws, &b.err) == XPU_OK &&
 			   output_is(&b.r, 0, &d, ix, ROWS, NULL), "type %d: loads-only path", t);
@@ -349,6 +350,13 @@ test_loads(void)
 			   "index %s: per-row LOAD_COL errs (%s)", which, b.err.message);
 		ix[1234] = 0;
 		bound_free(&b);
+	}
+	/* a descriptor whose dict_* fields its maker never set is no dictionary */
+	{
+		XpuColumnData g;
+
+		memset(&g, 0xA5, sizeof(g));
+		tap_ok(!xpu_is_dict(&g), "garbage in dict_* is no dictionary");
 	}
 	dict_free(&d);
 	free(lp);
