@@ -14,6 +14,13 @@
  *
  *	cpu_engine_bench FILE [q1|q2|q3|q4|both|all] [REPEAT]
  *
+ * FILE may hold its text columns dictionary-encoded (pg2arrow -t lineorder
+ * --dictionary=lo_shipmode,lo_orderpriority, or pyarrow): the columns are
+ * bound as the service binds them (xpu_column_bind), and Q4 then groups on
+ * the dictionary indices with its keys left unloaded, as the service's
+ * workers do (xpu_cpu_dict_outs, xpu_agg_table_dict_skip, xpu_cpu_exec_skip,
+ * xpu_agg_table_update_dict); its answer is the plain file's.
+ *
  * With MAP=1 in the environment the file is mapped and its buffers read in
  * place (ArrowFile.map), as the service does with pg_warp.map_arrow_files;
  * MAP=2 maps it anew for every repetition, as the service maps a file for

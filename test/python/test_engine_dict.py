@@ -221,3 +221,27 @@ def test_index_outside_the_dictionary_is_an_error():
         assert got[0] == "error", got
         assert "outside the dictionary" in got[1], got
     assert pg_psql("SELECT 1")[1] == "1"
+
+
+def test_dictionaries_run_on_the_cpu_engine():
+    """the GPU kernels read no dictionaries: with pg_warp.engine = auto a
+    GpuPreAgg over a dictionary column runs on the CPU engine, also where the
+    service has a GPU (the run moves to the CPU engine: service/agg.c,
+    dict_to_cpu)"""
+    DB.same("SELECT d8, du8, count(*) FROM gdk.t GROUP BY d8, du8", NODE, engine="CPU")
+    DB.same("SELECT count(*) FROM gdk.t WHERE d8 = 'MAIL'", NODE, engine="CPU")
+
+
+def test_gpu_asked_for_dictionaries_is_an_error():
+    """pg_warp.engine = gpu over a dictionary column: an error (where the
+    service has a GPU, the run says only the CPU engine reads it), never a
+    GPU kernel over the indices"""
+    gpu = DB.sql("SELECT engine FROM pgwarp.service_status()") == "gpu"
+    got = DB.result("SELECT d8, count(*) FROM gdk.t GROUP BY d8",
+                    ON + ("SET pg_warp.engine = gpu",))
+    if gpu:
+        assert got[0] == "error" and "only the CPU engine reads" in got[1], got
+    else:
+        assert got[0] == "error" or "GPU" not in DB.sql(
+            "EXPLAIN (ANALYZE) SELECT d8, count(*) FROM gdk.t GROUP BY d8",
+            ON + ("SET pg_warp.engine = gpu",)), got
