@@ -209,6 +209,8 @@ SERVICE_SRCS = \
 	src/service/gpu.c \
 	src/service/gpu_agg.c \
 	src/service/gpu_heap.c \
+	src/service/gpu_input.c \
+	src/service/file_reg.c \
 	src/service/gpu_cache.c \
 	src/service/gpu_multi.c \
 	src/service/gpu_scan.c \

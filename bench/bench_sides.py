@@ -409,16 +409,22 @@ def referenced_bytes(arrow, columns):
     return total, rows
 
 
+def find_tool(name, given=None):
+    """A bench/ program (given: a path the user named instead), built with
+    make when it is missing; (path, error)."""
+    path = given or os.path.join(HERE, name)
+    if not os.path.exists(path) and not given:
+        r = subprocess.run(["make", "-s", "-C", HERE, name], capture_output=True, text=True)
+        if r.returncode != 0:
+            return None, "bench/%s could not be built: %s" % (name, r.stderr.strip()[-300:])
+    if not os.access(path, os.X_OK):
+        return None, "%s is not an executable (make -C bench %s)" % (path, name)
+    return path, None
+
+
 def find_h2d(args):
     """The h2d_copy binary, built with make when it is missing; (path, error)."""
-    path = args.h2d or os.path.join(HERE, "h2d_copy")
-    if not os.path.exists(path) and not args.h2d:
-        r = subprocess.run(["make", "-s", "-C", HERE, "h2d_copy"], capture_output=True, text=True)
-        if r.returncode != 0:
-            return None, "bench/h2d_copy could not be built: %s" % r.stderr.strip()[-300:]
-    if not os.access(path, os.X_OK):
-        return None, "%s is not an executable (make -C bench h2d_copy)" % path
-    return path, None
+    return find_tool("h2d_copy", args.h2d)
 
 
 # ---------------------------------------------------------------- the run

@@ -54,8 +54,21 @@
 #                                           and Arrow file (SF default 20; loaded if
 #                                           missing).  RUNS hll_count runs (default 5),
 #                                           DISTINCT_RUNS count(DISTINCT) runs (default 1)
+#   bench/gpu-host.sh datapath              issue 30's data-path benchmark (bench/data_path_bench.py):
+#                                           the raw limits (bench/data_paths on lineorder.arrow:
+#                                           O_DIRECT disk read, pinned and pageable copy, pread
+#                                           into pinned buffers, registered file pages, cuFile)
+#                                           beside pg_warp GPU's first (cache emptied by a
+#                                           cluster restart, files in the page cache), cold
+#                                           (files evicted too) and warm runs of the flat queries
+#                                           and SSB Q1.1-Q1.3 on Arrow and heap, and DuckDB
+#                                           (WHEELS, as for engine); the ssb step's database
+#                                           and Arrow file (SF default 20; loaded if missing).
+#                                           libcufile: CUFILE_LIB, else the nvidia-cufile wheel's
+#                                           when WHEELS holds it; DATA_PATHS_ARGS more data_paths
+#                                           options (e.g. "-b 4G"); QUERIES a subset (q1,q1.1)
 #
-# Environment: SF (scale factor, default 10; 20 for ssb, engine, ssb-engine and hll), WORKERS (parallel
+# Environment: SF (scale factor, default 10; 20 for ssb, engine, ssb-engine, hll and datapath), WORKERS (parallel
 # workers for the scan benchmarks, DuckDB's threads, default 16), RUNS (ssb, engine:
 # measured runs per query, default 5; ssb-engine: default 3), SIDES (engine, hll: a subset of their sides),
 # SHARED_BUFFERS (default 16GB), WHEELS (a directory
@@ -72,6 +85,8 @@ top=/tmp/pg_warp_gpu_host
 sf=${SF:-10}
 export PGPORT=${PGPORT:-5500}
 cluster=$top/cluster
+# restarts the benchmark cluster (and the pg_warp service: the GPU column cache emptied)
+restart_cmd="PGDATABASE=postgres $root/scripts/cluster.sh stop $cluster && PGDATABASE=postgres $root/scripts/cluster.sh start $cluster >/dev/null"
 arrow_dir=$top/ssb-sf$sf
 out=${OUT:-}
 
@@ -242,6 +257,27 @@ gpus)
                        PGDATABASE=postgres $root/scripts/cluster.sh start $cluster >/dev/null" \
         "${settings[@]}" ${QUERIES:+-q "$QUERIES"} --tag "$tag" 2>&1 | tee "$top/gpus.log" || status=$?
     keep "$top/gpus.log" $(find bench/results -name "gpus_$tag.*" -newer "$top/gpus.start")
+    exit $status
+    ;;
+datapath)
+    env_from_bundle
+    sf=${SF:-20}
+    ssb_database "$sf"
+    make -s -C bench data_paths
+    if [ -z "${CUFILE_LIB:-}" ]; then
+        lib=$(ls /tmp/pg_warp_site/nvidia/*/lib/libcufile.so.0 2>/dev/null | head -1 || true)
+        [ -n "$lib" ] && export CUFILE_LIB=$lib
+    fi
+    log "libcufile: ${CUFILE_LIB:-libcufile.so.0 from the library path, if there}"
+    tag=sf$sf-gpu-host-${WORKERS:-16}workers
+    log "data-path benchmark, SSB SF $sf, ${WORKERS:-16} workers, best of ${RUNS:-3} warm runs"
+    touch "$top/datapath.start"
+    status=0
+    python3 bench/data_path_bench.py -d "$db" -a "$arrow" -w "${WORKERS:-16}" -r "${RUNS:-3}" \
+        --restart-cmd "$restart_cmd" ${SIDES:+--sides "$SIDES"} ${QUERIES:+-q "$QUERIES"} ${NOTE:+--note "$NOTE"} \
+        ${DATA_PATHS_ARGS:+--data-paths-args "$DATA_PATHS_ARGS"} --tag "$tag" 2>&1 | tee "$top/datapath.log" \
+        || status=$?
+    keep "$top/datapath.log" $(find bench/results -name "data_path_$tag.*" -newer "$top/datapath.start")
     exit $status
     ;;
 hll)

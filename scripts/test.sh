@@ -4,8 +4,8 @@
 #
 # scripts/test.sh --fast: the fast tier (doc/testing.md), for a tree that has been
 # built before: builds what changed (no make clean) and installs it, then runs the C
-# unit tests (test/c), the GPU heap path's CPU stand-in (test/gpu heapfake) and the
-# pytest suites that need no cluster (FAST_PYTEST below: the Arrow library, the
+# unit tests (test/c), the GPU heap and Arrow paths' CPU stand-in (test/gpu heapfake,
+# scanfake) and the pytest suites that need no cluster (FAST_PYTEST below: the Arrow library, the
 # tools, the layout and the library boundary); no dependencies, no cluster, no fuzzer.
 #
 # On a fresh Debian 12 machine, as root: installs what it needs (setup-deps.sh),
@@ -96,6 +96,21 @@ run_heapfake() {
     echo "heap_gpucheck (fake driver): $ok passed, $bad failed"
 }
 
+# run_scanfake: the GPU Arrow input path (GpuScan's filter, file registration,
+# pread fallback) with the stand-in CUDA driver, through the service's own tests
+run_scanfake() {
+    echo "== the service's GPU Arrow path with a stand-in CUDA driver (test/gpu: make scanfake)"
+    if ! make -s -C test/gpu bin/fake/libcuda.so.1 >"$work/fake.log" 2>&1; then
+        tail -20 "$work/fake.log"; note_fail "stand-in CUDA driver build"; return
+    fi
+    local saved=${LD_LIBRARY_PATH:-}
+    export PG_WARP_TEST_FAKE_GPU=1 LD_LIBRARY_PATH=$root/test/gpu/bin/fake${saved:+:$saved}
+    run_pytest test/python/test_service_scan.py test/python/test_service_join.py \
+        test/python/test_service_data_path.py
+    unset PG_WARP_TEST_FAKE_GPU
+    if [ -n "$saved" ]; then export LD_LIBRARY_PATH=$saved; else unset LD_LIBRARY_PATH; fi
+}
+
 # run_pytest PATHS...: pytest over the paths; its passed, failed and skipped
 # (xfailed too) tests are added to the counts
 run_pytest() {
@@ -138,6 +153,7 @@ grep -E "warning|nvcc" "$work/build.log" | head -20
 if [ "$fast" = 1 ]; then
     run_ctests
     run_heapfake
+    run_scanfake
     run_pytest "${FAST_PYTEST[@]/#/test/python/}"
     finish
 fi
@@ -174,6 +190,7 @@ fi
 
 run_ctests
 run_heapfake
+run_scanfake
 
 echo "== fuzzing the Arrow reader (seed corpus replayed, then ${PG_WARP_FUZZ_SECONDS:-60} s; ASan + UBSan)"
 if scripts/fuzz.sh "${PG_WARP_FUZZ_SECONDS:-60}" >"$work/fuzz.log" 2>&1; then

@@ -328,6 +328,39 @@ engine_explain_times(ExplainState *es, uint64 io_us, uint64 exec_us, uint32 thre
 }
 
 /*
+ * engine_explain_data_path: EXPLAIN ANALYZE's ways a GPU run's file bytes
+ * (bytes_read, not counting the GPU column cache's) reached the GPU:
+ * copied from the files' pinned page-cache pages (mapped), or read with
+ * pread into pinned buffers and copied from there; and the pages this run
+ * pinned, with the threads' time.  Text: one line.
+ */
+void
+engine_explain_data_path(ExplainState *es, uint64 bytes_read, uint64 mapped,
+						 uint64 pinned, uint64 pin_us)
+{
+	uint64		pread = bytes_read > mapped ? bytes_read - mapped : 0;
+
+	if (es->format == EXPLAIN_FORMAT_TEXT)
+	{
+		StringInfoData s;
+
+		initStringInfo(&s);
+		appendStringInfo(&s, "pinned file pages " UINT64_FORMAT " kB, pread " UINT64_FORMAT " kB",
+						 (mapped + 1023) / 1024, (pread + 1023) / 1024);
+		if (pinned > 0)
+			appendStringInfo(&s, " (pinned by this run: " UINT64_FORMAT " kB in %.3f ms)",
+							 (pinned + 1023) / 1024, pin_us / 1000.0);
+		ExplainPropertyText("Data Path", s.data, es);
+		pfree(s.data);
+		return;
+	}
+	ExplainPropertyInteger("Bytes From Pinned File Pages", "bytes", (int64) mapped, es);
+	ExplainPropertyInteger("Bytes Read With pread", "bytes", (int64) pread, es);
+	ExplainPropertyInteger("File Pages Pinned", "bytes", (int64) pinned, es);
+	ExplainPropertyFloat("Pinning Time", "ms", pin_us / 1000.0, 3, es);
+}
+
+/*
  * engine_explain_filter: EXPLAIN's "Engine Filter": the quals the engine
  * evaluates (none: no line), deparsed in ctx (prefix: with the relations'
  * names)

@@ -468,7 +468,8 @@ gs_plan_arrow(CustomScan *cs, RelOptInfo *rel, Oid table, EngineColumns *ec, Lis
 enum
 {
 	GC_ROWS_IN, GC_ROWS_PASSED, GC_BATCHES, GC_RECHECK, GC_BYTES_READ,
-	GC_BYTES_SENT, GC_IO_US, GC_EXEC_US, GC_REQUESTS, GC_CPU_BATCHES, GC_N
+	GC_BYTES_SENT, GC_IO_US, GC_EXEC_US, GC_REQUESTS, GC_CPU_BATCHES,
+	GC_BYTES_MAPPED, GC_BYTES_PINNED, GC_PIN_US, GC_N
 };
 
 /*
@@ -775,7 +776,8 @@ static void
 gs_add_counters(GsState *st, const WarpScanResult *h)
 {
 	uint64		v[GC_N] = {h->rows_in, h->rows_passed, h->batches, h->recheck_batches,
-		h->bytes_read, h->bytes_sent, h->io_us, h->exec_us, 1, h->cpu_batches};
+		h->bytes_read, h->bytes_sent, h->io_us, h->exec_us, 1, h->cpu_batches,
+		h->bytes_mapped, h->bytes_pinned, h->pin_us};
 
 	gs_join_rows(st, h->join_depths, h->join_in, h->join_out);
 	for (int i = 0; i < GC_N; i++)
@@ -1472,6 +1474,9 @@ gjs_explain(GsState *st, List *ctx, ExplainState *es)
 	if (st->c[GC_CPU_BATCHES] > 0 || es->format != EXPLAIN_FORMAT_TEXT)
 		ExplainPropertyInteger("Batches Run on the CPU Engine", NULL,
 							   (int64) st->c[GC_CPU_BATCHES], es);
+	if (st->engine == WARP_ENGINE_GPU && !st->heap)
+		engine_explain_data_path(es, st->c[GC_BYTES_READ], st->c[GC_BYTES_MAPPED],
+								 st->c[GC_BYTES_PINNED], st->c[GC_PIN_US]);
 	engine_explain_times(es, st->c[GC_IO_US], st->c[GC_EXEC_US], st->threads);
 }
 

@@ -62,6 +62,12 @@ static int	gpu_cache_size_mb = -1;
  */
 static int	join_cache_size_mb = 1024;
 /*
+ * pg_warp.pinned_files_size: the Arrow files' page-cache pages the service
+ * keeps registered for the GPUs' copies, in MB (--pinned-files; -1: a
+ * quarter of the memory; 0, the default: none, every read a pread)
+ */
+static int	pinned_files_mb = 0;
+/*
  * pg_warp.gpus: the CUDA device ordinals the service uses, e.g. '0,1'
  * (--gpus; '': every GPU the driver reports)
  */
@@ -140,6 +146,21 @@ pg_warp_service_init(void)
 							GUC_UNIT_MB,
 							NULL, NULL, NULL);
 
+	DefineCustomIntVariable("pg_warp.pinned_files_size",
+							"Arrow file pages the pg_warp service keeps pinned for the GPUs.",
+							"GPU runs copy an Arrow file's column buffers straight from its "
+							"page-cache pages once they are registered with the GPU driver; "
+							"they stay registered for later runs, up to this much memory "
+							"(the least recently used files go first).  -1: a quarter of the "
+							"memory; 0 (the default): none, the service reads every buffer "
+							"with pread.  Registering costs a pass over the whole file's "
+							"pages once (doc/service.md).",
+							&pinned_files_mb,
+							0, -1, INT_MAX,
+							PGC_POSTMASTER,
+							GUC_UNIT_MB,
+							NULL, NULL, NULL);
+
 	DefineCustomStringVariable("pg_warp.gpus",
 							   "The GPUs the pg_warp service uses, as CUDA device ordinals.",
 							   "A comma-separated list such as '0,1'; empty: every GPU the driver "
@@ -191,8 +212,9 @@ start_service(ServiceProc *svc)
 	char		cache_size[16];
 	char		max_tasks[16];
 	char		join_cache[16];
+	char		pinned[16];
 	char		gpus[256];
-	char	   *argv[16];
+	char	   *argv[18];
 	pid_t		pid;
 
 	snprintf(path, sizeof(path), "%s/%s", pkglib_path, SERVICE_PROGRAM);
@@ -222,7 +244,13 @@ start_service(ServiceProc *svc)
 	snprintf(join_cache, sizeof(join_cache), "%d", join_cache_size_mb);
 	argv[11] = "--join-cache-size";
 	argv[12] = join_cache;
-	argv[13] = NULL;
+	argv[13] = "--pinned-files";
+	if (pinned_files_mb < 0)
+		strlcpy(pinned, "auto", sizeof(pinned));
+	else
+		snprintf(pinned, sizeof(pinned), "%d", pinned_files_mb);
+	argv[14] = pinned;
+	argv[15] = NULL;
 	/* pg_warp.gpus without its blanks; none: every GPU */
 	{
 		int			n = 0;
@@ -233,9 +261,9 @@ start_service(ServiceProc *svc)
 		gpus[n] = '\0';
 		if (strpbrk(gpus, "0123456789") != NULL)
 		{
-			argv[13] = "--gpus";
-			argv[14] = gpus;
-			argv[15] = NULL;
+			argv[15] = "--gpus";
+			argv[16] = gpus;
+			argv[17] = NULL;
 		}
 	}
 

@@ -1260,6 +1260,9 @@ fill_header(AggTask *t, WarpAggResult *h, bool last)
 	h->batches = t->run.batches;
 	h->bytes_read = t->run.bytes_read;
 	h->bytes_cached = t->run.bytes_cached;
+	h->bytes_mapped = t->run.bytes_mapped;
+	h->bytes_pinned = t->run.bytes_pinned;
+	h->pin_us = t->run.pin_us;
 	h->groups_total = t->xerr.code != XPU_OK ? 0 :
 		t->share_role == WARP_SHARE_PART ? t->part_groups : result_ngroups(t);
 	h->io_us = t->run.io_us;

@@ -46,6 +46,7 @@
 #include "arrow/arrow.h"
 #include "arrow/arrow_io.h"
 #include "gpu_agg_int.h"
+#include "service/file_reg.h"
 #include "xpu/xpu_agg_ops.h"
 
 /*
@@ -184,6 +185,56 @@ gagg_batch_buffer(GaggRun *g, uint8_t **p, size_t *cap)
 	return best >= 0 ? 0 : gagg_host_alloc(g, (void **) p, *cap, "a batch");
 }
 
+/*
+ * gpu_agg_prewarm: puts GAGG_SLOTS pinned buffers per device in the pool,
+ * each large enough for any launch of several batches (GAGG_LAUNCH_BYTES
+ * and the slack gagg_slot_reserve adds), so that the first run after the
+ * service starts does not pin its slots' memory: pinning two fresh 320 MB
+ * buffers took about 90 ms of a first run on the H200 host (its I/O time
+ * 89 ms against 26 ms for the same run later; bench/results/README.md).
+ * Done before the service serves runs; a buffer that cannot be had is
+ * left to the first run that needs it.
+ */
+void
+gpu_agg_prewarm(const ServiceGpu *gpu)
+{
+	size_t		cap = align_up(GAGG_LAUNCH_BYTES + GAGG_LAUNCH_BYTES / 4 + ((size_t) 16 << 20),
+							   (size_t) 1 << 20);
+
+	for (uint32_t d = 0; d < gpu->n_devices; d++)
+	{
+		CUcontext	popped;
+
+		if (gpu_drv.cuCtxPushCurrent(gpu_device_context(d)) != CUDA_SUCCESS)
+			continue;
+		for (int k = 0; k < GAGG_SLOTS; k++)
+		{
+			void	   *p = NULL;
+			int			i;
+
+			if (gpu_drv.cuMemAllocHost(&p, cap) != CUDA_SUCCESS)
+				break;
+			pthread_mutex_lock(&gagg_pool.lock);
+			for (i = 0; i < GAGG_POOL && gagg_pool.buf[i].p != NULL; i++)
+				;
+			if (i < GAGG_POOL)
+			{
+				gagg_pool.buf[i].dev = d;
+				gagg_pool.buf[i].p = p;
+				gagg_pool.buf[i].cap = cap;
+				GAGG_ADD(svc_counters.memory_in_use, (uint64_t) cap);
+			}
+			pthread_mutex_unlock(&gagg_pool.lock);
+			if (i == GAGG_POOL)
+			{
+				gpu_drv.cuMemFreeHost(p);
+				break;
+			}
+		}
+		gpu_drv.cuCtxPopCurrent(&popped);
+	}
+}
+
 /* gagg_batch_release: a slot's buffer back to the pool (or freed when it is full) */
 void
 gagg_batch_release(GaggRun *g, uint8_t **p, size_t cap)
@@ -205,135 +256,6 @@ gagg_batch_release(GaggRun *g, uint8_t **p, size_t cap)
 	}
 	pthread_mutex_unlock(&gagg_pool.lock);
 	gagg_host_free(g, (void **) p, cap);
-}
-
-/* ---------------- the I/O threads ---------------- */
-
-/* does off[0 .. n] never decrease (branch-free: the compiler vectorizes it) */
-static bool
-gagg_offsets_ok(const int32_t *off, int64_t n)
-{
-	int			bad = 0;
-
-	for (int64_t i = 0; i < n; i++)
-		bad |= off[i + 1] < off[i];
-	return !bad;
-}
-
-/* gagg_io_take: does reads of the current list until none is left */
-static void
-gagg_io_take(GaggIo *io)
-{
-	for (;;)
-	{
-		GaggRead	r;
-		ArrowError	aerr;
-		int			rc;
-
-		pthread_mutex_lock(&io->lock);
-		if (io->next >= io->n_reads)
-		{
-			pthread_mutex_unlock(&io->lock);
-			return;
-		}
-		r = io->reads[io->next++];
-		pthread_mutex_unlock(&io->lock);
-		if (r.off != NULL)
-			rc = gagg_offsets_ok(r.off, r.n_off) ? ARROW_OK : -2;
-		else
-			rc = arrow_pread_all(r.fd, r.dst, r.len, r.offset, NULL, &aerr);
-		pthread_mutex_lock(&io->lock);
-		if (rc != ARROW_OK && io->failed_errno == 0)
-		{
-			io->failed_errno = rc == -2 ? -2 :
-				rc == ARROW_ERR_IO && aerr.sys_errno != 0 ? aerr.sys_errno : -1;
-			io->failed_tag = r.tag;
-		}
-		if (++io->finished == io->n_reads)
-			pthread_cond_signal(&io->done);
-		pthread_mutex_unlock(&io->lock);
-	}
-}
-
-static void *
-gagg_io_main(void *arg)
-{
-	GaggIo	   *io = arg;
-
-	pthread_mutex_lock(&io->lock);
-	while (!io->stop)
-	{
-		if (io->next < io->n_reads)
-		{
-			pthread_mutex_unlock(&io->lock);
-			gagg_io_take(io);
-			pthread_mutex_lock(&io->lock);
-			continue;
-		}
-		pthread_cond_wait(&io->work, &io->lock);
-	}
-	pthread_mutex_unlock(&io->lock);
-	return NULL;
-}
-
-/* starts up to n threads (fewer when the system refuses more) */
-static void
-gagg_io_start(GaggIo *io, int n)
-{
-	memset(io, 0, sizeof(*io));
-	pthread_mutex_init(&io->lock, NULL);
-	pthread_cond_init(&io->work, NULL);
-	pthread_cond_init(&io->done, NULL);
-	for (int i = 0; i < n && i < GAGG_IO_THREADS; i++)
-	{
-		if (pthread_create(&io->threads[i], NULL, gagg_io_main, io) != 0)
-			break;
-		io->n_threads++;
-	}
-}
-
-static void
-gagg_io_stop(GaggIo *io)
-{
-	pthread_mutex_lock(&io->lock);
-	io->stop = 1;
-	pthread_cond_broadcast(&io->work);
-	pthread_mutex_unlock(&io->lock);
-	for (int i = 0; i < io->n_threads; i++)
-		pthread_join(io->threads[i], NULL);
-	pthread_mutex_destroy(&io->lock);
-	pthread_cond_destroy(&io->work);
-	pthread_cond_destroy(&io->done);
-}
-
-/*
- * gagg_io_run: does the n reads (the calling thread helps) and returns 0,
- * or the errno of the first failed read (-1: the file ended first; -2: a
- * check of offsets failed), whose tag is then io->failed_tag
- */
-int
-gagg_io_run(GaggIo *io, GaggRead *reads, int n)
-{
-	int			rc;
-
-	pthread_mutex_lock(&io->lock);
-	io->reads = reads;
-	io->n_reads = n;
-	io->next = 0;
-	io->finished = 0;
-	io->failed_errno = 0;
-	io->failed_tag = 0;
-	pthread_cond_broadcast(&io->work);
-	pthread_mutex_unlock(&io->lock);
-	gagg_io_take(io);
-	pthread_mutex_lock(&io->lock);
-	while (io->finished < io->n_reads)
-		pthread_cond_wait(&io->done, &io->lock);
-	rc = io->failed_errno;
-	io->n_reads = 0;
-	io->next = 0;
-	pthread_mutex_unlock(&io->lock);
-	return rc;
 }
 
 /* ---------------- the spec, the table ---------------- */
@@ -748,609 +670,6 @@ gagg_table_flush(GaggRun *g)
 	return gagg_table_reset(g);
 }
 
-/* ---------------- reading a batch ---------------- */
-
-/* bytes of the values (or utf8 offsets) buffer of n rows */
-static size_t
-gagg_values_len(const XpuColumn *col, int width, int64_t n)
-{
-	if (col->kind == XPU_COL_BOOL)
-		return (size_t) (n + 7) / 8;
-	if (col->kind == XPU_COL_UTF8)
-		return (size_t) (n + 1) * 4;
-	return (size_t) n * width;
-}
-
-/*
- * gagg_field: the top-level field that program column k reads: the field of
- * the chunk column it loads (AGG_RUN's fields[] is indexed by chunk column,
- * XpuColumn.col_index, which agg.c checked to be below n_cols)
- */
-static int32_t
-gagg_field(const GaggRun *g, const AggRunFile *f, int k)
-{
-	return f->fields[XPU_COLS(g->prog)[k].col_index];
-}
-
-/*
- * gagg_column_bytes: the bytes that program column k's field takes in
- * record batch `batch` of file f (what reading it reads); 0 for a field the
- * file does not have
- */
-static uint64_t
-gagg_column_bytes(const GaggRun *g, const AggRunFile *f, int32_t batch, int k)
-{
-	ArrowExtent ext[4];
-	ArrowError	aerr;
-	int32_t		field = gagg_field(g, f, k);
-	int			n = field >= 0 && field < f->file->schema.n_fields ?
-		arrow_column_extents(f->file, batch, field, ext, 4, &aerr) : 0;
-	uint64_t	bytes = 0;
-
-	for (int e = 0; e < n; e++)
-		bytes += (uint64_t) ext[e].length;
-	return bytes;
-}
-
-/*
- * gagg_plan_stored: the pieces (validity, values, utf8 data) of program
- * column k in an uncompressed batch, as file extents checked against the
- * batch's rows
- */
-static int
-gagg_plan_stored(GaggRun *g, AggRunFile *f, int32_t batch, int k, int width,
-				 GaggPiece *pc)
-{
-	const ArrowFile *file = f->file;
-	const ArrowBatchInfo *bi = &file->batches[batch];
-	const XpuColumn *col = XPU_COLS(g->prog) + k;
-	int32_t		field = gagg_field(g, f, k);
-	int32_t		first_node = file->columns[field].first_node;
-	ArrowExtent ext[4];
-	ArrowError	aerr;
-	int			n_ext = arrow_column_extents(file, batch, field, ext, 4, &aerr);
-	int64_t		nrows = bi->n_rows;
-	size_t		need = gagg_values_len(col, width, nrows);
-
-	if (n_ext < 0)
-		return gagg_fail(g, WARP_ERR_BAD_FILE, "%s: %s", f->path, aerr.message);
-	if (n_ext != (col->kind == XPU_COL_UTF8 ? 3 : 2) || first_node >= bi->n_nodes ||
-		bi->nodes[first_node].length != nrows ||
-		(bi->nodes[first_node].null_count > 0 && ext[0].length < (nrows + 7) / 8) ||
-		ext[1].length < (int64_t) need)
-		return gagg_fail(g, WARP_ERR_BAD_FILE,
-						 "%s: record batch %d: the buffers of column %d do not match its rows",
-						 f->path, batch, field);
-	memset(pc, 0, 3 * sizeof(GaggPiece));
-	pc[0].file_off = -1;
-	pc[2].file_off = -1;
-	if (bi->nodes[first_node].null_count > 0)
-	{
-		pc[0].file_off = ext[0].offset;
-		pc[0].len = (size_t) (nrows + 7) / 8;
-	}
-	pc[1].file_off = ext[1].offset;
-	pc[1].len = need;
-	if (col->kind == XPU_COL_UTF8)
-	{
-		pc[2].file_off = ext[2].offset;
-		pc[2].len = (size_t) ext[2].length;
-	}
-	return 0;
-}
-
-/* the same from a loaded (decompressed, validated) batch */
-static int
-gagg_plan_loaded(GaggRun *g, AggRunFile *f, const ArrowBatch *ab, int k, int width,
-				 GaggPiece *pc)
-{
-	const XpuColumn *col = XPU_COLS(g->prog) + k;
-	const ArrowArray *a = &ab->columns[gagg_field(g, f, k)];
-
-	if (a->length != ab->n_rows)
-		return gagg_fail(g, WARP_ERR_BAD_FILE, "%s: record batch %d: column %d has %ld rows",
-						 f->path, ab->index, gagg_field(g, f, k), (long) a->length);
-	memset(pc, 0, 3 * sizeof(GaggPiece));
-	pc[0].file_off = pc[1].file_off = pc[2].file_off = -1;
-	if (a->null_count > 0 && a->validity != NULL)
-	{
-		pc[0].src = a->validity;
-		pc[0].len = (size_t) (ab->n_rows + 7) / 8;
-	}
-	pc[1].src = col->kind == XPU_COL_UTF8 ? a->offsets : (const void *) a->values;
-	pc[1].len = gagg_values_len(col, width, ab->n_rows);
-	if (col->kind == XPU_COL_UTF8)
-	{
-		pc[2].src = a->data;
-		pc[2].len = (size_t) a->data_length;
-	}
-	return 0;
-}
-
-/*
- * gagg_slot_reserve: room for host_len staged bytes in the slot's pinned
- * buffer, dev_len in its device buffer and nrows rows in its overflow lists
- * (slot idle); buffers that grow take 1/slack_div more, so that batches of
- * slightly different sizes do not reallocate each time
- */
-int
-gagg_slot_reserve(GaggRun *g, GaggSlot *s, size_t host_len, size_t dev_len, int64_t nrows,
-				  int slack_div, const char *what)
-{
-	if (host_len > s->host_cap)
-	{
-		size_t		cap = align_up(host_len + host_len / slack_div, 1 << 20);
-
-		gagg_batch_release(g, &s->host, s->host_cap);
-		s->host_cap = 0;
-		if (gagg_batch_buffer(g, &s->host, &cap) != 0)
-			return -1;
-		s->host_cap = cap;
-	}
-	if (dev_len > s->dev_cap)
-	{
-		size_t		cap = align_up(dev_len + dev_len / slack_div, 1 << 20);
-
-		gagg_dev_free(g, &s->dev, s->dev_cap);
-		s->dev_cap = 0;
-		if (gagg_dev_alloc(g, &s->dev, cap, what) != 0)
-			return -1;
-		s->dev_cap = cap;
-	}
-	if ((size_t) nrows > s->ovf_cap)
-	{
-		size_t		cap = align_up((size_t) nrows + (size_t) nrows / 4, 1 << 16);
-
-		gagg_dev_free(g, &s->ovf, 2 * s->ovf_cap * sizeof(uint32_t));
-		s->ovf_cap = 0;
-		if (gagg_dev_alloc(g, &s->ovf, 2 * cap * sizeof(uint32_t), "overflow rows") != 0)
-			return -1;
-		s->ovf_cap = cap;
-	}
-	return 0;
-}
-
-/* the pieces of program column k of a batch, from cache entry e */
-static void
-gagg_plan_cached(const GpuCacheEntry *e, GaggPiece *pc)
-{
-	memset(pc, 0, 3 * sizeof(GaggPiece));
-	for (int p = 0; p < 3; p++)
-	{
-		pc[p].file_off = -1;
-		pc[p].len = gpu_cache_entry_lens(e)[p];
-	}
-}
-
-/*
- * the cache entries of part p of the slot's launch, by program column, and
- * whether the launch fills them
- */
-#define GAGG_PART_ENTRIES(g, s, p)	((s)->entries + (size_t) (p) * (g)->prog->n_cols)
-#define GAGG_PART_FILLING(g, s, p)	((s)->filling + (size_t) (p) * (g)->prog->n_cols)
-
-/* is program column k (of a part whose entries are ent, fill) a cache hit */
-static bool
-gagg_col_hit(GpuCacheEntry *const *ent, const uint8_t *fill, int k)
-{
-	return ent[k] != NULL && !fill[k];
-}
-
-/*
- * gagg_load_missing: loads (decompresses) the fields of a compressed batch
- * that the cache did not have, and plans their pieces from it (*ab)
- */
-static int
-gagg_load_missing(GaggRun *g, GpuCacheEntry *const *ent, const uint8_t *fill, AggRunFile *f,
-				  int32_t batch, GaggPiece *pc, ArrowBatch **ab)
-{
-	ArrowFile  *file = f->file;
-	bool	   *want = calloc(file->schema.n_fields, sizeof(bool));
-	ArrowError	aerr;
-	int			rc;
-
-	if (want == NULL)
-		return gagg_fail(g, WARP_ERR_OUT_OF_MEMORY, "out of memory");
-	for (int k = 0; k < g->prog->n_cols; k++)
-		if (!gagg_col_hit(ent, fill, k))
-			want[gagg_field(g, f, k)] = true;
-	rc = arrow_batch_load(file, batch, want, ab, &aerr);
-	free(want);
-	if (rc != ARROW_OK)
-		return gagg_fail(g, rc == ARROW_ERR_IO ? WARP_ERR_IO :
-						 rc == ARROW_ERR_NOMEM ? WARP_ERR_OUT_OF_MEMORY : WARP_ERR_BAD_FILE,
-						 "%s: %s", f->path, aerr.message);
-	for (int k = 0; k < g->prog->n_cols; k++)
-	{
-		int			width;
-
-		if (gagg_col_hit(ent, fill, k))
-			continue;
-		svc_field_fits(&file->schema.fields[gagg_field(g, f, k)], XPU_COLS(g->prog) + k, &width);
-		if (gagg_plan_loaded(g, f, *ab, k, width, pc + 3 * k) != 0)
-			return -1;
-	}
-	return 0;
-}
-
-/*
- * gagg_plan_batch: the pieces of every program column of batch `batch` of
- * file fi into pc (3 per column): a column the device's cache holds is
- * taken from there (ent[k]); the others are planned from the file, loading
- * the batch first when it is compressed (*ab), and get a cache entry to
- * fill where the cache has room (fill[k]).  *file_bytes and *cached_bytes
- * grow by the bytes the referenced buffers take in the file, read and
- * served from the cache.
- */
-static int
-gagg_plan_batch(GaggRun *g, GpuCacheEntry **ent, uint8_t *fill, uint32_t fi, int32_t batch,
-				GaggPiece *pc, ArrowBatch **ab, uint64_t *file_bytes, uint64_t *cached_bytes)
-{
-	AggRunFile *f = &g->run->files[fi];
-	ArrowFile  *file = f->file;
-	int			n_cols = g->prog->n_cols,
-				n_missing = 0;
-	bool		cache = g->use_cache && g->ids[fi].ino != 0;
-
-	for (int k = 0; k < n_cols; k++)
-	{
-		const XpuColumn *col = XPU_COLS(g->prog) + k;
-		int32_t		field = gagg_field(g, f, k);
-		uint64_t	bytes;
-		int			width;
-
-		if (field < 0 || field >= file->schema.n_fields ||
-			!svc_field_fits(&file->schema.fields[field], col, &width))
-			return gagg_fail(g, WARP_ERR_BAD_FILE,
-							 "%s: column %d is not of the type the plan reads", f->path, field);
-		bytes = gagg_column_bytes(g, f, batch, k);
-		ent[k] = cache ? gpu_cache_get(g->dev, &g->ids[fi], batch, field, col->kind) : NULL;
-		fill[k] = 0;
-		if (ent[k] != NULL)
-		{
-			*cached_bytes += bytes;
-			gagg_plan_cached(ent[k], pc + 3 * k);
-			continue;
-		}
-		*file_bytes += bytes;
-		n_missing++;
-		if (file->batches[batch].codec == ARROW_CODEC_NONE &&
-			gagg_plan_stored(g, f, batch, k, width, pc + 3 * k) != 0)
-			return -1;
-	}
-	if (n_missing > 0 && file->batches[batch].codec != ARROW_CODEC_NONE &&
-		gagg_load_missing(g, ent, fill, f, batch, pc, ab) != 0)
-		return -1;
-	for (int k = 0; k < n_cols && cache; k++)
-	{
-		size_t		len[3] = {pc[3 * k].len, pc[3 * k + 1].len, pc[3 * k + 2].len};
-
-		if (ent[k] != NULL)
-			continue;
-		ent[k] = gpu_cache_reserve(g->dev, &g->ids[fi], batch, gagg_field(g, f, k),
-								   XPU_COLS(g->prog)[k].kind, len);
-		fill[k] = ent[k] != NULL;
-	}
-	return 0;
-}
-
-/*
- * gagg_slot_release: drops the slot's references to cache entries (the
- * GPU is done with its launch); with published, the entries it filled are
- * complete and later runs may use them, else they are dropped
- */
-void
-gagg_slot_release(GaggRun *g, GaggSlot *s, bool published)
-{
-	for (int k = 0; s->entries != NULL && k < s->n_parts * g->prog->n_cols; k++)
-	{
-		if (s->entries[k] == NULL)
-			continue;
-		if (published && s->filling[k])
-			gpu_cache_publish(s->entries[k]);
-		gpu_cache_release(s->entries[k]);
-		s->entries[k] = NULL;
-		s->filling[k] = 0;
-	}
-}
-
-/* gagg_add_copy: a copy of the batch, merged with the last one where contiguous */
-static void
-gagg_add_copy(GaggSlot *s, size_t host_off, size_t len, CUdeviceptr dst)
-{
-	GaggCopy   *last = s->n_copies > 0 ? &s->copies[s->n_copies - 1] : NULL;
-
-	if (last != NULL && last->host_off + last->len == host_off && last->dst + last->len == dst)
-	{
-		last->len += len;
-		return;
-	}
-	s->copies[s->n_copies].host_off = host_off;
-	s->copies[s->n_copies].len = len;
-	s->copies[s->n_copies++].dst = dst;
-}
-
-/*
- * gagg_place_pieces: lays the pieces of part p's columns that are no cache
- * hit out at *pos of the slot's pinned buffer, copies the loaded ones, adds
- * the reads of the stored ones (in slices, tagged p) to *reads and the
- * host-to-device copies to s->copies (a column with a cache entry to fill
- * goes there, the others to the slot's device buffer), and points the
- * part's column descriptors (cols, in the pinned buffer) at their device
- * addresses
- */
-static int
-gagg_place_pieces(GaggRun *g, GaggSlot *s, int p, const GaggPiece *pc, XpuColumnData *cols,
-				  size_t *pos, GaggRead **reads, int *n_reads, int *cap)
-{
-	AggRunFile *f = &g->run->files[s->parts[p].fi];
-	GpuCacheEntry **ent = GAGG_PART_ENTRIES(g, s, p);
-	uint8_t    *fill = GAGG_PART_FILLING(g, s, p);
-
-	for (int k = 0; k < g->prog->n_cols; k++)
-	{
-		XpuColumnData *cd = cols + XPU_COLS(g->prog)[k].col_index;
-		bool		hit = gagg_col_hit(ent, fill, k);
-		CUdeviceptr base = ent[k] != NULL ? gpu_cache_entry_ptr(ent[k]) : s->dev + *pos;
-		size_t		start = *pos,
-					off = 0;
-		const void *addr[3];
-
-		for (int q = 0; q < 3; q++)
-		{
-			const GaggPiece *piece = pc + 3 * k + q;
-
-			addr[q] = piece->len > 0 || q == 2 ? (const void *) (uintptr_t) (base + off) : NULL;
-			off += align_up(piece->len, GAGG_ALIGN);
-			if (hit)
-				continue;
-			if (piece->file_off < 0 && piece->len > 0)
-				memcpy(s->host + *pos, piece->src, piece->len);
-			for (size_t done = 0; piece->file_off >= 0 && done < piece->len; done += GAGG_IO_SLICE)
-			{
-				GaggRead   *r;
-
-				if (*n_reads == *cap)
-				{
-					GaggRead   *more = realloc(*reads, 2 * *cap * sizeof(GaggRead));
-
-					if (more == NULL)
-						return gagg_fail(g, WARP_ERR_OUT_OF_MEMORY, "out of memory");
-					*reads = more;
-					*cap *= 2;
-				}
-				r = &(*reads)[(*n_reads)++];
-				memset(r, 0, sizeof(GaggRead));
-				r->fd = f->fd;
-				r->tag = p;
-				r->offset = piece->file_off + (int64_t) done;
-				r->dst = s->host + *pos + done;
-				r->len = piece->len - done < GAGG_IO_SLICE ? piece->len - done : GAGG_IO_SLICE;
-			}
-			*pos += align_up(piece->len, GAGG_ALIGN);
-		}
-		if (!hit && *pos > start)
-			gagg_add_copy(s, start, *pos - start, base);
-		cd->validity = addr[0];
-		cd->values = addr[1];
-		cd->data = addr[2];
-		cd->offset = 0;
-	}
-	return 0;
-}
-
-/*
- * gagg_check_offsets: checks the utf8 offsets the pinned buffer holds
- * (after the reads; laid out from `header` as gagg_place_pieces did): within
- * [0, data length] and never decreasing, in slices spread over the I/O
- * threads.  Cache hits were checked when they were read.
- */
-static int
-gagg_check_offsets(GaggRun *g, GaggSlot *s, const GaggPiece *pc, size_t header)
-{
-	size_t		pos = header;
-	GaggRead	jobs[64];
-	int			n_jobs = 0,
-				bad_part = -1,
-				n_cols = g->prog->n_cols;
-
-	for (int p = 0; p < s->n_parts && bad_part < 0; p++)
-	{
-		int64_t		nrows = gagg_part_rows(s, p);
-
-		for (int k = 0; k < n_cols && bad_part < 0; k++)
-		{
-			const GaggPiece *q = pc + 3 * ((size_t) p * n_cols + k);
-			const int32_t *off;
-
-			if (gagg_col_hit(GAGG_PART_ENTRIES(g, s, p), GAGG_PART_FILLING(g, s, p), k))
-				continue;
-			pos += align_up(q[0].len, GAGG_ALIGN);
-			off = (const int32_t *) (s->host + pos);
-			pos += align_up(q[1].len, GAGG_ALIGN) + align_up(q[2].len, GAGG_ALIGN);
-			if (XPU_COLS(g->prog)[k].kind != XPU_COL_UTF8)
-				continue;
-			if (off[0] < 0 || (size_t) off[nrows] > q[2].len)
-				bad_part = p;
-			for (int64_t i = 0; i < nrows && bad_part < 0; i += GAGG_CHECK_SLICE)
-			{
-				if (n_jobs == 64)
-				{
-					if (gagg_io_run(&g->io, jobs, n_jobs) != 0)
-						bad_part = g->io.failed_tag;
-					n_jobs = 0;
-				}
-				memset(&jobs[n_jobs], 0, sizeof(GaggRead));
-				jobs[n_jobs].tag = p;
-				jobs[n_jobs].off = off + i;
-				jobs[n_jobs++].n_off = nrows - i < GAGG_CHECK_SLICE ? nrows - i : GAGG_CHECK_SLICE;
-			}
-		}
-	}
-	if (bad_part < 0 && n_jobs > 0 && gagg_io_run(&g->io, jobs, n_jobs) != 0)
-		bad_part = g->io.failed_tag;
-	if (bad_part >= 0)
-		return gagg_fail(g, WARP_ERR_BAD_FILE, "%s: record batch %d has invalid utf8 offsets",
-						 g->run->files[s->parts[bad_part].fi].path, s->parts[bad_part].batch);
-	return 0;
-}
-
-/*
- * gagg_next_launch: the record batches of the next launch, from cursor c on
- * in request order (consecutive batches, across files, within the
- * GAGG_LAUNCH_* limits), into w, and their rows into *rows; returns how
- * many (0: none is left) and moves c past them
- */
-int
-gagg_next_launch(GaggRun *g, GaggCursor *c, GaggWork *w, int64_t *rows)
-{
-	AggRun	   *run = g->run;
-	uint64_t	bytes = 0;
-	int			n = 0;
-
-	*rows = 0;
-
-	while (c->fi < run->n_files && n < GAGG_LAUNCH_PARTS)
-	{
-		AggRunFile *f = &run->files[c->fi];
-		int32_t		batch;
-		int64_t		r;
-		uint64_t	b;
-
-		if (c->bi >= f->n_batches)
-		{
-			c->fi++;
-			c->bi = 0;
-			continue;
-		}
-		batch = f->batches[c->bi];
-		r = f->file->batches[batch].n_rows;
-		b = 0;
-		for (int k = 0; k < g->prog->n_cols; k++)
-			b += gagg_column_bytes(g, f, batch, k);
-		if (n > 0 && (*rows + r > GAGG_LAUNCH_ROWS || bytes + b > GAGG_LAUNCH_BYTES))
-			break;
-		w[n].fi = c->fi;
-		w[n++].batch = batch;
-		*rows += r;
-		bytes += b;
-		c->bi++;
-	}
-	return n;
-}
-
-/*
- * gagg_fill_slot: reads the n record batches w (gagg_next_launch) into the
- * (idle) slot's pinned buffer as the chunk the kernel reads (one part per
- * batch when there are several), except the columns the cache holds, and
- * lists the copies to make (s->copies)
- */
-int
-gagg_fill_slot(GaggRun *g, GaggSlot *s, const GaggWork *w, int n)
-{
-	int			n_cols = g->prog->n_cols;
-	size_t		cols_at = sizeof(XpuChunk) + (size_t) n * sizeof(XpuChunkPart);
-	size_t		part_cols = (size_t) g->chunk_ncols * sizeof(XpuColumnData);
-	size_t		header = align_up(cols_at + (size_t) n * part_cols, GAGG_ALIGN);
-	size_t		total = header,
-				pos = header;
-	int64_t		t0 = svc_now_us(CLOCK_MONOTONIC);
-	GaggPiece  *pc = calloc((size_t) n * n_cols * 3 + 1, sizeof(GaggPiece));
-	ArrowBatch **abs = calloc(n, sizeof(ArrowBatch *));
-	GaggRead   *reads = malloc(16 * sizeof(GaggRead));
-	uint64_t	file_bytes = 0,
-				cached_bytes = 0;
-	XpuChunk   *chunk;
-	XpuChunkPart *parts;
-	int			n_reads = 0,
-				cap = 16,
-				rc = -1,
-				io_rc;
-
-	gagg_slot_release(g, s, false);
-	s->n_parts = 0;
-	s->nrows = 0;
-	if (pc == NULL || abs == NULL || reads == NULL)
-	{
-		gagg_fail(g, WARP_ERR_OUT_OF_MEMORY, "out of memory");
-		goto done;
-	}
-	s->first_row[0] = 0;
-	for (int p = 0; p < n; p++)
-	{
-		s->parts[p] = w[p];
-		s->nrows += g->run->files[w[p].fi].file->batches[w[p].batch].n_rows;
-		s->first_row[p + 1] = s->nrows;
-		s->n_parts = p + 1;
-		if (gagg_plan_batch(g, GAGG_PART_ENTRIES(g, s, p), GAGG_PART_FILLING(g, s, p),
-							w[p].fi, w[p].batch, pc + (size_t) 3 * n_cols * p, &abs[p],
-							&file_bytes, &cached_bytes) != 0)
-			goto done;
-		for (int i = 0; i < 3 * n_cols; i++)
-			if (!gagg_col_hit(GAGG_PART_ENTRIES(g, s, p), GAGG_PART_FILLING(g, s, p), i / 3))
-				total += align_up(pc[(size_t) 3 * n_cols * p + i].len, GAGG_ALIGN);
-	}
-	if (gagg_slot_reserve(g, s, total, total, s->nrows, 4, "a batch") != 0)
-		goto done;
-	memset(s->host, 0, header);
-	chunk = (XpuChunk *) s->host;
-	parts = (XpuChunkPart *) (s->host + sizeof(XpuChunk));
-	chunk->nrows = s->nrows;
-	chunk->ncols = g->chunk_ncols;
-	chunk->n_parts = n > 1 ? n : 0;
-	chunk->cols = (const XpuColumnData *) (uintptr_t) (s->dev + cols_at);
-	chunk->parts = n > 1 ? (const XpuChunkPart *) (uintptr_t) (s->dev + sizeof(XpuChunk)) : NULL;
-	gagg_chunk_joins(g, chunk);
-	s->n_copies = 0;
-	gagg_add_copy(s, 0, header, s->dev);
-	for (int p = 0; p < n; p++)
-	{
-		parts[p].first_row = s->first_row[p];
-		parts[p].cols = (const XpuColumnData *) (uintptr_t) (s->dev + cols_at + p * part_cols);
-		s->part_cols[p] = parts[p].cols;
-		if (gagg_place_pieces(g, s, p, pc + (size_t) 3 * n_cols * p,
-							  (XpuColumnData *) (s->host + cols_at + p * part_cols),
-							  &pos, &reads, &n_reads, &cap) != 0)
-			goto done;
-	}
-	io_rc = gagg_io_run(&g->io, reads, n_reads);
-	if (io_rc != 0)
-	{
-		const char *path = g->run->files[s->parts[g->io.failed_tag].fi].path;
-
-		gagg_fail(g, io_rc > 0 ? WARP_ERR_IO : WARP_ERR_BAD_FILE,
-				  io_rc > 0 ? "could not read file \"%s\": %s" : "file \"%s\" is truncated%s",
-				  path, io_rc > 0 ? strerror(io_rc) : "");
-		goto done;
-	}
-	if (gagg_check_offsets(g, s, pc, header) != 0)
-		goto done;
-	GAGG_ADD(g->run->bytes_read, file_bytes);
-	GAGG_ADD(g->run->bytes_cached, cached_bytes);
-	rc = 0;
-done:
-	GAGG_ADD(g->run->io_us, (uint64_t) (svc_now_us(CLOCK_MONOTONIC) - t0));
-	for (int p = 0; abs != NULL && p < n; p++)
-		if (abs[p] != NULL)
-			arrow_batch_free(abs[p]);
-	free(abs);
-	free(reads);
-	free(pc);
-	return rc;
-}
-
-/* gagg_copy_slot: queues the slot's copies on its stream */
-int
-gagg_copy_slot(GaggRun *g, GaggSlot *s)
-{
-	for (int i = 0; i < s->n_copies; i++)
-		if (gagg_cuda(g, gpu_drv.cuMemcpyHtoDAsync(s->copies[i].dst, s->host + s->copies[i].host_off,
-												   s->copies[i].len, s->stream),
-					  "cuMemcpyHtoDAsync") != 0)
-			return -1;
-	return 0;
-}
-
 /* ---------------- launches ---------------- */
 
 /*
@@ -1566,6 +885,7 @@ gagg_slots_create(GaggRun *g)
 		s->entries = calloc(n, sizeof(GpuCacheEntry *));
 		s->filling = calloc(n, 1);
 		s->copies = calloc(n, sizeof(GaggCopy));
+		s->copies_cap = (int) n;
 		if (s->entries == NULL || s->filling == NULL || s->copies == NULL)
 			return gagg_fail(g, WARP_ERR_OUT_OF_MEMORY, "out of memory");
 	}
@@ -1580,16 +900,22 @@ gagg_slots_create(GaggRun *g)
 static int
 gagg_cache_setup(GaggRun *g)
 {
+	bool		pin = file_reg_limit() > 0;
+
 	g->use_cache = gpu_cache_capacity(g->dev) > 0;
+	g->ctx = gpu_device_context(g->dev);
 	g->ids = calloc(g->run->n_files + 1, sizeof(GpuCacheFileId));
-	if (g->ids == NULL)
+	g->regs = pin ? calloc(g->run->n_files + 1, sizeof(FileReg *)) : NULL;
+	if (g->ids == NULL || (pin && g->regs == NULL))
 		return gagg_fail(g, WARP_ERR_OUT_OF_MEMORY, "out of memory");
-	for (uint32_t fi = 0; g->use_cache && fi < g->run->n_files; fi++)
+	for (uint32_t fi = 0; (g->use_cache || pin) && fi < g->run->n_files; fi++)
 	{
 		if (!gpu_cache_file_id(g->run->files[fi].fd, &g->ids[fi]))
 			g->ids[fi].ino = 0;
-		else
+		else if (g->use_cache)
 			gpu_cache_check_file(g->dev, &g->ids[fi]);
+		if (pin && g->ids[fi].ino != 0)
+			g->regs[fi] = file_reg_acquire(&g->ids[fi], g->run->files[fi].fd);
 	}
 	return 0;
 }
@@ -1804,6 +1130,10 @@ gagg_teardown(GaggRun *g)
 	gagg_dev_free(g, &g->d_cancel, sizeof(int32_t));
 	gagg_host_free(g, (void **) &g->cancel_one, sizeof(int32_t));
 	gagg_cache_recheck(g);
+	/* after the streams: no copy from a registered region is in flight */
+	for (uint32_t fi = 0; g->regs != NULL && fi < g->run->n_files; fi++)
+		file_reg_release(g->regs[fi]);
+	free(g->regs);
 	free(g->ids);
 	if (g->io.n_threads > 0 || g->io.stop == 0)
 		gagg_io_stop(&g->io);

@@ -61,7 +61,10 @@
 		r_; \
 	})
 
-/* one pread into pinned memory, or (off != NULL) a check of utf8 offsets */
+/*
+ * one pread into pinned memory, or (off != NULL) a check of utf8 offsets,
+ * or (reg != NULL) the registration of a region of a file (file_reg.h)
+ */
 typedef struct GaggRead
 {
 	int			fd;
@@ -71,6 +74,10 @@ typedef struct GaggRead
 	uint8_t    *dst;
 	const int32_t *off;			/* off[0 .. n_off] must not decrease */
 	int64_t		n_off;
+	struct FileReg *reg;		/* register its region `region` in context ctx, */
+	int32_t		region;			/* counting the bytes and time in run */
+	CUcontext	ctx;
+	AggRun	   *run;
 } GaggRead;
 
 #define GAGG_CHECK_SLICE	(1 << 20)	/* offsets per check job */
@@ -93,12 +100,23 @@ typedef struct GaggIo
 	int			stop;
 } GaggIo;
 
-/* one host-to-device copy of a batch: from the slot's pinned buffer */
+/*
+ * one host-to-device copy of a batch: from the slot's pinned buffer at
+ * host_off, or (src != NULL) from a registered region of a file
+ * (file_reg.h), whose bytes the pinned buffer has room for at host_off
+ * too, should the region not be registered after all
+ */
 typedef struct GaggCopy
 {
 	size_t		host_off;
 	size_t		len;
 	CUdeviceptr dst;
+	const uint8_t *src;
+	struct FileReg *reg;		/* src's file and region */
+	int32_t		region;
+	int			fd;				/* the file, read with pread at file_off */
+	int64_t		file_off;		/* when the region is not registered */
+	int			tag;
 } GaggCopy;
 
 /* one record batch of a launch: file fi of the run, its batch number */
@@ -144,6 +162,7 @@ typedef struct GaggSlot
 	uint8_t    *filling;
 	GaggCopy   *copies;			/* the launch's host-to-device copies */
 	int			n_copies;
+	int			copies_cap;
 } GaggSlot;
 
 /* one referenced buffer of a batch: read from the file or copied from memory */
@@ -186,6 +205,9 @@ typedef struct GaggRun
 	uint64_t	mem_held;
 	bool		use_cache;		/* the device's column cache is on */
 	GpuCacheFileId *ids;		/* per file: its identity (ino 0: not cached) */
+	struct FileReg **regs;		/* per file: its registered pages (file_reg.h),
+								 * NULL: read with pread */
+	CUcontext	ctx;			/* the device's context (registrations) */
 	CUdeviceptr d_cancel;		/* int32 the kernels poll: nonzero stops them */
 	CUstream	cancel_stream;	/* sets it while the slots' streams are busy */
 	int32_t    *cancel_one;		/* pinned: the 1 copied there */
@@ -247,22 +269,25 @@ extern int gagg_fold_into_table(void *arg, const uint8_t *key, uint32_t key_len,
 extern void gagg_teardown(GaggRun *g);
 extern int gagg_table_drain(GaggRun *g, XpuGaggTable *thp);
 extern int gagg_stream_wait(GaggRun *g, CUstream st);
-extern int gagg_io_run(GaggIo *io, GaggRead *reads, int n);
 extern void gagg_host_free(GaggRun *g, void **p, size_t n);
 extern int gagg_host_alloc(GaggRun *g, void **p, size_t n, const char *what);
 extern void gagg_batch_release(GaggRun *g, uint8_t **p, size_t cap);
+extern int gagg_batch_buffer(GaggRun *g, uint8_t **p, size_t *cap);
+
+/* in gpu_input.c */
+extern void gagg_io_start(GaggIo *io, int n);
+extern void gagg_io_stop(GaggIo *io);
+extern int gagg_io_run(GaggIo *io, GaggRead *reads, int n);
 extern int gagg_slot_reserve(GaggRun *g, GaggSlot *s, size_t host_len, size_t dev_len,
 							 int64_t nrows, int slack_div, const char *what);
-extern int gagg_batch_buffer(GaggRun *g, uint8_t **p, size_t *cap);
 extern int gagg_next_launch(GaggRun *g, GaggCursor *c, GaggWork *w, int64_t *rows);
 extern int gagg_fill_slot(GaggRun *g, GaggSlot *s, const GaggWork *w, int n);
+extern int gagg_copy_slot(GaggRun *g, GaggSlot *s);
+extern void gagg_slot_release(GaggRun *g, GaggSlot *s, bool published);
 
 /* in gpu_scan.c */
 extern int gagg_launch_filter(GaggRun *g, GaggSlot *s, CUfunction f, CUdeviceptr d_prog,
 							  CUdeviceptr res, CUdeviceptr xerr, CUdeviceptr mask,
 							  XpuError *err_host);
-
-extern int gagg_copy_slot(GaggRun *g, GaggSlot *s);
-extern void gagg_slot_release(GaggRun *g, GaggSlot *s, bool published);
 
 #endif							/* GPU_AGG_INT_H */

@@ -114,6 +114,7 @@ main(int argc, char **argv)
 		return 1;
 	gpu_open(&gpu, opts.use_gpus);
 	gpu_cache_configure(&gpu, opts.cache_size);
+	gpu_agg_prewarm(&gpu);
 	/* after the GPUs' driver is loaded, so that the handler is ours */
 	if (!svc_file_map_init())
 		svc_log("WARNING", "could not install the SIGBUS handler (%s): Arrow files are read, never mapped",

@@ -7,7 +7,7 @@
  *		pg_warp_service -D DATADIR [--parent-pid PID] [--no-gpu] [--threads N]
  *						[--fatbin PATH] [--gpu-cache-size MB|auto]
  *						[--max-async-tasks N] [--join-cache-size MB]
- *						[--gpus N[,N...]]
+ *						[--gpus N[,N...]] [--pinned-files MB|auto]
  *
  * The supervisor background worker (src/engine/service_supervisor.c) passes
  * them; doc/service.md describes each.
@@ -22,6 +22,7 @@
 
 #include "gpu_driver.h"
 #include "service.h"
+#include "service/file_reg.h"
 #include "service/join_store.h"
 
 /* --threads: the CPU engine's threads per AGG_RUN that names none */
@@ -37,7 +38,7 @@ usage(void)
 	fprintf(stderr, "usage: pg_warp_service -D DATADIR [--parent-pid PID] [--no-gpu] [--threads N]\n"
 			"                       [--fatbin PATH] [--gpu-cache-size MB|auto]\n"
 			"                       [--max-async-tasks N] [--join-cache-size MB]\n"
-			"                       [--gpus N[,N...]]\n"
+			"                       [--gpus N[,N...]] [--pinned-files MB|auto]\n"
 			"Serves pg_warp's engine to the backends of the PostgreSQL cluster in\n"
 			"DATADIR through the socket DATADIR/%s.  Started by pg_warp's\n"
 			"supervisor background worker, not by hand.  --no-gpu serves with the\n"
@@ -50,7 +51,10 @@ usage(void)
 			"ones wait in a queue, first come first served.  --join-cache-size: the\n"
 			"join tables kept for later queries, in MiB of host memory (default\n"
 			"1024; 0: none kept).  --gpus: the CUDA device ordinals to use, e.g.\n"
-			"0,1 (default: every GPU the driver reports).\n", PGWARP_SOCKET_NAME);
+			"0,1 (default: every GPU the driver reports).  --pinned-files: the Arrow\n"
+			"files' page-cache pages kept registered for the GPUs' copies, in MiB\n"
+			"(0, the default: none, every read a pread; auto: a quarter of the\n"
+			"memory).\n", PGWARP_SOCKET_NAME);
 	exit(2);
 }
 
@@ -83,6 +87,8 @@ parse_cache_size(const char *s)
 void
 svc_options_parse(int argc, char **argv, ServiceOptions *opts)
 {
+	int64_t		pinned = 0;
+
 	memset(opts, 0, sizeof(*opts));
 	opts->use_gpus = true;
 	opts->cache_size = -1;
@@ -112,6 +118,8 @@ svc_options_parse(int argc, char **argv, ServiceOptions *opts)
 				usage();
 			svc_join_cache_limit = (uint64_t) bytes;
 		}
+		else if (strcmp(argv[i], "--pinned-files") == 0 && i + 1 < argc)
+			pinned = parse_cache_size(argv[++i]);
 		else if (strcmp(argv[i], "--gpus") == 0 && i + 1 < argc)
 		{
 			const char *p = argv[++i];
@@ -132,6 +140,9 @@ svc_options_parse(int argc, char **argv, ServiceOptions *opts)
 	}
 	if (opts->datadir == NULL)
 		usage();
+	if (pinned < 0)
+		pinned = (int64_t) sysconf(_SC_PHYS_PAGES) / 4 * sysconf(_SC_PAGESIZE);
+	file_reg_set_limit(pinned > 0 ? (uint64_t) pinned : 0);
 	if (svc_cpu_threads == 0)
 	{
 		long		n = sysconf(_SC_NPROCESSORS_ONLN);

@@ -128,6 +128,9 @@ struct ScanTask
 	uint64_t	cpu_batches;	/* a projection run on the GPU: batches its
 								 * workers ran on the CPU engine */
 	uint64_t	bytes_read;
+	uint64_t	bytes_mapped;	/* the GPU's data path (WarpScanResult) */
+	uint64_t	bytes_pinned;
+	uint64_t	pin_us;
 	uint64_t	bytes_sent;
 	uint64_t	io_us;
 	uint64_t	exec_us;
@@ -906,6 +909,9 @@ gpu_filter(ScanTask *t)
 		t->gpu_counted = true;
 	}
 	svc_add_counter(&t->bytes_read, run.bytes_read);
+	svc_add_counter(&t->bytes_mapped, run.bytes_mapped);
+	svc_add_counter(&t->bytes_pinned, run.bytes_pinned);
+	svc_add_counter(&t->pin_us, run.pin_us);
 	svc_add_counter(&t->io_us, run.io_us);
 	svc_add_counter(&t->exec_us, run.exec_us);
 	pthread_mutex_lock(&t->lock);
@@ -1132,6 +1138,9 @@ scan_task_reply(ScanTask *t, uint8_t *buf, uint32_t *type, bool *last)
 	h->batches = t->batches;
 	h->recheck_batches = t->recheck_batches;
 	h->bytes_read = t->bytes_read;
+	h->bytes_mapped = t->bytes_mapped;
+	h->bytes_pinned = t->bytes_pinned;
+	h->pin_us = t->pin_us;
 	h->bytes_sent = t->bytes_sent;
 	h->io_us = t->io_us;
 	h->exec_us = t->exec_us;

@@ -65,6 +65,8 @@ typedef struct ServiceGpu
 } ServiceGpu;
 
 extern void gpu_open(ServiceGpu *gpu, bool use_gpus);
+/* in gpu_agg.c: the GPU runs' first pinned buffers, before any run */
+extern void gpu_agg_prewarm(const ServiceGpu *gpu);
 extern void gpu_close(ServiceGpu *gpu);
 
 /*
@@ -113,6 +115,9 @@ typedef struct AggRun
 	uint64_t	batches;
 	uint64_t	bytes_read;
 	uint64_t	bytes_cached;	/* served from the GPU column cache instead */
+	uint64_t	bytes_mapped;	/* of bytes_read: copied from registered pages */
+	uint64_t	bytes_pinned;	/* file pages registered by this run */
+	uint64_t	pin_us;			/* summed over threads: registering them */
 	uint64_t	io_us;
 	uint64_t	exec_us;
 	SvcJoinCounts join_rows;	/* the rows entering each join depth */

@@ -30,7 +30,7 @@
 
 #define PGWARP_SOCKET_NAME		"pg_warp.sock"
 #define PGWARP_PROTO_MAGIC		0x50524157u		/* "WARP" in memory */
-#define PGWARP_PROTO_VERSION	5
+#define PGWARP_PROTO_VERSION	6
 
 /* the largest payload either side accepts; longer messages are refused */
 #define PGWARP_MAX_PAYLOAD		(1024 * 1024)
@@ -468,9 +468,15 @@ typedef struct WarpAggResult
 	uint32_t	pad2;
 	uint64_t	join_in[WARP_JOIN_DEPTHS];
 	uint64_t	join_out[WARP_JOIN_DEPTHS];
+	/* the GPU's data path (protocol 6): of bytes_read, those copied from
+	 * the files' registered page-cache pages (the rest: pread); the file
+	 * bytes this run registered, and the threads' time doing it */
+	uint64_t	bytes_mapped;
+	uint64_t	bytes_pinned;
+	uint64_t	pin_us;
 } WarpAggResult;
 
-WARP_STATIC_ASSERT(sizeof(WarpAggResult) == 96 + 128 + 8 + 16 * WARP_JOIN_DEPTHS,
+WARP_STATIC_ASSERT(sizeof(WarpAggResult) == 96 + 128 + 8 + 16 * WARP_JOIN_DEPTHS + 24,
 				   "WarpAggResult layout");
 
 /*
@@ -656,9 +662,13 @@ typedef struct WarpScanResult
 	uint32_t	pad2;
 	uint64_t	join_in[WARP_JOIN_DEPTHS];
 	uint64_t	join_out[WARP_JOIN_DEPTHS];
+	/* the GPU's data path, as WarpAggResult's (protocol 6) */
+	uint64_t	bytes_mapped;
+	uint64_t	bytes_pinned;
+	uint64_t	pin_us;
 } WarpScanResult;
 
-WARP_STATIC_ASSERT(sizeof(WarpScanResult) == 96 + 8 + 16 * WARP_JOIN_DEPTHS,
+WARP_STATIC_ASSERT(sizeof(WarpScanResult) == 96 + 8 + 16 * WARP_JOIN_DEPTHS + 24,
 				   "WarpScanResult layout");
 
 typedef struct WarpScanColumn

@@ -82,18 +82,18 @@ cpu_tile(const XpuProgram *prog, const XpuChunk *chunk, int64_t row0, int n,
 }
 
 /*
- * does xpu_load_rows load column col of data cd (integers, floats, utf8
- * without a length limit or a dictionary whose values all fit it: never
- * failing)
+ * may xpu_load_rows load column col (integers, floats, utf8: never failing;
+ * a varchar(n) column only while its values have at most n bytes, or a
+ * dictionary's all fit it)
  */
 static int
-cpu_fast_col(const XpuColumn *col, const XpuColumnData *cd)
+cpu_fast_col(const XpuColumn *col)
 {
 	int			kind = col->kind;
 
 	return kind == XPU_COL_INT8 || kind == XPU_COL_INT16 || kind == XPU_COL_INT32 ||
 		kind == XPU_COL_INT64 || kind == XPU_COL_FLOAT32 || kind == XPU_COL_FLOAT64 ||
-		(kind == XPU_COL_UTF8 && (col->scale == 0 || xpu_dict_fits(col, cd)));
+		kind == XPU_COL_UTF8;
 }
 
 /*
@@ -124,7 +124,8 @@ cpu_out_load(const XpuProgram *prog, int r)
  * (GROUP BY columns, aggregates of columns: no LOAD or QUAL stage, every
  * PROJ instruction a LOAD_COL of a kind that xpu_load_rows loads, every
  * output loaded by exactly one) loads them straight into res, without the
- * tiles; false (nothing done) for any other program.
+ * tiles; false for any other program, or a varchar(n) value of more than n
+ * bytes (res written in part: the tiles write it all).
  */
 static int
 cpu_loads_only(const XpuProgram *prog, const XpuChunk *chunk, XpuResult *res,
@@ -140,8 +141,7 @@ cpu_loads_only(const XpuProgram *prog, const XpuChunk *chunk, XpuResult *res,
 		return 0;
 	for (int pc = st[XPU_STAGE_PROJ]; pc < st[XPU_N_STAGES]; pc++)
 		if (instrs[pc].op != XPU_OP_LOAD_COL ||
-			!cpu_fast_col(&XPU_COLS(prog)[instrs[pc].imm],
-						  chunk->cols + XPU_COLS(prog)[instrs[pc].imm].col_index))
+			!cpu_fast_col(&XPU_COLS(prog)[instrs[pc].imm]))
 			return 0;
 	for (k = 0; k < prog->n_outs; k++)
 		if (cpu_out_load(prog, outs[k]) == NULL)
@@ -151,15 +151,23 @@ cpu_loads_only(const XpuProgram *prog, const XpuChunk *chunk, XpuResult *res,
 		const XpuColumn *col = XPU_COLS(prog) + cpu_out_load(prog, outs[k])->imm;
 		const XpuColumnData *cd = chunk->cols + col->col_index;
 
-		/* a dictionary column the consumer reads itself (xpu_cpu_exec_skip) */
-		if (skip != NULL && skip[k] && xpu_is_dict(cd))
+		/*
+		 * a dictionary column the consumer reads itself (xpu_cpu_exec_skip),
+		 * whose values all fit its varchar(n), if any (else its rows are
+		 * checked, by LOAD_COL where one does not fit)
+		 */
+		if (skip != NULL && skip[k] && xpu_is_dict(cd) &&
+			(col->scale == 0 || xpu_dict_fits(col, cd)))
 			continue;
 		/* rows in pieces of at most INT32_MAX (xpu_load_rows counts in int) */
 		for (int64_t r0 = 0; r0 < n; r0 += INT32_MAX)
 		{
 			int			m = (int) (n - r0 < INT32_MAX ? n - r0 : INT32_MAX);
 
-			/* 0: a dictionary index outside it, which LOAD_COL reports */
+			/*
+			 * 0: a varchar(n) value longer than n bytes, or a dictionary
+			 * index outside it: the tiles (LOAD_COL decides)
+			 */
 			if (!xpu_load_rows(col, cd, cd->offset + r0, NULL, m, m,
 							   &res->values[k * n + r0], &res->nulls[k * n + r0]))
 				return 0;

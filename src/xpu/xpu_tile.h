@@ -336,15 +336,6 @@ xpu_tile_simple(const XpuProgram *prog, const XpuInstr *in, XpuTile *t,
 }
 
 /*
- * xpu_load_rows: the values and null flags of the selected rows (of rows
- * 0 .. nrows - 1; nsel == nrows: all of them, sel unused) of a column of
- * an integer, float or utf8 kind (without a length limit) into d / dn, row
- * i from the column's row off + i; returns 0 (nothing done) for every
- * other column, which the generic LOAD_COL step handles.  These loads never fail.  A column
- * without a validity bitmap has no NULLs: its null flags are set to 0 in
- * the same loop.
- */
-/*
  * xpu_load_rows of a dictionary-encoded utf8 column (xpu_dict.h): each
  * row's value from its index, NULL for a NULL index or value; 0 (rows
  * left to LOAD_COL, which records the error) at an index outside the
@@ -375,14 +366,26 @@ xpu_load_dict_rows(const XpuColumnData *cd, int64_t off, const uint16_t *sel, in
 	return !bad;
 }
 
+/*
+ * xpu_load_rows: the values and null flags of the selected rows (of rows
+ * 0 .. nrows - 1; nsel == nrows: all of them, sel unused) of a column of
+ * an integer, float or utf8 kind into d / dn, row i from the column's row
+ * off + i; returns 0 for every other column, which the generic LOAD_COL
+ * step handles.  These loads never fail.  A utf8 column with a length
+ * limit (varchar(n): col->scale characters) is loaded here when no value
+ * of the selected rows has more than n bytes, since a value of at most n
+ * bytes has at most n characters; otherwise 0 is returned (d / dn written
+ * in part) and LOAD_COL counts the characters of each value.  A column
+ * without a validity bitmap has no NULLs: its null flags are set to 0 in
+ * the same loop.  A dictionary-encoded utf8 column: xpu_load_dict_rows,
+ * with varchar(n) checked once for the dictionary (xpu_dict_fits).
+ */
 static inline int
 xpu_load_rows(const XpuColumn *col, const XpuColumnData *cd, int64_t off,
 			  const uint16_t *sel, int nsel, int nrows, XpuValue *d, uint8_t *dn)
 {
 	int			i, k;
 
-	if (col->kind == XPU_COL_UTF8 && col->scale > 0 && !xpu_dict_fits(col, cd))
-		return 0;				/* checked against varchar(n) by LOAD_COL */
 #define XPU_LOAD_VALS(CTYPE, FIELD) \
 	do { \
 		const CTYPE *v = (const CTYPE *) cd->values + off; \
@@ -401,15 +404,27 @@ xpu_load_rows(const XpuColumn *col, const XpuColumnData *cd, int64_t off,
 		case XPU_COL_FLOAT64: XPU_LOAD_VALS(double, f8); break;
 		case XPU_COL_UTF8:
 			if (xpu_is_dict(cd))
+			{
+				/* varchar(n): every value of the dictionary fits, or LOAD_COL */
+				if (col->scale > 0 && !xpu_dict_fits(col, cd))
+					return 0;
 				return xpu_load_dict_rows(cd, off, sel, nsel, nrows, d, dn);
+			}
 			{
 				const int32_t *o = (const int32_t *) cd->values + off;
+				int32_t		longest = 0;
 
 				XPU_TILE_FOR_SEL(i, k, sel, nsel, nrows, {
+					int32_t		len = o[i + 1] - o[i];
+
 					d[i].t.p = cd->data + o[i];
-					d[i].t.len = o[i + 1] - o[i];
+					d[i].t.len = len;
+					longest = len > longest ? len : longest;
 					dn[i] = 0;
 				});
+				/* a NULL's bytes (none, in a valid file) count too: LOAD_COL decides */
+				if (col->scale > 0 && longest > col->scale)
+					return 0;
 				break;
 			}
 		default:

@@ -9,7 +9,8 @@
  *	scan_client [--threads N] [--outs N] [--cancel-ms MS] SOCKET QUAL FILE...
  *
  * QUAL: "none" (every row passes), "pos" (field 0, int32, > 0) or "div"
- * (field 0 / field 1, both int32, > 0: division by zero rechecks a batch);
+ * (field 0 / field 1, both int32, > 0: division by zero rechecks a batch),
+ * "sgt" (field 1, utf8, > 'v5' bytewise);
  * or a join qual over the test dimensions of warp_client.h, loaded before
  * the run: "jsemi" / "janti" (field 0, int64, has / lacks a match in
  * WC_DIM_EVEN), "j2" (field 0 in WC_DIM_EVEN and field 1, utf8, in
@@ -94,6 +95,18 @@ build(const char *q, WcJoins *joins)
 			xpu_begin_stage(b, XPU_STAGE_QUAL);
 		xpu_add_instr(b, XPU_OP_CONST_INT, zero, 0, 0, 0, xpu_add_const(b, &v, 8));
 		xpu_add_instr(b, XPU_OP_GT_INT, t, a, zero, 0, 0);
+		xpu_add_instr(b, XPU_OP_MOVE, acc, t, 0, 0, 0);
+	}
+	else if (strcmp(q, "sgt") == 0)
+	{
+		int			s = xpu_add_reg(b, XPU_T_TEXT, 0);
+		int			c = xpu_add_reg(b, XPU_T_TEXT, 0);
+		int			t = xpu_add_reg(b, XPU_T_BOOL, 0);
+
+		xpu_add_instr(b, XPU_OP_LOAD_COL, s, 0, 0, 0, xpu_add_column(b, 1, XPU_COL_UTF8, 0));
+		xpu_begin_stage(b, XPU_STAGE_QUAL);
+		xpu_add_instr(b, XPU_OP_CONST_TEXT, c, 0, 0, 0, xpu_add_const_text(b, "v5", 2));
+		xpu_add_instr(b, XPU_OP_GT_TEXT, t, s, c, 0, 0);
 		xpu_add_instr(b, XPU_OP_MOVE, acc, t, 0, 0, 0);
 	}
 	else if (strcmp(q, "none") != 0)
@@ -195,10 +208,12 @@ reply(void *arg, const WarpMsgHeader *h, const uint8_t *p)
 		return 0;
 	}
 	printf("END\trows_in=%llu\trows_passed=%llu\tbatches=%llu\trecheck=%llu"
-		   "\tthreads=%u\tengine=%u\n",
+		   "\tthreads=%u\tengine=%u\tbytes_read=%llu\tmapped=%llu\tpinned=%llu\n",
 		   (unsigned long long) r->rows_in, (unsigned long long) r->rows_passed,
 		   (unsigned long long) r->batches,
-		   (unsigned long long) r->recheck_batches, r->threads, r->engine);
+		   (unsigned long long) r->recheck_batches, r->threads, r->engine,
+		   (unsigned long long) r->bytes_read, (unsigned long long) r->bytes_mapped,
+		   (unsigned long long) r->bytes_pinned);
 	return 1;
 }
 

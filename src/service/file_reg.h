@@ -1,0 +1,59 @@
+/*-------------------------------------------------------------------------
+ *
+ * file_reg.h
+ *		Arrow files' page-cache pages registered for DMA and kept between
+ *		runs, so that the GPU copies a file's column buffers straight from
+ *		the page cache (file_reg.c explains the rules).
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef SERVICE_FILE_REG_H
+#define SERVICE_FILE_REG_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "gpu_cache.h"
+#include "gpu_driver.h"
+
+/* a file is registered in regions of this many bytes (the last one shorter) */
+#define FILE_REG_REGION		((int64_t) 16 << 20)
+
+typedef struct FileReg FileReg;
+
+/* the byte budget of registered pages over all files (0: off), from --pinned-files */
+extern void file_reg_set_limit(uint64_t bytes);
+extern uint64_t file_reg_limit(void);
+
+/*
+ * file_reg_acquire: the kept registration of the file open as fd whose
+ * identity is *id (a new one, mapped but with no region registered, when
+ * none is kept), held until file_reg_release; NULL when registration is
+ * off or the file cannot be mapped
+ */
+extern FileReg *file_reg_acquire(const GpuCacheFileId *id, int fd);
+extern void file_reg_release(FileReg *r);
+
+/* the address of byte off of the file in its mapping */
+extern const uint8_t *file_reg_addr(const FileReg *r, int64_t off);
+
+/* the regions [*first, *last] that bytes [off, off + len) of the file touch */
+extern void file_reg_regions(int64_t off, size_t len, int32_t *first, int32_t *last);
+
+/* is region i registered (a copy from it may be queued) */
+extern bool file_reg_ready(const FileReg *r, int32_t i);
+
+/*
+ * file_reg_region: registers region i with the driver in context ctx unless
+ * it is registered (or waits while another thread registers it); returns
+ * the bytes this call registered (0: it was already), or -1 when the region
+ * is not registered (the driver refused it, or the budget is taken by
+ * files in use): its bytes must then be read another way
+ */
+extern int64_t file_reg_region(FileReg *r, int32_t i, CUcontext ctx);
+
+/* what is registered now, over all files, for CACHE_INFO and the tests */
+extern void file_reg_totals(uint64_t *files, uint64_t *bytes);
+
+#endif							/* SERVICE_FILE_REG_H */
