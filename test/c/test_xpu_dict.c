@@ -149,9 +149,9 @@ finish(XpuBuilder *b)
 	return p;
 }
 
-/* outputs: the n_cols text columns as they are (PROJ only) */
+/* outputs: the n_cols text columns as they are (PROJ only), varchar(scale) */
 static XpuProgram *
-loads_program(int n_cols)
+loads_program_n(int n_cols, int scale)
 {
 	XpuBuilder *b = xpu_builder_create();
 	int			r[4];
@@ -160,7 +160,7 @@ loads_program(int n_cols)
 	for (int i = 0; i < n_cols; i++)
 	{
 		r[i] = xpu_add_reg(b, XPU_T_TEXT, 0);
-		xpu_add_column(b, i, XPU_COL_UTF8, 0);
+		xpu_add_column(b, i, XPU_COL_UTF8, scale);
 	}
 	xpu_begin_stage(b, XPU_STAGE_PROJ);
 	for (int i = 0; i < n_cols; i++)
@@ -168,6 +168,12 @@ loads_program(int n_cols)
 	for (int i = 0; i < n_cols; i++)
 		xpu_add_output(b, r[i]);
 	return finish(b);
+}
+
+static XpuProgram *
+loads_program(int n_cols)
+{
+	return loads_program_n(n_cols, 0);
 }
 
 /* WHERE column 0 = k; outputs: column 0 */
@@ -292,6 +298,56 @@ bound_free(Bound *b)
 	col_free(&b->c);
 	result_free(&b->r);
 	free(b->ws);
+}
+
+/*
+ * a varchar(n) key over a dictionary: left to the indices only where every
+ * value fits n; a value over n characters is LOAD_COL's FALLBACK
+ */
+static void
+test_varchar_keys(void)
+{
+	static const XpuAggDesc aggs[1] = {{XPU_AGG_COUNT_STAR, 0, 0, 0}};
+	uint16_t	key_outs[1] = {0};
+	XpuAggSpec	spec = {1, key_outs, 1, aggs};
+	int64_t    *ix = malloc(ROWS * sizeof(int64_t));
+	Dict		d;
+
+	dict_make(&d, VALUES, NVALUES);
+	random_indices(ix, ROWS, NVALUES, 3, 0);
+	for (int scale = 5; scale <= 40; scale += 35)
+	{
+		XpuProgram *p = loads_program_n(1, scale);
+		XpuError	err = {0};
+		XpuAggTable *t = xpu_agg_table_create(p, &spec, &err);
+		const XpuColumnData *dict_cols[1];
+		uint8_t		skip[1];
+		Bound		b;
+		int			rc;
+
+		bound_make(&b, &d, ARROW_TYPE_INT8, ix, p);
+		bound_bind(&b);
+		xpu_cpu_dict_outs(p, &b.chunk, dict_cols);
+		xpu_agg_table_dict_skip(t, 1, dict_cols, skip);
+		rc = xpu_cpu_exec_skip(p, &b.chunk, &b.r, b.ws, &b.err, NULL, skip);
+		if (scale == 5)
+			tap_ok(rc == XPU_ERR_FALLBACK && skip[0] == 1,
+				   "varchar(5) over values of 31 characters: FALLBACK, not the indices");
+		else
+		{
+			/* 8 keys: "AIR" twice in the dictionary, NULL value and index one group */
+			int			ok = rc == XPU_OK && xpu_agg_table_update_dict(t, &b.r, dict_cols, &err);
+
+			tap_ok(ok && skip[0] == 1 && xpu_agg_table_ngroups(t) == NVALUES - 1,
+				   "varchar(40): every value fits, grouped on the indices (%lld groups)",
+				   (long long) xpu_agg_table_ngroups(t));
+		}
+		bound_free(&b);
+		xpu_agg_table_free(t);
+		free(p);
+	}
+	dict_free(&d);
+	free(ix);
 }
 
 /* every index type through the three loads */
@@ -536,6 +592,7 @@ int
 main(void)
 {
 	test_loads();
+	test_varchar_keys();
 	tap_ok(group_case(1, 0, 0, 0), "one key: groups by the indices are the values' groups");
 	tap_ok(group_case(2, 0, 0, 0), "two keys");
 	tap_ok(group_case(2, 1, 0, 0), "two keys, rows that do not pass");
