@@ -14,6 +14,13 @@
  *
  *	cpu_engine_bench FILE [q1|q2|q3|q4|both|all] [REPEAT]
  *
+ * FILE may hold its text columns dictionary-encoded (pg2arrow -t lineorder
+ * --dictionary=lo_shipmode,lo_orderpriority, or pyarrow): the columns are
+ * bound as the service binds them (xpu_column_bind), and Q4 then groups on
+ * the dictionary indices with its keys left unloaded, as the service's
+ * workers do (xpu_cpu_dict_outs, xpu_agg_table_dict_skip, xpu_cpu_exec_skip,
+ * xpu_agg_table_update_dict); its answer is the plain file's.
+ *
  * With MAP=1 in the environment the file is mapped and its buffers read in
  * place (ArrowFile.map), as the service does with pg_warp.map_arrow_files;
  * MAP=2 maps it anew for every repetition, as the service maps a file for
@@ -50,6 +57,7 @@
 #include "service/buf_cache.h"
 #include "xpu_agg.h"
 #include "xpu_program.h"
+#include "xpu_arrow_bind.h"
 #include "ssb_q1.h"
 
 #define SLICE	4096			/* src/service/agg.c's AGG_SLICE */
@@ -312,6 +320,8 @@ scan_main(void *arg)
 	uint8_t    *nulls = malloc(outs * SLICE);
 	uint8_t    *mask = malloc(SLICE);
 	XpuColumnData cols[8];
+	const XpuColumnData *dict_cols[8];
+	uint8_t		skip[8];
 	XpuError	err = {0};
 	XpuAggTable *table = run->tables[w->index];
 	int32_t		bi;
@@ -328,13 +338,7 @@ scan_main(void *arg)
 		c1 = cpu_s();
 		w->t_load += t1 - t0;
 		for (int i = 0; i < run->q->n_fields; i++)
-		{
-			const ArrowArray *a = &batch->columns[run->fidx[i]];
-
-			cols[i].validity = a->validity;
-			cols[i].values = a->field->type.id == ARROW_TYPE_UTF8 ? a->offsets : a->values;
-			cols[i].data = (const char *) a->data;
-		}
+			xpu_column_bind(&cols[i], &batch->columns[run->fidx[i]], run->file, run->fidx[i]);
 		for (int64_t row0 = 0; row0 < batch->n_rows; row0 += SLICE)
 		{
 			int64_t		n = batch->n_rows - row0 < SLICE ? batch->n_rows - row0 : SLICE;
@@ -343,8 +347,13 @@ scan_main(void *arg)
 
 			for (int i = 0; i < run->q->n_fields; i++)
 				cols[i].offset = row0;
-			if (xpu_cpu_exec(prog, &chunk, &res, ws, &err) != XPU_OK ||
-				!xpu_agg_table_update(table, &res, &err))
+			int			nd = xpu_cpu_dict_outs(prog, &chunk, dict_cols);
+
+			/* dictionary keys: grouped on their indices, left unloaded */
+			if (nd > 0)
+				xpu_agg_table_dict_skip(table, prog->n_outs, dict_cols, skip);
+			if (xpu_cpu_exec_skip(prog, &chunk, &res, ws, &err, NULL, nd > 0 ? skip : NULL) != XPU_OK ||
+				!xpu_agg_table_update_dict(table, &res, nd > 0 ? dict_cols : NULL, &err))
 				fail("run", err.message);
 		}
 		w->rows += batch->n_rows;

@@ -57,6 +57,13 @@ Results: bench/results/engine_bench_<tag>.json and .png.
     make -C bench h2d_copy        # optional: built on first use when missing
     bench/engine_bench.py -d ssb_sf1 -a /tmp/ssb/lineorder.arrow -w 2 -r 3
 
+With --dict-arrow FILE (lineorder written with lo_shipmode and
+lo_orderpriority dictionary-encoded: pg2arrow -t lineorder -S
+--dictionary=lo_shipmode,lo_orderpriority), Q4 also runs over that file: the
+CPU engine on an arrow_fdw table over it (grouping on the dictionary
+indices) and DuckDB on a native table made from the same file, with the
+ratio DuckDB / CPU engine.
+
 The database holds SSB (bench/ssb/load.sh) and the extension; the Arrow file is
 lineorder exported with statistics (pg2arrow -t lineorder -S), readable by the
 server.  Connection: the PG* environment variables and -d (PGOPTIONS sets
@@ -67,7 +74,8 @@ host.
 """
 import argparse
 
-from bench_sides import (LABELS, DuckSide, PgSide, add_common_args, check_common_args, fmt_rate,
+from bench_sides import (LABELS, DuckSide, PgSide, add_common_args, check_common_args, compare_answers,
+                         fmt_rate,
                          goal_of, measured_runs, open_data, open_sides, png_chart, ratio, result_head,
                          summarise, time_of, warm_up_all, write_results)
 
@@ -186,6 +194,66 @@ def print_report(res, goal_list, rows, nbytes, info):
                 print("  %5s (%s)" % ("", "; ".join(whys)))
 
 
+# ---------------------------------------------------------------- Q4 over a dictionary file
+
+DICT_COLUMNS = ["lo_shipmode", "lo_orderpriority"]
+DICT_Q4 = "SELECT lo_shipmode, lo_orderpriority, count(*) FROM %s GROUP BY 1, 2"
+
+
+def dict_q4(args, ref_rows):
+    """Q4 over --dict-arrow (lineorder's shipmode and orderpriority written
+    dictionary-encoded, e.g. pg2arrow --dictionary=lo_shipmode,lo_orderpriority):
+    the CPU engine on an arrow_fdw table over it (the engine groups on the
+    indices, src/xpu/xpu_agg_index.h) and DuckDB on a native table made from
+    the same file; one unmeasured run each (its answer must be Q4's), then
+    args.runs runs interleaved; medians and DuckDB / CPU engine."""
+    table = "%s.lineorder_dict" % SCHEMA
+    setup = PgSide("warp_cpu", args, SCHEMA)
+    _, _, err = setup.run("DROP FOREIGN TABLE IF EXISTS %s; CREATE FOREIGN TABLE %s "
+                          "(lo_shipmode text, lo_orderpriority text) SERVER arrow_fdw "
+                          "OPTIONS (file '%s')" % (table, table, args.dict_arrow))
+    setup.close()
+    out = {"file": args.dict_arrow, "sql": DICT_Q4 % "lineorder_dict"}
+    if err:
+        out["error"] = err
+        print("\nQ4 over the dictionary file: %s" % err)
+        return out
+    sides = {"warp_cpu": PgSide("warp_cpu", args, SCHEMA)}
+    try:
+        duck = DuckSide(args.workers)
+        duck.load_arrow("lineorder_dict", args.dict_arrow, DICT_COLUMNS)
+        sides["duckdb"] = duck
+    except Exception as e:              # duckdb missing, or its own errors
+        out["duckdb_error"] = "%s: %s" % (type(e).__name__, e)
+    times = {s: [] for s in sides}
+    for rnd in range(args.runs + 1):
+        for side, runner in sides.items():
+            rows, secs, err = runner.run(DICT_Q4 % ("lineorder_dict" if side == "duckdb" else table))
+            if err:
+                out[side + "_error"] = err
+                continue
+            if rnd == 0 and ref_rows is not None:
+                diff = compare_answers(ref_rows, rows if side == "duckdb" else
+                                       [tuple(line.split("|")) for line in rows])
+                if diff:
+                    out[side + "_error"] = "WRONG ANSWER: " + diff
+            if rnd > 0:
+                times[side].append(secs)
+    sides["warp_cpu"].close()
+    print("\nQ4 over the dictionary-encoded file %s:" % args.dict_arrow)
+    for side in sides:
+        t = sorted(times[side])
+        out[side + "_runs_s"] = times[side]
+        if t and side + "_error" not in out:
+            out[side + "_median_s"] = t[len(t) // 2]
+        print("  %-28s %s" % (LABELS[side], "%.4f s" % out[side + "_median_s"]
+                              if side + "_median_s" in out else out.get(side + "_error", "-")))
+    if "warp_cpu_median_s" in out and "duckdb_median_s" in out:
+        out["duckdb_vs_cpu"] = out["duckdb_median_s"] / out["warp_cpu_median_s"]
+        print("  DuckDB / CPU engine: %.2fx (> 1: the CPU engine is faster)" % out["duckdb_vs_cpu"])
+    return out
+
+
 def main():
     """Options, setup, warm-up, measured rounds, report, JSON and PNG."""
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0],
@@ -195,6 +263,8 @@ def main():
     ap.add_argument("--sides", default=",".join(SIDES), help="a comma-separated subset (default: all)")
     ap.add_argument("--queries", default=",".join(q for q, _, _ in QUERIES),
                     help="a comma-separated subset of q1,q2,q3,q4 (default: all)")
+    ap.add_argument("--dict-arrow", help="lineorder with lo_shipmode and lo_orderpriority "
+                    "dictionary-encoded: Q4 over it too, CPU engine and DuckDB")
     args = ap.parse_args()
     check_common_args(ap, args, SIDES)
     wanted = [q.strip().lower() for q in args.queries.split(",") if q.strip()]
@@ -225,6 +295,9 @@ def main():
     summarise(res, heap_rows, nbytes)
     goal_list = goals(res, heap_rows)
     print_report(res, goal_list, heap_rows, nbytes, info)
+    dict_res = None
+    if args.dict_arrow:
+        dict_res = dict_q4(args, ref.get("q4") if isinstance(ref, dict) else None)
 
     wrong = ["%s %s" % (q.upper(), LABELS[s]) for q in res for s, e in res[q].items()
              if e["status"] == "wrong answer"]
@@ -235,6 +308,8 @@ def main():
                         "sides": res[q]} for q, sql, cols in QUERIES},
         "goals": goal_list, "hash_aggregation": hash_comparison(res), "wrong_answers": wrong,
     })
+    if dict_res is not None:
+        summary["q4_dictionary"] = dict_res
     write_results(args, "engine_bench_" + tag, summary, lambda path: png_chart(
         path, res, [q for q, _, _ in QUERIES], SIDES, "ENGINE BENCH %s: LINEORDER %.1fM ROWS, %d WORKERS"
         % (tag.upper(), heap_rows / 1e6, args.workers)), wrong)

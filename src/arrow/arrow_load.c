@@ -350,6 +350,44 @@ index_at(const ArrowArray *a, ArrowTypeId type, int64_t i)
 	return u > INT64_MAX ? -1 : (int64_t) u;
 }
 
+/*
+ * Are the non-null indices of a (of type `type`) all below dict_len: one
+ * loop a type without a branch a row (a negative or a uint64 index above
+ * INT64_MAX is a huge one as uint64); the caller finds the row otherwise
+ */
+static bool
+indices_fit(const ArrowArray *a, ArrowTypeId type, int64_t dict_len)
+{
+	const uint8_t *vb = a->validity;
+	uint64_t	len = (uint64_t) dict_len,
+				bad = 0;
+
+#define INDICES_FIT(T) \
+	do { \
+		const T *v = (const T *) a->values; \
+		if (vb == NULL) \
+			for (int64_t i = 0; i < a->length; i++) \
+				bad |= (uint64_t) v[i] >= len; \
+		else \
+			for (int64_t i = 0; i < a->length; i++) \
+				bad |= ((vb[i >> 3] >> (i & 7)) & 1) & ((uint64_t) v[i] >= len); \
+	} while (0)
+	switch (type)
+	{
+		case ARROW_TYPE_INT8: INDICES_FIT(int8_t); break;
+		case ARROW_TYPE_INT16: INDICES_FIT(int16_t); break;
+		case ARROW_TYPE_INT32: INDICES_FIT(int32_t); break;
+		case ARROW_TYPE_INT64: INDICES_FIT(int64_t); break;
+		case ARROW_TYPE_UINT8: INDICES_FIT(uint8_t); break;
+		case ARROW_TYPE_UINT16: INDICES_FIT(uint16_t); break;
+		case ARROW_TYPE_UINT32: INDICES_FIT(uint32_t); break;
+		case ARROW_TYPE_UINT64: INDICES_FIT(uint64_t); break;
+		default: return false;
+	}
+#undef INDICES_FIT
+	return bad == 0;
+}
+
 /* A dictionary-encoded array: validity, indices, and its dictionary */
 static int
 load_dictionary_encoded(Loader *L, const ArrowField *f, ArrowArray *a)
@@ -363,6 +401,8 @@ load_dictionary_encoded(Loader *L, const ArrowField *f, ArrowArray *a)
 		arrow_get_dictionary(L, f, &a->dictionary) != ARROW_OK)
 		return L->err->code;
 	dict_len = a->dictionary->length;
+	if (indices_fit(a, itype.id, dict_len))
+		return ARROW_OK;
 	for (int64_t i = 0; i < a->length; i++)
 	{
 		int64_t		ix;

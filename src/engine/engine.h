@@ -20,6 +20,9 @@ typedef struct EngineColumns
 {
 	const ArrowScanColumn *cols;
 	int			n_cols;
+	bool		dict_ok;		/* dictionary-encoded text (dict_text) may be
+								 * read: runs whose CPU engine reads it
+								 * (xpu/xpu_dict.h) and never return it */
 } EngineColumns;
 
 extern bool engine_column_hook(void *arg, AttrNumber attno, Oid typid,

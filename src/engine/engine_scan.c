@@ -125,7 +125,7 @@ engine_scan_program(EngineScanState *st, CustomScan *cs)
 	EngineColumns now = {0};
 
 	if (st->src != NULL)
-		now = (EngineColumns) {st->src->cols, st->src->n_cols};
+		now = (EngineColumns) {st->src->cols, st->src->n_cols, true};
 	st->prog = engine_exec_program(llast(cs->custom_private), st->src ? &now : NULL,
 								   &st->stale_why);
 	return st->prog;

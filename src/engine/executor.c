@@ -101,6 +101,7 @@ columns_same(bytea *b, const EngineColumns *now)
 
 		memcpy(&then, VARDATA_ANY(b) + sizeof(ArrowScanColumn) * i, sizeof(then));
 		if (then.attno != c->attno || then.typid != c->typid || then.plain != c->plain ||
+			then.dict_text != c->dict_text ||
 			then.checked != c->checked || then.may_fail != c->may_fail ||
 			then.max_chars != c->max_chars || then.arrow_id != c->arrow_id ||
 			then.unit != c->unit || then.scale != c->scale)

@@ -43,6 +43,7 @@
 #include "engine/codegen.h"
 #include "engine/engine.h"
 #include "fdw/fdw_scan.h"
+#include "xpu/xpu_arrow_bind.h"
 
 /* the filter of one scan (fdw_scan.h declares the type, opaque there) */
 struct ArrowScanFilter
@@ -77,7 +78,7 @@ engine_column_hook(void *arg, AttrNumber attno, Oid typid, int *col_index,
 	if (i >= fc->n_cols)
 		return false;
 	c = &fc->cols[i];
-	if (c->typid != typid || !c->plain)
+	if (c->typid != typid || !(c->plain || (fc->dict_ok && c->dict_text)))
 		return false;
 	*col_index = i;
 	*scale = 0;
@@ -220,7 +221,7 @@ engine_every_row(CodegenScan *scan, const EngineColumns *ec)
 static ArrowScanFilter *
 engine_filter_begin(ScanState *ss, Index scanrelid, const ArrowScanColumn *cols, int n_cols)
 {
-	EngineColumns fc = {cols, n_cols};
+	EngineColumns fc = {cols, n_cols, true};
 	CodegenScan scan = {scanrelid, engine_column_hook, &fc};
 	List	   *rest;
 	List	   *engine = engine_filter_split(ss->ps.plan->qual, scanrelid, &fc, &rest);
@@ -268,11 +269,8 @@ engine_filter_batch(ArrowScanFilter *f, const ArrowArray *const *arrays, int64 n
 	}
 	for (int i = 0; i < f->n_cols; i++)
 	{
-		const ArrowArray *a = arrays[i];
-
-		f->cols[i].validity = a->validity;
-		f->cols[i].values = a->field->type.id == ARROW_TYPE_UTF8 ? a->offsets : a->values;
-		f->cols[i].data = (const char *) a->data;
+		/* dictionary-encoded text too (xpu_dict.h): no aggregation here */
+		xpu_column_bind(&f->cols[i], arrays[i], NULL, -1);
 		f->cols[i].offset = 0;
 	}
 	memset(&chunk, 0, sizeof(chunk));	/* no join tables (XpuChunk.joins) */
@@ -371,7 +369,7 @@ static void
 engine_filter_explain(ScanState *ss, Index scanrelid, const ArrowScanColumn *cols,
 					  int n_cols, const ArrowScanFilter *f, ExplainState *es)
 {
-	EngineColumns fc = {cols, n_cols};
+	EngineColumns fc = {cols, n_cols, true};
 	CodegenScan scan = {scanrelid, engine_column_hook, &fc};
 	List	   *quals,
 			   *rest;

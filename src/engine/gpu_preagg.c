@@ -201,6 +201,7 @@ gpa_codegen_scan(Relation rel, Index relid, List *exprs, AttrNumber **attnos_out
 	{
 		ec->cols = arrow_fdw_columns(rel, attnos, n);
 		ec->n_cols = n;
+		ec->dict_ok = true;		/* AGG_RUN: dictionary text runs on the CPU engine */
 		scan->column = engine_column_hook;
 		scan->column_arg = ec;
 		scan->every_row = true;	/* arrow_fdw converts every row's columns */

@@ -45,6 +45,11 @@ arrow_table_scan_columns(const ArrowFdwTable *t, const AttrNumber *attnos, int n
 		cols[i].plain = !c->has_dictionary && !c->run_end_encoded &&
 			!OidIsValid(c->domain_type) &&
 			!(arrow_conv_checks_typmod(c) && c->typid != VARCHAROID);
+		/* text of a dictionary (any integer index type): the CPU engine's */
+		cols[i].dict_text = c->has_dictionary && !c->run_end_encoded &&
+			c->arrow_id == ARROW_TYPE_UTF8 && !OidIsValid(c->domain_type) &&
+			(c->typid == TEXTOID || c->typid == VARCHAROID) &&
+			c->index_type >= ARROW_TYPE_INT8 && c->index_type <= ARROW_TYPE_UINT64;
 		cols[i].arrow_id = c->arrow_id;
 		cols[i].unit = c->unit;
 		cols[i].scale = c->scale;

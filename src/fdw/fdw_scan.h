@@ -38,6 +38,9 @@ typedef struct ArrowScanColumn
 	AttrNumber	attno;
 	Oid			typid;			/* the column's type (the domain, if any) */
 	bool		plain;
+	bool		dict_text;		/* dictionary-encoded utf8 values, otherwise
+								 * as plain: the CPU engine reads it
+								 * (xpu/xpu_dict.h), never returned as is */
 	bool		checked;
 	bool		may_fail;		/* the FDW's conversion can raise an error for
 								 * some value (arrow_conv_may_fail) */

@@ -107,6 +107,7 @@ struct AggTask
 	const ServiceGpu *gpu;
 	HeapRun    *heap;			/* a HEAP_RUN's chunk ring (heap_chunk.c), or NULL */
 	WarpEngine	engine;			/* the engine that runs it */
+	bool		gpu_asked;		/* the request asked for the GPU */
 	int			notify_fd;		/* eventfd to write when done */
 	SvcTaskThread task;			/* the run's thread (threads.c) */
 	volatile int canceled;
@@ -326,6 +327,29 @@ open_file(AggTask *t, uint32_t i)
 		svc_input_check(f, t->run.prog, t->run.prog->n_cols, &t->fail);
 }
 
+/*
+ * dict_to_cpu: a GPU run over a file whose dictionary-encoded fields the
+ * program reads runs on the CPU engine (the GPU kernels read no
+ * dictionaries, xpu/xpu_dict.h), or fails where the request asked for
+ * the GPU (pg_warp.engine = gpu)
+ */
+static void
+dict_to_cpu(AggTask *t)
+{
+	for (uint32_t i = 0; i < t->run.n_files; i++)
+	{
+		if (!svc_input_has_dict(&t->run.files[i], t->run.prog))
+			continue;
+		if (t->gpu_asked)
+			svc_fail(&t->fail, WARP_ERR_UNSUPPORTED,
+					 "file \"%s\" has a dictionary-encoded column, which only the CPU engine reads",
+					 t->run.files[i].path);
+		else
+			t->engine = WARP_ENGINE_CPU;
+		return;
+	}
+}
+
 /* ---------------------------------------------------------------- workers */
 
 /* what one worker thread owns */
@@ -338,6 +362,8 @@ typedef struct AggWorker
 	uint8_t    *nulls;			/* [n_outs * AGG_SLICE] */
 	uint8_t    *mask;			/* [AGG_SLICE] */
 	XpuColumnData *cols;		/* [n_cols] */
+	const XpuColumnData **dict_cols;	/* [n_outs] (xpu_cpu_dict_outs) */
+	uint8_t    *skip;			/* [n_outs] (xpu_agg_table_dict_skip) */
 	bool	   *want;			/* [widest schema] */
 	uint32_t	index;			/* its slot in AggTask.live */
 	AggLive		live;			/* the batch it loaded */
@@ -372,6 +398,7 @@ run_slices(AggWorker *w, AggLive *l)
 		int64_t		s = __atomic_fetch_add(&l->next_slice, 1, __ATOMIC_RELAXED);
 		int64_t		row0 = s * AGG_SLICE;
 		int64_t		n;
+		int			nd;
 		XpuChunk	chunk;
 		XpuResult	res = {0, w->mask, w->values, w->nulls};
 
@@ -401,14 +428,18 @@ run_slices(AggWorker *w, AggLive *l)
 				break;
 			continue;
 		}
-		if (xpu_cpu_exec_counted(prog, &chunk, &res, w->workspace, &err, probes) != XPU_OK)
+		/* dictionary keys: grouped on their indices, left unloaded (xpu_dict.h) */
+		if ((nd = xpu_cpu_dict_outs(prog, &chunk, w->dict_cols)) > 0)
+			xpu_agg_table_dict_skip(w->table, prog->n_outs, w->dict_cols, w->skip);
+		if (xpu_cpu_exec_skip(prog, &chunk, &res, w->workspace, &err, probes,
+							  nd > 0 ? w->skip : NULL) != XPU_OK)
 		{
 			task_xpu_error(t, &err);
 			break;
 		}
 		for (int64_t r = 0; r < n; r++)
 			passed += w->mask[r];
-		if (!xpu_agg_table_update(w->table, &res, &err))
+		if (!xpu_agg_table_update_dict(w->table, &res, nd > 0 ? w->dict_cols : NULL, &err))
 		{
 			task_table_error(t, &err);
 			break;
@@ -548,6 +579,8 @@ worker_release(AggWorker *w)
 	free(w->mask);
 	free(w->cols);
 	free(w->want);
+	free(w->dict_cols);
+	free(w->skip);
 }
 
 /*
@@ -584,11 +617,13 @@ worker_setup(AggTask *t, AggWorker *w, int widest)
 	w->mask = malloc(AGG_SLICE);
 	w->cols = calloc(prog->n_cols ? prog->n_cols : 1, sizeof(XpuColumnData));
 	w->want = calloc(widest ? widest : 1, sizeof(bool));
+	w->dict_cols = calloc(outs, sizeof(XpuColumnData *));
+	w->skip = calloc(outs, 1);
 	w->table = xpu_agg_table_create(prog, &t->run.spec, &err);
 	if (w->table != NULL)
 		xpu_agg_table_set_spill(w->table, agg_spill_limit());
 	if (!w->workspace || !w->values || !w->nulls || !w->mask || !w->cols || !w->want ||
-		!w->table)
+		!w->dict_cols || !w->skip || !w->table)
 	{
 		svc_fail(&t->fail, WARP_ERR_OUT_OF_MEMORY, "out of memory");
 		return false;
@@ -1114,6 +1149,8 @@ task_main(void *arg)
 
 	for (uint32_t i = 0; i < t->run.n_files && t->fail.werr == 0; i++)
 		open_file(t, i);
+	if (t->fail.werr == 0 && t->engine == WARP_ENGINE_GPU && t->heap == NULL)
+		dict_to_cpu(t);
 	if (t->fail.werr == 0 && (t->work = calloc(t->n_work ? t->n_work : 1, sizeof(AggWork))) == NULL)
 		svc_fail(&t->fail, WARP_ERR_OUT_OF_MEMORY, "out of memory");
 	for (uint32_t i = 0; i < t->run.n_files && t->fail.werr == 0; i++)
@@ -1180,6 +1217,7 @@ agg_task_start(const uint8_t *payload, uint32_t len, const ServiceGpu *gpu,
 		agg_task_free(t);
 		return NULL;
 	}
+	t->gpu_asked = d.engine == WARP_ENGINE_GPU;
 	if (!svc_task_thread_start(&t->task, "AGG_RUN", task_main, t, notify_fd, werr, msg, msglen))
 	{
 		agg_task_free(t);

@@ -35,6 +35,7 @@
 #include "service/buf_cache.h"
 #include "service/file_map.h"
 #include "service/input.h"
+#include "xpu/xpu_arrow_bind.h"
 
 /* ---------------------------------------------------------------- failures */
 
@@ -320,7 +321,7 @@ svc_input_check(const SvcInputFile *f, const XpuProgram *prog, uint32_t n_cols,
 			return svc_fail(fail, WARP_ERR_PROTOCOL, "program column %d reads chunk column %u",
 							i, col->col_index), false;
 		fld = &sc->fields[f->fields[col->col_index]];
-		if (!svc_field_fits(fld, col, &width))
+		if (!svc_field_fits_cpu(fld, col, &width))
 			return svc_fail(fail, WARP_ERR_PROTOCOL,
 							"field \"%s\" of file \"%s\" does not hold what the program reads",
 							fld->name, f->path), false;
@@ -380,13 +381,36 @@ svc_input_bind(const SvcInputFile *f, const XpuProgram *prog, const ArrowBatch *
 		const ArrowArray *a = &batch->columns[f->fields[col->col_index]];
 		XpuColumnData *cd = &cols[col->col_index];
 
-		cd->validity = a->validity;
-		cd->values = a->field->type.id == ARROW_TYPE_UTF8 ? a->offsets : a->values;
-		cd->data = (const char *) a->data;
+		xpu_column_bind(cd, a, f->file, f->fields[col->col_index]);
 	}
 }
 
 /* ---------------------------------------------------------------- fields */
+
+/*
+ * svc_field_fits_cpu: svc_field_fits for the CPU engine, which also reads
+ * a dictionary-encoded field of utf8 values as a utf8 column (xpu_dict.h;
+ * any integer index type)
+ */
+bool
+svc_field_fits_cpu(const ArrowField *fld, const XpuColumn *col, int *width)
+{
+	if (!fld->has_dictionary)
+		return svc_field_fits(fld, col, width);
+	*width = 0;
+	return col->kind == XPU_COL_UTF8 && fld->type.id == ARROW_TYPE_UTF8 &&
+		xpu_dict_width_of(fld->dictionary.index_type) != 0;
+}
+
+/* does a program column read a dictionary-encoded field of file f */
+bool
+svc_input_has_dict(const SvcInputFile *f, const XpuProgram *prog)
+{
+	for (int i = 0; i < prog->n_cols; i++)
+		if (f->file->schema.fields[f->fields[XPU_COLS(prog)[i].col_index]].has_dictionary)
+			return true;
+	return false;
+}
 
 /*
  * svc_field_fits: does top-level field fld hold what program column col

@@ -74,5 +74,7 @@ extern uint64_t svc_input_batch_bytes(const SvcInputFile *f, int32_t batch, cons
 extern void svc_input_bind(const SvcInputFile *f, const XpuProgram *prog,
 						   const ArrowBatch *batch, XpuColumnData *cols);
 extern bool svc_field_fits(const ArrowField *fld, const XpuColumn *col, int *width);
+extern bool svc_field_fits_cpu(const ArrowField *fld, const XpuColumn *col, int *width);
+extern bool svc_input_has_dict(const SvcInputFile *f, const XpuProgram *prog);
 
 #endif							/* PG_WARP_SERVICE_INPUT_H */

@@ -111,6 +111,19 @@ struct XpuAggTable
 	int			dict_misses;
 	int64_t		dict_hits;		/* blocks it found (xpu_agg_table_shortcut) */
 
+	/*
+	 * grouping on dictionary indices (xpu_agg_index.h): the group of each
+	 * combination of the keys' indices (-1: not known yet) for the
+	 * dictionary versions and lengths ix_version / ix_len; ix_off: never
+	 */
+	int32_t    *ix_map;			/* [ix_cap] */
+	int64_t		ix_cap;
+	int64_t		ix_combos;
+	uint64_t	ix_version[2];
+	int64_t		ix_len[2];
+	int			ix_valid;
+	int			ix_off;
+
 	/* each group's key prints (KeyPrint), n_keys a group */
 	struct KeyPrint *gprint;	/* [gcap * n_keys] */
 
@@ -752,6 +765,7 @@ spill_groups(XpuAggTable *t, XpuError *err)
 	memset(t->slots, 0, (t->mask + 1) * sizeof(uint64_t));
 	if (t->combo != NULL)
 		memset(t->combo, 0xFF, dict_combos(t) * sizeof(int32_t));
+	t->ix_valid = 0;			/* the groups the index map names are gone */
 	return 1;
 }
 
@@ -898,6 +912,7 @@ xpu_agg_table_free(XpuAggTable *t)
 	free(t->spill);
 	free(t->dict);
 	free(t->combo);
+	free(t->ix_map);
 	groups_free(t);
 	free(t->kbuf);
 	free(t->rprint);
@@ -1459,6 +1474,9 @@ all_pass(const uint8_t *mask, int64_t r0, int64_t end)
 	return diff == 0;
 }
 
+/* grouping on dictionary indices: needs the same, row_group and all_pass */
+#include "xpu_agg_index.h"
+
 /*
  * find_groups: t->rowgroup[r] = the group of row r of res (added when new),
  * -1 for a row that did not pass; 0 (err set) when memory runs out.  A
@@ -1555,8 +1573,17 @@ find_groups(XpuAggTable *t, const XpuResult *res, XpuError *err)
 int
 xpu_agg_table_update(XpuAggTable *t, const XpuResult *res, XpuError *err)
 {
+	return xpu_agg_table_update_dict(t, res, NULL, err);
+}
+
+/* see xpu_agg.h */
+int
+xpu_agg_table_update_dict(XpuAggTable *t, const XpuResult *res,
+						  const XpuColumnData *const *dict_cols, XpuError *err)
+{
 	int64_t		n = res->nrows;
-	int			a;
+	int			a,
+				rc;
 
 	if (t->n_keys == 0)
 	{
@@ -1581,7 +1608,8 @@ xpu_agg_table_update(XpuAggTable *t, const XpuResult *res, XpuError *err)
 		t->rowgroup = p;
 		t->rowgroup_cap = n;
 	}
-	if (!find_groups(t, res, err))
+	if ((rc = index_groups(t, res, dict_cols, err)) < 0 ||
+		(rc == 0 && !find_groups(t, res, err)))
 		return 0;
 	for (a = 0; a < t->n_aggs; a++)
 	{

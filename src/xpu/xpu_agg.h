@@ -181,6 +181,25 @@ extern int	xpu_agg_table_update(XpuAggTable *t, const XpuResult *res,
 								 XpuError *err);
 
 /*
+ * the same, where dict_cols[k] (NULL: none) is the dictionary-encoded
+ * column whose rows output k of res is (xpu_cpu_dict_outs, xpu_dict.h):
+ * keys of such columns are grouped on their indices (xpu_agg_index.h)
+ */
+extern int	xpu_agg_table_update_dict(XpuAggTable *t, const XpuResult *res,
+									  const XpuColumnData *const *dict_cols,
+									  XpuError *err);
+
+/*
+ * skip[k] (n_outs of them) = 1 where output k need not be loaded for
+ * xpu_agg_table_update_dict with dict_cols (xpu_cpu_exec_skip): a
+ * dictionary key column that no aggregate reads, whose values the table
+ * takes from the dictionary where it needs them; returns how many
+ */
+extern int	xpu_agg_table_dict_skip(const XpuAggTable *t, int n_outs,
+									const XpuColumnData *const *dict_cols,
+									uint8_t *skip);
+
+/*
  * xpu_agg_sink: an XpuResultSink (xpu_cpu_exec_each, for a program whose
  * rows expand) that folds the rows into an aggregation table: arg an
  * XpuAggSink, whose rows counts the rows folded

@@ -83,7 +83,8 @@ cpu_tile(const XpuProgram *prog, const XpuChunk *chunk, int64_t row0, int n,
 
 /*
  * may xpu_load_rows load column col (integers, floats, utf8: never failing;
- * a varchar(n) column only while its values have at most n bytes)
+ * a varchar(n) column only while its values have at most n bytes, or a
+ * dictionary's all fit it)
  */
 static int
 cpu_fast_col(const XpuColumn *col)
@@ -127,7 +128,8 @@ cpu_out_load(const XpuProgram *prog, int r)
  * bytes (res written in part: the tiles write it all).
  */
 static int
-cpu_loads_only(const XpuProgram *prog, const XpuChunk *chunk, XpuResult *res)
+cpu_loads_only(const XpuProgram *prog, const XpuChunk *chunk, XpuResult *res,
+			   const uint8_t *skip)
 {
 	const uint8_t *outs = XPU_OUTS(prog);
 	const uint16_t *st = prog->stage_start;
@@ -149,18 +151,72 @@ cpu_loads_only(const XpuProgram *prog, const XpuChunk *chunk, XpuResult *res)
 		const XpuColumn *col = XPU_COLS(prog) + cpu_out_load(prog, outs[k])->imm;
 		const XpuColumnData *cd = chunk->cols + col->col_index;
 
+		/*
+		 * a dictionary column the consumer reads itself (xpu_cpu_exec_skip),
+		 * whose values all fit its varchar(n), if any (else its rows are
+		 * checked, by LOAD_COL where one does not fit)
+		 */
+		if (skip != NULL && skip[k] && xpu_is_dict(cd) &&
+			(col->scale == 0 || xpu_dict_fits(col, cd)))
+			continue;
 		/* rows in pieces of at most INT32_MAX (xpu_load_rows counts in int) */
 		for (int64_t r0 = 0; r0 < n; r0 += INT32_MAX)
 		{
 			int			m = (int) (n - r0 < INT32_MAX ? n - r0 : INT32_MAX);
 
+			/*
+			 * 0: a varchar(n) value longer than n bytes, or a dictionary
+			 * index outside it: the tiles (LOAD_COL decides)
+			 */
 			if (!xpu_load_rows(col, cd, cd->offset + r0, NULL, m, m,
 							   &res->values[k * n + r0], &res->nulls[k * n + r0]))
-				return 0;		/* a varchar(n) value longer than n bytes: the tiles */
+				return 0;
 		}
 	}
 	memset(res->mask, 1, (size_t) n);
 	return 1;
+}
+
+/* see xpu_program.h: above every version a file's field makes (2^63) */
+uint64_t
+xpu_dict_new_version(void)
+{
+	static uint64_t next;
+
+	return UINT64_C(1) << 63 | __atomic_add_fetch(&next, 1, __ATOMIC_RELAXED);
+}
+
+/*
+ * xpu_cpu_dict_outs: see xpu_program.h.  Exactly one PROJ instruction
+ * loads the output, a LOAD_COL of that column, and no mask (CASE) is
+ * pushed in PROJ: its value for every row that passes.
+ */
+int
+xpu_cpu_dict_outs(const XpuProgram *prog, const XpuChunk *chunk,
+				  const XpuColumnData **dict_cols)
+{
+	const uint8_t *outs = XPU_OUTS(prog);
+	const XpuInstr *instrs = XPU_INSTRS(prog);
+	int			masked = 0,
+				n = 0;
+
+	for (int pc = prog->stage_start[XPU_STAGE_PROJ]; pc < prog->stage_start[XPU_N_STAGES]; pc++)
+		masked |= instrs[pc].op == XPU_OP_MASK_PUSH_TRUE ||
+			instrs[pc].op == XPU_OP_MASK_PUSH_NOT_TRUE ||
+			instrs[pc].op == XPU_OP_MASK_PUSH_NOT_FALSE ||
+			instrs[pc].op == XPU_OP_MASK_PUSH_NULL;
+	for (int k = 0; k < prog->n_outs; k++)
+	{
+		const XpuInstr *in = cpu_out_load(prog, outs[k]);
+		const XpuColumnData *cd = NULL;
+
+		if (!masked && in != NULL && in->op == XPU_OP_LOAD_COL && chunk->n_parts <= 1 &&
+			!xpu_program_expands(prog))
+			cd = chunk->cols + XPU_COLS(prog)[in->imm].col_index;
+		dict_cols[k] = cd != NULL && xpu_is_dict(cd) ? cd : NULL;
+		n += dict_cols[k] != NULL;
+	}
+	return n;
 }
 
 /*
@@ -199,6 +255,14 @@ int
 xpu_cpu_exec_counted(const XpuProgram *prog, const XpuChunk *chunk, XpuResult *res,
 					 void *workspace, XpuError *err, uint64_t *probes)
 {
+	return xpu_cpu_exec_skip(prog, chunk, res, workspace, err, probes, NULL);
+}
+
+/* xpu_cpu_exec_counted leaving outputs skip[k] of dictionary columns unloaded */
+int
+xpu_cpu_exec_skip(const XpuProgram *prog, const XpuChunk *chunk, XpuResult *res,
+				  void *workspace, XpuError *err, uint64_t *probes, const uint8_t *skip)
+{
 	char	   *w = (char *) workspace;
 	size_t		nregs = prog->n_regs ? prog->n_regs : 1;
 	XpuTile		t;
@@ -212,7 +276,7 @@ xpu_cpu_exec_counted(const XpuProgram *prog, const XpuChunk *chunk, XpuResult *r
 				  "a program whose rows expand runs with xpu_cpu_exec_each");
 		return err->code;
 	}
-	if (cpu_loads_only(prog, chunk, res))
+	if (cpu_loads_only(prog, chunk, res, skip))
 		return err->code;
 	t.v = (XpuValue *) w;
 	w += align16(nregs * XPU_TILE * sizeof(XpuValue));

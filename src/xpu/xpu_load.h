@@ -25,6 +25,7 @@
 #include "xpu_numeric.h"
 #include "xpu_date.h"
 #include "xpu_text.h"
+#include "xpu_dict.h"
 
 #define XPU_LOAD_FALLBACK(s) \
 	XPU_STEP_FAIL(s, XPU_ERR_FALLBACK, "arrow value outside what the engine holds exactly")
@@ -118,6 +119,23 @@ xpu_load_value(XpuCtx *s, const XpuColumn *col, const XpuColumnData *cd, int64_t
 			{
 				const int32_t *off = (const int32_t *) v;
 
+				if (xpu_is_dict(cd))
+				{
+					/* dictionary-encoded (xpu_dict.h): the value at the row's index */
+					i = xpu_dict_index(cd, i);
+					if (!xpu_dict_index_ok(cd, i))
+					{
+						XPU_STEP_FAIL(s, XPU_ERR_INVALID_ARGUMENT,
+									  "dictionary index outside the dictionary");
+						break;
+					}
+					if (xpu_dict_value_null(cd, i))
+					{
+						*s->dn = 1;
+						break;
+					}
+					off = cd->dict_offsets;
+				}
 				s->d->t.p = cd->data + off[i];
 				s->d->t.len = off[i + 1] - off[i];
 				*s->dn = 0;

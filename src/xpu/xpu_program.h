@@ -174,13 +174,32 @@ typedef struct XpuInList
 	uint16_t	pad;
 } XpuInList;
 
-/* one Arrow column of a chunk in memory the interpreter can read */
+/*
+ * one Arrow column of a chunk in memory the interpreter can read.  A
+ * dictionary-encoded utf8 column (the CPU engine alone, xpu_dict.h): its
+ * dict_magic is XPU_DICT_MAGIC, which xpu_column_bind sets (any other
+ * value, even the garbage of a descriptor whose dict_* fields its maker
+ * never set: not a dictionary); values are the rows' dictionary indices,
+ * validity the indices' bitmap, data the dictionary values' bytes, at
+ * dict_offsets[index]; dict_version names the dictionary (the same
+ * version: the same index -> value mapping)
+ */
 typedef struct XpuColumnData
 {
 	const uint8_t *validity;	/* null bitmap (1 = valid) or NULL: no nulls */
 	const void *values;			/* fixed-width values, or utf8 int32 offsets */
 	const char *data;			/* utf8 bytes */
 	int64_t		offset;			/* Arrow array offset, in rows */
+	const int32_t *dict_offsets;	/* [dict_len + 1] the values' offsets */
+	const uint8_t *dict_validity;	/* the values' null bitmap, or NULL */
+	int64_t		dict_len;		/* values in the dictionary */
+	uint64_t	dict_version;
+	uint64_t	dict_magic;		/* XPU_DICT_MAGIC: a dictionary column */
+	int32_t		dict_width;		/* index bytes: 1, 2, 4, 8 signed, -1 .. -8
+								 * unsigned */
+	int32_t		dict_max_chars; /* the most characters of a value (a
+								 * varchar(n) column's check once for all
+								 * rows); -1: not known */
 } XpuColumnData;
 
 /* one record batch of a chunk that holds several (XpuChunk.parts) */
@@ -320,6 +339,27 @@ extern int	xpu_cpu_exec(const XpuProgram *prog, const XpuChunk *chunk,
 						 XpuResult *res, void *workspace, XpuError *err);
 extern int	xpu_row_exec(const XpuProgram *prog, const XpuChunk *chunk,
 						 XpuResult *res, XpuError *err);
+
+/*
+ * xpu_cpu_dict_outs: dict_cols[k] (n_outs of them) = the dictionary-encoded
+ * column (xpu_dict.h) of chunk whose rows output k of an xpu_cpu_exec of
+ * prog over chunk is as they are (result row r: the column's row r +
+ * offset), else NULL; returns how many outputs are such columns
+ */
+extern int	xpu_cpu_dict_outs(const XpuProgram *prog, const XpuChunk *chunk,
+							  const XpuColumnData **dict_cols);
+/*
+ * xpu_cpu_exec_counted where output k, for skip[k] != 0, may be left
+ * unloaded (values and nulls) where it is a dictionary column's rows
+ * (xpu_cpu_dict_outs) that the consumer of res reads from the column
+ * itself (xpu_agg_table_update_dict, xpu_agg_table_dict_skip); skip
+ * NULL: xpu_cpu_exec_counted
+ */
+extern int	xpu_cpu_exec_skip(const XpuProgram *prog, const XpuChunk *chunk,
+							  XpuResult *res, void *workspace, XpuError *err,
+							  uint64_t *probes, const uint8_t *skip);
+/* a dictionary version no other bind has (XpuColumnData.dict_version) */
+extern uint64_t xpu_dict_new_version(void);
 
 /* a taker of output rows (xpu_cpu_exec_each): 0 stops the run */
 typedef int (*XpuResultSink) (void *arg, const XpuResult *res, XpuError *err);

@@ -336,6 +336,37 @@ xpu_tile_simple(const XpuProgram *prog, const XpuInstr *in, XpuTile *t,
 }
 
 /*
+ * xpu_load_rows of a dictionary-encoded utf8 column (xpu_dict.h): each
+ * row's value from its index, NULL for a NULL index or value; 0 (rows
+ * left to LOAD_COL, which records the error) at an index outside the
+ * dictionary
+ */
+static inline int
+xpu_load_dict_rows(const XpuColumnData *cd, int64_t off, const uint16_t *sel, int nsel,
+				   int nrows, XpuValue *d, uint8_t *dn)
+{
+	const int32_t *o = cd->dict_offsets;
+	const uint8_t *iv = cd->validity;
+	int			i, k, bad = 0;
+
+	XPU_TILE_FOR_SEL(i, k, sel, nsel, nrows, {
+		int64_t		ix;
+
+		if (iv != NULL && !xpu_bit(iv, off + i))
+			dn[i] = 1;
+		else if (!xpu_dict_index_ok(cd, ix = xpu_dict_index(cd, off + i)))
+			bad = 1;
+		else
+		{
+			dn[i] = (uint8_t) xpu_dict_value_null(cd, ix);
+			d[i].t.p = cd->data + o[ix];
+			d[i].t.len = o[ix + 1] - o[ix];
+		}
+	});
+	return !bad;
+}
+
+/*
  * xpu_load_rows: the values and null flags of the selected rows (of rows
  * 0 .. nrows - 1; nsel == nrows: all of them, sel unused) of a column of
  * an integer, float or utf8 kind into d / dn, row i from the column's row
@@ -346,7 +377,8 @@ xpu_tile_simple(const XpuProgram *prog, const XpuInstr *in, XpuTile *t,
  * bytes has at most n characters; otherwise 0 is returned (d / dn written
  * in part) and LOAD_COL counts the characters of each value.  A column
  * without a validity bitmap has no NULLs: its null flags are set to 0 in
- * the same loop.
+ * the same loop.  A dictionary-encoded utf8 column: xpu_load_dict_rows,
+ * with varchar(n) checked once for the dictionary (xpu_dict_fits).
  */
 static inline int
 xpu_load_rows(const XpuColumn *col, const XpuColumnData *cd, int64_t off,
@@ -371,6 +403,13 @@ xpu_load_rows(const XpuColumn *col, const XpuColumnData *cd, int64_t off,
 		case XPU_COL_FLOAT32: XPU_LOAD_VALS(float, f4); break;
 		case XPU_COL_FLOAT64: XPU_LOAD_VALS(double, f8); break;
 		case XPU_COL_UTF8:
+			if (xpu_is_dict(cd))
+			{
+				/* varchar(n): every value of the dictionary fits, or LOAD_COL */
+				if (col->scale > 0 && !xpu_dict_fits(col, cd))
+					return 0;
+				return xpu_load_dict_rows(cd, off, sel, nsel, nrows, d, dn);
+			}
 			{
 				const int32_t *o = (const int32_t *) cd->values + off;
 				int32_t		longest = 0;

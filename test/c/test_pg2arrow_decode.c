@@ -11,6 +11,15 @@
 #include "tap.h"
 #include "../../tools/pg2arrow/decode.c"
 
+/* decode.c's --dictionary path (text_dict.c, tested through pg2arrow in
+ * test_pg2arrow_dict.py): no column here has a dictionary */
+int64_t
+text_dict_index(TextDict *d, const char *p, int32_t len, char *errbuf, size_t errlen)
+{
+	snprintf(errbuf, errlen, "no dictionary");
+	return -1;
+}
+
 /* A growable big-endian byte buffer for building COPY data */
 typedef struct Buf
 {

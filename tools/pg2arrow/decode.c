@@ -696,6 +696,18 @@ decode_value(ArrowBuilder *b, const PgColumn *col, const char *p,
 			case PK_NUMERIC:
 				return decode_numeric(b, col, p, len, ctx);
 			case PK_TEXT:
+				if (col->tdict != NULL)
+				{
+					/* --dictionary: its index in the file's dictionary */
+					int64_t		ix = text_dict_index(col->tdict, p, len, ctx->errbuf,
+													 ctx->errlen);
+
+					if (ix < 0)
+						return decode_fail(ctx, col, "too many distinct values for --dictionary");
+					rc = arrow_append_int(b, ix, &err);
+					break;
+				}
+				/* FALLTHROUGH */
 			case PK_BYTEA:
 				rc = arrow_append_bytes(b, p, len, &err);
 				break;

@@ -107,6 +107,50 @@ same_labels(const PgColumn *col, const ArrowArray *a, char *errbuf, size_t errle
 }
 
 /*
+ * read_append_batch: record batch 0 (last: the last one) of the file to
+ * append to, with the columns want[], for its dictionaries (what: what the
+ * caller reads them for, for the messages); false with errbuf set, *file
+ * and *batch then NULL.  Free both with close_append_batch.
+ */
+bool
+read_append_batch(const char *path, const bool *want, bool last, const char *what,
+				  ArrowFile **file, ArrowBatch **batch, char *errbuf, size_t errlen)
+{
+	ArrowError	err;
+
+	*batch = NULL;
+	if (arrow_file_open(path, NULL, file, &err) != ARROW_OK)
+	{
+		snprintf(errbuf, errlen, "cannot read \"%s\": %s", path, err.message);
+		*file = NULL;
+		return false;
+	}
+	if ((*file)->n_batches == 0)
+		snprintf(errbuf, errlen,
+				 "cannot check the %s of \"%s\": it has no record batch\n"
+				 "hint: write a new file with -o", what, path);
+	else if (arrow_batch_load(*file, last ? (*file)->n_batches - 1 : 0, want, batch,
+							  &err) != ARROW_OK)
+		snprintf(errbuf, errlen, "cannot read \"%s\": %s", path, err.message);
+	else
+		return true;
+	close_append_batch(*file, *batch);
+	*file = NULL;
+	*batch = NULL;
+	return false;
+}
+
+/* frees what read_append_batch opened (either may be NULL) */
+void
+close_append_batch(ArrowFile *file, ArrowBatch *batch)
+{
+	if (batch)
+		arrow_batch_free(batch);
+	if (file)
+		arrow_file_close(file);
+}
+
+/*
  * --append writes no dictionary batches: the rows appended index into the
  * file's dictionaries, so the enum labels must be the ones in the file.
  * Reads them from the file's first record batch (a file without one cannot
@@ -116,11 +160,10 @@ bool
 check_append_dictionaries(Export *ex, const char *path, char *errbuf, size_t errlen)
 {
 	ArrowFile  *file;
-	ArrowBatch *batch = NULL;
-	ArrowError	err;
+	ArrowBatch *batch;
 	bool	   *want;
 	bool		any = false,
-				ok = true;
+				ok;
 
 	want = xcalloc(ex->n_columns, sizeof(bool));
 	for (int i = 0; i < ex->n_columns; i++)
@@ -130,30 +173,11 @@ check_append_dictionaries(Export *ex, const char *path, char *errbuf, size_t err
 		free(want);
 		return true;
 	}
-	if (arrow_file_open(path, NULL, &file, &err) != ARROW_OK)
-	{
-		snprintf(errbuf, errlen, "cannot read \"%s\": %s", path, err.message);
-		free(want);
-		return false;
-	}
-	if (file->n_batches == 0)
-	{
-		snprintf(errbuf, errlen,
-				 "cannot check the enum labels of \"%s\": it has no record batch\n"
-				 "hint: write a new file with -o", path);
-		ok = false;
-	}
-	else if (arrow_batch_load(file, 0, want, &batch, &err) != ARROW_OK)
-	{
-		snprintf(errbuf, errlen, "cannot read \"%s\": %s", path, err.message);
-		ok = false;
-	}
+	ok = read_append_batch(path, want, false, "enum labels", &file, &batch, errbuf, errlen);
 	for (int i = 0; ok && i < ex->n_columns; i++)
 		if (want[i])
 			ok = same_labels(&ex->columns[i], &batch->columns[i], errbuf, errlen);
-	if (batch)
-		arrow_batch_free(batch);
-	arrow_file_close(file);
+	close_append_batch(file, batch);
 	free(want);
 	return ok;
 }

@@ -120,6 +120,8 @@ connect_workers(Export *ex, char *errbuf, size_t errlen)
 		!describe_columns(ex, conn0, errbuf, errlen))
 		return false;
 	select_stats(ex);
+	if (!select_dictionaries(ex, conn0, errbuf, errlen))
+		return false;
 	if (!pgtypes_build_schema(ex->columns, ex->n_columns, &ex->schema, errbuf, errlen))
 		return false;
 	for (int i = 0; i < ex->n_workers; i++)
@@ -150,7 +152,8 @@ open_output(Export *ex, char *errbuf, size_t errlen)
 			snprintf(errbuf, errlen, "%s", err.message);	/* names the file */
 			return false;
 		}
-		if (!write_dictionaries(ex, ex->columns, ex->n_columns, errbuf, errlen))
+		if (!write_dictionaries(ex, ex->columns, ex->n_columns, errbuf, errlen) ||
+			!text_dicts_start(ex, errbuf, errlen))
 			return false;
 	}
 	else if (arrow_writer_open_append(opts->append, &ex->schema, NULL, &ex->writer,
@@ -159,7 +162,8 @@ open_output(Export *ex, char *errbuf, size_t errlen)
 		snprintf(errbuf, errlen, "%s", err.message);	/* names the file */
 		return false;
 	}
-	else if (!check_append_dictionaries(ex, opts->append, errbuf, errlen))
+	else if (!check_append_dictionaries(ex, opts->append, errbuf, errlen) ||
+			 !text_dicts_append(ex, opts->append, errbuf, errlen))
 		return false;
 
 	for (int i = 0; i < ex->n_workers; i++)
@@ -283,6 +287,8 @@ free_export(Export *ex)
 	}
 	batch_free(&ex->final);
 	free(ex->workers);
+	if (ex->columns != NULL)
+		text_dicts_free(ex->columns, ex->n_columns);
 	pgtypes_free(ex->columns, ex->n_columns);
 	arrow_schema_free(NULL, &ex->schema);
 	pthread_mutex_destroy(&ex->final_lock);

@@ -22,7 +22,7 @@
 enum
 {
 	OPT_APPEND = 256, OPT_SET, OPT_PROGRESS, OPT_DUMP, OPT_HELP, OPT_VERSION,
-	OPT_NUMERIC, OPT_NUMERIC_SCALE, OPT_CTID_TABLE, OPT_RECOVER
+	OPT_NUMERIC, OPT_NUMERIC_SCALE, OPT_CTID_TABLE, OPT_RECOVER, OPT_DICTIONARY
 };
 
 /* --help */
@@ -56,7 +56,11 @@ usage(void)
 		   "      --numeric=MODE        unconstrained numeric as decimal (default), float8\n"
 		   "                            or text\n"
 		   "      --numeric-scale=N     scale of unconstrained numeric as decimal128(38, N)\n"
-		   "                            (default %d)\n\n"
+		   "                            (default %d)\n"
+		   "      --dictionary=COL1,COL2  write these text columns dictionary-encoded\n"
+		   "                            (int32 indices, one dictionary per column)\n"
+		   "      --dictionary=auto     every text column with at most 65536 distinct\n"
+		   "                            values in the first 100000 rows\n\n"
 		   "Other:\n"
 		   "      --set=NAME:VALUE      set a configuration parameter before the query\n"
 		   "      --progress            show rows, bytes, rate (and percent and ETA)\n"
@@ -205,6 +209,12 @@ take_option(Options *opts, int c, char *arg, bool *n_given)
 		case OPT_NUMERIC:
 			opts->types.numeric_mode = parse_numeric_mode(arg);
 			break;
+		case OPT_DICTIONARY:
+			if (strcmp(arg, "auto") == 0)
+				opts->dict_auto = true;
+			else
+				opts->dict_cols = split_list(arg, &opts->n_dict_cols);
+			break;
 		case OPT_NUMERIC_SCALE:
 			opts->types.numeric_scale = parse_int(arg, "numeric scale", 0, 38);
 			break;
@@ -273,6 +283,7 @@ parse_options(int argc, char **argv, Options *opts)
 		{"recover", required_argument, NULL, OPT_RECOVER},
 		{"numeric", required_argument, NULL, OPT_NUMERIC},
 		{"numeric-scale", required_argument, NULL, OPT_NUMERIC_SCALE},
+		{"dictionary", required_argument, NULL, OPT_DICTIONARY},
 		{"help", no_argument, NULL, OPT_HELP},
 		{"version", no_argument, NULL, OPT_VERSION},
 		{NULL, 0, NULL, 0}
@@ -306,6 +317,9 @@ free_options(Options *opts)
 	for (int i = 0; i < opts->n_stat_cols; i++)
 		free(opts->stat_cols[i]);
 	free(opts->stat_cols);
+	for (int i = 0; i < opts->n_dict_cols; i++)
+		free(opts->dict_cols[i]);
+	free(opts->dict_cols);
 	free(opts->sets);
 	conn_options_free(&opts->conn);
 }

@@ -19,6 +19,8 @@
  *				and COPY commands
  *	worker.c	worker threads: binary COPY stream, batches, leftovers
  *	dictionary.c enum dictionaries: written to new files, checked on append
+ *	text_dict.c	--dictionary: text columns dictionary-encoded, one
+ *				dictionary per column for the file, deltas as it grows
  *	pgtypes.c	PostgreSQL types -> Arrow fields (catalog look-ups)
  *	decode.c	binary COPY tuples -> Arrow builders, batch statistics
  *	target.c	the output file: links, stale temporary files, recovery
@@ -105,6 +107,8 @@ typedef struct PgColumn
 	int32_t		n_children;		/* PK_ARRAY: 1, PK_COMPOSITE: attributes */
 	struct PgColumn *children;
 	const char *cast;			/* top level: SQL cast to apply (float2), or NULL */
+	struct TextDict *tdict;		/* top level, --dictionary: the file's
+								 * dictionary of the column (text_dict.c) */
 	bool		stats;			/* top level: keep min/max per batch */
 } PgColumn;
 
@@ -150,6 +154,9 @@ typedef struct Options
 	const char *dump;
 	const char *recover;		/* --recover FILE */
 	TypeOptions types;
+	bool		dict_auto;		/* --dictionary=auto */
+	char	  **dict_cols;		/* --dictionary=COL1,COL2 */
+	int			n_dict_cols;
 } Options;
 
 struct Export;
@@ -257,12 +264,28 @@ extern bool describe_columns(Export *ex, PGconn *conn, char *errbuf,
 extern char *build_copy(const Export *ex, const char *sql);
 extern bool open_worker(Export *ex, int i, char *errbuf, size_t errlen);
 
+/* in text_dict.c */
+typedef struct TextDict TextDict;
+extern bool select_dictionaries(Export *ex, PGconn *conn, char *errbuf, size_t errlen);
+extern int64_t text_dict_index(TextDict *d, const char *p, int32_t len, char *errbuf,
+							   size_t errlen);
+extern bool text_dicts_start(Export *ex, char *errbuf, size_t errlen);
+extern bool text_dicts_append(Export *ex, const char *path, char *errbuf, size_t errlen);
+extern bool text_dicts_flush(Export *ex, char *errbuf, size_t errlen);
+extern void text_dicts_thread_done(void);
+extern int64_t text_dict_id(const TextDict *d);
+extern void text_dicts_free(PgColumn *columns, int32_t n_columns);
+
 /* in worker.c */
 extern bool run_workers(Export *ex, char *errbuf, size_t errlen);
 
 /* in dictionary.c */
 extern bool write_dictionaries(Export *ex, const PgColumn *cols, int n,
 							   char *errbuf, size_t errlen);
+extern bool read_append_batch(const char *path, const bool *want, bool last,
+							  const char *what, ArrowFile **file, ArrowBatch **batch,
+							  char *errbuf, size_t errlen);
+extern void close_append_batch(ArrowFile *file, ArrowBatch *batch);
 extern bool check_append_dictionaries(Export *ex, const char *path,
 									  char *errbuf, size_t errlen);
 

@@ -542,6 +542,13 @@ build_field(const PgColumn *col, ArrowField *f, char *errbuf, size_t errlen)
 		f->dictionary.index_type = ARROW_TYPE_INT32;
 		f->dictionary.ordered = true;
 	}
+	else if (col->tdict != NULL)
+	{
+		/* --dictionary (text_dict.c): values in the order first met */
+		f->has_dictionary = true;
+		f->dictionary.id = text_dict_id(col->tdict);
+		f->dictionary.index_type = ARROW_TYPE_INT32;
+	}
 	if (arrow_metadata_set(NULL, &f->metadata, "pg_type", col->pg_type,
 						   &err) != ARROW_OK)
 	{

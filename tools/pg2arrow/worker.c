@@ -48,6 +48,12 @@ flush_batch(Export *ex, BatchState *bs, char *errbuf, size_t errlen)
 		free_metadata(&md);
 		return false;
 	}
+	/* the dictionary values the batch uses first (--dictionary) */
+	if (!text_dicts_flush(ex, errbuf, errlen))
+	{
+		free_metadata(&md);
+		return false;
+	}
 	if (arrow_writer_write_batch(ex->writer, bs->builders, &md, &err) != ARROW_OK)
 	{
 		snprintf(errbuf, errlen, "cannot write a record batch: %s", err.message);
@@ -384,6 +390,7 @@ worker_main(void *arg)
 			snprintf(msg, sizeof(msg), "%s", errbuf);
 		set_failure(w->ex, msg);
 	}
+	text_dicts_thread_done();
 	return NULL;
 }
 
