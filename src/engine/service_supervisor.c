@@ -193,6 +193,17 @@ handle_sigchld(SIGNAL_ARGS)
 	errno = save_errno;
 }
 
+/* a size setting in MB as the service's command line takes it: "auto" below 0 */
+static char *
+mb_argument(char *buf, size_t len, int mb)
+{
+	if (mb < 0)
+		strlcpy(buf, "auto", len);
+	else
+		snprintf(buf, len, "%d", mb);
+	return buf;
+}
+
 /*
  * start_service
  *		Forks and execs the service with the data directory, our pid, the
@@ -233,11 +244,7 @@ start_service(ServiceProc *svc)
 	argv[5] = "--fatbin";
 	argv[6] = fatbin;
 	argv[7] = "--gpu-cache-size";
-	if (gpu_cache_size_mb < 0)
-		strlcpy(cache_size, "auto", sizeof(cache_size));
-	else
-		snprintf(cache_size, sizeof(cache_size), "%d", gpu_cache_size_mb);
-	argv[8] = cache_size;
+	argv[8] = mb_argument(cache_size, sizeof(cache_size), gpu_cache_size_mb);
 	snprintf(max_tasks, sizeof(max_tasks), "%d", pg_warp_max_async_tasks);
 	argv[9] = "--max-async-tasks";
 	argv[10] = max_tasks;
@@ -245,11 +252,7 @@ start_service(ServiceProc *svc)
 	argv[11] = "--join-cache-size";
 	argv[12] = join_cache;
 	argv[13] = "--pinned-files";
-	if (pinned_files_mb < 0)
-		strlcpy(pinned, "auto", sizeof(pinned));
-	else
-		snprintf(pinned, sizeof(pinned), "%d", pinned_files_mb);
-	argv[14] = pinned;
+	argv[14] = mb_argument(pinned, sizeof(pinned), pinned_files_mb);
 	argv[15] = NULL;
 	/* pg_warp.gpus without its blanks; none: every GPU */
 	{
