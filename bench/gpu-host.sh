@@ -71,6 +71,7 @@
 # Environment: SF (scale factor, default 10; 20 for ssb, engine, ssb-engine, hll and datapath), WORKERS (parallel
 # workers for the scan benchmarks, DuckDB's threads, default 16), RUNS (ssb, engine:
 # measured runs per query, default 5; ssb-engine: default 3), SIDES (engine, hll: a subset of their sides),
+# DICT=1 (engine: also Q4 over a lineorder export with dictionary-encoded text keys),
 # SHARED_BUFFERS (default 16GB), WHEELS (a directory
 # of Python wheels to install first, e.g. connectorx, psycopg, duckdb), PGPORT (default 5500),
 # EXPORT_WORKERS (default 1,2,4,8,16), REPEAT (rounds over every point, best kept;
@@ -214,11 +215,24 @@ engine)
         PGDATABASE=postgres scripts/cluster.sh stop "$cluster"
         PGDATABASE=postgres scripts/cluster.sh start "$cluster" >/dev/null
     fi
+    dict=()
+    if [ "${DICT:-0}" = 1 ]; then
+        # Q4 over lineorder with its text keys dictionary-encoded (issue 28 item 6)
+        dict_arrow=$top/ssb-sf$sf-dict/lineorder.arrow
+        if [ ! -f "$dict_arrow" ]; then
+            log "lineorder to Arrow with dictionary-encoded lo_shipmode, lo_orderpriority"
+            mkdir -p "$(dirname "$dict_arrow")"; chmod 755 "$(dirname "$dict_arrow")"
+            "${PG2ARROW:-pg2arrow}" -d "$db" -t lineorder -S -n "$(nproc)" \
+                --dictionary=lo_shipmode,lo_orderpriority -o "$dict_arrow"
+            chmod 644 "$dict_arrow"
+        fi
+        dict=(--dict-arrow "$dict_arrow")
+    fi
     log "engine benchmark, SSB SF $sf, ${WORKERS:-16} workers, ${RUNS:-5} runs"
     touch "$top/engine.start"
     status=0
     python3 bench/engine_bench.py -d "$db" -a "$arrow" -w "${WORKERS:-16}" -r "${RUNS:-5}" \
-        ${SIDES:+--sides "$SIDES"} ${NOTE:+--note "$NOTE"} --tag "$tag" 2>&1 | tee "$top/engine.log" || status=$?
+        ${SIDES:+--sides "$SIDES"} ${NOTE:+--note "$NOTE"} "${dict[@]}" --tag "$tag" 2>&1 | tee "$top/engine.log" || status=$?
     keep "$top/engine.log" $(find bench/results -name "engine_bench_$tag.*" -newer "$top/engine.start")
     exit $status
     ;;
