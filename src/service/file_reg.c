@@ -296,14 +296,3 @@ file_reg_region(FileReg *r, int32_t i, CUcontext ctx)
 	pthread_mutex_unlock(&reg_lock);
 	return rc == CUDA_SUCCESS ? (int64_t) len : -1;
 }
-
-void
-file_reg_totals(uint64_t *files, uint64_t *bytes)
-{
-	pthread_mutex_lock(&reg_lock);
-	*files = 0;
-	for (FileReg *r = reg_files; r != NULL; r = r->next)
-		*files += r->pinned > 0;
-	*bytes = reg_pinned;
-	pthread_mutex_unlock(&reg_lock);
-}

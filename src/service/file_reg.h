@@ -53,7 +53,4 @@ extern bool file_reg_ready(const FileReg *r, int32_t i);
  */
 extern int64_t file_reg_region(FileReg *r, int32_t i, CUcontext ctx);
 
-/* what is registered now, over all files, for CACHE_INFO and the tests */
-extern void file_reg_totals(uint64_t *files, uint64_t *bytes);
-
 #endif							/* SERVICE_FILE_REG_H */

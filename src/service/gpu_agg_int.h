@@ -103,17 +103,16 @@ typedef struct GaggIo
 
 /*
  * one host-to-device copy of a batch: from the slot's pinned buffer at
- * host_off, or (src != NULL) from a registered region of a file
- * (file_reg.h), whose bytes the pinned buffer has room for at host_off
- * too, should the region not be registered after all
+ * host_off, or (reg != NULL) from bytes file_off.. of a file's registered
+ * region (file_reg.h), whose bytes the pinned buffer has room for at
+ * host_off too, should the region not be registered after all
  */
 typedef struct GaggCopy
 {
 	size_t		host_off;
 	size_t		len;
 	CUdeviceptr dst;
-	const uint8_t *src;
-	struct FileReg *reg;		/* src's file and region */
+	struct FileReg *reg;		/* the file's registration, and the region */
 	int32_t		region;
 	int			fd;				/* the file, read with pread at file_off */
 	int64_t		file_off;		/* when the region is not registered */

@@ -471,7 +471,7 @@ gagg_slot_release(GaggRun *g, GaggSlot *s, bool published)
 }
 
 /*
- * gagg_add_copy: a copy of the batch from the pinned buffer (c->src NULL)
+ * gagg_add_copy: a copy of the batch from the pinned buffer (c->reg NULL)
  * or from a registered file region, merged with the last one where both
  * are contiguous; -1 when out of memory
  */
@@ -481,9 +481,8 @@ gagg_add_copy(GaggRun *g, GaggSlot *s, const GaggCopy *c)
 	GaggCopy   *last = s->n_copies > 0 ? &s->copies[s->n_copies - 1] : NULL;
 
 	if (last != NULL && last->host_off + last->len == c->host_off &&
-		last->dst + last->len == c->dst && (last->src == NULL) == (c->src == NULL) &&
-		(c->src == NULL || (last->reg == c->reg && last->region == c->region &&
-							last->src + last->len == c->src &&
+		last->dst + last->len == c->dst && last->reg == c->reg &&
+		(c->reg == NULL || (last->region == c->region &&
 							last->file_off + (int64_t) last->len == c->file_off)))
 	{
 		last->len += c->len;
@@ -567,7 +566,6 @@ gagg_map_piece(GaggRun *g, GaggSlot *s, int p, struct FileReg *reg, int fd, int6
 		c.host_off = host_off + skip;
 		c.len = (size_t) (to - from);
 		c.dst = dst + skip;
-		c.src = file_reg_addr(reg, from);
 		c.reg = reg;
 		c.region = i;
 		c.fd = fd;
@@ -675,7 +673,7 @@ gagg_unmapped_reads(GaggRun *g, GaggSlot *s, GaggRead **reads, int *cap)
 	{
 		GaggCopy   *c = &s->copies[i];
 
-		if (c->src == NULL)
+		if (c->reg == NULL)
 			continue;
 		if (file_reg_ready(c->reg, c->region))
 		{
@@ -694,7 +692,6 @@ gagg_unmapped_reads(GaggRun *g, GaggSlot *s, GaggRead **reads, int *cap)
 			r->dst = s->host + c->host_off + done;
 			r->len = c->len - done < GAGG_IO_SLICE ? c->len - done : GAGG_IO_SLICE;
 		}
-		c->src = NULL;
 		c->reg = NULL;
 	}
 	if (n > 0 && (io_rc = gagg_io_run(&g->io, *reads, n)) != 0)
@@ -923,8 +920,10 @@ gagg_copy_slot(GaggRun *g, GaggSlot *s)
 	{
 		const GaggCopy *c = &s->copies[i];
 
-		if (gagg_cuda(g, gpu_drv.cuMemcpyHtoDAsync(c->dst, c->src != NULL ? c->src :
-												   s->host + c->host_off, c->len, s->stream),
+		const void *src = c->reg != NULL ? (const void *) file_reg_addr(c->reg, c->file_off) :
+			(const void *) (s->host + c->host_off);
+
+		if (gagg_cuda(g, gpu_drv.cuMemcpyHtoDAsync(c->dst, src, c->len, s->stream),
 					  "cuMemcpyHtoDAsync") != 0)
 			return -1;
 	}
