@@ -110,9 +110,20 @@ def wait_service(db, engine, devices, seconds=120):
 
 
 def engine_ran(db, sql, settings, engine):
-    rows, _ = psql(db, "EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY OFF) " + sql, settings)
+    rows, _ = psql(db, "EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF) " + sql, settings)
     plan = "\n".join("|".join(r) for r in rows)
     return "GpuPreAgg" in plan and "Engine: %s" % engine.upper() in plan, plan
+
+
+def plan_times(plan):
+    """the warm EXPLAIN ANALYZE's times (ms): execution, the service's wall
+    time, the kernels, and each GPU's share line ("GPU n: ...")"""
+    out = {"gpus": re.findall(r"^\s*(GPU \d+: .*)$", plan, re.M)}
+    for key, label in (("execution_ms", "Execution Time"), ("service_wall_ms", "Service Wall Time"),
+                       ("engine_ms", "Engine Time")):
+        m = re.search(r"%s: ([0-9.]+) ms" % label, plan)
+        out[key] = float(m.group(1)) if m else None
+    return out
 
 
 def geomean(xs):
@@ -201,6 +212,7 @@ def main():
                 continue
             if not ok:
                 e.update(status="not the engine on the %s" % args.engine.upper(), plan=plan[-2000:])
+            e["explain"] = plan_times(plan)
             ordered = re.search(r"\border\s+by\b", sql, re.I) is not None
             if not same_rows(res[name]["ref"], got, ordered) or \
                     not same_rows(res[name]["ref"], last, ordered):
@@ -210,6 +222,11 @@ def main():
                      warm_rows_per_s=rows / min(runs), first_rows_per_s=rows / first)
             print("  %-5s first %.4f s  warm %.4f s  %s" % (name, first, min(runs), e["status"]),
                   flush=True)
+            x = e["explain"]
+            print("        explain analyze: execution %s ms, service %s ms, kernels %s ms" %
+                  (x["execution_ms"], x["service_wall_ms"], x["engine_ms"]), flush=True)
+            for line in x["gpus"]:
+                print("          " + line, flush=True)
     psql(db, "ALTER SYSTEM RESET pg_warp.gpus")
     subprocess.run(args.restart_cmd, shell=True, check=False, capture_output=True)
     base = settings_list[0]

@@ -14,6 +14,8 @@
 #
 # Environment: PGPORT (default: the first free port from 54339),
 # PG_WARP_OSUSER, PG_WARP_KEEP=1 keeps the temporary directory,
+# PG_WARP_CONF lines added to the cluster's postgresql.conf (e.g.
+# "pg_warp.gpus = '0'" to test one GPU of several),
 # PYTEST_ARGS extra pytest arguments, PG_WARP_LOG_DIR a directory that gets the
 # whole pytest output (pytest.log: every failure's traceback), its JUnit XML and
 # the cluster's server log at the end (the temporary directory goes with the
@@ -136,6 +138,10 @@ max_parallel_workers_per_gather = 4
 # the tests run GpuPreAgg over heap tables on the CPU engine too (auto: only on a GPU)
 pg_warp.enable_gpupreagg_heap = on
 CONF
+if [ -n "${PG_WARP_CONF:-}" ]; then
+    printf '%s\n' "$PG_WARP_CONF" >>"$work/cluster/data/postgresql.conf"
+    echo "postgresql.conf += $PG_WARP_CONF"
+fi
 if ! as_owner "$bin/pg_ctl" -D "$work/cluster/data" -l "$work/cluster/server.log" \
         -w -t 60 start >/dev/null; then
     tail -30 "$work/cluster/server.log"

@@ -361,6 +361,27 @@ engine_explain_data_path(ExplainState *es, uint64 bytes_read, uint64 mapped,
 }
 
 /*
+ * engine_explain_devices: EXPLAIN ANALYZE's share of each GPU that ran the
+ * run (WarpDeviceWork): one property per device, "GPU n"
+ */
+void
+engine_explain_devices(ExplainState *es, uint32 n, const WarpDeviceWork *w)
+{
+	for (uint32 i = 0; i < n && i < WARP_REPORT_DEVICES; i++)
+	{
+		char		label[32];
+
+		snprintf(label, sizeof(label), "GPU %u", w[i].device);
+		ExplainPropertyText(label, psprintf(UINT64_FORMAT " batches, " UINT64_FORMAT
+											" rows, kernels %.3f ms; setup %.3f ms, "
+											"batches %.3f ms, end %.3f ms",
+											w[i].batches, w[i].rows_in,
+											w[i].exec_us / 1000.0, w[i].setup_us / 1000.0,
+											w[i].run_us / 1000.0, w[i].end_us / 1000.0), es);
+	}
+}
+
+/*
  * engine_explain_filter: EXPLAIN's "Engine Filter": the quals the engine
  * evaluates (none: no line), deparsed in ctx (prefix: with the relations'
  * names)

@@ -1854,6 +1854,8 @@ gpa_explain(EngineScanState *node, List *ctx, ExplainState *es)
 								 st->last.bytes_pinned, st->last.pin_us);
 	engine_explain_times(es, st->last.io_us, st->last.exec_us, st->last.threads);
 	ExplainPropertyFloat("Service Wall Time", "ms", st->last.wall_us / 1000.0, 3, es);
+	if (st->last.engine == WARP_ENGINE_GPU)
+		engine_explain_devices(es, st->last.n_devices, st->last.devices);
 }
 
 /* ---------------- registration ---------------- */

@@ -1268,6 +1268,9 @@ fill_header(AggTask *t, WarpAggResult *h, bool last)
 	h->io_us = t->run.io_us;
 	h->exec_us = t->run.exec_us;
 	h->threads = t->threads;
+	for (int d = 0; d < WARP_REPORT_DEVICES; d++)
+		if (t->run.devices_used & (1u << d))
+			h->devices[h->n_devices++] = t->run.devices[d];
 	svc_join_counts_reply(&t->run.join_rows, t->run.joins != NULL ? (int) t->run.joins->n : 0,
 						  t->run.rows_passed, !t->run.join_uncounted, &h->join_depths,
 						  h->join_in, h->join_out);

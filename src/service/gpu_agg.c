@@ -976,20 +976,69 @@ gpu_agg_execute(const ServiceGpu *gpu, AggRun *run, const GpuAggOptions *opts,
 	CUcontext	ctx;
 	XpuGaggTable th;
 	int			rc;
+	int64_t		t[4];
+	uint64_t	batches = run->batches,
+				rows = run->rows_in,
+				exec = run->exec_us;
 
 	memset(&g, 0, sizeof(g));
 	g.sink = sink;
 	g.sink_arg = sink_arg;
+	t[0] = svc_now_us(CLOCK_MONOTONIC);
 	if (gagg_begin(&g, gpu, run, opts->device, err, werr, msg, msglen) != 0)
 		return -1;
 	rc = gagg_setup(&g, gpu, g.dev, opts);
+	t[1] = svc_now_us(CLOCK_MONOTONIC);
 	if (rc == 0)
 		rc = gagg_run_batches(&g);
+	t[2] = svc_now_us(CLOCK_MONOTONIC);
 	if (rc == 0)
 		rc = gagg_table_drain(&g, &th);
 	gagg_teardown(&g);
 	gpu_drv.cuCtxPopCurrent(&ctx);
+	t[3] = svc_now_us(CLOCK_MONOTONIC);
+	gagg_device_work(run, g.dev, run->batches - batches, run->rows_in - rows,
+					 run->exec_us - exec, t);
 	return rc;
+}
+
+/*
+ * gagg_device_add: device w->device's share w added to the run's report of
+ * its GPUs (EXPLAIN ANALYZE); devices past the report's limit are left out
+ */
+void
+gagg_device_add(AggRun *run, const WarpDeviceWork *w)
+{
+	WarpDeviceWork *to;
+
+	if (w->device >= WARP_REPORT_DEVICES)
+		return;
+	to = &run->devices[w->device];
+	__atomic_fetch_or(&run->devices_used, 1u << w->device, __ATOMIC_RELAXED);
+	to->device = w->device;
+	GAGG_ADD(to->batches, w->batches);
+	GAGG_ADD(to->rows_in, w->rows_in);
+	GAGG_ADD(to->exec_us, w->exec_us);
+	GAGG_ADD(to->setup_us, w->setup_us);
+	GAGG_ADD(to->run_us, w->run_us);
+	GAGG_ADD(to->end_us, w->end_us);
+}
+
+/*
+ * gagg_device_work: a run's share on device dev: its batches, rows and
+ * kernel time, and the times t[0..3] of its start, setup, batches and end
+ */
+void
+gagg_device_work(AggRun *run, uint32_t dev, uint64_t batches, uint64_t rows,
+				 uint64_t exec_us, const int64_t *t)
+{
+	WarpDeviceWork w = {
+		.device = dev, .batches = batches, .rows_in = rows, .exec_us = exec_us,
+		.setup_us = (uint64_t) (t[1] - t[0]), .run_us = (uint64_t) (t[2] - t[1]),
+		.end_us = (uint64_t) (t[3] - t[2])
+	};
+
+	gagg_device_add(run, &w);
 }
 
 

@@ -264,6 +264,9 @@ extern int gagg_fold_into_table(void *arg, const uint8_t *key, uint32_t key_len,
 extern void gagg_teardown(GaggRun *g);
 extern int gagg_table_drain(GaggRun *g, XpuGaggTable *thp);
 extern int gagg_stream_wait(GaggRun *g, CUstream st);
+extern void gagg_device_add(AggRun *run, const WarpDeviceWork *w);
+extern void gagg_device_work(AggRun *run, uint32_t dev, uint64_t batches, uint64_t rows,
+							 uint64_t exec_us, const int64_t *t);
 
 /* in gpu_mem.c */
 extern int gagg_cuda(GaggRun *g, CUresult rc, const char *what);

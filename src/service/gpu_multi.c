@@ -87,6 +87,8 @@ gmulti_split(const AggRun *run, GmultiPart *parts, uint32_t n)
 		parts[d].run.bytes_read = parts[d].run.bytes_cached = 0;
 		parts[d].run.bytes_mapped = parts[d].run.bytes_pinned = parts[d].run.pin_us = 0;
 		parts[d].run.io_us = parts[d].run.exec_us = 0;
+		parts[d].run.devices_used = 0;
+		memset(parts[d].run.devices, 0, sizeof(parts[d].run.devices));
 		memset(&parts[d].run.join_rows, 0, sizeof(parts[d].run.join_rows));
 		parts[d].run.files = calloc(run->n_files > 0 ? run->n_files : 1, sizeof(AggRunFile));
 		if (parts[d].run.files == NULL)
@@ -195,6 +197,9 @@ gmulti_run(const ServiceGpu *gpu, AggRun *run, uint32_t n, XpuAggTable *out, Xpu
 		GAGG_ADD(run->exec_us, pr->exec_us);
 		for (int j = 0; j < WARP_JOIN_DEPTHS; j++)
 			GAGG_ADD(run->join_rows.in[j], pr->join_rows.in[j]);
+		for (int j = 0; j < WARP_REPORT_DEVICES; j++)
+			if (pr->devices_used & (1u << j))
+				gagg_device_add(run, &pr->devices[j]);
 		if (rc == 0 && parts[d].rc != 0)
 		{
 			rc = parts[d].rc;

@@ -122,6 +122,9 @@ typedef struct AggRun
 	uint64_t	exec_us;
 	SvcJoinCounts join_rows;	/* the rows entering each join depth */
 	int			join_uncounted;	/* a runner that does not count them ran */
+	/* the GPUs' shares (gpu_agg_execute adds to device d's, d < the limit) */
+	WarpDeviceWork devices[WARP_REPORT_DEVICES];
+	uint32_t	devices_used;	/* bit d: device d took part */
 } AggRun;
 
 /*

@@ -30,7 +30,7 @@
 
 #define PGWARP_SOCKET_NAME		"pg_warp.sock"
 #define PGWARP_PROTO_MAGIC		0x50524157u		/* "WARP" in memory */
-#define PGWARP_PROTO_VERSION	6
+#define PGWARP_PROTO_VERSION	7
 
 /* the largest payload either side accepts; longer messages are refused */
 #define PGWARP_MAX_PAYLOAD		(1024 * 1024)
@@ -443,6 +443,30 @@ WARP_STATIC_ASSERT(sizeof(WarpAggFile) == 48, "WarpAggFile layout");
  */
 #define WARP_JOIN_DEPTHS		16
 
+/*
+ * One GPU's share of a GPU run, in the last AGG_RESULT (EXPLAIN ANALYZE):
+ * the record batches (or heap units) and rows it took, its kernels' time,
+ * and its wall time in three steps: setup (the program, table, slots and
+ * join tables on the device), the batches (reads, copies, kernels), and
+ * the end (the groups copied back, the device's resources released).  A
+ * run on more than WARP_REPORT_DEVICES GPUs reports the first ones.
+ */
+#define WARP_REPORT_DEVICES		8
+
+typedef struct WarpDeviceWork
+{
+	uint32_t	device;			/* its index among the service's GPUs */
+	uint32_t	pad;
+	uint64_t	batches;
+	uint64_t	rows_in;
+	uint64_t	exec_us;		/* the kernels, summed */
+	uint64_t	setup_us;
+	uint64_t	run_us;
+	uint64_t	end_us;
+} WarpDeviceWork;
+
+WARP_STATIC_ASSERT(sizeof(WarpDeviceWork) == 56, "WarpDeviceWork layout");
+
 typedef struct WarpAggResult
 {
 	uint32_t	n_groups;		/* in this message */
@@ -474,10 +498,15 @@ typedef struct WarpAggResult
 	uint64_t	bytes_mapped;
 	uint64_t	bytes_pinned;
 	uint64_t	pin_us;
+	/* the GPUs that ran it (protocol 7): n_devices shares, in device order;
+	 * 0 for a CPU run */
+	uint32_t	n_devices;
+	uint32_t	pad3;
+	WarpDeviceWork devices[WARP_REPORT_DEVICES];
 } WarpAggResult;
 
-WARP_STATIC_ASSERT(sizeof(WarpAggResult) == 96 + 128 + 8 + 16 * WARP_JOIN_DEPTHS + 24,
-				   "WarpAggResult layout");
+WARP_STATIC_ASSERT(sizeof(WarpAggResult) == 96 + 128 + 8 + 16 * WARP_JOIN_DEPTHS + 24 + 8 +
+				   WARP_REPORT_DEVICES * 56, "WarpAggResult layout");
 
 /*
  * HEAP_RUN: aggregate the visible tuples of a heap table.  Payload, each

@@ -18,6 +18,7 @@ import datetime
 import decimal
 import os
 import random
+import re
 import shutil
 import subprocess
 import tempfile
@@ -244,6 +245,19 @@ def test_explain_analyze_reports_the_run():
     assert "Engine Filter: (edge.small > 0)" in out, out
     assert "Rows Read: %d" % N in out, out
     assert "Engine Program:" in out
+    # each GPU's share (WarpDeviceWork): the shares add up to the run's batches
+    # and rows; 12 batches of 256 rows are two strides of gpu_multi.c's 8, so
+    # with two GPUs or more two of them take part, with one GPU that one
+    shares = re.findall(r"^\s*GPU (\d+): (\d+) batches, (\d+) rows, kernels [0-9.]+ ms; "
+                        r"setup [0-9.]+ ms, batches [0-9.]+ ms, end [0-9.]+ ms$", out, re.M)
+    if "Engine: CPU" in out:
+        assert shares == [], out
+        return
+    batches = int(re.search(r"Record Batches: (\d+)", out).group(1))
+    assert sum(int(b) for _, b, _ in shares) == batches == (N + BATCH - 1) // BATCH, out
+    assert sum(int(r) for _, _, r in shares) == N, out
+    devices = int(DB.result("SELECT count(*) FROM pgwarp.gpu_devices()", ON)[1].strip())
+    assert len(shares) == min(devices, 2) and len(set(d for d, _, _ in shares)) == len(shares), out
 
 
 def test_batches_skipped_by_statistics(tables):

@@ -26,7 +26,7 @@ IS_ROOT = os.geteuid() == 0
 
 # xpu/protocol.h
 MAGIC = 0x50524157
-VERSION = 6
+VERSION = 7
 HEADER = struct.Struct("<IHHII")            # magic, version, type, length, reserved
 MSG_HELLO, MSG_STATUS, MSG_ERROR, MSG_AGG_RESULT, MSG_DEVICES = 1, 2, 3, 23, 31
 DEVICES_SELFTEST = 0x0001
