@@ -16,7 +16,8 @@
 # PG_WARP_OSUSER, PG_WARP_KEEP=1 keeps the temporary directory,
 # PG_WARP_CONF lines added to the cluster's postgresql.conf (e.g.
 # "pg_warp.gpus = '0'" to test one GPU of several),
-# PYTEST_ARGS extra pytest arguments, PG_WARP_LOG_DIR a directory that gets the
+# PYTEST_ARGS extra pytest arguments, PYTEST_FILES the test files of
+# test/python to run (names, space-separated; default: all), PG_WARP_LOG_DIR a directory that gets the
 # whole pytest output (pytest.log: every failure's traceback), its JUnit XML and
 # the cluster's server log at the end (the temporary directory goes with the
 # machine on a lent GPU host).
@@ -245,7 +246,12 @@ if [ -d "$top/test/python" ] && python3 -c "import pytest" 2>/dev/null; then
     # shellcheck disable=SC2086
     # the whole output (short tracebacks) to pytest.log; here the summary, one
     # line per failure with its message (-rfE), so that a short log still says why
-    (cd "$work" && python3 -m pytest "$top/test/python" -q -p no:cacheprovider -rfE \
+    paths=("$top/test/python")
+    if [ -n "${PYTEST_FILES:-}" ]; then
+        paths=()
+        for f in $PYTEST_FILES; do paths+=("$top/test/python/$f"); done
+    fi
+    (cd "$work" && python3 -m pytest "${paths[@]}" -q -p no:cacheprovider -rfE \
         --tb=short --junitxml="$work/pytest.xml" ${PYTEST_ARGS:-}) >"$work/pytest.log" 2>&1
     sed -n '/short test summary info/,$p' "$work/pytest.log" | cut -c1-400
     grep -qE 'short test summary info' "$work/pytest.log" || tail -40 "$work/pytest.log"
