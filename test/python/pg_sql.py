@@ -444,12 +444,22 @@ def wait_until(cond, timeout=15.0, what="condition"):
 
 
 def alive(pid):
-    """Whether pid is a running process (a zombie counts as gone)."""
+    """Whether pid is a running process: one of its threads has not exited
+    (a zombie counts as gone; after a SIGKILL the leader can be one while
+    other threads still exit, and until the last does the process keeps its
+    files, a listening socket too)."""
     try:
-        with open("/proc/%d/stat" % pid) as f:
-            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
-    except FileNotFoundError:
+        tasks = os.listdir("/proc/%d/task" % pid)
+    except (FileNotFoundError, ProcessLookupError):
         return False
+    for t in tasks:
+        try:
+            with open("/proc/%d/task/%s/stat" % (pid, t)) as f:
+                if f.read().rsplit(")", 1)[1].split()[0] != "Z":
+                    return True
+        except (FileNotFoundError, ProcessLookupError):
+            pass
+    return False
 
 
 class Cluster(Db):
