@@ -206,6 +206,7 @@ SERVICE_SRCS = \
 	src/service/buf_cache.c \
 	src/service/devices.c \
 	src/service/file_map.c \
+	src/service/file_meta.c \
 	src/service/gpu.c \
 	src/service/gpu_agg.c \
 	src/service/gpu_heap.c \
@@ -238,6 +239,7 @@ SERVICE_XPU_SRCS = \
 SERVICE_HDRS = \
 	src/service/buf_cache.h \
 	src/service/file_map.h \
+	src/service/file_meta.h \
 	src/service/gpu_cache.h \
 	src/service/gpu_driver.h \
 	src/service/input.h \

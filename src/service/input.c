@@ -34,6 +34,7 @@
 
 #include "service/buf_cache.h"
 #include "service/file_map.h"
+#include "service/file_meta.h"
 #include "service/input.h"
 #include "xpu/xpu_arrow_bind.h"
 
@@ -251,7 +252,8 @@ svc_input_open(SvcInputFile *f, int64_t max_buffer_size, bool map, SvcFailure *f
 	f->src.read_at = fd_read_at;
 	f->src.size = st.st_size;
 	f->src.ctx = &f->fd;
-	if (arrow_file_open_source(&f->src, &svc_buffer_allocator, &f->file, &aerr) != ARROW_OK)
+	if (svc_file_meta_open(f->fd, &st, &f->src, &svc_buffer_allocator, &f->file, &f->meta,
+						   &aerr) != ARROW_OK)
 		return svc_fail_arrow(fail, f->path, &aerr), false;
 	f->file->max_buffer_size = max_buffer_size;
 	if (map && (wf->flags & WARP_FILE_MAP) &&
@@ -335,10 +337,12 @@ svc_input_close(SvcInputFile *f)
 {
 	if (f->file)
 		arrow_file_close(f->file);
+	svc_file_meta_release(f->meta);	/* after the file: its batches point into it */
 	svc_file_map_close(f->map);	/* after the file: its dictionaries may point into it */
 	if (f->fd >= 0)
 		close(f->fd);
 	f->map = NULL;
+	f->meta = NULL;
 	free(f->path);
 	f->file = NULL;
 	f->fd = -1;

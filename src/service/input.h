@@ -57,6 +57,7 @@ typedef struct SvcInputFile
 	const WarpAggFile *wf;		/* its part of the request */
 	ArrowSource src;			/* what file reads through (fd) */
 	struct SvcFileMap *map;		/* the file mapped (file_map.c), or NULL */
+	void	   *meta;			/* the kept metadata file points into (file_meta.c) */
 } SvcInputFile;
 
 extern const void *svc_take(const uint8_t *p, size_t len, size_t *off, size_t n,

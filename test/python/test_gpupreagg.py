@@ -22,12 +22,13 @@ import re
 import shutil
 import subprocess
 import tempfile
+import time
 
 import pyarrow as pa
 import pytest
 
 from engine_edge import write
-from pg_sql import DB, OFF, ON
+from pg_sql import DB, OFF, ON, find_nodes
 from pg_sql import psql as pg_psql
 
 N = 3000
@@ -289,6 +290,53 @@ def test_replaced_file_is_read_by_the_next_query(tables):
     finally:
         if os.path.exists(copy):
             os.unlink(copy)
+
+
+def arrow_bytes(table, batch, pad):
+    sink = pa.BufferOutputStream()
+    t = table.replace_schema_metadata({"pad": "x" * pad})
+    with pa.ipc.new_file(sink, t.schema) as w:
+        for b in t.to_batches(max_chunksize=batch):
+            w.write_batch(b)
+    return sink.getvalue().to_pybytes()
+
+
+def test_file_rewritten_in_place_is_read_again(tables):
+    # The service keeps opened files' metadata (file_meta.c) and the GPU
+    # column cache their buffers, both keyed by device, inode, size and the
+    # modification and change times.  Rewrite a file in place (same inode) with
+    # other record batches and values in exactly the old size, and put its
+    # modification time back: only the change time tells; the next query
+    # must read the new batches, not the kept ones.
+    path = os.path.join(tables, "inplace.arrow")
+    old = pa.table({"k": pa.array([i % 7 for i in range(1000)], pa.int32()),
+                    "v": pa.array(range(1000), pa.int64())})
+    new = pa.table({"k": pa.array([i % 3 for i in range(1000)], pa.int32()),
+                    "v": pa.array([5 * i - 700 for i in range(1000)], pa.int64())})
+    # the schema's custom metadata (in the file twice) pads the new file's
+    # bytes to the old one's size
+    a, b = next((x, y) for x, y in ((arrow_bytes(old, 125, 0), arrow_bytes(new, 500, p))
+                                    for p in range(0, 4096)) if len(x) == len(y))
+    with open(path, "wb") as f:
+        f.write(a)
+    os.chmod(path, 0o644)
+    pg_psql("DROP FOREIGN TABLE IF EXISTS gpa.inplace; CREATE FOREIGN TABLE gpa.inplace "
+            "(k int4, v int8) SERVER arrow_fdw OPTIONS (file '%s')" % path)
+    sql = "SELECT k, count(*), sum(v), min(v) FROM gpa.inplace GROUP BY k"
+    first = DB.same(sql, NODE)
+    assert len(first) == 7
+    st = os.stat(path)
+    time.sleep(0.01)                 # a change time of its own
+    with open(path, "r+b") as f:
+        f.write(b)
+    os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns))
+    st2 = os.stat(path)
+    assert (st2.st_ino, st2.st_size, st2.st_mtime_ns) == (st.st_ino, st.st_size, st.st_mtime_ns)
+    assert st2.st_ctime_ns != st.st_ctime_ns
+    again = DB.same(sql, NODE)
+    assert len(again) == 3, again
+    plan = find_nodes(DB.engine_ran(sql, NODE), NODE)[0]
+    assert plan["Record Batches"] == 2 and plan["Rows Read"] == 1000, plan
 
 
 def test_non_superuser_with_select_privilege():

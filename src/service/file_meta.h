@@ -1,0 +1,27 @@
+/*-------------------------------------------------------------------------
+ *
+ * file_meta.h
+ *		The service's cache of opened Arrow files' metadata (file_meta.c).
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef SERVICE_FILE_META_H
+#define SERVICE_FILE_META_H
+
+#include <sys/stat.h>
+
+#include "arrow/arrow.h"
+
+/*
+ * svc_file_meta_open: *out the Arrow file open on descriptor fd, whose
+ * identity is st, reading through src with alloc: a copy of the kept
+ * metadata of that identity, or the file read (and kept for the next
+ * run).  *held: what svc_file_meta_release lets go after *out is closed
+ * (NULL: nothing).  As arrow_file_open_source otherwise.
+ */
+extern int	svc_file_meta_open(int fd, const struct stat *st, const ArrowSource *src,
+							   const ArrowAllocator *alloc, ArrowFile **out, void **held,
+							   ArrowError *err);
+extern void svc_file_meta_release(void *held);
+
+#endif							/* SERVICE_FILE_META_H */
