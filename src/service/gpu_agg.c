@@ -883,15 +883,18 @@ gagg_setup(GaggRun *g, const ServiceGpu *gpu, uint32_t dev, const GpuAggOptions 
 void
 gagg_teardown(GaggRun *g)
 {
+	/* nothing queued can use the run's memory after this: it can be kept */
+	for (int i = 0; i < GAGG_SLOTS; i++)
+		if (g->slots[i].stream != NULL)
+			gpu_drv.cuStreamSynchronize(g->slots[i].stream);
+	if (g->cancel_stream != NULL)
+		gpu_drv.cuStreamSynchronize(g->cancel_stream);
 	for (int i = 0; i < GAGG_SLOTS; i++)
 	{
 		GaggSlot   *s = &g->slots[i];
 
 		if (s->stream != NULL)
-		{
-			gpu_drv.cuStreamSynchronize(s->stream);
 			gpu_drv.cuStreamDestroy(s->stream);
-		}
 		if (s->ev_start != NULL)
 			gpu_drv.cuEventDestroy(s->ev_start);
 		if (s->ev_end != NULL)
@@ -901,25 +904,22 @@ gagg_teardown(GaggRun *g)
 		free(s->filling);
 		free(s->copies);
 		gagg_batch_release(g, &s->host, s->host_cap);
-		gagg_host_free(g, (void **) &s->status, sizeof(XpuGaggLaunch));
-		gagg_dev_free(g, &s->dev, s->dev_cap);
-		gagg_dev_free(g, &s->ovf, 2 * s->ovf_cap * sizeof(uint32_t));
-		gagg_dev_free(g, &s->d_launch, sizeof(XpuGaggLaunch));
+		gagg_host_keep(g, (void **) &s->status, sizeof(XpuGaggLaunch));
+		gagg_dev_keep(g, &s->dev, s->dev_cap);
+		gagg_dev_keep(g, &s->ovf, 2 * s->ovf_cap * sizeof(uint32_t));
+		gagg_dev_keep(g, &s->d_launch, sizeof(XpuGaggLaunch));
 	}
-	gagg_dev_free(g, &g->table_mem, g->table_bytes);
-	gagg_dev_free(g, &g->d_prog, g->prog->total_len);
-	gagg_dev_free(g, &g->d_spec, sizeof(XpuGaggSpec));
-	gagg_dev_free(g, &g->d_table, sizeof(XpuGaggTable));
-	gagg_dev_free(g, &g->d_joins, g->n_joins * sizeof(CUdeviceptr));
+	gagg_dev_keep(g, &g->table_mem, g->table_bytes);
+	gagg_dev_keep(g, &g->d_prog, g->prog->total_len);
+	gagg_dev_keep(g, &g->d_spec, sizeof(XpuGaggSpec));
+	gagg_dev_keep(g, &g->d_table, sizeof(XpuGaggTable));
+	gagg_dev_keep(g, &g->d_joins, g->n_joins * sizeof(CUdeviceptr));
 	if (g->d_matched != 0)
-		gagg_dev_free(g, &g->d_matched, (g->matched_words + 1) * 4);
+		gagg_dev_keep(g, &g->d_matched, (g->matched_words + 1) * 4);
 	if (g->cancel_stream != NULL)
-	{
-		gpu_drv.cuStreamSynchronize(g->cancel_stream);
 		gpu_drv.cuStreamDestroy(g->cancel_stream);
-	}
-	gagg_dev_free(g, &g->d_cancel, sizeof(int32_t));
-	gagg_host_free(g, (void **) &g->cancel_one, sizeof(int32_t));
+	gagg_dev_keep(g, &g->d_cancel, sizeof(int32_t));
+	gagg_host_keep(g, (void **) &g->cancel_one, sizeof(int32_t));
 	gagg_cache_recheck(g);
 	/* after the streams: no copy from a registered region is in flight */
 	for (uint32_t fi = 0; g->regs != NULL && fi < g->run->n_files; fi++)

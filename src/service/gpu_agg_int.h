@@ -274,7 +274,9 @@ extern int gagg_fail(GaggRun *g, int code, const char *fmt,...)
 			__attribute__((format(printf, 3, 4)));
 extern void gagg_dev_free(GaggRun *g, CUdeviceptr *p, size_t n);
 extern int gagg_dev_alloc(GaggRun *g, CUdeviceptr *p, size_t n, const char *what);
+extern void gagg_dev_keep(GaggRun *g, CUdeviceptr *p, size_t n);
 extern void gagg_host_free(GaggRun *g, void **p, size_t n);
+extern void gagg_host_keep(GaggRun *g, void **p, size_t n);
 extern int gagg_host_alloc(GaggRun *g, void **p, size_t n, const char *what);
 extern void gagg_batch_release(GaggRun *g, uint8_t **p, size_t cap);
 extern int gagg_batch_buffer(GaggRun *g, uint8_t **p, size_t *cap);

@@ -34,6 +34,148 @@ static struct
 	}			buf[GAGG_POOL];
 }			gagg_pool = {PTHREAD_MUTEX_INITIALIZER};
 
+/*
+ * The device and pinned host allocations a run makes every time (its slots'
+ * buffers and statuses, its program, table and flags), released at its end
+ * once its streams are idle (gagg_teardown: gagg_dev_keep, gagg_host_keep),
+ * are kept for the next run on the same device, which takes one of the
+ * same size instead of asking the driver (cuMemAlloc, cuMemFree, which
+ * waits for the device, cuMemAllocHost, cuMemFreeHost): setting up a run
+ * and ending it took 2-3.5 ms on each H200 of a two-GPU host, beside 7 ms
+ * of batches (SSB Q1.1, warm; EXPLAIN ANALYZE's GPU lines).  At most
+ * GAGG_KEPT blocks, and GAGG_KEPT_BYTES of device memory per device, the
+ * device's oldest blocks giving way; an allocation that finds the device
+ * full frees its kept blocks first.  Kept blocks are not counted in the
+ * memory the service holds (STATUS), as freed ones were not.
+ */
+#define GAGG_KEPT			64
+#define GAGG_KEPT_BYTES		((size_t) 1 << 30)
+
+typedef struct GaggKept
+{
+	uint32_t	dev;
+	bool		host;
+	size_t		n;
+	uintptr_t	p;				/* 0: a free slot */
+	uint64_t	used;			/* gagg_kept.clock when kept */
+} GaggKept;
+
+static struct
+{
+	pthread_mutex_t lock;
+	uint64_t	clock;
+	GaggKept	blocks[GAGG_KEPT];
+}			gagg_kept = {PTHREAD_MUTEX_INITIALIZER};
+
+/* gagg_kept_take: a kept block of n bytes (host or device) of device dev, or 0 */
+static uintptr_t
+gagg_kept_take(uint32_t dev, bool host, size_t n)
+{
+	uintptr_t	p = 0;
+
+	pthread_mutex_lock(&gagg_kept.lock);
+	for (int i = 0; i < GAGG_KEPT && p == 0; i++)
+	{
+		GaggKept   *k = &gagg_kept.blocks[i];
+
+		if (k->p != 0 && k->dev == dev && k->host == host && k->n == n)
+		{
+			p = k->p;
+			k->p = 0;
+		}
+	}
+	pthread_mutex_unlock(&gagg_kept.lock);
+	return p;
+}
+
+/* gagg_kept_free: a kept block freed (its device's context current) */
+static void
+gagg_kept_free(const GaggKept *k)
+{
+	if (k->host)
+		gpu_drv.cuMemFreeHost((void *) k->p);
+	else
+		gpu_drv.cuMemFree((CUdeviceptr) k->p);
+}
+
+/*
+ * gagg_kept_put: block p of n bytes kept for device dev's next run (the
+ * device's context current), in place of the device's oldest kept blocks
+ * where there is no room; false when it cannot be kept (the caller frees it)
+ */
+static bool
+gagg_kept_put(uint32_t dev, bool host, size_t n, uintptr_t p)
+{
+	GaggKept	evict[GAGG_KEPT];
+	int			n_evict = 0;
+	bool		kept = false;
+
+	if (!host && n > GAGG_KEPT_BYTES)
+		return false;
+	pthread_mutex_lock(&gagg_kept.lock);
+	for (;;)
+	{
+		size_t		dev_bytes = 0;
+		int			slot = -1,
+					oldest = -1;
+
+		for (int i = 0; i < GAGG_KEPT; i++)
+		{
+			GaggKept   *k = &gagg_kept.blocks[i];
+
+			if (k->p == 0)
+				slot = slot < 0 ? i : slot;
+			else if (k->dev == dev)
+			{
+				dev_bytes += k->host ? 0 : k->n;
+				if (oldest < 0 || k->used < gagg_kept.blocks[oldest].used)
+					oldest = i;
+			}
+		}
+		if (slot >= 0 && (host || dev_bytes + n <= GAGG_KEPT_BYTES))
+		{
+			gagg_kept.blocks[slot] = (GaggKept) {dev, host, n, p, ++gagg_kept.clock};
+			kept = true;
+			break;
+		}
+		if (oldest < 0)
+			break;				/* the other devices' blocks fill it */
+		evict[n_evict++] = gagg_kept.blocks[oldest];
+		gagg_kept.blocks[oldest].p = 0;
+	}
+	pthread_mutex_unlock(&gagg_kept.lock);
+	for (int i = 0; i < n_evict; i++)
+		gagg_kept_free(&evict[i]);
+	return kept;
+}
+
+/*
+ * gagg_kept_release: frees the device blocks kept for device dev (its
+ * context current); returns whether there were any
+ */
+static bool
+gagg_kept_release(uint32_t dev)
+{
+	GaggKept	drop[GAGG_KEPT];
+	int			n = 0;
+
+	pthread_mutex_lock(&gagg_kept.lock);
+	for (int i = 0; i < GAGG_KEPT; i++)
+	{
+		GaggKept   *k = &gagg_kept.blocks[i];
+
+		if (k->p != 0 && k->dev == dev && !k->host)
+		{
+			drop[n++] = *k;
+			k->p = 0;
+		}
+	}
+	pthread_mutex_unlock(&gagg_kept.lock);
+	for (int i = 0; i < n; i++)
+		gagg_kept_free(&drop[i]);
+	return n > 0;
+}
+
 /* gagg_fail: sets the run's error (code and message) and returns -1 */
 int
 gagg_fail(GaggRun *g, int code, const char *fmt,...)
@@ -76,8 +218,13 @@ gagg_dev_alloc(GaggRun *g, CUdeviceptr *p, size_t n, const char *what)
 {
 	CUresult	rc;
 
+	if ((*p = (CUdeviceptr) gagg_kept_take(g->dev, false, n)) != 0)
+	{
+		gagg_account(g, (int64_t) n);
+		return 0;
+	}
 	while ((rc = gpu_drv.cuMemAlloc(p, n)) == CUDA_ERROR_OUT_OF_MEMORY &&
-		   gpu_cache_shrink(g->dev, n) > 0)
+		   (gagg_kept_release(g->dev) || gpu_cache_shrink(g->dev, n) > 0))
 		;
 
 	if (rc == CUDA_ERROR_OUT_OF_MEMORY)
@@ -100,10 +247,45 @@ gagg_dev_free(GaggRun *g, CUdeviceptr *p, size_t n)
 	*p = 0;
 }
 
+/*
+ * gagg_dev_keep: as gagg_dev_free, but the block is kept for the next run
+ * on the device (see GAGG_KEPT) when there is room.  Only for blocks that
+ * no queued work of the run can still use: its streams are idle.
+ */
+void
+gagg_dev_keep(GaggRun *g, CUdeviceptr *p, size_t n)
+{
+	if (*p != 0 && gagg_kept_put(g->dev, false, n, (uintptr_t) *p))
+	{
+		gagg_account(g, -(int64_t) n);
+		*p = 0;
+	}
+	gagg_dev_free(g, p, n);
+}
+
+/* gagg_host_keep: gagg_dev_keep for a pinned host block of gagg_host_alloc */
+void
+gagg_host_keep(GaggRun *g, void **p, size_t n)
+{
+	if (*p != NULL && gagg_kept_put(g->dev, true, n, (uintptr_t) *p))
+	{
+		gagg_account(g, -(int64_t) n);
+		*p = NULL;
+	}
+	gagg_host_free(g, p, n);
+}
+
 int
 gagg_host_alloc(GaggRun *g, void **p, size_t n, const char *what)
 {
-	CUresult	rc = gpu_drv.cuMemAllocHost(p, n);
+	CUresult	rc;
+
+	if ((*p = (void *) gagg_kept_take(g->dev, true, n)) != NULL)
+	{
+		gagg_account(g, (int64_t) n);
+		return 0;
+	}
+	rc = gpu_drv.cuMemAllocHost(p, n);
 
 	if (rc == CUDA_ERROR_OUT_OF_MEMORY)
 		return gagg_fail(g, WARP_ERR_OUT_OF_MEMORY,
