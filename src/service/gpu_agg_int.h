@@ -88,6 +88,7 @@ typedef struct GaggIo
 {
 	pthread_t	threads[GAGG_IO_THREADS];
 	int			n_threads;
+	int			want;			/* threads to start at the first reads */
 	pthread_mutex_t lock;
 	pthread_cond_t work;
 	pthread_cond_t done;

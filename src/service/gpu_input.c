@@ -104,7 +104,7 @@ gagg_io_main(void *arg)
 	return NULL;
 }
 
-/* starts up to n threads (fewer when the system refuses more) */
+/* prepares the I/O of a run: up to n threads, started at its first reads (gagg_io_spawn) */
 void
 gagg_io_start(GaggIo *io, int n)
 {
@@ -112,12 +112,23 @@ gagg_io_start(GaggIo *io, int n)
 	pthread_mutex_init(&io->lock, NULL);
 	pthread_cond_init(&io->work, NULL);
 	pthread_cond_init(&io->done, NULL);
-	for (int i = 0; i < n && i < GAGG_IO_THREADS; i++)
+	io->want = n < GAGG_IO_THREADS ? n : GAGG_IO_THREADS;
+}
+
+/*
+ * gagg_io_spawn: the threads, at the first reads of the run (a run whose
+ * batches all come from the GPU column cache reads nothing and starts none)
+ */
+static void
+gagg_io_spawn(GaggIo *io)
+{
+	for (int i = io->n_threads; i < io->want; i++)
 	{
 		if (pthread_create(&io->threads[i], NULL, gagg_io_main, io) != 0)
 			break;
 		io->n_threads++;
 	}
+	io->want = 0;
 }
 
 void
@@ -144,6 +155,8 @@ gagg_io_run(GaggIo *io, GaggRead *reads, int n)
 {
 	int			rc;
 
+	if (io->want > 0)
+		gagg_io_spawn(io);
 	pthread_mutex_lock(&io->lock);
 	io->reads = reads;
 	io->n_reads = n;
