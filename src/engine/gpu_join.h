@@ -102,7 +102,7 @@ typedef struct GjShared
 extern bool pg_warp_enable_gpujoin;
 
 /* planning */
-extern GjPlan *gj_plan_input(PlannerInfo *root, RelOptInfo *input_rel, bool heap_ok,
+extern GjPlan *gj_plan_input(PlannerInfo *root, RelOptInfo *input_rel, bool (*heap_ok) (void),
 							 const char **why);
 extern GjPlan *gj_plan_outer(PlannerInfo *root, RelOptInfo *input_rel, RelOptInfo *outer,
 							 const char **why);

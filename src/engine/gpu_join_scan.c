@@ -145,6 +145,13 @@ gjs_plan_heap(PlannerInfo *root, GjsInfo *gi, Oid table, Index relid)
 	return NULL;
 }
 
+/* may a GpuJoin scan read a heap table (pg_warp.enable_gpuscan_heap) */
+static bool
+gjs_heap_ok(void)
+{
+	return pg_warp_enable_gpuscan_heap;
+}
+
 /*
  * gjs_plan: the engine's plan of join relation rel (gi), or why not (NULL
  * with gi set)
@@ -160,7 +167,7 @@ gjs_plan(PlannerInfo *root, RelOptInfo *rel, GjsInfo *gi)
 	XpuProgram *prog;
 	ListCell   *lc;
 
-	if ((gi->gp = gj_plan_input(root, rel, pg_warp_enable_gpuscan_heap, &why)) == NULL)
+	if ((gi->gp = gj_plan_input(root, rel, gjs_heap_ok, &why)) == NULL)
 		return why ? why : "no join";
 	/* the unmatched inner rows come after the pass, which the scan's sink does not take */
 	if (gj_plan_outer_join(gi->gp))

@@ -359,7 +359,7 @@ gpa_plan_info(PlannerInfo *root, RelOptInfo *input_rel, RelOptInfo *output_rel,
 	/* a join of an outer table with dimension tables: GpuJoin's depths */
 	if (input_rel->reloptkind == RELOPT_JOINREL)
 	{
-		if ((join = gj_plan_input(root, input_rel, gpa_heap_enabled(), why)) == NULL)
+		if ((join = gj_plan_input(root, input_rel, gpa_heap_enabled, why)) == NULL)
 		{
 			*why = psprintf("the grouping reads a join of %d relations (%s)",
 							bms_num_members(input_rel->relids), *why);
@@ -372,7 +372,7 @@ gpa_plan_info(PlannerInfo *root, RelOptInfo *input_rel, RelOptInfo *output_rel,
 		}
 		base = join->outer;
 	}
-	if ((*why = ship_grouping_input(root, base, partial, gpa_heap_enabled())) != NULL)
+	if ((*why = ship_grouping_input(root, base, partial, gpa_heap_enabled)) != NULL)
 		return NULL;
 	return gpa_plan_grouping(root, base, join, output_rel, extra, partial, why);
 }

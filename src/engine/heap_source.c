@@ -82,6 +82,7 @@
 #include "access/heapam.h"
 #include "access/htup_details.h"
 #include "access/table.h"
+#include "access/transam.h"
 #include "access/tupdesc_details.h"
 #include "access/visibilitymap.h"
 #include "catalog/pg_am.h"
@@ -163,15 +164,20 @@ heap_source_init(void)
 
 /*
  * heap_source_plannable: is relid a plain heap table (no partitions, heap
- * access method) that GpuPreAgg may read
+ * access method) that GpuPreAgg may read: a user's table, not one of the
+ * system's (catalogs, information_schema: made by initdb, read by
+ * PostgreSQL through its buffers only)
  */
 bool
 heap_source_plannable(Oid relid)
 {
-	HeapTuple	tup = SearchSysCache1(RELOID, ObjectIdGetDatum(relid));
+	HeapTuple	tup;
 	Form_pg_class form;
 	bool		ok;
 
+	if (relid < FirstNormalObjectId)
+		return false;
+	tup = SearchSysCache1(RELOID, ObjectIdGetDatum(relid));
 	if (!HeapTupleIsValid(tup))
 		return false;
 	form = (Form_pg_class) GETSTRUCT(tup);

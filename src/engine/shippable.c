@@ -36,12 +36,13 @@
 
 /*
  * ship_grouping_input: can GpuPreAgg group the rows of input_rel (the scan
- * of one table: an Arrow table, or a heap table where heap_ok)?  partial:
- * the partially grouped relation of a parallel aggregation (heap tables
- * only)
+ * of one table: an Arrow table, or a heap table where heap_ok() says so,
+ * asked only for a heap table the engine could read: it may ask the
+ * service)?  partial: the partially grouped relation of a parallel
+ * aggregation (heap tables only)
  */
 const char *
-ship_grouping_input(PlannerInfo *root, RelOptInfo *input_rel, bool partial, bool heap_ok)
+ship_grouping_input(PlannerInfo *root, RelOptInfo *input_rel, bool partial, bool (*heap_ok) (void))
 {
 	Query	   *parse = root->parse;
 	RangeTblEntry *rte;
@@ -72,7 +73,7 @@ ship_grouping_input(PlannerInfo *root, RelOptInfo *input_rel, bool partial, bool
 	}
 	if (!heap_source_plannable(rte->relid))
 		return psprintf("\"%s\" is not a plain heap table", get_rel_name(rte->relid));
-	if (!heap_ok)
+	if (!heap_ok())
 		return "pg_warp.enable_gpupreagg_heap leaves heap tables to PostgreSQL here";
 	return NULL;
 }

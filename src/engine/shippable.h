@@ -16,7 +16,7 @@
 
 /* in shippable.c */
 extern const char *ship_grouping_input(PlannerInfo *root, RelOptInfo *input_rel, bool partial,
-									   bool heap_ok);
+									   bool (*heap_ok) (void));
 extern const char *ship_group_key(SortGroupClause *sgc, Expr *e);
 extern const char *ship_aggref(Aggref *a, bool engine_gpu);
 extern const char *ship_aggrefs(Node *node, List **aggrefs, bool engine_gpu);

@@ -327,6 +327,24 @@ def test_wait_is_bounded_and_interruptible(cluster):
     assert cluster.service_pid() == pid     # the service itself was fine all along
 
 
+def test_catalog_queries_never_wait_for_the_service(cluster):
+    # planning a grouping asks the service whether it has a GPU (heap tables
+    # are offered to GpuPreAgg only then); a grouping over the system's own
+    # tables and views is never offered, so it never waits for a service that
+    # does not answer (as the queries of the tests around it and of monitoring
+    # tools do)
+    pid = cluster.service_pid()
+    with stopped(pid):                      # accepts connections, never answers
+        for sql in ("SELECT count(*) FROM pg_stat_activity WHERE wait_event = 'Extension'",
+                    "SELECT relkind, count(*) FROM pg_class GROUP BY 1",
+                    "SELECT count(*) FROM information_schema.tables"):
+            t0 = time.monotonic()
+            r = cluster.run(sql)
+            assert r.returncode == 0, (sql, r.stderr)
+            assert time.monotonic() - t0 < 3, sql
+    assert cluster.service_pid() == pid
+
+
 def test_many_concurrent_clients(cluster, tmp_path):
     pid = cluster.service_pid()
     script = tmp_path / "status.sql"
