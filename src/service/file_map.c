@@ -33,6 +33,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "service/file_map.h"
@@ -52,7 +54,39 @@ struct SvcFileMap
 	int			slot;
 	uint8_t    *base;
 	size_t		len;
+	/* a kept mapping (svc_file_map_open_kept): its file's identity, users */
+	bool		kept;
+	int			refs;
+	uint64_t	used;
+	int64_t		used_at;		/* CLOCK_MONOTONIC seconds of its last open */
+	char	   *path;
+	int64_t		dev,
+				ino,
+				size,
+				mtime_ns,
+				ctime_ns;
 };
+
+/*
+ * The mappings of the files that runs read last are kept for the next run
+ * of the same file (svc_file_map_open_kept), keyed by its identity (device,
+ * inode, size, modification and change times: a file replaced or written
+ * has another): with a mapping of its own, every run faults the file's
+ * pages in again (the CPU engine's I/O Time, loading batches, was 406 ms
+ * of its threads' 2,285 in a warm 16-thread GROUP BY over SSB SF 20
+ * lineorder on the H200 host), and its end unmaps them (8 ms for a
+ * 518 MB file on the development machine).  A kept mapping that lost
+ * pages (svc_file_map_lost) is dropped once its last user closes it; an
+ * unused one once its path names another file or none (the old file's
+ * disk space is not held after it was replaced or removed) or after
+ * FILE_MAP_IDLE seconds without a run (svc_file_map_expire).
+ */
+#define FILE_MAP_KEPT	8
+#define FILE_MAP_IDLE	60
+
+static pthread_mutex_t kept_lock = PTHREAD_MUTEX_INITIALIZER;
+static SvcFileMap *kept[FILE_MAP_KEPT];
+static uint64_t kept_clock;
 
 static MapSlot slots[FILE_MAP_SLOTS];
 static pthread_mutex_t slots_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -137,6 +171,8 @@ svc_file_map_open(int fd, size_t size)
 		return NULL;
 	}
 	m->base = p;
+	m->kept = false;
+	m->path = NULL;
 	pthread_mutex_lock(&slots_lock);
 	for (i = 0; i < FILE_MAP_SLOTS; i++)
 		if (__atomic_load_n(&slots[i].base, __ATOMIC_RELAXED) == 0)
@@ -175,19 +211,166 @@ svc_file_map_lost(const SvcFileMap *m)
 	return m != NULL && __atomic_load_n(&slots[m->slot].lost, __ATOMIC_ACQUIRE) != 0;
 }
 
+static int64_t
+ns_of(const struct timespec *ts)
+{
+	return (int64_t) ts->tv_sec * 1000000000 + ts->tv_nsec;
+}
+
+static int64_t
+now_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t) ts.tv_sec;
+}
+
+/* unlists and unmaps m: see svc_file_map_close */
+static void
+map_drop(SvcFileMap *m)
+{
+	pthread_mutex_lock(&slots_lock);
+	__atomic_store_n(&slots[m->slot].base, 0, __ATOMIC_RELEASE);
+	pthread_mutex_unlock(&slots_lock);
+	munmap(m->base, m->len);
+	free(m->path);
+	free(m);
+}
+
+/* is the file of stat st the one kept mapping k maps */
+static bool
+kept_is(const SvcFileMap *k, const struct stat *st)
+{
+	return k->dev == (int64_t) st->st_dev && k->ino == (int64_t) st->st_ino &&
+		k->size == (int64_t) st->st_size && k->mtime_ns == ns_of(&st->st_mtim) &&
+		k->ctime_ns == ns_of(&st->st_ctim);
+}
+
 /*
- * svc_file_map_close: unlists and unmaps m (NULL: nothing).  Nothing may
- * read the mapping any more: the slot is free before the pages go, so that
- * the handler never takes a later mapping at the same address for this one.
+ * svc_file_map_open_kept: svc_file_map_open of the whole file open on fd,
+ * whose identity is st, or the kept mapping of that identity (see
+ * FILE_MAP_KEPT); the caller closes it with svc_file_map_close as any
+ */
+SvcFileMap *
+svc_file_map_open_kept(int fd, const struct stat *st, const char *path)
+{
+	SvcFileMap *m = NULL,
+			   *old = NULL;
+	int			victim = -1;
+
+	pthread_mutex_lock(&kept_lock);
+	for (int i = 0; i < FILE_MAP_KEPT && m == NULL; i++)
+	{
+		SvcFileMap *k = kept[i];
+
+		if (k != NULL && kept_is(k, st) && !svc_file_map_lost(k))
+		{
+			m = k;
+			m->refs++;
+			m->used = ++kept_clock;
+			m->used_at = now_s();
+		}
+	}
+	pthread_mutex_unlock(&kept_lock);
+	if (m != NULL || (m = svc_file_map_open(fd, (size_t) st->st_size)) == NULL)
+		return m;
+	m->dev = (int64_t) st->st_dev;
+	m->ino = (int64_t) st->st_ino;
+	m->size = (int64_t) st->st_size;
+	m->mtime_ns = ns_of(&st->st_mtim);
+	m->ctime_ns = ns_of(&st->st_ctim);
+	m->refs = 1;
+	m->used_at = now_s();
+	if ((m->path = strdup(path)) == NULL)
+		return m;				/* not kept */
+	/* kept in a free place, else in place of the unused one used longest ago */
+	pthread_mutex_lock(&kept_lock);
+	for (int i = 0; i < FILE_MAP_KEPT; i++)
+		if (kept[i] == NULL || kept[i]->refs == 0)
+			if (victim < 0 || (kept[victim] != NULL &&
+							   (kept[i] == NULL || kept[i]->used < kept[victim]->used)))
+				victim = i;
+	if (victim >= 0)
+	{
+		old = kept[victim];
+		kept[victim] = m;
+		m->kept = true;
+		m->used = ++kept_clock;
+	}
+	pthread_mutex_unlock(&kept_lock);
+	if (old != NULL)
+		map_drop(old);
+	return m;
+}
+
+/*
+ * svc_file_map_close: unlists and unmaps m (NULL: nothing); a kept mapping
+ * only once it lost pages and its last user closes it, or it gives way to
+ * another (svc_file_map_open_kept).  Nothing may read the mapping any
+ * more: the slot is free before the pages go, so that the handler never
+ * takes a later mapping at the same address for this one.
  */
 void
 svc_file_map_close(SvcFileMap *m)
 {
 	if (m == NULL)
 		return;
-	pthread_mutex_lock(&slots_lock);
-	__atomic_store_n(&slots[m->slot].base, 0, __ATOMIC_RELEASE);
-	pthread_mutex_unlock(&slots_lock);
-	munmap(m->base, m->len);
-	free(m);
+	if (m->kept)
+	{
+		bool		drop;
+
+		pthread_mutex_lock(&kept_lock);
+		drop = --m->refs == 0 && svc_file_map_lost(m);
+		for (int i = 0; drop && i < FILE_MAP_KEPT; i++)
+			if (kept[i] == m)
+				kept[i] = NULL;
+		pthread_mutex_unlock(&kept_lock);
+		if (!drop)
+			return;
+	}
+	map_drop(m);
+}
+
+/*
+ * svc_file_map_expire: drops the kept mappings that no run uses whose path
+ * names another file or none, or that no run opened for FILE_MAP_IDLE
+ * seconds (the service's loop, at most once a second)
+ */
+void
+svc_file_map_expire(void)
+{
+	static int64_t last;
+	int64_t		now = now_s();
+	char	   *paths[FILE_MAP_KEPT];
+	SvcFileMap *drop[FILE_MAP_KEPT];
+	int			n = 0;
+
+	if (now == last)
+		return;
+	last = now;
+	pthread_mutex_lock(&kept_lock);
+	for (int i = 0; i < FILE_MAP_KEPT; i++)
+		paths[i] = kept[i] != NULL && kept[i]->refs == 0 ? strdup(kept[i]->path) : NULL;
+	pthread_mutex_unlock(&kept_lock);
+	for (int i = 0; i < FILE_MAP_KEPT; i++)
+	{
+		struct stat st;
+		bool		gone;
+
+		if (paths[i] == NULL)
+			continue;
+		gone = stat(paths[i], &st) != 0;
+		pthread_mutex_lock(&kept_lock);
+		if (kept[i] != NULL && kept[i]->refs == 0 && strcmp(kept[i]->path, paths[i]) == 0 &&
+			(gone || !kept_is(kept[i], &st) || now - kept[i]->used_at >= FILE_MAP_IDLE))
+		{
+			drop[n++] = kept[i];
+			kept[i] = NULL;
+		}
+		pthread_mutex_unlock(&kept_lock);
+		free(paths[i]);
+	}
+	for (int i = 0; i < n; i++)
+		map_drop(drop[i]);
 }

@@ -257,7 +257,7 @@ svc_input_open(SvcInputFile *f, int64_t max_buffer_size, bool map, SvcFailure *f
 		return svc_fail_arrow(fail, f->path, &aerr), false;
 	f->file->max_buffer_size = max_buffer_size;
 	if (map && (wf->flags & WARP_FILE_MAP) &&
-		(f->map = svc_file_map_open(f->fd, (size_t) st.st_size)) != NULL)
+		(f->map = svc_file_map_open_kept(f->fd, &st, f->path)) != NULL)
 		f->file->map = svc_file_map_bytes(f->map);
 	return true;
 }

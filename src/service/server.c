@@ -55,6 +55,7 @@
 #include "gpu_driver.h"
 #include "service.h"
 #include "gpu_cache.h"
+#include "service/file_map.h"
 #include "service/join_store.h"
 #include "service/share.h"
 
@@ -1335,6 +1336,7 @@ server_run(int listen_fd, int signal_fd, pid_t parent_pid, const ServiceGpu *gpu
 			svc_log("LOG", "the supervisor (pid %d) is gone; shutting down", (int) parent_pid);
 			break;
 		}
+		svc_file_map_expire();
 		notified = false;
 		for (int i = 0; i < n; i++)
 		{

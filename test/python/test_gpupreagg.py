@@ -28,7 +28,7 @@ import pyarrow as pa
 import pytest
 
 from engine_edge import write
-from pg_sql import DB, OFF, ON, find_nodes
+from pg_sql import DB, OFF, ON, find_nodes, wait_until
 from pg_sql import psql as pg_psql
 
 N = 3000
@@ -337,6 +337,34 @@ def test_file_rewritten_in_place_is_read_again(tables):
     assert len(again) == 3, again
     plan = find_nodes(DB.engine_ran(sql, NODE), NODE)[0]
     assert plan["Record Batches"] == 2 and plan["Rows Read"] == 1000, plan
+
+
+def service_maps(path):
+    """The lines of the service's /proc/PID/maps that map path."""
+    pid = int(DB.sql("SELECT pid FROM pgwarp.service_status()"))
+    with open("/proc/%d/maps" % pid) as f:
+        return [line for line in f if len(line.split(None, 5)) == 6 and
+                line.split(None, 5)[5].startswith(path)]
+
+
+def test_replaced_file_is_not_held_by_the_service(tables):
+    # The CPU engine's runs map the files they read, and the service keeps a
+    # file's mapping for the next run over it (file_map.c); once the path
+    # names another file, the old one's mapping goes within seconds, so that
+    # its disk space is not held after it was replaced (or removed).
+    path = os.path.join(tables, "held.arrow")
+    write(path, edge_table(500, 7), BATCH)
+    pg_psql("DROP FOREIGN TABLE IF EXISTS gpa.held; CREATE FOREIGN TABLE gpa.held "
+            "(i4 int4, k4 int4) SERVER arrow_fdw OPTIONS (file '%s')" % path)
+    cpu = ("SET pg_warp.engine = cpu", "SET pg_warp.map_arrow_files = on")
+    sql = "SELECT k4, count(*), sum(i4) FROM gpa.held GROUP BY k4"
+    DB.same(sql, NODE, cpu)
+    kept = service_maps(path)
+    assert kept and not any("(deleted)" in line for line in kept), kept
+    write(path, edge_table(600, 8), BATCH)       # a new file renamed over it
+    wait_until(lambda: not any("(deleted)" in line for line in service_maps(path)), 10,
+               "the service to let the replaced file go")
+    assert len(DB.same(sql, NODE, cpu)) > 0
 
 
 def test_non_superuser_with_select_privilege():
