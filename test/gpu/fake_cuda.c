@@ -21,7 +21,8 @@
  *		PG_WARP_FAKE_CUDA_FAULT=N in the environment every launch returns
  *		the driver result N instead (a kernel fault, for the service's
  *		recovery test, test/python/test_gpu_fault.py).  Host registration
- *		succeeds and is counted (fake_host_registers, fake_host_registered)
+ *		succeeds and is counted (fake_host_registers, fake_host_registered),
+ *		as are device and pinned allocations (fake_allocs)
  *		unless PG_WARP_FAKE_CUDA_NO_REGISTER is set, when it is refused, so
  *		that both of the heap path's ways to the device run.
  */
@@ -45,6 +46,9 @@ FAKE_API XpuAggTable *fake_side_table;
 /* cuMemHostRegister: the registrations made, and those not undone yet */
 FAKE_API int fake_host_registers;
 FAKE_API int fake_host_registered;
+
+/* cuMemAlloc and cuMemAllocHost: the allocations made */
+FAKE_API int fake_allocs;
 
 enum
 {
@@ -105,12 +109,18 @@ FAKE_API CUresult cuMemAlloc_v2(CUdeviceptr *p, size_t n)
 
 	if (m == NULL)
 		return 2;
+	__atomic_add_fetch(&fake_allocs, 1, __ATOMIC_RELAXED);
 	memset(m, 0xA5, n);
 	*p = (CUdeviceptr) (uintptr_t) m;
 	return 0;
 }
 FAKE_API CUresult cuMemFree_v2(CUdeviceptr p) { free((void *) (uintptr_t) p); return 0; }
-FAKE_API CUresult cuMemAllocHost_v2(void **p, size_t n) { *p = calloc(1, n); return *p ? 0 : 2; }
+FAKE_API CUresult cuMemAllocHost_v2(void **p, size_t n)
+{
+	__atomic_add_fetch(&fake_allocs, 1, __ATOMIC_RELAXED);
+	*p = calloc(1, n);
+	return *p ? 0 : 2;
+}
 FAKE_API CUresult cuMemFreeHost(void *p) { free(p); return 0; }
 FAKE_API CUresult cuMemHostRegister_v2(void *p, size_t n, unsigned int flags)
 {

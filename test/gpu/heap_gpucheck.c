@@ -815,6 +815,7 @@ static const ServiceGpu *the_gpu;
 static XpuAggTable **fake_side;	/* fake_cuda.c's fake_side_table, in "fake" mode */
 static int *fake_registers;		/* its fake_host_registers and fake_host_registered */
 static int *fake_registered;
+static int *fake_allocs;		/* its fake_allocs */
 
 typedef struct CancelArg
 {
@@ -1146,6 +1147,38 @@ check_cancel(void)
 			   o.rc == XPU_OK ? "done (before the cancel)" : "canceled", o.secs, o.rc, o.msg);
 		xpu_agg_table_free(o.table);
 	}
+	ring_free(&r);
+}
+
+/*
+ * gpu_mem.c keeps a run's per-run device and pinned blocks for the next
+ * run on the device: the same run twice, the second asks the driver for
+ * fewer blocks than the first (the stand-in counts them), same answer
+ */
+static void
+check_kept_blocks(void)
+{
+	Gen			g = {30011, 37, 10, 5, 0};	/* sizes no other check makes */
+	Ring		r;
+	Outcome		o[2];
+	int			allocs[2];
+
+	ring_build(&r, &g, 48);
+	for (int i = 0; i < 2; i++)
+	{
+		int			before = *fake_allocs;
+
+		run_engine(ENG_GPU, &built[Q_BY_K], &r, -1, &o[i]);
+		allocs[i] = *fake_allocs - before;
+	}
+	tap_ok(o[0].rc == XPU_OK && o[1].rc == XPU_OK && allocs[1] < allocs[0] &&
+		   xpu_agg_table_ngroups(o[0].table) == xpu_agg_table_ngroups(o[1].table),
+		   "a second identical GPU run takes kept blocks: %d allocations, then %d "
+		   "(%d groups, then %d)", allocs[0], allocs[1],
+		   o[0].table ? (int) xpu_agg_table_ngroups(o[0].table) : -1,
+		   o[1].table ? (int) xpu_agg_table_ngroups(o[1].table) : -1);
+	for (int i = 0; i < 2; i++)
+		xpu_agg_table_free(o[i].table);
 	ring_free(&r);
 }
 
@@ -1854,6 +1887,8 @@ run_checks(int engine)
 	{
 		check_cancel();
 		check_units();
+		if (fake_allocs != NULL)
+			check_kept_blocks();
 	}
 }
 
@@ -1878,7 +1913,8 @@ main(int argc, char **argv)
 		if (gpu.n_devices == 0 || lib == NULL ||
 			(fake_side = dlsym(lib, "fake_side_table")) == NULL ||
 			(fake_registers = dlsym(lib, "fake_host_registers")) == NULL ||
-			(fake_registered = dlsym(lib, "fake_host_registered")) == NULL)
+			(fake_registered = dlsym(lib, "fake_host_registered")) == NULL ||
+			(fake_allocs = dlsym(lib, "fake_allocs")) == NULL)
 		{
 			printf("Bail out! \"fake\" needs fake_cuda.c's libcuda.so.1 on LD_LIBRARY_PATH\n");
 			return 1;
