@@ -37,6 +37,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "service/file_id.h"
 #include "service/file_map.h"
 
 /* mappings at once over all runs; a file past them is read with pread */
@@ -60,11 +61,7 @@ struct SvcFileMap
 	uint64_t	used;
 	int64_t		used_at;		/* CLOCK_MONOTONIC seconds of its last open */
 	char	   *path;
-	int64_t		dev,
-				ino,
-				size,
-				mtime_ns,
-				ctime_ns;
+	SvcFileId	id;
 };
 
 /*
@@ -212,12 +209,6 @@ svc_file_map_lost(const SvcFileMap *m)
 }
 
 static int64_t
-ns_of(const struct timespec *ts)
-{
-	return (int64_t) ts->tv_sec * 1000000000 + ts->tv_nsec;
-}
-
-static int64_t
 now_s(void)
 {
 	struct timespec ts;
@@ -242,9 +233,9 @@ map_drop(SvcFileMap *m)
 static bool
 kept_is(const SvcFileMap *k, const struct stat *st)
 {
-	return k->dev == (int64_t) st->st_dev && k->ino == (int64_t) st->st_ino &&
-		k->size == (int64_t) st->st_size && k->mtime_ns == ns_of(&st->st_mtim) &&
-		k->ctime_ns == ns_of(&st->st_ctim);
+	SvcFileId	id = svc_file_id_of(st);
+
+	return svc_file_id_equal(&k->id, &id);
 }
 
 /*
@@ -275,11 +266,7 @@ svc_file_map_open_kept(int fd, const struct stat *st, const char *path)
 	pthread_mutex_unlock(&kept_lock);
 	if (m != NULL || (m = svc_file_map_open(fd, (size_t) st->st_size)) == NULL)
 		return m;
-	m->dev = (int64_t) st->st_dev;
-	m->ino = (int64_t) st->st_ino;
-	m->size = (int64_t) st->st_size;
-	m->mtime_ns = ns_of(&st->st_mtim);
-	m->ctime_ns = ns_of(&st->st_ctim);
+	m->id = svc_file_id_of(st);
 	m->refs = 1;
 	m->used_at = now_s();
 	if ((m->path = strdup(path)) == NULL)

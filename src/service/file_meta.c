@@ -22,17 +22,14 @@
 #include <pthread.h>
 #include <string.h>
 
+#include "service/file_id.h"
 #include "service/file_meta.h"
 
 #define META_ENTRIES	16
 
 typedef struct MetaEntry
 {
-	int64_t		dev,
-				ino,
-				size,
-				mtime_ns,
-				ctime_ns;
+	SvcFileId	id;
 	ArrowFile  *file;			/* a copy that reads nothing; NULL: free */
 	uint64_t	used;			/* meta_clock when last found or added */
 	int			holds;			/* runs whose copies point into it */
@@ -43,23 +40,15 @@ static MetaEntry meta[META_ENTRIES];
 static uint64_t meta_clock;
 static const ArrowSource meta_no_source;	/* the kept files read nothing */
 
-static int64_t
-ns_of(const struct timespec *ts)
-{
-	return (int64_t) ts->tv_sec * 1000000000 + ts->tv_nsec;
-}
-
 static bool
-meta_is(const MetaEntry *e, const struct stat *st)
+meta_is(const MetaEntry *e, const SvcFileId *id)
 {
-	return e->file != NULL && e->dev == (int64_t) st->st_dev && e->ino == (int64_t) st->st_ino &&
-		e->size == (int64_t) st->st_size && e->mtime_ns == ns_of(&st->st_mtim) &&
-		e->ctime_ns == ns_of(&st->st_ctim);
+	return e->file != NULL && svc_file_id_equal(&e->id, id);
 }
 
 /* meta_keep: a copy of opened file `file` of identity st kept, if a slot is free or unheld */
 static void
-meta_keep(const ArrowFile *file, const struct stat *st)
+meta_keep(const ArrowFile *file, const SvcFileId *id)
 {
 	ArrowFile  *copy;
 	ArrowError	err;
@@ -74,7 +63,7 @@ meta_keep(const ArrowFile *file, const struct stat *st)
 	{
 		MetaEntry  *e = &meta[i];
 
-		if (meta_is(e, st))
+		if (meta_is(e, id))
 		{
 			victim = NULL;		/* another run kept it meanwhile */
 			break;
@@ -90,8 +79,7 @@ meta_keep(const ArrowFile *file, const struct stat *st)
 	{
 		ArrowFile  *old = victim->file;
 
-		*victim = (MetaEntry) {(int64_t) st->st_dev, (int64_t) st->st_ino, (int64_t) st->st_size,
-			ns_of(&st->st_mtim), ns_of(&st->st_ctim), copy, ++meta_clock, 0};
+		*victim = (MetaEntry) {*id, copy, ++meta_clock, 0};
 		copy = old;
 	}
 	pthread_mutex_unlock(&meta_lock);
@@ -105,13 +93,14 @@ svc_file_meta_open(int fd, const struct stat *st, const ArrowSource *src,
 				   const ArrowAllocator *alloc, ArrowFile **out, void **held, ArrowError *err)
 {
 	MetaEntry  *found = NULL;
+	SvcFileId	id = svc_file_id_of(st);
 	struct stat now;
 	int			rc;
 
 	*held = NULL;
 	pthread_mutex_lock(&meta_lock);
 	for (int i = 0; i < META_ENTRIES && found == NULL; i++)
-		if (meta_is(&meta[i], st))
+		if (meta_is(&meta[i], &id))
 		{
 			found = &meta[i];
 			found->holds++;
@@ -127,11 +116,13 @@ svc_file_meta_open(int fd, const struct stat *st, const ArrowSource *src,
 		return rc;
 	}
 	/* kept only when nothing wrote the file while it was read */
-	if ((rc = arrow_file_open_source(src, alloc, out, err)) == ARROW_OK &&
-		fstat(fd, &now) == 0 && (int64_t) now.st_dev == (int64_t) st->st_dev &&
-		now.st_ino == st->st_ino && now.st_size == st->st_size &&
-		ns_of(&now.st_mtim) == ns_of(&st->st_mtim) && ns_of(&now.st_ctim) == ns_of(&st->st_ctim))
-		meta_keep(*out, st);
+	if ((rc = arrow_file_open_source(src, alloc, out, err)) == ARROW_OK && fstat(fd, &now) == 0)
+	{
+		SvcFileId	after = svc_file_id_of(&now);
+
+		if (svc_file_id_equal(&after, &id))
+			meta_keep(*out, &id);
+	}
 	return rc;
 }
 

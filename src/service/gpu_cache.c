@@ -211,11 +211,7 @@ gpu_cache_file_id(int fd, GpuCacheFileId *id)
 	memset(id, 0, sizeof(*id));
 	if (fstat(fd, &st) != 0)
 		return false;
-	id->dev = (int64_t) st.st_dev;
-	id->ino = (int64_t) st.st_ino;
-	id->size = (int64_t) st.st_size;
-	id->mtime_ns = (int64_t) st.st_mtim.tv_sec * 1000000000 + st.st_mtim.tv_nsec;
-	id->ctime_ns = (int64_t) st.st_ctim.tv_sec * 1000000000 + st.st_ctim.tv_nsec;
+	*id = svc_file_id_of(&st);
 	return true;
 }
 

@@ -32,19 +32,13 @@
 #include <stdint.h>
 
 #include "service.h"
+#include "service/file_id.h"
 #include "xpu/cuda_driver.h"
 
 #define GPU_CACHE_ALIGN		64	/* the pieces' alignment inside an entry */
 
 /* a file's identity: which contents its buffers came from */
-typedef struct GpuCacheFileId
-{
-	int64_t		dev;
-	int64_t		ino;
-	int64_t		size;
-	int64_t		mtime_ns;
-	int64_t		ctime_ns;
-} GpuCacheFileId;
+typedef SvcFileId GpuCacheFileId;
 
 typedef struct GpuCacheEntry GpuCacheEntry;
 
