@@ -40,9 +40,11 @@ static struct
  * once its streams are idle (gagg_teardown: gagg_dev_keep, gagg_host_keep),
  * are kept for the next run on the same device, which takes one of the
  * same size instead of asking the driver (cuMemAlloc, cuMemFree, which
- * waits for the device, cuMemAllocHost, cuMemFreeHost): setting up a run
- * and ending it took 2-3.5 ms on each H200 of a two-GPU host, beside 7 ms
- * of batches (SSB Q1.1, warm; EXPLAIN ANALYZE's GPU lines).  At most
+ * waits for the device, cuMemAllocHost, cuMemFreeHost).  On each H200 of a
+ * two-GPU host (warm SSB queries, EXPLAIN ANALYZE's GPU lines) a run's
+ * setup took 3.0-4.3 ms and its end 1.6-2.8 ms beside 6.5-24 ms of
+ * batches; with the blocks kept (and the I/O threads started only for
+ * reads) 0.15-0.25 ms and 0.4-1.6 ms (bench/results/README.md).  At most
  * GAGG_KEPT blocks, and GAGG_KEPT_BYTES of device memory per device, the
  * device's oldest blocks giving way; an allocation that finds the device
  * full frees its kept blocks first.  Kept blocks are not counted in the
