@@ -41,10 +41,10 @@ static struct
  * are kept for the next run on the same device, which takes one of the
  * same size instead of asking the driver (cuMemAlloc, cuMemFree, which
  * waits for the device, cuMemAllocHost, cuMemFreeHost).  On each H200 of a
- * two-GPU host (warm SSB queries, EXPLAIN ANALYZE's GPU lines) a run's
- * setup took 3.0-4.3 ms and its end 1.6-2.8 ms beside 6.5-24 ms of
- * batches; with the blocks kept (and the I/O threads started only for
- * reads) 0.15-0.25 ms and 0.4-1.6 ms (bench/results/README.md).  At most
+ * two-GPU host (warm SSB queries, both GPUs in use, EXPLAIN ANALYZE's GPU
+ * lines) a run's setup took 2.3-4.3 ms and its end 1.5-2.9 ms beside
+ * 6.4-24 ms of batches; with the blocks kept (and the I/O threads started
+ * only for reads) 0.15-0.24 ms and 0.4-1.5 ms (bench/results/README.md).  At most
  * GAGG_KEPT blocks, and GAGG_KEPT_BYTES of device memory per device, the
  * device's oldest blocks giving way; an allocation that finds the device
  * full frees its kept blocks first.  Kept blocks are not counted in the
