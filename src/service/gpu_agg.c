@@ -975,30 +975,25 @@ gpu_agg_execute(const ServiceGpu *gpu, AggRun *run, const GpuAggOptions *opts,
 	GaggRun		g;
 	CUcontext	ctx;
 	XpuGaggTable th;
+	GaggClock	clock;
 	int			rc;
-	int64_t		t[4];
-	uint64_t	batches = run->batches,
-				rows = run->rows_in,
-				exec = run->exec_us;
 
 	memset(&g, 0, sizeof(g));
 	g.sink = sink;
 	g.sink_arg = sink_arg;
-	t[0] = svc_now_us(CLOCK_MONOTONIC);
+	gagg_clock_start(&clock, run);
 	if (gagg_begin(&g, gpu, run, opts->device, err, werr, msg, msglen) != 0)
 		return -1;
 	rc = gagg_setup(&g, gpu, g.dev, opts);
-	t[1] = svc_now_us(CLOCK_MONOTONIC);
+	gagg_clock_mark(&clock, 1);
 	if (rc == 0)
 		rc = gagg_run_batches(&g);
-	t[2] = svc_now_us(CLOCK_MONOTONIC);
+	gagg_clock_mark(&clock, 2);
 	if (rc == 0)
 		rc = gagg_table_drain(&g, &th);
 	gagg_teardown(&g);
 	gpu_drv.cuCtxPopCurrent(&ctx);
-	t[3] = svc_now_us(CLOCK_MONOTONIC);
-	gagg_device_work(run, g.dev, run->batches - batches, run->rows_in - rows,
-					 run->exec_us - exec, t);
+	gagg_clock_end(&clock, run, g.dev);
 	return rc;
 }
 
@@ -1024,23 +1019,40 @@ gagg_device_add(AggRun *run, const WarpDeviceWork *w)
 	GAGG_ADD(to->end_us, w->end_us);
 }
 
-/*
- * gagg_device_work: a run's share on device dev: its batches, rows and
- * kernel time, and the times t[0..3] of its start, setup, batches and end
- */
+/* gagg_clock_start: the start of a run's share (see GaggClock) */
 void
-gagg_device_work(AggRun *run, uint32_t dev, uint64_t batches, uint64_t rows,
-				 uint64_t exec_us, const int64_t *t)
+gagg_clock_start(GaggClock *c, const AggRun *run)
 {
-	WarpDeviceWork w = {
-		.device = dev, .batches = batches, .rows_in = rows, .exec_us = exec_us,
-		.setup_us = (uint64_t) (t[1] - t[0]), .run_us = (uint64_t) (t[2] - t[1]),
-		.end_us = (uint64_t) (t[3] - t[2])
-	};
-
-	gagg_device_add(run, &w);
+	c->t[0] = svc_now_us(CLOCK_MONOTONIC);
+	c->batches = run->batches;
+	c->rows = run->rows_in;
+	c->exec_us = run->exec_us;
 }
 
+/* gagg_clock_mark: the end of step 1 (setup) or 2 (batches) */
+void
+gagg_clock_mark(GaggClock *c, int step)
+{
+	c->t[step] = svc_now_us(CLOCK_MONOTONIC);
+}
+
+/*
+ * gagg_clock_end: the end of the run's share on device dev, added to the
+ * run's report of its GPUs with what its counters grew by meanwhile
+ */
+void
+gagg_clock_end(GaggClock *c, AggRun *run, uint32_t dev)
+{
+	WarpDeviceWork w;
+
+	c->t[3] = svc_now_us(CLOCK_MONOTONIC);
+	w = (WarpDeviceWork) {
+		.device = dev, .batches = run->batches - c->batches, .rows_in = run->rows_in - c->rows,
+		.exec_us = run->exec_us - c->exec_us, .setup_us = (uint64_t) (c->t[1] - c->t[0]),
+		.run_us = (uint64_t) (c->t[2] - c->t[1]), .end_us = (uint64_t) (c->t[3] - c->t[2])
+	};
+	gagg_device_add(run, &w);
+}
 
 /*
  * the sink of gpu_agg_run: a group's states into the run's CPU table, then

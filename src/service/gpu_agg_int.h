@@ -266,8 +266,22 @@ extern void gagg_teardown(GaggRun *g);
 extern int gagg_table_drain(GaggRun *g, XpuGaggTable *thp);
 extern int gagg_stream_wait(GaggRun *g, CUstream st);
 extern void gagg_device_add(AggRun *run, const WarpDeviceWork *w);
-extern void gagg_device_work(AggRun *run, uint32_t dev, uint64_t batches, uint64_t rows,
-							 uint64_t exec_us, const int64_t *t);
+
+/*
+ * a run's share on its device as it goes (gagg_clock_start, the marks of
+ * its setup's and its batches' ends, gagg_clock_end adds it to the run)
+ */
+typedef struct GaggClock
+{
+	int64_t		t[4];			/* start, setup done, batches done, end */
+	uint64_t	batches,		/* the run's counters at the start */
+				rows,
+				exec_us;
+} GaggClock;
+
+extern void gagg_clock_start(GaggClock *c, const AggRun *run);
+extern void gagg_clock_mark(GaggClock *c, int step);
+extern void gagg_clock_end(GaggClock *c, AggRun *run, uint32_t dev);
 
 /* in gpu_mem.c */
 extern int gagg_cuda(GaggRun *g, CUresult rc, const char *what);

@@ -1018,11 +1018,8 @@ gpu_heap_execute(const ServiceGpu *gpu, AggRun *run, GpuHeapSource *src,
 	GaggRun    *g = &gh.g;
 	CUcontext	ctx;
 	XpuGaggTable th;
+	GaggClock	clock;
 	int			rc;
-	int64_t		t[4];
-	uint64_t	batches = run->batches,
-				rows = run->rows_in,
-				exec = run->exec_us;
 
 	memset(&gh, 0, sizeof(gh));
 	gh.seg_fd = -1;
@@ -1030,7 +1027,7 @@ gpu_heap_execute(const ServiceGpu *gpu, AggRun *run, GpuHeapSource *src,
 	gh.scan = src->pass != NULL;
 	g->sink = sink;
 	g->sink_arg = sink_arg;
-	t[0] = svc_now_us(CLOCK_MONOTONIC);
+	gagg_clock_start(&clock, run);
 	if (gagg_begin(g, gpu, run, opts->device, err, werr, msg, msglen) != 0)
 		return -1;
 	rc = gheap_setup(&gh, gpu, g->dev, opts);
@@ -1042,10 +1039,10 @@ gpu_heap_execute(const ServiceGpu *gpu, AggRun *run, GpuHeapSource *src,
 	 */
 	if (rc == 0 && !gh.units)
 		gheap_register_ring(&gh);
-	t[1] = svc_now_us(CLOCK_MONOTONIC);
+	gagg_clock_mark(&clock, 1);
 	if (rc == 0)
 		rc = gheap_run_chunks(&gh);
-	t[2] = svc_now_us(CLOCK_MONOTONIC);
+	gagg_clock_mark(&clock, 2);
 	if (rc == 0 && !gh.scan)
 		rc = gagg_table_drain(g, &th);
 	gheap_unregister_ring(&gh);
@@ -1076,9 +1073,7 @@ gpu_heap_execute(const ServiceGpu *gpu, AggRun *run, GpuHeapSource *src,
 	if (gh.seg_fd >= 0)
 		close(gh.seg_fd);
 	gpu_drv.cuCtxPopCurrent(&ctx);
-	t[3] = svc_now_us(CLOCK_MONOTONIC);
-	gagg_device_work(run, g->dev, run->batches - batches, run->rows_in - rows,
-					 run->exec_us - exec, t);
+	gagg_clock_end(&clock, run, g->dev);
 	return rc;
 }
 
