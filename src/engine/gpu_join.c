@@ -646,10 +646,10 @@ gj_plan_with(PlannerInfo *root, RelOptInfo *input_rel, RelOptInfo *outer, const 
  * gj_plan_input: the joins of input_rel (the relation a grouping reads) as
  * the engine would run them, or NULL with *why saying why they stay in
  * PostgreSQL (NULL *why: input_rel is no join).  heap_ok(): may the outer
- * relation be a heap table (asked only of one the engine could read).  The outer relation is the largest one the
- * engine reads whose joins to the others the engine runs, by probes of
- * unique keys where one is (today's star plans), else with depths whose
- * probes meet every match.
+ * relation be a heap table (asked only of one the engine could read).  The
+ * outer relation is the largest one the engine reads whose joins to the
+ * others the engine runs, by probes of unique keys where one is (today's
+ * star plans), else with depths whose probes meet every match.
  */
 GjPlan *
 gj_plan_input(PlannerInfo *root, RelOptInfo *input_rel, bool (*heap_ok) (void), const char **why)

@@ -229,15 +229,6 @@ map_drop(SvcFileMap *m)
 	free(m);
 }
 
-/* is the file of stat st the one kept mapping k maps */
-static bool
-kept_is(const SvcFileMap *k, const struct stat *st)
-{
-	SvcFileId	id = svc_file_id_of(st);
-
-	return svc_file_id_equal(&k->id, &id);
-}
-
 /*
  * svc_file_map_open_kept: svc_file_map_open of the whole file open on fd,
  * whose identity is st, or the kept mapping of that identity (see
@@ -248,6 +239,7 @@ svc_file_map_open_kept(int fd, const struct stat *st, const char *path)
 {
 	SvcFileMap *m = NULL,
 			   *old = NULL;
+	SvcFileId	id = svc_file_id_of(st);
 	int			victim = -1;
 
 	pthread_mutex_lock(&kept_lock);
@@ -255,7 +247,7 @@ svc_file_map_open_kept(int fd, const struct stat *st, const char *path)
 	{
 		SvcFileMap *k = kept[i];
 
-		if (k != NULL && kept_is(k, st) && !svc_file_map_lost(k))
+		if (k != NULL && svc_file_id_equal(&k->id, &id) && !svc_file_map_lost(k))
 		{
 			m = k;
 			m->refs++;
@@ -266,7 +258,7 @@ svc_file_map_open_kept(int fd, const struct stat *st, const char *path)
 	pthread_mutex_unlock(&kept_lock);
 	if (m != NULL || (m = svc_file_map_open(fd, (size_t) st->st_size)) == NULL)
 		return m;
-	m->id = svc_file_id_of(st);
+	m->id = id;
 	m->refs = 1;
 	m->used_at = now_s();
 	if ((m->path = strdup(path)) == NULL)
@@ -343,14 +335,18 @@ svc_file_map_expire(void)
 	for (int i = 0; i < FILE_MAP_KEPT; i++)
 	{
 		struct stat st;
+		SvcFileId	id;
 		bool		gone;
 
 		if (paths[i] == NULL)
 			continue;
 		gone = stat(paths[i], &st) != 0;
+		if (!gone)
+			id = svc_file_id_of(&st);
 		pthread_mutex_lock(&kept_lock);
 		if (kept[i] != NULL && kept[i]->refs == 0 && strcmp(kept[i]->path, paths[i]) == 0 &&
-			(gone || !kept_is(kept[i], &st) || now - kept[i]->used_at >= FILE_MAP_IDLE))
+			(gone || !svc_file_id_equal(&kept[i]->id, &id) ||
+			 now - kept[i]->used_at >= FILE_MAP_IDLE))
 		{
 			drop[n++] = kept[i];
 			kept[i] = NULL;
