@@ -8,7 +8,7 @@
  *		once.  Every sketch must then hold what xpu_agg_gpu.h promises and
  *		the CPU engine holds: its distinct hashes while there are at most
  *		XPU_HLL_EXPLICIT_LIMIT(p) of them, else the registers of every hash
- *		(xpu_hll_update).  The GPU itself is checked by test/gpu/gpu_aggcheck.c.
+ *		(xpu_hll_update).  The GPU itself is checked by test/gpu/aggcheck_hll.c (gpu_aggcheck).
  */
 #include <pthread.h>
 #include <stdio.h>

@@ -6,7 +6,7 @@ Without a GPU (CI) the cache is never used, but the setting is still
 parsed, passed on the service's command line and checked by the service,
 and GpuPreAgg answers with it set must equal PostgreSQL's.  The tests that
 need the cache itself run only where the service has a GPU and skip with
-the reason otherwise; test/gpu/gpu_aggcheck.c checks the cache on the
+the reason otherwise; test/gpu/aggcheck_cache.c (gpu_aggcheck) checks the cache on the
 device (stale files, eviction, concurrent runs, out of memory).
 """
 import os
