@@ -971,6 +971,7 @@ typedef struct GjQueryTable
 	double		rows;
 	uint64		bytes;
 	double		build_ms;
+	bool		unique;			/* its keys are unique */
 	const char *name;			/* the node that built it */
 	const char *why;			/* join_id 0: why the engine cannot take it */
 } GjQueryTable;
@@ -1369,6 +1370,7 @@ gj_load(GjInner *g, int d, const XpuProgram *prog, const char **why)
 				g->join_id = found.join_id;
 				g->rows = (double) found.rows;
 				g->bytes = found.bytes;
+				g->unique = (found.flags & XPU_JOIN_UNIQUE) != 0;
 				g->from_cache = true;
 				INSTR_TIME_SET_CURRENT(end);
 				INSTR_TIME_SUBTRACT(end, start);
@@ -1438,6 +1440,7 @@ gj_load(GjInner *g, int d, const XpuProgram *prog, const char **why)
 
 		service_join_load(fd, len, kept_key, kept_version, &loaded);
 		g->join_id = loaded.join_id;
+		g->unique = (loaded.flags & XPU_JOIN_UNIQUE) != 0;
 	}
 	PG_FINALLY();
 	{
@@ -1501,6 +1504,7 @@ gj_exec_load(GjInner *inner, int n, const XpuProgram *prog, const char **why)
 			g->rows = t->rows;
 			g->bytes = t->bytes;
 			g->build_ms = t->build_ms;
+			g->unique = t->unique;
 			g->shared_with = t->name;
 			break;
 		}
@@ -1515,6 +1519,7 @@ gj_exec_load(GjInner *inner, int n, const XpuProgram *prog, const char **why)
 		t->rows = g->rows;
 		t->bytes = g->bytes;
 		t->build_ms = g->build_ms;
+		t->unique = g->unique;
 		t->name = g->name ? pstrdup(g->name) : "another node";
 		cache->tables = lappend(cache->tables, t);
 		MemoryContextSwitchTo(old);
@@ -1621,9 +1626,15 @@ gj_explain(GjInner *inner, int n, List *clauses, List *ctx, bool analyze, Explai
 							 inner[d].jointype != XPU_JOIN_INNER ? "then filter" : "join filter",
 							 deparse_expression((Node *) make_ands_explicit(others), ctx, true,
 												false));
-		/* a probe of every match: the keys may repeat, the rows expand */
+		/*
+		 * a probe of every match: the keys may repeat, the rows expand;
+		 * with ANALYZE, an inner table whose keys turned out unique has one
+		 * match a row at most (the CPU engine then runs the depth vectorised)
+		 */
 		if (inner[d].each)
 			appendStringInfoString(&s, ", every match");
+		if (analyze && inner[d].each && inner[d].join_id != 0 && inner[d].unique)
+			appendStringInfoString(&s, " (the keys are unique)");
 		if (analyze && inner[d].join_id != 0 && inner[d].shared_with != NULL)
 			appendStringInfo(&s, " (inner table shared with %s", inner[d].shared_with);
 		else if (analyze && inner[d].join_id != 0)

@@ -62,6 +62,7 @@ typedef struct GjInner
 	const char *shared_with;	/* the node that built the table, NULL: this one */
 	List	   *cache_item;		/* gj_cache_plan's, NIL: the table is not kept */
 	bool		from_cache;		/* the table an earlier query kept */
+	bool		unique;			/* its keys are unique (XPU_JOIN_UNIQUE) */
 	/* EXPLAIN ANALYZE: the rows into and out of the depth (gj_rows_show) */
 	bool		rows_counted;
 	uint64		rows_in;

@@ -379,8 +379,8 @@ task_stopping(AggTask *t)
 /*
  * run_slices: runs the program over the slices of l's batch that this
  * worker claims, until none is left or the run stops, into w->table (a
- * program whose rows expand, through xpu_cpu_exec_each: a slice's output
- * rows AGG_SLICE at a time)
+ * program whose rows expand over the run's tables, through
+ * xpu_cpu_exec_each: a slice's output rows AGG_SLICE at a time)
  */
 static void
 run_slices(AggWorker *w, AggLive *l)
@@ -411,7 +411,7 @@ run_slices(AggWorker *w, AggLive *l)
 		for (int k = 0; k < prog->n_cols; k++)
 			w->cols[k].offset = row0;
 		memset(&err, 0, sizeof(err));
-		if (xpu_program_expands(prog))
+		if (xpu_program_expands_over(prog, chunk.joins, chunk.n_joins))
 		{
 			XpuAggSink	as = {w->table, 0};
 			int			rc;

@@ -472,7 +472,7 @@ flush_slice(HeapWorker *w)
 		w->cols[j].data = w->hcols[j].data;
 		w->cols[j].offset = 0;
 	}
-	if (!h->scan && xpu_program_expands(h->prog))
+	if (!h->scan && xpu_program_expands_over(h->prog, chunk.joins, chunk.n_joins))
 	{
 		if (!flush_slice_each(w, &chunk))
 			return false;

@@ -273,6 +273,7 @@ svc_join_find(const void *owner, const WarpJoinFind *req, WarpJoinLoaded *res)
 		res->join_id = j->id;
 		res->bytes = j->len;
 		res->rows = j->table->n_rows;
+		res->flags = j->table->flags;
 	}
 	pthread_mutex_unlock(&store_lock);
 	if (j == NULL)
@@ -335,6 +336,7 @@ svc_join_load(const void *owner, int fd, const WarpJoinLoad *req, WarpJoinLoaded
 	res->join_id = j->id;
 	res->bytes = j->len;
 	res->rows = j->table->n_rows;
+	res->flags = j->table->flags;
 	return true;
 }
 

@@ -30,7 +30,7 @@
 
 #define PGWARP_SOCKET_NAME		"pg_warp.sock"
 #define PGWARP_PROTO_MAGIC		0x50524157u		/* "WARP" in memory */
-#define PGWARP_PROTO_VERSION	7
+#define PGWARP_PROTO_VERSION	8
 
 /* the largest payload either side accepts; longer messages are refused */
 #define PGWARP_MAX_PAYLOAD		(1024 * 1024)
@@ -823,8 +823,10 @@ typedef struct WarpJoinLoaded
 	uint64_t	join_id;		/* non-zero; JOIN_FIND: 0 for none */
 	uint64_t	bytes;			/* the table's bytes held by the service */
 	uint64_t	rows;			/* the table's inner rows */
+	uint32_t	flags;			/* the table's XpuJoinTable.flags (XPU_JOIN_UNIQUE) */
+	uint32_t	pad;
 } WarpJoinLoaded;
 
-WARP_STATIC_ASSERT(sizeof(WarpJoinLoaded) == 24, "WarpJoinLoaded layout");
+WARP_STATIC_ASSERT(sizeof(WarpJoinLoaded) == 32, "WarpJoinLoaded layout");
 
 #endif							/* XPU_PROTOCOL_H */

@@ -211,7 +211,7 @@ xpu_cpu_dict_outs(const XpuProgram *prog, const XpuChunk *chunk,
 		const XpuColumnData *cd = NULL;
 
 		if (!masked && in != NULL && in->op == XPU_OP_LOAD_COL && chunk->n_parts <= 1 &&
-			!xpu_program_expands(prog))
+			!xpu_program_expands_over(prog, chunk->joins, chunk->n_joins))
 			cd = chunk->cols + XPU_COLS(prog)[in->imm].col_index;
 		dict_cols[k] = cd != NULL && xpu_is_dict(cd) ? cd : NULL;
 		n += dict_cols[k] != NULL;
@@ -270,7 +270,7 @@ xpu_cpu_exec_skip(const XpuProgram *prog, const XpuChunk *chunk, XpuResult *res,
 
 	if (!cpu_chunk_ok(prog, chunk, res, err))
 		return err->code;
-	if (xpu_program_expands(prog))
+	if (xpu_program_expands_over(prog, chunk->joins, chunk->n_joins))
 	{
 		XPU_ERROR(err, XPU_ERR_INVALID_ARGUMENT,
 				  "a program whose rows expand runs with xpu_cpu_exec_each");
@@ -390,7 +390,10 @@ cpu_sink_end(XpuResult *res, int64_t filled, XpuError *err, XpuResultSink sink, 
  * and once at the end where it holds any, sink(arg, res, err) takes them
  * (rows whose mask is 0 are none).  A program that does not expand runs
  * as xpu_cpu_exec, vectorised, one chunk row an output row (res->nrows
- * must then be chunk->nrows); one that does runs through the per-row form,
+ * must then be chunk->nrows); so does one whose probes of every match are
+ * of tables of unique keys (xpu_program_expands_over) where res has room
+ * for chunk->nrows rows (sink takes a result of chunk->nrows rows, once);
+ * one that expands runs through the per-row form,
  * each outer row once per combination of its matches, in order.  Returns
  * 1, 0 on the program's error (err), -1 when sink returned 0 (sink said
  * why, through err or arg).
@@ -420,6 +423,17 @@ xpu_cpu_exec_each_counted(const XpuProgram *prog, const XpuChunk *chunk, XpuResu
 		if (xpu_cpu_exec_counted(prog, chunk, res, workspace, err, probes) != XPU_OK)
 			return 0;
 		return sink(arg, res, err) ? 1 : -1;
+	}
+	if (!xpu_program_expands_over(prog, chunk->joins, chunk->n_joins) &&
+		chunk->nrows <= res->nrows)
+	{
+		/* one output row a chunk row: res's room taken as chunk->nrows rows */
+		XpuResult	one = *res;
+
+		one.nrows = chunk->nrows;
+		if (xpu_cpu_exec_counted(prog, chunk, &one, workspace, err, probes) != XPU_OK)
+			return 0;
+		return sink(arg, &one, err) ? 1 : -1;
 	}
 	if (res->nrows <= 0)
 	{

@@ -408,6 +408,72 @@ dense_slots(const XpuJoinBuilder *b, uint32_t **slots, int64_t *min, uint64_t *r
 	return 1;
 }
 
+/* the length of the key bytes at off of t (of the form key_bytes_ok checks) */
+static uint64_t
+key_bytes_len(const XpuJoinTable *t, uint64_t off)
+{
+	const uint8_t *base = (const uint8_t *) t;
+	uint64_t	start = off;
+
+	for (int k = 0; k < t->n_keys; k++)
+	{
+		int			type = t->keys[k].type;
+		uint64_t	need = type == XPU_T_NUMERIC ? 16 : 8;
+
+		off++;					/* the leading 1 */
+		if (type == XPU_T_TEXT)
+		{
+			int32_t		len;
+
+			memcpy(&len, base + off, 4);
+			off += 4;
+			need = (uint64_t) len;
+		}
+		off += need;
+	}
+	return off - start;
+}
+
+/* do entries a and b of hash table t hold the same key */
+static int
+same_key(const XpuJoinTable *t, const XpuJoinEntry *a, const XpuJoinEntry *b)
+{
+	uint64_t	len;
+
+	if (a->tag != b->tag)
+		return 0;
+	if (t->inline_key)
+		return a->key_off == b->key_off;
+	len = key_bytes_len(t, a->key_off);
+	return len == key_bytes_len(t, b->key_off) &&
+		memcmp(XPU_JOIN_AT(t, a->key_off), XPU_JOIN_AT(t, b->key_off), (size_t) len) == 0;
+}
+
+/*
+ * keys_unique: does no key of hash table t appear twice (its entries and
+ * key bytes written, or checked by validate_hash); a bucket of more than
+ * UNIQUE_BUCKET_MAX entries counts as not (its pairs are not compared)
+ */
+#define UNIQUE_BUCKET_MAX	64
+
+static int
+keys_unique(const XpuJoinTable *t)
+{
+	const uint32_t *buckets = (const uint32_t *) XPU_JOIN_AT(t, t->buckets_off);
+	const XpuJoinEntry *ents = (const XpuJoinEntry *) XPU_JOIN_AT(t, t->entries_off);
+
+	for (uint32_t b = 0; b < t->n_buckets; b++)
+	{
+		if (buckets[b + 1] - buckets[b] > UNIQUE_BUCKET_MAX)
+			return 0;
+		for (uint32_t i = buckets[b]; i < buckets[b + 1]; i++)
+			for (uint32_t j = i + 1; j < buckets[b + 1]; j++)
+				if (same_key(t, &ents[i], &ents[j]))
+					return 0;
+	}
+	return 1;
+}
+
 /* the hash form's buckets and entries (sorted by bucket) and key bytes into t */
 static void
 write_hash(const XpuJoinBuilder *b, XpuJoinTable *t)
@@ -452,6 +518,8 @@ write_hash(const XpuJoinBuilder *b, XpuJoinTable *t)
 		ents[e].key_off = kpos;
 		kpos += k->key_len;
 	}
+	if (keys_unique(t))
+		t->flags |= XPU_JOIN_UNIQUE;
 }
 
 /* the payload columns and their texts into t (offsets set) */
@@ -506,6 +574,7 @@ xpu_join_builder_layout(XpuJoinBuilder *b, XpuError *err)
 	if (dense_slots(b, &b->slots, &h->dense_min, &h->dense_range))
 	{
 		h->form = XPU_JOIN_DENSE;
+		h->flags = XPU_JOIN_UNIQUE;		/* dense_slots refuses a repeated key */
 		h->slots_off = off;
 		off = ALIGN16(off + 4 * h->dense_range);
 	}
@@ -766,6 +835,8 @@ validate_hash(const XpuJoinTable *t, uint64_t len, XpuError *err)
 		if (ents[e].key_off < t->keys_off ||
 			ents[e].key_off >= kend || !key_bytes_ok(t, ents[e].key_off, kend))
 			return bad(err, "entry");
+	if ((t->flags & XPU_JOIN_UNIQUE) && !keys_unique(t))
+		return bad(err, "keys not unique");
 	return 1;
 }
 
@@ -818,6 +889,8 @@ xpu_join_table_validate(const XpuJoinTable *t, uint64_t len, XpuError *err)
 		return bad(err, "counts");
 	if (t->n_parts == 0 || t->n_parts > XPU_JOIN_MAX_PARTS || t->part >= t->n_parts)
 		return bad(err, "partition");
+	if (t->flags & ~(uint32_t) XPU_JOIN_UNIQUE)
+		return bad(err, "flags");
 	for (int k = 0; k < t->n_keys; k++)
 	{
 		const XpuJoinKeyDesc *d = &t->keys[k];

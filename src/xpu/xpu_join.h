@@ -37,6 +37,14 @@
  * each output row once, and each pass's RIGHT/FULL unmatched inner rows
  * are its own.  A table's rows are numbered in the order they were kept.
  *
+ * Unique keys.  A table whose keyed rows hold no key twice has
+ * XPU_JOIN_UNIQUE in flags (the builder finds out: a dense table always;
+ * validation refuses a table that claims it falsely).  A probe of every
+ * match (below) of such a table meets at most one match, as a probe of the
+ * first does: the CPU engine then runs the program vectorised
+ * (xpu_program_expands_over), where the planner could not prove the keys
+ * unique (no unique index on the inner side) but the rows are.
+ *
  * NULL never matches: an inner row with a NULL in any key column is not
  * put into the hash or dense form, but keeps its payload row and is listed
  * in null_rows[] (RIGHT/FULL OUTER emit it unmatched); an outer row with a
@@ -179,7 +187,7 @@ typedef struct XpuJoinTable
 	uint32_t	n_buckets;		/* hash: a power of 2 */
 	uint32_t	n_parts;		/* partitions of the inner side (0, 1: one) */
 	uint32_t	part;			/* the partition of this table */
-	uint32_t	pad2;
+	uint32_t	flags;			/* XPU_JOIN_UNIQUE */
 	int64_t		dense_min;		/* dense: the least key */
 	uint64_t	dense_range;	/* dense: slots (max - min + 1) */
 	uint64_t	buckets_off;
@@ -193,6 +201,9 @@ typedef struct XpuJoinTable
 	XpuJoinKeyDesc keys[XPU_JOIN_MAX_KEYS];
 	XpuJoinPayCol pay[XPU_JOIN_MAX_PAYLOAD];
 } XpuJoinTable;
+
+/* XpuJoinTable.flags: no key of the keyed rows appears twice */
+#define XPU_JOIN_UNIQUE			1
 
 #define XPU_JOIN_AT(t, off)		((const uint8_t *) (t) + (off))
 
@@ -1102,16 +1113,42 @@ xpu_program_marks(const XpuProgram *prog)
 	return -1;
 }
 
-/* does prog hold a probe of every match (its rows may expand: xpu_cpu_exec_each) */
+/*
+ * may a probe of every match, ins, of one of tables joins[0 .. n_joins - 1]
+ * (NULL: none known) meet more than one match, or must it run in the per-row
+ * form for another reason (it marks inner rows, its table is missing)
+ */
 XPU_HOST_DEVICE int
-xpu_program_expands(const XpuProgram *prog)
+xpu_join_probe_expands(const XpuInstr *ins, const XpuJoinTable *const *joins, int n_joins)
+{
+	int			depth = XPU_JOIN_IMM_DEPTH(ins->imm);
+
+	return (ins->imm & XPU_JOIN_PROBE_MARK) || joins == 0 || depth >= n_joins ||
+		joins[depth] == 0 || !(joins[depth]->flags & XPU_JOIN_UNIQUE);
+}
+
+/*
+ * does prog hold a probe of every match whose rows may expand over tables
+ * joins[0 .. n_joins - 1] (NULL: whatever the tables; xpu_cpu_exec_each
+ * then runs it per row)
+ */
+XPU_HOST_DEVICE int
+xpu_program_expands_over(const XpuProgram *prog, const XpuJoinTable *const *joins, int n_joins)
 {
 	const XpuInstr *ins = XPU_INSTRS(prog);
 
 	for (int pc = prog->stage_start[XPU_STAGE_JOIN]; pc < prog->stage_start[XPU_STAGE_JOIN + 1]; pc++)
-		if (ins[pc].op == XPU_OP_JOIN_PROBE && (ins[pc].imm & XPU_JOIN_PROBE_EACH))
+		if (ins[pc].op == XPU_OP_JOIN_PROBE && (ins[pc].imm & XPU_JOIN_PROBE_EACH) &&
+			xpu_join_probe_expands(&ins[pc], joins, n_joins))
 			return 1;
 	return 0;
+}
+
+/* does prog hold a probe of every match (its rows may expand: xpu_cpu_exec_each) */
+XPU_HOST_DEVICE int
+xpu_program_expands(const XpuProgram *prog)
+{
+	return xpu_program_expands_over(prog, 0, 0);
 }
 
 /* ---------------------------------------------------------------- host: building */

@@ -596,7 +596,9 @@ xpu_tile_probe_word(const XpuJoinTable *tab, int word_form, const XpuInstr *in, 
  * xpu_tile_probe: JOIN_PROBE over the selected rows, their loads
  * overlapped (xpu_tile_probe_word, else xpu_join_first_batch); 0 (nothing
  * done) where the tile has no cursors or the instruction does not fit the
- * table, which the step body then refuses row by row
+ * table, which the step body then refuses row by row.  A probe of every
+ * match is one of the first where its table's keys are unique (it meets
+ * no second match).
  */
 static inline int
 xpu_tile_probe(const XpuInstr *in, XpuTile *t, const uint16_t *sel, int nsel, int nrows)
@@ -614,7 +616,7 @@ xpu_tile_probe(const XpuInstr *in, XpuTile *t, const uint16_t *sel, int nsel, in
 	int			i, k;
 
 	if (t->curs == NULL || depth >= t->n_joins || t->joins[depth] == NULL ||
-		(in->imm & XPU_JOIN_PROBE_EACH))
+		((in->imm & XPU_JOIN_PROBE_EACH) && xpu_join_probe_expands(in, t->joins, t->n_joins)))
 		return 0;
 	tab = t->joins[depth];
 	if (XPU_JOIN_IMM_ARG(in->imm) != tab->n_keys)

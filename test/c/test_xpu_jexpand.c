@@ -10,7 +10,9 @@
  *		(hoisted constants, xpu_row_each_first / xpu_row_each_next), each
  *		against the nested-loop oracle, output rows in order; the
  *		validator's checks of such programs, the disassembly, and the
- *		refusals of the runs that cannot expand rows.
+ *		refusals of the runs that cannot expand rows; tables of unique keys
+ *		(XPU_JOIN_UNIQUE: found by the builder, checked by validation),
+ *		whose probes of every match run vectorised.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -393,10 +395,147 @@ test_refusals(void)
 	free(t);
 }
 
+/* ---------------------------------------------------------------- unique keys */
+
+/* a table of text keys keys[n] (payload: none) */
+static XpuJoinTable *
+text_table(const char *const *keys, int n)
+{
+	XpuJoinSpec sp;
+	XpuValue	kv[8];
+	uint8_t		kn[8] = {0};
+	XpuError	err = {0};
+	XpuJoinBuilder *b;
+	XpuJoinTable *t = NULL;
+
+	memset(&sp, 0, sizeof(sp));
+	sp.n_keys = 1;
+	sp.keys[0].type = sp.keys[0].probe_type = XPU_T_TEXT;
+	for (int i = 0; i < n; i++)
+	{
+		kv[i].t.p = keys[i];
+		kv[i].t.len = (int32_t) strlen(keys[i]);
+	}
+	if ((b = xpu_join_builder_create(&sp, &err)) != NULL &&
+		xpu_join_builder_add(b, n, kv, kn, NULL, NULL, &err))
+		t = xpu_join_builder_finish(b, &err);
+	xpu_join_builder_free(b);
+	return t;
+}
+
+/* does validation refuse t with flags f, saying what */
+static int
+refused_with_flags(const XpuJoinTable *t, uint32_t f, const char *what)
+{
+	XpuJoinTable *c = (XpuJoinTable *) aligned_alloc(16, t->total_len);
+	XpuError	err = {0};
+	int			ok;
+
+	memcpy(c, t, t->total_len);
+	c->flags = f;
+	ok = !xpu_join_table_validate(c, c->total_len, &err) && strstr(err.message, what) != NULL;
+	if (!ok)
+		tap_diag("validation: code %d (%s)", err.code, err.message);
+	free(c);
+	return ok;
+}
+
+/*
+ * the builder finds unique keys (dense: always; hash, inline or text keys:
+ * no key twice), validation refuses a false claim, and a probe of every
+ * match of a table of unique keys runs vectorised with the rows, and the
+ * counts, of the per-row form
+ */
+static void
+test_unique(void)
+{
+	static const int64_t dense[3] = {5, 6, 7}, spread[3] = {5, 1000, 70000},
+				twice[4] = {5, 70000, 6, 5};
+	static const char *const texts[3] = {"air", "rail", "a key longer than sixteen bytes"},
+			   *const texts2[4] = {"air", "a key longer than sixteen bytes", "rail",
+								   "a key longer than sixteen bytes"};
+	XpuJoinTable *td = int_table(dense, 3), *th = int_table(spread, 3),
+			   *tt = int_table(twice, 4), *sx = text_table(texts, 3),
+			   *sx2 = text_table(texts2, 4);
+	XpuProgram *p = each_program(0);
+	int32_t		kcol[4] = {5, 6, 70000, 1000};
+	uint8_t		valid = 0x0f;
+	XpuColumnData cd;
+	XpuChunk	chunk;
+	const XpuJoinTable *tabs[1];
+	XpuError	err = {0};
+
+	if (!tap_ok(td && th && tt && sx && sx2 && p, "unique keys: tables and program build"))
+		return;
+	tap_ok(td->form == XPU_JOIN_DENSE && td->flags == XPU_JOIN_UNIQUE, "a dense table is unique");
+	tap_ok(th->form == XPU_JOIN_HASH && th->inline_key && th->flags == XPU_JOIN_UNIQUE,
+		   "a hash table of spread unique int4 keys is unique");
+	tap_ok(tt->form == XPU_JOIN_HASH && tt->flags == 0, "... with a key twice it is not");
+	tap_ok(!sx->inline_key && sx->flags == XPU_JOIN_UNIQUE, "a table of unique text keys is unique");
+	tap_ok(!sx2->inline_key && sx2->flags == 0, "... with a long text key twice it is not");
+	tap_ok(xpu_join_table_validate(th, th->total_len, &err) &&
+		   xpu_join_table_validate(sx, sx->total_len, &err),
+		   "validation takes the builder's unique tables");
+	tap_ok(refused_with_flags(tt, XPU_JOIN_UNIQUE, "keys not unique") &&
+		   refused_with_flags(sx2, XPU_JOIN_UNIQUE, "keys not unique"),
+		   "validation refuses a table of repeated keys that claims to be unique");
+	tap_ok(refused_with_flags(th, XPU_JOIN_UNIQUE | 2, "flags"), "validation refuses unknown flags");
+
+	/* outer keys 5, 6, 70000, 1000: matches, none, matches, matches */
+	memset(&cd, 0, sizeof(cd));
+	cd.validity = &valid;
+	cd.values = kcol;
+	memset(&chunk, 0, sizeof(chunk));
+	chunk.nrows = 4;
+	chunk.ncols = 1;
+	chunk.cols = &cd;
+	chunk.joins = tabs;
+	chunk.n_joins = 1;
+	tabs[0] = tt;
+	tap_ok(xpu_program_expands_over(p, tabs, 1), "the probe expands over repeated keys");
+	tabs[0] = th;
+	tap_ok(xpu_program_expands(p) && !xpu_program_expands_over(p, tabs, 1),
+		   "... not over unique keys");
+	{
+		XpuValue	vals[4];
+		uint8_t		nulls[4], mask[4];
+		XpuResult	res = {4, mask, vals, nulls};
+		void	   *ws = aligned_alloc(16, (xpu_cpu_workspace_size(p) + 15) & ~(size_t) 15);
+		uint64_t	probes[XPU_JOIN_COUNT_DEPTHS] = {0}, probes1[XPU_JOIN_COUNT_DEPTHS] = {0};
+		JxRows		got = {0};
+		Collect		cl = {&got, 1};
+		int			rc;
+
+		memset(&err, 0, sizeof(err));
+		rc = xpu_cpu_exec_counted(p, &chunk, &res, ws, &err, probes);
+		tap_ok(rc == XPU_OK && mask[0] && !mask[1] && mask[2] && mask[3] &&
+			   vals[0].i == 5 && vals[2].i == 70000 && vals[3].i == 1000 && probes[0] == 4,
+			   "xpu_cpu_exec runs it vectorised: rows 0, 2, 3 with their payloads (%s)",
+			   err.message);
+		/* the per-row form (room for one row at a time) gives the same rows and counts */
+		res.nrows = 1;
+		memset(&err, 0, sizeof(err));
+		rc = xpu_cpu_exec_each_counted(p, &chunk, &res, ws, &err, collect, &cl, probes1);
+		tap_ok(rc == 1 && got.n == 3 && got.r[0].v[0] == 5 && got.r[1].v[0] == 70000 &&
+			   got.r[2].v[0] == 1000 && probes1[0] == probes[0],
+			   "xpu_cpu_exec_each per row: the same 3 rows and probe count (%lld rows)",
+			   (long long) got.n);
+		free(got.r);
+		free(ws);
+	}
+	free(p);
+	free(td);
+	free(th);
+	free(tt);
+	free(sx);
+	free(sx2);
+}
+
 int
 main(void)
 {
 	test_cases();
 	test_refusals();
+	test_unique();
 	return tap_done();
 }

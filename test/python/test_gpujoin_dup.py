@@ -13,6 +13,12 @@ run joined the expected depths, EXPLAIN saying "every match" for the depths
 of repeating keys) and off; the rows, or the error, must be equal.  A join
 that PostgreSQL estimates to multiply the outer rows more than 100 times
 stays in PostgreSQL, and EXPLAIN (VERBOSE) says why.
+
+A relation without a unique index whose keys are unique all the same
+(their table is built XPU_JOIN_UNIQUE) still probes every match, and
+EXPLAIN ANALYZE says "(the keys are unique)"; the CPU engine then runs the
+depth vectorised.  A duplicate key inserted later makes the next query's
+table an expanding one again.
 """
 import decimal
 import os
@@ -84,11 +90,19 @@ INSERT INTO gd.cdup VALUES (NULL, 1, 0), (1, NULL, 0);
 -- a dimension with a primary key, for plans that mix both kinds of depths
 CREATE TABLE gd.uniq (k int4 PRIMARY KEY, name text);
 INSERT INTO gd.uniq SELECT i, 'N' || (i % 5) FROM generate_series(1, 65) i;
+-- unique keys without an index: int4 keys spread too wide for the dense form
+-- (1000, 2000, .. 60000), unique texts ('nope' and 'MAIL' without a row); NULL keys
+CREATE TABLE gd.nokey (k int4, name text, x int4);
+INSERT INTO gd.nokey SELECT i * 1000, 'K' || (i % 4), i FROM generate_series(1, 60) i;
+INSERT INTO gd.nokey VALUES (NULL, 'nullkey', 0), (NULL, 'nullkey', 1);
+CREATE TABLE gd.tnokey (t text, tag text);
+INSERT INTO gd.tnokey VALUES ('AIR', 'a'), ('SHIP', 's'), ('é', 'e'), ('', 'empty'),
+  ('TRUCK', 't'), (NULL, 'nullkey');
 -- 300 copies of each of the fact's k2 values: the join multiplies the fact's rows 300
 -- times (and the fact's 1000 rows a k2 value would multiply its rows 1000 times)
 CREATE TABLE gd.wide (k2 int4, z int4);
 INSERT INTO gd.wide SELECT k, c FROM generate_series(1, 4) k, generate_series(1, 300) c;
-ANALYZE gd.dup, gd.tdup, gd.ndup, gd.cdup, gd.uniq, gd.wide;
+ANALYZE gd.dup, gd.tdup, gd.ndup, gd.cdup, gd.uniq, gd.wide, gd.nokey, gd.tnokey;
 """
 
 
@@ -113,17 +127,19 @@ def tables():
 def joined(sql, depths, each, settings=(), fact="fact"):
     """sql (with {f} the fact table) answers as PostgreSQL does, in a
     GpuPreAgg whose engine run joined `depths` inner relations, `each` of
-    them probing every match."""
+    them probing every match; returns EXPLAIN ANALYZE's Join Depth lines
+    (None where both sides fail with the same error)."""
     sql = sql.replace("{f}", "gd." + fact)
     DB.same_answer(sql, NODE, settings=settings, rel_tol=1e-9)
     if DB.result(sql, tuple(ON) + tuple(settings))[0] == "error":
-        return
+        return None
     top = DB.engine_ran(sql, NODE, tuple(ON) + tuple(settings))
     nodes = find_nodes(top, NODE)
     got = [v for k, v in nodes[0].items() if k.startswith("Join Depth")]
     assert len(got) == depths, (sql, show(top))
     assert len([v for v in got if "every match" in v]) == each, (sql, show(top))
     assert "inner rows" in nodes[0]["Join Depth 1"], show(top)
+    return got
 
 
 DUP = [
@@ -225,3 +241,45 @@ def test_dup_semi_stays_first_match():
     """EXISTS over repeating keys: a semi join, each outer row once."""
     joined("SELECT f.k2, count(*), sum(f.v) FROM {f} f WHERE EXISTS "
            "(SELECT 1 FROM gd.dup d WHERE d.k = f.k) GROUP BY f.k2", 1, 0)
+
+
+UNIQUE_NO_INDEX = [
+    # int4 keys of the hash form, an expression of the outer key; NULL keys both sides
+    "SELECT n.name, count(*), sum(f.v), sum(n.x) FROM {f} f JOIN gd.nokey n "
+    "ON f.k * 1000 = n.k GROUP BY n.name",
+    # LEFT: the rows without a match (k > 60, NULL) once each, under NULL
+    "SELECT n.name, count(*), count(n.x), sum(f.v) FROM {f} f LEFT JOIN gd.nokey n "
+    "ON f.k * 1000 = n.k GROUP BY n.name",
+    # text keys, with a join qual beyond them
+    "SELECT t.tag, count(*), avg(f.amt) FROM {f} f JOIN gd.tnokey t ON f.t = t.t "
+    "AND f.k2 > 1 GROUP BY t.tag",
+    # two such depths
+    "SELECT t.tag, n.name, count(*), sum(f.v) FROM {f} f JOIN gd.tnokey t ON f.t = t.t "
+    "LEFT JOIN gd.nokey n ON f.k * 1000 = n.k GROUP BY t.tag, n.name",
+]
+
+
+@pytest.mark.parametrize("fact", ["fact", "hfact"])
+@pytest.mark.parametrize("sql", UNIQUE_NO_INDEX)
+def test_unique_keys_without_an_index(sql, fact):
+    """No unique index, unique rows: every match is probed, and the built
+    table says its keys are unique (the CPU engine's vectorised run)."""
+    depths = 2 if sql.count("JOIN") == 2 else 1
+    got = joined(sql, depths, depths, settings=HEAP if fact == "hfact" else (), fact=fact)
+    assert all("every match (the keys are unique)" in v for v in got), got
+
+
+def test_unique_claim_follows_the_rows():
+    """A duplicate key inserted after a query kept the table: the next
+    query's table is not unique, and the answer is still PostgreSQL's."""
+    pg_psql("CREATE TABLE gd.nokey2 AS SELECT * FROM gd.nokey; ANALYZE gd.nokey2")
+    sql = ("SELECT n.name, count(*), sum(n.x) FROM {f} f JOIN gd.nokey2 n ON f.k * 1000 = n.k "
+           "GROUP BY n.name")
+    try:
+        got = joined(sql, 1, 1)
+        assert "(the keys are unique)" in got[0], got
+        pg_psql("INSERT INTO gd.nokey2 VALUES (5000, 'again', 99)")
+        got = joined(sql, 1, 1)
+        assert "every match" in got[0] and "(the keys are unique)" not in got[0], got
+    finally:
+        pg_psql("DROP TABLE gd.nokey2")
