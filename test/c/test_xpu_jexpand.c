@@ -292,16 +292,28 @@ each_program(int bad)
 	return prog;
 }
 
+/* the table of spec sp over the n rows of keys kv and payload pv (n <= 16; none NULL) */
+static XpuJoinTable *
+built(const XpuJoinSpec *sp, int n, const XpuValue *kv, const XpuValue *pv)
+{
+	uint8_t		kn[16] = {0}, pn[16] = {0};
+	XpuError	err = {0};
+	XpuJoinBuilder *b;
+	XpuJoinTable *t = NULL;
+
+	if ((b = xpu_join_builder_create(sp, &err)) != NULL &&
+		xpu_join_builder_add(b, n, kv, kn, pv, sp->n_pay > 0 ? pn : NULL, &err))
+		t = xpu_join_builder_finish(b, &err);
+	xpu_join_builder_free(b);
+	return t;
+}
+
 /* a table of int4 keys keys[n] (payload: the key) */
 static XpuJoinTable *
 int_table(const int64_t *keys, int n)
 {
 	XpuJoinSpec sp;
 	XpuValue	kv[16], pv[16];
-	uint8_t		kn[16] = {0}, pn[16] = {0};
-	XpuError	err = {0};
-	XpuJoinBuilder *b;
-	XpuJoinTable *t = NULL;
 
 	memset(&sp, 0, sizeof(sp));
 	sp.n_keys = 1;
@@ -310,11 +322,23 @@ int_table(const int64_t *keys, int n)
 	sp.pay_types[0] = XPU_T_INT4;
 	for (int i = 0; i < n; i++)
 		kv[i].i = pv[i].i = keys[i];
-	if ((b = xpu_join_builder_create(&sp, &err)) != NULL &&
-		xpu_join_builder_add(b, n, kv, kn, pv, pn, &err))
-		t = xpu_join_builder_finish(b, &err);
-	xpu_join_builder_free(b);
-	return t;
+	return built(&sp, n, kv, pv);
+}
+
+/* chunk of n rows of one int4 column (values kcol, validity bits valid) over one table tabs[0] */
+static void
+key_chunk(XpuColumnData *cd, XpuChunk *chunk, int32_t *kcol, uint8_t *valid, int n,
+		  const XpuJoinTable **tabs)
+{
+	memset(cd, 0, sizeof(*cd));
+	cd->validity = valid;
+	cd->values = kcol;
+	memset(chunk, 0, sizeof(*chunk));
+	chunk->nrows = n;
+	chunk->ncols = 1;
+	chunk->cols = cd;
+	chunk->joins = tabs;
+	chunk->n_joins = 1;
 }
 
 static void
@@ -350,15 +374,7 @@ test_refusals(void)
 	tap_ok(xpu_program_expands(p), "xpu_program_expands");
 
 	/* three outer rows (keys 5, 6, 7): 3 + 1 + 0 output rows */
-	memset(&cd, 0, sizeof(cd));
-	cd.validity = &valid;
-	cd.values = kcol;
-	memset(&chunk, 0, sizeof(chunk));
-	chunk.nrows = 3;
-	chunk.ncols = 1;
-	chunk.cols = &cd;
-	chunk.joins = tabs;
-	chunk.n_joins = 1;
+	key_chunk(&cd, &chunk, kcol, &valid, 3, tabs);
 	{
 		XpuResult	res;
 		XpuValue	vals[8];
@@ -402,11 +418,7 @@ static XpuJoinTable *
 text_table(const char *const *keys, int n)
 {
 	XpuJoinSpec sp;
-	XpuValue	kv[8];
-	uint8_t		kn[8] = {0};
-	XpuError	err = {0};
-	XpuJoinBuilder *b;
-	XpuJoinTable *t = NULL;
+	XpuValue	kv[16];
 
 	memset(&sp, 0, sizeof(sp));
 	sp.n_keys = 1;
@@ -416,11 +428,7 @@ text_table(const char *const *keys, int n)
 		kv[i].t.p = keys[i];
 		kv[i].t.len = (int32_t) strlen(keys[i]);
 	}
-	if ((b = xpu_join_builder_create(&sp, &err)) != NULL &&
-		xpu_join_builder_add(b, n, kv, kn, NULL, NULL, &err))
-		t = xpu_join_builder_finish(b, &err);
-	xpu_join_builder_free(b);
-	return t;
+	return built(&sp, n, kv, NULL);
 }
 
 /* does validation refuse t with flags f, saying what */
@@ -482,15 +490,7 @@ test_unique(void)
 	tap_ok(refused_with_flags(th, XPU_JOIN_UNIQUE | 2, "flags"), "validation refuses unknown flags");
 
 	/* outer keys 5, 6, 70000, 1000: matches, none, matches, matches */
-	memset(&cd, 0, sizeof(cd));
-	cd.validity = &valid;
-	cd.values = kcol;
-	memset(&chunk, 0, sizeof(chunk));
-	chunk.nrows = 4;
-	chunk.ncols = 1;
-	chunk.cols = &cd;
-	chunk.joins = tabs;
-	chunk.n_joins = 1;
+	key_chunk(&cd, &chunk, kcol, &valid, 4, tabs);
 	tabs[0] = tt;
 	tap_ok(xpu_program_expands_over(p, tabs, 1), "the probe expands over repeated keys");
 	tabs[0] = th;
