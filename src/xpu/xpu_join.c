@@ -384,7 +384,8 @@ dense_slots(const XpuJoinBuilder *b, uint32_t **slots, int64_t *min, uint64_t *r
 		hi = v > hi ? v : hi;
 	}
 	/* unsigned: hi - lo may pass INT64_MAX */
-	if ((uint64_t) hi - (uint64_t) lo >= 2 * n)
+	if ((uint64_t) hi - (uint64_t) lo == UINT64_MAX ||
+		!xpu_join_dense_fits((uint64_t) hi - (uint64_t) lo + 1, n))
 		return 0;
 	*range = (uint64_t) hi - (uint64_t) lo + 1;
 	if ((s = (uint32_t *) calloc((size_t) *range, 4)) == NULL)
@@ -913,7 +914,7 @@ xpu_join_table_validate(const XpuJoinTable *t, uint64_t len, XpuError *err)
 
 		if (t->n_keys != 1 || !xpu_agg_intlike(t->keys[0].type) ||
 			!xpu_agg_intlike(t->keys[0].probe_type) || t->dense_range == 0 ||
-			t->dense_range > 2 * (uint64_t) t->n_keyed ||
+			!xpu_join_dense_fits(t->dense_range, t->n_keyed) ||
 			!in_bounds(t->slots_off, 4 * t->dense_range, len))
 			return bad(err, "dense slots");
 		slots = (const uint32_t *) XPU_JOIN_AT(t, t->slots_off);

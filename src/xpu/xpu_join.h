@@ -82,14 +82,18 @@
  *
  * The dense form is chosen (form XPU_JOIN_AUTO) for one key column of an
  * integer-like type (integers, bool, date, time, timestamp[tz]) whose keys
- * are unique and span a range of at most twice the number of keyed rows
- * (max - min + 1 <= 2 * n_keyed): its 4 bytes a slot then take at most 8
- * bytes a row, against the hash form's 4 to 8 (buckets) + 16 (entry); a
- * probe is one subtraction, one compare and one load, against the hash
- * form's hash, bucket, entries (and key bytes where the key is not in the
- * entry).  Dimension primary keys (SSB's d_datekey, c_custkey) are of this
- * kind.  A partitioned table (above) is dense only where its own rows
- * follow the rule.
+ * are unique and span a range of at most XPU_JOIN_DENSE_RATIO times the
+ * number of keyed rows, or of at most XPU_JOIN_DENSE_SMALL slots
+ * (xpu_join_dense_fits): its 4 bytes a slot then take at most 32 bytes a
+ * row (or 64 kB in all), against the hash form's 4 to 8 (buckets) + 16
+ * (entry); a probe is one subtraction, one compare and one load, against
+ * the hash form's hash, bucket, entries (and key bytes where the key is
+ * not in the entry), with a branch on whether the walk found the key.
+ * Dimension primary keys (SSB's c_custkey) are of this kind, and so are
+ * most of them filtered (c_region = 'ASIA': a fifth of the customers over
+ * the range of them all; d_year = 1993: 365 days over 1,130 key values).
+ * A partitioned table (above) is dense only where its own rows follow the
+ * rule.
  *
  * On the CPU, xpu_join_first_batch probes a tile's rows with their loads
  * overlapped (a table larger than the caches costs a few misses a probe,
@@ -204,6 +208,18 @@ typedef struct XpuJoinTable
 
 /* XpuJoinTable.flags: no key of the keyed rows appears twice */
 #define XPU_JOIN_UNIQUE			1
+
+/* the dense form's limits (see above) */
+#define XPU_JOIN_DENSE_RATIO	8
+#define XPU_JOIN_DENSE_SMALL	16384
+
+/* may keys of a range of range values, n_keyed of them, take the dense form */
+static inline int
+xpu_join_dense_fits(uint64_t range, uint64_t n_keyed)
+{
+	return range > 0 &&
+		(range <= XPU_JOIN_DENSE_SMALL || (range - 1) / XPU_JOIN_DENSE_RATIO < n_keyed);
+}
 
 #define XPU_JOIN_AT(t, off)		((const uint8_t *) (t) + (off))
 
