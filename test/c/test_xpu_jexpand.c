@@ -457,7 +457,7 @@ refused_with_flags(const XpuJoinTable *t, uint32_t f, const char *what)
 static void
 test_unique(void)
 {
-	static const int64_t dense[3] = {5, 6, 7}, spread[3] = {5, 1000, 70000},
+	static const int64_t dense[3] = {5, 6, 7}, spread[3] = {5, 1000, 700000},
 				twice[4] = {5, 70000, 6, 5};
 	static const char *const texts[3] = {"air", "rail", "a key longer than sixteen bytes"},
 			   *const texts2[4] = {"air", "a key longer than sixteen bytes", "rail",
@@ -466,7 +466,7 @@ test_unique(void)
 			   *tt = int_table(twice, 4), *sx = text_table(texts, 3),
 			   *sx2 = text_table(texts2, 4);
 	XpuProgram *p = each_program(0);
-	int32_t		kcol[4] = {5, 6, 70000, 1000};
+	int32_t		kcol[4] = {5, 6, 700000, 1000};
 	uint8_t		valid = 0x0f;
 	XpuColumnData cd;
 	XpuChunk	chunk;
@@ -489,7 +489,7 @@ test_unique(void)
 		   "validation refuses a table of repeated keys that claims to be unique");
 	tap_ok(refused_with_flags(th, XPU_JOIN_UNIQUE | 2, "flags"), "validation refuses unknown flags");
 
-	/* outer keys 5, 6, 70000, 1000: matches, none, matches, matches */
+	/* outer keys 5, 6, 700000, 1000: matches, none, matches, matches */
 	key_chunk(&cd, &chunk, kcol, &valid, 4, tabs);
 	tabs[0] = tt;
 	tap_ok(xpu_program_expands_over(p, tabs, 1), "the probe expands over repeated keys");
@@ -509,14 +509,14 @@ test_unique(void)
 		memset(&err, 0, sizeof(err));
 		rc = xpu_cpu_exec_counted(p, &chunk, &res, ws, &err, probes);
 		tap_ok(rc == XPU_OK && mask[0] && !mask[1] && mask[2] && mask[3] &&
-			   vals[0].i == 5 && vals[2].i == 70000 && vals[3].i == 1000 && probes[0] == 4,
+			   vals[0].i == 5 && vals[2].i == 700000 && vals[3].i == 1000 && probes[0] == 4,
 			   "xpu_cpu_exec runs it vectorised: rows 0, 2, 3 with their payloads (%s)",
 			   err.message);
 		/* the per-row form (room for one row at a time) gives the same rows and counts */
 		res.nrows = 1;
 		memset(&err, 0, sizeof(err));
 		rc = xpu_cpu_exec_each_counted(p, &chunk, &res, ws, &err, collect, &cl, probes1);
-		tap_ok(rc == 1 && got.n == 3 && got.r[0].v[0] == 5 && got.r[1].v[0] == 70000 &&
+		tap_ok(rc == 1 && got.n == 3 && got.r[0].v[0] == 5 && got.r[1].v[0] == 700000 &&
 			   got.r[2].v[0] == 1000 && probes1[0] == probes[0],
 			   "xpu_cpu_exec_each per row: the same 3 rows and probe count (%lld rows)",
 			   (long long) got.n);

@@ -500,15 +500,15 @@ test_integer_keys(void)
 				XPU_JOIN_HASH);
 	unique_case("int8 unique step 2 (range 2n - 1)", XPU_T_INT8, -700, 2, 500, 800,
 				XPU_JOIN_AUTO, XPU_JOIN_DENSE);
-	/* the dense form's limits (xpu_join_dense_fits): 8 slots a row, or 16384 slots */
-	unique_case("int8 unique step 8 (range 8n - 7)", XPU_T_INT8, 5, 8, 4000, 6000,
+	/* the dense form's limits (xpu_join_dense_fits): 8 slots a row, or 262144 slots */
+	unique_case("int8 unique step 8 (range 8n - 7)", XPU_T_INT8, 5, 8, 33000, 300,
 				XPU_JOIN_AUTO, XPU_JOIN_DENSE);
-	unique_case("int8 unique step 9 (range past 8n)", XPU_T_INT8, 5, 9, 4000, 6000,
+	unique_case("int8 unique step 9 (range past 8n)", XPU_T_INT8, 5, 9, 33000, 300,
 				XPU_JOIN_AUTO, XPU_JOIN_HASH);
-	unique_case("int4 unique step 165 (16336 slots for 100 rows)", XPU_T_INT4, -3, 165, 100,
+	unique_case("int4 unique step 2647 (262054 slots for 100 rows)", XPU_T_INT4, -3, 2647, 100,
 				300, XPU_JOIN_AUTO, XPU_JOIN_DENSE);
-	unique_case("int4 unique step 166 (past 16384 slots, past 8n)", XPU_T_INT4, -3, 166, 100,
-				300, XPU_JOIN_AUTO, XPU_JOIN_HASH);
+	unique_case("int4 unique step 2648 (past 262144 slots, past 8n)", XPU_T_INT4, -3, 2648,
+				100, 300, XPU_JOIN_AUTO, XPU_JOIN_HASH);
 	unique_case("int8 unique at INT64_MAX", XPU_T_INT8, INT64_MAX - 99, 1, 100, 300,
 				XPU_JOIN_AUTO, XPU_JOIN_DENSE);
 	unique_case("int8 unique at INT64_MIN", XPU_T_INT8, INT64_MIN, 1, 100, 300,
@@ -1028,7 +1028,10 @@ static void m_text_off(XpuJoinTable *t)
 }
 static void m_inline(XpuJoinTable *t) { t->inline_key = 1; }
 static void m_part(XpuJoinTable *t) { t->part = t->n_parts; }
-static void m_dense_range(XpuJoinTable *t) { t->dense_range = XPU_JOIN_DENSE_SMALL + XPU_JOIN_DENSE_RATIO * (uint64_t) t->n_keyed + 1; }
+static void m_dense_range(XpuJoinTable *t)
+{
+	t->dense_range = XPU_JOIN_DENSE_SMALL + XPU_JOIN_DENSE_RATIO * (uint64_t) t->n_keyed + 1;
+}
 static void m_dense_slot(XpuJoinTable *t) { ((uint32_t *) ((char *) t + t->slots_off))[0] = t->n_rows + 1; }
 
 static void
