@@ -416,21 +416,17 @@ xpu_cpu_exec_each_counted(const XpuProgram *prog, const XpuChunk *chunk, XpuResu
 	uint8_t		nulls[XPU_MAX_REGS];
 	XpuEach		each;
 	int64_t		filled = 0;
-	int			rc;
+	int			rc,
+				expands = xpu_program_expands(prog);
 
-	if (!xpu_program_expands(prog))
+	if (!expands || (!xpu_program_expands_over(prog, chunk->joins, chunk->n_joins) &&
+					 chunk->nrows <= res->nrows))
 	{
-		if (xpu_cpu_exec_counted(prog, chunk, res, workspace, err, probes) != XPU_OK)
-			return 0;
-		return sink(arg, res, err) ? 1 : -1;
-	}
-	if (!xpu_program_expands_over(prog, chunk->joins, chunk->n_joins) &&
-		chunk->nrows <= res->nrows)
-	{
-		/* one output row a chunk row: res's room taken as chunk->nrows rows */
+		/* one output row a chunk row (unique keys: res's room as chunk->nrows rows) */
 		XpuResult	one = *res;
 
-		one.nrows = chunk->nrows;
+		if (expands)
+			one.nrows = chunk->nrows;
 		if (xpu_cpu_exec_counted(prog, chunk, &one, workspace, err, probes) != XPU_OK)
 			return 0;
 		return sink(arg, &one, err) ? 1 : -1;

@@ -409,9 +409,12 @@ dense_slots(const XpuJoinBuilder *b, uint32_t **slots, int64_t *min, uint64_t *r
 	return 1;
 }
 
-/* the length of the key bytes at off of t (of the form key_bytes_ok checks) */
+/*
+ * key_bytes_len: the length of the key bytes at off (within end) in the
+ * form of t's keys, 0 where they do not have it (a key takes 9 bytes or more)
+ */
 static uint64_t
-key_bytes_len(const XpuJoinTable *t, uint64_t off)
+key_bytes_len(const XpuJoinTable *t, uint64_t off, uint64_t end)
 {
 	const uint8_t *base = (const uint8_t *) t;
 	uint64_t	start = off;
@@ -421,15 +424,22 @@ key_bytes_len(const XpuJoinTable *t, uint64_t off)
 		int			type = t->keys[k].type;
 		uint64_t	need = type == XPU_T_NUMERIC ? 16 : 8;
 
-		off++;					/* the leading 1 */
+		if (off >= end || base[off++] != 1)
+			return 0;
 		if (type == XPU_T_TEXT)
 		{
 			int32_t		len;
 
+			if (end - off < 4)
+				return 0;
 			memcpy(&len, base + off, 4);
 			off += 4;
+			if (len < 0)
+				return 0;
 			need = (uint64_t) len;
 		}
+		if (end - off < need)
+			return 0;
 		off += need;
 	}
 	return off - start;
@@ -445,8 +455,8 @@ same_key(const XpuJoinTable *t, const XpuJoinEntry *a, const XpuJoinEntry *b)
 		return 0;
 	if (t->inline_key)
 		return a->key_off == b->key_off;
-	len = key_bytes_len(t, a->key_off);
-	return len == key_bytes_len(t, b->key_off) &&
+	len = key_bytes_len(t, a->key_off, t->keys_off + t->keys_len);
+	return len != 0 && len == key_bytes_len(t, b->key_off, t->keys_off + t->keys_len) &&
 		memcmp(XPU_JOIN_AT(t, a->key_off), XPU_JOIN_AT(t, b->key_off), (size_t) len) == 0;
 }
 
@@ -775,38 +785,6 @@ in_bounds(uint64_t off, uint64_t n, uint64_t len)
 	return off % 16 == 0 && off <= len && n <= len - off;
 }
 
-/* do the key bytes at off (within end) have the form of t's keys */
-static int
-key_bytes_ok(const XpuJoinTable *t, uint64_t off, uint64_t end)
-{
-	const uint8_t *base = (const uint8_t *) t;
-
-	for (int k = 0; k < t->n_keys; k++)
-	{
-		int			type = t->keys[k].type;
-		uint64_t	need = type == XPU_T_NUMERIC ? 16 : 8;
-
-		if (off >= end || base[off++] != 1)
-			return 0;
-		if (type == XPU_T_TEXT)
-		{
-			int32_t		len;
-
-			if (end - off < 4)
-				return 0;
-			memcpy(&len, base + off, 4);
-			off += 4;
-			if (len < 0)
-				return 0;
-			need = (uint64_t) len;
-		}
-		if (end - off < need)
-			return 0;
-		off += need;
-	}
-	return 1;
-}
-
 static int
 validate_hash(const XpuJoinTable *t, uint64_t len, XpuError *err)
 {
@@ -834,7 +812,7 @@ validate_hash(const XpuJoinTable *t, uint64_t len, XpuError *err)
 			return bad(err, "entry row");
 	for (uint32_t e = 0; e < t->n_keyed && !t->inline_key; e++)
 		if (ents[e].key_off < t->keys_off ||
-			ents[e].key_off >= kend || !key_bytes_ok(t, ents[e].key_off, kend))
+			ents[e].key_off >= kend || key_bytes_len(t, ents[e].key_off, kend) == 0)
 			return bad(err, "entry");
 	if ((t->flags & XPU_JOIN_UNIQUE) && !keys_unique(t))
 		return bad(err, "keys not unique");
