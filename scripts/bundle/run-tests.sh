@@ -20,7 +20,9 @@
 # test/python to run (names, space-separated; default: all), PG_WARP_LOG_DIR a directory that gets the
 # whole pytest output (pytest.log: every failure's traceback), its JUnit XML and
 # the cluster's server log at the end (the temporary directory goes with the
-# machine on a lent GPU host).
+# machine on a lent GPU host), PG_WARP_GPU_CHECKS=0 leaves out the C programs of
+# test/gpu (xpu_gpu_check, gpu_aggcheck, heap_gpucheck, xpu_join_check), e.g. when
+# several runs share a host and one of them runs those.
 set -uo pipefail
 
 top=$(cd "$(dirname "$(readlink -f "$0")")" && pwd)
@@ -209,7 +211,9 @@ else
 fi
 
 echo "== xPU interpreter: GPU against CPU (test/gpu)"
-if [ "${ngpu_smi:-0}" -gt 0 ] && [ -x "$top/test/gpu/bin/xpu_gpu_check" ]; then
+if [ "${PG_WARP_GPU_CHECKS:-1}" = 0 ]; then
+    echo "skipped: PG_WARP_GPU_CHECKS=0"
+elif [ "${ngpu_smi:-0}" -gt 0 ] && [ -x "$top/test/gpu/bin/xpu_gpu_check" ]; then
     "$top/test/gpu/bin/xpu_gpu_check" >"$work/xpu_gpu_check.log" 2>&1
     rc=$?
     n_ok=$(grep -c '^ok ' "$work/xpu_gpu_check.log")
@@ -272,7 +276,9 @@ fi
 
 echo "== the GPU runner against host references (test/gpu: gpu_aggcheck, heap_gpucheck, xpu_join_check)"
 fatbin=$top/usr/lib/postgresql/15/lib/pg_warp.fatbin
-if [ "${ngpu_smi:-0}" -gt 0 ] && [ -x "$top/test/gpu/bin/gpu_aggcheck" ] && [ -f "$fatbin" ]; then
+if [ "${PG_WARP_GPU_CHECKS:-1}" = 0 ]; then
+    echo "skipped: PG_WARP_GPU_CHECKS=0"
+elif [ "${ngpu_smi:-0}" -gt 0 ] && [ -x "$top/test/gpu/bin/gpu_aggcheck" ] && [ -f "$fatbin" ]; then
     mkdir -p "$work/gpucheck"
     gpu_check gpu_aggcheck "$fatbin" "$work/gpucheck"
     gpu_check heap_gpucheck "$fatbin"

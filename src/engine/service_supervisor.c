@@ -74,6 +74,11 @@ static int	pinned_files_mb = 0;
 static char *gpus_setting = "";
 /* pg_warp.max_async_tasks: runs the service executes at once (--max-async-tasks) */
 int			pg_warp_max_async_tasks = 16;
+/*
+ * pg_warp.service_threads: the CPU engine's threads per run (--threads; 0,
+ * the default: one per CPU the service may run on)
+ */
+static int	service_threads = 0;
 
 /* the service process as the supervisor knows it */
 typedef struct ServiceProc
@@ -118,6 +123,16 @@ pg_warp_service_init(void)
 							"until a running one ends.",
 							&pg_warp_max_async_tasks,
 							16, 1, 10000,
+							PGC_POSTMASTER,
+							0,
+							NULL, NULL, NULL);
+
+	DefineCustomIntVariable("pg_warp.service_threads",
+							"CPU threads of the pg_warp service's CPU engine per run.",
+							"0 (the default): one per CPU the service may run on (its "
+							"CPU affinity, e.g. under taskset or a cpuset).",
+							&service_threads,
+							0, 0, 256,
 							PGC_POSTMASTER,
 							0,
 							NULL, NULL, NULL);
@@ -208,8 +223,9 @@ mb_argument(char *buf, size_t len, int mb)
  * start_service
  *		Forks and execs the service with the data directory, our pid, the
  *		GPU code to load (pg_warp.fatbin_path), the GPU cache size
- *		(pg_warp.gpu_cache_size), pg_warp.max_async_tasks and the join
- *		cache's size (pg_warp.gpujoin_cache_size).
+ *		(pg_warp.gpu_cache_size), pg_warp.max_async_tasks, the join
+ *		cache's size (pg_warp.gpujoin_cache_size), the pinned files' size,
+ *		pg_warp.service_threads and pg_warp.gpus.
  *		Between fork and exec the child runs nothing of PostgreSQL (no
  *		ereport, no exit handlers): it closes the descriptors it inherited
  *		except stdin/stdout/stderr (stderr is the server log) and execs.
@@ -225,7 +241,9 @@ start_service(ServiceProc *svc)
 	char		join_cache[16];
 	char		pinned[16];
 	char		gpus[256];
-	char	   *argv[18];
+	char		threads[16];
+	char	   *argv[20];
+	int			argc;
 	pid_t		pid;
 
 	snprintf(path, sizeof(path), "%s/%s", pkglib_path, SERVICE_PROGRAM);
@@ -253,7 +271,13 @@ start_service(ServiceProc *svc)
 	argv[12] = join_cache;
 	argv[13] = "--pinned-files";
 	argv[14] = mb_argument(pinned, sizeof(pinned), pinned_files_mb);
-	argv[15] = NULL;
+	argc = 15;
+	if (service_threads > 0)
+	{
+		snprintf(threads, sizeof(threads), "%d", service_threads);
+		argv[argc++] = "--threads";
+		argv[argc++] = threads;
+	}
 	/* pg_warp.gpus without its blanks; none: every GPU */
 	{
 		int			n = 0;
@@ -264,11 +288,12 @@ start_service(ServiceProc *svc)
 		gpus[n] = '\0';
 		if (strpbrk(gpus, "0123456789") != NULL)
 		{
-			argv[15] = "--gpus";
-			argv[16] = gpus;
-			argv[17] = NULL;
+			argv[argc++] = "--gpus";
+			argv[argc++] = gpus;
 		}
 	}
+	argv[argc] = NULL;
+	Assert(argc < lengthof(argv));
 
 	svc->started = GetCurrentTimestamp();
 	pid = fork();

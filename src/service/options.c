@@ -15,6 +15,7 @@
  *-------------------------------------------------------------------------
  */
 #include <errno.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -43,7 +44,7 @@ usage(void)
 			"DATADIR through the socket DATADIR/%s.  Started by pg_warp's\n"
 			"supervisor background worker, not by hand.  --no-gpu serves with the\n"
 			"CPU engine without loading the GPU driver.  --threads N: the CPU\n"
-			"engine's threads per run (default: the online CPUs).  --fatbin names\n"
+			"engine's threads per run (default: the CPUs it may run on).  --fatbin names\n"
 			"the GPU code (pg_warp.fatbin) that the GPU engine runs.  --gpu-cache-size:\n"
 			"the GPU column cache per device in MiB (0: off; auto, the default: a\n"
 			"quarter of the smallest GPU's memory).\n"
@@ -145,7 +146,14 @@ svc_options_parse(int argc, char **argv, ServiceOptions *opts)
 	file_reg_set_limit(pinned > 0 ? (uint64_t) pinned : 0);
 	if (svc_cpu_threads == 0)
 	{
-		long		n = sysconf(_SC_NPROCESSORS_ONLN);
+		/* the CPUs this process may run on (taskset, a cpuset), else the online ones */
+		cpu_set_t	cpus;
+		long		n;
+
+		if (sched_getaffinity(0, sizeof(cpus), &cpus) == 0)
+			n = CPU_COUNT(&cpus);
+		else
+			n = sysconf(_SC_NPROCESSORS_ONLN);
 
 		svc_cpu_threads = n < 1 ? 1 : (n > 256 ? 256 : (int) n);
 	}
