@@ -282,3 +282,43 @@ def test_cancel_of_a_queued_query(pg2, big_table):
         lines = o.strip().split("\n")
         runs = 3 if "canceling" in e else 4
         assert lines == w * runs, (e, o)
+
+
+def engine_threads(db, sql):
+    """The CPU engine's threads of sql's GpuPreAgg (EXPLAIN ANALYZE), after
+    checking that the answer is PostgreSQL's and that the CPU engine ran it."""
+    cpu = ("SET pg_warp.engine = cpu", "SET max_parallel_workers_per_gather = 0")
+    db.same(sql, "GpuPreAgg", cpu, ordered=True, engine="CPU")
+    plan = db.sql("EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF) " + sql, cpu)
+    found = [line.split(":")[1].strip() for line in plan.splitlines()
+             if line.strip().startswith("Engine Threads:")]
+    assert len(found) == 1, plan
+    return int(found[0])
+
+
+def test_service_threads_setting(pg2):
+    """pg_warp.service_threads sets the CPU engine's threads per run (the
+    service's --threads); its default 0 is one per CPU the server may run on:
+    started under taskset on one CPU, the service runs one thread."""
+    cluster_sh = os.path.join(ROOT, "scripts", "cluster.sh")
+    assert pg2.sql("SHOW pg_warp.service_threads") == "0"
+    r = pg2.run("SET pg_warp.service_threads = 2")
+    assert r.returncode != 0 and "cannot be changed without restarting" in r.stderr
+    # a run starts no more threads than t has record batches (20)
+    allowed = min(len(os.sched_getaffinity(0)), 4_000_000 // 200_000)
+    assert engine_threads(pg2, QUERY) == allowed
+    try:
+        pg2.sql("ALTER SYSTEM SET pg_warp.service_threads = 3")
+        pg2.restart()
+        assert pg2.sql("SHOW pg_warp.service_threads") == "3"
+        assert engine_threads(pg2, QUERY) == 3
+        pg2.sql("ALTER SYSTEM RESET pg_warp.service_threads")
+        pg2.stop()
+        one = str(min(os.sched_getaffinity(0)))
+        subprocess.run(["taskset", "-c", one, "bash", cluster_sh, "start", pg2.dir],
+                       env=pg2.env, check=True, capture_output=True)
+        assert engine_threads(pg2, QUERY) == 1
+    finally:
+        pg2.sql("ALTER SYSTEM RESET pg_warp.service_threads")
+        pg2.restart()
+    assert engine_threads(pg2, QUERY) == allowed
