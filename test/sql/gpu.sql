@@ -10,10 +10,19 @@ RESET client_min_messages;
 
 -- one row per GPU; none (and no error) without a driver or a device
 SELECT count(*) > 0 AS has_gpu FROM pgwarp.gpu_devices();
-SELECT count(DISTINCT device_index) = count(*) AS indexes_unique,
-       coalesce(min(device_index), 0) = 0 AS indexes_from_zero,
-       coalesce(max(device_index), -1) = count(*) - 1 AS indexes_dense
-  FROM pgwarp.gpu_devices();
+-- the CUDA ordinals of the GPUs the service uses: those pg_warp.gpus lists,
+-- else 0 to n - 1 (every GPU the driver reports); none without a GPU
+WITH d AS (SELECT count(*) AS n, count(DISTINCT device_index) AS n_distinct,
+                  coalesce(array_agg(device_index ORDER BY device_index), '{}') AS got
+             FROM pgwarp.gpu_devices()),
+     listed AS (SELECT array_agg(DISTINCT x::int ORDER BY x::int) AS want
+                  FROM unnest(string_to_array(replace(current_setting('pg_warp.gpus'), ' ', ''),
+                                              ',')) AS x
+                 WHERE x <> '')
+SELECT n_distinct = n AS indexes_unique,
+       n = 0 OR got = coalesce(want, ARRAY(SELECT generate_series(0, n::int - 1)))
+         AS indexes_as_configured
+  FROM d, listed;
 -- NULL without a GPU: bool_and of no rows
 SELECT bool_and(name LIKE 'NVIDIA%') AS nvidia_names,
        bool_and(total_memory > 0) AS has_memory,
