@@ -86,6 +86,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <sys/types.h>
 #include <time.h>
 #include <unistd.h>
@@ -789,16 +790,13 @@ static struct
 static void *cf_handle;
 
 /*
- * cufile_log_says
- *		The first line of libcufile's log (CUFILE_LOGFILE_PATH) that names
- *		its mode ("running in compatible mode", "nvidia_fs not loaded,
- *		operating on compatible mode.", "forcing cufile into compatible
- *		mode", "... has no GDS support, compat mode ..."), its text after the
- *		log's prefix into out; "" when none does (libcufile logs nothing of
- *		the kind when it runs GDS).
+ * cufile_log_line
+ *		The first line of libcufile's log (CUFILE_LOGFILE_PATH) that holds
+ *		one of the NULL-terminated needles: its text after the log's prefix
+ *		(time, pid, level, source location) into out; "" when none does.
  */
 static void
-cufile_log_says(const char *log, char *out, size_t outlen)
+cufile_log_line(const char *log, const char *const *needles, char *out, size_t outlen)
 {
 	FILE	   *f = fopen(log, "r");
 	char		line[512];
@@ -809,10 +807,10 @@ cufile_log_says(const char *log, char *out, size_t outlen)
 		return;
 	while (fgets(line, sizeof(line), f))
 	{
-		char	   *hit = strstr(line, "compatible mode");
+		char	   *hit = NULL;
 
-		if (hit == NULL)
-			hit = strstr(line, "compat mode");
+		for (int i = 0; needles[i] != NULL && hit == NULL; i++)
+			hit = strstr(line, needles[i]);
 		if (hit == NULL)
 			continue;
 		/* the message after "NOTICE  cufio-drv:1257 " or the like */
@@ -833,6 +831,21 @@ cufile_log_says(const char *log, char *out, size_t outlen)
 		break;
 	}
 	fclose(f);
+}
+
+/*
+ * cufile_log_says: the log's line that names libcufile's mode ("running in
+ * compatible mode", "nvidia_fs not loaded, operating on compatible mode.",
+ * "forcing cufile into compatible mode", "... has no GDS support, compat
+ * mode ..."); "" when none does (libcufile logs nothing of the kind when it
+ * runs GDS)
+ */
+static void
+cufile_log_says(const char *log, char *out, size_t outlen)
+{
+	static const char *const mode[] = {"compatible mode", "compat mode", NULL};
+
+	cufile_log_line(log, mode, out, outlen);
 }
 
 static void *
@@ -996,9 +1009,26 @@ way_cufile(WayResult *w)
 	e = cf.HandleRegister(&cf_handle, &descr);
 	if (e.err != 0)
 	{
+		/*
+		 * libcufile asks udev for the attributes of the file's block device,
+		 * in compatibility mode too; where udev's database has no record of
+		 * it (a container or VM without udev) it registers no file at all
+		 * (CU_FILE_HANDLE_NOT_REGISTERED, 5027)
+		 */
+		static const char *const udev[] = {"udev property not found", NULL};
+		char		udev_says[256];
+		struct stat st;
+
+		cufile_log_line(log, udev, udev_says, sizeof(udev_says));
 		w->status = "failed";
-		snprintf(w->why, sizeof(w->why), "cuFileHandleRegister on the O_DIRECT descriptor: "
-				 "error %d (CUDA %d); mode %s", e.err, e.cu_err, mode);
+		if (udev_says[0] && fstat(direct_fd, &st) == 0)
+			snprintf(w->why, sizeof(w->why), "cuFileHandleRegister on the O_DIRECT descriptor: "
+					 "error %d (CUDA %d): libcufile's log: \"%s\": udev's database has no "
+					 "record of the file's block device (/run/udev/data/b%u:%u); mode %s",
+					 e.err, e.cu_err, udev_says, major(st.st_dev), minor(st.st_dev), mode);
+		else
+			snprintf(w->why, sizeof(w->why), "cuFileHandleRegister on the O_DIRECT descriptor: "
+					 "error %d (CUDA %d); mode %s", e.err, e.cu_err, mode);
 		cf.DriverClose();
 		return;
 	}
