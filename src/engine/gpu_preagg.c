@@ -976,6 +976,8 @@ typedef struct GpaState
 	int			n_descs;		/* engine states per group */
 	XpuAggDesc *descs;
 	uint16	   *key_outs;
+	int		   *key_sign;		/* a float key's hidden ZERO_SIGN state, or
+								 * -1: see gpa_compile */
 	List	   *quals;
 	/* the join depths (GpuJoin): their plan items, clauses and inner tables */
 	List	   *join_private;
@@ -1089,9 +1091,10 @@ gpa_compile(GpaState *st, CustomScan *cs, Index relid, int eflags, int n_keys, i
 	st->key_types = palloc0(sizeof(Oid) * Max(st->n_keys, 1));
 	st->key_scales = palloc0(sizeof(int) * Max(st->n_keys, 1));
 	st->key_outs = palloc0(sizeof(uint16) * Max(st->n_keys, 1));
+	st->key_sign = palloc(sizeof(int) * Max(st->n_keys, 1));
 	st->aggs = palloc0(sizeof(GpaAggExec) * Max(st->n_aggs, 1));
-	/* at most two states per aggregate (GpaAggInfo), one spare */
-	st->descs = palloc0(sizeof(XpuAggDesc) * (2 * st->n_aggs + 1));
+	/* at most two states per aggregate (GpaAggInfo), one per key, one spare */
+	st->descs = palloc0(sizeof(XpuAggDesc) * (2 * st->n_aggs + st->n_keys + 1));
 	foreach(lc, tl)
 	{
 		TargetEntry *te = lfirst(lc);
@@ -1107,6 +1110,25 @@ gpa_compile(GpaState *st, CustomScan *cs, Index relid, int eflags, int n_keys, i
 		}
 		else
 			gpa_compile_agg(st, &st->aggs[i - st->n_keys], (Aggref *) te->expr, &args);
+	}
+
+	/*
+	 * A float key's bytes are canonical (-0 is 0: xpu_agg_key_word), so a
+	 * group of -0 would come back as 0, where PostgreSQL returns the value
+	 * of a row of the group.  A hidden ZERO_SIGN of the key says whether
+	 * every row was -0; gpa_next then puts the sign on the zero key.
+	 */
+	for (int i = 0; i < st->n_keys; i++)
+	{
+		Oid			t = st->key_types[i];
+
+		st->key_sign[i] = -1;
+		if (t == FLOAT4OID || t == FLOAT8OID || (OidIsValid(st->float2_oid) && t == st->float2_oid))
+		{
+			st->descs[st->n_descs].kind = XPU_AGG_ZERO_SIGN;
+			st->descs[st->n_descs].out = (uint16) i;
+			st->key_sign[i] = st->n_descs++;
+		}
 	}
 	/* the columns the program loads: also those of the join depths' clauses */
 	foreach(lc, st->join_clauses)
@@ -1560,6 +1582,16 @@ gpa_next(ScanState *ss)
 		gpa_decode_keys(st->n_keys, st->key_types, st->key_scales, st->float2_oid,
 						(const uint8 *) msg + st->cur_off + 4, key_len,
 						slot->tts_values, slot->tts_isnull);
+		for (int k = 0; k < st->n_keys; k++)
+		{
+			XpuAggState m;
+
+			if (st->key_sign[k] < 0 || slot->tts_isnull[k])
+				continue;
+			memcpy(&m, msg + st->cur_off + states_off + sizeof(XpuAggState) * st->key_sign[k],
+				   sizeof(XpuAggState));
+			gpa_key_zero_sign(st->key_types[k], st->float2_oid, &m, &slot->tts_values[k]);
+		}
 		for (int a = 0; a < st->n_aggs; a++)
 		{
 			XpuAggState s[2];

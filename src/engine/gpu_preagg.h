@@ -117,6 +117,14 @@ extern void gpa_decode_keys(int n_keys, const Oid *key_types, const int *key_sca
 							Oid float2_oid, const uint8 *p, uint32 len, Datum *values,
 							bool *nulls);
 
+/*
+ * gpa_key_zero_sign: a float key's value (*value, of type typid; float2_oid
+ * as gpa_decode_keys') made -0 where the group's hidden ZERO_SIGN state
+ * (sign) says that every row was -0: the key bytes are canonical (0), and
+ * PostgreSQL returns the value of a row of the group
+ */
+extern void gpa_key_zero_sign(Oid typid, Oid float2_oid, const XpuAggState *sign, Datum *value);
+
 /* gpa_final: an aggregate's result from its engine states (extra: HLL, text) */
 extern Datum gpa_final(GpaAggExec *ae, const XpuAggState *s, const uint8 *extra,
 					   bool *isnull);

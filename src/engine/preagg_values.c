@@ -95,6 +95,20 @@ gpa_decode_keys(int n_keys, const Oid *key_types, const int *key_scales, Oid flo
 	}
 }
 
+/* see gpu_preagg.h */
+void
+gpa_key_zero_sign(Oid typid, Oid float2_oid, const XpuAggState *sign, Datum *value)
+{
+	if (sign->count == 0 || sign->v.i != 0)
+		return;
+	if (typid == FLOAT8OID)
+		*value = Float8GetDatum(-0.0);
+	else if (typid == FLOAT4OID)
+		*value = Float4GetDatum(-0.0f);
+	else if (OidIsValid(float2_oid) && typid == float2_oid)
+		*value = UInt16GetDatum(xpu_half_from_double(-0.0));
+}
+
 /* a numeric Datum of v / 10^scale for any scale >= 0 */
 static Datum
 gpa_numeric_wide(__int128 v, int scale)

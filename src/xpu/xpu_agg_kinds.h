@@ -88,7 +88,9 @@
 	X(MIN_TEXT, XPU_AGG_ARG_TEXT, XPU_AGG_ST_EXTENDED, 0, \
 	  xpu_agg_init_zero, xpu_agg_upd_nothing, xpu_agg_comb_nothing, xpu_agg_fin_nothing) \
 	X(MAX_TEXT, XPU_AGG_ARG_TEXT, XPU_AGG_ST_EXTENDED, 0, \
-	  xpu_agg_init_zero, xpu_agg_upd_nothing, xpu_agg_comb_nothing, xpu_agg_fin_nothing)
+	  xpu_agg_init_zero, xpu_agg_upd_nothing, xpu_agg_comb_nothing, xpu_agg_fin_nothing) \
+	X(ZERO_SIGN, XPU_AGG_ARG_FLOAT, 0, 1, \
+	  xpu_agg_init_zero, xpu_agg_upd_zero_sign, xpu_agg_comb_zero_sign, xpu_agg_fin_nothing)
 
 /* XPU_AGG_<NAME> for each row, numbered from 1; 0 is no kind */
 #define XPU_AGG_ENUM_ROW(NAME, ARG, ST, GPU, I, U, C, F)	XPU_AGG_##NAME,

@@ -898,6 +898,43 @@ xpu_agg_comb_max(XpuAggState *dst, const XpuAggState *src, int type, int mode)
 	xpu_agg_take(dst, src, type, 1, mode);
 }
 
+/*
+ * ZERO_SIGN, the hidden aggregate GpuPreAgg adds for a float group key:
+ * v.i becomes 1 at the first row that is not -0.  A float key's bytes are
+ * canonical (-0 is 0: xpu_agg_key_word), so the group of the zeros comes
+ * back as 0 unless this says that every row of it was -0, where
+ * PostgreSQL returns -0.  An OR: the same in any order of rows.
+ */
+XPU_HOST_DEVICE void
+xpu_agg_zero_sign_set(XpuAggState *s, int mode)
+{
+#ifdef __CUDA_ARCH__
+	if (XPU_AGG_IS_ATOMIC(mode))
+	{
+		if (*(volatile long long *) &s->v.i == 0)
+			atomicOr((unsigned long long *) &s->v.i, 1ULL);
+		return;
+	}
+#endif
+	s->v.i = 1;
+}
+
+XPU_HOST_DEVICE void
+xpu_agg_upd_zero_sign(XpuAggState *s, int type, const XpuValue *v, int mode)
+{
+	double		d = xpu_agg_as_f8(v, type);
+
+	if (d != 0.0 || !signbit(d))
+		xpu_agg_zero_sign_set(s, mode);
+}
+
+XPU_HOST_DEVICE void
+xpu_agg_comb_zero_sign(XpuAggState *dst, const XpuAggState *src, int type, int mode)
+{
+	if (src->v.i != 0)
+		xpu_agg_zero_sign_set(dst, mode);
+}
+
 /* FINISH: a GPU-form state made xpu_agg.h's (pad is then 0) */
 XPU_HOST_DEVICE void
 xpu_agg_fin_nothing(XpuAggState *s)

@@ -1489,7 +1489,8 @@ test_combine(void)
 	v[3].i = 11;
 	for (int kind = XPU_AGG_COUNT_STAR; kind < XPU_AGG_N_KINDS; kind++)
 	{
-		XpuType		type = kind == XPU_AGG_SUM_FLOAT || kind == XPU_AGG_MOMENTS ? XPU_T_FLOAT8 :
+		XpuType		type = kind == XPU_AGG_SUM_FLOAT || kind == XPU_AGG_MOMENTS ||
+			kind == XPU_AGG_ZERO_SIGN ? XPU_T_FLOAT8 :
 			kind == XPU_AGG_SUM_NUMERIC ? XPU_T_NUMERIC : XPU_T_INT8;
 		XpuAggState a, b, all;
 		XpuValue	x[4];
@@ -1515,6 +1516,56 @@ test_combine(void)
 		ok &= memcmp(&a, &all, sizeof(a)) == 0;
 	}
 	tap_ok(ok, "xpu_agg_state_combine of two halves == the whole, every kind");
+}
+
+/*
+ * ZERO_SIGN (a float group key's hidden aggregate): 0 while every row is
+ * -0, 1 once one is not (0, a NaN, any other value), in any order and
+ * through combines; float4 as float8
+ */
+static void
+test_zero_sign(void)
+{
+	static const double others[] = {0.0, 1.0, -1.0, NAN, -NAN, 5e-324, -5e-324};
+	XpuAggState s, t;
+	XpuValue	x;
+	int			ok = 1;
+
+	xpu_agg_state_init(&s, XPU_AGG_ZERO_SIGN);
+	x.f8 = -0.0;
+	for (int i = 0; i < 3; i++)
+		xpu_agg_update(&s, XPU_AGG_ZERO_SIGN, XPU_T_FLOAT8, &x, 0);
+	ok &= s.count == 3 && s.v.i == 0;
+	x.f4 = -0.0f;
+	xpu_agg_update(&s, XPU_AGG_ZERO_SIGN, XPU_T_FLOAT4, &x, 0);
+	ok &= s.count == 4 && s.v.i == 0;
+	for (int k = 0; k < (int) (sizeof(others) / sizeof(others[0])); k++)
+	{
+		xpu_agg_state_init(&t, XPU_AGG_ZERO_SIGN);
+		x.f8 = others[k];
+		xpu_agg_update(&t, XPU_AGG_ZERO_SIGN, XPU_T_FLOAT8, &x, 0);
+		x.f8 = -0.0;
+		xpu_agg_update(&t, XPU_AGG_ZERO_SIGN, XPU_T_FLOAT8, &x, 0);
+		ok &= t.v.i == 1;
+		/* a combine of an all -0 state with this one is not all -0 either way */
+		{
+			XpuAggState u = s,
+						w = t;
+
+			xpu_agg_state_combine(&u, &t, XPU_AGG_ZERO_SIGN, XPU_T_FLOAT8);
+			xpu_agg_state_combine(&w, &s, XPU_AGG_ZERO_SIGN, XPU_T_FLOAT8);
+			ok &= u.v.i == 1 && w.v.i == 1 && u.count == 6 && w.count == 6;
+		}
+	}
+	xpu_agg_state_init(&t, XPU_AGG_ZERO_SIGN);
+	x.f8 = -0.0;
+	xpu_agg_update(&t, XPU_AGG_ZERO_SIGN, XPU_T_FLOAT8, &x, 0);
+	xpu_agg_state_combine(&t, &s, XPU_AGG_ZERO_SIGN, XPU_T_FLOAT8);
+	ok &= t.v.i == 0 && t.count == 5;
+	ok &= xpu_agg_arg_supported(XPU_AGG_ZERO_SIGN, XPU_T_FLOAT4) &&
+		xpu_agg_arg_supported(XPU_AGG_ZERO_SIGN, XPU_T_FLOAT8) &&
+		!xpu_agg_arg_supported(XPU_AGG_ZERO_SIGN, XPU_T_INT8);
+	tap_ok(ok, "ZERO_SIGN: 0 only while every row is -0, through combines");
 }
 
 static void
@@ -1621,7 +1672,7 @@ test_kind_table(void)
 		   XPU_AGG_MIN == 7 && XPU_AGG_MAX == 8 && XPU_AGG_SUM_FLOAT4 == 9 &&
 		   XPU_AGG_SUMSQ_INT == 10 && XPU_AGG_SUMSQ_NUMERIC == 11 &&
 		   XPU_AGG_VAR_FLOAT == 12 && XPU_AGG_HLL == 13 && XPU_AGG_MIN_TEXT == 14 &&
-		   XPU_AGG_MAX_TEXT == 15 && XPU_AGG_N_KINDS == 16,
+		   XPU_AGG_MAX_TEXT == 15 && XPU_AGG_ZERO_SIGN == 16 && XPU_AGG_N_KINDS == 17,
 		   "the kinds keep their protocol numbers");
 	for (int k = XPU_AGG_COUNT_STAR; k < XPU_AGG_N_KINDS; k++)
 	{
@@ -1755,6 +1806,7 @@ main(void)
 	test_overflow();
 	test_float_limits();
 	test_combine();
+	test_zero_sign();
 	test_merge();
 	test_many_groups();
 	test_spill();
