@@ -1021,14 +1021,14 @@ way_cufile(WayResult *w)
 
 		cufile_log_line(log, udev, udev_says, sizeof(udev_says));
 		w->status = "failed";
+		snprintf(w->why, sizeof(w->why), "cuFileHandleRegister on the O_DIRECT descriptor: "
+				 "error %d (CUDA %d)", e.err, e.cu_err);
 		if (udev_says[0] && fstat(direct_fd, &st) == 0)
-			snprintf(w->why, sizeof(w->why), "cuFileHandleRegister on the O_DIRECT descriptor: "
-					 "error %d (CUDA %d): libcufile's log: \"%s\": udev's database has no "
-					 "record of the file's block device (/run/udev/data/b%u:%u); mode %s",
-					 e.err, e.cu_err, udev_says, major(st.st_dev), minor(st.st_dev), mode);
-		else
-			snprintf(w->why, sizeof(w->why), "cuFileHandleRegister on the O_DIRECT descriptor: "
-					 "error %d (CUDA %d); mode %s", e.err, e.cu_err, mode);
+			snprintf(w->why + strlen(w->why), sizeof(w->why) - strlen(w->why),
+					 ": libcufile's log: \"%s\": udev's database has no record of the "
+					 "file's block device (/run/udev/data/b%u:%u)",
+					 udev_says, major(st.st_dev), minor(st.st_dev));
+		snprintf(w->why + strlen(w->why), sizeof(w->why) - strlen(w->why), "; mode %s", mode);
 		cf.DriverClose();
 		return;
 	}
