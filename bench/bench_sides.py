@@ -47,7 +47,8 @@ PG_SIDES = ("heap", "arrow_pg", "warp_cpu", "warp_gpu", "warp_cpu_heap", "warp_g
 # the GpuPreAgg node's EXPLAIN ANALYZE figures that are kept
 EXPLAIN_KEYS = ["Engine", "Engine Threads", "Rows Read", "Rows Passed", "Groups", "Bytes Read",
                 "Bytes From GPU Cache",
-                "I/O Time", "Engine Time", "Service Wall Time", "Fallback Reason",
+                "I/O Time", "Engine Time", "Service Wall Time", "Service Round Trip", "Request Time",
+                "Fallback Reason",
                 "Arrow Files", "Record Batches", "Batches Skipped by Statistics",
                 "Heap Pages", "Pages Shipped", "Pages Read Directly", "Page Read Time",
                 "Ring Wait Time", "Units Probed", "Units from GPU Cache", "Shared Run Groups"]

@@ -110,7 +110,12 @@ def wait_service(db, engine, devices, seconds=120):
 
 
 def engine_ran(db, sql, settings, engine):
-    rows, _ = psql(db, "EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF) " + sql, settings)
+    """(ran, plan): whether the engine ran sql on `engine`, and the EXPLAIN
+    ANALYZE that says so, taken after one run of sql in the same session
+    (a warm backend, as in the timed runs: its planning and executor start
+    are then those of the runs)"""
+    (rows, _), = psql_runs(db, "EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF) " + sql,
+                           list(settings) + [sql], 1)
     plan = "\n".join("|".join(r) for r in rows)
     return "GpuPreAgg" in plan and "Engine: %s" % engine.upper() in plan, plan
 
@@ -120,7 +125,8 @@ def plan_times(plan):
     time, the kernels, and each GPU's share line ("GPU n: ...")"""
     out = {"gpus": re.findall(r"^\s*(GPU \d+: .*)$", plan, re.M)}
     for key, label in (("execution_ms", "Execution Time"), ("service_wall_ms", "Service Wall Time"),
-                       ("engine_ms", "Engine Time")):
+                       ("engine_ms", "Engine Time"), ("planning_ms", "Planning Time"),
+                       ("round_trip_ms", "Service Round Trip"), ("request_ms", "Request Time")):
         m = re.search(r"%s: ([0-9.]+) ms" % label, plan)
         out[key] = float(m.group(1)) if m else None
     return out
@@ -223,8 +229,10 @@ def main():
             print("  %-5s first %.4f s  warm %.4f s  %s" % (name, first, min(runs), e["status"]),
                   flush=True)
             x = e["explain"]
-            print("        explain analyze: execution %s ms, service %s ms, kernels %s ms" %
-                  (x["execution_ms"], x["service_wall_ms"], x["engine_ms"]), flush=True)
+            print("        explain analyze: planning %s ms, execution %s ms (request %s, round trip %s), "
+                  "service %s ms, kernels %s ms" %
+                  (x["planning_ms"], x["execution_ms"], x["request_ms"], x["round_trip_ms"],
+                   x["service_wall_ms"], x["engine_ms"]), flush=True)
             for line in x["gpus"]:
                 print("          " + line, flush=True)
     psql(db, "ALTER SYSTEM RESET pg_warp.gpus")

@@ -89,6 +89,7 @@
 #include "optimizer/restrictinfo.h"
 #include "optimizer/tlist.h"
 #include "parser/parsetree.h"
+#include "portability/instr_time.h"
 #include "libpq/pqformat.h"
 #include "storage/spin.h"
 #include "utils/array.h"
@@ -994,6 +995,8 @@ typedef struct GpaState
 	uint32		cur_group;		/* groups consumed from the current message */
 	uint32		cur_off;		/* byte offset of the next group in it */
 	WarpAggResult last;			/* the last message's counters */
+	double		request_ms;		/* the run's join tables and request built */
+	double		trip_ms;		/* its request sent, its last reply received */
 	MemoryContext row_cxt;
 	bool		partial_states; /* PostgreSQL's partial states out (GPA_PARTIAL*) */
 	/* a parallel heap run (custom_private's mode GPA_PARTIAL_PARALLEL) */
@@ -1315,6 +1318,11 @@ static void
 gpa_run_engine(GpaState *st)
 {
 	StringInfo	req;
+	instr_time	t0,
+				t1,
+				t2;
+
+	INSTR_TIME_SET_CURRENT(t0);
 
 	/*
 	 * The join depths' inner tables first: PostgreSQL runs their plans; in a
@@ -1347,6 +1355,7 @@ gpa_run_engine(GpaState *st)
 		st->fallback_why = "serializable transactions read heap tables in PostgreSQL";
 		return;
 	}
+	INSTR_TIME_SET_CURRENT(t1);
 	if (st->es.heap && !heap_agg_begin(st->es.heap, st->es.css.ss.ps.state->es_snapshot,
 									   req->data, (uint32) req->len, &st->es.run.conn,
 									   &st->fallback_why))
@@ -1357,6 +1366,11 @@ gpa_run_engine(GpaState *st)
 	if (!st->es.heap)
 		engine_scan_send(&st->es, WARP_MSG_AGG_RUN, req);
 	gpa_collect(st, st->es.heap, &st->last);
+	INSTR_TIME_SET_CURRENT(t2);
+	INSTR_TIME_SUBTRACT(t2, t1);
+	INSTR_TIME_SUBTRACT(t1, t0);
+	st->request_ms = INSTR_TIME_GET_MILLISEC(t1);
+	st->trip_ms = INSTR_TIME_GET_MILLISEC(t2);
 	if (st->last.status != XPU_OK)
 	{
 		/* PostgreSQL evaluates the query: its own result, or its own error */
@@ -1886,6 +1900,8 @@ gpa_explain(EngineScanState *node, List *ctx, ExplainState *es)
 								 st->last.bytes_pinned, st->last.pin_us);
 	engine_explain_times(es, st->last.io_us, st->last.exec_us, st->last.threads);
 	ExplainPropertyFloat("Service Wall Time", "ms", st->last.wall_us / 1000.0, 3, es);
+	ExplainPropertyFloat("Service Round Trip", "ms", st->trip_ms, 3, es);
+	ExplainPropertyFloat("Request Time", "ms", st->request_ms, 3, es);
 	if (st->last.engine == WARP_ENGINE_GPU)
 		engine_explain_devices(es, st->last.n_devices, st->last.devices);
 }

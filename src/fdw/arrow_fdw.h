@@ -67,9 +67,20 @@ typedef struct ArrowStatColumn
 	int64	   *min;
 	int64	   *max;
 	uint8	   *parsed;
+	/* the parsed ones as Datums of one column type (arrow_pg_stat_datums) */
+	Oid			d_typid;
+	int32		d_typmod;
+	int			d_kind;
+	Datum	   *dmin;
+	Datum	   *dmax;
+	uint8	   *dflags;			/* ARROW_STAT_MIN / MAX: that Datum is exact */
 } ArrowStatColumn;
 
+struct ArrowConv;
 extern const ArrowStatColumn *arrow_pg_stat_column(const ArrowFile *file, int field);
+extern const int64 *arrow_pg_field_bytes(const ArrowFile *file, int field);
+extern const ArrowStatColumn *arrow_pg_stat_datums(const ArrowFile *file, int field,
+												   const struct ArrowConv *conv);
 extern void arrow_pg_report(const ArrowError *err, const char *what,
 							const char *path) pg_attribute_noreturn();
 extern void arrow_pg_report_errno(int save_errno, const char *path)

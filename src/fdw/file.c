@@ -483,6 +483,8 @@ typedef struct MetaCacheEntry
 	 */
 	int			n_stat_fields;
 	ArrowStatColumn **stats;
+	/* each top-level field's bytes in every batch (arrow_pg_field_bytes) */
+	int64	  **field_bytes;
 } MetaCacheEntry;
 
 static MetaCacheEntry meta_cache[META_CACHE_ENTRIES];
@@ -662,6 +664,95 @@ arrow_pg_stat_column(const ArrowFile *file, int field)
 			c->parsed[b] |= ARROW_STAT_MAX;
 	}
 	e->stats[field] = c;
+	return c;
+}
+
+/*
+ * arrow_pg_field_bytes
+ *		The bytes of top-level field `field` (its buffers, children
+ *		included) in every record batch of `file`, when file is a copy of a
+ *		cached file's metadata (see arrow_pg_stat_column): summed once per
+ *		field and kept with the entry, for the planner's estimates.  NULL for
+ *		any other file.
+ */
+const int64 *
+arrow_pg_field_bytes(const ArrowFile *file, int field)
+{
+	MetaCacheEntry *e = meta_cache_of(file);
+	int			n_fields;
+	int			room;
+	ArrowExtent *ext;
+	int64	   *bytes;
+
+	if (e == NULL || field < 0 || field >= e->file->schema.n_fields)
+		return NULL;
+	n_fields = e->file->schema.n_fields;
+	if (e->field_bytes == NULL)
+		e->field_bytes = MemoryContextAllocZero(e->cxt, sizeof(int64 *) * n_fields);
+	if (e->field_bytes[field] != NULL)
+		return e->field_bytes[field];
+	room = Max(e->file->columns[field].n_buffers, 1);
+	ext = palloc(sizeof(ArrowExtent) * room);
+	bytes = MemoryContextAlloc(e->cxt, sizeof(int64) * Max(file->n_batches, 1));
+	for (int32 b = 0; b < file->n_batches; b++)
+	{
+		ArrowError	err;
+		int			n = arrow_column_extents(e->file, b, field, ext, room, &err);
+
+		if (n < 0)
+			arrow_pg_report(&err, "read the layout of", e->path);
+		bytes[b] = 0;
+		for (int k = 0; k < n; k++)
+			bytes[b] += ext[k].length;
+	}
+	pfree(ext);
+	e->field_bytes[field] = bytes;
+	return bytes;
+}
+
+/*
+ * arrow_pg_stat_datums
+ *		arrow_pg_stat_column's statistics of `field`, with its parsed values
+ *		converted once to Datums of conv's column (dmin, dmax, dflags): the
+ *		planner and each executor start read every batch's statistics, and
+ *		converting them again each time took most of a short query's
+ *		planning over a file of a thousand batches.  Kept with the entry for
+ *		the last column type asked for; NULL where the statistics are not
+ *		kept as bits or the type is passed by reference (the caller converts
+ *		each value itself).
+ */
+const ArrowStatColumn *
+arrow_pg_stat_datums(const ArrowFile *file, int field, const ArrowConv *conv)
+{
+	ArrowStatColumn *c = (ArrowStatColumn *) arrow_pg_stat_column(file, field);
+	MetaCacheEntry *e;
+	int32		n = file->n_batches;
+
+	if (c == NULL || !c->as_bits || !conv->typbyval || conv->has_dictionary)
+		return NULL;
+	if (c->dflags != NULL && c->d_typid == conv->typid && c->d_typmod == conv->typmod &&
+		c->d_kind == conv->kind)
+		return c;
+	e = meta_cache_of(file);
+	if (c->dflags == NULL)
+	{
+		c->dmin = MemoryContextAlloc(e->cxt, sizeof(Datum) * Max(n, 1));
+		c->dmax = MemoryContextAlloc(e->cxt, sizeof(Datum) * Max(n, 1));
+		c->dflags = MemoryContextAlloc(e->cxt, sizeof(uint8) * Max(n, 1));
+	}
+	/* not usable until filled (an error in a conversion leaves it so) */
+	c->d_typid = InvalidOid;
+	for (int32 b = 0; b < n; b++)
+	{
+		c->dflags[b] = 0;
+		if ((c->parsed[b] & ARROW_STAT_MIN) && arrow_conv_stat_bits(conv, c->min[b], &c->dmin[b]))
+			c->dflags[b] |= ARROW_STAT_MIN;
+		if ((c->parsed[b] & ARROW_STAT_MAX) && arrow_conv_stat_bits(conv, c->max[b], &c->dmax[b]))
+			c->dflags[b] |= ARROW_STAT_MAX;
+	}
+	c->d_typmod = conv->typmod;
+	c->d_kind = conv->kind;
+	c->d_typid = conv->typid;
 	return c;
 }
 

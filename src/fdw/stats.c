@@ -28,12 +28,12 @@
 #include "access/stratnum.h"
 #include "catalog/pg_am.h"
 #include "catalog/pg_amproc.h"
-#include "commands/defrem.h"
 #include "nodes/nodeFuncs.h"
 #include "nodes/pathnodes.h"
 #include "optimizer/optimizer.h"
 #include "utils/array.h"
 #include "utils/lsyscache.h"
+#include "utils/typcache.h"
 
 #include "fdw/arrow_fdw.h"
 
@@ -67,16 +67,15 @@ static int
 btree_strategy(Oid opno, Oid coltype, Oid valtype, bool var_on_left,
 			   Oid *cmpproc)
 {
-	Oid			opclass;
 	Oid			opfamily;
 	int			strategy;
 
 	coltype = getBaseType(coltype);
 	valtype = getBaseType(valtype);
-	opclass = GetDefaultOpClass(coltype, BTREE_AM_OID);
-	if (!OidIsValid(opclass))
+	/* the default btree opclass's family, from the type cache (no catalog scan) */
+	opfamily = lookup_type_cache(coltype, TYPECACHE_BTREE_OPFAMILY)->btree_opf;
+	if (!OidIsValid(opfamily))
 		return 0;
-	opfamily = get_opclass_family(opclass);
 	strategy = get_op_opfamily_strategy(opno, opfamily);
 	if (strategy == 0)
 		return 0;
@@ -319,10 +318,19 @@ void
 arrow_stats_values(const ArrowFile *file, int32 b, int field, const ArrowConv *conv,
 				   bool *has_min, Datum *dmin, bool *has_max, Datum *dmax)
 {
-	const ArrowStatColumn *c = arrow_pg_stat_column(file, field);
+	const ArrowStatColumn *c = arrow_pg_stat_datums(file, field, conv);
 	const char *smin,
 			   *smax;
 
+	if (c != NULL)
+	{
+		*has_min = (c->dflags[b] & ARROW_STAT_MIN) != 0;
+		*dmin = c->dmin[b];
+		*has_max = (c->dflags[b] & ARROW_STAT_MAX) != 0;
+		*dmax = c->dmax[b];
+		return;
+	}
+	c = arrow_pg_stat_column(file, field);
 	if (c != NULL && c->as_bits)
 	{
 		*has_min = (c->parsed[b] & ARROW_STAT_MIN) != 0 &&

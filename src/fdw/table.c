@@ -206,11 +206,17 @@ arrow_table_batch_bytes(const ArrowFdwFile *f, int32 b, const bool *want, int n_
 	for (int c = 0; c < n_fields; c++)
 	{
 		int			room = Max(f->file->columns[c].n_buffers, 1);
+		const int64 *cached;
 		ArrowExtent *ext;
 		int			n;
 
 		if (!want[c])
 			continue;
+		if ((cached = arrow_pg_field_bytes(f->file, c)) != NULL)
+		{
+			sum += cached[b];
+			continue;
+		}
 		ext = palloc(sizeof(ArrowExtent) * room);
 		n = arrow_column_extents(f->file, b, c, ext, room, &err);
 		if (n < 0)
