@@ -809,8 +809,10 @@ arrow_file_copy(const ArrowFile *file, const ArrowSource *src, const ArrowAlloca
 		priv->dict_fields[i].seen = fp->dict_fields[i].seen;
 	if (file->n_batches > 0)
 	{
-		if ((copy->batches = arrow_calloc(alloc, file->n_batches, sizeof(ArrowBatchInfo),
-										  err)) == NULL)
+		/* shared batches are copied over whole: no need to zero them first */
+		if ((copy->batches = share_batches ?
+			 arrow_malloc(alloc, (size_t) file->n_batches * sizeof(ArrowBatchInfo), err) :
+			 arrow_calloc(alloc, file->n_batches, sizeof(ArrowBatchInfo), err)) == NULL)
 			goto fail;
 		if (share_batches)
 		{

@@ -374,10 +374,12 @@ engine_explain_devices(ExplainState *es, uint32 n, const WarpDeviceWork *w)
 		snprintf(label, sizeof(label), "GPU %u", w[i].device);
 		ExplainPropertyText(label, psprintf(UINT64_FORMAT " batches, " UINT64_FORMAT
 											" rows, kernels %.3f ms; setup %.3f ms, "
-											"batches %.3f ms, end %.3f ms",
+											"batches %.3f ms, end %.3f ms (groups read "
+											"back %.3f ms)",
 											w[i].batches, w[i].rows_in,
 											w[i].exec_us / 1000.0, w[i].setup_us / 1000.0,
-											w[i].run_us / 1000.0, w[i].end_us / 1000.0), es);
+											w[i].run_us / 1000.0, w[i].end_us / 1000.0,
+											w[i].drain_us / 1000.0), es);
 	}
 }
 

@@ -79,6 +79,7 @@ typedef struct ArrowStatColumn
 struct ArrowConv;
 extern const ArrowStatColumn *arrow_pg_stat_column(const ArrowFile *file, int field);
 extern const int64 *arrow_pg_field_bytes(const ArrowFile *file, int field);
+extern const int64 *arrow_pg_field_nulls(const ArrowFile *file, int field);
 extern const ArrowStatColumn *arrow_pg_stat_datums(const ArrowFile *file, int field,
 												   const struct ArrowConv *conv);
 extern void arrow_pg_report(const ArrowError *err, const char *what,
@@ -195,6 +196,9 @@ extern void arrow_stats_values(const ArrowFile *file, int32 b, int field,
 extern bool arrow_stats_skip_batch(const ArrowStatCond *conds, int n_conds,
 								   const ArrowConv *convs, const int *fields,
 								   const ArrowFile *file, int32 b);
+extern void arrow_stats_skip_batches(const ArrowStatCond *conds, int n_conds,
+									 const ArrowConv *convs, const int *fields,
+									 const ArrowFile *file, bool *skip);
 
 /* in estimate.c */
 

@@ -103,6 +103,7 @@ arrow_fdw_engine_source(Relation rel, Index relid, List *quals,
 	{
 		const ArrowFdwFile *file = &t->files[f];
 		ArrowEngineFile *ef = &es->files[f];
+		bool	   *skip = palloc(sizeof(bool) * Max(file->file->n_batches, 1));
 
 		ef->path = file->path;
 		ef->dev = file->src->dev;
@@ -110,13 +111,13 @@ arrow_fdw_engine_source(Relation rel, Index relid, List *quals,
 		ef->size = file->src->size;
 		ef->mtime_ns = file->src->mtime_ns;
 		ef->batches = palloc(sizeof(int32) * Max(file->file->n_batches, 1));
+		arrow_stats_skip_batches(conds, n_conds, t->convs, t->fields, file->file, skip);
 		for (int32 b = 0; b < file->file->n_batches; b++)
 		{
 			const ArrowBatchInfo *bi = &file->file->batches[b];
 
 			es->batches_total++;
-			if (n_conds > 0 &&
-				arrow_stats_skip_batch(conds, n_conds, t->convs, t->fields, file->file, b))
+			if (skip[b])
 			{
 				es->batches_skipped++;
 				continue;
@@ -124,6 +125,7 @@ arrow_fdw_engine_source(Relation rel, Index relid, List *quals,
 			ef->batches[ef->n_batches++] = b;
 			es->rows_to_read += bi->n_rows;
 		}
+		pfree(skip);
 		arrow_pg_source_close(file->src);
 	}
 	return es;

@@ -368,7 +368,7 @@ guess_in(const ArrowColEstimate *g, double m, double M, double nonnull_rows,
  * batch; see the file header.  'skipped': statistics rule the batch out.
  */
 static void
-batch_eval(const ArrowColEstimate *g, const ArrowFile *file, int32 b,
+batch_eval(const ArrowColEstimate *g, const ArrowFile *file, int32 b, const int64 *nulls,
 		   bool skipped, double *lower, double *upper, double *guess)
 {
 	const ArrowBatchInfo *batch = &file->batches[b];
@@ -381,7 +381,12 @@ batch_eval(const ArrowColEstimate *g, const ArrowFile *file, int32 b,
 	*lower = *upper = *guess = 0;
 	if (batch->n_rows <= 0 || skipped)
 		return;
-	if (node >= 0 && node < batch->n_nodes)
+	if (nulls != NULL)
+	{
+		if (nulls[b] >= 0)
+			nonnull = 1.0 - (double) nulls[b] / batch->n_rows;
+	}
+	else if (node >= 0 && node < batch->n_nodes)
 		nonnull = 1.0 - (double) batch->nodes[node].null_count / batch->n_rows;
 	if (nonnull <= 0)
 		return;
@@ -423,17 +428,22 @@ eval_column(PlannerInfo *root, const ArrowEstimateTable *t, ArrowColEstimate *g,
 		conds[k++] = *(ArrowStatCond *) lfirst(lc);
 	g->frac = palloc(sizeof(double) * Max(total_batches, 1));
 	for (int f = 0; f < t->n_files; f++)
+	{
+		bool	   *skip = palloc(sizeof(bool) * Max(t->files[f]->n_batches, 1));
+		const int64 *nulls = arrow_pg_field_nulls(t->files[f], g->field);
+
+		arrow_stats_skip_batches(conds, n_conds, t->convs, t->fields, t->files[f], skip);
 		for (int32 b = 0; b < t->files[f]->n_batches; b++, gb++)
 		{
 			const ArrowBatchInfo *batch = &t->files[f]->batches[b];
-			bool		skipped = arrow_stats_skip_batch(conds, n_conds, t->convs,
-														 t->fields, t->files[f], b);
 
-			batch_eval(g, t->files[f], b, skipped, &lower[gb], &upper[gb],
+			batch_eval(g, t->files[f], b, nulls, skip[b], &lower[gb], &upper[gb],
 					   &g->frac[gb]);
 			sum_lower += lower[gb] * batch->n_rows;
 			sum_upper += upper[gb] * batch->n_rows;
 		}
+		pfree(skip);
+	}
 	if (g->positioned && !has_pg_stats)
 		return;
 	if (t->total_rows <= 0)

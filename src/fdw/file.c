@@ -483,8 +483,9 @@ typedef struct MetaCacheEntry
 	 */
 	int			n_stat_fields;
 	ArrowStatColumn **stats;
-	/* each top-level field's bytes in every batch (arrow_pg_field_bytes) */
+	/* each top-level field's bytes and nulls in every batch (arrow_pg_field_*) */
 	int64	  **field_bytes;
+	int64	  **field_nulls;
 } MetaCacheEntry;
 
 static MetaCacheEntry meta_cache[META_CACHE_ENTRIES];
@@ -708,6 +709,40 @@ arrow_pg_field_bytes(const ArrowFile *file, int field)
 	pfree(ext);
 	e->field_bytes[field] = bytes;
 	return bytes;
+}
+
+/*
+ * arrow_pg_field_nulls
+ *		The null count of top-level field `field` in every record batch of
+ *		`file` (-1 where the batch has no node for it), as arrow_pg_field_bytes
+ *		keeps its bytes: in one array, which the planner's estimates read
+ *		without a load of each batch's nodes.  NULL for a file that is not a
+ *		copy of a cached one.
+ */
+const int64 *
+arrow_pg_field_nulls(const ArrowFile *file, int field)
+{
+	MetaCacheEntry *e = meta_cache_of(file);
+	int32		node;
+	int64	   *nulls;
+
+	if (e == NULL || field < 0 || field >= e->file->schema.n_fields)
+		return NULL;
+	if (e->field_nulls == NULL)
+		e->field_nulls = MemoryContextAllocZero(e->cxt,
+												sizeof(int64 *) * e->file->schema.n_fields);
+	if (e->field_nulls[field] != NULL)
+		return e->field_nulls[field];
+	node = e->file->columns[field].first_node;
+	nulls = MemoryContextAlloc(e->cxt, sizeof(int64) * Max(file->n_batches, 1));
+	for (int32 b = 0; b < file->n_batches; b++)
+	{
+		const ArrowBatchInfo *batch = &e->file->batches[b];
+
+		nulls[b] = node >= 0 && node < batch->n_nodes ? batch->nodes[node].null_count : -1;
+	}
+	e->field_nulls[field] = nulls;
+	return nulls;
 }
 
 /*

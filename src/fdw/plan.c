@@ -94,17 +94,19 @@ arrowGetForeignRelSize(PlannerInfo *root, RelOptInfo *baserel,
 	for (int f = 0; f < ps->table->n_files; f++)
 	{
 		ArrowFdwFile *file = &ps->table->files[f];
+		bool	   *skip = palloc(sizeof(bool) * Max(file->file->n_batches, 1));
 
+		arrow_stats_skip_batches(conds, n_conds, ps->table->convs, ps->table->fields,
+								 file->file, skip);
 		for (int32 b = 0; b < file->file->n_batches; b++)
 		{
-			if (n_conds > 0 &&
-				arrow_stats_skip_batch(conds, n_conds, ps->table->convs,
-									   ps->table->fields, file->file, b))
+			if (skip[b])
 				continue;
 			ps->kept_batches++;
 			ps->kept_rows += file->file->batches[b].n_rows;
 			ps->file_bytes[f] += arrow_table_batch_bytes(file, b, want, n_fields);
 		}
+		pfree(skip);
 		ps->read_bytes += ps->file_bytes[f];
 	}
 

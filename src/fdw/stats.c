@@ -32,6 +32,7 @@
 #include "nodes/pathnodes.h"
 #include "optimizer/optimizer.h"
 #include "utils/array.h"
+#include "utils/fmgroids.h"
 #include "utils/lsyscache.h"
 #include "utils/typcache.h"
 
@@ -348,6 +349,143 @@ arrow_stats_values(const ArrowFile *file, int32 b, int field, const ArrowConv *c
 		arrow_batch_stat_strings(&file->batches[b], field, &smin, &smax);
 	*has_min = smin != NULL && arrow_conv_stat(conv, smin, dmin);
 	*has_max = smax != NULL && arrow_conv_stat(conv, smax, dmax);
+}
+
+/*
+ * The widths in bytes of the two sides of a btree comparison function that
+ * compares signed integers (the integer types, date, timestamp and
+ * timestamptz: their Datums hold the value), else false
+ */
+static bool
+int_cmp_sides(Oid fn, int *left, int *right)
+{
+	switch (fn)
+	{
+		case F_BTINT2CMP:
+			*left = 2, *right = 2;
+			return true;
+		case F_BTINT24CMP:
+			*left = 2, *right = 4;
+			return true;
+		case F_BTINT28CMP:
+			*left = 2, *right = 8;
+			return true;
+		case F_BTINT42CMP:
+			*left = 4, *right = 2;
+			return true;
+		case F_BTINT4CMP:
+		case F_DATE_CMP:
+			*left = 4, *right = 4;
+			return true;
+		case F_BTINT48CMP:
+			*left = 4, *right = 8;
+			return true;
+		case F_BTINT82CMP:
+			*left = 8, *right = 2;
+			return true;
+		case F_BTINT84CMP:
+			*left = 8, *right = 4;
+			return true;
+		case F_BTINT8CMP:
+		case F_TIMESTAMP_CMP:
+		case F_TIMESTAMPTZ_CMP:
+			*left = 8, *right = 8;
+			return true;
+	}
+	return false;
+}
+
+/* a Datum holding a signed integer of width bytes, as an int64 */
+static inline int64
+int_of(Datum d, int width)
+{
+	return width == 2 ? (int64) DatumGetInt16(d) :
+		width == 4 ? (int64) DatumGetInt32(d) : DatumGetInt64(d);
+}
+
+/* does one batch's statistics (min lo, max hi; has_*) rule out cond c (int values) */
+static inline bool
+int_cond_skips(const ArrowStatCond *c, const int64 *vals, bool has_min, int64 lo,
+			   bool has_max, int64 hi)
+{
+	switch (c->strategy)
+	{
+		case BTLessStrategyNumber:
+			return has_min && lo >= vals[0];
+		case BTLessEqualStrategyNumber:
+			return has_min && lo > vals[0];
+		case BTGreaterStrategyNumber:
+			return has_max && hi <= vals[0];
+		case BTGreaterEqualStrategyNumber:
+			return has_max && hi < vals[0];
+		case BTEqualStrategyNumber:
+			if (!has_min && !has_max)
+				return false;
+			for (int k = 0; k < c->n_values; k++)
+				if (!(has_min && lo > vals[k]) && !(has_max && hi < vals[k]))
+					return false;
+			return true;
+	}
+	return false;
+}
+
+/*
+ * arrow_stats_skip_batches
+ *		arrow_stats_skip_batch for every batch of file: skip[b] set where it
+ *		is true.  A condition on a column whose statistics the metadata cache
+ *		keeps as Datums (arrow_pg_stat_datums) and whose comparison is one of
+ *		signed integers is decided in one loop over the batches, without a
+ *		function call per batch; the others as arrow_stats_skip_batch does.
+ *		The planner and each executor start decide this for every batch of
+ *		the table: a short query over a file of a thousand batches spent most
+ *		of its planning here.
+ */
+void
+arrow_stats_skip_batches(const ArrowStatCond *conds, int n_conds, const ArrowConv *convs,
+						 const int *fields, const ArrowFile *file, bool *skip)
+{
+	int32		n = file->n_batches;
+	int			slow = 0;
+
+	memset(skip, 0, sizeof(bool) * Max(n, 1));
+	if (!pg_warp_arrow_stats_skip || n_conds == 0)
+		return;
+	for (int i = 0; i < n_conds; i++)
+	{
+		const ArrowStatCond *c = &conds[i];
+		const ArrowConv *conv = &convs[c->attno - 1];
+		int			field = fields[c->attno - 1];
+		const ArrowStatColumn *col;
+		int			lw,
+					rw;
+		int64		vals[8];
+
+		if (field < 0)
+			continue;
+		if (c->n_values > lengthof(vals) || !int_cmp_sides(c->cmp.fn_oid, &lw, &rw) ||
+			(col = arrow_pg_stat_datums(file, field, conv)) == NULL)
+		{
+			slow++;
+			continue;
+		}
+		for (int k = 0; k < c->n_values; k++)
+			vals[k] = int_of(c->values[k], rw);
+		for (int32 b = 0; b < n; b++)
+		{
+			uint8		fl = col->dflags[b];
+
+			if (file->batches[b].metadata.count == 0)
+				continue;
+			if (int_cond_skips(c, vals, (fl & ARROW_STAT_MIN) != 0, int_of(col->dmin[b], lw),
+							   (fl & ARROW_STAT_MAX) != 0, int_of(col->dmax[b], lw)))
+				skip[b] = true;
+		}
+	}
+	if (slow == 0)
+		return;
+	for (int32 b = 0; b < n; b++)
+		if (!skip[b])
+			skip[b] = arrow_stats_skip_batch(conds, n_conds, convs, fields, file, b);
 }
 
 /*

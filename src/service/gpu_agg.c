@@ -991,6 +991,7 @@ gpu_agg_execute(const ServiceGpu *gpu, AggRun *run, const GpuAggOptions *opts,
 	gagg_clock_mark(&clock, 2);
 	if (rc == 0)
 		rc = gagg_table_drain(&g, &th);
+	gagg_clock_mark(&clock, 3);
 	gagg_teardown(&g);
 	gpu_drv.cuCtxPopCurrent(&ctx);
 	gagg_clock_end(&clock, run, g.dev);
@@ -1017,19 +1018,21 @@ gagg_device_add(AggRun *run, const WarpDeviceWork *w)
 	GAGG_ADD(to->setup_us, w->setup_us);
 	GAGG_ADD(to->run_us, w->run_us);
 	GAGG_ADD(to->end_us, w->end_us);
+	GAGG_ADD(to->drain_us, w->drain_us);
 }
 
 /* gagg_clock_start: the start of a run's share (see GaggClock) */
 void
 gagg_clock_start(GaggClock *c, const AggRun *run)
 {
+	memset(c->t, 0, sizeof(c->t));
 	c->t[0] = svc_now_us(CLOCK_MONOTONIC);
 	c->batches = run->batches;
 	c->rows = run->rows_in;
 	c->exec_us = run->exec_us;
 }
 
-/* gagg_clock_mark: the end of step 1 (setup) or 2 (batches) */
+/* gagg_clock_mark: the end of step 1 (setup), 2 (batches) or 3 (the groups read back) */
 void
 gagg_clock_mark(GaggClock *c, int step)
 {
@@ -1045,11 +1048,12 @@ gagg_clock_end(GaggClock *c, AggRun *run, uint32_t dev)
 {
 	WarpDeviceWork w;
 
-	c->t[3] = svc_now_us(CLOCK_MONOTONIC);
+	c->t[4] = svc_now_us(CLOCK_MONOTONIC);
 	w = (WarpDeviceWork) {
-		.device = dev, .batches = run->batches - c->batches, .rows_in = run->rows_in - c->rows,
+		.device = dev, .drain_us = c->t[3] > 0 ? (uint32_t) (c->t[3] - c->t[2]) : 0,
+		.batches = run->batches - c->batches, .rows_in = run->rows_in - c->rows,
 		.exec_us = run->exec_us - c->exec_us, .setup_us = (uint64_t) (c->t[1] - c->t[0]),
-		.run_us = (uint64_t) (c->t[2] - c->t[1]), .end_us = (uint64_t) (c->t[3] - c->t[2])
+		.run_us = (uint64_t) (c->t[2] - c->t[1]), .end_us = (uint64_t) (c->t[4] - c->t[2])
 	};
 	gagg_device_add(run, &w);
 }

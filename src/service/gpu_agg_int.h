@@ -273,7 +273,8 @@ extern void gagg_device_add(AggRun *run, const WarpDeviceWork *w);
  */
 typedef struct GaggClock
 {
-	int64_t		t[4];			/* start, setup done, batches done, end */
+	int64_t		t[5];			/* start, setup done, batches done, groups
+								 * read back (0: not marked), end */
 	uint64_t	batches,		/* the run's counters at the start */
 				rows,
 				exec_us;

@@ -1045,6 +1045,7 @@ gpu_heap_execute(const ServiceGpu *gpu, AggRun *run, GpuHeapSource *src,
 	gagg_clock_mark(&clock, 2);
 	if (rc == 0 && !gh.scan)
 		rc = gagg_table_drain(g, &th);
+	gagg_clock_mark(&clock, 3);
 	gheap_unregister_ring(&gh);
 	/* the cached columns a slot still holds, once no kernel can read them */
 	for (int i = 0; i < GAGG_SLOTS; i++)

@@ -456,7 +456,7 @@ WARP_STATIC_ASSERT(sizeof(WarpAggFile) == 48, "WarpAggFile layout");
 typedef struct WarpDeviceWork
 {
 	uint32_t	device;			/* its index among the service's GPUs */
-	uint32_t	pad;
+	uint32_t	drain_us;		/* the part of end_us that read the groups back */
 	uint64_t	batches;
 	uint64_t	rows_in;
 	uint64_t	exec_us;		/* the kernels, summed */
