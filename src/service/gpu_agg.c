@@ -662,12 +662,9 @@ gagg_slots_create(GaggRun *g)
 	{
 		GaggSlot   *s = &g->slots[i];
 
-		if (gagg_cuda(g, GAGG_RETRY(g, gpu_drv.cuStreamCreate(&s->stream, CU_STREAM_NON_BLOCKING)),
-					  "cuStreamCreate") != 0 ||
-			gagg_cuda(g, GAGG_RETRY(g, gpu_drv.cuEventCreate(&s->ev_start, CU_EVENT_DEFAULT)),
-					  "cuEventCreate") != 0 ||
-			gagg_cuda(g, GAGG_RETRY(g, gpu_drv.cuEventCreate(&s->ev_end, CU_EVENT_DEFAULT)),
-					  "cuEventCreate") != 0 ||
+		if (gagg_stream_get(g, &s->stream) != 0 ||
+			gagg_event_get(g, &s->ev_start) != 0 ||
+			gagg_event_get(g, &s->ev_end) != 0 ||
 			gagg_host_alloc(g, (void **) &s->status, sizeof(XpuGaggLaunch), "a status") != 0 ||
 			gagg_dev_alloc(g, &s->d_launch, sizeof(XpuGaggLaunch), "a status") != 0)
 			return -1;
@@ -739,9 +736,7 @@ gagg_cancel_setup(GaggRun *g)
 {
 	if (gagg_host_alloc(g, (void **) &g->cancel_one, sizeof(int32_t), "the cancel flag") != 0 ||
 		gagg_dev_alloc(g, &g->d_cancel, sizeof(int32_t), "the cancel flag") != 0 ||
-		gagg_cuda(g, GAGG_RETRY(g, gpu_drv.cuStreamCreate(&g->cancel_stream,
-														 CU_STREAM_NON_BLOCKING)),
-				  "cuStreamCreate") != 0)
+		gagg_stream_get(g, &g->cancel_stream) != 0)
 		return -1;
 	*g->cancel_one = 1;
 	return gagg_cuda(g, gpu_drv.cuMemsetD8Async(g->d_cancel, 0, sizeof(int32_t),
@@ -893,12 +888,9 @@ gagg_teardown(GaggRun *g)
 	{
 		GaggSlot   *s = &g->slots[i];
 
-		if (s->stream != NULL)
-			gpu_drv.cuStreamDestroy(s->stream);
-		if (s->ev_start != NULL)
-			gpu_drv.cuEventDestroy(s->ev_start);
-		if (s->ev_end != NULL)
-			gpu_drv.cuEventDestroy(s->ev_end);
+		gagg_stream_keep(g, &s->stream);
+		gagg_event_keep(g, &s->ev_start);
+		gagg_event_keep(g, &s->ev_end);
 		gagg_slot_release(g, s, false);
 		free(s->entries);
 		free(s->filling);
@@ -916,8 +908,7 @@ gagg_teardown(GaggRun *g)
 	gagg_dev_keep(g, &g->d_joins, g->n_joins * sizeof(CUdeviceptr));
 	if (g->d_matched != 0)
 		gagg_dev_keep(g, &g->d_matched, (g->matched_words + 1) * 4);
-	if (g->cancel_stream != NULL)
-		gpu_drv.cuStreamDestroy(g->cancel_stream);
+	gagg_stream_keep(g, &g->cancel_stream);
 	gagg_dev_keep(g, &g->d_cancel, sizeof(int32_t));
 	gagg_host_keep(g, (void **) &g->cancel_one, sizeof(int32_t));
 	gagg_cache_recheck(g);

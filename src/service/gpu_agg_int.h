@@ -293,6 +293,10 @@ extern int gagg_dev_alloc(GaggRun *g, CUdeviceptr *p, size_t n, const char *what
 extern void gagg_dev_keep(GaggRun *g, CUdeviceptr *p, size_t n);
 extern void gagg_host_free(GaggRun *g, void **p, size_t n);
 extern void gagg_host_keep(GaggRun *g, void **p, size_t n);
+extern int	gagg_stream_get(GaggRun *g, CUstream *s);
+extern void gagg_stream_keep(GaggRun *g, CUstream *s);
+extern int	gagg_event_get(GaggRun *g, CUevent *e);
+extern void gagg_event_keep(GaggRun *g, CUevent *e);
 extern int gagg_host_alloc(GaggRun *g, void **p, size_t n, const char *what);
 extern void gagg_batch_release(GaggRun *g, uint8_t **p, size_t cap);
 extern int gagg_batch_buffer(GaggRun *g, uint8_t **p, size_t *cap);

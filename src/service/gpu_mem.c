@@ -50,13 +50,27 @@ static struct
  * full frees its kept blocks first.  Kept blocks are not counted in the
  * memory the service holds (STATUS), as freed ones were not.
  */
-#define GAGG_KEPT			64
+#define GAGG_KEPT			128
 #define GAGG_KEPT_BYTES		((size_t) 1 << 30)
+
+/*
+ * what a kept block is: device or pinned host memory, or (n 0) one of the
+ * streams and events a run creates (gagg_stream_get, gagg_event_get), so
+ * that the next run on the device skips the driver's work of creating them
+ * and the current one that of destroying them
+ */
+typedef enum GaggKeptKind
+{
+	KEPT_DEV,
+	KEPT_HOST,
+	KEPT_STREAM,
+	KEPT_EVENT
+} GaggKeptKind;
 
 typedef struct GaggKept
 {
 	uint32_t	dev;
-	bool		host;
+	GaggKeptKind kind;
 	size_t		n;
 	uintptr_t	p;				/* 0: a free slot */
 	uint64_t	used;			/* gagg_kept.clock when kept */
@@ -69,9 +83,9 @@ static struct
 	GaggKept	blocks[GAGG_KEPT];
 }			gagg_kept = {PTHREAD_MUTEX_INITIALIZER};
 
-/* gagg_kept_take: a kept block of n bytes (host or device) of device dev, or 0 */
+/* gagg_kept_take: a kept block of n bytes (of that kind) of device dev, or 0 */
 static uintptr_t
-gagg_kept_take(uint32_t dev, bool host, size_t n)
+gagg_kept_take(uint32_t dev, GaggKeptKind kind, size_t n)
 {
 	uintptr_t	p = 0;
 
@@ -80,7 +94,7 @@ gagg_kept_take(uint32_t dev, bool host, size_t n)
 	{
 		GaggKept   *k = &gagg_kept.blocks[i];
 
-		if (k->p != 0 && k->dev == dev && k->host == host && k->n == n)
+		if (k->p != 0 && k->dev == dev && k->kind == kind && k->n == n)
 		{
 			p = k->p;
 			k->p = 0;
@@ -94,10 +108,21 @@ gagg_kept_take(uint32_t dev, bool host, size_t n)
 static void
 gagg_kept_free(const GaggKept *k)
 {
-	if (k->host)
-		gpu_drv.cuMemFreeHost((void *) k->p);
-	else
-		gpu_drv.cuMemFree((CUdeviceptr) k->p);
+	switch (k->kind)
+	{
+		case KEPT_DEV:
+			gpu_drv.cuMemFree((CUdeviceptr) k->p);
+			break;
+		case KEPT_HOST:
+			gpu_drv.cuMemFreeHost((void *) k->p);
+			break;
+		case KEPT_STREAM:
+			gpu_drv.cuStreamDestroy((CUstream) k->p);
+			break;
+		case KEPT_EVENT:
+			gpu_drv.cuEventDestroy((CUevent) k->p);
+			break;
+	}
 }
 
 /*
@@ -106,13 +131,13 @@ gagg_kept_free(const GaggKept *k)
  * where there is no room; false when it cannot be kept (the caller frees it)
  */
 static bool
-gagg_kept_put(uint32_t dev, bool host, size_t n, uintptr_t p)
+gagg_kept_put(uint32_t dev, GaggKeptKind kind, size_t n, uintptr_t p)
 {
 	GaggKept	evict[GAGG_KEPT];
 	int			n_evict = 0;
 	bool		kept = false;
 
-	if (!host && n > GAGG_KEPT_BYTES)
+	if (kind == KEPT_DEV && n > GAGG_KEPT_BYTES)
 		return false;
 	pthread_mutex_lock(&gagg_kept.lock);
 	for (;;)
@@ -129,14 +154,14 @@ gagg_kept_put(uint32_t dev, bool host, size_t n, uintptr_t p)
 				slot = slot < 0 ? i : slot;
 			else if (k->dev == dev)
 			{
-				dev_bytes += k->host ? 0 : k->n;
+				dev_bytes += k->kind == KEPT_DEV ? k->n : 0;
 				if (oldest < 0 || k->used < gagg_kept.blocks[oldest].used)
 					oldest = i;
 			}
 		}
-		if (slot >= 0 && (host || dev_bytes + n <= GAGG_KEPT_BYTES))
+		if (slot >= 0 && (kind != KEPT_DEV || dev_bytes + n <= GAGG_KEPT_BYTES))
 		{
-			gagg_kept.blocks[slot] = (GaggKept) {dev, host, n, p, ++gagg_kept.clock};
+			gagg_kept.blocks[slot] = (GaggKept) {dev, kind, n, p, ++gagg_kept.clock};
 			kept = true;
 			break;
 		}
@@ -166,7 +191,7 @@ gagg_kept_release(uint32_t dev)
 	{
 		GaggKept   *k = &gagg_kept.blocks[i];
 
-		if (k->p != 0 && k->dev == dev && !k->host)
+		if (k->p != 0 && k->dev == dev && k->kind == KEPT_DEV)
 		{
 			drop[n++] = *k;
 			k->p = 0;
@@ -220,7 +245,7 @@ gagg_dev_alloc(GaggRun *g, CUdeviceptr *p, size_t n, const char *what)
 {
 	CUresult	rc;
 
-	if ((*p = (CUdeviceptr) gagg_kept_take(g->dev, false, n)) != 0)
+	if ((*p = (CUdeviceptr) gagg_kept_take(g->dev, KEPT_DEV, n)) != 0)
 	{
 		gagg_account(g, (int64_t) n);
 		return 0;
@@ -257,7 +282,7 @@ gagg_dev_free(GaggRun *g, CUdeviceptr *p, size_t n)
 void
 gagg_dev_keep(GaggRun *g, CUdeviceptr *p, size_t n)
 {
-	if (*p != 0 && gagg_kept_put(g->dev, false, n, (uintptr_t) *p))
+	if (*p != 0 && gagg_kept_put(g->dev, KEPT_DEV, n, (uintptr_t) *p))
 	{
 		gagg_account(g, -(int64_t) n);
 		*p = 0;
@@ -269,7 +294,7 @@ gagg_dev_keep(GaggRun *g, CUdeviceptr *p, size_t n)
 void
 gagg_host_keep(GaggRun *g, void **p, size_t n)
 {
-	if (*p != NULL && gagg_kept_put(g->dev, true, n, (uintptr_t) *p))
+	if (*p != NULL && gagg_kept_put(g->dev, KEPT_HOST, n, (uintptr_t) *p))
 	{
 		gagg_account(g, -(int64_t) n);
 		*p = NULL;
@@ -282,7 +307,7 @@ gagg_host_alloc(GaggRun *g, void **p, size_t n, const char *what)
 {
 	CUresult	rc;
 
-	if ((*p = (void *) gagg_kept_take(g->dev, true, n)) != NULL)
+	if ((*p = (void *) gagg_kept_take(g->dev, KEPT_HOST, n)) != NULL)
 	{
 		gagg_account(g, (int64_t) n);
 		return 0;
@@ -308,6 +333,47 @@ gagg_host_free(GaggRun *g, void **p, size_t n)
 		gagg_account(g, -(int64_t) n);
 	}
 	*p = NULL;
+}
+
+/*
+ * gagg_stream_get: a non-blocking stream of the run's device (its context
+ * current), a kept one or a new one; -1 with the error set when none
+ */
+int
+gagg_stream_get(GaggRun *g, CUstream *s)
+{
+	if ((*s = (CUstream) gagg_kept_take(g->dev, KEPT_STREAM, 0)) != NULL)
+		return 0;
+	return gagg_cuda(g, GAGG_RETRY(g, gpu_drv.cuStreamCreate(s, CU_STREAM_NON_BLOCKING)),
+					 "cuStreamCreate");
+}
+
+/* gagg_stream_keep: an idle stream of gagg_stream_get kept for the next run, or destroyed */
+void
+gagg_stream_keep(GaggRun *g, CUstream *s)
+{
+	if (*s != NULL && !gagg_kept_put(g->dev, KEPT_STREAM, 0, (uintptr_t) *s))
+		gpu_drv.cuStreamDestroy(*s);
+	*s = NULL;
+}
+
+/* gagg_event_get: an event (timing kept) of the run's device, as gagg_stream_get */
+int
+gagg_event_get(GaggRun *g, CUevent *e)
+{
+	if ((*e = (CUevent) gagg_kept_take(g->dev, KEPT_EVENT, 0)) != NULL)
+		return 0;
+	return gagg_cuda(g, GAGG_RETRY(g, gpu_drv.cuEventCreate(e, CU_EVENT_DEFAULT)),
+					 "cuEventCreate");
+}
+
+/* gagg_event_keep: an event of gagg_event_get that no queued work records, kept or destroyed */
+void
+gagg_event_keep(GaggRun *g, CUevent *e)
+{
+	if (*e != NULL && !gagg_kept_put(g->dev, KEPT_EVENT, 0, (uintptr_t) *e))
+		gpu_drv.cuEventDestroy(*e);
+	*e = NULL;
 }
 
 /*
