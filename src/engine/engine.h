@@ -52,6 +52,7 @@ extern bool service_engine_gpu(void);
 extern int	service_run_begin(WarpMsgType type, const void *req, uint32 len);
 extern void *service_run_next(int fd, WarpMsgType type, uint32 *len);
 extern void service_run_end(int fd);
+extern void service_run_keep(int fd);
 extern int	service_run_begin_fd(WarpMsgType type, const void *req, uint32 len,
 								 int pass_fd);
 extern void *service_run_next_any(int fd, uint32 *type, uint32 *len);

@@ -208,6 +208,19 @@ engine_run_close(EngineRun *run)
 	run->active = false;
 }
 
+/*
+ * engine_run_keep: as engine_run_close for a run whose last reply came: its
+ * connection is kept for the backend's next run (service_run_keep)
+ */
+void
+engine_run_keep(EngineRun *run)
+{
+	if (run->conn >= 0)
+		service_run_keep(run->conn);
+	run->conn = -1;
+	run->active = false;
+}
+
 /* engine_put: appends len bytes at data to buf after zero padding to align */
 void
 engine_put(StringInfo buf, const void *data, size_t len, int align)

@@ -41,6 +41,7 @@ extern XpuProgram *engine_exec_program(Node *planned, const EngineColumns *now,
 extern XpuProgram *engine_pass_all_program(void);
 extern void engine_run_init(EngineRun *run, EState *estate);
 extern void engine_run_close(EngineRun *run);
+extern void engine_run_keep(EngineRun *run);
 extern void engine_put(StringInfo buf, const void *data, size_t len, int align);
 extern void engine_put_file(StringInfo buf, const ArrowEngineFile *ef, const int32 *batches,
 							int n_batches, const int *fields, int n_cols);

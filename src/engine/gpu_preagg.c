@@ -1284,7 +1284,8 @@ gpa_groups_rewind(GpaState *st)
 /*
  * gpa_collect: the replies of the run on st->es.run.conn (through the heap
  * run's ring when heap is set) into st->groups, until the last, whose
- * header goes to *last; then the connection is closed
+ * header goes to *last; then the connection is kept for the backend's
+ * next run (a heap run's is closed)
  */
 static void
 gpa_collect(GpaState *st, HeapAggRun *heap, WarpAggResult *last)
@@ -1307,7 +1308,11 @@ gpa_collect(GpaState *st, HeapAggRun *heap, WarpAggResult *last)
 			break;
 		}
 	}
-	engine_run_close(&st->es.run);
+	/* an Arrow run's connection serves the next one; a heap run's is closed */
+	if (heap == NULL)
+		engine_run_keep(&st->es.run);
+	else
+		engine_run_close(&st->es.run);
 }
 
 /*

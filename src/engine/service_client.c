@@ -17,6 +17,7 @@
  */
 #include "postgres.h"
 
+#include <poll.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <unistd.h>
@@ -625,6 +626,83 @@ service_engine_gpu(void)
 /* ---------------- long requests (AGG_RUN) ---------------- */
 
 /*
+ * The connection of this backend's last run whose replies all came, kept
+ * for its next run (service_run_keep): the next query's run skips the
+ * connect and the HELLO round trip.  A run that passes a descriptor does
+ * not take it.  Before it is used a poll must find it quiet: a connection
+ * the service closed meanwhile (a restart) reads as EOF, and is replaced
+ * by a new one.
+ */
+static int	run_spare = -1;
+
+/* service_run_keep: connection fd of a run whose last reply came, kept or closed */
+void
+service_run_keep(int fd)
+{
+	if (run_spare < 0)
+		run_spare = fd;
+	else
+		service_run_end(fd);
+}
+
+/*
+ * spare_send: sends the request on the kept connection, which is then
+ * given up; its descriptor, or -1 (none kept, the service closed it, or the
+ * send failed at once: the caller connects anew)
+ */
+static int
+spare_send(WarpMsgType type, const void *req, uint32 len)
+{
+	ServiceConn conn = {run_spare, DT_NOEND};
+	struct pollfd p = {run_spare, POLLIN, 0};
+	WarpMsgHeader hdr = {PGWARP_PROTO_MAGIC, PGWARP_PROTO_VERSION, type, len, 0};
+	struct iovec iov[2] = {{&hdr, sizeof(hdr)}, {(void *) req, len}};
+	struct msghdr mh = {.msg_iov = iov, .msg_iovlen = len > 0 ? 2 : 1};
+	ssize_t		n;
+
+	run_spare = -1;
+	if (conn.fd < 0)
+		return -1;
+	/* readable when idle: EOF (the service closed it) or a stray message */
+	if (poll(&p, 1, 0) != 0 ||
+		(n = sendmsg(conn.fd, &mh, MSG_NOSIGNAL | MSG_DONTWAIT)) <= 0)
+	{
+		service_run_end(conn.fd);
+		return -1;
+	}
+	/* the rest of a request longer than the socket takes at once */
+	if ((size_t) n < sizeof(hdr) + len)
+	{
+		size_t		off = (size_t) n;
+
+		PG_TRY();
+		{
+			while (off < sizeof(hdr) + len)
+			{
+				const char *from = off < sizeof(hdr) ? (const char *) &hdr + off :
+				(const char *) req + (off - sizeof(hdr));
+				size_t		room = off < sizeof(hdr) ? sizeof(hdr) - off : sizeof(hdr) + len - off;
+
+				n = send(conn.fd, from, room, MSG_NOSIGNAL);
+				if (n < 0 && (errno == EAGAIN || errno == EINTR))
+					wait_for(&conn, WL_SOCKET_WRITEABLE);
+				else if (n < 0)
+					lost(strerror(errno));
+				else
+					off += n;
+			}
+		}
+		PG_CATCH();
+		{
+			service_run_end(conn.fd);
+			PG_RE_THROW();
+		}
+		PG_END_TRY();
+	}
+	return conn.fd;
+}
+
+/*
  * service_run_begin
  *		Connects, says HELLO and sends a request whose replies come later
  *		(service_run_next); returns the connection's descriptor, which the
@@ -647,6 +725,8 @@ service_run_begin_fd(WarpMsgType type, const void *req, uint32 len, int pass_fd)
 {
 	ServiceConn conn;
 
+	if (pass_fd < 0 && (conn.fd = spare_send(type, req, len)) >= 0)
+		return conn.fd;
 	service_open(&conn);
 	PG_TRY();
 	{

@@ -17,9 +17,12 @@ import subprocess
 import time
 from contextlib import contextmanager
 
+import numpy as np
+import pyarrow as pa
+import pyarrow.ipc as ipc
 import pytest
 
-from pg_sql import CLUSTER, ROOT, Cluster, alive, free_port, wait_until  # noqa: F401
+from pg_sql import CLUSTER, ON, ROOT, Cluster, alive, free_port, wait_until  # noqa: F401
 from test_extension import plain_cluster, psql as plain_psql  # noqa: F401 (fixture)
 
 IS_ROOT = os.geteuid() == 0
@@ -278,6 +281,62 @@ def test_kill_service_does_not_restart_cluster(cluster):
     log = cluster.log_text()
     assert "terminating any other active server processes" not in log
     assert "pg_warp service (pid %d) was terminated by signal 9" % old in log
+
+
+def test_run_connection_serves_the_next_run(cluster):
+    """A backend keeps the connection of an Arrow run whose replies all came
+    for its next run: a session's engine queries use one connection to the
+    service (two with the status query's own), not one each.  One the
+    service closed (killed and restarted by its supervisor) is replaced: the
+    query after the restart answers as before."""
+    path = os.path.join(cluster.base, "kept_run.arrow")    # readable by the server
+    n = 50_000
+    t = pa.table({"g": pa.array(np.arange(n) % 7, pa.int32()),
+                  "v": pa.array(np.arange(n), pa.int64())})
+    with ipc.new_file(path, t.schema) as w:
+        for b in t.to_batches(max_chunksize=10_000):
+            w.write_batch(b)
+    os.chmod(path, 0o644)
+    cluster.sql("DROP FOREIGN TABLE IF EXISTS kept_run; "
+                "CREATE FOREIGN TABLE kept_run (g int, v bigint) SERVER arrow_fdw "
+                "OPTIONS (file '%s')" % path)
+    q = "SELECT g, sum(v) FROM kept_run WHERE v % 3 = 0 GROUP BY g ORDER BY g"
+    want = "\n".join("%d|%d" % (g, sum(v for v in range(n) if v % 7 == g and v % 3 == 0))
+                      for g in range(7))
+    cpu = ON + ("SET pg_warp.engine = cpu",)
+    assert cluster.engine_ran(q, "GpuPreAgg", settings=cpu, engine="CPU")
+    conns = "SELECT 'conns', connections FROM pgwarp.service_status()"
+    # no other backend's connection left: the status query's own alone
+    wait_until(lambda: cluster.status()["connections"] == "1", what="other connections to close")
+    env = dict(cluster.env, PGAPPNAME="svc_kept_run")
+    keep = subprocess.Popen(["psql", "-XAtq", "-v", "ON_ERROR_STOP=1"], env=env,
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    try:
+        script = [x + ";" for x in cpu] + [q + ";"] * 3 + [conns + ";"] + \
+            [q + ";"] * 3 + [conns + ";"]
+        keep.stdin.write("\n".join(script) + "\n\\echo done\n")
+        keep.stdin.flush()
+        lines = []
+        while not lines or lines[-1] != "done":
+            lines.append(keep.stdout.readline().rstrip("\n"))
+        got = "\n".join(lines)
+        assert got.count(want) == 6, got
+        # the session's kept connection and the status query's own
+        assert [x for x in lines if x.startswith("conns|")] == ["conns|2", "conns|2"], got
+        old = cluster.service_pid()
+        os.kill(old, signal.SIGKILL)
+        cluster.new_service(old)
+        out, err = keep.communicate(q + ";\n" + q + ";\n" + conns + ";\n", timeout=60)
+        assert keep.returncode == 0, err
+        assert out.count(want) == 2, out
+        assert out.strip().endswith("conns|2"), out
+    finally:
+        if keep.poll() is None:
+            keep.kill()
+            keep.wait()
+        cluster.sql("DROP FOREIGN TABLE IF EXISTS kept_run")
+        os.unlink(path)
 
 
 def test_outage_is_a_clear_error(cluster):
