@@ -826,6 +826,13 @@ service_run_end(int fd)
 static int	join_fd = -1;
 static bool join_callback_registered;
 
+/*
+ * JOIN_DROPs sent on join_fd whose replies are not read yet: a node's end
+ * does not wait for them (one round trip a join depth less a query); they
+ * are read before the connection's next exchange, or go with it.
+ */
+static int	join_drops_unread;
+
 static void
 join_xact_callback(XactEvent event, void *arg)
 {
@@ -847,9 +854,25 @@ service_join_conn(void)
 	{
 		service_open(&conn);
 		join_fd = conn.fd;
+		join_drops_unread = 0;
 	}
 	conn.fd = join_fd;
 	conn.deadline = TimestampTzPlusMilliseconds(GetCurrentTimestamp(), pg_warp_service_timeout);
+	PG_TRY();
+	{
+		for (; join_drops_unread > 0; join_drops_unread--)
+		{
+			WarpJoinDrop reply;
+
+			service_recv(&conn, WARP_MSG_JOIN_DROP, &reply, sizeof(reply));
+		}
+	}
+	PG_CATCH();
+	{
+		service_join_release_all();
+		PG_RE_THROW();
+	}
+	PG_END_TRY();
 	return conn;
 }
 
@@ -922,7 +945,9 @@ service_join_find(const uint8 *key, const uint8 *version, WarpJoinLoaded *found)
  *		found it ended): the service drops it unless a run holds it or it is
  *		kept.  Nothing when the join connection is closed (its ids went with
  *		it) or the id is not this connection's (a parallel worker's copy of
- *		the leader's).
+ *		the leader's).  The reply is not waited for: the service serves a
+ *		connection's messages in order, so a later FIND or LOAD on it comes
+ *		after the drop.
  */
 void
 service_join_drop(uint64 join_id)
@@ -935,8 +960,9 @@ service_join_drop(uint64 join_id)
 	conn = service_join_conn();
 	PG_TRY();
 	{
+		/* its reply is read before the next exchange (join_drops_unread) */
 		service_send(&conn, WARP_MSG_JOIN_DROP, &req, sizeof(req));
-		service_recv(&conn, WARP_MSG_JOIN_DROP, &req, sizeof(req));
+		join_drops_unread++;
 	}
 	PG_CATCH();
 	{
@@ -958,6 +984,7 @@ service_join_release_all(void)
 		return;
 	service_run_end(join_fd);
 	join_fd = -1;
+	join_drops_unread = 0;
 }
 
 PG_FUNCTION_INFO_V1(pg_warp_service_status);
