@@ -870,6 +870,30 @@ heap_agg_explain(HeapAggRun *h, bool analyze, ExplainState *es)
 	if (!analyze || h->nblocks == 0)
 		return;
 	ExplainPropertyInteger("Heap Pages", NULL, (int64) h->nblocks, es);
+	if (es->format == EXPLAIN_FORMAT_TEXT)
+	{
+		/*
+		 * where the pages came from, in one line: the GPU column cache (whole
+		 * units, in the service), or shipped through the ring after this
+		 * backend read them from the relation's files (all-visible pages) or
+		 * from shared buffers, and the rate of that reading and copying
+		 */
+		double		ms = INSTR_TIME_GET_MILLISEC(h->read_time);
+		double		mb = (double) h->pages_shipped * BLCKSZ / (1024.0 * 1024.0);
+		StringInfoData d;
+
+		initStringInfo(&d);
+		appendStringInfo(&d, "GPU cache " UINT64_FORMAT " units (" UINT64_FORMAT " pages); "
+						 "shipped " UINT64_FORMAT " pages, %.1f MB (" UINT64_FORMAT
+						 " read from the files, " UINT64_FORMAT " from shared buffers)",
+						 h->units_served, h->units_served * WARP_HEAP_UNIT_BLOCKS,
+						 h->pages_shipped, mb, h->pages_direct,
+						 h->pages_shipped > h->pages_direct ? h->pages_shipped - h->pages_direct : 0);
+		if (ms > 0 && h->pages_shipped > 0)
+			appendStringInfo(&d, " at %.0f MB/s", mb * 1000.0 / ms);
+		ExplainPropertyText("Data Path", d.data, es);
+		pfree(d.data);
+	}
 	ExplainPropertyInteger("Pages Shipped", NULL, (int64) h->pages_shipped, es);
 	ExplainPropertyInteger("Pages Read Directly", NULL, (int64) h->pages_direct, es);
 	if (h->units_probed > 0)
