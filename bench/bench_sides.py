@@ -629,8 +629,9 @@ def summarise(res, rows, nbytes, best=False):
 
 def goal_of(name, res, value_fn, passes, fmt):
     """One goal over the queries of res: met when every query is measured and
-    passes, not met when a measured one fails, else not measured."""
-    per_query, verdicts = {}, []
+    passes, not met when a measured one fails, else not measured (also when
+    res has none of the goal's queries: a run of other queries meets nothing)."""
+    per_query, verdicts = {}, [] if res else [None]
     for q in res:
         value, why = value_fn(res[q])
         if value is None:
