@@ -203,6 +203,17 @@ gagg_kept_release(uint32_t dev)
 	return n > 0;
 }
 
+/*
+ * gpu_agg_release_kept: frees the device blocks the runs keep for device
+ * dev (its context current), as an allocation that finds the device full
+ * does first (gagg_dev_alloc); whether there were any
+ */
+bool
+gpu_agg_release_kept(uint32_t dev)
+{
+	return gagg_kept_release(dev);
+}
+
 /* gagg_fail: sets the run's error (code and message) and returns -1 */
 int
 gagg_fail(GaggRun *g, int code, const char *fmt,...)

@@ -14,6 +14,7 @@
 
 #include "aggcheck_groups.h"
 #include "service/gpu_cache.h"
+#include "service/service.h"
 
 /* ---------------- the column cache ---------------- */
 
@@ -214,9 +215,23 @@ check_cache_concurrent(const ServiceGpu *gpu, const char *dir)
 	}
 }
 
+/* hog: device memory taken in chunks of 1 GiB down to 1 MiB, into hog[*n] */
+static void
+hog_memory(CUdeviceptr *hog, int *n, int max)
+{
+	for (size_t chunk = (size_t) 1 << 30; chunk >= (1 << 20) && *n < max; )
+		if (gpu_drv.cuMemAlloc(&hog[*n], chunk) == CUDA_SUCCESS)
+			(*n)++;
+		else
+			chunk /= 2;
+}
+
 /*
  * the device's memory taken by the cache and a hog: a run must evict
- * cache entries for its own buffers and still succeed
+ * cache entries for its own buffers and still succeed.  The blocks that
+ * runs keep (gpu_mem.c) are freed and hogged too, else the run would take
+ * its room from them (which an allocation tries first) and never from the
+ * cache.
  */
 static void
 check_cache_oom(const ServiceGpu *gpu, const char *dir)
@@ -238,11 +253,9 @@ check_cache_oom(const ServiceGpu *gpu, const char *dir)
 	ok = cache_case_run(gpu, &c1, &res, "oom fill");
 	cache_case_init(&c2, dir, "oom_run", &d2, 50000);
 	gpu_drv.cuCtxPushCurrent(gpu_device_context(0));
-	for (size_t chunk = (size_t) 1 << 30; chunk >= (1 << 20) && n_hog < 4096; )
-		if (gpu_drv.cuMemAlloc(&hog[n_hog], chunk) == CUDA_SUCCESS)
-			n_hog++;
-		else
-			chunk /= 2;
+	hog_memory(hog, &n_hog, 4096);
+	if (gpu_agg_release_kept(0))
+		hog_memory(hog, &n_hog, 4096);
 	gpu_cache_stats(0, &before);
 	ok = ok && cache_case_run(gpu, &c2, &res, "oom run");
 	gpu_cache_stats(0, &after);
