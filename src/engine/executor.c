@@ -215,10 +215,12 @@ engine_run_close(EngineRun *run)
 void
 engine_run_keep(EngineRun *run)
 {
-	if (run->conn >= 0)
-		service_run_keep(run->conn);
+	int			fd = run->conn;
+
 	run->conn = -1;
-	run->active = false;
+	engine_run_close(run);
+	if (fd >= 0)
+		service_run_keep(fd);
 }
 
 /* engine_put: appends len bytes at data to buf after zero padding to align */

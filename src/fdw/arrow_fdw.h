@@ -78,8 +78,14 @@ typedef struct ArrowStatColumn
 
 struct ArrowConv;
 extern const ArrowStatColumn *arrow_pg_stat_column(const ArrowFile *file, int field);
-extern const int64 *arrow_pg_field_bytes(const ArrowFile *file, int field);
-extern const int64 *arrow_pg_field_nulls(const ArrowFile *file, int field);
+/* a top-level field's bytes and null count in each batch (arrow_pg_field_sizes) */
+typedef struct ArrowFieldSizes
+{
+	int64	   *bytes;
+	int64	   *nulls;			/* -1: the batch has no node for the field */
+} ArrowFieldSizes;
+
+extern const ArrowFieldSizes *arrow_pg_field_sizes(const ArrowFile *file, int field);
 extern const ArrowStatColumn *arrow_pg_stat_datums(const ArrowFile *file, int field,
 												   const struct ArrowConv *conv);
 extern void arrow_pg_report(const ArrowError *err, const char *what,

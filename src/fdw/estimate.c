@@ -430,7 +430,8 @@ eval_column(PlannerInfo *root, const ArrowEstimateTable *t, ArrowColEstimate *g,
 	for (int f = 0; f < t->n_files; f++)
 	{
 		bool	   *skip = palloc(sizeof(bool) * Max(t->files[f]->n_batches, 1));
-		const int64 *nulls = arrow_pg_field_nulls(t->files[f], g->field);
+		const ArrowFieldSizes *sizes = arrow_pg_field_sizes(t->files[f], g->field);
+		const int64 *nulls = sizes != NULL ? sizes->nulls : NULL;
 
 		arrow_stats_skip_batches(conds, n_conds, t->convs, t->fields, t->files[f], skip);
 		for (int32 b = 0; b < t->files[f]->n_batches; b++, gb++)

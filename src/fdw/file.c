@@ -483,9 +483,8 @@ typedef struct MetaCacheEntry
 	 */
 	int			n_stat_fields;
 	ArrowStatColumn **stats;
-	/* each top-level field's bytes and nulls in every batch (arrow_pg_field_*) */
-	int64	  **field_bytes;
-	int64	  **field_nulls;
+	/* each top-level field's bytes and nulls in every batch (arrow_pg_field_sizes) */
+	ArrowFieldSizes **field_sizes;
 } MetaCacheEntry;
 
 static MetaCacheEntry meta_cache[META_CACHE_ENTRIES];
@@ -669,80 +668,52 @@ arrow_pg_stat_column(const ArrowFile *file, int field)
 }
 
 /*
- * arrow_pg_field_bytes
- *		The bytes of top-level field `field` (its buffers, children
- *		included) in every record batch of `file`, when file is a copy of a
- *		cached file's metadata (see arrow_pg_stat_column): summed once per
- *		field and kept with the entry, for the planner's estimates.  NULL for
- *		any other file.
+ * arrow_pg_field_sizes
+ *		Top-level field `field`'s bytes (its buffers, children included) and
+ *		null count (-1 where a batch has no node for it) in every record batch
+ *		of `file`, when file is a copy of a cached file's metadata (see
+ *		arrow_pg_stat_column): found once per field and kept with the entry, in
+ *		two arrays that the planner's estimates read without a load of each
+ *		batch's layout.  NULL for any other file.
  */
-const int64 *
-arrow_pg_field_bytes(const ArrowFile *file, int field)
+const ArrowFieldSizes *
+arrow_pg_field_sizes(const ArrowFile *file, int field)
 {
 	MetaCacheEntry *e = meta_cache_of(file);
-	int			n_fields;
+	ArrowFieldSizes *fs;
 	int			room;
+	int32		node;
 	ArrowExtent *ext;
-	int64	   *bytes;
 
 	if (e == NULL || field < 0 || field >= e->file->schema.n_fields)
 		return NULL;
-	n_fields = e->file->schema.n_fields;
-	if (e->field_bytes == NULL)
-		e->field_bytes = MemoryContextAllocZero(e->cxt, sizeof(int64 *) * n_fields);
-	if (e->field_bytes[field] != NULL)
-		return e->field_bytes[field];
+	if (e->field_sizes == NULL)
+		e->field_sizes = MemoryContextAllocZero(e->cxt, sizeof(ArrowFieldSizes *) *
+												e->file->schema.n_fields);
+	if (e->field_sizes[field] != NULL)
+		return e->field_sizes[field];
 	room = Max(e->file->columns[field].n_buffers, 1);
+	node = e->file->columns[field].first_node;
 	ext = palloc(sizeof(ArrowExtent) * room);
-	bytes = MemoryContextAlloc(e->cxt, sizeof(int64) * Max(file->n_batches, 1));
+	fs = MemoryContextAlloc(e->cxt, sizeof(ArrowFieldSizes));
+	fs->bytes = MemoryContextAlloc(e->cxt, sizeof(int64) * Max(file->n_batches, 1));
+	fs->nulls = MemoryContextAlloc(e->cxt, sizeof(int64) * Max(file->n_batches, 1));
 	for (int32 b = 0; b < file->n_batches; b++)
 	{
+		const ArrowBatchInfo *batch = &e->file->batches[b];
 		ArrowError	err;
 		int			n = arrow_column_extents(e->file, b, field, ext, room, &err);
 
 		if (n < 0)
 			arrow_pg_report(&err, "read the layout of", e->path);
-		bytes[b] = 0;
+		fs->bytes[b] = 0;
 		for (int k = 0; k < n; k++)
-			bytes[b] += ext[k].length;
+			fs->bytes[b] += ext[k].length;
+		fs->nulls[b] = node >= 0 && node < batch->n_nodes ? batch->nodes[node].null_count : -1;
 	}
 	pfree(ext);
-	e->field_bytes[field] = bytes;
-	return bytes;
-}
-
-/*
- * arrow_pg_field_nulls
- *		The null count of top-level field `field` in every record batch of
- *		`file` (-1 where the batch has no node for it), as arrow_pg_field_bytes
- *		keeps its bytes: in one array, which the planner's estimates read
- *		without a load of each batch's nodes.  NULL for a file that is not a
- *		copy of a cached one.
- */
-const int64 *
-arrow_pg_field_nulls(const ArrowFile *file, int field)
-{
-	MetaCacheEntry *e = meta_cache_of(file);
-	int32		node;
-	int64	   *nulls;
-
-	if (e == NULL || field < 0 || field >= e->file->schema.n_fields)
-		return NULL;
-	if (e->field_nulls == NULL)
-		e->field_nulls = MemoryContextAllocZero(e->cxt,
-												sizeof(int64 *) * e->file->schema.n_fields);
-	if (e->field_nulls[field] != NULL)
-		return e->field_nulls[field];
-	node = e->file->columns[field].first_node;
-	nulls = MemoryContextAlloc(e->cxt, sizeof(int64) * Max(file->n_batches, 1));
-	for (int32 b = 0; b < file->n_batches; b++)
-	{
-		const ArrowBatchInfo *batch = &e->file->batches[b];
-
-		nulls[b] = node >= 0 && node < batch->n_nodes ? batch->nodes[node].null_count : -1;
-	}
-	e->field_nulls[field] = nulls;
-	return nulls;
+	e->field_sizes[field] = fs;
+	return fs;
 }
 
 /*

@@ -206,15 +206,15 @@ arrow_table_batch_bytes(const ArrowFdwFile *f, int32 b, const bool *want, int n_
 	for (int c = 0; c < n_fields; c++)
 	{
 		int			room = Max(f->file->columns[c].n_buffers, 1);
-		const int64 *cached;
+		const ArrowFieldSizes *cached;
 		ArrowExtent *ext;
 		int			n;
 
 		if (!want[c])
 			continue;
-		if ((cached = arrow_pg_field_bytes(f->file, c)) != NULL)
+		if ((cached = arrow_pg_field_sizes(f->file, c)) != NULL)
 		{
-			sum += cached[b];
+			sum += cached->bytes[b];
 			continue;
 		}
 		ext = palloc(sizeof(ArrowExtent) * room);

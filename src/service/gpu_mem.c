@@ -347,44 +347,72 @@ gagg_host_free(GaggRun *g, void **p, size_t n)
 }
 
 /*
- * gagg_stream_get: a non-blocking stream of the run's device (its context
- * current), a kept one or a new one; -1 with the error set when none
+ * a kept stream or event (kind) of the run's device (its context current),
+ * else a new one (a non-blocking stream, an event with timing); *rc -1 with
+ * the error set when none (0 returned)
  */
+static uintptr_t
+gagg_handle_get(GaggRun *g, GaggKeptKind kind, int *rc)
+{
+	uintptr_t	h = gagg_kept_take(g->dev, kind, 0);
+	CUstream	s = NULL;
+	CUevent		e = NULL;
+
+	*rc = 0;
+	if (h != 0)
+		return h;
+	if (kind == KEPT_STREAM)
+		*rc = gagg_cuda(g, GAGG_RETRY(g, gpu_drv.cuStreamCreate(&s, CU_STREAM_NON_BLOCKING)),
+						"cuStreamCreate");
+	else
+		*rc = gagg_cuda(g, GAGG_RETRY(g, gpu_drv.cuEventCreate(&e, CU_EVENT_DEFAULT)),
+						"cuEventCreate");
+	return kind == KEPT_STREAM ? (uintptr_t) s : (uintptr_t) e;
+}
+
+/* an idle stream or event of gagg_handle_get kept for the next run, or destroyed; 0 */
+static uintptr_t
+gagg_handle_keep(GaggRun *g, GaggKeptKind kind, uintptr_t h)
+{
+	GaggKept	k = {g->dev, kind, 0, h, 0};
+
+	if (h != 0 && !gagg_kept_put(g->dev, kind, 0, h))
+		gagg_kept_free(&k);
+	return 0;
+}
+
+/* gagg_stream_get: *s a stream of the run's device, kept or new (gagg_handle_get) */
 int
 gagg_stream_get(GaggRun *g, CUstream *s)
 {
-	if ((*s = (CUstream) gagg_kept_take(g->dev, KEPT_STREAM, 0)) != NULL)
-		return 0;
-	return gagg_cuda(g, GAGG_RETRY(g, gpu_drv.cuStreamCreate(s, CU_STREAM_NON_BLOCKING)),
-					 "cuStreamCreate");
+	int			rc;
+
+	*s = (CUstream) gagg_handle_get(g, KEPT_STREAM, &rc);
+	return rc;
 }
 
 /* gagg_stream_keep: an idle stream of gagg_stream_get kept for the next run, or destroyed */
 void
 gagg_stream_keep(GaggRun *g, CUstream *s)
 {
-	if (*s != NULL && !gagg_kept_put(g->dev, KEPT_STREAM, 0, (uintptr_t) *s))
-		gpu_drv.cuStreamDestroy(*s);
-	*s = NULL;
+	*s = (CUstream) gagg_handle_keep(g, KEPT_STREAM, (uintptr_t) *s);
 }
 
-/* gagg_event_get: an event (timing kept) of the run's device, as gagg_stream_get */
+/* gagg_event_get: *e an event of the run's device, kept or new */
 int
 gagg_event_get(GaggRun *g, CUevent *e)
 {
-	if ((*e = (CUevent) gagg_kept_take(g->dev, KEPT_EVENT, 0)) != NULL)
-		return 0;
-	return gagg_cuda(g, GAGG_RETRY(g, gpu_drv.cuEventCreate(e, CU_EVENT_DEFAULT)),
-					 "cuEventCreate");
+	int			rc;
+
+	*e = (CUevent) gagg_handle_get(g, KEPT_EVENT, &rc);
+	return rc;
 }
 
-/* gagg_event_keep: an event of gagg_event_get that no queued work records, kept or destroyed */
+/* gagg_event_keep: an event that no queued work records, kept for the next run or destroyed */
 void
 gagg_event_keep(GaggRun *g, CUevent *e)
 {
-	if (*e != NULL && !gagg_kept_put(g->dev, KEPT_EVENT, 0, (uintptr_t) *e))
-		gpu_drv.cuEventDestroy(*e);
-	*e = NULL;
+	*e = (CUevent) gagg_handle_keep(g, KEPT_EVENT, (uintptr_t) *e);
 }
 
 /*
