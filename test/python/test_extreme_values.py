@@ -159,6 +159,16 @@ COLUMNS = [
         str(I64_MAX), "5", None,
         str(I64_MIN), str(I64_MIN + 1), "-5",
         str(I64_MAX - 1), None, "0"]),
+    ("i4", "int4", [
+        "1", "-1", "0",
+        str(I32_MAX), "5", None,
+        str(I32_MIN), str(I32_MIN + 1), "-5",
+        str(I32_MAX - 1), None, "0"]),
+    ("i2", "int2", [
+        "1", "-1", "0",
+        "32767", "5", None,
+        "-32768", "-32767", "-5",
+        "32766", None, "0"]),
     ("num", "numeric(38,5)", [
         "1.5", "-2.25", "0",
         "999999999999999999999999999999999.99999", "0.00001", None,
@@ -182,9 +192,20 @@ CONDITIONS = [
     "f4 = '-Infinity'", "f4 < 0",
     "i8 > 0", "i8 = 9223372036854775807", "i8 < -9223372036854775807",
     "i8 >= 9223372036854775806", "i8 <= -9223372036854775808", "i8 > -9223372036854775808",
+    "i8 IN (0, -9223372036854775808)", "i8 > 2147483647::int4", "i8 = ANY ('{5,-5}'::int2[])",
+    "i4 > 0", "i4 = 2147483647", "i4 < -2147483647", "i4 >= 2147483646::int8",
+    "i4 < 3000000000", "i4 > -3000000000", "i4 IN (-2147483648, 5)",
+    "i4 = ANY ('{1,2147483647}'::int8[])", "i4 <= -5::int2", "i4 BETWEEN -1 AND 1",
+    "i2 < -32767", "i2 = 32767", "i2 >= 32766::int4", "i2 > 40000", "i2 <= -32768::int8",
+    "i2 IN (5, -32768)", "i2 > -32769",
     "num > 999999999999999999999999999999999", "num < 0", "num = 0.00001",
     "t > '23:00'", "iv > '100000 years'", "iv < '-100000 years'",
 ]
+
+
+# the conditions again under a GpuPreAgg on the CPU engine
+ENGINE = "SET pg_warp.engine = cpu; SET pg_warp.engine_startup_cost = 0; "
+AGG = "SELECT count(*), coalesce(sum(id), 0) FROM %s WHERE %s"
 
 
 def sql_literal(v):
@@ -245,6 +266,23 @@ def test_round_trip(heap, wdir, stats):
             got = lines("SET pg_warp.arrow_stats_skip = %s; SELECT x::text FROM ext_arrow x "
                         "WHERE %s ORDER BY id" % (skip, cond))
             assert got == rows_of(heap, cond), (cond, skip)
+            # the engine's source decides the batches itself (arrow_stats_skip_batches)
+            got = lines(ENGINE + "SET pg_warp.arrow_stats_skip = %s; " % skip +
+                        AGG % ("ext_arrow", cond))
+            assert got == lines(AGG % (heap, cond)), (cond, skip, "GpuPreAgg")
+    # ... and it ran there, on each integer column (their conditions are
+    # decided in one loop over the batches, the others one batch at a time)
+    for cond in ("i8 > 2147483647::int4", "i4 < 3000000000", "i2 IN (5, -32768)",
+                 "d < '1900-01-01'", "ts > '2020-01-01'"):
+        out = q(ENGINE + "EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF) " + AGG % ("ext_arrow", cond))
+        assert "GpuPreAgg" in out and "Engine: CPU" in out, (cond, out)
+    if stats:
+        # one batch holds each extreme: the engine's source keeps it alone
+        for cond in ("i4 = 2147483647", "i2 <= -32768::int8", "i8 < -9223372036854775807",
+                     "i4 = ANY ('{-2147483648}'::int8[])"):
+            out = q(ENGINE + "EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF) " +
+                    AGG % ("ext_arrow", cond))
+            assert "Batches Skipped by Statistics: 3" in out, (cond, out)
 
     if stats:
         # the statistics hold the sentinels and still decide correctly
