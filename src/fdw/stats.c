@@ -403,30 +403,78 @@ int_of(Datum d, int width)
 		width == 4 ? (int64) DatumGetInt32(d) : DatumGetInt64(d);
 }
 
-/* does one batch's statistics (min lo, max hi; has_*) rule out cond c (int values) */
-static inline bool
-int_cond_skips(const ArrowStatCond *c, const int64 *vals, bool has_min, int64 lo,
-			   bool has_max, int64 hi)
+/*
+ * A batch's minimum (side 0) or maximum (side 1) compared with value k of a
+ * condition: < 0, 0 or > 0, as the condition's btree comparison says
+ */
+typedef int (*StatCompare) (const void *arg, int side, int k);
+
+/*
+ * stat_rules_out: does a batch whose statistics compare with condition c's
+ * values as cmp says (has_min, has_max: whether it has each) hold no row
+ * that can satisfy c.  One decision for both ways of comparing (stat_fmgr_cmp,
+ * stat_int_cmp); inlined, so that cmp is a direct call.
+ */
+static inline __attribute__((always_inline)) bool
+stat_rules_out(const ArrowStatCond *c, bool has_min, bool has_max, StatCompare cmp,
+			   const void *arg)
 {
 	switch (c->strategy)
 	{
 		case BTLessStrategyNumber:
-			return has_min && lo >= vals[0];
+			return has_min && cmp(arg, 0, 0) >= 0;
 		case BTLessEqualStrategyNumber:
-			return has_min && lo > vals[0];
+			return has_min && cmp(arg, 0, 0) > 0;
 		case BTGreaterStrategyNumber:
-			return has_max && hi <= vals[0];
+			return has_max && cmp(arg, 1, 0) <= 0;
 		case BTGreaterEqualStrategyNumber:
-			return has_max && hi < vals[0];
+			return has_max && cmp(arg, 1, 0) < 0;
 		case BTEqualStrategyNumber:
+
+			/*
+			 * Every value of the list is below the minimum or above the
+			 * maximum.  (For floats only the minimum is used: a NaN constant
+			 * sorts above every maximum but equals the NaN rows that
+			 * statistics leave out.)
+			 */
 			if (!has_min && !has_max)
 				return false;
 			for (int k = 0; k < c->n_values; k++)
-				if (!(has_min && lo > vals[k]) && !(has_max && hi < vals[k]))
+				if (!(has_min && cmp(arg, 0, k) > 0) && !(has_max && cmp(arg, 1, k) < 0))
 					return false;
 			return true;
 	}
 	return false;
+}
+
+/* a batch's statistics as Datums, compared by the condition's function */
+typedef struct StatFmgr
+{
+	const ArrowStatCond *c;
+	Datum		stat[2];		/* min, max */
+} StatFmgr;
+
+static int
+stat_fmgr_cmp(const void *arg, int side, int k)
+{
+	const StatFmgr *f = arg;
+
+	return cmp_stat(f->c, f->stat[side], f->c->values[k]);
+}
+
+/* a batch's statistics and a condition's values as signed integers (int_cmp_sides) */
+typedef struct StatInt
+{
+	const int64 *vals;
+	int64		stat[2];		/* min, max */
+} StatInt;
+
+static inline int
+stat_int_cmp(const void *arg, int side, int k)
+{
+	const StatInt *i = arg;
+
+	return (i->stat[side] > i->vals[k]) - (i->stat[side] < i->vals[k]);
 }
 
 /*
@@ -473,11 +521,12 @@ arrow_stats_skip_batches(const ArrowStatCond *conds, int n_conds, const ArrowCon
 		for (int32 b = 0; b < n; b++)
 		{
 			uint8		fl = col->dflags[b];
+			StatInt		si = {vals, {int_of(col->dmin[b], lw), int_of(col->dmax[b], lw)}};
 
 			if (file->batches[b].metadata.count == 0)
 				continue;
-			if (int_cond_skips(c, vals, (fl & ARROW_STAT_MIN) != 0, int_of(col->dmin[b], lw),
-							   (fl & ARROW_STAT_MAX) != 0, int_of(col->dmax[b], lw)))
+			if (stat_rules_out(c, (fl & ARROW_STAT_MIN) != 0, (fl & ARROW_STAT_MAX) != 0,
+							   stat_int_cmp, &si))
 				skip[b] = true;
 		}
 	}
@@ -509,54 +558,16 @@ arrow_stats_skip_batch(const ArrowStatCond *conds, int n_conds,
 					dmax;
 		bool		has_min,
 					has_max;
+		StatFmgr	f;
 
 		if (field < 0)
 			continue;
 		arrow_stats_values(file, b, field, conv, &has_min, &dmin, &has_max, &dmax);
 		if (arrow_conv_is_float(conv))
 			has_max = false;
-
-		switch (c->strategy)
-		{
-			case BTLessStrategyNumber:
-				if (has_min && cmp_stat(c, dmin, c->values[0]) >= 0)
-					return true;
-				break;
-			case BTLessEqualStrategyNumber:
-				if (has_min && cmp_stat(c, dmin, c->values[0]) > 0)
-					return true;
-				break;
-			case BTGreaterStrategyNumber:
-				if (has_max && cmp_stat(c, dmax, c->values[0]) <= 0)
-					return true;
-				break;
-			case BTGreaterEqualStrategyNumber:
-				if (has_max && cmp_stat(c, dmax, c->values[0]) < 0)
-					return true;
-				break;
-			case BTEqualStrategyNumber:
-				{
-					/*
-					 * Every value of the list is below the minimum or above
-					 * the maximum.  (For floats only the minimum is used: a
-					 * NaN constant sorts above every maximum but equals the
-					 * NaN rows that statistics leave out.)
-					 */
-					bool		all_out = has_min || has_max;
-
-					for (int k = 0; k < c->n_values && all_out; k++)
-					{
-						if (has_min && cmp_stat(c, dmin, c->values[k]) > 0)
-							continue;
-						if (has_max && cmp_stat(c, dmax, c->values[k]) < 0)
-							continue;
-						all_out = false;
-					}
-					if (all_out)
-						return true;
-					break;
-				}
-		}
+		f = (StatFmgr) {c, {dmin, dmax}};
+		if (stat_rules_out(c, has_min, has_max, stat_fmgr_cmp, &f))
+			return true;
 	}
 	return false;
 }
