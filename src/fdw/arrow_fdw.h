@@ -86,6 +86,8 @@ typedef struct ArrowFieldSizes
 } ArrowFieldSizes;
 
 extern const ArrowFieldSizes *arrow_pg_field_sizes(const ArrowFile *file, int field);
+extern int64 arrow_pg_batch_field_bytes(const ArrowFile *file, int32 b, int field,
+										const char *path);
 extern const ArrowStatColumn *arrow_pg_stat_datums(const ArrowFile *file, int field,
 												   const struct ArrowConv *conv);
 extern void arrow_pg_report(const ArrowError *err, const char *what,

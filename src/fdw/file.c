@@ -668,6 +668,28 @@ arrow_pg_stat_column(const ArrowFile *file, int field)
 }
 
 /*
+ * arrow_pg_batch_field_bytes: the bytes of top-level field `field` in batch
+ * b of file (its buffers' extents, children included); path names the file
+ * in an error
+ */
+int64
+arrow_pg_batch_field_bytes(const ArrowFile *file, int32 b, int field, const char *path)
+{
+	int			room = Max(file->columns[field].n_buffers, 1);
+	ArrowExtent *ext = palloc(sizeof(ArrowExtent) * room);
+	ArrowError	err;
+	int			n = arrow_column_extents(file, b, field, ext, room, &err);
+	int64		sum = 0;
+
+	if (n < 0)
+		arrow_pg_report(&err, "read the layout of", path);
+	for (int k = 0; k < n; k++)
+		sum += ext[k].length;
+	pfree(ext);
+	return sum;
+}
+
+/*
  * arrow_pg_field_sizes
  *		Top-level field `field`'s bytes (its buffers, children included) and
  *		null count (-1 where a batch has no node for it) in every record batch
@@ -681,9 +703,7 @@ arrow_pg_field_sizes(const ArrowFile *file, int field)
 {
 	MetaCacheEntry *e = meta_cache_of(file);
 	ArrowFieldSizes *fs;
-	int			room;
 	int32		node;
-	ArrowExtent *ext;
 
 	if (e == NULL || field < 0 || field >= e->file->schema.n_fields)
 		return NULL;
@@ -692,26 +712,17 @@ arrow_pg_field_sizes(const ArrowFile *file, int field)
 												e->file->schema.n_fields);
 	if (e->field_sizes[field] != NULL)
 		return e->field_sizes[field];
-	room = Max(e->file->columns[field].n_buffers, 1);
 	node = e->file->columns[field].first_node;
-	ext = palloc(sizeof(ArrowExtent) * room);
 	fs = MemoryContextAlloc(e->cxt, sizeof(ArrowFieldSizes));
 	fs->bytes = MemoryContextAlloc(e->cxt, sizeof(int64) * Max(file->n_batches, 1));
 	fs->nulls = MemoryContextAlloc(e->cxt, sizeof(int64) * Max(file->n_batches, 1));
 	for (int32 b = 0; b < file->n_batches; b++)
 	{
 		const ArrowBatchInfo *batch = &e->file->batches[b];
-		ArrowError	err;
-		int			n = arrow_column_extents(e->file, b, field, ext, room, &err);
 
-		if (n < 0)
-			arrow_pg_report(&err, "read the layout of", e->path);
-		fs->bytes[b] = 0;
-		for (int k = 0; k < n; k++)
-			fs->bytes[b] += ext[k].length;
+		fs->bytes[b] = arrow_pg_batch_field_bytes(e->file, b, field, e->path);
 		fs->nulls[b] = node >= 0 && node < batch->n_nodes ? batch->nodes[node].null_count : -1;
 	}
-	pfree(ext);
 	e->field_sizes[field] = fs;
 	return fs;
 }

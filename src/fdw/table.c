@@ -201,29 +201,17 @@ int64
 arrow_table_batch_bytes(const ArrowFdwFile *f, int32 b, const bool *want, int n_fields)
 {
 	int64		sum = 0;
-	ArrowError	err;
 
 	for (int c = 0; c < n_fields; c++)
 	{
-		int			room = Max(f->file->columns[c].n_buffers, 1);
 		const ArrowFieldSizes *cached;
-		ArrowExtent *ext;
-		int			n;
 
 		if (!want[c])
 			continue;
 		if ((cached = arrow_pg_field_sizes(f->file, c)) != NULL)
-		{
 			sum += cached->bytes[b];
-			continue;
-		}
-		ext = palloc(sizeof(ArrowExtent) * room);
-		n = arrow_column_extents(f->file, b, c, ext, room, &err);
-		if (n < 0)
-			arrow_pg_report(&err, "read the layout of", f->path);
-		for (int k = 0; k < n; k++)
-			sum += ext[k].length;
-		pfree(ext);
+		else
+			sum += arrow_pg_batch_field_bytes(f->file, b, c, f->path);
 	}
 	return sum;
 }
