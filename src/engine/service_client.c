@@ -183,29 +183,34 @@ service_connect(ServiceConn *conn)
 					 "see the server log if this persists.")));
 }
 
-/*
- * service_send_fd: sends one message; pass_fd, when not -1, goes with its
- * first byte as SCM_RIGHTS ancillary data (the service keeps it for the
- * message: a HEAP_RUN's memfd)
- */
-static void
-service_send_fd(ServiceConn *conn, WarpMsgType type, const void *payload, uint32 len,
-				int pass_fd)
+/* message_of: a message of `type` (header and payload), palloc'ed; *size its bytes */
+static char *
+message_of(WarpMsgType type, const void *payload, uint32 len, size_t *size)
 {
 	WarpMsgHeader hdr = {PGWARP_PROTO_MAGIC, PGWARP_PROTO_VERSION, type, len, 0};
 	char	   *buf = palloc(sizeof(hdr) + len);
-	size_t		off = 0;
 
 	memcpy(buf, &hdr, sizeof(hdr));
 	if (len > 0)
 		memcpy(buf + sizeof(hdr), payload, len);
-	while (off < sizeof(hdr) + len)
+	*size = sizeof(hdr) + len;
+	return buf;
+}
+
+/*
+ * send_from: sends message buf (size bytes) from byte off on; pass_fd, when
+ * not -1, goes with its first byte (off 0) as SCM_RIGHTS ancillary data
+ */
+static void
+send_from(ServiceConn *conn, const char *buf, size_t size, size_t off, int pass_fd)
+{
+	while (off < size)
 	{
 		ssize_t		n;
 
 		if (off == 0 && pass_fd >= 0)
 		{
-			struct iovec iov = {buf, sizeof(hdr) + len};
+			struct iovec iov = {(void *) buf, size};
 			union
 			{
 				struct cmsghdr hdr;
@@ -222,7 +227,7 @@ service_send_fd(ServiceConn *conn, WarpMsgType type, const void *payload, uint32
 			n = sendmsg(conn->fd, &mh, MSG_NOSIGNAL);
 		}
 		else
-			n = send(conn->fd, buf + off, sizeof(hdr) + len - off, MSG_NOSIGNAL);
+			n = send(conn->fd, buf + off, size - off, MSG_NOSIGNAL);
 
 		if (n < 0 && (errno == EAGAIN || errno == EINTR))
 			wait_for(conn, WL_SOCKET_WRITEABLE);
@@ -231,6 +236,21 @@ service_send_fd(ServiceConn *conn, WarpMsgType type, const void *payload, uint32
 		else
 			off += n;
 	}
+}
+
+/*
+ * service_send_fd: sends one message; pass_fd, when not -1, goes with its
+ * first byte as SCM_RIGHTS ancillary data (the service keeps it for the
+ * message: a HEAP_RUN's memfd)
+ */
+static void
+service_send_fd(ServiceConn *conn, WarpMsgType type, const void *payload, uint32 len,
+				int pass_fd)
+{
+	size_t		size;
+	char	   *buf = message_of(type, payload, len, &size);
+
+	send_from(conn, buf, size, 0, pass_fd);
 	pfree(buf);
 }
 
@@ -655,50 +675,33 @@ spare_send(WarpMsgType type, const void *req, uint32 len)
 {
 	ServiceConn conn = {run_spare, DT_NOEND};
 	struct pollfd p = {run_spare, POLLIN, 0};
-	WarpMsgHeader hdr = {PGWARP_PROTO_MAGIC, PGWARP_PROTO_VERSION, type, len, 0};
-	struct iovec iov[2] = {{&hdr, sizeof(hdr)}, {(void *) req, len}};
-	struct msghdr mh = {.msg_iov = iov, .msg_iovlen = len > 0 ? 2 : 1};
+	size_t		size;
+	char	   *buf;
 	ssize_t		n;
 
 	run_spare = -1;
 	if (conn.fd < 0)
 		return -1;
+	buf = message_of(type, req, len, &size);
 	/* readable when idle: EOF (the service closed it) or a stray message */
-	if (poll(&p, 1, 0) != 0 ||
-		(n = sendmsg(conn.fd, &mh, MSG_NOSIGNAL | MSG_DONTWAIT)) <= 0)
+	if (poll(&p, 1, 0) != 0 || (n = send(conn.fd, buf, size, MSG_NOSIGNAL | MSG_DONTWAIT)) <= 0)
 	{
+		pfree(buf);
 		service_run_end(conn.fd);
 		return -1;
 	}
 	/* the rest of a request longer than the socket takes at once */
-	if ((size_t) n < sizeof(hdr) + len)
+	PG_TRY();
 	{
-		size_t		off = (size_t) n;
-
-		PG_TRY();
-		{
-			while (off < sizeof(hdr) + len)
-			{
-				const char *from = off < sizeof(hdr) ? (const char *) &hdr + off :
-				(const char *) req + (off - sizeof(hdr));
-				size_t		room = off < sizeof(hdr) ? sizeof(hdr) - off : sizeof(hdr) + len - off;
-
-				n = send(conn.fd, from, room, MSG_NOSIGNAL);
-				if (n < 0 && (errno == EAGAIN || errno == EINTR))
-					wait_for(&conn, WL_SOCKET_WRITEABLE);
-				else if (n < 0)
-					lost(strerror(errno));
-				else
-					off += n;
-			}
-		}
-		PG_CATCH();
-		{
-			service_run_end(conn.fd);
-			PG_RE_THROW();
-		}
-		PG_END_TRY();
+		send_from(&conn, buf, size, (size_t) n, -1);
 	}
+	PG_CATCH();
+	{
+		service_run_end(conn.fd);
+		PG_RE_THROW();
+	}
+	PG_END_TRY();
+	pfree(buf);
 	return conn.fd;
 }
 
