@@ -29,6 +29,11 @@
  *	                  THREADS threads pread slices into pinned buffers (two per
  *	                  thread), each followed by cuMemcpyHtoDAsync on the
  *	                  thread's stream; end to end, bytes in GPU memory
+ *	 map              the file in the page cache: THREADS threads memcpy slices
+ *	                  from a read-only mapping of it, made for the way (its
+ *	                  page faults timed), into ordinary host buffers
+ *	 map-pinned       as pread-pinned, the slices copied from that mapping
+ *	                  with memcpy instead of pread
  *	 register         the file mapped read-only (MAP_SHARED), then THREADS
  *	                  threads cuMemHostRegister(READ_ONLY) REGION_MIB regions
  *	                  of it in parallel: the registration rate (the pages in
@@ -111,17 +116,17 @@ typedef struct CUevent_st *CUevent;
 enum Way
 {
 	W_ODIRECT, W_COLD_PREAD, W_PREAD, W_PINNED, W_PAGEABLE, W_PREAD_PINNED,
-	W_REGISTER, W_REGISTERED_COPY, W_REGISTER_COPY, W_CUFILE, N_WAYS
+	W_MAP, W_MAP_PINNED, W_REGISTER, W_REGISTERED_COPY, W_REGISTER_COPY, W_CUFILE, N_WAYS
 };
 
 static const char *way_names[N_WAYS] = {
 	"odirect", "cold-pread", "pread", "pinned", "pageable", "pread-pinned",
-	"register", "registered-copy", "register-copy", "cufile"
+	"map", "map-pinned", "register", "registered-copy", "register-copy", "cufile"
 };
 
 /* ways that need the GPU (cold-pread runs without one, into host buffers) */
 static const bool way_needs_gpu[N_WAYS] = {
-	false, false, false, true, true, true, true, true, true, true
+	false, false, false, true, true, true, false, true, true, true, true, true
 };
 
 typedef struct WayResult
@@ -526,8 +531,20 @@ odirect_worker(void *unused)
 
 /* ---------------------------------------------------------------- pread ways */
 
-/* whether the pread worker copies to the GPU (cold-pread with a GPU, pread-pinned) */
+/* whether the pread worker copies to the GPU (cold-pread with a GPU, pread-pinned, map-pinned) */
 static bool pread_to_gpu;
+/* map, map-pinned: the mapping the pread worker copies from instead of pread */
+static const char *pread_map;
+
+/* the pread worker's read of one slice: pread, or memcpy from pread_map */
+static bool
+fetch(void *buf, size_t len, size_t off)
+{
+	if (pread_map == NULL)
+		return read_all(file_fd, buf, len, off);
+	memcpy(buf, pread_map + off, len);
+	return true;
+}
 
 static void *
 pread_worker(void *unused)
@@ -573,7 +590,7 @@ pread_worker(void *unused)
 	{
 		if (!pread_to_gpu)
 		{
-			ok = read_all(file_fd, buf[0], len, off);
+			ok = fetch(buf[0], len, off);
 			continue;
 		}
 		/* double-buffered: wait for buffer b's last copy, fill it, copy it */
@@ -582,7 +599,7 @@ pread_worker(void *unused)
 			run_cu_fail("cuEventSynchronize", rc);
 			break;
 		}
-		if (!read_all(file_fd, buf[b], len, off))
+		if (!fetch(buf[b], len, off))
 			break;
 		if (!copy_async(dev_at(off), buf[b], len, stream))
 			break;
@@ -1172,6 +1189,24 @@ do_way(enum Way way)
 			w->target = "GPU memory (pread into pinned buffers, cuMemcpyHtoDAsync)";
 			warm_way(w);
 			finish(w, run_threads(pread_worker, n_threads, slice, NULL), nbytes);
+			break;
+		case W_MAP:
+		case W_MAP_PINNED:
+			pread_to_gpu = way == W_MAP_PINNED;
+			w->target = way == W_MAP ? "ordinary host buffers (memcpy from a mapping)" :
+				"GPU memory (memcpy from a mapping into pinned buffers, cuMemcpyHtoDAsync)";
+			warm_way(w);
+			pread_map = mmap(NULL, nbytes, PROT_READ, MAP_SHARED, file_fd, 0);
+			if (pread_map == MAP_FAILED)
+			{
+				pread_map = NULL;
+				w->status = "failed";
+				snprintf(w->why, sizeof(w->why), "mmap: %s", strerror(errno));
+				return;
+			}
+			finish(w, run_threads(pread_worker, n_threads, slice, NULL), nbytes);
+			munmap((void *) pread_map, nbytes);
+			pread_map = NULL;
 			break;
 		case W_REGISTER:
 			w->target = "page-locked file pages (cuMemHostRegister READ_ONLY)";

@@ -1475,8 +1475,9 @@ gjs_explain(GsState *st, List *ctx, ExplainState *es)
 		ExplainPropertyInteger("Batches Run on the CPU Engine", NULL,
 							   (int64) st->c[GC_CPU_BATCHES], es);
 	if (st->engine == WARP_ENGINE_GPU && !st->heap)
-		engine_explain_data_path(es, st->c[GC_BYTES_READ], st->c[GC_BYTES_MAPPED],
-								 st->c[GC_BYTES_PINNED], st->c[GC_PIN_US]);
+		engine_explain_data_path(es, st->c[GC_BYTES_READ], -1,
+								 st->c[GC_BYTES_MAPPED], st->c[GC_BYTES_PINNED],
+								 st->c[GC_PIN_US], st->c[GC_IO_US]);
 	engine_explain_times(es, st->c[GC_IO_US], st->c[GC_EXEC_US], st->threads);
 }
 

@@ -198,6 +198,12 @@ gpu_open(ServiceGpu *gpu, bool use_gpus)
 		svc_log(installed ? "WARNING" : "LOG", "%s; the CPU engine serves", gpu->detail);
 		return;
 	}
+	/*
+	 * every kernel of the fatbin loaded with it (gpu_device_module, done at
+	 * the start: gpu_agg_prewarm), not at its first launch in some run;
+	 * a CUDA_MODULE_LOADING of the service's environment wins
+	 */
+	setenv("CUDA_MODULE_LOADING", "EAGER", 0);
 	rc = gpu_drv.cuInit(0);
 	if (rc == CUDA_ERROR_NO_DEVICE || rc == CUDA_ERROR_STUB_LIBRARY)
 		snprintf(gpu->detail, sizeof(gpu->detail), "no GPU: the CUDA driver reports %s",

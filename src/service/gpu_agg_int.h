@@ -28,7 +28,12 @@
 #define GAGG_SLOTS			2
 #define GAGG_ALIGN			64
 #define GAGG_IO_THREADS		16
-#define GAGG_IO_SLICE		(4 << 20)	/* bytes per pread of the I/O threads */
+/*
+ * bytes per pread of the I/O threads: each slice is copied to the GPU right
+ * after its read, while its bytes are still in the CPU's cache (the copy
+ * rates by slice size: bench/results/README.md, data path)
+ */
+#define GAGG_IO_SLICE		(2 << 20)
 #define GAGG_BLOCKS_PER_SM	XPU_GAGG_MIN_BLOCKS	/* the grid: as many as fit */
 #define GAGG_SMEM_BUDGET	(40 * 1024)
 #define GAGG_CACHE_MAX		256
@@ -63,8 +68,9 @@
 	})
 
 /*
- * one pread into pinned memory, or (off != NULL) a check of utf8 offsets,
- * or (reg != NULL) the registration of a region of a file (file_reg.h)
+ * one pread into pinned memory (with stream, then copied to device address
+ * dev on it), or (off != NULL) a check of utf8 offsets, or (reg != NULL)
+ * the registration of a region of a file (file_reg.h)
  */
 typedef struct GaggRead
 {
@@ -73,6 +79,8 @@ typedef struct GaggRead
 	int64_t		offset;
 	size_t		len;
 	uint8_t    *dst;
+	CUstream	stream;			/* NULL: the read only */
+	CUdeviceptr dev;
 	const int32_t *off;			/* off[0 .. n_off] must not decrease */
 	int64_t		n_off;
 	struct FileReg *reg;		/* register its region `region` in context ctx, */
@@ -97,8 +105,11 @@ typedef struct GaggIo
 	int			next;
 	int			finished;
 	int			failed_errno;	/* first errno of a failed read; -1: file too
-								 * short; -2: offsets decrease */
+								 * short; -2: offsets decrease; -3: a copy
+								 * failed (failed_cu) */
 	int			failed_tag;		/* that read's tag */
+	CUresult	failed_cu;
+	CUcontext	ctx;			/* the threads' (for the copies) */
 	int			stop;
 } GaggIo;
 

@@ -43,6 +43,7 @@ gagg_io_take(GaggIo *io)
 	{
 		GaggRead	r;
 		ArrowError	aerr;
+		CUresult	cu = CUDA_SUCCESS;
 		int			rc;
 
 		pthread_mutex_lock(&io->lock);
@@ -68,14 +69,17 @@ gagg_io_take(GaggIo *io)
 		}
 		else if (r.off != NULL)
 			rc = gagg_offsets_ok(r.off, r.n_off) ? ARROW_OK : -2;
-		else
-			rc = arrow_pread_all(r.fd, r.dst, r.len, r.offset, NULL, &aerr);
+		else if ((rc = arrow_pread_all(r.fd, r.dst, r.len, r.offset, NULL, &aerr)) == ARROW_OK &&
+				 r.stream != NULL &&
+				 (cu = gpu_drv.cuMemcpyHtoDAsync(r.dev, r.dst, r.len, r.stream)) != CUDA_SUCCESS)
+			rc = -3;
 		pthread_mutex_lock(&io->lock);
 		if (rc != ARROW_OK && io->failed_errno == 0)
 		{
-			io->failed_errno = rc == -2 ? -2 :
+			io->failed_errno = rc == -2 || rc == -3 ? rc :
 				rc == ARROW_ERR_IO && aerr.sys_errno != 0 ? aerr.sys_errno : -1;
 			io->failed_tag = r.tag;
+			io->failed_cu = cu;
 		}
 		if (++io->finished == io->n_reads)
 			pthread_cond_signal(&io->done);
@@ -88,6 +92,9 @@ gagg_io_main(void *arg)
 {
 	GaggIo	   *io = arg;
 
+	/* the context of the copies that follow reads (a run sets it before its first reads) */
+	if (io->ctx != NULL)
+		gpu_drv.cuCtxPushCurrent(io->ctx);
 	pthread_mutex_lock(&io->lock);
 	while (!io->stop)
 	{
@@ -148,7 +155,8 @@ gagg_io_stop(GaggIo *io)
 /*
  * gagg_io_run: does the n reads (the calling thread helps) and returns 0,
  * or the errno of the first failed read (-1: the file ended first; -2: a
- * check of offsets failed), whose tag is then io->failed_tag
+ * check of offsets failed; -3: the copy after a read failed, with
+ * io->failed_cu), whose tag is then io->failed_tag
  */
 int
 gagg_io_run(GaggIo *io, GaggRead *reads, int n)
@@ -638,13 +646,14 @@ gagg_place_pieces(GaggRun *g, GaggSlot *s, int p, const GaggPiece *pc, XpuColumn
 								   piece->len, *pos, base + off, reads, n_reads, cap) != 0)
 					return -1;
 			}
-			else if (span > 0)
+			else if (span > 0 && piece->file_off < 0)
 			{
 				GaggCopy	c = {.host_off = *pos, .len = span, .dst = base + off};
 
 				if (gagg_add_copy(g, s, &c) != 0)
 					return -1;
 			}
+			/* a stored piece: each slice copied by the thread that read it */
 			for (size_t done = 0; !mapped && piece->file_off >= 0 && done < piece->len;
 				 done += GAGG_IO_SLICE)
 			{
@@ -657,6 +666,8 @@ gagg_place_pieces(GaggRun *g, GaggSlot *s, int p, const GaggPiece *pc, XpuColumn
 				r->offset = piece->file_off + (int64_t) done;
 				r->dst = s->host + *pos + done;
 				r->len = piece->len - done < GAGG_IO_SLICE ? piece->len - done : GAGG_IO_SLICE;
+				r->stream = s->stream;
+				r->dev = base + off + done;
 			}
 			off += span;
 			*pos += span;
@@ -667,6 +678,19 @@ gagg_place_pieces(GaggRun *g, GaggSlot *s, int p, const GaggPiece *pc, XpuColumn
 		cd->offset = 0;
 	}
 	return 0;
+}
+
+/* gagg_io_fail: the run's failure for what gagg_io_run returned (io_rc != 0); -1 */
+static int
+gagg_io_fail(GaggRun *g, const GaggSlot *s, int io_rc)
+{
+	const char *path = g->run->files[s->parts[g->io.failed_tag].fi].path;
+
+	if (io_rc == -3)
+		return gagg_cuda(g, g->io.failed_cu, "cuMemcpyHtoDAsync");
+	return gagg_fail(g, io_rc > 0 ? WARP_ERR_IO : WARP_ERR_BAD_FILE,
+					 io_rc > 0 ? "could not read file \"%s\": %s" : "file \"%s\" is truncated%s",
+					 path, io_rc > 0 ? strerror(io_rc) : "");
 }
 
 /*
@@ -708,13 +732,7 @@ gagg_unmapped_reads(GaggRun *g, GaggSlot *s, GaggRead **reads, int *cap)
 		c->reg = NULL;
 	}
 	if (n > 0 && (io_rc = gagg_io_run(&g->io, *reads, n)) != 0)
-	{
-		const char *path = g->run->files[s->parts[g->io.failed_tag].fi].path;
-
-		return gagg_fail(g, io_rc > 0 ? WARP_ERR_IO : WARP_ERR_BAD_FILE,
-						 io_rc > 0 ? "could not read file \"%s\": %s" : "file \"%s\" is truncated%s",
-						 path, io_rc > 0 ? strerror(io_rc) : "");
-	}
+		return gagg_io_fail(g, s, io_rc);
 	GAGG_ADD(g->run->bytes_mapped, mapped);
 	return 0;
 }
@@ -901,11 +919,7 @@ gagg_fill_slot(GaggRun *g, GaggSlot *s, const GaggWork *w, int n)
 	io_rc = gagg_io_run(&g->io, reads, n_reads);
 	if (io_rc != 0)
 	{
-		const char *path = g->run->files[s->parts[g->io.failed_tag].fi].path;
-
-		gagg_fail(g, io_rc > 0 ? WARP_ERR_IO : WARP_ERR_BAD_FILE,
-				  io_rc > 0 ? "could not read file \"%s\": %s" : "file \"%s\" is truncated%s",
-				  path, io_rc > 0 ? strerror(io_rc) : "");
+		gagg_io_fail(g, s, io_rc);
 		goto done;
 	}
 	if (gagg_unmapped_reads(g, s, &reads, &cap) != 0 ||

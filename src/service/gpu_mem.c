@@ -449,7 +449,11 @@ gagg_batch_buffer(GaggRun *g, uint8_t **p, size_t *cap)
  * buffers took about 90 ms of a first run on the H200 host (its I/O time
  * 89 ms against 26 ms for the same run later; bench/results/README.md).
  * Done before the service serves runs; a buffer that cannot be had is
- * left to the first run that needs it.
+ * left to the first run that needs it.  The GPU code is loaded into each
+ * device's context here too (with all its kernels: gpu.c), which took
+ * most of the 18 ms that the first run's setup took on the H200 host;
+ * a fatbin that cannot be loaded is tried again, and reported, by the
+ * first run.
  */
 void
 gpu_agg_prewarm(const ServiceGpu *gpu)
@@ -461,8 +465,12 @@ gpu_agg_prewarm(const ServiceGpu *gpu)
 	{
 		CUcontext	popped;
 
+		CUmodule	mod;
+		char		msg[256];
+
 		if (gpu_drv.cuCtxPushCurrent(gpu_device_context(d)) != CUDA_SUCCESS)
 			continue;
+		(void) gpu_device_module(d, &mod, msg, sizeof(msg));
 		for (int k = 0; k < GAGG_SLOTS; k++)
 		{
 			void	   *p = NULL;
