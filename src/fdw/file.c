@@ -450,13 +450,15 @@ report_interrupted_append(const ArrowError *err, const char *path)
  * its table's files several times (its paths, its plan, its executor).  The
  * metadata of the files opened last is kept, keyed by the identity of what
  * was opened (device, inode, size, modification and change times, path),
- * and a later open of the same file copies it (arrow_file_copy) instead of
- * reading it again.  A file replaced, appended to, truncated or rewritten
- * has another identity and is read again.  The copy's record batches point
- * into the entry's arrays (copying a thousand batches' statistics took
- * most of a star query's planning): an entry that a copy was made of is
- * pinned until the end of the transaction (the copies live in the memory of
- * the query that opened them) and is not evicted before.
+ * and every open of it copies it (arrow_file_copy) instead of reading it:
+ * the first open reads it straight into a new entry (copying it there
+ * after reading it took a fifth of a new session's first planning over a
+ * file of 1,400 batches).  A file replaced, appended to, truncated or
+ * rewritten has another identity and is read again.  The copy's record
+ * batches point into the entry's arrays (copying a thousand batches'
+ * statistics took most of a star query's planning): an entry that a copy
+ * was made of is pinned until the end of the transaction (the copies live
+ * in the memory of the query that opened them) and is not evicted before.
  * ----------------------------------------------------------------
  */
 #define META_CACHE_ENTRIES	32
@@ -539,44 +541,48 @@ meta_cache_find(const ArrowPgSource *s, int64 ctime_ns)
 }
 
 /*
- * keeps a copy of file (just opened through s) in the cache, in place of
- * the entry used longest ago; entries go while the cache holds more than
- * META_CACHE_BYTES.  Nothing is kept when the copy cannot be made.
+ * meta_cache_open: opens the file of s (ctime_ns its change time) into a
+ * new entry of the cache, in place of the entry used longest ago: its
+ * metadata read once, into the entry's memory, for the caller to take a
+ * copy of as from any entry (the entry comes back pinned); entries go
+ * while the cache holds more than META_CACHE_BYTES.  NULL with *err set
+ * when the open failed, or with err->code 0 when every entry is pinned
+ * (the caller then opens the file itself).
  */
-static void
-meta_cache_add(const ArrowPgSource *s, int64 ctime_ns, const ArrowFile *file)
+static MetaCacheEntry *
+meta_cache_open(const ArrowPgSource *s, int64 ctime_ns, ArrowError *err)
 {
-	MetaCacheEntry *e = &meta_cache[0];
+	MetaCacheEntry *e = NULL;
 	MemoryContext cxt;
-	ArrowError	err;
+	ArrowFile  *file;
 	Size		total = 0;
 
-	if (ctime_ns < 0)
-		return;
-	e = NULL;
 	for (int i = 0; i < META_CACHE_ENTRIES; i++)
 		if (!meta_cache[i].pinned && (e == NULL || meta_cache[i].used < e->used))
 			e = &meta_cache[i];
 	if (e == NULL)
-		return;					/* every entry is in use: keep nothing */
+		return NULL;
 	meta_cache_drop(e);
-	/* an error below leaves the entry without a file: never found */
-	e->cxt = cxt = AllocSetContextCreate(TopMemoryContext, "arrow_fdw file metadata",
-										 ALLOCSET_DEFAULT_SIZES);
-	e->path = MemoryContextStrdup(cxt, s->path);
-	memset(&err, 0, sizeof(err));
-	if (arrow_file_copy(file, &meta_cache_no_source, arrow_pg_allocator(cxt), false, &e->file,
-						&err) != ARROW_OK)
+	/* under the current context until the file is read: an error leaves nothing behind */
+	cxt = AllocSetContextCreate(CurrentMemoryContext, "arrow_fdw file metadata",
+								ALLOCSET_DEFAULT_SIZES);
+	if (arrow_file_open_source(&s->src, arrow_pg_allocator(cxt), &file, err) != ARROW_OK)
 	{
-		meta_cache_drop(e);
-		return;
+		MemoryContextDelete(cxt);
+		return NULL;
 	}
+	file->source = meta_cache_no_source;	/* never read through: only copied from */
+	MemoryContextSetParent(cxt, TopMemoryContext);
+	e->cxt = cxt;
+	e->file = file;
+	e->path = MemoryContextStrdup(cxt, s->path);
 	e->dev = s->dev;
 	e->ino = s->ino;
 	e->size = s->size;
 	e->mtime_ns = s->mtime_ns;
 	e->ctime_ns = ctime_ns;
 	e->used = ++meta_cache_clock;
+	e->pinned = true;
 	for (int i = 0; i < META_CACHE_ENTRIES; i++)
 		if (meta_cache[i].cxt != NULL)
 			total += MemoryContextMemAllocated(meta_cache[i].cxt, true);
@@ -593,6 +599,7 @@ meta_cache_add(const ArrowPgSource *s, int64 ctime_ns, const ArrowFile *file)
 		total -= MemoryContextMemAllocated(old->cxt, true);
 		meta_cache_drop(old);
 	}
+	return e;
 }
 
 /* is file a copy of entry e's file (its batches' arrays are e's) */
@@ -773,6 +780,15 @@ arrow_pg_stat_datums(const ArrowFile *file, int field, const ArrowConv *conv)
 	return c;
 }
 
+/* arrow_pg_open's error: the source closed, the failure reported */
+static void pg_attribute_noreturn()
+open_failed(ArrowPgSource *s, ArrowError *err, const char *path)
+{
+	arrow_pg_source_close(s);
+	report_interrupted_append(err, path);
+	arrow_pg_report(err, "open", path);
+}
+
 /*
  * Opens an Arrow file: metadata of every batch is read now (or copied from
  * the cache above, for a file this backend opened before), the source (in
@@ -786,7 +802,7 @@ arrow_pg_open(const char *path, ArrowPgSource *s, const char *within)
 	ArrowFile  *file = NULL;
 	ArrowError	err;
 	ArrowAllocator *alloc = arrow_pg_allocator(CurrentMemoryContext);
-	MetaCacheEntry *e;
+	MetaCacheEntry *e = NULL;
 	int64		ctime_ns;
 
 	arrow_pg_source_init(s, path, within);
@@ -797,20 +813,16 @@ arrow_pg_open(const char *path, ArrowPgSource *s, const char *within)
 		RegisterXactCallback(meta_cache_unpin, NULL);
 		meta_cache_callback = true;
 	}
-	if (ctime_ns >= 0 && (e = meta_cache_find(s, ctime_ns)) != NULL &&
-		arrow_file_copy(e->file, &s->src, alloc, true, &file, &err) == ARROW_OK)
+	if (ctime_ns >= 0 && (e = meta_cache_find(s, ctime_ns)) == NULL &&
+		(e = meta_cache_open(s, ctime_ns, &err)) == NULL && err.code != ARROW_OK)
+		open_failed(s, &err, path);
+	if (e != NULL && arrow_file_copy(e->file, &s->src, alloc, true, &file, &err) == ARROW_OK)
 	{
 		e->used = ++meta_cache_clock;
 		e->pinned = true;
 	}
 	else if (arrow_file_open_source(&s->src, alloc, &file, &err) != ARROW_OK)
-	{
-		arrow_pg_source_close(s);
-		report_interrupted_append(&err, path);
-		arrow_pg_report(&err, "open", path);
-	}
-	else
-		meta_cache_add(s, ctime_ns, file);
+		open_failed(s, &err, path);
 	file->max_buffer_size = (int64) pg_warp_arrow_max_buffer_size * 1024;
 	return file;
 }

@@ -246,6 +246,23 @@ test_values(void)
 	}
 	else
 		tap_ok(false, "seed-metadata.file opens");
+	s = find_seed("seed-batch-keys.file");
+	if (s != NULL && open_mem(s->data, s->len, NULL, &src, &file, &err) == ARROW_OK &&
+		file->n_batches == 2)
+	{
+		int32_t		hint = 2;	/* the second "k": a lookup must not trust it */
+		const char *v = arrow_metadata_get_hinted(&file->batches[0].metadata, "k", &hint);
+
+		tap_ok(!file->batches[0].metadata.unique && v != NULL && strcmp(v, "first") == 0,
+			   "a batch's key given twice: not unique, the first value wins over a hint");
+		hint = 33;
+		v = arrow_metadata_get_hinted(&file->batches[1].metadata, "key33", &hint);
+		tap_ok(file->batches[1].metadata.unique && file->batches[1].metadata.count == 40 &&
+			   v != NULL && strcmp(v, "v33") == 0, "40 distinct keys of a batch: unique");
+		arrow_file_close(file);
+	}
+	else
+		tap_ok(false, "seed-batch-keys.file opens with 2 batches");
 	s = find_seed("seed-v4.file");
 	if (s != NULL && open_mem(s->data, s->len, NULL, &src, &file, &err) == ARROW_OK)
 	{

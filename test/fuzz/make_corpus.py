@@ -160,6 +160,13 @@ def main():
                             metadata={"origin": "pg_warp", "empty": ""})
     meta = pa.record_batch([pa.array([1, None], pa.int32()), pa.array(["a", "b"])], schema=meta_schema)
     write("seed-metadata.file", [meta], schema=meta_schema, batch_metadata={"batch": "first"})
+    # record batch metadata with a key twice, then with 40 distinct keys (the reader's check
+    # that a batch's keys are unique, which lets a lookup trust its hint)
+    keys = pa.schema([pa.field("x", pa.int32())])
+    kb = pa.record_batch([pa.array([1, 2], pa.int32())], schema=keys)
+    with ipc.new_file(os.path.join(OUT, "seed-batch-keys.file"), keys) as w:
+        w.write_batch(kb, custom_metadata=pa.KeyValueMetadata([("k", "first"), ("j", "x"), ("k", "second")]))
+        w.write_batch(kb, custom_metadata=pa.KeyValueMetadata([("key%02d" % i, "v%d" % i) for i in range(40)]))
 
     write("seed-empty.file", [], schema=primitives.schema)
     write("seed-zero-rows.stream", [primitives.to_batches()[0].slice(0, 0)],

@@ -248,3 +248,24 @@ def test_cached_statistics_skip_as_the_file(tmpdir_world):
     after = session(skip_off + [qs[0]])
     assert out[1] == after[0], (out, after)
     assert out[0] != out[1], out
+
+
+def test_more_files_than_entries_in_one_query(tmpdir_world):
+    """A query over more files than the cache has entries (32): every entry
+    is pinned by the files opened before, so the last files are opened
+    outside the cache; each still answers as the file (read anew in a later
+    query of the session, and with the engine off)."""
+    n_files = 36
+    parts = []
+    expect = []
+    for i in range(n_files):
+        path = os.path.join(tmpdir_world, "many_%02d.arrow" % i)
+        write(path, ints(300 + i, i), 64)
+        table(tmpdir_world, "meta_cache_f%02d" % i, path)
+        parts.append("SELECT %d AS f, count(*) AS n, sum(x) AS s FROM meta_cache_f%02d" % (i, i))
+        vals = ints(300 + i, i).column("x").to_pylist()
+        expect.append("%d|%d|%d" % (i, len(vals), sum(vals)))
+    q = " UNION ALL ".join(parts) + " ORDER BY f"
+    for setting in ("SET pg_warp.enabled = on", "SET pg_warp.enabled = off"):
+        out = session([setting, q, q])
+        assert out == expect + expect, (setting, out)
