@@ -9,11 +9,11 @@
  * batches on the dev VM, as long as a warm GPU run's kernels.  The metadata
  * of the files opened last is kept, keyed by the identity of what was
  * opened (device, inode, size, modification and change times: a file
- * replaced, appended to, truncated or written in place has another), and a
- * later run over the same file copies it (arrow_file_copy) instead of
- * reading it again.  The copy's record batches point into the entry's
- * arrays, so an entry is held while a run's copy lives and is never evicted
- * then; its arrays are never changed.  The run still opens the file itself
+ * replaced, appended to, truncated or written in place has another), and
+ * every run over the file copies it (arrow_file_copy) instead of reading
+ * it: the first run reads it into the entry.  The copy's record batches
+ * point into the entry's arrays, so an entry is held while a run's copy
+ * lives and is never evicted then; its arrays are never changed.  The run still opens the file itself
  * and checks its identity against the request (input.c), and reads through
  * its own descriptor.
  *
@@ -46,18 +46,18 @@ meta_is(const MetaEntry *e, const SvcFileId *id)
 	return e->file != NULL && svc_file_id_equal(&e->id, id);
 }
 
-/* meta_keep: a copy of opened file `file` of identity st kept, if a slot is free or unheld */
-static void
-meta_keep(const ArrowFile *file, const SvcFileId *id)
+/*
+ * meta_install: file (just read) kept as the entry of identity id, if a
+ * slot is free or unheld and no run kept that identity meanwhile; the
+ * entry comes back held once (the caller's copy), else NULL (file stays
+ * the caller's).  A kept file reads nothing: its source is cleared.
+ */
+static MetaEntry *
+meta_install(ArrowFile *file, const SvcFileId *id)
 {
-	ArrowFile  *copy;
-	ArrowError	err;
 	MetaEntry  *victim = NULL;
+	ArrowFile  *old = NULL;
 
-	memset(&err, 0, sizeof(err));
-	if (arrow_file_copy(file, &meta_no_source, &arrow_default_allocator, false, &copy,
-						&err) != ARROW_OK)
-		return;
 	pthread_mutex_lock(&meta_lock);
 	for (int i = 0; i < META_ENTRIES; i++)
 	{
@@ -77,14 +77,28 @@ meta_keep(const ArrowFile *file, const SvcFileId *id)
 	}
 	if (victim != NULL)
 	{
-		ArrowFile  *old = victim->file;
-
-		*victim = (MetaEntry) {*id, copy, ++meta_clock, 0};
-		copy = old;
+		old = victim->file;
+		file->source = meta_no_source;
+		*victim = (MetaEntry) {*id, file, ++meta_clock, 1};
 	}
 	pthread_mutex_unlock(&meta_lock);
-	if (copy != NULL)
-		arrow_file_close(copy);
+	if (old != NULL)
+		arrow_file_close(old);
+	return victim;
+}
+
+/* meta_copy: *out a copy of held entry e's file reading through src; *held e, or e let go */
+static int
+meta_copy(MetaEntry *e, const ArrowSource *src, const ArrowAllocator *alloc, ArrowFile **out,
+		  void **held, ArrowError *err)
+{
+	int			rc = arrow_file_copy(e->file, src, alloc, true, out, err);
+
+	if (rc == ARROW_OK)
+		*held = e;
+	else
+		svc_file_meta_release(e);
+	return rc;
 }
 
 /* see file_meta.h */
@@ -93,8 +107,10 @@ svc_file_meta_open(int fd, const struct stat *st, const ArrowSource *src,
 				   const ArrowAllocator *alloc, ArrowFile **out, void **held, ArrowError *err)
 {
 	MetaEntry  *found = NULL;
-	SvcFileId	id = svc_file_id_of(st);
+	SvcFileId	id = svc_file_id_of(st),
+				after;
 	struct stat now;
+	ArrowFile  *opened;
 	int			rc;
 
 	*held = NULL;
@@ -108,22 +124,24 @@ svc_file_meta_open(int fd, const struct stat *st, const ArrowSource *src,
 		}
 	pthread_mutex_unlock(&meta_lock);
 	if (found != NULL)
-	{
-		if ((rc = arrow_file_copy(found->file, src, alloc, true, out, err)) == ARROW_OK)
-			*held = found;
-		else
-			svc_file_meta_release(found);
+		return meta_copy(found, src, alloc, out, held, err);
+	/* in the entries' memory (a file not kept stays the run's: its loads use malloc's) */
+	if ((rc = arrow_file_open_source(src, &arrow_default_allocator, &opened, err)) != ARROW_OK)
 		return rc;
-	}
-	/* kept only when nothing wrote the file while it was read */
-	if ((rc = arrow_file_open_source(src, alloc, out, err)) == ARROW_OK && fstat(fd, &now) == 0)
+	/*
+	 * kept only when nothing wrote the file while it was read: the file read
+	 * becomes the entry, and the run takes a copy of it as from any entry
+	 * (copying a thousand batches' metadata into the entry instead was a
+	 * run's work for nothing)
+	 */
+	if (fstat(fd, &now) == 0)
 	{
-		SvcFileId	after = svc_file_id_of(&now);
-
-		if (svc_file_id_equal(&after, &id))
-			meta_keep(*out, &id);
+		after = svc_file_id_of(&now);
+		if (svc_file_id_equal(&after, &id) && (found = meta_install(opened, &id)) != NULL)
+			return meta_copy(found, src, alloc, out, held, err);
 	}
-	return rc;
+	*out = opened;
+	return ARROW_OK;
 }
 
 /* see file_meta.h */

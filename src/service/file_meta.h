@@ -15,9 +15,10 @@
 /*
  * svc_file_meta_open: *out the Arrow file open on descriptor fd, whose
  * identity is st, reading through src with alloc: a copy of the kept
- * metadata of that identity, or the file read (and kept for the next
- * run).  *held: what svc_file_meta_release lets go after *out is closed
- * (NULL: nothing).  As arrow_file_open_source otherwise.
+ * metadata of that identity (read into a new entry first when none is
+ * kept), or the file read when it cannot be kept.  *held: what
+ * svc_file_meta_release lets go after *out is closed (NULL: nothing).  As
+ * arrow_file_open_source otherwise.
  */
 extern int	svc_file_meta_open(int fd, const struct stat *st, const ArrowSource *src,
 							   const ArrowAllocator *alloc, ArrowFile **out, void **held,

@@ -488,6 +488,28 @@ def test_hll_precision_and_dense_sketches(bits):
         DB.same(sql, NODE, settings)
 
 
+
+def test_more_files_than_the_services_metadata_entries(tables):
+    # The service keeps the metadata of the files that runs opened last
+    # (file_meta.c: 16 entries, each held while a run's copy of it lives): a
+    # run over 20 files reads the first 16 into entries and takes copies of
+    # them, and, every entry being held, keeps the last 4 to itself.  Run
+    # twice: the second run copies the kept ones and reads the others again.
+    paths = []
+    for i in range(20):
+        t = pa.table({"k": pa.array([(j + i) % 5 for j in range(200 + i)], pa.int32()),
+                      "v": pa.array([j * 3 - i for j in range(200 + i)], pa.int64())})
+        p = os.path.join(tables, "many_files_%02d.arrow" % i)
+        write(p, t, 64)
+        paths.append(p)
+    pg_psql("DROP FOREIGN TABLE IF EXISTS gpa.many_files; CREATE FOREIGN TABLE gpa.many_files "
+            "(k int4, v int8) SERVER arrow_fdw OPTIONS (files '%s')" % ",".join(paths))
+    sql = "SELECT k, count(*), sum(v), min(v), max(v) FROM gpa.many_files GROUP BY k"
+    first = DB.same(sql, NODE)
+    assert len(first) == 5
+    assert sorted(DB.same(sql, NODE)) == sorted(first)
+
+
 @pytest.fixture(scope="module")
 def hll_big(tables):
     # 8 groups of 30,000 distinct values: dense sketches of 256 KiB at p = 18
