@@ -13,9 +13,9 @@
  * every run over the file copies it (arrow_file_copy) instead of reading
  * it: the first run reads it into the entry.  The copy's record batches
  * point into the entry's arrays, so an entry is held while a run's copy
- * lives and is never evicted then; its arrays are never changed.  The run still opens the file itself
- * and checks its identity against the request (input.c), and reads through
- * its own descriptor.
+ * lives and is never evicted then; its arrays are never changed.  The run
+ * still opens the file itself and checks its identity against the request
+ * (input.c), and reads through its own descriptor.
  *
  *-------------------------------------------------------------------------
  */

@@ -870,8 +870,7 @@ gagg_setup(GaggRun *g, const ServiceGpu *gpu, uint32_t dev, const GpuAggOptions 
 											   g->slots[0].stream), "cuMemcpyHtoDAsync") != 0 ||
 		gagg_first_table(g, opts, total_rows) != 0)
 		return -1;
-	gagg_io_start(&g->io, (threads < GAGG_IO_THREADS ? threads : GAGG_IO_THREADS) - 1);
-	g->io.ctx = g->ctx;
+	gagg_io_start(&g->io, (threads < GAGG_IO_THREADS ? threads : GAGG_IO_THREADS) - 1, g->ctx);
 	return 0;
 }
 

@@ -313,7 +313,7 @@ extern void gagg_batch_release(GaggRun *g, uint8_t **p, size_t cap);
 extern int gagg_batch_buffer(GaggRun *g, uint8_t **p, size_t *cap);
 
 /* in gpu_input.c */
-extern void gagg_io_start(GaggIo *io, int n);
+extern void gagg_io_start(GaggIo *io, int n, CUcontext ctx);
 extern void gagg_io_stop(GaggIo *io);
 extern int gagg_io_run(GaggIo *io, GaggRead *reads, int n);
 extern int gagg_slot_reserve(GaggRun *g, GaggSlot *s, size_t host_len, size_t dev_len,

@@ -92,7 +92,7 @@ gagg_io_main(void *arg)
 {
 	GaggIo	   *io = arg;
 
-	/* the context of the copies that follow reads (a run sets it before its first reads) */
+	/* the context of the copies that follow reads */
 	if (io->ctx != NULL)
 		gpu_drv.cuCtxPushCurrent(io->ctx);
 	pthread_mutex_lock(&io->lock);
@@ -111,11 +111,15 @@ gagg_io_main(void *arg)
 	return NULL;
 }
 
-/* prepares the I/O of a run: up to n threads, started at its first reads (gagg_io_spawn) */
+/*
+ * prepares the I/O of a run: up to n threads, started at its first reads
+ * (gagg_io_spawn), copying in context ctx
+ */
 void
-gagg_io_start(GaggIo *io, int n)
+gagg_io_start(GaggIo *io, int n, CUcontext ctx)
 {
 	memset(io, 0, sizeof(*io));
+	io->ctx = ctx;
 	pthread_mutex_init(&io->lock, NULL);
 	pthread_cond_init(&io->work, NULL);
 	pthread_cond_init(&io->done, NULL);
