@@ -209,6 +209,7 @@ SERVICE_SRCS = \
 	src/service/file_meta.c \
 	src/service/gpu.c \
 	src/service/gpu_agg.c \
+	src/service/gpu_direct.c \
 	src/service/gpu_heap.c \
 	src/service/gpu_input.c \
 	src/service/gpu_mem.c \

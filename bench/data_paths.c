@@ -97,6 +97,7 @@
 #include <unistd.h>
 
 #include "cuda_driver.h"
+#include "cufile_api.h"
 
 #define EXIT_FAILED		1
 #define EXIT_USAGE		2
@@ -739,70 +740,8 @@ reg_worker(void *unused)
 
 /* ---------------------------------------------------------------- cuFile */
 
-/*
- * The few cuFile API types and entry points used here, declared from NVIDIA's
- * documented API (cufile.h of the nvidia-cufile wheel, version 1.20): every
- * call returns a CUfileError_t {op error, CUDA error} by value, except
- * cuFileRead (bytes read, or -1 / a negative error) and cuFileHandleDeregister.
- */
-typedef struct
-{
-	int			err;			/* CUfileOpError: 0 success, 5000 + n errors */
-	CUresult	cu_err;
-} CuFileError;
-
-typedef struct
-{
-	int			type;			/* 1: CU_FILE_HANDLE_TYPE_OPAQUE_FD */
-	union
-	{
-		int			fd;
-		void	   *handle;
-	}			handle;
-	const void *fs_ops;			/* NULL: the kernel's file system */
-} CuFileDescr;
-
-typedef struct
-{
-	struct
-	{
-		unsigned int major_version;	/* nvidia-fs' version */
-		unsigned int minor_version;
-		size_t		poll_thresh_size;
-		size_t		max_direct_io_size;
-		unsigned int dstatusflags;	/* bit per file system / device kind GDS supports */
-		unsigned int dcontrolflags; /* bit 0 poll mode, bit 1 compat mode allowed */
-	}			nvfs;
-	unsigned int fflags;
-	unsigned int max_device_cache_size;
-	unsigned int per_buffer_cache_size;
-	unsigned int max_device_pinned_mem_size;
-	unsigned int max_batch_io_size;
-	unsigned int max_batch_io_timeout_msecs;
-} CuFileDrvProps;
-
-#define CUFILE_HANDLE_TYPE_FD			1
-#define CUFILE_NVME_SUPPORTED_BIT		4	/* CU_FILE_NVME_SUPPORTED */
-#define CUFILE_ALLOW_COMPAT_BIT			1	/* CU_FILE_ALLOW_COMPAT_MODE */
-#define CUFILE_P2P_NVFS_FLAG			(1u << 1)	/* CU_FILE_P2P_FLAG_NVFS */
-#define CUFILE_PARAM_FORCE_COMPAT		2	/* CUFILE_PARAM_FORCE_COMPAT_MODE */
-#define CUFILE_DRIVER_NOT_INITIALIZED	5001
-
-static struct
-{
-	CuFileError (*DriverOpen) (void);
-	CuFileError (*DriverClose) (void);
-	CuFileError (*DriverGetProperties) (CuFileDrvProps *);
-	CuFileError (*HandleRegister) (void **, CuFileDescr *);
-	void		(*HandleDeregister) (void *);
-	CuFileError (*BufRegister) (const void *, size_t, int);
-	CuFileError (*BufDeregister) (const void *);
-	ssize_t		(*Read) (void *, void *, size_t, off_t, off_t);
-	/* optional */
-	CuFileError (*GetVersion) (int *);
-	CuFileError (*GetParameterBool) (int, bool *);
-	CuFileError (*DriverGetP2PFlags) (int, unsigned int *);
-}			cf;
+/* libcufile's entry points (xpu/cufile_api.h) */
+static CuFileApi cf;
 
 static void *cf_handle;
 
@@ -917,7 +856,6 @@ cufile_mode(const CuFileDrvProps *p, char *out, size_t outlen, bool *gds)
 	bool		compat_allowed = (p->nvfs.dcontrolflags >> CUFILE_ALLOW_COMPAT_BIT) & 1;
 	bool		forced = false;
 	unsigned int p2p = 0;
-	bool		have_p2p = false;
 	char		p2ptext[64] = "";
 
 	if (cf.GetParameterBool)
@@ -925,12 +863,9 @@ cufile_mode(const CuFileDrvProps *p, char *out, size_t outlen, bool *gds)
 	if (getenv("CUFILE_FORCE_COMPAT_MODE") && strcmp(getenv("CUFILE_FORCE_COMPAT_MODE"), "true") == 0)
 		forced = true;
 	if (cf.DriverGetP2PFlags && cf.DriverGetP2PFlags(CUFILE_NVME_SUPPORTED_BIT, &p2p).err == 0)
-	{
-		have_p2p = true;
 		snprintf(p2ptext, sizeof(p2ptext), ", NVMe P2P flags 0x%x%s", p2p,
 				 (p2p & CUFILE_P2P_NVFS_FLAG) ? " (nvidia-fs)" : "");
-	}
-	*gds = (nvfs || nvfs_proc) && !forced && (nvme || (have_p2p && p2p != 0));
+	*gds = cufile_api_gds(&cf, p, nvfs_proc);
 	snprintf(out, outlen, "%s: nvidia-fs %s (version %u.%u, /proc/driver/nvidia-fs %s), "
 			 "NVMe %ssupported, compatibility mode %s%s",
 			 *gds ? "GDS" : compat_allowed ? "compatibility" : "neither GDS nor compatibility",
@@ -949,6 +884,7 @@ way_cufile(WayResult *w)
 	CuFileDrvProps props;
 	CuFileDescr descr;
 	CuFileError e;
+	const char *missing;
 	char		mode[700];
 	bool		gds = false,
 				buf_registered;
@@ -972,24 +908,10 @@ way_cufile(WayResult *w)
 		snprintf(w->why, sizeof(w->why), "cannot load %s (set CUFILE_LIB): %s", lib, dlerror());
 		return;
 	}
-	cf.DriverOpen = dlsym(h, "cuFileDriverOpen");
-	cf.DriverClose = dlsym(h, "cuFileDriverClose_v2");
-	if (cf.DriverClose == NULL)
-		cf.DriverClose = dlsym(h, "cuFileDriverClose");
-	cf.DriverGetProperties = dlsym(h, "cuFileDriverGetProperties");
-	cf.HandleRegister = dlsym(h, "cuFileHandleRegister");
-	cf.HandleDeregister = dlsym(h, "cuFileHandleDeregister");
-	cf.BufRegister = dlsym(h, "cuFileBufRegister");
-	cf.BufDeregister = dlsym(h, "cuFileBufDeregister");
-	cf.Read = dlsym(h, "cuFileRead");
-	cf.GetVersion = dlsym(h, "cuFileGetVersion");
-	cf.GetParameterBool = dlsym(h, "cuFileGetParameterBool");
-	cf.DriverGetP2PFlags = dlsym(h, "cuFileDriverGetP2PFlags");
-	if (!cf.DriverOpen || !cf.DriverClose || !cf.DriverGetProperties || !cf.HandleRegister ||
-		!cf.HandleDeregister || !cf.BufRegister || !cf.BufDeregister || !cf.Read)
+	if ((missing = cufile_api_resolve(h, &cf)) != NULL)
 	{
 		w->status = "unavailable";
-		snprintf(w->why, sizeof(w->why), "%s lacks a cuFile entry point", lib);
+		snprintf(w->why, sizeof(w->why), "%s lacks %s", lib, missing);
 		return;
 	}
 	if (cf.GetVersion)

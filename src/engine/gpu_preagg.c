@@ -1903,7 +1903,8 @@ gpa_explain(EngineScanState *node, List *ctx, ExplainState *es)
 	if (st->last.engine == WARP_ENGINE_GPU && st->es.heap == NULL)
 		engine_explain_data_path(es, st->last.bytes_read, (int64) st->last.bytes_cached,
 								 st->last.bytes_mapped, st->last.bytes_pinned,
-								 st->last.pin_us, st->last.io_us);
+								 st->last.pin_us, st->last.io_us, st->last.bytes_direct,
+								 st->last.direct_mode);
 	engine_explain_times(es, st->last.io_us, st->last.exec_us, st->last.threads);
 	ExplainPropertyFloat("Service Wall Time", "ms", st->last.wall_us / 1000.0, 3, es);
 	ExplainPropertyFloat("Service Round Trip", "ms", st->trip_ms, 3, es);

@@ -469,7 +469,9 @@ enum
 {
 	GC_ROWS_IN, GC_ROWS_PASSED, GC_BATCHES, GC_RECHECK, GC_BYTES_READ,
 	GC_BYTES_SENT, GC_IO_US, GC_EXEC_US, GC_REQUESTS, GC_CPU_BATCHES,
-	GC_BYTES_MAPPED, GC_BYTES_PINNED, GC_PIN_US, GC_N
+	GC_BYTES_MAPPED, GC_BYTES_PINNED, GC_PIN_US, GC_BYTES_DIRECT,
+	GC_DIRECT_MODES,			/* bit 1 << WARP_CUFILE_* of each run that read with cuFile */
+	GC_N
 };
 
 /*
@@ -747,6 +749,13 @@ gs_count(GsState *st, int i, uint64 n)
 {
 	GsShared   *part = engine_scan_part(&st->es);
 
+	if (i == GC_DIRECT_MODES)
+	{
+		st->c[i] |= n;
+		if (part)
+			pg_atomic_fetch_or_u64(&part->c[i], n);
+		return;
+	}
 	st->c[i] += n;
 	if (part)
 		pg_atomic_fetch_add_u64(&part->c[i], n);
@@ -777,7 +786,8 @@ gs_add_counters(GsState *st, const WarpScanResult *h)
 {
 	uint64		v[GC_N] = {h->rows_in, h->rows_passed, h->batches, h->recheck_batches,
 		h->bytes_read, h->bytes_sent, h->io_us, h->exec_us, 1, h->cpu_batches,
-		h->bytes_mapped, h->bytes_pinned, h->pin_us};
+		h->bytes_mapped, h->bytes_pinned, h->pin_us, h->bytes_direct,
+	h->bytes_direct > 0 ? UINT64CONST(1) << h->direct_mode : 0};
 
 	gs_join_rows(st, h->join_depths, h->join_in, h->join_out);
 	for (int i = 0; i < GC_N; i++)
@@ -1477,7 +1487,10 @@ gjs_explain(GsState *st, List *ctx, ExplainState *es)
 	if (st->engine == WARP_ENGINE_GPU && !st->heap)
 		engine_explain_data_path(es, st->c[GC_BYTES_READ], -1,
 								 st->c[GC_BYTES_MAPPED], st->c[GC_BYTES_PINNED],
-								 st->c[GC_PIN_US], st->c[GC_IO_US]);
+								 st->c[GC_PIN_US], st->c[GC_IO_US], st->c[GC_BYTES_DIRECT],
+								 (st->c[GC_DIRECT_MODES] >> WARP_CUFILE_GDS) & 1 ? WARP_CUFILE_GDS :
+								 (st->c[GC_DIRECT_MODES] >> WARP_CUFILE_COMPAT) & 1 ?
+								 WARP_CUFILE_COMPAT : WARP_CUFILE_NONE);
 	engine_explain_times(es, st->c[GC_IO_US], st->c[GC_EXEC_US], st->threads);
 }
 

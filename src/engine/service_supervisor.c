@@ -72,6 +72,20 @@ static int	pinned_files_mb = 0;
  * (--gpus; '': every GPU the driver reports)
  */
 static char *gpus_setting = "";
+/*
+ * pg_warp.gpudirect: whether GPU runs read Arrow files with cuFile
+ * (--gpudirect; service/gpu_direct.c), and pg_warp.cufile_library, the
+ * libcufile to load (--cufile-library; '': libcufile.so.0 on the library path)
+ */
+static int	gpudirect_setting = 1;
+static char *cufile_library = "";
+
+static const struct config_enum_entry gpudirect_options[] = {
+	{"off", 0, false},
+	{"auto", 1, false},
+	{"on", 2, false},
+	{NULL, 0, false}
+};
 /* pg_warp.max_async_tasks: runs the service executes at once (--max-async-tasks) */
 int			pg_warp_max_async_tasks = 16;
 /*
@@ -176,6 +190,29 @@ pg_warp_service_init(void)
 							GUC_UNIT_MB,
 							NULL, NULL, NULL);
 
+	DefineCustomEnumVariable("pg_warp.gpudirect",
+							 "Whether the pg_warp service reads Arrow files into GPU memory "
+							 "with cuFile (GPUDirect Storage).",
+							 "auto (the default): only where libcufile runs GPUDirect Storage "
+							 "(the nvidia-fs driver is loaded), else pread into pinned buffers; "
+							 "on: in libcufile's compatibility mode too, and a GPU run fails "
+							 "when cuFile cannot read its files; off: never.",
+							 &gpudirect_setting,
+							 1, gpudirect_options,
+							 PGC_POSTMASTER,
+							 0,
+							 NULL, NULL, NULL);
+
+	DefineCustomStringVariable("pg_warp.cufile_library",
+							   "The libcufile the pg_warp service loads for pg_warp.gpudirect.",
+							   "A path, or '' (the default) for libcufile.so.0 on the library "
+							   "path; the nvidia-cufile wheel on PyPI ships one.",
+							   &cufile_library,
+							   "",
+							   PGC_POSTMASTER,
+							   0,
+							   NULL, NULL, NULL);
+
 	DefineCustomStringVariable("pg_warp.gpus",
 							   "The GPUs the pg_warp service uses, as CUDA device ordinals.",
 							   "A comma-separated list such as '0,1'; empty: every GPU the driver "
@@ -225,7 +262,8 @@ mb_argument(char *buf, size_t len, int mb)
  *		GPU code to load (pg_warp.fatbin_path), the GPU cache size
  *		(pg_warp.gpu_cache_size), pg_warp.max_async_tasks, the join
  *		cache's size (pg_warp.gpujoin_cache_size), the pinned files' size,
- *		pg_warp.service_threads and pg_warp.gpus.
+ *		pg_warp.gpudirect, pg_warp.cufile_library, pg_warp.service_threads
+ *		and pg_warp.gpus.
  *		Between fork and exec the child runs nothing of PostgreSQL (no
  *		ereport, no exit handlers): it closes the descriptors it inherited
  *		except stdin/stdout/stderr (stderr is the server log) and execs.
@@ -242,7 +280,7 @@ start_service(ServiceProc *svc)
 	char		pinned[16];
 	char		gpus[256];
 	char		threads[16];
-	char	   *argv[20];
+	char	   *argv[24];
 	int			argc;
 	pid_t		pid;
 
@@ -271,7 +309,14 @@ start_service(ServiceProc *svc)
 	argv[12] = join_cache;
 	argv[13] = "--pinned-files";
 	argv[14] = mb_argument(pinned, sizeof(pinned), pinned_files_mb);
-	argc = 15;
+	argv[15] = "--gpudirect";
+	argv[16] = (char *) gpudirect_options[gpudirect_setting].name;
+	argc = 17;
+	if (cufile_library[0] != '\0')
+	{
+		argv[argc++] = "--cufile-library";
+		argv[argc++] = cufile_library;
+	}
 	if (service_threads > 0)
 	{
 		snprintf(threads, sizeof(threads), "%d", service_threads);

@@ -55,6 +55,7 @@
 #include <time.h>
 
 #include "service.h"
+#include "service/gpu_direct.h"
 #include "service/run.h"
 #include "service/input.h"
 #include "service/join_store.h"
@@ -1263,6 +1264,8 @@ fill_header(AggTask *t, WarpAggResult *h, bool last)
 	h->bytes_mapped = t->run.bytes_mapped;
 	h->bytes_pinned = t->run.bytes_pinned;
 	h->pin_us = t->run.pin_us;
+	h->bytes_direct = t->run.bytes_direct;
+	h->direct_mode = h->bytes_direct > 0 ? gpu_direct_mode() : WARP_CUFILE_NONE;
 	h->groups_total = t->xerr.code != XPU_OK ? 0 :
 		t->share_role == WARP_SHARE_PART ? t->part_groups : result_ngroups(t);
 	h->io_us = t->run.io_us;

@@ -47,6 +47,7 @@
 #include "arrow/arrow_io.h"
 #include "gpu_agg_int.h"
 #include "service/file_reg.h"
+#include "service/gpu_direct.h"
 #include "xpu/xpu_agg_ops.h"
 
 /* ---------------- the spec, the table ---------------- */
@@ -681,6 +682,42 @@ gagg_slots_create(GaggRun *g)
 }
 
 /*
+ * gagg_direct_setup: each file of the run registered with cuFile where the
+ * service reads files with it (gpu_direct.c); a file it refuses is read
+ * with pread, unless pg_warp.gpudirect is on: the run fails then, as it
+ * does when cuFile cannot be used at all
+ */
+static int
+gagg_direct_setup(GaggRun *g)
+{
+	static bool logged;			/* a refused file (once a service) */
+	const char *unusable = gpu_direct_unusable();
+	char		why[256];
+
+	if (g->run->n_files == 0)
+		return 0;
+	if (unusable != NULL)
+		return gagg_fail(g, WARP_ERR_IO, "pg_warp.gpudirect is on, but cuFile cannot be used: %s",
+						 unusable);
+	if (gpu_direct_mode() == WARP_CUFILE_NONE)
+		return 0;
+	if ((g->direct = calloc(g->run->n_files, sizeof(GpuDirectFile *))) == NULL)
+		return gagg_fail(g, WARP_ERR_OUT_OF_MEMORY, "out of memory");
+	for (uint32_t fi = 0; fi < g->run->n_files; fi++)
+	{
+		if ((g->direct[fi] = gpu_direct_open(g->run->files[fi].fd, why, sizeof(why))) != NULL)
+			continue;
+		if (gpu_direct_required())
+			return gagg_fail(g, WARP_ERR_IO, "could not read file \"%s\" with cuFile: %s",
+							 g->run->files[fi].path, why);
+		if (!__atomic_exchange_n(&logged, true, __ATOMIC_RELAXED))
+			svc_log("LOG", "file \"%s\" is read with pread, not cuFile: %s "
+					"(later files refused are not logged)", g->run->files[fi].path, why);
+	}
+	return 0;
+}
+
+/*
  * gagg_cache_setup: the identity of each file of the run (fstat of the
  * descriptor agg.c checked), and the cache entries of their older versions
  * dropped; a file whose identity cannot be read is not cached
@@ -705,7 +742,7 @@ gagg_cache_setup(GaggRun *g)
 		if (pin && g->ids[fi].ino != 0)
 			g->regs[fi] = file_reg_acquire(&g->ids[fi], g->run->files[fi].fd);
 	}
-	return 0;
+	return gagg_direct_setup(g);
 }
 
 /*
@@ -916,6 +953,9 @@ gagg_teardown(GaggRun *g)
 	for (uint32_t fi = 0; g->regs != NULL && fi < g->run->n_files; fi++)
 		file_reg_release(g->regs[fi]);
 	free(g->regs);
+	for (uint32_t fi = 0; g->direct != NULL && fi < g->run->n_files; fi++)
+		gpu_direct_close(g->direct[fi]);
+	free(g->direct);
 	free(g->ids);
 	if (g->io.n_threads > 0 || g->io.stop == 0)
 		gagg_io_stop(&g->io);

@@ -69,8 +69,9 @@
 
 /*
  * one pread into pinned memory (with stream, then copied to device address
- * dev on it), or (off != NULL) a check of utf8 offsets, or (reg != NULL)
- * the registration of a region of a file (file_reg.h)
+ * dev on it), or (direct != NULL) a cuFileRead of the file into dev
+ * (gpu_direct.h), or (off != NULL) a check of utf8 offsets, or (reg !=
+ * NULL) the registration of a region of a file (file_reg.h)
  */
 typedef struct GaggRead
 {
@@ -81,6 +82,7 @@ typedef struct GaggRead
 	uint8_t    *dst;
 	CUstream	stream;			/* NULL: the read only */
 	CUdeviceptr dev;
+	struct GpuDirectFile *direct;
 	const int32_t *off;			/* off[0 .. n_off] must not decrease */
 	int64_t		n_off;
 	struct FileReg *reg;		/* register its region `region` in context ctx, */
@@ -106,9 +108,11 @@ typedef struct GaggIo
 	int			finished;
 	int			failed_errno;	/* first errno of a failed read; -1: file too
 								 * short; -2: offsets decrease; -3: a copy
-								 * failed (failed_cu) */
+								 * failed (failed_cu); -4: a cuFileRead
+								 * failed (failed_direct) */
 	int			failed_tag;		/* that read's tag */
 	CUresult	failed_cu;
+	int			failed_direct;	/* gpu_direct_read's result */
 	CUcontext	ctx;			/* the threads' (for the copies) */
 	int			stop;
 } GaggIo;
@@ -219,6 +223,8 @@ typedef struct GaggRun
 	GpuCacheFileId *ids;		/* per file: its identity (ino 0: not cached) */
 	struct FileReg **regs;		/* per file: its registered pages (file_reg.h),
 								 * NULL: read with pread */
+	struct GpuDirectFile **direct;	/* per file: read with cuFile (gpu_direct.h),
+									 * NULL: not */
 	CUcontext	ctx;			/* the device's context (registrations) */
 	CUdeviceptr d_cancel;		/* int32 the kernels poll: nonzero stops them */
 	CUstream	cancel_stream;	/* sets it while the slots' streams are busy */

@@ -21,6 +21,7 @@
 #include "arrow/arrow_io.h"
 #include "gpu_agg_int.h"
 #include "service/file_reg.h"
+#include "service/gpu_direct.h"
 
 /* ---------------- the I/O threads ---------------- */
 
@@ -44,7 +45,8 @@ gagg_io_take(GaggIo *io)
 		GaggRead	r;
 		ArrowError	aerr;
 		CUresult	cu = CUDA_SUCCESS;
-		int			rc;
+		int			rc,
+					drc = 0;
 
 		pthread_mutex_lock(&io->lock);
 		if (io->next >= io->n_reads)
@@ -69,6 +71,12 @@ gagg_io_take(GaggIo *io)
 		}
 		else if (r.off != NULL)
 			rc = gagg_offsets_ok(r.off, r.n_off) ? ARROW_OK : -2;
+		else if (r.direct != NULL)
+		{
+			if ((drc = gpu_direct_read(r.direct, r.dev, r.len, r.offset)) == 0)
+				GAGG_ADD(r.run->bytes_direct, (uint64_t) r.len);
+			rc = drc == 0 ? ARROW_OK : -4;
+		}
 		else if ((rc = arrow_pread_all(r.fd, r.dst, r.len, r.offset, NULL, &aerr)) == ARROW_OK &&
 				 r.stream != NULL &&
 				 (cu = gpu_drv.cuMemcpyHtoDAsync(r.dev, r.dst, r.len, r.stream)) != CUDA_SUCCESS)
@@ -76,10 +84,11 @@ gagg_io_take(GaggIo *io)
 		pthread_mutex_lock(&io->lock);
 		if (rc != ARROW_OK && io->failed_errno == 0)
 		{
-			io->failed_errno = rc == -2 || rc == -3 ? rc :
+			io->failed_errno = rc == -2 || rc == -3 || rc == -4 ? rc :
 				rc == ARROW_ERR_IO && aerr.sys_errno != 0 ? aerr.sys_errno : -1;
 			io->failed_tag = r.tag;
 			io->failed_cu = cu;
+			io->failed_direct = drc;
 		}
 		if (++io->finished == io->n_reads)
 			pthread_cond_signal(&io->done);
@@ -160,7 +169,8 @@ gagg_io_stop(GaggIo *io)
  * gagg_io_run: does the n reads (the calling thread helps) and returns 0,
  * or the errno of the first failed read (-1: the file ended first; -2: a
  * check of offsets failed; -3: the copy after a read failed, with
- * io->failed_cu), whose tag is then io->failed_tag
+ * io->failed_cu; -4: a cuFileRead failed, with io->failed_direct), whose
+ * tag is then io->failed_tag
  */
 int
 gagg_io_run(GaggIo *io, GaggRead *reads, int n)
@@ -632,9 +642,11 @@ gagg_place_pieces(GaggRun *g, GaggSlot *s, int p, const GaggPiece *pc, XpuColumn
 			const GaggPiece *piece = pc + 3 * k + q;
 			size_t		span = align_up(piece->len, GAGG_ALIGN);
 			/* utf8 offsets are read into the buffer, where they are checked */
+			bool		offsets = q == 1 && XPU_COLS(g->prog)[k].kind == XPU_COL_UTF8;
 			bool		mapped = piece->file_off >= 0 && piece->len > 0 &&
-				g->regs != NULL && g->regs[s->parts[p].fi] != NULL &&
-				!(q == 1 && XPU_COLS(g->prog)[k].kind == XPU_COL_UTF8);
+				g->regs != NULL && g->regs[s->parts[p].fi] != NULL && !offsets;
+			struct GpuDirectFile *direct = mapped || offsets || g->direct == NULL ? NULL :
+				g->direct[s->parts[p].fi];
 
 			addr[q] = piece->len > 0 || q == 2 ? (const void *) (uintptr_t) (base + off) : NULL;
 			if (hit)
@@ -657,7 +669,10 @@ gagg_place_pieces(GaggRun *g, GaggSlot *s, int p, const GaggPiece *pc, XpuColumn
 				if (gagg_add_copy(g, s, &c) != 0)
 					return -1;
 			}
-			/* a stored piece: each slice copied by the thread that read it */
+			/*
+			 * a stored piece: each slice copied by the thread that read it,
+			 * or read into the GPU with cuFile
+			 */
 			for (size_t done = 0; !mapped && piece->file_off >= 0 && done < piece->len;
 				 done += GAGG_IO_SLICE)
 			{
@@ -668,10 +683,15 @@ gagg_place_pieces(GaggRun *g, GaggSlot *s, int p, const GaggPiece *pc, XpuColumn
 				r->fd = f->fd;
 				r->tag = p;
 				r->offset = piece->file_off + (int64_t) done;
-				r->dst = s->host + *pos + done;
 				r->len = piece->len - done < GAGG_IO_SLICE ? piece->len - done : GAGG_IO_SLICE;
-				r->stream = s->stream;
 				r->dev = base + off + done;
+				r->direct = direct;
+				r->run = g->run;
+				if (direct == NULL)
+				{
+					r->dst = s->host + *pos + done;
+					r->stream = s->stream;
+				}
 			}
 			off += span;
 			*pos += span;
@@ -692,6 +712,15 @@ gagg_io_fail(GaggRun *g, const GaggSlot *s, int io_rc)
 
 	if (io_rc == -3)
 		return gagg_cuda(g, g->io.failed_cu, "cuMemcpyHtoDAsync");
+	if (io_rc == -4 && g->io.failed_direct != -1)
+	{
+		char		why[128];
+
+		return gagg_fail(g, WARP_ERR_IO, "could not read file \"%s\" with cuFile: %s", path,
+						 gpu_direct_error(g->io.failed_direct, why, sizeof(why)));
+	}
+	if (io_rc == -4)
+		io_rc = -1;				/* the file ended first */
 	return gagg_fail(g, io_rc > 0 ? WARP_ERR_IO : WARP_ERR_BAD_FILE,
 					 io_rc > 0 ? "could not read file \"%s\": %s" : "file \"%s\" is truncated%s",
 					 path, io_rc > 0 ? strerror(io_rc) : "");

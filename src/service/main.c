@@ -31,6 +31,7 @@
 #include "gpu_cache.h"
 #include "gpu_driver.h"
 #include "service.h"
+#include "service/gpu_direct.h"
 
 /*
  * setup_signals
@@ -115,6 +116,7 @@ main(int argc, char **argv)
 	gpu_open(&gpu, opts.use_gpus);
 	gpu_cache_configure(&gpu, opts.cache_size);
 	gpu_agg_prewarm(&gpu);
+	gpu_direct_start(&gpu);
 	/* after the GPUs' driver is loaded, so that the handler is ours */
 	if (!svc_file_map_init())
 		svc_log("WARNING", "could not install the SIGBUS handler (%s): Arrow files are read, never mapped",
@@ -123,6 +125,7 @@ main(int argc, char **argv)
 	server_unlink_socket();
 	for (uint32_t i = 0; i < gpu.n_devices; i++)
 		gpu_cache_clear(i);
+	gpu_direct_stop();
 	gpu_close(&gpu);
 	svc_log("LOG", "shut down");
 	return rc;

@@ -8,6 +8,7 @@
  *						[--fatbin PATH] [--gpu-cache-size MB|auto]
  *						[--max-async-tasks N] [--join-cache-size MB]
  *						[--gpus N[,N...]] [--pinned-files MB|auto]
+ *						[--gpudirect auto|on|off] [--cufile-library PATH]
  *
  * The supervisor background worker (src/engine/service_supervisor.c) passes
  * them; doc/service.md describes each.
@@ -24,6 +25,7 @@
 #include "gpu_driver.h"
 #include "service.h"
 #include "service/file_reg.h"
+#include "service/gpu_direct.h"
 #include "service/join_store.h"
 
 /* --threads: the CPU engine's threads per AGG_RUN that names none */
@@ -40,6 +42,7 @@ usage(void)
 			"                       [--fatbin PATH] [--gpu-cache-size MB|auto]\n"
 			"                       [--max-async-tasks N] [--join-cache-size MB]\n"
 			"                       [--gpus N[,N...]] [--pinned-files MB|auto]\n"
+			"                       [--gpudirect auto|on|off] [--cufile-library PATH]\n"
 			"Serves pg_warp's engine to the backends of the PostgreSQL cluster in\n"
 			"DATADIR through the socket DATADIR/%s.  Started by pg_warp's\n"
 			"supervisor background worker, not by hand.  --no-gpu serves with the\n"
@@ -55,7 +58,11 @@ usage(void)
 			"0,1 (default: every GPU the driver reports).  --pinned-files: the Arrow\n"
 			"files' page-cache pages kept registered for the GPUs' copies, in MiB\n"
 			"(0, the default: none, every read a pread; auto: a quarter of the\n"
-			"memory).\n", PGWARP_SOCKET_NAME);
+			"memory).  --gpudirect: read the files' column buffers into GPU memory\n"
+			"with cuFile (auto, the default: only with GPUDirect Storage's nvidia-fs\n"
+			"driver; on: in compatibility mode too, and a run fails when cuFile\n"
+			"cannot read its files).  --cufile-library: libcufile's path (default\n"
+			"libcufile.so.0 on the library path).\n", PGWARP_SOCKET_NAME);
 	exit(2);
 }
 
@@ -89,6 +96,8 @@ void
 svc_options_parse(int argc, char **argv, ServiceOptions *opts)
 {
 	int64_t		pinned = 0;
+	int			direct = GPU_DIRECT_AUTO;
+	const char *cufile_library = NULL;
 
 	memset(opts, 0, sizeof(*opts));
 	opts->use_gpus = true;
@@ -121,6 +130,13 @@ svc_options_parse(int argc, char **argv, ServiceOptions *opts)
 		}
 		else if (strcmp(argv[i], "--pinned-files") == 0 && i + 1 < argc)
 			pinned = parse_cache_size(argv[++i]);
+		else if (strcmp(argv[i], "--gpudirect") == 0 && i + 1 < argc)
+		{
+			if ((direct = gpu_direct_parse(argv[++i])) < 0)
+				usage();
+		}
+		else if (strcmp(argv[i], "--cufile-library") == 0 && i + 1 < argc)
+			cufile_library = argv[++i];
 		else if (strcmp(argv[i], "--gpus") == 0 && i + 1 < argc)
 		{
 			const char *p = argv[++i];
@@ -144,6 +160,7 @@ svc_options_parse(int argc, char **argv, ServiceOptions *opts)
 	if (pinned < 0)
 		pinned = (int64_t) sysconf(_SC_PHYS_PAGES) / 4 * sysconf(_SC_PAGESIZE);
 	file_reg_set_limit(pinned > 0 ? (uint64_t) pinned : 0);
+	gpu_direct_configure(direct, cufile_library);
 	if (svc_cpu_threads == 0)
 	{
 		/* the CPUs this process may run on (taskset, a cpuset), else the online ones */

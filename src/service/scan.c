@@ -52,6 +52,7 @@
 #include <time.h>
 
 #include "service.h"
+#include "service/gpu_direct.h"
 #include "service/join_store.h"
 #include "service/run.h"
 #include "service/input.h"
@@ -131,6 +132,7 @@ struct ScanTask
 	uint64_t	bytes_mapped;	/* the GPU's data path (WarpScanResult) */
 	uint64_t	bytes_pinned;
 	uint64_t	pin_us;
+	uint64_t	bytes_direct;
 	uint64_t	bytes_sent;
 	uint64_t	io_us;
 	uint64_t	exec_us;
@@ -912,6 +914,7 @@ gpu_filter(ScanTask *t)
 	svc_add_counter(&t->bytes_mapped, run.bytes_mapped);
 	svc_add_counter(&t->bytes_pinned, run.bytes_pinned);
 	svc_add_counter(&t->pin_us, run.pin_us);
+	svc_add_counter(&t->bytes_direct, run.bytes_direct);
 	svc_add_counter(&t->io_us, run.io_us);
 	svc_add_counter(&t->exec_us, run.exec_us);
 	pthread_mutex_lock(&t->lock);
@@ -1141,6 +1144,8 @@ scan_task_reply(ScanTask *t, uint8_t *buf, uint32_t *type, bool *last)
 	h->bytes_mapped = t->bytes_mapped;
 	h->bytes_pinned = t->bytes_pinned;
 	h->pin_us = t->pin_us;
+	h->bytes_direct = t->bytes_direct;
+	h->direct_mode = h->bytes_direct > 0 ? gpu_direct_mode() : WARP_CUFILE_NONE;
 	h->bytes_sent = t->bytes_sent;
 	h->io_us = t->io_us;
 	h->exec_us = t->exec_us;

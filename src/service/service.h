@@ -119,6 +119,7 @@ typedef struct AggRun
 	uint64_t	bytes_mapped;	/* of bytes_read: copied from registered pages */
 	uint64_t	bytes_pinned;	/* file pages registered by this run */
 	uint64_t	pin_us;			/* summed over threads: registering them */
+	uint64_t	bytes_direct;	/* of bytes_read: read with cuFile (gpu_direct.c) */
 	uint64_t	io_us;
 	uint64_t	exec_us;
 	SvcJoinCounts join_rows;	/* the rows entering each join depth */

@@ -30,7 +30,7 @@
 
 #define PGWARP_SOCKET_NAME		"pg_warp.sock"
 #define PGWARP_PROTO_MAGIC		0x50524157u		/* "WARP" in memory */
-#define PGWARP_PROTO_VERSION	8
+#define PGWARP_PROTO_VERSION	9
 
 /* the largest payload either side accepts; longer messages are refused */
 #define PGWARP_MAX_PAYLOAD		(1024 * 1024)
@@ -503,10 +503,20 @@ typedef struct WarpAggResult
 	uint32_t	n_devices;
 	uint32_t	pad3;
 	WarpDeviceWork devices[WARP_REPORT_DEVICES];
+	/* GPUDirect Storage (protocol 9): of bytes_read, those read with cuFile
+	 * straight into GPU memory, and its mode (WARP_CUFILE_*) */
+	uint64_t	bytes_direct;
+	uint32_t	direct_mode;
+	uint32_t	pad4;
 } WarpAggResult;
 
 WARP_STATIC_ASSERT(sizeof(WarpAggResult) == 96 + 128 + 8 + 16 * WARP_JOIN_DEPTHS + 24 + 8 +
-				   WARP_REPORT_DEVICES * 56, "WarpAggResult layout");
+				   WARP_REPORT_DEVICES * 56 + 16, "WarpAggResult layout");
+
+/* how the GPU read the files (gpu_direct.c): pread, or cuFile in one of its modes */
+#define WARP_CUFILE_NONE		0
+#define WARP_CUFILE_GDS			1	/* GPUDirect Storage (nvidia-fs) */
+#define WARP_CUFILE_COMPAT		2	/* libcufile's compatibility mode */
 
 /*
  * HEAP_RUN: aggregate the visible tuples of a heap table.  Payload, each
@@ -691,13 +701,16 @@ typedef struct WarpScanResult
 	uint32_t	pad2;
 	uint64_t	join_in[WARP_JOIN_DEPTHS];
 	uint64_t	join_out[WARP_JOIN_DEPTHS];
-	/* the GPU's data path, as WarpAggResult's (protocol 6) */
+	/* the GPU's data path, as WarpAggResult's (protocol 6, 9) */
 	uint64_t	bytes_mapped;
 	uint64_t	bytes_pinned;
 	uint64_t	pin_us;
+	uint64_t	bytes_direct;
+	uint32_t	direct_mode;
+	uint32_t	pad3;
 } WarpScanResult;
 
-WARP_STATIC_ASSERT(sizeof(WarpScanResult) == 96 + 8 + 16 * WARP_JOIN_DEPTHS + 24,
+WARP_STATIC_ASSERT(sizeof(WarpScanResult) == 96 + 8 + 16 * WARP_JOIN_DEPTHS + 24 + 16,
 				   "WarpScanResult layout");
 
 typedef struct WarpScanColumn
