@@ -10,7 +10,7 @@ Issue 30, item 9.  One run on one host:
    the service does today, a registered read-only mapping of the file, its
    pipelined first touch, cuFile in GDS or compatibility mode), right after
    a restart (--restart-cmd: no server process holding the file mapped); and
-   KvikIO reading it into GPU memory where kvikio and cupy import.  See
+   KvikIO reading it into GPU memory where kvikio imports.  See
    bench/results/README.md, "Storage to GPU", for what each way measures.
 
 2. pg_warp on the flat queries of bench/engine_bench.py (Q1-Q4) and SSB
@@ -107,6 +107,8 @@ HEAP_FIRST_GOAL = 3.0
 for _s in WARP_SIDES:
     LABELS.setdefault(_s + "_first", LABELS[_s] + ", first run")
     LABELS.setdefault(_s + "_cold", LABELS[_s] + ", cold run")
+for _m in ("first", "cold", "explain"):
+    LABELS.setdefault("warp_gpu_cufile_" + _m, "pg_warp GPU on Arrow with cuFile, %s run" % _m)
 
 
 # ---------------------------------------------------------------- the raw limits
@@ -171,13 +173,35 @@ def limit_rate(limits, way):
 
 # ---------------------------------------------------------------- KvikIO, the peer
 
+class DeviceBuffer:
+    """n bytes of GPU memory from the CUDA driver (ctypes), in device 0's
+    primary context made current, described by __cuda_array_interface__"""
+
+    def __init__(self, n):
+        import ctypes
+        cu = self.cu = ctypes.CDLL("libcuda.so.1")
+        dev, ctx, ptr = ctypes.c_int(), ctypes.c_void_p(), ctypes.c_uint64()
+        for call, *a in (("cuInit", 0), ("cuDeviceGet", ctypes.byref(dev), 0),
+                         ("cuDevicePrimaryCtxRetain", ctypes.byref(ctx), dev),
+                         ("cuCtxSetCurrent", ctx),
+                         ("cuMemAlloc_v2", ctypes.byref(ptr), ctypes.c_size_t(n))):
+            rc = getattr(cu, call)(*a)
+            if rc != 0:
+                raise RuntimeError("%s: CUDA error %d" % (call, rc))
+        self.__cuda_array_interface__ = {"shape": (n,), "typestr": "|u1", "data": (ptr.value, False),
+                                         "version": 3, "strides": None}
+
+    def synchronize(self):
+        self.cu.cuCtxSynchronize()
+
+
 def kvikio_probe(path, threads, cap):
     """In a child process (--kvikio-probe): KvikIO reads the first cap bytes
-    of path into a CuPy device buffer, once as the page cache holds it and
-    once evicted first by the parent (see kvikio_rates); prints one JSON
-    object: version, mode (GDS or compatibility, as KvikIO reports it),
-    seconds, bytes."""
-    import cupy
+    of path into GPU memory (cuMemAlloc through ctypes, handed to KvikIO by
+    its __cuda_array_interface__: no CuPy needed), once as the page cache
+    holds it and once evicted first by the parent (see kvikio_rates); prints
+    one JSON object: version, mode (GDS or compatibility, as KvikIO reports
+    it), seconds, bytes."""
     import kvikio
     import kvikio.defaults as kd
     if hasattr(kd, "set"):
@@ -192,11 +216,11 @@ def kvikio_probe(path, threads, cap):
     except Exception:           # older KvikIO: no such property
         pass
     n = min(os.path.getsize(path), cap)
-    buf = cupy.empty(n, dtype=cupy.uint8)
+    buf = DeviceBuffer(n)
     t0 = time.perf_counter()
     with kvikio.CuFile(path, "r") as f:
         got = f.read(buf)
-    cupy.cuda.runtime.deviceSynchronize()
+    buf.synchronize()
     secs = time.perf_counter() - t0
     print(json.dumps({"version": getattr(kvikio, "__version__", None), "compat_mode": str(compat),
                       "gds_available": gds, "seconds": secs, "bytes": int(got), "threads": threads}))
@@ -207,11 +231,11 @@ def kvikio_rates(args, dp):
     warm (read through first) and cold (evicted first), each in a child
     process; {"warm": ..., "cold": ...} or {"status": "unavailable", ...}."""
     try:
-        for module in ("cupy", "kvikio"):
-            importlib.import_module(module)
-    except Exception as e:     # ImportError, or a CUDA library that fails to load
-        return {"status": "unavailable", "why": "python packages kvikio and cupy are needed "
-                "(pip wheels kvikio-cu13 and cupy-cuda13x; on the GPU host through WHEELS): %s" % e}
+        importlib.import_module("kvikio")
+    except Exception as e:     # ImportError, or a library that fails to load
+        return {"status": "unavailable", "why": "the python package kvikio is needed (pip wheels "
+                "kvikio-cu13, libkvikio-cu13, rapids-logger, cuda-pathfinder; on the GPU host "
+                "through WHEELS): %s" % e}
     out = {"status": "ok"}
     for mode in ("warm", "cold"):
         if mode == "warm":
@@ -329,6 +353,109 @@ def first_and_cold(args, queries, runners, res, files, dp, engine):
     return answers
 
 
+def gpa_figures(rows):
+    """The data-path figures (PATH_KEY) of the GpuPreAgg node of an EXPLAIN
+    (ANALYZE, FORMAT JSON)'s rows, its workers' summed; {} when none"""
+    try:
+        nodes = walk(json.loads("\n".join(rows))[0]["Plan"], [])
+    except (ValueError, KeyError, IndexError):
+        return {}               # a notice among the rows: no figures, the run goes on
+    gpa = [n for n in nodes if n.get("Custom Plan Provider") == "GpuPreAgg"]
+    figs = {}
+    for part in gpa[:1] + (gpa[0].get("Workers", []) if gpa else []):
+        for k, v in part.items():
+            if PATH_KEY.search(k) and isinstance(v, (int, float, str)) and k != "Output":
+                if isinstance(v, (int, float)) and isinstance(figs.get(k), (int, float)) \
+                        and part is not gpa[0]:
+                    figs[k] += v
+                else:
+                    figs.setdefault(k, v)
+    return figs
+
+
+def set_gpudirect(args, lib):
+    """pg_warp.gpudirect = on with libcufile lib for the next restart (None: both reset)"""
+    if lib:
+        psql_script(args.dbname, "ALTER SYSTEM SET pg_warp.gpudirect = 'on'; "
+                    "ALTER SYSTEM SET pg_warp.cufile_library = '%s';" % lib.replace("'", "''"))
+    else:
+        psql_script(args.dbname, "ALTER SYSTEM RESET pg_warp.gpudirect; "
+                    "ALTER SYSTEM RESET pg_warp.cufile_library;")
+
+
+def cufile_runs(args, queries, runners, res, dp, engine):
+    """--cufile-lib: pg_warp GPU on Arrow with pg_warp.gpudirect = on (the
+    service reads the file into GPU memory with cuFile), per query a first
+    and a cold run as first_and_cold's, then one EXPLAIN ANALYZE after a
+    restart with the file in the page cache (its data path: the bytes read
+    with cuFile and its mode); the settings are reset at the end"""
+    answers = {}
+    runner = PgSide("warp_gpu", args, SCHEMA)
+    every = dict(runners, warp_gpu_cufile=runner)
+    set_gpudirect(args, args.cufile_lib)
+    try:
+        for q, sql, *_ in queries:
+            for mode in ("first", "cold", "explain"):
+                e = res[q]["warp_gpu_cufile_" + mode] = entry("ok")
+                why = restart(args, every, runner, engine)
+                if why:
+                    e.update(status="failed", note=why)
+                    continue
+                if mode == "cold":
+                    left, why = evict(dp, [args.arrow])
+                    e["page_cache"] = "evicted first: %s" % (
+                        "%.1f%% still cached" % (100 * left) if left is not None else why)
+                else:
+                    e["page_cache"] = "read through once first (%.2f s)" % read_through(args.arrow)
+                if mode == "explain":
+                    rows, _, err = runner.run("EXPLAIN (ANALYZE, FORMAT JSON) " + sql)
+                    e["data_path"] = {} if err else gpa_figures(rows)
+                    print("  %s cuFile EXPLAIN: %s" % (q, e["data_path"] or err), flush=True)
+                    continue
+                rows, secs, err = runner.run(sql)
+                if err or secs is None:
+                    e.update(status="failed", note=err or "psql printed no timing")
+                    print("  %s cuFile %s run failed: %s" % (q, mode, e["note"]), flush=True)
+                    continue
+                e["runs_s"].append(secs)
+                answers[(q, "warp_gpu_cufile", mode)] = psql_rows(rows)
+                print("  %s cuFile %s run: %.3f s (%s)" % (q, mode, secs, e["page_cache"]), flush=True)
+    finally:
+        runner.close()
+        set_gpudirect(args, None)
+    return answers
+
+
+def cufile_report(queries, res, table, limits):
+    """The cuFile runs' lines, each beside pg_warp GPU on Arrow's (pread) and its limit"""
+    pinned, _ = limit_rate(limits, "pinned")
+    odirect, _ = limit_rate(limits, "odirect")
+    print("\npg_warp GPU on Arrow with pg_warp.gpudirect = on (cuFile), against pread:")
+    for q, *_ in queries:
+        nbytes = table.get(q, {}).get("warp_gpu", {}).get("referenced_bytes")
+        for mode, limit, name in (("first", pinned, "pinned copy"), ("cold", odirect, "O_DIRECT")):
+            e = res[q].get("warp_gpu_cufile_" + mode)
+            if e is None:
+                continue
+            t, why = time_of(res[q], "warp_gpu_cufile_" + mode)
+            pread_t, _ = time_of(res[q], "warp_gpu_" + mode)
+            if not t:
+                print("  %-5s %-5s %s" % (q.upper(), mode, why or e.get("note")))
+                continue
+            rate = nbytes / t if nbytes else None
+            e["bytes_per_s"] = rate
+            e["share_of_limit"] = rate / limit if rate and limit else None
+            print("  %-5s %-5s %.4f s%s%s (pread: %s)" % (
+                q.upper(), mode, t, ", %.2f GB/s" % (rate / 1e9) if rate else "",
+                " = %.0f%% of the %s" % (100 * rate / limit, name) if rate and limit else "",
+                "%.4f s" % pread_t if pread_t else "-"))
+        x = res[q].get("warp_gpu_cufile_explain", {}).get("data_path")
+        if x:
+            print("        EXPLAIN: %s" % ", ".join("%s %s" % kv for kv in x.items()
+                                                  if "cuFile" in kv[0] or "Rate" in kv[0]
+                                                  or kv[0] == "Data Path"))
+
+
 def check_first_cold(res, ref, answers):
     """The first and cold answers against the reference; a side that is not
     the engine (its warm EXPLAIN) is not the engine in these runs either."""
@@ -350,23 +477,9 @@ def path_figures(runners, queries, res):
             if side not in runners or res[q][side]["status"] not in ("ok", "not the engine"):
                 continue
             rows, _, err = runners[side].run("EXPLAIN (ANALYZE, VERBOSE, FORMAT JSON) " + sql)
-            try:
-                nodes = [] if err else walk(json.loads("\n".join(rows))[0]["Plan"], [])
-            except (ValueError, KeyError, IndexError):
-                nodes = []      # a notice among the rows: no figures, the run goes on
-            gpa = [n for n in nodes if n.get("Custom Plan Provider") == "GpuPreAgg"]
-            if not gpa:
-                continue
-            figs = {}
-            for part in [gpa[0]] + gpa[0].get("Workers", []):
-                for k, v in part.items():
-                    if PATH_KEY.search(k) and isinstance(v, (int, float, str)) and k != "Output":
-                        if isinstance(v, (int, float)) and isinstance(figs.get(k), (int, float)) \
-                                and part is not gpa[0]:
-                            figs[k] += v
-                        else:
-                            figs.setdefault(k, v)
-            res[q][side]["data_path"] = figs
+            figs = {} if err else gpa_figures(rows)
+            if figs:
+                res[q][side]["data_path"] = figs
 
 
 def referenced(res, q, side, arrow_bytes, heap):
@@ -606,6 +719,9 @@ def main():
                     help="other slice sizes (MiB) at which %s run again (default %%(default)s; "
                     "'' none)" % SWEEP_WAYS)
     ap.add_argument("--data-paths-args", help="more data_paths options, e.g. '-b 4G -D 2048'")
+    ap.add_argument("--cufile-lib", help="a libcufile: also time pg_warp GPU on Arrow's first and "
+                    "cold runs with pg_warp.gpudirect = on and pg_warp.cufile_library = this "
+                    "(ALTER SYSTEM, reset at the end; needs --restart-cmd)")
     args = ap.parse_args()
     check_common_args(ap, args, SIDES)
     wanted = [x.strip().lower() for x in args.queries.split(",")] if args.queries else None
@@ -665,6 +781,9 @@ def main():
     if dp and any(s in runners for s in WARP_SIDES):
         print("first and cold runs (restart before each):")
         answers = first_and_cold(args, queries, runners, res, files, dp, info.get("service_engine"))
+    if dp and args.cufile_lib and "warp_gpu" in runners and args.restart_cmd:
+        print("first and cold runs with pg_warp.gpudirect = on (%s):" % args.cufile_lib)
+        answers.update(cufile_runs(args, queries, runners, res, dp, info.get("service_engine")))
     # the warm state: every source in the page cache again, then the reference and warm-ups
     for f in [args.arrow] + hfiles:
         read_through(f)
@@ -680,6 +799,8 @@ def main():
     table = rates(res, queries, limits, data["nbytes"], {"bytes": heap_bytes, "block_size": block_size})
     goal_list = goals(res, table, queries)
     print_report(queries, res, table, limits, goal_list, heap_bytes)
+    if args.cufile_lib:
+        cufile_report(queries, res, table, limits)
 
     wrong = ["%s %s" % (q.upper(), s) for q in res for s, e in res[q].items()
              if e["status"] == "wrong answer"]

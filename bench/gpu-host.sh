@@ -65,7 +65,9 @@
 #                                           (WHEELS, as for engine); the ssb step's database
 #                                           and Arrow file (SF default 20; loaded if missing).
 #                                           libcufile: CUFILE_LIB, else the nvidia-cufile wheel's
-#                                           when WHEELS holds it; DATA_PATHS_ARGS more data_paths
+#                                           when WHEELS holds it (then also pg_warp's first and
+#                                           cold runs with pg_warp.gpudirect = on, KvikIO where
+#                                           WHEELS holds kvikio's wheels); DATA_PATHS_ARGS more data_paths
 #                                           options (e.g. "-b 4G"); QUERIES a subset (q1,q1.1)
 #
 # Environment: SF (scale factor, default 10; 20 for ssb, engine, ssb-engine, hll and datapath), WORKERS (parallel
@@ -289,7 +291,8 @@ datapath)
     status=0
     python3 bench/data_path_bench.py -d "$db" -a "$arrow" -w "${WORKERS:-16}" -r "${RUNS:-3}" \
         --restart-cmd "$restart_cmd" ${SIDES:+--sides "$SIDES"} ${QUERIES:+-q "$QUERIES"} ${NOTE:+--note "$NOTE"} \
-        ${DATA_PATHS_ARGS:+--data-paths-args "$DATA_PATHS_ARGS"} --tag "$tag" 2>&1 | tee "$top/datapath.log" \
+        ${DATA_PATHS_ARGS:+--data-paths-args "$DATA_PATHS_ARGS"} ${CUFILE_LIB:+--cufile-lib "$CUFILE_LIB"} \
+        --tag "$tag" 2>&1 | tee "$top/datapath.log" \
         || status=$?
     keep "$top/datapath.log" $(find bench/results -name "data_path_$tag.*" -newer "$top/datapath.start")
     exit $status
