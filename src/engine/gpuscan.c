@@ -1447,6 +1447,25 @@ gs_heap_explain(GsState *st, List *ctx, ExplainState *es)
 		ExplainPropertyInteger("Engine Threads", NULL, st->threads, es);
 }
 
+/*
+ * gs_explain_data_path: how a GPU run's file bytes reached the GPU
+ * (engine_explain_data_path), for Arrow sources
+ */
+static void
+gs_explain_data_path(GsState *st, ExplainState *es)
+{
+	uint64		modes = st->c[GC_DIRECT_MODES];
+
+	if (st->engine != WARP_ENGINE_GPU || st->heap)
+		return;
+	engine_explain_data_path(es, st->c[GC_BYTES_READ], -1, st->c[GC_BYTES_MAPPED],
+							 st->c[GC_BYTES_PINNED], st->c[GC_PIN_US], st->c[GC_IO_US],
+							 st->c[GC_BYTES_DIRECT],
+							 (modes >> WARP_CUFILE_GDS) & 1 ? WARP_CUFILE_GDS :
+							 (modes >> WARP_CUFILE_COMPAT) & 1 ? WARP_CUFILE_COMPAT :
+							 WARP_CUFILE_NONE);
+}
+
 /* gs_explain of a GpuJoin: as GpuScan's, with the join depths and any fallback */
 static void
 gjs_explain(GsState *st, List *ctx, ExplainState *es)
@@ -1484,13 +1503,7 @@ gjs_explain(GsState *st, List *ctx, ExplainState *es)
 	if (st->c[GC_CPU_BATCHES] > 0 || es->format != EXPLAIN_FORMAT_TEXT)
 		ExplainPropertyInteger("Batches Run on the CPU Engine", NULL,
 							   (int64) st->c[GC_CPU_BATCHES], es);
-	if (st->engine == WARP_ENGINE_GPU && !st->heap)
-		engine_explain_data_path(es, st->c[GC_BYTES_READ], -1,
-								 st->c[GC_BYTES_MAPPED], st->c[GC_BYTES_PINNED],
-								 st->c[GC_PIN_US], st->c[GC_IO_US], st->c[GC_BYTES_DIRECT],
-								 (st->c[GC_DIRECT_MODES] >> WARP_CUFILE_GDS) & 1 ? WARP_CUFILE_GDS :
-								 (st->c[GC_DIRECT_MODES] >> WARP_CUFILE_COMPAT) & 1 ?
-								 WARP_CUFILE_COMPAT : WARP_CUFILE_NONE);
+	gs_explain_data_path(st, es);
 	engine_explain_times(es, st->c[GC_IO_US], st->c[GC_EXEC_US], st->threads);
 }
 
@@ -1531,6 +1544,7 @@ gs_explain(EngineScanState *node, List *ctx, ExplainState *es)
 		if (names[i] != NULL)
 			ExplainPropertyInteger(names[i], i == GC_BYTES_READ || i == GC_BYTES_SENT ?
 								   "bytes" : NULL, (int64) st->c[i], es);
+	gs_explain_data_path(st, es);
 	engine_explain_times(es, st->c[GC_IO_US], st->c[GC_EXEC_US], st->threads);
 }
 

@@ -143,7 +143,10 @@ def data_path(c, sql):
     """EXPLAIN ANALYZE's Data Path line and its JSON properties, on the engine"""
     r = c.run("EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF) " + sql, settings=[ON.strip()])
     assert r.returncode == 0, r.stderr
+    assert "Engine: GPU" in r.stdout, (sql, r.stdout)
     line = [x.strip() for x in r.stdout.splitlines() if "Data Path:" in x]
+    assert line, (sql, r.stdout, [x for x in c.log_text().splitlines() if "GPUDirect" in x
+                                  or "cuFile" in x][-5:])
     r = c.run("EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, FORMAT JSON) " + sql,
               settings=[ON.strip()])
     assert r.returncode == 0, r.stderr
