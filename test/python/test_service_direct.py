@@ -118,6 +118,50 @@ def test_two_files_and_a_file_twice(client, tmp_path, cufile_log):
         stop(s)
 
 
+def test_registered_pages_come_first(client, tmp_path, cufile_log):
+    """With --pinned-files the registered page-cache pages serve the stored
+    buffers; nothing is read with cuFile, and the file is registered with it
+    all the same"""
+    d = tmp_path / "svc"
+    d.mkdir()
+    s = Service(str(d), argv=["--threads", "2", "--fatbin", "fake", "--gpu-cache-size", "0",
+                              "--pinned-files", "256", "--gpudirect", "on",
+                              "--cufile-library", FAKE_CUFILE])
+    try:
+        t = table(20000)
+        f = write(tmp_path / "a.arrow", t, 1500)
+        end = scan_all(client, s, f, t, 1500)
+        assert end["mapped"] > 0 and end["direct"] == 0, end
+        assert logged_reads(cufile_log)[0] == 0
+    finally:
+        stop(s)
+
+
+def test_replaced_or_rewritten_file_is_read_again(client, tmp_path, cufile_log):
+    """Each run registers the file it opened: a file replaced under its
+    name, or rewritten in place, is read as it is now"""
+    s = start(tmp_path, "on")
+    try:
+        t = table(12000, 1)
+        f = write(tmp_path / "a.arrow", t, 2000)
+        assert scan_all(client, s, f, t, 2000)["direct"] > 0
+        t2 = table(12000, 2)
+        write(tmp_path / "b.arrow", t2, 2000)
+        os.replace(tmp_path / "b.arrow", f)
+        assert scan_all(client, s, f, t2, 2000)["direct"] > 0
+        t3 = table(12000, 3)
+        write(tmp_path / "c.arrow", t3, 2000)
+        with open(tmp_path / "c.arrow", "rb") as src:
+            data = src.read()
+        ino = os.stat(f).st_ino
+        with open(f, "r+b") as dst:
+            dst.write(data)
+        assert os.stat(f).st_ino == ino
+        assert scan_all(client, s, f, t3, 2000)["direct"] > 0
+    finally:
+        stop(s)
+
+
 @pytest.mark.parametrize("setting", ["off", "auto"])
 def test_pread_unless_on(client, tmp_path, cufile_log, setting):
     """off never loads cuFile; auto loads it only with the nvidia-fs driver
