@@ -113,25 +113,32 @@ def test_setting_is_passed_to_the_service(cluster):
     assert cache_option(cluster) == "auto"
 
 
-def test_setting_is_checked(cluster):
-    r = cluster.run("SET pg_warp.gpu_cache_size = '1GB'")
+def server_setting_is_checked(cluster, name, good, bad):
+    """pg_warp.name takes effect at server start only (SET to good fails),
+    and ALTER SYSTEM refuses each bad value, naming it"""
+    r = cluster.run("SET pg_warp.%s = '%s'" % (name, good))
     assert r.returncode != 0 and "cannot be changed without restarting the server" in r.stderr
-    for bad in ("lots", "-2", "1TBX"):
-        r = cluster.run("ALTER SYSTEM SET pg_warp.gpu_cache_size = '%s'" % bad)
-        assert r.returncode != 0 and "pg_warp.gpu_cache_size" in r.stderr, r.stderr
+    for value in bad:
+        r = cluster.run("ALTER SYSTEM SET pg_warp.%s = '%s'" % (name, value))
+        assert r.returncode != 0 and "pg_warp." + name in r.stderr, r.stderr
 
 
-def test_service_checks_its_option(tmp_path):
-    for bad in ("lots", "-1", "12x", ""):
-        r = subprocess.run([service_program(), "-D", str(tmp_path), "--no-gpu",
-                            "--gpu-cache-size", bad], capture_output=True, text=True,
-                           timeout=30)
-        assert r.returncode == 2 and "--gpu-cache-size" in r.stderr, (bad, r.stderr)
-    for good in ("auto", "0", "512"):
-        d = tmp_path / ("ok" + good)
+def test_setting_is_checked(cluster):
+    server_setting_is_checked(cluster, "gpu_cache_size", "1GB", ("lots", "-2", "1TBX"))
+
+
+def service_checks_option(tmp_path, option, bad, good):
+    """pg_warp_service --no-gpu refuses each bad value of option (exit 2,
+    naming it) and starts with each good one"""
+    for value in bad:
+        r = subprocess.run([service_program(), "-D", str(tmp_path), "--no-gpu", option, value],
+                           capture_output=True, text=True, timeout=30)
+        assert r.returncode == 2 and option in r.stderr, (value, r.stderr)
+    for value in good:
+        d = tmp_path / ("ok" + value)
         d.mkdir()
-        p = subprocess.Popen([service_program(), "-D", str(d), "--no-gpu",
-                              "--gpu-cache-size", good], stderr=subprocess.PIPE, text=True)
+        p = subprocess.Popen([service_program(), "-D", str(d), "--no-gpu", option, value],
+                             stderr=subprocess.PIPE, text=True)
         try:
             wait_until(lambda: (d / "pg_warp.sock").exists() or p.poll() is not None,
                        what="the service's socket")
@@ -139,6 +146,11 @@ def test_service_checks_its_option(tmp_path):
         finally:
             p.terminate()
             p.wait(timeout=30)
+
+
+def test_service_checks_its_option(tmp_path):
+    service_checks_option(tmp_path, "--gpu-cache-size", ("lots", "-1", "12x", ""),
+                          ("auto", "0", "512"))
 
 
 def test_answers_with_a_cache_size_set(cluster, data_dir):

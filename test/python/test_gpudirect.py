@@ -12,38 +12,17 @@ libcufile (make -C test/gpu scanfake).
 """
 import json
 import os
-import shutil
-import subprocess
-import tempfile
 
 import pyarrow as pa
 import pytest
 
 from engine_edge import write
-from pg_sql import Cluster
-from test_gpu_cache import service_argv
-from test_service import service_program
+from test_gpu_cache import (cluster, data_dir, server_setting_is_checked,  # noqa: F401
+                            service_argv, service_checks_option)
 
 ON = "SET pg_warp.engine_startup_cost = 0; "
 OFF = "SET pg_warp.enabled = off; "
 CUFILE = os.environ.get("PG_WARP_TEST_CUFILE", "")
-
-
-@pytest.fixture(scope="module")
-def cluster():
-    c = Cluster()
-    try:
-        yield c
-    finally:
-        c.destroy()
-
-
-@pytest.fixture(scope="module")
-def data_dir():
-    d = tempfile.mkdtemp(prefix="pg_warp_gds.")
-    os.chmod(d, 0o755)
-    yield d
-    shutil.rmtree(d, ignore_errors=True)
 
 
 def configure(c, **settings):
@@ -76,18 +55,12 @@ def test_settings_are_passed_to_the_service(cluster):
 
 
 def test_settings_are_checked(cluster):
-    r = cluster.run("SET pg_warp.gpudirect = on")
-    assert r.returncode != 0 and "cannot be changed without restarting the server" in r.stderr
-    for bad in ("sometimes", "1", "yes"):
-        r = cluster.run("ALTER SYSTEM SET pg_warp.gpudirect = '%s'" % bad)
-        assert r.returncode != 0 and "pg_warp.gpudirect" in r.stderr, r.stderr
+    server_setting_is_checked(cluster, "gpudirect", "on", ("sometimes", "1", "yes"))
+    server_setting_is_checked(cluster, "cufile_library", "/x/libcufile.so.0", ())
 
 
 def test_service_checks_its_option(tmp_path):
-    for bad in ("sometimes", "", "ON"):
-        r = subprocess.run([service_program(), "-D", str(tmp_path), "--no-gpu",
-                            "--gpudirect", bad], capture_output=True, text=True, timeout=30)
-        assert r.returncode == 2 and "--gpudirect" in r.stderr, (bad, r.stderr)
+    service_checks_option(tmp_path, "--gpudirect", ("sometimes", "", "ON"), ("auto", "on", "off"))
 
 
 def table(n, seed):

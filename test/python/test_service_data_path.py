@@ -109,8 +109,8 @@ def test_column_cache_first(client, pinned, tmp_path):
     assert scan_all(client, pinned, f, t, 1500)["mapped"] == 0
 
 
-def test_two_files_and_a_file_twice(client, pinned, tmp_path):
-    svc = pinned
+def two_files_and_a_file_twice(client, svc, tmp_path):
+    """One run over two files, the first of them twice, checked; its END"""
     t1, t2 = table(9000, 1), table(13000, 2)
     f1, f2 = write(tmp_path / "a.arrow", t1, 1000), write(tmp_path / "b.arrow", t2, 4096)
     blocks, end, error = run(client, svc, "sgt", [f1, f2, f1])
@@ -118,7 +118,11 @@ def test_two_files_and_a_file_twice(client, pinned, tmp_path):
     passes = QUALS["sgt"]
     assert rows_of(blocks) == (expected(t1, 1000, passes) + expected(t2, 4096, passes) +
                                expected(t1, 1000, passes))
-    assert int(end["mapped"]) > 0
+    return end
+
+
+def test_two_files_and_a_file_twice(client, pinned, tmp_path):
+    assert int(two_files_and_a_file_twice(client, pinned, tmp_path)["mapped"]) > 0
 
 
 @pytest.mark.parametrize("argv", [[], ["--pinned-files", "0"], ["--pinned-files", "1"]],
@@ -144,17 +148,18 @@ def test_pread_when_not_registered(client, tmp_path, argv):
         s.stop()
 
 
-def test_replaced_or_rewritten_file_is_read_again(client, nocache, tmp_path):
-    svc = nocache
+def replaced_then_rewritten(client, svc, tmp_path, key):
+    """Reads a file, then the file replaced under its name (a new inode),
+    then rewritten in place with the same size, inode and modification
+    time: each read as it is now (scan_all checks the rows); END's key
+    nonzero for the first two runs"""
     t = table(12000, 1)
     f = write(tmp_path / "a.arrow", t, 2000)
-    scan_all(client, svc, f, t, 2000)
-    # replaced by another file (a new inode) under the same name
+    assert scan_all(client, svc, f, t, 2000)[key] > 0
     t2 = table(12000, 2)
     write(tmp_path / "b.arrow", t2, 2000)
     os.replace(tmp_path / "b.arrow", f)
-    assert scan_all(client, svc, f, t2, 2000)["pinned"] > 0
-    # rewritten in place, same size, same inode: other values
+    assert scan_all(client, svc, f, t2, 2000)[key] > 0
     t3 = table(12000, 3)
     write(tmp_path / "c.arrow", t3, 2000)
     with open(tmp_path / "c.arrow", "rb") as src:
@@ -165,7 +170,13 @@ def test_replaced_or_rewritten_file_is_read_again(client, nocache, tmp_path):
         dst.write(data)
     os.utime(f, ns=(st.st_atime_ns, st.st_mtime_ns))     # the same modification time
     assert os.stat(f).st_ino == st.st_ino
-    scan_all(client, svc, f, t3, 2000)
+    return scan_all(client, svc, f, t3, 2000)
+
+
+def test_replaced_or_rewritten_file_is_read_again(client, nocache, tmp_path):
+    """Registered pages are never served stale (the replaced file's pages
+    are registered anew)"""
+    replaced_then_rewritten(client, nocache, tmp_path, "pinned")
 
 
 def test_truncated_while_registered(client, nocache, tmp_path):
@@ -190,9 +201,9 @@ def test_truncated_while_registered(client, nocache, tmp_path):
         assert scan_all(client, svc, f, small, 1000)["mapped"] > 0
 
 
-def test_truncated_during_runs(client, nocache, tmp_path):
+def truncated_during_runs(client, svc, tmp_path):
     """A file truncated while runs read it: each run returns the file's
-    rows exactly or fails; the service lives on (the fixture checks)"""
+    rows exactly or fails (errors: the messages); the set of outcomes"""
     t = table(200000)
     f = write(tmp_path / "a.arrow", t, 5000)
     with open(f, "rb") as src:
@@ -205,15 +216,27 @@ def test_truncated_during_runs(client, nocache, tmp_path):
         cut = threading.Timer(delay, os.truncate, (f, len(whole) // 3))
         cut.start()
         try:
-            blocks, end, error = run(client, nocache, "pos", [f])
+            blocks, end, error = run(client, svc, "pos", [f])
         except AssertionError:
             outcomes.add("client refused the file")      # truncated before it opened it
             continue
         finally:
             cut.join()
         if error is not None:
-            outcomes.add("error")
+            outcomes.add(error[1])
             continue
         assert rows_of(blocks) == want, delay
         outcomes.add("read whole")
     assert outcomes, outcomes
+    # the whole file again: read as before
+    with open(f, "wb") as dst:
+        dst.write(whole)
+    blocks, end, error = run(client, svc, "pos", [f])
+    assert error is None and rows_of(blocks) == want, error
+    return outcomes, end
+
+
+def test_truncated_during_runs(client, nocache, tmp_path):
+    """truncated_during_runs with registered pages; the service lives on
+    (the fixture checks)"""
+    truncated_during_runs(client, nocache, tmp_path)

@@ -12,14 +12,14 @@ refuses a file; a file truncated while runs read it fails them or is read
 whole.
 """
 import os
-import threading
 
 import pyarrow as pa
 import pytest
 
 from service_client import ENGINE, FAKE_GPU, client_fixture, write
 from test_service import Service
-from test_service_data_path import QUALS, scan_all, table
+from test_service_data_path import (QUALS, replaced_then_rewritten, scan_all, table,
+                                    truncated_during_runs, two_files_and_a_file_twice)
 from test_service_scan import expected, rows_of, run
 
 pytestmark = pytest.mark.skipif(not FAKE_GPU or ENGINE != 2,
@@ -106,13 +106,7 @@ def test_buffers_of_several_slices(client, tmp_path, cufile_log):
 def test_two_files_and_a_file_twice(client, tmp_path, cufile_log):
     s = start(tmp_path, "on")
     try:
-        t1, t2 = table(9000, 1), table(13000, 2)
-        f1, f2 = write(tmp_path / "a.arrow", t1, 1000), write(tmp_path / "b.arrow", t2, 4096)
-        blocks, end, error = run(client, s, "sgt", [f1, f2, f1])
-        assert error is None, error
-        passes = QUALS["sgt"]
-        assert rows_of(blocks) == (expected(t1, 1000, passes) + expected(t2, 4096, passes) +
-                                   expected(t1, 1000, passes))
+        end = two_files_and_a_file_twice(client, s, tmp_path)
         assert int(end["direct"]) > 0 and logged_reads(cufile_log)[1] == 3
     finally:
         stop(s)
@@ -142,22 +136,7 @@ def test_replaced_or_rewritten_file_is_read_again(client, tmp_path, cufile_log):
     name, or rewritten in place, is read as it is now"""
     s = start(tmp_path, "on")
     try:
-        t = table(12000, 1)
-        f = write(tmp_path / "a.arrow", t, 2000)
-        assert scan_all(client, s, f, t, 2000)["direct"] > 0
-        t2 = table(12000, 2)
-        write(tmp_path / "b.arrow", t2, 2000)
-        os.replace(tmp_path / "b.arrow", f)
-        assert scan_all(client, s, f, t2, 2000)["direct"] > 0
-        t3 = table(12000, 3)
-        write(tmp_path / "c.arrow", t3, 2000)
-        with open(tmp_path / "c.arrow", "rb") as src:
-            data = src.read()
-        ino = os.stat(f).st_ino
-        with open(f, "r+b") as dst:
-            dst.write(data)
-        assert os.stat(f).st_ino == ino
-        assert scan_all(client, s, f, t3, 2000)["direct"] > 0
+        assert replaced_then_rewritten(client, s, tmp_path, "direct")["direct"] > 0
     finally:
         stop(s)
 
@@ -212,38 +191,12 @@ def test_on_fails_the_run_when_cufile_cannot_read(client, tmp_path, monkeypatch,
 
 def test_truncated_during_cufile_runs(client, tmp_path, cufile_log):
     """A file truncated while runs read it with cuFile: each run returns
-    the file's rows exactly or fails; the service lives on"""
+    the file's rows exactly or fails saying so; the service lives on"""
     s = start(tmp_path, "on")
-    t = table(200000)
-    f = write(tmp_path / "a.arrow", t, 5000)
-    with open(f, "rb") as src:
-        whole = src.read()
-    want = expected(t, 5000, QUALS["pos"])
-    outcomes = set()
     try:
-        for delay in (0.0, 0.002, 0.005, 0.01, 0.02):
-            with open(f, "wb") as dst:
-                dst.write(whole)
-            cut = threading.Timer(delay, os.truncate, (f, len(whole) // 3))
-            cut.start()
-            try:
-                blocks, end, error = run(client, s, "pos", [f])
-            except AssertionError:
-                outcomes.add("client refused the file")
-                continue
-            finally:
-                cut.join()
-            if error is not None:
-                assert "truncated" in error[1] or "cuFile" in error[1], error
-                outcomes.add("error")
-                continue
-            assert rows_of(blocks) == want, delay
-            outcomes.add("read whole")
-        assert outcomes, outcomes
-        # a whole file afterwards reads as before
-        with open(f, "wb") as dst:
-            dst.write(whole)
-        blocks, end, error = run(client, s, "pos", [f])
-        assert error is None and rows_of(blocks) == want and int(end["direct"]) > 0
+        outcomes, end = truncated_during_runs(client, s, tmp_path)
+        for o in outcomes - {"read whole", "client refused the file"}:
+            assert "truncated" in o or "cuFile" in o, outcomes
+        assert int(end["direct"]) > 0, end
     finally:
         stop(s)
