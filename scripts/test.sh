@@ -97,16 +97,17 @@ run_heapfake() {
 }
 
 # run_scanfake: the GPU Arrow input path (GpuScan's filter, file registration,
-# pread fallback) with the stand-in CUDA driver, through the service's own tests
+# pread fallback, cuFile through a stand-in libcufile) with the stand-in CUDA
+# driver, through the service's own tests
 run_scanfake() {
     echo "== the service's GPU Arrow path with a stand-in CUDA driver (test/gpu: make scanfake)"
-    if ! make -s -C test/gpu bin/fake/libcuda.so.1 >"$work/fake.log" 2>&1; then
-        tail -20 "$work/fake.log"; note_fail "stand-in CUDA driver build"; return
+    if ! make -s -C test/gpu bin/fake/libcuda.so.1 bin/fake/libcufile.so.0 >"$work/fake.log" 2>&1; then
+        tail -20 "$work/fake.log"; note_fail "stand-in CUDA driver and libcufile build"; return
     fi
     local saved=${LD_LIBRARY_PATH:-}
     export PG_WARP_TEST_FAKE_GPU=1 LD_LIBRARY_PATH=$root/test/gpu/bin/fake${saved:+:$saved}
     run_pytest test/python/test_service_scan.py test/python/test_service_join.py \
-        test/python/test_service_data_path.py
+        test/python/test_service_data_path.py test/python/test_service_direct.py
     unset PG_WARP_TEST_FAKE_GPU
     if [ -n "$saved" ]; then export LD_LIBRARY_PATH=$saved; else unset LD_LIBRARY_PATH; fi
 }
