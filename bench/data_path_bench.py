@@ -311,6 +311,43 @@ def restart(args, runners, runner, engine):
     return "after --restart-cmd: %s" % why if why else None
 
 
+def before_run(args, runners, runner, engine, dp, e, mode, files):
+    """A first or cold run's start: the restart (--restart-cmd, every
+    session of runners closed; then runner's service awaited), and the
+    source's files (files: (paths, why not)) read through (first) or
+    evicted (cold), said in e; False (e failed) when the restart failed."""
+    src_files, src_why = files
+    why = restart(args, runners, runner, engine)
+    if why:
+        e.update(status="failed", note=why)
+        return False
+    if src_why:
+        e["page_cache"] = "not controlled: %s" % src_why
+    elif mode == "first":
+        secs = sum(read_through(f) for f in src_files)
+        e["page_cache"] = "read through once first (%.2f s)" % secs
+    else:
+        left, why = evict(dp, src_files)
+        e["page_cache"] = "evicted first: %s" % (
+            "held (%.1f%% still cached)" % (100 * left) if left is not None and left <= 0.01
+            else "did NOT hold (%.1f%% still cached)" % (100 * left) if left is not None
+            else why)
+        e["resident_after_evict"] = left
+    return True
+
+
+def timed_run(runner, sql, e, label):
+    """One run of sql, its time into e; its rows, or None (e failed)"""
+    rows, secs, err = runner.run(sql)
+    if err or secs is None:
+        e.update(status="failed", note=err or "psql printed no timing")
+        print("  %s failed: %s" % (label, e["note"]), flush=True)
+        return None
+    e["runs_s"].append(secs)
+    print("  %s: %.3f s (%s)" % (label, secs, e["page_cache"]), flush=True)
+    return psql_rows(rows)
+
+
 def first_and_cold(args, queries, runners, res, files, dp, engine):
     """Per query and pg_warp side: the first run (files in the page cache) and
     the cold run (files evicted), each right after a restart.  Answers are
@@ -320,36 +357,18 @@ def first_and_cold(args, queries, runners, res, files, dp, engine):
         for side in WARP_SIDES:
             if side not in runners:
                 continue
-            src_files, src_why = files[HEAP_SOURCE[side]]
             for mode in ("first", "cold"):
                 e = res[q][side + "_" + mode] = entry("ok")
                 if not args.restart_cmd:
                     e.update(status="not measured", note="no --restart-cmd: the GPU column cache "
                              "cannot be emptied")
                     continue
-                why = restart(args, runners, runners[side], engine)
-                if why:
-                    e.update(status="failed", note=why)
+                if not before_run(args, runners, runners[side], engine, dp, e, mode,
+                                  files[HEAP_SOURCE[side]]):
                     continue
-                if src_why:
-                    e["page_cache"] = "not controlled: %s" % src_why
-                elif mode == "first":
-                    secs = sum(read_through(f) for f in src_files)
-                    e["page_cache"] = "read through once first (%.2f s)" % secs
-                else:
-                    left, why = evict(dp, src_files)
-                    e["page_cache"] = "evicted first: %s" % (
-                        "held (%.1f%% still cached)" % (100 * left) if left is not None and left <= 0.01
-                        else "did NOT hold (%.1f%% still cached)" % (100 * left) if left is not None
-                        else why)
-                    e["resident_after_evict"] = left
-                rows, secs, err = runners[side].run(sql)
-                if err or secs is None:
-                    e.update(status="failed", note=err or "psql printed no timing")
-                    continue
-                e["runs_s"].append(secs)
-                answers[(q, side, mode)] = psql_rows(rows)
-                print("  %s %s %s run: %.3f s (%s)" % (q, side, mode, secs, e["page_cache"]), flush=True)
+                rows = timed_run(runners[side], sql, e, "%s %s %s run" % (q, side, mode))
+                if rows is not None:
+                    answers[(q, side, mode)] = rows
     return answers
 
 
@@ -397,29 +416,17 @@ def cufile_runs(args, queries, runners, res, dp, engine):
         for q, sql, *_ in queries:
             for mode in ("first", "cold", "explain"):
                 e = res[q]["warp_gpu_cufile_" + mode] = entry("ok")
-                why = restart(args, every, runner, engine)
-                if why:
-                    e.update(status="failed", note=why)
+                if not before_run(args, every, runner, engine, dp, e,
+                                  "cold" if mode == "cold" else "first", ([args.arrow], None)):
                     continue
-                if mode == "cold":
-                    left, why = evict(dp, [args.arrow])
-                    e["page_cache"] = "evicted first: %s" % (
-                        "%.1f%% still cached" % (100 * left) if left is not None else why)
-                else:
-                    e["page_cache"] = "read through once first (%.2f s)" % read_through(args.arrow)
                 if mode == "explain":
                     rows, _, err = runner.run("EXPLAIN (ANALYZE, FORMAT JSON) " + sql)
                     e["data_path"] = {} if err else gpa_figures(rows)
                     print("  %s cuFile EXPLAIN: %s" % (q, e["data_path"] or err), flush=True)
                     continue
-                rows, secs, err = runner.run(sql)
-                if err or secs is None:
-                    e.update(status="failed", note=err or "psql printed no timing")
-                    print("  %s cuFile %s run failed: %s" % (q, mode, e["note"]), flush=True)
-                    continue
-                e["runs_s"].append(secs)
-                answers[(q, "warp_gpu_cufile", mode)] = psql_rows(rows)
-                print("  %s cuFile %s run: %.3f s (%s)" % (q, mode, secs, e["page_cache"]), flush=True)
+                rows = timed_run(runner, sql, e, "%s cuFile %s run" % (q, mode))
+                if rows is not None:
+                    answers[(q, "warp_gpu_cufile", mode)] = rows
     finally:
         runner.close()
         set_gpudirect(args, None)
