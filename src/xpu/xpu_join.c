@@ -354,6 +354,226 @@ xpu_join_builder_add(XpuJoinBuilder *b, int64_t n, const XpuValue *keys,
 	return 1;
 }
 
+/* ---------------------------------------------------------------- images */
+
+/*
+ * A builder's rows as one flat image (xpu_join_builder_image), so that
+ * several processes can each add a share of an inner relation's rows and one
+ * of them merge the shares (xpu_join_builder_merge) before the layout: a
+ * header, then the builder's buffers in a fixed order, each 8-byte aligned.
+ */
+#define IMAGE_MAGIC		0x4a4d4957	/* "WIMJ" */
+#define ALIGN8(x)		(((x) + 7) & ~(uint64_t) 7)
+
+typedef struct ImageHeader
+{
+	uint32_t	magic;
+	uint32_t	n_rows;
+	int32_t		n_keys;
+	int32_t		n_pay;
+	uint8_t		pay_types[XPU_JOIN_MAX_PAYLOAD];
+	uint64_t	len_keyed;
+	uint64_t	len_keys;
+	uint64_t	len_null_rows;
+	uint64_t	len_text;
+	uint64_t	len_pay_vals[XPU_JOIN_MAX_PAYLOAD];
+} ImageHeader;
+
+uint64_t
+xpu_join_builder_image_len(const XpuJoinBuilder *b)
+{
+	uint64_t	len = ALIGN8(sizeof(ImageHeader));
+
+	len += ALIGN8(b->keyed.len) + ALIGN8(b->keys.len) + ALIGN8(b->null_rows.len) +
+		ALIGN8(b->text.len);
+	for (int c = 0; c < b->spec.n_pay; c++)
+		len += ALIGN8(b->pay_vals[c].len) + ALIGN8(b->pay_nulls[c].len);
+	return len;
+}
+
+/* b's buffer i, in the image's order */
+static const Buf *
+image_buf(const XpuJoinBuilder *b, int i)
+{
+	if (i < 4)
+		return i == 0 ? &b->keyed : i == 1 ? &b->keys : i == 2 ? &b->null_rows : &b->text;
+	i -= 4;
+	return i % 2 == 0 ? &b->pay_vals[i / 2] : &b->pay_nulls[i / 2];
+}
+
+void
+xpu_join_builder_image(const XpuJoinBuilder *b, void *dst)
+{
+	ImageHeader h;
+	uint8_t    *p = (uint8_t *) dst;
+	uint64_t	off = ALIGN8(sizeof(ImageHeader));
+
+	memset(&h, 0, sizeof(h));
+	h.magic = IMAGE_MAGIC;
+	h.n_rows = b->n_rows;
+	h.n_keys = b->spec.n_keys;
+	h.n_pay = b->spec.n_pay;
+	memcpy(h.pay_types, b->spec.pay_types, sizeof(h.pay_types));
+	h.len_keyed = b->keyed.len;
+	h.len_keys = b->keys.len;
+	h.len_null_rows = b->null_rows.len;
+	h.len_text = b->text.len;
+	for (int c = 0; c < b->spec.n_pay; c++)
+		h.len_pay_vals[c] = b->pay_vals[c].len;
+	memcpy(p, &h, sizeof(h));
+	for (int i = 0; i < 4 + 2 * b->spec.n_pay; i++)
+	{
+		const Buf  *buf = image_buf(b, i);
+
+		buf_copy_to(p + off, buf);
+		off += ALIGN8(buf->len);
+	}
+}
+
+/*
+ * checks an image's header against b's spec and its length; the sizes of
+ * its buffers into lens (image_buf's order)
+ */
+static int
+image_check(const XpuJoinBuilder *b, const ImageHeader *h, uint64_t len, uint64_t *lens,
+			XpuError *err)
+{
+	uint64_t	need = ALIGN8(sizeof(ImageHeader));
+	int			n_bufs = 4 + 2 * b->spec.n_pay;
+
+	if (h->magic != IMAGE_MAGIC || h->n_keys != b->spec.n_keys || h->n_pay != b->spec.n_pay ||
+		memcmp(h->pay_types, b->spec.pay_types, sizeof(h->pay_types)) != 0)
+		return fail(err, XPU_ERR_INVALID_ARGUMENT, "a join table image of another spec");
+	lens[0] = h->len_keyed;
+	lens[1] = h->len_keys;
+	lens[2] = h->len_null_rows;
+	lens[3] = h->len_text;
+	for (int c = 0; c < h->n_pay; c++)
+	{
+		lens[4 + 2 * c] = h->len_pay_vals[c];
+		lens[5 + 2 * c] = h->n_rows;
+		if (h->len_pay_vals[c] != (uint64_t) h->n_rows * xpu_join_pay_width(h->pay_types[c]))
+			return fail(err, XPU_ERR_INVALID_ARGUMENT, "a join table image of bad payload sizes");
+	}
+	if (h->len_keyed % sizeof(KeyedRow) != 0 || h->len_null_rows % 4 != 0 ||
+		h->len_keyed / sizeof(KeyedRow) + h->len_null_rows / 4 > h->n_rows)
+		return fail(err, XPU_ERR_INVALID_ARGUMENT, "a join table image of bad row counts");
+	for (int i = 0; i < n_bufs; i++)
+	{
+		if (lens[i] > len)
+			return fail(err, XPU_ERR_INVALID_ARGUMENT, "a join table image shorter than it says");
+		need += ALIGN8(lens[i]);
+	}
+	if (need != len)
+		return fail(err, XPU_ERR_INVALID_ARGUMENT, "a join table image shorter than it says");
+	return 1;
+}
+
+/* where the rows of an image go in the builder it merges into */
+typedef struct ImageBase
+{
+	uint32_t	rows;			/* the builder's rows before the image */
+	uint64_t	keys;			/* its key bytes before */
+	uint64_t	text;			/* its text bytes before */
+} ImageBase;
+
+/*
+ * buffer i of an image (h, lens: its sizes, which every offset is checked
+ * against) appended to b, its rows, key and text offsets moved past base
+ */
+static int
+merge_buf(XpuJoinBuilder *b, int i, const uint8_t *src, const ImageHeader *h,
+		  const uint64_t *lens, const ImageBase *base, XpuError *err)
+{
+	/* a text column's NULL flags follow its values (a NULL's slot stays 0) */
+	const uint8_t *nulls = src + ALIGN8(lens[i]);
+	Buf		   *dst = (Buf *) image_buf(b, i);
+	uint64_t	start = dst->len;
+
+	if (!buf_append(dst, src, lens[i]))
+		return oom(err);
+	if (i == 0)
+		for (uint64_t o = start; o < dst->len; o += sizeof(KeyedRow))
+		{
+			KeyedRow	kr;
+
+			memcpy(&kr, dst->p + o, sizeof(kr));
+			if (kr.row >= h->n_rows || kr.key_off > h->len_keys ||
+				kr.key_len > h->len_keys - kr.key_off)
+				return fail(err, XPU_ERR_INVALID_ARGUMENT, "a join table image of bad keys");
+			kr.row += base->rows;
+			kr.key_off += base->keys;
+			memcpy(dst->p + o, &kr, sizeof(kr));
+		}
+	else if (i == 2)
+		for (uint64_t o = start; o < dst->len; o += 4)
+		{
+			uint32_t	r;
+
+			memcpy(&r, dst->p + o, 4);
+			if (r >= h->n_rows)
+				return fail(err, XPU_ERR_INVALID_ARGUMENT, "a join table image of bad rows");
+			r += base->rows;
+			memcpy(dst->p + o, &r, 4);
+		}
+	else if (i >= 4 && i % 2 == 0 && b->spec.pay_types[(i - 4) / 2] == XPU_T_TEXT)
+		for (uint64_t o = start; o < dst->len; o += 16)
+		{
+			XpuJoinText tx;
+
+			if (nulls[(o - start) / 16])
+				continue;
+			memcpy(&tx, dst->p + o, sizeof(tx));
+			if (tx.len < 0 || tx.off > h->len_text || (uint64_t) tx.len > h->len_text - tx.off)
+				return fail(err, XPU_ERR_INVALID_ARGUMENT, "a join table image of bad texts");
+			tx.off += base->text;
+			memcpy(dst->p + o, &tx, sizeof(tx));
+		}
+	return 1;
+}
+
+int
+xpu_join_builder_merge(XpuJoinBuilder *b, const void *image, uint64_t len, XpuError *err)
+{
+	const uint8_t *p = (const uint8_t *) image;
+	ImageHeader h;
+	ImageBase	base;
+	uint64_t	lens[4 + 2 * XPU_JOIN_MAX_PAYLOAD];
+	uint64_t	before[4 + 2 * XPU_JOIN_MAX_PAYLOAD];
+	uint64_t	off = ALIGN8(sizeof(ImageHeader));
+	int			n_bufs = 4 + 2 * b->spec.n_pay;
+
+	if (b->laid_out)
+		return fail(err, XPU_ERR_INVALID_ARGUMENT, "rows added to a laid-out join table");
+	if (len < sizeof(h))
+		return fail(err, XPU_ERR_INVALID_ARGUMENT, "a join table image shorter than it says");
+	memcpy(&h, p, sizeof(h));
+	if (!image_check(b, &h, len, lens, err))
+		return 0;
+	if ((uint64_t) b->n_rows + h.n_rows > XPU_JOIN_MAX_ROWS)
+		return too_large(err);
+	base.rows = b->n_rows;
+	base.keys = b->keys.len;
+	base.text = b->text.len;
+	for (int i = 0; i < n_bufs; i++)
+		before[i] = image_buf(b, i)->len;
+	for (int i = 0; i < n_bufs; i++)
+	{
+		if (!merge_buf(b, i, p + off, &h, lens, &base, err))
+		{
+			/* b goes back to its rows before the image */
+			for (int j = 0; j < n_bufs; j++)
+				((Buf *) image_buf(b, j))->len = before[j];
+			return 0;
+		}
+		off += ALIGN8(lens[i]);
+	}
+	b->n_rows += h.n_rows;
+	if (bytes_so_far(b) > b->limit)
+		return too_large(err);
+	return 1;
+}
+
 /* ---------------------------------------------------------------- finishing */
 
 /*

@@ -1228,6 +1228,21 @@ extern uint64_t xpu_join_builder_layout(XpuJoinBuilder *b, XpuError *err);
 extern void xpu_join_builder_write(XpuJoinBuilder *b, void *dst);
 
 /*
+ * Shares of one table built apart (each parallel worker of an inner scan
+ * adds the rows it read to a builder of its own): xpu_join_builder_image
+ * writes a builder's rows as one flat image of xpu_join_builder_image_len
+ * bytes (8-byte aligned dst), which xpu_join_builder_merge appends to a
+ * builder of the same spec, rows numbered on from its own (before its
+ * layout).  The image is checked, not trusted: a malformed one is
+ * XPU_ERR_INVALID_ARGUMENT and leaves the builder's rows as they were; past
+ * the limit it is XPU_ERR_FALLBACK, as for xpu_join_builder_add.
+ */
+extern uint64_t xpu_join_builder_image_len(const XpuJoinBuilder *b);
+extern void xpu_join_builder_image(const XpuJoinBuilder *b, void *dst);
+extern int	xpu_join_builder_merge(XpuJoinBuilder *b, const void *image, uint64_t len,
+								   XpuError *err);
+
+/*
  * xpu_join_first_batch: xpu_join_first of n outer rows at once, for the
  * CPU engine: the rows sel[0 .. n - 1] (a tile's selection vector; NULL:
  * rows 0 .. n - 1), key column k of row r at keys[k][r] / nulls[k][r]

@@ -25,11 +25,41 @@ static const char *const jointype_names[] = {"", "inner", "left", "semi", "anti"
 /* ---------------------------------------------------------------- building */
 
 /*
- * the table of inner's rows, added in batches calls; text payloads are
- * given from copies freed right after each call (the table must copy them)
+ * share: batch rows added to a builder of their own, whose image is merged
+ * into b (as each parallel worker of an inner scan builds its share)
+ */
+static int
+add_share(XpuJoinBuilder *b, const XpuJoinSpec *spec, const JtRows *c, XpuError *err)
+{
+	XpuJoinBuilder *own = xpu_join_builder_create(spec, err);
+	uint64_t	len;
+	uint64_t   *image;
+	int			ok;
+
+	if (own == NULL)
+		return 0;
+	if (!xpu_join_builder_add(own, c->n, c->keys, c->key_nulls, c->pay, c->pay_nulls, err))
+	{
+		xpu_join_builder_free(own);
+		return 0;
+	}
+	len = xpu_join_builder_image_len(own);
+	image = (uint64_t *) malloc((size_t) len);
+	xpu_join_builder_image(own, image);
+	xpu_join_builder_free(own);
+	ok = xpu_join_builder_merge(b, image, len, err);
+	memset(image, 0xA5, (size_t) len);	/* the table must not point into it */
+	free(image);
+	return ok;
+}
+
+/*
+ * the table of inner's rows, added in batches calls (shares: each batch
+ * through add_share); text payloads are given from copies freed right after
+ * each call (the table must copy them)
  */
 static XpuJoinTable *
-build(const XpuJoinSpec *spec, const JtRows *inner, int batches, XpuError *err)
+build_as(const XpuJoinSpec *spec, const JtRows *inner, int batches, int shares, XpuError *err)
 {
 	XpuJoinBuilder *b;
 	XpuJoinTable *t;
@@ -70,7 +100,9 @@ build(const XpuJoinSpec *spec, const JtRows *inner, int batches, XpuError *err)
 					copies[n_copies++] = s;
 				}
 			}
-		ok = xpu_join_builder_add(b, n, c.keys, c.key_nulls, c.pay, c.pay_nulls, err);
+		c.n = n;
+		ok = shares ? add_share(b, spec, &c, err) :
+			xpu_join_builder_add(b, n, c.keys, c.key_nulls, c.pay, c.pay_nulls, err);
 		for (int i = 0; i < n_copies; i++)
 			free(copies[i]);
 		free(copies);
@@ -85,6 +117,12 @@ build(const XpuJoinSpec *spec, const JtRows *inner, int batches, XpuError *err)
 	t = xpu_join_builder_finish(b, err);
 	xpu_join_builder_free(b);
 	return t;
+}
+
+static XpuJoinTable *
+build(const XpuJoinSpec *spec, const JtRows *inner, int batches, XpuError *err)
+{
+	return build_as(spec, inner, batches, 0, err);
 }
 
 /* ---------------------------------------------------------------- probing */
@@ -379,6 +417,13 @@ run_case(const char *name, const XpuJoinSpec *spec, const JtRows *inner,
 		tap_ok(t->form == expect_form, "%s: the %s form is chosen", name,
 			   expect_form == XPU_JOIN_DENSE ? "dense" : "hash");
 	tap_ok(null_rows_ok(t, spec, inner), "%s: rows with a NULL key are listed", name);
+	{
+		XpuJoinTable *merged = build_as(spec, inner, 3, 1, &err);
+
+		tap_ok(merged != NULL && merged->total_len == len && memcmp(merged, t, (size_t) len) == 0,
+			   "%s: built from three shares' images, the table is the same bytes", name);
+		free(merged);
+	}
 	oracle_make(&or, spec, inner, outer);
 	all_types_agree(t, spec, inner, outer, &or, name, "where it was built");
 	tap_ok(batch_agrees(t, spec, outer), "%s: the batch probe finds the rows' matches", name);
@@ -923,6 +968,133 @@ test_limits(void)
 	jt_rows_free(&inner);
 }
 
+/*
+ * merging shares: past the byte limit it is FALLBACK; an image of another
+ * spec, a short one and ones whose key, row or text references point past
+ * their own bytes are refused, and the builder keeps the rows it had
+ */
+static void
+test_images(void)
+{
+	int			t[1] = {XPU_T_INT8};
+	int			pay[2] = {XPU_T_TEXT, XPU_T_INT4};
+	XpuJoinSpec spec = spec_of(1, t, NULL, NULL, NULL, 2, pay);
+	XpuJoinSpec other = spec_of(1, t, NULL, NULL, NULL, 1, pay);
+	JtRows		inner;
+	JtDomain	d[1] = {{0, 1000000, 10}};
+	XpuError	err;
+	XpuJoinBuilder *src,
+			   *dst;
+	XpuJoinTable *whole,
+			   *tab;
+	uint64_t	len;
+	uint8_t    *image,
+			   *bad;
+	static const struct
+	{
+		const char *what;
+		uint64_t	at;			/* offset of the word changed; ~0: length */
+		uint64_t	value;
+	}			breaks[] = {
+		{"a short image", ~(uint64_t) 0, 8},
+		{"another magic", 0, 1},
+		{"more rows than the image holds", 4, 0},
+	};
+
+	jt_rows_alloc(&inner, 400, 1, 2);
+	jt_fill_keys(&inner, &spec, 0, d);
+	jt_fill_pay(&inner, &spec);
+	memset(&err, 0, sizeof(err));
+	src = xpu_join_builder_create(&spec, &err);
+	xpu_join_builder_add(src, inner.n, inner.keys, inner.key_nulls, inner.pay, inner.pay_nulls,
+						 &err);
+	len = xpu_join_builder_image_len(src);
+	image = (uint8_t *) malloc((size_t) len);
+	bad = (uint8_t *) malloc((size_t) len);
+	xpu_join_builder_image(src, image);
+	whole = xpu_join_builder_finish(src, &err);
+	xpu_join_builder_free(src);
+
+	dst = xpu_join_builder_create(&other, &err);
+	tap_ok(!xpu_join_builder_merge(dst, image, len, &err) && err.code == XPU_ERR_INVALID_ARGUMENT,
+		   "an image of another spec is refused (%s)", err.message);
+	xpu_join_builder_free(dst);
+
+	for (size_t i = 0; i < sizeof(breaks) / sizeof(breaks[0]); i++)
+	{
+		uint64_t	blen = len;
+		uint32_t	w;
+
+		memcpy(bad, image, (size_t) len);
+		if (breaks[i].at == ~(uint64_t) 0)
+			blen = breaks[i].value;
+		else
+		{
+			memcpy(&w, bad + breaks[i].at, 4);
+			w = breaks[i].value ? w ^ (uint32_t) breaks[i].value : w + 1000;
+			memcpy(bad + breaks[i].at, &w, 4);
+		}
+		dst = xpu_join_builder_create(&spec, &err);
+		memset(&err, 0, sizeof(err));
+		tap_ok(!xpu_join_builder_merge(dst, bad, blen, &err) &&
+			   err.code == XPU_ERR_INVALID_ARGUMENT, "%s is refused (%s)", breaks[i].what,
+			   err.message);
+		xpu_join_builder_free(dst);
+	}
+
+	/*
+	 * bytes changed all over the image: refused, or merged into a table
+	 * that is then finished and validated without a read out of bounds
+	 * (ASan; the service validates every table it receives); a refusal
+	 * leaves the builder's rows, so the good image merged after it gives
+	 * the table of the rows alone
+	 */
+	{
+		int			refusals = 0,
+					all_ok = 1;
+
+		for (uint64_t at = 0; at < len; at += 7)
+		{
+			memcpy(bad, image, (size_t) len);
+			bad[at] ^= 0x5a;
+			dst = xpu_join_builder_create(&spec, &err);
+			if (!xpu_join_builder_merge(dst, bad, len, &err))
+			{
+				refusals++;
+				if (!xpu_join_builder_merge(dst, image, len, &err) ||
+					(tab = xpu_join_builder_finish(dst, &err)) == NULL ||
+					tab->total_len != whole->total_len ||
+					memcmp(tab, whole, (size_t) whole->total_len) != 0)
+					all_ok = 0;
+				else
+					free(tab);
+			}
+			else if ((tab = xpu_join_builder_finish(dst, &err)) != NULL)
+			{
+				(void) xpu_join_table_validate(tab, tab->total_len, &err);
+				free(tab);
+			}
+			xpu_join_builder_free(dst);
+		}
+		tap_ok(all_ok && refusals > 0, "an image with a byte changed is refused (%d times) or "
+			   "merged; a refused one leaves the builder as it was", refusals);
+	}
+
+	/* the limit counts the merged rows */
+	spec.max_bytes = whole->total_len + whole->total_len / 8;
+	dst = xpu_join_builder_create(&spec, &err);
+	memset(&err, 0, sizeof(err));
+	tap_ok(xpu_join_builder_merge(dst, image, len, &err), "one share within the limit merges");
+	tap_ok(!xpu_join_builder_merge(dst, image, len, &err) && err.code == XPU_ERR_FALLBACK,
+		   "a second share past the limit fails with FALLBACK (%s)", err.message);
+	xpu_join_builder_free(dst);
+
+	free(whole);
+	free(image);
+	free(bad);
+	jt_rows_free(&inner);
+}
+
 static void
 test_bad_specs(void)
 {
@@ -1142,6 +1314,7 @@ main(void)
 	test_numeric_range();
 	test_caller_memory();
 	test_limits();
+	test_images();
 	test_bad_specs();
 	test_validator();
 	return tap_done();
