@@ -39,6 +39,7 @@ OBJS         = \
 	src/engine/explain_why.o \
 	src/engine/filter.o \
 	src/engine/gpu_join.o \
+	src/engine/gpu_join_build.o \
 	src/engine/gpu_join_part.o \
 	src/engine/gpu_join_cache.o \
 	src/engine/gpu_join_rows.o \

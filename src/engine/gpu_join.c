@@ -77,6 +77,10 @@
 
 bool		pg_warp_enable_gpujoin = true;
 static int	pg_warp_gpujoin_inner_limit = 4096;	/* MB per inner table */
+static bool pg_warp_gpujoin_parallel_build = true;	/* gpu_join_build.c */
+
+/* inner rows a parallel build's worker reads, at least (gj_inner_path) */
+#define GJ_BUILD_ROWS_PER_WORKER	131072
 
 /* ---------------- planning ---------------- */
 
@@ -523,11 +527,25 @@ gj_cheapest_safe_path(RelOptInfo *rel)
 static Path *
 gj_inner_path(PlannerInfo *root, RelOptInfo *rel)
 {
-	if (rel->consider_parallel && rel->partial_pathlist != NIL &&
-		root->glob->parallelModeOK && max_parallel_workers_per_gather > 0)
-		return (Path *) create_gather_path(root, rel, linitial(rel->partial_pathlist),
-										   rel->reltarget, NULL, NULL);
-	return rel->cheapest_total_path;
+	GatherPath *gather;
+
+	if (!rel->consider_parallel || rel->partial_pathlist == NIL ||
+		!root->glob->parallelModeOK || max_parallel_workers_per_gather <= 0)
+		return rel->cheapest_total_path;
+	gather = create_gather_path(root, rel, linitial(rel->partial_pathlist), rel->reltarget,
+								NULL, NULL);
+	/*
+	 * A parallel build's participants convert the rows and build the table
+	 * as they scan (gpu_join_build.c), so more of them gain where PostgreSQL
+	 * would count on the Gather's leader to take every row: a worker for
+	 * each GJ_BUILD_ROWS_PER_WORKER rows of the relation, within
+	 * max_parallel_workers_per_gather
+	 */
+	if (pg_warp_gpujoin_parallel_build)
+		gather->num_workers = Max(gather->num_workers,
+								  Min(max_parallel_workers_per_gather,
+									  (int) (rel->tuples / GJ_BUILD_ROWS_PER_WORKER)));
+	return (Path *) gather;
 }
 
 /*
@@ -948,7 +966,9 @@ gj_inner_plan(Plan *plan, List *depth_private)
 
 	foreach(lc, list_concat(list_copy(lsecond(depth_private)), lthird(depth_private)))
 		tlist = lappend(tlist, makeTargetEntry(copyObject(lfirst(lc)), resno++, NULL, false));
-	return change_plan_targetlist(plan, tlist, plan->parallel_safe);
+	plan = change_plan_targetlist(plan, tlist, plan->parallel_safe);
+	/* a Gather's participants build the table's shares (gpu_join_build.c) */
+	return pg_warp_gpujoin_parallel_build ? gj_build_plan(plan) : plan;
 }
 
 /* ---------------- execution ---------------- */
@@ -1080,6 +1100,15 @@ gj_plan_volatile(Plan *plan)
 {
 	if (plan == NULL)
 		return false;
+	if (IsA(plan, CustomScan))
+	{
+		ListCell   *lc;
+
+		/* a parallel build (gpu_join_build.c) over its scan */
+		foreach(lc, ((CustomScan *) plan)->custom_plans)
+			if (gj_plan_volatile(lfirst(lc)))
+				return true;
+	}
 	return contain_volatile_functions((Node *) plan->qual) ||
 		contain_volatile_functions((Node *) plan->targetlist) ||
 		(IsA(plan, Result) && contain_volatile_functions(((Result *) plan)->resconstantqual)) ||
@@ -1210,7 +1239,7 @@ gj_probe_types(const XpuProgram *prog, int d, XpuJoinKeyDesc *keys, int n_keys)
 #define GJ_BATCH	1024		/* inner rows per xpu_join_builder_add */
 
 /* why the builder refused an inner table, in the user's terms */
-static const char *
+const char *
 gj_build_why(const XpuError *err)
 {
 	if (strstr(err->message, "size limit") != NULL)
@@ -1218,14 +1247,24 @@ gj_build_why(const XpuError *err)
 	return psprintf("an inner table the engine cannot build (%s)", err->message);
 }
 
-/*
- * gj_read_inner: every row of depth g's inner plan into builder b, GJ_BATCH
- * rows at a time; false (why) where a value does not fit the engine
- */
-static bool
-gj_read_inner(GjInner *g, const XpuJoinSpec *spec, const Oid *typids, const int16 *pay_scales,
-			  XpuJoinBuilder *b, const char **why)
+/* the next row of an inner plan run in this process (GjNextRow) */
+static TupleTableSlot *
+gj_next_exec(void *arg)
 {
+	return ExecProcNode((PlanState *) arg);
+}
+
+/*
+ * gj_add_rows: every row next returns (until NULL: an inner plan's rows,
+ * keys then payload columns, as gs says) into builder b, GJ_BATCH rows at
+ * a time, counted in *rows; false (why) where a value does not fit the
+ * engine or the builder refuses the table
+ */
+bool
+gj_add_rows(GjNextRow next, void *arg, const GjSpec *gs, XpuJoinBuilder *b, double *rows,
+			const char **why)
+{
+	const XpuJoinSpec *spec = &gs->spec;
 	int			nk = spec->n_keys,
 				np = spec->n_pay;
 	/* XpuValue holds an int128: 16-byte aligned, beyond palloc's alignment */
@@ -1245,7 +1284,7 @@ gj_read_inner(GjInner *g, const XpuJoinSpec *spec, const Oid *typids, const int1
 		TupleTableSlot *slot;
 
 		CHECK_FOR_INTERRUPTS();
-		slot = ExecProcNode(g->ps);
+		slot = next(arg);
 		done = TupIsNull(slot);
 		if (!done)
 		{
@@ -1261,9 +1300,9 @@ gj_read_inner(GjInner *g, const XpuJoinSpec *spec, const Oid *typids, const int1
 				uint8	   *vn = c < nk ? &knulls[c * GJ_BATCH + n] : &pnulls[(c - nk) * GJ_BATCH + n];
 
 				if (c >= nk && type == XPU_T_NUMERIC)
-					scale = pay_scales[c - nk];
+					scale = gs->pay_scales[c - nk];
 				*vn = isnull;
-				if (!isnull && !gj_value(slot->tts_values[c], typids[c], type, scale, v))
+				if (!isnull && !gj_value(slot->tts_values[c], gs->typids[c], type, scale, v))
 				{
 					MemoryContextSwitchTo(old);
 					*why = "an inner value the engine does not hold exactly";
@@ -1271,7 +1310,7 @@ gj_read_inner(GjInner *g, const XpuJoinSpec *spec, const Oid *typids, const int1
 				}
 			}
 			MemoryContextSwitchTo(old);
-			g->rows++;
+			(*rows)++;
 			n++;
 		}
 		if (n == GJ_BATCH || (done && n > 0))
@@ -1301,36 +1340,20 @@ gj_read_inner(GjInner *g, const XpuJoinSpec *spec, const Oid *typids, const int1
 }
 
 /*
- * gj_load: depth d's table, written into a sealed memfd and loaded into
- * the service; false (why) where the engine cannot take it
+ * gj_inner_spec: what the table of an inner plan whose target list is tlist
+ * (n_keys keys, then the payload) holds, but the probe types, which the
+ * program gives (gj_probe_types)
  */
-static bool
-gj_load(GjInner *g, int d, const XpuProgram *prog, const char **why)
+static void
+gj_inner_spec(List *tlist, int n_keys, GjSpec *gs)
 {
-	XpuJoinSpec spec = {0};
-	Oid			typids[XPU_JOIN_MAX_KEYS + XPU_JOIN_MAX_PAYLOAD];
-	int16		pay_scales[XPU_JOIN_MAX_PAYLOAD];
-	List	   *tlist = g->ps->plan->targetlist;
-	XpuJoinBuilder *b;
-	XpuError	err = {0};
-	uint64		len;
-	int			fd;
-	void	   *p;
 	ListCell   *lc;
-	instr_time	start, end;
-	Relation	rel = NULL;
-	bool		keep = false;	/* the service keeps the table (gpu_join_cache.c) */
-	uint8		key[WARP_JOIN_DIGEST];
-	uint8		version[WARP_JOIN_DIGEST];
-	const uint8 *volatile kept_key;
-	const uint8 *volatile kept_version;
 
-	INSTR_TIME_SET_CURRENT(start);
-	g->from_cache = false;
-	spec.n_keys = g->n_keys;
-	spec.n_pay = list_length(tlist) - g->n_keys;
-	spec.form = XPU_JOIN_AUTO;
-	spec.max_bytes = (uint64) pg_warp_gpujoin_inner_limit * 1024 * 1024;
+	memset(gs, 0, sizeof(*gs));
+	gs->spec.n_keys = n_keys;
+	gs->spec.n_pay = list_length(tlist) - n_keys;
+	gs->spec.form = XPU_JOIN_AUTO;
+	gs->spec.max_bytes = (uint64) pg_warp_gpujoin_inner_limit * 1024 * 1024;
 	foreach(lc, tlist)
 	{
 		TargetEntry *te = lfirst(lc);
@@ -1339,20 +1362,48 @@ gj_load(GjInner *g, int d, const XpuProgram *prog, const char **why)
 		XpuType		t = codegen_value_type(exprType((Node *) te->expr),
 										   exprTypmod((Node *) te->expr), &scale);
 
-		typids[c] = exprType((Node *) te->expr);
-		if (c < spec.n_keys)
+		gs->typids[c] = exprType((Node *) te->expr);
+		if (c < n_keys)
 		{
-			spec.keys[c].type = (uint8) t;
-			spec.keys[c].scale = (int16) scale;
+			gs->spec.keys[c].type = (uint8) t;
+			gs->spec.keys[c].scale = (int16) scale;
 		}
 		else
 		{
-			spec.pay_types[c - spec.n_keys] = (uint8) t;
-			pay_scales[c - spec.n_keys] = (int16) scale;
+			gs->spec.pay_types[c - n_keys] = (uint8) t;
+			gs->pay_scales[c - n_keys] = (int16) scale;
 		}
 	}
-	if (!gj_probe_types(prog, d, spec.keys, spec.n_keys))
-		elog(ERROR, "GpuJoin: the program does not probe depth %d with %d keys", d, spec.n_keys);
+}
+
+/*
+ * gj_load: depth d's table, written into a sealed memfd and loaded into
+ * the service; false (why) where the engine cannot take it
+ */
+static bool
+gj_load(GjInner *g, int d, const XpuProgram *prog, const char **why)
+{
+	GjSpec		gs;
+	XpuJoinSpec *spec = &gs.spec;
+	XpuJoinBuilder *b;
+	XpuError	err = {0};
+	uint64		len;
+	int			fd;
+	void	   *p;
+	instr_time	start, end;
+	Relation	rel = NULL;
+	bool		keep = false;	/* the service keeps the table (gpu_join_cache.c) */
+	bool		ok;
+	uint8		key[WARP_JOIN_DIGEST];
+	uint8		version[WARP_JOIN_DIGEST];
+	const uint8 *volatile kept_key;
+	const uint8 *volatile kept_version;
+
+	INSTR_TIME_SET_CURRENT(start);
+	g->from_cache = false;
+	gj_inner_spec(g->ps->plan->targetlist, g->n_keys, &gs);
+	if (!gj_probe_types(prog, d, spec->keys, spec->n_keys))
+		elog(ERROR, "GpuJoin: the program does not probe depth %d with %d keys", d, spec->n_keys);
 	/* the table an earlier query kept, if the relation did not change since */
 	if (g->cache_item != NIL && pg_warp_gpujoin_cache)
 	{
@@ -1361,10 +1412,10 @@ gj_load(GjInner *g, int d, const XpuProgram *prog, const char **why)
 		{
 			WarpJoinLoaded found;
 
-			gj_cache_key(g->cache_item, rel, &spec, pay_scales, key);
+			gj_cache_key(g->cache_item, rel, spec, gs.pay_scales, key);
 			keep = true;
 			service_join_find(key, version, &found);
-			if (found.join_id != 0 && found.bytes <= spec.max_bytes)
+			if (found.join_id != 0 && found.bytes <= spec->max_bytes)
 			{
 				table_close(rel, NoLock);
 				g->join_id = found.join_id;
@@ -1379,12 +1430,17 @@ gj_load(GjInner *g, int d, const XpuProgram *prog, const char **why)
 			}
 		}
 	}
-	if ((b = xpu_join_builder_create(&spec, &err)) == NULL)
+	if ((b = xpu_join_builder_create(spec, &err)) == NULL)
 	{
 		*why = pstrdup(err.message);
 		return false;
 	}
-	if (!gj_read_inner(g, &spec, typids, pay_scales, b, why))
+	/* a parallel build's participants add the rows they read (gpu_join_build.c) */
+	if (gj_build_node(g->ps) != NULL)
+		ok = gj_build_run(g->ps, &gs, b, &g->rows, why);
+	else
+		ok = gj_add_rows(gj_next_exec, g->ps, &gs, b, &g->rows, why);
+	if (!ok)
 	{
 		xpu_join_builder_free(b);
 		if (rel != NULL)
@@ -1659,9 +1715,15 @@ void
 pg_warp_gpu_join_init(void)
 {
 	gj_cache_init();
+	gj_build_init();
 	DefineCustomBoolVariable("pg_warp.enable_gpujoin",
 							 "Lets the planner run the inner joins under a GpuPreAgg in the engine.",
 							 NULL, &pg_warp_enable_gpujoin, true,
+							 PGC_USERSET, 0, NULL, NULL, NULL);
+	DefineCustomBoolVariable("pg_warp.gpujoin_parallel_build",
+							 "Lets the parallel workers of a GpuJoin inner scan build its table.",
+							 "Off: the rows go through the Gather to the backend that builds the table.",
+							 &pg_warp_gpujoin_parallel_build, true,
 							 PGC_USERSET, 0, NULL, NULL, NULL);
 	DefineCustomIntVariable("pg_warp.gpujoin_inner_limit",
 							"The largest inner table of one GpuJoin depth.",

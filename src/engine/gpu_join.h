@@ -97,6 +97,21 @@ typedef struct GjShared
 } GjShared;
 
 #define GJ_SHARED_NONE		0	/* not built yet */
+/*
+ * What the rows of a depth's inner plan become in its table: the spec, and
+ * for converting each column its type's OID and a numeric payload's scale
+ * (gj_load; in the DSM of a parallel build, gpu_join_build.c)
+ */
+typedef struct GjSpec
+{
+	XpuJoinSpec spec;
+	Oid			typids[XPU_JOIN_MAX_KEYS + XPU_JOIN_MAX_PAYLOAD];
+	int16		pay_scales[XPU_JOIN_MAX_PAYLOAD];
+} GjSpec;
+
+/* the next row of an inner plan, NULL at the end (gj_add_rows) */
+typedef TupleTableSlot *(*GjNextRow) (void *arg);
+
 #define GJ_SHARED_BUILT		1
 #define GJ_SHARED_REFUSED	2
 
@@ -129,7 +144,17 @@ extern const char *gj_shared_build(GjShared *sh, bool reinit, GjInner *inner, in
 extern bool gj_shared_take(const GjShared *sh, GjInner *inner, int n, const char **why);
 extern void gj_explain(GjInner *inner, int n, List *clauses, List *ctx, bool analyze,
 					   struct ExplainState *es);
+extern const char *gj_build_why(const XpuError *err);
+extern bool gj_add_rows(GjNextRow next, void *arg, const GjSpec *gs, XpuJoinBuilder *b,
+						double *rows, const char **why);
 extern void pg_warp_gpu_join_init(void);
+
+/* in gpu_join_build.c: an inner table built by the participants of a Gather */
+extern Plan *gj_build_plan(Plan *plan);
+extern PlanState *gj_build_node(PlanState *inner);
+extern bool gj_build_run(PlanState *inner, const GjSpec *gs, XpuJoinBuilder *b, double *rows,
+						 const char **why);
+extern void gj_build_init(void);
 
 /* in gpu_join_rows.c: the rows into and out of each depth */
 extern void gj_rows_add(GjRows *r, int n, uint32 depths, const uint64 *in, const uint64 *out);

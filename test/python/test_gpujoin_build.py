@@ -1,0 +1,274 @@
+"""GpuJoin's parallel build of an inner table (src/engine/gpu_join_build.c):
+the participants of an inner plan's Gather convert the rows of their share
+of the scan and build a share of the table, which the leader merges.
+
+Every query runs with pg_warp on and off, and on with the parallel build off
+(pg_warp.gpujoin_parallel_build): the rows, or the error, must be equal. The
+plan must have the GpuJoinBuild node under the Gather of the inner plan, the
+Gather must have launched workers, and the engine must have served the
+GpuPreAgg with the inner rows PostgreSQL counts.  The dimensions hold NULL
+keys and payloads, duplicate keys, texts, numerics, floats with NaN and
+infinities; a value the engine cannot hold in one participant's share, a
+table past its limit only once the shares are merged, and an error raised
+in a worker's scan are each tried.
+"""
+import os
+import random
+import shutil
+import tempfile
+
+import pyarrow as pa
+import pytest
+
+from engine_edge import write
+from pg_sql import DB, OFF, ON, assert_rows_equal, find_nodes, show
+from pg_sql import psql as pg_psql
+
+NODE = "GpuPreAgg"
+BUILD = "GpuJoinBuild"
+N = 20000
+
+# pg_warp on, PostgreSQL's joins out of its way (not PostgreSQL's: its answers
+# come from its own plans)
+ON_J = tuple(ON) + ("SET enable_hashjoin = off", "SET enable_mergejoin = off",
+                    "SET enable_nestloop = off")
+
+# parallel inner scans however small the tables; no table kept between queries
+# (a kept table is found, not built); the Arrow fact table the outer side
+# (not a larger heap dimension)
+SETTINGS = ("SET pg_warp.enable_gpupreagg_heap = off", "SET parallel_setup_cost = 0",
+            "SET parallel_tuple_cost = 0", "SET min_parallel_table_scan_size = 0",
+            "SET max_parallel_workers_per_gather = 3", "SET pg_warp.gpujoin_cache = off")
+SERIAL_BUILD = SETTINGS + ("SET pg_warp.gpujoin_parallel_build = off",)
+
+DIMS = """
+CREATE TABLE gjb.dim (d_key int8 PRIMARY KEY, d_text text, d_num numeric(12,3), d_grp int4,
+                      d_f float8, d_flag bool);
+INSERT INTO gjb.dim SELECT i, CASE WHEN i % 7 = 0 THEN NULL WHEN i % 5 = 0 THEN ''
+       ELSE 'é' || (i % 97) END, CASE WHEN i % 11 = 0 THEN NULL ELSE i * 1.125 END, i % 13,
+       CASE i % 9 WHEN 0 THEN 'NaN'::float8 WHEN 1 THEN '-Infinity' WHEN 2 THEN '-0'
+       ELSE i * 0.5 END, CASE WHEN i % 3 = 0 THEN NULL ELSE i % 2 = 0 END
+  FROM generate_series(1, 40000) i;
+CREATE TABLE gjb.multi (m_key int4, m_label text);
+INSERT INTO gjb.multi SELECT i % 500, 'L' || i FROM generate_series(1, 3000) i;
+INSERT INTO gjb.multi VALUES (NULL, 'null key');
+CREATE TABLE gjb.tdim (t_key text PRIMARY KEY, t_val int4);
+INSERT INTO gjb.tdim SELECT 'k' || i, i FROM generate_series(0, 2999) i;
+CREATE TABLE gjb.huge (h_key int8, h_num numeric(45,0));
+INSERT INTO gjb.huge SELECT i, CASE WHEN i = 1777 THEN 10::numeric ^ 40 ELSE i END
+  FROM generate_series(1, 4000) i;
+CREATE TABLE gjb.wide (w_key int8 PRIMARY KEY, w_label text);
+INSERT INTO gjb.wide SELECT i, repeat('w', 40) || i FROM generate_series(0, 99999) i;
+ANALYZE gjb.dim, gjb.multi, gjb.tdim, gjb.huge, gjb.wide;
+"""
+
+
+def fact_table(n, seed):
+    rnd = random.Random(seed)
+
+    def pick(vals, null_frac=0.05):
+        return [None if rnd.random() < null_frac else rnd.choice(vals) for _ in range(n)]
+
+    return pa.table({
+        "id": pa.array(range(n), pa.int64()),
+        # 0 and 40001.. match no dimension row
+        "k": pa.array(pick(list(range(0, 40100))), pa.int64()),
+        "mk": pa.array(pick(list(range(0, 520))), pa.int32()),
+        "tk": pa.array(pick(["k%d" % i for i in range(0, 3100, 7)] + ["", "é"]), pa.string()),
+        "g": pa.array(pick(list(range(0, 6))), pa.int32()),
+        "v": pa.array(pick([0, 1, -1, 7, 100, 2**31 - 1, -2**31]), pa.int32()),
+    })
+
+
+@pytest.fixture(scope="module", autouse=True)
+def tables():
+    d = tempfile.mkdtemp(prefix="pg_warp_gjb.")
+    os.chmod(d, 0o755)
+    write(os.path.join(d, "fact.arrow"), fact_table(N, 11), 2000)
+    pg_psql("CREATE EXTENSION IF NOT EXISTS pg_warp")
+    pg_psql("DROP SCHEMA IF EXISTS gjb CASCADE; CREATE SCHEMA gjb")
+    pg_psql(DIMS)
+    pg_psql("CREATE FOREIGN TABLE gjb.fact (id int8, k int8, mk int4, tk text, g int4, v int4) "
+            "SERVER arrow_fdw OPTIONS (file '%s/fact.arrow')" % d)
+    yield d
+    pg_psql("DROP SCHEMA IF EXISTS gjb CASCADE")
+    shutil.rmtree(d, ignore_errors=True)
+
+
+def builds(top):
+    """the GpuJoinBuild nodes of plan top, each asserted to be under a Gather"""
+    found = []
+
+    def walk(n, parent):
+        if n.get("Custom Plan Provider") == BUILD:
+            assert parent is not None and parent["Node Type"] == "Gather", show(top)
+            found.append((parent, n))
+        for c in n.get("Plans", []):
+            walk(c, n)
+    walk(top, None)
+    return found
+
+
+def built_in_parallel(sql, settings=SETTINGS, depth_rows=None):
+    """sql answers as PostgreSQL does, and as with the serial build; its
+    GpuPreAgg ran in the engine with its inner tables built by GpuJoinBuild
+    nodes whose Gathers launched workers; depth_rows: the inner rows
+    EXPLAIN ANALYZE must give each depth"""
+    DB.same_answer(sql, NODE, settings=settings, on=ON_J, rel_tol=1e-9)
+    serial = DB.result(sql, ON_J + SERIAL_BUILD)
+    parallel = DB.result(sql, ON_J + tuple(settings))
+    assert parallel[0] == serial[0], (sql, parallel, serial)
+    if serial[0] == "ok":
+        assert_rows_equal(sql, parallel[1], serial[1], rel_tol=1e-9)
+    else:
+        assert parallel == serial, sql
+    assert not builds(DB.plan(sql, ON_J + SERIAL_BUILD)), sql
+    if serial[0] == "error":
+        return None
+    top = DB.engine_ran(sql, NODE, ON_J + tuple(settings))
+    found = builds(top)
+    assert found, show(top)
+    for gather, node in found:
+        assert gather["Workers Launched"] >= 1, show(top)
+        assert node["Actual Rows"] == 0, show(top)
+    pre = find_nodes(top, NODE)[0]
+    for d, rows in enumerate(depth_rows or [], 1):
+        assert "inner rows %d," % rows in pre["Join Depth %d" % d], show(top)
+    return top
+
+
+def count(sql):
+    return int(DB.sql(sql, OFF).strip())
+
+
+def test_unique_key_payloads():
+    """A unique int8 key with text, numeric, float and bool payloads, some
+    NULL, over a filter on the dimension."""
+    sql = ("SELECT f.g % 2, d.d_flag, d.d_text, count(*), sum(f.v), sum(d.d_num), "
+           "min(d.d_f), max(d.d_f), count(d.d_f) "
+           "FROM gjb.fact f, gjb.dim d WHERE f.k = d.d_key AND d.d_grp <> 3 "
+           "GROUP BY f.g % 2, d.d_flag, d.d_text")
+    built_in_parallel(sql, depth_rows=[count("SELECT count(*) FROM gjb.dim WHERE d_grp <> 3")])
+
+
+def test_duplicate_keys_and_null_key():
+    """Keys that repeat (a probe of every match) and a NULL inner key."""
+    sql = ("SELECT f.g, count(*), sum(f.v), min(m.m_label), max(m.m_label) "
+           "FROM gjb.fact f, gjb.multi m WHERE f.mk = m.m_key GROUP BY f.g")
+    built_in_parallel(sql, depth_rows=[3001])
+
+
+def test_text_key():
+    sql = ("SELECT f.g, count(*), sum(t.t_val) FROM gjb.fact f, gjb.tdim t "
+           "WHERE f.tk = t.t_key GROUP BY f.g")
+    built_in_parallel(sql, depth_rows=[3000])
+
+
+def test_two_depths_left_semi_anti():
+    """Two depths of one query, each its own parallel build; then a left
+    join, a semi join and an anti join."""
+    two = ("SELECT d.d_grp, count(*), max(t.t_val) FROM gjb.fact f, gjb.dim d, gjb.tdim t "
+           "WHERE f.k = d.d_key AND f.tk = t.t_key GROUP BY d.d_grp")
+    top = built_in_parallel(two)
+    assert len(builds(top)) == 2, show(top)
+    for sql in ("SELECT f.g, count(*), count(d.d_text), sum(d.d_num) FROM gjb.fact f "
+                "LEFT JOIN gjb.dim d ON f.k = d.d_key GROUP BY f.g",
+                "SELECT f.g, count(*) FROM gjb.fact f WHERE EXISTS (SELECT 1 FROM gjb.dim d "
+                "WHERE d.d_key = f.k AND d.d_grp = 5) GROUP BY f.g",
+                "SELECT f.g, count(*) FROM gjb.fact f WHERE NOT EXISTS (SELECT 1 FROM gjb.dim d "
+                "WHERE d.d_key = f.k AND d.d_grp = 5) GROUP BY f.g"):
+        built_in_parallel(sql)
+
+
+def test_no_worker_launched():
+    """No worker to be had (max_parallel_workers = 0): the leader alone
+    runs the GpuJoinBuild node and builds the whole table."""
+    sql = ("SELECT f.g, count(*), sum(d.d_num) FROM gjb.fact f, gjb.dim d "
+           "WHERE f.k = d.d_key GROUP BY f.g")
+    settings = SETTINGS + ("SET max_parallel_workers = 0",)
+    DB.same(sql, NODE, settings=settings, on=ON_J)
+    top = DB.engine_ran(sql, NODE, ON_J + settings)
+    found = builds(top)
+    assert found and found[0][0]["Workers Launched"] == 0, show(top)
+    assert "inner rows 40000," in find_nodes(top, NODE)[0]["Join Depth 1"], show(top)
+
+
+def test_value_the_engine_cannot_hold():
+    """One row of one participant's share holds a numeric beyond 38 digits:
+    the table is refused, the join stays with PostgreSQL (same answer), and
+    EXPLAIN ANALYZE says why."""
+    sql = ("SELECT f.g, count(*), count(h.h_num) FROM gjb.fact f, gjb.huge h "
+           "WHERE f.k = h.h_key GROUP BY f.g")
+    top = DB.falls_back(sql, NODE, settings=SETTINGS, on=ON)
+    assert builds(top), show(top)
+    assert "an inner value the engine does not hold exactly" in str(top), show(top)
+    # without the row the same query is the engine's
+    built_in_parallel(sql.replace("WHERE f.k", "WHERE h.h_key <> 1777 AND f.k"))
+
+
+def test_limit_passed_only_by_the_merged_shares():
+    """Each share of gjb.wide is under 4 MB, the whole table is not: the
+    leader's merge finds it past pg_warp.gpujoin_inner_limit, and the join
+    stays with PostgreSQL."""
+    sql = ("SELECT f.g, count(*), max(w.w_label) FROM gjb.fact f, gjb.wide w "
+           "WHERE f.k = w.w_key GROUP BY f.g")
+    top = DB.plan(sql, ON_J + SETTINGS)
+    assert builds(top) and builds(top)[0][0]["Workers Planned"] >= 2, show(top)
+    settings = SETTINGS + ("SET pg_warp.gpujoin_inner_limit = '4MB'",
+                           "SET parallel_leader_participation = off")
+    top = DB.falls_back(sql, NODE, settings=settings, on=ON_J)
+    assert "pg_warp.gpujoin_inner_limit" in str(top), show(top)
+    built_in_parallel(sql, settings=SETTINGS + ("SET pg_warp.gpujoin_inner_limit = '64MB'",))
+
+
+def test_error_in_a_worker():
+    """A worker's scan raises (division by zero in the dimension's filter):
+    the query fails as PostgreSQL's does."""
+    sql = ("SELECT f.g, count(*) FROM gjb.fact f, gjb.dim d "
+           "WHERE f.k = d.d_key AND 100 / (d.d_grp - 12) < 0 GROUP BY f.g")
+    err = DB.same_error(sql, NODE, settings=SETTINGS, on=ON_J)
+    assert "22012" in err, err
+    assert DB.result(sql, ON_J + SERIAL_BUILD)[0] == "error"
+
+
+def test_kept_table_found_after_a_parallel_build():
+    """With the join cache on, the first query's parallel build is kept by
+    the service and the next query finds it; both answer as PostgreSQL."""
+    sql = ("SELECT f.g, count(*), sum(d.d_num) FROM gjb.fact f, gjb.dim d "
+           "WHERE f.k = d.d_key AND d.d_grp < 9 GROUP BY f.g")
+    settings = tuple(s for s in SETTINGS if "gpujoin_cache" not in s) + \
+        ("SET pg_warp.gpujoin_cache = on",)
+    pg_psql("VACUUM (FREEZE) gjb.dim")     # all-visible: a table that may be kept
+    DB.same(sql, NODE, settings=settings, on=ON_J)
+    top = DB.engine_ran(sql, NODE, ON_J + settings)
+    assert "kept from an earlier query" in find_nodes(top, NODE)[0]["Join Depth 1"], show(top)
+
+
+def test_more_workers_for_a_larger_dimension():
+    """A parallel build plans a worker for each 131072 rows of the relation
+    (within max_parallel_workers_per_gather), more than PostgreSQL's own
+    count for a table of this size; with the parallel build off, PostgreSQL's."""
+    pg_psql("CREATE TABLE gjb.big AS SELECT i AS b_key, i % 10 AS b_grp "
+            "FROM generate_series(1, 600000) i; ANALYZE gjb.big")
+    try:
+        sql = ("SELECT f.g, count(*), sum(b.b_grp) FROM gjb.fact f, gjb.big b "
+               "WHERE f.k = b.b_key GROUP BY f.g")
+        settings = tuple(s for s in SETTINGS if "min_parallel_table_scan_size" not in s) + \
+            ("SET max_parallel_workers_per_gather = 8",)
+        top = DB.plan(sql, ON_J + settings)
+        found = builds(top)
+        assert found and found[0][0]["Workers Planned"] == 600000 // 131072, show(top)
+        serial = DB.plan(sql, ON_J + settings + ("SET pg_warp.gpujoin_parallel_build = off",))
+        gathers = []
+
+        def walk(n):
+            if n["Node Type"] == "Gather":
+                gathers.append(n)
+            for c in n.get("Plans", []):
+                walk(c)
+        walk(serial)
+        assert gathers and all(g["Workers Planned"] < 600000 // 131072 for g in gathers), \
+            show(serial)
+        built_in_parallel(sql, settings=settings)
+    finally:
+        pg_psql("DROP TABLE gjb.big")
