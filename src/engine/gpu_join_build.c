@@ -35,9 +35,12 @@
 #include "postgres.h"
 
 #include "access/parallel.h"
+#include "catalog/pg_proc.h"
 #include "executor/executor.h"
 #include "nodes/extensible.h"
 #include "nodes/makefuncs.h"
+#include "nodes/nodeFuncs.h"
+#include "utils/lsyscache.h"
 #include "storage/spin.h"
 #include "utils/dsa.h"
 #include "utils/memutils.h"
@@ -83,10 +86,34 @@ static CustomExecMethods gjb_exec_methods;
 
 /* ---------------------------------------------------------------- planning */
 
+/* check_functions_in_node's test: a function a parallel worker may not run */
+static bool
+gjb_func_unsafe(Oid func_id, void *context)
+{
+	return func_parallel(func_id) != PROPARALLEL_SAFE;
+}
+
+/*
+ * does node (the Gather's target list, which the participants evaluate
+ * once the build node is under it) hold what only the leader may evaluate:
+ * a function that is not parallel safe, a parameter, a subplan?
+ */
+static bool
+gjb_leader_only(Node *node, void *context)
+{
+	if (node == NULL)
+		return false;
+	if (IsA(node, Param) || IsA(node, SubPlan) || IsA(node, AlternativeSubPlan) ||
+		check_functions_in_node(node, gjb_func_unsafe, context))
+		return true;
+	return expression_tree_walker(node, gjb_leader_only, context);
+}
+
 /*
  * gj_build_plan: plan, an inner plan made to return the keys and payload,
  * with a GjbState node under its Gather (the same target list, over the
- * Gather's scan) where it has one that runs workers; else plan as it is
+ * Gather's scan) where it has one that runs workers and its target list may
+ * be evaluated in them; else plan as it is
  */
 Plan *
 gj_build_plan(Plan *plan)
@@ -98,7 +125,8 @@ gj_build_plan(Plan *plan)
 	ListCell   *lc;
 
 	if (!IsA(plan, Gather) || ((Gather *) plan)->single_copy ||
-		((Gather *) plan)->num_workers <= 0 || plan->lefttree == NULL)
+		((Gather *) plan)->num_workers <= 0 || plan->lefttree == NULL ||
+		gjb_leader_only((Node *) plan->targetlist, NULL))
 		return plan;
 	gather = (Gather *) plan;
 	scan = plan->lefttree;
