@@ -7,6 +7,7 @@ in one statement is pg_sql.Db.create_run_function and Db.compare.
 import datetime
 import decimal
 import os
+import random
 
 import pyarrow as pa
 
@@ -74,6 +75,16 @@ def edge_table(returned_only=False):
                                     datetime.date(1969, 12, 31)], 2), pa.date64()),
         })
     return pa.table(cols)
+
+
+def picker(seed, n, null_frac=0.05):
+    """pick(vals): n values drawn from vals with a random.Random(seed), each
+    NULL (None) with probability null_frac: a fact table column"""
+    rnd = random.Random(seed)
+
+    def pick(vals):
+        return [None if rnd.random() < null_frac else rnd.choice(vals) for _ in range(n)]
+    return pick
 
 
 def write(path, table, batch=BATCH):

@@ -13,14 +13,13 @@ table past its limit only once the shares are merged, and an error raised
 in a worker's scan are each tried.
 """
 import os
-import random
 import shutil
 import tempfile
 
 import pyarrow as pa
 import pytest
 
-from engine_edge import write
+from engine_edge import picker, write
 from pg_sql import DB, OFF, ON, assert_rows_equal, find_nodes, show
 from pg_sql import psql as pg_psql
 
@@ -64,11 +63,7 @@ ANALYZE gjb.dim, gjb.multi, gjb.tdim, gjb.huge, gjb.wide;
 
 
 def fact_table(n, seed):
-    rnd = random.Random(seed)
-
-    def pick(vals, null_frac=0.05):
-        return [None if rnd.random() < null_frac else rnd.choice(vals) for _ in range(n)]
-
+    pick = picker(seed, n)
     return pa.table({
         "id": pa.array(range(n), pa.int64()),
         # 0 and 40001.. match no dimension row
