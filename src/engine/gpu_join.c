@@ -1377,6 +1377,33 @@ gj_inner_spec(List *tlist, int n_keys, GjSpec *gs)
 }
 
 /*
+ * gj_read_rows: the rows of depth g's inner plan into builder b of spec gs;
+ * false (why) where the engine cannot take them.  b's memory is malloc's:
+ * freed here when the inner plan raises.
+ */
+static bool
+gj_read_rows(GjInner *g, const GjSpec *gs, XpuJoinBuilder *b, const char **why)
+{
+	bool		ok = false;
+
+	PG_TRY();
+	{
+		/* a parallel build's participants add the rows they read (gpu_join_build.c) */
+		if (gj_build_node(g->ps) != NULL)
+			ok = gj_build_run(g->ps, gs, b, &g->rows, why);
+		else
+			ok = gj_add_rows(gj_next_exec, g->ps, gs, b, &g->rows, why);
+	}
+	PG_CATCH();
+	{
+		xpu_join_builder_free(b);
+		PG_RE_THROW();
+	}
+	PG_END_TRY();
+	return ok;
+}
+
+/*
  * gj_load: depth d's table, written into a sealed memfd and loaded into
  * the service; false (why) where the engine cannot take it
  */
@@ -1393,7 +1420,6 @@ gj_load(GjInner *g, int d, const XpuProgram *prog, const char **why)
 	instr_time	start, end;
 	Relation	rel = NULL;
 	bool		keep = false;	/* the service keeps the table (gpu_join_cache.c) */
-	bool		ok;
 	uint8		key[WARP_JOIN_DIGEST];
 	uint8		version[WARP_JOIN_DIGEST];
 	const uint8 *volatile kept_key;
@@ -1435,12 +1461,7 @@ gj_load(GjInner *g, int d, const XpuProgram *prog, const char **why)
 		*why = pstrdup(err.message);
 		return false;
 	}
-	/* a parallel build's participants add the rows they read (gpu_join_build.c) */
-	if (gj_build_node(g->ps) != NULL)
-		ok = gj_build_run(g->ps, &gs, b, &g->rows, why);
-	else
-		ok = gj_add_rows(gj_next_exec, g->ps, &gs, b, &g->rows, why);
-	if (!ok)
+	if (!gj_read_rows(g, &gs, b, why))
 	{
 		xpu_join_builder_free(b);
 		if (rel != NULL)
