@@ -226,30 +226,29 @@ gjb_put_image(GjbState *st, double rows)
 {
 	uint64		len = xpu_join_builder_image_len(st->builder);
 	Size		size = offsetof(GjbImage, data) + len;
+	dsa_pointer dp = InvalidDsaPointer;
 	GjbImage   *img;
 
 	if (st->area != NULL)
 	{
-		dsa_pointer dp = dsa_allocate_extended(st->area, size, DSA_ALLOC_HUGE);
-
+		dp = dsa_allocate_extended(st->area, size, DSA_ALLOC_HUGE);
 		img = dsa_get_address(st->area, dp);
-		img->len = len;
-		img->rows = rows;
-		xpu_join_builder_image(st->builder, img->data);
-		SpinLockAcquire(&st->shared->mutex);
-		img->next = st->shared->images;
-		st->shared->images = dp;
-		SpinLockRelease(&st->shared->mutex);
 	}
 	else
-	{
 		img = MemoryContextAllocHuge(st->css.ss.ps.state->es_query_cxt, size);
-		img->len = len;
-		img->rows = rows;
-		xpu_join_builder_image(st->builder, img->data);
+	img->len = len;
+	img->rows = rows;
+	xpu_join_builder_image(st->builder, img->data);
+	if (st->area == NULL)
+	{
 		img->local_next = st->local_images;
 		st->local_images = img;
+		return;
 	}
+	SpinLockAcquire(&st->shared->mutex);
+	img->next = st->shared->images;
+	st->shared->images = dp;
+	SpinLockRelease(&st->shared->mutex);
 }
 
 /*
@@ -362,6 +361,14 @@ gj_build_node(PlanState *inner)
 	return below;
 }
 
+/* one participant's image merged into b, its rows counted in *rows */
+static bool
+gjb_merge(XpuJoinBuilder *b, const GjbImage *img, double *rows, XpuError *err)
+{
+	*rows += img->rows;
+	return xpu_join_builder_merge(b, img->data, img->len, err);
+}
+
 /*
  * gj_build_run: inner's rows (a Gather over a GpuJoinBuild node) into
  * builder b of spec gs, counted in *rows: the Gather's participants build
@@ -387,10 +394,7 @@ gj_build_run(PlanState *inner, const GjSpec *gs, XpuJoinBuilder *b, double *rows
 		ok = false;
 	}
 	for (GjbImage *img = st->local_images; ok && img != NULL; img = img->local_next)
-	{
-		ok = xpu_join_builder_merge(b, img->data, img->len, &err);
-		*rows += img->rows;
-	}
+		ok = gjb_merge(b, img, rows, &err);
 	/* the images in the DSA: merged, and freed either way */
 	dp = st->shared == &st->local ? InvalidDsaPointer : st->shared->images;
 	while (DsaPointerIsValid(dp))
@@ -398,11 +402,7 @@ gj_build_run(PlanState *inner, const GjSpec *gs, XpuJoinBuilder *b, double *rows
 		GjbImage   *img = dsa_get_address(st->area, dp);
 		dsa_pointer next = img->next;
 
-		if (ok)
-		{
-			ok = xpu_join_builder_merge(b, img->data, img->len, &err);
-			*rows += img->rows;
-		}
+		ok = ok && gjb_merge(b, img, rows, &err);
 		dsa_free(st->area, dp);
 		dp = next;
 	}
