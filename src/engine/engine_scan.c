@@ -62,6 +62,7 @@ engine_scan_create(CustomScan *cs)
 	st->ops = ops;
 	st->run.conn = -1;
 	st->share.conn = -1;
+	st->ahead.conn = -1;
 	return (Node *) st;
 }
 
@@ -140,6 +141,7 @@ engine_begin(CustomScanState *node, EState *estate, int eflags)
 
 	engine_run_init(&st->run, estate);
 	engine_run_init(&st->share, estate);
+	engine_run_init(&st->ahead, estate);
 	foreach(lc, cs->custom_plans)
 		node->custom_ps = lappend(node->custom_ps, ExecInitNode(lfirst(lc), estate, eflags));
 	st->ops->begin(st, cs, estate, eflags);
@@ -169,6 +171,110 @@ engine_scan_send(EngineScanState *st, WarpMsgType type, StringInfo req)
 		service_run_send(st->run.conn, type, req->data, (uint32) req->len);
 	st->run.active = true;
 	st->ran = true;
+}
+
+/* ---------------- the read-ahead ---------------- */
+
+/*
+ * engine_scan_read_ahead
+ *		Asks the service to read the columns of the run req (an AGG_RUN's
+ *		payload) into the GPU column cache now (AGG_FILL, xpu/protocol.h),
+ *		on a connection of its own (st->ahead), while the backend builds
+ *		the join depths' tables; the run that follows finds them there, or
+ *		waits for those the read-ahead is still filling.  Its outcome is
+ *		read by engine_scan_read_ahead_end.  A read-ahead that cannot be
+ *		sent is no error of the query: the run reads the columns itself.
+ */
+void
+engine_scan_read_ahead(EngineScanState *st, StringInfo req)
+{
+	MemoryContext cxt = CurrentMemoryContext;
+
+	engine_run_close(&st->ahead);
+	st->ahead_sent = true;
+	st->ahead_why = NULL;
+	PG_TRY();
+	{
+		st->ahead.conn = service_run_begin(WARP_MSG_AGG_FILL, req->data, (uint32) req->len);
+		st->ahead.active = true;
+	}
+	PG_CATCH();
+	{
+		st->ahead_why = service_caught(cxt)->message;
+	}
+	PG_END_TRY();
+}
+
+/*
+ * engine_scan_read_ahead_end
+ *		The read-ahead's reply (after the run's last one, or with cancel:
+ *		the run will not come, and the read-ahead is cancelled) into
+ *		st->ahead_res, or why it read nothing into st->ahead_why; its
+ *		connection kept for the backend's next run.  An error of the
+ *		read-ahead (the run met the same, or its own) is not raised.
+ */
+void
+engine_scan_read_ahead_end(EngineScanState *st, bool cancel)
+{
+	MemoryContext cxt = CurrentMemoryContext;
+	uint32		len;
+	void	   *reply;
+
+	if (st->ahead.conn < 0)
+		return;
+	if (cancel)
+	{
+		engine_run_close(&st->ahead);
+		st->ahead_why = "canceled: the join stays in PostgreSQL";
+		return;
+	}
+	PG_TRY();
+	{
+		reply = service_run_next(st->ahead.conn, WARP_MSG_AGG_RESULT, &len);
+		if (len < sizeof(WarpAggResult))
+			elog(ERROR, "short AGG_RESULT of %u bytes", len);
+		memcpy(&st->ahead_res, reply, sizeof(WarpAggResult));
+		engine_run_keep(&st->ahead);
+		if (st->ahead_res.engine != WARP_ENGINE_GPU)
+			st->ahead_why = "the CPU engine reads no columns ahead";
+	}
+	PG_CATCH();
+	{
+		st->ahead_why = service_caught(cxt)->message;
+		engine_run_close(&st->ahead);
+	}
+	PG_END_TRY();
+}
+
+/*
+ * engine_scan_explain_read_ahead: EXPLAIN ANALYZE's line of the read-ahead
+ * (none where the node sent none): the bytes it read into the GPU cache,
+ * those it found there, and its time in the service
+ */
+void
+engine_scan_explain_read_ahead(EngineScanState *st, ExplainState *es)
+{
+	const WarpAggResult *r = &st->ahead_res;
+
+	if (!st->ahead_sent || !es->analyze)
+		return;
+	if (st->ahead_why != NULL)
+	{
+		ExplainPropertyText("Read Ahead", psprintf("none (%s)", st->ahead_why), es);
+		return;
+	}
+	if (es->format == EXPLAIN_FORMAT_TEXT)
+	{
+		ExplainPropertyText("Read Ahead",
+							psprintf(UINT64_FORMAT " kB into the GPU cache, " UINT64_FORMAT
+									 " kB there already, in %.3f ms",
+									 (r->bytes_read + 1023) / 1024,
+									 (r->bytes_cached + 1023) / 1024, r->wall_us / 1000.0), es);
+		return;
+	}
+	ExplainPropertyInteger("Read Ahead Bytes", "bytes", (int64) r->bytes_read, es);
+	ExplainPropertyInteger("Read Ahead Bytes Cached", "bytes", (int64) r->bytes_cached, es);
+	ExplainPropertyFloat("Read Ahead Time", "ms", r->wall_us / 1000.0, 3, es);
 }
 
 /*
@@ -249,6 +355,7 @@ engine_end(CustomScanState *node)
 		st->ops->end(st);
 	engine_run_close(&st->run);
 	engine_run_close(&st->share);
+	engine_run_close(&st->ahead);
 	foreach(lc, node->custom_ps)
 		ExecEndNode(lfirst(lc));
 }

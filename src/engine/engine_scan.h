@@ -174,6 +174,11 @@ struct EngineScanState
 	/* parallel */
 	EngineShared *shared;		/* the DSM under a Gather, or NULL */
 	EngineRun	share;			/* the leader's: holds the shared run open */
+	/* the read-ahead of the run's columns (engine_scan_read_ahead) */
+	EngineRun	ahead;
+	bool		ahead_sent;
+	WarpAggResult ahead_res;	/* its outcome once read, if ahead_why is NULL */
+	const char *ahead_why;		/* why it read nothing or failed, or NULL */
 	bool		joined;			/* a part of the shared run, not done yet */
 	bool		late;			/* came after the shared run closed */
 };
@@ -194,5 +199,8 @@ extern void *engine_scan_part(EngineScanState *st);
 extern uint64 engine_scan_share_open(EngineScanState *st, int participants);
 extern bool engine_scan_join(EngineScanState *st);
 extern bool engine_scan_leave(EngineScanState *st);
+extern void engine_scan_read_ahead(EngineScanState *st, StringInfo req);
+extern void engine_scan_read_ahead_end(EngineScanState *st, bool cancel);
+extern void engine_scan_explain_read_ahead(EngineScanState *st, struct ExplainState *es);
 
 #endif							/* PG_WARP_ENGINE_SCAN_H */

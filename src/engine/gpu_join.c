@@ -78,6 +78,7 @@
 bool		pg_warp_enable_gpujoin = true;
 static int	pg_warp_gpujoin_inner_limit = 4096;	/* MB per inner table */
 static bool pg_warp_gpujoin_parallel_build = true;	/* gpu_join_build.c */
+bool		pg_warp_gpujoin_read_ahead = true;	/* gpu_preagg.c */
 
 /* inner rows a parallel build's worker reads, at least (gj_inner_path) */
 #define GJ_BUILD_ROWS_PER_WORKER	131072
@@ -1745,6 +1746,12 @@ pg_warp_gpu_join_init(void)
 							 "Lets the parallel workers of a GpuJoin inner scan build its table.",
 							 "Off: the rows go through the Gather to the backend that builds the table.",
 							 &pg_warp_gpujoin_parallel_build, true,
+							 PGC_USERSET, 0, NULL, NULL, NULL);
+	DefineCustomBoolVariable("pg_warp.gpujoin_read_ahead",
+							 "Lets the service read a GpuJoin's Arrow columns into the GPU cache "
+							 "while the inner tables are built.",
+							 "Off: the run reads them once the tables are built.",
+							 &pg_warp_gpujoin_read_ahead, true,
 							 PGC_USERSET, 0, NULL, NULL, NULL);
 	DefineCustomIntVariable("pg_warp.gpujoin_inner_limit",
 							"The largest inner table of one GpuJoin depth.",

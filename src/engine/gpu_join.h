@@ -116,6 +116,7 @@ typedef TupleTableSlot *(*GjNextRow) (void *arg);
 #define GJ_SHARED_REFUSED	2
 
 extern bool pg_warp_enable_gpujoin;
+extern bool pg_warp_gpujoin_read_ahead;
 
 /* planning */
 extern GjPlan *gj_plan_input(PlannerInfo *root, RelOptInfo *input_rel, bool (*heap_ok) (void),

@@ -1342,14 +1342,21 @@ gpa_run_engine(GpaState *st)
 			return;
 		}
 	}
-	else if (st->n_depths > 0 && !gj_exec_load(st->inner, st->n_depths, st->es.prog,
-											   &st->fallback_why))
+	else if (st->n_depths > 0)
 	{
-		st->fallback = true;
-		return;
+		/* the service reads the Arrow columns meanwhile (a GPU's cache) */
+		if (pg_warp_gpujoin_read_ahead && !st->es.heap && (req = gpa_request(st, 0)) != NULL)
+			engine_scan_read_ahead(&st->es, req);
+		if (!gj_exec_load(st->inner, st->n_depths, st->es.prog, &st->fallback_why))
+		{
+			engine_scan_read_ahead_end(&st->es, true);
+			st->fallback = true;
+			return;
+		}
 	}
 	if ((req = gpa_request(st, st->es.joined ? WARP_SHARE_PART : 0)) == NULL)
 	{
+		engine_scan_read_ahead_end(&st->es, true);
 		st->fallback = true;
 		st->fallback_why = "the request is larger than the protocol allows";
 		return;
@@ -1371,6 +1378,7 @@ gpa_run_engine(GpaState *st)
 	if (!st->es.heap)
 		engine_scan_send(&st->es, WARP_MSG_AGG_RUN, req);
 	gpa_collect(st, st->es.heap, &st->last);
+	engine_scan_read_ahead_end(&st->es, false);
 	INSTR_TIME_SET_CURRENT(t2);
 	INSTR_TIME_SUBTRACT(t2, t1);
 	INSTR_TIME_SUBTRACT(t1, t0);
@@ -1900,6 +1908,7 @@ gpa_explain(EngineScanState *node, List *ctx, ExplainState *es)
 	ExplainPropertyInteger("Bytes Read", "bytes", (int64) st->last.bytes_read, es);
 	if (st->last.engine == WARP_ENGINE_GPU)
 		ExplainPropertyInteger("Bytes From GPU Cache", "bytes", (int64) st->last.bytes_cached, es);
+	engine_scan_explain_read_ahead(&st->es, es);
 	if (st->last.engine == WARP_ENGINE_GPU && st->es.heap == NULL)
 		engine_explain_data_path(es, st->last.bytes_read, (int64) st->last.bytes_cached,
 								 st->last.bytes_mapped, st->last.bytes_pinned,

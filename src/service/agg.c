@@ -42,6 +42,11 @@
  * AGG_RUN without files, takes every part's groups and merges them as the
  * workers' tables are merged (finish_share).
  *
+ * AGG_FILL.  The same request, read ahead (gpu_agg_fill): the columns the
+ * program reads go into the GPU column cache, no kernel runs, no join table
+ * is looked up (the backend is still building them), and the one reply
+ * has the counters alone.  Under the CPU engine it reads nothing.
+ *
  * Cancel.  agg_task_cancel (a CANCEL message, or the backend closing the
  * connection) sets a flag that every worker checks between slices; the
  * run then ends with ERROR WARP_ERR_CANCELED.
@@ -109,6 +114,7 @@ struct AggTask
 	HeapRun    *heap;			/* a HEAP_RUN's chunk ring (heap_chunk.c), or NULL */
 	WarpEngine	engine;			/* the engine that runs it */
 	bool		gpu_asked;		/* the request asked for the GPU */
+	bool		fill;			/* an AGG_FILL: the read-ahead only */
 	int			notify_fd;		/* eventfd to write when done */
 	SvcTaskThread task;			/* the run's thread (threads.c) */
 	volatile int canceled;
@@ -276,7 +282,8 @@ parse_request(AggTask *t, size_t len, int memfd, SvcRunDesc *d, char *msg, size_
 {
 	AggRun	   *run = &t->run;
 	uint32_t	werr;
-	bool		ok = svc_run_parse(memfd >= 0 ? WARP_MSG_HEAP_RUN : WARP_MSG_AGG_RUN,
+	bool		ok = svc_run_parse(memfd >= 0 ? WARP_MSG_HEAP_RUN :
+								   t->fill ? WARP_MSG_AGG_FILL : WARP_MSG_AGG_RUN,
 								   t->payload, len, d, msg, msglen);
 
 	/* the files are the run's (agg_task_free), parsed or not */
@@ -287,7 +294,8 @@ parse_request(AggTask *t, size_t len, int memfd, SvcRunDesc *d, char *msg, size_
 		return false;
 	run->prog = d->prog;
 	run->spec = d->spec;
-	if (!check_spec(t, msg, msglen) || !svc_run_joins(d, &t->joins, &werr, msg, msglen))
+	if (!check_spec(t, msg, msglen) ||
+		(!t->fill && !svc_run_joins(d, &t->joins, &werr, msg, msglen)))
 		return false;
 	run->joins = &t->joins;
 	t->n_work = d->n_batches;
@@ -304,7 +312,7 @@ parse_request(AggTask *t, size_t len, int memfd, SvcRunDesc *d, char *msg, size_
 		if (t->share_role == WARP_SHARE_PART)
 			run->n_threads = svc_share_threads(t->share, run->n_threads);
 	}
-	if (!setup_matched(t, msg, msglen))
+	if (!t->fill && !setup_matched(t, msg, msglen))
 		return false;
 	if (d->source == SVC_SOURCE_HEAP)
 	{
@@ -870,6 +878,21 @@ task_outcome(AggTask *t, int rc, const XpuError *err, int werr, const char *msg)
 	}
 }
 
+/* the read-ahead of an AGG_FILL on the GPUs (gpu_multi.c); nothing on the CPU engine */
+static void
+run_fill(AggTask *t)
+{
+	XpuError	err = {0};
+	int			werr = 0;
+	char		msg[sizeof(t->fail.msg)];
+
+	t->threads = 1;
+	if (t->engine != WARP_ENGINE_GPU)
+		return;
+	msg[0] = '\0';
+	task_outcome(t, gpu_agg_fill(t->gpu, &t->run, &werr, msg, sizeof(msg)), &err, werr, msg);
+}
+
 /* runs t on the GPUs (gpu_agg.c) into one table, t->parts[0] */
 static void
 run_gpu(AggTask *t)
@@ -1161,6 +1184,8 @@ task_main(void *arg)
 	{
 		if (t->share_role == WARP_SHARE_FINISH)
 			finish_share(t);
+		else if (t->fill)
+			run_fill(t);
 		else if (t->heap != NULL)
 			run_heap(t);
 		else if (t->engine == WARP_ENGINE_GPU)
@@ -1181,14 +1206,14 @@ task_main(void *arg)
 /* ---------------------------------------------------------------- the API */
 
 /*
- * agg_task_start: parses and checks an AGG_RUN payload of len bytes and
- * starts its run on a thread of its own, which writes to notify_fd (an
- * eventfd) when done.  NULL with *werr and msg set when the request is
- * refused (nothing runs then).
+ * agg_task_start: parses and checks an AGG_RUN (or AGG_FILL: fill) payload
+ * of len bytes and starts its run on a thread of its own, which writes to
+ * notify_fd (an eventfd) when done.  NULL with *werr and msg set when the
+ * request is refused (nothing runs then).
  */
 AggTask *
 agg_task_start(const uint8_t *payload, uint32_t len, const ServiceGpu *gpu,
-			   int notify_fd, int memfd, uint32_t *werr, char *msg, size_t msglen)
+			   int notify_fd, int memfd, bool fill, uint32_t *werr, char *msg, size_t msglen)
 {
 	AggTask    *t = calloc(1, sizeof(AggTask));
 	SvcRunDesc	d;
@@ -1199,6 +1224,7 @@ agg_task_start(const uint8_t *payload, uint32_t len, const ServiceGpu *gpu,
 		return NULL;
 	svc_failure_init(&t->fail);
 	t->gpu = gpu;
+	t->fill = fill;
 	t->notify_fd = notify_fd;
 	t->start_us = svc_now_us(CLOCK_MONOTONIC);
 	if ((t->payload = svc_run_copy(payload, len)) == NULL ||

@@ -1029,6 +1029,127 @@ gpu_agg_execute(const ServiceGpu *gpu, AggRun *run, const GpuAggOptions *opts,
 	return rc;
 }
 
+/* ---------------- a read-ahead (AGG_FILL) ---------------- */
+
+/*
+ * gagg_fill_finish: slot s's copies into the cache entries it fills are
+ * complete (waited for): the entries are published, and later runs (and
+ * the run waiting for them) read them
+ */
+static int
+gagg_fill_finish(GaggRun *g, GaggSlot *s)
+{
+	s->busy = 0;
+	if (gagg_cuda(g, gpu_drv.cuStreamSynchronize(s->stream), "cuStreamSynchronize") != 0)
+		return -1;
+	gagg_slot_release(g, s, true);
+	return 0;
+}
+
+/*
+ * gagg_fill_batches: every batch of the run read into the device's column
+ * cache through the slots, as gagg_run_batches reads them, without a
+ * kernel; a slot whose copies are done is published as soon as the next
+ * one is read, so that a run that waits for its entries goes on
+ */
+static int
+gagg_fill_batches(GaggRun *g)
+{
+	AggRun	   *run = g->run;
+	GaggCursor	cur = {0, 0};
+	GaggWork	w[GAGG_LAUNCH_PARTS];
+	int64_t		rows;
+	int			next = 0,
+				n;
+
+	while ((n = gagg_next_launch(g, &cur, w, &rows)) > 0)
+	{
+		GaggSlot   *s = &g->slots[next];
+
+		if (run->canceled != NULL && *run->canceled)
+			return gagg_fail(g, WARP_ERR_CANCELED, "canceled");
+		if (s->busy && gagg_fill_finish(g, s) != 0)
+			return -1;
+		if (gagg_fill_slot(g, s, w, n) != 0 || gagg_copy_slot(g, s) != 0)
+			return -1;
+		s->busy = 1;
+		GAGG_ADD(run->batches, (uint64_t) n);
+		for (int i = 1; i < GAGG_SLOTS; i++)
+		{
+			GaggSlot   *o = &g->slots[(next + i) % GAGG_SLOTS];
+
+			if (o->busy && gpu_drv.cuStreamQuery(o->stream) == CUDA_SUCCESS &&
+				gagg_fill_finish(g, o) != 0)
+				return -1;
+		}
+		next = (next + 1) % GAGG_SLOTS;
+	}
+	for (int i = 0; i < GAGG_SLOTS; i++)
+		if (g->slots[i].busy && gagg_fill_finish(g, &g->slots[i]) != 0)
+			return -1;
+	return 0;
+}
+
+/*
+ * gagg_fill_fits: are the run's referenced bytes at most half of the
+ * device's cache (a read-ahead that evicted its own first entries would
+ * only read them twice)
+ */
+static bool
+gagg_fill_fits(GaggRun *g)
+{
+	uint64_t	bytes = 0;
+
+	for (uint32_t fi = 0; fi < g->run->n_files; fi++)
+		for (uint32_t bi = 0; bi < g->run->files[fi].n_batches; bi++)
+			for (int k = 0; k < g->prog->n_cols; k++)
+				bytes += gagg_column_bytes(g, &g->run->files[fi], g->run->files[fi].batches[bi], k);
+	return bytes <= gpu_cache_capacity(g->dev) / 2;
+}
+
+/*
+ * gpu_agg_fill_device
+ *		The read-ahead of `run` (AGG_FILL) on device `device`: the columns
+ *		its program reads, of every batch, copied into the device's column
+ *		cache (those the cache has, or another run is filling, left alone),
+ *		no kernel run.  Nothing is read when the cache is off or the
+ *		columns would take more than half of it.  Returns 0, or -1 with
+ *		*werr and msg set (I/O, out of memory, canceled).
+ */
+int
+gpu_agg_fill_device(const ServiceGpu *gpu, AggRun *run, uint32_t device, int *werr,
+					char *msg, size_t msglen)
+{
+	GaggRun		g;
+	XpuError	err;
+	CUcontext	ctx;
+	int			threads = run->n_threads > 0 ? (int) run->n_threads : 4;
+	int			rc;
+
+	memset(&g, 0, sizeof(g));
+	g.fill_only = true;
+	if (gagg_begin(&g, gpu, run, device, &err, werr, msg, msglen) != 0)
+		return -1;
+	g.chunk_ncols = 1;
+	for (int k = 0; k < g.prog->n_cols; k++)
+		if (XPU_COLS(g.prog)[k].col_index + 1 > g.chunk_ncols)
+			g.chunk_ncols = XPU_COLS(g.prog)[k].col_index + 1;
+	rc = gagg_total_rows(&g) < 0 || gagg_cache_setup(&g) != 0 ? -1 : 0;
+	if (rc == 0 && g.use_cache && gagg_fill_fits(&g))
+	{
+		rc = gagg_slots_create(&g);
+		if (rc == 0)
+		{
+			gagg_io_start(&g.io, (threads < GAGG_IO_THREADS ? threads : GAGG_IO_THREADS) - 1,
+						  g.ctx);
+			rc = gagg_fill_batches(&g);
+		}
+	}
+	gagg_teardown(&g);
+	gpu_drv.cuCtxPopCurrent(&ctx);
+	return rc;
+}
+
 /*
  * gagg_device_add: device w->device's share w added to the run's report of
  * its GPUs (EXPLAIN ANALYZE); devices past the report's limit are left out

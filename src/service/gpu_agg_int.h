@@ -171,8 +171,9 @@ typedef struct GaggSlot
 	const XpuColumnData *part_cols[GAGG_LAUNCH_PARTS];	/* its descriptors on the device */
 	/*
 	 * per part and program column (entries[p * n_cols + k]): the cache entry
-	 * the batch reads it from (a hit, or one this launch fills: filling[]),
-	 * referenced until the launch is done
+	 * the batch reads it from (a hit, or one this launch fills: filling[]
+	 * 1; GAGG_SKIP: a read-ahead's column it leaves alone), referenced until
+	 * the launch is done
 	 */
 	GpuCacheEntry **entries;
 	uint8_t    *filling;
@@ -180,6 +181,8 @@ typedef struct GaggSlot
 	int			n_copies;
 	int			copies_cap;
 } GaggSlot;
+
+#define GAGG_SKIP			2	/* GaggSlot.filling: not read (a read-ahead's) */
 
 /* one referenced buffer of a batch: read from the file or copied from memory */
 typedef struct GaggPiece
@@ -220,6 +223,8 @@ typedef struct GaggRun
 	GaggIo		io;
 	uint64_t	mem_held;
 	bool		use_cache;		/* the device's column cache is on */
+	bool		fill_only;		/* a read-ahead (AGG_FILL): the batches' columns
+								 * copied into cache entries, no kernel */
 	GpuCacheFileId *ids;		/* per file: its identity (ino 0: not cached) */
 	struct FileReg **regs;		/* per file: its registered pages (file_reg.h),
 								 * NULL: read with pread */
@@ -283,6 +288,8 @@ extern void gagg_teardown(GaggRun *g);
 extern int gagg_table_drain(GaggRun *g, XpuGaggTable *thp);
 extern int gagg_stream_wait(GaggRun *g, CUstream st);
 extern void gagg_device_add(AggRun *run, const WarpDeviceWork *w);
+extern int	gpu_agg_fill_device(const ServiceGpu *gpu, AggRun *run, uint32_t device,
+								int *werr, char *msg, size_t msglen);
 
 /*
  * a run's share on its device as it goes (gagg_clock_start, the marks of
@@ -325,6 +332,7 @@ extern int gagg_io_run(GaggIo *io, GaggRead *reads, int n);
 extern int gagg_slot_reserve(GaggRun *g, GaggSlot *s, size_t host_len, size_t dev_len,
 							 int64_t nrows, int slack_div, const char *what);
 extern int gagg_next_launch(GaggRun *g, GaggCursor *c, GaggWork *w, int64_t *rows);
+extern uint64_t gagg_column_bytes(const GaggRun *g, const AggRunFile *f, int32_t batch, int k);
 extern int gagg_fill_slot(GaggRun *g, GaggSlot *s, const GaggWork *w, int n);
 extern int gagg_copy_slot(GaggRun *g, GaggSlot *s);
 extern void gagg_slot_release(GaggRun *g, GaggSlot *s, bool published);

@@ -14,6 +14,12 @@
  * entry that must go is unlinked and marked DEAD, and its last release
  * frees it.
  *
+ * A read-ahead (AGG_FILL: the outer columns of a GpuJoin read while its
+ * inner tables are built) reserves its entries `ahead`: a run that finds
+ * one FILLING waits until it is published or dropped (gpu_cache_get_wait),
+ * rather than reading the same bytes a second time.  Only runs wait, and
+ * only for a read-ahead, which itself never waits for anyone: no cycle.
+ *
  *-------------------------------------------------------------------------
  */
 #include <pthread.h>
@@ -21,6 +27,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 
 #include "gpu_cache.h"
 #include "gpu_driver.h"
@@ -53,6 +60,7 @@ struct GpuCacheEntry
 	size_t		len[3];			/* validity, values, utf8 data */
 	uint64_t	tag;			/* the filler's word about its contents (rows) */
 	uint64_t	hits;			/* gpu_cache_get calls that found it READY */
+	bool		ahead;			/* reserved by a read-ahead: runs wait for it */
 	GpuCacheSlab *slab;			/* kept while DEAD: its references pin the slab */
 	GpuCacheFile *file;
 	GpuCacheEntry *hnext;		/* hash chain */
@@ -89,6 +97,7 @@ struct GpuCacheSlab
 typedef struct GpuCacheDev
 {
 	pthread_mutex_t lock;
+	pthread_cond_t moved;		/* an `ahead` entry left FILLING */
 	GpuCacheStats st;			/* capacity, used (slab bytes), entries, counters */
 	size_t		slab_size;
 	uint64_t	tick;
@@ -177,6 +186,7 @@ gpu_cache_configure(const ServiceGpu *gpu, int64_t size_bytes)
 			continue;
 		}
 		pthread_mutex_init(&c->lock, NULL);
+		pthread_cond_init(&c->moved, NULL);
 		c->st.capacity = cap;
 		c->slab_size = slab_size_for(cap);
 		caches[i] = c;
@@ -279,6 +289,8 @@ unlink_entry(GpuCacheDev *c, GpuCacheEntry *e)
 		e->slab->entries = e->snext;
 	if (e->snext != NULL)
 		e->snext->sprev = e->sprev;
+	if (e->ahead && e->state == ENTRY_FILLING)
+		pthread_cond_broadcast(&c->moved);
 	e->state = ENTRY_DEAD;
 	c->st.entries--;
 	if (e->refs == 0)
@@ -445,10 +457,14 @@ gpu_cache_drop_file(uint32_t dev, const GpuCacheFileId *id)
 	drop_versions(dev, id, false);
 }
 
-/* gpu_cache_get: see gpu_cache.h */
-GpuCacheEntry *
-gpu_cache_get(uint32_t dev, const GpuCacheFileId *id, int32_t batch, int32_t field,
-			  int32_t kind)
+/*
+ * cache_get: gpu_cache_get; with wait, an entry a read-ahead is filling is
+ * waited for while *canceled (NULL: never) stays 0, 10 ms at a time so
+ * that a cancel is seen
+ */
+static GpuCacheEntry *
+cache_get(uint32_t dev, const GpuCacheFileId *id, int32_t batch, int32_t field, int32_t kind,
+		  bool wait, const volatile int *canceled)
 {
 	GpuCacheDev *c = cache_of(dev);
 	GpuCacheEntry *e;
@@ -456,7 +472,20 @@ gpu_cache_get(uint32_t dev, const GpuCacheFileId *id, int32_t batch, int32_t fie
 	if (c == NULL || c->st.capacity == 0)
 		return NULL;
 	pthread_mutex_lock(&c->lock);
-	e = find_entry(c, id, batch, field, kind);
+	while ((e = find_entry(c, id, batch, field, kind)) != NULL && wait &&
+		   e->state == ENTRY_FILLING && e->ahead && (canceled == NULL || *canceled == 0))
+	{
+		struct timespec until;
+
+		clock_gettime(CLOCK_REALTIME, &until);
+		until.tv_nsec += 10 * 1000 * 1000;
+		if (until.tv_nsec >= 1000 * 1000 * 1000)
+		{
+			until.tv_sec++;
+			until.tv_nsec -= 1000 * 1000 * 1000;
+		}
+		pthread_cond_timedwait(&c->moved, &c->lock, &until);
+	}
 	if (e != NULL && e->state == ENTRY_READY)
 	{
 		e->refs++;
@@ -472,6 +501,22 @@ gpu_cache_get(uint32_t dev, const GpuCacheFileId *id, int32_t batch, int32_t fie
 	}
 	pthread_mutex_unlock(&c->lock);
 	return e;
+}
+
+/* gpu_cache_get: see gpu_cache.h */
+GpuCacheEntry *
+gpu_cache_get(uint32_t dev, const GpuCacheFileId *id, int32_t batch, int32_t field,
+			  int32_t kind)
+{
+	return cache_get(dev, id, batch, field, kind, false, NULL);
+}
+
+/* gpu_cache_get_wait: see gpu_cache.h */
+GpuCacheEntry *
+gpu_cache_get_wait(uint32_t dev, const GpuCacheFileId *id, int32_t batch, int32_t field,
+				   int32_t kind, const volatile int *canceled)
+{
+	return cache_get(dev, id, batch, field, kind, true, canceled);
 }
 
 /* insert_filling: a FILLING entry of bytes in slab sl for the key (lock held), or NULL */
@@ -517,10 +562,10 @@ insert_filling(GpuCacheDev *c, GpuCacheSlab *sl, uint32_t dev, const GpuCacheFil
 	return e;
 }
 
-/* gpu_cache_reserve: see gpu_cache.h */
-GpuCacheEntry *
-gpu_cache_reserve(uint32_t dev, const GpuCacheFileId *id, int32_t batch, int32_t field,
-				  int32_t kind, const size_t len[3])
+/* cache_reserve: gpu_cache_reserve; ahead: for a read-ahead (runs wait for it) */
+static GpuCacheEntry *
+cache_reserve(uint32_t dev, const GpuCacheFileId *id, int32_t batch, int32_t field,
+			  int32_t kind, const size_t len[3], bool ahead)
 {
 	GpuCacheDev *c = cache_of(dev);
 	GpuCacheSlab *victims = NULL,
@@ -535,11 +580,28 @@ gpu_cache_reserve(uint32_t dev, const GpuCacheFileId *id, int32_t batch, int32_t
 		return NULL;
 	pthread_mutex_lock(&c->lock);
 	if (find_entry(c, id, batch, field, kind) == NULL &&
-		(sl = slab_for(c, bytes, &victims)) != NULL)
-		e = insert_filling(c, sl, dev, id, batch, field, kind, len, bytes);
+		(sl = slab_for(c, bytes, &victims)) != NULL &&
+		(e = insert_filling(c, sl, dev, id, batch, field, kind, len, bytes)) != NULL)
+		e->ahead = ahead;
 	pthread_mutex_unlock(&c->lock);
 	free_slabs(victims);
 	return e;
+}
+
+/* gpu_cache_reserve: see gpu_cache.h */
+GpuCacheEntry *
+gpu_cache_reserve(uint32_t dev, const GpuCacheFileId *id, int32_t batch, int32_t field,
+				  int32_t kind, const size_t len[3])
+{
+	return cache_reserve(dev, id, batch, field, kind, len, false);
+}
+
+/* gpu_cache_reserve_ahead: see gpu_cache.h */
+GpuCacheEntry *
+gpu_cache_reserve_ahead(uint32_t dev, const GpuCacheFileId *id, int32_t batch, int32_t field,
+						int32_t kind, const size_t len[3])
+{
+	return cache_reserve(dev, id, batch, field, kind, len, true);
 }
 
 CUdeviceptr
@@ -575,7 +637,11 @@ gpu_cache_publish(GpuCacheEntry *e)
 
 	pthread_mutex_lock(&c->lock);
 	if (e->state == ENTRY_FILLING)
+	{
 		e->state = ENTRY_READY;
+		if (e->ahead)
+			pthread_cond_broadcast(&c->moved);
+	}
 	pthread_mutex_unlock(&c->lock);
 }
 

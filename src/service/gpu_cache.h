@@ -72,6 +72,15 @@ extern GpuCacheEntry *gpu_cache_get(uint32_t dev, const GpuCacheFileId *id,
 									int32_t batch, int32_t field, int32_t kind);
 
 /*
+ * gpu_cache_get, but an entry that a read-ahead is filling
+ * (gpu_cache_reserve_ahead) is waited for: the entry once published, NULL
+ * when it was dropped instead or *canceled (NULL: never) became nonzero
+ */
+extern GpuCacheEntry *gpu_cache_get_wait(uint32_t dev, const GpuCacheFileId *id,
+										 int32_t batch, int32_t field, int32_t kind,
+										 const volatile int *canceled);
+
+/*
  * a new FILLING entry (referenced) with room for pieces of len[0..2] bytes,
  * or NULL when the key is there already, the cache is off or has no room
  * that eviction can make, or the device has no memory for it
@@ -79,6 +88,11 @@ extern GpuCacheEntry *gpu_cache_get(uint32_t dev, const GpuCacheFileId *id,
 extern GpuCacheEntry *gpu_cache_reserve(uint32_t dev, const GpuCacheFileId *id,
 										int32_t batch, int32_t field, int32_t kind,
 										const size_t len[3]);
+
+/* gpu_cache_reserve for a read-ahead: runs wait for the entry (gpu_cache_get_wait) */
+extern GpuCacheEntry *gpu_cache_reserve_ahead(uint32_t dev, const GpuCacheFileId *id,
+											  int32_t batch, int32_t field, int32_t kind,
+											  const size_t len[3]);
 
 /* the device address of an entry's first piece, and its pieces' lengths */
 extern CUdeviceptr gpu_cache_entry_ptr(const GpuCacheEntry *e);

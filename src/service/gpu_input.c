@@ -228,7 +228,7 @@ gagg_field(const GaggRun *g, const AggRunFile *f, int k)
  * record batch `batch` of file f (what reading it reads); 0 for a field the
  * file does not have
  */
-static uint64_t
+uint64_t
 gagg_column_bytes(const GaggRun *g, const AggRunFile *f, int32_t batch, int k)
 {
 	ArrowExtent ext[4];
@@ -380,11 +380,14 @@ gagg_plan_cached(const GpuCacheEntry *e, GaggPiece *pc)
 #define GAGG_PART_ENTRIES(g, s, p)	((s)->entries + (size_t) (p) * (g)->prog->n_cols)
 #define GAGG_PART_FILLING(g, s, p)	((s)->filling + (size_t) (p) * (g)->prog->n_cols)
 
-/* is program column k (of a part whose entries are ent, fill) a cache hit */
+/*
+ * is program column k (of a part whose entries are ent, fill) a cache hit,
+ * or one a read-ahead leaves alone (GAGG_SKIP): nothing to read either way
+ */
 static bool
 gagg_col_hit(GpuCacheEntry *const *ent, const uint8_t *fill, int k)
 {
-	return ent[k] != NULL && !fill[k];
+	return (ent[k] != NULL && !fill[k]) || fill[k] == GAGG_SKIP;
 }
 
 /*
@@ -429,9 +432,11 @@ gagg_load_missing(GaggRun *g, GpuCacheEntry *const *ent, const uint8_t *fill, Ag
  * file fi into pc (3 per column): a column the device's cache holds is
  * taken from there (ent[k]); the others are planned from the file, loading
  * the batch first when it is compressed (*ab), and get a cache entry to
- * fill where the cache has room (fill[k]).  *file_bytes and *cached_bytes
- * grow by the bytes the referenced buffers take in the file, read and
- * served from the cache.
+ * fill where the cache has room (fill[k]).  A run waits for the columns a
+ * read-ahead is filling; a read-ahead (g->fill_only) leaves the columns it
+ * cannot reserve (another run fills them, no room) alone (GAGG_SKIP).
+ * *file_bytes and *cached_bytes grow by the bytes the referenced buffers
+ * take in the file, read and served from the cache.
  */
 static int
 gagg_plan_batch(GaggRun *g, GpuCacheEntry **ent, uint8_t *fill, uint32_t fi, int32_t batch,
@@ -442,6 +447,7 @@ gagg_plan_batch(GaggRun *g, GpuCacheEntry **ent, uint8_t *fill, uint32_t fi, int
 	int			n_cols = g->prog->n_cols,
 				n_missing = 0;
 	bool		cache = g->use_cache && g->ids[fi].ino != 0;
+	uint64_t	missing_bytes = 0;
 
 	for (int k = 0; k < n_cols; k++)
 	{
@@ -455,7 +461,9 @@ gagg_plan_batch(GaggRun *g, GpuCacheEntry **ent, uint8_t *fill, uint32_t fi, int
 			return gagg_fail(g, WARP_ERR_BAD_FILE,
 							 "%s: column %d is not of the type the plan reads", f->path, field);
 		bytes = gagg_column_bytes(g, f, batch, k);
-		ent[k] = cache ? gpu_cache_get(g->dev, &g->ids[fi], batch, field, col->kind) : NULL;
+		ent[k] = !cache ? NULL : g->fill_only ?
+			gpu_cache_get(g->dev, &g->ids[fi], batch, field, col->kind) :
+			gpu_cache_get_wait(g->dev, &g->ids[fi], batch, field, col->kind, g->run->canceled);
 		fill[k] = 0;
 		if (ent[k] != NULL)
 		{
@@ -463,7 +471,12 @@ gagg_plan_batch(GaggRun *g, GpuCacheEntry **ent, uint8_t *fill, uint32_t fi, int
 			gagg_plan_cached(ent[k], pc + 3 * k);
 			continue;
 		}
-		*file_bytes += bytes;
+		if (g->fill_only && !cache)
+		{
+			fill[k] = GAGG_SKIP;
+			continue;
+		}
+		missing_bytes += bytes;
 		n_missing++;
 		if (file->batches[batch].codec == ARROW_CODEC_NONE &&
 			gagg_plan_stored(g, f, batch, k, width, pc + 3 * k) != 0)
@@ -475,13 +488,19 @@ gagg_plan_batch(GaggRun *g, GpuCacheEntry **ent, uint8_t *fill, uint32_t fi, int
 	for (int k = 0; k < n_cols && cache; k++)
 	{
 		size_t		len[3] = {pc[3 * k].len, pc[3 * k + 1].len, pc[3 * k + 2].len};
+		int32_t		field = gagg_field(g, f, k);
+		int32_t		kind = XPU_COLS(g->prog)[k].kind;
 
 		if (ent[k] != NULL)
 			continue;
-		ent[k] = gpu_cache_reserve(g->dev, &g->ids[fi], batch, gagg_field(g, f, k),
-								   XPU_COLS(g->prog)[k].kind, len);
-		fill[k] = ent[k] != NULL;
+		ent[k] = g->fill_only ?
+			gpu_cache_reserve_ahead(g->dev, &g->ids[fi], batch, field, kind, len) :
+			gpu_cache_reserve(g->dev, &g->ids[fi], batch, field, kind, len);
+		fill[k] = ent[k] != NULL ? 1 : g->fill_only ? GAGG_SKIP : 0;
+		if (fill[k] == GAGG_SKIP)
+			missing_bytes -= gagg_column_bytes(g, f, batch, k);
 	}
+	*file_bytes += missing_bytes;
 	return 0;
 }
 
@@ -496,7 +515,10 @@ gagg_slot_release(GaggRun *g, GaggSlot *s, bool published)
 	for (int k = 0; s->entries != NULL && k < s->n_parts * g->prog->n_cols; k++)
 	{
 		if (s->entries[k] == NULL)
+		{
+			s->filling[k] = 0;
 			continue;
+		}
 		if (published && s->filling[k])
 			gpu_cache_publish(s->entries[k]);
 		gpu_cache_release(s->entries[k]);

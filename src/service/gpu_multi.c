@@ -48,6 +48,7 @@ typedef struct GmultiPart
 	int			rc;
 	pthread_t	thread;
 	bool		started;
+	bool		fill;			/* a read-ahead: no table, no kernel */
 } GmultiPart;
 
 /* the device (of n) that reads batch b of the file fd refers to */
@@ -68,8 +69,12 @@ gmulti_main(void *arg)
 	GpuAggOptions opts = {0, p->device};
 	GaggTableSink ts = {p->table, &p->run.spec};
 
-	p->rc = gpu_agg_execute(p->gpu, &p->run, &opts, gagg_fold_into_table, &ts, &p->err,
-							&p->werr, p->msg, sizeof(p->msg));
+	if (p->fill)
+		p->rc = gpu_agg_fill_device(p->gpu, &p->run, p->device, &p->werr, p->msg,
+									sizeof(p->msg));
+	else
+		p->rc = gpu_agg_execute(p->gpu, &p->run, &opts, gagg_fold_into_table, &ts, &p->err,
+								&p->werr, p->msg, sizeof(p->msg));
 	return NULL;
 }
 
@@ -141,8 +146,9 @@ gmulti_free(GmultiPart *parts, uint32_t n, const AggRun *run)
 
 /*
  * gmulti_run: the run on devices 0 .. n-1 at once, each device's groups
- * merged into out; returns as gpu_agg_run does, the first device's failure
- * (in device order) when any fails
+ * merged into out (out NULL: the read-ahead, gpu_agg_fill); returns as
+ * gpu_agg_run does, the first device's failure (in device order) when any
+ * fails
  */
 static int
 gmulti_run(const ServiceGpu *gpu, AggRun *run, uint32_t n, XpuAggTable *out, XpuError *err,
@@ -163,7 +169,9 @@ gmulti_run(const ServiceGpu *gpu, AggRun *run, uint32_t n, XpuAggTable *out, Xpu
 	{
 		parts[d].gpu = gpu;
 		parts[d].device = d;
-		if ((parts[d].table = xpu_agg_table_create(run->prog, &run->spec, err)) == NULL)
+		parts[d].fill = out == NULL;
+		if (out != NULL &&
+			(parts[d].table = xpu_agg_table_create(run->prog, &run->spec, err)) == NULL)
 		{
 			gmulti_free(parts, n, run);
 			*werr = WARP_ERR_OUT_OF_MEMORY;
@@ -210,7 +218,7 @@ gmulti_run(const ServiceGpu *gpu, AggRun *run, uint32_t n, XpuAggTable *out, Xpu
 			snprintf(msg, msglen, "%s", parts[d].msg);
 		}
 	}
-	for (uint32_t d = 0; d < n && rc == 0; d++)
+	for (uint32_t d = 0; d < n && rc == 0 && out != NULL; d++)
 		if (xpu_agg_table_merge(out, parts[d].table, err) != XPU_OK)
 			rc = err->code;
 	gmulti_free(parts, n, run);
@@ -234,4 +242,20 @@ gpu_agg_run(const ServiceGpu *gpu, AggRun *run, struct XpuAggTable *out, XpuErro
 	opts.initial_groups = 0;
 	opts.device = __atomic_fetch_add(&next_device, 1, __ATOMIC_RELAXED);
 	return gpu_agg_execute(gpu, run, &opts, gagg_fold_into_table, &ts, err, werr, msg, msglen);
+}
+
+/* see service.h */
+int
+gpu_agg_fill(const ServiceGpu *gpu, AggRun *run, int *werr, char *msg, size_t msglen)
+{
+	XpuError	err = {0};
+	uint32_t	n_batches = 0;
+
+	for (uint32_t fi = 0; fi < run->n_files; fi++)
+		n_batches += run->files[fi].n_batches;
+	if (gpu->n_devices > 1 && n_batches > 1)
+		return gmulti_run(gpu, run, gpu->n_devices, NULL, &err, werr, msg, msglen);
+	if (gpu->n_devices != 1)
+		return 0;
+	return gpu_agg_fill_device(gpu, run, 0, werr, msg, msglen);
 }

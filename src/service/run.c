@@ -1,8 +1,8 @@
 /*-------------------------------------------------------------------------
  *
  * run.c
- *		The one parser of the service's run requests (AGG_RUN, HEAP_RUN,
- *		SCAN_RUN: xpu/protocol.h) into a run description (run.h: source x
+ *		The one parser of the service's run requests (AGG_RUN, AGG_FILL,
+ *		HEAP_RUN, SCAN_RUN: xpu/protocol.h) into a run description (run.h: source x
  *		stages x sink), and the choice of the engine that runs it.
  *
  * The payload stays the caller's (a 16-byte aligned copy of the request):
@@ -200,6 +200,13 @@ svc_run_parse(uint32_t type, const uint8_t *payload, size_t len, SvcRunDesc *d,
 		case WARP_MSG_AGG_RUN:
 			d->what = "AGG_RUN";
 			return parse_agg(d, false, payload, len, msg, msglen);
+		case WARP_MSG_AGG_FILL:
+			d->what = "AGG_FILL";
+			if (!parse_agg(d, false, payload, len, msg, msglen))
+				return false;
+			if (d->share_role != 0)
+				return snprintf(msg, msglen, "AGG_FILL names a shared run"), false;
+			return true;
 		case WARP_MSG_HEAP_RUN:
 			d->what = "HEAP_RUN";
 			return parse_agg(d, true, payload, len, msg, msglen);

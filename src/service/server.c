@@ -682,8 +682,8 @@ run_now(Conn *c, uint16_t type, const uint8_t *payload, uint32_t len, int memfd)
 	else
 	{
 		c->ops = &agg_ops;
-		c->task = agg_task_start(payload, len, service_gpu, notify_fd, memfd, &werr, msg,
-								 sizeof(msg));
+		c->task = agg_task_start(payload, len, service_gpu, notify_fd, memfd,
+								 type == WARP_MSG_AGG_FILL, &werr, msg, sizeof(msg));
 	}
 	if (memfd >= 0)
 		close(memfd);
@@ -1048,6 +1048,7 @@ dispatch(Conn *c, const WarpMsgHeader *hdr, const uint8_t *payload)
 				return conn_fail(c, true, WARP_ERR_PROTOCOL, "CACHE_INFO with a payload");
 			return send_cache_info(c);
 		case WARP_MSG_AGG_RUN:
+		case WARP_MSG_AGG_FILL:
 		case WARP_MSG_SCAN_RUN:
 			return start_run(c, hdr->type, payload, hdr->length, -1);
 		case WARP_MSG_HEAP_RUN:

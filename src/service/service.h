@@ -166,7 +166,7 @@ typedef struct AggTask AggTask;
 #define AGG_TASK_RUN(t)		((const AggRun *) (const void *) (t))
 
 extern AggTask *agg_task_start(const uint8_t *payload, uint32_t len,
-							   const ServiceGpu *gpu, int notify_fd, int memfd,
+							   const ServiceGpu *gpu, int notify_fd, int memfd, bool fill,
 							   uint32_t *werr, char *msg, size_t msglen);
 extern struct HeapRun *agg_task_heap(AggTask *t);
 extern void agg_task_cancel(AggTask *t);
@@ -201,6 +201,17 @@ extern void scan_task_free(ScanTask *t);
 extern int	gpu_agg_run(const ServiceGpu *gpu, AggRun *run,
 						struct XpuAggTable *out, XpuError *err,
 						int *werr, char *msg, size_t msglen);
+
+/*
+ * in gpu_multi.c: the read-ahead of `run` (AGG_FILL): the columns its
+ * program reads copied into the column cache of the GPU that gpu_agg_run
+ * would read each batch on, no kernel run (a run over one batch on several
+ * GPUs: nothing, its device is not known in advance).  Counters as a run's
+ * (batches, bytes_read: read into the cache, bytes_cached: there already).
+ * Returns 0, or -1 with *werr and msg set.
+ */
+extern int	gpu_agg_fill(const ServiceGpu *gpu, AggRun *run, int *werr, char *msg,
+						 size_t msglen);
 
 /*
  * in heap_chunk.c: the heap part of a HEAP_RUN (xpu/protocol.h): its ring

@@ -166,7 +166,24 @@ typedef enum WarpMsgType
 	 * answer is CACHE_INFO with a WarpCacheList and its WarpCacheInfo
 	 * entries (pgwarp.gpu_cache_info()).
 	 */
-	WARP_MSG_CACHE_INFO = 36
+	WARP_MSG_CACHE_INFO = 36,
+
+	/*
+	 * AGG_FILL: a read-ahead.  The payload is an AGG_RUN's (share_id 0; the
+	 * join ids are not looked up, and may be 0: the backend sends it while
+	 * it is still building the tables).  The service copies the columns
+	 * the program reads, of every record batch, into the GPU column cache
+	 * of the GPU that an AGG_RUN would read the batch on, and runs no
+	 * kernel; a column the cache holds, or that another run is filling,
+	 * is left alone.  A run that meets a column the read-ahead is filling
+	 * waits for it rather than reading it again.  Nothing is read under
+	 * the CPU engine, with the cache off, or when the columns would take
+	 * more than half of a GPU's cache.  The answer is one AGG_RESULT with
+	 * WARP_AGG_LAST and no groups (engine, batches, bytes_read: read into
+	 * the cache, bytes_cached: there already, io_us, wall_us), or ERROR.
+	 * CANCEL and closing the connection work as for AGG_RUN.
+	 */
+	WARP_MSG_AGG_FILL = 37
 } WarpMsgType;
 
 /* HELLO: the backend sends its pid, the service answers with its own */
@@ -277,7 +294,7 @@ WARP_STATIC_ASSERT(sizeof(WarpCacheInfo) == 80, "WarpCacheInfo layout");
  */
 typedef enum WarpTaskKind
 {
-	WARP_TASK_AGG = 1,			/* AGG_RUN or HEAP_RUN */
+	WARP_TASK_AGG = 1,			/* AGG_RUN, AGG_FILL or HEAP_RUN */
 	WARP_TASK_SCAN = 2			/* SCAN_RUN */
 } WarpTaskKind;
 

@@ -8,7 +8,7 @@
  *
  *	agg_client [--threads N] [--engine E] [--max-buffer N] [--cancel-ms MS]
  *			   [--dump FILE] [--join DIM]... [--join-fault F] [--hold-ms MS]
- *			   SOCKET SHAPE FILE...
+ *			   [--fill 1] SOCKET SHAPE FILE...
  *
  * The shapes name the columns they read (e.g. q1 reads price, discount and
  * quantity); each file must have them.  --dump writes the AGG_RUN payload
@@ -18,6 +18,8 @@
  * loaded (JOIN_LOAD) before the run; --join-fault breaks the first load or
  * the ids (WcJoins.fault); --hold-ms keeps the connection, and its join
  * tables, open that long after the last reply (printing "HELD" first).
+ * --fill 1 sends the request as AGG_FILL (the read-ahead into the GPU
+ * column cache) instead.
  *
  * Output, one line each: "JOIN", the depth and the join id of each table
  * loaded; "G" then the keys and the states, tab-separated;
@@ -501,11 +503,12 @@ reply(void *arg, const WarpMsgHeader *h, const uint8_t *p)
 	if (!(r->flags & WARP_AGG_LAST))
 		return 0;
 	printf("END\tstatus=%d\tmsg=%s\trows_in=%llu\trows_passed=%llu\tbatches=%llu"
-		   "\tbytes_read=%llu\tgroups=%llu\tthreads=%u\tengine=%u\tio_us=%llu"
-		   "\texec_us=%llu\twall_us=%llu\n",
+		   "\tbytes_read=%llu\tbytes_cached=%llu\tgroups=%llu\tthreads=%u\tengine=%u"
+		   "\tio_us=%llu\texec_us=%llu\twall_us=%llu\n",
 		   r->status, r->err_message, (unsigned long long) r->rows_in,
 		   (unsigned long long) r->rows_passed, (unsigned long long) r->batches,
-		   (unsigned long long) r->bytes_read, (unsigned long long) r->groups_total,
+		   (unsigned long long) r->bytes_read, (unsigned long long) r->bytes_cached,
+		   (unsigned long long) r->groups_total,
 		   r->threads, r->engine, (unsigned long long) r->io_us,
 		   (unsigned long long) r->exec_us, (unsigned long long) r->wall_us);
 	return 1;
@@ -518,6 +521,7 @@ main(int argc, char **argv)
 	const char *dump = NULL;
 	int			cancel_ms = 0;
 	int			i = 1;
+	WarpMsgType type = WARP_MSG_AGG_RUN;
 	Query		q = {0};
 	XpuProgram *prog;
 	WcBuf		req = {0};
@@ -544,6 +548,8 @@ main(int argc, char **argv)
 			joins.fault = argv[i + 1];
 		else if (strcmp(argv[i], "--hold-ms") == 0)
 			joins.hold_ms = atoi(argv[i + 1]);
+		else if (strcmp(argv[i], "--fill") == 0)
+			type = atoi(argv[i + 1]) ? WARP_MSG_AGG_FILL : WARP_MSG_AGG_RUN;
 		else
 			wc_die("unknown option");
 	}
@@ -580,6 +586,5 @@ main(int argc, char **argv)
 			wc_die("could not write the dump");
 		return 0;
 	}
-	return wc_run(argv[i], WARP_MSG_AGG_RUN, WARP_MSG_AGG_RESULT, &req, &joins, cancel_ms,
-				  reply, &q);
+	return wc_run(argv[i], type, WARP_MSG_AGG_RESULT, &req, &joins, cancel_ms, reply, &q);
 }

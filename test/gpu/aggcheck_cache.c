@@ -4,7 +4,8 @@
  *		a file replaced by rename and one rewritten in place with the same
  *		size are never answered from the old contents, a cache far smaller
  *		than the data evicts and stays right, four threads share a small
- *		cache, and a device whose memory is full makes room by evicting.
+ *		cache, a device whose memory is full makes room by evicting, and
+ *		the read-ahead (AGG_FILL) fills it beside a run that waits for it.
  *		Included by gpu_aggcheck.c (one translation unit: tap.h counts
  *		the checks in static variables).
  */
@@ -271,6 +272,89 @@ check_cache_oom(const ServiceGpu *gpu, const char *dir)
 	tdata_free(&d2);
 }
 
+/* ---------------- the read-ahead (AGG_FILL) ---------------- */
+
+typedef struct TFill
+{
+	const ServiceGpu *gpu;
+	TCacheCase *c;
+	TRunResult	res;
+	volatile int cancel;
+} TFill;
+
+static void *
+fill_thread(void *arg)
+{
+	TFill	   *t = arg;
+	TMap		none;
+
+	tmap_init(&none, t->c->q.n_aggs, t->c->q.aggs, t->c->types, 16);
+	gpu_run_mode(t->gpu, t->c->path, t->c->prog, t->c->fields, &t->c->q, 0, &none, &t->res,
+				 &t->cancel, true);
+	tmap_free(&none);
+	return NULL;
+}
+
+/*
+ * the read-ahead of a run's columns: alone, then the run reads nothing from
+ * the file; beside a run that starts while it reads, every column is read
+ * once between them (the run waits for what the read-ahead fills, the
+ * read-ahead leaves what the run fills); cancelled while a run waits for
+ * it, the run still answers right
+ */
+static void
+check_cache_read_ahead(const ServiceGpu *gpu, const char *dir)
+{
+	TData		d;
+	TCacheCase	c;
+	TRunResult	res;
+	TFill		f;
+	pthread_t	th;
+	uint64_t	total;
+	int			ok;
+
+	gpu_cache_configure(gpu, -1);
+	gen_data(&d, 8000000, 1000, 5, 0);
+	cache_case_init(&c, dir, "ahead", &d, 250000);
+	ok = cache_case_run(gpu, &c, &res, "ahead: the whole file once");
+	total = res.run.bytes_read;
+	gpu_cache_clear(0);
+	f = (TFill) {gpu, &c};
+	fill_thread(&f);
+	ok = ok && f.res.rc == 0 && f.res.run.bytes_read == total && f.res.run.bytes_cached == 0;
+	ok = ok && cache_case_run(gpu, &c, &res, "ahead: after") && res.run.bytes_read == 0 &&
+		res.run.bytes_cached == total;
+	tap_ok(ok, "read-ahead: %lu of %lu bytes into the cache (rc %d %s), then a run reads none "
+		   "from the file (%lu)", (unsigned long) f.res.run.bytes_read, (unsigned long) total,
+		   f.res.rc, f.res.msg, (unsigned long) res.run.bytes_read);
+	for (int delay_us = 0; delay_us <= 20000; delay_us += 5000)
+	{
+		gpu_cache_clear(0);
+		f = (TFill) {gpu, &c};
+		pthread_create(&th, NULL, fill_thread, &f);
+		usleep(delay_us);
+		ok = cache_case_run(gpu, &c, &res, "ahead: beside");
+		pthread_join(th, NULL);
+		tap_ok(ok && f.res.rc == 0 && f.res.run.bytes_read + res.run.bytes_read == total,
+			   "read-ahead beside a run started %d us later: right answer, read-ahead %lu + "
+			   "run %lu bytes = %lu (every column once; rc %d %s)", delay_us,
+			   (unsigned long) f.res.run.bytes_read, (unsigned long) res.run.bytes_read,
+			   (unsigned long) total, f.res.rc, f.res.msg);
+	}
+	gpu_cache_clear(0);
+	f = (TFill) {gpu, &c};
+	pthread_create(&th, NULL, fill_thread, &f);
+	usleep(3000);
+	f.cancel = 1;
+	ok = cache_case_run(gpu, &c, &res, "ahead: cancelled");
+	pthread_join(th, NULL);
+	tap_ok(ok && (f.res.rc == 0 || f.res.werr == WARP_ERR_CANCELED),
+		   "read-ahead cancelled while a run reads: right answer (read-ahead rc %d, %s)",
+		   f.res.rc, f.res.msg);
+	cache_case_free(&c);
+	tdata_free(&d);
+}
+
 static void
 run_cache_checks(const ServiceGpu *gpu, const char *dir)
 {
@@ -278,5 +362,6 @@ run_cache_checks(const ServiceGpu *gpu, const char *dir)
 	check_cache_tiny(gpu, dir);
 	check_cache_concurrent(gpu, dir);
 	check_cache_oom(gpu, dir);
+	check_cache_read_ahead(gpu, dir);
 	gpu_cache_configure(gpu, -1);
 }

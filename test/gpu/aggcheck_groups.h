@@ -513,11 +513,14 @@ typedef struct TRunResult
  */
 static int	odd_batches_only;
 
-/* runs q over the Arrow file path on the GPU into m; cancel: the run's flag (or NULL) */
+/*
+ * runs q over the Arrow file path on the GPU into m; cancel: the run's flag
+ * (or NULL); fill: its read-ahead instead (gpu_agg_fill: m stays empty)
+ */
 static void
-gpu_run_cancel(const ServiceGpu *gpu, const char *path, const XpuProgram *prog,
-			   const int32_t *fields, const TQuery *q, uint32_t initial_groups, TMap *m,
-			   TRunResult *res, volatile int *cancel)
+gpu_run_mode(const ServiceGpu *gpu, const char *path, const XpuProgram *prog,
+			 const int32_t *fields, const TQuery *q, uint32_t initial_groups, TMap *m,
+			 TRunResult *res, volatile int *cancel, bool fill)
 {
 	ArrowFile  *file;
 	ArrowError	aerr;
@@ -556,12 +559,21 @@ gpu_run_cancel(const ServiceGpu *gpu, const char *path, const XpuProgram *prog,
 	res->run.n_threads = 16;
 	res->run.canceled = cancel != NULL ? cancel : (volatile int *) &canceled;
 	t0 = svc_now_us(CLOCK_MONOTONIC);
-	res->rc = gpu_agg_execute(gpu, &res->run, &opts, tmap_sink, m, &res->err, &res->werr,
-							  res->msg, sizeof(res->msg));
+	res->rc = fill ? gpu_agg_fill(gpu, &res->run, &res->werr, res->msg, sizeof(res->msg)) :
+		gpu_agg_execute(gpu, &res->run, &opts, tmap_sink, m, &res->err, &res->werr,
+						res->msg, sizeof(res->msg));
 	res->wall_s = (svc_now_us(CLOCK_MONOTONIC) - t0) / 1e6;
 	res->run.files = NULL;
 	free(batches);
 	arrow_file_close(file);
+}
+
+static void
+gpu_run_cancel(const ServiceGpu *gpu, const char *path, const XpuProgram *prog,
+			   const int32_t *fields, const TQuery *q, uint32_t initial_groups, TMap *m,
+			   TRunResult *res, volatile int *cancel)
+{
+	gpu_run_mode(gpu, path, prog, fields, q, initial_groups, m, res, cancel, false);
 }
 
 static void

@@ -451,6 +451,30 @@ def test_no_gpu(client, svc, tmp_path):
     assert err is None and end["engine"] == "1"
 
 
+def test_read_ahead_on_the_cpu_engine(client, svc, tmp_path):
+    """AGG_FILL (the read-ahead into the GPU column cache) under the CPU
+    engine: one reply, no groups, nothing read; the service then serves the
+    run as before.  With the join depths of the request not loaded (ids 0,
+    as the backend sends it while it builds them) it is no error.  (The GPU
+    side: test_service_data_path.py and gpu_aggcheck.)"""
+    t = bench_table(5000, 4)
+    f = write(tmp_path / "q.arrow", t, chunk=1000)
+    groups, end, err = run_client(svc, "q1", [f], "--fill", 1)
+    assert err is None and groups == [], (groups, err)
+    assert end["status"] == "0" and end["engine"] == "1", end
+    assert end["bytes_read"] == "0" and end["batches"] == "0" and end["groups"] == "0", end
+    groups, end, err = run_client(svc, "q1", [f])
+    assert err is None and len(groups) == 1 and end["rows_in"] == "5000"
+    payload = bytearray(dump("q1", []))     # a shared run's finish: no files
+    payload[32:40] = struct.pack("<Q", 1)                   # share_id
+    payload[40:44] = struct.pack("<I", 2)                   # share_role WARP_SHARE_FINISH
+    with connect(svc.sock, 30) as c:
+        hello(c)
+        c.sendall(message(37, bytes(payload)))
+        m = recv_message(c)
+        assert error_of(m) == (ERR_PROTOCOL, "AGG_FILL names a shared run"), m
+
+
 # --- malformed requests ---
 
 def test_truncated_and_mutated_payloads(client, svc, tmp_path):

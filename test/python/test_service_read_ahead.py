@@ -1,0 +1,148 @@
+"""AGG_FILL, the read-ahead of a run's Arrow columns into the GPU column
+cache (xpu/protocol.h; what GpuJoin sends while it builds its inner tables,
+src/engine/engine_scan.c), on the stand-in GPU (`make -C test/gpu
+scanfake`: fake_cuda.c copies with memcpy, so the service's cache, slots
+and copies run as they do on a GPU), with pyarrow as the oracle.
+
+agg_client sends the read-ahead of its q1 shape (discount, quantity and
+price); scan_client's `pos` qual then reads field 0, discount, as an int32:
+the same cache entries.  With file registration on, a column the scan reads
+from the file counts in END's `mapped`, so mapped == 0 says the cache
+served it.  Every answer is checked against pyarrow, whatever the path.
+The waiting of a run for a read-ahead's entries is gpu_aggcheck's (a GPU):
+the stand-in runs no aggregation kernel.
+"""
+import os
+
+import pyarrow as pa
+import pytest
+
+from service_client import ENGINE, FAKE_GPU, client_fixture, run_client, write
+from test_service import connect, error_of, hello, message, recv_message
+from test_service_data_path import service_with
+from test_service_scan import expected, rows_of, run
+
+MSG_AGG_FILL, ERR_FILE_CHANGED = 37, 4
+
+pytestmark = pytest.mark.skipif(not FAKE_GPU or ENGINE != 2,
+                                reason="the GPU input path: make -C test/gpu scanfake")
+
+client = client_fixture("scan_client")
+agg = client_fixture("agg_client")
+
+
+@pytest.fixture
+def pinned(tmp_path):
+    """Registration on (256 MiB), the GPU column cache on"""
+    yield from service_with(tmp_path, "--pinned-files", "256")
+
+
+def table(n, seed=0):
+    """discount first (field 0: scan_client's `pos`), with NULLs"""
+    return pa.table({
+        "discount": pa.array([None if i % 7 == 3 else (i * 7919 + seed) % 21 - 10
+                              for i in range(n)], pa.int32()),
+        "s": pa.array(["v%d" % (i % 13) for i in range(n)]),
+        "quantity": pa.array([(i * 31 + seed) % 50 for i in range(n)], pa.int32()),
+        "price": pa.array([i * 1000003 + seed for i in range(n)], pa.int64()),
+    })
+
+
+def pos(b, i):
+    return b.column(0)[i].is_valid and b.column(0)[i].as_py() > 0
+
+
+def fill(agg, svc, f):
+    """The read-ahead of q1 over file f: END as a dict of ints, or ERROR"""
+    lines, end, error = run_client(agg, svc.sock, "q1", [f], "--fill", 1)
+    assert lines == [], lines
+    if error is not None:
+        return None, error
+    return {k: int(v) if v.lstrip("-").isdigit() else v for k, v in end.items()}, None
+
+
+def scan_pos(client, svc, f, t, chunk):
+    """`pos` over f (table t in batches of chunk rows), checked; END"""
+    blocks, end, error = run(client, svc, "pos", [f])
+    assert error is None, error
+    assert rows_of(blocks) == expected(t, chunk, pos)
+    assert int(end["engine"]) == ENGINE
+    return {k: int(v) for k, v in end.items()}
+
+
+def test_read_ahead_fills_the_cache(client, agg, pinned, tmp_path):
+    """The read-ahead reads every batch's columns into the cache once; a
+    second finds them there; a run then reads its column from the cache,
+    where a file not read ahead is read from the file"""
+    t = table(30000)
+    f = write(tmp_path / "a.arrow", t, 4000)
+    first, err = fill(agg, pinned, f)
+    assert err is None and first["status"] == 0 and first["engine"] == ENGINE, (first, err)
+    assert first["batches"] == 8 and first["bytes_read"] > 0 and first["bytes_cached"] == 0
+    assert first["groups"] == 0 and first["rows_in"] == 0      # no kernel ran
+    # int32 discount and quantity (values and validity), int64 price
+    assert first["bytes_read"] >= 30000 * (4 + 4 + 8), first
+    again, err = fill(agg, pinned, f)
+    assert err is None and again["bytes_read"] == 0, again
+    assert again["bytes_cached"] == first["bytes_read"], (first, again)
+    assert scan_pos(client, pinned, f, t, 4000)["mapped"] == 0
+    # the control: the same file under another name, not read ahead
+    g = write(tmp_path / "b.arrow", t, 4000)
+    assert scan_pos(client, pinned, g, t, 4000)["mapped"] > 0
+
+
+def test_read_ahead_of_a_replaced_file(client, agg, pinned, tmp_path):
+    """A file replaced (renamed over) after its read-ahead: read ahead
+    again, and the run answers the new contents"""
+    t = table(20000, 1)
+    f = write(tmp_path / "a.arrow", t, 3000)
+    first, err = fill(agg, pinned, f)
+    assert err is None and first["bytes_read"] > 0
+    t2 = table(20000, 2)
+    write(tmp_path / "b.arrow", t2, 3000)
+    os.replace(tmp_path / "b.arrow", f)
+    second, err = fill(agg, pinned, f)
+    assert err is None and second["bytes_read"] == first["bytes_read"], (first, second)
+    assert second["bytes_cached"] == 0
+    assert scan_pos(client, pinned, f, t2, 3000)["mapped"] == 0
+
+
+@pytest.mark.parametrize("argv,why", [(["--gpu-cache-size", "0"], "the cache off"),
+                                      (["--gpu-cache-size", "1"], "more than half of it")],
+                         ids=["cache-off", "cache-too-small"])
+def test_read_ahead_reads_nothing(client, agg, tmp_path, argv, why):
+    """With the cache off, or columns larger than half of it, the
+    read-ahead reads nothing (a run reads them itself, and answers)"""
+    gen = service_with(tmp_path, "--pinned-files", "256", *argv)
+    svc = next(gen)
+    try:
+        t = table(120000)
+        f = write(tmp_path / "a.arrow", t, 20000)
+        end, err = fill(agg, svc, f)
+        assert err is None and end["status"] == 0 and end["bytes_read"] == 0, (why, end)
+        assert scan_pos(client, svc, f, t, 20000)["mapped"] > 0, why
+    finally:
+        next(gen, None)
+
+
+def test_read_ahead_of_a_truncated_file(client, agg, pinned, tmp_path):
+    """A file cut short after the backend made the request: the read-ahead
+    fails with why (the file changed), the service lives on, and the whole
+    file is read ahead again once it is back"""
+    t = table(60000)
+    f = write(tmp_path / "a.arrow", t, 5000)
+    with open(f, "rb") as src:
+        whole = src.read()
+    dump = tmp_path / "fill.bin"
+    run_client(agg, "-", "q1", [f], "--dump", dump)
+    os.truncate(f, len(whole) // 2)
+    with connect(pinned.sock, 30) as c:
+        hello(c)
+        c.sendall(message(MSG_AGG_FILL, dump.read_bytes()))
+        code, why = error_of(recv_message(c))
+    assert code == ERR_FILE_CHANGED and f in why, (code, why)
+    with open(f, "wb") as dst:
+        dst.write(whole)
+    end, err = fill(agg, pinned, f)
+    assert err is None and end["bytes_read"] > 0, (end, err)
+    assert scan_pos(client, pinned, f, t, 5000)["mapped"] == 0
