@@ -38,6 +38,8 @@
  */
 #include "postgres.h"
 
+#include <float.h>
+
 #include <fcntl.h>
 #include <sys/mman.h>
 #include <unistd.h>
@@ -78,7 +80,7 @@
 bool		pg_warp_enable_gpujoin = true;
 static int	pg_warp_gpujoin_inner_limit = 4096;	/* MB per inner table */
 static bool pg_warp_gpujoin_parallel_build = true;	/* gpu_join_build.c */
-bool		pg_warp_gpujoin_read_ahead = true;	/* gpu_preagg.c */
+double		pg_warp_gpujoin_read_ahead_cost = 1000;	/* gpu_preagg.c */
 
 /* inner rows a parallel build's worker reads, at least (gj_inner_path) */
 #define GJ_BUILD_ROWS_PER_WORKER	131072
@@ -1406,10 +1408,11 @@ gj_read_rows(GjInner *g, const GjSpec *gs, XpuJoinBuilder *b, const char **why)
 
 /*
  * gj_load: depth d's table, written into a sealed memfd and loaded into
- * the service; false (why) where the engine cannot take it
+ * the service; false (why) where the engine cannot take it.  before (NULL:
+ * none) is called before the table is built, if its plan costs enough.
  */
 static bool
-gj_load(GjInner *g, int d, const XpuProgram *prog, const char **why)
+gj_load(GjInner *g, int d, const XpuProgram *prog, GjBuildStart *before, const char **why)
 {
 	GjSpec		gs;
 	XpuJoinSpec *spec = &gs.spec;
@@ -1456,6 +1459,12 @@ gj_load(GjInner *g, int d, const XpuProgram *prog, const char **why)
 				return true;
 			}
 		}
+	}
+	if (before != NULL && !before->done && before->min_cost >= 0 &&
+		g->ps->plan->total_cost >= before->min_cost)
+	{
+		before->done = true;
+		before->fn(before->arg);
 	}
 	if ((b = xpu_join_builder_create(spec, &err)) == NULL)
 	{
@@ -1541,7 +1550,8 @@ gj_load(GjInner *g, int d, const XpuProgram *prog, const char **why)
  * PostgreSQL
  */
 bool
-gj_exec_load(GjInner *inner, int n, const XpuProgram *prog, const char **why)
+gj_exec_load(GjInner *inner, int n, const XpuProgram *prog, GjBuildStart *start,
+			 const char **why)
 {
 	for (int d = 0; d < n; d++)
 	{
@@ -1559,7 +1569,7 @@ gj_exec_load(GjInner *inner, int n, const XpuProgram *prog, const char **why)
 		g->rows = 0;
 		if (g->share_key == NULL)
 		{
-			if (!gj_load(g, d, prog, why))
+			if (!gj_load(g, d, prog, start, why))
 				return false;
 			continue;
 		}
@@ -1588,7 +1598,7 @@ gj_exec_load(GjInner *inner, int n, const XpuProgram *prog, const char **why)
 		}
 		if (g->join_id != 0)
 			continue;
-		ok = gj_load(g, d, prog, why);
+		ok = gj_load(g, d, prog, start, why);
 		old = MemoryContextSwitchTo(g->ps->state->es_query_cxt);
 		t = palloc0(sizeof(GjQueryTable));
 		t->why = ok ? NULL : pstrdup(*why);
@@ -1627,7 +1637,7 @@ gj_shared_build(GjShared *sh, bool reinit, GjInner *inner, int n, const XpuProgr
 	if (sh->state != GJ_SHARED_NONE)
 		return sh->state == GJ_SHARED_REFUSED ? pstrdup(sh->why) : NULL;
 	Assert(n <= WARP_MAX_JOINS);
-	if (why == NULL && gj_exec_load(inner, n, prog, &why))
+	if (why == NULL && gj_exec_load(inner, n, prog, NULL, &why))
 	{
 		for (int d = 0; d < n; d++)
 			sh->ids[d] = inner[d].join_id;
@@ -1747,11 +1757,11 @@ pg_warp_gpu_join_init(void)
 							 "Off: the rows go through the Gather to the backend that builds the table.",
 							 &pg_warp_gpujoin_parallel_build, true,
 							 PGC_USERSET, 0, NULL, NULL, NULL);
-	DefineCustomBoolVariable("pg_warp.gpujoin_read_ahead",
+	DefineCustomRealVariable("pg_warp.gpujoin_read_ahead_cost",
 							 "Lets the service read a GpuJoin's Arrow columns into the GPU cache "
-							 "while the inner tables are built.",
-							 "Off: the run reads them once the tables are built.",
-							 &pg_warp_gpujoin_read_ahead, true,
+							 "while an inner table of at least this cost is built.",
+							 "-1: never; the run then reads them once the tables are built.",
+							 &pg_warp_gpujoin_read_ahead_cost, 1000, -1, DBL_MAX,
 							 PGC_USERSET, 0, NULL, NULL, NULL);
 	DefineCustomIntVariable("pg_warp.gpujoin_inner_limit",
 							"The largest inner table of one GpuJoin depth.",

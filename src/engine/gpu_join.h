@@ -109,6 +109,20 @@ typedef struct GjSpec
 	int16		pay_scales[XPU_JOIN_MAX_PAYLOAD];
 } GjSpec;
 
+/*
+ * What a node does once, right before the first of its inner tables that
+ * is really built (not found kept by the service) from an inner plan whose
+ * total cost is min_cost or more: GpuPreAgg starts its read-ahead there
+ * (gj_exec_load's start)
+ */
+typedef struct GjBuildStart
+{
+	void		(*fn) (void *arg);
+	void	   *arg;
+	double		min_cost;
+	bool		done;
+} GjBuildStart;
+
 /* the next row of an inner plan, NULL at the end (gj_add_rows) */
 typedef TupleTableSlot *(*GjNextRow) (void *arg);
 
@@ -116,7 +130,7 @@ typedef TupleTableSlot *(*GjNextRow) (void *arg);
 #define GJ_SHARED_REFUSED	2
 
 extern bool pg_warp_enable_gpujoin;
-extern bool pg_warp_gpujoin_read_ahead;
+extern double pg_warp_gpujoin_read_ahead_cost;
 
 /* planning */
 extern GjPlan *gj_plan_input(PlannerInfo *root, RelOptInfo *input_rel, bool (*heap_ok) (void),
@@ -138,7 +152,8 @@ extern double gj_inner_cost(const GjPlan *gp);
 /* execution */
 extern GjInner *gj_exec_init(List *private, List *inner_ps, int *n_depths);
 extern void gj_exec_name(GjInner *inner, int n, const char *name);
-extern bool gj_exec_load(GjInner *inner, int n, const XpuProgram *prog, const char **why);
+extern bool gj_exec_load(GjInner *inner, int n, const XpuProgram *prog, GjBuildStart *start,
+						 const char **why);
 extern void gj_exec_end(GjInner *inner, int n);
 extern const char *gj_shared_build(GjShared *sh, bool reinit, GjInner *inner, int n,
 								   const XpuProgram *prog, const char *cannot);

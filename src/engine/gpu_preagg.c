@@ -1315,6 +1315,17 @@ gpa_collect(GpaState *st, HeapAggRun *heap, WarpAggResult *last)
 		engine_run_close(&st->es.run);
 }
 
+/* gpa_read_ahead: GjBuildStart's: the run's read-ahead (engine_scan_read_ahead) */
+static void
+gpa_read_ahead(void *arg)
+{
+	GpaState   *st = arg;
+	StringInfo	req = gpa_request(st, 0);
+
+	if (req != NULL)
+		engine_scan_read_ahead(&st->es, req);
+}
+
 /*
  * gpa_run_engine: runs the aggregation in the service and keeps its groups,
  * or decides that the child runs instead.
@@ -1344,10 +1355,11 @@ gpa_run_engine(GpaState *st)
 	}
 	else if (st->n_depths > 0)
 	{
-		/* the service reads the Arrow columns meanwhile (a GPU's cache) */
-		if (pg_warp_gpujoin_read_ahead && !st->es.heap && (req = gpa_request(st, 0)) != NULL)
-			engine_scan_read_ahead(&st->es, req);
-		if (!gj_exec_load(st->inner, st->n_depths, st->es.prog, &st->fallback_why))
+		/* while a costly table is built, the service reads the Arrow columns */
+		GjBuildStart start = {gpa_read_ahead, st, pg_warp_gpujoin_read_ahead_cost,
+			st->es.heap != NULL};
+
+		if (!gj_exec_load(st->inner, st->n_depths, st->es.prog, &start, &st->fallback_why))
 		{
 			engine_scan_read_ahead_end(&st->es, true);
 			st->fallback = true;

@@ -1209,7 +1209,7 @@ gjs_next(GsState *st, TupleTableSlot *slot)
 			!(st->es.shared != NULL ?
 			  gj_shared_take(&((GsShared *) engine_scan_part(&st->es))->joins, st->inner,
 							 st->n_depths, &st->fallback_why) :
-			  gj_exec_load(st->inner, st->n_depths, st->es.prog, &st->fallback_why)))
+			  gj_exec_load(st->inner, st->n_depths, st->es.prog, NULL, &st->fallback_why)))
 			st->fallback = true;
 	}
 	if (st->fallback)

@@ -1,7 +1,7 @@
-"""GpuJoin's read-ahead (pg_warp.gpujoin_read_ahead, src/engine/engine_scan.c):
-while the backend builds a GpuPreAgg's inner tables, the service reads the
-run's Arrow columns into the GPU column cache (AGG_FILL), and the run finds
-them there.
+"""GpuJoin's read-ahead (pg_warp.gpujoin_read_ahead_cost, src/engine/engine_scan.c):
+while the backend builds a GpuPreAgg's inner table whose plan costs at
+least the setting, the service reads the run's Arrow columns into the GPU
+column cache (AGG_FILL), and the run finds them there.
 
 Every query runs with pg_warp on and off: the rows, or the error, must be
 equal, and the engine must have served the GpuPreAgg.  Each case reads a
@@ -9,7 +9,8 @@ file of its own (a new file is cold in the GPU cache).  On a GPU, EXPLAIN
 ANALYZE must show the read-ahead's bytes, and the read-ahead and the run
 must have read each referenced byte from the file once between them; on the
 CPU engine (CI) it must say that nothing was read ahead.  With the setting
-off, or without a join, there is no read-ahead.
+-1, an inner plan cheaper than it, or without a join, there is no
+read-ahead.
 """
 import itertools
 import os
@@ -20,14 +21,16 @@ import pyarrow as pa
 import pytest
 
 from engine_edge import picker, write
-from pg_sql import DB, ON, find_nodes, show
+from pg_sql import DB, ON, find_nodes, json_plan, show
 from pg_sql import psql as pg_psql
 
 NODE = "GpuPreAgg"
 N = 60000
 ON_J = tuple(ON) + ("SET enable_hashjoin = off", "SET enable_mergejoin = off",
                     "SET enable_nestloop = off")
-SETTINGS = ("SET pg_warp.enable_gpupreagg_heap = off", "SET pg_warp.gpujoin_cache = off")
+SETTINGS = ("SET pg_warp.enable_gpupreagg_heap = off", "SET pg_warp.gpujoin_cache = off",
+            "SET pg_warp.gpujoin_read_ahead_cost = 0")
+NEVER = ("SET pg_warp.gpujoin_read_ahead_cost = -1",)
 CPU_NONE = "none (the CPU engine reads no columns ahead)"
 
 DIMS = """
@@ -103,7 +106,7 @@ def test_read_ahead_while_tables_are_built(data_dir):
     DB.same_answer(sql, NODE, on=on)
     n = preagg(SUM_BY_GROUP.format(t=fresh_table(data_dir)), on)
     total = preagg(SUM_BY_GROUP.format(t=fresh_table(data_dir)),
-                   on + ("SET pg_warp.gpujoin_read_ahead = off",))
+                   on + NEVER)
     assert "Read Ahead" not in total and "Read Ahead Bytes" not in total, total
     if not gpu():
         assert n["Read Ahead"] == CPU_NONE, n
@@ -111,6 +114,23 @@ def test_read_ahead_while_tables_are_built(data_dir):
     assert n["Engine"] == "GPU" and n["Read Ahead Bytes"] > 0, n
     assert n["Read Ahead Bytes"] + n["Bytes Read"] == total["Bytes Read"], (n, total)
     assert n["Bytes From GPU Cache"] >= n["Read Ahead Bytes"], n
+
+
+def test_no_read_ahead_for_a_cheap_inner_plan(data_dir):
+    """The default threshold (1000) is above the small dimension's plan
+    cost: its table is built without a read-ahead"""
+    on = ON_J + SETTINGS + ("RESET pg_warp.gpujoin_read_ahead_cost",)
+    sql = SUM_BY_GROUP.format(t=fresh_table(data_dir))
+    top = json_plan(DB.sql("EXPLAIN (FORMAT JSON) " + sql, on))
+    inner, todo = [], [top]
+    while todo:
+        n = todo.pop()
+        todo.extend(n.get("Plans", []))
+        inner += [n] if n.get("Relation Name") == "dim" else []
+    assert inner and all(n["Total Cost"] < 1000 for n in inner), show(top)
+    DB.same_answer(sql, NODE, on=on)
+    n = preagg(sql, on)
+    assert "Read Ahead" not in n and "Read Ahead Bytes" not in n, n
 
 
 def test_no_read_ahead_without_a_join(data_dir):
