@@ -37,8 +37,12 @@
 #                                           referenced bytes; best of RUNS (default 3); the
 #                                           ssb step's database and Arrow file (SF default 20;
 #                                           loaded if missing).  Before each query's first GPU
-#                                           run the cluster is restarted, which empties the
-#                                           GPU column cache (COLD_FIRST_RUNS=0: not);
+#                                           run the pg_warp service is restarted
+#                                           (bench/service-restart.sh), which empties the GPU
+#                                           column cache and the kept inner tables and leaves
+#                                           PostgreSQL's shared buffers as they are;
+#                                           COLD_FIRST_RUNS=cluster restarts the whole cluster
+#                                           instead (shared buffers emptied too), 0: neither;
 #                                           QUERIES (e.g. q1.1,q2.1) picks a subset
 #   bench/gpu-host.sh gpus                  issue 31's benchmark (bench/gpus_bench.py): the flat
 #                                           queries and the 13 SSB queries on pg_warp GPU over
@@ -245,10 +249,13 @@ ssb-engine)
     make -s -C bench h2d_copy || log "bench/h2d_copy not built: bus times at a nominal 55 GB/s"
     tag=sf$sf-gpu-host-${WORKERS:-16}workers
     cold=()
-    if [ "${COLD_FIRST_RUNS:-1}" = 1 ]; then
-        cold=(--cold-cmd "PGDATABASE=postgres $root/scripts/cluster.sh stop $cluster &&
-                          PGDATABASE=postgres $root/scripts/cluster.sh start $cluster >/dev/null")
-    fi
+    case "${COLD_FIRST_RUNS:-service}" in
+    service) cold=(--cold-cmd "$root/bench/service-restart.sh $db") ;;
+    cluster) cold=(--cold-cmd "PGDATABASE=postgres $root/scripts/cluster.sh stop $cluster &&
+                               PGDATABASE=postgres $root/scripts/cluster.sh start $cluster >/dev/null") ;;
+    0) ;;
+    *) echo "gpu-host: COLD_FIRST_RUNS is service, cluster or 0" >&2; exit 1 ;;
+    esac
     log "SSB engine benchmark, SF $sf, ${WORKERS:-16} workers, best of ${RUNS:-3} runs"
     touch "$top/ssb-engine.start"
     status=0
