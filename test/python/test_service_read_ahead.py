@@ -13,6 +13,8 @@ The waiting of a run for a read-ahead's entries is gpu_aggcheck's (a GPU):
 the stand-in runs no aggregation kernel.
 """
 import os
+import shutil
+import threading
 
 import pyarrow as pa
 import pytest
@@ -146,3 +148,36 @@ def test_read_ahead_of_a_truncated_file(client, agg, pinned, tmp_path):
     end, err = fill(agg, pinned, f)
     assert err is None and end["bytes_read"] > 0, (end, err)
     assert scan_pos(client, pinned, f, t, 5000)["mapped"] == 0
+
+
+def test_read_ahead_beside_runs(client, agg, pinned, tmp_path):
+    """A read-ahead and two runs of one cold file at once, twice: a
+    run waits for the columns the read-ahead is filling, the read-ahead
+    leaves alone those a run fills.  Every answer is right, every
+    read-ahead ends without error, and afterwards the file is all in the
+    cache (no entry was lost between them)."""
+    t = table(60000, 3)
+    base = write(tmp_path / "base.arrow", t, 5000)
+    for round_ in range(2):
+        f = str(tmp_path / ("r%d.arrow" % round_))
+        shutil.copyfile(base, f)            # a new inode: cold in the cache
+        out = {}
+
+        def ahead():
+            out["fill"] = fill(agg, pinned, f)
+
+        def scan(name):
+            out[name] = scan_pos(client, pinned, f, t, 5000)
+        threads = [threading.Thread(target=ahead)] + \
+            [threading.Thread(target=scan, args=("scan%d" % i,)) for i in range(2)]
+        for th in threads:
+            th.start()
+        for th in threads:
+            th.join(120)
+        end, err = out["fill"]
+        assert err is None and end["status"] == 0, (round_, end, err)
+        assert "scan0" in out and "scan1" in out, out      # both answered right
+        again, err = fill(agg, pinned, f)
+        assert err is None and again["bytes_read"] == 0, (round_, again)
+        assert scan_pos(client, pinned, f, t, 5000)["mapped"] == 0
+    assert pinned.proc.poll() is None, pinned.log()
