@@ -12,8 +12,11 @@ infinities; a value the engine cannot hold in one participant's share, a
 table past its limit only once the shares are merged, and an error raised
 in a worker's scan are each tried.
 """
+import json
 import os
 import shutil
+import socket
+import struct
 import tempfile
 
 import pyarrow as pa
@@ -267,3 +270,123 @@ def test_more_workers_for_a_larger_dimension():
         built_in_parallel(sql, settings=settings)
     finally:
         pg_psql("DROP TABLE gjb.big")
+
+
+class Wire:
+    """A PostgreSQL session over the v3 protocol on the cluster's socket
+    (trust authentication), for what psql cannot do: execute a portal a few
+    rows at a time (Execute with a row limit), as JDBC's fetch size does.
+    PostgreSQL then runs the plan without parallel mode: a Gather starts no
+    worker and sets up no dynamic shared memory."""
+
+    def __init__(self):
+        path = os.path.join(os.environ.get("PGHOST", "/tmp"),
+                            ".s.PGSQL.%s" % os.environ.get("PGPORT", "5432"))
+        self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        self.sock.settimeout(120)
+        self.sock.connect(path)
+        self.notices = []
+        params = b"".join(k + b"\0" + v.encode() + b"\0" for k, v in (
+            (b"user", os.environ.get("PGUSER", "postgres")),
+            (b"database", os.environ.get("PGDATABASE", "postgres")))) + b"\0"
+        self.sock.sendall(struct.pack("!ii", 8 + len(params), 196608) + params)
+        self.until(b"Z")
+
+    def recv(self):
+        head = self._exact(5)
+        body = self._exact(struct.unpack("!i", head[1:])[0] - 4)
+        kind = head[:1]
+        if kind == b"R":
+            assert struct.unpack("!i", body[:4])[0] == 0, "only trust authentication"
+        elif kind == b"N":
+            self.notices.append(self._fields(body).get("M", ""))
+        elif kind == b"E":
+            raise AssertionError("server error: %s" % self._fields(body))
+        return kind, body
+
+    def _exact(self, n):
+        buf = b""
+        while len(buf) < n:
+            more = self.sock.recv(n - len(buf))
+            assert more, "the server closed the connection"
+            buf += more
+        return buf
+
+    @staticmethod
+    def _fields(body):
+        return {f[:1].decode(): f[1:].decode() for f in body.split(b"\0") if f}
+
+    def until(self, *kinds):
+        while True:
+            kind, body = self.recv()
+            if kind in kinds:
+                return kind, body
+
+    def send(self, kind, body=b""):
+        self.sock.sendall(kind + struct.pack("!i", 4 + len(body)) + body)
+
+    def simple(self, sql):
+        self.send(b"Q", sql.encode() + b"\0")
+        self.until(b"Z")
+
+    def fetch_in_parts(self, sql, rows_per_fetch):
+        """sql's rows (text), fetched rows_per_fetch at a time from one portal"""
+        self.send(b"P", b"\0" + sql.encode() + b"\0" + struct.pack("!h", 0))
+        self.send(b"B", b"\0\0" + struct.pack("!hhh", 0, 0, 0))
+        rows = []
+        while True:
+            self.send(b"E", b"\0" + struct.pack("!i", rows_per_fetch))
+            self.send(b"H")
+            while True:
+                kind, body = self.recv()
+                if kind == b"D":
+                    n, pos, row = struct.unpack("!h", body[:2])[0], 2, []
+                    for _ in range(n):
+                        ln = struct.unpack("!i", body[pos:pos + 4])[0]
+                        row.append(None if ln < 0 else body[pos + 4:pos + 4 + ln].decode())
+                        pos += 4 + max(ln, 0)
+                    rows.append(row)
+                elif kind in (b"s", b"C"):
+                    break
+            if kind == b"C":
+                self.send(b"S")
+                self.until(b"Z")
+                return rows
+
+    def close(self):
+        self.send(b"X")
+        self.sock.close()
+
+
+def test_portal_fetched_in_parts():
+    """A portal executed a few rows at a time runs without parallel mode:
+    the inner plan's Gather has no dynamic shared memory, and the leader
+    alone runs the GpuJoinBuild node, keeping its share in its own memory.
+    The engine still serves the query (auto_explain's plan, sent to the
+    client, shows it) with PostgreSQL's rows."""
+    sql = ("SELECT f.g, count(*), sum(d.d_num), count(d.d_text) FROM gjb.fact f, gjb.dim d "
+           "WHERE f.k = d.d_key GROUP BY f.g ORDER BY f.g")
+    top = DB.engine_ran(sql, NODE, ON_J + SETTINGS)
+    assert builds(top), show(top)
+    want = [line.split("|") for line in DB.sql(sql, OFF).splitlines()]
+    w = Wire()
+    try:
+        for s in ON_J + SETTINGS + (
+                "LOAD 'auto_explain'", "SET auto_explain.log_min_duration = 0",
+                "SET auto_explain.log_analyze = on", "SET auto_explain.log_timing = off",
+                "SET auto_explain.log_format = json", "SET auto_explain.log_level = notice"):
+            w.simple(s)
+        got = w.fetch_in_parts(sql, 2)
+    finally:
+        w.close()
+    assert [[v if v is not None else "" for v in r] for r in got] == want, (got, want)
+    plans = [json.loads(n[n.index("{"):]) for n in w.notices if '"Plan"' in n]
+    assert len(plans) == 1, w.notices
+    top = plans[0]["Plan"]
+    found = builds(top)
+    assert found, show(top)
+    for gather, node in found:
+        assert gather["Workers Launched"] == 0 and node["Actual Loops"] == 1, show(top)
+    pre = find_nodes(top, NODE)[0]
+    assert pre.get("Engine") in ("CPU", "GPU"), show(top)
+    assert "inner rows 40000," in pre["Join Depth 1"], show(top)
