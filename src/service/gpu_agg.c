@@ -849,6 +849,18 @@ gagg_joins_setup(GaggRun *g)
 					 "cuMemcpyHtoDAsync");
 }
 
+/* the columns of the chunks a run's launches read: past the program's highest col_index */
+static int32_t
+gagg_chunk_ncols(const XpuProgram *prog)
+{
+	int32_t		n = 1;
+
+	for (int k = 0; k < prog->n_cols; k++)
+		if (XPU_COLS(prog)[k].col_index + 1 > n)
+			n = XPU_COLS(prog)[k].col_index + 1;
+	return n;
+}
+
 /*
  * everything a run needs before its first batch; -1 (error set), or
  * XPU_ERR_FALLBACK when one group's HLL sketches pass their memory limit
@@ -892,10 +904,7 @@ gagg_setup(GaggRun *g, const ServiceGpu *gpu, uint32_t dev, const GpuAggOptions 
 		return XPU_ERR_FALLBACK;
 	}
 	gagg_spec_hll_smem(g);
-	g->chunk_ncols = 1;
-	for (int k = 0; k < prog->n_cols; k++)
-		if (XPU_COLS(prog)[k].col_index + 1 > g->chunk_ncols)
-			g->chunk_ncols = XPU_COLS(prog)[k].col_index + 1;
+	g->chunk_ncols = gagg_chunk_ncols(prog);
 	if (gagg_cache_setup(g) != 0 || gagg_slots_create(g) != 0 ||
 		gagg_cancel_setup(g) != 0 || gagg_joins_setup(g) != 0 ||
 		gagg_dev_alloc(g, &g->d_prog, prog->total_len, "the program") != 0 ||
@@ -1130,10 +1139,7 @@ gpu_agg_fill_device(const ServiceGpu *gpu, AggRun *run, uint32_t device, int *we
 	g.fill_only = true;
 	if (gagg_begin(&g, gpu, run, device, &err, werr, msg, msglen) != 0)
 		return -1;
-	g.chunk_ncols = 1;
-	for (int k = 0; k < g.prog->n_cols; k++)
-		if (XPU_COLS(g.prog)[k].col_index + 1 > g.chunk_ncols)
-			g.chunk_ncols = XPU_COLS(g.prog)[k].col_index + 1;
+	g.chunk_ncols = gagg_chunk_ncols(g.prog);
 	rc = gagg_total_rows(&g) < 0 || gagg_cache_setup(&g) != 0 ? -1 : 0;
 	if (rc == 0 && g.use_cache && gagg_fill_fits(&g))
 	{

@@ -225,6 +225,17 @@ gmulti_run(const ServiceGpu *gpu, AggRun *run, uint32_t n, XpuAggTable *out, Xpu
 	return rc;
 }
 
+/* the record batches of run, over its files */
+static uint32_t
+gmulti_batches(const AggRun *run)
+{
+	uint32_t	n = 0;
+
+	for (uint32_t fi = 0; fi < run->n_files; fi++)
+		n += run->files[fi].n_batches;
+	return n;
+}
+
 /* see service.h */
 int
 gpu_agg_run(const ServiceGpu *gpu, AggRun *run, struct XpuAggTable *out, XpuError *err,
@@ -233,11 +244,8 @@ gpu_agg_run(const ServiceGpu *gpu, AggRun *run, struct XpuAggTable *out, XpuErro
 	static uint32_t next_device;
 	GpuAggOptions opts;
 	GaggTableSink ts = {out, &run->spec};
-	uint32_t	n_batches = 0;
 
-	for (uint32_t fi = 0; fi < run->n_files; fi++)
-		n_batches += run->files[fi].n_batches;
-	if (gpu->n_devices > 1 && n_batches > 1)
+	if (gpu->n_devices > 1 && gmulti_batches(run) > 1)
 		return gmulti_run(gpu, run, gpu->n_devices, out, err, werr, msg, msglen);
 	opts.initial_groups = 0;
 	opts.device = __atomic_fetch_add(&next_device, 1, __ATOMIC_RELAXED);
@@ -249,11 +257,8 @@ int
 gpu_agg_fill(const ServiceGpu *gpu, AggRun *run, int *werr, char *msg, size_t msglen)
 {
 	XpuError	err = {0};
-	uint32_t	n_batches = 0;
 
-	for (uint32_t fi = 0; fi < run->n_files; fi++)
-		n_batches += run->files[fi].n_batches;
-	if (gpu->n_devices > 1 && n_batches > 1)
+	if (gpu->n_devices > 1 && gmulti_batches(run) > 1)
 		return gmulti_run(gpu, run, gpu->n_devices, NULL, &err, werr, msg, msglen);
 	if (gpu->n_devices != 1)
 		return 0;
