@@ -358,6 +358,11 @@ typedef struct ArrowBatchInfo
 	int32_t    *column_first_buffer;	/* schema.n_fields + 1 entries */
 	int32_t    *column_first_variadic;	/* schema.n_fields entries */
 	ArrowMetadata metadata;		/* the message's custom_metadata */
+	/*
+	 * Not NULL: the arrays above and the metadata's items and strings lie
+	 * in this one allocation, freed as a whole (the reader's form)
+	 */
+	void	   *packed;
 } ArrowBatchInfo;
 
 typedef struct ArrowDictionaryBatchInfo

@@ -579,7 +579,7 @@ count_views(const ArrowField *f)
  * and counts start (schemas without views need neither).
  */
 int
-arrow_parse_variadic(const ArrowFile *file, const FbVector *v, const ArrowField *fields,
+arrow_parse_variadic(const ArrowAllocator *alloc, const FbVector *v, const ArrowField *fields,
 			   int32_t n_fields, ArrowBatchInfo *info, int32_t *want_buffers,
 			   const char *what, ArrowError *err)
 {
@@ -597,9 +597,9 @@ arrow_parse_variadic(const ArrowFile *file, const FbVector *v, const ArrowField 
 	if (n_views == 0)
 		return ARROW_OK;
 	info->n_variadic = n_views;
-	info->variadic_counts = arrow_calloc(file->alloc, n_views, sizeof(int64_t), err);
-	info->column_first_buffer = arrow_calloc(file->alloc, n_fields + 1, sizeof(int32_t), err);
-	info->column_first_variadic = arrow_calloc(file->alloc, n_fields, sizeof(int32_t), err);
+	info->variadic_counts = arrow_calloc(alloc, n_views, sizeof(int64_t), err);
+	info->column_first_buffer = arrow_calloc(alloc, n_fields + 1, sizeof(int32_t), err);
+	info->column_first_variadic = arrow_calloc(alloc, n_fields, sizeof(int32_t), err);
 	if (info->variadic_counts == NULL || info->column_first_buffer == NULL ||
 		info->column_first_variadic == NULL)
 		return ARROW_ERR_NOMEM;

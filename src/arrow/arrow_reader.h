@@ -98,6 +98,12 @@ typedef struct ReaderPriv
 	int32_t		n_borrowed;		/* batches[0..n) point into another file's
 								 * arrays (arrow_file_copy's share_batches):
 								 * not freed by arrow_file_close */
+	/* while the file is opened: one message buffer and one scratch area
+	 * for every record batch's metadata (read_message, parse_batch_packed) */
+	uint8_t    *msg_buf;
+	size_t		msg_cap;
+	uint8_t    *scratch;
+	size_t		scratch_cap;
 } ReaderPriv;
 
 /* One message read from the file */
@@ -110,6 +116,7 @@ typedef struct Message
 	int16_t		version;		/* MetadataVersion */
 	uint8_t		header_type;
 	uint8_t    *data;			/* the flatbuffer */
+	bool		borrowed;		/* data is ReaderPriv.msg_buf: not freed */
 	FbReader	fb;
 	FbTable		msg;
 	FbTable		header;
@@ -178,7 +185,7 @@ extern const DictValueField *arrow_find_dict_field(const ArrowFile *file,
 extern void arrow_count_layout(const ArrowField *f, int32_t *nodes,
 							   int32_t *buffers);
 /* The variadicBufferCounts of a record batch (see arrow_read_schema.c) */
-extern int	arrow_parse_variadic(const ArrowFile *file, const FbVector *v,
+extern int	arrow_parse_variadic(const ArrowAllocator *alloc, const FbVector *v,
 								 const ArrowField *fields, int32_t n_fields,
 								 ArrowBatchInfo *info, int32_t *want_buffers,
 								 const char *what, ArrowError *err);
