@@ -68,6 +68,7 @@
 #include "utils/guc.h"
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
+#include "utils/rel.h"
 #include "utils/ruleutils.h"
 
 #include "pg_warp.h"
@@ -960,7 +961,7 @@ gj_inner_cost(const GjPlan *gp)
  * gj_inner_plan: the inner plan of a depth (its private item) made to return
  * the inner keys, then the payload columns
  */
-Plan *
+static Plan *
 gj_inner_plan(Plan *plan, List *depth_private)
 {
 	List	   *tlist = NIL;
@@ -972,6 +973,25 @@ gj_inner_plan(Plan *plan, List *depth_private)
 	plan = change_plan_targetlist(plan, tlist, plan->parallel_safe);
 	/* a Gather's participants build the table's shares (gpu_join_build.c) */
 	return pg_warp_gpujoin_parallel_build ? gj_build_plan(plan) : plan;
+}
+
+/*
+ * gj_inner_plans: a node's custom plans after its fallback: the inner plans
+ * (plans, one per depth of depth_privates) made to return the inner keys,
+ * then the payload columns, and where several of them can run at once,
+ * their scans under one Gather (gj_build_group).  *privates_out: the
+ * depths' private items, each with where its plan is (gj_exec_init).
+ */
+List *
+gj_inner_plans(List *plans, List *depth_privates, List **privates_out)
+{
+	List	   *inner = NIL;
+	ListCell   *lc;
+
+	foreach(lc, depth_privates)
+		inner = lappend(inner, gj_inner_plan(list_nth(plans, foreach_current_index(lc)),
+											 lfirst(lc)));
+	return gj_build_group(inner, depth_privates, privates_out);
 }
 
 /* ---------------- execution ---------------- */
@@ -1129,14 +1149,36 @@ gj_exec_init(List *private, List *inner_ps, int *n_depths)
 	*n_depths = list_length(private);
 	if (*n_depths == 0)
 		return NULL;
-	Assert(list_length(inner_ps) == *n_depths);
 	inner = palloc0(sizeof(GjInner) * *n_depths);
 	foreach(lc, private)
 	{
 		int			d = foreach_current_index(lc);
 		List	   *dp = lfirst(lc);
+		/* where its inner plan is: an inner plan of its own, or a child of a group's */
+		PlanState  *ps = list_nth(inner_ps, intVal(list_nth(dp, 7)));
+		int			child = intVal(list_nth(dp, 8));
 
-		inner[d].ps = list_nth(inner_ps, d);
+		inner[d].ps = ps;
+		if (child >= 0)
+		{
+			AppendState *as = (AppendState *) outerPlanState(ps);
+			GjGroup    *grp = NULL;
+
+			if (!IsA(ps, GatherState) || as == NULL || !IsA(as, AppendState) ||
+				child >= as->as_nplans)
+				elog(ERROR, "GpuJoin: depth %d's inner plan is not in its group", d + 1);
+			/* the depths of one group share it */
+			for (int e = 0; e < d && grp == NULL; e++)
+				if (inner[e].group != NULL && inner[e].group->ps == ps)
+					grp = inner[e].group;
+			if (grp == NULL)
+			{
+				grp = palloc0(sizeof(GjGroup));
+				grp->ps = ps;
+			}
+			inner[d].group = grp;
+			inner[d].ps = as->appendplans[child];
+		}
 		inner[d].jointype = intVal(linitial(dp));
 		inner[d].n_key_clauses = intVal(list_nth(dp, 4));
 		inner[d].cache_item = list_nth(dp, 5);
@@ -1392,7 +1434,9 @@ gj_read_rows(GjInner *g, const GjSpec *gs, XpuJoinBuilder *b, const char **why)
 	PG_TRY();
 	{
 		/* a parallel build's participants add the rows they read (gpu_join_build.c) */
-		if (gj_build_node(g->ps) != NULL)
+		if (g->group != NULL)
+			ok = gj_build_take(g->ps, b, &g->rows, why);
+		else if (gj_build_node(g->ps) != NULL)
 			ok = gj_build_run(g->ps, gs, b, &g->rows, why);
 		else
 			ok = gj_add_rows(gj_next_exec, g->ps, gs, b, &g->rows, why);
@@ -1407,58 +1451,75 @@ gj_read_rows(GjInner *g, const GjSpec *gs, XpuJoinBuilder *b, const char **why)
 }
 
 /*
+ * gj_find: depth d's table as an earlier query left it with the service,
+ * if the relation did not change since (g takes it: true); else what
+ * building it needs into *f: its spec, and where it may be kept, its key
+ * and the version of the rows before they are read
+ */
+bool
+gj_find(GjInner *g, int d, const XpuProgram *prog, GjFind *f)
+{
+	Relation	rel;
+	XpuJoinSpec *spec = &f->gs.spec;
+
+	memset(f, 0, sizeof(*f));
+	gj_inner_spec(g->ps->plan->targetlist, g->n_keys, &f->gs);
+	if (!gj_probe_types(prog, d, spec->keys, spec->n_keys))
+		elog(ERROR, "GpuJoin: the program does not probe depth %d with %d keys", d, spec->n_keys);
+	if (g->cache_item == NIL || !pg_warp_gpujoin_cache)
+		return false;
+	rel = table_open((Oid) strtoul(strVal(linitial(g->cache_item)), NULL, 10), NoLock);
+	if (gj_cache_version(rel, f->version))
+	{
+		WarpJoinLoaded found;
+
+		gj_cache_key(g->cache_item, rel, spec, f->gs.pay_scales, f->key);
+		f->relid = RelationGetRelid(rel);
+		service_join_find(f->key, f->version, &found);
+		if (found.join_id != 0 && found.bytes <= spec->max_bytes)
+		{
+			g->join_id = found.join_id;
+			g->rows = (double) found.rows;
+			g->bytes = found.bytes;
+			g->unique = (found.flags & XPU_JOIN_UNIQUE) != 0;
+			g->from_cache = true;
+		}
+	}
+	table_close(rel, NoLock);
+	return g->from_cache;
+}
+
+/*
  * gj_load: depth d's table, written into a sealed memfd and loaded into
  * the service; false (why) where the engine cannot take it.  before (NULL:
  * none) is called before the table is built, if its plan costs enough.
+ * A depth of a group was found missing when the group ran (g->find).
  */
 static bool
 gj_load(GjInner *g, int d, const XpuProgram *prog, GjBuildStart *before, const char **why)
 {
-	GjSpec		gs;
-	XpuJoinSpec *spec = &gs.spec;
+	GjFind		local;
+	GjFind	   *f = g->find != NULL ? g->find : &local;
 	XpuJoinBuilder *b;
 	XpuError	err = {0};
 	uint64		len;
 	int			fd;
 	void	   *p;
-	instr_time	start, end;
-	Relation	rel = NULL;
+	instr_time	start,
+				end;
 	bool		keep = false;	/* the service keeps the table (gpu_join_cache.c) */
-	uint8		key[WARP_JOIN_DIGEST];
-	uint8		version[WARP_JOIN_DIGEST];
 	const uint8 *volatile kept_key;
 	const uint8 *volatile kept_version;
 
 	INSTR_TIME_SET_CURRENT(start);
 	g->from_cache = false;
-	gj_inner_spec(g->ps->plan->targetlist, g->n_keys, &gs);
-	if (!gj_probe_types(prog, d, spec->keys, spec->n_keys))
-		elog(ERROR, "GpuJoin: the program does not probe depth %d with %d keys", d, spec->n_keys);
-	/* the table an earlier query kept, if the relation did not change since */
-	if (g->cache_item != NIL && pg_warp_gpujoin_cache)
+	g->find = NULL;
+	if (f == &local && gj_find(g, d, prog, f))
 	{
-		rel = table_open((Oid) strtoul(strVal(linitial(g->cache_item)), NULL, 10), NoLock);
-		if (gj_cache_version(rel, version))
-		{
-			WarpJoinLoaded found;
-
-			gj_cache_key(g->cache_item, rel, spec, gs.pay_scales, key);
-			keep = true;
-			service_join_find(key, version, &found);
-			if (found.join_id != 0 && found.bytes <= spec->max_bytes)
-			{
-				table_close(rel, NoLock);
-				g->join_id = found.join_id;
-				g->rows = (double) found.rows;
-				g->bytes = found.bytes;
-				g->unique = (found.flags & XPU_JOIN_UNIQUE) != 0;
-				g->from_cache = true;
-				INSTR_TIME_SET_CURRENT(end);
-				INSTR_TIME_SUBTRACT(end, start);
-				g->build_ms = INSTR_TIME_GET_MILLISEC(end);
-				return true;
-			}
-		}
+		INSTR_TIME_SET_CURRENT(end);
+		INSTR_TIME_SUBTRACT(end, start);
+		g->build_ms = INSTR_TIME_GET_MILLISEC(end);
+		return true;
 	}
 	if (before != NULL && !before->done && before->min_cost >= 0 &&
 		g->ps->plan->total_cost >= before->min_cost)
@@ -1466,27 +1527,25 @@ gj_load(GjInner *g, int d, const XpuProgram *prog, GjBuildStart *before, const c
 		before->done = true;
 		before->fn(before->arg);
 	}
-	if ((b = xpu_join_builder_create(spec, &err)) == NULL)
+	if ((b = xpu_join_builder_create(&f->gs.spec, &err)) == NULL)
 	{
 		*why = pstrdup(err.message);
 		return false;
 	}
-	if (!gj_read_rows(g, &gs, b, why))
+	if (!gj_read_rows(g, &f->gs, b, why))
 	{
 		xpu_join_builder_free(b);
-		if (rel != NULL)
-			table_close(rel, NoLock);
 		return false;
 	}
 	/* kept for later queries only if no tuple changed while the rows were read */
-	if (keep)
+	if (OidIsValid(f->relid))
 	{
+		Relation	rel = table_open(f->relid, NoLock);
 		uint8		after[WARP_JOIN_DIGEST];
 
-		keep = gj_cache_version(rel, after) && memcmp(after, version, sizeof(after)) == 0;
-	}
-	if (rel != NULL)
+		keep = gj_cache_version(rel, after) && memcmp(after, f->version, sizeof(after)) == 0;
 		table_close(rel, NoLock);
+	}
 	if ((len = xpu_join_builder_layout(b, &err)) == 0)
 	{
 		xpu_join_builder_free(b);
@@ -1519,8 +1578,8 @@ gj_load(GjInner *g, int d, const XpuProgram *prog, GjBuildStart *before, const c
 		errno = e;
 		elog(ERROR, "could not seal a GpuJoin inner table: %m");
 	}
-	kept_key = keep ? key : NULL;
-	kept_version = keep ? version : NULL;
+	kept_key = keep ? f->key : NULL;
+	kept_version = keep ? f->version : NULL;
 	PG_TRY();
 	{
 		WarpJoinLoaded loaded;
@@ -1537,8 +1596,61 @@ gj_load(GjInner *g, int d, const XpuProgram *prog, GjBuildStart *before, const c
 	g->bytes = len;
 	INSTR_TIME_SET_CURRENT(end);
 	INSTR_TIME_SUBTRACT(end, start);
-	g->build_ms = INSTR_TIME_GET_MILLISEC(end);
+	/* a group's scan is part of each of its tables' build */
+	g->build_ms = INSTR_TIME_GET_MILLISEC(end) + (g->group != NULL ? g->group->ms : 0);
 	return true;
+}
+
+/* the key of depth d's table among the query's (GjQueryTable) */
+static char *
+gj_query_key(GjInner *g, int d, const XpuProgram *prog)
+{
+	XpuJoinKeyDesc keys[XPU_JOIN_MAX_KEYS];
+	StringInfoData key;
+
+	memset(keys, 0, sizeof(keys));
+	if (!gj_probe_types(prog, d, keys, g->n_keys))
+		elog(ERROR, "GpuJoin: the program does not probe depth %d with %d keys", d, g->n_keys);
+	initStringInfo(&key);
+	appendStringInfoString(&key, g->share_key);
+	for (int k = 0; k < g->n_keys; k++)
+		appendStringInfo(&key, " probe %d:%d", keys[k].probe_type, keys[k].probe_scale);
+	return key.data;
+}
+
+/*
+ * gj_query_find: depth d's table as another node of the query loaded it:
+ * 1 (g takes it), -1 where that node found it would not fit (why), 0 where
+ * no node loaded it (or g's table is its own)
+ */
+int
+gj_query_find(GjInner *g, int d, const XpuProgram *prog, const char **why)
+{
+	GjQueryCache *cache;
+	char	   *key;
+	ListCell   *lc;
+
+	if (g->share_key == NULL)
+		return 0;
+	cache = gj_cache(g->ps->state);
+	key = gj_query_key(g, d, prog);
+	foreach(lc, cache->tables)
+	{
+		GjQueryTable *t = lfirst(lc);
+
+		if (strcmp(t->key, key) != 0)
+			continue;
+		if (t->join_id == 0)
+			return (*why = t->why), -1;
+		g->join_id = t->join_id;
+		g->rows = t->rows;
+		g->bytes = t->bytes;
+		g->build_ms = t->build_ms;
+		g->unique = t->unique;
+		g->shared_with = t->name;
+		return 1;
+	}
+	return 0;
 }
 
 /*
@@ -1547,62 +1659,44 @@ gj_load(GjInner *g, int d, const XpuProgram *prog, GjBuildStart *before, const c
  * types): a depth whose table another node of the query loaded (the
  * query's cache, GjQueryTable) takes its join id, one that another node could
  * not build is not built again; false with *why where one stays with
- * PostgreSQL
+ * PostgreSQL.  The depths of a group have their scans run at once first.
  */
 bool
 gj_exec_load(GjInner *inner, int n, const XpuProgram *prog, GjBuildStart *start,
 			 const char **why)
 {
+	if (!gj_build_groups(inner, n, prog, start, why))
+		return false;
 	for (int d = 0; d < n; d++)
 	{
 		GjInner    *g = &inner[d];
 		GjQueryCache *cache;
 		GjQueryTable *t;
-		XpuJoinKeyDesc keys[XPU_JOIN_MAX_KEYS];
-		StringInfoData key;
 		MemoryContext old;
 		bool		ok;
-		ListCell   *lc;
+		int			found;
 
 		if (g->join_id != 0)
 			continue;
 		g->rows = 0;
-		if (g->share_key == NULL)
+		if ((found = gj_query_find(g, d, prog, why)) != 0)
 		{
-			if (!gj_load(g, d, prog, start, why))
+			if (found < 0)
 				return false;
 			continue;
 		}
-		memset(keys, 0, sizeof(keys));
-		if (!gj_probe_types(prog, d, keys, g->n_keys))
-			elog(ERROR, "GpuJoin: the program does not probe depth %d with %d keys", d, g->n_keys);
-		cache = gj_cache(g->ps->state);
-		initStringInfo(&key);
-		appendStringInfoString(&key, g->share_key);
-		for (int k = 0; k < g->n_keys; k++)
-			appendStringInfo(&key, " probe %d:%d", keys[k].probe_type, keys[k].probe_scale);
-		foreach(lc, cache->tables)
-		{
-			t = lfirst(lc);
-			if (strcmp(t->key, key.data) != 0)
-				continue;
-			if (t->join_id == 0)
-				return (*why = t->why), false;	/* another node found it would not fit */
-			g->join_id = t->join_id;
-			g->rows = t->rows;
-			g->bytes = t->bytes;
-			g->build_ms = t->build_ms;
-			g->unique = t->unique;
-			g->shared_with = t->name;
-			break;
-		}
-		if (g->join_id != 0)
-			continue;
 		ok = gj_load(g, d, prog, start, why);
+		if (g->share_key == NULL)
+		{
+			if (!ok)
+				return false;
+			continue;
+		}
+		cache = gj_cache(g->ps->state);
 		old = MemoryContextSwitchTo(g->ps->state->es_query_cxt);
 		t = palloc0(sizeof(GjQueryTable));
 		t->why = ok ? NULL : pstrdup(*why);
-		t->key = pstrdup(key.data);
+		t->key = gj_query_key(g, d, prog);
 		t->join_id = g->join_id;
 		t->rows = g->rows;
 		t->bytes = g->bytes;

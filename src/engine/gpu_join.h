@@ -67,6 +67,10 @@ typedef struct GjInner
 	bool		rows_counted;
 	uint64		rows_in;
 	uint64		rows_out;
+	/* its inner scan run with other depths' under one Gather, NULL: alone */
+	struct GjGroup *group;
+	/* found not kept by the service before its group ran (gj_load), or NULL */
+	struct GjFind *find;
 } GjInner;
 
 /*
@@ -110,6 +114,31 @@ typedef struct GjSpec
 } GjSpec;
 
 /*
+ * What building a depth's table needs once the service did not have it
+ * (gj_find): the spec, and where the table may be kept for later queries,
+ * its relation, key and the version of its rows before they were read
+ */
+typedef struct GjFind
+{
+	GjSpec		gs;
+	Oid			relid;			/* InvalidOid: the table is not kept */
+	uint8		key[WARP_JOIN_DIGEST];
+	uint8		version[WARP_JOIN_DIGEST];
+} GjFind;
+
+/*
+ * Depths whose inner scans run at once: a Gather over a Parallel Append of
+ * their GpuJoinBuild nodes (gpu_join_build.c), run by the first depth that
+ * builds its table; each depth then takes its images
+ */
+typedef struct GjGroup
+{
+	PlanState  *ps;				/* the Gather */
+	bool		ran;			/* since the node's start or rescan */
+	double		ms;				/* its last run */
+} GjGroup;
+
+/*
  * What a node does once, right before the first of its inner tables that
  * is really built (not found kept by the service) from an inner plan whose
  * total cost is min_cost or more: GpuPreAgg starts its read-ahead there
@@ -146,7 +175,7 @@ extern bool gj_plan_outer_join(const GjPlan *gp);
 extern List *gj_codegen_joins(const GjPlan *gp);
 extern List *gj_outer_exprs(const GjPlan *gp);
 extern List *gj_private(const GjPlan *gp);
-extern Plan *gj_inner_plan(Plan *plan, List *depth_private);
+extern List *gj_inner_plans(List *plans, List *depth_privates, List **privates_out);
 extern double gj_inner_cost(const GjPlan *gp);
 
 /* execution */
@@ -165,11 +194,18 @@ extern bool gj_add_rows(GjNextRow next, void *arg, const GjSpec *gs, XpuJoinBuil
 						double *rows, const char **why);
 extern void pg_warp_gpu_join_init(void);
 
+extern bool gj_find(GjInner *g, int d, const XpuProgram *prog, GjFind *f);
+extern int	gj_query_find(GjInner *g, int d, const XpuProgram *prog, const char **why);
+
 /* in gpu_join_build.c: an inner table built by the participants of a Gather */
 extern Plan *gj_build_plan(Plan *plan);
+extern List *gj_build_group(List *plans, List *depth_privates, List **privates_out);
 extern PlanState *gj_build_node(PlanState *inner);
 extern bool gj_build_run(PlanState *inner, const GjSpec *gs, XpuJoinBuilder *b, double *rows,
 						 const char **why);
+extern bool gj_build_take(PlanState *node, XpuJoinBuilder *b, double *rows, const char **why);
+extern bool gj_build_groups(GjInner *inner, int n, const XpuProgram *prog, GjBuildStart *start,
+							const char **why);
 extern void gj_build_init(void);
 
 /* in gpu_join_rows.c: the rows into and out of each depth */

@@ -30,6 +30,13 @@
  * The rows and their order are the scan's, as the Gather's would have been:
  * a table's rows have no order a query may rely on.
  *
+ * Several depths of a node form a group (gj_build_group) where one has such
+ * a Gather and another a plan a worker may run: their GpuJoinBuild nodes
+ * under one Gather's Parallel Append, so that their scans run at once.  The
+ * first depth built runs the group (gj_build_groups), each depth that is
+ * not to be built (found kept, or loaded) skipping its scan; each depth
+ * then takes its images (gj_build_take).
+ *
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
@@ -40,6 +47,9 @@
 #include "nodes/extensible.h"
 #include "nodes/makefuncs.h"
 #include "nodes/nodeFuncs.h"
+#include "optimizer/cost.h"
+#include "portability/instr_time.h"
+#include "utils/guc.h"
 #include "utils/lsyscache.h"
 #include "storage/spin.h"
 #include "utils/dsa.h"
@@ -62,6 +72,7 @@ typedef struct GjbImage
 typedef struct GjbShared
 {
 	GjSpec		gs;
+	bool		skip;			/* in a group: this table is not built */
 	slock_t		mutex;
 	dsa_pointer images;			/* GjbImage list */
 	bool		refused;
@@ -83,6 +94,8 @@ typedef struct GjbState
 
 static CustomScanMethods gjb_plan_methods;
 static CustomExecMethods gjb_exec_methods;
+
+static bool pg_warp_gpujoin_concurrent_build = true;
 
 /* ---------------------------------------------------------------- planning */
 
@@ -115,21 +128,14 @@ gjb_leader_only(Node *node, void *context)
  * Gather's scan) where it has one that runs workers and its target list may
  * be evaluated in them; else plan as it is
  */
-Plan *
-gj_build_plan(Plan *plan)
+/* a GpuJoinBuild node of target list tlist over scan */
+static Plan *
+gjb_over(Plan *scan, List *tlist)
 {
-	Gather	   *gather;
-	Plan	   *scan;
 	CustomScan *cs;
 	List	   *scan_tlist = NIL;
 	ListCell   *lc;
 
-	if (!IsA(plan, Gather) || ((Gather *) plan)->single_copy ||
-		((Gather *) plan)->num_workers <= 0 || plan->lefttree == NULL ||
-		gjb_leader_only((Node *) plan->targetlist, NULL))
-		return plan;
-	gather = (Gather *) plan;
-	scan = plan->lefttree;
 	foreach(lc, scan->targetlist)
 	{
 		TargetEntry *te = lfirst(lc);
@@ -141,16 +147,190 @@ gj_build_plan(Plan *plan)
 	cs->scan.plan.startup_cost = scan->startup_cost;
 	cs->scan.plan.total_cost = scan->total_cost;
 	cs->scan.plan.plan_rows = scan->plan_rows;
-	cs->scan.plan.plan_width = plan->plan_width;
+	cs->scan.plan.plan_width = scan->plan_width;
 	cs->scan.plan.parallel_aware = true;	/* it has a DSM */
 	cs->scan.plan.parallel_safe = true;
-	cs->scan.plan.targetlist = copyObject(plan->targetlist);
+	cs->scan.plan.targetlist = copyObject(tlist);
 	cs->scan.scanrelid = 0;
 	cs->custom_scan_tlist = scan_tlist;
 	cs->custom_plans = list_make1(scan);
 	cs->methods = &gjb_plan_methods;
-	gather->plan.lefttree = &cs->scan.plan;
+	return &cs->scan.plan;
+}
+
+/*
+ * gj_build_plan: plan, an inner plan made to return the keys and payload,
+ * with a GjbState node under its Gather (the same target list, over the
+ * Gather's scan) where it has one that runs workers and its target list may
+ * be evaluated in them; else plan as it is
+ */
+Plan *
+gj_build_plan(Plan *plan)
+{
+	if (!IsA(plan, Gather) || ((Gather *) plan)->single_copy ||
+		((Gather *) plan)->num_workers <= 0 || plan->lefttree == NULL ||
+		gjb_leader_only((Node *) plan->targetlist, NULL))
+		return plan;
+	plan->lefttree = gjb_over(plan->lefttree, plan->targetlist);
 	return plan;
+}
+
+/*
+ * may plan not join a group: it holds a Gather (none may run under
+ * another), or a node whose children are not walked here
+ */
+static bool
+gjb_not_groupable(Plan *plan)
+{
+	if (plan == NULL)
+		return false;
+	if (IsA(plan, Gather) || IsA(plan, GatherMerge))
+		return true;
+	if (IsA(plan, CustomScan))
+	{
+		ListCell   *lc;
+
+		foreach(lc, ((CustomScan *) plan)->custom_plans)
+			if (gjb_not_groupable(lfirst(lc)))
+				return true;
+	}
+	if (IsA(plan, Append) || IsA(plan, MergeAppend) || IsA(plan, SubqueryScan))
+		return true;
+	return gjb_not_groupable(plan->lefttree) || gjb_not_groupable(plan->righttree);
+}
+
+/* plan's GpuJoinBuild node, if it is a Gather over one (gj_build_plan's) */
+static Plan *
+gjb_plan_under(Plan *plan)
+{
+	Plan	   *below = IsA(plan, Gather) ? plan->lefttree : NULL;
+
+	return below != NULL && IsA(below, CustomScan) &&
+		((CustomScan *) below)->methods == &gjb_plan_methods ? below : NULL;
+}
+
+/*
+ * gj_build_group: the custom plans of a node's depths (plans: their inner
+ * plans, gj_inner_plan's) where the scans of several run at once: a Gather
+ * over a Parallel Append of their GpuJoinBuild nodes, after the plans of
+ * the depths left out.  The inner plans ran one after the other in the
+ * backend, each Gather starting its workers and waiting for its last, and a
+ * dimension that PostgreSQL scans serially (SSB SF 20: supplier, 40,000
+ * rows, 10 ms) waited for the others.  In the group every partial scan
+ * (a Gather's, gj_build_plan) is shared by the participants as before, and
+ * each serial plan is run by one of them beside it.  A depth joins the
+ * group where its plan is a Gather over a GpuJoinBuild, or a plan without a
+ * Gather that a worker may run (parallel safe, its target list too); the
+ * group is made when it has a partial scan and another depth.  The Gather
+ * plans the workers of the partial scans' Gathers and one for each serial
+ * plan, within max_parallel_workers_per_gather.  *privates_out: each
+ * depth's private item (depth_privates') with the index of its plan among
+ * those returned and, in the group, its child (else -1).
+ */
+List *
+gj_build_group(List *plans, List *depth_privates, List **privates_out)
+{
+	List	   *out = NIL;
+	List	   *serial = NIL;
+	List	   *partial = NIL;
+	int			n = list_length(plans);
+	int		   *child = palloc(sizeof(int) * Max(n, 1));
+	int			workers = 0;
+	int			rescan_param = -1;
+	Gather	   *gather = NULL;
+	ListCell   *lc;
+
+	for (int d = 0; d < n; d++)
+	{
+		Plan	   *p = list_nth(plans, d);
+		Plan	   *build = gjb_plan_under(p);
+
+		child[d] = -1;
+		if (!pg_warp_gpujoin_concurrent_build)
+			continue;
+		if (build != NULL)
+		{
+			partial = lappend(partial, build);
+			workers += ((Gather *) p)->num_workers;
+			/* the Gather's rescan parameter (one per Gather, which the group replaces) */
+			if (rescan_param < 0)
+				rescan_param = ((Gather *) p)->rescan_param;
+		}
+		else if (p->parallel_safe && !gjb_not_groupable(p) &&
+				 !gjb_leader_only((Node *) p->targetlist, NULL))
+			serial = lappend(serial, p);
+	}
+	if (partial != NIL && list_length(partial) + list_length(serial) >= 2)
+	{
+		Append	   *ap = makeNode(Append);
+		int			k = 0;
+
+		/* the serial plans first: each is run once (first_partial_plan) */
+		for (int d = 0; d < n; d++)
+		{
+			Plan	   *p = list_nth(plans, d);
+
+			if (list_member_ptr(serial, p))
+			{
+				child[d] = k++;
+				ap->appendplans = lappend(ap->appendplans, gjb_over(p, p->targetlist));
+			}
+		}
+		ap->first_partial_plan = k;
+		for (int d = 0; d < n; d++)
+		{
+			Plan	   *p = list_nth(plans, d);
+
+			if (gjb_plan_under(p) != NULL && list_member_ptr(partial, gjb_plan_under(p)))
+			{
+				child[d] = k++;
+				ap->appendplans = lappend(ap->appendplans, gjb_plan_under(p));
+			}
+		}
+		foreach(lc, ap->appendplans)
+		{
+			Plan	   *p = lfirst(lc);
+
+			ap->plan.startup_cost += p->startup_cost;
+			ap->plan.total_cost += p->total_cost;
+		}
+		ap->plan.parallel_aware = true;
+		ap->plan.parallel_safe = true;
+		gather = makeNode(Gather);
+		gather->plan.startup_cost = ap->plan.startup_cost;
+		gather->plan.total_cost = ap->plan.total_cost;
+		gather->plan.lefttree = &ap->plan;
+		gather->num_workers = Max(1, Min(max_parallel_workers_per_gather,
+										 workers + list_length(serial)));
+		gather->rescan_param = rescan_param;
+	}
+	*privates_out = NIL;
+	for (int d = 0; d < n; d++)
+	{
+		List	   *dp = list_copy(list_nth(depth_privates, d));
+
+		if (child[d] < 0)
+		{
+			dp = lappend(dp, makeInteger(list_length(out)));
+			out = lappend(out, list_nth(plans, d));
+		}
+		else
+			dp = lappend(dp, makeInteger(-1));	/* set below: the group comes last */
+		dp = lappend(dp, makeInteger(child[d]));
+		*privates_out = lappend(*privates_out, dp);
+	}
+	if (gather != NULL)
+	{
+		foreach(lc, *privates_out)
+		{
+			List	   *dp = lfirst(lc);
+
+			if (intVal(llast(dp)) >= 0)
+				lfirst(list_nth_cell(dp, list_length(dp) - 2)) = makeInteger(list_length(out));
+		}
+		out = lappend(out, gather);
+	}
+	return out;
 }
 
 /* ---------------------------------------------------------------- execution */
@@ -268,6 +448,8 @@ gjb_exec(CustomScanState *node)
 	st->done = true;
 	if (!st->armed && st->area == NULL)
 		elog(ERROR, "GpuJoinBuild: run without the table's spec");
+	if (st->shared->skip)
+		return NULL;			/* a group's table that is not built */
 	if ((st->builder = xpu_join_builder_create(&st->shared->gs.spec, &err)) == NULL)
 		elog(ERROR, "GpuJoinBuild: %s", err.message);
 	if (gj_add_rows(gjb_next, st, &st->shared->gs, st->builder, &rows, &why))
@@ -317,6 +499,7 @@ gjb_init_dsm(CustomScanState *node, ParallelContext *pcxt, void *coordinate)
 		elog(ERROR, "GpuJoinBuild: started without the table's spec");
 	memset(sh, 0, sizeof(*sh));
 	sh->gs = st->local.gs;
+	sh->skip = st->local.skip;
 	SpinLockInit(&sh->mutex);
 	sh->images = InvalidDsaPointer;
 	st->shared = sh;
@@ -328,8 +511,12 @@ gjb_init_dsm(CustomScanState *node, ParallelContext *pcxt, void *coordinate)
 static void
 gjb_reinit_dsm(CustomScanState *node, ParallelContext *pcxt, void *coordinate)
 {
+	GjbState   *st = (GjbState *) node;
 	GjbShared  *sh = coordinate;
 
+	/* a group's rescan may build other tables of it */
+	sh->gs = st->local.gs;
+	sh->skip = st->local.skip;
 	sh->refused = false;
 	sh->why[0] = '\0';
 	sh->images = InvalidDsaPointer;
@@ -361,6 +548,18 @@ gj_build_node(PlanState *inner)
 	return below;
 }
 
+/* node (a GpuJoinBuild) to build the table of spec gs, or none (NULL) */
+static void
+gjb_arm(PlanState *node, const GjSpec *gs)
+{
+	GjbState   *st = (GjbState *) node;
+
+	if (gs != NULL)
+		st->local.gs = *gs;
+	st->local.skip = gs == NULL;
+	st->armed = true;
+}
+
 /* one participant's image merged into b, its rows counted in *rows */
 static bool
 gjb_merge(XpuJoinBuilder *b, const GjbImage *img, double *rows, XpuError *err)
@@ -379,15 +578,27 @@ bool
 gj_build_run(PlanState *inner, const GjSpec *gs, XpuJoinBuilder *b, double *rows,
 			 const char **why)
 {
-	GjbState   *st = (GjbState *) gj_build_node(inner);
+	PlanState  *node = gj_build_node(inner);
+
+	gjb_arm(node, gs);
+	if (!TupIsNull(ExecProcNode(inner)))
+		elog(ERROR, "GpuJoinBuild: an inner table's build returned a row");
+	return gj_build_take(node, b, rows, why);
+}
+
+/*
+ * gj_build_take: the images of GpuJoinBuild node (whose Gather ran) merged
+ * into builder b, the rows counted in *rows; false (why) where a
+ * participant refused the table or the merge fails
+ */
+bool
+gj_build_take(PlanState *node, XpuJoinBuilder *b, double *rows, const char **why)
+{
+	GjbState   *st = (GjbState *) node;
 	XpuError	err = {0};
 	dsa_pointer dp;
 	bool		ok = true;
 
-	st->local.gs = *gs;
-	st->armed = true;
-	if (!TupIsNull(ExecProcNode(inner)))
-		elog(ERROR, "GpuJoinBuild: an inner table's build returned a row");
 	if (st->shared->refused)
 	{
 		*why = pstrdup(st->shared->why);
@@ -413,6 +624,92 @@ gj_build_run(PlanState *inner, const GjSpec *gs, XpuJoinBuilder *b, double *rows
 	return ok;
 }
 
+/*
+ * gj_build_group_run: the scans of group grp (of inner's n depths) run at
+ * once for the depths whose tables are to be built: the others (loaded,
+ * another node's in the query, kept by the service: gj_query_find,
+ * gj_find) skip theirs; each depth to build keeps what gj_find learned
+ * (g->find) for gj_load.  start (gj_exec_load's) is called first if a
+ * depth to build costs enough.  false (why) where a depth stays with
+ * PostgreSQL.
+ */
+static bool
+gj_build_group_run(GjGroup *grp, GjInner *inner, int n, const XpuProgram *prog,
+				   GjBuildStart *start, const char **why)
+{
+	bool		build = false;
+	bool		costly = false;
+	instr_time	t0,
+				t1;
+
+	for (int d = 0; d < n; d++)
+	{
+		GjInner    *g = &inner[d];
+		GjFind	   *f;
+		int			r = 0;
+
+		if (g->group != grp)
+			continue;
+		if (g->join_id != 0 || (r = gj_query_find(g, d, prog, why)) > 0)
+		{
+			gjb_arm(g->ps, NULL);
+			continue;
+		}
+		if (r < 0)
+			return false;
+		f = palloc(sizeof(GjFind));
+		if (gj_find(g, d, prog, f))
+		{
+			pfree(f);
+			gjb_arm(g->ps, NULL);
+			continue;
+		}
+		g->find = f;
+		g->rows = 0;
+		gjb_arm(g->ps, &f->gs);
+		build = true;
+		if (start != NULL && start->min_cost >= 0 && g->ps->plan->total_cost >= start->min_cost)
+			costly = true;
+	}
+	if (!build)
+		return true;
+	if (costly && !start->done)
+	{
+		start->done = true;
+		start->fn(start->arg);
+	}
+	if (grp->ran)
+		ExecReScan(grp->ps);
+	INSTR_TIME_SET_CURRENT(t0);
+	if (!TupIsNull(ExecProcNode(grp->ps)))
+		elog(ERROR, "GpuJoinBuild: a group of inner tables' builds returned a row");
+	INSTR_TIME_SET_CURRENT(t1);
+	INSTR_TIME_SUBTRACT(t1, t0);
+	grp->ms = INSTR_TIME_GET_MILLISEC(t1);
+	grp->ran = true;
+	return true;
+}
+
+/*
+ * gj_build_groups: before inner's n depths are loaded one by one
+ * (gj_exec_load), each group's scans run at once (gj_build_group_run)
+ */
+bool
+gj_build_groups(GjInner *inner, int n, const XpuProgram *prog, GjBuildStart *start,
+				const char **why)
+{
+	for (int d = 0; d < n; d++)
+	{
+		bool		first = inner[d].group != NULL;
+
+		for (int e = 0; e < d && first; e++)
+			first = inner[e].group != inner[d].group;
+		if (first && !gj_build_group_run(inner[d].group, inner, n, prog, start, why))
+			return false;
+	}
+	return true;
+}
+
 /* gj_build_init: the node's methods, known by name to parallel workers */
 void
 gj_build_init(void)
@@ -430,4 +727,11 @@ gj_build_init(void)
 	gjb_exec_methods.InitializeDSMCustomScan = gjb_init_dsm;
 	gjb_exec_methods.ReInitializeDSMCustomScan = gjb_reinit_dsm;
 	gjb_exec_methods.InitializeWorkerCustomScan = gjb_init_worker;
+
+	DefineCustomBoolVariable("pg_warp.gpujoin_concurrent_build",
+							 "Lets the inner scans of a GpuJoin's depths run at once under one Gather.",
+							 "Off: each depth's scan runs after the one before, under a Gather of "
+							 "its own where it has one.",
+							 &pg_warp_gpujoin_concurrent_build, true,
+							 PGC_USERSET, 0, NULL, NULL, NULL);
 }

@@ -430,8 +430,8 @@ gjs_join_search(PlannerInfo *root, int levels_needed, List *initial_rels)
  * (EXPLAIN) and an anchor Var of the outer table.  custom_private: the
  * number of the outer table's quals, whether it is a heap table, the chunk
  * columns' attnos, the number of outputs, the depths (gj_private) and the
- * program.  custom_plans: the fallback, then each
- * depth's inner plan returning its keys and payload.
+ * program.  custom_plans: the fallback, then the depths' inner plans
+ * returning their keys and payload (gj_inner_plans).
  */
 Plan *
 gjs_plan_path(PlannerInfo *root, RelOptInfo *rel, CustomPath *best_path,
@@ -479,12 +479,8 @@ gjs_plan_path(PlannerInfo *root, RelOptInfo *rel, CustomPath *best_path,
 	cs->scan.plan.qual = extract_actual_clauses(clauses, false);
 	cs->scan.scanrelid = 0;
 	cs->custom_scan_tlist = scan_tlist;
-	cs->custom_plans = list_make1(linitial(custom_plans));
-	foreach(lc, depths)
-		cs->custom_plans = lappend(cs->custom_plans,
-								   gj_inner_plan(list_nth(custom_plans,
-														  foreach_current_index(lc) + 1),
-												 lfirst(lc)));
+	cs->custom_plans = lcons(linitial(custom_plans),
+							 gj_inner_plans(list_copy_tail(custom_plans, 1), depths, &depths));
 	cs->custom_private = list_make5(makeInteger(list_length(quals)), list_nth(priv, 5),
 									lthird(priv), makeInteger(list_length(exprs)), depths);
 	cs->custom_private = lappend(cs->custom_private, list_nth(priv, 6));

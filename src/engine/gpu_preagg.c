@@ -858,7 +858,8 @@ gpa_anchor_var(PlannerInfo *root, Index relid, List *exprs)
  * states: GPA_PARTIAL_PARALLEL for a parallel heap run, GPA_PARTIAL for one
  * partition of a partitioned table, gpu_join_part.c), the join depths (gj_private: GpuJoin's, NIL without
  * joins) and the engine's program (engine_plan_program, compiled by
- * gpa_compiles).  custom_plans: the fallback, then each depth's inner plan.
+ * gpa_compiles).  custom_plans: the fallback, then the depths' inner plans
+ * (gj_inner_plans: those whose scans run at once under one Gather, last).
  */
 static Plan *
 gpa_plan_path(PlannerInfo *root, RelOptInfo *rel, CustomPath *best_path,
@@ -871,6 +872,7 @@ gpa_plan_path(PlannerInfo *root, RelOptInfo *rel, CustomPath *best_path,
 	List	   *keys = lthird(priv);
 	List	   *aggrefs = lfourth(priv);
 	List	   *scan_tlist = NIL;
+	List	   *depths;
 	ListCell   *lc;
 	AttrNumber	resno = 1;
 
@@ -895,18 +897,15 @@ gpa_plan_path(PlannerInfo *root, RelOptInfo *rel, CustomPath *best_path,
 	cs->scan.plan.targetlist = tlist;
 	cs->scan.plan.qual = list_nth(priv, 4);
 	cs->scan.scanrelid = 0;
-	/* the fallback, then each join depth's inner plan, returning its keys and payload */
-	cs->custom_plans = list_make1(linitial(custom_plans));
-	foreach(lc, list_nth(priv, 6))
-		cs->custom_plans = lappend(cs->custom_plans,
-								   gj_inner_plan(list_nth(custom_plans,
-														  foreach_current_index(lc) + 1),
-												 lfirst(lc)));
+	/* the fallback, then the join depths' inner plans, returning their keys and payload */
+	cs->custom_plans = lcons(linitial(custom_plans),
+							 gj_inner_plans(list_copy_tail(custom_plans, 1), list_nth(priv, 6),
+											&depths));
 	cs->custom_scan_tlist = scan_tlist;
 	cs->custom_private = list_make5(makeInteger(list_length(keys)),
 									makeInteger(list_length(aggrefs)),
 									makeInteger(list_length(quals)),
-									list_nth(priv, 5), list_nth(priv, 6));
+									list_nth(priv, 5), depths);
 	cs->custom_private = lappend(cs->custom_private, list_nth(priv, 7));
 	cs->methods = &gpa_ops.scan;
 	return &cs->scan.plan;

@@ -4,8 +4,10 @@ of the scan and build a share of the table, which the leader merges.
 
 Every query runs with pg_warp on and off, and on with the parallel build off
 (pg_warp.gpujoin_parallel_build): the rows, or the error, must be equal. The
-plan must have the GpuJoinBuild node under the Gather of the inner plan, the
-Gather must have launched workers, and the engine must have served the
+plan must have the GpuJoinBuild node under the Gather of the inner plan (or
+of the group whose Parallel Append runs several depths' scans at once,
+checked against pg_warp.gpujoin_concurrent_build off), the Gather must have
+launched workers, and the engine must have served the
 GpuPreAgg with the inner rows PostgreSQL counts.  The dimensions hold NULL
 keys and payloads, duplicate keys, texts, numerics, floats with NaN and
 infinities; a value the engine cannot hold in one participant's share, a
@@ -94,16 +96,22 @@ def tables():
 
 
 def builds(top):
-    """the GpuJoinBuild nodes of plan top, each asserted to be under a Gather"""
+    """the GpuJoinBuild nodes of plan top, each with its Gather: the node is
+    asserted to be right under a Gather, or under the Parallel Append of a
+    group's Gather (several depths' scans at once)"""
     found = []
 
-    def walk(n, parent):
+    def walk(n, parents):
         if n.get("Custom Plan Provider") == BUILD:
+            parent = parents[-1] if parents else None
+            if parent is not None and parent["Node Type"] == "Append":
+                assert parent.get("Parallel Aware") and len(parents) >= 2, show(top)
+                parent = parents[-2]
             assert parent is not None and parent["Node Type"] == "Gather", show(top)
             found.append((parent, n))
         for c in n.get("Plans", []):
-            walk(c, n)
-    walk(top, None)
+            walk(c, parents + [n])
+    walk(top, [])
     return found
 
 
@@ -272,6 +280,118 @@ def test_more_workers_for_a_larger_dimension():
         pg_psql("DROP TABLE gjb.big")
 
 
+def groups(top):
+    """the groups of plan top: each a Gather over a Parallel Append whose
+    children are GpuJoinBuild nodes (several depths' scans at once), as
+    (gather, [build nodes])"""
+    found = []
+
+    def walk(n):
+        kids = n.get("Plans", [])
+        if n["Node Type"] == "Gather" and len(kids) == 1 and kids[0]["Node Type"] == "Append":
+            members = kids[0].get("Plans", [])
+            assert kids[0].get("Parallel Aware"), show(top)
+            assert members and all(m.get("Custom Plan Provider") == BUILD for m in members), \
+                show(top)
+            found.append((n, members))
+        for c in kids:
+            walk(c)
+    walk(top)
+    return found
+
+
+# three depths: dim's parallel scan, tdim's serial one (no partial path: no
+# workers for it) beside it, and multi's keys that repeat
+GROUP_SQL = ("SELECT d.d_grp, count(*), max(t.t_val), min(m.m_label), sum(d.d_num) "
+             "FROM gjb.fact f, gjb.dim d, gjb.tdim t, gjb.multi m "
+             "WHERE f.k = d.d_key AND f.tk = t.t_key AND f.mk = m.m_key AND d.d_grp <> 4 "
+             "GROUP BY d.d_grp")
+NOT_AT_ONCE = ("SET pg_warp.gpujoin_concurrent_build = off",)
+
+
+@pytest.fixture
+def serial_tdim():
+    pg_psql("ALTER TABLE gjb.tdim SET (parallel_workers = 0)")
+    yield
+    pg_psql("ALTER TABLE gjb.tdim RESET (parallel_workers)")
+
+
+def test_group_runs_the_depths_scans_at_once(serial_tdim):
+    """The scans of a query's depths run under one Gather: a Parallel
+    Append of their GpuJoinBuild nodes, dim's parallel scan shared by the
+    participants and tdim's serial scan run by one of them.  The answer is
+    PostgreSQL's and the one with the scans one after the other
+    (pg_warp.gpujoin_concurrent_build off, whose plan has no group); every
+    depth has PostgreSQL's inner rows."""
+    rows = [count("SELECT count(*) FROM gjb.dim WHERE d_grp <> 4"), 3000, 3001]
+    top = built_in_parallel(GROUP_SQL, depth_rows=rows)
+    found = groups(top)
+    assert len(found) == 1 and len(found[0][1]) == 3, show(top)
+    gather, members = found[0]
+    assert gather["Workers Launched"] >= 1, show(top)
+    scans = {m["Plans"][0]["Relation Name"]: m["Plans"][0] for m in members}
+    assert sorted(scans) == ["dim", "multi", "tdim"], show(top)
+    assert scans["dim"]["Parallel Aware"] and not scans["tdim"]["Parallel Aware"], show(top)
+    one_by_one = DB.result(GROUP_SQL, ON_J + SETTINGS + NOT_AT_ONCE)
+    together = DB.result(GROUP_SQL, ON_J + SETTINGS)
+    assert one_by_one[0] == together[0] == "ok", (one_by_one, together)
+    assert_rows_equal(GROUP_SQL, together[1], one_by_one[1], rel_tol=1e-9)
+    apart = DB.engine_ran(GROUP_SQL, NODE, ON_J + SETTINGS + NOT_AT_ONCE)
+    assert not groups(apart) and len(builds(apart)) >= 1, show(apart)
+
+
+def test_group_with_a_kept_table(serial_tdim):
+    """With the join cache on, a second run finds the tables the first
+    kept; after a row of one dimension changed, that depth's table is built
+    again in its group while the others, found kept, skip their scans: the
+    answer is PostgreSQL's with the changed row."""
+    settings = tuple(s for s in SETTINGS if "gpujoin_cache" not in s) + \
+        ("SET pg_warp.gpujoin_cache = on",)
+    pg_psql("VACUUM (FREEZE) gjb.dim, gjb.tdim, gjb.multi")
+    try:
+        DB.same(GROUP_SQL, NODE, settings=settings, on=ON_J, rel_tol=1e-9)
+        top = DB.engine_ran(GROUP_SQL, NODE, ON_J + settings)
+        pre = find_nodes(top, NODE)[0]
+        assert all("kept from an earlier query" in pre["Join Depth %d" % d]
+                   for d in (1, 2, 3)), show(top)
+        pg_psql("UPDATE gjb.tdim SET t_val = t_val + 1000000 WHERE t_key = 'k7'")
+        pg_psql("VACUUM (FREEZE) gjb.tdim")
+        top = DB.engine_ran(GROUP_SQL, NODE, ON_J + settings)
+        pre = find_nodes(top, NODE)[0]
+        depth = {d: pre["Join Depth %d" % d] for d in (1, 2, 3)}
+        tdim = [d for d, line in depth.items() if "t.t_key" in line or "t_key" in line]
+        assert len(tdim) == 1 and "built in" in depth[tdim[0]], show(top)
+        assert all("kept from an earlier query" in line for d, line in depth.items()
+                   if d != tdim[0]), show(top)
+        DB.same(GROUP_SQL, NODE, settings=settings, on=ON_J, rel_tol=1e-9)
+    finally:
+        pg_psql("UPDATE gjb.tdim SET t_val = t_val - 1000000 WHERE t_key = 'k7'")
+
+
+def test_group_member_refused(serial_tdim):
+    """One depth of a group holds a value the engine cannot hold: the join
+    stays with PostgreSQL (same answer), and EXPLAIN ANALYZE says why."""
+    sql = ("SELECT f.g, count(*), count(h.h_num), max(t.t_val) "
+           "FROM gjb.fact f, gjb.huge h, gjb.tdim t WHERE f.k = h.h_key AND f.tk = t.t_key "
+           "GROUP BY f.g")
+    top = DB.falls_back(sql, NODE, settings=SETTINGS, on=ON_J)
+    assert groups(top), show(top)
+    assert "an inner value the engine does not hold exactly" in str(top), show(top)
+    built_in_parallel(sql.replace("WHERE f.k", "WHERE h.h_key <> 1777 AND f.k"))
+
+
+def test_group_error_in_the_serial_scan(serial_tdim):
+    """The serial member's scan raises in the worker that runs it (division
+    by zero in tdim's filter): the query fails as PostgreSQL's does."""
+    sql = ("SELECT f.g, count(*) FROM gjb.fact f, gjb.dim d, gjb.tdim t "
+           "WHERE f.k = d.d_key AND f.tk = t.t_key AND 100 / (t.t_val - 2999) < 1000 "
+           "GROUP BY f.g")
+    top = DB.plan(sql, ON_J + SETTINGS)
+    assert groups(top), show(top)
+    err = DB.same_error(sql, NODE, settings=SETTINGS, on=ON_J)
+    assert "22012" in err, err
+
+
 class Wire:
     """A PostgreSQL session over the v3 protocol on the cluster's socket
     (trust authentication), for what psql cannot do: execute a portal a few
@@ -358,6 +478,24 @@ class Wire:
         self.sock.close()
 
 
+def fetched_in_parts(sql):
+    """sql's rows fetched two at a time from one portal (Wire), pg_warp on
+    with SETTINGS, and the plan auto_explain sent (JSON, ANALYZE)"""
+    w = Wire()
+    try:
+        for s in ON_J + SETTINGS + (
+                "LOAD 'auto_explain'", "SET auto_explain.log_min_duration = 0",
+                "SET auto_explain.log_analyze = on", "SET auto_explain.log_timing = off",
+                "SET auto_explain.log_format = json", "SET auto_explain.log_level = notice"):
+            w.simple(s)
+        got = w.fetch_in_parts(sql, 2)
+    finally:
+        w.close()
+    plans = [json.loads(n[n.index("{"):]) for n in w.notices if '"Plan"' in n]
+    assert len(plans) == 1, w.notices
+    return got, plans[0]["Plan"]
+
+
 def test_portal_fetched_in_parts():
     """A portal executed a few rows at a time runs without parallel mode:
     the inner plan's Gather has no dynamic shared memory, and the leader
@@ -369,20 +507,8 @@ def test_portal_fetched_in_parts():
     top = DB.engine_ran(sql, NODE, ON_J + SETTINGS)
     assert builds(top), show(top)
     want = [line.split("|") for line in DB.sql(sql, OFF).splitlines()]
-    w = Wire()
-    try:
-        for s in ON_J + SETTINGS + (
-                "LOAD 'auto_explain'", "SET auto_explain.log_min_duration = 0",
-                "SET auto_explain.log_analyze = on", "SET auto_explain.log_timing = off",
-                "SET auto_explain.log_format = json", "SET auto_explain.log_level = notice"):
-            w.simple(s)
-        got = w.fetch_in_parts(sql, 2)
-    finally:
-        w.close()
+    got, top = fetched_in_parts(sql)
     assert [[v if v is not None else "" for v in r] for r in got] == want, (got, want)
-    plans = [json.loads(n[n.index("{"):]) for n in w.notices if '"Plan"' in n]
-    assert len(plans) == 1, w.notices
-    top = plans[0]["Plan"]
     found = builds(top)
     assert found, show(top)
     for gather, node in found:
@@ -390,3 +516,23 @@ def test_portal_fetched_in_parts():
     pre = find_nodes(top, NODE)[0]
     assert pre.get("Engine") in ("CPU", "GPU"), show(top)
     assert "inner rows 40000," in pre["Join Depth 1"], show(top)
+
+
+def test_group_portal_fetched_in_parts(serial_tdim):
+    """A group's Gather without dynamic shared memory (a portal executed a
+    few rows at a time): its Append runs each member in the leader, one
+    after the other, and the engine serves the query with PostgreSQL's
+    rows."""
+    sql = GROUP_SQL + " ORDER BY d.d_grp"
+    got, top = fetched_in_parts(sql)
+    assert_rows_equal(sql, "\n".join("|".join(v if v is not None else "" for v in r)
+                                      for r in got), DB.sql(sql, OFF), ordered=True,
+                      rel_tol=1e-9)
+    found = groups(top)
+    assert len(found) == 1 and len(found[0][1]) == 3, show(top)
+    gather, members = found[0]
+    assert gather["Workers Launched"] == 0, show(top)
+    assert all(m["Actual Loops"] == 1 for m in members), show(top)
+    pre = find_nodes(top, NODE)[0]
+    assert pre.get("Engine") in ("CPU", "GPU"), show(top)
+    assert "inner rows 3000," in str(pre), show(top)
