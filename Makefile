@@ -25,6 +25,7 @@ OBJS         = \
 	src/fdw/engine_source.o \
 	src/fdw/estimate.o \
 	src/fdw/file.o \
+	src/fdw/meta_image.o \
 	src/fdw/import.o \
 	src/fdw/options.o \
 	src/fdw/plan.o \

@@ -439,6 +439,26 @@ extern int	arrow_file_open(const char *path, const ArrowAllocator *alloc,
 extern int	arrow_file_open_source(const ArrowSource *src,
 								   const ArrowAllocator *alloc,
 								   ArrowFile **out, ArrowError *err);
+
+/*
+ * The metadata of file's record batches as one flat image (*out, *len bytes,
+ * from alloc), which arrow_file_open_image takes instead of reading the
+ * batches' messages again; ARROW_ERR_UNSUPPORTED for a stream or a file
+ * with view fields.
+ */
+extern int	arrow_file_batches_image(const ArrowFile *file, const ArrowAllocator *alloc,
+									 void **out, uint64_t *len, ArrowError *err);
+
+/*
+ * arrow_file_open_source, with the record batches taken from image (an
+ * arrow_file_batches_image of the same file, image_len bytes) where it
+ * matches the footer's blocks and the schema and passes the checks a batch's
+ * message would (*used true); else they are read (*used false).  The image
+ * stays the caller's.
+ */
+extern int	arrow_file_open_image(const ArrowSource *src, const ArrowAllocator *alloc,
+								  const void *image, uint64_t image_len, ArrowFile **out,
+								  bool *used, ArrowError *err);
 extern void arrow_file_close(ArrowFile *file);
 
 /*

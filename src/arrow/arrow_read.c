@@ -78,11 +78,13 @@ fd_read_at(void *ctx, int64_t offset, void *dst, size_t len, ArrowError *err)
 }
 
 /* Whether [offset, offset + len) lies inside [0, limit) */
-static bool
-range_inside(int64_t offset, int64_t len, int64_t limit)
+bool
+arrow_range_inside(int64_t offset, int64_t len, int64_t limit)
 {
 	return offset >= 0 && len >= 0 && offset <= limit && len <= limit - offset;
 }
+
+#define range_inside arrow_range_inside
 
 /* ------------------------------------------------------------------------
  * Messages
@@ -345,8 +347,8 @@ parse_buffers(const ArrowAllocator *alloc, const FbVector *buffers, int32_t n,
  * with statistics has two keys per column, and comparing every pair took
  * a sixth of opening a file of 1,400 batches.
  */
-static bool
-metadata_keys_unique(const ArrowMetadata *md)
+bool
+arrow_metadata_keys_unique(const ArrowMetadata *md)
 {
 	uint16_t	slot[512];		/* 1 + index of the key there, 0: free */
 	uint32_t	hash[256];
@@ -442,7 +444,7 @@ parse_batch(const ArrowFile *file, const ArrowAllocator *alloc, const Message *m
 	}
 	if (arrow_parse_metadata(alloc, &m->msg, MESSAGE_METADATA, &info->metadata, err) != ARROW_OK)
 		goto fail;
-	info->metadata.unique = metadata_keys_unique(&info->metadata);
+	info->metadata.unique = arrow_metadata_keys_unique(&info->metadata);
 	return ARROW_OK;
 
 fail:
@@ -564,8 +566,8 @@ parse_batch_packed(ArrowFile *file, const Message *m, ArrowBatchInfo *info,
 }
 
 /* Appends a record batch (info moves into the file) */
-static int
-add_batch(ArrowFile *file, ArrowBatchInfo *info, ArrowError *err)
+int
+arrow_add_batch(ArrowFile *file, ArrowBatchInfo *info, ArrowError *err)
 {
 	ReaderPriv *priv = file->priv;
 
@@ -698,7 +700,7 @@ read_block(ArrowFile *file, const uint8_t *block, bool dictionary, int32_t index
 
 		snprintf(what, sizeof(what), "record batch %d", index);
 		rc = parse_batch_packed(file, &m, &info, what, err);
-		if (rc == ARROW_OK && (rc = add_batch(file, &info, err)) != ARROW_OK)
+		if (rc == ARROW_OK && (rc = arrow_add_batch(file, &info, err)) != ARROW_OK)
 			batch_info_free(file->alloc, &info);
 	}
 	message_free(file, &m);
@@ -769,11 +771,13 @@ read_file_format(ArrowFile *file, ArrowError *err)
 		if (read_block(file, fb_vector_elem(&dicts, i), true, (int32_t) i, err) != ARROW_OK)
 			goto fail;
 	}
-	for (uint32_t i = 0; i < batches.length; i++)
-	{
-		if (read_block(file, fb_vector_elem(&batches, i), false, (int32_t) i, err) != ARROW_OK)
-			goto fail;
-	}
+	/* the batches from an earlier open's image where it holds (arrow_read_image.c) */
+	if (!arrow_batches_from_image(file, &batches))
+		for (uint32_t i = 0; i < batches.length; i++)
+		{
+			if (read_block(file, fb_vector_elem(&batches, i), false, (int32_t) i, err) != ARROW_OK)
+				goto fail;
+		}
 	/* in a file every record batch sees every dictionary batch */
 	for (int32_t i = 0; i < file->n_batches; i++)
 		((ReaderPriv *) file->priv)->visible_dicts[i] = file->n_dictionaries;
@@ -869,7 +873,7 @@ read_stream_format(ArrowFile *file, ArrowError *err)
 
 			snprintf(what, sizeof(what), "record batch %d", file->n_batches);
 			rc = parse_batch_packed(file, &m, &info, what, err);
-			if (rc == ARROW_OK && (rc = add_batch(file, &info, err)) != ARROW_OK)
+			if (rc == ARROW_OK && (rc = arrow_add_batch(file, &info, err)) != ARROW_OK)
 				batch_info_free(file->alloc, &info);
 		}
 		else if (m.header_type == HEADER_SCHEMA)
@@ -910,6 +914,7 @@ arrow_file_close(ArrowFile *file)
 	arrow_schema_free(alloc, &file->schema);
 	if (priv != NULL)
 	{
+		arrow_free(alloc, priv->image_block);
 		arrow_free(alloc, priv->msg_buf);
 		arrow_free(alloc, priv->scratch);
 		arrow_free(alloc, priv->visible_dicts);
@@ -1051,12 +1056,13 @@ fail:
 }
 
 /*
- * Common part of the two open functions.  With fd >= 0 the source is that
+ * Common part of the open functions.  With fd >= 0 the source is that
  * file descriptor (of 'size' bytes), which the ArrowFile then owns; else
- * *src.
+ * *src.  image (NULL: none): the record batches' image of an earlier open
+ * (arrow_read_image.c), image_len bytes, taken where it holds.
  */
 static int
-file_open(const ArrowSource *src, int fd, int64_t size,
+file_open(const ArrowSource *src, int fd, int64_t size, const void *image, uint64_t image_len,
 		  const ArrowAllocator *alloc, ArrowFile **out, ArrowError *err)
 {
 	ArrowFile  *file;
@@ -1088,6 +1094,8 @@ file_open(const ArrowSource *src, int fd, int64_t size,
 		arrow_file_close(file);
 		return ARROW_ERR_NOMEM;
 	}
+	((ReaderPriv *) file->priv)->image = image;
+	((ReaderPriv *) file->priv)->image_len = image_len;
 	if (file->source.size >= FILE_HEADER_LEN &&
 		arrow_read_bytes(file, 0, head, FILE_HEADER_LEN, err) != ARROW_OK)
 		rc = err->code;
@@ -1112,6 +1120,8 @@ file_open(const ArrowSource *src, int fd, int64_t size,
 		arrow_free(alloc, priv->scratch);
 		priv->msg_buf = priv->scratch = NULL;
 		priv->msg_cap = priv->scratch_cap = 0;
+		priv->image = NULL;		/* the caller's */
+		priv->image_len = 0;
 	}
 	*out = file;
 	return ARROW_OK;
@@ -1131,7 +1141,29 @@ arrow_file_open_source(const ArrowSource *src, const ArrowAllocator *alloc,
 	*out = NULL;
 	if (src == NULL || src->read_at == NULL || src->size < 0)
 		return arrow_set_error(err, ARROW_ERR_ARGUMENT, "invalid source");
-	return file_open(src, -1, 0, alloc, out, err);
+	return file_open(src, -1, 0, NULL, 0, alloc, out, err);
+}
+
+/* See arrow.h */
+int
+arrow_file_open_image(const ArrowSource *src, const ArrowAllocator *alloc, const void *image,
+					  uint64_t image_len, ArrowFile **out, bool *used, ArrowError *err)
+{
+	ArrowError	local;
+	int			rc;
+
+	if (err == NULL)
+		err = &local;
+	*used = false;
+	if (out == NULL)
+		return arrow_set_error(err, ARROW_ERR_ARGUMENT, "no output pointer");
+	*out = NULL;
+	if (src == NULL || src->read_at == NULL || src->size < 0)
+		return arrow_set_error(err, ARROW_ERR_ARGUMENT, "invalid source");
+	rc = file_open(src, -1, 0, image, image_len, alloc, out, err);
+	if (rc == ARROW_OK)
+		*used = ((ReaderPriv *) (*out)->priv)->image_block != NULL;
+	return rc;
 }
 
 /* See arrow.h; the file descriptor is read with pread and closed on close */
@@ -1164,7 +1196,7 @@ arrow_file_open(const char *path, const ArrowAllocator *alloc,
 		close(fd);
 		return arrow_set_error(err, ARROW_ERR_INVALID, "not a regular file");
 	}
-	return file_open(NULL, fd, (int64_t) st.st_size, alloc, out, err);
+	return file_open(NULL, fd, (int64_t) st.st_size, NULL, 0, alloc, out, err);
 }
 
 /*

@@ -573,6 +573,16 @@ count_views(const ArrowField *f)
 	return n;
 }
 
+/* does the schema have a view field, at any depth (batches with variadic buffers)? */
+bool
+arrow_schema_has_views(const ArrowSchema *schema)
+{
+	for (int32_t i = 0; i < schema->n_fields; i++)
+		if (count_views(&schema->fields[i]) > 0)
+			return true;
+	return false;
+}
+
 /*
  * The variadicBufferCounts of a batch of 'fields' (vector v): one count per
  * view field, each added to *want_buffers; then where each field's buffers

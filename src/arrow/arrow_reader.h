@@ -104,6 +104,11 @@ typedef struct ReaderPriv
 	size_t		msg_cap;
 	uint8_t    *scratch;
 	size_t		scratch_cap;
+	/* while the file is opened: the caller's image of its batches
+	 * (arrow_read_image.c); once taken, the memory their arrays are in */
+	const uint8_t *image;
+	uint64_t	image_len;
+	uint8_t    *image_block;
 } ReaderPriv;
 
 /* One message read from the file */
@@ -185,6 +190,11 @@ extern const DictValueField *arrow_find_dict_field(const ArrowFile *file,
 extern void arrow_count_layout(const ArrowField *f, int32_t *nodes,
 							   int32_t *buffers);
 /* The variadicBufferCounts of a record batch (see arrow_read_schema.c) */
+extern bool arrow_range_inside(int64_t offset, int64_t len, int64_t limit);
+extern bool arrow_metadata_keys_unique(const ArrowMetadata *md);
+extern int	arrow_add_batch(ArrowFile *file, ArrowBatchInfo *info, ArrowError *err);
+extern bool arrow_schema_has_views(const ArrowSchema *schema);
+extern bool arrow_batches_from_image(ArrowFile *file, const FbVector *blocks);
 extern int	arrow_parse_variadic(const ArrowAllocator *alloc, const FbVector *v,
 								 const ArrowField *fields, int32_t n_fields,
 								 ArrowBatchInfo *info, int32_t *want_buffers,

@@ -8,6 +8,7 @@ ARROW_SOURCES = \
 	fb_read.c \
 	arrow_read.c \
 	arrow_read_schema.c \
+	arrow_read_image.c \
 	arrow_load.c \
 	arrow_load_dict.c \
 	arrow_codec.c \

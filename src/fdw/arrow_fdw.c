@@ -192,4 +192,15 @@ arrow_fdw_init(void)
 							 NULL, NULL, NULL);
 	prev_ProcessUtility = ProcessUtility_hook;
 	ProcessUtility_hook = arrow_fdw_ProcessUtility;
+	DefineCustomBoolVariable("pg_warp.arrow_metadata_images",
+							 "Keeps the metadata of large Arrow files' record batches in the data "
+							 "directory for the next session that opens them.",
+							 "A file of 64 record batches or more: a new session takes its batches' "
+							 "metadata from pg_warp/arrow_meta instead of reading every batch's "
+							 "message; a file changed since has another identity and is read again.",
+							 &pg_warp_arrow_metadata_images,
+							 true,
+							 PGC_SUSET,
+							 0,
+							 NULL, NULL, NULL);
 }

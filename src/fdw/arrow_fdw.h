@@ -51,6 +51,11 @@ extern int	arrow_pg_resolve_within(const char *path, const char *dir,
 extern ArrowFile *arrow_pg_open(const char *path, ArrowPgSource *s,
 								const char *within);
 
+/* meta_image.c: the metadata of large files' record batches kept on disk */
+extern bool pg_warp_arrow_metadata_images;
+extern int	arrow_pg_open_image(const ArrowPgSource *s, int64 ctime_ns,
+								const ArrowAllocator *alloc, ArrowFile **out, ArrowError *err);
+
 /*
  * The min and max statistics of one top-level field in every record batch
  * of a file (arrow_pg_stat_column): as written (NULL: none), and, where the

@@ -566,7 +566,8 @@ meta_cache_open(const ArrowPgSource *s, int64 ctime_ns, ArrowError *err)
 	/* under the current context until the file is read: an error leaves nothing behind */
 	cxt = AllocSetContextCreate(CurrentMemoryContext, "arrow_fdw file metadata",
 								ALLOCSET_DEFAULT_SIZES);
-	if (arrow_file_open_source(&s->src, arrow_pg_allocator(cxt), &file, err) != ARROW_OK)
+	/* its batches from the image an earlier session kept, where there is one (meta_image.c) */
+	if (arrow_pg_open_image(s, ctime_ns, arrow_pg_allocator(cxt), &file, err) != ARROW_OK)
 	{
 		MemoryContextDelete(cxt);
 		return NULL;

@@ -15,6 +15,7 @@
  *	  buffer offsets, bad footer length, bad offsets and dictionary indices,
  *	  declared lengths of compressed buffers, ...) give the expected error;
  *	- fb_read on hand-made buffers.
+ * reader_image.c, the image of a file's record batches (arrow_read_image.c).
  * reader_built.c, streams built here with a flatbuffer builder:
  *	- schemas: nesting at and beyond ARROW_MAX_NESTING, fields sharing
  *	  tables (exponential walks), unsupported and malformed types;
@@ -35,6 +36,7 @@
 /* the parts (see above) */
 #include "reader_corrupt.c"
 #include "reader_built.c"
+#include "reader_image.c"
 
 /* ------------------------------------------------------------------------
  * Seeds and their values
@@ -573,6 +575,7 @@ main(void)
 	test_oom();
 	test_truncation();
 	test_corruption();
+	test_image();
 	for (int i = 0; i < n_seeds; i++)
 		free(seeds[i].data);
 	return tap_done();

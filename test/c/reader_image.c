@@ -1,0 +1,198 @@
+/*
+ * reader_image.c, part of test_reader.c: the image of a file's record
+ * batches (arrow_file_batches_image, arrow_file_open_image,
+ * src/arrow/arrow_read_image.c) on every file seed:
+ *	- the image taken gives the batches reading the messages gives, field
+ *	  by field, and the same rows;
+ *	- another file's image, every truncation of an image, and single-byte
+ *	  changes throughout one are refused or taken without a crash (ASan),
+ *	  the file opening either way; a refused image gives the file's rows;
+ *	- a stream, or a file with view fields, has no image.
+ */
+
+/* all rows of an opened file as JSON lines (malloc'd), NULL on error */
+static char *
+opened_rows(ArrowFile *file, ArrowError *err)
+{
+	ArrowStrBuf buf = {NULL, NULL, 0, 0};
+
+	if (arrow_strbuf_append(&buf, "", 0, err) != ARROW_OK)
+		return NULL;
+	for (int32_t b = 0; b < file->n_batches; b++)
+	{
+		ArrowBatch *batch;
+		int			rc;
+
+		if (arrow_batch_load(file, b, NULL, &batch, err) != ARROW_OK)
+		{
+			arrow_strbuf_free(&buf);
+			return NULL;
+		}
+		rc = rows_json(file, batch, &buf, err);
+		arrow_batch_free(batch);
+		if (rc != ARROW_OK)
+		{
+			arrow_strbuf_free(&buf);
+			return NULL;
+		}
+	}
+	return buf.data;
+}
+
+/* are a's and b's record batches the same, field by field */
+static bool
+same_batches(const ArrowFile *a, const ArrowFile *b)
+{
+	if (a->n_batches != b->n_batches || a->total_rows != b->total_rows ||
+		a->metadata_version != b->metadata_version)
+		return false;
+	for (int32_t i = 0; i < a->n_batches; i++)
+	{
+		const ArrowBatchInfo *x = &a->batches[i];
+		const ArrowBatchInfo *y = &b->batches[i];
+
+		if (x->message_offset != y->message_offset || x->body_offset != y->body_offset ||
+			x->body_length != y->body_length || x->n_rows != y->n_rows || x->codec != y->codec ||
+			x->n_nodes != y->n_nodes || x->n_buffers != y->n_buffers ||
+			memcmp(x->nodes, y->nodes, sizeof(ArrowNode) * x->n_nodes) != 0 ||
+			memcmp(x->buffers, y->buffers, sizeof(ArrowBufferRef) * x->n_buffers) != 0 ||
+			x->metadata.count != y->metadata.count || x->metadata.unique != y->metadata.unique)
+			return false;
+		for (int32_t k = 0; k < x->metadata.count; k++)
+			if (strcmp(x->metadata.items[k].key, y->metadata.items[k].key) != 0 ||
+				strcmp(x->metadata.items[k].value, y->metadata.items[k].value) != 0)
+				return false;
+	}
+	return true;
+}
+
+/*
+ * opens data with image (len bytes): *used, and whether it opened; the
+ * rows into *rows (NULL: not wanted)
+ */
+static bool
+open_with_image(const Seed *s, const void *image, uint64_t len, bool *used, char **rows)
+{
+	ArrowSource src;
+	ArrowFile  *file;
+	ArrowError	err;
+
+	arrow_source_from_memory(&src, s->data, s->len);
+	if (arrow_file_open_image(&src, NULL, image, len, &file, used, &err) != ARROW_OK)
+		return false;
+	if (rows != NULL)
+		*rows = opened_rows(file, &err);
+	arrow_file_close(file);
+	return true;
+}
+
+static void
+test_image(void)
+{
+	const Seed *other = find_seed("seed-primitives.file");
+
+	for (int i = 0; i < n_seeds; i++)
+	{
+		const Seed *s = &seeds[i];
+		ArrowSource src;
+		ArrowFile  *file;
+		ArrowFile  *again;
+		ArrowError	err;
+		void	   *image;
+		uint64_t	len;
+		bool		used;
+		char	   *want;
+		char	   *got = NULL;
+		int			refused = 0,
+					taken = 0,
+					unopened = 0,
+					wrong = 0;
+
+		if (open_mem(s->data, s->len, NULL, &src, &file, &err) != ARROW_OK)
+			continue;
+		if (file->is_stream)
+		{
+			tap_ok(arrow_file_batches_image(file, NULL, &image, &len, &err) ==
+				   ARROW_ERR_UNSUPPORTED, "%s: a stream has no image", s->name);
+			arrow_file_close(file);
+			continue;
+		}
+		if (file->n_batches > 0 && file->batches[0].column_first_buffer != NULL)
+		{
+			tap_ok(arrow_file_batches_image(file, NULL, &image, &len, &err) ==
+				   ARROW_ERR_UNSUPPORTED, "%s: a file with view fields has no image", s->name);
+			arrow_file_close(file);
+			continue;
+		}
+		if (!tap_ok(arrow_file_batches_image(file, NULL, &image, &len, &err) == ARROW_OK,
+					"%s: its image", s->name))
+		{
+			tap_diag("%s", err.message);
+			arrow_file_close(file);
+			continue;
+		}
+		want = opened_rows(file, &err);
+		arrow_source_from_memory(&src, s->data, s->len);
+		tap_ok(arrow_file_open_image(&src, NULL, image, len, &again, &used, &err) == ARROW_OK &&
+			   used && same_batches(file, again),
+			   "%s: the image taken gives the batches the messages give (%d)", s->name,
+			   file->n_batches);
+		got = used ? opened_rows(again, &err) : NULL;
+		tap_ok(want != NULL && got != NULL && strcmp(want, got) == 0,
+			   "%s: the same rows with the image", s->name);
+		free(got);
+		if (used)
+			arrow_file_close(again);
+		/* another file's image */
+		if (other != NULL && other != s)
+		{
+			got = NULL;
+			tap_ok(open_with_image(other, image, len, &used, &got) && !used && got != NULL,
+				   "%s's image: refused by %s, which opens", s->name, other->name);
+			free(got);
+		}
+		/* every truncation: refused, the rows the file's */
+		for (uint64_t cut = 0; cut < len; cut++)
+		{
+			got = NULL;
+			if (!open_with_image(s, image, cut, &used, cut % 97 == 0 ? &got : NULL))
+				unopened++;
+			else if (used)
+				taken++;
+			else if (got != NULL && strcmp(got, want) != 0)
+				wrong++;
+			free(got);
+		}
+		tap_ok(unopened == 0 && taken == 0 && wrong == 0,
+			   "%s: %llu truncated images refused, the file read", s->name,
+			   (unsigned long long) len);
+		/* a byte changed at a time, throughout: never a crash or a failed open */
+		unopened = 0;
+		for (uint64_t at = 0; at < len; at += 1 + len / 400)
+		{
+			uint8_t    *bad = malloc(len);
+
+			memcpy(bad, image, len);
+			bad[at] ^= 0x5a;
+			got = NULL;
+			if (!open_with_image(s, bad, len, &used, &got))
+				unopened++;
+			else if (used)
+				taken++;
+			else
+			{
+				refused++;
+				if (got == NULL || strcmp(got, want) != 0)
+					wrong++;
+			}
+			free(got);
+			free(bad);
+		}
+		tap_ok(unopened == 0 && wrong == 0,
+			   "%s: changed images: %d refused (the file read), %d taken, none failed the open",
+			   s->name, refused, taken);
+		free(want);
+		free(image);
+		arrow_file_close(file);
+	}
+}
