@@ -119,13 +119,14 @@ meta_image_map(const ArrowPgSource *s, int64 ctime_ns, uint64 *len, void **map,
 	*map_len = 0;
 	*len = 0;
 	meta_image_path(path, s);
-	if ((fd = OpenTransientFile(path, O_RDONLY | PG_BINARY)) < 0)
+	/* not blocking: a FIFO put where the image belongs is no image */
+	if ((fd = OpenTransientFile(path, O_RDONLY | O_NONBLOCK | PG_BINARY)) < 0)
 	{
 		if (errno != ENOENT)
 			elog(DEBUG1, "pg_warp: could not open Arrow metadata image \"%s\": %m", path);
 		return NULL;
 	}
-	if (fstat(fd, &st) == 0 && st.st_size > (off_t) sizeof(h) &&
+	if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_size > (off_t) sizeof(h) &&
 		(p = mmap(NULL, st.st_size, PROT_READ, MAP_PRIVATE | MAP_POPULATE, fd, 0)) != MAP_FAILED)
 	{
 		memcpy(&h, p, sizeof(h));

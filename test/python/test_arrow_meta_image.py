@@ -207,6 +207,19 @@ def test_unwritable_directory(arrow_file):
         os.chmod(d, mode)
 
 
+def test_fifo_where_the_image_belongs(arrow_file):
+    """A FIFO at the image's path is no image: the query neither blocks nor
+    fails, answers pyarrow's; the image written then replaces the FIFO."""
+    path, ftable = arrow_file
+    img = image_of(path)
+    os.makedirs(os.path.dirname(img), exist_ok=True)
+    os.mkfifo(img)
+    os.chown(img, os.stat(os.path.dirname(img)).st_uid, os.stat(os.path.dirname(img)).st_gid)
+    out, err = session(ftable, 41000)
+    assert out == oracle(batches_table(0), 41000) and TAKEN not in err, (out, err)
+    assert KEPT in err and os.path.isfile(img), err
+
+
 def test_small_file_has_no_image(tmpdir_world):
     """A file of fewer than 64 batches is read as before, no image kept."""
     path = os.path.join(str(tmpdir_world), "few.arrow")
