@@ -1132,16 +1132,9 @@ int
 arrow_file_open_source(const ArrowSource *src, const ArrowAllocator *alloc,
 					   ArrowFile **out, ArrowError *err)
 {
-	ArrowError	local;
+	bool		used;
 
-	if (err == NULL)
-		err = &local;
-	if (out == NULL)
-		return arrow_set_error(err, ARROW_ERR_ARGUMENT, "no output pointer");
-	*out = NULL;
-	if (src == NULL || src->read_at == NULL || src->size < 0)
-		return arrow_set_error(err, ARROW_ERR_ARGUMENT, "invalid source");
-	return file_open(src, -1, 0, NULL, 0, alloc, out, err);
+	return arrow_file_open_image(src, alloc, NULL, 0, out, &used, err);
 }
 
 /* See arrow.h */
