@@ -511,8 +511,7 @@ parse_batch_packed(ArrowFile *file, const Message *m, ArrowBatchInfo *info,
 	 * alignment an allocation, two allocations per key-value pair of at
 	 * least 8 bytes; the layout arrays go with the fields
 	 */
-	size_t		need = 16 * (size_t) m->metadata_length +
-		24 * (size_t) (file->schema.n_fields + 1) + 256;
+	size_t		need = 16 * (size_t) m->fb.len + 24 * (size_t) (file->schema.n_fields + 1) + 256;
 	Scratch		s;
 	uint8_t    *block;
 	ptrdiff_t	delta;
@@ -523,7 +522,12 @@ parse_batch_packed(ArrowFile *file, const Message *m, ArrowBatchInfo *info,
 		uint8_t    *p = arrow_realloc(file->alloc, priv->scratch, need, err);
 
 		if (p == NULL)
-			return ARROW_ERR_NOMEM;
+		{
+			/* without the scratch area, as before it */
+			memset(err, 0, sizeof(*err));
+			return parse_batch(file, file->alloc, m, &m->header, file->schema.fields,
+							   file->schema.n_fields, info, what, err);
+		}
 		priv->scratch = p;
 		priv->scratch_cap = need;
 	}

@@ -91,7 +91,8 @@ arrow_file_batches_image(const ArrowFile *file, const ArrowAllocator *alloc, voi
 								   "record batch %d has view buffers, which an image does not hold", i);
 		total += n;
 	}
-	if ((p = arrow_malloc(alloc, total, err)) == NULL)
+	/* zeroed: the padding after each batch's strings is written as zeros */
+	if ((p = arrow_calloc(alloc, 1, total, err)) == NULL)
 		return ARROW_ERR_NOMEM;
 	memset(&h, 0, sizeof(h));
 	memcpy(h.magic, IMAGE_MAGIC, 8);
@@ -148,7 +149,7 @@ arrow_file_batches_image(const ArrowFile *file, const ArrowAllocator *alloc, voi
 static bool
 take(const uint8_t *image, uint64_t len, uint64_t *pos, void *dst, uint64_t n)
 {
-	if (n > len - *pos)
+	if (*pos > len || n > len - *pos)
 		return false;
 	memcpy(dst, image + *pos, n);
 	*pos += n;
@@ -290,7 +291,7 @@ image_room(const uint8_t *image, uint64_t len, uint32_t n_batches)
 			text += (uint64_t) kl + vl;
 		}
 		pos += 8 * (uint64_t) ib.n_meta;
-		if (text > len - pos)
+		if (PAD8(text) > len - pos)
 			return 0;
 		pos += PAD8(text);
 		room += sizeof(ArrowNode) * (uint64_t) ib.n_nodes +
