@@ -1602,7 +1602,7 @@ gj_load(GjInner *g, int d, const XpuProgram *prog, GjBuildStart *before, const c
 }
 
 /* the key of depth d's table among the query's (GjQueryTable) */
-static char *
+char *
 gj_query_key(GjInner *g, int d, const XpuProgram *prog)
 {
 	XpuJoinKeyDesc keys[XPU_JOIN_MAX_KEYS];
@@ -1670,9 +1670,6 @@ gj_exec_load(GjInner *inner, int n, const XpuProgram *prog, GjBuildStart *start,
 	for (int d = 0; d < n; d++)
 	{
 		GjInner    *g = &inner[d];
-		GjQueryCache *cache;
-		GjQueryTable *t;
-		MemoryContext old;
 		bool		ok;
 		int			found;
 
@@ -1686,29 +1683,39 @@ gj_exec_load(GjInner *inner, int n, const XpuProgram *prog, GjBuildStart *start,
 			continue;
 		}
 		ok = gj_load(g, d, prog, start, why);
-		if (g->share_key == NULL)
-		{
-			if (!ok)
-				return false;
-			continue;
-		}
-		cache = gj_cache(g->ps->state);
-		old = MemoryContextSwitchTo(g->ps->state->es_query_cxt);
-		t = palloc0(sizeof(GjQueryTable));
-		t->why = ok ? NULL : pstrdup(*why);
-		t->key = gj_query_key(g, d, prog);
-		t->join_id = g->join_id;
-		t->rows = g->rows;
-		t->bytes = g->bytes;
-		t->build_ms = g->build_ms;
-		t->unique = g->unique;
-		t->name = g->name ? pstrdup(g->name) : "another node";
-		cache->tables = lappend(cache->tables, t);
-		MemoryContextSwitchTo(old);
+		gj_query_add(g, d, prog, ok ? NULL : *why);
 		if (!ok)
 			return false;
 	}
 	return true;
+}
+
+/*
+ * gj_query_add: depth d's table (g's join id; why: why it has none, else
+ * NULL) among the query's, for the other nodes that share its key
+ */
+void
+gj_query_add(GjInner *g, int d, const XpuProgram *prog, const char *why)
+{
+	GjQueryCache *cache;
+	GjQueryTable *t;
+	MemoryContext old;
+
+	if (g->share_key == NULL)
+		return;
+	cache = gj_cache(g->ps->state);
+	old = MemoryContextSwitchTo(g->ps->state->es_query_cxt);
+	t = palloc0(sizeof(GjQueryTable));
+	t->why = why != NULL ? pstrdup(why) : NULL;
+	t->key = gj_query_key(g, d, prog);
+	t->join_id = why != NULL ? 0 : g->join_id;
+	t->rows = g->rows;
+	t->bytes = g->bytes;
+	t->build_ms = g->build_ms;
+	t->unique = g->unique;
+	t->name = g->name ? pstrdup(g->name) : "another node";
+	cache->tables = lappend(cache->tables, t);
+	MemoryContextSwitchTo(old);
 }
 
 /*

@@ -196,6 +196,8 @@ extern void pg_warp_gpu_join_init(void);
 
 extern bool gj_find(GjInner *g, int d, const XpuProgram *prog, GjFind *f);
 extern int	gj_query_find(GjInner *g, int d, const XpuProgram *prog, const char **why);
+extern char *gj_query_key(GjInner *g, int d, const XpuProgram *prog);
+extern void gj_query_add(GjInner *g, int d, const XpuProgram *prog, const char *why);
 
 /* in gpu_join_build.c: an inner table built by the participants of a Gather */
 extern Plan *gj_build_plan(Plan *plan);

@@ -625,6 +625,29 @@ gj_build_take(PlanState *node, XpuJoinBuilder *b, double *rows, const char **why
 }
 
 /*
+ * does an earlier depth of group grp build the table that depth d of inner
+ * would (the same key among the query's tables)?
+ */
+static bool
+gjb_built_before(GjGroup *grp, GjInner *inner, int d, const XpuProgram *prog)
+{
+	char	   *key = NULL;
+
+	if (inner[d].share_key == NULL)
+		return false;
+	for (int e = 0; e < d; e++)
+	{
+		if (inner[e].group != grp || inner[e].find == NULL || inner[e].share_key == NULL)
+			continue;
+		if (key == NULL)
+			key = gj_query_key(&inner[d], d, prog);
+		if (strcmp(key, gj_query_key(&inner[e], e, prog)) == 0)
+			return true;
+	}
+	return false;
+}
+
+/*
  * gj_build_group_run: the scans of group grp (of inner's n depths) run at
  * once for the depths whose tables are to be built: the others (loaded,
  * another node's in the query, kept by the service: gj_query_find,
@@ -657,11 +680,21 @@ gj_build_group_run(GjGroup *grp, GjInner *inner, int n, const XpuProgram *prog,
 		}
 		if (r < 0)
 			return false;
+		if (gjb_built_before(grp, inner, d, prog))
+		{
+			gjb_arm(g->ps, NULL);	/* gj_exec_load takes the earlier depth's table */
+			continue;
+		}
 		f = palloc(sizeof(GjFind));
+		INSTR_TIME_SET_CURRENT(t0);
 		if (gj_find(g, d, prog, f))
 		{
+			INSTR_TIME_SET_CURRENT(t1);
+			INSTR_TIME_SUBTRACT(t1, t0);
+			g->build_ms = INSTR_TIME_GET_MILLISEC(t1);	/* the lookup, as gj_load times it */
 			pfree(f);
 			gjb_arm(g->ps, NULL);
+			gj_query_add(g, d, prog, NULL);	/* for the query's other nodes */
 			continue;
 		}
 		g->find = f;

@@ -368,6 +368,25 @@ def test_group_with_a_kept_table(serial_tdim):
         pg_psql("UPDATE gjb.tdim SET t_val = t_val - 1000000 WHERE t_key = 'k7'")
 
 
+def test_group_same_table_twice(serial_tdim):
+    """Two depths of a group that build the same table (one dimension, the
+    same rows, payload and key types, probed by two fact columns): the
+    later skips its scan (never executed) and probes the earlier's table;
+    PostgreSQL's answer."""
+    sql = ("SELECT f.g, count(*), max(d1.d_grp), min(d2.d_grp), max(t.t_val) "
+           "FROM gjb.fact f, gjb.dim d1, gjb.dim d2, gjb.tdim t "
+           "WHERE f.k = d1.d_key AND f.id = d2.d_key AND f.tk = t.t_key GROUP BY f.g")
+    DB.same(sql, NODE, settings=SETTINGS, on=ON_J)
+    top = DB.engine_ran(sql, NODE, ON_J + SETTINGS)
+    found = groups(top)
+    assert len(found) == 1 and len(found[0][1]) == 3, show(top)
+    dims = [m for m in found[0][1] if m["Plans"][0]["Relation Name"] == "dim"]
+    assert sorted(m["Plans"][0]["Actual Loops"] == 0 for m in dims) == [False, True], show(top)
+    pre = find_nodes(top, NODE)[0]
+    assert sum("inner table shared with" in pre["Join Depth %d" % d] for d in (1, 2, 3)) == 1, \
+        show(top)
+
+
 def test_group_member_refused(serial_tdim):
     """One depth of a group holds a value the engine cannot hold: the join
     stays with PostgreSQL (same answer), and EXPLAIN ANALYZE says why."""
