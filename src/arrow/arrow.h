@@ -459,6 +459,45 @@ extern int	arrow_file_batches_image(const ArrowFile *file, const ArrowAllocator 
 extern int	arrow_file_open_image(const ArrowSource *src, const ArrowAllocator *alloc,
 								  const void *image, uint64_t image_len, ArrowFile **out,
 								  bool *used, ArrowError *err);
+
+/*
+ * The image of a file's record batches kept in a file of its own for other
+ * processes (arrow_image_file.c): ARROW_IMAGE_DIR in the data directory,
+ * named ARROW_IMAGE_NAME of the Arrow file's device and inode, holding the
+ * Arrow file's identity and a CRC-32C of the image.
+ */
+#define ARROW_IMAGE_DIR		"pg_warp/arrow_meta"
+#define ARROW_IMAGE_NAME	ARROW_IMAGE_DIR "/%llx-%llx"
+
+typedef struct ArrowFileIdentity
+{
+	int64_t		dev;
+	int64_t		ino;
+	int64_t		size;
+	int64_t		mtime_ns;
+	int64_t		ctime_ns;
+} ArrowFileIdentity;
+
+/* CRC-32C (Castagnoli) of data, as PostgreSQL's pg_crc32c computes it */
+extern uint32_t arrow_crc32c(const void *data, size_t len);
+
+/*
+ * The image kept at path for the Arrow file of identity id: *len bytes
+ * inside a read-only mapping (*map, *map_len: arrow_image_file_unmap), or
+ * NULL where there is no regular file there, or it is of another identity,
+ * or not whole (its length, its CRC).
+ */
+extern const void *arrow_image_file_map(const char *path, const ArrowFileIdentity *id,
+										uint64_t *len, void **map, size_t *map_len);
+extern void arrow_image_file_unmap(void *map, size_t map_len);
+
+/*
+ * Writes image (len bytes) of the Arrow file of identity id to tmp, then
+ * renames it to path; 0, or the errno of what failed (tmp removed)
+ */
+extern int	arrow_image_file_write(const char *path, const char *tmp,
+								   const ArrowFileIdentity *id, const void *image,
+								   uint64_t len);
 extern void arrow_file_close(ArrowFile *file);
 
 /*

@@ -9,6 +9,7 @@ ARROW_SOURCES = \
 	arrow_read.c \
 	arrow_read_schema.c \
 	arrow_read_image.c \
+	arrow_image_file.c \
 	arrow_load.c \
 	arrow_load_dict.c \
 	arrow_codec.c \

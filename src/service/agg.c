@@ -1306,6 +1306,9 @@ fill_header(AggTask *t, WarpAggResult *h, bool last)
 	if (last)
 	{
 		h->flags = WARP_AGG_LAST;
+		for (uint32_t i = 0; i < t->run.n_files; i++)
+			if (t->run.files[i].meta_image)
+				h->flags |= WARP_AGG_META_IMAGE;
 		h->status = t->xerr.code;
 		if (t->xerr.code != XPU_OK)
 			snprintf(h->err_message, sizeof(h->err_message), "%s", t->xerr.message);

@@ -11,7 +11,8 @@
  * opened (device, inode, size, modification and change times: a file
  * replaced, appended to, truncated or written in place has another), and
  * every run over the file copies it (arrow_file_copy) instead of reading
- * it: the first run reads it into the entry.  The copy's record batches
+ * it: the first run reads it into the entry, its batches from the image a
+ * backend kept in the data directory where there is one (src/fdw/meta_image.c).  The copy's record batches
  * point into the entry's arrays, so an entry is held while a run's copy
  * lives and is never evicted then; its arrays are never changed.  The run
  * still opens the file itself and checks its identity against the request
@@ -20,6 +21,7 @@
  *-------------------------------------------------------------------------
  */
 #include <pthread.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "service/file_id.h"
@@ -104,16 +106,24 @@ meta_copy(MetaEntry *e, const ArrowSource *src, const ArrowAllocator *alloc, Arr
 /* see file_meta.h */
 int
 svc_file_meta_open(int fd, const struct stat *st, const ArrowSource *src,
-				   const ArrowAllocator *alloc, ArrowFile **out, void **held, ArrowError *err)
+				   const ArrowAllocator *alloc, ArrowFile **out, void **held, bool *from_image,
+				   ArrowError *err)
 {
 	MetaEntry  *found = NULL;
 	SvcFileId	id = svc_file_id_of(st),
 				after;
+	ArrowFileIdentity fid = {id.dev, id.ino, id.size, id.mtime_ns, id.ctime_ns};
+	char		path[64];
 	struct stat now;
 	ArrowFile  *opened;
+	const void *image;
+	void	   *map;
+	size_t		map_len;
+	uint64_t	len;
 	int			rc;
 
 	*held = NULL;
+	*from_image = false;
 	pthread_mutex_lock(&meta_lock);
 	for (int i = 0; i < META_ENTRIES && found == NULL; i++)
 		if (meta_is(&meta[i], &id))
@@ -125,8 +135,19 @@ svc_file_meta_open(int fd, const struct stat *st, const ArrowSource *src,
 	pthread_mutex_unlock(&meta_lock);
 	if (found != NULL)
 		return meta_copy(found, src, alloc, out, held, err);
-	/* in the entries' memory (a file not kept stays the run's: its loads use malloc's) */
-	if ((rc = arrow_file_open_source(src, &arrow_default_allocator, &opened, err)) != ARROW_OK)
+	/*
+	 * in the entries' memory (a file not kept stays the run's: its loads use
+	 * malloc's); its batches from the image a backend kept in the data
+	 * directory, the service's working directory, where there is a whole
+	 * one of this identity (arrow_image_file.c)
+	 */
+	snprintf(path, sizeof(path), ARROW_IMAGE_NAME, (unsigned long long) id.dev,
+			 (unsigned long long) id.ino);
+	image = arrow_image_file_map(path, &fid, &len, &map, &map_len);
+	rc = arrow_file_open_image(src, &arrow_default_allocator, image, len, &opened, from_image,
+							   err);
+	arrow_image_file_unmap(map, map_len);
+	if (rc != ARROW_OK)
 		return rc;
 	/*
 	 * kept only when nothing wrote the file while it was read: the file read

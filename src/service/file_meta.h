@@ -17,12 +17,14 @@
  * identity is st, reading through src with alloc: a copy of the kept
  * metadata of that identity (read into a new entry first when none is
  * kept), or the file read when it cannot be kept.  *held: what
- * svc_file_meta_release lets go after *out is closed (NULL: nothing).  As
+ * svc_file_meta_release lets go after *out is closed (NULL: nothing).
+ * *from_image: the batches of a new entry came from the image a backend
+ * kept (src/fdw/meta_image.c) rather than from their messages.  As
  * arrow_file_open_source otherwise.
  */
 extern int	svc_file_meta_open(int fd, const struct stat *st, const ArrowSource *src,
 							   const ArrowAllocator *alloc, ArrowFile **out, void **held,
-							   ArrowError *err);
+							   bool *from_image, ArrowError *err);
 extern void svc_file_meta_release(void *held);
 
 #endif							/* SERVICE_FILE_META_H */

@@ -253,7 +253,7 @@ svc_input_open(SvcInputFile *f, int64_t max_buffer_size, bool map, SvcFailure *f
 	f->src.size = st.st_size;
 	f->src.ctx = &f->fd;
 	if (svc_file_meta_open(f->fd, &st, &f->src, &svc_buffer_allocator, &f->file, &f->meta,
-						   &aerr) != ARROW_OK)
+						   &f->meta_image, &aerr) != ARROW_OK)
 		return svc_fail_arrow(fail, f->path, &aerr), false;
 	f->file->max_buffer_size = max_buffer_size;
 	if (map && (wf->flags & WARP_FILE_MAP) &&

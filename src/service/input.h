@@ -58,6 +58,7 @@ typedef struct SvcInputFile
 	ArrowSource src;			/* what file reads through (fd) */
 	struct SvcFileMap *map;		/* the file mapped (file_map.c), or NULL */
 	void	   *meta;			/* the kept metadata file points into (file_meta.c) */
+	bool		meta_image;		/* its batches' metadata read from their image */
 } SvcInputFile;
 
 extern const void *svc_take(const uint8_t *p, size_t len, size_t *off, size_t n,

@@ -446,6 +446,12 @@ WARP_STATIC_ASSERT(sizeof(WarpAggFile) == 48, "WarpAggFile layout");
  * PostgreSQL, which raises its own error if there is one.
  */
 #define WARP_AGG_LAST			0x0001
+/*
+ * With WARP_AGG_LAST: the record batches of a file this run opened first
+ * were taken from the image a backend kept in the data directory
+ * (src/fdw/meta_image.c), not read from their messages (tests look at it)
+ */
+#define WARP_AGG_META_IMAGE		0x0002
 
 /*
  * The join depths' rows, in the last message of a run with join depths

@@ -504,13 +504,14 @@ reply(void *arg, const WarpMsgHeader *h, const uint8_t *p)
 		return 0;
 	printf("END\tstatus=%d\tmsg=%s\trows_in=%llu\trows_passed=%llu\tbatches=%llu"
 		   "\tbytes_read=%llu\tbytes_cached=%llu\tgroups=%llu\tthreads=%u\tengine=%u"
-		   "\tio_us=%llu\texec_us=%llu\twall_us=%llu\n",
+		   "\tio_us=%llu\texec_us=%llu\twall_us=%llu\tmeta_image=%d\n",
 		   r->status, r->err_message, (unsigned long long) r->rows_in,
 		   (unsigned long long) r->rows_passed, (unsigned long long) r->batches,
 		   (unsigned long long) r->bytes_read, (unsigned long long) r->bytes_cached,
 		   (unsigned long long) r->groups_total,
 		   r->threads, r->engine, (unsigned long long) r->io_us,
-		   (unsigned long long) r->exec_us, (unsigned long long) r->wall_us);
+		   (unsigned long long) r->exec_us, (unsigned long long) r->wall_us,
+		   (r->flags & WARP_AGG_META_IMAGE) != 0);
 	return 1;
 }
 

@@ -7,7 +7,9 @@
  *	- another file's image, every truncation of an image, and single-byte
  *	  changes throughout one are refused or taken without a crash (ASan),
  *	  the file opening either way; a refused image gives the file's rows;
- *	- a stream, or a file with view fields, has no image.
+ *	- a stream, or a file with view fields, has no image;
+ *	- the image's file: written and mapped back, refused for another
+ *	  identity, a changed byte, a cut file, a FIFO.
  */
 
 /* all rows of an opened file as JSON lines (malloc'd), NULL on error */
@@ -195,4 +197,113 @@ test_image(void)
 		free(image);
 		arrow_file_close(file);
 	}
+}
+
+/*
+ * An image whose first batch's strings end unpadded at the image's end
+ * (its length not a multiple of 8, as the head says): refused before the
+ * second batch is looked for past the end (ASan)
+ */
+static void
+test_image_unpadded(void)
+{
+	const Seed *s = find_seed("seed-batch-keys.file");
+	ArrowSource src;
+	ArrowFile  *file;
+	ArrowError	err;
+	void	   *image;
+	uint64_t	len;
+	uint8_t    *bad;
+	uint64_t	bad_len = 32 + 48 + 8 + 1;
+	uint32_t	one = 1,
+				zero = 0;
+	int32_t		n_meta = 1;
+	bool		used = true;
+
+	if (s == NULL || open_mem(s->data, s->len, NULL, &src, &file, &err) != ARROW_OK)
+	{
+		tap_ok(false, "seed-batch-keys.file opens");
+		return;
+	}
+	if (!tap_ok(file->n_batches == 2 &&
+				arrow_file_batches_image(file, NULL, &image, &len, &err) == ARROW_OK,
+				"seed-batch-keys.file: two batches, its image"))
+	{
+		arrow_file_close(file);
+		return;
+	}
+	bad = calloc(1, bad_len);
+	memcpy(bad, image, 24);		/* the head: magic, 2 batches, the fields, the version */
+	memcpy(bad + 24, &bad_len, 8);	/* its length */
+	memcpy(bad + 32 + 44, &n_meta, 4);	/* batch 0: no nodes, no buffers, one pair */
+	memcpy(bad + 32 + 48, &one, 4);	/* a key of 1 byte, a value of none */
+	memcpy(bad + 32 + 52, &zero, 4);
+	bad[32 + 56] = 'k';
+	tap_ok(open_with_image(s, bad, bad_len, &used, NULL) && !used,
+		   "an image ending in an unpadded string: refused, the file read");
+	free(bad);
+	free(image);
+	arrow_file_close(file);
+}
+
+/*
+ * The image's file (arrow_image_file.c): CRC-32C's check value, a write
+ * then a map of the same identity gives the image back; another identity,
+ * a changed byte, a cut file, a FIFO or nothing at the path give none.
+ */
+static void
+test_image_file(void)
+{
+	char		dir[] = "/tmp/pg_warp_image_file.XXXXXX";
+	char		path[256];
+	char		tmp[256];
+	ArrowFileIdentity id = {1, 2, 3, 4, 5};
+	ArrowFileIdentity other = {1, 2, 3, 4, 6};
+	uint8_t		image[1000];
+	const void *got;
+	void	   *map;
+	size_t		map_len;
+	uint64_t	len;
+	FILE	   *f;
+	long		size;
+
+	tap_ok(arrow_crc32c("123456789", 9) == 0xE3069283u, "CRC-32C of \"123456789\" is E3069283");
+	if (!tap_ok(mkdtemp(dir) != NULL, "a directory for image files"))
+		return;
+	snprintf(path, sizeof(path), "%s/img", dir);
+	snprintf(tmp, sizeof(tmp), "%s/img.tmp", dir);
+	for (size_t i = 0; i < sizeof(image); i++)
+		image[i] = (uint8_t) (i * 7);
+	tap_ok(arrow_image_file_map(path, &id, &len, &map, &map_len) == NULL && map == NULL,
+		   "no file: no image");
+	tap_ok(arrow_image_file_write(path, tmp, &id, image, sizeof(image)) == 0 &&
+		   access(tmp, F_OK) != 0, "written, the temporary file renamed");
+	got = arrow_image_file_map(path, &id, &len, &map, &map_len);
+	tap_ok(got != NULL && len == sizeof(image) && memcmp(got, image, len) == 0,
+		   "mapped: the image written");
+	arrow_image_file_unmap(map, map_len);
+	tap_ok(arrow_image_file_map(path, &other, &len, &map, &map_len) == NULL,
+		   "another identity (change time): no image");
+	/* a byte of the image changed, then the file cut short */
+	f = fopen(path, "r+b");
+	fseek(f, 0, SEEK_END);
+	size = ftell(f);
+	fseek(f, size - 10, SEEK_SET);
+	fputc(0x55, f);
+	fclose(f);
+	tap_ok(arrow_image_file_map(path, &id, &len, &map, &map_len) == NULL,
+		   "a byte changed: no image (CRC)");
+	arrow_image_file_write(path, tmp, &id, image, sizeof(image));
+	tap_ok(truncate(path, size - 1) == 0 &&
+		   arrow_image_file_map(path, &id, &len, &map, &map_len) == NULL,
+		   "cut short: no image");
+	unlink(path);
+	tap_ok(mkfifo(path, 0600) == 0 &&
+		   arrow_image_file_map(path, &id, &len, &map, &map_len) == NULL,
+		   "a FIFO: no image, and no wait for a writer");
+	unlink(path);
+	tap_ok(arrow_image_file_write(path, "/nonexistent/dir/img.tmp", &id, image,
+								  sizeof(image)) != 0 && access(path, F_OK) != 0,
+		   "a write that cannot be made says so, writes nothing");
+	rmdir(dir);
 }

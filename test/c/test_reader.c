@@ -29,8 +29,10 @@
 #include <errno.h>
 #include <math.h>
 #include <stdlib.h>
+#include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "reader_testlib.h"
 /* the parts (see above) */
@@ -576,6 +578,8 @@ main(void)
 	test_truncation();
 	test_corruption();
 	test_image();
+	test_image_unpadded();
+	test_image_file();
 	for (int i = 0; i < n_seeds; i++)
 		free(seeds[i].data);
 	return tap_done();
