@@ -230,27 +230,27 @@ gjb_plan_under(Plan *plan)
 List *
 gj_build_group(List *plans, List *depth_privates, List **privates_out)
 {
+	enum
+	{
+		ALONE, SERIAL, PARTIAL
+	}		   *kind = palloc0(sizeof(*kind) * Max(list_length(plans), 1));
 	List	   *out = NIL;
-	List	   *serial = NIL;
-	List	   *partial = NIL;
 	int			n = list_length(plans);
 	int		   *child = palloc(sizeof(int) * Max(n, 1));
-	int			workers = 0;
-	int			rescan_param = -1;
+	int			n_serial = 0,
+				n_partial = 0,
+				workers = 0,
+				rescan_param = -1;
 	Gather	   *gather = NULL;
-	ListCell   *lc;
 
-	for (int d = 0; d < n; d++)
+	for (int d = 0; d < n && pg_warp_gpujoin_concurrent_build; d++)
 	{
 		Plan	   *p = list_nth(plans, d);
-		Plan	   *build = gjb_plan_under(p);
 
-		child[d] = -1;
-		if (!pg_warp_gpujoin_concurrent_build)
-			continue;
-		if (build != NULL)
+		if (gjb_plan_under(p) != NULL)
 		{
-			partial = lappend(partial, build);
+			kind[d] = PARTIAL;
+			n_partial++;
 			workers += ((Gather *) p)->num_workers;
 			/* the Gather's rescan parameter (one per Gather, which the group replaces) */
 			if (rescan_param < 0)
@@ -258,38 +258,37 @@ gj_build_group(List *plans, List *depth_privates, List **privates_out)
 		}
 		else if (p->parallel_safe && !gjb_not_groupable(p) &&
 				 !gjb_leader_only((Node *) p->targetlist, NULL))
-			serial = lappend(serial, p);
+		{
+			kind[d] = SERIAL;
+			n_serial++;
+		}
 	}
-	if (partial != NIL && list_length(partial) + list_length(serial) >= 2)
+	for (int d = 0; d < n; d++)
+		child[d] = -1;
+	if (n_partial > 0 && n_partial + n_serial >= 2)
 	{
 		Append	   *ap = makeNode(Append);
 		int			k = 0;
 
 		/* the serial plans first: each is run once (first_partial_plan) */
 		for (int d = 0; d < n; d++)
-		{
-			Plan	   *p = list_nth(plans, d);
-
-			if (list_member_ptr(serial, p))
+			if (kind[d] == SERIAL)
 			{
+				Plan	   *p = list_nth(plans, d);
+
 				child[d] = k++;
 				ap->appendplans = lappend(ap->appendplans, gjb_over(p, p->targetlist));
 			}
-		}
 		ap->first_partial_plan = k;
 		for (int d = 0; d < n; d++)
-		{
-			Plan	   *p = list_nth(plans, d);
-
-			if (gjb_plan_under(p) != NULL && list_member_ptr(partial, gjb_plan_under(p)))
+			if (kind[d] == PARTIAL)
 			{
 				child[d] = k++;
-				ap->appendplans = lappend(ap->appendplans, gjb_plan_under(p));
+				ap->appendplans = lappend(ap->appendplans, gjb_plan_under(list_nth(plans, d)));
 			}
-		}
-		foreach(lc, ap->appendplans)
+		for (int c = 0; c < k; c++)
 		{
-			Plan	   *p = lfirst(lc);
+			Plan	   *p = list_nth(ap->appendplans, c);
 
 			ap->plan.startup_cost += p->startup_cost;
 			ap->plan.total_cost += p->total_cost;
@@ -300,36 +299,24 @@ gj_build_group(List *plans, List *depth_privates, List **privates_out)
 		gather->plan.startup_cost = ap->plan.startup_cost;
 		gather->plan.total_cost = ap->plan.total_cost;
 		gather->plan.lefttree = &ap->plan;
-		gather->num_workers = Max(1, Min(max_parallel_workers_per_gather,
-										 workers + list_length(serial)));
+		gather->num_workers = Max(1, Min(max_parallel_workers_per_gather, workers + n_serial));
 		gather->rescan_param = rescan_param;
 	}
+	/* the plans of the depths left out, then the group's (its index: their count) */
 	*privates_out = NIL;
 	for (int d = 0; d < n; d++)
 	{
 		List	   *dp = list_copy(list_nth(depth_privates, d));
 
 		if (child[d] < 0)
-		{
-			dp = lappend(dp, makeInteger(list_length(out)));
 			out = lappend(out, list_nth(plans, d));
-		}
-		else
-			dp = lappend(dp, makeInteger(-1));	/* set below: the group comes last */
+		dp = lappend(dp, makeInteger(child[d] < 0 ? list_length(out) - 1 :
+									 n - (gather != NULL ? n_partial + n_serial : 0)));
 		dp = lappend(dp, makeInteger(child[d]));
 		*privates_out = lappend(*privates_out, dp);
 	}
 	if (gather != NULL)
-	{
-		foreach(lc, *privates_out)
-		{
-			List	   *dp = lfirst(lc);
-
-			if (intVal(llast(dp)) >= 0)
-				lfirst(list_nth_cell(dp, list_length(dp) - 2)) = makeInteger(list_length(out));
-		}
 		out = lappend(out, gather);
-	}
 	return out;
 }
 
