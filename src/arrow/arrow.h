@@ -463,11 +463,10 @@ extern int	arrow_file_open_image(const ArrowSource *src, const ArrowAllocator *a
 /*
  * The image of a file's record batches kept in a file of its own for other
  * processes (arrow_image_file.c): ARROW_IMAGE_DIR in the data directory,
- * named ARROW_IMAGE_NAME of the Arrow file's device and inode, holding the
- * Arrow file's identity and a CRC-32C of the image.
+ * named after the Arrow file's device and inode (arrow_image_file_path),
+ * holding the Arrow file's identity and a CRC-32C of the image.
  */
 #define ARROW_IMAGE_DIR		"pg_warp/arrow_meta"
-#define ARROW_IMAGE_NAME	ARROW_IMAGE_DIR "/%llx-%llx"
 
 typedef struct ArrowFileIdentity
 {
@@ -490,6 +489,9 @@ extern uint32_t arrow_crc32c(const void *data, size_t len);
 extern const void *arrow_image_file_map(const char *path, const ArrowFileIdentity *id,
 										uint64_t *len, void **map, size_t *map_len);
 extern void arrow_image_file_unmap(void *map, size_t map_len);
+
+/* the path (relative to the data directory) of the image of identity id */
+extern void arrow_image_file_path(char *path, size_t size, const ArrowFileIdentity *id);
 
 /*
  * Writes image (len bytes) of the Arrow file of identity id to tmp, then

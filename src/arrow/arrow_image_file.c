@@ -149,6 +149,14 @@ arrow_image_file_map(const char *path, const ArrowFileIdentity *id, uint64_t *le
 
 /* see arrow.h */
 void
+arrow_image_file_path(char *path, size_t size, const ArrowFileIdentity *id)
+{
+	snprintf(path, size, ARROW_IMAGE_DIR "/%llx-%llx", (unsigned long long) id->dev,
+			 (unsigned long long) id->ino);
+}
+
+/* see arrow.h */
+void
 arrow_image_file_unmap(void *map, size_t map_len)
 {
 	if (map != NULL)

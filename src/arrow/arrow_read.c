@@ -521,24 +521,22 @@ parse_batch_packed(ArrowFile *file, const Message *m, ArrowBatchInfo *info,
 	{
 		uint8_t    *p = arrow_realloc(file->alloc, priv->scratch, need, err);
 
-		if (p == NULL)
+		if (p != NULL)
 		{
-			/* without the scratch area, as before it */
-			memset(err, 0, sizeof(*err));
-			return parse_batch(file, file->alloc, m, &m->header, file->schema.fields,
-							   file->schema.n_fields, info, what, err);
+			priv->scratch = p;
+			priv->scratch_cap = need;
 		}
-		priv->scratch = p;
-		priv->scratch_cap = need;
 	}
 	s.a = (ArrowAllocator) {scratch_malloc, scratch_realloc, scratch_free, &s};
 	s.base = priv->scratch;
 	s.cap = priv->scratch_cap;
 	s.used = 0;
-	rc = parse_batch(file, &s.a, m, &m->header, file->schema.fields, file->schema.n_fields,
-					 info, what, err);
+	rc = need > priv->scratch_cap ? ARROW_ERR_NOMEM :
+		parse_batch(file, &s.a, m, &m->header, file->schema.fields, file->schema.n_fields,
+					info, what, err);
 	if (rc == ARROW_ERR_NOMEM)
 	{
+		/* no scratch area to be had, or it ran out: as before it */
 		memset(err, 0, sizeof(*err));
 		return parse_batch(file, file->alloc, m, &m->header, file->schema.fields,
 						   file->schema.n_fields, info, what, err);

@@ -49,8 +49,7 @@ meta_image_of(const ArrowPgSource *s, int64 ctime_ns, ArrowFileIdentity *id, cha
 	id->size = s->size;
 	id->mtime_ns = s->mtime_ns;
 	id->ctime_ns = ctime_ns;
-	snprintf(path, MAXPGPATH, ARROW_IMAGE_NAME,
-			 (unsigned long long) s->dev, (unsigned long long) s->ino);
+	arrow_image_file_path(path, MAXPGPATH, id);
 }
 
 /* the image of file (just read from the file of identity id) kept at path */
@@ -94,7 +93,7 @@ arrow_pg_open_image(const ArrowPgSource *s, int64 ctime_ns, const ArrowAllocator
 {
 	ArrowFileIdentity id;
 	char		path[MAXPGPATH];
-	const void *volatile image;
+	const void *image;
 	void	   *map;
 	size_t		map_len;
 	uint64		len;
@@ -105,16 +104,9 @@ arrow_pg_open_image(const ArrowPgSource *s, int64 ctime_ns, const ArrowAllocator
 		return arrow_file_open_source(&s->src, alloc, out, err);
 	meta_image_of(s, ctime_ns, &id, path);
 	image = arrow_image_file_map(path, &id, &len, &map, &map_len);
-	/* the library does not raise; the mapping goes anyway if something else does */
-	PG_TRY();
-	{
-		rc = arrow_file_open_image(&s->src, alloc, image, len, out, &used, err);
-	}
-	PG_FINALLY();
-	{
-		arrow_image_file_unmap(map, map_len);
-	}
-	PG_END_TRY();
+	/* the library never raises (file.c), so the mapping is always let go here */
+	rc = arrow_file_open_image(&s->src, alloc, image, len, out, &used, err);
+	arrow_image_file_unmap(map, map_len);
 	if (rc == ARROW_OK && used)
 		elog(DEBUG1, "pg_warp: the record batches of \"%s\" from its metadata image", s->path);
 	else if (rc == ARROW_OK && (*out)->n_batches >= META_IMAGE_MIN_BATCHES)

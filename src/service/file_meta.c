@@ -21,7 +21,6 @@
  *-------------------------------------------------------------------------
  */
 #include <pthread.h>
-#include <stdio.h>
 #include <string.h>
 
 #include "service/file_id.h"
@@ -141,8 +140,7 @@ svc_file_meta_open(int fd, const struct stat *st, const ArrowSource *src,
 	 * directory, the service's working directory, where there is a whole
 	 * one of this identity (arrow_image_file.c)
 	 */
-	snprintf(path, sizeof(path), ARROW_IMAGE_NAME, (unsigned long long) id.dev,
-			 (unsigned long long) id.ino);
+	arrow_image_file_path(path, sizeof(path), &fid);
 	image = arrow_image_file_map(path, &fid, &len, &map, &map_len);
 	rc = arrow_file_open_image(src, &arrow_default_allocator, image, len, &opened, from_image,
 							   err);
