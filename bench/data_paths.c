@@ -34,6 +34,17 @@
  *	                  page faults timed), into ordinary host buffers
  *	 map-pinned       as pread-pinned, the slices copied from that mapping
  *	                  with memcpy instead of pread
+ *	 pack             the file in the page cache: THREADS threads pread each
+ *	                  slice in frames of 256 KiB into a buffer of their own,
+ *	                  pack each frame as the service packs an integer column
+ *	                  (service/pack.c: the file's bytes taken as int32, each
+ *	                  frame's distances from its smallest value in 1, 2 or 3
+ *	                  bytes, as they are where that gains nothing) into
+ *	                  ordinary host buffers; the packed share in the JSON
+ *	 pack-pinned      as pack into pinned buffers, each slice's packed bytes
+ *	                  copied to the GPU (not unpacked there: kern_unpack's
+ *	                  time is not in this figure); the bytes in the rate are
+ *	                  the file's, not the packed ones over the bus
  *	 register         the file mapped read-only (MAP_SHARED), then THREADS
  *	                  threads cuMemHostRegister(READ_ONLY) REGION_MIB regions
  *	                  of it in parallel: the registration rate (the pages in
@@ -98,6 +109,8 @@
 
 #include "cuda_driver.h"
 #include "cufile_api.h"
+#include "service/pack.h"
+#include "xpu_pack.h"
 
 #define EXIT_FAILED		1
 #define EXIT_USAGE		2
@@ -117,17 +130,19 @@ typedef struct CUevent_st *CUevent;
 enum Way
 {
 	W_ODIRECT, W_COLD_PREAD, W_PREAD, W_PINNED, W_PAGEABLE, W_PREAD_PINNED,
-	W_MAP, W_MAP_PINNED, W_REGISTER, W_REGISTERED_COPY, W_REGISTER_COPY, W_CUFILE, N_WAYS
+	W_MAP, W_MAP_PINNED, W_PACK, W_PACK_PINNED, W_REGISTER, W_REGISTERED_COPY,
+	W_REGISTER_COPY, W_CUFILE, N_WAYS
 };
 
 static const char *way_names[N_WAYS] = {
 	"odirect", "cold-pread", "pread", "pinned", "pageable", "pread-pinned",
-	"map", "map-pinned", "register", "registered-copy", "register-copy", "cufile"
+	"map", "map-pinned", "pack", "pack-pinned", "register", "registered-copy",
+	"register-copy", "cufile"
 };
 
 /* ways that need the GPU (cold-pread runs without one, into host buffers) */
 static const bool way_needs_gpu[N_WAYS] = {
-	false, false, false, true, true, true, false, true, true, true, true, true
+	false, false, false, true, true, true, false, true, false, true, true, true, true, true
 };
 
 typedef struct WayResult
@@ -537,6 +552,10 @@ static bool pread_to_gpu;
 /* map, map-pinned: the mapping the pread worker copies from instead of pread */
 static const char *pread_map;
 
+/* pack, pack-pinned: slices packed (fetch_packed); the bytes that came out of packing */
+static bool pack_slices;
+static size_t packed_bytes;		/* atomic */
+
 /* the pread worker's read of one slice: pread, or memcpy from pread_map */
 static bool
 fetch(void *buf, size_t len, size_t off)
@@ -547,10 +566,42 @@ fetch(void *buf, size_t len, size_t off)
 	return true;
 }
 
+/*
+ * fetch_packed: the slice read in frames into frame_buf (XPU_PACK_FRAME_VALUES
+ * int32 values), each packed into buf or copied as it is; *out_len the bytes
+ * in buf
+ */
+static bool
+fetch_packed(void *buf, size_t len, size_t off, void *frame_buf, size_t *out_len)
+{
+	const size_t frame = XPU_PACK_FRAME_VALUES * sizeof(int32_t);
+	size_t		at = 0;
+
+	for (size_t done = 0; done < len; done += frame)
+	{
+		size_t		n = len - done < frame ? len - done : frame;
+		int64_t		base;
+		int			w = 0;
+
+		if (!read_all(file_fd, frame_buf, n, off + done))
+			return false;
+		if (n % 4 == 0)
+			w = svc_pack_values(frame_buf, (uint32_t) (n / 4), 4, (uint8_t *) buf + at, &base);
+		if (w == 0)
+			memcpy((char *) buf + at, frame_buf, n);
+		at += w == 0 ? n : (n / 4) * w;
+		at = (at + 3) & ~(size_t) 3;
+	}
+	__atomic_fetch_add(&packed_bytes, at, __ATOMIC_RELAXED);
+	*out_len = at;
+	return true;
+}
+
 static void *
 pread_worker(void *unused)
 {
 	void	   *buf[2] = {NULL, NULL};
+	void	   *frame_buf = NULL;
 	CUstream	stream = NULL;
 	CUevent		done[2] = {NULL, NULL};
 	bool		pending[2] = {false, false};
@@ -561,7 +612,14 @@ pread_worker(void *unused)
 	CUresult	rc;
 
 	(void) unused;
-	if (pread_to_gpu)
+	if (pack_slices && posix_memalign(&frame_buf, PAGE, XPU_PACK_FRAME_VALUES * sizeof(int32_t)) != 0)
+	{
+		run_fail("posix_memalign: %s (%ld)", "out of memory", 0);
+		ok = false;
+	}
+	if (!ok)
+		;
+	else if (pread_to_gpu)
 	{
 		ok = set_context();
 		for (int i = 0; ok && i < 2; i++)
@@ -589,9 +647,12 @@ pread_worker(void *unused)
 	ready();
 	while (ok && claim(&off, &len))
 	{
+		size_t		out_len = len;
+
 		if (!pread_to_gpu)
 		{
-			ok = fetch(buf[0], len, off);
+			ok = pack_slices ? fetch_packed(buf[0], len, off, frame_buf, &out_len) :
+				fetch(buf[0], len, off);
 			continue;
 		}
 		/* double-buffered: wait for buffer b's last copy, fill it, copy it */
@@ -600,9 +661,10 @@ pread_worker(void *unused)
 			run_cu_fail("cuEventSynchronize", rc);
 			break;
 		}
-		if (!fetch(buf[b], len, off))
+		if (pack_slices ? !fetch_packed(buf[b], len, off, frame_buf, &out_len) :
+			!fetch(buf[b], len, off))
 			break;
-		if (!copy_async(dev_at(off), buf[b], len, stream))
+		if (!copy_async(dev_at(off), buf[b], out_len, stream))
 			break;
 		if ((rc = drv.cuEventRecord(done[b], stream)) != CUDA_SUCCESS)
 		{
@@ -625,6 +687,7 @@ pread_worker(void *unused)
 	}
 	else
 		free(buf[0]);
+	free(frame_buf);
 	return NULL;
 }
 
@@ -1129,6 +1192,19 @@ do_way(enum Way way)
 			finish(w, run_threads(pread_worker, n_threads, slice, NULL), nbytes);
 			munmap((void *) pread_map, nbytes);
 			pread_map = NULL;
+			break;
+		case W_PACK:
+		case W_PACK_PINNED:
+			pread_to_gpu = way == W_PACK_PINNED;
+			w->target = way == W_PACK ? "ordinary host buffers (packed)" :
+				"GPU memory (packed into pinned buffers, cuMemcpyHtoDAsync; not unpacked)";
+			warm_way(w);
+			pack_slices = true;
+			packed_bytes = 0;
+			finish(w, run_threads(pread_worker, n_threads, slice, NULL), nbytes);
+			pack_slices = false;
+			snprintf(w->detail, sizeof(w->detail), ",\"packed_bytes\": %zu, \"packed_share\": %.4f",
+					 packed_bytes, (double) packed_bytes / nbytes);
 			break;
 		case W_REGISTER:
 			w->target = "page-locked file pages (cuMemHostRegister READ_ONLY)";

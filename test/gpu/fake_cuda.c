@@ -35,6 +35,7 @@
 #include "xpu/xpu_heap_gpu.h"
 #include "xpu/xpu_join.h"
 #include "xpu/xpu_join_scan.h"
+#include "xpu/xpu_pack.h"
 
 typedef struct CUevent_st *CUevent;
 
@@ -53,7 +54,7 @@ FAKE_API int fake_allocs;
 enum
 {
 	K_AGG_EXEC, K_HEAP_MEASURE, K_HEAP_SCAN, K_HEAP_DECODE, K_WARP_EXEC, K_SELFTEST, K_OTHER,
-	K_JOIN_SCAN
+	K_JOIN_SCAN, K_UNPACK
 };
 
 struct CUfunc_st
@@ -61,7 +62,7 @@ struct CUfunc_st
 	int			id;
 };
 static struct CUfunc_st funcs[] = {{K_AGG_EXEC}, {K_HEAP_MEASURE}, {K_HEAP_SCAN},
-{K_HEAP_DECODE}, {K_WARP_EXEC}, {K_SELFTEST}, {K_OTHER}, {K_JOIN_SCAN}};
+{K_HEAP_DECODE}, {K_WARP_EXEC}, {K_SELFTEST}, {K_OTHER}, {K_JOIN_SCAN}, {K_UNPACK}};
 static int	dummy;
 
 FAKE_API CUresult cuInit(unsigned int f) { return 0; }
@@ -99,6 +100,7 @@ FAKE_API CUresult cuModuleGetFunction(CUfunction *f, CUmodule m, const char *nam
 				strcmp(name, "kern_heap_decode") == 0 ? K_HEAP_DECODE :
 				strcmp(name, "kern_warp_exec") == 0 ? K_WARP_EXEC :
 				strcmp(name, "kern_join_scan_exec") == 0 ? K_JOIN_SCAN :
+				strcmp(name, "kern_unpack") == 0 ? K_UNPACK :
 				strcmp(name, "pg_warp_selftest") == 0 ? K_SELFTEST : K_OTHER];
 	return 0;
 }
@@ -385,6 +387,15 @@ cuLaunchKernel(CUfunction f, unsigned int gx, unsigned int gy, unsigned int gz,
 			/* every launch as if its program raised FALLBACK (test_gpujoin_scan.py) */
 			if (getenv("PG_WARP_FAKE_JOIN_SCAN_FALLBACK") != NULL)
 				ARG(6, XpuError *)->code = XPU_ERR_FALLBACK;
+			break;
+		case K_UNPACK:
+			/* kern_pack.cu: every frame's values, whole */
+			for (uint32_t i = 0; i < *(uint32_t *) params[1]; i++)
+			{
+				const XpuPackFrame *fr = ARG(0, const XpuPackFrame *) + i;
+
+				xpu_unpack_range(fr, 0, fr->n, 1);
+			}
 			break;
 		case K_SELFTEST:
 			/* kern_selftest.cu: y[i] = a * x[i] + i */
