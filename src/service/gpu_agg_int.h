@@ -57,11 +57,12 @@
  * the pinned buffer of a slot that the service keeps from its start
  * (gpu_agg_prewarm): any launch's bytes with gagg_slot_reserve's slack; a
  * launch packs its integer buffers (GaggRead) only while its bytes with
- * the packing's room stay within it
+ * the packing's room, and that slack, stay within it (GAGG_PACK_LIMIT)
  */
 #define GAGG_SLOT_BYTES \
 	((GAGG_LAUNCH_BYTES + GAGG_LAUNCH_BYTES / 4 + ((size_t) 16 << 20) + ((size_t) 1 << 20) - 1) & \
 	 ~(((size_t) 1 << 20) - 1))
+#define GAGG_PACK_LIMIT		((GAGG_SLOT_BYTES - ((size_t) 1 << 20)) / 5 * 4)
 
 /*
  * GAGG_RETRY: a driver call that may need device memory (a stream, an

@@ -748,9 +748,9 @@ gagg_pack_width(int32_t kind)
  * gagg_plan_packing: marks the values buffers of the launch's parts that
  * cross the bus packed (pc[].pack_width): integer buffers of GAGG_PACK_MIN
  * bytes or more read with pread from a file whose request allows it, while
- * the launch (total bytes) with
- * the packing's room stays within a kept slot buffer (GAGG_SLOT_BYTES);
- * returns that room in bytes, with the frames in *n_frames
+ * the launch (total bytes) with the packing's room stays within a kept
+ * slot buffer (GAGG_PACK_LIMIT); returns that room in bytes, with the
+ * frames in *n_frames
  */
 static size_t
 gagg_plan_packing(GaggRun *g, const GaggSlot *s, GaggPiece *pc, size_t total,
@@ -785,7 +785,7 @@ gagg_plan_packing(GaggRun *g, const GaggSlot *s, GaggPiece *pc, size_t total,
 				frames += (uint32_t) GAGG_PACK_FRAMES(len, (size_t) width);
 			}
 			if (total + room + more + GAGG_ALIGN +
-				(size_t) (*n_frames + frames) * sizeof(XpuPackFrame) > GAGG_SLOT_BYTES)
+				(size_t) (*n_frames + frames) * sizeof(XpuPackFrame) > GAGG_PACK_LIMIT)
 				continue;
 			q->pack_width = width;
 			room += more;
