@@ -114,7 +114,9 @@ typedef struct GaggRead
 /*
  * the pinned (and device) room a read of len bytes of values width bytes
  * wide packs into: at most 3 bytes of 4, or 4 of 8, and each frame's
- * packed bytes aligned to GAGG_PACK_ALIGN
+ * packed bytes aligned to GAGG_PACK_ALIGN (the room a multiple of it, so
+ * that the next read's starts aligned too: kern_unpack reads 16- and
+ * 32-bit words)
  */
 #define GAGG_PACK_ALIGN		16
 /* a smaller buffer is not worth its frame's launch and alignment */
@@ -123,7 +125,8 @@ typedef struct GaggRead
 	(((len) + (size_t) XPU_PACK_FRAME_VALUES * (width) - 1) / \
 	 ((size_t) XPU_PACK_FRAME_VALUES * (width)))
 #define GAGG_PACK_STAGE(len, width) \
-	(((width) == 4 ? (len) / 4 * 3 : (len) / 2) + GAGG_PACK_ALIGN * GAGG_PACK_FRAMES(len, width))
+	(((((width) == 4 ? (len) / 4 * 3 : (len) / 2) + GAGG_PACK_ALIGN - 1) & ~(size_t) (GAGG_PACK_ALIGN - 1)) + \
+	 GAGG_PACK_ALIGN * GAGG_PACK_FRAMES(len, width))
 
 #define GAGG_CHECK_SLICE	(1 << 20)	/* offsets per check job */
 

@@ -389,11 +389,17 @@ cuLaunchKernel(CUfunction f, unsigned int gx, unsigned int gy, unsigned int gz,
 				ARG(6, XpuError *)->code = XPU_ERR_FALLBACK;
 			break;
 		case K_UNPACK:
-			/* kern_pack.cu: every frame's values, whole */
+			/*
+			 * kern_pack.cu: every frame's values, whole; a GPU faults on a
+			 * word read or written at an address not a multiple of its size
+			 */
 			for (uint32_t i = 0; i < *(uint32_t *) params[1]; i++)
 			{
 				const XpuPackFrame *fr = ARG(0, const XpuPackFrame *) + i;
 
+				if (fr->n > 0 && ((fr->in_width >= 2 && fr->src % 4 != 0) ||
+								  fr->dst % fr->out_width != 0))
+					return 716;	/* CUDA_ERROR_MISALIGNED_ADDRESS */
 				xpu_unpack_range(fr, 0, fr->n, 1);
 			}
 			break;

@@ -118,16 +118,17 @@ def scan(client, svc, f, qual, *opts):
 
 
 @pytest.mark.parametrize("n,chunk", [(4 * FRAME, 4 * FRAME), (300_000, 300_000),
-                                     (70_001, 20_000), (1, 1)],
-                         ids=["four-frames", "two-slices", "short-frames", "one-row"])
+                                     (70_001, 20_000), (100_004, 20_001), (1, 1)],
+                         ids=["four-frames", "two-slices", "short-frames", "odd-frames", "one-row"])
 def test_packed_values_come_back(client, svc, tmp_path, n, chunk):
     """Each int32 and int64 column compared on the GPU with its decimal twin:
     every non-NULL row passes (its value arrived exactly), with packing and
     without (--pack 0: nothing packed).  Four whole frames in one batch, whose
     packed bytes are counted exactly; 300,000 rows in one batch (an int64
     buffer of two 2 MiB slices, int32 of four frames and a short one);
-    batches of 20,000 (each buffer one short frame); one row (a buffer too
-    small to pack)"""
+    batches of 20,000 (each buffer one short frame), and of 20,001 (packed
+    int32 frames of 60,003 bytes: the next buffer's packed bytes must still
+    start aligned, or the GPU faults); one row (a buffer too small to pack)"""
     t = edge_table(n)
     sizes = packed_sizes(n) if n == 4 * FRAME else None
     for name, qual in QUALS.items():
