@@ -223,7 +223,6 @@ SERVICE_SRCS = \
 	src/service/input.c \
 	src/service/join_counts.c \
 	src/service/join_store.c \
-	src/service/pack.c \
 	src/service/main.c \
 	src/service/options.c \
 	src/service/run.c \

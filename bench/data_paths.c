@@ -36,15 +36,18 @@
  *	                  with memcpy instead of pread
  *	 pack             the file in the page cache: THREADS threads pread each
  *	                  slice in frames of 256 KiB into a buffer of their own,
- *	                  pack each frame as the service packs an integer column
- *	                  (service/pack.c: the file's bytes taken as int32, each
+ *	                  pack each frame as the service could pack an integer column
+ *	                  (pack_frames.c: the file's bytes taken as int32, each
  *	                  frame's distances from its smallest value in 1, 2 or 3
  *	                  bytes, as they are where that gains nothing) into
  *	                  ordinary host buffers; the packed share in the JSON
  *	 pack-pinned      as pack into pinned buffers, each slice's packed bytes
- *	                  copied to the GPU (not unpacked there: kern_unpack's
- *	                  time is not in this figure); the bytes in the rate are
- *	                  the file's, not the packed ones over the bus
+ *	                  copied to the GPU (not unpacked there: a kernel that
+ *	                  would restore them is not in this figure); the bytes
+ *	                  in the rate are the file's, not the packed ones
+ *	 map-pack         as pack, each frame packed straight from a read-only
+ *	                  mapping of the file (as map) instead of a pread copy
+ *	 map-pack-pinned  the same into pinned buffers, copied to the GPU
  *	 register         the file mapped read-only (MAP_SHARED), then THREADS
  *	                  threads cuMemHostRegister(READ_ONLY) REGION_MIB regions
  *	                  of it in parallel: the registration rate (the pages in
@@ -109,8 +112,7 @@
 
 #include "cuda_driver.h"
 #include "cufile_api.h"
-#include "service/pack.h"
-#include "xpu_pack.h"
+#include "pack_frames.h"
 
 #define EXIT_FAILED		1
 #define EXIT_USAGE		2
@@ -130,19 +132,20 @@ typedef struct CUevent_st *CUevent;
 enum Way
 {
 	W_ODIRECT, W_COLD_PREAD, W_PREAD, W_PINNED, W_PAGEABLE, W_PREAD_PINNED,
-	W_MAP, W_MAP_PINNED, W_PACK, W_PACK_PINNED, W_REGISTER, W_REGISTERED_COPY,
-	W_REGISTER_COPY, W_CUFILE, N_WAYS
+	W_MAP, W_MAP_PINNED, W_PACK, W_PACK_PINNED, W_MAP_PACK, W_MAP_PACK_PINNED, W_REGISTER,
+	W_REGISTERED_COPY, W_REGISTER_COPY, W_CUFILE, N_WAYS
 };
 
 static const char *way_names[N_WAYS] = {
 	"odirect", "cold-pread", "pread", "pinned", "pageable", "pread-pinned",
-	"map", "map-pinned", "pack", "pack-pinned", "register", "registered-copy",
-	"register-copy", "cufile"
+	"map", "map-pinned", "pack", "pack-pinned", "map-pack", "map-pack-pinned", "register",
+	"registered-copy", "register-copy", "cufile"
 };
 
 /* ways that need the GPU (cold-pread runs without one, into host buffers) */
 static const bool way_needs_gpu[N_WAYS] = {
-	false, false, false, true, true, true, false, true, false, true, true, true, true, true
+	false, false, false, true, true, true, false, true, false, true, false, true, true, true, true,
+	true
 };
 
 typedef struct WayResult
@@ -567,14 +570,14 @@ fetch(void *buf, size_t len, size_t off)
 }
 
 /*
- * fetch_packed: the slice read in frames into frame_buf (XPU_PACK_FRAME_VALUES
+ * fetch_packed: the slice read in frames into frame_buf (PACK_FRAME_VALUES
  * int32 values), each packed into buf or copied as it is; *out_len the bytes
  * in buf
  */
 static bool
 fetch_packed(void *buf, size_t len, size_t off, void *frame_buf, size_t *out_len)
 {
-	const size_t frame = XPU_PACK_FRAME_VALUES * sizeof(int32_t);
+	const size_t frame = PACK_FRAME_VALUES * sizeof(int32_t);
 	size_t		at = 0;
 
 	for (size_t done = 0; done < len; done += frame)
@@ -583,12 +586,14 @@ fetch_packed(void *buf, size_t len, size_t off, void *frame_buf, size_t *out_len
 		int64_t		base;
 		int			w = 0;
 
-		if (!read_all(file_fd, frame_buf, n, off + done))
+		const void *src = pread_map != NULL ? (const void *) (pread_map + off + done) : frame_buf;
+
+		if (pread_map == NULL && !read_all(file_fd, frame_buf, n, off + done))
 			return false;
 		if (n % 4 == 0)
-			w = svc_pack_values(frame_buf, (uint32_t) (n / 4), 4, (uint8_t *) buf + at, &base);
+			w = pack_values(src, (uint32_t) (n / 4), 4, (uint8_t *) buf + at, &base);
 		if (w == 0)
-			memcpy((char *) buf + at, frame_buf, n);
+			memcpy((char *) buf + at, src, n);
 		at += w == 0 ? n : (n / 4) * w;
 		at = (at + 3) & ~(size_t) 3;
 	}
@@ -612,7 +617,7 @@ pread_worker(void *unused)
 	CUresult	rc;
 
 	(void) unused;
-	if (pack_slices && posix_memalign(&frame_buf, PAGE, XPU_PACK_FRAME_VALUES * sizeof(int32_t)) != 0)
+	if (pack_slices && posix_memalign(&frame_buf, PAGE, PACK_FRAME_VALUES * sizeof(int32_t)) != 0)
 	{
 		run_fail("posix_memalign: %s (%ld)", "out of memory", 0);
 		ok = false;
@@ -1203,6 +1208,29 @@ do_way(enum Way way)
 			packed_bytes = 0;
 			finish(w, run_threads(pread_worker, n_threads, slice, NULL), nbytes);
 			pack_slices = false;
+			snprintf(w->detail, sizeof(w->detail), ",\"packed_bytes\": %zu, \"packed_share\": %.4f",
+					 packed_bytes, (double) packed_bytes / nbytes);
+			break;
+		case W_MAP_PACK:
+		case W_MAP_PACK_PINNED:
+			pread_to_gpu = way == W_MAP_PACK_PINNED;
+			w->target = way == W_MAP_PACK ? "ordinary host buffers (packed from a mapping)" :
+				"GPU memory (packed from a mapping into pinned buffers, cuMemcpyHtoDAsync)";
+			warm_way(w);
+			pread_map = mmap(NULL, nbytes, PROT_READ, MAP_SHARED, file_fd, 0);
+			if (pread_map == MAP_FAILED)
+			{
+				pread_map = NULL;
+				w->status = "failed";
+				snprintf(w->why, sizeof(w->why), "mmap: %s", strerror(errno));
+				return;
+			}
+			pack_slices = true;
+			packed_bytes = 0;
+			finish(w, run_threads(pread_worker, n_threads, slice, NULL), nbytes);
+			pack_slices = false;
+			munmap((void *) pread_map, nbytes);
+			pread_map = NULL;
 			snprintf(w->detail, sizeof(w->detail), ",\"packed_bytes\": %zu, \"packed_share\": %.4f",
 					 packed_bytes, (double) packed_bytes / nbytes);
 			break;

@@ -265,22 +265,14 @@ engine_scan_explain_read_ahead(EngineScanState *st, ExplainState *es)
 	}
 	if (es->format == EXPLAIN_FORMAT_TEXT)
 	{
-		char		packed[96] = "";
-
-		if (r->bytes_packed > 0)
-			snprintf(packed, sizeof(packed), " (" UINT64_FORMAT " kB of it packed into "
-					 UINT64_FORMAT " kB)", (r->bytes_packed + 1023) / 1024,
-					 (r->packed_len + 1023) / 1024);
 		ExplainPropertyText("Read Ahead",
-							psprintf(UINT64_FORMAT " kB into the GPU cache%s, " UINT64_FORMAT
+							psprintf(UINT64_FORMAT " kB into the GPU cache, " UINT64_FORMAT
 									 " kB there already, in %.3f ms",
-									 (r->bytes_read + 1023) / 1024, packed,
+									 (r->bytes_read + 1023) / 1024,
 									 (r->bytes_cached + 1023) / 1024, r->wall_us / 1000.0), es);
 		return;
 	}
 	ExplainPropertyInteger("Read Ahead Bytes", "bytes", (int64) r->bytes_read, es);
-	ExplainPropertyInteger("Read Ahead Bytes Packed", "bytes", (int64) r->bytes_packed, es);
-	ExplainPropertyInteger("Read Ahead Packed Bytes", "bytes", (int64) r->packed_len, es);
 	ExplainPropertyInteger("Read Ahead Bytes Cached", "bytes", (int64) r->bytes_cached, es);
 	ExplainPropertyFloat("Read Ahead Time", "ms", r->wall_us / 1000.0, 3, es);
 }

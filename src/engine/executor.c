@@ -344,59 +344,53 @@ engine_explain_times(ExplainState *es, uint64 io_us, uint64 exec_us, uint32 thre
 
 /*
  * engine_explain_data_path: EXPLAIN ANALYZE's ways a GPU run's referenced
- * bytes reached the GPU: from the GPU column cache (dp->cached; -1 when the
+ * bytes reached the GPU: from the GPU column cache (cached; -1 when the
  * run does not say), copied from the files' pinned page-cache pages
  * (mapped), read with cuFile straight into GPU memory (direct, in
  * direct_mode: WARP_CUFILE_*), or read with pread into pinned buffers and
- * copied from there (the rest of bytes_read), of which `packed` bytes of
- * integer buffers crossed the bus packed into packed_len bytes; with the
- * rate of the file bytes over the run's I/O time (io_us: the time its
- * launches spent on their reads, summed over its GPUs); and the pages this
- * run pinned, with the threads' time.  Text: one line.
+ * copied from there (the rest of bytes_read), with the rate of the file
+ * bytes over the run's I/O time (io_us: the time its launches spent on
+ * their reads, summed over its GPUs); and the pages this run pinned, with
+ * the threads' time.  Text: one line.
  */
 void
-engine_explain_data_path(ExplainState *es, const EngineDataPath *dp)
+engine_explain_data_path(ExplainState *es, uint64 bytes_read, int64 cached, uint64 mapped,
+						 uint64 pinned, uint64 pin_us, uint64 io_us, uint64 direct,
+						 uint32 direct_mode)
 {
-	uint64		pread = dp->bytes_read > dp->mapped + dp->direct ?
-		dp->bytes_read - dp->mapped - dp->direct : 0;
-	const char *mode = dp->direct_mode == WARP_CUFILE_GDS ? "GPUDirect Storage" :
-		dp->direct_mode == WARP_CUFILE_COMPAT ? "compatibility mode" : "none";
-	double		gb_per_s = dp->bytes_read > 0 && dp->io_us > 0 ?
-		(double) dp->bytes_read / (dp->io_us * 1000.0) : 0;
+	uint64		pread = bytes_read > mapped + direct ? bytes_read - mapped - direct : 0;
+	const char *mode = direct_mode == WARP_CUFILE_GDS ? "GPUDirect Storage" :
+		direct_mode == WARP_CUFILE_COMPAT ? "compatibility mode" : "none";
+	double		gb_per_s = bytes_read > 0 && io_us > 0 ? (double) bytes_read / (io_us * 1000.0) : 0;
 
 	if (es->format == EXPLAIN_FORMAT_TEXT)
 	{
 		StringInfoData s;
 
 		initStringInfo(&s);
-		if (dp->cached >= 0)
-			appendStringInfo(&s, "GPU cache " INT64_FORMAT " kB, ", (dp->cached + 1023) / 1024);
+		if (cached >= 0)
+			appendStringInfo(&s, "GPU cache " INT64_FORMAT " kB, ", (cached + 1023) / 1024);
 		appendStringInfo(&s, "pinned file pages " UINT64_FORMAT " kB, pread " UINT64_FORMAT " kB",
-						 (dp->mapped + 1023) / 1024, (pread + 1023) / 1024);
-		if (dp->packed > 0)
-			appendStringInfo(&s, " (" UINT64_FORMAT " kB of it packed into " UINT64_FORMAT " kB)",
-							 (dp->packed + 1023) / 1024, (dp->packed_len + 1023) / 1024);
-		if (dp->direct > 0)
+						 (mapped + 1023) / 1024, (pread + 1023) / 1024);
+		if (direct > 0)
 			appendStringInfo(&s, ", cuFile (%s) " UINT64_FORMAT " kB", mode,
-							 (dp->direct + 1023) / 1024);
+							 (direct + 1023) / 1024);
 		if (gb_per_s > 0)
 			appendStringInfo(&s, "; files at %.2f GB/s of I/O Time", gb_per_s);
-		if (dp->pinned > 0)
+		if (pinned > 0)
 			appendStringInfo(&s, " (pinned by this run: " UINT64_FORMAT " kB in %.3f ms)",
-							 (dp->pinned + 1023) / 1024, dp->pin_us / 1000.0);
+							 (pinned + 1023) / 1024, pin_us / 1000.0);
 		ExplainPropertyText("Data Path", s.data, es);
 		pfree(s.data);
 		return;
 	}
-	ExplainPropertyInteger("Bytes From Pinned File Pages", "bytes", (int64) dp->mapped, es);
+	ExplainPropertyInteger("Bytes From Pinned File Pages", "bytes", (int64) mapped, es);
 	ExplainPropertyInteger("Bytes Read With pread", "bytes", (int64) pread, es);
-	ExplainPropertyInteger("Bytes Packed", "bytes", (int64) dp->packed, es);
-	ExplainPropertyInteger("Packed Bytes", "bytes", (int64) dp->packed_len, es);
-	ExplainPropertyInteger("Bytes Read With cuFile", "bytes", (int64) dp->direct, es);
+	ExplainPropertyInteger("Bytes Read With cuFile", "bytes", (int64) direct, es);
 	ExplainPropertyText("cuFile Mode", mode, es);
 	ExplainPropertyFloat("File Read Rate", "GB/s", gb_per_s, 3, es);
-	ExplainPropertyInteger("File Pages Pinned", "bytes", (int64) dp->pinned, es);
-	ExplainPropertyFloat("Pinning Time", "ms", dp->pin_us / 1000.0, 3, es);
+	ExplainPropertyInteger("File Pages Pinned", "bytes", (int64) pinned, es);
+	ExplainPropertyFloat("Pinning Time", "ms", pin_us / 1000.0, 3, es);
 }
 
 /*

@@ -52,25 +52,10 @@ extern void engine_explain_engine(struct ExplainState *es, bool ran, uint32 engi
 extern void engine_explain_filter(struct ExplainState *es, List *quals, List *ctx,
 								  bool prefix);
 extern void engine_explain_source(struct ExplainState *es, const ArrowEngineSource *src);
-/*
- * how a GPU run's referenced file bytes reached the GPU (EXPLAIN ANALYZE's
- * Data Path; WarpAggResult's and WarpScanResult's counters)
- */
-typedef struct EngineDataPath
-{
-	uint64		bytes_read;		/* from the files */
-	int64		cached;			/* served by the GPU column cache; -1: not said */
-	uint64		mapped;			/* of bytes_read: copied from pinned file pages */
-	uint64		pinned;			/* file pages this run pinned, */
-	uint64		pin_us;			/* and the threads' time doing it */
-	uint64		io_us;
-	uint64		direct;			/* of bytes_read: read with cuFile, */
-	uint32		direct_mode;	/* in this mode (WARP_CUFILE_*) */
-	uint64		packed;			/* of bytes_read: packed for the bus, */
-	uint64		packed_len;		/* into this many bytes */
-} EngineDataPath;
-
-extern void engine_explain_data_path(struct ExplainState *es, const EngineDataPath *dp);
+extern void engine_explain_data_path(struct ExplainState *es, uint64 bytes_read,
+									 int64 cached, uint64 mapped, uint64 pinned,
+									 uint64 pin_us, uint64 io_us, uint64 direct,
+									 uint32 direct_mode);
 extern void engine_explain_devices(struct ExplainState *es, uint32 n,
 								   const WarpDeviceWork *w);
 extern void engine_explain_times(struct ExplainState *es, uint64 io_us, uint64 exec_us,

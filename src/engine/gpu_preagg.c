@@ -1921,13 +1921,10 @@ gpa_explain(EngineScanState *node, List *ctx, ExplainState *es)
 		ExplainPropertyInteger("Bytes From GPU Cache", "bytes", (int64) st->last.bytes_cached, es);
 	engine_scan_explain_read_ahead(&st->es, es);
 	if (st->last.engine == WARP_ENGINE_GPU && st->es.heap == NULL)
-	{
-		EngineDataPath dp = {st->last.bytes_read, (int64) st->last.bytes_cached,
-			st->last.bytes_mapped, st->last.bytes_pinned, st->last.pin_us, st->last.io_us,
-		st->last.bytes_direct, st->last.direct_mode, st->last.bytes_packed, st->last.packed_len};
-
-		engine_explain_data_path(es, &dp);
-	}
+		engine_explain_data_path(es, st->last.bytes_read, (int64) st->last.bytes_cached,
+								 st->last.bytes_mapped, st->last.bytes_pinned,
+								 st->last.pin_us, st->last.io_us, st->last.bytes_direct,
+								 st->last.direct_mode);
 	engine_explain_times(es, st->last.io_us, st->last.exec_us, st->last.threads);
 	ExplainPropertyFloat("Service Wall Time", "ms", st->last.wall_us / 1000.0, 3, es);
 	ExplainPropertyFloat("Service Round Trip", "ms", st->trip_ms, 3, es);

@@ -471,7 +471,6 @@ enum
 	GC_BYTES_SENT, GC_IO_US, GC_EXEC_US, GC_REQUESTS, GC_CPU_BATCHES,
 	GC_BYTES_MAPPED, GC_BYTES_PINNED, GC_PIN_US, GC_BYTES_DIRECT,
 	GC_DIRECT_MODES,			/* bit 1 << WARP_CUFILE_* of each run that read with cuFile */
-	GC_BYTES_PACKED, GC_PACKED_LEN,
 	GC_N
 };
 
@@ -788,8 +787,7 @@ gs_add_counters(GsState *st, const WarpScanResult *h)
 	uint64		v[GC_N] = {h->rows_in, h->rows_passed, h->batches, h->recheck_batches,
 		h->bytes_read, h->bytes_sent, h->io_us, h->exec_us, 1, h->cpu_batches,
 		h->bytes_mapped, h->bytes_pinned, h->pin_us, h->bytes_direct,
-		h->bytes_direct > 0 ? UINT64CONST(1) << h->direct_mode : 0, h->bytes_packed,
-	h->packed_len};
+	h->bytes_direct > 0 ? UINT64CONST(1) << h->direct_mode : 0};
 
 	gs_join_rows(st, h->join_depths, h->join_in, h->join_out);
 	for (int i = 0; i < GC_N; i++)
@@ -1457,15 +1455,15 @@ static void
 gs_explain_data_path(GsState *st, ExplainState *es)
 {
 	uint64		modes = st->c[GC_DIRECT_MODES];
-	EngineDataPath dp = {st->c[GC_BYTES_READ], -1, st->c[GC_BYTES_MAPPED],
-		st->c[GC_BYTES_PINNED], st->c[GC_PIN_US], st->c[GC_IO_US], st->c[GC_BYTES_DIRECT],
-		(modes >> WARP_CUFILE_GDS) & 1 ? WARP_CUFILE_GDS :
-		(modes >> WARP_CUFILE_COMPAT) & 1 ? WARP_CUFILE_COMPAT : WARP_CUFILE_NONE,
-	st->c[GC_BYTES_PACKED], st->c[GC_PACKED_LEN]};
 
 	if (st->engine != WARP_ENGINE_GPU || st->heap)
 		return;
-	engine_explain_data_path(es, &dp);
+	engine_explain_data_path(es, st->c[GC_BYTES_READ], -1, st->c[GC_BYTES_MAPPED],
+							 st->c[GC_BYTES_PINNED], st->c[GC_PIN_US], st->c[GC_IO_US],
+							 st->c[GC_BYTES_DIRECT],
+							 (modes >> WARP_CUFILE_GDS) & 1 ? WARP_CUFILE_GDS :
+							 (modes >> WARP_CUFILE_COMPAT) & 1 ? WARP_CUFILE_COMPAT :
+							 WARP_CUFILE_NONE);
 }
 
 /* gs_explain of a GpuJoin: as GpuScan's, with the join depths and any fallback */

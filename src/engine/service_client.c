@@ -44,9 +44,6 @@ int			pg_warp_service_timeout = 10000;
 /* pg_warp.map_arrow_files: the service's CPU engine may map Arrow files */
 bool		pg_warp_map_arrow_files = true;
 
-/* pg_warp.gpu_transfer_packing: GPU runs may pack integer buffers for the bus */
-static bool gpu_transfer_packing = true;
-
 /* an open connection to the service */
 typedef struct ServiceConn
 {
@@ -73,15 +70,6 @@ pg_warp_service_client_init(void)
 							 "Off: every buffer that a query reads is copied from the file.",
 							 &pg_warp_map_arrow_files, true,
 							 PGC_USERSET, 0, NULL, NULL, NULL);
-	DefineCustomBoolVariable("pg_warp.gpu_transfer_packing",
-							 "Lets GPU runs pack the integer columns they read from Arrow "
-							 "files for the copy to the GPU.",
-							 "Each run of up to 65536 values crosses the bus as its distances "
-							 "from the run's smallest value, in 1 to 4 bytes each, and the GPU "
-							 "restores the values (doc/service.md).  Off: the bytes as the "
-							 "file has them.",
-							 &gpu_transfer_packing, true,
-							 PGC_USERSET, 0, NULL, NULL, NULL);
 }
 
 /*
@@ -100,8 +88,7 @@ service_file_part(const ArrowEngineFile *ef, uint32 n_batches, uint32 n_cols)
 	wf.path_len = (uint32) strlen(ef->path);
 	wf.n_batches = n_batches;
 	wf.n_cols = n_cols;
-	wf.flags = (pg_warp_map_arrow_files ? WARP_FILE_MAP : 0) |
-		(gpu_transfer_packing ? WARP_FILE_PACK : 0);
+	wf.flags = pg_warp_map_arrow_files ? WARP_FILE_MAP : 0;
 	return wf;
 }
 

@@ -1292,8 +1292,6 @@ fill_header(AggTask *t, WarpAggResult *h, bool last)
 	h->pin_us = t->run.pin_us;
 	h->bytes_direct = t->run.bytes_direct;
 	h->direct_mode = h->bytes_direct > 0 ? gpu_direct_mode() : WARP_CUFILE_NONE;
-	h->bytes_packed = t->run.bytes_packed;
-	h->packed_len = t->run.packed_len;
 	h->groups_total = t->xerr.code != XPU_OK ? 0 :
 		t->share_role == WARP_SHARE_PART ? t->part_groups : result_ngroups(t);
 	h->io_us = t->run.io_us;

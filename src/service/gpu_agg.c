@@ -977,23 +977,6 @@ gagg_teardown(GaggRun *g)
 }
 
 /*
- * gagg_find_unpack: the kernel that unpacks packed integer buffers
- * (kern_pack.cu), when the device's GPU code has it; without it (or
- * without the code: the run's setup reports that) nothing is packed
- */
-static void
-gagg_find_unpack(GaggRun *g)
-{
-	CUmodule	mod;
-	char		msg[256];
-
-	g->f_unpack = NULL;
-	if (gpu_device_module(g->dev, &mod, msg, sizeof(msg)) &&
-		gpu_drv.cuModuleGetFunction(&g->f_unpack, mod, "kern_unpack") != CUDA_SUCCESS)
-		g->f_unpack = NULL;
-}
-
-/*
  * gagg_begin: the start of every GPU run over g (zeroed by the caller):
  * the run, its error outputs (cleared), no I/O threads yet, and device
  * `device` (modulo the devices) made current.  -1 with the error set when
@@ -1016,10 +999,7 @@ gagg_begin(GaggRun *g, const ServiceGpu *gpu, AggRun *run, uint32_t device, XpuE
 	if (gpu->n_devices == 0)
 		return gagg_fail(g, WARP_ERR_UNSUPPORTED, "no GPU");
 	g->dev = device % gpu->n_devices;
-	if (gagg_cuda(g, gpu_drv.cuCtxPushCurrent(gpu_device_context(g->dev)), "cuCtxPushCurrent") != 0)
-		return -1;
-	gagg_find_unpack(g);
-	return 0;
+	return gagg_cuda(g, gpu_drv.cuCtxPushCurrent(gpu_device_context(g->dev)), "cuCtxPushCurrent");
 }
 
 /*

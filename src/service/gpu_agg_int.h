@@ -24,7 +24,6 @@
 #include "service.h"
 #include "service/join_store.h"
 #include "xpu/xpu_agg_gpu.h"
-#include "xpu/xpu_pack.h"
 
 #define GAGG_SLOTS			2
 #define GAGG_ALIGN			64
@@ -53,16 +52,6 @@
 #define GAGG_LAUNCH_PARTS	64
 #define GAGG_LAUNCH_ROWS	((int64_t) 1 << 22)
 #define GAGG_LAUNCH_BYTES	((uint64_t) 256 << 20)
-/*
- * the pinned buffer of a slot that the service keeps from its start
- * (gpu_agg_prewarm): any launch's bytes with gagg_slot_reserve's slack; a
- * launch packs its integer buffers (GaggRead) only while its bytes with
- * the packing's room, and that slack, stay within it (GAGG_PACK_LIMIT)
- */
-#define GAGG_SLOT_BYTES \
-	((GAGG_LAUNCH_BYTES + GAGG_LAUNCH_BYTES / 4 + ((size_t) 16 << 20) + ((size_t) 1 << 20) - 1) & \
-	 ~(((size_t) 1 << 20) - 1))
-#define GAGG_PACK_LIMIT		((GAGG_SLOT_BYTES - ((size_t) 1 << 20)) / 5 * 4)
 
 /*
  * GAGG_RETRY: a driver call that may need device memory (a stream, an
@@ -82,12 +71,7 @@
  * one pread into pinned memory (with stream, then copied to device address
  * dev on it), or (direct != NULL) a cuFileRead of the file into dev
  * (gpu_direct.h), or (off != NULL) a check of utf8 offsets, or (reg !=
- * NULL) the registration of a region of a file (file_reg.h).  A read with
- * pack_width (4 or 8: its values' width) packs its bytes in frames
- * (xpu_pack.h) into stage (pinned; room for GAGG_PACK_STAGE(len, width)
- * bytes), copied to stage_dev, and describes them in frames[] (one per
- * XPU_PACK_FRAME_VALUES values) for kern_unpack, which writes the values at
- * dev; a frame that does not pack is copied from dst as it is.
+ * NULL) the registration of a region of a file (file_reg.h)
  */
 typedef struct GaggRead
 {
@@ -105,28 +89,7 @@ typedef struct GaggRead
 	int32_t		region;			/* counting the bytes and time in run */
 	CUcontext	ctx;
 	AggRun	   *run;
-	int			pack_width;
-	uint8_t    *stage;
-	CUdeviceptr stage_dev;
-	XpuPackFrame *frames;
 } GaggRead;
-
-/*
- * the pinned (and device) room a read of len bytes of values width bytes
- * wide packs into: at most 3 bytes of 4, or 4 of 8, and each frame's
- * packed bytes aligned to GAGG_PACK_ALIGN (the room a multiple of it, so
- * that the next read's starts aligned too: kern_unpack reads 16- and
- * 32-bit words)
- */
-#define GAGG_PACK_ALIGN		16
-/* a smaller buffer is not worth its frame's launch and alignment */
-#define GAGG_PACK_MIN		((size_t) 16 << 10)
-#define GAGG_PACK_FRAMES(len, width) \
-	(((len) + (size_t) XPU_PACK_FRAME_VALUES * (width) - 1) / \
-	 ((size_t) XPU_PACK_FRAME_VALUES * (width)))
-#define GAGG_PACK_STAGE(len, width) \
-	(((((width) == 4 ? (len) / 4 * 3 : (len) / 2) + GAGG_PACK_ALIGN - 1) & ~(size_t) (GAGG_PACK_ALIGN - 1)) + \
-	 GAGG_PACK_ALIGN * GAGG_PACK_FRAMES(len, width))
 
 #define GAGG_CHECK_SLICE	(1 << 20)	/* offsets per check job */
 
@@ -152,7 +115,6 @@ typedef struct GaggIo
 	int			failed_direct;	/* gpu_direct_read's result */
 	CUcontext	ctx;			/* the threads' (for the copies) */
 	int			stop;
-	uint8_t    *frame_buf;		/* the calling thread's for packed reads */
 } GaggIo;
 
 /*
@@ -218,10 +180,6 @@ typedef struct GaggSlot
 	GaggCopy   *copies;			/* the launch's host-to-device copies */
 	int			n_copies;
 	int			copies_cap;
-	uint32_t	n_frames;		/* packed frames to unpack (xpu_pack.h) */
-	size_t		frames_at;		/* where their XpuPackFrame array is (host
-								 * and device offset) */
-	size_t		stage_at;		/* the next packed read's room (the same) */
 } GaggSlot;
 
 #define GAGG_SKIP			2	/* GaggSlot.filling: not read (a read-ahead's) */
@@ -232,7 +190,6 @@ typedef struct GaggPiece
 	int64_t		file_off;		/* >= 0: read len bytes there */
 	const void *src;			/* else copy from here (NULL and len 0: none) */
 	size_t		len;
-	int			pack_width;		/* read: packed for the bus, values this wide */
 } GaggPiece;
 
 typedef struct GaggRun
@@ -243,7 +200,6 @@ typedef struct GaggRun
 	XpuProgram *hoisted;		/* its constants hoisted for the GPU (owned) */
 	CUfunction	f_init;
 	CUfunction	f_exec;
-	CUfunction	f_unpack;		/* kern_unpack (kern_pack.cu) */
 	int			n_sms;
 	XpuGaggSpec spec;
 	uint64_t	hll_limit;		/* bytes the table's HLL sketches may take */

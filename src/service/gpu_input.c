@@ -5,9 +5,8 @@
  *		threads, and a launch's record batches laid out in a slot as the
  *		chunk the kernel reads, each referenced buffer served by the GPU
  *		column cache, copied from the file's registered page-cache pages
- *		(file_reg.c), read with pread into the slot's pinned buffer (an
- *		integer buffer packed on the way: pack.c, kern_unpack), or loaded
- *		and decompressed by arrow_batch_load.
+ *		(file_reg.c), read with pread into the slot's pinned buffer, or
+ *		loaded and decompressed by arrow_batch_load.
  *
  *-------------------------------------------------------------------------
  */
@@ -23,7 +22,6 @@
 #include "gpu_agg_int.h"
 #include "service/file_reg.h"
 #include "service/gpu_direct.h"
-#include "service/pack.h"
 
 /* ---------------- the I/O threads ---------------- */
 
@@ -38,87 +36,9 @@ gagg_offsets_ok(const int32_t *off, int64_t n)
 	return !bad;
 }
 
-/* the bytes of a frame buffer: a frame of the widest values packed */
-#define GAGG_FRAME_BUF		((size_t) XPU_PACK_FRAME_VALUES * 8)
-
-/* queues the copy of len bytes at src to dst on the read's stream; -3 (*cu) if refused */
-static int
-gagg_read_copy(const GaggRead *r, CUdeviceptr dst, const void *src, size_t len, CUresult *cu)
-{
-	if (len == 0)
-		return ARROW_OK;
-	*cu = gpu_drv.cuMemcpyHtoDAsync(dst, src, len, r->stream);
-	return *cu == CUDA_SUCCESS ? ARROW_OK : -3;
-}
-
-/*
- * gagg_pack_read: read r (pack_width set) a frame at a time into buf (NULL:
- * none could be had: read as it is): each frame packed into r->stage and
- * described in r->frames[] for kern_unpack, or, where packing gains
- * nothing, put in its place at r->dst and copied from there to r->dev (the
- * frames in a row together); then the packed bytes copied to r->stage_dev.
- * ARROW_OK, or what the pread (*aerr) or the copy (-3, *cu) returned.
- */
-static int
-gagg_pack_read(const GaggRead *r, uint8_t *buf, ArrowError *aerr, CUresult *cu)
-{
-	size_t		frame = (size_t) XPU_PACK_FRAME_VALUES * r->pack_width,
-				at = 0,
-				raw_from = 0,
-				raw_len = 0;
-	uint64_t	packed = 0;
-	int			rc;
-
-	for (size_t done = 0, fi = 0; done < r->len; done += frame, fi++)
-	{
-		size_t		n = r->len - done < frame ? r->len - done : frame;
-		XpuPackFrame *f = &r->frames[fi];
-		int64_t		base = 0;
-		int			w = 0;
-
-		memset(f, 0, sizeof(*f));
-		if (buf == NULL)
-			rc = arrow_pread_all(r->fd, r->dst + done, n, r->offset + done, NULL, aerr);
-		else if ((rc = arrow_pread_all(r->fd, buf, n, r->offset + done, NULL, aerr)) == ARROW_OK &&
-				 n % r->pack_width == 0)
-			w = svc_pack_values(buf, (uint32_t) (n / r->pack_width), r->pack_width,
-								r->stage + at, &base);
-		if (rc != ARROW_OK)
-			return rc;
-		if (w == 0)
-		{
-			if (buf != NULL)
-				memcpy(r->dst + done, buf, n);
-			raw_from = raw_len == 0 ? done : raw_from;
-			raw_len += n;
-			continue;
-		}
-		if ((rc = gagg_read_copy(r, r->dev + raw_from, r->dst + raw_from, raw_len, cu)) != ARROW_OK)
-			return rc;
-		raw_len = 0;
-		f->dst = r->dev + done;
-		f->src = r->stage_dev + at;
-		f->base = base;
-		f->n = (uint32_t) (n / r->pack_width);
-		f->in_width = (uint8_t) w;
-		f->out_width = (uint8_t) r->pack_width;
-		packed += n;
-		at += align_up((size_t) f->n * w, GAGG_PACK_ALIGN);
-	}
-	if ((rc = gagg_read_copy(r, r->dev + raw_from, r->dst + raw_from, raw_len, cu)) != ARROW_OK ||
-		(rc = gagg_read_copy(r, r->stage_dev, r->stage, at, cu)) != ARROW_OK)
-		return rc;
-	GAGG_ADD(r->run->bytes_packed, packed);
-	GAGG_ADD(r->run->packed_len, (uint64_t) at);
-	return ARROW_OK;
-}
-
-/*
- * gagg_io_take: does reads of the current list until none is left
- * (frame_buf: the thread's for packed reads, GAGG_FRAME_BUF bytes, or NULL)
- */
+/* gagg_io_take: does reads of the current list until none is left */
 static void
-gagg_io_take(GaggIo *io, uint8_t *frame_buf)
+gagg_io_take(GaggIo *io)
 {
 	for (;;)
 	{
@@ -157,8 +77,6 @@ gagg_io_take(GaggIo *io, uint8_t *frame_buf)
 				GAGG_ADD(r.run->bytes_direct, (uint64_t) r.len);
 			rc = drc == 0 ? ARROW_OK : -4;
 		}
-		else if (r.pack_width != 0)
-			rc = gagg_pack_read(&r, frame_buf, &aerr, &cu);
 		else if ((rc = arrow_pread_all(r.fd, r.dst, r.len, r.offset, NULL, &aerr)) == ARROW_OK &&
 				 r.stream != NULL &&
 				 (cu = gpu_drv.cuMemcpyHtoDAsync(r.dev, r.dst, r.len, r.stream)) != CUDA_SUCCESS)
@@ -182,7 +100,6 @@ static void *
 gagg_io_main(void *arg)
 {
 	GaggIo	   *io = arg;
-	uint8_t    *frame_buf = malloc(GAGG_FRAME_BUF);
 
 	/* the context of the copies that follow reads */
 	if (io->ctx != NULL)
@@ -193,14 +110,13 @@ gagg_io_main(void *arg)
 		if (io->next < io->n_reads)
 		{
 			pthread_mutex_unlock(&io->lock);
-			gagg_io_take(io, frame_buf);
+			gagg_io_take(io);
 			pthread_mutex_lock(&io->lock);
 			continue;
 		}
 		pthread_cond_wait(&io->work, &io->lock);
 	}
 	pthread_mutex_unlock(&io->lock);
-	free(frame_buf);
 	return NULL;
 }
 
@@ -217,7 +133,6 @@ gagg_io_start(GaggIo *io, int n, CUcontext ctx)
 	pthread_cond_init(&io->work, NULL);
 	pthread_cond_init(&io->done, NULL);
 	io->want = n < GAGG_IO_THREADS ? n : GAGG_IO_THREADS;
-	io->frame_buf = malloc(GAGG_FRAME_BUF);
 }
 
 /*
@@ -248,8 +163,6 @@ gagg_io_stop(GaggIo *io)
 	pthread_mutex_destroy(&io->lock);
 	pthread_cond_destroy(&io->work);
 	pthread_cond_destroy(&io->done);
-	free(io->frame_buf);
-	io->frame_buf = NULL;
 }
 
 /*
@@ -275,7 +188,7 @@ gagg_io_run(GaggIo *io, GaggRead *reads, int n)
 	io->failed_tag = 0;
 	pthread_cond_broadcast(&io->work);
 	pthread_mutex_unlock(&io->lock);
-	gagg_io_take(io, io->frame_buf);
+	gagg_io_take(io);
 	pthread_mutex_lock(&io->lock);
 	while (io->finished < io->n_reads)
 		pthread_cond_wait(&io->done, &io->lock);
@@ -722,92 +635,6 @@ gagg_map_piece(GaggRun *g, GaggSlot *s, int p, struct FileReg *reg, int fd, int6
 }
 
 /*
- * gagg_pack_width: the width of the values of a column of this kind that
- * packing takes (integers of 4 or 8 bytes); 0 for the others
- */
-static int
-gagg_pack_width(int32_t kind)
-{
-	switch (kind)
-	{
-		case XPU_COL_INT32:
-		case XPU_COL_DATE32:
-			return 4;
-		case XPU_COL_INT64:
-		case XPU_COL_TIMESTAMP_S:
-		case XPU_COL_TIMESTAMP_MS:
-		case XPU_COL_TIMESTAMP_US:
-		case XPU_COL_TIMESTAMP_NS:
-			return 8;
-		default:
-			return 0;
-	}
-}
-
-/*
- * gagg_plan_packing: marks the values buffers of the launch's parts that
- * cross the bus packed (pc[].pack_width): integer buffers of GAGG_PACK_MIN
- * bytes or more read with pread from a file whose request allows it, while
- * the launch (total bytes) with the packing's room stays within a kept
- * slot buffer (GAGG_PACK_LIMIT); returns that room in bytes, with the
- * frames in *n_frames
- */
-static size_t
-gagg_plan_packing(GaggRun *g, const GaggSlot *s, GaggPiece *pc, size_t total,
-				  uint32_t *n_frames)
-{
-	int			n_cols = g->prog->n_cols;
-	size_t		room = 0;
-
-	*n_frames = 0;
-	for (int p = 0; p < s->n_parts && g->f_unpack != NULL; p++)
-	{
-		uint32_t	fi = s->parts[p].fi;
-
-		if (!(g->run->files[fi].wf->flags & WARP_FILE_PACK) ||
-			(g->regs != NULL && g->regs[fi] != NULL) || (g->direct != NULL && g->direct[fi] != NULL))
-			continue;
-		for (int k = 0; k < n_cols; k++)
-		{
-			GaggPiece  *q = pc + 3 * ((size_t) p * n_cols + k) + 1;
-			int			width = gagg_pack_width(XPU_COLS(g->prog)[k].kind);
-			size_t		more = 0;
-			uint32_t	frames = 0;
-
-			if (width == 0 || q->file_off < 0 || q->len < GAGG_PACK_MIN ||
-				gagg_col_hit(GAGG_PART_ENTRIES(g, s, p), GAGG_PART_FILLING(g, s, p), k))
-				continue;
-			for (size_t done = 0; done < q->len; done += GAGG_IO_SLICE)
-			{
-				size_t		len = q->len - done < GAGG_IO_SLICE ? q->len - done : GAGG_IO_SLICE;
-
-				more += GAGG_PACK_STAGE(len, (size_t) width);
-				frames += (uint32_t) GAGG_PACK_FRAMES(len, (size_t) width);
-			}
-			if (total + room + more + GAGG_ALIGN +
-				(size_t) (*n_frames + frames) * sizeof(XpuPackFrame) > GAGG_PACK_LIMIT)
-				continue;
-			q->pack_width = width;
-			room += more;
-			*n_frames += frames;
-		}
-	}
-	return room;
-}
-
-/* gagg_pack_place: read r of a packed piece gets its room and frames in the slot */
-static void
-gagg_pack_place(GaggSlot *s, GaggRead *r, int width)
-{
-	r->pack_width = width;
-	r->stage = s->host + s->stage_at;
-	r->stage_dev = s->dev + s->stage_at;
-	r->frames = (XpuPackFrame *) (s->host + s->frames_at) + s->n_frames;
-	s->stage_at += GAGG_PACK_STAGE(r->len, (size_t) width);
-	s->n_frames += (uint32_t) GAGG_PACK_FRAMES(r->len, (size_t) width);
-}
-
-/*
  * gagg_place_pieces: lays the pieces of part p's columns that are no cache
  * hit out at *pos of the slot's pinned buffer, copies the loaded ones, adds
  * the reads of the stored ones (in slices, tagged p) to *reads and the
@@ -887,8 +714,6 @@ gagg_place_pieces(GaggRun *g, GaggSlot *s, int p, const GaggPiece *pc, XpuColumn
 					r->dst = s->host + *pos + done;
 					r->stream = s->stream;
 				}
-				if (piece->pack_width != 0)
-					gagg_pack_place(s, r, piece->pack_width);
 			}
 			off += span;
 			*pos += span;
@@ -1090,8 +915,6 @@ gagg_fill_slot(GaggRun *g, GaggSlot *s, const GaggWork *w, int n)
 				cached_bytes = 0;
 	XpuChunk   *chunk;
 	XpuChunkPart *parts;
-	size_t		stage_room;
-	uint32_t	n_frames;
 	int			n_reads = 0,
 				cap = 16,
 				rc = -1,
@@ -1100,7 +923,6 @@ gagg_fill_slot(GaggRun *g, GaggSlot *s, const GaggWork *w, int n)
 	gagg_slot_release(g, s, false);
 	s->n_parts = 0;
 	s->nrows = 0;
-	s->n_frames = 0;
 	if (pc == NULL || abs == NULL || reads == NULL)
 	{
 		gagg_fail(g, WARP_ERR_OUT_OF_MEMORY, "out of memory");
@@ -1121,12 +943,6 @@ gagg_fill_slot(GaggRun *g, GaggSlot *s, const GaggWork *w, int n)
 			if (!gagg_col_hit(GAGG_PART_ENTRIES(g, s, p), GAGG_PART_FILLING(g, s, p), i / 3))
 				total += align_up(pc[(size_t) 3 * n_cols * p + i].len, GAGG_ALIGN);
 	}
-	stage_room = gagg_plan_packing(g, s, pc, total, &n_frames);
-	s->stage_at = total;
-	s->frames_at = align_up(total + stage_room, GAGG_ALIGN);
-	s->n_frames = 0;
-	if (n_frames > 0)
-		total = s->frames_at + (size_t) n_frames * sizeof(XpuPackFrame);
 	if (gagg_slot_reserve(g, s, total, total, s->nrows, 4, "a batch") != 0)
 		goto done;
 	memset(s->host, 0, header);
@@ -1155,14 +971,6 @@ gagg_fill_slot(GaggRun *g, GaggSlot *s, const GaggWork *w, int n)
 							  &pos, &reads, &n_reads, &cap) != 0)
 			goto done;
 	}
-	if (s->n_frames > 0)
-	{
-		GaggCopy	c = {.host_off = s->frames_at, .len = s->n_frames * sizeof(XpuPackFrame),
-		.dst = s->dev + s->frames_at};
-
-		if (gagg_add_copy(g, s, &c) != 0)
-			goto done;
-	}
 	io_rc = gagg_io_run(&g->io, reads, n_reads);
 	if (io_rc != 0)
 	{
@@ -1186,16 +994,10 @@ done:
 	return rc;
 }
 
-/*
- * gagg_copy_slot: queues the slot's copies on its stream, then the
- * unpacking of its packed frames (kern_unpack)
- */
+/* gagg_copy_slot: queues the slot's copies on its stream */
 int
 gagg_copy_slot(GaggRun *g, GaggSlot *s)
 {
-	CUdeviceptr frames = s->dev + s->frames_at;
-	void	   *args[] = {&frames, &s->n_frames};
-
 	for (int i = 0; i < s->n_copies; i++)
 	{
 		const GaggCopy *c = &s->copies[i];
@@ -1207,12 +1009,6 @@ gagg_copy_slot(GaggRun *g, GaggSlot *s)
 					  "cuMemcpyHtoDAsync") != 0)
 			return -1;
 	}
-	if (s->n_frames > 0 &&
-		gagg_cuda(g, GAGG_RETRY(g, gpu_drv.cuLaunchKernel(g->f_unpack, s->n_frames, XPU_UNPACK_SPLIT,
-														  1, XPU_UNPACK_THREADS, 1, 1, 0,
-														  s->stream, args, NULL)),
-				  "cuLaunchKernel") != 0)
-		return -1;
 	return 0;
 }
 

@@ -458,7 +458,8 @@ gagg_batch_buffer(GaggRun *g, uint8_t **p, size_t *cap)
 void
 gpu_agg_prewarm(const ServiceGpu *gpu)
 {
-	size_t		cap = GAGG_SLOT_BYTES;
+	size_t		cap = align_up(GAGG_LAUNCH_BYTES + GAGG_LAUNCH_BYTES / 4 + ((size_t) 16 << 20),
+							   (size_t) 1 << 20);
 
 	for (uint32_t d = 0; d < gpu->n_devices; d++)
 	{

@@ -91,7 +91,7 @@ gmulti_split(const AggRun *run, GmultiPart *parts, uint32_t n)
 		parts[d].run.rows_in = parts[d].run.rows_passed = parts[d].run.batches = 0;
 		parts[d].run.bytes_read = parts[d].run.bytes_cached = 0;
 		parts[d].run.bytes_mapped = parts[d].run.bytes_pinned = parts[d].run.pin_us = 0;
-		parts[d].run.bytes_direct = parts[d].run.bytes_packed = parts[d].run.packed_len = 0;
+		parts[d].run.bytes_direct = 0;
 		parts[d].run.io_us = parts[d].run.exec_us = 0;
 		parts[d].run.devices_used = 0;
 		memset(parts[d].run.devices, 0, sizeof(parts[d].run.devices));
@@ -203,8 +203,6 @@ gmulti_run(const ServiceGpu *gpu, AggRun *run, uint32_t n, XpuAggTable *out, Xpu
 		GAGG_ADD(run->bytes_pinned, pr->bytes_pinned);
 		GAGG_ADD(run->pin_us, pr->pin_us);
 		GAGG_ADD(run->bytes_direct, pr->bytes_direct);
-		GAGG_ADD(run->bytes_packed, pr->bytes_packed);
-		GAGG_ADD(run->packed_len, pr->packed_len);
 		GAGG_ADD(run->io_us, pr->io_us);
 		GAGG_ADD(run->exec_us, pr->exec_us);
 		for (int j = 0; j < WARP_JOIN_DEPTHS; j++)

@@ -133,8 +133,6 @@ struct ScanTask
 	uint64_t	bytes_pinned;
 	uint64_t	pin_us;
 	uint64_t	bytes_direct;
-	uint64_t	bytes_packed;
-	uint64_t	packed_len;
 	uint64_t	bytes_sent;
 	uint64_t	io_us;
 	uint64_t	exec_us;
@@ -917,8 +915,6 @@ gpu_filter(ScanTask *t)
 	svc_add_counter(&t->bytes_pinned, run.bytes_pinned);
 	svc_add_counter(&t->pin_us, run.pin_us);
 	svc_add_counter(&t->bytes_direct, run.bytes_direct);
-	svc_add_counter(&t->bytes_packed, run.bytes_packed);
-	svc_add_counter(&t->packed_len, run.packed_len);
 	svc_add_counter(&t->io_us, run.io_us);
 	svc_add_counter(&t->exec_us, run.exec_us);
 	pthread_mutex_lock(&t->lock);
@@ -1150,8 +1146,6 @@ scan_task_reply(ScanTask *t, uint8_t *buf, uint32_t *type, bool *last)
 	h->pin_us = t->pin_us;
 	h->bytes_direct = t->bytes_direct;
 	h->direct_mode = h->bytes_direct > 0 ? gpu_direct_mode() : WARP_CUFILE_NONE;
-	h->bytes_packed = t->bytes_packed;
-	h->packed_len = t->packed_len;
 	h->bytes_sent = t->bytes_sent;
 	h->io_us = t->io_us;
 	h->exec_us = t->exec_us;

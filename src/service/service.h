@@ -120,8 +120,6 @@ typedef struct AggRun
 	uint64_t	bytes_pinned;	/* file pages registered by this run */
 	uint64_t	pin_us;			/* summed over threads: registering them */
 	uint64_t	bytes_direct;	/* of bytes_read: read with cuFile (gpu_direct.c) */
-	uint64_t	bytes_packed;	/* of bytes_read: packed for the bus (pack.c) */
-	uint64_t	packed_len;		/* the bytes those took over the bus */
 	uint64_t	io_us;
 	uint64_t	exec_us;
 	SvcJoinCounts join_rows;	/* the rows entering each join depth */

@@ -12,4 +12,3 @@
 #include "kern_agg.cu"
 #include "kern_heap.cu"
 #include "kern_join_scan.cu"
-#include "kern_pack.cu"

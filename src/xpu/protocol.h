@@ -30,7 +30,7 @@
 
 #define PGWARP_SOCKET_NAME		"pg_warp.sock"
 #define PGWARP_PROTO_MAGIC		0x50524157u		/* "WARP" in memory */
-#define PGWARP_PROTO_VERSION	10
+#define PGWARP_PROTO_VERSION	9
 
 /* the largest payload either side accepts; longer messages are refused */
 #define PGWARP_MAX_PAYLOAD		(1024 * 1024)
@@ -416,11 +416,6 @@ WARP_STATIC_ASSERT(sizeof(WarpShareOpen) == 16, "WarpShareOpen layout");
  * (pg_warp.map_arrow_files; the CPU engine only) instead of pread
  */
 #define WARP_FILE_MAP			0x0001
-/*
- * WARP_FILE_PACK: a GPU run may pack the file's integer buffers for the
- * copy to the GPU (pg_warp.gpu_transfer_packing; service/pack.c)
- */
-#define WARP_FILE_PACK			0x0002
 
 typedef struct WarpAggFile
 {
@@ -536,15 +531,10 @@ typedef struct WarpAggResult
 	uint64_t	bytes_direct;
 	uint32_t	direct_mode;
 	uint32_t	pad4;
-	/* packed for the bus (protocol 10): of bytes_read, those of integer
-	 * buffers that crossed it packed (xpu/xpu_pack.h), and the bytes they
-	 * took there */
-	uint64_t	bytes_packed;
-	uint64_t	packed_len;
 } WarpAggResult;
 
 WARP_STATIC_ASSERT(sizeof(WarpAggResult) == 96 + 128 + 8 + 16 * WARP_JOIN_DEPTHS + 24 + 8 +
-				   WARP_REPORT_DEVICES * 56 + 16 + 16, "WarpAggResult layout");
+				   WARP_REPORT_DEVICES * 56 + 16, "WarpAggResult layout");
 
 /* how the GPU read the files (gpu_direct.c): pread, or cuFile in one of its modes */
 #define WARP_CUFILE_NONE		0
@@ -734,18 +724,16 @@ typedef struct WarpScanResult
 	uint32_t	pad2;
 	uint64_t	join_in[WARP_JOIN_DEPTHS];
 	uint64_t	join_out[WARP_JOIN_DEPTHS];
-	/* the GPU's data path, as WarpAggResult's (protocol 6, 9, 10) */
+	/* the GPU's data path, as WarpAggResult's (protocol 6, 9) */
 	uint64_t	bytes_mapped;
 	uint64_t	bytes_pinned;
 	uint64_t	pin_us;
 	uint64_t	bytes_direct;
 	uint32_t	direct_mode;
 	uint32_t	pad3;
-	uint64_t	bytes_packed;
-	uint64_t	packed_len;
 } WarpScanResult;
 
-WARP_STATIC_ASSERT(sizeof(WarpScanResult) == 96 + 8 + 16 * WARP_JOIN_DEPTHS + 24 + 16 + 16,
+WARP_STATIC_ASSERT(sizeof(WarpScanResult) == 96 + 8 + 16 * WARP_JOIN_DEPTHS + 24 + 16,
 				   "WarpScanResult layout");
 
 typedef struct WarpScanColumn

@@ -8,7 +8,7 @@
  *
  *	agg_client [--threads N] [--engine E] [--max-buffer N] [--cancel-ms MS]
  *			   [--dump FILE] [--join DIM]... [--join-fault F] [--hold-ms MS]
- *			   [--fill 1] [--pack 0|1] SOCKET SHAPE FILE...
+ *			   [--fill 1] SOCKET SHAPE FILE...
  *
  * The shapes name the columns they read (e.g. q1 reads price, discount and
  * quantity); each file must have them.  --dump writes the AGG_RUN payload
@@ -19,8 +19,7 @@
  * the ids (WcJoins.fault); --hold-ms keeps the connection, and its join
  * tables, open that long after the last reply (printing "HELD" first).
  * --fill 1 sends the request as AGG_FILL (the read-ahead into the GPU
- * column cache) instead.  --pack 0: the files' integer buffers cross to the
- * GPU as they are (WARP_FILE_PACK off; default 1).
+ * column cache) instead.
  *
  * Output, one line each: "JOIN", the depth and the join id of each table
  * loaded; "G" then the keys and the states, tab-separated;
@@ -505,16 +504,14 @@ reply(void *arg, const WarpMsgHeader *h, const uint8_t *p)
 		return 0;
 	printf("END\tstatus=%d\tmsg=%s\trows_in=%llu\trows_passed=%llu\tbatches=%llu"
 		   "\tbytes_read=%llu\tbytes_cached=%llu\tgroups=%llu\tthreads=%u\tengine=%u"
-		   "\tio_us=%llu\texec_us=%llu\twall_us=%llu\tmeta_image=%d\tpacked=%llu"
-		   "\tpacked_len=%llu\n",
+		   "\tio_us=%llu\texec_us=%llu\twall_us=%llu\tmeta_image=%d\n",
 		   r->status, r->err_message, (unsigned long long) r->rows_in,
 		   (unsigned long long) r->rows_passed, (unsigned long long) r->batches,
 		   (unsigned long long) r->bytes_read, (unsigned long long) r->bytes_cached,
 		   (unsigned long long) r->groups_total,
 		   r->threads, r->engine, (unsigned long long) r->io_us,
 		   (unsigned long long) r->exec_us, (unsigned long long) r->wall_us,
-		   (r->flags & WARP_AGG_META_IMAGE) != 0, (unsigned long long) r->bytes_packed,
-		   (unsigned long long) r->packed_len);
+		   (r->flags & WARP_AGG_META_IMAGE) != 0);
 	return 1;
 }
 
@@ -554,8 +551,6 @@ main(int argc, char **argv)
 			joins.hold_ms = atoi(argv[i + 1]);
 		else if (strcmp(argv[i], "--fill") == 0)
 			type = atoi(argv[i + 1]) ? WARP_MSG_AGG_FILL : WARP_MSG_AGG_RUN;
-		else if (strcmp(argv[i], "--pack") == 0)
-			wc_file_flags = atoi(argv[i + 1]) ? WARP_FILE_PACK : 0;
 		else
 			wc_die("unknown option");
 	}

@@ -6,20 +6,16 @@
  *		SCAN_RUN over the Arrow files given (every top-level field a chunk
  *		column, in the schema's order) and prints the blocks as text.
  *
- *	scan_client [--threads N] [--outs N] [--cancel-ms MS] [--pack 0|1] SOCKET QUAL FILE...
+ *	scan_client [--threads N] [--outs N] [--cancel-ms MS] SOCKET QUAL FILE...
  *
  * QUAL: "none" (every row passes), "pos" (field 0, int32, > 0) or "div"
  * (field 0 / field 1, both int32, > 0: division by zero rechecks a batch),
- * "sgt" (field 1, utf8, > 'v5' bytewise), "twin32" / "twin64" (field 0,
- * int32 / int64, as numeric equals field 1, decimal128(38, 0): a row
- * passes where its value reached the qual exactly);
+ * "sgt" (field 1, utf8, > 'v5' bytewise);
  * or a join qual over the test dimensions of warp_client.h, loaded before
  * the run: "jsemi" / "janti" (field 0, int64, has / lacks a match in
  * WC_DIM_EVEN), "j2" (field 0 in WC_DIM_EVEN and field 1, utf8, in
  * WC_DIM_TEXT).
- * --outs: the chunk columns returned (the first N; default all).  --pack 0:
- * the files' integer buffers cross to the GPU as they are (WARP_FILE_PACK
- * off; default 1, packed where that gains).
+ * --outs: the chunk columns returned (the first N; default all).
  *
  * Output, one line each: "B", the block's rows and columns and "recheck"
  * or "-"; then one "R" line per row with each column's value, tab-separated:
@@ -111,26 +107,6 @@ build(const char *q, WcJoins *joins)
 		xpu_begin_stage(b, XPU_STAGE_QUAL);
 		xpu_add_instr(b, XPU_OP_CONST_TEXT, c, 0, 0, 0, xpu_add_const_text(b, "v5", 2));
 		xpu_add_instr(b, XPU_OP_GT_TEXT, t, s, c, 0, 0);
-		xpu_add_instr(b, XPU_OP_MOVE, acc, t, 0, 0, 0);
-	}
-	else if (strcmp(q, "twin32") == 0 || strcmp(q, "twin64") == 0)
-	{
-		bool		i4 = strcmp(q, "twin32") == 0;
-		int			k = xpu_add_reg(b, i4 ? XPU_T_INT4 : XPU_T_INT8, 0);
-		int			k8 = i4 ? xpu_add_reg(b, XPU_T_INT8, 0) : k;
-		int			kn = xpu_add_reg(b, XPU_T_NUMERIC, 0);
-		int			n = xpu_add_reg(b, XPU_T_NUMERIC, 0);
-		int			t = xpu_add_reg(b, XPU_T_BOOL, 0);
-
-		xpu_add_instr(b, XPU_OP_LOAD_COL, k, 0, 0, 0,
-					  xpu_add_column(b, 0, i4 ? XPU_COL_INT32 : XPU_COL_INT64, 0));
-		xpu_add_instr(b, XPU_OP_LOAD_COL, n, 0, 0, 0,
-					  xpu_add_column(b, 1, XPU_COL_DECIMAL128, 0));
-		xpu_begin_stage(b, XPU_STAGE_QUAL);
-		if (i4)
-			xpu_add_instr(b, XPU_OP_I4_TO_I8, k8, k, 0, 0, 0);
-		xpu_add_instr(b, XPU_OP_I8_TO_NUM, kn, k8, 0, 0, 0);
-		xpu_add_instr(b, XPU_OP_EQ_NUM, t, kn, n, 0, 0);
 		xpu_add_instr(b, XPU_OP_MOVE, acc, t, 0, 0, 0);
 	}
 	else if (strcmp(q, "none") != 0)
@@ -233,14 +209,13 @@ reply(void *arg, const WarpMsgHeader *h, const uint8_t *p)
 	}
 	printf("END\trows_in=%llu\trows_passed=%llu\tbatches=%llu\trecheck=%llu"
 		   "\tthreads=%u\tengine=%u\tbytes_read=%llu\tmapped=%llu\tpinned=%llu"
-		   "\tdirect=%llu\tdirect_mode=%u\tpacked=%llu\tpacked_len=%llu\n",
+		   "\tdirect=%llu\tdirect_mode=%u\n",
 		   (unsigned long long) r->rows_in, (unsigned long long) r->rows_passed,
 		   (unsigned long long) r->batches,
 		   (unsigned long long) r->recheck_batches, r->threads, r->engine,
 		   (unsigned long long) r->bytes_read, (unsigned long long) r->bytes_mapped,
 		   (unsigned long long) r->bytes_pinned, (unsigned long long) r->bytes_direct,
-		   r->direct_mode, (unsigned long long) r->bytes_packed,
-		   (unsigned long long) r->packed_len);
+		   r->direct_mode);
 	return 1;
 }
 
@@ -266,8 +241,6 @@ main(int argc, char **argv)
 			outs = atoi(argv[i + 1]);
 		else if (strcmp(argv[i], "--cancel-ms") == 0)
 			cancel_ms = atoi(argv[i + 1]);
-		else if (strcmp(argv[i], "--pack") == 0)
-			wc_file_flags = atoi(argv[i + 1]) ? WARP_FILE_PACK : 0;
 		else
 			wc_die("unknown option");
 	}

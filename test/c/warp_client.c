@@ -55,9 +55,6 @@ wc_put(WcBuf *b, const void *data, size_t n, size_t align)
 	return b->p + off;
 }
 
-/* the flags of every file's WarpAggFile (--pack: WARP_FILE_PACK, as the backend's default) */
-uint32_t	wc_file_flags = WARP_FILE_PACK;
-
 /*
  * Appends the head of file path's part of a run request: its WarpAggFile
  * (identity, n_batches, n_cols), its path, and every record batch's index,
@@ -81,7 +78,6 @@ wc_put_file_head(WcBuf *b, const char *path, uint32_t n_cols)
 	wf.path_len = strlen(path);
 	wf.n_batches = f->n_batches;
 	wf.n_cols = n_cols;
-	wf.flags = wc_file_flags;
 	wc_put(b, &wf, sizeof(wf), 8);
 	wc_put(b, path, wf.path_len, 8);
 	wc_put(b, NULL, 0, 8);

@@ -75,7 +75,6 @@ extern void wc_join_depth(XpuBuilder *b, WcJoins *joins, WcDim dim, int key, int
 						  int n_pay, const int *pay, const XpuType *types, int *regs);
 extern void *wc_put(WcBuf *b, const void *data, size_t n, size_t align);
 extern ArrowFile *wc_put_file_head(WcBuf *b, const char *path, uint32_t n_cols);
-extern uint32_t wc_file_flags;
 extern int	wc_run(const char *sock, int run_type, int result_type, const WcBuf *req,
 				   const WcJoins *joins, int cancel_ms, WcReplyFn reply, void *arg);
 

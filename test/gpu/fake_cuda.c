@@ -35,7 +35,6 @@
 #include "xpu/xpu_heap_gpu.h"
 #include "xpu/xpu_join.h"
 #include "xpu/xpu_join_scan.h"
-#include "xpu/xpu_pack.h"
 
 typedef struct CUevent_st *CUevent;
 
@@ -54,7 +53,7 @@ FAKE_API int fake_allocs;
 enum
 {
 	K_AGG_EXEC, K_HEAP_MEASURE, K_HEAP_SCAN, K_HEAP_DECODE, K_WARP_EXEC, K_SELFTEST, K_OTHER,
-	K_JOIN_SCAN, K_UNPACK
+	K_JOIN_SCAN
 };
 
 struct CUfunc_st
@@ -62,7 +61,7 @@ struct CUfunc_st
 	int			id;
 };
 static struct CUfunc_st funcs[] = {{K_AGG_EXEC}, {K_HEAP_MEASURE}, {K_HEAP_SCAN},
-{K_HEAP_DECODE}, {K_WARP_EXEC}, {K_SELFTEST}, {K_OTHER}, {K_JOIN_SCAN}, {K_UNPACK}};
+{K_HEAP_DECODE}, {K_WARP_EXEC}, {K_SELFTEST}, {K_OTHER}, {K_JOIN_SCAN}};
 static int	dummy;
 
 FAKE_API CUresult cuInit(unsigned int f) { return 0; }
@@ -100,7 +99,6 @@ FAKE_API CUresult cuModuleGetFunction(CUfunction *f, CUmodule m, const char *nam
 				strcmp(name, "kern_heap_decode") == 0 ? K_HEAP_DECODE :
 				strcmp(name, "kern_warp_exec") == 0 ? K_WARP_EXEC :
 				strcmp(name, "kern_join_scan_exec") == 0 ? K_JOIN_SCAN :
-				strcmp(name, "kern_unpack") == 0 ? K_UNPACK :
 				strcmp(name, "pg_warp_selftest") == 0 ? K_SELFTEST : K_OTHER];
 	return 0;
 }
@@ -387,21 +385,6 @@ cuLaunchKernel(CUfunction f, unsigned int gx, unsigned int gy, unsigned int gz,
 			/* every launch as if its program raised FALLBACK (test_gpujoin_scan.py) */
 			if (getenv("PG_WARP_FAKE_JOIN_SCAN_FALLBACK") != NULL)
 				ARG(6, XpuError *)->code = XPU_ERR_FALLBACK;
-			break;
-		case K_UNPACK:
-			/*
-			 * kern_pack.cu: every frame's values, whole; a GPU faults on a
-			 * word read or written at an address not a multiple of its size
-			 */
-			for (uint32_t i = 0; i < *(uint32_t *) params[1]; i++)
-			{
-				const XpuPackFrame *fr = ARG(0, const XpuPackFrame *) + i;
-
-				if (fr->n > 0 && ((fr->in_width >= 2 && fr->src % 4 != 0) ||
-								  fr->dst % fr->out_width != 0))
-					return 716;	/* CUDA_ERROR_MISALIGNED_ADDRESS */
-				xpu_unpack_range(fr, 0, fr->n, 1);
-			}
 			break;
 		case K_SELFTEST:
 			/* kern_selftest.cu: y[i] = a * x[i] + i */

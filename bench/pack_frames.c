@@ -1,11 +1,15 @@
 /*-------------------------------------------------------------------------
  *
- * pack.c
- *		Packs a frame of integer column values (xpu/xpu_pack.h) on the
- *		host: each value's distance from the frame's smallest, in as few
- *		whole bytes as the frame's range needs.  The I/O threads run it
- *		between reading a slice of a column and copying it to the GPU, so
- *		that fewer bytes cross the bus; kern_unpack restores the values.
+ * pack_frames.c
+ *		bench/data_paths' packing of integer column values for the bus
+ *		(its pack ways): a frame of up to PACK_FRAME_VALUES values becomes
+ *		each value's distance from the frame's smallest, in as few whole
+ *		bytes as the frame's range needs (1 or 2 bytes: one array; 3: the
+ *		low 16 bits of each, then the third bytes; 4 of an int64: one
+ *		array of 32-bit words).  Whether the service should pack what its
+ *		I/O threads read is what those ways measure: the packing costs
+ *		CPU time that the bus must give back (bench/results/README.md,
+ *		"Integer columns packed for the bus: tried").
  *
  * Both passes (the range, then the distances) run over a frame that the
  * caller has just read into a buffer its core's cache holds, and are
@@ -15,8 +19,7 @@
  */
 #include <string.h>
 
-#include "service/pack.h"
-#include "xpu/xpu_pack.h"
+#include "pack_frames.h"
 
 /*
  * the passes are compiled for AVX2 as well, taken where the CPU has it
@@ -121,19 +124,19 @@ pack64(const int64_t *v, uint32_t n, int w, int64_t lo, uint8_t *out)
 }
 
 /*
- * svc_pack_values
- *		Packs n (1 .. XPU_PACK_FRAME_VALUES) integers of width bytes (4 or
+ * pack_values
+ *		Packs n (1 .. PACK_FRAME_VALUES) integers of width bytes (4 or
  *		8) at in into out as one frame; returns the width of a packed value
  *		(1 to 4), with the frame's base in *base, or 0 when packing would
  *		save less than a quarter of the bytes (nothing written then).  out
  *		has room for n * width bytes.
  */
 int
-svc_pack_values(const void *in, uint32_t n, int width, uint8_t *out, int64_t *base)
+pack_values(const void *in, uint32_t n, int width, uint8_t *out, int64_t *base)
 {
 	int			w;
 
-	if (n == 0 || n > XPU_PACK_FRAME_VALUES)
+	if (n == 0 || n > PACK_FRAME_VALUES)
 		return 0;
 	if (width == 4)
 	{
