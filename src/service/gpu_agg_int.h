@@ -115,6 +115,15 @@ typedef struct GaggIo
 	int			failed_direct;	/* gpu_direct_read's result */
 	CUcontext	ctx;			/* the threads' (for the copies) */
 	int			stop;
+	/*
+	 * copier: the calling thread queues the copies of the reads (indexes
+	 * ready[n_copied .. n_ready - 1] read, not yet copied; gagg_io_copy)
+	 */
+	bool		copier;
+	int		   *ready;
+	int			ready_cap;
+	int			n_ready;
+	int			n_copied;
 } GaggIo;
 
 /*

@@ -46,7 +46,8 @@ gagg_io_take(GaggIo *io)
 		ArrowError	aerr;
 		CUresult	cu = CUDA_SUCCESS;
 		int			rc,
-					drc = 0;
+					drc = 0,
+					idx;
 
 		pthread_mutex_lock(&io->lock);
 		if (io->next >= io->n_reads)
@@ -54,7 +55,8 @@ gagg_io_take(GaggIo *io)
 			pthread_mutex_unlock(&io->lock);
 			return;
 		}
-		r = io->reads[io->next++];
+		idx = io->next++;
+		r = io->reads[idx];
 		pthread_mutex_unlock(&io->lock);
 		if (r.reg != NULL)
 		{
@@ -78,7 +80,7 @@ gagg_io_take(GaggIo *io)
 			rc = drc == 0 ? ARROW_OK : -4;
 		}
 		else if ((rc = arrow_pread_all(r.fd, r.dst, r.len, r.offset, NULL, &aerr)) == ARROW_OK &&
-				 r.stream != NULL &&
+				 r.stream != NULL && !io->copier &&
 				 (cu = gpu_drv.cuMemcpyHtoDAsync(r.dev, r.dst, r.len, r.stream)) != CUDA_SUCCESS)
 			rc = -3;
 		pthread_mutex_lock(&io->lock);
@@ -90,9 +92,49 @@ gagg_io_take(GaggIo *io)
 			io->failed_cu = cu;
 			io->failed_direct = drc;
 		}
-		if (++io->finished == io->n_reads)
+		/* the copier (gagg_io_copy) copies what was read, in the order read */
+		if (io->copier && rc == ARROW_OK && r.stream != NULL)
+			io->ready[io->n_ready++] = idx;
+		if (++io->finished == io->n_reads || io->copier)
 			pthread_cond_signal(&io->done);
 		pthread_mutex_unlock(&io->lock);
+	}
+}
+
+/*
+ * gagg_io_copy: the calling thread of gagg_io_run, while the I/O threads
+ * read: queues the copy of each slice to the GPU as its read ends, until
+ * every read has ended (io->lock held on entry and on return).  One thread
+ * issues every copy of a launch: fifteen I/O threads queueing copies on the
+ * slot's one stream spent 21-28 us a call in the driver, most of it waiting
+ * for each other (103-139 ms of their time in Q1.1's first run at SSB SF 20
+ * on the H200 host, against 514-605 ms in pread), which the CPU-bound
+ * first runs of the joins need for their inner scans (bench/results/README.md,
+ * "One thread queues a launch's copies").
+ */
+static void
+gagg_io_copy(GaggIo *io)
+{
+	while (io->finished < io->n_reads || io->n_copied < io->n_ready)
+	{
+		const GaggRead *r;
+		CUresult	cu;
+
+		if (io->n_copied == io->n_ready)
+		{
+			pthread_cond_wait(&io->done, &io->lock);
+			continue;
+		}
+		r = &io->reads[io->ready[io->n_copied++]];
+		pthread_mutex_unlock(&io->lock);
+		cu = gpu_drv.cuMemcpyHtoDAsync(r->dev, r->dst, r->len, r->stream);
+		pthread_mutex_lock(&io->lock);
+		if (cu != CUDA_SUCCESS && io->failed_errno == 0)
+		{
+			io->failed_errno = -3;
+			io->failed_tag = r->tag;
+			io->failed_cu = cu;
+		}
 	}
 }
 
@@ -163,10 +205,14 @@ gagg_io_stop(GaggIo *io)
 	pthread_mutex_destroy(&io->lock);
 	pthread_cond_destroy(&io->work);
 	pthread_cond_destroy(&io->done);
+	free(io->ready);
+	io->ready = NULL;
 }
 
 /*
- * gagg_io_run: does the n reads (the calling thread helps) and returns 0,
+ * gagg_io_run: does the n reads (the calling thread helps, or, where the
+ * reads are copied to the GPU and I/O threads read, queues the copies as
+ * the reads end: gagg_io_copy) and returns 0,
  * or the errno of the first failed read (-1: the file ended first; -2: a
  * check of offsets failed; -3: the copy after a read failed, with
  * io->failed_cu; -4: a cuFileRead failed, with io->failed_direct), whose
@@ -176,9 +222,23 @@ int
 gagg_io_run(GaggIo *io, GaggRead *reads, int n)
 {
 	int			rc;
+	bool		copies = false;
 
 	if (io->want > 0)
 		gagg_io_spawn(io);
+	for (int i = 0; i < n && !copies; i++)
+		copies = reads[i].stream != NULL;
+	/* with I/O threads to read, the calling thread queues the copies */
+	if (copies && io->n_threads > 0 && n > io->ready_cap)
+	{
+		int		   *more = realloc(io->ready, (size_t) n * sizeof(int));
+
+		if (more != NULL)
+		{
+			io->ready = more;
+			io->ready_cap = n;
+		}
+	}
 	pthread_mutex_lock(&io->lock);
 	io->reads = reads;
 	io->n_reads = n;
@@ -186,10 +246,18 @@ gagg_io_run(GaggIo *io, GaggRead *reads, int n)
 	io->finished = 0;
 	io->failed_errno = 0;
 	io->failed_tag = 0;
+	io->copier = copies && io->n_threads > 0 && io->ready_cap >= n;
+	io->n_ready = 0;
+	io->n_copied = 0;
 	pthread_cond_broadcast(&io->work);
-	pthread_mutex_unlock(&io->lock);
-	gagg_io_take(io);
-	pthread_mutex_lock(&io->lock);
+	if (io->copier)
+		gagg_io_copy(io);
+	else
+	{
+		pthread_mutex_unlock(&io->lock);
+		gagg_io_take(io);
+		pthread_mutex_lock(&io->lock);
+	}
 	while (io->finished < io->n_reads)
 		pthread_cond_wait(&io->done, &io->lock);
 	rc = io->failed_errno;
