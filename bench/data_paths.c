@@ -1116,6 +1116,41 @@ warm_way(WayResult *w)
 		: "warm: read once first, but NOT all of it stayed in the page cache";
 }
 
+/*
+ * read_way: a way of the pread worker over the warm file: to_gpu (pinned
+ * buffers, copied) or not, each slice copied from a mapping of the file
+ * (mapped) or read with pread, and packed (pack_slices) or not
+ */
+static void
+read_way(WayResult *w, bool to_gpu, bool mapped, bool packed)
+{
+	pread_to_gpu = to_gpu;
+	warm_way(w);
+	if (mapped)
+	{
+		pread_map = mmap(NULL, nbytes, PROT_READ, MAP_SHARED, file_fd, 0);
+		if (pread_map == MAP_FAILED)
+		{
+			pread_map = NULL;
+			w->status = "failed";
+			snprintf(w->why, sizeof(w->why), "mmap: %s", strerror(errno));
+			return;
+		}
+	}
+	pack_slices = packed;
+	packed_bytes = 0;
+	finish(w, run_threads(pread_worker, n_threads, slice, NULL), nbytes);
+	pack_slices = false;
+	if (mapped)
+	{
+		munmap((void *) pread_map, nbytes);
+		pread_map = NULL;
+	}
+	if (packed)
+		snprintf(w->detail, sizeof(w->detail), ",\"packed_bytes\": %zu, \"packed_share\": %.4f",
+				 packed_bytes, (double) packed_bytes / nbytes);
+}
+
 static void
 do_way(enum Way way)
 {
@@ -1182,57 +1217,21 @@ do_way(enum Way way)
 			break;
 		case W_MAP:
 		case W_MAP_PINNED:
-			pread_to_gpu = way == W_MAP_PINNED;
 			w->target = way == W_MAP ? "ordinary host buffers (memcpy from a mapping)" :
 				"GPU memory (memcpy from a mapping into pinned buffers, cuMemcpyHtoDAsync)";
-			warm_way(w);
-			pread_map = mmap(NULL, nbytes, PROT_READ, MAP_SHARED, file_fd, 0);
-			if (pread_map == MAP_FAILED)
-			{
-				pread_map = NULL;
-				w->status = "failed";
-				snprintf(w->why, sizeof(w->why), "mmap: %s", strerror(errno));
-				return;
-			}
-			finish(w, run_threads(pread_worker, n_threads, slice, NULL), nbytes);
-			munmap((void *) pread_map, nbytes);
-			pread_map = NULL;
+			read_way(w, way == W_MAP_PINNED, true, false);
 			break;
 		case W_PACK:
 		case W_PACK_PINNED:
-			pread_to_gpu = way == W_PACK_PINNED;
 			w->target = way == W_PACK ? "ordinary host buffers (packed)" :
 				"GPU memory (packed into pinned buffers, cuMemcpyHtoDAsync; not unpacked)";
-			warm_way(w);
-			pack_slices = true;
-			packed_bytes = 0;
-			finish(w, run_threads(pread_worker, n_threads, slice, NULL), nbytes);
-			pack_slices = false;
-			snprintf(w->detail, sizeof(w->detail), ",\"packed_bytes\": %zu, \"packed_share\": %.4f",
-					 packed_bytes, (double) packed_bytes / nbytes);
+			read_way(w, way == W_PACK_PINNED, false, true);
 			break;
 		case W_MAP_PACK:
 		case W_MAP_PACK_PINNED:
-			pread_to_gpu = way == W_MAP_PACK_PINNED;
 			w->target = way == W_MAP_PACK ? "ordinary host buffers (packed from a mapping)" :
 				"GPU memory (packed from a mapping into pinned buffers, cuMemcpyHtoDAsync)";
-			warm_way(w);
-			pread_map = mmap(NULL, nbytes, PROT_READ, MAP_SHARED, file_fd, 0);
-			if (pread_map == MAP_FAILED)
-			{
-				pread_map = NULL;
-				w->status = "failed";
-				snprintf(w->why, sizeof(w->why), "mmap: %s", strerror(errno));
-				return;
-			}
-			pack_slices = true;
-			packed_bytes = 0;
-			finish(w, run_threads(pread_worker, n_threads, slice, NULL), nbytes);
-			pack_slices = false;
-			munmap((void *) pread_map, nbytes);
-			pread_map = NULL;
-			snprintf(w->detail, sizeof(w->detail), ",\"packed_bytes\": %zu, \"packed_share\": %.4f",
-					 packed_bytes, (double) packed_bytes / nbytes);
+			read_way(w, way == W_MAP_PACK_PINNED, true, true);
 			break;
 		case W_REGISTER:
 			w->target = "page-locked file pages (cuMemHostRegister READ_ONLY)";
