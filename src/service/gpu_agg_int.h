@@ -29,9 +29,9 @@
 #define GAGG_ALIGN			64
 #define GAGG_IO_THREADS		16
 /*
- * bytes per pread of the I/O threads: each slice is copied to the GPU right
- * after its read, while its bytes are still in the CPU's cache (the copy
- * rates by slice size: bench/results/README.md, data path)
+ * bytes per pread of the I/O threads: each slice's copy to the GPU is
+ * queued as its read ends (gagg_io_copy), so that reads and copies overlap
+ * (the copy rates by slice size: bench/results/README.md, data path)
  */
 #define GAGG_IO_SLICE		(2 << 20)
 #define GAGG_BLOCKS_PER_SM	XPU_GAGG_MIN_BLOCKS	/* the grid: as many as fit */
