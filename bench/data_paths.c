@@ -617,7 +617,9 @@ pread_worker(void *unused)
 	CUresult	rc;
 
 	(void) unused;
-	if (pack_slices && posix_memalign(&frame_buf, PAGE, PACK_FRAME_VALUES * sizeof(int32_t)) != 0)
+	/* packing a mapping's frames in place needs no frame buffer */
+	if (pack_slices && pread_map == NULL &&
+		posix_memalign(&frame_buf, PAGE, PACK_FRAME_VALUES * sizeof(int32_t)) != 0)
 	{
 		run_fail("posix_memalign: %s (%ld)", "out of memory", 0);
 		ok = false;
@@ -1117,9 +1119,10 @@ warm_way(WayResult *w)
 }
 
 /*
- * read_way: a way of the pread worker over the warm file: to_gpu (pinned
- * buffers, copied) or not, each slice copied from a mapping of the file
- * (mapped) or read with pread, and packed (pack_slices) or not
+ * read_way: a way of the pread worker over the warm file (pread, map, pack,
+ * map-pack and their pinned forms): to_gpu (pinned buffers, copied) or not,
+ * each slice copied from a mapping of the file (mapped) or read with pread,
+ * and packed (pack_slices) or not
  */
 static void
 read_way(WayResult *w, bool to_gpu, bool mapped, bool packed)
@@ -1195,10 +1198,8 @@ do_way(enum Way way)
 			finish(w, run_threads(pread_worker, n_threads, slice, NULL), nbytes);
 			break;
 		case W_PREAD:
-			pread_to_gpu = false;
 			w->target = "ordinary host buffers";
-			warm_way(w);
-			finish(w, run_threads(pread_worker, n_threads, slice, NULL), nbytes);
+			read_way(w, false, false, false);
 			break;
 		case W_PINNED:
 		case W_PAGEABLE:
@@ -1210,10 +1211,8 @@ do_way(enum Way way)
 			finish(w, run_threads(copy_worker, n_streams, slice, NULL), nbytes);
 			break;
 		case W_PREAD_PINNED:
-			pread_to_gpu = true;
 			w->target = "GPU memory (pread into pinned buffers, cuMemcpyHtoDAsync)";
-			warm_way(w);
-			finish(w, run_threads(pread_worker, n_threads, slice, NULL), nbytes);
+			read_way(w, true, false, false);
 			break;
 		case W_MAP:
 		case W_MAP_PINNED:
