@@ -51,7 +51,8 @@ EXPLAIN_KEYS = ["Engine", "Engine Threads", "Rows Read", "Rows Passed", "Groups"
                 "Fallback Reason",
                 "Arrow Files", "Record Batches", "Batches Skipped by Statistics",
                 "Heap Pages", "Pages Shipped", "Pages Read Directly", "Page Read Time",
-                "Ring Wait Time", "Units Probed", "Units from GPU Cache", "Shared Run Groups"]
+                "Ring Wait Time", "Units Probed", "Units from GPU Cache", "Units Read by the Service",
+                "Shared Run Groups"]
 
 
 # ---------------------------------------------------------------- PostgreSQL

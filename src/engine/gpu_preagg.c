@@ -923,6 +923,7 @@ typedef struct GpaInstr
 	uint64		tuples_shipped;
 	uint64		chunks;
 	uint64		units_served;	/* units aggregated from the GPU cache */
+	uint64		units_read;		/* units read from the files by the service */
 	uint64		rows_in;		/* rows the engine read */
 	uint64		groups;			/* partial groups returned by the engine */
 	GjRows		join_rows;		/* its run's rows into and out of each depth */
@@ -1424,6 +1425,7 @@ gpa_report(GpaState *st)
 	in->tuples_shipped = st->es.heap->tuples_shipped;
 	in->chunks = st->es.heap->chunks;
 	in->units_served = st->es.heap->units_served;
+	in->units_read = st->es.heap->units_read;
 	in->rows_in = st->fallback ? 0 : st->last.rows_in;
 	in->groups = st->fallback ? 0 : st->last.groups_total;
 	memset(&in->join_rows, 0, sizeof(in->join_rows));
@@ -1836,6 +1838,9 @@ gpa_explain_workers(GpaState *st, ExplainState *es)
 			if (in->units_served > 0)
 				appendStringInfo(es->str, "  Units from GPU Cache: " UINT64_FORMAT,
 								 in->units_served);
+			if (in->units_read > 0)
+				appendStringInfo(es->str, "  Units Read by the Service: " UINT64_FORMAT,
+								 in->units_read);
 			appendStringInfoChar(es->str, '\n');
 			continue;
 		}
@@ -1850,6 +1855,7 @@ gpa_explain_workers(GpaState *st, ExplainState *es)
 		ExplainPropertyInteger("Tuples Shipped", NULL, (int64) in->tuples_shipped, es);
 		ExplainPropertyInteger("Chunks", NULL, (int64) in->chunks, es);
 		ExplainPropertyInteger("Units from GPU Cache", NULL, (int64) in->units_served, es);
+		ExplainPropertyInteger("Units Read by the Service", NULL, (int64) in->units_read, es);
 		ExplainPropertyInteger("Groups", NULL, (int64) in->groups, es);
 		ExplainCloseGroup("Worker", NULL, true, es);
 	}

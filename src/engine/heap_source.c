@@ -62,6 +62,10 @@
  * an earlier read of the same file contents aggregates them without a page
  * shipped; otherwise the run reads the unit then, and marks it WARP_CHUNK_UNIT
  * when every block came from the file, so that the service may keep it.
+ * Unless pg_warp.heap_service_read is off or the cluster has data checksums
+ * (which only a read here verifies), a GPU run that misses reads such a
+ * unit from the file itself, straight into its pinned memory, and keeps it
+ * (WARP_HEAP_SERVICE_READS, protocol.h): the backend reads nothing of it.
  *
  * Columns.  bool, int2/4/8, float4/8, pg_warp's float2, date, timestamp[tz], interval,
  * numeric with a typmod whose scale is 0 .. 38 (read as 128-bit fixed
@@ -85,6 +89,7 @@
 #include "access/transam.h"
 #include "access/tupdesc_details.h"
 #include "access/visibilitymap.h"
+#include "access/xlog.h"
 #include "catalog/pg_am.h"
 #include "catalog/pg_class.h"
 #include "catalog/pg_type.h"
@@ -126,6 +131,9 @@ bool		pg_warp_heap_direct_read = true;
 /* pg_warp.heap_gpu_cache: units probed in the service's GPU column cache */
 bool		pg_warp_heap_gpu_cache = true;
 
+/* pg_warp.heap_service_read: a probed unit the cache misses read by the service */
+bool		pg_warp_heap_service_read = true;
+
 /* the most blocks one pread of a direct run reads (8 MiB) */
 #define HEAP_DIRECT_MAX_RUN		1024
 
@@ -159,6 +167,13 @@ heap_source_init(void)
 							 "Needs pg_warp.heap_direct_read and a GPU column cache "
 							 "(pg_warp.gpu_cache_size).",
 							 &pg_warp_heap_gpu_cache, true,
+							 PGC_USERSET, 0, NULL, NULL, NULL);
+	DefineCustomBoolVariable("pg_warp.heap_service_read",
+							 "Lets the service read from the table's files the all-visible parts "
+							 "of a table that pg_warp.heap_gpu_cache offers it and it does not hold.",
+							 "Otherwise this backend reads them and ships their pages to the service. "
+							 "Not used where the cluster has data checksums.",
+							 &pg_warp_heap_service_read, true,
 							 PGC_USERSET, 0, NULL, NULL, NULL);
 }
 
@@ -366,6 +381,8 @@ heap_agg_put_request(HeapAggRun *h, StringInfo buf)
 	{
 		path = relpath(RelationGetSmgr(h->rel)->smgr_rnode, MAIN_FORKNUM);
 		req.flags |= WARP_HEAP_UNITS;
+		if (pg_warp_heap_service_read && !DataChecksumsEnabled())
+			req.flags |= WARP_HEAP_SERVICE_READS;
 		req.path_len = (uint32) strlen(path);
 		req.seg_blocks = RELSEG_SIZE;
 	}
@@ -415,7 +432,7 @@ heap_agg_reset(HeapAggRun *h)
 	h->probe = 0;
 	h->in_unit = false;
 	h->pages_read = h->pages_shipped = h->pages_direct = h->tuples_shipped = h->chunks = 0;
-	h->units_probed = h->units_served = 0;
+	h->units_probed = h->units_served = h->units_read = 0;
 	INSTR_TIME_SET_ZERO(h->read_time);
 	INSTR_TIME_SET_ZERO(h->wait_time);
 	h->pending = NIL;
@@ -884,9 +901,11 @@ heap_agg_explain(HeapAggRun *h, bool analyze, ExplainState *es)
 
 		initStringInfo(&d);
 		appendStringInfo(&d, "GPU cache " UINT64_FORMAT " units (" UINT64_FORMAT " pages); "
+						 "read by the service " UINT64_FORMAT " units (" UINT64_FORMAT " pages); "
 						 "shipped " UINT64_FORMAT " pages, %.1f MB (" UINT64_FORMAT
 						 " read from the files, " UINT64_FORMAT " from shared buffers)",
 						 h->units_served, h->units_served * WARP_HEAP_UNIT_BLOCKS,
+						 h->units_read, h->units_read * WARP_HEAP_UNIT_BLOCKS,
 						 h->pages_shipped, mb, h->pages_direct,
 						 h->pages_shipped > h->pages_direct ? h->pages_shipped - h->pages_direct : 0);
 		if (ms > 0 && h->pages_shipped > 0)
@@ -900,6 +919,7 @@ heap_agg_explain(HeapAggRun *h, bool analyze, ExplainState *es)
 	{
 		ExplainPropertyInteger("Units Probed", NULL, (int64) h->units_probed, es);
 		ExplainPropertyInteger("Units from GPU Cache", NULL, (int64) h->units_served, es);
+		ExplainPropertyInteger("Units Read by the Service", NULL, (int64) h->units_read, es);
 	}
 	ExplainPropertyInteger("Tuples Shipped", NULL, (int64) h->tuples_shipped, es);
 	ExplainPropertyInteger("Chunks", NULL, (int64) h->chunks, es);

@@ -32,6 +32,7 @@ struct ExplainState;
 extern int	pg_warp_heap_chunk_pages;
 extern bool pg_warp_heap_direct_read;
 extern bool pg_warp_heap_gpu_cache;
+extern bool pg_warp_heap_service_read;
 
 extern void heap_source_init(void);
 
@@ -86,6 +87,7 @@ typedef struct HeapAggRun
 	uint64		chunks;
 	uint64		units_probed;	/* units offered to the service's GPU cache */
 	uint64		units_served;	/* ... and aggregated from there */
+	uint64		units_read;		/* ... or read from the files by the service */
 	instr_time	read_time;		/* reading pages and deciding visibility */
 	instr_time	wait_time;		/* waiting for a free chunk of the ring */
 	/* the ring (shm_chunk.c) */

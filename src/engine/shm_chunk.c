@@ -208,7 +208,10 @@ ship(HeapAggRun *h, ShmRing *r, int conn)
 		if (done.flags & WARP_CHUNK_PROBE)
 		{
 			probes_out--;
-			if (done.flags & WARP_CHUNK_SERVED)
+			if ((done.flags & (WARP_CHUNK_SERVED | WARP_CHUNK_READ)) ==
+				(WARP_CHUNK_SERVED | WARP_CHUNK_READ))
+				h->units_read++;
+			else if (done.flags & WARP_CHUNK_SERVED)
 				h->units_served++;
 			else
 				missed = lappend_oid(missed, done.unit);

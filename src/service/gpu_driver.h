@@ -157,9 +157,10 @@ typedef struct GpuHeapSource
 	const uint8_t *missing;
 	const char *relpath;		/* WARP_HEAP_UNITS: the first segment file, or NULL */
 	uint32_t	seg_blocks;		/* blocks per segment file */
+	bool		service_reads;	/* WARP_HEAP_SERVICE_READS: a missed unit read here */
 	/* the next HEAP_CHUNK (slot, pages, unit flags); false at the run's end */
 	bool		(*take) (void *arg, WarpHeapChunk *ch);
-	/* the slot's HEAP_DONE, with WARP_CHUNK_SERVED or WARP_CHUNK_NO_CACHE for a probe */
+	/* the slot's HEAP_DONE, with WARP_CHUNK_SERVED (and READ) or WARP_CHUNK_NO_CACHE for a probe */
 	void		(*give) (void *arg, uint32_t slot, uint32_t flags);
 
 	/*

@@ -68,6 +68,19 @@
  * kept only when the file's ctime and mtime are more than
  * GHEAP_UNIT_SETTLED_US older than the moment the backend began reading it,
  * so that no write during that read can leave the same coarse timestamp.
+ *
+ * Units read here (WARP_HEAP_SERVICE_READS).  A probe that misses is then
+ * not handed back for the backend to read the unit into its ring and this
+ * run to stage it from there (two memory-to-memory copies of every page
+ * and a round trip); the unit's blocks are read from the segment file by
+ * the I/O threads straight into the slot's pinned buffer, checked as the
+ * backend checks a direct read (gheap_unit_page), then decoded, aggregated
+ * and kept like a WARP_CHUNK_UNIT chunk, the read's start standing in for
+ * the backend's.  The backend's probe vouched for the blocks (all-visible,
+ * in no dirty shared buffer) and its snapshot holds back the xmin horizon
+ * until the HEAP_DONE, which is all that made its own later read of the
+ * file right.  A unit that does not pass (a page, the file) goes back as a
+ * miss and the backend reads it as before, its checks and errors its own.
  */
 
 #define GHEAP_IO_SLICE		(1 << 20)	/* bytes per pread of a chunk's pages (memory to memory) */
@@ -245,18 +258,18 @@ gheap_read_pages(GheapRun *gh, uint32_t slot, uint32_t n_pages, uint8_t *dst)
 }
 
 /*
- * gheap_fill_slot: stages ring slot `slot` (n_pages pages) in gagg slot
- * si's pinned buffer as the device will see it; s->nrows: its visible
- * tuples
+ * gheap_fill_header: the part of gagg slot si's pinned buffer before the
+ * pages of a chunk of n_pages pages whose visibility bitmaps are vis, as
+ * the device will see it, with room in the slot for the chunk; s->nrows:
+ * its visible tuples.  The pages, at the layout's `pages`, are the
+ * caller's to stage.
  */
 static int
-gheap_fill_slot(GheapRun *gh, int si, uint32_t slot, uint32_t n_pages)
+gheap_fill_header(GheapRun *gh, int si, uint32_t n_pages, const uint8_t *vis)
 {
 	GaggRun    *g = &gh->g;
 	GaggSlot   *s = &g->slots[si];
 	GheapLayout *l = &gh->lay[si];
-	const uint8_t *vis = gh->src->ring + (size_t) slot * gh->src->slot_size +
-		(size_t) gh->src->slot_pages * XPU_HEAP_PAGE_SIZE;
 	uint32_t   *rows = malloc(((size_t) n_pages + 1) * sizeof(uint32_t));
 	XpuColumnData *cols = calloc(gh->src->n_cols + 1, sizeof(XpuColumnData));
 	int64_t		text_cap;
@@ -298,11 +311,28 @@ gheap_fill_slot(GheapRun *gh, int si, uint32_t slot, uint32_t n_pages)
 			(XpuResult) {s->nrows, (uint8_t *) (uintptr_t) (s->dev + l->mask), NULL, NULL};
 	memcpy(s->host + l->rows, rows, (size_t) n_pages * sizeof(uint32_t));
 	memcpy(s->host + l->vis, vis, (size_t) n_pages * XPU_HEAP_VIS_BYTES);
-	rc = s->nrows > 0 && !gh->ring_reg ? gheap_read_pages(gh, slot, n_pages, s->host + l->pages) : 0;
+	rc = 0;
 done:
 	free(rows);
 	free(cols);
 	return rc;
+}
+
+/*
+ * gheap_fill_slot: stages ring slot `slot` (n_pages pages) in gagg slot
+ * si's pinned buffer as the device will see it; s->nrows: its visible
+ * tuples
+ */
+static int
+gheap_fill_slot(GheapRun *gh, int si, uint32_t slot, uint32_t n_pages)
+{
+	const uint8_t *vis = gh->src->ring + (size_t) slot * gh->src->slot_size +
+		(size_t) gh->src->slot_pages * XPU_HEAP_PAGE_SIZE;
+
+	if (gheap_fill_header(gh, si, n_pages, vis) != 0)
+		return -1;
+	return gh->g.slots[si].nrows > 0 && !gh->ring_reg ?
+		gheap_read_pages(gh, slot, n_pages, gh->g.slots[si].host + gh->lay[si].pages) : 0;
 }
 
 /* ---------------- units in the column cache (the header comment) ---------------- */
@@ -513,6 +543,170 @@ gheap_keep_check(GheapRun *gh, int si, const WarpHeapChunk *ch)
 		u->keep = true;
 		u->batch = (int32_t) (ch->unit % gh->src->seg_blocks);
 	}
+}
+
+/* a heap page's header fields (PostgreSQL's PageHeaderData) and the flags they may hold */
+#define GHEAP_PD_FLAGS			10
+#define GHEAP_PD_LOWER			12
+#define GHEAP_PD_UPPER			14
+#define GHEAP_PD_SPECIAL		16
+#define GHEAP_PD_ALL_VISIBLE	0x0004
+#define GHEAP_PD_VALID_FLAGS	0x0007
+#define GHEAP_MAX_TUPLES		291		/* MaxHeapTuplesPerPage of 8 kB pages */
+
+/*
+ * gheap_unit_page: a page the service read from a segment file, taken as
+ * the backend takes a direct read (direct_page; PageIsVerifiedExtended's
+ * header checks, no checksum: a run is asked to read only where the
+ * cluster has none): its visible tuples with their bitmap in vis, 0 for an
+ * all-zero (new) page, which holds none, or -1 when the backend must read
+ * it: any other page without PD_ALL_VISIBLE, or whose header is not sane
+ */
+static int
+gheap_unit_page(const uint8_t *page, uint8_t *vis)
+{
+	uint16_t	flags = xpu_heap_rd16(page + GHEAP_PD_FLAGS),
+				lower = xpu_heap_rd16(page + GHEAP_PD_LOWER),
+				upper = xpu_heap_rd16(page + GHEAP_PD_UPPER),
+				special = xpu_heap_rd16(page + GHEAP_PD_SPECIAL);
+	int			maxoff,
+				n = 0;
+
+	memset(vis, 0, XPU_HEAP_VIS_BYTES);
+	if (upper == 0)
+	{
+		for (size_t i = 0; i < XPU_HEAP_PAGE_SIZE; i += 8)
+		{
+			uint64_t	w;
+
+			memcpy(&w, page + i, sizeof(w));
+			if (w != 0)
+				return -1;
+		}
+		return 0;
+	}
+	if (!(flags & GHEAP_PD_ALL_VISIBLE) || (flags & ~GHEAP_PD_VALID_FLAGS) != 0 ||
+		lower < XPU_HEAP_PAGE_HDR || lower > upper || upper > special ||
+		special > XPU_HEAP_PAGE_SIZE || special % 8 != 0)
+		return -1;
+	maxoff = (lower - XPU_HEAP_PAGE_HDR) / 4;
+	if (maxoff > GHEAP_MAX_TUPLES)
+		return -1;
+	for (int i = 0; i < maxoff; i++)
+	{
+		uint32_t	lp = xpu_heap_rd32(page + XPU_HEAP_PAGE_HDR + 4 * i);
+
+		/* lp_off 15 bits, lp_flags 2, lp_len 15; LP_NORMAL is 1 */
+		if (((lp >> 15) & 3) == 1)
+		{
+			vis[i >> 3] |= (uint8_t) (1 << (i & 7));
+			n++;
+		}
+	}
+	return n;
+}
+
+static int	gheap_launch(GheapRun *gh, int si);
+
+/*
+ * gheap_read_unit: reads unit ch->unit (a probe the cache did not serve)
+ * from its segment file into slot si and launches it, to be kept as a
+ * WARP_CHUNK_UNIT chunk would be ("Units read here" above).  1 when it
+ * did (the slot busy unless the unit held no tuple), 0 when the backend
+ * must read it, -1 on failure.
+ */
+static int
+gheap_read_unit(GheapRun *gh, int si, const WarpHeapChunk *ch)
+{
+	GaggRun    *g = &gh->g;
+	GaggSlot   *s = &g->slots[si];
+	const GpuHeapSource *src = gh->src;
+	uint32_t	n_pages = WARP_HEAP_UNIT_BLOCKS,
+				kept = 0;
+	size_t		len = (size_t) n_pages * XPU_HEAP_PAGE_SIZE;
+	int			n_reads = (int) ((len + GHEAP_IO_SLICE - 1) / GHEAP_IO_SLICE);
+	GaggRead   *reads = calloc(n_reads + 1, sizeof(GaggRead));
+	uint8_t    *vis = malloc((size_t) n_pages * XPU_HEAP_VIS_BYTES);
+	XpuColumnData *cols = calloc(src->n_cols + 1, sizeof(XpuColumnData));
+	WarpHeapChunk unit = *ch;
+	GpuCacheFileId id;
+	GheapLayout whole,
+				part;
+	uint8_t    *pages;
+	int64_t		t0 = svc_now_us(CLOCK_MONOTONIC);
+	int			rc = -1;
+
+	unit.flags = WARP_CHUNK_UNIT;
+	unit.read_start_us = svc_now_us(CLOCK_REALTIME);
+	if (reads == NULL || vis == NULL || cols == NULL)
+	{
+		gagg_fail(g, WARP_ERR_OUT_OF_MEMORY, "out of memory");
+		goto done;
+	}
+	rc = 0;
+	/* (a units run copies its pages from the slot, never from a registered ring) */
+	if (gh->ring_reg || !gheap_seg_id(gh, ch->unit, &id))
+		goto done;				/* no segment file to read: the backend's to say why */
+	/* the pages where a whole unit's go in the slot's pinned buffer */
+	gheap_layout(gh, n_pages, 0, 0, 0, cols, &whole);
+	if (gagg_slot_reserve(g, s, whole.host_len, 0, 0, 8, "a heap unit") != 0)
+	{
+		rc = -1;
+		goto done;
+	}
+	pages = s->host + whole.pages;
+	for (int i = 0; i < n_reads; i++)
+	{
+		size_t		off = (size_t) i * GHEAP_IO_SLICE;
+
+		reads[i].fd = gh->seg_fd;
+		reads[i].offset = (int64_t) (ch->unit % src->seg_blocks) * XPU_HEAP_PAGE_SIZE + (int64_t) off;
+		reads[i].len = len - off < GHEAP_IO_SLICE ? len - off : GHEAP_IO_SLICE;
+		reads[i].dst = pages + off;
+	}
+	if (gagg_io_run(&g->io, reads, n_reads) != 0)
+		goto done;				/* short or unreadable: the backend reads it */
+	/* each page checked; those that hold nothing left out, as the backend does */
+	for (uint32_t p = 0; p < n_pages; p++)
+	{
+		int			n = gheap_unit_page(pages + (size_t) p * XPU_HEAP_PAGE_SIZE,
+										vis + (size_t) kept * XPU_HEAP_VIS_BYTES);
+
+		if (n < 0)
+			goto done;
+		if (n == 0)
+			continue;
+		if (kept != p)
+			memmove(pages + (size_t) kept * XPU_HEAP_PAGE_SIZE,
+					pages + (size_t) p * XPU_HEAP_PAGE_SIZE, XPU_HEAP_PAGE_SIZE);
+		kept++;
+	}
+	/* fewer pages: a smaller header part before them */
+	gheap_layout(gh, kept, 0, 0, 0, cols, &part);
+	if (part.pages != whole.pages)
+		memmove(s->host + part.pages, pages, (size_t) kept * XPU_HEAP_PAGE_SIZE);
+	rc = 1;
+	s->nrows = 0;
+	if (kept > 0)
+	{
+		gheap_keep_check(gh, si, &unit);
+		if (gheap_fill_header(gh, si, kept, vis) != 0)
+			rc = -1;
+	}
+	GAGG_ADD(g->run->io_us, (uint64_t) (svc_now_us(CLOCK_MONOTONIC) - t0));
+	if (rc == 1)
+	{
+		GAGG_ADD(g->run->rows_in, (uint64_t) s->nrows);
+		GAGG_ADD(g->run->batches, 1);
+		GAGG_ADD(g->run->bytes_read, (uint64_t) len);
+		if (s->nrows > 0 && gheap_launch(gh, si) != 0)
+			rc = -1;
+	}
+done:
+	free(reads);
+	free(vis);
+	free(cols);
+	return rc;
 }
 
 /*
@@ -768,13 +962,20 @@ gheap_run_chunks(GheapRun *gh)
 		rc = s->busy ? gheap_finish(gh, next) : 0;
 		if (rc == 0 && (ch.flags & WARP_CHUNK_PROBE))
 		{
-			/* a unit served from the cache, or the backend reads it */
+			/* a unit served from the cache, read here, or the backend reads it */
+			uint32_t	flags = WARP_CHUNK_SERVED;
+
 			rc = gheap_probe(gh, next, &ch);
+			if (rc == 0 && gh->units && gh->src->service_reads)
+			{
+				rc = gheap_read_unit(gh, next, &ch);
+				flags |= WARP_CHUNK_READ;
+			}
 			if (rc < 0)
 				return -1;
-			gh->src->give(gh->src->arg, slot, rc > 0 ? WARP_CHUNK_SERVED :
+			gh->src->give(gh->src->arg, slot, rc > 0 ? flags :
 						  gh->units ? 0 : WARP_CHUNK_NO_CACHE);
-			if (rc > 0)
+			if (rc > 0 && g->slots[next].busy)
 				next = (next + 1) % GAGG_SLOTS;
 			continue;
 		}

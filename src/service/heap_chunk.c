@@ -73,6 +73,7 @@ struct HeapRun
 	bool		scan;			/* WARP_HEAP_SCAN: pass bitmaps, no groups */
 	char	   *relpath;		/* WARP_HEAP_UNITS: the first segment file, or NULL */
 	uint32_t	seg_blocks;		/* blocks per segment file */
+	bool		service_reads;	/* WARP_HEAP_SERVICE_READS */
 	uint8_t    *pass;			/* scan: each slot's pass bitmaps */
 	WarpHeapPass pass_hdr[HEAP_MAX_SLOTS];	/* scan: each slot's HEAP_DONE header */
 	uint64_t   *run_rows_passed;	/* scan on the GPU: the run's counter */
@@ -253,7 +254,8 @@ heap_run_parse(const uint8_t *p, size_t len, const XpuProgram *prog, int memfd,
 	off += ((size_t) prog->n_cols * 2 + 7) & ~(size_t) 7;
 	if (off > len || len - off < req->missing_len)
 		return snprintf(msg, msglen, "HEAP_RUN is truncated"), NULL;
-	if ((req->flags & ~(uint32_t) (WARP_HEAP_SCAN | WARP_HEAP_UNITS)) != 0 ||
+	if ((req->flags & ~(uint32_t) (WARP_HEAP_SCAN | WARP_HEAP_UNITS | WARP_HEAP_SERVICE_READS)) != 0 ||
+		((req->flags & WARP_HEAP_SERVICE_READS) && !(req->flags & WARP_HEAP_UNITS)) ||
 		((req->flags & WARP_HEAP_SCAN) &&
 		 sizeof(WarpHeapPass) + (uint64_t) req->slot_pages * XPU_HEAP_VIS_BYTES > PGWARP_MAX_PAYLOAD))
 		return snprintf(msg, msglen, "HEAP_RUN has bad flags or too many pages per chunk"), NULL;
@@ -284,6 +286,7 @@ heap_run_parse(const uint8_t *p, size_t len, const XpuProgram *prog, int memfd,
 	h->ring_fd = -1;
 	h->scan = (req->flags & WARP_HEAP_SCAN) != 0;
 	h->seg_blocks = req->seg_blocks;
+	h->service_reads = (req->flags & WARP_HEAP_SERVICE_READS) != 0;
 	if ((req->flags & WARP_HEAP_UNITS) && !parse_path(h, p, len, off + req->missing_len,
 													   req->path_len))
 	{
@@ -702,7 +705,7 @@ take_slot(HeapRun *h, WarpHeapChunk *ch)
 
 /*
  * hands slot back: HEAP_DONE goes out through the epoll thread, with
- * flags (WARP_CHUNK_SERVED, WARP_CHUNK_NO_CACHE) and, for a probe,
+ * flags (WARP_CHUNK_SERVED, WARP_CHUNK_READ, WARP_CHUNK_NO_CACHE) and, for a probe,
  * WARP_CHUNK_PROBE
  */
 static void
@@ -1012,6 +1015,7 @@ heap_run_exec_gpu(HeapRun *h, const ServiceGpu *gpu, AggRun *run, XpuAggTable **
 	src.missing = h->missing;
 	src.relpath = h->relpath;
 	src.seg_blocks = h->seg_blocks;
+	src.service_reads = h->service_reads;
 	src.take = gpu_take;
 	src.give = gpu_give;
 	src.arg = h;

@@ -30,7 +30,7 @@
 
 #define PGWARP_SOCKET_NAME		"pg_warp.sock"
 #define PGWARP_PROTO_MAGIC		0x50524157u		/* "WARP" in memory */
-#define PGWARP_PROTO_VERSION	9
+#define PGWARP_PROTO_VERSION	10
 
 /* the largest payload either side accepts; longer messages are refused */
 #define PGWARP_MAX_PAYLOAD		(1024 * 1024)
@@ -579,9 +579,21 @@ WARP_STATIC_ASSERT(sizeof(WarpAggResult) == 96 + 128 + 8 + 16 * WARP_JOIN_DEPTHS
  * service may keep decoded for later runs), or as plain pages.  A HEAP_DONE
  * with WARP_CHUNK_NO_CACHE says the run serves no probe (CPU engine, cache
  * off): the backend stops probing.
+ *
+ * With WARP_HEAP_SERVICE_READS as well, a GPU run that does not hold a
+ * probed unit reads its blocks from the segment file itself, takes each
+ * page as the backend's direct read would (an all-zero page holds nothing;
+ * any other must carry PD_ALL_VISIBLE and a sane header, and then every
+ * LP_NORMAL line pointer is a visible tuple), aggregates them and keeps
+ * them like a WARP_CHUNK_UNIT chunk; its HEAP_DONE says WARP_CHUNK_SERVED
+ * and WARP_CHUNK_READ.  A unit it cannot take so (a page that fails, a
+ * short or unreadable file) is answered as a miss, and the backend reads
+ * it.  The backend asks for this only where a page needs no other check
+ * (no data checksums).
  */
 #define WARP_HEAP_SCAN			0x0001	/* GpuScan: pass bitmaps, no groups */
 #define WARP_HEAP_UNITS			0x0002	/* the backend may probe units (path given) */
+#define WARP_HEAP_SERVICE_READS	0x0004	/* UNITS: a missed unit may be read by the service */
 
 #define WARP_HEAP_UNIT_BLOCKS	2048	/* blocks of a unit (16 MiB of 8 kB pages) */
 
@@ -592,7 +604,7 @@ typedef struct WarpHeapRequest
 	uint64_t	slot_size;
 	uint32_t	n_atts;
 	uint32_t	missing_len;
-	uint32_t	flags;			/* WARP_HEAP_SCAN, WARP_HEAP_UNITS */
+	uint32_t	flags;			/* WARP_HEAP_SCAN, WARP_HEAP_UNITS, WARP_HEAP_SERVICE_READS */
 	uint32_t	path_len;		/* bytes of path (WARP_HEAP_UNITS) */
 	uint32_t	seg_blocks;		/* blocks per segment file (RELSEG_SIZE) */
 	uint32_t	pad;
@@ -604,6 +616,8 @@ WARP_STATIC_ASSERT(sizeof(WarpHeapRequest) == 40, "WarpHeapRequest layout");
 #define WARP_CHUNK_UNIT			0x0002	/* the pages of exactly unit, read from the file */
 #define WARP_CHUNK_SERVED		0x0004	/* HEAP_DONE of a probe: the unit was aggregated */
 #define WARP_CHUNK_NO_CACHE		0x0008	/* HEAP_DONE of a probe: this run serves none */
+#define WARP_CHUNK_READ			0x0010	/* HEAP_DONE of a probe, with SERVED: the service
+										 * read the unit from the file */
 
 /* HEAP_CHUNK, and HEAP_DONE of an aggregation run (flags PROBE and SERVED echoed) */
 typedef struct WarpHeapChunk

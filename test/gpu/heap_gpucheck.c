@@ -1862,6 +1862,288 @@ check_units(void)
 	free(plain);
 }
 
+/* ---------------- units read by the service ---------------- */
+
+/*
+ * WARP_HEAP_SERVICE_READS (protocol.h, gpu_heap.c's "Units read here"): a
+ * GPU run that misses a probed unit reads it from the segment file itself,
+ * takes each page as the backend's direct read would, aggregates and
+ * keeps it; a unit it cannot take so goes back as a miss.  The files hold
+ * the units' pages marked all-visible, as VACUUM leaves a settled table.
+ */
+
+#define UR_OK			0
+#define UR_NOT_VISIBLE	1		/* a page of unit 1 without PD_ALL_VISIBLE */
+#define UR_BAD_HEADER	2		/* a page of unit 1 whose pd_lower passes its pd_upper */
+#define UR_ZERO_UPPER	3		/* a page of unit 1 with pd_upper 0 that is not all zeros */
+#define UR_BAD_FLAGS	4		/* a page of unit 1 with a pd_flags bit PostgreSQL never sets */
+
+/*
+ * writes ring r's n_units units into file path, unit s at block s * a
+ * unit's blocks, each page marked PD_ALL_VISIBLE, the rest of a partial
+ * unit all zeros (new pages); damage in unit 1's page 5; the file then
+ * cut or extended to len bytes
+ */
+static void
+unit_file_visible(const char *path, const Ring *r, int n_units, off_t len, int damage)
+{
+	size_t		n = (size_t) WARP_HEAP_UNIT_BLOCKS * XPU_HEAP_PAGE_SIZE;
+	uint8_t    *buf = malloc(n);
+	int			fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	int			ok = buf != NULL && fd >= 0;
+
+	for (int s = 0; ok && s < n_units; s++)
+	{
+		memset(buf, 0, n);
+		memcpy(buf, r->base + (size_t) s * r->slot_size,
+			   (size_t) r->slot_n_pages[s] * XPU_HEAP_PAGE_SIZE);
+		for (uint32_t p = 0; p < r->slot_n_pages[s]; p++)
+			buf[(size_t) p * XPU_HEAP_PAGE_SIZE + 10] |= 0x04;	/* pd_flags: PD_ALL_VISIBLE */
+		if (s == 1 && damage != UR_OK)
+		{
+			uint8_t    *pg = buf + 5 * XPU_HEAP_PAGE_SIZE;
+			uint16_t	v;
+
+			if (damage == UR_NOT_VISIBLE)
+				pg[10] &= (uint8_t) ~0x04;
+			else if (damage == UR_BAD_FLAGS)
+				pg[10] |= 0x08;
+			else if (damage == UR_BAD_HEADER)
+			{
+				memcpy(&v, pg + 14, 2);	/* pd_upper */
+				v += 8;
+				memcpy(pg + 12, &v, 2);	/* pd_lower */
+			}
+			else
+				memset(pg + 14, 0, 2);
+		}
+		ok = pwrite(fd, buf, n, (off_t) s * (off_t) n) == (ssize_t) n;
+	}
+	if (!ok || ftruncate(fd, len) != 0 || close(fd) != 0)
+	{
+		printf("Bail out! could not write the segment file %s\n", path);
+		exit(1);
+	}
+	free(buf);
+}
+
+/* heap_request_units with WARP_HEAP_SERVICE_READS */
+static size_t
+heap_request_reads(const Built *bq, const Ring *r, const char *path, uint8_t *buf)
+{
+	size_t		len = heap_request_units(bq, r, path, UNIT_SEG_BLOCKS, 0, buf);
+	WarpHeapRequest req;
+
+	memcpy(&req, buf, sizeof(req));
+	req.flags |= WARP_HEAP_SERVICE_READS;
+	memcpy(buf, &req, sizeof(req));
+	return len;
+}
+
+/* TAP: u's HEAP_DONEs say READ for every unit but those of slots >= from, or slot `miss` */
+static void
+unit_reads_dones(const char *name, const UnitRun *u, const WarpHeapChunk *pr, int n, int miss,
+				 int from)
+{
+	uint32_t	want[UNIT_MAX_CHUNKS];
+	char		why[256] = "";
+	int			ok;
+
+	for (int i = 0; i < n; i++)
+		want[i] = WARP_CHUNK_PROBE |
+			((int) pr[i].slot == miss || (int) pr[i].slot >= from ? 0 :
+			 WARP_CHUNK_SERVED | WARP_CHUNK_READ);
+	ok = u->o.rc == XPU_OK && dones_are(u, pr, n, want, why);
+	tap_ok(ok, "%s%s%s", name, ok ? "" : ": ", u->o.rc == XPU_OK ? why : u->o.msg);
+}
+
+static void
+check_unit_reads(void)
+{
+	Gen			g = {UNIT_ROWS, 200, 10, 0, 0};
+	const Built *bq = &built[Q_BY_K];
+	Ring		r,
+				blank;
+	char		dir[] = "heap_gpucheck_reads.XXXXXX",
+				path[80];
+	uint8_t    *req = calloc(1, 8192),
+			   *plain = calloc(1, 8192);
+	size_t		len,
+				plen,
+				unit_bytes = (size_t) WARP_HEAP_UNIT_BLOCKS * XPU_HEAP_PAGE_SIZE;
+	off_t		full;
+	WarpHeapChunk pr[UNIT_MAX_CHUNKS],
+				plain_ch[UNIT_MAX_CHUNKS];
+	UnitRun    *u = calloc(1, sizeof(UnitRun)),
+			   *ref = calloc(1, sizeof(UnitRun));
+	Outcome		cpu;
+	int			n,
+				np,
+				n_units = 0;
+	static const struct
+	{
+		int			damage;
+		const char *what;
+	}			damages[] = {
+		{UR_NOT_VISIBLE, "a page without PD_ALL_VISIBLE"},
+		{UR_BAD_HEADER, "a page whose pd_lower passes its pd_upper"},
+		{UR_ZERO_UPPER, "a page with pd_upper 0 that is not all zeros"},
+		{UR_BAD_FLAGS, "a page with an unknown pd_flags bit"},
+	};
+
+	uint64_t	seed = rng;
+
+	/* the units' ring, and one of the same layout with no pages in it for the probes */
+	ring_build(&r, &g, WARP_HEAP_UNIT_BLOCKS);
+	rng = seed;
+	ring_build(&blank, &g, WARP_HEAP_UNIT_BLOCKS);
+	memset(blank.base, 0, blank.size);
+	for (uint32_t s = 0; s < r.n_slots; s++)
+		n_units += r.slot_n_pages[s] > 0;
+	if (n_units < 3 || mkdtemp(dir) == NULL)
+	{
+		printf("Bail out! unit reads: %d units, or no directory\n", n_units);
+		exit(1);
+	}
+	full = (off_t) n_units * (off_t) unit_bytes;
+	unit_gpu = *the_gpu;
+	unit_gpu.n_devices = 1;
+	gpu_cache_configure(&unit_gpu, -1);
+	run_engine(ENG_CPU, bq, &r, -1, &cpu);
+	n = unit_chunks(&blank, WARP_CHUNK_PROBE, 0, -1, pr);
+	plen = heap_request(bq, &r, plain);
+	snprintf(path, sizeof(path), "%s/16384", dir);
+	unit_file_visible(path, &r, n_units, full, UR_OK);
+	len = heap_request_reads(bq, &r, path, req);
+
+	/* the file just written: read and aggregated, not kept (it changed within a second) */
+	run_chunks(ENG_GPU, bq, &blank, req, len, pr, n, u);
+	unit_reads_dones("unit reads: probes the cache misses, each unit read by the service", u,
+					 pr, n, -1, n);
+	unit_groups("unit reads: the units read by the service", bq, u, cpu.table);
+	tap_ok(u->o.run.rows_in == (uint64_t) r.visible &&
+		   u->o.run.bytes_read == (uint64_t) n * unit_bytes && u->o.run.bytes_cached == 0,
+		   "unit reads: %d units read, %ld tuples (rows_in %lu, bytes_read %lu, bytes_cached %lu)",
+		   n, (long) r.visible, (unsigned long) u->o.run.rows_in,
+		   (unsigned long) u->o.run.bytes_read, (unsigned long) u->o.run.bytes_cached);
+	xpu_agg_table_free(u->o.table);
+	run_chunks(ENG_GPU, bq, &blank, req, len, pr, n, u);
+	unit_reads_dones("unit reads: a file changed within a second: read again, not kept", u,
+					 pr, n, -1, n);
+	xpu_agg_table_free(u->o.table);
+
+	/* settled: read and kept, then served from the cache */
+	unit_settle();
+	run_chunks(ENG_GPU, bq, &blank, req, len, pr, n, u);
+	unit_reads_dones("unit reads: the settled file's units read", u, pr, n, -1, n);
+	unit_groups("unit reads: the settled file's units", bq, u, cpu.table);
+	xpu_agg_table_free(u->o.table);
+	run_chunks(ENG_GPU, bq, &blank, req, len, pr, n, u);
+	unit_dones("unit reads: probes of the units the service read and kept", u, pr, n,
+			   WARP_CHUNK_PROBE | WARP_CHUNK_SERVED);
+	unit_groups("unit reads: served from the cache", bq, u, cpu.table);
+	tap_ok(u->o.run.bytes_read == 0 && u->o.run.bytes_cached > 0,
+		   "unit reads: nothing read the second time (bytes_read %lu, bytes_cached %lu)",
+		   (unsigned long) u->o.run.bytes_read, (unsigned long) u->o.run.bytes_cached);
+	xpu_agg_table_free(u->o.table);
+
+	/* without WARP_HEAP_SERVICE_READS, a file the cache does not hold: misses */
+	snprintf(path, sizeof(path), "%s/16385", dir);
+	unit_file_visible(path, &r, n_units, full, UR_OK);
+	len = heap_request_units(bq, &r, path, UNIT_SEG_BLOCKS, 0, req);
+	run_chunks(ENG_GPU, bq, &blank, req, len, pr, n, u);
+	unit_dones("unit reads: a request without SERVICE_READS: the backend reads them", u, pr, n,
+			   WARP_CHUNK_PROBE);
+	xpu_agg_table_free(u->o.table);
+	/* nor does the CPU engine read any */
+	len = heap_request_reads(bq, &r, path, req);
+	run_chunks(ENG_CPU, bq, &blank, req, len, pr, n, u);
+	unit_dones("unit reads: the CPU engine reads none", u, pr, n,
+			   WARP_CHUNK_PROBE | WARP_CHUNK_NO_CACHE);
+	xpu_agg_table_free(u->o.table);
+	unlink(path);
+
+	/* a page the service may not take as read: that unit is the backend's, the others read */
+	np = unit_chunks(&r, 0, 0, 1, plain_ch);
+	run_chunks(ENG_CPU, bq, &r, plain, plen, plain_ch, np, ref);
+	for (size_t d = 0; d < sizeof(damages) / sizeof(damages[0]); d++)
+	{
+		char		name[160];
+
+		snprintf(path, sizeof(path), "%s/1640%d", dir, (int) d);
+		unit_file_visible(path, &r, n_units, full, damages[d].damage);
+		len = heap_request_reads(bq, &r, path, req);
+		run_chunks(ENG_GPU, bq, &blank, req, len, pr, n, u);
+		snprintf(name, sizeof(name), "unit reads: %s: its unit missed, the others read",
+				 damages[d].what);
+		unit_reads_dones(name, u, pr, n, 1, n);
+		unit_groups(name, bq, u, ref->o.table);
+		xpu_agg_table_free(u->o.table);
+		unlink(path);
+	}
+	xpu_agg_table_free(ref->o.table);
+
+	/* a file cut in the middle of unit 1: unit 0 read, the rest missed */
+	snprintf(path, sizeof(path), "%s/16410", dir);
+	unit_file_visible(path, &r, n_units, (off_t) unit_bytes + (off_t) unit_bytes / 2, UR_OK);
+	len = heap_request_reads(bq, &r, path, req);
+	run_chunks(ENG_GPU, bq, &blank, req, len, pr, n, u);
+	unit_reads_dones("unit reads: a file cut in unit 1: unit 0 read, the others missed", u, pr,
+					 n, -1, 1);
+	plain_ch[0] = (WarpHeapChunk) {0, r.slot_n_pages[0], 0, 0, 0};
+	run_chunks(ENG_CPU, bq, &r, plain, plen, plain_ch, 1, ref);
+	unit_groups("unit reads: a file cut in unit 1, unit 0's groups", bq, u, ref->o.table);
+	xpu_agg_table_free(ref->o.table);
+	xpu_agg_table_free(u->o.table);
+	unlink(path);
+
+	/* no file, and a FIFO where it belongs (not waited on): every unit missed */
+	snprintf(path, sizeof(path), "%s/16411", dir);
+	len = heap_request_reads(bq, &r, path, req);
+	run_chunks(ENG_GPU, bq, &blank, req, len, pr, n, u);
+	unit_dones("unit reads: no segment file: every unit missed", u, pr, n, WARP_CHUNK_PROBE);
+	xpu_agg_table_free(u->o.table);
+	if (mkfifo(path, 0600) != 0)
+	{
+		printf("Bail out! could not make the FIFO %s\n", path);
+		exit(1);
+	}
+	run_chunks(ENG_GPU, bq, &blank, req, len, pr, n, u);
+	unit_dones("unit reads: a FIFO where the segment file belongs: every unit missed", u, pr, n,
+			   WARP_CHUNK_PROBE);
+	tap_ok(u->o.rc == XPU_OK && u->o.run.rows_in == 0,
+		   "unit reads: nothing aggregated from the FIFO (rows_in %lu)",
+		   (unsigned long) u->o.run.rows_in);
+	xpu_agg_table_free(u->o.table);
+	unlink(path);
+
+	/* SERVICE_READS is a units request's only */
+	{
+		WarpHeapRequest hr;
+		char		msg[256] = "";
+		HeapRun    *h;
+
+		memcpy(&hr, plain, sizeof(hr));
+		hr.flags |= WARP_HEAP_SERVICE_READS;
+		memcpy(plain, &hr, sizeof(hr));
+		h = heap_run_parse(plain, plen, bq->prog, r.fd, -1, msg, sizeof(msg));
+		tap_ok(h == NULL, "unit reads: heap_run_parse refuses SERVICE_READS without UNITS (%s)",
+			   h ? "accepted" : msg);
+		heap_run_free(h);
+	}
+
+	snprintf(path, sizeof(path), "%s/16384", dir);
+	unlink(path);
+	rmdir(dir);
+	xpu_agg_table_free(cpu.table);
+	ring_free(&r);
+	ring_free(&blank);
+	free(u);
+	free(ref);
+	free(req);
+	free(plain);
+}
+
 static void
 run_checks(int engine)
 {
@@ -1887,6 +2169,7 @@ run_checks(int engine)
 	{
 		check_cancel();
 		check_units();
+		check_unit_reads();
 		if (fake_allocs != NULL)
 			check_kept_blocks();
 	}

@@ -10,7 +10,8 @@ after the table changes under the cache: updates (pages in shared buffers,
 the visibility map cleared), checkpoints (the files written), deletes with
 VACUUM, TRUNCATE, a column added with a default, and a segment file
 rewritten behind PostgreSQL's back; and the plans' counters say which units
-were probed and which came from the cache.
+were probed, which came from the cache and which the service read from the
+table's files itself (pg_warp.heap_service_read).
 """
 import os
 import time
@@ -124,18 +125,44 @@ def test_table_has_units(gpu):
 
 
 def test_second_run_served_from_cache(gpu):
-    """The first run reads and keeps every unit; the next ones are served
-    from the cache, with PostgreSQL's answers."""
+    """The first run has the service read and keep every unit (the backend
+    ships only the pages after the last whole unit); the next ones are
+    served from the cache, with PostgreSQL's answers."""
     q = QUERIES[0]
     gpu.sql("CHECKPOINT")
     p1 = explain(gpu, q, SERIAL)
-    units = int(gpu.sql("SELECT pg_relation_size('hc') / 8192")) // UNIT
+    pages = int(gpu.sql("SELECT pg_relation_size('hc') / 8192"))
+    units = pages // UNIT
     assert counter(p1, "Units Probed") == units, p1
+    assert counter(p1, "Units Read by the Service") == units, p1
+    assert counter(p1, "Pages Shipped") <= pages - units * UNIT, p1
     p2 = explain(gpu, q, SERIAL)
     assert counter(p2, "Units Probed") == units and counter(p2, "Units from GPU Cache") == units, p2
-    assert counter(p2, "Pages Shipped") < counter(p1, "Pages Shipped"), (p1, p2)
+    assert counter(p2, "Units Read by the Service") == 0, p2
     probed, served = same_as_postgresql(gpu, SERIAL)
     assert served == probed > 0
+
+
+def test_units_read_by_the_backend_or_the_service(gpu):
+    """pg_warp.heap_service_read: on (the default), the service reads the
+    units the cache misses from the table's files; off, this backend reads
+    and ships them.  Both keep them, both give PostgreSQL's answers."""
+    pages = int(gpu.sql("SELECT pg_relation_size('hc') / 8192"))
+    units = pages // UNIT
+    for setting in ("off", "on"):
+        settle(gpu)
+        sets = SERIAL + ("SET pg_warp.heap_service_read = %s" % setting,)
+        p = explain(gpu, QUERIES[1], sets)
+        assert counter(p, "Units Probed") == units, p
+        if setting == "on":
+            assert counter(p, "Units Read by the Service") == units, p
+            assert counter(p, "Pages Read Directly") <= pages - units * UNIT, p
+        else:
+            assert counter(p, "Units Read by the Service") == 0, p
+            assert counter(p, "Pages Read Directly") >= units * UNIT, p
+        gpu.same(QUERIES[0], "GpuPreAgg", on=sets, ordered=True, rel_tol=1e-12, engine="GPU")
+        p = explain(gpu, QUERIES[1], sets)
+        assert counter(p, "Units from GPU Cache") == units, p
 
 
 def test_off_and_cpu_engine_probe_nothing_served(gpu):

@@ -29,7 +29,7 @@ IS_ROOT = os.geteuid() == 0
 
 # xpu/protocol.h
 MAGIC = 0x50524157
-VERSION = 9
+VERSION = 10
 # On a GPU the service allocates each GPU's two slots' pinned buffers when it
 # starts (gpu_agg_prewarm: 336 MiB each), so idle it holds them; without a
 # GPU it holds nothing until queries run

@@ -240,9 +240,11 @@ def test_heap_scan_run_returns_pass_bitmaps(client, svc, tmp_path):
         assert got[p] == vis_bytes(n_rows, lambda t: visible(p, t)), p
 
 
-def test_heap_scan_bad_flags(client, svc, tmp_path):
+# 10: an unknown bit (8) beside WARP_HEAP_UNITS; 4: WARP_HEAP_SERVICE_READS without WARP_HEAP_UNITS
+@pytest.mark.parametrize("flags", [10, 4])
+def test_heap_scan_bad_flags(client, svc, tmp_path, flags):
     fd, ring = make_ring()
-    c = start(svc, heap_payload(client, tmp_path, flags=6), fd)
+    c = start(svc, heap_payload(client, tmp_path, flags=flags), fd)
     os.close(fd)
     code, msg = error_of(recv_message(c))
     c.close()
