@@ -84,6 +84,7 @@
  */
 
 #define GHEAP_IO_SLICE		(1 << 20)	/* bytes per pread of a chunk's pages (memory to memory) */
+#define GHEAP_UNIT_IO_THREADS	3		/* I/O threads beside its own of a run that reads units */
 #define GHEAP_UNIT_SETTLED_US	1000000	/* a kept unit's file unchanged this long before its read */
 #define GHEAP_KIND_HEAP		0x40000000	/* cache keys of heap columns (Arrow kinds are small) */
 
@@ -1154,6 +1155,13 @@ gheap_setup(GheapRun *gh, const ServiceGpu *gpu, uint32_t dev, const GpuAggOptio
 				  "cuModuleGetFunction") != 0 ||
 		gheap_desc_build(gh) != 0)
 		return -1;
+	/*
+	 * a heap part runs on one thread; one that reads the units it misses
+	 * reads each unit's slices with I/O threads besides (started at its
+	 * first read: a run served from the cache starts none)
+	 */
+	if (gh->units && gh->src->service_reads && g->io.want < GHEAP_UNIT_IO_THREADS)
+		g->io.want = GHEAP_UNIT_IO_THREADS;
 	if (gh->scan &&
 		(gagg_cuda(g, gpu_drv.cuModuleGetFunction(&gh->f_warp, mod, "kern_warp_exec"),
 				   "cuModuleGetFunction") != 0 ||
