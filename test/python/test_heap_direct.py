@@ -215,3 +215,39 @@ def test_corrupt_page_is_not_read_silently(cluster):
     plan, on, off = both(cluster, "SELECT count(*), sum(v) FROM bad")
     assert on == off == good
     assert figure(plan, "Pages Read Directly") == figure(plan, "Heap Pages"), plan
+
+
+def test_corrupt_page_in_a_unit_is_not_read_silently(cluster):
+    """the same in a table of more than one unit (2048 blocks), whose first
+    unit a GPU run probes in the service's cache: with data checksums the
+    service never reads a unit itself (pg_warp.heap_service_read), so the
+    backend's read verifies the checksum and fails as PostgreSQL does"""
+    rc, _, err = psql_script(cluster, "CREATE TABLE badu AS SELECT i AS id, i::int8 * 3 AS v "
+                             "FROM generate_series(1, 500000) i;\nVACUUM (FREEZE) badu;\n"
+                             "CHECKPOINT;\n")
+    assert rc == 0, err
+    assert int(cluster.sql("SELECT pg_relation_size('badu') / 8192")) > 2048
+    path = os.path.join(cluster.data, cluster.sql("SELECT pg_relation_filepath('badu')"))
+    q = "SELECT count(*), sum(v) FROM badu"
+    gpu = ("SET pg_warp.engine = gpu",) if cluster.status()["engine"] == "gpu" else ()
+    good = both(cluster, q, gpu)[1]
+    cluster.stop()
+    with open(path, "r+b") as f:
+        f.seek(8192 + 8186)
+        b = f.read(1)
+        f.seek(8192 + 8186)
+        f.write(bytes([b[0] ^ 0x10]))
+    cluster.start()
+    try:
+        for settings in (ON + gpu, ("SET pg_warp.enabled = off",)):
+            r = cluster.run(q, settings=settings)
+            assert r.returncode != 0 and "invalid page in block 1" in r.stderr, (r.stdout, r.stderr)
+    finally:
+        cluster.stop()
+        with open(path, "r+b") as f:
+            f.seek(8192 + 8186)
+            f.write(b)
+        cluster.start()
+    plan, on, off = both(cluster, q, gpu)
+    assert on == off == good
+    cluster.sql("DROP TABLE badu")

@@ -14,6 +14,8 @@ were probed, which came from the cache and which the service read from the
 table's files itself (pg_warp.heap_service_read).
 """
 import os
+import subprocess
+import threading
 import time
 
 import pytest
@@ -267,3 +269,57 @@ def test_parallel_participants_share_the_cache(gpu):
     probed, served = same_as_postgresql(gpu, PARALLEL, q)
     assert served > 0, "the participants' units come from the cache"
     gpu.sql("DROP TABLE hp")
+
+
+def test_writers_during_service_reads(gpu):
+    """Sessions update, delete, insert, vacuum and checkpoint a table while
+    GPU runs beside them probe its units, which the service reads from the
+    files where the cache misses them: each run's answer is PostgreSQL's in
+    the same snapshot (REPEATABLE READ)."""
+    make_table(gpu, 4 * UNIT * 26, "hw")
+    q = ("SELECT k, count(*), count(v), sum(v), sum(n), min(id), max(id), count(t) "
+         "FROM hw GROUP BY k ORDER BY k")
+    stop = threading.Event()
+    errors = []
+
+    def writer(k):
+        i = 0
+        while not stop.is_set():
+            i += 1
+            r = gpu.run("UPDATE hw SET v = coalesce(v, 0) + 1 WHERE id %% 211 = %d AND id %% 2 = %d; "
+                        "DELETE FROM hw WHERE id %% 997 = %d AND id > 0 AND id %% 2 = %d; "
+                        "INSERT INTO hw (id, k, v, t) SELECT -(%d * 100000 + i), 7, i, 'w' "
+                        "FROM generate_series(1, 50) i"
+                        % ((i + k) % 211, k, (i * 7 + k) % 997, k, i * 4 + k), timeout=120)
+            if r.returncode != 0:
+                errors.append(r.stderr)
+            if i % 3 == 0:
+                gpu.run("VACUUM hw" if k == 0 else "CHECKPOINT", timeout=300)
+
+    script = ("".join(x + ";\n" for x in SERIAL) +
+              "BEGIN ISOLATION LEVEL REPEATABLE READ;\n"
+              "EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY OFF) " + q + ";\n"
+              "\\echo ====\n" + q + ";\n\\echo ====\n"
+              "SET LOCAL pg_warp.enabled = off;\n" + q + ";\nCOMMIT;\n")
+    threads = [threading.Thread(target=writer, args=(k,)) for k in range(2)]
+    for t in threads:
+        t.start()
+    read = rounds = 0
+    try:
+        deadline = time.time() + 20
+        while time.time() < deadline or rounds < 4:
+            r = subprocess.run(["psql", "-XAtq", "-v", "ON_ERROR_STOP=1", "-f", "-"], input=script,
+                               env=gpu.env, capture_output=True, text=True, timeout=300)
+            assert r.returncode == 0, r.stderr
+            plan, on, off = r.stdout.split("====\n")
+            assert on == off, (rounds, on, off)
+            assert "GpuPreAgg" in plan and "Engine: GPU" in plan, plan
+            read += counter(plan, "Units Read by the Service")
+            rounds += 1
+    finally:
+        stop.set()
+        for t in threads:
+            t.join()
+    assert not errors, errors[:3]
+    assert read > 0, "the service read no unit in %d runs" % rounds
+    gpu.sql("DROP TABLE hw")
