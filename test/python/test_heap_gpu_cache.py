@@ -274,9 +274,13 @@ def test_parallel_participants_share_the_cache(gpu):
 def test_writers_during_service_reads(gpu):
     """Sessions update, delete, insert, vacuum and checkpoint a table while
     GPU runs beside them probe its units, which the service reads from the
-    files where the cache misses them: each run's answer is PostgreSQL's in
-    the same snapshot (REPEATABLE READ)."""
+    files where the cache misses them (the checkpoints change the file, so
+    the cache is stale): each run's answer is PostgreSQL's in the same
+    snapshot (REPEATABLE READ).  The writers change rows of the last units
+    all the time and a row of the first three now and then, which VACUUM
+    makes all-visible again: units probed while a writer changes them."""
     make_table(gpu, 4 * UNIT * 26, "hw")
+    early = 3 * UNIT * 20   # ids within the first three units (26 rows a page, fewer to be safe)
     q = ("SELECT k, count(*), count(v), sum(v), sum(n), min(id), max(id), count(t) "
          "FROM hw GROUP BY k ORDER BY k")
     stop = threading.Event()
@@ -286,11 +290,14 @@ def test_writers_during_service_reads(gpu):
         i = 0
         while not stop.is_set():
             i += 1
-            r = gpu.run("UPDATE hw SET v = coalesce(v, 0) + 1 WHERE id %% 211 = %d AND id %% 2 = %d; "
-                        "DELETE FROM hw WHERE id %% 997 = %d AND id > 0 AND id %% 2 = %d; "
+            r = gpu.run("UPDATE hw SET v = coalesce(v, 0) + 1 WHERE id %% 211 = %d AND id %% 2 = %d "
+                        "AND id > %d; "
+                        "DELETE FROM hw WHERE id %% 997 = %d AND id > %d AND id %% 2 = %d; "
                         "INSERT INTO hw (id, k, v, t) SELECT -(%d * 100000 + i), 7, i, 'w' "
-                        "FROM generate_series(1, 50) i"
-                        % ((i + k) % 211, k, (i * 7 + k) % 997, k, i * 4 + k), timeout=120)
+                        "FROM generate_series(1, 50) i%s"
+                        % ((i + k) % 211, k, early, (i * 7 + k) % 997, early, k, i * 4 + k,
+                           "; UPDATE hw SET v = coalesce(v, 0) + 1 WHERE id = %d" % (i * 7919 % early + 1)
+                           if i % 4 == k else ""), timeout=120)
             if r.returncode != 0:
                 errors.append(r.stderr)
             if i % 3 == 0:
