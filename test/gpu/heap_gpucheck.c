@@ -1434,13 +1434,11 @@ unit_message(const Built *bq, Ring *r, const uint8_t *req, size_t len, WarpHeapC
 	return ok;
 }
 
-/* heap_run_parse of a units request over r with path, seg_blocks and extra flags: refused */
+/* heap_run_parse of request req (len bytes) over r with flags added: refused (TAP) */
 static void
-unit_parse_refused(const char *name, const Built *bq, Ring *r, const char *path,
-				   uint32_t seg_blocks, uint32_t flags)
+request_refused(const char *name, const Built *bq, Ring *r, uint8_t *req, size_t len,
+				uint32_t flags)
 {
-	uint8_t    *req = calloc(1, 8192);
-	size_t		len = heap_request_units(bq, r, path, seg_blocks, 0, req);
 	WarpHeapRequest hr;
 	char		msg[256] = "";
 	HeapRun    *h;
@@ -1449,8 +1447,21 @@ unit_parse_refused(const char *name, const Built *bq, Ring *r, const char *path,
 	hr.flags |= flags;
 	memcpy(req, &hr, sizeof(hr));
 	h = heap_run_parse(req, len, bq->prog, r->fd, -1, msg, sizeof(msg));
-	tap_ok(h == NULL, "units: heap_run_parse refuses %s (%s)", name, h ? "accepted" : msg);
+	tap_ok(h == NULL, "%s: heap_run_parse refuses it (%s)", name, h ? "accepted" : msg);
 	heap_run_free(h);
+}
+
+/* heap_run_parse of a units request over r with path, seg_blocks and extra flags: refused */
+static void
+unit_parse_refused(const char *name, const Built *bq, Ring *r, const char *path,
+				   uint32_t seg_blocks, uint32_t flags)
+{
+	uint8_t    *req = calloc(1, 8192);
+	size_t		len = heap_request_units(bq, r, path, seg_blocks, 0, req);
+	char		what[200];
+
+	snprintf(what, sizeof(what), "units: %s", name);
+	request_refused(what, bq, r, req, len, flags);
 	free(req);
 }
 
@@ -2118,19 +2129,8 @@ check_unit_reads(void)
 	unlink(path);
 
 	/* SERVICE_READS is a units request's only */
-	{
-		WarpHeapRequest hr;
-		char		msg[256] = "";
-		HeapRun    *h;
-
-		memcpy(&hr, plain, sizeof(hr));
-		hr.flags |= WARP_HEAP_SERVICE_READS;
-		memcpy(plain, &hr, sizeof(hr));
-		h = heap_run_parse(plain, plen, bq->prog, r.fd, -1, msg, sizeof(msg));
-		tap_ok(h == NULL, "unit reads: heap_run_parse refuses SERVICE_READS without UNITS (%s)",
-			   h ? "accepted" : msg);
-		heap_run_free(h);
-	}
+	request_refused("unit reads: SERVICE_READS without UNITS", bq, &r, plain, plen,
+					WARP_HEAP_SERVICE_READS);
 
 	snprintf(path, sizeof(path), "%s/16384", dir);
 	unlink(path);

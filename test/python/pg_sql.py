@@ -24,6 +24,11 @@ against it (doc/testing.md, "Engine tests").
                         many queries on and off in one statement, each
                         plan checked as same() does.
     db.engine_ran(sql, node), db.plan(sql), db.result(sql), db.psql(sql)
+    db.same_snapshot(sql, settings)
+                        sql with pg_warp (its EXPLAIN ANALYZE too) and with it
+                        off in one REPEATABLE READ transaction: (plan, on, off).
+    with writers(db, rounds_of): ...
+                        sessions changing tables while the body runs.
 
 `node` is "GpuPreAgg", "GpuScan" (their Custom Scans), FILTER (arrow_fdw's
 Foreign Scan with the engine's filter) or a tuple of them (any).  The
@@ -34,8 +39,10 @@ import math
 import os
 import shutil
 import socket
+import contextlib
 import subprocess
 import tempfile
+import threading
 import time
 
 import pytest
@@ -178,6 +185,21 @@ class Db:
         """The plan of sql (EXPLAIN) has no `node`."""
         top = self.plan(sql, settings)
         assert not find_nodes(top, node), "%s in the plan of %s:\n%s" % (node, sql, show(top))
+
+    def same_snapshot(self, sql, settings=(), timeout=300):
+        """sql with pg_warp (after settings; its EXPLAIN ANALYZE first) and with
+        pg_warp.enabled off, in one REPEATABLE READ transaction (one snapshot):
+        (the plan, the rows on, the rows off)."""
+        script = ("".join(x + ";\n" for x in settings) +
+                  "BEGIN ISOLATION LEVEL REPEATABLE READ;\n"
+                  "EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY OFF) " + sql + ";\n"
+                  "\\echo ====\n" + sql + ";\n\\echo ====\n"
+                  "SET LOCAL pg_warp.enabled = off;\n" + sql + ";\nCOMMIT;\n")
+        r = subprocess.run(["psql", "-XAtq", "-v", "ON_ERROR_STOP=1", "-f", "-"], input=script,
+                           env=self.env, capture_output=True, text=True, timeout=timeout)
+        assert r.returncode == 0, r.stderr
+        plan, on, off = r.stdout.split("====\n")
+        return plan, on, off
 
     def sqlstate(self, sql, settings=(), db=None):
         """The SQLSTATE and text of the error sql raises."""
@@ -460,6 +482,35 @@ def alive(pid):
         except (FileNotFoundError, ProcessLookupError):
             pass
     return False
+
+
+@contextlib.contextmanager
+def writers(db, rounds_of, n=2, timeout=300):
+    """n sessions, writer k running the statements of rounds_of(i, k), its
+    i-th round (i from 1), over and over while the body runs; none of them
+    may fail (asserted once they stopped)."""
+    stop = threading.Event()
+    errors = []
+
+    def write(k):
+        i = 0
+        while not stop.is_set():
+            i += 1
+            for sql in rounds_of(i, k):
+                rc, _, err = db.psql(sql, check=False, timeout=timeout)
+                if rc != 0:
+                    errors.append(err)
+
+    threads = [threading.Thread(target=write, args=(k,)) for k in range(n)]
+    for t in threads:
+        t.start()
+    try:
+        yield
+    finally:
+        stop.set()
+        for t in threads:
+            t.join()
+    assert not errors, errors[:3]
 
 
 class Cluster(Db):

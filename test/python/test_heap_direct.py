@@ -12,12 +12,11 @@ where a test needs no page of the table in shared buffers.
 import os
 import re
 import subprocess
-import threading
 import time
 
 import pytest
 
-from pg_sql import Cluster
+from pg_sql import Cluster, writers
 
 ON = ("SET pg_warp.engine_startup_cost = 0", "SET pg_warp.engine_row_cost = 0",
       "SET max_parallel_workers_per_gather = 0")
@@ -77,15 +76,7 @@ def psql_script(c, script, timeout=300):
 
 def both(c, sql, settings=()):
     """sql's rows with pg_warp and with it off, in one snapshot; and the plan's figures."""
-    sets = "".join(s + ";\n" for s in ON + tuple(settings))
-    script = (sets + "BEGIN ISOLATION LEVEL REPEATABLE READ;\n"
-              "EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY OFF) " + sql + ";\n"
-              "\\echo ====\n" + sql + ";\n\\echo ====\n"
-              "SET LOCAL pg_warp.enabled = off;\n" + sql + ";\nCOMMIT;\n")
-    rc, out, err = psql_script(c, script)
-    assert rc == 0, err
-    plan, on, off = out.split("====\n")
-    return plan, on, off
+    return c.same_snapshot(sql, ON + tuple(settings))
 
 
 def figure(plan, name):
@@ -150,28 +141,16 @@ def test_pages_changing_during_scans(cluster):
     """sessions update, delete, insert, vacuum and checkpoint while scans run: each
     scan's rows are the oracle's in the same snapshot (the two writers change
     rows of their own, so that they never deadlock)"""
-    stop = threading.Event()
-    errors = []
+    def rounds_of(i, k):
+        yield ("UPDATE d SET v = v + 1 WHERE id %% 211 = %d AND id %% 2 = %d; "
+               "DELETE FROM d WHERE id %% 997 = %d AND id > 0 AND id %% 2 = %d; "
+               "INSERT INTO d SELECT -(%d * 100000 + i), 'w%d', i, 0.25, 0.5 "
+               "FROM generate_series(1, 50) i" % ((i + k) % 211, k, (i * 7 + k) % 997, k,
+                                                  i * 4 + k, k))
+        if i % 3 == 0:
+            yield "VACUUM d" if k == 0 else "CHECKPOINT"
 
-    def writer(k):
-        i = 0
-        while not stop.is_set():
-            i += 1
-            r = cluster.run(
-                "UPDATE d SET v = v + 1 WHERE id %% 211 = %d AND id %% 2 = %d; "
-                "DELETE FROM d WHERE id %% 997 = %d AND id > 0 AND id %% 2 = %d; "
-                "INSERT INTO d SELECT -(%d * 100000 + i), 'w%d', i, 0.25, 0.5 "
-                "FROM generate_series(1, 50) i" % ((i + k) % 211, k, (i * 7 + k) % 997, k,
-                                                   i * 4 + k, k), timeout=120)
-            if r.returncode != 0:
-                errors.append(r.stderr)
-            if i % 3 == 0:
-                cluster.run("VACUUM d" if k == 0 else "CHECKPOINT", timeout=300)
-
-    threads = [threading.Thread(target=writer, args=(k,)) for k in range(2)]
-    for t in threads:
-        t.start()
-    try:
+    with writers(cluster, rounds_of):
         deadline = time.time() + 20
         rounds = direct = 0
         while time.time() < deadline or rounds < 4:
@@ -179,22 +158,15 @@ def test_pages_changing_during_scans(cluster):
             assert on == off, (rounds, on, off)
             direct += figure(plan, "Pages Read Directly")
             rounds += 1
-    finally:
-        stop.set()
-        for t in threads:
-            t.join()
-    assert not errors, errors[:3]
     assert direct > 0
 
 
-def test_corrupt_page_is_not_read_silently(cluster):
-    """a page whose checksum fails is read through the buffer manager, which
-    reports it as PostgreSQL does, instead of being decoded from the file"""
-    rc, _, err = psql_script(cluster, "CREATE TABLE bad AS SELECT i AS id, i::int8 * 3 AS v "
-                             "FROM generate_series(1, 5000) i;\nVACUUM (FREEZE) bad;\n")
-    assert rc == 0, err
-    path = os.path.join(cluster.data, cluster.sql("SELECT pg_relation_filepath('bad')"))
-    good = both(cluster, "SELECT count(*), sum(v) FROM bad")[1]
+def corrupt_block_1_fails(cluster, table, q, settings):
+    """q over table (made, all-visible) fails as PostgreSQL does once a byte of
+    its block 1 is flipped (the checksum no longer matches), with settings
+    and with pg_warp off; after the byte is back, q's answer is as before"""
+    path = os.path.join(cluster.data, cluster.sql("SELECT pg_relation_filepath('%s')" % table))
+    good = both(cluster, q, settings)[1]
     cluster.stop()
     with open(path, "r+b") as f:
         f.seek(8192 + 8186)				# block 1: its first tuple's v
@@ -203,8 +175,8 @@ def test_corrupt_page_is_not_read_silently(cluster):
         f.write(bytes([b[0] ^ 0x10]))
     cluster.start()
     try:
-        for settings in (ON, ("SET pg_warp.enabled = off",)):
-            r = cluster.run("SELECT count(*), sum(v) FROM bad", settings=settings)
+        for sets in (ON + tuple(settings), ("SET pg_warp.enabled = off",)):
+            r = cluster.run(q, settings=sets)
             assert r.returncode != 0 and "invalid page in block 1" in r.stderr, (r.stdout, r.stderr)
     finally:
         cluster.stop()
@@ -212,8 +184,18 @@ def test_corrupt_page_is_not_read_silently(cluster):
             f.seek(8192 + 8186)
             f.write(b)
         cluster.start()
-    plan, on, off = both(cluster, "SELECT count(*), sum(v) FROM bad")
+    plan, on, off = both(cluster, q, settings)
     assert on == off == good
+    return plan
+
+
+def test_corrupt_page_is_not_read_silently(cluster):
+    """a page whose checksum fails is read through the buffer manager, which
+    reports it as PostgreSQL does, instead of being decoded from the file"""
+    rc, _, err = psql_script(cluster, "CREATE TABLE bad AS SELECT i AS id, i::int8 * 3 AS v "
+                             "FROM generate_series(1, 5000) i;\nVACUUM (FREEZE) bad;\n")
+    assert rc == 0, err
+    plan = corrupt_block_1_fails(cluster, "bad", "SELECT count(*), sum(v) FROM bad", ())
     assert figure(plan, "Pages Read Directly") == figure(plan, "Heap Pages"), plan
 
 
@@ -227,27 +209,6 @@ def test_corrupt_page_in_a_unit_is_not_read_silently(cluster):
                              "CHECKPOINT;\n")
     assert rc == 0, err
     assert int(cluster.sql("SELECT pg_relation_size('badu') / 8192")) > 2048
-    path = os.path.join(cluster.data, cluster.sql("SELECT pg_relation_filepath('badu')"))
-    q = "SELECT count(*), sum(v) FROM badu"
     gpu = ("SET pg_warp.engine = gpu",) if cluster.status()["engine"] == "gpu" else ()
-    good = both(cluster, q, gpu)[1]
-    cluster.stop()
-    with open(path, "r+b") as f:
-        f.seek(8192 + 8186)
-        b = f.read(1)
-        f.seek(8192 + 8186)
-        f.write(bytes([b[0] ^ 0x10]))
-    cluster.start()
-    try:
-        for settings in (ON + gpu, ("SET pg_warp.enabled = off",)):
-            r = cluster.run(q, settings=settings)
-            assert r.returncode != 0 and "invalid page in block 1" in r.stderr, (r.stdout, r.stderr)
-    finally:
-        cluster.stop()
-        with open(path, "r+b") as f:
-            f.seek(8192 + 8186)
-            f.write(b)
-        cluster.start()
-    plan, on, off = both(cluster, q, gpu)
-    assert on == off == good
+    corrupt_block_1_fails(cluster, "badu", "SELECT count(*), sum(v) FROM badu", gpu)
     cluster.sql("DROP TABLE badu")

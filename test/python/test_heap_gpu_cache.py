@@ -14,13 +14,11 @@ were probed, which came from the cache and which the service read from the
 table's files itself (pg_warp.heap_service_read).
 """
 import os
-import subprocess
-import threading
 import time
 
 import pytest
 
-from pg_sql import Cluster
+from pg_sql import Cluster, writers
 
 OFF = ("SET pg_warp.enabled = off",)
 GPU = ("SET pg_warp.engine = gpu", "SET pg_warp.engine_startup_cost = 0",
@@ -283,50 +281,27 @@ def test_writers_during_service_reads(gpu):
     early = 3 * UNIT * 20   # ids within the first three units (26 rows a page, fewer to be safe)
     q = ("SELECT k, count(*), count(v), sum(v), sum(n), min(id), max(id), count(t) "
          "FROM hw GROUP BY k ORDER BY k")
-    stop = threading.Event()
-    errors = []
 
-    def writer(k):
-        i = 0
-        while not stop.is_set():
-            i += 1
-            r = gpu.run("UPDATE hw SET v = coalesce(v, 0) + 1 WHERE id %% 211 = %d AND id %% 2 = %d "
-                        "AND id > %d; "
-                        "DELETE FROM hw WHERE id %% 997 = %d AND id > %d AND id %% 2 = %d; "
-                        "INSERT INTO hw (id, k, v, t) SELECT -(%d * 100000 + i), 7, i, 'w' "
-                        "FROM generate_series(1, 50) i%s"
-                        % ((i + k) % 211, k, early, (i * 7 + k) % 997, early, k, i * 4 + k,
-                           "; UPDATE hw SET v = coalesce(v, 0) + 1 WHERE id = %d" % (i * 7919 % early + 1)
-                           if i % 4 == k else ""), timeout=120)
-            if r.returncode != 0:
-                errors.append(r.stderr)
-            if i % 3 == 0:
-                gpu.run("VACUUM hw" if k == 0 else "CHECKPOINT", timeout=300)
+    def rounds_of(i, k):
+        yield ("UPDATE hw SET v = coalesce(v, 0) + 1 WHERE id %% 211 = %d AND id %% 2 = %d "
+               "AND id > %d; "
+               "DELETE FROM hw WHERE id %% 997 = %d AND id > %d AND id %% 2 = %d; "
+               "INSERT INTO hw (id, k, v, t) SELECT -(%d * 100000 + i), 7, i, 'w' "
+               "FROM generate_series(1, 50) i"
+               % ((i + k) % 211, k, early, (i * 7 + k) % 997, early, k, i * 4 + k))
+        if i % 4 == k:
+            yield "UPDATE hw SET v = coalesce(v, 0) + 1 WHERE id = %d" % (i * 7919 % early + 1)
+        if i % 3 == 0:
+            yield "VACUUM hw" if k == 0 else "CHECKPOINT"
 
-    script = ("".join(x + ";\n" for x in SERIAL) +
-              "BEGIN ISOLATION LEVEL REPEATABLE READ;\n"
-              "EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY OFF) " + q + ";\n"
-              "\\echo ====\n" + q + ";\n\\echo ====\n"
-              "SET LOCAL pg_warp.enabled = off;\n" + q + ";\nCOMMIT;\n")
-    threads = [threading.Thread(target=writer, args=(k,)) for k in range(2)]
-    for t in threads:
-        t.start()
     read = rounds = 0
-    try:
+    with writers(gpu, rounds_of):
         deadline = time.time() + 20
         while time.time() < deadline or rounds < 4:
-            r = subprocess.run(["psql", "-XAtq", "-v", "ON_ERROR_STOP=1", "-f", "-"], input=script,
-                               env=gpu.env, capture_output=True, text=True, timeout=300)
-            assert r.returncode == 0, r.stderr
-            plan, on, off = r.stdout.split("====\n")
+            plan, on, off = gpu.same_snapshot(q, SERIAL)
             assert on == off, (rounds, on, off)
             assert "GpuPreAgg" in plan and "Engine: GPU" in plan, plan
             read += counter(plan, "Units Read by the Service")
             rounds += 1
-    finally:
-        stop.set()
-        for t in threads:
-            t.join()
-    assert not errors, errors[:3]
     assert read > 0, "the service read no unit in %d runs" % rounds
     gpu.sql("DROP TABLE hw")
