@@ -1523,6 +1523,25 @@ check_unit_messages(const Built *bq, Ring *r, const char *path)
 	free(plain);
 }
 
+/*
+ * the ring of units of g into r, and one of the same layout with no pages in
+ * it for the probes into blank; the units (slots with pages) it holds
+ */
+static int
+unit_rings(Ring *r, Ring *blank, const Gen *g)
+{
+	uint64_t	seed = rng;
+	int			n_units = 0;
+
+	ring_build(r, g, WARP_HEAP_UNIT_BLOCKS);
+	rng = seed;
+	ring_build(blank, g, WARP_HEAP_UNIT_BLOCKS);
+	memset(blank->base, 0, blank->size);
+	for (uint32_t s = 0; s < r->n_slots; s++)
+		n_units += r->slot_n_pages[s] > 0;
+	return n_units;
+}
+
 static void
 check_units(void)
 {
@@ -1531,7 +1550,6 @@ check_units(void)
 			   *bt = &built[Q_BY_TEXT];
 	Ring		r,
 				blank;
-	uint64_t	seed = rng;
 	char		dir[] = "heap_gpucheck_units.XXXXXX",
 				path[64],
 				wide_path[64],
@@ -1556,13 +1574,7 @@ check_units(void)
 	GpuCacheStats st;
 	struct stat fst;
 
-	/* the ring of units, and one as large with no pages in it for the probes */
-	ring_build(&r, &g, WARP_HEAP_UNIT_BLOCKS);
-	rng = seed;
-	ring_build(&blank, &g, WARP_HEAP_UNIT_BLOCKS);
-	memset(blank.base, 0, blank.size);
-	for (uint32_t s = 0; s < r.n_slots; s++)
-		n_units += r.slot_n_pages[s] > 0;
+	n_units = unit_rings(&r, &blank, &g);
 	if (n_units < 3 || r.slot_n_pages[0] != WARP_HEAP_UNIT_BLOCKS ||
 		r.slot_n_pages[1] != WARP_HEAP_UNIT_BLOCKS)
 	{
@@ -2002,15 +2014,7 @@ check_unit_reads(void)
 		{UR_BAD_FLAGS, "a page with an unknown pd_flags bit"},
 	};
 
-	uint64_t	seed = rng;
-
-	/* the units' ring, and one of the same layout with no pages in it for the probes */
-	ring_build(&r, &g, WARP_HEAP_UNIT_BLOCKS);
-	rng = seed;
-	ring_build(&blank, &g, WARP_HEAP_UNIT_BLOCKS);
-	memset(blank.base, 0, blank.size);
-	for (uint32_t s = 0; s < r.n_slots; s++)
-		n_units += r.slot_n_pages[s] > 0;
+	n_units = unit_rings(&r, &blank, &g);
 	if (n_units < 3 || mkdtemp(dir) == NULL)
 	{
 		printf("Bail out! unit reads: %d units, or no directory\n", n_units);
