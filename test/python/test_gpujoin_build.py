@@ -368,6 +368,29 @@ def test_group_with_a_kept_table(serial_tdim):
         pg_psql("UPDATE gjb.tdim SET t_val = t_val - 1000000 WHERE t_key = 'k7'")
 
 
+def test_group_kept_tables_shared_by_another_node(serial_tdim):
+    """Two GpuPreAgg nodes of one query over the same group of depths, the
+    tables kept by an earlier query: the node that runs first finds them
+    kept (no scan) and records them among the query's tables, and the other
+    takes them from there ("inner table shared with"), not from the service
+    again; both answers PostgreSQL's."""
+    settings = tuple(s for s in SETTINGS if "gpujoin_cache" not in s) + \
+        ("SET pg_warp.gpujoin_cache = on",)
+    other = GROUP_SQL.replace("sum(d.d_num)", "avg(d.d_num)")
+    sql = ("WITH a AS MATERIALIZED (%s), b AS MATERIALIZED (%s) "
+           "SELECT 'a', * FROM a UNION ALL SELECT 'b', * FROM b ORDER BY 1, 2" % (GROUP_SQL, other))
+    pg_psql("VACUUM (FREEZE) gjb.dim, gjb.tdim, gjb.multi")
+    DB.same(GROUP_SQL, NODE, settings=settings, on=ON_J, rel_tol=1e-9)
+    DB.same(sql, NODE, settings=settings, on=ON_J, ordered=True, rel_tol=1e-9)
+    top = DB.engine_ran(sql, NODE, ON_J + settings)
+    nodes = find_nodes(top, NODE)
+    assert len(nodes) == 2 and all(groups(top) for _ in nodes), show(top)
+    lines = [[n["Join Depth %d" % d] for d in (1, 2, 3)] for n in nodes]
+    kept = [ls for ls in lines if all("kept from an earlier query" in x for x in ls)]
+    shared = [ls for ls in lines if all("inner table shared with" in x for x in ls)]
+    assert len(kept) == 1 and len(shared) == 1, show(top)
+
+
 def test_group_same_table_twice(serial_tdim):
     """Two depths of a group that build the same table (one dimension, the
     same rows, payload and key types, probed by two fact columns): the
