@@ -229,31 +229,45 @@ gheap_count_rows(const uint8_t *vis, uint32_t n_pages, uint32_t *rows)
 	return n;
 }
 
-/* reads the n_pages pages of ring slot `slot` into dst with the I/O threads */
+/*
+ * gheap_read_slices: len bytes of file fd from offset into dst, in
+ * GHEAP_IO_SLICE slices by the I/O threads; -1 when out of memory (the
+ * run's failure set), else 0 with gagg_io_run's result in *io_rc
+ */
 static int
-gheap_read_pages(GheapRun *gh, uint32_t slot, uint32_t n_pages, uint8_t *dst)
+gheap_read_slices(GheapRun *gh, int fd, int64_t offset, size_t len, uint8_t *dst, int *io_rc)
 {
-	GaggRun    *g = &gh->g;
-	size_t		len = (size_t) n_pages * XPU_HEAP_PAGE_SIZE;
 	int			n = (int) ((len + GHEAP_IO_SLICE - 1) / GHEAP_IO_SLICE);
 	GaggRead   *reads = calloc(n + 1, sizeof(GaggRead));
-	int			rc;
 
+	*io_rc = 0;
 	if (reads == NULL)
-		return gagg_fail(g, WARP_ERR_OUT_OF_MEMORY, "out of memory");
+		return gagg_fail(&gh->g, WARP_ERR_OUT_OF_MEMORY, "out of memory");
 	for (int i = 0; i < n; i++)
 	{
 		size_t		off = (size_t) i * GHEAP_IO_SLICE;
 
-		reads[i].fd = gh->src->fd;
-		reads[i].offset = (int64_t) ((uint64_t) slot * gh->src->slot_size + off);
+		reads[i].fd = fd;
+		reads[i].offset = offset + (int64_t) off;
 		reads[i].len = len - off < GHEAP_IO_SLICE ? len - off : GHEAP_IO_SLICE;
 		reads[i].dst = dst + off;
 	}
-	rc = gagg_io_run(&g->io, reads, n);
+	*io_rc = gagg_io_run(&gh->g.io, reads, n);
 	free(reads);
+	return 0;
+}
+
+/* reads the n_pages pages of ring slot `slot` into dst with the I/O threads */
+static int
+gheap_read_pages(GheapRun *gh, uint32_t slot, uint32_t n_pages, uint8_t *dst)
+{
+	int			rc;
+
+	if (gheap_read_slices(gh, gh->src->fd, (int64_t) ((uint64_t) slot * gh->src->slot_size),
+						  (size_t) n_pages * XPU_HEAP_PAGE_SIZE, dst, &rc) != 0)
+		return -1;
 	if (rc != 0)
-		return gagg_fail(g, WARP_ERR_IO, "could not read the chunk ring: %s",
+		return gagg_fail(&gh->g, WARP_ERR_IO, "could not read the chunk ring: %s",
 						 rc > 0 ? strerror(rc) : "it is too short");
 	return 0;
 }
@@ -625,8 +639,6 @@ gheap_read_unit(GheapRun *gh, int si, const WarpHeapChunk *ch)
 	uint32_t	n_pages = WARP_HEAP_UNIT_BLOCKS,
 				kept = 0;
 	size_t		len = (size_t) n_pages * XPU_HEAP_PAGE_SIZE;
-	int			n_reads = (int) ((len + GHEAP_IO_SLICE - 1) / GHEAP_IO_SLICE);
-	GaggRead   *reads = calloc(n_reads + 1, sizeof(GaggRead));
 	uint8_t    *vis = malloc((size_t) n_pages * XPU_HEAP_VIS_BYTES);
 	XpuColumnData *cols = calloc(src->n_cols + 1, sizeof(XpuColumnData));
 	WarpHeapChunk unit = *ch;
@@ -635,11 +647,12 @@ gheap_read_unit(GheapRun *gh, int si, const WarpHeapChunk *ch)
 				part;
 	uint8_t    *pages;
 	int64_t		t0 = svc_now_us(CLOCK_MONOTONIC);
-	int			rc = -1;
+	int			rc = -1,
+				io_rc;
 
 	unit.flags = WARP_CHUNK_UNIT;
 	unit.read_start_us = svc_now_us(CLOCK_REALTIME);
-	if (reads == NULL || vis == NULL || cols == NULL)
+	if (vis == NULL || cols == NULL)
 	{
 		gagg_fail(g, WARP_ERR_OUT_OF_MEMORY, "out of memory");
 		goto done;
@@ -656,16 +669,13 @@ gheap_read_unit(GheapRun *gh, int si, const WarpHeapChunk *ch)
 		goto done;
 	}
 	pages = s->host + whole.pages;
-	for (int i = 0; i < n_reads; i++)
+	if (gheap_read_slices(gh, gh->seg_fd, (int64_t) (ch->unit % src->seg_blocks) * XPU_HEAP_PAGE_SIZE,
+						  len, pages, &io_rc) != 0)
 	{
-		size_t		off = (size_t) i * GHEAP_IO_SLICE;
-
-		reads[i].fd = gh->seg_fd;
-		reads[i].offset = (int64_t) (ch->unit % src->seg_blocks) * XPU_HEAP_PAGE_SIZE + (int64_t) off;
-		reads[i].len = len - off < GHEAP_IO_SLICE ? len - off : GHEAP_IO_SLICE;
-		reads[i].dst = pages + off;
+		rc = -1;
+		goto done;
 	}
-	if (gagg_io_run(&g->io, reads, n_reads) != 0)
+	if (io_rc != 0)
 		goto done;				/* short or unreadable: the backend reads it */
 	/* each page checked; those that hold nothing left out, as the backend does */
 	for (uint32_t p = 0; p < n_pages; p++)
@@ -704,7 +714,6 @@ gheap_read_unit(GheapRun *gh, int si, const WarpHeapChunk *ch)
 			rc = -1;
 	}
 done:
-	free(reads);
 	free(vis);
 	free(cols);
 	return rc;
