@@ -32,6 +32,7 @@
 #include <unistd.h>
 
 #include "miscadmin.h"
+#include "optimizer/cost.h"
 #include "postmaster/bgworker.h"
 #include "postmaster/interrupt.h"
 #include "storage/ipc.h"
@@ -56,6 +57,7 @@ PGDLLEXPORT void pg_warp_supervisor_main(Datum main_arg);
  * start: the service is started with it (--gpu-cache-size).
  */
 static int	gpu_cache_size_mb = -1;
+static int	heap_unit_buffers = -1;
 /*
  * pg_warp.gpujoin_cache_size: the join tables the service keeps for later
  * queries, in MB of host memory (--join-cache-size; 0: none)
@@ -162,6 +164,21 @@ pg_warp_service_init(void)
 							GUC_UNIT_MB,
 							NULL, NULL, NULL);
 
+	DefineCustomIntVariable("pg_warp.heap_unit_buffers",
+							"Pinned host buffers the pg_warp service keeps for reading heap "
+							"units, per GPU.",
+							"A GPU run over a heap table reads each unit the GPU column cache "
+							"misses into one of these (19 MB each; two per participant of a "
+							"query), pinned when the service starts and kept between runs.  "
+							"-1 (the default): two per participant of a parallel query "
+							"(max_parallel_workers_per_gather + 1), none where the GPU column "
+							"cache is off; 0: none kept, each run pins its own.",
+							&heap_unit_buffers,
+							-1, -1, 256,
+							PGC_POSTMASTER,
+							0,
+							NULL, NULL, NULL);
+
 	DefineCustomIntVariable("pg_warp.gpujoin_cache_size",
 							"Host memory of the GpuJoin inner tables the pg_warp service keeps "
 							"for later queries.",
@@ -262,8 +279,9 @@ mb_argument(char *buf, size_t len, int mb)
  *		GPU code to load (pg_warp.fatbin_path), the GPU cache size
  *		(pg_warp.gpu_cache_size), pg_warp.max_async_tasks, the join
  *		cache's size (pg_warp.gpujoin_cache_size), the pinned files' size,
- *		pg_warp.gpudirect, pg_warp.cufile_library, pg_warp.service_threads
- *		and pg_warp.gpus.
+ *		pg_warp.gpudirect, the heap units' pinned buffers
+ *		(pg_warp.heap_unit_buffers), pg_warp.cufile_library,
+ *		pg_warp.service_threads and pg_warp.gpus.
  *		Between fork and exec the child runs nothing of PostgreSQL (no
  *		ereport, no exit handlers): it closes the descriptors it inherited
  *		except stdin/stdout/stderr (stderr is the server log) and execs.
@@ -280,7 +298,8 @@ start_service(ServiceProc *svc)
 	char		pinned[16];
 	char		gpus[256];
 	char		threads[16];
-	char	   *argv[24];
+	char		unit_buffers[16];
+	char	   *argv[26];
 	int			argc;
 	pid_t		pid;
 
@@ -311,7 +330,13 @@ start_service(ServiceProc *svc)
 	argv[14] = mb_argument(pinned, sizeof(pinned), pinned_files_mb);
 	argv[15] = "--gpudirect";
 	argv[16] = (char *) gpudirect_options[gpudirect_setting].name;
-	argc = 17;
+	/* pg_warp.heap_unit_buffers: -1, two per participant while units are kept */
+	snprintf(unit_buffers, sizeof(unit_buffers), "%d",
+			 heap_unit_buffers >= 0 ? heap_unit_buffers :
+			 gpu_cache_size_mb == 0 ? 0 : 2 * (max_parallel_workers_per_gather + 1));
+	argv[17] = "--unit-buffers";
+	argv[18] = unit_buffers;
+	argc = 19;
 	if (cufile_library[0] != '\0')
 	{
 		argv[argc++] = "--cufile-library";

@@ -89,6 +89,9 @@ typedef struct GaggRead
 	int32_t		region;			/* counting the bytes and time in run */
 	CUcontext	ctx;
 	AggRun	   *run;
+	/* run by the thread that read it, right after: 0, or the read fails (-5) */
+	int			(*after) (void *arg, const struct GaggRead *r);
+	void	   *after_arg;
 } GaggRead;
 
 #define GAGG_CHECK_SLICE	(1 << 20)	/* offsets per check job */
@@ -109,7 +112,8 @@ typedef struct GaggIo
 	int			failed_errno;	/* first errno of a failed read; -1: file too
 								 * short; -2: offsets decrease; -3: a copy
 								 * failed (failed_cu); -4: a cuFileRead
-								 * failed (failed_direct) */
+								 * failed (failed_direct); -5: its after
+								 * hook refused what was read */
 	int			failed_tag;		/* that read's tag */
 	CUresult	failed_cu;
 	int			failed_direct;	/* gpu_direct_read's result */
@@ -312,6 +316,9 @@ typedef struct GaggClock
 				rows,
 				exec_us;
 } GaggClock;
+
+/* in gpu_heap.c: the pinned buffer a slot takes to read a whole heap unit */
+extern size_t gpu_heap_unit_buffer_bytes(void);
 
 extern void gagg_clock_start(GaggClock *c, const AggRun *run);
 extern void gagg_clock_mark(GaggClock *c, int step);

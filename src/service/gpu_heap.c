@@ -81,10 +81,19 @@
  * until the HEAP_DONE, which is all that made its own later read of the
  * file right.  A unit that does not pass (a page, the file) goes back as a
  * miss and the backend reads it as before, its checks and errors its own.
+ * Each thread checks the pages of a slice it read at once (gheap_check_slice).
+ * A heap part runs on one thread, and reads with as many I/O threads as
+ * gagg_setup gives a run: its share of the service's CPU threads
+ * (svc_share_threads) less its own, so that a query's participants
+ * together read with about as many threads as the service has CPUs (three
+ * each, before, put 68 threads on the 16 cores of the H200 host with 16
+ * workers, and the reads took longer: bench/results/README.md).  The
+ * slots' pinned buffers of whole units come from those the service keeps
+ * (gagg_batch_buffer, --unit-buffers).
  */
 
 #define GHEAP_IO_SLICE		(1 << 20)	/* bytes per pread of a chunk's pages (memory to memory) */
-#define GHEAP_UNIT_IO_THREADS	3		/* I/O threads beside its own of a run that reads units */
+#define GHEAP_UNIT_HDR_MAX	(64 * 1024)	/* a unit chunk's header part of 1,600 columns */
 #define GHEAP_UNIT_SETTLED_US	1000000	/* a kept unit's file unchanged this long before its read */
 #define GHEAP_KIND_HEAP		0x40000000	/* cache keys of heap columns (Arrow kinds are small) */
 
@@ -210,6 +219,21 @@ gheap_layout(GheapRun *gh, uint32_t n_pages, int64_t nrows, int64_t text_cap,
 	}
 }
 
+/*
+ * see gpu_agg_int.h: what gheap_read_unit's reservation of a whole unit
+ * comes to (its layout's header part, at most GHEAP_UNIT_HDR_MAX, the
+ * pages' first rows, bitmaps and pages, gagg_slot_reserve's slack of an
+ * eighth, whole MiB)
+ */
+size_t
+gpu_heap_unit_buffer_bytes(void)
+{
+	size_t		host = GHEAP_UNIT_HDR_MAX + (size_t) WARP_HEAP_UNIT_BLOCKS *
+		(sizeof(uint32_t) + XPU_HEAP_VIS_BYTES + XPU_HEAP_PAGE_SIZE);
+
+	return align_up(host + host / 8, (size_t) 1 << 20);
+}
+
 /* the visible tuples of each of the n_pages bitmaps at vis: first rows into rows[]; the total */
 static int64_t
 gheap_count_rows(const uint8_t *vis, uint32_t n_pages, uint32_t *rows)
@@ -231,11 +255,13 @@ gheap_count_rows(const uint8_t *vis, uint32_t n_pages, uint32_t *rows)
 
 /*
  * gheap_read_slices: len bytes of file fd from offset into dst, in
- * GHEAP_IO_SLICE slices by the I/O threads; -1 when out of memory (the
- * run's failure set), else 0 with gagg_io_run's result in *io_rc
+ * GHEAP_IO_SLICE slices by the I/O threads, each slice then given to
+ * after (when not NULL) by the thread that read it; -1 when out of memory
+ * (the run's failure set), else 0 with gagg_io_run's result in *io_rc
  */
 static int
-gheap_read_slices(GheapRun *gh, int fd, int64_t offset, size_t len, uint8_t *dst, int *io_rc)
+gheap_read_slices(GheapRun *gh, int fd, int64_t offset, size_t len, uint8_t *dst,
+				  int (*after) (void *, const GaggRead *), void *after_arg, int *io_rc)
 {
 	int			n = (int) ((len + GHEAP_IO_SLICE - 1) / GHEAP_IO_SLICE);
 	GaggRead   *reads = calloc(n + 1, sizeof(GaggRead));
@@ -251,6 +277,8 @@ gheap_read_slices(GheapRun *gh, int fd, int64_t offset, size_t len, uint8_t *dst
 		reads[i].offset = offset + (int64_t) off;
 		reads[i].len = len - off < GHEAP_IO_SLICE ? len - off : GHEAP_IO_SLICE;
 		reads[i].dst = dst + off;
+		reads[i].after = after;
+		reads[i].after_arg = after_arg;
 	}
 	*io_rc = gagg_io_run(&gh->g.io, reads, n);
 	free(reads);
@@ -264,7 +292,7 @@ gheap_read_pages(GheapRun *gh, uint32_t slot, uint32_t n_pages, uint8_t *dst)
 	int			rc;
 
 	if (gheap_read_slices(gh, gh->src->fd, (int64_t) ((uint64_t) slot * gh->src->slot_size),
-						  (size_t) n_pages * XPU_HEAP_PAGE_SIZE, dst, &rc) != 0)
+						  (size_t) n_pages * XPU_HEAP_PAGE_SIZE, dst, NULL, NULL, &rc) != 0)
 		return -1;
 	if (rc != 0)
 		return gagg_fail(&gh->g, WARP_ERR_IO, "could not read the chunk ring: %s",
@@ -621,6 +649,34 @@ gheap_unit_page(const uint8_t *page, uint8_t *vis)
 	return n;
 }
 
+/* a unit's pages as the I/O threads read them (gheap_check_slice) */
+typedef struct GheapUnitRead
+{
+	const uint8_t *pages;		/* the unit's first page in the slot's buffer */
+	uint8_t    *vis;			/* [n_pages]: each page's visibility bitmap */
+	int16_t    *tuples;			/* [n_pages]: gheap_unit_page's result */
+} GheapUnitRead;
+
+/*
+ * gheap_check_slice: the after hook of a unit's slice reads: each page of
+ * the slice checked by the thread that just read it (in its core's cache
+ * still, where the run's thread would fetch every page header from memory
+ * again once the whole unit is read: a third of a unit's time in the
+ * service on the H200 host); -1 at the first page the backend must read
+ */
+static int
+gheap_check_slice(void *arg, const GaggRead *r)
+{
+	GheapUnitRead *u = arg;
+	size_t		first = (size_t) (r->dst - u->pages) / XPU_HEAP_PAGE_SIZE;
+
+	for (size_t p = first; p < first + r->len / XPU_HEAP_PAGE_SIZE; p++)
+		if ((u->tuples[p] = (int16_t) gheap_unit_page(u->pages + p * XPU_HEAP_PAGE_SIZE,
+													  u->vis + p * XPU_HEAP_VIS_BYTES)) < 0)
+			return -1;
+	return 0;
+}
+
 static int	gheap_launch(GheapRun *gh, int si);
 
 /*
@@ -640,11 +696,13 @@ gheap_read_unit(GheapRun *gh, int si, const WarpHeapChunk *ch)
 				kept = 0;
 	size_t		len = (size_t) n_pages * XPU_HEAP_PAGE_SIZE;
 	uint8_t    *vis = malloc((size_t) n_pages * XPU_HEAP_VIS_BYTES);
+	int16_t    *tuples = malloc((size_t) n_pages * sizeof(int16_t));
 	XpuColumnData *cols = calloc(src->n_cols + 1, sizeof(XpuColumnData));
 	WarpHeapChunk unit = *ch;
 	GpuCacheFileId id;
 	GheapLayout whole,
 				part;
+	GheapUnitRead check;
 	uint8_t    *pages;
 	int64_t		t0 = svc_now_us(CLOCK_MONOTONIC);
 	int			rc = -1,
@@ -652,7 +710,7 @@ gheap_read_unit(GheapRun *gh, int si, const WarpHeapChunk *ch)
 
 	unit.flags = WARP_CHUNK_UNIT;
 	unit.read_start_us = svc_now_us(CLOCK_REALTIME);
-	if (vis == NULL || cols == NULL)
+	if (vis == NULL || tuples == NULL || cols == NULL)
 	{
 		gagg_fail(g, WARP_ERR_OUT_OF_MEMORY, "out of memory");
 		goto done;
@@ -669,27 +727,28 @@ gheap_read_unit(GheapRun *gh, int si, const WarpHeapChunk *ch)
 		goto done;
 	}
 	pages = s->host + whole.pages;
+	check = (GheapUnitRead) {pages, vis, tuples};
+	/* each page checked as it is read (gheap_check_slice) */
 	if (gheap_read_slices(gh, gh->seg_fd, (int64_t) (ch->unit % src->seg_blocks) * XPU_HEAP_PAGE_SIZE,
-						  len, pages, &io_rc) != 0)
+						  len, pages, gheap_check_slice, &check, &io_rc) != 0)
 	{
 		rc = -1;
 		goto done;
 	}
 	if (io_rc != 0)
-		goto done;				/* short or unreadable: the backend reads it */
-	/* each page checked; those that hold nothing left out, as the backend does */
+		goto done;				/* short, unreadable or a page refused: the backend reads it */
+	/* the pages that hold nothing left out, as the backend does */
 	for (uint32_t p = 0; p < n_pages; p++)
 	{
-		int			n = gheap_unit_page(pages + (size_t) p * XPU_HEAP_PAGE_SIZE,
-										vis + (size_t) kept * XPU_HEAP_VIS_BYTES);
-
-		if (n < 0)
-			goto done;
-		if (n == 0)
+		if (tuples[p] == 0)
 			continue;
 		if (kept != p)
+		{
 			memmove(pages + (size_t) kept * XPU_HEAP_PAGE_SIZE,
 					pages + (size_t) p * XPU_HEAP_PAGE_SIZE, XPU_HEAP_PAGE_SIZE);
+			memcpy(vis + (size_t) kept * XPU_HEAP_VIS_BYTES, vis + (size_t) p * XPU_HEAP_VIS_BYTES,
+				   XPU_HEAP_VIS_BYTES);
+		}
 		kept++;
 	}
 	/* fewer pages: a smaller header part before them */
@@ -715,6 +774,7 @@ gheap_read_unit(GheapRun *gh, int si, const WarpHeapChunk *ch)
 	}
 done:
 	free(vis);
+	free(tuples);
 	free(cols);
 	return rc;
 }
@@ -1164,13 +1224,6 @@ gheap_setup(GheapRun *gh, const ServiceGpu *gpu, uint32_t dev, const GpuAggOptio
 				  "cuModuleGetFunction") != 0 ||
 		gheap_desc_build(gh) != 0)
 		return -1;
-	/*
-	 * a heap part runs on one thread; one that reads the units it misses
-	 * reads each unit's slices with I/O threads besides (started at its
-	 * first read: a run served from the cache starts none)
-	 */
-	if (gh->units && gh->src->service_reads && g->io.want < GHEAP_UNIT_IO_THREADS)
-		g->io.want = GHEAP_UNIT_IO_THREADS;
 	if (gh->scan &&
 		(gagg_cuda(g, gpu_drv.cuModuleGetFunction(&gh->f_warp, mod, "kern_warp_exec"),
 				   "cuModuleGetFunction") != 0 ||

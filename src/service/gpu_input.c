@@ -83,10 +83,13 @@ gagg_io_take(GaggIo *io)
 				 r.stream != NULL && !io->copier &&
 				 (cu = gpu_drv.cuMemcpyHtoDAsync(r.dev, r.dst, r.len, r.stream)) != CUDA_SUCCESS)
 			rc = -3;
+		/* the slice is still in this core's cache: its checks cost least now */
+		if (rc == ARROW_OK && r.after != NULL && r.after(r.after_arg, &r) != 0)
+			rc = -5;
 		pthread_mutex_lock(&io->lock);
 		if (rc != ARROW_OK && io->failed_errno == 0)
 		{
-			io->failed_errno = rc == -2 || rc == -3 || rc == -4 ? rc :
+			io->failed_errno = rc == -2 || rc == -3 || rc == -4 || rc == -5 ? rc :
 				rc == ARROW_ERR_IO && aerr.sys_errno != 0 ? aerr.sys_errno : -1;
 			io->failed_tag = r.tag;
 			io->failed_cu = cu;
@@ -215,8 +218,8 @@ gagg_io_stop(GaggIo *io)
  * the reads end: gagg_io_copy) and returns 0,
  * or the errno of the first failed read (-1: the file ended first; -2: a
  * check of offsets failed; -3: the copy after a read failed, with
- * io->failed_cu; -4: a cuFileRead failed, with io->failed_direct), whose
- * tag is then io->failed_tag
+ * io->failed_cu; -4: a cuFileRead failed, with io->failed_direct; -5: its
+ * after hook refused it), whose tag is then io->failed_tag
  */
 int
 gagg_io_run(GaggIo *io, GaggRead *reads, int n)

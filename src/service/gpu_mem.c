@@ -35,6 +35,32 @@ static struct
 }			gagg_pool = {PTHREAD_MUTEX_INITIALIZER};
 
 /*
+ * Pinned buffers of heap units (gpu_heap.c: a slot that reads a whole unit
+ * from its segment file needs gpu_heap_unit_buffer_bytes), --unit-buffers
+ * of them per device pinned before the first run (gpu_agg_prewarm) and kept
+ * apart from the batch buffers above: a parallel query's participants each
+ * take two at once (17 participants, 34 buffers of 19 MiB), and pinning
+ * them at the run's start, then unpinning them at its end, held the
+ * driver's locks that the other participants' launches and copies waited
+ * on (SSB SF 20 Q1's first GPU run over heap on the H200 host: 0.79-0.84 s
+ * with 16 workers, 0.58 s with the buffers kept; bench/results/README.md).
+ * A buffer of a run goes back here when there is room (the prewarmed
+ * count), else it is freed.
+ */
+static struct
+{
+	pthread_mutex_t lock;
+	size_t		bytes;			/* each buffer's size; 0: none kept */
+	int			cap;			/* buffers kept at most */
+	int			n;
+	struct
+	{
+		uint32_t	dev;
+		void	   *p;
+	}		   *buf;
+}			gagg_units = {PTHREAD_MUTEX_INITIALIZER};
+
+/*
  * The device and pinned host allocations a run makes every time (its slots'
  * buffers and statuses, its program, table and flags), released at its end
  * once its streams are idle (gagg_teardown: gagg_dev_keep, gagg_host_keep),
@@ -424,6 +450,29 @@ gagg_batch_buffer(GaggRun *g, uint8_t **p, size_t *cap)
 {
 	int			best = -1;
 
+	/* a unit's buffer (or a request of that order): a kept one of the device */
+	if (*cap <= gagg_units.bytes && *cap > gagg_units.bytes / 2)
+	{
+		void	   *u = NULL;
+
+		*cap = gagg_units.bytes;
+		pthread_mutex_lock(&gagg_units.lock);
+		for (int i = 0; i < gagg_units.n && u == NULL; i++)
+			if (gagg_units.buf[i].dev == g->dev)
+			{
+				u = gagg_units.buf[i].p;
+				gagg_units.buf[i] = gagg_units.buf[--gagg_units.n];
+			}
+		pthread_mutex_unlock(&gagg_units.lock);
+		if (u != NULL)
+		{
+			*p = u;
+			g->mem_held += *cap;
+			return 0;
+		}
+		return gagg_host_alloc(g, (void **) p, *cap, "a heap unit's buffer");
+	}
+
 	pthread_mutex_lock(&gagg_pool.lock);
 	for (int i = 0; i < GAGG_POOL; i++)
 		if (gagg_pool.buf[i].p != NULL && gagg_pool.buf[i].dev == g->dev &&
@@ -456,10 +505,18 @@ gagg_batch_buffer(GaggRun *g, uint8_t **p, size_t *cap)
  * first run.
  */
 void
-gpu_agg_prewarm(const ServiceGpu *gpu)
+gpu_agg_prewarm(const ServiceGpu *gpu, int unit_buffers)
 {
 	size_t		cap = align_up(GAGG_LAUNCH_BYTES + GAGG_LAUNCH_BYTES / 4 + ((size_t) 16 << 20),
 							   (size_t) 1 << 20);
+
+	if (unit_buffers > 0 && gpu->n_devices > 0 &&
+		(gagg_units.buf = calloc((size_t) unit_buffers * gpu->n_devices,
+								 sizeof(*gagg_units.buf))) != NULL)
+	{
+		gagg_units.bytes = gpu_heap_unit_buffer_bytes();
+		gagg_units.cap = unit_buffers * (int) gpu->n_devices;
+	}
 
 	for (uint32_t d = 0; d < gpu->n_devices; d++)
 	{
@@ -495,6 +552,17 @@ gpu_agg_prewarm(const ServiceGpu *gpu)
 				break;
 			}
 		}
+		/* the heap units' (none where the device keeps no GPU column cache) */
+		for (int k = 0; gagg_units.cap > 0 && gpu_cache_capacity(d) > 0 && k < unit_buffers; k++)
+		{
+			void	   *p = NULL;
+
+			if (gpu_drv.cuMemAllocHost(&p, gagg_units.bytes) != CUDA_SUCCESS)
+				break;
+			gagg_units.buf[gagg_units.n].dev = d;
+			gagg_units.buf[gagg_units.n++].p = p;
+			GAGG_ADD(svc_counters.memory_in_use, (uint64_t) gagg_units.bytes);
+		}
 		gpu_drv.cuCtxPopCurrent(&popped);
 	}
 }
@@ -507,6 +575,20 @@ gagg_batch_release(GaggRun *g, uint8_t **p, size_t cap)
 
 	if (*p == NULL)
 		return;
+	if (cap == gagg_units.bytes)
+	{
+		pthread_mutex_lock(&gagg_units.lock);
+		if (gagg_units.n < gagg_units.cap)
+		{
+			gagg_units.buf[gagg_units.n].dev = g->dev;
+			gagg_units.buf[gagg_units.n++].p = *p;
+			g->mem_held -= cap;
+			*p = NULL;
+		}
+		pthread_mutex_unlock(&gagg_units.lock);
+		gagg_host_free(g, (void **) p, cap);
+		return;
+	}
 	pthread_mutex_lock(&gagg_pool.lock);
 	for (i = 0; i < GAGG_POOL && gagg_pool.buf[i].p != NULL; i++)
 		;

@@ -9,6 +9,7 @@
  *						[--max-async-tasks N] [--join-cache-size MB]
  *						[--gpus N[,N...]] [--pinned-files MB|auto]
  *						[--gpudirect auto|on|off] [--cufile-library PATH]
+ *						[--unit-buffers N]
  *
  * The supervisor background worker (src/engine/service_supervisor.c) passes
  * them; doc/service.md describes each.
@@ -43,6 +44,7 @@ usage(void)
 			"                       [--max-async-tasks N] [--join-cache-size MB]\n"
 			"                       [--gpus N[,N...]] [--pinned-files MB|auto]\n"
 			"                       [--gpudirect auto|on|off] [--cufile-library PATH]\n"
+			"                       [--unit-buffers N]\n"
 			"Serves pg_warp's engine to the backends of the PostgreSQL cluster in\n"
 			"DATADIR through the socket DATADIR/%s.  Started by pg_warp's\n"
 			"supervisor background worker, not by hand.  --no-gpu serves with the\n"
@@ -62,7 +64,9 @@ usage(void)
 			"with cuFile (auto, the default: only with GPUDirect Storage's nvidia-fs\n"
 			"driver; on: in compatibility mode too, and a run fails when cuFile\n"
 			"cannot read its files).  --cufile-library: libcufile's path (default\n"
-			"libcufile.so.0 on the library path).\n", PGWARP_SOCKET_NAME);
+			"libcufile.so.0 on the library path).  --unit-buffers: the pinned\n"
+			"buffers of heap units pinned at the start and kept, per GPU (default 0).\n",
+			PGWARP_SOCKET_NAME);
 	exit(2);
 }
 
@@ -133,6 +137,15 @@ svc_options_parse(int argc, char **argv, ServiceOptions *opts)
 		else if (strcmp(argv[i], "--gpudirect") == 0 && i + 1 < argc)
 		{
 			if ((direct = gpu_direct_parse(argv[++i])) < 0)
+				usage();
+		}
+		else if (strcmp(argv[i], "--unit-buffers") == 0 && i + 1 < argc)
+		{
+			char	   *end;
+
+			opts->unit_buffers = (int) strtol(argv[++i], &end, 10);
+			if (end == argv[i] || *end != '\0' || opts->unit_buffers < 0 ||
+				opts->unit_buffers > 256)
 				usage();
 		}
 		else if (strcmp(argv[i], "--cufile-library") == 0 && i + 1 < argc)

@@ -45,6 +45,7 @@ typedef struct ServiceOptions
 	pid_t		parent;			/* --parent-pid, 0: none */
 	bool		use_gpus;		/* false: --no-gpu */
 	int64_t		cache_size;		/* --gpu-cache-size in bytes, -1: auto */
+	int			unit_buffers;	/* --unit-buffers, per device */
 } ServiceOptions;
 
 extern void svc_options_parse(int argc, char **argv, ServiceOptions *opts);
@@ -66,7 +67,7 @@ typedef struct ServiceGpu
 
 extern void gpu_open(ServiceGpu *gpu, bool use_gpus);
 /* in gpu_mem.c: the GPU runs' first pinned buffers, before any run */
-extern void gpu_agg_prewarm(const ServiceGpu *gpu);
+extern void gpu_agg_prewarm(const ServiceGpu *gpu, int unit_buffers);
 extern bool gpu_agg_release_kept(uint32_t dev);
 extern void gpu_close(ServiceGpu *gpu);
 
