@@ -48,6 +48,9 @@ extern WarpCacheList *service_cache_info(void);
 /* in service_client.c: whether the service runs on a GPU (planner) */
 extern bool service_engine_gpu(void);
 
+/* in service_supervisor.c: the service's threads that read heap units (planner) */
+extern int	service_heap_unit_threads(void);
+
 /* in service_client.c: one long request (AGG_RUN) and its replies */
 extern int	service_run_begin(WarpMsgType type, const void *req, uint32 len);
 extern void *service_run_next(int fd, WarpMsgType type, uint32 *len);

@@ -108,6 +108,7 @@
 #include "utils/wait_event.h"
 
 #include "pg_warp.h"
+#include "engine/engine.h"
 #include "engine/heap_source.h"
 #include "xpu/protocol.h"
 #include "xpu/xpu_heap.h"
@@ -133,6 +134,9 @@ bool		pg_warp_heap_gpu_cache = true;
 
 /* pg_warp.heap_service_read: a probed unit the cache misses read by the service */
 bool		pg_warp_heap_service_read = true;
+
+/* pg_warp.gpu_heap_workers: see heap_unit_workers; -1: from the service's CPUs */
+int			pg_warp_gpu_heap_workers = -1;
 
 /* the most blocks one pread of a direct run reads (8 MiB) */
 #define HEAP_DIRECT_MAX_RUN		1024
@@ -175,6 +179,48 @@ heap_source_init(void)
 							 "Not used where the cluster has data checksums.",
 							 &pg_warp_heap_service_read, true,
 							 PGC_USERSET, 0, NULL, NULL, NULL);
+	DefineCustomIntVariable("pg_warp.gpu_heap_workers",
+							"Parallel workers of a GpuPreAgg over a heap table whose GPU run has "
+							"the service read the table.",
+							"At most this many, fewer where PostgreSQL plans fewer.  -1 (the "
+							"default): a participant per four CPU threads of the service, less "
+							"the leader.  Applies where pg_warp.heap_gpu_cache and "
+							"pg_warp.heap_service_read let the service read the table's units.",
+							&pg_warp_gpu_heap_workers, -1, -1, 1024,
+							PGC_USERSET, 0, NULL, NULL, NULL);
+}
+
+/*
+ * heap_unit_workers: the parallel workers of a GpuPreAgg over a heap table
+ * that PostgreSQL would give planned: fewer where the run goes to a GPU
+ * whose service reads the table's all-visible units (the GPU column cache,
+ * pg_warp.heap_service_read, no data checksums).  Its participants then read
+ * nothing but probe the units; each one's run costs the service its setup,
+ * two pinned unit buffers (whose footprint past the CPU's last-level cache
+ * slows every copy) and a worker process's start, while the service's
+ * threads are shared among them.  On the H200 host (16 CPUs, SSB SF 20 Q1
+ * over the 13.2 GB heap lineorder, first runs) 4 participants took 0.37-0.40
+ * s, 8 took 0.43-0.47 s and 17 took 0.53-0.57 s (bench/results/README.md).
+ */
+int
+heap_unit_workers(int planned)
+{
+	int			cap = pg_warp_gpu_heap_workers;
+
+	if (planned <= 0 || !pg_warp_heap_gpu_cache || !pg_warp_heap_direct_read ||
+		!pg_warp_heap_service_read || DataChecksumsEnabled() ||
+		pg_warp_engine == WARP_ENGINE_CPU ||
+		(pg_warp_engine != WARP_ENGINE_GPU && !service_engine_gpu()))
+		return planned;
+	if (cap < 0)
+	{
+		int			threads = service_heap_unit_threads();
+
+		if (threads == 0)
+			return planned;		/* no GPU column cache: the backends read */
+		cap = Max(threads / 4, 1) - 1;
+	}
+	return Min(planned, cap);
 }
 
 /*

@@ -33,8 +33,10 @@ extern int	pg_warp_heap_chunk_pages;
 extern bool pg_warp_heap_direct_read;
 extern bool pg_warp_heap_gpu_cache;
 extern bool pg_warp_heap_service_read;
+extern int	pg_warp_gpu_heap_workers;
 
 extern void heap_source_init(void);
+extern int	heap_unit_workers(int planned);
 
 extern bool heap_source_plannable(Oid relid);
 extern void heap_source_codegen_scan(CodegenScan *scan, Relation rel,

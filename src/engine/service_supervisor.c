@@ -27,6 +27,7 @@
 #include "postgres.h"
 
 #include <limits.h>
+#include <sched.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -42,6 +43,7 @@
 #include "utils/wait_event.h"
 
 #include "pg_warp.h"
+#include "engine/engine.h"
 
 #define SERVICE_PROGRAM		"pg_warp_service"
 #define RESTART_MIN_MS		100		/* first delay after an unexpected exit */
@@ -260,6 +262,27 @@ handle_sigchld(SIGNAL_ARGS)
 
 	SetLatch(MyLatch);
 	errno = save_errno;
+}
+
+/*
+ * service_heap_unit_threads: the CPU threads with which the service reads
+ * the heap units of GPU runs (planner, heap_unit_workers), none where it
+ * keeps no GPU column cache: pg_warp.service_threads, else the CPUs this
+ * process may run on, as the service counts its own
+ */
+int
+service_heap_unit_threads(void)
+{
+	cpu_set_t	cpus;
+	long		n;
+
+	if (gpu_cache_size_mb == 0)
+		return 0;
+	if (service_threads > 0)
+		return service_threads;
+	n = sched_getaffinity(0, sizeof(cpus), &cpus) == 0 ? CPU_COUNT(&cpus) :
+		sysconf(_SC_NPROCESSORS_ONLN);
+	return n < 1 ? 1 : (n > 256 ? 256 : (int) n);
 }
 
 /* a size setting in MB as the service's command line takes it: "auto" below 0 */

@@ -317,9 +317,6 @@ typedef struct GaggClock
 				exec_us;
 } GaggClock;
 
-/* in gpu_heap.c: the pinned buffer a slot takes to read a whole heap unit */
-extern size_t gpu_heap_unit_buffer_bytes(void);
-
 extern void gagg_clock_start(GaggClock *c, const AggRun *run);
 extern void gagg_clock_mark(GaggClock *c, int step);
 extern void gagg_clock_end(GaggClock *c, AggRun *run, uint32_t dev);

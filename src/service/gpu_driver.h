@@ -188,6 +188,9 @@ extern int	gpu_heap_execute(const ServiceGpu *gpu, AggRun *run, GpuHeapSource *s
 							 const GpuAggOptions *opts, GpuAggSink sink, void *sink_arg,
 							 XpuError *err, int *werr, char *msg, size_t msglen);
 
+/* the pinned buffer of a slot that reads a whole heap unit (gpu_agg_prewarm keeps some) */
+extern size_t gpu_heap_unit_buffer_bytes(void);
+
 /* gpu_heap_execute into the table out (as gpu_agg_run), the runs taking the GPUs in turn */
 extern int	gpu_agg_heap_run(const ServiceGpu *gpu, AggRun *run, GpuHeapSource *src,
 							 struct XpuAggTable *out, XpuError *err, int *werr,

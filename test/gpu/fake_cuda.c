@@ -50,6 +50,18 @@ FAKE_API int fake_host_registered;
 /* cuMemAlloc and cuMemAllocHost: the allocations made */
 FAKE_API int fake_allocs;
 
+/*
+ * cuMemAllocHost of a heap unit's buffer (16 to 64 MiB): how many, the
+ * first FAKE_UNIT_HOSTS of them, and the copies to the device from those
+ * of them from the fake_unit_watch'th on (set by the test: none by default)
+ */
+#define FAKE_UNIT_HOSTS		64
+FAKE_API int fake_unit_watch = FAKE_UNIT_HOSTS;
+FAKE_API int fake_unit_host_allocs;
+FAKE_API char *fake_unit_hosts[FAKE_UNIT_HOSTS];
+FAKE_API size_t fake_unit_host_len[FAKE_UNIT_HOSTS];
+FAKE_API int fake_unit_host_copies;
+
 enum
 {
 	K_AGG_EXEC, K_HEAP_MEASURE, K_HEAP_SCAN, K_HEAP_DECODE, K_WARP_EXEC, K_SELFTEST, K_OTHER,
@@ -119,6 +131,16 @@ FAKE_API CUresult cuMemAllocHost_v2(void **p, size_t n)
 {
 	__atomic_add_fetch(&fake_allocs, 1, __ATOMIC_RELAXED);
 	*p = calloc(1, n);
+	if (*p != NULL && n >= ((size_t) 16 << 20) && n < ((size_t) 64 << 20))
+	{
+		int			i = __atomic_fetch_add(&fake_unit_host_allocs, 1, __ATOMIC_RELAXED);
+
+		if (i < FAKE_UNIT_HOSTS)
+		{
+			fake_unit_hosts[i] = *p;
+			fake_unit_host_len[i] = n;
+		}
+	}
 	return *p ? 0 : 2;
 }
 FAKE_API CUresult cuMemFreeHost(void *p) { free(p); return 0; }
@@ -137,6 +159,13 @@ FAKE_API CUresult cuMemHostUnregister(void *p)
 }
 FAKE_API CUresult cuMemcpyHtoDAsync_v2(CUdeviceptr d, const void *s, size_t n, CUstream st)
 {
+	int			units = __atomic_load_n(&fake_unit_host_allocs, __ATOMIC_RELAXED);
+
+	for (int i = __atomic_load_n(&fake_unit_watch, __ATOMIC_RELAXED);
+		 i < units && i < FAKE_UNIT_HOSTS; i++)
+		if ((const char *) s >= fake_unit_hosts[i] &&
+			(const char *) s < fake_unit_hosts[i] + fake_unit_host_len[i])
+			__atomic_add_fetch(&fake_unit_host_copies, 1, __ATOMIC_RELAXED);
 	memcpy((void *) (uintptr_t) d, s, n);
 	return 0;
 }

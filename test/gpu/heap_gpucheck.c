@@ -816,6 +816,9 @@ static XpuAggTable **fake_side;	/* fake_cuda.c's fake_side_table, in "fake" mode
 static int *fake_registers;		/* its fake_host_registers and fake_host_registered */
 static int *fake_registered;
 static int *fake_allocs;		/* its fake_allocs */
+static int *fake_unit_allocs;	/* its fake_unit_host_allocs, _watch and _copies */
+static int *fake_unit_watch;
+static int *fake_unit_copies;
 
 typedef struct CancelArg
 {
@@ -2148,6 +2151,73 @@ check_unit_reads(void)
 	free(plain);
 }
 
+/*
+ * the units' pinned buffers pinned at the service's start (gpu_agg_prewarm's
+ * unit_buffers): a run that reads every unit of a file takes its slots'
+ * buffers from them, pinning none of its own, and gives them back for the
+ * next run; the answers stay the CPU engine's (the stand-in counts the
+ * unit-sized pinned allocations and the copies from the prewarmed ones)
+ */
+static void
+check_unit_buffers(void)
+{
+	Gen			g = {UNIT_ROWS, 200, 10, 0, 0};
+	const Built *bq = &built[Q_BY_K];
+	Ring		r,
+				blank;
+	char		dir[] = "heap_gpucheck_bufs.XXXXXX",
+				path[80];
+	uint8_t    *req = calloc(1, 8192);
+	size_t		len;
+	WarpHeapChunk pr[UNIT_MAX_CHUNKS];
+	UnitRun    *u = calloc(1, sizeof(UnitRun));
+	Outcome		cpu;
+	int			n,
+				n_units = unit_rings(&r, &blank, &g),
+				before = *fake_unit_allocs;
+
+	if (n_units < 3 || mkdtemp(dir) == NULL)
+	{
+		printf("Bail out! unit buffers: %d units, or no directory\n", n_units);
+		exit(1);
+	}
+	*fake_unit_watch = before;
+	gpu_agg_prewarm(&unit_gpu, 3);	/* a run's two slots and one more */
+	tap_ok(*fake_unit_allocs - before == 3,
+		   "unit buffers: %d pinned at the start (of 3 asked), %zu bytes each",
+		   *fake_unit_allocs - before, gpu_heap_unit_buffer_bytes());
+	run_engine(ENG_CPU, bq, &r, -1, &cpu);
+	n = unit_chunks(&blank, WARP_CHUNK_PROBE, 0, -1, pr);
+	snprintf(path, sizeof(path), "%s/16384", dir);
+	/* just written: every run reads every unit and keeps none */
+	unit_file_visible(path, &r, n_units, (off_t) n_units * WARP_HEAP_UNIT_BLOCKS *
+					  XPU_HEAP_PAGE_SIZE, UR_OK);
+	len = heap_request_reads(bq, &r, path, req);
+	for (int i = 0; i < 2; i++)
+	{
+		int			allocs = *fake_unit_allocs,
+					copies = *fake_unit_copies;
+		char		name[96];
+
+		run_chunks(ENG_GPU, bq, &blank, req, len, pr, n, u);
+		snprintf(name, sizeof(name), "unit buffers: run %d, every unit read", i + 1);
+		unit_reads_dones(name, u, pr, n, -1, n);
+		unit_groups(name, bq, u, cpu.table);
+		tap_ok(*fake_unit_allocs == allocs && *fake_unit_copies - copies >= n,
+			   "unit buffers: run %d pinned %d unit buffers of its own, copied %d units "
+			   "from the kept ones (%d read)", i + 1, *fake_unit_allocs - allocs,
+			   *fake_unit_copies - copies, n);
+		xpu_agg_table_free(u->o.table);
+	}
+	unlink(path);
+	rmdir(dir);
+	xpu_agg_table_free(cpu.table);
+	ring_free(&r);
+	ring_free(&blank);
+	free(u);
+	free(req);
+}
+
 static void
 run_checks(int engine)
 {
@@ -2175,7 +2245,10 @@ run_checks(int engine)
 		check_units();
 		check_unit_reads();
 		if (fake_allocs != NULL)
+		{
 			check_kept_blocks();
+			check_unit_buffers();	/* last: it pins the service's start buffers */
+		}
 	}
 }
 
@@ -2201,7 +2274,10 @@ main(int argc, char **argv)
 			(fake_side = dlsym(lib, "fake_side_table")) == NULL ||
 			(fake_registers = dlsym(lib, "fake_host_registers")) == NULL ||
 			(fake_registered = dlsym(lib, "fake_host_registered")) == NULL ||
-			(fake_allocs = dlsym(lib, "fake_allocs")) == NULL)
+			(fake_allocs = dlsym(lib, "fake_allocs")) == NULL ||
+			(fake_unit_allocs = dlsym(lib, "fake_unit_host_allocs")) == NULL ||
+			(fake_unit_watch = dlsym(lib, "fake_unit_watch")) == NULL ||
+			(fake_unit_copies = dlsym(lib, "fake_unit_host_copies")) == NULL)
 		{
 			printf("Bail out! \"fake\" needs fake_cuda.c's libcuda.so.1 on LD_LIBRARY_PATH\n");
 			return 1;

@@ -127,6 +127,37 @@ def test_setting_is_checked(cluster):
     server_setting_is_checked(cluster, "gpu_cache_size", "1GB", ("lots", "-2", "1TBX"))
 
 
+def test_unit_buffers_passed_to_the_service(cluster):
+    """pg_warp.heap_unit_buffers: -1 (two per participant of a parallel
+    query, max_parallel_workers_per_gather + 1, and none without a GPU
+    column cache) or the count given, passed as --unit-buffers; checked"""
+    def unit_buffers():
+        argv = service_argv(cluster)
+        assert "--unit-buffers" in argv, argv
+        return int(argv[argv.index("--unit-buffers") + 1])
+
+    assert cluster.sql("SHOW pg_warp.heap_unit_buffers") == "-1"
+    per_gather = int(cluster.sql("SHOW max_parallel_workers_per_gather"))
+    assert unit_buffers() == 2 * (per_gather + 1)
+    try:
+        for settings, want in (({"max_parallel_workers_per_gather": "5"}, 12),
+                               ({"pg_warp.gpu_cache_size": "0"}, 0),
+                               ({"pg_warp.gpu_cache_size": "0", "pg_warp.heap_unit_buffers": "3"}, 3),
+                               ({"pg_warp.heap_unit_buffers": "0"}, 0)):
+            for k, v in settings.items():
+                cluster.sql("ALTER SYSTEM SET %s = '%s'" % (k, v))
+            restart(cluster)
+            assert unit_buffers() == want, settings
+            for k in settings:
+                cluster.sql("ALTER SYSTEM RESET %s" % k)
+    finally:
+        for k in ("max_parallel_workers_per_gather", "pg_warp.gpu_cache_size",
+                  "pg_warp.heap_unit_buffers"):
+            cluster.sql("ALTER SYSTEM RESET %s" % k)
+        restart(cluster)
+    server_setting_is_checked(cluster, "heap_unit_buffers", "4", ("many", "-2", "257"))
+
+
 def service_checks_option(tmp_path, option, bad, good):
     """pg_warp_service --no-gpu refuses each bad value of option (exit 2,
     naming it) and starts with each good one"""
@@ -151,6 +182,8 @@ def service_checks_option(tmp_path, option, bad, good):
 def test_service_checks_its_option(tmp_path):
     service_checks_option(tmp_path, "--gpu-cache-size", ("lots", "-1", "12x", ""),
                           ("auto", "0", "512"))
+    service_checks_option(tmp_path, "--unit-buffers", ("many", "-1", "257", "4x", ""),
+                          ("2", "34"))
 
 
 def test_answers_with_a_cache_size_set(cluster, data_dir):

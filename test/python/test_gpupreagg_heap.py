@@ -578,6 +578,47 @@ def test_parallel_empty_and_one_row(cluster):
     assert rows == "0||"
 
 
+def planned_workers(cluster, sql, settings):
+    """the workers EXPLAIN (no ANALYZE) plans for sql's parallel GpuPreAgg, or
+    None when the plan has none"""
+    r = cluster.run("EXPLAIN (COSTS OFF) " + sql, timeout=60,
+                    settings=par(6) + ("SET pg_warp.enable_gpupreagg_heap = on",
+                                       "SET pg_warp.heap_row_cost = 0") + tuple(settings))
+    assert r.returncode == 0, r.stderr
+    if "Parallel Custom Scan (%s)" % NODE not in r.stdout:
+        return None
+    return int(re.search(r"Workers Planned: (\d+)", r.stdout).group(1))
+
+
+def test_gpu_heap_workers(cluster):
+    """a GPU run whose service reads the table's units gets at most
+    pg_warp.gpu_heap_workers workers (-1: a participant per four CPUs of the
+    service, less the leader); where the backends read (heap_service_read
+    off, no direct reads) or the engine is the CPU's, PostgreSQL's count
+    (the table's parallel_workers here).  Planned only: EXPLAIN without
+    ANALYZE runs nothing, so a service without a GPU plans it too."""
+    cluster.sql("CREATE TABLE IF NOT EXISTS gw AS SELECT i % 1000 AS a, i::int8 AS b "
+                "FROM generate_series(1, 400000) i; ANALYZE gw")
+    q = "SELECT a % 10, count(*), sum(b) FROM gw GROUP BY 1"
+    gpu = ("SET pg_warp.engine = gpu",)
+    cluster.sql("ALTER TABLE gw SET (parallel_workers = 5)")
+    try:
+        assert planned_workers(cluster, q, ("SET pg_warp.engine = cpu",)) == 5
+        assert planned_workers(cluster, q, gpu + ("SET pg_warp.gpu_heap_workers = 2",)) == 2
+        assert planned_workers(cluster, q, gpu + ("SET pg_warp.gpu_heap_workers = 9",)) == 5
+        assert planned_workers(cluster, q, gpu + ("SET pg_warp.gpu_heap_workers = 0",)) is None
+        for backends_read in ("SET pg_warp.heap_service_read = off",
+                              "SET pg_warp.heap_direct_read = off",
+                              "SET pg_warp.heap_gpu_cache = off"):
+            assert planned_workers(cluster, q, gpu + ("SET pg_warp.gpu_heap_workers = 2",
+                                                      backends_read)) == 5, backends_read
+        cpus = len(os.sched_getaffinity(0))
+        auto = min(5, max(cpus // 4, 1) - 1)
+        assert planned_workers(cluster, q, gpu) == (auto or None), cpus
+    finally:
+        cluster.sql("DROP TABLE gw")
+
+
 def test_parallel_workers_claim_the_table(cluster):
     """each participant reads the block ranges it claims: with small ranges
     and several workers every page is shipped exactly once, whoever reads it"""
