@@ -183,9 +183,10 @@ heap_source_init(void)
 							"Parallel workers of a GpuPreAgg over a heap table whose GPU run has "
 							"the service read the table.",
 							"At most this many, fewer where PostgreSQL plans fewer.  -1 (the "
-							"default): a participant per four CPU threads of the service, less "
-							"the leader.  Applies where pg_warp.heap_gpu_cache and "
-							"pg_warp.heap_service_read let the service read the table's units.",
+							"default): a participant per eight CPU threads of the service, less "
+							"the leader, at least one worker; 0: as many as PostgreSQL plans.  "
+							"Applies where pg_warp.heap_gpu_cache and pg_warp.heap_service_read "
+							"let the service read the table's units.",
 							&pg_warp_gpu_heap_workers, -1, -1, 1024,
 							PGC_USERSET, 0, NULL, NULL, NULL);
 }
@@ -199,15 +200,17 @@ heap_source_init(void)
  * two pinned unit buffers (whose footprint past the CPU's last-level cache
  * slows every copy) and a worker process's start, while the service's
  * threads are shared among them.  On the H200 host (16 CPUs, SSB SF 20 Q1
- * over the 13.2 GB heap lineorder, first runs) 4 participants took 0.37-0.40
- * s, 8 took 0.43-0.47 s and 17 took 0.53-0.57 s (bench/results/README.md).
+ * over the 13.2 GB heap lineorder, first runs) 2 participants took 0.39-0.40
+ * s, 4 took 0.37-0.45 s, 8 took 0.43-0.54 s and 17 took 0.53-0.58 s
+ * (bench/results/README.md): a participant per eight threads, and never
+ * fewer than two (one worker), which a serial plan would be costed as.
  */
 int
 heap_unit_workers(int planned)
 {
 	int			cap = pg_warp_gpu_heap_workers;
 
-	if (planned <= 0 || !pg_warp_heap_gpu_cache || !pg_warp_heap_direct_read ||
+	if (planned <= 0 || cap == 0 || !pg_warp_heap_gpu_cache || !pg_warp_heap_direct_read ||
 		!pg_warp_heap_service_read || DataChecksumsEnabled() ||
 		pg_warp_engine == WARP_ENGINE_CPU ||
 		(pg_warp_engine != WARP_ENGINE_GPU && !service_engine_gpu()))
@@ -218,7 +221,7 @@ heap_unit_workers(int planned)
 
 		if (threads == 0)
 			return planned;		/* no GPU column cache: the backends read */
-		cap = Max(threads / 4, 1) - 1;
+		cap = Max(threads / 8, 2) - 1;
 	}
 	return Min(planned, cap);
 }

@@ -595,11 +595,12 @@ def planned_workers(cluster, sql, settings):
 
 def test_gpu_heap_workers(cluster):
     """a GPU run whose service reads the table's units gets at most
-    pg_warp.gpu_heap_workers workers (-1: a participant per four CPUs of the
-    service, less the leader); where the backends read (heap_service_read
-    off, no direct reads) or the engine is the CPU's, PostgreSQL's count
-    (the table's parallel_workers here).  Planned only: EXPLAIN without
-    ANALYZE runs nothing, so a service without a GPU plans it too."""
+    pg_warp.gpu_heap_workers workers (-1: a participant per eight CPUs of the
+    service, less the leader, at least one; 0: no limit); where the backends
+    read (heap_service_read off, no direct reads) or the engine is the CPU's,
+    PostgreSQL's count (the table's parallel_workers here).  Planned only:
+    EXPLAIN without ANALYZE runs nothing, so a service without a GPU plans it
+    too."""
     cluster.sql("CREATE TABLE IF NOT EXISTS gw AS SELECT i % 1000 AS a, i::int8 AS b "
                 "FROM generate_series(1, 400000) i; ANALYZE gw")
     q = "SELECT a % 10, count(*), sum(b) FROM gw GROUP BY 1"
@@ -609,15 +610,15 @@ def test_gpu_heap_workers(cluster):
         assert planned_workers(cluster, q, ("SET pg_warp.engine = cpu",)) == 5
         assert planned_workers(cluster, q, gpu + ("SET pg_warp.gpu_heap_workers = 2",)) == 2
         assert planned_workers(cluster, q, gpu + ("SET pg_warp.gpu_heap_workers = 9",)) == 5
-        assert planned_workers(cluster, q, gpu + ("SET pg_warp.gpu_heap_workers = 0",)) is None
+        assert planned_workers(cluster, q, gpu + ("SET pg_warp.gpu_heap_workers = 0",)) == 5
+        assert planned_workers(cluster, q, gpu + ("SET pg_warp.gpu_heap_workers = 1",)) == 1
         for backends_read in ("SET pg_warp.heap_service_read = off",
                               "SET pg_warp.heap_direct_read = off",
                               "SET pg_warp.heap_gpu_cache = off"):
             assert planned_workers(cluster, q, gpu + ("SET pg_warp.gpu_heap_workers = 2",
                                                       backends_read)) == 5, backends_read
         cpus = len(os.sched_getaffinity(0))
-        auto = min(5, max(cpus // 4, 1) - 1)
-        assert planned_workers(cluster, q, gpu) == (auto or None), cpus
+        assert planned_workers(cluster, q, gpu) == min(5, max(cpus // 8, 2) - 1), cpus
     finally:
         cluster.sql("DROP TABLE gw")
 
