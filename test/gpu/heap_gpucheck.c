@@ -1135,6 +1135,20 @@ check_kept_blocks(void)
 
 /* ---------------- TAP for heap_gpucheck_units.c ---------------- */
 
+/* a TAP line of heap_gpucheck_units.c, formatted (malloc'ed) */
+static char *
+heap_tap_line(const char *fmt, va_list ap)
+{
+	char	   *line;
+
+	if (vasprintf(&line, fmt, ap) < 0)
+	{
+		printf("Bail out! out of memory\n");
+		exit(1);
+	}
+	return line;
+}
+
 /* tap_ok for heap_gpucheck_units.c: its checks counted with this file's */
 int
 heap_tap_ok(int cond, const char *fmt,...)
@@ -1144,13 +1158,8 @@ heap_tap_ok(int cond, const char *fmt,...)
 	int			n;
 
 	va_start(ap, fmt);
-	n = vasprintf(&line, fmt, ap);
+	line = heap_tap_line(fmt, ap);
 	va_end(ap);
-	if (n < 0)
-	{
-		printf("Bail out! out of memory\n");
-		exit(1);
-	}
 	n = tap_ok(cond, "%s", line);
 	free(line);
 	return n;
@@ -1162,16 +1171,10 @@ heap_tap_diag(const char *fmt,...)
 {
 	va_list		ap;
 	char	   *line;
-	int			n;
 
 	va_start(ap, fmt);
-	n = vasprintf(&line, fmt, ap);
+	line = heap_tap_line(fmt, ap);
 	va_end(ap);
-	if (n < 0)
-	{
-		printf("Bail out! out of memory\n");
-		exit(1);
-	}
 	tap_diag("%s", line);
 	free(line);
 }
