@@ -208,22 +208,30 @@ heap_source_init(void)
 int
 heap_unit_workers(int planned)
 {
-	int			cap = pg_warp_gpu_heap_workers;
+	int			cap = heap_unit_worker_limit();
 
-	if (planned <= 0 || cap == 0 || !pg_warp_heap_gpu_cache || !pg_warp_heap_direct_read ||
+	if (planned <= 0 || cap < 0 || !pg_warp_heap_gpu_cache || !pg_warp_heap_direct_read ||
 		!pg_warp_heap_service_read || DataChecksumsEnabled() ||
 		pg_warp_engine == WARP_ENGINE_CPU ||
 		(pg_warp_engine != WARP_ENGINE_GPU && !service_engine_gpu()))
 		return planned;
-	if (cap < 0)
-	{
-		int			threads = service_heap_unit_threads();
-
-		if (threads == 0)
-			return planned;		/* no GPU column cache: the backends read */
-		cap = Max(threads / 8, 2) - 1;
-	}
 	return Min(planned, cap);
+}
+
+/*
+ * heap_unit_worker_limit: the most workers heap_unit_workers leaves a plan
+ * (pg_warp.gpu_heap_workers, or from the service's CPU threads), -1 for
+ * none (the setting 0, or no GPU column cache: the backends read)
+ */
+int
+heap_unit_worker_limit(void)
+{
+	int			threads;
+
+	if (pg_warp_gpu_heap_workers != -1)
+		return pg_warp_gpu_heap_workers > 0 ? pg_warp_gpu_heap_workers : -1;
+	threads = service_heap_unit_threads();
+	return threads > 0 ? Max(threads / 8, 2) - 1 : -1;
 }
 
 /*

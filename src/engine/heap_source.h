@@ -37,6 +37,7 @@ extern int	pg_warp_gpu_heap_workers;
 
 extern void heap_source_init(void);
 extern int	heap_unit_workers(int planned);
+extern int	heap_unit_worker_limit(void);
 
 extern bool heap_source_plannable(Oid relid);
 extern void heap_source_codegen_scan(CodegenScan *scan, Relation rel,

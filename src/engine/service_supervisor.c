@@ -44,6 +44,7 @@
 
 #include "pg_warp.h"
 #include "engine/engine.h"
+#include "engine/heap_source.h"
 
 #define SERVICE_PROGRAM		"pg_warp_service"
 #define RESTART_MIN_MS		100		/* first delay after an unexpected exit */
@@ -172,9 +173,10 @@ pg_warp_service_init(void)
 							"A GPU run over a heap table reads each unit the GPU column cache "
 							"misses into one of these (19 MB each; two per participant of a "
 							"query), pinned when the service starts and kept between runs.  "
-							"-1 (the default): two per participant of a parallel query "
-							"(max_parallel_workers_per_gather + 1), none where the GPU column "
-							"cache is off; 0: none kept, each run pins its own.",
+							"-1 (the default): two per participant of a parallel query whose "
+							"service reads the units (pg_warp.gpu_heap_workers, within "
+							"max_parallel_workers_per_gather, and the leader), none where the "
+							"GPU column cache is off; 0: none kept, each run pins its own.",
 							&heap_unit_buffers,
 							-1, -1, 256,
 							PGC_POSTMASTER,
@@ -353,10 +355,20 @@ start_service(ServiceProc *svc)
 	argv[14] = mb_argument(pinned, sizeof(pinned), pinned_files_mb);
 	argv[15] = "--gpudirect";
 	argv[16] = (char *) gpudirect_options[gpudirect_setting].name;
-	/* pg_warp.heap_unit_buffers: -1, two per participant while units are kept */
-	snprintf(unit_buffers, sizeof(unit_buffers), "%d",
-			 heap_unit_buffers >= 0 ? heap_unit_buffers :
-			 gpu_cache_size_mb == 0 ? 0 : 2 * (max_parallel_workers_per_gather + 1));
+	/*
+	 * pg_warp.heap_unit_buffers: -1, two per participant of a parallel
+	 * query whose service reads the units (heap_unit_worker_limit), while
+	 * units are kept
+	 */
+	{
+		int			limit = heap_unit_worker_limit();
+		int			workers = limit < 0 ? max_parallel_workers_per_gather :
+			Min(limit, max_parallel_workers_per_gather);
+
+		snprintf(unit_buffers, sizeof(unit_buffers), "%d",
+				 heap_unit_buffers >= 0 ? heap_unit_buffers :
+				 gpu_cache_size_mb == 0 ? 0 : 2 * (workers + 1));
+	}
 	argv[17] = "--unit-buffers";
 	argv[18] = unit_buffers;
 	argc = 19;

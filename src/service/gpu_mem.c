@@ -36,7 +36,8 @@ static struct
 
 /*
  * Pinned buffers of heap units (gpu_heap.c: a slot that reads a whole unit
- * from its segment file needs gpu_heap_unit_buffer_bytes), --unit-buffers
+ * from its segment file needs gpu_heap_unit_buffer_bytes, which main.c
+ * passes), --unit-buffers
  * of them per device pinned before the first run (gpu_agg_prewarm) and kept
  * apart from the batch buffers above: a parallel query's participants each
  * take two at once (17 participants, 34 buffers of 19 MiB), and pinning
@@ -491,7 +492,9 @@ gagg_batch_buffer(GaggRun *g, uint8_t **p, size_t *cap)
 }
 
 /*
- * gpu_agg_prewarm: puts GAGG_SLOTS pinned buffers per device in the pool,
+ * gpu_agg_prewarm: pins unit_buffers buffers of unit_bytes per device for
+ * heap units (gagg_units, where the device keeps a GPU column cache) and
+ * puts GAGG_SLOTS pinned buffers per device in the pool,
  * each large enough for any launch of several batches (GAGG_LAUNCH_BYTES
  * and the slack gagg_slot_reserve adds), so that the first run after the
  * service starts does not pin its slots' memory: pinning two fresh 320 MB
@@ -505,7 +508,7 @@ gagg_batch_buffer(GaggRun *g, uint8_t **p, size_t *cap)
  * first run.
  */
 void
-gpu_agg_prewarm(const ServiceGpu *gpu, int unit_buffers)
+gpu_agg_prewarm(const ServiceGpu *gpu, int unit_buffers, size_t unit_bytes)
 {
 	size_t		cap = align_up(GAGG_LAUNCH_BYTES + GAGG_LAUNCH_BYTES / 4 + ((size_t) 16 << 20),
 							   (size_t) 1 << 20);
@@ -514,7 +517,7 @@ gpu_agg_prewarm(const ServiceGpu *gpu, int unit_buffers)
 		(gagg_units.buf = calloc((size_t) unit_buffers * gpu->n_devices,
 								 sizeof(*gagg_units.buf))) != NULL)
 	{
-		gagg_units.bytes = gpu_heap_unit_buffer_bytes();
+		gagg_units.bytes = unit_bytes;
 		gagg_units.cap = unit_buffers * (int) gpu->n_devices;
 	}
 

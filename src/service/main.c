@@ -115,7 +115,7 @@ main(int argc, char **argv)
 		return 1;
 	gpu_open(&gpu, opts.use_gpus);
 	gpu_cache_configure(&gpu, opts.cache_size);
-	gpu_agg_prewarm(&gpu, opts.unit_buffers);
+	gpu_agg_prewarm(&gpu, opts.unit_buffers, gpu_heap_unit_buffer_bytes());
 	gpu_direct_start(&gpu);
 	/* after the GPUs' driver is loaded, so that the handler is ours */
 	if (!svc_file_map_init())

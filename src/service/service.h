@@ -67,7 +67,7 @@ typedef struct ServiceGpu
 
 extern void gpu_open(ServiceGpu *gpu, bool use_gpus);
 /* in gpu_mem.c: the GPU runs' first pinned buffers, before any run */
-extern void gpu_agg_prewarm(const ServiceGpu *gpu, int unit_buffers);
+extern void gpu_agg_prewarm(const ServiceGpu *gpu, int unit_buffers, size_t unit_bytes);
 extern bool gpu_agg_release_kept(uint32_t dev);
 extern void gpu_close(ServiceGpu *gpu);
 

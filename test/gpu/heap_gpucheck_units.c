@@ -1025,7 +1025,7 @@ check_unit_buffers(void)
 		exit(1);
 	}
 	*fake_unit_watch = before;
-	gpu_agg_prewarm(&unit_gpu, 3);	/* a run's two slots and one more */
+	gpu_agg_prewarm(&unit_gpu, 3, gpu_heap_unit_buffer_bytes());	/* two slots and one more */
 	heap_tap_ok(*fake_unit_allocs - before == 3,
 				"unit buffers: %d pinned at the start (of 3 asked), %zu bytes each",
 				*fake_unit_allocs - before, gpu_heap_unit_buffer_bytes());

@@ -129,8 +129,10 @@ def test_setting_is_checked(cluster):
 
 def test_unit_buffers_passed_to_the_service(cluster):
     """pg_warp.heap_unit_buffers: -1 (two per participant of a parallel
-    query, max_parallel_workers_per_gather + 1, and none without a GPU
-    column cache) or the count given, passed as --unit-buffers; checked"""
+    query whose service reads the units: the workers pg_warp.gpu_heap_workers
+    leaves within max_parallel_workers_per_gather, and the leader; none
+    without a GPU column cache) or the count given, passed as
+    --unit-buffers; checked"""
     def unit_buffers():
         argv = service_argv(cluster)
         assert "--unit-buffers" in argv, argv
@@ -138,9 +140,13 @@ def test_unit_buffers_passed_to_the_service(cluster):
 
     assert cluster.sql("SHOW pg_warp.heap_unit_buffers") == "-1"
     per_gather = int(cluster.sql("SHOW max_parallel_workers_per_gather"))
-    assert unit_buffers() == 2 * (per_gather + 1)
+    limit = max(len(os.sched_getaffinity(0)) // 8, 2) - 1   # gpu_heap_workers -1
+    assert unit_buffers() == 2 * (min(per_gather, limit) + 1)
     try:
-        for settings, want in (({"max_parallel_workers_per_gather": "5"}, 12),
+        five = {"max_parallel_workers_per_gather": "5"}
+        for settings, want in ((five, 2 * (min(5, limit) + 1)),
+                               (dict(five, **{"pg_warp.gpu_heap_workers": "0"}), 12),
+                               (dict(five, **{"pg_warp.gpu_heap_workers": "3"}), 8),
                                ({"pg_warp.gpu_cache_size": "0"}, 0),
                                ({"pg_warp.gpu_cache_size": "0", "pg_warp.heap_unit_buffers": "3"}, 3),
                                ({"pg_warp.heap_unit_buffers": "0"}, 0)):
@@ -152,7 +158,7 @@ def test_unit_buffers_passed_to_the_service(cluster):
                 cluster.sql("ALTER SYSTEM RESET %s" % k)
     finally:
         for k in ("max_parallel_workers_per_gather", "pg_warp.gpu_cache_size",
-                  "pg_warp.heap_unit_buffers"):
+                  "pg_warp.heap_unit_buffers", "pg_warp.gpu_heap_workers"):
             cluster.sql("ALTER SYSTEM RESET %s" % k)
         restart(cluster)
     server_setting_is_checked(cluster, "heap_unit_buffers", "4", ("many", "-2", "257"))
