@@ -599,7 +599,8 @@ gpa_partial_path(PlannerInfo *root, RelOptInfo *input_rel, RelOptInfo *pgr,
 {
 	RelOptInfo *base = pi->join ? pi->join->outer : input_rel;
 	int			workers = heap_unit_workers(compute_parallel_worker(base, base->pages, -1,
-																max_parallel_workers_per_gather));
+																max_parallel_workers_per_gather),
+											base->pages);
 	double		divisor = engine_parallel_divisor(workers);
 	double		rows_in = base->tuples > 0 ? base->tuples : base->rows;
 	double		ngroups;

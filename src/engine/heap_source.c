@@ -186,16 +186,17 @@ heap_source_init(void)
 							"default): a participant per eight CPU threads of the service, less "
 							"the leader, at least one worker; 0: as many as PostgreSQL plans.  "
 							"Applies where pg_warp.heap_gpu_cache and pg_warp.heap_service_read "
-							"let the service read the table's units.",
+							"let the service read the table's units, in tables of 256 MB or more.",
 							&pg_warp_gpu_heap_workers, -1, -1, 1024,
 							PGC_USERSET, 0, NULL, NULL, NULL);
 }
 
 /*
  * heap_unit_workers: the parallel workers of a GpuPreAgg over a heap table
- * that PostgreSQL would give planned: fewer where the run goes to a GPU
- * whose service reads the table's all-visible units (the GPU column cache,
- * pg_warp.heap_service_read, no data checksums).  Its participants then read
+ * of pages blocks that PostgreSQL would give planned: fewer where the run
+ * goes to a GPU whose service reads the table's all-visible units (the GPU
+ * column cache, pg_warp.heap_service_read, no data checksums, a table large
+ * enough for a parallel plan's claims to be whole units).  Its participants then read
  * nothing but probe the units; each one's run costs the service its setup,
  * two pinned unit buffers (whose footprint past the CPU's last-level cache
  * slows every copy) and a worker process's start, while the service's
@@ -206,11 +207,13 @@ heap_source_init(void)
  * fewer than two (one worker), which a serial plan would be costed as.
  */
 int
-heap_unit_workers(int planned)
+heap_unit_workers(int planned, BlockNumber pages)
 {
 	int			cap = heap_unit_worker_limit();
 
-	if (planned <= 0 || cap < 0 || !pg_warp_heap_gpu_cache || !pg_warp_heap_direct_read ||
+	/* a parallel plan probes units only in claims of whole units */
+	if (planned <= 0 || cap < 0 || pages < HEAP_UNIT_CLAIM_MIN_BLOCKS ||
+		!pg_warp_heap_gpu_cache || !pg_warp_heap_direct_read ||
 		!pg_warp_heap_service_read || DataChecksumsEnabled() ||
 		pg_warp_engine == WARP_ENGINE_CPU ||
 		(pg_warp_engine != WARP_ENGINE_GPU && !service_engine_gpu()))
@@ -473,7 +476,7 @@ heap_agg_shared_init(HeapAggShared *sh, Relation rel, bool whole)
 	sh->nblocks = RelationGetNumberOfBlocks(rel);
 	sh->claim = whole ? Max(sh->nblocks, 1) : Min(4096, Max(sh->nblocks / 256, 8));
 	/* claims of whole units (protocol.h) where the table has 16 of them or more */
-	if (!whole && sh->nblocks >= 16 * WARP_HEAP_UNIT_BLOCKS)
+	if (!whole && sh->nblocks >= HEAP_UNIT_CLAIM_MIN_BLOCKS)
 		sh->claim = Max(sh->claim - sh->claim % WARP_HEAP_UNIT_BLOCKS, WARP_HEAP_UNIT_BLOCKS);
 	pg_atomic_init_u64(&sh->next, 0);
 }

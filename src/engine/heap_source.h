@@ -23,6 +23,9 @@
 #include "xpu/protocol.h"
 #include "xpu/xpu_heap.h"
 
+/* a parallel plan's claims are whole units (protocol.h) from this many blocks on */
+#define HEAP_UNIT_CLAIM_MIN_BLOCKS	(16 * WARP_HEAP_UNIT_BLOCKS)
+
 /* the most pages of a heap GpuScan's chunk: its pass bitmaps fit a HEAP_DONE */
 #define HEAP_SCAN_MAX_CHUNK_PAGES	8192
 
@@ -36,7 +39,7 @@ extern bool pg_warp_heap_service_read;
 extern int	pg_warp_gpu_heap_workers;
 
 extern void heap_source_init(void);
-extern int	heap_unit_workers(int planned);
+extern int	heap_unit_workers(int planned, BlockNumber pages);
 extern int	heap_unit_worker_limit(void);
 
 extern bool heap_source_plannable(Oid relid);

@@ -597,15 +597,20 @@ def test_gpu_heap_workers(cluster):
     """a GPU run whose service reads the table's units gets at most
     pg_warp.gpu_heap_workers workers (-1: a participant per eight CPUs of the
     service, less the leader, at least one; 0: no limit); where the backends
-    read (heap_service_read off, no direct reads) or the engine is the CPU's,
-    PostgreSQL's count (the table's parallel_workers here).  Planned only:
+    read (heap_service_read off, no direct reads, a table of fewer than 16
+    units) or the engine is the CPU's, PostgreSQL's count (the table's
+    parallel_workers here).  Planned only:
     EXPLAIN without ANALYZE runs nothing, so a service without a GPU plans it
     too."""
-    cluster.sql("CREATE TABLE IF NOT EXISTS gw AS SELECT i % 1000 AS a, i::int8 AS b "
-                "FROM generate_series(1, 400000) i; ANALYZE gw")
+    # 16 units (256 MiB) or more: a parallel plan's claims are whole units;
+    # fillfactor 10 makes them of about 800,000 rows
+    cluster.sql("CREATE TABLE gw (a int, b int8) WITH (fillfactor = 10, parallel_workers = 5); "
+                "INSERT INTO gw SELECT i % 1000, i FROM generate_series(1, 800000) i; ANALYZE gw; "
+                "CREATE TABLE gws (a int, b int8) WITH (parallel_workers = 5); "
+                "INSERT INTO gws SELECT i % 1000, i FROM generate_series(1, 400000) i; ANALYZE gws")
+    assert int(cluster.sql("SELECT pg_relation_size('gw') / 8192")) >= 16 * 2048
     q = "SELECT a % 10, count(*), sum(b) FROM gw GROUP BY 1"
     gpu = ("SET pg_warp.engine = gpu",)
-    cluster.sql("ALTER TABLE gw SET (parallel_workers = 5)")
     try:
         assert planned_workers(cluster, q, ("SET pg_warp.engine = cpu",)) == 5
         assert planned_workers(cluster, q, gpu + ("SET pg_warp.gpu_heap_workers = 2",)) == 2
@@ -619,8 +624,11 @@ def test_gpu_heap_workers(cluster):
                                                       backends_read)) == 5, backends_read
         cpus = len(os.sched_getaffinity(0))
         assert planned_workers(cluster, q, gpu) == min(5, max(cpus // 8, 2) - 1), cpus
+        # a smaller table is read by the backends (claims of block ranges): no limit
+        assert planned_workers(cluster, q.replace("gw", "gws"),
+                               gpu + ("SET pg_warp.gpu_heap_workers = 2",)) == 5
     finally:
-        cluster.sql("DROP TABLE gw")
+        cluster.sql("DROP TABLE gw, gws")
 
 
 def test_parallel_workers_claim_the_table(cluster):
