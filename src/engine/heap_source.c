@@ -192,6 +192,17 @@ heap_source_init(void)
 }
 
 /*
+ * heap_service_reads: may the service read the units it misses
+ * (pg_warp.heap_service_read; never where the cluster has data checksums,
+ * which only a backend's read verifies)
+ */
+static bool
+heap_service_reads(void)
+{
+	return pg_warp_heap_service_read && !DataChecksumsEnabled();
+}
+
+/*
  * heap_unit_workers: the parallel workers of a GpuPreAgg over a heap table
  * of pages blocks that PostgreSQL would give planned: fewer where the run
  * goes to a GPU whose service reads the table's all-visible units (the GPU
@@ -213,8 +224,7 @@ heap_unit_workers(int planned, BlockNumber pages)
 
 	/* a parallel plan probes units only in claims of whole units */
 	if (planned <= 0 || cap < 0 || pages < HEAP_UNIT_CLAIM_MIN_BLOCKS ||
-		!pg_warp_heap_gpu_cache || !pg_warp_heap_direct_read ||
-		!pg_warp_heap_service_read || DataChecksumsEnabled() ||
+		!pg_warp_heap_gpu_cache || !pg_warp_heap_direct_read || !heap_service_reads() ||
 		pg_warp_engine == WARP_ENGINE_CPU ||
 		(pg_warp_engine != WARP_ENGINE_GPU && !service_engine_gpu()))
 		return planned;
@@ -441,7 +451,7 @@ heap_agg_put_request(HeapAggRun *h, StringInfo buf)
 	{
 		path = relpath(RelationGetSmgr(h->rel)->smgr_rnode, MAIN_FORKNUM);
 		req.flags |= WARP_HEAP_UNITS;
-		if (pg_warp_heap_service_read && !DataChecksumsEnabled())
+		if (heap_service_reads())
 			req.flags |= WARP_HEAP_SERVICE_READS;
 		req.path_len = (uint32) strlen(path);
 		req.seg_blocks = RELSEG_SIZE;
