@@ -220,7 +220,7 @@ gheap_layout(GheapRun *gh, uint32_t n_pages, int64_t nrows, int64_t text_cap,
 }
 
 /*
- * see gpu_agg_int.h: what gheap_read_unit's reservation of a whole unit
+ * see gpu_driver.h: what gheap_read_unit's reservation of a whole unit
  * comes to (its layout's header part, at most GHEAP_UNIT_HDR_MAX, the
  * pages' first rows, bitmaps and pages, gagg_slot_reserve's slack of an
  * eighth, whole MiB)
