@@ -36,6 +36,18 @@ gagg_offsets_ok(const int32_t *off, int64_t n)
 	return !bad;
 }
 
+/*
+ * gagg_offsets_read: the `after` hook of a slice of utf8 offsets read into
+ * pinned memory, run by the thread that read it while the slice is in its
+ * cache: dst[0 .. n_off] must not decrease (the pairs across slices, the
+ * first offset and the last are checked by gagg_check_offsets)
+ */
+static int
+gagg_offsets_read(void *arg, const GaggRead *r)
+{
+	return r->n_off <= 0 || gagg_offsets_ok((const int32_t *) r->dst, r->n_off) ? 0 : -1;
+}
+
 /* gagg_io_take: does reads of the current list until none is left */
 static void
 gagg_io_take(GaggIo *io)
@@ -785,6 +797,17 @@ gagg_place_pieces(GaggRun *g, GaggSlot *s, int p, const GaggPiece *pc, XpuColumn
 					r->dst = s->host + *pos + done;
 					r->stream = s->stream;
 				}
+				if (offsets)
+				{
+					/* this slice's offsets among the part's rows + 1 */
+					int64_t		first = (int64_t) (done / sizeof(int32_t));
+					int64_t		n = (int64_t) (r->len / sizeof(int32_t));
+
+					if (n > gagg_part_rows(s, p) + 1 - first)
+						n = gagg_part_rows(s, p) + 1 - first;
+					r->n_off = n - 1;
+					r->after = gagg_offsets_read;
+				}
 			}
 			off += span;
 			*pos += span;
@@ -812,6 +835,9 @@ gagg_io_fail(GaggRun *g, const GaggSlot *s, int io_rc)
 		return gagg_fail(g, WARP_ERR_IO, "could not read file \"%s\" with cuFile: %s", path,
 						 gpu_direct_error(g->io.failed_direct, why, sizeof(why)));
 	}
+	if (io_rc == -5)			/* gagg_offsets_read refused a slice */
+		return gagg_fail(g, WARP_ERR_BAD_FILE, "%s: record batch %d has invalid utf8 offsets",
+						 path, s->parts[g->io.failed_tag].batch);
 	if (io_rc == -4)
 		io_rc = -1;				/* the file ended first */
 	return gagg_fail(g, io_rc > 0 ? WARP_ERR_IO : WARP_ERR_BAD_FILE,
@@ -866,8 +892,11 @@ gagg_unmapped_reads(GaggRun *g, GaggSlot *s, GaggRead **reads, int *cap)
 /*
  * gagg_check_offsets: checks the utf8 offsets the pinned buffer holds
  * (after the reads; laid out from `header` as gagg_place_pieces did): within
- * [0, data length] and never decreasing, in slices spread over the I/O
- * threads.  Cache hits were checked when they were read.
+ * [0, data length] and never decreasing.  Offsets read from the file were
+ * checked slice by slice by the threads that read them (gagg_offsets_read):
+ * here only the pairs across their slices; loaded ones (a compressed batch)
+ * in slices spread over the I/O threads.  Cache hits were checked when they
+ * were read.
  */
 static int
 gagg_check_offsets(GaggRun *g, GaggSlot *s, const GaggPiece *pc, size_t header)
@@ -896,6 +925,14 @@ gagg_check_offsets(GaggRun *g, GaggSlot *s, const GaggPiece *pc, size_t header)
 				continue;
 			if (off[0] < 0 || (size_t) off[nrows] > q[2].len)
 				bad_part = p;
+			if (q[1].file_off >= 0)
+			{
+				for (int64_t i = GAGG_IO_SLICE / sizeof(int32_t); i <= nrows && bad_part < 0;
+					 i += GAGG_IO_SLICE / sizeof(int32_t))
+					if (off[i] < off[i - 1])
+						bad_part = p;
+				continue;
+			}
 			for (int64_t i = 0; i < nrows && bad_part < 0; i += GAGG_CHECK_SLICE)
 			{
 				if (n_jobs == 64)

@@ -10,6 +10,7 @@ rows, in file and batch order, of the requested columns only.
 """
 import os
 import re
+import struct
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -208,6 +209,50 @@ def test_malformed_and_changed(client, svc, tmp_path):
     fd = write(tmp_path / "dict.arrow", dict_t, 10)
     _, _, error = run(client, svc, "pos", [fd])
     assert error is not None and "flat layout" in error[1], error
+
+
+def test_damaged_utf8_offsets(client, svc, tmp_path):
+    """A utf8 column's offsets changed in the file (one batch of 600,000
+    rows: its offsets span two 2 MiB read slices, whose threads check them
+    as they read on the GPU path, the pair across them checked after): a
+    decrease inside each slice and across their boundary, a first offset
+    below 0 and a last one past the data are each refused naming the file,
+    and the file as written passes."""
+    n, width = 600000, 7
+    t = pa.table({"a": pa.array(range(n), pa.int32()),
+                  "s": pa.array(["v%06d" % i for i in range(n)])})
+    good = write(tmp_path / "good.arrow", t)
+    with open(good, "rb") as fh:
+        data = fh.read()
+    # offset i is width * i: offsets 1000..1002 found, offset 0 before them
+    at = data.find(struct.pack("<3i", 1000 * width, 1001 * width, 1002 * width)) - 4000
+    assert at > 0 and data.find(struct.pack("<3i", 1000 * width, 1001 * width,
+                                            1002 * width), at + 4004) < 0
+    assert struct.unpack_from("<2i", data, at) == (0, width)
+    blocks, end, error = run(client, svc, "sgt", [good])
+    assert error is None, error
+    assert rows_of(blocks) == expected(t, n, lambda b, i: b.column(1)[i].as_py() > "v5")
+    assert int(end["engine"]) == ENGINE
+    per_slice = (2 << 20) // 4
+    damage = {
+        "inside the first slice": (1000, 999 * width - 1),
+        "across the slices": (per_slice, (per_slice - 1) * width - 1),
+        "inside the second slice": (n - 10, (n - 11) * width - 1),
+        "first below 0": (0, -1),
+        "last past the data": (n, n * width + 64),
+    }
+    for what, (i, v) in damage.items():
+        b = bytearray(data)
+        struct.pack_into("<i", b, at + 4 * i, v)
+        f = str(tmp_path / ("bad%d.arrow" % i))
+        with open(f, "wb") as fh:
+            fh.write(b)
+        blocks, end, error = run(client, svc, "sgt", [f])
+        assert error is not None and error[0] == 6 and f in error[1], (what, error)
+        # the GPU path refuses the batch before its kernel runs (the CPU
+        # engine's load of the batch has words of its own)
+        assert ("record batch 0 has invalid utf8 offsets" if ENGINE == 2 else "offset") \
+            in error[1], (what, error)
 
 
 def test_cancel(client, svc, tmp_path):
