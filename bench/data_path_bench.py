@@ -391,31 +391,32 @@ def first_explains(args, queries, runners, res, files, dp, engine):
             continue
         rows, _, err = runners["warp_gpu"].run("EXPLAIN (ANALYZE, FORMAT JSON) " + sql)
         e["data_path"] = {} if err else gpa_figures(rows)
-        print("  %s first-run EXPLAIN: %s" % (q, e["data_path"].get("Data Path") or err or
-                                              "no data path"), flush=True)
-
-
-FILE_RATE = re.compile(r"files at ([0-9.]+) GB/s of I/O Time")
+        # the leader's rate (the run's; gpa_figures sums the workers' figures)
+        e["file_read_rate"] = None if err else gpa_figures(rows, leader_only=True).get(
+            "File Read Rate")
+        print("  %s first-run EXPLAIN: files at %s GB/s of I/O Time" % (
+            q, e["file_read_rate"] if e["file_read_rate"] else "-: %s" % (err or "no rate")),
+            flush=True)
 
 
 def first_file_rate(res, q):
     """The files' rate over I/O Time (bytes/s) of pg_warp GPU on Arrow's
-    first-run EXPLAIN (the leader's Data Path), or None"""
-    path = res[q].get("warp_gpu_first_explain", {}).get("data_path", {}).get("Data Path")
-    m = FILE_RATE.search(path) if isinstance(path, str) else None
-    return float(m.group(1)) * 1e9 if m else None
+    first-run EXPLAIN (EXPLAIN's File Read Rate, GB/s), or None"""
+    rate = res[q].get("warp_gpu_first_explain", {}).get("file_read_rate")
+    return rate * 1e9 if rate else None
 
 
-def gpa_figures(rows):
+def gpa_figures(rows, leader_only=False):
     """The data-path figures (PATH_KEY) of the GpuPreAgg node of an EXPLAIN
-    (ANALYZE, FORMAT JSON)'s rows, its workers' summed; {} when none"""
+    (ANALYZE, FORMAT JSON)'s rows, its workers' summed (leader_only: the
+    node's own); {} when none"""
     try:
         nodes = walk(json.loads("\n".join(rows))[0]["Plan"], [])
     except (ValueError, KeyError, IndexError):
         return {}               # a notice among the rows: no figures, the run goes on
     gpa = [n for n in nodes if n.get("Custom Plan Provider") == "GpuPreAgg"]
     figs = {}
-    for part in gpa[:1] + (gpa[0].get("Workers", []) if gpa else []):
+    for part in gpa[:1] + (gpa[0].get("Workers", []) if gpa and not leader_only else []):
         for k, v in part.items():
             if PATH_KEY.search(k) and isinstance(v, (int, float, str)) and k != "Output":
                 if isinstance(v, (int, float)) and isinstance(figs.get(k), (int, float)) \
