@@ -124,10 +124,23 @@ gpu_direct_load(CUcontext ctx, bool nvfs_proc, bool *gds)
 	return true;
 }
 
+/*
+ * the file whose existence says the nvidia-fs driver is loaded; the tests of
+ * auto (test_service_direct.py) name one of their own, beside a stand-in
+ * libcufile that says it runs GPUDirect Storage
+ */
+static const char *
+gpu_direct_nvfs_proc(void)
+{
+	const char *path = getenv("PG_WARP_TEST_NVFS_PROC");
+
+	return path != NULL && path[0] != '\0' ? path : "/proc/driver/nvidia-fs/version";
+}
+
 void
 gpu_direct_start(const ServiceGpu *gpu)
 {
-	bool		nvfs_proc = access("/proc/driver/nvidia-fs/version", F_OK) == 0;
+	bool		nvfs_proc = access(gpu_direct_nvfs_proc(), F_OK) == 0;
 	bool		gds = false;
 
 	gd.mode = WARP_CUFILE_NONE;

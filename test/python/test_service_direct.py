@@ -160,6 +160,52 @@ def test_pread_unless_on(client, tmp_path, cufile_log, setting):
         stop(s)
 
 
+@pytest.fixture
+def nvfs(tmp_path, monkeypatch):
+    """The services started after see the nvidia-fs driver loaded (a file
+    in place of /proc/driver/nvidia-fs/version)"""
+    path = tmp_path / "nvidia-fs-version"
+    path.write_text("version: 2.17\n")
+    monkeypatch.setenv("PG_WARP_TEST_NVFS_PROC", str(path))
+
+
+@pytest.mark.parametrize("how", ["gds", "compat", "file refused"])
+def test_auto_with_nvidia_fs(client, tmp_path, monkeypatch, cufile_log, nvfs, how):
+    """auto where the nvidia-fs driver is loaded: cuFile reads the files when
+    libcufile runs GPUDirect Storage; in compatibility mode it is not used;
+    a file it refuses is read with pread, the run right (the first refusal
+    logged), and so is the next run"""
+    if how != "compat":
+        monkeypatch.setenv("PG_WARP_FAKE_CUFILE_GDS", "1")
+    if how == "file refused":
+        monkeypatch.setenv("PG_WARP_FAKE_CUFILE_REFUSE", "1")
+    s = start(tmp_path, "auto")
+    try:
+        t = table(20000)
+        f = write(tmp_path / "a.arrow", t, 1500)
+        for _ in range(2):
+            end = scan_all(client, s, f, t, 1500)
+            if how == "gds":
+                # WARP_CUFILE_GDS (1) in each of the quals' runs
+                assert end["direct"] > 0 and end["direct_mode"] == len(QUALS), end
+            else:
+                assert end["direct"] == 0 and end["direct_mode"] == 0, end
+                assert end["bytes_read"] > 0, end
+        if how == "gds":
+            assert "files are read with cuFile (%s, GPUDirect Storage)" % FAKE_CUFILE in s.log()
+            assert logged_reads(cufile_log)[0] == 2 * end["direct"]     # both rounds
+        elif how == "compat":
+            assert "runs in compatibility mode here; files are read with pread" in s.log()
+            assert logged_reads(cufile_log) == (0, 0)
+        else:
+            assert "is read with pread, not cuFile: cuFileHandleRegister failed: error 5027" \
+                in s.log()
+            assert s.log().count("is read with pread, not cuFile") == 1
+            assert logged_reads(cufile_log)[0] == 0
+    finally:
+        stop(s)
+
+
 def fails_with(client, s, f, words):
     blocks, end, error = run(client, s, "pos", [f])
     assert error is not None and words in error[1], (error, end)
