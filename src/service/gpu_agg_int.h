@@ -84,7 +84,7 @@ typedef struct GaggRead
 	CUdeviceptr dev;
 	struct GpuDirectFile *direct;
 	const int32_t *off;			/* off[0 .. n_off] must not decrease */
-	int64_t		n_off;
+	int64_t		n_off;			/* (or dst's, by its after hook) */
 	struct FileReg *reg;		/* register its region `region` in context ctx, */
 	int32_t		region;			/* counting the bytes and time in run */
 	CUcontext	ctx;

@@ -48,6 +48,14 @@ gagg_offsets_read(void *arg, const GaggRead *r)
 	return r->n_off <= 0 || gagg_offsets_ok((const int32_t *) r->dst, r->n_off) ? 0 : -1;
 }
 
+/* gagg_bad_offsets: the run's failure for part p's invalid utf8 offsets; -1 */
+static int
+gagg_bad_offsets(GaggRun *g, const GaggSlot *s, int p)
+{
+	return gagg_fail(g, WARP_ERR_BAD_FILE, "%s: record batch %d has invalid utf8 offsets",
+					 g->run->files[s->parts[p].fi].path, s->parts[p].batch);
+}
+
 /* gagg_io_take: does reads of the current list until none is left */
 static void
 gagg_io_take(GaggIo *io)
@@ -800,12 +808,11 @@ gagg_place_pieces(GaggRun *g, GaggSlot *s, int p, const GaggPiece *pc, XpuColumn
 				if (offsets)
 				{
 					/* this slice's offsets among the part's rows + 1 */
-					int64_t		first = (int64_t) (done / sizeof(int32_t));
+					int64_t		left = gagg_part_rows(s, p) + 1 -
+						(int64_t) (done / sizeof(int32_t));
 					int64_t		n = (int64_t) (r->len / sizeof(int32_t));
 
-					if (n > gagg_part_rows(s, p) + 1 - first)
-						n = gagg_part_rows(s, p) + 1 - first;
-					r->n_off = n - 1;
+					r->n_off = (n < left ? n : left) - 1;
 					r->after = gagg_offsets_read;
 				}
 			}
@@ -836,8 +843,7 @@ gagg_io_fail(GaggRun *g, const GaggSlot *s, int io_rc)
 						 gpu_direct_error(g->io.failed_direct, why, sizeof(why)));
 	}
 	if (io_rc == -5)			/* gagg_offsets_read refused a slice */
-		return gagg_fail(g, WARP_ERR_BAD_FILE, "%s: record batch %d has invalid utf8 offsets",
-						 path, s->parts[g->io.failed_tag].batch);
+		return gagg_bad_offsets(g, s, g->io.failed_tag);
 	if (io_rc == -4)
 		io_rc = -1;				/* the file ended first */
 	return gagg_fail(g, io_rc > 0 ? WARP_ERR_IO : WARP_ERR_BAD_FILE,
@@ -950,10 +956,7 @@ gagg_check_offsets(GaggRun *g, GaggSlot *s, const GaggPiece *pc, size_t header)
 	}
 	if (bad_part < 0 && n_jobs > 0 && gagg_io_run(&g->io, jobs, n_jobs) != 0)
 		bad_part = g->io.failed_tag;
-	if (bad_part >= 0)
-		return gagg_fail(g, WARP_ERR_BAD_FILE, "%s: record batch %d has invalid utf8 offsets",
-						 g->run->files[s->parts[bad_part].fi].path, s->parts[bad_part].batch);
-	return 0;
+	return bad_part >= 0 ? gagg_bad_offsets(g, s, bad_part) : 0;
 }
 
 /*
