@@ -342,6 +342,34 @@ engine_explain_times(ExplainState *es, uint64 io_us, uint64 exec_us, uint32 thre
 		ExplainPropertyInteger("Engine Threads", NULL, threads, es);
 }
 
+/* the words for a run's cuFile mode (WARP_CUFILE_*) */
+static const char *
+engine_cufile_mode(uint32 direct_mode)
+{
+	return direct_mode == WARP_CUFILE_GDS ? "GPUDirect Storage" :
+		direct_mode == WARP_CUFILE_COMPAT ? "compatibility mode" : "none";
+}
+
+/*
+ * engine_explain_cufile: the bytes a GPU run read with cuFile and its mode
+ * (WARP_CUFILE_*), for a heap run (the units the service read; its Data
+ * Path is the heap source's); text: a line only when it read any
+ */
+void
+engine_explain_cufile(ExplainState *es, uint64 direct, uint32 direct_mode)
+{
+	if (es->format == EXPLAIN_FORMAT_TEXT)
+	{
+		if (direct > 0)
+			ExplainPropertyText("Read With cuFile",
+								psprintf(UINT64_FORMAT " kB (%s)", (direct + 1023) / 1024,
+										 engine_cufile_mode(direct_mode)), es);
+		return;
+	}
+	ExplainPropertyInteger("Bytes Read With cuFile", "bytes", (int64) direct, es);
+	ExplainPropertyText("cuFile Mode", engine_cufile_mode(direct_mode), es);
+}
+
 /*
  * engine_explain_data_path: EXPLAIN ANALYZE's ways a GPU run's referenced
  * bytes reached the GPU: from the GPU column cache (cached; -1 when the
@@ -359,8 +387,6 @@ engine_explain_data_path(ExplainState *es, uint64 bytes_read, int64 cached, uint
 						 uint32 direct_mode)
 {
 	uint64		pread = bytes_read > mapped + direct ? bytes_read - mapped - direct : 0;
-	const char *mode = direct_mode == WARP_CUFILE_GDS ? "GPUDirect Storage" :
-		direct_mode == WARP_CUFILE_COMPAT ? "compatibility mode" : "none";
 	double		gb_per_s = bytes_read > 0 && io_us > 0 ? (double) bytes_read / (io_us * 1000.0) : 0;
 
 	if (es->format == EXPLAIN_FORMAT_TEXT)
@@ -373,8 +399,8 @@ engine_explain_data_path(ExplainState *es, uint64 bytes_read, int64 cached, uint
 		appendStringInfo(&s, "pinned file pages " UINT64_FORMAT " kB, pread " UINT64_FORMAT " kB",
 						 (mapped + 1023) / 1024, (pread + 1023) / 1024);
 		if (direct > 0)
-			appendStringInfo(&s, ", cuFile (%s) " UINT64_FORMAT " kB", mode,
-							 (direct + 1023) / 1024);
+			appendStringInfo(&s, ", cuFile (%s) " UINT64_FORMAT " kB",
+							 engine_cufile_mode(direct_mode), (direct + 1023) / 1024);
 		if (gb_per_s > 0)
 			appendStringInfo(&s, "; files at %.2f GB/s of I/O Time", gb_per_s);
 		if (pinned > 0)
@@ -386,8 +412,7 @@ engine_explain_data_path(ExplainState *es, uint64 bytes_read, int64 cached, uint
 	}
 	ExplainPropertyInteger("Bytes From Pinned File Pages", "bytes", (int64) mapped, es);
 	ExplainPropertyInteger("Bytes Read With pread", "bytes", (int64) pread, es);
-	ExplainPropertyInteger("Bytes Read With cuFile", "bytes", (int64) direct, es);
-	ExplainPropertyText("cuFile Mode", mode, es);
+	engine_explain_cufile(es, direct, direct_mode);
 	ExplainPropertyFloat("File Read Rate", "GB/s", gb_per_s, 3, es);
 	ExplainPropertyInteger("File Pages Pinned", "bytes", (int64) pinned, es);
 	ExplainPropertyFloat("Pinning Time", "ms", pin_us / 1000.0, 3, es);

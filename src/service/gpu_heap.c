@@ -21,6 +21,7 @@
 #include <unistd.h>
 
 #include "gpu_agg_int.h"
+#include "gpu_direct.h"
 #include "xpu/xpu_heap_gpu.h"
 
 /* ---------------- heap chunks (gpu_heap_execute) ---------------- */
@@ -74,7 +75,7 @@
  * run to stage it from there (two memory-to-memory copies of every page
  * and a round trip); the unit's blocks are read from the segment file by
  * the I/O threads straight into the slot's pinned buffer, checked as the
- * backend checks a direct read (gheap_unit_page), then decoded, aggregated
+ * backend checks a direct read (xpu_hg_check_page), then decoded, aggregated
  * and kept like a WARP_CHUNK_UNIT chunk, the read's start standing in for
  * the backend's.  The backend's probe vouched for the blocks (all-visible,
  * in no dirty shared buffer) and its snapshot holds back the xmin horizon
@@ -156,6 +157,13 @@ typedef struct GheapRun
 	int32_t    *text_end[GAGG_SLOTS];	/* pinned [n_cols]: a kept chunk's text bytes */
 	int			seg_fd;			/* the segment file last opened, or -1 */
 	uint32_t	seg_no;
+	/* units read with cuFile ("Units read with cuFile" above) */
+	bool		direct;			/* the service reads files with cuFile */
+	GpuDirectFile *seg_direct;	/* seg_fd registered with cuFile, or NULL */
+	bool		seg_refused;	/* cuFile refused seg_fd: its units are preads */
+	bool		direct_logged;	/* a refusal or a failed read was logged (once a run) */
+	CUfunction	f_check;		/* kern_heap_check */
+	bool		dev_pages[GAGG_SLOTS];	/* the slot's pages and bitmaps are in device memory */
 	bool		keep_logged;	/* a unit not kept was logged (once a run) */
 } GheapRun;
 
@@ -256,11 +264,13 @@ gheap_count_rows(const uint8_t *vis, uint32_t n_pages, uint32_t *rows)
 /*
  * gheap_read_slices: len bytes of file fd from offset into dst, in
  * GHEAP_IO_SLICE slices by the I/O threads, each slice then given to
- * after (when not NULL) by the thread that read it; -1 when out of memory
+ * after (when not NULL) by the thread that read it; or, with direct, read
+ * with cuFile into device memory at dev instead; -1 when out of memory
  * (the run's failure set), else 0 with gagg_io_run's result in *io_rc
  */
 static int
 gheap_read_slices(GheapRun *gh, int fd, int64_t offset, size_t len, uint8_t *dst,
+				  GpuDirectFile *direct, CUdeviceptr dev,
 				  int (*after) (void *, const GaggRead *), void *after_arg, int *io_rc)
 {
 	int			n = (int) ((len + GHEAP_IO_SLICE - 1) / GHEAP_IO_SLICE);
@@ -276,7 +286,10 @@ gheap_read_slices(GheapRun *gh, int fd, int64_t offset, size_t len, uint8_t *dst
 		reads[i].fd = fd;
 		reads[i].offset = offset + (int64_t) off;
 		reads[i].len = len - off < GHEAP_IO_SLICE ? len - off : GHEAP_IO_SLICE;
-		reads[i].dst = dst + off;
+		reads[i].dst = dst != NULL ? dst + off : NULL;
+		reads[i].direct = direct;
+		reads[i].dev = direct != NULL ? dev + off : 0;
+		reads[i].run = gh->g.run;
 		reads[i].after = after;
 		reads[i].after_arg = after_arg;
 	}
@@ -292,7 +305,7 @@ gheap_read_pages(GheapRun *gh, uint32_t slot, uint32_t n_pages, uint8_t *dst)
 	int			rc;
 
 	if (gheap_read_slices(gh, gh->src->fd, (int64_t) ((uint64_t) slot * gh->src->slot_size),
-						  (size_t) n_pages * XPU_HEAP_PAGE_SIZE, dst, NULL, NULL, &rc) != 0)
+						  (size_t) n_pages * XPU_HEAP_PAGE_SIZE, dst, NULL, 0, NULL, NULL, &rc) != 0)
 		return -1;
 	if (rc != 0)
 		return gagg_fail(&gh->g, WARP_ERR_IO, "could not read the chunk ring: %s",
@@ -301,14 +314,46 @@ gheap_read_pages(GheapRun *gh, uint32_t slot, uint32_t n_pages, uint8_t *dst)
 }
 
 /*
+ * gheap_dev_grow: slot s's device buffer made at least dev_len bytes, its
+ * bytes from..to kept (the pages and bitmaps of a unit read with cuFile;
+ * its stream idle)
+ */
+static int
+gheap_dev_grow(GheapRun *gh, GaggSlot *s, size_t dev_len, size_t from, size_t to)
+{
+	GaggRun    *g = &gh->g;
+	size_t		cap = align_up(dev_len + dev_len / 8, 1 << 20);
+	CUdeviceptr dev = 0;
+
+	if (dev_len <= s->dev_cap)
+		return 0;
+	if (gagg_dev_alloc(g, &dev, cap, "a heap unit") != 0 ||
+		gagg_cuda(g, gpu_drv.cuMemcpyDtoDAsync(dev + from, s->dev + from, to - from, s->stream),
+				  "cuMemcpyDtoDAsync") != 0 ||
+		gagg_stream_wait(g, s->stream) != 0)
+	{
+		if (dev != 0)
+			gagg_dev_free(g, &dev, cap);
+		return -1;
+	}
+	gagg_dev_free(g, &s->dev, s->dev_cap);
+	s->dev = dev;
+	s->dev_cap = cap;
+	return 0;
+}
+
+/*
  * gheap_fill_header: the part of gagg slot si's pinned buffer before the
  * pages of a chunk of n_pages pages whose visibility bitmaps are vis, as
  * the device will see it, with room in the slot for the chunk; s->nrows:
  * its visible tuples.  The pages, at the layout's `pages`, are the
- * caller's to stage.
+ * caller's to stage.  vis NULL: the pages and their bitmaps are in the
+ * slot's device buffer already (gheap_read_direct), each page's visible
+ * tuples in tuples; only the header part is staged then.
  */
 static int
-gheap_fill_header(GheapRun *gh, int si, uint32_t n_pages, const uint8_t *vis)
+gheap_fill_header(GheapRun *gh, int si, uint32_t n_pages, const uint8_t *vis,
+				  const int16_t *tuples)
 {
 	GaggRun    *g = &gh->g;
 	GaggSlot   *s = &g->slots[si];
@@ -325,13 +370,26 @@ gheap_fill_header(GheapRun *gh, int si, uint32_t n_pages, const uint8_t *vis)
 		gagg_fail(g, WARP_ERR_OUT_OF_MEMORY, "out of memory");
 		goto done;
 	}
-	s->nrows = gheap_count_rows(vis, n_pages, rows);
+	if (vis != NULL)
+		s->nrows = gheap_count_rows(vis, n_pages, rows);
+	else
+	{
+		s->nrows = 0;
+		for (uint32_t p = 0; p < n_pages; p++)
+		{
+			rows[p] = (uint32_t) s->nrows;
+			s->nrows += tuples[p];
+		}
+	}
+	gh->dev_pages[si] = vis == NULL;
 	/* a page's tuples do not overlap; a missing value repeats per row */
 	text_cap = (int64_t) n_pages * XPU_HEAP_PAGE_SIZE + s->nrows * (int64_t) gh->max_missing;
 	if (text_cap > INT32_MAX)
 		text_cap = INT32_MAX;
 	gheap_layout(gh, n_pages, s->nrows, gh->n_text > 0 ? text_cap : 0, 0, cols, l);
-	if (gagg_slot_reserve(g, s, l->host_len, l->dev_len, s->nrows, 8, "a heap chunk") != 0)
+	if ((vis == NULL && gheap_dev_grow(gh, s, l->dev_len, l->vis, l->host_len) != 0) ||
+		gagg_slot_reserve(g, s, vis != NULL ? l->host_len : l->pages, l->dev_len, s->nrows, 8,
+						  "a heap chunk") != 0)
 		goto done;
 	gheap_layout(gh, n_pages, s->nrows, gh->n_text > 0 ? text_cap : 0, s->dev, cols, l);
 	memset(s->host, 0, l->pages);
@@ -353,7 +411,8 @@ gheap_fill_header(GheapRun *gh, int si, uint32_t n_pages, const uint8_t *vis)
 		*(XpuResult *) (s->host + l->res) =
 			(XpuResult) {s->nrows, (uint8_t *) (uintptr_t) (s->dev + l->mask), NULL, NULL};
 	memcpy(s->host + l->rows, rows, (size_t) n_pages * sizeof(uint32_t));
-	memcpy(s->host + l->vis, vis, (size_t) n_pages * XPU_HEAP_VIS_BYTES);
+	if (vis != NULL)
+		memcpy(s->host + l->vis, vis, (size_t) n_pages * XPU_HEAP_VIS_BYTES);
 	rc = 0;
 done:
 	free(rows);
@@ -372,7 +431,7 @@ gheap_fill_slot(GheapRun *gh, int si, uint32_t slot, uint32_t n_pages)
 	const uint8_t *vis = gh->src->ring + (size_t) slot * gh->src->slot_size +
 		(size_t) gh->src->slot_pages * XPU_HEAP_PAGE_SIZE;
 
-	if (gheap_fill_header(gh, si, n_pages, vis) != 0)
+	if (gheap_fill_header(gh, si, n_pages, vis, NULL) != 0)
 		return -1;
 	return gh->g.slots[si].nrows > 0 && !gh->ring_reg ?
 		gheap_read_pages(gh, slot, n_pages, gh->g.slots[si].host + gh->lay[si].pages) : 0;
@@ -394,6 +453,9 @@ gheap_seg_id(GheapRun *gh, uint32_t unit, GpuCacheFileId *id)
 
 		if (gh->seg_fd >= 0)
 			close(gh->seg_fd);
+		gpu_direct_close(gh->seg_direct);
+		gh->seg_direct = NULL;
+		gh->seg_refused = false;
 		if (seg == 0)
 			snprintf(path, sizeof(path), "%s", src->relpath);
 		else
@@ -588,73 +650,12 @@ gheap_keep_check(GheapRun *gh, int si, const WarpHeapChunk *ch)
 	}
 }
 
-/* a heap page's header fields (PostgreSQL's PageHeaderData) and the flags they may hold */
-#define GHEAP_PD_FLAGS			10
-#define GHEAP_PD_LOWER			12
-#define GHEAP_PD_UPPER			14
-#define GHEAP_PD_SPECIAL		16
-#define GHEAP_PD_ALL_VISIBLE	0x0004
-#define GHEAP_PD_VALID_FLAGS	0x0007
-#define GHEAP_MAX_TUPLES		291		/* MaxHeapTuplesPerPage of 8 kB pages */
-
-/*
- * gheap_unit_page: a page the service read from a segment file, taken as
- * the backend takes a direct read (direct_page; PageIsVerifiedExtended's
- * header checks, no checksum: a run is asked to read only where the
- * cluster has none): its visible tuples with their bitmap in vis, 0 for an
- * all-zero (new) page, which holds none, or -1 when the backend must read
- * it: any other page without PD_ALL_VISIBLE, or whose header is not sane
- */
-static int
-gheap_unit_page(const uint8_t *page, uint8_t *vis)
-{
-	uint16_t	flags = xpu_heap_rd16(page + GHEAP_PD_FLAGS),
-				lower = xpu_heap_rd16(page + GHEAP_PD_LOWER),
-				upper = xpu_heap_rd16(page + GHEAP_PD_UPPER),
-				special = xpu_heap_rd16(page + GHEAP_PD_SPECIAL);
-	int			maxoff,
-				n = 0;
-
-	memset(vis, 0, XPU_HEAP_VIS_BYTES);
-	if (upper == 0)
-	{
-		for (size_t i = 0; i < XPU_HEAP_PAGE_SIZE; i += 8)
-		{
-			uint64_t	w;
-
-			memcpy(&w, page + i, sizeof(w));
-			if (w != 0)
-				return -1;
-		}
-		return 0;
-	}
-	if (!(flags & GHEAP_PD_ALL_VISIBLE) || (flags & ~GHEAP_PD_VALID_FLAGS) != 0 ||
-		lower < XPU_HEAP_PAGE_HDR || lower > upper || upper > special ||
-		special > XPU_HEAP_PAGE_SIZE || special % 8 != 0)
-		return -1;
-	maxoff = (lower - XPU_HEAP_PAGE_HDR) / 4;
-	if (maxoff > GHEAP_MAX_TUPLES)
-		return -1;
-	for (int i = 0; i < maxoff; i++)
-	{
-		uint32_t	lp = xpu_heap_rd32(page + XPU_HEAP_PAGE_HDR + 4 * i);
-
-		/* lp_off 15 bits, lp_flags 2, lp_len 15; LP_NORMAL is 1 */
-		if (((lp >> 15) & 3) == 1)
-		{
-			vis[i >> 3] |= (uint8_t) (1 << (i & 7));
-			n++;
-		}
-	}
-	return n;
-}
-
 /* a unit's pages as the I/O threads read them (gheap_check_slice) */
 typedef struct GheapUnitRead
 {
 	const uint8_t *pages;		/* the unit's first page in the slot's buffer */
 	uint8_t    *vis;			/* [n_pages]: each page's visibility bitmap */
-	int16_t    *tuples;			/* [n_pages]: gheap_unit_page's result */
+	int16_t    *tuples;			/* [n_pages]: xpu_hg_check_page's result */
 } GheapUnitRead;
 
 /*
@@ -671,73 +672,147 @@ gheap_check_slice(void *arg, const GaggRead *r)
 	size_t		first = (size_t) (r->dst - u->pages) / XPU_HEAP_PAGE_SIZE;
 
 	for (size_t p = first; p < first + r->len / XPU_HEAP_PAGE_SIZE; p++)
-		if ((u->tuples[p] = (int16_t) gheap_unit_page(u->pages + p * XPU_HEAP_PAGE_SIZE,
-													  u->vis + p * XPU_HEAP_VIS_BYTES)) < 0)
+		if ((u->tuples[p] = (int16_t) xpu_hg_check_page(u->pages + p * XPU_HEAP_PAGE_SIZE,
+														u->vis + p * XPU_HEAP_VIS_BYTES)) < 0)
 			return -1;
 	return 0;
 }
 
 static int	gheap_launch(GheapRun *gh, int si);
 
+/* logs, once a run, why a unit was not read with cuFile */
+static void
+gheap_direct_log(GheapRun *gh, const char *fmt,...)
+{
+	char		why[300];
+	va_list		ap;
+
+	if (gh->direct_logged)
+		return;
+	gh->direct_logged = true;
+	va_start(ap, fmt);
+	vsnprintf(why, sizeof(why), fmt, ap);
+	va_end(ap);
+	svc_log("LOG", "%s", why);
+}
+
 /*
- * gheap_read_unit: reads unit ch->unit (a probe the cache did not serve)
- * from its segment file into slot si and launches it, to be kept as a
- * WARP_CHUNK_UNIT chunk would be ("Units read here" above).  1 when it
- * did (the slot busy unless the unit held no tuple), 0 when the backend
- * must read it, -1 on failure.
+ * gheap_seg_direct: is the segment file open in gh->seg_fd read with cuFile
+ * (1), with pread (0: cuFile is off, or refused it), or (-1) does the run
+ * fail: pg_warp.gpudirect is on and cuFile refused it
  */
 static int
-gheap_read_unit(GheapRun *gh, int si, const WarpHeapChunk *ch)
+gheap_seg_direct(GheapRun *gh)
+{
+	char		why[256];
+
+	if (!gh->direct || gh->seg_refused)
+		return 0;
+	if (gh->seg_direct != NULL ||
+		(gh->seg_direct = gpu_direct_open(gh->seg_fd, why, sizeof(why))) != NULL)
+		return 1;
+	if (gpu_direct_required())
+		return gagg_fail(&gh->g, WARP_ERR_IO,
+						 "could not read segment %u of \"%s\" with cuFile: %s", gh->seg_no,
+						 gh->src->relpath, why);
+	gh->seg_refused = true;
+	gheap_direct_log(gh, "segment %u of \"%s\" is read with pread, not cuFile: %s", gh->seg_no,
+					 gh->src->relpath, why);
+	return 0;
+}
+
+/*
+ * gheap_read_direct: the pages of unit ch->unit read with cuFile straight
+ * into slot si's device buffer, where a whole unit's pages lie in its
+ * layout (whole), and checked there (kern_heap_check: each page's bitmap
+ * beside it, its visible tuples back into tuples); 1 when the unit is the
+ * run's, 0 when the backend must read it (the file short or unreadable, a
+ * page refused), -1 on failure
+ */
+static int
+gheap_read_direct(GheapRun *gh, int si, const WarpHeapChunk *ch, const GheapLayout *whole,
+				  int16_t *tuples)
 {
 	GaggRun    *g = &gh->g;
 	GaggSlot   *s = &g->slots[si];
-	const GpuHeapSource *src = gh->src;
+	uint32_t	n_pages = WARP_HEAP_UNIT_BLOCKS;
+	size_t		counts_len = (size_t) n_pages * sizeof(int16_t);
+	CUdeviceptr pages,
+				vis,
+				counts;
+	void	   *args[] = {&pages, &n_pages, &vis, &counts};
+	int			io_rc;
+
+	/* the counts where the columns go later (whole->bits), back where the pages would be */
+	if (gagg_slot_reserve(g, s, whole->pages + counts_len, whole->bits + counts_len, 0, 8,
+						  "a heap unit") != 0)
+		return -1;
+	pages = s->dev + whole->pages;
+	vis = s->dev + whole->vis;
+	counts = s->dev + whole->bits;
+	if (gheap_read_slices(gh, gh->seg_fd,
+						  (int64_t) (ch->unit % gh->src->seg_blocks) * XPU_HEAP_PAGE_SIZE,
+						  (size_t) n_pages * XPU_HEAP_PAGE_SIZE, NULL, gh->seg_direct, pages,
+						  NULL, NULL, &io_rc) != 0)
+		return -1;
+	if (io_rc != 0)
+	{
+		char		why[128] = "the file ends first";
+
+		if (io_rc == -4 && g->io.failed_direct != -1)
+			gpu_direct_error(g->io.failed_direct, why, sizeof(why));
+		else if (io_rc > 0)
+			snprintf(why, sizeof(why), "%s", strerror(io_rc));
+		if (io_rc != -4 || g->io.failed_direct != -1)
+			gheap_direct_log(gh, "a unit of segment %u of \"%s\" went back to the backend: %s",
+							 gh->seg_no, gh->src->relpath, why);
+		return 0;				/* the backend reads it, its checks and errors its own */
+	}
+	if (gagg_cuda(g, GAGG_RETRY(g, gpu_drv.cuLaunchKernel(gh->f_check, (n_pages + 127) / 128, 1, 1,
+														  128, 1, 1, 0, s->stream, args, NULL)),
+				  "cuLaunchKernel") != 0 ||
+		gagg_cuda(g, gpu_drv.cuMemcpyDtoHAsync(s->host + whole->pages, counts, counts_len,
+											   s->stream), "cuMemcpyDtoHAsync") != 0 ||
+		gagg_stream_wait(g, s->stream) != 0)
+		return -1;
+	memcpy(tuples, s->host + whole->pages, counts_len);
+	for (uint32_t p = 0; p < n_pages; p++)
+		if (tuples[p] < 0)
+			return 0;
+	return 1;
+}
+
+/*
+ * gheap_read_pread: the pages of unit ch->unit read with pread into slot
+ * si's pinned buffer (where a whole unit's pages lie in its layout, whole),
+ * each checked as it is read (gheap_check_slice), then the pages that hold
+ * nothing left out, as the backend does, the others' bitmaps into vis; the
+ * pages kept, or -1 when the backend must read the unit, -2 on failure
+ */
+static int64_t
+gheap_read_pread(GheapRun *gh, int si, const WarpHeapChunk *ch, const GheapLayout *whole,
+				 uint8_t *vis, int16_t *tuples, XpuColumnData *cols)
+{
+	GaggRun    *g = &gh->g;
+	GaggSlot   *s = &g->slots[si];
 	uint32_t	n_pages = WARP_HEAP_UNIT_BLOCKS,
 				kept = 0;
-	size_t		len = (size_t) n_pages * XPU_HEAP_PAGE_SIZE;
-	uint8_t    *vis = malloc((size_t) n_pages * XPU_HEAP_VIS_BYTES);
-	int16_t    *tuples = malloc((size_t) n_pages * sizeof(int16_t));
-	XpuColumnData *cols = calloc(src->n_cols + 1, sizeof(XpuColumnData));
-	WarpHeapChunk unit = *ch;
-	GpuCacheFileId id;
-	GheapLayout whole,
-				part;
+	GheapLayout part;
 	GheapUnitRead check;
 	uint8_t    *pages;
-	int64_t		t0 = svc_now_us(CLOCK_MONOTONIC);
-	int			rc = -1,
-				io_rc;
+	int			io_rc;
 
-	unit.flags = WARP_CHUNK_UNIT;
-	unit.read_start_us = svc_now_us(CLOCK_REALTIME);
-	if (vis == NULL || tuples == NULL || cols == NULL)
-	{
-		gagg_fail(g, WARP_ERR_OUT_OF_MEMORY, "out of memory");
-		goto done;
-	}
-	rc = 0;
-	/* (a units run copies its pages from the slot, never from a registered ring) */
-	if (gh->ring_reg || !gheap_seg_id(gh, ch->unit, &id))
-		goto done;				/* no segment file to read: the backend's to say why */
-	/* the pages where a whole unit's go in the slot's pinned buffer */
-	gheap_layout(gh, n_pages, 0, 0, 0, cols, &whole);
-	if (gagg_slot_reserve(g, s, whole.host_len, 0, 0, 8, "a heap unit") != 0)
-	{
-		rc = -1;
-		goto done;
-	}
-	pages = s->host + whole.pages;
+	if (gagg_slot_reserve(g, s, whole->host_len, 0, 0, 8, "a heap unit") != 0)
+		return -2;
+	pages = s->host + whole->pages;
 	check = (GheapUnitRead) {pages, vis, tuples};
-	/* each page checked as it is read (gheap_check_slice) */
-	if (gheap_read_slices(gh, gh->seg_fd, (int64_t) (ch->unit % src->seg_blocks) * XPU_HEAP_PAGE_SIZE,
-						  len, pages, gheap_check_slice, &check, &io_rc) != 0)
-	{
-		rc = -1;
-		goto done;
-	}
+	if (gheap_read_slices(gh, gh->seg_fd,
+						  (int64_t) (ch->unit % gh->src->seg_blocks) * XPU_HEAP_PAGE_SIZE,
+						  (size_t) n_pages * XPU_HEAP_PAGE_SIZE, pages, NULL, 0,
+						  gheap_check_slice, &check, &io_rc) != 0)
+		return -2;
 	if (io_rc != 0)
-		goto done;				/* short, unreadable or a page refused: the backend reads it */
-	/* the pages that hold nothing left out, as the backend does */
+		return -1;				/* short, unreadable or a page refused: the backend reads it */
 	for (uint32_t p = 0; p < n_pages; p++)
 	{
 		if (tuples[p] == 0)
@@ -753,14 +828,78 @@ gheap_read_unit(GheapRun *gh, int si, const WarpHeapChunk *ch)
 	}
 	/* fewer pages: a smaller header part before them */
 	gheap_layout(gh, kept, 0, 0, 0, cols, &part);
-	if (part.pages != whole.pages)
+	if (part.pages != whole->pages)
 		memmove(s->host + part.pages, pages, (size_t) kept * XPU_HEAP_PAGE_SIZE);
+	return kept;
+}
+
+/*
+ * gheap_read_unit: reads unit ch->unit (a probe the cache did not serve)
+ * from its segment file into slot si and launches it, to be kept as a
+ * WARP_CHUNK_UNIT chunk would be ("Units read here" above): with cuFile
+ * where the service reads files so (gheap_read_direct), else with pread.
+ * 1 when it did (the slot busy unless the unit held no tuple), 0 when the
+ * backend must read it, -1 on failure.
+ */
+static int
+gheap_read_unit(GheapRun *gh, int si, const WarpHeapChunk *ch)
+{
+	GaggRun    *g = &gh->g;
+	GaggSlot   *s = &g->slots[si];
+	uint32_t	n_pages = WARP_HEAP_UNIT_BLOCKS;
+	size_t		len = (size_t) n_pages * XPU_HEAP_PAGE_SIZE;
+	uint8_t    *vis = malloc((size_t) n_pages * XPU_HEAP_VIS_BYTES);
+	int16_t    *tuples = malloc((size_t) n_pages * sizeof(int16_t));
+	XpuColumnData *cols = calloc(gh->src->n_cols + 1, sizeof(XpuColumnData));
+	WarpHeapChunk unit = *ch;
+	GpuCacheFileId id;
+	GheapLayout whole;
+	int64_t		t0 = svc_now_us(CLOCK_MONOTONIC),
+				kept;
+	bool		any = false;	/* a visible tuple */
+	int			rc = -1,
+				direct;
+
+	unit.flags = WARP_CHUNK_UNIT;
+	unit.read_start_us = svc_now_us(CLOCK_REALTIME);
+	if (vis == NULL || tuples == NULL || cols == NULL)
+	{
+		gagg_fail(g, WARP_ERR_OUT_OF_MEMORY, "out of memory");
+		goto done;
+	}
+	rc = 0;
+	/* (a units run copies its pages from the slot, never from a registered ring) */
+	if (gh->ring_reg || !gheap_seg_id(gh, ch->unit, &id))
+		goto done;				/* no segment file to read: the backend's to say why */
+	/* the pages where a whole unit's go in the slot's buffers */
+	gheap_layout(gh, n_pages, 0, 0, 0, cols, &whole);
+	if ((direct = gheap_seg_direct(gh)) < 0)
+	{
+		rc = -1;
+		goto done;
+	}
+	if (direct)
+	{
+		/* every page stays where it was read: an empty one adds no row */
+		if ((rc = gheap_read_direct(gh, si, ch, &whole, tuples)) <= 0)
+			goto done;
+		kept = n_pages;
+		for (uint32_t p = 0; p < n_pages; p++)
+			any |= tuples[p] > 0;
+	}
+	else if ((kept = gheap_read_pread(gh, si, ch, &whole, vis, tuples, cols)) < 0)
+	{
+		rc = kept == -2 ? -1 : 0;
+		goto done;
+	}
+	else
+		any = kept > 0;			/* every page kept holds a tuple */
 	rc = 1;
 	s->nrows = 0;
-	if (kept > 0)
+	if (any)
 	{
 		gheap_keep_check(gh, si, &unit);
-		if (gheap_fill_header(gh, si, kept, vis) != 0)
+		if (gheap_fill_header(gh, si, (uint32_t) kept, direct ? NULL : vis, tuples) != 0)
 			rc = -1;
 	}
 	GAGG_ADD(g->run->io_us, (uint64_t) (svc_now_us(CLOCK_MONOTONIC) - t0));
@@ -928,7 +1067,9 @@ gheap_launch(GheapRun *gh, int si)
 					  "cuEventRecord") != 0)
 			return -1;
 	}
-	else if (gagg_cuda(g, gpu_drv.cuMemcpyHtoDAsync(s->dev, s->host, l->host_len, s->stream),
+	else if (gagg_cuda(g, gpu_drv.cuMemcpyHtoDAsync(s->dev, s->host,
+													gh->dev_pages[si] ? l->vis : l->host_len,
+													s->stream),
 					   "cuMemcpyHtoDAsync") != 0)
 		return -1;
 	if (gagg_cuda(g, gpu_drv.cuMemsetD8Async(s->dev + l->bits, 0, l->bits_len, s->stream),
@@ -1234,6 +1375,20 @@ gheap_setup(GheapRun *gh, const ServiceGpu *gpu, uint32_t dev, const GpuAggOptio
 		 gagg_cuda(g, gpu_drv.cuStreamSynchronize(g->slots[0].stream),
 				   "cuStreamSynchronize") != 0))
 		return -1;
+	/* units it reads itself: with cuFile where the service reads files so */
+	if (gh->units && gh->src->service_reads)
+	{
+		const char *unusable = gpu_direct_unusable();
+
+		if (unusable != NULL)
+			return gagg_fail(g, WARP_ERR_IO,
+							 "pg_warp.gpudirect is on, but cuFile cannot be used: %s", unusable);
+		gh->direct = gpu_direct_mode() != WARP_CUFILE_NONE;
+		if (gh->direct &&
+			gagg_cuda(g, gpu_drv.cuModuleGetFunction(&gh->f_check, mod, "kern_heap_check"),
+					  "cuModuleGetFunction") != 0)
+			return -1;
+	}
 	for (int i = 0; i < GAGG_SLOTS; i++)
 		if ((gh->units && gagg_host_alloc(g, (void **) &gh->text_end[i],
 										  (gh->src->n_cols + 1) * sizeof(int32_t),
@@ -1342,6 +1497,7 @@ gpu_heap_execute(const ServiceGpu *gpu, AggRun *run, GpuHeapSource *src,
 		gagg_dev_free(g, &gh.d_scan_prog, run->prog->total_len);
 	free(gh.col_field);
 	free(gh.col_key);
+	gpu_direct_close(gh.seg_direct);
 	if (gh.seg_fd >= 0)
 		close(gh.seg_fd);
 	gpu_drv.cuCtxPopCurrent(&ctx);

@@ -189,3 +189,19 @@ kern_heap_decode(const XpuHeapGpuDesc *d, const XpuHeapGpuChunk *hc, const XpuCh
 	}
 	hg_fail(hc->status, code);
 }
+
+/*
+ * kern_heap_check: a thread per page of the n_pages at pages (a unit cuFile
+ * read into device memory): xpu_hg_check_page's count into tuples[p] (-1:
+ * the backend must read the unit) and the page's bitmap into vis, as the
+ * host's I/O threads check the pages they read
+ */
+XPU_KERNEL void
+kern_heap_check(const uint8_t *pages, uint32_t n_pages, uint8_t *vis, int16_t *tuples)
+{
+	uint32_t	p = blockIdx.x * blockDim.x + threadIdx.x;
+
+	if (p < n_pages)
+		tuples[p] = (int16_t) xpu_hg_check_page(pages + (size_t) p * XPU_HEAP_PAGE_SIZE,
+												vis + (size_t) p * XPU_HEAP_VIS_BYTES);
+}

@@ -23,6 +23,12 @@
  *		every visible tuple's values into chunk's columns: validity bits and
  *		BOOL values OR-ed into zeroed bitmaps, fixed-width values, numeric
  *		as int128 at the column's scale, text as offsets and bytes
+ * *	kern_heap_check(pages, n_pages, vis, tuples)
+ *		before them, for a unit read into device memory with cuFile (its
+ *		pages not seen by the host): each page checked as the host checks
+ *		those it reads (xpu_hg_check_page), its bitmap into vis and its
+ *		count of visible tuples (or -1) into tuples, which the host reads
+ *		back to count the rows or give the unit back
  *
  * measure and decode run one block per page and one thread per line
  * pointer (XPU_HEAP_GPU_BLOCK threads); a tuple's row number is its page's
@@ -258,6 +264,71 @@ xpu_hg_put(const XpuHeapGpuDesc *d, const XpuColumnData *col, int j, uint32_t r,
 		memcpy(values + (size_t) w * r, v, w);
 		return 0;
 	}
+}
+
+/* a heap page's header fields (PostgreSQL's PageHeaderData) and the flags they may hold */
+#define XPU_HEAP_PD_FLAGS		10
+#define XPU_HEAP_PD_LOWER		12
+#define XPU_HEAP_PD_UPPER		14
+#define XPU_HEAP_PD_SPECIAL		16
+#define XPU_HEAP_PD_ALL_VISIBLE	0x0004
+#define XPU_HEAP_PD_VALID_FLAGS	0x0007
+#define XPU_HEAP_MAX_TUPLES		291		/* MaxHeapTuplesPerPage of 8 kB pages */
+
+/*
+ * xpu_hg_check_page: a page the service read from a segment file, taken as
+ * the backend takes a direct read (heap_source.c's direct_page;
+ * PageIsVerifiedExtended's header checks, no checksum: a run is asked to
+ * read only where the cluster has none): its visible tuples with their
+ * bitmap in vis (XPU_HEAP_VIS_BYTES), 0 for an all-zero (new) page, which
+ * holds none, or -1 when the backend must read it: any other page without
+ * PD_ALL_VISIBLE, or whose header is not sane.  The host's I/O threads run
+ * it on the pages they read (service/gpu_heap.c), kern_heap_check on those
+ * cuFile read into device memory.
+ */
+XPU_HOST_DEVICE int
+xpu_hg_check_page(const uint8_t *page, uint8_t *vis)
+{
+	uint16_t	flags = xpu_heap_rd16(page + XPU_HEAP_PD_FLAGS),
+				lower = xpu_heap_rd16(page + XPU_HEAP_PD_LOWER),
+				upper = xpu_heap_rd16(page + XPU_HEAP_PD_UPPER),
+				special = xpu_heap_rd16(page + XPU_HEAP_PD_SPECIAL);
+	int			maxoff,
+				n = 0;
+
+	for (int i = 0; i < XPU_HEAP_VIS_BYTES; i++)
+		vis[i] = 0;
+	if (upper == 0)
+	{
+		for (int i = 0; i < XPU_HEAP_PAGE_SIZE; i += 8)
+		{
+			uint64_t	w;
+
+			memcpy(&w, page + i, sizeof(w));
+			if (w != 0)
+				return -1;
+		}
+		return 0;
+	}
+	if (!(flags & XPU_HEAP_PD_ALL_VISIBLE) || (flags & ~XPU_HEAP_PD_VALID_FLAGS) != 0 ||
+		lower < XPU_HEAP_PAGE_HDR || lower > upper || upper > special ||
+		special > XPU_HEAP_PAGE_SIZE || special % 8 != 0)
+		return -1;
+	maxoff = (lower - XPU_HEAP_PAGE_HDR) / 4;
+	if (maxoff > XPU_HEAP_MAX_TUPLES)
+		return -1;
+	for (int i = 0; i < maxoff; i++)
+	{
+		uint32_t	lp = xpu_heap_rd32(page + XPU_HEAP_PAGE_HDR + 4 * i);
+
+		/* lp_off 15 bits, lp_flags 2, lp_len 15; LP_NORMAL is 1 */
+		if (((lp >> 15) & 3) == 1)
+		{
+			vis[i >> 3] |= (uint8_t) (1 << (i & 7));
+			n++;
+		}
+	}
+	return n;
 }
 
 #endif							/* XPU_HEAP_GPU_H */

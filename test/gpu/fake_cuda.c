@@ -65,7 +65,7 @@ FAKE_API int fake_unit_host_copies;
 enum
 {
 	K_AGG_EXEC, K_HEAP_MEASURE, K_HEAP_SCAN, K_HEAP_DECODE, K_WARP_EXEC, K_SELFTEST, K_OTHER,
-	K_JOIN_SCAN
+	K_JOIN_SCAN, K_HEAP_CHECK
 };
 
 struct CUfunc_st
@@ -73,7 +73,7 @@ struct CUfunc_st
 	int			id;
 };
 static struct CUfunc_st funcs[] = {{K_AGG_EXEC}, {K_HEAP_MEASURE}, {K_HEAP_SCAN},
-{K_HEAP_DECODE}, {K_WARP_EXEC}, {K_SELFTEST}, {K_OTHER}, {K_JOIN_SCAN}};
+{K_HEAP_DECODE}, {K_WARP_EXEC}, {K_SELFTEST}, {K_OTHER}, {K_JOIN_SCAN}, {K_HEAP_CHECK}};
 static int	dummy;
 
 FAKE_API CUresult cuInit(unsigned int f) { return 0; }
@@ -109,6 +109,7 @@ FAKE_API CUresult cuModuleGetFunction(CUfunction *f, CUmodule m, const char *nam
 				strcmp(name, "kern_heap_measure") == 0 ? K_HEAP_MEASURE :
 				strcmp(name, "kern_heap_scan") == 0 ? K_HEAP_SCAN :
 				strcmp(name, "kern_heap_decode") == 0 ? K_HEAP_DECODE :
+				strcmp(name, "kern_heap_check") == 0 ? K_HEAP_CHECK :
 				strcmp(name, "kern_warp_exec") == 0 ? K_WARP_EXEC :
 				strcmp(name, "kern_join_scan_exec") == 0 ? K_JOIN_SCAN :
 				strcmp(name, "pg_warp_selftest") == 0 ? K_SELFTEST : K_OTHER];
@@ -391,6 +392,13 @@ cuLaunchKernel(CUfunction f, unsigned int gx, unsigned int gy, unsigned int gz,
 			break;
 		case K_HEAP_SCAN:
 			fake_scan(ARG(0, const XpuHeapGpuDesc *), ARG(1, const XpuHeapGpuChunk *));
+			break;
+		case K_HEAP_CHECK:
+			/* kern_heap_check(pages, n_pages, vis, tuples): a page at a time */
+			for (uint32_t p = 0; p < *(const uint32_t *) params[1]; p++)
+				ARG(3, int16_t *)[p] = (int16_t)
+					xpu_hg_check_page(ARG(0, const uint8_t *) + (size_t) p * XPU_HEAP_PAGE_SIZE,
+									  ARG(2, uint8_t *) + (size_t) p * XPU_HEAP_VIS_BYTES);
 			break;
 		case K_HEAP_DECODE:
 			fake_heap(ARG(0, const XpuHeapGpuDesc *), ARG(1, const XpuHeapGpuChunk *),

@@ -1206,7 +1206,12 @@ run_checks(int engine)
 	{
 		check_cancel();
 		check_units();
-		check_unit_reads();
+		check_unit_reads(NULL);
+		/* and read with cuFile: the stand-in's ("fake"), or PG_WARP_TEST_CUFILE's on a GPU */
+		if (getenv("PG_WARP_TEST_CUFILE") != NULL && getenv("PG_WARP_TEST_CUFILE")[0] != '\0')
+			check_unit_reads(getenv("PG_WARP_TEST_CUFILE"));
+		else
+			tap_diag("units read with cuFile not checked: PG_WARP_TEST_CUFILE names no libcufile");
 		if (fake_allocs != NULL)
 		{
 			check_kept_blocks();

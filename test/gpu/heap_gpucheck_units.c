@@ -23,6 +23,7 @@
 #include <unistd.h>
 
 #include "service/gpu_cache.h"
+#include "service/gpu_direct.h"
 #include "service/gpu_driver.h"
 #include "xpu/xpu_agg.h"
 #include "xpu/xpu_heap_gpu.h"
@@ -826,8 +827,69 @@ unit_reads_dones(const char *name, const UnitRun *u, const WarpHeapChunk *pr, in
 	heap_tap_ok(ok, "%s%s%s", name, ok ? "" : ": ", u->o.rc == XPU_OK ? why : u->o.msg);
 }
 
+/*
+ * a file the stand-in libcufile refuses (PG_WARP_FAKE_CUFILE_REFUSE): with
+ * pg_warp.gpudirect on the run fails and says why; with auto (nvidia-fs
+ * "loaded") its units are read with pread, every answer right
+ */
+static void
+unit_reads_refused(const Built *bq, Ring *blank, const Ring *r, const XpuAggTable *cpu,
+				   const WarpHeapChunk *pr, int n, const char *dir, off_t full, UnitRun *u)
+{
+	char		path[80];
+	uint8_t    *req = calloc(1, 8192);
+	size_t		len;
+
+	snprintf(path, sizeof(path), "%s/16412", dir);
+	unit_file_visible(path, r, n, full, UR_OK);
+	len = heap_request_reads(bq, r, path, req);
+	setenv("PG_WARP_FAKE_CUFILE_REFUSE", "1", 1);
+	run_chunks(ENG_GPU, bq, blank, req, len, pr, n, u);
+	heap_tap_ok(u->o.rc != XPU_OK && strstr(u->o.msg, "with cuFile") != NULL &&
+				strstr(u->o.msg, "error 5027") != NULL,
+				"unit reads with cuFile: on, a segment file cuFile refuses: the run fails (%s)",
+				u->o.msg);
+	xpu_agg_table_free(u->o.table);
+	/* auto, where nvidia-fs is "loaded" and the library runs GPUDirect Storage */
+	gpu_direct_stop();
+	setenv("PG_WARP_TEST_NVFS_PROC", path, 1);
+	setenv("PG_WARP_FAKE_CUFILE_GDS", "1", 1);
+	gpu_direct_configure(GPU_DIRECT_AUTO, NULL);
+	gpu_direct_start(&unit_gpu);
+	run_chunks(ENG_GPU, bq, blank, req, len, pr, n, u);
+	unit_reads_dones("unit reads with cuFile: auto, a segment file cuFile refuses: read with pread",
+					 u, pr, n, -1, n);
+	unit_groups("unit reads with cuFile: auto, the refused file's units", bq, u, cpu);
+	heap_tap_ok(gpu_direct_mode() == WARP_CUFILE_GDS && u->o.run.bytes_direct == 0 &&
+				u->o.run.bytes_read > 0,
+				"unit reads with cuFile: auto, nothing read with cuFile (mode %u, bytes_read %lu, "
+				"with cuFile %lu)", gpu_direct_mode(), (unsigned long) u->o.run.bytes_read,
+				(unsigned long) u->o.run.bytes_direct);
+	xpu_agg_table_free(u->o.table);
+	unsetenv("PG_WARP_FAKE_CUFILE_REFUSE");
+	unsetenv("PG_WARP_TEST_NVFS_PROC");
+	unsetenv("PG_WARP_FAKE_CUFILE_GDS");
+	unlink(path);
+	free(req);
+}
+
+/* how check_unit_reads reads the units: "" (pread) or " with cuFile" */
+static const char *ur_how = "";
+
+/* "unit reads" and ur_how before what (a few at a time: TAP names and formats) */
+static const char *
+UR(const char *what)
+{
+	static char buf[4][256];
+	static int	k;
+
+	k = (k + 1) % 4;
+	snprintf(buf[k], sizeof(buf[k]), "unit reads%s: %s", ur_how, what);
+	return buf[k];
+}
+
 void
-check_unit_reads(void)
+check_unit_reads(const char *cufile)
 {
 	Gen			g = {UNIT_ROWS, 200, 10, 0, 0};
 	const Built *bq = &built[Q_BY_K];
@@ -870,6 +932,23 @@ check_unit_reads(void)
 	unit_gpu = *the_gpu;
 	unit_gpu.n_devices = 1;
 	gpu_cache_configure(&unit_gpu, -1);
+	ur_how = "";
+	if (cufile != NULL)
+	{
+		/* pg_warp.gpudirect = on: every unit read with cuFile, into device memory */
+		ur_how = " with cuFile";
+		gpu_direct_configure(GPU_DIRECT_ON, cufile);
+		gpu_direct_start(&unit_gpu);
+		if (!heap_tap_ok(gpu_direct_mode() != WARP_CUFILE_NONE, UR("%s loaded (%s)"), cufile,
+						 gpu_direct_unusable() != NULL ? gpu_direct_unusable() : "its mode"))
+		{
+			gpu_direct_configure(GPU_DIRECT_OFF, NULL);
+			rmdir(dir);
+			return;
+		}
+		heap_tap_diag("%s", UR(gpu_direct_mode() == WARP_CUFILE_GDS ? "GPUDirect Storage" :
+							   "compatibility mode"));
+	}
 	run_engine(ENG_CPU, bq, &r, -1, &cpu);
 	n = unit_chunks(&blank, WARP_CHUNK_PROBE, 0, -1, pr);
 	plen = heap_request(bq, &r, plain);
@@ -879,32 +958,35 @@ check_unit_reads(void)
 
 	/* the file just written: read and aggregated, not kept (it changed within a second) */
 	run_chunks(ENG_GPU, bq, &blank, req, len, pr, n, u);
-	unit_reads_dones("unit reads: probes the cache misses, each unit read by the service", u,
+	unit_reads_dones(UR("probes the cache misses, each unit read by the service"), u,
 					 pr, n, -1, n);
-	unit_groups("unit reads: the units read by the service", bq, u, cpu.table);
+	unit_groups(UR("the units read by the service"), bq, u, cpu.table);
 	heap_tap_ok(u->o.run.rows_in == (uint64_t) r.visible &&
-				u->o.run.bytes_read == (uint64_t) n * unit_bytes && u->o.run.bytes_cached == 0,
-				"unit reads: %d units read, %ld tuples (rows_in %lu, bytes_read %lu, bytes_cached %lu)",
+				u->o.run.bytes_read == (uint64_t) n * unit_bytes && u->o.run.bytes_cached == 0 &&
+				u->o.run.bytes_direct == (cufile != NULL ? u->o.run.bytes_read : 0),
+				UR("%d units read, %ld tuples (rows_in %lu, bytes_read %lu, bytes_cached %lu, "
+				   "with cuFile %lu)"),
 				n, (long) r.visible, (unsigned long) u->o.run.rows_in,
-				(unsigned long) u->o.run.bytes_read, (unsigned long) u->o.run.bytes_cached);
+				(unsigned long) u->o.run.bytes_read, (unsigned long) u->o.run.bytes_cached,
+				(unsigned long) u->o.run.bytes_direct);
 	xpu_agg_table_free(u->o.table);
 	run_chunks(ENG_GPU, bq, &blank, req, len, pr, n, u);
-	unit_reads_dones("unit reads: a file changed within a second: read again, not kept", u,
+	unit_reads_dones(UR("a file changed within a second: read again, not kept"), u,
 					 pr, n, -1, n);
 	xpu_agg_table_free(u->o.table);
 
 	/* settled: read and kept, then served from the cache */
 	unit_settle();
 	run_chunks(ENG_GPU, bq, &blank, req, len, pr, n, u);
-	unit_reads_dones("unit reads: the settled file's units read", u, pr, n, -1, n);
-	unit_groups("unit reads: the settled file's units", bq, u, cpu.table);
+	unit_reads_dones(UR("the settled file's units read"), u, pr, n, -1, n);
+	unit_groups(UR("the settled file's units"), bq, u, cpu.table);
 	xpu_agg_table_free(u->o.table);
 	run_chunks(ENG_GPU, bq, &blank, req, len, pr, n, u);
-	unit_dones("unit reads: probes of the units the service read and kept", u, pr, n,
+	unit_dones(UR("probes of the units the service read and kept"), u, pr, n,
 			   WARP_CHUNK_PROBE | WARP_CHUNK_SERVED);
-	unit_groups("unit reads: served from the cache", bq, u, cpu.table);
+	unit_groups(UR("served from the cache"), bq, u, cpu.table);
 	heap_tap_ok(u->o.run.bytes_read == 0 && u->o.run.bytes_cached > 0,
-				"unit reads: nothing read the second time (bytes_read %lu, bytes_cached %lu)",
+				UR("nothing read the second time (bytes_read %lu, bytes_cached %lu)"),
 				(unsigned long) u->o.run.bytes_read, (unsigned long) u->o.run.bytes_cached);
 	xpu_agg_table_free(u->o.table);
 
@@ -913,13 +995,13 @@ check_unit_reads(void)
 	unit_file_visible(path, &r, n_units, full, UR_OK);
 	len = heap_request_units(bq, &r, path, UNIT_SEG_BLOCKS, 0, req);
 	run_chunks(ENG_GPU, bq, &blank, req, len, pr, n, u);
-	unit_dones("unit reads: a request without SERVICE_READS: the backend reads them", u, pr, n,
+	unit_dones(UR("a request without SERVICE_READS: the backend reads them"), u, pr, n,
 			   WARP_CHUNK_PROBE);
 	xpu_agg_table_free(u->o.table);
 	/* nor does the CPU engine read any */
 	len = heap_request_reads(bq, &r, path, req);
 	run_chunks(ENG_CPU, bq, &blank, req, len, pr, n, u);
-	unit_dones("unit reads: the CPU engine reads none", u, pr, n,
+	unit_dones(UR("the CPU engine reads none"), u, pr, n,
 			   WARP_CHUNK_PROBE | WARP_CHUNK_NO_CACHE);
 	xpu_agg_table_free(u->o.table);
 	unlink(path);
@@ -935,7 +1017,7 @@ check_unit_reads(void)
 		unit_file_visible(path, &r, n_units, full, damages[d].damage);
 		len = heap_request_reads(bq, &r, path, req);
 		run_chunks(ENG_GPU, bq, &blank, req, len, pr, n, u);
-		snprintf(name, sizeof(name), "unit reads: %s: its unit missed, the others read",
+		snprintf(name, sizeof(name), UR("%s: its unit missed, the others read"),
 				 damages[d].what);
 		unit_reads_dones(name, u, pr, n, 1, n);
 		unit_groups(name, bq, u, ref->o.table);
@@ -949,11 +1031,11 @@ check_unit_reads(void)
 	unit_file_visible(path, &r, n_units, (off_t) unit_bytes + (off_t) unit_bytes / 2, UR_OK);
 	len = heap_request_reads(bq, &r, path, req);
 	run_chunks(ENG_GPU, bq, &blank, req, len, pr, n, u);
-	unit_reads_dones("unit reads: a file cut in unit 1: unit 0 read, the others missed", u, pr,
+	unit_reads_dones(UR("a file cut in unit 1: unit 0 read, the others missed"), u, pr,
 					 n, -1, 1);
 	plain_ch[0] = (WarpHeapChunk) {0, r.slot_n_pages[0], 0, 0, 0};
 	run_chunks(ENG_CPU, bq, &r, plain, plen, plain_ch, 1, ref);
-	unit_groups("unit reads: a file cut in unit 1, unit 0's groups", bq, u, ref->o.table);
+	unit_groups(UR("a file cut in unit 1, unit 0's groups"), bq, u, ref->o.table);
 	xpu_agg_table_free(ref->o.table);
 	xpu_agg_table_free(u->o.table);
 	unlink(path);
@@ -962,7 +1044,7 @@ check_unit_reads(void)
 	snprintf(path, sizeof(path), "%s/16411", dir);
 	len = heap_request_reads(bq, &r, path, req);
 	run_chunks(ENG_GPU, bq, &blank, req, len, pr, n, u);
-	unit_dones("unit reads: no segment file: every unit missed", u, pr, n, WARP_CHUNK_PROBE);
+	unit_dones(UR("no segment file: every unit missed"), u, pr, n, WARP_CHUNK_PROBE);
 	xpu_agg_table_free(u->o.table);
 	if (mkfifo(path, 0600) != 0)
 	{
@@ -970,18 +1052,26 @@ check_unit_reads(void)
 		exit(1);
 	}
 	run_chunks(ENG_GPU, bq, &blank, req, len, pr, n, u);
-	unit_dones("unit reads: a FIFO where the segment file belongs: every unit missed", u, pr, n,
+	unit_dones(UR("a FIFO where the segment file belongs: every unit missed"), u, pr, n,
 			   WARP_CHUNK_PROBE);
 	heap_tap_ok(u->o.rc == XPU_OK && u->o.run.rows_in == 0,
-				"unit reads: nothing aggregated from the FIFO (rows_in %lu)",
+				UR("nothing aggregated from the FIFO (rows_in %lu)"),
 				(unsigned long) u->o.run.rows_in);
 	xpu_agg_table_free(u->o.table);
 	unlink(path);
 
 	/* SERVICE_READS is a units request's only */
-	request_refused("unit reads: SERVICE_READS without UNITS", bq, &r, plain, plen,
+	request_refused(UR("SERVICE_READS without UNITS"), bq, &r, plain, plen,
 					WARP_HEAP_SERVICE_READS);
 
+	/* the stand-in libcufile refusing the file: on fails the run, auto reads it with pread */
+	if (cufile != NULL && fake_unit_allocs != NULL)
+		unit_reads_refused(bq, &blank, &r, cpu.table, pr, n, dir, full, u);
+	if (cufile != NULL)
+	{
+		gpu_direct_stop();
+		gpu_direct_configure(GPU_DIRECT_OFF, NULL);
+	}
 	snprintf(path, sizeof(path), "%s/16384", dir);
 	unlink(path);
 	rmdir(dir);

@@ -163,3 +163,76 @@ def test_gpu_runs_read_with_cufile(cluster, data_dir):
         assert r.returncode != 0 and "cuFile cannot be used: could not load" in r.stderr, r.stderr
     finally:
         configure(cluster, gpudirect=None, cufile_library=None, gpu_cache_size=None)
+
+
+HEAP_GPU = ("SET pg_warp.engine = gpu", "SET pg_warp.engine_startup_cost = 0",
+            "SET pg_warp.engine_row_cost = 0", "SET enable_hashagg = off",
+            "SET max_parallel_workers_per_gather = 0")
+HEAP_Q = ("SELECT k, count(*), count(v), sum(v), min(t), max(n) FROM gds_heap "
+          "WHERE id % 7 <> 3 GROUP BY k ORDER BY k")
+UNIT = 2048     # blocks of a unit (WARP_HEAP_UNIT_BLOCKS)
+
+
+def heap_cufile(c):
+    """The first GpuPreAgg run after a restart (the GPU column cache empty):
+    its units read by the service, and the kB EXPLAIN says it read with
+    cuFile (text) with the JSON form's bytes and mode."""
+    r = c.run("EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF) " + HEAP_Q, settings=list(HEAP_GPU))
+    assert r.returncode == 0, r.stderr
+    units = sum(int(x.split("Units Read by the Service:")[1].split()[0])
+                for x in r.stdout.splitlines() if "Units Read by the Service:" in x)
+    line = [x.strip() for x in r.stdout.splitlines() if "Read With cuFile:" in x]
+    c.restart()
+    r = c.run("EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, FORMAT JSON) " + HEAP_Q,
+              settings=list(HEAP_GPU))
+    assert r.returncode == 0, r.stderr
+    found = []
+
+    def walk(plan):
+        if "Bytes Read With cuFile" in plan and plan.get("Heap Table") == "gds_heap":
+            found.append((plan["Bytes Read With cuFile"], plan["cuFile Mode"]))
+        for sub in plan.get("Plans", []):
+            walk(sub)
+    walk(json.loads(r.stdout)[0]["Plan"])
+    return units, line, found
+
+
+def test_heap_units_read_with_cufile(cluster):
+    """pg_warp.gpudirect = on: the units of a heap table that the service
+    reads itself (pg_warp.heap_service_read) are read with cuFile straight
+    into GPU memory and their pages checked there (kern_heap_check); the
+    answers are PostgreSQL's.  Off: the same units read with pread."""
+    st = cluster.status()
+    if st["engine"] != "gpu" or not CUFILE:
+        pytest.skip("needs the service on a GPU and PG_WARP_TEST_CUFILE (%s, %r); "
+                    "make -C test/gpu heapfake checks the service's side"
+                    % (st["engine_detail"] or st["engine"], CUFILE))
+    c = cluster
+    c.sql("DROP TABLE IF EXISTS gds_heap; CREATE TABLE gds_heap (id int, k int2, v int8, "
+          "n numeric(12,2), t text, pad text) WITH (autovacuum_enabled = off)")
+    c.sql("INSERT INTO gds_heap SELECT i, CASE WHEN i % 17 = 0 THEN NULL ELSE i % 23 END, "
+          "CASE WHEN i % 11 = 0 THEN NULL ELSE i * 3 - 50000 END, "
+          "CASE WHEN i % 13 = 0 THEN NULL ELSE (i % 1000) / 7.0 END, "
+          "CASE WHEN i % 31 = 0 THEN NULL ELSE 'k' || (i % 37) END, repeat('x', 240) "
+          "FROM generate_series(1, 170000) i")
+    c.sql("VACUUM (FREEZE, ANALYZE) gds_heap")
+    c.sql("CHECKPOINT")
+    units = int(c.sql("SELECT pg_relation_size('gds_heap') / 8192")) // UNIT
+    assert units >= 3
+    try:
+        configure(c, gpudirect="on", cufile_library=CUFILE)
+        # the first run after the restart reads every unit with cuFile: PostgreSQL's answer
+        c.same(HEAP_Q, "GpuPreAgg", on=HEAP_GPU, ordered=True, engine="GPU")
+        c.restart()
+        read, line, found = heap_cufile(c)
+        assert read == units, (read, units)
+        assert line == ["Read With cuFile: %d kB (compatibility mode)" % (units * UNIT * 8)] or \
+            line == ["Read With cuFile: %d kB (GPUDirect Storage)" % (units * UNIT * 8)], line
+        assert found and found[0][0] == units * UNIT * 8192, found
+        configure(c, gpudirect="off")
+        read, line, found = heap_cufile(c)
+        assert read == units and line == [] and found == [(0, "none")], (read, line, found)
+        c.same(HEAP_Q, "GpuPreAgg", on=HEAP_GPU, ordered=True, engine="GPU")
+    finally:
+        configure(c, gpudirect=None, cufile_library=None)
+        c.sql("DROP TABLE IF EXISTS gds_heap")
