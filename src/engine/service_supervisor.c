@@ -78,7 +78,8 @@ static int	pinned_files_mb = 0;
  */
 static char *gpus_setting = "";
 /*
- * pg_warp.gpudirect: whether GPU runs read Arrow files with cuFile
+ * pg_warp.gpudirect: whether GPU runs read Arrow files (and the heap units
+ * the service reads) with cuFile
  * (--gpudirect; service/gpu_direct.c), and pg_warp.cufile_library, the
  * libcufile to load (--cufile-library; '': libcufile.so.0 on the library path)
  */
@@ -212,8 +213,8 @@ pg_warp_service_init(void)
 							NULL, NULL, NULL);
 
 	DefineCustomEnumVariable("pg_warp.gpudirect",
-							 "Whether the pg_warp service reads Arrow files into GPU memory "
-							 "with cuFile (GPUDirect Storage).",
+							 "Whether the pg_warp service reads Arrow files and heap table units "
+							 "into GPU memory with cuFile (GPUDirect Storage).",
 							 "auto (the default): only where libcufile runs GPUDirect Storage "
 							 "(the nvidia-fs driver is loaded), else pread into pinned buffers; "
 							 "on: in libcufile's compatibility mode too, and a GPU run fails "

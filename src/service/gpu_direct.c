@@ -30,7 +30,8 @@
  * file system allows it, as GPUDirect Storage needs.  The registered pages
  * of file_reg.c, when on, come first: they are the page cache's bytes at the
  * bus rate.  utf8 offsets are still read with pread: they are checked on the
- * host.
+ * host.  The heap units a run reads itself are read with cuFile too
+ * (gpu_heap.c, gheap_read_direct), their pages checked on the device.
  *
  *-------------------------------------------------------------------------
  */

@@ -83,6 +83,20 @@
  * file right.  A unit that does not pass (a page, the file) goes back as a
  * miss and the backend reads it as before, its checks and errors its own.
  * Each thread checks the pages of a slice it read at once (gheap_check_slice).
+ *
+ * Units read with cuFile.  Where the service reads files with cuFile
+ * (gpu_direct.c, pg_warp.gpudirect), the I/O threads read a unit's blocks
+ * with cuFileRead straight into the slot's device buffer instead, where
+ * kern_heap_check runs the same check on each page (xpu_hg_check_page),
+ * writing its visibility bitmap beside it and its visible tuples into a
+ * scratch array the host reads back (gheap_read_direct).  A page refused,
+ * or a read that fails or ends short, gives the unit back to the backend as
+ * a miss.  The host counts the rows from the tuples, stages the chunk's
+ * header only (up to the bitmaps: gheap_launch copies no page), and keeps
+ * every page where it was read (an empty one adds no row); growing the
+ * slot's device buffer for the decoded columns keeps the pages
+ * (gheap_dev_grow).  A segment file cuFile refuses is read with pread, or,
+ * with pg_warp.gpudirect on, fails the run.
  * A heap part runs on one thread, and reads with as many I/O threads as
  * gagg_setup gives a run: its share of the service's CPU threads
  * (svc_share_threads) less its own, so that a query's participants
