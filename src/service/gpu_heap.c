@@ -621,21 +621,26 @@ gheap_probe(GheapRun *gh, int si, const WarpHeapChunk *ch)
 	return 1;
 }
 
-/* logs, once a run, why a unit was not kept in the cache */
+/*
+ * gheap_log_once: logs what (a unit not kept in the cache, not read with
+ * cuFile) and fmt's why, once a run (*logged)
+ */
 static void
-gheap_keep_log(GheapRun *gh, const char *fmt,...)
+gheap_log_once(bool *logged, const char *what, const char *fmt,...)
 {
-	char		why[200];
+	char		why[300];
 	va_list		ap;
 
-	if (gh->keep_logged)
+	if (*logged)
 		return;
-	gh->keep_logged = true;
+	*logged = true;
 	va_start(ap, fmt);
 	vsnprintf(why, sizeof(why), fmt, ap);
 	va_end(ap);
-	svc_log("LOG", "a heap unit was not kept in the GPU column cache: %s", why);
+	svc_log("LOG", "%s%s", what, why);
 }
+
+#define GHEAP_NOT_KEPT	"a heap unit was not kept in the GPU column cache: "
 
 /*
  * gheap_keep_check: may slot si's chunk (ch: its pages, read from the file)
@@ -652,10 +657,11 @@ gheap_keep_check(GheapRun *gh, int si, const WarpHeapChunk *ch)
 	if (!gh->units || !(ch->flags & WARP_CHUNK_UNIT))
 		return;
 	if (!gheap_seg_id(gh, ch->unit, &u->id))
-		gheap_keep_log(gh, "segment %u of %s cannot be opened", ch->unit / gh->src->seg_blocks,
-					   gh->src->relpath);
+		gheap_log_once(&gh->keep_logged, GHEAP_NOT_KEPT, "segment %u of %s cannot be opened",
+					   ch->unit / gh->src->seg_blocks, gh->src->relpath);
 	else if (ch->read_start_us <= 0 || u->id.ctime_ns >= settled_ns || u->id.mtime_ns >= settled_ns)
-		gheap_keep_log(gh, "segment %u of %s changed within a second of the read",
+		gheap_log_once(&gh->keep_logged, GHEAP_NOT_KEPT,
+					   "segment %u of %s changed within a second of the read",
 					   ch->unit / gh->src->seg_blocks, gh->src->relpath);
 	else
 	{
@@ -694,22 +700,6 @@ gheap_check_slice(void *arg, const GaggRead *r)
 
 static int	gheap_launch(GheapRun *gh, int si);
 
-/* logs, once a run, why a unit was not read with cuFile */
-static void
-gheap_direct_log(GheapRun *gh, const char *fmt,...)
-{
-	char		why[300];
-	va_list		ap;
-
-	if (gh->direct_logged)
-		return;
-	gh->direct_logged = true;
-	va_start(ap, fmt);
-	vsnprintf(why, sizeof(why), fmt, ap);
-	va_end(ap);
-	svc_log("LOG", "%s", why);
-}
-
 /*
  * gheap_seg_direct: is the segment file open in gh->seg_fd read with cuFile
  * (1), with pread (0: cuFile is off, or refused it), or (-1) does the run
@@ -730,8 +720,8 @@ gheap_seg_direct(GheapRun *gh)
 						 "could not read segment %u of \"%s\" with cuFile: %s", gh->seg_no,
 						 gh->src->relpath, why);
 	gh->seg_refused = true;
-	gheap_direct_log(gh, "segment %u of \"%s\" is read with pread, not cuFile: %s", gh->seg_no,
-					 gh->src->relpath, why);
+	gheap_log_once(&gh->direct_logged, "", "segment %u of \"%s\" is read with pread, not cuFile: %s",
+				   gh->seg_no, gh->src->relpath, why);
 	return 0;
 }
 
@@ -778,8 +768,9 @@ gheap_read_direct(GheapRun *gh, int si, const WarpHeapChunk *ch, const GheapLayo
 		else if (io_rc > 0)
 			snprintf(why, sizeof(why), "%s", strerror(io_rc));
 		if (io_rc != -4 || g->io.failed_direct != -1)
-			gheap_direct_log(gh, "a unit of segment %u of \"%s\" went back to the backend: %s",
-							 gh->seg_no, gh->src->relpath, why);
+			gheap_log_once(&gh->direct_logged, "",
+						   "a unit of segment %u of \"%s\" went back to the backend: %s",
+						   gh->seg_no, gh->src->relpath, why);
 		return 0;				/* the backend reads it, its checks and errors its own */
 	}
 	if (gagg_cuda(g, GAGG_RETRY(g, gpu_drv.cuLaunchKernel(gh->f_check, (n_pages + 127) / 128, 1, 1,
@@ -961,8 +952,8 @@ gheap_keep(GheapRun *gh, int si)
 
 		if (text_len < 0 || text_len > text_cap)
 		{
-			gheap_keep_log(gh, "column %d's text ends at %d of %lld bytes", j, text_len,
-						   (long long) text_cap);
+			gheap_log_once(&gh->keep_logged, GHEAP_NOT_KEPT, "column %d's text ends at %d of %lld bytes",
+						   j, text_len, (long long) text_cap);
 			whole = false;		/* not what the decode left: not kept */
 			break;
 		}
@@ -976,7 +967,8 @@ gheap_keep(GheapRun *gh, int si)
 			if (gpu_cache_entry_tag(u->entries[j]) == (uint64_t) s->nrows &&
 				memcmp(gpu_cache_entry_lens(u->entries[j]), len, sizeof(len)) == 0)
 				continue;
-			gheap_keep_log(gh, "column %d is in the GPU column cache with other rows", j);
+			gheap_log_once(&gh->keep_logged, GHEAP_NOT_KEPT,
+						   "column %d is in the GPU column cache with other rows", j);
 			whole = false;
 			break;
 		}
@@ -985,7 +977,8 @@ gheap_keep(GheapRun *gh, int si)
 		u->filling[j] = u->entries[j] != NULL;
 		if (u->entries[j] == NULL)
 		{
-			gheap_keep_log(gh, "the GPU column cache has no room for column %d (%zu bytes)", j,
+			gheap_log_once(&gh->keep_logged, GHEAP_NOT_KEPT,
+						   "the GPU column cache has no room for column %d (%zu bytes)", j,
 						   len[0] + len[1] + len[2]);
 			whole = false;
 			break;
