@@ -168,8 +168,8 @@ def test_gpu_runs_read_with_cufile(cluster, data_dir):
 HEAP_GPU = ("SET pg_warp.engine = gpu", "SET pg_warp.engine_startup_cost = 0",
             "SET pg_warp.engine_row_cost = 0", "SET enable_hashagg = off",
             "SET max_parallel_workers_per_gather = 0")
-HEAP_Q = ("SELECT k, count(*), count(v), sum(v), min(t), max(n) FROM gds_heap "
-          "WHERE id % 7 <> 3 GROUP BY k ORDER BY k")
+HEAP_Q = ("SELECT k, t, count(*), count(v), sum(v), avg(n), min(id), max(v) FROM gds_heap "
+          "WHERE id % 7 <> 3 GROUP BY k, t ORDER BY k, t")
 UNIT = 2048     # blocks of a unit (WARP_HEAP_UNIT_BLOCKS)
 
 
