@@ -26,8 +26,11 @@
  *
  * Each run registers its files (cuFileHandleRegister) through descriptors
  * of its own, opened through /proc/self/fd from the run's checked ones, so
- * they are the same files whatever their paths name now; O_DIRECT where the
- * file system allows it, as GPUDirect Storage needs.  The registered pages
+ * they are the same files whatever their paths name now; in GPUDirect
+ * Storage mode with O_DIRECT where the file system allows it, as it needs,
+ * and in compatibility mode without, so that libcufile's reads come from the
+ * page cache as pread's do (with O_DIRECT they went to the disk: a heap
+ * table's first runs took 20-40 times as long on the H200 host).  The registered pages
  * of file_reg.c, when on, come first: they are the page cache's bytes at the
  * bus rate.  utf8 offsets are still read with pread: they are checked on the
  * host.  The heap units a run reads itself are read with cuFile too
@@ -213,7 +216,7 @@ gpu_direct_open(int fd, char *err, size_t errlen)
 	int			dfd;
 
 	snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
-	dfd = open(path, O_RDONLY | O_DIRECT | O_CLOEXEC);
+	dfd = open(path, O_RDONLY | O_CLOEXEC | (gd.mode == WARP_CUFILE_GDS ? O_DIRECT : 0));
 	/* a file system without O_DIRECT: libcufile decides (compatibility mode) */
 	if (dfd < 0 && errno == EINVAL)
 		dfd = open(path, O_RDONLY | O_CLOEXEC);

@@ -15,7 +15,9 @@
  *	 PG_WARP_FAKE_CUFILE_REFUSE	set: cuFileHandleRegister fails (5027), as
  *								NVIDIA's does where udev knows no file system
  *	 PG_WARP_FAKE_CUFILE_LOG	a file: each read appends "read LEN\n", and
- *								each registration "register\n"
+ *								each registration "register\n", or
+ *								"register O_DIRECT\n" for a descriptor
+ *								opened with it
  *
  *	 make -C test/gpu bin/fake/libcufile.so.0
  */
@@ -114,7 +116,7 @@ cuFileHandleRegister(void **h, CuFileDescr *d)
 		free(fh);
 		return fake_error(5002);
 	}
-	fake_log("register\n", 0);
+	fake_log((fcntl(d->handle.fd, F_GETFL) & O_DIRECT) ? "register O_DIRECT\n" : "register\n", 0);
 	*h = fh;
 	return fake_error(0);
 }

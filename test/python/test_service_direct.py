@@ -44,7 +44,21 @@ def logged_reads(log):
         return 0, 0
     lines = log.read_text().split("\n")
     return (sum(int(x.split()[1]) for x in lines if x.startswith("read ")),
-            sum(1 for x in lines if x == "register"))
+            sum(1 for x in lines if x in ("register", "register O_DIRECT")))
+
+
+def registered_o_direct(log):
+    """The registrations of descriptors opened with O_DIRECT"""
+    return log.read_text().split("\n").count("register O_DIRECT")
+
+
+def o_direct_allowed(path):
+    """Does the file system of file path take O_DIRECT opens"""
+    try:
+        os.close(os.open(str(path), os.O_RDONLY | os.O_DIRECT))
+        return True
+    except OSError:
+        return False
 
 
 def start(tmp_path, setting, library=FAKE_CUFILE, name="svc"):
@@ -78,6 +92,8 @@ def test_read_with_cufile(client, tmp_path, monkeypatch, cufile_log, gds):
         assert end["direct_mode"] == (2 if gds else 4), end
         read, registered = logged_reads(cufile_log)
         assert read == end["direct"] and registered == 2, (read, registered, end)
+        # O_DIRECT only for GPUDirect Storage: in compatibility mode the page cache serves
+        assert registered_o_direct(cufile_log) == (2 if gds and o_direct_allowed(f) else 0)
         assert "files are read with cuFile" in s.log()
     finally:
         stop(s)
