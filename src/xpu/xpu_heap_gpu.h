@@ -23,7 +23,7 @@
  *		every visible tuple's values into chunk's columns: validity bits and
  *		BOOL values OR-ed into zeroed bitmaps, fixed-width values, numeric
  *		as int128 at the column's scale, text as offsets and bytes
- * *	kern_heap_check(pages, n_pages, vis, tuples)
+ *	kern_heap_check(pages, n_pages, vis, tuples)
  *		before them, for a unit read into device memory with cuFile (its
  *		pages not seen by the host): each page checked as the host checks
  *		those it reads (xpu_hg_check_page), its bitmap into vis and its
