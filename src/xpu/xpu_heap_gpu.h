@@ -9,7 +9,8 @@
  *
  * A heap chunk on the device is the slot's pages, their visibility
  * bitmaps and the first row number of each page (the host counts the
- * visible tuples of each page from the bitmaps while it stages them).  The
+ * visible tuples of each page from the bitmaps while it stages them, or,
+ * for a unit read with cuFile, from kern_heap_check's counts).  The
  * kernels decode the referenced attributes of every visible tuple into the
  * Arrow physical form of an XpuChunk (xpu_program.h) whose buffers the host
  * placed in device memory, so that kern_agg_exec runs over it unchanged:
