@@ -30,9 +30,9 @@
  * Storage mode with O_DIRECT where the file system allows it, as it needs,
  * and in compatibility mode without, so that libcufile's reads come from the
  * page cache as pread's do (with O_DIRECT they went to the disk: a heap
- * table's first runs took 20-40 times as long on the H200 host).  The registered pages
- * of file_reg.c, when on, come first: they are the page cache's bytes at the
- * bus rate.  utf8 offsets are still read with pread: they are checked on the
+ * table's first runs took 20-40 times as long on the H200 host).  The
+ * registered pages of file_reg.c, when on, come first: they are the page
+ * cache's bytes at the bus rate.  utf8 offsets are still read with pread: they are checked on the
  * host.  The heap units a run reads itself are read with cuFile too
  * (gpu_heap.c, gheap_read_direct), their pages checked on the device.
  *

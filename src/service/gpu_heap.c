@@ -319,7 +319,8 @@ gheap_read_pages(GheapRun *gh, uint32_t slot, uint32_t n_pages, uint8_t *dst)
 	int			rc;
 
 	if (gheap_read_slices(gh, gh->src->fd, (int64_t) ((uint64_t) slot * gh->src->slot_size),
-						  (size_t) n_pages * XPU_HEAP_PAGE_SIZE, dst, NULL, 0, NULL, NULL, &rc) != 0)
+						  (size_t) n_pages * XPU_HEAP_PAGE_SIZE, dst, NULL, 0, NULL, NULL,
+						  &rc) != 0)
 		return -1;
 	if (rc != 0)
 		return gagg_fail(&gh->g, WARP_ERR_IO, "could not read the chunk ring: %s",
@@ -720,8 +721,9 @@ gheap_seg_direct(GheapRun *gh)
 						 "could not read segment %u of \"%s\" with cuFile: %s", gh->seg_no,
 						 gh->src->relpath, why);
 	gh->seg_refused = true;
-	gheap_log_once(&gh->direct_logged, "", "segment %u of \"%s\" is read with pread, not cuFile: %s",
-				   gh->seg_no, gh->src->relpath, why);
+	gheap_log_once(&gh->direct_logged, "",
+				   "segment %u of \"%s\" is read with pread, not cuFile: %s", gh->seg_no,
+				   gh->src->relpath, why);
 	return 0;
 }
 
@@ -761,16 +763,14 @@ gheap_read_direct(GheapRun *gh, int si, const WarpHeapChunk *ch, const GheapLayo
 		return -1;
 	if (io_rc != 0)
 	{
-		char		why[128] = "the file ends first";
+		/* only cuFile reads: a failed one is -4; the file ending first is not logged */
+		char		why[128];
 
-		if (io_rc == -4 && g->io.failed_direct != -1)
-			gpu_direct_error(g->io.failed_direct, why, sizeof(why));
-		else if (io_rc > 0)
-			snprintf(why, sizeof(why), "%s", strerror(io_rc));
-		if (io_rc != -4 || g->io.failed_direct != -1)
+		if (g->io.failed_direct != -1)
 			gheap_log_once(&gh->direct_logged, "",
 						   "a unit of segment %u of \"%s\" went back to the backend: %s",
-						   gh->seg_no, gh->src->relpath, why);
+						   gh->seg_no, gh->src->relpath,
+						   gpu_direct_error(g->io.failed_direct, why, sizeof(why)));
 		return 0;				/* the backend reads it, its checks and errors its own */
 	}
 	if (gagg_cuda(g, GAGG_RETRY(g, gpu_drv.cuLaunchKernel(gh->f_check, (n_pages + 127) / 128, 1, 1,
@@ -952,8 +952,9 @@ gheap_keep(GheapRun *gh, int si)
 
 		if (text_len < 0 || text_len > text_cap)
 		{
-			gheap_log_once(&gh->keep_logged, GHEAP_NOT_KEPT, "column %d's text ends at %d of %lld bytes",
-						   j, text_len, (long long) text_cap);
+			gheap_log_once(&gh->keep_logged, GHEAP_NOT_KEPT,
+						   "column %d's text ends at %d of %lld bytes", j, text_len,
+						   (long long) text_cap);
 			whole = false;		/* not what the decode left: not kept */
 			break;
 		}
