@@ -62,6 +62,8 @@
  *	                  whether GPUDirect Storage (nvidia-fs) or compatibility
  *	                  mode was used (see cufile_mode)
  *
+ * SLICE_MIB, REGION_MIB and DEVICE_MIB are mebibytes, or sizes with a K, M or
+ * G suffix (-s 384K: the size of one column of a record batch of pg2arrow's).
  * Every GPU copy goes to one device buffer of DEVICE_MIB (default 4096, at
  * most BYTES) that offsets wrap around.  A way's time runs from the moment
  * its threads (buffers, streams set up) start to the end of its last copy.
@@ -94,6 +96,7 @@
  */
 #define _GNU_SOURCE				/* O_DIRECT */
 #include <dlfcn.h>
+#include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
@@ -1491,8 +1494,10 @@ main(int argc, char **argv)
 
 				if (int_options[opt_i].ival)
 					*int_options[opt_i].ival = v;
-				else
+				else if (optarg[0] != '\0' && isdigit((unsigned char) optarg[strlen(optarg) - 1]))
 					*int_options[opt_i].mib = (size_t) (v < 0 ? 0 : v) * MIB;
+				else
+					*int_options[opt_i].mib = parse_size(optarg, "size");
 				break;
 			}
 		if (opt_i == sizeof(int_options) / sizeof(int_options[0]))
@@ -1584,9 +1589,9 @@ main(int argc, char **argv)
 		fprintf(stderr, "data_paths: %s\n", no_gpu_why);
 		return EXIT_FAILED;
 	}
-	fprintf(stderr, "data_paths: %s, %.2f GB of %.2f GB, %d threads, %d streams, slices %zu MiB, "
+	fprintf(stderr, "data_paths: %s, %.2f GB of %.2f GB, %d threads, %d streams, slices %zu KiB, "
 			"regions %zu MiB; GPU %s\n", path, nbytes / 1e9, file_size / 1e9, n_threads, n_streams,
-			slice / MIB, region / MIB, have_gpu ? device_name : gpu_asked ? no_gpu_why : "not asked");
+			slice / 1024, region / MIB, have_gpu ? device_name : gpu_asked ? no_gpu_why : "not asked");
 	if (have_gpu && (results[W_REGISTER].asked || results[W_REGISTERED_COPY].asked ||
 					 results[W_REGISTER_COPY].asked))
 	{

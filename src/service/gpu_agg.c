@@ -884,6 +884,8 @@ gagg_setup(GaggRun *g, const ServiceGpu *gpu, uint32_t dev, const GpuAggOptions 
 				  "cuModuleGetFunction") != 0 ||
 		gagg_cuda(g, gpu_drv.cuModuleGetFunction(&g->f_exec, mod, "kern_agg_exec"),
 				  "cuModuleGetFunction") != 0 ||
+		gagg_cuda(g, gpu_drv.cuModuleGetFunction(&g->f_copy, mod, "kern_copy_pieces"),
+				  "cuModuleGetFunction") != 0 ||
 		gagg_spec_build(g) != 0 ||
 		(total_rows = gagg_total_rows(g)) < 0)
 		return -1;

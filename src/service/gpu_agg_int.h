@@ -34,6 +34,13 @@
  * (the copy rates by slice size: bench/results/README.md, data path)
  */
 #define GAGG_IO_SLICE		(2 << 20)
+/*
+ * the least bytes of one copy to the GPU while the reads that follow it
+ * are still running (gagg_io_copy merges the copies of consecutive reads):
+ * the H200 host's pinned copies on one stream ran at 40 GB/s in 384 KiB
+ * pieces (a column of a pg2arrow record batch), 51 in 2 MiB, 53 in 8 MiB
+ */
+#define GAGG_COPY_MIN		((size_t) 4 << 20)
 #define GAGG_BLOCKS_PER_SM	XPU_GAGG_MIN_BLOCKS	/* the grid: as many as fit */
 #define GAGG_SMEM_BUDGET	(40 * 1024)
 #define GAGG_CACHE_MAX		256
@@ -120,15 +127,18 @@ typedef struct GaggIo
 	CUcontext	ctx;			/* the threads' (for the copies) */
 	int			stop;
 	/*
-	 * copier: the calling thread queues the copies of the reads (indexes
-	 * ready[n_copied .. n_ready - 1] read, not yet copied; gagg_io_copy)
+	 * copier: the calling thread queues the copies of the reads in their
+	 * order, merged (gagg_io_copy); state[i]: read i is GAGG_READ_* (room
+	 * for state_cap reads)
 	 */
 	bool		copier;
-	int		   *ready;
-	int			ready_cap;
-	int			n_ready;
-	int			n_copied;
+	uint8_t    *state;
+	int			state_cap;
 } GaggIo;
+
+#define GAGG_READ_PENDING	0
+#define GAGG_READ_DONE		1
+#define GAGG_READ_FAILED	2
 
 /*
  * one host-to-device copy of a batch: from the slot's pinned buffer at
@@ -193,6 +203,14 @@ typedef struct GaggSlot
 	GaggCopy   *copies;			/* the launch's host-to-device copies */
 	int			n_copies;
 	int			copies_cap;
+	/*
+	 * the cache entries the launch fills, as pieces of kern_copy_pieces
+	 * from where they were copied in the device buffer: n_scatter of them
+	 * at scatter_at of the pinned buffer (the chunk's header) and of the
+	 * device buffer
+	 */
+	size_t		scatter_at;
+	int			n_scatter;
 } GaggSlot;
 
 #define GAGG_SKIP			2	/* GaggSlot.filling: not read (a read-ahead's) */
@@ -213,6 +231,7 @@ typedef struct GaggRun
 	XpuProgram *hoisted;		/* its constants hoisted for the GPU (owned) */
 	CUfunction	f_init;
 	CUfunction	f_exec;
+	CUfunction	f_copy;			/* kern_copy_pieces */
 	int			n_sms;
 	XpuGaggSpec spec;
 	uint64_t	hll_limit;		/* bytes the table's HLL sketches may take */

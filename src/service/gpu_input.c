@@ -115,9 +115,9 @@ gagg_io_take(GaggIo *io)
 			io->failed_cu = cu;
 			io->failed_direct = drc;
 		}
-		/* the copier (gagg_io_copy) copies what was read, in the order read */
-		if (io->copier && rc == ARROW_OK && r.stream != NULL)
-			io->ready[io->n_ready++] = idx;
+		/* the copier (gagg_io_copy) copies what was read, in the reads' order */
+		if (io->copier)
+			io->state[idx] = rc == ARROW_OK ? GAGG_READ_DONE : GAGG_READ_FAILED;
 		if (++io->finished == io->n_reads || io->copier)
 			pthread_cond_signal(&io->done);
 		pthread_mutex_unlock(&io->lock);
@@ -125,32 +125,68 @@ gagg_io_take(GaggIo *io)
 }
 
 /*
+ * does read b continue the copy of len bytes that starts with read a: the
+ * same stream, and its bytes right after them in pinned memory (past a
+ * piece's padding to GAGG_ALIGN at most) and at the same distance in GPU
+ * memory
+ */
+static bool
+gagg_io_follows(const GaggRead *a, size_t len, const GaggRead *b)
+{
+	uintptr_t	end = (uintptr_t) a->dst + len;
+
+	return b->stream == a->stream && (uintptr_t) b->dst >= end &&
+		(uintptr_t) b->dst - end < GAGG_ALIGN &&
+		b->dev - a->dev == (CUdeviceptr) ((uintptr_t) b->dst - (uintptr_t) a->dst);
+}
+
+/*
  * gagg_io_copy: the calling thread of gagg_io_run, while the I/O threads
- * read: queues the copy of each slice to the GPU as its read ends, until
- * every read has ended (io->lock held on entry and on return).  One thread
- * issues every copy of a launch: fifteen I/O threads queueing copies on the
- * slot's one stream spent 21-28 us a call in the driver, most of it waiting
- * for each other (103-139 ms of their time in Q1.1's first run at SSB SF 20
- * on the H200 host, against 514-605 ms in pread), which the CPU-bound
- * first runs of the joins need for their inner scans (bench/results/README.md,
- * "One thread queues a launch's copies").
+ * read: queues the copies of the reads to the GPU in the reads' order as
+ * they end, each copy covering the consecutive reads that have ended and
+ * lie next to each other on both sides, at least GAGG_COPY_MIN bytes
+ * where more of them follow (io->lock held on entry and on return).  One
+ * thread issues every copy of a launch: fifteen I/O threads queueing
+ * copies on the slot's one stream spent 21-28 us a call in the driver,
+ * most of it waiting for each other (bench/results/README.md, "One thread
+ * queues a launch's copies"); and a copy of one column of a pg2arrow
+ * record batch (384 KiB) ran at three quarters of the bus rate
+ * (GAGG_COPY_MIN).
  */
 static void
 gagg_io_copy(GaggIo *io)
 {
-	while (io->finished < io->n_reads || io->n_copied < io->n_ready)
+	int			i = 0;
+
+	while (i < io->n_reads)
 	{
-		const GaggRead *r;
+		const GaggRead *r = &io->reads[i];
+		size_t		len = r->len;
+		int			j = i + 1;
 		CUresult	cu;
 
-		if (io->n_copied == io->n_ready)
+		if (io->state[i] == GAGG_READ_PENDING)
 		{
 			pthread_cond_wait(&io->done, &io->lock);
 			continue;
 		}
-		r = &io->reads[io->ready[io->n_copied++]];
+		if (io->state[i] == GAGG_READ_FAILED || r->stream == NULL)
+		{
+			i++;
+			continue;
+		}
+		for (; j < io->n_reads && io->state[j] == GAGG_READ_DONE &&
+			 gagg_io_follows(r, len, &io->reads[j]); j++)
+			len = (size_t) (io->reads[j].dst - r->dst) + io->reads[j].len;
+		/* too short while the next read, which would continue it, runs */
+		if (len < GAGG_COPY_MIN && j < io->n_reads && io->state[j] == GAGG_READ_PENDING &&
+			gagg_io_follows(r, len, &io->reads[j]))
+		{
+			pthread_cond_wait(&io->done, &io->lock);
+			continue;
+		}
 		pthread_mutex_unlock(&io->lock);
-		cu = gpu_drv.cuMemcpyHtoDAsync(r->dev, r->dst, r->len, r->stream);
+		cu = gpu_drv.cuMemcpyHtoDAsync(r->dev, r->dst, len, r->stream);
 		pthread_mutex_lock(&io->lock);
 		if (cu != CUDA_SUCCESS && io->failed_errno == 0)
 		{
@@ -158,6 +194,7 @@ gagg_io_copy(GaggIo *io)
 			io->failed_tag = r->tag;
 			io->failed_cu = cu;
 		}
+		i = j;
 	}
 }
 
@@ -228,8 +265,8 @@ gagg_io_stop(GaggIo *io)
 	pthread_mutex_destroy(&io->lock);
 	pthread_cond_destroy(&io->work);
 	pthread_cond_destroy(&io->done);
-	free(io->ready);
-	io->ready = NULL;
+	free(io->state);
+	io->state = NULL;
 }
 
 /*
@@ -252,14 +289,14 @@ gagg_io_run(GaggIo *io, GaggRead *reads, int n)
 	for (int i = 0; i < n && !copies; i++)
 		copies = reads[i].stream != NULL;
 	/* with I/O threads to read, the calling thread queues the copies */
-	if (copies && io->n_threads > 0 && n > io->ready_cap)
+	if (copies && io->n_threads > 0 && n > io->state_cap)
 	{
-		int		   *more = realloc(io->ready, (size_t) n * sizeof(int));
+		uint8_t    *more = realloc(io->state, (size_t) n);
 
 		if (more != NULL)
 		{
-			io->ready = more;
-			io->ready_cap = n;
+			io->state = more;
+			io->state_cap = n;
 		}
 	}
 	pthread_mutex_lock(&io->lock);
@@ -269,9 +306,9 @@ gagg_io_run(GaggIo *io, GaggRead *reads, int n)
 	io->finished = 0;
 	io->failed_errno = 0;
 	io->failed_tag = 0;
-	io->copier = copies && io->n_threads > 0 && io->ready_cap >= n;
-	io->n_ready = 0;
-	io->n_copied = 0;
+	io->copier = copies && io->n_threads > 0 && io->state_cap >= n;
+	if (io->copier)
+		memset(io->state, GAGG_READ_PENDING, (size_t) n);
 	pthread_cond_broadcast(&io->work);
 	if (io->copier)
 		gagg_io_copy(io);
@@ -758,6 +795,7 @@ gagg_place_pieces(GaggRun *g, GaggSlot *s, int p, const GaggPiece *pc, XpuColumn
 			bool		offsets = q == 1 && XPU_COLS(g->prog)[k].kind == XPU_COL_UTF8;
 			bool		mapped = piece->file_off >= 0 && piece->len > 0 &&
 				g->regs != NULL && g->regs[s->parts[p].fi] != NULL && !offsets;
+			bool		staged;
 			struct GpuDirectFile *direct = mapped || offsets || g->direct == NULL ? NULL :
 				g->direct[s->parts[p].fi];
 
@@ -783,9 +821,22 @@ gagg_place_pieces(GaggRun *g, GaggSlot *s, int p, const GaggPiece *pc, XpuColumn
 					return -1;
 			}
 			/*
-			 * a stored piece: each slice copied by the thread that read it,
-			 * or read into the GPU with cuFile
+			 * a stored piece: its slices read into the pinned buffer, whose
+			 * copies (gagg_io_copy) go to the same offsets of the device
+			 * buffer, from where a piece that fills a cache entry is placed
+			 * in it (kern_copy_pieces, gagg_copy_slot); or read into the GPU
+			 * with cuFile
 			 */
+			staged = !mapped && piece->file_off >= 0 && piece->len > 0 && direct == NULL &&
+				ent[k] != NULL;
+			if (staged)
+			{
+				XpuCopyPiece *sp = (XpuCopyPiece *) (s->host + s->scatter_at) + s->n_scatter++;
+
+				sp->src = s->dev + *pos;
+				sp->dst = base + off;
+				sp->len = piece->len;
+			}
 			for (size_t done = 0; !mapped && piece->file_off >= 0 && done < piece->len;
 				 done += GAGG_IO_SLICE)
 			{
@@ -797,7 +848,7 @@ gagg_place_pieces(GaggRun *g, GaggSlot *s, int p, const GaggPiece *pc, XpuColumn
 				r->tag = p;
 				r->offset = piece->file_off + (int64_t) done;
 				r->len = piece->len - done < GAGG_IO_SLICE ? piece->len - done : GAGG_IO_SLICE;
-				r->dev = base + off + done;
+				r->dev = (staged ? s->dev + *pos : base + off) + done;
 				r->direct = direct;
 				r->run = g->run;
 				if (direct == NULL)
@@ -1015,7 +1066,10 @@ gagg_fill_slot(GaggRun *g, GaggSlot *s, const GaggWork *w, int n)
 	int			n_cols = g->prog->n_cols;
 	size_t		cols_at = sizeof(XpuChunk) + (size_t) n * sizeof(XpuChunkPart);
 	size_t		part_cols = (size_t) g->chunk_ncols * sizeof(XpuColumnData);
-	size_t		header = align_up(cols_at + (size_t) n * part_cols, GAGG_ALIGN);
+	/* room for a kern_copy_pieces piece per piece of a column the cache can take */
+	size_t		scatter_at = align_up(cols_at + (size_t) n * part_cols, 16);
+	size_t		header = align_up(scatter_at + (g->use_cache ? (size_t) n * n_cols * 3 : 0) *
+								  sizeof(XpuCopyPiece), GAGG_ALIGN);
 	size_t		total = header,
 				pos = header;
 	int64_t		t0 = svc_now_us(CLOCK_MONOTONIC);
@@ -1066,6 +1120,8 @@ gagg_fill_slot(GaggRun *g, GaggSlot *s, const GaggWork *w, int n)
 	chunk->parts = n > 1 ? (const XpuChunkPart *) (uintptr_t) (s->dev + sizeof(XpuChunk)) : NULL;
 	gagg_chunk_joins(g, chunk);
 	s->n_copies = 0;
+	s->scatter_at = scatter_at;
+	s->n_scatter = 0;
 	{
 		GaggCopy	c = {.host_off = 0, .len = header, .dst = s->dev};
 
@@ -1105,10 +1161,18 @@ done:
 	return rc;
 }
 
-/* gagg_copy_slot: queues the slot's copies on its stream */
+/*
+ * gagg_copy_slot: queues the slot's copies on its stream, then the
+ * placing of the cache entries it fills (the reads' copies were queued as
+ * they ended)
+ */
 int
 gagg_copy_slot(GaggRun *g, GaggSlot *s)
 {
+	CUdeviceptr pieces = s->dev + s->scatter_at;
+	uint32_t	n = (uint32_t) s->n_scatter;
+	void	   *params[] = {&pieces, &n};
+
 	for (int i = 0; i < s->n_copies; i++)
 	{
 		const GaggCopy *c = &s->copies[i];
@@ -1120,6 +1184,11 @@ gagg_copy_slot(GaggRun *g, GaggSlot *s)
 					  "cuMemcpyHtoDAsync") != 0)
 			return -1;
 	}
+	if (n > 0 &&
+		gagg_cuda(g, GAGG_RETRY(g, gpu_drv.cuLaunchKernel(g->f_copy, XPU_COPY_PIECE_BLOCKS, n, 1,
+														  256, 1, 1, 0, s->stream, params, NULL)),
+				  "cuLaunchKernel") != 0)
+		return -1;
 	return 0;
 }
 

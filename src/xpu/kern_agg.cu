@@ -490,6 +490,35 @@ gagg_states_of(XpuGaggTable *t, const XpuGaggSpec *sp, XpuGaggCacheEntry *ce,
 
 /* ---------------- kernels ---------------- */
 
+/*
+ * kern_copy_pieces: piece blockIdx.y of pieces[0 .. n - 1] copied by its
+ * gridDim.x blocks, 16 bytes a thread where both ends are 16-byte aligned
+ */
+XPU_KERNEL void
+kern_copy_pieces(const XpuCopyPiece *pieces, uint32_t n)
+{
+	uint64_t	tid = (uint64_t) blockIdx.x * blockDim.x + threadIdx.x;
+	uint64_t	step = (uint64_t) gridDim.x * blockDim.x;
+	uint64_t	len,
+				head = 0;
+	const uint8_t *src;
+	uint8_t    *dst;
+
+	if (blockIdx.y >= n)
+		return;
+	len = pieces[blockIdx.y].len;
+	src = (const uint8_t *) pieces[blockIdx.y].src;
+	dst = (uint8_t *) pieces[blockIdx.y].dst;
+	if ((((uintptr_t) src | (uintptr_t) dst) & 15) == 0)
+	{
+		head = len / 16 * 16;
+		for (uint64_t i = tid; i < len / 16; i += step)
+			((uint4 *) dst)[i] = ((const uint4 *) src)[i];
+	}
+	for (uint64_t i = head + tid; i < len; i += step)
+		dst[i] = src[i];
+}
+
 /* empties the table (xpu_agg_gpu.h) */
 XPU_KERNEL void
 kern_agg_init(XpuGaggTable *t, const XpuGaggSpec *sp)

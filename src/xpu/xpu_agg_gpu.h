@@ -185,6 +185,23 @@ typedef struct XpuGaggCacheEntry
 } XpuGaggCacheEntry;
 
 /*
+ * One device-to-device copy of kern_copy_pieces: len bytes from src to dst
+ * (device addresses).  The service's input path copies a launch's column
+ * buffers from its pinned buffer to the same offsets of the slot's device
+ * buffer in large copies, then these pieces place the ones that fill
+ * entries of the GPU column cache (service/gpu_input.c).
+ */
+typedef struct XpuCopyPiece
+{
+	uint64_t	src;
+	uint64_t	dst;
+	uint64_t	len;
+} XpuCopyPiece;
+
+/* kern_copy_pieces' blocks per piece (gridDim.x; gridDim.y: the pieces) */
+#define XPU_COPY_PIECE_BLOCKS	4
+
+/*
  * Kernels (extern "C" names in the fatbin):
  *
  *	kern_agg_init(XpuGaggTable *t, XpuGaggSpec *spec)
@@ -205,6 +222,9 @@ typedef struct XpuGaggCacheEntry
  *		power of 2):
  *		their states, then their XpuGaggCacheEntry; the cache is merged into
  *		t once per block; then spec.hll_smem bytes of HLL register copies.
+ *	kern_copy_pieces(const XpuCopyPiece *pieces, uint32_t n)
+ *		copies each of the n pieces (block row blockIdx.y: piece blockIdx.y,
+ *		XPU_COPY_PIECE_BLOCKS blocks a piece, any block size)
  */
 #define XPU_GAGG_BLOCK		256
 /*

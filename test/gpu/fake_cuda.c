@@ -65,7 +65,7 @@ FAKE_API int fake_unit_host_copies;
 enum
 {
 	K_AGG_EXEC, K_HEAP_MEASURE, K_HEAP_SCAN, K_HEAP_DECODE, K_WARP_EXEC, K_SELFTEST, K_OTHER,
-	K_JOIN_SCAN, K_HEAP_CHECK
+	K_JOIN_SCAN, K_HEAP_CHECK, K_COPY_PIECES
 };
 
 struct CUfunc_st
@@ -73,7 +73,8 @@ struct CUfunc_st
 	int			id;
 };
 static struct CUfunc_st funcs[] = {{K_AGG_EXEC}, {K_HEAP_MEASURE}, {K_HEAP_SCAN},
-{K_HEAP_DECODE}, {K_WARP_EXEC}, {K_SELFTEST}, {K_OTHER}, {K_JOIN_SCAN}, {K_HEAP_CHECK}};
+{K_HEAP_DECODE}, {K_WARP_EXEC}, {K_SELFTEST}, {K_OTHER}, {K_JOIN_SCAN}, {K_HEAP_CHECK},
+{K_COPY_PIECES}};
 static int	dummy;
 
 FAKE_API CUresult cuInit(unsigned int f) { return 0; }
@@ -110,6 +111,7 @@ FAKE_API CUresult cuModuleGetFunction(CUfunction *f, CUmodule m, const char *nam
 				strcmp(name, "kern_heap_scan") == 0 ? K_HEAP_SCAN :
 				strcmp(name, "kern_heap_decode") == 0 ? K_HEAP_DECODE :
 				strcmp(name, "kern_heap_check") == 0 ? K_HEAP_CHECK :
+				strcmp(name, "kern_copy_pieces") == 0 ? K_COPY_PIECES :
 				strcmp(name, "kern_warp_exec") == 0 ? K_WARP_EXEC :
 				strcmp(name, "kern_join_scan_exec") == 0 ? K_JOIN_SCAN :
 				strcmp(name, "pg_warp_selftest") == 0 ? K_SELFTEST : K_OTHER];
@@ -399,6 +401,15 @@ cuLaunchKernel(CUfunction f, unsigned int gx, unsigned int gy, unsigned int gz,
 				ARG(3, int16_t *)[p] = (int16_t)
 					xpu_hg_check_page(ARG(0, const uint8_t *) + (size_t) p * XPU_HEAP_PAGE_SIZE,
 									  ARG(2, uint8_t *) + (size_t) p * XPU_HEAP_VIS_BYTES);
+			break;
+		case K_COPY_PIECES:
+			/* kern_copy_pieces(pieces, n): one piece after the other */
+			for (uint32_t p = 0; p < *(const uint32_t *) params[1]; p++)
+			{
+				const XpuCopyPiece *pc = ARG(0, const XpuCopyPiece *) + p;
+
+				memcpy((void *) (uintptr_t) pc->dst, (const void *) (uintptr_t) pc->src, pc->len);
+			}
 			break;
 		case K_HEAP_DECODE:
 			fake_heap(ARG(0, const XpuHeapGpuDesc *), ARG(1, const XpuHeapGpuChunk *),
