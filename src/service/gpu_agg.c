@@ -655,10 +655,17 @@ gagg_total_rows(GaggRun *g)
 	return n;
 }
 
-/* the slots' streams, events and status buffers */
+/* the slots' streams, events and status buffers, and the kernel that fills cache entries */
 static int
 gagg_slots_create(GaggRun *g)
 {
+	CUmodule	mod;
+
+	if (!gpu_device_module(g->dev, &mod, g->msg, g->msglen))
+		return gagg_fail(g, WARP_ERR_UNSUPPORTED, "%s", g->msg);
+	if (gagg_cuda(g, gpu_drv.cuModuleGetFunction(&g->f_copy, mod, "kern_copy_pieces"),
+				  "cuModuleGetFunction") != 0)
+		return -1;
 	for (int i = 0; i < GAGG_SLOTS; i++)
 	{
 		GaggSlot   *s = &g->slots[i];
@@ -883,8 +890,6 @@ gagg_setup(GaggRun *g, const ServiceGpu *gpu, uint32_t dev, const GpuAggOptions 
 	if (gagg_cuda(g, gpu_drv.cuModuleGetFunction(&g->f_init, mod, "kern_agg_init"),
 				  "cuModuleGetFunction") != 0 ||
 		gagg_cuda(g, gpu_drv.cuModuleGetFunction(&g->f_exec, mod, "kern_agg_exec"),
-				  "cuModuleGetFunction") != 0 ||
-		gagg_cuda(g, gpu_drv.cuModuleGetFunction(&g->f_copy, mod, "kern_copy_pieces"),
 				  "cuModuleGetFunction") != 0 ||
 		gagg_spec_build(g) != 0 ||
 		(total_rows = gagg_total_rows(g)) < 0)

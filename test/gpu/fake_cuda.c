@@ -382,6 +382,8 @@ cuLaunchKernel(CUfunction f, unsigned int gx, unsigned int gy, unsigned int gz,
 	/* a kernel fault (e.g. 700, an illegal address): test_gpu_fault.py */
 	if (fault != NULL && atoi(fault) != 0)
 		return atoi(fault);
+	if (f == NULL)
+		return 400;				/* CUDA_ERROR_INVALID_HANDLE, as the driver says */
 	switch (f->id)
 	{
 		case K_AGG_EXEC:

@@ -109,6 +109,27 @@ def test_column_cache_first(client, pinned, tmp_path):
     assert scan_all(client, pinned, f, t, 1500)["mapped"] == 0
 
 
+@pytest.fixture
+def preads(tmp_path):
+    """No registration (every slice read with pread), the GPU column cache on"""
+    yield from service_with(tmp_path)
+
+
+def test_column_cache_first_through_pread(client, preads, tmp_path):
+    """Read with pread, a run's slices are copied to the slot's device
+    buffer and the cache entries they fill are placed from there
+    (kern_copy_pieces): the second run takes every referenced column from
+    the cache and answers as pyarrow does"""
+    t = table(20000, 3)
+    f = write(tmp_path / "a.arrow", t, 1500)
+    first = scan_all(client, preads, f, t, 1500)
+    again = scan_all(client, preads, f, t, 1500)
+    # bytes_read keeps the CPU workers' loads of the passing rows: the
+    # GPU's reads of field 0 (values, validity) and field 1 (offsets, data) are gone
+    assert first["bytes_read"] - again["bytes_read"] >= 20000 * (4 + 4), (first, again)
+    assert first["mapped"] == again["mapped"] == 0, (first, again)
+
+
 def two_files_and_a_file_twice(client, svc, tmp_path):
     """One run over two files, the first of them twice, checked; its END"""
     t1, t2 = table(9000, 1), table(13000, 2)

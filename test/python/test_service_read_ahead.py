@@ -93,6 +93,27 @@ def test_read_ahead_fills_the_cache(client, agg, pinned, tmp_path):
     assert scan_pos(client, pinned, g, t, 4000)["mapped"] > 0
 
 
+def test_read_ahead_through_pread(client, agg, tmp_path):
+    """Without registration the read-ahead's slices are read with pread,
+    copied to the slot's device buffer and placed in the cache entries
+    from there (kern_copy_pieces): a run then takes discount from the
+    cache (it reads fewer bytes than over the same file not read ahead)
+    and answers as pyarrow does"""
+    svc = next(gen := service_with(tmp_path))
+    try:
+        t = table(30000, 2)
+        f = write(tmp_path / "a.arrow", t, 4000)
+        first, err = fill(agg, svc, f)
+        assert err is None and first["status"] == 0 and first["engine"] == ENGINE, (first, err)
+        assert first["bytes_read"] >= 30000 * (4 + 4 + 8), first
+        read_ahead = scan_pos(client, svc, f, t, 4000)
+        g = write(tmp_path / "b.arrow", t, 4000)
+        control = scan_pos(client, svc, g, t, 4000)
+        assert control["bytes_read"] - read_ahead["bytes_read"] >= 30000 * 4, (read_ahead, control)
+    finally:
+        next(gen, None)
+
+
 def test_read_ahead_of_a_replaced_file(client, agg, pinned, tmp_path):
     """A file replaced (renamed over) after its read-ahead: read ahead
     again, and the run answers the new contents"""
