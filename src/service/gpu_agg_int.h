@@ -37,8 +37,9 @@
 /*
  * the least bytes of one copy to the GPU while the reads that follow it
  * are still running (gagg_io_copy merges the copies of consecutive reads):
- * the H200 host's pinned copies on one stream ran at 40 GB/s in 384 KiB
- * pieces (a column of a pg2arrow record batch), 51 in 2 MiB, 53 in 8 MiB
+ * copies of one column of a pg2arrow record batch (384 KiB) stay well
+ * below the bus rate, copies of a few MiB reach it (bench/results/README.md,
+ * "A launch's copies merged")
  */
 #define GAGG_COPY_MIN		((size_t) 4 << 20)
 #define GAGG_BLOCKS_PER_SM	XPU_GAGG_MIN_BLOCKS	/* the grid: as many as fit */

@@ -149,9 +149,8 @@ gagg_io_follows(const GaggRead *a, size_t len, const GaggRead *b)
  * thread issues every copy of a launch: fifteen I/O threads queueing
  * copies on the slot's one stream spent 21-28 us a call in the driver,
  * most of it waiting for each other (bench/results/README.md, "One thread
- * queues a launch's copies"); and a copy of one column of a pg2arrow
- * record batch (384 KiB) ran at three quarters of the bus rate
- * (GAGG_COPY_MIN).
+ * queues a launch's copies"); and copies of single columns of pg2arrow's
+ * record batches fall short of the bus rate (GAGG_COPY_MIN).
  */
 static void
 gagg_io_copy(GaggIo *io)
