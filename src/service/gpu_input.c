@@ -1169,7 +1169,7 @@ int
 gagg_copy_slot(GaggRun *g, GaggSlot *s)
 {
 	CUdeviceptr pieces = s->dev + s->scatter_at;
-	uint32_t	n = (uint32_t) s->n_scatter;
+	uint32_t	n;
 	void	   *params[] = {&pieces, &n};
 
 	for (int i = 0; i < s->n_copies; i++)
@@ -1183,11 +1183,17 @@ gagg_copy_slot(GaggRun *g, GaggSlot *s)
 					  "cuMemcpyHtoDAsync") != 0)
 			return -1;
 	}
-	if (n > 0 &&
-		gagg_cuda(g, GAGG_RETRY(g, gpu_drv.cuLaunchKernel(g->f_copy, XPU_COPY_PIECE_BLOCKS, n, 1,
-														  256, 1, 1, 0, s->stream, params, NULL)),
-				  "cuLaunchKernel") != 0)
-		return -1;
+	/* a launch's grid has at most 65535 rows of blocks (pieces) */
+	for (int done = 0; done < s->n_scatter; done += (int) n)
+	{
+		n = s->n_scatter - done < 65535 ? (uint32_t) (s->n_scatter - done) : 65535;
+		pieces = s->dev + s->scatter_at + (size_t) done * sizeof(XpuCopyPiece);
+		if (gagg_cuda(g, GAGG_RETRY(g, gpu_drv.cuLaunchKernel(g->f_copy, XPU_COPY_PIECE_BLOCKS,
+															  n, 1, 256, 1, 1, 0, s->stream,
+															  params, NULL)),
+					  "cuLaunchKernel") != 0)
+			return -1;
+	}
 	return 0;
 }
 

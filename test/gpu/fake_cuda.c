@@ -384,6 +384,8 @@ cuLaunchKernel(CUfunction f, unsigned int gx, unsigned int gy, unsigned int gz,
 		return atoi(fault);
 	if (f == NULL)
 		return 400;				/* CUDA_ERROR_INVALID_HANDLE, as the driver says */
+	if (gy > 65535 || gz > 65535 || gx == 0 || gy == 0 || gz == 0)
+		return 1;				/* CUDA_ERROR_INVALID_VALUE: the driver's grid limits */
 	switch (f->id)
 	{
 		case K_AGG_EXEC:
