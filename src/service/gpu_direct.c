@@ -32,9 +32,10 @@
  * page cache as pread's do (with O_DIRECT they went to the disk: a heap
  * table's first runs took 20-40 times as long on the H200 host).  The
  * registered pages of file_reg.c, when on, come first: they are the page
- * cache's bytes at the bus rate.  utf8 offsets are still read with pread: they are checked on the
- * host.  The heap units a run reads itself are read with cuFile too
- * (gpu_heap.c, gheap_read_direct), their pages checked on the device.
+ * cache's bytes at the bus rate.  utf8 offsets are still read with pread:
+ * they are checked on the host.  The heap units a run reads itself are read
+ * with cuFile too (gpu_heap.c, gheap_read_direct), their pages checked on
+ * the device.
  *
  *-------------------------------------------------------------------------
  */
