@@ -1155,6 +1155,7 @@ gpu_agg_fill_device(const ServiceGpu *gpu, AggRun *run, uint32_t device, int *we
 		{
 			gagg_io_start(&g.io, (threads < GAGG_IO_THREADS ? threads : GAGG_IO_THREADS) - 1,
 						  g.ctx);
+			g.io.nice = GAGG_FILL_NICE;
 			rc = gagg_fill_batches(&g);
 		}
 	}

@@ -42,6 +42,13 @@
  * "A launch's copies merged")
  */
 #define GAGG_COPY_MIN		((size_t) 4 << 20)
+/*
+ * the nice value of a read-ahead's I/O threads (AGG_FILL): while a join's
+ * inner tables are built, PostgreSQL's processes that build them (the run
+ * cannot start before) take the CPUs first, and the read-ahead the rest
+ * (bench/results/README.md, "A read-ahead behind the builds")
+ */
+#define GAGG_FILL_NICE		10
 #define GAGG_BLOCKS_PER_SM	XPU_GAGG_MIN_BLOCKS	/* the grid: as many as fit */
 #define GAGG_SMEM_BUDGET	(40 * 1024)
 #define GAGG_CACHE_MAX		256
@@ -126,6 +133,7 @@ typedef struct GaggIo
 	CUresult	failed_cu;
 	int			failed_direct;	/* gpu_direct_read's result */
 	CUcontext	ctx;			/* the threads' (for the copies) */
+	int			nice;			/* > 0: the threads' nice value (a read-ahead's) */
 	int			stop;
 	/*
 	 * copier: the calling thread queues the copies of the reads in their

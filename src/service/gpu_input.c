@@ -15,7 +15,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "arrow/arrow.h"
 #include "arrow/arrow_io.h"
@@ -205,6 +208,10 @@ gagg_io_main(void *arg)
 	/* the context of the copies that follow reads */
 	if (io->ctx != NULL)
 		gpu_drv.cuCtxPushCurrent(io->ctx);
+	/* this thread alone (Linux: a thread id names one thread); it ends with the run */
+	if (io->nice > 0 && setpriority(PRIO_PROCESS, (id_t) syscall(SYS_gettid), io->nice) != 0)
+		svc_log("WARNING", "could not lower the priority of a read-ahead's I/O thread: %s",
+				strerror(errno));
 	pthread_mutex_lock(&io->lock);
 	while (!io->stop)
 	{

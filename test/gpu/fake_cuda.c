@@ -24,10 +24,13 @@
  *		succeeds and is counted (fake_host_registers, fake_host_registered),
  *		as are device and pinned allocations (fake_allocs)
  *		unless PG_WARP_FAKE_CUDA_NO_REGISTER is set, when it is refused, so
- *		that both of the heap path's ways to the device run.
+ *		that both of the heap path's ways to the device run.  With
+ *		PG_WARP_FAKE_CUDA_COPY_DELAY_US=N each host-to-device copy takes N
+ *		microseconds more, so that a test can watch a run's threads.
  */
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "xpu/cuda_driver.h"
 #include "xpu/xpu_agg.h"
@@ -163,6 +166,10 @@ FAKE_API CUresult cuMemHostUnregister(void *p)
 FAKE_API CUresult cuMemcpyHtoDAsync_v2(CUdeviceptr d, const void *s, size_t n, CUstream st)
 {
 	int			units = __atomic_load_n(&fake_unit_host_allocs, __ATOMIC_RELAXED);
+	const char *delay = getenv("PG_WARP_FAKE_CUDA_COPY_DELAY_US");
+
+	if (delay != NULL && atol(delay) > 0)
+		usleep((useconds_t) atol(delay));
 
 	for (int i = __atomic_load_n(&fake_unit_watch, __ATOMIC_RELAXED);
 		 i < units && i < FAKE_UNIT_HOSTS; i++)

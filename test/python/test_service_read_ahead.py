@@ -15,6 +15,7 @@ the stand-in runs no aggregation kernel.
 import os
 import shutil
 import threading
+import time
 
 import pyarrow as pa
 import pytest
@@ -109,6 +110,56 @@ def test_read_ahead_through_pread(client, agg, tmp_path):
         read_ahead = scan_pos(client, svc, f, t, 4000)
         g = write(tmp_path / "b.arrow", t, 4000)
         control = scan_pos(client, svc, g, t, 4000)
+        assert control["bytes_read"] - read_ahead["bytes_read"] >= 30000 * 4, (read_ahead, control)
+    finally:
+        next(gen, None)
+
+
+def thread_nices(pid):
+    """{thread id: nice value} of process pid's threads now"""
+    out = {}
+    for tid in os.listdir("/proc/%d/task" % pid):
+        try:
+            with open("/proc/%d/task/%s/stat" % (pid, tid)) as fh:
+                # after "(comm)": state is field 3, nice field 19
+                out[int(tid)] = int(fh.read().rsplit(")", 1)[1].split()[16])
+        except (OSError, IndexError, ValueError):
+            pass                # the thread ended meanwhile
+    return out
+
+
+def test_read_ahead_threads_yield_the_cpus(client, agg, tmp_path, monkeypatch):
+    """A read-ahead's I/O threads run at nice 10 (GAGG_FILL_NICE: the
+    builds of the inner tables, which the run waits for, take the CPUs
+    first), the service's own threads stay at 0, and the cache it filled
+    still serves a run that answers as pyarrow does.  The stand-in's copies
+    are slowed (PG_WARP_FAKE_CUDA_COPY_DELAY_US) so that the threads live
+    long enough to be seen."""
+    monkeypatch.setenv("PG_WARP_FAKE_CUDA_COPY_DELAY_US", "40000")
+    svc = next(gen := service_with(tmp_path))
+    try:
+        pid = svc.proc.pid
+        before = thread_nices(pid)
+        assert before and set(before.values()) == {0}, before
+        t = table(30000, 3)
+        f = write(tmp_path / "a.arrow", t, 4000)
+        out = {}
+        th = threading.Thread(target=lambda: out.update(r=fill(agg, svc, f)))
+        th.start()
+        seen = {}
+        while th.is_alive():
+            for tid, nice in thread_nices(pid).items():
+                seen.setdefault(tid, set()).add(nice)
+            time.sleep(0.002)
+        th.join()
+        first, err = out["r"]
+        assert err is None and first["status"] == 0 and first["bytes_read"] > 0, (first, err)
+        # an I/O thread starts at 0 and lowers its own priority first thing
+        assert any(10 in n for tid, n in seen.items() if tid not in before), seen
+        assert all(n == {0} for tid, n in seen.items() if tid in before), seen
+        assert thread_nices(pid)[pid] == 0
+        read_ahead = scan_pos(client, svc, f, t, 4000)
+        control = scan_pos(client, svc, write(tmp_path / "b.arrow", t, 4000), t, 4000)
         assert control["bytes_read"] - read_ahead["bytes_read"] >= 30000 * 4, (read_ahead, control)
     finally:
         next(gen, None)
