@@ -1451,6 +1451,20 @@ gj_read_rows(GjInner *g, const GjSpec *gs, XpuJoinBuilder *b, const char **why)
 }
 
 /*
+ * gj_release_rows: what a parallel build of depth g attached to its
+ * builder in place (gj_build_take), let go once the table is written or
+ * the builder freed
+ */
+static void
+gj_release_rows(GjInner *g)
+{
+	PlanState  *node = g->group != NULL ? g->ps : gj_build_node(g->ps);
+
+	if (node != NULL)
+		gj_build_release(node);
+}
+
+/*
  * gj_find: depth d's table as an earlier query left it with the service,
  * if the relation did not change since (g takes it: true); else what
  * building it needs into *f: its spec, and where it may be kept, its key
@@ -1535,6 +1549,7 @@ gj_load(GjInner *g, int d, const XpuProgram *prog, GjBuildStart *before, const c
 	if (!gj_read_rows(g, &f->gs, b, why))
 	{
 		xpu_join_builder_free(b);
+		gj_release_rows(g);
 		return false;
 	}
 	/* kept for later queries only if no tuple changed while the rows were read */
@@ -1549,6 +1564,7 @@ gj_load(GjInner *g, int d, const XpuProgram *prog, GjBuildStart *before, const c
 	if ((len = xpu_join_builder_layout(b, &err)) == 0)
 	{
 		xpu_join_builder_free(b);
+		gj_release_rows(g);
 		*why = gj_build_why(&err);
 		return false;
 	}
@@ -1569,6 +1585,7 @@ gj_load(GjInner *g, int d, const XpuProgram *prog, GjBuildStart *before, const c
 	}
 	xpu_join_builder_write(b, p);
 	xpu_join_builder_free(b);
+	gj_release_rows(g);
 	munmap(p, len);
 	if (fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE | F_SEAL_SEAL) != 0)
 	{

@@ -206,6 +206,7 @@ extern PlanState *gj_build_node(PlanState *inner);
 extern bool gj_build_run(PlanState *inner, const GjSpec *gs, XpuJoinBuilder *b, double *rows,
 						 const char **why);
 extern bool gj_build_take(PlanState *node, XpuJoinBuilder *b, double *rows, const char **why);
+extern void gj_build_release(PlanState *node);
 extern bool gj_build_groups(GjInner *inner, int n, const XpuProgram *prog, GjBuildStart *start,
 							const char **why);
 extern void gj_build_init(void);

@@ -14,8 +14,10 @@
  * a builder of its own; when its scan ends it writes the builder's image
  * (xpu_join_builder_image) into the query's dynamic shared memory and
  * returns no row.  The leader (gj_load -> gj_build_run) runs the Gather to
- * its end, then merges the images into the table's builder
- * (xpu_join_builder_merge) and goes on as before: layout, memfd, service.
+ * its end, then attaches the images to the table's builder where they lie
+ * (xpu_join_builder_attach: checked, not copied) and goes on as before:
+ * layout, memfd (the table written from the images), service; then frees
+ * them (gj_build_release).
  *
  * The leader's node gets the table's spec (GjSpec: with the probe types the
  * program gives, which the plan does not hold) before the Gather starts its
@@ -86,6 +88,8 @@ typedef struct GjbState
 	GjbShared	local;
 	dsa_area   *area;			/* the query's DSA, NULL: none */
 	GjbImage   *local_images;	/* images kept without a DSA */
+	dsa_pointer taken;			/* the images in the DSA that b reads in
+								 * place, until gj_build_release */
 	bool		armed;			/* the leader gave the spec (gj_build_run) */
 	bool		done;			/* this participant's share is built */
 	XpuJoinBuilder *builder;	/* while the share is built */
@@ -459,6 +463,7 @@ gjb_rescan(CustomScanState *node)
 	GjbState   *st = (GjbState *) node;
 
 	st->done = false;
+	gj_build_release(&node->ss.ps);
 	st->local_images = NULL;
 	if (st->shared == &st->local)
 	{
@@ -547,12 +552,15 @@ gjb_arm(PlanState *node, const GjSpec *gs)
 	st->armed = true;
 }
 
-/* one participant's image merged into b, its rows counted in *rows */
+/*
+ * one participant's image attached to b in place (it stays until the
+ * table is written: gj_build_release), its rows counted in *rows
+ */
 static bool
-gjb_merge(XpuJoinBuilder *b, const GjbImage *img, double *rows, XpuError *err)
+gjb_attach(XpuJoinBuilder *b, const GjbImage *img, double *rows, XpuError *err)
 {
 	*rows += img->rows;
-	return xpu_join_builder_merge(b, img->data, img->len, err);
+	return xpu_join_builder_attach(b, img->data, img->len, err);
 }
 
 /*
@@ -574,9 +582,14 @@ gj_build_run(PlanState *inner, const GjSpec *gs, XpuJoinBuilder *b, double *rows
 }
 
 /*
- * gj_build_take: the images of GpuJoinBuild node (whose Gather ran) merged
- * into builder b, the rows counted in *rows; false (why) where a
- * participant refused the table or the merge fails
+ * gj_build_take: the images of GpuJoinBuild node (whose Gather ran)
+ * attached to builder b where they lie, the rows counted in *rows; false
+ * (why) where a participant refused the table or an image is refused.
+ * The leader no longer copies every share into b (the copy, and the fresh
+ * pages it filled, were most of the serial part of a build: "A read-ahead
+ * behind the builds", bench/results/README.md): b reads them when the
+ * table is written, after which gj_build_release frees them (else they go
+ * with the query's DSA).
  */
 bool
 gj_build_take(PlanState *node, XpuJoinBuilder *b, double *rows, const char **why)
@@ -592,23 +605,35 @@ gj_build_take(PlanState *node, XpuJoinBuilder *b, double *rows, const char **why
 		ok = false;
 	}
 	for (GjbImage *img = st->local_images; ok && img != NULL; img = img->local_next)
-		ok = gjb_merge(b, img, rows, &err);
-	/* the images in the DSA: merged, and freed either way */
+		ok = gjb_attach(b, img, rows, &err);
 	dp = st->shared == &st->local ? InvalidDsaPointer : st->shared->images;
-	while (DsaPointerIsValid(dp))
-	{
-		GjbImage   *img = dsa_get_address(st->area, dp);
-		dsa_pointer next = img->next;
-
-		ok = ok && gjb_merge(b, img, rows, &err);
-		dsa_free(st->area, dp);
-		dp = next;
-	}
 	if (st->shared != &st->local)
 		st->shared->images = InvalidDsaPointer;
+	gj_build_release(node);
+	st->taken = dp;
+	for (; ok && DsaPointerIsValid(dp); dp = ((GjbImage *) dsa_get_address(st->area, dp))->next)
+		ok = gjb_attach(b, dsa_get_address(st->area, dp), rows, &err);
 	if (!ok && err.message[0] != '\0')
 		*why = gj_build_why(&err);
 	return ok;
+}
+
+/*
+ * gj_build_release: the images that gj_build_take attached, once the
+ * builder that reads them is written or freed
+ */
+void
+gj_build_release(PlanState *node)
+{
+	GjbState   *st = (GjbState *) node;
+
+	while (DsaPointerIsValid(st->taken))
+	{
+		dsa_pointer next = ((GjbImage *) dsa_get_address(st->area, st->taken))->next;
+
+		dsa_free(st->area, st->taken);
+		st->taken = next;
+	}
 }
 
 /*

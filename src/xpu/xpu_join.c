@@ -39,6 +39,29 @@ typedef struct KeyedRow
 	uint32_t	row;
 } KeyedRow;
 
+/*
+ * a run of a builder's rows as the layout reads them: its own (buffers
+ * of its own), or those of an image attached in place
+ * (xpu_join_builder_attach), whose row numbers and text offsets are its
+ * own and move past base_rows and base_text in the table
+ */
+typedef struct RowsView
+{
+	const uint8_t *keyed;		/* KeyedRow[n_keyed], 8-byte aligned */
+	uint64_t	n_keyed;
+	const uint8_t *keys;
+	uint64_t	len_keys;
+	const uint8_t *null_rows;	/* uint32[n_null] */
+	uint64_t	n_null;
+	const uint8_t *text;
+	uint64_t	len_text;
+	const uint8_t *pay_vals[XPU_JOIN_MAX_PAYLOAD];
+	const uint8_t *pay_nulls[XPU_JOIN_MAX_PAYLOAD];
+	uint32_t	n_rows;
+	uint32_t	base_rows;
+	uint64_t	base_text;
+} RowsView;
+
 struct XpuJoinBuilder
 {
 	XpuJoinSpec spec;
@@ -51,6 +74,10 @@ struct XpuJoinBuilder
 												 * XpuJoinText with off into text */
 	Buf			pay_nulls[XPU_JOIN_MAX_PAYLOAD];
 	Buf			text;			/* payload text bytes */
+	/* images attached in place: their rows follow the builder's own */
+	RowsView   *parts;
+	int			n_parts;
+	int			cap_parts;
 	/* the layout, once xpu_join_builder_layout made it (no rows after) */
 	int			laid_out;
 	XpuJoinTable hdr;
@@ -116,6 +143,65 @@ buf_free(Buf *b)
 	free(b->p);
 	b->p = NULL;
 	b->len = b->cap = 0;
+}
+
+/* ---------------------------------------------------------------- the rows' runs */
+
+/* the builder's own rows as a view (numbered from 0) */
+static void
+own_view(const XpuJoinBuilder *b, RowsView *v)
+{
+	memset(v, 0, sizeof(*v));
+	v->keyed = b->keyed.p;
+	v->n_keyed = b->keyed.len / sizeof(KeyedRow);
+	v->keys = b->keys.p;
+	v->len_keys = b->keys.len;
+	v->null_rows = b->null_rows.p;
+	v->n_null = b->null_rows.len / 4;
+	v->text = b->text.p;
+	v->len_text = b->text.len;
+	for (int c = 0; c < b->spec.n_pay; c++)
+	{
+		v->pay_vals[c] = b->pay_vals[c].p;
+		v->pay_nulls[c] = b->pay_nulls[c].p;
+	}
+	/* no rows are added once an image is attached: the images' rows follow */
+	v->n_rows = b->n_parts > 0 ? b->parts[0].base_rows : b->n_rows;
+}
+
+/* view i of b's rows in their order: 0 its own, then the attached images */
+static const RowsView *
+view_at(const XpuJoinBuilder *b, const RowsView *own, int i)
+{
+	return i == 0 ? own : &b->parts[i - 1];
+}
+
+/* the sums over b's views: keyed rows, key bytes, NULL-key rows, text bytes */
+static void
+view_totals(const XpuJoinBuilder *b, uint64_t *keyed, uint64_t *keys, uint64_t *nulls,
+			uint64_t *text)
+{
+	*keyed = b->keyed.len / sizeof(KeyedRow);
+	*keys = b->keys.len;
+	*nulls = b->null_rows.len / 4;
+	*text = b->text.len;
+	for (int i = 0; i < b->n_parts; i++)
+	{
+		*keyed += b->parts[i].n_keyed;
+		*keys += b->parts[i].len_keys;
+		*nulls += b->parts[i].n_null;
+		*text += b->parts[i].len_text;
+	}
+}
+
+/* keyed row i of view v */
+static inline KeyedRow
+view_keyed(const RowsView *v, uint64_t i)
+{
+	KeyedRow	kr;
+
+	memcpy(&kr, v->keyed + i * sizeof(KeyedRow), sizeof(kr));
+	return kr;
 }
 
 /* ---------------------------------------------------------------- the spec */
@@ -189,6 +275,7 @@ xpu_join_builder_free(XpuJoinBuilder *b)
 		buf_free(&b->pay_nulls[c]);
 	}
 	buf_free(&b->text);
+	free(b->parts);
 	free(b->slots);
 	free(b);
 }
@@ -204,8 +291,14 @@ static uint64_t
 bytes_so_far(const XpuJoinBuilder *b)
 {
 	const XpuJoinSpec *sp = &b->spec;
-	uint64_t	n = b->keyed.len / sizeof(KeyedRow);
-	uint64_t	s = sizeof(XpuJoinTable) + b->null_rows.len + b->text.len;
+	uint64_t	n,
+				keys,
+				nulls,
+				text,
+				s;
+
+	view_totals(b, &n, &keys, &nulls, &text);
+	s = sizeof(XpuJoinTable) + 4 * nulls + text;
 
 	if (sp->form == XPU_JOIN_AUTO && sp->n_keys == 1 && xpu_agg_intlike(sp->keys[0].type) &&
 		xpu_agg_intlike(sp->keys[0].probe_type))
@@ -215,10 +308,11 @@ bytes_so_far(const XpuJoinBuilder *b)
 		s += 4 * (n + 1) + sizeof(XpuJoinEntry) * n;
 		/* one-word keys live in the entries (xpu_join.h) */
 		if (!xpu_join_key_inline(sp->keys, sp->n_keys))
-			s += b->keys.len;
+			s += keys;
 	}
+	/* a payload value and its NULL flag a row, every row */
 	for (int c = 0; c < sp->n_pay; c++)
-		s += b->pay_vals[c].len + b->pay_nulls[c].len;
+		s += (uint64_t) b->n_rows * (xpu_join_pay_width(sp->pay_types[c]) + 1);
 	return s;
 }
 
@@ -323,9 +417,11 @@ xpu_join_builder_add(XpuJoinBuilder *b, int64_t n, const XpuValue *keys,
 					 const uint8_t *key_nulls, const XpuValue *pay,
 					 const uint8_t *pay_nulls, XpuError *err)
 {
-	if (n < 0 || b->laid_out)
+	if (n < 0 || b->laid_out || b->n_parts > 0)
 		return fail(err, XPU_ERR_INVALID_ARGUMENT,
-					n < 0 ? "negative row count" : "rows added to a laid-out join table");
+					n < 0 ? "negative row count" : b->laid_out ?
+					"rows added to a laid-out join table" :
+					"rows added after an attached image");
 	for (int64_t i = 0; i < n; i++)
 	{
 		int			kept;
@@ -469,105 +565,200 @@ image_check(const XpuJoinBuilder *b, const ImageHeader *h, uint64_t len, uint64_
 	return 1;
 }
 
-/* where the rows of an image go in the builder it merges into */
-typedef struct ImageBase
-{
-	uint32_t	rows;			/* the builder's rows before the image */
-	uint64_t	keys;			/* its key bytes before */
-	uint64_t	text;			/* its text bytes before */
-} ImageBase;
-
 /*
- * buffer i of an image (h, lens: its sizes, which every offset is checked
- * against) appended to b, its rows, key and text offsets moved past base
+ * the rows of an image (h, lens: its sizes; bufs: its buffers in
+ * image_buf's order, wherever they lie) refer only to its own bytes: each
+ * keyed row to its row and key bytes, each NULL-key row to a row, each
+ * text payload value (not NULL) to its text bytes
  */
 static int
-merge_buf(XpuJoinBuilder *b, int i, const uint8_t *src, const ImageHeader *h,
-		  const uint64_t *lens, const ImageBase *base, XpuError *err)
+image_rows_ok(const XpuJoinBuilder *b, const ImageHeader *h, const uint64_t *lens,
+			  const uint8_t *const *bufs, XpuError *err)
 {
-	/* a text column's NULL flags follow its values (a NULL's slot stays 0) */
-	const uint8_t *nulls = src + ALIGN8(lens[i]);
-	Buf		   *dst = (Buf *) image_buf(b, i);
-	uint64_t	start = dst->len;
+	for (uint64_t o = 0; o < lens[0]; o += sizeof(KeyedRow))
+	{
+		KeyedRow	kr;
 
-	if (!buf_append(dst, src, lens[i]))
-		return oom(err);
-	if (i == 0)
-		for (uint64_t o = start; o < dst->len; o += sizeof(KeyedRow))
-		{
-			KeyedRow	kr;
+		memcpy(&kr, bufs[0] + o, sizeof(kr));
+		if (kr.row >= h->n_rows || kr.key_off > h->len_keys ||
+			kr.key_len > h->len_keys - kr.key_off)
+			return fail(err, XPU_ERR_INVALID_ARGUMENT, "a join table image of bad keys");
+	}
+	for (uint64_t o = 0; o < lens[2]; o += 4)
+	{
+		uint32_t	r;
 
-			memcpy(&kr, dst->p + o, sizeof(kr));
-			if (kr.row >= h->n_rows || kr.key_off > h->len_keys ||
-				kr.key_len > h->len_keys - kr.key_off)
-				return fail(err, XPU_ERR_INVALID_ARGUMENT, "a join table image of bad keys");
-			kr.row += base->rows;
-			kr.key_off += base->keys;
-			memcpy(dst->p + o, &kr, sizeof(kr));
-		}
-	else if (i == 2)
-		for (uint64_t o = start; o < dst->len; o += 4)
-		{
-			uint32_t	r;
-
-			memcpy(&r, dst->p + o, 4);
-			if (r >= h->n_rows)
-				return fail(err, XPU_ERR_INVALID_ARGUMENT, "a join table image of bad rows");
-			r += base->rows;
-			memcpy(dst->p + o, &r, 4);
-		}
-	else if (i >= 4 && i % 2 == 0 && b->spec.pay_types[(i - 4) / 2] == XPU_T_TEXT)
-		for (uint64_t o = start; o < dst->len; o += 16)
+		memcpy(&r, bufs[2] + o, 4);
+		if (r >= h->n_rows)
+			return fail(err, XPU_ERR_INVALID_ARGUMENT, "a join table image of bad rows");
+	}
+	for (int c = 0; c < b->spec.n_pay; c++)
+	{
+		if (b->spec.pay_types[c] != XPU_T_TEXT)
+			continue;
+		for (uint32_t r = 0; r < h->n_rows; r++)
 		{
 			XpuJoinText tx;
 
-			if (nulls[(o - start) / 16])
-				continue;
-			memcpy(&tx, dst->p + o, sizeof(tx));
+			if (bufs[5 + 2 * c][r])
+				continue;		/* a NULL's slot stays 0 */
+			memcpy(&tx, bufs[4 + 2 * c] + (uint64_t) r * 16, sizeof(tx));
 			if (tx.len < 0 || tx.off > h->len_text || (uint64_t) tx.len > h->len_text - tx.off)
 				return fail(err, XPU_ERR_INVALID_ARGUMENT, "a join table image of bad texts");
-			tx.off += base->text;
-			memcpy(dst->p + o, &tx, sizeof(tx));
 		}
+	}
+	return 1;
+}
+
+/*
+ * the header of the image at p (len bytes) into *h and its buffers' sizes
+ * and places into lens and bufs, checked against b's spec and len
+ */
+static int
+image_open(const XpuJoinBuilder *b, const uint8_t *p, uint64_t len, ImageHeader *h,
+		   uint64_t *lens, const uint8_t **bufs, XpuError *err)
+{
+	uint64_t	off = ALIGN8(sizeof(ImageHeader));
+
+	if (b->laid_out)
+		return fail(err, XPU_ERR_INVALID_ARGUMENT, "rows added to a laid-out join table");
+	if (len < sizeof(*h))
+		return fail(err, XPU_ERR_INVALID_ARGUMENT, "a join table image shorter than it says");
+	memcpy(h, p, sizeof(*h));
+	if (!image_check(b, h, len, lens, err))
+		return 0;
+	if ((uint64_t) b->n_rows + h->n_rows > XPU_JOIN_MAX_ROWS)
+		return too_large(err);
+	for (int i = 0; i < 4 + 2 * b->spec.n_pay; i++)
+	{
+		bufs[i] = p + off;
+		off += ALIGN8(lens[i]);
+	}
 	return 1;
 }
 
 int
 xpu_join_builder_merge(XpuJoinBuilder *b, const void *image, uint64_t len, XpuError *err)
 {
-	const uint8_t *p = (const uint8_t *) image;
 	ImageHeader h;
-	ImageBase	base;
 	uint64_t	lens[4 + 2 * XPU_JOIN_MAX_PAYLOAD];
+	const uint8_t *src[4 + 2 * XPU_JOIN_MAX_PAYLOAD];
+	const uint8_t *copy[4 + 2 * XPU_JOIN_MAX_PAYLOAD] = {0};
 	uint64_t	before[4 + 2 * XPU_JOIN_MAX_PAYLOAD];
-	uint64_t	off = ALIGN8(sizeof(ImageHeader));
 	int			n_bufs = 4 + 2 * b->spec.n_pay;
+	uint32_t	base_rows = b->n_rows;
+	uint64_t	base_keys = b->keys.len,
+				base_text = b->text.len;
 
-	if (b->laid_out)
-		return fail(err, XPU_ERR_INVALID_ARGUMENT, "rows added to a laid-out join table");
-	if (len < sizeof(h))
-		return fail(err, XPU_ERR_INVALID_ARGUMENT, "a join table image shorter than it says");
-	memcpy(&h, p, sizeof(h));
-	if (!image_check(b, &h, len, lens, err))
+	if (b->n_parts > 0)
+		return fail(err, XPU_ERR_INVALID_ARGUMENT, "rows added after an attached image");
+	if (!image_open(b, (const uint8_t *) image, len, &h, lens, src, err))
 		return 0;
-	if ((uint64_t) b->n_rows + h.n_rows > XPU_JOIN_MAX_ROWS)
-		return too_large(err);
-	base.rows = b->n_rows;
-	base.keys = b->keys.len;
-	base.text = b->text.len;
 	for (int i = 0; i < n_bufs; i++)
 		before[i] = image_buf(b, i)->len;
+	/* copied first, then checked and renumbered in the copy */
 	for (int i = 0; i < n_bufs; i++)
+		if (!buf_append((Buf *) image_buf(b, i), src[i], lens[i]))
+			goto undo_oom;
+	for (int i = 0; i < n_bufs; i++)
+		copy[i] = image_buf(b, i)->p + before[i];
+	if (!image_rows_ok(b, &h, lens, copy, err))
+		goto undo;
+	for (uint64_t o = before[0]; o < b->keyed.len; o += sizeof(KeyedRow))
 	{
-		if (!merge_buf(b, i, p + off, &h, lens, &base, err))
-		{
-			/* b goes back to its rows before the image */
-			for (int j = 0; j < n_bufs; j++)
-				((Buf *) image_buf(b, j))->len = before[j];
-			return 0;
-		}
-		off += ALIGN8(lens[i]);
+		KeyedRow	kr;
+
+		memcpy(&kr, b->keyed.p + o, sizeof(kr));
+		kr.row += base_rows;
+		kr.key_off += base_keys;
+		memcpy(b->keyed.p + o, &kr, sizeof(kr));
 	}
+	for (uint64_t o = before[2]; o < b->null_rows.len; o += 4)
+	{
+		uint32_t	r;
+
+		memcpy(&r, b->null_rows.p + o, 4);
+		r += base_rows;
+		memcpy(b->null_rows.p + o, &r, 4);
+	}
+	for (int c = 0; c < b->spec.n_pay; c++)
+	{
+		uint8_t    *vals = b->pay_vals[c].p + before[4 + 2 * c];
+
+		if (b->spec.pay_types[c] != XPU_T_TEXT)
+			continue;
+		for (uint32_t r = 0; r < h.n_rows; r++)
+		{
+			XpuJoinText tx;
+
+			if (copy[5 + 2 * c][r])
+				continue;
+			memcpy(&tx, vals + (uint64_t) r * 16, sizeof(tx));
+			tx.off += base_text;
+			memcpy(vals + (uint64_t) r * 16, &tx, sizeof(tx));
+		}
+	}
+	b->n_rows += h.n_rows;
+	if (bytes_so_far(b) > b->limit)
+		return too_large(err);
+	return 1;
+
+undo_oom:
+	oom(err);
+undo:
+	/* b goes back to its rows before the image */
+	for (int j = 0; j < n_bufs; j++)
+		((Buf *) image_buf(b, j))->len = before[j];
+	return 0;
+}
+
+int
+xpu_join_builder_attach(XpuJoinBuilder *b, const void *image, uint64_t len, XpuError *err)
+{
+	ImageHeader h;
+	uint64_t	lens[4 + 2 * XPU_JOIN_MAX_PAYLOAD];
+	const uint8_t *bufs[4 + 2 * XPU_JOIN_MAX_PAYLOAD];
+	uint64_t	keyed,
+				keys,
+				nulls,
+				text;
+	RowsView   *v;
+
+	if (((uintptr_t) image & 7) != 0)
+		return fail(err, XPU_ERR_INVALID_ARGUMENT, "a join table image not 8-byte aligned");
+	if (!image_open(b, (const uint8_t *) image, len, &h, lens, bufs, err) ||
+		!image_rows_ok(b, &h, lens, bufs, err))
+		return 0;
+	if (b->n_parts == b->cap_parts)
+	{
+		int			cap = b->cap_parts ? 2 * b->cap_parts : 8;
+		RowsView   *more = (RowsView *) realloc(b->parts, sizeof(RowsView) * (size_t) cap);
+
+		if (more == NULL)
+			return oom(err);
+		b->parts = more;
+		b->cap_parts = cap;
+	}
+	view_totals(b, &keyed, &keys, &nulls, &text);
+	v = &b->parts[b->n_parts];
+	memset(v, 0, sizeof(*v));
+	v->keyed = bufs[0];
+	v->n_keyed = lens[0] / sizeof(KeyedRow);
+	v->keys = bufs[1];
+	v->len_keys = lens[1];
+	v->null_rows = bufs[2];
+	v->n_null = lens[2] / 4;
+	v->text = bufs[3];
+	v->len_text = lens[3];
+	for (int c = 0; c < b->spec.n_pay; c++)
+	{
+		v->pay_vals[c] = bufs[4 + 2 * c];
+		v->pay_nulls[c] = bufs[5 + 2 * c];
+	}
+	v->n_rows = h.n_rows;
+	v->base_rows = b->n_rows;
+	v->base_text = text;
+	b->n_parts++;
 	b->n_rows += h.n_rows;
 	if (bytes_so_far(b) > b->limit)
 		return too_large(err);
@@ -585,23 +776,35 @@ xpu_join_builder_merge(XpuJoinBuilder *b, const void *image, uint64_t len, XpuEr
 static int
 dense_slots(const XpuJoinBuilder *b, uint32_t **slots, int64_t *min, uint64_t *range)
 {
-	const KeyedRow *kr = (const KeyedRow *) b->keyed.p;
-	uint64_t	n = b->keyed.len / sizeof(KeyedRow);
+	uint64_t	n,
+				keys,
+				nulls,
+				text;
+	RowsView	own;
 	int			type = b->spec.keys[0].type;
 	int64_t		lo = INT64_MAX,
 				hi = INT64_MIN;
 	uint32_t   *s;
 
+	view_totals(b, &n, &keys, &nulls, &text);
+	own_view(b, &own);
+
 	if (b->spec.form == XPU_JOIN_HASH || b->spec.n_keys != 1 || n == 0 ||
 		!xpu_agg_intlike(type) || !xpu_agg_intlike(b->spec.keys[0].probe_type))
 		return 0;
-	for (uint64_t i = 0; i < n; i++)
+	for (int p = 0; p <= b->n_parts; p++)
 	{
-		int64_t		v;
+		const RowsView *rv = view_at(b, &own, p);
 
-		memcpy(&v, b->keys.p + kr[i].key_off + 1, 8);
-		lo = v < lo ? v : lo;
-		hi = v > hi ? v : hi;
+		for (uint64_t i = 0; i < rv->n_keyed; i++)
+		{
+			KeyedRow	kr = view_keyed(rv, i);
+			int64_t		v;
+
+			memcpy(&v, rv->keys + kr.key_off + 1, 8);
+			lo = v < lo ? v : lo;
+			hi = v > hi ? v : hi;
+		}
 	}
 	/* unsigned: hi - lo may pass INT64_MAX */
 	if ((uint64_t) hi - (uint64_t) lo == UINT64_MAX ||
@@ -610,19 +813,25 @@ dense_slots(const XpuJoinBuilder *b, uint32_t **slots, int64_t *min, uint64_t *r
 	*range = (uint64_t) hi - (uint64_t) lo + 1;
 	if ((s = (uint32_t *) calloc((size_t) *range, 4)) == NULL)
 		return 0;
-	for (uint64_t i = 0; i < n; i++)
+	for (int p = 0; p <= b->n_parts; p++)
 	{
-		int64_t		v;
-		uint64_t	slot;
+		const RowsView *rv = view_at(b, &own, p);
 
-		memcpy(&v, b->keys.p + kr[i].key_off + 1, 8);
-		slot = (uint64_t) v - (uint64_t) lo;
-		if (s[slot] != 0)
+		for (uint64_t i = 0; i < rv->n_keyed; i++)
 		{
-			free(s);			/* a duplicate key */
-			return 0;
+			KeyedRow	kr = view_keyed(rv, i);
+			int64_t		v;
+			uint64_t	slot;
+
+			memcpy(&v, rv->keys + kr.key_off + 1, 8);
+			slot = (uint64_t) v - (uint64_t) lo;
+			if (s[slot] != 0)
+			{
+				free(s);		/* a duplicate key */
+				return 0;
+			}
+			s[slot] = rv->base_rows + kr.row + 1;
 		}
-		s[slot] = kr[i].row + 1;
 	}
 	*slots = s;
 	*min = lo;
@@ -709,28 +918,41 @@ keys_unique(const XpuJoinTable *t)
 static void
 write_hash(const XpuJoinBuilder *b, XpuJoinTable *t)
 {
-	const KeyedRow *kr = (const KeyedRow *) b->keyed.p;
 	uint32_t	n = t->n_keyed;
 	uint32_t   *buckets = (uint32_t *) ((uint8_t *) t + t->buckets_off);
 	XpuJoinEntry *ents = (XpuJoinEntry *) ((uint8_t *) t + t->entries_off);
 	uint64_t	kpos = t->keys_off;
 	uint32_t	mask = t->n_buckets - 1;
+	RowsView	own;
 
+	own_view(b, &own);
 	/* counts, then each bucket's start; buckets[b + 1] is then b's end */
-	for (uint32_t i = 0; i < n; i++)
-		buckets[(kr[i].hash & mask) + 1]++;
+	for (int p = 0; p <= b->n_parts; p++)
+	{
+		const RowsView *v = view_at(b, &own, p);
+
+		for (uint64_t i = 0; i < v->n_keyed; i++)
+			buckets[(view_keyed(v, i).hash & mask) + 1]++;
+	}
 	for (uint32_t i = 0; i < t->n_buckets; i++)
 		buckets[i + 1] += buckets[i];
-	/* place (key_off holds the keyed row for now): buckets[bk] counts up
-	 * to bk's end, then the array is shifted back to the starts */
-	for (uint32_t i = 0; i < n; i++)
+	/* place (key_off holds the view and its keyed row for now):
+	 * buckets[bk] counts up to bk's end, then the array is shifted back
+	 * to the starts */
+	for (int p = 0; p <= b->n_parts; p++)
 	{
-		uint32_t	bk = (uint32_t) (kr[i].hash & mask);
-		XpuJoinEntry *e = &ents[buckets[bk]++];
+		const RowsView *v = view_at(b, &own, p);
 
-		e->tag = (uint32_t) (kr[i].hash >> 32);
-		e->row = kr[i].row;
-		e->key_off = i;
+		for (uint64_t i = 0; i < v->n_keyed; i++)
+		{
+			KeyedRow	kr = view_keyed(v, i);
+			uint32_t	bk = (uint32_t) (kr.hash & mask);
+			XpuJoinEntry *e = &ents[buckets[bk]++];
+
+			e->tag = (uint32_t) (kr.hash >> 32);
+			e->row = v->base_rows + kr.row;
+			e->key_off = (uint64_t) p << 32 | i;
+		}
 	}
 	for (uint32_t i = t->n_buckets; i > 0; i--)
 		buckets[i] = buckets[i - 1];
@@ -738,42 +960,87 @@ write_hash(const XpuJoinBuilder *b, XpuJoinTable *t)
 	/* key bytes in entry order, so that a bucket's keys lie together */
 	for (uint32_t e = 0; e < n; e++)
 	{
-		const KeyedRow *k = &kr[ents[e].key_off];
+		const RowsView *v = view_at(b, &own, (int) (ents[e].key_off >> 32));
+		KeyedRow	k = view_keyed(v, (uint32_t) ents[e].key_off);
 
 		if (t->inline_key)
 		{
-			memcpy(&ents[e].key_off, b->keys.p + k->key_off + 1, 8);
+			memcpy(&ents[e].key_off, v->keys + k.key_off + 1, 8);
 			continue;
 		}
-		memcpy((uint8_t *) t + kpos, b->keys.p + k->key_off, k->key_len);
+		memcpy((uint8_t *) t + kpos, v->keys + k.key_off, k.key_len);
 		ents[e].key_off = kpos;
-		kpos += k->key_len;
+		kpos += k.key_len;
 	}
 	if (keys_unique(t))
 		t->flags |= XPU_JOIN_UNIQUE;
+}
+
+/* the rows with a NULL key into t, numbered as the table's rows */
+static void
+write_null_rows(const XpuJoinBuilder *b, XpuJoinTable *t)
+{
+	uint8_t    *dst = (uint8_t *) t + t->null_rows_off;
+	RowsView	own;
+
+	own_view(b, &own);
+	for (int p = 0; p <= b->n_parts; p++)
+	{
+		const RowsView *v = view_at(b, &own, p);
+
+		for (uint64_t i = 0; i < v->n_null; i++)
+		{
+			uint32_t	r;
+
+			memcpy(&r, v->null_rows + 4 * i, 4);
+			r += v->base_rows;
+			memcpy(dst, &r, 4);
+			dst += 4;
+		}
+	}
 }
 
 /* the payload columns and their texts into t (offsets set) */
 static void
 write_payload(const XpuJoinBuilder *b, XpuJoinTable *t)
 {
-	buf_copy_to((uint8_t *) t + t->text_off, &b->text);
+	RowsView	own;
+	uint8_t    *text = (uint8_t *) t + t->text_off;
+
+	own_view(b, &own);
+	for (int p = 0; p <= b->n_parts; p++)
+	{
+		const RowsView *v = view_at(b, &own, p);
+
+		if (v->len_text > 0)
+			memcpy(text + v->base_text, v->text, (size_t) v->len_text);
+	}
 	for (int c = 0; c < t->n_pay; c++)
 	{
 		XpuJoinPayCol *pc = &t->pay[c];
 		uint8_t    *vals = (uint8_t *) t + pc->vals_off;
+		uint8_t    *nulls = (uint8_t *) t + pc->nulls_off;
 
-		buf_copy_to(vals, &b->pay_vals[c]);
-		buf_copy_to((uint8_t *) t + pc->nulls_off, &b->pay_nulls[c]);
-		if (pc->type != XPU_T_TEXT)
-			continue;
-		for (uint32_t r = 0; r < t->n_rows; r++)
+		for (int p = 0; p <= b->n_parts; p++)
 		{
-			XpuJoinText tx;
+			const RowsView *v = view_at(b, &own, p);
+			uint8_t    *at = vals + (uint64_t) v->base_rows * pc->width;
 
-			memcpy(&tx, vals + (uint64_t) r * 16, sizeof(tx));
-			tx.off += t->text_off;
-			memcpy(vals + (uint64_t) r * 16, &tx, sizeof(tx));
+			if (v->n_rows == 0)
+				continue;
+			memcpy(at, v->pay_vals[c], (size_t) v->n_rows * pc->width);
+			memcpy(nulls + v->base_rows, v->pay_nulls[c], v->n_rows);
+			if (pc->type != XPU_T_TEXT)
+				continue;
+			/* a NULL's slot stays 0 but for the table's text offset */
+			for (uint32_t r = 0; r < v->n_rows; r++)
+			{
+				XpuJoinText tx;
+
+				memcpy(&tx, at + (uint64_t) r * 16, sizeof(tx));
+				tx.off += t->text_off + (v->pay_nulls[c][r] ? 0 : v->base_text);
+				memcpy(at + (uint64_t) r * 16, &tx, sizeof(tx));
+			}
 		}
 	}
 }
@@ -782,7 +1049,10 @@ uint64_t
 xpu_join_builder_layout(XpuJoinBuilder *b, XpuError *err)
 {
 	XpuJoinTable *h = &b->hdr;
-	uint64_t	n_keyed = b->keyed.len / sizeof(KeyedRow);
+	uint64_t	n_keyed,
+				keys_len,
+				n_null,
+				text_len;
 	uint64_t	off,
 				nb = 1;
 
@@ -790,6 +1060,7 @@ xpu_join_builder_layout(XpuJoinBuilder *b, XpuError *err)
 		return h->total_len;
 	free(b->slots);				/* of a layout that passed the limit */
 	b->slots = NULL;
+	view_totals(b, &n_keyed, &keys_len, &n_null, &text_len);
 	memset(h, 0, sizeof(*h));
 	h->magic = XPU_JOIN_MAGIC;
 	h->version = XPU_JOIN_VERSION;
@@ -797,7 +1068,7 @@ xpu_join_builder_layout(XpuJoinBuilder *b, XpuError *err)
 	h->n_pay = (uint8_t) b->spec.n_pay;
 	h->n_rows = b->n_rows;
 	h->n_keyed = (uint32_t) n_keyed;
-	h->n_null_keys = (uint32_t) (b->null_rows.len / 4);
+	h->n_null_keys = (uint32_t) n_null;
 	h->n_parts = b->spec.n_parts > 1 ? b->spec.n_parts : 1;
 	h->part = b->spec.n_parts > 1 ? b->spec.part : 0;
 	memcpy(h->keys, b->spec.keys, sizeof(h->keys));
@@ -821,11 +1092,11 @@ xpu_join_builder_layout(XpuJoinBuilder *b, XpuError *err)
 		off = ALIGN16(off + sizeof(XpuJoinEntry) * n_keyed);
 		h->inline_key = (uint8_t) xpu_join_key_inline(b->spec.keys, b->spec.n_keys);
 		h->keys_off = off;
-		h->keys_len = h->inline_key ? 0 : b->keys.len;
+		h->keys_len = h->inline_key ? 0 : keys_len;
 		off = ALIGN16(off + h->keys_len);
 	}
 	h->null_rows_off = off;
-	off = ALIGN16(off + b->null_rows.len);
+	off = ALIGN16(off + 4 * n_null);
 	for (int c = 0; c < b->spec.n_pay; c++)
 	{
 		XpuJoinPayCol *pc = &h->pay[c];
@@ -838,8 +1109,8 @@ xpu_join_builder_layout(XpuJoinBuilder *b, XpuError *err)
 		off = ALIGN16(off + h->n_rows);
 	}
 	h->text_off = off;
-	h->text_len = b->text.len;
-	off = ALIGN16(off + b->text.len);
+	h->text_len = text_len;
+	off = ALIGN16(off + text_len);
 	h->total_len = off;
 	if (off > b->limit)
 	{
@@ -862,7 +1133,7 @@ xpu_join_builder_write(XpuJoinBuilder *b, void *dst)
 		memcpy((uint8_t *) t + t->slots_off, b->slots, (size_t) (4 * t->dense_range));
 	else
 		write_hash(b, t);
-	buf_copy_to((uint8_t *) t + t->null_rows_off, &b->null_rows);
+	write_null_rows(b, t);
 	write_payload(b, t);
 }
 

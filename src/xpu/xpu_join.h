@@ -1243,6 +1243,20 @@ extern int	xpu_join_builder_merge(XpuJoinBuilder *b, const void *image, uint64_t
 								   XpuError *err);
 
 /*
+ * xpu_join_builder_attach: as xpu_join_builder_merge, but the image's rows
+ * are not copied: the layout and the write read them where they lie, so
+ * the image (8-byte aligned) must stay, unchanged, until the table is
+ * written (xpu_join_builder_write or _finish).  Checked as merge checks
+ * it; the table is the same bytes as merging the same images in the same
+ * order would give.  Once an image is attached no rows may be added or
+ * merged (XPU_ERR_INVALID_ARGUMENT), and xpu_join_builder_image writes
+ * the builder's own rows only.  Saves a copy of every share, and the
+ * fresh pages it would fill, in the one backend that finishes the table.
+ */
+extern int	xpu_join_builder_attach(XpuJoinBuilder *b, const void *image, uint64_t len,
+									XpuError *err);
+
+/*
  * xpu_join_first_batch: xpu_join_first of n outer rows at once, for the
  * CPU engine: the rows sel[0 .. n - 1] (a tile's selection vector; NULL:
  * rows 0 .. n - 1), key column k of row r at keys[k][r] / nulls[k][r]
