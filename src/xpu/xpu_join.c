@@ -455,7 +455,7 @@ xpu_join_builder_add(XpuJoinBuilder *b, int64_t n, const XpuValue *keys,
 /*
  * A builder's rows as one flat image (xpu_join_builder_image), so that
  * several processes can each add a share of an inner relation's rows and one
- * of them merge the shares (xpu_join_builder_merge) before the layout: a
+ * of them attach the shares (xpu_join_builder_attach) before the layout: a
  * header, then the builder's buffers in a fixed order, each 8-byte aligned.
  */
 #define IMAGE_MAGIC		0x4a4d4957	/* "WIMJ" */
@@ -635,81 +635,6 @@ image_open(const XpuJoinBuilder *b, const uint8_t *p, uint64_t len, ImageHeader 
 		off += ALIGN8(lens[i]);
 	}
 	return 1;
-}
-
-int
-xpu_join_builder_merge(XpuJoinBuilder *b, const void *image, uint64_t len, XpuError *err)
-{
-	ImageHeader h;
-	uint64_t	lens[4 + 2 * XPU_JOIN_MAX_PAYLOAD];
-	const uint8_t *src[4 + 2 * XPU_JOIN_MAX_PAYLOAD];
-	const uint8_t *copy[4 + 2 * XPU_JOIN_MAX_PAYLOAD] = {0};
-	uint64_t	before[4 + 2 * XPU_JOIN_MAX_PAYLOAD];
-	int			n_bufs = 4 + 2 * b->spec.n_pay;
-	uint32_t	base_rows = b->n_rows;
-	uint64_t	base_keys = b->keys.len,
-				base_text = b->text.len;
-
-	if (b->n_parts > 0)
-		return fail(err, XPU_ERR_INVALID_ARGUMENT, "rows added after an attached image");
-	if (!image_open(b, (const uint8_t *) image, len, &h, lens, src, err))
-		return 0;
-	for (int i = 0; i < n_bufs; i++)
-		before[i] = image_buf(b, i)->len;
-	/* copied first, then checked and renumbered in the copy */
-	for (int i = 0; i < n_bufs; i++)
-		if (!buf_append((Buf *) image_buf(b, i), src[i], lens[i]))
-			goto undo_oom;
-	for (int i = 0; i < n_bufs; i++)
-		copy[i] = image_buf(b, i)->p + before[i];
-	if (!image_rows_ok(b, &h, lens, copy, err))
-		goto undo;
-	for (uint64_t o = before[0]; o < b->keyed.len; o += sizeof(KeyedRow))
-	{
-		KeyedRow	kr;
-
-		memcpy(&kr, b->keyed.p + o, sizeof(kr));
-		kr.row += base_rows;
-		kr.key_off += base_keys;
-		memcpy(b->keyed.p + o, &kr, sizeof(kr));
-	}
-	for (uint64_t o = before[2]; o < b->null_rows.len; o += 4)
-	{
-		uint32_t	r;
-
-		memcpy(&r, b->null_rows.p + o, 4);
-		r += base_rows;
-		memcpy(b->null_rows.p + o, &r, 4);
-	}
-	for (int c = 0; c < b->spec.n_pay; c++)
-	{
-		uint8_t    *vals = b->pay_vals[c].p + before[4 + 2 * c];
-
-		if (b->spec.pay_types[c] != XPU_T_TEXT)
-			continue;
-		for (uint32_t r = 0; r < h.n_rows; r++)
-		{
-			XpuJoinText tx;
-
-			if (copy[5 + 2 * c][r])
-				continue;
-			memcpy(&tx, vals + (uint64_t) r * 16, sizeof(tx));
-			tx.off += base_text;
-			memcpy(vals + (uint64_t) r * 16, &tx, sizeof(tx));
-		}
-	}
-	b->n_rows += h.n_rows;
-	if (bytes_so_far(b) > b->limit)
-		return too_large(err);
-	return 1;
-
-undo_oom:
-	oom(err);
-undo:
-	/* b goes back to its rows before the image */
-	for (int j = 0; j < n_bufs; j++)
-		((Buf *) image_buf(b, j))->len = before[j];
-	return 0;
 }
 
 int

@@ -1231,28 +1231,21 @@ extern void xpu_join_builder_write(XpuJoinBuilder *b, void *dst);
  * Shares of one table built apart (each parallel worker of an inner scan
  * adds the rows it read to a builder of its own): xpu_join_builder_image
  * writes a builder's rows as one flat image of xpu_join_builder_image_len
- * bytes (8-byte aligned dst), which xpu_join_builder_merge appends to a
- * builder of the same spec, rows numbered on from its own (before its
- * layout).  The image is checked, not trusted: a malformed one is
- * XPU_ERR_INVALID_ARGUMENT and leaves the builder's rows as they were; past
- * the limit it is XPU_ERR_FALLBACK, as for xpu_join_builder_add.
+ * bytes (8-byte aligned dst), which xpu_join_builder_attach adds to a
+ * builder of the same spec, rows numbered on from its own, without copying
+ * them: the layout and the write read them where they lie, so the image
+ * (8-byte aligned) must stay, unchanged, until the table is written
+ * (xpu_join_builder_write or _finish).  The image is checked, not
+ * trusted: a malformed one is XPU_ERR_INVALID_ARGUMENT and leaves the
+ * builder's rows as they were; past the limit it is XPU_ERR_FALLBACK, as
+ * for xpu_join_builder_add.  Once an image is attached no rows may be
+ * added (XPU_ERR_INVALID_ARGUMENT), and xpu_join_builder_image writes the
+ * builder's own rows only.  (A copy of every share into the builder, the
+ * way before, was most of the serial part of a parallel build:
+ * bench/join_build_bench.c.)
  */
 extern uint64_t xpu_join_builder_image_len(const XpuJoinBuilder *b);
 extern void xpu_join_builder_image(const XpuJoinBuilder *b, void *dst);
-extern int	xpu_join_builder_merge(XpuJoinBuilder *b, const void *image, uint64_t len,
-								   XpuError *err);
-
-/*
- * xpu_join_builder_attach: as xpu_join_builder_merge, but the image's rows
- * are not copied: the layout and the write read them where they lie, so
- * the image (8-byte aligned) must stay, unchanged, until the table is
- * written (xpu_join_builder_write or _finish).  Checked as merge checks
- * it; the table is the same bytes as merging the same images in the same
- * order would give.  Once an image is attached no rows may be added or
- * merged (XPU_ERR_INVALID_ARGUMENT), and xpu_join_builder_image writes
- * the builder's own rows only.  Saves a copy of every share, and the
- * fresh pages it would fill, in the one backend that finishes the table.
- */
 extern int	xpu_join_builder_attach(XpuJoinBuilder *b, const void *image, uint64_t len,
 									XpuError *err);
 

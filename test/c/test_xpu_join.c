@@ -31,19 +31,19 @@ static uint64_t kept_len[MAX_KEPT];
 static int	n_kept;
 
 /*
- * share: batch rows added to a builder of their own, whose image is merged
- * into b (as each parallel worker of an inner scan builds its share), or
- * with attach attached in place (kept until the table is written)
+ * share: batch rows added to a builder of their own, whose image is
+ * attached to b in place (as each parallel worker of an inner scan builds
+ * its share; the image kept until the table is written)
  */
 static int
-add_share(XpuJoinBuilder *b, const XpuJoinSpec *spec, const JtRows *c, int attach,
-		  XpuError *err)
+add_share(XpuJoinBuilder *b, const XpuJoinSpec *spec, const JtRows *c, XpuError *err)
 {
 	XpuJoinBuilder *own = xpu_join_builder_create(spec, err);
 	uint64_t	len;
 	uint64_t   *image;
-	int			ok;
 
+	if (n_kept == MAX_KEPT)
+		abort();				/* more shares than build_as makes */
 	if (own == NULL)
 		return 0;
 	if (!xpu_join_builder_add(own, c->n, c->keys, c->key_nulls, c->pay, c->pay_nulls, err))
@@ -55,16 +55,9 @@ add_share(XpuJoinBuilder *b, const XpuJoinSpec *spec, const JtRows *c, int attac
 	image = (uint64_t *) malloc((size_t) len);
 	xpu_join_builder_image(own, image);
 	xpu_join_builder_free(own);
-	if (attach && n_kept < MAX_KEPT)
-	{
-		kept[n_kept] = image;
-		kept_len[n_kept++] = len;
-		return xpu_join_builder_attach(b, image, len, err);
-	}
-	ok = xpu_join_builder_merge(b, image, len, err);
-	memset(image, 0xA5, (size_t) len);	/* the table must not point into it */
-	free(image);
-	return ok;
+	kept[n_kept] = image;
+	kept_len[n_kept++] = len;
+	return xpu_join_builder_attach(b, image, len, err);
 }
 
 /* the attached images let go: poisoned first (the table must not point into them) */
@@ -81,8 +74,8 @@ free_kept(void)
 
 /*
  * the table of inner's rows, added in batches calls (shares: each batch
- * through add_share, 2: attached in place); text payloads are given from
- * copies freed right after each call (the table must copy them)
+ * through add_share); text payloads are given from copies freed right
+ * after each call (the table must copy them)
  */
 static XpuJoinTable *
 build_as(const XpuJoinSpec *spec, const JtRows *inner, int batches, int shares, XpuError *err)
@@ -127,7 +120,7 @@ build_as(const XpuJoinSpec *spec, const JtRows *inner, int batches, int shares, 
 				}
 			}
 		c.n = n;
-		ok = shares ? add_share(b, spec, &c, shares == 2, err) :
+		ok = shares ? add_share(b, spec, &c, err) :
 			xpu_join_builder_add(b, n, c.keys, c.key_nulls, c.pay, c.pay_nulls, err);
 		for (int i = 0; i < n_copies; i++)
 			free(copies[i]);
@@ -446,15 +439,12 @@ run_case(const char *name, const XpuJoinSpec *spec, const JtRows *inner,
 			   expect_form == XPU_JOIN_DENSE ? "dense" : "hash");
 	tap_ok(null_rows_ok(t, spec, inner), "%s: rows with a NULL key are listed", name);
 	{
-		XpuJoinTable *merged = build_as(spec, inner, 3, 1, &err);
+		XpuJoinTable *shared = build_as(spec, inner, 3, 1, &err);
 
-		tap_ok(merged != NULL && merged->total_len == len && memcmp(merged, t, (size_t) len) == 0,
-			   "%s: built from three shares' images, the table is the same bytes", name);
-		free(merged);
-		merged = build_as(spec, inner, 3, 2, &err);
-		tap_ok(merged != NULL && merged->total_len == len && memcmp(merged, t, (size_t) len) == 0,
-			   "%s: from three images attached in place, the same bytes", name);
-		free(merged);
+		tap_ok(shared != NULL && shared->total_len == len && memcmp(shared, t, (size_t) len) == 0,
+			   "%s: built from three shares' images attached in place, the table is the "
+			   "same bytes", name);
+		free(shared);
 	}
 	oracle_make(&or, spec, inner, outer);
 	all_types_agree(t, spec, inner, outer, &or, name, "where it was built");
@@ -1047,77 +1037,14 @@ test_images(void)
 	whole = xpu_join_builder_finish(src, &err);
 	xpu_join_builder_free(src);
 
-	dst = xpu_join_builder_create(&other, &err);
-	tap_ok(!xpu_join_builder_merge(dst, image, len, &err) && err.code == XPU_ERR_INVALID_ARGUMENT,
-		   "an image of another spec is refused (%s)", err.message);
-	xpu_join_builder_free(dst);
-
-	for (size_t i = 0; i < sizeof(breaks) / sizeof(breaks[0]); i++)
-	{
-		uint64_t	blen = len;
-		uint32_t	w;
-
-		memcpy(bad, image, (size_t) len);
-		if (breaks[i].at == ~(uint64_t) 0)
-			blen = breaks[i].value;
-		else
-		{
-			memcpy(&w, bad + breaks[i].at, 4);
-			w = breaks[i].value ? w ^ (uint32_t) breaks[i].value : w + 1000;
-			memcpy(bad + breaks[i].at, &w, 4);
-		}
-		dst = xpu_join_builder_create(&spec, &err);
-		memset(&err, 0, sizeof(err));
-		tap_ok(!xpu_join_builder_merge(dst, bad, blen, &err) &&
-			   err.code == XPU_ERR_INVALID_ARGUMENT, "%s is refused (%s)", breaks[i].what,
-			   err.message);
-		xpu_join_builder_free(dst);
-	}
-
 	/*
-	 * bytes changed all over the image: refused, or merged into a table
-	 * that is then finished and validated without a read out of bounds
-	 * (ASan; the service validates every table it receives); a refusal
-	 * leaves the builder's rows, so the good image merged after it gives
-	 * the table of the rows alone
-	 */
-	{
-		int			refusals = 0,
-					all_ok = 1;
-
-		for (uint64_t at = 0; at < len; at += 7)
-		{
-			memcpy(bad, image, (size_t) len);
-			bad[at] ^= 0x5a;
-			dst = xpu_join_builder_create(&spec, &err);
-			if (!xpu_join_builder_merge(dst, bad, len, &err))
-			{
-				refusals++;
-				if (!xpu_join_builder_merge(dst, image, len, &err) ||
-					(tab = xpu_join_builder_finish(dst, &err)) == NULL ||
-					tab->total_len != whole->total_len ||
-					memcmp(tab, whole, (size_t) whole->total_len) != 0)
-					all_ok = 0;
-				else
-					free(tab);
-			}
-			else if ((tab = xpu_join_builder_finish(dst, &err)) != NULL)
-			{
-				(void) xpu_join_table_validate(tab, tab->total_len, &err);
-				free(tab);
-			}
-			xpu_join_builder_free(dst);
-		}
-		tap_ok(all_ok && refusals > 0, "an image with a byte changed is refused (%d times) or "
-			   "merged; a refused one leaves the builder as it was", refusals);
-	}
-
-	/*
-	 * attached in place: the same checks (another spec, the breaks, bytes
-	 * changed all over: refused, or attached and then finished and
-	 * validated without a read out of bounds); attached twice, the table
-	 * of merging it twice; nothing added or merged after an attachment;
-	 * an image not 8-byte aligned refused
+	 * an image of another spec, the breaks and bytes changed all over:
+	 * refused, or attached and then finished and validated without a read
+	 * out of bounds (ASan; the service validates every table it receives);
+	 * a refusal leaves the builder's rows, so the good image attached after
+	 * it gives the table of the rows alone.  Attached twice, the table of
+	 * the rows added twice; nothing added after an attachment; an image
+	 * not 8-byte aligned refused
 	 */
 	{
 		int			refusals = 0,
@@ -1178,8 +1105,9 @@ test_images(void)
 			   "times) or attached; a refused one leaves the builder as it was", refusals);
 
 		dst = xpu_join_builder_create(&spec, &err);
-		xpu_join_builder_merge(dst, image, len, &err);
-		xpu_join_builder_merge(dst, image, len, &err);
+		for (int k = 0; k < 2; k++)
+			xpu_join_builder_add(dst, inner.n, inner.keys, inner.key_nulls, inner.pay,
+								 inner.pay_nulls, &err);
 		twice_m = xpu_join_builder_finish(dst, &err);
 		xpu_join_builder_free(dst);
 		dst = xpu_join_builder_create(&spec, &err);
@@ -1188,7 +1116,7 @@ test_images(void)
 		twice_a = xpu_join_builder_finish(dst, &err);
 		tap_ok(twice_m != NULL && twice_a != NULL && twice_a->total_len == twice_m->total_len &&
 			   memcmp(twice_a, twice_m, (size_t) twice_m->total_len) == 0,
-			   "an image attached twice gives the table of merging it twice (%s keys)",
+			   "an image attached twice gives the table of its rows added twice (%s keys)",
 			   twice_m != NULL && (twice_m->flags & XPU_JOIN_UNIQUE) ? "unique" : "repeated");
 		free(twice_m);
 		free(twice_a);
@@ -1200,9 +1128,6 @@ test_images(void)
 		tap_ok(!xpu_join_builder_add(dst, inner.n, inner.keys, inner.key_nulls, inner.pay,
 									 inner.pay_nulls, &err) &&
 			   err.code == XPU_ERR_INVALID_ARGUMENT, "rows added after an attachment are refused");
-		memset(&err, 0, sizeof(err));
-		tap_ok(!xpu_join_builder_merge(dst, image, len, &err) && err.code == XPU_ERR_INVALID_ARGUMENT,
-			   "an image merged after an attachment is refused");
 		xpu_join_builder_free(dst);
 
 		memcpy(odd + 4, image, (size_t) len);
@@ -1215,14 +1140,8 @@ test_images(void)
 		free(odd);
 	}
 
-	/* the limit counts the merged rows, and the attached ones */
+	/* the limit counts the attached rows */
 	spec.max_bytes = whole->total_len + whole->total_len / 8;
-	dst = xpu_join_builder_create(&spec, &err);
-	memset(&err, 0, sizeof(err));
-	tap_ok(xpu_join_builder_merge(dst, image, len, &err), "one share within the limit merges");
-	tap_ok(!xpu_join_builder_merge(dst, image, len, &err) && err.code == XPU_ERR_FALLBACK,
-		   "a second share past the limit fails with FALLBACK (%s)", err.message);
-	xpu_join_builder_free(dst);
 	dst = xpu_join_builder_create(&spec, &err);
 	memset(&err, 0, sizeof(err));
 	tap_ok(xpu_join_builder_attach(dst, image, len, &err), "one share within the limit attaches");
