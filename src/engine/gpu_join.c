@@ -31,18 +31,15 @@
  * inner columns later expressions read (the payload).  The node reads its
  * rows once, builds the depth's inner table (xpu/xpu_join.h: dense for
  * dimension keys, else hashed) straight into a sealed memfd and loads it
- * into the service (JOIN_LOAD), which keeps one copy for every run of the
- * query; the run's program probes it in its JOIN stage (codegen).
+ * into the service (JOIN_LOAD; gpu_join_table.c), which keeps one copy for
+ * every run of the query; the run's program probes it in its JOIN stage
+ * (codegen).
  *
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
 
 #include <float.h>
-
-#include <fcntl.h>
-#include <sys/mman.h>
-#include <unistd.h>
 
 #include "access/table.h"
 #include "catalog/pg_type.h"
@@ -1293,7 +1290,7 @@ gj_build_why(const XpuError *err)
 }
 
 /* the next row of an inner plan run in this process (GjNextRow) */
-static TupleTableSlot *
+TupleTableSlot *
 gj_next_exec(void *arg)
 {
 	return ExecProcNode((PlanState *) arg);
@@ -1422,49 +1419,6 @@ gj_inner_spec(List *tlist, int n_keys, GjSpec *gs)
 }
 
 /*
- * gj_read_rows: the rows of depth g's inner plan into builder b of spec gs;
- * false (why) where the engine cannot take them.  b's memory is malloc's:
- * freed here when the inner plan raises.
- */
-static bool
-gj_read_rows(GjInner *g, const GjSpec *gs, XpuJoinBuilder *b, const char **why)
-{
-	bool		ok = false;
-
-	PG_TRY();
-	{
-		/* a parallel build's participants add the rows they read (gpu_join_build.c) */
-		if (g->group != NULL)
-			ok = gj_build_take(g->ps, b, &g->rows, why);
-		else if (gj_build_node(g->ps) != NULL)
-			ok = gj_build_run(g->ps, gs, b, &g->rows, why);
-		else
-			ok = gj_add_rows(gj_next_exec, g->ps, gs, b, &g->rows, why);
-	}
-	PG_CATCH();
-	{
-		xpu_join_builder_free(b);
-		PG_RE_THROW();
-	}
-	PG_END_TRY();
-	return ok;
-}
-
-/*
- * gj_release_rows: what a parallel build of depth g attached to its
- * builder in place (gj_build_take), let go once the table is written or
- * the builder freed
- */
-static void
-gj_release_rows(GjInner *g)
-{
-	PlanState  *node = g->group != NULL ? g->ps : gj_build_node(g->ps);
-
-	if (node != NULL)
-		gj_build_release(node);
-}
-
-/*
  * gj_find: depth d's table as an earlier query left it with the service,
  * if the relation did not change since (g takes it: true); else what
  * building it needs into *f: its spec, and where it may be kept, its key
@@ -1501,121 +1455,6 @@ gj_find(GjInner *g, int d, const XpuProgram *prog, GjFind *f)
 	}
 	table_close(rel, NoLock);
 	return g->from_cache;
-}
-
-/*
- * gj_load: depth d's table, written into a sealed memfd and loaded into
- * the service; false (why) where the engine cannot take it.  before (NULL:
- * none) is called before the table is built, if its plan costs enough.
- * A depth of a group was found missing when the group ran (g->find).
- */
-static bool
-gj_load(GjInner *g, int d, const XpuProgram *prog, GjBuildStart *before, const char **why)
-{
-	GjFind		local;
-	GjFind	   *f = g->find != NULL ? g->find : &local;
-	XpuJoinBuilder *b;
-	XpuError	err = {0};
-	uint64		len;
-	int			fd;
-	void	   *p;
-	instr_time	start,
-				end;
-	bool		keep = false;	/* the service keeps the table (gpu_join_cache.c) */
-	const uint8 *volatile kept_key;
-	const uint8 *volatile kept_version;
-
-	INSTR_TIME_SET_CURRENT(start);
-	g->from_cache = false;
-	g->find = NULL;
-	if (f == &local && gj_find(g, d, prog, f))
-	{
-		INSTR_TIME_SET_CURRENT(end);
-		INSTR_TIME_SUBTRACT(end, start);
-		g->build_ms = INSTR_TIME_GET_MILLISEC(end);
-		return true;
-	}
-	if (before != NULL && !before->done && before->min_cost >= 0 &&
-		g->ps->plan->total_cost >= before->min_cost)
-	{
-		before->done = true;
-		before->fn(before->arg);
-	}
-	if ((b = xpu_join_builder_create(&f->gs.spec, &err)) == NULL)
-	{
-		*why = pstrdup(err.message);
-		return false;
-	}
-	if (!gj_read_rows(g, &f->gs, b, why))
-	{
-		xpu_join_builder_free(b);
-		gj_release_rows(g);
-		return false;
-	}
-	/* kept for later queries only if no tuple changed while the rows were read */
-	if (OidIsValid(f->relid))
-	{
-		Relation	rel = table_open(f->relid, NoLock);
-		uint8		after[WARP_JOIN_DIGEST];
-
-		keep = gj_cache_version(rel, after) && memcmp(after, f->version, sizeof(after)) == 0;
-		table_close(rel, NoLock);
-	}
-	if ((len = xpu_join_builder_layout(b, &err)) == 0)
-	{
-		xpu_join_builder_free(b);
-		gj_release_rows(g);
-		*why = gj_build_why(&err);
-		return false;
-	}
-	fd = memfd_create("pg_warp_join", MFD_CLOEXEC | MFD_ALLOW_SEALING);
-	if (fd < 0 || ftruncate(fd, (off_t) len) != 0 ||
-		(p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0)) == MAP_FAILED)
-	{
-		int			e = errno;
-
-		if (fd >= 0)
-			close(fd);
-		xpu_join_builder_free(b);
-		errno = e;
-		ereport(ERROR,
-				(errcode(ERRCODE_OUT_OF_MEMORY),
-				 errmsg("could not make the shared memory of a GpuJoin inner table (%llu bytes): %m",
-						(unsigned long long) len)));
-	}
-	xpu_join_builder_write(b, p);
-	xpu_join_builder_free(b);
-	gj_release_rows(g);
-	munmap(p, len);
-	if (fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE | F_SEAL_SEAL) != 0)
-	{
-		int			e = errno;
-
-		close(fd);
-		errno = e;
-		elog(ERROR, "could not seal a GpuJoin inner table: %m");
-	}
-	kept_key = keep ? f->key : NULL;
-	kept_version = keep ? f->version : NULL;
-	PG_TRY();
-	{
-		WarpJoinLoaded loaded;
-
-		service_join_load(fd, len, kept_key, kept_version, &loaded);
-		g->join_id = loaded.join_id;
-		g->unique = (loaded.flags & XPU_JOIN_UNIQUE) != 0;
-	}
-	PG_FINALLY();
-	{
-		close(fd);
-	}
-	PG_END_TRY();
-	g->bytes = len;
-	INSTR_TIME_SET_CURRENT(end);
-	INSTR_TIME_SUBTRACT(end, start);
-	/* a group's scan is part of each of its tables' build */
-	g->build_ms = INSTR_TIME_GET_MILLISEC(end) + (g->group != NULL ? g->group->ms : 0);
-	return true;
 }
 
 /* the key of depth d's table among the query's (GjQueryTable) */
@@ -1682,29 +1521,37 @@ bool
 gj_exec_load(GjInner *inner, int n, const XpuProgram *prog, GjBuildStart *start,
 			 const char **why)
 {
+	GjTables   *made;
+	bool		ok = true;
+
 	if (!gj_build_groups(inner, n, prog, start, why))
 		return false;
-	for (int d = 0; d < n; d++)
+	/* a group's tables made at once (gpu_join_table.c), then loaded in order */
+	made = gj_tables_make(inner, n, prog, start);
+	PG_TRY();
 	{
-		GjInner    *g = &inner[d];
-		bool		ok;
-		int			found;
-
-		if (g->join_id != 0)
-			continue;
-		g->rows = 0;
-		if ((found = gj_query_find(g, d, prog, why)) != 0)
+		for (int d = 0; d < n && ok; d++)
 		{
-			if (found < 0)
-				return false;
-			continue;
+			GjInner    *g = &inner[d];
+			int			found;
+
+			if (g->join_id != 0)
+				continue;
+			if ((found = gj_query_find(g, d, prog, why)) != 0)
+			{
+				ok = found > 0;
+				continue;
+			}
+			ok = gj_load(g, d, prog, start, made, why);
+			gj_query_add(g, d, prog, ok ? NULL : *why);
 		}
-		ok = gj_load(g, d, prog, start, why);
-		gj_query_add(g, d, prog, ok ? NULL : *why);
-		if (!ok)
-			return false;
 	}
-	return true;
+	PG_FINALLY();
+	{
+		gj_tables_discard(made);
+	}
+	PG_END_TRY();
+	return ok;
 }
 
 /*
@@ -1844,10 +1691,17 @@ gj_explain(GjInner *inner, int n, List *clauses, List *ctx, bool analyze, Explai
 		if (analyze && inner[d].join_id != 0 && inner[d].shared_with != NULL)
 			appendStringInfo(&s, " (inner table shared with %s", inner[d].shared_with);
 		else if (analyze && inner[d].join_id != 0)
+		{
 			appendStringInfo(&s, " (inner rows %.0f, table %llu kB, %s in %.3f ms",
 							 inner[d].rows, (unsigned long long) (inner[d].bytes + 1023) / 1024,
 							 inner[d].from_cache ? "kept from an earlier query, found" : "built",
 							 inner[d].build_ms);
+			/* where a build's time went: a group's scans are each of its depths' */
+			if (es->verbose && !inner[d].from_cache)
+				appendStringInfo(&s, ": %s %.3f, table %.3f, load %.3f",
+								 inner[d].group != NULL ? "group scans" : "scan",
+								 inner[d].scan_ms, inner[d].table_ms, inner[d].load_ms);
+		}
 		/* the rows into and out of the depth (gpu_join_rows.c) */
 		if (analyze && inner[d].join_id != 0)
 		{

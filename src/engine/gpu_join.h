@@ -56,6 +56,10 @@ typedef struct GjInner
 	double		rows;			/* inner rows read */
 	uint64		bytes;			/* the table's bytes */
 	double		build_ms;		/* reading the inner rows and building */
+	/* EXPLAIN VERBOSE: build_ms's parts, a group's scans, the table, its load */
+	double		scan_ms;
+	double		table_ms;
+	double		load_ms;
 	char	   *share_key;		/* what decides its table (gj_exec_load); NULL:
 								 * a table of its own (a volatile inner plan) */
 	const char *name;			/* its node, for EXPLAIN (gj_exec_name) */
@@ -192,6 +196,7 @@ extern void gj_explain(GjInner *inner, int n, List *clauses, List *ctx, bool ana
 extern const char *gj_build_why(const XpuError *err);
 extern bool gj_add_rows(GjNextRow next, void *arg, const GjSpec *gs, XpuJoinBuilder *b,
 						double *rows, const char **why);
+extern TupleTableSlot *gj_next_exec(void *arg);
 extern void pg_warp_gpu_join_init(void);
 
 extern bool gj_find(GjInner *g, int d, const XpuProgram *prog, GjFind *f);
@@ -210,6 +215,14 @@ extern void gj_build_release(PlanState *node);
 extern bool gj_build_groups(GjInner *inner, int n, const XpuProgram *prog, GjBuildStart *start,
 							const char **why);
 extern void gj_build_init(void);
+
+/* in gpu_join_table.c: a depth's table made and loaded into the service */
+typedef struct GjTables GjTables;
+extern bool gj_load(GjInner *g, int d, const XpuProgram *prog, GjBuildStart *before,
+					GjTables *made, const char **why);
+extern GjTables *gj_tables_make(GjInner *inner, int n, const XpuProgram *prog,
+								GjBuildStart *before);
+extern void gj_tables_discard(GjTables *made);
 
 /* in gpu_join_rows.c: the rows into and out of each depth */
 extern void gj_rows_add(GjRows *r, int n, uint32 depths, const uint64 *in, const uint64 *out);

@@ -81,7 +81,6 @@ struct XpuJoinBuilder
 	/* the layout, once xpu_join_builder_layout made it (no rows after) */
 	int			laid_out;
 	XpuJoinTable hdr;
-	uint32_t   *slots;			/* the dense form's slots */
 };
 
 #define ALIGN16(x)	(((x) + 15) & ~(uint64_t) 15)
@@ -276,7 +275,6 @@ xpu_join_builder_free(XpuJoinBuilder *b)
 	}
 	buf_free(&b->text);
 	free(b->parts);
-	free(b->slots);
 	free(b);
 }
 
@@ -693,13 +691,16 @@ xpu_join_builder_attach(XpuJoinBuilder *b, const void *image, uint64_t len, XpuE
 /* ---------------------------------------------------------------- finishing */
 
 /*
- * dense_slots: the slot array of the dense form (xpu_join.h: one integer-like
- * key, unique, max - min + 1 <= 2 * keyed rows) into *slots (calloc'd) with
- * *min and *range; 0 when the rows do not qualify (or memory runs out: the
- * hash form is then tried, which needs no such array)
+ * dense_fits: does the dense form take b's rows (xpu_join.h: one
+ * integer-like key, unique, max - min + 1 <= 2 * keyed rows)?  *min and
+ * *range then hold its slots' span.  The keys' uniqueness is checked with a
+ * bitmap of the span (an eighth of a byte a slot, against the 4 bytes of
+ * the slot array that write_dense_slots fills straight into the table);
+ * 0 when the rows do not qualify (or memory runs out: the hash form is
+ * then tried, which needs no such array)
  */
 static int
-dense_slots(const XpuJoinBuilder *b, uint32_t **slots, int64_t *min, uint64_t *range)
+dense_fits(const XpuJoinBuilder *b, int64_t *min, uint64_t *range)
 {
 	uint64_t	n,
 				keys,
@@ -709,7 +710,7 @@ dense_slots(const XpuJoinBuilder *b, uint32_t **slots, int64_t *min, uint64_t *r
 	int			type = b->spec.keys[0].type;
 	int64_t		lo = INT64_MAX,
 				hi = INT64_MIN;
-	uint32_t   *s;
+	uint64_t   *seen;
 
 	view_totals(b, &n, &keys, &nulls, &text);
 	own_view(b, &own);
@@ -736,7 +737,7 @@ dense_slots(const XpuJoinBuilder *b, uint32_t **slots, int64_t *min, uint64_t *r
 		!xpu_join_dense_fits((uint64_t) hi - (uint64_t) lo + 1, n))
 		return 0;
 	*range = (uint64_t) hi - (uint64_t) lo + 1;
-	if ((s = (uint32_t *) calloc((size_t) *range, 4)) == NULL)
+	if ((seen = (uint64_t *) calloc((size_t) ((*range + 63) / 64), 8)) == NULL)
 		return 0;
 	for (int p = 0; p <= b->n_parts; p++)
 	{
@@ -750,17 +751,40 @@ dense_slots(const XpuJoinBuilder *b, uint32_t **slots, int64_t *min, uint64_t *r
 
 			memcpy(&v, rv->keys + kr.key_off + 1, 8);
 			slot = (uint64_t) v - (uint64_t) lo;
-			if (s[slot] != 0)
+			if (seen[slot / 64] & (uint64_t) 1 << (slot % 64))
 			{
-				free(s);		/* a duplicate key */
+				free(seen);		/* a duplicate key */
 				return 0;
 			}
-			s[slot] = rv->base_rows + kr.row + 1;
+			seen[slot / 64] |= (uint64_t) 1 << (slot % 64);
 		}
 	}
-	*slots = s;
+	free(seen);
 	*min = lo;
 	return 1;
+}
+
+/* the dense form's slots into t (zeroed): each keyed row's number + 1 */
+static void
+write_dense_slots(const XpuJoinBuilder *b, XpuJoinTable *t)
+{
+	uint32_t   *slots = (uint32_t *) ((uint8_t *) t + t->slots_off);
+	RowsView	own;
+
+	own_view(b, &own);
+	for (int p = 0; p <= b->n_parts; p++)
+	{
+		const RowsView *rv = view_at(b, &own, p);
+
+		for (uint64_t i = 0; i < rv->n_keyed; i++)
+		{
+			KeyedRow	kr = view_keyed(rv, i);
+			int64_t		v;
+
+			memcpy(&v, rv->keys + kr.key_off + 1, 8);
+			slots[(uint64_t) v - (uint64_t) t->dense_min] = rv->base_rows + kr.row + 1;
+		}
+	}
 }
 
 /*
@@ -983,8 +1007,6 @@ xpu_join_builder_layout(XpuJoinBuilder *b, XpuError *err)
 
 	if (b->laid_out)
 		return h->total_len;
-	free(b->slots);				/* of a layout that passed the limit */
-	b->slots = NULL;
 	view_totals(b, &n_keyed, &keys_len, &n_null, &text_len);
 	memset(h, 0, sizeof(*h));
 	h->magic = XPU_JOIN_MAGIC;
@@ -998,10 +1020,10 @@ xpu_join_builder_layout(XpuJoinBuilder *b, XpuError *err)
 	h->part = b->spec.n_parts > 1 ? b->spec.part : 0;
 	memcpy(h->keys, b->spec.keys, sizeof(h->keys));
 	off = ALIGN16(sizeof(XpuJoinTable));
-	if (dense_slots(b, &b->slots, &h->dense_min, &h->dense_range))
+	if (dense_fits(b, &h->dense_min, &h->dense_range))
 	{
 		h->form = XPU_JOIN_DENSE;
-		h->flags = XPU_JOIN_UNIQUE;		/* dense_slots refuses a repeated key */
+		h->flags = XPU_JOIN_UNIQUE;		/* dense_fits refuses a repeated key */
 		h->slots_off = off;
 		off = ALIGN16(off + 4 * h->dense_range);
 	}
@@ -1049,13 +1071,19 @@ xpu_join_builder_layout(XpuJoinBuilder *b, XpuError *err)
 void
 xpu_join_builder_write(XpuJoinBuilder *b, void *dst)
 {
+	/* zeroed: padding, empty slots and the counting sort's counts are 0 */
+	memset(dst, 0, (size_t) b->hdr.total_len);
+	xpu_join_builder_write_zeroed(b, dst);
+}
+
+void
+xpu_join_builder_write_zeroed(XpuJoinBuilder *b, void *dst)
+{
 	XpuJoinTable *t = (XpuJoinTable *) dst;
 
-	/* zeroed: padding and the counting sort's counts start at 0 */
-	memset(t, 0, (size_t) b->hdr.total_len);
 	*t = b->hdr;
 	if (t->form == XPU_JOIN_DENSE)
-		memcpy((uint8_t *) t + t->slots_off, b->slots, (size_t) (4 * t->dense_range));
+		write_dense_slots(b, t);
 	else
 		write_hash(b, t);
 	write_null_rows(b, t);

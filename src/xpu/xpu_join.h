@@ -1223,9 +1223,13 @@ extern XpuJoinTable *xpu_join_builder_finish(XpuJoinBuilder *b, XpuError *err);
  * chooses the form and returns the table's bytes (0 with err set past the
  * limit; no rows may be added after it), xpu_join_builder_write writes
  * the table at dst (16-byte aligned, that many bytes).
+ * xpu_join_builder_write_zeroed does where dst's bytes are all 0 already
+ * (a fresh memfd's pages): it writes only what is not 0, so a page it does
+ * not touch is never faulted in or copied.
  */
 extern uint64_t xpu_join_builder_layout(XpuJoinBuilder *b, XpuError *err);
 extern void xpu_join_builder_write(XpuJoinBuilder *b, void *dst);
+extern void xpu_join_builder_write_zeroed(XpuJoinBuilder *b, void *dst);
 
 /*
  * Shares of one table built apart (each parallel worker of an inner scan

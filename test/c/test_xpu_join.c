@@ -885,23 +885,35 @@ test_numeric_range(void)
 
 /* ---------------------------------------------------------------- caller's memory */
 
-/* layout + write into memory of the test's gives finish's bytes; no rows after layout */
+/*
+ * layout + write into memory of the test's gives finish's bytes, and so
+ * does write_zeroed into zeroed memory (a fresh memfd's); no rows after
+ * layout.  A hash table (text and int4 keys, some NULL) and a dense one
+ * (unique int4 keys in shuffled order, some NULL).
+ */
 static void
-test_caller_memory(void)
+caller_memory_case(const char *name, int n_keys, const int *types, int dense)
 {
-	int			t[2] = {XPU_T_TEXT, XPU_T_INT4};
-	XpuJoinSpec spec = spec_of(2, t, NULL, NULL, NULL, N_STD_PAY, std_pay);
+	XpuJoinSpec spec = spec_of(n_keys, types, NULL, NULL, NULL, N_STD_PAY, std_pay);
 	JtRows		inner;
 	JtDomain	d[2] = {{10, 0, 0}, {10, 50, 0}};
 	XpuError	err;
 	XpuJoinTable *a;
 	XpuJoinBuilder *b;
 	uint64_t	len;
-	uint8_t    *space;
+	uint8_t    *space,
+			   *zeroed,
+			   *at,
+			   *zat;
 	int			ok;
 
-	jt_rows_alloc(&inner, 500, 2, spec.n_pay);
+	jt_rows_alloc(&inner, 500, n_keys, spec.n_pay);
 	jt_fill_keys(&inner, &spec, 0, d);
+	if (dense)
+	{
+		for (int i = 0; i < inner.n; i++)
+			inner.keys[i].i = 1000 + (int64_t) ((i * 7) % inner.n);	/* 7 and 500 coprime */
+	}
 	jt_fill_pay(&inner, &spec);
 	a = build(&spec, &inner, 1, &err);
 	memset(&err, 0, sizeof(err));
@@ -910,20 +922,37 @@ test_caller_memory(void)
 							  inner.pay_nulls, &err);
 	len = xpu_join_builder_layout(b, &err);
 	space = (uint8_t *) malloc((size_t) len + 32);
+	zeroed = (uint8_t *) calloc(1, (size_t) len + 32);
 	memset(space, 0x5A, (size_t) len + 32);
-	xpu_join_builder_write(b, space + 16 - ((uintptr_t) space & 15));
-	tap_ok(ok && a != NULL && len == a->total_len &&
-		   memcmp(space + 16 - ((uintptr_t) space & 15), a, (size_t) len) == 0,
-		   "a table written into the caller's memory is finish's, byte for byte (%llu bytes)",
-		   (unsigned long long) len);
+	at = space + 16 - ((uintptr_t) space & 15);
+	zat = zeroed + 16 - ((uintptr_t) zeroed & 15);
+	xpu_join_builder_write(b, at);
+	xpu_join_builder_write_zeroed(b, zat);
+	tap_ok(ok && a != NULL && len == a->total_len && a->form == (dense ? XPU_JOIN_DENSE : XPU_JOIN_HASH) &&
+		   memcmp(at, a, (size_t) len) == 0,
+		   "%s: a table written into the caller's memory is finish's, byte for byte (%llu bytes)",
+		   name, (unsigned long long) len);
+	tap_ok(a != NULL && memcmp(zat, a, (size_t) len) == 0,
+		   "%s: written into zeroed memory (write_zeroed), the same bytes", name);
 	tap_ok(!xpu_join_builder_add(b, 1, inner.keys, inner.key_nulls, inner.pay,
 								 inner.pay_nulls, &err) &&
 		   err.code == XPU_ERR_INVALID_ARGUMENT && xpu_join_builder_layout(b, &err) == len,
-		   "rows added after the layout are refused; the layout stays");
+		   "%s: rows added after the layout are refused; the layout stays", name);
 	xpu_join_builder_free(b);
 	free(space);
+	free(zeroed);
 	free(a);
 	jt_rows_free(&inner);
+}
+
+static void
+test_caller_memory(void)
+{
+	int			hash_types[2] = {XPU_T_TEXT, XPU_T_INT4};
+	int			dense_types[1] = {XPU_T_INT4};
+
+	caller_memory_case("hash form", 2, hash_types, 0);
+	caller_memory_case("dense form", 1, dense_types, 1);
 }
 
 /* ---------------------------------------------------------------- limits and specs */

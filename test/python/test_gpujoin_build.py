@@ -16,6 +16,7 @@ in a worker's scan are each tried.
 """
 import json
 import os
+import re
 import shutil
 import socket
 import struct
@@ -338,6 +339,17 @@ def test_group_runs_the_depths_scans_at_once(serial_tdim):
     assert_rows_equal(GROUP_SQL, together[1], one_by_one[1], rel_tol=1e-9)
     apart = DB.engine_ran(GROUP_SQL, NODE, ON_J + SETTINGS + NOT_AT_ONCE)
     assert not groups(apart) and len(builds(apart)) >= 1, show(apart)
+    # EXPLAIN VERBOSE: where each build's time went; the group's scans are
+    # every member's, its tables made at once (gpu_join_table.c)
+    for plan, scans in ((top, "group scans"), (apart, "scan")):
+        pre = find_nodes(plan, NODE)[0]
+        parts = [re.search(r"built in ([0-9.]+) ms: %s ([0-9.]+), table ([0-9.]+), load ([0-9.]+)"
+                           % scans, pre["Join Depth %d" % d]) for d in (1, 2, 3)]
+        assert all(parts), show(plan)
+        built, scan, table, load = ([float(p.group(i)) for p in parts] for i in (1, 2, 3, 4))
+        assert all(b + 0.003 >= s + t and b + 0.003 >= s + lo and min(t, lo) >= 0
+                   for b, s, t, lo in zip(built, scan, table, load)), show(plan)
+        assert scans == "scan" or len(set(scan)) == 1, show(plan)
 
 
 def test_group_with_a_kept_table(serial_tdim):
