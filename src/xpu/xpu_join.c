@@ -691,6 +691,79 @@ xpu_join_builder_attach(XpuJoinBuilder *b, const void *image, uint64_t len, XpuE
 /* ---------------------------------------------------------------- finishing */
 
 /*
+ * dense_rows: fn for each keyed row of b (its own, then each attached
+ * image's), with its integer-like key and its number in the table; a
+ * nonzero return of fn stops the pass and is returned.  Inlined, so that
+ * each pass calls its fn directly (no call through a pointer a row).
+ */
+typedef int (*DenseRowFn) (void *ctx, int64_t key, uint32_t row);
+
+static inline __attribute__((always_inline)) int
+dense_rows(const XpuJoinBuilder *b, DenseRowFn fn, void *ctx)
+{
+	RowsView	own;
+
+	own_view(b, &own);
+	for (int p = 0; p <= b->n_parts; p++)
+	{
+		const RowsView *rv = view_at(b, &own, p);
+
+		for (uint64_t i = 0; i < rv->n_keyed; i++)
+		{
+			KeyedRow	kr = view_keyed(rv, i);
+			int64_t		v;
+			int			r;
+
+			memcpy(&v, rv->keys + kr.key_off + 1, 8);
+			if ((r = fn(ctx, v, rv->base_rows + kr.row)) != 0)
+				return r;
+		}
+	}
+	return 0;
+}
+
+/* dense_rows' passes: the keys' span, their uniqueness, the slots */
+typedef struct DenseCtx
+{
+	int64_t		lo;
+	int64_t		hi;
+	uint64_t   *seen;			/* a bit a slot */
+	uint32_t   *slots;
+} DenseCtx;
+
+static int
+dense_span(void *ctx, int64_t key, uint32_t row)
+{
+	DenseCtx   *c = ctx;
+
+	c->lo = key < c->lo ? key : c->lo;
+	c->hi = key > c->hi ? key : c->hi;
+	return 0;
+}
+
+static int
+dense_seen(void *ctx, int64_t key, uint32_t row)
+{
+	DenseCtx   *c = ctx;
+	uint64_t	slot = (uint64_t) key - (uint64_t) c->lo;
+	uint64_t	bit = (uint64_t) 1 << (slot % 64);
+
+	if (c->seen[slot / 64] & bit)
+		return 1;				/* a duplicate key */
+	c->seen[slot / 64] |= bit;
+	return 0;
+}
+
+static int
+dense_slot(void *ctx, int64_t key, uint32_t row)
+{
+	DenseCtx   *c = ctx;
+
+	c->slots[(uint64_t) key - (uint64_t) c->lo] = row + 1;
+	return 0;
+}
+
+/*
  * dense_fits: does the dense form take b's rows (xpu_join.h: one
  * integer-like key, unique, max - min + 1 <= 2 * keyed rows)?  *min and
  * *range then hold its slots' span.  The keys' uniqueness is checked with a
@@ -706,85 +779,35 @@ dense_fits(const XpuJoinBuilder *b, int64_t *min, uint64_t *range)
 				keys,
 				nulls,
 				text;
-	RowsView	own;
 	int			type = b->spec.keys[0].type;
-	int64_t		lo = INT64_MAX,
-				hi = INT64_MIN;
-	uint64_t   *seen;
+	DenseCtx	c = {INT64_MAX, INT64_MIN, NULL, NULL};
+	int			dup;
 
 	view_totals(b, &n, &keys, &nulls, &text);
-	own_view(b, &own);
-
 	if (b->spec.form == XPU_JOIN_HASH || b->spec.n_keys != 1 || n == 0 ||
 		!xpu_agg_intlike(type) || !xpu_agg_intlike(b->spec.keys[0].probe_type))
 		return 0;
-	for (int p = 0; p <= b->n_parts; p++)
-	{
-		const RowsView *rv = view_at(b, &own, p);
-
-		for (uint64_t i = 0; i < rv->n_keyed; i++)
-		{
-			KeyedRow	kr = view_keyed(rv, i);
-			int64_t		v;
-
-			memcpy(&v, rv->keys + kr.key_off + 1, 8);
-			lo = v < lo ? v : lo;
-			hi = v > hi ? v : hi;
-		}
-	}
+	dense_rows(b, dense_span, &c);
 	/* unsigned: hi - lo may pass INT64_MAX */
-	if ((uint64_t) hi - (uint64_t) lo == UINT64_MAX ||
-		!xpu_join_dense_fits((uint64_t) hi - (uint64_t) lo + 1, n))
+	if ((uint64_t) c.hi - (uint64_t) c.lo == UINT64_MAX ||
+		!xpu_join_dense_fits((uint64_t) c.hi - (uint64_t) c.lo + 1, n))
 		return 0;
-	*range = (uint64_t) hi - (uint64_t) lo + 1;
-	if ((seen = (uint64_t *) calloc((size_t) ((*range + 63) / 64), 8)) == NULL)
+	*range = (uint64_t) c.hi - (uint64_t) c.lo + 1;
+	if ((c.seen = (uint64_t *) calloc((size_t) ((*range + 63) / 64), 8)) == NULL)
 		return 0;
-	for (int p = 0; p <= b->n_parts; p++)
-	{
-		const RowsView *rv = view_at(b, &own, p);
-
-		for (uint64_t i = 0; i < rv->n_keyed; i++)
-		{
-			KeyedRow	kr = view_keyed(rv, i);
-			int64_t		v;
-			uint64_t	slot;
-
-			memcpy(&v, rv->keys + kr.key_off + 1, 8);
-			slot = (uint64_t) v - (uint64_t) lo;
-			if (seen[slot / 64] & (uint64_t) 1 << (slot % 64))
-			{
-				free(seen);		/* a duplicate key */
-				return 0;
-			}
-			seen[slot / 64] |= (uint64_t) 1 << (slot % 64);
-		}
-	}
-	free(seen);
-	*min = lo;
-	return 1;
+	dup = dense_rows(b, dense_seen, &c);
+	free(c.seen);
+	*min = c.lo;
+	return !dup;
 }
 
 /* the dense form's slots into t (zeroed): each keyed row's number + 1 */
 static void
 write_dense_slots(const XpuJoinBuilder *b, XpuJoinTable *t)
 {
-	uint32_t   *slots = (uint32_t *) ((uint8_t *) t + t->slots_off);
-	RowsView	own;
+	DenseCtx	c = {t->dense_min, 0, NULL, (uint32_t *) ((uint8_t *) t + t->slots_off)};
 
-	own_view(b, &own);
-	for (int p = 0; p <= b->n_parts; p++)
-	{
-		const RowsView *rv = view_at(b, &own, p);
-
-		for (uint64_t i = 0; i < rv->n_keyed; i++)
-		{
-			KeyedRow	kr = view_keyed(rv, i);
-			int64_t		v;
-
-			memcpy(&v, rv->keys + kr.key_off + 1, 8);
-			slots[(uint64_t) v - (uint64_t) t->dense_min] = rv->base_rows + kr.row + 1;
-		}
-	}
+	dense_rows(b, dense_slot, &c);
 }
 
 /*
