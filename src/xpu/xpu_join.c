@@ -734,7 +734,7 @@ typedef struct DenseCtx
 static int
 dense_span(void *ctx, int64_t key, uint32_t row)
 {
-	DenseCtx   *c = ctx;
+	DenseCtx   *c = (DenseCtx *) ctx;
 
 	c->lo = key < c->lo ? key : c->lo;
 	c->hi = key > c->hi ? key : c->hi;
@@ -744,7 +744,7 @@ dense_span(void *ctx, int64_t key, uint32_t row)
 static int
 dense_seen(void *ctx, int64_t key, uint32_t row)
 {
-	DenseCtx   *c = ctx;
+	DenseCtx   *c = (DenseCtx *) ctx;
 	uint64_t	slot = (uint64_t) key - (uint64_t) c->lo;
 	uint64_t	bit = (uint64_t) 1 << (slot % 64);
 
@@ -757,7 +757,7 @@ dense_seen(void *ctx, int64_t key, uint32_t row)
 static int
 dense_slot(void *ctx, int64_t key, uint32_t row)
 {
-	DenseCtx   *c = ctx;
+	DenseCtx   *c = (DenseCtx *) ctx;
 
 	c->slots[(uint64_t) key - (uint64_t) c->lo] = row + 1;
 	return 0;
