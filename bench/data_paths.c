@@ -34,6 +34,10 @@
  *	                  page faults timed), into ordinary host buffers
  *	 map-pinned       as pread-pinned, the slices copied from that mapping
  *	                  with memcpy instead of pread
+ *	 map-nt           as map, each slice copied with non-temporal (streaming)
+ *	                  AVX2 stores, which write the destination's lines without
+ *	                  reading them first (unavailable without AVX2)
+ *	 map-nt-pinned    as map-pinned, the slices copied that way
  *	 pack             the file in the page cache: THREADS threads pread each
  *	                  slice in frames of 256 KiB into a buffer of their own,
  *	                  pack each frame as the service could pack an integer column
@@ -107,11 +111,14 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
 #include <sys/types.h>
 #include <time.h>
 #include <unistd.h>
+
+#include <immintrin.h>
 
 #include "cuda_driver.h"
 #include "cufile_api.h"
@@ -135,20 +142,20 @@ typedef struct CUevent_st *CUevent;
 enum Way
 {
 	W_ODIRECT, W_COLD_PREAD, W_PREAD, W_PINNED, W_PAGEABLE, W_PREAD_PINNED,
-	W_MAP, W_MAP_PINNED, W_PACK, W_PACK_PINNED, W_MAP_PACK, W_MAP_PACK_PINNED, W_REGISTER,
+	W_MAP, W_MAP_PINNED, W_MAP_NT, W_MAP_NT_PINNED, W_PACK, W_PACK_PINNED, W_MAP_PACK, W_MAP_PACK_PINNED, W_REGISTER,
 	W_REGISTERED_COPY, W_REGISTER_COPY, W_CUFILE, N_WAYS
 };
 
 static const char *way_names[N_WAYS] = {
 	"odirect", "cold-pread", "pread", "pinned", "pageable", "pread-pinned",
-	"map", "map-pinned", "pack", "pack-pinned", "map-pack", "map-pack-pinned", "register",
+	"map", "map-pinned", "map-nt", "map-nt-pinned", "pack", "pack-pinned", "map-pack", "map-pack-pinned", "register",
 	"registered-copy", "register-copy", "cufile"
 };
 
 /* ways that need the GPU (cold-pread runs without one, into host buffers) */
 static const bool way_needs_gpu[N_WAYS] = {
-	false, false, false, true, true, true, false, true, false, true, false, true, true, true, true,
-	true
+	false, false, false, true, true, true, false, true, false, true, false, true, false, true, true,
+	true, true, true
 };
 
 typedef struct WayResult
@@ -157,6 +164,7 @@ typedef struct WayResult
 	const char *status;			/* "ok", "unavailable", "failed"; NULL: not run */
 	char		why[1200];
 	double		seconds;
+	double		cpu_seconds;	/* the process's CPU time over its timed threads; < 0 unknown */
 	size_t		bytes;
 	double		resident_before;	/* share of BYTES in the page cache, -1 unknown */
 	const char *page_cache;		/* what the way did to the page cache */
@@ -322,6 +330,18 @@ now(void)
 	return ts.tv_sec + ts.tv_nsec / 1e9;
 }
 
+/* the process's CPU time, user and system, all threads; -1 if unknown */
+static double
+cpu_now(void)
+{
+	struct rusage ru;
+
+	if (getrusage(RUSAGE_SELF, &ru) != 0)
+		return -1;
+	return ru.ru_utime.tv_sec + ru.ru_utime.tv_usec / 1e6 +
+		ru.ru_stime.tv_sec + ru.ru_stime.tv_usec / 1e6;
+}
+
 /* one run of a way's threads: the pieces they claim, the first error */
 typedef struct Run
 {
@@ -333,6 +353,7 @@ typedef struct Run
 	char		error[400];		/* the first error; "" none */
 	int			err_flag;		/* atomic: stop claiming */
 	void	   *arg;			/* the way's own state */
+	double		cpu_seconds;	/* user + system CPU time of the process over the timed part */
 } Run;
 
 static Run	run;
@@ -399,7 +420,8 @@ static double
 run_threads(void *(*fn) (void *), int threads, size_t unit, void *arg)
 {
 	pthread_t	tids[MAX_THREADS];
-	double		t0;
+	double		t0,
+				cpu0;
 
 	run.unit = unit;
 	run.n_pieces = (int64_t) ((nbytes + unit - 1) / unit);
@@ -416,9 +438,11 @@ run_threads(void *(*fn) (void *), int threads, size_t unit, void *arg)
 		}
 	pthread_barrier_wait(&run.start);
 	t0 = now();
+	cpu0 = cpu_now();
 	for (int i = 0; i < threads; i++)
 		pthread_join(tids[i], NULL);
 	t0 = now() - t0;
+	run.cpu_seconds = cpu0 < 0 ? -1 : cpu_now() - cpu0;
 	pthread_barrier_destroy(&run.start);
 	return run.error[0] ? -1 : t0;
 }
@@ -558,6 +582,45 @@ static bool pread_to_gpu;
 /* map, map-pinned: the mapping the pread worker copies from instead of pread */
 static const char *pread_map;
 
+/* map-nt, map-nt-pinned: slices copied from pread_map with streaming stores (copy_nt) */
+static bool copy_streaming;
+
+/*
+ * copy_nt: memcpy with non-temporal AVX2 stores for the 32-byte aligned part
+ * of dst, so that the destination's cache lines are written without being
+ * read first (a plain store reads each line it fills, one more pass over
+ * memory, and leaves it in the cache); memcpy for the ends
+ */
+__attribute__((target("avx2")))
+static void
+copy_nt(void *dst, const void *src, size_t len)
+{
+	uint8_t    *d = dst;
+	const uint8_t *s = src;
+	size_t		head = (32 - ((uintptr_t) d & 31)) & 31;
+
+	if (head > len)
+		head = len;
+	memcpy(d, s, head);
+	d += head;
+	s += head;
+	len -= head;
+	for (; len >= 128; len -= 128, d += 128, s += 128)
+	{
+		__m256i		a = _mm256_loadu_si256((const __m256i *) s);
+		__m256i		b = _mm256_loadu_si256((const __m256i *) (s + 32));
+		__m256i		c = _mm256_loadu_si256((const __m256i *) (s + 64));
+		__m256i		e = _mm256_loadu_si256((const __m256i *) (s + 96));
+
+		_mm256_stream_si256((__m256i *) d, a);
+		_mm256_stream_si256((__m256i *) (d + 32), b);
+		_mm256_stream_si256((__m256i *) (d + 64), c);
+		_mm256_stream_si256((__m256i *) (d + 96), e);
+	}
+	memcpy(d, s, len);
+	_mm_sfence();				/* the streamed lines visible before the copy is queued */
+}
+
 /* pack, pack-pinned: slices packed (fetch_packed); the bytes that came out of packing */
 static bool pack_slices;
 static size_t packed_bytes;		/* atomic */
@@ -568,7 +631,10 @@ fetch(void *buf, size_t len, size_t off)
 {
 	if (pread_map == NULL)
 		return read_all(file_fd, buf, len, off);
-	memcpy(buf, pread_map + off, len);
+	if (copy_streaming)
+		copy_nt(buf, pread_map + off, len);
+	else
+		memcpy(buf, pread_map + off, len);
 	return true;
 }
 
@@ -1092,6 +1158,7 @@ finish(WayResult *w, double secs, size_t bytes)
 	}
 	w->status = "ok";
 	w->seconds = secs;
+	w->cpu_seconds = run.cpu_seconds;
 	w->bytes = bytes;
 }
 
@@ -1163,6 +1230,7 @@ do_way(enum Way way)
 	WayResult  *w = &results[way];
 	double		secs = -1;
 
+	run.cpu_seconds = -1;		/* set by the way's timed threads (run_threads) */
 	if (way_needs_gpu[way] && !have_gpu)
 	{
 		w->status = "unavailable";
@@ -1222,6 +1290,22 @@ do_way(enum Way way)
 			w->target = way == W_MAP ? "ordinary host buffers (memcpy from a mapping)" :
 				"GPU memory (memcpy from a mapping into pinned buffers, cuMemcpyHtoDAsync)";
 			read_way(w, way == W_MAP_PINNED, true, false);
+			break;
+		case W_MAP_NT:
+		case W_MAP_NT_PINNED:
+			w->target = way == W_MAP_NT ?
+				"ordinary host buffers (copied from a mapping with streaming stores)" :
+				"GPU memory (copied from a mapping into pinned buffers with streaming stores, "
+				"cuMemcpyHtoDAsync)";
+			if (!__builtin_cpu_supports("avx2"))
+			{
+				w->status = "unavailable";
+				snprintf(w->why, sizeof(w->why), "this CPU has no AVX2");
+				break;
+			}
+			copy_streaming = true;
+			read_way(w, way == W_MAP_NT_PINNED, true, false);
+			copy_streaming = false;
 			break;
 		case W_PACK:
 		case W_PACK_PINNED:
@@ -1338,8 +1422,13 @@ print_results(void)
 			   w->status);
 		first = false;
 		if (strcmp(w->status, "ok") == 0)
+		{
 			printf(", \"seconds\": %.6f, \"bytes\": %zu, \"gb_per_s\": %.3f", w->seconds, w->bytes,
 				   w->bytes / w->seconds / 1e9);
+			if (w->cpu_seconds >= 0)
+				printf(", \"cpu_seconds\": %.4f, \"cpu_seconds_per_gb\": %.4f", w->cpu_seconds,
+					   w->cpu_seconds / (w->bytes / 1e9));
+		}
 		printf(", \"why\": ");
 		if (w->why[0])
 			json_string(w->why);
@@ -1363,7 +1452,11 @@ print_results(void)
 
 		fprintf(stderr, "%-16s %-11s", way_names[i], w->status);
 		if (strcmp(w->status, "ok") == 0)
+		{
 			fprintf(stderr, " %8.3f s %8.2f GB/s", w->seconds, w->bytes / w->seconds / 1e9);
+			if (w->cpu_seconds >= 0)
+				fprintf(stderr, " %6.3f CPU-s/GB", w->cpu_seconds / (w->bytes / 1e9));
+		}
 		fprintf(stderr, "  %s%s%s\n", w->page_cache ? w->page_cache : "",
 				w->page_cache && w->why[0] ? "; " : "", w->why);
 	}
@@ -1615,6 +1708,7 @@ main(int argc, char **argv)
 		if (!results[i].asked)
 			continue;
 		results[i].resident_before = -1;
+		results[i].cpu_seconds = -1;
 		way_started = now();
 		current_way = i;
 		do_way((enum Way) i);
