@@ -250,8 +250,8 @@ gj_table_end(GjTable *t, const char **why)
 	int			fd = t->fd;
 	instr_time	loading,
 				end;
-	const uint8 *volatile kept_key = t->keep ? t->f->key : NULL;
-	const uint8 *volatile kept_version = t->keep ? t->f->version : NULL;
+	const uint8 *kept_key = t->keep ? t->f->key : NULL;
+	const uint8 *kept_version = t->keep ? t->f->version : NULL;
 
 	xpu_join_builder_free(t->b);
 	t->b = NULL;
@@ -339,6 +339,13 @@ gj_table_thread(void *arg)
  * the first depth whose rows the engine cannot take (gj_load then says
  * why, as it would have).  gj_tables_discard lets go of what is not loaded.
  */
+/* is g a depth of a group (its scans run) whose table is still to be made */
+static inline bool
+gj_group_table_due(const GjInner *g)
+{
+	return g->group != NULL && g->find != NULL && g->join_id == 0;
+}
+
 GjTables *
 gj_tables_make(GjInner *inner, int n, const XpuProgram *prog, GjBuildStart *before)
 {
@@ -352,7 +359,7 @@ gj_tables_make(GjInner *inner, int n, const XpuProgram *prog, GjBuildStart *befo
 
 	Assert(n <= WARP_MAX_JOINS);
 	for (int d = 0; d < n; d++)
-		k += inner[d].group != NULL && inner[d].find != NULL && inner[d].join_id == 0;
+		k += gj_group_table_due(&inner[d]);
 	if (k < 2)
 		return NULL;
 	m = palloc0(sizeof(GjTables));
@@ -364,7 +371,7 @@ gj_tables_make(GjInner *inner, int n, const XpuProgram *prog, GjBuildStart *befo
 		{
 			GjInner    *g = &inner[d];
 
-			if (g->group == NULL || g->find == NULL || g->join_id != 0)
+			if (!gj_group_table_due(g))
 				continue;
 			r = gj_table_begin(&m->t[m->n], g, d, prog, before, &m->why);
 			if (r > 0)
