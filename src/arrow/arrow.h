@@ -494,12 +494,24 @@ extern void arrow_image_file_unmap(void *map, size_t map_len);
 extern void arrow_image_file_path(char *path, size_t size, const ArrowFileIdentity *id);
 
 /*
- * Writes image (len bytes) of the Arrow file of identity id to tmp, then
- * renames it to path; 0, or the errno of what failed (tmp removed)
+ * Writes image (len bytes) of the Arrow file of identity id, whose path is
+ * source (NULL: none kept), to tmp, then renames it to path; 0, or the
+ * errno of what failed (tmp removed)
  */
 extern int	arrow_image_file_write(const char *path, const char *tmp,
-								   const ArrowFileIdentity *id, const void *image,
-								   uint64_t len);
+								   const ArrowFileIdentity *id, const char *source,
+								   const void *image, uint64_t len);
+
+/*
+ * Removes from directory dir the images of Arrow files that are gone (their
+ * source path names no file, or one of another device or inode) and the
+ * writers' temporary files older than tmp_age_s seconds; the number
+ * removed, or -1 where dir cannot be read.  An image without a source path
+ * (written before they had one), or that cannot be read, stays.  An image
+ * removed while a process maps it is no harm, and neither is one removed
+ * as it is being replaced: the next open of its file writes it again.
+ */
+extern int	arrow_image_file_prune(const char *dir, int64_t tmp_age_s);
 extern void arrow_file_close(ArrowFile *file);
 
 /*

@@ -17,16 +17,24 @@
  * before.  Anything but a regular file at the path is no image (opened
  * without blocking: a FIFO does not hang the reader).
  *
+ * It also names the path of the Arrow file it was made from (the source;
+ * images written before it had none), so that arrow_image_file_prune can
+ * tell the images of files that are gone (deleted, or their path now names
+ * another file) from the others: named after a device and an inode, such an
+ * image would otherwise stay in the data directory for good.
+ *
  *-------------------------------------------------------------------------
  */
 #include "arrow_internal.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #define IMAGE_FILE_MAGIC	"pgwarpM1"
@@ -37,8 +45,12 @@ typedef struct ImageFileHead
 	ArrowFileIdentity id;
 	uint64_t	len;			/* of the image that follows */
 	uint32_t	crc;			/* of the image (arrow_crc32c) */
-	uint32_t	pad;
+	uint32_t	source_len;		/* bytes of the source's path after this head
+								 * (no NUL), padded to 8; 0: none */
 } ImageFileHead;
+
+#define IMAGE_SOURCE_MAX	4096	/* a longer path is not kept (PATH_MAX) */
+#define IMAGE_PAD8(n)		(((uint64_t) (n) + 7) & ~(uint64_t) 7)
 
 /* ---------------------------------------------------------------- CRC-32C */
 
@@ -133,9 +145,10 @@ arrow_image_file_map(const char *path, const ArrowFileIdentity *id, uint64_t *le
 	close(fd);
 	memcpy(&h, p, sizeof(h));
 	if (memcmp(h.magic, IMAGE_FILE_MAGIC, 8) == 0 && memcmp(&h.id, id, sizeof(*id)) == 0 &&
-		h.len == (uint64_t) st.st_size - sizeof(h) &&
-		arrow_crc32c((const uint8_t *) p + sizeof(h), h.len) == h.crc)
-		image = (const uint8_t *) p + sizeof(h);
+		h.source_len <= IMAGE_SOURCE_MAX &&
+		h.len == (uint64_t) st.st_size - sizeof(h) - IMAGE_PAD8(h.source_len) &&
+		arrow_crc32c((const uint8_t *) p + sizeof(h) + IMAGE_PAD8(h.source_len), h.len) == h.crc)
+		image = (const uint8_t *) p + sizeof(h) + IMAGE_PAD8(h.source_len);
 	if (image == NULL)
 	{
 		munmap(p, (size_t) st.st_size);
@@ -185,9 +198,11 @@ write_all(int fd, const void *buf, uint64_t n)
 /* see arrow.h */
 int
 arrow_image_file_write(const char *path, const char *tmp, const ArrowFileIdentity *id,
-					   const void *image, uint64_t len)
+					   const char *source, const void *image, uint64_t len)
 {
+	static const char zeros[8];
 	ImageFileHead h;
+	size_t		n = source != NULL ? strlen(source) : 0;
 	int			fd;
 	int			e = 0;
 
@@ -196,9 +211,13 @@ arrow_image_file_write(const char *path, const char *tmp, const ArrowFileIdentit
 	h.id = *id;
 	h.len = len;
 	h.crc = arrow_crc32c(image, len);
+	h.source_len = n <= IMAGE_SOURCE_MAX ? (uint32_t) n : 0;
 	if ((fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600)) < 0)
 		return errno;
-	if (!write_all(fd, &h, sizeof(h)) || !write_all(fd, image, len))
+	errno = 0;
+	if (!write_all(fd, &h, sizeof(h)) || !write_all(fd, source, h.source_len) ||
+		!write_all(fd, zeros, IMAGE_PAD8(h.source_len) - h.source_len) ||
+		!write_all(fd, image, len))
 		e = errno ? errno : EIO;
 	if (close(fd) != 0 && e == 0)
 		e = errno;
@@ -207,4 +226,68 @@ arrow_image_file_write(const char *path, const char *tmp, const ArrowFileIdentit
 	if (e != 0)
 		unlink(tmp);
 	return e;
+}
+
+/*
+ * is the image file fd one of an Arrow file that is gone: its source path
+ * names no file, or another one than its device and inode (images without
+ * a source, or unreadable, are kept)
+ */
+static bool
+image_orphaned(int fd)
+{
+	ImageFileHead h;
+	char		source[IMAGE_SOURCE_MAX + 1];
+	struct stat st;
+
+	if (pread(fd, &h, sizeof(h), 0) != (ssize_t) sizeof(h) ||
+		memcmp(h.magic, IMAGE_FILE_MAGIC, 8) != 0 || h.source_len == 0 ||
+		h.source_len > IMAGE_SOURCE_MAX ||
+		pread(fd, source, h.source_len, sizeof(h)) != (ssize_t) h.source_len)
+		return false;
+	source[h.source_len] = '\0';
+	if (stat(source, &st) != 0)
+		return errno == ENOENT || errno == ENOTDIR;
+	return (int64_t) st.st_dev != h.id.dev || (int64_t) st.st_ino != h.id.ino;
+}
+
+/* see arrow.h */
+int
+arrow_image_file_prune(const char *dir, int64_t tmp_age_s)
+{
+	DIR		   *d = opendir(dir);
+	struct dirent *de;
+	time_t		now = time(NULL);
+	int			removed = 0;
+
+	if (d == NULL)
+		return -1;
+	while ((de = readdir(d)) != NULL)
+	{
+		size_t		nlen = strlen(de->d_name);
+		struct stat st;
+		bool		gone;
+		int			fd;
+
+		if (de->d_name[0] == '.')
+			continue;
+		/* a writer's file: removed once it is older than any write takes */
+		if (nlen > 4 && strcmp(de->d_name + nlen - 4, ".tmp") == 0)
+		{
+			if (fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+				S_ISREG(st.st_mode) && now - st.st_mtime > tmp_age_s &&
+				unlinkat(dirfd(d), de->d_name, 0) == 0)
+				removed++;
+			continue;
+		}
+		fd = openat(dirfd(d), de->d_name, O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOFOLLOW);
+		if (fd < 0)
+			continue;
+		gone = fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && image_orphaned(fd);
+		close(fd);
+		if (gone && unlinkat(dirfd(d), de->d_name, 0) == 0)
+			removed++;
+	}
+	closedir(d);
+	return removed;
 }

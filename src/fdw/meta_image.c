@@ -25,6 +25,13 @@
  * Nothing here fails a query: an image that cannot be written is only
  * logged (DEBUG1).
  *
+ * Images are named after the Arrow file's device and inode, so the image
+ * of a file that was deleted (or whose path now names another file) would
+ * stay for good: each image names its source path, and every time a
+ * backend writes an image it removes those of files that are gone, and
+ * the temporary files of writers that died (arrow_image_file_prune).  A
+ * directory holds about one image per large Arrow file that still exists.
+ *
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
@@ -37,6 +44,8 @@
 #include "fdw/arrow_fdw.h"
 
 #define META_IMAGE_MIN_BATCHES	64
+/* a writer's temporary file older than this is one whose writer died */
+#define META_IMAGE_TMP_AGE_S	3600
 
 bool		pg_warp_arrow_metadata_images = true;
 
@@ -70,12 +79,19 @@ meta_image_write(const ArrowPgSource *s, const ArrowFileIdentity *id, const char
 		snprintf(tmp, sizeof(tmp), "%s.%d.tmp", path, MyProcPid);
 		(void) MakePGDirectory("pg_warp");
 		(void) MakePGDirectory(ARROW_IMAGE_DIR);
-		if ((e = arrow_image_file_write(path, tmp, id, image, len)) != 0)
+		if ((e = arrow_image_file_write(path, tmp, id, s->path, image, len)) != 0)
 			elog(DEBUG1, "pg_warp: could not write Arrow metadata image \"%s\": %s", path,
 				 strerror(e));
 		else
+		{
+			int			removed = arrow_image_file_prune(ARROW_IMAGE_DIR, META_IMAGE_TMP_AGE_S);
+
 			elog(DEBUG1, "pg_warp: kept the record batches of \"%s\" in metadata image \"%s\"",
 				 s->path, path);
+			if (removed > 0)
+				elog(DEBUG1, "pg_warp: removed %d metadata images of Arrow files that are gone",
+					 removed);
+		}
 	}
 	MemoryContextDelete(cxt);
 }

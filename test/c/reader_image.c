@@ -9,7 +9,10 @@
  *	  the file opening either way; a refused image gives the file's rows;
  *	- a stream, or a file with view fields, has no image;
  *	- the image's file: written and mapped back, refused for another
- *	  identity, a changed byte, a cut file, a FIFO.
+ *	  identity, a changed byte, a cut file, a FIFO;
+ *	- pruning a directory of image files: those of sources that are gone
+ *	  or now name another file go, and old temporary files; the others,
+ *	  images without a source and what is not a regular file stay.
  */
 
 /* all rows of an opened file as JSON lines (malloc'd), NULL on error */
@@ -276,7 +279,8 @@ test_image_file(void)
 		image[i] = (uint8_t) (i * 7);
 	tap_ok(arrow_image_file_map(path, &id, &len, &map, &map_len) == NULL && map == NULL,
 		   "no file: no image");
-	tap_ok(arrow_image_file_write(path, tmp, &id, image, sizeof(image)) == 0 &&
+	tap_ok(arrow_image_file_write(path, tmp, &id, "/some/source.arrow", image,
+								  sizeof(image)) == 0 &&
 		   access(tmp, F_OK) != 0, "written, the temporary file renamed");
 	got = arrow_image_file_map(path, &id, &len, &map, &map_len);
 	tap_ok(got != NULL && len == sizeof(image) && memcmp(got, image, len) == 0,
@@ -293,7 +297,11 @@ test_image_file(void)
 	fclose(f);
 	tap_ok(arrow_image_file_map(path, &id, &len, &map, &map_len) == NULL,
 		   "a byte changed: no image (CRC)");
-	arrow_image_file_write(path, tmp, &id, image, sizeof(image));
+	arrow_image_file_write(path, tmp, &id, NULL, image, sizeof(image));
+	got = arrow_image_file_map(path, &id, &len, &map, &map_len);
+	tap_ok(got != NULL && len == sizeof(image) && memcmp(got, image, len) == 0,
+		   "written without a source: mapped, the image written");
+	arrow_image_file_unmap(map, map_len);
 	tap_ok(truncate(path, size - 1) == 0 &&
 		   arrow_image_file_map(path, &id, &len, &map, &map_len) == NULL,
 		   "cut short: no image");
@@ -302,8 +310,116 @@ test_image_file(void)
 		   arrow_image_file_map(path, &id, &len, &map, &map_len) == NULL,
 		   "a FIFO: no image, and no wait for a writer");
 	unlink(path);
-	tap_ok(arrow_image_file_write(path, "/nonexistent/dir/img.tmp", &id, image,
+	tap_ok(arrow_image_file_write(path, "/nonexistent/dir/img.tmp", &id, NULL, image,
 								  sizeof(image)) != 0 && access(path, F_OK) != 0,
 		   "a write that cannot be made says so, writes nothing");
+	rmdir(dir);
+}
+
+/* an image at dir/name of the file at source, of source's identity (ino + bump) */
+static void
+prune_image(const char *dir, const char *name, const char *source, int64_t bump,
+			bool with_source)
+{
+	char		path[300];
+	char		tmp[310];
+	struct stat st;
+	ArrowFileIdentity id = {0, 0, 0, 0, 0};
+	uint8_t		image[64] = {0};
+
+	if (stat(source, &st) == 0)
+	{
+		id.dev = (int64_t) st.st_dev;
+		id.ino = (int64_t) st.st_ino + bump;
+	}
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	snprintf(tmp, sizeof(tmp), "%s.1.tmp", path);
+	arrow_image_file_write(path, tmp, &id, with_source ? source : NULL, image, sizeof(image));
+}
+
+static bool
+exists_in(const char *dir, const char *name)
+{
+	char		path[300];
+	struct stat st;
+
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	return lstat(path, &st) == 0;
+}
+
+/*
+ * arrow_image_file_prune over a directory of images: of a source that
+ * exists (kept), of one deleted since (removed), of a path that now names
+ * another file (removed), one without a source (kept), an old and a new
+ * temporary file (the old removed), a FIFO and a directory (kept)
+ */
+static void
+test_image_file_prune(void)
+{
+	char		dir[] = "/tmp/pg_warp_image_prune.XXXXXX";
+	char		src[400];
+	char		img[200];
+	const char *names[] = {"live.arrow", "deleted.arrow", "replaced.arrow", "nosource.arrow"};
+	const char *left[] = {"a-1", "a-4", "a-6.78.tmp", "a-7"};
+	struct timespec old[2];
+	FILE	   *f;
+
+	if (!tap_ok(mkdtemp(dir) != NULL, "a directory for sources and images"))
+		return;
+	snprintf(img, sizeof(img), "%s/img", dir);
+	mkdir(img, 0700);
+	for (int i = 0; i < 4; i++)
+	{
+		snprintf(src, sizeof(src), "%s/%s", dir, names[i]);
+		f = fopen(src, "w");
+		fputs("x", f);
+		fclose(f);
+	}
+	snprintf(src, sizeof(src), "%s/live.arrow", dir);
+	prune_image(img, "a-1", src, 0, true);
+	snprintf(src, sizeof(src), "%s/deleted.arrow", dir);
+	prune_image(img, "a-2", src, 0, true);
+	unlink(src);
+	snprintf(src, sizeof(src), "%s/replaced.arrow", dir);
+	prune_image(img, "a-3", src, 1, true);	/* the path names another inode */
+	snprintf(src, sizeof(src), "%s/nosource.arrow", dir);
+	prune_image(img, "a-4", src, 0, false);
+	unlink(src);
+	snprintf(src, sizeof(src), "%s/a-5.77.tmp", img);
+	f = fopen(src, "w");
+	fclose(f);
+	old[0].tv_sec = old[1].tv_sec = time(NULL) - 7200;
+	old[0].tv_nsec = old[1].tv_nsec = 0;
+	utimensat(AT_FDCWD, src, old, 0);
+	snprintf(src, sizeof(src), "%s/a-6.78.tmp", img);
+	f = fopen(src, "w");
+	fclose(f);
+	snprintf(src, sizeof(src), "%s/a-7", img);
+	mkfifo(src, 0600);
+	snprintf(src, sizeof(src), "%s/a-8", img);
+	mkdir(src, 0700);
+
+	tap_ok(arrow_image_file_prune(img, 3600) == 3, "pruned: three removed");
+	tap_ok(exists_in(img, "a-1"), "the image of a file that exists stays");
+	tap_ok(!exists_in(img, "a-2"), "the image of a deleted file goes");
+	tap_ok(!exists_in(img, "a-3"), "the image of a path that names another file goes");
+	tap_ok(exists_in(img, "a-4"), "an image without a source stays (its file is gone)");
+	tap_ok(!exists_in(img, "a-5.77.tmp"), "an old temporary file goes");
+	tap_ok(exists_in(img, "a-6.78.tmp"), "a new temporary file stays");
+	tap_ok(exists_in(img, "a-7") && exists_in(img, "a-8"), "a FIFO and a directory stay");
+	tap_ok(arrow_image_file_prune(img, 3600) == 0, "a second prune removes nothing");
+	tap_ok(arrow_image_file_prune("/nonexistent/dir", 3600) == -1, "no directory: -1");
+
+	rmdir(src);
+	for (int i = 0; i < 4; i++)
+	{
+		snprintf(src, sizeof(src), "%s/%s", img, left[i]);
+		unlink(src);
+	}
+	rmdir(img);
+	snprintf(src, sizeof(src), "%s/live.arrow", dir);
+	unlink(src);
+	snprintf(src, sizeof(src), "%s/replaced.arrow", dir);
+	unlink(src);
 	rmdir(dir);
 }

@@ -27,11 +27,13 @@
  * $ARROW_TEST_CORPUS.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <math.h>
 #include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "reader_testlib.h"
@@ -580,6 +582,7 @@ main(void)
 	test_image();
 	test_image_unpadded();
 	test_image_file();
+	test_image_file_prune();
 	for (int i = 0; i < n_seeds; i++)
 		free(seeds[i].data);
 	return tap_done();

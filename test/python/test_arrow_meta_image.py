@@ -234,3 +234,35 @@ def test_small_file_has_no_image(tmpdir_world):
         assert not os.path.exists(image_of(path))
     finally:
         DB.sql("DROP FOREIGN TABLE meta_image_few")
+
+
+def test_images_of_files_gone_are_removed(arrow_file, tmpdir_world):
+    """An image is named after its file's device and inode, so the image of a
+    file deleted, or replaced by another (a new inode), would stay: the next
+    image written removes them, and keeps those of files that exist."""
+    path, ftable = arrow_file
+    other = os.path.join(str(tmpdir_world), "other.arrow")
+    write(other, batches_table(1))
+    DB.sql("DROP FOREIGN TABLE IF EXISTS meta_image_other; CREATE FOREIGN TABLE "
+           "meta_image_other (x int8) SERVER arrow_fdw OPTIONS (file '%s')" % other)
+    try:
+        # (CREATE FOREIGN TABLE opened the other file: its image is already kept)
+        for t, k in ((ftable, 0), ("meta_image_other", 1)):
+            out, err = session(t, 0)
+            assert out == oracle(batches_table(k), 0), (out, err)
+        old_image, other_image = image_of(path), image_of(other)
+        assert os.path.isfile(old_image) and os.path.isfile(other_image)
+        # one file replaced (a new inode), the other deleted (after: the replacement
+        # must not take its inode, whose image name it would then have)
+        write(path, batches_table(2))
+        os.unlink(other)
+        assert image_of(path) not in (old_image, other_image)
+        out, err = session(ftable, 0)
+        assert out == oracle(batches_table(2), 0) and KEPT in err and TAKEN not in err, (out, err)
+        assert "removed 2 metadata images" in err, err
+        assert not os.path.exists(old_image) and not os.path.exists(other_image)
+        assert os.path.isfile(image_of(path))
+        out, err = session(ftable, 0)
+        assert out == oracle(batches_table(2), 0) and TAKEN in err, (out, err)
+    finally:
+        DB.sql("DROP FOREIGN TABLE IF EXISTS meta_image_other")
