@@ -146,6 +146,7 @@ arrow_image_file_map(const char *path, const ArrowFileIdentity *id, uint64_t *le
 	memcpy(&h, p, sizeof(h));
 	if (memcmp(h.magic, IMAGE_FILE_MAGIC, 8) == 0 && memcmp(&h.id, id, sizeof(*id)) == 0 &&
 		h.source_len <= IMAGE_SOURCE_MAX &&
+		sizeof(h) + IMAGE_PAD8(h.source_len) <= (uint64_t) st.st_size &&
 		h.len == (uint64_t) st.st_size - sizeof(h) - IMAGE_PAD8(h.source_len) &&
 		arrow_crc32c((const uint8_t *) p + sizeof(h) + IMAGE_PAD8(h.source_len), h.len) == h.crc)
 		image = (const uint8_t *) p + sizeof(h) + IMAGE_PAD8(h.source_len);

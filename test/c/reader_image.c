@@ -302,6 +302,15 @@ test_image_file(void)
 	tap_ok(got != NULL && len == sizeof(image) && memcmp(got, image, len) == 0,
 		   "written without a source: mapped, the image written");
 	arrow_image_file_unmap(map, map_len);
+	/* a head whose source would run past the end of the file */
+	f = fopen(path, "r+b");
+	fseek(f, 60, SEEK_SET);
+	fputc(0xF0, f);
+	fputc(0x0F, f);
+	fclose(f);
+	tap_ok(arrow_image_file_map(path, &id, &len, &map, &map_len) == NULL,
+		   "a source longer than the file: no image");
+	arrow_image_file_write(path, tmp, &id, NULL, image, sizeof(image));
 	tap_ok(truncate(path, size - 1) == 0 &&
 		   arrow_image_file_map(path, &id, &len, &map, &map_len) == NULL,
 		   "cut short: no image");
