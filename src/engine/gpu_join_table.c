@@ -332,13 +332,6 @@ gj_table_thread(void *arg)
 	return NULL;
 }
 
-/*
- * gj_tables_make: the tables of the depths of inner (n) that a group's
- * scans read for (g->find: gj_build_group_run), made at once; NULL where
- * fewer than two are.  Their rows are taken in the depths' order, up to
- * the first depth whose rows the engine cannot take (gj_load then says
- * why, as it would have).  gj_tables_discard lets go of what is not loaded.
- */
 /* is g a depth of a group (its scans run) whose table is still to be made */
 static inline bool
 gj_group_table_due(const GjInner *g)
@@ -346,6 +339,13 @@ gj_group_table_due(const GjInner *g)
 	return g->group != NULL && g->find != NULL && g->join_id == 0;
 }
 
+/*
+ * gj_tables_make: the tables of the depths of inner (n) that a group's
+ * scans read for (g->find: gj_build_group_run), made at once; NULL where
+ * fewer than two are.  Their rows are taken in the depths' order, up to
+ * the first depth whose rows the engine cannot take (gj_load then says
+ * why, as it would have).  gj_tables_discard lets go of what is not loaded.
+ */
 GjTables *
 gj_tables_make(GjInner *inner, int n, const XpuProgram *prog, GjBuildStart *before)
 {
