@@ -89,8 +89,8 @@ meta_image_write(const ArrowPgSource *s, const ArrowFileIdentity *id, const char
 			elog(DEBUG1, "pg_warp: kept the record batches of \"%s\" in metadata image \"%s\"",
 				 s->path, path);
 			if (removed > 0)
-				elog(DEBUG1, "pg_warp: removed %d metadata images of Arrow files that are gone",
-					 removed);
+				elog(DEBUG1, "pg_warp: removed %d stale metadata image files (images of "
+					 "Arrow files that are gone, writers' leftovers)", removed);
 		}
 	}
 	MemoryContextDelete(cxt);
