@@ -31,7 +31,8 @@ def chart(res, path):
         for q in queries:
             per = []
             for s in services:
-                ms = [r["execution_ms"] for r in hv["runs"] if r["query"] == q and r["service"] == s]
+                ms = [r["execution_ms"] for r in hv["runs"]
+                      if r["query"] == q and r["service"] == s]
                 if ms:
                     per.append((s, ms))
             rows.append((h, q, per))
