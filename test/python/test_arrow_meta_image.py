@@ -259,7 +259,7 @@ def test_images_of_files_gone_are_removed(arrow_file, tmpdir_world):
         assert image_of(path) not in (old_image, other_image)
         out, err = session(ftable, 0)
         assert out == oracle(batches_table(2), 0) and KEPT in err and TAKEN not in err, (out, err)
-        assert "removed 2 metadata images" in err, err
+        assert "removed 2 stale metadata image files" in err, err
         assert not os.path.exists(old_image) and not os.path.exists(other_image)
         assert os.path.isfile(image_of(path))
         out, err = session(ftable, 0)
