@@ -127,6 +127,7 @@ arrow_image_file_map(const char *path, const ArrowFileIdentity *id, uint64_t *le
 	ImageFileHead h;
 	struct stat st;
 	const uint8_t *image = NULL;
+	uint64_t	at;
 	void	   *p;
 	int			fd;
 
@@ -144,12 +145,13 @@ arrow_image_file_map(const char *path, const ArrowFileIdentity *id, uint64_t *le
 	}
 	close(fd);
 	memcpy(&h, p, sizeof(h));
+	/* where the image starts: after the head and its source's path */
+	at = sizeof(h) + IMAGE_PAD8(h.source_len);
 	if (memcmp(h.magic, IMAGE_FILE_MAGIC, 8) == 0 && memcmp(&h.id, id, sizeof(*id)) == 0 &&
-		h.source_len <= IMAGE_SOURCE_MAX &&
-		sizeof(h) + IMAGE_PAD8(h.source_len) <= (uint64_t) st.st_size &&
-		h.len == (uint64_t) st.st_size - sizeof(h) - IMAGE_PAD8(h.source_len) &&
-		arrow_crc32c((const uint8_t *) p + sizeof(h) + IMAGE_PAD8(h.source_len), h.len) == h.crc)
-		image = (const uint8_t *) p + sizeof(h) + IMAGE_PAD8(h.source_len);
+		h.source_len <= IMAGE_SOURCE_MAX && at <= (uint64_t) st.st_size &&
+		h.len == (uint64_t) st.st_size - at &&
+		arrow_crc32c((const uint8_t *) p + at, h.len) == h.crc)
+		image = (const uint8_t *) p + at;
 	if (image == NULL)
 	{
 		munmap(p, (size_t) st.st_size);
