@@ -523,9 +523,10 @@ extern void arrow_file_close(ArrowFile *file);
  * arrays.  The copy owns no descriptor and has no mapping (map NULL,
  * max_buffer_size 0: the caller sets them as after an open); close it with
  * arrow_file_close.  share_batches: the copy's record batches point into
- * the original's arrays (node and buffer lists, metadata) instead of copies
- * of them, which costs nothing per batch; the original must then outlive
- * the copy, and nobody changes it meanwhile.
+ * the original's arrays (the array of batches itself, their node and
+ * buffer lists, metadata) instead of copies of them, which costs nothing
+ * per batch; the original must then outlive the copy, and nobody changes
+ * it meanwhile.
  */
 extern int	arrow_file_copy(const ArrowFile *file, const ArrowSource *src,
 							const ArrowAllocator *alloc, bool share_batches,

@@ -164,8 +164,11 @@ take(const uint8_t *image, uint64_t len, uint64_t *pos, void *dst, uint64_t n)
 static bool
 image_batch(ArrowFile *file, const uint8_t *image, uint64_t len, uint64_t *pos,
 			const uint8_t *block, int32_t want_nodes, int32_t want_buffers,
-			ArrowBatchInfo *info, uint8_t **room, const uint8_t *room_end)
+			const ArrowBatchInfo *prev, ArrowBatchInfo *info, uint8_t **room,
+			const uint8_t *room_end)
 {
+	int32_t		n_same = 0;		/* keys that are prev's at the same place */
+
 	int64_t		offset = (int64_t) fb_le64(block);
 	int32_t		meta_len = (int32_t) fb_le32(block + 8);
 	int64_t		body_len = (int64_t) fb_le64(block + 16);
@@ -239,10 +242,21 @@ image_batch(ArrowFile *file, const uint8_t *image, uint64_t len, uint64_t *pos,
 			*room + kl + vl + 2 > room_end ||
 			memchr(image + *pos + text_len, '\0', (size_t) kl + vl) != NULL)
 			return false;
-		info->metadata.items[i].key = (char *) *room;
-		memcpy(*room, image + *pos + text_len, kl);
-		(*room)[kl] = '\0';
-		*room += kl + 1;
+		if (prev != NULL && i < prev->metadata.count &&
+			strncmp(prev->metadata.items[i].key, (const char *) image + *pos + text_len, kl) == 0 &&
+			prev->metadata.items[i].key[kl] == '\0')
+		{
+			/* the key of the batch before (batches' keys repeat): that string */
+			info->metadata.items[i].key = prev->metadata.items[i].key;
+			n_same++;
+		}
+		else
+		{
+			info->metadata.items[i].key = (char *) *room;
+			memcpy(*room, image + *pos + text_len, kl);
+			(*room)[kl] = '\0';
+			*room += kl + 1;
+		}
 		info->metadata.items[i].value = (char *) *room;
 		memcpy(*room, image + *pos + text_len + kl, vl);
 		(*room)[vl] = '\0';
@@ -250,7 +264,10 @@ image_batch(ArrowFile *file, const uint8_t *image, uint64_t len, uint64_t *pos,
 		text_len += (uint64_t) kl + vl;
 	}
 	info->metadata.count = ib.n_meta;
-	info->metadata.unique = arrow_metadata_keys_unique(&info->metadata);
+	/* the keys of the batch before, in its order: as unique as they were there */
+	info->metadata.unique = prev != NULL && n_same == ib.n_meta &&
+		n_same == prev->metadata.count ? prev->metadata.unique :
+		arrow_metadata_keys_unique(&info->metadata);
 	*room = (uint8_t *) PAD8((uintptr_t) *room);
 	if (PAD8(text_len) > len - *pos)
 		return false;
@@ -335,12 +352,18 @@ arrow_batches_from_image(ArrowFile *file, const FbVector *blocks)
 		(block = arrow_malloc(file->alloc, room_len, &err)) == NULL)
 		return false;
 	room = block;
+	if (arrow_reserve_batches(file, (int32_t) h.n_batches, &err) != ARROW_OK)
+	{
+		arrow_free(file->alloc, block);
+		return false;
+	}
 	for (uint32_t i = 0; i < h.n_batches; i++)
 	{
 		ArrowBatchInfo info;
 
 		if (!image_batch(file, image, len, &pos, fb_vector_elem(blocks, i), want_nodes,
-						 want_buffers, &info, &room, block + room_len) ||
+						 want_buffers, i > 0 ? &file->batches[i - 1] : NULL, &info, &room,
+						 block + room_len) ||
 			arrow_add_batch(file, &info, &err) != ARROW_OK)
 		{
 			/* as if never taken: the batches point into block */

@@ -98,6 +98,9 @@ typedef struct ReaderPriv
 	int32_t		n_borrowed;		/* batches[0..n) point into another file's
 								 * arrays (arrow_file_copy's share_batches):
 								 * not freed by arrow_file_close */
+	bool		batches_borrowed;	/* batches and visible_dicts themselves are
+									 * another file's (share_batches): never
+									 * freed or grown in place here */
 	/* while the file is opened: one message buffer and one scratch area
 	 * for every record batch's metadata (read_message, parse_batch_packed) */
 	uint8_t    *msg_buf;
@@ -192,6 +195,7 @@ extern void arrow_count_layout(const ArrowField *f, int32_t *nodes,
 /* The variadicBufferCounts of a record batch (see arrow_read_schema.c) */
 extern bool arrow_range_inside(int64_t offset, int64_t len, int64_t limit);
 extern bool arrow_metadata_keys_unique(const ArrowMetadata *md);
+extern int	arrow_reserve_batches(ArrowFile *file, int32_t n, ArrowError *err);
 extern int	arrow_add_batch(ArrowFile *file, ArrowBatchInfo *info, ArrowError *err);
 extern bool arrow_schema_has_views(const ArrowSchema *schema);
 extern bool arrow_batches_from_image(ArrowFile *file, const FbVector *blocks);

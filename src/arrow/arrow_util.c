@@ -301,10 +301,9 @@ arrow_metadata_copy(const ArrowAllocator *alloc, ArrowMetadata *dst,
 {
 	dst->count = 0;
 	dst->items = NULL;
-	dst->unique = false;
+	dst->unique = src != NULL && src->unique;	/* as the original says, even of no key */
 	if (src == NULL || src->count == 0)
 		return ARROW_OK;
-	dst->unique = src->unique;
 	dst->items = arrow_calloc(alloc, src->count, sizeof(ArrowKeyValue), err);
 	if (dst->items == NULL)
 		return ARROW_ERR_NOMEM;

@@ -12,7 +12,10 @@
  *	  identity, a changed byte, a cut file, a FIFO;
  *	- pruning a directory of image files: those of sources that are gone
  *	  or now name another file go, and old temporary files; the others,
- *	  images without a source and what is not a regular file stay.
+ *	  images without a source and what is not a regular file stay;
+ *	- copies of an opened file (arrow_file_copy), sharing its batches or
+ *	  not, and copies of such copies: the same batches and rows, and each
+ *	  closed before or after the others without touching their memory (ASan).
  */
 
 /* all rows of an opened file as JSON lines (malloc'd), NULL on error */
@@ -198,6 +201,82 @@ test_image(void)
 			   s->name, refused, taken);
 		free(want);
 		free(image);
+		arrow_file_close(file);
+	}
+}
+
+/*
+ * arrow_file_copy on every file seed: a copy that shares the original's
+ * batches (their array too), one that does not, and a shared copy of the
+ * shared copy give the original's batches and rows; closing a copy leaves
+ * the original and the other copies whole, and the original read again
+ * after every copy is closed gives its rows (a copy that freed what it
+ * borrowed is a use after free under ASan)
+ */
+static void
+test_copy(void)
+{
+	for (int i = 0; i < n_seeds; i++)
+	{
+		const Seed *s = &seeds[i];
+		ArrowSource src;
+		ArrowFile  *file;
+		ArrowFile  *shared = NULL;
+		ArrowFile  *owned = NULL;
+		ArrowFile  *second = NULL;
+		ArrowError	err;
+		char	   *want;
+		char	   *got;
+		bool		same;
+
+		if (open_mem(s->data, s->len, NULL, &src, &file, &err) != ARROW_OK)
+			continue;
+		want = opened_rows(file, &err);
+		if (want == NULL)
+		{
+			arrow_file_close(file);
+			continue;
+		}
+		arrow_source_from_memory(&src, s->data, s->len);
+		if (!tap_ok(arrow_file_copy(file, &src, NULL, true, &shared, &err) == ARROW_OK &&
+					arrow_file_copy(file, &src, NULL, false, &owned, &err) == ARROW_OK &&
+					arrow_file_copy(shared, &src, NULL, true, &second, &err) == ARROW_OK,
+					"%s: copied three ways", s->name))
+		{
+			tap_diag("%s", err.message);
+			arrow_file_close(shared);
+			arrow_file_close(owned);
+			arrow_file_close(file);
+			free(want);
+			continue;
+		}
+		tap_ok(same_batches(file, shared) && same_batches(file, owned) &&
+			   same_batches(file, second),
+			   "%s: every copy has the original's %d batches", s->name, file->n_batches);
+		tap_ok(file->n_batches == 0 || (shared->batches == file->batches &&
+										second->batches == file->batches &&
+										owned->batches != file->batches),
+			   "%s: the shared copies borrow the array of batches, the other has its own",
+			   s->name);
+		/* the shared copy closed first: the copy of it still reads */
+		got = opened_rows(shared, &err);
+		same = got != NULL && strcmp(got, want) == 0;
+		free(got);
+		arrow_file_close(shared);
+		got = opened_rows(second, &err);
+		same = same && got != NULL && strcmp(got, want) == 0;
+		free(got);
+		arrow_file_close(second);
+		got = opened_rows(owned, &err);
+		same = same && got != NULL && strcmp(got, want) == 0;
+		free(got);
+		arrow_file_close(owned);
+		got = opened_rows(file, &err);
+		tap_ok(same && got != NULL && strcmp(got, want) == 0,
+			   "%s: the copies' rows and the original's after they are closed are its rows",
+			   s->name);
+		free(got);
+		free(want);
 		arrow_file_close(file);
 	}
 }

@@ -580,6 +580,7 @@ main(void)
 	test_truncation();
 	test_corruption();
 	test_image();
+	test_copy();
 	test_image_unpadded();
 	test_image_file();
 	test_image_file_prune();
