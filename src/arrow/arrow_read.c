@@ -617,22 +617,10 @@ arrow_add_batch(ArrowFile *file, ArrowBatchInfo *info, ArrowError *err)
 		priv->batches_cap = file->n_batches;
 		priv->batches_borrowed = false;
 	}
-	if (file->n_batches == priv->batches_cap)
-	{
-		int32_t		cap = priv->batches_cap ? priv->batches_cap * 2 : 16;
-		ArrowBatchInfo *b;
-		int32_t    *v;
-
-		b = arrow_realloc(file->alloc, file->batches, sizeof(ArrowBatchInfo) * cap, err);
-		if (b == NULL)
-			return ARROW_ERR_NOMEM;
-		file->batches = b;
-		v = arrow_realloc(file->alloc, priv->visible_dicts, sizeof(int32_t) * cap, err);
-		if (v == NULL)
-			return ARROW_ERR_NOMEM;
-		priv->visible_dicts = v;
-		priv->batches_cap = cap;
-	}
+	if (file->n_batches == priv->batches_cap &&
+		arrow_reserve_batches(file, priv->batches_cap ? priv->batches_cap * 2 : 16,
+							  err) != ARROW_OK)
+		return ARROW_ERR_NOMEM;
 	if (arrow_add_overflow(file->total_rows, info->n_rows, &file->total_rows))
 		return arrow_set_error(err, ARROW_ERR_INVALID, "total row count overflows");
 	for (int32_t c = 0; info->column_first_buffer != NULL && c < file->schema.n_fields; c++)
