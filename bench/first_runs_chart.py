@@ -3,6 +3,8 @@
 (bench/results/ssb_first_runs_*-staging.json: per host, "runs" of
 {"service", "query", "execution_ms"}): per host and query, one bar per
 service at the median of its runs, the runs' range printed beside it.
+A JSON may name another field of its runs to chart ("chart_field", e.g.
+"planning_ms") and the chart's title ("chart_title").
 
     bench/first_runs_chart.py RESULTS.json [OUT.png]   (default: beside the JSON)
 """
@@ -19,6 +21,8 @@ COLORS = [(70, 110, 170), (220, 120, 40), (90, 160, 90), (150, 90, 160)]
 
 def chart(res, path):
     hosts = res["hosts"]
+    field = res.get("chart_field", "execution_ms")
+    title = res.get("chart_title", "first runs: execution ms (median, range)")
     rows = []                   # (host, query, [(service, [ms...])])
     services = []
     for h, hv in hosts.items():
@@ -31,7 +35,7 @@ def chart(res, path):
         for q in queries:
             per = []
             for s in services:
-                ms = [r["execution_ms"] for r in hv["runs"]
+                ms = [r[field] for r in hv["runs"]
                       if r["query"] == q and r["service"] == s]
                 if ms:
                     per.append((s, ms))
@@ -40,7 +44,7 @@ def chart(res, path):
     bar_h, gap, scale_w = 9, 2, 520
     height = 60 + sum(14 + len(per) * (bar_h + gap) for _, _, per in rows)
     c = Canvas(260 + scale_w, height)
-    c.text(10, 10, "FIRST RUNS: EXECUTION MS (MEDIAN, RANGE)")
+    c.text(10, 10, title.upper())
     x = 10
     for i, s in enumerate(services):
         c.rect(x, 30, x + 12, 40, COLORS[i % len(COLORS)])
