@@ -12,8 +12,8 @@
  * replaced, appended to, truncated or written in place has another), and
  * every run over the file copies it (arrow_file_copy) instead of reading
  * it: the first run reads it into the entry, its batches from the image a
- * backend kept in the data directory where there is one (src/fdw/meta_image.c).  The copy's record batches
- * point into the entry's arrays, so an entry is held while a run's copy
+ * backend kept in the data directory where there is one (src/fdw/meta_image.c).  The copy's array
+ * of record batches is the entry's, and the batches' arrays too, so an entry is held while a run's copy
  * lives and is never evicted then; its arrays are never changed.  The run
  * still opens the file itself and checks its identity against the request
  * (input.c), and reads through its own descriptor.
