@@ -159,7 +159,9 @@ take(const uint8_t *image, uint64_t len, uint64_t *pos, void *dst, uint64_t n)
 /*
  * one batch of the image at *pos checked against footer block `block` and
  * the schema (want_nodes, want_buffers), into *info whose arrays and
- * strings go to *room (enough, counted by the first pass: room_end)
+ * strings go to *room (enough, counted by the first pass: room_end); a
+ * metadata key that prev's (the batch before; NULL: none) has at the same
+ * place is prev's string
  */
 static bool
 image_batch(ArrowFile *file, const uint8_t *image, uint64_t len, uint64_t *pos,
@@ -167,8 +169,6 @@ image_batch(ArrowFile *file, const uint8_t *image, uint64_t len, uint64_t *pos,
 			const ArrowBatchInfo *prev, ArrowBatchInfo *info, uint8_t **room,
 			const uint8_t *room_end)
 {
-	int32_t		n_same = 0;		/* keys that are prev's at the same place */
-
 	int64_t		offset = (int64_t) fb_le64(block);
 	int32_t		meta_len = (int32_t) fb_le32(block + 8);
 	int64_t		body_len = (int64_t) fb_le64(block + 16);
@@ -176,6 +176,7 @@ image_batch(ArrowFile *file, const uint8_t *image, uint64_t len, uint64_t *pos,
 	uint64_t	text_len = 0;
 	uint64_t	lens_at;
 	int32_t		node = 0;
+	int32_t		n_same = 0;		/* keys that are prev's at the same place */
 
 	memset(info, 0, sizeof(*info));
 	if (!take(image, len, pos, &ib, sizeof(ib)) ||
