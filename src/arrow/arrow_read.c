@@ -567,10 +567,10 @@ parse_batch_packed(ArrowFile *file, const Message *m, ArrowBatchInfo *info,
 	return ARROW_OK;
 }
 
-static int	copy_array(const ArrowAllocator *alloc, void **dst, const void *src, size_t n,
-					   size_t size, ArrowError *err);
-
-/* room for n record batches in all, so that adding them moves nothing */
+/*
+ * room for n record batches in all, so that adding them moves nothing; a
+ * file whose arrays are another's (arrow_file_copy) gets its own first
+ */
 int
 arrow_reserve_batches(ArrowFile *file, int32_t n, ArrowError *err)
 {
@@ -578,8 +578,26 @@ arrow_reserve_batches(ArrowFile *file, int32_t n, ArrowError *err)
 	ArrowBatchInfo *b;
 	int32_t    *v;
 
-	if (n <= priv->batches_cap || priv->batches_borrowed)
-		return ARROW_OK;		/* a borrowed array: arrow_add_batch copies it */
+	if (priv->batches_borrowed)
+	{
+		n = n > file->n_batches ? n : file->n_batches;
+		b = arrow_malloc(file->alloc, sizeof(ArrowBatchInfo) * n, err);
+		v = b != NULL ? arrow_malloc(file->alloc, sizeof(int32_t) * n, err) : NULL;
+		if (v == NULL)
+		{
+			arrow_free(file->alloc, b);
+			return ARROW_ERR_NOMEM;
+		}
+		memcpy(b, file->batches, sizeof(ArrowBatchInfo) * file->n_batches);
+		memcpy(v, priv->visible_dicts, sizeof(int32_t) * file->n_batches);
+		file->batches = b;
+		priv->visible_dicts = v;
+		priv->batches_cap = n;
+		priv->batches_borrowed = false;
+		return ARROW_OK;
+	}
+	if (n <= priv->batches_cap)
+		return ARROW_OK;
 	b = arrow_realloc(file->alloc, file->batches, sizeof(ArrowBatchInfo) * n, err);
 	if (b == NULL)
 		return ARROW_ERR_NOMEM;
@@ -598,26 +616,7 @@ arrow_add_batch(ArrowFile *file, ArrowBatchInfo *info, ArrowError *err)
 {
 	ReaderPriv *priv = file->priv;
 
-	if (priv->batches_borrowed)
-	{
-		/* arrays of another file (arrow_file_copy): this file's own copies first */
-		ArrowBatchInfo *b = NULL;
-		int32_t    *v = NULL;
-
-		if (copy_array(file->alloc, (void **) &b, file->batches, file->n_batches,
-					   sizeof(ArrowBatchInfo), err) != ARROW_OK ||
-			copy_array(file->alloc, (void **) &v, priv->visible_dicts, file->n_batches,
-					   sizeof(int32_t), err) != ARROW_OK)
-		{
-			arrow_free(file->alloc, b);
-			return ARROW_ERR_NOMEM;
-		}
-		file->batches = b;
-		priv->visible_dicts = v;
-		priv->batches_cap = file->n_batches;
-		priv->batches_borrowed = false;
-	}
-	if (file->n_batches == priv->batches_cap &&
+	if ((file->n_batches == priv->batches_cap || priv->batches_borrowed) &&
 		arrow_reserve_batches(file, priv->batches_cap ? priv->batches_cap * 2 : 16,
 							  err) != ARROW_OK)
 		return ARROW_ERR_NOMEM;

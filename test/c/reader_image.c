@@ -18,6 +18,8 @@
  *	  closed before or after the others without touching their memory (ASan).
  */
 
+#include "arrow_reader.h"
+
 /* all rows of an opened file as JSON lines (malloc'd), NULL on error */
 static char *
 opened_rows(ArrowFile *file, ArrowError *err)
@@ -258,6 +260,11 @@ test_copy(void)
 										owned->batches != file->batches),
 			   "%s: the shared copies borrow the array of batches, the other has its own",
 			   s->name);
+		/* room for one more batch: the copy of the copy takes arrays of its own */
+		tap_ok(arrow_reserve_batches(second, second->n_batches + 1, &err) == ARROW_OK &&
+			   (file->n_batches == 0 || second->batches != file->batches) &&
+			   same_batches(file, second),
+			   "%s: a shared copy given room of its own keeps the original's batches", s->name);
 		/* the shared copy closed first: the copy of it still reads */
 		got = opened_rows(shared, &err);
 		same = got != NULL && strcmp(got, want) == 0;
