@@ -15,7 +15,10 @@
  *	  images without a source and what is not a regular file stay;
  *	- copies of an opened file (arrow_file_copy), sharing its batches or
  *	  not, and copies of such copies: the same batches and rows, and each
- *	  closed before or after the others without touching their memory (ASan).
+ *	  closed before or after the others without touching their memory (ASan);
+ *	- a file of thousands of batches with statistics-like keys, whose image
+ *	  takes more than a huge page (the room placed on a huge-page boundary):
+ *	  the batches and rows reading the messages gives.
  */
 
 #include "arrow_reader.h"
@@ -286,6 +289,151 @@ test_copy(void)
 		free(want);
 		arrow_file_close(file);
 	}
+}
+
+/*
+ * A file written here of LARGE_BATCHES one-row batches, each with the
+ * per-column keys pg_warp's statistics put in a batch (a thousand batches of
+ * a wide table take about 2 MB of room): its image taken gives the batches
+ * and rows the messages give, the room (the first batch's nodes) starts on
+ * a huge-page boundary, and every value and key is read back as written
+ */
+#define LARGE_BATCHES	3000
+#define LARGE_KEYS		24
+
+static void
+test_image_large(void)
+{
+	char		path[] = "/tmp/pg_warp_image_large.XXXXXX";
+	ArrowField	field;
+	ArrowSchema schema;
+	ArrowWriter *w = NULL;
+	ArrowBuilder *b = NULL;
+	ArrowKeyValue items[LARGE_KEYS];
+	char		keys[LARGE_KEYS][32];
+	char		values[LARGE_KEYS][32];
+	ArrowMetadata md = {LARGE_KEYS, items, false};
+	ArrowFile  *file = NULL;
+	ArrowFile  *again = NULL;
+	ArrowSource src;
+	ArrowError	err;
+	void	   *image = NULL;
+	uint64_t	len = 0;
+	bool		used = false;
+	int			fd = mkstemp(path);
+	int			bad = 0;
+	int			rc;
+	char	   *want;
+	char	   *got;
+	uint8_t    *data;
+	size_t		data_len = 0;
+
+	if (!tap_ok(fd >= 0, "a file for %d batches", LARGE_BATCHES))
+		return;
+	close(fd);
+	memset(&field, 0, sizeof(field));
+	field.name = "v";
+	field.nullable = true;
+	field.type.id = ARROW_TYPE_INT32;
+	memset(&schema, 0, sizeof(schema));
+	schema.n_fields = 1;
+	schema.fields = &field;
+	for (int k = 0; k < LARGE_KEYS; k++)
+	{
+		snprintf(keys[k], sizeof(keys[k]), "pg_warp.%s.c%02d", k % 2 ? "max" : "min", k / 2);
+		items[k].key = keys[k];
+		items[k].value = values[k];
+	}
+	if (arrow_writer_create(path, &schema, NULL, &w, &err) != ARROW_OK ||
+		arrow_builder_create(&field, NULL, &b, &err) != ARROW_OK)
+		bad++;
+	for (int i = 0; bad == 0 && i < LARGE_BATCHES; i++)
+	{
+		for (int k = 0; k < LARGE_KEYS; k++)
+			snprintf(values[k], sizeof(values[k]), "%d", i * 1000 + k);
+		if ((i % 7 == 0 ? arrow_append_null(b, &err) : arrow_append_int(b, i, &err)) != ARROW_OK ||
+			arrow_writer_write_batch(w, &b, &md, &err) != ARROW_OK)
+			bad++;
+	}
+	if (w != NULL && arrow_writer_close(w, &err) != ARROW_OK)
+		bad++;
+	arrow_builder_free(b);
+	if (!tap_ok(bad == 0 && arrow_file_open(path, NULL, &file, &err) == ARROW_OK &&
+				file->n_batches == LARGE_BATCHES, "%d batches written and read (%s)",
+				LARGE_BATCHES, bad ? err.message : "ok"))
+	{
+		unlink(path);
+		return;
+	}
+	rc = arrow_file_batches_image(file, NULL, &image, &len, &err);
+	tap_ok(rc == ARROW_OK && len > ((uint64_t) 1 << 20), "its image (%llu bytes)",
+		   (unsigned long long) len);
+	want = opened_rows(file, &err);
+	data = read_whole(path, &data_len);
+	if (data != NULL)
+		arrow_source_from_memory(&src, data, data_len);
+	if (data != NULL &&
+		arrow_file_open_image(&src, NULL, image, len, &again, &used, &err) == ARROW_OK)
+	{
+		tap_ok(used && same_batches(file, again), "the image taken gives the %d batches",
+			   LARGE_BATCHES);
+		tap_ok(!used || ((uintptr_t) again->batches[0].nodes & (((uintptr_t) 2 << 20) - 1)) == 0,
+			   "the batches' room starts on a huge-page boundary");
+		for (int i = 0; used && i < LARGE_BATCHES; i++)
+			for (int k = 0; k < LARGE_KEYS; k++)
+			{
+				char		v[32];
+
+				snprintf(v, sizeof(v), "%d", i * 1000 + k);
+				snprintf(keys[0], sizeof(keys[0]), "pg_warp.%s.c%02d", k % 2 ? "max" : "min", k / 2);
+				if (strcmp(again->batches[i].metadata.items[k].key, keys[0]) != 0 ||
+					strcmp(again->batches[i].metadata.items[k].value, v) != 0 ||
+					!again->batches[i].metadata.unique)
+					bad++;
+			}
+		tap_ok(used && bad == 0, "every key and value as written, the keys known unique");
+		got = used ? opened_rows(again, &err) : NULL;
+		tap_ok(want != NULL && got != NULL && strcmp(want, got) == 0,
+			   "the same rows with the image");
+		free(got);
+		arrow_file_close(again);
+		/*
+		 * a NUL in the first batch's key (a copied key), in the second's (a
+		 * key compared with the first's) and in a value: the image refused,
+		 * the file opened from its messages
+		 */
+		for (int t = 0; t < 3; t++)
+		{
+			const char *find = t < 2 ? "pg_warp.max.c03" : "pg_warp.max.c022005";
+			size_t		flen = strlen(find);
+			int			seen = 0;
+			uint8_t    *bad = malloc(len);
+
+			memcpy(bad, image, len);
+			for (uint64_t at = 0; bad != NULL && at + flen <= len; at++)
+				if (memcmp(bad + at, find, flen) == 0 && seen++ == (t == 1 ? 1 : 0))
+				{
+					bad[t < 2 ? at + 8 : at + flen - 4] = '\0';
+					break;
+				}
+			used = true;
+			tap_ok(bad != NULL && seen > 0 &&
+				   arrow_file_open_image(&src, NULL, bad, len, &again, &used, &err) == ARROW_OK &&
+				   !used && again->n_batches == LARGE_BATCHES,
+				   "a NUL in %s: the image refused, the file read",
+				   t == 0 ? "a copied key" : t == 1 ? "a key like the batch before's" : "a value");
+			if (bad != NULL && seen > 0 && !used)
+				arrow_file_close(again);
+			free(bad);
+		}
+	}
+	else
+		tap_ok(false, "the file opened with its image (%s)", err.message);
+	free(want);
+	free(image);
+	free(data);
+	arrow_file_close(file);
+	unlink(path);
 }
 
 /*

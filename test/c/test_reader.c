@@ -581,6 +581,7 @@ main(void)
 	test_corruption();
 	test_image();
 	test_copy();
+	test_image_large();
 	test_image_unpadded();
 	test_image_file();
 	test_image_file_prune();
