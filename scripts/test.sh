@@ -44,12 +44,16 @@ skipped=0
 failures=()
 
 note_fail() { failed=$((failed + 1)); failures+=("$1"); echo "FAILED: $1"; }
+# stage TITLE: a stage's heading, with the seconds since the start (what to trim when
+# the run grows: CI gives it 90 minutes and we keep it under 30)
+stage() { echo "== $* [${SECONDS} s]"; }
 finish() {
     scripts/cluster.sh stop "$PG_WARP_CLUSTER" >/dev/null 2>&1 || true
     echo
     for f in "${failures[@]+"${failures[@]}"}"; do echo "failed: $f"; done
     # keep the logs and the cluster of a failed run for a look; drop a clean one
     [ "$failed" -eq 0 ] && rm -rf "$work"
+    echo "(${SECONDS} s)"
     echo "$passed passed, $failed failed, $skipped skipped"
     [ "$failed" -eq 0 ]
     exit $?
@@ -59,7 +63,7 @@ trap 'note_fail "interrupted"; finish' INT TERM
 # run_ctests: the C unit tests of test/c (TAP), each "ok" a pass
 run_ctests() {
     local t out rc ok bad
-    echo "== C unit tests (test/c, ASan + UBSan)"
+    stage "C unit tests (test/c, ASan + UBSan)"
     if make -j2 -C test/c >"$work/ctest-build.log" 2>&1; then
         for t in test/c/bin/test_*; do
             [ -x "$t" ] || continue
@@ -81,7 +85,7 @@ run_ctests() {
 # run_heapfake: the GPU heap path with the stand-in CUDA driver (test/gpu)
 run_heapfake() {
     local out ok bad
-    echo "== the service's GPU heap path with a stand-in CUDA driver (test/gpu: make heapfake)"
+    stage "the service's GPU heap path with a stand-in CUDA driver (test/gpu: make heapfake)"
     # no GPU here: test/gpu/fake_cuda.c runs the kernels' work on the host, so that
     # gpu_agg.c, gpu_input.c and heap_chunk.c's GPU path (staging, slots, fallbacks, cancel) run;
     # the real kernels run on a GPU host (make -C test/gpu heapcheck)
@@ -100,7 +104,7 @@ run_heapfake() {
 # pread fallback, cuFile through a stand-in libcufile) with the stand-in CUDA
 # driver, through the service's own tests
 run_scanfake() {
-    echo "== the service's GPU Arrow path with a stand-in CUDA driver (test/gpu: make scanfake)"
+    stage "the service's GPU Arrow path with a stand-in CUDA driver (test/gpu: make scanfake)"
     if ! make -s -C test/gpu bin/fake/libcuda.so.1 bin/fake/libcufile.so.0 >"$work/fake.log" 2>&1; then
         tail -20 "$work/fake.log"; note_fail "stand-in CUDA driver and libcufile build"; return
     fi
@@ -117,7 +121,7 @@ run_scanfake() {
 # (xfailed too) tests are added to the counts
 run_pytest() {
     local t f e s
-    echo "== pytest ($*)"
+    stage "pytest ($*)"
     # shellcheck disable=SC2086
     python3 -m pytest "$@" -q -p no:cacheprovider --junitxml="$work/pytest.xml" ${PYTEST_ARGS:-} 2>&1 | tail -40
     if [ -f "$work/pytest.xml" ]; then
@@ -132,14 +136,14 @@ run_pytest() {
     fi
 }
 
-echo "== dependencies"
+stage "dependencies"
 if [ "$fast" = 1 ]; then
     echo "skipped (--fast)"
 elif [ "${PG_WARP_SKIP_DEPS:-0}" != 1 ]; then
     scripts/setup-deps.sh || { note_fail "setup-deps.sh"; finish; }
 fi
 
-echo "== build (assertions on) and install"
+stage "build (assertions on) and install"
 [ "$fast" = 1 ] || make clean >/dev/null 2>&1
 # without a GPU the fatbin only has to compile (for one architecture), never run
 archs=()
@@ -160,7 +164,7 @@ if [ "$fast" = 1 ]; then
     finish
 fi
 
-echo "== cluster"
+stage "cluster"
 if ! cluster_env=$(scripts/cluster.sh start "$PG_WARP_CLUSTER"); then
     note_fail "cluster start"
     finish
@@ -168,7 +172,7 @@ fi
 eval "$cluster_env"
 echo "PostgreSQL $(psql -XAtc 'SHOW server_version') on port $PGPORT, data in $PG_WARP_CLUSTER"
 
-echo "== pg_regress (make installcheck: Arrow fixtures written into the test tree first)"
+stage "pg_regress (make installcheck: Arrow fixtures written into the test tree first)"
 # The server reads the fixtures as the cluster's OS user.  Where that user cannot
 # reach the checkout (a clone under /root, mode 700), the suites run from a copy of
 # test/ in $work (mode 755), which gets its own fixtures: nothing else is shared.
@@ -194,7 +198,7 @@ run_ctests
 run_heapfake
 run_scanfake
 
-echo "== fuzzing the Arrow reader (seed corpus replayed, then ${PG_WARP_FUZZ_SECONDS:-60} s; ASan + UBSan)"
+stage "fuzzing the Arrow reader (seed corpus replayed, then ${PG_WARP_FUZZ_SECONDS:-60} s; ASan + UBSan)"
 if scripts/fuzz.sh "${PG_WARP_FUZZ_SECONDS:-60}" >"$work/fuzz.log" 2>&1; then
     cat "$work/fuzz.log"
     passed=$((passed + 1))

@@ -365,6 +365,8 @@ image_room(const uint8_t *image, uint64_t len, uint32_t n_batches)
  * longer (the rest is never touched: address space, not memory) and its
  * whole huge pages are advised MADV_HUGEPAGE; where the kernel gives none
  * (THP "never", no huge page free) they are ordinary pages, as before.
+ * (With THP's defrag "madvise", the common default, a fault there may first
+ * compact memory to make a huge page; that is what the advice asks for.)
  */
 static uint8_t *
 image_room_alloc(const ArrowFile *file, uint64_t room_len, uint8_t **block, ArrowError *err)
