@@ -145,9 +145,19 @@ fi
 
 stage "build (assertions on) and install"
 [ "$fast" = 1 ] || make clean >/dev/null 2>&1
-# without a GPU the fatbin only has to compile (for one architecture), never run
+# Without a GPU the fatbin only has to compile (for one architecture), never run,
+# and no stage before pytest reads it: nvcc (one core for some eight minutes, most
+# of a fresh build) then runs beside those stages, and pytest waits for it
+# (wait_fatbin).  With a GPU, or with --fast, it is built first, as the tests need it.
 archs=()
+fatbin_pid=
 nvidia-smi -L >/dev/null 2>&1 || archs=(CUDA_ARCHS=90)
+if [ "$fast" = 0 ] && [ ${#archs[@]} -gt 0 ] && command -v nvcc >/dev/null 2>&1; then
+    { make ASSERT=1 WERROR=1 "${archs[@]}" src/xpu/pg_warp.fatbin &&
+      make install-fatbin "${archs[@]}"; } >"$work/fatbin.log" 2>&1 &
+    fatbin_pid=$!
+    archs+=(NVCC=)
+fi
 if ! { make -j2 ASSERT=1 WERROR=1 "${archs[@]}" >"$work/build.log" 2>&1 &&
        make install "${archs[@]}" >>"$work/build.log" 2>&1; }; then
     tail -40 "$work/build.log"
@@ -155,6 +165,19 @@ if ! { make -j2 ASSERT=1 WERROR=1 "${archs[@]}" >"$work/build.log" 2>&1 &&
     finish
 fi
 grep -E "warning|nvcc" "$work/build.log" | head -20
+
+# wait_fatbin: the end of the fatbin's build in the background, if one was started
+wait_fatbin() {
+    [ -n "$fatbin_pid" ] || return 0
+    stage "the fatbin (built in the background since the build stage)"
+    if wait "$fatbin_pid"; then
+        grep -E "warning|nvcc" "$work/fatbin.log" | head -20
+    else
+        tail -40 "$work/fatbin.log"
+        note_fail "build (the fatbin)"
+    fi
+    fatbin_pid=
+}
 
 if [ "$fast" = 1 ]; then
     run_ctests
@@ -206,6 +229,7 @@ else
     tail -30 "$work/fuzz.log"; note_fail "fuzz (scripts/fuzz.sh)"
 fi
 
+wait_fatbin
 run_pytest test/python
 
 finish
