@@ -3,7 +3,7 @@
 # (scripts/make-bundle.sh).  Run from the repository root; results go to
 # bench/results/ and, when $OUT is set, are copied there too.
 #
-#   bench/gpu-host.sh setup BUNDLE.tar.gz   extract the bundle, run its tests
+#   bench/gpu-host.sh setup BUNDLE.tar.gz   extract the bundle (.tar.gz or .tar.xz), run its tests
 #                                           (not with SKIP_TESTS=1), start a
 #                                           benchmark cluster, load SSB
 #   bench/gpu-host.sh tests                 run the extracted bundle's tests
