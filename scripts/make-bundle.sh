@@ -99,10 +99,15 @@ echo "== shared libraries"
 # glibc's own libraries come from the host (the bundle needs glibc >= this one's)
 glibc_re='^(libc|libm|libmvec|libpthread|libdl|librt|libresolv|libutil|libanl|libnsl|libBrokenLocale|libthread_db|libnss_[a-z0-9_]+|libc_malloc_debug|libmemusage|libpcprofile|libSegFault|ld-linux-x86-64|linux-vdso)\.so'
 mkdir -p "$stage/lib"
-elfs=()
-while IFS= read -r -d '' f; do
-    [ "$(head -c 4 "$f" | od -An -c | tr -d ' ')" = '177ELF' ] && elfs+=("$f")
-done < <(find "$stage" -type f -print0)
+# stage_elfs: the ELF files under the stage, into the array elfs
+stage_elfs() {
+    elfs=()
+    while IFS= read -r -d '' f; do
+        [ "$(head -c 4 "$f" | od -An -c | tr -d ' ')" = '177ELF' ] && elfs+=("$f")
+    done < <(find "$stage" -type f -print0)
+    return 0
+}
+stage_elfs
 for f in "${elfs[@]}"; do
     ldd "$f" 2>/dev/null | awk '$2 == "=>" && $3 ~ /^\// { print $1, $3 }'
 done | sort -u | while read -r soname path; do
@@ -190,10 +195,10 @@ install -m 755 "$build/test/gpu/bin/fake/libcuda.so.1" "$stage/test/gpu/bin/fake
 } >"$stage/BUILDINFO"
 
 echo "== debug sections stripped (the symbol tables stay: test_symbols.py reads them)"
-while IFS= read -r -d '' f; do
-    [ "$(head -c 4 "$f" | od -An -c | tr -d ' ')" = '177ELF' ] \
-        && { strip --strip-debug "$f" 2>/dev/null || true; }
-done < <(find "$stage" -type f -print0)
+stage_elfs
+for f in "${elfs[@]}"; do
+    strip --strip-debug "$f" 2>/dev/null || true
+done
 
 echo "== archive"
 mkdir -p "$src/dist"
