@@ -42,7 +42,11 @@
 #                                           column cache and the kept inner tables and leaves
 #                                           PostgreSQL's shared buffers as they are;
 #                                           COLD_FIRST_RUNS=cluster restarts the whole cluster
-#                                           instead (shared buffers emptied too), 0: neither;
+#                                           instead (shared buffers emptied too), drop empties
+#                                           the caches with pgwarp.gpu_cache_drop() (the same
+#                                           service: file pages kept registered with
+#                                           pg_warp.pinned_files_size stay so, after one query
+#                                           over every record batch of lineorder first), 0: none;
 #                                           QUERIES (e.g. q1.1,q2.1) picks a subset
 #   bench/gpu-host.sh gpus                  issue 31's benchmark (bench/gpus_bench.py): the flat
 #                                           queries and the 13 SSB queries on pg_warp GPU over
@@ -253,8 +257,18 @@ ssb-engine)
     service) cold=(--cold-cmd "$root/bench/service-restart.sh $db") ;;
     cluster) cold=(--cold-cmd "PGDATABASE=postgres $root/scripts/cluster.sh stop $cluster &&
                                PGDATABASE=postgres $root/scripts/cluster.sh start $cluster >/dev/null") ;;
+    drop)
+        cold=(--cold-cmd "psql -d $db -XAtqc 'SELECT pgwarp.gpu_cache_drop()' >/dev/null")
+        log "pg_warp.pinned_files_size: $(psql -d "$db" -XAtqc 'SHOW pg_warp.pinned_files_size');" \
+            "one GPU run over lineorder's record batches first"
+        psql -d "$db" -XAtq -v ON_ERROR_STOP=1 -c "SET client_min_messages = warning" \
+            -c "DROP SCHEMA IF EXISTS pinned_first CASCADE" -c "CREATE SCHEMA pinned_first" \
+            -c "IMPORT FOREIGN SCHEMA lineorder FROM SERVER arrow_fdw INTO pinned_first OPTIONS (file '$arrow')" \
+            -c "SET pg_warp.engine = gpu" -c "SET pg_warp.engine_startup_cost = 0" \
+            -c "SELECT sum(lo_quantity) FROM pinned_first.lineorder" \
+            -c "DROP SCHEMA pinned_first CASCADE" >/dev/null ;;
     0) ;;
-    *) echo "gpu-host: COLD_FIRST_RUNS is service, cluster or 0" >&2; exit 1 ;;
+    *) echo "gpu-host: COLD_FIRST_RUNS is service, cluster, drop or 0" >&2; exit 1 ;;
     esac
     log "SSB engine benchmark, SF $sf, ${WORKERS:-16} workers, best of ${RUNS:-3} runs"
     touch "$top/ssb-engine.start"

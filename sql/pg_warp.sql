@@ -120,6 +120,16 @@ AS 'MODULE_PATHNAME', 'pg_warp_gpu_cache_info'
 LANGUAGE C STRICT VOLATILE PARALLEL RESTRICTED ROWS 100;
 COMMENT ON FUNCTION pgwarp.gpu_cache_info() IS 'what the GPU column cache of the pg_warp service holds, per GPU, table, file and column';
 
+CREATE FUNCTION pgwarp.gpu_cache_drop(
+    OUT column_bytes bigint,
+    OUT join_tables int,
+    OUT join_bytes bigint)
+RETURNS record
+AS 'MODULE_PATHNAME', 'pg_warp_gpu_cache_drop'
+LANGUAGE C STRICT VOLATILE PARALLEL UNSAFE;
+COMMENT ON FUNCTION pgwarp.gpu_cache_drop() IS 'empties the GPU column cache and the kept GpuJoin inner tables of the pg_warp service; returns what it freed';
+REVOKE ALL ON FUNCTION pgwarp.gpu_cache_drop() FROM PUBLIC;
+
 CREATE FUNCTION pgwarp.gpu_cache_prewarm(rel regclass, columns text[] DEFAULT NULL)
 RETURNS bigint
 AS 'MODULE_PATHNAME', 'pg_warp_gpu_cache_prewarm'

@@ -42,8 +42,9 @@ extern WarpDevices *service_devices(const char *selftest_path);
 struct ErrorData;
 extern struct ErrorData *service_caught(MemoryContext cxt);
 
-/* in service_client.c: what the GPU column caches hold (gpu_cache_admin.c) */
+/* in service_client.c: what the GPU caches hold, and emptying them (gpu_cache_admin.c) */
 extern WarpCacheList *service_cache_info(void);
+extern void service_cache_drop(WarpCacheDropped *out);
 
 /* in service_client.c: whether the service runs on a GPU (planner) */
 extern bool service_engine_gpu(void);

@@ -8,6 +8,9 @@
  *								(or file), column and file version: record
  *								batches (heap units), bytes and the runs
  *								that found them there
+ *	pgwarp.gpu_cache_drop()		empties the caches without a restart of
+ *								the service: the column cache and the join
+ *								inner tables kept for later queries
  *	pgwarp.gpu_cache_prewarm(regclass [, text[]])
  *								reads a table's columns into the cache
  *								before the queries that need them, one
@@ -329,6 +332,36 @@ pg_warp_gpu_cache_info(PG_FUNCTION_ARGS)
 		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
 	}
 	return (Datum) 0;
+}
+
+PG_FUNCTION_INFO_V1(pg_warp_gpu_cache_drop);
+
+/*
+ * pgwarp.gpu_cache_drop(OUT column_bytes bigint, OUT join_tables int,
+ *						 OUT join_bytes bigint) returns record
+ *		Empties the GPU column cache of every GPU of the service and lets go
+ *		of the join inner tables it keeps for later queries, without
+ *		restarting it: the next query reads its columns and builds its inner
+ *		tables again.  What running queries hold stays until they end; file
+ *		pages kept registered (pg_warp.pinned_files_size) stay registered.
+ *		Returns the device bytes freed, and the kept tables let go and their
+ *		bytes.  Revoked from PUBLIC (every session's later queries slow down).
+ */
+Datum
+pg_warp_gpu_cache_drop(PG_FUNCTION_ARGS)
+{
+	TupleDesc	tupdesc;
+	WarpCacheDropped r;
+	Datum		values[3];
+	bool		nulls[3] = {0};
+
+	if (get_call_result_type(fcinfo, NULL, &tupdesc) != TYPEFUNC_COMPOSITE)
+		elog(ERROR, "return type must be a row type");
+	service_cache_drop(&r);
+	values[0] = Int64GetDatum((int64) r.column_bytes);
+	values[1] = Int32GetDatum((int32) r.join_tables);
+	values[2] = Int64GetDatum((int64) r.join_bytes);
+	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(BlessTupleDesc(tupdesc), values, nulls)));
 }
 
 /* ---------------------------------------------------------------- prewarm */

@@ -552,6 +552,24 @@ service_cache_info(void)
 	return list;
 }
 
+/* exchange_cache_drop: CACHE_DROP into *(WarpCacheDropped *) arg */
+static void
+exchange_cache_drop(ServiceConn *conn, void *arg)
+{
+	service_request(conn, WARP_MSG_CACHE_DROP, NULL, 0, arg, sizeof(WarpCacheDropped));
+}
+
+/*
+ * service_cache_drop
+ *		Empties the service's GPU column caches and the join tables it keeps
+ *		for later queries (CACHE_DROP); *out: what left them.
+ */
+void
+service_cache_drop(WarpCacheDropped *out)
+{
+	service_session(exchange_cache_drop, out);
+}
+
 /* what service_devices asks: the request, and where its reply goes */
 typedef struct DevicesExchange
 {

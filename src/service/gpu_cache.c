@@ -686,16 +686,18 @@ gpu_cache_shrink(uint32_t dev, size_t want)
 }
 
 /* gpu_cache_clear: see gpu_cache.h */
-void
+size_t
 gpu_cache_clear(uint32_t dev)
 {
 	CUcontext	ctx;
+	size_t		freed;
 
 	if (cache_of(dev) == NULL ||
 		gpu_drv.cuCtxPushCurrent(gpu_device_context(dev)) != CUDA_SUCCESS)
-		return;
-	gpu_cache_shrink(dev, SIZE_MAX);
+		return 0;
+	freed = gpu_cache_shrink(dev, SIZE_MAX);
 	gpu_drv.cuCtxPopCurrent(&ctx);
+	return freed;
 }
 
 /* gpu_cache_stats: a snapshot of device dev's cache */

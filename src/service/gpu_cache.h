@@ -111,8 +111,11 @@ extern void gpu_cache_release(GpuCacheEntry *e);
 /* evicts unreferenced entries until want bytes are freed; returns the bytes freed */
 extern size_t gpu_cache_shrink(uint32_t dev, size_t want);
 
-/* evicts every unreferenced entry of device dev (pushes its context itself) */
-extern void gpu_cache_clear(uint32_t dev);
+/*
+ * evicts every unreferenced entry of device dev (pushes its context itself);
+ * returns the bytes freed
+ */
+extern size_t gpu_cache_clear(uint32_t dev);
 
 extern void gpu_cache_stats(uint32_t dev, GpuCacheStats *st);
 

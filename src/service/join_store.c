@@ -341,6 +341,35 @@ svc_join_load(const void *owner, int fd, const WarpJoinLoad *req, WarpJoinLoaded
 }
 
 void
+svc_join_uncache_all(uint32_t *n, uint64_t *bytes)
+{
+	SvcJoin    *unheld = NULL;
+
+	*n = 0;
+	*bytes = 0;
+	pthread_mutex_lock(&store_lock);
+	for (;;)
+	{
+		SvcJoin    *j = registry;
+
+		/* (uncache_locked may take j out of the registry: start over each time) */
+		while (j != NULL && !j->cached)
+			j = j->next;
+		if (j == NULL)
+			break;
+		(*n)++;
+		*bytes += j->len;
+		if (uncache_locked(j))
+		{
+			j->next = unheld;
+			unheld = j;
+		}
+	}
+	pthread_mutex_unlock(&store_lock);
+	free_list(unheld);
+}
+
+void
 svc_join_drop_owner(const void *owner)
 {
 	SvcJoin   **p = &registry;

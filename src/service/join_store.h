@@ -71,6 +71,13 @@ extern void svc_join_drop(const void *owner, uint64_t id);
 /* --join-cache-size in bytes: the most the cached tables take (host memory) */
 extern uint64_t svc_join_cache_limit;
 
+/*
+ * CACHE_DROP: no table stays kept for later queries (a connection or run
+ * that holds one keeps it until it lets go); *n and *bytes: the tables that
+ * left the cache and their bytes
+ */
+extern void svc_join_uncache_all(uint32_t *n, uint64_t *bytes);
+
 /* the owner's connection closed: its ids are gone, its tables freed once unheld */
 extern void svc_join_drop_owner(const void *owner);
 

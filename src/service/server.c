@@ -635,6 +635,26 @@ send_cache_info(Conn *c)
 }
 
 /*
+ * send_cache_drop
+ *		Answers CACHE_DROP: empties every device's GPU column cache and the
+ *		join tables kept for later queries (what runs hold stays).
+ */
+static bool
+send_cache_drop(Conn *c)
+{
+	WarpCacheDropped r = {0, 0, 0, 0};
+
+	for (uint32_t d = 0; d < service_gpu->n_devices; d++)
+		r.column_bytes += gpu_cache_clear(d);
+	svc_join_uncache_all(&r.join_tables, &r.join_bytes);
+	svc_log("LOG", "emptied the GPU caches at the request of pid %d: %llu bytes of columns, "
+			"%u kept join tables (%llu bytes)", (int) c->peer_pid,
+			(unsigned long long) r.column_bytes, r.join_tables,
+			(unsigned long long) r.join_bytes);
+	return conn_send(c, WARP_MSG_CACHE_DROP, &r, sizeof(r));
+}
+
+/*
  * conn_pump
  *		Sends the replies of the connection's finished run while its output
  *		holds less than PUMP_LOW bytes; frees the run after its last reply.
@@ -1047,6 +1067,10 @@ dispatch(Conn *c, const WarpMsgHeader *hdr, const uint8_t *payload)
 			if (hdr->length != 0)
 				return conn_fail(c, true, WARP_ERR_PROTOCOL, "CACHE_INFO with a payload");
 			return send_cache_info(c);
+		case WARP_MSG_CACHE_DROP:
+			if (hdr->length != 0)
+				return conn_fail(c, true, WARP_ERR_PROTOCOL, "CACHE_DROP with a payload");
+			return send_cache_drop(c);
 		case WARP_MSG_AGG_RUN:
 		case WARP_MSG_AGG_FILL:
 		case WARP_MSG_SCAN_RUN:

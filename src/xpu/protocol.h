@@ -183,7 +183,17 @@ typedef enum WarpMsgType
 	 * the cache, bytes_cached: there already, io_us, wall_us), or ERROR.
 	 * CANCEL and closing the connection work as for AGG_RUN.
 	 */
-	WARP_MSG_AGG_FILL = 37
+	WARP_MSG_AGG_FILL = 37,
+
+	/*
+	 * CACHE_DROP (no payload): empties the GPU column cache of every device
+	 * and lets go of the join inner tables kept for later queries
+	 * (WARP_JOIN_CACHE); what runs hold now stays until they let go, and
+	 * pages kept registered for copies (--pinned-files) stay registered.
+	 * The answer is CACHE_DROP with a WarpCacheDropped
+	 * (pgwarp.gpu_cache_drop()).
+	 */
+	WARP_MSG_CACHE_DROP = 38
 } WarpMsgType;
 
 /* HELLO: the backend sends its pid, the service answers with its own */
@@ -287,6 +297,17 @@ typedef struct WarpCacheInfo
 } WarpCacheInfo;
 
 WARP_STATIC_ASSERT(sizeof(WarpCacheInfo) == 80, "WarpCacheInfo layout");
+
+/* CACHE_DROP reply: what left the caches */
+typedef struct WarpCacheDropped
+{
+	uint64_t	column_bytes;	/* device memory of the column entries freed */
+	uint64_t	join_bytes;		/* bytes of the join tables no longer kept */
+	uint32_t	join_tables;	/* join tables no longer kept */
+	uint32_t	reserved;
+} WarpCacheDropped;
+
+WARP_STATIC_ASSERT(sizeof(WarpCacheDropped) == 24, "WarpCacheDropped layout");
 
 /*
  * TASKS reply: WarpTaskList, then n_entries WarpTaskInfo, the running runs

@@ -1,6 +1,6 @@
 """The GPU column cache as a tool (src/engine/gpu_cache_admin.c; doc/engine.md,
-"The GPU column cache"): pgwarp.gpu_cache_info() and
-pgwarp.gpu_cache_prewarm(regclass [, text[]]).
+"The GPU column cache"): pgwarp.gpu_cache_info(),
+pgwarp.gpu_cache_prewarm(regclass [, text[]]) and pgwarp.gpu_cache_drop().
 
 Without a GPU: no rows, and prewarm refuses with the reason.  With one (the
 bundle's tests on a GPU host): a prewarm reads each column the engine can read
@@ -69,6 +69,32 @@ def test_without_gpu(cluster):
     assert r[0] != 0 and "has no GPU" in r[2], r
 
 
+def test_drop_needs_the_privilege(cluster):
+    """Emptying the caches slows every session down: revoked from PUBLIC,
+    for a role to be granted."""
+    cluster.sql("DROP ROLE IF EXISTS gca_dropper; CREATE ROLE gca_dropper LOGIN")
+    try:
+        r = cluster.psql("SELECT * FROM pgwarp.gpu_cache_drop()", user="gca_dropper",
+                         check=False)
+        assert r[0] != 0 and "permission denied for function gpu_cache_drop" in r[2], r
+        cluster.sql("GRANT USAGE ON SCHEMA pgwarp TO gca_dropper; "
+                    "GRANT EXECUTE ON FUNCTION pgwarp.gpu_cache_drop() TO gca_dropper")
+        r = cluster.psql("SELECT column_bytes >= 0 FROM pgwarp.gpu_cache_drop()",
+                         user="gca_dropper")
+        assert r[0] == 0 and r[1].strip() == "t", r
+    finally:
+        cluster.sql("REVOKE ALL ON FUNCTION pgwarp.gpu_cache_drop() FROM gca_dropper; "
+                    "REVOKE ALL ON SCHEMA pgwarp FROM gca_dropper; DROP ROLE gca_dropper")
+
+
+def test_drop_without_gpu(cluster):
+    """The CPU engine has no column cache: nothing of it to free."""
+    if has_gpu(cluster):
+        pytest.skip("the service has a GPU")
+    r = cluster.psql("SELECT column_bytes FROM pgwarp.gpu_cache_drop()")
+    assert r[0] == 0 and r[1].strip() == "0", r
+
+
 @pytest.fixture(scope="module")
 def gpu(cluster):
     if not has_gpu(cluster):
@@ -106,6 +132,29 @@ def test_prewarm_arrow_then_served_from_cache(gpu):
     # everything is there: a second prewarm reads nothing
     r = c.psql("SELECT pgwarp.gpu_cache_prewarm('gca_a', ARRAY['k', 'v', 'f', 't'])")
     assert r[0] == 0 and r[1].strip() == "0", r
+
+
+def test_drop_empties_the_cache(gpu):
+    """pgwarp.gpu_cache_drop() without a service restart: the columns leave
+    the cache (it frees at least the bytes the info showed), and the next query
+    reads the file again, with the same answer."""
+    c, _ = gpu
+    c.psql("SELECT pgwarp.gpu_cache_prewarm('gca_a', ARRAY['k', 'v'])")
+    held = int(c.sql("SELECT sum(bytes) FROM pgwarp.gpu_cache_info()"))
+    assert {x[0] for x in info(c, "gca_a")} >= {"k", "v"}
+    pid = c.sql("SELECT pid FROM pgwarp.service_status()")
+    r = c.psql("SELECT column_bytes FROM pgwarp.gpu_cache_drop()")
+    assert r[0] == 0 and int(r[1]) >= held > 0, (r, held)
+    assert c.sql("SELECT count(*) FROM pgwarp.gpu_cache_info()").strip() == "0"
+    assert c.sql("SELECT pid FROM pgwarp.service_status()") == pid
+    q = "SELECT count(*), sum(k), sum(v) FROM gca_a WHERE v > 10"
+    want = c.psql(q, settings=["SET pg_warp.enabled = off"])[1]
+    plan = c.psql("EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY OFF) " + q,
+                  settings=list(GPU))[1]
+    assert "Engine: GPU" in plan and "Bytes Read: 0 bytes" not in plan, plan
+    assert c.psql(q, settings=list(GPU))[1] == want
+    r = c.psql("SELECT column_bytes > 0 FROM pgwarp.gpu_cache_drop()")
+    assert r[0] == 0 and r[1].strip() == "t", r
 
 
 def test_prewarm_skips_what_the_engine_cannot_read(gpu):

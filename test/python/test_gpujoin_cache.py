@@ -101,6 +101,23 @@ def test_kept_and_found():
     assert KEPT in depth()
 
 
+def test_drop_lets_go_of_kept_tables():
+    """pgwarp.gpu_cache_drop() lets go of the kept tables without a service
+    restart: the next query builds its depth again (and keeps it again)."""
+    depth()
+    assert KEPT in depth()
+    r = DB.sql("SELECT join_tables >= 1, join_bytes > 0, column_bytes >= 0 "
+               "FROM pgwarp.gpu_cache_drop()")
+    assert r == "t|t|t", r
+    assert KEPT not in depth()
+    same()
+    assert KEPT in depth()
+    # nothing kept: nothing to let go of
+    pg_psql("SELECT pgwarp.gpu_cache_drop()")
+    r = DB.sql("SELECT join_tables, join_bytes FROM pgwarp.gpu_cache_drop()")
+    assert r == "0|0", r
+
+
 def test_insert_reads_again():
     depth()
     assert KEPT in depth()
