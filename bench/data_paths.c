@@ -7,7 +7,7 @@
  *
  *	   data_paths FILE [-b BYTES] [-t THREADS] [-s SLICE_MIB] [-R REGION_MIB]
  *	                   [-S STREAMS] [-D DEVICE_MIB] [-g GPU] [-w WAY,WAY,...]
- *	                   [-T WAY_SECONDS]
+ *	                   [-T WAY_SECONDS] [-B COPIES]
  *	   data_paths -E FILE
  *
  * The first BYTES of FILE (default: all of it; K, M, G suffixes are powers
@@ -65,6 +65,11 @@
  *	                  straight into GPU memory; the file evicted first; says
  *	                  whether GPUDirect Storage (nvidia-fs) or compatibility
  *	                  mode was used (see cufile_mode)
+ *
+ * -B COPIES: the copy ways (pinned, pageable, registered-copy) queue their
+ * slices COPIES at a time with one cuMemcpyBatchAsync call each instead of a
+ * cuMemcpyHtoDAsync per slice (default 1: one call per slice); the driver
+ * must have cuMemcpyBatchAsync (CUDA 13's ABI), else those ways fail.
  *
  * SLICE_MIB, REGION_MIB and DEVICE_MIB are mebibytes, or sizes with a K, M or
  * G suffix (-s 384K: the size of one column of a record batch of pg2arrow's).
@@ -187,6 +192,7 @@ static size_t region = 64 * MIB;
 static size_t dev_bytes = 4096 * MIB;
 static int	gpu_ordinal = 0;
 static int	way_limit_s = 300;	/* -T: a way running longer ends the program */
+static int	copy_batch = 1;		/* -B: slices per cuMemcpyBatchAsync call (1: none) */
 static volatile int current_way = -1;
 static volatile double way_started;
 
@@ -233,6 +239,10 @@ static const struct
 }			driver_symbols[] = {DRIVER_CALLS(DRIVER_SYMBOL)};
 
 static Driver drv;
+
+/* optional: CUDA 13's batched copies (-B) */
+static CUresult (*drv_batch) (CUdeviceptr *, CUdeviceptr *, size_t *, size_t, CUmemcpyAttributes *,
+							  size_t *, size_t, CUstream);
 static bool have_gpu;
 static char no_gpu_why[256];
 static char device_name[256];
@@ -281,6 +291,7 @@ open_gpu(void)
 		}
 		memcpy((char *) &drv + driver_symbols[i].offset, &addr, sizeof(addr));
 	}
+	*(void **) &drv_batch = dlsym(h, "cuMemcpyBatchAsync_v2");
 	rc = drv.cuInit(0);
 	if (rc == CUDA_ERROR_NO_DEVICE || rc == CUDA_ERROR_STUB_LIBRARY)
 	{
@@ -773,6 +784,58 @@ pread_worker(void *unused)
 static const char *copy_map;
 static bool copy_pinned;
 
+/*
+ * copy_batches: copy_worker's loop with -B: the slices claimed, copy_batch
+ * at a time, each group queued with one cuMemcpyBatchAsync call
+ */
+static void
+copy_batches(void *buf, CUstream stream)
+{
+	CUdeviceptr *dsts = calloc((size_t) copy_batch, sizeof(CUdeviceptr));
+	CUdeviceptr *srcs = calloc((size_t) copy_batch, sizeof(CUdeviceptr));
+	size_t	   *sizes = calloc((size_t) copy_batch, sizeof(size_t));
+	CUmemcpyAttributes attr = {.srcAccessOrder = CU_MEMCPY_SRC_ACCESS_ORDER_STREAM};
+	size_t		attr_at = 0,
+				off,
+				len;
+	bool		more = true;
+
+	attr.srcLocHint.type = CU_MEM_LOCATION_TYPE_HOST;
+	attr.dstLocHint.type = CU_MEM_LOCATION_TYPE_DEVICE;
+	attr.dstLocHint.id = gpu_ordinal;
+	if (drv_batch == NULL)
+		run_fail("%s (%ld)", "the driver has no cuMemcpyBatchAsync_v2", 0);
+	else if (dsts == NULL || srcs == NULL || sizes == NULL)
+		run_fail("malloc: %s (%ld)", "out of memory", 0);
+	while (drv_batch != NULL && dsts != NULL && srcs != NULL && sizes != NULL && more)
+	{
+		size_t		n = 0;
+		CUresult	rc;
+
+		while (n < (size_t) copy_batch && (more = claim(&off, &len)))
+		{
+			dsts[n] = dev_at(off);
+			if (dsts[n] < dev_buf || dsts[n] + len > dev_buf + dev_bytes)
+			{
+				run_fail("%s (%ld)", "a copy past the end of the device buffer (a bug)", (long) len);
+				more = false;
+				n = 0;
+				break;
+			}
+			srcs[n] = (CUdeviceptr) (uintptr_t) (copy_map ? (const void *) (copy_map + off) : buf);
+			sizes[n++] = len;
+		}
+		if (n > 0 && (rc = drv_batch(dsts, srcs, sizes, n, &attr, &attr_at, 1, stream)) != CUDA_SUCCESS)
+		{
+			run_cu_fail("cuMemcpyBatchAsync", rc);
+			break;
+		}
+	}
+	free(dsts);
+	free(srcs);
+	free(sizes);
+}
+
 static void *
 copy_worker(void *unused)
 {
@@ -802,11 +865,15 @@ copy_worker(void *unused)
 	}
 start:
 	ready();
-	while (claim(&off, &len))
-	{
-		if (!copy_async(dev_at(off), copy_map ? (const void *) (copy_map + off) : buf, len, stream))
-			break;
-	}
+	if (copy_batch > 1)
+		copy_batches(buf, stream);
+	else
+		while (claim(&off, &len))
+		{
+			if (!copy_async(dev_at(off), copy_map ? (const void *) (copy_map + off) : buf, len,
+							stream))
+				break;
+		}
 	end_stream(stream);
 	if (buf && copy_pinned)
 		drv.cuMemFreeHost(buf);
@@ -1399,8 +1466,8 @@ print_results(void)
 	printf("{\"tool\": \"data_paths\", \"file\": ");
 	json_string(path);
 	printf(", \"file_bytes\": %zu, \"bytes\": %zu, \"threads\": %d, \"streams\": %d, "
-		   "\"slice_bytes\": %zu, \"region_bytes\": %zu, \"device_buffer_bytes\": %zu, "
-		   "\"gpu\": %d, \"device\": ", file_size, nbytes, n_threads, n_streams, slice, region,
+		   "\"copies_per_call\": %d, \"slice_bytes\": %zu, \"region_bytes\": %zu, \"device_buffer_bytes\": %zu, "
+		   "\"gpu\": %d, \"device\": ", file_size, nbytes, n_threads, n_streams, copy_batch, slice, region,
 		   dev_bytes, gpu_ordinal);
 	if (have_gpu)
 		json_string(device_name);
@@ -1537,6 +1604,7 @@ usage(void)
 {
 	fprintf(stderr, "usage: data_paths FILE [-b BYTES] [-t THREADS] [-s SLICE_MIB] [-R REGION_MIB]\n"
 			"                  [-S STREAMS] [-D DEVICE_MIB] [-g GPU] [-w WAY,...] [-T WAY_SECONDS]\n"
+			"                  [-B COPIES]\n"
 			"       data_paths -E FILE    (evict it from the page cache)\n"
 			"ways:");
 	for (int i = 0; i < N_WAYS; i++)
@@ -1558,7 +1626,7 @@ main(int argc, char **argv)
 		size_t	   *mib;
 	}			int_options[] = {
 		{'t', &n_threads, NULL}, {'S', &n_streams, NULL}, {'g', &gpu_ordinal, NULL},
-		{'T', &way_limit_s, NULL}, {'s', NULL, &slice}, {'R', NULL, &region}, {'D', NULL, &dev_bytes}
+		{'T', &way_limit_s, NULL}, {'B', &copy_batch, NULL}, {'s', NULL, &slice}, {'R', NULL, &region}, {'D', NULL, &dev_bytes}
 	};
 	size_t		opt_i;
 	bool		evict_only = false,
@@ -1566,7 +1634,7 @@ main(int argc, char **argv)
 				failed = false;
 	int			opt;
 
-	while ((opt = getopt(argc, argv, "b:t:s:R:S:D:g:w:T:Eh")) != -1)
+	while ((opt = getopt(argc, argv, "b:t:s:R:S:D:g:w:T:B:Eh")) != -1)
 	{
 		switch (opt)
 		{
@@ -1597,7 +1665,7 @@ main(int argc, char **argv)
 			usage();
 	}
 	if (optind != argc - 1 || n_threads < 1 || n_threads > MAX_THREADS || n_streams < 1 ||
-		n_streams > MAX_THREADS || way_limit_s < 1 || slice == 0 || region == 0 ||
+		n_streams > MAX_THREADS || way_limit_s < 1 || copy_batch < 1 || slice == 0 || region == 0 ||
 		dev_bytes == 0 || gpu_ordinal < 0)
 		usage();
 	path = argv[optind];

@@ -45,8 +45,8 @@
 #                                           instead (shared buffers emptied too), drop empties
 #                                           the caches with pgwarp.gpu_cache_drop() (the same
 #                                           service: file pages kept registered with
-#                                           pg_warp.pinned_files_size stay so, after one query
-#                                           over every record batch of lineorder first), 0: none;
+#                                           pg_warp.pinned_files_size stay so, after a prewarm
+#                                           of every column of lineorder first), 0: none;
 #                                           QUERIES (e.g. q1.1,q2.1) picks a subset
 #   bench/gpu-host.sh gpus                  issue 31's benchmark (bench/gpus_bench.py): the flat
 #                                           queries and the 13 SSB queries on pg_warp GPU over
@@ -260,12 +260,11 @@ ssb-engine)
     drop)
         cold=(--cold-cmd "psql -d $db -XAtqc 'SELECT pgwarp.gpu_cache_drop()' >/dev/null")
         log "pg_warp.pinned_files_size: $(psql -d "$db" -XAtqc 'SHOW pg_warp.pinned_files_size');" \
-            "one GPU run over lineorder's record batches first"
+            "every column of lineorder read into the GPU cache first (pages registered)"
         psql -d "$db" -XAtq -v ON_ERROR_STOP=1 -c "SET client_min_messages = warning" \
             -c "DROP SCHEMA IF EXISTS pinned_first CASCADE" -c "CREATE SCHEMA pinned_first" \
             -c "IMPORT FOREIGN SCHEMA lineorder FROM SERVER arrow_fdw INTO pinned_first OPTIONS (file '$arrow')" \
-            -c "SET pg_warp.engine = gpu" -c "SET pg_warp.engine_startup_cost = 0" \
-            -c "SELECT sum(lo_quantity) FROM pinned_first.lineorder" \
+            -c "SELECT pgwarp.gpu_cache_prewarm('pinned_first.lineorder')" \
             -c "DROP SCHEMA pinned_first CASCADE" >/dev/null ;;
     0) ;;
     *) echo "gpu-host: COLD_FIRST_RUNS is service, cluster, drop or 0" >&2; exit 1 ;;

@@ -121,6 +121,8 @@ load_driver(ServiceGpu *gpu, bool *installed)
 			return false;
 		}
 	}
+	/* the _v2 ABI (CUDA 13's; 12.8's had one more parameter) */
+	*(void **) &gpu_drv.cuMemcpyBatchAsync = dlsym(lib, "cuMemcpyBatchAsync_v2");
 	return true;
 }
 

@@ -18,8 +18,10 @@
 
 typedef struct CUevent_st *CUevent;
 
+#define CUDA_ERROR_INVALID_VALUE		1
 #define CUDA_ERROR_OUT_OF_MEMORY		2
 #define CUDA_ERROR_NOT_READY			600
+#define CUDA_ERROR_NOT_SUPPORTED		801
 #define CU_STREAM_NON_BLOCKING			1
 #define CU_EVENT_DEFAULT				0
 #define CU_EVENT_DISABLE_TIMING			2
@@ -68,6 +70,10 @@ typedef struct GpuDriver
 								   unsigned int gz, unsigned int bx, unsigned int by,
 								   unsigned int bz, unsigned int smem, CUstream s,
 								   void **params, void **extra);
+	/* optional (NULL before CUDA 13's driver): many copies queued in one call */
+	CUresult	(*cuMemcpyBatchAsync) (CUdeviceptr *dsts, CUdeviceptr *srcs, size_t *sizes,
+									   size_t count, CUmemcpyAttributes *attrs,
+									   size_t *attr_idxs, size_t num_attrs, CUstream s);
 } GpuDriver;
 
 /* in gpu.c */

@@ -1167,6 +1167,67 @@ done:
 	return rc;
 }
 
+/* the host address copy c of slot s reads */
+static const void *
+gagg_copy_src(const GaggSlot *s, const GaggCopy *c)
+{
+	return c->reg != NULL ? (const void *) file_reg_addr(c->reg, c->file_off) :
+		(const void *) (s->host + c->host_off);
+}
+
+/* the driver refused a batch of copies once (gagg_copy_batch) */
+static bool batch_refused;
+
+/*
+ * gagg_copy_batch: the slot's copies queued with one cuMemcpyBatchAsync
+ * call where the driver has it: a launch from registered file pages has a
+ * copy per column of each record batch (4,904 of about 400 kB for SSB
+ * Q1.1), each of which costs a cuMemcpyHtoDAsync call on the main thread
+ * otherwise.  The copies of one batch run in no set order, which they need
+ * not: their destinations never overlap, and what reads them (the kernels)
+ * comes after on the stream.  1: not queued (no such call, or the driver
+ * refuses it), 0 queued, -1 failed
+ */
+static int
+gagg_copy_batch(GaggRun *g, GaggSlot *s)
+{
+	size_t		n = (size_t) s->n_copies;
+	CUdeviceptr *dsts;
+	CUdeviceptr *srcs;
+	size_t	   *sizes;
+	size_t		attr_at = 0;
+	CUmemcpyAttributes attr = {.srcAccessOrder = CU_MEMCPY_SRC_ACCESS_ORDER_STREAM,
+		.srcLocHint = {.type = CU_MEM_LOCATION_TYPE_HOST},
+	.dstLocHint = {.type = CU_MEM_LOCATION_TYPE_DEVICE}};
+	CUresult	cu;
+
+	if (gpu_drv.cuMemcpyBatchAsync == NULL || n < 2 ||
+		__atomic_load_n(&batch_refused, __ATOMIC_RELAXED))
+		return 1;
+	dsts = malloc(n * (2 * sizeof(CUdeviceptr) + sizeof(size_t)));
+	if (dsts == NULL)
+		return gagg_fail(g, WARP_ERR_OUT_OF_MEMORY, "out of memory");
+	srcs = dsts + n;
+	sizes = (size_t *) (srcs + n);
+	for (size_t i = 0; i < n; i++)
+	{
+		dsts[i] = s->copies[i].dst;
+		srcs[i] = (CUdeviceptr) (uintptr_t) gagg_copy_src(s, &s->copies[i]);
+		sizes[i] = s->copies[i].len;
+	}
+	cu = gpu_drv.cuMemcpyBatchAsync(dsts, srcs, sizes, n, &attr, &attr_at, 1, s->stream);
+	free(dsts);
+	/* refused as such (nothing was queued): one call per copy from now on */
+	if (cu == CUDA_ERROR_INVALID_VALUE || cu == CUDA_ERROR_NOT_SUPPORTED)
+	{
+		if (!__atomic_exchange_n(&batch_refused, true, __ATOMIC_RELAXED))
+			svc_log("LOG", "the GPU driver refused batched copies (error %d): "
+					"each copy queued with a call of its own", (int) cu);
+		return 1;
+	}
+	return gagg_cuda(g, cu, "cuMemcpyBatchAsync");
+}
+
 /*
  * gagg_copy_slot: queues the slot's copies on its stream, then the
  * placing of the cache entries it fills (the reads' copies were queued as
@@ -1178,15 +1239,16 @@ gagg_copy_slot(GaggRun *g, GaggSlot *s)
 	CUdeviceptr pieces = s->dev + s->scatter_at;
 	uint32_t	n;
 	void	   *params[] = {&pieces, &n};
+	int			batched = gagg_copy_batch(g, s);
 
-	for (int i = 0; i < s->n_copies; i++)
+	if (batched < 0)
+		return -1;
+	for (int i = 0; batched > 0 && i < s->n_copies; i++)
 	{
 		const GaggCopy *c = &s->copies[i];
 
-		const void *src = c->reg != NULL ? (const void *) file_reg_addr(c->reg, c->file_off) :
-			(const void *) (s->host + c->host_off);
-
-		if (gagg_cuda(g, gpu_drv.cuMemcpyHtoDAsync(c->dst, src, c->len, s->stream),
+		if (gagg_cuda(g, gpu_drv.cuMemcpyHtoDAsync(c->dst, gagg_copy_src(s, c), c->len,
+												   s->stream),
 					  "cuMemcpyHtoDAsync") != 0)
 			return -1;
 	}

@@ -29,6 +29,25 @@ typedef struct CUstream_st *CUstream;
 #define CU_MEMHOSTREGISTER_PORTABLE			0x01
 #define CU_MEMHOSTREGISTER_READ_ONLY			0x08
 
+/* cuMemcpyBatchAsync's (CUDA 12.8; the _v2 ABI of CUDA 13) attributes of a copy */
+#define CU_MEM_LOCATION_TYPE_DEVICE				0x1
+#define CU_MEM_LOCATION_TYPE_HOST				0x2
+#define CU_MEMCPY_SRC_ACCESS_ORDER_STREAM		0x1
+
+typedef struct CUmemLocation
+{
+	int			type;			/* CU_MEM_LOCATION_TYPE_* */
+	int			id;				/* a device ordinal for a device */
+} CUmemLocation;
+
+typedef struct CUmemcpyAttributes
+{
+	int			srcAccessOrder; /* CU_MEMCPY_SRC_ACCESS_ORDER_* */
+	CUmemLocation srcLocHint;	/* hints: only for managed memory */
+	CUmemLocation dstLocHint;
+	unsigned int flags;
+} CUmemcpyAttributes;
+
 /* the driver's shared library, as dlopen names it */
 #define CUDA_LIBRARY_NAME		"libcuda.so.1"
 

@@ -179,6 +179,26 @@ FAKE_API CUresult cuMemcpyHtoDAsync_v2(CUdeviceptr d, const void *s, size_t n, C
 	memcpy((void *) (uintptr_t) d, s, n);
 	return 0;
 }
+/*
+ * CUDA 13's batched copies: each as cuMemcpyHtoDAsync (only host-to-device
+ * here); PG_WARP_FAKE_CUDA_NO_BATCH: refused, as a driver without them would
+ */
+FAKE_API CUresult cuMemcpyBatchAsync_v2(CUdeviceptr *dsts, CUdeviceptr *srcs, size_t *sizes,
+										size_t count, CUmemcpyAttributes *attrs, size_t *attr_idxs,
+										size_t num_attrs, CUstream st)
+{
+	if (getenv("PG_WARP_FAKE_CUDA_NO_BATCH") != NULL)
+		return 801;				/* CUDA_ERROR_NOT_SUPPORTED */
+	if (count == 0 || attrs == NULL || attr_idxs == NULL || num_attrs == 0 ||
+		num_attrs > count || attr_idxs[0] != 0)
+		return 1;				/* CUDA_ERROR_INVALID_VALUE */
+	for (size_t i = 0; i < num_attrs; i++)
+		if (attrs[i].srcAccessOrder == 0)
+			return 1;
+	for (size_t i = 0; i < count; i++)
+		cuMemcpyHtoDAsync_v2(dsts[i], (const void *) (uintptr_t) srcs[i], sizes[i], st);
+	return 0;
+}
 FAKE_API CUresult cuMemcpyDtoHAsync_v2(void *d, CUdeviceptr s, size_t n, CUstream st)
 {
 	memcpy(d, (const void *) (uintptr_t) s, n);

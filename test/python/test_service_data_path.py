@@ -98,6 +98,21 @@ def test_copies_from_registered_pages(client, nocache, tmp_path):
     # kept for the next run: nothing registered again, the same bytes copied
     again = scan_all(client, nocache, f, t, 1500)
     assert again["pinned"] == 0 and again["mapped"] == first["mapped"], (first, again)
+    # a launch's copies went in batches (the stand-in takes them)
+    assert "refused batched copies" not in nocache.log()
+
+
+def test_batched_copies_refused(client, tmp_path, monkeypatch):
+    """A driver that refuses cuMemcpyBatchAsync (the stand-in with
+    PG_WARP_FAKE_CUDA_NO_BATCH): the copies from registered pages are queued
+    one call each, with the same answers, and the log says so once"""
+    monkeypatch.setenv("PG_WARP_FAKE_CUDA_NO_BATCH", "1")
+    t = table(20000)
+    f = write(tmp_path / "a.arrow", t, 1500)
+    for s in service_with(tmp_path, "--pinned-files", "256", "--gpu-cache-size", "0"):
+        for _ in range(2):
+            assert scan_all(client, s, f, t, 1500)["mapped"] > 0
+        assert s.log().count("refused batched copies") == 1, s.log()
 
 
 def test_column_cache_first(client, pinned, tmp_path):
