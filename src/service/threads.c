@@ -9,6 +9,7 @@
  *-------------------------------------------------------------------------
  */
 #include <errno.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,25 +21,78 @@
 /* ---------------------------------------------------------------- workers */
 
 /*
+ * The gate the workers of one start wait at until every thread that could
+ * start has: a worker that ended before the next pthread_create would have
+ * given its place under the user's thread limit (RLIMIT_NPROC counts live
+ * threads) to one more, so how many ran would hang on timing.  On the heap:
+ * the caller's SvcWorkers may move between start and join.
+ */
+typedef struct WorkerStart
+{
+	struct WorkerGate *gate;
+	void	   *arg;
+} WorkerStart;
+
+typedef struct WorkerGate
+{
+	pthread_mutex_t lock;
+	pthread_cond_t opened;
+	bool		open;
+	SvcThreadMain main;
+	WorkerStart start[];
+} WorkerGate;
+
+static void *
+worker_main(void *arg)
+{
+	WorkerStart *st = arg;
+	WorkerGate *gate = st->gate;
+
+	pthread_mutex_lock(&gate->lock);
+	while (!gate->open)
+		pthread_cond_wait(&gate->opened, &gate->lock);
+	pthread_mutex_unlock(&gate->lock);
+	return gate->main(st->arg);
+}
+
+/*
  * svc_workers_start: starts main(args + i * size) on a thread of its own
  * for i in 0 .. n - 1, in that order, stopping at the first thread that
- * cannot start (the next would fail as well); returns the threads started
- * (ws->started).  Whatever it returns, svc_workers_join must follow: it
- * joins them, or runs args[0] itself when none started.
+ * cannot start (the next would fail as well); the workers begin once all
+ * of them have started; returns the threads started (ws->started).
+ * Whatever it returns, svc_workers_join must follow: it joins them, or
+ * runs args[0] itself when none started.
  */
 uint32_t
 svc_workers_start(SvcWorkers *ws, const char *what, SvcThreadMain main, void *args, size_t size,
 				  uint32_t n)
 {
 	int			rc = ENOMEM;
+	WorkerGate *gate;
 
-	*ws = (SvcWorkers) {main, args, size, n, 0, NULL, what};
-	if (n == 0 || (ws->ids = calloc(n, sizeof(pthread_t))) == NULL)
+	*ws = (SvcWorkers) {main, args, size, n, 0, NULL, what, NULL};
+	if (n == 0 || (ws->ids = calloc(n, sizeof(pthread_t))) == NULL ||
+		(gate = malloc(offsetof(WorkerGate, start) + n * sizeof(WorkerStart))) == NULL)
 		return 0;
-	while (ws->started < n &&
-		   (rc = pthread_create(&ws->ids[ws->started], NULL, main,
-								ws->args + ws->started * size)) == 0)
+	pthread_mutex_init(&gate->lock, NULL);
+	pthread_cond_init(&gate->opened, NULL);
+	gate->open = false;
+	gate->main = main;
+	ws->gate = gate;
+	while (ws->started < n)
+	{
+		WorkerStart *st = &gate->start[ws->started];
+
+		st->gate = gate;
+		st->arg = ws->args + ws->started * size;
+		if ((rc = pthread_create(&ws->ids[ws->started], NULL, worker_main, st)) != 0)
+			break;
 		ws->started++;
+	}
+	pthread_mutex_lock(&gate->lock);
+	gate->open = true;
+	pthread_cond_broadcast(&gate->opened);
+	pthread_mutex_unlock(&gate->lock);
 	if (ws->started < n)
 		svc_log("WARNING", "%s: could not start thread %u of %u (%s): %u run the work",
 				what, ws->started + 1, n, strerror(rc), ws->started ? ws->started : 1);
@@ -63,6 +117,13 @@ svc_workers_join(SvcWorkers *ws)
 	}
 	for (uint32_t i = 0; i < ws->started; i++)
 		pthread_join(ws->ids[i], NULL);
+	if (ws->gate != NULL)
+	{
+		pthread_mutex_destroy(&ws->gate->lock);
+		pthread_cond_destroy(&ws->gate->opened);
+		free(ws->gate);
+		ws->gate = NULL;
+	}
 	free(ws->ids);
 	ws->ids = NULL;
 	ws->started = 0;

@@ -15,6 +15,9 @@
  * calling thread runs the first worker itself.  The service logs a
  * WARNING each time.  A caller learns how many workers ran (the replies'
  * thread count): args[0 .. that - 1]; the arguments past it were never run.
+ * The started workers begin together, once the last pthread_create has
+ * returned, so that how many start under a thread limit does not hang on
+ * whether an early one has already ended.
  *
  * The threads live for one run: starting one costs microseconds against a
  * run's milliseconds (doc/service.md "Threads"), so the service keeps no
@@ -45,6 +48,7 @@ typedef struct SvcWorkers
 	uint32_t	started;		/* on threads of their own: args[0 .. started - 1] */
 	pthread_t  *ids;			/* [n] */
 	const char *what;			/* for the log: "AGG_RUN workers" */
+	struct WorkerGate *gate;	/* threads.c: where the workers wait to begin */
 } SvcWorkers;
 
 extern uint32_t svc_workers_start(SvcWorkers *ws, const char *what, SvcThreadMain main,
