@@ -47,7 +47,11 @@
 #                                           service: file pages kept registered with
 #                                           pg_warp.pinned_files_size stay so, after a prewarm
 #                                           of every column of lineorder first), 0: none;
-#                                           QUERIES (e.g. q1.1,q2.1) picks a subset
+#                                           QUERIES (e.g. q1.1,q2.1) picks a subset;
+#                                           FIRST_BREAKDOWN=1 runs each first run once more
+#                                           under EXPLAIN ANALYZE (caches emptied again) and
+#                                           reports where its time went (builds, read-ahead,
+#                                           the service's run)
 #   bench/gpu-host.sh gpus                  issue 31's benchmark (bench/gpus_bench.py): the flat
 #                                           queries and the 13 SSB queries on pg_warp GPU over
 #                                           Arrow, first run and warm, once per pg_warp.gpus
@@ -274,7 +278,7 @@ ssb-engine)
     status=0
     python3 bench/ssb_engine_bench.py -d "$db" -a "$arrow" -w "${WORKERS:-16}" -r "${RUNS:-3}" \
         ${SIDES:+--sides "$SIDES"} ${QUERIES:+-q "$QUERIES"} ${NOTE:+--note "$NOTE"} "${cold[@]}" \
-        --tag "$tag" 2>&1 | tee "$top/ssb-engine.log" || status=$?
+        ${FIRST_BREAKDOWN:+--first-breakdown} --tag "$tag" 2>&1 | tee "$top/ssb-engine.log" || status=$?
     keep "$top/ssb-engine.log" $(find bench/results -name "ssb_engine_$tag.*" -newer "$top/ssb-engine.start")
     exit $status
     ;;

@@ -36,6 +36,14 @@ never as the engine.  Then R measured rounds interleaved across the sides (the
 order rotates each round); the best of them.  A failing side is reported with
 its error; a wrong answer loudly, with exit status 1.
 
+With --first-breakdown (and --cold-cmd) each query's first run is run once
+more, the cache emptied again, under EXPLAIN (ANALYZE, VERBOSE): a table of
+where its time went (the inner tables' builds, with their scans and table;
+when the run was asked of the service; the read-ahead beside the builds; the
+service's run, with its setup and batch loop) beside the warm run's service
+time, kept in the JSON as warp_gpu_first's "breakdown".  The timed first
+runs are the plain ones.
+
 Reported per query and side: seconds, lineorder rows/s, the ratio to
 PostgreSQL heap and to DuckDB; per side the geometric mean over the queries;
 issue 29's goals, each met / not met / not measured (reported, for the first
@@ -52,15 +60,16 @@ ssb-engine runs all of this on the GPU host from the offline bundle.
 """
 import argparse
 import glob
+import json
 import os
 import re
 import subprocess
 import time
 
 from bench_sides import (LABELS, DuckSide, PgSide, add_common_args, check, check_common_args, entry,
-                         fmt_rate, geomean, goal_of, measured_runs, open_data, open_sides, png_chart,
-                         psql_rows, referenced_bytes, result_head, summarise, time_of, warm_up_all,
-                         write_results)
+                         explain_summary, fmt_rate, geomean, goal_of, measured_runs, open_data,
+                         open_sides, png_chart, psql_rows, referenced_bytes, result_head, summarise,
+                         time_of, walk, warm_up_all, write_results)
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 SCHEMA = "ssb_engine"
@@ -126,14 +135,9 @@ def first_runs(args, queries, runner, res):
     for q, sql, cols, _ in queries:
         e = res[q]["warp_gpu_first"] = entry("ok")
         if args.cold_cmd:
-            runner.close()
-            r = subprocess.run(args.cold_cmd, shell=True, capture_output=True, text=True)
-            if r.returncode != 0:
-                e.update(status="failed", note="--cold-cmd failed: %s" % (r.stderr.strip()[-300:]))
-                continue
-            why = wait_for_service(runner, "gpu")
+            why = cold_start(args, runner)
             if why:
-                e.update(status="failed", note="after --cold-cmd: %s" % why)
+                e.update(status="failed", note=why)
                 continue
             e["gpu_column_cache"] = "emptied before this run (--cold-cmd)"
         else:
@@ -151,6 +155,99 @@ def first_runs(args, queries, runner, res):
         answers[q] = psql_rows(rows)
         print("  %s: first GPU run %.3f s" % (q, secs), flush=True)
     return answers
+
+
+def cold_start(args, runner):
+    """Runs --cold-cmd and waits for the service; None, or why it failed."""
+    runner.close()
+    r = subprocess.run(args.cold_cmd, shell=True, capture_output=True, text=True)
+    if r.returncode != 0:
+        return "--cold-cmd failed: %s" % r.stderr.strip()[-300:]
+    why = wait_for_service(runner, "gpu")
+    return "after --cold-cmd: %s" % why if why else None
+
+
+def ms_after(text, label):
+    """The milliseconds that follow label in an EXPLAIN line, or None."""
+    m = re.search(re.escape(label) + r" ([0-9.]+)", text)
+    return float(m.group(1)) if m else None
+
+
+# a depth's build under EXPLAIN (ANALYZE, VERBOSE) (src/engine/gpu_join.c)
+BUILT = re.compile(r"built in ([0-9.]+) ms: (?:group scans|scan) ([0-9.]+), table ([0-9.]+), "
+                   r"load ([0-9.]+)")
+
+
+def first_breakdown(rows, depths):
+    """Where one first run's time went, from its EXPLAIN (ANALYZE, VERBOSE,
+    FORMAT JSON): the inner tables' builds (the longest depth's: its scans,
+    the table made, the load into the service), when the run was asked of
+    the service, the read-ahead beside the builds, the service's run (its
+    setup and batch loop on GPU 0) and the whole execution; milliseconds.
+    Returns (breakdown, explain summary, problem)."""
+    summary, problem = explain_summary("warp_gpu", rows, depths)
+    g = summary.get("gpupreagg", {})
+    doc = json.loads("\n".join(rows))[0]
+    gpa = [n for n in walk(doc["Plan"], []) if n.get("Custom Plan Provider") == "GpuPreAgg"]
+    node = gpa[0] if gpa else {}
+    out = {"planning_ms": doc.get("Planning Time"), "execution_ms": doc.get("Execution Time"),
+           "request_ms": g.get("Request Time"), "service_wall_ms": g.get("Service Wall Time"),
+           "read_ahead_ms": node.get("Read Ahead Time"), "read_ahead_bytes": node.get("Read Ahead Bytes")}
+    builds = []
+    for line in summary.get("join_depths", []):
+        m = BUILT.search(line)
+        if m:
+            builds.append(dict(zip(("built_ms", "scans_ms", "table_ms", "load_ms"),
+                                   map(float, m.groups()))))
+    if builds:
+        longest = max(builds, key=lambda b: b["built_ms"] or 0)
+        out.update({"build_ms": longest["built_ms"], "build_scans_ms": longest["scans_ms"],
+                    "build_table_ms": longest["table_ms"], "build_load_ms": longest["load_ms"]})
+    gpu0 = node.get("GPU 0", "")
+    out.update({"gpu_setup_ms": ms_after(gpu0, "setup"), "gpu_batches_ms": ms_after(gpu0, "batches"),
+                "gpu_kernels_ms": ms_after(gpu0, "kernels")})
+    return out, summary, problem
+
+
+def first_breakdowns(args, queries, runner, res):
+    """--first-breakdown: each query's first run once more, the GPU column
+    cache emptied again, under EXPLAIN (ANALYZE, VERBOSE) (not the timed
+    run: EXPLAIN's own cost stays out of the figures), into
+    warp_gpu_first's "breakdown"."""
+    for q, sql, _, joins in queries:
+        e = res[q]["warp_gpu_first"]
+        why = cold_start(args, runner)
+        if why:
+            e["breakdown_note"] = why
+            continue
+        rows, _, err = runner.run("EXPLAIN (ANALYZE, VERBOSE, FORMAT JSON) " + sql)
+        if err:
+            e["breakdown_note"] = "EXPLAIN ANALYZE: %s" % err
+            continue
+        e["breakdown"], e["breakdown_explain"], problem = first_breakdown(rows, joins)
+        if problem:
+            e["breakdown_note"] = problem
+        print("  %s: first run under EXPLAIN ANALYZE %.1f ms" % (q, e["breakdown"]["execution_ms"]),
+              flush=True)
+
+
+def print_breakdown(queries, res):
+    """The table of --first-breakdown (milliseconds)."""
+    cols = [("execution_ms", "exec"), ("build_ms", "builds"), ("build_scans_ms", "scans"),
+            ("build_table_ms", "table"), ("request_ms", "request"), ("read_ahead_ms", "read-ahead"),
+            ("gpu_setup_ms", "setup"), ("gpu_batches_ms", "batches"), ("service_wall_ms", "run")]
+    print("\nWhere each first run's time went (EXPLAIN ANALYZE of a second cold run, ms; builds: the "
+          "longest depth's, of which its scans and its table; request: when the run was asked of the "
+          "service; run: the service's wall time, of which setup and the batch loop)")
+    print("  %-6s" % "query" + "".join("%11s" % h for _, h in cols) + "%11s" % "warm run")
+    for q, _, _, _ in queries:
+        b = res[q].get("warp_gpu_first", {}).get("breakdown")
+        if not b:
+            continue
+        warm = res[q].get("warp_gpu", {}).get("explain", {}).get("gpupreagg", {}).get("Service Wall Time")
+        print("  %-6s" % q + "".join("%11s" % ("-" if b.get(k) is None else "%.1f" % b[k])
+                                     for k, _ in cols) +
+              "%11s" % ("-" if warm is None else "%.1f" % warm))
 
 
 def check_first_runs(res, ref, answers):
@@ -335,7 +432,12 @@ def main():
     ap.add_argument("-q", "--queries", help="e.g. q1.1,q2.1 (default: all 13)")
     ap.add_argument("--cold-cmd", help="a shell command that empties the GPU column cache, run before "
                     "each query's first GPU run (e.g. a cluster restart)")
+    ap.add_argument("--first-breakdown", action="store_true",
+                    help="after the timed first runs, each once more under EXPLAIN (ANALYZE, VERBOSE), "
+                    "the cache emptied again by --cold-cmd: where its time went (needs --cold-cmd)")
     args = ap.parse_args()
+    if args.first_breakdown and not args.cold_cmd:
+        ap.error("--first-breakdown needs --cold-cmd")
     check_common_args(ap, args, SIDES + OPTIONAL_SIDES)
     wanted = set(args.queries.split(",")) if args.queries else None
     queries = load_queries(wanted)
@@ -365,6 +467,9 @@ def main():
         print("first GPU runs%s:" % (" (GPU column cache emptied before each: %s)" % args.cold_cmd
                                     if args.cold_cmd else ""))
         first = first_runs(args, queries, runners["warp_gpu"], res)
+        if args.first_breakdown:
+            print("first GPU runs again, under EXPLAIN ANALYZE:")
+            first_breakdowns(args, queries, runners["warp_gpu"], res)
     elif "warp_gpu" in args.sides:
         for q in res:
             res[q]["warp_gpu_first"] = dict(res[q]["warp_gpu"], runs_s=[])
@@ -380,6 +485,8 @@ def main():
     means = side_geomeans(res, REPORT_SIDES)
     goal_list = goals(res, heap_rows, bus)
     print_report(queries, res, heap_rows, nbytes, bus, means, goal_list)
+    if args.first_breakdown:
+        print_breakdown(queries, res)
 
     wrong = ["%s %s" % (q.upper(), LABELS[s]) for q in res for s, e in res[q].items()
              if e["status"] == "wrong answer"]
