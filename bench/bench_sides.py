@@ -52,7 +52,7 @@ EXPLAIN_KEYS = ["Engine", "Engine Threads", "Rows Read", "Rows Passed", "Groups"
                 "Arrow Files", "Record Batches", "Batches Skipped by Statistics",
                 "Heap Pages", "Pages Shipped", "Pages Read Directly", "Page Read Time",
                 "Ring Wait Time", "Units Probed", "Units from GPU Cache", "Units Read by the Service",
-                "Shared Run Groups"]
+                "Shared Run Groups", "Read Ahead Time", "Read Ahead Bytes", "GPU 0"]
 
 
 # ---------------------------------------------------------------- PostgreSQL
@@ -198,7 +198,7 @@ def explain_summary(side, rows, depths=None):
     gpa = [n for n in nodes if n.get("Custom Plan Provider") == "GpuPreAgg"]
     summary = {"nodes": [n.get("Custom Plan Provider") or n["Node Type"] for n in nodes],
                "workers_launched": sum(n.get("Workers Launched", 0) for n in nodes),
-               "execution_ms": doc.get("Execution Time")}
+               "planning_ms": doc.get("Planning Time"), "execution_ms": doc.get("Execution Time")}
     if doc.get("pg_warp"):
         summary["pg_warp"] = doc["pg_warp"]
     joins = []

@@ -60,7 +60,6 @@ ssb-engine runs all of this on the GPU host from the offline bundle.
 """
 import argparse
 import glob
-import json
 import os
 import re
 import subprocess
@@ -69,7 +68,7 @@ import time
 from bench_sides import (LABELS, DuckSide, PgSide, add_common_args, check, check_common_args, entry,
                          explain_summary, fmt_rate, geomean, goal_of, measured_runs, open_data,
                          open_sides, png_chart, psql_rows, referenced_bytes, result_head, summarise,
-                         time_of, walk, warm_up_all, write_results)
+                         time_of, warm_up_all, write_results)
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 SCHEMA = "ssb_engine"
@@ -183,16 +182,13 @@ def first_breakdown(rows, depths):
     FORMAT JSON): the inner tables' builds (the longest depth's: its scans,
     the table made, the load into the service), when the run was asked of
     the service, the read-ahead beside the builds, the service's run (its
-    setup and batch loop on GPU 0) and the whole execution; milliseconds.
+    setup and batch loop on GPU 0) and the execution; milliseconds.
     Returns (breakdown, explain summary, problem)."""
     summary, problem = explain_summary("warp_gpu", rows, depths)
     g = summary.get("gpupreagg", {})
-    doc = json.loads("\n".join(rows))[0]
-    gpa = [n for n in walk(doc["Plan"], []) if n.get("Custom Plan Provider") == "GpuPreAgg"]
-    node = gpa[0] if gpa else {}
-    out = {"planning_ms": doc.get("Planning Time"), "execution_ms": doc.get("Execution Time"),
+    out = {"planning_ms": summary.get("planning_ms"), "execution_ms": summary.get("execution_ms"),
            "request_ms": g.get("Request Time"), "service_wall_ms": g.get("Service Wall Time"),
-           "read_ahead_ms": node.get("Read Ahead Time"), "read_ahead_bytes": node.get("Read Ahead Bytes")}
+           "read_ahead_ms": g.get("Read Ahead Time"), "read_ahead_bytes": g.get("Read Ahead Bytes")}
     builds = []
     for line in summary.get("join_depths", []):
         m = BUILT.search(line)
@@ -203,7 +199,7 @@ def first_breakdown(rows, depths):
         longest = max(builds, key=lambda b: b["built_ms"] or 0)
         out.update({"build_ms": longest["built_ms"], "build_scans_ms": longest["scans_ms"],
                     "build_table_ms": longest["table_ms"], "build_load_ms": longest["load_ms"]})
-    gpu0 = node.get("GPU 0", "")
+    gpu0 = g.get("GPU 0", "")
     out.update({"gpu_setup_ms": ms_after(gpu0, "setup"), "gpu_batches_ms": ms_after(gpu0, "batches"),
                 "gpu_kernels_ms": ms_after(gpu0, "kernels")})
     return out, summary, problem
