@@ -98,7 +98,8 @@ def test_copies_from_registered_pages(client, nocache, tmp_path):
     # kept for the next run: nothing registered again, the same bytes copied
     again = scan_all(client, nocache, f, t, 1500)
     assert again["pinned"] == 0 and again["mapped"] == first["mapped"], (first, again)
-    # a launch's copies went in batches (the stand-in takes them)
+    # the stand-in took the launch's batched copies: it refuses malformed
+    # ones (attributes, counts), and the service would log the refusal
     assert "refused batched copies" not in nocache.log()
 
 
