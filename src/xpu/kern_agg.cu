@@ -22,6 +22,20 @@
  * (in a per-block shared copy without GROUP BY, merged once per block) and
  * enters the group's explicit set until that is past the explicit limit.
  *
+ * Each block walks a range of the chunk's rows of its own.  A program with
+ * a compact point (xpu_program_compact_point: a MASK_PUSH_TRUE r0 after
+ * which the rows no longer active cannot pass, such as the one after a
+ * star query's first join depth) runs in two passes: each thread runs its
+ * row to just after that push, the rows still active go to a list in
+ * shared memory, and once the list holds a block's worth each thread runs
+ * the whole program for one of them and folds it (gagg_rows_compacted).
+ * The rest of the program and the fold then run with every lane of a warp
+ * busy, where a row at a time they ran, a warp at a time, for the few rows
+ * that a selective join keeps (SSB SF 20 on the H200: the 13 queries' warm
+ * runs 24.3 -> 16.1 ms, geometric mean; bench/results/README.md).  Other
+ * programs, and those whose rows expand, walk a row at a time
+ * (gagg_rows_each_row).
+ *
  * The key bytes and every aggregate's init, update and combine are
  * xpu_agg_ops.h's, the bodies the CPU engine runs (xpu_agg_kinds.h names
  * them per kind); the template flag A of the "gagg_" wrappers selects their
@@ -558,26 +572,64 @@ gagg_pass(const XpuProgram *prog, const XpuChunk *chunk, const XpuColumnData *co
 }
 
 /*
- * gagg_eval: runs LOAD, QUAL and JOIN for one row of the chunk (of any of
- * its parts), and PROJ when it passes;
+ * GaggPart: a thread's last part of the chunk (xpu_chunk_part): its rows
+ * [lo, hi) and columns, so that the next row, which is most often in the
+ * same part, needs no search
+ */
+typedef struct GaggPart
+{
+	int64_t		lo;
+	int64_t		hi;
+	const XpuColumnData *cols;
+} GaggPart;
+
+/* the columns of chunk row row, *in_part its row within them */
+XPU_DEVICE const XpuColumnData *
+gagg_part_of(const XpuChunk *chunk, int64_t row, GaggPart *pc, int64_t *in_part)
+{
+	if (row < pc->lo || row >= pc->hi)
+	{
+		int32_t		k = chunk->n_parts > 1 ? xpu_chunk_part_index(chunk, row) : 0;
+
+		pc->lo = chunk->n_parts > 1 ? chunk->parts[k].first_row : 0;
+		pc->hi = k + 1 < chunk->n_parts ? chunk->parts[k + 1].first_row : chunk->nrows;
+		pc->cols = chunk->n_parts > 1 ? chunk->parts[k].cols : chunk->cols;
+	}
+	*in_part = row - pc->lo;
+	return pc->cols;
+}
+
+/*
+ * gagg_nulls_reset: the null flags a row starts from (null0) into nulls,
+ * 16 at a time (both 16-byte aligned, XPU_MAX_REGS + 1 long)
+ */
+XPU_DEVICE void
+gagg_nulls_reset(const XpuProgram *prog, uint8_t *nulls, const uint8_t *null0)
+{
+	for (int k = 0; k < (prog->n_regs + 15) / 16; k++)
+		((uint4 *) nulls)[k] = ((const uint4 *) null0)[k];
+}
+
+/*
+ * gagg_eval: runs LOAD, QUAL and JOIN for row row of cols (a part of the
+ * chunk, gagg_part_of), and PROJ when it passes;
  * returns whether it passed (xpu_row_eval's contract, without results).
  * The program's hoisted constants already hold their registers (run once
- * by gagg_hoisted_setup); null0 is the null flags every row starts from.
+ * by gagg_hoisted_setup); null0 is the null flags every row starts from
+ * (gagg_nulls_reset).
  * each: NULL, or for a program whose rows expand (xpu_program_expands)
  * where the row's probes of every match open their points: the row's
  * first combination of matches; gagg_eval_next the others.  probes: NULL,
  * or the thread's counts of the rows entering each join depth.
  */
 XPU_DEVICE int
-gagg_eval(const XpuProgram *prog, const XpuChunk *chunk, int64_t row,
-		  XpuValue *regs, uint8_t *nulls, const uint8_t *null0, XpuEach *each,
+gagg_eval(const XpuProgram *prog, const XpuChunk *chunk, const XpuColumnData *cols,
+		  int64_t row, XpuValue *regs, uint8_t *nulls, const uint8_t *null0, XpuEach *each,
 		  uint64_t *probes, XpuError *err)
 {
 	const uint16_t *st = prog->stage_start;
-	const XpuColumnData *cols = xpu_chunk_part(chunk, &row);
 
-	for (int k = 0; k < prog->n_regs; k++)
-		nulls[k] = null0[k];
+	gagg_nulls_reset(prog, nulls, null0);
 	if (each != NULL)
 		xpu_row_each_first_counted(prog, prog->n_hoisted, chunk, cols, row, regs, nulls,
 								   each, probes, err);
@@ -741,6 +793,199 @@ gagg_join_counts(XpuGaggLaunch *launch, const uint64_t *probes, int n_joins,
 		atomicAdd(&launch->join_in[threadIdx.x], sh[threadIdx.x]);
 }
 
+/*
+ * GaggRows: what kern_agg_exec's loops over the block's rows share: the
+ * launch's arguments, the block's range [lo, hi) and shared parts, the
+ * thread's registers, part and counts
+ */
+typedef struct GaggRows
+{
+	const XpuProgram *prog;
+	const XpuChunk *chunk;
+	const uint32_t *rows;
+	int64_t		lo;
+	int64_t		hi;
+	XpuGaggTable *t;
+	const XpuGaggSpec *sp;
+	XpuGaggCacheEntry *ce;
+	XpuAggState *cstates;
+	uint32_t	entries;
+	XpuAggState *acc;			/* the thread's states (no keys), or NULL */
+	uint8_t    *hsmem;
+	uint64_t   *hll_dense;
+	uint32_t   *ovf_rows;
+	XpuGaggLaunch *launch;
+	const volatile int32_t *cancel;
+	XpuValue   *regs;
+	uint8_t    *nulls;
+	const uint8_t *null0;
+	uint64_t   *probes;			/* the thread's join counts, or NULL */
+	GaggPart	part;
+	unsigned long long passed;
+} GaggRows;
+
+/* should the thread stop at iteration it: an error or the cancel */
+XPU_DEVICE int
+gagg_stop(const GaggRows *g, int64_t it)
+{
+	return (it & (XPU_GAGG_CANCEL_EVERY - 1)) == 0 &&
+		(*(volatile int32_t *) &g->launch->err.code != XPU_OK || *g->cancel != 0);
+}
+
+/* folds a row that passed or not (gagg_fold_row), a full table sending it to the overflow list */
+XPU_DEVICE void
+gagg_fold(GaggRows *g, int64_t row, int pass, int expands)
+{
+	if (gagg_fold_row(g->t, g->sp, g->ce, g->cstates, g->entries, g->acc, pass, g->regs,
+					  g->nulls, g->hsmem, g->hll_dense))
+		g->passed++;
+	else if (pass && !expands)
+		g->ovf_rows[atomicAdd(&g->launch->n_overflow, 1u)] = (uint32_t) row;
+	else if (pass)
+		gagg_each_full(g->launch);
+}
+
+/*
+ * gagg_rows_each_row: the block's rows a row at a time, each thread one of
+ * every blockDim.x (each: the program's rows expand, or NULL).  The warp
+ * walks its rows together (base is the same for its lanes, as blockDim.x
+ * and the range's length are multiples of 32), so that gagg_fold_row can
+ * make its lanes meet; a lane past the range takes part without a row, and
+ * the warp stops as one when any lane sees an error or the cancel.
+ */
+XPU_DEVICE void
+gagg_rows_each_row(GaggRows *g, XpuEach *each)
+{
+	for (int64_t base = g->lo + (threadIdx.x & ~31u), it = 0; base < g->hi;
+		 base += blockDim.x, it++)
+	{
+		int64_t		i = base + (threadIdx.x & 31u);
+		int64_t		row = i >= g->hi ? -1 : g->rows != NULL ? (int64_t) g->rows[i] : i;
+		int64_t		in_part = 0;
+		const XpuColumnData *cols = row >= 0 ? gagg_part_of(g->chunk, row, &g->part, &in_part) :
+			NULL;
+		int			pass;
+
+		if (__any_sync(0xffffffffu, gagg_stop(g, it)))
+			break;
+		pass = row >= 0 && gagg_eval(g->prog, g->chunk, cols, in_part, g->regs, g->nulls,
+									 g->null0, each, g->probes, &g->launch->err);
+		__syncwarp();
+		gagg_fold(g, row, pass, each != NULL);
+		if (each != NULL)
+		{
+			/*
+			 * the rows' further combinations of matches, the warp's lanes
+			 * together (gagg_fold_row's meeting points) until every lane's
+			 * are done
+			 */
+			int			more = row >= 0 && each->n > 0;
+
+			while (__any_sync(0xffffffffu, more))
+			{
+				pass = more && gagg_eval_next(g->prog, g->chunk, g->regs, g->nulls, each,
+											  &g->launch->err);
+				more = more && each->n > 0;
+				__syncwarp();
+				gagg_fold(g, row, pass, 1);
+			}
+		}
+	}
+}
+
+/*
+ * gagg_rows_compacted: the block's rows in two passes, for a program with
+ * a compact point cp (xpu_program_compact_point).  Each thread runs its row
+ * to just after cp; the rows still active there (the only ones that can
+ * pass) go to the block's list cand; whenever the list holds a blockDim.x
+ * of them (and at the end of the range), each thread takes one and runs
+ * the whole program for it, then folds it.  So the rest of the program
+ * and the fold run with every lane of a warp busy, where the row-at-a-time
+ * walk would run them for the few rows a selective qual or join keeps,
+ * a warp at a time.  The part before cp runs twice for the rows kept (with
+ * the join counts taken only the first time).  Every thread of the block
+ * calls it; the block stops as one on an error or the cancel.
+ */
+XPU_DEVICE void
+gagg_rows_compacted(GaggRows *g, int cp, uint32_t *cand, uint32_t *n_cand)
+{
+	const XpuProgram *prog = g->prog;
+	const int	begin = prog->n_hoisted;
+	const int	group = prog->stage_start[XPU_STAGE_GROUP];
+	const unsigned lane = threadIdx.x & 31u;
+
+	if (threadIdx.x == 0)
+		*n_cand = 0;
+	__syncthreads();
+	for (int64_t base = g->lo, it = 0; base < g->hi; base += blockDim.x, it++)
+	{
+		int64_t		i = base + threadIdx.x;
+		int64_t		row = i >= g->hi ? -1 : g->rows != NULL ? (int64_t) g->rows[i] : i;
+		int			last = base + blockDim.x >= g->hi;
+		int			kept = 0;
+		unsigned	ballot;
+		uint32_t	at = 0;
+
+		if (__syncthreads_or(gagg_stop(g, it)))
+			break;
+		if (row >= 0)
+		{
+			int64_t		in_part;
+			const XpuColumnData *cols = gagg_part_of(g->chunk, row, &g->part, &in_part);
+			uint64_t	stack = 0;
+
+			gagg_nulls_reset(prog, g->nulls, g->null0);
+			kept = xpu_row_go(prog, begin, cp + 1, g->chunk, cols, in_part, g->regs, g->nulls,
+							  1, &stack, NULL, g->probes, &g->launch->err);
+		}
+		/* the warp's kept rows to the list, in one place a warp */
+		ballot = __ballot_sync(0xffffffffu, kept);
+		if (lane == 0 && ballot != 0)
+			at = atomicAdd(n_cand, (uint32_t) __popc(ballot));
+		at = __shfl_sync(0xffffffffu, at, 0);
+		if (kept)
+			cand[at + __popc(ballot & ((1u << lane) - 1u))] = (uint32_t) row;
+		__syncthreads();
+		for (;;)
+		{
+			uint32_t	n = *n_cand;
+			uint32_t	take = n < blockDim.x ? n : blockDim.x;
+			uint32_t	moved = 0;
+			int64_t		mine;
+			int			pass = 0;
+
+			if (n == 0 || (n < blockDim.x && !last))
+				break;
+			mine = threadIdx.x < take ? (int64_t) cand[threadIdx.x] : -1;
+			if (threadIdx.x < n - take)
+				moved = cand[take + threadIdx.x];
+			__syncthreads();
+			if (threadIdx.x < n - take)
+				cand[threadIdx.x] = moved;
+			if (threadIdx.x == 0)
+				*n_cand = n - take;
+			if (mine >= 0)
+			{
+				int64_t		in_part;
+				const XpuColumnData *cols = gagg_part_of(g->chunk, mine, &g->part, &in_part);
+				uint64_t	stack = 0;
+				int			active;
+
+				gagg_nulls_reset(prog, g->nulls, g->null0);
+				active = xpu_row_go(prog, begin, cp + 1, g->chunk, cols, in_part, g->regs,
+									g->nulls, 1, &stack, NULL, NULL, &g->launch->err);
+				(void) xpu_row_go(prog, cp + 1, group, g->chunk, cols, in_part, g->regs,
+								  g->nulls, active, &stack, NULL, g->probes, &g->launch->err);
+				pass = gagg_pass(prog, g->chunk, cols, in_part, g->regs, g->nulls,
+								 &g->launch->err);
+			}
+			__syncwarp();
+			gagg_fold(g, mine, pass, 0);
+			__syncthreads();
+		}
+	}
+}
+
 /* see xpu_agg_gpu.h */
 XPU_KERNEL void __launch_bounds__(XPU_GAGG_BLOCK, XPU_GAGG_MIN_BLOCKS)
 kern_agg_exec(const XpuProgram *gprog, uint32_t prog_len, uint32_t smem_prog,
@@ -750,7 +995,7 @@ kern_agg_exec(const XpuProgram *gprog, uint32_t prog_len, uint32_t smem_prog,
 {
 	extern __shared__ uint4 kern_agg_smem[];
 	__shared__ XpuGaggSpec sp;
-	__shared__ uint8_t null0[XPU_MAX_REGS + 1];
+	__shared__ __align__(16) uint8_t null0[XPU_MAX_REGS + 1];
 	XpuAggState *cstates = (XpuAggState *) ((char *) kern_agg_smem + smem_prog);
 	XpuGaggCacheEntry *ce = (XpuGaggCacheEntry *) (cstates + (size_t) entries * gspec->n_aggs);
 	uint8_t    *hsmem = (uint8_t *) (ce + entries);
@@ -758,13 +1003,20 @@ kern_agg_exec(const XpuProgram *gprog, uint32_t prog_len, uint32_t smem_prog,
 	int64_t		gid0;
 	const XpuProgram *prog;
 	XpuValue	regs[XPU_MAX_REGS];
-	uint8_t		nulls[XPU_MAX_REGS];
+	__align__(16) uint8_t nulls[XPU_MAX_REGS + 1];
 	XpuAggState acc[GAGG_LOCAL_AGGS];
 	XpuAggState *accp = NULL;
 	XpuEach		each;
 	XpuEach    *eachp;
 	int64_t		n = rows != NULL ? (int64_t) n_rows : chunk->nrows;
-	int64_t		stride = (int64_t) gridDim.x * blockDim.x;
+	/* the block's rows: [lo, hi) */
+	int64_t		per_block = ((n + gridDim.x - 1) / gridDim.x + 31) & ~(int64_t) 31;
+	int64_t		lo = (int64_t) blockIdx.x * per_block;
+	int64_t		hi = lo + per_block < n ? lo + per_block : n;
+	GaggRows	g;
+	int			cp;
+	__shared__ uint32_t cand[2 * XPU_GAGG_BLOCK];
+	__shared__ uint32_t n_cand;
 	unsigned long long passed = 0;
 	__shared__ unsigned long long join_sh[XPU_JOIN_COUNT_DEPTHS];
 	uint64_t	probes[XPU_JOIN_COUNT_DEPTHS];
@@ -787,55 +1039,38 @@ kern_agg_exec(const XpuProgram *gprog, uint32_t prog_len, uint32_t smem_prog,
 		for (int j = 0; j < sp.n_aggs; j++)
 			xpu_agg_init_mode(&acc[j], sp.agg_kind[j], sp.agg_type[j], XPU_AGG_PLAIN);
 	}
+	g.prog = prog;
+	g.chunk = chunk;
+	g.rows = rows;
+	g.lo = lo;
+	g.hi = hi;
+	g.t = t;
+	g.sp = &sp;
+	g.ce = ce;
+	g.cstates = cstates;
+	g.entries = entries;
+	g.acc = accp;
+	g.hsmem = hsmem;
+	g.hll_dense = &hll_dense;
+	g.ovf_rows = ovf_rows;
+	g.launch = launch;
+	g.cancel = cancel;
+	g.regs = regs;
+	g.nulls = nulls;
+	g.null0 = null0;
+	g.probes = probesp;
+	g.part.lo = g.part.hi = 0;
+	g.part.cols = NULL;
+	g.passed = 0;
 	/*
-	 * The warp walks its rows together (base is the same for its lanes, as
-	 * blockDim.x is a multiple of 32), so that gagg_fold_row can make its
-	 * lanes meet; a lane past n takes part without a row, and the warp
-	 * stops as one when any lane sees an error or the cancel.
+	 * The block walks its own range of rows, blockDim.x at a time, so that
+	 * a thread's next row is most often in the part of its last one.
 	 */
-	for (int64_t base = (int64_t) blockIdx.x * blockDim.x + (threadIdx.x & ~31u), it = 0;
-		 base < n; base += stride, it++)
-	{
-		int64_t		i = base + (threadIdx.x & 31u);
-		int64_t		row = i >= n ? -1 : rows != NULL ? (int64_t) rows[i] : i;
-		int			stop = *(volatile int32_t *) &launch->err.code != XPU_OK ||
-			((it & (XPU_GAGG_CANCEL_EVERY - 1)) == 0 && *cancel != 0);
-		int			pass;
-
-		if (__any_sync(0xffffffffu, stop))
-			break;
-		pass = row >= 0 && gagg_eval(prog, chunk, row, regs, nulls, null0, eachp, probesp,
-									 &launch->err);
-		__syncwarp();
-		if (gagg_fold_row(t, &sp, ce, cstates, entries, accp, pass, regs, nulls, hsmem,
-						  &hll_dense))
-			passed++;
-		else if (pass && eachp == NULL)
-			ovf_rows[atomicAdd(&launch->n_overflow, 1u)] = (uint32_t) row;
-		else if (pass)
-			gagg_each_full(launch);
-		if (eachp != NULL)
-		{
-			/*
-			 * the rows' further combinations of matches, the warp's lanes
-			 * together (gagg_fold_row's meeting points) until every lane's
-			 * are done
-			 */
-			int			more = row >= 0 && each.n > 0;
-
-			while (__any_sync(0xffffffffu, more))
-			{
-				pass = more && gagg_eval_next(prog, chunk, regs, nulls, &each, &launch->err);
-				more = more && each.n > 0;
-				__syncwarp();
-				if (gagg_fold_row(t, &sp, ce, cstates, entries, accp, pass, regs, nulls,
-								  hsmem, &hll_dense))
-					passed++;
-				else if (pass)
-					gagg_each_full(launch);
-			}
-		}
-	}
+	if (eachp == NULL && (cp = xpu_program_compact_point(prog)) >= 0)
+		gagg_rows_compacted(&g, cp, cand, &n_cand);
+	else
+		gagg_rows_each_row(&g, eachp);
+	passed = g.passed;
 	if (accp != NULL)
 	{
 		/* the warp's lanes (together again after the loop) share the one group */

@@ -63,6 +63,21 @@ xpu_args_null(int nargs, uint8_t an, uint8_t bn, uint8_t cn)
 	return (nargs > 0 && an) || (nargs > 1 && bn) || (nargs > 2 && cn);
 }
 
+/* is op a MASK_PUSH_* */
+XPU_HOST_DEVICE int
+xpu_op_is_push(int op)
+{
+	return op == XPU_OP_MASK_PUSH_TRUE || op == XPU_OP_MASK_PUSH_NOT_TRUE ||
+		op == XPU_OP_MASK_PUSH_NOT_FALSE || op == XPU_OP_MASK_PUSH_NULL;
+}
+
+/* is op a mask opcode (a push or MASK_POP: no destination) */
+XPU_HOST_DEVICE int
+xpu_op_is_mask(int op)
+{
+	return xpu_op_is_push(op) || op == XPU_OP_MASK_POP;
+}
+
 /* does a mask opcode keep a row active, given its argument */
 XPU_HOST_DEVICE XPU_ALWAYS_INLINE int
 xpu_mask_keeps(int op, const XpuValue *v, uint8_t n)
@@ -131,17 +146,19 @@ xpu_row_bind(XpuCtx *s, const XpuInstr *in, XpuValue *regs, uint8_t *nulls)
 }
 
 /*
- * xpu_row_span: run instructions [begin, end) for one row whose registers
- * are regs/nulls, starting active or not with the mask stack stack; cols
+ * xpu_row_go: run instructions [begin, end) for one row whose registers
+ * are regs/nulls, starting active or not with the mask stack *stack; cols
  * (of chunk, or of its part that holds the row) and row say where LOAD_COL
  * reads, chunk's joins where the JOIN stage probes, each where a probe of
- * every match opens its points (NULL: the program has none).
+ * every match opens its points (NULL: the program has none), probes as
+ * xpu_row_span_counted's.  Returns whether the row is active at end, and
+ * leaves the mask stack there in *stack, so that a later call can go on
+ * from end (an unknown opcode: 0, the error recorded).
  */
-XPU_HOST_DEVICE void
-xpu_row_span_counted(const XpuProgram *prog, int begin, int end, const XpuChunk *chunk,
-					 const XpuColumnData *cols, int64_t row, XpuValue *regs, uint8_t *nulls,
-					 int active, uint64_t stack, XpuEach *each, uint64_t *probes,
-					 XpuError *err)
+XPU_HOST_DEVICE int
+xpu_row_go(const XpuProgram *prog, int begin, int end, const XpuChunk *chunk,
+		   const XpuColumnData *cols, int64_t row, XpuValue *regs, uint8_t *nulls,
+		   int active, uint64_t *stack, XpuEach *each, uint64_t *probes, XpuError *err)
 {
 	const XpuInstr *instrs = XPU_INSTRS(prog);
 	XpuCtx		s;
@@ -155,7 +172,7 @@ xpu_row_span_counted(const XpuProgram *prog, int begin, int end, const XpuChunk 
 	s.joins = chunk->joins;
 	s.n_joins = chunk->n_joins;
 	s.each = each;
-	s.stack = stack;
+	s.stack = *stack;
 	s.matched = chunk->matched;
 	for (pc = begin; pc < end; pc++)
 	{
@@ -177,9 +194,22 @@ xpu_row_span_counted(const XpuProgram *prog, int begin, int end, const XpuChunk 
 			XPU_OPCODE_TABLE(XPU_ROW_CASE)
 			default:
 				XPU_ERROR(err, XPU_ERR_INTERNAL, "unknown xpu opcode");
-				return;
+				return 0;
 		}
 	}
+	*stack = s.stack;
+	return active;
+}
+
+/* xpu_row_go from mask stack stack, the run's end state left unsaid */
+XPU_HOST_DEVICE void
+xpu_row_span_counted(const XpuProgram *prog, int begin, int end, const XpuChunk *chunk,
+					 const XpuColumnData *cols, int64_t row, XpuValue *regs, uint8_t *nulls,
+					 int active, uint64_t stack, XpuEach *each, uint64_t *probes,
+					 XpuError *err)
+{
+	(void) xpu_row_go(prog, begin, end, chunk, cols, row, regs, nulls, active, &stack, each,
+					  probes, err);
 }
 
 /*
@@ -205,6 +235,97 @@ xpu_row_run(const XpuProgram *prog, int begin, int end, const XpuChunk *chunk,
 			XpuValue *regs, uint8_t *nulls, int active, XpuError *err)
 {
 	xpu_row_span(prog, begin, end, chunk, cols, row, regs, nulls, active, 0, 0, err);
+}
+
+/* ---------------- where rows may be compacted ---------------- */
+
+/*
+ * xpu_pop_of: the MASK_POP that closes the MASK_PUSH_* at pc (balanced, as
+ * the validator checks), or -1
+ */
+XPU_HOST_DEVICE int
+xpu_pop_of(const XpuProgram *prog, int pc)
+{
+	const XpuInstr *ins = XPU_INSTRS(prog);
+	int			depth = 0;
+
+	for (int k = pc; k < prog->n_instrs; k++)
+	{
+		if (xpu_op_is_push(ins[k].op))
+			depth++;
+		else if (ins[k].op == XPU_OP_MASK_POP && --depth == 0)
+			return k;
+	}
+	return -1;
+}
+
+/*
+ * xpu_push_settles: does every row that is not active just after the
+ * MASK_PUSH_TRUE r0 at pc (in the QUAL or JOIN stage) fail the program?
+ * So when r0 is the pass test, each push that encloses pc is a
+ * MASK_PUSH_TRUE r0 too (a row made inactive before pc had r0 not true,
+ * and a row keeps its registers while inactive), and no instruction after
+ * pc's MASK_POP and before the GROUP stage writes r0 (which could make a
+ * row that left there pass again).
+ */
+XPU_HOST_DEVICE int
+xpu_push_settles(const XpuProgram *prog, int pc)
+{
+	const XpuInstr *ins = XPU_INSTRS(prog);
+	const int	group = prog->stage_start[XPU_STAGE_GROUP];
+	int			pop = xpu_pop_of(prog, pc);
+	int			depth = 0;
+
+	if (!xpu_program_filters(prog) || pc < prog->stage_start[XPU_STAGE_QUAL] ||
+		pc >= group || ins[pc].op != XPU_OP_MASK_PUSH_TRUE || ins[pc].a != 0 ||
+		pop < 0 || pop >= group)
+		return 0;
+	/* the pushes that enclose pc, innermost first */
+	for (int k = pc - 1; k >= prog->n_hoisted; k--)
+	{
+		if (ins[k].op == XPU_OP_MASK_POP)
+			depth++;
+		else if (xpu_op_is_push(ins[k].op) && depth > 0)
+			depth--;
+		else if (xpu_op_is_push(ins[k].op) &&
+				 (ins[k].op != XPU_OP_MASK_PUSH_TRUE || ins[k].a != 0))
+			return 0;
+	}
+	for (int k = pop + 1; k < group; k++)
+		if (!xpu_op_is_mask(ins[k].op) && ins[k].dst == 0)
+			return 0;
+	return 1;
+}
+
+/*
+ * xpu_program_compact_point: the MASK_PUSH_TRUE r0 after which a kernel
+ * may set aside the rows still active and run the rest of the program for
+ * those only (xpu_push_settles: the others fail), or -1 for none: the first
+ * such push after the program's first JOIN_PROBE (the rows that found a
+ * match at the first depth), else the last one (the rows that passed the
+ * qual).  Hoisted constants (instructions before n_hoisted) are not
+ * considered.  A program whose rows expand (xpu_program_expands) has none.
+ */
+XPU_HOST_DEVICE int
+xpu_program_compact_point(const XpuProgram *prog)
+{
+	const XpuInstr *ins = XPU_INSTRS(prog);
+	int			probe = -1,
+				last = -1;
+
+	if (xpu_program_expands(prog))
+		return -1;
+	for (int k = prog->n_hoisted; k < prog->stage_start[XPU_STAGE_GROUP]; k++)
+	{
+		if (ins[k].op == XPU_OP_JOIN_PROBE && probe < 0)
+			probe = k;
+		if (!xpu_push_settles(prog, k))
+			continue;
+		if (probe >= 0)
+			return k;
+		last = k;
+	}
+	return last;
 }
 
 /* ---------------- probes of every match (xpu_join.h) ---------------- */

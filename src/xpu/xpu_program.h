@@ -245,28 +245,41 @@ xpu_program_filters(const XpuProgram *prog)
 }
 
 /*
+ * xpu_chunk_part_index: the index of the part that chunk row row lies in
+ * (a chunk of n_parts > 1)
+ */
+XPU_HOST_DEVICE int32_t
+xpu_chunk_part_index(const XpuChunk *chunk, int64_t row)
+{
+	int32_t		lo = 0,
+				hi = chunk->n_parts - 1;
+
+	while (lo < hi)
+	{
+		int32_t		mid = (lo + hi + 1) / 2;
+
+		if (chunk->parts[mid].first_row <= row)
+			lo = mid;
+		else
+			hi = mid - 1;
+	}
+	return lo;
+}
+
+/*
  * xpu_chunk_part: the columns that chunk row *row lies in, *row made the
  * row within them
  */
 XPU_HOST_DEVICE const XpuColumnData *
 xpu_chunk_part(const XpuChunk *chunk, int64_t *row)
 {
-	int32_t		lo = 0,
-				hi = chunk->n_parts - 1;
+	int32_t		k;
 
 	if (chunk->n_parts <= 1)
 		return chunk->cols;
-	while (lo < hi)
-	{
-		int32_t		mid = (lo + hi + 1) / 2;
-
-		if (chunk->parts[mid].first_row <= *row)
-			lo = mid;
-		else
-			hi = mid - 1;
-	}
-	*row -= chunk->parts[lo].first_row;
-	return chunk->parts[lo].cols;
+	k = xpu_chunk_part_index(chunk, *row);
+	*row -= chunk->parts[k].first_row;
+	return chunk->parts[k].cols;
 }
 
 /*

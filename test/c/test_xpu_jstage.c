@@ -63,6 +63,75 @@ js_exec(const XpuProgram *prog, const XpuChunk *chunk, int form, JsRun *r)
 	return r->err.code;
 }
 
+/*
+ * js_exec_compacted: the GPU kernel's compacted walk (kern_agg.cu,
+ * gagg_rows_compacted) of program p, a row at a time, into r:
+ * the hoisted constants once, then per row its first pass to just after
+ * the compact point (xpu_program_compact_point, *cp) and, for a row still
+ * active there, a second pass from the start on fresh registers and PROJ.
+ * A row the first pass drops is run on to the GROUP stage all the same,
+ * and *dropped_pass counts those that pass (must be none).  probes gets
+ * the rows entering each depth as the kernel counts them: the first pass
+ * up to the point, the second after it.
+ */
+static int
+js_exec_compacted(const XpuProgram *p, const XpuChunk *chunk, JsRun *r, int *cp,
+				  int64_t *dropped_pass, uint64_t *probes)
+{
+	const uint16_t *st = p->stage_start;
+	const uint8_t *outs = XPU_OUTS(p);
+	XpuValue	regs0[XPU_MAX_REGS],
+				regs[XPU_MAX_REGS];
+	uint8_t		null0[XPU_MAX_REGS],
+				nulls[XPU_MAX_REGS];
+
+	js_run_alloc(r, chunk->nrows, p->n_outs);
+	*cp = xpu_program_compact_point(p);
+	*dropped_pass = 0;
+	memset(regs0, 0, sizeof(regs0));
+	memset(null0, 1, sizeof(null0));
+	xpu_row_run(p, 0, p->n_hoisted, chunk, chunk->cols, 0, regs0, null0, 1, &r->err);
+	for (int64_t o = 0; o < chunk->nrows && *cp >= 0; o++)
+	{
+		uint64_t	stack = 0;
+		int			kept,
+					active,
+					pass;
+
+		memcpy(regs, regs0, sizeof(regs));
+		memcpy(nulls, null0, sizeof(nulls));
+		kept = xpu_row_go(p, p->n_hoisted, *cp + 1, chunk, chunk->cols, o, regs, nulls, 1,
+						  &stack, NULL, probes, &r->err);
+		if (!kept)
+		{
+			xpu_row_go(p, *cp + 1, st[XPU_STAGE_GROUP], chunk, chunk->cols, o, regs, nulls, 0,
+					   &stack, NULL, NULL, &r->err);
+			*dropped_pass += XPU_TRUE(&regs[0], nulls[0]);
+			for (int k = 0; k < p->n_outs; k++)
+				r->res.nulls[k * r->res.nrows + o] = 1;
+			continue;
+		}
+		memcpy(regs, regs0, sizeof(regs));
+		memcpy(nulls, null0, sizeof(nulls));
+		stack = 0;
+		active = xpu_row_go(p, p->n_hoisted, *cp + 1, chunk, chunk->cols, o, regs, nulls, 1,
+							&stack, NULL, NULL, &r->err);
+		xpu_row_go(p, *cp + 1, st[XPU_STAGE_GROUP], chunk, chunk->cols, o, regs, nulls, active,
+				   &stack, NULL, probes, &r->err);
+		pass = !xpu_program_filters(p) || XPU_TRUE(&regs[0], nulls[0]);
+		r->res.mask[o] = (uint8_t) pass;
+		if (pass)
+			xpu_row_run(p, st[XPU_STAGE_PROJ], st[XPU_N_STAGES], chunk, chunk->cols, o, regs,
+						nulls, 1, &r->err);
+		for (int k = 0; k < p->n_outs; k++)
+		{
+			r->res.values[k * r->res.nrows + o] = regs[outs[k]];
+			r->res.nulls[k * r->res.nrows + o] = pass ? nulls[outs[k]] : 1;
+		}
+	}
+	return r->err.code;
+}
+
 /* ---------------------------------------------------------------- the cases */
 
 static void
@@ -109,9 +178,147 @@ test_cases(void)
 						 r.err.code, r.err.message, (long long) bad, (long long) row, out);
 			js_run_free(&r);
 		}
+		{
+			JsRun		r;
+			int			cp;
+			int64_t		dropped_pass,
+						row,
+						bad;
+			int			out;
+			uint64_t	counts[XPU_JOIN_COUNT_DEPTHS] = {0};
+
+			/* the kernel's program: hoisted where it has constants to hoist */
+			js_exec_compacted(hoisted != NULL ? hoisted : js.prog, &chunk, &r, &cp,
+							  &dropped_pass, counts);
+			bad = r.err.code == XPU_OK ? js_compare(&js, &r.res, &row, &out) : -1;
+			for (int d = 0; d < XPU_JOIN_COUNT_DEPTHS; d++)
+				if (counts[d] != (d < JS_MAX_DEPTHS ? js.in[d] : 0) && bad == 0)
+					bad = -2;	/* the counts differ */
+			if (!tap_ok(cp > 0 && dropped_pass == 0 && bad == 0,
+						"%s: the compacted walk (compact point %d) equals "
+						"the nested loop, with its rows entering each depth, and no row it "
+						"drops passes", c.name, cp))
+				tap_diag("error %d (%s); %lld dropped rows pass; %lld rows differ, the first "
+						 "%lld at output %d", r.err.code, r.err.message,
+						 (long long) dropped_pass, (long long) bad, (long long) row, out);
+			js_run_free(&r);
+		}
 		tap_ok(!c.qual || hoisted != NULL, "%s: the qual's constants hoist", c.name);
 		free(hoisted);
 		js_free(&c, &js);
+	}
+}
+
+/* ---------------------------------------------------------------- compact points */
+
+/* chunk: n rows of one int4 column of values (cd describes it) */
+static void
+int4_chunk(const int32_t *values, int64_t n, XpuColumnData *cd, XpuChunk *chunk)
+{
+	memset(cd, 0, sizeof(*cd));
+	cd->values = values;
+	memset(chunk, 0, sizeof(*chunk));
+	chunk->nrows = n;
+	chunk->ncols = 1;
+	chunk->cols = cd;
+}
+
+/*
+ * cp_program: r1 = column 0 (int4); QUAL r0 = r1 > 5; then per shape:
+ * 0: where r0 is true: r2 = r1 + r1; end  (the push settles: point 3)
+ * 1: shape 0, then r0 = r1 < 3 after the end (a row the push left can
+ *    pass again: no point)
+ * 2: r3 = r1 > 7; where r3 is true: where r0 is true: r2 = r1 + r1; end;
+ *    end (the push on r0 is enclosed by one on r3, whose rows may have r0
+ *    true: no point)
+ * 3: no qual, no push (no point)
+ */
+static XpuProgram *
+cp_program(int shape)
+{
+	XpuBuilder *b = xpu_builder_create();
+	int			r0 = xpu_add_reg(b, XPU_T_BOOL, 0);
+	int			r1 = xpu_add_reg(b, XPU_T_INT4, 0);
+	int			r2 = xpu_add_reg(b, XPU_T_INT4, 0);
+	int			r3 = xpu_add_reg(b, XPU_T_BOOL, 0);
+	int			k = xpu_add_reg(b, XPU_T_INT4, 0);
+	int64_t		v5 = 5,
+				v3 = 3,
+				v7 = 7;
+	XpuProgram *p;
+
+	xpu_add_instr(b, XPU_OP_LOAD_COL, r1, 0, 0, 0, xpu_add_column(b, 0, XPU_COL_INT32, 0));
+	if (shape != 3)
+	{
+		xpu_begin_stage(b, XPU_STAGE_QUAL);
+		xpu_add_instr(b, XPU_OP_CONST_INT, k, 0, 0, 0, xpu_add_const(b, &v5, 8));
+		xpu_add_instr(b, XPU_OP_GT_INT, r0, r1, k, 0, 0);
+		if (shape == 2)
+		{
+			xpu_add_instr(b, XPU_OP_CONST_INT, k, 0, 0, 0, xpu_add_const(b, &v7, 8));
+			xpu_add_instr(b, XPU_OP_GT_INT, r3, r1, k, 0, 0);
+			xpu_add_instr(b, XPU_OP_MASK_PUSH_TRUE, 0, r3, 0, 0, 0);
+		}
+		xpu_add_instr(b, XPU_OP_MASK_PUSH_TRUE, 0, r0, 0, 0, 0);
+		xpu_add_instr(b, XPU_OP_ADD_I4, r2, r1, r1, 0, 0);
+		xpu_add_instr(b, XPU_OP_MASK_POP, 0, 0, 0, 0, 0);
+		if (shape == 2)
+			xpu_add_instr(b, XPU_OP_MASK_POP, 0, 0, 0, 0, 0);
+		if (shape == 1)
+		{
+			xpu_add_instr(b, XPU_OP_CONST_INT, k, 0, 0, 0, xpu_add_const(b, &v3, 8));
+			xpu_add_instr(b, XPU_OP_LT_INT, r0, r1, k, 0, 0);
+		}
+	}
+	xpu_begin_stage(b, XPU_STAGE_PROJ);
+	xpu_add_output(b, r1);
+	p = xpu_builder_finish(b, errbuf, sizeof(errbuf));
+	xpu_builder_free(b);
+	return p;
+}
+
+/*
+ * xpu_program_compact_point on programs where a push settles its rows and
+ * where it does not (the GPU kernel must not drop a row that can pass);
+ * each program also run through the compacted walk over ids 0 .. 9 against
+ * the per-row form
+ */
+static void
+test_compact_point(void)
+{
+	static const int want[4] = {3, -1, -1, -1};
+	static const char *const what[4] = {
+		"a push on r0 that settles", "r0 written again after the push's end",
+		"a push on r0 inside a push on another register", "no qual"};
+	int32_t		ids[10] = {0, 1, 2, 3, 4, 5, 6, 7, 8, 9};
+	XpuColumnData cd;
+	XpuChunk	chunk;
+
+	int4_chunk(ids, 10, &cd, &chunk);
+	for (int shape = 0; shape < 4; shape++)
+	{
+		XpuProgram *p = cp_program(shape);
+		JsRun		a,
+					b;
+		int			cp = -2,
+					same = 1;
+		int64_t		dropped_pass = 0;
+
+		if (!tap_ok(p != NULL, "compact point, %s: builds", what[shape]))
+		{
+			tap_diag("%s", errbuf);
+			continue;
+		}
+		js_exec(p, &chunk, 0, &a);
+		js_exec_compacted(p, &chunk, &b, &cp, &dropped_pass, NULL);
+		for (int64_t o = 0; o < chunk.nrows && cp >= 0; o++)
+			same = same && a.res.mask[o] == b.res.mask[o];
+		tap_ok(cp == want[shape] && dropped_pass == 0 && same && a.err.code == XPU_OK,
+			   "compact point, %s: %d (want %d), the compacted walk's rows are the per-row "
+			   "form's", what[shape], cp, want[shape]);
+		js_run_free(&a);
+		js_run_free(&b);
+		free(p);
 	}
 }
 
@@ -407,12 +614,7 @@ run_small(const XpuProgram *p, XpuJoinTable *const *tabs, int n, int codes[2], i
 	XpuColumnData cd;
 	XpuChunk	chunk;
 
-	memset(&cd, 0, sizeof(cd));
-	cd.values = keys;
-	memset(&chunk, 0, sizeof(chunk));
-	chunk.nrows = 5;
-	chunk.ncols = 1;
-	chunk.cols = &cd;
+	int4_chunk(keys, 5, &cd, &chunk);
 	chunk.joins = (const XpuJoinTable *const *) tabs;
 	chunk.n_joins = n;
 	for (int f = 0; f < 2; f++)
@@ -544,6 +746,7 @@ int
 main(void)
 {
 	test_cases();
+	test_compact_point();
 	test_probe_counts();
 	test_validator();
 	test_join_check();
