@@ -85,7 +85,7 @@ gagg_spec_hll_smem(GaggRun *g)
 {
 	XpuGaggSpec *sp = &g->spec;
 	uint32_t	used = xpu_gagg_smem_size(g->smem_prog, g->entries, sp->n_aggs) +
-		(uint32_t) sizeof(XpuGaggSpec) + 1024;
+		(uint32_t) (sizeof(XpuGaggSpec) + XPU_GAGG_CAND * sizeof(uint32_t)) + 1024;
 
 	sp->hll_smem = 0;
 	for (int j = 0; j < sp->n_aggs && sp->n_keys == 0; j++)

@@ -1015,7 +1015,7 @@ kern_agg_exec(const XpuProgram *gprog, uint32_t prog_len, uint32_t smem_prog,
 	int64_t		hi = lo + per_block < n ? lo + per_block : n;
 	GaggRows	g;
 	int			cp;
-	__shared__ uint32_t cand[2 * XPU_GAGG_BLOCK];
+	__shared__ uint32_t cand[XPU_GAGG_CAND];
 	__shared__ uint32_t n_cand;
 	unsigned long long passed = 0;
 	__shared__ unsigned long long join_sh[XPU_JOIN_COUNT_DEPTHS];

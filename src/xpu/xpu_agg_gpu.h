@@ -236,6 +236,8 @@ typedef struct XpuCopyPiece
  */
 #define XPU_GAGG_MIN_BLOCKS	4
 #define XPU_GAGG_CANCEL_EVERY	4	/* a power of 2 */
+/* kern_agg_exec's list of a block's rows kept at the compact point (static shared memory) */
+#define XPU_GAGG_CAND			(2 * XPU_GAGG_BLOCK)
 
 static inline uint32_t
 xpu_gagg_smem_size(uint32_t smem_prog, uint32_t cache_entries, int n_aggs)
