@@ -24,11 +24,12 @@
  *
  * Each block walks a range of the chunk's rows of its own.  A program with
  * a compact point (xpu_program_compact_point: a MASK_PUSH_TRUE r0 after
- * which the rows no longer active cannot pass, such as the one after a
- * star query's first join depth) runs in two passes: each thread runs its
- * row to just after that push, the rows still active go to a list in
- * shared memory, and once the list holds a block's worth each thread runs
- * the whole program for one of them and folds it (gagg_rows_compacted).
+ * which nothing runs for the rows no longer active and they cannot pass,
+ * such as the one after a star query's first join depth) runs in two
+ * passes: each thread runs its row to just after that push, the rows
+ * still active go to a list in shared memory, and once the list holds a
+ * block's worth each thread runs the whole program for one of them and
+ * folds it (gagg_rows_compacted).
  * The rest of the program and the fold then run with every lane of a warp
  * busy, where a row at a time they ran, a warp at a time, for the few rows
  * that a selective join keeps (SSB SF 20 on the H200: the 13 queries' warm

@@ -71,13 +71,6 @@ xpu_op_is_push(int op)
 		op == XPU_OP_MASK_PUSH_NOT_FALSE || op == XPU_OP_MASK_PUSH_NULL;
 }
 
-/* is op a mask opcode (a push or MASK_POP: no destination) */
-XPU_HOST_DEVICE int
-xpu_op_is_mask(int op)
-{
-	return xpu_op_is_push(op) || op == XPU_OP_MASK_POP;
-}
-
 /* does a mask opcode keep a row active, given its argument */
 XPU_HOST_DEVICE XPU_ALWAYS_INLINE int
 xpu_mask_keeps(int op, const XpuValue *v, uint8_t n)
@@ -261,24 +254,28 @@ xpu_pop_of(const XpuProgram *prog, int pc)
 
 /*
  * xpu_push_settles: does every row that is not active just after the
- * MASK_PUSH_TRUE r0 at pc (in the QUAL or JOIN stage) fail the program?
- * So when r0 is the pass test, each push that encloses pc is a
- * MASK_PUSH_TRUE r0 too (a row made inactive before pc had r0 not true,
- * and a row keeps its registers while inactive), and no instruction after
- * pc's MASK_POP and before the GROUP stage writes r0 (which could make a
- * row that left there pass again).
+ * MASK_PUSH_TRUE r0 at pc (in the QUAL or JOIN stage) fail the program,
+ * with nothing after pc evaluated for it?  So when r0 is the pass test,
+ * each push that encloses pc is a MASK_PUSH_TRUE r0 too (a row made
+ * inactive before pc had r0 not true, and a row keeps its registers while
+ * inactive), and only MASK_POPs follow pc's MASK_POP before the GROUP stage
+ * (no instruction there could make a row that left pass again, nor raise
+ * an error for it: a kernel that sets such rows aside at pc answers as the
+ * row-at-a-time walk does, errors included).
  */
 XPU_HOST_DEVICE int
 xpu_push_settles(const XpuProgram *prog, int pc)
 {
 	const XpuInstr *ins = XPU_INSTRS(prog);
 	const int	group = prog->stage_start[XPU_STAGE_GROUP];
-	int			pop = xpu_pop_of(prog, pc);
-	int			depth = 0;
+	int			pop,
+				depth = 0;
 
 	if (!xpu_program_filters(prog) || pc < prog->stage_start[XPU_STAGE_QUAL] ||
-		pc >= group || ins[pc].op != XPU_OP_MASK_PUSH_TRUE || ins[pc].a != 0 ||
-		pop < 0 || pop >= group)
+		pc >= group || ins[pc].op != XPU_OP_MASK_PUSH_TRUE || ins[pc].a != 0)
+		return 0;
+	pop = xpu_pop_of(prog, pc);
+	if (pop < 0 || pop >= group)
 		return 0;
 	/* the pushes that enclose pc, innermost first */
 	for (int k = pc - 1; k >= prog->n_hoisted; k--)
@@ -292,7 +289,7 @@ xpu_push_settles(const XpuProgram *prog, int pc)
 			return 0;
 	}
 	for (int k = pop + 1; k < group; k++)
-		if (!xpu_op_is_mask(ins[k].op) && ins[k].dst == 0)
+		if (ins[k].op != XPU_OP_MASK_POP)
 			return 0;
 	return 1;
 }

@@ -232,6 +232,8 @@ int4_chunk(const int32_t *values, int64_t n, XpuColumnData *cd, XpuChunk *chunk)
  *    end (the push on r0 is enclosed by one on r3, whose rows may have r0
  *    true: no point)
  * 3: no qual, no push (no point)
+ * 4: shape 0, then r2 = r1 + r1 after the end (r0 untouched, but the
+ *    row-at-a-time walk would evaluate it for a row the push left: no point)
  */
 static XpuProgram *
 cp_program(int shape)
@@ -269,6 +271,8 @@ cp_program(int shape)
 			xpu_add_instr(b, XPU_OP_CONST_INT, k, 0, 0, 0, xpu_add_const(b, &v3, 8));
 			xpu_add_instr(b, XPU_OP_LT_INT, r0, r1, k, 0, 0);
 		}
+		if (shape == 4)
+			xpu_add_instr(b, XPU_OP_ADD_I4, r2, r1, r1, 0, 0);
 	}
 	xpu_begin_stage(b, XPU_STAGE_PROJ);
 	xpu_add_output(b, r1);
@@ -286,16 +290,17 @@ cp_program(int shape)
 static void
 test_compact_point(void)
 {
-	static const int want[4] = {3, -1, -1, -1};
-	static const char *const what[4] = {
+	static const int want[5] = {3, -1, -1, -1, -1};
+	static const char *const what[5] = {
 		"a push on r0 that settles", "r0 written again after the push's end",
-		"a push on r0 inside a push on another register", "no qual"};
+		"a push on r0 inside a push on another register", "no qual",
+		"another register written after the push's end"};
 	int32_t		ids[10] = {0, 1, 2, 3, 4, 5, 6, 7, 8, 9};
 	XpuColumnData cd;
 	XpuChunk	chunk;
 
 	int4_chunk(ids, 10, &cd, &chunk);
-	for (int shape = 0; shape < 4; shape++)
+	for (int shape = 0; shape < 5; shape++)
 	{
 		XpuProgram *p = cp_program(shape);
 		JsRun		a,
