@@ -904,8 +904,11 @@ gagg_rows_each_row(GaggRows *g, XpuEach *each)
  * and the fold run with every lane of a warp busy, where the row-at-a-time
  * walk would run them for the few rows a selective qual or join keeps,
  * a warp at a time.  The part before cp runs twice for the rows kept (with
- * the join counts taken only the first time).  Every thread of the block
- * calls it; the block stops as one on an error or the cancel.
+ * the join counts taken only the first time).  A block whose first
+ * blockDim.x rows keep more than half walks the rest of its rows a row at
+ * a time (gagg_rows_each_row), as the second pass would redo most of the
+ * first.  Every thread of the block calls it; the block stops as one on an
+ * error or the cancel.
  */
 XPU_DEVICE void
 gagg_rows_compacted(GaggRows *g, int cp, uint32_t *cand, uint32_t *n_cand)
@@ -923,7 +926,8 @@ gagg_rows_compacted(GaggRows *g, int cp, uint32_t *cand, uint32_t *n_cand)
 		int64_t		i = base + threadIdx.x;
 		int64_t		row = i >= g->hi ? -1 : g->rows != NULL ? (int64_t) g->rows[i] : i;
 		int			last = base + blockDim.x >= g->hi;
-		int			kept = 0;
+		int			kept = 0,
+					give_up;
 		unsigned	ballot;
 		uint32_t	at = 0;
 
@@ -947,6 +951,12 @@ gagg_rows_compacted(GaggRows *g, int cp, uint32_t *cand, uint32_t *n_cand)
 		if (kept)
 			cand[at + __popc(ballot & ((1u << lane) - 1u))] = (uint32_t) row;
 		__syncthreads();
+		/*
+		 * where the block's first rows keep more than half, the second pass
+		 * would redo most of the first: the block folds those and walks
+		 * the rest of its rows a row at a time
+		 */
+		give_up = it == 0 && !last && 2 * *n_cand > (uint32_t) blockDim.x;
 		for (;;)
 		{
 			uint32_t	n = *n_cand;
@@ -955,7 +965,7 @@ gagg_rows_compacted(GaggRows *g, int cp, uint32_t *cand, uint32_t *n_cand)
 			int64_t		mine;
 			int			pass = 0;
 
-			if (n == 0 || (n < blockDim.x && !last))
+			if (n == 0 || (n < blockDim.x && !last && !give_up))
 				break;
 			mine = threadIdx.x < take ? (int64_t) cand[threadIdx.x] : -1;
 			if (threadIdx.x < n - take)
@@ -983,6 +993,12 @@ gagg_rows_compacted(GaggRows *g, int cp, uint32_t *cand, uint32_t *n_cand)
 			__syncwarp();
 			gagg_fold(g, mine, pass, 0);
 			__syncthreads();
+		}
+		if (give_up)
+		{
+			g->lo = base + blockDim.x;
+			gagg_rows_each_row(g, NULL);
+			return;
 		}
 	}
 }
