@@ -201,10 +201,7 @@ xpu_cpu_dict_outs(const XpuProgram *prog, const XpuChunk *chunk,
 				n = 0;
 
 	for (int pc = prog->stage_start[XPU_STAGE_PROJ]; pc < prog->stage_start[XPU_N_STAGES]; pc++)
-		masked |= instrs[pc].op == XPU_OP_MASK_PUSH_TRUE ||
-			instrs[pc].op == XPU_OP_MASK_PUSH_NOT_TRUE ||
-			instrs[pc].op == XPU_OP_MASK_PUSH_NOT_FALSE ||
-			instrs[pc].op == XPU_OP_MASK_PUSH_NULL;
+		masked |= xpu_op_is_push(instrs[pc].op);
 	for (int k = 0; k < prog->n_outs; k++)
 	{
 		const XpuInstr *in = cpu_out_load(prog, outs[k]);

@@ -83,9 +83,7 @@ xpu_join_scan_row(const XpuProgram *prog, const XpuChunk *chunk, int64_t row,
 XPU_HOST_DEVICE int
 xpu_join_scan_mask_op(int op)
 {
-	return op == XPU_OP_MASK_PUSH_TRUE || op == XPU_OP_MASK_PUSH_NOT_TRUE ||
-		op == XPU_OP_MASK_PUSH_NOT_FALSE || op == XPU_OP_MASK_PUSH_NULL ||
-		op == XPU_OP_MASK_POP;
+	return xpu_op_is_push(op) || op == XPU_OP_MASK_POP;
 }
 
 /*
