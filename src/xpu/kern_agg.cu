@@ -558,17 +558,40 @@ kern_agg_init(XpuGaggTable *t, const XpuGaggSpec *sp)
 	}
 }
 
+/*
+ * The interpreter's copies.  xpu_row_go is inlined where it is called, and
+ * its opcode table is most of the kernel's code: each call site costs
+ * ptxas minutes (ten of them made the fatbin the longest step of a build).
+ * Out of line it costs a call a run, 15-40 % of a filter-sum's kernel time
+ * on the H200 (gpu_aggcheck bench).  So the per-row runs each have one
+ * inlined call site that loops over their steps (gagg_eval; the two
+ * passes of gagg_rows_compacted), and the runs that are not per row (the
+ * hoisted constants) or rare (an expanding row's further matches) call
+ * gagg_row_go, the one copy out of line.
+ */
+
+/* xpu_row_go, out of line */
+__device__ __noinline__ int
+gagg_row_go(const XpuProgram *prog, int begin, int end, const XpuChunk *chunk,
+			const XpuColumnData *cols, int64_t row, XpuValue *regs, uint8_t *nulls,
+			int active, uint64_t *stack, XpuEach *each, uint64_t *probes, XpuError *err)
+{
+	return xpu_row_go(prog, begin, end, chunk, cols, row, regs, nulls, active, stack, each,
+					  probes, err);
+}
+
 /* the pass test of a row after its JOIN stage, and PROJ when it passes */
 XPU_DEVICE int
 gagg_pass(const XpuProgram *prog, const XpuChunk *chunk, const XpuColumnData *cols,
 		  int64_t row, XpuValue *regs, uint8_t *nulls, XpuError *err)
 {
 	const uint16_t *st = prog->stage_start;
+	uint64_t	stack = 0;
 
 	if (xpu_program_filters(prog) && !XPU_TRUE(&regs[0], nulls[0]))
 		return 0;
-	xpu_row_run(prog, st[XPU_STAGE_PROJ], st[XPU_N_STAGES], chunk, cols, row,
-				regs, nulls, 1, err);
+	(void) gagg_row_go(prog, st[XPU_STAGE_PROJ], st[XPU_N_STAGES], chunk, cols, row, regs,
+					   nulls, 1, &stack, NULL, NULL, err);
 	return 1;
 }
 
@@ -613,7 +636,8 @@ gagg_nulls_reset(const XpuProgram *prog, uint8_t *nulls, const uint8_t *null0)
 
 /*
  * gagg_eval: runs LOAD, QUAL and JOIN for row row of cols (a part of the
- * chunk, gagg_part_of), and PROJ when it passes;
+ * chunk, gagg_part_of), and PROJ when it passes (gagg_pass's test; one
+ * call site of the interpreter for both runs);
  * returns whether it passed (xpu_row_eval's contract, without results).
  * The program's hoisted constants already hold their registers (run once
  * by gagg_hoisted_setup); null0 is the null flags every row starts from
@@ -629,23 +653,37 @@ gagg_eval(const XpuProgram *prog, const XpuChunk *chunk, const XpuColumnData *co
 		  uint64_t *probes, XpuError *err)
 {
 	const uint16_t *st = prog->stage_start;
+	int			begin = prog->n_hoisted,
+				end = st[XPU_STAGE_GROUP];
 
 	gagg_nulls_reset(prog, nulls, null0);
 	if (each != NULL)
-		xpu_row_each_first_counted(prog, prog->n_hoisted, chunk, cols, row, regs, nulls,
-								   each, probes, err);
-	else
-		xpu_row_span_counted(prog, prog->n_hoisted, st[XPU_STAGE_GROUP], chunk, cols, row,
-							 regs, nulls, 1, 0, 0, probes, err);
-	return gagg_pass(prog, chunk, cols, row, regs, nulls, err);
+		xpu_each_open(each, regs, nulls, cols, row, probes);	/* xpu_row_each_first_counted */
+#pragma unroll 1
+	for (int step = 0;; step++)
+	{
+		uint64_t	stack = 0;
+
+		(void) xpu_row_go(prog, begin, end, chunk, cols, row, regs, nulls, 1, &stack, each,
+						  probes, err);
+		if (step == 1)
+			return 1;
+		if (xpu_program_filters(prog) && !XPU_TRUE(&regs[0], nulls[0]))
+			return 0;
+		/* PROJ, as xpu_row_run: no probe of every match, no counts */
+		begin = st[XPU_STAGE_PROJ];
+		end = st[XPU_N_STAGES];
+		each = NULL;
+		probes = NULL;
+	}
 }
 
 /*
  * gagg_eval_next: the next combination of the matches of the row that
  * gagg_eval began with each (each->n > 0: one is left); returns whether
- * it passed
+ * it passed.  Out of line: only rows with several matches come here.
  */
-XPU_DEVICE int
+__device__ __noinline__ int
 gagg_eval_next(const XpuProgram *prog, const XpuChunk *chunk, XpuValue *regs,
 			   uint8_t *nulls, XpuEach *each, XpuError *err)
 {
@@ -749,9 +787,12 @@ XPU_DEVICE void
 gagg_hoisted_setup(const XpuProgram *prog, const XpuChunk *chunk, XpuValue *regs,
 				   uint8_t *nulls, uint8_t *null0, XpuError *err)
 {
+	uint64_t	stack = 0;
+
 	for (int k = 0; k < prog->n_regs; k++)
 		nulls[k] = 1;
-	xpu_row_run(prog, 0, prog->n_hoisted, chunk, chunk->cols, 0, regs, nulls, 1, err);
+	(void) gagg_row_go(prog, 0, prog->n_hoisted, chunk, chunk->cols, 0, regs, nulls, 1, &stack,
+					   NULL, NULL, err);
 	if (threadIdx.x == 0)
 	{
 		for (int k = 0; k < prog->n_regs; k++)
@@ -914,7 +955,6 @@ XPU_DEVICE void
 gagg_rows_compacted(GaggRows *g, int cp, uint32_t *cand, uint32_t *n_cand)
 {
 	const XpuProgram *prog = g->prog;
-	const int	begin = prog->n_hoisted;
 	const int	group = prog->stage_start[XPU_STAGE_GROUP];
 	const unsigned lane = threadIdx.x & 31u;
 
@@ -940,8 +980,8 @@ gagg_rows_compacted(GaggRows *g, int cp, uint32_t *cand, uint32_t *n_cand)
 			uint64_t	stack = 0;
 
 			gagg_nulls_reset(prog, g->nulls, g->null0);
-			kept = xpu_row_go(prog, begin, cp + 1, g->chunk, cols, in_part, g->regs, g->nulls,
-							  1, &stack, NULL, g->probes, &g->launch->err);
+			kept = xpu_row_go(prog, prog->n_hoisted, cp + 1, g->chunk, cols, in_part, g->regs,
+							  g->nulls, 1, &stack, NULL, g->probes, &g->launch->err);
 		}
 		/* the warp's kept rows to the list, in one place a warp */
 		ballot = __ballot_sync(0xffffffffu, kept);
@@ -980,15 +1020,43 @@ gagg_rows_compacted(GaggRows *g, int cp, uint32_t *cand, uint32_t *n_cand)
 				int64_t		in_part;
 				const XpuColumnData *cols = gagg_part_of(g->chunk, mine, &g->part, &in_part);
 				uint64_t	stack = 0;
-				int			active;
+				uint64_t   *probes = NULL;	/* counted in the first pass */
+				int			active = 1,
+							begin = prog->n_hoisted,
+							end = cp + 1;
 
+				/*
+				 * three runs at one call site of the interpreter: to the
+				 * point again, on to the GROUP stage, and PROJ when the
+				 * row passes (gagg_pass's test)
+				 */
 				gagg_nulls_reset(prog, g->nulls, g->null0);
-				active = xpu_row_go(prog, begin, cp + 1, g->chunk, cols, in_part, g->regs,
-									g->nulls, 1, &stack, NULL, NULL, &g->launch->err);
-				(void) xpu_row_go(prog, cp + 1, group, g->chunk, cols, in_part, g->regs,
-								  g->nulls, active, &stack, NULL, g->probes, &g->launch->err);
-				pass = gagg_pass(prog, g->chunk, cols, in_part, g->regs, g->nulls,
-								 &g->launch->err);
+#pragma unroll 1
+				for (int step = 0;; step++)
+				{
+					active = xpu_row_go(prog, begin, end, g->chunk, cols, in_part, g->regs,
+										g->nulls, active, &stack, NULL, probes,
+										&g->launch->err);
+					if (step == 2)
+					{
+						pass = 1;
+						break;
+					}
+					if (step == 0)
+					{
+						begin = cp + 1;
+						end = group;
+						probes = g->probes;
+						continue;
+					}
+					if (xpu_program_filters(prog) && !XPU_TRUE(&g->regs[0], g->nulls[0]))
+						break;
+					begin = prog->stage_start[XPU_STAGE_PROJ];
+					end = prog->stage_start[XPU_N_STAGES];
+					active = 1;
+					stack = 0;
+					probes = NULL;
+				}
 			}
 			__syncwarp();
 			gagg_fold(g, mine, pass, 0);

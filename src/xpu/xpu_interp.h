@@ -327,17 +327,30 @@ xpu_program_compact_point(const XpuProgram *prog)
 
 /* ---------------- probes of every match (xpu_join.h) ---------------- */
 
-/* xpu_row_each_first's run, counting where each->probes says */
+/*
+ * xpu_each_open: each ready for a row's first combination of matches: no
+ * point open, the row's registers, part (cols), row in it and counts
+ * (probes, NULL for none), for xpu_row_each_next to go on from
+ */
 XPU_HOST_DEVICE void
-xpu_row_each_go(const XpuProgram *prog, int begin, const XpuChunk *chunk,
-				const XpuColumnData *cols, int64_t row, XpuValue *regs, uint8_t *nulls,
-				XpuEach *each, XpuError *err)
+xpu_each_open(XpuEach *each, XpuValue *regs, uint8_t *nulls, const XpuColumnData *cols,
+			  int64_t row, uint64_t *probes)
 {
 	each->n = 0;
 	each->regs = regs;
 	each->nulls = nulls;
 	each->cols = cols;
 	each->row = row;
+	each->probes = probes;
+}
+
+/* xpu_row_each_first's run, counting where each->probes says */
+XPU_HOST_DEVICE void
+xpu_row_each_go(const XpuProgram *prog, int begin, const XpuChunk *chunk,
+				const XpuColumnData *cols, int64_t row, XpuValue *regs, uint8_t *nulls,
+				XpuEach *each, XpuError *err)
+{
+	xpu_each_open(each, regs, nulls, cols, row, each->probes);
 	xpu_row_span(prog, begin, prog->stage_start[XPU_STAGE_GROUP], chunk, cols, row,
 				 regs, nulls, 1, 0, each, err);
 }
