@@ -25,6 +25,11 @@ on (--sides picks a subset, by these names):
 and, when asked for, arrow_pg (PostgreSQL on the arrow_fdw table) and
 warp_cpu_heap (the CPU engine on heap).
 
+With --dims-arrow DIR the sides on Arrow (warp_gpu, warp_cpu, arrow_pg) read
+the dimension tables from Arrow files too (DIR/customer.arrow, ..., e.g. from
+pg2arrow: arrow_fdw tables beside the foreign lineorder), so that their joins'
+inner tables are scans of Arrow files; the heap sides and DuckDB keep theirs.
+
 Per query: PostgreSQL heap's unmeasured run gives the reference answer; every
 other side's answer, in every run, must equal it (floats within 1e-9
 relative); one unmeasured run per side, then for the PostgreSQL sides one
@@ -63,12 +68,13 @@ import glob
 import os
 import re
 import subprocess
+import sys
 import time
 
 from bench_sides import (LABELS, DuckSide, PgSide, add_common_args, check, check_common_args, entry,
                          explain_summary, fmt_rate, geomean, goal_of, measured_runs, open_data,
-                         open_sides, png_chart, psql_rows, referenced_bytes, result_head, summarise,
-                         time_of, warm_up_all, write_results)
+                         open_sides, png_chart, psql_rows, psql_script, referenced_bytes, result_head,
+                         summarise, time_of, warm_up_all, write_results)
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 SCHEMA = "ssb_engine"
@@ -123,6 +129,30 @@ def wait_for_service(runner, engine, seconds=120):
         runner.close()
         time.sleep(1)
     return "%s after %d s" % (why, seconds)
+
+
+def arrow_dimensions(args):
+    """With --dims-arrow: the dimension tables as arrow_fdw tables in SCHEMA
+    over DIR/<table>.arrow (the Arrow sides find them first on their
+    search_path), each file's rows checked against the heap table's.
+    Returns what the result records about the dimensions."""
+    if not args.dims_arrow:
+        return {"arrow_sides": "heap tables (public)"}
+    files = [os.path.join(args.dims_arrow, t + ".arrow") for t in DIMENSIONS]
+    missing = [f for f in files if not os.path.isfile(f)]
+    if missing:
+        sys.exit("--dims-arrow: no such file: %s" % ", ".join(missing))
+    psql_script(args.dbname, "SET client_min_messages = warning;\n" + "".join(
+        "IMPORT FOREIGN SCHEMA %s FROM SERVER arrow_fdw INTO %s OPTIONS (file '%s');\n"
+        % (t, SCHEMA, f.replace("'", "''")) for t, f in zip(DIMENSIONS, files)))
+    for t in DIMENSIONS:
+        counts = psql_script(args.dbname, "SELECT count(*) FROM public.%s; SELECT count(*) FROM %s.%s;"
+                             % (t, SCHEMA, t)).split()
+        if counts[0] != counts[1]:
+            sys.exit("--dims-arrow: %s has %s rows on heap, %s in its Arrow file" % (t, counts[0], counts[1]))
+    print("dimensions of the Arrow sides: Arrow files in %s" % args.dims_arrow)
+    return {"arrow_sides": "Arrow files (arrow_fdw)", "files": files,
+            "bytes": {t: os.path.getsize(f) for t, f in zip(DIMENSIONS, files)}}
 
 
 def first_runs(args, queries, runner, res):
@@ -428,6 +458,8 @@ def main():
     ap.add_argument("-q", "--queries", help="e.g. q1.1,q2.1 (default: all 13)")
     ap.add_argument("--cold-cmd", help="a shell command that empties the GPU column cache, run before "
                     "each query's first GPU run (e.g. a cluster restart)")
+    ap.add_argument("--dims-arrow", metavar="DIR",
+                    help="the Arrow sides read the dimension tables from DIR/<table>.arrow too")
     ap.add_argument("--first-breakdown", action="store_true",
                     help="after the timed first runs, each once more under EXPLAIN (ANALYZE, VERBOSE), "
                     "the cache emptied again by --cold-cmd: where its time went (needs --cold-cmd)")
@@ -441,6 +473,7 @@ def main():
         ap.error("unknown query(ies) in %s; queries: q1.1 .. q4.3" % args.queries)
 
     data = open_data(args, SCHEMA, queries)
+    dims = arrow_dimensions(args)
     heap_rows, nbytes = data["heap_rows"], data["nbytes"]
     res = {q: {} for q, _, _, _ in queries}
 
@@ -451,12 +484,15 @@ def main():
             duck.load_pg(args.dbname, t)
         return duck
     runners, info = open_sides(args, res, SCHEMA, make_duck)
+    info["dimensions"] = dims
     print("service: %s" % info.get("service_note"))
     if "duckdb" in info:
         print("duckdb %(version)s, %(threads)s threads, native tables loaded in %(load_s)s s" % info["duckdb"])
     if any(s in runners for s in ("warp_gpu", "warp_cpu", "arrow_pg")):
         info["arrow_read_through_s"] = round(read_through(args.arrow), 3)
         print("Arrow file read once into the page cache in %.2f s" % info["arrow_read_through_s"])
+        for path in dims.get("files", []):
+            read_through(path)
 
     first = {}
     if "warp_gpu" in runners:
@@ -497,8 +533,9 @@ def main():
     })
     write_results(args, "ssb_engine_" + tag, summary, lambda path: png_chart(
         path, res, [q for q, _, _, _ in queries], REPORT_SIDES,
-        "SSB ENGINE %s: LINEORDER %.1fM ROWS, %d WORKERS, BEST OF %d"
-        % (tag.upper(), heap_rows / 1e6, args.workers, args.runs)), wrong)
+        "SSB ENGINE %s: LINEORDER %.1fM ROWS, %d WORKERS, BEST OF %d%s"
+        % (tag.upper(), heap_rows / 1e6, args.workers, args.runs,
+           ", DIMENSIONS ON ARROW TOO" if args.dims_arrow else "")), wrong)
 
 
 if __name__ == "__main__":
