@@ -142,9 +142,13 @@ def arrow_dimensions(args):
     missing = [f for f in files if not os.path.isfile(f)]
     if missing:
         sys.exit("--dims-arrow: no such file: %s" % ", ".join(missing))
+    # ANALYZE: PostgreSQL keeps no statistics of a foreign table until asked,
+    # and without them its join estimates make the joins look like row
+    # expansions that GpuJoin refuses (as a user would, the tables are analyzed)
     psql_script(args.dbname, "SET client_min_messages = warning;\n" + "".join(
         "IMPORT FOREIGN SCHEMA %s FROM SERVER arrow_fdw INTO %s OPTIONS (file '%s');\n"
-        % (t, SCHEMA, f.replace("'", "''")) for t, f in zip(DIMENSIONS, files)))
+        "ANALYZE %s.%s;\n" % (t, SCHEMA, f.replace("'", "''"), SCHEMA, t)
+        for t, f in zip(DIMENSIONS, files)))
     for t in DIMENSIONS:
         counts = psql_script(args.dbname, "SELECT count(*) FROM public.%s; SELECT count(*) FROM %s.%s;"
                              % (t, SCHEMA, t)).split()
