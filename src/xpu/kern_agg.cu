@@ -562,12 +562,13 @@ kern_agg_init(XpuGaggTable *t, const XpuGaggSpec *sp)
  * The interpreter's copies.  xpu_row_go is inlined where it is called, and
  * its opcode table is most of the kernel's code: each call site costs
  * ptxas minutes (ten of them made the fatbin the longest step of a build).
- * Out of line it costs a call a run, 15-40 % of a filter-sum's kernel time
- * on the H200 (gpu_aggcheck bench).  So the per-row runs each have one
- * inlined call site that loops over their steps (gagg_eval; the two
- * passes of gagg_rows_compacted), and the runs that are not per row (the
- * hoisted constants) or rare (an expanding row's further matches) call
- * gagg_row_go, the one copy out of line.
+ * Out of line, each run costs a call: with every run out of line the
+ * kernels of gpu_aggcheck's bench took 40 % longer for q1 (a filter-sum)
+ * and 16 % for q2 (two text keys) on the H200.  So the per-row runs each
+ * have one inlined call site that loops over their steps (gagg_eval; the
+ * two passes of gagg_rows_compacted), and the runs that are not per row
+ * (the hoisted constants) or rare (an expanding row's further matches)
+ * call gagg_row_go, the one copy out of line.
  */
 
 /* xpu_row_go, out of line */
