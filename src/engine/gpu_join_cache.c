@@ -40,6 +40,17 @@
  * of another version).  A change that commits after the version was taken
  * is one the query's snapshot, taken before, does not see.
  *
+ * An arrow_fdw table's rows are its files' (arrow_fdw reads nothing else),
+ * so its version is the list of the files it reads now (its options: a
+ * "dir" that gains or loses a file changes it) with each file's identity:
+ * device, inode, size, modification and change times, as arrow_fdw's
+ * metadata cache knows a file (fdw/file.c).  A file replaced (a new inode),
+ * rewritten or appended to, or whose table names other files, gives another
+ * version.  The caveat is the metadata cache's: a rewrite in place that
+ * keeps the size within the file system's timestamp granularity of the
+ * write before it, which also changed the file after the version was
+ * taken, goes unseen.
+ *
  * Only filters and columns whose values depend on nothing but the rows are
  * kept (no volatile or stable function: not now(), not a setting; no
  * function that is not built in, whose body may be replaced under the same
@@ -53,6 +64,7 @@
 #include "postgres.h"
 
 #include <regex.h>
+#include <sys/stat.h>
 
 #include "access/transam.h"
 #include "access/visibilitymap.h"
@@ -73,6 +85,7 @@
 #include "utils/rel.h"
 
 #include "engine/gpu_join.h"
+#include "fdw/fdw_scan.h"
 #include "xpu/protocol.h"
 
 /* pg_warp.gpujoin_cache: look for kept tables and keep new ones */
@@ -138,9 +151,12 @@ gj_cache_plan(PlannerInfo *root, const GjDepth *d)
 	Node	   *what;
 	ListCell   *lc;
 
-	if (rte->rtekind != RTE_RELATION || rte->relkind != RELKIND_RELATION || rte->inh ||
-		rte->tablesample != NULL || rte->securityQuals != NIL ||
-		get_rel_persistence(rte->relid) != RELPERSISTENCE_PERMANENT)
+	if (rte->rtekind != RTE_RELATION || rte->inh || rte->tablesample != NULL ||
+		rte->securityQuals != NIL)
+		return NIL;
+	if (!(rte->relkind == RELKIND_FOREIGN_TABLE && arrow_fdw_is_table(rte->relid)) &&
+		(rte->relkind != RELKIND_RELATION ||
+		 get_rel_persistence(rte->relid) != RELPERSISTENCE_PERMANENT))
 		return NIL;
 	foreach(lc, d->rel->baserestrictinfo)
 	{
@@ -240,9 +256,48 @@ gj_vm_lsns(Relation rel, XLogRecPtr **lsns, BlockNumber *n)
 }
 
 /*
+ * gj_cache_arrow_version: the version digest of arrow_fdw table rel's rows
+ * (see above) into out; false where a file cannot be stat'ed or is not a
+ * regular file
+ */
+static bool
+gj_cache_arrow_version(Relation rel, uint8 *out)
+{
+	List	   *files = arrow_fdw_table_files(RelationGetRelid(rel));
+	int			n = list_length(files);
+	pg_cryptohash_ctx *ctx = gj_digest_begin();
+	ListCell   *lc;
+
+	gj_digest_update(ctx, "arrow_fdw", 9);
+	gj_digest_update(ctx, &n, sizeof(n));
+	foreach(lc, files)
+	{
+		const char *path = lfirst(lc);
+		struct stat st;
+		int64		id[5];
+
+		if (stat(path, &st) != 0 || !S_ISREG(st.st_mode))
+		{
+			pg_cryptohash_free(ctx);
+			return false;
+		}
+		id[0] = (int64) st.st_dev;
+		id[1] = (int64) st.st_ino;
+		id[2] = (int64) st.st_size;
+		id[3] = (int64) st.st_mtim.tv_sec * 1000000000 + st.st_mtim.tv_nsec;
+		id[4] = (int64) st.st_ctim.tv_sec * 1000000000 + st.st_ctim.tv_nsec;
+		gj_digest_update(ctx, path, strlen(path) + 1);
+		gj_digest_update(ctx, id, sizeof(id));
+	}
+	gj_digest_end(ctx, out);
+	return true;
+}
+
+/*
  * gj_cache_version: the version digest of rel's rows (see above) into out;
  * false where they may not be kept now (a block that is not all-visible, a
- * relation that is not WAL-logged, a change while it looked)
+ * relation that is not WAL-logged, a change while it looked; an arrow_fdw
+ * table's file that cannot be stat'ed)
  */
 bool
 gj_cache_version(Relation rel, uint8 *out)
@@ -256,6 +311,8 @@ gj_cache_version(Relation rel, uint8 *out)
 	bool		visible = true;
 	pg_cryptohash_ctx *ctx;
 
+	if (rel->rd_rel->relkind == RELKIND_FOREIGN_TABLE)
+		return arrow_fdw_is_table(RelationGetRelid(rel)) && gj_cache_arrow_version(rel, out);
 	if (!RelationNeedsWAL(rel) || rel->rd_rel->relkind != RELKIND_RELATION)
 		return false;
 	nblocks = RelationGetNumberOfBlocks(rel);

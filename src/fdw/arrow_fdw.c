@@ -118,6 +118,16 @@ arrow_fdw_is_table(Oid relid)
 	return r->GetForeignRelSize == arrowGetForeignRelSize;
 }
 
+/*
+ * the paths of the files that arrow_fdw table relid reads now, in the order
+ * it reads them (its options' "file", "files" or "dir"; fdw_scan.h)
+ */
+List *
+arrow_fdw_table_files(Oid relid)
+{
+	return arrow_fdw_file_list(GetForeignTable(relid)->options, NULL);
+}
+
 /* opens an arrow_fdw table's files to check its columns against them */
 static void
 check_table(Oid relid)

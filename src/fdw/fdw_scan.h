@@ -122,6 +122,7 @@ typedef struct ArrowScanFilterHook
 
 /* in fdw/arrow_fdw.c */
 extern bool arrow_fdw_is_table(Oid relid);
+extern List *arrow_fdw_table_files(Oid relid);
 
 /* in fdw/scan.c: hook lives as long as the process (NULL: no filter) */
 extern void arrow_fdw_set_scan_filter(const ArrowScanFilterHook *hook);

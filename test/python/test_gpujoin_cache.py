@@ -7,7 +7,11 @@ update, delete, truncate, rewrite), in this transaction, committed or still
 running elsewhere, must make the next query read the relation again.  Rows
 that depend on more than the relation (a stable function, a prepared
 statement's parameter) and relations whose changes leave no trace in the
-visibility map's LSNs (unlogged tables) are never kept.  Every answer is
+visibility map's LSNs (unlogged tables) are never kept.  An arrow_fdw
+dimension is kept while the files it reads are the same files, unchanged
+(their list and each one's identity): a file replaced, rewritten in place or
+renamed to, or a file the table's directory gains, must make the next query
+read it again.  Every answer is
 compared with PostgreSQL's (pg_warp off), and each test says whether the
 depth was built or found (EXPLAIN ANALYZE's Join Depth line).
 """
@@ -311,3 +315,101 @@ def test_cache_size_keeps_the_recent_tables():
             shutil.rmtree(d, ignore_errors=True)
     finally:
         c.destroy()
+
+
+# ---------------------------------------------------------------- arrow_fdw dimensions
+
+ASQL = SQL.replace("gjc.dim d", "gjc.adim d")
+
+
+def adim_table(n, grp_mod=13, tag="name", first=1):
+    ks = range(first, first + n)
+    return pa.table({"k": pa.array(list(ks), pa.int32()),
+                     "grp": pa.array([k % grp_mod for k in ks], pa.int32()),
+                     "name": pa.array(["%s %d" % (tag, k) for k in ks], pa.utf8())})
+
+
+def adim_create(options):
+    pg_psql("DROP FOREIGN TABLE IF EXISTS gjc.adim; "
+            "CREATE FOREIGN TABLE gjc.adim (k int4, grp int4, name text) SERVER arrow_fdw "
+            "OPTIONS (%s); ANALYZE gjc.adim" % options)
+
+
+@pytest.fixture
+def adim(tables):
+    """gjc.adim over the Arrow file it yields (a new file each test)"""
+    path = os.path.join(tables, "adim.arrow")
+    write(path, adim_table(N), 4000)
+    adim_create("file '%s'" % path)
+    yield path
+    pg_psql("DROP FOREIGN TABLE IF EXISTS gjc.adim")
+
+
+def kept_then(change, sql=ASQL):
+    """the depth built then found; change(); built again (and the answer
+    PostgreSQL's), then found again"""
+    assert KEPT not in depth(sql)
+    assert KEPT in depth(sql)
+    change()
+    assert KEPT not in depth(sql)
+    same(sql)
+    assert KEPT in depth(sql)
+
+
+def test_arrow_dim_kept_and_found(adim):
+    assert KEPT not in depth(ASQL)
+    assert KEPT in depth(ASQL)
+    same(ASQL)
+
+
+def test_arrow_dim_file_replaced(adim):
+    """a new file renamed over the old one (a new inode)"""
+    kept_then(lambda: write(adim, adim_table(N, grp_mod=7, tag="new"), 4000))
+
+
+def test_arrow_dim_file_rewritten_in_place(adim):
+    """the same inode and size, other rows: the file's bytes overwritten
+    (names of the same length, other groups)"""
+    def rewrite():
+        other = adim + ".other"
+        write(other, adim_table(N, grp_mod=5, tag="nbme"), 4000)
+        with open(other, "rb") as f:
+            data = f.read()
+        os.unlink(other)
+        assert len(data) == os.path.getsize(adim)
+        ino = os.stat(adim).st_ino
+        with open(adim, "r+b") as f:
+            f.write(data)
+        assert os.stat(adim).st_ino == ino
+    kept_then(rewrite)
+    assert "5|" in DB.sql("SELECT count(DISTINCT grp) || '|' FROM gjc.adim")
+
+
+def test_arrow_dim_table_names_another_file(adim):
+    other = adim.replace("adim.arrow", "adim2.arrow")
+    write(other, adim_table(N // 2, grp_mod=3), 4000)
+    kept_then(lambda: pg_psql("ALTER FOREIGN TABLE gjc.adim OPTIONS (SET file '%s')" % other))
+
+
+def test_arrow_dim_directory_gains_a_file(tables):
+    d = os.path.join(tables, "adim_dir")
+    os.makedirs(d, exist_ok=True)
+    os.chmod(d, 0o755)
+    write(os.path.join(d, "a.arrow"), adim_table(N // 2), 4000)
+    adim_create("dir '%s'" % d)
+    try:
+        kept_then(lambda: write(os.path.join(d, "b.arrow"),
+                                adim_table(N // 2, first=N // 2 + 1), 4000))
+    finally:
+        pg_psql("DROP FOREIGN TABLE IF EXISTS gjc.adim")
+        shutil.rmtree(d, ignore_errors=True)
+
+
+def test_arrow_dim_file_gone_fails_like_postgresql(adim):
+    """the file removed after it was kept: the query fails as PostgreSQL's
+    own scan does, and nothing stale is served"""
+    assert KEPT not in depth(ASQL)
+    os.unlink(adim)
+    on = DB.result(ASQL, tuple(ON))
+    off = DB.result(ASQL, tuple(OFF))
+    assert on[0] == "error" and on == off, (on, off)
