@@ -344,13 +344,13 @@ xpu_each_open(XpuEach *each, XpuValue *regs, uint8_t *nulls, const XpuColumnData
 	each->probes = probes;
 }
 
-/* xpu_row_each_first's run, counting where each->probes says */
+/* xpu_row_each_first's run, counting into probes (NULL: not) */
 XPU_HOST_DEVICE void
 xpu_row_each_go(const XpuProgram *prog, int begin, const XpuChunk *chunk,
 				const XpuColumnData *cols, int64_t row, XpuValue *regs, uint8_t *nulls,
-				XpuEach *each, XpuError *err)
+				XpuEach *each, uint64_t *probes, XpuError *err)
 {
-	xpu_each_open(each, regs, nulls, cols, row, each->probes);
+	xpu_each_open(each, regs, nulls, cols, row, probes);
 	xpu_row_span(prog, begin, prog->stage_start[XPU_STAGE_GROUP], chunk, cols, row,
 				 regs, nulls, 1, 0, each, err);
 }
@@ -366,8 +366,7 @@ xpu_row_each_first(const XpuProgram *prog, int begin, const XpuChunk *chunk,
 				   const XpuColumnData *cols, int64_t row, XpuValue *regs, uint8_t *nulls,
 				   XpuEach *each, XpuError *err)
 {
-	each->probes = 0;
-	xpu_row_each_go(prog, begin, chunk, cols, row, regs, nulls, each, err);
+	xpu_row_each_go(prog, begin, chunk, cols, row, regs, nulls, each, 0, err);
 }
 
 /*
@@ -380,8 +379,7 @@ xpu_row_each_first_counted(const XpuProgram *prog, int begin, const XpuChunk *ch
 						   const XpuColumnData *cols, int64_t row, XpuValue *regs,
 						   uint8_t *nulls, XpuEach *each, uint64_t *probes, XpuError *err)
 {
-	each->probes = probes;
-	xpu_row_each_go(prog, begin, chunk, cols, row, regs, nulls, each, err);
+	xpu_row_each_go(prog, begin, chunk, cols, row, regs, nulls, each, probes, err);
 }
 
 /*
