@@ -87,11 +87,13 @@ CREATE FUNCTION pgwarp.service_status(
     OUT running_tasks int,
     OUT connections int,
     OUT queued_tasks int,
-    OUT max_async_tasks int)
+    OUT max_async_tasks int,
+    OUT pinned_file_bytes bigint,
+    OUT pinned_file_bytes_queued bigint)
 RETURNS record
 AS 'MODULE_PATHNAME', 'pg_warp_service_status'
 LANGUAGE C STRICT VOLATILE PARALLEL RESTRICTED;
-COMMENT ON FUNCTION pgwarp.service_status() IS 'the pg_warp service: pid, uptime, engine, devices, memory in use, running and queued tasks';
+COMMENT ON FUNCTION pgwarp.service_status() IS 'the pg_warp service: pid, uptime, engine, devices, memory in use, running and queued tasks, Arrow file pages registered for the GPUs and queued to be';
 
 CREATE FUNCTION pgwarp.service_tasks(
     OUT pid int,

@@ -378,13 +378,13 @@ engine_explain_cufile(ExplainState *es, uint64 direct, uint32 direct_mode)
  * direct_mode: WARP_CUFILE_*), or read with pread into pinned buffers and
  * copied from there (the rest of bytes_read), with the rate of the file
  * bytes over the run's I/O time (io_us: the time its launches spent on
- * their reads, summed over its GPUs); and the pages this run pinned, with
- * the threads' time.  Text: one line.
+ * their reads, summed over its GPUs); and the file pages this run queued
+ * to be pinned (registered by the service in the background, for later
+ * runs; service/file_reg.c).  Text: one line.
  */
 void
 engine_explain_data_path(ExplainState *es, uint64 bytes_read, int64 cached, uint64 mapped,
-						 uint64 pinned, uint64 pin_us, uint64 io_us, uint64 direct,
-						 uint32 direct_mode)
+						 uint64 to_pin, uint64 io_us, uint64 direct, uint32 direct_mode)
 {
 	uint64		pread = bytes_read > mapped + direct ? bytes_read - mapped - direct : 0;
 	double		gb_per_s = bytes_read > 0 && io_us > 0 ? (double) bytes_read / (io_us * 1000.0) : 0;
@@ -403,9 +403,9 @@ engine_explain_data_path(ExplainState *es, uint64 bytes_read, int64 cached, uint
 							 engine_cufile_mode(direct_mode), (direct + 1023) / 1024);
 		if (gb_per_s > 0)
 			appendStringInfo(&s, "; files at %.2f GB/s of I/O Time", gb_per_s);
-		if (pinned > 0)
-			appendStringInfo(&s, " (pinned by this run: " UINT64_FORMAT " kB in %.3f ms)",
-							 (pinned + 1023) / 1024, pin_us / 1000.0);
+		if (to_pin > 0)
+			appendStringInfo(&s, " (queued to be pinned: " UINT64_FORMAT " kB)",
+							 (to_pin + 1023) / 1024);
 		ExplainPropertyText("Data Path", s.data, es);
 		pfree(s.data);
 		return;
@@ -414,8 +414,7 @@ engine_explain_data_path(ExplainState *es, uint64 bytes_read, int64 cached, uint
 	ExplainPropertyInteger("Bytes Read With pread", "bytes", (int64) pread, es);
 	engine_explain_cufile(es, direct, direct_mode);
 	ExplainPropertyFloat("File Read Rate", "GB/s", gb_per_s, 3, es);
-	ExplainPropertyInteger("File Pages Pinned", "bytes", (int64) pinned, es);
-	ExplainPropertyFloat("Pinning Time", "ms", pin_us / 1000.0, 3, es);
+	ExplainPropertyInteger("File Pages Queued To Pin", "bytes", (int64) to_pin, es);
 }
 
 /*

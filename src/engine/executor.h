@@ -54,9 +54,8 @@ extern void engine_explain_filter(struct ExplainState *es, List *quals, List *ct
 extern void engine_explain_source(struct ExplainState *es, const ArrowEngineSource *src);
 extern void engine_explain_cufile(struct ExplainState *es, uint64 direct, uint32 direct_mode);
 extern void engine_explain_data_path(struct ExplainState *es, uint64 bytes_read,
-									 int64 cached, uint64 mapped, uint64 pinned,
-									 uint64 pin_us, uint64 io_us, uint64 direct,
-									 uint32 direct_mode);
+									 int64 cached, uint64 mapped, uint64 to_pin,
+									 uint64 io_us, uint64 direct, uint32 direct_mode);
 extern void engine_explain_devices(struct ExplainState *es, uint32 n,
 								   const WarpDeviceWork *w);
 extern void engine_explain_times(struct ExplainState *es, uint64 io_us, uint64 exec_us,

@@ -1929,8 +1929,8 @@ gpa_explain(EngineScanState *node, List *ctx, ExplainState *es)
 	engine_scan_explain_read_ahead(&st->es, es);
 	if (st->last.engine == WARP_ENGINE_GPU && st->es.heap == NULL)
 		engine_explain_data_path(es, st->last.bytes_read, (int64) st->last.bytes_cached,
-								 st->last.bytes_mapped, st->last.bytes_pinned,
-								 st->last.pin_us, st->last.io_us, st->last.bytes_direct,
+								 st->last.bytes_mapped, st->last.bytes_to_pin,
+								 st->last.io_us, st->last.bytes_direct,
 								 st->last.direct_mode);
 	else if (st->last.engine == WARP_ENGINE_GPU)
 		engine_explain_cufile(es, st->last.bytes_direct, st->last.direct_mode);

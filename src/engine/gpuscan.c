@@ -469,7 +469,7 @@ enum
 {
 	GC_ROWS_IN, GC_ROWS_PASSED, GC_BATCHES, GC_RECHECK, GC_BYTES_READ,
 	GC_BYTES_SENT, GC_IO_US, GC_EXEC_US, GC_REQUESTS, GC_CPU_BATCHES,
-	GC_BYTES_MAPPED, GC_BYTES_PINNED, GC_PIN_US, GC_BYTES_DIRECT,
+	GC_BYTES_MAPPED, GC_BYTES_TO_PIN, GC_BYTES_DIRECT,
 	GC_DIRECT_MODES,			/* bit 1 << WARP_CUFILE_* of each run that read with cuFile */
 	GC_N
 };
@@ -786,7 +786,7 @@ gs_add_counters(GsState *st, const WarpScanResult *h)
 {
 	uint64		v[GC_N] = {h->rows_in, h->rows_passed, h->batches, h->recheck_batches,
 		h->bytes_read, h->bytes_sent, h->io_us, h->exec_us, 1, h->cpu_batches,
-		h->bytes_mapped, h->bytes_pinned, h->pin_us, h->bytes_direct,
+		h->bytes_mapped, h->bytes_to_pin, h->bytes_direct,
 	h->bytes_direct > 0 ? UINT64CONST(1) << h->direct_mode : 0};
 
 	gs_join_rows(st, h->join_depths, h->join_in, h->join_out);
@@ -1459,7 +1459,7 @@ gs_explain_data_path(GsState *st, ExplainState *es)
 	if (st->engine != WARP_ENGINE_GPU || st->heap)
 		return;
 	engine_explain_data_path(es, st->c[GC_BYTES_READ], -1, st->c[GC_BYTES_MAPPED],
-							 st->c[GC_BYTES_PINNED], st->c[GC_PIN_US], st->c[GC_IO_US],
+							 st->c[GC_BYTES_TO_PIN], st->c[GC_IO_US],
 							 st->c[GC_BYTES_DIRECT],
 							 (modes >> WARP_CUFILE_GDS) & 1 ? WARP_CUFILE_GDS :
 							 (modes >> WARP_CUFILE_COMPAT) & 1 ? WARP_CUFILE_COMPAT :

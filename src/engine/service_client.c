@@ -1022,7 +1022,8 @@ unix_us_to_timestamptz(int64 us)
  *		One row about the running service: its pid, start and uptime, the
  *		protocol version, the engine ("gpu" or "cpu only", with why), its
  *		devices, the memory it holds, its running tasks, its connections,
- *		its queued tasks and its limit of running tasks.
+ *		its queued tasks, its limit of running tasks, and the Arrow file
+ *		pages it keeps registered for the GPUs and has queued to be.
  */
 Datum
 pg_warp_service_status(PG_FUNCTION_ARGS)
@@ -1030,8 +1031,8 @@ pg_warp_service_status(PG_FUNCTION_ARGS)
 	WarpStatus	st;
 	WarpTaskList *tasks;
 	TupleDesc	tupdesc;
-	Datum		values[13];
-	bool		nulls[13] = {0};
+	Datum		values[15];
+	bool		nulls[15] = {0};
 	Datum	   *names;
 	Interval   *uptime;
 	uint32		n_dev;
@@ -1064,6 +1065,8 @@ pg_warp_service_status(PG_FUNCTION_ARGS)
 	values[10] = Int32GetDatum((int32) st.connections);
 	values[11] = Int32GetDatum((int32) tasks->n_queued);
 	values[12] = Int32GetDatum((int32) tasks->max_async_tasks);
+	values[13] = Int64GetDatum((int64) st.files_pinned);
+	values[14] = Int64GetDatum((int64) st.files_to_pin);
 	tupdesc = BlessTupleDesc(tupdesc);
 	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(tupdesc, values, nulls)));
 }

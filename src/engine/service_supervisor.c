@@ -68,10 +68,11 @@ static int	heap_unit_buffers = -1;
 static int	join_cache_size_mb = 1024;
 /*
  * pg_warp.pinned_files_size: the Arrow files' page-cache pages the service
- * keeps registered for the GPUs' copies, in MB (--pinned-files; -1: a
- * quarter of the memory; 0, the default: none, every read a pread)
+ * keeps registered for the GPUs' copies, in MB (--pinned-files; -1, the
+ * default: a quarter of the memory, or of the cgroup's limit where lower;
+ * 0: none, every read a pread)
  */
-static int	pinned_files_mb = 0;
+static int	pinned_files_mb = -1;
 /*
  * pg_warp.gpus: the CUDA device ordinals the service uses, e.g. '0,1'
  * (--gpus; '': every GPU the driver reports)
@@ -201,13 +202,14 @@ pg_warp_service_init(void)
 							"Arrow file pages the pg_warp service keeps pinned for the GPUs.",
 							"GPU runs copy an Arrow file's column buffers straight from its "
 							"page-cache pages once they are registered with the GPU driver; "
-							"they stay registered for later runs, up to this much memory "
-							"(the least recently used files go first).  -1: a quarter of the "
-							"memory; 0 (the default): none, the service reads every buffer "
-							"with pread.  Registering costs a pass over the whole file's "
-							"pages once (doc/service.md).",
+							"the service registers them in the background after a run first "
+							"reads them, and they stay registered for later runs, up to this "
+							"much memory (the least recently used files go first).  -1 (the "
+							"default): a quarter of the memory, or of the cgroup's memory "
+							"limit where lower; 0: none, the service reads every buffer with "
+							"pread (doc/service.md).",
 							&pinned_files_mb,
-							0, -1, INT_MAX,
+							-1, -1, INT_MAX,
 							PGC_POSTMASTER,
 							GUC_UNIT_MB,
 							NULL, NULL, NULL);

@@ -1288,8 +1288,7 @@ fill_header(AggTask *t, WarpAggResult *h, bool last)
 	h->bytes_read = t->run.bytes_read;
 	h->bytes_cached = t->run.bytes_cached;
 	h->bytes_mapped = t->run.bytes_mapped;
-	h->bytes_pinned = t->run.bytes_pinned;
-	h->pin_us = t->run.pin_us;
+	h->bytes_to_pin = t->run.bytes_to_pin;
 	h->bytes_direct = t->run.bytes_direct;
 	h->direct_mode = h->bytes_direct > 0 ? gpu_direct_mode() : WARP_CUFILE_NONE;
 	h->groups_total = t->xerr.code != XPU_OK ? 0 :

@@ -16,8 +16,17 @@
  *
  * A file is mapped whole (read-only, MAP_SHARED) on its first use and
  * registered (cuMemHostRegister, read-only and portable to every device's
- * context) region by region as runs first need them, by the run's I/O
- * threads, so registering overlaps the GPU's work on the batches before.
+ * context) region by region, in the background: a run that needs bytes of
+ * a region not registered yet reads them with pread, as it would with
+ * registration off, and queues the region for the registering thread (one
+ * for the service, at nice FILE_REG_NICE, started while there is work),
+ * which registers it once its pages are in the page cache; the runs after
+ * copy from it.  So registering never makes a run wait (it costs a pass
+ * over the region's pages: about a second for a 10 GB file on the H200
+ * host, once), and a file that is not in the page cache is not read from
+ * the disk a second time by the registration: a region whose sampled pages
+ * are not all cached (preadv2 RWF_NOWAIT of a byte every
+ * FILE_REG_SAMPLE bytes) is left for a later run to queue again.
  * The mapping is file_map.c's: were a page of it touched by the CPU after
  * the file shrank (the stand-in driver of the tests copies with memcpy),
  * the fault is caught and the mapping marked lost, which fails the run
@@ -25,12 +34,12 @@
  * An entry is keyed by the file's identity (device, inode, size,
  * modification and change times, as the GPU column cache's), so a file
  * replaced or rewritten is a new entry; the old one is dropped once no run
- * holds it.  The CPU never reads a mapping: only the device's copies do,
- * so a file truncated while registered cannot fault the service (the
- * pinned pages stay readable); the run that read it fails at its end,
- * when input.c finds the file changed.  Utf8 offsets are never copied from
- * here: the input path reads them into memory of its own to check them,
- * which a writer cannot change under the check.
+ * holds it and no region of it is queued.  The CPU never reads a mapping:
+ * only the device's copies do, so a file truncated while registered cannot
+ * fault the service (the pinned pages stay readable); the run that read it
+ * fails at its end, when input.c finds the file changed.  Utf8 offsets are
+ * never copied from here: the input path reads them into memory of its own
+ * to check them, which a writer cannot change under the check.
  *
  * The registered bytes over all files stay within --pinned-files (pinned
  * pages are memory the kernel cannot reclaim); to make room, the entries
@@ -40,29 +49,46 @@
  *
  *-------------------------------------------------------------------------
  */
+#include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
 #include "service/file_map.h"
 #include "service/file_reg.h"
 
 #define FILE_REG_MAX_FILES	256	/* entries kept, held or not (file_map.c has 4096 slots) */
+#define FILE_REG_NICE		10	/* the registering thread's nice value */
+#define FILE_REG_SAMPLE		(64 << 10)	/* a region's pages sampled this far apart */
 
 enum
 {
 	REG_NONE = 0,				/* not registered */
-	REG_BUSY,					/* a thread registers it */
+	REG_QUEUED,					/* queued for, or being registered */
 	REG_READY,					/* registered: copies may read it */
 	REG_REFUSED					/* the driver refused it: never tried again */
 };
+
+/* a region queued for the registering thread (holding a reference to r) */
+typedef struct RegJob
+{
+	struct RegJob *next;
+	FileReg    *r;
+	int32_t		region;
+	CUcontext	ctx;
+} RegJob;
 
 struct FileReg
 {
 	FileReg    *next;
 	GpuCacheFileId id;
 	SvcFileMap *fmap;
+	int			fd;				/* a descriptor of its own (the page-cache test) */
 	uint8_t    *map;				/* its bytes */
 	size_t		map_len;		/* the file's size in whole pages */
 	int32_t		n_regions;
@@ -74,12 +100,15 @@ struct FileReg
 };
 
 static pthread_mutex_t reg_lock = PTHREAD_MUTEX_INITIALIZER;
-static pthread_cond_t reg_done = PTHREAD_COND_INITIALIZER;
 static FileReg *reg_files;
 static int	reg_n_files;
 static uint64_t reg_limit;
 static uint64_t reg_pinned;		/* registered or being registered, all files */
 static uint64_t reg_tick;
+static RegJob *reg_jobs;		/* the queue, oldest first */
+static RegJob **reg_jobs_tail = &reg_jobs;
+static uint64_t reg_queued;		/* bytes of its regions */
+static bool reg_thread_running;
 
 void
 file_reg_set_limit(uint64_t bytes)
@@ -91,6 +120,15 @@ uint64_t
 file_reg_limit(void)
 {
 	return reg_limit;
+}
+
+void
+file_reg_stats(uint64_t *pinned, uint64_t *queued)
+{
+	pthread_mutex_lock(&reg_lock);
+	*pinned = reg_pinned;
+	*queued = reg_queued;
+	pthread_mutex_unlock(&reg_lock);
 }
 
 static size_t
@@ -111,6 +149,7 @@ reg_drop(FileReg *r)
 			gpu_drv.cuMemHostUnregister(r->map + (size_t) i * FILE_REG_REGION);
 	reg_pinned -= r->pinned;
 	svc_file_map_close(r->fmap);
+	close(r->fd);
 	free(r->state);
 	free(r);
 	reg_n_files--;
@@ -193,9 +232,12 @@ file_reg_acquire(const GpuCacheFileId *id, int fd)
 			r->map_len = ((size_t) id->size + page - 1) / page * page;
 			r->n_regions = (int32_t) ((r->map_len + FILE_REG_REGION - 1) / FILE_REG_REGION);
 			r->state = calloc((size_t) r->n_regions, 1);
-			r->fmap = r->state != NULL ? svc_file_map_open(fd, (size_t) id->size) : NULL;
+			r->fd = r->state != NULL ? fcntl(fd, F_DUPFD_CLOEXEC, 0) : -1;
+			r->fmap = r->fd >= 0 ? svc_file_map_open(fd, (size_t) id->size) : NULL;
 			if (r->fmap == NULL)
 			{
+				if (r->fd >= 0)
+					close(r->fd);
 				free(r->state);
 				free(r);
 				r = NULL;
@@ -239,60 +281,164 @@ file_reg_regions(int64_t off, size_t len, int32_t *first, int32_t *last)
 	*last = (int32_t) ((off + (int64_t) (len > 0 ? len : 1) - 1) / FILE_REG_REGION);
 }
 
-bool
-file_reg_ready(const FileReg *r, int32_t i)
+/* are all of region i's sampled pages in the page cache (reg_lock not held) */
+static bool
+region_cached(const FileReg *r, int32_t i)
 {
-	return i >= 0 && i < r->n_regions &&
-		__atomic_load_n(&r->state[i], __ATOMIC_ACQUIRE) == REG_READY;
+	int64_t		from = (int64_t) i * FILE_REG_REGION;
+	int64_t		to = from + (int64_t) region_len(r, i);
+	char		byte;
+
+	if (to > r->id.size)
+		to = r->id.size;
+	for (int64_t off = from; off < to; off += FILE_REG_SAMPLE)
+	{
+		struct iovec iov = {.iov_base = &byte, .iov_len = 1};
+		ssize_t		n = preadv2(r->fd, &iov, 1, off, RWF_NOWAIT);
+
+		/* a file system without RWF_NOWAIT: the pages are taken to be there */
+		if (n < 0 && (errno == EOPNOTSUPP || errno == EINVAL))
+			return true;
+		if (n != 1)
+			return false;
+	}
+	return true;
 }
 
-int64_t
-file_reg_region(FileReg *r, int32_t i, CUcontext ctx)
+/*
+ * reg_one: registers job j's region if its pages are cached and the budget
+ * has room, else leaves it to be queued again; drops the job's reference
+ * (reg_lock held, released while the driver registers)
+ */
+static void
+reg_one(RegJob *j)
 {
-	size_t		len;
-	CUresult	rc;
+	FileReg    *r = j->r;
+	int32_t		i = j->region;
+	size_t		len = region_len(r, i);
+	uint8_t		state = REG_NONE;
 	CUcontext	popped;
 
-	if (i < 0 || i >= r->n_regions)
-		return -1;
-	len = region_len(r, i);
+	if (!r->replaced && !svc_file_map_lost(r->fmap))
+	{
+		bool		cached;
+
+		pthread_mutex_unlock(&reg_lock);
+		cached = region_cached(r, i);
+		pthread_mutex_lock(&reg_lock);
+		if (cached && gpu_drv.cuCtxPushCurrent(j->ctx) == CUDA_SUCCESS)
+		{
+			reg_evict(len, true);
+			if (reg_pinned + len <= reg_limit)
+			{
+				CUresult	rc;
+
+				reg_pinned += len;
+				pthread_mutex_unlock(&reg_lock);
+				rc = gpu_drv.cuMemHostRegister(r->map + (size_t) i * FILE_REG_REGION, len,
+											   CU_MEMHOSTREGISTER_READ_ONLY |
+											   CU_MEMHOSTREGISTER_PORTABLE);
+				pthread_mutex_lock(&reg_lock);
+				if (rc == CUDA_SUCCESS)
+					r->pinned += len;
+				else
+					reg_pinned -= len;
+				state = rc == CUDA_SUCCESS ? REG_READY : REG_REFUSED;
+			}
+			gpu_drv.cuCtxPopCurrent(&popped);
+		}
+	}
+	__atomic_store_n(&r->state[i], state, __ATOMIC_RELEASE);
+	r->refs--;
+}
+
+/* the registering thread: the queue's jobs in order, then it ends */
+static void *
+reg_main(void *arg)
+{
+	(void) arg;
+	/* the runs' threads first: it only makes later runs faster */
+	(void) setpriority(PRIO_PROCESS, (id_t) syscall(SYS_gettid), FILE_REG_NICE);
 	pthread_mutex_lock(&reg_lock);
-	while (r->state[i] == REG_BUSY)
-		pthread_cond_wait(&reg_done, &reg_lock);
-	if (r->state[i] != REG_NONE)
+	while (reg_jobs != NULL)
 	{
-		int64_t		ready = r->state[i] == REG_READY ? 0 : -1;
+		RegJob	   *j = reg_jobs;
 
-		pthread_mutex_unlock(&reg_lock);
-		return ready;
+		size_t		len = region_len(j->r, j->region);
+
+		if ((reg_jobs = j->next) == NULL)
+			reg_jobs_tail = &reg_jobs;
+		reg_one(j);
+		/* counted as queued until done, so that nothing queued means all done */
+		reg_queued -= len;
+		free(j);
 	}
-	if (gpu_drv.cuCtxPushCurrent(ctx) != CUDA_SUCCESS)
-	{
-		pthread_mutex_unlock(&reg_lock);
-		return -1;
-	}
-	reg_evict(len, true);
-	if (reg_pinned + len > reg_limit)
-	{
-		gpu_drv.cuCtxPopCurrent(&popped);
-		pthread_mutex_unlock(&reg_lock);
-		return -1;
-	}
-	reg_pinned += len;
-	r->state[i] = REG_BUSY;
+	reg_thread_running = false;
 	pthread_mutex_unlock(&reg_lock);
+	return NULL;
+}
 
-	rc = gpu_drv.cuMemHostRegister(r->map + (size_t) i * FILE_REG_REGION, len,
-								   CU_MEMHOSTREGISTER_READ_ONLY | CU_MEMHOSTREGISTER_PORTABLE);
-	gpu_drv.cuCtxPopCurrent(&popped);
+static bool
+region_ready(const FileReg *r, int32_t i)
+{
+	return __atomic_load_n(&r->state[i], __ATOMIC_ACQUIRE) == REG_READY;
+}
 
+bool
+file_reg_want(FileReg *r, int64_t off, size_t len, CUcontext ctx, uint64_t *queued)
+{
+	int32_t		first,
+				last;
+	bool		ready = true;
+
+	file_reg_regions(off, len, &first, &last);
+	if (first < 0 || last >= r->n_regions)
+		return false;
+	for (int32_t i = first; i <= last && ready; i++)
+		ready = region_ready(r, i);
+	if (ready)
+		return true;
 	pthread_mutex_lock(&reg_lock);
-	if (rc == CUDA_SUCCESS)
-		r->pinned += len;
-	else
-		reg_pinned -= len;
-	__atomic_store_n(&r->state[i], rc == CUDA_SUCCESS ? REG_READY : REG_REFUSED, __ATOMIC_RELEASE);
-	pthread_cond_broadcast(&reg_done);
+	for (int32_t i = first; i <= last; i++)
+	{
+		RegJob	   *j;
+
+		if (r->state[i] != REG_NONE || (j = calloc(1, sizeof(RegJob))) == NULL)
+			continue;
+		j->r = r;
+		j->region = i;
+		j->ctx = ctx;
+		*reg_jobs_tail = j;
+		reg_jobs_tail = &j->next;
+		r->state[i] = REG_QUEUED;
+		r->refs++;
+		reg_queued += region_len(r, i);
+		*queued += region_len(r, i);
+	}
+	if (reg_jobs != NULL && !reg_thread_running)
+	{
+		pthread_t	t;
+		pthread_attr_t attr;
+
+		pthread_attr_init(&attr);
+		pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+		reg_thread_running = pthread_create(&t, &attr, reg_main, NULL) == 0;
+		pthread_attr_destroy(&attr);
+		/* no thread (a thread limit): the queue goes, a later run queues again */
+		while (!reg_thread_running && reg_jobs != NULL)
+		{
+			RegJob	   *j = reg_jobs;
+
+			reg_jobs = j->next;
+			reg_queued -= region_len(j->r, j->region);
+			*queued -= region_len(j->r, j->region);
+			j->r->state[j->region] = REG_NONE;
+			j->r->refs--;
+			free(j);
+		}
+		if (reg_jobs == NULL)
+			reg_jobs_tail = &reg_jobs;
+	}
 	pthread_mutex_unlock(&reg_lock);
-	return rc == CUDA_SUCCESS ? (int64_t) len : -1;
+	return false;
 }

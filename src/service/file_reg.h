@@ -26,6 +26,9 @@ typedef struct FileReg FileReg;
 extern void file_reg_set_limit(uint64_t bytes);
 extern uint64_t file_reg_limit(void);
 
+/* the bytes registered now over all files, and those queued to be */
+extern void file_reg_stats(uint64_t *pinned, uint64_t *queued);
+
 /*
  * file_reg_acquire: the kept registration of the file open as fd whose
  * identity is *id (a new one, mapped but with no region registered, when
@@ -41,16 +44,14 @@ extern const uint8_t *file_reg_addr(const FileReg *r, int64_t off);
 /* the regions [*first, *last] that bytes [off, off + len) of the file touch */
 extern void file_reg_regions(int64_t off, size_t len, int32_t *first, int32_t *last);
 
-/* is region i registered (a copy from it may be queued) */
-extern bool file_reg_ready(const FileReg *r, int32_t i);
-
 /*
- * file_reg_region: registers region i with the driver in context ctx unless
- * it is registered (or waits while another thread registers it); returns
- * the bytes this call registered (0: it was already), or -1 when the region
- * is not registered (the driver refused it, or the budget is taken by
- * files in use): its bytes must then be read another way
+ * file_reg_want: true when every region that bytes [off, off + len) touch
+ * is registered (copies may read them until file_reg_release); otherwise
+ * queues those never tried for the registering thread, which registers them
+ * in context ctx once their pages are in the page cache, adds their bytes to
+ * *queued and returns false: the caller reads the bytes another way
  */
-extern int64_t file_reg_region(FileReg *r, int32_t i, CUcontext ctx);
+extern bool file_reg_want(FileReg *r, int64_t off, size_t len, CUcontext ctx,
+						  uint64_t *queued);
 
 #endif							/* SERVICE_FILE_REG_H */

@@ -85,8 +85,7 @@
 /*
  * one pread into pinned memory (with stream, then copied to device address
  * dev on it), or (direct != NULL) a cuFileRead of the file into dev
- * (gpu_direct.h), or (off != NULL) a check of utf8 offsets, or (reg !=
- * NULL) the registration of a region of a file (file_reg.h)
+ * (gpu_direct.h), or (off != NULL) a check of utf8 offsets
  */
 typedef struct GaggRead
 {
@@ -100,9 +99,6 @@ typedef struct GaggRead
 	struct GpuDirectFile *direct;
 	const int32_t *off;			/* off[0 .. n_off] must not decrease */
 	int64_t		n_off;			/* (or dst's, by its after hook) */
-	struct FileReg *reg;		/* register its region `region` in context ctx, */
-	int32_t		region;			/* counting the bytes and time in run */
-	CUcontext	ctx;
 	AggRun	   *run;
 	/* run by the thread that read it, right after: 0, or the read fails (-5) */
 	int			(*after) (void *arg, const struct GaggRead *r);
@@ -152,8 +148,8 @@ typedef struct GaggIo
 /*
  * one host-to-device copy of a batch: from the slot's pinned buffer at
  * host_off, or (reg != NULL) from bytes file_off.. of a file's registered
- * region (file_reg.h), whose bytes the pinned buffer has room for at
- * host_off too, should the region not be registered after all
+ * region (file_reg.h; the pinned buffer keeps room for them at host_off
+ * all the same, laid out as the device buffer)
  */
 typedef struct GaggCopy
 {
@@ -162,8 +158,7 @@ typedef struct GaggCopy
 	CUdeviceptr dst;
 	struct FileReg *reg;		/* the file's registration, and the region */
 	int32_t		region;
-	int			fd;				/* the file, read with pread at file_off */
-	int64_t		file_off;		/* when the region is not registered */
+	int64_t		file_off;
 	int			tag;
 } GaggCopy;
 

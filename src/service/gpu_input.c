@@ -81,20 +81,7 @@ gagg_io_take(GaggIo *io)
 		idx = io->next++;
 		r = io->reads[idx];
 		pthread_mutex_unlock(&io->lock);
-		if (r.reg != NULL)
-		{
-			/* not registered: the copies from it become preads (gagg_fill_slot) */
-			int64_t		t0 = svc_now_us(CLOCK_MONOTONIC);
-			int64_t		pinned = file_reg_region(r.reg, r.region, r.ctx);
-
-			if (pinned > 0)
-			{
-				GAGG_ADD(r.run->bytes_pinned, (uint64_t) pinned);
-				GAGG_ADD(r.run->pin_us, (uint64_t) (svc_now_us(CLOCK_MONOTONIC) - t0));
-			}
-			rc = ARROW_OK;
-		}
-		else if (r.off != NULL)
+		if (r.off != NULL)
 			rc = gagg_offsets_ok(r.off, r.n_off) ? ARROW_OK : -2;
 		else if (r.direct != NULL)
 		{
@@ -693,7 +680,7 @@ gagg_add_copy(GaggRun *g, GaggSlot *s, const GaggCopy *c)
 	return 0;
 }
 
-/* gagg_add_read: one more pread or registration job in *reads (grown) */
+/* gagg_add_read: one more read job in *reads (grown) */
 static GaggRead *
 gagg_add_read(GaggRun *g, GaggRead **reads, int *n_reads, int *cap)
 {
@@ -718,14 +705,13 @@ gagg_add_read(GaggRun *g, GaggRead **reads, int *n_reads, int *cap)
 
 /*
  * gagg_map_piece: the copies of a stored piece (len bytes at file_off of
- * part p's file reg, laid out at host_off of the pinned buffer, for dst)
- * from the file's registered pages, one per region, and the jobs that
- * register the regions not registered yet (once per region and fill)
+ * part p's file reg, whose regions are registered; laid out at host_off of
+ * the pinned buffer, for dst) from the file's registered pages, one per
+ * region
  */
 static int
-gagg_map_piece(GaggRun *g, GaggSlot *s, int p, struct FileReg *reg, int fd, int64_t file_off,
-			   size_t len, size_t host_off, CUdeviceptr dst, GaggRead **reads,
-			   int *n_reads, int *cap)
+gagg_map_piece(GaggRun *g, GaggSlot *s, int p, struct FileReg *reg, int64_t file_off,
+			   size_t len, size_t host_off, CUdeviceptr dst)
 {
 	int32_t		first, last;
 
@@ -736,35 +722,20 @@ gagg_map_piece(GaggRun *g, GaggSlot *s, int p, struct FileReg *reg, int fd, int6
 		int64_t		to = (int64_t) (i + 1) * FILE_REG_REGION;
 		size_t		skip = (size_t) (from - file_off);
 		GaggCopy	c = {0};
-		bool		queued = file_reg_ready(reg, i);
 
 		if (to > file_off + (int64_t) len)
 			to = file_off + (int64_t) len;
-		for (int j = *n_reads - 1; j >= 0 && j >= *n_reads - 16 && !queued; j--)
-			queued = (*reads)[j].reg == reg && (*reads)[j].region == i;
-		if (!queued)
-		{
-			GaggRead   *r = gagg_add_read(g, reads, n_reads, cap);
-
-			if (r == NULL)
-				return -1;
-			r->reg = reg;
-			r->region = i;
-			r->ctx = g->ctx;
-			r->run = g->run;
-			r->tag = p;
-		}
 		c.host_off = host_off + skip;
 		c.len = (size_t) (to - from);
 		c.dst = dst + skip;
 		c.reg = reg;
 		c.region = i;
-		c.fd = fd;
 		c.file_off = from;
 		c.tag = p;
 		if (gagg_add_copy(g, s, &c) != 0)
 			return -1;
 	}
+	GAGG_ADD(g->run->bytes_mapped, (uint64_t) len);
 	return 0;
 }
 
@@ -784,6 +755,7 @@ gagg_place_pieces(GaggRun *g, GaggSlot *s, int p, const GaggPiece *pc, XpuColumn
 	AggRunFile *f = &g->run->files[s->parts[p].fi];
 	GpuCacheEntry **ent = GAGG_PART_ENTRIES(g, s, p);
 	uint8_t    *fill = GAGG_PART_FILLING(g, s, p);
+	uint64_t	queued = 0;		/* bytes of regions queued for registration */
 
 	for (int k = 0; k < g->prog->n_cols; k++)
 	{
@@ -799,11 +771,10 @@ gagg_place_pieces(GaggRun *g, GaggSlot *s, int p, const GaggPiece *pc, XpuColumn
 			size_t		span = align_up(piece->len, GAGG_ALIGN);
 			/* utf8 offsets are read into the buffer, where they are checked */
 			bool		offsets = q == 1 && XPU_COLS(g->prog)[k].kind == XPU_COL_UTF8;
-			bool		mapped = piece->file_off >= 0 && piece->len > 0 &&
-				g->regs != NULL && g->regs[s->parts[p].fi] != NULL && !offsets;
+			struct FileReg *reg = g->regs != NULL ? g->regs[s->parts[p].fi] : NULL;
+			bool		mapped;
 			bool		staged;
-			struct GpuDirectFile *direct = mapped || offsets || g->direct == NULL ? NULL :
-				g->direct[s->parts[p].fi];
+			struct GpuDirectFile *direct;
 
 			addr[q] = piece->len > 0 || q == 2 ? (const void *) (uintptr_t) (base + off) : NULL;
 			if (hit)
@@ -811,12 +782,16 @@ gagg_place_pieces(GaggRun *g, GaggSlot *s, int p, const GaggPiece *pc, XpuColumn
 				off += span;
 				continue;
 			}
+			/* copied from registered pages when all of its regions are */
+			mapped = piece->file_off >= 0 && piece->len > 0 && reg != NULL && !offsets &&
+				file_reg_want(reg, piece->file_off, piece->len, g->ctx, &queued);
+			direct = mapped || offsets || g->direct == NULL ? NULL : g->direct[s->parts[p].fi];
 			if (piece->file_off < 0 && piece->len > 0)
 				memcpy(s->host + *pos, piece->src, piece->len);
 			if (mapped)
 			{
-				if (gagg_map_piece(g, s, p, g->regs[s->parts[p].fi], f->fd, piece->file_off,
-								   piece->len, *pos, base + off, reads, n_reads, cap) != 0)
+				if (gagg_map_piece(g, s, p, reg, piece->file_off, piece->len, *pos,
+								   base + off) != 0)
 					return -1;
 			}
 			else if (span > 0 && piece->file_off < 0)
@@ -881,6 +856,7 @@ gagg_place_pieces(GaggRun *g, GaggSlot *s, int p, const GaggPiece *pc, XpuColumn
 		cd->data = addr[2];
 		cd->offset = 0;
 	}
+	GAGG_ADD(g->run->bytes_to_pin, queued);
 	return 0;
 }
 
@@ -906,50 +882,6 @@ gagg_io_fail(GaggRun *g, const GaggSlot *s, int io_rc)
 	return gagg_fail(g, io_rc > 0 ? WARP_ERR_IO : WARP_ERR_BAD_FILE,
 					 io_rc > 0 ? "could not read file \"%s\": %s" : "file \"%s\" is truncated%s",
 					 path, io_rc > 0 ? strerror(io_rc) : "");
-}
-
-/*
- * gagg_unmapped_reads: the copies from file regions that did not get
- * registered (refused by the driver, or no room under --pinned-files)
- * become preads into their place in the pinned buffer and copies from
- * there; the others' bytes count as mapped
- */
-static int
-gagg_unmapped_reads(GaggRun *g, GaggSlot *s, GaggRead **reads, int *cap)
-{
-	int			n = 0,
-				io_rc;
-	uint64_t	mapped = 0;
-
-	for (int i = 0; i < s->n_copies; i++)
-	{
-		GaggCopy   *c = &s->copies[i];
-
-		if (c->reg == NULL)
-			continue;
-		if (file_reg_ready(c->reg, c->region))
-		{
-			mapped += c->len;
-			continue;
-		}
-		for (size_t done = 0; done < c->len; done += GAGG_IO_SLICE)
-		{
-			GaggRead   *r = gagg_add_read(g, reads, &n, cap);
-
-			if (r == NULL)
-				return -1;
-			r->fd = c->fd;
-			r->tag = c->tag;
-			r->offset = c->file_off + (int64_t) done;
-			r->dst = s->host + c->host_off + done;
-			r->len = c->len - done < GAGG_IO_SLICE ? c->len - done : GAGG_IO_SLICE;
-		}
-		c->reg = NULL;
-	}
-	if (n > 0 && (io_rc = gagg_io_run(&g->io, *reads, n)) != 0)
-		return gagg_io_fail(g, s, io_rc);
-	GAGG_ADD(g->run->bytes_mapped, mapped);
-	return 0;
 }
 
 /*
@@ -1150,8 +1082,7 @@ gagg_fill_slot(GaggRun *g, GaggSlot *s, const GaggWork *w, int n)
 		gagg_io_fail(g, s, io_rc);
 		goto done;
 	}
-	if (gagg_unmapped_reads(g, s, &reads, &cap) != 0 ||
-		gagg_check_offsets(g, s, pc, header) != 0)
+	if (gagg_check_offsets(g, s, pc, header) != 0)
 		goto done;
 	GAGG_ADD(g->run->bytes_read, file_bytes);
 	GAGG_ADD(g->run->bytes_cached, cached_bytes);

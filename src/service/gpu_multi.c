@@ -90,7 +90,7 @@ gmulti_split(const AggRun *run, GmultiPart *parts, uint32_t n)
 		parts[d].run = *run;
 		parts[d].run.rows_in = parts[d].run.rows_passed = parts[d].run.batches = 0;
 		parts[d].run.bytes_read = parts[d].run.bytes_cached = 0;
-		parts[d].run.bytes_mapped = parts[d].run.bytes_pinned = parts[d].run.pin_us = 0;
+		parts[d].run.bytes_mapped = parts[d].run.bytes_to_pin = 0;
 		parts[d].run.bytes_direct = 0;
 		parts[d].run.io_us = parts[d].run.exec_us = 0;
 		parts[d].run.devices_used = 0;
@@ -200,8 +200,7 @@ gmulti_run(const ServiceGpu *gpu, AggRun *run, uint32_t n, XpuAggTable *out, Xpu
 		GAGG_ADD(run->bytes_read, pr->bytes_read);
 		GAGG_ADD(run->bytes_cached, pr->bytes_cached);
 		GAGG_ADD(run->bytes_mapped, pr->bytes_mapped);
-		GAGG_ADD(run->bytes_pinned, pr->bytes_pinned);
-		GAGG_ADD(run->pin_us, pr->pin_us);
+		GAGG_ADD(run->bytes_to_pin, pr->bytes_to_pin);
 		GAGG_ADD(run->bytes_direct, pr->bytes_direct);
 		GAGG_ADD(run->io_us, pr->io_us);
 		GAGG_ADD(run->exec_us, pr->exec_us);

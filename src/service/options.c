@@ -59,8 +59,8 @@ usage(void)
 			"1024; 0: none kept).  --gpus: the CUDA device ordinals to use, e.g.\n"
 			"0,1 (default: every GPU the driver reports).  --pinned-files: the Arrow\n"
 			"files' page-cache pages kept registered for the GPUs' copies, in MiB\n"
-			"(0, the default: none, every read a pread; auto: a quarter of the\n"
-			"memory).  --gpudirect: read the files' column buffers into GPU memory\n"
+			"(auto, the default: a quarter of the memory, or of the cgroup's memory\n"
+			"limit where lower; 0: none, every read a pread).  --gpudirect: read the files' column buffers into GPU memory\n"
 			"with cuFile (auto, the default: only with GPUDirect Storage's nvidia-fs\n"
 			"driver; on: in compatibility mode too, and a run fails when cuFile\n"
 			"cannot read its files).  --cufile-library: libcufile's path (default\n"
@@ -91,6 +91,51 @@ parse_cache_size(const char *s)
 }
 
 /*
+ * memory_limit: the bytes of memory this process may use: the machine's,
+ * or its cgroup's (v2: memory.max of its cgroup and of each one above it)
+ * where lower
+ */
+static uint64_t
+memory_limit(void)
+{
+	uint64_t	limit = (uint64_t) sysconf(_SC_PHYS_PAGES) * (uint64_t) sysconf(_SC_PAGESIZE);
+	char		line[4096];
+	char		path[4200];
+	FILE	   *f = fopen("/proc/self/cgroup", "r");
+	char	   *cg = NULL;
+
+	if (f == NULL)
+		return limit;
+	/* the v2 hierarchy's line: "0::/path" */
+	while (fgets(line, sizeof(line), f) != NULL)
+		if (strncmp(line, "0::/", 4) == 0)
+		{
+			cg = line + 3;
+			cg[strcspn(cg, "\n")] = '\0';
+			break;
+		}
+	fclose(f);
+	while (cg != NULL)
+	{
+		char	   *slash;
+		unsigned long long max;
+
+		snprintf(path, sizeof(path), "/sys/fs/cgroup%s/memory.max", cg);
+		if ((f = fopen(path, "r")) != NULL)
+		{
+			/* "max": no limit at this level */
+			if (fscanf(f, "%llu", &max) == 1 && max < limit)
+				limit = max;
+			fclose(f);
+		}
+		if ((slash = strrchr(cg, '/')) == NULL || slash == cg)
+			break;
+		*slash = '\0';
+	}
+	return limit;
+}
+
+/*
  * svc_options_parse
  *		Reads the command line into *opts and the settings svc_cpu_threads,
  *		svc_max_async_tasks and gpu_fatbin_path; on a bad or missing
@@ -99,7 +144,7 @@ parse_cache_size(const char *s)
 void
 svc_options_parse(int argc, char **argv, ServiceOptions *opts)
 {
-	int64_t		pinned = 0;
+	int64_t		pinned = -1;
 	int			direct = GPU_DIRECT_AUTO;
 	const char *cufile_library = NULL;
 
@@ -171,7 +216,7 @@ svc_options_parse(int argc, char **argv, ServiceOptions *opts)
 	if (opts->datadir == NULL)
 		usage();
 	if (pinned < 0)
-		pinned = (int64_t) sysconf(_SC_PHYS_PAGES) / 4 * sysconf(_SC_PAGESIZE);
+		pinned = (int64_t) (memory_limit() / 4);
 	file_reg_set_limit(pinned > 0 ? (uint64_t) pinned : 0);
 	gpu_direct_configure(direct, cufile_library);
 	if (svc_cpu_threads == 0)

@@ -130,8 +130,7 @@ struct ScanTask
 								 * workers ran on the CPU engine */
 	uint64_t	bytes_read;
 	uint64_t	bytes_mapped;	/* the GPU's data path (WarpScanResult) */
-	uint64_t	bytes_pinned;
-	uint64_t	pin_us;
+	uint64_t	bytes_to_pin;
 	uint64_t	bytes_direct;
 	uint64_t	bytes_sent;
 	uint64_t	io_us;
@@ -912,8 +911,7 @@ gpu_filter(ScanTask *t)
 	}
 	svc_add_counter(&t->bytes_read, run.bytes_read);
 	svc_add_counter(&t->bytes_mapped, run.bytes_mapped);
-	svc_add_counter(&t->bytes_pinned, run.bytes_pinned);
-	svc_add_counter(&t->pin_us, run.pin_us);
+	svc_add_counter(&t->bytes_to_pin, run.bytes_to_pin);
 	svc_add_counter(&t->bytes_direct, run.bytes_direct);
 	svc_add_counter(&t->io_us, run.io_us);
 	svc_add_counter(&t->exec_us, run.exec_us);
@@ -1142,8 +1140,7 @@ scan_task_reply(ScanTask *t, uint8_t *buf, uint32_t *type, bool *last)
 	h->recheck_batches = t->recheck_batches;
 	h->bytes_read = t->bytes_read;
 	h->bytes_mapped = t->bytes_mapped;
-	h->bytes_pinned = t->bytes_pinned;
-	h->pin_us = t->pin_us;
+	h->bytes_to_pin = t->bytes_to_pin;
 	h->bytes_direct = t->bytes_direct;
 	h->direct_mode = h->bytes_direct > 0 ? gpu_direct_mode() : WARP_CUFILE_NONE;
 	h->bytes_sent = t->bytes_sent;

@@ -56,6 +56,7 @@
 #include "service.h"
 #include "gpu_cache.h"
 #include "service/file_map.h"
+#include "service/file_reg.h"
 #include "service/join_store.h"
 #include "service/share.h"
 
@@ -539,6 +540,7 @@ send_status(Conn *c)
 	st.memory_in_use = svc_counters.memory_in_use + svc_share_memory() + svc_join_memory();
 	st.running_tasks = svc_counters.running_tasks;
 	st.connections = svc_counters.connections;
+	file_reg_stats(&st.files_pinned, &st.files_to_pin);
 	st.engine = service_gpu->engine;
 	st.n_devices = service_gpu->n_devices;
 	memcpy(st.engine_detail, service_gpu->detail, sizeof(st.engine_detail));

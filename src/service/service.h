@@ -118,8 +118,7 @@ typedef struct AggRun
 	uint64_t	bytes_read;
 	uint64_t	bytes_cached;	/* served from the GPU column cache instead */
 	uint64_t	bytes_mapped;	/* of bytes_read: copied from registered pages */
-	uint64_t	bytes_pinned;	/* file pages registered by this run */
-	uint64_t	pin_us;			/* summed over threads: registering them */
+	uint64_t	bytes_to_pin;	/* file pages this run queued to be registered */
 	uint64_t	bytes_direct;	/* of bytes_read: read with cuFile (gpu_direct.c) */
 	uint64_t	io_us;
 	uint64_t	exec_us;

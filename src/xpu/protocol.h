@@ -30,7 +30,7 @@
 
 #define PGWARP_SOCKET_NAME		"pg_warp.sock"
 #define PGWARP_PROTO_MAGIC		0x50524157u		/* "WARP" in memory */
-#define PGWARP_PROTO_VERSION	10
+#define PGWARP_PROTO_VERSION	11
 
 /* the largest payload either side accepts; longer messages are refused */
 #define PGWARP_MAX_PAYLOAD		(1024 * 1024)
@@ -259,11 +259,14 @@ typedef struct WarpStatus
 	uint32_t	connections;	/* backends connected now (this one included) */
 	uint32_t	engine;			/* WarpEngine */
 	uint32_t	n_devices;		/* valid entries of devices[] */
+	uint64_t	files_pinned;	/* bytes of Arrow file pages registered
+								 * (protocol 11; service/file_reg.c) */
+	uint64_t	files_to_pin;	/* bytes queued to be registered */
 	char		engine_detail[192]; /* why there is no GPU, or "" */
 	WarpDeviceInfo devices[WARP_MAX_DEVICES];
 } WarpStatus;
 
-WARP_STATIC_ASSERT(sizeof(WarpStatus) == 48 + 192 + 16 * 120, "WarpStatus layout");
+WARP_STATIC_ASSERT(sizeof(WarpStatus) == 64 + 192 + 16 * 120, "WarpStatus layout");
 
 /*
  * CACHE_INFO reply: WarpCacheList, then n_entries WarpCacheInfo: the
@@ -536,12 +539,11 @@ typedef struct WarpAggResult
 	uint32_t	pad2;
 	uint64_t	join_in[WARP_JOIN_DEPTHS];
 	uint64_t	join_out[WARP_JOIN_DEPTHS];
-	/* the GPU's data path (protocol 6): of bytes_read, those copied from
-	 * the files' registered page-cache pages (the rest: pread); the file
-	 * bytes this run registered, and the threads' time doing it */
+	/* the GPU's data path (protocol 6, 11): of bytes_read, those copied
+	 * from the files' registered page-cache pages (the rest: pread); the
+	 * file bytes this run queued to be registered (service/file_reg.c) */
 	uint64_t	bytes_mapped;
-	uint64_t	bytes_pinned;
-	uint64_t	pin_us;
+	uint64_t	bytes_to_pin;
 	/* the GPUs that ran it (protocol 7): n_devices shares, in device order;
 	 * 0 for a CPU run */
 	uint32_t	n_devices;
@@ -554,7 +556,7 @@ typedef struct WarpAggResult
 	uint32_t	pad4;
 } WarpAggResult;
 
-WARP_STATIC_ASSERT(sizeof(WarpAggResult) == 96 + 128 + 8 + 16 * WARP_JOIN_DEPTHS + 24 + 8 +
+WARP_STATIC_ASSERT(sizeof(WarpAggResult) == 96 + 128 + 8 + 16 * WARP_JOIN_DEPTHS + 16 + 8 +
 				   WARP_REPORT_DEVICES * 56 + 16, "WarpAggResult layout");
 
 /* how the GPU read the files (gpu_direct.c): pread, or cuFile in one of its modes */
@@ -761,14 +763,13 @@ typedef struct WarpScanResult
 	uint64_t	join_out[WARP_JOIN_DEPTHS];
 	/* the GPU's data path, as WarpAggResult's (protocol 6, 9) */
 	uint64_t	bytes_mapped;
-	uint64_t	bytes_pinned;
-	uint64_t	pin_us;
+	uint64_t	bytes_to_pin;
 	uint64_t	bytes_direct;
 	uint32_t	direct_mode;
 	uint32_t	pad3;
 } WarpScanResult;
 
-WARP_STATIC_ASSERT(sizeof(WarpScanResult) == 96 + 8 + 16 * WARP_JOIN_DEPTHS + 24 + 16,
+WARP_STATIC_ASSERT(sizeof(WarpScanResult) == 96 + 8 + 16 * WARP_JOIN_DEPTHS + 16 + 16,
 				   "WarpScanResult layout");
 
 typedef struct WarpScanColumn

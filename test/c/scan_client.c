@@ -208,13 +208,13 @@ reply(void *arg, const WarpMsgHeader *h, const uint8_t *p)
 		return 0;
 	}
 	printf("END\trows_in=%llu\trows_passed=%llu\tbatches=%llu\trecheck=%llu"
-		   "\tthreads=%u\tengine=%u\tbytes_read=%llu\tmapped=%llu\tpinned=%llu"
+		   "\tthreads=%u\tengine=%u\tbytes_read=%llu\tmapped=%llu\tto_pin=%llu"
 		   "\tdirect=%llu\tdirect_mode=%u\n",
 		   (unsigned long long) r->rows_in, (unsigned long long) r->rows_passed,
 		   (unsigned long long) r->batches,
 		   (unsigned long long) r->recheck_batches, r->threads, r->engine,
 		   (unsigned long long) r->bytes_read, (unsigned long long) r->bytes_mapped,
-		   (unsigned long long) r->bytes_pinned, (unsigned long long) r->bytes_direct,
+		   (unsigned long long) r->bytes_to_pin, (unsigned long long) r->bytes_direct,
 		   r->direct_mode);
 	return 1;
 }

@@ -544,7 +544,8 @@ class Cluster(Db):
     def status(self):
         cols = ("pid", "started_at", "uptime", "protocol_version", "engine",
                 "engine_detail", "device_count", "devices", "memory_in_use",
-                "running_tasks", "connections")
+                "running_tasks", "connections", "pinned_file_bytes",
+                "pinned_file_bytes_queued")
         row = self.sql("SELECT %s FROM pgwarp.service_status()" % ", ".join(cols))
         return dict(zip(cols, row.split("|")))
 

@@ -29,7 +29,7 @@ IS_ROOT = os.geteuid() == 0
 
 # xpu/protocol.h
 MAGIC = 0x50524157
-VERSION = 10
+VERSION = 11
 # On a GPU the service allocates each GPU's two slots' pinned buffers when it
 # starts (gpu_agg_prewarm: 336 MiB each), so idle it holds them; without a
 # GPU it holds nothing until queries run
@@ -46,8 +46,8 @@ DRIVER_READY, DRIVER_ABSENT, DRIVER_FAILED = 1, 2, 3
 DEVICES_HEAD = struct.Struct("<II192s")     # WarpDevices: driver, n_devices, detail
 DEVICE_DETAIL_SIZE = 120 + 32 + 16 + 240    # WarpDeviceDetail
 ERR_PROTOCOL, ERR_VERSION, ERR_UNSUPPORTED = 1, 2, 3
-STATUS_HEAD = struct.Struct("<IIqqQIIII")   # WarpStatus up to engine_detail
-STATUS_SIZE = 48 + 192 + 16 * 120
+STATUS_HEAD = struct.Struct("<IIqqQIIIIQQ")  # WarpStatus up to engine_detail
+STATUS_SIZE = 64 + 192 + 16 * 120
 
 
 def service_program():
@@ -226,6 +226,7 @@ def test_status(cluster):
     assert st["protocol_version"] == str(VERSION)
     assert st["running_tasks"] == "0"
     assert idle_memory_ok(int(st["memory_in_use"]), int(st["device_count"])), st
+    assert st["pinned_file_bytes"] == st["pinned_file_bytes_queued"] == "0", st
     assert int(st["connections"]) >= 1
     if st["engine"] == "cpu only":
         # no GPU (CI): a normal state with its reason, not an error
@@ -529,8 +530,9 @@ def test_protocol(service):
         mtype, payload = recv_message(s)
         assert mtype == MSG_STATUS and len(payload) == STATUS_SIZE
         (spid, sversion, started, uptime, mem, tasks, conns, engine,
-         ndev) = STATUS_HEAD.unpack_from(payload)
+         ndev, files_pinned, files_to_pin) = STATUS_HEAD.unpack_from(payload)
         assert (spid, sversion, tasks, conns) == (service.proc.pid, VERSION, 0, 1)
+        assert (files_pinned, files_to_pin) == (0, 0)
         assert idle_memory_ok(mem, ndev), (mem, ndev)
         assert abs(started / 1e6 - time.time()) < 60 and uptime >= 0
         assert engine in (1, 2) and (ndev == 0) == (engine == 1)

@@ -33,7 +33,7 @@ ERR_PROTOCOL, ERR_UNSUPPORTED, ERR_FILE_CHANGED, ERR_IO, ERR_BAD_FILE, ERR_OUT_O
     ERR_CANCELED = 1, 3, 4, 5, 6, 7, 8
 XPU_ERR_DIVISION_BY_ZERO, XPU_ERR_FALLBACK = 4, 8
 RESULT_HEAD = struct.Struct("<IIiI")        # n_groups, flags, status, engine
-RESULT_SIZE = 96 + 128 + 8 + 16 * 16 + 24 + 8 + 8 * 56 + 16  # sizeof(WarpAggResult): join_depths, join_in/out[16], the data path, the GPUs, cuFile
+RESULT_SIZE = 96 + 128 + 8 + 16 * 16 + 16 + 8 + 8 * 56 + 16  # sizeof(WarpAggResult): join_depths, join_in/out[16], the data path, the GPUs, cuFile
 
 
 client = client_fixture("agg_client")

@@ -6,28 +6,33 @@ fallback to pread and its bookkeeping run as they do on a GPU), with
 pyarrow as the oracle.  Without the stand-in (the CPU engine) the tests are
 skipped: the CPU engine reads files its own way (test_service_scan.py).
 
-Every file is read back exactly, whatever path its bytes took: copied from
-the registered pages (END's `mapped`, with --pinned-files), read with pread
-when registration is off (the default) or the budget is too small for the
-file, and never stale after the file is replaced or rewritten; a file
-truncated while its pages are registered fails its run, not the service.
+Every file is read back exactly, whatever path its bytes took: read with
+pread by the first run, which queues the file's regions (END's `to_pin`)
+for the service's registering thread; copied from the registered pages by
+the runs after (END's `mapped`, registration on by default); read with
+pread when registration is off (--pinned-files 0) or the budget is too
+small for the file; never stale after the file is replaced or rewritten.
+A file truncated while its pages are registered fails its run, not the
+service.
 """
 import os
 import threading
+import time
 
 import pyarrow as pa
 import pytest
 
 from service_client import ENGINE, FAKE_GPU, client_fixture, write
 from service_client import service_fixture
-from test_service import Service
+from test_service import (MSG_STATUS, STATUS_HEAD, Service, connect, hello, message,
+                          recv_message)
 from test_service_scan import expected, rows_of, run
 
 pytestmark = pytest.mark.skipif(not FAKE_GPU or ENGINE != 2,
                                 reason="the GPU input path: make -C test/gpu scanfake")
 
 client = client_fixture("scan_client")
-svc = service_fixture()         # the default: nothing registered
+svc = service_fixture()         # the default: registration on (auto)
 
 
 def service_with(tmp_path, *argv):
@@ -52,6 +57,29 @@ def pinned(tmp_path):
 def nocache(tmp_path):
     """Registration on, no GPU column cache: every run reads the file"""
     yield from service_with(tmp_path, "--pinned-files", "256", "--gpu-cache-size", "0")
+
+
+def pin_status(svc):
+    """STATUS's (files_pinned, files_to_pin) of service svc: the bytes of
+    file pages registered, and those queued to be"""
+    with connect(svc.sock, 30) as c:
+        hello(c)
+        c.sendall(message(MSG_STATUS))
+        mtype, payload = recv_message(c)
+        assert mtype == MSG_STATUS
+        return STATUS_HEAD.unpack_from(payload)[9:11]
+
+
+def registered(svc, timeout=30):
+    """Waits until svc's registering thread has done all it was queued;
+    the bytes registered then"""
+    deadline = time.monotonic() + timeout
+    while True:
+        pinned, queued = pin_status(svc)
+        if queued == 0:
+            return pinned
+        assert time.monotonic() < deadline, "%d bytes still queued to be registered" % queued
+        time.sleep(0.01)
 
 
 def table(n, seed=0):
@@ -87,17 +115,32 @@ def scan_all(client, s, f, t, chunk):
     return total
 
 
+def first_run(client, svc, f, t, chunk):
+    """The first run over file f (table t in batches of chunk rows), checked:
+    it reads with pread and queues the file's regions; then waits until they
+    are registered (and checks that some are)"""
+    blocks, end, error = run(client, svc, "pos", [f])
+    assert error is None, error
+    assert rows_of(blocks) == expected(t, chunk, QUALS["pos"])
+    assert int(end["mapped"]) == 0 and int(end["to_pin"]) > 0, end
+    assert registered(svc) > 0
+    return end
+
+
 def test_copies_from_registered_pages(client, nocache, tmp_path):
     t = table(20000)
     f = write(tmp_path / "a.arrow", t, 1500)
-    first = scan_all(client, nocache, f, t, 1500)
+    first_run(client, nocache, f, t, 1500)
+    # one 16 MiB region, the whole file's pages
+    assert registered(nocache) == (os.path.getsize(f) + 4095) // 4096 * 4096
+    then = scan_all(client, nocache, f, t, 1500)
     # every buffer but the utf8 offsets (read into pinned memory, checked there)
     offsets = 4 * (20000 + 14)
-    assert 0 < first["mapped"] <= first["bytes_read"] - offsets, first
-    assert first["pinned"] > 0, first
-    # kept for the next run: nothing registered again, the same bytes copied
+    assert 0 < then["mapped"] <= then["bytes_read"] - offsets, then
+    assert then["to_pin"] == 0, then
+    # kept for the next run: nothing queued again, the same bytes copied
     again = scan_all(client, nocache, f, t, 1500)
-    assert again["pinned"] == 0 and again["mapped"] == first["mapped"], (first, again)
+    assert again["to_pin"] == 0 and again["mapped"] == then["mapped"], (then, again)
     # the stand-in took the launch's batched copies: it refuses malformed
     # ones (attributes, counts), and the service would log the refusal
     assert "refused batched copies" not in nocache.log()
@@ -111,24 +154,28 @@ def test_batched_copies_refused(client, tmp_path, monkeypatch):
     t = table(20000)
     f = write(tmp_path / "a.arrow", t, 1500)
     for s in service_with(tmp_path, "--pinned-files", "256", "--gpu-cache-size", "0"):
+        first_run(client, s, f, t, 1500)
         for _ in range(2):
             assert scan_all(client, s, f, t, 1500)["mapped"] > 0
         assert s.log().count("refused batched copies") == 1, s.log()
 
 
 def test_column_cache_first(client, pinned, tmp_path):
-    """With the GPU column cache, the second run reads nothing from the file"""
+    """With the GPU column cache, the second run reads nothing from the
+    file, though its pages are registered by then"""
     t = table(20000)
     f = write(tmp_path / "a.arrow", t, 1500)
-    assert scan_all(client, pinned, f, t, 1500)["mapped"] > 0
+    assert scan_all(client, pinned, f, t, 1500)["to_pin"] > 0
+    assert registered(pinned) > 0
     # (bytes_read still counts the CPU workers' loads of the passing rows)
-    assert scan_all(client, pinned, f, t, 1500)["mapped"] == 0
+    again = scan_all(client, pinned, f, t, 1500)
+    assert again["mapped"] == 0 and again["to_pin"] == 0, again
 
 
 @pytest.fixture
 def preads(tmp_path):
     """No registration (every slice read with pread), the GPU column cache on"""
-    yield from service_with(tmp_path)
+    yield from service_with(tmp_path, "--pinned-files", "0")
 
 
 def test_column_cache_first_through_pread(client, preads, tmp_path):
@@ -146,28 +193,41 @@ def test_column_cache_first_through_pread(client, preads, tmp_path):
     assert first["mapped"] == again["mapped"] == 0, (first, again)
 
 
-def two_files_and_a_file_twice(client, svc, tmp_path):
-    """One run over two files, the first of them twice, checked; its END"""
+def two_files_and_a_file_twice(client, svc, tmp_path, settle=None):
+    """One run over two files, the first of them twice, checked; its END
+    (with settle: settle(svc) after it, and the END of a second such run)"""
     t1, t2 = table(9000, 1), table(13000, 2)
     f1, f2 = write(tmp_path / "a.arrow", t1, 1000), write(tmp_path / "b.arrow", t2, 4096)
-    blocks, end, error = run(client, svc, "sgt", [f1, f2, f1])
-    assert error is None, error
-    passes = QUALS["sgt"]
-    assert rows_of(blocks) == (expected(t1, 1000, passes) + expected(t2, 4096, passes) +
-                               expected(t1, 1000, passes))
-    return end
+    for again in (False, True):
+        blocks, end, error = run(client, svc, "sgt", [f1, f2, f1])
+        assert error is None, error
+        passes = QUALS["sgt"]
+        assert rows_of(blocks) == (expected(t1, 1000, passes) + expected(t2, 4096, passes) +
+                                   expected(t1, 1000, passes))
+        if settle is None or again:
+            return end
+        settle(svc)
 
 
-def test_two_files_and_a_file_twice(client, pinned, tmp_path):
-    assert int(two_files_and_a_file_twice(client, pinned, tmp_path)["mapped"]) > 0
+def test_two_files_and_a_file_twice(client, nocache, tmp_path):
+    assert int(two_files_and_a_file_twice(client, nocache, tmp_path, registered)["mapped"]) > 0
 
 
-@pytest.mark.parametrize("argv", [[], ["--pinned-files", "0"], ["--pinned-files", "1"]],
-                         ids=["default", "off", "budget-too-small"])
+def test_registered_by_default(client, svc, tmp_path):
+    """Without --pinned-files (auto: a quarter of the memory) the first run
+    queues the file's pages, and the next copies from them"""
+    t = table(20000, 4)
+    f = write(tmp_path / "a.arrow", t, 1500)
+    first_run(client, svc, f, t, 1500)
+    assert scan_all(client, svc, f, t, 1500)["mapped"] > 0
+
+
+@pytest.mark.parametrize("argv", [["--pinned-files", "0"], ["--pinned-files", "1"]],
+                         ids=["off", "budget-too-small"])
 def test_pread_when_not_registered(client, tmp_path, argv):
-    """By default and with --pinned-files 0: every buffer read with pread;
-    1 MiB: the file's region (its size, over 1 MiB) does not fit, and its
-    copies become preads after the registration was refused"""
+    """With --pinned-files 0: every buffer read with pread, nothing queued;
+    1 MiB: the file's region (its size, over 1 MiB) is queued but does not
+    fit, and every run reads with pread"""
     d = tmp_path / "svc"
     d.mkdir()
     s = Service(str(d), argv=["--threads", "2", "--fatbin", "fake", "--gpu-cache-size", "0"] +
@@ -178,25 +238,34 @@ def test_pread_when_not_registered(client, tmp_path, argv):
         assert os.path.getsize(f) > 1 << 20
         for _ in range(2):
             end = scan_all(client, s, f, t, 7000)
-            assert end["mapped"] == 0 and end["pinned"] == 0, end
-            assert end["bytes_read"] > 0
+            assert end["mapped"] == 0 and end["bytes_read"] > 0, end
+            assert (end["to_pin"] > 0) == (argv[1] == "1"), end
+            assert registered(s) == 0
         assert s.proc.poll() is None, s.log()
     finally:
         s.stop()
 
 
-def replaced_then_rewritten(client, svc, tmp_path, key):
+def replaced_then_rewritten(client, svc, tmp_path, key, settle=None):
     """Reads a file, then the file replaced under its name (a new inode),
     then rewritten in place with the same size, inode and modification
     time: each read as it is now (scan_all checks the rows); END's key
-    nonzero for the first two runs"""
+    nonzero for the first two runs.  With settle: settle(svc) after the
+    first read of the first two versions, and each read once more, from
+    its registered pages, before it changes."""
     t = table(12000, 1)
     f = write(tmp_path / "a.arrow", t, 2000)
     assert scan_all(client, svc, f, t, 2000)[key] > 0
+    if settle is not None:
+        settle(svc)
+        assert scan_all(client, svc, f, t, 2000)["mapped"] > 0
     t2 = table(12000, 2)
     write(tmp_path / "b.arrow", t2, 2000)
     os.replace(tmp_path / "b.arrow", f)
     assert scan_all(client, svc, f, t2, 2000)[key] > 0
+    if settle is not None:
+        settle(svc)
+        assert scan_all(client, svc, f, t2, 2000)["mapped"] > 0
     t3 = table(12000, 3)
     write(tmp_path / "c.arrow", t3, 2000)
     with open(tmp_path / "c.arrow", "rb") as src:
@@ -212,8 +281,8 @@ def replaced_then_rewritten(client, svc, tmp_path, key):
 
 def test_replaced_or_rewritten_file_is_read_again(client, nocache, tmp_path):
     """Registered pages are never served stale (the replaced file's pages
-    are registered anew)"""
-    replaced_then_rewritten(client, nocache, tmp_path, "pinned")
+    are queued anew)"""
+    replaced_then_rewritten(client, nocache, tmp_path, "to_pin", registered)
 
 
 def test_truncated_while_registered(client, nocache, tmp_path):
@@ -224,6 +293,7 @@ def test_truncated_while_registered(client, nocache, tmp_path):
     svc = nocache
     t = table(30000)
     f = write(tmp_path / "a.arrow", t, 3000)
+    first_run(client, svc, f, t, 3000)
     assert scan_all(client, svc, f, t, 3000)["mapped"] > 0
     small = table(7000, 5)
     write(tmp_path / "b.arrow", small, 1000)
@@ -234,13 +304,16 @@ def test_truncated_while_registered(client, nocache, tmp_path):
         dst.truncate(0)
         dst.write(data)
     assert os.stat(f).st_ino == ino
-    for _ in range(2):
-        assert scan_all(client, svc, f, small, 1000)["mapped"] > 0
+    assert scan_all(client, svc, f, small, 1000)["to_pin"] > 0
+    registered(svc)
+    assert scan_all(client, svc, f, small, 1000)["mapped"] > 0
 
 
-def truncated_during_runs(client, svc, tmp_path):
+def truncated_during_runs(client, svc, tmp_path, settle=None):
     """A file truncated while runs read it: each run returns the file's
-    rows exactly or fails (errors: the messages); the set of outcomes"""
+    rows exactly or fails (errors: the messages); the set of outcomes.
+    With settle: each time the file is written whole, a run reads it and
+    settle(svc) follows, before the run that the truncation cuts."""
     t = table(200000)
     f = write(tmp_path / "a.arrow", t, 5000)
     with open(f, "rb") as src:
@@ -250,6 +323,9 @@ def truncated_during_runs(client, svc, tmp_path):
     for delay in (0.0, 0.002, 0.005, 0.01, 0.02):
         with open(f, "wb") as dst:
             dst.write(whole)
+        if settle is not None:
+            assert run(client, svc, "pos", [f])[2] is None
+            settle(svc)
         cut = threading.Timer(delay, os.truncate, (f, len(whole) // 3))
         cut.start()
         try:
@@ -276,4 +352,4 @@ def truncated_during_runs(client, svc, tmp_path):
 def test_truncated_during_runs(client, nocache, tmp_path):
     """truncated_during_runs with registered pages; the service lives on
     (the fixture checks)"""
-    truncated_during_runs(client, nocache, tmp_path)
+    truncated_during_runs(client, nocache, tmp_path, registered)

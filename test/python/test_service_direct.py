@@ -18,8 +18,9 @@ import pytest
 
 from service_client import ENGINE, FAKE_GPU, client_fixture, write
 from test_service import Service
-from test_service_data_path import (QUALS, replaced_then_rewritten, scan_all, table,
-                                    truncated_during_runs, two_files_and_a_file_twice)
+from test_service_data_path import (QUALS, registered, replaced_then_rewritten, scan_all,
+                                    table, truncated_during_runs,
+                                    two_files_and_a_file_twice)
 from test_service_scan import expected, rows_of, run
 
 pytestmark = pytest.mark.skipif(not FAKE_GPU or ENGINE != 2,
@@ -62,9 +63,12 @@ def o_direct_allowed(path):
 
 
 def start(tmp_path, setting, library=FAKE_CUFILE, name="svc"):
+    """The stand-in GPU service with --gpudirect setting; no file pages
+    registered (they would serve the runs after the first)"""
     d = tmp_path / name
     d.mkdir()
     return Service(str(d), argv=["--threads", "2", "--fatbin", "fake", "--gpu-cache-size", "0",
+                                 "--pinned-files", "0",
                                  "--gpudirect", setting, "--cufile-library", library])
 
 
@@ -129,9 +133,9 @@ def test_two_files_and_a_file_twice(client, tmp_path, cufile_log):
 
 
 def test_registered_pages_come_first(client, tmp_path, cufile_log):
-    """With --pinned-files the registered page-cache pages serve the stored
-    buffers; nothing is read with cuFile, and the file is registered with it
-    all the same"""
+    """With --pinned-files the first run reads with cuFile and queues the
+    file's pages; once they are registered they serve the stored buffers,
+    and nothing more is read with cuFile"""
     d = tmp_path / "svc"
     d.mkdir()
     s = Service(str(d), argv=["--threads", "2", "--fatbin", "fake", "--gpu-cache-size", "0",
@@ -140,9 +144,13 @@ def test_registered_pages_come_first(client, tmp_path, cufile_log):
     try:
         t = table(20000)
         f = write(tmp_path / "a.arrow", t, 1500)
+        blocks, first, error = run(client, s, "pos", [f])
+        assert error is None and rows_of(blocks) == expected(t, 1500, QUALS["pos"])
+        assert int(first["direct"]) > 0 and int(first["to_pin"]) > 0, first
+        assert registered(s) > 0
         end = scan_all(client, s, f, t, 1500)
         assert end["mapped"] > 0 and end["direct"] == 0, end
-        assert logged_reads(cufile_log)[0] == 0
+        assert logged_reads(cufile_log)[0] == int(first["direct"])
     finally:
         stop(s)
 
