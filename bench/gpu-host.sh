@@ -46,7 +46,8 @@
 #                                           the caches with pgwarp.gpu_cache_drop() (the same
 #                                           service: file pages kept registered with
 #                                           pg_warp.pinned_files_size stay so, after a prewarm
-#                                           of every column of lineorder first), 0: none;
+#                                           of every column of lineorder first and the wait for
+#                                           their registration in the background), 0: none;
 #                                           QUERIES (e.g. q1.1,q2.1) picks a subset;
 #                                           DIMS_ARROW=1: the Arrow sides read the
 #                                           dimension tables from Arrow files too
@@ -272,7 +273,14 @@ ssb-engine)
             -c "DROP SCHEMA IF EXISTS pinned_first CASCADE" -c "CREATE SCHEMA pinned_first" \
             -c "IMPORT FOREIGN SCHEMA lineorder FROM SERVER arrow_fdw INTO pinned_first OPTIONS (file '$arrow')" \
             -c "SELECT pgwarp.gpu_cache_prewarm('pinned_first.lineorder')" \
-            -c "DROP SCHEMA pinned_first CASCADE" >/dev/null ;;
+            -c "DROP SCHEMA pinned_first CASCADE" >/dev/null
+        # the service registers the pages the prewarm read in the background
+        for _ in $(seq 600); do
+            [ "$(psql -d "$db" -XAtqc 'SELECT pinned_file_bytes_queued FROM pgwarp.service_status()')" = 0 ] \
+                && break
+            sleep 0.2
+        done
+        log "file pages registered: $(psql -d "$db" -XAtqc 'SELECT pinned_file_bytes, pinned_file_bytes_queued FROM pgwarp.service_status()')" ;;
     0) ;;
     *) echo "gpu-host: COLD_FIRST_RUNS is service, cluster, drop or 0" >&2; exit 1 ;;
     esac

@@ -109,6 +109,8 @@ static RegJob *reg_jobs;		/* the queue, oldest first */
 static RegJob **reg_jobs_tail = &reg_jobs;
 static uint64_t reg_queued;		/* bytes of its regions */
 static bool reg_thread_running;
+static bool reg_stopped;		/* file_reg_stop: nothing more is queued */
+static pthread_cond_t reg_idle = PTHREAD_COND_INITIALIZER;
 
 void
 file_reg_set_limit(uint64_t bytes)
@@ -374,8 +376,37 @@ reg_main(void *arg)
 		free(j);
 	}
 	reg_thread_running = false;
+	pthread_cond_broadcast(&reg_idle);
 	pthread_mutex_unlock(&reg_lock);
 	return NULL;
+}
+
+/* unqueues every job not started (reg_lock held) */
+static void
+reg_unqueue(void)
+{
+	while (reg_jobs != NULL)
+	{
+		RegJob	   *j = reg_jobs;
+
+		reg_jobs = j->next;
+		reg_queued -= region_len(j->r, j->region);
+		j->r->state[j->region] = REG_NONE;
+		j->r->refs--;
+		free(j);
+	}
+	reg_jobs_tail = &reg_jobs;
+}
+
+void
+file_reg_stop(void)
+{
+	pthread_mutex_lock(&reg_lock);
+	reg_stopped = true;
+	reg_unqueue();
+	while (reg_thread_running)
+		pthread_cond_wait(&reg_idle, &reg_lock);
+	pthread_mutex_unlock(&reg_lock);
 }
 
 static bool
@@ -390,6 +421,7 @@ file_reg_want(FileReg *r, int64_t off, size_t len, CUcontext ctx, uint64_t *queu
 	int32_t		first,
 				last;
 	bool		ready = true;
+	uint64_t	added = 0;
 
 	file_reg_regions(off, len, &first, &last);
 	if (first < 0 || last >= r->n_regions)
@@ -399,7 +431,7 @@ file_reg_want(FileReg *r, int64_t off, size_t len, CUcontext ctx, uint64_t *queu
 	if (ready)
 		return true;
 	pthread_mutex_lock(&reg_lock);
-	for (int32_t i = first; i <= last; i++)
+	for (int32_t i = first; i <= last && !reg_stopped; i++)
 	{
 		RegJob	   *j;
 
@@ -413,7 +445,7 @@ file_reg_want(FileReg *r, int64_t off, size_t len, CUcontext ctx, uint64_t *queu
 		r->state[i] = REG_QUEUED;
 		r->refs++;
 		reg_queued += region_len(r, i);
-		*queued += region_len(r, i);
+		added += region_len(r, i);
 	}
 	if (reg_jobs != NULL && !reg_thread_running)
 	{
@@ -424,21 +456,17 @@ file_reg_want(FileReg *r, int64_t off, size_t len, CUcontext ctx, uint64_t *queu
 		pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
 		reg_thread_running = pthread_create(&t, &attr, reg_main, NULL) == 0;
 		pthread_attr_destroy(&attr);
-		/* no thread (a thread limit): the queue goes, a later run queues again */
-		while (!reg_thread_running && reg_jobs != NULL)
+		/*
+		 * no thread (a thread limit): the queue, only this call's jobs (the
+		 * thread ends when it finds it empty), goes; a later run queues again
+		 */
+		if (!reg_thread_running)
 		{
-			RegJob	   *j = reg_jobs;
-
-			reg_jobs = j->next;
-			reg_queued -= region_len(j->r, j->region);
-			*queued -= region_len(j->r, j->region);
-			j->r->state[j->region] = REG_NONE;
-			j->r->refs--;
-			free(j);
+			reg_unqueue();
+			added = 0;
 		}
-		if (reg_jobs == NULL)
-			reg_jobs_tail = &reg_jobs;
 	}
 	pthread_mutex_unlock(&reg_lock);
+	*queued += added;
 	return false;
 }

@@ -54,4 +54,10 @@ extern void file_reg_regions(int64_t off, size_t len, int32_t *first, int32_t *l
 extern bool file_reg_want(FileReg *r, int64_t off, size_t len, CUcontext ctx,
 						  uint64_t *queued);
 
+/*
+ * file_reg_stop: at the service's end, before the contexts go: nothing more
+ * is queued, the queue is emptied, and the registering thread has ended
+ */
+extern void file_reg_stop(void);
+
 #endif							/* SERVICE_FILE_REG_H */

@@ -28,6 +28,7 @@
 #include <unistd.h>
 
 #include "file_map.h"
+#include "file_reg.h"
 #include "gpu_cache.h"
 #include "gpu_driver.h"
 #include "service.h"
@@ -123,6 +124,7 @@ main(int argc, char **argv)
 				strerror(errno));
 	rc = server_run(listen_fd, signal_fd, opts.parent, &gpu);
 	server_unlink_socket();
+	file_reg_stop();
 	for (uint32_t i = 0; i < gpu.n_devices; i++)
 		gpu_cache_clear(i);
 	gpu_direct_stop();
