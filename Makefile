@@ -242,7 +242,6 @@ SERVICE_XPU_SRCS = \
 	src/xpu/xpu_join_scan.c
 SERVICE_HDRS = \
 	src/service/buf_cache.h \
-	src/service/file_id.h \
 	src/service/file_map.h \
 	src/service/file_meta.h \
 	src/service/gpu_cache.h \

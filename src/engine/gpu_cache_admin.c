@@ -57,16 +57,13 @@
 
 #include "engine/engine.h"
 #include "fdw/fdw_scan.h"
+#include "xpu/file_id.h"
 #include "xpu/protocol.h"
 
 /* what a cached file is to this database: a table's file and its columns */
 typedef struct CachedFile
 {
-	int64		dev;
-	int64		ino;
-	int64		size;			/* of the file now (-1: not found) */
-	int64		mtime_ns;
-	int64		ctime_ns;
+	WarpFileId	id;				/* of the file now (ctime_ns -1: not known) */
 	Oid			relid;
 	bool		heap;
 	char	   *path;
@@ -79,7 +76,7 @@ static CachedFile *
 find_file(CachedFile *files, int n, int64 dev, int64 ino)
 {
 	for (int i = 0; i < n; i++)
-		if (files[i].dev == dev && files[i].ino == ino)
+		if (files[i].id.dev == dev && files[i].id.ino == ino)
 			return &files[i];
 	return NULL;
 }
@@ -104,11 +101,7 @@ stat_file(CachedFile *f, const char *path)
 
 	if (stat(path, &st) != 0)
 		return false;
-	f->dev = (int64) st.st_dev;
-	f->ino = (int64) st.st_ino;
-	f->size = (int64) st.st_size;
-	f->mtime_ns = (int64) st.st_mtim.tv_sec * 1000000000 + st.st_mtim.tv_nsec;
-	f->ctime_ns = (int64) st.st_ctim.tv_sec * 1000000000 + st.st_ctim.tv_nsec;
+	f->id = warp_file_id_of(&st);
 	f->path = pstrdup(path);
 	return true;
 }
@@ -158,11 +151,11 @@ arrow_table_files(Oid relid, const WarpCacheList *list, CachedFile **files, int 
 			}
 			f = &(*files)[(*n)++];
 			memset(f, 0, sizeof(*f));
-			f->dev = ef->dev;
-			f->ino = ef->ino;
-			f->size = ef->size;
-			f->mtime_ns = ef->mtime_ns;
-			f->ctime_ns = -1;	/* not known here: the size and mtime decide */
+			f->id.dev = ef->dev;
+			f->id.ino = ef->ino;
+			f->id.size = ef->size;
+			f->id.mtime_ns = ef->mtime_ns;
+			f->id.ctime_ns = -1;	/* not known here: the size and mtime decide */
 			f->relid = relid;
 			f->path = pstrdup(ef->path);
 			for (int j = 0; j < src->n_cols; j++)
@@ -204,7 +197,7 @@ heap_table_files(Relation rel, const WarpCacheList *list, CachedFile **files, in
 		CachedFile	f;
 
 		memset(&f, 0, sizeof(f));
-		if (!stat_file(&f, path) || !cached(list, f.dev, f.ino))
+		if (!stat_file(&f, path) || !cached(list, f.id.dev, f.id.ino))
 			continue;
 		f.relid = RelationGetRelid(rel);
 		f.heap = true;
@@ -325,9 +318,9 @@ pg_warp_gpu_cache_info(PG_FUNCTION_ARGS)
 		values[5] = Int64GetDatum((int64) e[i].batches);
 		values[6] = Int64GetDatum((int64) e[i].bytes);
 		values[7] = Int64GetDatum((int64) e[i].hits);
-		values[8] = BoolGetDatum(f != NULL && f->size == e[i].size &&
-								 f->mtime_ns == e[i].mtime_ns &&
-								 (f->ctime_ns < 0 || f->ctime_ns == e[i].ctime_ns));
+		values[8] = BoolGetDatum(f != NULL && f->id.size == e[i].size &&
+								 f->id.mtime_ns == e[i].mtime_ns &&
+								 (f->id.ctime_ns < 0 || f->id.ctime_ns == e[i].ctime_ns));
 		nulls[8] = f == NULL;
 		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
 	}

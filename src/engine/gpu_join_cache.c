@@ -86,6 +86,7 @@
 
 #include "engine/gpu_join.h"
 #include "fdw/fdw_scan.h"
+#include "xpu/file_id.h"
 #include "xpu/protocol.h"
 
 /* pg_warp.gpujoin_cache: look for kept tables and keep new ones */
@@ -274,20 +275,16 @@ gj_cache_arrow_version(Relation rel, uint8 *out)
 	{
 		const char *path = lfirst(lc);
 		struct stat st;
-		int64		id[5];
+		WarpFileId	id;
 
 		if (stat(path, &st) != 0 || !S_ISREG(st.st_mode))
 		{
 			pg_cryptohash_free(ctx);
 			return false;
 		}
-		id[0] = (int64) st.st_dev;
-		id[1] = (int64) st.st_ino;
-		id[2] = (int64) st.st_size;
-		id[3] = (int64) st.st_mtim.tv_sec * 1000000000 + st.st_mtim.tv_nsec;
-		id[4] = (int64) st.st_ctim.tv_sec * 1000000000 + st.st_ctim.tv_nsec;
+		id = warp_file_id_of(&st);
 		gj_digest_update(ctx, path, strlen(path) + 1);
-		gj_digest_update(ctx, id, sizeof(id));
+		gj_digest_update(ctx, &id, sizeof(id));
 	}
 	gj_digest_end(ctx, out);
 	return true;

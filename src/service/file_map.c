@@ -37,7 +37,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "service/file_id.h"
+#include "xpu/file_id.h"
 #include "service/file_map.h"
 
 /* mappings at once over all runs; a file past them is read with pread */
@@ -61,7 +61,7 @@ struct SvcFileMap
 	uint64_t	used;
 	int64_t		used_at;		/* CLOCK_MONOTONIC seconds of its last open */
 	char	   *path;
-	SvcFileId	id;
+	WarpFileId	id;
 };
 
 /*
@@ -239,7 +239,7 @@ svc_file_map_open_kept(int fd, const struct stat *st, const char *path)
 {
 	SvcFileMap *m = NULL,
 			   *old = NULL;
-	SvcFileId	id = svc_file_id_of(st);
+	WarpFileId	id = warp_file_id_of(st);
 	int			victim = -1;
 
 	pthread_mutex_lock(&kept_lock);
@@ -247,7 +247,7 @@ svc_file_map_open_kept(int fd, const struct stat *st, const char *path)
 	{
 		SvcFileMap *k = kept[i];
 
-		if (k != NULL && svc_file_id_equal(&k->id, &id) && !svc_file_map_lost(k))
+		if (k != NULL && warp_file_id_equal(&k->id, &id) && !svc_file_map_lost(k))
 		{
 			m = k;
 			m->refs++;
@@ -335,17 +335,17 @@ svc_file_map_expire(void)
 	for (int i = 0; i < FILE_MAP_KEPT; i++)
 	{
 		struct stat st;
-		SvcFileId	id;
+		WarpFileId	id;
 		bool		gone;
 
 		if (paths[i] == NULL)
 			continue;
 		gone = stat(paths[i], &st) != 0;
 		if (!gone)
-			id = svc_file_id_of(&st);
+			id = warp_file_id_of(&st);
 		pthread_mutex_lock(&kept_lock);
 		if (kept[i] != NULL && kept[i]->refs == 0 && strcmp(kept[i]->path, paths[i]) == 0 &&
-			(gone || !svc_file_id_equal(&kept[i]->id, &id) ||
+			(gone || !warp_file_id_equal(&kept[i]->id, &id) ||
 			 now - kept[i]->used_at >= FILE_MAP_IDLE))
 		{
 			drop[n++] = kept[i];

@@ -23,14 +23,14 @@
 #include <pthread.h>
 #include <string.h>
 
-#include "service/file_id.h"
+#include "xpu/file_id.h"
 #include "service/file_meta.h"
 
 #define META_ENTRIES	16
 
 typedef struct MetaEntry
 {
-	SvcFileId	id;
+	WarpFileId	id;
 	ArrowFile  *file;			/* a copy that reads nothing; NULL: free */
 	uint64_t	used;			/* meta_clock when last found or added */
 	int			holds;			/* runs whose copies point into it */
@@ -42,9 +42,9 @@ static uint64_t meta_clock;
 static const ArrowSource meta_no_source;	/* the kept files read nothing */
 
 static bool
-meta_is(const MetaEntry *e, const SvcFileId *id)
+meta_is(const MetaEntry *e, const WarpFileId *id)
 {
-	return e->file != NULL && svc_file_id_equal(&e->id, id);
+	return e->file != NULL && warp_file_id_equal(&e->id, id);
 }
 
 /*
@@ -54,7 +54,7 @@ meta_is(const MetaEntry *e, const SvcFileId *id)
  * the caller's).  A kept file reads nothing: its source is cleared.
  */
 static MetaEntry *
-meta_install(ArrowFile *file, const SvcFileId *id)
+meta_install(ArrowFile *file, const WarpFileId *id)
 {
 	MetaEntry  *victim = NULL;
 	ArrowFile  *old = NULL;
@@ -109,7 +109,7 @@ svc_file_meta_open(int fd, const struct stat *st, const ArrowSource *src,
 				   ArrowError *err)
 {
 	MetaEntry  *found = NULL;
-	SvcFileId	id = svc_file_id_of(st),
+	WarpFileId	id = warp_file_id_of(st),
 				after;
 	ArrowFileIdentity fid = {id.dev, id.ino, id.size, id.mtime_ns, id.ctime_ns};
 	char		path[64];
@@ -155,8 +155,8 @@ svc_file_meta_open(int fd, const struct stat *st, const ArrowSource *src,
 	 */
 	if (fstat(fd, &now) == 0)
 	{
-		after = svc_file_id_of(&now);
-		if (svc_file_id_equal(&after, &id) && (found = meta_install(opened, &id)) != NULL)
+		after = warp_file_id_of(&now);
+		if (warp_file_id_equal(&after, &id) && (found = meta_install(opened, &id)) != NULL)
 			return meta_copy(found, src, alloc, out, held, err);
 	}
 	*out = opened;

@@ -221,7 +221,7 @@ gpu_cache_file_id(int fd, GpuCacheFileId *id)
 	memset(id, 0, sizeof(*id));
 	if (fstat(fd, &st) != 0)
 		return false;
-	*id = svc_file_id_of(&st);
+	*id = warp_file_id_of(&st);
 	return true;
 }
 

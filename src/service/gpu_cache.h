@@ -32,13 +32,13 @@
 #include <stdint.h>
 
 #include "service.h"
-#include "service/file_id.h"
+#include "xpu/file_id.h"
 #include "xpu/cuda_driver.h"
 
 #define GPU_CACHE_ALIGN		64	/* the pieces' alignment inside an entry */
 
 /* a file's identity: which contents its buffers came from */
-typedef SvcFileId GpuCacheFileId;
+typedef WarpFileId GpuCacheFileId;
 
 typedef struct GpuCacheEntry GpuCacheEntry;
 

@@ -643,7 +643,7 @@ gagg_nulls_reset(const XpuProgram *prog, uint8_t *nulls, const uint8_t *null0)
  * The program's hoisted constants already hold their registers (run once
  * by gagg_hoisted_setup); null0 is the null flags every row starts from
  * (gagg_nulls_reset).
- * each: NULL, or for a program whose rows expand (xpu_program_expands)
+ * each: NULL, or for a program whose rows expand (xpu_program_expands_over)
  * where the row's probes of every match open their points: the row's
  * first combination of matches; gagg_eval_next the others.  probes: NULL,
  * or the thread's counts of the rows entering each join depth.
@@ -1118,7 +1118,8 @@ kern_agg_exec(const XpuProgram *gprog, uint32_t prog_len, uint32_t smem_prog,
 	prog = gagg_block_setup(gprog, prog_len, smem_prog, gspec, &sp, kern_agg_smem,
 							cstates, ce, entries, hsmem);
 	gagg_hoisted_setup(prog, chunk, regs, nulls, null0, &launch->err);
-	eachp = xpu_program_expands(prog) ? &each : NULL;
+	/* probes of every match over tables of unique keys meet one: no expansion */
+	eachp = xpu_program_expands_over(prog, chunk->joins, chunk->n_joins) ? &each : NULL;
 	if (sp.n_keys == 0 && sp.n_aggs <= GAGG_LOCAL_AGGS)
 	{
 		accp = acc;
@@ -1152,7 +1153,7 @@ kern_agg_exec(const XpuProgram *gprog, uint32_t prog_len, uint32_t smem_prog,
 	 * The block walks its own range of rows, blockDim.x at a time, so that
 	 * a thread's next row is most often in the part of its last one.
 	 */
-	if (eachp == NULL && (cp = xpu_program_compact_point(prog)) >= 0)
+	if (eachp == NULL && (cp = xpu_program_compact_point(prog, chunk->joins, chunk->n_joins)) >= 0)
 		gagg_rows_compacted(&g, cp, cand, &n_cand);
 	else
 		gagg_rows_each_row(&g, eachp);

@@ -301,16 +301,17 @@ xpu_push_settles(const XpuProgram *prog, int pc)
  * such push after the program's first JOIN_PROBE (the rows that found a
  * match at the first depth), else the last one (the rows that passed the
  * qual).  Hoisted constants (instructions before n_hoisted) are not
- * considered.  A program whose rows expand (xpu_program_expands) has none.
+ * considered.  A program whose rows expand over the run's tables joins[0
+ * .. n_joins - 1] (xpu_program_expands_over) has none.
  */
 XPU_HOST_DEVICE int
-xpu_program_compact_point(const XpuProgram *prog)
+xpu_program_compact_point(const XpuProgram *prog, const XpuJoinTable *const *joins, int n_joins)
 {
 	const XpuInstr *ins = XPU_INSTRS(prog);
 	int			probe = -1,
 				last = -1;
 
-	if (xpu_program_expands(prog))
+	if (xpu_program_expands_over(prog, joins, n_joins))
 		return -1;
 	for (int k = prog->n_hoisted; k < prog->stage_start[XPU_STAGE_GROUP]; k++)
 	{

@@ -1060,7 +1060,13 @@ XPU_STEP(JOIN_PROBE)
 	/* one more row (or combination of matches) enters this depth */
 	if (s->probes != 0 && XPU_JOIN_IMM_DEPTH(s->ins->imm) < XPU_JOIN_COUNT_DEPTHS)
 		s->probes[XPU_JOIN_IMM_DEPTH(s->ins->imm)]++;
-	if (s->ins->imm & XPU_JOIN_PROBE_EACH)
+	/*
+	 * a probe of every match; outside a run whose rows expand, one over a
+	 * table of unique keys is a probe of the first (it meets no second
+	 * match: xpu_program_expands_over)
+	 */
+	if ((s->ins->imm & XPU_JOIN_PROBE_EACH) &&
+		(s->each != 0 || (s->ins->imm & XPU_JOIN_PROBE_MARK) || !(t->flags & XPU_JOIN_UNIQUE)))
 	{
 		xpu_join_probe_keys(s, vals, nulls);
 		xpu_join_probe_each(s, t, vals, nulls);

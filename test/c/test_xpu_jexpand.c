@@ -523,6 +523,48 @@ test_unique(void)
 		free(got.r);
 		free(ws);
 	}
+	{
+		/*
+		 * the GPU kernel's form of a run that does not expand (kern_agg.cu:
+		 * no XpuEach): each row once through the whole program, the probe
+		 * taking the first match; the compacted walk may set rows aside
+		 */
+		const uint16_t *st = p->stage_start;
+		XpuValue	regs[XPU_MAX_REGS],
+					regs0[XPU_MAX_REGS];
+		uint8_t		nulls[XPU_MAX_REGS],
+					null0[XPU_MAX_REGS];
+		int			passed[4],
+					cp;
+
+		memset(&err, 0, sizeof(err));
+		memset(regs0, 0, sizeof(regs0));
+		memset(null0, 1, sizeof(null0));
+		xpu_row_run(p, 0, p->n_hoisted, &chunk, chunk.cols, 0, regs0, null0, 1, &err);
+		for (int64_t row = 0; row < 4; row++)
+		{
+			memcpy(regs, regs0, sizeof(regs));
+			memcpy(nulls, null0, sizeof(nulls));
+			xpu_row_run(p, p->n_hoisted, st[XPU_STAGE_GROUP], &chunk, chunk.cols, row, regs,
+						nulls, 1, &err);
+			passed[row] = XPU_TRUE(&regs[0], nulls[0]);
+			if (passed[row])
+				xpu_row_run(p, st[XPU_STAGE_PROJ], st[XPU_N_STAGES], &chunk, chunk.cols, row,
+							regs, nulls, 1, &err);
+			if (row != 1 && passed[row] && regs[XPU_OUTS(p)[0]].i !=
+				kcol[row])
+				passed[row] = -1;
+		}
+		tap_ok(err.code == XPU_OK && passed[0] == 1 && passed[1] == 0 && passed[2] == 1 &&
+			   passed[3] == 1,
+			   "the per-row form without an XpuEach probes its first match: rows 0, 2, 3 (%s)",
+			   err.message);
+		cp = xpu_program_compact_point(p, tabs, 1);
+		tabs[0] = tt;
+		tap_ok(cp >= 0 && xpu_program_compact_point(p, tabs, 1) == -1,
+			   "a compact point over unique keys (%d), none over repeated ones", cp);
+		tabs[0] = th;
+	}
 	free(p);
 	free(td);
 	free(th);

@@ -86,7 +86,7 @@ js_exec_compacted(const XpuProgram *p, const XpuChunk *chunk, JsRun *r, int *cp,
 				nulls[XPU_MAX_REGS];
 
 	js_run_alloc(r, chunk->nrows, p->n_outs);
-	*cp = xpu_program_compact_point(p);
+	*cp = xpu_program_compact_point(p, chunk->joins, chunk->n_joins);
 	*dropped_pass = 0;
 	memset(regs0, 0, sizeof(regs0));
 	memset(null0, 1, sizeof(null0));

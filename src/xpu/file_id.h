@@ -3,34 +3,36 @@
  * file_id.h
  *		A file's identity as the service keys what it keeps of files (the
  *		GPU column cache, registered pages, opened files' metadata, kept
- *		mappings): device, inode, size, modification and change times.  A
- *		file replaced, appended to, truncated or written in place has
- *		another.
+ *		mappings) and the backend the inner tables of Arrow dimensions it
+ *		keeps: device, inode, size, modification and change times.  A file
+ *		replaced, appended to, truncated or written in place has another.
+ *		Plain C, shared by the service and the backend (xpu/protocol.h's
+ *		cache entries carry the same fields).
  *
  *-------------------------------------------------------------------------
  */
-#ifndef SERVICE_FILE_ID_H
-#define SERVICE_FILE_ID_H
+#ifndef XPU_FILE_ID_H
+#define XPU_FILE_ID_H
 
 #include <stdbool.h>
 #include <stdint.h>
 #include <string.h>
 #include <sys/stat.h>
 
-typedef struct SvcFileId
+typedef struct WarpFileId
 {
 	int64_t		dev;
 	int64_t		ino;
 	int64_t		size;
 	int64_t		mtime_ns;
 	int64_t		ctime_ns;
-} SvcFileId;
+} WarpFileId;
 
-/* svc_file_id_of: the identity of the file of stat st */
-static inline SvcFileId
-svc_file_id_of(const struct stat *st)
+/* warp_file_id_of: the identity of the file of stat st */
+static inline WarpFileId
+warp_file_id_of(const struct stat *st)
 {
-	SvcFileId	id;
+	WarpFileId	id;
 
 	memset(&id, 0, sizeof(id));
 	id.dev = (int64_t) st->st_dev;
@@ -42,10 +44,10 @@ svc_file_id_of(const struct stat *st)
 }
 
 static inline bool
-svc_file_id_equal(const SvcFileId *a, const SvcFileId *b)
+warp_file_id_equal(const WarpFileId *a, const WarpFileId *b)
 {
 	return a->dev == b->dev && a->ino == b->ino && a->size == b->size &&
 		a->mtime_ns == b->mtime_ns && a->ctime_ns == b->ctime_ns;
 }
 
-#endif							/* SERVICE_FILE_ID_H */
+#endif							/* XPU_FILE_ID_H */
