@@ -26,7 +26,8 @@
  * host, once), and a file that is not in the page cache is not read from
  * the disk a second time by the registration: a region whose sampled pages
  * are not all cached (preadv2 RWF_NOWAIT of a byte every
- * FILE_REG_SAMPLE bytes) is left for a later run to queue again.
+ * FILE_REG_SAMPLE bytes, through a descriptor with read-ahead off: a miss
+ * reads that one page) is left for a later run to queue again.
  * The mapping is file_map.c's: were a page of it touched by the CPU after
  * the file shrank (the stand-in driver of the tests copies with memcpy),
  * the fault is caught and the mapping marked lost, which fails the run
@@ -52,6 +53,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
@@ -88,7 +90,7 @@ struct FileReg
 	FileReg    *next;
 	GpuCacheFileId id;
 	SvcFileMap *fmap;
-	int			fd;				/* a descriptor of its own (the page-cache test) */
+	int			fd;				/* a descriptor of its own (sample_fd) */
 	uint8_t    *map;				/* its bytes */
 	size_t		map_len;		/* the file's size in whole pages */
 	int32_t		n_regions;
@@ -140,6 +142,25 @@ region_len(const FileReg *r, int32_t i)
 
 	return r->map_len - start < (size_t) FILE_REG_REGION ? r->map_len - start :
 		(size_t) FILE_REG_REGION;
+}
+
+/*
+ * sample_fd: a descriptor of the file open as fd, of its own (opened again
+ * through /proc/self/fd: the same inode, another open file), with read-ahead
+ * off, for region_cached: a sample that misses the page cache then reads
+ * that page only, and the runs' descriptor keeps its read-ahead; -1 when it
+ * cannot be opened
+ */
+static int
+sample_fd(int fd)
+{
+	char		path[64];
+	int			own;
+
+	snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
+	if ((own = open(path, O_RDONLY | O_CLOEXEC)) >= 0)
+		(void) posix_fadvise(own, 0, 0, POSIX_FADV_RANDOM);
+	return own;
 }
 
 /* unregisters every registered region of r and unmaps it (reg_lock held) */
@@ -234,7 +255,7 @@ file_reg_acquire(const GpuCacheFileId *id, int fd)
 			r->map_len = ((size_t) id->size + page - 1) / page * page;
 			r->n_regions = (int32_t) ((r->map_len + FILE_REG_REGION - 1) / FILE_REG_REGION);
 			r->state = calloc((size_t) r->n_regions, 1);
-			r->fd = r->state != NULL ? fcntl(fd, F_DUPFD_CLOEXEC, 0) : -1;
+			r->fd = r->state != NULL ? sample_fd(fd) : -1;
 			r->fmap = r->fd >= 0 ? svc_file_map_open(fd, (size_t) id->size) : NULL;
 			if (r->fmap == NULL)
 			{
