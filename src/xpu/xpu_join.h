@@ -1015,6 +1015,20 @@ xpu_join_probe_each(XpuCtx *s, const XpuJoinTable *t, const XpuValue *vals,
 	}
 }
 
+/*
+ * may a probe of every match, ins, of one of tables joins[0 .. n_joins - 1]
+ * (NULL: none known) meet more than one match, or must it run in the per-row
+ * form for another reason (it marks inner rows, its table is missing)
+ */
+XPU_HOST_DEVICE int
+xpu_join_probe_expands(const XpuInstr *ins, const XpuJoinTable *const *joins, int n_joins)
+{
+	int			depth = XPU_JOIN_IMM_DEPTH(ins->imm);
+
+	return (ins->imm & XPU_JOIN_PROBE_MARK) || joins == 0 || depth >= n_joins ||
+		joins[depth] == 0 || !(joins[depth]->flags & XPU_JOIN_UNIQUE);
+}
+
 /* the table of the instruction's depth, NULL (an error recorded) when none */
 XPU_HOST_DEVICE const XpuJoinTable *
 xpu_join_of(XpuCtx *s)
@@ -1063,10 +1077,10 @@ XPU_STEP(JOIN_PROBE)
 	/*
 	 * a probe of every match; outside a run whose rows expand, one over a
 	 * table of unique keys is a probe of the first (it meets no second
-	 * match: xpu_program_expands_over)
+	 * match: xpu_join_probe_expands)
 	 */
 	if ((s->ins->imm & XPU_JOIN_PROBE_EACH) &&
-		(s->each != 0 || (s->ins->imm & XPU_JOIN_PROBE_MARK) || !(t->flags & XPU_JOIN_UNIQUE)))
+		(s->each != 0 || xpu_join_probe_expands(s->ins, s->joins, s->n_joins)))
 	{
 		xpu_join_probe_keys(s, vals, nulls);
 		xpu_join_probe_each(s, t, vals, nulls);
@@ -1134,20 +1148,6 @@ xpu_program_marks(const XpuProgram *prog)
 		if (ins[pc].op == XPU_OP_JOIN_PROBE && (ins[pc].imm & XPU_JOIN_PROBE_MARK))
 			return pc;
 	return -1;
-}
-
-/*
- * may a probe of every match, ins, of one of tables joins[0 .. n_joins - 1]
- * (NULL: none known) meet more than one match, or must it run in the per-row
- * form for another reason (it marks inner rows, its table is missing)
- */
-XPU_HOST_DEVICE int
-xpu_join_probe_expands(const XpuInstr *ins, const XpuJoinTable *const *joins, int n_joins)
-{
-	int			depth = XPU_JOIN_IMM_DEPTH(ins->imm);
-
-	return (ins->imm & XPU_JOIN_PROBE_MARK) || joins == 0 || depth >= n_joins ||
-		joins[depth] == 0 || !(joins[depth]->flags & XPU_JOIN_UNIQUE);
 }
 
 /*
