@@ -118,11 +118,13 @@ def scan_all(client, s, f, t, chunk):
 def first_run(client, svc, f, t, chunk):
     """The first run over file f (table t in batches of chunk rows), checked:
     it reads with pread and queues the file's regions; then waits until they
-    are registered (and checks that some are)"""
+    are registered (and checks that some are).  The registering thread may
+    finish a region while the run goes on, so its later batches may copy
+    from the pages: its first were read."""
     blocks, end, error = run(client, svc, "pos", [f])
     assert error is None, error
     assert rows_of(blocks) == expected(t, chunk, QUALS["pos"])
-    assert int(end["mapped"]) == 0 and int(end["to_pin"]) > 0, end
+    assert int(end["mapped"]) < int(end["bytes_read"]) and int(end["to_pin"]) > 0, end
     assert registered(svc) > 0
     return end
 
