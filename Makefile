@@ -45,6 +45,7 @@ OBJS         = \
 	src/engine/gpu_join_cache.o \
 	src/engine/gpu_join_rows.o \
 	src/engine/gpu_join_scan.o \
+	src/engine/gpu_join_memfd.o \
 	src/engine/gpu_join_table.o \
 	src/engine/gpu_preagg.o \
 	src/engine/heap_source.o \

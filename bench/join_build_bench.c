@@ -14,11 +14,17 @@
  *		ms.  (Built at 494940d it also timed the way before, every image
  *		merged into the builder first; since gpu_join_table.c the memfd is
  *		mapped populated and written where not 0, as gj_table_make does:
- *		bench/results/README.md.)
+ *		bench/results/README.md.)  The memfd's steps and the write are
+ *		gj_table_make's (src/engine/gpu_join_memfd.c: a table of 4 MB or
+ *		more written by up to 8 threads).  Each table also with its memory
+ *		made ahead (gj_table_prepare: before the clock here, during the
+ *		scan there) for 1.25, 0.5 and 100 times its size: then grown or
+ *		shrunk, which the time includes (over twice the table's size it is
+ *		not used: a fresh memfd, the unused one let go by a detached thread).
  *
- *		cc -std=gnu11 -O3 -D_GNU_SOURCE -Isrc/xpu -o /tmp/join_build_bench \
- *			bench/join_build_bench.c src/xpu/xpu_join.c src/xpu/xpu_agg.c \
- *			src/xpu/xpu_hll_sketch.c -lm
+ *		cc -std=gnu11 -O3 -D_GNU_SOURCE -Isrc -Isrc/xpu -o /tmp/join_build_bench \
+ *			bench/join_build_bench.c src/engine/gpu_join_memfd.c src/xpu/xpu_join.c \
+ *			src/xpu/xpu_agg.c src/xpu/xpu_hll_sketch.c -lm -lpthread
  *		/tmp/join_build_bench [n [shares]]	(defaults 400000, 13)
  */
 #include <stdio.h>
@@ -28,9 +34,16 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "xpu_join.h"
+#include "engine/gpu_join_memfd.h"
 
 #define RUNS	7
+
+/* the memory made ahead, in table sizes (0: none, a fresh memfd after the scan) */
+static const double AHEAD[] = {0, 1.25, 0.5, 100};
+static const char *const AHEAD_NAME[] = {
+	"fresh memfd:", "memory made ahead, 1.25x:", "memory made ahead, 0.5x:",
+	"memory made ahead, 100x:"
+};
 
 static double
 now(void)
@@ -108,47 +121,69 @@ make_images(const XpuJoinSpec *spec, int n, int shares, uint64_t *lens)
 }
 
 /*
- * the leader's part, once: the table of the images in a fresh memfd; its
- * bytes copied to *out
+ * the leader's part, once: the table of the images in a memfd, as
+ * gj_table_make makes it; its bytes copied to *out.  ahead > 0: the memfd
+ * made before the clock starts, ahead times the table's size, as
+ * gj_table_prepare's thread makes it during the scan
  */
 static double
-finish(const XpuJoinSpec *spec, void **images, const uint64_t *lens, int shares, void **out,
-	   uint64_t *out_len)
+finish(const XpuJoinSpec *spec, void **images, const uint64_t *lens, int shares, double ahead,
+	   void **out, uint64_t *out_len)
 {
 	XpuError	err = {0};
-	double		t0 = now();
+	double		t0;
 	XpuJoinBuilder *b = xpu_join_builder_create(spec, &err);
 	uint64_t	len;
-	int			fd;
-	void	   *p;
+	GjMemfd		mem;
+	int			used = 0;
 	double		secs;
 
+	if (ahead > 0)
+	{
+		/* the table's size, known here from a first layout (the plan's rows there) */
+		for (int s = 0; s < shares; s++)
+			xpu_join_builder_attach(b, images[s], lens[s], &err);
+		len = xpu_join_builder_layout(b, &err);
+		xpu_join_builder_free(b);
+		b = xpu_join_builder_create(spec, &err);
+		if (!gj_memfd_make(&mem, ((uint64_t) (len * ahead) + 4095) / 4096 * 4096))
+		{
+			fprintf(stderr, "memfd made ahead failed\n");
+			exit(1);
+		}
+	}
+	t0 = now();
 	for (int s = 0; s < shares; s++)
 		if (!xpu_join_builder_attach(b, images[s], lens[s], &err))
 		{
 			fprintf(stderr, "attach: %s\n", err.message);
 			exit(1);
 		}
-	if ((len = xpu_join_builder_layout(b, &err)) == 0 ||
-		(fd = memfd_create("join_build_bench", MFD_CLOEXEC)) < 0 ||
-		ftruncate(fd, (off_t) len) != 0 ||
-		(p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE, fd, 0)) ==
-		MAP_FAILED)
+	if ((len = xpu_join_builder_layout(b, &err)) == 0)
 	{
-		fprintf(stderr, "layout or memfd failed: %s\n", err.message);
+		fprintf(stderr, "layout: %s\n", err.message);
 		exit(1);
 	}
-	xpu_join_builder_write_zeroed(b, p);
+	if (ahead > 0)
+		used = gj_memfd_fit(&mem, len);
+	if (!used && !gj_memfd_make(&mem, len))
+	{
+		fprintf(stderr, "memfd failed\n");
+		exit(1);
+	}
+	gj_table_write(b, mem.map, len);
 	xpu_join_builder_free(b);
-	secs = now() - t0;
+	/* (the first run's copy, whose time is not kept) */
 	if (out != NULL)
 	{
 		*out = malloc((size_t) len);
-		memcpy(*out, p, (size_t) len);
+		memcpy(*out, mem.map, (size_t) len);
 		*out_len = len;
 	}
-	munmap(p, len);
-	close(fd);
+	if (!gj_memfd_finish(&mem, len))
+		exit(1);
+	secs = now() - t0;
+	close(mem.fd);
 	return secs;
 }
 
@@ -158,7 +193,7 @@ main(int argc, char **argv)
 	int			n = argc > 1 ? atoi(argv[1]) : 400000;
 	int			shares = argc > 2 ? atoi(argv[2]) : 13;
 
-	printf("%d rows in %d shares, the leader's part (attach, layout, write into a fresh "
+	printf("%d rows in %d shares, the leader's part (attach, layout, write into a "
 		   "memfd), median of %d, ms\n", n, shares, RUNS);
 	for (int text = 0; text <= 1; text++)
 	{
@@ -180,28 +215,32 @@ main(int argc, char **argv)
 		spec.pay_types[0] = XPU_T_TEXT;
 		spec.form = XPU_JOIN_AUTO;
 		images = make_images(&spec, n, shares, lens);
-		finish(&spec, images, lens, shares, &tab, &tab_len);
-		for (int r = 0; r < RUNS; r++)
-			t[r] = finish(&spec, images, lens, shares, NULL, NULL);
-		qsort(t, RUNS, sizeof(double), cmp_double);
 		if ((one = xpu_join_builder_create(&spec, &err)) == NULL)
 			exit(1);
 		add_rows(one, 0, n);
 		whole = xpu_join_builder_finish(one, &err);
 		xpu_join_builder_free(one);
-		same = whole != NULL && whole->total_len == tab_len && memcmp(whole, tab, tab_len) == 0;
-		printf("  %-22s %7.2f   (%s form, %llu bytes; %s)\n",
-			   text ? "key + text payload:" : "key only:", t[RUNS / 2] * 1e3,
-			   ((XpuJoinTable *) tab)->form == XPU_JOIN_DENSE ? "dense" : "hash",
-			   (unsigned long long) tab_len,
-			   same ? "the bytes of one builder's table" : "NOT one builder's table");
-		if (!same)
-			return 1;
+		for (int a = 0; a < 4; a++)
+		{
+			finish(&spec, images, lens, shares, AHEAD[a], &tab, &tab_len);
+			for (int r = 0; r < RUNS; r++)
+				t[r] = finish(&spec, images, lens, shares, AHEAD[a], NULL, NULL);
+			qsort(t, RUNS, sizeof(double), cmp_double);
+			same = whole != NULL && whole->total_len == tab_len &&
+				memcmp(whole, tab, tab_len) == 0;
+			printf("  %-20s %-26s %7.2f   (%s form, %llu bytes; %s)\n",
+				   text ? "key + text payload," : "key only,", AHEAD_NAME[a], t[RUNS / 2] * 1e3,
+				   ((XpuJoinTable *) tab)->form == XPU_JOIN_DENSE ? "dense" : "hash",
+				   (unsigned long long) tab_len,
+				   same ? "the bytes of one builder's table" : "NOT one builder's table");
+			free(tab);
+			if (!same)
+				return 1;
+		}
 		for (int s = 0; s < shares; s++)
 			free(images[s]);
 		free(images);
 		free(lens);
-		free(tab);
 		free(whole);
 	}
 	return 0;

@@ -1698,9 +1698,17 @@ gj_explain(GjInner *inner, int n, List *clauses, List *ctx, bool analyze, Explai
 							 inner[d].build_ms);
 			/* where a build's time went: a group's scans are each of its depths' */
 			if (es->verbose && !inner[d].from_cache)
+			{
 				appendStringInfo(&s, ": %s %.3f, table %.3f, load %.3f",
 								 inner[d].group != NULL ? "group scans" : "scan",
 								 inner[d].scan_ms, inner[d].table_ms, inner[d].load_ms);
+				/* its memory made while the rows were scanned (gj_table_prepare) */
+				if (inner[d].prepared_bytes > 0)
+					appendStringInfo(&s, "; memory made during the scan %llu kB%s",
+									 (unsigned long long) (inner[d].prepared_bytes + 1023) / 1024,
+									 inner[d].prepared_used ? "" :
+									 ", not used (over twice the table's)");
+			}
 		}
 		/* the rows into and out of the depth (gpu_join_rows.c) */
 		if (analyze && inner[d].join_id != 0)

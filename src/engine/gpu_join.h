@@ -75,6 +75,10 @@ typedef struct GjInner
 	struct GjGroup *group;
 	/* found not kept by the service before its group ran (gj_load), or NULL */
 	struct GjFind *find;
+	/* its table's memory made while its rows are scanned (gj_table_prepare) */
+	struct GjPrepared *prepared;
+	uint64		prepared_bytes; /* EXPLAIN VERBOSE: of the last table, 0: none */
+	bool		prepared_used;	/* the table written into them (else let go) */
 } GjInner;
 
 /*
@@ -208,6 +212,7 @@ extern void gj_query_add(GjInner *g, int d, const XpuProgram *prog, const char *
 extern Plan *gj_build_plan(Plan *plan);
 extern List *gj_build_group(List *plans, List *depth_privates, List **privates_out);
 extern PlanState *gj_build_node(PlanState *inner);
+extern double gj_build_rows(PlanState *inner);
 extern bool gj_build_run(PlanState *inner, const GjSpec *gs, XpuJoinBuilder *b, double *rows,
 						 const char **why);
 extern bool gj_build_take(PlanState *node, XpuJoinBuilder *b, double *rows, const char **why);
@@ -218,6 +223,7 @@ extern void gj_build_init(void);
 
 /* in gpu_join_table.c: a depth's table made and loaded into the service */
 typedef struct GjTables GjTables;
+extern void gj_table_prepare(GjInner *g, const GjSpec *gs, double rows);
 extern bool gj_load(GjInner *g, int d, const XpuProgram *prog, GjBuildStart *before,
 					GjTables *made, const char **why);
 extern GjTables *gj_tables_make(GjInner *inner, int n, const XpuProgram *prog,

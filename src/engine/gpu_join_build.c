@@ -127,14 +127,12 @@ gjb_leader_only(Node *node, void *context)
 }
 
 /*
- * gj_build_plan: plan, an inner plan made to return the keys and payload,
- * with a GjbState node under its Gather (the same target list, over the
- * Gather's scan) where it has one that runs workers and its target list may
- * be evaluated in them; else plan as it is
+ * a GpuJoinBuild node of target list tlist over scan, whose participants
+ * together are expected to read rows rows (its private item: the plan's
+ * rows of a partial scan are each participant's)
  */
-/* a GpuJoinBuild node of target list tlist over scan */
 static Plan *
-gjb_over(Plan *scan, List *tlist)
+gjb_over(Plan *scan, List *tlist, double rows)
 {
 	CustomScan *cs;
 	List	   *scan_tlist = NIL;
@@ -158,6 +156,7 @@ gjb_over(Plan *scan, List *tlist)
 	cs->scan.scanrelid = 0;
 	cs->custom_scan_tlist = scan_tlist;
 	cs->custom_plans = list_make1(scan);
+	cs->custom_private = list_make1(makeFloat(psprintf("%.0f", rows)));
 	cs->methods = &gjb_plan_methods;
 	return &cs->scan.plan;
 }
@@ -175,7 +174,7 @@ gj_build_plan(Plan *plan)
 		((Gather *) plan)->num_workers <= 0 || plan->lefttree == NULL ||
 		gjb_leader_only((Node *) plan->targetlist, NULL))
 		return plan;
-	plan->lefttree = gjb_over(plan->lefttree, plan->targetlist);
+	plan->lefttree = gjb_over(plan->lefttree, plan->targetlist, plan->plan_rows);
 	return plan;
 }
 
@@ -281,7 +280,8 @@ gj_build_group(List *plans, List *depth_privates, List **privates_out)
 				Plan	   *p = list_nth(plans, d);
 
 				child[d] = k++;
-				ap->appendplans = lappend(ap->appendplans, gjb_over(p, p->targetlist));
+				ap->appendplans = lappend(ap->appendplans,
+										  gjb_over(p, p->targetlist, p->plan_rows));
 			}
 		ap->first_partial_plan = k;
 		for (int d = 0; d < n; d++)
@@ -540,6 +540,21 @@ gj_build_node(PlanState *inner)
 	return below;
 }
 
+/*
+ * gj_build_rows: the rows the planner expects inner (a depth's inner plan,
+ * or its GpuJoinBuild node in a group) to give in all
+ */
+double
+gj_build_rows(PlanState *inner)
+{
+	PlanState  *node = IsA(inner, CustomScanState) &&
+		((CustomScanState *) inner)->methods == &gjb_exec_methods ? inner : NULL;
+
+	if (node == NULL)
+		return inner->plan->plan_rows;
+	return floatVal(linitial(((CustomScan *) node->plan)->custom_private));
+}
+
 /* node (a GpuJoinBuild) to build the table of spec gs, or none (NULL) */
 static void
 gjb_arm(PlanState *node, const GjSpec *gs)
@@ -712,6 +727,7 @@ gj_build_group_run(GjGroup *grp, GjInner *inner, int n, const XpuProgram *prog,
 		g->find = f;
 		g->rows = 0;
 		gjb_arm(g->ps, &f->gs);
+		gj_table_prepare(g, &f->gs, gj_build_rows(g->ps));
 		build = true;
 		if (start != NULL && start->min_cost >= 0 && g->ps->plan->total_cost >= start->min_cost)
 			costly = true;

@@ -8,10 +8,10 @@
  * A table goes through three steps.  gj_table_begin (the backend's work:
  * the inner plan run, or a parallel build's images taken, and whether the
  * relation may be kept) gives a builder with the rows; gj_table_make lays
- * the table out and writes it into a fresh memfd, mapped populated so that
- * its pages are not faulted in one by one, and written where it is not 0
- * (xpu_join_builder_write_zeroed: the memfd's pages are 0); gj_table_end
- * seals the memfd and loads it into the service.
+ * the table out and writes it into a memfd whose pages are 0 and mapped
+ * populated (xpu_join_builder_write_zeroed writes where it is not 0; a
+ * large table by several threads, gpu_join_memfd.c); gj_table_end seals
+ * the memfd and loads it into the service.
  *
  * gj_table_make touches no PostgreSQL state: the builder (malloc's), the
  * images it reads where they lie in the query's DSA (mapped by the
@@ -25,14 +25,20 @@
  * 13-19 and 20-27 ms one after the other ("Where a build's time goes",
  * bench/results/README.md).
  *
+ * Most of making a table was the memfd's pages (gpu_join_memfd.c).  So
+ * before a depth's rows are scanned, gj_table_prepare has a thread make a
+ * memfd of the size the planner's rows give (GjPrepared) while the scan
+ * runs; gj_table_make fits it to the table (grown, kept and shrunk, or not
+ * used where it is over twice the table).  Unused, it goes when the
+ * depth's table is made or refused, or at the query's end (a memory
+ * context callback, which joins the thread).
+ *
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
 
 #include <fcntl.h>
 #include <pthread.h>
-#include <signal.h>
-#include <sys/mman.h>
 #include <unistd.h>
 
 #include "access/table.h"
@@ -41,6 +47,26 @@
 
 #include "engine/engine.h"
 #include "engine/gpu_join.h"
+#include "engine/gpu_join_memfd.h"
+
+/*
+ * A table's memory is made ahead (gj_table_prepare) only where the
+ * planner expects it to take this much: below, MAP_POPULATE costs about as
+ * much as the thread
+ */
+#define GJ_PREPARE_MIN		((uint64) 256 << 10)
+/* ... and no more than this (a larger table grows into the rest) */
+#define GJ_PREPARE_MAX		((uint64) 1 << 30)
+
+/* a depth's table memory made while its rows are scanned */
+typedef struct GjPrepared
+{
+	pthread_t	tid;
+	bool		running;		/* tid to be joined */
+	uint64		len;			/* the bytes asked (whole pages) */
+	GjMemfd		mem;			/* what the thread made, fd -1: none (or taken) */
+	MemoryContextCallback cb;
+} GjPrepared;
 
 /* one depth's table on its way (gj_table_begin, _make, _end) */
 typedef struct GjTable
@@ -56,6 +82,8 @@ typedef struct GjTable
 	int			fd;
 	XpuError	err;			/* len 0: the layout's refusal */
 	int			sys_errno;		/* fd < 0, len > 0: the memfd's failure */
+	uint64		prepared;		/* the bytes of memory made during the scan */
+	bool		prepared_used;	/* and the table written into them */
 	instr_time	start;
 	instr_time	rows_read;
 	instr_time	made;
@@ -69,6 +97,126 @@ struct GjTables
 	int			failed_d;		/* the depth whose rows could not be taken, or -1 */
 	const char *why;			/* and why */
 };
+
+/* ---------------------------------------------------------------- memory made ahead */
+
+static void *
+gj_prepared_thread(void *arg)
+{
+	GjPrepared *m = arg;
+
+	if (!gj_memfd_make(&m->mem, m->len))
+		m->mem.fd = -1;
+	return NULL;
+}
+
+/* m's thread joined: m->mem is then its memfd, if it made one (else fd -1) */
+static void
+gj_prepared_wait(GjPrepared *m)
+{
+	if (m->running)
+		pthread_join(m->tid, NULL);
+	m->running = false;
+}
+
+/* what m made let go (once its thread is done) */
+static void
+gj_prepared_free(void *arg)
+{
+	GjPrepared *m = arg;
+
+	gj_prepared_wait(m);
+	if (m->mem.fd >= 0)
+		gj_memfd_drop(&m->mem, false);
+}
+
+/* depth g's memory made ahead, if unused, let go */
+static void
+gj_prepared_release(GjInner *g)
+{
+	if (g->prepared != NULL)
+		gj_prepared_free(g->prepared);
+	g->prepared = NULL;
+}
+
+/*
+ * gj_table_prepare: the memory of depth g's table (of spec gs), whose
+ * scan the planner expects to give rows rows, made by a thread while the
+ * rows are scanned, where it would take GJ_PREPARE_MIN bytes or more.
+ * Memory made for fewer rows than come costs nothing more than a fresh
+ * memfd's (the rest is made after the scan, as before), for more it costs
+ * its freeing (gj_memfd_fit): so the size is the least a row takes, the
+ * dense form's slot, each payload column's value and NULL flag, and the
+ * bytes of its texts (the plan's width less 8 for each column that is
+ * not a text).
+ */
+void
+gj_table_prepare(GjInner *g, const GjSpec *gs, double rows)
+{
+	const XpuJoinSpec *spec = &gs->spec;
+	double		row = 4;
+	double		texts = g->ps->plan->plan_width;
+	double		bytes;
+	uint64		limit = spec->max_bytes == 0 ? XPU_JOIN_MAX_BYTES :
+		Min(spec->max_bytes, XPU_JOIN_MAX_BYTES);
+	uint64		page = (uint64) sysconf(_SC_PAGESIZE);
+	GjPrepared *m;
+	bool		text = false;
+
+	gj_prepared_release(g);		/* a rescan's: made for the rows before */
+	for (int k = 0; k < spec->n_keys; k++)
+	{
+		text |= spec->keys[k].type == XPU_T_TEXT;
+		texts -= spec->keys[k].type == XPU_T_TEXT ? 0 : 8;
+	}
+	for (int c = 0; c < spec->n_pay; c++)
+	{
+		row += xpu_join_pay_width(spec->pay_types[c]) + 1;
+		text |= spec->pay_types[c] == XPU_T_TEXT;
+		texts -= spec->pay_types[c] == XPU_T_TEXT ? 0 : 8;
+	}
+	if (text && texts > 0)
+		row += texts;
+	if (spec->n_parts > 1)
+		rows /= spec->n_parts;	/* the table of one partition of the rows */
+	bytes = Max(rows, 1) * row + 4096;
+	bytes = Min(bytes, (double) Min(limit, GJ_PREPARE_MAX));
+	if (bytes < GJ_PREPARE_MIN)
+		return;
+	m = MemoryContextAllocZero(g->ps->state->es_query_cxt, sizeof(GjPrepared));
+	m->mem.fd = -1;
+	m->len = ((uint64) bytes + page - 1) / page * page;
+	m->cb.func = gj_prepared_free;
+	m->cb.arg = m;
+	MemoryContextRegisterResetCallback(g->ps->state->es_query_cxt, &m->cb);
+	m->running = gj_thread_start(&m->tid, false, gj_prepared_thread, m);
+	g->prepared = m;
+}
+
+/*
+ * gj_prepared_take: depth g's memory made ahead, fitted to a table of len
+ * bytes (gj_memfd_fit): true with it in *mem; false where none was made or
+ * it does not fit (let go).  *made: the bytes made ahead, where any were.
+ * No PostgreSQL call.
+ */
+static bool
+gj_prepared_take(GjInner *g, uint64 len, GjMemfd *mem, uint64 *made)
+{
+	GjPrepared *m = g->prepared;
+
+	if (m == NULL)
+		return false;
+	g->prepared = NULL;
+	gj_prepared_wait(m);
+	if (m->mem.fd < 0)
+		return false;
+	*made = m->mem.len;
+	*mem = m->mem;
+	m->mem.fd = -1;				/* the table's now */
+	return gj_memfd_fit(mem, len);
+}
+
+/* ---------------------------------------------------------------- the steps */
 
 /*
  * gj_read_rows: the rows of depth g's inner plan into builder b of spec gs;
@@ -135,6 +283,7 @@ gj_table_begin(GjTable *t, GjInner *g, int d, const XpuProgram *prog, GjBuildSta
 	g->rows = 0;
 	g->from_cache = false;
 	g->find = NULL;
+	g->prepared_bytes = 0;
 	if (t->f == &t->local && gj_find(g, d, prog, t->f))
 	{
 		instr_time	end;
@@ -153,13 +302,18 @@ gj_table_begin(GjTable *t, GjInner *g, int d, const XpuProgram *prog, GjBuildSta
 	if ((t->b = xpu_join_builder_create(&t->f->gs.spec, &err)) == NULL)
 	{
 		*why = pstrdup(err.message);
+		gj_prepared_release(g);
 		return -1;
 	}
+	/* a group's depth had its memory made before its group's scans */
+	if (g->group == NULL)
+		gj_table_prepare(g, &t->f->gs, gj_build_rows(g->ps));
 	if (!gj_read_rows(g, &t->f->gs, t->b, why))
 	{
 		xpu_join_builder_free(t->b);
 		t->b = NULL;
 		gj_release_rows(g);
+		gj_prepared_release(g);
 		return -1;
 	}
 	INSTR_TIME_SET_CURRENT(t->rows_read);
@@ -184,24 +338,24 @@ gj_table_begin(GjTable *t, GjInner *g, int d, const XpuProgram *prog, GjBuildSta
 static void
 gj_table_make(GjTable *t)
 {
-	int			fd;
-	void	   *p;
+	GjMemfd		mem;
 
 	if ((t->len = xpu_join_builder_layout(t->b, &t->err)) == 0)
 		return;
-	fd = memfd_create("pg_warp_join", MFD_CLOEXEC | MFD_ALLOW_SEALING);
-	if (fd < 0 || ftruncate(fd, (off_t) t->len) != 0 ||
-		(p = mmap(NULL, t->len, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE, fd, 0)) ==
-		MAP_FAILED)
+	t->prepared_used = gj_prepared_take(t->g, t->len, &mem, &t->prepared);
+	if (!t->prepared_used && !gj_memfd_make(&mem, t->len))
 	{
 		t->sys_errno = errno;
-		if (fd >= 0)
-			close(fd);
 		return;
 	}
-	xpu_join_builder_write_zeroed(t->b, p);
-	munmap(p, t->len);
-	t->fd = fd;
+	gj_table_write(t->b, mem.map, t->len);
+	/* (memory made ahead for more rows than came: the rest let go) */
+	if (!gj_memfd_finish(&mem, t->len))
+	{
+		t->sys_errno = errno;
+		return;
+	}
+	t->fd = mem.fd;
 	INSTR_TIME_SET_CURRENT(t->made);
 }
 
@@ -209,6 +363,7 @@ gj_table_make(GjTable *t)
 static void
 gj_table_discard(GjTable *t)
 {
+	gj_prepared_release(t->g);
 	if (t->b != NULL)
 		xpu_join_builder_free(t->b);
 	t->b = NULL;
@@ -256,6 +411,9 @@ gj_table_end(GjTable *t, const char **why)
 	xpu_join_builder_free(t->b);
 	t->b = NULL;
 	gj_release_rows(g);
+	gj_prepared_release(g);		/* made ahead and not taken (a refused layout) */
+	g->prepared_bytes = t->prepared;
+	g->prepared_used = t->prepared_used;
 	if (t->len == 0)
 	{
 		*why = gj_build_why(&t->err);
@@ -352,8 +510,6 @@ gj_tables_make(GjInner *inner, int n, const XpuProgram *prog, GjBuildStart *befo
 	GjTables   *m;
 	pthread_t	tid[WARP_MAX_JOINS];
 	bool		started[WARP_MAX_JOINS];
-	sigset_t	all,
-				old;
 	int			k = 0;
 	int			r;
 
@@ -389,11 +545,8 @@ gj_tables_make(GjInner *inner, int n, const XpuProgram *prog, GjBuildStart *befo
 	if (m->n == 0)
 		return m;
 	/* one table in the backend, each other in a thread that takes no signal */
-	sigfillset(&all);
-	pthread_sigmask(SIG_SETMASK, &all, &old);
 	for (int i = 1; i < m->n; i++)
-		started[i] = pthread_create(&tid[i], NULL, gj_table_thread, &m->t[i]) == 0;
-	pthread_sigmask(SIG_SETMASK, &old, NULL);
+		started[i] = gj_thread_start(&tid[i], false, gj_table_thread, &m->t[i]);
 	gj_table_make(&m->t[0]);
 	for (int i = 1; i < m->n; i++)
 	{

@@ -801,13 +801,20 @@ dense_fits(const XpuJoinBuilder *b, int64_t *min, uint64_t *range)
 	return !dup;
 }
 
-/* the dense form's slots into t (zeroed): each keyed row's number + 1 */
+/* the dense form's slots of run v's rows into t (zeroed): each keyed row's number + 1 */
 static void
-write_dense_slots(const XpuJoinBuilder *b, XpuJoinTable *t)
+write_dense_slots(const RowsView *v, XpuJoinTable *t)
 {
 	DenseCtx	c = {t->dense_min, 0, NULL, (uint32_t *) ((uint8_t *) t + t->slots_off)};
 
-	dense_rows(b, dense_slot, &c);
+	for (uint64_t i = 0; i < v->n_keyed; i++)
+	{
+		KeyedRow	kr = view_keyed(v, i);
+		int64_t		key;
+
+		memcpy(&key, v->keys + kr.key_off + 1, 8);
+		dense_slot(&c, key, v->base_rows + kr.row);
+	}
 }
 
 /*
@@ -948,71 +955,52 @@ write_hash(const XpuJoinBuilder *b, XpuJoinTable *t)
 		t->flags |= XPU_JOIN_UNIQUE;
 }
 
-/* the rows with a NULL key into t, numbered as the table's rows */
+/*
+ * run p's rows with a NULL key into t, numbered as the table's rows, after
+ * those of the runs before it
+ */
 static void
-write_null_rows(const XpuJoinBuilder *b, XpuJoinTable *t)
+write_null_rows(const XpuJoinBuilder *b, const RowsView *own, int p, XpuJoinTable *t)
 {
+	const RowsView *v = view_at(b, own, p);
 	uint8_t    *dst = (uint8_t *) t + t->null_rows_off;
-	RowsView	own;
 
-	own_view(b, &own);
-	for (int p = 0; p <= b->n_parts; p++)
+	for (int q = 0; q < p; q++)
+		dst += 4 * view_at(b, own, q)->n_null;
+	for (uint64_t i = 0; i < v->n_null; i++)
 	{
-		const RowsView *v = view_at(b, &own, p);
+		uint32_t	r;
 
-		for (uint64_t i = 0; i < v->n_null; i++)
-		{
-			uint32_t	r;
-
-			memcpy(&r, v->null_rows + 4 * i, 4);
-			r += v->base_rows;
-			memcpy(dst, &r, 4);
-			dst += 4;
-		}
+		memcpy(&r, v->null_rows + 4 * i, 4);
+		r += v->base_rows;
+		memcpy(dst, &r, 4);
+		dst += 4;
 	}
 }
 
-/* the payload columns and their texts into t (offsets set) */
+/* run v's payload values and texts into t (offsets set) */
 static void
-write_payload(const XpuJoinBuilder *b, XpuJoinTable *t)
+write_payload(const RowsView *v, XpuJoinTable *t)
 {
-	RowsView	own;
-	uint8_t    *text = (uint8_t *) t + t->text_off;
-
-	own_view(b, &own);
-	for (int p = 0; p <= b->n_parts; p++)
-	{
-		const RowsView *v = view_at(b, &own, p);
-
-		if (v->len_text > 0)
-			memcpy(text + v->base_text, v->text, (size_t) v->len_text);
-	}
-	for (int c = 0; c < t->n_pay; c++)
+	if (v->len_text > 0)
+		memcpy((uint8_t *) t + t->text_off + v->base_text, v->text, (size_t) v->len_text);
+	for (int c = 0; c < t->n_pay && v->n_rows > 0; c++)
 	{
 		XpuJoinPayCol *pc = &t->pay[c];
-		uint8_t    *vals = (uint8_t *) t + pc->vals_off;
-		uint8_t    *nulls = (uint8_t *) t + pc->nulls_off;
+		uint8_t    *at = (uint8_t *) t + pc->vals_off + (uint64_t) v->base_rows * pc->width;
 
-		for (int p = 0; p <= b->n_parts; p++)
+		memcpy(at, v->pay_vals[c], (size_t) v->n_rows * pc->width);
+		memcpy((uint8_t *) t + pc->nulls_off + v->base_rows, v->pay_nulls[c], v->n_rows);
+		if (pc->type != XPU_T_TEXT)
+			continue;
+		/* a NULL's slot stays 0 but for the table's text offset */
+		for (uint32_t r = 0; r < v->n_rows; r++)
 		{
-			const RowsView *v = view_at(b, &own, p);
-			uint8_t    *at = vals + (uint64_t) v->base_rows * pc->width;
+			XpuJoinText tx;
 
-			if (v->n_rows == 0)
-				continue;
-			memcpy(at, v->pay_vals[c], (size_t) v->n_rows * pc->width);
-			memcpy(nulls + v->base_rows, v->pay_nulls[c], v->n_rows);
-			if (pc->type != XPU_T_TEXT)
-				continue;
-			/* a NULL's slot stays 0 but for the table's text offset */
-			for (uint32_t r = 0; r < v->n_rows; r++)
-			{
-				XpuJoinText tx;
-
-				memcpy(&tx, at + (uint64_t) r * 16, sizeof(tx));
-				tx.off += t->text_off + (v->pay_nulls[c][r] ? 0 : v->base_text);
-				memcpy(at + (uint64_t) r * 16, &tx, sizeof(tx));
-			}
+			memcpy(&tx, at + (uint64_t) r * 16, sizeof(tx));
+			tx.off += t->text_off + (v->pay_nulls[c][r] ? 0 : v->base_text);
+			memcpy(at + (uint64_t) r * 16, &tx, sizeof(tx));
 		}
 	}
 }
@@ -1102,15 +1090,40 @@ xpu_join_builder_write(XpuJoinBuilder *b, void *dst)
 void
 xpu_join_builder_write_zeroed(XpuJoinBuilder *b, void *dst)
 {
+	xpu_join_builder_write_head(b, dst);
+	for (int p = 0; p < xpu_join_builder_runs(b); p++)
+		xpu_join_builder_write_run(b, dst, p);
+}
+
+int
+xpu_join_builder_runs(const XpuJoinBuilder *b)
+{
+	return b->n_parts + 1;
+}
+
+void
+xpu_join_builder_write_head(XpuJoinBuilder *b, void *dst)
+{
 	XpuJoinTable *t = (XpuJoinTable *) dst;
 
 	*t = b->hdr;
-	if (t->form == XPU_JOIN_DENSE)
-		write_dense_slots(b, t);
-	else
+	if (t->form == XPU_JOIN_HASH)
 		write_hash(b, t);
-	write_null_rows(b, t);
-	write_payload(b, t);
+}
+
+void
+xpu_join_builder_write_run(const XpuJoinBuilder *b, void *dst, int run)
+{
+	XpuJoinTable *t = (XpuJoinTable *) dst;
+	RowsView	own;
+	const RowsView *v;
+
+	own_view(b, &own);
+	v = view_at(b, &own, run);
+	if (t->form == XPU_JOIN_DENSE)
+		write_dense_slots(v, t);
+	write_null_rows(b, &own, run, t);
+	write_payload(v, t);
 }
 
 XpuJoinTable *

@@ -1232,10 +1232,19 @@ extern XpuJoinTable *xpu_join_builder_finish(XpuJoinBuilder *b, XpuError *err);
  * xpu_join_builder_write_zeroed does where dst's bytes are all 0 already
  * (a fresh memfd's pages): it writes only what is not 0, so a page it does
  * not touch is never faulted in or copied.
+ * The same in parts, for threads: xpu_join_builder_write_head (the header,
+ * and the hash form's buckets, entries and keys, which sort all rows), then
+ * xpu_join_builder_write_run for each run of rows 0 .. runs - 1 (the
+ * builder's own, then each attached image: the dense form's slots, the
+ * NULL-key rows and the payload of its rows), in any order and at once:
+ * no two write the same bytes.
  */
 extern uint64_t xpu_join_builder_layout(XpuJoinBuilder *b, XpuError *err);
 extern void xpu_join_builder_write(XpuJoinBuilder *b, void *dst);
 extern void xpu_join_builder_write_zeroed(XpuJoinBuilder *b, void *dst);
+extern int	xpu_join_builder_runs(const XpuJoinBuilder *b);
+extern void xpu_join_builder_write_head(XpuJoinBuilder *b, void *dst);
+extern void xpu_join_builder_write_run(const XpuJoinBuilder *b, void *dst, int run);
 
 /*
  * Shares of one table built apart (each parallel worker of an inner scan

@@ -20,6 +20,7 @@ import re
 import shutil
 import socket
 import struct
+import subprocess
 import tempfile
 
 import pyarrow as pa
@@ -444,6 +445,104 @@ def test_group_error_in_the_serial_scan(serial_tdim):
     assert groups(top), show(top)
     err = DB.same_error(sql, NODE, settings=SETTINGS, on=ON_J)
     assert "22012" in err, err
+
+
+# EXPLAIN VERBOSE's account of a depth's table: its size, and the memory
+# made for it while its rows were scanned (gpu_join_table.c, gj_table_prepare)
+TABLE_KB = re.compile(r"table (\d+) kB, built in ")
+MADE_KB = re.compile(r"; memory made during the scan (\d+) kB(, not used)?")
+
+
+def table_memory(top, d=1):
+    """(the table's kB, the kB of memory made during its scan or None,
+    whether the table was written into it) of depth d of plan top's GpuPreAgg"""
+    depth = find_nodes(top, NODE)[0]["Join Depth %d" % d]
+    made = MADE_KB.search(depth)
+    return (int(TABLE_KB.search(depth).group(1)), made and int(made.group(1)),
+            bool(made) and made.group(2) is None)
+
+
+WIDE_SQL = ("SELECT f.g, count(*), max(w.w_label), min(w.w_label), sum(w.w_key) "
+            "FROM gjb.fact f, gjb.wide w WHERE f.k = w.w_key AND %s GROUP BY f.g")
+
+
+@pytest.mark.parametrize("build", ["parallel", "serial"])
+@pytest.mark.parametrize("where, made", [
+    # the planner's rows about the scan's: memory made for a table of about that size
+    ("w.w_label > 'w'", "about"),
+    # 10,600 rows expected, 55,000 read: the memory made grows into the table
+    ("(w.w_key % 2 = 0 OR w.w_key < 10000)", "less"),
+    # 33,000 rows expected (a third: an expression's default), 25,000 read: shrunk
+    ("w.w_key + 0 < 25000", "more"),
+    # 33,000 expected, 50 read: more than twice the table, not used
+    ("w.w_key + 0 < 50", "far more")])
+def test_table_memory_made_during_the_scan(build, where, made):
+    """A table's memory is made by a thread while its inner rows are
+    scanned, of the size the planner's rows give: the table written into it
+    (grown where the rows were more, shrunk where they were fewer; a fresh
+    memfd where they were under half) is the one made after the scan, and
+    the answers PostgreSQL's"""
+    sql = WIDE_SQL % where
+    settings = SETTINGS if build == "parallel" else SERIAL_BUILD
+    if build == "parallel":
+        top = built_in_parallel(sql, settings=settings)
+    else:
+        DB.same(sql, NODE, settings=settings, on=ON_J, rel_tol=1e-9)
+        top = DB.engine_ran(sql, NODE, ON_J + settings)
+        assert not builds(top), show(top)
+    table, ahead, used = table_memory(top)
+    assert ahead is not None and used == (made != "far more"), show(top)
+    if made == "about":
+        assert table / 2 < ahead < table * 2, (table, ahead)
+    elif made == "less":
+        assert ahead * 2 < table, (table, ahead)
+    elif made == "more":
+        assert table < ahead <= 2 * table + 256, (table, ahead)
+    else:
+        assert table * 100 < ahead, (table, ahead)
+
+
+def test_table_memory_of_a_group():
+    """The depths of a group have their memory made before the group's
+    scans run; each table written into its own"""
+    sql = ("SELECT d.d_grp, count(*), max(w.w_label), sum(d.d_num) "
+           "FROM gjb.fact f, gjb.dim d, gjb.wide w "
+           "WHERE f.k = d.d_key AND f.k = w.w_key AND w.w_key + 0 < 35000 GROUP BY d.d_grp")
+    top = built_in_parallel(sql)
+    assert groups(top), show(top)
+    for d in (1, 2):
+        assert table_memory(top, d)[2], show(top)
+
+
+def test_small_table_memory_not_made_ahead():
+    """A table the planner expects small (tdim: 3,000 rows) is made after
+    its scan as before"""
+    top = built_in_parallel("SELECT f.g, count(*), sum(t.t_val) FROM gjb.fact f, gjb.tdim t "
+                            "WHERE f.tk = t.t_key GROUP BY f.g")
+    assert table_memory(top)[1] is None, show(top)
+
+
+def test_table_memory_let_go_after_an_error():
+    """A query that fails in its inner scan (division by zero) after its
+    table's memory was made ahead leaves none of it behind: no memfd of a
+    join table mapped in the backend, and no descriptor more after three
+    failures than after one"""
+    ok = WIDE_SQL % "100 / (w.w_key % 1000 - 1000) < 1000"
+    top = built_in_parallel(ok)
+    assert table_memory(top)[2], show(top)
+    bad = WIDE_SQL % "100 / (w.w_key % 1000 - 999) < 1000"
+    assert DB.result(bad, ON_J + SETTINGS)[1].startswith("22012"), "the scan did not fail"
+    fds = "SELECT count(*) FROM pg_ls_dir('/proc/self/fd');\n"
+    maps = ("SELECT count(*) FROM regexp_split_to_table(pg_read_file('/proc/self/maps'), "
+            "E'\\n') l WHERE l LIKE '%pg_warp_join%';\n")
+    # one session that goes on after an error (psql's script without ON_ERROR_STOP)
+    script = "".join(x + ";\n" for x in ON_J + SETTINGS) + \
+        bad + ";\n" + fds + (bad + ";\n") * 3 + fds + maps
+    r = subprocess.run(["psql", "-XAtq"], input=script, capture_output=True, text=True,
+                       timeout=300)
+    out = r.stdout.split()
+    assert r.stderr.count("division by zero") == 4 and len(out) == 3, (r.stdout, r.stderr)
+    assert out[0] == out[1] and out[2] == "0", out
 
 
 class Wire:
