@@ -1434,6 +1434,8 @@ gj_find(GjInner *g, int d, const XpuProgram *prog, GjFind *f)
 	gj_inner_spec(g->ps->plan->targetlist, g->n_keys, &f->gs);
 	if (!gj_probe_types(prog, d, spec->keys, spec->n_keys))
 		elog(ERROR, "GpuJoin: the program does not probe depth %d with %d keys", d, spec->n_keys);
+	/* keys the planner proved unique (gj_keys_unique): no pass for repeats before the layout */
+	spec->unique_keys = !g->each && g->jointype != XPU_JOIN_SEMI && g->jointype != XPU_JOIN_ANTI;
 	if (g->cache_item == NIL || !pg_warp_gpujoin_cache)
 		return false;
 	rel = table_open((Oid) strtoul(strVal(linitial(g->cache_item)), NULL, 10), NoLock);

@@ -60,6 +60,10 @@ typedef struct RowsView
 	uint32_t	n_rows;
 	uint32_t	base_rows;
 	uint64_t	base_text;
+	/* an image's: its integer-like keys' least and greatest (attach), if span */
+	int			span;
+	int64_t		key_lo;
+	int64_t		key_hi;
 } RowsView;
 
 struct XpuJoinBuilder
@@ -80,6 +84,8 @@ struct XpuJoinBuilder
 	int			cap_parts;
 	/* the layout, once xpu_join_builder_layout made it (no rows after) */
 	int			laid_out;
+	int			trusted;		/* dense, its keys' uniqueness not checked yet */
+	int			no_dense;		/* a key repeated in a trusted dense table */
 	XpuJoinTable hdr;
 };
 
@@ -571,17 +577,36 @@ image_check(const XpuJoinBuilder *b, const ImageHeader *h, uint64_t len, uint64_
  */
 static int
 image_rows_ok(const XpuJoinBuilder *b, const ImageHeader *h, const uint64_t *lens,
-			  const uint8_t *const *bufs, XpuError *err)
+			  const uint8_t *const *bufs, RowsView *v, XpuError *err)
 {
+	/* one integer-like key: its span on the way, for the dense form (dense_fits) */
+	int			span = b->spec.n_keys == 1 && xpu_agg_intlike(b->spec.keys[0].type);
+	int64_t		lo = INT64_MAX,
+				hi = INT64_MIN;
+
 	for (uint64_t o = 0; o < lens[0]; o += sizeof(KeyedRow))
 	{
 		KeyedRow	kr;
+		int64_t		key;
 
 		memcpy(&kr, bufs[0] + o, sizeof(kr));
 		if (kr.row >= h->n_rows || kr.key_off > h->len_keys ||
 			kr.key_len > h->len_keys - kr.key_off)
 			return fail(err, XPU_ERR_INVALID_ARGUMENT, "a join table image of bad keys");
+		if (!span)
+			continue;
+		if (kr.key_len < 9)
+		{
+			span = 0;
+			continue;
+		}
+		memcpy(&key, bufs[1] + kr.key_off + 1, 8);
+		lo = key < lo ? key : lo;
+		hi = key > hi ? key : hi;
 	}
+	v->span = span;
+	v->key_lo = lo;
+	v->key_hi = hi;
 	for (uint64_t o = 0; o < lens[2]; o += 4)
 	{
 		uint32_t	r;
@@ -646,11 +671,13 @@ xpu_join_builder_attach(XpuJoinBuilder *b, const void *image, uint64_t len, XpuE
 				nulls,
 				text;
 	RowsView   *v;
+	RowsView	span;
 
 	if (((uintptr_t) image & 7) != 0)
 		return fail(err, XPU_ERR_INVALID_ARGUMENT, "a join table image not 8-byte aligned");
+	memset(&span, 0, sizeof(span));
 	if (!image_open(b, (const uint8_t *) image, len, &h, lens, bufs, err) ||
-		!image_rows_ok(b, &h, lens, bufs, err))
+		!image_rows_ok(b, &h, lens, bufs, &span, err))
 		return 0;
 	if (b->n_parts == b->cap_parts)
 	{
@@ -681,6 +708,9 @@ xpu_join_builder_attach(XpuJoinBuilder *b, const void *image, uint64_t len, XpuE
 	v->n_rows = h.n_rows;
 	v->base_rows = b->n_rows;
 	v->base_text = text;
+	v->span = span.span;
+	v->key_lo = span.key_lo;
+	v->key_hi = span.key_hi;
 	b->n_parts++;
 	b->n_rows += h.n_rows;
 	if (bytes_so_far(b) > b->limit)
@@ -764,13 +794,46 @@ dense_slot(void *ctx, int64_t key, uint32_t row)
 }
 
 /*
+ * images_span: the span of b's keys into c (lo, hi) from its attached
+ * images' (xpu_join_builder_attach) and a pass over its own rows; false
+ * where an image has none (dense_rows' pass then)
+ */
+static int
+images_span(const XpuJoinBuilder *b, DenseCtx *c)
+{
+	RowsView	own;
+
+	for (int p = 0; p < b->n_parts; p++)
+	{
+		if (!b->parts[p].span)
+			return 0;
+		if (b->parts[p].n_keyed == 0)
+			continue;
+		c->lo = b->parts[p].key_lo < c->lo ? b->parts[p].key_lo : c->lo;
+		c->hi = b->parts[p].key_hi > c->hi ? b->parts[p].key_hi : c->hi;
+	}
+	own_view(b, &own);
+	for (uint64_t i = 0; i < own.n_keyed; i++)
+	{
+		KeyedRow	kr = view_keyed(&own, i);
+		int64_t		key;
+
+		memcpy(&key, own.keys + kr.key_off + 1, 8);
+		dense_span(c, key, 0);
+	}
+	return 1;
+}
+
+/*
  * dense_fits: does the dense form take b's rows (xpu_join.h: one
  * integer-like key, unique, max - min + 1 <= 2 * keyed rows)?  *min and
  * *range then hold its slots' span.  The keys' uniqueness is checked with a
  * bitmap of the span (an eighth of a byte a slot, against the 4 bytes of
- * the slot array that write_dense_slots fills straight into the table);
- * 0 when the rows do not qualify (or memory runs out: the hash form is
- * then tried, which needs no such array)
+ * the slot array that write_dense_slots fills straight into the table),
+ * or, where the spec says the keys are unique, not before the slots are
+ * written (2: xpu_join_builder_written counts them); 0 when the rows do
+ * not qualify (or memory runs out: the hash form is then tried, which
+ * needs no such array)
  */
 static int
 dense_fits(const XpuJoinBuilder *b, int64_t *min, uint64_t *range)
@@ -784,20 +847,24 @@ dense_fits(const XpuJoinBuilder *b, int64_t *min, uint64_t *range)
 	int			dup;
 
 	view_totals(b, &n, &keys, &nulls, &text);
-	if (b->spec.form == XPU_JOIN_HASH || b->spec.n_keys != 1 || n == 0 ||
+	if (b->spec.form == XPU_JOIN_HASH || b->no_dense || b->spec.n_keys != 1 || n == 0 ||
 		!xpu_agg_intlike(type) || !xpu_agg_intlike(b->spec.keys[0].probe_type))
 		return 0;
-	dense_rows(b, dense_span, &c);
+	if (!images_span(b, &c))
+		dense_rows(b, dense_span, &c);
 	/* unsigned: hi - lo may pass INT64_MAX */
 	if ((uint64_t) c.hi - (uint64_t) c.lo == UINT64_MAX ||
 		!xpu_join_dense_fits((uint64_t) c.hi - (uint64_t) c.lo + 1, n))
 		return 0;
 	*range = (uint64_t) c.hi - (uint64_t) c.lo + 1;
+	*min = c.lo;
+	/* known unique: checked once the slots are written (xpu_join_builder_written) */
+	if (b->spec.unique_keys)
+		return 2;
 	if ((c.seen = (uint64_t *) calloc((size_t) ((*range + 63) / 64), 8)) == NULL)
 		return 0;
 	dup = dense_rows(b, dense_seen, &c);
 	free(c.seen);
-	*min = c.lo;
 	return !dup;
 }
 
@@ -1031,8 +1098,9 @@ xpu_join_builder_layout(XpuJoinBuilder *b, XpuError *err)
 	h->part = b->spec.n_parts > 1 ? b->spec.part : 0;
 	memcpy(h->keys, b->spec.keys, sizeof(h->keys));
 	off = ALIGN16(sizeof(XpuJoinTable));
-	if (dense_fits(b, &h->dense_min, &h->dense_range))
+	if ((b->trusted = dense_fits(b, &h->dense_min, &h->dense_range)) != 0)
 	{
+		b->trusted = b->trusted == 2;
 		h->form = XPU_JOIN_DENSE;
 		h->flags = XPU_JOIN_UNIQUE;		/* dense_fits refuses a repeated key */
 		h->slots_off = off;
@@ -1126,21 +1194,46 @@ xpu_join_builder_write_run(const XpuJoinBuilder *b, void *dst, int run)
 	write_payload(v, t);
 }
 
+int
+xpu_join_builder_written(XpuJoinBuilder *b, const void *dst)
+{
+	const XpuJoinTable *t = (const XpuJoinTable *) dst;
+	const uint32_t *slots = (const uint32_t *) XPU_JOIN_AT(t, t->slots_off);
+	uint64_t	taken = 0;
+
+	if (!b->trusted)
+		return 1;
+	for (uint64_t i = 0; i < t->dense_range; i++)
+		taken += slots[i] != 0;
+	b->trusted = 0;
+	if (taken == t->n_keyed)
+		return 1;
+	/* a key repeated: two rows took one slot */
+	b->no_dense = 1;
+	b->laid_out = 0;
+	return 0;
+}
+
 XpuJoinTable *
 xpu_join_builder_finish(XpuJoinBuilder *b, XpuError *err)
 {
-	uint64_t	len = xpu_join_builder_layout(b, err);
-	void	   *mem;
-
-	if (len == 0)
-		return NULL;
-	if (len != (size_t) len || posix_memalign(&mem, 64, (size_t) len) != 0)
+	for (;;)
 	{
-		oom(err);
-		return NULL;
+		uint64_t	len = xpu_join_builder_layout(b, err);
+		void	   *mem;
+
+		if (len == 0)
+			return NULL;
+		if (len != (size_t) len || posix_memalign(&mem, 64, (size_t) len) != 0)
+		{
+			oom(err);
+			return NULL;
+		}
+		xpu_join_builder_write(b, mem);
+		if (xpu_join_builder_written(b, mem))
+			return (XpuJoinTable *) mem;
+		free(mem);
 	}
-	xpu_join_builder_write(b, mem);
-	return (XpuJoinTable *) mem;
 }
 
 /* ---------------------------------------------------------------- batch probe */

@@ -1194,6 +1194,13 @@ typedef struct XpuJoinSpec
 	uint64_t	max_bytes;		/* the table's limit; 0: XPU_JOIN_MAX_BYTES */
 	uint32_t	n_parts;		/* 0 or 1: all rows; else the table of */
 	uint32_t	part;			/* partition part (< n_parts) only */
+	/*
+	 * 1: no key repeats (the caller knows it: a unique index), so the dense
+	 * form's layout skips its pass over the keys for repeats, and its
+	 * slots are counted once written (xpu_join_builder_written: a table
+	 * where a key did repeat is laid out again in the hash form)
+	 */
+	uint8_t		unique_keys;
 } XpuJoinSpec;
 
 /*
@@ -1238,6 +1245,10 @@ extern XpuJoinTable *xpu_join_builder_finish(XpuJoinBuilder *b, XpuError *err);
  * builder's own, then each attached image: the dense form's slots, the
  * NULL-key rows and the payload of its rows), in any order and at once:
  * no two write the same bytes.
+ * With spec.unique_keys the table written must then be checked:
+ * xpu_join_builder_written returns 1 where it stands, 0 where a key did
+ * repeat in a dense table (two rows took one slot): the builder is then to
+ * be laid out again (the hash form) and written into fresh memory.
  */
 extern uint64_t xpu_join_builder_layout(XpuJoinBuilder *b, XpuError *err);
 extern void xpu_join_builder_write(XpuJoinBuilder *b, void *dst);
@@ -1245,6 +1256,7 @@ extern void xpu_join_builder_write_zeroed(XpuJoinBuilder *b, void *dst);
 extern int	xpu_join_builder_runs(const XpuJoinBuilder *b);
 extern void xpu_join_builder_write_head(XpuJoinBuilder *b, void *dst);
 extern void xpu_join_builder_write_run(const XpuJoinBuilder *b, void *dst, int run);
+extern int	xpu_join_builder_written(XpuJoinBuilder *b, const void *dst);
 
 /*
  * Shares of one table built apart (each parallel worker of an inner scan

@@ -9,7 +9,8 @@
  *		int8-extreme and numeric keys of different scales; the payload the
  *		probe reads back equals the inner rows'; the dense form is chosen
  *		where its rule holds and not elsewhere; a table copied to another
- *		address is probed alike (position independence); limits and bad
+ *		address is probed alike (position independence); keys said unique
+ *		(spec.unique_keys) that repeat give the hash form; limits and bad
  *		specs fail with their codes; the validator refuses broken tables and
  *		never lets a probe read out of bounds (ASan).
  */
@@ -594,6 +595,55 @@ test_integer_keys(void)
 	one_key_case("bool", XPU_T_BOOL, XPU_T_BOOL, 50, 60, 0, 0, 20, XPU_JOIN_HASH);
 	one_key_case("timestamp", XPU_T_TIMESTAMP, XPU_T_TIMESTAMP, 700, 900, 400,
 				 INT64_C(700000000000000), 10, XPU_JOIN_AUTO);
+}
+
+/*
+ * keys said unique (spec.unique_keys, as a unique index proves them): the
+ * dense form's layout skips its pass for repeats; a table of unique keys is
+ * the same bytes as without the hint (and its span comes from the images'
+ * attach); where keys do repeat the dense table's slots, counted once
+ * written, give it away and the table is the hash form, every row kept
+ */
+static void
+test_keys_said_unique(void)
+{
+	int			t[1] = {XPU_T_INT4};
+	XpuJoinSpec spec = spec_of(1, t, NULL, NULL, NULL, N_STD_PAY, std_pay);
+	JtDomain	di = {10, 500, 0},
+				dout = {10, 700, -60};
+	JtRows		inner,
+				outer;
+	XpuError	err;
+	XpuJoinTable *plain,
+			   *said;
+
+	spec.unique_keys = 1;
+	random_case("int4 duplicates, NULLs, said unique", &spec, 2000, 3000, &di, &dout,
+				XPU_JOIN_HASH);
+	/* unique keys 7 .. 7 + 2 * 1199 (shuffled) with NULLs: dense either way */
+	jt_rows_alloc(&inner, 1300, 1, spec.n_pay);
+	for (int i = 0; i < inner.n; i++)
+	{
+		inner.keys[i].i = 7 + (int64_t) ((i * 7919) % inner.n) * 2;
+		inner.key_nulls[i] = (i * 7919) % inner.n >= 1200;
+	}
+	jt_fill_pay(&inner, &spec);
+	jt_rows_alloc(&outer, 2000, 1, 0);
+	jt_fill_keys(&outer, &spec, 1, &dout);
+	said = build_as(&spec, &inner, 3, 4, &err);
+	spec.unique_keys = 0;
+	plain = build_as(&spec, &inner, 3, 4, &err);
+	tap_ok(said != NULL && plain != NULL && said->form == XPU_JOIN_DENSE &&
+		   (said->flags & XPU_JOIN_UNIQUE) && said->total_len == plain->total_len &&
+		   memcmp(said, plain, (size_t) plain->total_len) == 0,
+		   "unique int4 keys said unique, from four shares' images: the dense table of the "
+		   "same bytes as without the hint");
+	free(said);
+	free(plain);
+	spec.unique_keys = 1;
+	run_case("unique int4 keys, NULLs, said unique", &spec, &inner, &outer, XPU_JOIN_DENSE);
+	jt_rows_free(&inner);
+	jt_rows_free(&outer);
 }
 
 static void
@@ -1395,6 +1445,7 @@ int
 main(void)
 {
 	test_integer_keys();
+	test_keys_said_unique();
 	test_empty_and_null();
 	test_text_float_numeric_keys();
 	test_composite_keys();
