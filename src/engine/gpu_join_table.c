@@ -345,27 +345,21 @@ gj_table_make(GjTable *t)
 {
 	GjMemfd		mem;
 
-	if ((t->len = xpu_join_builder_layout(t->b, &t->err)) == 0)
-		return;
-	t->prepared_used = gj_prepared_take(t->g, t->len, &mem, &t->prepared);
-	if (!t->prepared_used && !gj_memfd_make(&mem, t->len))
+	/* a second time where a key repeated though proven unique: the hash form, a fresh memfd */
+	for (;;)
 	{
-		t->sys_errno = errno;
-		return;
-	}
-	gj_table_write(t->b, mem.map, t->len);
-	/* a key repeated though proven unique: the hash form, into a fresh memfd */
-	if (!xpu_join_builder_written(t->b, mem.map))
-	{
-		gj_memfd_drop(&mem, true);
 		if ((t->len = xpu_join_builder_layout(t->b, &t->err)) == 0)
 			return;
-		if (!gj_memfd_make(&mem, t->len))
+		t->prepared_used = gj_prepared_take(t->g, t->len, &mem, &t->prepared);
+		if (!t->prepared_used && !gj_memfd_make(&mem, t->len))
 		{
 			t->sys_errno = errno;
 			return;
 		}
 		gj_table_write(t->b, mem.map, t->len);
+		if (xpu_join_builder_written(t->b, mem.map))
+			break;
+		gj_memfd_drop(&mem, true);
 	}
 	/* (memory made ahead for more rows than came: the rest let go) */
 	if (!gj_memfd_finish(&mem, t->len))

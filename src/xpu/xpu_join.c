@@ -721,34 +721,40 @@ xpu_join_builder_attach(XpuJoinBuilder *b, const void *image, uint64_t len, XpuE
 /* ---------------------------------------------------------------- finishing */
 
 /*
- * dense_rows: fn for each keyed row of b (its own, then each attached
- * image's), with its integer-like key and its number in the table; a
- * nonzero return of fn stops the pass and is returned.  Inlined, so that
- * each pass calls its fn directly (no call through a pointer a row).
+ * dense_view_rows: fn for each keyed row of run rv, with its integer-like
+ * key and its number in the table; a nonzero return of fn stops the pass
+ * and is returned.  Inlined, so that each pass calls its fn directly (no
+ * call through a pointer a row).
  */
 typedef int (*DenseRowFn) (void *ctx, int64_t key, uint32_t row);
 
 static inline __attribute__((always_inline)) int
+dense_view_rows(const RowsView *rv, DenseRowFn fn, void *ctx)
+{
+	for (uint64_t i = 0; i < rv->n_keyed; i++)
+	{
+		KeyedRow	kr = view_keyed(rv, i);
+		int64_t		v;
+		int			r;
+
+		memcpy(&v, rv->keys + kr.key_off + 1, 8);
+		if ((r = fn(ctx, v, rv->base_rows + kr.row)) != 0)
+			return r;
+	}
+	return 0;
+}
+
+/* dense_view_rows over each run of b (its own, then each attached image) */
+static inline __attribute__((always_inline)) int
 dense_rows(const XpuJoinBuilder *b, DenseRowFn fn, void *ctx)
 {
 	RowsView	own;
+	int			r;
 
 	own_view(b, &own);
 	for (int p = 0; p <= b->n_parts; p++)
-	{
-		const RowsView *rv = view_at(b, &own, p);
-
-		for (uint64_t i = 0; i < rv->n_keyed; i++)
-		{
-			KeyedRow	kr = view_keyed(rv, i);
-			int64_t		v;
-			int			r;
-
-			memcpy(&v, rv->keys + kr.key_off + 1, 8);
-			if ((r = fn(ctx, v, rv->base_rows + kr.row)) != 0)
-				return r;
-		}
-	}
+		if ((r = dense_view_rows(view_at(b, &own, p), fn, ctx)) != 0)
+			return r;
 	return 0;
 }
 
@@ -813,14 +819,7 @@ images_span(const XpuJoinBuilder *b, DenseCtx *c)
 		c->hi = b->parts[p].key_hi > c->hi ? b->parts[p].key_hi : c->hi;
 	}
 	own_view(b, &own);
-	for (uint64_t i = 0; i < own.n_keyed; i++)
-	{
-		KeyedRow	kr = view_keyed(&own, i);
-		int64_t		key;
-
-		memcpy(&key, own.keys + kr.key_off + 1, 8);
-		dense_span(c, key, 0);
-	}
+	dense_view_rows(&own, dense_span, c);
 	return 1;
 }
 
@@ -874,14 +873,7 @@ write_dense_slots(const RowsView *v, XpuJoinTable *t)
 {
 	DenseCtx	c = {t->dense_min, 0, NULL, (uint32_t *) ((uint8_t *) t + t->slots_off)};
 
-	for (uint64_t i = 0; i < v->n_keyed; i++)
-	{
-		KeyedRow	kr = view_keyed(v, i);
-		int64_t		key;
-
-		memcpy(&key, v->keys + kr.key_off + 1, 8);
-		dense_slot(&c, key, v->base_rows + kr.row);
-	}
+	dense_view_rows(v, dense_slot, &c);
 }
 
 /*
