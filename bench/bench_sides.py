@@ -52,7 +52,8 @@ EXPLAIN_KEYS = ["Engine", "Engine Threads", "Rows Read", "Rows Passed", "Groups"
                 "Arrow Files", "Record Batches", "Batches Skipped by Statistics",
                 "Heap Pages", "Pages Shipped", "Pages Read Directly", "Page Read Time",
                 "Ring Wait Time", "Units Probed", "Units from GPU Cache", "Units Read by the Service",
-                "Shared Run Groups", "Read Ahead Time", "Read Ahead Bytes", "GPU 0"]
+                "Shared Run Groups", "Read Ahead", "Read Ahead Time", "Read Ahead Bytes",
+                "Read Ahead Bytes Cached", "Data Path", "GPU 0"]
 
 
 # ---------------------------------------------------------------- PostgreSQL

@@ -55,7 +55,8 @@
 #                                           FIRST_BREAKDOWN=1 runs each first run once more
 #                                           under EXPLAIN ANALYZE (caches emptied again) and
 #                                           reports where its time went (builds, read-ahead,
-#                                           the service's run)
+#                                           the service's run); FIRST_EXPLAIN=1 runs the timed
+#                                           first runs themselves under EXPLAIN ANALYZE instead
 #   bench/gpu-host.sh gpus                  issue 31's benchmark (bench/gpus_bench.py): the flat
 #                                           queries and the 13 SSB queries on pg_warp GPU over
 #                                           Arrow, first run and warm, once per pg_warp.gpus
@@ -303,7 +304,7 @@ ssb-engine)
     status=0
     python3 bench/ssb_engine_bench.py -d "$db" -a "$arrow" -w "${WORKERS:-16}" -r "${RUNS:-3}" \
         ${SIDES:+--sides "$SIDES"} ${QUERIES:+-q "$QUERIES"} ${NOTE:+--note "$NOTE"} "${cold[@]}" \
-        ${FIRST_BREAKDOWN:+--first-breakdown} "${dims[@]}" --tag "$tag" \
+        ${FIRST_BREAKDOWN:+--first-breakdown} ${FIRST_EXPLAIN:+--first-explain} "${dims[@]}" --tag "$tag" \
         2>&1 | tee "$top/ssb-engine.log" || status=$?
     keep "$top/ssb-engine.log" $(find bench/results -name "ssb_engine_$tag.*" -newer "$top/ssb-engine.start")
     exit $status

@@ -165,7 +165,7 @@ def first_runs(args, queries, runner, res):
     emptied before each.  Returns the answers, checked once the reference is
     known (check_first_runs)."""
     answers, seen = {}, set()
-    for q, sql, cols, _ in queries:
+    for q, sql, cols, joins in queries:
         e = res[q]["warp_gpu_first"] = entry("ok")
         if args.cold_cmd:
             why = cold_start(args, runner)
@@ -180,14 +180,51 @@ def first_runs(args, queries, runner, res):
                 e["columns_read_by_an_earlier_first_run"] = before
                 e["bytes_read_by_an_earlier_first_run"] = referenced_bytes(args.arrow, before)[0]
         seen.update(cols)
-        rows, secs, err = runner.run(sql)
+        e["service_before"] = service_pages(runner)
+        rows, secs, err = runner.run(("EXPLAIN (ANALYZE, VERBOSE, FORMAT JSON) " if args.first_explain
+                                      else "") + sql)
         if err or secs is None:
             e.update(status="failed", note=err or "psql printed no timing")
             continue
         e["runs_s"].append(secs)
-        answers[q] = psql_rows(rows)
-        print("  %s: first GPU run %.3f s" % (q, secs), flush=True)
+        if args.first_explain:
+            # the run's own figures; its answer is not seen (the warm runs' are checked)
+            e["breakdown"], e["breakdown_explain"], problem = first_breakdown(rows, joins)
+            e["note"] = "run under EXPLAIN ANALYZE (--first-explain)%s" % (
+                ": %s" % problem if problem else "")
+        else:
+            answers[q] = psql_rows(rows)
+        print("  %s: first GPU run %.3f s%s" % (q, secs, pages_note(e["service_before"])), flush=True)
+        if args.first_explain:
+            g = e["breakdown_explain"].get("gpupreagg", {})
+            for k in ("Data Path", "Read Ahead", "GPU 0"):
+                if k in g:
+                    print("      %s: %s" % (k, g[k]), flush=True)
     return answers
+
+
+SERVICE_PAGES = ("pinned_file_bytes", "pinned_file_bytes_queued")
+
+
+def service_pages(runner):
+    """The service's registered and queued file-page bytes just before a
+    first run (a first run's reads come from registered pages or pread), or
+    {} where the session cannot tell."""
+    rows, _, err = runner.run("SELECT %s FROM pgwarp.service_status()" % ", ".join(SERVICE_PAGES))
+    if err or not rows:
+        return {}
+    try:
+        return dict(zip(SERVICE_PAGES, map(int, rows[-1].split("|"))))
+    except ValueError:
+        return {}
+
+
+def pages_note(pages):
+    """' (file pages registered N MB, queued M MB)' for a first run's line."""
+    if not pages:
+        return ""
+    return " (file pages registered %.0f MB, queued %.0f MB)" % (
+        pages["pinned_file_bytes"] / 1e6, pages["pinned_file_bytes_queued"] / 1e6)
 
 
 def cold_start(args, runner):
@@ -261,12 +298,12 @@ def first_breakdowns(args, queries, runner, res):
               flush=True)
 
 
-def print_breakdown(queries, res):
-    """The table of --first-breakdown (milliseconds)."""
+def print_breakdown(queries, res, which):
+    """The table of --first-breakdown or --first-explain (milliseconds)."""
     cols = [("execution_ms", "exec"), ("build_ms", "builds"), ("build_scans_ms", "scans"),
             ("build_table_ms", "table"), ("request_ms", "request"), ("read_ahead_ms", "read-ahead"),
             ("gpu_setup_ms", "setup"), ("gpu_batches_ms", "batches"), ("service_wall_ms", "run")]
-    print("\nWhere each first run's time went (EXPLAIN ANALYZE of a second cold run, ms; builds: the "
+    print("\nWhere each first run's time went (EXPLAIN ANALYZE of %s, ms; builds: the " % which +
           "longest depth's, of which its scans and its table; request: when the run was asked of the "
           "service; run: the service's wall time, of which setup and the batch loop)")
     print("  %-6s" % "query" + "".join("%11s" % h for _, h in cols) + "%11s" % "warm run")
@@ -467,9 +504,15 @@ def main():
     ap.add_argument("--first-breakdown", action="store_true",
                     help="after the timed first runs, each once more under EXPLAIN (ANALYZE, VERBOSE), "
                     "the cache emptied again by --cold-cmd: where its time went (needs --cold-cmd)")
+    ap.add_argument("--first-explain", action="store_true",
+                    help="the timed first runs themselves under EXPLAIN (ANALYZE, VERBOSE): where the "
+                    "time of those runs went (their times then include EXPLAIN's; their answers are "
+                    "not checked)")
     args = ap.parse_args()
     if args.first_breakdown and not args.cold_cmd:
         ap.error("--first-breakdown needs --cold-cmd")
+    if args.first_breakdown and args.first_explain:
+        ap.error("--first-explain already has each first run's breakdown")
     check_common_args(ap, args, SIDES + OPTIONAL_SIDES)
     wanted = set(args.queries.split(",")) if args.queries else None
     queries = load_queries(wanted)
@@ -521,8 +564,8 @@ def main():
     means = side_geomeans(res, REPORT_SIDES)
     goal_list = goals(res, heap_rows, bus)
     print_report(queries, res, heap_rows, nbytes, bus, means, goal_list)
-    if args.first_breakdown:
-        print_breakdown(queries, res)
+    if args.first_breakdown or args.first_explain:
+        print_breakdown(queries, res, "a second cold run" if args.first_breakdown else "the timed run")
 
     wrong = ["%s %s" % (q.upper(), LABELS[s]) for q in res for s, e in res[q].items()
              if e["status"] == "wrong answer"]
