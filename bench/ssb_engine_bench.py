@@ -65,6 +65,7 @@ ssb-engine runs all of this on the GPU host from the offline bundle.
 """
 import argparse
 import glob
+import json
 import os
 import re
 import subprocess
@@ -190,6 +191,7 @@ def first_runs(args, queries, runner, res):
         if args.first_explain:
             # the run's own figures; its answer is not seen (the warm runs' are checked)
             e["breakdown"], e["breakdown_explain"], problem = first_breakdown(rows, joins)
+            e["explain_plan"] = json.loads("\n".join(rows))[0]["Plan"]
             e["note"] = "run under EXPLAIN ANALYZE (--first-explain)%s" % (
                 ": %s" % problem if problem else "")
         else:
