@@ -46,7 +46,8 @@ WARP_ENGINE = {"warp_gpu": "GPU", "warp_cpu": "CPU", "warp_cpu_heap": "CPU", "wa
 PG_SIDES = ("heap", "arrow_pg", "warp_cpu", "warp_gpu", "warp_cpu_heap", "warp_gpu_heap")
 # the GpuPreAgg node's EXPLAIN ANALYZE figures that are kept
 EXPLAIN_KEYS = ["Engine", "Engine Threads", "Rows Read", "Rows Passed", "Groups", "Bytes Read",
-                "Bytes From GPU Cache",
+                "Bytes From GPU Cache", "Bytes From Pinned File Pages", "Bytes Read With pread",
+                "Bytes Read With cuFile", "File Pages Queued To Pin",
                 "I/O Time", "Engine Time", "Service Wall Time", "Service Round Trip", "Request Time",
                 "Fallback Reason",
                 "Arrow Files", "Record Batches", "Batches Skipped by Statistics",

@@ -46,6 +46,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "service/gpu_agg_int.h"
 #include "service/gpu_driver.h"
 #include "xpu/xpu_agg.h"
 #include "xpu/xpu_half.h"
@@ -1133,6 +1134,71 @@ check_kept_blocks(void)
 	ring_free(&r);
 }
 
+/*
+ * gpu_mem.c's pool of pinned batch buffers keeps the largest where more
+ * come back than it holds: small buffers released first (the pool full of
+ * them), then large ones, leave the large ones there, so that the next
+ * large batches pin nothing (the stand-in counts the allocations).  The
+ * sizes are no other check's, and no heap unit's (gagg_batch_buffer's
+ * own path); the pool is left empty.
+ */
+static void
+check_batch_pool(void)
+{
+#define POOL_BUFS	8			/* more than the pool holds */
+	GaggRun    *g = calloc(1, sizeof(GaggRun));
+	uint8_t    *small[POOL_BUFS],
+			   *large[POOL_BUFS];
+	size_t		small_cap[POOL_BUFS],
+				large_cap[POOL_BUFS];
+	int			before,
+				ok = 1;
+
+	/* the pool emptied (what it held is taken), then large buffers pinned */
+	for (int i = 0; i < POOL_BUFS; i++)
+	{
+		small_cap[i] = (size_t) 1 << 20;
+		large_cap[i] = (size_t) 161 << 20;
+		ok &= gagg_batch_buffer(g, &small[i], &small_cap[i]) == 0;
+	}
+	for (int i = 0; i < POOL_BUFS; i++)
+		ok &= gagg_batch_buffer(g, &large[i], &large_cap[i]) == 0;
+	for (int i = 0; i < POOL_BUFS; i++)
+		gagg_batch_release(g, &small[i], small_cap[i]);
+	for (int i = 0; i < POOL_BUFS; i++)
+		gagg_batch_release(g, &large[i], large_cap[i]);
+	/* two large batches, as a run's two slots take them */
+	before = *fake_allocs;
+	for (int i = 0; i < 2; i++)
+	{
+		large_cap[i] = (size_t) 161 << 20;
+		ok &= gagg_batch_buffer(g, &large[i], &large_cap[i]) == 0 &&
+			large_cap[i] >= ((size_t) 161 << 20);
+	}
+	tap_ok(ok && *fake_allocs == before && g->mem_held == 2 * ((size_t) 161 << 20),
+		   "pinned batch buffers: released after small ones filled the pool, large ones take "
+		   "their places (the next two large batches pinned %d buffers, 0 expected)",
+		   *fake_allocs - before);
+	/* a small buffer released into the pool of large ones is freed, not kept */
+	for (int i = 0; i < 2; i++)
+		gagg_batch_release(g, &large[i], large_cap[i]);
+	ok = gagg_host_alloc(g, (void **) &small[0], (size_t) 1 << 20, "a check") == 0;
+	gagg_batch_release(g, &small[0], (size_t) 1 << 20);
+	before = *fake_allocs;
+	for (int i = 0; i < 4; i++)
+	{
+		large_cap[i] = (size_t) 161 << 20;
+		ok &= gagg_batch_buffer(g, &large[i], &large_cap[i]) == 0;
+	}
+	tap_ok(ok && small[0] == NULL && *fake_allocs == before,
+		   "pinned batch buffers: a small one released displaces none larger (%d of 4 large "
+		   "batches pinned afresh, 0 expected)", *fake_allocs - before);
+	for (int i = 0; i < 4; i++)
+		gagg_host_free(g, (void **) &large[i], large_cap[i]);
+	free(g);
+#undef POOL_BUFS
+}
+
 /* ---------------- TAP for heap_gpucheck_units.c ---------------- */
 
 /* a TAP line of heap_gpucheck_units.c, formatted (malloc'ed) */
@@ -1215,6 +1281,7 @@ run_checks(int engine)
 		if (fake_allocs != NULL)
 		{
 			check_kept_blocks();
+			check_batch_pool();
 			check_unit_buffers();	/* last: it pins the service's start buffers */
 		}
 	}
