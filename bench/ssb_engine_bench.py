@@ -199,7 +199,13 @@ def first_runs(args, queries, runner, res):
         print("  %s: first GPU run %.3f s%s" % (q, secs, pages_note(e["service_before"])), flush=True)
         if args.first_explain:
             g = e["breakdown_explain"].get("gpupreagg", {})
-            for k in ("Data Path", "Read Ahead", "GPU 0"):
+            ways = [(k, g[k]) for k in ("Bytes From GPU Cache", "Bytes From Pinned File Pages",
+                                        "Bytes Read With pread", "Bytes Read With cuFile")
+                    if g.get(k)]
+            if ways or "I/O Time" in g:
+                print("      %s; I/O time %s ms" % (", ".join("%s %.0f MB" % (k, v / 1e6) for k, v in ways)
+                                                 or "no bytes", g.get("I/O Time")), flush=True)
+            for k in ("Read Ahead", "GPU 0"):
                 if k in g:
                     print("      %s: %s" % (k, g[k]), flush=True)
     return answers
