@@ -54,7 +54,7 @@ EXPLAIN_KEYS = ["Engine", "Engine Threads", "Rows Read", "Rows Passed", "Groups"
                 "Heap Pages", "Pages Shipped", "Pages Read Directly", "Page Read Time",
                 "Ring Wait Time", "Units Probed", "Units from GPU Cache", "Units Read by the Service",
                 "Shared Run Groups", "Read Ahead", "Read Ahead Time", "Read Ahead Bytes",
-                "Read Ahead Bytes Cached", "Data Path", "GPU 0"]
+                "Read Ahead Bytes Cached", "GPU 0"]
 
 
 # ---------------------------------------------------------------- PostgreSQL
