@@ -1635,6 +1635,29 @@ gj_shared_take(const GjShared *sh, GjInner *inner, int n, const char **why)
 }
 
 /*
+ * gj_exec_shutdown: the depths' tables are loaded and the node's run is
+ * asked for: their inner plans are done, and their Gathers let their
+ * workers go now (ExecShutdownNode, as a Limit does once it has its rows)
+ * rather than at the end of the query, so that the wait for the workers'
+ * exit (5.6 ms of Q4.2's first run on the H200 host, 13 workers) passes
+ * while the service runs.  What the leader took of a build's images is let
+ * go first: they live in the Gather's DSA.  A rescan starts a Gather anew.
+ */
+void
+gj_exec_shutdown(GjInner *inner, int n)
+{
+	for (int d = 0; d < n; d++)
+	{
+		GjInner    *g = &inner[d];
+		PlanState  *node = g->group != NULL ? g->ps : gj_build_node(g->ps);
+
+		if (node != NULL)
+			gj_build_release(node);
+		(void) ExecShutdownNode(g->group != NULL ? g->group->ps : g->ps);
+	}
+}
+
+/*
  * gj_exec_end: the node is done with its depths' tables: the service drops
  * them (unless a run holds one, or keeps it for later queries)
  */

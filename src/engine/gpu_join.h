@@ -191,6 +191,7 @@ extern GjInner *gj_exec_init(List *private, List *inner_ps, int *n_depths);
 extern void gj_exec_name(GjInner *inner, int n, const char *name);
 extern bool gj_exec_load(GjInner *inner, int n, const XpuProgram *prog, GjBuildStart *start,
 						 const char **why);
+extern void gj_exec_shutdown(GjInner *inner, int n);
 extern void gj_exec_end(GjInner *inner, int n);
 extern const char *gj_shared_build(GjShared *sh, bool reinit, GjInner *inner, int n,
 								   const XpuProgram *prog, const char *cannot);

@@ -1390,6 +1390,9 @@ gpa_run_engine(GpaState *st)
 	}
 	if (!st->es.heap)
 		engine_scan_send(&st->es, WARP_MSG_AGG_RUN, req);
+	/* the builds' workers exit while the service runs */
+	if (st->n_depths > 0 && !(st->partial && st->es.shared != NULL))
+		gj_exec_shutdown(st->inner, st->n_depths);
 	gpa_collect(st, st->es.heap, &st->last);
 	engine_scan_read_ahead_end(&st->es, false);
 	INSTR_TIME_SET_CURRENT(t2);
