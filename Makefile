@@ -26,6 +26,7 @@ OBJS         = \
 	src/fdw/estimate.o \
 	src/fdw/file.o \
 	src/fdw/meta_image.o \
+	src/fdw/meta_shared.o \
 	src/fdw/import.o \
 	src/fdw/options.o \
 	src/fdw/plan.o \

@@ -461,6 +461,39 @@ extern int	arrow_file_open_image(const ArrowSource *src, const ArrowAllocator *a
 								  bool *used, ArrowError *err);
 
 /*
+ * A file's record batches laid out flat in memory that other processes map
+ * at the same address (a PostgreSQL cluster's shared memory): the
+ * ArrowBatchInfo array, then a zeroed int32 a batch, then each batch's
+ * nodes, buffers, metadata items and strings, every pointer into the same
+ * memory.  arrow_batches_flat_len: the bytes a file's take (0 where it
+ * cannot be laid out so: a stream, dictionaries, view fields, no batch);
+ * arrow_batches_flat_copy writes them into dst (8-aligned, len bytes:
+ * arrow_batches_flat_len's) and returns the batches (dst), NULL where len
+ * is not the file's.
+ */
+typedef struct ArrowFlatBatches
+{
+	const ArrowBatchInfo *batches;
+	int32_t		n_batches;
+	int32_t		metadata_version;	/* the file's after its batches were read */
+} ArrowFlatBatches;
+
+extern uint64_t arrow_batches_flat_len(const ArrowFile *file);
+extern const ArrowBatchInfo *arrow_batches_flat_copy(const ArrowFile *file, void *dst,
+													 uint64_t len);
+
+/*
+ * arrow_file_open_source, with the record batches taken as they lie from
+ * given (another open's arrow_batches_flat_copy of the same file) where
+ * they match the footer's blocks and the schema (*used true): the file
+ * never writes or frees them, so they must outlive it.  Else the batches
+ * are read (*used false).
+ */
+extern int	arrow_file_open_flat(const ArrowSource *src, const ArrowAllocator *alloc,
+								 const ArrowFlatBatches *given, ArrowFile **out, bool *used,
+								 ArrowError *err);
+
+/*
  * The image of a file's record batches kept in a file of its own for other
  * processes (arrow_image_file.c): ARROW_IMAGE_DIR in the data directory,
  * named after the Arrow file's device and inode (arrow_image_file_path),

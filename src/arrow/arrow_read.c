@@ -804,15 +804,18 @@ read_file_format(ArrowFile *file, ArrowError *err)
 		if (read_block(file, fb_vector_elem(&dicts, i), true, (int32_t) i, err) != ARROW_OK)
 			goto fail;
 	}
-	/* the batches from an earlier open's image where it holds (arrow_read_image.c) */
-	if (!arrow_batches_from_image(file, &batches))
+	/*
+	 * the batches another process laid out flat, or an earlier open's image,
+	 * where they hold (arrow_read_image.c)
+	 */
+	if (!arrow_batches_given(file, &batches) && !arrow_batches_from_image(file, &batches))
 		for (uint32_t i = 0; i < batches.length; i++)
 		{
 			if (read_block(file, fb_vector_elem(&batches, i), false, (int32_t) i, err) != ARROW_OK)
 				goto fail;
 		}
-	/* in a file every record batch sees every dictionary batch */
-	for (int32_t i = 0; i < file->n_batches; i++)
+	/* in a file every record batch sees every dictionary batch (given ones: there are none) */
+	for (int32_t i = 0; !((ReaderPriv *) file->priv)->batches_borrowed && i < file->n_batches; i++)
 		((ReaderPriv *) file->priv)->visible_dicts[i] = file->n_dictionaries;
 	arrow_free(file->alloc, footer);
 	return ARROW_OK;
@@ -1100,11 +1103,13 @@ fail:
  * Common part of the open functions.  With fd >= 0 the source is that
  * file descriptor (of 'size' bytes), which the ArrowFile then owns; else
  * *src.  image (NULL: none): the record batches' image of an earlier open
- * (arrow_read_image.c), image_len bytes, taken where it holds.
+ * (arrow_read_image.c), image_len bytes, taken where it holds; given (NULL:
+ * none): the batches laid out flat by another process (arrow_batches_flat_copy).
  */
 static int
 file_open(const ArrowSource *src, int fd, int64_t size, const void *image, uint64_t image_len,
-		  const ArrowAllocator *alloc, ArrowFile **out, ArrowError *err)
+		  const ArrowFlatBatches *given, const ArrowAllocator *alloc, ArrowFile **out,
+		  ArrowError *err)
 {
 	ArrowFile  *file;
 	uint8_t		head[FILE_HEADER_LEN];
@@ -1137,6 +1142,7 @@ file_open(const ArrowSource *src, int fd, int64_t size, const void *image, uint6
 	}
 	((ReaderPriv *) file->priv)->image = image;
 	((ReaderPriv *) file->priv)->image_len = image_len;
+	((ReaderPriv *) file->priv)->given = given;
 	if (file->source.size >= FILE_HEADER_LEN &&
 		arrow_read_bytes(file, 0, head, FILE_HEADER_LEN, err) != ARROW_OK)
 		rc = err->code;
@@ -1163,6 +1169,7 @@ file_open(const ArrowSource *src, int fd, int64_t size, const void *image, uint6
 		priv->msg_cap = priv->scratch_cap = 0;
 		priv->image = NULL;		/* the caller's */
 		priv->image_len = 0;
+		priv->given = NULL;
 	}
 	*out = file;
 	return ARROW_OK;
@@ -1178,10 +1185,14 @@ arrow_file_open_source(const ArrowSource *src, const ArrowAllocator *alloc,
 	return arrow_file_open_image(src, alloc, NULL, 0, out, &used, err);
 }
 
-/* See arrow.h */
-int
-arrow_file_open_image(const ArrowSource *src, const ArrowAllocator *alloc, const void *image,
-					  uint64_t image_len, ArrowFile **out, bool *used, ArrowError *err)
+/*
+ * arrow_file_open_image and arrow_file_open_flat: *src opened with the
+ * batches of image or given where they hold (*used)
+ */
+static int
+source_open(const ArrowSource *src, const ArrowAllocator *alloc, const void *image,
+			uint64_t image_len, const ArrowFlatBatches *given, ArrowFile **out, bool *used,
+			ArrowError *err)
 {
 	ArrowError	local;
 	int			rc;
@@ -1194,10 +1205,30 @@ arrow_file_open_image(const ArrowSource *src, const ArrowAllocator *alloc, const
 	*out = NULL;
 	if (src == NULL || src->read_at == NULL || src->size < 0)
 		return arrow_set_error(err, ARROW_ERR_ARGUMENT, "invalid source");
-	rc = file_open(src, -1, 0, image, image_len, alloc, out, err);
+	rc = file_open(src, -1, 0, image, image_len, given, alloc, out, err);
 	if (rc == ARROW_OK)
-		*used = ((ReaderPriv *) (*out)->priv)->image_block != NULL;
+	{
+		const ReaderPriv *priv = (*out)->priv;
+
+		*used = given != NULL ? priv->batches_borrowed : priv->image_block != NULL;
+	}
 	return rc;
+}
+
+/* See arrow.h */
+int
+arrow_file_open_image(const ArrowSource *src, const ArrowAllocator *alloc, const void *image,
+					  uint64_t image_len, ArrowFile **out, bool *used, ArrowError *err)
+{
+	return source_open(src, alloc, image, image_len, NULL, out, used, err);
+}
+
+/* See arrow.h */
+int
+arrow_file_open_flat(const ArrowSource *src, const ArrowAllocator *alloc,
+					 const ArrowFlatBatches *given, ArrowFile **out, bool *used, ArrowError *err)
+{
+	return source_open(src, alloc, NULL, 0, given, out, used, err);
 }
 
 /* See arrow.h; the file descriptor is read with pread and closed on close */
@@ -1230,7 +1261,7 @@ arrow_file_open(const char *path, const ArrowAllocator *alloc,
 		close(fd);
 		return arrow_set_error(err, ARROW_ERR_INVALID, "not a regular file");
 	}
-	return file_open(NULL, fd, (int64_t) st.st_size, NULL, 0, alloc, out, err);
+	return file_open(NULL, fd, (int64_t) st.st_size, NULL, 0, NULL, alloc, out, err);
 }
 
 /*

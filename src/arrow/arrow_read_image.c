@@ -457,3 +457,154 @@ arrow_batches_from_image(ArrowFile *file, const FbVector *blocks)
 	priv->n_borrowed = file->n_batches;
 	return true;
 }
+
+/* ---------------- batches laid out flat (arrow.h) ---------------- */
+
+/*
+ * A backend of a PostgreSQL cluster that opens a large file for the first
+ * time takes its batches from its image (above): a pass over every batch
+ * and fresh memory for their arrays, 1-3 ms of a new session's planning
+ * over a file of a thousand batches.  Laid out flat in memory that every
+ * process of the cluster maps at the same address, the batches of one
+ * open serve the opens of every later session as they lie.
+ */
+
+/* the bytes of batch b's arrays and strings laid out flat */
+static uint64_t
+flat_batch_len(const ArrowBatchInfo *b)
+{
+	uint64_t	len = PAD8(sizeof(ArrowNode) * (uint64_t) b->n_nodes) +
+		PAD8(sizeof(ArrowBufferRef) * (uint64_t) b->n_buffers) +
+		PAD8(sizeof(ArrowKeyValue) * (uint64_t) b->metadata.count);
+	uint64_t	text = 0;
+
+	for (int32_t k = 0; k < b->metadata.count; k++)
+		text += strlen(b->metadata.items[k].key) + strlen(b->metadata.items[k].value) + 2;
+	return len + PAD8(text);
+}
+
+/* see arrow.h */
+uint64_t
+arrow_batches_flat_len(const ArrowFile *file)
+{
+	uint64_t	len;
+
+	if (file->is_stream || file->n_batches <= 0 || file->n_dictionaries > 0 ||
+		arrow_schema_has_views(&file->schema))
+		return 0;
+	len = PAD8(sizeof(ArrowBatchInfo) * (uint64_t) file->n_batches) +
+		PAD8(sizeof(int32_t) * (uint64_t) file->n_batches);
+	for (int32_t i = 0; i < file->n_batches; i++)
+	{
+		const ArrowBatchInfo *b = &file->batches[i];
+
+		if (b->n_variadic > 0 || b->column_first_buffer != NULL)
+			return 0;
+		len += flat_batch_len(b);
+	}
+	return len;
+}
+
+/* the n bytes at src to *pos of dst; their place, NULL for none */
+static void *
+flat_put(uint8_t *dst, uint64_t *pos, const void *src, uint64_t n)
+{
+	void	   *at = dst + *pos;
+
+	if (n == 0)
+		return NULL;
+	memcpy(at, src, n);
+	*pos += PAD8(n);
+	return at;
+}
+
+/* see arrow.h */
+const ArrowBatchInfo *
+arrow_batches_flat_copy(const ArrowFile *file, void *dst, uint64_t len)
+{
+	uint8_t    *d = dst;
+	ArrowBatchInfo *out = dst;
+	uint64_t	pos;
+
+	if (len == 0 || ((uintptr_t) dst & 7) != 0 || len != arrow_batches_flat_len(file))
+		return NULL;
+	pos = PAD8(sizeof(ArrowBatchInfo) * (uint64_t) file->n_batches);
+	/* every batch sees every dictionary: there are none */
+	memset(d + pos, 0, sizeof(int32_t) * (uint64_t) file->n_batches);
+	pos += PAD8(sizeof(int32_t) * (uint64_t) file->n_batches);
+	for (int32_t i = 0; i < file->n_batches; i++)
+	{
+		const ArrowBatchInfo *b = &file->batches[i];
+		ArrowBatchInfo *o = &out[i];
+		ArrowKeyValue *items;
+		uint64_t	text;
+
+		*o = *b;				/* no view arrays (arrow_batches_flat_len) */
+		o->packed = NULL;
+		o->nodes = flat_put(d, &pos, b->nodes, sizeof(ArrowNode) * (uint64_t) b->n_nodes);
+		o->buffers = flat_put(d, &pos, b->buffers, sizeof(ArrowBufferRef) * (uint64_t) b->n_buffers);
+		items = (ArrowKeyValue *) (d + pos);
+		o->metadata.items = b->metadata.count > 0 ? items : NULL;
+		pos += PAD8(sizeof(ArrowKeyValue) * (uint64_t) b->metadata.count);
+		text = pos;
+		for (int32_t k = 0; k < b->metadata.count; k++)
+		{
+			size_t		kl = strlen(b->metadata.items[k].key) + 1;
+			size_t		vl = strlen(b->metadata.items[k].value) + 1;
+
+			items[k].key = memcpy(d + text, b->metadata.items[k].key, kl);
+			text += kl;
+			items[k].value = memcpy(d + text, b->metadata.items[k].value, vl);
+			text += vl;
+		}
+		pos = PAD8(text);
+	}
+	return pos == len ? out : NULL;
+}
+
+/*
+ * arrow_batches_given: file's record batches (footer blocks `blocks`) as
+ * they lie in the flat layout the reader was given (ReaderPriv.given),
+ * each checked against its block and the schema; false (nothing taken)
+ * where they do not match
+ */
+bool
+arrow_batches_given(ArrowFile *file, const FbVector *blocks)
+{
+	ReaderPriv *priv = file->priv;
+	const ArrowFlatBatches *g = priv->given;
+	int32_t		want_nodes = 0;
+	int32_t		want_buffers = 0;
+	int64_t		total = 0;
+
+	if (g == NULL || g->batches == NULL || g->n_batches <= 0 ||
+		(uint32_t) g->n_batches != blocks->length || file->n_batches != 0 ||
+		file->n_dictionaries != 0 || g->metadata_version < 4 ||
+		g->metadata_version > file->metadata_version || arrow_schema_has_views(&file->schema))
+		return false;
+	for (int32_t i = 0; i < file->schema.n_fields; i++)
+		arrow_count_layout(&file->schema.fields[i], &want_nodes, &want_buffers);
+	for (int32_t i = 0; i < g->n_batches; i++)
+	{
+		const uint8_t *block = fb_vector_elem(blocks, i);
+		int64_t		offset = (int64_t) fb_le64(block);
+		int32_t		meta_len = (int32_t) fb_le32(block + 8);
+		int64_t		body_len = (int64_t) fb_le64(block + 16);
+		const ArrowBatchInfo *b = &g->batches[i];
+
+		if (b->message_offset != offset || b->body_offset != offset + meta_len ||
+			b->body_length != body_len || b->n_nodes != want_nodes ||
+			b->n_buffers != want_buffers || b->n_variadic != 0 ||
+			b->column_first_buffer != NULL || b->n_rows < 0 ||
+			arrow_add_overflow(total, b->n_rows, &total))
+			return false;
+	}
+	file->batches = (ArrowBatchInfo *) g->batches;
+	priv->visible_dicts = (int32_t *) ((const uint8_t *) g->batches +
+									   PAD8(sizeof(ArrowBatchInfo) * (uint64_t) g->n_batches));
+	priv->batches_borrowed = true;
+	file->n_batches = priv->n_borrowed = g->n_batches;
+	file->total_rows = total;
+	file->metadata_version = g->metadata_version;
+	return true;
+}

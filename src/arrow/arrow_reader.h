@@ -112,6 +112,8 @@ typedef struct ReaderPriv
 	const uint8_t *image;
 	uint64_t	image_len;
 	uint8_t    *image_block;
+	/* while the file is opened: the batches given laid out flat, or NULL */
+	const ArrowFlatBatches *given;
 } ReaderPriv;
 
 /* One message read from the file */
@@ -199,6 +201,7 @@ extern int	arrow_reserve_batches(ArrowFile *file, int32_t n, ArrowError *err);
 extern int	arrow_add_batch(ArrowFile *file, ArrowBatchInfo *info, ArrowError *err);
 extern bool arrow_schema_has_views(const ArrowSchema *schema);
 extern bool arrow_batches_from_image(ArrowFile *file, const FbVector *blocks);
+extern bool arrow_batches_given(ArrowFile *file, const FbVector *blocks);
 extern int	arrow_parse_variadic(const ArrowAllocator *alloc, const FbVector *v,
 								 const ArrowField *fields, int32_t n_fields,
 								 ArrowBatchInfo *info, int32_t *want_buffers,

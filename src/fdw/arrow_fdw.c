@@ -213,4 +213,5 @@ arrow_fdw_init(void)
 							 PGC_SUSET,
 							 0,
 							 NULL, NULL, NULL);
+	arrow_meta_shared_init();
 }

@@ -51,10 +51,14 @@ extern int	arrow_pg_resolve_within(const char *path, const char *dir,
 extern ArrowFile *arrow_pg_open(const char *path, ArrowPgSource *s,
 								const char *within);
 
+/* the files whose batches' metadata is kept for later sessions: 64 batches or more */
+#define ARROW_META_MIN_BATCHES	64
+
 /* meta_image.c: the metadata of large files' record batches kept on disk */
 extern bool pg_warp_arrow_metadata_images;
 extern int	arrow_pg_open_image(const ArrowPgSource *s, int64 ctime_ns,
 								const ArrowAllocator *alloc, ArrowFile **out, ArrowError *err);
+
 
 /*
  * The min and max statistics of one top-level field in every record batch
@@ -91,6 +95,27 @@ typedef struct ArrowFieldSizes
 } ArrowFieldSizes;
 
 extern const ArrowFieldSizes *arrow_pg_field_sizes(const ArrowFile *file, int field);
+extern void arrow_pg_stat_fill(const ArrowFile *file, const ArrowBatchInfo *batches, int field,
+							   ArrowStatColumn *c);
+extern int32 arrow_pg_sizes_fill(const ArrowFile *file, int field, ArrowFieldSizes *fs);
+
+/*
+ * meta_shared.c: a file's record batches laid out in shared memory, with
+ * each top-level field's statistics (their Datums zero: each session makes
+ * its own) and sizes (bytes NULL: not known) in every batch
+ */
+typedef struct ArrowMetaShared
+{
+	int			n_fields;
+	const ArrowStatColumn *stats;
+	const ArrowFieldSizes *sizes;
+} ArrowMetaShared;
+extern int	pg_warp_arrow_shared_metadata_size;
+extern bool pg_warp_arrow_shared_metadata;
+extern void arrow_meta_shared_init(void);
+extern int	arrow_pg_open_shared(const ArrowPgSource *s, int64 ctime_ns,
+								 const ArrowAllocator *alloc, ArrowFile **out,
+								 const ArrowMetaShared **shared, ArrowError *err);
 extern int64 arrow_pg_batch_field_bytes(const ArrowFile *file, int32 b, int field,
 										const char *path);
 extern const ArrowStatColumn *arrow_pg_stat_datums(const ArrowFile *file, int field,

@@ -489,6 +489,8 @@ typedef struct MetaCacheEntry
 	ArrowStatColumn **stats;
 	/* each top-level field's bytes and nulls in every batch (arrow_pg_field_sizes) */
 	ArrowFieldSizes **field_sizes;
+	/* the batches came from shared memory, and these with them (meta_shared.c) */
+	const ArrowMetaShared *shared;
 } MetaCacheEntry;
 
 static MetaCacheEntry meta_cache[META_CACHE_ENTRIES];
@@ -557,6 +559,7 @@ meta_cache_open(const ArrowPgSource *s, int64 ctime_ns, ArrowError *err)
 	MetaCacheEntry *e = NULL;
 	MemoryContext cxt;
 	ArrowFile  *file;
+	const ArrowMetaShared *shared;
 	Size		total = 0;
 
 	for (int i = 0; i < META_CACHE_ENTRIES; i++)
@@ -568,8 +571,12 @@ meta_cache_open(const ArrowPgSource *s, int64 ctime_ns, ArrowError *err)
 	/* under the current context until the file is read: an error leaves nothing behind */
 	cxt = AllocSetContextCreate(CurrentMemoryContext, "arrow_fdw file metadata",
 								ALLOCSET_DEFAULT_SIZES);
-	/* its batches from the image an earlier session kept, where there is one (meta_image.c) */
-	if (arrow_pg_open_image(s, ctime_ns, arrow_pg_allocator(cxt), &file, err) != ARROW_OK)
+	/*
+	 * its batches from the shared memory where another session laid them out
+	 * (meta_shared.c), else from the image an earlier session kept, where
+	 * there is one (meta_image.c)
+	 */
+	if (arrow_pg_open_shared(s, ctime_ns, arrow_pg_allocator(cxt), &file, &shared, err) != ARROW_OK)
 	{
 		MemoryContextDelete(cxt);
 		return NULL;
@@ -584,6 +591,7 @@ meta_cache_open(const ArrowPgSource *s, int64 ctime_ns, ArrowError *err)
 	e->size = s->size;
 	e->mtime_ns = s->mtime_ns;
 	e->ctime_ns = ctime_ns;
+	e->shared = shared;
 	e->used = ++meta_cache_clock;
 	e->pinned = true;
 	for (int i = 0; i < META_CACHE_ENTRIES; i++)
@@ -645,8 +653,6 @@ arrow_pg_stat_column(const ArrowFile *file, int field)
 	MetaCacheEntry *e = meta_cache_of(file);
 	ArrowStatColumn *c;
 	int32		n = file->n_batches;
-	ArrowTypeId id;
-	int64		bits;
 
 	if (e == NULL || field < 0 || field >= e->file->schema.n_fields)
 		return NULL;
@@ -658,23 +664,45 @@ arrow_pg_stat_column(const ArrowFile *file, int field)
 	if (e->stats[field] != NULL)
 		return e->stats[field];
 	c = MemoryContextAllocZero(e->cxt, sizeof(ArrowStatColumn));
+	if (e->shared != NULL)
+	{
+		/* laid out in shared memory: this copy's Datums are its own */
+		*c = e->shared->stats[field];
+		e->stats[field] = c;
+		return c;
+	}
 	c->min_s = MemoryContextAlloc(e->cxt, sizeof(char *) * n);
 	c->max_s = MemoryContextAlloc(e->cxt, sizeof(char *) * n);
 	c->min = MemoryContextAlloc(e->cxt, sizeof(int64) * n);
 	c->max = MemoryContextAlloc(e->cxt, sizeof(int64) * n);
-	c->parsed = MemoryContextAllocZero(e->cxt, sizeof(uint8) * n);
-	id = e->file->schema.fields[field].type.id;
+	c->parsed = MemoryContextAlloc(e->cxt, sizeof(uint8) * n);
+	arrow_pg_stat_fill(e->file, e->file->batches, field, c);
+	e->stats[field] = c;
+	return c;
+}
+
+/*
+ * arrow_pg_stat_fill: the min and max statistics of top-level field
+ * `field` of file, as `batches` (file's, or a copy of them) hold them, into
+ * c, whose five arrays of a batch each the caller gave
+ */
+void
+arrow_pg_stat_fill(const ArrowFile *file, const ArrowBatchInfo *batches, int field,
+				   ArrowStatColumn *c)
+{
+	ArrowTypeId id = file->schema.fields[field].type.id;
+	int64		bits;
+
 	c->as_bits = arrow_stat_parse(id, "0", &bits);
-	for (int32 b = 0; b < n; b++)
+	for (int32 b = 0; b < file->n_batches; b++)
 	{
-		arrow_batch_stat_strings(&e->file->batches[b], field, &c->min_s[b], &c->max_s[b]);
+		arrow_batch_stat_strings(&batches[b], field, &c->min_s[b], &c->max_s[b]);
+		c->parsed[b] = 0;
 		if (c->as_bits && arrow_stat_parse(id, c->min_s[b], &c->min[b]))
 			c->parsed[b] |= ARROW_STAT_MIN;
 		if (c->as_bits && arrow_stat_parse(id, c->max_s[b], &c->max[b]))
 			c->parsed[b] |= ARROW_STAT_MAX;
 	}
-	e->stats[field] = c;
-	return c;
 }
 
 /*
@@ -713,7 +741,7 @@ arrow_pg_field_sizes(const ArrowFile *file, int field)
 {
 	MetaCacheEntry *e = meta_cache_of(file);
 	ArrowFieldSizes *fs;
-	int32		node;
+	int32		bad;
 
 	if (e == NULL || field < 0 || field >= e->file->schema.n_fields)
 		return NULL;
@@ -722,19 +750,48 @@ arrow_pg_field_sizes(const ArrowFile *file, int field)
 												e->file->schema.n_fields);
 	if (e->field_sizes[field] != NULL)
 		return e->field_sizes[field];
-	node = e->file->columns[field].first_node;
+	if (e->shared != NULL && e->shared->sizes[field].bytes != NULL)
+		return e->field_sizes[field] = (ArrowFieldSizes *) &e->shared->sizes[field];
 	fs = MemoryContextAlloc(e->cxt, sizeof(ArrowFieldSizes));
 	fs->bytes = MemoryContextAlloc(e->cxt, sizeof(int64) * Max(file->n_batches, 1));
 	fs->nulls = MemoryContextAlloc(e->cxt, sizeof(int64) * Max(file->n_batches, 1));
-	for (int32 b = 0; b < file->n_batches; b++)
-	{
-		const ArrowBatchInfo *batch = &e->file->batches[b];
-
-		fs->bytes[b] = arrow_pg_batch_field_bytes(e->file, b, field, e->path);
-		fs->nulls[b] = node >= 0 && node < batch->n_nodes ? batch->nodes[node].null_count : -1;
-	}
+	bad = arrow_pg_sizes_fill(e->file, field, fs);
+	if (bad >= 0)
+		(void) arrow_pg_batch_field_bytes(e->file, bad, field, e->path);	/* raises */
 	e->field_sizes[field] = fs;
 	return fs;
+}
+
+/*
+ * arrow_pg_sizes_fill: top-level field `field`'s bytes and null count in
+ * every record batch of file into fs's arrays (a batch each, the caller's);
+ * -1, or the first batch whose layout cannot be read
+ */
+int32
+arrow_pg_sizes_fill(const ArrowFile *file, int field, ArrowFieldSizes *fs)
+{
+	int			room = Max(file->columns[field].n_buffers, 1);
+	ArrowExtent *ext = palloc(sizeof(ArrowExtent) * room);
+	int32		node = file->columns[field].first_node;
+
+	for (int32 b = 0; b < file->n_batches; b++)
+	{
+		const ArrowBatchInfo *batch = &file->batches[b];
+		ArrowError	err;
+		int			n = arrow_column_extents(file, b, field, ext, room, &err);
+
+		if (n < 0)
+		{
+			pfree(ext);
+			return b;
+		}
+		fs->bytes[b] = 0;
+		for (int k = 0; k < n; k++)
+			fs->bytes[b] += ext[k].length;
+		fs->nulls[b] = node >= 0 && node < batch->n_nodes ? batch->nodes[node].null_count : -1;
+	}
+	pfree(ext);
+	return -1;
 }
 
 /*

@@ -9,7 +9,7 @@
  * every batch's message: 10-16 ms of a new session's planning over SSB SF
  * 20's lineorder on the GPU host, as long as the query that followed.  The
  * backend's own cache (file.c) lives as long as the session.  Here, once a
- * file of META_IMAGE_MIN_BATCHES batches or more has been read, the image
+ * file of ARROW_META_MIN_BATCHES batches or more has been read, the image
  * of its batches (arrow_file_batches_image) goes to
  * pg_warp/arrow_meta/DEV-INO in the data directory, and the next session
  * that opens the file takes it instead (arrow_file_open_image), after
@@ -43,7 +43,6 @@
 
 #include "fdw/arrow_fdw.h"
 
-#define META_IMAGE_MIN_BATCHES	64
 /* a writer's temporary file older than this is one whose writer died */
 #define META_IMAGE_TMP_AGE_S	3600
 
@@ -101,7 +100,7 @@ meta_image_write(const ArrowPgSource *s, const ArrowFileIdentity *id, const char
  * opened into *out (alloc's memory) as arrow_file_open_source does, its
  * record batches taken from the image kept on disk where there is a whole
  * one of this identity, and an image kept for the next session where there
- * was none (a file of META_IMAGE_MIN_BATCHES batches or more)
+ * was none (a file of ARROW_META_MIN_BATCHES batches or more)
  */
 int
 arrow_pg_open_image(const ArrowPgSource *s, int64 ctime_ns, const ArrowAllocator *alloc,
@@ -125,7 +124,7 @@ arrow_pg_open_image(const ArrowPgSource *s, int64 ctime_ns, const ArrowAllocator
 	arrow_image_file_unmap(map, map_len);
 	if (rc == ARROW_OK && used)
 		elog(DEBUG1, "pg_warp: the record batches of \"%s\" from its metadata image", s->path);
-	else if (rc == ARROW_OK && (*out)->n_batches >= META_IMAGE_MIN_BATCHES)
+	else if (rc == ARROW_OK && (*out)->n_batches >= ARROW_META_MIN_BATCHES)
 		meta_image_write(s, &id, path, *out);
 	return rc;
 }

@@ -16,6 +16,9 @@
  *	- copies of an opened file (arrow_file_copy), sharing its batches or
  *	  not, and copies of such copies: the same batches and rows, and each
  *	  closed before or after the others without touching their memory (ASan);
+ *	- the batches laid out flat (arrow_batches_flat_copy, arrow_file_open_flat):
+ *	  taken as they lie, the messages' batches and rows; another file's or a
+ *	  short layout not taken; the files never free what they borrowed (ASan);
  *	- a file of thousands of batches with statistics-like keys, whose image
  *	  takes more than a huge page (the room placed on a huge-page boundary):
  *	  the batches and rows reading the messages gives.
@@ -207,6 +210,123 @@ test_image(void)
 		free(want);
 		free(image);
 		arrow_file_close(file);
+	}
+}
+
+/*
+ * opens data with the flat batches given: *used, and whether it opened;
+ * the rows into *rows (NULL: not wanted); the file, closed, must leave the
+ * batches alone (they are not its own: a free inside them fails under ASan)
+ */
+static bool
+open_with_flat(const Seed *s, const ArrowFlatBatches *given, bool *used, char **rows)
+{
+	ArrowSource src;
+	ArrowFile  *file;
+	ArrowFile  *copy = NULL;
+	ArrowError	err;
+
+	arrow_source_from_memory(&src, s->data, s->len);
+	if (arrow_file_open_flat(&src, NULL, given, &file, used, &err) != ARROW_OK)
+		return false;
+	if (rows != NULL)
+		*rows = opened_rows(file, &err);
+	/* a copy that borrows them, closed after the file */
+	if (arrow_file_copy(file, &src, NULL, true, &copy, &err) == ARROW_OK)
+	{
+		arrow_file_close(file);
+		file = copy;
+	}
+	arrow_file_close(file);
+	return true;
+}
+
+/*
+ * The batches laid out flat (arrow_batches_flat_copy, arrow_file_open_flat)
+ * on every file seed: none for a stream, view fields or dictionaries; the
+ * layout made from a file closed before it is used (every pointer inside
+ * points into it) gives the batches and rows the messages give; a wrong
+ * length is refused; another file's layout, or one batch short, is not
+ * taken and the file opens with its own rows
+ */
+static void
+test_flat(void)
+{
+	const Seed *other = find_seed("seed-primitives.file");
+
+	for (int i = 0; i < n_seeds; i++)
+	{
+		const Seed *s = &seeds[i];
+		ArrowSource src;
+		ArrowFile  *file;
+		ArrowError	err;
+		ArrowFlatBatches g;
+		uint64_t	len;
+		uint64_t   *room;
+		bool		used;
+		bool		laid;
+		char	   *want;
+		char	   *got = NULL;
+
+		if (open_mem(s->data, s->len, NULL, &src, &file, &err) != ARROW_OK)
+			continue;
+		len = arrow_batches_flat_len(file);
+		if (file->is_stream || file->n_batches == 0 || file->n_dictionaries > 0 ||
+			file->batches[0].column_first_buffer != NULL)
+		{
+			tap_ok(len == 0, "%s: no flat layout (stream, no batch, dictionaries or views)",
+				   s->name);
+			arrow_file_close(file);
+			continue;
+		}
+		want = opened_rows(file, &err);
+		room = malloc(len + 8);
+		memset(&g, 0, sizeof(g));
+		g.n_batches = file->n_batches;
+		g.metadata_version = file->metadata_version;
+		laid = arrow_batches_flat_copy(file, room, len - 8) == NULL &&
+			arrow_batches_flat_copy(file, (uint8_t *) room + 4, len) == NULL &&
+			(g.batches = arrow_batches_flat_copy(file, room, len)) == (void *) room;
+		tap_ok(laid, "%s: laid out flat in %llu bytes (a wrong length or alignment refused)",
+			   s->name, (unsigned long long) len);
+		/* the original goes first: nothing of the layout may point into it */
+		arrow_file_close(file);
+		if (!laid)
+		{
+			free(room);
+			free(want);
+			continue;
+		}
+		if (open_mem(s->data, s->len, NULL, &src, &file, &err) == ARROW_OK)
+		{
+			ArrowFile  *flat;
+
+			arrow_source_from_memory(&src, s->data, s->len);
+			tap_ok(arrow_file_open_flat(&src, NULL, &g, &flat, &used, &err) == ARROW_OK &&
+				   used && same_batches(file, flat) && flat->batches == g.batches,
+				   "%s: the layout taken as it lies gives the messages' %d batches", s->name,
+				   file->n_batches);
+			if (used)
+				arrow_file_close(flat);
+			arrow_file_close(file);
+		}
+		tap_ok(open_with_flat(s, &g, &used, &got) && used && want != NULL && got != NULL &&
+			   strcmp(want, got) == 0, "%s: the same rows with the layout", s->name);
+		free(got);
+		if (other != NULL && other != s)
+		{
+			got = NULL;
+			tap_ok(open_with_flat(other, &g, &used, &got) && !used && got != NULL,
+				   "%s's layout: not taken by %s, which opens", s->name, other->name);
+			free(got);
+		}
+		g.n_batches--;
+		got = NULL;
+		tap_ok(open_with_flat(s, &g, &used, &got) && !used && got != NULL && want != NULL &&
+			   strcmp(want, got) == 0, "%s: a layout one batch short is not taken", s->name);
+		free(got);
+		free(want);
+		free(room);
 	}
 }
 

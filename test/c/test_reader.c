@@ -580,6 +580,7 @@ main(void)
 	test_truncation();
 	test_corruption();
 	test_image();
+	test_flat();
 	test_copy();
 	test_image_large();
 	test_image_unpadded();

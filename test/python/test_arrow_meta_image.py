@@ -39,13 +39,16 @@ def batches_table(k):
 
 
 def write(path, batches, stats=True):
-    """an Arrow file of the batches, each with pg_warp's min/max statistics"""
+    """an Arrow file of the batches, each with pg_warp's min/max statistics of every column"""
     tmp = path + ".w"
     with pa.ipc.new_file(tmp, batches[0].schema) as w:
         for b in batches:
-            lo, hi = min(b.column(0).to_pylist()), max(b.column(0).to_pylist())
-            w.write_batch(b, custom_metadata={"pg_warp.min.0": str(lo), "pg_warp.max.0": str(hi)}
-                          if stats else None)
+            md = {}
+            for c in range(b.num_columns):
+                xs = b.column(c).to_pylist()
+                md["pg_warp.min.%d" % c] = str(min(xs))
+                md["pg_warp.max.%d" % c] = str(max(xs))
+            w.write_batch(b, custom_metadata=md if stats else None)
     os.chmod(tmp, 0o644)
     os.replace(tmp, path)
 
@@ -59,8 +62,11 @@ QUERY = "SELECT count(*), sum(x) FROM %s WHERE x >= %d"
 
 
 def session(ftable, lo, settings=()):
-    """one new session's answer to QUERY, and its messages"""
-    rc, out, err = DB.psql(QUERY % (ftable, lo), settings=("SET client_min_messages = debug1",)
+    """one new session's answer to QUERY, and its messages; the batches not
+    taken from shared memory (test_arrow_meta_shared.py), which would serve
+    every session after the first"""
+    rc, out, err = DB.psql(QUERY % (ftable, lo), settings=("SET client_min_messages = debug1",
+                                                           "SET pg_warp.arrow_shared_metadata = off")
                            + tuple(settings), check=False)
     assert rc == 0, err
     return out, err
@@ -115,11 +121,35 @@ def test_a_new_session_takes_the_image(arrow_file):
 CHANGES = ["replaced", "in_place_same_mtime", "in_place_larger"]
 
 
-def bytes_of(batches):
-    write("/tmp/pg_warp_meta_image.new", batches)
+def bytes_of(batches, writer):
+    writer("/tmp/pg_warp_meta_image.new", batches)
     data = open("/tmp/pg_warp_meta_image.new", "rb").read()
     os.unlink("/tmp/pg_warp_meta_image.new")
     return data
+
+
+def change(path, how, new, writer):
+    """the Arrow file at path changed `how` (CHANGES) to hold the batches new
+    (written by writer(path, batches)), one more batch where it grows in
+    place: returns the batches it holds"""
+    if how == "replaced":
+        writer(path, new)
+    elif how == "in_place_same_mtime":
+        st = os.stat(path)
+        data = bytes_of(new, writer)
+        assert len(data) == st.st_size
+        with open(path, "r+b") as f:
+            f.write(data)
+        os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns))
+        assert os.stat(path).st_mtime_ns == st.st_mtime_ns
+    else:
+        new = new + [pa.record_batch({name: pa.array([90000 + i for i in range(ROWS)], pa.int64())
+                                      for name in new[0].schema.names})]
+        ino = os.stat(path).st_ino
+        with open(path, "r+b") as f:
+            f.write(bytes_of(new, writer))
+        assert os.stat(path).st_ino == ino
+    return new
 
 
 @pytest.mark.parametrize("how", CHANGES)
@@ -133,24 +163,7 @@ def test_changed_file_not_served_from_the_old_image(arrow_file, how):
     path, ftable = arrow_file
     session(ftable, 0)
     assert TAKEN in session(ftable, 0)[1]
-    new = batches_table(500)
-    if how == "replaced":
-        write(path, new)
-    elif how == "in_place_same_mtime":
-        st = os.stat(path)
-        data = bytes_of(new)
-        assert len(data) == st.st_size
-        with open(path, "r+b") as f:
-            f.write(data)
-        os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns))
-        assert os.stat(path).st_mtime_ns == st.st_mtime_ns
-    else:
-        new = new + [pa.record_batch({"x": pa.array([90000 + i for i in range(ROWS)],
-                                                    pa.int64())})]
-        ino = os.stat(path).st_ino
-        with open(path, "r+b") as f:
-            f.write(bytes_of(new))
-        assert os.stat(path).st_ino == ino
+    new = change(path, how, batches_table(500), write)
     lo = 40500
     want = oracle(new, lo)
     out, err = session(ftable, lo)
