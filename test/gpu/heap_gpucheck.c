@@ -48,6 +48,7 @@
 
 #include "service/gpu_agg_int.h"
 #include "service/gpu_driver.h"
+#include "service/join_store.h"
 #include "xpu/xpu_agg.h"
 #include "xpu/xpu_half.h"
 #include "xpu/xpu_heap_gpu.h"
@@ -1135,6 +1136,103 @@ check_kept_blocks(void)
 }
 
 /*
+ * A join table copied to the device (join_store.c, svc_join_device_copy):
+ * one of a megabyte or more is registered with the driver for its copy and
+ * let go after it (the stand-in counts both; where it refuses,
+ * PG_WARP_FAKE_CUDA_NO_REGISTER, the copy is from pageable memory), a small
+ * one is not registered; the device holds the table's bytes either way.
+ */
+static void
+check_join_copy(void)
+{
+	static const char owner;
+	bool		refused = getenv("PG_WARP_FAKE_CUDA_NO_REGISTER") != NULL;
+	CUcontext	ctx;
+
+	if (gpu_drv.cuCtxPushCurrent(gpu_device_context(0)) != CUDA_SUCCESS)
+	{
+		tap_ok(false, "a join table's copy: no context for device 0");
+		return;
+	}
+	for (int big = 0; big < 2; big++)
+	{
+		int			n = big ? 100000 : 1000;
+		XpuJoinSpec spec = {0};
+		XpuValue   *keys = calloc(n, sizeof(XpuValue));
+		XpuValue   *pay = calloc(n, sizeof(XpuValue));
+		uint8_t    *nulls = calloc(n, 1);
+		XpuError	err = {0};
+		XpuJoinBuilder *b;
+		WarpJoinLoad req = {0};
+		WarpJoinLoaded res;
+		SvcJoinSet	set = {0};
+		char		msg[256] = "";
+		uint64_t	len = 0;
+		int			fd = memfd_create("join_copy", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+		int			regs = fake_registers ? *fake_registers : 0;
+		int			held = fake_registered ? *fake_registered : 0;
+		CUstream	st = NULL;
+		CUresult	rc = CUDA_ERROR_INVALID_VALUE;
+		CUdeviceptr dev = 0;
+		uint8_t    *map;
+		uint8_t    *back = NULL;
+		bool		loaded = false,
+					same = false;
+
+		spec.n_keys = 1;
+		spec.keys[0].type = spec.keys[0].probe_type = XPU_T_INT8;
+		spec.n_pay = 1;
+		spec.pay_types[0] = XPU_T_INT8;
+		for (int i = 0; i < n; i++)
+		{
+			keys[i].i = i;
+			pay[i].i = 3 * (int64_t) i;
+		}
+		if ((b = xpu_join_builder_create(&spec, &err)) != NULL &&
+			xpu_join_builder_add(b, n, keys, nulls, pay, nulls, &err) &&
+			(len = xpu_join_builder_layout(b, &err)) > 0 && fd >= 0 &&
+			ftruncate(fd, (off_t) len) == 0 &&
+			(map = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0)) != MAP_FAILED)
+		{
+			xpu_join_builder_write(b, map);
+			munmap(map, len);
+			req.table_len = len;
+			loaded = fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE |
+						   F_SEAL_SEAL) == 0 &&
+				svc_join_load(&owner, fd, &req, &res, msg, sizeof(msg)) &&
+				svc_join_acquire(&set, &res.join_id, 1, msg, sizeof(msg));
+		}
+		if (loaded && gpu_drv.cuStreamCreate(&st, 0) == CUDA_SUCCESS &&
+			(dev = svc_join_device_copy(&set, 0, 0, st, &rc)) != 0 &&
+			(back = malloc(len)) != NULL &&
+			gpu_drv.cuMemcpyDtoHAsync(back, dev, len, st) == CUDA_SUCCESS &&
+			gpu_drv.cuStreamSynchronize(st) == CUDA_SUCCESS)
+			same = memcmp(back, set.tables[0], len) == 0;
+		tap_ok(same, "a join table of %llu bytes copied to the device whole (%s)",
+			   (unsigned long long) len, msg);
+		if (fake_registers != NULL)
+			tap_ok(*fake_registers - regs == (big && !refused) && *fake_registered == held,
+				   "a join table of %llu bytes: %d registration(s) for its copy (%d expected), "
+				   "%d left", (unsigned long long) len, *fake_registers - regs,
+				   big && !refused, *fake_registered - held);
+		free(back);
+		if (st != NULL)
+			gpu_drv.cuStreamDestroy(st);
+		svc_join_release_set(&set);
+		if (loaded)
+			svc_join_drop(&owner, res.join_id);
+		if (b != NULL)
+			xpu_join_builder_free(b);
+		if (fd >= 0)
+			close(fd);
+		free(keys);
+		free(pay);
+		free(nulls);
+	}
+	gpu_drv.cuCtxPopCurrent(&ctx);
+}
+
+/*
  * gpu_mem.c's pool of pinned batch buffers keeps the largest where more
  * come back than it holds: small buffers released first (the pool full of
  * them), then large ones, leave the large ones there, so that the next
@@ -1278,6 +1376,7 @@ run_checks(int engine)
 			check_unit_reads(getenv("PG_WARP_TEST_CUFILE"));
 		else
 			tap_diag("units read with cuFile not checked: PG_WARP_TEST_CUFILE names no libcufile");
+		check_join_copy();
 		if (fake_allocs != NULL)
 		{
 			check_kept_blocks();
