@@ -206,6 +206,10 @@ def explain_summary(side, rows, depths=None):
     joins = []
     if gpa:
         summary["gpupreagg"] = {k: gpa[0][k] for k in EXPLAIN_KEYS if k in gpa[0]}
+        if "Actual Total Time" in gpa[0] and "Actual Startup Time" in gpa[0]:
+            # after the node's first row: its last rows, then its shutdown (and its children's)
+            summary["gpupreagg"]["end_ms"] = round(gpa[0]["Actual Total Time"] -
+                                                   gpa[0]["Actual Startup Time"], 3)
         joins = [gpa[0][k] for k in sorted((k for k in gpa[0] if re.match(r"^Join Depth \d+$", k)),
                                            key=lambda k: int(k.split()[-1]))]
         summary["join_depths"] = joins

@@ -267,7 +267,8 @@ def first_breakdown(rows, depths):
     g = summary.get("gpupreagg", {})
     out = {"planning_ms": summary.get("planning_ms"), "execution_ms": summary.get("execution_ms"),
            "request_ms": g.get("Request Time"), "service_wall_ms": g.get("Service Wall Time"),
-           "read_ahead_ms": g.get("Read Ahead Time"), "read_ahead_bytes": g.get("Read Ahead Bytes")}
+           "read_ahead_ms": g.get("Read Ahead Time"), "read_ahead_bytes": g.get("Read Ahead Bytes"),
+           "end_ms": g.get("end_ms")}
     builds = []
     for line in summary.get("join_depths", []):
         m = BUILT.search(line)
@@ -308,12 +309,14 @@ def first_breakdowns(args, queries, runner, res):
 
 def print_breakdown(queries, res, which):
     """The table of --first-breakdown or --first-explain (milliseconds)."""
-    cols = [("execution_ms", "exec"), ("build_ms", "builds"), ("build_scans_ms", "scans"),
-            ("build_table_ms", "table"), ("request_ms", "request"), ("read_ahead_ms", "read-ahead"),
-            ("gpu_setup_ms", "setup"), ("gpu_batches_ms", "batches"), ("service_wall_ms", "run")]
-    print("\nWhere each first run's time went (EXPLAIN ANALYZE of %s, ms; builds: the " % which +
-          "longest depth's, of which its scans and its table; request: when the run was asked of the "
-          "service; run: the service's wall time, of which setup and the batch loop)")
+    cols = [("planning_ms", "plan"), ("execution_ms", "exec"), ("build_ms", "builds"),
+            ("build_scans_ms", "scans"), ("build_table_ms", "table"), ("request_ms", "request"),
+            ("read_ahead_ms", "read-ahead"), ("gpu_setup_ms", "setup"), ("gpu_batches_ms", "batches"),
+            ("service_wall_ms", "run"), ("end_ms", "end")]
+    print("\nWhere each first run's time went (EXPLAIN ANALYZE of %s, ms; plan: the new " % which +
+          "session's planning; builds: the longest depth's, of which its scans and its table; request: "
+          "when the run was asked of the service; run: the service's wall time, of which setup and "
+          "the batch loop; end: the GpuPreAgg node after its first row, its shutdown's waits included)")
     print("  %-6s" % "query" + "".join("%11s" % h for _, h in cols) + "%11s" % "warm run")
     for q, _, _, _ in queries:
         b = res[q].get("warp_gpu_first", {}).get("breakdown")
