@@ -534,6 +534,7 @@ typedef struct GsState
 	int			max_attno;
 	bool		heap_recheck;	/* gs_heap_next met a tuple of a chunk to recheck */
 	bool		loaded;			/* the inner tables were tried */
+	bool		builds_done;	/* their Gathers let go (gj_exec_shutdown) */
 	uint64		returned;		/* rows the engine's run returned */
 	bool		fallback;
 	const char *fallback_why;
@@ -740,6 +741,12 @@ gs_start_request(GsState *st)
 	engine_scan_send(&st->es, WARP_MSG_SCAN_RUN, req);
 	pfree(req->data);
 	pfree(req);
+	/* a GpuJoin's builds' workers exit while the service runs its first batches */
+	if (st->join && st->loaded && !st->builds_done && st->es.shared == NULL)
+	{
+		st->builds_done = true;
+		gj_exec_shutdown(st->inner, st->n_depths);
+	}
 	return true;
 }
 

@@ -690,3 +690,25 @@ def test_group_portal_fetched_in_parts(serial_tdim):
     pre = find_nodes(top, NODE)[0]
     assert pre.get("Engine") in ("CPU", "GPU"), show(top)
     assert "inner rows 3000," in str(pre), show(top)
+
+
+def test_gpujoin_rows_over_a_parallel_build():
+    """A GpuJoin that returns rows (not a GpuPreAgg) over an inner table
+    built by a Gather's workers: the Gather lets its workers go once the
+    node asks the service for its first batches (gj_exec_shutdown), and the
+    rows are PostgreSQL's; so are those of a LIMIT that stops the node
+    early (its Gather shut down again at the end) and of a cursor read in
+    parts, rewound and read again (the table stays loaded, the Gather is
+    not run again)."""
+    sql = ("SELECT f.id, d.d_text, d.d_num FROM gjb.fact f, gjb.dim d "
+           "WHERE f.k = d.d_key AND f.g = 3")
+    top = DB.engine_ran(sql, "GpuJoin", ON_J + SETTINGS)
+    found = builds(top)
+    assert found and all(g["Workers Launched"] >= 1 for g, _ in found), show(top)
+    DB.same(sql, "GpuJoin", settings=SETTINGS, on=ON_J)
+    limited = "SELECT count(*) FROM (%s LIMIT 7) s" % sql
+    assert DB.sql(limited, ON_J + SETTINGS) == "7"
+    want = DB.sql(sql + " ORDER BY 1", OFF).splitlines()
+    rows = DB.sql("BEGIN; DECLARE c SCROLL CURSOR FOR %s; FETCH 3 FROM c; MOVE ABSOLUTE 0 IN c; "
+                  "FETCH ALL FROM c; COMMIT" % sql, ON_J + SETTINGS).splitlines()
+    assert sorted(rows[3:]) == sorted(want) and len(rows[:3]) == 3, (rows[:5], want[:5])
