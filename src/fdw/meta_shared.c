@@ -27,8 +27,8 @@
  * So the memory is used up by the files that come: a file replaced or
  * changed has another identity, and its first open adds an entry; once the
  * memory or the entries run out, further files are opened as without it
- * (a DEBUG1 message says so) until the server restarts.  Nothing here
- * fails a query.
+ * (the server log says so the first time, a DEBUG1 message every time)
+ * until the server restarts.  Nothing here fails a query.
  *
  *-------------------------------------------------------------------------
  */
@@ -65,6 +65,7 @@ typedef struct MetaShared
 {
 	slock_t		mutex;
 	int			n_entries;
+	bool		full_said;		/* the server log was told it is full */
 	Size		cap;			/* the arena's bytes */
 	Size		used;
 	MetaSharedEntry entries[META_SHARED_ENTRIES];
@@ -109,6 +110,7 @@ meta_shared_startup(void)
 	{
 		SpinLockInit(&meta_shared->mutex);
 		meta_shared->n_entries = 0;
+		meta_shared->full_said = false;
 		meta_shared->cap = (Size) pg_warp_arrow_shared_metadata_size * 1024 * 1024;
 		meta_shared->used = 0;
 	}
@@ -236,6 +238,7 @@ meta_shared_put(const ArrowPgSource *s, int64 ctime_ns, const ArrowFile *file)
 	const ArrowBatchInfo *flat;
 	ArrowMetaShared meta;
 	bool		full = false;
+	bool		say = false;
 
 	if (flat_len == 0 || strlen(s->path) >= MAXPGPATH)
 		return;
@@ -244,6 +247,8 @@ meta_shared_put(const ArrowPgSource *s, int64 ctime_ns, const ArrowFile *file)
 	{
 		full = meta_shared->n_entries >= META_SHARED_ENTRIES ||
 			MAXALIGN(len) > meta_shared->cap - meta_shared->used;
+		say = full && !meta_shared->full_said;
+		meta_shared->full_said |= full;
 		if (!full)
 		{
 			e = &meta_shared->entries[meta_shared->n_entries++];
@@ -259,7 +264,17 @@ meta_shared_put(const ArrowPgSource *s, int64 ctime_ns, const ArrowFile *file)
 		}
 	}
 	SpinLockRelease(&meta_shared->mutex);
-	if (full)
+	/* the first time for the server's log (once until it restarts), else DEBUG1 */
+	if (say)
+		ereport(LOG,
+				(errmsg("pg_warp: no room in shared memory for the record batches of \"%s\" "
+						"(%llu bytes): from now on, files that have no entry there are opened "
+						"by each session until the server restarts",
+						s->path, (unsigned long long) len),
+				 errhint("Raise pg_warp.arrow_shared_metadata_size (%d MB, %d of %d files).",
+						 pg_warp_arrow_shared_metadata_size, meta_shared->n_entries,
+						 META_SHARED_ENTRIES)));
+	else if (full)
 		elog(DEBUG1, "pg_warp: no room in shared memory for the record batches of \"%s\" "
 			 "(%llu bytes; pg_warp.arrow_shared_metadata_size)",
 			 s->path, (unsigned long long) len);

@@ -153,8 +153,8 @@ def test_sessions_at_once_leave_one_entry(cluster, tmpdir_world):
 
 def test_full_memory_leaves_files_as_without_it(tmpdir_world):
     """A cluster with 1 MB for it: a file whose batches need more is not
-    laid out (DEBUG1 says so) and is read by every session, answers right;
-    a file that fits still is."""
+    laid out (DEBUG1 says so each time, the server log once) and is read by
+    every session, answers right; a file that fits still is."""
     c = Cluster()
     try:
         c.sql("ALTER SYSTEM SET pg_warp.arrow_shared_metadata_size = 1")
@@ -165,6 +165,10 @@ def test_full_memory_leaves_files_as_without_it(tmpdir_world):
         for _ in range(2):
             out, err = session(c, "shared_big", 41000)
             assert out == oracle(big, 41000) and FULL in err and TAKEN not in err, (out, err)
+        # the server's log is told once, with the setting to raise
+        said = [ln for ln in c.log_text().splitlines() if FULL in ln and "LOG:" in ln]
+        assert len(said) == 1 and "restarts" in said[0], said
+        assert "arrow_shared_metadata_size" in c.log_text(), c.log_text()[-2000:]
         table(c, str(tmpdir_world), "shared_fits", batches_table(0))
         out, err = session(c, "shared_fits", 41000)
         assert out == oracle(batches_table(0), 41000) and TAKEN in err, (out, err)
