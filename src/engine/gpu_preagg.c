@@ -1335,6 +1335,7 @@ static void
 gpa_run_engine(GpaState *st)
 {
 	StringInfo	req;
+	bool		built = false;	/* this node ran its depths' builds */
 	instr_time	t0,
 				t1,
 				t2;
@@ -1366,6 +1367,7 @@ gpa_run_engine(GpaState *st)
 			st->fallback = true;
 			return;
 		}
+		built = true;
 	}
 	if ((req = gpa_request(st, st->es.joined ? WARP_SHARE_PART : 0)) == NULL)
 	{
@@ -1391,7 +1393,7 @@ gpa_run_engine(GpaState *st)
 	if (!st->es.heap)
 		engine_scan_send(&st->es, WARP_MSG_AGG_RUN, req);
 	/* the builds' workers exit while the service runs */
-	if (st->n_depths > 0 && !(st->partial && st->es.shared != NULL))
+	if (built)
 		gj_exec_shutdown(st->inner, st->n_depths);
 	gpa_collect(st, st->es.heap, &st->last);
 	engine_scan_read_ahead_end(&st->es, false);

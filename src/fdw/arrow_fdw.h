@@ -59,7 +59,6 @@ extern bool pg_warp_arrow_metadata_images;
 extern int	arrow_pg_open_image(const ArrowPgSource *s, int64 ctime_ns,
 								const ArrowAllocator *alloc, ArrowFile **out, ArrowError *err);
 
-
 /*
  * The min and max statistics of one top-level field in every record batch
  * of a file (arrow_pg_stat_column): as written (NULL: none), and, where the
@@ -97,7 +96,8 @@ typedef struct ArrowFieldSizes
 extern const ArrowFieldSizes *arrow_pg_field_sizes(const ArrowFile *file, int field);
 extern void arrow_pg_stat_fill(const ArrowFile *file, const ArrowBatchInfo *batches, int field,
 							   ArrowStatColumn *c);
-extern int32 arrow_pg_sizes_fill(const ArrowFile *file, int field, ArrowFieldSizes *fs);
+extern bool arrow_pg_sizes_fill(const ArrowFile *file, int field, ArrowFieldSizes *fs,
+								ArrowError *err);
 
 /*
  * meta_shared.c: a file's record batches laid out in shared memory, with

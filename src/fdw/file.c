@@ -706,6 +706,25 @@ arrow_pg_stat_fill(const ArrowFile *file, const ArrowBatchInfo *batches, int fie
 }
 
 /*
+ * the bytes of top-level field `field` in batch b of file (its buffers'
+ * extents, children included), ext room for its `room` buffers; -1 with
+ * *err set where its layout cannot be read
+ */
+static int64
+batch_field_bytes(const ArrowFile *file, int32 b, int field, ArrowExtent *ext, int room,
+				  ArrowError *err)
+{
+	int			n = arrow_column_extents(file, b, field, ext, room, err);
+	int64		sum = 0;
+
+	if (n < 0)
+		return -1;
+	for (int k = 0; k < n; k++)
+		sum += ext[k].length;
+	return sum;
+}
+
+/*
  * arrow_pg_batch_field_bytes: the bytes of top-level field `field` in batch
  * b of file (its buffers' extents, children included); path names the file
  * in an error
@@ -716,13 +735,10 @@ arrow_pg_batch_field_bytes(const ArrowFile *file, int32 b, int field, const char
 	int			room = Max(file->columns[field].n_buffers, 1);
 	ArrowExtent *ext = palloc(sizeof(ArrowExtent) * room);
 	ArrowError	err;
-	int			n = arrow_column_extents(file, b, field, ext, room, &err);
-	int64		sum = 0;
+	int64		sum = batch_field_bytes(file, b, field, ext, room, &err);
 
-	if (n < 0)
+	if (sum < 0)
 		arrow_pg_report(&err, "read the layout of", path);
-	for (int k = 0; k < n; k++)
-		sum += ext[k].length;
 	pfree(ext);
 	return sum;
 }
@@ -741,7 +757,7 @@ arrow_pg_field_sizes(const ArrowFile *file, int field)
 {
 	MetaCacheEntry *e = meta_cache_of(file);
 	ArrowFieldSizes *fs;
-	int32		bad;
+	ArrowError	err;
 
 	if (e == NULL || field < 0 || field >= e->file->schema.n_fields)
 		return NULL;
@@ -755,9 +771,8 @@ arrow_pg_field_sizes(const ArrowFile *file, int field)
 	fs = MemoryContextAlloc(e->cxt, sizeof(ArrowFieldSizes));
 	fs->bytes = MemoryContextAlloc(e->cxt, sizeof(int64) * Max(file->n_batches, 1));
 	fs->nulls = MemoryContextAlloc(e->cxt, sizeof(int64) * Max(file->n_batches, 1));
-	bad = arrow_pg_sizes_fill(e->file, field, fs);
-	if (bad >= 0)
-		(void) arrow_pg_batch_field_bytes(e->file, bad, field, e->path);	/* raises */
+	if (!arrow_pg_sizes_fill(e->file, field, fs, &err))
+		arrow_pg_report(&err, "read the layout of", e->path);
 	e->field_sizes[field] = fs;
 	return fs;
 }
@@ -765,33 +780,26 @@ arrow_pg_field_sizes(const ArrowFile *file, int field)
 /*
  * arrow_pg_sizes_fill: top-level field `field`'s bytes and null count in
  * every record batch of file into fs's arrays (a batch each, the caller's);
- * -1, or the first batch whose layout cannot be read
+ * false with *err set where a batch's layout cannot be read
  */
-int32
-arrow_pg_sizes_fill(const ArrowFile *file, int field, ArrowFieldSizes *fs)
+bool
+arrow_pg_sizes_fill(const ArrowFile *file, int field, ArrowFieldSizes *fs, ArrowError *err)
 {
 	int			room = Max(file->columns[field].n_buffers, 1);
 	ArrowExtent *ext = palloc(sizeof(ArrowExtent) * room);
 	int32		node = file->columns[field].first_node;
+	bool		ok = true;
 
-	for (int32 b = 0; b < file->n_batches; b++)
+	for (int32 b = 0; ok && b < file->n_batches; b++)
 	{
 		const ArrowBatchInfo *batch = &file->batches[b];
-		ArrowError	err;
-		int			n = arrow_column_extents(file, b, field, ext, room, &err);
 
-		if (n < 0)
-		{
-			pfree(ext);
-			return b;
-		}
-		fs->bytes[b] = 0;
-		for (int k = 0; k < n; k++)
-			fs->bytes[b] += ext[k].length;
+		fs->bytes[b] = batch_field_bytes(file, b, field, ext, room, err);
 		fs->nulls[b] = node >= 0 && node < batch->n_nodes ? batch->nodes[node].null_count : -1;
+		ok = fs->bytes[b] >= 0;
 	}
 	pfree(ext);
-	return -1;
+	return ok;
 }
 
 /*

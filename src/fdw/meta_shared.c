@@ -198,6 +198,7 @@ meta_shared_fields(const ArrowFile *file, const ArrowBatchInfo *flat, uint8 *p,
 	Size		n = file->n_batches;
 	ArrowStatColumn *stats = (ArrowStatColumn *) p;
 	ArrowFieldSizes *sizes;
+	ArrowError	err;
 
 	p += MAXALIGN(sizeof(ArrowStatColumn) * n_fields);
 	sizes = (ArrowFieldSizes *) p;
@@ -214,7 +215,7 @@ meta_shared_fields(const ArrowFile *file, const ArrowBatchInfo *flat, uint8 *p,
 		stats[f].parsed = p + 6 * sizeof(int64) * n;
 		p += 6 * sizeof(int64) * n + MAXALIGN(n);
 		arrow_pg_stat_fill(file, flat, f, &stats[f]);
-		if (arrow_pg_sizes_fill(file, f, &sizes[f]) >= 0)
+		if (!arrow_pg_sizes_fill(file, f, &sizes[f], &err))
 			sizes[f].bytes = sizes[f].nulls = NULL;
 	}
 	meta->n_fields = n_fields;

@@ -565,8 +565,6 @@ svc_join_device_copy(const SvcJoinSet *set, uint32_t d, uint32_t dev, CUstream s
 			*rc = gpu_drv.cuMemcpyHtoDAsync(p, j->table, j->len, st);
 		if (*rc == CUDA_SUCCESS)
 			*rc = gpu_drv.cuStreamSynchronize(st);
-		else if (reg)
-			(void) gpu_drv.cuStreamSynchronize(st);	/* no copy from it in flight */
 		if (reg)
 			gpu_drv.cuMemHostUnregister((void *) j->table);
 		if (*rc == CUDA_SUCCESS)
