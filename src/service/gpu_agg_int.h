@@ -148,8 +148,8 @@ typedef struct GaggIo
 /*
  * one host-to-device copy of a batch: from the slot's pinned buffer at
  * host_off, or (reg != NULL) from bytes file_off.. of a file's registered
- * region (file_reg.h; the pinned buffer keeps room for them at host_off
- * all the same, laid out as the device buffer)
+ * region (file_reg.h; host_off unused: the pinned buffer keeps no room for
+ * what comes from registered pages)
  */
 typedef struct GaggCopy
 {
@@ -225,7 +225,17 @@ typedef struct GaggPiece
 	int64_t		file_off;		/* >= 0: read len bytes there */
 	const void *src;			/* else copy from here (NULL and len 0: none) */
 	size_t		len;
+	/* where a launch puts it (gagg_layout_pieces) */
+	uint8_t		via;			/* GAGG_VIA_* */
+	size_t		dev_off;		/* in the slot's device buffer */
+	size_t		host_off;		/* in its pinned buffer (GAGG_VIA_HOST only) */
 } GaggPiece;
+
+/* how a piece reaches the GPU (GaggPiece.via) */
+#define GAGG_VIA_NONE		0	/* a cache hit, or no bytes */
+#define GAGG_VIA_HOST		1	/* through the pinned buffer: read, or copied from memory */
+#define GAGG_VIA_PAGES		2	/* copied from the file's registered pages */
+#define GAGG_VIA_DIRECT		3	/* read into GPU memory with cuFile */
 
 typedef struct GaggRun
 {

@@ -658,10 +658,9 @@ gagg_add_copy(GaggRun *g, GaggSlot *s, const GaggCopy *c)
 {
 	GaggCopy   *last = s->n_copies > 0 ? &s->copies[s->n_copies - 1] : NULL;
 
-	if (last != NULL && last->host_off + last->len == c->host_off &&
-		last->dst + last->len == c->dst && last->reg == c->reg &&
-		(c->reg == NULL || (last->region == c->region &&
-							last->file_off + (int64_t) last->len == c->file_off)))
+	if (last != NULL && last->dst + last->len == c->dst && last->reg == c->reg &&
+		(c->reg == NULL ? last->host_off + last->len == c->host_off :
+		 last->region == c->region && last->file_off + (int64_t) last->len == c->file_off))
 	{
 		last->len += c->len;
 		return 0;
@@ -705,13 +704,12 @@ gagg_add_read(GaggRun *g, GaggRead **reads, int *n_reads, int *cap)
 
 /*
  * gagg_map_piece: the copies of a stored piece (len bytes at file_off of
- * part p's file reg, whose regions are registered; laid out at host_off of
- * the pinned buffer, for dst) from the file's registered pages, one per
- * region
+ * part p's file reg, whose regions are registered) to dst from the file's
+ * registered pages, one per region
  */
 static int
 gagg_map_piece(GaggRun *g, GaggSlot *s, int p, struct FileReg *reg, int64_t file_off,
-			   size_t len, size_t host_off, CUdeviceptr dst)
+			   size_t len, CUdeviceptr dst)
 {
 	int32_t		first, last;
 
@@ -725,7 +723,6 @@ gagg_map_piece(GaggRun *g, GaggSlot *s, int p, struct FileReg *reg, int64_t file
 
 		if (to > file_off + (int64_t) len)
 			to = file_off + (int64_t) len;
-		c.host_off = host_off + skip;
 		c.len = (size_t) (to - from);
 		c.dst = dst + skip;
 		c.reg = reg;
@@ -740,28 +737,82 @@ gagg_map_piece(GaggRun *g, GaggSlot *s, int p, struct FileReg *reg, int64_t file
 }
 
 /*
- * gagg_place_pieces: lays the pieces of part p's columns that are no cache
- * hit out at *pos of the slot's pinned buffer, copies the loaded ones, adds
- * the reads of the stored ones (in slices, tagged p) to *reads and the
- * host-to-device copies to s->copies (a column with a cache entry to fill
- * goes there, the others to the slot's device buffer), and points the
- * part's column descriptors (cols, in the pinned buffer) at their device
- * addresses
+ * gagg_layout_pieces: decides how each piece of part p's columns that is no
+ * cache hit reaches the GPU (GaggPiece.via) and lays it out: at *dev_pos of
+ * the slot's device buffer, which every such piece takes, and at *host_pos
+ * of its pinned buffer, which only those that pass through it take (read
+ * with pread, or copied from a loaded batch).  Pieces copied from the
+ * file's registered pages or read with cuFile take no pinned memory, so a
+ * launch whose file is registered stages only its chunk's header.  A piece
+ * is copied from registered pages when all its regions are (asking for
+ * those that are not: file_reg_want); utf8 offsets always pass through the
+ * pinned buffer, where they are checked.
+ */
+static void
+gagg_layout_pieces(GaggRun *g, GaggSlot *s, int p, GaggPiece *pc, size_t *dev_pos,
+				   size_t *host_pos)
+{
+	uint32_t	fi = s->parts[p].fi;
+	struct FileReg *reg = g->regs != NULL ? g->regs[fi] : NULL;
+	bool		direct = g->direct != NULL && g->direct[fi] != NULL;
+	uint64_t	queued = 0;		/* bytes of regions queued for registration */
+
+	for (int k = 0; k < g->prog->n_cols; k++)
+	{
+		bool		hit = gagg_col_hit(GAGG_PART_ENTRIES(g, s, p), GAGG_PART_FILLING(g, s, p), k);
+
+		for (int q = 0; q < 3; q++)
+		{
+			GaggPiece  *piece = pc + 3 * k + q;
+			size_t		span = align_up(piece->len, GAGG_ALIGN);
+			bool		offsets = q == 1 && XPU_COLS(g->prog)[k].kind == XPU_COL_UTF8;
+
+			piece->via = GAGG_VIA_NONE;
+			if (hit)
+				continue;
+			piece->dev_off = *dev_pos;
+			*dev_pos += span;
+			if (piece->len == 0)
+				continue;
+			if (piece->file_off >= 0 && !offsets && reg != NULL &&
+				file_reg_want(reg, piece->file_off, piece->len, g->ctx, &queued))
+				piece->via = GAGG_VIA_PAGES;
+			else if (piece->file_off >= 0 && !offsets && direct)
+				piece->via = GAGG_VIA_DIRECT;
+			else
+			{
+				piece->via = GAGG_VIA_HOST;
+				piece->host_off = *host_pos;
+				*host_pos += span;
+			}
+		}
+	}
+	GAGG_ADD(g->run->bytes_to_pin, queued);
+}
+
+/*
+ * gagg_place_pieces: for the pieces of part p's columns that are no cache
+ * hit (laid out by gagg_layout_pieces): copies the loaded ones into the
+ * pinned buffer, adds the reads of the stored ones (in slices, tagged p)
+ * to *reads and the host-to-device copies to s->copies (a column with a
+ * cache entry to fill goes there, the others to the slot's device buffer),
+ * and points the part's column descriptors (cols, in the pinned buffer) at
+ * their device addresses
  */
 static int
 gagg_place_pieces(GaggRun *g, GaggSlot *s, int p, const GaggPiece *pc, XpuColumnData *cols,
-				  size_t *pos, GaggRead **reads, int *n_reads, int *cap)
+				  GaggRead **reads, int *n_reads, int *cap)
 {
 	AggRunFile *f = &g->run->files[s->parts[p].fi];
 	GpuCacheEntry **ent = GAGG_PART_ENTRIES(g, s, p);
 	uint8_t    *fill = GAGG_PART_FILLING(g, s, p);
-	uint64_t	queued = 0;		/* bytes of regions queued for registration */
 
 	for (int k = 0; k < g->prog->n_cols; k++)
 	{
 		XpuColumnData *cd = cols + XPU_COLS(g->prog)[k].col_index;
 		bool		hit = gagg_col_hit(ent, fill, k);
-		CUdeviceptr base = ent[k] != NULL ? gpu_cache_entry_ptr(ent[k]) : s->dev + *pos;
+		CUdeviceptr base = ent[k] != NULL ? gpu_cache_entry_ptr(ent[k]) :
+			s->dev + pc[3 * k].dev_off;
 		size_t		off = 0;
 		const void *addr[3];
 
@@ -769,57 +820,45 @@ gagg_place_pieces(GaggRun *g, GaggSlot *s, int p, const GaggPiece *pc, XpuColumn
 		{
 			const GaggPiece *piece = pc + 3 * k + q;
 			size_t		span = align_up(piece->len, GAGG_ALIGN);
-			/* utf8 offsets are read into the buffer, where they are checked */
-			bool		offsets = q == 1 && XPU_COLS(g->prog)[k].kind == XPU_COL_UTF8;
-			struct FileReg *reg = g->regs != NULL ? g->regs[s->parts[p].fi] : NULL;
-			bool		mapped;
-			bool		staged;
-			struct GpuDirectFile *direct;
+			/*
+			 * a stored piece that fills a cache entry through the pinned
+			 * buffer: its copies go to its place in the device buffer, from
+			 * where it is placed in the entry (kern_copy_pieces,
+			 * gagg_copy_slot)
+			 */
+			bool		staged = piece->via == GAGG_VIA_HOST && piece->file_off >= 0 &&
+				ent[k] != NULL;
 
 			addr[q] = piece->len > 0 || q == 2 ? (const void *) (uintptr_t) (base + off) : NULL;
-			if (hit)
+			if (hit || piece->via == GAGG_VIA_NONE)
 			{
 				off += span;
 				continue;
 			}
-			/* copied from registered pages when all of its regions are */
-			mapped = piece->file_off >= 0 && piece->len > 0 && reg != NULL && !offsets &&
-				file_reg_want(reg, piece->file_off, piece->len, g->ctx, &queued);
-			direct = mapped || offsets || g->direct == NULL ? NULL : g->direct[s->parts[p].fi];
-			if (piece->file_off < 0 && piece->len > 0)
-				memcpy(s->host + *pos, piece->src, piece->len);
-			if (mapped)
+			if (piece->via == GAGG_VIA_PAGES)
 			{
-				if (gagg_map_piece(g, s, p, reg, piece->file_off, piece->len, *pos,
-								   base + off) != 0)
+				if (gagg_map_piece(g, s, p, g->regs[s->parts[p].fi], piece->file_off,
+								   piece->len, base + off) != 0)
 					return -1;
 			}
-			else if (span > 0 && piece->file_off < 0)
+			else if (piece->file_off < 0)
 			{
-				GaggCopy	c = {.host_off = *pos, .len = span, .dst = base + off};
+				GaggCopy	c = {.host_off = piece->host_off, .len = span, .dst = base + off};
 
+				memcpy(s->host + piece->host_off, piece->src, piece->len);
 				if (gagg_add_copy(g, s, &c) != 0)
 					return -1;
 			}
-			/*
-			 * a stored piece: its slices read into the pinned buffer, whose
-			 * copies (gagg_io_copy) go to the same offsets of the device
-			 * buffer, from where a piece that fills a cache entry is placed
-			 * in it (kern_copy_pieces, gagg_copy_slot); or read into the GPU
-			 * with cuFile
-			 */
-			staged = !mapped && piece->file_off >= 0 && piece->len > 0 && direct == NULL &&
-				ent[k] != NULL;
 			if (staged)
 			{
 				XpuCopyPiece *sp = (XpuCopyPiece *) (s->host + s->scatter_at) + s->n_scatter++;
 
-				sp->src = s->dev + *pos;
+				sp->src = s->dev + piece->dev_off;
 				sp->dst = base + off;
 				sp->len = piece->len;
 			}
-			for (size_t done = 0; !mapped && piece->file_off >= 0 && done < piece->len;
-				 done += GAGG_IO_SLICE)
+			for (size_t done = 0; piece->file_off >= 0 && piece->via != GAGG_VIA_PAGES &&
+				 done < piece->len; done += GAGG_IO_SLICE)
 			{
 				GaggRead   *r = gagg_add_read(g, reads, n_reads, cap);
 
@@ -829,15 +868,16 @@ gagg_place_pieces(GaggRun *g, GaggSlot *s, int p, const GaggPiece *pc, XpuColumn
 				r->tag = p;
 				r->offset = piece->file_off + (int64_t) done;
 				r->len = piece->len - done < GAGG_IO_SLICE ? piece->len - done : GAGG_IO_SLICE;
-				r->dev = (staged ? s->dev + *pos : base + off) + done;
-				r->direct = direct;
+				r->dev = (staged ? s->dev + piece->dev_off : base + off) + done;
 				r->run = g->run;
-				if (direct == NULL)
+				if (piece->via == GAGG_VIA_DIRECT)
+					r->direct = g->direct[s->parts[p].fi];
+				else
 				{
-					r->dst = s->host + *pos + done;
+					r->dst = s->host + piece->host_off + done;
 					r->stream = s->stream;
 				}
-				if (offsets)
+				if (q == 1 && XPU_COLS(g->prog)[k].kind == XPU_COL_UTF8)
 				{
 					/* this slice's offsets among the part's rows + 1 */
 					int64_t		left = gagg_part_rows(s, p) + 1 -
@@ -849,14 +889,12 @@ gagg_place_pieces(GaggRun *g, GaggSlot *s, int p, const GaggPiece *pc, XpuColumn
 				}
 			}
 			off += span;
-			*pos += span;
 		}
 		cd->validity = addr[0];
 		cd->values = addr[1];
 		cd->data = addr[2];
 		cd->offset = 0;
 	}
-	GAGG_ADD(g->run->bytes_to_pin, queued);
 	return 0;
 }
 
@@ -886,17 +924,16 @@ gagg_io_fail(GaggRun *g, const GaggSlot *s, int io_rc)
 
 /*
  * gagg_check_offsets: checks the utf8 offsets the pinned buffer holds
- * (after the reads; laid out from `header` as gagg_place_pieces did): within
- * [0, data length] and never decreasing.  Offsets read from the file were
+ * (after the reads; where gagg_layout_pieces put them): within [0, data
+ * length] and never decreasing.  Offsets read from the file were
  * checked slice by slice by the threads that read them (gagg_offsets_read):
  * here only the pairs across their slices; loaded ones (a compressed batch)
  * in slices spread over the I/O threads.  Cache hits were checked when they
  * were read.
  */
 static int
-gagg_check_offsets(GaggRun *g, GaggSlot *s, const GaggPiece *pc, size_t header)
+gagg_check_offsets(GaggRun *g, GaggSlot *s, const GaggPiece *pc)
 {
-	size_t		pos = header;
 	GaggRead	jobs[64];
 	int			n_jobs = 0,
 				bad_part = -1,
@@ -911,13 +948,11 @@ gagg_check_offsets(GaggRun *g, GaggSlot *s, const GaggPiece *pc, size_t header)
 			const GaggPiece *q = pc + 3 * ((size_t) p * n_cols + k);
 			const int32_t *off;
 
-			if (gagg_col_hit(GAGG_PART_ENTRIES(g, s, p), GAGG_PART_FILLING(g, s, p), k))
+			if (XPU_COLS(g->prog)[k].kind != XPU_COL_UTF8 ||
+				gagg_col_hit(GAGG_PART_ENTRIES(g, s, p), GAGG_PART_FILLING(g, s, p), k))
 				continue;
-			pos += align_up(q[0].len, GAGG_ALIGN);
-			off = (const int32_t *) (s->host + pos);
-			pos += align_up(q[1].len, GAGG_ALIGN) + align_up(q[2].len, GAGG_ALIGN);
-			if (XPU_COLS(g->prog)[k].kind != XPU_COL_UTF8)
-				continue;
+			/* offsets always pass through the pinned buffer (gagg_layout_pieces) */
+			off = (const int32_t *) (s->host + q[1].host_off);
 			if (off[0] < 0 || (size_t) off[nrows] > q[2].len)
 				bad_part = p;
 			if (q[1].file_off >= 0)
@@ -993,10 +1028,11 @@ gagg_next_launch(GaggRun *g, GaggCursor *c, GaggWork *w, int64_t *rows)
 }
 
 /*
- * gagg_fill_slot: reads the n record batches w (gagg_next_launch) into the
- * (idle) slot's pinned buffer as the chunk the kernel reads (one part per
- * batch when there are several), except the columns the cache holds, and
- * lists the copies to make (s->copies)
+ * gagg_fill_slot: lays the n record batches w (gagg_next_launch) out in the
+ * (idle) slot's device buffer as the chunk the kernel reads (one part per
+ * batch when there are several), except the columns the cache holds; reads
+ * the pieces that pass through its pinned buffer and lists the copies to
+ * make (s->copies)
  */
 int
 gagg_fill_slot(GaggRun *g, GaggSlot *s, const GaggWork *w, int n)
@@ -1008,8 +1044,8 @@ gagg_fill_slot(GaggRun *g, GaggSlot *s, const GaggWork *w, int n)
 	size_t		scatter_at = align_up(cols_at + (size_t) n * part_cols, 16);
 	size_t		header = align_up(scatter_at + (g->use_cache ? (size_t) n * n_cols * 3 : 0) *
 								  sizeof(XpuCopyPiece), GAGG_ALIGN);
-	size_t		total = header,
-				pos = header;
+	size_t		dev_len = header,
+				host_len = header;
 	int64_t		t0 = svc_now_us(CLOCK_MONOTONIC);
 	GaggPiece  *pc = calloc((size_t) n * n_cols * 3 + 1, sizeof(GaggPiece));
 	ArrowBatch **abs = calloc(n, sizeof(ArrowBatch *));
@@ -1042,11 +1078,9 @@ gagg_fill_slot(GaggRun *g, GaggSlot *s, const GaggWork *w, int n)
 							w[p].fi, w[p].batch, pc + (size_t) 3 * n_cols * p, &abs[p],
 							&file_bytes, &cached_bytes) != 0)
 			goto done;
-		for (int i = 0; i < 3 * n_cols; i++)
-			if (!gagg_col_hit(GAGG_PART_ENTRIES(g, s, p), GAGG_PART_FILLING(g, s, p), i / 3))
-				total += align_up(pc[(size_t) 3 * n_cols * p + i].len, GAGG_ALIGN);
+		gagg_layout_pieces(g, s, p, pc + (size_t) 3 * n_cols * p, &dev_len, &host_len);
 	}
-	if (gagg_slot_reserve(g, s, total, total, s->nrows, 4, "a batch") != 0)
+	if (gagg_slot_reserve(g, s, host_len, dev_len, s->nrows, 4, "a batch") != 0)
 		goto done;
 	memset(s->host, 0, header);
 	chunk = (XpuChunk *) s->host;
@@ -1073,7 +1107,7 @@ gagg_fill_slot(GaggRun *g, GaggSlot *s, const GaggWork *w, int n)
 		s->part_cols[p] = parts[p].cols;
 		if (gagg_place_pieces(g, s, p, pc + (size_t) 3 * n_cols * p,
 							  (XpuColumnData *) (s->host + cols_at + p * part_cols),
-							  &pos, &reads, &n_reads, &cap) != 0)
+							  &reads, &n_reads, &cap) != 0)
 			goto done;
 	}
 	io_rc = gagg_io_run(&g->io, reads, n_reads);
@@ -1082,7 +1116,7 @@ gagg_fill_slot(GaggRun *g, GaggSlot *s, const GaggWork *w, int n)
 		gagg_io_fail(g, s, io_rc);
 		goto done;
 	}
-	if (gagg_check_offsets(g, s, pc, header) != 0)
+	if (gagg_check_offsets(g, s, pc) != 0)
 		goto done;
 	GAGG_ADD(g->run->bytes_read, file_bytes);
 	GAGG_ADD(g->run->bytes_cached, cached_bytes);

@@ -133,8 +133,16 @@ FAKE_API CUresult cuMemAlloc_v2(CUdeviceptr *p, size_t n)
 	return 0;
 }
 FAKE_API CUresult cuMemFree_v2(CUdeviceptr p) { free((void *) (uintptr_t) p); return 0; }
+/*
+ * pinned host memory refused (CUDA_ERROR_OUT_OF_MEMORY) for an allocation
+ * of more than PG_WARP_FAKE_CUDA_HOST_MAX bytes, where that is set
+ */
 FAKE_API CUresult cuMemAllocHost_v2(void **p, size_t n)
 {
+	const char *max = getenv("PG_WARP_FAKE_CUDA_HOST_MAX");
+
+	if (max != NULL && n > (size_t) strtoull(max, NULL, 10))
+		return 2;
 	__atomic_add_fetch(&fake_allocs, 1, __ATOMIC_RELAXED);
 	*p = calloc(1, n);
 	if (*p != NULL && n >= ((size_t) 16 << 20) && n < ((size_t) 64 << 20))

@@ -16,10 +16,12 @@ A file truncated while its pages are registered fails its run, not the
 service.
 """
 import os
+import struct
 import threading
 import time
 
 import pyarrow as pa
+import pyarrow.compute as pc
 import pytest
 
 from service_client import ENGINE, FAKE_GPU, client_fixture, write
@@ -172,6 +174,38 @@ def test_column_cache_first(client, pinned, tmp_path):
     # (bytes_read still counts the CPU workers' loads of the passing rows)
     again = scan_all(client, pinned, f, t, 1500)
     assert again["mapped"] == 0 and again["to_pin"] == 0, again
+
+
+def test_registered_pages_take_no_pinned_room(client, tmp_path, monkeypatch):
+    """A launch's pieces copied from registered pages take no room in the
+    slot's pinned buffer: only what is read with pread (or copied from a
+    loaded batch) passes through it.  The stand-in refuses pinned
+    allocations over 3 MiB (PG_WARP_FAKE_CUDA_HOST_MAX, so the service
+    keeps no pinned buffers from its start either).  A run over a file of
+    a million int32 values (4 MB of them in one launch) then fails while
+    the file is not registered, its reads needing pinned room for them;
+    the service goes on and registers the file's pages, which the run
+    asked for before it failed, and the next run copies every value from
+    them and answers as pyarrow does."""
+    monkeypatch.setenv("PG_WARP_FAKE_CUDA_HOST_MAX", str(3 << 20))
+    n, chunk = 1000000, 100000
+    a = pc.cast(pc.floor(pc.subtract(pc.multiply(pc.random(n, initializer=7), 2000), 1000)),
+                pa.int32())
+    t = pa.table({"a": pc.if_else(pc.equal(pc.bit_wise_and(pa.array(range(n)), 7), 3),
+                                  pa.scalar(None, pa.int32()), a)})
+    f = write(tmp_path / "a.arrow", t, chunk)
+    want = [[struct.pack("<i", v).hex()] for v in pc.filter(t["a"], pc.greater(t["a"], 0))
+            .to_pylist()]
+    for s in service_with(tmp_path, "--pinned-files", "256", "--gpu-cache-size", "0"):
+        blocks, end, error = run(client, s, "pos", [f])
+        assert error is not None and "out of pinned host memory" in error[1], (error, end)
+        assert registered(s) == (os.path.getsize(f) + 4095) // 4096 * 4096
+        blocks, end, error = run(client, s, "pos", [f])
+        assert error is None, error
+        assert rows_of(blocks) == want
+        # the values and validity of every batch
+        assert int(end["mapped"]) >= 4 * n + n // 8, end
+        assert int(end["to_pin"]) == 0, end
 
 
 @pytest.fixture
