@@ -86,6 +86,16 @@
 #                                           cold runs with pg_warp.gpudirect = on, KvikIO where
 #                                           WHEELS holds kvikio's wheels); DATA_PATHS_ARGS more data_paths
 #                                           options (e.g. "-b 4G"); QUERIES a subset (q1,q1.1)
+#   bench/gpu-host.sh huge-pages on|off     the benchmark cluster's shared memory on 2 MB
+#                                           huge pages (vm.nr_hugepages reserved for what
+#                                           PostgreSQL says it needs, huge_pages = try) or
+#                                           back on 4 kB pages (the reservation given back);
+#                                           restarts the cluster.  A parallel worker faults
+#                                           in every page of shared memory it touches, one
+#                                           fault per 4 kB page (about 2 us each on these
+#                                           guests): the builds' workers scanning the
+#                                           dimensions through shared buffers pay it on
+#                                           every query
 #
 # Environment: SF (scale factor, default 10; 20 for ssb, engine, ssb-engine, hll and datapath), WORKERS (parallel
 # workers for the scan benchmarks, DuckDB's threads, default 16), RUNS (ssb, engine:
@@ -361,6 +371,30 @@ hll)
         2>&1 | tee "$top/hll.log" || status=$?
     keep "$top/hll.log" $(find bench/results -name "hll_ssb_$tag.*" -newer "$top/hll.start")
     exit $status
+    ;;
+huge-pages)
+    env_from_bundle
+    case "${2:-}" in
+    on) setting=try ;;
+    off) setting=off ;;
+    *) echo "usage: $0 huge-pages on|off" >&2; exit 2 ;;
+    esac
+    pages=$(PGDATABASE=postgres psql -XAtc "SHOW shared_memory_size_in_huge_pages")
+    PGDATABASE=postgres psql -Xqc "ALTER SYSTEM SET huge_pages = '$setting'"
+    scripts/cluster.sh stop "$cluster"
+    want=0
+    [ "$2" = on ] && want=$((pages + 16))
+    echo "$want" > /proc/sys/vm/nr_hugepages || log "could not set vm.nr_hugepages to $want"
+    PGDATABASE=postgres scripts/cluster.sh start "$cluster" >/dev/null
+    # pages the cluster's mapping holds or has reserved
+    used=$(awk '/^HugePages_Total/ {t = $2} /^HugePages_Free/ {f = $2} /^HugePages_Rsvd/ {r = $2}
+                END {print t - f + r}' /proc/meminfo)
+    log "huge pages: $(cat /proc/sys/vm/nr_hugepages) reserved of $want asked, $used in use" \
+        "(PostgreSQL needs $pages), huge_pages = $setting"
+    if [ "$2" = on ] && [ "$used" -eq 0 ]; then
+        echo "gpu-host: the cluster's shared memory is not on huge pages" >&2
+        exit 1
+    fi
     ;;
 *)
     awk 'NR > 1 && !/^#/ { exit } NR > 1 { sub(/^# ?/, ""); print }' "$0"
