@@ -208,6 +208,19 @@ def test_registered_pages_take_no_pinned_room(client, tmp_path, monkeypatch):
         assert int(end["to_pin"]) == 0, end
 
 
+@pytest.mark.parametrize("codec", ["zstd", "lz4"])
+def test_compressed_batches(client, pinned, tmp_path, codec):
+    """A compressed file's batches are loaded (decompressed) by the service
+    and their buffers copied to the GPU from the slot's pinned buffer, utf8
+    offsets checked there; the run after takes them from the GPU column
+    cache.  Nothing of such a file comes from registered pages."""
+    t = table(20000, 6)
+    f = write(tmp_path / "a.arrow", t, 1500, compression=codec)
+    first = scan_all(client, pinned, f, t, 1500)
+    again = scan_all(client, pinned, f, t, 1500)
+    assert first["mapped"] == again["mapped"] == 0, (first, again)
+
+
 @pytest.fixture
 def preads(tmp_path):
     """No registration (every slice read with pread), the GPU column cache on"""
