@@ -19,6 +19,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 #include "xpu_join.h"
 
@@ -104,6 +105,30 @@ oom(XpuError *err)
 	return fail(err, XPU_ERR_INTERNAL, "out of memory");
 }
 
+/*
+ * A buffer of BUF_MAP_MIN bytes or more is a mapping of its own, advised
+ * onto transparent huge pages and grown with mremap: an inner table's
+ * shares grow to tens of megabytes in processes that start with every
+ * query (the builds' parallel workers), where each fresh 4 kB page costs a
+ * fault (about 2 us on the GPU hosts' guests) and a realloc from the heap
+ * copies what it holds.  Smaller ones are malloc's.
+ */
+#define BUF_MAP_MIN		((uint64_t) 2 << 20)
+
+/* a mapping of len bytes (a multiple of BUF_MAP_MIN) for a buffer; NULL: none */
+static uint8_t *
+buf_map(uint8_t *old, uint64_t old_len, uint64_t len)
+{
+	void	   *p = old != NULL ?
+		mremap(old, (size_t) old_len, (size_t) len, MREMAP_MAYMOVE) :
+		mmap(NULL, (size_t) len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+
+	if (p == MAP_FAILED)
+		return NULL;
+	(void) madvise(p, (size_t) len, MADV_HUGEPAGE);
+	return (uint8_t *) p;
+}
+
 /* room for more bytes at the end of b; 0 when memory runs out */
 static int
 buf_reserve(Buf *b, uint64_t more)
@@ -116,7 +141,19 @@ buf_reserve(Buf *b, uint64_t more)
 		return 1;
 	while (cap < need)
 		cap *= 2;
-	if (cap != (size_t) cap || (p = (uint8_t *) realloc(b->p, (size_t) cap)) == NULL)
+	if (cap != (size_t) cap)
+		return 0;
+	if (cap < BUF_MAP_MIN)
+		p = (uint8_t *) realloc(b->p, (size_t) cap);
+	else if (b->cap >= BUF_MAP_MIN)
+		p = buf_map(b->p, b->cap, cap);
+	else if ((p = buf_map(NULL, 0, cap)) != NULL)
+	{
+		if (b->len > 0)
+			memcpy(p, b->p, (size_t) b->len);
+		free(b->p);
+	}
+	if (p == NULL)
 		return 0;
 	b->p = p;
 	b->cap = cap;
@@ -145,7 +182,10 @@ buf_copy_to(void *dst, const Buf *b)
 static void
 buf_free(Buf *b)
 {
-	free(b->p);
+	if (b->cap >= BUF_MAP_MIN)
+		munmap(b->p, (size_t) b->cap);
+	else
+		free(b->p);
 	b->p = NULL;
 	b->len = b->cap = 0;
 }
