@@ -16,6 +16,9 @@
  *
  *-------------------------------------------------------------------------
  */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE				/* mremap (nvcc's host builds of the GPU checks) */
+#endif
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
