@@ -101,7 +101,7 @@
 # workers for the scan benchmarks, DuckDB's threads, default 16), RUNS (ssb, engine:
 # measured runs per query, default 5; ssb-engine: default 3), SIDES (engine, hll: a subset of their sides),
 # DICT=1 (engine: also Q4 over a lineorder export with dictionary-encoded text keys),
-# SHARED_BUFFERS (default 16GB), WHEELS (a directory
+# SHARED_BUFFERS (default 16GB), HUGE_PAGES=0 (setup: shared memory on 4 kB pages), WHEELS (a directory
 # of Python wheels to install first, e.g. connectorx, psycopg, duckdb), PGPORT (default 5500),
 # EXPORT_WORKERS (default 1,2,4,8,16), REPEAT (rounds over every point, best kept;
 # default 1), SKIP_TESTS=1 (setup without the bundle tests), SKIP_LOAD=1 (setup
@@ -184,6 +184,11 @@ SQL
     PGDATABASE=postgres scripts/cluster.sh start "$cluster" >/dev/null
     PGDATABASE=postgres psql -Xqc "CREATE DATABASE ssb"
     psql -Xqc "CREATE EXTENSION pg_warp"
+    # shared memory on huge pages unless HUGE_PAGES=0 (8-12 % off the join queries'
+    # first runs on the H200 host: bench/results/README.md); 4 kB pages where refused
+    if [ "${HUGE_PAGES:-1}" = 1 ]; then
+        "$0" huge-pages on || log "shared memory stays on 4 kB pages"
+    fi
     [ "${SKIP_LOAD:-0}" = 1 ] && exit 0
     log "SSB SF $sf: generate, load, export with pg2arrow"
     make -s -C bench/ssb
