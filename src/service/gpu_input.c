@@ -805,12 +805,10 @@ gagg_place_pieces(GaggRun *g, GaggSlot *s, int p, const GaggPiece *pc, XpuColumn
 {
 	AggRunFile *f = &g->run->files[s->parts[p].fi];
 	GpuCacheEntry **ent = GAGG_PART_ENTRIES(g, s, p);
-	uint8_t    *fill = GAGG_PART_FILLING(g, s, p);
 
 	for (int k = 0; k < g->prog->n_cols; k++)
 	{
 		XpuColumnData *cd = cols + XPU_COLS(g->prog)[k].col_index;
-		bool		hit = gagg_col_hit(ent, fill, k);
 		CUdeviceptr base = ent[k] != NULL ? gpu_cache_entry_ptr(ent[k]) :
 			s->dev + pc[3 * k].dev_off;
 		size_t		off = 0;
@@ -830,7 +828,8 @@ gagg_place_pieces(GaggRun *g, GaggSlot *s, int p, const GaggPiece *pc, XpuColumn
 				ent[k] != NULL;
 
 			addr[q] = piece->len > 0 || q == 2 ? (const void *) (uintptr_t) (base + off) : NULL;
-			if (hit || piece->via == GAGG_VIA_NONE)
+			/* a cache hit's pieces, and empty ones, are GAGG_VIA_NONE */
+			if (piece->via == GAGG_VIA_NONE)
 			{
 				off += span;
 				continue;

@@ -110,11 +110,12 @@ oom(XpuError *err)
 
 /*
  * A buffer of BUF_MAP_MIN bytes or more is a mapping of its own, advised
- * onto transparent huge pages and grown with mremap: an inner table's
- * shares grow to tens of megabytes in processes that start with every
- * query (the builds' parallel workers), where each fresh 4 kB page costs a
+ * onto transparent huge pages and grown with mremap: a process that adds a
+ * large dimension's rows (a serial build, a parallel GpuPreAgg's leader)
+ * grows them to tens of megabytes, where each fresh 4 kB page costs a
  * fault (about 2 us on the GPU hosts' guests) and a realloc from the heap
- * copies what it holds.  Smaller ones are malloc's.
+ * copies what it holds.  Smaller ones (a parallel build's shares, mostly)
+ * are malloc's.
  */
 #define BUF_MAP_MIN		((uint64_t) 2 << 20)
 
