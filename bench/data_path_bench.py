@@ -61,6 +61,13 @@ Issue 30, item 9.  One run on one host:
    cache into the GPU over the time the service spent reading them and
    queueing their copies: the transfer alone).
 
+4. Variants, as asked: pg_warp GPU on Arrow again with other server settings
+   (ALTER SYSTEM before its restarts, put back at the end), beside its runs
+   with the defaults: --cufile-lib (pg_warp.gpudirect = on: first and cold
+   runs and a first-run EXPLAIN), --unregistered (pg_warp.pinned_files_size
+   = 0: the first runs without the file's pages registered in the
+   background while they read, and their EXPLAIN).
+
 Results: bench/results/data_path_<tag>.json and .png.  Without --restart-cmd
 first runs are reported as not measured (the cache cannot be emptied); the
 sides that cannot run are reported as unavailable, and the run goes on.
@@ -115,6 +122,7 @@ for _s in WARP_SIDES:
     LABELS.setdefault(_s + "_cold", LABELS[_s] + ", cold run")
 for _m in ("first", "cold", "explain"):
     LABELS.setdefault("warp_gpu_cufile_" + _m, "pg_warp GPU on Arrow with cuFile, %s run" % _m)
+    LABELS.setdefault("warp_gpu_unreg_" + _m, "pg_warp GPU on Arrow, no pages registered, %s run" % _m)
 
 
 # ---------------------------------------------------------------- the raw limits
@@ -427,75 +435,112 @@ def gpa_figures(rows, leader_only=False):
     return figs
 
 
-def set_gpudirect(args, lib):
-    """pg_warp.gpudirect = on with libcufile lib for the next restart (None: both reset)"""
-    if lib:
-        psql_script(args.dbname, "ALTER SYSTEM SET pg_warp.gpudirect = 'on'; "
-                    "ALTER SYSTEM SET pg_warp.cufile_library = '%s';" % lib.replace("'", "''"))
+def variants(args):
+    """pg_warp GPU on Arrow again with other server settings, as asked:
+    [(name, label, {setting: value}, modes)]; each a side warp_gpu_<name>"""
+    v = []
+    if args.cufile_lib:
+        v.append(("cufile", "pg_warp.gpudirect = on (cuFile)",
+                  {"pg_warp.gpudirect": "on", "pg_warp.cufile_library": args.cufile_lib},
+                  ("first", "cold", "explain")))
+    if args.unregistered:
+        v.append(("unreg", "pg_warp.pinned_files_size = 0 (no file pages registered)",
+                  {"pg_warp.pinned_files_size": "0"}, ("first", "explain")))
+    return v
+
+
+def auto_conf(args, names):
+    """{name: value} of those settings that postgresql.auto.conf (ALTER
+    SYSTEM) holds now"""
+    out = psql_script(args.dbname, "SELECT name || '=' || setting FROM pg_file_settings "
+                      "WHERE sourcefile LIKE '%%postgresql.auto.conf' AND name IN (%s);"
+                      % ", ".join("'%s'" % n for n in names))
+    return dict(line.split("=", 1) for line in out.splitlines() if "=" in line)
+
+
+def alter_system(args, settings, before=None):
+    """ALTER SYSTEM SET each of settings; with before (auto_conf's, taken
+    earlier): each set back to it, or reset where it held none"""
+    quote = lambda v: "'%s'" % str(v).replace("'", "''")
+    if before is None:
+        script = " ".join("ALTER SYSTEM SET %s = %s;" % (k, quote(v)) for k, v in settings.items())
     else:
-        psql_script(args.dbname, "ALTER SYSTEM RESET pg_warp.gpudirect; "
-                    "ALTER SYSTEM RESET pg_warp.cufile_library;")
+        script = " ".join("ALTER SYSTEM SET %s = %s;" % (k, quote(before[k])) if k in before
+                          else "ALTER SYSTEM RESET %s;" % k for k in settings)
+    psql_script(args.dbname, script)
 
 
-def cufile_runs(args, queries, runners, res, dp, engine):
-    """--cufile-lib: pg_warp GPU on Arrow with pg_warp.gpudirect = on (the
-    service reads the file into GPU memory with cuFile), per query a first
-    and a cold run as first_and_cold's, then one EXPLAIN ANALYZE after a
-    restart with the file in the page cache (its data path: the bytes read
-    with cuFile and its mode); the settings are reset at the end"""
+def variant_runs(args, queries, runners, res, dp, engine, variant):
+    """One of variants(): pg_warp GPU on Arrow with its settings (ALTER
+    SYSTEM, put back at the end), per query its modes of: a first and a cold
+    run as first_and_cold's, and one EXPLAIN ANALYZE after a restart with the
+    file in the page cache (its data path: the bytes read each way, the
+    files' rate over I/O Time)"""
+    name, label, settings, modes = variant
+    side = "warp_gpu_" + name
     answers = {}
     runner = PgSide("warp_gpu", args, SCHEMA)
-    every = dict(runners, warp_gpu_cufile=runner)
-    set_gpudirect(args, args.cufile_lib)
+    every = dict(runners, **{side: runner})
+    before = auto_conf(args, list(settings))
+    alter_system(args, settings)
     try:
         for q, sql, *_ in queries:
-            for mode in ("first", "cold", "explain"):
-                e = res[q]["warp_gpu_cufile_" + mode] = entry("ok")
+            for mode in modes:
+                e = res[q][side + "_" + mode] = entry("ok")
                 if not before_run(args, every, runner, engine, dp, e,
                                   "cold" if mode == "cold" else "first", ([args.arrow], None)):
                     continue
                 if mode == "explain":
                     rows, _, err = runner.run("EXPLAIN (ANALYZE, FORMAT JSON) " + sql)
                     e["data_path"] = {} if err else gpa_figures(rows)
-                    print("  %s cuFile EXPLAIN: %s" % (q, e["data_path"] or err), flush=True)
+                    e["file_read_rate"] = None if err else gpa_figures(rows, leader_only=True).get(
+                        "File Read Rate")
+                    print("  %s %s EXPLAIN: %s" % (q, name, e["data_path"] or err), flush=True)
                     continue
-                rows = timed_run(runner, sql, e, "%s cuFile %s run" % (q, mode))
+                rows = timed_run(runner, sql, e, "%s %s %s run" % (q, name, mode))
                 if rows is not None:
-                    answers[(q, "warp_gpu_cufile", mode)] = rows
+                    answers[(q, side, mode)] = rows
     finally:
         runner.close()
-        set_gpudirect(args, None)
+        alter_system(args, settings, before)
     return answers
 
 
-def cufile_report(queries, res, table, limits):
-    """The cuFile runs' lines, each beside pg_warp GPU on Arrow's (pread) and its limit"""
+def variant_report(queries, res, table, limits, variant):
+    """A variant's lines (variant_runs), each beside pg_warp GPU on Arrow's
+    own run and its limit"""
+    name, label, _, modes = variant
+    side = "warp_gpu_" + name
     pinned, _ = limit_rate(limits, "pinned")
     odirect, _ = limit_rate(limits, "odirect")
-    print("\npg_warp GPU on Arrow with pg_warp.gpudirect = on (cuFile), against pread:")
+    print("\npg_warp GPU on Arrow with %s, against the defaults:" % label)
     for q, *_ in queries:
         nbytes = table.get(q, {}).get("warp_gpu", {}).get("referenced_bytes")
-        for mode, limit, name in (("first", pinned, "pinned copy"), ("cold", odirect, "O_DIRECT")):
-            e = res[q].get("warp_gpu_cufile_" + mode)
+        for mode, limit, lname in (("first", pinned, "pinned copy"), ("cold", odirect, "O_DIRECT")):
+            e = res[q].get(side + "_" + mode)
             if e is None:
                 continue
-            t, why = time_of(res[q], "warp_gpu_cufile_" + mode)
-            pread_t, _ = time_of(res[q], "warp_gpu_" + mode)
+            t, why = time_of(res[q], side + "_" + mode)
+            default_t, _ = time_of(res[q], "warp_gpu_" + mode)
             if not t:
                 print("  %-5s %-5s %s" % (q.upper(), mode, why or e.get("note")))
                 continue
             rate = nbytes / t if nbytes else None
             e["bytes_per_s"] = rate
             e["share_of_limit"] = rate / limit if rate and limit else None
-            print("  %-5s %-5s %.4f s%s%s (pread: %s)" % (
+            print("  %-5s %-5s %.4f s%s%s (defaults: %s)" % (
                 q.upper(), mode, t, ", %.2f GB/s" % (rate / 1e9) if rate else "",
-                " = %.0f%% of the %s" % (100 * rate / limit, name) if rate and limit else "",
-                "%.4f s" % pread_t if pread_t else "-"))
-        x = res[q].get("warp_gpu_cufile_explain", {}).get("data_path")
-        if x:
-            print("        EXPLAIN: %s" % ", ".join("%s %s" % kv for kv in x.items()
-                                                  if "cuFile" in kv[0] or "Rate" in kv[0]
-                                                  or kv[0] == "Data Path"))
+                " = %.0f%% of the %s" % (100 * rate / limit, lname) if rate and limit else "",
+                "%.4f s" % default_t if default_t else "-"))
+        x = res[q].get(side + "_explain", {})
+        if x.get("data_path"):
+            rate = x.get("file_read_rate")
+            print("        EXPLAIN: %s%s" % (", ".join(
+                "%s %s" % kv for kv in x["data_path"].items()
+                if any(w in kv[0] for w in ("cuFile", "pread", "Pinned File Pages", "Data Path"))),
+                "; files at %s GB/s of I/O Time%s" % (
+                    rate, " = %.0f%% of the pinned copy" % (100 * rate * 1e9 / pinned) if pinned else "")
+                if rate else ""))
 
 
 def check_first_cold(res, ref, answers):
@@ -774,7 +819,11 @@ def main():
     ap.add_argument("--data-paths-args", help="more data_paths options, e.g. '-b 4G -D 2048'")
     ap.add_argument("--cufile-lib", help="a libcufile: also time pg_warp GPU on Arrow's first and "
                     "cold runs with pg_warp.gpudirect = on and pg_warp.cufile_library = this "
-                    "(ALTER SYSTEM, reset at the end; needs --restart-cmd)")
+                    "(ALTER SYSTEM, put back at the end; needs --restart-cmd)")
+    ap.add_argument("--unregistered", action="store_true",
+                    help="also time pg_warp GPU on Arrow's first runs with pg_warp.pinned_files_size "
+                    "= 0 (no file pages registered, not even in the background; ALTER SYSTEM, put "
+                    "back at the end; needs --restart-cmd)")
     args = ap.parse_args()
     check_common_args(ap, args, SIDES)
     wanted = [x.strip().lower() for x in args.queries.split(",")] if args.queries else None
@@ -835,9 +884,9 @@ def main():
         print("first and cold runs (restart before each):")
         answers = first_and_cold(args, queries, runners, res, files, dp, info.get("service_engine"))
         first_explains(args, queries, runners, res, files, dp, info.get("service_engine"))
-    if dp and args.cufile_lib and "warp_gpu" in runners and args.restart_cmd:
-        print("first and cold runs with pg_warp.gpudirect = on (%s):" % args.cufile_lib)
-        answers.update(cufile_runs(args, queries, runners, res, dp, info.get("service_engine")))
+    for v in variants(args) if dp and "warp_gpu" in runners and args.restart_cmd else []:
+        print("runs with %s:" % v[1])
+        answers.update(variant_runs(args, queries, runners, res, dp, info.get("service_engine"), v))
     # the warm state: every source in the page cache again, then the reference and warm-ups
     for f in [args.arrow] + hfiles:
         read_through(f)
@@ -853,8 +902,8 @@ def main():
     table = rates(res, queries, limits, data["nbytes"], {"bytes": heap_bytes, "block_size": block_size})
     goal_list = goals(res, table, queries)
     print_report(queries, res, table, limits, goal_list, heap_bytes)
-    if args.cufile_lib:
-        cufile_report(queries, res, table, limits)
+    for v in variants(args):
+        variant_report(queries, res, table, limits, v)
 
     wrong = ["%s %s" % (q.upper(), s) for q in res for s, e in res[q].items()
              if e["status"] == "wrong answer"]
