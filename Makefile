@@ -49,6 +49,7 @@ OBJS         = \
 	src/engine/gpu_join_memfd.o \
 	src/engine/gpu_join_table.o \
 	src/engine/gpu_preagg.o \
+	src/engine/gpu_preagg_plan.o \
 	src/engine/heap_source.o \
 	src/engine/preagg_aggs.o \
 	src/engine/preagg_store.o \

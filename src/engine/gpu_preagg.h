@@ -85,9 +85,12 @@ typedef struct GpaPlanInfo
 #define GPA_PARTIAL_PARALLEL	1	/* partial states, a parallel heap run's share */
 #define GPA_PARTIAL				2	/* partial states of its whole input (a partition) */
 
-/* in gpu_preagg.c */
+/* in preagg_aggs.c */
 extern const GpaAggInfo *gpa_agg_info(Oid fn);
 extern int	gpa_n_states(const GpaAggInfo *info);
+
+/* in gpu_preagg_plan.c */
+extern void gpa_plan_init(void);
 extern bool gpa_heap_enabled(void);
 extern bool gpa_grouping_offloadable(PlannerInfo *root, GroupPathExtraData *extra);
 extern List *gpa_base_quals(PlannerInfo *root, RelOptInfo *base, const char **why);
@@ -99,6 +102,13 @@ extern CustomPath *gpa_make_path(RelOptInfo *output_rel, GpaPlanInfo *pi, Path *
 								 int mode);
 extern void gpa_path_cost(PlannerInfo *root, CustomPath *cp, GpaPlanInfo *pi,
 						  RelOptInfo *base, double ngroups, bool with_inner);
+extern AttrNumber *gpa_attnos(Index relid, List *exprs, int *n);
+extern Plan *gpa_plan_path(PlannerInfo *root, RelOptInfo *rel, CustomPath *best_path,
+						   List *tlist, List *clauses, List *custom_plans);
+
+/* in gpu_preagg.c */
+extern const CustomPathMethods *gpa_path_methods(void);
+extern const CustomScanMethods *gpa_scan_methods(void);
 
 /* in gpu_join_part.c */
 extern bool gpa_partition_paths(PlannerInfo *root, RelOptInfo *input_rel,
