@@ -397,14 +397,22 @@ def first_explains(args, queries, runners, res, files, dp, engine):
         if not before_run(args, runners, runners["warp_gpu"], engine, dp, e, "first",
                           files[False]):
             continue
-        rows, _, err = runners["warp_gpu"].run("EXPLAIN (ANALYZE, FORMAT JSON) " + sql)
-        e["data_path"] = {} if err else gpa_figures(rows)
-        # the leader's rate (the run's; gpa_figures sums the workers' figures)
-        e["file_read_rate"] = None if err else gpa_figures(rows, leader_only=True).get(
-            "File Read Rate")
+        err = explain_into(e, runners["warp_gpu"], sql)
         print("  %s first-run EXPLAIN: files at %s GB/s of I/O Time" % (
             q, e["file_read_rate"] if e["file_read_rate"] else "-: %s" % (err or "no rate")),
             flush=True)
+
+
+def explain_into(e, runner, sql):
+    """One EXPLAIN ANALYZE of sql: its data-path figures into e["data_path"]
+    and the files' rate over I/O Time into e["file_read_rate"] (the
+    leader's: the run's, where gpa_figures sums the workers' figures);
+    returns the error, or None"""
+    rows, _, err = runner.run("EXPLAIN (ANALYZE, FORMAT JSON) " + sql)
+    e["data_path"] = {} if err else gpa_figures(rows)
+    e["file_read_rate"] = None if err else gpa_figures(rows, leader_only=True).get(
+        "File Read Rate")
+    return err
 
 
 def first_file_rate(res, q):
@@ -491,10 +499,7 @@ def variant_runs(args, queries, runners, res, dp, engine, variant):
                                   "cold" if mode == "cold" else "first", ([args.arrow], None)):
                     continue
                 if mode == "explain":
-                    rows, _, err = runner.run("EXPLAIN (ANALYZE, FORMAT JSON) " + sql)
-                    e["data_path"] = {} if err else gpa_figures(rows)
-                    e["file_read_rate"] = None if err else gpa_figures(rows, leader_only=True).get(
-                        "File Read Rate")
+                    err = explain_into(e, runner, sql)
                     print("  %s %s EXPLAIN: %s" % (q, name, e["data_path"] or err), flush=True)
                     continue
                 rows = timed_run(runner, sql, e, "%s %s %s run" % (q, name, mode))
