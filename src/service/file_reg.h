@@ -55,6 +55,14 @@ extern bool file_reg_want(FileReg *r, int64_t off, size_t len, CUcontext ctx,
 						  uint64_t *queued);
 
 /*
+ * file_reg_run_begin / file_reg_run_end: a run that reads input starts and
+ * ends (every run, registered files or not); the registering thread waits
+ * while any is in progress
+ */
+extern void file_reg_run_begin(void);
+extern void file_reg_run_end(void);
+
+/*
  * file_reg_stop: at the service's end, before the contexts go: nothing more
  * is queued, the queue is emptied, and the registering thread has ended
  */

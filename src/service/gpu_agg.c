@@ -734,6 +734,8 @@ gagg_cache_setup(GaggRun *g)
 {
 	bool		pin = file_reg_limit() > 0;
 
+	file_reg_run_begin();
+	g->reg_run = true;
 	g->use_cache = gpu_cache_capacity(g->dev) > 0;
 	g->ctx = gpu_device_context(g->dev);
 	g->ids = calloc(g->run->n_files + 1, sizeof(GpuCacheFileId));
@@ -969,6 +971,9 @@ gagg_teardown(GaggRun *g)
 	for (uint32_t fi = 0; g->regs != NULL && fi < g->run->n_files; fi++)
 		file_reg_release(g->regs[fi]);
 	free(g->regs);
+	if (g->reg_run)
+		file_reg_run_end();
+	g->reg_run = false;
 	for (uint32_t fi = 0; g->direct != NULL && fi < g->run->n_files; fi++)
 		gpu_direct_close(g->direct[fi]);
 	free(g->direct);

@@ -272,6 +272,7 @@ typedef struct GaggRun
 	bool		fill_only;		/* a read-ahead (AGG_FILL): the batches' columns
 								 * copied into cache entries, no kernel */
 	GpuCacheFileId *ids;		/* per file: its identity (ino 0: not cached) */
+	bool		reg_run;		/* between file_reg_run_begin and _end */
 	struct FileReg **regs;		/* per file: its registered pages (file_reg.h),
 								 * NULL: read with pread */
 	struct GpuDirectFile **direct;	/* per file: read with cuFile (gpu_direct.h),
