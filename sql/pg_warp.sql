@@ -93,7 +93,7 @@ CREATE FUNCTION pgwarp.service_status(
 RETURNS record
 AS 'MODULE_PATHNAME', 'pg_warp_service_status'
 LANGUAGE C STRICT VOLATILE PARALLEL RESTRICTED;
-COMMENT ON FUNCTION pgwarp.service_status() IS 'the pg_warp service: pid, uptime, engine, devices, memory in use, running and queued tasks, Arrow file pages registered for the GPUs and queued to be';
+COMMENT ON FUNCTION pgwarp.service_status() IS 'the pg_warp service: pid, uptime, engine, devices, memory in use, running and queued tasks, file pages (Arrow files, heap segment files) registered for the GPUs and queued to be';
 
 CREATE FUNCTION pgwarp.service_tasks(
     OUT pid int,

@@ -371,6 +371,28 @@ engine_explain_cufile(ExplainState *es, uint64 direct, uint32 direct_mode)
 }
 
 /*
+ * engine_explain_heap_pinned: EXPLAIN ANALYZE's bytes of heap units a GPU
+ * run copied from the segment files' registered page-cache pages, and the
+ * file pages it queued to be registered for later runs (service/gpu_heap.c,
+ * "Units from registered pages").  Text: one line, when either is nonzero.
+ */
+void
+engine_explain_heap_pinned(ExplainState *es, uint64 mapped, uint64 to_pin)
+{
+	if (es->format == EXPLAIN_FORMAT_TEXT)
+	{
+		if (mapped > 0 || to_pin > 0)
+			ExplainPropertyText("Pinned File Pages",
+								psprintf(UINT64_FORMAT " kB copied (queued to be pinned: "
+										 UINT64_FORMAT " kB)", (mapped + 1023) / 1024,
+										 (to_pin + 1023) / 1024), es);
+		return;
+	}
+	ExplainPropertyInteger("Bytes From Pinned File Pages", "bytes", (int64) mapped, es);
+	ExplainPropertyInteger("File Pages Queued To Pin", "bytes", (int64) to_pin, es);
+}
+
+/*
  * engine_explain_data_path: EXPLAIN ANALYZE's ways a GPU run's referenced
  * bytes reached the GPU: from the GPU column cache (cached; -1 when the
  * run does not say), copied from the files' pinned page-cache pages

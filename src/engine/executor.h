@@ -53,6 +53,7 @@ extern void engine_explain_filter(struct ExplainState *es, List *quals, List *ct
 								  bool prefix);
 extern void engine_explain_source(struct ExplainState *es, const ArrowEngineSource *src);
 extern void engine_explain_cufile(struct ExplainState *es, uint64 direct, uint32 direct_mode);
+extern void engine_explain_heap_pinned(struct ExplainState *es, uint64 mapped, uint64 to_pin);
 extern void engine_explain_data_path(struct ExplainState *es, uint64 bytes_read,
 									 int64 cached, uint64 mapped, uint64 to_pin,
 									 uint64 io_us, uint64 direct, uint32 direct_mode);

@@ -1122,7 +1122,10 @@ gpa_explain(EngineScanState *node, List *ctx, ExplainState *es)
 								 st->last.io_us, st->last.bytes_direct,
 								 st->last.direct_mode);
 	else if (st->last.engine == WARP_ENGINE_GPU)
+	{
+		engine_explain_heap_pinned(es, st->last.bytes_mapped, st->last.bytes_to_pin);
 		engine_explain_cufile(es, st->last.bytes_direct, st->last.direct_mode);
+	}
 	engine_explain_times(es, st->last.io_us, st->last.exec_us, st->last.threads);
 	ExplainPropertyFloat("Service Wall Time", "ms", st->last.wall_us / 1000.0, 3, es);
 	ExplainPropertyFloat("Service Round Trip", "ms", st->trip_ms, 3, es);

@@ -1456,15 +1456,21 @@ gs_heap_explain(GsState *st, List *ctx, ExplainState *es)
 
 /*
  * gs_explain_data_path: how a GPU run's file bytes reached the GPU
- * (engine_explain_data_path), for Arrow sources
+ * (engine_explain_data_path), for Arrow sources; a heap source's units
+ * copied from registered pages (engine_explain_heap_pinned)
  */
 static void
 gs_explain_data_path(GsState *st, ExplainState *es)
 {
 	uint64		modes = st->c[GC_DIRECT_MODES];
 
-	if (st->engine != WARP_ENGINE_GPU || st->heap)
+	if (st->engine != WARP_ENGINE_GPU)
 		return;
+	if (st->heap)
+	{
+		engine_explain_heap_pinned(es, st->c[GC_BYTES_MAPPED], st->c[GC_BYTES_TO_PIN]);
+		return;
+	}
 	engine_explain_data_path(es, st->c[GC_BYTES_READ], -1, st->c[GC_BYTES_MAPPED],
 							 st->c[GC_BYTES_TO_PIN], st->c[GC_IO_US],
 							 st->c[GC_BYTES_DIRECT],

@@ -483,6 +483,25 @@ file_reg_stop(void)
 	pthread_mutex_unlock(&reg_lock);
 }
 
+void
+file_reg_drop_unheld(void)
+{
+	pthread_mutex_lock(&reg_lock);
+	for (FileReg **p = &reg_files; *p != NULL;)
+	{
+		FileReg    *r = *p;
+
+		if (r->refs == 0)
+		{
+			*p = r->next;
+			reg_drop(r);
+		}
+		else
+			p = &r->next;
+	}
+	pthread_mutex_unlock(&reg_lock);
+}
+
 static bool
 region_ready(const FileReg *r, int32_t i)
 {

@@ -68,4 +68,10 @@ extern void file_reg_run_end(void);
  */
 extern void file_reg_stop(void);
 
+/*
+ * file_reg_drop_unheld: every entry no run holds unregistered and unmapped
+ * (after file_reg_stop, a context current: the registrations are portable)
+ */
+extern void file_reg_drop_unheld(void);
+
 #endif							/* SERVICE_FILE_REG_H */

@@ -21,6 +21,7 @@
 #include <unistd.h>
 
 #include "gpu_agg_int.h"
+#include "file_reg.h"
 #include "gpu_direct.h"
 #include "xpu/xpu_heap_gpu.h"
 
@@ -97,6 +98,20 @@
  * slot's device buffer for the decoded columns keeps the pages
  * (gheap_dev_grow).  A segment file cuFile refuses is read with pread, or,
  * with pg_warp.gpudirect on, fails the run.
+ *
+ * Units from registered pages.  Where the service keeps file pages
+ * registered (file_reg.c, pg_warp.pinned_files_size), a segment file is
+ * kept so as Arrow files are: a unit read with pread queues its region,
+ * registered in the background once no run reads; a later run's unit whose
+ * region is registered is copied from the page cache straight into the
+ * slot's device buffer and checked there as a unit read with cuFile is
+ * (the CPU never reads the mapping).  That is the copy at the bus rate
+ * measured for Arrow files (bench/results/README.md), for the heap units
+ * the GPU column cache does not hold (other columns, a cache too small).
+ * The registration is keyed by the segment file's identity, as the
+ * column cache's units are: a file written since is a new entry, its
+ * regions registered again.  A unit that runs past the file's end is
+ * never taken from there (it is the backend's to read).
  * A heap part runs on one thread, and reads with as many I/O threads as
  * gagg_setup gives a run: its share of the service's CPU threads
  * (svc_share_threads) less its own, so that a query's participants
@@ -176,6 +191,9 @@ typedef struct GheapRun
 	GpuDirectFile *seg_direct;	/* seg_fd registered with cuFile, or NULL */
 	bool		seg_refused;	/* cuFile refused seg_fd: its units are preads */
 	bool		direct_logged;	/* a refusal or a failed read was logged (once a run) */
+	/* units copied from registered pages ("Units from registered pages" above) */
+	struct FileReg *seg_reg;	/* seg_fd's kept registration (file_reg.h), or NULL */
+	GpuCacheFileId seg_reg_id;	/* the file's identity seg_reg was acquired for */
 	CUfunction	f_check;		/* kern_heap_check */
 	bool		dev_pages[GAGG_SLOTS];	/* the slot's pages and bitmaps are in device memory */
 	bool		keep_logged;	/* a unit not kept was logged (once a run) */
@@ -470,6 +488,9 @@ gheap_seg_id(GheapRun *gh, uint32_t unit, GpuCacheFileId *id)
 			close(gh->seg_fd);
 		gpu_direct_close(gh->seg_direct);
 		gh->seg_direct = NULL;
+		/* no copy from it is in flight: gheap_read_direct waits for its own */
+		file_reg_release(gh->seg_reg);
+		gh->seg_reg = NULL;
 		gh->seg_refused = false;
 		if (seg == 0)
 			snprintf(path, sizeof(path), "%s", src->relpath);
@@ -728,16 +749,75 @@ gheap_seg_direct(GheapRun *gh)
 }
 
 /*
- * gheap_read_direct: the pages of unit ch->unit read with cuFile straight
- * into slot si's device buffer, where a whole unit's pages lie in its
- * layout (whole), and checked there (kern_heap_check: each page's bitmap
- * beside it, its visible tuples back into tuples); 1 when the unit is the
- * run's, 0 when the backend must read it (the file short or unreadable, a
- * page refused), -1 on failure
+ * gheap_seg_pages: are the bytes [off, off + len) of the segment file open
+ * in gh->seg_fd, whose identity is now *id, in its registered pages
+ * (gh->seg_reg), the service keeping file pages registered (file_reg.c)?
+ * When not, the regions not tried yet are queued to be registered for
+ * later runs (their bytes added to the run's bytes_to_pin).  Bytes past
+ * the file's end are never taken so.
+ */
+static bool
+gheap_seg_pages(GheapRun *gh, const GpuCacheFileId *id, int64_t off, size_t len)
+{
+	uint64_t	queued = 0;
+	bool		ready;
+
+	if (file_reg_limit() == 0 || off + (int64_t) len > id->size)
+		return false;
+	if (gh->seg_reg == NULL || memcmp(&gh->seg_reg_id, id, sizeof(*id)) != 0)
+	{
+		/* the file changed since (a new entry: the old one is retired once unheld) */
+		file_reg_release(gh->seg_reg);
+		gh->seg_reg = file_reg_acquire(id, gh->seg_fd);
+		gh->seg_reg_id = *id;
+		if (gh->seg_reg == NULL)
+			return false;
+	}
+	ready = file_reg_want(gh->seg_reg, off, len, gh->g.ctx, &queued);
+	GAGG_ADD(gh->g.run->bytes_to_pin, queued);
+	return ready;
+}
+
+/*
+ * gheap_copy_pinned: len bytes of the segment file from off, all in its
+ * registered pages (gheap_seg_pages), copied to dev on stream, a copy per
+ * region (each region is a registration of its own)
+ */
+static int
+gheap_copy_pinned(GheapRun *gh, int64_t off, size_t len, CUdeviceptr dev, CUstream stream)
+{
+	int32_t		first,
+				last;
+
+	file_reg_regions(off, len, &first, &last);
+	for (int32_t i = first; i <= last; i++)
+	{
+		int64_t		from = i == first ? off : (int64_t) i * FILE_REG_REGION;
+		int64_t		to = (int64_t) (i + 1) * FILE_REG_REGION;
+
+		if (to > off + (int64_t) len)
+			to = off + (int64_t) len;
+		if (gagg_cuda(&gh->g, gpu_drv.cuMemcpyHtoDAsync(dev + (size_t) (from - off),
+														 file_reg_addr(gh->seg_reg, from),
+														 (size_t) (to - from), stream),
+					  "cuMemcpyHtoDAsync") != 0)
+			return -1;
+	}
+	return 0;
+}
+
+/*
+ * gheap_read_direct: the pages of unit ch->unit read with cuFile, or (with
+ * pinned) copied from the segment file's registered pages
+ * (gheap_seg_pages), straight into slot si's device buffer, where a whole unit's pages lie in
+ * its layout (whole), and checked there (kern_heap_check: each page's
+ * bitmap beside it, its visible tuples back into tuples); 1 when the unit
+ * is the run's, 0 when the backend must read it (the file short or
+ * unreadable, a page refused), -1 on failure
  */
 static int
 gheap_read_direct(GheapRun *gh, int si, const WarpHeapChunk *ch, const GheapLayout *whole,
-				  int16_t *tuples)
+				  bool pinned, int16_t *tuples)
 {
 	GaggRun    *g = &gh->g;
 	GaggSlot   *s = &g->slots[si];
@@ -747,7 +827,8 @@ gheap_read_direct(GheapRun *gh, int si, const WarpHeapChunk *ch, const GheapLayo
 				vis,
 				counts;
 	void	   *args[] = {&pages, &n_pages, &vis, &counts};
-	int			io_rc;
+	int64_t		off = (int64_t) (ch->unit % gh->src->seg_blocks) * XPU_HEAP_PAGE_SIZE;
+	int			io_rc = 0;
 
 	/* the counts where the columns go later (whole->bits), back where the pages would be */
 	if (gagg_slot_reserve(g, s, whole->pages + counts_len, whole->bits + counts_len, 0, 8,
@@ -756,10 +837,13 @@ gheap_read_direct(GheapRun *gh, int si, const WarpHeapChunk *ch, const GheapLayo
 	pages = s->dev + whole->pages;
 	vis = s->dev + whole->vis;
 	counts = s->dev + whole->bits;
-	if (gheap_read_slices(gh, gh->seg_fd,
-						  (int64_t) (ch->unit % gh->src->seg_blocks) * XPU_HEAP_PAGE_SIZE,
-						  (size_t) n_pages * XPU_HEAP_PAGE_SIZE, NULL, gh->seg_direct, pages,
-						  NULL, NULL, &io_rc) != 0)
+	if (pinned)
+	{
+		if (gheap_copy_pinned(gh, off, (size_t) n_pages * XPU_HEAP_PAGE_SIZE, pages, s->stream) != 0)
+			return -1;
+	}
+	else if (gheap_read_slices(gh, gh->seg_fd, off, (size_t) n_pages * XPU_HEAP_PAGE_SIZE, NULL,
+							   gh->seg_direct, pages, NULL, NULL, &io_rc) != 0)
 		return -1;
 	if (io_rc != 0)
 	{
@@ -841,7 +925,8 @@ gheap_read_pread(GheapRun *gh, int si, const WarpHeapChunk *ch, const GheapLayou
 /*
  * gheap_read_unit: reads unit ch->unit (a probe the cache did not serve)
  * from its segment file into slot si and launches it, to be kept as a
- * WARP_CHUNK_UNIT chunk would be ("Units read here" above): with cuFile
+ * WARP_CHUNK_UNIT chunk would be ("Units read here" above): copied from
+ * the file's registered pages where they are (gheap_seg_pages), with cuFile
  * where the service reads files so (gheap_read_direct), else with pread.
  * 1 when it did (the slot busy unless the unit held no tuple), 0 when the
  * backend must read it, -1 on failure.
@@ -861,9 +946,10 @@ gheap_read_unit(GheapRun *gh, int si, const WarpHeapChunk *ch)
 	GheapLayout whole;
 	int64_t		t0 = svc_now_us(CLOCK_MONOTONIC),
 				kept;
-	bool		any = false;	/* a visible tuple */
+	bool		any = false,	/* a visible tuple */
+				pinned;
 	int			rc = -1,
-				direct;
+				direct;			/* the pages read into device memory */
 
 	unit.flags = WARP_CHUNK_UNIT;
 	unit.read_start_us = svc_now_us(CLOCK_REALTIME);
@@ -878,15 +964,19 @@ gheap_read_unit(GheapRun *gh, int si, const WarpHeapChunk *ch)
 		goto done;				/* no segment file to read: the backend's to say why */
 	/* the pages where a whole unit's go in the slot's buffers */
 	gheap_layout(gh, n_pages, 0, 0, 0, cols, &whole);
-	if ((direct = gheap_seg_direct(gh)) < 0)
+	pinned = gheap_seg_pages(gh, &id, (int64_t) (ch->unit % gh->src->seg_blocks) *
+							 XPU_HEAP_PAGE_SIZE, len);
+	if (!pinned && (direct = gheap_seg_direct(gh)) < 0)
 	{
 		rc = -1;
 		goto done;
 	}
+	if (pinned)
+		direct = 1;
 	if (direct)
 	{
 		/* every page stays where it was read: an empty one adds no row */
-		if ((rc = gheap_read_direct(gh, si, ch, &whole, tuples)) <= 0)
+		if ((rc = gheap_read_direct(gh, si, ch, &whole, pinned, tuples)) <= 0)
 			goto done;
 		kept = n_pages;
 		for (uint32_t p = 0; p < n_pages; p++)
@@ -913,6 +1003,8 @@ gheap_read_unit(GheapRun *gh, int si, const WarpHeapChunk *ch)
 		GAGG_ADD(g->run->rows_in, (uint64_t) s->nrows);
 		GAGG_ADD(g->run->batches, 1);
 		GAGG_ADD(g->run->bytes_read, (uint64_t) len);
+		if (pinned)
+			GAGG_ADD(g->run->bytes_mapped, (uint64_t) len);
 		if (s->nrows > 0 && gheap_launch(gh, si) != 0)
 			rc = -1;
 	}
@@ -1392,7 +1484,8 @@ gheap_setup(GheapRun *gh, const ServiceGpu *gpu, uint32_t dev, const GpuAggOptio
 			return gagg_fail(g, WARP_ERR_IO,
 							 "pg_warp.gpudirect is on, but cuFile cannot be used: %s", unusable);
 		gh->direct = gpu_direct_mode() != WARP_CUFILE_NONE;
-		if (gh->direct &&
+		/* the pages' check on the device: units read with cuFile or from registered pages */
+		if ((gh->direct || file_reg_limit() > 0) &&
 			gagg_cuda(g, gpu_drv.cuModuleGetFunction(&gh->f_check, mod, "kern_heap_check"),
 					  "cuModuleGetFunction") != 0)
 			return -1;
@@ -1506,6 +1599,7 @@ gpu_heap_execute(const ServiceGpu *gpu, AggRun *run, GpuHeapSource *src,
 	free(gh.col_field);
 	free(gh.col_key);
 	gpu_direct_close(gh.seg_direct);
+	file_reg_release(gh.seg_reg);
 	if (gh.seg_fd >= 0)
 		close(gh.seg_fd);
 	gpu_drv.cuCtxPopCurrent(&ctx);

@@ -125,6 +125,13 @@ main(int argc, char **argv)
 	rc = server_run(listen_fd, signal_fd, opts.parent, &gpu);
 	server_unlink_socket();
 	file_reg_stop();
+	if (gpu.n_devices > 0 && gpu_drv.cuCtxPushCurrent(gpu_device_context(0)) == CUDA_SUCCESS)
+	{
+		CUcontext	popped;
+
+		file_reg_drop_unheld();
+		gpu_drv.cuCtxPopCurrent(&popped);
+	}
 	for (uint32_t i = 0; i < gpu.n_devices; i++)
 		gpu_cache_clear(i);
 	gpu_direct_stop();

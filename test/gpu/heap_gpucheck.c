@@ -1371,6 +1371,7 @@ run_checks(int engine)
 		check_cancel();
 		check_units();
 		check_unit_reads(NULL);
+		check_unit_reads_pinned();
 		/* and read with cuFile: the stand-in's ("fake"), or PG_WARP_TEST_CUFILE's on a GPU */
 		if (getenv("PG_WARP_TEST_CUFILE") != NULL && getenv("PG_WARP_TEST_CUFILE")[0] != '\0')
 			check_unit_reads(getenv("PG_WARP_TEST_CUFILE"));

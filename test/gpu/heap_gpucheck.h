@@ -107,6 +107,7 @@ extern void heap_tap_diag(const char *fmt,...)
 /* in heap_gpucheck_units.c */
 extern void check_units(void);
 extern void check_unit_reads(const char *cufile);
+extern void check_unit_reads_pinned(void);
 extern void check_unit_buffers(void);
 
 #endif							/* HEAP_GPUCHECK_H */

@@ -23,6 +23,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "service/file_map.h"
+#include "service/file_reg.h"
 #include "service/gpu_cache.h"
 #include "service/gpu_direct.h"
 #include "service/gpu_driver.h"
@@ -1098,6 +1100,170 @@ check_unit_reads(const char *cufile)
 	free(u);
 	free(ref);
 	free(req);
+	free(plain);
+}
+
+/* ---------------- units from registered pages ---------------- */
+
+/* waits (10 s at most) until nothing is queued to be registered; the bytes registered */
+static uint64_t
+unit_reg_wait(void)
+{
+	uint64_t	pinned = 0,
+				queued = 1;
+
+	for (int i = 0; i < 1000 && queued > 0; i++)
+	{
+		file_reg_stats(&pinned, &queued);
+		if (queued > 0)
+			usleep(10 * 1000);
+	}
+	return queued > 0 ? 0 : pinned;
+}
+
+/*
+ * unit_pinned_pair: the file at path read twice by runs that read every
+ * unit (the file changed within the settle delay: none kept): the first
+ * with pread, queueing the file's regions, the second, once they are
+ * registered, copying from the registered pages; each run's HEAP_DONEs
+ * (miss: the unit missed, from: the units missed from there on), its
+ * groups against ref, and the bytes each copied from there (want_mapped
+ * the second time: the units taken, not those that went back)
+ */
+static void
+unit_pinned_pair(const char *what, const Built *bq, Ring *blank, const char *path,
+				 const WarpHeapChunk *pr, int n, int miss, int from, const XpuAggTable *ref,
+				 uint64_t want_mapped, UnitRun *u)
+{
+	uint8_t    *req = calloc(1, 8192);
+	size_t		len = heap_request_reads(bq, blank, path, req),
+				unit_bytes = (size_t) WARP_HEAP_UNIT_BLOCKS * XPU_HEAP_PAGE_SIZE;
+	uint64_t	pinned;
+	char		name[200];
+
+	/* (a stand-in driver that refuses registrations: every unit read with pread) */
+	if (getenv("PG_WARP_FAKE_CUDA_NO_REGISTER") != NULL)
+		want_mapped = 0;
+	/* changed now: neither run keeps a unit (the second starts well within the delay) */
+	unit_touch_times(path);
+	for (int run = 1; run <= 2; run++)
+	{
+		if (run == 2)
+		{
+			/* the first run's regions registered (the registering thread waits for no run) */
+			pinned = unit_reg_wait();
+			heap_tap_ok(pinned >= want_mapped, "units from registered pages: %s: %lu bytes "
+						"registered once the first run ended (%lu wanted)", what,
+						(unsigned long) pinned, (unsigned long) want_mapped);
+		}
+		run_chunks(ENG_GPU, bq, blank, req, len, pr, n, u);
+		snprintf(name, sizeof(name), "units from registered pages: %s, run %d", what, run);
+		unit_reads_dones(name, u, pr, n, miss, from);
+		unit_groups(name, bq, u, ref);
+		heap_tap_ok(u->o.run.bytes_mapped == (run == 1 ? 0 : want_mapped) &&
+					(run == 1 ? u->o.run.bytes_to_pin >= want_mapped : u->o.run.bytes_to_pin == 0) &&
+					u->o.run.bytes_read >= u->o.run.bytes_mapped &&
+					u->o.run.bytes_read % unit_bytes == 0,
+					"%s: copied from registered pages %lu bytes (%lu wanted), queued %lu, "
+					"read %lu", name, (unsigned long) u->o.run.bytes_mapped,
+					(unsigned long) (run == 1 ? 0 : want_mapped),
+					(unsigned long) u->o.run.bytes_to_pin, (unsigned long) u->o.run.bytes_read);
+		xpu_agg_table_free(u->o.table);
+	}
+	free(req);
+}
+
+/*
+ * Units from registered pages (gpu_heap.c): with file pages kept registered
+ * (file_reg.c, --pinned-files), a unit the service reads queues its region;
+ * once registered, later runs copy the unit from there and check its pages
+ * on the device (kern_heap_check), every answer the CPU engine's: a page
+ * refused there leaves that unit to the backend, a file written since is a
+ * new registration (read with pread again, its regions queued again), and
+ * a unit that runs past the file's end is never copied from the mapping.
+ */
+void
+check_unit_reads_pinned(void)
+{
+	Gen			g = {UNIT_ROWS, 200, 10, 0, 0};
+	const Built *bq = &built[Q_BY_K];
+	Ring		r,
+				blank;
+	char		dir[] = "heap_gpucheck_pinned.XXXXXX",
+				path[80];
+	uint8_t    *plain = calloc(1, 8192);
+	size_t		plen,
+				unit_bytes = (size_t) WARP_HEAP_UNIT_BLOCKS * XPU_HEAP_PAGE_SIZE;
+	WarpHeapChunk pr[UNIT_MAX_CHUNKS],
+				plain_ch[UNIT_MAX_CHUNKS];
+	UnitRun    *u = calloc(1, sizeof(UnitRun)),
+			   *ref = calloc(1, sizeof(UnitRun));
+	Outcome		cpu;
+	off_t		full;
+	int			n,
+				np,
+				n_units = unit_rings(&r, &blank, &g);
+
+	/* the service's mappings of files (file_map.c), as main.c sets them up */
+	if (n_units < 3 || mkdtemp(dir) == NULL || !svc_file_map_init())
+	{
+		printf("Bail out! units from registered pages: %d units, no directory or no mappings\n",
+			   n_units);
+		exit(1);
+	}
+	full = (off_t) n_units * (off_t) unit_bytes;
+	unit_gpu = *the_gpu;
+	unit_gpu.n_devices = 1;
+	gpu_cache_configure(&unit_gpu, -1);
+	file_reg_set_limit((uint64_t) 1 << 30);
+	run_engine(ENG_CPU, bq, &r, -1, &cpu);
+	n = unit_chunks(&blank, WARP_CHUNK_PROBE, 0, -1, pr);
+	plen = heap_request(bq, &r, plain);
+
+	snprintf(path, sizeof(path), "%s/16384", dir);
+	unit_file_visible(path, &r, n_units, full, UR_OK);
+	unit_pinned_pair("every unit", bq, &blank, path, pr, n, -1, n, cpu.table,
+					 (uint64_t) n * unit_bytes, u);
+
+	/* a page kern_heap_check refuses in a registered unit: that unit is the backend's */
+	np = unit_chunks(&r, 0, 0, 1, plain_ch);
+	run_chunks(ENG_CPU, bq, &r, plain, plen, plain_ch, np, ref);
+	snprintf(path, sizeof(path), "%s/16385", dir);
+	unit_file_visible(path, &r, n_units, full, UR_BAD_HEADER);
+	unit_pinned_pair("a page whose pd_lower passes its pd_upper", bq, &blank, path, pr, n,
+					 1, n, ref->o.table, (uint64_t) (n - 1) * unit_bytes, u);
+	xpu_agg_table_free(ref->o.table);
+
+	/* a file cut in unit 1: unit 0 from the registered pages, the others the backend's */
+	snprintf(path, sizeof(path), "%s/16386", dir);
+	unit_file_visible(path, &r, n_units, (off_t) unit_bytes + (off_t) unit_bytes / 2, UR_OK);
+	plain_ch[0] = (WarpHeapChunk) {0, r.slot_n_pages[0], 0, 0, 0};
+	run_chunks(ENG_CPU, bq, &r, plain, plen, plain_ch, 1, ref);
+	unit_pinned_pair("a file cut in unit 1", bq, &blank, path, pr, n, -1, 1, ref->o.table,
+					 (uint64_t) unit_bytes, u);
+	xpu_agg_table_free(ref->o.table);
+
+	/* as the service's end does: no registration left (the check at the end counts them) */
+	if (gpu_drv.cuCtxPushCurrent(gpu_device_context(0)) == CUDA_SUCCESS)
+	{
+		CUcontext	popped;
+
+		file_reg_stop();
+		file_reg_drop_unheld();
+		gpu_drv.cuCtxPopCurrent(&popped);
+	}
+	file_reg_set_limit(0);
+	for (int i = 16384; i <= 16386; i++)
+	{
+		snprintf(path, sizeof(path), "%s/%d", dir, i);
+		unlink(path);
+	}
+	rmdir(dir);
+	xpu_agg_table_free(cpu.table);
+	ring_free(&r);
+	ring_free(&blank);
+	free(u);
+	free(ref);
 	free(plain);
 }
 

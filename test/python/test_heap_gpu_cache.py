@@ -255,6 +255,68 @@ def test_segment_rewritten_behind_postgresql(gpu):
     same_as_postgresql(gpu, SERIAL)
 
 
+def pinned_pages(plan):
+    """EXPLAIN's Pinned File Pages line summed over the plan's lines: the kB
+    of units copied from registered pages, the kB queued to be registered"""
+    copied = queued = 0
+    for ln in plan.split("\n"):
+        if "Pinned File Pages:" in ln:
+            rest = ln.split("Pinned File Pages:")[1]
+            copied += int(rest.split()[0])
+            queued += int(rest.split("queued to be pinned:")[1].split()[0])
+    return copied, queued
+
+
+def registered(c, timeout=60):
+    """Waits until the service has registered all it was queued; the bytes registered"""
+    deadline = time.monotonic() + timeout
+    while True:
+        pinned, queued = c.sql("SELECT pinned_file_bytes, pinned_file_bytes_queued "
+                               "FROM pgwarp.service_status()").split("|")
+        if int(queued) == 0:
+            return int(pinned)
+        assert time.monotonic() < deadline, "%s bytes still queued to be registered" % queued
+        time.sleep(0.2)
+
+
+def test_units_from_registered_pages(gpu):
+    """The service keeps the segment files' page-cache pages registered as
+    it does Arrow files' (pg_warp.pinned_files_size): the first run after a
+    restart reads its units with pread and queues their pages; once they
+    are registered, a run the GPU column cache does not serve (emptied with
+    gpu_cache_drop) copies every unit from there, with PostgreSQL's answers;
+    a segment file written since is registered anew, never served from the
+    old registration."""
+    if gpu.sql("SHOW pg_warp.pinned_files_size") in ("0", "0kB"):
+        pytest.skip("pg_warp.pinned_files_size is 0")
+    units = int(gpu.sql("SELECT pg_relation_size('hc') / 8192")) // UNIT
+    unit_kb = UNIT * 8
+    settle(gpu)
+    p = explain(gpu, QUERIES[0], SERIAL)
+    assert counter(p, "Units Read by the Service") == units, p
+    assert pinned_pages(p) == (0, units * unit_kb), p
+    assert registered(gpu) >= units * unit_kb * 1024
+    for q in QUERIES:
+        gpu.sql("SELECT pgwarp.gpu_cache_drop()")
+        p = explain(gpu, q, SERIAL)
+        assert counter(p, "Units Read by the Service") == units, p
+        assert pinned_pages(p) == (units * unit_kb, 0), p
+        gpu.sql("SELECT pgwarp.gpu_cache_drop()")
+        gpu.same(q, "GpuPreAgg", on=SERIAL, ordered=True, rel_tol=1e-12, engine="GPU")
+    # the segment file written behind PostgreSQL (the same pages: its times move)
+    path = os.path.join(gpu.data, gpu.sql("SELECT pg_relation_filepath('hc')"))
+    with open(path, "r+b") as f:
+        head = f.read(8192)
+        f.seek(0)
+        f.write(head)
+    gpu.sql("SELECT pgwarp.gpu_cache_drop()")
+    p = explain(gpu, QUERIES[0], SERIAL)
+    assert counter(p, "Units Read by the Service") == units, p
+    assert pinned_pages(p) == (0, units * unit_kb), p
+    gpu.sql("SELECT pgwarp.gpu_cache_drop()")
+    same_as_postgresql(gpu, SERIAL)
+
+
 def test_parallel_participants_share_the_cache(gpu):
     """A parallel plan's participants probe the units of their claims (a
     table of 16 units or more is claimed in whole units)."""
