@@ -67,8 +67,8 @@ static int	heap_unit_buffers = -1;
  */
 static int	join_cache_size_mb = 1024;
 /*
- * pg_warp.pinned_files_size: the Arrow files' page-cache pages the service
- * keeps registered for the GPUs' copies, in MB (--pinned-files; -1, the
+ * pg_warp.pinned_files_size: the Arrow and heap segment files' page-cache
+ * pages the service keeps registered for the GPUs' copies, in MB (--pinned-files; -1, the
  * default: a quarter of the memory, or of the cgroup's limit where lower;
  * 0: none, every read a pread)
  */
@@ -199,9 +199,10 @@ pg_warp_service_init(void)
 							NULL, NULL, NULL);
 
 	DefineCustomIntVariable("pg_warp.pinned_files_size",
-							"Arrow file pages the pg_warp service keeps pinned for the GPUs.",
-							"GPU runs copy an Arrow file's column buffers straight from its "
-							"page-cache pages once they are registered with the GPU driver; "
+							"File pages the pg_warp service keeps pinned for the GPUs.",
+							"GPU runs copy an Arrow file's column buffers, and the heap units "
+							"the service reads, straight from their page-cache pages once "
+							"they are registered with the GPU driver; "
 							"the service registers them in the background after a run first "
 							"reads them, and they stay registered for later runs, up to this "
 							"much memory (the least recently used files go first).  -1 (the "
