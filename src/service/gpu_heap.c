@@ -966,13 +966,11 @@ gheap_read_unit(GheapRun *gh, int si, const WarpHeapChunk *ch)
 	gheap_layout(gh, n_pages, 0, 0, 0, cols, &whole);
 	pinned = gheap_seg_pages(gh, &id, (int64_t) (ch->unit % gh->src->seg_blocks) *
 							 XPU_HEAP_PAGE_SIZE, len);
-	if (!pinned && (direct = gheap_seg_direct(gh)) < 0)
+	if ((direct = pinned ? 1 : gheap_seg_direct(gh)) < 0)
 	{
 		rc = -1;
 		goto done;
 	}
-	if (pinned)
-		direct = 1;
 	if (direct)
 	{
 		/* every page stays where it was read: an empty one adds no row */

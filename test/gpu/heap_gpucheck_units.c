@@ -86,6 +86,15 @@ typedef struct UnitRun
 /* the units run on device 0 only: a unit is kept in the cache of the device that decoded it */
 static ServiceGpu unit_gpu;
 
+/* unit_gpu: the_gpu's first device alone, its column cache at the service's default size */
+static void
+unit_gpu_one(void)
+{
+	unit_gpu = *the_gpu;
+	unit_gpu.n_devices = 1;
+	gpu_cache_configure(&unit_gpu, -1);	/* the service's default: a quarter of the memory */
+}
+
 /*
  * run_engine for request req (len bytes) over ring r with the HEAP_CHUNKs
  * ch[0 .. n), then HEAP_END; every HEAP_DONE of the run into u->done
@@ -470,9 +479,7 @@ check_units(void)
 	unit_file(wide_path, &r, 0, n_units, (off_t) n_units * WARP_HEAP_UNIT_BLOCKS * XPU_HEAP_PAGE_SIZE);
 	len = heap_request_units(bq, &r, path, UNIT_SEG_BLOCKS, 0, req);
 	plen = heap_request(bq, &r, plain);
-	unit_gpu = *the_gpu;
-	unit_gpu.n_devices = 1;
-	gpu_cache_configure(&unit_gpu, -1);	/* the service's default: a quarter of the memory */
+	unit_gpu_one();
 	run_engine(ENG_CPU, bq, &r, -1, &cpu);
 	run_engine(ENG_CPU, bt, &r, -1, &cpu_text);
 	n = unit_chunks(&blank, WARP_CHUNK_PROBE, 0, -1, pr);
@@ -947,9 +954,7 @@ check_unit_reads(const char *cufile)
 		exit(1);
 	}
 	full = (off_t) n_units * (off_t) unit_bytes;
-	unit_gpu = *the_gpu;
-	unit_gpu.n_devices = 1;
-	gpu_cache_configure(&unit_gpu, -1);
+	unit_gpu_one();
 	ur_how = "";
 	if (cufile != NULL)
 	{
@@ -1178,9 +1183,9 @@ unit_pinned_pair(const char *what, const Built *bq, Ring *blank, const char *pat
  * (file_reg.c, --pinned-files), a unit the service reads queues its region;
  * once registered, later runs copy the unit from there and check its pages
  * on the device (kern_heap_check), every answer the CPU engine's: a page
- * refused there leaves that unit to the backend, a file written since is a
- * new registration (read with pread again, its regions queued again), and
- * a unit that runs past the file's end is never copied from the mapping.
+ * refused there leaves that unit to the backend, and a unit that runs past
+ * the file's end is never copied from the mapping (a file written since,
+ * registered anew: test_heap_gpu_cache.py on a GPU host).
  */
 void
 check_unit_reads_pinned(void)
@@ -1212,9 +1217,7 @@ check_unit_reads_pinned(void)
 		exit(1);
 	}
 	full = (off_t) n_units * (off_t) unit_bytes;
-	unit_gpu = *the_gpu;
-	unit_gpu.n_devices = 1;
-	gpu_cache_configure(&unit_gpu, -1);
+	unit_gpu_one();
 	file_reg_set_limit((uint64_t) 1 << 30);
 	run_engine(ENG_CPU, bq, &r, -1, &cpu);
 	n = unit_chunks(&blank, WARP_CHUNK_PROBE, 0, -1, pr);
