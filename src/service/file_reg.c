@@ -310,6 +310,17 @@ file_reg_regions(int64_t off, size_t len, int32_t *first, int32_t *last)
 	*last = (int32_t) ((off + (int64_t) (len > 0 ? len : 1) - 1) / FILE_REG_REGION);
 }
 
+size_t
+file_reg_piece(int64_t off, size_t len, int32_t i, int64_t *from)
+{
+	int64_t		to = (int64_t) (i + 1) * FILE_REG_REGION;
+
+	*from = (int64_t) i * FILE_REG_REGION > off ? (int64_t) i * FILE_REG_REGION : off;
+	if (to > off + (int64_t) len)
+		to = off + (int64_t) len;
+	return (size_t) (to - *from);
+}
+
 /* are all of region i's sampled pages in the page cache (reg_lock not held) */
 static bool
 region_cached(const FileReg *r, int32_t i)

@@ -44,6 +44,9 @@ extern const uint8_t *file_reg_addr(const FileReg *r, int64_t off);
 /* the regions [*first, *last] that bytes [off, off + len) of the file touch */
 extern void file_reg_regions(int64_t off, size_t len, int32_t *first, int32_t *last);
 
+/* the part of bytes [off, off + len) in region i (of those): from *from, its length */
+extern size_t file_reg_piece(int64_t off, size_t len, int32_t i, int64_t *from);
+
 /*
  * file_reg_want: true when every region that bytes [off, off + len) touch
  * is registered (copies may read them until file_reg_release); otherwise

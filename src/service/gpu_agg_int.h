@@ -99,7 +99,7 @@ typedef struct GaggRead
 	struct GpuDirectFile *direct;
 	const int32_t *off;			/* off[0 .. n_off] must not decrease */
 	int64_t		n_off;			/* (or dst's, by its after hook) */
-	AggRun	   *run;
+	AggRun	   *run;			/* a cuFile read's bytes counted there (NULL: the caller's) */
 	/* run by the thread that read it, right after: 0, or the read fails (-5) */
 	int			(*after) (void *arg, const struct GaggRead *r);
 	void	   *after_arg;

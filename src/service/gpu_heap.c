@@ -321,7 +321,7 @@ gheap_read_slices(GheapRun *gh, int fd, int64_t offset, size_t len, uint8_t *dst
 		reads[i].dst = dst != NULL ? dst + off : NULL;
 		reads[i].direct = direct;
 		reads[i].dev = direct != NULL ? dev + off : 0;
-		reads[i].run = gh->g.run;
+		reads[i].run = NULL;	/* a unit's bytes count once it is the run's (gheap_read_unit) */
 		reads[i].after = after;
 		reads[i].after_arg = after_arg;
 	}
@@ -792,15 +792,12 @@ gheap_copy_pinned(GheapRun *gh, int64_t off, size_t len, CUdeviceptr dev, CUstre
 	file_reg_regions(off, len, &first, &last);
 	for (int32_t i = first; i <= last; i++)
 	{
-		int64_t		from = i == first ? off : (int64_t) i * FILE_REG_REGION;
-		int64_t		to = (int64_t) (i + 1) * FILE_REG_REGION;
+		int64_t		from;
+		size_t		n = file_reg_piece(off, len, i, &from);
 
-		if (to > off + (int64_t) len)
-			to = off + (int64_t) len;
 		if (gagg_cuda(&gh->g, gpu_drv.cuMemcpyHtoDAsync(dev + (size_t) (from - off),
-														 file_reg_addr(gh->seg_reg, from),
-														 (size_t) (to - from), stream),
-					  "cuMemcpyHtoDAsync") != 0)
+														 file_reg_addr(gh->seg_reg, from), n,
+														 stream), "cuMemcpyHtoDAsync") != 0)
 			return -1;
 	}
 	return 0;
@@ -1003,6 +1000,8 @@ gheap_read_unit(GheapRun *gh, int si, const WarpHeapChunk *ch)
 		GAGG_ADD(g->run->bytes_read, (uint64_t) len);
 		if (pinned)
 			GAGG_ADD(g->run->bytes_mapped, (uint64_t) len);
+		else if (direct)
+			GAGG_ADD(g->run->bytes_direct, (uint64_t) len);
 		if (s->nrows > 0 && gheap_launch(gh, si) != 0)
 			rc = -1;
 	}

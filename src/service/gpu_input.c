@@ -85,7 +85,7 @@ gagg_io_take(GaggIo *io)
 			rc = gagg_offsets_ok(r.off, r.n_off) ? ARROW_OK : -2;
 		else if (r.direct != NULL)
 		{
-			if ((drc = gpu_direct_read(r.direct, r.dev, r.len, r.offset)) == 0)
+			if ((drc = gpu_direct_read(r.direct, r.dev, r.len, r.offset)) == 0 && r.run != NULL)
 				GAGG_ADD(r.run->bytes_direct, (uint64_t) r.len);
 			rc = drc == 0 ? ARROW_OK : -4;
 		}
@@ -716,15 +716,11 @@ gagg_map_piece(GaggRun *g, GaggSlot *s, int p, struct FileReg *reg, int64_t file
 	file_reg_regions(file_off, len, &first, &last);
 	for (int32_t i = first; i <= last; i++)
 	{
-		int64_t		from = i == first ? file_off : (int64_t) i * FILE_REG_REGION;
-		int64_t		to = (int64_t) (i + 1) * FILE_REG_REGION;
-		size_t		skip = (size_t) (from - file_off);
+		int64_t		from;
 		GaggCopy	c = {0};
 
-		if (to > file_off + (int64_t) len)
-			to = file_off + (int64_t) len;
-		c.len = (size_t) (to - from);
-		c.dst = dst + skip;
+		c.len = file_reg_piece(file_off, len, i, &from);
+		c.dst = dst + (size_t) (from - file_off);
 		c.reg = reg;
 		c.region = i;
 		c.file_off = from;

@@ -898,6 +898,20 @@ unit_reads_refused(const Built *bq, Ring *blank, const Ring *r, const XpuAggTabl
 	free(req);
 }
 
+/*
+ * unit_bytes_taken: the run counted bytes bytes read, and as read with
+ * cuFile all of them (cufile) or none: a unit given back to the backend
+ * counts in neither, though some of its slices were read
+ */
+static void
+unit_bytes_taken(const char *what, const UnitRun *u, uint64_t bytes, bool cufile)
+{
+	heap_tap_ok(u->o.run.bytes_read == bytes && u->o.run.bytes_direct == (cufile ? bytes : 0),
+				"%s: only the units taken counted (bytes_read %lu, with cuFile %lu, want %lu)",
+				what, (unsigned long) u->o.run.bytes_read, (unsigned long) u->o.run.bytes_direct,
+				(unsigned long) bytes);
+}
+
 /* how check_unit_reads reads the units: "" (pread) or " with cuFile" */
 static const char *ur_how = "";
 
@@ -1045,6 +1059,7 @@ check_unit_reads(const char *cufile)
 				 damages[d].what);
 		unit_reads_dones(name, u, pr, n, 1, n);
 		unit_groups(name, bq, u, ref->o.table);
+		unit_bytes_taken(name, u, (uint64_t) (n - 1) * unit_bytes, cufile != NULL);
 		xpu_agg_table_free(u->o.table);
 		unlink(path);
 	}
@@ -1057,6 +1072,7 @@ check_unit_reads(const char *cufile)
 	run_chunks(ENG_GPU, bq, &blank, req, len, pr, n, u);
 	unit_reads_dones(UR("a file cut in unit 1: unit 0 read, the others missed"), u, pr,
 					 n, -1, 1);
+	unit_bytes_taken(UR("a file cut in unit 1"), u, unit_bytes, cufile != NULL);
 	plain_ch[0] = (WarpHeapChunk) {0, r.slot_n_pages[0], 0, 0, 0};
 	run_chunks(ENG_CPU, bq, &r, plain, plen, plain_ch, 1, ref);
 	unit_groups(UR("a file cut in unit 1, unit 0's groups"), bq, u, ref->o.table);
