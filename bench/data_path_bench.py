@@ -71,7 +71,12 @@ Issue 30, item 9.  One run on one host:
    with the defaults: --cufile-lib (pg_warp.gpudirect = on: first and cold
    runs and a first-run EXPLAIN), --unregistered (pg_warp.pinned_files_size
    = 0: the first runs without the file's pages registered in the
-   background while they read, and their EXPLAIN).
+   background while they read, and their EXPLAIN), --restored
+   (pg_warp.pinned_files_restore = on: the first runs after a restart with
+   the file's registrations of the runs before restored as the service
+   starts, and their EXPLAIN).  Every other first and cold run has
+   pg_warp.pinned_files_restore off (ALTER SYSTEM, put back at the end): a
+   file the service has not registered yet, as a new file is.
 
 Results: bench/results/data_path_<tag>.json and .png.  Without --restart-cmd
 first runs are reported as not measured (the cache cannot be emptied); the
@@ -497,6 +502,9 @@ def gpa_figures(rows, leader_only=False):
     return figs
 
 
+RESTORE = "pg_warp.pinned_files_restore"
+
+
 def variants(args):
     """pg_warp GPU on Arrow again with other server settings, as asked:
     [(name, label, {setting: value}, modes)]; each a side warp_gpu_<name>"""
@@ -505,6 +513,9 @@ def variants(args):
         v.append(("cufile", "pg_warp.gpudirect = on (cuFile)",
                   {"pg_warp.gpudirect": "on", "pg_warp.cufile_library": args.cufile_lib},
                   ("first", "cold", "explain")))
+    if args.restored:
+        v.append(("restored", "pg_warp.pinned_files_restore = on (the file's registrations kept "
+                  "across the restart)", {RESTORE: "on"}, ("first", "explain")))
     if args.unregistered:
         v.append(("unreg", "pg_warp.pinned_files_size = 0 (no file pages registered)",
                   {"pg_warp.pinned_files_size": "0"}, ("first", "explain")))
@@ -888,6 +899,11 @@ def main():
                     help="also time pg_warp GPU on Arrow's first runs with pg_warp.pinned_files_size "
                     "= 0 (no file pages registered, not even in the background; ALTER SYSTEM, put "
                     "back at the end; needs --restart-cmd)")
+    ap.add_argument("--restored", action="store_true",
+                    help="also time pg_warp GPU on Arrow's first runs with pg_warp.pinned_files_restore "
+                    "= on: the file's pages registered again as the service starts, from the "
+                    "registrations of the runs before (the other first and cold runs have it off; "
+                    "needs --restart-cmd)")
     args = ap.parse_args()
     check_common_args(ap, args, SIDES)
     wanted = [x.strip().lower() for x in args.queries.split(",")] if args.queries else None
@@ -919,45 +935,54 @@ def main():
         print("duckdb %(version)s, %(threads)s threads, native tables loaded in %(load_s)s s"
               % info["duckdb"])
 
-    # the raw limits, with no server process holding the file mapped (a restart ends them)
-    if args.restart_cmd and any(isinstance(r, PgSide) for r in runners.values()):
-        probe = PgSide("heap", args, SCHEMA)
-        why = restart(args, runners, probe, info.get("service_engine"))
-        probe.close()
-        if why:
-            print("WARNING: the restart before the raw limits: %s" % why)
-    limits = raw_limits(args, dp) if dp else {"status": "unavailable", "why": dp_why}
-    if dp is None:
-        print("raw limits not measured: %s" % dp_why)
-    else:
-        limits["kvikio"] = kvikio_rates(args, dp)
-        if limits["kvikio"]["status"] != "ok":
-            print("KvikIO not measured: %s" % limits["kvikio"]["why"])
+    # first and cold runs time a file the service has not registered: no
+    # registrations restored at the restarts (--restored times those)
+    restore_before = auto_conf(args, [RESTORE]) if args.restart_cmd else None
+    if restore_before is not None:
+        alter_system(args, {RESTORE: "off"})
+    try:
+        # the raw limits, with no server process holding the file mapped (a restart ends them)
+        if args.restart_cmd and any(isinstance(r, PgSide) for r in runners.values()):
+            probe = PgSide("heap", args, SCHEMA)
+            why = restart(args, runners, probe, info.get("service_engine"))
+            probe.close()
+            if why:
+                print("WARNING: the restart before the raw limits: %s" % why)
+        limits = raw_limits(args, dp) if dp else {"status": "unavailable", "why": dp_why}
+        if dp is None:
+            print("raw limits not measured: %s" % dp_why)
+        else:
+            limits["kvikio"] = kvikio_rates(args, dp)
+            if limits["kvikio"]["status"] != "ok":
+                print("KvikIO not measured: %s" % limits["kvikio"]["why"])
 
-    hfiles, hwhy = heap_files(args)
-    files = {False: ([args.arrow], None), True: (hfiles, hwhy)}
-    heap_bytes, block_size = map(int, psql_script(
-        args.dbname, "SELECT pg_relation_size('public.lineorder'), current_setting('block_size')")
-        .strip().split("|"))
-    if hwhy:
-        print("heap files: %s" % hwhy)
-    if not args.restart_cmd:
-        print("no --restart-cmd: first and cold runs not measured")
-    answers = {}
-    if dp and any(s in runners for s in WARP_SIDES):
-        print("first and cold runs (restart before each):")
-        answers = first_and_cold(args, queries, runners, res, files, dp, info.get("service_engine"))
-        first_explains(args, queries, runners, res, files, dp, info.get("service_engine"))
-    for v in variants(args) if dp and "warp_gpu" in runners and args.restart_cmd else []:
-        print("runs with %s:" % v[1])
-        answers.update(variant_runs(args, queries, runners, res, dp, info.get("service_engine"), v))
-    # the warm state: every source in the page cache again, then the reference and warm-ups
-    for f in [args.arrow] + hfiles:
-        read_through(f)
-    ref = warm_up_all(args, queries, runners, res, data["nbytes"], SCHEMA,
-                      {q: joins for q, _, _, joins in queries})
-    check_first_cold(res, ref, answers)
-    measured_runs(args, queries, runners, res, ref, data["nbytes"])
+        hfiles, hwhy = heap_files(args)
+        files = {False: ([args.arrow], None), True: (hfiles, hwhy)}
+        heap_bytes, block_size = map(int, psql_script(
+            args.dbname, "SELECT pg_relation_size('public.lineorder'), current_setting('block_size')")
+            .strip().split("|"))
+        if hwhy:
+            print("heap files: %s" % hwhy)
+        if not args.restart_cmd:
+            print("no --restart-cmd: first and cold runs not measured")
+        answers = {}
+        if dp and any(s in runners for s in WARP_SIDES):
+            print("first and cold runs (restart before each):")
+            answers = first_and_cold(args, queries, runners, res, files, dp, info.get("service_engine"))
+            first_explains(args, queries, runners, res, files, dp, info.get("service_engine"))
+        for v in variants(args) if dp and "warp_gpu" in runners and args.restart_cmd else []:
+            print("runs with %s:" % v[1])
+            answers.update(variant_runs(args, queries, runners, res, dp, info.get("service_engine"), v))
+        # the warm state: every source in the page cache again, then the reference and warm-ups
+        for f in [args.arrow] + hfiles:
+            read_through(f)
+        ref = warm_up_all(args, queries, runners, res, data["nbytes"], SCHEMA,
+                          {q: joins for q, _, _, joins in queries})
+        check_first_cold(res, ref, answers)
+        measured_runs(args, queries, runners, res, ref, data["nbytes"])
+    finally:
+        if restore_before is not None:
+            alter_system(args, {RESTORE: "off"}, restore_before)
     path_figures(runners, queries, res)
     for r in runners.values():
         if isinstance(r, PgSide):

@@ -87,7 +87,10 @@
 #                                           WHEELS holds kvikio's wheels); DATA_PATHS_ARGS more data_paths
 #                                           options (e.g. "-b 4G"); QUERIES a subset (q1,q1.1);
 #                                           UNREGISTERED=1: the first runs on Arrow also with
-#                                           pg_warp.pinned_files_size = 0 (no pages registered)
+#                                           pg_warp.pinned_files_size = 0 (no pages registered);
+#                                           RESTORED=1: also with pg_warp.pinned_files_restore
+#                                           = on (the registrations of the runs before restored
+#                                           at the restart; off for the other first runs)
 #   bench/gpu-host.sh huge-pages on|off     the benchmark cluster's shared memory on 2 MB
 #                                           huge pages (vm.nr_hugepages reserved for what
 #                                           PostgreSQL says it needs, huge_pages = try) or
@@ -360,7 +363,7 @@ datapath)
     python3 bench/data_path_bench.py -d "$db" -a "$arrow" -w "${WORKERS:-16}" -r "${RUNS:-3}" \
         --restart-cmd "$restart_cmd" ${SIDES:+--sides "$SIDES"} ${QUERIES:+-q "$QUERIES"} ${NOTE:+--note "$NOTE"} \
         ${DATA_PATHS_ARGS:+--data-paths-args "$DATA_PATHS_ARGS"} ${CUFILE_LIB:+--cufile-lib "$CUFILE_LIB"} \
-        ${UNREGISTERED:+--unregistered} \
+        ${UNREGISTERED:+--unregistered} ${RESTORED:+--restored} \
         --tag "$tag" 2>&1 | tee "$top/datapath.log" \
         || status=$?
     keep "$top/datapath.log" $(find bench/results -name "data_path_$tag.*" -newer "$top/datapath.start")

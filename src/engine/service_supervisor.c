@@ -74,6 +74,11 @@ static int	join_cache_size_mb = 1024;
  */
 static int	pinned_files_mb = -1;
 /*
+ * pg_warp.pinned_files_restore: whether the service registers again, when it
+ * starts, the file pages it had registered before (--pinned-files-restore)
+ */
+static bool pinned_files_restore = true;
+/*
  * pg_warp.gpus: the CUDA device ordinals the service uses, e.g. '0,1'
  * (--gpus; '': every GPU the driver reports)
  */
@@ -215,6 +220,22 @@ pg_warp_service_init(void)
 							GUC_UNIT_MB,
 							NULL, NULL, NULL);
 
+	DefineCustomBoolVariable("pg_warp.pinned_files_restore",
+							 "Whether the pg_warp service registers again, when it starts, the "
+							 "file pages it had registered before.",
+							 "The service keeps a list of the files whose pages it keeps "
+							 "registered (pg_warp_pinned_files in the data directory); on (the "
+							 "default): when it starts, it registers their regions again in the "
+							 "background, for the files that have not changed and the pages "
+							 "still in the page cache, so that the first runs after a restart "
+							 "copy from them; off: the first run over a file after a restart "
+							 "reads it with pread.",
+							 &pinned_files_restore,
+							 true,
+							 PGC_POSTMASTER,
+							 0,
+							 NULL, NULL, NULL);
+
 	DefineCustomEnumVariable("pg_warp.gpudirect",
 							 "Whether the pg_warp service reads Arrow files and heap table units "
 							 "into GPU memory with cuFile (GPUDirect Storage).",
@@ -307,8 +328,8 @@ mb_argument(char *buf, size_t len, int mb)
  *		Forks and execs the service with the data directory, our pid, the
  *		GPU code to load (pg_warp.fatbin_path), the GPU cache size
  *		(pg_warp.gpu_cache_size), pg_warp.max_async_tasks, the join
- *		cache's size (pg_warp.gpujoin_cache_size), the pinned files' size,
- *		pg_warp.gpudirect, the heap units' pinned buffers
+ *		cache's size (pg_warp.gpujoin_cache_size), the pinned files' size
+ *		and pg_warp.pinned_files_restore, pg_warp.gpudirect, the heap units' pinned buffers
  *		(pg_warp.heap_unit_buffers), pg_warp.cufile_library,
  *		pg_warp.service_threads and pg_warp.gpus.
  *		Between fork and exec the child runs nothing of PostgreSQL (no
@@ -328,7 +349,7 @@ start_service(ServiceProc *svc)
 	char		gpus[256];
 	char		threads[16];
 	char		unit_buffers[16];
-	char	   *argv[26];
+	char	   *argv[32];
 	int			argc;
 	pid_t		pid;
 
@@ -359,6 +380,8 @@ start_service(ServiceProc *svc)
 	argv[14] = mb_argument(pinned, sizeof(pinned), pinned_files_mb);
 	argv[15] = "--gpudirect";
 	argv[16] = (char *) gpudirect_options[gpudirect_setting].name;
+	argv[17] = "--pinned-files-restore";
+	argv[18] = pinned_files_restore ? "on" : "off";
 	/*
 	 * pg_warp.heap_unit_buffers: -1, two per participant of a parallel
 	 * query whose service reads the units (heap_unit_worker_limit), while
@@ -373,9 +396,9 @@ start_service(ServiceProc *svc)
 				 heap_unit_buffers >= 0 ? heap_unit_buffers :
 				 gpu_cache_size_mb == 0 ? 0 : 2 * (workers + 1));
 	}
-	argv[17] = "--unit-buffers";
-	argv[18] = unit_buffers;
-	argc = 19;
+	argv[19] = "--unit-buffers";
+	argv[20] = unit_buffers;
+	argc = 21;
 	if (cufile_library[0] != '\0')
 	{
 		argv[argc++] = "--cufile-library";

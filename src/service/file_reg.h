@@ -26,6 +26,9 @@ typedef struct FileReg FileReg;
 extern void file_reg_set_limit(uint64_t bytes);
 extern uint64_t file_reg_limit(void);
 
+/* whether file_reg_restore restores (--pinned-files-restore; on by default) */
+extern void file_reg_set_restore(bool on);
+
 /* the bytes registered now over all files, and those queued to be */
 extern void file_reg_stats(uint64_t *pinned, uint64_t *queued);
 
@@ -70,6 +73,15 @@ extern void file_reg_run_end(void);
  * is queued, the queue is emptied, and the registering thread has ended
  */
 extern void file_reg_stop(void);
+
+/*
+ * file_reg_restore: at the service's start (the GPUs open): the regions of
+ * the files registered before the last end or restart (the list kept in the
+ * data directory, the working directory) queued again, in context ctx, for
+ * those files still there and unchanged (nothing with --pinned-files-restore
+ * off; the list is still kept)
+ */
+extern void file_reg_restore(CUcontext ctx);
 
 /*
  * file_reg_drop_unheld: every entry no run holds unregistered and unmapped

@@ -122,6 +122,8 @@ main(int argc, char **argv)
 	if (!svc_file_map_init())
 		svc_log("WARNING", "could not install the SIGBUS handler (%s): Arrow files are read, never mapped",
 				strerror(errno));
+	else if (gpu.n_devices > 0)
+		file_reg_restore(gpu_device_context(0));
 	rc = server_run(listen_fd, signal_fd, opts.parent, &gpu);
 	server_unlink_socket();
 	file_reg_stop();

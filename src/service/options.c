@@ -8,6 +8,7 @@
  *						[--fatbin PATH] [--gpu-cache-size MB|auto]
  *						[--max-async-tasks N] [--join-cache-size MB]
  *						[--gpus N[,N...]] [--pinned-files MB|auto]
+ *						[--pinned-files-restore on|off]
  *						[--gpudirect auto|on|off] [--cufile-library PATH]
  *						[--unit-buffers N]
  *
@@ -43,6 +44,7 @@ usage(void)
 			"                       [--fatbin PATH] [--gpu-cache-size MB|auto]\n"
 			"                       [--max-async-tasks N] [--join-cache-size MB]\n"
 			"                       [--gpus N[,N...]] [--pinned-files MB|auto]\n"
+			"                       [--pinned-files-restore on|off]\n"
 			"                       [--gpudirect auto|on|off] [--cufile-library PATH]\n"
 			"                       [--unit-buffers N]\n"
 			"Serves pg_warp's engine to the backends of the PostgreSQL cluster in\n"
@@ -60,7 +62,10 @@ usage(void)
 			"0,1 (default: every GPU the driver reports).  --pinned-files: the Arrow\n"
 			"files' page-cache pages kept registered for the GPUs' copies, in MiB\n"
 			"(auto, the default: a quarter of the memory, or of the cgroup's memory\n"
-			"limit where lower; 0: none, every read a pread).  --gpudirect: read the files' column buffers into GPU memory\n"
+			"limit where lower; 0: none, every read a pread).  --pinned-files-restore:\n"
+			"whether the service registers again at its start what it had registered\n"
+			"before (the list pg_warp_pinned_files in DATADIR; on, the default, or\n"
+			"off).  --gpudirect: read the files' column buffers into GPU memory\n"
 			"with cuFile (auto, the default: only with GPUDirect Storage's nvidia-fs\n"
 			"driver; on: in compatibility mode too, and a run fails when cuFile\n"
 			"cannot read its files).  --cufile-library: libcufile's path (default\n"
@@ -179,6 +184,13 @@ svc_options_parse(int argc, char **argv, ServiceOptions *opts)
 		}
 		else if (strcmp(argv[i], "--pinned-files") == 0 && i + 1 < argc)
 			pinned = parse_cache_size(argv[++i]);
+		else if (strcmp(argv[i], "--pinned-files-restore") == 0 && i + 1 < argc)
+		{
+			i++;
+			if (strcmp(argv[i], "on") != 0 && strcmp(argv[i], "off") != 0)
+				usage();
+			file_reg_set_restore(strcmp(argv[i], "on") == 0);
+		}
 		else if (strcmp(argv[i], "--gpudirect") == 0 && i + 1 < argc)
 		{
 			if ((direct = gpu_direct_parse(argv[++i])) < 0)

@@ -192,6 +192,33 @@ def test_service_checks_its_option(tmp_path):
                           ("2", "34"))
 
 
+def test_pinned_files_restore_passed_to_the_service(cluster):
+    """pg_warp.pinned_files_restore (on by default) reaches the service as
+    --pinned-files-restore on|off; a server setting, checked; the service
+    takes on and off only"""
+    def passed():
+        argv = service_argv(cluster)
+        assert "--pinned-files-restore" in argv, argv
+        return argv[argv.index("--pinned-files-restore") + 1]
+
+    assert cluster.sql("SHOW pg_warp.pinned_files_restore") == "on"
+    assert passed() == "on"
+    try:
+        cluster.sql("ALTER SYSTEM SET pg_warp.pinned_files_restore = off")
+        restart(cluster)
+        assert passed() == "off"
+    finally:
+        cluster.sql("ALTER SYSTEM RESET pg_warp.pinned_files_restore")
+        restart(cluster)
+    assert passed() == "on"
+    server_setting_is_checked(cluster, "pinned_files_restore", "off", ("sometimes", "2"))
+
+
+def test_service_checks_pinned_files_restore(tmp_path):
+    service_checks_option(tmp_path, "--pinned-files-restore", ("yes", "", "ON", "1"),
+                          ("on", "off"))
+
+
 def test_answers_with_a_cache_size_set(cluster, data_dir):
     cluster.sql("ALTER SYSTEM SET pg_warp.gpu_cache_size = '1MB'")
     restart(cluster)

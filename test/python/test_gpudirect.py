@@ -140,8 +140,10 @@ def test_gpu_runs_read_with_cufile(cluster, data_dir):
     if st["engine"] != "gpu" or not CUFILE:
         pytest.skip("needs the service on a GPU and PG_WARP_TEST_CUFILE (%s, %r)"
                     % (st["engine_detail"] or st["engine"], CUFILE))
-    # no GPU column cache: every run reads the file
-    configure(cluster, gpudirect="on", cufile_library=CUFILE, gpu_cache_size="0")
+    # no GPU column cache: every run reads the file; no registrations from
+    # before the restarts (the runs after one would copy from their pages)
+    configure(cluster, gpudirect="on", cufile_library=CUFILE, gpu_cache_size="0",
+              pinned_files_restore="off")
     try:
         make_table(cluster, data_dir)
         for node, sql in QUERIES:
@@ -162,7 +164,8 @@ def test_gpu_runs_read_with_cufile(cluster, data_dir):
         r = cluster.run(QUERIES[0][1], settings=[ON.strip()])
         assert r.returncode != 0 and "cuFile cannot be used: could not load" in r.stderr, r.stderr
     finally:
-        configure(cluster, gpudirect=None, cufile_library=None, gpu_cache_size=None)
+        configure(cluster, gpudirect=None, cufile_library=None, gpu_cache_size=None,
+                  pinned_files_restore=None)
 
 
 HEAP_GPU = ("SET pg_warp.engine = gpu", "SET pg_warp.engine_startup_cost = 0",
@@ -220,7 +223,8 @@ def test_heap_units_read_with_cufile(cluster):
     units = int(c.sql("SELECT pg_relation_size('gds_heap') / 8192")) // UNIT
     assert units >= 3
     try:
-        configure(c, gpudirect="on", cufile_library=CUFILE)
+        # the first runs after the restarts read: no registrations from before them
+        configure(c, gpudirect="on", cufile_library=CUFILE, pinned_files_restore="off")
         # the first run after the restart reads every unit with cuFile: PostgreSQL's answer
         c.same(HEAP_Q, "GpuPreAgg", on=HEAP_GPU, ordered=True, engine="GPU")
         c.restart()
@@ -234,5 +238,5 @@ def test_heap_units_read_with_cufile(cluster):
         assert read == units and line == [] and found == [(0, "none")], (read, line, found)
         c.same(HEAP_Q, "GpuPreAgg", on=HEAP_GPU, ordered=True, engine="GPU")
     finally:
-        configure(c, gpudirect=None, cufile_library=None)
+        configure(c, gpudirect=None, cufile_library=None, pinned_files_restore=None)
         c.sql("DROP TABLE IF EXISTS gds_heap")

@@ -282,16 +282,38 @@ def registered(c, timeout=60):
 def test_units_from_registered_pages(gpu):
     """The service keeps the segment files' page-cache pages registered as
     it does Arrow files' (pg_warp.pinned_files_size): the first run after a
-    restart reads its units with pread and queues their pages; once they
-    are registered, a run the GPU column cache does not serve (emptied with
-    gpu_cache_drop) copies every unit from there, with PostgreSQL's answers;
-    a segment file written since is registered anew, never served from the
-    old registration."""
+    restart with pg_warp.pinned_files_restore off reads its units with pread
+    and queues their pages; once they are registered, a run the GPU column
+    cache does not serve (emptied with gpu_cache_drop) copies every unit from
+    there, with PostgreSQL's answers; a segment file written since is
+    registered anew, never served from the old registration.  With
+    pinned_files_restore on (the default), the registrations outlive a
+    restart: the first run after it copies every unit from the pages."""
     if gpu.sql("SHOW pg_warp.pinned_files_size") in ("0", "0kB"):
         pytest.skip("pg_warp.pinned_files_size is 0")
     units = int(gpu.sql("SELECT pg_relation_size('hc') / 8192")) // UNIT
     unit_kb = UNIT * 8
-    settle(gpu)
+    gpu.sql("ALTER SYSTEM SET pg_warp.pinned_files_restore = off")
+    try:
+        settle(gpu)
+        registered_then_rewritten(gpu, units, unit_kb)
+    finally:
+        gpu.sql("ALTER SYSTEM RESET pg_warp.pinned_files_restore")
+    # the registrations of the file as it is now, kept across a restart
+    assert registered(gpu) >= units * unit_kb * 1024
+    gpu.restart()
+    time.sleep(SETTLE)
+    assert registered(gpu) >= units * unit_kb * 1024
+    gpu.sql("SELECT pgwarp.gpu_cache_drop()")
+    p = explain(gpu, QUERIES[0], SERIAL)
+    assert counter(p, "Units Read by the Service") == units, p
+    assert pinned_pages(p) == (units * unit_kb, 0), p
+    gpu.sql("SELECT pgwarp.gpu_cache_drop()")
+    same_as_postgresql(gpu, SERIAL)
+
+
+def registered_then_rewritten(gpu, units, unit_kb):
+    """test_units_from_registered_pages's runs with pinned_files_restore off"""
     p = explain(gpu, QUERIES[0], SERIAL)
     assert counter(p, "Units Read by the Service") == units, p
     assert pinned_pages(p) == (0, units * unit_kb), p

@@ -13,7 +13,9 @@ the runs after (END's `mapped`, registration on by default); read with
 pread when registration is off (--pinned-files 0) or the budget is too
 small for the file; never stale after the file is replaced or rewritten.
 A file truncated while its pages are registered fails its run, not the
-service.
+service.  The registrations outlive a restart of the service (its list in
+the data directory): the first run after one copies from the pages,
+unless the file changed meanwhile.
 """
 import os
 import struct
@@ -315,6 +317,12 @@ def replaced_then_rewritten(client, svc, tmp_path, key, settle=None):
     if settle is not None:
         settle(svc)
         assert scan_all(client, svc, f, t2, 2000)["mapped"] > 0
+    return scan_all(client, svc, f, rewritten(f, tmp_path), 2000)
+
+
+def rewritten(f, tmp_path):
+    """File f (table(12000, _) in 2000-row batches) rewritten in place with
+    table(12000, 3): the same size, inode and modification time; that table"""
     t3 = table(12000, 3)
     write(tmp_path / "c.arrow", t3, 2000)
     with open(tmp_path / "c.arrow", "rb") as src:
@@ -325,7 +333,7 @@ def replaced_then_rewritten(client, svc, tmp_path, key, settle=None):
         dst.write(data)
     os.utime(f, ns=(st.st_atime_ns, st.st_mtime_ns))     # the same modification time
     assert os.stat(f).st_ino == st.st_ino
-    return scan_all(client, svc, f, t3, 2000)
+    return t3
 
 
 def test_replaced_or_rewritten_file_is_read_again(client, nocache, tmp_path):
@@ -402,3 +410,218 @@ def test_truncated_during_runs(client, nocache, tmp_path):
     """truncated_during_runs with registered pages; the service lives on
     (the fixture checks)"""
     truncated_during_runs(client, nocache, tmp_path, registered)
+
+
+# --- the registrations kept across restarts (file_reg.c: FILE_REG_LIST) ---
+
+LIST = "pg_warp_pinned_files"
+NOCACHE = ("--pinned-files", "256", "--gpu-cache-size", "0")
+OFFSETS = 4 * (20000 + 14)      # table(20000)'s utf8 offsets in 1500-row batches
+
+
+def started(d, *argv):
+    """The stand-in GPU service on directory d (made when missing)"""
+    os.makedirs(d, exist_ok=True)
+    return Service(str(d), argv=["--threads", "2", "--fatbin", "fake", *argv])
+
+
+def killed(s):
+    """Service s killed (SIGKILL: no end of its own)"""
+    s.proc.kill()
+    s.proc.wait(10)
+    s.logf.close()
+
+
+def saved_list(d, lines, timeout=30):
+    """The list of registered files of the service on directory d once it
+    has this many lines (its header included)"""
+    path = os.path.join(d, LIST)
+    deadline = time.monotonic() + timeout
+    while True:
+        if os.path.exists(path):
+            with open(path) as f:
+                got = f.read().splitlines()
+            if len(got) == lines:
+                assert got[0] == "pg_warp pinned files 1", got
+                return got
+        assert time.monotonic() < deadline, "no list of %d lines in %s" % (lines, d)
+        time.sleep(0.01)
+
+
+def restored_line(s):
+    """The log line of service s (the log is shared by the services started
+    on its directory) that says what it queued again at its start"""
+    found = [ln for ln in s.log().splitlines()
+             if "pinned before the restart" in ln and "[%d]" % s.proc.pid in ln]
+    assert len(found) == 1, s.log()
+    return found[0]
+
+
+def test_registrations_restored(client, tmp_path):
+    """A file's registered regions are registered again when the service
+    starts after an orderly stop or a crash (SIGKILL): the first run after
+    the restart copies every buffer but the utf8 offsets from the pages and
+    queues nothing, with pyarrow's rows"""
+    t = table(20000)
+    f = write(tmp_path / "a.arrow", t, 1500)
+    t2 = table(20000, 2)
+    f2 = write(tmp_path / "b.arrow", t2, 1500)
+    d = tmp_path / "svc"
+    s = started(d, *NOCACHE)
+    try:
+        first_run(client, s, f, t, 1500)
+        pinned = registered(s)
+        lines = saved_list(d, 2)
+        assert lines[1].endswith("\t" + os.path.realpath(f)) and " 0-0\t" in lines[1], lines
+    finally:
+        s.stop()
+    s = started(d, *NOCACHE)
+    try:
+        assert registered(s) == pinned
+        assert "1 file(s) pinned before the restart queued to be pinned again" in restored_line(s)
+        then = scan_all(client, s, f, t, 1500)
+        assert then["to_pin"] == 0 and 0 < then["mapped"] <= then["bytes_read"] - OFFSETS, then
+        # a second file registered, then a crash: the list written when the
+        # registering thread ran out of work names both
+        first_run(client, s, f2, t2, 1500)
+        both = registered(s)
+        assert both > pinned
+        saved_list(d, 3)
+    finally:
+        killed(s)
+    s = started(d, *NOCACHE)
+    try:
+        assert registered(s) == both
+        assert "2 file(s) pinned before the restart" in restored_line(s)
+        for path, tab in ((f, t), (f2, t2)):
+            then = scan_all(client, s, path, tab, 1500)
+            assert then["to_pin"] == 0 and then["mapped"] > 0, (path, then)
+    finally:
+        s.stop()
+
+
+def test_changed_files_not_restored(client, tmp_path):
+    """A file rewritten in place while the service was down (same size,
+    inode and modification time) is not registered again, nor is the name
+    of a file now a FIFO (which does not stop the start): the first run reads
+    the new contents with pread"""
+    t = table(12000, 1)
+    f = write(tmp_path / "a.arrow", t, 2000)
+    f2 = write(tmp_path / "b.arrow", t, 2000)
+    d = tmp_path / "svc"
+    s = started(d, *NOCACHE)
+    try:
+        for path in (f, f2):
+            assert scan_all(client, s, path, t, 2000)["to_pin"] > 0
+        assert registered(s) > 0
+        saved_list(d, 3)
+    finally:
+        s.stop()
+    t3 = rewritten(f, tmp_path)
+    os.unlink(f2)
+    os.mkfifo(f2)
+    s = started(d, *NOCACHE)
+    try:
+        assert registered(s) == 0
+        assert "0 file(s) pinned before the restart" in restored_line(s)
+        assert "2 changed or gone" in restored_line(s)
+        # nothing registered at the start: the first run queues the file anew
+        blocks, end, error = run(client, s, "pos", [f])
+        assert error is None, error
+        assert rows_of(blocks) == expected(t3, 2000, QUALS["pos"])
+        assert int(end["to_pin"]) > 0, end
+        assert scan_all(client, s, f, t3, 2000)["bytes_read"] > 0
+    finally:
+        s.stop()
+
+
+def test_damaged_list_ignored(client, tmp_path):
+    """A list that is not one (a foreign file), or with lines that name no
+    file, a relative path, other numbers, ranges beyond the file's regions or
+    a last line cut short: the service starts, registers only the regions of
+    the file that is there and answers right"""
+    t = table(20000)
+    f = write(tmp_path / "a.arrow", t, 1500)
+    real = os.path.realpath(f)
+    st = os.stat(f)
+    ident = "%d %d %d %d %d" % (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
+    d = tmp_path / "svc"
+    os.makedirs(d)
+    with open(d / LIST, "wb") as out:
+        out.write(b"\x00\xffnot a list\n" + ident.encode() + b" 0-0\t" + real.encode() + b"\n")
+    s = started(d, *NOCACHE)
+    try:
+        assert registered(s) == 0
+        assert "is not a list of pinned files: ignored" in s.log()
+    finally:
+        s.stop()
+    with open(d / LIST, "w") as out:
+        out.write("pg_warp pinned files 1\n"
+                  "garbage\n"
+                  "%s 0-0\t%s\n" % (ident, "a.arrow") +                    # relative
+                  "%s 0-0\t%s\n" % (ident, str(tmp_path / "none.arrow")) +
+                  "1 2 3 4 5 0-0\t%s\n" % real +                          # another identity
+                  "%s 0-0 9-99999999999 -5-7\t%s\n" % (ident, "/dev/null") +
+                  "%s -5-0 3-1000000 x\t%s\n" % (ident, real) +
+                  "%s 0-0\t%s" % (ident, real))                           # cut short
+    s = started(d, *NOCACHE)
+    try:
+        # the one region of the file there, from the line whose ranges go beyond it
+        assert registered(s) == (st.st_size + 4095) // 4096 * 4096
+        assert "1 file(s) pinned before the restart" in restored_line(s)
+        assert "5 changed or gone" in restored_line(s)
+        then = scan_all(client, s, f, t, 1500)
+        assert then["to_pin"] == 0 and then["mapped"] > 0, then
+    finally:
+        s.stop()
+
+
+def test_no_list_without_registration(client, tmp_path):
+    """With --pinned-files 0 the service writes no list and registers
+    nothing from one that is there"""
+    t = table(20000)
+    f = write(tmp_path / "a.arrow", t, 1500)
+    d = tmp_path / "svc"
+    s = started(d, *NOCACHE)
+    try:
+        first_run(client, s, f, t, 1500)
+        lines = saved_list(d, 2)
+    finally:
+        s.stop()
+    s = started(d, "--pinned-files", "0")
+    try:
+        assert registered(s) == 0
+        assert "[%d] pg_warp service LOG:  pinned files" % s.proc.pid not in s.log()
+        assert scan_all(client, s, f, t, 1500)["mapped"] == 0
+    finally:
+        s.stop()
+    with open(d / LIST) as got:
+        assert got.read().splitlines() == lines
+
+
+def test_restore_off(client, tmp_path):
+    """With --pinned-files-restore off the service registers nothing from
+    the list at its start (its first run reads with pread and queues the
+    file), and still keeps the list for later starts"""
+    t = table(20000)
+    f = write(tmp_path / "a.arrow", t, 1500)
+    d = tmp_path / "svc"
+    s = started(d, *NOCACHE)
+    try:
+        first_run(client, s, f, t, 1500)
+        lines = saved_list(d, 2)
+    finally:
+        s.stop()
+    s = started(d, *NOCACHE, "--pinned-files-restore", "off")
+    try:
+        assert registered(s) == 0
+        assert "[%d] pg_warp service LOG:  pinned files" % s.proc.pid not in s.log()
+        first_run(client, s, f, t, 1500)
+    finally:
+        s.stop()
+    s = started(d, *NOCACHE)
+    try:
+        assert registered(s) > 0 and "1 file(s)" in restored_line(s)
+    finally:
+        s.stop()
+    assert saved_list(d, 2) == lines
