@@ -748,15 +748,15 @@ list_restore_one(char *line, CUcontext ctx, uint64_t *queued)
 	p = line + used;
 	for (;;)
 	{
-		int			first,
-					last,
-					n = 0;
+		int64_t		first,
+					last;
+		int			n = 0;
 
-		if (sscanf(p, " %d-%d%n", &first, &last, &n) != 2 || n == 0)
+		if (sscanf(p, " %" SCNd64 "-%" SCNd64 "%n", &first, &last, &n) != 2 || n == 0)
 			break;
 		p += n;
-		for (int32_t i = first < 0 ? 0 : first; i <= last && i < r->n_regions; i++)
-			(void) file_reg_want(r, (int64_t) i * FILE_REG_REGION, region_len(r, i), ctx,
+		for (int64_t i = first < 0 ? 0 : first; i <= last && i < r->n_regions; i++)
+			(void) file_reg_want(r, i * FILE_REG_REGION, region_len(r, (int32_t) i), ctx,
 								 queued);
 	}
 	file_reg_release(r);
@@ -767,23 +767,33 @@ void
 file_reg_restore(CUcontext ctx)
 {
 	FILE	   *f;
-	char	   *line = NULL;
-	size_t		cap = 0;
-	ssize_t		n;
+	char		line[8192];		/* a line of the list: a path of up to 4095 bytes fits */
 	int			files = 0,
 				gone = 0;
 	uint64_t	queued = 0;
 
 	if (reg_limit == 0 || !reg_restore || (f = fopen(FILE_REG_LIST, "re")) == NULL)
 		return;
-	if ((n = getline(&line, &cap, f)) < 0 || strcmp(line, FILE_REG_LIST_HEAD) != 0)
+	if (fgets(line, sizeof(line), f) == NULL || strcmp(line, FILE_REG_LIST_HEAD) != 0)
 		svc_log("WARNING", "\"%s\" is not a list of pinned files: ignored", FILE_REG_LIST);
 	else
 	{
-		while ((n = getline(&line, &cap, f)) > 0)
+		/* at most the entries the service keeps; a line too long is no entry */
+		while (files + gone < 4 * FILE_REG_MAX_FILES && fgets(line, sizeof(line), f) != NULL)
 		{
-			if (line[n - 1] != '\n')
-				break;			/* cut short: the last line is not whole */
+			size_t		n = strlen(line);
+
+			if (n == 0 || line[n - 1] != '\n')
+			{
+				int			c;
+
+				while ((c = getc(f)) != EOF && c != '\n')
+					;
+				if (c == EOF)
+					break;		/* cut short: the last line is not whole */
+				gone++;
+				continue;
+			}
 			line[n - 1] = '\0';
 			if (list_restore_one(line, ctx, &queued))
 				files++;
@@ -793,6 +803,5 @@ file_reg_restore(CUcontext ctx)
 		svc_log("LOG", "pinned files: %d file(s) pinned before the restart queued to be pinned "
 				"again (%" PRIu64 " MB), %d changed or gone", files, queued >> 20, gone);
 	}
-	free(line);
 	fclose(f);
 }

@@ -562,6 +562,7 @@ def test_damaged_list_ignored(client, tmp_path):
                   "%s 0-0\t%s\n" % (ident, str(tmp_path / "none.arrow")) +
                   "1 2 3 4 5 0-0\t%s\n" % real +                          # another identity
                   "%s 0-0 9-99999999999 -5-7\t%s\n" % (ident, "/dev/null") +
+                  "%s 0-0\t/%s\n" % (ident, "x" * 9000) +                 # too long
                   "%s -5-0 3-1000000 x\t%s\n" % (ident, real) +
                   "%s 0-0\t%s" % (ident, real))                           # cut short
     s = started(d, *NOCACHE)
@@ -569,7 +570,7 @@ def test_damaged_list_ignored(client, tmp_path):
         # the one region of the file there, from the line whose ranges go beyond it
         assert registered(s) == (st.st_size + 4095) // 4096 * 4096
         assert "1 file(s) pinned before the restart" in restored_line(s)
-        assert "5 changed or gone" in restored_line(s)
+        assert "6 changed or gone" in restored_line(s)
         then = scan_all(client, s, f, t, 1500)
         assert then["to_pin"] == 0 and then["mapped"] > 0, then
     finally:
