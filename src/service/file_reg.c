@@ -117,6 +117,7 @@ static FileReg *reg_files;
 static int	reg_n_files;
 static uint64_t reg_limit;
 static bool reg_restore = true;	/* file_reg_restore restores */
+static bool reg_keep_list;		/* file_reg_keep_list: the service keeps FILE_REG_LIST */
 static uint64_t reg_pinned;		/* registered or being registered, all files */
 static uint64_t reg_tick;
 static RegJob *reg_jobs;		/* the queue, oldest first */
@@ -140,6 +141,12 @@ void
 file_reg_set_restore(bool on)
 {
 	reg_restore = on;
+}
+
+void
+file_reg_keep_list(void)
+{
+	reg_keep_list = true;
 }
 
 uint64_t
@@ -669,7 +676,8 @@ list_save(void)
 
 	pthread_mutex_lock(&list_lock);
 	pthread_mutex_lock(&reg_lock);
-	if (!reg_changed || reg_limit == 0 || (m = open_memstream(&buf, &len)) == NULL)
+	if (!reg_keep_list || !reg_changed || reg_limit == 0 ||
+		(m = open_memstream(&buf, &len)) == NULL)
 	{
 		pthread_mutex_unlock(&reg_lock);
 		pthread_mutex_unlock(&list_lock);
@@ -772,6 +780,7 @@ file_reg_restore(CUcontext ctx)
 				gone = 0;
 	uint64_t	queued = 0;
 
+	file_reg_keep_list();
 	if (reg_limit == 0 || !reg_restore || (f = fopen(FILE_REG_LIST, "re")) == NULL)
 		return;
 	if (fgets(line, sizeof(line), f) == NULL || strcmp(line, FILE_REG_LIST_HEAD) != 0)

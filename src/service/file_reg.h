@@ -75,11 +75,18 @@ extern void file_reg_run_end(void);
 extern void file_reg_stop(void);
 
 /*
+ * file_reg_keep_list: the list of registered files is kept in the working
+ * directory (the service's data directory) from now on; not called (the
+ * test programs that run the service's code), no list is written
+ */
+extern void file_reg_keep_list(void);
+
+/*
  * file_reg_restore: at the service's start (the GPUs open): the regions of
  * the files registered before the last end or restart (the list kept in the
  * data directory, the working directory) queued again, in context ctx, for
  * those files still there and unchanged (nothing with --pinned-files-restore
- * off; the list is still kept)
+ * off); the list kept from then on (file_reg_keep_list)
  */
 extern void file_reg_restore(CUcontext ctx);
 
