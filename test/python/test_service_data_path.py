@@ -577,9 +577,10 @@ def test_damaged_list_ignored(client, tmp_path):
         s.stop()
 
 
-def test_no_list_without_registration(client, tmp_path):
-    """With --pinned-files 0 the service writes no list and registers
-    nothing from one that is there"""
+def listed(client, tmp_path):
+    """table(20000) as a file, registered by a first run of a service on
+    tmp_path/svc, then stopped: (the table, the file, the service's
+    directory, its list's lines)"""
     t = table(20000)
     f = write(tmp_path / "a.arrow", t, 1500)
     d = tmp_path / "svc"
@@ -589,10 +590,22 @@ def test_no_list_without_registration(client, tmp_path):
         lines = saved_list(d, 2)
     finally:
         s.stop()
+    return t, f, d, lines
+
+
+def nothing_restored(s):
+    """Service s registered nothing at its start and logged no restore"""
+    assert registered(s) == 0
+    assert "[%d] pg_warp service LOG:  pinned files" % s.proc.pid not in s.log()
+
+
+def test_no_list_without_registration(client, tmp_path):
+    """With --pinned-files 0 the service writes no list and registers
+    nothing from one that is there"""
+    t, f, d, lines = listed(client, tmp_path)
     s = started(d, "--pinned-files", "0")
     try:
-        assert registered(s) == 0
-        assert "[%d] pg_warp service LOG:  pinned files" % s.proc.pid not in s.log()
+        nothing_restored(s)
         assert scan_all(client, s, f, t, 1500)["mapped"] == 0
     finally:
         s.stop()
@@ -604,19 +617,10 @@ def test_restore_off(client, tmp_path):
     """With --pinned-files-restore off the service registers nothing from
     the list at its start (its first run reads with pread and queues the
     file), and still keeps the list for later starts"""
-    t = table(20000)
-    f = write(tmp_path / "a.arrow", t, 1500)
-    d = tmp_path / "svc"
-    s = started(d, *NOCACHE)
-    try:
-        first_run(client, s, f, t, 1500)
-        lines = saved_list(d, 2)
-    finally:
-        s.stop()
+    t, f, d, lines = listed(client, tmp_path)
     s = started(d, *NOCACHE, "--pinned-files-restore", "off")
     try:
-        assert registered(s) == 0
-        assert "[%d] pg_warp service LOG:  pinned files" % s.proc.pid not in s.log()
+        nothing_restored(s)
         first_run(client, s, f, t, 1500)
     finally:
         s.stop()
