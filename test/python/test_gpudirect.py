@@ -140,10 +140,11 @@ def test_gpu_runs_read_with_cufile(cluster, data_dir):
     if st["engine"] != "gpu" or not CUFILE:
         pytest.skip("needs the service on a GPU and PG_WARP_TEST_CUFILE (%s, %r)"
                     % (st["engine_detail"] or st["engine"], CUFILE))
-    # no GPU column cache: every run reads the file; no registrations from
-    # before the restarts (the runs after one would copy from their pages)
+    # no GPU column cache and no registered file pages: every run reads the
+    # file (a run copies from the pages the service registers after the runs
+    # before it, and prefers them to cuFile)
     configure(cluster, gpudirect="on", cufile_library=CUFILE, gpu_cache_size="0",
-              pinned_files_restore="off")
+              pinned_files_size="0")
     try:
         make_table(cluster, data_dir)
         for node, sql in QUERIES:
@@ -165,7 +166,7 @@ def test_gpu_runs_read_with_cufile(cluster, data_dir):
         assert r.returncode != 0 and "cuFile cannot be used: could not load" in r.stderr, r.stderr
     finally:
         configure(cluster, gpudirect=None, cufile_library=None, gpu_cache_size=None,
-                  pinned_files_restore=None)
+                  pinned_files_size=None)
 
 
 HEAP_GPU = ("SET pg_warp.engine = gpu", "SET pg_warp.engine_startup_cost = 0",
