@@ -74,9 +74,12 @@ Issue 30, item 9.  One run on one host:
    background while they read, and their EXPLAIN), --restored
    (pg_warp.pinned_files_restore = on: the first runs after a restart with
    the file's registrations of the runs before restored as the service
-   starts, and their EXPLAIN).  Every other first and cold run has
-   pg_warp.pinned_files_restore off (ALTER SYSTEM, put back at the end): a
-   file the service has not registered yet, as a new file is.
+   starts, and their EXPLAIN; before each restart the registering of the
+   runs before is waited for, and after it the registering of what was
+   restored, as on a server that has been up for a while).  Every other
+   first and cold run has pg_warp.pinned_files_restore off (ALTER SYSTEM,
+   put back at the end): a file the service has not registered yet, as a
+   new file is.
 
 Results: bench/results/data_path_<tag>.json and .png.  Without --restart-cmd
 first runs are reported as not measured (the cache cannot be emptied); the
@@ -362,7 +365,24 @@ def before_run(args, runners, runner, engine, dp, e, mode, files):
     return True
 
 
-def before_pinned(runner, sql, e, src_files, timeout=300):
+def registered(runner, timeout=300):
+    """Waits until the service has nothing queued to be registered; (the
+    bytes of file pages registered, None), or (None, why not)"""
+    deadline = time.time() + timeout
+    while True:
+        rows, _, err = runner.run("SELECT pinned_file_bytes, pinned_file_bytes_queued "
+                                  "FROM pgwarp.service_status()")
+        if err or not rows:
+            return None, err or "pgwarp.service_status() returned no row"
+        pinned, queued = (int(x) for x in rows[-1].split("|"))
+        if queued == 0:
+            return pinned, None
+        if time.time() > deadline:
+            return None, "%d bytes still queued to be registered after %d s" % (queued, timeout)
+        time.sleep(0.2)
+
+
+def before_pinned(runner, sql, e, src_files):
     """A pinned run's start (the same service): the source's files read
     through, the GPU column cache emptied, one unmeasured run, the wait
     until nothing is queued to be registered, the cache emptied again, said
@@ -377,18 +397,7 @@ def before_pinned(runner, sql, e, src_files, timeout=300):
         elif step == "run":
             _, _, err = runner.run(sql)
         else:
-            deadline = time.time() + timeout
-            while True:
-                rows, _, err = runner.run("SELECT pinned_file_bytes, pinned_file_bytes_queued "
-                                          "FROM pgwarp.service_status()")
-                if err or not rows:
-                    break
-                pinned, queued = (int(x) for x in rows[-1].split("|"))
-                if queued == 0:
-                    break
-                if time.time() > deadline:
-                    return fail("%d bytes still queued to be registered after %d s" % (queued, timeout))
-                time.sleep(0.2)
+            pinned, err = registered(runner)
         if err:
             return fail("%s before the pinned run: %s" % (step, err))
     if pinned == 0:
@@ -515,7 +524,8 @@ def variants(args):
                   ("first", "cold", "explain")))
     if args.restored:
         v.append(("restored", "pg_warp.pinned_files_restore = on (the file's registrations kept "
-                  "across the restart)", {RESTORE: "on"}, ("first", "explain")))
+                  "across the restart; registering finished before it and after it)",
+                  {RESTORE: "on"}, ("first", "explain")))
     if args.unregistered:
         v.append(("unreg", "pg_warp.pinned_files_size = 0 (no file pages registered)",
                   {"pg_warp.pinned_files_size": "0"}, ("first", "explain")))
@@ -560,9 +570,23 @@ def variant_runs(args, queries, runners, res, dp, engine, variant):
         for q, sql, *_ in queries:
             for mode in modes:
                 e = res[q][side + "_" + mode] = entry("ok")
+                if name == "restored":
+                    # the service's list holds what it had registered when it
+                    # stopped: the registering of the runs before finished
+                    _, why = registered(runner)
+                    if why:
+                        e.update(status="failed", note="before the restart: %s" % why)
+                        continue
                 if not before_run(args, every, runner, engine, dp, e,
                                   "cold" if mode == "cold" else "first", ([args.arrow], None)):
                     continue
+                if name == "restored":
+                    # and the restored regions registered again before the run
+                    pinned, why = registered(runner)
+                    if why:
+                        e.update(status="failed", note="after the restart: %s" % why)
+                        continue
+                    e["page_cache"] += ", %.2f GB registered after the restart" % (pinned / 1e9)
                 if mode == "explain":
                     err = explain_into(e, runner, sql)
                     print("  %s %s EXPLAIN: %s" % (q, name, e["data_path"] or err), flush=True)
