@@ -96,6 +96,8 @@ typedef struct ArrowFieldSizes
 extern const ArrowFieldSizes *arrow_pg_field_sizes(const ArrowFile *file, int field);
 extern void arrow_pg_stat_fill(const ArrowFile *file, const ArrowBatchInfo *batches, int field,
 							   ArrowStatColumn *c);
+extern void arrow_pg_stat_fill_all(const ArrowFile *file, const ArrowBatchInfo *batches,
+								   ArrowStatColumn *stats);
 extern bool arrow_pg_sizes_fill(const ArrowFile *file, int field, ArrowFieldSizes *fs,
 								ArrowError *err);
 
@@ -228,6 +230,8 @@ extern bool arrow_stats_parse_clause(struct Expr *clause, Index relid,
 									 ArrowStatCond *cond);
 extern void arrow_batch_stat_strings(const ArrowBatchInfo *batch, int field,
 									 const char **smin, const char **smax);
+extern void arrow_batch_stats_all(const ArrowBatchInfo *batch, int n_fields,
+								  const char **smin, const char **smax);
 extern void arrow_stats_values(const ArrowFile *file, int32 b, int field,
 							   const ArrowConv *conv, bool *has_min, Datum *dmin,
 							   bool *has_max, Datum *dmax);

@@ -681,6 +681,17 @@ arrow_pg_stat_column(const ArrowFile *file, int field)
 	return c;
 }
 
+/* batch b's min and max strings in c parsed into its min, max and parsed */
+static inline void
+stat_parse_batch(ArrowStatColumn *c, ArrowTypeId id, int32 b)
+{
+	c->parsed[b] = 0;
+	if (c->as_bits && arrow_stat_parse(id, c->min_s[b], &c->min[b]))
+		c->parsed[b] |= ARROW_STAT_MIN;
+	if (c->as_bits && arrow_stat_parse(id, c->max_s[b], &c->max[b]))
+		c->parsed[b] |= ARROW_STAT_MAX;
+}
+
 /*
  * arrow_pg_stat_fill: the min and max statistics of top-level field
  * `field` of file, as `batches` (file's, or a copy of them) hold them, into
@@ -697,12 +708,37 @@ arrow_pg_stat_fill(const ArrowFile *file, const ArrowBatchInfo *batches, int fie
 	for (int32 b = 0; b < file->n_batches; b++)
 	{
 		arrow_batch_stat_strings(&batches[b], field, &c->min_s[b], &c->max_s[b]);
-		c->parsed[b] = 0;
-		if (c->as_bits && arrow_stat_parse(id, c->min_s[b], &c->min[b]))
-			c->parsed[b] |= ARROW_STAT_MIN;
-		if (c->as_bits && arrow_stat_parse(id, c->max_s[b], &c->max[b]))
-			c->parsed[b] |= ARROW_STAT_MAX;
+		stat_parse_batch(c, id, b);
 	}
+}
+
+/*
+ * arrow_pg_stat_fill_all: arrow_pg_stat_fill of every top-level field of
+ * file into stats[field], reading each batch's metadata once
+ */
+void
+arrow_pg_stat_fill_all(const ArrowFile *file, const ArrowBatchInfo *batches,
+					   ArrowStatColumn *stats)
+{
+	int			n_fields = file->schema.n_fields;
+	const char **smin = palloc(sizeof(char *) * Max(n_fields, 1));
+	const char **smax = palloc(sizeof(char *) * Max(n_fields, 1));
+	int64		bits;
+
+	for (int f = 0; f < n_fields; f++)
+		stats[f].as_bits = arrow_stat_parse(file->schema.fields[f].type.id, "0", &bits);
+	for (int32 b = 0; b < file->n_batches; b++)
+	{
+		arrow_batch_stats_all(&batches[b], n_fields, smin, smax);
+		for (int f = 0; f < n_fields; f++)
+		{
+			stats[f].min_s[b] = smin[f];
+			stats[f].max_s[b] = smax[f];
+			stat_parse_batch(&stats[f], file->schema.fields[f].type.id, b);
+		}
+	}
+	pfree(smin);
+	pfree(smax);
 }
 
 /*

@@ -214,10 +214,10 @@ meta_shared_fields(const ArrowFile *file, const ArrowBatchInfo *flat, uint8 *p,
 		sizes[f].nulls = (int64 *) (p + 5 * sizeof(int64) * n);
 		stats[f].parsed = p + 6 * sizeof(int64) * n;
 		p += 6 * sizeof(int64) * n + MAXALIGN(n);
-		arrow_pg_stat_fill(file, flat, f, &stats[f]);
 		if (!arrow_pg_sizes_fill(file, f, &sizes[f], &err))
 			sizes[f].bytes = sizes[f].nulls = NULL;
 	}
+	arrow_pg_stat_fill_all(file, flat, stats);
 	meta->n_fields = n_fields;
 	meta->stats = stats;
 	meta->sizes = sizes;

@@ -308,6 +308,66 @@ arrow_batch_stat_strings(const ArrowBatchInfo *batch, int field, const char **sm
 }
 
 /*
+ * the field that the rest of a statistics key names ("pg_warp.min." or
+ * "pg_warp.max." and then the field as "%d" writes it: "0", or digits that do
+ * not start with 0), if below n_fields; else -1
+ */
+static int
+stat_key_field(const char *digits, int n_fields)
+{
+	int64		f = 0;
+	const char *d = digits;
+
+	if (*d == '0')
+		return d[1] == '\0' ? 0 : -1;
+	for (; *d >= '0' && *d <= '9'; d++)
+	{
+		f = f * 10 + (*d - '0');
+		if (f >= n_fields)
+			return -1;
+	}
+	return (d == digits || *d != '\0') ? -1 : (int) f;
+}
+
+/*
+ * arrow_batch_stats_all
+ *		The min and max statistics of each of the first n_fields top-level
+ *		fields of batch as written into smin[field] and smax[field] (NULL:
+ *		none), what arrow_batch_stat_strings finds field by field, from one
+ *		pass over the batch's metadata: of a key written twice, the first (as
+ *		arrow_metadata_get finds it)
+ */
+void
+arrow_batch_stats_all(const ArrowBatchInfo *batch, int n_fields, const char **smin,
+					  const char **smax)
+{
+	static const char prefix[] = "pg_warp.m";
+	const ArrowMetadata *md = &batch->metadata;
+
+	for (int f = 0; f < n_fields; f++)
+		smin[f] = smax[f] = NULL;
+	for (int32 i = 0; i < md->count; i++)
+	{
+		const char *k = md->items[i].key;
+		const char **to;
+		int			f;
+
+		if (strncmp(k, prefix, sizeof(prefix) - 1) != 0)
+			continue;
+		k += sizeof(prefix) - 1;
+		if (strncmp(k, "in.", 3) == 0)
+			to = smin;
+		else if (strncmp(k, "ax.", 3) == 0)
+			to = smax;
+		else
+			continue;
+		f = stat_key_field(k + 3, n_fields);
+		if (f >= 0 && to[f] == NULL)
+			to[f] = md->items[i].value;
+	}
+}
+
+/*
  * arrow_stats_values
  *		The min and max statistics of top-level field in batch b of file as
  *		Datums of conv's column (has_*: false where the batch has none or it is

@@ -88,6 +88,69 @@ def test_a_new_session_takes_the_batches(cluster, tmpdir_world):
     assert plans[0] == plans[1], plans
 
 
+def test_statistics_keys_read_as_written(cluster, tmpdir_world):
+    """The statistics laid out with the batches are read from each batch's
+    metadata in one pass (arrow_batch_stats_all), and must be what a
+    session without shared memory finds by looking up "pg_warp.min.N" and
+    "pg_warp.max.N": keys that only look like them (another spelling of the
+    field's number, a field beyond the schema, another prefix) are not
+    statistics, and of a key written twice the first counts.  Batch 2 holds
+    only look-alikes for field i that would skip it and look-alikes for j
+    before its true keys, batch 4 its true range
+    and then a false one, batch 6 keys of fields beyond the schema: a wrong
+    reading skips a batch that holds rows."""
+    n, chunk = 7000, 100
+    nb = n // chunk
+    path = os.path.join(str(tmpdir_world), "stat_keys.arrow")
+    t = pa.table({"i": pa.array(range(n), pa.int32()),
+                  "j": pa.array([k % 7 for k in range(n)], pa.int64()),
+                  "k": pa.array([float(k) for k in range(n)], pa.float64())})
+    false = "-5"
+    with pa.ipc.new_file(path, t.schema) as w:
+        for bn, b in enumerate(t.to_batches(max_chunksize=chunk)):
+            md = []
+            for f, name in enumerate(t.column_names):
+                vals = b.column(f).to_pylist()
+                lo, hi = min(vals), max(vals)
+                lo, hi = (repr(lo), repr(hi)) if name == "k" else (str(lo), str(hi))
+                if bn == 2 and f == 0:
+                    md += [("pg_warp.%s.%s" % (m, num), false) for m in ("min", "max")
+                           for num in ("00", "+0", " 0", "0x", "0 ", "-0", "", "4294967296")]
+                    md += [("pg_warp.minimum.0", false), ("pg_warp.max0", false),
+                           ("PG_WARP.min.0", false), ("pg_warp.mix.0", false)]
+                    continue
+                if bn == 2 and f == 1:
+                    # look-alikes before the true keys: the first would count
+                    md += [("pg_warp.%s.%s" % (m, num), false) for m in ("min", "max")
+                           for num in ("01", "1x", "1 ", "+1", "1.0")]
+                md += [("pg_warp.min.%d" % f, lo), ("pg_warp.max.%d" % f, hi)]
+                if bn == 4 and f == 0:
+                    md += [("pg_warp.min.0", false), ("pg_warp.max.0", false)]
+            if bn == 6:
+                md += [("pg_warp.min.3", false), ("pg_warp.max.3", false),
+                       ("pg_warp.min.99", false), ("pg_warp.max.2147483648", false)]
+            w.write_batch(b, custom_metadata=pa.KeyValueMetadata(md))
+    os.chmod(path, 0o644)
+    # pyarrow reads the duplicate keys as written
+    md4 = pa.ipc.open_file(path).get_batch_with_custom_metadata(4)[1]
+    assert [v for k, v in md4.items() if k == b"pg_warp.min.0"] == [b"400", false.encode()]
+    cluster.sql("DROP FOREIGN TABLE IF EXISTS stat_keys; CREATE FOREIGN TABLE stat_keys "
+                "(i int, j bigint, k float8) SERVER arrow_fdw OPTIONS (file '%s')" % path)
+    qs = [("SELECT count(*), sum(i) FROM stat_keys WHERE i BETWEEN 200 AND 299", nb - 1),
+          ("SELECT count(*), sum(i) FROM stat_keys WHERE i BETWEEN 400 AND 499", nb - 2),
+          ("SELECT count(*) FROM stat_keys WHERE i < 0", nb - 1),
+          ("SELECT count(*), sum(j) FROM stat_keys WHERE i >= 550 AND j > 3", 4),
+          ("SELECT count(*) FROM stat_keys WHERE k < 50.5", nb - 1),
+          ("SELECT count(*), sum(j) FROM stat_keys WHERE j >= 0", 0)]
+    for q, skips in qs:
+        want = cluster.sql(q, ("SET pg_warp.arrow_stats_skip = off",))
+        rc, out, err = cluster.psql(q, settings=("SET client_min_messages = debug1",), check=False)
+        assert rc == 0 and out.strip() == want.strip() and TAKEN in err, (q, want, out, err)
+        shared = skipped_lines(cluster, q)
+        assert shared == skipped_lines(cluster, q, (OFF,)), q
+        assert "Batches Skipped: %d" % skips in shared, (q, shared)
+
+
 def test_a_small_file_is_not_laid_out(cluster, tmpdir_world):
     table(cluster, str(tmpdir_world), "shared_small", batches_table(0, n=63))
     out, err = session(cluster, "shared_small", 0)
