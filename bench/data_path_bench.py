@@ -628,7 +628,11 @@ def variant_report(queries, res, table, limits, variant):
                 "%.4f s" % default_t if default_t else "-"))
         x = res[q].get(side + "_explain", {})
         if x.get("data_path"):
-            rate = x.get("file_read_rate")
+            # the rate over I/O Time is of the files read (pread, cuFile);
+            # copies from registered pages are queued without a read
+            rate = x.get("file_read_rate") if any(
+                x["data_path"].get(k) for k in ("Bytes Read With pread", "Bytes Read With cuFile")) \
+                else None
             print("        EXPLAIN: %s%s" % (", ".join(
                 "%s %s" % kv for kv in x["data_path"].items()
                 if any(w in kv[0] for w in ("cuFile", "pread", "Pinned File Pages", "Data Path"))),
