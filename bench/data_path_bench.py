@@ -480,6 +480,12 @@ def explain_into(e, runner, sql):
     e["data_path"] = {} if err else gpa_figures(rows)
     e["file_read_rate"] = None if err else gpa_figures(rows, leader_only=True).get(
         "File Read Rate")
+    if not err:
+        # where a first run's time goes: planning (a new backend's first query
+        # lays out the file's metadata) against execution
+        top = json.loads("\n".join(rows))[0]
+        e["planning_ms"] = top.get("Planning Time")
+        e["execution_ms"] = top.get("Execution Time")
     return err
 
 
@@ -633,7 +639,9 @@ def variant_report(queries, res, table, limits, variant):
             rate = x.get("file_read_rate") if any(
                 x["data_path"].get(k) for k in ("Bytes Read With pread", "Bytes Read With cuFile")) \
                 else None
-            print("        EXPLAIN: %s%s" % (", ".join(
+            print("        EXPLAIN: %s%s%s" % (
+                "planning %s ms, execution %s ms; " % (x.get("planning_ms"), x.get("execution_ms"))
+                if x.get("execution_ms") is not None else "", ", ".join(
                 "%s %s" % kv for kv in x["data_path"].items()
                 if any(w in kv[0] for w in ("cuFile", "pread", "Pinned File Pages", "Data Path"))),
                 "; files at %s GB/s of I/O Time%s" % (
