@@ -6,7 +6,9 @@
 #   bench/gpu-host.sh setup BUNDLE.tar.gz   extract the bundle (.tar.gz or .tar.xz), run its tests
 #                                           (not with SKIP_TESTS=1), start a
 #                                           benchmark cluster, load SSB
-#   bench/gpu-host.sh tests                 run the extracted bundle's tests
+#   bench/gpu-host.sh tests                 run the extracted bundle's tests; with WHEELS
+#                                           holding the nvidia-cufile wheel, its libcufile
+#                                           for the cuFile tests (PG_WARP_TEST_CUFILE)
 #   bench/gpu-host.sh fdw                   arrow_fdw vs heap (bench/arrow_fdw_bench.py)
 #   bench/gpu-host.sh export                pg2arrow vs its peers (bench/pg2arrow_bench.py)
 #   bench/gpu-host.sh ssb                   the 13 SSB queries, heap vs arrow_fdw lineorder
@@ -112,7 +114,10 @@
 # default 1), SKIP_TESTS=1 (setup without the bundle tests), SKIP_LOAD=1 (setup
 # without loading SSB into the database ssb, e.g. before `ssb`), PG2ARROW (the pg2arrow
 # to benchmark; default: the bundle's), BASELINE and BASELINE_WORKERS (another
-# pg2arrow build to run beside it, and at which worker counts).
+# pg2arrow build to run beside it, and at which worker counts), CUFILE_UDEV=1 (tests,
+# datapath: where udev's database has no record of the block device under /tmp, as on
+# the lent hosts, one written to /run/udev/data for libcufile, which refuses every
+# file without it: error 5027; as root).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD
@@ -126,6 +131,30 @@ arrow_dir=$top/ssb-sf$sf
 out=${OUT:-}
 
 log() { echo "[$(date -u +%H:%M:%S)] $*"; }
+
+# CUFILE_UDEV=1: udev's record of the file system under /tmp (libcufile looks up
+# ID_FS_USAGE and ID_FS_TYPE of a file's block device, in compatibility mode too)
+cufile_udev() {
+    local mm fs rec
+    [ "${CUFILE_UDEV:-0}" = 1 ] || return 0
+    mm=$(findmnt -no MAJ:MIN -T /tmp | head -1 | tr -d ' ')
+    fs=$(findmnt -no FSTYPE -T /tmp | head -1)
+    rec=/run/udev/data/b$mm
+    if [ -z "$mm" ] || [ -z "$fs" ]; then
+        log "CUFILE_UDEV: no block device found under /tmp"
+    elif [ -f "$rec" ]; then
+        log "CUFILE_UDEV: $rec is there already"
+    else
+        mkdir -p /run/udev/data
+        printf 'E:ID_FS_USAGE=filesystem\nE:ID_FS_TYPE=%s\n' "$fs" > "$rec"
+        log "CUFILE_UDEV: wrote $rec ($fs)"
+    fi
+}
+
+# the nvidia-cufile wheel's libcufile under /tmp/pg_warp_site (WHEELS installed), if there
+wheel_cufile() {
+    ls /tmp/pg_warp_site/nvidia/*/lib/libcufile.so.0 2>/dev/null | head -1 || true
+}
 keep() { [ -n "$out" ] && cp "$@" "$out/" 2>/dev/null || true; }
 
 env_from_bundle() {
@@ -207,6 +236,17 @@ tests)
     b=$(ls -d "$top"/pg_warp-bundle-*/ 2>/dev/null | head -1)
     [ -n "$b" ] || { echo "gpu-host: no extracted bundle under $top (run setup first)" >&2; exit 1; }
     log "bundle tests (regression suite + GPU self-test + pytest)"
+    if [ -n "${WHEELS:-}" ]; then
+        python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir \
+            --upgrade --target /tmp/pg_warp_site "$WHEELS"/*.whl
+        chmod -R a+rX /tmp/pg_warp_site     # the tests' cluster runs as another user
+        if [ -z "${PG_WARP_TEST_CUFILE:-}" ] && [ -n "$(wheel_cufile)" ]; then
+            PG_WARP_TEST_CUFILE=$(wheel_cufile)
+            export PG_WARP_TEST_CUFILE
+        fi
+    fi
+    log "cuFile tests: ${PG_WARP_TEST_CUFILE:-skipped (no PG_WARP_TEST_CUFILE, no nvidia-cufile wheel in WHEELS)}"
+    cufile_udev
     # its own cluster on a free port, beside the benchmark cluster on $PGPORT
     env -u PGPORT PG_WARP_LOG_DIR="$top/test-logs" "$b/run-tests.sh" 2>&1 | tee "$top/run-tests.log"
     keep "$top/run-tests.log" "$top"/test-logs/*
@@ -352,9 +392,10 @@ datapath)
     ssb_database "$sf"
     make -s -C bench data_paths
     if [ -z "${CUFILE_LIB:-}" ]; then
-        lib=$(ls /tmp/pg_warp_site/nvidia/*/lib/libcufile.so.0 2>/dev/null | head -1 || true)
+        lib=$(wheel_cufile)
         [ -n "$lib" ] && export CUFILE_LIB=$lib
     fi
+    cufile_udev
     log "libcufile: ${CUFILE_LIB:-libcufile.so.0 from the library path, if there}"
     tag=sf$sf-gpu-host-${WORKERS:-16}workers
     log "data-path benchmark, SSB SF $sf, ${WORKERS:-16} workers, best of ${RUNS:-3} warm runs"
