@@ -64,7 +64,9 @@ Issue 30, item 9.  One run on one host:
    the files' rate over the engine's I/O Time from one more first run of
    pg_warp GPU on Arrow under EXPLAIN ANALYZE (the bytes read from the page
    cache into the GPU over the time the service spent reading them and
-   queueing their copies: the transfer alone).
+   queueing their copies: the transfer alone).  pg_warp GPU on heap gets
+   such a first run under EXPLAIN ANALYZE too; each shows its planning and
+   execution times and its data-path figures (units read, I/O Time).
 
 4. Variants, as asked: pg_warp GPU on Arrow again with other server settings
    (ALTER SYSTEM before its restarts, put back at the end), beside its runs
@@ -455,20 +457,26 @@ def first_and_cold(args, queries, runners, res, files, dp, engine):
 
 
 def first_explains(args, queries, runners, res, files, dp, engine):
-    """pg_warp GPU on Arrow: per query one more first run (restart, the file
-    read through) under EXPLAIN ANALYZE; its data-path figures kept in
-    res[q]["warp_gpu_first_explain"] (the files' rate over I/O Time)"""
-    if "warp_gpu" not in runners or not args.restart_cmd:
+    """pg_warp GPU on Arrow and on heap: per query one more first run
+    (restart, the files read through) under EXPLAIN ANALYZE; its figures
+    kept in res[q][side + "_first_explain"] (on Arrow, the files' rate over
+    I/O Time; on heap, where the run's time went: the units the service
+    read, its I/O Time)"""
+    if not args.restart_cmd:
         return
     for q, sql, *_ in queries:
-        e = res[q]["warp_gpu_first_explain"] = entry("ok")
-        if not before_run(args, runners, runners["warp_gpu"], engine, dp, e, "first",
-                          files[False]):
-            continue
-        err = explain_into(e, runners["warp_gpu"], sql)
-        print("  %s first-run EXPLAIN: files at %s GB/s of I/O Time" % (
-            q, e["file_read_rate"] if e["file_read_rate"] else "-: %s" % (err or "no rate")),
-            flush=True)
+        for side in PINNED_SIDES:
+            if side not in runners:
+                continue
+            e = res[q][side + "_first_explain"] = entry("ok")
+            if not before_run(args, runners, runners[side], engine, dp, e, "first",
+                              files[HEAP_SOURCE[side]]):
+                continue
+            err = explain_into(e, runners[side], sql)
+            print("  %s %s first-run EXPLAIN: %s" % (
+                q, side, err or "planning %s ms, execution %s ms%s" % (
+                    e["planning_ms"], e["execution_ms"], "; files at %s GB/s of I/O Time" %
+                    e["file_read_rate"] if e["file_read_rate"] else "")), flush=True)
 
 
 def explain_into(e, runner, sql):
@@ -843,6 +851,11 @@ def print_report(queries, res, table, limits, goal_list, heap_bytes):
                     print("      %-6s files at %.2f GB/s of I/O Time (EXPLAIN ANALYZE of another first "
                           "run)%s" % ("", c["file_rate"] / 1e9, " = %.0f%% of the pinned copy" %
                                       (100 * c["file_rate_share"]) if c.get("file_rate_share") else ""))
+            x = res[q].get(side + "_first_explain", {})
+            if x.get("execution_ms") is not None:
+                print("      first EXPLAIN: planning %s ms, execution %s ms; %s" % (
+                    x["planning_ms"], x["execution_ms"],
+                    ", ".join("%s %s" % kv for kv in x["data_path"].items())))
             figs = res[q][side].get("data_path")
             if figs:
                 print("      warm EXPLAIN: %s" % ", ".join("%s %s" % kv for kv in figs.items()))
