@@ -746,7 +746,7 @@ list_restore_one(char *line, CUcontext ctx, uint64_t *queued)
 	if (fd < 0)
 		return false;
 	if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) ||
-		(now = warp_file_id_of(&st), memcmp(&now, &id, sizeof(id)) != 0) ||
+		(now = warp_file_id_of(&st), !warp_file_id_equal(&now, &id)) ||
 		(r = file_reg_acquire(&now, fd)) == NULL)
 	{
 		close(fd);
