@@ -151,6 +151,14 @@ cufile_udev() {
     fi
 }
 
+# the wheels of WHEELS into /tmp/pg_warp_site, readable by every user (the
+# tests' cluster runs as another one)
+install_wheels() {
+    python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir \
+        --upgrade --target /tmp/pg_warp_site "$WHEELS"/*.whl
+    chmod -R a+rX /tmp/pg_warp_site
+}
+
 # the nvidia-cufile wheel's libcufile under /tmp/pg_warp_site (WHEELS installed), if there
 wheel_cufile() {
     ls /tmp/pg_warp_site/nvidia/*/lib/libcufile.so.0 2>/dev/null | head -1 || true
@@ -164,8 +172,7 @@ env_from_bundle() {
     eval "$("$b/bin/pg-warp-env")"
     export PGHOST=$cluster PGUSER=postgres PGDATABASE=ssb
     if [ -n "${WHEELS:-}" ]; then
-        python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir \
-            --upgrade --target /tmp/pg_warp_site "$WHEELS"/*.whl
+        install_wheels
         export PYTHONPATH=/tmp/pg_warp_site${PYTHONPATH:+:$PYTHONPATH}
     fi
 }
@@ -237,12 +244,10 @@ tests)
     [ -n "$b" ] || { echo "gpu-host: no extracted bundle under $top (run setup first)" >&2; exit 1; }
     log "bundle tests (regression suite + GPU self-test + pytest)"
     if [ -n "${WHEELS:-}" ]; then
-        python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir \
-            --upgrade --target /tmp/pg_warp_site "$WHEELS"/*.whl
-        chmod -R a+rX /tmp/pg_warp_site     # the tests' cluster runs as another user
-        if [ -z "${PG_WARP_TEST_CUFILE:-}" ] && [ -n "$(wheel_cufile)" ]; then
-            PG_WARP_TEST_CUFILE=$(wheel_cufile)
-            export PG_WARP_TEST_CUFILE
+        install_wheels
+        lib=$(wheel_cufile)
+        if [ -z "${PG_WARP_TEST_CUFILE:-}" ] && [ -n "$lib" ]; then
+            export PG_WARP_TEST_CUFILE=$lib
         fi
     fi
     log "cuFile tests: ${PG_WARP_TEST_CUFILE:-skipped (no PG_WARP_TEST_CUFILE, no nvidia-cufile wheel in WHEELS)}"
