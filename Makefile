@@ -147,8 +147,8 @@ $(XPU_LIB): $(XPU_C_OBJS)
 	rm -f $@
 	$(AR) rcs $@ $^
 
-$(EXPORTS): sql/$(EXTENSION).sql
-	{ echo '{ global: Pg_magic_func; _PG_init; pg_warp_supervisor_main;'; \
+$(EXPORTS): sql/$(EXTENSION).sql Makefile
+	{ echo '{ global: Pg_magic_func; _PG_init; pg_warp_supervisor_main; pg_warp_meta_prewarm_main;'; \
 	  sed -n "s/.*'MODULE_PATHNAME', *'\([A-Za-z0-9_]*\)'.*/  \1; pg_finfo_\1;/p" $<; \
 	  echo '  local: *; };'; } > $@
 

@@ -545,6 +545,24 @@ extern int	arrow_image_file_write(const char *path, const char *tmp,
  * as it is being replaced: the next open of its file writes it again.
  */
 extern int	arrow_image_file_prune(const char *dir, int64_t tmp_age_s);
+
+/* an image file of a directory, as arrow_image_file_recent finds it */
+#define ARROW_IMAGE_SOURCE_MAX	4096	/* the longest source path an image keeps */
+typedef struct ArrowImageEntry
+{
+	ArrowFileIdentity id;		/* of the Arrow file the image was made from */
+	int64_t		image_mtime_ns; /* the image file's modification time */
+	char		source[ARROW_IMAGE_SOURCE_MAX + 1]; /* that file's path */
+} ArrowImageEntry;
+
+/*
+ * The max images of directory dir modified last, into out, newest first:
+ * how many, or -1 where dir cannot be read.  Only regular files with an
+ * image's head that names a source count; nothing is checked against the
+ * Arrow files (the callers stat the sources, and arrow_image_file_map
+ * checks the image itself).
+ */
+extern int	arrow_image_file_recent(const char *dir, ArrowImageEntry *out, int max);
 extern void arrow_file_close(ArrowFile *file);
 
 /*

@@ -49,7 +49,7 @@ typedef struct ImageFileHead
 								 * (no NUL), padded to 8; 0: none */
 } ImageFileHead;
 
-#define IMAGE_SOURCE_MAX	4096	/* a longer path is not kept (PATH_MAX) */
+#define IMAGE_SOURCE_MAX	ARROW_IMAGE_SOURCE_MAX	/* a longer path is not kept (PATH_MAX) */
 #define IMAGE_PAD8(n)		(((uint64_t) (n) + 7) & ~(uint64_t) 7)
 
 /* ---------------------------------------------------------------- CRC-32C */
@@ -232,6 +232,23 @@ arrow_image_file_write(const char *path, const char *tmp, const ArrowFileIdentit
 }
 
 /*
+ * the head of the image file fd and its source's path (room for
+ * IMAGE_SOURCE_MAX + 1 bytes): false where it cannot be read, is not an
+ * image's or names no source
+ */
+static bool
+image_head(int fd, ImageFileHead *h, char *source)
+{
+	if (pread(fd, h, sizeof(*h), 0) != (ssize_t) sizeof(*h) ||
+		memcmp(h->magic, IMAGE_FILE_MAGIC, 8) != 0 || h->source_len == 0 ||
+		h->source_len > IMAGE_SOURCE_MAX ||
+		pread(fd, source, h->source_len, sizeof(*h)) != (ssize_t) h->source_len)
+		return false;
+	source[h->source_len] = '\0';
+	return true;
+}
+
+/*
  * is the image file fd one of an Arrow file that is gone: its source path
  * names no file, or another one than its device and inode (images without
  * a source, or unreadable, are kept)
@@ -243,12 +260,8 @@ image_orphaned(int fd)
 	char		source[IMAGE_SOURCE_MAX + 1];
 	struct stat st;
 
-	if (pread(fd, &h, sizeof(h), 0) != (ssize_t) sizeof(h) ||
-		memcmp(h.magic, IMAGE_FILE_MAGIC, 8) != 0 || h.source_len == 0 ||
-		h.source_len > IMAGE_SOURCE_MAX ||
-		pread(fd, source, h.source_len, sizeof(h)) != (ssize_t) h.source_len)
+	if (!image_head(fd, &h, source))
 		return false;
-	source[h.source_len] = '\0';
 	if (stat(source, &st) != 0)
 		return errno == ENOENT || errno == ENOTDIR;
 	return (int64_t) st.st_dev != h.id.dev || (int64_t) st.st_ino != h.id.ino;
@@ -293,4 +306,49 @@ arrow_image_file_prune(const char *dir, int64_t tmp_age_s)
 	}
 	closedir(d);
 	return removed;
+}
+
+/* see arrow.h */
+int
+arrow_image_file_recent(const char *dir, ArrowImageEntry *out, int max)
+{
+	DIR		   *d = opendir(dir);
+	struct dirent *de;
+	int			n = 0;
+
+	if (d == NULL)
+		return -1;
+	while (max > 0 && (de = readdir(d)) != NULL)
+	{
+		size_t		nlen = strlen(de->d_name);
+		ImageFileHead h;
+		ArrowImageEntry e;
+		struct stat st;
+		bool		ok;
+		int			fd;
+		int			at;
+
+		if (de->d_name[0] == '.' || (nlen > 4 && strcmp(de->d_name + nlen - 4, ".tmp") == 0))
+			continue;
+		fd = openat(dirfd(d), de->d_name, O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOFOLLOW);
+		if (fd < 0)
+			continue;
+		ok = fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && image_head(fd, &h, e.source);
+		close(fd);
+		if (!ok)
+			continue;
+		e.id = h.id;
+		e.image_mtime_ns = (int64_t) st.st_mtim.tv_sec * 1000000000 + st.st_mtim.tv_nsec;
+		/* kept newest first: where e goes among the n kept, if anywhere */
+		for (at = n; at > 0 && out[at - 1].image_mtime_ns < e.image_mtime_ns; at--)
+			;
+		if (at >= max)
+			continue;
+		if (n < max)
+			n++;
+		memmove(&out[at + 1], &out[at], sizeof(ArrowImageEntry) * (size_t) (n - 1 - at));
+		out[at] = e;
+	}
+	closedir(d);
+	return n;
 }

@@ -330,7 +330,7 @@ mb_argument(char *buf, size_t len, int mb)
  *		(pg_warp.gpu_cache_size), pg_warp.max_async_tasks, the join
  *		cache's size (pg_warp.gpujoin_cache_size), the pinned files' size
  *		and pg_warp.pinned_files_restore, pg_warp.gpudirect, the heap units' pinned buffers
- *		(pg_warp.heap_unit_buffers), pg_warp.cufile_library,
+ *		(pg_warp.heap_unit_buffers), pg_warp.arrow_metadata_prewarm, pg_warp.cufile_library,
  *		pg_warp.service_threads and pg_warp.gpus.
  *		Between fork and exec the child runs nothing of PostgreSQL (no
  *		ereport, no exit handlers): it closes the descriptors it inherited
@@ -350,6 +350,7 @@ start_service(ServiceProc *svc)
 	char		threads[16];
 	char		unit_buffers[16];
 	char	   *argv[32];
+	const char *prewarm;
 	int			argc;
 	pid_t		pid;
 
@@ -398,7 +399,11 @@ start_service(ServiceProc *svc)
 	}
 	argv[19] = "--unit-buffers";
 	argv[20] = unit_buffers;
-	argc = 21;
+	argv[21] = "--arrow-metadata-prewarm";
+	/* defined by arrow_fdw (src/fdw/meta_shared.c), which lays the same files out */
+	prewarm = GetConfigOption("pg_warp.arrow_metadata_prewarm", true, false);
+	argv[22] = prewarm != NULL && strcmp(prewarm, "off") == 0 ? "off" : "on";
+	argc = 23;
 	if (cufile_library[0] != '\0')
 	{
 		argv[argc++] = "--cufile-library";

@@ -58,6 +58,7 @@ extern ArrowFile *arrow_pg_open(const char *path, ArrowPgSource *s,
 extern bool pg_warp_arrow_metadata_images;
 extern int	arrow_pg_open_image(const ArrowPgSource *s, int64 ctime_ns,
 								const ArrowAllocator *alloc, ArrowFile **out, ArrowError *err);
+extern void arrow_pg_image_touch(const ArrowPgSource *s, int64 ctime_ns);
 
 /*
  * The min and max statistics of one top-level field in every record batch

@@ -36,6 +36,9 @@
  */
 #include "postgres.h"
 
+#include <fcntl.h>
+#include <sys/stat.h>
+
 #include "common/file_perm.h"
 #include "miscadmin.h"
 #include "storage/fd.h"
@@ -93,6 +96,25 @@ meta_image_write(const ArrowPgSource *s, const ArrowFileIdentity *id, const char
 		}
 	}
 	MemoryContextDelete(cxt);
+}
+
+/*
+ * arrow_pg_image_touch: the image of s's file (of change time ctime_ns)
+ * marked as used now (its modification time), where there is one: the
+ * order in which the metadata prewarm at the server's start takes images
+ * (meta_shared.c).  Nothing fails here.
+ */
+void
+arrow_pg_image_touch(const ArrowPgSource *s, int64 ctime_ns)
+{
+	ArrowFileIdentity id;
+	char		path[MAXPGPATH];
+
+	if (ctime_ns < 0)
+		return;
+	meta_image_of(s, ctime_ns, &id, path);
+	if (utimensat(AT_FDCWD, path, NULL, 0) != 0 && errno != ENOENT)
+		elog(DEBUG1, "pg_warp: could not mark Arrow metadata image \"%s\" as used: %m", path);
 }
 
 /*

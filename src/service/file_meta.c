@@ -20,8 +20,12 @@
  *
  *-------------------------------------------------------------------------
  */
+#include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
+#include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "xpu/file_id.h"
 #include "service/file_meta.h"
@@ -102,6 +106,46 @@ meta_copy(MetaEntry *e, const ArrowSource *src, const ArrowAllocator *alloc, Arr
 	return rc;
 }
 
+/*
+ * meta_read: the file open on fd (of identity id, read through src) read
+ * into *opened, its batches from the image a backend kept in the data
+ * directory, the service's working directory, where there is a whole one
+ * of this identity (arrow_image_file.c; *from_image), and kept as a new
+ * entry when nothing wrote the file while it was read: *found that entry,
+ * held once, which owns *opened from then on (else NULL: *opened is the
+ * caller's).  A kept file is the file read (copying a thousand batches'
+ * metadata into the entry instead was a run's work for nothing).
+ */
+static int
+meta_read(int fd, const WarpFileId *id, const ArrowSource *src, ArrowFile **opened,
+		  MetaEntry **found, bool *from_image, ArrowError *err)
+{
+	ArrowFileIdentity fid = {id->dev, id->ino, id->size, id->mtime_ns, id->ctime_ns};
+	char		path[64];
+	struct stat now;
+	WarpFileId	after;
+	const void *image;
+	void	   *map;
+	size_t		map_len;
+	uint64_t	len;
+	int			rc;
+
+	*found = NULL;
+	/* in the entries' memory (a file not kept stays the run's: its loads use malloc's) */
+	arrow_image_file_path(path, sizeof(path), &fid);
+	image = arrow_image_file_map(path, &fid, &len, &map, &map_len);
+	rc = arrow_file_open_image(src, &arrow_default_allocator, image, len, opened, from_image,
+							   err);
+	arrow_image_file_unmap(map, map_len);
+	if (rc == ARROW_OK && fstat(fd, &now) == 0)
+	{
+		after = warp_file_id_of(&now);
+		if (warp_file_id_equal(&after, id))
+			*found = meta_install(*opened, id);
+	}
+	return rc;
+}
+
 /* see file_meta.h */
 int
 svc_file_meta_open(int fd, const struct stat *st, const ArrowSource *src,
@@ -109,16 +153,8 @@ svc_file_meta_open(int fd, const struct stat *st, const ArrowSource *src,
 				   ArrowError *err)
 {
 	MetaEntry  *found = NULL;
-	WarpFileId	id = warp_file_id_of(st),
-				after;
-	ArrowFileIdentity fid = {id.dev, id.ino, id.size, id.mtime_ns, id.ctime_ns};
-	char		path[64];
-	struct stat now;
+	WarpFileId	id = warp_file_id_of(st);
 	ArrowFile  *opened;
-	const void *image;
-	void	   *map;
-	size_t		map_len;
-	uint64_t	len;
 	int			rc;
 
 	*held = NULL;
@@ -134,33 +170,91 @@ svc_file_meta_open(int fd, const struct stat *st, const ArrowSource *src,
 	pthread_mutex_unlock(&meta_lock);
 	if (found != NULL)
 		return meta_copy(found, src, alloc, out, held, err);
-	/*
-	 * in the entries' memory (a file not kept stays the run's: its loads use
-	 * malloc's); its batches from the image a backend kept in the data
-	 * directory, the service's working directory, where there is a whole
-	 * one of this identity (arrow_image_file.c)
-	 */
-	arrow_image_file_path(path, sizeof(path), &fid);
-	image = arrow_image_file_map(path, &fid, &len, &map, &map_len);
-	rc = arrow_file_open_image(src, &arrow_default_allocator, image, len, &opened, from_image,
-							   err);
-	arrow_image_file_unmap(map, map_len);
+	rc = meta_read(fd, &id, src, &opened, &found, from_image, err);
 	if (rc != ARROW_OK)
 		return rc;
-	/*
-	 * kept only when nothing wrote the file while it was read: the file read
-	 * becomes the entry, and the run takes a copy of it as from any entry
-	 * (copying a thousand batches' metadata into the entry instead was a
-	 * run's work for nothing)
-	 */
-	if (fstat(fd, &now) == 0)
-	{
-		after = warp_file_id_of(&now);
-		if (warp_file_id_equal(&after, &id) && (found = meta_install(opened, &id)) != NULL)
-			return meta_copy(found, src, alloc, out, held, err);
-	}
+	/* the run takes a copy of the file read as from any entry */
+	if (found != NULL)
+		return meta_copy(found, src, alloc, out, held, err);
 	*out = opened;
 	return ARROW_OK;
+}
+
+/* see file_meta.h */
+int
+svc_fd_read_at(void *ctx, int64_t offset, void *dst, size_t len, ArrowError *err)
+{
+	int			fd = *(const int *) ctx;
+
+	while (len > 0)
+	{
+		ssize_t		n = pread(fd, dst, len, offset);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			return arrow_set_error(err, n < 0 ? ARROW_ERR_IO : ARROW_ERR_INVALID,
+								   n < 0 ? "read failed: %s" : "unexpected end of file%s",
+								   n < 0 ? strerror(errno) : "");
+		dst = (char *) dst + n;
+		len -= n;
+		offset += n;
+	}
+	return ARROW_OK;
+}
+
+/* see file_meta.h */
+int
+svc_file_meta_prewarm(int max)
+{
+	ArrowImageEntry *imgs;
+	int			n,
+				kept = 0;
+
+	if (max > META_ENTRIES / 2)
+		max = META_ENTRIES / 2;
+	if (max <= 0 || (imgs = malloc(sizeof(ArrowImageEntry) * (size_t) max)) == NULL)
+		return 0;
+	n = arrow_image_file_recent(ARROW_IMAGE_DIR, imgs, max);
+	/* the newest kept last: the last of them to be evicted */
+	for (int i = n - 1; i >= 0; i--)
+	{
+		ArrowImageEntry *img = &imgs[i];
+		WarpFileId	was = {img->id.dev, img->id.ino, img->id.size, img->id.mtime_ns,
+						   img->id.ctime_ns},
+					id;
+		MetaEntry  *found;
+		ArrowFile  *opened;
+		ArrowSource src;
+		ArrowError	err;
+		struct stat st;
+		bool		from_image;
+		/* O_NONBLOCK: a FIFO that took the file's place does not stop the start */
+		int			fd = open(img->source, O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
+
+		if (fd < 0)
+			continue;
+		if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) &&
+			(id = warp_file_id_of(&st), warp_file_id_equal(&id, &was)))
+		{
+			src.read_at = svc_fd_read_at;
+			src.size = st.st_size;
+			src.ctx = &fd;
+			if (meta_read(fd, &id, &src, &opened, &found, &from_image, &err) == ARROW_OK)
+			{
+				if (found != NULL)
+				{
+					kept++;
+					svc_file_meta_release(found);
+				}
+				else
+					arrow_file_close(opened);
+			}
+		}
+		close(fd);
+	}
+	free(imgs);
+	return kept;
 }
 
 /* see file_meta.h */

@@ -27,4 +27,16 @@ extern int	svc_file_meta_open(int fd, const struct stat *st, const ArrowSource *
 							   bool *from_image, ArrowError *err);
 extern void svc_file_meta_release(void *held);
 
+/* ArrowSource.read_at over a file descriptor (ctx: its int) */
+extern int	svc_fd_read_at(void *ctx, int64_t offset, void *dst, size_t len, ArrowError *err);
+
+/*
+ * svc_file_meta_prewarm: at the service's start, the files of the newest
+ * max (at most half the entries) metadata images that backends kept in
+ * the data directory (src/fdw/meta_image.c: those used last), read into
+ * entries from their images where they are still the files the images
+ * were made of; how many were kept
+ */
+extern int	svc_file_meta_prewarm(int max);
+
 #endif							/* SERVICE_FILE_META_H */

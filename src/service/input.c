@@ -192,29 +192,6 @@ svc_input_parse(SvcInputFile *f, uint32_t i, const uint8_t *p, size_t len, size_
 
 /* ---------------------------------------------------------------- files */
 
-/* ArrowSource.read_at over a file descriptor (ctx: its int) */
-static int
-fd_read_at(void *ctx, int64_t offset, void *dst, size_t len, ArrowError *err)
-{
-	int			fd = *(const int *) ctx;
-
-	while (len > 0)
-	{
-		ssize_t		n = pread(fd, dst, len, offset);
-
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0)
-			return arrow_set_error(err, n < 0 ? ARROW_ERR_IO : ARROW_ERR_INVALID,
-								   n < 0 ? "read failed: %s" : "unexpected end of file%s",
-								   n < 0 ? strerror(errno) : "");
-		dst = (char *) dst + n;
-		len -= n;
-		offset += n;
-	}
-	return ARROW_OK;
-}
-
 /* is the file of stat st the one that request part wf names (device, inode, size, mtime) */
 static bool
 same_file(const struct stat *st, const WarpAggFile *wf)
@@ -249,7 +226,7 @@ svc_input_open(SvcInputFile *f, int64_t max_buffer_size, bool map, SvcFailure *f
 	if (!same_file(&st, wf))
 		return svc_fail(fail, WARP_ERR_FILE_CHANGED,
 						"file \"%s\" changed during scan", f->path), false;
-	f->src.read_at = fd_read_at;
+	f->src.read_at = svc_fd_read_at;
 	f->src.size = st.st_size;
 	f->src.ctx = &f->fd;
 	if (svc_file_meta_open(f->fd, &st, &f->src, &svc_buffer_allocator, &f->file, &f->meta,

@@ -10,7 +10,7 @@
  *						[--gpus N[,N...]] [--pinned-files MB|auto]
  *						[--pinned-files-restore on|off]
  *						[--gpudirect auto|on|off] [--cufile-library PATH]
- *						[--unit-buffers N]
+ *						[--unit-buffers N] [--arrow-metadata-prewarm on|off]
  *
  * The supervisor background worker (src/engine/service_supervisor.c) passes
  * them; doc/service.md describes each.
@@ -46,7 +46,7 @@ usage(void)
 			"                       [--gpus N[,N...]] [--pinned-files MB|auto]\n"
 			"                       [--pinned-files-restore on|off]\n"
 			"                       [--gpudirect auto|on|off] [--cufile-library PATH]\n"
-			"                       [--unit-buffers N]\n"
+			"                       [--unit-buffers N] [--arrow-metadata-prewarm on|off]\n"
 			"Serves pg_warp's engine to the backends of the PostgreSQL cluster in\n"
 			"DATADIR through the socket DATADIR/%s.  Started by pg_warp's\n"
 			"supervisor background worker, not by hand.  --no-gpu serves with the\n"
@@ -70,7 +70,10 @@ usage(void)
 			"driver; on: in compatibility mode too, and a run fails when cuFile\n"
 			"cannot read its files).  --cufile-library: libcufile's path (default\n"
 			"libcufile.so.0 on the library path).  --unit-buffers: the pinned\n"
-			"buffers of heap units pinned at the start and kept, per GPU (default 0).\n",
+			"buffers of heap units pinned at the start and kept, per GPU (default 0).\n"
+			"--arrow-metadata-prewarm: whether the service reads, at its start, the\n"
+			"metadata of the Arrow files whose images in DATADIR/pg_warp/arrow_meta\n"
+			"were used last (on, the default, or off).\n",
 			PGWARP_SOCKET_NAME);
 	exit(2);
 }
@@ -156,6 +159,7 @@ svc_options_parse(int argc, char **argv, ServiceOptions *opts)
 	memset(opts, 0, sizeof(*opts));
 	opts->use_gpus = true;
 	opts->cache_size = -1;
+	opts->meta_prewarm = true;
 	for (int i = 1; i < argc; i++)
 	{
 		if (strcmp(argv[i], "-D") == 0 && i + 1 < argc)
@@ -190,6 +194,13 @@ svc_options_parse(int argc, char **argv, ServiceOptions *opts)
 			if (strcmp(argv[i], "on") != 0 && strcmp(argv[i], "off") != 0)
 				usage();
 			file_reg_set_restore(strcmp(argv[i], "on") == 0);
+		}
+		else if (strcmp(argv[i], "--arrow-metadata-prewarm") == 0 && i + 1 < argc)
+		{
+			i++;
+			if (strcmp(argv[i], "on") != 0 && strcmp(argv[i], "off") != 0)
+				usage();
+			opts->meta_prewarm = strcmp(argv[i], "on") == 0;
 		}
 		else if (strcmp(argv[i], "--gpudirect") == 0 && i + 1 < argc)
 		{

@@ -46,6 +46,7 @@ typedef struct ServiceOptions
 	bool		use_gpus;		/* false: --no-gpu */
 	int64_t		cache_size;		/* --gpu-cache-size in bytes, -1: auto */
 	int			unit_buffers;	/* --unit-buffers, per device */
+	bool		meta_prewarm;	/* --arrow-metadata-prewarm (on by default) */
 } ServiceOptions;
 
 extern void svc_options_parse(int argc, char **argv, ServiceOptions *opts);

@@ -21,7 +21,8 @@ import pyarrow.compute as pc
 import pytest
 
 from pg_sql import Db
-from service_client import client_fixture, client_path, service_fixture, write
+from service_client import FAKE_GPU, client_fixture, client_path, service_fixture, write
+from test_service import Service, wait_until
 from test_service_agg import bench_table, run_client
 
 DB = Db()
@@ -64,10 +65,22 @@ def kept_image(path):
 
 def give(svc, path, image):
     """image put where the service looks for path's (its data directory)"""
-    d = os.path.join(svc.dir, "pg_warp", "arrow_meta")
+    give_dir(svc.dir, path, image)
+
+
+def give_dir(datadir, path, image):
+    d = os.path.join(datadir, "pg_warp", "arrow_meta")
     os.makedirs(d, exist_ok=True)
     with open(os.path.join(d, image_name(path)), "wb") as f:
         f.write(image)
+
+
+PREWARMED = "1 file(s) read from their images at the start"
+
+
+def started_with(datadir, *argv):
+    return Service(datadir, argv=["--threads", "2", *argv] +
+                   (["--fatbin", "fake"] if FAKE_GPU else ["--no-gpu"]))
 
 
 @pytest.fixture
@@ -106,13 +119,10 @@ def test_changed_image_not_taken(client, svc, arrow_file):
     assert err is None and groups == q1_want(t) and end["meta_image"] == "0", (err, end)
 
 
-def test_file_rewritten_in_place_not_served_from_the_image(client, svc, arrow_file,
-                                                           tmpdir_world):
-    """The file rewritten in place with other rows, its size and modification
-    time as they were (the inode too, so the image's name): only the change
-    time differs, and the old image is not taken."""
-    t, path = arrow_file
-    image = kept_image(path)
+def rewrite_in_place(t, path, tmpdir_world):
+    """the file at path (of table t) rewritten in place with other rows, its
+    size and modification time as they were (the inode too, so the image's
+    name): only its change time differs; the table it holds now"""
     st = os.stat(path)
     t2 = t.set_column(0, "price", pc.add(t["price"], 1))     # the same buffers' sizes
     other = write(os.path.join(str(tmpdir_world), "other.arrow"), t2, chunk=300)
@@ -122,6 +132,73 @@ def test_file_rewritten_in_place_not_served_from_the_image(client, svc, arrow_fi
         f.write(data)
     os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns))
     assert os.stat(path).st_ino == st.st_ino and os.stat(path).st_mtime_ns == st.st_mtime_ns
+    return t2
+
+
+def test_file_rewritten_in_place_not_served_from_the_image(client, svc, arrow_file,
+                                                           tmpdir_world):
+    """The file rewritten in place with other rows, its size and modification
+    time as they were (the inode too, so the image's name): only the change
+    time differs, and the old image is not taken."""
+    t, path = arrow_file
+    image = kept_image(path)
+    t2 = rewrite_in_place(t, path, tmpdir_world)
     give(svc, path, image)
     groups, end, err = run_client(svc, "q1", [path])
     assert err is None and groups == q1_want(t2) and end["meta_image"] == "0", (err, end)
+
+
+@pytest.mark.parametrize("prewarm", ["on", "off"])
+def test_service_reads_the_images_at_its_start(client, tmp_path, arrow_file, prewarm):
+    """An image in the data directory when the service starts: with the
+    prewarm (on by default) the service reads its file's metadata at its
+    start, its log says so, and the first run finds it kept (no image
+    taken by the run); off, the first run takes the image.  pyarrow's
+    answer either way."""
+    t, path = arrow_file
+    give_dir(str(tmp_path), path, kept_image(path))
+    s = started_with(str(tmp_path), *(() if prewarm == "on" else
+                                       ("--arrow-metadata-prewarm", "off")))
+    try:
+        if prewarm == "on":
+            wait_until(lambda: PREWARMED in s.log(), 10, "the metadata prewarm")
+        groups, end, err = run_client(s, "q1", [path])
+        assert err is None and groups == q1_want(t), (err, end)
+        assert end["meta_image"] == ("0" if prewarm == "on" else "1"), (end, s.log())
+        assert (PREWARMED in s.log()) == (prewarm == "on"), s.log()
+    finally:
+        assert s.proc.poll() is None, "the service died:\n" + s.log()
+        s.stop()
+
+
+@pytest.mark.parametrize("how", ["rewritten", "fifo"])
+def test_service_start_leaves_changed_files_alone(client, tmp_path, arrow_file, tmpdir_world,
+                                                   how):
+    """The file rewritten after its image was kept (only its change time
+    differs), or a FIFO in its place: the service starts and reads nothing
+    of it at its start (no open of the FIFO blocks it); a run over the
+    rewritten file answers for its new rows, and with the FIFO the service
+    serves other files."""
+    t, path = arrow_file
+    give_dir(str(tmp_path), path, kept_image(path))
+    if how == "fifo":
+        os.unlink(path)
+        os.mkfifo(path, 0o644)
+    else:
+        t2 = rewrite_in_place(t, path, tmpdir_world)
+    s = started_with(str(tmp_path))
+    try:
+        assert "read from their images" not in s.log(), s.log()
+        if how == "fifo":
+            # (the client itself would block opening the FIFO) another file is served
+            good = write(os.path.join(str(tmpdir_world), "good.arrow"), t, chunk=300)
+            groups, end, err = run_client(s, "q1", [good])
+            assert err is None and groups == q1_want(t), (err, end)
+        else:
+            groups, end, err = run_client(s, "q1", [path])
+            assert err is None and groups == q1_want(t2) and end["meta_image"] == "0", (err, end)
+    finally:
+        assert s.proc.poll() is None, "the service died:\n" + s.log()
+        s.stop()
+        if how == "fifo":
+            os.unlink(path)

@@ -38,9 +38,11 @@ def symbols(path, *flags):
 def test_exported_symbols_are_exactly_what_postgres_calls():
     lib = installed_library()
     exported = {f[-1] for f in symbols(lib, "-D", "--defined-only")}
-    # and the entry point that the postmaster looks up for the background
-    # worker (bgw_function_name, src/engine/service_supervisor.c)
-    expected = {"Pg_magic_func", "_PG_init", "pg_warp_supervisor_main"}
+    # and the entry points that the postmaster looks up for the background
+    # workers (bgw_function_name: src/engine/service_supervisor.c,
+    # src/fdw/meta_shared.c)
+    expected = {"Pg_magic_func", "_PG_init", "pg_warp_supervisor_main",
+                "pg_warp_meta_prewarm_main"}
     for name in sql_functions():
         expected |= {name, "pg_finfo_" + name}
     assert exported == expected, (
