@@ -78,10 +78,12 @@ Issue 30, item 9.  One run on one host:
    the file's registrations of the runs before restored as the service
    starts, and their EXPLAIN; before each restart the registering of the
    runs before is waited for, and after it the registering of what was
-   restored, as on a server that has been up for a while).  Every other
-   first and cold run has pg_warp.pinned_files_restore off (ALTER SYSTEM,
-   put back at the end): a file the service has not registered yet, as a
-   new file is.
+   restored, as on a server that has been up for a while; with
+   pg_warp.arrow_metadata_prewarm on too, the file's metadata laid out again
+   at the start).  Every other first and cold run has both off (ALTER
+   SYSTEM, put back at the end): a file the service has not registered yet,
+   as a new file is (its metadata image, kept in the data directory, is
+   still read by the first session).
 
 Results: bench/results/data_path_<tag>.json and .png.  Without --restart-cmd
 first runs are reported as not measured (the cache cannot be emptied); the
@@ -526,6 +528,11 @@ def gpa_figures(rows, leader_only=False):
 
 
 RESTORE = "pg_warp.pinned_files_restore"
+PREWARM = "pg_warp.arrow_metadata_prewarm"
+# what a restart keeps of the files used before it: their registrations,
+# their record batches' metadata laid out again (off for the first and cold
+# runs, on for --restored)
+KEPT_ACROSS = (RESTORE, PREWARM)
 
 
 def variants(args):
@@ -537,9 +544,10 @@ def variants(args):
                   {"pg_warp.gpudirect": "on", "pg_warp.cufile_library": args.cufile_lib},
                   ("first", "cold", "explain")))
     if args.restored:
-        v.append(("restored", "pg_warp.pinned_files_restore = on (the file's registrations kept "
-                  "across the restart; registering finished before it and after it)",
-                  {RESTORE: "on"}, ("first", "explain")))
+        v.append(("restored", "pg_warp.pinned_files_restore and pg_warp.arrow_metadata_prewarm = on "
+                  "(the file's registrations and metadata kept across the restart; registering "
+                  "finished before it and after it)",
+                  {k: "on" for k in KEPT_ACROSS}, ("first", "explain")))
     if args.unregistered:
         v.append(("unreg", "pg_warp.pinned_files_size = 0 (no file pages registered)",
                   {"pg_warp.pinned_files_size": "0"}, ("first", "explain")))
@@ -985,10 +993,11 @@ def main():
               % info["duckdb"])
 
     # first and cold runs time a file the service has not registered: no
-    # registrations restored at the restarts (--restored times those)
-    restore_before = auto_conf(args, [RESTORE]) if args.restart_cmd else None
+    # registrations restored, no metadata laid out at the restarts
+    # (--restored times those)
+    restore_before = auto_conf(args, list(KEPT_ACROSS)) if args.restart_cmd else None
     if restore_before is not None:
-        alter_system(args, {RESTORE: "off"})
+        alter_system(args, {k: "off" for k in KEPT_ACROSS})
     try:
         # the raw limits, with no server process holding the file mapped (a restart ends them)
         if args.restart_cmd and any(isinstance(r, PgSide) for r in runners.values()):
@@ -1031,7 +1040,7 @@ def main():
         measured_runs(args, queries, runners, res, ref, data["nbytes"])
     finally:
         if restore_before is not None:
-            alter_system(args, {RESTORE: "off"}, restore_before)
+            alter_system(args, {k: "off" for k in KEPT_ACROSS}, restore_before)
     path_figures(runners, queries, res)
     for r in runners.values():
         if isinstance(r, PgSide):

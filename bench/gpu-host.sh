@@ -91,8 +91,9 @@
 #                                           UNREGISTERED=1: the first runs on Arrow also with
 #                                           pg_warp.pinned_files_size = 0 (no pages registered);
 #                                           RESTORED=1: also with pg_warp.pinned_files_restore
-#                                           = on (the registrations of the runs before restored
-#                                           at the restart; off for the other first runs)
+#                                           and pg_warp.arrow_metadata_prewarm on (the
+#                                           registrations and the metadata of the runs before
+#                                           restored at the restart; off for the other first runs)
 #   bench/gpu-host.sh huge-pages on|off     the benchmark cluster's shared memory on 2 MB
 #                                           huge pages (vm.nr_hugepages reserved for what
 #                                           PostgreSQL says it needs, huge_pages = try) or

@@ -528,7 +528,8 @@ pg_warp_meta_prewarm_main(Datum main_arg)
 				gone = 0;
 
 	BackgroundWorkerUnblockSignals();
-	if (meta_shared == NULL)
+	/* nothing to do where the sessions take nothing from shared memory */
+	if (meta_shared == NULL || !pg_warp_arrow_shared_metadata)
 		proc_exit(0);
 	INSTR_TIME_SET_CURRENT(start);
 	imgs = palloc(sizeof(ArrowImageEntry) * META_PREWARM_ENTRIES);
