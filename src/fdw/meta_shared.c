@@ -35,12 +35,17 @@
  * development VM, against 1.4 ms for the next session.  So at the server's
  * start a background worker (pg_warp.arrow_metadata_prewarm) lays out the
  * files of the images kept in the data directory (meta_image.c), those
- * used last first (a session marks a file's image as used the first time
- * it puts or takes the file's entry after the start: arrow_pg_image_touch),
- * while they take at most half of the memory and of the entries, so that
- * files not used lately keep the rest.  An image whose file changed or is
- * gone is left out, and a session that opens a file before the worker gets
- * to it lays it out as without the worker.
+ * used last first (a session marks a file's image as used when it puts the
+ * file's entry, and when it takes the entry at least META_TOUCH_S seconds
+ * after the entry's last mark: arrow_pg_image_touch; the worker's own put
+ * marks nothing), while they take at most half of the memory and of the
+ * entries, so that files not used lately keep the rest.  An image whose
+ * file changed or is gone is left out, a file that cannot be laid out
+ * (dictionary-encoded or view columns) or does not fit in what is left of
+ * that half is passed over, and a session that opens a file before the
+ * worker gets to it lays it out as without the worker.  A crash restart
+ * (the postmaster's, after a backend's crash) starts no worker: the
+ * sessions lay the files out then.
  *
  *-------------------------------------------------------------------------
  */
@@ -55,14 +60,18 @@
 #include "storage/lwlock.h"
 #include "storage/shmem.h"
 #include "storage/spin.h"
+#include "tcop/tcopprot.h"
 #include "utils/guc.h"
 #include "utils/memutils.h"
+#include "utils/timestamp.h"
 
 #include "fdw/arrow_fdw.h"
 
 #define META_SHARED_ENTRIES		256
 /* the prewarm at the start takes at most half of the entries and of the memory */
 #define META_PREWARM_ENTRIES	(META_SHARED_ENTRIES / 2)
+/* a session marks an entry's image as used again after this long */
+#define META_TOUCH_S			60
 
 /* pg_warp.arrow_shared_metadata_size (MB; 0: none) and pg_warp.arrow_shared_metadata */
 int			pg_warp_arrow_shared_metadata_size = 64;
@@ -77,7 +86,8 @@ typedef enum MetaPut
 {
 	META_PUT_DONE,				/* laid out */
 	META_PUT_PRESENT,			/* an entry of the file was there */
-	META_PUT_FULL				/* no room, or the file has none to lay out */
+	META_PUT_FULL,				/* no room for it */
+	META_PUT_NONE				/* nothing of it can be laid out (flat_len 0, its path) */
 } MetaPut;
 
 typedef struct MetaSharedEntry
@@ -89,7 +99,7 @@ typedef struct MetaSharedEntry
 				ctime_ns;
 	ArrowFlatBatches flat;		/* flat.batches NULL while it is written */
 	ArrowMetaShared meta;		/* the fields' statistics and sizes */
-	bool		touched;		/* a session put or took it: its image is marked */
+	TimestampTz touched;		/* when a session last marked its image; 0: none has */
 	char		path[MAXPGPATH];
 } MetaSharedEntry;
 
@@ -307,10 +317,11 @@ meta_shared_put(const ArrowPgSource *s, int64 ctime_ns, const ArrowFile *file, b
 	bool		present = false;
 	int			max_entries = prewarm ? META_PREWARM_ENTRIES : META_SHARED_ENTRIES;
 	Size		cap = prewarm ? meta_shared->cap / 2 : meta_shared->cap;
+	TimestampTz now = prewarm ? 0 : GetCurrentTimestamp();
 
 	*put_len = 0;
 	if (flat_len == 0 || strlen(s->path) >= MAXPGPATH)
-		return META_PUT_FULL;
+		return META_PUT_NONE;
 	SpinLockAcquire(&meta_shared->mutex);
 	if (meta_shared_find_locked(s, ctime_ns) != NULL)
 		present = true;
@@ -329,7 +340,7 @@ meta_shared_put(const ArrowPgSource *s, int64 ctime_ns, const ArrowFile *file, b
 			e->mtime_ns = s->mtime_ns;
 			e->ctime_ns = ctime_ns;
 			e->flat.batches = NULL;
-			e->touched = !prewarm;
+			e->touched = now;
 			strlcpy(e->path, s->path, MAXPGPATH);
 			dst = meta_shared_arena() + meta_shared->used;
 			meta_shared->used += MAXALIGN(len);
@@ -390,20 +401,24 @@ arrow_pg_open_shared(const ArrowPgSource *s, int64 ctime_ns, const ArrowAllocato
 	bool		touch = false;
 	bool		used;
 	int			rc;
+	TimestampTz now;
 
 	*shared = NULL;
 	if (meta_shared == NULL || !pg_warp_arrow_shared_metadata || ctime_ns < 0)
 		return arrow_pg_open_image(s, ctime_ns, alloc, out, err);
 	memset(&flat, 0, sizeof(flat));
+	now = GetCurrentTimestamp();
 	SpinLockAcquire(&meta_shared->mutex);
 	if ((e = meta_shared_find_locked(s, ctime_ns)) != NULL)
 	{
 		present = true;
 		flat = e->flat;
 		meta = &e->meta;		/* written with the batches, never changed */
-		/* the first session to take what the prewarm laid out marks its image */
-		touch = flat.batches != NULL && !e->touched;
-		e->touched |= touch;
+		/* its image marked as used: once it is written, and then once a while */
+		touch = flat.batches != NULL &&
+			(e->touched == 0 || now - e->touched >= (TimestampTz) META_TOUCH_S * USECS_PER_SEC);
+		if (touch)
+			e->touched = now;
 	}
 	SpinLockRelease(&meta_shared->mutex);
 	if (touch)
@@ -436,7 +451,7 @@ typedef enum MetaPrewarm
 	PREWARM_LAID,				/* its file laid out */
 	PREWARM_PRESENT,			/* a session had laid it out first */
 	PREWARM_GONE,				/* the file changed or is gone, or was not read */
-	PREWARM_FULL				/* no room left for the prewarm */
+	PREWARM_PASSED,				/* it cannot be laid out, or does not fit */
 } MetaPrewarm;
 
 /*
@@ -448,10 +463,10 @@ typedef enum MetaPrewarm
 static MetaPrewarm
 meta_prewarm_one(const ArrowImageEntry *img, MemoryContext cxt, Size *put_len)
 {
+	MemoryContext old = MemoryContextSwitchTo(cxt);
 	ArrowPgSource *s = palloc0(sizeof(ArrowPgSource));
 	volatile MetaPrewarm result = PREWARM_GONE;
 	struct stat st;
-	MemoryContext old = MemoryContextSwitchTo(cxt);
 
 	s->fd = -1;
 	*put_len = 0;
@@ -487,7 +502,8 @@ meta_prewarm_one(const ArrowImageEntry *img, MemoryContext cxt, Size *put_len)
 					result = PREWARM_PRESENT;
 					break;
 				case META_PUT_FULL:
-					result = PREWARM_FULL;
+				case META_PUT_NONE:
+					result = PREWARM_PASSED;
 					break;
 			}
 		}
@@ -510,6 +526,19 @@ meta_prewarm_one(const ArrowImageEntry *img, MemoryContext cxt, Size *put_len)
 	return result;
 }
 
+/* has the prewarm taken all it may: half of the entries or of the memory */
+static bool
+meta_prewarm_full(void)
+{
+	bool		full;
+
+	SpinLockAcquire(&meta_shared->mutex);
+	full = meta_shared->n_entries >= META_PREWARM_ENTRIES ||
+		meta_shared->used >= meta_shared->cap / 2;
+	SpinLockRelease(&meta_shared->mutex);
+	return full;
+}
+
 /*
  * pg_warp_meta_prewarm_main: the background worker that lays out, at the
  * server's start, the files of the images used last (see the head of this
@@ -527,6 +556,8 @@ pg_warp_meta_prewarm_main(Datum main_arg)
 				laid = 0,
 				gone = 0;
 
+	/* a shutdown ends it between files, not inside a spinlock or an entry */
+	pqsignal(SIGTERM, die);
 	BackgroundWorkerUnblockSignals();
 	/* nothing to do where the sessions take nothing from shared memory */
 	if (meta_shared == NULL || !pg_warp_arrow_shared_metadata)
@@ -536,15 +567,15 @@ pg_warp_meta_prewarm_main(Datum main_arg)
 	n = arrow_image_file_recent(ARROW_IMAGE_DIR, imgs, META_PREWARM_ENTRIES);
 	cxt = AllocSetContextCreate(TopMemoryContext, "pg_warp arrow metadata prewarm",
 								ALLOCSET_DEFAULT_SIZES);
-	for (int i = 0; i < n; i++)
+	for (int i = 0; i < n && !meta_prewarm_full(); i++)
 	{
 		Size		put_len;
-		MetaPrewarm r = meta_prewarm_one(&imgs[i], cxt, &put_len);
+		MetaPrewarm r;
 
+		CHECK_FOR_INTERRUPTS();
+		r = meta_prewarm_one(&imgs[i], cxt, &put_len);
 		MemoryContextReset(cxt);
 		bytes += put_len;
-		if (r == PREWARM_FULL)
-			break;
 		laid += r == PREWARM_LAID;
 		gone += r == PREWARM_GONE;
 	}

@@ -53,12 +53,13 @@ meta_is(const MetaEntry *e, const WarpFileId *id)
 
 /*
  * meta_install: file (just read) kept as the entry of identity id, if a
- * slot is free or unheld and no run kept that identity meanwhile; the
- * entry comes back held once (the caller's copy), else NULL (file stays
- * the caller's).  A kept file reads nothing: its source is cleared.
+ * slot is free or unheld (only_free: free) and no run kept that identity
+ * meanwhile; the entry comes back held once (the caller's copy), else NULL
+ * (file stays the caller's).  A kept file reads nothing: its source is
+ * cleared.
  */
 static MetaEntry *
-meta_install(ArrowFile *file, const WarpFileId *id)
+meta_install(ArrowFile *file, const WarpFileId *id, bool only_free)
 {
 	MetaEntry  *victim = NULL;
 	ArrowFile  *old = NULL;
@@ -73,7 +74,7 @@ meta_install(ArrowFile *file, const WarpFileId *id)
 			victim = NULL;		/* another run kept it meanwhile */
 			break;
 		}
-		if (e->holds > 0)
+		if (e->holds > 0 || (only_free && e->file != NULL))
 			continue;
 		/* a free slot, else the one found or added longest ago */
 		if (victim == NULL || (victim->file != NULL &&
@@ -111,14 +112,15 @@ meta_copy(MetaEntry *e, const ArrowSource *src, const ArrowAllocator *alloc, Arr
  * into *opened, its batches from the image a backend kept in the data
  * directory, the service's working directory, where there is a whole one
  * of this identity (arrow_image_file.c; *from_image), and kept as a new
- * entry when nothing wrote the file while it was read: *found that entry,
+ * entry (only_free: in a free slot) when nothing wrote the file while it
+ * was read: *found that entry,
  * held once, which owns *opened from then on (else NULL: *opened is the
  * caller's).  A kept file is the file read (copying a thousand batches'
  * metadata into the entry instead was a run's work for nothing).
  */
 static int
-meta_read(int fd, const WarpFileId *id, const ArrowSource *src, ArrowFile **opened,
-		  MetaEntry **found, bool *from_image, ArrowError *err)
+meta_read(int fd, const WarpFileId *id, const ArrowSource *src, bool only_free,
+		  ArrowFile **opened, MetaEntry **found, bool *from_image, ArrowError *err)
 {
 	ArrowFileIdentity fid = {id->dev, id->ino, id->size, id->mtime_ns, id->ctime_ns};
 	char		path[64];
@@ -141,7 +143,7 @@ meta_read(int fd, const WarpFileId *id, const ArrowSource *src, ArrowFile **open
 	{
 		after = warp_file_id_of(&now);
 		if (warp_file_id_equal(&after, id))
-			*found = meta_install(*opened, id);
+			*found = meta_install(*opened, id, only_free);
 	}
 	return rc;
 }
@@ -170,7 +172,7 @@ svc_file_meta_open(int fd, const struct stat *st, const ArrowSource *src,
 	pthread_mutex_unlock(&meta_lock);
 	if (found != NULL)
 		return meta_copy(found, src, alloc, out, held, err);
-	rc = meta_read(fd, &id, src, &opened, &found, from_image, err);
+	rc = meta_read(fd, &id, src, false, &opened, &found, from_image, err);
 	if (rc != ARROW_OK)
 		return rc;
 	/* the run takes a copy of the file read as from any entry */
@@ -205,12 +207,13 @@ svc_fd_read_at(void *ctx, int64_t offset, void *dst, size_t len, ArrowError *err
 
 /* see file_meta.h */
 int
-svc_file_meta_prewarm(int max)
+svc_file_meta_prewarm(int max, int *left_out)
 {
 	ArrowImageEntry *imgs;
 	int			n,
 				kept = 0;
 
+	*left_out = 0;
 	if (max > META_ENTRIES / 2)
 		max = META_ENTRIES / 2;
 	if (max <= 0 || (imgs = malloc(sizeof(ArrowImageEntry) * (size_t) max)) == NULL)
@@ -223,35 +226,41 @@ svc_file_meta_prewarm(int max)
 		WarpFileId	was = {img->id.dev, img->id.ino, img->id.size, img->id.mtime_ns,
 						   img->id.ctime_ns},
 					id;
-		MetaEntry  *found;
+		MetaEntry  *found = NULL;
 		ArrowFile  *opened;
 		ArrowSource src;
 		ArrowError	err;
 		struct stat st;
 		bool		from_image;
-		/* O_NONBLOCK: a FIFO that took the file's place does not stop the start */
-		int			fd = open(img->source, O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
+		int			fd = -1;
 
-		if (fd < 0)
-			continue;
-		if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) &&
+		/*
+		 * what is at the path checked before it is opened (a FIFO or a device
+		 * that took the file's place is not), and what was opened after it
+		 */
+		if (stat(img->source, &st) == 0 && S_ISREG(st.st_mode) &&
+			(id = warp_file_id_of(&st), warp_file_id_equal(&id, &was)) &&
+			(fd = open(img->source, O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY)) >= 0 &&
+			fstat(fd, &st) == 0 && S_ISREG(st.st_mode) &&
 			(id = warp_file_id_of(&st), warp_file_id_equal(&id, &was)))
 		{
 			src.read_at = svc_fd_read_at;
 			src.size = st.st_size;
 			src.ctx = &fd;
-			if (meta_read(fd, &id, &src, &opened, &found, &from_image, &err) == ARROW_OK)
-			{
-				if (found != NULL)
-				{
-					kept++;
-					svc_file_meta_release(found);
-				}
-				else
-					arrow_file_close(opened);
-			}
+			/* in a free slot only: the entries the runs made stay */
+			if (meta_read(fd, &id, &src, true, &opened, &found, &from_image, &err) == ARROW_OK &&
+				found == NULL)
+				arrow_file_close(opened);
 		}
-		close(fd);
+		if (found != NULL)
+		{
+			kept++;
+			svc_file_meta_release(found);
+		}
+		else
+			(*left_out)++;
+		if (fd >= 0)
+			close(fd);
 	}
 	free(imgs);
 	return kept;

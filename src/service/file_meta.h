@@ -34,9 +34,11 @@ extern int	svc_fd_read_at(void *ctx, int64_t offset, void *dst, size_t len, Arro
  * svc_file_meta_prewarm: at the service's start, the files of the newest
  * max (at most half the entries) metadata images that backends kept in
  * the data directory (src/fdw/meta_image.c: those used last), read into
- * entries from their images where they are still the files the images
- * were made of; how many were kept
+ * free entries from their images where they are still the files the
+ * images were made of; how many were kept, and *left_out how many of the
+ * images found were not (their files changed or gone, not read, a run's
+ * entry there first, or no free entry)
  */
-extern int	svc_file_meta_prewarm(int max);
+extern int	svc_file_meta_prewarm(int max, int *left_out);
 
 #endif							/* SERVICE_FILE_META_H */

@@ -38,15 +38,9 @@
 #include "service/gpu_direct.h"
 
 /*
- * setup_signals
- *		Resets what the parent may have left (a signal mask, ignored
- *		signals: both survive exec) and returns a signalfd that reports
- *		SIGTERM and SIGINT, which stay blocked so that only the main loop
- *		sees them.  Returns -1 on failure.
- */
-/*
  * the metadata prewarm's thread: the files whose images were used last
- * read into the service's cache (file_meta.c), beside the first requests
+ * read into the service's cache (file_meta.c), beside the first requests;
+ * the log says what it did where it found images
  */
 #define META_PREWARM_FILES	8
 
@@ -54,15 +48,24 @@ static void *
 meta_prewarm_main(void *arg)
 {
 	int64_t		start = svc_now_us(CLOCK_MONOTONIC);
-	int			kept = svc_file_meta_prewarm(META_PREWARM_FILES);
+	int			left_out;
+	int			kept = svc_file_meta_prewarm(META_PREWARM_FILES, &left_out);
 
 	(void) arg;
-	if (kept > 0)
-		svc_log("LOG", "arrow metadata: %d file(s) read from their images at the start (%.1f ms)",
-				kept, (double) (svc_now_us(CLOCK_MONOTONIC) - start) / 1000.0);
+	if (kept + left_out > 0)
+		svc_log("LOG", "arrow metadata: %d file(s) read from their images at the start, "
+				"%d left out (%.1f ms)", kept, left_out,
+				(double) (svc_now_us(CLOCK_MONOTONIC) - start) / 1000.0);
 	return NULL;
 }
 
+/*
+ * setup_signals
+ *		Resets what the parent may have left (a signal mask, ignored
+ *		signals: both survive exec) and returns a signalfd that reports
+ *		SIGTERM and SIGINT, which stay blocked so that only the main loop
+ *		sees them.  Returns -1 on failure.
+ */
 static int
 setup_signals(void)
 {

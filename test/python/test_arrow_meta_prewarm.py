@@ -19,11 +19,13 @@ there (test_arrow_meta_shared.py).  The tests run on clusters of their own.
 """
 import os
 
+import pyarrow as pa
 import pytest
 
 from pg_sql import Cluster, wait_until
-from test_arrow_meta_image import CHANGES, QUERY, change, oracle, write
-from test_arrow_meta_shared import FULL, KEPT, OFF, TAKEN, batches_table, session, table
+from test_arrow_meta_image import CHANGES, QUERY, ROWS, change, oracle, write
+from test_arrow_meta_shared import (BATCHES, FULL, KEPT, OFF, TAKEN, batches_table, session,
+                                    table)
 
 LAID = "laid out in shared memory at the start"
 
@@ -66,6 +68,9 @@ def test_restart_lays_out_the_files_used(cluster, tmpdir_world):
     with open(os.path.join(images, "junk-2"), "wb") as f:
         f.write(b"pgwarpM1" + b"\xff" * 100)
     log = restart(cluster, laid=2, gone=0)
+    # and the service's, before any run could put a file in its cache first
+    wait_until(lambda: "2 file(s) read from their images at the start, 0 left out" in
+               cluster.log_text(), 30, "the service's metadata prewarm")
     for name, batches in files.items():
         out, err = session(cluster, name, 41000)
         assert out == oracle(batches, 41000) and TAKEN in err and KEPT not in err, (out, err)
@@ -74,9 +79,42 @@ def test_restart_lays_out_the_files_used(cluster, tmpdir_world):
     plans = [cluster.sql("EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY OFF) " +
                          QUERY % ("pre_a", 41000), s) for s in ((), (OFF,))]
     assert plans[0] == plans[1] and "Skipped" in plans[0], plans
-    wait_until(lambda: "2 file(s) read from their images" in cluster.log_text(), 30,
-               "the service's metadata prewarm")
     assert "error" not in log.lower(), log
+
+
+def test_a_file_that_cannot_be_laid_out_is_passed_over(cluster, tmpdir_world):
+    """A file with a dictionary-encoded column has an image but no lay-out:
+    used last, it does not stop the prewarm from laying out the file used
+    before it (nor count as changed), and both answer as pyarrow."""
+    d = str(tmpdir_world)
+    plain = batches_table(7)
+    table(cluster, d, "pre_plain", plain)
+    path = os.path.join(d, "pre_dict.arrow")
+    words = pa.array(["w%d" % i for i in range(5)])
+    batches = [pa.record_batch({"x": pa.array([1000 * b + i for i in range(ROWS)], pa.int64()),
+                                "s": pa.DictionaryArray.from_arrays(
+                                    pa.array([i % 5 for i in range(ROWS)], pa.int32()), words)})
+               for b in range(BATCHES)]
+    with pa.ipc.new_file(path + ".w", batches[0].schema) as w:
+        for b in batches:
+            w.write_batch(b)
+    os.chmod(path + ".w", 0o644)
+    os.replace(path + ".w", path)
+    cluster.sql("DROP FOREIGN TABLE IF EXISTS pre_dict; CREATE FOREIGN TABLE pre_dict "
+                "(x int8, s text) SERVER arrow_fdw OPTIONS (file '%s')" % path)
+    xs = [x for b in batches for x, w in zip(b.column(0).to_pylist(), b.column(1).to_pylist())
+          if w == "w3"]
+    want = "%d|%d" % (len(xs), sum(xs))
+    dict_query = "SELECT count(*), sum(x) FROM pre_dict WHERE s = 'w3'"
+    n = len(cluster.log_text())
+    cluster.restart()
+    wait_until(lambda: LAID in cluster.log_text()[n:], 30, "the metadata prewarm")
+    said = [ln for ln in cluster.log_text()[n:].splitlines() if LAID in ln]
+    assert len(said) == 1 and " 0 changed or gone" in said[0], said
+    out, err = session(cluster, "pre_plain", 41000)
+    assert out == oracle(plain, 41000) and TAKEN in err and KEPT not in err, (out, err)
+    for settings in ((), ("SET pg_warp.enabled = off",)):
+        assert cluster.sql(dict_query, settings) == want, settings
 
 
 @pytest.mark.parametrize("how", CHANGES)
