@@ -94,6 +94,13 @@
 #                                           and pg_warp.arrow_metadata_prewarm on (the
 #                                           registrations and the metadata of the runs before
 #                                           restored at the restart; off for the other first runs)
+#   bench/gpu-host.sh restart               the first session after a cluster restart against
+#                                           the next (bench/restart_bench.py), with
+#                                           pg_warp.arrow_metadata_prewarm off and on: planning and
+#                                           execution of QUERY (default q1.1) over the ssb step's
+#                                           Arrow lineorder (SF default 20), RUNS restarts per value
+#                                           (default 6), SETTLE seconds after each (default 5: the
+#                                           registrations restored by then)
 #   bench/gpu-host.sh huge-pages on|off     the benchmark cluster's shared memory on 2 MB
 #                                           huge pages (vm.nr_hugepages reserved for what
 #                                           PostgreSQL says it needs, huge_pages = try) or
@@ -414,6 +421,21 @@ datapath)
         --tag "$tag" 2>&1 | tee "$top/datapath.log" \
         || status=$?
     keep "$top/datapath.log" $(find bench/results -name "data_path_$tag.*" -newer "$top/datapath.start")
+    exit $status
+    ;;
+restart)
+    env_from_bundle
+    sf=${SF:-20}
+    ssb_database "$sf"
+    q=${QUERY:-q1.1}
+    tag=sf$sf-gpu-host-${WORKERS:-16}workers-$q
+    log "the first session after a restart, $q, SSB SF $sf, ${RUNS:-6} restarts per value"
+    touch "$top/restart.start"
+    status=0
+    python3 bench/restart_bench.py -d "$db" --arrow "$arrow" --workers "${WORKERS:-16}" \
+        --query "bench/ssb/queries/$q.sql" --restart-cmd "$restart_cmd" --runs "${RUNS:-6}" \
+        --settle "${SETTLE:-5}" --tag "$tag" 2>&1 | tee "$top/restart.log" || status=$?
+    keep "$top/restart.log" $(find bench/results -name "restart_$tag.*" -newer "$top/restart.start")
     exit $status
     ;;
 hll)

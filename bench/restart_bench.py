@@ -14,6 +14,11 @@ against PostgreSQL's (pg_warp.enabled = off).
         --restart-cmd 'PGPORT=55431 scripts/cluster.sh stop /tmp/c && PGPORT=55431 scripts/cluster.sh start /tmp/c' \\
         --read /tmp/ssb1/lo_stats.arrow --tag devvm-sf1-1229batches
 
+With --arrow FILE it makes the schema restart_bench itself, its lineorder a
+foreign table over FILE (--workers: its parallel workers and the sessions'
+max_parallel_workers_per_gather), and reads FILE after each restart
+(bench/gpu-host.sh restart).
+
 Prints each run and, per value, the median (min-max) of planning and
 execution of the first and the next session; writes
 bench/results/restart_<tag>.json and .png.  Connection settings come from
@@ -99,16 +104,32 @@ def main():
     ap.add_argument("--runs", type=int, default=6)
     ap.add_argument("--settle", type=float, default=1.0,
                     help="seconds between the restart and the first session")
+    ap.add_argument("--arrow", help="lineorder as this Arrow file, in the schema restart_bench")
+    ap.add_argument("--workers", type=int, default=0,
+                    help="with --arrow: parallel workers (0: as configured)")
     ap.add_argument("--tag", default="devvm")
     args = ap.parse_args()
+    if args.arrow:
+        args.schema = "restart_bench"
+        args.read = args.read + [args.arrow]
+        psql(args.dbname, "SET client_min_messages = warning; "
+             "DROP SCHEMA IF EXISTS restart_bench CASCADE; CREATE SCHEMA restart_bench; "
+             "IMPORT FOREIGN SCHEMA lineorder FROM SERVER arrow_fdw INTO restart_bench "
+             "OPTIONS (file '%s')" % args.arrow.replace("'", "''"))
+        if args.workers > 0:
+            psql(args.dbname, "ALTER FOREIGN TABLE restart_bench.lineorder OPTIONS "
+                 "(ADD parallel_workers '%d')" % args.workers)
     query = open(args.query).read() if os.path.exists(args.query) else args.query
     query = "\n".join(ln for ln in query.splitlines() if not ln.strip().startswith("--"))
     query = query.strip().rstrip(";")
     prefix = "SET search_path = %s, public; " % args.schema
+    if args.workers > 0:
+        prefix += "SET max_parallel_workers_per_gather = %d; " % args.workers
     before = psql(args.dbname, "SELECT setting FROM pg_file_settings WHERE name = '%s' AND "
                   "sourcefile LIKE '%%postgresql.auto.conf'" % args.setting)
     res = {"setting": args.setting, "values": args.values.split(","), "query": query,
-           "schema": args.schema, "runs": {}, "summary": {}, "answers": {},
+           "schema": args.schema, "arrow": args.arrow, "workers": args.workers,
+           "settle_s": args.settle, "runs": {}, "summary": {}, "answers": {},
            "commit": subprocess.run(["git", "-C", ROOT, "describe", "--always", "--dirty"],
                                     capture_output=True, text=True).stdout.strip()}
     try:
