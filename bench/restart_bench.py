@@ -32,18 +32,16 @@ import subprocess
 import sys
 import time
 
+from bench_sides import psql_script
 from canvas import Canvas
+from ssb_engine_bench import read_through
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 
 
-def psql(db, sql, check=True):
-    r = subprocess.run(["psql", "-XAtq", "-v", "ON_ERROR_STOP=1", "-d", db, "-c", sql],
-                       capture_output=True, text=True)
-    if check and r.returncode != 0:
-        sys.exit("psql failed: %s\n%s" % (sql[:200], r.stderr))
-    return r.stdout.strip()
+def psql(db, sql):
+    return psql_script(db, sql + ";\n").strip()
 
 
 def explain(db, prefix, query):
@@ -55,13 +53,6 @@ def explain(db, prefix, query):
             if line.strip().startswith(key):
                 got[name] = float(line.split()[-2])
     return got
-
-
-def read_through(paths):
-    for p in paths:
-        with open(p, "rb") as f:
-            while f.read(1 << 24):
-                pass
 
 
 def spread(xs):
@@ -140,7 +131,8 @@ def main():
                 r = subprocess.run(args.restart_cmd, shell=True, capture_output=True, text=True)
                 if r.returncode != 0:
                     sys.exit("--restart-cmd failed: %s" % r.stderr[-500:])
-                read_through(args.read)
+                for path in args.read:
+                    read_through(path)
                 time.sleep(args.settle)
                 run = {"first": explain(args.dbname, prefix, query),
                        "next": explain(args.dbname, prefix, query)}

@@ -44,6 +44,8 @@ extern ArrowAllocator *arrow_pg_allocator(MemoryContext cxt);
 extern void arrow_pg_source_init(ArrowPgSource *s, const char *path,
 								 const char *within);
 extern void arrow_pg_source_close(ArrowPgSource *s);
+/* s's change time in nanoseconds (its descriptor open), -1 where unknown */
+extern int64 arrow_pg_source_ctime_ns(const ArrowPgSource *s);
 extern void arrow_pg_check_regular(const char *path);
 struct stat;
 extern int	arrow_pg_resolve_within(const char *path, const char *dir,

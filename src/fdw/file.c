@@ -509,9 +509,9 @@ meta_cache_unpin(XactEvent event, void *arg)
 			meta_cache[i].pinned = false;
 }
 
-/* s's ctime (the descriptor is open after arrow_pg_source_init) */
-static int64
-source_ctime_ns(const ArrowPgSource *s)
+/* see arrow_fdw.h */
+int64
+arrow_pg_source_ctime_ns(const ArrowPgSource *s)
 {
 	struct stat st;
 
@@ -910,7 +910,7 @@ arrow_pg_open(const char *path, ArrowPgSource *s, const char *within)
 	int64		ctime_ns;
 
 	arrow_pg_source_init(s, path, within);
-	ctime_ns = source_ctime_ns(s);
+	ctime_ns = arrow_pg_source_ctime_ns(s);
 	memset(&err, 0, sizeof(err));
 	if (!meta_cache_callback)
 	{

@@ -227,7 +227,6 @@ arrow_meta_shared_init(void)
 #endif
 }
 
-
 /* the entry of s's file (of change time ctime_ns), written or not; NULL: none */
 static MetaSharedEntry *
 meta_shared_find_locked(const ArrowPgSource *s, int64 ctime_ns)
@@ -485,9 +484,7 @@ meta_prewarm_one(const ArrowImageEntry *img, MemoryContext cxt, Size *put_len)
 		int64		ctime_ns;
 
 		arrow_pg_source_init(s, img->source, NULL);
-		if (fstat(s->fd, &st) != 0)
-			arrow_pg_report_errno(errno, img->source);
-		ctime_ns = (int64) st.st_ctim.tv_sec * 1000000000 + st.st_ctim.tv_nsec;
+		ctime_ns = arrow_pg_source_ctime_ns(s);
 		if (s->dev == img->id.dev && s->ino == img->id.ino && s->size == img->id.size &&
 			s->mtime_ns == img->id.mtime_ns && ctime_ns == img->id.ctime_ns &&
 			arrow_pg_open_image(s, ctime_ns, arrow_pg_allocator(cxt), &file, &err) == ARROW_OK &&
