@@ -371,6 +371,8 @@ extern void gagg_event_keep(GaggRun *g, CUevent *e);
 extern int gagg_host_alloc(GaggRun *g, void **p, size_t n, const char *what);
 extern void gagg_batch_release(GaggRun *g, uint8_t **p, size_t cap);
 extern int gagg_batch_buffer(GaggRun *g, uint8_t **p, size_t *cap);
+extern void gagg_prewarm_kept(uint32_t dev);
+extern void gagg_kept_drop(uint32_t dev);
 
 /* in gpu_input.c */
 extern void gagg_io_start(GaggIo *io, int n, CUcontext ctx);

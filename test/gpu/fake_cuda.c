@@ -22,7 +22,8 @@
  *		the driver result N instead (a kernel fault, for the service's
  *		recovery test, test/python/test_gpu_fault.py).  Host registration
  *		succeeds and is counted (fake_host_registers, fake_host_registered),
- *		as are device and pinned allocations (fake_allocs)
+ *		as are device and pinned allocations (fake_allocs) and the streams
+ *		and events made (fake_handles),
  *		unless PG_WARP_FAKE_CUDA_NO_REGISTER is set, when it is refused, so
  *		that both of the heap path's ways to the device run.  With
  *		PG_WARP_FAKE_CUDA_COPY_DELAY_US=N each host-to-device copy takes N
@@ -52,6 +53,9 @@ FAKE_API int fake_host_registered;
 
 /* cuMemAlloc and cuMemAllocHost: the allocations made */
 FAKE_API int fake_allocs;
+
+/* cuStreamCreate and cuEventCreate: the streams and events made */
+FAKE_API int fake_handles;
 
 /*
  * cuMemAllocHost of a heap unit's buffer (16 to 64 MiB): how many, the
@@ -222,11 +226,21 @@ FAKE_API CUresult cuMemsetD8Async(CUdeviceptr p, unsigned char v, size_t n, CUst
 	memset((void *) (uintptr_t) p, v, n);
 	return 0;
 }
-FAKE_API CUresult cuStreamCreate(CUstream *s, unsigned int f) { *s = (CUstream) &dummy; return 0; }
+FAKE_API CUresult cuStreamCreate(CUstream *s, unsigned int f)
+{
+	__atomic_add_fetch(&fake_handles, 1, __ATOMIC_RELAXED);
+	*s = (CUstream) &dummy;
+	return 0;
+}
 FAKE_API CUresult cuStreamDestroy_v2(CUstream s) { return 0; }
 FAKE_API CUresult cuStreamSynchronize(CUstream s) { return 0; }
 FAKE_API CUresult cuStreamQuery(CUstream s) { return 0; }
-FAKE_API CUresult cuEventCreate(CUevent *e, unsigned int f) { *e = (CUevent) &dummy; return 0; }
+FAKE_API CUresult cuEventCreate(CUevent *e, unsigned int f)
+{
+	__atomic_add_fetch(&fake_handles, 1, __ATOMIC_RELAXED);
+	*e = (CUevent) &dummy;
+	return 0;
+}
 FAKE_API CUresult cuEventDestroy_v2(CUevent e) { return 0; }
 FAKE_API CUresult cuEventRecord(CUevent e, CUstream s) { return 0; }
 FAKE_API CUresult cuEventSynchronize(CUevent e) { return 0; }

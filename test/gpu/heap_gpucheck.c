@@ -770,6 +770,7 @@ static XpuAggTable **fake_side;	/* fake_cuda.c's fake_side_table, in "fake" mode
 static int *fake_registers;		/* its fake_host_registers and fake_host_registered */
 static int *fake_registered;
 static int *fake_allocs;		/* its fake_allocs */
+static int *fake_handles;		/* its fake_handles */
 int		   *fake_unit_allocs;	/* its fake_unit_host_allocs, _watch and _copies */
 int		   *fake_unit_watch;
 int		   *fake_unit_copies;
@@ -1136,6 +1137,53 @@ check_kept_blocks(void)
 }
 
 /*
+ * The service's start fills the device's kept blocks with what a run's
+ * setup takes at a fixed size (gagg_prewarm_kept, from gpu_agg_prewarm):
+ * with all that is kept let go, a run asks the driver for its blocks,
+ * streams and events; let go again and prewarmed, the same run asks for
+ * fewer: none of the streams and events the runs keep (only the heap
+ * path's four events of its own), and eight blocks fewer (two slots'
+ * launch statuses on both sides, the cancel flag on both, the aggregates
+ * and the table), same answer
+ */
+static void
+check_prewarm_kept(void)
+{
+	Gen			g = {30013, 41, 10, 5, 0};	/* sizes no other check makes */
+	Ring		r;
+	Outcome		o[2];
+	int			allocs[2],
+				handles[2];
+
+	ring_build(&r, &g, 48);
+	for (int i = 0; i < 2; i++)
+	{
+		int			a,
+					h;
+
+		gagg_kept_drop(0);
+		if (i == 1)
+			gagg_prewarm_kept(0);
+		a = *fake_allocs;
+		h = *fake_handles;
+		run_engine(ENG_GPU, &built[Q_BY_K], &r, -1, &o[i]);
+		allocs[i] = *fake_allocs - a;
+		handles[i] = *fake_handles - h;
+	}
+	tap_ok(o[0].rc == XPU_OK && o[1].rc == XPU_OK && handles[0] - handles[1] == 3 * GAGG_SLOTS + 1 &&
+		   allocs[0] - allocs[1] == 8 &&
+		   xpu_agg_table_ngroups(o[0].table) == xpu_agg_table_ngroups(o[1].table),
+		   "a run after the start's prewarm of the kept blocks makes %d streams and events "
+		   "(%d without it, %d fewer expected) and %d allocations (%d without it, 8 fewer "
+		   "expected); %d groups, then %d", handles[1], handles[0], 3 * GAGG_SLOTS + 1, allocs[1], allocs[0],
+		   o[0].table ? (int) xpu_agg_table_ngroups(o[0].table) : -1,
+		   o[1].table ? (int) xpu_agg_table_ngroups(o[1].table) : -1);
+	for (int i = 0; i < 2; i++)
+		xpu_agg_table_free(o[i].table);
+	ring_free(&r);
+}
+
+/*
  * A join table copied to the device (join_store.c, svc_join_device_copy):
  * one of a megabyte or more is registered with the driver for its copy and
  * let go after it (the stand-in counts both; where it refuses,
@@ -1381,6 +1429,7 @@ run_checks(int engine)
 		if (fake_allocs != NULL)
 		{
 			check_kept_blocks();
+			check_prewarm_kept();
 			check_batch_pool();
 			check_unit_buffers();	/* last: it pins the service's start buffers */
 		}
@@ -1410,6 +1459,7 @@ main(int argc, char **argv)
 			(fake_registers = dlsym(lib, "fake_host_registers")) == NULL ||
 			(fake_registered = dlsym(lib, "fake_host_registered")) == NULL ||
 			(fake_allocs = dlsym(lib, "fake_allocs")) == NULL ||
+			(fake_handles = dlsym(lib, "fake_handles")) == NULL ||
 			(fake_unit_allocs = dlsym(lib, "fake_unit_host_allocs")) == NULL ||
 			(fake_unit_watch = dlsym(lib, "fake_unit_watch")) == NULL ||
 			(fake_unit_copies = dlsym(lib, "fake_unit_host_copies")) == NULL)
