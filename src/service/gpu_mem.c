@@ -386,6 +386,25 @@ gagg_host_free(GaggRun *g, void **p, size_t n)
 }
 
 /*
+ * gagg_handle_create: a new stream (non-blocking) or event (with timing) of
+ * kind in *h, for the current context: what runs keep and the start makes
+ */
+static CUresult
+gagg_handle_create(GaggKeptKind kind, uintptr_t *h)
+{
+	CUstream	s = NULL;
+	CUevent		e = NULL;
+	CUresult	rc;
+
+	if (kind == KEPT_STREAM)
+		rc = gpu_drv.cuStreamCreate(&s, CU_STREAM_NON_BLOCKING);
+	else
+		rc = gpu_drv.cuEventCreate(&e, CU_EVENT_DEFAULT);
+	*h = kind == KEPT_STREAM ? (uintptr_t) s : (uintptr_t) e;
+	return rc;
+}
+
+/*
  * a kept stream or event (kind) of the run's device (its context current),
  * else a new one (a non-blocking stream, an event with timing); *rc -1 with
  * the error set when none (0 returned)
@@ -394,19 +413,13 @@ static uintptr_t
 gagg_handle_get(GaggRun *g, GaggKeptKind kind, int *rc)
 {
 	uintptr_t	h = gagg_kept_take(g->dev, kind, 0);
-	CUstream	s = NULL;
-	CUevent		e = NULL;
 
 	*rc = 0;
 	if (h != 0)
 		return h;
-	if (kind == KEPT_STREAM)
-		*rc = gagg_cuda(g, GAGG_RETRY(g, gpu_drv.cuStreamCreate(&s, CU_STREAM_NON_BLOCKING)),
-						"cuStreamCreate");
-	else
-		*rc = gagg_cuda(g, GAGG_RETRY(g, gpu_drv.cuEventCreate(&e, CU_EVENT_DEFAULT)),
-						"cuEventCreate");
-	return kind == KEPT_STREAM ? (uintptr_t) s : (uintptr_t) e;
+	*rc = gagg_cuda(g, GAGG_RETRY(g, gagg_handle_create(kind, &h)),
+					kind == KEPT_STREAM ? "cuStreamCreate" : "cuEventCreate");
+	return *rc == 0 ? h : 0;
 }
 
 /* an idle stream or event of gagg_handle_get kept for the next run, or destroyed; 0 */
@@ -538,21 +551,12 @@ gagg_prewarm_kept(uint32_t dev)
 			GaggKept	k = {dev, fixed[i].kind, fixed[i].n, 0, 0};
 			CUresult	rc;
 
-			switch (k.kind)
-			{
-				case KEPT_STREAM:
-					rc = gpu_drv.cuStreamCreate((CUstream *) &k.p, CU_STREAM_NON_BLOCKING);
-					break;
-				case KEPT_EVENT:
-					rc = gpu_drv.cuEventCreate((CUevent *) &k.p, CU_EVENT_DEFAULT);
-					break;
-				case KEPT_HOST:
-					rc = gpu_drv.cuMemAllocHost((void **) &k.p, k.n);
-					break;
-				default:
-					rc = gpu_drv.cuMemAlloc((CUdeviceptr *) &k.p, k.n);
-					break;
-			}
+			if (k.kind == KEPT_HOST)
+				rc = gpu_drv.cuMemAllocHost((void **) &k.p, k.n);
+			else if (k.kind == KEPT_DEV)
+				rc = gpu_drv.cuMemAlloc((CUdeviceptr *) &k.p, k.n);
+			else
+				rc = gagg_handle_create(k.kind, &k.p);
 			if (rc != CUDA_SUCCESS || k.p == 0)
 				return;
 			if (!gagg_kept_put(dev, k.kind, k.n, k.p))

@@ -22,10 +22,10 @@
  *		the driver result N instead (a kernel fault, for the service's
  *		recovery test, test/python/test_gpu_fault.py).  Host registration
  *		succeeds and is counted (fake_host_registers, fake_host_registered),
- *		as are device and pinned allocations (fake_allocs) and the streams
- *		and events made (fake_handles),
+ *		as are device and pinned allocations (fake_allocs)
  *		unless PG_WARP_FAKE_CUDA_NO_REGISTER is set, when it is refused, so
- *		that both of the heap path's ways to the device run.  With
+ *		that both of the heap path's ways to the device run.  The streams
+ *		and events made are counted too (fake_handles).  With
  *		PG_WARP_FAKE_CUDA_COPY_DELAY_US=N each host-to-device copy takes N
  *		microseconds more, so that a test can watch a run's threads.
  */
